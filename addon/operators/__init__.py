@@ -1,0 +1,15 @@
+"""Operators: each one orchestrates (settings → extract → kernels → write back)."""
+
+from . import cache, system
+
+_modules = (system, cache)
+
+
+def register():
+    for m in _modules:
+        m.register()
+
+
+def unregister():
+    for m in reversed(_modules):
+        m.unregister()

@@ -1,0 +1,67 @@
+"""Cache operators shared by every bake: free a bake, open its folder."""
+
+import bpy
+
+from ..cache import BakeCache, CacheError, resolve_folder
+
+
+def _bake_folder(context, name: str):
+    return resolve_folder(context.scene.voxfx.cache_directory) / name
+
+
+class VOXFX_OT_cache_free(bpy.types.Operator):
+    """Delete the cached frames of one bake (only files that bake wrote)"""
+
+    bl_idname = "voxfx.cache_free"
+    bl_label = "Free Bake"
+    bl_options = {"REGISTER"}
+
+    name: bpy.props.StringProperty(name="Bake Name", description="Name of the bake whose cache is freed")
+    kind: bpy.props.StringProperty(name="Effect", description="Effect that wrote the cache (voxelize, snow, flip)")
+
+    @classmethod
+    def poll(cls, context):
+        if not hasattr(context.scene, "voxfx"):
+            cls.poll_message_set("VoxFX is not set up in this scene")
+            return False
+        return True
+
+    def execute(self, context):
+        try:
+            cache = BakeCache(_bake_folder(context, self.name), self.name, kind=self.kind)
+            removed = cache.free()
+        except CacheError as e:
+            self.report({"ERROR"}, str(e))
+            return {"CANCELLED"}
+        self.report({"INFO"}, f"Freed bake '{self.name}': {removed} files removed")
+        return {"FINISHED"}
+
+
+class VOXFX_OT_cache_reveal(bpy.types.Operator):
+    """Open the cache folder in the system file browser"""
+
+    bl_idname = "voxfx.cache_reveal"
+    bl_label = "Open Cache Folder"
+
+    def execute(self, context):
+        try:
+            folder = resolve_folder(context.scene.voxfx.cache_directory)
+        except CacheError as e:
+            self.report({"ERROR"}, str(e))
+            return {"CANCELLED"}
+        if not folder.is_dir():
+            self.report({"WARNING"}, f"Nothing baked yet: '{folder}' does not exist")
+            return {"CANCELLED"}
+        bpy.ops.wm.path_open(filepath=str(folder))
+        return {"FINISHED"}
+
+
+_register, _unregister = bpy.utils.register_classes_factory((VOXFX_OT_cache_free, VOXFX_OT_cache_reveal))
+
+
+def register():
+    _register()
+
+
+def unregister():
+    _unregister()

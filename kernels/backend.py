@@ -1,0 +1,316 @@
+"""Array backend: CuPy on a CUDA device that really answers, otherwise NumPy.
+
+The choice is made once per process (``get_backend``) and can be forced by the
+``VOXFX_BACKEND`` environment variable (``cpu`` | ``gpu`` | ``auto``) or by the add-on
+preference (``set_preference``); the environment variable wins, so a pipeline can pin a
+backend without touching the .blend. Results leave kernels as NumPy arrays
+(``to_numpy``).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+ENV_VAR = "VOXFX_BACKEND"
+CHOICES = ("auto", "cpu", "gpu")
+CUDA_DIR = Path(__file__).resolve().parent / "cuda"
+
+# Leave this much of the free memory unclaimed: allocators fragment, drivers and
+# Blender itself need headroom.
+SAFETY_FRACTION = 0.9
+
+
+class BackendError(RuntimeError):
+    """The requested backend cannot be used."""
+
+
+class DeviceMemoryError(BackendError, MemoryError):
+    """A planned allocation would not fit in the free memory of the device."""
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    backend: str  # "gpu" or "cpu"
+    name: str
+    total_bytes: int
+    free_bytes: int
+    versions: dict = field(default_factory=dict)
+
+    def summary(self) -> str:
+        vers = ", ".join(f"{k} {v}" for k, v in self.versions.items())
+        return (
+            f"{self.backend.upper()}: {self.name}, "
+            f"{format_bytes(self.free_bytes)} free of {format_bytes(self.total_bytes)}"
+            + (f" ({vers})" if vers else "")
+        )
+
+
+def format_bytes(n: int) -> str:
+    n = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} TiB"  # pragma: no cover
+
+
+class Backend:
+    """One backend: its array module and what it knows about its device."""
+
+    def __init__(self, name: str, xp, reason: str):
+        self.name = name  # "gpu" | "cpu"
+        self.xp = xp
+        self.reason = reason  # one line: why this backend was chosen
+
+    @property
+    def is_gpu(self) -> bool:
+        return self.name == "gpu"
+
+    def to_numpy(self, a):
+        return to_numpy(a)
+
+    def device_info(self) -> DeviceInfo:
+        versions = {"numpy": np.__version__}
+        if self.is_gpu:
+            cp = self.xp
+            dev = cp.cuda.Device()
+            props = cp.cuda.runtime.getDeviceProperties(dev.id)
+            name = props["name"]
+            name = name.decode() if isinstance(name, bytes) else str(name)
+            free, total = cp.cuda.runtime.memGetInfo()
+            # Blocks CuPy's pool holds but does not use are free for our purposes.
+            free += cp.get_default_memory_pool().free_bytes()
+            versions["cupy"] = cp.__version__
+            versions["cuda runtime"] = _cuda_version(cp.cuda.runtime.runtimeGetVersion())
+            versions["driver"] = _cuda_version(cp.cuda.runtime.driverGetVersion())
+            versions["compute capability"] = f"{props['major']}.{props['minor']}"
+            return DeviceInfo("gpu", name, int(total), int(free), versions)
+        total, free = _host_memory()
+        return DeviceInfo("cpu", _cpu_name(), total, free, versions)
+
+    def free_bytes(self) -> int:
+        return self.device_info().free_bytes
+
+    def ensure_fits(self, nbytes: int, what: str) -> None:
+        """Raise ``DeviceMemoryError`` naming *what* if *nbytes* would not fit."""
+        info = self.device_info()
+        usable = int(info.free_bytes * SAFETY_FRACTION)
+        if int(nbytes) > usable:
+            raise DeviceMemoryError(
+                f"{what} needs {format_bytes(nbytes)} but only {format_bytes(info.free_bytes)} "
+                f"is free on {info.name} ({info.backend.upper()}); reduce the resolution "
+                f"or free memory"
+            )
+
+
+# --------------------------------------------------------------------------- choice
+
+_CPU = Backend("cpu", np, "NumPy arrays")
+
+_lock = threading.Lock()
+_backend: Backend | None = None
+_preference = "auto"
+_announced: set[str] = set()
+
+
+def set_preference(choice: str) -> None:
+    """Set the add-on preference (auto/cpu/gpu); the next ``get_backend`` re-chooses."""
+    global _preference, _backend
+    choice = (choice or "auto").lower()
+    if choice not in CHOICES:
+        raise ValueError(f"backend preference must be one of {CHOICES}, not {choice!r}")
+    with _lock:
+        if choice != _preference:
+            _preference = choice
+            _backend = None
+
+
+def requested() -> tuple[str, str]:
+    """(choice, source): the environment variable wins over the preference."""
+    env = os.environ.get(ENV_VAR, "").strip().lower()
+    if env:
+        if env not in CHOICES:
+            raise BackendError(f"{ENV_VAR}={env!r} is not one of {', '.join(CHOICES)}")
+        return env, f"{ENV_VAR}={env}"
+    return _preference, f"preference '{_preference}'"
+
+
+def get_backend(refresh: bool = False) -> Backend:
+    global _backend
+    with _lock:
+        if _backend is None or refresh:
+            _backend = _choose()
+        return _backend
+
+
+def reset() -> None:
+    """Forget the cached choice (tests, preference changes)."""
+    global _backend
+    with _lock:
+        _backend = None
+
+
+def _choose() -> Backend:
+    choice, source = requested()
+    if choice == "cpu":
+        return _announce(Backend("cpu", np, f"CPU backend (NumPy) by {source}"))
+    cp, why_not = probe_cuda()
+    if cp is not None:
+        return _announce(Backend("gpu", cp, f"GPU backend (CuPy {cp.__version__}) by {source}"))
+    if choice == "gpu":
+        raise BackendError(f"GPU backend requested by {source} but CUDA is not usable: {why_not}")
+    return _announce(Backend("cpu", np, f"CPU backend (NumPy): CUDA not usable ({why_not})"))
+
+
+def _announce(b: Backend) -> Backend:
+    if b.reason not in _announced:  # one clear message per distinct choice
+        _announced.add(b.reason)
+        print(f"VoxFX: {b.reason}", file=sys.stderr)
+    return b
+
+
+def probe_cuda():
+    """Return (cupy, None) if a CUDA device really computes, else (None, reason).
+
+    Catches everything: without a driver ``cupy.cuda.is_available()`` itself raises, and
+    a broken install can fail at import, at the first allocation or at the first launch.
+    """
+    try:
+        import cupy as cp
+    except Exception as e:  # noqa: BLE001 - any import failure means "no GPU"
+        return None, f"CuPy is not installed ({type(e).__name__}: {e})".strip()
+    try:
+        if cp.cuda.runtime.getDeviceCount() < 1:
+            return None, "no CUDA device found"
+        # A real launch: catches missing NVRTC, incompatible drivers and the like.
+        x = cp.arange(1, 5, dtype=cp.float32)
+        if float((x * x).sum()) != 30.0:
+            return None, "a test computation on the GPU returned a wrong result"
+        return cp, None
+    except Exception as e:  # noqa: BLE001
+        msg = str(e).splitlines()[0] if str(e) else ""
+        return None, f"{type(e).__name__}: {msg}"
+
+
+# --------------------------------------------------------------------------- shortcuts
+
+def xp():
+    """The array module of the current backend (numpy or cupy)."""
+    return get_backend().xp
+
+
+def array_module(a):
+    """numpy or cupy, whichever owns *a* (works without CuPy installed)."""
+    mod = type(a).__module__
+    if mod.startswith("cupy"):
+        import cupy
+
+        return cupy
+    return np
+
+
+def to_numpy(a):
+    """A NumPy array from a NumPy or CuPy array (or anything array-like)."""
+    if type(a).__module__.startswith("cupy"):
+        return a.get()
+    return np.asarray(a)
+
+
+def device_info() -> DeviceInfo:
+    return get_backend().device_info()
+
+
+def ensure_fits(nbytes: int, what: str, xp=None) -> None:
+    """Raise ``DeviceMemoryError`` if *nbytes* for *what* would not fit where it goes:
+    on the device of array module *xp* (default: the current backend's)."""
+    if xp is np:
+        _CPU.ensure_fits(nbytes, what)
+    else:
+        get_backend().ensure_fits(nbytes, what)
+
+
+# --------------------------------------------------------------------------- CUDA sources
+
+_modules: dict = {}
+
+
+def cuda_source(filename: str) -> str:
+    path = CUDA_DIR / filename
+    if not path.is_file():
+        raise BackendError(f"CUDA source {filename} not found in {CUDA_DIR}")
+    return path.read_text(encoding="utf-8")
+
+
+def load_module(filename: str, options: tuple = ()):
+    """Compile ``kernels/cuda/<filename>`` once per device and options (cupy.RawModule)."""
+    import cupy as cp
+
+    key = (filename, tuple(options), cp.cuda.Device().id)
+    mod = _modules.get(key)
+    if mod is None:
+        mod = cp.RawModule(code=cuda_source(filename), options=("--std=c++17",) + tuple(options))
+        mod.compile()
+        _modules[key] = mod
+    return mod
+
+
+def get_kernel(filename: str, name: str, options: tuple = ()):
+    return load_module(filename, options).get_function(name)
+
+
+# --------------------------------------------------------------------------- host facts
+
+def _cuda_version(v: int) -> str:
+    return f"{v // 1000}.{(v % 1000) // 10}"
+
+
+def _host_memory() -> tuple[int, int]:
+    """(total, available) bytes of host memory."""
+    try:
+        fields = {}
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                k, v = line.split(":", 1)
+                fields[k] = int(v.split()[0]) * 1024
+        return fields["MemTotal"], fields.get("MemAvailable", fields["MemFree"])
+    except (OSError, KeyError, ValueError):
+        pass
+    try:
+        page = os.sysconf("SC_PAGE_SIZE")
+        return os.sysconf("SC_PHYS_PAGES") * page, os.sysconf("SC_AVPHYS_PAGES") * page
+    except (ValueError, OSError, AttributeError):
+        pass
+    if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
+        import ctypes
+
+        class MEMORYSTATUSEX(ctypes.Structure):
+            _fields_ = [("dwLength", ctypes.c_ulong), ("dwMemoryLoad", ctypes.c_ulong),
+                        ("ullTotalPhys", ctypes.c_ulonglong), ("ullAvailPhys", ctypes.c_ulonglong),
+                        ("ullTotalPageFile", ctypes.c_ulonglong), ("ullAvailPageFile", ctypes.c_ulonglong),
+                        ("ullTotalVirtual", ctypes.c_ulonglong), ("ullAvailVirtual", ctypes.c_ulonglong),
+                        ("ullAvailExtendedVirtual", ctypes.c_ulonglong)]
+
+        st = MEMORYSTATUSEX()
+        st.dwLength = ctypes.sizeof(MEMORYSTATUSEX)
+        ctypes.windll.kernel32.GlobalMemoryStatusEx(ctypes.byref(st))
+        return int(st.ullTotalPhys), int(st.ullAvailPhys)
+    raise BackendError("cannot read the host's memory size on this platform")
+
+
+def _cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return f"{line.split(':', 1)[1].strip()} ({os.cpu_count()} threads)"
+    except OSError:
+        pass
+    import platform
+
+    return f"{platform.processor() or platform.machine()} ({os.cpu_count()} threads)"

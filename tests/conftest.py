@@ -1,0 +1,55 @@
+"""Shared test set-up: the checkout is importable as ``voxfx``; markers ``gpu`` and
+``blender`` skip where the real thing is missing (no mocks)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+# Blender's user folders (extensions, preferences) go to a throw-away place so tests
+# never touch the developer's own Blender set-up. Must happen before bpy is imported.
+os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="voxfx-blender-user-"))
+
+from tools.package import load  # noqa: E402
+
+load()
+
+
+def _has_bpy() -> bool:
+    try:
+        import bpy  # noqa: F401
+    except Exception:  # noqa: BLE001
+        return False
+    return True
+
+
+def _gpu_reason():
+    from voxfx.kernels import backend
+
+    cp, why_not = backend.probe_cuda()
+    return None if cp is not None else why_not
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:  # folder decides the marker: tests/blender/ and tests/gpu/
+        path = str(item.fspath).replace("\\", "/")
+        if "/tests/blender/" in path:
+            item.add_marker(pytest.mark.blender)
+        if "/tests/gpu/" in path:
+            item.add_marker(pytest.mark.gpu)
+    need_bpy = any(item.get_closest_marker("blender") for item in items)
+    need_gpu = any(item.get_closest_marker("gpu") for item in items)
+    bpy_ok = _has_bpy() if need_bpy else True
+    gpu_why = _gpu_reason() if need_gpu else None
+    for item in items:
+        if item.get_closest_marker("blender") and not bpy_ok:
+            item.add_marker(pytest.mark.skip(reason="bpy (Blender as a Python module) is not installed"))
+        if item.get_closest_marker("gpu") and gpu_why:
+            item.add_marker(pytest.mark.skip(reason=f"no working CUDA device: {gpu_why}"))
