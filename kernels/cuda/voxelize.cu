@@ -1,0 +1,276 @@
+// Triangle voxelization (seed 004 §3–4) on packed bit grids [z][y][x/32].
+//
+// Mirrors kernels/voxelize/triangles.py, surface.py and solid.py term by term, in float64
+// voxel units. Compiled with --fmad=false: every operation rounds exactly as NumPy's, so
+// the GPU sets the same voxels as the CPU reference.
+//
+// Work is load-balanced over *columns*: column_counts writes per triangle the number of
+// voxel columns it covers; an inclusive scan of those (`ends`) maps a global work item to
+// its triangle by binary search; each item tests the few candidate voxels of its column.
+
+#define PLANE_OF_AXIS(d) ((d) == 2 ? 0 : ((d) == 0 ? 1 : 2))  // plane (a,b) orthogonal to axis d
+
+__constant__ int PA[3] = {0, 1, 2};  // plane p uses axes (PA[p], PB[p]) with normal axis PC[p]
+__constant__ int PB[3] = {1, 2, 0};
+__constant__ int PC[3] = {2, 0, 1};
+
+struct Setup {
+    double v[3][3];      // corners
+    double e[3][3];      // e_i = v_{i+1} - v_i
+    double n[3];         // e0 x e1
+    double d1, d2;       // plane offsets (Eq. 1 or §3.4)
+    double ne[3][3][2];  // [plane][edge] edge normal (a, b)
+    double de[3][3];     // [plane][edge] edge offset (Eq. 2 or §3.4)
+    long long lo[3], hi[3];
+    int dom;
+};
+
+__device__ __forceinline__ void load_corners(const double* __restrict__ pv, const int* __restrict__ tris,
+                                             long long t, double v[3][3])
+{
+    for (int c = 0; c < 3; ++c) {
+        long long vi = tris[3 * t + c];
+        v[c][0] = pv[3 * vi + 0];
+        v[c][1] = pv[3 * vi + 1];
+        v[c][2] = pv[3 * vi + 2];
+    }
+}
+
+__device__ void make_setup(const double* __restrict__ pv, const int* __restrict__ tris, long long t,
+                           int nx, int ny, int nz, int thin, Setup& s)
+{
+    load_corners(pv, tris, t, s.v);
+    for (int i = 0; i < 3; ++i)
+        for (int a = 0; a < 3; ++a)
+            s.e[i][a] = s.v[(i + 1) % 3][a] - s.v[i][a];
+    const double* e0 = s.e[0];
+    const double* e1 = s.e[1];
+    s.n[0] = e0[1] * e1[2] - e0[2] * e1[1];
+    s.n[1] = e0[2] * e1[0] - e0[0] * e1[2];
+    s.n[2] = e0[0] * e1[1] - e0[1] * e1[0];
+    const double* v0 = s.v[0];
+    const double* n = s.n;
+    if (thin) {
+        double m = (n[0] * (0.5 - v0[0]) + n[1] * (0.5 - v0[1])) + n[2] * (0.5 - v0[2]);
+        double h = 0.5 * fmax(fmax(fabs(n[0]), fabs(n[1])), fabs(n[2]));
+        s.d1 = m + h;
+        s.d2 = m - h;
+    } else {
+        double c0 = n[0] > 0 ? 1.0 : 0.0, c1 = n[1] > 0 ? 1.0 : 0.0, c2 = n[2] > 0 ? 1.0 : 0.0;
+        s.d1 = (n[0] * (c0 - v0[0]) + n[1] * (c1 - v0[1])) + n[2] * (c2 - v0[2]);
+        s.d2 = (n[0] * ((1.0 - c0) - v0[0]) + n[1] * ((1.0 - c1) - v0[1])) + n[2] * ((1.0 - c2) - v0[2]);
+    }
+    for (int p = 0; p < 3; ++p) {
+        int a = PA[p], b = PB[p], c = PC[p];
+        double sg = n[c] >= 0 ? 1.0 : -1.0;
+        for (int i = 0; i < 3; ++i) {
+            double na = (-s.e[i][b]) * sg;
+            double nb = s.e[i][a] * sg;
+            double t2;
+            if (thin) {
+                t2 = na * (0.5 - s.v[i][a]) + nb * (0.5 - s.v[i][b]);
+                s.de[p][i] = t2 + 0.5 * fmax(fabs(na), fabs(nb));
+            } else {
+                t2 = na * s.v[i][a] + nb * s.v[i][b];
+                s.de[p][i] = ((-t2) + fmax(0.0, na)) + fmax(0.0, nb);
+            }
+            s.ne[p][i][0] = na;
+            s.ne[p][i][1] = nb;
+        }
+    }
+    int dims[3] = {nx, ny, nz};
+    for (int a = 0; a < 3; ++a) {
+        double bmin = fmin(fmin(s.v[0][a], s.v[1][a]), s.v[2][a]);
+        double bmax = fmax(fmax(s.v[0][a], s.v[1][a]), s.v[2][a]);
+        long long lo = (long long)ceil(bmin) - 1;
+        long long hi = (long long)floor(bmax);
+        s.lo[a] = lo > 0 ? lo : 0;
+        s.hi[a] = hi < dims[a] - 1 ? hi : dims[a] - 1;
+    }
+    double a0 = fabs(n[0]), a1 = fabs(n[1]), a2 = fabs(n[2]);
+    int dom = 0;
+    double best = a0;
+    if (a1 > best) { dom = 1; best = a1; }
+    if (a2 > best) { dom = 2; }
+    s.dom = dom;
+}
+
+__device__ __forceinline__ bool projection_test(const Setup& s, int p, const double* q)
+{
+    int a = PA[p], b = PB[p];
+    for (int i = 0; i < 3; ++i)
+        if (!((s.ne[p][i][0] * q[a] + s.ne[p][i][1] * q[b]) + s.de[p][i] >= 0)) return false;
+    return true;
+}
+
+__device__ __forceinline__ bool plane_test(const Setup& s, const double* q)
+{
+    double npv = (s.n[0] * q[0] + s.n[1] * q[1]) + s.n[2] * q[2];
+    double a = npv + s.d1, b = npv + s.d2;
+    return (a <= 0 && b >= 0) || (a >= 0 && b <= 0);
+}
+
+__device__ __forceinline__ long long owner_of(const long long* __restrict__ ends, long long n_tris, long long item)
+{
+    long long lo = 0, hi = n_tris - 1;  // first t with ends[t] > item
+    while (lo < hi) {
+        long long mid = (lo + hi) >> 1;
+        if (ends[mid] > item) hi = mid; else lo = mid + 1;
+    }
+    return lo;
+}
+
+extern "C" __global__ void surface_column_counts(const double* __restrict__ pv, const int* __restrict__ tris,
+                                                 long long n_tris, int nx, int ny, int nz,
+                                                 long long* __restrict__ counts)
+{
+    long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n_tris) return;
+    Setup s;
+    make_setup(pv, tris, t, nx, ny, nz, 0, s);
+    int D = s.dom, U = (D + 1) % 3, V = (D + 2) % 3;
+    long long wD = s.hi[D] - s.lo[D] + 1, wU = s.hi[U] - s.lo[U] + 1, wV = s.hi[V] - s.lo[V] + 1;
+    counts[t] = (wD > 0 && wU > 0 && wV > 0) ? wU * wV : 0;
+}
+
+extern "C" __global__ void surface_columns(const double* __restrict__ pv, const int* __restrict__ tris,
+                                           const long long* __restrict__ ends, const long long* __restrict__ counts,
+                                           long long n_tris, long long n_items, int nx, int ny, int nz, int thin,
+                                           unsigned int* __restrict__ words)
+{
+    long long item = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (item >= n_items) return;
+    long long t = owner_of(ends, n_tris, item);
+    long long local = item - (ends[t] - counts[t]);
+    Setup s;
+    make_setup(pv, tris, t, nx, ny, nz, thin, s);
+    int D = s.dom, U = (D + 1) % 3, V = (D + 2) % 3;
+    long long wu = s.hi[U] - s.lo[U] + 1;
+    long long cu = s.lo[U] + local % wu;
+    long long cv = s.lo[V] + local / wu;
+    double q[3];
+    q[D] = 0.0;
+    q[U] = (double)cu;
+    q[V] = (double)cv;
+    int pc = PLANE_OF_AXIS(D);
+    if (!projection_test(s, pc, q)) return;  // the column's own projection (depth-independent)
+
+    const double* n = s.n;
+    const double* v0 = s.v[0];
+    double nD = n[D], nU = n[U], nV = n[V];
+    long long dlo = s.lo[D], dhi = s.hi[D];
+    if (nD != 0) {
+        double nv0 = (n[0] * v0[0] + n[1] * v0[1]) + n[2] * v0[2];
+        double e00 = ((nv0 - nU * ((double)cu + 0.0)) - nV * ((double)cv + 0.0)) / nD;
+        double e01 = ((nv0 - nU * ((double)cu + 0.0)) - nV * ((double)cv + 1.0)) / nD;
+        double e10 = ((nv0 - nU * ((double)cu + 1.0)) - nV * ((double)cv + 0.0)) / nD;
+        double e11 = ((nv0 - nU * ((double)cu + 1.0)) - nV * ((double)cv + 1.0)) / nD;
+        double dmin = fmin(fmin(e00, e01), fmin(e10, e11));
+        double dmax = fmax(fmax(e00, e01), fmax(e10, e11));
+        long long a = (long long)floor(dmin) - 1, b = (long long)floor(dmax) + 1;
+        dlo = a > dlo ? a : dlo;
+        dhi = b < dhi ? b : dhi;
+    }
+    int wx = (nx + 31) >> 5;
+    int p1 = (pc + 1) % 3, p2 = (pc + 2) % 3;
+    for (long long d = dlo; d <= dhi; ++d) {
+        q[D] = (double)d;
+        if (!plane_test(s, q) || !projection_test(s, p1, q) || !projection_test(s, p2, q)) continue;
+        long long i = (long long)q[0], j = (long long)q[1], k = (long long)q[2];
+        unsigned int bit = 1u << (unsigned int)(i & 31);
+        unsigned int* w = words + (k * ny + j) * wx + (i >> 5);
+        if (!(*w & bit)) atomicOr(w, bit);  // skip the atomic when a neighbour already set it
+    }
+}
+
+// ---------------------------------------------------------------- solid (§4.1)
+
+struct YZSetup {
+    double nx, ny, nz, nv0;
+    double na[3], nb[3], d[3];
+    bool tl[3];
+    long long jlo, jhi, klo, khi;
+};
+
+__device__ void make_yz_setup(const double* __restrict__ pv, const int* __restrict__ tris, long long t,
+                              int NY, int NZ, YZSetup& s)
+{
+    double v[3][3], e[3][3];
+    load_corners(pv, tris, t, v);
+    for (int i = 0; i < 3; ++i)
+        for (int a = 0; a < 3; ++a)
+            e[i][a] = v[(i + 1) % 3][a] - v[i][a];
+    s.nx = e[0][1] * e[1][2] - e[0][2] * e[1][1];
+    s.ny = e[0][2] * e[1][0] - e[0][0] * e[1][2];
+    s.nz = e[0][0] * e[1][1] - e[0][1] * e[1][0];
+    s.nv0 = (s.nx * v[0][0] + s.ny * v[0][1]) + s.nz * v[0][2];
+    double sg = s.nx >= 0 ? 1.0 : -1.0;
+    for (int i = 0; i < 3; ++i) {
+        s.na[i] = (-e[i][2]) * sg;
+        s.nb[i] = e[i][1] * sg;
+        s.d[i] = -(s.na[i] * v[i][1] + s.nb[i] * v[i][2]);
+        s.tl[i] = (s.na[i] > 0) || (s.na[i] == 0 && s.nb[i] < 0);
+    }
+    double ymin = fmin(fmin(v[0][1], v[1][1]), v[2][1]), ymax = fmax(fmax(v[0][1], v[1][1]), v[2][1]);
+    double zmin = fmin(fmin(v[0][2], v[1][2]), v[2][2]), zmax = fmax(fmax(v[0][2], v[1][2]), v[2][2]);
+    long long a;
+    a = (long long)ceil(ymin - 0.5);  s.jlo = a > 0 ? a : 0;
+    a = (long long)floor(ymax - 0.5); s.jhi = a < NY - 1 ? a : NY - 1;
+    a = (long long)ceil(zmin - 0.5);  s.klo = a > 0 ? a : 0;
+    a = (long long)floor(zmax - 0.5); s.khi = a < NZ - 1 ? a : NZ - 1;
+}
+
+extern "C" __global__ void solid_column_counts(const double* __restrict__ pv, const int* __restrict__ tris,
+                                               long long n_tris, int NY, int NZ, long long* __restrict__ counts)
+{
+    long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n_tris) return;
+    YZSetup s;
+    make_yz_setup(pv, tris, t, NY, NZ, s);
+    long long wj = s.jhi - s.jlo + 1, wk = s.khi - s.klo + 1;
+    counts[t] = (s.nx != 0 && wj > 0 && wk > 0) ? wj * wk : 0;
+}
+
+extern "C" __global__ void solid_flip_starts(const double* __restrict__ pv, const int* __restrict__ tris,
+                                             const long long* __restrict__ ends, const long long* __restrict__ counts,
+                                             long long n_tris, long long n_items, int NX, int NY, int NZ,
+                                             unsigned int* __restrict__ words)
+{
+    long long item = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (item >= n_items) return;
+    long long t = owner_of(ends, n_tris, item);
+    long long local = item - (ends[t] - counts[t]);
+    YZSetup s;
+    make_yz_setup(pv, tris, t, NY, NZ, s);
+    long long wj = s.jhi - s.jlo + 1;
+    long long j = s.jlo + local % wj, k = s.klo + local / wj;
+    double yc = (double)j + 0.5, zc = (double)k + 0.5;
+    for (int i = 0; i < 3; ++i) {  // top-left fill rule: a centre on an edge counts once
+        double E = (s.na[i] * yc + s.nb[i] * zc) + s.d[i];
+        if (!(E > 0 || (E == 0 && s.tl[i]))) return;
+    }
+    double q = ((s.nv0 - s.ny * yc) - s.nz * zc) / s.nx;
+    double qbar = floor(q + 0.5);
+    if (qbar >= (double)NX) return;  // flips nothing
+    long long start = qbar < 0 ? 0 : (long long)qbar;
+    int wx = (NX + 31) >> 5;
+    atomicXor(words + (k * NY + j) * wx + (start >> 5), 1u << (unsigned int)(start & 31));
+}
+
+// Prefix xor along each row: flip starts -> spans. One thread per row.
+extern "C" __global__ void prefix_xor_rows(unsigned int* __restrict__ words, long long rows, int wx, int nx)
+{
+    long long r = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= rows) return;
+    unsigned int* w = words + r * wx;
+    unsigned int carry = 0u;
+    for (int i = 0; i < wx; ++i) {
+        unsigned int x = w[i];
+        x ^= x << 1; x ^= x << 2; x ^= x << 4; x ^= x << 8; x ^= x << 16;
+        x ^= carry;
+        carry = (x >> 31) ? 0xffffffffu : 0u;
+        w[i] = x;
+    }
+    int tail = nx & 31;
+    if (tail) w[wx - 1] &= (1u << tail) - 1u;
+}
