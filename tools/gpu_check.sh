@@ -8,4 +8,5 @@ OUT=${OUT:-out}; mkdir -p "$OUT"
   python3 -c "import sys, numpy, cupy; print('python', sys.version.split()[0], 'numpy', numpy.__version__, 'cupy', cupy.__version__, 'cuda runtime', cupy.cuda.runtime.runtimeGetVersion())"
   nvcc --version | tail -n 1
 } 2>&1 | tee "$OUT/gpu_env.txt"
-PYTHONUNBUFFERED=1 python3 -m pytest -q -p no:cacheprovider -rs tests/unit tests/gpu "$@" 2>&1 | tee "$OUT/gpu_tests.log"
+[ $# -gt 0 ] || set -- tests/unit tests/gpu
+PYTHONUNBUFFERED=1 python3 -m pytest -q -p no:cacheprovider -rs "$@" 2>&1 | tee "$OUT/gpu_tests.log"

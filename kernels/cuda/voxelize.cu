@@ -8,11 +8,14 @@
 // voxel columns it covers; an inclusive scan of those (`ends`) maps a global work item to
 // its triangle by binary search; each item tests the few candidate voxels of its column.
 
-#define PLANE_OF_AXIS(d) ((d) == 2 ? 0 : ((d) == 0 ? 1 : 2))  // plane (a,b) orthogonal to axis d
+// Every array index below is a compile-time constant (unrolled loops, templates on the
+// dominant axis), so the setup lives in registers rather than in local memory.
 
-__constant__ int PA[3] = {0, 1, 2};  // plane p uses axes (PA[p], PB[p]) with normal axis PC[p]
-__constant__ int PB[3] = {1, 2, 0};
-__constant__ int PC[3] = {2, 0, 1};
+// Plane p uses axes (PA(p), PB(p)) and normal axis PC(p): xy (c = z), yz (c = x), zx (c = y).
+__host__ __device__ constexpr int PA(int p) { return p; }
+__host__ __device__ constexpr int PB(int p) { return (p + 1) % 3; }
+__host__ __device__ constexpr int PC(int p) { return (p + 2) % 3; }
+__host__ __device__ constexpr int plane_of_axis(int d) { return d == 2 ? 0 : (d == 0 ? 1 : 2); }
 
 struct Setup {
     double v[3][3];      // corners
@@ -28,6 +31,7 @@ struct Setup {
 __device__ __forceinline__ void load_corners(const double* __restrict__ pv, const int* __restrict__ tris,
                                              long long t, double v[3][3])
 {
+#pragma unroll
     for (int c = 0; c < 3; ++c) {
         long long vi = tris[3 * t + c];
         v[c][0] = pv[3 * vi + 0];
@@ -36,11 +40,13 @@ __device__ __forceinline__ void load_corners(const double* __restrict__ pv, cons
     }
 }
 
-__device__ void make_setup(const double* __restrict__ pv, const int* __restrict__ tris, long long t,
-                           int nx, int ny, int nz, int thin, Setup& s)
+__device__ __forceinline__ void make_setup(const double* __restrict__ pv, const int* __restrict__ tris, long long t,
+                                           int nx, int ny, int nz, int thin, Setup& s)
 {
     load_corners(pv, tris, t, s.v);
+#pragma unroll
     for (int i = 0; i < 3; ++i)
+#pragma unroll
         for (int a = 0; a < 3; ++a)
             s.e[i][a] = s.v[(i + 1) % 3][a] - s.v[i][a];
     const double* e0 = s.e[0];
@@ -60,9 +66,11 @@ __device__ void make_setup(const double* __restrict__ pv, const int* __restrict_
         s.d1 = (n[0] * (c0 - v0[0]) + n[1] * (c1 - v0[1])) + n[2] * (c2 - v0[2]);
         s.d2 = (n[0] * ((1.0 - c0) - v0[0]) + n[1] * ((1.0 - c1) - v0[1])) + n[2] * ((1.0 - c2) - v0[2]);
     }
+#pragma unroll
     for (int p = 0; p < 3; ++p) {
-        int a = PA[p], b = PB[p], c = PC[p];
+        const int a = PA(p), b = PB(p), c = PC(p);
         double sg = n[c] >= 0 ? 1.0 : -1.0;
+#pragma unroll
         for (int i = 0; i < 3; ++i) {
             double na = (-s.e[i][b]) * sg;
             double nb = s.e[i][a] * sg;
@@ -78,7 +86,8 @@ __device__ void make_setup(const double* __restrict__ pv, const int* __restrict_
             s.ne[p][i][1] = nb;
         }
     }
-    int dims[3] = {nx, ny, nz};
+    const int dims[3] = {nx, ny, nz};
+#pragma unroll
     for (int a = 0; a < 3; ++a) {
         double bmin = fmin(fmin(s.v[0][a], s.v[1][a]), s.v[2][a]);
         double bmax = fmax(fmax(s.v[0][a], s.v[1][a]), s.v[2][a]);
@@ -95,11 +104,13 @@ __device__ void make_setup(const double* __restrict__ pv, const int* __restrict_
     s.dom = dom;
 }
 
-__device__ __forceinline__ bool projection_test(const Setup& s, int p, const double* q)
+template <int P>
+__device__ __forceinline__ bool projection_test(const Setup& s, const double* q)
 {
-    int a = PA[p], b = PB[p];
+    constexpr int a = PA(P), b = PB(P);
+#pragma unroll
     for (int i = 0; i < 3; ++i)
-        if (!((s.ne[p][i][0] * q[a] + s.ne[p][i][1] * q[b]) + s.de[p][i] >= 0)) return false;
+        if (!((s.ne[P][i][0] * q[a] + s.ne[P][i][1] * q[b]) + s.de[P][i] >= 0)) return false;
     return true;
 }
 
@@ -128,23 +139,29 @@ extern "C" __global__ void surface_column_counts(const double* __restrict__ pv, 
     if (t >= n_tris) return;
     Setup s;
     make_setup(pv, tris, t, nx, ny, nz, 0, s);
-    int D = s.dom, U = (D + 1) % 3, V = (D + 2) % 3;
-    long long wD = s.hi[D] - s.lo[D] + 1, wU = s.hi[U] - s.lo[U] + 1, wV = s.hi[V] - s.lo[V] + 1;
-    counts[t] = (wD > 0 && wU > 0 && wV > 0) ? wU * wV : 0;
+    long long w[3];
+#pragma unroll
+    for (int a = 0; a < 3; ++a) w[a] = s.hi[a] - s.lo[a] + 1;
+    // Columns run along the dominant axis: their number is the box's extent across it.
+    long long across = s.dom == 0 ? w[1] * w[2] : (s.dom == 1 ? w[2] * w[0] : w[0] * w[1]);
+    counts[t] = (w[0] > 0 && w[1] > 0 && w[2] > 0) ? across : 0;
 }
 
-extern "C" __global__ void surface_columns(const double* __restrict__ pv, const int* __restrict__ tris,
-                                           const long long* __restrict__ ends, const long long* __restrict__ counts,
-                                           long long n_tris, long long n_items, int nx, int ny, int nz, int thin,
-                                           unsigned int* __restrict__ words)
+// One column along the dominant axis D: its own projection test, then the few candidates.
+// OWNER = false: set the voxel's bit. OWNER = true: record the smallest triangle index
+// touching each voxel of a sorted list of set voxels (for attributes; no bit writes).
+struct OwnerList {
+    const long long* linear;  // sorted linear indices (k*ny + j)*nx + i of set voxels
+    long long count;
+    int* owner;               // per listed voxel: min triangle index (init INT_MAX)
+};
+
+template <int D, bool OWNER>
+__device__ __forceinline__ void column(const Setup& s, long long t, long long local, int nx, int ny,
+                                       unsigned int* __restrict__ words, OwnerList list)
 {
-    long long item = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (item >= n_items) return;
-    long long t = owner_of(ends, n_tris, item);
-    long long local = item - (ends[t] - counts[t]);
-    Setup s;
-    make_setup(pv, tris, t, nx, ny, nz, thin, s);
-    int D = s.dom, U = (D + 1) % 3, V = (D + 2) % 3;
+    constexpr int U = (D + 1) % 3, V = (D + 2) % 3;
+    constexpr int pc = plane_of_axis(D), p1 = (pc + 1) % 3, p2 = (pc + 2) % 3;
     long long wu = s.hi[U] - s.lo[U] + 1;
     long long cu = s.lo[U] + local % wu;
     long long cv = s.lo[V] + local / wu;
@@ -152,8 +169,7 @@ extern "C" __global__ void surface_columns(const double* __restrict__ pv, const 
     q[D] = 0.0;
     q[U] = (double)cu;
     q[V] = (double)cv;
-    int pc = PLANE_OF_AXIS(D);
-    if (!projection_test(s, pc, q)) return;  // the column's own projection (depth-independent)
+    if (!projection_test<pc>(s, q)) return;  // the column's own projection (depth-independent)
 
     const double* n = s.n;
     const double* v0 = s.v[0];
@@ -172,14 +188,62 @@ extern "C" __global__ void surface_columns(const double* __restrict__ pv, const 
         dhi = b < dhi ? b : dhi;
     }
     int wx = (nx + 31) >> 5;
-    int p1 = (pc + 1) % 3, p2 = (pc + 2) % 3;
     for (long long d = dlo; d <= dhi; ++d) {
         q[D] = (double)d;
-        if (!plane_test(s, q) || !projection_test(s, p1, q) || !projection_test(s, p2, q)) continue;
+        if (!plane_test(s, q) || !projection_test<p1>(s, q) || !projection_test<p2>(s, q)) continue;
         long long i = (long long)q[0], j = (long long)q[1], k = (long long)q[2];
-        unsigned int bit = 1u << (unsigned int)(i & 31);
-        unsigned int* w = words + (k * ny + j) * wx + (i >> 5);
-        if (!(*w & bit)) atomicOr(w, bit);  // skip the atomic when a neighbour already set it
+        if (OWNER) {
+            long long key = (k * ny + j) * nx + i, lo = 0, hi = list.count;
+            while (lo < hi) {  // lower bound of key
+                long long mid = (lo + hi) >> 1;
+                if (list.linear[mid] < key) lo = mid + 1; else hi = mid;
+            }
+            if (lo < list.count && list.linear[lo] == key) atomicMin(list.owner + lo, (int)t);
+        } else {
+            unsigned int bit = 1u << (unsigned int)(i & 31);
+            unsigned int* w = words + (k * ny + j) * wx + (i >> 5);
+            if (!(*w & bit)) atomicOr(w, bit);  // skip the atomic when a neighbour already set it
+        }
+    }
+}
+
+extern "C" __global__ void surface_columns(const double* __restrict__ pv, const int* __restrict__ tris,
+                                           const long long* __restrict__ ends, const long long* __restrict__ counts,
+                                           long long n_tris, long long n_items, int nx, int ny, int nz, int thin,
+                                           unsigned int* __restrict__ words)
+{
+    long long item = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (item >= n_items) return;
+    long long t = owner_of(ends, n_tris, item);
+    long long local = item - (ends[t] - counts[t]);
+    Setup s;
+    make_setup(pv, tris, t, nx, ny, nz, thin, s);
+    OwnerList none = {nullptr, 0, nullptr};
+    switch (s.dom) {
+        case 0: column<0, false>(s, t, local, nx, ny, words, none); break;
+        case 1: column<1, false>(s, t, local, nx, ny, words, none); break;
+        default: column<2, false>(s, t, local, nx, ny, words, none); break;
+    }
+}
+
+// Same work items as surface_columns (conservative test): owner triangle per listed voxel.
+extern "C" __global__ void surface_owners(const double* __restrict__ pv, const int* __restrict__ tris,
+                                          const long long* __restrict__ ends, const long long* __restrict__ counts,
+                                          long long n_tris, long long n_items, int nx, int ny, int nz,
+                                          const long long* __restrict__ linear, long long n_listed,
+                                          int* __restrict__ owner)
+{
+    long long item = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (item >= n_items) return;
+    long long t = owner_of(ends, n_tris, item);
+    long long local = item - (ends[t] - counts[t]);
+    Setup s;
+    make_setup(pv, tris, t, nx, ny, nz, 0, s);
+    OwnerList list = {linear, n_listed, owner};
+    switch (s.dom) {
+        case 0: column<0, true>(s, t, local, nx, ny, nullptr, list); break;
+        case 1: column<1, true>(s, t, local, nx, ny, nullptr, list); break;
+        default: column<2, true>(s, t, local, nx, ny, nullptr, list); break;
     }
 }
 
@@ -197,7 +261,9 @@ __device__ void make_yz_setup(const double* __restrict__ pv, const int* __restri
 {
     double v[3][3], e[3][3];
     load_corners(pv, tris, t, v);
+#pragma unroll
     for (int i = 0; i < 3; ++i)
+#pragma unroll
         for (int a = 0; a < 3; ++a)
             e[i][a] = v[(i + 1) % 3][a] - v[i][a];
     s.nx = e[0][1] * e[1][2] - e[0][2] * e[1][1];
@@ -205,6 +271,7 @@ __device__ void make_yz_setup(const double* __restrict__ pv, const int* __restri
     s.nz = e[0][0] * e[1][1] - e[0][1] * e[1][0];
     s.nv0 = (s.nx * v[0][0] + s.ny * v[0][1]) + s.nz * v[0][2];
     double sg = s.nx >= 0 ? 1.0 : -1.0;
+#pragma unroll
     for (int i = 0; i < 3; ++i) {
         s.na[i] = (-e[i][2]) * sg;
         s.nb[i] = e[i][1] * sg;
@@ -245,6 +312,7 @@ extern "C" __global__ void solid_flip_starts(const double* __restrict__ pv, cons
     long long wj = s.jhi - s.jlo + 1;
     long long j = s.jlo + local % wj, k = s.klo + local / wj;
     double yc = (double)j + 0.5, zc = (double)k + 0.5;
+#pragma unroll
     for (int i = 0; i < 3; ++i) {  // top-left fill rule: a centre on an edge counts once
         double E = (s.na[i] * yc + s.nb[i] * zc) + s.d[i];
         if (!(E > 0 || (E == 0 && s.tl[i]))) return;

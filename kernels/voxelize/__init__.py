@@ -68,19 +68,22 @@ def voxelize(vertices, triangles, spec: GridSpec, mode: str = "surface", *, vote
     """
     if mode not in MODES:
         raise InputError(f"voxelization mode must be one of {', '.join(MODES)}, not {mode!r}")
-    vertices = np.asarray(backend.to_numpy(vertices))
-    triangles = np.asarray(backend.to_numpy(triangles)).astype(np.int64, copy=False)
-    check_inputs(vertices, triangles)
     xp = xp or backend.xp()
     on_gpu = xp is not np
     backend.ensure_fits(estimate_bytes(spec, mode, len(vertices), len(triangles), vote),
                         f"voxelizing {len(triangles):,} triangles into {'×'.join(map(str, spec.shape))} voxels", xp=xp)
+    if on_gpu:  # inputs go to the device once; everything after stays there
+        vertices = xp.asarray(vertices)
+        triangles = xp.asarray(triangles, dtype=xp.int32)
+    else:
+        vertices = np.asarray(backend.to_numpy(vertices))
+        triangles = np.asarray(backend.to_numpy(triangles)).astype(np.int64, copy=False)
+    check_inputs(vertices, triangles)
     pv = to_voxel_units(vertices, spec.origin, spec.voxel_size)
     shape = spec.shape
     report(progress, 0.0, "voxelizing")
     if on_gpu:
-        pv_d = xp.asarray(pv)
-        tri_d = xp.asarray(triangles.astype(np.int32))
+        pv_d, tri_d = pv, triangles
         if mode in ("solid", "solid+surface"):
             bits = (gpu.majority_vote_gpu if vote else gpu.solid_voxels_gpu)(pv_d, tri_d, shape)
             if mode == "solid+surface":

@@ -92,3 +92,27 @@ def majority_vote_gpu(pv, triangles, shape):
     sz = bitgrid.unpack(solid_voxels_gpu(pv[:, [2, 0, 1]], triangles, (nz, nx, ny)), nz).view(cp.uint8)
     votes += sz.transpose(2, 0, 1)
     return bitgrid.pack(votes >= 2)
+
+
+def surface_owners_gpu(pv, triangles, shape, linear):
+    """Smallest index of a triangle whose conservative test covers each listed voxel
+    (sorted linear indices); INT32_MAX where none does."""
+    import cupy as cp
+
+    nx, ny, nz = (int(n) for n in shape)
+    owner = cp.full(int(linear.size), np.iinfo(np.int32).max, dtype=cp.int32)
+    T = int(triangles.shape[0])
+    if T == 0 or linear.size == 0:
+        return owner
+    pv = cp.ascontiguousarray(pv, dtype=cp.float64)
+    tris = cp.ascontiguousarray(triangles, dtype=cp.int32)
+    counts = cp.empty(T, dtype=cp.int64)
+    _kernel("surface_column_counts")(_blocks(T), (_THREADS,), (pv, tris, np.int64(T), np.int32(nx), np.int32(ny),
+                                                               np.int32(nz), counts))
+    ends, total = _scan(counts)
+    if total:
+        _kernel("surface_owners")(_blocks(total), (_THREADS,),
+                                  (pv, tris, ends, counts, np.int64(T), np.int64(total), np.int32(nx), np.int32(ny),
+                                   np.int32(nz), cp.ascontiguousarray(linear, dtype=cp.int64),
+                                   np.int64(linear.size), owner))
+    return owner

@@ -23,22 +23,36 @@ PLANE_NORMAL_TO = {2: 0, 0: 1, 1: 2}  # dominant axis c -> index of the plane (a
 
 
 def check_inputs(vertices, triangles) -> None:
-    """Shape, index and finiteness checks with messages a user can act on."""
+    """Shape, index and finiteness checks with messages a user can act on.
+
+    Works on NumPy or CuPy arrays with a single device→host transfer of three numbers.
+    """
+    from ..backend import array_module, to_numpy
+
     if vertices.ndim != 2 or vertices.shape[1] != 3:
         raise InputError(f"vertices must have shape (V, 3), not {tuple(vertices.shape)}")
     if triangles.ndim != 2 or triangles.shape[1] != 3:
         raise InputError(f"triangles must have shape (T, 3), not {tuple(triangles.shape)}")
-    if triangles.size and (int(triangles.min()) < 0 or int(triangles.max()) >= vertices.shape[0]):
+    if not triangles.size:
+        return
+    xp = array_module(vertices)
+    bad = (~xp.isfinite(vertices)).any(axis=1).sum() if vertices.size else xp.zeros((), dtype=xp.int64)
+    lo, hi, bad = (int(x) for x in to_numpy(xp.stack([triangles.min().astype(xp.int64),
+                                                       triangles.max().astype(xp.int64), bad.astype(xp.int64)])))
+    if lo < 0 or hi >= vertices.shape[0]:
         raise InputError("triangle indices point outside the vertex array")
-    bad = int((~np.isfinite(np.asarray(vertices))).any(axis=1).sum())
     if bad:
         raise InputError(f"{bad} vertices have non-finite coordinates (NaN/inf)")
 
 
 def to_voxel_units(vertices, origin, voxel_size):
-    """float64 positions in voxel units: (v − origin) / voxel_size (same on both backends)."""
-    v = np.asarray(vertices, dtype=np.float64)
-    return (v - np.asarray(origin, dtype=np.float64)) / np.float64(voxel_size)
+    """float64 positions in voxel units: (v − origin) / voxel_size, on the array's own
+    backend (CuPy's elementwise subtract and divide round exactly as NumPy's)."""
+    from ..backend import array_module
+
+    xp = array_module(vertices)
+    v = vertices.astype(xp.float64)
+    return (v - xp.asarray(np.asarray(origin, dtype=np.float64))) / np.float64(voxel_size)
 
 
 @dataclass
