@@ -50,7 +50,7 @@ _CU = "lines.cu"
 _OPTIONS = ("--fmad=false",)  # round like NumPy: bit-identical voxels on both backends
 _THREADS = 128
 
-CHUNK_STEPS = 1 << 18  # DDA steps per NumPy batch: bounds the CPU path's memory
+CHUNK_STEPS = 1 << 16  # DDA steps per NumPy batch: ~40 MB of candidates on the CPU path
 
 # Farther than this (in voxels) from the grid origin, float64 keeps too few fractional
 # bits for the candidate margin below; no real scene gets near it.
