@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import sys
 from typing import Callable
@@ -125,3 +126,79 @@ def unregister():
 
 def is_registered() -> bool:
     return _handle is not None
+
+
+# ------------------------------------------------------------------ voxelize
+
+def _voxelize_configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--objects", nargs="+", metavar="NAME",
+                   help="objects to voxelize (default: every mesh, curve and text object in the scene)")
+    size = p.add_mutually_exclusive_group()
+    size.add_argument("--voxel-size", type=float, metavar="M", help="voxel edge length in metres")
+    size.add_argument("--resolution", type=int, default=64, help="voxels along the longest side (default 64)")
+    p.add_argument("--mode", choices=["surface", "thin", "solid", "solid+surface"], default="solid+surface")
+    p.add_argument("--fill-holes", action="store_true", help="3-axis vote for meshes that are not closed")
+    p.add_argument("--no-edges", action="store_true", help="ignore loose edges and curves without bevel")
+    p.add_argument("--separate", action="store_true", help="one result per object instead of one for all")
+    p.add_argument("--out", required=True, metavar="PATH",
+                   help="output: .vdb (density volume), .vox (MagicaVoxel) or .blend (scene with point "
+                        "cloud, volume and block mesh objects)")
+
+
+def _voxelize_run(args) -> int:
+    from ..kernels.errors import InputError
+    from .jobs import JobRunner, console_progress
+    from .operators.voxelize import Request, voxelize_job
+
+    scene = bpy.context.scene
+    if args.objects:
+        missing = [n for n in args.objects if n not in bpy.data.objects]
+        if missing:
+            raise InputError(f"No object named {', '.join(missing)} in {bpy.data.filepath or 'the scene'}")
+        objects = [bpy.data.objects[n] for n in args.objects]
+    else:
+        objects = [o for o in scene.objects if o.type in {"MESH", "CURVE", "FONT", "SURFACE", "META", "CURVES"}]
+    if args.voxel_size is not None and not args.voxel_size > 0:
+        raise InputError(f"--voxel-size must be positive, not {args.voxel_size}")
+    out = os.path.abspath(args.out)
+    ext = os.path.splitext(out)[1].lower()
+    if ext not in (".vdb", ".vox", ".blend"):
+        raise InputError(f"--out must end in .vdb, .vox or .blend, not '{ext or out}'")
+    outputs = {".vdb": {"volume"}, ".vox": {"vox"}, ".blend": {"points", "volume", "blocks"}}[ext]
+    cache_dir = os.path.join(os.path.dirname(out), "voxfx_cache") + os.sep
+    request = Request(mode=args.mode, resolution=None if args.voxel_size else args.resolution,
+                      voxel_size=args.voxel_size, fill_holes=args.fill_holes, include_edges=not args.no_edges,
+                      combine=not args.separate, outputs=outputs, vox_path=out if ext == ".vox" else "",
+                      cache_dir=cache_dir)
+    warnings: list[str] = []
+    runner = JobRunner(voxelize_job(bpy.context, objects, request, warnings), title="voxelize")
+    runner.run(console_progress("voxelize"))
+    for w in warnings:
+        print(f"voxfx voxelize: warning: {w}", file=sys.stderr)
+    if runner.state != "FINISHED":
+        raise InputError(runner.error or "voxelize was cancelled")
+    results = runner.result
+    if ext == ".vdb":
+        for r in results:  # the volume was written into the cache folder: move it into place
+            target = out if len(results) == 1 else out.replace(".vdb", f"_{r.name}.vdb")
+            os.replace(r.files[0], target)
+            print(f"wrote {target}")
+        for folder in (os.path.join(cache_dir, "voxelize"), cache_dir):
+            try:
+                os.rmdir(folder)  # only if nothing else is in it
+            except OSError:
+                pass
+    elif ext == ".blend":
+        bpy.ops.wm.save_as_mainfile(filepath=out)
+        print(f"wrote {out}")
+    else:
+        for r in results:
+            print(f"wrote {r.files[-1]}")
+    for r in results:
+        print(f"{r.name}: {r.count:,} voxels, grid {'×'.join(map(str, r.spec.shape))}, "
+              f"voxel size {r.spec.voxel_size:.4g} m")
+    return 0
+
+
+add_command("voxelize", "voxelize objects into a volume (.vdb), MagicaVoxel (.vox) or a .blend",
+            _voxelize_configure, _voxelize_run)

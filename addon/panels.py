@@ -25,7 +25,36 @@ class VOXFX_PT_system(bpy.types.Panel):
             row.operator("voxfx.cache_reveal", text="", icon="FILE_FOLDER")
 
 
-_register, _unregister = bpy.utils.register_classes_factory((VOXFX_PT_system,))
+class VOXFX_PT_voxelize(bpy.types.Panel):
+    bl_space_type = "VIEW_3D"
+    bl_region_type = "UI"
+    bl_category = "VoxFX"
+    bl_label = "Voxelize"
+
+    def draw(self, context):
+        layout = self.layout
+        layout.use_property_split = True
+        layout.use_property_decorate = False
+        s = context.scene.voxfx.voxelize
+        layout.prop(s, "size_mode")
+        layout.prop(s, "resolution" if s.size_mode == "RESOLUTION" else "voxel_size")
+        layout.prop(s, "mode")
+        if s.mode in ("SOLID", "SOLID_SURFACE"):
+            layout.prop(s, "fill_holes")
+        layout.prop(s, "include_edges")
+        layout.prop(s, "combine")
+        col = layout.column(heading="Outputs", align=True)
+        col.prop(s, "output_points")
+        col.prop(s, "output_volume")
+        col.prop(s, "output_blocks")
+        col.prop(s, "output_vox")
+        if s.output_vox:
+            layout.prop(s, "vox_path")
+        layout.operator("voxfx.voxelize", icon="MESH_GRID")
+        layout.operator("voxfx.voxelize_bake", icon="RENDER_ANIMATION")
+
+
+_register, _unregister = bpy.utils.register_classes_factory((VOXFX_PT_system, VOXFX_PT_voxelize))
 
 
 def register():

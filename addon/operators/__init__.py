@@ -1,8 +1,8 @@
 """Operators: each one orchestrates (settings → extract → kernels → write back)."""
 
-from . import cache, system
+from . import cache, system, voxelize
 
-_modules = (system, cache)
+_modules = (system, cache, voxelize)
 
 
 def register():

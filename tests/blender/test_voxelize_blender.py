@@ -1,0 +1,193 @@
+"""Voxelize Selected end to end in headless Blender: Suzanne and a text object, every
+output read back; bad input; Bake Frames; the CLI."""
+
+import subprocess
+import sys
+
+import bpy
+import numpy as np
+import pytest
+
+from voxfx.addon import scene_io
+from voxfx.kernels.grid import bitgrid
+from voxfx.kernels.voxelize import voxelize
+
+from .gn_probe import sample_grid
+from .helpers import ROOT, voxfx_registered
+
+
+@pytest.fixture
+def scene(tmp_path):
+    bpy.ops.mesh.primitive_monkey_add(location=(0, 0, 0))
+    monkey = bpy.context.active_object
+    red = bpy.data.materials.new("Red")
+    red.diffuse_color = (1, 0, 0, 1)
+    monkey.data.materials.append(red)
+    bpy.ops.object.text_add(location=(2.0, 0, 0))
+    text = bpy.context.active_object
+    text.data.extrude = 0.1
+    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "shot.blend"))
+    for o in (monkey, text):
+        o.select_set(True)
+    with voxfx_registered():
+        s = bpy.context.scene.voxfx.voxelize
+        s.resolution = 40
+        s.mode = "SOLID_SURFACE"
+        yield s, monkey, text, tmp_path
+
+
+def reference_grid(objects, settings_resolution, mode="solid+surface"):
+    """The same voxelization computed directly from the extracted arrays."""
+    from voxfx.addon.operators.voxelize import Request, grid_for
+
+    dg = bpy.context.evaluated_depsgraph_get()
+    soup = scene_io.extract_triangles(objects, dg)
+    spec = grid_for(*soup.bounds, Request(mode=mode, resolution=settings_resolution))
+    return soup, spec, voxelize(soup.vertices, soup.triangles, spec, mode, vote=True, xp=np)
+
+
+def test_point_cloud_has_the_voxels_at_their_centres_with_attributes(scene):
+    settings, monkey, text, _ = scene
+    assert bpy.ops.voxfx.voxelize() == {"FINISHED"}
+    points = bpy.data.objects[f"{monkey.name}+1_voxels"]
+    soup, spec, ref = reference_grid([monkey, text], 40)
+    n = len(points.data.points)
+    assert n == ref.count() > 1000
+    pos = np.empty(n * 3, np.float32)
+    points.data.attributes["position"].data.foreach_get("vector", pos)
+    pos = pos.reshape(-1, 3)
+    assert np.allclose(pos, spec.centers(ref.coordinates()), atol=1e-6)
+    lo, hi = soup.bounds
+    assert (pos >= np.asarray(lo) - spec.voxel_size).all() and (pos <= np.asarray(hi) + spec.voxel_size).all()
+    mat = np.empty(n, np.int32)
+    points.data.attributes["material_index"].data.foreach_get("value", mat)
+    on_monkey = pos[:, 0] < 1.3  # Suzanne spans x in [-1.4, 1.4]; the text starts at x = 2
+    assert set(np.unique(mat[on_monkey])) == {soup.materials.index("Red")}
+    assert (mat[pos[:, 0] > 1.9] == -1).all()  # the text has no material
+    cov = np.empty(n, np.float32)
+    points.data.attributes["coverage"].data.foreach_get("value", cov)
+    assert cov.min() >= 0 and cov.max() == 1.0 and 0.3 < cov.mean() < 1.0
+    assert [m.name for m in points.data.materials] == soup.materials
+
+
+def test_volume_holds_the_coverage_density(scene):
+    settings, monkey, text, tmp = scene
+    settings.output_points = False
+    settings.output_volume = True
+    assert bpy.ops.voxfx.voxelize() == {"FINISHED"}
+    vol = bpy.data.objects[f"{monkey.name}+1_volume"]
+    assert vol.data.grids.load() and vol.data.grids[0].name == "density"
+    assert str(tmp / "voxfx_cache" / "voxelize") in bpy.path.abspath(vol.data.filepath)
+    soup, spec, ref = reference_grid([monkey, text], 40)
+    dense = ref.dense()
+    ijk = np.argwhere(dense)[:, ::-1][:200]  # (i, j, k) of set voxels
+    empty = np.argwhere(~dense)[:, ::-1][::97][:200]
+    inside_vals = sample_grid(vol, "density", indices=ijk)
+    assert (inside_vals > 0).all() and inside_vals.max() == pytest.approx(1.0)
+    assert (sample_grid(vol, "density", indices=empty) == 0).all()
+
+
+def test_block_mesh_has_only_exterior_faces_and_materials(scene):
+    settings, monkey, text, _ = scene
+    settings.output_points = False
+    settings.output_blocks = True
+    settings.combine = False
+    assert bpy.ops.voxfx.voxelize() == {"FINISHED"}
+    blocks = bpy.data.objects[f"{monkey.name}_blocks"]
+    _, spec, ref = reference_grid([monkey], 40)
+    d = np.pad(ref.dense(), 1)
+    exposed = sum(int((d & ~np.roll(d, s, axis=a)).sum()) for a in range(3) for s in (1, -1))
+    assert len(blocks.data.polygons) == exposed
+    assert not blocks.data.validate()
+    assert [m.name for m in blocks.data.materials] == ["Red"]
+    assert f"{text.name}_blocks" in bpy.data.objects  # one result per object
+
+
+def test_vox_export_writes_every_voxel(scene):
+    settings, monkey, text, tmp = scene
+    settings.output_points = False
+    settings.output_vox = True
+    settings.resolution = 24
+    settings.vox_path = "//art.vox"
+    assert bpy.ops.voxfx.voxelize() == {"FINISHED"}
+    data = (tmp / "art.vox").read_bytes()
+    assert data[:4] == b"VOX "
+    xyzi = data.index(b"XYZI")
+    count = int.from_bytes(data[xyzi + 12:xyzi + 16], "little")
+    _, _, ref = reference_grid([monkey, text], 24)
+    assert count == ref.count()
+
+
+def test_no_selection_and_bad_settings_are_explained(scene):
+    settings, monkey, text, _ = scene
+    for o in bpy.context.selected_objects:
+        o.select_set(False)
+    assert not bpy.ops.voxfx.voxelize.poll()
+    for o in (monkey, text):
+        o.select_set(True)
+    settings.output_points = False
+    with pytest.raises(RuntimeError, match="at least one output"):
+        bpy.ops.voxfx.voxelize()
+    settings.output_points = True
+    settings.resolution = 8000  # far beyond this machine's memory for a solid grid + coverage
+    settings.mode = "SOLID"
+    from voxfx.kernels import backend
+
+    if backend.device_info().free_bytes > 2 ** 42:
+        pytest.skip("this machine has more than 4 TiB free")
+    with pytest.raises(RuntimeError, match=r"largest resolution that fits is \d+"):
+        bpy.ops.voxfx.voxelize()
+
+
+def test_nan_vertex_names_the_object(scene):
+    settings, monkey, text, _ = scene
+    monkey.data.vertices[0].co = (float("nan"), 0, 0)
+    with pytest.raises(RuntimeError, match="Suzanne"):
+        bpy.ops.voxfx.voxelize()
+
+
+def test_bake_frames_writes_a_volume_sequence_that_moves(scene):
+    settings, monkey, text, tmp = scene
+    text.select_set(False)
+    scene_ = bpy.context.scene
+    scene_.frame_start, scene_.frame_end = 1, 3
+    monkey.location = (0, 0, 0)
+    monkey.keyframe_insert("location", frame=1)
+    monkey.location = (2, 0, 0)
+    monkey.keyframe_insert("location", frame=3)
+    settings.resolution = 24
+    assert bpy.ops.voxfx.voxelize_bake() == {"FINISHED"}
+    files = sorted((tmp / "voxfx_cache" / "voxelize_bake").glob("Suzanne_*.vdb"))
+    assert [f.name for f in files] == ["Suzanne_0001.vdb", "Suzanne_0002.vdb", "Suzanne_0003.vdb"]
+    vol = bpy.data.objects["Suzanne_voxels_seq"]
+    assert vol.data.is_sequence and vol.data.frame_duration == 3
+    for f in (1, 3):
+        scene_.frame_set(f)
+        ev = vol.evaluated_get(bpy.context.evaluated_depsgraph_get())
+        assert ev.data.grids.frame_filepath.endswith(f"Suzanne_{f:04d}.vdb")
+    # One grid for the whole sequence; the solid head moved 2 m along x with the monkey.
+    at = np.array([[0.0, 0.0, 0.0], [2.0, 0.0, 0.0]])
+    scene_.frame_set(1)
+    first = sample_grid(vol, "density", points=at)
+    scene_.frame_set(3)
+    last = sample_grid(vol, "density", points=at)
+    assert first[0] > 0.5 and first[1] == 0
+    assert last[0] == 0 and last[1] > 0.5
+    assert files[0].read_bytes() != files[2].read_bytes()
+
+
+def test_cli_voxelize_to_vdb_and_vox(tmp_path):
+    bpy.ops.mesh.primitive_monkey_add()
+    blend = tmp_path / "m.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(blend))
+    for out in ("m.vdb", "m.vox"):
+        r = subprocess.run([sys.executable, "-m", "tools.cli", "--blend", str(blend), "voxelize", "--resolution", "20",
+                            "--out", str(tmp_path / out)], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                           env={"VOXFX_BACKEND": "cpu", "PATH": ""})
+        assert r.returncode == 0, r.stderr
+        assert (tmp_path / out).stat().st_size > 100
+        assert "Suzanne:" in r.stdout and "voxels" in r.stdout
+    r = subprocess.run([sys.executable, "-m", "tools.cli", "--blend", str(blend), "voxelize", "--voxel-size", "-1",
+                        "--out", str(tmp_path / "x.vdb")], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                       env={"VOXFX_BACKEND": "cpu", "PATH": ""})
+    assert r.returncode == 1 and "must be positive" in r.stderr
