@@ -29,6 +29,21 @@ def _scan(counts):
     return ends, total
 
 
+def _surface_work(pv, triangles, shape):
+    """Column work items of the surface pass: (pv, tris, counts, ends, total)."""
+    import cupy as cp
+
+    nx, ny, nz = (int(n) for n in shape)
+    T = int(triangles.shape[0])
+    pv = cp.ascontiguousarray(pv, dtype=cp.float64)
+    tris = cp.ascontiguousarray(triangles, dtype=cp.int32)
+    counts = cp.empty(T, dtype=cp.int64)
+    _kernel("surface_column_counts")(_blocks(T), (_THREADS,), (pv, tris, np.int64(T), np.int32(nx), np.int32(ny),
+                                                               np.int32(nz), counts))
+    ends, total = _scan(counts)
+    return pv, tris, counts, ends, total
+
+
 def surface_voxels_gpu(pv, triangles, shape, thin=False, words=None):
     import cupy as cp
 
@@ -38,12 +53,7 @@ def surface_voxels_gpu(pv, triangles, shape, thin=False, words=None):
     T = int(triangles.shape[0])
     if T == 0:
         return words
-    pv = cp.ascontiguousarray(pv, dtype=cp.float64)
-    tris = cp.ascontiguousarray(triangles, dtype=cp.int32)
-    counts = cp.empty(T, dtype=cp.int64)
-    _kernel("surface_column_counts")(_blocks(T), (_THREADS,), (pv, tris, np.int64(T), np.int32(nx), np.int32(ny),
-                                                               np.int32(nz), counts))
-    ends, total = _scan(counts)
+    pv, tris, counts, ends, total = _surface_work(pv, triangles, shape)
     if total:
         _kernel("surface_columns")(_blocks(total), (_THREADS,),
                                    (pv, tris, ends, counts, np.int64(T), np.int64(total), np.int32(nx),
@@ -104,12 +114,7 @@ def surface_owners_gpu(pv, triangles, shape, linear):
     T = int(triangles.shape[0])
     if T == 0 or linear.size == 0:
         return owner
-    pv = cp.ascontiguousarray(pv, dtype=cp.float64)
-    tris = cp.ascontiguousarray(triangles, dtype=cp.int32)
-    counts = cp.empty(T, dtype=cp.int64)
-    _kernel("surface_column_counts")(_blocks(T), (_THREADS,), (pv, tris, np.int64(T), np.int32(nx), np.int32(ny),
-                                                               np.int32(nz), counts))
-    ends, total = _scan(counts)
+    pv, tris, counts, ends, total = _surface_work(pv, triangles, shape)
     if total:
         _kernel("surface_owners")(_blocks(total), (_THREADS,),
                                   (pv, tris, ends, counts, np.int64(T), np.int64(total), np.int32(nx), np.int32(ny),

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..grid import bitgrid
 from ..progress import report
-from .surface import CHUNK_ITEMS, _expand
+from .surface import _expand, batches
 
 Y, Z = 1, 2
 
@@ -56,12 +56,7 @@ def flip_starts_cpu(pv, triangles, shape, progress=None):
     khi = np.minimum(np.floor(zmax - 0.5).astype(np.int64), nz_ - 1)
     wj = np.maximum(jhi - jlo + 1, 0)
     counts = np.where(n_x != 0, wj * np.maximum(khi - klo + 1, 0), 0)
-    ends = np.cumsum(counts)
-    total = int(ends[-1])
-    first = 0
-    while first < len(triangles):
-        base = ends[first] - counts[first]
-        last = max(first + 1, int(np.searchsorted(ends, base + CHUNK_ITEMS, side="right")))
+    for first, last, done in batches(counts):
         owner, local = _expand(counts[first:last])
         t = first + owner
         j = jlo[t] + local % wj[t]
@@ -77,8 +72,7 @@ def flip_starts_cpu(pv, triangles, shape, progress=None):
         start = np.clip(qbar, 0, nx_).astype(np.int64)  # a start at nx flips nothing
         keep = start < nx_
         _toggle_bits(flat, start[keep], j[keep], k[keep], shape)
-        report(progress, float(ends[last - 1]) / max(total, 1), "solid: column crossings")
-        first = last
+        report(progress, done, "solid: column crossings")
     return words
 
 

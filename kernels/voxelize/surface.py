@@ -50,6 +50,19 @@ def depth_candidates(s: TriangleSetup, t, cu, cv, D, U, V):
     return dlo, dhi
 
 
+def batches(counts):
+    """Consecutive triangle ranges [first, last) whose work items fit one CPU batch
+    (at least one triangle each), with the fraction of all items done after each."""
+    ends = np.cumsum(counts)
+    total = max(int(ends[-1]) if len(ends) else 0, 1)
+    first = 0
+    while first < len(counts):
+        base = ends[first] - counts[first]
+        last = max(first + 1, int(np.searchsorted(ends, base + CHUNK_ITEMS, side="right")))
+        yield first, last, float(ends[last - 1]) / total
+        first = last
+
+
 def _expand(counts):
     """(owner, local) for items laid out owner by owner, `counts[owner]` items each."""
     owner = np.repeat(np.arange(len(counts)), counts)
@@ -71,13 +84,7 @@ def surface_voxels_cpu(pv, triangles, shape, thin: bool = False, progress=None, 
         return words
     s = setup(pv, triangles, shape, thin)
     counts = column_counts(s)
-    ends = np.cumsum(counts)
-    total = int(ends[-1])
-    first = 0
-    while first < len(triangles):
-        # Triangles whose columns fit in this batch (at least one triangle).
-        base = ends[first] - counts[first]
-        last = max(first + 1, int(np.searchsorted(ends, base + CHUNK_ITEMS, side="right")))
+    for first, last, done in batches(counts):
         tri = np.arange(first, last)
         owner, local = _expand(counts[first:last])
         t = tri[owner]
@@ -110,8 +117,7 @@ def surface_voxels_cpu(pv, triangles, shape, thin: bool = False, progress=None, 
         _set_bits(flat, ijk, shape)
         if tri_ids is not None:
             tri_ids.append((_linear(ijk, shape), t2[hit]))
-        report(progress, float(ends[last - 1]) / max(total, 1), "surface voxels")
-        first = last
+        report(progress, done, "surface voxels")
     return words
 
 
