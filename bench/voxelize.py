@@ -39,12 +39,17 @@ CUDA_VOXELIZER_MS = 8.6  # bunny 70k tris, 1024³, GTX 1050 Ti
 
 
 def subdivide(v, t):
-    """Split every triangle into four at its edge midpoints (no welding needed here)."""
-    a, b, c = v[t[:, 0]], v[t[:, 1]], v[t[:, 2]]
-    ab, bc, ca = (a + b) / 2, (b + c) / 2, (c + a) / 2
+    """Split every triangle into four at its edge midpoints, welded like a real mesh
+    (each edge's midpoint is one shared vertex), so vertex counts stay realistic."""
+    t = t.astype(np.int64)
+    edges = np.sort(np.concatenate([t[:, [0, 1]], t[:, [1, 2]], t[:, [2, 0]]]), axis=1)
+    uniq, inverse = np.unique(edges, axis=0, return_inverse=True)
+    mids = ((v[uniq[:, 0]].astype(np.float64) + v[uniq[:, 1]]) / 2).astype(np.float32)
+    m = len(v) + inverse.reshape(3, -1).T  # midpoint vertex of edges ab, bc, ca per triangle
+    a, b, c = t[:, 0], t[:, 1], t[:, 2]
+    ab, bc, ca = m[:, 0], m[:, 1], m[:, 2]
     tris = np.stack([np.stack(x, axis=1) for x in ((a, ab, ca), (ab, b, bc), (ca, bc, c), (ab, bc, ca))], axis=1)
-    tris = tris.reshape(-1, 3, 3)
-    return tris.reshape(-1, 3).astype(np.float32), np.arange(len(tris) * 3, dtype=np.int32).reshape(-1, 3)
+    return np.concatenate([v, mids]), tris.reshape(-1, 3).astype(np.int32)
 
 
 def floor_ms(spec, mode, n_vertices, n_triangles):

@@ -80,7 +80,7 @@ class Backend:
         if self.is_gpu:
             cp = self.xp
             dev = cp.cuda.Device()
-            props = cp.cuda.runtime.getDeviceProperties(dev.id)
+            props = _device_properties(dev.id)
             name = props["name"]
             name = name.decode() if isinstance(name, bytes) else str(name)
             free, total = cp.cuda.runtime.memGetInfo()
@@ -222,6 +222,21 @@ def to_numpy(a):
     return np.asarray(a)
 
 
+def to_host(a):
+    """Like ``to_numpy``, copying device arrays through pinned (page-locked) memory from
+    CuPy's pinned pool: about twice the bandwidth of a pageable copy for large grids."""
+    if not type(a).__module__.startswith("cupy"):
+        return np.asarray(a)
+    import cupy as cp
+
+    if a.nbytes < (1 << 20):
+        return a.get()
+    mem = cp.cuda.alloc_pinned_memory(a.nbytes)
+    out = np.frombuffer(mem, a.dtype, a.size).reshape(a.shape)  # keeps the pinned block alive
+    a.get(out=out)
+    return out
+
+
 def device_info() -> DeviceInfo:
     return get_backend().device_info()
 
@@ -262,6 +277,18 @@ def load_module(filename: str, options: tuple = ()):
 
 def get_kernel(filename: str, name: str, options: tuple = ()):
     return load_module(filename, options).get_function(name)
+
+
+_properties: dict = {}
+
+
+def _device_properties(device_id: int) -> dict:
+    """cudaGetDeviceProperties is slow-ish and never changes: ask once per device."""
+    if device_id not in _properties:
+        import cupy as cp
+
+        _properties[device_id] = cp.cuda.runtime.getDeviceProperties(device_id)
+    return _properties[device_id]
 
 
 # --------------------------------------------------------------------------- host facts

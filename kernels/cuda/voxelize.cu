@@ -17,6 +17,48 @@ __host__ __device__ constexpr int PB(int p) { return (p + 1) % 3; }
 __host__ __device__ constexpr int PC(int p) { return (p + 2) % 3; }
 __host__ __device__ constexpr int plane_of_axis(int d) { return d == 2 ? 0 : (d == 0 ? 1 : 2); }
 
+// ---------------------------------------------------------------- input preparation
+
+// pv = (v − origin) / voxel_size in float64 (NumPy: (v.astype(float64) − origin) / vs),
+// counting vertices with a non-finite coordinate in flags[0]. One thread per vertex.
+template <typename T>
+__device__ __forceinline__ void prepare(const T* __restrict__ v, long long n, double ox, double oy, double oz,
+                                        double vs, double* __restrict__ pv, unsigned long long* __restrict__ flags)
+{
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    double x = (double)v[3 * i], y = (double)v[3 * i + 1], z = (double)v[3 * i + 2];
+    if (!isfinite(x) || !isfinite(y) || !isfinite(z)) atomicAdd(flags, 1ull);
+    pv[3 * i] = (x - ox) / vs;
+    pv[3 * i + 1] = (y - oy) / vs;
+    pv[3 * i + 2] = (z - oz) / vs;
+}
+
+extern "C" __global__ void prepare_vertices_f32(const float* v, long long n, double ox, double oy, double oz,
+                                                double vs, double* pv, unsigned long long* flags)
+{
+    prepare<float>(v, n, ox, oy, oz, vs, pv, flags);
+}
+
+extern "C" __global__ void prepare_vertices_f64(const double* v, long long n, double ox, double oy, double oz,
+                                                double vs, double* pv, unsigned long long* flags)
+{
+    prepare<double>(v, n, ox, oy, oz, vs, pv, flags);
+}
+
+// A triangle whose corner indices are out of range is flagged (flags[1]) and given no
+// work, so nothing dereferences a bad index before the host sees the flag.
+__device__ __forceinline__ bool valid_triangle(const int* __restrict__ tris, long long t, long long n_vertices,
+                                               unsigned long long* __restrict__ flags)
+{
+    int a = tris[3 * t], b = tris[3 * t + 1], c = tris[3 * t + 2];
+    if (a < 0 || b < 0 || c < 0 || a >= n_vertices || b >= n_vertices || c >= n_vertices) {
+        atomicOr(flags + 1, 1ull);
+        return false;
+    }
+    return true;
+}
+
 struct Setup {
     double v[3][3];      // corners
     double e[3][3];      // e_i = v_{i+1} - v_i
@@ -132,11 +174,12 @@ __device__ __forceinline__ long long owner_of(const long long* __restrict__ ends
 }
 
 extern "C" __global__ void surface_column_counts(const double* __restrict__ pv, const int* __restrict__ tris,
-                                                 long long n_tris, int nx, int ny, int nz,
-                                                 long long* __restrict__ counts)
+                                                 long long n_tris, long long n_vertices, int nx, int ny, int nz,
+                                                 long long* __restrict__ counts, unsigned long long* __restrict__ flags)
 {
     long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= n_tris) return;
+    if (!valid_triangle(tris, t, n_vertices, flags)) { counts[t] = 0; return; }
     Setup s;
     make_setup(pv, tris, t, nx, ny, nz, 0, s);
     long long w[3];
@@ -288,10 +331,12 @@ __device__ void make_yz_setup(const double* __restrict__ pv, const int* __restri
 }
 
 extern "C" __global__ void solid_column_counts(const double* __restrict__ pv, const int* __restrict__ tris,
-                                               long long n_tris, int NY, int NZ, long long* __restrict__ counts)
+                                               long long n_tris, long long n_vertices, int NY, int NZ,
+                                               long long* __restrict__ counts, unsigned long long* __restrict__ flags)
 {
     long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= n_tris) return;
+    if (!valid_triangle(tris, t, n_vertices, flags)) { counts[t] = 0; return; }
     YZSetup s;
     make_yz_setup(pv, tris, t, NY, NZ, s);
     long long wj = s.jhi - s.jlo + 1, wk = s.khi - s.klo + 1;

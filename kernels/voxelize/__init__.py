@@ -24,7 +24,7 @@ from ..progress import report
 from . import gpu
 from .solid import majority_vote_cpu, solid_voxels_cpu
 from .surface import surface_voxels_cpu
-from .triangles import check_inputs, to_voxel_units
+from .triangles import check_inputs, check_shapes, to_voxel_units
 
 MODES = ("surface", "thin", "solid", "solid+surface")
 
@@ -72,27 +72,18 @@ def voxelize(vertices, triangles, spec: GridSpec, mode: str = "surface", *, vote
     on_gpu = xp is not np
     backend.ensure_fits(estimate_bytes(spec, mode, len(vertices), len(triangles), vote),
                         f"voxelizing {len(triangles):,} triangles into {'×'.join(map(str, spec.shape))} voxels", xp=xp)
-    if on_gpu:  # inputs go to the device once; everything after stays there
-        vertices = xp.asarray(vertices)
-        triangles = xp.asarray(triangles, dtype=xp.int32)
+    report(progress, 0.0, "voxelizing")
+    if on_gpu:  # checks, unit conversion and all passes on the device, one host sync
+        check_shapes(vertices, triangles)
+        bits = gpu.voxelize_gpu(vertices, triangles, spec, mode, vote)
+        if not keep_on_device:
+            bits = backend.to_host(bits)
     else:
         vertices = np.asarray(backend.to_numpy(vertices))
         triangles = np.asarray(backend.to_numpy(triangles)).astype(np.int64, copy=False)
-    check_inputs(vertices, triangles)
-    pv = to_voxel_units(vertices, spec.origin, spec.voxel_size)
-    shape = spec.shape
-    report(progress, 0.0, "voxelizing")
-    if on_gpu:
-        pv_d, tri_d = pv, triangles
-        if mode in ("solid", "solid+surface"):
-            bits = (gpu.majority_vote_gpu if vote else gpu.solid_voxels_gpu)(pv_d, tri_d, shape)
-            if mode == "solid+surface":
-                bits = gpu.surface_voxels_gpu(pv_d, tri_d, shape, words=bits)
-        else:
-            bits = gpu.surface_voxels_gpu(pv_d, tri_d, shape, thin=(mode == "thin"))
-        if not keep_on_device:
-            bits = xp.asnumpy(bits)
-    else:
+        check_inputs(vertices, triangles)
+        pv = to_voxel_units(vertices, spec.origin, spec.voxel_size)
+        shape = spec.shape
         sub = (lambda f, m: progress(0.5 * f, m)) if (progress and mode == "solid+surface") else progress
         if mode in ("solid", "solid+surface"):
             bits = (majority_vote_cpu if vote else solid_voxels_cpu)(pv, triangles, shape, sub)

@@ -14,7 +14,7 @@ import numpy as np
 from .. import backend
 from ..grid import bitgrid
 from .surface import surface_voxels_cpu
-from .triangles import check_inputs, to_voxel_units
+from .triangles import check_inputs, check_shapes, to_voxel_units
 
 NONE = -1
 
@@ -40,14 +40,12 @@ def owner_triangles(vertices, triangles, spec, bits, xp=None):
             np.minimum.at(owner, pos[ok], tri[ok])
         owner = owner.astype(np.int32)
     else:
-        v = xp.asarray(vertices)
-        t = xp.asarray(triangles, dtype=xp.int32)
-        check_inputs(v, t)
         from .gpu import surface_owners_gpu
 
+        check_shapes(vertices, triangles)
         ijk = bitgrid.coordinates(xp.asarray(bits), nx).astype(xp.int64)
         linear = (ijk[:, 2] * ny + ijk[:, 1]) * nx + ijk[:, 0]
-        owner = surface_owners_gpu(to_voxel_units(v, spec.origin, spec.voxel_size), t, spec.shape, linear).get()
+        owner = surface_owners_gpu(vertices, triangles, spec, linear).get()
         linear = linear.get()
     return fill_along_rows(owner, linear // nx)
 

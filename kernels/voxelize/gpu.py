@@ -1,10 +1,18 @@
-"""CuPy launches of ``cuda/voxelize.cu``: the same passes as the NumPy reference."""
+"""CuPy launches of ``cuda/voxelize.cu``: the same passes as the NumPy reference.
+
+A ``DeviceMesh`` converts the vertices to voxel units on the device (checking for
+non-finite values as it goes), then ``plan`` launches the per-triangle count kernels
+(which flag out-of-range indices instead of reading through them) and their scans for
+every pass needed, and reads the flags and all work totals back in **one** host sync.
+Only then are the column kernels launched.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
 from .. import backend
+from ..errors import InputError
 from ..grid import bitgrid
 
 _CU = "voxelize.cu"
@@ -20,104 +28,153 @@ def _blocks(n):
     return ((int(n) + _THREADS - 1) // _THREADS,)
 
 
-def _scan(counts):
-    """Inclusive scan and total (the one host sync: the launch size of the next pass)."""
+class DeviceMesh:
+    """Triangles on the device, vertices in float64 voxel units of one grid."""
+
+    def __init__(self, vertices, triangles, spec, pv=None, flags=None):
+        import cupy as cp
+
+        self.shape = tuple(int(n) for n in spec.shape)
+        self.spec = spec
+        self.tris = cp.ascontiguousarray(cp.asarray(triangles), dtype=cp.int32)
+        if pv is not None:  # an axis permutation of an already prepared mesh
+            self.pv, self.flags = pv, flags
+            return
+        v = cp.asarray(vertices)
+        if v.dtype not in (cp.float32, cp.float64):
+            v = v.astype(cp.float64)
+        v = cp.ascontiguousarray(v)
+        n = int(v.shape[0])
+        self.pv = cp.empty((n, 3), dtype=cp.float64)
+        self.flags = cp.zeros(2, dtype=cp.uint64)  # [non-finite vertices, bad index seen]
+        if n:
+            o = spec.origin
+            name = "prepare_vertices_f32" if v.dtype == cp.float32 else "prepare_vertices_f64"
+            _kernel(name)(_blocks(n), (_THREADS,), (v, np.int64(n), np.float64(o[0]), np.float64(o[1]),
+                                                    np.float64(o[2]), np.float64(spec.voxel_size), self.pv,
+                                                    self.flags))
+
+    @property
+    def n_tris(self) -> int:
+        return int(self.tris.shape[0])
+
+    def permuted(self, axes) -> "DeviceMesh":
+        """The same mesh with axes relabelled (for parity along y or z)."""
+        from ..grid import GridSpec
+
+        spec = GridSpec(tuple(self.spec.origin[a] for a in axes), self.spec.voxel_size,
+                        tuple(self.shape[a] for a in axes))
+        return DeviceMesh(None, self.tris, spec, pv=self.pv[:, list(axes)].copy(), flags=self.flags)
+
+    def counts(self, kind: str):
+        """Launch the count kernel of a pass ('surface' or 'solid'); return (counts, ends)."""
+        import cupy as cp
+
+        T = self.n_tris
+        nx, ny, nz = self.shape
+        counts = cp.empty(T, dtype=cp.int64)
+        nv = np.int64(self.pv.shape[0])
+        if kind == "surface":
+            args = (self.pv, self.tris, np.int64(T), nv, np.int32(nx), np.int32(ny), np.int32(nz), counts, self.flags)
+        else:
+            args = (self.pv, self.tris, np.int64(T), nv, np.int32(ny), np.int32(nz), counts, self.flags)
+        _kernel(f"{kind}_column_counts")(_blocks(T), (_THREADS,), args)
+        return counts, cp.cumsum(counts)
+
+
+def plan(meshes_and_kinds):
+    """Counts and scans for every (mesh, kind), then one sync: validates the inputs and
+    returns [(counts, ends, total), ...] in the same order."""
     import cupy as cp
 
-    ends = cp.cumsum(counts)
-    total = int(ends[-1]) if counts.size else 0
-    return ends, total
+    work = [(m, *m.counts(kind)) for m, kind in meshes_and_kinds]
+    flags = meshes_and_kinds[0][0].flags
+    host = cp.concatenate([flags.view(cp.int64)] + [ends[-1:] for _, _, ends in work]).get()  # the one sync
+    if host[0]:
+        raise InputError(f"{int(host[0])} vertices have non-finite coordinates (NaN/inf)")
+    if host[1]:
+        raise InputError("triangle indices point outside the vertex array")
+    return [(counts, ends, int(total)) for (_, counts, ends), total in zip(work, host[2:])]
 
 
-def _surface_work(pv, triangles, shape):
-    """Column work items of the surface pass: (pv, tris, counts, ends, total)."""
+def new_words(shape):
     import cupy as cp
 
-    nx, ny, nz = (int(n) for n in shape)
-    T = int(triangles.shape[0])
-    pv = cp.ascontiguousarray(pv, dtype=cp.float64)
-    tris = cp.ascontiguousarray(triangles, dtype=cp.int32)
-    counts = cp.empty(T, dtype=cp.int64)
-    _kernel("surface_column_counts")(_blocks(T), (_THREADS,), (pv, tris, np.int64(T), np.int32(nx), np.int32(ny),
-                                                               np.int32(nz), counts))
-    ends, total = _scan(counts)
-    return pv, tris, counts, ends, total
+    nx, ny, nz = shape
+    return cp.zeros((nz, ny, bitgrid.words_along_x(nx)), dtype=cp.uint32)
 
 
-def surface_voxels_gpu(pv, triangles, shape, thin=False, words=None):
-    import cupy as cp
-
-    nx, ny, nz = (int(n) for n in shape)
-    if words is None:
-        words = cp.zeros((nz, ny, bitgrid.words_along_x(nx)), dtype=cp.uint32)
-    T = int(triangles.shape[0])
-    if T == 0:
-        return words
-    pv, tris, counts, ends, total = _surface_work(pv, triangles, shape)
+def surface_pass(mesh: DeviceMesh, work, thin: bool, words):
+    counts, ends, total = work
+    nx, ny, nz = mesh.shape
     if total:
         _kernel("surface_columns")(_blocks(total), (_THREADS,),
-                                   (pv, tris, ends, counts, np.int64(T), np.int64(total), np.int32(nx),
-                                    np.int32(ny), np.int32(nz), np.int32(1 if thin else 0), words))
+                                   (mesh.pv, mesh.tris, ends, counts, np.int64(mesh.n_tris), np.int64(total),
+                                    np.int32(nx), np.int32(ny), np.int32(nz), np.int32(1 if thin else 0), words))
     return words
 
 
-def flip_starts_gpu(pv, triangles, shape):
-    import cupy as cp
-
-    nx, ny, nz = (int(n) for n in shape)
-    words = cp.zeros((nz, ny, bitgrid.words_along_x(nx)), dtype=cp.uint32)
-    T = int(triangles.shape[0])
-    if T == 0:
-        return words
-    pv = cp.ascontiguousarray(pv, dtype=cp.float64)
-    tris = cp.ascontiguousarray(triangles, dtype=cp.int32)
-    counts = cp.empty(T, dtype=cp.int64)
-    _kernel("solid_column_counts")(_blocks(T), (_THREADS,), (pv, tris, np.int64(T), np.int32(ny), np.int32(nz), counts))
-    ends, total = _scan(counts)
+def solid_pass(mesh: DeviceMesh, work):
+    """Flip starts then the row prefix-xor: voxels whose centre is inside."""
+    counts, ends, total = work
+    nx, ny, nz = mesh.shape
+    words = new_words(mesh.shape)
     if total:
         _kernel("solid_flip_starts")(_blocks(total), (_THREADS,),
-                                     (pv, tris, ends, counts, np.int64(T), np.int64(total), np.int32(nx),
-                                      np.int32(ny), np.int32(nz), words))
-    return words
-
-
-def prefix_xor_rows_gpu(words, nx):
-    nz, ny, wx = words.shape
+                                     (mesh.pv, mesh.tris, ends, counts, np.int64(mesh.n_tris), np.int64(total),
+                                      np.int32(nx), np.int32(ny), np.int32(nz), words))
     rows = nz * ny
-    _kernel("prefix_xor_rows")(_blocks(rows), (_THREADS,), (words, np.int64(rows), np.int32(wx), np.int32(nx)))
+    _kernel("prefix_xor_rows")(_blocks(rows), (_THREADS,),
+                               (words, np.int64(rows), np.int32(bitgrid.words_along_x(nx)), np.int32(nx)))
     return words
 
 
-def solid_voxels_gpu(pv, triangles, shape):
-    return prefix_xor_rows_gpu(flip_starts_gpu(pv, triangles, shape), int(shape[0]))
-
-
-def majority_vote_gpu(pv, triangles, shape):
+def voxelize_gpu(vertices, triangles, spec, mode: str, vote: bool):
+    """The whole GPU pipeline for one mode; returns a CuPy bit grid."""
     import cupy as cp
 
-    nx, ny, nz = (int(n) for n in shape)
-    votes = bitgrid.unpack(solid_voxels_gpu(pv, triangles, shape), nx).view(cp.uint8).copy()
-    sy = bitgrid.unpack(solid_voxels_gpu(pv[:, [1, 2, 0]], triangles, (ny, nz, nx)), ny).view(cp.uint8)
-    votes += sy.transpose(1, 2, 0)
-    sz = bitgrid.unpack(solid_voxels_gpu(pv[:, [2, 0, 1]], triangles, (nz, nx, ny)), nz).view(cp.uint8)
-    votes += sz.transpose(2, 0, 1)
-    return bitgrid.pack(votes >= 2)
+    mesh = DeviceMesh(vertices, triangles, spec)
+    solid = mode in ("solid", "solid+surface")
+    surface = mode in ("surface", "thin", "solid+surface")
+    if mesh.n_tris == 0:
+        return new_words(mesh.shape)
+    meshes = []
+    if solid:
+        meshes.append((mesh, "solid"))
+        if vote:
+            my, mz = mesh.permuted((1, 2, 0)), mesh.permuted((2, 0, 1))
+            meshes += [(my, "solid"), (mz, "solid")]
+    if surface:
+        meshes.append((mesh, "surface"))
+    work = plan(meshes)
+    words = None
+    if solid:
+        words = solid_pass(mesh, work[0])
+        if vote:
+            nx, ny, nz = mesh.shape
+            votes = bitgrid.unpack(words, nx).view(cp.uint8).copy()
+            votes += bitgrid.unpack(solid_pass(my, work[1]), ny).view(cp.uint8).transpose(1, 2, 0)
+            votes += bitgrid.unpack(solid_pass(mz, work[2]), nz).view(cp.uint8).transpose(2, 0, 1)
+            words = bitgrid.pack(votes >= 2)
+    if surface:
+        words = surface_pass(mesh, work[-1], mode == "thin", words if words is not None else new_words(mesh.shape))
+    return words
 
 
-def surface_owners_gpu(pv, triangles, shape, linear):
+def surface_owners_gpu(vertices, triangles, spec, linear):
     """Smallest index of a triangle whose conservative test covers each listed voxel
     (sorted linear indices); INT32_MAX where none does."""
     import cupy as cp
 
-    nx, ny, nz = (int(n) for n in shape)
     owner = cp.full(int(linear.size), np.iinfo(np.int32).max, dtype=cp.int32)
-    T = int(triangles.shape[0])
-    if T == 0 or linear.size == 0:
+    mesh = DeviceMesh(vertices, triangles, spec)
+    if mesh.n_tris == 0 or linear.size == 0:
         return owner
-    pv, tris, counts, ends, total = _surface_work(pv, triangles, shape)
+    (counts, ends, total), = plan([(mesh, "surface")])
+    nx, ny, nz = mesh.shape
     if total:
         _kernel("surface_owners")(_blocks(total), (_THREADS,),
-                                  (pv, tris, ends, counts, np.int64(T), np.int64(total), np.int32(nx), np.int32(ny),
-                                   np.int32(nz), cp.ascontiguousarray(linear, dtype=cp.int64),
+                                  (mesh.pv, mesh.tris, ends, counts, np.int64(mesh.n_tris), np.int64(total),
+                                   np.int32(nx), np.int32(ny), np.int32(nz), cp.ascontiguousarray(linear, dtype=cp.int64),
                                    np.int64(linear.size), owner))
     return owner

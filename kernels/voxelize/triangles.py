@@ -22,17 +22,21 @@ PLANES = ((0, 1, 2), (1, 2, 0), (2, 0, 1))  # (a, b, c): xy, yz, zx
 PLANE_NORMAL_TO = {2: 0, 0: 1, 1: 2}  # dominant axis c -> index of the plane (a, b) ⟂ c
 
 
-def check_inputs(vertices, triangles) -> None:
-    """Shape, index and finiteness checks with messages a user can act on.
+def check_shapes(vertices, triangles) -> None:
+    """(V, 3) vertices and (T, 3) triangles; reads no data (cheap for device arrays)."""
+    v_shape, t_shape = tuple(np.shape(vertices)), tuple(np.shape(triangles))
+    if len(v_shape) != 2 or v_shape[1] != 3:
+        raise InputError(f"vertices must have shape (V, 3), not {v_shape}")
+    if len(t_shape) != 2 or t_shape[1] != 3:
+        raise InputError(f"triangles must have shape (T, 3), not {t_shape}")
 
-    Works on NumPy or CuPy arrays with a single device→host transfer of three numbers.
-    """
+
+def check_inputs(vertices, triangles) -> None:
+    """Shape, index and finiteness checks with messages a user can act on (CPU path;
+    the GPU path makes the same checks inside its kernels, see gpu.DeviceMesh)."""
     from ..backend import array_module, to_numpy
 
-    if vertices.ndim != 2 or vertices.shape[1] != 3:
-        raise InputError(f"vertices must have shape (V, 3), not {tuple(vertices.shape)}")
-    if triangles.ndim != 2 or triangles.shape[1] != 3:
-        raise InputError(f"triangles must have shape (T, 3), not {tuple(triangles.shape)}")
+    check_shapes(vertices, triangles)
     if not triangles.size:
         return
     xp = array_module(vertices)

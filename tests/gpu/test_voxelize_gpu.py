@@ -65,3 +65,31 @@ def test_sphere_solid_plus_surface_matches_cpu():
     spec = GridSpec.around((-1, -1, -1), (1, 1, 1), voxel_size=2.0 / 90)
     cpu, gpu = both(v, t, spec, "solid+surface")
     assert np.array_equal(cpu, gpu)
+
+
+def test_device_side_checks_reject_bad_input_like_the_cpu():
+    import cupy
+
+    from voxfx.kernels.errors import InputError
+
+    spec = GridSpec((0.0, 0.0, 0.0), 1.0, (8, 8, 8))
+    v = np.array([[1, 1, 1], [5, 1, 1], [1, 5, np.nan]], dtype=np.float32)
+    t = np.array([[0, 1, 2]])
+    for xp in (np, cupy):
+        with pytest.raises(InputError, match="1 vertices have non-finite"):
+            voxelize(v, t, spec, "solid+surface", xp=xp)
+        with pytest.raises(InputError, match="outside the vertex array"):
+            voxelize(np.nan_to_num(v), np.array([[0, 1, 3]]), spec, "surface", xp=xp)
+
+
+def test_float64_and_float32_vertices_give_the_same_voxels_as_the_cpu():
+    import cupy
+
+    rng = np.random.default_rng()
+    v = rng.uniform(0, 30, size=(600, 3))
+    t = rng.integers(0, 600, size=(200, 3))
+    spec = GridSpec((0.0, 0.0, 0.0), 1.0, (30, 30, 30))
+    for dtype in (np.float32, np.float64):
+        cpu = voxelize(v.astype(dtype), t, spec, "solid+surface", xp=np).bits
+        gpu = voxelize(cupy.asarray(v.astype(dtype)), cupy.asarray(t), spec, "solid+surface", xp=cupy).bits
+        assert np.array_equal(cpu, gpu)
