@@ -1,0 +1,150 @@
+"""Shared state layout of the snow simulation (seed 002 §2.4, §3.3) — the contract
+between flakes, wind and ground. All lengths in metres, times in seconds, z up.
+
+Wind: a MAC grid (staggered) over the domain box, cell size ``h``:
+  ``u`` (nz, ny, nx+1) x-velocity on x-faces, ``v`` (nz, ny+1, nx), ``w`` (nz+1, ny, nx);
+  ``solid`` (nz, ny, nx) uint8, 1 = obstacle cell (objects ∪ terrain ∪ snow);
+  cell (i, j, k) centre = origin + (i + ½, j + ½, k + ½)·h; the u-face (i, j, k) sits at
+  x = origin_x + i·h (likewise v, w). The thesis stores velocity at cell centres with
+  central differences (Eq. 2.33–2.34); a staggered grid is used instead because the
+  collocated stencil has a checkerboard null space and cannot bring the discrete
+  divergence near zero after projection (issue 4's test).
+
+Ground: a vertex lattice over the domain's xy extent, spacing ``cell``:
+  vertex (i, j) at (origin_x + i·cell, origin_y + j·cell); arrays (gy, gx) float32:
+  ``terrain`` — top surface of the receivers (world z), ``NO_GROUND`` where none;
+  ``snow``    — snow depth in metres (≥ 0).
+  A flake at (x, y) collides when z < terrain + snow at the nearest vertex (§3.3.1).
+
+Flakes: structure of arrays, float32, N flakes:
+  ``pos`` (N, 3), ``vel`` (N, 3), ``phase`` (N,) angle ωt of the spiral (Eq. 2.24),
+  ``spawn`` (N,) uint32 how many times each flake has respawned (feeds the RNG).
+  Per-flake constants (R, ω, V_max,z) are not stored: they are a counter-based hash of
+  (seed, flake id, spawn), identical on CPU and GPU (``rng.py``).
+
+Deposit: landed flakes add integer units to ``deposit`` (gy, gx) uint32, 16 units per
+flake split 1-2-1 × 1-2-1 over the 3×3 nearest vertices (centre heaviest, §3.3.2);
+weights of vertices outside the lattice fold onto the nearest inside vertex, so every
+flake deposits exactly 16 units. Each step the snowfall of that step
+(rate · area · dt, as snow volume) is shared over the units landed:
+  snow += deposit · volume_per_unit / cell², volume_per_unit = rate·area·dt / units.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import InputError
+from ..grid import GridSpec
+
+NO_GROUND = np.float32(-3.0e38)  # no receiver in this column: flakes fall through
+UNITS_PER_FLAKE = 16
+DEPOSIT_WEIGHTS = np.outer([1, 2, 1], [1, 2, 1]).astype(np.uint32)  # sums to 16
+
+# Table 2.2 (seed 002): terminal fall speed V_max,z [m/s] by snow type.
+PRESETS = {"wet": (0.5, 1.5), "dry": (1.0, 2.0)}
+SPIRAL_RADIUS = (0.0, 2.0)  # R in (0, 2) — in the thesis's units; scaled by spiral_scale
+SPIN_RANGE = (np.pi / 4, np.pi / 3)  # |ω| in [π/4, π/3], either sign
+GRAVITY = 9.81
+
+
+@dataclass
+class SnowSettings:
+    """What an artist sets; all SI units."""
+
+    snowfall_rate_cm_per_hour: float = 2.0  # depth of fresh snow per hour over open ground
+    snow_density: float = 100.0  # kg/m³ of fresh snow (water equivalent = depth·density/1000)
+    flake_count: int = 100_000
+    preset: str = "dry"  # "wet" or "dry" (Table 2.2)
+    spiral_scale: float = 0.05  # metres per unit of the thesis's R (its scenes are not in metres)
+    wind_direction_deg: float = 0.0  # heading the wind blows towards, from +x counter-clockwise
+    wind_speed: float = 2.0  # m/s at the inflow
+    gust_strength: float = 0.3  # fraction of wind_speed
+    gust_period: float = 4.0  # seconds
+    repose_angle_deg: float = 38.0  # steepest stable snow slope (threshold t of §3.3.2)
+    redistribute_min_depth: float = 0.002  # m: threshold m of §3.3.2
+    redistribute_fraction: float = 0.25  # k of §3.3.2, per step
+    drift: bool = True
+    drift_threshold_speed: float = 5.0  # m/s near the surface before snow erodes
+    drift_rate: float = 2.0e-5  # erosion coefficient (m of snow per s per (m/s)²)
+    pressure_solver: str = "converge"  # "converge" (residual ≤ tol) or "thesis" (5 SOR sweeps)
+    pressure_tolerance: float = 1e-4
+    obstacle_update_every: int = 10  # steps between re-deriving obstacles from terrain + snow
+    seed: int = 0
+
+    def check(self) -> None:
+        bad = [name for name in ("snowfall_rate_cm_per_hour", "snow_density", "wind_speed", "gust_strength",
+                                 "gust_period", "repose_angle_deg", "wind_direction_deg", "spiral_scale",
+                                 "drift_threshold_speed", "drift_rate", "pressure_tolerance")
+               if not np.isfinite(getattr(self, name))]
+        if bad:
+            raise InputError(f"Snow settings must be finite numbers: {', '.join(bad)}")
+        if self.snowfall_rate_cm_per_hour <= 0:
+            raise InputError(f"Snowfall rate must be positive, not {self.snowfall_rate_cm_per_hour} cm/h")
+        if self.snow_density <= 0:
+            raise InputError(f"Snow density must be positive, not {self.snow_density} kg/m³")
+        if self.flake_count < 1:
+            raise InputError(f"Flake count must be at least 1, not {self.flake_count}")
+        if self.preset not in PRESETS:
+            raise InputError(f"Flake preset must be one of {', '.join(PRESETS)}, not {self.preset!r}")
+        if not 0 < self.repose_angle_deg < 90:
+            raise InputError(f"Angle of repose must be between 0° and 90°, not {self.repose_angle_deg}°")
+        if self.wind_speed < 0 or self.gust_strength < 0 or self.gust_period <= 0:
+            raise InputError("Wind speed and gust strength must be ≥ 0 and the gust period > 0")
+        if self.pressure_solver not in ("converge", "thesis"):
+            raise InputError(f"Pressure solver must be 'converge' or 'thesis', not {self.pressure_solver!r}")
+
+    @property
+    def snowfall_rate(self) -> float:
+        """Metres of snow per second."""
+        return self.snowfall_rate_cm_per_hour / 100.0 / 3600.0
+
+
+@dataclass
+class SnowDomain:
+    """Geometry of one simulation: the wind grid and the ground lattice."""
+
+    wind: GridSpec  # cells of the wind grid (cubic cells of size h)
+    ground_origin: tuple  # (x, y) of vertex (0, 0)
+    ground_cell: float  # vertex spacing
+    ground_shape: tuple  # (gx, gy) vertices
+    extra: dict = field(default_factory=dict)
+
+    @classmethod
+    def from_box(cls, lo, hi, wind_cells_xy: int, ground_vertices_xy: int) -> "SnowDomain":
+        """Domain over the box lo..hi: wind with ``wind_cells_xy`` cells along the longer
+        horizontal side (cubic cells), ground with ``ground_vertices_xy`` vertices."""
+        lo, hi = np.asarray(lo, np.float64), np.asarray(hi, np.float64)
+        ext = hi - lo
+        if not np.all(np.isfinite(ext)) or np.any(ext <= 0):
+            raise InputError(f"The snow domain must have a positive size, not {tuple(ext)}")
+        if wind_cells_xy < 4 or ground_vertices_xy < 4:
+            raise InputError("Wind and ground resolutions must be at least 4")
+        h = float(max(ext[0], ext[1])) / wind_cells_xy
+        shape = tuple(max(4, int(np.ceil(e / h))) for e in ext)
+        wind = GridSpec(tuple(lo), h, shape)
+        cell = float(max(ext[0], ext[1])) / (ground_vertices_xy - 1)
+        gshape = tuple(int(np.floor(e / cell)) + 1 for e in ext[:2])
+        return cls(wind, (float(lo[0]), float(lo[1])), cell, gshape)
+
+    @property
+    def area(self) -> float:
+        """Horizontal area covered by the ground lattice (m²)."""
+        gx, gy = self.ground_shape
+        return (gx - 1) * self.ground_cell * (gy - 1) * self.ground_cell
+
+    @property
+    def top(self) -> float:
+        return self.wind.upper[2]
+
+    def nbytes(self, flakes: int) -> int:
+        """Peak device memory of a simulation of this size (before allocating)."""
+        nx, ny, nz = self.wind.shape
+        cells = nx * ny * nz
+        faces = (nx + 1) * ny * nz + nx * (ny + 1) * nz + nx * ny * (nz + 1)
+        wind = 4 * 2 * faces + 4 * 3 * cells + cells  # u,v,w double-buffered; p, rhs, scratch; solid
+        gx, gy = self.ground_shape
+        ground = 4 * 6 * gx * gy  # terrain, snow, deposit, scratch ×3
+        return int(wind + ground + 4 * 8 * flakes)
