@@ -57,6 +57,67 @@ class VoxelizeSettings(bpy.types.PropertyGroup):
         default="//voxels.vox", subtype="FILE_PATH", options=_RELATIVE_PATH)
 
 
+class SnowSettings(bpy.types.PropertyGroup):
+    receivers: bpy.props.PointerProperty(
+        name="Receivers", type=bpy.types.Collection,
+        description="Objects snow lands on (terrain, roofs, trees); they also block the wind")
+    obstacles: bpy.props.PointerProperty(
+        name="Obstacles", type=bpy.types.Collection,
+        description="Objects that only block the wind (snow does not settle on them)")
+    domain_object: bpy.props.PointerProperty(
+        name="Domain", type=bpy.types.Object,
+        description="Box whose bounds are the simulation domain (empty: the receivers' bounds plus Sky Height)")
+    sky_height: bpy.props.FloatProperty(
+        name="Sky Height", description="Height of the domain above the highest receiver (automatic domain)",
+        default=8.0, min=0.5, subtype="DISTANCE", unit="LENGTH")
+    wind_resolution: bpy.props.IntProperty(
+        name="Wind Resolution", description="Wind cells along the longer horizontal side of the domain",
+        default=48, min=8, soft_max=256, max=1024)
+    ground_resolution: bpy.props.IntProperty(
+        name="Ground Resolution", description="Snow-depth samples along the longer horizontal side",
+        default=128, min=8, soft_max=1024, max=4096)
+    flake_count: bpy.props.IntProperty(
+        name="Flakes", description="Number of flakes in the air (for looks: the snowfall rate sets the amount of snow)",
+        default=50_000, min=1, soft_max=10_000_000)
+    preset: bpy.props.EnumProperty(
+        name="Snow Type", items=[("dry", "Dry", "Terminal fall speed 1–2 m/s"),
+                                 ("wet", "Wet", "Terminal fall speed 0.5–1.5 m/s")], default="dry")
+    snowfall_rate: bpy.props.FloatProperty(
+        name="Snowfall (cm/h)", description="Fresh snow depth per hour over open ground",
+        default=5.0, min=0.0, soft_max=50.0)
+    snow_density: bpy.props.FloatProperty(
+        name="Snow Density", description="Density of fresh snow in kg/m³ (for the water-equivalent report)",
+        default=100.0, min=10.0, max=917.0)
+    wind_speed: bpy.props.FloatProperty(
+        name="Wind Speed", description="Wind speed at the inflow in m/s", default=2.0, min=0.0, soft_max=30.0,
+        unit="VELOCITY")
+    wind_direction: bpy.props.FloatProperty(
+        name="Wind Direction", description="Direction the wind blows towards (0° = +X)", default=0.0,
+        subtype="ANGLE", unit="ROTATION")
+    gust_strength: bpy.props.FloatProperty(
+        name="Gusts", description="Gust strength as a fraction of the wind speed", default=0.3, min=0.0, max=2.0,
+        subtype="FACTOR")
+    use_scene_wind: bpy.props.BoolProperty(
+        name="Use Wind Force Fields", description="Take speed and direction from the scene's Wind force fields",
+        default=False)
+    repose_angle: bpy.props.FloatProperty(
+        name="Angle of Repose", description="Steepest slope snow keeps; steeper snow slides down",
+        default=0.663, min=0.02, max=1.55, subtype="ANGLE", unit="ROTATION")
+    drift: bpy.props.BoolProperty(
+        name="Wind Drift", description="Strong near-ground wind erodes fallen snow and deposits it in lee areas",
+        default=True)
+    drift_threshold: bpy.props.FloatProperty(
+        name="Drift Threshold", description="Near-ground wind speed above which snow erodes (m/s)",
+        default=5.0, min=0.0, unit="VELOCITY")
+    substeps: bpy.props.IntProperty(
+        name="Steps per Frame", description="Simulation steps per frame", default=2, min=1, max=64)
+    seed: bpy.props.IntProperty(name="Seed", description="Random seed (same seed, same snowfall)", default=0, min=0)
+    pressure_solver: bpy.props.EnumProperty(
+        name="Pressure", items=[("converge", "Converged", "Iterate until the residual is below tolerance"),
+                                ("thesis", "5 SOR sweeps", "The thesis's fixed five sweeps (fast, approximate)")],
+        default="converge")
+
+
 class VoxFXSceneSettings(bpy.types.PropertyGroup):
     cache_directory: bpy.props.StringProperty(
         name="Cache Folder",
@@ -67,9 +128,10 @@ class VoxFXSceneSettings(bpy.types.PropertyGroup):
         options=_RELATIVE_PATH,
     )
     voxelize: bpy.props.PointerProperty(type=VoxelizeSettings)
+    snow: bpy.props.PointerProperty(type=SnowSettings)
 
 
-_classes = (VoxelizeSettings, VoxFXSceneSettings)
+_classes = (VoxelizeSettings, SnowSettings, VoxFXSceneSettings)
 _register_classes, _unregister_classes = bpy.utils.register_classes_factory(_classes)
 
 

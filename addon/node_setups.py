@@ -1,0 +1,140 @@
+"""Geometry Nodes set-ups that load cached frames render-safely: the node tree reads
+the file of the current frame itself, so nothing edits data during a render.
+
+* ``points_from_ply_sequence``: per-frame PLY point files → a point cloud with the
+  files' attributes (vector attributes re-assembled from their _x/_y/_z columns).
+* ``surface_from_depth_sequence``: a ground mesh lifted by a per-frame depth grid
+  (a one-layer VDB), depth stored as an attribute, zero-depth points removed.
+
+File names are ``<prefix><frame, 4 digits>.<ext>`` (frames 0–9999), as written by
+``cache.BakeCache``.
+"""
+
+from __future__ import annotations
+
+import bpy
+
+
+def _frame_path(tree, prefix: str, suffix: str):
+    """A string socket with prefix + frame (zero-padded to 4) + suffix."""
+    nodes, links = tree.nodes, tree.links
+    time = nodes.new("GeometryNodeInputSceneTime")
+    add = nodes.new("ShaderNodeMath")
+    add.operation = "ADD"
+    add.inputs[1].default_value = 10000.0  # 7 → 10007: fixed width before slicing off the 1
+    links.new(time.outputs["Frame"], add.inputs[0])
+    rounded = nodes.new("ShaderNodeMath")
+    rounded.operation = "ROUND"
+    links.new(add.outputs[0], rounded.inputs[0])
+    text = nodes.new("FunctionNodeValueToString")
+    links.new(rounded.outputs[0], text.inputs["Value"])
+    cut = nodes.new("FunctionNodeSliceString")
+    cut.inputs["Position"].default_value = 1
+    cut.inputs["Length"].default_value = 4
+    links.new(text.outputs[0], cut.inputs["String"])
+    join = nodes.new("GeometryNodeStringJoin")
+    head = nodes.new("FunctionNodeInputString")
+    head.string = prefix
+    tail = nodes.new("FunctionNodeInputString")
+    tail.string = suffix
+    # A new link to a multi-input socket goes first (Blender 4.2–5.0): link back to front.
+    links.new(tail.outputs[0], join.inputs["Strings"])
+    links.new(cut.outputs[0], join.inputs["Strings"])
+    links.new(head.outputs[0], join.inputs["Strings"])
+    return join.outputs[0]
+
+
+def _new_tree(name):
+    tree = bpy.data.node_groups.new(name, "GeometryNodeTree")
+    tree.interface.new_socket("Geometry", in_out="INPUT", socket_type="NodeSocketGeometry")
+    tree.interface.new_socket("Geometry", in_out="OUTPUT", socket_type="NodeSocketGeometry")
+    return tree, tree.nodes.new("NodeGroupInput"), tree.nodes.new("NodeGroupOutput")
+
+
+def points_from_ply_sequence(name: str, prefix: str, vectors=("velocity",), radius_attribute="size"):
+    """Node tree: import ``prefix####.ply`` of the current frame as a point cloud."""
+    tree, _, out = _new_tree(name)
+    nodes, links = tree.nodes, tree.links
+    imp = nodes.new("GeometryNodeImportPLY")
+    links.new(_frame_path(tree, prefix, ".ply"), imp.inputs["Path"])
+    radius = nodes.new("GeometryNodeInputNamedAttribute")
+    radius.data_type = "FLOAT"
+    radius.inputs["Name"].default_value = radius_attribute
+    to_points = nodes.new("GeometryNodeMeshToPoints")
+    links.new(imp.outputs[0], to_points.inputs["Mesh"])
+    links.new(radius.outputs["Attribute"], to_points.inputs["Radius"])
+    geometry = to_points.outputs[0]
+    for vec in vectors:
+        combine = nodes.new("ShaderNodeCombineXYZ")
+        for axis in "XYZ":
+            attr = nodes.new("GeometryNodeInputNamedAttribute")
+            attr.data_type = "FLOAT"
+            attr.inputs["Name"].default_value = f"{vec}_{axis.lower()}"
+            links.new(attr.outputs["Attribute"], combine.inputs[axis])
+        store = nodes.new("GeometryNodeStoreNamedAttribute")
+        store.data_type = "FLOAT_VECTOR"
+        store.domain = "POINT"
+        store.inputs["Name"].default_value = vec
+        links.new(geometry, store.inputs["Geometry"])
+        links.new(combine.outputs[0], store.inputs["Value"])
+        geometry = store.outputs[0]
+    links.new(geometry, out.inputs[0])
+    return tree
+
+
+def surface_from_depth_sequence(name: str, prefix: str, layer_z: float, grid="depth", min_depth=1e-5):
+    """Node tree: lift the input mesh by the depth grid of ``prefix####.vdb`` sampled at
+    (x, y, layer_z); store ``depth``; drop faces with no snow at any corner."""
+    tree, gin, out = _new_tree(name)
+    nodes, links = tree.nodes, tree.links
+    imp = nodes.new("GeometryNodeImportVDB")
+    links.new(_frame_path(tree, prefix, ".vdb"), imp.inputs["Path"])
+    get = nodes.new("GeometryNodeGetNamedGrid")
+    get.data_type = "FLOAT"
+    get.inputs["Name"].default_value = grid
+    links.new(imp.outputs[0], get.inputs["Volume"])
+    pos = nodes.new("GeometryNodeInputPosition")
+    sep = nodes.new("ShaderNodeSeparateXYZ")
+    links.new(pos.outputs[0], sep.inputs[0])
+    at = nodes.new("ShaderNodeCombineXYZ")
+    links.new(sep.outputs["X"], at.inputs["X"])
+    links.new(sep.outputs["Y"], at.inputs["Y"])
+    at.inputs["Z"].default_value = layer_z
+    sample = nodes.new("GeometryNodeSampleGrid")
+    links.new(get.outputs["Grid"], sample.inputs["Grid"])
+    links.new(at.outputs[0], sample.inputs["Position"])
+    depth = sample.outputs["Value"]
+    store = nodes.new("GeometryNodeStoreNamedAttribute")
+    store.data_type = "FLOAT"
+    store.domain = "POINT"
+    store.inputs["Name"].default_value = "depth"
+    links.new(gin.outputs[0], store.inputs["Geometry"])
+    links.new(depth, store.inputs["Value"])
+    lift = nodes.new("ShaderNodeCombineXYZ")
+    links.new(depth, lift.inputs["Z"])
+    move = nodes.new("GeometryNodeSetPosition")
+    links.new(store.outputs[0], move.inputs["Geometry"])
+    links.new(lift.outputs[0], move.inputs["Offset"])
+    # Faces whose corners all lack snow go (the face-domain average of the stored point
+    # attribute is ≤ min_depth only then); faces at the edge of a snowy area stay.
+    stored = nodes.new("GeometryNodeInputNamedAttribute")
+    stored.data_type = "FLOAT"
+    stored.inputs["Name"].default_value = "depth"
+    thin = nodes.new("FunctionNodeCompare")
+    thin.data_type = "FLOAT"
+    thin.operation = "LESS_EQUAL"
+    thin.inputs[1].default_value = min_depth
+    links.new(stored.outputs["Attribute"], thin.inputs[0])
+    drop = nodes.new("GeometryNodeDeleteGeometry")
+    drop.domain = "FACE"
+    links.new(move.outputs[0], drop.inputs["Geometry"])
+    links.new(thin.outputs["Result"], drop.inputs["Selection"])
+    links.new(drop.outputs[0], out.inputs[0])
+    return tree
+
+
+def attach(obj, tree, name="VoxFX"):
+    """Put *tree* on *obj* as its (only) VoxFX Geometry Nodes modifier."""
+    mod = obj.modifiers.get(name) or obj.modifiers.new(name, "NODES")
+    mod.node_group = tree
+    return mod
