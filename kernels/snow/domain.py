@@ -93,6 +93,10 @@ class SnowSettings:
             raise InputError(f"Angle of repose must be between 0° and 90°, not {self.repose_angle_deg}°")
         if self.wind_speed < 0 or self.gust_strength < 0 or self.gust_period <= 0:
             raise InputError("Wind speed and gust strength must be ≥ 0 and the gust period > 0")
+        if not 0 <= self.redistribute_fraction <= 1 or self.redistribute_min_depth < 0:
+            raise InputError("Redistribution fraction must be in [0, 1] and its minimum depth ≥ 0")
+        if self.drift_rate < 0 or self.drift_threshold_speed < 0:
+            raise InputError("Drift rate and drift threshold speed must be ≥ 0")
         if self.pressure_solver not in ("converge", "thesis"):
             raise InputError(f"Pressure solver must be 'converge' or 'thesis', not {self.pressure_solver!r}")
 
@@ -146,5 +150,5 @@ class SnowDomain:
         faces = (nx + 1) * ny * nz + nx * (ny + 1) * nz + nx * ny * (nz + 1)
         wind = 4 * 2 * faces + 4 * 3 * cells + cells  # u,v,w double-buffered; p, rhs, scratch; solid
         gx, gy = self.ground_shape
-        ground = 4 * 6 * gx * gy  # terrain, snow, deposit, scratch ×3
+        ground = 4 * 8 * gx * gy  # terrain, snow, deposit, near-ground wind (2), scratch ×3
         return int(wind + ground + 4 * 8 * flakes)

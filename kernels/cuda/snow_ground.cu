@@ -1,0 +1,316 @@
+// Ground side of the snow simulation (seed 002 §2.4.3, §3.3.1–3.3.2) on the vertex lattice
+// (gy, gx) of kernels/snow/domain.py: receiver height field, deposit, redistribution,
+// wind drift, and the wind grid's obstacle cells below the snow surface.
+//
+// Mirrors kernels/snow/ground.py term by term. Compiled with --fmad=false: every float
+// and double operation rounds exactly as NumPy's, so terrain and solid are bit-identical
+// to the CPU reference and the float32 passes agree with it to the last bit as well.
+
+#define NO_GROUND (-3.0e38f)
+
+// ---------------------------------------------------------------- terrain (§2.4.3)
+//
+// Vertices come in lattice units X = (x − ox)/cell, Y = (y − oy)/cell (float64, made by
+// CuPy's elementwise ops, which round as NumPy's). Work items are (triangle, lattice
+// vertex in its bounding box), load-balanced by an inclusive scan of per-triangle counts
+// as in voxelize.cu; each item writes the height of the triangle above its vertex with a
+// float atomicMax on order-preserving integer keys.
+
+struct TriXY {
+    double X[3], Y[3], Z[3];
+    double absA;           // |twice the signed xy area|
+    double sg;             // sign of the area: +1 counter-clockwise seen from above
+    long long ilo, ihi, jlo, jhi;  // lattice vertices of the bounding box, clipped
+};
+
+__device__ __forceinline__ double clip(double v, double lo, double hi)  // bound before an integer cast
+{
+    return fmin(fmax(v, lo), hi);
+}
+
+__device__ __forceinline__ void make_trixy(const double* __restrict__ X, const double* __restrict__ Y,
+                                           const double* __restrict__ Z, const int* __restrict__ tris,
+                                           long long t, int gx, int gy, TriXY& s)
+{
+#pragma unroll
+    for (int c = 0; c < 3; ++c) {
+        long long v = tris[3 * t + c];
+        s.X[c] = X[v];
+        s.Y[c] = Y[v];
+        s.Z[c] = Z[v];
+    }
+    double A = (s.X[1] - s.X[0]) * (s.Y[2] - s.Y[0]) - (s.Y[1] - s.Y[0]) * (s.X[2] - s.X[0]);
+    s.absA = fabs(A);
+    s.sg = A > 0 ? 1.0 : -1.0;
+    double xmin = fmin(fmin(s.X[0], s.X[1]), s.X[2]), xmax = fmax(fmax(s.X[0], s.X[1]), s.X[2]);
+    double ymin = fmin(fmin(s.Y[0], s.Y[1]), s.Y[2]), ymax = fmax(fmax(s.Y[0], s.Y[1]), s.Y[2]);
+    s.ilo = (long long)clip(ceil(xmin), 0.0, (double)gx);  // an empty range when off the lattice
+    s.ihi = (long long)clip(floor(xmax), -1.0, (double)(gx - 1));
+    s.jlo = (long long)clip(ceil(ymin), 0.0, (double)gy);
+    s.jhi = (long long)clip(floor(ymax), -1.0, (double)(gy - 1));
+}
+
+// Edge function of edge k (corner k → k+1), positive inside. The two corners are taken in
+// lexicographic order so that two triangles sharing an edge evaluate the very same
+// product and see complementary signs: a vertex on a shared edge is inside at least one.
+__device__ __forceinline__ double edge_function(const TriXY& s, int k, double qx, double qy)
+{
+    int a = k, b = (k + 1) % 3;
+    double flip = 1.0;
+    if (s.X[b] < s.X[a] || (s.X[b] == s.X[a] && s.Y[b] < s.Y[a])) { int c = a; a = b; b = c; flip = -1.0; }
+    double f = (s.X[b] - s.X[a]) * (qy - s.Y[a]) - (s.Y[b] - s.Y[a]) * (qx - s.X[a]);
+    return (f * flip) * s.sg;
+}
+
+__device__ __forceinline__ unsigned int height_key(float z)  // monotone float → uint (no NaN)
+{
+    unsigned int b = __float_as_uint(z);
+    return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
+}
+
+__device__ __forceinline__ float key_height(unsigned int k)
+{
+    return __uint_as_float((k & 0x80000000u) ? (k & 0x7fffffffu) : ~k);
+}
+
+extern "C" __global__ void terrain_counts(const double* __restrict__ X, const double* __restrict__ Y,
+                                          const double* __restrict__ Z, const int* __restrict__ tris,
+                                          long long n_tris, long long n_vertices, int gx, int gy,
+                                          long long* __restrict__ counts, unsigned long long* __restrict__ flags)
+{
+    long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n_tris) return;
+    int a = tris[3 * t], b = tris[3 * t + 1], c = tris[3 * t + 2];
+    if (a < 0 || b < 0 || c < 0 || a >= n_vertices || b >= n_vertices || c >= n_vertices) {
+        atomicOr(flags, 1ull);  // never read through a bad index: the host raises
+        counts[t] = 0;
+        return;
+    }
+    TriXY s;
+    make_trixy(X, Y, Z, tris, t, gx, gy, s);
+    long long wi = s.ihi - s.ilo + 1, wj = s.jhi - s.jlo + 1;
+    // A triangle seen edge-on from above (a wall) covers no area: its neighbours do.
+    counts[t] = (s.absA > 0 && wi > 0 && wj > 0) ? wi * wj : 0;
+}
+
+__device__ __forceinline__ long long owner_of(const long long* __restrict__ ends, long long n_tris, long long item)
+{
+    long long lo = 0, hi = n_tris - 1;  // first t with ends[t] > item
+    while (lo < hi) {
+        long long mid = (lo + hi) >> 1;
+        if (ends[mid] > item) hi = mid; else lo = mid + 1;
+    }
+    return lo;
+}
+
+extern "C" __global__ void terrain_items(const double* __restrict__ X, const double* __restrict__ Y,
+                                         const double* __restrict__ Z, const int* __restrict__ tris,
+                                         const long long* __restrict__ ends, const long long* __restrict__ counts,
+                                         long long n_tris, long long n_items, int gx, int gy,
+                                         unsigned int* __restrict__ keys)
+{
+    long long item = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (item >= n_items) return;
+    long long t = owner_of(ends, n_tris, item);
+    long long local = item - (ends[t] - counts[t]);
+    TriXY s;
+    make_trixy(X, Y, Z, tris, t, gx, gy, s);
+    long long wi = s.ihi - s.ilo + 1;
+    long long i = s.ilo + local % wi, j = s.jlo + local / wi;
+    double qx = (double)i, qy = (double)j;
+    double E0 = edge_function(s, 0, qx, qy);
+    double E1 = edge_function(s, 1, qx, qy);
+    double E2 = edge_function(s, 2, qx, qy);
+    if (!(E0 >= 0 && E1 >= 0 && E2 >= 0)) return;  // closed: edges and corners count
+    // Barycentric height: corner 1 is weighted by edge 2 (opposite it), corner 2 by edge 0.
+    // Written as z0 + Δ so a flat roof gets exactly its own height.
+    double z = s.Z[0] + (E2 * (s.Z[1] - s.Z[0]) + E0 * (s.Z[2] - s.Z[0])) / s.absA;
+    double zmin = fmin(fmin(s.Z[0], s.Z[1]), s.Z[2]), zmax = fmax(fmax(s.Z[0], s.Z[1]), s.Z[2]);
+    z = fmin(fmax(z, zmin), zmax);  // slivers: rounding must not lift a vertex off the triangle
+    float h = (float)z + 0.0f;      // +0: no −0 (its key would sort below +0)
+    unsigned int key = height_key(h);
+    unsigned int* dst = keys + j * (long long)gx + i;
+    if (*dst < key) atomicMax(dst, key);
+}
+
+extern "C" __global__ void keys_to_heights(unsigned int* __restrict__ keys, long long n)
+{
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    keys[i] = __float_as_uint(key_height(keys[i]));
+}
+
+// ---------------------------------------------------------------- deposit (§3.3.2)
+//
+// snow += deposit · (volume / units) / cell², the step's snowfall volume shared over the
+// units landed (domain.py); units is read on the device, so no host sync.
+
+extern "C" __global__ void apply_deposit(float* __restrict__ snow, unsigned int* __restrict__ deposit,
+                                         const unsigned long long* __restrict__ units, double volume,
+                                         double cell2, long long n)
+{
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    unsigned int d = deposit[i];
+    if (d == 0) return;
+    deposit[i] = 0u;
+    unsigned long long u = *units;
+    if (u == 0) return;  // nothing landed: nothing to share
+    double per_area = (volume / (double)u) / cell2;
+    snow[i] = snow[i] + (float)((double)d * per_area);
+}
+
+// ---------------------------------------------------------------- redistribution (§3.3.2)
+//
+// 8-neighbourhood; offsets in this order (axis first, then diagonals). The threshold t is
+// tan(repose)·distance: t_axis for the first four, t_diag (√2 farther) for the others.
+
+__constant__ int DX8[8] = {1, -1, 0, 0, 1, -1, 1, -1};
+__constant__ int DY8[8] = {0, 0, 1, -1, 1, 1, -1, -1};
+
+// s of §3.3.2 for snow leaving vertex a towards b: only when the height difference of
+// the surfaces (terrain + snow) exceeds t and a holds more than m; only the snow that is
+// actually above b counts: s = min(snow_a, Δh).
+__device__ __forceinline__ float snow_above(const float* __restrict__ terrain, const float* __restrict__ snow,
+                                            long long a, long long b, float t, float m)
+{
+    float sa = snow[a];
+    float dh = (terrain[a] + sa) - (terrain[b] + snow[b]);
+    if (!(sa > m) || !(dh > t)) return 0.0f;
+    return fminf(sa, dh);
+}
+
+// Pass 1: per giver, scale = k·max(s) / Σ s, so its transfers k·max(s)·s_e/Σs never
+// exceed k·s_e (the snow above each receiver) and in total never k·snow.
+extern "C" __global__ void redistribute_scale(const float* __restrict__ terrain, const float* __restrict__ snow,
+                                              float* __restrict__ scale, int gx, int gy, float t_axis,
+                                              float t_diag, float m, float k)
+{
+    long long v = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (v >= (long long)gx * gy) return;
+    int i = (int)(v % gx), j = (int)(v / gx);
+    float total = 0.0f, smax = 0.0f;
+    if (terrain[v] != NO_GROUND) {
+        for (int d = 0; d < 8; ++d) {
+            int ni = i + DX8[d], nj = j + DY8[d];
+            if (ni < 0 || nj < 0 || ni >= gx || nj >= gy) continue;
+            long long n = (long long)nj * gx + ni;
+            if (terrain[n] == NO_GROUND) continue;
+            float s = snow_above(terrain, snow, v, n, d < 4 ? t_axis : t_diag, m);
+            total = total + s;
+            smax = fmaxf(smax, s);
+        }
+    }
+    scale[v] = total > 0.0f ? (k * smax) / total : 0.0f;
+}
+
+// Pass 2 (gather, no atomics): every transfer is recomputed identically by its giver
+// (subtracted) and its receiver (added), so the total is conserved up to the sums' rounding.
+extern "C" __global__ void redistribute_gather(const float* __restrict__ terrain, const float* __restrict__ snow,
+                                               const float* __restrict__ scale, float* __restrict__ out, int gx,
+                                               int gy, float t_axis, float t_diag, float m)
+{
+    long long v = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (v >= (long long)gx * gy) return;
+    int i = (int)(v % gx), j = (int)(v / gx);
+    float sv = snow[v];
+    if (terrain[v] == NO_GROUND) { out[v] = sv; return; }
+    float given = 0.0f, taken = 0.0f;
+    float own = scale[v];
+    for (int d = 0; d < 8; ++d) {
+        float t = d < 4 ? t_axis : t_diag;
+        int ni = i + DX8[d], nj = j + DY8[d];  // receiver of our transfer along d
+        if (ni >= 0 && nj >= 0 && ni < gx && nj < gy) {
+            long long n = (long long)nj * gx + ni;
+            if (terrain[n] != NO_GROUND) given = given + snow_above(terrain, snow, v, n, t, m) * own;
+        }
+        ni = i - DX8[d]; nj = j - DY8[d];      // giver whose transfer along d lands here
+        if (ni >= 0 && nj >= 0 && ni < gx && nj < gy) {
+            long long n = (long long)nj * gx + ni;
+            if (terrain[n] != NO_GROUND) taken = taken + snow_above(terrain, snow, n, v, t, m) * scale[n];
+        }
+    }
+    out[v] = fmaxf((sv - given) + taken, 0.0f);
+}
+
+// ---------------------------------------------------------------- wind drift (beyond the thesis)
+//
+// Donor-cell flux on the 4-neighbourhood: a vertex whose near-surface wind exceeds the
+// threshold lifts e = min(snow, dt·rate·(|u|² − u_t²)) and sends it one vertex downwind,
+// split between x and y by |u_x| : |u_y|. A face is closed at the lattice boundary (no
+// outflow), towards NO_GROUND, and up a step steeper than the repose slope (drifting snow
+// piles against a wall instead of climbing it).
+
+extern "C" __global__ void drift_flux(const float* __restrict__ terrain, const float* __restrict__ snow,
+                                      const float* __restrict__ wind, float* __restrict__ fx,
+                                      float* __restrict__ fy, int gx, int gy, float ut2, float rate_dt,
+                                      float t_axis)
+{
+    long long v = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (v >= (long long)gx * gy) return;
+    int i = (int)(v % gx), j = (int)(v / gx);
+    float ux = wind[2 * v], uy = wind[2 * v + 1];
+    float tv = terrain[v], sv = snow[v];
+    float excess = (ux * ux + uy * uy) - ut2;
+    float outx = 0.0f, outy = 0.0f;
+    if (tv != NO_GROUND && excess > 0.0f) {
+        float e = fminf(sv, rate_dt * excess);
+        float ax = fabsf(ux), ay = fabsf(uy);
+        float hv = tv + sv;
+        int ni = ux > 0.0f ? i + 1 : i - 1;
+        if (ux != 0.0f && ni >= 0 && ni < gx) {
+            long long n = (long long)j * gx + ni;
+            if (terrain[n] != NO_GROUND && !((terrain[n] + snow[n]) - hv > t_axis)) outx = e * (ax / (ax + ay));
+        }
+        int nj = uy > 0.0f ? j + 1 : j - 1;
+        if (uy != 0.0f && nj >= 0 && nj < gy) {
+            long long n = (long long)nj * gx + i;
+            if (terrain[n] != NO_GROUND && !((terrain[n] + snow[n]) - hv > t_axis)) outy = e * (ay / (ax + ay));
+        }
+        if (ux < 0.0f) outx = -outx;
+        if (uy < 0.0f) outy = -outy;
+    }
+    fx[v] = outx;
+    fy[v] = outy;
+}
+
+extern "C" __global__ void drift_gather(const float* __restrict__ snow, const float* __restrict__ fx,
+                                        const float* __restrict__ fy, float* __restrict__ out, int gx, int gy)
+{
+    long long v = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (v >= (long long)gx * gy) return;
+    int i = (int)(v % gx), j = (int)(v / gx);
+    float given = fabsf(fx[v]) + fabsf(fy[v]);
+    float from_w = i > 0 ? fmaxf(fx[v - 1], 0.0f) : 0.0f;
+    float from_e = i < gx - 1 ? fmaxf(-fx[v + 1], 0.0f) : 0.0f;
+    float from_s = j > 0 ? fmaxf(fy[v - gx], 0.0f) : 0.0f;
+    float from_n = j < gy - 1 ? fmaxf(-fy[v + gx], 0.0f) : 0.0f;
+    float taken = ((from_w + from_e) + from_s) + from_n;
+    out[v] = fmaxf((snow[v] - given) + taken, 0.0f);
+}
+
+// ---------------------------------------------------------------- obstacles (§3.3.1)
+//
+// A wind cell is solid when its centre lies below terrain + snow at the lattice vertex
+// nearest to the centre's xy (the flakes' collision rule). One thread per cell.
+
+extern "C" __global__ void solid_from_ground(const float* __restrict__ terrain, const float* __restrict__ snow,
+                                             unsigned char* __restrict__ solid, int nx, int ny, int nz,
+                                             double ox, double oy, double oz, double h, double gox, double goy,
+                                             double gcell, int gx, int gy, int accumulate)
+{
+    long long c = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= (long long)nx * ny * nz) return;
+    long long i = c % nx, j = (c / nx) % ny, k = c / ((long long)nx * ny);
+    double cx = ox + ((double)i + 0.5) * h;
+    double cy = oy + ((double)j + 0.5) * h;
+    double cz = oz + ((double)k + 0.5) * h;
+    double fi = floor((cx - gox) / gcell + 0.5), fj = floor((cy - goy) / gcell + 0.5);
+    long long vi = (long long)fmin(fmax(fi, 0.0), (double)(gx - 1));
+    long long vj = (long long)fmin(fmax(fj, 0.0), (double)(gy - 1));
+    long long v = vj * gx + vi;
+    float tv = terrain[v];
+    bool below = tv != NO_GROUND && cz < (double)(tv + snow[v]);
+    unsigned char s = below ? 1 : 0;
+    solid[c] = accumulate ? (unsigned char)(solid[c] | s) : s;
+}

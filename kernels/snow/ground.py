@@ -1,0 +1,419 @@
+"""The ground side of the snow simulation (seed 002 §2.4.3, §3.3.1–3.3.2): what snow lands
+on, how landed flakes become depth, how snow slides and drifts, and which wind cells it
+fills. Arrays follow ``domain.py``: a vertex lattice (gy, gx) of float32 ``terrain`` (world
+z of the highest receiver surface, ``NO_GROUND`` where none) and ``snow`` (depth, ≥ 0).
+
+Every stage has a NumPy reference and a CuPy kernel in ``cuda/snow_ground.cu`` written
+term by term alike and compiled with ``--fmad=false``: terrain and solid are bit-identical
+on both backends, and the float32 stages round alike too. The per-step stages
+(``apply_deposit``, ``redistribute``, ``drift``) take and return arrays of either module,
+stay on the device and never synchronise with the host.
+
+Choices beyond the thesis, in one place:
+
+* **Terrain from triangles.** The thesis reads its terrain from a height map (§2.4.3);
+  here it is the highest triangle above each lattice vertex, so snow lands on a roof and
+  not under it. Triangles seen edge-on from above (walls) cover no vertex.
+* **Redistribution** (§3.3.2) uses the 8-neighbourhood; t = tan(repose angle)·distance
+  (cell along the axes, √2·cell on the diagonals). A giver with several lower neighbours
+  moves k·max(s) in total, shared in proportion to each neighbour's s: with one receiver
+  that is the thesis's k·s, and it never gives a receiver more than k·s (the snow above
+  it) nor more than k·snow in total, so a peak cannot overshoot into a pit.
+* **Drift** (the thesis's "possible improvement", §3.3.2): a donor-cell flux on the
+  4-neighbourhood. A vertex whose near-surface wind speed |u| exceeds u_t lifts
+  e = min(snow, dt·drift_rate·(|u|² − u_t²)) and sends it one vertex downwind, split
+  between x and y by |u_x| : |u_y|; where the wind drops (the lee) less is lifted than
+  arrives, so snow accumulates. Faces are closed at the lattice boundary (no outflow:
+  total snow is conserved), towards NO_GROUND, and up a step steeper than the repose
+  slope (drifting snow piles against a wall instead of climbing it).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import backend
+from ..errors import InputError
+from ..grid import GridSpec
+from .domain import NO_GROUND, SnowDomain, SnowSettings
+
+_CU = "snow_ground.cu"
+_OPTIONS = ("--fmad=false",)  # round like NumPy
+_THREADS = 256
+CHUNK_ITEMS = 1 << 21  # (triangle, vertex) pairs per NumPy batch: bounds the CPU path's memory
+
+# 8-neighbourhood in the kernels' order: axis neighbours first, then the diagonals.
+NEIGHBOURS_8 = ((0, 1), (0, -1), (1, 0), (-1, 0), (1, 1), (1, -1), (-1, 1), (-1, -1))  # (dy, dx)
+
+
+def _kernel(name):
+    return backend.get_kernel(_CU, name, _OPTIONS)
+
+
+def _blocks(n):
+    return ((int(n) + _THREADS - 1) // _THREADS,)
+
+
+def _on_gpu(a) -> bool:
+    return backend.array_module(a) is not np
+
+
+def _shift(a, dy, dx, fill):
+    """b[j, i] = a[j + dy, i + dx], *fill* where that falls off the lattice."""
+    gy, gx = a.shape
+    b = np.full_like(a, fill)
+    b[max(0, -dy):gy - max(0, dy), max(0, -dx):gx - max(0, dx)] = \
+        a[max(0, dy):gy - max(0, -dy), max(0, dx):gx - max(0, -dx)]
+    return b
+
+
+def repose_thresholds(settings: SnowSettings, cell: float):
+    """t of §3.3.2 as float32: tan(repose angle)·distance to an axis and a diagonal neighbour."""
+    slope = math.tan(math.radians(settings.repose_angle_deg))
+    return np.float32(slope * cell), np.float32(slope * math.sqrt(2.0) * cell)
+
+
+def _check_lattice(terrain, snow, *others):
+    """float32 (gy, gx) arrays of one module, C-contiguous (the kernels index them flat)."""
+    for name, a in (("terrain", terrain), ("snow", snow)) + others:
+        if a.ndim != 2 or a.shape != snow.shape or a.dtype != np.float32 or not a.flags.c_contiguous:
+            raise InputError(f"{name} must be a C-contiguous float32 lattice of shape {snow.shape}, "
+                             f"not {a.dtype} {a.shape}")
+
+
+def _check_redistribution(settings: SnowSettings):
+    k, m = settings.redistribute_fraction, settings.redistribute_min_depth
+    if not (np.isfinite(k) and 0.0 <= k <= 1.0):
+        raise InputError(f"Redistribution fraction must be between 0 and 1, not {k}")
+    if not (np.isfinite(m) and m >= 0.0):
+        raise InputError(f"Redistribution minimum depth must be ≥ 0 m, not {m}")
+    if not 0 < settings.repose_angle_deg < 90:
+        raise InputError(f"Angle of repose must be between 0° and 90°, not {settings.repose_angle_deg}°")
+
+
+# --------------------------------------------------------------------------- terrain (§2.4.3)
+
+def terrain_from_triangles(vertices, triangles, domain: SnowDomain, xp=None):
+    """Height of the highest receiver surface above every lattice vertex, (gy, gx) float32
+    on *xp* (default: the current backend); ``NO_GROUND`` where no triangle's xy projection
+    contains the vertex. Projections are closed, and an edge shared by two triangles is
+    tested with one product, so vertices on shared edges and corners are always covered.
+    """
+    from ..voxelize.triangles import check_inputs, check_shapes
+
+    xp = xp or backend.xp()
+    gx, gy = (int(n) for n in domain.ground_shape)
+    ox, oy = (float(o) for o in domain.ground_origin)
+    cell = float(domain.ground_cell)
+    if xp is np:
+        vertices, triangles = backend.to_numpy(vertices), backend.to_numpy(triangles)
+        check_inputs(vertices, triangles)
+        return _terrain_cpu(vertices, triangles, ox, oy, cell, gx, gy)
+    check_shapes(vertices, triangles)
+    return _terrain_gpu(vertices, triangles, ox, oy, cell, gx, gy)
+
+
+def _lattice_units(v, ox, oy, cell, xp):
+    """float64 X, Y in lattice units and Z in metres (CuPy's elementwise ops round as NumPy's)."""
+    v = v.astype(xp.float64)
+    return (v[:, 0] - ox) / cell, (v[:, 1] - oy) / cell, xp.ascontiguousarray(v[:, 2])
+
+
+def _triangle_boxes(X, Y, tris, gx, gy):
+    """Signed doubled xy area and the clipped lattice range [ilo, ihi]×[jlo, jhi] per triangle."""
+    x, y = X[tris], Y[tris]
+    area = (x[:, 1] - x[:, 0]) * (y[:, 2] - y[:, 0]) - (y[:, 1] - y[:, 0]) * (x[:, 2] - x[:, 0])
+    ilo = np.clip(np.ceil(x.min(axis=1)), 0.0, gx).astype(np.int64)  # empty when off the lattice
+    ihi = np.clip(np.floor(x.max(axis=1)), -1.0, gx - 1).astype(np.int64)
+    jlo = np.clip(np.ceil(y.min(axis=1)), 0.0, gy).astype(np.int64)
+    jhi = np.clip(np.floor(y.max(axis=1)), -1.0, gy - 1).astype(np.int64)
+    return area, ilo, ihi, jlo, jhi
+
+
+def _edge_function(x, y, k, qx, qy, sg):
+    """Edge k (corner k → k+1), positive inside; corners taken in lexicographic order so a
+    shared edge gives both triangles the same product (cuda: edge_function)."""
+    a, b = x[:, k], x[:, (k + 1) % 3]
+    ay, by = y[:, k], y[:, (k + 1) % 3]
+    swap = (b < a) | ((b == a) & (by < ay))
+    ax_, ay_ = np.where(swap, b, a), np.where(swap, by, ay)
+    bx_, by_ = np.where(swap, a, b), np.where(swap, ay, by)
+    f = (bx_ - ax_) * (qy - ay_) - (by_ - ay_) * (qx - ax_)
+    return (f * np.where(swap, -1.0, 1.0)) * sg
+
+
+def _terrain_cpu(vertices, triangles, ox, oy, cell, gx, gy):
+    terrain = np.full(gy * gx, NO_GROUND, dtype=np.float32)
+    if not len(triangles):
+        return terrain.reshape(gy, gx)
+    X, Y, Z = _lattice_units(vertices, ox, oy, cell, np)
+    tris = np.asarray(triangles, dtype=np.int64)
+    area, ilo, ihi, jlo, jhi = _triangle_boxes(X, Y, tris, gx, gy)
+    wi, wj = ihi - ilo + 1, jhi - jlo + 1
+    counts = np.where((area != 0) & (wi > 0) & (wj > 0), wi * wj, 0)
+    ends = np.cumsum(counts)
+    total = int(ends[-1])
+    for start in range(0, total, CHUNK_ITEMS):  # by items, not triangles: a ground plane is 2 triangles
+        item = np.arange(start, min(start + CHUNK_ITEMS, total), dtype=np.int64)
+        t = np.searchsorted(ends, item, side="right")
+        local = item - (ends[t] - counts[t])
+        i = ilo[t] + local % wi[t]
+        j = jlo[t] + local // wi[t]
+        x, y, z = X[tris[t]], Y[tris[t]], Z[tris[t]]
+        sg = np.where(area[t] > 0, 1.0, -1.0)
+        qx, qy = i.astype(np.float64), j.astype(np.float64)
+        E0, E1, E2 = (_edge_function(x, y, k, qx, qy, sg) for k in range(3))
+        inside = (E0 >= 0) & (E1 >= 0) & (E2 >= 0)
+        # Barycentric height as z0 + Δ (a flat roof gets exactly its height), clamped to
+        # the triangle's z range so a sliver's rounding cannot lift a vertex.
+        h = z[:, 0] + (E2 * (z[:, 1] - z[:, 0]) + E0 * (z[:, 2] - z[:, 0])) / np.abs(area[t])
+        h = np.minimum(np.maximum(h, z.min(axis=1)), z.max(axis=1))
+        h = h[inside].astype(np.float32) + np.float32(0.0)  # +0: no −0
+        np.maximum.at(terrain, (j * gx + i)[inside], h)
+    return terrain.reshape(gy, gx)
+
+
+def _terrain_gpu(vertices, triangles, ox, oy, cell, gx, gy):
+    import cupy as cp
+
+    terrain = cp.empty(gy * gx, dtype=cp.float32)
+    keys = terrain.view(cp.uint32)
+    no_ground_key = np.uint32(np.float32(NO_GROUND).view(np.uint32) ^ np.uint32(0xFFFFFFFF))  # negative: ~bits
+    keys.fill(no_ground_key)
+    v = cp.asarray(vertices)
+    if v.dtype not in (cp.float32, cp.float64):
+        v = v.astype(cp.float64)
+    tris = cp.ascontiguousarray(cp.asarray(triangles), dtype=cp.int32)
+    T, V = int(tris.shape[0]), int(v.shape[0])
+    if T == 0:
+        return _keys_to_heights(keys, terrain).reshape(gy, gx)
+    X, Y, Z = _lattice_units(v, ox, oy, cell, cp)
+    X, Y = cp.ascontiguousarray(X), cp.ascontiguousarray(Y)
+    flags = cp.zeros(1, dtype=cp.uint64)
+    counts = cp.empty(T, dtype=cp.int64)
+    _kernel("terrain_counts")(_blocks(T), (_THREADS,), (X, Y, Z, tris, np.int64(T), np.int64(V), np.int32(gx),
+                                                        np.int32(gy), counts, flags))
+    ends = cp.cumsum(counts)
+    bad = (~cp.isfinite(v)).any(axis=1).sum().astype(cp.int64) if V else cp.zeros((), cp.int64)
+    host = cp.concatenate([bad.reshape(1), flags.view(cp.int64), ends[-1:]]).get()  # the one sync
+    if host[0]:
+        raise InputError(f"{int(host[0])} vertices have non-finite coordinates (NaN/inf)")
+    if host[1]:
+        raise InputError("triangle indices point outside the vertex array")
+    total = int(host[2])
+    if total:
+        _kernel("terrain_items")(_blocks(total), (_THREADS,), (X, Y, Z, tris, ends, counts, np.int64(T),
+                                                               np.int64(total), np.int32(gx), np.int32(gy), keys))
+    return _keys_to_heights(keys, terrain).reshape(gy, gx)
+
+
+def _keys_to_heights(keys, terrain):
+    n = int(keys.size)
+    _kernel("keys_to_heights")(_blocks(n), (_THREADS,), (keys, np.int64(n)))
+    return terrain
+
+
+# --------------------------------------------------------------------------- deposit (§3.3.2)
+
+def apply_deposit(snow, deposit, landed_units, volume: float, cell: float):
+    """snow += deposit · (volume / units) / cell² in place, then deposit = 0 (domain.py).
+
+    *volume* is the snowfall volume of the step (rate·area·dt), *landed_units* the units
+    landed this step (a 0-d or 1-element integer array on the arrays' device, or None to
+    sum *deposit*); with no units landed nothing changes. No host sync on the GPU.
+    """
+    if deposit.shape != snow.shape or deposit.dtype != np.uint32:
+        raise InputError(f"deposit must be uint32 of shape {snow.shape}, not {deposit.dtype} {deposit.shape}")
+    cell2 = float(cell) * float(cell)
+    if _on_gpu(snow):
+        import cupy as cp
+
+        units = deposit.sum(dtype=cp.uint64) if landed_units is None else landed_units
+        units = cp.asarray(units).reshape(-1)[:1].astype(cp.uint64)
+        n = int(snow.size)
+        _kernel("apply_deposit")(_blocks(n), (_THREADS,), (snow, deposit, units, np.float64(volume),
+                                                           np.float64(cell2), np.int64(n)))
+        return snow
+    units = int(deposit.sum(dtype=np.uint64) if landed_units is None else np.asarray(landed_units).reshape(-1)[0])
+    if units:
+        per_area = (np.float64(volume) / np.float64(units)) / np.float64(cell2)
+        landed = deposit != 0
+        snow[landed] = snow[landed] + (deposit[landed].astype(np.float64) * per_area).astype(np.float32)
+    deposit[...] = 0
+    return snow
+
+
+# --------------------------------------------------------------------------- redistribution (§3.3.2)
+
+def redistribute(terrain, snow, settings: SnowSettings, cell: float, iterations: int = 1):
+    """§3.3.2 snow redistribution, *iterations* times, in place on *snow*; returns *snow*.
+
+    Snow moves from a vertex to a lower neighbour when their surfaces (terrain + snow)
+    differ by more than t = tan(repose)·distance and the giver holds more than m; only the
+    snow actually above the receiver counts, s = min(snow, Δh), and a fraction k of it
+    moves (see the module notes for several receivers). Per-edge transfers are computed
+    in one pass and gathered in another: no atomics, deterministic, mass conserving.
+    NO_GROUND vertices neither give nor receive.
+    """
+    _check_lattice(terrain, snow)
+    _check_redistribution(settings)
+    t_axis, t_diag = repose_thresholds(settings, cell)
+    m, k = np.float32(settings.redistribute_min_depth), np.float32(settings.redistribute_fraction)
+    if _on_gpu(snow):
+        return _redistribute_gpu(terrain, snow, t_axis, t_diag, m, k, int(iterations))
+    for _ in range(int(iterations)):
+        snow[...] = _redistribute_step_cpu(terrain, snow, t_axis, t_diag, m, k)
+    return snow
+
+
+def _redistribute_step_cpu(terrain, snow, t_axis, t_diag, m, k):
+    ground = terrain != NO_GROUND
+    height = terrain + snow
+    # Pass 1: s of every (giver, direction), then the giver's scale k·max(s)/Σs.
+    s = []
+    total = np.zeros_like(snow)
+    smax = np.zeros_like(snow)
+    for d, (dy, dx) in enumerate(NEIGHBOURS_8):
+        t = t_axis if d < 4 else t_diag
+        dh = height - _shift(height, dy, dx, np.float32(0))
+        active = ground & _shift(ground, dy, dx, False) & (snow > m) & (dh > t)
+        s_d = np.where(active, np.minimum(snow, dh), np.float32(0))
+        s.append(s_d)
+        total = total + s_d
+        smax = np.maximum(smax, s_d)
+    scale = np.where(total > 0, (k * smax) / np.where(total > 0, total, np.float32(1)), np.float32(0))
+    # Pass 2 (gather): what leaves along d, and what arrives from the giver at −d.
+    given = np.zeros_like(snow)
+    taken = np.zeros_like(snow)
+    for d, (dy, dx) in enumerate(NEIGHBOURS_8):
+        transfer = s[d] * scale
+        given = given + transfer
+        taken = taken + _shift(transfer, -dy, -dx, np.float32(0))
+    return np.where(ground, np.maximum((snow - given) + taken, np.float32(0)), snow)
+
+
+def _redistribute_gpu(terrain, snow, t_axis, t_diag, m, k, iterations):
+    import cupy as cp
+
+    gy, gx = snow.shape
+    n = gy * gx
+    scale = cp.empty_like(snow)
+    buffers = (snow, cp.empty_like(snow))
+    scale_kernel, gather_kernel = _kernel("redistribute_scale"), _kernel("redistribute_gather")
+    for _ in range(iterations):
+        current, following = buffers
+        scale_kernel(_blocks(n), (_THREADS,), (terrain, current, scale, np.int32(gx), np.int32(gy), t_axis,
+                                               t_diag, m, k))
+        gather_kernel(_blocks(n), (_THREADS,), (terrain, current, scale, following, np.int32(gx), np.int32(gy),
+                                                t_axis, t_diag, m))
+        buffers = (following, current)
+    if buffers[0] is not snow:
+        snow[...] = buffers[0]
+    return snow
+
+
+# --------------------------------------------------------------------------- drift (beyond the thesis)
+
+def drift(terrain, snow, wind_xy, dt: float, settings: SnowSettings, cell: float):
+    """One step of wind drift, in place on *snow*; returns *snow*.
+
+    *wind_xy* (gy, gx, 2) float32 is the near-surface wind (x, y) at each lattice vertex.
+    Where its speed exceeds ``drift_threshold_speed`` = u_t, e = min(snow, dt·drift_rate·
+    (|u|² − u_t²)) is lifted and carried one vertex downwind (donor-cell flux, see the
+    module notes); total snow is conserved (no outflow at the boundary).
+    """
+    if not settings.drift:
+        return snow
+    _check_lattice(terrain, snow)
+    if tuple(wind_xy.shape) != snow.shape + (2,):
+        raise InputError(f"wind_xy must have shape {snow.shape + (2,)}, not {tuple(wind_xy.shape)}")
+    ut2 = np.float32(float(settings.drift_threshold_speed) ** 2)
+    rate_dt = np.float32(float(settings.drift_rate) * float(dt))
+    t_axis, _ = repose_thresholds(settings, cell)
+    if _on_gpu(snow):
+        import cupy as cp
+
+        gy, gx = snow.shape
+        n = gy * gx
+        wind = cp.ascontiguousarray(wind_xy, dtype=cp.float32)
+        fx, fy, out = cp.empty_like(snow), cp.empty_like(snow), cp.empty_like(snow)
+        _kernel("drift_flux")(_blocks(n), (_THREADS,), (terrain, snow, wind, fx, fy, np.int32(gx), np.int32(gy),
+                                                        ut2, rate_dt, t_axis))
+        _kernel("drift_gather")(_blocks(n), (_THREADS,), (snow, fx, fy, out, np.int32(gx), np.int32(gy)))
+        snow[...] = out
+        return snow
+    fx, fy = _drift_flux_cpu(terrain, snow, np.asarray(wind_xy, dtype=np.float32), ut2, rate_dt, t_axis)
+    given = np.abs(fx) + np.abs(fy)
+    zero = np.float32(0)
+    from_w = _shift(np.maximum(fx, zero), 0, -1, zero)   # fx of the west neighbour, if eastward
+    from_e = _shift(np.maximum(-fx, zero), 0, 1, zero)
+    from_s = _shift(np.maximum(fy, zero), -1, 0, zero)
+    from_n = _shift(np.maximum(-fy, zero), 1, 0, zero)
+    taken = ((from_w + from_e) + from_s) + from_n
+    snow[...] = np.maximum((snow - given) + taken, zero)
+    return snow
+
+
+def _drift_flux_cpu(terrain, snow, wind, ut2, rate_dt, t_axis):
+    """Signed snow depth leaving each vertex along x and y this step (cuda: drift_flux)."""
+    ux, uy = wind[..., 0], wind[..., 1]
+    zero = np.float32(0)
+    ground = terrain != NO_GROUND
+    height = terrain + snow
+    excess = (ux * ux + uy * uy) - ut2
+    lifting = ground & (excess > 0)
+    e = np.where(lifting, np.minimum(snow, rate_dt * np.where(lifting, excess, zero)), zero)
+    ax, ay = np.abs(ux), np.abs(uy)
+    denom = np.where(lifting, ax + ay, np.float32(1))
+    flux = []
+    for u, a, (dy, dx) in ((ux, ax, (0, 1)), (uy, ay, (1, 0))):
+        # A face is open unless it leaves the lattice, meets NO_GROUND or climbs more than t.
+        ahead = _shift(ground, dy, dx, False) & ~((_shift(height, dy, dx, zero) - height) > t_axis)
+        behind = _shift(ground, -dy, -dx, False) & ~((_shift(height, -dy, -dx, zero) - height) > t_axis)
+        opened = lifting & (u != 0) & np.where(u > 0, ahead, behind)
+        f = np.where(opened, e * (a / denom), zero)
+        flux.append(np.where(u < 0, -f, f))
+    return flux[0], flux[1]
+
+
+# --------------------------------------------------------------------------- obstacles (§3.3.1)
+
+def solid_from_ground(terrain, snow, domain: SnowDomain, out=None):
+    """Wind cells (nz, ny, nx) uint8 whose centre lies below terrain + snow at the lattice
+    vertex nearest to the centre's xy (the flakes' collision rule, §3.3.1); NO_GROUND is
+    never solid. With *out* (objects' solid cells), the ground is OR-ed into it."""
+    _check_lattice(terrain, snow)
+    spec: GridSpec = domain.wind
+    nx, ny, nz = spec.shape
+    gx, gy = (int(n) for n in domain.ground_shape)
+    gox, goy = (float(o) for o in domain.ground_origin)
+    gcell, h = float(domain.ground_cell), float(spec.voxel_size)
+    ox, oy, oz = spec.origin
+    if snow.shape != (gy, gx):
+        raise InputError(f"terrain and snow must have the domain's lattice shape {(gy, gx)}, not {snow.shape}")
+    if out is not None and (tuple(out.shape) != (nz, ny, nx) or out.dtype != np.uint8):
+        raise InputError(f"out must be uint8 of shape {(nz, ny, nx)}, not {out.dtype} {tuple(out.shape)}")
+    if _on_gpu(snow):
+        import cupy as cp
+
+        solid = cp.zeros((nz, ny, nx), dtype=cp.uint8) if out is None else out
+        n = nx * ny * nz
+        _kernel("solid_from_ground")(_blocks(n), (_THREADS,), (
+            terrain, snow, solid, np.int32(nx), np.int32(ny), np.int32(nz), np.float64(ox), np.float64(oy),
+            np.float64(oz), np.float64(h), np.float64(gox), np.float64(goy), np.float64(gcell), np.int32(gx),
+            np.int32(gy), np.int32(0 if out is None else 1)))
+        return solid
+    cx = ox + (np.arange(nx, dtype=np.float64) + 0.5) * h
+    cy = oy + (np.arange(ny, dtype=np.float64) + 0.5) * h
+    cz = oz + (np.arange(nz, dtype=np.float64) + 0.5) * h
+    vi = np.clip(np.floor((cx - gox) / gcell + 0.5), 0, gx - 1).astype(np.int64)
+    vj = np.clip(np.floor((cy - goy) / gcell + 0.5), 0, gy - 1).astype(np.int64)
+    t = terrain[vj[:, None], vi[None, :]]
+    top = np.where(t != NO_GROUND, t + snow[vj[:, None], vi[None, :]], NO_GROUND).astype(np.float64)
+    below = (cz[:, None, None] < top[None]) & (t != NO_GROUND)[None]
+    if out is None:
+        return below.astype(np.uint8)
+    out |= below.astype(np.uint8)
+    return out
