@@ -252,12 +252,15 @@ extern "C" __global__ void step_flakes(float* __restrict__ pos, float* __restric
             float ground = terrain[c];
             if (ground != NO_GROUND && z < ground + snow[c]) {
                 // §3.3.2: 16 units over the 3×3 nearest vertices (1-2-1 × 1-2-1), folded
-                // onto the lattice at its edges: exactly 16 per flake.
+                // onto the lattice at its edges, and onto the impact vertex where a
+                // neighbour has no ground: exactly 16 per flake, none where nothing receives.
                 for (int dj = -1; dj <= 1; ++dj) {
                     int jj = min(max(cj + dj, 0), gy - 1);
                     for (int di = -1; di <= 1; ++di) {
                         int ii = min(max(ci + di, 0), gx - 1);
-                        atomicAdd(deposit + (long long)jj * gx + ii, (unsigned int)((2 - abs(di)) * (2 - abs(dj))));
+                        long long at = (long long)jj * gx + ii;
+                        if (terrain[at] == NO_GROUND) at = c;
+                        atomicAdd(deposit + at, (unsigned int)((2 - abs(di)) * (2 - abs(dj))));
                     }
                 }
                 hit = true;

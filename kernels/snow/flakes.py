@@ -339,7 +339,7 @@ def step_flakes(flakes: Flakes, u, v, w, domain: SnowDomain, terrain, snow, depo
 
     count = int(np.count_nonzero(hit))
     if count:
-        deposit_units(deposit, ci[hit], cj[hit])
+        deposit_units(deposit, ci[hit], cj[hit], terrain)
         landed[0] += landed.dtype.type(count)
 
     flakes.pos[:, 0], flakes.pos[:, 1], flakes.pos[:, 2] = x, y, z
@@ -360,14 +360,19 @@ def _wrap(x, lo, length):
     return x
 
 
-def deposit_units(deposit, ci, cj):
+def deposit_units(deposit, ci, cj, terrain=None):
     """§3.3.2: 16 units per flake over the 3×3 vertices around (ci, cj), 1-2-1 × 1-2-1,
-    indices clamped so edge weights fold onto the lattice (exact integer conservation)."""
+    indices clamped so edge weights fold onto the lattice, and weights of neighbours with
+    no ground (``NO_GROUND``) folded onto the impact vertex: exact integer conservation,
+    and no snow where nothing receives it."""
     gy, gx = deposit.shape
     for dj in (-1, 0, 1):
         jj = np.clip(cj + dj, 0, gy - 1)
         for di in (-1, 0, 1):
             ii = np.clip(ci + di, 0, gx - 1)
+            if terrain is not None:
+                bare = terrain[jj, ii] == NO_GROUND
+                jj, ii = np.where(bare, cj, jj), np.where(bare, ci, ii)
             np.add.at(deposit, (jj, ii), DEPOSIT_WEIGHTS[dj + 1, di + 1])
 
 

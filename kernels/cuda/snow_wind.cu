@@ -1,0 +1,359 @@
+// Wind field: stable fluids on the staggered (MAC) grid of kernels/snow/domain.py
+// (seed 002 §2.3.3, §2.4.2, §3.3.3). One kernel per stage, launched by
+// kernels/snow/wind.py in the paper's order: advect → build_rhs → sor_sweep ×N (+ residual)
+// → project, with balance_outflow between advect and build_rhs.
+//
+// Layout (x fastest):  u [nz][ny][nx+1]   v [nz][ny+1][nx]   w [nz+1][ny][nx]
+//                      cells (p, rhs, diag, solid) [nz][ny][nx]
+// Positions are in cell units c = (x - origin) / h: cell (i, j, k) is centred at
+// (i+½, j+½, k+½), the u-face (i, j, k) sits at (i, j+½, k+½), v at (i+½, j, k+½),
+// w at (i+½, j+½, k).
+//
+// Compiled with --fmad=false and IEEE division: each operation rounds as the NumPy
+// reference does, in the same order, so both backends give the same numbers.
+
+#define SIDE_WEST 1   // x = 0
+#define SIDE_EAST 2   // x = nx
+#define SIDE_SOUTH 4  // y = 0
+#define SIDE_NORTH 8  // y = ny
+
+// ------------------------------------------------------------------------ look-ups
+
+__device__ __forceinline__ float lerp(float a, float b, float t) { return a + t * (b - a); }
+
+// Trilinear sample of a lattice f[sz][sy][sx] (every size ≥ 2) at lattice coordinate
+// (fx, fy, fz), clamped to the lattice (zero-gradient outside; NaN → 0 as fminf/fmaxf do):
+// i = min(⌊fx⌋, sx − 2), t = fx − i ∈ [0, 1], interpolated along x, then y, then z. The
+// flakes' sample_faces (snow_flakes.cu) is the same arithmetic.
+__device__ float sample_lattice(const float* __restrict__ f, int sx, int sy, int sz, float fx, float fy, float fz)
+{
+    fx = fminf(fmaxf(fx, 0.0f), (float)(sx - 1));
+    fy = fminf(fmaxf(fy, 0.0f), (float)(sy - 1));
+    fz = fminf(fmaxf(fz, 0.0f), (float)(sz - 1));
+    const int i = min((int)fx, sx - 2), j = min((int)fy, sy - 2), k = min((int)fz, sz - 2);
+    const float tx = fx - (float)i, ty = fy - (float)j, tz = fz - (float)k;
+    const long long row = sx, plane = (long long)sx * sy;
+    const float* q = f + (long long)k * plane + (long long)j * row + i;
+    const float c00 = lerp(q[0], q[1], tx);
+    const float c10 = lerp(q[row], q[row + 1], tx);
+    const float c01 = lerp(q[plane], q[plane + 1], tx);
+    const float c11 = lerp(q[plane + row], q[plane + row + 1], tx);
+    return lerp(lerp(c00, c10, ty), lerp(c01, c11, ty), tz);
+}
+
+// One velocity component at a point (x, y, z) in cell units: the flakes sample the wind
+// exactly like this (wind.py's `sample` documents the convention).
+__device__ __forceinline__ float sample_u(const float* __restrict__ u, int nx, int ny, int nz, float x, float y,
+                                            float z)
+{
+    return sample_lattice(u, nx + 1, ny, nz, x, y - 0.5f, z - 0.5f);
+}
+__device__ __forceinline__ float sample_v(const float* __restrict__ v, int nx, int ny, int nz, float x, float y,
+                                            float z)
+{
+    return sample_lattice(v, nx, ny + 1, nz, x - 0.5f, y, z - 0.5f);
+}
+__device__ __forceinline__ float sample_w(const float* __restrict__ w, int nx, int ny, int nz, float x, float y,
+                                            float z)
+{
+    return sample_lattice(w, nx, ny, nz + 1, x - 0.5f, y - 0.5f, z);
+}
+
+// A global face index over [u | v | w] → component (0, 1, 2) and (i, j, k) on its lattice.
+__device__ __forceinline__ bool decode_face(long long id, int nx, int ny, int nz, int& comp, int& i, int& j, int& k)
+{
+    const long long nu = (long long)(nx + 1) * ny * nz;
+    const long long nv = (long long)nx * (ny + 1) * nz;
+    const long long nw = (long long)nx * ny * (nz + 1);
+    if (id < nu) {
+        comp = 0;
+    } else if (id < nu + nv) {
+        comp = 1;
+        id -= nu;
+    } else if (id < nu + nv + nw) {
+        comp = 2;
+        id -= nu + nv;
+    } else {
+        return false;
+    }
+    const int sx = nx + (comp == 0), sy = ny + (comp == 1);
+    i = (int)(id % sx);
+    const long long r = id / sx;
+    j = (int)(r % sy);
+    k = (int)(r / sy);
+    return true;
+}
+
+__device__ __forceinline__ long long cell_index(int i, int j, int k, int nx, int ny)
+{
+    return ((long long)k * ny + j) * nx + i;
+}
+
+// The two cells a face separates, along its axis: `lo` = (i,j,k) - e_axis, `hi` = (i,j,k);
+// either may lie outside the grid. A face touches a solid if an inside neighbour is solid.
+__device__ __forceinline__ void face_cells(int comp, int i, int j, int k, int nx, int ny, int nz, bool& lo_in,
+                                           bool& hi_in, long long& lo, long long& hi)
+{
+    const int n = comp == 0 ? nx : (comp == 1 ? ny : nz);
+    const int a = comp == 0 ? i : (comp == 1 ? j : k);
+    lo_in = a > 0;
+    hi_in = a < n;
+    hi = cell_index(min(i, nx - 1), min(j, ny - 1), min(k, nz - 1), nx, ny);
+    lo = cell_index(i - (comp == 0), j - (comp == 1), k - (comp == 2), nx, ny);
+}
+
+// ------------------------------------------------------------------------ stages
+
+// Semi-Lagrangian self-advection (seed 002 Eq. 2.31–2.32), with the boundary values written
+// in the same pass (as §3.3.3 does): for each face x, F(x) = v(x - δt·v(x)), where v(x) is
+// the full velocity interpolated at the face; c = δt/h. A backtrace that leaves the box
+// through a Dirichlet side samples the inflow (ux, uy, uz): air that enters carries the
+// inflow wind. Faces touching a solid get 0 (no flow through obstacles), Dirichlet side
+// faces the inflow's normal component (time-varying Dirichlet inflow, §2.4.2), the bottom
+// and top w-faces 0 (no-through ground, free-slip lid).
+extern "C" __global__ void advect(const float* __restrict__ u0, const float* __restrict__ v0,
+                                  const float* __restrict__ w0, const unsigned char* __restrict__ solid,
+                                  float* __restrict__ u1, float* __restrict__ v1, float* __restrict__ w1, int nx,
+                                  int ny, int nz, float c, float ux, float uy, float uz, int dirichlet)
+{
+    const long long id = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    int comp, i, j, k;
+    if (!decode_face(id, nx, ny, nz, comp, i, j, k)) return;
+    const int sx = nx + (comp == 0), sy = ny + (comp == 1);
+    const long long f = ((long long)k * sy + j) * sx + i;
+    float* out = comp == 0 ? u1 : (comp == 1 ? v1 : w1);
+
+    bool lo_in, hi_in;
+    long long lo, hi;
+    face_cells(comp, i, j, k, nx, ny, nz, lo_in, hi_in, lo, hi);
+    if ((lo_in && solid[lo]) || (hi_in && solid[hi])) {
+        out[f] = 0.0f;
+        return;
+    }
+    if (comp == 0 && ((i == 0 && (dirichlet & SIDE_WEST)) || (i == nx && (dirichlet & SIDE_EAST)))) {
+        out[f] = ux;
+        return;
+    }
+    if (comp == 1 && ((j == 0 && (dirichlet & SIDE_SOUTH)) || (j == ny && (dirichlet & SIDE_NORTH)))) {
+        out[f] = uy;
+        return;
+    }
+    if (comp == 2 && (k == 0 || k == nz)) {
+        out[f] = 0.0f;
+        return;
+    }
+
+    // the face position and the full velocity there (own component read directly)
+    const float x = comp == 0 ? (float)i : (float)i + 0.5f;
+    const float y = comp == 1 ? (float)j : (float)j + 0.5f;
+    const float z = comp == 2 ? (float)k : (float)k + 0.5f;
+    const float vx = comp == 0 ? u0[f] : sample_u(u0, nx, ny, nz, x, y, z);
+    const float vy = comp == 1 ? v0[f] : sample_v(v0, nx, ny, nz, x, y, z);
+    const float vz = comp == 2 ? w0[f] : sample_w(w0, nx, ny, nz, x, y, z);
+    // Eq. 2.32: backtrace one Euler step
+    const float bx = x - c * vx, by = y - c * vy, bz = z - c * vz;
+    const bool from_inflow = (bx < 0.0f && (dirichlet & SIDE_WEST)) || (bx > (float)nx && (dirichlet & SIDE_EAST)) ||
+                             (by < 0.0f && (dirichlet & SIDE_SOUTH)) || (by > (float)ny && (dirichlet & SIDE_NORTH));
+    float value;
+    if (comp == 0)
+        value = from_inflow ? ux : sample_u(u0, nx, ny, nz, bx, by, bz);
+    else if (comp == 1)
+        value = from_inflow ? uy : sample_v(v0, nx, ny, nz, bx, by, bz);
+    else
+        value = from_inflow ? uz : sample_w(w0, nx, ny, nz, bx, by, bz);
+    out[f] = value;
+}
+
+// Atomic max of a non-negative float (its bits order like an unsigned int).
+__device__ __forceinline__ void atomic_max_nonneg(float* slot, float value)
+{
+    atomicMax(reinterpret_cast<unsigned int*>(slot), __float_as_uint(value));
+}
+
+// Warp-reduce a max, then one atomic per warp.
+__device__ __forceinline__ void block_max_into(float* slot, float value)
+{
+    for (int offset = 16; offset > 0; offset >>= 1) value = fmaxf(value, __shfl_down_sync(0xffffffffu, value, offset));
+    if ((threadIdx.x & 31) == 0) atomic_max_nonneg(slot, value);
+}
+
+extern "C" __global__ void clear_stats(float* stats, int first, int count)
+{
+    const int t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t < count) stats[first + t] = 0.0f;
+}
+
+// Right-hand side of the pressure Poisson equation Δp = ∇·F / δt (Eq. 2.28), written as
+// (diag·p − Σ p_neighbour) = b with b = −h²(∇·F)/δt = coef·Σ(outgoing face velocities),
+// coef = −h/δt. Cells outside the solve (solid, or with no fluid neighbour: diag = 0) get 0.
+// stats[0] ← max |b| (the scale of the relative residual).
+extern "C" __global__ void build_rhs(const float* __restrict__ u, const float* __restrict__ v,
+                                     const float* __restrict__ w, const unsigned char* __restrict__ diag,
+                                     float* __restrict__ rhs, int nx, int ny, int nz, float coef,
+                                     float* __restrict__ stats)
+{
+    const long long c = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    const long long cells = (long long)nx * ny * nz;
+    float b = 0.0f;
+    if (c < cells && diag[c]) {
+        const int i = (int)(c % nx);
+        const long long r = c / nx;
+        const int j = (int)(r % ny), k = (int)(r / ny);
+        const long long fu = ((long long)k * ny + j) * (nx + 1) + i;
+        const long long fv = ((long long)k * (ny + 1) + j) * nx + i;
+        const float du = u[fu + 1] - u[fu];
+        const float dv = v[fv + nx] - v[fv];
+        const float dw = w[c + (long long)nx * ny] - w[c];
+        b = ((du + dv) + dw) * coef;
+    }
+    if (c < cells) rhs[c] = b;
+    block_max_into(&stats[0], fabsf(b));
+}
+
+// Neighbour sum Σ p_n over the six cells inside the grid. Solid cells hold p = 0, so
+// obstacles drop out of the sum as they drop out of `diag` (Neumann, §2.4.2).
+__device__ __forceinline__ float neighbour_sum(const float* __restrict__ p, long long c, int i, int j, int k, int nx,
+                                               int ny, int nz)
+{
+    const long long plane = (long long)nx * ny;
+    float s = 0.0f;
+    if (i > 0) s += p[c - 1];
+    if (i < nx - 1) s += p[c + 1];
+    if (j > 0) s += p[c - nx];
+    if (j < ny - 1) s += p[c + nx];
+    if (k > 0) s += p[c - plane];
+    if (k < nz - 1) s += p[c + plane];
+    return s;
+}
+
+// One colour of a red-black SOR sweep (Eq. 2.17 with Eq. 2.19): p ← p + ω(p̄ − p),
+// p̄ = (b + Σ p_n)/diag, diag = number of fluid neighbours inside the grid.
+// Colour 0 updates cells with i+j+k even. Threads cover every other cell of a row.
+extern "C" __global__ void sor_sweep(float* __restrict__ p, const float* __restrict__ rhs,
+                                     const unsigned char* __restrict__ diag, int nx, int ny, int nz, int color,
+                                     float omega)
+{
+    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    const int half = (nx + 1) / 2;
+    if (t >= (long long)half * ny * nz) return;
+    const int ii = (int)(t % half);
+    const long long r = t / half;
+    const int j = (int)(r % ny), k = (int)(r / ny);
+    const int i = 2 * ii + ((j + k + color) & 1);
+    if (i >= nx) return;
+    const long long c = cell_index(i, j, k, nx, ny);
+    const unsigned char d = diag[c];
+    if (!d) return;
+    const float s = neighbour_sum(p, c, i, j, k, nx, ny, nz);
+    const float pc = p[c];
+    p[c] = pc + omega * ((rhs[c] + s) / (float)d - pc);
+}
+
+// stats[1] ← max |b − (diag·p − Σ p_n)| over the cells of the solve. Since the
+// post-projection divergence of a cell is −(δt/h²)·r, this bounds the divergence left.
+extern "C" __global__ void residual(const float* __restrict__ p, const float* __restrict__ rhs,
+                                    const unsigned char* __restrict__ diag, int nx, int ny, int nz,
+                                    float* __restrict__ stats)
+{
+    const long long c = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    const long long cells = (long long)nx * ny * nz;
+    float r = 0.0f;
+    if (c < cells && diag[c]) {
+        const int i = (int)(c % nx);
+        const long long q = c / nx;
+        const int j = (int)(q % ny), k = (int)(q / ny);
+        const float s = neighbour_sum(p, c, i, j, k, nx, ny, nz);
+        r = fabsf(rhs[c] - ((float)diag[c] * p[c] - s));
+    }
+    block_max_into(&stats[1], r);
+}
+
+// Mass balance of the open sides, before the pressure solve. Every boundary face is a
+// Neumann face for pressure, so the fluid must already carry out what the Dirichlet sides
+// bring in: the open faces (advected, zero-gradient) are scaled to the target outward flux
+// q_target (counted in face units, h² dropped) when their own flux q = *flux is at least
+// half of it, which keeps a uniform wind uniform through gusts; otherwise the deficit is
+// spread evenly over the n_open open faces. Faces touching a solid stay 0.
+// Threads: [west ny·nz | east ny·nz | south nx·nz | north nx·nz].
+extern "C" __global__ void balance_outflow(float* __restrict__ u, float* __restrict__ v,
+                                           const unsigned char* __restrict__ solid, int nx, int ny, int nz, int open,
+                                           const double* __restrict__ flux, double q_target, double n_open)
+{
+    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    const long long nyz = (long long)ny * nz, nxz = (long long)nx * nz;
+    int side;
+    long long r;
+    if (t < 2 * nyz) {
+        side = t < nyz ? SIDE_WEST : SIDE_EAST;
+        r = t % nyz;
+    } else if (t < 2 * nyz + 2 * nxz) {
+        side = t - 2 * nyz < nxz ? SIDE_SOUTH : SIDE_NORTH;
+        r = (t - 2 * nyz) % nxz;
+    } else {
+        return;
+    }
+    if (!(open & side)) return;
+    float* vel;
+    long long f, cell;
+    if (side == SIDE_WEST || side == SIDE_EAST) {
+        const int j = (int)(r % ny), k = (int)(r / ny);
+        const int i = side == SIDE_WEST ? 0 : nx;
+        f = ((long long)k * ny + j) * (nx + 1) + i;
+        cell = cell_index(side == SIDE_WEST ? 0 : nx - 1, j, k, nx, ny);
+        vel = u;
+    } else {
+        const int i = (int)(r % nx), k = (int)(r / nx);
+        const int j = side == SIDE_SOUTH ? 0 : ny;
+        f = ((long long)k * (ny + 1) + j) * nx + i;
+        cell = cell_index(i, side == SIDE_SOUTH ? 0 : ny - 1, k, nx, ny);
+        vel = v;
+    }
+    if (solid[cell]) return;
+    const double q = flux[0];
+    if (q_target > 0.0 && q > 0.5 * q_target) {
+        vel[f] = vel[f] * (float)(q_target / q);
+    } else {
+        const float d = (float)((q_target - q) / n_open);  // along the outward normal
+        vel[f] = (side == SIDE_EAST || side == SIDE_NORTH) ? vel[f] + d : vel[f] - d;
+    }
+}
+
+// Projection v = F − δt ∇p (Eq. 2.14 with ρ = 1), c = δt/h, on the faces between two
+// fluid cells; faces touching a solid are set to 0 again; boundary faces keep the value
+// advect / balance_outflow gave them (they are the Neumann faces of the pressure solve).
+extern "C" __global__ void project(float* __restrict__ u, float* __restrict__ v, float* __restrict__ w,
+                                   const float* __restrict__ p, const unsigned char* __restrict__ solid, int nx,
+                                   int ny, int nz, float c)
+{
+    const long long id = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    int comp, i, j, k;
+    if (!decode_face(id, nx, ny, nz, comp, i, j, k)) return;
+    const int sx = nx + (comp == 0), sy = ny + (comp == 1);
+    const long long f = ((long long)k * sy + j) * sx + i;
+    float* vel = comp == 0 ? u : (comp == 1 ? v : w);
+
+    bool lo_in, hi_in;
+    long long lo, hi;
+    face_cells(comp, i, j, k, nx, ny, nz, lo_in, hi_in, lo, hi);
+    if ((lo_in && solid[lo]) || (hi_in && solid[hi]))
+        vel[f] = 0.0f;
+    else if (lo_in && hi_in)
+        vel[f] = vel[f] - c * (p[hi] - p[lo]);
+}
+
+// The wind at world points (flakes' convention): c = (x − origin)·(1/h), then each component
+// sampled on its own lattice, clamped (see sample_u/v/w).
+extern "C" __global__ void sample_wind(const float* __restrict__ u, const float* __restrict__ v,
+                                       const float* __restrict__ w, int nx, int ny, int nz, float ox, float oy,
+                                       float oz, float inv_h, const float* __restrict__ points,
+                                       float* __restrict__ out, long long n)
+{
+    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n) return;
+    const float x = (points[3 * t] - ox) * inv_h;
+    const float y = (points[3 * t + 1] - oy) * inv_h;
+    const float z = (points[3 * t + 2] - oz) * inv_h;
+    out[3 * t] = sample_u(u, nx, ny, nz, x, y, z);
+    out[3 * t + 1] = sample_v(v, nx, ny, nz, x, y, z);
+    out[3 * t + 2] = sample_w(w, nx, ny, nz, x, y, z);
+}
