@@ -202,3 +202,52 @@ def _voxelize_run(args) -> int:
 
 add_command("voxelize", "voxelize objects into a volume (.vdb), MagicaVoxel (.vox) or a .blend",
             _voxelize_configure, _voxelize_run)
+
+
+# ------------------------------------------------------------------ snow
+
+def _snow_configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--frames", metavar="A-B", help="frame range (default: the scene's)")
+    p.add_argument("--receivers", metavar="COLLECTION", help="collection snow lands on (default: the scene setting)")
+    p.add_argument("--flakes", type=int, help="flake count")
+    p.add_argument("--rate", type=float, metavar="CM_PER_H", help="snowfall rate in cm of snow per hour")
+    p.add_argument("--wind", type=float, metavar="M_PER_S", help="wind speed")
+    p.add_argument("--fresh", action="store_true", help="start over instead of resuming a previous bake")
+    p.add_argument("--save", action="store_true", help="save the .blend afterwards (with the Snow objects)")
+
+
+def _snow_run(args) -> int:
+    from ..kernels.errors import InputError
+    from .jobs import JobRunner, console_progress
+    from .operators.snow import snow_job
+
+    scene = bpy.context.scene
+    s = scene.voxfx.snow
+    if args.receivers:
+        coll = bpy.data.collections.get(args.receivers)
+        if coll is None:
+            raise InputError(f"No collection named '{args.receivers}'")
+        s.receivers = coll
+    for attr, value in (("flake_count", args.flakes), ("snowfall_rate", args.rate), ("wind_speed", args.wind)):
+        if value is not None:
+            setattr(s, attr, value)
+    start, end = scene.frame_start, scene.frame_end
+    if args.frames:
+        try:
+            start, end = (int(x) for x in args.frames.split("-"))
+        except ValueError:
+            raise InputError(f"--frames must look like 1-250, not '{args.frames}'") from None
+    runner = JobRunner(snow_job(bpy.context, s, scene.voxfx.cache_directory, start, end, resume=not args.fresh),
+                       title="snow")
+    runner.run(console_progress("snow"))
+    if runner.state != "FINISHED":
+        raise InputError(runner.error or "snow bake was cancelled")
+    first, last, folder = runner.result
+    print(f"baked frames {first}-{last} into {folder}")
+    if args.save:
+        bpy.ops.wm.save_mainfile()
+        print(f"saved {bpy.data.filepath}")
+    return 0
+
+
+add_command("snow", "bake snowfall (flakes, snow cover, depth images) over a frame range", _snow_configure, _snow_run)

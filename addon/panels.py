@@ -54,7 +54,53 @@ class VOXFX_PT_voxelize(bpy.types.Panel):
         layout.operator("voxfx.voxelize_bake", icon="RENDER_ANIMATION")
 
 
-_register, _unregister = bpy.utils.register_classes_factory((VOXFX_PT_system, VOXFX_PT_voxelize))
+class VOXFX_PT_snow(bpy.types.Panel):
+    bl_space_type = "VIEW_3D"
+    bl_region_type = "UI"
+    bl_category = "VoxFX"
+    bl_label = "Snow"
+    bl_options = {"DEFAULT_CLOSED"}
+
+    def draw(self, context):
+        layout = self.layout
+        layout.use_property_split = True
+        layout.use_property_decorate = False
+        s = context.scene.voxfx.snow
+        col = layout.column(heading="Scene")
+        col.prop(s, "receivers")
+        col.prop(s, "obstacles")
+        col.prop(s, "domain_object")
+        if s.domain_object is None:
+            col.prop(s, "sky_height")
+        col = layout.column(heading="Resolution")
+        col.prop(s, "wind_resolution")
+        col.prop(s, "ground_resolution")
+        col.prop(s, "substeps")
+        col = layout.column(heading="Snowfall")
+        col.prop(s, "snowfall_rate")
+        col.prop(s, "snow_density")
+        col.prop(s, "flake_count")
+        col.prop(s, "preset")
+        col.prop(s, "seed")
+        col = layout.column(heading="Wind")
+        col.prop(s, "use_scene_wind")
+        sub = col.column()
+        sub.active = not s.use_scene_wind
+        sub.prop(s, "wind_speed")
+        sub.prop(s, "wind_direction")
+        col.prop(s, "gust_strength")
+        col.prop(s, "pressure_solver")
+        col = layout.column(heading="Settling")
+        col.prop(s, "repose_angle")
+        col.prop(s, "drift")
+        if s.drift:
+            col.prop(s, "drift_threshold")
+        row = layout.row(align=True)
+        row.operator("voxfx.snow_bake", icon="FREEZE")
+        row.operator("voxfx.snow_free", text="", icon="TRASH")
+
+
+_register, _unregister = bpy.utils.register_classes_factory((VOXFX_PT_system, VOXFX_PT_voxelize, VOXFX_PT_snow))
 
 
 def register():

@@ -1,8 +1,8 @@
 """Operators: each one orchestrates (settings → extract → kernels → write back)."""
 
-from . import cache, system, voxelize
+from . import cache, snow, system, voxelize
 
-_modules = (system, cache, voxelize)
+_modules = (system, cache, voxelize, snow)
 
 
 def register():

@@ -143,12 +143,19 @@ class SnowDomain:
     def top(self) -> float:
         return self.wind.upper[2]
 
+    # Peak bytes per unit, counted from the arrays the stages allocate (measured against
+    # the code, rounded up): wind cell — u, v, w and their back buffers (24), p, rhs (8),
+    # solid, diag, the objects' cells and a copy (4), pocket labels and masks in
+    # set_obstacles (12), voxelizer temporaries while obstacles are built (8);
+    # ground vertex — terrain, snow, deposit, near-ground wind (2), scratch (3), lattice xy
+    # (2), NumPy temporaries (2); flake — pos, vel, phase, spawn (32) and the RNG and
+    # parameter temporaries of initialisation and respawn (48).
+    BYTES_PER_CELL = 56
+    BYTES_PER_VERTEX = 48
+    BYTES_PER_FLAKE = 80
+
     def nbytes(self, flakes: int) -> int:
-        """Peak device memory of a simulation of this size (before allocating)."""
+        """Peak memory of a simulation of this size (checked before allocating)."""
         nx, ny, nz = self.wind.shape
-        cells = nx * ny * nz
-        faces = (nx + 1) * ny * nz + nx * (ny + 1) * nz + nx * ny * (nz + 1)
-        wind = 4 * 2 * faces + 4 * 3 * cells + cells  # u,v,w double-buffered; p, rhs, scratch; solid
         gx, gy = self.ground_shape
-        ground = 4 * 8 * gx * gy  # terrain, snow, deposit, near-ground wind (2), scratch ×3
-        return int(wind + ground + 4 * 8 * flakes)
+        return int(self.BYTES_PER_CELL * nx * ny * nz + self.BYTES_PER_VERTEX * gx * gy + self.BYTES_PER_FLAKE * flakes)

@@ -1,0 +1,295 @@
+"""Bake Snow: receivers/obstacles → arrays → kernels.snow.SnowSimulation, frame by frame
+into a cache (flakes PLY, depth VDB, depth EXR, a state checkpoint for resume), loaded
+render-safely by Geometry Nodes on a "Flakes" and a "Snow" object."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import bpy
+import numpy as np
+from mathutils import Vector
+
+from ...kernels import backend
+from ...kernels.errors import InputError
+from ...kernels.snow.domain import NO_GROUND, SnowDomain, SnowSettings
+from .. import node_setups, scene_io, writeback
+from ..cache import BakeCache, resolve_folder
+from ..jobs import JobOperator
+from ..ply import write_points
+
+COLLECTION = "VoxFX Snow"
+CHECKPOINT = "state.npz"
+
+
+# ---------------------------------------------------------------- settings and scene
+
+def kernel_settings(s, scene) -> SnowSettings:
+    """The kernels' SnowSettings from the scene's property group (wind from force fields
+    when asked)."""
+    speed, direction = s.wind_speed, s.wind_direction
+    if s.use_scene_wind:
+        speed, direction = scene_wind(scene, speed, direction)
+    settings = SnowSettings(
+        snowfall_rate_cm_per_hour=s.snowfall_rate, snow_density=s.snow_density, flake_count=s.flake_count,
+        preset=s.preset, wind_direction_deg=math.degrees(direction), wind_speed=speed,
+        gust_strength=s.gust_strength, repose_angle_deg=math.degrees(s.repose_angle), drift=s.drift,
+        drift_threshold_speed=s.drift_threshold, pressure_solver=s.pressure_solver, seed=s.seed)
+    settings.check()
+    return settings
+
+
+def scene_wind(scene, speed, direction):
+    """Speed and heading of the strongest Wind force field (its local +Z is the wind
+    direction; strength taken as m/s), else the panel's values."""
+    winds = [o for o in scene.objects if o.field and o.field.type == "WIND" and o.field.strength != 0]
+    if not winds:
+        return speed, direction
+    strongest = max(winds, key=lambda o: abs(o.field.strength))
+    axis = strongest.matrix_world.to_3x3() @ Vector((0, 0, 1))
+    sign = 1.0 if strongest.field.strength > 0 else -1.0
+    return abs(strongest.field.strength), math.atan2(sign * axis.y, sign * axis.x)
+
+
+def collect(collection, what: str):
+    if collection is None:
+        return []
+    return [o for o in collection.all_objects if scene_io.may_have_geometry(o)]
+
+
+def plan_domain(s, receivers_soup) -> SnowDomain:
+    """Domain box: the Domain object's bounds, else the receivers' bounds + sky height."""
+    if s.domain_object is not None:
+        corners = np.array([s.domain_object.matrix_world @ Vector(c)
+                            for c in s.domain_object.bound_box])
+        lo, hi = corners.min(axis=0), corners.max(axis=0)
+    else:
+        lo, hi = (np.asarray(b, np.float64) for b in receivers_soup.bounds)
+        hi = hi.copy()
+        hi[2] += s.sky_height
+    rlo, rhi = (np.asarray(b) for b in receivers_soup.bounds)
+    if np.any(rhi[:2] < lo[:2]) or np.any(rlo[:2] > hi[:2]):
+        raise InputError("The receivers lie outside the snow domain: move them or the Domain object")
+    return SnowDomain.from_box(lo, hi, s.wind_resolution, s.ground_resolution)
+
+
+def check_memory(s, soup, domain: SnowDomain, flakes: int) -> None:
+    """Refuse before allocating, naming the largest wind resolution (or flake count)
+    that fits next to the other settings."""
+    free = int(backend.device_info().free_bytes * backend.SAFETY_FRACTION)
+    need = domain.nbytes(flakes)
+    if need <= free:
+        return
+    what = (f"A snow simulation with {flakes:,} flakes, {'×'.join(map(str, domain.wind.shape))} wind cells and "
+            f"{'×'.join(map(str, domain.ground_shape))} ground samples needs {backend.format_bytes(need)} but only "
+            f"{backend.format_bytes(free)} is free on {backend.device_info().name}")
+    best = None
+    for res in range(s.wind_resolution - 1, 7, -1):
+        trial = plan_domain_with(s, soup, res)
+        if trial.nbytes(flakes) <= free:
+            best = res
+            break
+    if best is not None:
+        raise InputError(f"{what}. The largest wind resolution that fits is {best}")
+    per_flake = SnowDomain.BYTES_PER_FLAKE
+    rest = plan_domain_with(s, soup, 8).nbytes(0)
+    raise InputError(f"{what}. At most {max(0, (free - rest) // per_flake):,} flakes fit")
+
+
+def plan_domain_with(s, soup, wind_resolution: int) -> SnowDomain:
+    saved = s.wind_resolution
+    try:
+        s.wind_resolution = wind_resolution
+        return plan_domain(s, soup)
+    finally:
+        s.wind_resolution = saved
+
+
+# ---------------------------------------------------------------- frame outputs
+
+def depth_spec(domain: SnowDomain):
+    """A one-layer grid whose voxel centres are the ground lattice vertices at z = 0."""
+    from ...kernels.grid import GridSpec
+
+    c = domain.ground_cell
+    x0, y0 = domain.ground_origin
+    gx, gy = domain.ground_shape
+    return GridSpec((x0 - c / 2, y0 - c / 2, -c / 2), c, (gx, gy, 1))
+
+
+def write_exr(path, depth):
+    """Snow depth (metres) as a float EXR: R = G = B = depth, row 0 = lowest y."""
+    gy, gx = depth.shape
+    img = bpy.data.images.new("voxfx_snow_depth", width=gx, height=gy, float_buffer=True, is_data=True)
+    try:
+        rgba = np.empty((gy, gx, 4), np.float32)
+        rgba[..., :3] = depth[..., None]
+        rgba[..., 3] = 1.0
+        img.pixels.foreach_set(rgba.ravel())
+        img.filepath_raw = str(path)
+        img.file_format = "OPEN_EXR"
+        img.save()
+    finally:
+        bpy.data.images.remove(img)
+
+
+def frame_writers(sim, domain):
+    flakes = sim.flakes_host()
+    depth = sim.snow_host()
+    return {
+        ".ply": lambda p: write_points(p, flakes["position"], {k: v for k, v in flakes.items() if k != "position"}),
+        ".vdb": lambda p: writeback.write_vdb(p, {"depth": depth[None]}, depth_spec(domain)),
+        ".exr": lambda p: write_exr(p, depth),
+    }
+
+
+# ---------------------------------------------------------------- scene objects
+
+def _collection():
+    coll = bpy.data.collections.get(COLLECTION)
+    if coll is None:
+        coll = bpy.data.collections.new(COLLECTION)
+    if coll.name not in bpy.context.scene.collection.children:
+        bpy.context.scene.collection.children.link(coll)
+    return coll
+
+
+def ground_mesh(name, terrain, domain):
+    """A quad mesh over the ground lattice at terrain height (no faces where no receiver)."""
+    gy, gx = terrain.shape
+    x0, y0 = domain.ground_origin
+    c = domain.ground_cell
+    jj, ii = np.mgrid[0:gy, 0:gx]
+    verts = np.stack([x0 + ii * c, y0 + jj * c, np.where(terrain == NO_GROUND, 0.0, terrain)], -1).reshape(-1, 3)
+    idx = (jj * gx + ii)[:-1, :-1].ravel()
+    quads = np.stack([idx, idx + 1, idx + gx + 1, idx + gx], axis=1)
+    has = (terrain != NO_GROUND).ravel()
+    quads = quads[has[quads].all(axis=1)]
+    return writeback.write_mesh(name, verts.astype(np.float32), quads.astype(np.int32), collection=_collection())
+
+
+def snow_material():
+    mat = bpy.data.materials.get("VoxFX Snow")
+    if mat is None:
+        mat = bpy.data.materials.new("VoxFX Snow")
+        mat.diffuse_color = (0.95, 0.97, 1.0, 1.0)
+        mat.roughness = 0.6
+    return mat
+
+
+def attach_outputs(cache, terrain, domain):
+    prefix = str(cache.folder / f"{cache.name}_")
+    flakes = bpy.data.objects.get("Snow Flakes") or bpy.data.objects.new("Snow Flakes", bpy.data.meshes.new("Snow Flakes"))
+    if flakes.name not in _collection().objects:
+        _collection().objects.link(flakes)
+    node_setups.attach(flakes, node_setups.points_from_ply_sequence("VoxFX Flakes", bpy.path.relpath(prefix)
+                                                                    if bpy.data.filepath else prefix))
+    cover = ground_mesh("Snow Cover", terrain, domain)
+    cover.data.materials.clear()
+    cover.data.materials.append(snow_material())
+    node_setups.attach(cover, node_setups.surface_from_depth_sequence(
+        "VoxFX Snow Cover", bpy.path.relpath(prefix) if bpy.data.filepath else prefix, 0.0))
+    return flakes, cover
+
+
+# ---------------------------------------------------------------- the bake
+
+def snow_job(context, s, cache_dir: str, frame_start: int, frame_end: int, resume: bool = True):
+    """Job generator: bake frames start..end; returns (first baked, last, cache folder)."""
+    from ...kernels.snow.sim import SnowSimulation
+
+    scene = context.scene
+    settings = kernel_settings(s, scene)
+    receivers = collect(s.receivers, "receivers")
+    if not receivers:
+        raise InputError("Choose a Receivers collection with at least one mesh for snow to land on")
+    depsgraph = context.evaluated_depsgraph_get()
+    scene.frame_set(frame_start)
+    soup = scene_io.extract_triangles(receivers, depsgraph)
+    obstacle_objects = [o for o in collect(s.obstacles, "obstacles") if o not in receivers]
+    obstacles = scene_io.extract_triangles(obstacle_objects, depsgraph) if obstacle_objects else None
+    domain = plan_domain(s, soup)
+    check_memory(s, soup, domain, settings.flake_count)
+    fps = scene.render.fps / scene.render.fps_base
+    dt = 1.0 / fps / s.substeps
+    folder = resolve_folder(cache_dir) / "snow"
+    cache = BakeCache(folder, "snow", kind="snow")
+    key = {"settings": settings.__dict__, "domain": [list(domain.wind.origin), domain.wind.voxel_size,
+                                                    list(domain.wind.shape), domain.ground_cell],
+           "receivers": sorted(o.name for o in receivers), "substeps": s.substeps, "fps": fps}
+    first = cache.begin(key, frame_start, frame_end, resume=resume)
+    xp = backend.xp()
+    sim = SnowSimulation(domain, settings, soup.vertices, soup.triangles,
+                         obstacles.vertices if obstacles else None, obstacles.triangles if obstacles else None, xp=xp)
+    checkpoint = folder / CHECKPOINT
+    if first > frame_start and checkpoint.is_file():
+        state = dict(np.load(checkpoint))
+        if int(state.get("frame", -1)) == first - 1:
+            sim.restore(state)
+        else:  # no usable state for the frame to resume from: start over
+            first = cache.begin(key, frame_start, frame_end, resume=False)
+    elif first > frame_start:
+        first = cache.begin(key, frame_start, frame_end, resume=False)
+    total = frame_end - frame_start + 1
+    for frame in range(first, frame_end + 1):
+        for sub in range(s.substeps):
+            sim.step(dt)
+        cache.write_frame(frame, frame_writers(sim, domain))
+        state = sim.checkpoint()
+        state["frame"] = np.int64(frame)
+        tmp = folder / f".{CHECKPOINT}.tmp.npz"
+        np.savez(tmp, **state)
+        tmp.replace(checkpoint)
+        yield (frame - frame_start + 1) / total, f"frame {frame}/{frame_end}: {sim.summary()}"
+    attach_outputs(cache, sim.terrain_host(), domain)
+    return first, frame_end, str(folder)
+
+
+class VOXFX_OT_snow_bake(JobOperator, bpy.types.Operator):
+    """Bake snowfall over the scene's frame range (resumes after the last complete frame)"""
+
+    bl_idname = "voxfx.snow_bake"
+    bl_label = "Bake Snow"
+    bl_options = {"REGISTER"}
+    job_title = "Snow"
+
+    @classmethod
+    def poll(cls, context):
+        s = context.scene.voxfx.snow if hasattr(context.scene, "voxfx") else None
+        if s is None or s.receivers is None or not collect(s.receivers, "receivers"):
+            cls.poll_message_set("Set a Receivers collection with meshes for the snow to land on")
+            return False
+        return True
+
+    def make_job(self, context):
+        scene = context.scene
+        return snow_job(context, scene.voxfx.snow, scene.voxfx.cache_directory, scene.frame_start, scene.frame_end)
+
+    def job_finished(self, context, result):
+        self.report({"INFO"}, f"Snow baked: frames {result[0]}–{result[1]} in '{result[2]}'")
+
+
+class VOXFX_OT_snow_free(bpy.types.Operator):
+    """Delete the snow bake's cached frames and its state"""
+
+    bl_idname = "voxfx.snow_free"
+    bl_label = "Free Snow Bake"
+
+    def execute(self, context):
+        folder = resolve_folder(context.scene.voxfx.cache_directory) / "snow"
+        (folder / CHECKPOINT).unlink(missing_ok=True)
+        removed = BakeCache(folder, "snow", kind="snow").free()
+        self.report({"INFO"}, f"Freed the snow bake ({removed} files)")
+        return {"FINISHED"}
+
+
+_register, _unregister = bpy.utils.register_classes_factory((VOXFX_OT_snow_bake, VOXFX_OT_snow_free))
+
+
+def register():
+    _register()
+
+
+def unregister():
+    _unregister()

@@ -1,0 +1,151 @@
+"""The snowfall simulation: one ``step`` reads as the method (seed 002 §3.3).
+
+    wind    stable-fluids step of the wind over terrain, objects and snow  (§2.4.2, §3.3.3)
+    flakes  drag + spiral lift + gravity, collide with the height field,
+            deposit into the 3×3 nearest vertices, respawn                 (§2.4.1, §3.3.1)
+    settle  fold this step's deposit into snow depth (snowfall rate · area · dt)
+    slide   redistribution towards the angle of repose                   (§3.3.2)
+    drift   wind erosion and lee deposition of fallen snow                (beyond the thesis)
+    every N steps: obstacles re-derived from terrain + snow on the device (§3.3.3 did it on the CPU)
+
+All state stays on the backend's device; a step makes no host sync except those the
+pressure solver's residual checks need.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import backend
+from ..grid import GridSpec
+from ..voxelize import voxelize
+from . import ground
+from .domain import NO_GROUND, SnowDomain, SnowSettings
+from .flakes import Flakes, init_flakes, parameters_of, step_flakes
+from .wind import WindField
+
+
+def object_cells(vertices, triangles, spec: GridSpec, xp, solid: bool):
+    """Wind cells an object's mesh occupies (uint8 [k, j, i]): its surface, plus its
+    inside for closed obstacles (3-axis vote, so small holes do not leak)."""
+    if vertices is None or len(triangles) == 0:
+        return xp.zeros(spec.array_shape, dtype=xp.uint8)
+    mode = "solid+surface" if solid else "surface"
+    grid = voxelize(vertices, triangles, spec, mode, vote=solid, xp=xp, keep_on_device=True)
+    from ..grid import bitgrid
+
+    return bitgrid.unpack(grid.bits, spec.shape[0]).view(xp.uint8).copy()
+
+
+class SnowSimulation:
+    def __init__(self, domain: SnowDomain, settings: SnowSettings, receiver_vertices, receiver_triangles,
+                 obstacle_vertices=None, obstacle_triangles=None, xp=None):
+        settings.check()
+        self.domain, self.settings = domain, settings
+        self.xp = xp = xp or backend.xp()
+        self.terrain = ground.terrain_from_triangles(receiver_vertices, receiver_triangles, domain, xp=xp)
+        gy, gx = self.terrain.shape
+        self.snow = xp.zeros((gy, gx), dtype=xp.float32)
+        self.deposit = xp.zeros((gy, gx), dtype=xp.uint32)
+        self.landed = xp.zeros(1, dtype=xp.uint64)
+        # Receivers' surfaces and closed obstacles block the wind; terrain + snow are added
+        # on every obstacle update.
+        self.object_solid = object_cells(receiver_vertices, receiver_triangles, domain.wind, xp, solid=False)
+        if obstacle_vertices is not None:
+            self.object_solid |= object_cells(obstacle_vertices, obstacle_triangles, domain.wind, xp, solid=True)
+        self.wind = WindField(domain, settings, xp=xp)
+        self.flakes = init_flakes(settings.flake_count, domain, settings, xp=xp, terrain=self.terrain, snow=self.snow)
+        open_ground = int((backend.to_numpy(self.terrain) != NO_GROUND).sum())
+        self.area = open_ground * domain.ground_cell ** 2  # snowfall lands on receivers only
+        self.t = 0.0
+        self.steps = 0
+        self.last_wind = {}
+        self.update_obstacles()
+
+    # ------------------------------------------------------------------ the method
+    def step(self, dt: float) -> None:
+        s, d = self.settings, self.domain
+        self.last_wind = self.wind.step(dt, self.t)  # wind
+        step_flakes(self.flakes, self.wind.u, self.wind.v, self.wind.w, d, self.terrain, self.snow,
+                    self.deposit, self.landed, dt, self.t, s)  # flakes
+        volume = s.snowfall_rate * self.area * dt
+        ground.apply_deposit(self.snow, self.deposit, None, volume, d.ground_cell)  # settle (units summed on device)
+        ground.redistribute(self.terrain, self.snow, s, d.ground_cell)  # slide
+        if s.drift:
+            ground.drift(self.terrain, self.snow, self.surface_wind(), dt, s, d.ground_cell)  # drift
+        self.t += dt
+        self.steps += 1
+        if self.steps % max(1, s.obstacle_update_every) == 0:
+            self.update_obstacles()
+
+    def update_obstacles(self) -> None:
+        """Terrain + snow + objects → the wind's solid cells (§3.3.3), on the device."""
+        solid = ground.solid_from_ground(self.terrain, self.snow, self.domain, out=self.object_solid.copy())
+        self.wind.set_obstacles(solid)
+
+    def surface_wind(self):
+        """Near-surface wind (gy, gx, 2) half a wind cell above terrain + snow."""
+        xp = self.xp
+        gy, gx = self.terrain.shape
+        c = self.domain.ground_cell
+        x0, y0 = self.domain.ground_origin
+        if not hasattr(self, "_lattice_xy"):
+            jj, ii = xp.meshgrid(xp.arange(gy, dtype=xp.float32), xp.arange(gx, dtype=xp.float32), indexing="ij")
+            self._lattice_xy = (x0 + ii * c, y0 + jj * c)
+        x, y = self._lattice_xy
+        top = xp.where(self.terrain == NO_GROUND, self.domain.wind.origin[2], self.terrain + self.snow)
+        z = top + 0.5 * self.domain.wind.voxel_size
+        pts = xp.stack([x.ravel(), y.ravel(), z.ravel()], axis=1).astype(xp.float32)
+        return self.wind.sample(pts)[:, :2].reshape(gy, gx, 2).astype(xp.float32)
+
+    # ------------------------------------------------------------------ outputs
+    def flakes_host(self) -> dict:
+        """Per-flake arrays for the flakes point cloud (NumPy)."""
+        f = self.flakes
+        vmax, radius, omega = parameters_of(f, self.settings, self.domain)
+        size = (0.002 + 0.002 * (backend.to_numpy(vmax) - 0.5)).astype(np.float32)  # faster flakes are larger
+        return {"position": backend.to_numpy(f.pos).astype(np.float32),
+                "velocity": backend.to_numpy(f.vel).astype(np.float32),
+                "size": size,
+                "spin": backend.to_numpy(omega).astype(np.float32)}
+
+    def snow_host(self):
+        return backend.to_numpy(self.snow).astype(np.float32)
+
+    def terrain_host(self):
+        return backend.to_numpy(self.terrain)
+
+    def snow_volume(self) -> float:
+        return float(self.snow.sum(dtype=self.xp.float64)) * self.domain.ground_cell ** 2
+
+    def summary(self) -> str:
+        depth = backend.to_numpy(self.snow)
+        open_ground = backend.to_numpy(self.terrain) != NO_GROUND
+        mean_cm = 100.0 * float(depth[open_ground].mean()) if open_ground.any() else 0.0
+        it = self.last_wind.get("iterations", "?")
+        res = self.last_wind.get("residual", float("nan"))
+        return f"mean snow {mean_cm:.2f} cm, pressure {it} it, residual {res:.1e}"
+
+    # ------------------------------------------------------------------ resume
+    def checkpoint(self) -> dict:
+        """Everything a resumed bake needs, as NumPy arrays (copies, never views of the
+        live state: on the CPU backend ``to_numpy`` would return the arrays themselves)."""
+        f = self.flakes
+
+        def to(a):
+            return np.array(backend.to_numpy(a), copy=True)
+
+        return {"pos": to(f.pos), "vel": to(f.vel), "phase": to(f.phase), "spawn": to(f.spawn),
+                "snow": to(self.snow), "u": to(self.wind.u), "v": to(self.wind.v), "w": to(self.wind.w), "p": to(self.wind.p),
+                "t": np.float64(self.t), "steps": np.int64(self.steps)}
+
+    def restore(self, state: dict) -> None:
+        xp = self.xp
+        self.flakes = Flakes(*(xp.array(state[k], copy=True) for k in ("pos", "vel", "phase", "spawn")))
+        self.snow[...] = xp.asarray(state["snow"])
+        for name in ("u", "v", "w", "p"):  # p warm-starts the pressure solve
+            getattr(self.wind, name)[...] = xp.asarray(state[name])
+        self.t = float(state["t"])
+        self.steps = int(state["steps"])
+        self.update_obstacles()
+
