@@ -124,7 +124,8 @@ class SnowSimulation:
         mean_cm = 100.0 * float(depth[open_ground].mean()) if open_ground.any() else 0.0
         it = self.last_wind.get("iterations", "?")
         res = self.last_wind.get("residual", float("nan"))
-        return f"mean snow {mean_cm:.2f} cm, pressure {it} it, residual {res:.1e}"
+        water_mm = 10.0 * mean_cm * self.settings.snow_density / 1000.0  # depth × density / water
+        return f"mean snow {mean_cm:.2f} cm ({water_mm:.2f} mm water), pressure {it} it, residual {res:.1e}"
 
     # ------------------------------------------------------------------ resume
     def checkpoint(self) -> dict:

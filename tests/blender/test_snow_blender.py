@@ -123,3 +123,25 @@ def test_cli_snow(snowy):
     assert r.returncode == 0, r.stdout + r.stderr
     assert "baked frames 1-2" in r.stdout
     assert (folder / "snow_0002.vdb").is_file()
+
+
+def test_wind_can_come_from_a_wind_force_field(snowy):
+    from voxfx.addon.operators.snow import kernel_settings
+
+    scene, s, folder = snowy
+    bpy.ops.object.effector_add(type="WIND", rotation=(0.0, np.pi / 2, np.pi / 2))  # local +Z → world +Y
+    bpy.context.active_object.field.strength = 7.0
+    s.use_scene_wind = True
+    k = kernel_settings(s, scene)
+    assert k.wind_speed == pytest.approx(7.0)
+    assert k.wind_direction_deg == pytest.approx(90.0, abs=1e-4)
+    s.use_scene_wind = False
+    assert kernel_settings(s, scene).wind_speed == pytest.approx(s.wind_speed)
+
+
+def test_receivers_outside_the_domain_are_refused(snowy):
+    scene, s, folder = snowy
+    bpy.ops.mesh.primitive_cube_add(size=1, location=(100, 100, 0))
+    s.domain_object = bpy.context.active_object
+    with pytest.raises(RuntimeError, match="outside the snow domain"):
+        bpy.ops.voxfx.snow_bake()

@@ -117,3 +117,13 @@ def test_checkpoint_restores_an_identical_continuation():
         b.step(0.1)
     assert np.array_equal(a.snow_host(), b.snow_host())
     assert np.array_equal(a.flakes_host()["position"], b.flakes_host()["position"])
+
+
+@pytest.mark.parametrize("field,value", [("wind_speed", float("nan")), ("wind_direction_deg", float("inf")),
+                                         ("snowfall_rate_cm_per_hour", -1.0), ("repose_angle_deg", 95.0)])
+def test_bad_settings_are_refused_before_anything_is_allocated(field, value):
+    from voxfx.kernels.errors import InputError
+
+    settings = SnowSettings(**{field: value})
+    with pytest.raises(InputError):
+        settings.check()
