@@ -1,0 +1,76 @@
+"""State layout of the FLIP liquid solver (seed 003 §4–8) — the contract between the
+particle, transfer, pressure and surface stages. Lengths in metres, time in seconds,
+z up, gravity (0, 0, −9.81) by default.
+
+Grid: a dense MAC grid (``GridSpec``: origin, cell size h, shape (nx, ny, nz)):
+  ``u`` (nz, ny, nx+1) x-velocity on x-faces at x = origin_x + i·h, (j+½)h, (k+½)h;
+  ``v`` (nz, ny+1, nx), ``w`` (nz+1, ny, nx) likewise; float32.
+  ``cell`` (nz, ny, nx) uint8: AIR, FLUID or SOLID. Cells outside the grid count as
+  SOLID (closed box walls): faces on the domain boundary carry the wall's velocity (0).
+  ``solid_u/v/w``: velocity of solids on faces next to SOLID cells (moving obstacles),
+  zero for static ones.
+Only ``DenseGrid`` touches the dense layout; the solver's callers go through its small
+interface (cell ↔ index, neighbours, the fluid-cell list) so a sparse brick grid (seed
+003 §5–7) can replace it later.
+
+Particles: SoA, float32: ``pos`` (N, 3), ``vel`` (N, 3); optional APIC affine matrix
+``c`` (N, 3, 3).
+
+Pressure: A p = b over FLUID cells, A the 7-point Laplacian (diagonal = number of
+non-SOLID neighbours; AIR neighbours are p = 0, ghost-fluid free surface optional),
+b = −(h/Δt)·∇·u* (discrete divergence of the faces), p in units where
+u = u* − (Δt/h)·∇p·... is applied by ``pressure.project``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..grid import GridSpec
+
+AIR, FLUID, SOLID = 0, 1, 2
+GRAVITY = (0.0, 0.0, -9.81)
+
+
+@dataclass
+class FlipSettings:
+    flip_ratio: float = 0.97  # FLIP/PIC blend (1 = pure FLIP)
+    apic: bool = False
+    particles_per_cell: int = 8
+    cfl: float = 1.0  # max cells a particle may move per substep
+    max_substeps: int = 8
+    gravity: tuple = GRAVITY
+    pressure_tolerance: float = 1e-4  # relative residual
+    pressure_max_iterations: int = 500
+    seed: int = 0
+
+
+class DenseGrid:
+    """The dense MAC grid behind a small interface."""
+
+    def __init__(self, spec: GridSpec, xp=np):
+        self.spec, self.xp = spec, xp
+        nx, ny, nz = spec.shape
+        self.shape = (nx, ny, nz)
+        self.h = float(spec.voxel_size)
+        self.u = xp.zeros((nz, ny, nx + 1), dtype=xp.float32)
+        self.v = xp.zeros((nz, ny + 1, nx), dtype=xp.float32)
+        self.w = xp.zeros((nz + 1, ny, nx), dtype=xp.float32)
+        self.cell = xp.zeros((nz, ny, nx), dtype=xp.uint8)
+        self.solid = xp.zeros((nz, ny, nx), dtype=xp.uint8)  # static + moving obstacles, set by the caller
+        self.solid_u = xp.zeros_like(self.u)
+        self.solid_v = xp.zeros_like(self.v)
+        self.solid_w = xp.zeros_like(self.w)
+
+    def index(self, i, j, k):
+        nx, ny, nz = self.shape
+        return (k * ny + j) * nx + i
+
+    def fluid_cells(self):
+        """Linear indices of FLUID cells (ascending)."""
+        return self.xp.flatnonzero(self.cell.ravel() == FLUID)
+
+    def faces(self):
+        return self.u, self.v, self.w
