@@ -17,9 +17,12 @@ Particles: SoA, float32: ``pos`` (N, 3), ``vel`` (N, 3); optional APIC affine ma
 ``c`` (N, 3, 3).
 
 Pressure: A p = b over FLUID cells, A the 7-point Laplacian (diagonal = number of
-non-SOLID neighbours; AIR neighbours are p = 0, ghost-fluid free surface optional),
-b = −(h/Δt)·∇·u* (discrete divergence of the faces), p in units where
-u = u* − (Δt/h)·∇p·... is applied by ``pressure.project``.
+non-SOLID neighbours; AIR neighbours are p = 0), b = −(h²/Δt)·∇·u*; p is pressure over
+density (m²/s²) and ``pressure.project`` applies u = u* − (Δt/h)(p_hi − p_lo); the
+relative residual is ‖r‖₂/‖b‖₂. Fluid regions with no AIR (sealed) have the constant
+removed and one cell pinned (``pressure.py``). Faces next to SOLID cells and on the domain
+walls take ``solid_u/v/w`` (zero by default). ``solid`` marks obstacle cells; the
+pressure stage reads ``cell`` (where ``classify`` copied them as SOLID).
 """
 
 from __future__ import annotations
