@@ -138,3 +138,36 @@ def attach(obj, tree, name="VoxFX"):
     mod = obj.modifiers.get(name) or obj.modifiers.new(name, "NODES")
     mod.node_group = tree
     return mod
+
+
+def liquid_surface_from_vdb_sequence(name: str, prefix: str, surface="surface", velocity="velocity"):
+    """Node tree: mesh the level set *surface* of ``prefix####.vdb`` at its zero crossing
+    (Grid to Mesh, threshold 0) and store the *velocity* grid sampled at the vertices as
+    the ``velocity`` attribute (motion blur)."""
+    tree, _, out = _new_tree(name)
+    nodes, links = tree.nodes, tree.links
+    imp = nodes.new("GeometryNodeImportVDB")
+    links.new(_frame_path(tree, prefix, ".vdb"), imp.inputs["Path"])
+    phi = nodes.new("GeometryNodeGetNamedGrid")
+    phi.data_type = "FLOAT"
+    phi.inputs["Name"].default_value = surface
+    links.new(imp.outputs[0], phi.inputs["Volume"])
+    mesh = nodes.new("GeometryNodeGridToMesh")
+    links.new(phi.outputs["Grid"], mesh.inputs["Grid"])
+    mesh.inputs["Threshold"].default_value = 0.0
+    vel = nodes.new("GeometryNodeGetNamedGrid")
+    vel.data_type = "VECTOR"
+    vel.inputs["Name"].default_value = velocity
+    links.new(imp.outputs[0], vel.inputs["Volume"])
+    sample = nodes.new("GeometryNodeSampleGrid")
+    sample.data_type = "VECTOR"
+    links.new(vel.outputs["Grid"], sample.inputs["Grid"])
+    links.new(nodes.new("GeometryNodeInputPosition").outputs[0], sample.inputs["Position"])
+    store = nodes.new("GeometryNodeStoreNamedAttribute")
+    store.data_type = "FLOAT_VECTOR"
+    store.domain = "POINT"
+    store.inputs["Name"].default_value = "velocity"
+    links.new(mesh.outputs[0], store.inputs["Geometry"])
+    links.new(sample.outputs["Value"], store.inputs["Value"])
+    links.new(store.outputs[0], out.inputs[0])
+    return tree

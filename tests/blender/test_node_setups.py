@@ -63,3 +63,30 @@ def test_depth_sequence_lifts_the_ground_and_drops_bare_faces(tmp_path):
     d = np.empty(len(ev.vertices), np.float32)
     ev.attributes["depth"].data.foreach_get("value", d)
     assert np.allclose(co[:, 2], d)
+
+
+def test_liquid_surface_meshes_the_level_set_with_velocity(tmp_path):
+    n, h = 24, 0.1
+    spec = GridSpec((0.0, 0.0, 0.0), h, (n, n, n))
+    k, j, i = np.meshgrid(*(np.arange(n) + 0.5,) * 3, indexing="ij")
+    centre, radius = n * h / 2, 0.7
+    phi = (np.sqrt((i * h - centre) ** 2 + (j * h - centre) ** 2 + (k * h - centre) ** 2) - radius).astype(np.float32)
+    phi = np.clip(phi, -3 * h, 3 * h)
+    vel = np.zeros((n, n, n, 3), np.float32)
+    vel[..., 0] = 2.5
+    for frame in (1, 2):
+        writeback.write_vdb(tmp_path / f"liquid_{frame:04d}.vdb", {"surface": phi, "velocity": vel}, spec,
+                            grid_class={"surface": "LEVEL_SET", "velocity": "FOG_VOLUME"},
+                            background={"surface": 3 * h, "velocity": 0.0})
+    obj = bpy.data.objects.new("surface", bpy.data.meshes.new("surface"))
+    bpy.context.scene.collection.objects.link(obj)
+    node_setups.attach(obj, node_setups.liquid_surface_from_vdb_sequence("liquid", str(tmp_path / "liquid_")))
+    bpy.context.scene.frame_set(2)
+    mesh = evaluated(obj).data
+    co = np.array([v.co[:] for v in mesh.vertices])
+    assert len(co) > 100
+    r = np.linalg.norm(co - centre, axis=1)
+    assert np.abs(r - radius).max() < 0.5 * h
+    v = np.empty(3 * len(co), np.float32)
+    mesh.attributes["velocity"].data.foreach_get("vector", v)
+    assert np.allclose(v.reshape(-1, 3)[:, 0], 2.5, atol=1e-4)
