@@ -251,3 +251,48 @@ def _snow_run(args) -> int:
 
 
 add_command("snow", "bake snowfall (flakes, snow cover, depth images) over a frame range", _snow_configure, _snow_run)
+
+
+# ------------------------------------------------------------------ flip
+
+def _flip_configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--frames", metavar="A-B", help="frame range (default: the scene's)")
+    p.add_argument("--resolution", type=int, help="grid cells along the domain's longest side")
+    p.add_argument("--domain", metavar="OBJECT", help="domain object (default: the scene setting)")
+    p.add_argument("--fresh", action="store_true", help="start over instead of resuming a previous bake")
+    p.add_argument("--save", action="store_true", help="save the .blend afterwards (with the Liquid objects)")
+
+
+def _flip_run(args) -> int:
+    from ..kernels.errors import InputError
+    from .jobs import JobRunner, console_progress
+    from .operators.flip import flip_job
+
+    scene = bpy.context.scene
+    f = scene.voxfx.flip
+    if args.domain:
+        if args.domain not in bpy.data.objects:
+            raise InputError(f"No object named '{args.domain}'")
+        f.domain = bpy.data.objects[args.domain]
+    if args.resolution is not None:
+        f.resolution = args.resolution
+    start, end = scene.frame_start, scene.frame_end
+    if args.frames:
+        try:
+            start, end = (int(x) for x in args.frames.split("-"))
+        except ValueError:
+            raise InputError(f"--frames must look like 1-250, not '{args.frames}'") from None
+    runner = JobRunner(flip_job(bpy.context, f, scene.voxfx.cache_directory, start, end, resume=not args.fresh),
+                       title="flip")
+    runner.run(console_progress("flip"))
+    if runner.state != "FINISHED":
+        raise InputError(runner.error or "liquid bake was cancelled")
+    first, last, folder = runner.result
+    print(f"baked frames {first}-{last} into {folder}")
+    if args.save:
+        bpy.ops.wm.save_mainfile()
+        print(f"saved {bpy.data.filepath}")
+    return 0
+
+
+add_command("flip", "bake a FLIP liquid (particles, surface, VDB) over a frame range", _flip_configure, _flip_run)

@@ -100,7 +100,62 @@ class VOXFX_PT_snow(bpy.types.Panel):
         row.operator("voxfx.snow_free", text="", icon="TRASH")
 
 
-_register, _unregister = bpy.utils.register_classes_factory((VOXFX_PT_system, VOXFX_PT_voxelize, VOXFX_PT_snow))
+class VOXFX_PT_flip(bpy.types.Panel):
+    bl_space_type = "VIEW_3D"
+    bl_region_type = "UI"
+    bl_category = "VoxFX"
+    bl_label = "Liquid"
+    bl_options = {"DEFAULT_CLOSED"}
+
+    def draw(self, context):
+        layout = self.layout
+        layout.use_property_split = True
+        layout.use_property_decorate = False
+        f = context.scene.voxfx.flip
+        layout.prop(f, "domain")
+        layout.prop(f, "resolution")
+        layout.prop(f, "particles_per_cell")
+        layout.prop(f, "apic")
+        row = layout.row()
+        row.active = not f.apic
+        row.prop(f, "flip_ratio")
+        layout.prop(f, "max_substeps")
+        layout.prop(f, "pressure_tolerance")
+        layout.prop(f, "seed")
+        obj = context.active_object
+        if obj is not None and hasattr(obj, "voxfx_flip"):
+            box = layout.box()
+            box.prop(obj.voxfx_flip, "role", text=f"{obj.name}")
+            if obj.voxfx_flip.role == "LIQUID":
+                box.prop(obj.voxfx_flip, "initial_velocity")
+        row = layout.row(align=True)
+        row.operator("voxfx.flip_bake", icon="MOD_FLUIDSIM")
+        row.operator("voxfx.flip_free", text="", icon="TRASH")
+
+
+class VOXFX_PT_flip_object(bpy.types.Panel):
+    """Physics properties: the object's role in the VoxFX liquid simulation."""
+
+    bl_space_type = "PROPERTIES"
+    bl_region_type = "WINDOW"
+    bl_context = "physics"
+    bl_label = "VoxFX Liquid"
+
+    @classmethod
+    def poll(cls, context):
+        return context.object is not None and hasattr(context.object, "voxfx_flip")
+
+    def draw(self, context):
+        layout = self.layout
+        layout.use_property_split = True
+        s = context.object.voxfx_flip
+        layout.prop(s, "role")
+        if s.role == "LIQUID":
+            layout.prop(s, "initial_velocity")
+
+
+_register, _unregister = bpy.utils.register_classes_factory(
+    (VOXFX_PT_system, VOXFX_PT_voxelize, VOXFX_PT_snow, VOXFX_PT_flip, VOXFX_PT_flip_object))
 
 
 def register():

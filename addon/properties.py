@@ -118,6 +118,47 @@ class SnowSettings(bpy.types.PropertyGroup):
         default="converge")
 
 
+FLIP_ROLES = [
+    ("NONE", "None", "Not part of the liquid simulation"),
+    ("LIQUID", "Liquid", "Its volume is liquid at the first frame"),
+    ("OBSTACLE", "Obstacle", "Liquid flows around it"),
+]
+
+
+class FlipObjectSettings(bpy.types.PropertyGroup):
+    role: bpy.props.EnumProperty(name="Liquid Role", items=FLIP_ROLES, default="NONE",
+                                 description="What this object is in the VoxFX liquid simulation")
+    initial_velocity: bpy.props.FloatVectorProperty(
+        name="Initial Velocity", description="Velocity of the liquid at the first frame (m/s)", size=3,
+        default=(0.0, 0.0, 0.0), subtype="VELOCITY", unit="VELOCITY")
+
+
+class FlipSettings(bpy.types.PropertyGroup):
+    domain: bpy.props.PointerProperty(
+        name="Domain", type=bpy.types.Object,
+        description="Box object whose bounds enclose the simulation (closed walls)")
+    resolution: bpy.props.IntProperty(
+        name="Resolution", description="Grid cells along the longest side of the domain",
+        default=48, min=8, soft_max=512, max=2048)
+    particles_per_cell: bpy.props.IntProperty(
+        name="Particles per Cell", description="Particles seeded per liquid cell", default=8, min=1, max=27)
+    flip_ratio: bpy.props.FloatProperty(
+        name="FLIP Ratio", description="1 = pure FLIP (lively, noisy), 0 = PIC (smooth, viscous-looking)",
+        default=0.97, min=0.0, max=1.0, subtype="FACTOR")
+    apic: bpy.props.BoolProperty(
+        name="APIC", description="Affine particle-in-cell transfer instead of the FLIP/PIC blend "
+        "(keeps rotation, less noise)", default=False)
+    max_substeps: bpy.props.IntProperty(
+        name="Max Substeps", description="Upper limit of CFL substeps per frame", default=8, min=1, max=64)
+    pressure_tolerance: bpy.props.FloatProperty(
+        name="Pressure Tolerance", description="Relative residual at which the pressure solve stops",
+        default=1e-4, min=1e-8, max=1e-1, precision=6)
+    particle_display: bpy.props.FloatProperty(
+        name="Viewport Particles", description="Fraction of the particles shown in the viewport",
+        default=1.0, min=0.0, max=1.0, subtype="FACTOR")
+    seed: bpy.props.IntProperty(name="Seed", default=0, min=0, description="Seed of the particle jitter")
+
+
 class VoxFXSceneSettings(bpy.types.PropertyGroup):
     cache_directory: bpy.props.StringProperty(
         name="Cache Folder",
@@ -129,17 +170,20 @@ class VoxFXSceneSettings(bpy.types.PropertyGroup):
     )
     voxelize: bpy.props.PointerProperty(type=VoxelizeSettings)
     snow: bpy.props.PointerProperty(type=SnowSettings)
+    flip: bpy.props.PointerProperty(type=FlipSettings)
 
 
-_classes = (VoxelizeSettings, SnowSettings, VoxFXSceneSettings)
+_classes = (VoxelizeSettings, SnowSettings, FlipObjectSettings, FlipSettings, VoxFXSceneSettings)
 _register_classes, _unregister_classes = bpy.utils.register_classes_factory(_classes)
 
 
 def register():
     _register_classes()
     bpy.types.Scene.voxfx = bpy.props.PointerProperty(type=VoxFXSceneSettings)
+    bpy.types.Object.voxfx_flip = bpy.props.PointerProperty(type=FlipObjectSettings)
 
 
 def unregister():
+    del bpy.types.Object.voxfx_flip
     del bpy.types.Scene.voxfx
     _unregister_classes()

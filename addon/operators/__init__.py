@@ -1,8 +1,8 @@
 """Operators: each one orchestrates (settings → extract → kernels → write back)."""
 
-from . import cache, snow, system, voxelize
+from . import cache, flip, snow, system, voxelize
 
-_modules = (system, cache, voxelize, snow)
+_modules = (system, cache, voxelize, snow, flip)
 
 
 def register():

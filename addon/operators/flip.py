@@ -1,0 +1,240 @@
+"""Bake Liquid: roles → arrays → kernels.flip.FlipSimulation, frame by frame into a cache
+(particles PLY, level-set + velocity VDB, a state checkpoint for resume), loaded
+render-safely by Geometry Nodes on "Liquid Particles" and "Liquid Surface" objects and
+as a Volume sequence."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import bpy
+import numpy as np
+from mathutils import Vector
+
+from ...kernels import backend
+from ...kernels.errors import InputError
+from ...kernels.flip.grid import FlipSettings
+from ...kernels.grid import GridSpec
+from .. import node_setups, scene_io, writeback
+from ..cache import BakeCache, resolve_folder
+from ..jobs import JobOperator
+from ..ply import write_points
+
+COLLECTION = "VoxFX Liquid"
+CHECKPOINT = "state.npz"
+
+
+def role_objects(scene, role):
+    return [o for o in scene.objects if getattr(o, "voxfx_flip", None) is not None and o.voxfx_flip.role == role
+            and scene_io.may_have_geometry(o)]
+
+
+def domain_spec(domain_obj, resolution: int) -> GridSpec:
+    """Grid filling the domain object's world bounding box; cubic cells."""
+    corners = np.array([domain_obj.matrix_world @ Vector(c) for c in domain_obj.bound_box])
+    lo, hi = corners.min(axis=0), corners.max(axis=0)
+    ext = hi - lo
+    if np.any(ext <= 0):
+        raise InputError(f"The domain '{domain_obj.name}' has no volume")
+    h = float(ext.max()) / resolution
+    shape = tuple(max(2, int(round(e / h))) for e in ext)
+    return GridSpec(tuple(lo), h, shape)
+
+
+def kernel_settings(f, scene) -> FlipSettings:
+    gravity = tuple(scene.gravity) if scene.use_gravity else (0.0, 0.0, 0.0)
+    return FlipSettings(flip_ratio=f.flip_ratio, apic=f.apic, particles_per_cell=f.particles_per_cell,
+                        max_substeps=f.max_substeps, gravity=gravity, pressure_tolerance=f.pressure_tolerance,
+                        seed=f.seed)
+
+
+def flip_memory(spec: GridSpec, particles: int) -> int:
+    """Peak bytes: faces ×3 arrays ×3 (velocity, old, solid), cells (type, solid, p and the
+    solver's ~8 vectors), particles (pos, vel, APIC, temporaries)."""
+    cells = spec.voxel_count
+    return int(4 * 3 * 3 * cells + 2 * cells + 4 * 10 * cells + particles * (24 + 36 + 64))
+
+
+def check_memory(spec, particles, f, domain_obj):
+    free = int(backend.device_info().free_bytes * backend.SAFETY_FRACTION)
+    need = flip_memory(spec, particles)
+    if need <= free:
+        return
+    best = None
+    for res in range(f.resolution - 1, 7, -1):
+        trial = domain_spec(domain_obj, res)
+        scale = trial.voxel_count / spec.voxel_count
+        if flip_memory(trial, int(particles * scale)) <= free:
+            best = res
+            break
+    raise InputError(f"A {'×'.join(map(str, spec.shape))} liquid grid with about {particles:,} particles needs "
+                     f"{backend.format_bytes(need)} but only {backend.format_bytes(free)} is free on "
+                     f"{backend.device_info().name}" + (f". The largest resolution that fits is {best}" if best else ""))
+
+
+def frame_writers(sim, spec):
+    parts = sim.particles_host()
+    phi = sim.level_set()
+    vel = sim.cell_velocity()
+    size = np.full(len(parts["position"]), 0.25 * spec.voxel_size, np.float32)
+    return {
+        ".ply": lambda p: write_points(p, parts["position"], {"velocity": parts["velocity"], "size": size}),
+        ".vdb": lambda p: writeback.write_vdb(p, {"surface": phi, "velocity": vel}, spec,
+                                              grid_class={"surface": "LEVEL_SET", "velocity": "FOG_VOLUME"},
+                                              background={"surface": 3.0 * spec.voxel_size, "velocity": 0.0}),
+    }
+
+
+def _collection():
+    coll = bpy.data.collections.get(COLLECTION)
+    if coll is None:
+        coll = bpy.data.collections.new(COLLECTION)
+    if coll.name not in bpy.context.scene.collection.children:
+        bpy.context.scene.collection.children.link(coll)
+    return coll
+
+
+def _empty_mesh_object(name):
+    obj = bpy.data.objects.get(name) or bpy.data.objects.new(name, bpy.data.meshes.new(name))
+    if obj.name not in _collection().objects:
+        _collection().objects.link(obj)
+    return obj
+
+
+def attach_outputs(cache, start, count):
+    prefix = str(cache.folder / f"{cache.name}_")
+    stored = bpy.path.relpath(prefix) if bpy.data.filepath else prefix
+    particles = _empty_mesh_object("Liquid Particles")
+    node_setups.attach(particles, node_setups.points_from_ply_sequence("VoxFX Liquid Particles", stored))
+    surface = _empty_mesh_object("Liquid Surface")
+    node_setups.attach(surface, node_setups.liquid_surface_from_vdb_sequence("VoxFX Liquid Surface", stored))
+    mat = bpy.data.materials.get("VoxFX Liquid") or bpy.data.materials.new("VoxFX Liquid")
+    mat.diffuse_color = (0.55, 0.75, 0.95, 0.6)
+    surface.data.materials.clear()
+    surface.data.materials.append(mat)
+    volume = writeback.load_volume("Liquid VDB", str(cache.frame_path(start, ".vdb")), sequence_frames=(start, count),
+                                   collection=_collection())
+    volume.hide_render = True  # the surface mesh renders; the VDB is for pipelines and shading
+    return particles, surface, volume
+
+
+def flip_job(context, f, cache_dir: str, frame_start: int, frame_end: int, resume: bool = True):
+    """Job generator: bake frames start..end; returns (first baked, last, folder)."""
+    from ...kernels.flip.sim import FlipSimulation, SimulationError
+
+    scene = context.scene
+    if f.domain is None:
+        raise InputError("Choose a Domain object (a box around the liquid)")
+    liquids = role_objects(scene, "LIQUID")
+    if not liquids:
+        raise InputError("No object has the Liquid role: set one in its Physics properties (VoxFX Liquid)")
+    obstacles = role_objects(scene, "OBSTACLE")
+    depsgraph = context.evaluated_depsgraph_get()
+    scene.frame_set(frame_start)
+    spec = domain_spec(f.domain, f.resolution)
+    liquid = scene_io.extract_triangles(liquids, depsgraph)
+    lo, hi = np.asarray(liquid.bounds[0]), np.asarray(liquid.bounds[1])
+    if np.any(hi < np.asarray(spec.origin)) or np.any(lo > np.asarray(spec.upper)):
+        raise InputError(f"The liquid ({', '.join(o.name for o in liquids)}) lies outside the domain '{f.domain.name}'")
+    obstacle = scene_io.extract_triangles(obstacles, depsgraph) if obstacles else None
+    approx = int(f.particles_per_cell * np.prod(np.clip((hi - lo) / spec.voxel_size, 1, None)))
+    check_memory(spec, approx, f, f.domain)
+    settings = kernel_settings(f, scene)
+    velocity = tuple(liquids[0].voxfx_flip.initial_velocity)
+    fps = scene.render.fps / scene.render.fps_base
+    folder = resolve_folder(cache_dir) / "liquid"
+    cache = BakeCache(folder, "liquid", kind="flip")
+    key = {"settings": settings.__dict__, "grid": [list(spec.origin), spec.voxel_size, list(spec.shape)],
+           "liquids": sorted(o.name for o in liquids), "obstacles": sorted(o.name for o in obstacles), "fps": fps,
+           "velocity": velocity}
+    first = cache.begin(key, frame_start, frame_end, resume=resume)
+    xp = backend.xp()
+    sim = FlipSimulation(spec, settings, liquid.vertices, liquid.triangles,
+                         obstacle.vertices if obstacle else None, obstacle.triangles if obstacle else None,
+                         xp=xp, initial_velocity=velocity)
+    checkpoint = folder / CHECKPOINT
+    if first > frame_start:
+        state = dict(np.load(checkpoint)) if checkpoint.is_file() else {}
+        if int(state.get("frame", -1)) == first - 1:
+            sim.restore(state)
+        else:
+            first = cache.begin(key, frame_start, frame_end, resume=False)
+    baked_from = first
+    if first == frame_start:  # the first frame shows the initial state
+        cache.write_frame(first, frame_writers(sim, spec))
+        _save_checkpoint(sim, folder, first)
+        first += 1
+        yield 1 / (frame_end - frame_start + 1), f"frame {frame_start}: {len(sim.pos):,} particles"
+    for frame in range(first, frame_end + 1):
+        try:
+            stats = sim.step(1.0 / fps)
+            sim.check_finite()
+        except SimulationError as e:
+            raise InputError(f"{e}; frames up to {frame - 1} are kept in '{folder}'") from e
+        cache.write_frame(frame, frame_writers(sim, spec))
+        _save_checkpoint(sim, folder, frame)
+        yield ((frame - frame_start + 1) / (frame_end - frame_start + 1),
+               f"frame {frame}/{frame_end}: {stats['substeps']} substeps, {stats['iterations']} CG iterations, "
+               f"residual {stats['residual']:.1e}")
+    attach_outputs(cache, frame_start, frame_end - frame_start + 1)
+    return baked_from, frame_end, str(folder)
+
+
+def _save_checkpoint(sim, folder: Path, frame: int) -> None:
+    state = sim.checkpoint()
+    state["frame"] = np.int64(frame)
+    tmp = folder / f".{CHECKPOINT}.tmp.npz"
+    np.savez(tmp, **state)
+    tmp.replace(folder / CHECKPOINT)
+
+
+class VOXFX_OT_flip_bake(JobOperator, bpy.types.Operator):
+    """Bake the liquid over the scene's frame range (resumes after the last complete frame)"""
+
+    bl_idname = "voxfx.flip_bake"
+    bl_label = "Bake Liquid"
+    bl_options = {"REGISTER"}
+    job_title = "Liquid"
+
+    @classmethod
+    def poll(cls, context):
+        f = context.scene.voxfx.flip if hasattr(context.scene, "voxfx") else None
+        if f is None or f.domain is None:
+            cls.poll_message_set("Choose a Domain object for the liquid")
+            return False
+        if not role_objects(context.scene, "LIQUID"):
+            cls.poll_message_set("Give an object the Liquid role (Physics properties → VoxFX Liquid)")
+            return False
+        return True
+
+    def make_job(self, context):
+        scene = context.scene
+        return flip_job(context, scene.voxfx.flip, scene.voxfx.cache_directory, scene.frame_start, scene.frame_end)
+
+    def job_finished(self, context, result):
+        self.report({"INFO"}, f"Liquid baked: frames {result[0]}–{result[1]} in '{result[2]}'")
+
+
+class VOXFX_OT_flip_free(bpy.types.Operator):
+    """Delete the liquid bake's cached frames and its state"""
+
+    bl_idname = "voxfx.flip_free"
+    bl_label = "Free Liquid Bake"
+
+    def execute(self, context):
+        folder = resolve_folder(context.scene.voxfx.cache_directory) / "liquid"
+        (folder / CHECKPOINT).unlink(missing_ok=True)
+        removed = BakeCache(folder, "liquid", kind="flip").free()
+        self.report({"INFO"}, f"Freed the liquid bake ({removed} files)")
+        return {"FINISHED"}
+
+
+_register, _unregister = bpy.utils.register_classes_factory((VOXFX_OT_flip_bake, VOXFX_OT_flip_free))
+
+
+def register():
+    _register()
+
+
+def unregister():
+    _unregister()
