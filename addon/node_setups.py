@@ -52,8 +52,12 @@ def _new_tree(name):
 
 
 def points_from_ply_sequence(name: str, prefix: str, vectors=("velocity",), radius_attribute="size"):
-    """Node tree: import ``prefix####.ply`` of the current frame as a point cloud."""
+    """Node tree: import ``prefix####.ply`` of the current frame as a point cloud. The
+    modifier input "Viewport Fraction" thins the points in the viewport only (renders
+    always get all of them)."""
     tree, _, out = _new_tree(name)
+    fraction = tree.interface.new_socket("Viewport Fraction", in_out="INPUT", socket_type="NodeSocketFloat")
+    fraction.default_value, fraction.min_value, fraction.max_value = 1.0, 0.0, 1.0
     nodes, links = tree.nodes, tree.links
     imp = nodes.new("GeometryNodeImportPLY")
     links.new(_frame_path(tree, prefix, ".ply"), imp.inputs["Path"])
@@ -78,7 +82,24 @@ def points_from_ply_sequence(name: str, prefix: str, vectors=("velocity",), radi
         links.new(geometry, store.inputs["Geometry"])
         links.new(combine.outputs[0], store.inputs["Value"])
         geometry = store.outputs[0]
-    links.new(geometry, out.inputs[0])
+    # Viewport thinning: drop a point when in the viewport and its random value ≥ fraction.
+    gin = next(n for n in nodes if n.bl_idname == "NodeGroupInput")
+    rnd = nodes.new("FunctionNodeRandomValue")
+    rnd.data_type = "FLOAT"
+    above = nodes.new("FunctionNodeCompare")
+    above.data_type = "FLOAT"
+    above.operation = "GREATER_EQUAL"
+    links.new(rnd.outputs["Value"], above.inputs[0])
+    links.new(gin.outputs["Viewport Fraction"], above.inputs[1])
+    both = nodes.new("FunctionNodeBooleanMath")
+    both.operation = "AND"
+    links.new(nodes.new("GeometryNodeIsViewport").outputs[0], both.inputs[0])
+    links.new(above.outputs["Result"], both.inputs[1])
+    thin = nodes.new("GeometryNodeDeleteGeometry")
+    thin.domain = "POINT"
+    links.new(geometry, thin.inputs["Geometry"])
+    links.new(both.outputs[0], thin.inputs["Selection"])
+    links.new(thin.outputs[0], out.inputs[0])
     return tree
 
 
@@ -138,6 +159,13 @@ def attach(obj, tree, name="VoxFX"):
     mod = obj.modifiers.get(name) or obj.modifiers.new(name, "NODES")
     mod.node_group = tree
     return mod
+
+
+def set_input(mod, socket_name: str, value) -> None:
+    """Set a Geometry Nodes modifier input by its socket name."""
+    item = next(i for i in mod.node_group.interface.items_tree
+                if getattr(i, "in_out", "") == "INPUT" and i.name == socket_name)
+    mod[item.identifier] = value
 
 
 def liquid_surface_from_vdb_sequence(name: str, prefix: str, surface="surface", velocity="velocity"):

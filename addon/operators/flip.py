@@ -101,11 +101,12 @@ def _empty_mesh_object(name):
     return obj
 
 
-def attach_outputs(cache, start, count):
+def attach_outputs(cache, start, count, display=1.0):
     prefix = str(cache.folder / f"{cache.name}_")
     stored = bpy.path.relpath(prefix) if bpy.data.filepath else prefix
     particles = _empty_mesh_object("Liquid Particles")
-    node_setups.attach(particles, node_setups.points_from_ply_sequence("VoxFX Liquid Particles", stored))
+    mod = node_setups.attach(particles, node_setups.points_from_ply_sequence("VoxFX Liquid Particles", stored))
+    node_setups.set_input(mod, "Viewport Fraction", float(display))
     surface = _empty_mesh_object("Liquid Surface")
     node_setups.attach(surface, node_setups.liquid_surface_from_vdb_sequence("VoxFX Liquid Surface", stored))
     mat = bpy.data.materials.get("VoxFX Liquid") or bpy.data.materials.new("VoxFX Liquid")
@@ -176,7 +177,7 @@ def flip_job(context, f, cache_dir: str, frame_start: int, frame_end: int, resum
         yield ((frame - frame_start + 1) / (frame_end - frame_start + 1),
                f"frame {frame}/{frame_end}: {stats['substeps']} substeps, {stats['iterations']} CG iterations, "
                f"residual {stats['residual']:.1e}")
-    attach_outputs(cache, frame_start, frame_end - frame_start + 1)
+    attach_outputs(cache, frame_start, frame_end - frame_start + 1, f.particle_display)
     return baked_from, frame_end, str(folder)
 
 

@@ -41,6 +41,19 @@ def test_point_sequence_follows_the_frame(tmp_path):
         assert np.allclose(radius, 0.01)
 
 
+def test_viewport_fraction_thins_points_in_the_viewport_only(tmp_path):
+    write_points(tmp_path / "p_0001.ply", np.random.default_rng(0).random((4000, 3)),
+                 {"velocity": np.zeros((4000, 3), np.float32), "size": np.full(4000, 0.01, np.float32)})
+    obj = bpy.data.objects.new("pts", bpy.data.meshes.new("pts"))
+    bpy.context.scene.collection.objects.link(obj)
+    mod = node_setups.attach(obj, node_setups.points_from_ply_sequence("pts", str(tmp_path / "p_")))
+    node_setups.set_input(mod, "Viewport Fraction", 0.25)
+    bpy.context.scene.frame_set(1)
+    depsgraph = bpy.context.evaluated_depsgraph_get()  # background: a viewport depsgraph
+    geometry = obj.evaluated_get(depsgraph).evaluated_geometry()
+    assert 800 < len(geometry.pointcloud.points) < 1200
+
+
 def test_depth_sequence_lifts_the_ground_and_drops_bare_faces(tmp_path):
     # 4×3 lattice at integer x, y; depth grid with one voxel layer centred on z = 0.
     spec = GridSpec((-0.5, -0.5, -0.5), 1.0, (4, 3, 1))
