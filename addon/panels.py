@@ -126,7 +126,7 @@ class VOXFX_PT_flip(bpy.types.Panel):
         if obj is not None and hasattr(obj, "voxfx_flip"):
             box = layout.box()
             box.prop(obj.voxfx_flip, "role", text=f"{obj.name}")
-            if obj.voxfx_flip.role == "LIQUID":
+            if obj.voxfx_flip.role in ("LIQUID", "INFLOW"):
                 box.prop(obj.voxfx_flip, "initial_velocity")
         row = layout.row(align=True)
         row.operator("voxfx.flip_bake", icon="MOD_FLUIDSIM")
@@ -150,7 +150,7 @@ class VOXFX_PT_flip_object(bpy.types.Panel):
         layout.use_property_split = True
         s = context.object.voxfx_flip
         layout.prop(s, "role")
-        if s.role == "LIQUID":
+        if s.role in ("LIQUID", "INFLOW"):
             layout.prop(s, "initial_velocity")
 
 

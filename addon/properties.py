@@ -121,7 +121,9 @@ class SnowSettings(bpy.types.PropertyGroup):
 FLIP_ROLES = [
     ("NONE", "None", "Not part of the liquid simulation"),
     ("LIQUID", "Liquid", "Its volume is liquid at the first frame"),
-    ("OBSTACLE", "Obstacle", "Liquid flows around it"),
+    ("OBSTACLE", "Obstacle", "Liquid flows around it; it may move (rigid motion sets the wall velocity)"),
+    ("INFLOW", "Inflow", "Emits liquid at its Velocity wherever its volume holds none"),
+    ("OUTFLOW", "Outflow", "Deletes the liquid that enters its volume"),
 ]
 
 
@@ -129,7 +131,8 @@ class FlipObjectSettings(bpy.types.PropertyGroup):
     role: bpy.props.EnumProperty(name="Liquid Role", items=FLIP_ROLES, default="NONE",
                                  description="What this object is in the VoxFX liquid simulation")
     initial_velocity: bpy.props.FloatVectorProperty(
-        name="Initial Velocity", description="Velocity of the liquid at the first frame (m/s)", size=3,
+        name="Velocity", description="Liquid: velocity at the first frame; Inflow: velocity of the emitted liquid (m/s)",
+        size=3,
         default=(0.0, 0.0, 0.0), subtype="VELOCITY", unit="VELOCITY")
 
 

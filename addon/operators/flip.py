@@ -72,6 +72,50 @@ def check_memory(spec, particles, f, domain_obj):
                      f"{backend.device_info().name}" + (f". The largest resolution that fits is {best}" if best else ""))
 
 
+def _is_animated(obj) -> bool:
+    """Whether the object may move or deform over time (then it is re-voxelized per frame)."""
+    ad = obj.animation_data
+    return bool((ad and (ad.action or ad.drivers)) or obj.parent or obj.constraints
+                or any(m.show_viewport for m in obj.modifiers))
+
+
+def boundary_cells(context, objects, spec, frame):
+    """Per object at *frame*: (object, (M, 3) cells) of its evaluated volume."""
+    from ...kernels.flip.sim import cells_of
+
+    scene = context.scene
+    scene.frame_set(frame)
+    depsgraph = context.evaluated_depsgraph_get()
+    out = []
+    for obj in objects:
+        soup = scene_io.extract_triangles([obj], depsgraph)
+        out.append((obj, cells_of(soup.vertices, soup.triangles, spec, np),
+                    np.array(obj.matrix_world, dtype=np.float64)))
+    return out
+
+
+def obstacle_state(context, obstacles, spec, frame, fps):
+    """Obstacle cells at *frame* and the velocity of each obstacle cell from the rigid
+    motion of its object between *frame* and the next one."""
+    now = boundary_cells(context, obstacles, spec, frame)
+    context.scene.frame_set(frame + 1)
+    nx, ny, nz = spec.shape
+    velocity = np.zeros((nz, ny, nx, 3), np.float32)
+    cells = []
+    for obj, ijk, m0 in now:
+        if len(ijk) == 0:
+            continue
+        cells.append(ijk)
+        m1 = np.array(obj.matrix_world, dtype=np.float64)
+        step = m1 @ np.linalg.inv(m0)  # where each point of the object goes in one frame
+        x = spec.centers(ijk).astype(np.float64)
+        moved = x @ step[:3, :3].T + step[:3, 3]
+        velocity[ijk[:, 2], ijk[:, 1], ijk[:, 0]] = ((moved - x) * fps).astype(np.float32)
+    context.scene.frame_set(frame)
+    all_cells = np.concatenate(cells) if cells else np.zeros((0, 3), np.int32)
+    return all_cells, (velocity if np.any(velocity) else None)
+
+
 def frame_writers(sim, spec):
     parts = sim.particles_host()
     phi = sim.level_set()
@@ -130,6 +174,8 @@ def flip_job(context, f, cache_dir: str, frame_start: int, frame_end: int, resum
     if not liquids:
         raise InputError("No object has the Liquid role: set one in its Physics properties (VoxFX Liquid)")
     obstacles = role_objects(scene, "OBSTACLE")
+    inflows = role_objects(scene, "INFLOW")
+    outflows = role_objects(scene, "OUTFLOW")
     depsgraph = context.evaluated_depsgraph_get()
     scene.frame_set(frame_start)
     spec = domain_spec(f.domain, f.resolution)
@@ -147,6 +193,7 @@ def flip_job(context, f, cache_dir: str, frame_start: int, frame_end: int, resum
     cache = BakeCache(folder, "liquid", kind="flip")
     key = {"settings": settings.__dict__, "grid": [list(spec.origin), spec.voxel_size, list(spec.shape)],
            "liquids": sorted(o.name for o in liquids), "obstacles": sorted(o.name for o in obstacles), "fps": fps,
+           "inflows": sorted(o.name for o in inflows), "outflows": sorted(o.name for o in outflows),
            "velocity": velocity}
     first = cache.begin(key, frame_start, frame_end, resume=resume)
     xp = backend.xp()
@@ -166,12 +213,28 @@ def flip_job(context, f, cache_dir: str, frame_start: int, frame_end: int, resum
         _save_checkpoint(sim, folder, first)
         first += 1
         yield 1 / (frame_end - frame_start + 1), f"frame {frame_start}: {len(sim.pos):,} particles"
+    moving = [o for o in obstacles + inflows + outflows if _is_animated(o)]
+    static_inflow = [(o, c) for o, c, _ in boundary_cells(context, inflows, spec, frame_start)]
+    static_outflow = np.concatenate([c for _, c, _ in boundary_cells(context, outflows, spec, frame_start)] or
+                                    [np.zeros((0, 3), np.int32)])
     for frame in range(first, frame_end + 1):
+        # Boundaries for the step from frame − 1 to frame.
+        if any(o in moving for o in obstacles):
+            sim.set_obstacles(*obstacle_state(context, obstacles, spec, frame - 1, fps))
+        emitters = static_inflow
+        drains = static_outflow
+        if moving and (inflows or outflows):
+            emitters = [(o, c) for o, c, _ in boundary_cells(context, inflows, spec, frame - 1)]
+            drains = np.concatenate([c for _, c, _ in boundary_cells(context, outflows, spec, frame - 1)] or
+                                    [np.zeros((0, 3), np.int32)])
+        for obj, cells in emitters:
+            sim.emit(cells, tuple(obj.voxfx_flip.initial_velocity))
         try:
             stats = sim.step(1.0 / fps)
             sim.check_finite()
         except SimulationError as e:
             raise InputError(f"{e}; frames up to {frame - 1} are kept in '{folder}'") from e
+        sim.drain(drains)
         cache.write_frame(frame, frame_writers(sim, spec))
         _save_checkpoint(sim, folder, frame)
         yield ((frame - frame_start + 1) / (frame_end - frame_start + 1),

@@ -71,6 +71,80 @@ class FlipSimulation:
         self.frames = 0
         self.last = {}
 
+    # ------------------------------------------------------------------ boundaries that change
+    def set_obstacles(self, cells_ijk, cell_velocity=None) -> None:
+        """Obstacle cells (M, 3) for the coming frame, with an optional velocity per grid
+        cell (nz, ny, nx, 3) for moving obstacles: a face next to a solid cell takes the
+        mean velocity of the solid cells it touches (its normal component is enforced
+        by ``transfer.enforce_boundaries``)."""
+        xp, g = self.xp, self.grid
+        g.solid[...] = dense_mask(np.asarray(cells_ijk), self.spec, xp)
+        for arr in (g.solid_u, g.solid_v, g.solid_w):
+            arr[...] = 0
+        if cell_velocity is None:
+            return
+        cv = xp.asarray(cell_velocity, dtype=xp.float32)
+        solid = g.solid.astype(xp.float32)
+        for axis, face in ((2, g.solid_u), (1, g.solid_v), (0, g.solid_w)):
+            comp = cv[..., 2 - axis] * solid  # x uses the last array axis, z the first
+            pad = [(0, 0)] * 3
+            pad[axis] = (1, 1)
+            vsum = xp.pad(comp, pad)
+            nsum = xp.pad(solid, pad)
+            lo = [slice(None)] * 3
+            hi = [slice(None)] * 3
+            lo[axis], hi[axis] = slice(None, -1), slice(1, None)
+            total = vsum[tuple(lo)] + vsum[tuple(hi)]
+            count = nsum[tuple(lo)] + nsum[tuple(hi)]
+            face[...] = xp.where(count > 0, total / xp.maximum(count, 1), 0)
+
+    def _cell_of_particles(self):
+        xp = self.xp
+        nx, ny, nz = self.spec.shape
+        ijk = xp.floor((self.pos - xp.asarray(self.spec.origin, dtype=xp.float32)) / np.float32(self.spec.voxel_size))
+        ijk = xp.clip(ijk.astype(xp.int64), 0, xp.asarray([nx - 1, ny - 1, nz - 1]))
+        return (ijk[:, 2] * ny + ijk[:, 1]) * nx + ijk[:, 0]
+
+    def emit(self, cells_ijk, velocity) -> int:
+        """Inflow: fill every listed cell that holds no particle with a fresh cell's worth
+        of particles moving at *velocity*. Returns the number of particles added."""
+        xp = self.xp
+        cells = np.asarray(cells_ijk)
+        if len(cells) == 0:
+            return 0
+        nx, ny, nz = self.spec.shape
+        occupied = xp.bincount(self._cell_of_particles(), minlength=nx * ny * nz) > 0
+        linear = (cells[:, 2] * ny + cells[:, 1]) * nx + cells[:, 0]
+        solid = backend.to_numpy(self.grid.solid).ravel()
+        free = cells[~backend.to_numpy(occupied)[linear] & (solid[linear] == 0)]
+        if len(free) == 0:
+            return 0
+        self.emitted = getattr(self, "emitted", 0) + 1  # a new seed per emission: no repeated jitter
+        pos, vel = seed_particles(free, self.spec, per_cell=self.settings.particles_per_cell,
+                                  seed=self.settings.seed + 7919 * self.emitted, xp=xp, velocity=velocity)
+        self.pos = xp.concatenate([self.pos, pos])
+        self.vel = xp.concatenate([self.vel, vel])
+        if self.c is not None:
+            self.c = xp.concatenate([self.c, xp.zeros((len(pos), 3, 3), dtype=xp.float32)])
+        return int(len(pos))
+
+    def drain(self, cells_ijk) -> int:
+        """Outflow: delete the particles inside the listed cells. Returns how many."""
+        xp = self.xp
+        cells = np.asarray(cells_ijk)
+        if len(cells) == 0 or len(self.pos) == 0:
+            return 0
+        nx, ny, nz = self.spec.shape
+        mask = xp.zeros(nx * ny * nz, dtype=bool)
+        mask[xp.asarray((cells[:, 2] * ny + cells[:, 1]) * nx + cells[:, 0])] = True
+        keep = ~mask[self._cell_of_particles()]
+        removed = int(len(self.pos) - int(keep.sum()))
+        if removed:
+            self.pos, self.vel = self.pos[keep], self.vel[keep]
+            if self.c is not None:
+                self.c = self.c[keep]
+        return removed
+
     # ------------------------------------------------------------------ the method
     def substep(self, dt: float) -> dict:
         g, s = self.grid, self.settings
@@ -149,7 +223,8 @@ class FlipSimulation:
 
     def checkpoint(self) -> dict:
         to = lambda a: np.array(backend.to_numpy(a), copy=True)  # noqa: E731
-        state = {"pos": to(self.pos), "vel": to(self.vel), "t": np.float64(self.t), "frames": np.int64(self.frames)}
+        state = {"pos": to(self.pos), "vel": to(self.vel), "t": np.float64(self.t), "frames": np.int64(self.frames),
+                 "emitted": np.int64(getattr(self, "emitted", 0))}
         if self.c is not None:
             state["c"] = to(self.c)
         return state
@@ -162,3 +237,4 @@ class FlipSimulation:
             self.c = xp.array(state["c"], copy=True)
         self.t = float(state["t"])
         self.frames = int(state["frames"])
+        self.emitted = int(state.get("emitted", 0))  # inflow seeds continue where they were

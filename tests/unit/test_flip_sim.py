@@ -104,3 +104,41 @@ def test_empty_liquid_source_is_refused():
 
     with pytest.raises(VoxFXError, match="covers no free grid cell"):
         FlipSimulation(spec, FlipSettings(), v, t, xp=np)
+
+
+def test_moving_obstacle_faces_carry_its_velocity_and_push_the_water():
+    sim = tank(shape=(16, 8, 8), fill=(0, 0, 0, 16, 8, 6), h=0.05)
+    paddle = np.array([(i, j, k) for i in (3,) for j in range(8) for k in range(8)])
+    cell_velocity = np.zeros((8, 8, 16, 3), np.float32)
+    cell_velocity[..., 0] = 1.0  # the paddle moves along +x at 1 m/s
+    sim.set_obstacles(paddle, cell_velocity)
+    assert np.all(sim.grid.solid_u[:, :, 3] == 1.0) and np.all(sim.grid.solid_u[:, :, 4] == 1.0)
+    assert np.all(sim.grid.solid_u[:, :, 6] == 0.0)
+    sim.step(1 / 60)
+    pos, vel = sim.particles_host()["position"], sim.particles_host()["velocity"]
+    ahead = (pos[:, 0] > 0.2) & (pos[:, 0] < 0.35)  # just downstream of the paddle (x 0.15–0.2)
+    behind = pos[:, 0] > 0.6
+    assert vel[ahead, 0].mean() > 0.2 and vel[ahead, 0].mean() > 3 * abs(vel[behind, 0].mean())
+
+
+def test_inflow_fills_only_empty_cells_with_moving_particles():
+    sim = tank(shape=(12, 6, 12), fill=(0, 0, 0, 4, 6, 3), h=0.05)
+    n0 = len(sim.pos)
+    nozzle = np.array([(i, j, 9) for i in (8, 9) for j in (2, 3)])
+    added = sim.emit(nozzle, (0.0, 0.0, -1.0))
+    assert added == 4 * 8 and len(sim.pos) == n0 + added
+    assert np.allclose(sim.particles_host()["velocity"][n0:], (0.0, 0.0, -1.0))
+    assert sim.emit(nozzle, (0.0, 0.0, -1.0)) == 0  # cells still full: nothing more
+    for _ in range(4):  # the jet (1 m/s + gravity) moves on by more than two 5 cm cells
+        sim.step(1 / 60)
+    assert sim.emit(nozzle, (0.0, 0.0, -1.0)) > 0
+
+
+def test_outflow_deletes_the_particles_that_reach_it():
+    sim = tank(shape=(12, 6, 12), fill=(0, 0, 0, 12, 6, 4), h=0.05)
+    n0 = len(sim.pos)
+    drain = np.array([(i, j, 0) for i in range(10, 12) for j in range(6)])
+    removed = sim.drain(drain)
+    assert removed == 2 * 6 * 8 and len(sim.pos) == n0 - removed
+    cells = np.floor(sim.particles_host()["position"] / 0.05).astype(int)
+    assert not ((cells[:, 0] >= 10) & (cells[:, 2] == 0)).any()
