@@ -246,3 +246,33 @@ class BakeCache:
 
     def _save(self, data: dict) -> None:
         _write_json_atomic(self.manifest_path, data)
+
+
+CHECKPOINT = "state.npz"
+
+
+def save_checkpoint(folder, state: dict, frame: int) -> None:
+    """A simulation's state after *frame*, atomically (for resuming a bake)."""
+    import numpy as np
+
+    folder = Path(folder)
+    tmp = folder / f".{CHECKPOINT}.tmp.npz"
+    np.savez(tmp, frame=np.int64(frame), **state)
+    os.replace(tmp, folder / CHECKPOINT)
+
+
+def load_checkpoint(folder, frame: int) -> dict | None:
+    """The saved state if it is the state after *frame*, else None."""
+    import numpy as np
+
+    path = Path(folder) / CHECKPOINT
+    if not path.is_file():
+        return None
+    state = dict(np.load(path))
+    return state if int(state.pop("frame", -1)) == frame else None
+
+
+def free_with_checkpoint(folder, name: str, kind: str) -> int:
+    """Free a simulation bake: its checkpoint and its cached frames."""
+    (Path(folder) / CHECKPOINT).unlink(missing_ok=True)
+    return BakeCache(folder, name, kind=kind).free()

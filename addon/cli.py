@@ -206,6 +206,19 @@ add_command("voxelize", "voxelize objects into a volume (.vdb), MagicaVoxel (.vo
 
 # ------------------------------------------------------------------ snow
 
+def frame_range(text, scene) -> tuple[int, int]:
+    """``--frames A-B`` (or the scene's range when not given)."""
+    from ..kernels.errors import InputError
+
+    if not text:
+        return scene.frame_start, scene.frame_end
+    try:
+        start, end = (int(x) for x in text.split("-"))
+    except ValueError:
+        raise InputError(f"--frames must look like 1-250, not '{text}'") from None
+    return start, end
+
+
 def _snow_configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--frames", metavar="A-B", help="frame range (default: the scene's)")
     p.add_argument("--receivers", metavar="COLLECTION", help="collection snow lands on (default: the scene setting)")
@@ -231,12 +244,7 @@ def _snow_run(args) -> int:
     for attr, value in (("flake_count", args.flakes), ("snowfall_rate", args.rate), ("wind_speed", args.wind)):
         if value is not None:
             setattr(s, attr, value)
-    start, end = scene.frame_start, scene.frame_end
-    if args.frames:
-        try:
-            start, end = (int(x) for x in args.frames.split("-"))
-        except ValueError:
-            raise InputError(f"--frames must look like 1-250, not '{args.frames}'") from None
+    start, end = frame_range(args.frames, scene)
     runner = JobRunner(snow_job(bpy.context, s, scene.voxfx.cache_directory, start, end, resume=not args.fresh),
                        title="snow")
     runner.run(console_progress("snow"))
@@ -276,12 +284,7 @@ def _flip_run(args) -> int:
         f.domain = bpy.data.objects[args.domain]
     if args.resolution is not None:
         f.resolution = args.resolution
-    start, end = scene.frame_start, scene.frame_end
-    if args.frames:
-        try:
-            start, end = (int(x) for x in args.frames.split("-"))
-        except ValueError:
-            raise InputError(f"--frames must look like 1-250, not '{args.frames}'") from None
+    start, end = frame_range(args.frames, scene)
     runner = JobRunner(flip_job(bpy.context, f, scene.voxfx.cache_directory, start, end, resume=not args.fresh),
                        title="flip")
     runner.run(console_progress("flip"))

@@ -662,3 +662,13 @@ def _blend_relative(filepath: Path) -> str:
         return bpy.path.relpath(str(filepath))
     except ValueError:  # another drive (Windows): a relative path is impossible
         return str(filepath)
+
+
+def ensure_collection(name: str):
+    """The collection *name*, created and linked under the scene's collection if needed."""
+    coll = bpy.data.collections.get(name)
+    if coll is None:
+        coll = bpy.data.collections.new(name)
+    if coll.name not in bpy.context.scene.collection.children:
+        bpy.context.scene.collection.children.link(coll)
+    return coll

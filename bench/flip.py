@@ -24,6 +24,7 @@ sys.path.insert(0, str(ROOT))
 from tools.package import load  # noqa: E402
 
 load()
+from tests.meshes import box  # noqa: E402
 from voxfx.kernels.flip import pressure, transfer  # noqa: E402
 from voxfx.kernels.flip.grid import FlipSettings  # noqa: E402
 from voxfx.kernels.flip.sim import FlipSimulation  # noqa: E402
@@ -31,15 +32,6 @@ from voxfx.kernels.grid import GridSpec  # noqa: E402
 
 BANDWIDTH = 4.0e12
 STAGES = ["p2g", "pressure", "project", "g2p+advect", "surface"]
-
-
-def box(lo, hi):
-    x0, y0, z0 = lo
-    x1, y1, z1 = hi
-    v = np.array([[x0, y0, z0], [x1, y0, z0], [x1, y1, z0], [x0, y1, z0],
-                  [x0, y0, z1], [x1, y0, z1], [x1, y1, z1], [x0, y1, z1]], dtype=np.float32)
-    q = [(0, 3, 2, 1), (4, 5, 6, 7), (0, 1, 5, 4), (1, 2, 6, 5), (2, 3, 7, 6), (3, 0, 4, 7)]
-    return v, np.array([(a, b, c) for a, b, c, d in q] + [(a, c, d) for a, b, c, d in q], dtype=np.int32)
 
 
 def dam_break(n, particles):

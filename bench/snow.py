@@ -26,6 +26,7 @@ sys.path.insert(0, str(ROOT))
 from tools.package import load  # noqa: E402
 
 load()
+from tests.meshes import box  # noqa: E402
 from voxfx.kernels.snow import ground  # noqa: E402
 from voxfx.kernels.snow.domain import SnowDomain, SnowSettings  # noqa: E402
 from voxfx.kernels.snow.flakes import step_flakes  # noqa: E402
@@ -57,15 +58,6 @@ def terrain_mesh(size=200.0, n=256, height=12.0, seed=0):
         tris.append(mt + off)
         off += len(mv)
     return np.concatenate(verts), np.concatenate(tris)
-
-
-def box(lo, hi):
-    x0, y0, z0 = lo
-    x1, y1, z1 = hi
-    v = np.array([[x0, y0, z0], [x1, y0, z0], [x1, y1, z0], [x0, y1, z0],
-                  [x0, y0, z1], [x1, y0, z1], [x1, y1, z1], [x0, y1, z1]], dtype=np.float32)
-    q = [(0, 3, 2, 1), (4, 5, 6, 7), (0, 1, 5, 4), (1, 2, 6, 5), (2, 3, 7, 6), (3, 0, 4, 7)]
-    return v, np.array([(a, b, c) for a, b, c, d in q] + [(a, c, d) for a, b, c, d in q], dtype=np.int32)
 
 
 def timed_step(sim, dt, events):

@@ -162,3 +162,24 @@ def _point_triangles_distance(p, tri):
         return np.linalg.norm(p - (u + s[:, None] * d), axis=1)
 
     return np.minimum(d_face, np.minimum(seg(a, b), np.minimum(seg(b, c), seg(c, a))))
+
+
+def box(lo, hi):
+    """Closed axis-aligned box from corner lo to corner hi, outward winding."""
+    x0, y0, z0 = lo
+    x1, y1, z1 = hi
+    v = np.array([[x0, y0, z0], [x1, y0, z0], [x1, y1, z0], [x0, y1, z0],
+                  [x0, y0, z1], [x1, y0, z1], [x1, y1, z1], [x0, y1, z1]], dtype=np.float32)
+    q = [(0, 3, 2, 1), (4, 5, 6, 7), (0, 1, 5, 4), (1, 2, 6, 5), (2, 3, 7, 6), (3, 0, 4, 7)]
+    t = [(a, b, c) for a, b, c, d in q] + [(a, c, d) for a, b, c, d in q]
+    return v, np.array(t, dtype=np.int32)
+
+
+def merge(*meshes):
+    """One (vertices, triangles) from several."""
+    verts, tris, off = [], [], 0
+    for v, t in meshes:
+        verts.append(v)
+        tris.append(t + off)
+        off += len(v)
+    return np.concatenate(verts), np.concatenate(tris)

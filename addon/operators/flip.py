@@ -5,7 +5,6 @@ as a Volume sequence."""
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import bpy
 import numpy as np
@@ -16,12 +15,11 @@ from ...kernels.errors import InputError
 from ...kernels.flip.grid import FlipSettings
 from ...kernels.grid import GridSpec
 from .. import node_setups, scene_io, writeback
-from ..cache import BakeCache, resolve_folder
+from ..cache import BakeCache, free_with_checkpoint, load_checkpoint, resolve_folder, save_checkpoint
 from ..jobs import JobOperator
 from ..ply import write_points
 
 COLLECTION = "VoxFX Liquid"
-CHECKPOINT = "state.npz"
 
 
 def role_objects(scene, role):
@@ -130,12 +128,7 @@ def frame_writers(sim, spec):
 
 
 def _collection():
-    coll = bpy.data.collections.get(COLLECTION)
-    if coll is None:
-        coll = bpy.data.collections.new(COLLECTION)
-    if coll.name not in bpy.context.scene.collection.children:
-        bpy.context.scene.collection.children.link(coll)
-    return coll
+    return writeback.ensure_collection(COLLECTION)
 
 
 def _empty_mesh_object(name):
@@ -200,17 +193,16 @@ def flip_job(context, f, cache_dir: str, frame_start: int, frame_end: int, resum
     sim = FlipSimulation(spec, settings, liquid.vertices, liquid.triangles,
                          obstacle.vertices if obstacle else None, obstacle.triangles if obstacle else None,
                          xp=xp, initial_velocity=velocity)
-    checkpoint = folder / CHECKPOINT
     if first > frame_start:
-        state = dict(np.load(checkpoint)) if checkpoint.is_file() else {}
-        if int(state.get("frame", -1)) == first - 1:
+        state = load_checkpoint(folder, first - 1)
+        if state is not None:
             sim.restore(state)
-        else:
+        else:  # no usable state for the frame to resume from: start over
             first = cache.begin(key, frame_start, frame_end, resume=False)
     baked_from = first
     if first == frame_start:  # the first frame shows the initial state
         cache.write_frame(first, frame_writers(sim, spec))
-        _save_checkpoint(sim, folder, first)
+        save_checkpoint(folder, sim.checkpoint(), first)
         first += 1
         yield 1 / (frame_end - frame_start + 1), f"frame {frame_start}: {len(sim.pos):,} particles"
     moving = [o for o in obstacles + inflows + outflows if _is_animated(o)]
@@ -236,20 +228,12 @@ def flip_job(context, f, cache_dir: str, frame_start: int, frame_end: int, resum
             raise InputError(f"{e}; frames up to {frame - 1} are kept in '{folder}'") from e
         sim.drain(drains)
         cache.write_frame(frame, frame_writers(sim, spec))
-        _save_checkpoint(sim, folder, frame)
+        save_checkpoint(folder, sim.checkpoint(), frame)
         yield ((frame - frame_start + 1) / (frame_end - frame_start + 1),
                f"frame {frame}/{frame_end}: {stats['substeps']} substeps, {stats['iterations']} CG iterations, "
                f"residual {stats['residual']:.1e}")
     attach_outputs(cache, frame_start, frame_end - frame_start + 1, f.particle_display)
     return baked_from, frame_end, str(folder)
-
-
-def _save_checkpoint(sim, folder: Path, frame: int) -> None:
-    state = sim.checkpoint()
-    state["frame"] = np.int64(frame)
-    tmp = folder / f".{CHECKPOINT}.tmp.npz"
-    np.savez(tmp, **state)
-    tmp.replace(folder / CHECKPOINT)
 
 
 class VOXFX_OT_flip_bake(JobOperator, bpy.types.Operator):
@@ -286,9 +270,7 @@ class VOXFX_OT_flip_free(bpy.types.Operator):
     bl_label = "Free Liquid Bake"
 
     def execute(self, context):
-        folder = resolve_folder(context.scene.voxfx.cache_directory) / "liquid"
-        (folder / CHECKPOINT).unlink(missing_ok=True)
-        removed = BakeCache(folder, "liquid", kind="flip").free()
+        removed = free_with_checkpoint(resolve_folder(context.scene.voxfx.cache_directory) / "liquid", "liquid", "flip")
         self.report({"INFO"}, f"Freed the liquid bake ({removed} files)")
         return {"FINISHED"}
 

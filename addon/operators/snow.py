@@ -5,7 +5,6 @@ render-safely by Geometry Nodes on a "Flakes" and a "Snow" object."""
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import bpy
 import numpy as np
@@ -15,12 +14,11 @@ from ...kernels import backend
 from ...kernels.errors import InputError
 from ...kernels.snow.domain import NO_GROUND, SnowDomain, SnowSettings
 from .. import node_setups, scene_io, writeback
-from ..cache import BakeCache, resolve_folder
+from ..cache import BakeCache, free_with_checkpoint, load_checkpoint, resolve_folder, save_checkpoint
 from ..jobs import JobOperator
 from ..ply import write_points
 
 COLLECTION = "VoxFX Snow"
-CHECKPOINT = "state.npz"
 
 
 # ---------------------------------------------------------------- settings and scene
@@ -147,12 +145,7 @@ def frame_writers(sim, domain):
 # ---------------------------------------------------------------- scene objects
 
 def _collection():
-    coll = bpy.data.collections.get(COLLECTION)
-    if coll is None:
-        coll = bpy.data.collections.new(COLLECTION)
-    if coll.name not in bpy.context.scene.collection.children:
-        bpy.context.scene.collection.children.link(coll)
-    return coll
+    return writeback.ensure_collection(COLLECTION)
 
 
 def ground_mesh(name, terrain, domain):
@@ -222,25 +215,18 @@ def snow_job(context, s, cache_dir: str, frame_start: int, frame_end: int, resum
     xp = backend.xp()
     sim = SnowSimulation(domain, settings, soup.vertices, soup.triangles,
                          obstacles.vertices if obstacles else None, obstacles.triangles if obstacles else None, xp=xp)
-    checkpoint = folder / CHECKPOINT
-    if first > frame_start and checkpoint.is_file():
-        state = dict(np.load(checkpoint))
-        if int(state.get("frame", -1)) == first - 1:
+    if first > frame_start:
+        state = load_checkpoint(folder, first - 1)
+        if state is not None:
             sim.restore(state)
         else:  # no usable state for the frame to resume from: start over
             first = cache.begin(key, frame_start, frame_end, resume=False)
-    elif first > frame_start:
-        first = cache.begin(key, frame_start, frame_end, resume=False)
     total = frame_end - frame_start + 1
     for frame in range(first, frame_end + 1):
         for sub in range(s.substeps):
             sim.step(dt)
         cache.write_frame(frame, frame_writers(sim, domain))
-        state = sim.checkpoint()
-        state["frame"] = np.int64(frame)
-        tmp = folder / f".{CHECKPOINT}.tmp.npz"
-        np.savez(tmp, **state)
-        tmp.replace(checkpoint)
+        save_checkpoint(folder, sim.checkpoint(), frame)
         yield (frame - frame_start + 1) / total, f"frame {frame}/{frame_end}: {sim.summary()}"
     attach_outputs(cache, sim.terrain_host(), domain)
     return first, frame_end, str(folder)
@@ -277,9 +263,7 @@ class VOXFX_OT_snow_free(bpy.types.Operator):
     bl_label = "Free Snow Bake"
 
     def execute(self, context):
-        folder = resolve_folder(context.scene.voxfx.cache_directory) / "snow"
-        (folder / CHECKPOINT).unlink(missing_ok=True)
-        removed = BakeCache(folder, "snow", kind="snow").free()
+        removed = free_with_checkpoint(resolve_folder(context.scene.voxfx.cache_directory) / "snow", "snow", "snow")
         self.report({"INFO"}, f"Freed the snow bake ({removed} files)")
         return {"FINISHED"}
 

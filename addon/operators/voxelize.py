@@ -274,12 +274,7 @@ def _copy_materials(soup, obj):
 
 
 def _collection():
-    coll = bpy.data.collections.get(COLLECTION)
-    if coll is None:
-        coll = bpy.data.collections.new(COLLECTION)
-    if coll.name not in bpy.context.scene.collection.children:
-        bpy.context.scene.collection.children.link(coll)
-    return coll
+    return writeback.ensure_collection(COLLECTION)
 
 
 def _safe(name: str) -> str:

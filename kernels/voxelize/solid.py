@@ -95,7 +95,6 @@ def prefix_xor_rows(words, nx: int):
     Within a word a shift-xor ladder gives the prefix; across words, a word is inverted
     when the bits before it have odd parity. Padding bits past nx are cleared.
     """
-    xp = np
     w = words.astype(np.uint32, copy=True)
     for shift in (1, 2, 4, 8, 16):
         w ^= w << np.uint32(shift)

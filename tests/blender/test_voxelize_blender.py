@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 from voxfx.addon import scene_io
-from voxfx.kernels.grid import bitgrid
 from voxfx.kernels.voxelize import voxelize
 
 from .gn_probe import sample_grid

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from tests.unit.test_snow_sim import box
+from tests.meshes import box
 from voxfx.kernels.flip.grid import FlipSettings
 from voxfx.kernels.flip.sim import FlipSimulation
 from voxfx.kernels.grid import GridSpec

@@ -4,7 +4,8 @@ ground stages agree to float rounding, the flakes statistically."""
 import numpy as np
 import pytest
 
-from tests.unit.test_snow_sim import box, merge, plane
+from tests.meshes import box, merge
+from tests.unit.test_snow_sim import plane
 from voxfx.kernels.snow.domain import SnowDomain, SnowSettings
 from voxfx.kernels.snow.sim import SnowSimulation
 

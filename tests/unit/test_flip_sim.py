@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from tests.unit.test_snow_sim import box, merge
+from tests.meshes import box
 from voxfx.kernels.flip import pressure
 from voxfx.kernels.flip.grid import FLUID, SOLID, FlipSettings
 from voxfx.kernels.flip.sim import FlipSimulation, SimulationError

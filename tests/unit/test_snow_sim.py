@@ -4,33 +4,14 @@ accounting, a wall's lee."""
 import numpy as np
 import pytest
 
+from tests.meshes import box, merge
 from voxfx.kernels.snow.domain import NO_GROUND, SnowDomain, SnowSettings
 from voxfx.kernels.snow.sim import SnowSimulation
-
-
-def box(lo, hi):
-    """Closed box mesh (outward winding)."""
-    x0, y0, z0 = lo
-    x1, y1, z1 = hi
-    v = np.array([[x0, y0, z0], [x1, y0, z0], [x1, y1, z0], [x0, y1, z0],
-                  [x0, y0, z1], [x1, y0, z1], [x1, y1, z1], [x0, y1, z1]], dtype=np.float32)
-    q = [(0, 3, 2, 1), (4, 5, 6, 7), (0, 1, 5, 4), (1, 2, 6, 5), (2, 3, 7, 6), (3, 0, 4, 7)]
-    t = [(a, b, c) for a, b, c, d in q] + [(a, c, d) for a, b, c, d in q]
-    return v, np.array(t, dtype=np.int32)
 
 
 def plane(size, z=0.0):
     v = np.array([[0, 0, z], [size, 0, z], [size, size, z], [0, size, z]], dtype=np.float32)
     return v, np.array([[0, 1, 2], [0, 2, 3]], dtype=np.int32)
-
-
-def merge(*meshes):
-    verts, tris, off = [], [], 0
-    for v, t in meshes:
-        verts.append(v)
-        tris.append(t + off)
-        off += len(v)
-    return np.concatenate(verts), np.concatenate(tris)
 
 
 def scene(wind=0.0, flakes=4000, drift=False, house=True, seed=1):

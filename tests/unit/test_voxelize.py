@@ -5,7 +5,7 @@ import pytest
 
 from tests.meshes import bunny, distance_to_mesh, rotation, torus, uv_sphere, winding_inside
 from voxfx.kernels.errors import InputError
-from voxfx.kernels.grid import GridSpec, bitgrid
+from voxfx.kernels.grid import GridSpec
 from voxfx.kernels.voxelize import voxelize
 from voxfx.kernels.voxelize.triangles import to_voxel_units
 
