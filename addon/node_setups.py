@@ -103,9 +103,11 @@ def points_from_ply_sequence(name: str, prefix: str, vectors=("velocity",), radi
     return tree
 
 
-def surface_from_depth_sequence(name: str, prefix: str, layer_z: float, grid="depth", min_depth=1e-5):
+def surface_from_depth_sequence(name: str, prefix: str, layer_z: float, grid="depth", min_depth=1e-4, lift=0.001):
     """Node tree: lift the input mesh by the depth grid of ``prefix####.vdb`` sampled at
-    (x, y, layer_z); store ``depth``; drop faces with no snow at any corner."""
+    (x, y, layer_z), plus a constant *lift* (1 mm, so thin snow never lies in the
+    terrain's own surface and flickers); store ``depth``; drop faces whose corners
+    average ≤ *min_depth*."""
     tree, gin, out = _new_tree(name)
     nodes, links = tree.nodes, tree.links
     imp = nodes.new("GeometryNodeImportVDB")
@@ -131,11 +133,15 @@ def surface_from_depth_sequence(name: str, prefix: str, layer_z: float, grid="de
     store.inputs["Name"].default_value = "depth"
     links.new(gin.outputs[0], store.inputs["Geometry"])
     links.new(depth, store.inputs["Value"])
-    lift = nodes.new("ShaderNodeCombineXYZ")
-    links.new(depth, lift.inputs["Z"])
+    raised = nodes.new("ShaderNodeMath")
+    raised.operation = "ADD"
+    raised.inputs[1].default_value = lift
+    links.new(depth, raised.inputs[0])
+    offset = nodes.new("ShaderNodeCombineXYZ")
+    links.new(raised.outputs[0], offset.inputs["Z"])
     move = nodes.new("GeometryNodeSetPosition")
     links.new(store.outputs[0], move.inputs["Geometry"])
-    links.new(lift.outputs[0], move.inputs["Offset"])
+    links.new(offset.outputs[0], move.inputs["Offset"])
     # Faces whose corners all lack snow go (the face-domain average of the stored point
     # attribute is ≤ min_depth only then); faces at the edge of a snowy area stay.
     stored = nodes.new("GeometryNodeInputNamedAttribute")
@@ -168,10 +174,11 @@ def set_input(mod, socket_name: str, value) -> None:
     mod[item.identifier] = value
 
 
-def liquid_surface_from_vdb_sequence(name: str, prefix: str, surface="surface", velocity="velocity"):
+def liquid_surface_from_vdb_sequence(name: str, prefix: str, surface="surface", velocity="velocity", material=None):
     """Node tree: mesh the level set *surface* of ``prefix####.vdb`` at its zero crossing
-    (Grid to Mesh, threshold 0) and store the *velocity* grid sampled at the vertices as
-    the ``velocity`` attribute (motion blur)."""
+    (Grid to Mesh, threshold 0), store the *velocity* grid sampled at the vertices as the
+    ``velocity`` attribute (motion blur), and give it *material* (geometry made inside a
+    node tree has no material slots of its own)."""
     tree, _, out = _new_tree(name)
     nodes, links = tree.nodes, tree.links
     imp = nodes.new("GeometryNodeImportVDB")
@@ -197,5 +204,11 @@ def liquid_surface_from_vdb_sequence(name: str, prefix: str, surface="surface", 
     store.inputs["Name"].default_value = "velocity"
     links.new(mesh.outputs[0], store.inputs["Geometry"])
     links.new(sample.outputs["Value"], store.inputs["Value"])
-    links.new(store.outputs[0], out.inputs[0])
+    geometry = store.outputs[0]
+    if material is not None:
+        paint = nodes.new("GeometryNodeSetMaterial")
+        paint.inputs["Material"].default_value = material
+        links.new(geometry, paint.inputs["Geometry"])
+        geometry = paint.outputs[0]
+    links.new(geometry, out.inputs[0])
     return tree

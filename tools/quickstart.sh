@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Quick start for a fresh clone: a virtual environment with headless Blender (bpy from
-# PyPI), then the main job on an embedded default. No Blender install, no GPU needed.
+# PyPI), then the demo: three small scenes baked and rendered. No Blender install, no GPU needed.
 #   bash tools/quickstart.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,5 +14,5 @@ fi
 
 echo "== voxfx info =="
 .venv/bin/python -m tools.cli info
-echo "== demo: embedded default scene =="
+echo "== demo: build, bake and render the Voxelize, Snow and Liquid scenes (out/) =="
 .venv/bin/python -m tools.demo --out out

@@ -145,9 +145,10 @@ def attach_outputs(cache, start, count, display=1.0):
     mod = node_setups.attach(particles, node_setups.points_from_ply_sequence("VoxFX Liquid Particles", stored))
     node_setups.set_input(mod, "Viewport Fraction", float(display))
     surface = _empty_mesh_object("Liquid Surface")
-    node_setups.attach(surface, node_setups.liquid_surface_from_vdb_sequence("VoxFX Liquid Surface", stored))
     mat = bpy.data.materials.get("VoxFX Liquid") or bpy.data.materials.new("VoxFX Liquid")
     mat.diffuse_color = (0.55, 0.75, 0.95, 0.6)
+    node_setups.attach(surface, node_setups.liquid_surface_from_vdb_sequence("VoxFX Liquid Surface", stored,
+                                                                             material=mat))
     surface.data.materials.clear()
     surface.data.materials.append(mat)
     volume = writeback.load_volume("Liquid VDB", str(cache.frame_path(start, ".vdb")), sequence_frames=(start, count),

@@ -266,11 +266,22 @@ def _material_colors(soup, material):
 
 
 def _copy_materials(soup, obj):
+    """Give *obj* the selection's material slots, keeping its per-face material indices
+    (Blender drops a mesh's ``material_index`` attribute when its slots are cleared)."""
     if soup is None:
         return
-    obj.data.materials.clear()
+    data = obj.data
+    kept = data.attributes.get("material_index") if isinstance(data, bpy.types.Mesh) else None
+    saved = None
+    if kept is not None:
+        saved = np.empty(len(kept.data), np.int32)
+        kept.data.foreach_get("value", saved)
+    data.materials.clear()
     for name in soup.materials:
-        obj.data.materials.append(bpy.data.materials.get(name))
+        data.materials.append(bpy.data.materials.get(name))
+    if saved is not None:
+        attr = data.attributes.get("material_index") or data.attributes.new("material_index", "INT", "FACE")
+        attr.data.foreach_set("value", saved)
 
 
 def _collection():

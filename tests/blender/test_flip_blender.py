@@ -47,6 +47,7 @@ def test_bake_writes_mesh_points_and_vdb_per_frame(dam):
     dg = bpy.context.evaluated_depsgraph_get()
     surface = bpy.data.objects["Liquid Surface"].evaluated_get(dg).data
     assert len(surface.vertices) > 50 and "velocity" in surface.attributes
+    assert [m.name for m in surface.materials if m] == ["VoxFX Liquid"]  # set inside the node tree
     co = np.array([v.co[:] for v in surface.vertices])
     assert co.min() > -0.06 and co[:, 0].max() < 1.06  # inside the domain (± a cell)
     geometry = bpy.data.objects["Liquid Particles"].evaluated_get(dg).evaluated_geometry()

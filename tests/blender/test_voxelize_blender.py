@@ -190,3 +190,26 @@ def test_cli_voxelize_to_vdb_and_vox(tmp_path):
                         "--out", str(tmp_path / "x.vdb")], cwd=ROOT, capture_output=True, text=True, timeout=300,
                        env={"VOXFX_BACKEND": "cpu", "PATH": ""})
     assert r.returncode == 1 and "must be positive" in r.stderr
+
+
+def test_block_faces_keep_the_material_of_their_object(tmp_path):
+    bpy.ops.mesh.primitive_cube_add(location=(0, 0, 0))
+    a = bpy.context.active_object
+    a.data.materials.append(bpy.data.materials.new("A"))
+    bpy.ops.mesh.primitive_cube_add(location=(4, 0, 0))
+    b = bpy.context.active_object
+    b.data.materials.append(bpy.data.materials.new("B"))
+    for o in (a, b):
+        o.select_set(True)
+    with voxfx_registered():
+        s = bpy.context.scene.voxfx.voxelize
+        s.resolution, s.output_points, s.output_blocks = 24, False, True
+        assert bpy.ops.voxfx.voxelize() == {"FINISHED"}
+    blocks = next(o for o in bpy.data.objects if o.name.endswith("_blocks"))
+    slots = [m.name for m in blocks.data.materials]
+    index = np.empty(len(blocks.data.polygons), np.int32)
+    blocks.data.polygons.foreach_get("material_index", index)
+    centre = np.empty(3 * len(blocks.data.polygons), np.float32)
+    blocks.data.polygons.foreach_get("center", centre)
+    x = centre.reshape(-1, 3)[:, 0]
+    assert {slots[i] for i in index[x < 2]} == {"A"} and {slots[i] for i in index[x > 2]} == {"B"}
