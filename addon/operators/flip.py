@@ -14,7 +14,7 @@ from ...kernels import backend
 from ...kernels.errors import InputError
 from ...kernels.flip.grid import FlipSettings
 from ...kernels.grid import GridSpec
-from .. import node_setups, scene_io, writeback
+from .. import materials, node_setups, scene_io, writeback
 from ..cache import BakeCache, free_with_checkpoint, load_checkpoint, resolve_folder, save_checkpoint
 from ..jobs import JobOperator
 from ..ply import write_points
@@ -145,8 +145,7 @@ def attach_outputs(cache, start, count, display=1.0):
     mod = node_setups.attach(particles, node_setups.points_from_ply_sequence("VoxFX Liquid Particles", stored))
     node_setups.set_input(mod, "Viewport Fraction", float(display))
     surface = _empty_mesh_object("Liquid Surface")
-    mat = bpy.data.materials.get("VoxFX Liquid") or bpy.data.materials.new("VoxFX Liquid")
-    mat.diffuse_color = (0.55, 0.75, 0.95, 0.6)
+    mat = materials.liquid()
     node_setups.attach(surface, node_setups.liquid_surface_from_vdb_sequence("VoxFX Liquid Surface", stored,
                                                                              material=mat))
     surface.data.materials.clear()

@@ -13,7 +13,7 @@ from mathutils import Vector
 from ...kernels import backend
 from ...kernels.errors import InputError
 from ...kernels.snow.domain import NO_GROUND, SnowDomain, SnowSettings
-from .. import node_setups, scene_io, writeback
+from .. import materials, node_setups, scene_io, writeback
 from ..cache import BakeCache, free_with_checkpoint, load_checkpoint, resolve_folder, save_checkpoint
 from ..jobs import JobOperator
 from ..ply import write_points
@@ -162,15 +162,6 @@ def ground_mesh(name, terrain, domain):
     return writeback.write_mesh(name, verts.astype(np.float32), quads.astype(np.int32), collection=_collection())
 
 
-def snow_material():
-    mat = bpy.data.materials.get("VoxFX Snow")
-    if mat is None:
-        mat = bpy.data.materials.new("VoxFX Snow")
-        mat.diffuse_color = (0.95, 0.97, 1.0, 1.0)
-        mat.roughness = 0.6
-    return mat
-
-
 def attach_outputs(cache, terrain, domain):
     prefix = str(cache.folder / f"{cache.name}_")
     flakes = bpy.data.objects.get("Snow Flakes") or bpy.data.objects.new("Snow Flakes", bpy.data.meshes.new("Snow Flakes"))
@@ -180,7 +171,7 @@ def attach_outputs(cache, terrain, domain):
                                                                     if bpy.data.filepath else prefix))
     cover = ground_mesh("Snow Cover", terrain, domain)
     cover.data.materials.clear()
-    cover.data.materials.append(snow_material())
+    cover.data.materials.append(materials.snow())
     node_setups.attach(cover, node_setups.surface_from_depth_sequence(
         "VoxFX Snow Cover", bpy.path.relpath(prefix) if bpy.data.filepath else prefix, 0.0))
     return flakes, cover

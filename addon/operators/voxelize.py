@@ -24,7 +24,7 @@ from ...kernels.voxelize.blocks import exterior_faces
 from ...kernels.voxelize.coverage import coverage
 from ...kernels.voxelize.lines import voxelize_segments
 from ...kernels.voxelize.topology import open_objects
-from .. import scene_io, writeback
+from .. import materials, scene_io, writeback
 from ..cache import BakeCache, resolve_folder
 from ..jobs import JobOperator
 
@@ -212,6 +212,8 @@ def _voxelize_group(base, soup, segments, spec, request, vote, warnings) -> Resu
         path = folder / f"{_safe(base)}_{int(time.time() * 1000):x}.vdb"
         writeback.write_vdb(path, {"density": dense}, spec)
         obj = writeback.load_volume(f"{base}_volume", str(path), collection=_collection())
+        if not obj.data.materials:
+            obj.data.materials.append(materials.volume())
         result.objects.append(obj.name)
         result.files.append(str(path))
     if "blocks" in request.outputs or "vox" in request.outputs:

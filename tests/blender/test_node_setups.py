@@ -104,3 +104,15 @@ def test_liquid_surface_meshes_the_level_set_with_velocity(tmp_path):
     v = np.empty(3 * len(co), np.float32)
     mesh.attributes["velocity"].data.foreach_get("vector", v)
     assert np.allclose(v.reshape(-1, 3)[:, 0], 2.5, atol=1e-4)
+
+
+def test_effect_materials_use_the_effects_attributes():
+    from voxfx.addon import materials
+
+    snow = materials.snow()
+    assert any(n.type == "ATTRIBUTE" and n.attribute_name == "depth" for n in snow.node_tree.nodes)
+    water = materials.liquid().node_tree.nodes["Principled BSDF"]
+    assert water.inputs["Transmission Weight"].default_value == 1.0 and water.inputs["IOR"].default_value == pytest.approx(1.33)
+    vol = next(n for n in materials.volume().node_tree.nodes if n.type == "PRINCIPLED_VOLUME")
+    assert vol.inputs["Density Attribute"].default_value == "density"
+    assert materials.snow() is snow  # created once, then reused (artists may edit it)
