@@ -206,6 +206,23 @@ add_command("voxelize", "voxelize objects into a volume (.vdb), MagicaVoxel (.vo
 
 # ------------------------------------------------------------------ snow
 
+def run_bake(job, title: str, save: bool) -> int:
+    """Run a bake job to the end with console progress; report, optionally save."""
+    from ..kernels.errors import InputError
+    from .jobs import JobRunner, console_progress
+
+    runner = JobRunner(job, title=title)
+    runner.run(console_progress(title))
+    if runner.state != "FINISHED":
+        raise InputError(runner.error or f"{title} bake was cancelled")
+    first, last, folder = runner.result
+    print(f"baked frames {first}-{last} into {folder}")
+    if save:
+        bpy.ops.wm.save_mainfile()
+        print(f"saved {bpy.data.filepath}")
+    return 0
+
+
 def frame_range(text, scene) -> tuple[int, int]:
     """``--frames A-B`` (or the scene's range when not given)."""
     from ..kernels.errors import InputError
@@ -231,7 +248,6 @@ def _snow_configure(p: argparse.ArgumentParser) -> None:
 
 def _snow_run(args) -> int:
     from ..kernels.errors import InputError
-    from .jobs import JobRunner, console_progress
     from .operators.snow import snow_job
 
     scene = bpy.context.scene
@@ -245,17 +261,8 @@ def _snow_run(args) -> int:
         if value is not None:
             setattr(s, attr, value)
     start, end = frame_range(args.frames, scene)
-    runner = JobRunner(snow_job(bpy.context, s, scene.voxfx.cache_directory, start, end, resume=not args.fresh),
-                       title="snow")
-    runner.run(console_progress("snow"))
-    if runner.state != "FINISHED":
-        raise InputError(runner.error or "snow bake was cancelled")
-    first, last, folder = runner.result
-    print(f"baked frames {first}-{last} into {folder}")
-    if args.save:
-        bpy.ops.wm.save_mainfile()
-        print(f"saved {bpy.data.filepath}")
-    return 0
+    return run_bake(snow_job(bpy.context, s, scene.voxfx.cache_directory, start, end, resume=not args.fresh),
+                    "snow", args.save)
 
 
 add_command("snow", "bake snowfall (flakes, snow cover, depth images) over a frame range", _snow_configure, _snow_run)
@@ -273,7 +280,6 @@ def _flip_configure(p: argparse.ArgumentParser) -> None:
 
 def _flip_run(args) -> int:
     from ..kernels.errors import InputError
-    from .jobs import JobRunner, console_progress
     from .operators.flip import flip_job
 
     scene = bpy.context.scene
@@ -285,17 +291,8 @@ def _flip_run(args) -> int:
     if args.resolution is not None:
         f.resolution = args.resolution
     start, end = frame_range(args.frames, scene)
-    runner = JobRunner(flip_job(bpy.context, f, scene.voxfx.cache_directory, start, end, resume=not args.fresh),
-                       title="flip")
-    runner.run(console_progress("flip"))
-    if runner.state != "FINISHED":
-        raise InputError(runner.error or "liquid bake was cancelled")
-    first, last, folder = runner.result
-    print(f"baked frames {first}-{last} into {folder}")
-    if args.save:
-        bpy.ops.wm.save_mainfile()
-        print(f"saved {bpy.data.filepath}")
-    return 0
+    return run_bake(flip_job(bpy.context, f, scene.voxfx.cache_directory, start, end, resume=not args.fresh),
+                    "flip", args.save)
 
 
 add_command("flip", "bake a FLIP liquid (particles, surface, VDB) over a frame range", _flip_configure, _flip_run)
