@@ -20,6 +20,7 @@ import numpy as np
 ENV_VAR = "VOXFX_BACKEND"
 CHOICES = ("auto", "cpu", "gpu")
 CUDA_DIR = Path(__file__).resolve().parent / "cuda"
+CUDA_INCLUDE = CUDA_DIR / "include"  # shared device helpers (*.cuh), on every module's include path
 
 # Leave this much of the free memory unclaimed: allocators fragment, drivers and
 # Blender itself need headroom.
@@ -269,7 +270,8 @@ def load_module(filename: str, options: tuple = ()):
     key = (filename, tuple(options), cp.cuda.Device().id)
     mod = _modules.get(key)
     if mod is None:
-        mod = cp.RawModule(code=cuda_source(filename), options=("--std=c++17",) + tuple(options))
+        mod = cp.RawModule(code=cuda_source(filename),
+                           options=("--std=c++17", f"-I{CUDA_INCLUDE}") + tuple(options))
         mod.compile()
         _modules[key] = mod
     return mod

@@ -47,21 +47,7 @@ __device__ __forceinline__ void decode_cell(long long c, int nx, int ny, int& i,
     k = (int)(r / ny);
 }
 
-// Σ x_n over the six neighbours inside the grid; x is 0 on every cell that is not an
-// unknown, so AIR neighbours add p = 0 (Dirichlet) and SOLID ones nothing (Neumann).
-__device__ __forceinline__ float neighbour_sum(const float* __restrict__ x, long long c, int i, int j, int k, int nx,
-                                               int ny, int nz)
-{
-    const long long plane = (long long)nx * ny;
-    float s = 0.0f;
-    if (i > 0) s += x[c - 1];
-    if (i < nx - 1) s += x[c + 1];
-    if (j > 0) s += x[c - nx];
-    if (j < ny - 1) s += x[c + nx];
-    if (k > 0) s += x[c - plane];
-    if (k < nz - 1) s += x[c + plane];
-    return s;
-}
+#include "voxfx_stencil.cuh"  // neighbour_sum: the 7-point stencil's off-diagonal sum
 
 // ------------------------------------------------------------------------ reductions
 

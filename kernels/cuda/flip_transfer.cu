@@ -24,28 +24,7 @@
 
 #define PUSH_EPSILON 1e-3f  // transfer.py PUSH_EPSILON: cells inside a free cell after a push-out
 
-// ------------------------------------------------------------------------------ RNG (kernels/snow/rng.py)
-
-__device__ __forceinline__ unsigned int mix32(unsigned int x)  // MurmurHash3 finalizer
-{
-    x ^= x >> 16;
-    x *= 0x85EBCA6Bu;
-    x ^= x >> 13;
-    x *= 0xC2B2AE35u;
-    x ^= x >> 16;
-    return x;
-}
-
-__device__ __forceinline__ unsigned int rng_key(unsigned int seed_key, unsigned int id, unsigned int slot)
-{
-    return mix32(mix32(id ^ seed_key) ^ slot);
-}
-
-__device__ __forceinline__ float rng_uniform(unsigned int key, unsigned int stream)
-{
-    unsigned int h = mix32(mix32(key ^ (stream * 0x9E3779B9u)));
-    return (float)(h >> 8) * 5.9604644775390625e-08f;  // 2^-24: exact
-}
+#include "voxfx_rng.cuh"  // RNG of kernels/snow/rng.py
 
 // ------------------------------------------------------------------------------ seeding
 

@@ -31,28 +31,7 @@ typedef unsigned long long landed_t;
 #define TWO_PI 6.283185307179586f
 #define NO_GROUND (-3.0e38f)
 
-// ------------------------------------------------------------------------------ RNG (rng.py)
-
-__device__ __forceinline__ unsigned int mix32(unsigned int x)  // MurmurHash3 finalizer
-{
-    x ^= x >> 16;
-    x *= 0x85EBCA6Bu;
-    x ^= x >> 13;
-    x *= 0xC2B2AE35u;
-    x ^= x >> 16;
-    return x;
-}
-
-__device__ __forceinline__ unsigned int flake_key(unsigned int seed_key, unsigned int id, unsigned int spawn)
-{
-    return mix32(mix32(id ^ seed_key) ^ spawn);
-}
-
-__device__ __forceinline__ float flake_uniform(unsigned int key, unsigned int stream)
-{
-    unsigned int h = mix32(mix32(key ^ (stream * 0x9E3779B9u)));
-    return (float)(h >> 8) * 5.9604644775390625e-08f;  // 2^-24: exact
-}
+#include "voxfx_rng.cuh"  // RNG of rng.py
 
 // ------------------------------------------------------------------------------ parameters
 
@@ -75,10 +54,10 @@ struct Spawning {  // everything a (re)spawn and the per-flake constants need
 __device__ __forceinline__ void flake_parameters(const Spawning& s, unsigned int key, float& vmax, float& radius,
                                                  float& omega)
 {
-    vmax = s.vmax_lo + flake_uniform(key, STREAM_VMAX) * s.vmax_span;
-    radius = (s.radius_lo + flake_uniform(key, STREAM_RADIUS) * s.radius_span) * s.radius_scale;
-    omega = s.omega_lo + flake_uniform(key, STREAM_OMEGA) * s.omega_span;
-    if (flake_uniform(key, STREAM_OMEGA_SIGN) < 0.5f) omega = -omega;
+    vmax = s.vmax_lo + rng_uniform(key, STREAM_VMAX) * s.vmax_span;
+    radius = (s.radius_lo + rng_uniform(key, STREAM_RADIUS) * s.radius_span) * s.radius_scale;
+    omega = s.omega_lo + rng_uniform(key, STREAM_OMEGA) * s.omega_span;
+    if (rng_uniform(key, STREAM_OMEGA_SIGN) < 0.5f) omega = -omega;
 }
 
 // Table 2.2: V_snow = ([-1, 1], [-1, 1], -V_max,z) (z up), a random spiral phase.
@@ -86,10 +65,10 @@ __device__ __forceinline__ void spawn_velocity(const Spawning& s, unsigned int k
 {
     float vmax, radius, omega;
     flake_parameters(s, key, vmax, radius, omega);
-    v[0] = 2.0f * flake_uniform(key, STREAM_VX) - 1.0f;
-    v[1] = 2.0f * flake_uniform(key, STREAM_VY) - 1.0f;
+    v[0] = 2.0f * rng_uniform(key, STREAM_VX) - 1.0f;
+    v[1] = 2.0f * rng_uniform(key, STREAM_VY) - 1.0f;
     v[2] = -vmax;
-    phase = flake_uniform(key, STREAM_PHASE) * TWO_PI;
+    phase = rng_uniform(key, STREAM_PHASE) * TWO_PI;
 }
 
 __device__ __forceinline__ int nearest_vertex(float x, float origin, float cell, int n)
@@ -130,7 +109,7 @@ extern "C" __global__ void flake_uniforms(const unsigned int* __restrict__ ids, 
 {
     long long f = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (f >= n) return;
-    out[f] = flake_uniform(flake_key(seed_key, ids[f], spawn[f]), stream);
+    out[f] = rng_uniform(rng_key(seed_key, ids[f], spawn[f]), stream);
 }
 
 // First spawn (spawn = 0): uniform in the part of the domain box above the ground
@@ -145,13 +124,13 @@ extern "C" __global__ void init_flakes(float* __restrict__ pos, float* __restric
     long long f = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (f >= n) return;
     const Spawning s = SPAWNING;
-    unsigned int key = flake_key(s.seed_key, (unsigned int)f, 0u);
+    unsigned int key = rng_key(s.seed_key, (unsigned int)f, 0u);
     float x = 0.0f, y = 0.0f, z = 0.0f;
     for (unsigned int attempt = 0u; attempt < INIT_ATTEMPTS; ++attempt) {
         unsigned int o = attempt * INIT_ATTEMPT_STRIDE;
-        x = s.ox + flake_uniform(key, STREAM_X + o) * s.lx;
-        y = s.oy + flake_uniform(key, STREAM_Y + o) * s.ly;
-        float uz = flake_uniform(key, STREAM_Z + o);
+        x = s.ox + rng_uniform(key, STREAM_X + o) * s.lx;
+        y = s.oy + rng_uniform(key, STREAM_Y + o) * s.ly;
+        float uz = rng_uniform(key, STREAM_Z + o);
         float z_lo = s.oz;
         if (has_terrain) {
             long long c = (long long)nearest_vertex(y, gy0, gcell, gy) * gx + nearest_vertex(x, gx0, gcell, gx);
@@ -190,7 +169,7 @@ extern "C" __global__ void step_flakes(float* __restrict__ pos, float* __restric
         float ph = phase[f];
         unsigned int sp = spawn[f];
         float vmax, radius, omega;
-        flake_parameters(s, flake_key(s.seed_key, (unsigned int)f, sp), vmax, radius, omega);
+        flake_parameters(s, rng_key(s.seed_key, (unsigned int)f, sp), vmax, radius, omega);
 
         // Wind at p: MAC faces, u-face (i, j, k) at (i, j + ½, k + ½)·h from the origin.
         float gxf = (p[0] - s.ox) * inv_h, gyf = (p[1] - s.oy) * inv_h, gzf = (p[2] - s.oz) * inv_h;
@@ -271,10 +250,10 @@ extern "C" __global__ void step_flakes(float* __restrict__ pos, float* __restric
         }
         if (respawn) {  // §3.3.1: a new life near the top, new x/y, new parameters
             sp += 1u;
-            unsigned int key = flake_key(s.seed_key, (unsigned int)f, sp);
-            x = s.ox + flake_uniform(key, STREAM_X) * s.lx;
-            y = s.oy + flake_uniform(key, STREAM_Y) * s.ly;
-            z = s.top - flake_uniform(key, STREAM_Z) * s.drop;
+            unsigned int key = rng_key(s.seed_key, (unsigned int)f, sp);
+            x = s.ox + rng_uniform(key, STREAM_X) * s.lx;
+            y = s.oy + rng_uniform(key, STREAM_Y) * s.ly;
+            z = s.top - rng_uniform(key, STREAM_Z) * s.drop;
             spawn_velocity(s, key, Vn, ph);
             spawn[f] = sp;
         }

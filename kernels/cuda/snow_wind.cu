@@ -210,21 +210,7 @@ extern "C" __global__ void build_rhs(const float* __restrict__ u, const float* _
     block_max_into(&stats[0], fabsf(b));
 }
 
-// Neighbour sum Σ p_n over the six cells inside the grid. Solid cells hold p = 0, so
-// obstacles drop out of the sum as they drop out of `diag` (Neumann, §2.4.2).
-__device__ __forceinline__ float neighbour_sum(const float* __restrict__ p, long long c, int i, int j, int k, int nx,
-                                               int ny, int nz)
-{
-    const long long plane = (long long)nx * ny;
-    float s = 0.0f;
-    if (i > 0) s += p[c - 1];
-    if (i < nx - 1) s += p[c + 1];
-    if (j > 0) s += p[c - nx];
-    if (j < ny - 1) s += p[c + nx];
-    if (k > 0) s += p[c - plane];
-    if (k < nz - 1) s += p[c + plane];
-    return s;
-}
+#include "voxfx_stencil.cuh"  // neighbour_sum: the 7-point stencil's off-diagonal sum
 
 // One colour of a red-black SOR sweep (Eq. 2.17 with Eq. 2.19): p ← p + ω(p̄ − p),
 // p̄ = (b + Σ p_n)/diag, diag = number of fluid neighbours inside the grid.

@@ -35,7 +35,8 @@ def test_blender_validates_the_source_tree():
 def test_built_zip_has_the_addon_and_not_the_dev_tree(built_zip):
     names = zipfile.ZipFile(built_zip).namelist()
     for needed in ("blender_manifest.toml", "__init__.py", "addon/__init__.py", "kernels/backend.py",
-                   "kernels/cuda/bitgrid.cu"):
+                   "kernels/cuda/bitgrid.cu", "kernels/cuda/include/voxfx_rng.cuh",
+                   "kernels/cuda/include/voxfx_stencil.cuh"):
         assert needed in names
     for excluded in ("tests/", "bench/", "demo_blends/", ".ci/", "tools/", ".venv/"):
         assert not any(n.startswith(excluded) for n in names), excluded

@@ -20,7 +20,7 @@ def test_there_are_cuda_sources():
 @pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.name)
 def test_cuda_source_compiles(source, arch, tmp_path):
     out = tmp_path / (source.stem + ".ptx")
-    r = subprocess.run(["nvcc", "-ptx", f"-arch={arch}", "--std=c++17", "-Werror", "all-warnings",
-                        str(source), "-o", str(out)], capture_output=True, text=True, timeout=300)
+    r = subprocess.run(["nvcc", "-ptx", f"-arch={arch}", "--std=c++17", f"-I{backend.CUDA_INCLUDE}", "-Werror",
+                        "all-warnings", str(source), "-o", str(out)], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     assert out.stat().st_size > 0
