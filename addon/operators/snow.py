@@ -148,28 +148,43 @@ def _collection():
     return writeback.ensure_collection(COLLECTION)
 
 
-def ground_mesh(name, terrain, domain):
-    """A quad mesh over the ground lattice at terrain height (no faces where no receiver)."""
+# Snow slides off slopes steeper than its angle of repose, so a cover quad much steeper
+# than that spans a step of the height field (a roof edge, a wall, a tree's crown), not a
+# snow surface. The margin keeps slopes the lattice only makes look steeper.
+COVER_SLOPE_MARGIN_DEG = 20.0
+
+
+def cover_max_slope(repose_angle_deg: float) -> float:
+    return min(repose_angle_deg + COVER_SLOPE_MARGIN_DEG, 85.0)
+
+
+def ground_mesh(name, terrain, domain, max_slope_deg: float):
+    """A quad mesh over the ground lattice at terrain height: no faces where no receiver,
+    and none across a step of the height field (rise over the quad's side steeper than
+    *max_slope_deg*), so snow on a roof does not hang down to the ground like a curtain."""
     gy, gx = terrain.shape
     x0, y0 = domain.ground_origin
     c = domain.ground_cell
     jj, ii = np.mgrid[0:gy, 0:gx]
-    verts = np.stack([x0 + ii * c, y0 + jj * c, np.where(terrain == NO_GROUND, 0.0, terrain)], -1).reshape(-1, 3)
+    z = np.where(terrain == NO_GROUND, 0.0, terrain)
+    verts = np.stack([x0 + ii * c, y0 + jj * c, z], -1).reshape(-1, 3)
     idx = (jj * gx + ii)[:-1, :-1].ravel()
     quads = np.stack([idx, idx + 1, idx + gx + 1, idx + gx], axis=1)
     has = (terrain != NO_GROUND).ravel()
-    quads = quads[has[quads].all(axis=1)]
+    corner_z = z.ravel()[quads]
+    flat_enough = np.ptp(corner_z, axis=1) <= c * math.tan(math.radians(max_slope_deg))
+    quads = quads[has[quads].all(axis=1) & flat_enough]
     return writeback.write_mesh(name, verts.astype(np.float32), quads.astype(np.int32), collection=_collection())
 
 
-def attach_outputs(cache, terrain, domain):
+def attach_outputs(cache, terrain, domain, repose_angle_deg):
     prefix = str(cache.folder / f"{cache.name}_")
     flakes = bpy.data.objects.get("Snow Flakes") or bpy.data.objects.new("Snow Flakes", bpy.data.meshes.new("Snow Flakes"))
     if flakes.name not in _collection().objects:
         _collection().objects.link(flakes)
     node_setups.attach(flakes, node_setups.points_from_ply_sequence("VoxFX Flakes", bpy.path.relpath(prefix)
                                                                     if bpy.data.filepath else prefix))
-    cover = ground_mesh("Snow Cover", terrain, domain)
+    cover = ground_mesh("Snow Cover", terrain, domain, cover_max_slope(repose_angle_deg))
     cover.data.materials.clear()
     cover.data.materials.append(materials.snow())
     node_setups.attach(cover, node_setups.surface_from_depth_sequence(
@@ -219,7 +234,7 @@ def snow_job(context, s, cache_dir: str, frame_start: int, frame_end: int, resum
         cache.write_frame(frame, frame_writers(sim, domain))
         save_checkpoint(folder, sim.checkpoint(), frame)
         yield (frame - frame_start + 1) / total, f"frame {frame}/{frame_end}: {sim.summary()}"
-    attach_outputs(cache, sim.terrain_host(), domain)
+    attach_outputs(cache, sim.terrain_host(), domain, settings.repose_angle_deg)
     return first, frame_end, str(folder)
 
 

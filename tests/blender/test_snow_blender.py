@@ -61,6 +61,11 @@ def test_bake_writes_every_frame_and_loads_render_safely(snowy):
     roof = z > 2.0  # the cube's top is a receiver: snow on the roof, above z = 2
     assert roof.any() and depth[roof].max() > 0
     assert cover.data.materials[0].name == "VoxFX Snow"
+    # No face bridges the 2 m step from the ground to the cube's top (a snow curtain),
+    # yet both the roof and the ground keep their faces.
+    corners = [[cover.data.vertices[i].co.z for i in p.vertices] for p in cover.data.polygons]
+    assert not [c for c in corners if min(c) < 0.5 and max(c) > 1.5]
+    assert any(min(c) > 1.9 for c in corners) and sum(max(c) < 0.1 for c in corners) > 100
 
 
 def test_resume_gives_the_same_frames_as_an_uninterrupted_bake(snowy):
