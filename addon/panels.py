@@ -122,6 +122,7 @@ class VOXFX_PT_flip(bpy.types.Panel):
         layout.prop(f, "max_substeps")
         layout.prop(f, "pressure_tolerance")
         layout.prop(f, "seed")
+        layout.prop(f, "particle_display")
         obj = context.active_object
         if obj is not None and hasattr(obj, "voxfx_flip"):
             box = layout.box()

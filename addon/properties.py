@@ -6,6 +6,17 @@ import bpy
 _RELATIVE_PATH = {"PATH_SUPPORTS_BLEND_RELATIVE"} if bpy.app.version >= (4, 5, 0) else set()
 
 
+def _show_particle_fraction(settings, context):
+    """Viewport Particles applies at once to a baked "Liquid Particles" object."""
+    from . import node_setups
+
+    obj = bpy.data.objects.get("Liquid Particles")
+    mod = obj.modifiers.get("VoxFX") if obj else None
+    if mod is not None and mod.node_group is not None:
+        node_setups.set_input(mod, "Viewport Fraction", settings.particle_display)
+        obj.update_tag()
+
+
 class VoxelizeSettings(bpy.types.PropertyGroup):
     size_mode: bpy.props.EnumProperty(
         name="Size By",
@@ -158,7 +169,7 @@ class FlipSettings(bpy.types.PropertyGroup):
         default=1e-4, min=1e-8, max=1e-1, precision=6)
     particle_display: bpy.props.FloatProperty(
         name="Viewport Particles", description="Fraction of the particles shown in the viewport",
-        default=1.0, min=0.0, max=1.0, subtype="FACTOR")
+        default=1.0, min=0.0, max=1.0, subtype="FACTOR", update=_show_particle_fraction)
     seed: bpy.props.IntProperty(name="Seed", default=0, min=0, description="Seed of the particle jitter")
 
 

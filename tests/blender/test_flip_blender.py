@@ -52,6 +52,10 @@ def test_bake_writes_mesh_points_and_vdb_per_frame(dam):
     assert co.min() > -0.06 and co[:, 0].max() < 1.06  # inside the domain (± a cell)
     geometry = bpy.data.objects["Liquid Particles"].evaluated_get(dg).evaluated_geometry()
     assert len(geometry.pointcloud.points) == len(first)
+    f.particle_display = 0.25  # the panel's Viewport Particles applies to the baked object at once
+    dg = bpy.context.evaluated_depsgraph_get()  # background: a viewport depsgraph
+    thinned = bpy.data.objects["Liquid Particles"].evaluated_get(dg).evaluated_geometry()
+    assert 0.15 * len(first) < len(thinned.pointcloud.points) < 0.35 * len(first)
     vol = bpy.data.objects["Liquid VDB"]
     assert vol.data.is_sequence and vol.data.frame_duration == 4
     assert vol.data.grids.load() and {g.name for g in vol.data.grids} == {"surface", "velocity"}
