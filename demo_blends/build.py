@@ -3,8 +3,9 @@
     python demo_blends/build.py --out DIR
 
 Writes DIR/voxelize.blend, DIR/snow.blend and DIR/flip.blend: small scenes with a camera,
-a sun, simple materials and the VoxFX settings filled in, ready to bake. The .blend files
-are build outputs (not committed); ``tools/demo.py`` builds, bakes and renders them.
+a sun, simple materials and the VoxFX settings filled in, ready to bake. The copies in
+this folder were made with ``--out demo_blends`` (rerun it for a new Blender version);
+``tools/demo.py`` builds fresh ones, bakes and renders them.
 """
 
 from __future__ import annotations
@@ -198,7 +199,7 @@ def build_snow(frames: int = SNOW_FRAMES):
     s.sky_height = 5.0
     s.wind_speed, s.wind_direction, s.gust_strength = 4.0, math.radians(90), 0.4  # crosswind towards +Y
     s.snowfall_rate = 2000.0  # exaggerated so that a few frames show a cover
-    s.wind_resolution, s.ground_resolution, s.flake_count = 24, 96, 50_000
+    s.wind_resolution, s.ground_resolution, s.flake_count = 24, 128, 200_000
     return coll
 
 
@@ -219,7 +220,7 @@ def build_flip(frames: int = FLIP_FRAMES):
     rock = add(bpy.ops.mesh.primitive_cube_add, size=0.3, location=(1.2, 0.45, 0.15),
                rotation=(0, 0, math.radians(30)))
     rock.name = "Obstacle"
-    assign(rock, material("Stone", (0.35, 0.33, 0.3, 1)))
+    assign(rock, material("Stone", (0.55, 0.32, 0.14, 1)))
     tank = add(bpy.ops.mesh.primitive_plane_add, size=1, location=(1.0, 0.5, -0.005))
     tank.name = "Tank Floor"
     tank.scale = (2.0, 1.0, 1.0)
@@ -231,7 +232,7 @@ def build_flip(frames: int = FLIP_FRAMES):
     water.voxfx_flip.role = "LIQUID"
     rock.voxfx_flip.role = "OBSTACLE"
     f = scene.voxfx.flip
-    f.domain, f.resolution = domain, 32
+    f.domain, f.resolution = domain, 40
     camera_and_sun((2.4, -2.2, 1.6), (0.95, 0.5, 0.2), lens=30, sun_strength=2.5)
     return domain, water, rock
 

@@ -24,8 +24,8 @@ ROOT = Path(__file__).resolve().parents[1]
 SIZES = {
     "tiny": dict(still=(160, 90), samples=4, voxels=16, snow_frames=4, wind=12, ground=32, flakes=4000,
                  flip_frames=4, flip_resolution=16),
-    "small": dict(still=(320, 180), samples=8, voxels=48, snow_frames=10, wind=16, ground=64, flakes=20_000,
-                  flip_frames=12, flip_resolution=24),
+    "small": dict(still=(640, 360), samples=16, voxels=96, snow_frames=24, wind=24, ground=128, flakes=200_000,
+                  flip_frames=24, flip_resolution=40),
 }
 
 
