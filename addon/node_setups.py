@@ -15,6 +15,13 @@ from __future__ import annotations
 import bpy
 
 
+# Before Blender 5.0, Grid to Mesh (and Volume to Mesh) put the surface half a voxel off
+# along +x, +y and +z of the grid (measured with bpy 4.5.15: a level-set ball comes out
+# centred at its true centre + 0.5 voxel; bpy 5.0.1 meshes it in place). Sample Grid is
+# right in both, so only the mesh is moved back.
+MESHER_HALF_VOXEL_OFF = bpy.app.version < (5, 0, 0)
+
+
 def _frame_path(tree, prefix: str, suffix: str):
     """A string socket with prefix + frame (zero-padded to 4) + suffix."""
     nodes, links = tree.nodes, tree.links
@@ -190,6 +197,19 @@ def liquid_surface_from_vdb_sequence(name: str, prefix: str, surface="surface", 
     mesh = nodes.new("GeometryNodeGridToMesh")
     links.new(phi.outputs["Grid"], mesh.inputs["Grid"])
     mesh.inputs["Threshold"].default_value = 0.0
+    surface_mesh = mesh.outputs[0]
+    if MESHER_HALF_VOXEL_OFF:
+        # Move the surface back by half a voxel, along the grid's own axes (its transform).
+        info = nodes.new("GeometryNodeGridInfo")
+        info.data_type = "FLOAT"
+        links.new(phi.outputs["Grid"], info.inputs["Grid"])
+        back = nodes.new("FunctionNodeTransformDirection")
+        back.inputs["Direction"].default_value = (-0.5, -0.5, -0.5)
+        links.new(info.outputs["Transform"], back.inputs["Transform"])
+        shift = nodes.new("GeometryNodeSetPosition")
+        links.new(surface_mesh, shift.inputs["Geometry"])
+        links.new(back.outputs[0], shift.inputs["Offset"])
+        surface_mesh = shift.outputs[0]
     vel = nodes.new("GeometryNodeGetNamedGrid")
     vel.data_type = "VECTOR"
     vel.inputs["Name"].default_value = velocity
@@ -202,7 +222,7 @@ def liquid_surface_from_vdb_sequence(name: str, prefix: str, surface="surface", 
     store.data_type = "FLOAT_VECTOR"
     store.domain = "POINT"
     store.inputs["Name"].default_value = "velocity"
-    links.new(mesh.outputs[0], store.inputs["Geometry"])
+    links.new(surface_mesh, store.inputs["Geometry"])
     links.new(sample.outputs["Value"], store.inputs["Value"])
     geometry = store.outputs[0]
     if material is not None:

@@ -367,14 +367,22 @@ def set_mesh_positions(target, positions):
 
 
 def openvdb_module():
-    """Blender's bundled OpenVDB Python module."""
-    try:
-        if bpy.app.version >= (4, 5, 0):
-            bpy.utils.expose_bundled_modules()  # makes the bundled 'openvdb' importable
-            import openvdb
+    """Blender's bundled OpenVDB Python module.
 
-            return openvdb
-        # --- Blender before 4.5: the module is called pyopenvdb and is importable as is.
+    Found by what is there, not by version: the bpy module has
+    ``bpy.utils.expose_bundled_modules()`` (which puts the bundled ``openvdb`` on the path)
+    from 4.4 on; Blender binaries before that ship it as ``pyopenvdb``, importable as is
+    (the bpy 4.2/4.3 wheels have none at all).
+    """
+    if hasattr(bpy.utils, "expose_bundled_modules"):
+        bpy.utils.expose_bundled_modules()
+    try:
+        import openvdb
+
+        return openvdb
+    except ImportError:
+        pass
+    try:
         import pyopenvdb
 
         return pyopenvdb
