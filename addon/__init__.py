@@ -21,6 +21,7 @@ def _modules():
 
 
 def register():
+    check_blender_version()
     for module in _modules():
         module.register()
 
@@ -31,12 +32,42 @@ def unregister():
 
 
 @lru_cache(maxsize=1)
-def addon_version() -> str:
-    """The version in blender_manifest.toml (the one place it is written)."""
+def _manifest() -> dict:
     import tomllib
 
     with open(ROOT / "blender_manifest.toml", "rb") as f:
-        return tomllib.load(f)["version"]
+        return tomllib.load(f)
+
+
+def addon_version() -> str:
+    """The version in blender_manifest.toml (the one place it is written)."""
+    return _manifest()["version"]
+
+
+def blender_version_min() -> tuple:
+    """The oldest Blender the manifest allows, e.g. (4, 5, 0)."""
+    return tuple(int(part) for part in _manifest()["blender_version_min"].split("."))
+
+
+def check_blender_version():
+    """Refuse to register on a Blender older than the manifest's minimum, saying why.
+
+    Blender checks the minimum itself when it installs the extension; this catches the
+    other ways in (the command line through the bpy module, a copied source folder). The
+    bake outputs are loaded by Geometry Nodes' Import PLY / Import VDB nodes and points
+    become point cloud objects, which Blender only has from 4.5 on.
+    """
+    import bpy
+
+    from ..kernels.errors import VoxFXError
+
+    need = blender_version_min()
+    if tuple(bpy.app.version) < need:
+        raise VoxFXError(
+            f"VoxFX {addon_version()} needs Blender {'.'.join(map(str, need))} or newer, not "
+            f"{bpy.app.version_string}: it loads baked frames with the Import PLY and Import VDB "
+            "geometry nodes and makes point cloud objects, which older versions lack"
+        )
 
 
 def addon_package() -> str:

@@ -6,7 +6,7 @@ into a preallocated NumPy buffer of the dtype Blender stores (float32 positions 
 colours, int32 indices): no Python loop runs per vertex or per triangle, and Blender
 never converts element by element. Loops here run once per *object*.
 
-Loop triangles need no ``calc_loop_triangles()``: Blender (4.2+, the manifest's minimum)
+Loop triangles need no ``calc_loop_triangles()``: Blender (4.5+, the manifest's minimum)
 keeps them as a cache filled on first read, shared with the original mesh while nothing
 changes them.
 Instances (collection instances, particles, Geometry Nodes instances that are not

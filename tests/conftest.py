@@ -30,6 +30,19 @@ def _has_bpy() -> bool:
     return True
 
 
+def _blender_too_old():
+    """Why the installed bpy is below the manifest's blender_version_min, or None."""
+    import bpy
+
+    from voxfx.addon import blender_version_min
+
+    need = blender_version_min()
+    if tuple(bpy.app.version) >= need:
+        return None
+    return (f"VoxFX needs Blender {'.'.join(map(str, need))}+ (blender_manifest.toml), "
+            f"this bpy is {bpy.app.version_string}")
+
+
 def _gpu_reason():
     from voxfx.kernels import backend
 
@@ -47,9 +60,12 @@ def pytest_collection_modifyitems(config, items):
     need_bpy = any(item.get_closest_marker("blender") for item in items)
     need_gpu = any(item.get_closest_marker("gpu") for item in items)
     bpy_ok = _has_bpy() if need_bpy else True
+    too_old = _blender_too_old() if need_bpy and bpy_ok else None
     gpu_why = _gpu_reason() if need_gpu else None
     for item in items:
         if item.get_closest_marker("blender") and not bpy_ok:
             item.add_marker(pytest.mark.skip(reason="bpy (Blender as a Python module) is not installed"))
+        elif item.get_closest_marker("blender") and too_old:
+            item.add_marker(pytest.mark.skip(reason=too_old))
         if item.get_closest_marker("gpu") and gpu_why:
             item.add_marker(pytest.mark.skip(reason=f"no working CUDA device: {gpu_why}"))

@@ -91,3 +91,14 @@ def test_install_enable_disable_twice_leaves_nothing(built_zip, fresh_blender, c
         repo_index = list(bpy.context.preferences.extensions.repos.keys()).index("User Default")
         bpy.ops.extensions.package_uninstall(repo_index=repo_index, pkg_id="voxfx")
     assert registered_voxfx_types(bpy) == []
+
+
+def test_register_refuses_a_blender_older_than_the_manifest_minimum(fresh_blender, monkeypatch):
+    import voxfx.addon
+    from voxfx.kernels.errors import VoxFXError
+
+    assert voxfx.addon.blender_version_min() <= tuple(fresh_blender.app.version)
+    monkeypatch.setattr(voxfx.addon, "blender_version_min", lambda: (99, 0, 0))
+    with pytest.raises(VoxFXError, match=r"needs Blender 99\.0\.0 or newer, not "):
+        voxfx.register()
+    assert registered_voxfx_types(fresh_blender) == []

@@ -60,6 +60,15 @@ def liquid_surface_node_group(volume_object, grid_name=GRID_NAME, *, chain="grid
     return tree
 
 
+# Blender < 5.0 meshes a grid half a voxel off (+0.5 voxel on x, y and z); this file's own
+# node trees check Blender's meshers as they are, node_setups corrects for it.
+needs_blender_5_meshers = pytest.mark.skipif(
+    bpy.app.version < (5, 0, 0),
+    reason="Grid to Mesh / Volume to Mesh of Blender < 5.0 put the surface half a voxel off "
+           "(VoxFX's own node tree corrects for it: test_node_setups)",
+)
+
+
 def ball_level_set(radius, seed):
     rng = np.random.default_rng(seed)
     pos = seeded_ball(CENTRE, radius, SIM_CELL / 2, rng)  # 8 particles per simulation cell
@@ -98,6 +107,7 @@ def check_ball_surface(obj, radius):
     assert (np.einsum("ij,ij->i", normals, centres - CENTRE) > 0).all()  # facing out of the liquid
 
 
+@needs_blender_5_meshers
 @pytest.mark.parametrize("chain", ["grid_to_mesh", "volume_to_mesh"])
 def test_level_set_vdb_meshes_to_the_ball_in_geometry_nodes(chain, tmp_path):
     radius = 10 * VOXEL
@@ -108,6 +118,7 @@ def test_level_set_vdb_meshes_to_the_ball_in_geometry_nodes(chain, tmp_path):
     check_ball_surface(surface_object(volume, chain), radius)
 
 
+@needs_blender_5_meshers
 def test_volume_sequence_gives_each_frame_its_own_surface(tmp_path):
     radii = {1: 8 * VOXEL, 2: 11 * VOXEL}
     for frame, radius in radii.items():

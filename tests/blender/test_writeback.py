@@ -433,6 +433,9 @@ def test_level_set_and_fog_in_blender_match_values_and_leaf_bounds(vdb_files):
     expected_sdf = np.clip(sdf, -LEVEL_SET_BACKGROUND, LEVEL_SET_BACKGROUND)
     np.testing.assert_array_equal(sample_grid(obj, "sdf", indices=voxels), expected_sdf.ravel())
 
+    if bpy.app.version < (5, 0, 0):
+        pytest.skip("values checked; before Blender 5.0 a volume's bounds end at the centres of "
+                    "the outermost leaf voxels, not at their faces (half a voxel further out)")
     fog_low, fog_high = leaf_bounds(SPHERE, fog != 0)
     sdf_low, sdf_high = leaf_bounds(SPHERE, np.abs(sdf) < LEVEL_SET_BACKGROUND)
     corners = np.array([tuple(c) for c in obj.bound_box])
