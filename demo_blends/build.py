@@ -34,6 +34,8 @@ def empty_scene(name: str):
     scene = bpy.context.scene
     scene.name = name
     scene.render.fps = 24
+    scene.render.engine = "CYCLES"  # same id in every Blender (EEVEE's changed in 5.0); glass water needs it
+    scene.cycles.samples = 64
     world = bpy.data.worlds.new("Sky")
     world.color = (0.45, 0.55, 0.7)
     _set_world_color(world, (0.45, 0.55, 0.7, 1.0), 0.6)
