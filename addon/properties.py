@@ -2,8 +2,8 @@
 
 import bpy
 
-# Blender 4.5+ asks path properties to declare that they accept '//' (relative to the .blend).
-_RELATIVE_PATH = {"PATH_SUPPORTS_BLEND_RELATIVE"} if bpy.app.version >= (4, 5, 0) else set()
+# Path properties declare that they accept '//' (relative to the .blend), as Blender 4.5+ asks.
+_RELATIVE_PATH = {"PATH_SUPPORTS_BLEND_RELATIVE"}
 
 
 def _show_particle_fraction(settings, context):
