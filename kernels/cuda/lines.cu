@@ -72,16 +72,7 @@ __device__ __forceinline__ bool touches(const Segment& g, const double q[3])
     return true;
 }
 
-__device__ __forceinline__ long long owner_of(const long long* __restrict__ ends, long long n_segments,
-                                              long long item)
-{
-    long long lo = 0, hi = n_segments - 1;  // first s with ends[s] > item
-    while (lo < hi) {
-        long long mid = (lo + hi) >> 1;
-        if (ends[mid] > item) hi = mid; else lo = mid + 1;
-    }
-    return lo;
-}
+#include "voxfx_search.cuh"  // owner_of: the balanced-work owner search
 
 extern "C" __global__ void segment_step_counts(const double* __restrict__ p0s, const double* __restrict__ p1s,
                                                long long n_segments, int nx, int ny, int nz,

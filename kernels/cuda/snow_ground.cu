@@ -93,15 +93,7 @@ extern "C" __global__ void terrain_counts(const double* __restrict__ X, const do
     counts[t] = (s.absA > 0 && wi > 0 && wj > 0) ? wi * wj : 0;
 }
 
-__device__ __forceinline__ long long owner_of(const long long* __restrict__ ends, long long n_tris, long long item)
-{
-    long long lo = 0, hi = n_tris - 1;  // first t with ends[t] > item
-    while (lo < hi) {
-        long long mid = (lo + hi) >> 1;
-        if (ends[mid] > item) hi = mid; else lo = mid + 1;
-    }
-    return lo;
-}
+#include "voxfx_search.cuh"  // owner_of: the balanced-work owner search
 
 extern "C" __global__ void terrain_items(const double* __restrict__ X, const double* __restrict__ Y,
                                          const double* __restrict__ Z, const int* __restrict__ tris,

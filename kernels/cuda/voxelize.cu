@@ -163,15 +163,7 @@ __device__ __forceinline__ bool plane_test(const Setup& s, const double* q)
     return (a <= 0 && b >= 0) || (a >= 0 && b <= 0);
 }
 
-__device__ __forceinline__ long long owner_of(const long long* __restrict__ ends, long long n_tris, long long item)
-{
-    long long lo = 0, hi = n_tris - 1;  // first t with ends[t] > item
-    while (lo < hi) {
-        long long mid = (lo + hi) >> 1;
-        if (ends[mid] > item) hi = mid; else lo = mid + 1;
-    }
-    return lo;
-}
+#include "voxfx_search.cuh"  // owner_of: the balanced-work owner search
 
 extern "C" __global__ void surface_column_counts(const double* __restrict__ pv, const int* __restrict__ tris,
                                                  long long n_tris, long long n_vertices, int nx, int ny, int nz,
@@ -236,11 +228,7 @@ __device__ __forceinline__ void column(const Setup& s, long long t, long long lo
         if (!plane_test(s, q) || !projection_test<p1>(s, q) || !projection_test<p2>(s, q)) continue;
         long long i = (long long)q[0], j = (long long)q[1], k = (long long)q[2];
         if (OWNER) {
-            long long key = (k * ny + j) * nx + i, lo = 0, hi = list.count;
-            while (lo < hi) {  // lower bound of key
-                long long mid = (lo + hi) >> 1;
-                if (list.linear[mid] < key) lo = mid + 1; else hi = mid;
-            }
+            long long key = (k * ny + j) * nx + i, lo = lower_bound(list.linear, list.count, key);
             if (lo < list.count && list.linear[lo] == key) atomicMin(list.owner + lo, (int)t);
         } else {
             unsigned int bit = 1u << (unsigned int)(i & 31);
