@@ -119,6 +119,7 @@ class VOXFX_PT_flip(bpy.types.Panel):
         row = layout.row()
         row.active = not f.apic
         row.prop(f, "flip_ratio")
+        layout.prop(f, "cfl")
         layout.prop(f, "max_substeps")
         layout.prop(f, "pressure_tolerance")
         layout.prop(f, "seed")

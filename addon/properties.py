@@ -162,6 +162,10 @@ class FlipSettings(bpy.types.PropertyGroup):
     apic: bpy.props.BoolProperty(
         name="APIC", description="Affine particle-in-cell transfer instead of the FLIP/PIC blend "
         "(keeps rotation, less noise)", default=False)
+    cfl: bpy.props.FloatProperty(
+        name="CFL Number", description="Cells a particle may travel per substep: higher takes fewer "
+        "substeps (faster, less accurate; Mantaflow's default is 2)", default=1.0, min=0.1, max=10.0,
+        soft_max=5.0)
     max_substeps: bpy.props.IntProperty(
         name="Max Substeps", description="Upper limit of CFL substeps per frame", default=8, min=1, max=64)
     pressure_tolerance: bpy.props.FloatProperty(

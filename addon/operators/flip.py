@@ -42,8 +42,8 @@ def domain_spec(domain_obj, resolution: int) -> GridSpec:
 def kernel_settings(f, scene) -> FlipSettings:
     gravity = tuple(scene.gravity) if scene.use_gravity else (0.0, 0.0, 0.0)
     return FlipSettings(flip_ratio=f.flip_ratio, apic=f.apic, particles_per_cell=f.particles_per_cell,
-                        max_substeps=f.max_substeps, gravity=gravity, pressure_tolerance=f.pressure_tolerance,
-                        seed=f.seed)
+                        cfl=f.cfl, max_substeps=f.max_substeps, gravity=gravity,
+                        pressure_tolerance=f.pressure_tolerance, seed=f.seed)
 
 
 def flip_memory(spec: GridSpec, particles: int) -> int:

@@ -130,3 +130,24 @@ def test_inflow_outflow_and_a_moving_obstacle(dam):
     last, _ = read_points(folder / "liquid_0004.ply")
     in_sink = (np.abs(last[:, 0] - 0.9) < 0.08) & (last[:, 2] < 0.18)
     assert not in_sink.any()  # the outflow keeps its volume empty
+
+
+def test_cfl_number_sets_the_substeps(dam):
+    import re
+
+    from voxfx.addon.operators.flip import flip_job
+
+    scene, f, water, rock, folder = dam
+    water.voxfx_flip.initial_velocity = (3.0, 0.0, 0.0)  # fast enough to need substeps
+    f.max_substeps = 64
+
+    def substeps(cfl):
+        f.cfl = cfl
+        counts = []
+        runner = JobRunner(flip_job(bpy.context, f, scene.voxfx.cache_directory, 1, 4, resume=False))
+        assert runner.run(lambda fraction, message: counts.extend(
+            int(n) for n in re.findall(r"(\d+) substeps", message)) or True) == "FINISHED"
+        return sum(counts)
+
+    few, many = substeps(4.0), substeps(0.5)
+    assert 0 < few and many >= 4 * few  # substeps ∝ 1 / CFL (rounded up per frame)
