@@ -34,10 +34,7 @@
 #define PRE_JACOBI 1
 #define PRE_NONE 2
 
-__device__ __forceinline__ long long cell_index(int i, int j, int k, int nx, int ny)
-{
-    return ((long long)k * ny + j) * nx + i;
-}
+#include "voxfx_stencil.cuh"  // cell_index, red_black_cell, neighbour_sum (the 7-point stencil)
 
 __device__ __forceinline__ void decode_cell(long long c, int nx, int ny, int& i, int& j, int& k)
 {
@@ -46,8 +43,6 @@ __device__ __forceinline__ void decode_cell(long long c, int nx, int ny, int& i,
     j = (int)(r % ny);
     k = (int)(r / ny);
 }
-
-#include "voxfx_stencil.cuh"  // neighbour_sum: the 7-point stencil's off-diagonal sum
 
 // ------------------------------------------------------------------------ reductions
 
@@ -417,13 +412,8 @@ extern "C" __global__ void mg_smooth(float* __restrict__ x, const float* __restr
         x[t] = (((i + j + k) & 1) == colour && dg) ? b[t] / (float)dg : 0.0f;
         return;
     }
-    const int half = (nx + 1) / 2;
-    if (t >= (long long)half * ny * nz) return;
-    const int ii = (int)(t % half);
-    const long long r = t / half;
-    const int j = (int)(r % ny), k = (int)(r / ny);
-    const int i = 2 * ii + ((j + k + colour) & 1);
-    if (i >= nx) return;
+    int i, j, k;
+    if (!red_black_cell(t, colour, nx, ny, nz, i, j, k)) return;
     const long long c = cell_index(i, j, k, nx, ny);
     const unsigned char dg = diag[c];
     if (!dg) return;

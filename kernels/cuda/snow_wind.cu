@@ -84,10 +84,7 @@ __device__ __forceinline__ bool decode_face(long long id, int nx, int ny, int nz
     return true;
 }
 
-__device__ __forceinline__ long long cell_index(int i, int j, int k, int nx, int ny)
-{
-    return ((long long)k * ny + j) * nx + i;
-}
+#include "voxfx_stencil.cuh"  // cell_index, red_black_cell, neighbour_sum (the 7-point stencil)
 
 // The two cells a face separates, along its axis: `lo` = (i,j,k) - e_axis, `hi` = (i,j,k);
 // either may lie outside the grid. A face touches a solid if an inside neighbour is solid.
@@ -210,8 +207,6 @@ extern "C" __global__ void build_rhs(const float* __restrict__ u, const float* _
     block_max_into(&stats[0], fabsf(b));
 }
 
-#include "voxfx_stencil.cuh"  // neighbour_sum: the 7-point stencil's off-diagonal sum
-
 // One colour of a red-black SOR sweep (Eq. 2.17 with Eq. 2.19): p ← p + ω(p̄ − p),
 // p̄ = (b + Σ p_n)/diag, diag = number of fluid neighbours inside the grid.
 // Colour 0 updates cells with i+j+k even. Threads cover every other cell of a row.
@@ -220,13 +215,8 @@ extern "C" __global__ void sor_sweep(float* __restrict__ p, const float* __restr
                                      float omega)
 {
     const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    const int half = (nx + 1) / 2;
-    if (t >= (long long)half * ny * nz) return;
-    const int ii = (int)(t % half);
-    const long long r = t / half;
-    const int j = (int)(r % ny), k = (int)(r / ny);
-    const int i = 2 * ii + ((j + k + color) & 1);
-    if (i >= nx) return;
+    int i, j, k;
+    if (!red_black_cell(t, color, nx, ny, nz, i, j, k)) return;
     const long long c = cell_index(i, j, k, nx, ny);
     const unsigned char d = diag[c];
     if (!d) return;

@@ -1,6 +1,28 @@
 // Shared 7-point stencil helpers of the pressure solvers (snow wind, FLIP).
 #pragma once
 
+// Linear index of cell (i, j, k) in an x-fastest nx × ny × nz array.
+__device__ __forceinline__ long long cell_index(int i, int j, int k, int nx, int ny)
+{
+    return ((long long)k * ny + j) * nx + i;
+}
+
+// Red-black ordering: thread t of a half-size launch ((nx + 1) / 2 · ny · nz threads)
+// takes the cell of its row whose i + j + k has the parity of `colour`. False when t is
+// past the grid or the row has no such cell (odd nx).
+__device__ __forceinline__ bool red_black_cell(long long t, int colour, int nx, int ny, int nz, int& i, int& j,
+                                               int& k)
+{
+    const int half = (nx + 1) / 2;
+    if (t >= (long long)half * ny * nz) return false;
+    const int ii = (int)(t % half);
+    const long long r = t / half;
+    j = (int)(r % ny);
+    k = (int)(r / ny);
+    i = 2 * ii + ((j + k + colour) & 1);
+    return i < nx;
+}
+
 // Σ x_n over the six neighbours of cell c = (i, j, k) that lie inside the grid. Callers
 // keep x = 0 on cells that are not unknowns, so Dirichlet neighbours add 0 and Neumann
 // (solid, wall) neighbours drop out, as they drop out of the diagonal.
