@@ -34,7 +34,7 @@
 #define PRE_JACOBI 1
 #define PRE_NONE 2
 
-#include "voxfx_stencil.cuh"  // cell_index, red_black_cell, neighbour_sum (the 7-point stencil)
+#include "voxfx_stencil.cuh"  // cell_index, decode_face, red_black_cell, neighbour_sum
 
 __device__ __forceinline__ void decode_cell(long long c, int nx, int ny, int& i, int& j, int& k)
 {
@@ -148,25 +148,9 @@ extern "C" __global__ void project(float* __restrict__ u, float* __restrict__ v,
                                    const float* __restrict__ sw, const unsigned char* __restrict__ cell,
                                    const float* __restrict__ p, int nx, int ny, int nz, float c)
 {
-    long long id = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    const long long nu = (long long)(nx + 1) * ny * nz, nv = (long long)nx * (ny + 1) * nz,
-                    nw = (long long)nx * ny * (nz + 1);
-    int comp;
-    if (id < nu) {
-        comp = 0;
-    } else if (id < nu + nv) {
-        comp = 1;
-        id -= nu;
-    } else if (id < nu + nv + nw) {
-        comp = 2;
-        id -= nu + nv;
-    } else {
-        return;
-    }
-    const int sx = nx + (comp == 0), sy = ny + (comp == 1);
-    const int i = (int)(id % sx);
-    const long long r = id / sx;
-    const int j = (int)(r % sy), k = (int)(r / sy);
+    int comp, i, j, k;
+    long long id;  // within its component's array
+    if (!decode_face((long long)blockIdx.x * blockDim.x + threadIdx.x, nx, ny, nz, comp, i, j, k, id)) return;
     float* vel = comp == 0 ? u : (comp == 1 ? v : w);
     const float* svel = comp == 0 ? su : (comp == 1 ? sv : sw);
     // the cells below (lo) and above (hi) the face along its axis

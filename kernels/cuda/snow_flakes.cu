@@ -80,25 +80,7 @@ __device__ __forceinline__ int nearest_vertex(float x, float origin, float cell,
 
 // ------------------------------------------------------------------------------ wind lookup
 
-// Trilinear sample of a (sz, sy, sx) array at continuous index (fx, fy, fz), clamped to the
-// array (the wind outside the domain is the wind on its boundary). All sizes are >= 4.
-__device__ float sample_faces(const float* __restrict__ a, int sx, int sy, int sz, float fx, float fy, float fz)
-{
-    fx = fminf(fmaxf(fx, 0.0f), (float)(sx - 1));
-    fy = fminf(fmaxf(fy, 0.0f), (float)(sy - 1));
-    fz = fminf(fmaxf(fz, 0.0f), (float)(sz - 1));
-    int i = min((int)fx, sx - 2), j = min((int)fy, sy - 2), k = min((int)fz, sz - 2);
-    float tx = fx - (float)i, ty = fy - (float)j, tz = fz - (float)k;
-    const long long row = sx, slab = (long long)sx * sy;
-    const float* p = a + (long long)k * slab + (long long)j * row + i;
-    float c00 = p[0] + tx * (p[1] - p[0]);
-    float c10 = p[row] + tx * (p[row + 1] - p[row]);
-    float c01 = p[slab] + tx * (p[slab + 1] - p[slab]);
-    float c11 = p[slab + row] + tx * (p[slab + row + 1] - p[slab + row]);
-    float c0 = c00 + ty * (c10 - c00);
-    float c1 = c01 + ty * (c11 - c01);
-    return c0 + tz * (c1 - c0);
-}
+#include "voxfx_lattice.cuh"  // sample_lattice: the trilinear look-up of the wind
 
 // ------------------------------------------------------------------------------ kernels
 
@@ -173,9 +155,9 @@ extern "C" __global__ void step_flakes(float* __restrict__ pos, float* __restric
 
         // Wind at p: MAC faces, u-face (i, j, k) at (i, j + ½, k + ½)·h from the origin.
         float gxf = (p[0] - s.ox) * inv_h, gyf = (p[1] - s.oy) * inv_h, gzf = (p[2] - s.oz) * inv_h;
-        float W[3] = {sample_faces(u, nx + 1, ny, nz, gxf, gyf - 0.5f, gzf - 0.5f),
-                      sample_faces(v, nx, ny + 1, nz, gxf - 0.5f, gyf, gzf - 0.5f),
-                      sample_faces(w, nx, ny, nz + 1, gxf - 0.5f, gyf - 0.5f, gzf)};
+        float W[3] = {sample_lattice(u, nx + 1, ny, nz, gxf, gyf - 0.5f, gzf - 0.5f),
+                      sample_lattice(v, nx, ny + 1, nz, gxf - 0.5f, gyf, gzf - 0.5f),
+                      sample_lattice(w, nx, ny, nz + 1, gxf - 0.5f, gyf - 0.5f, gzf)};
 
         float Vf[3] = {W[0] - V[0], W[1] - V[1], W[2] - V[2]};               // Eq. 2.20
         float fluid_speed = sqrtf(Vf[0] * Vf[0] + Vf[1] * Vf[1] + Vf[2] * Vf[2]);

@@ -19,27 +19,7 @@
 
 // ------------------------------------------------------------------------ look-ups
 
-__device__ __forceinline__ float lerp(float a, float b, float t) { return a + t * (b - a); }
-
-// Trilinear sample of a lattice f[sz][sy][sx] (every size ≥ 2) at lattice coordinate
-// (fx, fy, fz), clamped to the lattice (zero-gradient outside; NaN → 0 as fminf/fmaxf do):
-// i = min(⌊fx⌋, sx − 2), t = fx − i ∈ [0, 1], interpolated along x, then y, then z. The
-// flakes' sample_faces (snow_flakes.cu) is the same arithmetic.
-__device__ float sample_lattice(const float* __restrict__ f, int sx, int sy, int sz, float fx, float fy, float fz)
-{
-    fx = fminf(fmaxf(fx, 0.0f), (float)(sx - 1));
-    fy = fminf(fmaxf(fy, 0.0f), (float)(sy - 1));
-    fz = fminf(fmaxf(fz, 0.0f), (float)(sz - 1));
-    const int i = min((int)fx, sx - 2), j = min((int)fy, sy - 2), k = min((int)fz, sz - 2);
-    const float tx = fx - (float)i, ty = fy - (float)j, tz = fz - (float)k;
-    const long long row = sx, plane = (long long)sx * sy;
-    const float* q = f + (long long)k * plane + (long long)j * row + i;
-    const float c00 = lerp(q[0], q[1], tx);
-    const float c10 = lerp(q[row], q[row + 1], tx);
-    const float c01 = lerp(q[plane], q[plane + 1], tx);
-    const float c11 = lerp(q[plane + row], q[plane + row + 1], tx);
-    return lerp(lerp(c00, c10, ty), lerp(c01, c11, ty), tz);
-}
+#include "voxfx_lattice.cuh"  // lerp, sample_lattice: the trilinear look-up
 
 // One velocity component at a point (x, y, z) in cell units: the flakes sample the wind
 // exactly like this (wind.py's `sample` documents the convention).
@@ -59,32 +39,7 @@ __device__ __forceinline__ float sample_w(const float* __restrict__ w, int nx, i
     return sample_lattice(w, nx, ny, nz + 1, x - 0.5f, y - 0.5f, z);
 }
 
-// A global face index over [u | v | w] → component (0, 1, 2) and (i, j, k) on its lattice.
-__device__ __forceinline__ bool decode_face(long long id, int nx, int ny, int nz, int& comp, int& i, int& j, int& k)
-{
-    const long long nu = (long long)(nx + 1) * ny * nz;
-    const long long nv = (long long)nx * (ny + 1) * nz;
-    const long long nw = (long long)nx * ny * (nz + 1);
-    if (id < nu) {
-        comp = 0;
-    } else if (id < nu + nv) {
-        comp = 1;
-        id -= nu;
-    } else if (id < nu + nv + nw) {
-        comp = 2;
-        id -= nu + nv;
-    } else {
-        return false;
-    }
-    const int sx = nx + (comp == 0), sy = ny + (comp == 1);
-    i = (int)(id % sx);
-    const long long r = id / sx;
-    j = (int)(r % sy);
-    k = (int)(r / sy);
-    return true;
-}
-
-#include "voxfx_stencil.cuh"  // cell_index, red_black_cell, neighbour_sum (the 7-point stencil)
+#include "voxfx_stencil.cuh"  // cell_index, decode_face, red_black_cell, neighbour_sum
 
 // The two cells a face separates, along its axis: `lo` = (i,j,k) - e_axis, `hi` = (i,j,k);
 // either may lie outside the grid. A face touches a solid if an inside neighbour is solid.
@@ -113,11 +68,9 @@ extern "C" __global__ void advect(const float* __restrict__ u0, const float* __r
                                   float* __restrict__ u1, float* __restrict__ v1, float* __restrict__ w1, int nx,
                                   int ny, int nz, float c, float ux, float uy, float uz, int dirichlet)
 {
-    const long long id = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     int comp, i, j, k;
-    if (!decode_face(id, nx, ny, nz, comp, i, j, k)) return;
-    const int sx = nx + (comp == 0), sy = ny + (comp == 1);
-    const long long f = ((long long)k * sy + j) * sx + i;
+    long long f;
+    if (!decode_face((long long)blockIdx.x * blockDim.x + threadIdx.x, nx, ny, nz, comp, i, j, k, f)) return;
     float* out = comp == 0 ? u1 : (comp == 1 ? v1 : w1);
 
     bool lo_in, hi_in;
@@ -301,11 +254,9 @@ extern "C" __global__ void project(float* __restrict__ u, float* __restrict__ v,
                                    const float* __restrict__ p, const unsigned char* __restrict__ solid, int nx,
                                    int ny, int nz, float c)
 {
-    const long long id = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     int comp, i, j, k;
-    if (!decode_face(id, nx, ny, nz, comp, i, j, k)) return;
-    const int sx = nx + (comp == 0), sy = ny + (comp == 1);
-    const long long f = ((long long)k * sy + j) * sx + i;
+    long long f;
+    if (!decode_face((long long)blockIdx.x * blockDim.x + threadIdx.x, nx, ny, nz, comp, i, j, k, f)) return;
     float* vel = comp == 0 ? u : (comp == 1 ? v : w);
 
     bool lo_in, hi_in;

@@ -58,6 +58,7 @@ from ..backend import array_module
 from ..errors import InputError
 from . import rng
 from .domain import DEPOSIT_WEIGHTS, GRAVITY, NO_GROUND, PRESETS, SPIN_RANGE, SPIRAL_RADIUS, SnowDomain, SnowSettings
+from .wind import sample_lattice
 
 _CU = "snow_flakes.cu"
 _OPTIONS = ("--fmad=false",)  # round like NumPy: init is bit-identical on both backends
@@ -232,30 +233,6 @@ def init_flakes(n: int, domain: SnowDomain, settings: SnowSettings, xp=np, terra
 # --------------------------------------------------------------------------- wind lookup
 
 
-def _sample_faces(a, fx, fy, fz):
-    """Trilinear sample of a (sz, sy, sx) face array at continuous indices, clamped."""
-    sz, sy, sx = a.shape
-    fx = np.fmin(np.fmax(fx, _F(0)), _F(sx - 1))  # NaN → 0, as fminf/fmaxf
-    fy = np.fmin(np.fmax(fy, _F(0)), _F(sy - 1))
-    fz = np.fmin(np.fmax(fz, _F(0)), _F(sz - 1))
-    i = np.minimum(fx.astype(np.int64), sx - 2)
-    j = np.minimum(fy.astype(np.int64), sy - 2)
-    k = np.minimum(fz.astype(np.int64), sz - 2)
-    tx, ty, tz = fx - i.astype(np.float32), fy - j.astype(np.float32), fz - k.astype(np.float32)
-    flat = a.reshape(-1)
-    base = (k * sy + j) * sx + i
-    row, slab = sx, sx * sy
-
-    def lerp_x(b):
-        p0 = flat[b]
-        return p0 + tx * (flat[b + 1] - p0)
-
-    c00, c10, c01, c11 = lerp_x(base), lerp_x(base + row), lerp_x(base + slab), lerp_x(base + slab + row)
-    c0 = c00 + ty * (c10 - c00)
-    c1 = c01 + ty * (c11 - c01)
-    return c0 + tz * (c1 - c0)
-
-
 def sample_wind(u, v, w, domain: SnowDomain, pos):
     """Wind (N, 3) at world positions from the MAC arrays (``domain.py``): trilinear per
     component on its own faces, clamped to the domain boundary. NumPy."""
@@ -265,9 +242,9 @@ def sample_wind(u, v, w, domain: SnowDomain, pos):
     gx = (pos[:, 0] - ox) * inv_h
     gy = (pos[:, 1] - oy) * inv_h
     gz = (pos[:, 2] - oz) * inv_h
-    return np.stack([_sample_faces(u, gx, gy - half, gz - half),  # u-face (i, j+½, k+½)·h
-                     _sample_faces(v, gx - half, gy, gz - half),
-                     _sample_faces(w, gx - half, gy - half, gz)], axis=1)
+    return np.stack([sample_lattice(u, gx, gy - half, gz - half),  # u-face (i, j+½, k+½)·h
+                     sample_lattice(v, gx - half, gy, gz - half),
+                     sample_lattice(w, gx - half, gy - half, gz)], axis=1)
 
 
 # --------------------------------------------------------------------------- step

@@ -46,8 +46,8 @@ with ω = 1.7, 1.5, 1.2, 1.1, 1.1 (§3.3.3). Because the post-projection diverge
 is −(δt/h²)·r_c, the relative residual bounds the divergence left:
 ``max|∇·v| ≤ tol · max(max|∇·F|, U/h)``.
 
-Sampling convention (``sample``; the flakes use the same, ``flakes.sample_wind`` and
-``sample_faces`` in ``cuda/snow_flakes.cu``): a world point x maps to cell units
+Sampling convention (``sample``; the flakes use the same ``sample_lattice`` here and in
+``cuda/include/voxfx_lattice.cuh``): a world point x maps to cell units
 ``c = (x − origin)·float32(1/h)`` in float32. Each component is interpolated on its own
 lattice — u at (i, j+½, k+½), v at (i+½, j, k+½), w at (i+½, j+½, k) — so the lattice
 coordinate of u is (c_x, c_y − ½, c_z − ½), and so on. Per axis of n samples: f clamped to
@@ -122,9 +122,9 @@ def _lerp(a, b, t):
     return a + t * (b - a)
 
 
-def _sample_lattice(f, fx, fy, fz):
+def sample_lattice(f, fx, fy, fz):
     """Trilinear, clamped sample of lattice f (sz, sy, sx) at lattice coordinates: the
-    arithmetic of ``sample_lattice`` in the .cu (and of the flakes' lookup)."""
+    arithmetic of ``sample_lattice`` in voxfx_lattice.cuh; the flakes sample the wind with it."""
     fx, fy, fz = np.broadcast_arrays(fx, fy, fz)
     sz, sy, sx = f.shape
     fx = np.fmin(np.fmax(fx, _F32(0.0)), _F32(sx - 1))  # NaN → 0, as fminf/fmaxf
@@ -145,15 +145,15 @@ def _sample_lattice(f, fx, fy, fz):
 
 
 def sample_u(u, x, y, z):
-    return _sample_lattice(u, x, y - _HALF, z - _HALF)
+    return sample_lattice(u, x, y - _HALF, z - _HALF)
 
 
 def sample_v(v, x, y, z):
-    return _sample_lattice(v, x - _HALF, y, z - _HALF)
+    return sample_lattice(v, x - _HALF, y, z - _HALF)
 
 
 def sample_w(w, x, y, z):
-    return _sample_lattice(w, x - _HALF, y - _HALF, z)
+    return sample_lattice(w, x - _HALF, y - _HALF, z)
 
 
 _SAMPLERS = (sample_u, sample_v, sample_w)

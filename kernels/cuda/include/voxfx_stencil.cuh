@@ -1,10 +1,38 @@
-// Shared 7-point stencil helpers of the pressure solvers (snow wind, FLIP).
+// Shared MAC-grid indexing and 7-point stencil helpers of the pressure solvers (snow wind, FLIP).
 #pragma once
 
 // Linear index of cell (i, j, k) in an x-fastest nx × ny × nz array.
 __device__ __forceinline__ long long cell_index(int i, int j, int k, int nx, int ny)
 {
     return ((long long)k * ny + j) * nx + i;
+}
+
+// A global face index over [u | v | w] → component (0, 1, 2), (i, j, k) on its lattice and
+// the index within that component's array. False past the last face.
+__device__ __forceinline__ bool decode_face(long long id, int nx, int ny, int nz, int& comp, int& i, int& j,
+                                            int& k, long long& local)
+{
+    const long long nu = (long long)(nx + 1) * ny * nz;
+    const long long nv = (long long)nx * (ny + 1) * nz;
+    const long long nw = (long long)nx * ny * (nz + 1);
+    if (id < nu) {
+        comp = 0;
+    } else if (id < nu + nv) {
+        comp = 1;
+        id -= nu;
+    } else if (id < nu + nv + nw) {
+        comp = 2;
+        id -= nu + nv;
+    } else {
+        return false;
+    }
+    local = id;
+    const int sx = nx + (comp == 0), sy = ny + (comp == 1);
+    i = (int)(id % sx);
+    const long long r = id / sx;
+    j = (int)(r % sy);
+    k = (int)(r / sy);
+    return true;
 }
 
 // Red-black ordering: thread t of a half-size launch ((nx + 1) / 2 · ny · nz threads)
