@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 from tools.package import load  # noqa: E402
 
 load()
-from tests.meshes import box  # noqa: E402
+from tests.meshes import box, merge  # noqa: E402
 from voxfx.kernels.snow import ground  # noqa: E402
 from voxfx.kernels.snow.domain import SnowDomain, SnowSettings  # noqa: E402
 from voxfx.kernels.snow.flakes import step_flakes  # noqa: E402
@@ -52,12 +52,7 @@ def terrain_mesh(size=200.0, n=256, height=12.0, seed=0):
         x0, y0 = 40 + 25 * k, 60 + 15 * k
         z0 = float(Z[int(y0 / size * (n - 1)), int(x0 / size * (n - 1))])
         meshes.append(box((x0, y0, z0), (x0 + 10, y0 + 8, z0 + 6)))
-    verts, tris, off = [], [], 0
-    for mv, mt in meshes:
-        verts.append(mv)
-        tris.append(mt + off)
-        off += len(mv)
-    return np.concatenate(verts), np.concatenate(tris)
+    return merge(*meshes)
 
 
 def timed_step(sim, dt, events):

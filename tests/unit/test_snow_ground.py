@@ -12,6 +12,8 @@ from voxfx.kernels.grid import GridSpec
 from voxfx.kernels.snow import ground
 from voxfx.kernels.snow.domain import NO_GROUND, SnowDomain, SnowSettings
 
+from tests.meshes import merge
+
 
 def lattice(origin, cell, shape):
     """A domain whose ground lattice has vertex (0, 0) at *origin* and (gx, gy) = *shape*."""
@@ -40,15 +42,6 @@ def box(center, half, angle, z0, z1):
 def plane(lo, hi, z):
     v = np.array([[lo[0], lo[1], z], [hi[0], lo[1], z], [hi[0], hi[1], z], [lo[0], hi[1], z]], np.float32)
     return v, np.array([[0, 1, 2], [0, 2, 3]])
-
-
-def merge(*meshes):
-    vs, ts, n = [], [], 0
-    for v, t in meshes:
-        vs.append(v)
-        ts.append(t + n)
-        n += len(v)
-    return np.concatenate(vs), np.concatenate(ts)
 
 
 def grid_mesh(xs, ys, z_of, rng, flip_some=True):
