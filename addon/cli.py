@@ -132,7 +132,8 @@ def is_registered() -> bool:
 
 def _voxelize_configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--objects", nargs="+", metavar="NAME",
-                   help="objects to voxelize (default: every mesh, curve and text object in the scene)")
+                   help="objects to voxelize (default: every mesh, curve and text object in the scene "
+                        "except those VoxFX made)")
     size = p.add_mutually_exclusive_group()
     size.add_argument("--voxel-size", type=float, metavar="M", help="voxel edge length in metres")
     size.add_argument("--resolution", type=int, default=64, help="voxels along the longest side (default 64)")
@@ -157,7 +158,10 @@ def _voxelize_run(args) -> int:
             raise InputError(f"No object named {', '.join(missing)} in {bpy.data.filepath or 'the scene'}")
         objects = [bpy.data.objects[n] for n in args.objects]
     else:
-        objects = [o for o in scene.objects if o.type in {"MESH", "CURVE", "FONT", "SURFACE", "META", "CURVES"}]
+        from .writeback import is_output
+
+        objects = [o for o in scene.objects if o.type in {"MESH", "CURVE", "FONT", "SURFACE", "META", "CURVES"}
+                   and not is_output(o)]  # not VoxFX's own earlier results (*_blocks, *_voxels, ...)
     if args.voxel_size is not None and not args.voxel_size > 0:
         raise InputError(f"--voxel-size must be positive, not {args.voxel_size}")
     out = os.path.abspath(args.out)
@@ -215,8 +219,10 @@ def run_bake(job, title: str, save: bool) -> int:
     runner.run(console_progress(title))
     if runner.state != "FINISHED":
         raise InputError(runner.error or f"{title} bake was cancelled")
-    first, last, folder = runner.result
-    print(f"baked frames {first}-{last} into {folder}")
+    result = runner.result
+    for note in result.notes:
+        print(f"voxfx {title}: warning: {note}", file=sys.stderr)
+    print(f"{result.summary} in {result.folder}")
     if save:
         bpy.ops.wm.save_mainfile()
         print(f"saved {bpy.data.filepath}")

@@ -23,11 +23,22 @@ from __future__ import annotations
 import sys
 import time
 import traceback
+from dataclasses import dataclass, field
 from typing import Callable, Iterator, Optional
 
 from ..kernels.errors import Cancelled, VoxFXError
 
 RUNNING, FINISHED, CANCELLED, FAILED = "RUNNING", "FINISHED", "CANCELLED", "FAILED"
+
+
+@dataclass
+class BakeResult:
+    """What a finished bake job returns: one line of what it did, where, and its notes
+    (frames repaired, checkpoints skipped, manifest entries ignored)."""
+
+    summary: str
+    folder: str
+    notes: list = field(default_factory=list)
 
 
 def format_duration(seconds: float) -> str:

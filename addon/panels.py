@@ -23,6 +23,7 @@ class VOXFX_PT_system(bpy.types.Panel):
             row = layout.row(align=True)
             row.prop(settings, "cache_directory")
             row.operator("voxfx.cache_reveal", text="", icon="FILE_FOLDER")
+            layout.prop(settings, "checkpoint_every")
 
 
 class VOXFX_PT_voxelize(bpy.types.Panel):
@@ -51,7 +52,9 @@ class VOXFX_PT_voxelize(bpy.types.Panel):
         if s.output_vox:
             layout.prop(s, "vox_path")
         layout.operator("voxfx.voxelize", icon="MESH_GRID")
-        layout.operator("voxfx.voxelize_bake", icon="RENDER_ANIMATION")
+        row = layout.row(align=True)
+        row.operator("voxfx.voxelize_bake", icon="RENDER_ANIMATION")
+        row.operator("voxfx.voxelize_free", text="", icon="TRASH")
 
 
 class VOXFX_PT_snow(bpy.types.Panel):

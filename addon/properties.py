@@ -186,6 +186,11 @@ class VoxFXSceneSettings(bpy.types.PropertyGroup):
         subtype="DIR_PATH",
         options=_RELATIVE_PATH,
     )
+    checkpoint_every: bpy.props.IntProperty(
+        name="Checkpoint Every",
+        description="Keep the simulation state of every Nth frame (and the newest) in the cache, so a damaged "
+        "frame or a re-bake from frame N restarts near N instead of at the first frame",
+        default=10, min=1, max=10000)
     voxelize: bpy.props.PointerProperty(type=VoxelizeSettings)
     snow: bpy.props.PointerProperty(type=SnowSettings)
     flip: bpy.props.PointerProperty(type=FlipSettings)

@@ -9,6 +9,20 @@ def _bake_folder(context, name: str):
     return resolve_folder(context.scene.voxfx.cache_directory) / name
 
 
+def free_bake(op, context, name: str, kind: str) -> set:
+    """Free one bake's cache for operator *op*: one report line, never a traceback."""
+    try:
+        cache = BakeCache(_bake_folder(context, name), name, kind=kind)
+        removed = cache.free()
+    except CacheError as e:
+        op.report({"ERROR"}, str(e))
+        return {"CANCELLED"}
+    for note in cache.notes:
+        op.report({"WARNING"}, note)
+    op.report({"INFO"}, f"Freed the {name} bake ({removed} files)")
+    return {"FINISHED"}
+
+
 class VOXFX_OT_cache_free(bpy.types.Operator):
     """Delete the cached frames of one bake (only files that bake wrote)"""
 
@@ -27,14 +41,7 @@ class VOXFX_OT_cache_free(bpy.types.Operator):
         return True
 
     def execute(self, context):
-        try:
-            cache = BakeCache(_bake_folder(context, self.name), self.name, kind=self.kind)
-            removed = cache.free()
-        except CacheError as e:
-            self.report({"ERROR"}, str(e))
-            return {"CANCELLED"}
-        self.report({"INFO"}, f"Freed bake '{self.name}': {removed} files removed")
-        return {"FINISHED"}
+        return free_bake(self, context, self.name, self.kind)
 
 
 class VOXFX_OT_cache_reveal(bpy.types.Operator):

@@ -14,9 +14,10 @@ from ...kernels import backend
 from ...kernels.errors import InputError
 from ...kernels.flip.grid import FlipSettings
 from ...kernels.grid import GridSpec
-from .. import materials, node_setups, scene_io, writeback
-from ..cache import BakeCache, free_with_checkpoint, load_checkpoint, resolve_folder, save_checkpoint
-from ..jobs import JobOperator
+from .. import materials, node_setups, scene_io, sim_bake, writeback
+from ..cache import BakeCache, resolve_folder
+from .cache import free_bake
+from ..jobs import BakeResult, JobOperator
 from ..ply import write_points
 
 COLLECTION = "VoxFX Liquid"
@@ -132,7 +133,7 @@ def _collection():
 
 
 def _empty_mesh_object(name):
-    obj = bpy.data.objects.get(name) or bpy.data.objects.new(name, bpy.data.meshes.new(name))
+    obj = bpy.data.objects.get(name) or writeback.mark_output(bpy.data.objects.new(name, bpy.data.meshes.new(name)))
     if obj.name not in _collection().objects:
         _collection().objects.link(obj)
     return obj
@@ -183,34 +184,26 @@ def flip_job(context, f, cache_dir: str, frame_start: int, frame_end: int, resum
     velocity = tuple(liquids[0].voxfx_flip.initial_velocity)
     fps = scene.render.fps / scene.render.fps_base
     folder = resolve_folder(cache_dir) / "liquid"
-    cache = BakeCache(folder, "liquid", kind="flip")
+    cache = BakeCache(folder, "liquid", kind="flip", checkpoint_every=scene.voxfx.checkpoint_every)
     key = {"settings": settings.__dict__, "grid": [list(spec.origin), spec.voxel_size, list(spec.shape)],
            "liquids": sorted(o.name for o in liquids), "obstacles": sorted(o.name for o in obstacles), "fps": fps,
            "inflows": sorted(o.name for o in inflows), "outflows": sorted(o.name for o in outflows),
            "velocity": velocity}
-    first = cache.begin(key, frame_start, frame_end, resume=resume)
+    plan = cache.begin(key, frame_start, frame_end, resume=resume)
     xp = backend.xp()
-    sim = FlipSimulation(spec, settings, liquid.vertices, liquid.triangles,
-                         obstacle.vertices if obstacle else None, obstacle.triangles if obstacle else None,
-                         xp=xp, initial_velocity=velocity)
-    if first > frame_start:
-        state = load_checkpoint(folder, first - 1)
-        if state is not None:
-            sim.restore(state)
-        else:  # no usable state for the frame to resume from: start over
-            first = cache.begin(key, frame_start, frame_end, resume=False)
-    baked_from = first
-    if first == frame_start:  # the first frame shows the initial state
-        cache.write_frame(first, frame_writers(sim, spec))
-        save_checkpoint(folder, sim.checkpoint(), first)
-        first += 1
-        yield 1 / (frame_end - frame_start + 1), f"frame {frame_start}: {len(sim.pos):,} particles"
+
+    def make_sim():
+        return FlipSimulation(spec, settings, liquid.vertices, liquid.triangles,
+                              obstacle.vertices if obstacle else None, obstacle.triangles if obstacle else None,
+                              xp=xp, initial_velocity=velocity)
+
     moving = [o for o in obstacles + inflows + outflows if _is_animated(o)]
     static_inflow = [(o, c) for o, c, _ in boundary_cells(context, inflows, spec, frame_start)]
     static_outflow = np.concatenate([c for _, c, _ in boundary_cells(context, outflows, spec, frame_start)] or
                                     [np.zeros((0, 3), np.int32)])
-    for frame in range(first, frame_end + 1):
-        # Boundaries for the step from frame − 1 to frame.
+
+    def advance(sim, frame):
+        """Boundaries for the step from frame − 1 to frame, then the step."""
         if any(o in moving for o in obstacles):
             sim.set_obstacles(*obstacle_state(context, obstacles, spec, frame - 1, fps))
         emitters = static_inflow
@@ -227,13 +220,13 @@ def flip_job(context, f, cache_dir: str, frame_start: int, frame_end: int, resum
         except SimulationError as e:
             raise InputError(f"{e}; frames up to {frame - 1} are kept in '{folder}'") from e
         sim.drain(drains)
-        cache.write_frame(frame, frame_writers(sim, spec))
-        save_checkpoint(folder, sim.checkpoint(), frame)
-        yield ((frame - frame_start + 1) / (frame_end - frame_start + 1),
-               f"frame {frame}/{frame_end}: {stats['substeps']} substeps, {stats['iterations']} CG iterations, "
-               f"residual {stats['residual']:.1e}")
+        return (f"frame {frame}/{frame_end}: {stats['substeps']} substeps, {stats['iterations']} CG iterations, "
+                f"residual {stats['residual']:.1e}")
+
+    written, _ = yield from sim_bake.simulate(cache, plan, make_sim, advance, lambda sim: frame_writers(sim, spec),
+                                              first_frame_is_initial=True)
     attach_outputs(cache, frame_start, frame_end - frame_start + 1, f.particle_display)
-    return baked_from, frame_end, str(folder)
+    return BakeResult(sim_bake.summary(written, plan), str(folder), list(cache.notes))
 
 
 class VOXFX_OT_flip_bake(JobOperator, bpy.types.Operator):
@@ -260,7 +253,9 @@ class VOXFX_OT_flip_bake(JobOperator, bpy.types.Operator):
         return flip_job(context, scene.voxfx.flip, scene.voxfx.cache_directory, scene.frame_start, scene.frame_end)
 
     def job_finished(self, context, result):
-        self.report({"INFO"}, f"Liquid baked: frames {result[0]}–{result[1]} in '{result[2]}'")
+        for note in result.notes:
+            self.report({"WARNING"}, note)
+        self.report({"INFO"}, f"Liquid: {result.summary} in '{result.folder}'")
 
 
 class VOXFX_OT_flip_free(bpy.types.Operator):
@@ -270,9 +265,7 @@ class VOXFX_OT_flip_free(bpy.types.Operator):
     bl_label = "Free Liquid Bake"
 
     def execute(self, context):
-        removed = free_with_checkpoint(resolve_folder(context.scene.voxfx.cache_directory) / "liquid", "liquid", "flip")
-        self.report({"INFO"}, f"Freed the liquid bake ({removed} files)")
-        return {"FINISHED"}
+        return free_bake(self, context, "liquid", "flip")
 
 
 _register, _unregister = bpy.utils.register_classes_factory((VOXFX_OT_flip_bake, VOXFX_OT_flip_free))

@@ -13,9 +13,10 @@ from mathutils import Vector
 from ...kernels import backend
 from ...kernels.errors import InputError
 from ...kernels.snow.domain import NO_GROUND, SnowDomain, SnowSettings
-from .. import materials, node_setups, scene_io, writeback
-from ..cache import BakeCache, free_with_checkpoint, load_checkpoint, resolve_folder, save_checkpoint
-from ..jobs import JobOperator
+from .. import materials, node_setups, scene_io, sim_bake, writeback
+from ..cache import BakeCache, resolve_folder
+from .cache import free_bake
+from ..jobs import BakeResult, JobOperator
 from ..ply import write_points
 
 COLLECTION = "VoxFX Snow"
@@ -179,7 +180,8 @@ def ground_mesh(name, terrain, domain, max_slope_deg: float):
 
 def attach_outputs(cache, terrain, domain, repose_angle_deg):
     prefix = str(cache.folder / f"{cache.name}_")
-    flakes = bpy.data.objects.get("Snow Flakes") or bpy.data.objects.new("Snow Flakes", bpy.data.meshes.new("Snow Flakes"))
+    flakes = (bpy.data.objects.get("Snow Flakes")
+              or writeback.mark_output(bpy.data.objects.new("Snow Flakes", bpy.data.meshes.new("Snow Flakes"))))
     if flakes.name not in _collection().objects:
         _collection().objects.link(flakes)
     node_setups.attach(flakes, node_setups.points_from_ply_sequence("VoxFX Flakes", bpy.path.relpath(prefix)
@@ -213,29 +215,27 @@ def snow_job(context, s, cache_dir: str, frame_start: int, frame_end: int, resum
     fps = scene.render.fps / scene.render.fps_base
     dt = 1.0 / fps / s.substeps
     folder = resolve_folder(cache_dir) / "snow"
-    cache = BakeCache(folder, "snow", kind="snow")
+    cache = BakeCache(folder, "snow", kind="snow", checkpoint_every=scene.voxfx.checkpoint_every)
     key = {"settings": settings.__dict__, "domain": [list(domain.wind.origin), domain.wind.voxel_size,
                                                     list(domain.wind.shape), domain.ground_cell],
            "receivers": sorted(o.name for o in receivers), "substeps": s.substeps, "fps": fps}
-    first = cache.begin(key, frame_start, frame_end, resume=resume)
+    plan = cache.begin(key, frame_start, frame_end, resume=resume)
     xp = backend.xp()
-    sim = SnowSimulation(domain, settings, soup.vertices, soup.triangles,
-                         obstacles.vertices if obstacles else None, obstacles.triangles if obstacles else None, xp=xp)
-    if first > frame_start:
-        state = load_checkpoint(folder, first - 1)
-        if state is not None:
-            sim.restore(state)
-        else:  # no usable state for the frame to resume from: start over
-            first = cache.begin(key, frame_start, frame_end, resume=False)
-    total = frame_end - frame_start + 1
-    for frame in range(first, frame_end + 1):
-        for sub in range(s.substeps):
+
+    def make_sim():
+        return SnowSimulation(domain, settings, soup.vertices, soup.triangles,
+                              obstacles.vertices if obstacles else None,
+                              obstacles.triangles if obstacles else None, xp=xp)
+
+    def advance(sim, frame):
+        for _ in range(s.substeps):
             sim.step(dt)
-        cache.write_frame(frame, frame_writers(sim, domain))
-        save_checkpoint(folder, sim.checkpoint(), frame)
-        yield (frame - frame_start + 1) / total, f"frame {frame}/{frame_end}: {sim.summary()}"
+        return f"frame {frame}/{frame_end}: {sim.summary()}"
+
+    written, sim = yield from sim_bake.simulate(cache, plan, make_sim, advance, lambda sim: frame_writers(sim, domain),
+                                                first_frame_is_initial=False)
     attach_outputs(cache, sim.terrain_host(), domain, settings.repose_angle_deg)
-    return first, frame_end, str(folder)
+    return BakeResult(sim_bake.summary(written, plan), str(folder), list(cache.notes))
 
 
 class VOXFX_OT_snow_bake(JobOperator, bpy.types.Operator):
@@ -259,7 +259,9 @@ class VOXFX_OT_snow_bake(JobOperator, bpy.types.Operator):
         return snow_job(context, scene.voxfx.snow, scene.voxfx.cache_directory, scene.frame_start, scene.frame_end)
 
     def job_finished(self, context, result):
-        self.report({"INFO"}, f"Snow baked: frames {result[0]}–{result[1]} in '{result[2]}'")
+        for note in result.notes:
+            self.report({"WARNING"}, note)
+        self.report({"INFO"}, f"Snow: {result.summary} in '{result.folder}'")
 
 
 class VOXFX_OT_snow_free(bpy.types.Operator):
@@ -269,9 +271,7 @@ class VOXFX_OT_snow_free(bpy.types.Operator):
     bl_label = "Free Snow Bake"
 
     def execute(self, context):
-        removed = free_with_checkpoint(resolve_folder(context.scene.voxfx.cache_directory) / "snow", "snow", "snow")
-        self.report({"INFO"}, f"Freed the snow bake ({removed} files)")
-        return {"FINISHED"}
+        return free_bake(self, context, "snow", "snow")
 
 
 _register, _unregister = bpy.utils.register_classes_factory((VOXFX_OT_snow_bake, VOXFX_OT_snow_free))

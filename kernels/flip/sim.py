@@ -22,6 +22,7 @@ import math
 import numpy as np
 
 from .. import backend
+from ..checkpoint import check_state
 from ..errors import VoxFXError
 from ..grid import GridSpec, bitgrid
 from ..voxelize import voxelize
@@ -230,11 +231,18 @@ class FlipSimulation:
         return state
 
     def restore(self, state: dict) -> None:
+        """Continue from ``checkpoint()``'s arrays. A state read back from a file is
+        untrusted: wrong keys, shapes or types raise ``ValueError`` before anything changes."""
         xp = self.xp
-        self.pos = xp.array(state["pos"], copy=True)
-        self.vel = xp.array(state["vel"], copy=True)
+        n = np.shape(state["pos"])[0] if np.ndim(state["pos"]) == 2 else -1
+        want = {"pos": ((n, 3), "f"), "vel": ((n, 3), "f"), "t": ((), "f"), "frames": ((), "i")}
         if self.c is not None:
-            self.c = xp.array(state["c"], copy=True)
+            want["c"] = ((n, 3, 3), "f")
+        check_state(state, want)
+        self.pos = xp.array(state["pos"], dtype=xp.float32)
+        self.vel = xp.array(state["vel"], dtype=xp.float32)
+        if self.c is not None:
+            self.c = xp.array(state["c"], dtype=xp.float32)
         self.t = float(state["t"])
         self.frames = int(state["frames"])
         self.emitted = int(state.get("emitted", 0))  # inflow seeds continue where they were

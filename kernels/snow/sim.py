@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import backend
+from ..checkpoint import check_state
 from ..grid import GridSpec
 from ..voxelize import voxelize
 from . import ground
@@ -141,8 +142,16 @@ class SnowSimulation:
                 "t": np.float64(self.t), "steps": np.int64(self.steps)}
 
     def restore(self, state: dict) -> None:
+        """Continue from ``checkpoint()``'s arrays. A state read back from a file is
+        untrusted: wrong keys, shapes or types raise ``ValueError`` before anything changes."""
         xp = self.xp
-        self.flakes = Flakes(*(xp.array(state[k], copy=True) for k in ("pos", "vel", "phase", "spawn")))
+        n = np.shape(state["pos"])[0] if np.ndim(state["pos"]) == 2 else -1
+        want = {"pos": ((n, 3), "f"), "vel": ((n, 3), "f"), "phase": ((n,), "f"), "spawn": ((n,), "ui"),
+                "snow": (tuple(self.snow.shape), "f"), "t": ((), "f"), "steps": ((), "i")}
+        want.update({k: (tuple(getattr(self.wind, k).shape), "f") for k in ("u", "v", "w", "p")})
+        check_state(state, want)
+        self.flakes = Flakes(xp.array(state["pos"], dtype=xp.float32), xp.array(state["vel"], dtype=xp.float32),
+                             xp.array(state["phase"], dtype=xp.float32), xp.array(state["spawn"], dtype=xp.uint32))
         self.snow[...] = xp.asarray(state["snow"])
         for name in ("u", "v", "w", "p"):  # p warm-starts the pressure solve
             getattr(self.wind, name)[...] = xp.asarray(state[name])

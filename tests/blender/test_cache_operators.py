@@ -26,7 +26,7 @@ def test_free_bake_operator_removes_only_that_bake(tmp_path):
         for name in ("liquid", "snow"):
             c = BakeCache(resolve_folder(f"//voxfx_cache/{name}"), name, kind="flip")
             c.begin({}, 1, 2)
-            c.write_frame(1, {".npy": lambda p: np.save(open(p, "wb"), np.zeros(3))})
+            c.write_frame(1, {".vdb": lambda p: np.save(open(p, "wb"), np.zeros(3))})
         assert bpy.ops.voxfx.cache_free(name="liquid", kind="flip") == {"FINISHED"}
     assert not (tmp_path / "voxfx_cache" / "liquid").exists()
-    assert (tmp_path / "voxfx_cache" / "snow" / "snow_0001.npy").is_file()
+    assert (tmp_path / "voxfx_cache" / "snow" / "snow_0001.vdb").is_file()

@@ -90,6 +90,28 @@ def test_resume_from_a_checkpoint_is_bit_identical():
     assert np.array_equal(a.particles_host()["position"], b.particles_host()["position"])
 
 
+@pytest.mark.parametrize("damage", ["missing", "shape", "object", "nan", "mismatch"])
+def test_a_damaged_state_is_refused_before_anything_changes(damage):
+    a = tank(shape=(8, 8, 8), fill=(0, 0, 0, 8, 8, 4))
+    state = a.checkpoint()
+    if damage == "missing":
+        del state["vel"]
+    elif damage == "shape":
+        state["pos"] = state["pos"][:, :2]
+    elif damage == "object":
+        state["t"] = np.array("1.0")
+    elif damage == "nan":
+        state["vel"][3, 1] = np.nan
+    else:
+        state["vel"] = state["vel"][:-1]
+    b = tank(shape=(8, 8, 8), fill=(0, 0, 0, 8, 8, 4))
+    before = b.checkpoint()
+    with pytest.raises(ValueError):
+        b.restore(state)
+    after = b.checkpoint()
+    assert all(np.array_equal(before[k], after[k]) for k in before)
+
+
 def test_nan_stops_with_a_clear_error():
     sim = tank(shape=(8, 8, 8), fill=(0, 0, 0, 8, 8, 4))
     sim.vel[0, 0] = np.nan

@@ -100,6 +100,15 @@ def test_checkpoint_restores_an_identical_continuation():
     assert np.array_equal(a.flakes_host()["position"], b.flakes_host()["position"])
 
 
+@pytest.mark.parametrize("key, damage", [("snow", lambda a: a[:-1]), ("u", lambda a: a.astype(np.int64) * 0 + 1.5j),
+                                         ("pos", lambda a: a[:, :2]), ("spawn", lambda a: a[:-1])])
+def test_a_damaged_state_is_refused(key, damage):
+    state = scene(flakes=500).checkpoint()
+    state[key] = damage(state[key])
+    with pytest.raises(ValueError, match=key):
+        scene(flakes=500).restore(state)
+
+
 @pytest.mark.parametrize("field,value", [("wind_speed", float("nan")), ("wind_direction_deg", float("inf")),
                                          ("snowfall_rate_cm_per_hour", -1.0), ("repose_angle_deg", 95.0)])
 def test_bad_settings_are_refused_before_anything_is_allocated(field, value):

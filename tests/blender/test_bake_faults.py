@@ -1,0 +1,139 @@
+"""Snow and liquid bakes survive a failure at every durable write step.
+
+``VOXFX_FAULT_AT=k`` (``addon/fsio.py``) fails the k-th write step of the process: an
+``OSError`` like a full disk in this process, or ``kill -9`` (``k:exit``) in a child
+Blender. After it, Bake must report one clear line, leave no temporaries, resume after
+the last recorded frame (never from frame 1 again) and end with frames equal to an
+uninterrupted bake: PLY and EXR byte for byte, VDB byte for byte but for the random
+UUID OpenVDB writes into every file.
+"""
+
+import os
+import re
+import subprocess
+import sys
+
+import bpy
+import pytest
+
+from voxfx.addon import fsio
+from voxfx.addon.cache import BakeCache
+from voxfx.addon.jobs import JobRunner
+
+from .helpers import ROOT, voxfx_registered
+
+_UUID = re.compile(rb"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}")
+
+
+def frame_files(folder):
+    out = {}
+    for p in sorted(folder.iterdir()):
+        if p.suffix in (".ply", ".exr", ".vdb"):
+            data = p.read_bytes()
+            out[p.name] = _UUID.sub(b"UUID", data, count=1) if p.suffix == ".vdb" else data
+    return out
+
+
+@pytest.fixture
+def snow_scene(tmp_path):
+    bpy.ops.mesh.primitive_plane_add(size=8)
+    coll = bpy.data.collections.new("Receivers")
+    bpy.context.scene.collection.children.link(coll)
+    coll.objects.link(bpy.data.objects["Plane"])
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, 3
+    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "snow.blend"))
+    with voxfx_registered():
+        s = scene.voxfx.snow
+        s.receivers = coll
+        s.wind_resolution, s.ground_resolution, s.flake_count = 8, 9, 500
+        s.snowfall_rate, s.substeps, s.sky_height = 4000.0, 1, 3.0
+        scene.voxfx.checkpoint_every = 2
+
+        def job(resume=True):
+            from voxfx.addon.operators.snow import snow_job
+
+            return snow_job(bpy.context, s, scene.voxfx.cache_directory, 1, 3, resume=resume)
+
+        yield tmp_path / "voxfx_cache" / "snow", job
+
+
+@pytest.fixture
+def liquid_scene(tmp_path):
+    bpy.ops.mesh.primitive_cube_add(size=1, location=(0.5, 0.5, 0.5))
+    domain = bpy.context.active_object
+    bpy.ops.mesh.primitive_cube_add(size=0.4, location=(0.25, 0.5, 0.25))
+    water = bpy.context.active_object
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, 3
+    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "dam.blend"))
+    with voxfx_registered():
+        water.voxfx_flip.role = "LIQUID"
+        f = scene.voxfx.flip
+        f.domain, f.resolution = domain, 10
+        scene.voxfx.checkpoint_every = 2
+
+        def job(resume=True):
+            from voxfx.addon.operators.flip import flip_job
+
+            return flip_job(bpy.context, f, scene.voxfx.cache_directory, 1, 3, resume=resume)
+
+        yield tmp_path / "voxfx_cache" / "liquid", job
+
+
+def run(job):
+    runner = JobRunner(job)
+    runner.run()
+    return runner
+
+
+@pytest.mark.parametrize("effect", ["snow_scene", "liquid_scene"])
+def test_io_error_at_every_write_step(effect, request, monkeypatch):
+    folder, job = request.getfixturevalue(effect)
+    fsio.reset_faults()
+    assert run(job()).state == "FINISHED"
+    steps = fsio.fault_count()
+    reference = frame_files(folder)
+    assert len(reference) == 3 * (3 if effect == "snow_scene" else 2)
+    kind = "snow" if effect == "snow_scene" else "flip"
+    for k in range(1, steps + 1):
+        BakeCache(folder, folder.name, kind=kind).free()
+        monkeypatch.setenv(fsio.FAULT_ENV, str(k))
+        fsio.reset_faults()
+        failed = run(job())
+        monkeypatch.delenv(fsio.FAULT_ENV)
+        assert failed.state == "FAILED" and "is full" in failed.error and "Internal error" not in failed.error, \
+            (k, failed.error)
+        assert not [p.name for p in folder.iterdir() if fsio.is_temporary(p.name)], k
+        done = BakeCache(folder, folder.name, kind=kind).frames_done()
+        resumed = run(job())
+        assert resumed.state == "FINISHED", (k, resumed.error)
+        expected = f"baked frames {len(done) + 1}-3" if len(done) < 2 else "baked frames 3"
+        if len(done) == 3:
+            expected = "frames 1-3 were already baked"
+        assert resumed.result.summary == expected, (k, done, resumed.result.summary)
+        assert not any("runs again from frame" in n for n in resumed.result.notes) or not done, k
+        assert frame_files(folder) == reference, k
+
+
+def test_snow_bake_killed_after_a_frame_is_renamed_and_after_its_state(snow_scene):
+    """kill -9 in a child Blender (the CLI) at the two steps that lost frames before."""
+    folder, job = snow_scene
+    fsio.reset_faults()
+    assert run(job()).state == "FINISHED"
+    labels = fsio.fault_labels()
+    reference = frame_files(folder)
+    bpy.ops.voxfx.snow_free()
+    bpy.ops.wm.save_mainfile()
+    steps = [labels.index("frame 2 renamed") + 1, labels.index("state 2 written") + 1]
+    for k in steps + [steps[-1] + 1]:  # and right after frame 2's manifest
+        env = dict(os.environ, VOXFX_BACKEND="cpu", **{fsio.FAULT_ENV: f"{k}:exit"})
+        r = subprocess.run([sys.executable, "-m", "tools.cli", "--blend", bpy.data.filepath, "snow"], cwd=ROOT,
+                           capture_output=True, text=True, timeout=300, env=env)
+        assert r.returncode == 137, r.stdout[-800:] + r.stderr[-800:]
+        done = BakeCache(folder, "snow", kind="snow").frames_done()
+        resumed = run(job())
+        assert resumed.state == "FINISHED", resumed.error
+        assert resumed.result.summary.startswith(f"baked frames {len(done) + 1}"), (k, done, resumed.result.summary)
+        assert frame_files(folder) == reference, k
+        bpy.ops.voxfx.snow_free()

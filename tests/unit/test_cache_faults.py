@@ -1,0 +1,178 @@
+"""A failure at *every* durable write step of a simulation bake loses nothing.
+
+A small deterministic simulation is baked through the real cache and the real frame
+loop (``sim_bake.simulate``). ``VOXFX_FAULT_AT=k`` makes the k-th write step fail: as a
+full disk (``OSError``, in-process) or as ``kill -9`` (``os._exit`` in a child process,
+no clean-up at all). After each, the next bake must resume from the last recorded frame
+(re-baking at most the frame in flight, never restarting from the first frame), leave
+no temporaries, and end with frame files byte-identical to an uninterrupted bake.
+The same for Free: cut at any step, the next Free finishes it.
+"""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from voxfx.addon import fsio, sim_bake
+from voxfx.addon.cache import CacheError, BakeCache
+
+ROOT = Path(__file__).resolve().parents[2]
+START, END, EVERY = 1, 5, 2
+
+
+class Toy:
+    """A deterministic 'simulation' with a state that depends on every earlier frame."""
+
+    def __init__(self):
+        self.x = np.zeros(256, np.float64)
+        self.frames = 0
+
+    def checkpoint(self):
+        return {"x": self.x.copy(), "frames": np.int64(self.frames)}
+
+    def restore(self, state):
+        if state["x"].shape != self.x.shape:
+            raise ValueError(f"state has {state['x'].shape}, expected {self.x.shape}")
+        self.x = state["x"].copy()
+        self.frames = int(state["frames"])
+
+
+def advance(sim, frame):
+    sim.x = 0.5 * sim.x + np.sin(np.arange(256) * frame)
+    sim.frames += 1
+    return f"frame {frame}"
+
+
+def writers(sim):
+    return {".ply": lambda p: Path(p).write_bytes(sim.x.astype("<f8").tobytes()),
+            ".vdb": lambda p: Path(p).write_bytes(b"frames=%d" % sim.frames)}
+
+
+def bake(folder, first_frame_is_initial=False):
+    """Run the whole bake; return (frames written, notes)."""
+    cache = BakeCache(folder, "liquid", kind="flip", checkpoint_every=EVERY)
+    plan = cache.begin({"toy": 1}, START, END)
+    job = sim_bake.simulate(cache, plan, Toy, advance, writers, first_frame_is_initial=first_frame_is_initial)
+    try:
+        while True:
+            next(job)
+    except StopIteration as stop:
+        written, _ = stop.value
+    return written, cache.notes
+
+
+def frame_files(folder):
+    return {p.name: p.read_bytes() for p in sorted(Path(folder).iterdir()) if p.suffix in (".ply", ".vdb")}
+
+
+def count_steps(folder, fn):
+    fsio.reset_faults()
+    fn(folder)
+    return fsio.fault_count()
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("reference")
+    steps = count_steps(folder, bake)
+    return frame_files(folder), steps
+
+
+def recorded(folder):
+    return BakeCache(folder, "liquid", kind="flip", checkpoint_every=EVERY).frames_done()
+
+
+def test_reference_bake_is_whole(reference):
+    files, steps = reference
+    assert sorted(files) == [f"liquid_{f:04d}{s}" for f in range(START, END + 1) for s in (".ply", ".vdb")]
+    assert steps >= 6 * (END - START + 1)  # each frame: 2 files, rename, state, manifest, prune
+
+
+def test_io_error_at_every_step_loses_nothing(reference, tmp_path, monkeypatch):
+    files, steps = reference
+    for k in range(1, steps + 1):
+        folder = tmp_path / f"k{k}"
+        monkeypatch.setenv(fsio.FAULT_ENV, str(k))
+        fsio.reset_faults()
+        with pytest.raises(CacheError, match="full"):
+            bake(folder)
+        monkeypatch.delenv(fsio.FAULT_ENV)
+        left = [p.name for p in folder.iterdir() if fsio.is_temporary(p.name)]
+        assert left == [], f"step {k}: temporaries left: {left}"
+        done = recorded(folder)
+        assert done == list(range(START, START + len(done))), f"step {k}: recorded frames {done}"
+        written, _ = bake(folder)
+        assert written == list(range(START + len(done), END + 1)), f"step {k}: re-baked {written} after {done}"
+        assert frame_files(folder) == files, f"step {k}: frames differ from an uninterrupted bake"
+
+
+def _child_bake(folder, k):
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); from tools.package import load; load(); "
+            "from tests.unit.test_cache_faults import bake; bake(sys.argv[2])")
+    env = dict(os.environ, **{fsio.FAULT_ENV: f"{k}:exit"})
+    return subprocess.run([sys.executable, "-c", code, str(ROOT), str(folder)], env=env,
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_kill_at_every_step_loses_at_most_the_frame_in_flight(reference, tmp_path):
+    files, steps = reference
+    for k in range(1, steps + 1):
+        folder = tmp_path / f"k{k}"
+        r = _child_bake(folder, k)
+        assert r.returncode == 137, f"step {k}: the child was not killed at the step ({r.stderr[-500:]})"
+        done = recorded(folder)
+        assert done == list(range(START, START + len(done))), f"step {k}: recorded frames {done}"
+        # everything whose manifest entry became durable is kept: only unrecorded frames are baked again
+        written, notes = bake(folder)
+        assert written == list(range(START + len(done), END + 1)), f"step {k}: re-baked {written} after {done}"
+        assert not any("runs again from frame" in n for n in notes) or not done, notes
+        assert [p.name for p in folder.iterdir() if fsio.is_temporary(p.name)] == []
+        assert frame_files(folder) == files, f"step {k}: frames differ from an uninterrupted bake"
+
+
+def test_a_damaged_frame_is_rebaked_from_the_nearest_checkpoint(reference, tmp_path):
+    files, _ = reference
+    bake(tmp_path)
+    with open(tmp_path / "liquid_0004.ply", "r+b") as f:
+        f.truncate(100)
+    written, notes = bake(tmp_path)
+    assert written == [4]  # from the state of frame 3 (kept: every 2nd from 1), not frame 1
+    assert any("damaged" in n for n in notes)
+    assert frame_files(tmp_path) == files
+
+
+def test_liquid_style_initial_frame_resumes_too(tmp_path):
+    ref = tmp_path / "ref"
+    bake(ref, first_frame_is_initial=True)
+    folder = tmp_path / "cut"
+    fsio.reset_faults()
+    os.environ[fsio.FAULT_ENV] = "9"
+    try:
+        with pytest.raises(CacheError):
+            bake(folder, first_frame_is_initial=True)
+    finally:
+        del os.environ[fsio.FAULT_ENV]
+    assert recorded(folder)  # something was kept...
+    written, _ = bake(folder, first_frame_is_initial=True)
+    assert written and written[0] > START  # ...and not baked again
+    assert frame_files(folder) == frame_files(ref)
+
+
+def test_free_cut_at_any_step_is_finished_by_the_next_free(tmp_path, monkeypatch):
+    steps = count_steps(tmp_path / "count", lambda f: (bake(f), BakeCache(f, "liquid", kind="flip").free()))
+    bake_steps = count_steps(tmp_path / "count2", bake)
+    for k in range(bake_steps + 1, steps + 1):
+        folder = tmp_path / f"k{k}"
+        monkeypatch.setenv(fsio.FAULT_ENV, str(k))
+        fsio.reset_faults()
+        bake(folder)
+        with pytest.raises(CacheError):
+            BakeCache(folder, "liquid", kind="flip").free()
+        monkeypatch.delenv(fsio.FAULT_ENV)
+        assert recorded(folder) == []  # a half-freed cache never looks like a bake
+        BakeCache(folder, "liquid", kind="flip").free()
+        assert not folder.exists(), f"step {k}: {sorted(p.name for p in folder.iterdir())}"
