@@ -4,12 +4,12 @@ no handler edits data; the node reads the file for the current frame)."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
 
 from ..kernels.errors import VoxFXError
+from . import fsio
 
 _TYPES = {np.dtype(np.float32): "float", np.dtype(np.int32): "int", np.dtype(np.uint8): "uchar"}
 
@@ -37,14 +37,15 @@ def write_points(path, positions, attributes=None) -> Path:
     header = ["ply", "format binary_little_endian 1.0", "comment VoxFX", f"element vertex {n}"]
     header += [f"property {_TYPES[np.dtype(values.dtype)]} {name}" for name, values in columns]
     header.append("end_header")
-    tmp = path.with_name(f".{path.name}.tmp")
-    try:
-        with open(tmp, "wb") as f:
+
+    def write(temporary):
+        with open(temporary, "xb") as f:
             f.write(("\n".join(header) + "\n").encode("ascii"))
             f.write(table.tobytes())
-        os.replace(tmp, path)
+
+    try:
+        fsio.write_atomic(path, write)
     except OSError as e:
-        tmp.unlink(missing_ok=True)
         raise VoxFXError(f"Cannot write '{path}': {e.strerror or e}") from e
     return path
 

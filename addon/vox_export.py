@@ -25,7 +25,6 @@ written without a scene graph (the plain layout every reader understands).
 from __future__ import annotations
 
 import os
-import secrets
 import struct
 from pathlib import Path
 
@@ -33,6 +32,7 @@ import numpy as np
 
 from ..kernels import backend
 from ..kernels.errors import InputError, VoxFXError
+from . import fsio
 
 VERSION = 150
 MAX_MODEL_SIZE = 256  # voxels per axis of one model (XYZI stores coordinates as bytes)
@@ -308,29 +308,34 @@ def write_vox(path, coordinates, shape, *, colors=None, color_indices=None, pale
     Arguments as for ``vox_bytes``. A failure leaves no temporary file behind and raises
     ``VoxFXError`` naming the path.
     """
+    path = Path(os.fspath(path))
+    refuse_to_overwrite_foreign(path)
     data = vox_bytes(coordinates, shape, colors=colors, color_indices=color_indices,
                      palette=palette, model_size=model_size)
-    path = Path(os.fspath(path))
     write_atomic(path, data, "MagicaVoxel file")
     return path
 
 
-def write_atomic(path: Path, data: bytes, what: str = "file") -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    created = False
-    try:
-        # os.open honours the umask, so the file gets the permissions a plain open would.
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
-        created = True
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except OSError as error:
-        if created:
+def refuse_to_overwrite_foreign(path: Path) -> None:
+    """The output path comes from a .blend's settings or the command line: never replace
+    anything there but an earlier MagicaVoxel file (a typo or a crafted .blend could
+    name ``~/.bashrc``)."""
+    if path.suffix.lower() != ".vox":
+        raise InputError(f"The MagicaVoxel file must end in .vox, not '{path.name}'")
+    if os.path.lexists(path):
+        magic = b""
+        if path.is_file() and not path.is_symlink():
             try:
-                os.unlink(tmp)
+                with open(path, "rb") as f:
+                    magic = f.read(4)
             except OSError:
                 pass
+        if magic != b"VOX ":
+            raise InputError(f"'{path}' exists and is not a MagicaVoxel file: VoxFX will not overwrite it")
+
+
+def write_atomic(path: Path, data: bytes, what: str = "file") -> None:
+    try:
+        fsio.write_bytes_atomic(path, data)
+    except OSError as error:
         raise VoxFXError(f"cannot write the {what} '{path}': {error.strerror or error}") from error

@@ -21,13 +21,13 @@ from __future__ import annotations
 import os
 import re
 import struct
-import tempfile
 from pathlib import Path
 
 import bpy
 import numpy as np
 
 from ..kernels.errors import InputError, VoxFXError
+from . import fsio
 
 # ---------------------------------------------------------------------------------------
 # Attributes
@@ -116,8 +116,21 @@ def _existing_object(target, object_type: str):
     return obj
 
 
+OUTPUT_TAG = "voxfx_output"  # custom property on every object VoxFX makes
+
+
+def mark_output(obj):
+    """Tag *obj* as made by VoxFX (so voxelizing 'everything' skips it); returns it."""
+    obj[OUTPUT_TAG] = True
+    return obj
+
+
+def is_output(obj) -> bool:
+    return bool(obj.get(OUTPUT_TAG)) or any(c.name.startswith("VoxFX ") for c in obj.users_collection)
+
+
 def _new_object(name: str, data, collection):
-    obj = bpy.data.objects.new(name, data)
+    obj = mark_output(bpy.data.objects.new(name, data))
     _link(obj, collection)
     return obj
 
@@ -506,36 +519,19 @@ def _vdb_transform(vdb, spec):
 
 
 def _write_atomically(path: Path, write):
-    """Run write(temporary path) in *path*'s folder, check the result, then rename it over *path*."""
-    folder = path.parent
-    try:
-        handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
-        os.close(handle)
-    except OSError as error:
-        raise VoxFXError(
-            f"cannot write {path}: no new file can be made in {folder} ({error.strerror})"
-        ) from error
-    temporary = Path(temporary)
-    try:
+    """Run write(temporary path) beside *path*, check the result, then make it durable
+    under *path* (``fsio.write_atomic``: fsync, the umask's mode, rename, fsync folder)."""
+
+    def write_and_check(temporary: Path):
         write(temporary)
         _check_complete_vdb(temporary, path)
-        _flush_to_disk(temporary)
-        os.replace(temporary, path)
-    except BaseException as error:  # even Ctrl+C: never leave a temporary file behind
-        temporary.unlink(missing_ok=True)
-        if isinstance(error, (OSError, RuntimeError)):  # the disk's or OpenVDB's writer's complaint
-            raise VoxFXError(f"could not write {path}: {error}") from error
-        raise
 
-
-def _flush_to_disk(temporary: Path):
-    # A rename is atomic, but without fsync a crash can leave the new name pointing at
-    # data that never reached the disk; fsync also reports deferred write errors.
-    handle = os.open(temporary, os.O_RDWR)  # Windows only flushes handles opened for writing
     try:
-        os.fsync(handle)
-    finally:
-        os.close(handle)
+        fsio.write_atomic(path, write_and_check)
+    except OSError as error:  # the disk's complaint
+        raise VoxFXError(f"could not write {path}: {error.strerror or error}") from error
+    except RuntimeError as error:  # OpenVDB's writer's complaint
+        raise VoxFXError(f"could not write {path}: {error}") from error
 
 
 def _check_complete_vdb(temporary: Path, path: Path):

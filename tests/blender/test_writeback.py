@@ -515,7 +515,7 @@ def test_write_into_a_folder_that_cannot_exist_names_the_path(tmp_path):
     not_a_folder = tmp_path / "notes.txt"
     not_a_folder.write_text("a file, not a folder")
     target = not_a_folder / "smoke.vdb"
-    with pytest.raises(VoxFXError, match=f"cannot write {target}"):
+    with pytest.raises(VoxFXError, match=f"could not write {target}: Not a directory"):
         writeback.write_vdb(target, DENSITY, SMALL)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
 

@@ -319,7 +319,7 @@ def test_failed_write_names_the_path_and_leaves_no_temporary_file(tmp_path):
 
 def test_failed_rename_removes_the_temporary_and_keeps_the_old_file(tmp_path, monkeypatch):
     target = tmp_path / "model.vox"
-    target.write_bytes(b"old")
+    target.write_bytes(b"VOX old")
 
     def refuse(src, dst):
         raise PermissionError(13, "Permission denied", str(dst))
@@ -328,14 +328,34 @@ def test_failed_rename_removes_the_temporary_and_keeps_the_old_file(tmp_path, mo
     with pytest.raises(VoxFXError, match="model.vox"):
         write_vox(target, np.array([[0, 0, 0]]), (1, 1, 1))
     assert [p.name for p in tmp_path.iterdir()] == ["model.vox"]
-    assert target.read_bytes() == b"old"
+    assert target.read_bytes() == b"VOX old"
 
 
 def test_written_file_replaces_an_old_one_with_plain_permissions(tmp_path):
     target = tmp_path / "model.vox"
-    target.write_bytes(b"old")
+    target.write_bytes(b"VOX old")
     write_vox(target, np.array([[0, 0, 0]]), (1, 1, 1))
     assert target.read_bytes()[:4] == b"VOX "
     umask = os.umask(0)
     os.umask(umask)
     assert target.stat().st_mode & 0o777 == 0o666 & ~umask
+
+
+@pytest.mark.parametrize("name, content", [("notes.vox", b"my notes"), (".bashrc", None), ("model.txt", None)])
+def test_never_overwrites_what_is_not_a_magicavoxel_file(tmp_path, name, content):
+    """The path comes from a .blend's settings: a crafted one must not reach other files."""
+    target = tmp_path / name
+    if content is not None:
+        target.write_bytes(content)
+    with pytest.raises(InputError, match="not a MagicaVoxel file|must end in .vox"):
+        write_vox(target, np.array([[0, 0, 0]]), (1, 1, 1))
+    assert (target.read_bytes() if content is not None else not target.exists()) in (content, True)
+
+
+def test_never_writes_through_a_symlink(tmp_path):
+    victim = tmp_path / "victim.vox"
+    victim.write_bytes(b"VOX precious")
+    (tmp_path / "out.vox").symlink_to(victim)
+    with pytest.raises(InputError, match="not a MagicaVoxel file"):
+        write_vox(tmp_path / "out.vox", np.array([[0, 0, 0]]), (1, 1, 1))
+    assert victim.read_bytes() == b"VOX precious"
