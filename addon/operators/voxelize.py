@@ -7,6 +7,9 @@ operators run (synchronously headless, modal in the UI); the CLI calls the same 
 
 from __future__ import annotations
 
+import json
+import os
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,7 +19,7 @@ import numpy as np
 
 from ...kernels import backend
 from ...kernels.backend import DeviceMemoryError
-from ...kernels.errors import InputError
+from ...kernels.errors import InputError, VoxFXError
 from ...kernels.grid import GridSpec
 from ...kernels.voxelize import estimate_bytes, voxelize
 from ...kernels.voxelize.attributes import owner_triangles
@@ -25,8 +28,9 @@ from ...kernels.voxelize.coverage import coverage
 from ...kernels.voxelize.lines import voxelize_segments
 from ...kernels.voxelize.topology import open_objects
 from .. import materials, scene_io, writeback
-from ..cache import BakeCache, resolve_folder
-from ..jobs import JobOperator
+from ..cache import MANIFEST, BakeCache, CacheError, explain, resolve_folder
+from ..jobs import BakeResult, JobOperator
+from ..sim_bake import summary as bake_summary
 
 KERNEL_MODE = {"SURFACE": "surface", "THIN": "thin", "SOLID": "solid", "SOLID_SURFACE": "solid+surface"}
 COLLECTION = "VoxFX Voxels"
@@ -206,11 +210,7 @@ def _voxelize_group(base, soup, segments, spec, request, vote, warnings) -> Resu
         dense = grid.dense().astype(np.float32)
         if cover is not None:  # smooth density; set voxels wholly outside (thin sheets) still show
             dense = np.where(dense > 0, np.maximum(cover, 0.5 * (cover == 0)), cover).astype(np.float32)
-        folder = resolve_folder(request.cache_dir) / "voxelize"
-        folder.mkdir(parents=True, exist_ok=True)
-        # Blender caches a VDB by path for the session: a new file name per run.
-        path = folder / f"{_safe(base)}_{int(time.time() * 1000):x}.vdb"
-        writeback.write_vdb(path, {"density": dense}, spec)
+        path = _write_volume(resolve_folder(request.cache_dir) / "voxelize", _safe(base), dense, spec)
         obj = writeback.load_volume(f"{base}_volume", str(path), collection=_collection())
         if not obj.data.materials:
             obj.data.materials.append(materials.volume())
@@ -219,6 +219,33 @@ def _voxelize_group(base, soup, segments, spec, request, vote, warnings) -> Resu
     if "blocks" in request.outputs or "vox" in request.outputs:
         _block_outputs(base, grid, spec, material, color, soup, request, result)
     return result
+
+
+def _write_volume(folder: Path, stem: str, dense, spec) -> Path:
+    """Write this result's density VDB and remove the ones earlier runs wrote for it.
+
+    Blender caches a VDB by path for the whole session, so each run needs a new name
+    (``<stem>_<run>.vdb``); the older files of the same stem are then deleted, so the
+    folder holds one volume per result, and Free (``cache_free`` of ``voxelize``)
+    removes it.
+    """
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise CacheError(explain(e, folder)) from e
+    pattern = re.compile(rf"{re.escape(stem)}_(\d+)\.vdb")
+    older = [e for e in os.scandir(folder) if pattern.fullmatch(e.name) and e.is_file(follow_symlinks=False)]
+    run = max([int(pattern.fullmatch(e.name).group(1)) for e in older] + [int(time.time() * 1000)]) + 1
+    path = folder / f"{stem}_{run}.vdb"
+    try:
+        writeback.write_vdb(path, {"density": dense}, spec)
+    except VoxFXError as e:
+        if isinstance(e.__cause__, OSError):
+            raise CacheError(explain(e.__cause__, folder)) from e
+        raise
+    for entry in older:
+        os.unlink(entry.path)
+    return path
 
 
 def _voxel_attributes(soup, verts, tris, spec, bits, xp, count):
@@ -291,7 +318,10 @@ def _collection():
 
 
 def _safe(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+    """*name* as a file name part: ASCII letters, digits, '-', '_', '.'; starts with a
+    letter or digit (cache names must)."""
+    safe = "".join(c if (c.isascii() and c.isalnum()) or c in "-_." else "_" for c in name)
+    return safe if safe[:1].isalnum() else f"v{safe}"
 
 
 # ------------------------------------------------------------------------- operators
@@ -355,7 +385,9 @@ class VOXFX_OT_voxelize_bake(JobOperator, bpy.types.Operator):
         return bake_frames_job(context, objects, request, folder, scene.frame_start, scene.frame_end)
 
     def job_finished(self, context, result):
-        self.report({"INFO"}, f"Baked frames {result[0]}–{result[1]} into '{result[2]}'")
+        for note in result.notes:
+            self.report({"WARNING"}, note)
+        self.report({"INFO"}, f"Voxelize: {result.summary} in '{result.folder}'")
 
 
 def bake_frames_job(context, objects, request: Request, folder: Path, start: int, end: int):
@@ -365,7 +397,8 @@ def bake_frames_job(context, objects, request: Request, folder: Path, start: int
     depsgraph = context.evaluated_depsgraph_get()
     base = _safe(objects[0].name if objects else "voxels")
     cache = BakeCache(folder, f"{base}", kind="voxelize")
-    first = cache.begin(request.settings(), start, end)
+    plan = cache.begin(request.settings(), start, end)
+    todo = set(plan.todo)
     # One grid for the whole sequence, from the union of every frame's bounds.
     lo = hi = None
     for frame in range(start, end + 1):
@@ -376,7 +409,7 @@ def bake_frames_job(context, objects, request: Request, folder: Path, start: int
     spec = grid_for(lo, hi, request)
     check_memory(spec, request, 0, 0, request.fill_holes, lo, hi)
     xp = backend.xp()
-    for frame in range(first, end + 1):
+    for frame in sorted(todo):
         soup = scene_io.extract_triangles(objects, depsgraph, frame=frame)
         if request.mode in ("solid", "solid+surface"):
             density = coverage(soup.vertices, soup.triangles, spec, vote=request.fill_holes, xp=xp)
@@ -387,10 +420,65 @@ def bake_frames_job(context, objects, request: Request, folder: Path, start: int
     path = cache.frame_path(start, ".vdb")
     writeback.load_volume(f"{base}_voxels_seq", str(path), sequence_frames=(start, end - start + 1),
                           collection=_collection())
-    return start, end, str(folder)
+    return BakeResult(bake_summary(sorted(todo), plan), str(folder), list(cache.notes))
 
 
-_register, _unregister = bpy.utils.register_classes_factory((VOXFX_OT_voxelize, VOXFX_OT_voxelize_bake))
+def free_voxelize_outputs(root: Path, notes: list) -> int:
+    """Remove what Voxelize wrote under the cache folder *root*: the volume files of
+    ``voxelize/`` (``<stem>_<run>.vdb``) and the frame bakes in ``voxelize_bake/``, by
+    their name patterns; return the count."""
+    removed = 0
+    volumes = root / "voxelize"
+    pattern = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*_\d+\.vdb|\.voxfx-tmp\..+")
+    if volumes.is_dir():
+        try:
+            for entry in os.scandir(volumes):
+                if pattern.fullmatch(entry.name) and entry.is_file(follow_symlinks=False):
+                    os.unlink(entry.path)
+                    removed += 1
+        except OSError as e:
+            raise CacheError(f"{explain(e, volumes)}: freed {removed} files") from e
+        try:
+            volumes.rmdir()
+        except OSError:
+            pass
+    bake = root / "voxelize_bake"
+    try:
+        name = json.loads((bake / MANIFEST).read_text(encoding="utf-8")).get("name")
+    except (OSError, ValueError, AttributeError):
+        name = None
+    if isinstance(name, str):
+        try:
+            cache = BakeCache(bake, name, kind="voxelize")
+        except CacheError:
+            notes.append(f"The manifest in '{bake}' names no valid bake: nothing freed there")
+        else:
+            removed += cache.free()
+            notes.extend(cache.notes)
+    return removed
+
+
+class VOXFX_OT_voxelize_free(bpy.types.Operator):
+    """Delete the volumes and frame bakes Voxelize wrote into the cache folder"""
+
+    bl_idname = "voxfx.voxelize_free"
+    bl_label = "Free Voxelize Files"
+
+    def execute(self, context):
+        notes = []
+        try:
+            removed = free_voxelize_outputs(resolve_folder(context.scene.voxfx.cache_directory), notes)
+        except CacheError as e:
+            self.report({"ERROR"}, str(e))
+            return {"CANCELLED"}
+        for note in notes:
+            self.report({"WARNING"}, note)
+        self.report({"INFO"}, f"Freed the voxelize files ({removed} files)")
+        return {"FINISHED"}
+
+
+_register, _unregister = bpy.utils.register_classes_factory((VOXFX_OT_voxelize, VOXFX_OT_voxelize_bake,
+                                                             VOXFX_OT_voxelize_free))
 
 
 def register():
