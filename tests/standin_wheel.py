@@ -11,9 +11,10 @@ from pathlib import Path
 
 
 def make_wheel(folder: Path, name: str = "voxfx_gpu_standin", version: str = "1.0",
-               requires: tuple[str, ...] = ()) -> Path:
-    """Write ``<name>-<version>-py3-none-any.whl`` into *folder*; its module ``<name>``
-    has ``VERSION`` and ``WHERE = __file__``."""
+               requires: tuple[str, ...] = (), tag: str = "py3-none-any") -> Path:
+    """Write ``<name>-<version>-<tag>.whl`` into *folder*; its module ``<name>`` has
+    ``VERSION`` and ``WHERE = __file__``. *tag* can name a platform (the files stay pure
+    Python) to stand in for CuPy's per-platform wheels."""
     folder.mkdir(parents=True, exist_ok=True)
     info = f"{name}-{version}.dist-info"
     files = {
@@ -21,7 +22,7 @@ def make_wheel(folder: Path, name: str = "voxfx_gpu_standin", version: str = "1.
         f"{info}/METADATA": "Metadata-Version: 2.1\n"
                             f"Name: {name.replace('_', '-')}\nVersion: {version}\n"
                             + "".join(f"Requires-Dist: {r}\n" for r in requires),
-        f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: voxfx-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        f"{info}/WHEEL": f"Wheel-Version: 1.0\nGenerator: voxfx-tests\nRoot-Is-Purelib: true\nTag: {tag}\n",
     }
     record = []
     for path, text in files.items():
@@ -29,7 +30,7 @@ def make_wheel(folder: Path, name: str = "voxfx_gpu_standin", version: str = "1.
         record.append(f"{path},sha256={digest},{len(text.encode())}")
     record.append(f"{info}/RECORD,,")
     files[f"{info}/RECORD"] = "\n".join(record) + "\n"
-    wheel = folder / f"{name}-{version}-py3-none-any.whl"
+    wheel = folder / f"{name}-{version}-{tag}.whl"
     with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as z:
         for path, text in files.items():
             z.writestr(path, text)

@@ -5,6 +5,7 @@ and ``register`` points CuPy's kernel cache and the import path at VoxFX's folde
 Blender's user data.
 """
 
+import sys
 from pathlib import Path
 
 import bpy
@@ -37,6 +38,13 @@ def user_data_dir(name: str) -> Path:
 
 def gpu_folder_path() -> Path:
     return gpu_folder.gpu_folder(user_data_dir("gpu"))
+
+
+def bundled_site_packages() -> Path:
+    """Where Blender puts the wheels of an extension zip built with them inside
+    (tools/bundle_gpu_wheels.py): the extensions' own site-packages."""
+    version = f"python{sys.version_info[0]}.{sys.version_info[1]}"
+    return Path(bpy.utils.user_resource("EXTENSIONS")) / ".local" / "lib" / version / "site-packages"
 
 
 def _wheels_dir_default() -> str:
@@ -154,6 +162,7 @@ def register():
     # Before anything imports CuPy: its kernel cache and the installed GPU support.
     backend.set_kernel_cache(user_data_dir("kernel_cache"))
     gpu_folder.activate(gpu_folder_path())
+    gpu_folder.preload_cuda_libraries(bundled_site_packages())  # NVIDIA libraries from a bundled zip
 
 
 def unregister():
