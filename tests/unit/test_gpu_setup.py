@@ -178,3 +178,27 @@ def test_env_var_moves_the_folder(tmp_path, monkeypatch):
     assert folder.gpu_folder(tmp_path / "blender_user") == tmp_path / "farm_gpu"
     monkeypatch.delenv(folder.ENV_VAR)
     assert folder.gpu_folder(tmp_path / "blender_user") == tmp_path / "blender_user"
+
+
+def test_cancel_stops_pip_while_it_waits_for_the_network(tmp_path, pip_offline, monkeypatch):
+    """A server that accepts and never answers keeps pip waiting (as a slow download
+    would); cancelling the job must stop pip at once and say so in the log."""
+    import socket
+    import time
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    monkeypatch.setenv("PIP_INDEX_URL", f"http://127.0.0.1:{server.getsockname()[1]}/simple")
+    try:
+        runner = JobRunner(install_steps(tmp_path / "gpu", ["cupy-cuda12x>=13,<14"]), title="install")
+        started = time.monotonic()
+        while runner.step() == "RUNNING" and time.monotonic() - started < 2.0:
+            pass  # pip is started and waiting
+        runner.request_cancel()
+        assert runner.step() == "CANCELLED"
+        assert time.monotonic() - started < 8.0  # not pip's 15 s network timeout
+    finally:
+        server.close()
+    log = (tmp_path / "gpu" / folder.LOG_NAME).read_text()
+    assert "--- stopped by VoxFX" in log
