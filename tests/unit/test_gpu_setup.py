@@ -14,7 +14,7 @@ import pytest
 
 from tests.standin_wheel import make_wheel
 from voxfx.addon.gpu_setup import check, driver, folder, plan
-from voxfx.addon.gpu_setup.install import InstallError, install_steps
+from voxfx.addon.gpu_setup.install import install_steps
 from voxfx.addon.jobs import FAILED, FINISHED, JobRunner
 
 MISSING_LIB = ("libcuda-not-here-voxfx.so.1",)
