@@ -1,4 +1,4 @@
-"""Add-on preferences: which backend to use."""
+"""Add-on preferences: which backend to use, and GPU support (check, install, remove)."""
 
 import bpy
 
@@ -25,13 +25,33 @@ class VOXFX_AP_preferences(bpy.types.AddonPreferences):
         update=_apply_backend,
     )
 
+    gpu_wheels_dir: bpy.props.StringProperty(
+        name="Wheels Folder",
+        description="Install GPU Support offline from the wheels in this folder (CuPy and NVIDIA's CUDA "
+                    "libraries for this platform); empty: download them from PyPI",
+        subtype="DIR_PATH",
+        default="",
+    )
+
     def draw(self, context):
         layout = self.layout
         layout.prop(self, "backend")
+        from .operators.gpu import gpu_folder_path, last_findings
         from .operators.system import last_device_summary
 
         layout.label(text=last_device_summary(), icon="INFO")
         layout.operator("voxfx.check_device", icon="FILE_REFRESH")
+
+        box = layout.box()
+        box.label(text="GPU Support", icon="MEMORY")
+        for line in last_findings():
+            box.label(text=line)
+        row = box.row()
+        row.operator("voxfx.gpu_check", icon="VIEWZOOM")
+        row.operator("voxfx.gpu_install", icon="IMPORT")
+        row.operator("voxfx.gpu_remove", icon="TRASH")
+        box.prop(self, "gpu_wheels_dir")
+        box.label(text=f"Installs into {gpu_folder_path()}")
 
 
 def preferences(context=None):

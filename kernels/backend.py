@@ -4,11 +4,13 @@ The choice is made once per process (``get_backend``) and can be forced by the
 ``VOXFX_BACKEND`` environment variable (``cpu`` | ``gpu`` | ``auto``) or by the add-on
 preference (``set_preference``); the environment variable wins, so a pipeline can pin a
 backend without touching the .blend. Results leave kernels as NumPy arrays
-(``to_numpy``).
+(``to_numpy``). CuPy's kernel cache folder is chosen (and checked) before the first
+compile: ``set_kernel_cache`` / ``kernels.kernel_cache``.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 import threading
@@ -16,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+
+from . import kernel_cache
 
 ENV_VAR = "VOXFX_BACKEND"
 CHOICES = ("auto", "cpu", "gpu")
@@ -151,16 +155,25 @@ def get_backend(refresh: bool = False) -> Backend:
 
 
 def reset() -> None:
-    """Forget the cached choice (tests, preference changes)."""
+    """Forget the cached choice (tests, preference changes, CuPy just installed)."""
     global _backend
     with _lock:
         _backend = None
+
+
+def set_kernel_cache(preferred=None) -> kernel_cache.KernelCache:
+    """Point CuPy's kernel cache at *preferred* (the add-on passes a folder in Blender's
+    user folder; ``VOXFX_KERNEL_CACHE`` wins), or at a temporary folder with a warning
+    when it is not writable. Takes effect at the next compile."""
+    return kernel_cache.configure(preferred)
 
 
 def _choose() -> Backend:
     choice, source = requested()
     if choice == "cpu":
         return _announce(Backend("cpu", np, f"CPU backend (NumPy) by {source}"))
+    if importlib.util.find_spec("cupy") is not None:  # finds without importing
+        kernel_cache.current()  # before CuPy compiles its first kernel (the probe does)
     cp, why_not = probe_cuda()
     if cp is not None:
         return _announce(Backend("gpu", cp, f"GPU backend (CuPy {cp.__version__}) by {source}"))
@@ -181,22 +194,39 @@ def probe_cuda():
 
     Catches everything: without a driver ``cupy.cuda.is_available()`` itself raises, and
     a broken install can fail at import, at the first allocation or at the first launch.
+    The reason says which: CuPy missing, CuPy present but failing to import (a
+    PermissionError is not "not installed"), or the device or the kernel cache failing.
     """
     try:
         import cupy as cp
-    except Exception as e:  # noqa: BLE001 - any import failure means "no GPU"
-        return None, f"CuPy is not installed ({type(e).__name__}: {e})".strip()
-    try:
-        if cp.cuda.runtime.getDeviceCount() < 1:
-            return None, "no CUDA device found"
-        # A real launch: catches missing NVRTC, incompatible drivers and the like.
-        x = cp.arange(1, 5, dtype=cp.float32)
-        if float((x * x).sum()) != 30.0:
-            return None, "a test computation on the GPU returned a wrong result"
-        return cp, None
-    except Exception as e:  # noqa: BLE001
-        msg = str(e).splitlines()[0] if str(e) else ""
-        return None, f"{type(e).__name__}: {msg}"
+    except ModuleNotFoundError as e:
+        if e.name == "cupy":
+            return None, "CuPy is not installed"
+        return None, f"CuPy is installed but incomplete ({_one_line(e)})"
+    except Exception as e:  # noqa: BLE001 - any import failure means "no GPU", with its reason
+        return None, f"CuPy is installed but cannot be imported ({_one_line(e)})"
+    for attempt in (1, 2):
+        try:
+            if cp.cuda.runtime.getDeviceCount() < 1:
+                return None, "no CUDA device found"
+            # A real launch: catches missing NVRTC, incompatible drivers and the like.
+            x = cp.arange(1, 5, dtype=cp.float32)
+            if float((x * x).sum()) != 30.0:
+                return None, "a test computation on the GPU returned a wrong result"
+            return cp, None
+        except Exception as e:  # noqa: BLE001
+            if attempt == 1 and kernel_cache.is_cache_error(e):
+                kernel_cache.fall_back(f"CuPy could not write its kernel cache ({_one_line(e)})")
+                continue
+            if kernel_cache.is_cache_error(e):
+                return None, f"CuPy cannot use its kernel cache folder ({_one_line(e)})"
+            return None, _one_line(e)
+    return None, "unreachable"  # pragma: no cover
+
+
+def _one_line(e: BaseException) -> str:
+    msg = str(e).splitlines()[0].strip() if str(e).strip() else ""
+    return f"{type(e).__name__}: {msg}" if msg else type(e).__name__
 
 
 # --------------------------------------------------------------------------- shortcuts
@@ -270,9 +300,25 @@ def load_module(filename: str, options: tuple = ()):
     key = (filename, tuple(options), cp.cuda.Device().id)
     mod = _modules.get(key)
     if mod is None:
-        mod = cp.RawModule(code=cuda_source(filename),
-                           options=("--std=c++17", f"-I{CUDA_INCLUDE}") + tuple(options))
-        mod.compile()
+        kernel_cache.current()
+        code = cuda_source(filename)
+        all_options = ("--std=c++17", f"-I{CUDA_INCLUDE}") + tuple(options)
+        mod = cp.RawModule(code=code, options=all_options)
+        try:
+            mod.compile()
+        except OSError as e:
+            # The kernel cache went read-only or full since it was checked: compile into
+            # the temporary folder instead of failing the bake with a bare OSError.
+            if not kernel_cache.is_cache_error(e):
+                raise
+            kernel_cache.fall_back(f"CuPy could not write its kernel cache ({_one_line(e)})")
+            mod = cp.RawModule(code=code, options=all_options)
+            try:
+                mod.compile()
+            except OSError as e2:
+                raise BackendError(f"cannot compile {filename}: the kernel cache is not writable "
+                                   f"({_one_line(e2)}); set {kernel_cache.ENV_VAR} to a writable "
+                                   f"folder") from e2
         _modules[key] = mod
     return mod
 

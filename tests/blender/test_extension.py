@@ -36,7 +36,8 @@ def test_built_zip_has_the_addon_and_not_the_dev_tree(built_zip):
     names = zipfile.ZipFile(built_zip).namelist()
     for needed in ("blender_manifest.toml", "__init__.py", "addon/__init__.py", "kernels/backend.py",
                    "kernels/cuda/bitgrid.cu", "kernels/cuda/include/voxfx_rng.cuh",
-                   "kernels/cuda/include/voxfx_stencil.cuh"):
+                   "kernels/cuda/include/voxfx_stencil.cuh", "addon/gpu_setup/install.py",
+                   "addon/operators/gpu.py"):
         assert needed in names
     for excluded in ("tests/", "bench/", "demo_blends/", ".ci/", "tools/", ".venv/"):
         assert not any(n.startswith(excluded) for n in names), excluded
