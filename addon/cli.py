@@ -27,6 +27,27 @@ _commands: dict[str, tuple[str, Callable, Callable]] = {}
 _handle = None
 
 
+def ranged(kind, low, high=None, *, above=False):
+    """An argparse type: *kind* (int or float) from *low* (excluded with *above*) to *high*.
+    The error quotes what the user typed and names the allowed range."""
+    import math
+
+    what = "a whole number" if kind is int else "a number"
+    allowed = (f"{'more than' if above else 'at least'} {low}" if high is None else
+               f"from {low} to {high}" if not above else f"more than {low} and at most {high}")
+
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"'{text}' is not {what}") from None
+        if not math.isfinite(value) or value < low or (above and value == low) or (high is not None and value > high):
+            raise argparse.ArgumentTypeError(f"'{text}' is out of range: use {what} {allowed}")
+        return value
+
+    return parse
+
+
 def add_command(name: str, help: str, configure: Callable[[argparse.ArgumentParser], None],
                 run: Callable[[argparse.Namespace], int]) -> None:
     _commands[name] = (help, configure, run)
@@ -52,8 +73,8 @@ def main(argv: list[str]) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
-    except SystemExit as e:  # argparse exits on --help and on bad arguments
-        return int(e.code or 0)
+    except SystemExit as e:  # argparse exits on --help (0) and on bad arguments (2)
+        return 0 if not e.code else 1  # one exit code for every error, as the README says
     if not args.command:
         parser.print_help()
         return 1
@@ -135,8 +156,10 @@ def _voxelize_configure(p: argparse.ArgumentParser) -> None:
                    help="objects to voxelize (default: every mesh, curve and text object in the scene "
                         "except those VoxFX made)")
     size = p.add_mutually_exclusive_group()
-    size.add_argument("--voxel-size", type=float, metavar="M", help="voxel edge length in metres")
-    size.add_argument("--resolution", type=int, default=64, help="voxels along the longest side (default 64)")
+    size.add_argument("--voxel-size", type=ranged(float, 0.0, above=True), metavar="M",
+                      help="voxel edge length in metres")
+    size.add_argument("--resolution", type=ranged(int, 2, 8192), default=64,
+                      help="voxels along the longest side, 2-8192 (default 64)")
     p.add_argument("--mode", choices=["surface", "thin", "solid", "solid+surface"], default="solid+surface")
     p.add_argument("--fill-holes", action="store_true", help="3-axis vote for meshes that are not closed")
     p.add_argument("--no-edges", action="store_true", help="ignore loose edges and curves without bevel")
@@ -162,8 +185,6 @@ def _voxelize_run(args) -> int:
 
         objects = [o for o in scene.objects if o.type in {"MESH", "CURVE", "FONT", "SURFACE", "META", "CURVES"}
                    and not is_output(o)]  # not VoxFX's own earlier results (*_blocks, *_voxels, ...)
-    if args.voxel_size is not None and not args.voxel_size > 0:
-        raise InputError(f"--voxel-size must be positive, not {args.voxel_size}")
     out = os.path.abspath(args.out)
     ext = os.path.splitext(out)[1].lower()
     if ext not in (".vdb", ".vox", ".blend"):
@@ -239,15 +260,18 @@ def frame_range(text, scene) -> tuple[int, int]:
         start, end = (int(x) for x in text.split("-"))
     except ValueError:
         raise InputError(f"--frames must look like 1-250, not '{text}'") from None
+    if end < start:
+        raise InputError(f"--frames '{text}' ends before it starts")
     return start, end
 
 
 def _snow_configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--frames", metavar="A-B", help="frame range (default: the scene's)")
     p.add_argument("--receivers", metavar="COLLECTION", help="collection snow lands on (default: the scene setting)")
-    p.add_argument("--flakes", type=int, help="flake count")
-    p.add_argument("--rate", type=float, metavar="CM_PER_H", help="snowfall rate in cm of snow per hour")
-    p.add_argument("--wind", type=float, metavar="M_PER_S", help="wind speed")
+    p.add_argument("--flakes", type=ranged(int, 1, 2**31 - 1), help="flake count (at least 1)")
+    p.add_argument("--rate", type=ranged(float, 0.0, above=True), metavar="CM_PER_H",
+                   help="snowfall rate in cm of snow per hour (more than 0)")
+    p.add_argument("--wind", type=ranged(float, 0.0), metavar="M_PER_S", help="wind speed (0 or more)")
     p.add_argument("--fresh", action="store_true", help="start over instead of resuming a previous bake")
     p.add_argument("--save", action="store_true", help="save the .blend afterwards (with the Snow objects)")
 
@@ -278,7 +302,7 @@ add_command("snow", "bake snowfall (flakes, snow cover, depth images) over a fra
 
 def _flip_configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--frames", metavar="A-B", help="frame range (default: the scene's)")
-    p.add_argument("--resolution", type=int, help="grid cells along the domain's longest side")
+    p.add_argument("--resolution", type=ranged(int, 8, 2048), help="grid cells along the domain's longest side (8-2048)")
     p.add_argument("--domain", metavar="OBJECT", help="domain object (default: the scene setting)")
     p.add_argument("--fresh", action="store_true", help="start over instead of resuming a previous bake")
     p.add_argument("--save", action="store_true", help="save the .blend afterwards (with the Liquid objects)")

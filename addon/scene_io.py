@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..kernels.errors import InputError
+from ..kernels.errors import BadGeometryError, InputError
 
 # Object types that Blender evaluates to a mesh without help. Any other type qualifies
 # only through its modifiers (e.g. Geometry Nodes that output a mesh).
@@ -293,7 +293,7 @@ def _check_finite(name, vertices) -> None:
     # Checked after the transform: a huge scale can overflow float32 to inf as well.
     bad = count_non_finite_vertices(vertices)
     if bad:
-        raise InputError(
+        raise BadGeometryError(
             f"Object '{name}' has {bad} vertices with non-finite coordinates (NaN/inf); "
             "fix or delete them (or the transform that overflows) and try again."
         )
@@ -478,6 +478,8 @@ def _to_world(points, matrix_world) -> np.ndarray:
 def _mesh_edges(mesh, loose_only):
     """(positions float32 (V, 3), edges int32 (E, 2)) of a mesh, loose ones only if asked."""
     points = np.empty((len(mesh.vertices), 3), dtype=np.float32)
+    if len(points) == 0:  # an empty mesh has no 'position' attribute at all
+        return points, np.zeros((0, 2), dtype=np.int32)
     mesh.attributes["position"].data.foreach_get("vector", points.reshape(-1))
     edges = np.empty((len(mesh.edges), 2), dtype=np.int32)
     attribute = mesh.attributes.get(".edge_verts")
@@ -523,7 +525,7 @@ def _hair_polylines(curves):
 def _check_finite_segments(name, pair) -> None:
     bad = int(np.count_nonzero(~(np.isfinite(pair[0]).all(axis=1) & np.isfinite(pair[1]).all(axis=1))))
     if bad:
-        raise InputError(
+        raise BadGeometryError(
             f"Object '{name}' has {bad} edges with non-finite end points (NaN/inf); "
             "fix or delete them (or the transform that overflows) and try again."
         )

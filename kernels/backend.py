@@ -19,6 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .errors import VoxFXError
+
 from . import kernel_cache
 
 ENV_VAR = "VOXFX_BACKEND"
@@ -31,7 +33,7 @@ CUDA_INCLUDE = CUDA_DIR / "include"  # shared device helpers (*.cuh), on every m
 SAFETY_FRACTION = 0.9
 
 
-class BackendError(RuntimeError):
+class BackendError(VoxFXError, RuntimeError):
     """The requested backend cannot be used."""
 
 

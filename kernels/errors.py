@@ -10,5 +10,10 @@ class InputError(VoxFXError, ValueError):
     """Bad input: NaN vertices, empty selection, non-positive voxel size, ..."""
 
 
+class BadGeometryError(InputError):
+    """An object's geometry cannot be used (NaN/inf vertices, indices out of range): the
+    operation stops naming it, rather than leave it out silently."""
+
+
 class Cancelled(VoxFXError):
     """The user (or a progress callback returning False) cancelled the work."""

@@ -19,7 +19,7 @@ import numpy as np
 
 from ...kernels import backend
 from ...kernels.backend import DeviceMemoryError
-from ...kernels.errors import InputError, VoxFXError
+from ...kernels.errors import BadGeometryError, InputError, VoxFXError
 from ...kernels.grid import GridSpec
 from ...kernels.voxelize import estimate_bytes, voxelize
 from ...kernels.voxelize.attributes import owner_triangles
@@ -115,6 +115,8 @@ class Result:
 
 def voxelize_job(context, objects, request: Request, warnings: list, frame=None):
     """Job generator: yields (fraction, message); returns the list of Results."""
+    if "vox" in request.outputs:
+        vox_output_path(request.vox_path)  # refuse a bad path before any work
     depsgraph = context.evaluated_depsgraph_get()
     selection = scene_io.geometry_objects(objects, depsgraph) if not request.include_edges else None
     candidates = list(objects)
@@ -151,7 +153,9 @@ def _extract(group, depsgraph, request, warnings, frame):
     meshes = [o for o in group if scene_io.may_have_geometry(o)]
     try:
         soup = scene_io.extract_triangles(group, depsgraph, with_colors=True, frame=frame)
-    except InputError:
+    except BadGeometryError:
+        raise  # a bad object stops the work, named: never left out silently
+    except InputError:  # no object with faces: edges and curves may still give voxels
         if not request.include_edges:
             raise
     if request.include_edges:
@@ -273,14 +277,22 @@ def _block_outputs(base, grid, spec, material, color, soup, request, result):
     if "vox" in request.outputs:
         from ..vox_export import write_vox
 
-        path = Path(bpy.path.abspath(request.vox_path)) if request.vox_path else None
-        if path is None:
-            raise InputError("Set a .vox file path to export MagicaVoxel")
+        path = vox_output_path(request.vox_path)
         if not request.combine:
             path = path.with_name(f"{path.stem}_{_safe(base)}{path.suffix}")
         rgba = color if color is not None else _material_colors(soup, material)
         write_vox(path, grid.coordinates(), spec.shape, colors=rgba)
         result.files.append(str(path))
+
+
+def vox_output_path(text: str) -> Path:
+    """The absolute .vox path for the setting *text*; '//' needs a saved .blend."""
+    if not text:
+        raise InputError("Set a .vox file path to export MagicaVoxel")
+    if text.startswith("//") and not bpy.data.filepath:
+        raise InputError(f"The .vox path '{text}' is relative to the .blend file, which is not saved yet: "
+                         "save the file or choose an absolute path")
+    return Path(os.path.abspath(bpy.path.abspath(text)))
 
 
 def _material_colors(soup, material):
