@@ -131,6 +131,14 @@ extern "C" __global__ void init_flakes(float* __restrict__ pos, float* __restric
     spawn[f] = 0u;
 }
 
+
+// Index -1 → 1 and n → n - 2: a deposit weight that would fall off the lattice lands on
+// the mirror vertex inside it (flakes.py deposit_units).
+__device__ __forceinline__ int mirror_index(int i, int n)
+{
+    return i < 0 ? -i : (i >= n ? 2 * (n - 1) - i : i);
+}
+
 // One time step of every flake, fused: wind lookup, Eq. 2.20–2.26, periodic x/y, collision
 // with the height field, deposit into the 3×3 nearest vertices, respawn. No host sync.
 // Launch with blockDim a multiple of 32 (the landed count is summed per warp).
@@ -212,13 +220,14 @@ extern "C" __global__ void step_flakes(float* __restrict__ pos, float* __restric
             long long c = (long long)cj * gx + ci;
             float ground = terrain[c];
             if (ground != NO_GROUND && z < ground + snow[c]) {
-                // §3.3.2: 16 units over the 3×3 nearest vertices (1-2-1 × 1-2-1), folded
-                // onto the lattice at its edges, and onto the impact vertex where a
-                // neighbour has no ground: exactly 16 per flake, none where nothing receives.
+                // §3.3.2: 16 units over the 3×3 nearest vertices (1-2-1 × 1-2-1), mirrored
+                // into the lattice at its sides (a side vertex stands for half a cell, so the
+                // depth stays even: issue 18), and onto the impact vertex where a neighbour
+                // has no ground: exactly 16 per flake, none where nothing receives.
                 for (int dj = -1; dj <= 1; ++dj) {
-                    int jj = min(max(cj + dj, 0), gy - 1);
+                    int jj = mirror_index(cj + dj, gy);
                     for (int di = -1; di <= 1; ++di) {
-                        int ii = min(max(ci + di, 0), gx - 1);
+                        int ii = mirror_index(ci + di, gx);
                         long long at = (long long)jj * gx + ii;
                         if (terrain[at] == NO_GROUND) at = c;
                         atomicAdd(deposit + at, (unsigned int)((2 - abs(di)) * (2 - abs(dj))));

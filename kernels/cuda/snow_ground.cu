@@ -134,22 +134,26 @@ extern "C" __global__ void keys_to_heights(unsigned int* __restrict__ keys, long
 
 // ---------------------------------------------------------------- deposit (§3.3.2)
 //
-// snow += deposit · (volume / units) / cell², the step's snowfall volume shared over the
-// units landed (domain.py); units is read on the device, so no host sync.
+// snow += deposit · (volume / units) / area(vertex), the step's snowfall volume shared over
+// the units landed (domain.py); area(vertex) = cell² × ½ on each lattice side it lies on
+// (ground.vertex_areas, the trapezoid rule). units is read on the device: no host sync.
 
 extern "C" __global__ void apply_deposit(float* __restrict__ snow, unsigned int* __restrict__ deposit,
                                          const unsigned long long* __restrict__ units, double volume,
-                                         double cell2, long long n)
+                                         double cell2, long long gx, long long gy)
 {
     long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
+    if (i >= gx * gy) return;
     unsigned int d = deposit[i];
     if (d == 0) return;
     deposit[i] = 0u;
     unsigned long long u = *units;
     if (u == 0) return;  // nothing landed: nothing to share
-    double per_area = (volume / (double)u) / cell2;
-    snow[i] = snow[i] + (float)((double)d * per_area);
+    long long x = i % gx, y = i / gx;
+    double wx = (x == 0 || x == gx - 1) ? 0.5 : 1.0;
+    double wy = (y == 0 || y == gy - 1) ? 0.5 : 1.0;
+    double per_unit = volume / (double)u;
+    snow[i] = snow[i] + (float)((double)d * per_unit / (cell2 * (wy * wx)));
 }
 
 // ---------------------------------------------------------------- redistribution (§3.3.2)

@@ -39,7 +39,7 @@ Boundaries. x and y are periodic over the wind box. A flake lifted above the top
 at the lid (z = top, upward speed dropped). It lands when z < terrain + snow at the
 nearest ground vertex (round((x − x0)/cell), clamped to the lattice; columns with
 ``NO_GROUND`` never collide) and then adds 16 units to ``deposit`` over the 3×3 nearest
-vertices, weights 1-2-1 × 1-2-1 folded onto the lattice at its edges (§3.3.2; integer, so
+vertices, weights 1-2-1 × 1-2-1 mirrored into the lattice at its sides (§3.3.2; integer, so
 the sum is exactly 16 × landed on both backends), counts one in ``landed``, and respawns
 (§3.3.1): spawn + 1, new x/y uniform over the box, z within one wind cell below the top,
 velocity and parameters fresh per Table 2.2. Flakes below the box's bottom (no ground)
@@ -337,16 +337,23 @@ def _wrap(x, lo, length):
     return x
 
 
+def _mirror(i, n):
+    """Index -1 → 1 and n → n - 2 (snow_flakes.cu mirror_index)."""
+    return np.where(i < 0, -i, np.where(i >= n, 2 * (n - 1) - i, i))
+
+
 def deposit_units(deposit, ci, cj, terrain=None):
     """§3.3.2: 16 units per flake over the 3×3 vertices around (ci, cj), 1-2-1 × 1-2-1,
-    indices clamped so edge weights fold onto the lattice, and weights of neighbours with
-    no ground (``NO_GROUND``) folded onto the impact vertex: exact integer conservation,
-    and no snow where nothing receives it."""
+    a weight that would fall off the lattice mirrored onto the vertex inside it (-1 → 1:
+    a side vertex stands for half a cell's area, and mirroring gives it half the units of
+    an inner one, so the depth stays even to the lattice's sides; issue 18), and weights
+    of neighbours with no ground (``NO_GROUND``) folded onto the impact vertex: exact
+    integer conservation, and no snow where nothing receives it."""
     gy, gx = deposit.shape
     for dj in (-1, 0, 1):
-        jj = np.clip(cj + dj, 0, gy - 1)
+        jj = _mirror(cj + dj, gy)
         for di in (-1, 0, 1):
-            ii = np.clip(ci + di, 0, gx - 1)
+            ii = _mirror(ci + di, gx)
             if terrain is not None:
                 bare = terrain[jj, ii] == NO_GROUND
                 jj, ii = np.where(bare, cj, jj), np.where(bare, ci, ii)

@@ -217,8 +217,29 @@ def _keys_to_heights(keys, terrain):
 
 # --------------------------------------------------------------------------- deposit (§3.3.2)
 
+def vertex_areas(shape, cell: float, xp=np):
+    """Horizontal area (m²) each ground vertex stands for: a cell² in the lattice, half of
+    it on the lattice's sides, a quarter at its corners (the trapezoid rule), so the
+    areas of a lattice that spans a plane add up to the plane's area (issue 18)."""
+    gy, gx = shape
+    wx = xp.ones(gx, dtype=xp.float64)
+    wy = xp.ones(gy, dtype=xp.float64)
+    wx[0] = wx[-1] = 0.5
+    wy[0] = wy[-1] = 0.5
+    return (float(cell) * float(cell)) * wy[:, None] * wx[None, :]
+
+
+def receiving_area(terrain, cell: float) -> float:
+    """Horizontal area (m²) of the receivers' top surfaces on the lattice: the areas of
+    the vertices that have ground (snowfall lands there and nowhere else)."""
+    xp = np if not _on_gpu(terrain) else __import__("cupy")
+    return float((vertex_areas(terrain.shape, cell, xp) * (terrain != NO_GROUND)).sum())
+
+
 def apply_deposit(snow, deposit, landed_units, volume: float, cell: float):
-    """snow += deposit · (volume / units) / cell² in place, then deposit = 0 (domain.py).
+    """snow += deposit · (volume / units) / area(vertex) in place, then deposit = 0
+    (domain.py); area(vertex) from ``vertex_areas``: a side vertex catches flakes from
+    half a cell's area, and gets the same depth as an inner one from them.
 
     *volume* is the snowfall volume of the step (rate·area·dt), *landed_units* the units
     landed this step (a 0-d or 1-element integer array on the arrays' device, or None to
@@ -227,6 +248,7 @@ def apply_deposit(snow, deposit, landed_units, volume: float, cell: float):
     if deposit.shape != snow.shape or deposit.dtype != np.uint32:
         raise InputError(f"deposit must be uint32 of shape {snow.shape}, not {deposit.dtype} {deposit.shape}")
     cell2 = float(cell) * float(cell)
+    gy, gx = snow.shape
     if _on_gpu(snow):
         import cupy as cp
 
@@ -234,13 +256,14 @@ def apply_deposit(snow, deposit, landed_units, volume: float, cell: float):
         units = cp.asarray(units).reshape(-1)[:1].astype(cp.uint64)
         n = int(snow.size)
         _kernel("apply_deposit")(_blocks(n), (_THREADS,), (snow, deposit, units, np.float64(volume),
-                                                           np.float64(cell2), np.int64(n)))
+                                                           np.float64(cell2), np.int64(gx), np.int64(gy)))
         return snow
     units = int(deposit.sum(dtype=np.uint64) if landed_units is None else np.asarray(landed_units).reshape(-1)[0])
     if units:
-        per_area = (np.float64(volume) / np.float64(units)) / np.float64(cell2)
+        per_unit = np.float64(volume) / np.float64(units)
         landed = deposit != 0
-        snow[landed] = snow[landed] + (deposit[landed].astype(np.float64) * per_area).astype(np.float32)
+        area = vertex_areas(snow.shape, cell)[landed]
+        snow[landed] = snow[landed] + (deposit[landed].astype(np.float64) * per_unit / area).astype(np.float32)
     deposit[...] = 0
     return snow
 

@@ -56,8 +56,9 @@ class SnowSimulation:
             self.object_solid |= object_cells(obstacle_vertices, obstacle_triangles, domain.wind, xp, solid=True)
         self.wind = WindField(domain, settings, xp=xp)
         self.flakes = init_flakes(settings.flake_count, domain, settings, xp=xp, terrain=self.terrain, snow=self.snow)
-        open_ground = int((backend.to_numpy(self.terrain) != NO_GROUND).sum())
-        self.area = open_ground * domain.ground_cell ** 2  # snowfall lands on receivers only
+        # Snowfall lands on the receivers only: their true horizontal area (issue 18).
+        self.area = ground.receiving_area(self.terrain, domain.ground_cell)
+        self._vertex_areas = ground.vertex_areas(self.terrain.shape, domain.ground_cell, xp)
         self.t = 0.0
         self.steps = 0
         self.last_wind = {}
@@ -117,12 +118,11 @@ class SnowSimulation:
         return backend.to_numpy(self.terrain)
 
     def snow_volume(self) -> float:
-        return float(self.snow.sum(dtype=self.xp.float64)) * self.domain.ground_cell ** 2
+        """Snow volume (m³): depth × each vertex's area (``ground.vertex_areas``)."""
+        return float((self.snow.astype(self.xp.float64) * self._vertex_areas).sum())
 
     def summary(self) -> str:
-        depth = backend.to_numpy(self.snow)
-        open_ground = backend.to_numpy(self.terrain) != NO_GROUND
-        mean_cm = 100.0 * float(depth[open_ground].mean()) if open_ground.any() else 0.0
+        mean_cm = 100.0 * self.snow_volume() / self.area if self.area > 0 else 0.0  # volume over true area
         it = self.last_wind.get("iterations", "?")
         res = self.last_wind.get("residual", float("nan"))
         water_mm = 10.0 * mean_cm * self.settings.snow_density / 1000.0  # depth × density / water

@@ -374,13 +374,18 @@ def test_updraft_holds_flakes_at_the_lid():
 
 
 def deposit_oracle(shape, vertices):
-    """The 1-2-1 × 1-2-1 stencil, each weight moved to the nearest lattice vertex."""
+    """The 1-2-1 × 1-2-1 stencil, a weight off the lattice mirrored onto the vertex just
+    inside (-1 → 1, n → n - 2): a side vertex stands for half a cell (issue 18)."""
     gy, gx = shape
+
+    def mirror(k, n):
+        return -k if k < 0 else (2 * (n - 1) - k if k >= n else k)
+
     out = np.zeros(shape, np.int64)
     for i, j in vertices:
         for dj, wj in ((-1, 1), (0, 2), (1, 1)):
             for di, wi in ((-1, 1), (0, 2), (1, 1)):
-                out[min(max(j + dj, 0), gy - 1), min(max(i + di, 0), gx - 1)] += wi * wj
+                out[mirror(j + dj, gy), mirror(i + di, gx)] += wi * wj
     return out
 
 

@@ -218,9 +218,11 @@ def test_deposit_adds_exactly_the_step_volume_in_proportion_to_units():
     expected_units = deposit.copy()
     ground.apply_deposit(snow, deposit, units, volume, cell)
     added = snow.astype(np.float64) - before
-    assert abs(added.sum() * cell * cell - volume) <= 1e-5 * volume
-    per_unit = volume / units[0] / cell ** 2
-    np.testing.assert_allclose(added, expected_units * per_unit, rtol=0, atol=3e-8)
+    area = ground.vertex_areas(deposit.shape, cell)  # cell², halved on each side (issue 18)
+    assert area.sum() == pytest.approx(36 * 40 * cell * cell)
+    assert abs((added * area).sum() - volume) <= 1e-5 * volume
+    per_unit = volume / units[0]
+    np.testing.assert_allclose(added, expected_units * per_unit / area, rtol=0, atol=3e-8)
     assert np.all(deposit == 0)
 
 

@@ -117,3 +117,24 @@ def test_bad_settings_are_refused_before_anything_is_allocated(field, value):
     settings = SnowSettings(**{field: value})
     with pytest.raises(InputError):
         settings.check()
+
+
+@pytest.mark.parametrize("vertices", [17, 129])
+def test_mean_depth_on_open_flat_ground_is_snowfall_times_time(vertices):
+    """Issue 18: 3600 cm/h for 12.5 s is 12.5 cm, at any ground resolution (the receiving
+    area is the plane's, not vertices × cell²)."""
+    v, t = plane(20.0)
+    domain = SnowDomain.from_box((0, 0, 0), (20, 20, 6), wind_cells_xy=8, ground_vertices_xy=vertices)
+    settings = SnowSettings(flake_count=20000, wind_speed=0.0, gust_strength=0.0, snowfall_rate_cm_per_hour=3600.0,
+                            drift=False, seed=3, obstacle_update_every=50)
+    sim = SnowSimulation(domain, settings, v, t, xp=np)
+    assert sim.area == pytest.approx(400.0, rel=1e-9)
+    dt, steps = 0.125, 100
+    for _ in range(steps):
+        sim.step(dt)
+    expected = 36.0 / 3600.0 * dt * steps  # m: 3600 cm/h = 0.01 m/s
+    snow = sim.snow_host()
+    assert sim.snow_volume() == pytest.approx(expected * 400.0, rel=1e-3)  # float32 depths summed 100 times
+    assert snow[1:-1, 1:-1].mean() == pytest.approx(expected, rel=0.01)  # interior
+    assert snow.mean() == pytest.approx(expected, rel=0.02)  # sides get the same depth too
+    assert f"mean snow {100 * expected:.2f} cm" in sim.summary()
