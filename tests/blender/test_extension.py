@@ -38,7 +38,7 @@ def test_built_zip_has_the_addon_and_not_the_dev_tree(built_zip):
                    "kernels/cuda/bitgrid.cu", "kernels/cuda/include/voxfx_rng.cuh",
                    "kernels/cuda/include/voxfx_stencil.cuh"):
         assert needed in names
-    for excluded in ("tests/", "bench/", "demo_blends/", ".ci/", "tools/", ".venv/"):
+    for excluded in ("tests/", "bench/", "demo_blends/", ".ci/", "tools/", ".venv/", ".venv-min/", ".venv-52/"):
         assert not any(n.startswith(excluded) for n in names), excluded
 
 
