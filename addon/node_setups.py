@@ -174,11 +174,22 @@ def attach(obj, tree, name="VoxFX"):
     return mod
 
 
+# Where a Geometry Nodes modifier keeps its input values. Up to Blender 5.0 they are ID
+# properties of the modifier (mod["Socket_1"]); bpy 5.2.3 refuses ID properties on the
+# modifier ("id properties not supported for this type") and has them as RNA instead,
+# mod.properties.inputs.Socket_1.value. Looked up by what the modifier type has, since
+# the two never exist side by side.
+MODIFIER_INPUTS_ARE_RNA = "properties" in bpy.types.NodesModifier.bl_rna.properties
+
+
 def set_input(mod, socket_name: str, value) -> None:
     """Set a Geometry Nodes modifier input by its socket name."""
     item = next(i for i in mod.node_group.interface.items_tree
                 if getattr(i, "in_out", "") == "INPUT" and i.name == socket_name)
-    mod[item.identifier] = value
+    if MODIFIER_INPUTS_ARE_RNA:
+        getattr(mod.properties.inputs, item.identifier).value = value
+    else:
+        mod[item.identifier] = value
 
 
 def liquid_surface_from_vdb_sequence(name: str, prefix: str, surface="surface", velocity="velocity", material=None):

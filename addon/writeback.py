@@ -200,9 +200,14 @@ def _remove_attributes_except(geometry, keep: set):
         geometry.attributes.remove(geometry.attributes[name])
 
 
+# bpy 5.2.3 sizes a point cloud with PointCloud.resize(); bpy 5.0.1 and 4.5 have no such
+# call and go through the Convert operator, which refuses while any object is in Edit Mode.
+POINT_CLOUD_RESIZE = "resize" in bpy.types.PointCloud.bl_rna.functions
+
+
 def _sized_point_cloud(name: str, count: int):
     """A new point cloud datablock with *count* points (positions not yet set)."""
-    if "resize" in bpy.types.PointCloud.bl_rna.functions:  # Blender ≥ 5.1: sized directly
+    if POINT_CLOUD_RESIZE:
         cloud = bpy.data.pointclouds.new(name)
         cloud.resize(count)
         return cloud

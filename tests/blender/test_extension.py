@@ -39,7 +39,7 @@ def test_built_zip_has_the_addon_and_not_the_dev_tree(built_zip):
                    "kernels/cuda/include/voxfx_stencil.cuh", "addon/gpu_setup/install.py",
                    "addon/operators/gpu.py"):
         assert needed in names
-    for excluded in ("tests/", "bench/", "demo_blends/", ".ci/", "tools/", ".venv/"):
+    for excluded in ("tests/", "bench/", "demo_blends/", ".ci/", "tools/", ".venv/", ".venv-min/", ".venv-52/"):
         assert not any(n.startswith(excluded) for n in names), excluded
 
 

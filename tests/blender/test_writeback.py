@@ -283,11 +283,28 @@ def test_writes_are_refused_in_edit_mode_without_leaking():
         writeback.set_mesh_positions(obj, PRISM + 1)
     with pytest.raises(VoxFXError, match="'ground' is in Edit Mode"):
         writeback.write_mesh(obj, PRISM, PRISM_TRIANGLES)
-    with pytest.raises(VoxFXError, match="Edit Mode"):  # Blender cannot make point clouds meanwhile
-        writeback.write_point_cloud("snow", np.zeros((4, 3)))
     assert (len(bpy.data.objects), len(bpy.data.meshes), len(bpy.data.pointclouds)) == (1, 1, 0)
     bpy.ops.object.mode_set(mode="OBJECT")
     np.testing.assert_array_equal(read_positions(obj.data), PRISM)
+
+
+def test_point_clouds_while_a_mesh_is_in_edit_mode():
+    """Where Blender can size a point cloud directly (PointCloud.resize, bpy 5.2.3) the
+    write goes through; before, it can only convert a mesh, which Blender refuses in Edit
+    Mode: then the error says so and nothing is left behind."""
+    ground = writeback.write_mesh("ground", PRISM, PRISM_QUADS)
+    bpy.context.view_layer.objects.active = ground
+    bpy.ops.object.mode_set(mode="EDIT")
+    if writeback.POINT_CLOUD_RESIZE:
+        obj = writeback.write_point_cloud("snow", np.arange(12.0).reshape(4, 3))
+        assert obj.type == "POINTCLOUD"
+        np.testing.assert_array_equal(read_attribute(obj.data, "position"), np.arange(12.0).reshape(4, 3))
+        assert (len(bpy.data.objects), len(bpy.data.meshes), len(bpy.data.pointclouds)) == (2, 1, 1)
+    else:
+        with pytest.raises(VoxFXError, match="Edit Mode"):
+            writeback.write_point_cloud("snow", np.zeros((4, 3)))
+        assert (len(bpy.data.objects), len(bpy.data.meshes), len(bpy.data.pointclouds)) == (1, 1, 0)
+    bpy.ops.object.mode_set(mode="OBJECT")
 
 
 # ---------------------------------------------------------------------------------------
