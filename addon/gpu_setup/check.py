@@ -63,7 +63,7 @@ def check(folder: Path, driver: gpu_driver.Driver | None = None, numpy_version: 
         else:
             info = backend.Backend("gpu", cp, "").device_info()
             found.lines.append(f"CuPy {cp.__version__} at {where}: works on {info.name}")
-            found.gpu_ready = True
+            found.gpu_ready = bool(driver.found)  # both must hold: a driver VoxFX can see, a CuPy that works
             found.summary = f"GPU ready: {info.name} with CuPy {cp.__version__}"
         cache = kernel_cache.current()
         found.lines.append(cache.warning or cache.summary())
