@@ -1,7 +1,8 @@
 """Bake caches: one folder per bake, a manifest, verified per-frame file sets, resume.
 
-Layout of a cache folder (default ``//voxfx_cache/<bake name>`` next to the .blend, kept
-relative so a farm can move the project)::
+Layout of a cache folder (default ``//voxfx_cache/<.blend name>/<bake name>`` next to the
+.blend, kept relative so a farm can move the project; a cache remembers which .blend
+wrote it, and another .blend never bakes over it without being told)::
 
     voxfx_manifest.json          settings hash, frame range, version, frames done with
                                  each file's size and CRC-32, checkpoints
@@ -70,8 +71,28 @@ def settings_hash(settings: Mapping) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
+BLEND_NAME = "{blend_name}"  # in a cache path: the .blend file's name without .blend
+
+
+def blend_name() -> str | None:
+    """The open .blend file's name without its extension, or None when it is not saved."""
+    import bpy
+
+    return Path(bpy.data.filepath).stem if bpy.data.filepath else None
+
+
 def resolve_folder(path: str) -> Path:
-    """Absolute folder for a cache path that may be Blender-relative (``//...``)."""
+    """Absolute folder for a cache path that may be Blender-relative (``//...``) and may
+    name the .blend file (``{blend_name}``, as Blender's own path templates do), so two
+    .blend files in one folder get caches of their own by default."""
+    if BLEND_NAME in path:
+        name = blend_name()
+        if name is None:
+            raise CacheError(
+                f"The cache folder '{path}' is named after the .blend file, which is not saved yet: "
+                "save the file or choose another cache folder"
+            )
+        path = path.replace(BLEND_NAME, name.replace("/", "_").replace("\\", "_"))
     if path.startswith("//"):
         import bpy
 
@@ -123,7 +144,7 @@ class BakeCache:
     """The cache of one bake: a folder, a base name, a manifest."""
 
     def __init__(self, folder, name: str, kind: str, addon_version: str = "0.1.0", *,
-                 suffixes=None, checkpoint_every: int = CHECKPOINT_EVERY):
+                 suffixes=None, checkpoint_every: int = CHECKPOINT_EVERY, owner: str | None = None):
         if not _NAME.fullmatch(name or ""):
             raise CacheError(f"Cache name {name!r} must start with a letter or digit and use letters, "
                              "digits, '_', '.', '-' only")
@@ -135,6 +156,7 @@ class BakeCache:
         if not self.suffixes or not all(re.fullmatch(r"\.[a-z0-9]{1,8}", s) for s in self.suffixes):
             raise CacheError(f"No file types are known for a {kind!r} cache")
         self.checkpoint_every = max(1, int(checkpoint_every))
+        self.owner = owner  # the .blend (name) baking into this cache, if known
         self.notes: list[str] = []  # one line each: what was ignored, repaired, dropped
         alternatives = "|".join(re.escape(s) for s in self.suffixes)
         self._frame_re = re.compile(rf"{re.escape(name)}_(-?\d+)({alternatives})")
@@ -315,6 +337,12 @@ class BakeCache:
         except CacheError as e:
             self.note(f"{e}: the bake starts again from frame {frame_start}")
             data, resume = {}, False
+        written_by = data.get("blend") if data else None
+        if self.owner and isinstance(written_by, str) and written_by != self.owner:
+            raise ForeignCacheError(
+                f"The cache folder '{self.folder}' holds the {self.kind} bake of '{written_by[:80]}.blend', not of "
+                f"'{self.owner}.blend': choose another Cache Folder, or Free that bake first"
+            )
         self.remove_temporaries()
         if resume and data and data["settings_hash"] == digest and data["frame_start"] == frame_start:
             return self._resume_plan(data, frame_start, frame_end)
@@ -327,7 +355,7 @@ class BakeCache:
             "format": FORMAT, "kind": self.kind, "name": self.name, "addon_version": self.addon_version,
             "settings_hash": digest, "settings": dict(settings), "frame_start": frame_start,
             "frame_end": frame_end, "frames": {}, "checkpoints": {}, "checkpoint_every": self.checkpoint_every,
-            "created": time.time(),
+            "created": time.time(), "blend": self.owner,
         })
         return ResumePlan(frame_start, frame_end, list(range(frame_start, frame_end + 1)), [], list(self.notes))
 

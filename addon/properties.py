@@ -181,8 +181,9 @@ class VoxFXSceneSettings(bpy.types.PropertyGroup):
     cache_directory: bpy.props.StringProperty(
         name="Cache Folder",
         description="Where bakes are stored. '//' means next to the .blend file (kept relative "
-        "so the project can move to a render farm)",
-        default="//voxfx_cache/",
+        "so the project can move to a render farm); {blend_name} is the .blend file's name, so "
+        "every .blend gets a cache of its own",
+        default="//voxfx_cache/{blend_name}/",
         subtype="DIR_PATH",
         options=_RELATIVE_PATH,
     )

@@ -4,7 +4,7 @@ bake each at a small size and render one still per effect with Cycles on the CPU
     python -m tools.demo --out out [--size tiny|small] [--resolution 48]
 
 Writes out/voxelize.blend (point cloud, volume, block mesh; plus out/voxelize.vox),
-out/snow.blend and out/flip.blend (baked), the caches in out/voxfx_cache/{voxelize,snow,
+out/snow.blend and out/flip.blend (baked), the caches in out/voxfx_cache/<blend>/{voxelize,snow,
 liquid}/ and the stills out/voxelize.png, out/snow.png, out/flip.png. Bakes on the GPU
 when CUDA works, else on the CPU (VOXFX_BACKEND=cpu forces the CPU).
 """
@@ -54,9 +54,10 @@ def render_still(bpy, path: Path, size) -> float:
     return time.perf_counter() - t0
 
 
-def fresh(out: Path, kind: str) -> None:
-    """A clean bake (the add-on resumes a matching cache; the demo times a full bake)."""
-    shutil.rmtree(out / "voxfx_cache" / kind, ignore_errors=True)
+def fresh(out: Path, blend: str) -> None:
+    """A clean bake (the add-on resumes a matching cache; the demo times a full bake).
+    Each .blend bakes into ``voxfx_cache/<its name>/`` (the default Cache Folder)."""
+    shutil.rmtree(out / "voxfx_cache" / blend, ignore_errors=True)
 
 
 def bake_voxelize(bpy, build, out: Path, size, resolution: int) -> str:
@@ -93,7 +94,7 @@ def bake_snow(bpy, build, out: Path, size) -> str:
 
 
 def bake_flip(bpy, build, out: Path, size) -> str:
-    fresh(out, "liquid")
+    fresh(out, "flip")
     blend = build.build("flip", out, frames=size["flip_frames"])
     scene = bpy.context.scene
     f = scene.voxfx.flip
@@ -159,10 +160,10 @@ def main(argv=None) -> int:
         if p.is_file():
             print(f"  {p.name}  ({p.stat().st_size:,} bytes)")
     cache = out / "voxfx_cache"
-    for folder in sorted(cache.iterdir()) if cache.is_dir() else []:
+    for folder in sorted(p for p in cache.glob("*/*") if p.is_dir()) if cache.is_dir() else []:
         files = [p for p in folder.iterdir() if p.is_file()]
         kinds = sorted({p.suffix for p in files})
-        print(f"  voxfx_cache/{folder.name}/  ({len(files)} files: {' '.join(kinds)})")
+        print(f"  {folder.relative_to(out)}/  ({len(files)} files: {' '.join(kinds)})")
     return 0
 
 

@@ -15,7 +15,7 @@ from ...kernels.errors import InputError
 from ...kernels.flip.grid import FlipSettings
 from ...kernels.grid import GridSpec
 from .. import materials, node_setups, scene_io, sim_bake, writeback
-from ..cache import BakeCache, resolve_folder
+from ..cache import BakeCache, blend_name, resolve_folder
 from .cache import free_bake
 from ..jobs import BakeResult, JobOperator
 from ..ply import write_points
@@ -184,7 +184,8 @@ def flip_job(context, f, cache_dir: str, frame_start: int, frame_end: int, resum
     velocity = tuple(liquids[0].voxfx_flip.initial_velocity)
     fps = scene.render.fps / scene.render.fps_base
     folder = resolve_folder(cache_dir) / "liquid"
-    cache = BakeCache(folder, "liquid", kind="flip", checkpoint_every=scene.voxfx.checkpoint_every)
+    cache = BakeCache(folder, "liquid", kind="flip", checkpoint_every=scene.voxfx.checkpoint_every,
+                      owner=blend_name())
     key = {"settings": settings.__dict__, "grid": [list(spec.origin), spec.voxel_size, list(spec.shape)],
            "liquids": sorted(o.name for o in liquids), "obstacles": sorted(o.name for o in obstacles), "fps": fps,
            "inflows": sorted(o.name for o in inflows), "outflows": sorted(o.name for o in outflows),

@@ -14,7 +14,7 @@ from ...kernels import backend
 from ...kernels.errors import InputError
 from ...kernels.snow.domain import NO_GROUND, SnowDomain, SnowSettings
 from .. import materials, node_setups, scene_io, sim_bake, writeback
-from ..cache import BakeCache, resolve_folder
+from ..cache import BakeCache, blend_name, resolve_folder
 from .cache import free_bake
 from ..jobs import BakeResult, JobOperator
 from ..ply import write_points
@@ -215,7 +215,8 @@ def snow_job(context, s, cache_dir: str, frame_start: int, frame_end: int, resum
     fps = scene.render.fps / scene.render.fps_base
     dt = 1.0 / fps / s.substeps
     folder = resolve_folder(cache_dir) / "snow"
-    cache = BakeCache(folder, "snow", kind="snow", checkpoint_every=scene.voxfx.checkpoint_every)
+    cache = BakeCache(folder, "snow", kind="snow", checkpoint_every=scene.voxfx.checkpoint_every,
+                      owner=blend_name())
     key = {"settings": settings.__dict__, "domain": [list(domain.wind.origin), domain.wind.voxel_size,
                                                     list(domain.wind.shape), domain.ground_cell],
            "receivers": sorted(o.name for o in receivers), "substeps": s.substeps, "fps": fps}

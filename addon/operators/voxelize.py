@@ -28,7 +28,7 @@ from ...kernels.voxelize.coverage import coverage
 from ...kernels.voxelize.lines import voxelize_segments
 from ...kernels.voxelize.topology import open_objects
 from .. import materials, scene_io, writeback
-from ..cache import MANIFEST, BakeCache, CacheError, explain, resolve_folder
+from ..cache import MANIFEST, BakeCache, CacheError, blend_name, explain, resolve_folder
 from ..jobs import BakeResult, JobOperator
 from ..sim_bake import summary as bake_summary
 
@@ -46,7 +46,7 @@ class Request:
     combine: bool = True
     outputs: set = field(default_factory=lambda: {"points"})
     vox_path: str = ""
-    cache_dir: str = "//voxfx_cache/"
+    cache_dir: str = "//voxfx_cache/{blend_name}/"
 
     def settings(self) -> dict:
         return {k: (sorted(v) if isinstance(v, set) else v) for k, v in self.__dict__.items()}
@@ -408,7 +408,7 @@ def bake_frames_job(context, objects, request: Request, folder: Path, start: int
     load the files as a Volume sequence. Resumes after the last complete frame."""
     depsgraph = context.evaluated_depsgraph_get()
     base = _safe(objects[0].name if objects else "voxels")
-    cache = BakeCache(folder, f"{base}", kind="voxelize")
+    cache = BakeCache(folder, f"{base}", kind="voxelize", owner=blend_name())
     plan = cache.begin(request.settings(), start, end)
     todo = set(plan.todo)
     # One grid for the whole sequence, from the union of every frame's bounds.

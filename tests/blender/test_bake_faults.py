@@ -55,7 +55,7 @@ def snow_scene(tmp_path):
 
             return snow_job(bpy.context, s, scene.voxfx.cache_directory, 1, 3, resume=resume)
 
-        yield tmp_path / "voxfx_cache" / "snow", job
+        yield tmp_path / "voxfx_cache" / "snow" / "snow", job
 
 
 @pytest.fixture
@@ -78,7 +78,7 @@ def liquid_scene(tmp_path):
 
             return flip_job(bpy.context, f, scene.voxfx.cache_directory, 1, 3, resume=resume)
 
-        yield tmp_path / "voxfx_cache" / "liquid", job
+        yield tmp_path / "voxfx_cache" / "dam" / "liquid", job
 
 
 def run(job):

@@ -30,7 +30,7 @@ def dam(tmp_path):
         rock.voxfx_flip.role = "OBSTACLE"
         f = scene.voxfx.flip
         f.domain, f.resolution = domain, 20
-        yield scene, f, water, rock, tmp_path / "voxfx_cache" / "liquid"
+        yield scene, f, water, rock, tmp_path / "voxfx_cache" / "dam" / "liquid"
 
 
 def test_bake_writes_mesh_points_and_vdb_per_frame(dam):

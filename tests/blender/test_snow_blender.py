@@ -30,7 +30,7 @@ def snowy(tmp_path):
         s.receivers = coll
         s.wind_resolution, s.ground_resolution, s.flake_count = 8, 17, 3000
         s.snowfall_rate, s.substeps, s.sky_height = 4000.0, 2, 4.0
-        yield scene, s, tmp_path / "voxfx_cache" / "snow"
+        yield scene, s, tmp_path / "voxfx_cache" / "snow" / "snow"
 
 
 def test_bake_writes_every_frame_and_loads_render_safely(snowy):

@@ -41,7 +41,7 @@ def snowy(tmp_path):
         s.receivers = coll
         s.wind_resolution, s.ground_resolution, s.flake_count = 8, 9, 300
         s.snowfall_rate, s.substeps, s.sky_height = 4000.0, 1, 3.0
-        yield scene, tmp_path / "voxfx_cache" / "snow"
+        yield scene, tmp_path / "voxfx_cache" / "snow" / "snow"
 
 
 def test_every_baked_file_follows_the_umask(snowy, umask):
@@ -118,7 +118,7 @@ def cube(tmp_path):
 def test_voxelize_volume_replaces_its_file_and_free_removes_it(cube, umask):
     s, obj, tmp_path = cube
     s.output_points, s.output_volume, s.output_blocks = False, True, False
-    folder = tmp_path / "voxfx_cache" / "voxelize"
+    folder = tmp_path / "voxfx_cache" / "cube" / "voxelize"
     for _ in range(3):
         assert bpy.ops.voxfx.voxelize() == {"FINISHED"}
     files = sorted(folder.iterdir())

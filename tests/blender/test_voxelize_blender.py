@@ -76,7 +76,7 @@ def test_volume_holds_the_coverage_density(scene):
     assert bpy.ops.voxfx.voxelize() == {"FINISHED"}
     vol = bpy.data.objects[f"{monkey.name}+1_volume"]
     assert vol.data.grids.load() and vol.data.grids[0].name == "density"
-    assert str(tmp / "voxfx_cache" / "voxelize") in bpy.path.abspath(vol.data.filepath)
+    assert str(tmp / "voxfx_cache" / "shot" / "voxelize") in bpy.path.abspath(vol.data.filepath)
     soup, spec, ref = reference_grid([monkey, text], 40)
     dense = ref.dense()
     ijk = np.argwhere(dense)[:, ::-1][:200]  # (i, j, k) of set voxels
@@ -156,7 +156,7 @@ def test_bake_frames_writes_a_volume_sequence_that_moves(scene):
     monkey.keyframe_insert("location", frame=3)
     settings.resolution = 24
     assert bpy.ops.voxfx.voxelize_bake() == {"FINISHED"}
-    files = sorted((tmp / "voxfx_cache" / "voxelize_bake").glob("Suzanne_*.vdb"))
+    files = sorted((tmp / "voxfx_cache" / "shot" / "voxelize_bake").glob("Suzanne_*.vdb"))
     assert [f.name for f in files] == ["Suzanne_0001.vdb", "Suzanne_0002.vdb", "Suzanne_0003.vdb"]
     vol = bpy.data.objects["Suzanne_voxels_seq"]
     assert vol.data.is_sequence and vol.data.frame_duration == 3
