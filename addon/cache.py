@@ -424,9 +424,12 @@ class BakeCache:
     def _write_state(self, frame: int, state: Mapping) -> tuple[int, str]:
         import numpy as np
 
-        def write(temporary):
-            with open(temporary, "xb") as f:
-                np.savez(f, frame=np.int64(frame), **state)
+        def write(temporary):  # np.savez's layout; the with-blocks close the zip even on a full disk
+            arrays = {"frame": np.int64(frame), **state}
+            with open(temporary, "xb") as f, zipfile.ZipFile(f, "w", zipfile.ZIP_STORED, allowZip64=True) as z:
+                for key, value in arrays.items():
+                    with z.open(f"{key}.npy", "w", force_zip64=True) as member:
+                        np.lib.format.write_array(member, np.asanyarray(value), allow_pickle=False)
 
         path = fsio.write_atomic(self.checkpoint_path(frame), write)
         fsio.fault_point(f"state {frame} written")
