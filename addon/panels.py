@@ -127,6 +127,8 @@ class VOXFX_PT_flip(bpy.types.Panel):
         layout.prop(f, "pressure_tolerance")
         layout.prop(f, "seed")
         layout.prop(f, "particle_display")
+        layout.prop(f, "render_particles")
+        layout.prop(f, "hide_sim_objects")
         obj = context.active_object
         if obj is not None and hasattr(obj, "voxfx_flip"):
             box = layout.box()

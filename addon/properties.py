@@ -175,6 +175,15 @@ class FlipSettings(bpy.types.PropertyGroup):
         name="Viewport Particles", description="Fraction of the particles shown in the viewport",
         default=1.0, min=0.0, max=1.0, subtype="FACTOR", update=_show_particle_fraction)
     seed: bpy.props.IntProperty(name="Seed", default=0, min=0, description="Seed of the particle jitter")
+    hide_sim_objects: bpy.props.BoolProperty(
+        name="Hide Sim Objects in Renders",
+        description="After a bake, the Domain shows as bounds and it, the Liquid sources, Inflows and Outflows are "
+        "left out of renders (they only define the simulation); obstacles stay as they are",
+        default=True)
+    render_particles: bpy.props.BoolProperty(
+        name="Render Particles",
+        description="Render the Liquid Particles point cloud too (off: only the Liquid Surface renders)",
+        default=False)
 
 
 class VoxFXSceneSettings(bpy.types.PropertyGroup):

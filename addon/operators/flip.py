@@ -157,6 +157,20 @@ def attach_outputs(cache, start, count, display=1.0):
     return particles, surface, volume
 
 
+def present(f, liquids, inflows, outflows, particles) -> None:
+    """After a bake, let the liquid be what renders: the domain box shows as bounds and,
+    with Hide Sim Objects in Renders, it and the objects that only define the simulation
+    (sources, inflows, outflows) stay out of renders; the particles render only if asked.
+    Obstacles are scene objects (a rock, a glass) and are left alone."""
+    if f.hide_sim_objects:
+        f.domain.display_type = "BOUNDS"
+        for obj in [f.domain, *liquids, *inflows, *outflows]:
+            obj.hide_render = True
+        for obj in [*liquids, *inflows, *outflows]:
+            obj.display_type = "WIRE"  # the baked surface shows through in the viewport
+    particles.hide_render = not f.render_particles
+
+
 def flip_job(context, f, cache_dir: str, frame_start: int, frame_end: int, resume: bool = True):
     """Job generator: bake frames start..end; returns (first baked, last, folder)."""
     from ...kernels.flip.sim import FlipSimulation, SimulationError
@@ -226,7 +240,8 @@ def flip_job(context, f, cache_dir: str, frame_start: int, frame_end: int, resum
 
     written, _ = yield from sim_bake.simulate(cache, plan, make_sim, advance, lambda sim: frame_writers(sim, spec),
                                               first_frame_is_initial=True)
-    attach_outputs(cache, frame_start, frame_end - frame_start + 1, f.particle_display)
+    particles, _, _ = attach_outputs(cache, frame_start, frame_end - frame_start + 1, f.particle_display)
+    present(f, liquids, inflows, outflows, particles)
     return BakeResult(sim_bake.summary(written, plan), str(folder), list(cache.notes))
 
 

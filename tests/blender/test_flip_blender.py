@@ -151,3 +151,17 @@ def test_cfl_number_sets_the_substeps(dam):
 
     few, many = substeps(4.0), substeps(0.5)
     assert 0 < few and many >= 4 * few  # substeps ∝ 1 / CFL (rounded up per frame)
+
+
+def test_after_a_bake_the_liquid_is_what_renders(dam):
+    scene, f, water, rock, folder = dam
+    assert bpy.ops.voxfx.flip_bake() == {"FINISHED"}
+    assert f.domain.display_type == "BOUNDS" and f.domain.hide_render
+    assert water.hide_render and water.display_type == "WIRE"  # the source only defines the sim
+    assert not rock.hide_render  # an obstacle is a scene object
+    assert bpy.data.objects["Liquid Particles"].hide_render
+    assert not bpy.data.objects["Liquid Surface"].hide_render
+    f.render_particles, f.hide_sim_objects = True, False
+    f.domain.hide_render = water.hide_render = False
+    assert bpy.ops.voxfx.flip_bake() == {"FINISHED"}  # all frames done: only the outputs are set up again
+    assert not bpy.data.objects["Liquid Particles"].hide_render and not f.domain.hide_render
