@@ -81,6 +81,8 @@ class VOXFX_PT_snow(bpy.types.Panel):
         col.prop(s, "substeps")
         col = layout.column(heading="Snowfall")
         col.prop(s, "snowfall_rate")
+        col.prop(s, "time_scale")
+        col.prop(s, "initial_depth")
         col.prop(s, "snow_density")
         col.prop(s, "flake_count")
         col.prop(s, "preset")

@@ -96,6 +96,13 @@ class SnowSettings(bpy.types.PropertyGroup):
     snowfall_rate: bpy.props.FloatProperty(
         name="Snowfall (cm/h)", description="Fresh snow depth per hour over open ground",
         default=5.0, min=0.0, soft_max=50.0)
+    time_scale: bpy.props.FloatProperty(
+        name="Time Scale",
+        description="Seconds of snowfall laid down per second of animation: 360 turns 5 cm/h into 5 cm in 10 s. "
+        "Flakes still fall at their real speed", default=1.0, min=1e-3, soft_max=10000.0, max=1e7)
+    initial_depth: bpy.props.FloatProperty(
+        name="Starting Depth", description="Snow already lying on the receivers at the first frame",
+        default=0.05, min=0.0, soft_max=1.0, unit="LENGTH", subtype="DISTANCE")
     snow_density: bpy.props.FloatProperty(
         name="Snow Density", description="Density of fresh snow in kg/m³ (for the water-equivalent report)",
         default=100.0, min=10.0, max=917.0)

@@ -20,6 +20,7 @@ from ..jobs import BakeResult, JobOperator
 from ..ply import write_points
 
 COLLECTION = "VoxFX Snow"
+THIN_COVER = 0.002  # m: a finished bake with less snow than this on average gets a warning
 
 
 # ---------------------------------------------------------------- settings and scene
@@ -34,7 +35,8 @@ def kernel_settings(s, scene) -> SnowSettings:
         snowfall_rate_cm_per_hour=s.snowfall_rate, snow_density=s.snow_density, flake_count=s.flake_count,
         preset=s.preset, wind_direction_deg=math.degrees(direction), wind_speed=speed,
         gust_strength=s.gust_strength, repose_angle_deg=math.degrees(s.repose_angle), drift=s.drift,
-        drift_threshold_speed=s.drift_threshold, pressure_solver=s.pressure_solver, seed=s.seed)
+        drift_threshold_speed=s.drift_threshold, pressure_solver=s.pressure_solver, seed=s.seed,
+        time_scale=s.time_scale, initial_depth=s.initial_depth)
     settings.check()
     return settings
 
@@ -236,6 +238,10 @@ def snow_job(context, s, cache_dir: str, frame_start: int, frame_end: int, resum
     written, sim = yield from sim_bake.simulate(cache, plan, make_sim, advance, lambda sim: frame_writers(sim, domain),
                                                 first_frame_is_initial=False)
     attach_outputs(cache, sim.terrain_host(), domain, settings.repose_angle_deg)
+    mean = sim.snow_volume() / sim.area if sim.area > 0 else 0.0
+    if mean < THIN_COVER:
+        cache.note(f"The snow cover is only {1000 * mean:.2g} mm deep on average, too thin to see: raise "
+                   "Snowfall (cm/h), Time Scale or Starting Depth (5 cm/h is real time: 10 s add 0.014 mm)")
     return BakeResult(sim_bake.summary(written, plan), str(folder), list(cache.notes))
 
 

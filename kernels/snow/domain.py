@@ -73,6 +73,8 @@ class SnowSettings:
     pressure_tolerance: float = 1e-4
     obstacle_update_every: int = 10  # steps between re-deriving obstacles from terrain + snow
     seed: int = 0
+    time_scale: float = 1.0  # seconds of snowfall each simulated second lays down (flakes keep their speed)
+    initial_depth: float = 0.0  # m of snow already lying on the receivers at the start
 
     def check(self) -> None:
         bad = [name for name in ("snowfall_rate_cm_per_hour", "snow_density", "wind_speed", "gust_strength",
@@ -97,6 +99,10 @@ class SnowSettings:
             raise InputError("Redistribution fraction must be in [0, 1] and its minimum depth ≥ 0")
         if self.drift_rate < 0 or self.drift_threshold_speed < 0:
             raise InputError("Drift rate and drift threshold speed must be ≥ 0")
+        if not (np.isfinite(self.time_scale) and self.time_scale > 0):
+            raise InputError(f"Time scale must be a positive number, not {self.time_scale}")
+        if not (np.isfinite(self.initial_depth) and self.initial_depth >= 0):
+            raise InputError(f"Starting depth must be 0 m or more, not {self.initial_depth} m")
         if self.pressure_solver not in ("converge", "thesis"):
             raise InputError(f"Pressure solver must be 'converge' or 'thesis', not {self.pressure_solver!r}")
 

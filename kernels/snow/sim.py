@@ -46,7 +46,9 @@ class SnowSimulation:
         self.xp = xp = xp or backend.xp()
         self.terrain = ground.terrain_from_triangles(receiver_vertices, receiver_triangles, domain, xp=xp)
         gy, gx = self.terrain.shape
-        self.snow = xp.zeros((gy, gx), dtype=xp.float32)
+        # Snow already lying at the start (a winter scene), on the receivers only.
+        self.snow = xp.where(self.terrain != NO_GROUND, xp.float32(settings.initial_depth),
+                             xp.float32(0)).astype(xp.float32)
         self.deposit = xp.zeros((gy, gx), dtype=xp.uint32)
         self.landed = xp.zeros(1, dtype=xp.uint64)
         # Receivers' surfaces and closed obstacles block the wind; terrain + snow are added
@@ -70,7 +72,7 @@ class SnowSimulation:
         self.last_wind = self.wind.step(dt, self.t)  # wind
         step_flakes(self.flakes, self.wind.u, self.wind.v, self.wind.w, d, self.terrain, self.snow,
                     self.deposit, self.landed, dt, self.t, s)  # flakes
-        volume = s.snowfall_rate * self.area * dt
+        volume = s.snowfall_rate * s.time_scale * self.area * dt  # time_scale: accelerated accumulation
         ground.apply_deposit(self.snow, self.deposit, None, volume, d.ground_cell)  # settle (units summed on device)
         ground.redistribute(self.terrain, self.snow, s, d.ground_cell)  # slide
         if s.drift:

@@ -150,3 +150,25 @@ def test_receivers_outside_the_domain_are_refused(snowy):
     s.domain_object = bpy.context.active_object
     with pytest.raises(RuntimeError, match="outside the snow domain"):
         bpy.ops.voxfx.snow_bake()
+
+
+def test_with_the_default_snowfall_a_short_bake_shows_snow(snowy):
+    scene, s, folder = snowy
+    s.snowfall_rate = 5.0  # the defaults (5 cm/h, Time Scale 1, Starting Depth 5 cm)
+    s.property_unset("time_scale")
+    s.property_unset("initial_depth")
+    assert s.initial_depth == pytest.approx(0.05) and s.time_scale == 1.0
+    assert bpy.ops.voxfx.snow_bake() == {"FINISHED"}
+    scene.frame_set(3)
+    cover = bpy.data.objects["Snow Cover"].evaluated_get(bpy.context.evaluated_depsgraph_get()).data
+    assert len(cover.vertices) > 100  # the cover is there at once
+
+
+def test_a_cover_too_thin_to_see_is_reported(snowy):
+    from voxfx.addon.operators.snow import snow_job
+
+    scene, s, folder = snowy
+    s.snowfall_rate, s.initial_depth = 5.0, 0.0  # real-time snowfall for 3 frames: microns
+    runner = JobRunner(snow_job(bpy.context, s, scene.voxfx.cache_directory, 1, 3))
+    assert runner.run() == "FINISHED"
+    assert any("too thin to see" in n and "Time Scale" in n for n in runner.result.notes), runner.result.notes

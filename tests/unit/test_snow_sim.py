@@ -7,6 +7,7 @@ import pytest
 from tests.meshes import box, merge
 from voxfx.kernels.snow.domain import NO_GROUND, SnowDomain, SnowSettings
 from voxfx.kernels.snow.sim import SnowSimulation
+from voxfx.kernels.errors import InputError
 
 
 def plane(size, z=0.0):
@@ -138,3 +139,29 @@ def test_mean_depth_on_open_flat_ground_is_snowfall_times_time(vertices):
     assert snow[1:-1, 1:-1].mean() == pytest.approx(expected, rel=0.01)  # interior
     assert snow.mean() == pytest.approx(expected, rel=0.02)  # sides get the same depth too
     assert f"mean snow {100 * expected:.2f} cm" in sim.summary()
+
+
+def test_starting_depth_lies_on_receivers_only_and_time_scale_speeds_up_accumulation():
+    v, t = plane(8.0)
+    domain = SnowDomain.from_box((0, 0, 0), (12, 12, 6), wind_cells_xy=8, ground_vertices_xy=25)
+    base = dict(flake_count=3000, wind_speed=0.0, gust_strength=0.0, snowfall_rate_cm_per_hour=3600.0, drift=False,
+                seed=2, obstacle_update_every=50)
+    start = SnowSimulation(domain, SnowSettings(initial_depth=0.05, **base), v, t, xp=np)
+    open_ground = start.terrain_host() != NO_GROUND
+    assert 0 < open_ground.sum() < open_ground.size  # the plane covers part of the lattice
+    assert np.all(start.snow_host()[open_ground] == np.float32(0.05))
+    assert np.all(start.snow_host()[~open_ground] == 0)
+    volumes = {}
+    for scale in (1.0, 4.0):
+        sim = SnowSimulation(domain, SnowSettings(time_scale=scale, **base), v, t, xp=np)
+        for _ in range(20):
+            sim.step(0.1)
+        volumes[scale] = sim.snow_volume()
+        assert volumes[scale] == pytest.approx(0.01 * scale * 2.0 * sim.area, rel=1e-3)  # rate × scale × t × area
+    assert volumes[4.0] == pytest.approx(4 * volumes[1.0], rel=1e-3)
+
+
+@pytest.mark.parametrize("field, value", [("time_scale", 0.0), ("time_scale", float("inf")), ("initial_depth", -0.1)])
+def test_bad_time_scale_or_starting_depth_is_refused(field, value):
+    with pytest.raises(InputError):
+        SnowSettings(**{field: value}).check()
