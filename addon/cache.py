@@ -309,6 +309,25 @@ class BakeCache:
             last, frame = frame, frame + 1
         return last
 
+    def quick_status(self) -> tuple[list[int], list[int]] | None:
+        """(frames recorded whose files have their recorded size, recorded frames that do
+        not) by ``lstat`` alone — cheap enough for a panel; resume also checks the CRCs.
+        None when there is no readable manifest."""
+        try:
+            data = self.read_manifest()
+        except CacheError:
+            return None
+        if not data:
+            return None
+        good, bad = [], []
+        for frame, files in sorted(data["frames"].items()):
+            ok = True
+            for name, record in files.items():
+                st = _regular_file(self.folder / name)
+                ok = ok and st is not None and st.st_size == record[0]
+            (good if ok else bad).append(frame)
+        return good, bad
+
     # ------------------------------------------------------------------ bake life
     def check_writable(self) -> None:
         """Create the folder and prove a file can be written and removed there."""
@@ -560,3 +579,41 @@ def _entries(folder: Path) -> list[os.DirEntry]:
             return list(it)
     except (FileNotFoundError, NotADirectoryError):
         return []
+
+
+def frame_ranges(frames: list[int]) -> str:
+    """``[1, 2, 3, 7]`` → ``"1-3, 7"``."""
+    runs, start = [], None
+    for a, b in zip(frames, frames[1:] + [None]):
+        start = a if start is None else start
+        if b != a + 1:
+            runs.append(f"{start}" if start == a else f"{start}-{a}")
+            start = None
+    return ", ".join(runs)
+
+
+_status_memo: dict = {}
+
+
+def status_line(folder: Path, name: str, kind: str, now: float | None = None, suffixes=None) -> str | None:
+    """One line for a panel: what the bake in *folder* holds and which frames are
+    damaged (recomputed at most every 2 s; a panel redraws far more often)."""
+    now = time.monotonic() if now is None else now
+    key = (str(folder), name, kind)
+    memo = _status_memo.get(key)
+    if memo and now - memo[0] < 2.0:
+        return memo[1]
+    try:
+        status = BakeCache(folder, name, kind, suffixes=suffixes).quick_status()
+    except CacheError:
+        status = None
+    if status is None:
+        line = None
+    elif status[1]:
+        line = f"Frames {frame_ranges(status[1])} damaged or missing: Bake repairs them"
+    elif status[0]:
+        line = f"Baked frames {frame_ranges(status[0])}"
+    else:
+        line = "Nothing baked yet"
+    _status_memo[key] = (now, line)
+    return line

@@ -26,6 +26,18 @@ class VOXFX_PT_system(bpy.types.Panel):
             layout.prop(settings, "checkpoint_every")
 
 
+def _bake_status(layout, context, name: str, kind: str) -> None:
+    """What the bake's cache holds, and which frames are damaged (cheap size checks)."""
+    from .cache import CacheError, resolve_folder, status_line
+
+    try:
+        line = status_line(resolve_folder(context.scene.voxfx.cache_directory) / name, name, kind)
+    except CacheError:
+        return  # an unsaved file: the cache folder is not known yet
+    if line:
+        layout.label(text=line, icon="ERROR" if "damaged" in line else "CHECKMARK")
+
+
 class VOXFX_PT_voxelize(bpy.types.Panel):
     bl_space_type = "VIEW_3D"
     bl_region_type = "UI"
@@ -103,6 +115,7 @@ class VOXFX_PT_snow(bpy.types.Panel):
         row = layout.row(align=True)
         row.operator("voxfx.snow_bake", icon="FREEZE")
         row.operator("voxfx.snow_free", text="", icon="TRASH")
+        _bake_status(layout, context, "snow", "snow")
 
 
 class VOXFX_PT_flip(bpy.types.Panel):
@@ -140,6 +153,7 @@ class VOXFX_PT_flip(bpy.types.Panel):
         row = layout.row(align=True)
         row.operator("voxfx.flip_bake", icon="MOD_FLUIDSIM")
         row.operator("voxfx.flip_free", text="", icon="TRASH")
+        _bake_status(layout, context, "liquid", "flip")
 
 
 class VOXFX_PT_flip_object(bpy.types.Panel):

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from .cache import BakeCache, ResumePlan
+from .cache import BakeCache, ResumePlan, frame_ranges
 
 
 def simulate(cache: BakeCache, plan: ResumePlan, make_sim: Callable[[], object],
@@ -71,9 +71,4 @@ def summary(written: list[int], plan: ResumePlan) -> str:
     """One line saying which frames this run baked, e.g. for the CLI and reports."""
     if not written:
         return f"frames {plan.start}-{plan.end} were already baked"
-    runs, begin = [], written[0]
-    for a, b in zip(written, written[1:] + [None]):
-        if b != a + 1:
-            runs.append(f"{begin}" if begin == a else f"{begin}-{a}")
-            begin = b
-    return f"baked frames {', '.join(runs)}"
+    return f"baked frames {frame_ranges(written)}"

@@ -245,3 +245,19 @@ def test_unreadable_checkpoints_are_noted_and_skipped(tmp_path):
     assert plan.todo == [6] and plan.checkpoints == [1, 3, 6]  # 5 fails its size check
     frame, _ = next(c.states(plan, before=6))
     assert frame == 3
+
+
+def test_panel_status_names_damaged_frames_by_number(tmp_path):
+    from voxfx.addon.cache import frame_ranges, status_line
+
+    assert frame_ranges([1, 2, 3, 7, 9, 10]) == "1-3, 7, 9-10"
+    assert status_line(tmp_path / "none", "liquid", "test", now=0.0, suffixes=(".npy",)) is None
+    c = cache_at(tmp_path / "bake")
+    bake(c, [1, 2, 3, 4, 5])
+    assert status_line(tmp_path / "bake", "liquid", "test", now=10.0, suffixes=(".npy", ".txt")) == "Baked frames 1-5"
+    c.frame_path(2, ".txt").unlink()
+    with open(c.frame_path(4, ".npy"), "r+b") as f:
+        f.truncate(10)
+    assert status_line(tmp_path / "bake", "liquid", "test", now=11.0, suffixes=(".npy", ".txt")) == "Baked frames 1-5"  # redrawn within 2 s
+    assert status_line(tmp_path / "bake", "liquid", "test", now=12.5, suffixes=(".npy", ".txt")) == \
+        "Frames 2, 4 damaged or missing: Bake repairs them"
