@@ -6,6 +6,34 @@ from __future__ import annotations
 import bpy
 
 
+DEFAULT_COLOR = (0.8, 0.8, 0.8, 1.0)  # Blender's default surface grey
+
+
+def surface_color(mat) -> tuple:
+    """The colour a material shows: its Principled BSDF's Base Color when that is not
+    driven by a texture, else its viewport display colour."""
+    tree = mat.node_tree if bpy.app.version >= (5, 0, 0) or mat.use_nodes else None  # 5.0+: always nodes
+    bsdf = next((n for n in tree.nodes if n.type == "BSDF_PRINCIPLED"), None) if tree else None
+    if bsdf is not None and not bsdf.inputs["Base Color"].is_linked:
+        return tuple(bsdf.inputs["Base Color"].default_value)
+    return tuple(mat.diffuse_color)
+
+
+def voxel_color() -> bpy.types.Material:
+    """Voxel points of several materials: Cycles shades a point cloud with its first
+    material only, so this one shows each point's ``color`` (its source's colour)."""
+    mat, tree = _node_material("VoxFX Voxel Color")
+    if tree is None:
+        return mat
+    nodes, links = tree.nodes, tree.links
+    bsdf = nodes.get("Principled BSDF")
+    color = nodes.new("ShaderNodeAttribute")
+    color.attribute_name = "color"
+    links.new(color.outputs["Color"], bsdf.inputs["Base Color"])
+    bsdf.inputs["Roughness"].default_value = 0.6
+    return mat
+
+
 def _node_material(name):
     mat = bpy.data.materials.get(name)
     if mat is not None:

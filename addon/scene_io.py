@@ -67,6 +67,7 @@ class TriangleSoup:
     corner_colors: np.ndarray | None  # float32 (T, 3, 4) scene-linear RGBA, or None
     bounds: tuple[np.ndarray, np.ndarray]  # float32 (3,) min and max of `vertices`
     skipped: dict[str, str]  # object name → why it was left out
+    colored_objects: list[bool] | None = None  # per object: had a colour attribute (else white corners)
 
 
 @dataclass
@@ -216,6 +217,7 @@ def _read_sources(sources, skipped, with_colors) -> TriangleSoup:
     corner_colors = np.empty((triangle_total, 3, 4), dtype=np.float32) if with_colors else None
     materials: dict[str, int] = {}
     object_slots = []
+    colored: list[bool] = []
 
     for i, source in enumerate(sources):
         v = slice(vertex_starts[i], vertex_starts[i + 1])
@@ -231,7 +233,7 @@ def _read_sources(sources, skipped, with_colors) -> TriangleSoup:
         material_index[t] = lookup[_read_triangle_slots(source.mesh, len(lookup))]
         object_index[t] = i
         if with_colors:
-            _read_corner_colors(source.mesh, corners, corner_verts, corner_colors[t])
+            colored.append(_read_corner_colors(source.mesh, corners, corner_verts, corner_colors[t]))
 
     return TriangleSoup(
         vertices=vertices,
@@ -244,6 +246,7 @@ def _read_sources(sources, skipped, with_colors) -> TriangleSoup:
         corner_colors=corner_colors,
         bounds=_bounds(vertices),
         skipped=skipped,
+        colored_objects=colored if with_colors else None,
     )
 
 
@@ -357,15 +360,17 @@ def _read_triangle_slots(mesh, slot_count) -> np.ndarray:
 # --- colours ----------------------------------------------------------------------------
 
 
-def _read_corner_colors(mesh, corners, corner_verts, out) -> None:
-    """Fill `out` (T, 3, 4) with the active colour attribute at each triangle corner."""
+def _read_corner_colors(mesh, corners, corner_verts, out) -> bool:
+    """Fill `out` (T, 3, 4) with the active colour attribute at each triangle corner
+    (white without one); return whether the mesh has one."""
     attribute = mesh.color_attributes.active_color
     if attribute is None or attribute.domain not in ("POINT", "CORNER"):
         out[...] = WHITE
-        return
+        return False
     values = _read_color_values(attribute)
     indices = corners if attribute.domain == "CORNER" else corner_verts[corners]
     np.take(values, indices, axis=0, out=out)
+    return True
 
 
 def _read_color_values(attribute) -> np.ndarray:

@@ -202,13 +202,17 @@ def _voxelize_group(base, soup, segments, spec, request, vote, warnings) -> Resu
         cover = coverage(verts, tris, spec, vote=vote, xp=xp)
     if "points" in request.outputs:
         cov = cover[ijk[:, 2], ijk[:, 1], ijk[:, 0]] if cover is not None else np.ones(len(ijk), np.float32)
-        attrs = {"material_index": material, "coverage": cov}
-        if color is not None:
-            attrs["color"] = color
+        # Cycles draws a point cloud with its first material only (5.0 ignores material_index),
+        # so points carry their source's colour, and a selection of several materials gets a
+        # first material that shows it (VoxFX Voxel Color); indices shift by one to match.
+        several = soup is not None and (len(set(np.unique(material).tolist())) > 1 or
+                                        (len(soup.materials) > 0 and (material < 0).any()))
+        attrs = {"material_index": material + 1 if several else material, "coverage": cov,
+                 "color": color if color is not None else _material_colors(soup, material)}
         obj = writeback.write_point_cloud(f"{base}_voxels", spec.centers(ijk), attrs,
                                           radius=np.full(len(ijk), 0.5 * spec.voxel_size, np.float32),
                                           collection=_collection())
-        _copy_materials(soup, obj)
+        _copy_materials(soup, obj, first=materials.voxel_color() if several else None)
         result.objects.append(obj.name)
     if "volume" in request.outputs:
         dense = grid.dense().astype(np.float32)
@@ -260,9 +264,12 @@ def _voxel_attributes(soup, verts, tris, spec, bits, xp, count):
     ok = owner >= 0
     material = np.where(ok, soup.material_index[np.maximum(owner, 0)], -1).astype(np.int32)
     color = None
-    if soup.corner_colors is not None:
-        color = soup.corner_colors[np.maximum(owner, 0)].mean(axis=1).astype(np.float32)
-        color[~ok] = 1.0
+    if soup.corner_colors is not None and any(soup.colored_objects or ()):
+        # Sources with a colour attribute give it; the others their material's colour.
+        color = _material_colors(soup, material)
+        from_attribute = ok & np.asarray(soup.colored_objects, bool)[soup.object_index[np.maximum(owner, 0)]]
+        corner = soup.corner_colors[np.maximum(owner, 0)[from_attribute]]
+        color[from_attribute] = corner.mean(axis=1).astype(np.float32)
     return material, color
 
 
@@ -296,19 +303,22 @@ def vox_output_path(text: str) -> Path:
 
 
 def _material_colors(soup, material):
-    """RGBA per voxel from the viewport colour of its material (white without one)."""
-    table = np.ones((len(soup.materials) + 1, 4), np.float32) if soup else np.ones((1, 4), np.float32)
+    """RGBA per voxel from its material's colour (``materials.surface_color``; Blender's
+    default grey without one)."""
+    table = np.empty((len(soup.materials) + 1 if soup else 1, 4), np.float32)
+    table[:] = materials.DEFAULT_COLOR
     if soup:
         for i, name in enumerate(soup.materials):
             mat = bpy.data.materials.get(name)
             if mat is not None:
-                table[i] = tuple(mat.diffuse_color)
+                table[i] = materials.surface_color(mat)
     return table[np.where(material >= 0, material, len(table) - 1)]
 
 
-def _copy_materials(soup, obj):
-    """Give *obj* the selection's material slots, keeping its per-face material indices
-    (Blender drops a mesh's ``material_index`` attribute when its slots are cleared)."""
+def _copy_materials(soup, obj, first=None):
+    """Give *obj* the selection's material slots (after *first*, if given), keeping its
+    per-face material indices (Blender drops a mesh's ``material_index`` attribute when its
+    slots are cleared)."""
     if soup is None:
         return
     data = obj.data
@@ -318,6 +328,8 @@ def _copy_materials(soup, obj):
         saved = np.empty(len(kept.data), np.int32)
         kept.data.foreach_get("value", saved)
     data.materials.clear()
+    if first is not None:
+        data.materials.append(first)
     for name in soup.materials:
         data.materials.append(bpy.data.materials.get(name))
     if saved is not None:

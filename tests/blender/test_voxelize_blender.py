@@ -21,6 +21,7 @@ def scene(tmp_path):
     monkey = bpy.context.active_object
     red = bpy.data.materials.new("Red")
     red.diffuse_color = (1, 0, 0, 1)
+    red.node_tree.nodes["Principled BSDF"].inputs["Base Color"].default_value = (1, 0, 0, 1)  # what renders
     monkey.data.materials.append(red)
     bpy.ops.object.text_add(location=(2.0, 0, 0))
     text = bpy.context.active_object
@@ -61,12 +62,19 @@ def test_point_cloud_has_the_voxels_at_their_centres_with_attributes(scene):
     mat = np.empty(n, np.int32)
     points.data.attributes["material_index"].data.foreach_get("value", mat)
     on_monkey = pos[:, 0] < 1.3  # Suzanne spans x in [-1.4, 1.4]; the text starts at x = 2
-    assert set(np.unique(mat[on_monkey])) == {soup.materials.index("Red")}
-    assert (mat[pos[:, 0] > 1.9] == -1).all()  # the text has no material
+    # Two sources, one with a material and one without: slot 0 shows each point's colour
+    # (Cycles draws a point cloud with its first material), the sources' materials follow.
+    assert [m.name for m in points.data.materials] == ["VoxFX Voxel Color"] + soup.materials
+    assert set(np.unique(mat[on_monkey])) == {1 + soup.materials.index("Red")}
+    assert (mat[pos[:, 0] > 1.9] == 0).all()  # the text has no material
+    color = np.empty(n * 4, np.float32)
+    points.data.attributes["color"].data.foreach_get("color", color)
+    color = color.reshape(-1, 4)
+    assert np.allclose(color[on_monkey], (1, 0, 0, 1))  # the Red material's Base Color
+    assert np.allclose(color[pos[:, 0] > 1.9], (0.8, 0.8, 0.8, 1.0))  # Blender's default grey
     cov = np.empty(n, np.float32)
     points.data.attributes["coverage"].data.foreach_get("value", cov)
     assert cov.min() >= 0 and cov.max() == 1.0 and 0.3 < cov.mean() < 1.0
-    assert [m.name for m in points.data.materials] == soup.materials
 
 
 def test_volume_holds_the_coverage_density(scene):
