@@ -50,15 +50,40 @@ def write_points(path, positions, attributes=None) -> Path:
     return path
 
 
+MAX_HEADER = 4096  # bytes: VoxFX writes a few hundred
+
+
 def read_points(path):
-    """(positions, {name: values}) of a file written by ``write_points`` (for tests)."""
-    data = Path(path).read_bytes()
-    end = data.index(b"end_header\n") + len(b"end_header\n")
-    lines = data[:end].decode("ascii").splitlines()
-    n = int(next(line.split()[2] for line in lines if line.startswith("element vertex")))
-    inverse = {v: k for k, v in _TYPES.items()}
-    props = [(line.split()[2], inverse[line.split()[1]]) for line in lines if line.startswith("property")]
-    table = np.frombuffer(data, dtype=np.dtype([(name, t.newbyteorder("<")) for name, t in props]), count=n,
-                          offset=end)
+    """(positions, {name: values}) of a file written by ``write_points``.
+
+    The file is untrusted (a cache can come from anywhere): the header must be VoxFX's
+    own layout, and its point count must match the file's length exactly; anything else
+    raises ``VoxFXError`` naming the file, never a crash or a huge allocation.
+    """
+    path = Path(path)
+    data = path.read_bytes()
+    marker = data.find(b"end_header\n", 0, MAX_HEADER)
+    if not data.startswith(b"ply\n") or marker < 0:
+        raise VoxFXError(f"'{path.name}' is not a VoxFX point file (no PLY header)")
+    end = marker + len(b"end_header\n")
+    try:
+        lines = data[:end].decode("ascii").splitlines()
+        if "format binary_little_endian 1.0" not in lines:
+            raise ValueError("not binary little-endian")
+        counts = [line.split() for line in lines if line.startswith("element ")]
+        if len(counts) != 1 or counts[0][1] != "vertex" or len(counts[0]) != 3:
+            raise ValueError("one 'element vertex N' expected")
+        n = int(counts[0][2])
+        inverse = {v: k for k, v in _TYPES.items()}
+        props = [(line.split()[2], inverse[line.split()[1]]) for line in lines if line.startswith("property")]
+        dtype = np.dtype([(name, t.newbyteorder("<")) for name, t in props])
+        if not {"x", "y", "z"} <= set(dtype.names or ()):
+            raise ValueError("no x, y, z")
+    except (ValueError, KeyError, IndexError, UnicodeDecodeError, TypeError) as e:
+        raise VoxFXError(f"'{path.name}' has a PLY header VoxFX did not write ({e})") from None
+    if n < 0 or len(data) - end != n * dtype.itemsize:
+        raise VoxFXError(f"'{path.name}' is damaged: its header promises {n:,} points "
+                         f"({n * dtype.itemsize:,} bytes) but {len(data) - end:,} bytes follow")
+    table = np.frombuffer(data, dtype=dtype, count=n, offset=end)
     positions = np.stack([table["x"], table["y"], table["z"]], axis=1)
     return positions, {name: table[name].copy() for name, _ in props if name not in "xyz"}
