@@ -28,7 +28,7 @@ from ..grid import GridSpec, bitgrid
 from ..voxelize import voxelize
 from . import pressure, transfer
 from .grid import FLUID, DenseGrid, FlipSettings
-from .particles import seed_particles
+from .particles import inside_mesh, seed_particles
 
 
 class SimulationError(VoxFXError):
@@ -41,6 +41,37 @@ def cells_of(vertices, triangles, spec: GridSpec, xp, vote=True):
         return np.zeros((0, 3), dtype=np.int32)
     g = voxelize(vertices, triangles, spec, "solid+surface", vote=vote, xp=xp)
     return bitgrid.coordinates(g.bits, spec.shape[0])
+
+
+def source_cells(vertices, triangles, spec: GridSpec, xp):
+    """The cells a liquid source may seed: (M, 3) int (i, j, k) of its solid+surface
+    voxelization (3-axis vote), and (M,) bool, True for the cells its surface touches
+    (only there can a particle fall outside it)."""
+    if vertices is None or len(triangles) == 0:
+        return np.zeros((0, 3), dtype=np.int32), np.zeros(0, bool)
+    solid = voxelize(vertices, triangles, spec, "solid", vote=True, xp=xp).bits
+    surface = voxelize(vertices, triangles, spec, "surface", xp=xp).bits
+    nx = spec.shape[0]
+    cells = bitgrid.coordinates(solid | surface, nx)
+    crossed = bitgrid.unpack(surface, nx)[cells[:, 2], cells[:, 1], cells[:, 0]]
+    return cells, np.asarray(crossed, bool)
+
+
+def keep_inside(pos, vel, crossed, per_cell: int, vertices, triangles, spec: GridSpec):
+    """The seeded particles that lie inside the source mesh: all of a cell its surface
+    does not touch, and those of a touched cell that pass ``inside_mesh`` (run on the
+    host, on positions both backends seed bit-identically: the same particles are kept).
+    So the liquid's particle volume (count · h³ / per_cell) is the object's, not the
+    whole cells its surface touches (issue 22 §3)."""
+    xp = backend.array_module(pos)
+    crossed = np.repeat(np.asarray(crossed, bool), int(per_cell))  # particle m·per_cell + s is in cell m
+    if not crossed.any():
+        return pos, vel
+    keep = np.ones(len(crossed), bool)
+    test = np.flatnonzero(crossed)
+    keep[test] = inside_mesh(backend.to_numpy(pos[xp.asarray(test)]), vertices, triangles, spec)
+    keep = xp.asarray(keep)
+    return xp.ascontiguousarray(pos[keep]), xp.ascontiguousarray(vel[keep])
 
 
 def dense_mask(ijk, spec: GridSpec, xp):
@@ -58,15 +89,18 @@ class FlipSimulation:
         self.grid = DenseGrid(spec, xp)
         obstacle = cells_of(obstacle_vertices, obstacle_triangles, spec, xp)
         self.grid.solid[...] = dense_mask(obstacle, spec, xp)
-        liquid = cells_of(liquid_vertices, liquid_triangles, spec, xp)
+        liquid, crossed = source_cells(liquid_vertices, liquid_triangles, spec, xp)
         if len(obstacle) and len(liquid):  # no liquid inside obstacles
             solid_host = backend.to_numpy(self.grid.solid)
-            liquid = liquid[solid_host[liquid[:, 2], liquid[:, 1], liquid[:, 0]] == 0]
-        if len(liquid) == 0:
-            raise VoxFXError("The liquid source covers no free grid cell: it is empty, outside the domain, "
-                             "inside an obstacle or smaller than one cell")
-        self.pos, self.vel = seed_particles(liquid, spec, per_cell=settings.particles_per_cell, seed=settings.seed,
-                                            xp=xp, velocity=initial_velocity)
+            free = solid_host[liquid[:, 2], liquid[:, 1], liquid[:, 0]] == 0
+            liquid, crossed = liquid[free], crossed[free]
+        pos, vel = seed_particles(liquid, spec, per_cell=settings.particles_per_cell, seed=settings.seed,
+                                  xp=xp, velocity=initial_velocity)
+        self.pos, self.vel = keep_inside(pos, vel, crossed, settings.particles_per_cell, liquid_vertices,
+                                         liquid_triangles, spec)
+        if len(self.pos) == 0:
+            raise VoxFXError("The liquid source covers no free grid cell: it is empty (no volume), outside the "
+                             "domain, inside an obstacle or smaller than one cell")
         self.c = xp.zeros((len(self.pos), 3, 3), dtype=xp.float32) if settings.apic else None
         self.t = 0.0
         self.frames = 0
