@@ -224,22 +224,36 @@ class FlipSimulation:
         return {"position": backend.to_numpy(self.pos).astype(np.float32),
                 "velocity": backend.to_numpy(self.vel).astype(np.float32)}
 
-    def level_set(self):
-        """Particle level set on the simulation grid (NumPy, negative inside): the
-        liquid surface is its zero crossing. Particle radius half a cell (8 particles
-        per cell sit half a cell apart)."""
-        from .surface import particle_level_set
+    @property
+    def surface_spec(self) -> GridSpec:
+        """The grid of ``level_set()``: the simulation grid grown beyond every wall."""
+        from .surface import surface_grid
 
-        phi = particle_level_set(self.pos, self.spec, radius=0.5 * self.spec.voxel_size, xp=self.xp)
+        return surface_grid(self.spec)
+
+    def level_set(self):
+        """The liquid's level set (NumPy, negative inside) over ``surface_spec``: the
+        Zhu–Bridson particle level set (r = the particle spacing, R = 4r) closed against the
+        walls (``surface.closed_level_set``), so that any contouring of it gives a closed
+        surface that meets the walls where the liquid touches them."""
+        from .surface import closed_level_set, surface_radii
+
+        r, R = surface_radii(self.spec.voxel_size, self.settings.particles_per_cell)
+        phi = closed_level_set(self.pos, self.spec, radius=r, kernel_radius=R, xp=self.xp)
         return np.asarray(backend.to_numpy(phi), dtype=np.float32)
 
-    def cell_velocity(self):
-        """Grid velocity at cell centres (nz, ny, nx, 3), averaged from the faces (NumPy)."""
+    def cell_velocity(self, padding: int = 0):
+        """Grid velocity at cell centres (nz, ny, nx, 3), averaged from the faces (NumPy);
+        *padding* cells beyond every wall repeat the cell inside it (``surface_spec``'s
+        layout with padding = ``surface.WALL_CELLS``)."""
         g, xp = self.grid, self.xp
         cu = 0.5 * (g.u[:, :, :-1] + g.u[:, :, 1:])
         cv = 0.5 * (g.v[:, :-1, :] + g.v[:, 1:, :])
         cw = 0.5 * (g.w[:-1, :, :] + g.w[1:, :, :])
-        return np.ascontiguousarray(backend.to_numpy(xp.stack([cu, cv, cw], axis=-1)), dtype=np.float32)
+        cells = np.ascontiguousarray(backend.to_numpy(xp.stack([cu, cv, cw], axis=-1)), dtype=np.float32)
+        if padding:
+            cells = np.pad(cells, ((padding, padding),) * 3 + ((0, 0),), mode="edge")
+        return cells
 
     def fluid_cell_count(self) -> int:
         return int((self.grid.cell == FLUID).sum())
