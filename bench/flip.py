@@ -5,10 +5,10 @@ box) on the GPU, ms per step split by stage, CG iterations, peak device memory.
 
 Stages are timed with CUDA events around the same calls ``FlipSimulation.substep``
 makes: P2G (+ classify, extrapolate, gravity, boundaries), pressure (MGPCG to 1e-4),
-projection, G2P + advection, and the surface (particle level set on the simulation
-grid, once per frame). Seed 003 Table 3 (Quadro GP100): dam break 8M particles at 256³
-in 258 ms per frame, 4M at 128³ (water drop) 179 ms. Floors: bytes each stage must
-move at 4 TB/s.
+projection, G2P + advection, and the surface (particle level set closed against the walls,
+on the grid grown 3 cells past them, once per frame). Seed 003 Table 3 (Quadro GP100):
+dam break 8M particles at 256³ in 258 ms per frame, 4M at 128³ (water drop) 179 ms.
+Floors: bytes each stage must move at 4 TB/s.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ at 24 fps (1 s), ``res`` cells along the longest side (res × res/2 × res cells
 * **VoxFX** — ``FlipSimulation(..., FlipSettings(), xp=numpy)``: FLIP (0.97) with
   8 particles per cell in the whole liquid, MGPCG pressure to a relative residual of
   1e-4, RK2 advection, CFL-limited substeps (cfl 1, at most 8 per frame), plus
-  ``sim.level_set()`` (the particle level set on the simulation grid) once per frame,
+  ``sim.level_set()`` (the particle level set closed against the walls) once per frame,
   as a bake does. A second row runs it under Mantaflow's step policy (cfl 2, ≤ 4).
 * **Mantaflow** — a domain object (fluid modifier DOMAIN, domain_type LIQUID,
   ``resolution_max`` = res, cache_type ALL in a temporary folder, OpenVDB cache, **mesh
@@ -110,7 +110,7 @@ def run_voxfx(res, settings=None):
         substeps += sim.step(1.0 / FPS)["substeps"]
         phi = sim.level_set()  # the surface a bake writes each frame
     t2, c2 = time.perf_counter(), cpu_seconds()
-    assert phi.shape == spec.array_shape and (phi < 0).any()
+    assert phi.shape == sim.surface_spec.array_shape and (phi < 0).any()
     cpu = (c2 - c0) / (t2 - t0)  # set-up is ~5 ms of it: the same ratio for the solver
     return {"total": (t2 - t0) / FRAMES, "solver": (t2 - t1) / FRAMES, "cpu": cpu, "solver_cpu": cpu,
             "steps": substeps, "particles": len(sim.pos), "particles0": len(sim.pos),

@@ -13,6 +13,7 @@ from mathutils import Vector
 from ...kernels import backend
 from ...kernels.errors import InputError
 from ...kernels.flip.grid import FlipSettings
+from ...kernels.flip.surface import WALL_CELLS
 from ...kernels.grid import GridSpec
 from .. import materials, node_setups, scene_io, sim_bake, writeback
 from ..cache import BakeCache, blend_name, resolve_folder
@@ -117,12 +118,12 @@ def obstacle_state(context, obstacles, spec, frame, fps):
 
 def frame_writers(sim, spec):
     parts = sim.particles_host()
-    phi = sim.level_set()
-    vel = sim.cell_velocity()
+    phi = sim.level_set()  # closed against the walls: over sim.surface_spec, WALL_CELLS beyond the domain
+    vel = sim.cell_velocity(padding=WALL_CELLS)
     size = np.full(len(parts["position"]), 0.25 * spec.voxel_size, np.float32)
     return {
         ".ply": lambda p: write_points(p, parts["position"], {"velocity": parts["velocity"], "size": size}),
-        ".vdb": lambda p: writeback.write_vdb(p, {"surface": phi, "velocity": vel}, spec,
+        ".vdb": lambda p: writeback.write_vdb(p, {"surface": phi, "velocity": vel}, sim.surface_spec,
                                               grid_class={"surface": "LEVEL_SET", "velocity": "FOG_VOLUME"},
                                               background={"surface": 3.0 * spec.voxel_size, "velocity": 0.0}),
     }

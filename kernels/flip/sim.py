@@ -28,7 +28,7 @@ from ..grid import GridSpec, bitgrid
 from ..voxelize import voxelize
 from . import pressure, transfer
 from .grid import FLUID, DenseGrid, FlipSettings
-from .particles import seed_particles
+from .particles import inside_mesh, seed_particles
 
 
 class SimulationError(VoxFXError):
@@ -41,6 +41,37 @@ def cells_of(vertices, triangles, spec: GridSpec, xp, vote=True):
         return np.zeros((0, 3), dtype=np.int32)
     g = voxelize(vertices, triangles, spec, "solid+surface", vote=vote, xp=xp)
     return bitgrid.coordinates(g.bits, spec.shape[0])
+
+
+def source_cells(vertices, triangles, spec: GridSpec, xp):
+    """The cells a liquid source may seed: (M, 3) int (i, j, k) of its solid+surface
+    voxelization (3-axis vote), and (M,) bool, True for the cells its surface touches
+    (only there can a particle fall outside it)."""
+    if vertices is None or len(triangles) == 0:
+        return np.zeros((0, 3), dtype=np.int32), np.zeros(0, bool)
+    solid = voxelize(vertices, triangles, spec, "solid", vote=True, xp=xp).bits
+    surface = voxelize(vertices, triangles, spec, "surface", xp=xp).bits
+    nx = spec.shape[0]
+    cells = bitgrid.coordinates(solid | surface, nx)
+    crossed = bitgrid.unpack(surface, nx)[cells[:, 2], cells[:, 1], cells[:, 0]]
+    return cells, np.asarray(crossed, bool)
+
+
+def keep_inside(pos, vel, crossed, per_cell: int, vertices, triangles, spec: GridSpec):
+    """The seeded particles that lie inside the source mesh: all of a cell its surface
+    does not touch, and those of a touched cell that pass ``inside_mesh`` (run on the
+    host, on positions both backends seed bit-identically: the same particles are kept).
+    So the liquid's particle volume (count · h³ / per_cell) is the object's, not the
+    whole cells its surface touches (issue 22 §3)."""
+    xp = backend.array_module(pos)
+    crossed = np.repeat(np.asarray(crossed, bool), int(per_cell))  # particle m·per_cell + s is in cell m
+    if not crossed.any():
+        return pos, vel
+    keep = np.ones(len(crossed), bool)
+    test = np.flatnonzero(crossed)
+    keep[test] = inside_mesh(backend.to_numpy(pos[xp.asarray(test)]), vertices, triangles, spec)
+    keep = xp.asarray(keep)
+    return xp.ascontiguousarray(pos[keep]), xp.ascontiguousarray(vel[keep])
 
 
 def dense_mask(ijk, spec: GridSpec, xp):
@@ -58,15 +89,18 @@ class FlipSimulation:
         self.grid = DenseGrid(spec, xp)
         obstacle = cells_of(obstacle_vertices, obstacle_triangles, spec, xp)
         self.grid.solid[...] = dense_mask(obstacle, spec, xp)
-        liquid = cells_of(liquid_vertices, liquid_triangles, spec, xp)
+        liquid, crossed = source_cells(liquid_vertices, liquid_triangles, spec, xp)
         if len(obstacle) and len(liquid):  # no liquid inside obstacles
             solid_host = backend.to_numpy(self.grid.solid)
-            liquid = liquid[solid_host[liquid[:, 2], liquid[:, 1], liquid[:, 0]] == 0]
-        if len(liquid) == 0:
-            raise VoxFXError("The liquid source covers no free grid cell: it is empty, outside the domain, "
-                             "inside an obstacle or smaller than one cell")
-        self.pos, self.vel = seed_particles(liquid, spec, per_cell=settings.particles_per_cell, seed=settings.seed,
-                                            xp=xp, velocity=initial_velocity)
+            free = solid_host[liquid[:, 2], liquid[:, 1], liquid[:, 0]] == 0
+            liquid, crossed = liquid[free], crossed[free]
+        pos, vel = seed_particles(liquid, spec, per_cell=settings.particles_per_cell, seed=settings.seed,
+                                  xp=xp, velocity=initial_velocity)
+        self.pos, self.vel = keep_inside(pos, vel, crossed, settings.particles_per_cell, liquid_vertices,
+                                         liquid_triangles, spec)
+        if len(self.pos) == 0:
+            raise VoxFXError("The liquid source covers no free grid cell: it is empty (no volume), outside the "
+                             "domain, inside an obstacle or smaller than one cell")
         self.c = xp.zeros((len(self.pos), 3, 3), dtype=xp.float32) if settings.apic else None
         self.t = 0.0
         self.frames = 0
@@ -190,22 +224,36 @@ class FlipSimulation:
         return {"position": backend.to_numpy(self.pos).astype(np.float32),
                 "velocity": backend.to_numpy(self.vel).astype(np.float32)}
 
-    def level_set(self):
-        """Particle level set on the simulation grid (NumPy, negative inside): the
-        liquid surface is its zero crossing. Particle radius half a cell (8 particles
-        per cell sit half a cell apart)."""
-        from .surface import particle_level_set
+    @property
+    def surface_spec(self) -> GridSpec:
+        """The grid of ``level_set()``: the simulation grid grown beyond every wall."""
+        from .surface import surface_grid
 
-        phi = particle_level_set(self.pos, self.spec, radius=0.5 * self.spec.voxel_size, xp=self.xp)
+        return surface_grid(self.spec)
+
+    def level_set(self):
+        """The liquid's level set (NumPy, negative inside) over ``surface_spec``: the
+        Zhu–Bridson particle level set (r = the particle spacing, R = 4r) closed against the
+        walls (``surface.closed_level_set``), so that any contouring of it gives a closed
+        surface that meets the walls where the liquid touches them."""
+        from .surface import closed_level_set, surface_radii
+
+        r, R = surface_radii(self.spec.voxel_size, self.settings.particles_per_cell)
+        phi = closed_level_set(self.pos, self.spec, radius=r, kernel_radius=R, xp=self.xp)
         return np.asarray(backend.to_numpy(phi), dtype=np.float32)
 
-    def cell_velocity(self):
-        """Grid velocity at cell centres (nz, ny, nx, 3), averaged from the faces (NumPy)."""
+    def cell_velocity(self, padding: int = 0):
+        """Grid velocity at cell centres (nz, ny, nx, 3), averaged from the faces (NumPy);
+        *padding* cells beyond every wall repeat the cell inside it (``surface_spec``'s
+        layout with padding = ``surface.WALL_CELLS``)."""
         g, xp = self.grid, self.xp
         cu = 0.5 * (g.u[:, :, :-1] + g.u[:, :, 1:])
         cv = 0.5 * (g.v[:, :-1, :] + g.v[:, 1:, :])
         cw = 0.5 * (g.w[:-1, :, :] + g.w[1:, :, :])
-        return np.ascontiguousarray(backend.to_numpy(xp.stack([cu, cv, cw], axis=-1)), dtype=np.float32)
+        cells = np.ascontiguousarray(backend.to_numpy(xp.stack([cu, cv, cw], axis=-1)), dtype=np.float32)
+        if padding:
+            cells = np.pad(cells, ((padding, padding),) * 3 + ((0, 0),), mode="edge")
+        return cells
 
     def fluid_cell_count(self) -> int:
         return int((self.grid.cell == FLUID).sum())

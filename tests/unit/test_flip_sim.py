@@ -45,21 +45,57 @@ def test_free_fall_follows_g_t_squared_over_two():
 
 def test_dam_break_keeps_its_volume():
     """Particles carry the volume (h³ / particles per cell each) and none may be lost in a
-    closed box; the level-set volume after 100 frames is within 2% of the first frame's
-    (mid-splash it dips while thin sheets are under-resolved, then recovers)."""
+    closed box. The meshed volume (``liquid_volume`` of the closed level set) stays within
+    5% of the water's: at rest the kernel rounds the column's free edges (−3%), after 100
+    frames sparse splash particles inflate it (+3%). (This test used to compare the first
+    and last frames' level-set volumes to 2%: both then dropped the half cell along every
+    wall they touched, some 15% of the water.)"""
     from voxfx.kernels.flip.surface import liquid_volume
 
     sim = tank(shape=(30, 10, 15), fill=(0, 0, 0, 10, 10, 10), h=0.04)
     n0 = len(sim.pos)
-    v0 = liquid_volume(sim.level_set(), sim.spec)
+    water = n0 * 0.04 ** 3 / 8
+    v0 = liquid_volume(sim.level_set(), sim.surface_spec)
     for _ in range(100):
         sim.step(1 / 60)
     pos = sim.particles_host()["position"]
     assert len(pos) == n0
     assert (pos >= 0).all() and (pos <= np.asarray(sim.spec.upper, dtype=np.float32)).all()
-    v1 = liquid_volume(sim.level_set(), sim.spec)
-    assert abs(v1 - v0) / v0 < 0.02
+    v1 = liquid_volume(sim.level_set(), sim.surface_spec)
+    print(f"\ndam break 30 × 10 × 15: meshed volume {v0 / water - 1:+.1%} at rest, {v1 / water - 1:+.1%} "
+          "after 100 frames")
+    assert abs(v0 / water - 1) < 0.05 and abs(v1 / water - 1) < 0.05
     assert sim.centre_of_mass()[0] > 0.3  # it broke: the column (0.4 m wide) spread along x
+
+
+@pytest.mark.slow
+def test_dam_break_meshed_volume_over_three_seconds():
+    """The issue's 3 s dam break (48 × 12 × 24 cells, a 12 × 12 × 16 cell column): the
+    volume of the marching-tetrahedra mesh of the closed level set every ½ s, against the
+    water's (no particle is lost). A table for the README; the bounds are what a particle
+    level set of 8 particles per cell can promise: thin sheets mid-splash are thinner than
+    its kernel and shrink, sparse splash particles each claim a ball of half a cell."""
+    from tests.isosurface import marching_tets, mesh_volume, open_and_nonmanifold_edges, triangle_edges
+    from voxfx.kernels.flip.surface import liquid_volume
+
+    h = 1 / 48
+    sim = tank(shape=(48, 12, 24), fill=(0, 0, 0, 12, 12, 16), h=h)
+    n0 = len(sim.pos)
+    water = n0 * h ** 3 / 8
+    rows = []
+    for frame in range(73):
+        if frame % 12 == 0:
+            phi = sim.level_set()
+            vertices, triangles = marching_tets(phi, sim.surface_spec.origin, h)
+            assert open_and_nonmanifold_edges(triangle_edges(triangles)) == (0, 0)
+            rows.append((frame / 24, mesh_volume(vertices, triangles) / water - 1,
+                         liquid_volume(phi, sim.surface_spec) / water - 1))
+        sim.step(1 / 24)
+    assert len(sim.pos) == n0
+    print("\n t (s) | meshed volume | liquid_volume\n" +
+          "\n".join(f" {t:.1f}   | {m:+.1%}        | {v:+.1%}" for t, m, v in rows))
+    assert all(abs(m - v) < 0.01 for _, m, v in rows)  # liquid_volume measures the mesh
+    assert all(-0.08 < m < 0.12 for _, m, _ in rows)
 
 
 def test_projection_leaves_no_divergence_and_no_particle_in_a_solid():

@@ -265,3 +265,151 @@ def test_bad_inputs_are_refused_with_a_message():
         particle_level_set(np.zeros((5, 2)), spec, 0.1, xp=np)
     with pytest.raises(InputError, match="shape"):
         liquid_volume(np.zeros((4, 4, 5), np.float32), spec)
+
+
+# --------------------------------------------------------------------------- closed against the walls (issue 22 §3)
+
+TANK_H = 0.5 / 24  # the issue's tank: 0.5 m, resolution 24, water 0.25 m deep
+
+
+@pytest.fixture(scope="module")
+def still_tank():
+    """The tank at rest, frame 12 at 24 fps, and its closed level set."""
+    from tests.meshes import box
+    from voxfx.kernels.flip.grid import FlipSettings
+    from voxfx.kernels.flip.sim import FlipSimulation
+
+    spec = GridSpec((0.0, 0.0, 0.0), TANK_H, (24, 24, 24))
+    sim = FlipSimulation(spec, FlipSettings(), *box((0, 0, 0), (0.5, 0.5, 0.25)), xp=np)
+    for _ in range(12):
+        sim.step(1 / 24)
+    return sim, sim.level_set()
+
+
+def test_closed_level_set_grows_the_grid_beyond_every_wall(still_tank):
+    sim, phi = still_tank
+    grown = sim.surface_spec
+    assert grown.shape == (30, 30, 30) and np.allclose(grown.origin, -3 * TANK_H)
+    assert phi.shape == grown.array_shape and phi.dtype == np.float32
+    border = np.ones(phi.shape, bool)
+    border[1:-1, 1:-1, 1:-1] = False
+    assert (phi[border] > 0).all()  # nothing reaches the grid's edge: every contour is closed
+
+
+def test_still_tank_surface_is_a_closed_manifold_of_the_water_volume(still_tank):
+    """Marching tetrahedra of φ (tests/isosurface.py): 0 boundary and 0 non-manifold edges
+    (was 126 boundary edges in Blender's mesh of the old, open level set), enclosing the
+    water's volume within 3% (24 × 24 × 12 cells)."""
+    from tests.isosurface import marching_tets, mesh_volume, open_and_nonmanifold_edges, triangle_edges
+
+    sim, phi = still_tank
+    vertices, triangles = marching_tets(phi, sim.surface_spec.origin, TANK_H)
+    assert open_and_nonmanifold_edges(triangle_edges(triangles)) == (0, 0)
+    water = 0.5 * 0.5 * 0.25
+    volume = mesh_volume(vertices, triangles)
+    print(f"\nstill tank: meshed volume {volume / water - 1:+.2%}, "
+          f"liquid_volume {liquid_volume(phi, sim.surface_spec) / water - 1:+.2%} of the water's")
+    assert volume == pytest.approx(water, rel=0.03)
+    assert liquid_volume(phi, sim.surface_spec) == pytest.approx(volume, rel=0.01)  # it measures the mesh
+    lo, hi = -0.5 * TANK_H, 0.5 + 0.5 * TANK_H
+    assert (vertices >= lo).all() and (vertices[:, :2] <= hi).all()  # never half a cell through a wall
+
+
+def crossing_along(phi, spec, starts, direction, length):
+    """Distance from each start along *direction* to the first + crossing of φ (trilinear)."""
+    return np.array([first_crossing(phi, spec, s, direction, length) for s in starts])
+
+
+def first_crossing(phi, spec, start, direction, length):
+    s = np.linspace(0.0, length, 2001)
+    v = trilinear(phi, spec, start + s[:, None] * direction)
+    assert v[0] < 0, "the ray starts outside the liquid"
+    i = np.nonzero(v >= 0)[0][0]
+    return s[i - 1] + (s[i] - s[i - 1]) * (-v[i - 1]) / (v[i] - v[i - 1])
+
+
+def test_still_tank_surface_meets_every_wet_wall_within_a_quarter_cell(still_tank):
+    """Rays from inside the water towards each wall and the floor, on a lattice over the
+    wet part of the wall from a quarter cell off its edges (the other walls, the water
+    line): the surface is within a quarter cell of the wall. The one exception is where
+    three faces of the liquid meet at right angles (a bottom corner of the tank, a corner
+    at the water line): a quarter cell from two edges the contour of sampled values is
+    rounded by up to half a cell there, which is all it may be."""
+    sim, phi = still_tank
+    grown = sim.surface_spec
+    h = TANK_H
+    u = np.concatenate([[0.25 * h, 0.75 * h], np.linspace(2 * h, 0.5 - 2 * h, 9), [0.5 - 0.75 * h, 0.5 - 0.25 * h]])
+    w = np.concatenate([[0.25 * h, 0.75 * h], np.linspace(2 * h, 0.25 - 2 * h, 5), [0.25 - 0.75 * h]])
+    worst = {"wall": 0.0, "corner": 0.0}
+    for axis in range(3):
+        for side in (0.0, 0.5):
+            if axis == 2 and side == 0.5:
+                continue  # the lid is dry
+            a, b = ((1, 2), (0, 2), (0, 1))[axis]
+            grid_a, grid_b = np.meshgrid(u, w if b == 2 else u, indexing="ij")
+            starts = np.zeros((grid_a.size, 3))
+            starts[:, a], starts[:, b] = grid_a.ravel(), grid_b.ravel()
+            starts[:, axis] = 0.1 if side == 0.0 else 0.4  # inside the water, 0.1 m from the wall
+            direction = np.zeros(3)
+            direction[axis] = -1.0 if side == 0.0 else 1.0
+            gap = 0.1 - crossing_along(phi, grown, starts, direction, 0.1 + 2 * h)
+            top = 0.25 if b == 2 else 0.5
+            near_a = np.minimum(starts[:, a], 0.5 - starts[:, a]) < 0.5 * h
+            near_b = np.minimum(starts[:, b], top - starts[:, b]) < (1.0 if b == 2 else 0.5) * h
+            corner = near_a & near_b
+            assert (gap[~corner] < 0.25 * h).all(), (axis, side, gap[~corner] / h)
+            assert (gap[corner] < 0.5 * h).all(), (axis, side, gap[corner] / h)
+            assert (gap > -0.5 * h).all()  # never through the wall
+            worst["wall"] = max(worst["wall"], np.abs(gap[~corner]).max() / h)
+            worst["corner"] = max(worst["corner"], np.abs(gap[corner]).max() / h)
+    print(f"\nstill tank: surface within {worst['wall']:.3f} cells of every wet wall "
+          f"({worst['corner']:.3f} a quarter cell from a three-face corner)")
+
+
+def test_still_water_is_flat_up_to_the_walls_and_corners(still_tank):
+    """The water level, corners included (was: fins 3 cells high there), within half a
+    cell of the still level 0.25 m: on a lattice from half a cell off the walls (the first
+    voxel centres), and a quarter cell off one wall, where the contour rounds the right
+    angle between the water and the wall."""
+    sim, phi = still_tank
+    h = TANK_H
+    u = np.concatenate([[0.25 * h, 0.5 * h, 0.75 * h], np.linspace(2 * h, 0.5 - 2 * h, 9),
+                        [0.5 - 0.75 * h, 0.5 - 0.5 * h, 0.5 - 0.25 * h]])
+    gx, gy = np.meshgrid(u, u, indexing="ij")
+    starts = np.stack([gx.ravel(), gy.ravel(), np.full(gx.size, 0.15)], axis=1)
+    level = 0.15 + crossing_along(phi, sim.surface_spec, starts, np.array([0.0, 0.0, 1.0]), 0.2)
+    error = (level - 0.25) / h
+    off_x = np.minimum(starts[:, 0], 0.5 - starts[:, 0])
+    off_y = np.minimum(starts[:, 1], 0.5 - starts[:, 1])
+    off = np.minimum(off_x, off_y)
+    two_walls = (off_x < 0.5 * h) & (off_y < 0.5 * h)  # the vertical edges of the water: rounded
+    print(f"\nstill tank: water level {error[off >= 0.5 * h].min():+.3f} … {error.max():+.3f} cells from 0.25 m "
+          f"half a cell off the walls, {error[~two_walls].min():+.3f} a quarter cell off one")
+    assert np.abs(error[~two_walls]).max() < 0.5, error.reshape(gx.shape)
+
+
+def test_closed_level_set_changes_nothing_away_from_the_walls():
+    """A ball more than R + 1 cell from every wall: no mirror images, φ ≤ 0 nowhere near
+    the walls, so the closed level set equals the plain one on the grown grid."""
+    from voxfx.kernels.flip.surface import closed_level_set, surface_grid
+
+    rng = np.random.default_rng(3)
+    spec = GridSpec((0.0, 0.0, 0.0), SIM_CELL, (20, 20, 20))
+    pos = seeded_ball(np.array([0.62, 0.6, 0.64]), 5 * SIM_CELL, SIM_CELL / 2, rng)
+    r, R = surface_radii(SIM_CELL, 8)
+    plain = particle_level_set(pos, surface_grid(spec), r, R, xp=np)
+    closed = closed_level_set(pos, spec, r, R, xp=np)
+    inside = np.zeros(plain.shape, bool)
+    inside[4:-4, 4:-4, 4:-4] = True  # more than half a cell inside the walls
+    np.testing.assert_array_equal(closed[inside], plain[inside])
+    assert (closed[~inside] >= 0.5 * SIM_CELL - 1e-7).all()
+
+
+def test_mirror_images_cover_faces_edges_and_corners():
+    from voxfx.kernels.flip.surface import mirror_at_walls
+
+    spec = GridSpec((0.0, 0.0, 0.0), 1.0, (10, 10, 10))
+    pos = np.array([[0.5, 5.0, 5.0], [0.5, 0.5, 5.0], [0.5, 0.5, 9.5], [5.0, 5.0, 5.0]], np.float32)
+    images, source = mirror_at_walls(pos, spec, 1.0, np)
+    assert np.bincount(source, minlength=4).tolist() == [1, 3, 7, 0]
+    assert [-0.5, -0.5, 10.5] in images.tolist() and [-0.5, 5.0, 5.0] in images.tolist()
