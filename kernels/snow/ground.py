@@ -15,10 +15,14 @@ Choices beyond the thesis, in one place:
   here it is the highest triangle above each lattice vertex, so snow lands on a roof and
   not under it. Triangles seen edge-on from above (walls) cover no vertex.
 * **Redistribution** (§3.3.2) uses the 8-neighbourhood; t = tan(repose angle)·distance
-  (cell along the axes, √2·cell on the diagonals). A giver with several lower neighbours
-  moves k·max(s) in total, shared in proportion to each neighbour's s: with one receiver
-  that is the thesis's k·s, and it never gives a receiver more than k·s (the snow above
-  it) nor more than k·snow in total, so a peak cannot overshoot into a pit.
+  (cell along the axes, √2·cell on the diagonals). What moves is a share of the excess
+  over t, q = min(snow, (Δh − t)/2), not of the whole difference Δh as the thesis writes
+  it (which overshoots below the angle: a cone set to 38° settled at 33.7°, issue 22).
+  A giver with several lower neighbours moves k·max(q) in total, shared in proportion to
+  each q, so no pair is pushed past the angle. A drop of the terrain itself (a roof edge)
+  is a ledge: snow there is measured against the lip, so a flat roof keeps its snow to
+  the edge until the snow at the lip stands more than t high. Transfers are whole
+  multiples of two ulps of the larger depth (``_quantise``): mass is conserved exactly.
 * **Drift** (the thesis's "possible improvement", §3.3.2): a donor-cell flux on the
   4-neighbourhood. A vertex whose near-surface wind speed |u| exceeds u_t lifts
   e = min(snow, dt·drift_rate·(|u|² − u_t²)) and sends it one vertex downwind, split
@@ -248,14 +252,27 @@ def apply_deposit(snow, deposit, landed_units, volume: float, cell: float):
 # --------------------------------------------------------------------------- redistribution (§3.3.2)
 
 def redistribute(terrain, snow, settings: SnowSettings, cell: float, iterations: int = 1):
-    """§3.3.2 snow redistribution, *iterations* times, in place on *snow*; returns *snow*.
+    """§3.3.2 snow redistribution towards the angle of repose, *iterations* times, in place
+    on *snow*; returns *snow*.
 
     Snow moves from a vertex to a lower neighbour when their surfaces (terrain + snow)
-    differ by more than t = tan(repose)·distance and the giver holds more than m; only the
-    snow actually above the receiver counts, s = min(snow, Δh), and a fraction k of it
-    moves (see the module notes for several receivers). Per-edge transfers are computed
-    in one pass and gathered in another: no atomics, deterministic, mass conserving.
-    NO_GROUND vertices neither give nor receive.
+    differ by more than t = tan(repose)·distance and the giver holds more than m. What
+    moves is a share of the *excess* over the threshold, q = min(snow, (Δh − t)/2) — the
+    amount that would leave the pair exactly at the angle of repose — not of the whole
+    difference as the thesis writes it: a share of Δh keeps moving snow after the slope
+    has reached t and leaves the pile several degrees flatter than set (issue 22 §4).
+    This is thermal erosion (Musgrave, Kolb & Mace 1989, *The synthesis and rendering of
+    eroded fractal terrains*, §3.2): a giver moves k·max(q) in total, shared over its
+    lower neighbours in proportion to q, so no pair is pushed past the angle.
+
+    A drop of the terrain itself (a roof edge, a wall top: terrain steeper than t towards
+    the receiver while not steeper than t from behind) is a ledge, not a snow slope: the
+    snow's surface is measured against the ledge, Δh = min(Δh, snow), so snow leaves a
+    flat roof only where it stands more than t above the roof at its edge. On a steep
+    slope (higher terrain behind as well) snow slides as on any slope.
+
+    Per-edge transfers are computed in one pass and gathered in another: no atomics,
+    deterministic, mass conserving. NO_GROUND vertices neither give nor receive.
     """
     _check_lattice(terrain, snow)
     _check_redistribution(settings)
@@ -268,30 +285,53 @@ def redistribute(terrain, snow, settings: SnowSettings, cell: float, iterations:
     return snow
 
 
+def _transfer_demand_cpu(terrain, snow, ground, height, dy, dx, t, m):
+    """q of the module notes for every giver towards its neighbour (dy, dx) (cuda: transfer_demand)."""
+    zero = np.float32(0)
+    below = _shift(terrain, dy, dx, NO_GROUND)
+    behind = _shift(terrain, -dy, -dx, NO_GROUND)  # off the lattice or NO_GROUND: never higher
+    ledge = ((terrain - below) > t) & ~((behind - terrain) > t)
+    level = _shift(height, dy, dx, zero)
+    level = np.where(ledge, np.maximum(level, terrain), level)  # the ledge's lip, if snow is below it
+    excess = (height - level) - t
+    active = ground & _shift(ground, dy, dx, False) & (snow > m) & (excess > zero)
+    return np.where(active, np.minimum(snow, excess * np.float32(0.5)), zero)
+
+
+def _quantise(transfer, giver, receiver):
+    """*transfer* rounded down to a multiple of U = 2·ulp(max(giver, receiver)) (cuda: quantise).
+
+    Then the giver's and the receiver's sums, and their new depths, are exact in float32
+    (short of a receiver crossing into the next power of two): mass is conserved to the
+    bit instead of drifting by the sub-ulp net changes of vertices that pass a steady
+    trickle on (the creeping tail of a relaxing pile). Transfers below U stop.
+    """
+    _, e = np.frexp(np.maximum(giver, receiver))  # max = m·2^e, m in [½, 1): ulp = 2^(e − 24)
+    unit = np.ldexp(np.float32(1), np.maximum(e, -100) - 23).astype(np.float32)  # no 0 for subnormal depths
+    return np.floor(transfer / unit) * unit
+
+
 def _redistribute_step_cpu(terrain, snow, t_axis, t_diag, m, k):
     ground = terrain != NO_GROUND
     height = terrain + snow
-    # Pass 1: s of every (giver, direction), then the giver's scale k·max(s)/Σs.
-    s = []
+    # Pass 1: q of every (giver, direction), then the giver's scale k·max(q)/Σq.
+    q = []
     total = np.zeros_like(snow)
-    smax = np.zeros_like(snow)
+    qmax = np.zeros_like(snow)
     for d, (dy, dx) in enumerate(NEIGHBOURS_8):
-        t = t_axis if d < 4 else t_diag
-        dh = height - _shift(height, dy, dx, np.float32(0))
-        active = ground & _shift(ground, dy, dx, False) & (snow > m) & (dh > t)
-        s_d = np.where(active, np.minimum(snow, dh), np.float32(0))
-        s.append(s_d)
-        total = total + s_d
-        smax = np.maximum(smax, s_d)
-    scale = np.where(total > 0, (k * smax) / np.where(total > 0, total, np.float32(1)), np.float32(0))
+        q_d = _transfer_demand_cpu(terrain, snow, ground, height, dy, dx, t_axis if d < 4 else t_diag, m)
+        q.append(q_d)
+        total = total + q_d
+        qmax = np.maximum(qmax, q_d)
+    scale = np.where(total > 0, (k * qmax) / np.where(total > 0, total, np.float32(1)), np.float32(0))
     # Pass 2 (gather): what leaves along d, and what arrives from the giver at −d.
     given = np.zeros_like(snow)
     taken = np.zeros_like(snow)
     for d, (dy, dx) in enumerate(NEIGHBOURS_8):
-        transfer = s[d] * scale
+        transfer = _quantise(q[d] * scale, snow, _shift(snow, dy, dx, np.float32(0)))
         given = given + transfer
         taken = taken + _shift(transfer, -dy, -dx, np.float32(0))
-    return np.where(ground, np.maximum((snow - given) + taken, np.float32(0)), snow)
+    return np.where(ground, np.maximum(snow + (taken - given), np.float32(0)), snow)  # one rounding of snow
 
 
 def _redistribute_gpu(terrain, snow, t_axis, t_diag, m, k, iterations):
