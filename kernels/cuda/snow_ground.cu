@@ -1,6 +1,6 @@
 // Ground side of the snow simulation (seed 002 §2.4.3, §3.3.1–3.3.2) on the vertex lattice
 // (gy, gx) of kernels/snow/domain.py: receiver height field, deposit, redistribution,
-// wind drift, and the wind grid's obstacle cells below the snow surface.
+// and the wind grid's obstacle cells below the snow surface (drift: snow_drift.cu).
 //
 // Mirrors kernels/snow/ground.py term by term. Compiled with --fmad=false: every float
 // and double operation rounds exactly as NumPy's, so terrain and solid are bit-identical
@@ -249,62 +249,6 @@ extern "C" __global__ void redistribute_gather(const float* __restrict__ terrain
         }
     }
     out[v] = fmaxf(sv + (taken - given), 0.0f);
-}
-
-// ---------------------------------------------------------------- wind drift (beyond the thesis)
-//
-// Donor-cell flux on the 4-neighbourhood: a vertex whose near-surface wind exceeds the
-// threshold lifts e = min(snow, dt·rate·(|u|² − u_t²)) and sends it one vertex downwind,
-// split between x and y by |u_x| : |u_y|. A face is closed at the lattice boundary (no
-// outflow), towards NO_GROUND, and up a step steeper than the repose slope (drifting snow
-// piles against a wall instead of climbing it).
-
-extern "C" __global__ void drift_flux(const float* __restrict__ terrain, const float* __restrict__ snow,
-                                      const float* __restrict__ wind, float* __restrict__ fx,
-                                      float* __restrict__ fy, int gx, int gy, float ut2, float rate_dt,
-                                      float t_axis)
-{
-    long long v = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (v >= (long long)gx * gy) return;
-    int i = (int)(v % gx), j = (int)(v / gx);
-    float ux = wind[2 * v], uy = wind[2 * v + 1];
-    float tv = terrain[v], sv = snow[v];
-    float excess = (ux * ux + uy * uy) - ut2;
-    float outx = 0.0f, outy = 0.0f;
-    if (tv != NO_GROUND && excess > 0.0f) {
-        float e = fminf(sv, rate_dt * excess);
-        float ax = fabsf(ux), ay = fabsf(uy);
-        float hv = tv + sv;
-        int ni = ux > 0.0f ? i + 1 : i - 1;
-        if (ux != 0.0f && ni >= 0 && ni < gx) {
-            long long n = (long long)j * gx + ni;
-            if (terrain[n] != NO_GROUND && !((terrain[n] + snow[n]) - hv > t_axis)) outx = e * (ax / (ax + ay));
-        }
-        int nj = uy > 0.0f ? j + 1 : j - 1;
-        if (uy != 0.0f && nj >= 0 && nj < gy) {
-            long long n = (long long)nj * gx + i;
-            if (terrain[n] != NO_GROUND && !((terrain[n] + snow[n]) - hv > t_axis)) outy = e * (ay / (ax + ay));
-        }
-        if (ux < 0.0f) outx = -outx;
-        if (uy < 0.0f) outy = -outy;
-    }
-    fx[v] = outx;
-    fy[v] = outy;
-}
-
-extern "C" __global__ void drift_gather(const float* __restrict__ snow, const float* __restrict__ fx,
-                                        const float* __restrict__ fy, float* __restrict__ out, int gx, int gy)
-{
-    long long v = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (v >= (long long)gx * gy) return;
-    int i = (int)(v % gx), j = (int)(v / gx);
-    float given = fabsf(fx[v]) + fabsf(fy[v]);
-    float from_w = i > 0 ? fmaxf(fx[v - 1], 0.0f) : 0.0f;
-    float from_e = i < gx - 1 ? fmaxf(-fx[v + 1], 0.0f) : 0.0f;
-    float from_s = j > 0 ? fmaxf(fy[v - gx], 0.0f) : 0.0f;
-    float from_n = j < gy - 1 ? fmaxf(-fy[v + gx], 0.0f) : 0.0f;
-    float taken = ((from_w + from_e) + from_s) + from_n;
-    out[v] = fmaxf((snow[v] - given) + taken, 0.0f);
 }
 
 // ---------------------------------------------------------------- obstacles (§3.3.1)

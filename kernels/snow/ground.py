@@ -1,13 +1,13 @@
 """The ground side of the snow simulation (seed 002 §2.4.3, §3.3.1–3.3.2): what snow lands
-on, how landed flakes become depth, how snow slides and drifts, and which wind cells it
-fills. Arrays follow ``domain.py``: a vertex lattice (gy, gx) of float32 ``terrain`` (world
-z of the highest receiver surface, ``NO_GROUND`` where none) and ``snow`` (depth, ≥ 0).
+on, how landed flakes become depth, how snow slides, and which wind cells it fills.
+Arrays follow ``domain.py``: a vertex lattice (gy, gx) of float32 ``terrain`` (world z of
+the highest receiver surface, ``NO_GROUND`` where none) and ``snow`` (depth, ≥ 0).
 
 Every stage has a NumPy reference and a CuPy kernel in ``cuda/snow_ground.cu`` written
 term by term alike and compiled with ``--fmad=false``: terrain and solid are bit-identical
 on both backends, and the float32 stages round alike too. The per-step stages
-(``apply_deposit``, ``redistribute``, ``drift``) take and return arrays of either module,
-stay on the device and never synchronise with the host.
+(``apply_deposit``, ``redistribute``) take and return arrays of either module, stay on
+the device and never synchronise with the host.
 
 Choices beyond the thesis, in one place:
 
@@ -23,13 +23,7 @@ Choices beyond the thesis, in one place:
   is a ledge: snow there is measured against the lip, so a flat roof keeps its snow to
   the edge until the snow at the lip stands more than t high. Transfers are whole
   multiples of two ulps of the larger depth (``_quantise``): mass is conserved exactly.
-* **Drift** (the thesis's "possible improvement", §3.3.2): a donor-cell flux on the
-  4-neighbourhood. A vertex whose near-surface wind speed |u| exceeds u_t lifts
-  e = min(snow, dt·drift_rate·(|u|² − u_t²)) and sends it one vertex downwind, split
-  between x and y by |u_x| : |u_y|; where the wind drops (the lee) less is lifted than
-  arrives, so snow accumulates. Faces are closed at the lattice boundary (no outflow:
-  total snow is conserved), towards NO_GROUND, and up a step steeper than the repose
-  slope (drifting snow piles against a wall instead of climbing it).
+* **Drift** of fallen snow lives in ``drift.py``: it moves snow through the wind grid's air.
 """
 
 from __future__ import annotations
@@ -352,70 +346,6 @@ def _redistribute_gpu(terrain, snow, t_axis, t_diag, m, k, iterations):
     if buffers[0] is not snow:
         snow[...] = buffers[0]
     return snow
-
-
-# --------------------------------------------------------------------------- drift (beyond the thesis)
-
-def drift(terrain, snow, wind_xy, dt: float, settings: SnowSettings, cell: float):
-    """One step of wind drift, in place on *snow*; returns *snow*.
-
-    *wind_xy* (gy, gx, 2) float32 is the near-surface wind (x, y) at each lattice vertex.
-    Where its speed exceeds ``drift_threshold_speed`` = u_t, e = min(snow, dt·drift_rate·
-    (|u|² − u_t²)) is lifted and carried one vertex downwind (donor-cell flux, see the
-    module notes); total snow is conserved (no outflow at the boundary).
-    """
-    if not settings.drift:
-        return snow
-    _check_lattice(terrain, snow)
-    if tuple(wind_xy.shape) != snow.shape + (2,):
-        raise InputError(f"wind_xy must have shape {snow.shape + (2,)}, not {tuple(wind_xy.shape)}")
-    ut2 = np.float32(float(settings.drift_threshold_speed) ** 2)
-    rate_dt = np.float32(float(settings.drift_rate) * float(dt))
-    t_axis, _ = repose_thresholds(settings, cell)
-    if _on_gpu(snow):
-        import cupy as cp
-
-        gy, gx = snow.shape
-        n = gy * gx
-        wind = cp.ascontiguousarray(wind_xy, dtype=cp.float32)
-        fx, fy, out = cp.empty_like(snow), cp.empty_like(snow), cp.empty_like(snow)
-        _kernel("drift_flux")(_blocks(n), (_THREADS,), (terrain, snow, wind, fx, fy, np.int32(gx), np.int32(gy),
-                                                        ut2, rate_dt, t_axis))
-        _kernel("drift_gather")(_blocks(n), (_THREADS,), (snow, fx, fy, out, np.int32(gx), np.int32(gy)))
-        snow[...] = out
-        return snow
-    fx, fy = _drift_flux_cpu(terrain, snow, np.asarray(wind_xy, dtype=np.float32), ut2, rate_dt, t_axis)
-    given = np.abs(fx) + np.abs(fy)
-    zero = np.float32(0)
-    from_w = _shift(np.maximum(fx, zero), 0, -1, zero)   # fx of the west neighbour, if eastward
-    from_e = _shift(np.maximum(-fx, zero), 0, 1, zero)
-    from_s = _shift(np.maximum(fy, zero), -1, 0, zero)
-    from_n = _shift(np.maximum(-fy, zero), 1, 0, zero)
-    taken = ((from_w + from_e) + from_s) + from_n
-    snow[...] = np.maximum((snow - given) + taken, zero)
-    return snow
-
-
-def _drift_flux_cpu(terrain, snow, wind, ut2, rate_dt, t_axis):
-    """Signed snow depth leaving each vertex along x and y this step (cuda: drift_flux)."""
-    ux, uy = wind[..., 0], wind[..., 1]
-    zero = np.float32(0)
-    ground = terrain != NO_GROUND
-    height = terrain + snow
-    excess = (ux * ux + uy * uy) - ut2
-    lifting = ground & (excess > 0)
-    e = np.where(lifting, np.minimum(snow, rate_dt * np.where(lifting, excess, zero)), zero)
-    ax, ay = np.abs(ux), np.abs(uy)
-    denom = np.where(lifting, ax + ay, np.float32(1))
-    flux = []
-    for u, a, (dy, dx) in ((ux, ax, (0, 1)), (uy, ay, (1, 0))):
-        # A face is open unless it leaves the lattice, meets NO_GROUND or climbs more than t.
-        ahead = _shift(ground, dy, dx, False) & ~((_shift(height, dy, dx, zero) - height) > t_axis)
-        behind = _shift(ground, -dy, -dx, False) & ~((_shift(height, -dy, -dx, zero) - height) > t_axis)
-        opened = lifting & (u != 0) & np.where(u > 0, ahead, behind)
-        f = np.where(opened, e * (a / denom), zero)
-        flux.append(np.where(u < 0, -f, f))
-    return flux[0], flux[1]
 
 
 # --------------------------------------------------------------------------- obstacles (§3.3.1)
