@@ -7,7 +7,8 @@ snowing in a 4 m/s gusty crosswind. Per configuration: flakes, wind grid, ground
 lattice; stages timed with CUDA events (median over steps after warm-up steps):
 wind advect (+ outflow balance + right-hand side), pressure, projection, flakes
 (wind sampling, motion, collision, deposit, respawn), settle (deposit → depth),
-redistribution, drift (near-surface wind + erosion). Floors: bytes each stage must move
+redistribution, drift (air cells, near-surface wind, bed ↔ air exchange, transport
+of the drifting snow in the wind grid). Floors: bytes each stage must move
 at 4 TB/s. Thesis reference: 512K flakes + 256×256×32 wind in real time (> 25 FPS,
 i.e. < 40 ms per frame) on a GTX 280.
 """
@@ -77,7 +78,7 @@ def timed_step(sim, dt, events):
     ground.redistribute(sim.terrain, sim.snow, s, d.ground_cell)
     events[6].record()
     if s.drift:
-        ground.drift(sim.terrain, sim.snow, sim.surface_wind(), dt, s, d.ground_cell)
+        sim.drift_snow(dt)
     events[7].record()
     sim.t += dt
     sim.steps += 1

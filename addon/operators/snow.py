@@ -60,7 +60,9 @@ def collect(collection, what: str):
 
 
 def plan_domain(s, receivers_soup) -> SnowDomain:
-    """Domain box: the Domain object's bounds, else the receivers' bounds + sky height."""
+    """Domain box: the Domain object's bounds, else the receivers' bounds + sky height;
+    either way the wind grid reaches one wind cell below the lowest receiver, so that the
+    air just above the ground is a cell layer of its own (issue 22 §5)."""
     if s.domain_object is not None:
         corners = np.array([s.domain_object.matrix_world @ Vector(c)
                             for c in s.domain_object.bound_box])
@@ -72,7 +74,7 @@ def plan_domain(s, receivers_soup) -> SnowDomain:
     rlo, rhi = (np.asarray(b) for b in receivers_soup.bounds)
     if np.any(rhi[:2] < lo[:2]) or np.any(rlo[:2] > hi[:2]):
         raise InputError("The receivers lie outside the snow domain: move them or the Domain object")
-    return SnowDomain.from_box(lo, hi, s.wind_resolution, s.ground_resolution)
+    return SnowDomain.from_box(lo, hi, s.wind_resolution, s.ground_resolution, lowest_receiver=float(rlo[2]))
 
 
 def check_memory(s, soup, domain: SnowDomain, flakes: int) -> None:

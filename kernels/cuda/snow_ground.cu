@@ -1,6 +1,6 @@
 // Ground side of the snow simulation (seed 002 §2.4.3, §3.3.1–3.3.2) on the vertex lattice
 // (gy, gx) of kernels/snow/domain.py: receiver height field, deposit, redistribution,
-// wind drift, and the wind grid's obstacle cells below the snow surface.
+// and the wind grid's obstacle cells below the snow surface (drift: snow_drift.cu).
 //
 // Mirrors kernels/snow/ground.py term by term. Compiled with --fmad=false: every float
 // and double operation rounds exactly as NumPy's, so terrain and solid are bit-identical
@@ -164,20 +164,52 @@ extern "C" __global__ void apply_deposit(float* __restrict__ snow, unsigned int*
 __constant__ int DX8[8] = {1, -1, 0, 0, 1, -1, 1, -1};
 __constant__ int DY8[8] = {0, 0, 1, -1, 1, 1, -1, -1};
 
-// s of §3.3.2 for snow leaving vertex a towards b: only when the height difference of
-// the surfaces (terrain + snow) exceeds t and a holds more than m; only the snow that is
-// actually above b counts: s = min(snow_a, Δh).
-__device__ __forceinline__ float snow_above(const float* __restrict__ terrain, const float* __restrict__ snow,
-                                            long long a, long long b, float t, float m)
+// q of the module notes (ground.py) for snow leaving vertex a towards its neighbour b along
+// d: a share of the excess over the threshold, q = min(snow_a, (Δh − t)/2), the amount that
+// leaves the pair exactly at the angle of repose (thermal erosion, Musgrave et al. 1989).
+// A ledge (terrain dropping more than t towards b, not rising more than t behind a) is
+// measured against its lip: the receiver's level is at least a's terrain. behind is the
+// terrain at a − d, NO_GROUND when off the lattice.
+__device__ __forceinline__ float transfer_demand(const float* __restrict__ terrain, const float* __restrict__ snow,
+                                                 long long a, long long b, float behind, float t, float m)
 {
-    float sa = snow[a];
-    float dh = (terrain[a] + sa) - (terrain[b] + snow[b]);
-    if (!(sa > m) || !(dh > t)) return 0.0f;
-    return fminf(sa, dh);
+    float ta = terrain[a], sa = snow[a], tb = terrain[b];
+    bool ledge = (ta - tb) > t && !((behind - ta) > t);
+    float level = tb + snow[b];
+    if (ledge) level = fmaxf(level, ta);
+    float excess = ((ta + sa) - level) - t;
+    if (!(sa > m) || !(excess > 0.0f)) return 0.0f;
+    return fminf(sa, excess * 0.5f);
 }
 
-// Pass 1: per giver, scale = k·max(s) / Σ s, so its transfers k·max(s)·s_e/Σs never
-// exceed k·s_e (the snow above each receiver) and in total never k·snow.
+// Transfers are whole multiples of U = 2·ulp(max(giver, receiver)), rounded down, so every
+// sum below and the new depths are exact: mass is conserved to the bit (ground.py: _quantise).
+__device__ __forceinline__ float quantise(float transfer, float giver, float receiver)
+{
+    int e;
+    frexpf(fmaxf(giver, receiver), &e);
+    float unit = ldexpf(1.0f, max(e, -100) - 23);
+    return floorf(transfer / unit) * unit;
+}
+
+__device__ __forceinline__ float terrain_at(const float* __restrict__ terrain, int i, int j, int gx, int gy)
+{
+    return (i < 0 || j < 0 || i >= gx || j >= gy) ? NO_GROUND : terrain[(long long)j * gx + i];
+}
+
+// q of vertex (i, j) towards d, 0 when the neighbour is off the lattice or NO_GROUND.
+__device__ __forceinline__ float demand_along(const float* __restrict__ terrain, const float* __restrict__ snow,
+                                             int i, int j, int d, int gx, int gy, float t, float m)
+{
+    int ni = i + DX8[d], nj = j + DY8[d];
+    if (ni < 0 || nj < 0 || ni >= gx || nj >= gy) return 0.0f;
+    long long v = (long long)j * gx + i, n = (long long)nj * gx + ni;
+    if (terrain[v] == NO_GROUND || terrain[n] == NO_GROUND) return 0.0f;
+    return transfer_demand(terrain, snow, v, n, terrain_at(terrain, i - DX8[d], j - DY8[d], gx, gy), t, m);
+}
+
+// Pass 1: per giver, scale = k·max(q) / Σ q, so its transfers k·max(q)·q_e/Σq never exceed
+// k·q_e (the half excess towards each receiver) and in total never k·snow.
 extern "C" __global__ void redistribute_scale(const float* __restrict__ terrain, const float* __restrict__ snow,
                                               float* __restrict__ scale, int gx, int gy, float t_axis,
                                               float t_diag, float m, float k)
@@ -185,23 +217,17 @@ extern "C" __global__ void redistribute_scale(const float* __restrict__ terrain,
     long long v = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (v >= (long long)gx * gy) return;
     int i = (int)(v % gx), j = (int)(v / gx);
-    float total = 0.0f, smax = 0.0f;
-    if (terrain[v] != NO_GROUND) {
-        for (int d = 0; d < 8; ++d) {
-            int ni = i + DX8[d], nj = j + DY8[d];
-            if (ni < 0 || nj < 0 || ni >= gx || nj >= gy) continue;
-            long long n = (long long)nj * gx + ni;
-            if (terrain[n] == NO_GROUND) continue;
-            float s = snow_above(terrain, snow, v, n, d < 4 ? t_axis : t_diag, m);
-            total = total + s;
-            smax = fmaxf(smax, s);
-        }
+    float total = 0.0f, qmax = 0.0f;
+    for (int d = 0; d < 8; ++d) {
+        float q = demand_along(terrain, snow, i, j, d, gx, gy, d < 4 ? t_axis : t_diag, m);
+        total = total + q;
+        qmax = fmaxf(qmax, q);
     }
-    scale[v] = total > 0.0f ? (k * smax) / total : 0.0f;
+    scale[v] = total > 0.0f ? (k * qmax) / total : 0.0f;
 }
 
 // Pass 2 (gather, no atomics): every transfer is recomputed identically by its giver
-// (subtracted) and its receiver (added), so the total is conserved up to the sums' rounding.
+// (subtracted) and its receiver (added); quantised, so the total is conserved exactly.
 extern "C" __global__ void redistribute_gather(const float* __restrict__ terrain, const float* __restrict__ snow,
                                                const float* __restrict__ scale, float* __restrict__ out, int gx,
                                                int gy, float t_axis, float t_diag, float m)
@@ -218,71 +244,15 @@ extern "C" __global__ void redistribute_gather(const float* __restrict__ terrain
         int ni = i + DX8[d], nj = j + DY8[d];  // receiver of our transfer along d
         if (ni >= 0 && nj >= 0 && ni < gx && nj < gy) {
             long long n = (long long)nj * gx + ni;
-            if (terrain[n] != NO_GROUND) given = given + snow_above(terrain, snow, v, n, t, m) * own;
+            given = given + quantise(demand_along(terrain, snow, i, j, d, gx, gy, t, m) * own, sv, snow[n]);
         }
         ni = i - DX8[d]; nj = j - DY8[d];      // giver whose transfer along d lands here
         if (ni >= 0 && nj >= 0 && ni < gx && nj < gy) {
             long long n = (long long)nj * gx + ni;
-            if (terrain[n] != NO_GROUND) taken = taken + snow_above(terrain, snow, n, v, t, m) * scale[n];
+            taken = taken + quantise(demand_along(terrain, snow, ni, nj, d, gx, gy, t, m) * scale[n], snow[n], sv);
         }
     }
-    out[v] = fmaxf((sv - given) + taken, 0.0f);
-}
-
-// ---------------------------------------------------------------- wind drift (beyond the thesis)
-//
-// Donor-cell flux on the 4-neighbourhood: a vertex whose near-surface wind exceeds the
-// threshold lifts e = min(snow, dt·rate·(|u|² − u_t²)) and sends it one vertex downwind,
-// split between x and y by |u_x| : |u_y|. A face is closed at the lattice boundary (no
-// outflow), towards NO_GROUND, and up a step steeper than the repose slope (drifting snow
-// piles against a wall instead of climbing it).
-
-extern "C" __global__ void drift_flux(const float* __restrict__ terrain, const float* __restrict__ snow,
-                                      const float* __restrict__ wind, float* __restrict__ fx,
-                                      float* __restrict__ fy, int gx, int gy, float ut2, float rate_dt,
-                                      float t_axis)
-{
-    long long v = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (v >= (long long)gx * gy) return;
-    int i = (int)(v % gx), j = (int)(v / gx);
-    float ux = wind[2 * v], uy = wind[2 * v + 1];
-    float tv = terrain[v], sv = snow[v];
-    float excess = (ux * ux + uy * uy) - ut2;
-    float outx = 0.0f, outy = 0.0f;
-    if (tv != NO_GROUND && excess > 0.0f) {
-        float e = fminf(sv, rate_dt * excess);
-        float ax = fabsf(ux), ay = fabsf(uy);
-        float hv = tv + sv;
-        int ni = ux > 0.0f ? i + 1 : i - 1;
-        if (ux != 0.0f && ni >= 0 && ni < gx) {
-            long long n = (long long)j * gx + ni;
-            if (terrain[n] != NO_GROUND && !((terrain[n] + snow[n]) - hv > t_axis)) outx = e * (ax / (ax + ay));
-        }
-        int nj = uy > 0.0f ? j + 1 : j - 1;
-        if (uy != 0.0f && nj >= 0 && nj < gy) {
-            long long n = (long long)nj * gx + i;
-            if (terrain[n] != NO_GROUND && !((terrain[n] + snow[n]) - hv > t_axis)) outy = e * (ay / (ax + ay));
-        }
-        if (ux < 0.0f) outx = -outx;
-        if (uy < 0.0f) outy = -outy;
-    }
-    fx[v] = outx;
-    fy[v] = outy;
-}
-
-extern "C" __global__ void drift_gather(const float* __restrict__ snow, const float* __restrict__ fx,
-                                        const float* __restrict__ fy, float* __restrict__ out, int gx, int gy)
-{
-    long long v = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (v >= (long long)gx * gy) return;
-    int i = (int)(v % gx), j = (int)(v / gx);
-    float given = fabsf(fx[v]) + fabsf(fy[v]);
-    float from_w = i > 0 ? fmaxf(fx[v - 1], 0.0f) : 0.0f;
-    float from_e = i < gx - 1 ? fmaxf(-fx[v + 1], 0.0f) : 0.0f;
-    float from_s = j > 0 ? fmaxf(fy[v - gx], 0.0f) : 0.0f;
-    float from_n = j < gy - 1 ? fmaxf(-fy[v + gx], 0.0f) : 0.0f;
-    float taken = ((from_w + from_e) + from_s) + from_n;
-    out[v] = fmaxf((snow[v] - given) + taken, 0.0f);
+    out[v] = fmaxf(sv + (taken - given), 0.0f);
 }
 
 // ---------------------------------------------------------------- obstacles (§3.3.1)

@@ -67,8 +67,9 @@ class SnowSettings:
     redistribute_min_depth: float = 0.002  # m: threshold m of §3.3.2
     redistribute_fraction: float = 0.25  # k of §3.3.2, per step
     drift: bool = True
-    drift_threshold_speed: float = 5.0  # m/s near the surface before snow erodes
-    drift_rate: float = 2.0e-5  # erosion coefficient (m of snow per s per (m/s)²)
+    drift_threshold_speed: float = 5.0  # m/s near the surface (half a wind cell up) before snow erodes
+    drift_roughness: float = 1.0e-3  # m: aerodynamic roughness z0 of a snow surface (log law, drift.py)
+    drift_settling_speed: float = 0.5  # m/s: fall speed of blowing-snow grains (drift.py)
     pressure_solver: str = "converge"  # "converge" (residual ≤ tol) or "thesis" (5 SOR sweeps)
     pressure_tolerance: float = 1e-4
     obstacle_update_every: int = 10  # steps between re-deriving obstacles from terrain + snow
@@ -79,7 +80,8 @@ class SnowSettings:
     def check(self) -> None:
         bad = [name for name in ("snowfall_rate_cm_per_hour", "snow_density", "wind_speed", "gust_strength",
                                  "gust_period", "repose_angle_deg", "wind_direction_deg", "spiral_scale",
-                                 "drift_threshold_speed", "drift_rate", "pressure_tolerance")
+                                 "drift_threshold_speed", "drift_roughness", "drift_settling_speed",
+                                 "pressure_tolerance")
                if not np.isfinite(getattr(self, name))]
         if bad:
             raise InputError(f"Snow settings must be finite numbers: {', '.join(bad)}")
@@ -97,8 +99,8 @@ class SnowSettings:
             raise InputError("Wind speed and gust strength must be ≥ 0 and the gust period > 0")
         if not 0 <= self.redistribute_fraction <= 1 or self.redistribute_min_depth < 0:
             raise InputError("Redistribution fraction must be in [0, 1] and its minimum depth ≥ 0")
-        if self.drift_rate < 0 or self.drift_threshold_speed < 0:
-            raise InputError("Drift rate and drift threshold speed must be ≥ 0")
+        if self.drift_threshold_speed < 0 or self.drift_roughness <= 0 or self.drift_settling_speed <= 0:
+            raise InputError("Drift threshold speed must be ≥ 0, roughness and settling speed > 0")
         if not (np.isfinite(self.time_scale) and self.time_scale > 0):
             raise InputError(f"Time scale must be a positive number, not {self.time_scale}")
         if not (np.isfinite(self.initial_depth) and self.initial_depth >= 0):
@@ -123,17 +125,25 @@ class SnowDomain:
     extra: dict = field(default_factory=dict)
 
     @classmethod
-    def from_box(cls, lo, hi, wind_cells_xy: int, ground_vertices_xy: int) -> "SnowDomain":
+    def from_box(cls, lo, hi, wind_cells_xy: int, ground_vertices_xy: int,
+                 lowest_receiver: float | None = None) -> "SnowDomain":
         """Domain over the box lo..hi: wind with ``wind_cells_xy`` cells along the longer
-        horizontal side (cubic cells), ground with ``ground_vertices_xy`` vertices."""
-        lo, hi = np.asarray(lo, np.float64), np.asarray(hi, np.float64)
+        horizontal side (cubic cells), ground with ``ground_vertices_xy`` vertices.
+
+        With *lowest_receiver* (the z of the lowest receiver surface) the wind grid reaches
+        at least one cell below it: a ground plane on the grid's bottom face would fill
+        the whole first cell layer with solid, and the wind that drifts snow blows in that
+        layer (issue 22 §5). The ground lattice does not change."""
+        lo, hi = np.array(lo, np.float64), np.asarray(hi, np.float64)
         ext = hi - lo
         if not np.all(np.isfinite(ext)) or np.any(ext <= 0):
             raise InputError(f"The snow domain must have a positive size, not {tuple(ext)}")
         if wind_cells_xy < 4 or ground_vertices_xy < 4:
             raise InputError("Wind and ground resolutions must be at least 4")
         h = float(max(ext[0], ext[1])) / wind_cells_xy
-        shape = tuple(max(4, int(np.ceil(e / h))) for e in ext)
+        if lowest_receiver is not None:
+            lo[2] = min(lo[2], float(lowest_receiver) - h)  # h depends on x and y only
+        shape = tuple(max(4, int(np.ceil(e / h))) for e in hi - lo)
         wind = GridSpec(tuple(lo), h, shape)
         cell = float(max(ext[0], ext[1])) / (ground_vertices_xy - 1)
         gshape = tuple(int(np.floor(e / cell)) + 1 for e in ext[:2])
@@ -151,12 +161,13 @@ class SnowDomain:
 
     # Peak bytes per unit, counted from the arrays the stages allocate (measured against
     # the code, rounded up): wind cell — u, v, w and their back buffers (24), p, rhs (8),
+    # airborne snow, its back buffer and limiter (12),
     # solid, diag, the objects' cells and a copy (4), pocket labels and masks in
     # set_obstacles (12), voxelizer temporaries while obstacles are built (8);
     # ground vertex — terrain, snow, deposit, near-ground wind (2), scratch (3), lattice xy
     # (2), NumPy temporaries (2); flake — pos, vel, phase, spawn (32) and the RNG and
     # parameter temporaries of initialisation and respawn (48).
-    BYTES_PER_CELL = 56
+    BYTES_PER_CELL = 68
     BYTES_PER_VERTEX = 48
     BYTES_PER_FLAKE = 80
 

@@ -1,13 +1,13 @@
 """The ground side of the snow simulation (seed 002 §2.4.3, §3.3.1–3.3.2): what snow lands
-on, how landed flakes become depth, how snow slides and drifts, and which wind cells it
-fills. Arrays follow ``domain.py``: a vertex lattice (gy, gx) of float32 ``terrain`` (world
-z of the highest receiver surface, ``NO_GROUND`` where none) and ``snow`` (depth, ≥ 0).
+on, how landed flakes become depth, how snow slides, and which wind cells it fills.
+Arrays follow ``domain.py``: a vertex lattice (gy, gx) of float32 ``terrain`` (world z of
+the highest receiver surface, ``NO_GROUND`` where none) and ``snow`` (depth, ≥ 0).
 
 Every stage has a NumPy reference and a CuPy kernel in ``cuda/snow_ground.cu`` written
 term by term alike and compiled with ``--fmad=false``: terrain and solid are bit-identical
 on both backends, and the float32 stages round alike too. The per-step stages
-(``apply_deposit``, ``redistribute``, ``drift``) take and return arrays of either module,
-stay on the device and never synchronise with the host.
+(``apply_deposit``, ``redistribute``) take and return arrays of either module, stay on
+the device and never synchronise with the host.
 
 Choices beyond the thesis, in one place:
 
@@ -15,17 +15,15 @@ Choices beyond the thesis, in one place:
   here it is the highest triangle above each lattice vertex, so snow lands on a roof and
   not under it. Triangles seen edge-on from above (walls) cover no vertex.
 * **Redistribution** (§3.3.2) uses the 8-neighbourhood; t = tan(repose angle)·distance
-  (cell along the axes, √2·cell on the diagonals). A giver with several lower neighbours
-  moves k·max(s) in total, shared in proportion to each neighbour's s: with one receiver
-  that is the thesis's k·s, and it never gives a receiver more than k·s (the snow above
-  it) nor more than k·snow in total, so a peak cannot overshoot into a pit.
-* **Drift** (the thesis's "possible improvement", §3.3.2): a donor-cell flux on the
-  4-neighbourhood. A vertex whose near-surface wind speed |u| exceeds u_t lifts
-  e = min(snow, dt·drift_rate·(|u|² − u_t²)) and sends it one vertex downwind, split
-  between x and y by |u_x| : |u_y|; where the wind drops (the lee) less is lifted than
-  arrives, so snow accumulates. Faces are closed at the lattice boundary (no outflow:
-  total snow is conserved), towards NO_GROUND, and up a step steeper than the repose
-  slope (drifting snow piles against a wall instead of climbing it).
+  (cell along the axes, √2·cell on the diagonals). What moves is a share of the excess
+  over t, q = min(snow, (Δh − t)/2), not of the whole difference Δh as the thesis writes
+  it (which overshoots below the angle: a cone set to 38° settled at 33.7°, issue 22).
+  A giver with several lower neighbours moves k·max(q) in total, shared in proportion to
+  each q, so no pair is pushed past the angle. A drop of the terrain itself (a roof edge)
+  is a ledge: snow there is measured against the lip, so a flat roof keeps its snow to
+  the edge until the snow at the lip stands more than t high. Transfers are whole
+  multiples of two ulps of the larger depth (``_quantise``): mass is conserved exactly.
+* **Drift** of fallen snow lives in ``drift.py``: it moves snow through the wind grid's air.
 """
 
 from __future__ import annotations
@@ -271,14 +269,27 @@ def apply_deposit(snow, deposit, landed_units, volume: float, cell: float):
 # --------------------------------------------------------------------------- redistribution (§3.3.2)
 
 def redistribute(terrain, snow, settings: SnowSettings, cell: float, iterations: int = 1):
-    """§3.3.2 snow redistribution, *iterations* times, in place on *snow*; returns *snow*.
+    """§3.3.2 snow redistribution towards the angle of repose, *iterations* times, in place
+    on *snow*; returns *snow*.
 
     Snow moves from a vertex to a lower neighbour when their surfaces (terrain + snow)
-    differ by more than t = tan(repose)·distance and the giver holds more than m; only the
-    snow actually above the receiver counts, s = min(snow, Δh), and a fraction k of it
-    moves (see the module notes for several receivers). Per-edge transfers are computed
-    in one pass and gathered in another: no atomics, deterministic, mass conserving.
-    NO_GROUND vertices neither give nor receive.
+    differ by more than t = tan(repose)·distance and the giver holds more than m. What
+    moves is a share of the *excess* over the threshold, q = min(snow, (Δh − t)/2) — the
+    amount that would leave the pair exactly at the angle of repose — not of the whole
+    difference as the thesis writes it: a share of Δh keeps moving snow after the slope
+    has reached t and leaves the pile several degrees flatter than set (issue 22 §4).
+    This is thermal erosion (Musgrave, Kolb & Mace 1989, *The synthesis and rendering of
+    eroded fractal terrains*, §3.2): a giver moves k·max(q) in total, shared over its
+    lower neighbours in proportion to q, so no pair is pushed past the angle.
+
+    A drop of the terrain itself (a roof edge, a wall top: terrain steeper than t towards
+    the receiver while not steeper than t from behind) is a ledge, not a snow slope: the
+    snow's surface is measured against the ledge, Δh = min(Δh, snow), so snow leaves a
+    flat roof only where it stands more than t above the roof at its edge. On a steep
+    slope (higher terrain behind as well) snow slides as on any slope.
+
+    Per-edge transfers are computed in one pass and gathered in another: no atomics,
+    deterministic, mass conserving. NO_GROUND vertices neither give nor receive.
     """
     _check_lattice(terrain, snow)
     _check_redistribution(settings)
@@ -291,30 +302,53 @@ def redistribute(terrain, snow, settings: SnowSettings, cell: float, iterations:
     return snow
 
 
+def _transfer_demand_cpu(terrain, snow, ground, height, dy, dx, t, m):
+    """q of the module notes for every giver towards its neighbour (dy, dx) (cuda: transfer_demand)."""
+    zero = np.float32(0)
+    below = _shift(terrain, dy, dx, NO_GROUND)
+    behind = _shift(terrain, -dy, -dx, NO_GROUND)  # off the lattice or NO_GROUND: never higher
+    ledge = ((terrain - below) > t) & ~((behind - terrain) > t)
+    level = _shift(height, dy, dx, zero)
+    level = np.where(ledge, np.maximum(level, terrain), level)  # the ledge's lip, if snow is below it
+    excess = (height - level) - t
+    active = ground & _shift(ground, dy, dx, False) & (snow > m) & (excess > zero)
+    return np.where(active, np.minimum(snow, excess * np.float32(0.5)), zero)
+
+
+def _quantise(transfer, giver, receiver):
+    """*transfer* rounded down to a multiple of U = 2·ulp(max(giver, receiver)) (cuda: quantise).
+
+    Then the giver's and the receiver's sums, and their new depths, are exact in float32
+    (short of a receiver crossing into the next power of two): mass is conserved to the
+    bit instead of drifting by the sub-ulp net changes of vertices that pass a steady
+    trickle on (the creeping tail of a relaxing pile). Transfers below U stop.
+    """
+    _, e = np.frexp(np.maximum(giver, receiver))  # max = m·2^e, m in [½, 1): ulp = 2^(e − 24)
+    unit = np.ldexp(np.float32(1), np.maximum(e, -100) - 23).astype(np.float32)  # no 0 for subnormal depths
+    return np.floor(transfer / unit) * unit
+
+
 def _redistribute_step_cpu(terrain, snow, t_axis, t_diag, m, k):
     ground = terrain != NO_GROUND
     height = terrain + snow
-    # Pass 1: s of every (giver, direction), then the giver's scale k·max(s)/Σs.
-    s = []
+    # Pass 1: q of every (giver, direction), then the giver's scale k·max(q)/Σq.
+    q = []
     total = np.zeros_like(snow)
-    smax = np.zeros_like(snow)
+    qmax = np.zeros_like(snow)
     for d, (dy, dx) in enumerate(NEIGHBOURS_8):
-        t = t_axis if d < 4 else t_diag
-        dh = height - _shift(height, dy, dx, np.float32(0))
-        active = ground & _shift(ground, dy, dx, False) & (snow > m) & (dh > t)
-        s_d = np.where(active, np.minimum(snow, dh), np.float32(0))
-        s.append(s_d)
-        total = total + s_d
-        smax = np.maximum(smax, s_d)
-    scale = np.where(total > 0, (k * smax) / np.where(total > 0, total, np.float32(1)), np.float32(0))
+        q_d = _transfer_demand_cpu(terrain, snow, ground, height, dy, dx, t_axis if d < 4 else t_diag, m)
+        q.append(q_d)
+        total = total + q_d
+        qmax = np.maximum(qmax, q_d)
+    scale = np.where(total > 0, (k * qmax) / np.where(total > 0, total, np.float32(1)), np.float32(0))
     # Pass 2 (gather): what leaves along d, and what arrives from the giver at −d.
     given = np.zeros_like(snow)
     taken = np.zeros_like(snow)
     for d, (dy, dx) in enumerate(NEIGHBOURS_8):
-        transfer = s[d] * scale
+        transfer = _quantise(q[d] * scale, snow, _shift(snow, dy, dx, np.float32(0)))
         given = given + transfer
         taken = taken + _shift(transfer, -dy, -dx, np.float32(0))
-    return np.where(ground, np.maximum((snow - given) + taken, np.float32(0)), snow)
+    return np.where(ground, np.maximum(snow + (taken - given), np.float32(0)), snow)  # one rounding of snow
 
 
 def _redistribute_gpu(terrain, snow, t_axis, t_diag, m, k, iterations):
@@ -335,70 +369,6 @@ def _redistribute_gpu(terrain, snow, t_axis, t_diag, m, k, iterations):
     if buffers[0] is not snow:
         snow[...] = buffers[0]
     return snow
-
-
-# --------------------------------------------------------------------------- drift (beyond the thesis)
-
-def drift(terrain, snow, wind_xy, dt: float, settings: SnowSettings, cell: float):
-    """One step of wind drift, in place on *snow*; returns *snow*.
-
-    *wind_xy* (gy, gx, 2) float32 is the near-surface wind (x, y) at each lattice vertex.
-    Where its speed exceeds ``drift_threshold_speed`` = u_t, e = min(snow, dt·drift_rate·
-    (|u|² − u_t²)) is lifted and carried one vertex downwind (donor-cell flux, see the
-    module notes); total snow is conserved (no outflow at the boundary).
-    """
-    if not settings.drift:
-        return snow
-    _check_lattice(terrain, snow)
-    if tuple(wind_xy.shape) != snow.shape + (2,):
-        raise InputError(f"wind_xy must have shape {snow.shape + (2,)}, not {tuple(wind_xy.shape)}")
-    ut2 = np.float32(float(settings.drift_threshold_speed) ** 2)
-    rate_dt = np.float32(float(settings.drift_rate) * float(dt))
-    t_axis, _ = repose_thresholds(settings, cell)
-    if _on_gpu(snow):
-        import cupy as cp
-
-        gy, gx = snow.shape
-        n = gy * gx
-        wind = cp.ascontiguousarray(wind_xy, dtype=cp.float32)
-        fx, fy, out = cp.empty_like(snow), cp.empty_like(snow), cp.empty_like(snow)
-        _kernel("drift_flux")(_blocks(n), (_THREADS,), (terrain, snow, wind, fx, fy, np.int32(gx), np.int32(gy),
-                                                        ut2, rate_dt, t_axis))
-        _kernel("drift_gather")(_blocks(n), (_THREADS,), (snow, fx, fy, out, np.int32(gx), np.int32(gy)))
-        snow[...] = out
-        return snow
-    fx, fy = _drift_flux_cpu(terrain, snow, np.asarray(wind_xy, dtype=np.float32), ut2, rate_dt, t_axis)
-    given = np.abs(fx) + np.abs(fy)
-    zero = np.float32(0)
-    from_w = _shift(np.maximum(fx, zero), 0, -1, zero)   # fx of the west neighbour, if eastward
-    from_e = _shift(np.maximum(-fx, zero), 0, 1, zero)
-    from_s = _shift(np.maximum(fy, zero), -1, 0, zero)
-    from_n = _shift(np.maximum(-fy, zero), 1, 0, zero)
-    taken = ((from_w + from_e) + from_s) + from_n
-    snow[...] = np.maximum((snow - given) + taken, zero)
-    return snow
-
-
-def _drift_flux_cpu(terrain, snow, wind, ut2, rate_dt, t_axis):
-    """Signed snow depth leaving each vertex along x and y this step (cuda: drift_flux)."""
-    ux, uy = wind[..., 0], wind[..., 1]
-    zero = np.float32(0)
-    ground = terrain != NO_GROUND
-    height = terrain + snow
-    excess = (ux * ux + uy * uy) - ut2
-    lifting = ground & (excess > 0)
-    e = np.where(lifting, np.minimum(snow, rate_dt * np.where(lifting, excess, zero)), zero)
-    ax, ay = np.abs(ux), np.abs(uy)
-    denom = np.where(lifting, ax + ay, np.float32(1))
-    flux = []
-    for u, a, (dy, dx) in ((ux, ax, (0, 1)), (uy, ay, (1, 0))):
-        # A face is open unless it leaves the lattice, meets NO_GROUND or climbs more than t.
-        ahead = _shift(ground, dy, dx, False) & ~((_shift(height, dy, dx, zero) - height) > t_axis)
-        behind = _shift(ground, -dy, -dx, False) & ~((_shift(height, -dy, -dx, zero) - height) > t_axis)
-        opened = lifting & (u != 0) & np.where(u > 0, ahead, behind)
-        f = np.where(opened, e * (a / denom), zero)
-        flux.append(np.where(u < 0, -f, f))
-    return flux[0], flux[1]
 
 
 # --------------------------------------------------------------------------- obstacles (§3.3.1)

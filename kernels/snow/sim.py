@@ -5,7 +5,8 @@
             deposit into the 3×3 nearest vertices, respawn                 (§2.4.1, §3.3.1)
     settle  fold this step's deposit into snow depth (snowfall rate · area · dt)
     slide   redistribution towards the angle of repose                   (§3.3.2)
-    drift   wind erosion and lee deposition of fallen snow                (beyond the thesis)
+    drift   saltation lifts snow where the near-surface wind is strong, the wind
+            carries it, it settles where the wind slows (drift.py; Pomeroy & Gray 1990)
     every N steps: obstacles re-derived from terrain + snow on the device (§3.3.3 did it on the CPU)
 
 All state stays on the backend's device; a step makes no host sync except those the
@@ -20,7 +21,7 @@ from .. import backend
 from ..checkpoint import check_state
 from ..grid import GridSpec
 from ..voxelize import voxelize
-from . import ground
+from . import drift, ground
 from .domain import NO_GROUND, SnowDomain, SnowSettings
 from .flakes import Flakes, init_flakes, parameters_of, step_flakes
 from .wind import WindField
@@ -51,12 +52,17 @@ class SnowSimulation:
                              xp.float32(0)).astype(xp.float32)
         self.deposit = xp.zeros((gy, gx), dtype=xp.uint32)
         self.landed = xp.zeros(1, dtype=xp.uint64)
-        # Receivers' surfaces and closed obstacles block the wind; terrain + snow are added
-        # on every obstacle update.
-        self.object_solid = object_cells(receiver_vertices, receiver_triangles, domain.wind, xp, solid=False)
+        # Receivers block the wind with the cells they fill, those whose centre lies below
+        # terrain + snow (added on every obstacle update); their conservative surface would
+        # also fill the air layer a ground plane passes through, where snow drifts (issue 22
+        # §5). Closed obstacles block with their volume and surface.
+        self.object_solid = xp.zeros(domain.wind.array_shape, dtype=xp.uint8)
         if obstacle_vertices is not None:
             self.object_solid |= object_cells(obstacle_vertices, obstacle_triangles, domain.wind, xp, solid=True)
         self.wind = WindField(domain, settings, xp=xp)
+        self.airborne = xp.zeros(domain.wind.array_shape, dtype=xp.float32)  # drifting snow, m³ per wind cell
+        self.drift_outflow = xp.zeros((), dtype=xp.float64)  # m³ of drifting snow the wind carried out
+        self._columns = tuple(xp.asarray(a) for a in drift.vertex_columns(domain))
         self.flakes = init_flakes(settings.flake_count, domain, settings, xp=xp, terrain=self.terrain, snow=self.snow)
         # Snowfall lands on the receivers only: their true horizontal area (issue 18).
         self.area = ground.receiving_area(self.terrain, domain.ground_cell)
@@ -76,7 +82,7 @@ class SnowSimulation:
         ground.apply_deposit(self.snow, self.deposit, None, volume, d.ground_cell)  # settle (units summed on device)
         ground.redistribute(self.terrain, self.snow, s, d.ground_cell)  # slide
         if s.drift:
-            ground.drift(self.terrain, self.snow, self.surface_wind(), dt, s, d.ground_cell)  # drift
+            self.drift_snow(dt)  # drift
         self.t += dt
         self.steps += 1
         if self.steps % max(1, s.obstacle_update_every) == 0:
@@ -87,19 +93,30 @@ class SnowSimulation:
         solid = ground.solid_from_ground(self.terrain, self.snow, self.domain, out=self.object_solid.copy())
         self.wind.set_obstacles(solid)
 
+    def drift_snow(self, dt: float) -> None:
+        """Wind drift (drift.py): air cells above the snow, bed ↔ air exchange, transport."""
+        k = drift.air_cells(self.terrain, self.snow, self.wind.solid, self._columns, self.domain)
+        wind_xy = self._wind_at(k)
+        drift.exchange(self.terrain, self.snow, self.airborne, wind_xy, k, self._columns, dt, self.settings,
+                       self.domain)
+        self.drift_outflow += drift.transport(self.airborne, self.wind.u, self.wind.v, self.wind.w, self.wind.solid,
+                                              dt, self.settings, self.domain)
+
     def surface_wind(self):
-        """Near-surface wind (gy, gx, 2) half a wind cell above terrain + snow."""
+        """Near-surface wind (gy, gx, 2): the wind at the centre of the lowest air cell whose
+        centre lies at or above terrain + snow, where the drift reads it — never blended
+        with the zero faces of the solid cells below the surface."""
+        return self._wind_at(drift.air_cells(self.terrain, self.snow, self.wind.solid, self._columns, self.domain))
+
+    def _wind_at(self, k):
         xp = self.xp
         gy, gx = self.terrain.shape
-        c = self.domain.ground_cell
-        x0, y0 = self.domain.ground_origin
         if not hasattr(self, "_lattice_xy"):
+            c = self.domain.ground_cell
+            x0, y0 = self.domain.ground_origin
             jj, ii = xp.meshgrid(xp.arange(gy, dtype=xp.float32), xp.arange(gx, dtype=xp.float32), indexing="ij")
             self._lattice_xy = (x0 + ii * c, y0 + jj * c)
-        x, y = self._lattice_xy
-        top = xp.where(self.terrain == NO_GROUND, self.domain.wind.origin[2], self.terrain + self.snow)
-        z = top + 0.5 * self.domain.wind.voxel_size
-        pts = xp.stack([x.ravel(), y.ravel(), z.ravel()], axis=1).astype(xp.float32)
+        pts = drift.surface_points(k, self.domain, self._lattice_xy)
         return self.wind.sample(pts)[:, :2].reshape(gy, gx, 2).astype(xp.float32)
 
     # ------------------------------------------------------------------ outputs
@@ -123,6 +140,10 @@ class SnowSimulation:
         """Snow volume (m³): depth × each vertex's area (``ground.vertex_areas``)."""
         return float((self.snow.astype(self.xp.float64) * self._vertex_areas).sum())
 
+    def airborne_volume(self) -> float:
+        """Drifting snow in the air (m³); with snow_volume and drift_outflow it makes up the snowfall."""
+        return float(self.airborne.sum(dtype=self.xp.float64))
+
     def summary(self) -> str:
         mean_cm = 100.0 * self.snow_volume() / self.area if self.area > 0 else 0.0  # volume over true area
         it = self.last_wind.get("iterations", "?")
@@ -140,7 +161,8 @@ class SnowSimulation:
             return np.array(backend.to_numpy(a), copy=True)
 
         return {"pos": to(f.pos), "vel": to(f.vel), "phase": to(f.phase), "spawn": to(f.spawn),
-                "snow": to(self.snow), "u": to(self.wind.u), "v": to(self.wind.v), "w": to(self.wind.w), "p": to(self.wind.p),
+                "snow": to(self.snow), "airborne": to(self.airborne), "drift_outflow": to(self.drift_outflow),
+                "u": to(self.wind.u), "v": to(self.wind.v), "w": to(self.wind.w), "p": to(self.wind.p),
                 "t": np.float64(self.t), "steps": np.int64(self.steps)}
 
     def restore(self, state: dict) -> None:
@@ -149,12 +171,15 @@ class SnowSimulation:
         xp = self.xp
         n = np.shape(state["pos"])[0] if np.ndim(state["pos"]) == 2 else -1
         want = {"pos": ((n, 3), "f"), "vel": ((n, 3), "f"), "phase": ((n,), "f"), "spawn": ((n,), "ui"),
-                "snow": (tuple(self.snow.shape), "f"), "t": ((), "f"), "steps": ((), "i")}
+                "snow": (tuple(self.snow.shape), "f"), "airborne": (tuple(self.airborne.shape), "f"),
+                "drift_outflow": ((), "f"), "t": ((), "f"), "steps": ((), "i")}
         want.update({k: (tuple(getattr(self.wind, k).shape), "f") for k in ("u", "v", "w", "p")})
         check_state(state, want)
         self.flakes = Flakes(xp.array(state["pos"], dtype=xp.float32), xp.array(state["vel"], dtype=xp.float32),
                              xp.array(state["phase"], dtype=xp.float32), xp.array(state["spawn"], dtype=xp.uint32))
         self.snow[...] = xp.asarray(state["snow"])
+        self.airborne[...] = xp.asarray(state["airborne"])
+        self.drift_outflow[...] = xp.asarray(state["drift_outflow"])
         for name in ("u", "v", "w", "p"):  # p warm-starts the pressure solve
             getattr(self.wind, name)[...] = xp.asarray(state[name])
         self.t = float(state["t"])

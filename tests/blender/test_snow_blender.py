@@ -172,3 +172,22 @@ def test_a_cover_too_thin_to_see_is_reported(snowy):
     runner = JobRunner(snow_job(bpy.context, s, scene.voxfx.cache_directory, 1, 3))
     assert runner.run() == "FINISHED"
     assert any("too thin to see" in n and "Time Scale" in n for n in runner.result.notes), runner.result.notes
+
+
+def test_the_wind_grid_reaches_a_cell_below_the_receivers(snowy):
+    """Issue 22 §5: with the ground plane on the wind grid's bottom face its first cell
+    layer was solid and the drift read no wind. Automatic domain and a Domain box alike."""
+    from voxfx.addon import scene_io
+    from voxfx.addon.operators.snow import collect, plan_domain
+
+    scene, s, folder = snowy
+    soup = scene_io.extract_triangles(collect(s.receivers, "receivers"), bpy.context.evaluated_depsgraph_get())
+    lo, hi = (np.asarray(b) for b in soup.bounds)
+    for domain_object in (None, "box"):
+        if domain_object:
+            bpy.ops.mesh.primitive_cube_add(size=12, location=(0, 0, 6))  # bottom face on the ground plane
+            s.domain_object = bpy.context.active_object
+        d = plan_domain(s, soup)
+        assert d.wind.origin[2] <= lo[2] - d.wind.voxel_size + 1e-9
+        assert d.wind.upper[2] >= hi[2]
+        assert d.ground_origin == pytest.approx(tuple(lo[:2]), abs=1e-6)
