@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # Registration order: preferences and properties before the operators and panels that
 # read them; the CLI last. Unregistered in reverse.
-_MODULE_NAMES = ("preferences", "properties", "operators", "panels", "cli")
+_MODULE_NAMES = ("preferences", "properties", "frame_loader", "operators", "panels", "cli")
 
 
 def _modules():

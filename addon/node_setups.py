@@ -1,5 +1,11 @@
-"""Geometry Nodes set-ups that load cached frames render-safely: the node tree reads
-the file of the current frame itself, so nothing edits data during a render.
+"""Geometry Nodes set-ups that show cached frames.
+
+Each tree has a boolean input "Loaded by VoxFX" (off by default). On: the frame's data
+is in the modifier object's own mesh, put there by ``frame_loader`` on every frame
+change (memory holds one frame). Off: the tree reads the file of the current frame
+itself with the Import PLY / Import VDB nodes, which works without VoxFX installed but
+leaves every frame read in Blender's memory cache (up to *Memory Cache Limit*). The
+switch is lazy: the import branch is not evaluated while the input is on.
 
 * ``points_from_ply_sequence``: per-frame PLY point files → a point cloud with the
   files' attributes (vector attributes re-assembled from their _x/_y/_z columns).
@@ -51,18 +57,37 @@ def _frame_path(tree, prefix: str, suffix: str):
     return join.outputs[0]
 
 
+LOADED_INPUT = "Loaded by VoxFX"
+
+
 def _new_tree(name):
     tree = bpy.data.node_groups.new(name, "GeometryNodeTree")
     tree.interface.new_socket("Geometry", in_out="INPUT", socket_type="NodeSocketGeometry")
     tree.interface.new_socket("Geometry", in_out="OUTPUT", socket_type="NodeSocketGeometry")
+    loaded = tree.interface.new_socket(LOADED_INPUT, in_out="INPUT", socket_type="NodeSocketBool")
+    loaded.default_value = False
+    loaded.description = ("On: VoxFX puts each frame into this object's mesh (memory holds one frame). "
+                          "Off: the tree reads the frame's file itself (works without VoxFX; Blender keeps "
+                          "every frame read, up to its Memory Cache Limit)")
     return tree, tree.nodes.new("NodeGroupInput"), tree.nodes.new("NodeGroupOutput")
+
+
+def _switch(tree, gin, data_type, from_files, from_mesh):
+    """A Switch: the object's own mesh data when "Loaded by VoxFX" is on, else the files'."""
+    switch = tree.nodes.new("GeometryNodeSwitch")
+    switch.input_type = data_type
+    tree.links.new(gin.outputs[LOADED_INPUT], switch.inputs["Switch"])
+    tree.links.new(from_files, switch.inputs["False"])
+    tree.links.new(from_mesh, switch.inputs["True"])
+    return switch.outputs[0]
 
 
 def points_from_ply_sequence(name: str, prefix: str, vectors=("velocity",), radius_attribute="size"):
     """Node tree: import ``prefix####.ply`` of the current frame as a point cloud. The
     modifier input "Viewport Fraction" thins the points in the viewport only (renders
-    always get all of them)."""
-    tree, _, out = _new_tree(name)
+    always get all of them). With "Loaded by VoxFX" on, the points are the vertices of
+    the object's mesh (``frame_loader`` kind ``points``), with vector attributes whole."""
+    tree, gin, out = _new_tree(name)
     fraction = tree.interface.new_socket("Viewport Fraction", in_out="INPUT", socket_type="NodeSocketFloat")
     fraction.default_value, fraction.min_value, fraction.max_value = 1.0, 0.0, 1.0
     nodes, links = tree.nodes, tree.links
@@ -89,8 +114,11 @@ def points_from_ply_sequence(name: str, prefix: str, vectors=("velocity",), radi
         links.new(geometry, store.inputs["Geometry"])
         links.new(combine.outputs[0], store.inputs["Value"])
         geometry = store.outputs[0]
+    own = nodes.new("GeometryNodeMeshToPoints")
+    links.new(gin.outputs[0], own.inputs["Mesh"])
+    links.new(radius.outputs["Attribute"], own.inputs["Radius"])
+    geometry = _switch(tree, gin, "GEOMETRY", geometry, own.outputs[0])
     # Viewport thinning: drop a point when in the viewport and its random value ≥ fraction.
-    gin = next(n for n in nodes if n.bl_idname == "NodeGroupInput")
     rnd = nodes.new("FunctionNodeRandomValue")
     rnd.data_type = "FLOAT"
     above = nodes.new("FunctionNodeCompare")
@@ -114,7 +142,8 @@ def surface_from_depth_sequence(name: str, prefix: str, layer_z: float, grid="de
     """Node tree: lift the input mesh by the depth grid of ``prefix####.vdb`` sampled at
     (x, y, layer_z), plus a constant *lift* (1 mm, so thin snow never lies in the
     terrain's own surface and flickers); store ``depth``; drop faces whose corners
-    average ≤ *min_depth*."""
+    average ≤ *min_depth*. With "Loaded by VoxFX" on, the depth is the mesh's own
+    ``depth`` attribute (``frame_loader`` kind ``depth``)."""
     tree, gin, out = _new_tree(name)
     nodes, links = tree.nodes, tree.links
     imp = nodes.new("GeometryNodeImportVDB")
@@ -133,7 +162,10 @@ def surface_from_depth_sequence(name: str, prefix: str, layer_z: float, grid="de
     sample = nodes.new("GeometryNodeSampleGrid")
     links.new(get.outputs["Grid"], sample.inputs["Grid"])
     links.new(at.outputs[0], sample.inputs["Position"])
-    depth = sample.outputs["Value"]
+    own = nodes.new("GeometryNodeInputNamedAttribute")
+    own.data_type = "FLOAT"
+    own.inputs["Name"].default_value = "depth"
+    depth = _switch(tree, gin, "FLOAT", sample.outputs["Value"], own.outputs["Attribute"])
     store = nodes.new("GeometryNodeStoreNamedAttribute")
     store.data_type = "FLOAT"
     store.domain = "POINT"
@@ -174,30 +206,37 @@ def attach(obj, tree, name="VoxFX"):
     return mod
 
 
-# Where a Geometry Nodes modifier keeps its input values. Up to Blender 5.0 they are ID
-# properties of the modifier (mod["Socket_1"]); bpy 5.2.3 refuses ID properties on the
-# modifier ("id properties not supported for this type") and has them as RNA instead,
-# mod.properties.inputs.Socket_1.value. Looked up by what the modifier type has, since
-# the two never exist side by side.
-MODIFIER_INPUTS_ARE_RNA = "properties" in bpy.types.NodesModifier.bl_rna.properties
+def _input_identifier(mod, socket_name: str):
+    return next(i.identifier for i in mod.node_group.interface.items_tree
+                if getattr(i, "in_out", "") == "INPUT" and i.name == socket_name)
 
 
 def set_input(mod, socket_name: str, value) -> None:
     """Set a Geometry Nodes modifier input by its socket name."""
-    item = next(i for i in mod.node_group.interface.items_tree
-                if getattr(i, "in_out", "") == "INPUT" and i.name == socket_name)
-    if MODIFIER_INPUTS_ARE_RNA:
-        getattr(mod.properties.inputs, item.identifier).value = value
-    else:
-        mod[item.identifier] = value
+    identifier = _input_identifier(mod, socket_name)
+    properties = getattr(mod, "properties", None)
+    if properties is not None and hasattr(properties, "inputs"):  # Blender ≥ 5.2: typed properties
+        getattr(properties.inputs, identifier).value = value
+    else:  # ≤ 5.1: ID properties on the modifier
+        mod[identifier] = value
+
+
+def get_input(mod, socket_name: str):
+    """A Geometry Nodes modifier input's value, by its socket name."""
+    identifier = _input_identifier(mod, socket_name)
+    properties = getattr(mod, "properties", None)
+    if properties is not None and hasattr(properties, "inputs"):
+        return getattr(properties.inputs, identifier).value
+    return mod.get(identifier)
 
 
 def liquid_surface_from_vdb_sequence(name: str, prefix: str, surface="surface", velocity="velocity", material=None):
     """Node tree: mesh the level set *surface* of ``prefix####.vdb`` at its zero crossing
     (Grid to Mesh, threshold 0), store the *velocity* grid sampled at the vertices as the
     ``velocity`` attribute (motion blur), and give it *material* (geometry made inside a
-    node tree has no material slots of its own)."""
-    tree, _, out = _new_tree(name)
+    node tree has no material slots of its own). With "Loaded by VoxFX" on, the surface
+    is the object's own mesh (``frame_loader`` kind ``liquid_surface``)."""
+    tree, gin, out = _new_tree(name)
     nodes, links = tree.nodes, tree.links
     imp = nodes.new("GeometryNodeImportVDB")
     links.new(_frame_path(tree, prefix, ".vdb"), imp.inputs["Path"])
@@ -235,7 +274,7 @@ def liquid_surface_from_vdb_sequence(name: str, prefix: str, surface="surface", 
     store.inputs["Name"].default_value = "velocity"
     links.new(surface_mesh, store.inputs["Geometry"])
     links.new(sample.outputs["Value"], store.inputs["Value"])
-    geometry = store.outputs[0]
+    geometry = _switch(tree, gin, "GEOMETRY", store.outputs[0], gin.outputs[0])
     if material is not None:
         paint = nodes.new("GeometryNodeSetMaterial")
         paint.inputs["Material"].default_value = material

@@ -1,7 +1,7 @@
 """Bake Liquid: roles → arrays → kernels.flip.FlipSimulation, frame by frame into a cache
-(particles PLY, level-set + velocity VDB, a state checkpoint for resume), loaded
-render-safely by Geometry Nodes on "Liquid Particles" and "Liquid Surface" objects and
-as a Volume sequence."""
+(particles PLY, level-set + velocity VDB, a state checkpoint for resume), shown by
+"Liquid Particles" and "Liquid Surface" objects whose meshes VoxFX fills with the current
+frame (frame_loader), and as a Volume sequence (hidden: for pipelines and shading)."""
 
 from __future__ import annotations
 
@@ -15,10 +15,10 @@ from ...kernels.errors import InputError
 from ...kernels.flip.grid import FlipSettings
 from ...kernels.flip.surface import WALL_CELLS
 from ...kernels.grid import GridSpec
-from .. import materials, node_setups, scene_io, sim_bake, writeback
+from .. import frame_loader, materials, node_setups, scene_io, sim_bake, writeback
 from ..cache import BakeCache, blend_name, resolve_folder
-from .cache import free_bake
 from ..jobs import BakeResult, JobOperator
+from .cache import free_bake
 from ..ply import write_points
 
 COLLECTION = "VoxFX Liquid"
@@ -146,15 +146,19 @@ def attach_outputs(cache, start, count, display=1.0):
     particles = _empty_mesh_object("Liquid Particles")
     mod = node_setups.attach(particles, node_setups.points_from_ply_sequence("VoxFX Liquid Particles", stored))
     node_setups.set_input(mod, "Viewport Fraction", float(display))
+    frame_loader.attach(particles, "points", stored)
     surface = _empty_mesh_object("Liquid Surface")
     mat = materials.liquid()
     node_setups.attach(surface, node_setups.liquid_surface_from_vdb_sequence("VoxFX Liquid Surface", stored,
                                                                              material=mat))
     surface.data.materials.clear()
     surface.data.materials.append(mat)
+    frame_loader.attach(surface, "liquid_surface", stored, surface="surface", velocity="velocity")
     volume = writeback.load_volume("Liquid VDB", str(cache.frame_path(start, ".vdb")), sequence_frames=(start, count),
                                    collection=_collection())
-    volume.hide_render = True  # the surface mesh renders; the VDB is for pipelines and shading
+    # The surface mesh renders; the VDB is for pipelines and shading. Hidden in the viewport
+    # too: Blender keeps every volume frame it draws in its memory cache (issue 21).
+    volume.hide_render = volume.hide_viewport = True
     return particles, surface, volume
 
 

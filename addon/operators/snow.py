@@ -1,6 +1,7 @@
 """Bake Snow: receivers/obstacles → arrays → kernels.snow.SnowSimulation, frame by frame
-into a cache (flakes PLY, depth VDB, depth EXR, a state checkpoint for resume), loaded
-render-safely by Geometry Nodes on a "Flakes" and a "Snow" object."""
+into a cache (flakes PLY, depth VDB, depth EXR, a state checkpoint for resume), shown by
+a "Snow Flakes" and a "Snow Cover" object whose meshes VoxFX fills with the current frame
+(frame_loader)."""
 
 from __future__ import annotations
 
@@ -13,10 +14,10 @@ from mathutils import Vector
 from ...kernels import backend
 from ...kernels.errors import InputError
 from ...kernels.snow.domain import NO_GROUND, SnowDomain, SnowSettings
-from .. import materials, node_setups, scene_io, sim_bake, writeback
+from .. import frame_loader, materials, node_setups, scene_io, sim_bake, writeback
 from ..cache import BakeCache, blend_name, resolve_folder
-from .cache import free_bake
 from ..jobs import BakeResult, JobOperator
+from .cache import free_bake
 from ..ply import write_points
 
 COLLECTION = "VoxFX Snow"
@@ -183,18 +184,22 @@ def ground_mesh(name, terrain, domain, max_slope_deg: float):
 
 
 def attach_outputs(cache, terrain, domain, repose_angle_deg):
+    """The Snow Flakes and Snow Cover objects, showing the bake's frames: VoxFX loads each
+    frame into their meshes (frame_loader); their node trees read the files themselves
+    where VoxFX is not installed."""
     prefix = str(cache.folder / f"{cache.name}_")
+    stored = bpy.path.relpath(prefix) if bpy.data.filepath else prefix
     flakes = (bpy.data.objects.get("Snow Flakes")
               or writeback.mark_output(bpy.data.objects.new("Snow Flakes", bpy.data.meshes.new("Snow Flakes"))))
     if flakes.name not in _collection().objects:
         _collection().objects.link(flakes)
-    node_setups.attach(flakes, node_setups.points_from_ply_sequence("VoxFX Flakes", bpy.path.relpath(prefix)
-                                                                    if bpy.data.filepath else prefix))
+    node_setups.attach(flakes, node_setups.points_from_ply_sequence("VoxFX Flakes", stored))
+    frame_loader.attach(flakes, "points", stored)
     cover = ground_mesh("Snow Cover", terrain, domain, cover_max_slope(repose_angle_deg))
     cover.data.materials.clear()
     cover.data.materials.append(materials.snow())
-    node_setups.attach(cover, node_setups.surface_from_depth_sequence(
-        "VoxFX Snow Cover", bpy.path.relpath(prefix) if bpy.data.filepath else prefix, 0.0))
+    node_setups.attach(cover, node_setups.surface_from_depth_sequence("VoxFX Snow Cover", stored, 0.0))
+    frame_loader.attach(cover, "depth", stored, grid="depth", layer_z=0.0)
     return flakes, cover
 
 

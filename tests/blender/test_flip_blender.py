@@ -58,6 +58,11 @@ def test_bake_writes_mesh_points_and_vdb_per_frame(dam):
     assert 0.15 * len(first) < len(thinned.pointcloud.points) < 0.35 * len(first)
     vol = bpy.data.objects["Liquid VDB"]
     assert vol.data.is_sequence and vol.data.frame_duration == 4
+    # Hidden in renders and the viewport (Blender would keep every drawn frame: issue 21);
+    # shown, it loads both grids.
+    assert vol.hide_render and vol.hide_viewport
+    vol.hide_viewport = False
+    scene.frame_set(2)
     assert vol.data.grids.load() and {g.name for g in vol.data.grids} == {"surface", "velocity"}
 
 

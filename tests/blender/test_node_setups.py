@@ -116,3 +116,82 @@ def test_effect_materials_use_the_effects_attributes():
     vol = next(n for n in materials.volume().node_tree.nodes if n.type == "PRINCIPLED_VOLUME")
     assert vol.inputs["Density Attribute"].default_value == "density"
     assert materials.snow() is snow  # created once, then reused (artists may edit it)
+
+
+def test_frames_loaded_by_voxfx_match_the_files(tmp_path):
+    """The frame loader (memory holds one frame, issue 21) gives the geometry the node
+    trees' own file reading gives: points with their attributes, the lifted cover, the
+    liquid surface facing out with its velocity."""
+    from voxfx.addon import frame_loader
+
+    rng = np.random.default_rng(3)
+    write_points(tmp_path / "p_0002.ply", rng.random((50, 3)), {"velocity": rng.random((50, 3)).astype(np.float32),
+                                                                "size": np.full(50, 0.02, np.float32)})
+    spec = GridSpec((-0.5, -0.5, -0.5), 1.0, (4, 3, 1))
+    depth = rng.random((1, 3, 4)).astype(np.float32)
+    writeback.write_vdb(tmp_path / "d_0002.vdb", {"depth": depth}, spec)
+    n, h = 24, 0.1
+    k, j, i = np.meshgrid(*(np.arange(n) + 0.5,) * 3, indexing="ij")
+    phi = np.clip(np.sqrt((i * h - 1.2) ** 2 + (j * h - 1.2) ** 2 + (k * h - 1.2) ** 2) - 0.7, -3 * h, 3 * h)
+    vel = np.zeros((n, n, n, 3), np.float32)
+    vel[..., 0], vel[..., 2] = 2.5, (k * h).astype(np.float32)  # z-velocity = z: checks interpolation
+    writeback.write_vdb(tmp_path / "l_0002.vdb", {"surface": phi.astype(np.float32), "velocity": vel},
+                        GridSpec((0.0, 0.0, 0.0), h, (n, n, n)), grid_class={"surface": "LEVEL_SET", "velocity": "FOG_VOLUME"},
+                        background={"surface": 3 * h, "velocity": 0.0})
+    verts = [(x, y, 0.0) for y in range(3) for x in range(4)]
+    faces = [(y * 4 + x, y * 4 + x + 1, (y + 1) * 4 + x + 1, (y + 1) * 4 + x) for y in range(2) for x in range(3)]
+
+    def pair(kind, tree, base=None, **params):
+        objs = []
+        for loaded in (False, True):
+            mesh = bpy.data.meshes.new(kind)
+            if base:
+                mesh.from_pydata(*base)
+            obj = bpy.data.objects.new(kind, mesh)
+            bpy.context.scene.collection.objects.link(obj)
+            node_setups.attach(obj, tree)
+            if loaded:
+                frame_loader.attach(obj, kind, params.pop("prefix"), **params)
+            objs.append(obj)
+        return objs
+
+    frame_loader.register()
+    try:
+        points = pair("points", node_setups.points_from_ply_sequence("p", str(tmp_path / "p_")), prefix=str(tmp_path / "p_"))
+        cover = pair("depth", node_setups.surface_from_depth_sequence("d", str(tmp_path / "d_"), 0.0), (verts, [], faces),
+                     prefix=str(tmp_path / "d_"), grid="depth", layer_z=0.0)
+        surface = pair("liquid_surface", node_setups.liquid_surface_from_vdb_sequence("l", str(tmp_path / "l_")),
+                       prefix=str(tmp_path / "l_"))
+        bpy.context.scene.frame_set(2)
+        dg = bpy.context.evaluated_depsgraph_get()
+
+        def cloud(obj):
+            geometry = obj.evaluated_get(dg).evaluated_geometry()  # keep it alive while reading
+            c = geometry.pointcloud
+            pos, vel, rad = (np.empty(k * len(c.points), np.float32) for k in (3, 3, 1))
+            c.attributes["position"].data.foreach_get("vector", pos)
+            c.attributes["velocity"].data.foreach_get("vector", vel)
+            c.attributes["radius"].data.foreach_get("value", rad)
+            return pos, vel, rad
+
+        for a, b in zip(cloud(points[0]), cloud(points[1])):
+            assert np.array_equal(a, b)
+        files, own = (o.evaluated_get(dg).data for o in cover)
+        assert len(files.polygons) == len(own.polygons)
+        za, zb = (np.array([v.co.z for v in m.vertices]) for m in (files, own))
+        assert np.allclose(np.sort(za), np.sort(zb), atol=1e-6)
+        own = surface[1].evaluated_get(dg).data
+        co = np.array([v.co[:] for v in own.vertices])
+        assert len(co) > 100 and np.abs(np.linalg.norm(co - 1.2, axis=1) - 0.7).max() < 0.5 * h
+        normals = np.array([p.normal[:] for p in own.polygons])
+        centres = np.array([p.center[:] for p in own.polygons])
+        assert (np.einsum("ij,ij->i", normals, centres - 1.2) > 0).all()  # facing out, as Grid to Mesh
+        v = np.empty(3 * len(co), np.float32)
+        own.attributes["velocity"].data.foreach_get("vector", v)
+        v = v.reshape(-1, 3)
+        assert np.allclose(v[:, 0], 2.5, atol=1e-5)
+        assert np.allclose(v[:, 2], co[:, 2], atol=1e-4)  # trilinear, as Sample Grid
+        assert [m.name for m in own.materials] == []  # no material given here; flip.py sets one
+        assert len(surface[0].evaluated_get(dg).data.vertices) == pytest.approx(len(co), rel=0.05)
+    finally:
+        frame_loader.unregister()
