@@ -617,3 +617,65 @@ def status_line(folder: Path, name: str, kind: str, now: float | None = None, su
         line = "Nothing baked yet"
     _status_memo[key] = (now, line)
     return line
+
+
+# --------------------------------------------------------------------------- loading frames
+
+_shown_memo: dict = {}  # manifest path → ((mtime_ns, size), BakeCache, manifest)
+_checked_memo: dict = {}  # frame file → (size, mtime_ns) it passed its check with
+
+
+def _manifest_in(folder: Path):
+    """(BakeCache, manifest) of the bake in *folder*, re-read only when the manifest changes."""
+    path = folder / MANIFEST
+    st = _regular_file(path)
+    if st is None:
+        return None
+    key = (st.st_mtime_ns, st.st_size)
+    memo = _shown_memo.get(str(path))
+    if memo and memo[0] == key:
+        return memo[1], memo[2]
+    try:
+        with open(path, encoding="utf-8") as f:
+            head = json.load(f)
+        cache = BakeCache(folder, str(head.get("name")), str(head.get("kind")))
+        data = cache.read_manifest()
+    except (OSError, ValueError, AttributeError, CacheError):
+        data = None
+    if data is None:
+        return None
+    _shown_memo[str(path)] = (key, cache, data)
+    return cache, data
+
+
+def shown_frame(prefix: str, frame: int, suffix: str) -> tuple[Path | None, str | None]:
+    """The file to show at *frame* for the sequence ``<prefix><frame><suffix>``, checked
+    against its cache's manifest, as ``(path, None)``; ``(None, None)`` when nothing is to
+    show (not baked, before the first frame, no cache); ``(None, why)`` when the file does
+    not match what was written (it is never handed to a reader). After the last baked
+    frame the last one stays (snow lies on); before the first, nothing shows."""
+    prefix_path = Path(prefix)
+    found = _manifest_in(prefix_path.parent)
+    if found is None:
+        return None, None
+    cache, data = found
+    if prefix_path.name != f"{cache.name}_" or suffix not in cache.suffixes:
+        return None, None
+    baked = [f for f, files in data["frames"].items() if cache.frame_path(f, suffix).name in files]
+    if not baked or frame < data["frame_start"]:
+        return None, None
+    frame = min(int(frame), max(baked))
+    if frame not in data["frames"]:
+        return None, None
+    path = cache.frame_path(frame, suffix)
+    record = data["frames"][frame].get(path.name)
+    if record is None:
+        return None, None
+    st = _regular_file(path)
+    if st is not None and _checked_memo.get(str(path)) == (st.st_size, st.st_mtime_ns):
+        return path, None
+    problem = cache._verify(path.name, record)
+    if problem:
+        return None, f"frame {frame} of '{cache.folder}': {problem}; press Bake to repair it"
+    _checked_memo[str(path)] = (st.st_size, st.st_mtime_ns)
+    return path, None

@@ -40,7 +40,8 @@ import bpy
 import numpy as np
 from bpy.app.handlers import persistent
 
-from . import node_setups, ply
+from . import cache, node_setups, ply
+from ..kernels.errors import VoxFXError
 
 SOURCE = "voxfx_frames"  # mesh ID property: what to load ({"kind", "prefix", ...})
 LOADED = "voxfx_loaded"  # mesh ID property: the file (and its size and time) the mesh holds
@@ -123,22 +124,44 @@ def load(mesh, frame: int, force: bool = False) -> bool:
     """Put *frame*'s data into *mesh* unless it holds it already; True when it loaded."""
     source = mesh[SOURCE]
     kind = source["kind"]
-    path = frame_file(source["prefix"], frame, EXTENSIONS[kind])
-    stamp = _stamp(path)
+    # Only a file its cache's manifest vouches for (size and CRC) is read; after the bake
+    # the last frame stays, before it nothing shows, and nothing is printed for either.
+    prefix = os.path.abspath(bpy.path.abspath(source["prefix"]))
+    path, problem = cache.shown_frame(prefix, frame, EXTENSIONS[kind])
+    if problem:
+        _warn_once(problem)
+    stamp = _stamp(str(path)) if path is not None else "nothing"
     if not force and mesh.get(LOADED) == stamp:
         return False
     if mesh.is_editmode:  # Edit Mode writes its own copy back on exit: leave the mesh alone
         return False
-    exists = not stamp.endswith("|missing")
-    if kind == "points":
-        _load_points(mesh, path if exists else None)
-    elif kind == "depth":
-        _load_depth(mesh, path if exists else None, source)
-    else:
-        _load_liquid_surface(mesh, path if exists else None, source)
+    try:
+        _load_kind(mesh, kind, path, source)
+    except VoxFXError as e:  # a file changed between its check and its reading
+        _warn_once(str(e))
+        _load_kind(mesh, kind, None, source)
     mesh[LOADED] = stamp
     mesh.update()
     return True
+
+
+def _load_kind(mesh, kind, path, source):
+    if kind == "points":
+        _load_points(mesh, path)
+    elif kind == "depth":
+        _load_depth(mesh, path, source)
+    else:
+        _load_liquid_surface(mesh, path, source)
+
+
+_warned: set = set()
+
+
+def _warn_once(text: str) -> None:
+    """One console line per problem (a frame change must not print the same error again)."""
+    if text not in _warned:
+        _warned.add(text)
+        print(f"VoxFX: {text}")
 
 
 def update(scene) -> int:

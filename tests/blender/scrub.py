@@ -56,13 +56,16 @@ def write_snow_bake(folder, frames: int, flakes: int, ground: int = 128, seed: i
         depth = (0.05 + 0.02 * g) * rng.random((1, gy, gx)).astype(np.float32)
         writeback.write_vdb(path, {"depth": depth}, depth_spec(domain))
         grids.append(path)
+    cache = BakeCache(folder, "snow", kind="snow")
+    cache.begin({"fake": seed}, 1, frames)  # written through the cache: the loader reads only what it vouches for
     for frame in range(1, frames + 1):
         n = count(flakes, frame)
-        write_points(folder / f"snow_{frame:04d}.ply", _points(rng, n, 0, 10),
-                     {"velocity": rng.normal(0, 1, (n, 3)).astype(np.float32),
-                      "size": np.full(n, 0.003, np.float32), "spin": rng.integers(0, 9, n).astype(np.int32)})
-        shutil.copyfile(grids[frame % DISTINCT_GRIDS], folder / f"snow_{frame:04d}.vdb")
-    return BakeCache(folder, "snow", kind="snow"), terrain, domain
+        cache.write_frame(frame, {
+            ".ply": lambda p, n=n: write_points(p, _points(rng, n, 0, 10), {
+                "velocity": rng.normal(0, 1, (n, 3)).astype(np.float32), "size": np.full(n, 0.003, np.float32),
+                "spin": rng.integers(0, 9, n).astype(np.int32)}),
+            ".vdb": lambda p, frame=frame: shutil.copyfile(grids[frame % DISTINCT_GRIDS], p)})
+    return cache, terrain, domain
 
 
 def write_liquid_bake(folder, frames: int, particles: int, resolution: int = 32, seed: int = 0):
@@ -87,13 +90,15 @@ def write_liquid_bake(folder, frames: int, particles: int, resolution: int = 32,
                             grid_class={"surface": "LEVEL_SET", "velocity": "FOG_VOLUME"},
                             background={"surface": 3 * h, "velocity": 0.0})
         grids.append(path)
+    cache = BakeCache(folder, "liquid", kind="flip")
+    cache.begin({"fake": seed}, 1, frames)
     for frame in range(1, frames + 1):
         n = count(particles, frame)
-        write_points(folder / f"liquid_{frame:04d}.ply", _points(rng, n, 0.1, 0.9),
-                     {"velocity": rng.normal(0, 1, (n, 3)).astype(np.float32),
-                      "size": np.full(n, 0.25 * h, np.float32)})
-        shutil.copyfile(grids[frame % DISTINCT_GRIDS], folder / f"liquid_{frame:04d}.vdb")
-    return BakeCache(folder, "liquid", kind="flip")
+        cache.write_frame(frame, {
+            ".ply": lambda p, n=n: write_points(p, _points(rng, n, 0.1, 0.9), {
+                "velocity": rng.normal(0, 1, (n, 3)).astype(np.float32), "size": np.full(n, 0.25 * h, np.float32)}),
+            ".vdb": lambda p, frame=frame: shutil.copyfile(grids[frame % DISTINCT_GRIDS], p)})
+    return cache
 
 
 def frame_bytes(folder, frame: int) -> int:

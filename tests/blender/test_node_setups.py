@@ -4,6 +4,7 @@ import bpy
 import numpy as np
 import pytest
 
+from voxfx.addon.cache import BakeCache
 from voxfx.addon import node_setups, writeback
 from voxfx.addon.ply import read_points, write_points
 from voxfx.kernels.grid import GridSpec
@@ -125,19 +126,28 @@ def test_frames_loaded_by_voxfx_match_the_files(tmp_path):
     from voxfx.addon import frame_loader
 
     rng = np.random.default_rng(3)
-    write_points(tmp_path / "p_0002.ply", rng.random((50, 3)), {"velocity": rng.random((50, 3)).astype(np.float32),
-                                                                "size": np.full(50, 0.02, np.float32)})
+    def baked(name, kind, suffix, write):
+        """Frame 2 of a one-file bake, written through its cache (the loader reads only
+        what a manifest vouches for); returns the sequence prefix."""
+        cache = BakeCache(tmp_path / name, name, kind=kind)
+        cache.begin({}, 1, 2)
+        cache.write_frame(2, {suffix: write})
+        return str(tmp_path / name / f"{name}_")
+
+    p_prefix = baked("p", "flip", ".ply", lambda path: write_points(
+        path, rng.random((50, 3)), {"velocity": rng.random((50, 3)).astype(np.float32),
+                                    "size": np.full(50, 0.02, np.float32)}))
     spec = GridSpec((-0.5, -0.5, -0.5), 1.0, (4, 3, 1))
     depth = rng.random((1, 3, 4)).astype(np.float32)
-    writeback.write_vdb(tmp_path / "d_0002.vdb", {"depth": depth}, spec)
+    d_prefix = baked("d", "snow", ".vdb", lambda path: writeback.write_vdb(path, {"depth": depth}, spec))
     n, h = 24, 0.1
     k, j, i = np.meshgrid(*(np.arange(n) + 0.5,) * 3, indexing="ij")
     phi = np.clip(np.sqrt((i * h - 1.2) ** 2 + (j * h - 1.2) ** 2 + (k * h - 1.2) ** 2) - 0.7, -3 * h, 3 * h)
     vel = np.zeros((n, n, n, 3), np.float32)
     vel[..., 0], vel[..., 2] = 2.5, (k * h).astype(np.float32)  # z-velocity = z: checks interpolation
-    writeback.write_vdb(tmp_path / "l_0002.vdb", {"surface": phi.astype(np.float32), "velocity": vel},
-                        GridSpec((0.0, 0.0, 0.0), h, (n, n, n)), grid_class={"surface": "LEVEL_SET", "velocity": "FOG_VOLUME"},
-                        background={"surface": 3 * h, "velocity": 0.0})
+    l_prefix = baked("l", "flip", ".vdb", lambda path: writeback.write_vdb(
+        path, {"surface": phi.astype(np.float32), "velocity": vel}, GridSpec((0.0, 0.0, 0.0), h, (n, n, n)),
+        grid_class={"surface": "LEVEL_SET", "velocity": "FOG_VOLUME"}, background={"surface": 3 * h, "velocity": 0.0}))
     verts = [(x, y, 0.0) for y in range(3) for x in range(4)]
     faces = [(y * 4 + x, y * 4 + x + 1, (y + 1) * 4 + x + 1, (y + 1) * 4 + x) for y in range(2) for x in range(3)]
 
@@ -157,11 +167,11 @@ def test_frames_loaded_by_voxfx_match_the_files(tmp_path):
 
     frame_loader.register()
     try:
-        points = pair("points", node_setups.points_from_ply_sequence("p", str(tmp_path / "p_")), prefix=str(tmp_path / "p_"))
-        cover = pair("depth", node_setups.surface_from_depth_sequence("d", str(tmp_path / "d_"), 0.0), (verts, [], faces),
-                     prefix=str(tmp_path / "d_"), grid="depth", layer_z=0.0)
-        surface = pair("liquid_surface", node_setups.liquid_surface_from_vdb_sequence("l", str(tmp_path / "l_")),
-                       prefix=str(tmp_path / "l_"))
+        points = pair("points", node_setups.points_from_ply_sequence("p", p_prefix), prefix=p_prefix)
+        cover = pair("depth", node_setups.surface_from_depth_sequence("d", d_prefix, 0.0), (verts, [], faces),
+                     prefix=d_prefix, grid="depth", layer_z=0.0)
+        surface = pair("liquid_surface", node_setups.liquid_surface_from_vdb_sequence("l", l_prefix),
+                       prefix=l_prefix)
         bpy.context.scene.frame_set(2)
         dg = bpy.context.evaluated_depsgraph_get()
 
