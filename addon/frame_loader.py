@@ -47,6 +47,7 @@ SOURCE = "voxfx_frames"  # mesh ID property: what to load ({"kind", "prefix", ..
 LOADED = "voxfx_loaded"  # mesh ID property: the file (and its size and time) the mesh holds
 LOADED_INPUT = node_setups.LOADED_INPUT  # the node trees' switch between the mesh and the files
 MODIFIER = "VoxFX"
+SMOOTH_ANGLE_DEG = 60.0  # liquid surface: edges bent more than this stay sharp
 EXTENSIONS = {"points": ".ply", "depth": ".vdb", "liquid_surface": ".vdb"}
 
 
@@ -266,6 +267,10 @@ def _load_liquid_surface(mesh, path, source):
         mesh.loops.foreach_set("vertex_index", quads.ravel())
     mesh.polygons.foreach_set("loop_start", np.arange(0, 4 * len(quads), 4, dtype=np.int32))
     mesh.update(calc_edges=True)
+    # Water is smooth: shade it so, keeping sharp only the real creases (where the closed
+    # surface turns along a domain wall, 90°), as Shade Auto Smooth would.
+    mesh.shade_smooth()
+    mesh.set_sharp_from_angle(angle=math.radians(SMOOTH_ANGLE_DEG))
     if velocity is None:
         velocity = np.zeros((len(vertices), 3), np.float32)
     _set_point_attribute(mesh, "velocity", velocity)

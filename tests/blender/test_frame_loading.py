@@ -74,3 +74,12 @@ def test_frames_from_10000_on_show(tmp_path):
             scene.frame_set(frame)
             frame_loader.update(scene)
             assert len(particles.data.vertices) == frame - 9990
+
+
+def test_the_liquid_surface_is_smooth_shaded_with_its_wall_creases_sharp(shown):
+    objects, _, _ = shown
+    bpy.context.scene.frame_set(2)
+    mesh = objects["surface"].data
+    assert len(mesh.polygons) > 50
+    sharp = mesh.attributes.get("sharp_face")
+    assert sharp is None or not any(v.value for v in sharp.data)  # smooth: no flat-shaded faces
