@@ -71,6 +71,22 @@ def snow() -> bpy.types.Material:
     return mat
 
 
+def flakes() -> bpy.types.Material:
+    """Falling snow: white, slightly translucent and soft-edged, so 200k flakes read as
+    snowfall rather than hard white dots (motion blur from ``velocity`` does the rest)."""
+    mat, tree = _node_material("VoxFX Flakes")
+    if tree is None:
+        return mat
+    mat.diffuse_color = (0.95, 0.97, 1.0, 1.0)
+    bsdf = tree.nodes.get("Principled BSDF")
+    bsdf.inputs["Base Color"].default_value = (0.95, 0.97, 1.0, 1.0)
+    bsdf.inputs["Roughness"].default_value = 0.6
+    bsdf.inputs["Alpha"].default_value = 0.75
+    if "Subsurface Weight" in bsdf.inputs:
+        bsdf.inputs["Subsurface Weight"].default_value = 0.5
+    return mat
+
+
 def liquid() -> bpy.types.Material:
     """Clear water: a glass-like Principled BSDF (transmission 1, IOR 1.33)."""
     mat, tree = _node_material("VoxFX Liquid")

@@ -82,7 +82,7 @@ def _switch(tree, gin, data_type, from_files, from_mesh):
     return switch.outputs[0]
 
 
-def points_from_ply_sequence(name: str, prefix: str, vectors=("velocity",), radius_attribute="size"):
+def points_from_ply_sequence(name: str, prefix: str, vectors=("velocity",), radius_attribute="size", material=None):
     """Node tree: import ``prefix####.ply`` of the current frame as a point cloud. The
     modifier input "Viewport Fraction" thins the points in the viewport only (renders
     always get all of them). With "Loaded by VoxFX" on, the points are the vertices of
@@ -134,7 +134,13 @@ def points_from_ply_sequence(name: str, prefix: str, vectors=("velocity",), radi
     thin.domain = "POINT"
     links.new(geometry, thin.inputs["Geometry"])
     links.new(both.outputs[0], thin.inputs["Selection"])
-    links.new(thin.outputs[0], out.inputs[0])
+    geometry = thin.outputs[0]
+    if material is not None:  # points made inside a node tree have no material slots of their own
+        paint = nodes.new("GeometryNodeSetMaterial")
+        paint.inputs["Material"].default_value = material
+        links.new(geometry, paint.inputs["Geometry"])
+        geometry = paint.outputs[0]
+    links.new(geometry, out.inputs[0])
     return tree
 
 

@@ -193,7 +193,8 @@ def attach_outputs(cache, terrain, domain, repose_angle_deg):
               or writeback.mark_output(bpy.data.objects.new("Snow Flakes", bpy.data.meshes.new("Snow Flakes"))))
     if flakes.name not in _collection().objects:
         _collection().objects.link(flakes)
-    node_setups.attach(flakes, node_setups.points_from_ply_sequence("VoxFX Flakes", stored))
+    node_setups.attach(flakes, node_setups.points_from_ply_sequence("VoxFX Flakes", stored,
+                                                                    material=materials.flakes()))
     frame_loader.attach(flakes, "points", stored)
     cover = ground_mesh("Snow Cover", terrain, domain, cover_max_slope(repose_angle_deg))
     cover.data.materials.clear()

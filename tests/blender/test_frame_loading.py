@@ -83,3 +83,10 @@ def test_the_liquid_surface_is_smooth_shaded_with_its_wall_creases_sharp(shown):
     assert len(mesh.polygons) > 50
     sharp = mesh.attributes.get("sharp_face")
     assert sharp is None or not any(v.value for v in sharp.data)  # smooth: no flat-shaded faces
+
+
+def test_flakes_render_with_the_falling_snow_material(shown):
+    objects, _, _ = shown
+    bpy.context.scene.frame_set(2)
+    geometry = objects["flakes"].evaluated_get(bpy.context.evaluated_depsgraph_get()).evaluated_geometry()
+    assert [m.name for m in geometry.pointcloud.materials] == ["VoxFX Flakes"]
