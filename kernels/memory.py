@@ -238,3 +238,25 @@ def release_gpu_pool() -> int:
         return max(0, before - int(pool.total_bytes()))
     except Exception:  # noqa: BLE001 - no device, a broken driver: nothing to release
         return 0
+
+
+# --------------------------------------------------------------------------- search
+
+def largest_that_fits(need, usable: int, lo: int, hi: int):
+    """The largest integer x in [lo, hi] with ``need(x) <= usable`` (``need`` grows with
+    x), or None when not even *lo* fits. Bisection on the same estimator the guard uses,
+    so the size it names passes the guard and the next size up does not. Every guard
+    (voxelize, snow, liquid) names its "largest that fits" through this."""
+    lo, hi = int(lo), int(hi)
+    if hi < lo or need(lo) > usable:
+        return None
+    if need(hi) <= usable:
+        return hi
+    good, bad = lo, hi
+    while bad - good > 1:
+        mid = (good + bad) // 2
+        if need(mid) <= usable:
+            good = mid
+        else:
+            bad = mid
+    return good

@@ -46,7 +46,8 @@ def pack(dense):
         padded[..., :nx] = np.asarray(dense, dtype=bool)
         return np.packbits(padded, axis=-1, bitorder="little").view("<u4").astype(np.uint32)
     words = xp.empty((nz, ny, wx), dtype=xp.uint32)
-    src = xp.ascontiguousarray(dense.astype(xp.uint8, copy=False))
+    # bool and uint8 share a layout: a view, not a copy of the whole grid
+    src = xp.ascontiguousarray(dense.view(xp.uint8) if dense.dtype == xp.bool_ else dense.astype(xp.uint8))
     _launch("pack_bits", words.size, (src, words, np.int64(nz * ny), np.int32(nx), np.int32(wx)))
     return words
 
@@ -67,7 +68,7 @@ def unpack(words, nx: int):
 
 # Words per chunk when counting or listing: bounds the temporaries (a popcount per word,
 # an unpacked slab) to a few hundred MiB whatever the grid's size.
-CHUNK_WORDS = 1 << 24
+CHUNK_WORDS = 1 << 21
 _BYTE_POPCOUNT = np.array([bin(b).count("1") for b in range(256)], dtype=np.uint8)
 
 
@@ -91,7 +92,7 @@ def count_bytes(shape, xp=np, chunk_words: int | None = None) -> int:
     """Temporary memory of ``count`` on a grid of (nx, ny, nz) voxels."""
     words = nbytes(shape) // 4
     chunk = min(words, chunk_words or CHUNK_WORDS)
-    return chunk * (4 + 8 if xp is np else 4)  # CPU: a byte count per byte + its sum; GPU: int32 per word
+    return chunk * 4  # CPU: a uint8 count per byte; GPU: an int32 count per word
 
 
 def _row_chunks(words, chunk_words):
