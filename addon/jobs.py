@@ -26,6 +26,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Callable, Iterator, Optional
 
+from ..kernels.backend import DeviceMemoryError
 from ..kernels.errors import Cancelled, VoxFXError
 
 RUNNING, FINISHED, CANCELLED, FAILED = "RUNNING", "FINISHED", "CANCELLED", "FAILED"
@@ -109,6 +110,8 @@ class JobRunner:
         except Cancelled:
             return self._cancel()
         except VoxFXError as e:
+            return self._fail(str(e))
+        except DeviceMemoryError as e:  # a guard refused before allocating: its message says it all
             return self._fail(str(e))
         except MemoryError as e:  # a guard's estimate was not enough: one line, the process goes on
             return self._fail(out_of_memory_message(e, self.title, self.message))

@@ -108,9 +108,12 @@ def cases(quick: bool, max_res: int):
             for mode, holes in MODES:
                 for res in res_list:
                     yield {"shape": shape, "outputs": outputs, "mode": mode, "fill_holes": holes, "res": res}
-    # every output at once, the biggest
+    # every output at once
     yield {"shape": "cube", "outputs": ["points", "volume", "blocks", "vox"], "mode": "solid+surface",
            "fill_holes": False, "res": res_list[-1]}
+    if quick and max_res >= 256:  # two large cases (1–2 GB)
+        yield {"shape": "cube", "outputs": ["points"], "mode": "solid+surface", "fill_holes": False, "res": 256}
+        yield {"shape": "suzanne", "outputs": ["volume"], "mode": "solid", "fill_holes": False, "res": 256}
 
 
 def main(argv=None) -> int:

@@ -136,7 +136,13 @@ def voxelize(vertices, triangles, spec: GridSpec, mode: str = "surface", *, vote
         raise InputError(f"voxelization mode must be one of {', '.join(MODES)}, not {mode!r}")
     xp = xp or backend.xp()
     on_gpu = xp is not np
-    backend.ensure_fits(estimate_bytes(spec, mode, len(vertices), len(triangles), vote, xp=xp),
+    items = None
+    if not on_gpu:  # inputs checked first: the work-item count reads them
+        vertices = np.asarray(backend.to_numpy(vertices))
+        triangles = np.asarray(backend.to_numpy(triangles)).astype(np.int64, copy=False)
+        check_inputs(vertices, triangles)
+        items = work_items(vertices, triangles, spec, mode)
+    backend.ensure_fits(estimate_bytes(spec, mode, len(vertices), len(triangles), vote, xp=xp, items=items),
                         f"voxelizing {len(triangles):,} triangles into {'×'.join(map(str, spec.shape))} voxels", xp=xp)
     report(progress, 0.0, "voxelizing")
     if on_gpu:  # checks, unit conversion and all passes on the device, one host sync
@@ -145,9 +151,6 @@ def voxelize(vertices, triangles, spec: GridSpec, mode: str = "surface", *, vote
         if not keep_on_device:
             bits = backend.to_host(bits)
     else:
-        vertices = np.asarray(backend.to_numpy(vertices))
-        triangles = np.asarray(backend.to_numpy(triangles)).astype(np.int64, copy=False)
-        check_inputs(vertices, triangles)
         pv = to_voxel_units(vertices, spec.origin, spec.voxel_size)
         shape = spec.shape
         sub = (lambda f, m: progress(0.5 * f, m)) if (progress and mode == "solid+surface") else progress
