@@ -82,8 +82,8 @@ def grid_for(lo, hi, request: Request) -> GridSpec:
 BASE_BYTES = 6 << 20  # Python objects, first-use imports, allocator slack (RSS, not arrays)
 ATTR_PER_VOXEL = 100  # owner_triangles + fill_along_rows: int64 ijk, linear, row, owner,
 #                       prev/next scans, masks and gathers; the int32 material
-POINTS_PER_VOXEL = 88  # coverage gather (int64 indices), float64 centres → float32,
-#                        radius, and Blender's point cloud (position, radius, 2 attributes)
+POINTS_PER_VOXEL = 64  # coverage gather (int64 indices), float64 centres → float32,
+#                        radius, and Blender's point cloud (position, radius, colour, 2 attributes)
 COLOR_PER_VOXEL = 32  # RGBA float32 per voxel, in the job and in Blender
 VDB_PER_VOXEL = 16  # the FloatGrid's active leaf voxels (value + masks) while writing
 VDB_PER_GRID_VOXEL = 5  # isfinite mask and the [i, j, k]-ordered float32 copy
@@ -133,7 +133,7 @@ def peak_estimate(spec, request, n_vertices, n_triangles, vote, voxels=None, fac
         live += 4 * G
     kept = 0  # what finished outputs leave in Blender
     if "points" in outs:
-        stages["points"] = live + kept + POINTS_PER_VOXEL * N + color
+        stages["points"] = live + kept + POINTS_PER_VOXEL * N
         kept += 24 * N + (16 * N if colors else 0)
     if "volume" in outs:
         dens = 0 if cover else 4 * G
