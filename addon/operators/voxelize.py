@@ -90,6 +90,7 @@ VDB_PER_GRID_VOXEL = 5  # isfinite mask and the [i, j, k]-ordered float32 copy
 BLOCKS_PER_FACE = 150  # exterior_faces' keys, welding and quads, and Blender's mesh
 VOX_PER_VOXEL = 104  # colours (float64 gathers → RGBA), palette indices, the chunk bytes
 
+PER_VOXEL_OUTPUTS = {"points", "blocks", "vox"}  # outputs that need voxel lists and attributes
 LAST_ESTIMATE: dict = {}  # the parts of the last estimate (bench/memory.py prints them)
 
 
@@ -120,13 +121,16 @@ def peak_estimate(spec, request, n_vertices, n_triangles, vote, voxels=None, fac
     outs = request.outputs
     color = COLOR_PER_VOXEL * N if colors else 0
     coords = bitgrid.coordinates_bytes(spec.shape, N)
-    live = 12 * N  # the coordinates, kept to the end
-    stages = {"count": bitgrid.count_bytes(spec.shape), "coordinates": coords}
-    batch = CPU_BYTES_PER_ITEM * (items if items is not None else 0) if xp is np else 0
-    # owner_triangles re-lists the voxels, re-runs the surface pass next to their int64
-    # coordinates and linear indices (32 B), then fills the owners along rows
-    stages["attributes"] = live + max(coords, 32 * N + batch, ATTR_PER_VOXEL * N)
-    live += 4 * N + color  # material (and colour) per voxel
+    stages = {"count": bitgrid.count_bytes(spec.shape)}
+    live = 0
+    if outs & PER_VOXEL_OUTPUTS:
+        live = 12 * N  # the coordinates, kept to the end
+        stages["coordinates"] = coords
+        batch = CPU_BYTES_PER_ITEM * (items if items is not None else 0) if xp is np else 0
+        # owner_triangles re-lists the voxels, re-runs the surface pass next to their int64
+        # coordinates and linear indices (32 B), then fills the owners along rows
+        stages["attributes"] = live + max(coords, 32 * N + batch, ATTR_PER_VOXEL * N)
+        live += 4 * N + color  # material (and colour) per voxel
     cover = solid and ("volume" in outs or "points" in outs)
     if cover:
         stages["coverage"] = live + coverage_bytes(spec, n_vertices, n_triangles, vote, xp=xp)
@@ -392,8 +396,10 @@ def _voxelize_group(base, soup, segments, spec, request, vote, warnings, guard=N
 
             faces = count_exterior_faces(bits, spec)
         guard.check_after(spec, result.count, faces)
-    ijk = grid.coordinates()
-    material, color = _voxel_attributes(soup, verts, tris, spec, bits, xp, len(ijk))
+    ijk = material = color = None
+    if request.outputs & PER_VOXEL_OUTPUTS:  # a volume alone needs no per-voxel lists
+        ijk = grid.coordinates()
+        material, color = _voxel_attributes(soup, verts, tris, spec, bits, xp, len(ijk))
     solid_mode = request.mode in ("solid", "solid+surface")
     cover = None  # fraction of each voxel inside the mesh (solid modes only)
     if solid_mode and len(tris) and ("volume" in request.outputs or "points" in request.outputs):
