@@ -26,6 +26,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Callable, Iterator, Optional
 
+from ..kernels.backend import DeviceMemoryError
 from ..kernels.errors import Cancelled, VoxFXError
 
 RUNNING, FINISHED, CANCELLED, FAILED = "RUNNING", "FINISHED", "CANCELLED", "FAILED"
@@ -104,12 +105,19 @@ class JobRunner:
             item = next(self.steps)
         except StopIteration as stop:
             self.state, self.fraction, self.result = FINISHED, 1.0, stop.value
+            release_memory()  # the pool's free blocks and cached solvers: not kept past the bake
             return self.state
         except Cancelled:
             return self._cancel()
         except VoxFXError as e:
             return self._fail(str(e))
+        except DeviceMemoryError as e:  # a guard refused before allocating: its message says it all
+            return self._fail(str(e))
+        except MemoryError as e:  # a guard's estimate was not enough: one line, the process goes on
+            return self._fail(out_of_memory_message(e, self.title, self.message))
         except Exception as e:  # noqa: BLE001 - shown as a message, traceback to the console
+            if is_out_of_memory(e):
+                return self._fail(out_of_memory_message(e, self.title, self.message))
             traceback.print_exc(file=sys.stderr)
             return self._fail(f"Internal error ({type(e).__name__}: {e}); details in the console")
         if item is not None:
@@ -136,8 +144,11 @@ class JobRunner:
         try:
             self.steps.close()  # runs the job's finally blocks now, not at garbage collection
         finally:
-            if self.on_abort is not None:
-                self.on_abort()
+            try:
+                if self.on_abort is not None:
+                    self.on_abort()
+            finally:
+                release_memory()
         return self.state
 
     def _fail(self, message: str) -> str:
@@ -145,9 +156,42 @@ class JobRunner:
         try:
             self.steps.close()
         finally:
-            if self.on_abort is not None:
-                self.on_abort()
+            try:
+                if self.on_abort is not None:
+                    self.on_abort()
+            finally:
+                release_memory()
         return self.state
+
+
+def is_out_of_memory(e: BaseException) -> bool:
+    """A MemoryError, or CuPy's OutOfMemoryError (looked up only when CuPy is already
+    imported: VoxFX never imports it for this)."""
+    if isinstance(e, MemoryError):
+        return True
+    cp = sys.modules.get("cupy")
+    oom = getattr(getattr(getattr(cp, "cuda", None), "memory", None), "OutOfMemoryError", None)
+    return isinstance(oom, type) and isinstance(e, oom)
+
+
+def out_of_memory_message(e: BaseException, title: str, doing: str) -> str:
+    """One line: what ran out, while doing what, and what to try."""
+    where = "GPU memory" if type(e).__module__.startswith("cupy") else "memory"
+    detail = str(e).splitlines()[0].strip() if str(e).strip() else type(e).__name__
+    return f"Out of {where} while {doing or 'working'} ({title}): {detail}; try a lower resolution"
+
+
+def release_memory() -> None:
+    """After a failed, cancelled or finished job: drop reference cycles holding its arrays,
+    give CuPy's free pool blocks back and drop cached GPU solvers (no-op without CuPy)."""
+    import gc
+
+    gc.collect()
+    try:
+        from ..kernels.memory import release_gpu_pool
+    except ImportError:  # pragma: no cover - jobs.py used without the kernels package
+        return
+    release_gpu_pool()
 
 
 def console_progress(title: str, every: float = 1.0, stream=None):

@@ -19,9 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
+from . import kernel_cache, memory
 from .errors import VoxFXError
-
-from . import kernel_cache
 
 ENV_VAR = "VOXFX_BACKEND"
 CHOICES = ("auto", "cpu", "gpu")
@@ -48,6 +47,7 @@ class DeviceInfo:
     total_bytes: int
     free_bytes: int
     versions: dict = field(default_factory=dict)
+    limited_by: str = ""  # which limit gives free_bytes (host: MemAvailable, cgroup, RLIMIT_AS)
 
     def summary(self) -> str:
         vers = ", ".join(f"{k} {v}" for k, v in self.versions.items())
@@ -56,6 +56,18 @@ class DeviceInfo:
             f"{format_bytes(self.free_bytes)} free of {format_bytes(self.total_bytes)}"
             + (f" ({vers})" if vers else "")
         )
+
+
+def limit_note(info: DeviceInfo) -> str:
+    """", limited by …" when a limit other than the machine's free memory binds."""
+    return f", limited by {info.limited_by}" if info.limited_by and info.limited_by != "MemAvailable" else ""
+
+
+def usable_bytes(xp=None) -> int:
+    """What a guard may plan to use where arrays of *xp* live: the free memory (the real
+    limit, see ``kernels.memory``) less the safety margin."""
+    info = _CPU.device_info() if xp is np else get_backend().device_info()
+    return int(info.free_bytes * SAFETY_FRACTION)
 
 
 def format_bytes(n: int) -> str:
@@ -98,8 +110,8 @@ class Backend:
             versions["driver"] = _cuda_version(cp.cuda.runtime.driverGetVersion())
             versions["compute capability"] = f"{props['major']}.{props['minor']}"
             return DeviceInfo("gpu", name, int(total), int(free), versions)
-        total, free = _host_memory()
-        return DeviceInfo("cpu", _cpu_name(), total, free, versions)
+        host = memory.host_memory()
+        return DeviceInfo("cpu", _cpu_name(), host.total, host.available, versions, host.limited_by)
 
     def free_bytes(self) -> int:
         return self.device_info().free_bytes
@@ -111,7 +123,7 @@ class Backend:
         if int(nbytes) > usable:
             raise DeviceMemoryError(
                 f"{what} needs {format_bytes(nbytes)} but only {format_bytes(info.free_bytes)} "
-                f"is free on {info.name} ({info.backend.upper()}); reduce the resolution "
+                f"is free on {info.name} ({info.backend.upper()}{limit_note(info)}); reduce the resolution "
                 f"or free memory"
             )
 
@@ -348,36 +360,10 @@ def _cuda_version(v: int) -> str:
 
 
 def _host_memory() -> tuple[int, int]:
-    """(total, available) bytes of host memory."""
-    try:
-        fields = {}
-        with open("/proc/meminfo", encoding="ascii") as f:
-            for line in f:
-                k, v = line.split(":", 1)
-                fields[k] = int(v.split()[0]) * 1024
-        return fields["MemTotal"], fields.get("MemAvailable", fields["MemFree"])
-    except (OSError, KeyError, ValueError):
-        pass
-    try:
-        page = os.sysconf("SC_PAGE_SIZE")
-        return os.sysconf("SC_PHYS_PAGES") * page, os.sysconf("SC_AVPHYS_PAGES") * page
-    except (ValueError, OSError, AttributeError):
-        pass
-    if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
-        import ctypes
-
-        class MEMORYSTATUSEX(ctypes.Structure):
-            _fields_ = [("dwLength", ctypes.c_ulong), ("dwMemoryLoad", ctypes.c_ulong),
-                        ("ullTotalPhys", ctypes.c_ulonglong), ("ullAvailPhys", ctypes.c_ulonglong),
-                        ("ullTotalPageFile", ctypes.c_ulonglong), ("ullAvailPageFile", ctypes.c_ulonglong),
-                        ("ullTotalVirtual", ctypes.c_ulonglong), ("ullAvailVirtual", ctypes.c_ulonglong),
-                        ("ullAvailExtendedVirtual", ctypes.c_ulonglong)]
-
-        st = MEMORYSTATUSEX()
-        st.dwLength = ctypes.sizeof(MEMORYSTATUSEX)
-        ctypes.windll.kernel32.GlobalMemoryStatusEx(ctypes.byref(st))
-        return int(st.ullTotalPhys), int(st.ullAvailPhys)
-    raise BackendError("cannot read the host's memory size on this platform")
+    """(total, available) bytes of host memory for this process (``memory.host_memory``:
+    MemAvailable, cgroup and rlimit headroom, whichever is smallest)."""
+    host = memory.host_memory()
+    return host.total, host.available
 
 
 def _cpu_name() -> str:

@@ -10,7 +10,11 @@ def _bake_folder(context, name: str):
 
 
 def free_bake(op, context, name: str, kind: str) -> set:
-    """Free one bake's cache for operator *op*: one report line, never a traceback."""
+    """Free one bake's cache for operator *op*: one report line, never a traceback.
+    GPU memory the bake left in CuPy's pool and its cached solvers go back too."""
+    from ..jobs import release_memory
+
+    release_memory()
     try:
         cache = BakeCache(_bake_folder(context, name), name, kind=kind)
         removed = cache.free()

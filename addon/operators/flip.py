@@ -13,6 +13,7 @@ from mathutils import Vector
 from ...kernels import backend
 from ...kernels.errors import InputError
 from ...kernels.flip.grid import FlipSettings
+from ...kernels.flip.sim import flip_memory
 from ...kernels.flip.surface import WALL_CELLS
 from ...kernels.grid import GridSpec
 from .. import frame_loader, materials, node_setups, scene_io, sim_bake, writeback
@@ -48,28 +49,30 @@ def kernel_settings(f, scene) -> FlipSettings:
                         pressure_tolerance=f.pressure_tolerance, seed=f.seed)
 
 
-def flip_memory(spec: GridSpec, particles: int) -> int:
-    """Peak bytes: faces ×3 arrays ×3 (velocity, old, solid), cells (type, solid, p and the
-    solver's ~8 vectors), particles (pos, vel, APIC, temporaries)."""
-    cells = spec.voxel_count
-    return int(4 * 3 * 3 * cells + 2 * cells + 4 * 10 * cells + particles * (24 + 36 + 64))
-
-
 def check_memory(spec, particles, f, domain_obj):
-    free = int(backend.device_info().free_bytes * backend.SAFETY_FRACTION)
-    need = flip_memory(spec, particles)
+    """Refuse before allocating, naming the largest resolution that fits (particles scale
+    with the cell count). The limit is the device's free memory plus VoxFX's own pool's
+    free blocks (``backend.device_info``), after earlier bakes' blocks and cached solvers
+    were given back."""
+    from ...kernels.memory import largest_that_fits, release_gpu_pool
+
+    release_gpu_pool()
+    info = backend.device_info()
+    free = int(info.free_bytes * backend.SAFETY_FRACTION)
+    apic = bool(getattr(f, "apic", False))
+    need = flip_memory(spec, particles, apic)
     if need <= free:
         return
-    best = None
-    for res in range(f.resolution - 1, 7, -1):
-        trial = domain_spec(domain_obj, res)
-        scale = trial.voxel_count / spec.voxel_count
-        if flip_memory(trial, int(particles * scale)) <= free:
-            best = res
-            break
+
+    def trial(res):
+        t = domain_spec(domain_obj, res)
+        return flip_memory(t, int(particles * t.voxel_count / spec.voxel_count), apic)
+
+    best = largest_that_fits(trial, free, 8, f.resolution - 1)
     raise InputError(f"A {'×'.join(map(str, spec.shape))} liquid grid with about {particles:,} particles needs "
-                     f"{backend.format_bytes(need)} but only {backend.format_bytes(free)} is free on "
-                     f"{backend.device_info().name}" + (f". The largest resolution that fits is {best}" if best else ""))
+                     f"{backend.format_bytes(need)} but only {backend.format_bytes(free)} is usable on "
+                     f"{info.name}{backend.limit_note(info)}"
+                     + (f". The largest resolution that fits is {best}" if best else ""))
 
 
 def _is_animated(obj) -> bool:

@@ -81,6 +81,9 @@ def plan_domain(s, receivers_soup) -> SnowDomain:
 def check_memory(s, soup, domain: SnowDomain, flakes: int) -> None:
     """Refuse before allocating, naming the largest wind resolution (or flake count)
     that fits next to the other settings."""
+    from ...kernels.memory import release_gpu_pool
+
+    release_gpu_pool()  # blocks an earlier bake left in VoxFX's pool count as free
     free = int(backend.device_info().free_bytes * backend.SAFETY_FRACTION)
     need = domain.nbytes(flakes)
     if need <= free:
@@ -88,12 +91,10 @@ def check_memory(s, soup, domain: SnowDomain, flakes: int) -> None:
     what = (f"A snow simulation with {flakes:,} flakes, {'×'.join(map(str, domain.wind.shape))} wind cells and "
             f"{'×'.join(map(str, domain.ground_shape))} ground samples needs {backend.format_bytes(need)} but only "
             f"{backend.format_bytes(free)} is free on {backend.device_info().name}")
-    best = None
-    for res in range(s.wind_resolution - 1, 7, -1):
-        trial = plan_domain_with(s, soup, res)
-        if trial.nbytes(flakes) <= free:
-            best = res
-            break
+    from ...kernels.memory import largest_that_fits
+
+    best = largest_that_fits(lambda res: plan_domain_with(s, soup, res).nbytes(flakes), free, 8,
+                             s.wind_resolution - 1)
     if best is not None:
         raise InputError(f"{what}. The largest wind resolution that fits is {best}")
     per_flake = SnowDomain.BYTES_PER_FLAKE

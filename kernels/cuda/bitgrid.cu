@@ -46,13 +46,14 @@ extern "C" __global__ void popcount_words(const unsigned int* __restrict__ words
 extern "C" __global__ void bits_to_coords(const unsigned int* __restrict__ words,
                                           const long long* __restrict__ first,  // exclusive scan
                                           int* __restrict__ ijk,                // [count][3]
-                                          long long n_words, int words_x, int ny)
+                                          long long n_words, int words_x, int ny,
+                                          int k0)  // z-layer of words[0]: a slab of the grid
 {
     long long w = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (w >= n_words) return;
     unsigned int bits = words[w];
     if (bits == 0u) return;
-    long long row = w / words_x;
+    long long row = w / words_x + (long long)k0 * ny;
     int i0 = (int)(w % words_x) * 32;
     int j = (int)(row % ny);
     int k = (int)(row / ny);

@@ -161,7 +161,8 @@ def label_regions(mask, xp):
     n = int(mask.size)
     big = n
     m = mask.reshape(-1)
-    lab = xp.where(m, xp.arange(n, dtype=xp.int64), big).reshape(mask.shape)
+    index = xp.int32 if n < 2 ** 31 - 1 else xp.int64  # half the memory of every label array
+    lab = xp.where(m, xp.arange(n, dtype=index), index(big)).reshape(mask.shape)
     while True:
         old = lab
         lab = lab.copy()
@@ -172,11 +173,11 @@ def label_regions(mask, xp):
             lo, hi = tuple(lo), tuple(hi)
             both = mask[lo] & mask[hi]
             # each right-hand side is a new array, evaluated before the assignment
-            lab[lo] = xp.minimum(lab[lo], xp.where(both, lab[hi], big))
-            lab[hi] = xp.minimum(lab[hi], xp.where(both, lab[lo], big))
+            lab[lo] = xp.minimum(lab[lo], xp.where(both, lab[hi], index(big)))
+            lab[hi] = xp.minimum(lab[hi], xp.where(both, lab[lo], index(big)))
         flat = lab.reshape(-1)
         for _ in range(4):  # pointer jumping: a label's own label is no larger
-            flat = xp.where(m, flat[xp.minimum(flat, n - 1)], big)
+            flat = xp.where(m, flat[xp.minimum(flat, index(n - 1))], index(big))
         lab = flat.reshape(mask.shape)
         if not bool((lab != old).any()):
             return lab.reshape(-1)
@@ -195,8 +196,8 @@ def _solver_cells(cell, xp):
     reaches[labels[touches_air.reshape(-1)]] = True
     enclosed = fluid.reshape(-1) & ~reaches[labels]
     if not bool(enclosed.any()):
-        return kind, None, labels
-    pins = enclosed & (labels == xp.arange(n, dtype=xp.int64))
+        return kind, None, None  # the labels are not needed: free them before the solve
+    pins = enclosed & (labels == xp.arange(n, dtype=labels.dtype))
     kind.reshape(-1)[pins] = AIR
     return kind, enclosed, labels
 
@@ -464,7 +465,7 @@ def solve_pressure(grid, dt, tolerance=1e-4, max_iterations=500, preconditioner=
         p, iterations, residual, converged = solver.solve(kind, b, tolerance, max_iterations)
     if enclosed is not None:  # only ∇p matters: zero mean over each sealed region
         p = _region_mean_removed(p.reshape(-1), enclosed, labels, xp).reshape(p.shape)
-    p = xp.where(grid.cell == FLUID, p, _F32(0.0)).astype(xp.float32)
+    p = xp.where(grid.cell == FLUID, p, _F32(0.0)).astype(xp.float32, copy=False)
     return p, {"iterations": int(iterations), "residual": float(residual), "converged": bool(converged)}
 
 
@@ -506,17 +507,36 @@ def project_pressure(grid, dt, **solver_options):
 
 
 def pressure_memory_bytes(shape, preconditioner="mg"):
-    """Peak device memory of the GPU solve for a grid of (nx, ny, nz) cells, in bytes
-    (solver buffers; the grid itself not counted)."""
+    """Device bytes a ``PressureSolverGPU`` for a grid of (nx, ny, nz) cells allocates
+    (and keeps while cached): the six float32 CG vectors b, x, r, z, d, q; per level the
+    uint8 kind and diag; for the multigrid the level-0 residual and, per coarser level,
+    float32 b and x (and r but on the coarsest)."""
     nx, ny, nz = (int(n) for n in shape)
     cells = nx * ny * nz
-    # b, x, r, z, d, q (float32); kind, diag; the labelling's int64 arrays (~4 at once)
-    total = cells * (6 * 4 + 2 + 4 * 8)
+    total = cells * (6 * 4 + 2)
     if preconditioner == "mg":
-        for s in mg_level_shapes((nz, ny, nx))[1:]:
-            total += int(np.prod(s)) * (3 * 4 + 2)
-        total += cells * 4  # level-0 residual
-    return total
+        shapes = mg_level_shapes((nz, ny, nx))
+        total += cells * 4
+        for i, s in enumerate(shapes[1:], start=1):
+            total += int(np.prod(s)) * (2 + 8 + (4 if i < len(shapes) - 1 else 0))
+    return int(total + 2 * 8 * _MAX_BLOCKS + 1024)
+
+
+def pressure_stage_bytes(shape, preconditioner="mg", enclosed=False) -> int:
+    """Peak device bytes of ``solve_pressure`` on the GPU beyond the grid, with its solver
+    (cached between substeps, so alive throughout):
+
+    * cell set-up: the fluid mask and solver kinds (1 + 1 B/cell) and ``label_regions``
+      (int32 labels: the previous round's, the current, the running one, an index
+      clamp and a gather, 5 × 4 B; its masks reuse the pool's blocks);
+    * solve: kinds (1), b (4), the solution's copy (4), the final mask and masked p
+      (1 + 4); sealed regions keep their labels and mask (4 + 1) to the end."""
+    nx, ny, nz = (int(n) for n in shape)
+    cells = nx * ny * nz
+    idx = 4 if cells < 2 ** 31 - 1 else 8
+    setup = cells * (2 + 5 * idx + 1)
+    solve = cells * (1 + 4 + 4 + 1 + 4) + (cells * (idx + 1) if enclosed else 0)
+    return int(pressure_memory_bytes(shape, preconditioner) + max(setup, solve))
 
 
 # =========================================================================== CuPy

@@ -35,6 +35,47 @@ class SimulationError(VoxFXError):
     """The simulation became invalid (NaN): the bake stops and keeps the last good frame."""
 
 
+def flip_memory(spec: GridSpec, particles: int, apic: bool = False, parts: bool = False):
+    """Peak device bytes of a FLIP bake (``FlipSimulation`` on CuPy), stage by stage; the
+    largest stage is the peak (``parts=True``: the dict of stages). C cells, F faces
+    (≈ 3C), P particles:
+
+    * state, alive throughout: u, v, w and solid_u/v/w float32 (8 B/face), cell and
+      solid (2 B/cell), the valid-face masks the grid keeps (1 B/face), pos and vel
+      (24 B/particle, +36 with APIC) and the cached pressure solver
+      (``pressure_memory_bytes``: it stays between substeps);
+    * particles → grid: new valid masks (1 B/face; the old ones until replaced), the
+      counting sort's per-cell count, start and scan (12 B/cell) and per particle cell,
+      rank, order and sorted pos, vel (, C) (36 B, +36);
+    * pressure: the old velocities saved for FLIP (4 B/face) and ``pressure_stage_bytes``
+      beyond the solver;
+    * velocity extrapolation into the air: the old velocities, a fluid mask, per
+      component a padded mask, two shifted takes and their union (5 B/cell) and the
+      double buffers of the largest component (5 B/face / 3);
+    * frame output: the particle level set (``surface.estimate_gpu_bytes``), then the
+      cell-centred velocity (three averages and their stack, 24 B/cell).
+    """
+    from .surface import KERNEL_PER_RADIUS, estimate_gpu_bytes
+
+    nx, ny, nz = spec.shape
+    C = spec.voxel_count
+    F = (nx + 1) * ny * nz + nx * (ny + 1) * nz + nx * ny * (nz + 1)
+    P = int(particles)
+    per_p = 24 + (36 if apic else 0)
+    solver = pressure.pressure_memory_bytes(spec.shape)
+    state = 8 * F + 2 * C + F + per_p * P + solver
+    stages = {
+        "particles to grid": state + F + 12 * C + (36 + (36 if apic else 0)) * P,
+        "pressure": state + 4 * F + pressure.pressure_stage_bytes(spec.shape) - solver,
+        "extrapolate": state + 4 * F + C + 5 * C + (5 * F) // 3 + F,
+        "frame output": state + max(estimate_gpu_bytes(P, spec, KERNEL_PER_RADIUS * 0.5 * spec.voxel_size), 24 * C),
+    }
+    if parts:
+        return {"state": state, **stages, "total": max(stages.values())}
+    return int(max(stages.values()))
+
+
+
 def cells_of(vertices, triangles, spec: GridSpec, xp, vote=True):
     """(M, 3) int voxel indices of the cells a closed mesh fills (solid+surface)."""
     if vertices is None or len(triangles) == 0:

@@ -46,7 +46,8 @@ def pack(dense):
         padded[..., :nx] = np.asarray(dense, dtype=bool)
         return np.packbits(padded, axis=-1, bitorder="little").view("<u4").astype(np.uint32)
     words = xp.empty((nz, ny, wx), dtype=xp.uint32)
-    src = xp.ascontiguousarray(dense.astype(xp.uint8, copy=False))
+    # bool and uint8 share a layout: a view, not a copy of the whole grid
+    src = xp.ascontiguousarray(dense.view(xp.uint8) if dense.dtype == xp.bool_ else dense.astype(xp.uint8))
     _launch("pack_bits", words.size, (src, words, np.int64(nz * ny), np.int32(nx), np.int32(wx)))
     return words
 
@@ -65,29 +66,94 @@ def unpack(words, nx: int):
     return dense.view(xp.bool_)
 
 
-def count(words) -> int:
-    """Number of set voxels."""
-    xp = backend.array_module(words)
-    if xp is np:
-        return int(np.unpackbits(np.ascontiguousarray(words, dtype="<u4").view(np.uint8)).sum(dtype=np.int64))
-    return int(_popcounts(words).sum(dtype=xp.int64))
+# Words per chunk when counting or listing: bounds the temporaries (a popcount per word,
+# an unpacked slab) to a few hundred MiB whatever the grid's size.
+CHUNK_WORDS = 1 << 21
+_BYTE_POPCOUNT = np.array([bin(b).count("1") for b in range(256)], dtype=np.uint8)
 
 
-def coordinates(words, nx: int):
-    """(N, 3) int32 voxel indices (i, j, k) of the set bits, in linear (k, j, i) order."""
+def count(words, chunk_words: int | None = None) -> int:
+    """Number of set voxels: a popcount over the packed words, chunk by chunk (never a
+    dense copy of the grid; temporaries of at most *chunk_words* words)."""
     xp = backend.array_module(words)
-    if xp is np:
-        k, j, i = np.nonzero(unpack(words, nx))
-        return np.stack([i, j, k], axis=1).astype(np.int32)
+    chunk_words = chunk_words or CHUNK_WORDS
+    flat = xp.ascontiguousarray(words).reshape(-1)
+    total = 0
+    for w0 in range(0, flat.size, chunk_words):
+        part = flat[w0:w0 + chunk_words]
+        if xp is np:
+            total += int(_BYTE_POPCOUNT[part.view(np.uint8)].sum(dtype=np.int64))
+        else:
+            total += int(_popcounts(part).sum(dtype=xp.int64))
+    return total
+
+
+def count_bytes(shape, xp=np, chunk_words: int | None = None) -> int:
+    """Temporary memory of ``count`` on a grid of (nx, ny, nz) voxels."""
+    words = nbytes(shape) // 4
+    chunk = min(words, chunk_words or CHUNK_WORDS)
+    return chunk * 4  # CPU: a uint8 count per byte; GPU: an int32 count per word
+
+
+def _row_chunks(words, chunk_words):
+    """(k0, k1) ranges of z-layers holding about *chunk_words* words each."""
+    nz, ny, wx = words.shape
+    layers = max(1, (chunk_words or CHUNK_WORDS) // max(ny * wx, 1))
+    for k0 in range(0, nz, layers):
+        yield k0, min(nz, k0 + layers)
+
+
+def coordinates(words, nx: int, chunk_words: int | None = None):
+    """(N, 3) int32 voxel indices (i, j, k) of the set bits, in linear (k, j, i) order.
+
+    Filled slab by slab of z-layers: besides the (N, 3) result only one slab's
+    temporaries are alive, never a dense copy of the whole grid."""
+    xp = backend.array_module(words)
     nz, ny, wx = words.shape
     words = xp.ascontiguousarray(words)
-    counts = _popcounts(words)
-    first = xp.cumsum(counts, dtype=xp.int64) - counts  # exclusive scan
-    total = int(first[-1] + counts[-1]) if counts.size else 0  # one sync: the output size
+    total = count(words, chunk_words)
     ijk = xp.empty((total, 3), dtype=xp.int32)
-    if total:
-        _launch("bits_to_coords", words.size, (words, first, ijk, np.int64(words.size), np.int32(wx), np.int32(ny)))
+    if total == 0:
+        return ijk
+    out = 0
+    if xp is np:
+        for k0, k1 in _row_chunks(words, chunk_words):
+            k, j, i = np.nonzero(unpack(words[k0:k1], nx))
+            n = len(k)
+            ijk[out:out + n, 0] = i
+            ijk[out:out + n, 1] = j
+            ijk[out:out + n, 2] = k + k0
+            out += n
+        return ijk
+    flat = words.reshape(-1)
+    row_words = ny * wx
+    for k0, k1 in _row_chunks(words, chunk_words):
+        part = flat[k0 * row_words:k1 * row_words]
+        counts = _popcounts(part)
+        first = xp.cumsum(counts, dtype=xp.int64) - counts  # exclusive scan within the slab
+        n = int(first[-1] + counts[-1])  # one sync per slab: where the next slab starts
+        if n:
+            _launch("bits_to_coords", part.size, (part, first, ijk[out:out + n], np.int64(part.size), np.int32(wx),
+                                                  np.int32(ny), np.int32(k0)))
+        out += n
     return ijk
+
+
+def coordinates_bytes(shape, voxels: int, xp=np, chunk_words: int | None = None) -> int:
+    """Peak memory of ``coordinates``: the (N, 3) int32 result and one slab's temporaries
+    (CPU: unpacked uint8 + bool per voxel and nonzero's three int64 arrays; GPU: an
+    int32 count and an int64 scan per word)."""
+    nx, ny, nz = (int(n) for n in shape)
+    wx = words_along_x(nx)
+    layers = min(nz, max(1, (chunk_words or CHUNK_WORDS) // max(ny * wx, 1)))
+    slab_words = layers * ny * wx
+    slab_voxels = slab_words * 32
+    per_slab_set = min(int(voxels), slab_voxels)
+    if xp is np:
+        temps = 2 * slab_voxels + 24 * per_slab_set + count_bytes(shape, xp, chunk_words)
+    else:
+        temps = 4 * slab_words + 2 * 8 * slab_words  # counts, cumsum, first
+    return 12 * int(voxels) + temps
 
 
 def _popcounts(words):

@@ -46,15 +46,81 @@ class VoxelGrid:
         return bitgrid.coordinates(self.bits, self.spec.shape[0])
 
 
-def estimate_bytes(spec: GridSpec, mode: str, n_vertices: int, n_triangles: int, vote: bool = False) -> int:
-    """Peak device memory of ``voxelize`` for these settings (before allocating)."""
-    grid = bitgrid.nbytes(spec.shape)
-    geometry = 24 * n_vertices + 12 * n_triangles + 16 * n_triangles  # float64 positions, indices, scan
-    grids = 2 * grid if mode == "solid+surface" else grid
-    if vote and mode in ("solid", "solid+surface"):
-        grids += 2 * spec.voxel_count + 3 * grid  # uint8 votes + a transposed uint8 + three bit grids
-    # Work items: a few per triangle column; bounded by the CPU batch size on the CPU.
-    return int(geometry + grids + 64 * n_triangles)
+# Host bytes of the NumPy path, counted from its arrays and checked by bench/memory.py:
+# per triangle, the setup arrays (vertices, edges, normal, 3×3 edge functions, boxes, in
+# float64) and their temporaries; per work item of a batch (surface.CHUNK_ITEMS at most),
+# owner / local / column / candidate arrays and the exact test's temporaries.
+CPU_BYTES_PER_TRIANGLE = 700
+CPU_BYTES_PER_ITEM = 250
+
+
+def work_items(vertices, triangles, spec: GridSpec, mode: str) -> int:
+    """Work items of the largest CPU batch: the column count of the surface (or solid)
+    pass, capped by the batch size. Exact, from the triangles' boxes (a few hundred bytes
+    per triangle at a time)."""
+    from .surface import CHUNK_ITEMS, column_counts
+    from .triangles import setup
+
+    vertices = np.asarray(backend.to_numpy(vertices))
+    triangles = np.asarray(backend.to_numpy(triangles)).astype(np.int64, copy=False)
+    if len(triangles) == 0:
+        return 0
+    pv = to_voxel_units(vertices, spec.origin, spec.voxel_size)
+    surf = sol = single = 0
+    for t0 in range(0, len(triangles), 1 << 16):
+        tri = triangles[t0:t0 + (1 << 16)]
+        if mode in ("surface", "thin", "solid+surface"):
+            cols = column_counts(setup(pv, tri, spec.shape, mode == "thin"))
+            surf += int(cols.sum())
+            single = max(single, int(cols.max()))
+        if mode in ("solid", "solid+surface"):  # columns of the yz boxes (an upper bound)
+            y, z = pv[tri][:, :, 1], pv[tri][:, :, 2]
+            wj = np.clip(np.floor(y.max(1) - 0.5) - np.ceil(y.min(1) - 0.5) + 1, 0, spec.shape[1])
+            wk = np.clip(np.floor(z.max(1) - 0.5) - np.ceil(z.min(1) - 0.5) + 1, 0, spec.shape[2])
+            cols = wj * wk
+            sol += int(cols.sum())
+            single = max(single, int(cols.max()))
+    # a batch holds up to CHUNK_ITEMS items, or one triangle's when it alone has more
+    return max(min(max(surf, sol), CHUNK_ITEMS), single)
+
+
+def estimate_bytes(spec: GridSpec, mode: str, n_vertices: int, n_triangles: int, vote: bool = False,
+                   xp=None, items: int | None = None) -> int:
+    """Peak memory of ``voxelize`` for these settings (before allocating), on the device
+    of *xp* (default: the current backend's). Every array of the path is counted:
+
+    GPU (``gpu.voxelize_gpu``): the input vertices (up to float64) and their float64 copy
+    in voxel units (24 B/vertex each, two more permuted copies for the vote), int32
+    triangles (12 B), an int64 count and its int64 scan per triangle and pass (16 B; one
+    surface pass, one or three solid passes); the bit grid W, a second one while a pass
+    replaces it; for the vote, the uint8 vote grid and one unpacked axis or the ``≥ 2``
+    mask at a time (2 B/voxel) and two bit grids.
+
+    CPU (NumPy): vertices in voxel units, the triangle setup, one batch of work items
+    (*items*, default the most a batch holds) and two bit grids; for the vote, the vote
+    grid, one axis unpacked (uint8 then bool) or the mask and its padded copy (3 B per
+    voxel of the padded rows).
+    """
+    xp = xp or backend.xp()
+    W = bitgrid.nbytes(spec.shape)
+    G = spec.voxel_count
+    nv, nt = int(n_vertices), int(n_triangles)
+    solid = mode in ("solid", "solid+surface")
+    if xp is not np:
+        passes = (3 if (solid and vote) else 1 if solid else 0) + (1 if mode != "solid" else 0)
+        geometry = 24 * nv + 24 * nv + 12 * nt + 16 * nt * passes + (48 * nv if solid and vote else 0)
+        grids = 2 * W + (2 * G + W if solid and vote else 0)
+        return int(geometry + grids)
+    from .surface import CHUNK_ITEMS
+
+    items = CHUNK_ITEMS if items is None else int(items)
+    padded = 32 * (W // 4)  # voxels of the rows padded to whole words
+    geometry = 24 * nv + CPU_BYTES_PER_TRIANGLE * nt
+    batch = CPU_BYTES_PER_ITEM * items
+    grids = 2 * W
+    if solid and vote:
+        grids = max(grids, 3 * padded + 2 * W)
+    return int(geometry + max(batch + 2 * W, grids))
 
 
 def voxelize(vertices, triangles, spec: GridSpec, mode: str = "surface", *, vote: bool = False, xp=None,
@@ -70,7 +136,13 @@ def voxelize(vertices, triangles, spec: GridSpec, mode: str = "surface", *, vote
         raise InputError(f"voxelization mode must be one of {', '.join(MODES)}, not {mode!r}")
     xp = xp or backend.xp()
     on_gpu = xp is not np
-    backend.ensure_fits(estimate_bytes(spec, mode, len(vertices), len(triangles), vote),
+    items = None
+    if not on_gpu:  # inputs checked first: the work-item count reads them
+        vertices = np.asarray(backend.to_numpy(vertices))
+        triangles = np.asarray(backend.to_numpy(triangles)).astype(np.int64, copy=False)
+        check_inputs(vertices, triangles)
+        items = work_items(vertices, triangles, spec, mode)
+    backend.ensure_fits(estimate_bytes(spec, mode, len(vertices), len(triangles), vote, xp=xp, items=items),
                         f"voxelizing {len(triangles):,} triangles into {'×'.join(map(str, spec.shape))} voxels", xp=xp)
     report(progress, 0.0, "voxelizing")
     if on_gpu:  # checks, unit conversion and all passes on the device, one host sync
@@ -79,9 +151,6 @@ def voxelize(vertices, triangles, spec: GridSpec, mode: str = "surface", *, vote
         if not keep_on_device:
             bits = backend.to_host(bits)
     else:
-        vertices = np.asarray(backend.to_numpy(vertices))
-        triangles = np.asarray(backend.to_numpy(triangles)).astype(np.int64, copy=False)
-        check_inputs(vertices, triangles)
         pv = to_voxel_units(vertices, spec.origin, spec.voxel_size)
         shape = spec.shape
         sub = (lambda f, m: progress(0.5 * f, m)) if (progress and mode == "solid+surface") else progress

@@ -124,9 +124,11 @@ def majority_vote_cpu(pv, triangles, shape, progress=None):
     py = pv[:, [1, 2, 0]]
     sy = bitgrid.unpack(solid_voxels_cpu(py, triangles, (ny, nz, nx)), ny)  # [i_x, k, j]
     votes += sy.transpose(1, 2, 0)
+    del sy  # one unpacked grid at a time: the peak is votes + one axis (estimate_bytes)
     report(progress, 2 / 3, "solid: vote along y")
     pz = pv[:, [2, 0, 1]]
     sz = bitgrid.unpack(solid_voxels_cpu(pz, triangles, (nz, nx, ny)), nz)  # [j, i, k]
     votes += sz.transpose(2, 0, 1)
+    del sz
     report(progress, 1.0, "solid: vote along z")
     return bitgrid.pack(votes >= 2)

@@ -10,7 +10,6 @@ loader, the scrub test measured +742 MB over 240 frames in bpy 5.0.1 (bench/RESU
 """
 
 import bpy
-import numpy as np
 import pytest
 
 from .helpers import voxfx_registered

@@ -119,3 +119,70 @@ def test_format_duration():
     assert format_duration(5.4) == "5s"
     assert format_duration(75) == "1m 15s"
     assert format_duration(3725) == "1h 02m"
+
+
+def test_a_real_memory_error_is_one_line_and_the_process_goes_on():
+    """Under a real RLIMIT_AS a job's allocation fails: the runner reports one line
+    ("Out of memory while …; try a lower resolution"), not an internal error, frees the
+    job's arrays, and the next job in the same process runs."""
+    import subprocess
+    import sys
+    import textwrap
+
+    from voxfx.kernels import backend
+
+    root = str(backend.CUDA_DIR.parent.parent)
+    code = textwrap.dedent(f"""
+        import sys; sys.path.insert(0, {root!r})
+        from tools.package import load; load()
+        import resource, numpy as np
+        from voxfx.addon.jobs import JobRunner
+        from voxfx.kernels import memory
+        vm = memory._status_bytes("VmSize")
+        resource.setrlimit(resource.RLIMIT_AS, (vm + 768 * 2**20, resource.RLIM_INFINITY))
+
+        def greedy():
+            keep = np.ones(400 * 2**20, np.uint8)  # fits
+            yield 0.5, "filling the grid"
+            more = np.ones(600 * 2**20, np.uint8)  # does not: MemoryError
+            yield 1.0, "never"
+
+        r = JobRunner(greedy(), title="Voxelize")
+        print("STATE", r.run())
+        print("ERROR", r.error)
+        ok = JobRunner(iter([(0.5, "x")]))
+        ok.run()
+        a = np.ones(600 * 2**20, np.uint8)  # the first job's 400 MiB were given back
+        print("AFTER", ok.state, int(a[-1]))
+    """)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    lines = dict(line.split(" ", 1) for line in r.stdout.splitlines() if " " in line)
+    assert lines["STATE"] == "FAILED"
+    err = lines["ERROR"]
+    assert err.startswith("Out of memory while filling the grid (Voxelize)"), err
+    assert "try a lower resolution" in err and "Internal error" not in err and "\n" not in err
+    assert lines["AFTER"] == "FINISHED 1"
+
+
+def test_cached_pressure_solvers_are_dropped_after_finish_cancel_and_failure():
+    """A bake's cached GPU pressure solvers must not outlive it (issue 21 §6): the runner
+    drops them whichever way the job ends."""
+    from voxfx.kernels.flip import pressure
+
+    def one():
+        yield 0.5, "a"
+
+    def bad():
+        yield 0.5, "a"
+        raise InputError("no")
+
+    def cancelled():
+        r = JobRunner(one())
+        r.request_cancel()
+        r.step()
+
+    for run in (lambda: JobRunner(one()).run(), lambda: JobRunner(bad()).run(), cancelled):
+        pressure._gpu_solvers[("left", "behind")] = object()
+        run()
+        assert len(pressure._gpu_solvers) == 0

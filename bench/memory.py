@@ -1,0 +1,146 @@
+"""Host memory of Voxelize Selected, measured against the guard's estimate (issue 21 §6).
+
+Each case runs in a fresh headless-Blender (bpy) subprocess: build the scene (a 1 m
+cube or Suzanne), register VoxFX, note VmRSS, reset the RSS high-water mark
+(``/proc/self/clear_refs`` ← 5), run the operator's job (``voxelize_job``: extraction,
+voxelization, attributes, outputs written into the scene and to disk) and read VmHWM.
+*measured* = VmHWM − VmRSS before; *virtual* = VmPeak − VmSize before (what RLIMIT_AS
+counts; only valid when the run raised VmPeak). *estimate* is what the guard computes
+(``addon.operators.voxelize.peak_estimate``) with the exact voxel count.
+
+    /work/main/.venv/bin/python bench/memory.py [--quick] [--json out.json] [--max-res 256]
+
+Exits non-zero if any estimate/measured ratio falls outside [0.67, 1.5] (cases whose
+measured peak is below 32 MiB are shown but not judged: there the peak is interpreter
+and allocator noise, not arrays).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+LOW, HIGH = 0.67, 1.5
+MIN_JUDGED = 32 << 20  # below this the peak is allocator and interpreter noise: shown, not judged
+
+CHILD = textwrap.dedent("""
+    import json, os, sys, tempfile
+    sys.path.insert(0, {root!r})
+    os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="voxfx-bench-"))
+    os.environ["VOXFX_BACKEND"] = "cpu"
+    from tools.package import load
+    load()
+    import bpy, numpy as np
+    import voxfx
+    from voxfx.addon.jobs import JobRunner
+    from voxfx.addon.operators import voxelize as op
+    case = json.loads(sys.argv[1])
+    tmp = tempfile.mkdtemp(prefix="voxfx-mem-")
+    bpy.ops.wm.read_homefile(use_empty=True)
+    bpy.ops.wm.save_as_mainfile(filepath=os.path.join(tmp, "m.blend"))
+    voxfx.register()
+    if case["shape"] == "cube":
+        bpy.ops.mesh.primitive_cube_add(size=1.0)
+    else:
+        bpy.ops.mesh.primitive_monkey_add()
+    obj = bpy.context.active_object
+    obj.select_set(True)
+    request = op.Request(mode=case["mode"], resolution=case["res"], fill_holes=case.get("fill_holes", False),
+                         include_edges=False, outputs=set(case["outputs"]),
+                         vox_path=os.path.join(tmp, "out.vox"), cache_dir=tmp + "/")
+
+    def status():
+        out = {{}}
+        with open("/proc/self/status") as f:
+            for line in f:
+                k, _, v = line.partition(":")
+                if k in ("VmRSS", "VmHWM", "VmSize", "VmPeak"):
+                    out[k] = int(v.split()[0]) * 1024
+        return out
+
+    import gc
+    gc.collect()
+    before = status()
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+    if case.get("headroom"):  # a real ulimit -v: this much address space left for the job
+        import resource
+        resource.setrlimit(resource.RLIMIT_AS, (before["VmSize"] + case["headroom"], resource.RLIM_INFINITY))
+    warnings = []
+    runner = JobRunner(op.voxelize_job(bpy.context, [obj], request, warnings))
+    state = runner.run()
+    after = status()
+    res = runner.result or []
+    print("RESULT", json.dumps({{"state": state, "error": runner.error,
+        "measured": after["VmHWM"] - before["VmRSS"],
+        "virtual": after["VmPeak"] - before["VmSize"] if after["VmPeak"] > before["VmPeak"] else None,
+        "count": sum(r.count for r in res), "grid": list(res[0].spec.shape) if res else None,
+        "estimate": getattr(op, "LAST_ESTIMATE", {{}}).get("total"),
+        "parts": getattr(op, "LAST_ESTIMATE", {{}})}}))
+""")
+
+
+def run_case(case: dict, timeout: float = 900) -> dict:
+    """One case in a fresh subprocess; ``case["headroom"]`` (bytes) runs it under an
+    RLIMIT_AS of the process's VmSize plus that much, set just before the job."""
+    code = CHILD.format(root=str(ROOT))
+    r = subprocess.run([sys.executable, "-c", code, json.dumps(case)], capture_output=True, text=True,
+                       timeout=timeout, cwd=ROOT)
+    for line in r.stdout.splitlines():
+        if line.startswith("RESULT "):
+            return {**case, **json.loads(line[7:])}
+    raise RuntimeError(f"case {case} failed (rc {r.returncode}):\n{r.stdout[-2000:]}\n{r.stderr[-4000:]}")
+
+
+MODES = [("surface", False), ("solid", False), ("solid+surface", False), ("solid+surface", True)]
+OUTPUTS = [["points"], ["volume"], ["blocks"], ["vox"]]
+
+
+def cases(quick: bool, max_res: int):
+    res_list = [r for r in ((64, 160) if quick else (64, 128, 192, 256)) if r <= max_res]
+    for shape in ("cube", "suzanne"):
+        for outputs in OUTPUTS:
+            for mode, holes in MODES:
+                for res in res_list:
+                    yield {"shape": shape, "outputs": outputs, "mode": mode, "fill_holes": holes, "res": res}
+    # every output at once
+    yield {"shape": "cube", "outputs": ["points", "volume", "blocks", "vox"], "mode": "solid+surface",
+           "fill_holes": False, "res": res_list[-1]}
+    if quick and max_res >= 256:  # two large cases (1–2 GB)
+        yield {"shape": "cube", "outputs": ["points"], "mode": "solid+surface", "fill_holes": False, "res": 256}
+        yield {"shape": "suzanne", "outputs": ["volume"], "mode": "solid", "fill_holes": False, "res": 256}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--max-res", type=int, default=256)
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args(argv)
+    rows, bad = [], 0
+    print("shape | outputs | mode | res | voxels set | estimate MiB | measured MiB | virtual MiB | est/meas")
+    print("--- | --- | --- | --- | --- | --- | --- | --- | ---")
+    for case in cases(args.quick, args.max_res):
+        r = run_case(case)
+        rows.append(r)
+        ratio = (r["estimate"] / r["measured"]) if r.get("estimate") and r["measured"] > 0 else float("nan")
+        ok = LOW <= ratio <= HIGH or r["measured"] < MIN_JUDGED
+        bad += not ok
+        mode = r["mode"] + (" +holes" if r["fill_holes"] else "")
+        virt = f"{r['virtual'] / 2**20:.0f}" if r.get("virtual") else "-"
+        est = f"{r['estimate'] / 2**20:.0f}" if r.get("estimate") else "-"
+        print(f"{r['shape']} | {'+'.join(r['outputs'])} | {mode} | {r['res']} | {r['count']:,} | {est} | "
+              f"{r['measured'] / 2**20:.0f} | {virt} | {ratio:.2f}{'' if ok else ' !'}", flush=True)
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1))
+    print(f"{len(rows) - bad}/{len(rows)} within [{LOW}, {HIGH}] (or below {MIN_JUDGED >> 20} MiB measured)")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

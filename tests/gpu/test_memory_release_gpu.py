@@ -1,0 +1,62 @@
+"""After a bake VoxFX's pool gives its blocks back and the cached pressure solvers go:
+a second bake gets the same limit as the first (issue 21 §6)."""
+
+import numpy as np
+
+from voxfx.kernels import backend, memory
+from voxfx.kernels.flip import pressure
+from voxfx.kernels.flip.grid import FlipSettings
+from voxfx.kernels.flip.sim import FlipSimulation
+from voxfx.kernels.grid import GridSpec
+
+
+def _bake(cp, res=48):
+    spec = GridSpec((0.0, 0.0, 0.0), 1.0 / res, (res, res, res))
+    v = np.array([[x, y, z] for x in (0.05, 0.5) for y in (0.05, 0.9) for z in (0.05, 0.45)], np.float32)
+    t = np.array([[0, 1, 3], [0, 3, 2], [4, 6, 7], [4, 7, 5], [0, 4, 5], [0, 5, 1], [2, 3, 7], [2, 7, 6],
+                  [0, 2, 6], [0, 6, 4], [1, 5, 7], [1, 7, 3]], np.int32)
+    sim = FlipSimulation(spec, FlipSettings(max_substeps=2, pressure_max_iterations=40), v, t, xp=cp)
+    sim.step(1 / 24)
+    sim.level_set()
+    return sim
+
+
+def test_two_bakes_leave_the_pool_as_they_found_it():
+    import cupy as cp
+
+    pool = cp.get_default_memory_pool()
+    memory.release_gpu_pool()
+    start_total = pool.total_bytes()
+    free_before = backend.device_info().free_bytes
+    for _ in range(2):
+        sim = _bake(cp)
+        assert len(pressure._gpu_solvers) >= 1  # the bake cached its solver
+        held = pool.total_bytes()
+        del sim
+        released = memory.release_gpu_pool()
+        assert len(pressure._gpu_solvers) == 0
+        assert released > 0 and released >= held - pool.total_bytes() - (1 << 20)
+        assert pool.total_bytes() <= start_total + (8 << 20)
+        # the second bake sees the limit the first one saw
+        assert backend.device_info().free_bytes >= free_before - (64 << 20)
+
+
+def test_job_runner_releases_the_pool_after_a_failed_bake():
+    import cupy as cp
+
+    from voxfx.addon.jobs import FAILED, JobRunner
+
+    pool = cp.get_default_memory_pool()
+    memory.release_gpu_pool()
+
+    def job():
+        sim = _bake(cp)  # noqa: F841 - held by the failing frame
+        yield 0.5, "baking"
+        cp.empty(1 << 50, dtype=cp.uint8)  # a real cupy OutOfMemoryError
+
+    r = JobRunner(job(), title="Liquid")
+    assert r.run() == FAILED
+    assert r.error.startswith("Out of GPU memory while baking (Liquid)") and "\n" not in r.error
+    assert len(pressure._gpu_solvers) == 0 and pool.total_bytes() <= (8 << 20)
+    x = cp.ones(1 << 20, dtype=cp.float32)  # the device still works
+    assert float(x.sum()) == float(1 << 20)
