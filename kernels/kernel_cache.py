@@ -140,10 +140,28 @@ def _use(cache: KernelCache) -> KernelCache:
         if _in_memory_ours:
             os.environ.pop(CUPY_IN_MEMORY_ENV, None)
             _in_memory_ours = False
+        _point_imported_cupy_at(cache.path)
     if cache.warning and cache.warning not in _warned:  # one message per distinct problem
         _warned.add(cache.warning)
         print(f"VoxFX: {cache.warning}", file=sys.stderr)
     return cache
+
+
+def _point_imported_cupy_at(path: Path) -> None:
+    """CuPy 14.2 reads CUPY_CACHE_DIR once, when ``cupy.cuda.compiler`` is imported (its
+    disk cache backend is made then; 13.x and 14.0 read it at every compile). If that
+    module is already loaded, hand it a backend for *path* through its own setter
+    (measured on an H100 with CuPy 14.2.0: without this, kernels kept going to the
+    folder chosen at import)."""
+    compiler = sys.modules.get("cupy.cuda.compiler")
+    setter = getattr(compiler, "_set_kernel_cache_backend", None)
+    disk = getattr(compiler, "_DiskKernelCacheBackend", None)
+    if setter is None or disk is None:
+        return
+    try:
+        setter(disk(str(path)))
+    except OSError:  # the folder was checked a moment ago; if it fails now the compile falls back
+        pass
 
 
 def _fall_back(reason: str) -> KernelCache:

@@ -1,3 +1,4 @@
+# ruff: noqa
 """Where does CuPy write its kernel cache? (diagnostic for tests/gpu/test_gpu_setup_gpu.py)"""
 import os, sys, tempfile, time, uuid
 from pathlib import Path
@@ -9,7 +10,7 @@ import cupy
 print("cupy", cupy.__version__, "env CUPY_CACHE_DIR", os.environ.get("CUPY_CACHE_DIR"), "in memory", os.environ.get("CUPY_CACHE_IN_MEMORY"))
 d = Path(tempfile.mkdtemp()) / "kernels"
 print("configure ->", kernel_cache.configure(d))
-print("get_cache_dir", cupy.cuda.compiler.get_cache_dir())
+print("backend", getattr(cupy.cuda.compiler, "_kernel_cache_backend", None).__dict__ if hasattr(cupy.cuda.compiler, "_kernel_cache_backend") else "13.x/14.0")
 marker = time.time()
 mod = backend.load_module("bitgrid.cu", options=(f"-DX{uuid.uuid4().hex}=1",))
 print("after compile, files in chosen:", list(d.iterdir()) if d.is_dir() else "missing")
