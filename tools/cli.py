@@ -17,6 +17,9 @@ def run(argv: list[str]) -> int:
     from tools.package import load
 
     voxfx = load()
+    if argv[:1] in (["-h"], ["--help"], []):
+        print("usage: python -m tools.cli [--blend FILE.blend] COMMAND ...\n"
+              "  --blend FILE.blend  open this .blend first, as `blender -b FILE.blend` would\n")
     if argv[:1] == ["--blend"]:
         if len(argv) < 2 or not os.path.isfile(argv[1]):
             print(f"voxfx: error: --blend needs an existing .blend file, not '{argv[1] if len(argv) > 1 else ''}'",

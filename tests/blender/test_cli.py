@@ -92,3 +92,9 @@ def test_forced_unusable_gpu_during_a_bake_is_one_line_not_an_internal_error(tmp
     assert r.returncode == 1
     assert "GPU backend requested" in r.stderr
     assert "Internal error" not in r.stderr + r.stdout and "Traceback" not in r.stderr + r.stdout
+
+
+def test_help_of_the_module_entry_point_names_blend():
+    r = subprocess.run([sys.executable, "-m", "tools.cli", "--help"], cwd=ROOT, capture_output=True, text=True,
+                       timeout=300, env={"VOXFX_BACKEND": "cpu", "PATH": ""})
+    assert r.returncode == 0 and "--blend FILE.blend" in r.stdout and "voxelize" in r.stdout
