@@ -20,6 +20,7 @@ inside a step) and cancel between steps.
 
 from __future__ import annotations
 
+import contextvars
 import sys
 import time
 import traceback
@@ -30,6 +31,16 @@ from ..kernels.backend import DeviceMemoryError
 from ..kernels.errors import Cancelled, VoxFXError
 
 RUNNING, FINISHED, CANCELLED, FAILED = "RUNNING", "FINISHED", "CANCELLED", "FAILED"
+_ACTIVE: contextvars.ContextVar = contextvars.ContextVar("voxfx_active_job", default=None)
+
+
+def kernel_progress(start: float, end: float, what: str):
+    """A ``progress(fraction, message)`` for a kernel called inside the running job's
+    step, mapping its 0..1 onto *start*..*end* of the job (None outside a job)."""
+    runner = _ACTIVE.get()
+    if runner is None:
+        return None
+    return lambda f, m: runner.kernel_progress(start + (end - start) * float(f), f"{what}: {m}")
 
 
 @dataclass
@@ -68,12 +79,17 @@ class JobRunner:
         self.error: Optional[str] = None
         self.result = None
         self._cancel_requested = False
+        self._outer: Optional[Callable[[float, str], bool]] = None
         self._started = clock()
 
     # -------------------------------------------------------------- progress
     def kernel_progress(self, fraction: float, message: str) -> bool:
-        """A ``progress`` callback for kernels inside a step: False once cancelled."""
+        """A ``progress`` callback for kernels inside a step: False once cancelled. The
+        outer callback of ``run`` (console lines in the CLI) hears it too, so a long
+        kernel is never silent."""
         self.fraction, self.message = float(fraction), message
+        if self._outer is not None and self._outer(self.fraction, self.message) is False:
+            self._cancel_requested = True
         return not self._cancel_requested
 
     def elapsed(self) -> float:
@@ -102,7 +118,11 @@ class JobRunner:
         if self._cancel_requested:
             return self._cancel()
         try:
-            item = next(self.steps)
+            token = _ACTIVE.set(self)  # kernels inside this step report through kernel_progress
+            try:
+                item = next(self.steps)
+            finally:
+                _ACTIVE.reset(token)
         except StopIteration as stop:
             self.state, self.fraction, self.result = FINISHED, 1.0, stop.value
             release_memory()  # the pool's free blocks and cached solvers: not kept past the bake
@@ -126,6 +146,7 @@ class JobRunner:
 
     def run(self, progress: Optional[Callable[[float, str], bool]] = None) -> str:
         """Run to the end (synchronous path); *progress* returning False cancels."""
+        self._outer = progress
         while self.step() == RUNNING:
             if progress is not None and progress(self.fraction, self.message) is False:
                 self.request_cancel()

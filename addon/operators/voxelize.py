@@ -28,7 +28,7 @@ from ...kernels.voxelize.lines import voxelize_segments
 from ...kernels.voxelize.topology import open_objects
 from .. import materials, scene_io, writeback
 from ..cache import MANIFEST, BakeCache, CacheError, blend_name, explain, resolve_folder
-from ..jobs import BakeResult, JobOperator
+from ..jobs import BakeResult, JobOperator, kernel_progress
 from ..sim_bake import summary as bake_summary
 
 KERNEL_MODE = {"SURFACE": "surface", "THIN": "thin", "SOLID": "solid", "SOLID_SURFACE": "solid+surface"}
@@ -341,7 +341,8 @@ def voxelize_job(context, objects, request: Request, warnings: list, frame=None)
                 warnings.append(f"Not closed: {', '.join(open_names)}; solid voxels use the 3-axis vote")
         guard = check_memory(spec, request, soup, segments, vote, lo, hi)
         yield (g_index + 0.2) / len(groups), f"voxelizing {base} ({'×'.join(map(str, spec.shape))})"
-        result = _voxelize_group(base, soup, segments, spec, request, vote, warnings, guard)
+        result = _voxelize_group(base, soup, segments, spec, request, vote, warnings, guard,
+                                 span=((g_index + 0.2) / len(groups), (g_index + 0.9) / len(groups)))
         yield (g_index + 0.9) / len(groups), f"writing {base}"
         results.append(result)
     return results
@@ -379,12 +380,16 @@ def _bounds(soup, segments):
     return np.min(los, axis=0), np.max(his, axis=0)
 
 
-def _voxelize_group(base, soup, segments, spec, request, vote, warnings, guard=None) -> Result:
+def _voxelize_group(base, soup, segments, spec, request, vote, warnings, guard=None, span=(0.0, 1.0)) -> Result:
+    """Voxelize one group; long kernels report per chunk into the job's *span* of progress
+    (CLI lines, the status bar) and stop at the next chunk when cancelled."""
+    a, b = span
     xp = backend.xp()
     empty = np.zeros((0, 3), dtype=np.float32)
     verts = soup.vertices if soup is not None else empty
     tris = soup.triangles if soup is not None else np.zeros((0, 3), dtype=np.int32)
-    grid = voxelize(verts, tris, spec, request.mode, vote=vote, xp=xp)
+    grid = voxelize(verts, tris, spec, request.mode, vote=vote, xp=xp,
+                    progress=kernel_progress(a, a + 0.6 * (b - a), f"voxelizing {base}"))
     bits = grid.bits
     if segments is not None:
         bits = voxelize_segments(segments.starts, segments.ends, spec, xp=np, words=bits)
@@ -407,7 +412,8 @@ def _voxelize_group(base, soup, segments, spec, request, vote, warnings, guard=N
     solid_mode = request.mode in ("solid", "solid+surface")
     cover = None  # fraction of each voxel inside the mesh (solid modes only)
     if solid_mode and len(tris) and ("volume" in request.outputs or "points" in request.outputs):
-        cover = coverage(verts, tris, spec, vote=vote, xp=xp)
+        cover = coverage(verts, tris, spec, vote=vote, xp=xp,
+                         progress=kernel_progress(a + 0.6 * (b - a), b, f"coverage of {base}"))
     if "points" in request.outputs:
         cov = cover[ijk[:, 2], ijk[:, 1], ijk[:, 0]] if cover is not None else np.ones(len(ijk), np.float32)
         # Cycles draws a point cloud with its first material only (5.0 ignores material_index),

@@ -105,3 +105,26 @@ def test_vox_path_relative_to_an_unsaved_file_is_refused(registered, tmp_path, m
     with pytest.raises(RuntimeError, match="relative to the .blend file, which is not saved yet"):
         bpy.ops.voxfx.voxelize()
     assert not (tmp_path / "voxels.vox").exists()
+
+
+def test_voxelize_reports_progress_from_inside_its_kernels_and_cancels_there(registered):
+    from voxfx.addon.jobs import JobRunner
+    from voxfx.addon.operators.voxelize import plan, voxelize_job
+
+    s, _ = registered
+    s.resolution, s.mode = 48, "SOLID_SURFACE"
+    bpy.ops.mesh.primitive_monkey_add()
+    monkey = bpy.context.active_object
+    request = plan(s, "//voxfx_cache/")
+    request.outputs = {"points"}
+    heard = []
+    runner = JobRunner(voxelize_job(bpy.context, [monkey], request, []), title="voxelize")
+    assert runner.run(lambda f, m: heard.append((f, m)) or True) == "FINISHED"
+    inside = [m for _, m in heard if m.startswith("voxelizing Suzanne:")]
+    assert inside, heard  # the kernels' own stages, not only the job's steps
+    fractions = [f for f, _ in heard]
+    assert fractions == sorted(fractions)  # progress only moves forward
+    before = set(bpy.data.objects.keys())
+    runner = JobRunner(voxelize_job(bpy.context, [monkey], request, []), title="voxelize")
+    state = runner.run(lambda f, m: not m.startswith("voxelizing Suzanne:"))  # Esc inside the kernel
+    assert state == "CANCELLED" and set(bpy.data.objects.keys()) == before
