@@ -21,6 +21,8 @@ def scene(tmp_path):
     monkey = bpy.context.active_object
     red = bpy.data.materials.new("Red")
     red.diffuse_color = (1, 0, 0, 1)
+    if red.node_tree is None:  # Blender 4.5 makes materials without nodes
+        red.use_nodes = True
     red.node_tree.nodes["Principled BSDF"].inputs["Base Color"].default_value = (1, 0, 0, 1)  # what renders
     monkey.data.materials.append(red)
     bpy.ops.object.text_add(location=(2.0, 0, 0))
