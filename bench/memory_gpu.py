@@ -56,6 +56,8 @@ class PeakHook(memory_hook.MemoryHook):
     name = "VoxFXPeak"
 
     def __init__(self):
+        self.trace = None  # a list: record big allocations (phase, MiB, used MiB, caller) there
+        self.phase = ""
         self.reset()
 
     def reset(self):
@@ -67,6 +69,13 @@ class PeakHook(memory_hook.MemoryHook):
     def malloc_postprocess(self, **kwargs):
         self.peak = max(self.peak, POOL.used_bytes())
         self.reserved = max(self.reserved, POOL.total_bytes())
+        if self.trace is not None and kwargs.get("mem_size", 0) >= (4 << 20):
+            import traceback
+
+            frames = [f for f in traceback.extract_stack()[:-2] if "voxfx" in f.filename or "kernels" in f.filename]
+            where = " < ".join(f"{Path(f.filename).name}:{f.lineno} {f.name}" for f in frames[-3:][::-1])
+            self.trace.append((self.phase, kwargs["mem_size"] / 2**20, (POOL.used_bytes() - self.base) / 2**20,
+                               where))
 
     @property
     def growth(self):
@@ -218,7 +227,7 @@ def bench_flip(hook, resolutions):
         fresh()
         hook.reset()
         spec, particles, sim = bake(res)
-        est = flip_memory(spec, particles)
+        est = flip_memory(spec, particles, xp=cp)
         record("flip bake", f"{res}³, {particles:,} particles", hook.growth, est,
                f"reserved {hook.reserved / 2**20:,.0f} MiB")
         first = hook.growth
@@ -235,10 +244,76 @@ def bench_flip(hook, resolutions):
         fresh()
 
 
+def bench_flip_trace(hook, res):
+    """Where a small bake's peak comes from: growth per phase and every allocation of
+    4 MiB or more with its caller (printed, not judged)."""
+    from voxfx.kernels.flip.surface import WALL_CELLS
+
+    fresh()
+    spec = GridSpec((0.0, 0.0, 0.0), 1.0 / res, (res, res, res))
+    v, t = box_mesh((0.05, 0.05, 0.05), (0.55, 0.95, 0.5))
+    hook.trace = []
+    hook.reset()
+    phases = []
+
+    def phase(name, fn):
+        hook.phase = name
+        out = fn()
+        cp.cuda.Device().synchronize()
+        phases.append((name, (hook.peak - hook.base) / 2**20, (POOL.used_bytes() - hook.base) / 2**20))
+        return out
+
+    sim = phase("construct", lambda: FlipSimulation(spec, FlipSettings(max_substeps=2, pressure_max_iterations=60),
+                                                    v, t, xp=cp))
+    for f in range(2):
+        phase(f"step {f}", lambda: sim.step(1 / 24))
+        phase(f"particles_host {f}", sim.particles_host)
+        phase(f"level_set {f}", sim.level_set)
+        phase(f"cell_velocity {f}", lambda: sim.cell_velocity(padding=WALL_CELLS))
+    parts = flip_memory(spec, int(sim.pos.shape[0]), parts=True, xp=cp)
+    print(f"trace | flip {res}³, {int(sim.pos.shape[0]):,} particles | estimate stages (MiB): "
+          + ", ".join(f"{k} {b / 2**20:.1f}" for k, b in parts.items()))
+    for name, peak, used in phases:
+        print(f"trace | phase {name} | peak so far {peak:.1f} MiB | in use after {used:.1f} MiB")
+    for ph, size, used, where in hook.trace:
+        print(f"trace | alloc in {ph} | {size:.1f} MiB | in use {used:.1f} MiB | {where}")
+    hook.trace = None
+    del sim
+    fresh()
+
+
+def bench_snow(hook, configs):
+    """A snow bake (construct, three steps with drift, frame outputs) vs ``SnowDomain.nbytes``."""
+    sys.path.insert(0, str(ROOT))
+    from bench.sim_scenes import snow_scene
+    from voxfx.kernels.snow.sim import SnowSimulation
+
+    for flakes, wind, ground in configs:
+        fresh()
+        domain, settings, (v, t), (ov, ot) = snow_scene(flakes, wind, ground)
+        est = domain.nbytes(flakes, xp=cp)
+        hook.reset()
+        sim = SnowSimulation(domain, settings, v, t, ov, ot, xp=cp)
+        construct = hook.growth
+        for _ in range(3):
+            sim.step(1 / 48)
+        sim.flakes_host()
+        sim.snow_host()
+        cp.cuda.Device().synchronize()
+        nx, ny, nz = domain.wind.shape
+        gx, gy = domain.ground_shape
+        record("snow bake", f"{flakes:,} flakes, wind {nx}×{ny}×{nz}, ground {gx}×{gy}", hook.growth, est,
+               f"construct {construct / 2**20:.0f} MiB")
+        del sim
+        fresh()
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small sizes only (a minute)")
     ap.add_argument("--max-res", type=int, default=1024)
+    ap.add_argument("--only", default="voxelize,count,pressure,flip,trace,snow",
+                    help="comma-separated groups to run (default: all)")
     args = ap.parse_args(argv)
     out = Path(os.environ.get("OUT", "."))
     out.mkdir(parents=True, exist_ok=True)
@@ -253,10 +328,20 @@ def main(argv=None) -> int:
     flp = [r for r in ((32, 64) if args.quick else (64, 128, 192)) if r <= args.max_res]
     t0 = time.time()
     with PeakHook() as hook:
-        bench_voxelize(hook, vox)
-        bench_count_big(hook, 512 if args.quick else 2048)
-        bench_pressure(hook, prs)
-        bench_flip(hook, flp)
+        only = set(args.only.split(","))
+        if "voxelize" in only:
+            bench_voxelize(hook, vox)
+        if "count" in only:
+            bench_count_big(hook, 512 if args.quick else 2048)
+        if "pressure" in only:
+            bench_pressure(hook, prs)
+        if "flip" in only:
+            bench_flip(hook, flp)
+        if "trace" in only:
+            bench_flip_trace(hook, 64)
+        if "snow" in only:
+            bench_snow(hook, [(100_000, 32, 129), (1_000_000, 128, 513)] if args.quick else
+                   [(100_000, 32, 129), (1_000_000, 128, 513), (4_000_000, 256, 1025), (10_000_000, 256, 2049)])
     result = {"device": name, "total_bytes": int(total), "cupy": cp.__version__, "rows": ROWS, "failed": FAILED,
               "seconds": time.time() - t0}
     (out / "memory_gpu.json").write_text(json.dumps(result, indent=1))

@@ -84,8 +84,15 @@ def check_memory(s, soup, domain: SnowDomain, flakes: int) -> None:
     from ...kernels.memory import release_gpu_pool
 
     release_gpu_pool()  # blocks an earlier bake left in VoxFX's pool count as free
+    from ...kernels.snow.ground import terrain_items
+
     free = int(backend.device_info().free_bytes * backend.SAFETY_FRACTION)
-    need = domain.nbytes(flakes)
+
+    def need_at(d: SnowDomain, n_flakes: int) -> int:
+        return d.nbytes(n_flakes, terrain_items=terrain_items(soup.vertices, soup.triangles, d),
+                        triangles=len(soup.triangles))
+
+    need = need_at(domain, flakes)
     if need <= free:
         return
     what = (f"A snow simulation with {flakes:,} flakes, {'×'.join(map(str, domain.wind.shape))} wind cells and "
@@ -93,12 +100,12 @@ def check_memory(s, soup, domain: SnowDomain, flakes: int) -> None:
             f"{backend.format_bytes(free)} is free on {backend.device_info().name}")
     from ...kernels.memory import largest_that_fits
 
-    best = largest_that_fits(lambda res: plan_domain_with(s, soup, res).nbytes(flakes), free, 8,
+    best = largest_that_fits(lambda res: need_at(plan_domain_with(s, soup, res), flakes), free, 8,
                              s.wind_resolution - 1)
     if best is not None:
         raise InputError(f"{what}. The largest wind resolution that fits is {best}")
-    per_flake = SnowDomain.BYTES_PER_FLAKE
-    rest = plan_domain_with(s, soup, 8).nbytes(0)
+    per_flake = SnowDomain.BYTES_PER_FLAKE if backend.xp() is not np else SnowDomain.CPU_BYTES_PER_FLAKE
+    rest = need_at(plan_domain_with(s, soup, 8), 0)
     raise InputError(f"{what}. At most {max(0, (free - rest) // per_flake):,} flakes fit")
 
 

@@ -207,7 +207,7 @@ def _region_mean_removed(a, enclosed, labels, xp):
     idx = labels[enclosed]
     n = int(a.size)
     sums = xp.bincount(idx, weights=a[enclosed].astype(xp.float64), minlength=n)
-    counts = xp.bincount(idx, minlength=n)
+    counts = xp.bincount(idx, weights=xp.ones(idx.shape, xp.float64), minlength=n)  # weighted: no CUB histogram
     out = a.copy()
     out[enclosed] = (a[enclosed] - (sums[idx] / counts[idx])).astype(a.dtype)
     return out

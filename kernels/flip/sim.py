@@ -35,9 +35,10 @@ class SimulationError(VoxFXError):
     """The simulation became invalid (NaN): the bake stops and keeps the last good frame."""
 
 
-def flip_memory(spec: GridSpec, particles: int, apic: bool = False, parts: bool = False):
-    """Peak device bytes of a FLIP bake (``FlipSimulation`` on CuPy), stage by stage; the
-    largest stage is the peak (``parts=True``: the dict of stages). C cells, F faces
+def flip_memory(spec: GridSpec, particles: int, apic: bool = False, parts: bool = False, xp=None):
+    """Peak bytes of a FLIP bake (``FlipSimulation``) on the device of *xp* (default: the
+    current backend's), stage by stage; the largest stage is the peak (``parts=True``: the
+    dict of stages). On the CPU see ``_flip_memory_cpu``. On the GPU, with C cells, F faces
     (≈ 3C), P particles:
 
     * state, alive throughout: u, v, w and solid_u/v/w float32 (8 B/face), cell and
@@ -57,6 +58,8 @@ def flip_memory(spec: GridSpec, particles: int, apic: bool = False, parts: bool 
     """
     from .surface import KERNEL_PER_RADIUS, estimate_gpu_bytes
 
+    if (xp or backend.xp()) is np:
+        return _flip_memory_cpu(spec, particles, apic, parts)
     nx, ny, nz = spec.shape
     C = spec.voxel_count
     F = (nx + 1) * ny * nz + nx * (ny + 1) * nz + nx * ny * (nz + 1)
@@ -74,6 +77,34 @@ def flip_memory(spec: GridSpec, particles: int, apic: bool = False, parts: bool 
         return {"state": state, **stages, "total": max(stages.values())}
     return int(max(stages.values()))
 
+
+
+def _flip_memory_cpu(spec: GridSpec, particles: int, apic: bool, parts: bool):
+    """Peak host bytes of a FLIP bake on the NumPy path, fitted to tracemalloc and RSS
+    measurements stage by stage (``bench/memory_sim.py``, 32³–96³, two fill heights) and
+    rounded up:
+
+    * a substep: ~272 B per particle and ~46 B per cell (state and NumPy temporaries of
+      the transfers, the counting sort and the solve), +72 B per particle with APIC;
+    * the frame's closed level set: the state, ~76 B per particle and its wall mirrors,
+      48 B per node of the grown grid, and its batches of (particle, node) pairs
+      (``surface.CHUNK_PAIRS`` at ~42 B per pair, fewer when the particles make fewer).
+    """
+    from .surface import CHUNK_PAIRS, _reachable_offsets, surface_grid, surface_radii
+
+    C = spec.voxel_count
+    P = int(particles)
+    extra = 80 if apic else 0
+    state = 24 * P + 24 * C + (36 * P if apic else 0)
+    r, R = surface_radii(spec.voxel_size, 8)
+    pairs = min(CHUNK_PAIRS, 2 * P * len(_reachable_offsets(R, spec.voxel_size)[1]))
+    stages = {
+        "substep": (300 + extra) * P + 60 * C,
+        "frame output": state + 90 * P + 48 * surface_grid(spec).voxel_count + 42 * pairs,
+    }
+    if parts:
+        return {"state": state, **stages, "total": max(stages.values())}
+    return int(max(stages.values()))
 
 
 def cells_of(vertices, triangles, spec: GridSpec, xp, vote=True):
@@ -189,7 +220,8 @@ class FlipSimulation:
         if len(cells) == 0:
             return 0
         nx, ny, nz = self.spec.shape
-        occupied = xp.bincount(self._cell_of_particles(), minlength=nx * ny * nz) > 0
+        occupied = xp.zeros(nx * ny * nz, dtype=bool)  # a scatter, not a histogram of C bins (surface.py)
+        occupied[self._cell_of_particles()] = True
         linear = (cells[:, 2] * ny + cells[:, 1]) * nx + cells[:, 0]
         solid = backend.to_numpy(self.grid.solid).ravel()
         free = cells[~backend.to_numpy(occupied)[linear] & (solid[linear] == 0)]

@@ -449,8 +449,8 @@ def estimate_gpu_bytes(n_particles: int, spec: GridSpec, kernel_radius: float) -
     """Peak device memory of ``particle_level_set`` on the GPU beyond its inputs."""
     cells = _cell_grid(spec, kernel_radius)[2]
     n = int(n_particles)
-    per_particle = 4 + 16 + 8 + 16 + 8  # key, argsort's copies and scratch, order (int64), float4, checks
-    per_cell = 8 + 4 + 8  # counts (int64 from bincount), starts (int32), scan scratch
+    per_particle = 4 + 16 + 8 + 16 + 8 + 4  # key, argsort copies + scratch, order, float4, checks, sorted key
+    per_cell = 4 + 8 + 4  # the searched cell ids (int32), their int64 positions, starts (int32)
     return n * per_particle + (int(np.prod(cells)) + 2) * per_cell + 2 * 4 * spec.voxel_count
 
 
@@ -487,9 +487,10 @@ def _level_set_gpu(pos, radii, spec, R, band, smooth_iterations):
     order = cp.argsort(keys)
     # 2. Cell start offsets: an exclusive scan of the per-cell counts.
     starts = cp.zeros(n_cells + 1, dtype=cp.int32)
-    if n:
-        counts = cp.bincount(keys, minlength=n_cells + 1)[:n_cells]
-        cp.cumsum(counts, out=starts[1:])
+    if n:  # keys below cell c, by binary search in the sorted keys: no histogram of n_cells
+        # bins (CuPy's bincount takes a CUB histogram there, whose per-block copies of the
+        # bins cost 250 MiB at 64³ on an H100 — measured, bench/memory_gpu.py).
+        starts[1:] = cp.searchsorted(keys[order], cp.arange(1, n_cells + 1, dtype=cp.int32), side="left")
     # 3. Particles as float4 (x, y, z, r) in cell order.
     packed = cp.empty((n, 4), dtype=cp.float32)
     if n:

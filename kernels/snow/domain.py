@@ -159,20 +159,41 @@ class SnowDomain:
     def top(self) -> float:
         return self.wind.upper[2]
 
-    # Peak bytes per unit, counted from the arrays the stages allocate (measured against
-    # the code, rounded up): wind cell — u, v, w and their back buffers (24), p, rhs (8),
-    # airborne snow, its back buffer and limiter (12),
-    # solid, diag, the objects' cells and a copy (4), pocket labels and masks in
-    # set_obstacles (12), voxelizer temporaries while obstacles are built (8);
-    # ground vertex — terrain, snow, deposit, near-ground wind (2), scratch (3), lattice xy
-    # (2), NumPy temporaries (2); flake — pos, vel, phase, spawn (32) and the RNG and
-    # parameter temporaries of initialisation and respawn (48).
-    BYTES_PER_CELL = 68
-    BYTES_PER_VERTEX = 48
-    BYTES_PER_FLAKE = 80
+    # GPU peak bytes per unit: a least-squares fit of the measured peaks of four bakes on
+    # an H100 (construct, three steps with drift, frame outputs; 100k–10M flakes, wind
+    # 32²×12–256²×90, ground 129²–2049²: bench/memory_gpu.py) gave 39 B per wind cell
+    # (u, v, w and back buffers, pressure, airborne snow, solid masks), 35 B per ground
+    # vertex and 61 B per flake (state and the RNG temporaries of respawn); rounded up.
+    BYTES_PER_CELL = 48
+    BYTES_PER_VERTEX = 40
+    BYTES_PER_FLAKE = 64
+    # CPU (NumPy) peaks, measured with tracemalloc stage by stage (bench/memory_sim.py):
+    # a step holds each flake's state and its NumPy temporaries (~208 B per flake) next to
+    # the grids; building the terrain rasterizes (triangle, lattice vertex) pairs in
+    # batches of ``ground.CHUNK_ITEMS`` at ~200 B per pair, plus ~100 B per triangle.
+    CPU_BYTES_PER_FLAKE = 240
+    CPU_BYTES_PER_CELL = 110
+    CPU_BYTES_PER_VERTEX = 100
+    CPU_BYTES_PER_TERRAIN_ITEM = 200
+    CPU_BYTES_PER_TRIANGLE = 100
 
-    def nbytes(self, flakes: int) -> int:
-        """Peak memory of a simulation of this size (checked before allocating)."""
+    def nbytes(self, flakes: int, xp=None, terrain_items: int = 0, triangles: int = 0) -> int:
+        """Peak memory of a simulation of this size (checked before allocating), on the
+        device of *xp* (default: the current backend's). On the CPU, building the terrain
+        is a peak of its own: *terrain_items* (``ground.terrain_items``) (triangle,
+        lattice vertex) pairs of *triangles* receiver triangles, batched."""
+        from .. import backend
+
+        xp = xp or backend.xp()
         nx, ny, nz = self.wind.shape
         gx, gy = self.ground_shape
-        return int(self.BYTES_PER_CELL * nx * ny * nz + self.BYTES_PER_VERTEX * gx * gy + self.BYTES_PER_FLAKE * flakes)
+        cells, verts, flakes = nx * ny * nz, gx * gy, int(flakes)
+        if xp is not np:
+            return int(self.BYTES_PER_CELL * cells + self.BYTES_PER_VERTEX * verts + self.BYTES_PER_FLAKE * flakes)
+        from .ground import CHUNK_ITEMS
+
+        state = 36 * cells + 16 * verts + 32 * flakes
+        step = self.CPU_BYTES_PER_FLAKE * flakes + self.CPU_BYTES_PER_CELL * cells + self.CPU_BYTES_PER_VERTEX * verts
+        build = state + self.CPU_BYTES_PER_TERRAIN_ITEM * min(int(terrain_items), CHUNK_ITEMS) \
+            + self.CPU_BYTES_PER_TRIANGLE * int(triangles)
+        return int(max(step, build))

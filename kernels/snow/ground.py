@@ -410,3 +410,17 @@ def solid_from_ground(terrain, snow, domain: SnowDomain, out=None):
         return below.astype(np.uint8)
     out |= below.astype(np.uint8)
     return out
+
+
+def terrain_items(vertices, triangles, domain: SnowDomain) -> int:
+    """(triangle, lattice vertex) pairs ``terrain_from_triangles`` tests on the CPU: what
+    its batches hold, for the memory guard (``SnowDomain.nbytes``). NumPy, O(triangles)."""
+    vertices, triangles = np.asarray(backend.to_numpy(vertices)), np.asarray(backend.to_numpy(triangles), np.int64)
+    if not len(triangles):
+        return 0
+    gx, gy = (int(n) for n in domain.ground_shape)
+    ox, oy = (float(o) for o in domain.ground_origin)
+    X, Y, _ = _lattice_units(vertices, ox, oy, float(domain.ground_cell), np)
+    area, ilo, ihi, jlo, jhi = _triangle_boxes(X, Y, triangles, gx, gy)
+    wi, wj = ihi - ilo + 1, jhi - jlo + 1
+    return int(np.where((area != 0) & (wi > 0) & (wj > 0), wi * wj, 0).sum())

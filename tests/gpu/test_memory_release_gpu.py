@@ -60,3 +60,36 @@ def test_job_runner_releases_the_pool_after_a_failed_bake():
     assert len(pressure._gpu_solvers) == 0 and pool.total_bytes() <= (8 << 20)
     x = cp.ones(1 << 20, dtype=cp.float32)  # the device still works
     assert float(x.sum()) == float(1 << 20)
+
+
+def test_small_bake_peak_is_what_the_guard_says():
+    """A 64³ bake's peak device memory (pool bytes in use, every malloc) stays within
+    [0.67, 1.5]× ``flip_memory``: the surface's cell offsets once took a CUB histogram of
+    every binning cell, 250 MiB where the formula said 55 MiB (issue 21 §6)."""
+    import cupy as cp
+    from cupy.cuda import memory_hook
+
+    from voxfx.kernels.flip.sim import flip_memory
+
+    pool = cp.get_default_memory_pool()
+
+    class Peak(memory_hook.MemoryHook):
+        name = "VoxFXTestPeak"
+        peak = 0
+
+        def malloc_postprocess(self, **kwargs):
+            self.peak = max(self.peak, pool.used_bytes())
+
+    memory.release_gpu_pool()
+    base = pool.used_bytes()
+    with Peak() as hook:
+        hook.peak = base
+        sim = _bake(cp, res=64)
+        sim.step(1 / 24)
+        sim.level_set()
+        sim.cell_velocity()
+    estimate = flip_memory(sim.spec, int(sim.pos.shape[0]), xp=cp)
+    ratio = (hook.peak - base) / estimate
+    del sim
+    memory.release_gpu_pool()
+    assert 0.67 <= ratio <= 1.5, f"measured/estimate {ratio:.2f}"
