@@ -219,7 +219,17 @@ extern "C" __global__ void step_flakes(float* __restrict__ pos, float* __restric
             int ci = nearest_vertex(x, gx0, gcell, gx), cj = nearest_vertex(y, gy0, gcell, gy);
             long long c = (long long)cj * gx + ci;
             float ground = terrain[c];
-            if (ground != NO_GROUND && z < ground + snow[c]) {
+            float surface = ground + snow[c];
+            if (ground != NO_GROUND && z < surface) {
+                if (p[2] < surface) {  // met a wall from the side: lands at its foot (issue 22 §4)
+                    int pci = nearest_vertex(p[0], gx0, gcell, gx), pcj = nearest_vertex(p[1], gy0, gcell, gy);
+                    long long pc = (long long)pcj * gx + pci;
+                    if (terrain[pc] != NO_GROUND) {
+                        ci = pci;
+                        cj = pcj;
+                        c = pc;
+                    }
+                }
                 // §3.3.2: 16 units over the 3×3 nearest vertices (1-2-1 × 1-2-1), mirrored
                 // into the lattice at its sides (a side vertex stands for half a cell, so the
                 // depth stays even: issue 18), and onto the impact vertex where a neighbour

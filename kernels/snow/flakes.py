@@ -38,7 +38,9 @@ global ωt, so flakes are not in step.
 Boundaries. x and y are periodic over the wind box. A flake lifted above the top is held
 at the lid (z = top, upward speed dropped). It lands when z < terrain + snow at the
 nearest ground vertex (round((x − x0)/cell), clamped to the lattice; columns with
-``NO_GROUND`` never collide) and then adds 16 units to ``deposit`` over the 3×3 nearest
+``NO_GROUND`` never collide) — at the vertex it came from when it was already below that
+surface before the move (it met a wall from the side and slides to its foot) — and then
+adds 16 units to ``deposit`` over the 3×3 nearest
 vertices, weights 1-2-1 × 1-2-1 mirrored into the lattice at its sides (§3.3.2; integer, so
 the sum is exactly 16 × landed on both backends), counts one in ``landed``, and respawns
 (§3.3.1): spawn + 1, new x/y uniform over the box, z within one wind cell below the top,
@@ -311,8 +313,16 @@ def step_flakes(flakes: Flakes, u, v, w, domain: SnowDomain, terrain, snow, depo
         ci = _nearest_vertex(xs, g.x0, g.cell, g.gx)
         cj = _nearest_vertex(ys, g.y0, g.cell, g.gy)
         ground = terrain[cj, ci]
-        hit = finite & (ground != NO_GROUND) & (z < ground + snow[cj, ci])  # §3.3.1
+        surface = ground + snow[cj, ci]
+        hit = finite & (ground != NO_GROUND) & (z < surface)  # §3.3.1
         respawn = ~finite | hit | (z < s.oz)
+        # Met a wall: a flake already below the surface of the column it moves into came in
+        # from the side (a roof's edge, a step) and slides down to the foot, the vertex it
+        # came from — it does not land on top of the wall (issue 22 §4).
+        pci = _nearest_vertex(np.where(finite, p[:, 0], s.ox), g.x0, g.cell, g.gx)
+        pcj = _nearest_vertex(np.where(finite, p[:, 1], s.oy), g.y0, g.cell, g.gy)
+        side = hit & (p[:, 2] < surface) & (terrain[pcj, pci] != NO_GROUND)
+        ci, cj = np.where(side, pci, ci), np.where(side, pcj, cj)
 
     count = int(np.count_nonzero(hit))
     if count:

@@ -411,6 +411,25 @@ def test_deposit_is_conserved_on_edges_and_corners(landed_dtype):
     assert np.all(flakes.spawn == 1)
 
 
+def test_a_flake_that_meets_a_wall_from_the_side_lands_at_its_foot():
+    """Flakes 1 m up beside a 3 m block, blown into its columns, meet its wall: they land
+    at the vertex they came from (the wall's foot), never on the block's top; a flake
+    above the top lands on it (issue 22 §4: a roof's lip got 6–15 % extra snow)."""
+    world = World()
+    gx, gy = world.domain.ground_shape
+    cell = world.domain.ground_cell
+    world.terrain[:, 20:] = 3.0  # a block from vertex column 20 on
+    y = np.arange(3, gy - 3) * cell
+    side = np.stack([np.full(y.size, 19.45 * cell), y, np.full(y.size, 1.0)], axis=1)  # 1 m up, beside
+    top = np.stack([np.full(y.size, 19.45 * cell), y, np.full(y.size, 3.02)], axis=1)  # just above the top
+    flakes = flakes_at(np.concatenate([side, top]), [4.0 * cell, 0, -1.0])  # 0.2 cell on in 0.05 s
+    world.step(flakes, SnowSettings(spiral_scale=0.0), 0.05)
+    assert world.landed[0] == 2 * y.size
+    rows = list(range(3, gy - 3))
+    want = deposit_oracle((gy, gx), [(19, j) for j in rows] + [(20, j) for j in rows])
+    assert np.array_equal(world.deposit, want)
+
+
 def test_deposit_is_conserved_over_a_long_windy_run():
     world = World(wind=(2.0, 1.0, 0.0))
     world.terrain[...] = np.linspace(0, 1.5, world.terrain.shape[1], dtype=np.float32)  # a slope to the walls
