@@ -36,3 +36,23 @@ def test_dense_round_trip_matches_the_cpu():
     assert np.array_equal(backend.to_numpy(gpu.topology.keys), cpu.topology.keys)
     assert np.array_equal(backend.to_numpy(gpu.channels["v"]), cpu.channels["v"])
     assert np.array_equal(backend.to_numpy(gpu.to_dense("v", (-5, 3, 9), (57, 33, 40))), dense)
+
+
+def test_neighbours_apron_laplacian_and_active_voxels_match_the_cpu():
+    import cupy as cp
+
+    from voxfx.kernels.grid import sparse_ops
+
+    rs = np.random.default_rng(2)
+    dense = np.zeros((50, 41, 63), np.float32)
+    for _ in range(10):
+        z, y, x = rs.integers(0, 40, 3)
+        dense[z:z + 7, y:y + 5, x:x + 12] = rs.standard_normal((7, 5, 12))
+    cpu = SparseGrid.from_dense("v", dense, (-7, 2, -30))
+    gpu = SparseGrid.from_dense("v", cp.asarray(dense), (-7, 2, -30))
+    assert np.array_equal(backend.to_numpy(sparse_ops.neighbour_table(gpu)), sparse_ops.neighbour_table(cpu))
+    for w in (1, 4):
+        assert np.array_equal(backend.to_numpy(sparse_ops.with_apron(gpu, "v", w)), sparse_ops.with_apron(cpu, "v", w))
+    assert np.array_equal(backend.to_numpy(sparse_ops.laplacian(gpu, "v")), sparse_ops.laplacian(cpu, "v"))
+    assert np.array_equal(backend.to_numpy(sparse_ops.active_voxels(gpu, "v")), sparse_ops.active_voxels(cpu, "v"))
+    assert sparse_ops.count(gpu, "v") == sparse_ops.count(cpu, "v")
