@@ -17,7 +17,13 @@ All of it is ``xp`` array operations, identical on NumPy and CuPy.
 
 from __future__ import annotations
 
-from .sparse import BRICK, SparseGrid, brick_keys
+import numpy as np
+
+from .. import backend
+from ..errors import InputError
+from .sparse import BRICK, LOG2, SparseGrid, brick_keys
+
+_THREADS = 256
 
 CENTRE = 13  # index of (0, 0, 0) among the 27 offsets (dz, dy, dx) ∈ {−1, 0, 1}³, z slowest
 
@@ -98,3 +104,65 @@ def count(grid: SparseGrid, channel: str) -> int:
     if differs.ndim > 4:
         differs = differs.reshape(differs.shape[:4] + (-1,)).any(axis=-1)
     return int(xp.count_nonzero(differs))
+
+
+def _voxels(ijk, xp):
+    ijk = xp.ascontiguousarray(xp.asarray(ijk), dtype=xp.int64)
+    if ijk.ndim != 2 or ijk.shape[1] != 3:
+        raise InputError(f"voxel indices must be an (m, 3) integer array, not shape {tuple(ijk.shape)}")
+    return ijk
+
+
+def _slots_of_voxels(topo, ijk, xp):
+    """Pool slot of each voxel's brick, −1 where it is inactive or beyond the key range."""
+    from .sparse import BITS, OFFSET
+
+    b = (ijk >> LOG2) + OFFSET
+    inside = ((b >= 0) & (b < (1 << BITS))).all(axis=1)
+    keys = (b[:, 2] << (2 * BITS)) | (b[:, 1] << BITS) | b[:, 0]
+    return xp.where(inside, topo.lookup(xp.where(inside, keys, 0)), xp.int32(-1))
+
+
+def values_at(grid: SparseGrid, channel: str, ijk):
+    """Values of a scalar *channel* at lattice voxels *ijk* ((m, 3) integer, x y z); the
+    background where the brick is inactive. One binary search per voxel."""
+    xp = grid.xp
+    ijk = _voxels(ijk, xp)
+    pool = grid.channels[channel]
+    bg = grid.backgrounds[channel]
+    topo = grid.topology
+    if xp is not np and pool.dtype == np.float32 and pool.ndim == 4:
+        out = xp.empty(ijk.shape[0], xp.float32)
+        if ijk.shape[0]:
+            backend.get_kernel("sparse.cu", "sparse_gather_f32")(
+                ((ijk.shape[0] + _THREADS - 1) // _THREADS,), (_THREADS,),
+                (ijk, np.int64(ijk.shape[0]), topo.keys, topo.slots, np.int64(topo.count), pool, np.float32(bg), out))
+        return out
+    slot = _slots_of_voxels(topo, ijk, xp)
+    local = (ijk & (BRICK - 1))
+    got = pool[xp.maximum(slot, 0), local[:, 2], local[:, 1], local[:, 0]]
+    return xp.where(slot >= 0, got, xp.asarray(bg, dtype=pool.dtype))
+
+
+def set_voxels(grid: SparseGrid, channel: str, ijk, value=1) -> int:
+    """Set a uint8 *channel* to *value* at lattice voxels *ijk* whose brick is active;
+    returns how many voxels had no active brick (and were not set)."""
+    xp = grid.xp
+    ijk = _voxels(ijk, xp)
+    pool = grid.channels[channel]
+    if pool.dtype != np.uint8 or pool.ndim != 4:
+        raise InputError(f"set_voxels writes a scalar uint8 channel, not {pool.dtype} {pool.shape[4:]}")
+    topo = grid.topology
+    if xp is not np:
+        missed = xp.zeros(1, xp.uint64)
+        if ijk.shape[0]:
+            backend.get_kernel("sparse.cu", "sparse_set_u8")(
+                ((ijk.shape[0] + _THREADS - 1) // _THREADS,), (_THREADS,),
+                (ijk, np.int64(ijk.shape[0]), topo.keys, topo.slots, np.int64(topo.count), pool, np.uint8(value),
+                 missed))
+        return int(missed[0])
+    slot = _slots_of_voxels(topo, ijk, xp)
+    ok = slot >= 0
+    local = ijk[ok] & (BRICK - 1)
+    pool[slot[ok], local[:, 2], local[:, 1], local[:, 0]] = value
+    return int((~ok).sum())

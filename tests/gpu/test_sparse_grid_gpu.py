@@ -56,3 +56,21 @@ def test_neighbours_apron_laplacian_and_active_voxels_match_the_cpu():
     assert np.array_equal(backend.to_numpy(sparse_ops.laplacian(gpu, "v")), sparse_ops.laplacian(cpu, "v"))
     assert np.array_equal(backend.to_numpy(sparse_ops.active_voxels(gpu, "v")), sparse_ops.active_voxels(cpu, "v"))
     assert sparse_ops.count(gpu, "v") == sparse_ops.count(cpu, "v")
+
+
+def test_values_at_and_set_voxels_kernels_match_the_cpu():
+    import cupy as cp
+
+    from voxfx.kernels.grid import sparse_ops
+
+    rs = np.random.default_rng(3)
+    dense = (rs.random((30, 40, 50)) > 0.9).astype(np.float32) * rs.random((30, 40, 50)).astype(np.float32)
+    cpu = SparseGrid.from_dense("v", dense, (-20, 5, 3))
+    gpu = SparseGrid.from_dense("v", cp.asarray(dense), (-20, 5, 3))
+    ijk = rs.integers(-40, 70, (100_000, 3))
+    assert np.array_equal(backend.to_numpy(sparse_ops.values_at(gpu, "v", cp.asarray(ijk))),
+                          sparse_ops.values_at(cpu, "v", ijk))
+    cpu.add_channel("m", np.uint8)
+    gpu.add_channel("m", np.uint8)
+    assert sparse_ops.set_voxels(gpu, "m", cp.asarray(ijk), 5) == sparse_ops.set_voxels(cpu, "m", ijk, 5)
+    assert np.array_equal(backend.to_numpy(gpu.channels["m"]), cpu.channels["m"])

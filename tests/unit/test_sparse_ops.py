@@ -86,3 +86,36 @@ def test_active_voxels_and_count_without_a_dense_copy():
     assert {tuple(v) for v in sparse_ops.active_voxels(g, "v").tolist()} == want
     assert sparse_ops.count(g, "v") == len(want) == sparse_ops.count(gv, "u")
     assert {tuple(v) for v in sparse_ops.active_voxels(gv, "u").tolist()} == want
+
+
+def test_values_at_and_set_voxels_address_the_right_voxel():
+    a = blobs(4).astype(np.float32)
+    g = SparseGrid.from_dense("v", a, ORIGIN, background=0.0)
+    nz, ny, nx = a.shape
+    rs = np.random.default_rng(5)
+    ijk = rs.integers(-40, 80, (5000, 3))
+    ijk[0] = (sparse_ops.BRICK << 21) * 4, 0, 0  # beyond the key range: background, no error
+    rel = ijk - np.asarray(ORIGIN)
+    inside = ((rel >= 0) & (rel < [nx, ny, nz])).all(axis=1)
+    want = np.zeros(len(ijk), np.float32)
+    want[inside] = a[rel[inside, 2], rel[inside, 1], rel[inside, 0]]
+    np.testing.assert_array_equal(sparse_ops.values_at(g, "v", ijk), want)
+    m = g.add_channel("mark", np.uint8)
+    missed = sparse_ops.set_voxels(g, "mark", ijk, 3)
+    slot = sparse_ops._slots_of_voxels(g.topology, ijk, np)
+    assert missed == int((slot < 0).sum()) > 0
+    assert sparse_ops.count(g, "mark") == len({tuple(v) for v in ijk[slot >= 0].tolist()})
+    assert np.all(sparse_ops.values_at(g, "mark", ijk[slot >= 0]) == 3)
+    assert m.dtype == np.uint8
+
+
+def test_cuda_header_constants_match_python():
+    import re
+
+    from voxfx.kernels import backend
+    from voxfx.kernels.grid import sparse
+
+    text = (backend.CUDA_DIR / "include" / "voxfx_sparse.cuh").read_text()
+    got = {k: int(v.rstrip("LL")) for k, v in re.findall(r"#define SPARSE_(\w+) (\d+)(?:LL)?", text)}
+    assert got == {"BRICK_LOG2": sparse.LOG2, "BRICK": sparse.BRICK, "KEY_BITS": sparse.BITS,
+                   "OFFSET": sparse.OFFSET}
