@@ -282,7 +282,7 @@ extern "C" __global__ void surface_owners(const double* __restrict__ pv, const i
 
 struct YZSetup {
     double nx, ny, nz, nv0;
-    double na[3], nb[3], d[3];
+    double p[3][2], q[3][2], sign[3];  // per edge: endpoints (y, z) in canonical order (solid.py)
     bool tl[3];
     long long jlo, jhi, klo, khi;
 };
@@ -304,10 +304,16 @@ __device__ void make_yz_setup(const double* __restrict__ pv, const int* __restri
     double sg = s.nx >= 0 ? 1.0 : -1.0;
 #pragma unroll
     for (int i = 0; i < 3; ++i) {
-        s.na[i] = (-e[i][2]) * sg;
-        s.nb[i] = e[i][1] * sg;
-        s.d[i] = -(s.na[i] * v[i][1] + s.nb[i] * v[i][2]);
-        s.tl[i] = (s.na[i] > 0) || (s.na[i] == 0 && s.nb[i] < 0);
+        double na = (-e[i][2]) * sg, nb = e[i][1] * sg;
+        s.tl[i] = (na > 0) || (na == 0 && nb < 0);
+        const double* a = v[i];
+        const double* b = v[(i + 1) % 3];
+        bool swap = (b[1] < a[1]) || (b[1] == a[1] && b[2] < a[2]);
+        const double* lo = swap ? b : a;
+        const double* hi = swap ? a : b;
+        s.p[i][0] = lo[1]; s.p[i][1] = lo[2];
+        s.q[i][0] = hi[1]; s.q[i][1] = hi[2];
+        s.sign[i] = sg * (swap ? -1.0 : 1.0);
     }
     double ymin = fmin(fmin(v[0][1], v[1][1]), v[2][1]), ymax = fmax(fmax(v[0][1], v[1][1]), v[2][1]);
     double zmin = fmin(fmin(v[0][2], v[1][2]), v[2][2]), zmax = fmax(fmax(v[0][2], v[1][2]), v[2][2]);
@@ -347,7 +353,8 @@ extern "C" __global__ void solid_flip_starts(const double* __restrict__ pv, cons
     double yc = (double)j + 0.5, zc = (double)k + 0.5;
 #pragma unroll
     for (int i = 0; i < 3; ++i) {  // top-left fill rule: a centre on an edge counts once
-        double E = (s.na[i] * yc + s.nb[i] * zc) + s.d[i];
+        // Shared edges give both triangles exactly ±F (solid.py, edge_function).
+        double E = s.sign[i] * ((s.q[i][0] - s.p[i][0]) * (zc - s.p[i][1]) - (s.q[i][1] - s.p[i][1]) * (yc - s.p[i][0]));
         if (!(E > 0 || (E == 0 && s.tl[i]))) return;
     }
     double q = ((s.nv0 - s.ny * yc) - s.nz * zc) / s.nx;

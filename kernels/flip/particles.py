@@ -137,7 +137,7 @@ def inside_mesh(points, vertices, triangles, spec: GridSpec):
     with no volume (a lone triangle) is crossed once along any line: nothing is inside.
     NumPy, float64, deterministic: the GPU path runs it on the host copies of the
     bit-identical seeded positions, so both backends keep the same particles."""
-    from ..voxelize.solid import _yz_setup
+    from ..voxelize.solid import _yz_setup, edge_function
     from ..voxelize.surface import _expand
     from ..voxelize.triangles import to_voxel_units
 
@@ -149,18 +149,18 @@ def inside_mesh(points, vertices, triangles, spec: GridSpec):
     tri = np.asarray(triangles, np.int64)
     for perm in ((0, 1, 2), (1, 2, 0), (2, 0, 1)):  # the ray's axis first
         before, after = _crossings(p[:, perm], pv[:, perm], tri, tuple(spec.shape[a] for a in perm), _yz_setup,
-                                   _expand)
+                                   _expand, edge_function)
         votes += ((before & 1) & (after & 1)).astype(np.uint8)
     return votes >= 2
 
 
-def _crossings(p, pv, tri, shape, yz_setup, expand):
+def _crossings(p, pv, tri, shape, yz_setup, expand, edge_function):
     """Per point, the number of triangles its line along axis 0 crosses at or before it
     (q ≤ x, as the voxelizer flips voxels i ≥ q) and after it (q > x). Triangles are
     paired with the points of the (j, k) columns their yz bounding box covers."""
     _, ny, nz = shape
     v = np.stack([pv[tri[:, 0]], pv[tri[:, 1]], pv[tri[:, 2]]], axis=1)
-    n_x, n_y, n_z, nv0, na, nb, d, top_left = yz_setup(v)
+    n_x, n_y, n_z, nv0, ep, eq, sign, top_left = yz_setup(v)  # canonical edges, as the solid fill
     col = (np.clip(np.floor(p[:, 2]), 0, nz - 1).astype(np.int64) * ny
            + np.clip(np.floor(p[:, 1]), 0, ny - 1).astype(np.int64))
     order = np.argsort(col, kind="stable")
@@ -187,7 +187,7 @@ def _crossings(p, pv, tri, shape, yz_setup, expand):
         y, z, x = p[q_idx, 1], p[q_idx, 2], p[q_idx, 0]
         hit = np.ones(len(tt), bool)
         for e in range(3):
-            E = (na[tt, e] * y + nb[tt, e] * z) + d[tt, e]
+            E = edge_function(ep[tt, e], eq[tt, e], sign[tt, e], y, z)
             hit &= (E > 0) | ((E == 0) & top_left[tt, e])
         tt, q_idx, y, z, x = tt[hit], q_idx[hit], y[hit], z[hit], x[hit]
         q = ((nv0[tt] - n_y[tt] * y) - n_z[tt] * z) / n_x[tt]  # where the line meets the plane

@@ -2,8 +2,9 @@
 meshes that are not closed.
 
 For every voxel column (j, k) whose centre lies inside a triangle's yz projection (edge
-functions with the top-left fill rule, so a centre on a shared edge counts for exactly
-one triangle), the centre is projected along x onto the triangle's plane at q, and all
+functions evaluated from each edge's endpoints in a canonical order, with the top-left
+fill rule, so a centre on or within rounding of a shared edge counts for exactly one
+triangle), the centre is projected along x onto the triangle's plane at q, and all
 voxels i ≥ q̄ = ⌊q + ½⌋ flip. Instead of flipping every voxel to the end of the row
 with atomic xor (bandwidth-heavy, as §4.1 notes), a *flip-start* bit is toggled at q̄
 and a prefix-xor along each row turns starts into spans: the same parity, one pass over
@@ -22,7 +23,17 @@ Y, Z = 1, 2
 
 
 def _yz_setup(v):
-    """n_x, n·v0, and the yz edge functions (normals, offsets, top-left flags) per triangle."""
+    """n_x, n·v0, and per yz edge its endpoints in canonical order, a sign and the
+    top-left flag.
+
+    Edge i runs v[i] → v[i+1]. Its edge function at a column centre c is
+    E = sign · ((q_y − p_y)(c_z − p_z) − (q_z − p_z)(c_y − p_y)) with (p, q) the endpoints
+    ordered by (y, z): the two triangles that share an edge traverse it in opposite
+    directions, and with their own start vertex they rounded E differently, so a centre
+    within rounding of the edge could count for both or for neither (a whole x-row
+    wrong, issue 22 §2). Computed from the same (p, q) both get exactly ±F, and the
+    top-left rule decides E = 0 for exactly one (seed 004 §4.1). sign = s·(−1 if
+    swapped) keeps E > 0 inside for n_x of either sign (s = sign of n_x)."""
     v0, v1, v2 = v[:, 0], v[:, 1], v[:, 2]
     e = np.stack([v1 - v0, v2 - v1, v0 - v2], axis=1)
     e0, e1 = e[:, 0], e[:, 1]
@@ -33,9 +44,19 @@ def _yz_setup(v):
     s = np.where(nx >= 0, 1.0, -1.0)
     na = (-e[:, :, Z]) * s[:, None]  # (T, 3): yz plane, a = y, b = z
     nb = e[:, :, Y] * s[:, None]
-    d = -(na * v[:, :, Y] + nb * v[:, :, Z])
     top_left = (na > 0) | ((na == 0) & (nb < 0))
-    return nx, ny, nz, nv0, na, nb, d, top_left
+    a, b = v, v[:, [1, 2, 0]]  # edge i: a[i] → b[i]
+    swap = (b[:, :, Y] < a[:, :, Y]) | ((b[:, :, Y] == a[:, :, Y]) & (b[:, :, Z] < a[:, :, Z]))
+    p = np.where(swap[:, :, None], b, a)
+    q = np.where(swap[:, :, None], a, b)
+    sign = s[:, None] * np.where(swap, -1.0, 1.0)
+    return nx, ny, nz, nv0, p, q, sign, top_left
+
+
+def edge_function(p, q, sign, yc, zc):
+    """E of one edge (``_yz_setup``) at column centres (yc, zc), in the order the CUDA
+    source evaluates it."""
+    return sign * ((q[..., Y] - p[..., Y]) * (zc - p[..., Z]) - (q[..., Z] - p[..., Z]) * (yc - p[..., Y]))
 
 
 def flip_starts_cpu(pv, triangles, shape, progress=None):
@@ -46,7 +67,7 @@ def flip_starts_cpu(pv, triangles, shape, progress=None):
     if len(triangles) == 0:
         return words
     v = np.stack([pv[triangles[:, 0]], pv[triangles[:, 1]], pv[triangles[:, 2]]], axis=1)
-    n_x, n_y, n_z, nv0, na, nb, d, top_left = _yz_setup(v)
+    n_x, n_y, n_z, nv0, p, q, sign, top_left = _yz_setup(v)
     # Column centres (j + ½, k + ½) inside the yz bounding box; none for triangles ∥ x.
     ymin, ymax = v[:, :, Y].min(axis=1), v[:, :, Y].max(axis=1)
     zmin, zmax = v[:, :, Z].min(axis=1), v[:, :, Z].max(axis=1)
@@ -64,7 +85,7 @@ def flip_starts_cpu(pv, triangles, shape, progress=None):
         yc, zc = j + 0.5, k + 0.5
         inside = np.ones(len(t), dtype=bool)
         for i in range(3):
-            E = (na[t, i] * yc + nb[t, i] * zc) + d[t, i]
+            E = edge_function(p[t, i], q[t, i], sign[t, i], yc, zc)
             inside &= (E > 0) | ((E == 0) & top_left[t, i])
         t, j, k, yc, zc = t[inside], j[inside], k[inside], yc[inside], zc[inside]
         q = ((nv0[t] - n_y[t] * yc) - n_z[t] * zc) / n_x[t]

@@ -93,3 +93,24 @@ def test_float64_and_float32_vertices_give_the_same_voxels_as_the_cpu():
         cpu = voxelize(v.astype(dtype), t, spec, "solid+surface", xp=np).bits
         gpu = voxelize(cupy.asarray(v.astype(dtype)), cupy.asarray(t), spec, "solid+surface", xp=cupy).bits
         assert np.array_equal(cpu, gpu)
+
+
+def test_solid_of_blender_primitives_is_bit_identical_to_the_cpu():
+    """Canonical edge endpoints in the solid fill (issue 22 §2) on both backends."""
+    from pathlib import Path
+
+    import cupy as cp
+
+    from voxfx.kernels.grid import GridSpec
+    from voxfx.kernels.voxelize import voxelize
+
+    data = np.load(Path(__file__).resolve().parents[1] / "data" / "blender_primitives.npz")
+    for name in ("uv_sphere", "ico_sphere", "cylinder", "cone", "torus", "monkey", "cube"):
+        v, t = data[f"{name}_vertices"], data[f"{name}_triangles"]
+        lo, hi = v.min(axis=0).astype(np.float64), v.max(axis=0).astype(np.float64)
+        for res in (25, 29, 43, 64, 96):
+            spec = GridSpec.around(lo, hi, float(np.max(hi - lo)) / res)
+            for mode in ("solid", "solid+surface"):
+                cpu = voxelize(v, t, spec, mode, xp=np).bits
+                gpu = voxelize(v, t, spec, mode, xp=cp).bits
+                assert np.array_equal(np.asarray(gpu), cpu), (name, res, mode)
