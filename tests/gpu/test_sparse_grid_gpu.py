@@ -44,7 +44,7 @@ def test_neighbours_apron_laplacian_and_active_voxels_match_the_cpu():
     from voxfx.kernels.grid import sparse_ops
 
     rs = np.random.default_rng(2)
-    dense = np.zeros((50, 41, 63), np.float32)
+    dense = np.zeros((50, 47, 63), np.float32)
     for _ in range(10):
         z, y, x = rs.integers(0, 40, 3)
         dense[z:z + 7, y:y + 5, x:x + 12] = rs.standard_normal((7, 5, 12))
