@@ -67,7 +67,7 @@ def flip_starts_cpu(pv, triangles, shape, progress=None):
     if len(triangles) == 0:
         return words
     v = np.stack([pv[triangles[:, 0]], pv[triangles[:, 1]], pv[triangles[:, 2]]], axis=1)
-    n_x, n_y, n_z, nv0, p, q, sign, top_left = _yz_setup(v)
+    n_x, n_y, n_z, nv0, ep, eq, sign, top_left = _yz_setup(v)
     # Column centres (j + ½, k + ½) inside the yz bounding box; none for triangles ∥ x.
     ymin, ymax = v[:, :, Y].min(axis=1), v[:, :, Y].max(axis=1)
     zmin, zmax = v[:, :, Z].min(axis=1), v[:, :, Z].max(axis=1)
@@ -85,7 +85,7 @@ def flip_starts_cpu(pv, triangles, shape, progress=None):
         yc, zc = j + 0.5, k + 0.5
         inside = np.ones(len(t), dtype=bool)
         for i in range(3):
-            E = edge_function(p[t, i], q[t, i], sign[t, i], yc, zc)
+            E = edge_function(ep[t, i], eq[t, i], sign[t, i], yc, zc)
             inside &= (E > 0) | ((E == 0) & top_left[t, i])
         t, j, k, yc, zc = t[inside], j[inside], k[inside], yc[inside], zc[inside]
         q = ((nv0[t] - n_y[t] * yc) - n_z[t] * zc) / n_x[t]

@@ -71,3 +71,15 @@ def test_uv_sphere_centred_on_a_voxel_centre():
         centres = np.stack([i, j, k], axis=1) + 0.5
         gap = np.abs(centres[:, None, :] - pv[None, :, :]).max(axis=2).min(axis=1) if len(centres) else []
         assert len(centres) <= 1 and all(g < 1e-9 for g in gap), (n, len(centres), gap)
+
+
+def test_many_batches_give_the_one_batch_solid(monkeypatch):
+    """The column crossings are processed in batches; every batch must see the same edge
+    set-up (a name clash once overwrote it after the first batch)."""
+    from voxfx.kernels.voxelize import surface
+
+    v, t = DATA["torus_vertices"], DATA["torus_triangles"]
+    spec = addon_grid(v, 40)
+    whole = voxelize(v, t, spec, "solid", xp=np).bits
+    monkeypatch.setattr(surface, "CHUNK_ITEMS", 97)
+    assert np.array_equal(voxelize(v, t, spec, "solid", xp=np).bits, whole)
