@@ -36,7 +36,10 @@ def render_still(bpy, path: Path, size) -> float:
     scene.cycles.device = "CPU"
     scene.cycles.samples = size["samples"]
     scene.cycles.use_adaptive_sampling = False
-    scene.cycles.max_bounces = 4
+    # Glass water needs light paths through two surfaces and back: 4 bounces left the
+    # liquid black where rays ran out inside it (measured, issue 23); Cycles' default is 12.
+    scene.cycles.max_bounces = 12
+    scene.cycles.transmission_bounces = 12
     scene.cycles.use_denoising = True
     scene.cycles.denoiser = "OPENIMAGEDENOISE"
     scene.render.resolution_x, scene.render.resolution_y = size["still"]
@@ -101,9 +104,9 @@ def bake_flip(bpy, build, out: Path, size) -> str:
     f.resolution = size["flip_resolution"]
     if bpy.ops.voxfx.flip_bake() != {"FINISHED"}:
         raise RuntimeError("liquid bake failed")
-    water = build.material("VoxFX Liquid", (0.05, 0.3, 0.75, 1.0), roughness=0.15)
-    slot = bpy.data.objects["Liquid Surface"].material_slots[0]
-    slot.link, slot.material = "OBJECT", water  # also on the mesh the node group makes
+    # The surface keeps the add-on's own clear-water material (materials.liquid): the demo
+    # used to repaint it deep blue (base colour 0.05, 0.3, 0.75 under transmission 1), which
+    # is what made the README's water read as navy glass (issue 23).
     bpy.data.objects["Liquid Particles"].hide_render = True  # the surface shows the liquid
     scene.frame_set(scene.frame_end)
     bpy.ops.wm.save_as_mainfile(filepath=str(blend))
