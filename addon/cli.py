@@ -302,7 +302,8 @@ add_command("snow", "bake snowfall (flakes, snow cover, depth images) over a fra
 
 def _flip_configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--frames", metavar="A-B", help="frame range (default: the scene's)")
-    p.add_argument("--resolution", type=ranged(int, 8, 2048), help="grid cells along the domain's longest side (8-2048)")
+    p.add_argument("--resolution", type=ranged(int, 8, 2048),
+                   help="grid cells along the domain's longest side (8-2048)")
     p.add_argument("--domain", metavar="OBJECT", help="domain object (default: the scene setting)")
     p.add_argument("--fresh", action="store_true", help="start over instead of resuming a previous bake")
     p.add_argument("--save", action="store_true", help="save the .blend afterwards (with the Liquid objects)")

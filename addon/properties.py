@@ -56,7 +56,8 @@ class VoxelizeSettings(bpy.types.PropertyGroup):
         name="Point Cloud", description="Points at voxel centres with material_index, color and coverage",
         default=True)
     output_volume: bpy.props.BoolProperty(
-        name="Volume", description="A density volume (OpenVDB) written to the cache folder and loaded as a Volume object",
+        name="Volume",
+        description="A density volume (OpenVDB) written to the cache folder and loaded as a Volume object",
         default=False)
     output_blocks: bpy.props.BoolProperty(
         name="Block Mesh", description="Cubes with only their outside faces, merged into one mesh with the "
@@ -149,7 +150,8 @@ class FlipObjectSettings(bpy.types.PropertyGroup):
     role: bpy.props.EnumProperty(name="Liquid Role", items=FLIP_ROLES, default="NONE",
                                  description="What this object is in the VoxFX liquid simulation")
     initial_velocity: bpy.props.FloatVectorProperty(
-        name="Velocity", description="Liquid: velocity at the first frame; Inflow: velocity of the emitted liquid (m/s)",
+        name="Velocity",
+        description="Liquid: velocity at the first frame; Inflow: velocity of the emitted liquid (m/s)",
         size=3,
         default=(0.0, 0.0, 0.0), subtype="VELOCITY", unit="VELOCITY")
 

@@ -169,7 +169,7 @@ def split_models(coordinates, color_indices, shape, model_size: int = MAX_MODEL_
     keys, starts = np.unique(tile_key[order], return_index=True)
     ends = np.append(starts[1:], len(order))
     models = []
-    for key, start, end in zip(keys, starts, ends):
+    for _key, start, end in zip(keys, starts, ends):
         rows = order[start:end]
         t = tile[rows[0]]
         offset = t * model_size

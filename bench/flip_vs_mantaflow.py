@@ -356,8 +356,9 @@ def main():
     names = ["VoxFX (NumPy)", "VoxFX (NumPy), CFL 2, ≤ 4 steps", "Mantaflow (bpy)", "Mantaflow (bpy), 1 core"]
     rows = []
     for res in args.res:
-        runs = median_runs([lambda: run_voxfx(res), lambda: run_voxfx(res, manta_policy),
-                            lambda: run_mantaflow(res, probe), lambda: run_mantaflow(res, probe, cores=1)],
+        runs = median_runs([lambda res=res: run_voxfx(res), lambda res=res: run_voxfx(res, manta_policy),
+                            lambda res=res: run_mantaflow(res, probe),
+                            lambda res=res: run_mantaflow(res, probe, cores=1)],
                            args.repeats)
         for name, r in zip(names, runs):
             print(f"res {res}: {name}: {r}", flush=True)

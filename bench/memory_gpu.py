@@ -278,7 +278,7 @@ def bench_flip_trace(hook, res):
     for ph, size, used, where in hook.trace:
         print(f"trace | alloc in {ph} | {size:.1f} MiB | in use {used:.1f} MiB | {where}")
     hook.trace = None
-    del sim
+    sim = None  # free the bake before the next case
     fresh()
 
 

@@ -3,7 +3,8 @@ guards' formulas (issue 21 §6): ``SnowDomain.nbytes`` and ``kernels.flip.sim.fl
 
 Each case runs in a fresh Python subprocess (NumPy backend, no Blender): build the input
 meshes, run a tiny simulation of the same kind first (so imports and first-call caches,
-about 60–90 MiB once per Blender session, are outside the measurement), note VmRSS, reset the RSS high-water mark (``/proc/self/clear_refs`` ← 5), then
+about 60–90 MiB once per Blender session, are outside the measurement), note VmRSS,
+reset the RSS high-water mark (``/proc/self/clear_refs`` ← 5), then
 construct the simulation, run a few steps and the frame outputs a bake writes (snow:
 flakes and depth; liquid: particles, the closed level set, cell velocities) and read VmHWM.
 *measured* = VmHWM − VmRSS before.

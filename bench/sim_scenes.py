@@ -39,4 +39,5 @@ def liquid_scene(res: int, depth: float = 0.45):
     from voxfx.kernels.grid import GridSpec
 
     spec = GridSpec((0.0, 0.0, 0.0), 1.0 / res, (res, res, res))
-    return spec, FlipSettings(max_substeps=2, pressure_max_iterations=60), box((0.05, 0.05, 0.05), (0.55, 0.95, 0.05 + depth))
+    liquid = box((0.05, 0.05, 0.05), (0.55, 0.95, 0.05 + depth))
+    return spec, FlipSettings(max_substeps=2, pressure_max_iterations=60), liquid

@@ -73,7 +73,8 @@ def main():
                 vdb.write(str(path), [out])
                 t2 = time.perf_counter()
                 size = path.stat().st_size
-            print(f"{n:,} | {layout} | {'constant (tiles)' if constant else 'leaves'} | {t1 - t0:.2f} | {t2 - t1:.2f} | "
+            kind = "constant (tiles)" if constant else "leaves"
+            print(f"{n:,} | {layout} | {kind} | {t1 - t0:.2f} | {t2 - t1:.2f} | "
                   f"{(t2 - t0) / n * 1e6:.1f} | {size / 2**20:.1f}", flush=True)
             del g, out
 

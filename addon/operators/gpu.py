@@ -87,7 +87,7 @@ class VOXFX_OT_gpu_check(bpy.types.Operator):
 
 
 class VOXFX_OT_gpu_install(JobOperator, bpy.types.Operator):
-    """Install the CuPy that fits this NVIDIA driver and Blender's numpy into VoxFX's own folder (from PyPI, or from the Wheels Folder when one is set)"""
+    """Install the CuPy that fits this NVIDIA driver and Blender's numpy into VoxFX's own folder (from PyPI, or from the Wheels Folder when one is set)"""  # noqa: E501 (Blender shows it as one tooltip)
 
     bl_idname = "voxfx.gpu_install"
     bl_label = "Install GPU Support"

@@ -260,7 +260,8 @@ class MemoryGuard:
 
     def _refuse(self, spec, need, exact):
         info = backend._CPU.device_info()
-        what = (f"A {'×'.join(map(str, spec.shape))} voxel grid with its outputs ({', '.join(sorted(self.request.outputs))}) "
+        outputs = ", ".join(sorted(self.request.outputs))
+        what = (f"A {'×'.join(map(str, spec.shape))} voxel grid with its outputs ({outputs}) "
                 f"needs {backend.format_bytes(need)} of host memory but only {backend.format_bytes(self.usable)} is "
                 f"usable ({backend.format_bytes(info.free_bytes)} free{backend.limit_note(info)})")
         r_now = max(spec.shape) - 2 if self.request.resolution is None else int(self.request.resolution)

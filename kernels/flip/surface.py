@@ -416,7 +416,7 @@ def _smooth_cpu(phi, spec, band):
         rows = np.clip(np.arange(k0 - 1, k1 + 1), 0, nz - 1)  # edge values repeated
         p = np.pad(phi[rows], ((0, 0), (1, 1), (1, 1)), mode="edge")
 
-        def at(dz, dy, dx):
+        def at(dz, dy, dx, p=p):
             return p[1 + dz:p.shape[0] - 1 + dz, 1 + dy:p.shape[1] - 1 + dy, 1 + dx:p.shape[2] - 1 + dx]
 
         c = at(0, 0, 0)

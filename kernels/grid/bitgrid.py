@@ -62,7 +62,8 @@ def unpack(words, nx: int):
         bits = np.unpackbits(np.ascontiguousarray(words, dtype="<u4").view(np.uint8), axis=-1, bitorder="little")
         return bits[..., :nx].astype(bool)
     dense = xp.empty((nz, ny, nx), dtype=xp.uint8)
-    _launch("unpack_bits", words.size, (xp.ascontiguousarray(words), dense, np.int64(nz * ny), np.int32(nx), np.int32(wx)))
+    _launch("unpack_bits", words.size,
+            (xp.ascontiguousarray(words), dense, np.int64(nz * ny), np.int32(nx), np.int32(wx)))
     return dense.view(xp.bool_)
 
 

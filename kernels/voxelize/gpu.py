@@ -175,6 +175,6 @@ def surface_owners_gpu(vertices, triangles, spec, linear):
     if total:
         _kernel("surface_owners")(_blocks(total), (_THREADS,),
                                   (mesh.pv, mesh.tris, ends, counts, np.int64(mesh.n_tris), np.int64(total),
-                                   np.int32(nx), np.int32(ny), np.int32(nz), cp.ascontiguousarray(linear, dtype=cp.int64),
-                                   np.int64(linear.size), owner))
+                                   np.int32(nx), np.int32(ny), np.int32(nz),
+                                   cp.ascontiguousarray(linear, dtype=cp.int64), np.int64(linear.size), owner))
     return owner

@@ -35,7 +35,8 @@ def test_unknown_command_fails_with_usage(capsys):
 
 
 @pytest.mark.parametrize("argv, says", [
-    (["voxelize", "--resolution", "0", "--out", "x.vdb"], "--resolution: '0' is out of range: use a whole number from 2"),
+    (["voxelize", "--resolution", "0", "--out", "x.vdb"],
+     "--resolution: '0' is out of range: use a whole number from 2"),
     (["voxelize", "--resolution", "-5", "--out", "x.vdb"], "--resolution: '-5' is out of range"),
     (["voxelize", "--voxel-size", "nan", "--out", "x.vdb"], "--voxel-size: 'nan' is out of range"),
     (["flip", "--resolution", "0"], "--resolution: '0' is out of range: use a whole number from 8 to 2048"),

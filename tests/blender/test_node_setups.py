@@ -26,7 +26,8 @@ def test_ply_round_trip(tmp_path):
 def test_point_sequence_follows_the_frame(tmp_path):
     for frame, count in ((1, 4), (2, 9), (12, 2)):
         write_points(tmp_path / f"flakes_{frame:04d}.ply", np.full((count, 3), frame, np.float32),
-                     {"velocity": np.full((count, 3), 10 * frame, np.float32), "size": np.full(count, 0.01, np.float32)})
+                     {"velocity": np.full((count, 3), 10 * frame, np.float32),
+                      "size": np.full(count, 0.01, np.float32)})
     obj = bpy.data.objects.new("flakes", bpy.data.meshes.new("flakes"))
     bpy.context.scene.collection.objects.link(obj)
     node_setups.attach(obj, node_setups.points_from_ply_sequence("flakes", str(tmp_path / "flakes_")))
@@ -113,7 +114,8 @@ def test_effect_materials_use_the_effects_attributes():
     snow = materials.snow()
     assert any(n.type == "ATTRIBUTE" and n.attribute_name == "depth" for n in snow.node_tree.nodes)
     water = materials.liquid().node_tree.nodes["Principled BSDF"]
-    assert water.inputs["Transmission Weight"].default_value == 1.0 and water.inputs["IOR"].default_value == pytest.approx(1.33)
+    assert water.inputs["Transmission Weight"].default_value == 1.0
+    assert water.inputs["IOR"].default_value == pytest.approx(1.33)
     vol = next(n for n in materials.volume().node_tree.nodes if n.type == "PRINCIPLED_VOLUME")
     assert vol.inputs["Density Attribute"].default_value == "density"
     assert materials.snow() is snow  # created once, then reused (artists may edit it)

@@ -252,7 +252,7 @@ def newell_normals(positions, faces):
 
 def test_displacement_moves_vertices_exactly_and_keeps_topology():
     obj = writeback.write_mesh("ground", PRISM, PRISM_QUADS, point_attributes={"heat": np.arange(6.0)})
-    obj.data.polygon_normals[0].vector  # normals computed (and cached) for the old shape
+    _ = obj.data.polygon_normals[0].vector  # normals computed (and cached) for the old shape
     displaced = PRISM + np.random.default_rng(4).normal(size=PRISM.shape).astype(np.float32)
 
     writeback.set_mesh_positions(obj, displaced)

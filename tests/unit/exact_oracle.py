@@ -113,7 +113,7 @@ def surface_voxels(pv, triangles, shape):
         hi = np.minimum(np.floor(v.max(axis=0)).astype(np.int64) + 1, dims - 1)
         if (hi < lo).any():
             continue
-        K, J, I = np.meshgrid(*(np.arange(lo[a], hi[a] + 1) for a in (2, 1, 0)), indexing="ij")
+        K, J, I = np.meshgrid(*(np.arange(lo[a], hi[a] + 1) for a in (2, 1, 0)), indexing="ij")  # noqa: E741
         boxes = np.stack([I, J, K], axis=-1).reshape(-1, 3)
         boxes = boxes[~_clearly_separated(v, boxes)]
         t = ExactTriangle(v)
@@ -265,7 +265,7 @@ def _mark_centres_on_surface(V, exact, shape, on_surface):
     scale = (np.abs(n).sum(axis=1) + edges) * (np.abs(V).max(axis=(1, 2)) + np.array(shape).max() + 1)
     for t in np.flatnonzero((hi >= lo).all(axis=1)):
         ii, jj, kk = (np.arange(lo[t, a], hi[t, a] + 1) for a in range(3))
-        K, J, I = np.meshgrid(kk, jj, ii, indexing="ij")
+        K, J, I = np.meshgrid(kk, jj, ii, indexing="ij")  # noqa: E741
         c = np.stack([I, J, K], axis=-1).reshape(-1, 3) + 0.5
         near = np.abs((c - V[t, 0]) @ n[t]) <= scale[t] * FILTER + 1e-300
         if not near.any():

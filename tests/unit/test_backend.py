@@ -118,6 +118,6 @@ def test_cupy_without_driver_falls_back_with_one_message(tmp_path):
                        capture_output=True, text=True, env={"PATH": ""}, timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "cpu"
-    lines = [l for l in r.stderr.splitlines() if l.startswith("VoxFX:")]
+    lines = [line for line in r.stderr.splitlines() if line.startswith("VoxFX:")]
     assert len(lines) == 1, r.stderr  # one clear message, even after a re-choice
     assert "driver version is insufficient" in lines[0]

@@ -258,6 +258,7 @@ def test_panel_status_names_damaged_frames_by_number(tmp_path):
     c.frame_path(2, ".txt").unlink()
     with open(c.frame_path(4, ".npy"), "r+b") as f:
         f.truncate(10)
-    assert status_line(tmp_path / "bake", "liquid", "test", now=11.0, suffixes=(".npy", ".txt")) == "Baked frames 1-5"  # redrawn within 2 s
+    # redrawn within 2 s
+    assert status_line(tmp_path / "bake", "liquid", "test", now=11.0, suffixes=(".npy", ".txt")) == "Baked frames 1-5"
     assert status_line(tmp_path / "bake", "liquid", "test", now=12.5, suffixes=(".npy", ".txt")) == \
         "Frames 2, 4 damaged or missing: Bake repairs them"

@@ -147,7 +147,7 @@ def test_p2g_is_the_hat_weighted_average_per_staggered_component():
     pos = random_interior_particles(rs, grid, 120, margin=0.0)
     vel = rs.normal(size=(120, 3)).astype(np.float32)
     ft.particles_to_grid(grid, pos, vel)
-    for comp, (val, has) in enumerate(brute_force_p2g(grid, pos, vel)):
+    for comp, (val, _has) in enumerate(brute_force_p2g(grid, pos, vel)):
         np.testing.assert_allclose(grid.faces()[comp], val, rtol=1e-5, atol=1e-6)
 
 
@@ -158,7 +158,7 @@ def test_p2g_apic_adds_the_affine_velocity_at_each_face():
     vel = rs.normal(size=(80, 3)).astype(np.float32)
     c = rs.normal(size=(80, 3, 3)).astype(np.float32)
     ft.particles_to_grid(grid, pos, vel, c)
-    for comp, (val, has) in enumerate(brute_force_p2g(grid, pos, vel, c)):
+    for comp, (val, _has) in enumerate(brute_force_p2g(grid, pos, vel, c)):
         np.testing.assert_allclose(grid.faces()[comp], val, rtol=1e-5, atol=1e-5)
     plain = make_grid(shape=(5, 4, 6), h=0.2)
     ft.particles_to_grid(plain, pos, vel)

@@ -102,7 +102,8 @@ def test_dense_round_trip_with_an_offset_origin(comp):
     assert grid.topology.count < (4 * 3 * 5)  # empty bricks are not stored
     assert np.array_equal(grid.to_dense("v", origin_ijk, shape), dense)
     # A larger window: the rest is background.
-    big = grid.to_dense("v", (origin_ijk[0] - 9, origin_ijk[1], origin_ijk[2] - 1), (shape[0] + 20, shape[1], shape[2] + 2))
+    window = (origin_ijk[0] - 9, origin_ijk[1], origin_ijk[2] - 1)
+    big = grid.to_dense("v", window, (shape[0] + 20, shape[1], shape[2] + 2))
     assert np.array_equal(big[1:-1, :, 9:9 + shape[0]], dense)
     assert not big[0].any() and not big[-1].any()
     assert grid.nbytes == grid.topology.count * BRICK ** 3 * 4 * (comp[0] if comp else 1) + 12 * grid.topology.count

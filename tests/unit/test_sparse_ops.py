@@ -116,6 +116,6 @@ def test_cuda_header_constants_match_python():
     from voxfx.kernels.grid import sparse
 
     text = (backend.CUDA_DIR / "include" / "voxfx_sparse.cuh").read_text()
-    got = {k: int(v.rstrip("LL")) for k, v in re.findall(r"#define SPARSE_(\w+) (\d+)(?:LL)?", text)}
+    got = {k: int(v) for k, v in re.findall(r"#define SPARSE_(\w+) (\d+)(?:LL)?", text)}
     assert got == {"BRICK_LOG2": sparse.LOG2, "BRICK": sparse.BRICK, "KEY_BITS": sparse.BITS,
                    "OFFSET": sparse.OFFSET}
