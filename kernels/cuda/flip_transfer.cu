@@ -24,7 +24,7 @@
 
 #define PUSH_EPSILON 1e-3f  // transfer.py PUSH_EPSILON: cells inside a free cell after a push-out
 
-#include "voxfx_rng.cuh"  // RNG of kernels/snow/rng.py
+#include "voxfx_rng.cuh"  // RNG of kernels/rng.py
 
 // ------------------------------------------------------------------------------ seeding
 

@@ -13,7 +13,7 @@ typedef unsigned int landed_t;
 typedef unsigned long long landed_t;
 #endif
 
-// RNG streams: keep in sync with kernels/snow/rng.py.
+// RNG streams: keep in sync with kernels/snow/rng.py (the hash itself: include/voxfx_rng.cuh).
 #define STREAM_X 0u
 #define STREAM_Y 1u
 #define STREAM_Z 2u
@@ -85,15 +85,6 @@ __device__ __forceinline__ int nearest_vertex(float x, float origin, float cell,
 // ------------------------------------------------------------------------------ kernels
 
 // Uniforms of the RNG for the CPU/GPU bit comparison (tests) and anyone who needs them.
-extern "C" __global__ void flake_uniforms(const unsigned int* __restrict__ ids, const unsigned int* __restrict__ spawn,
-                                          long long n, unsigned int seed_key, unsigned int stream,
-                                          float* __restrict__ out)
-{
-    long long f = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (f >= n) return;
-    out[f] = rng_uniform(rng_key(seed_key, ids[f], spawn[f]), stream);
-}
-
 // First spawn (spawn = 0): uniform in the part of the domain box above the ground
 // (terrain + snow at the nearest vertex, when given), by rejection with INIT_ATTEMPTS
 // tries; a flake whose tries all fall below the ground starts uniformly above the ground

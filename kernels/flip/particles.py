@@ -17,7 +17,7 @@ called by ``sim.keep_inside``): its particle volume is its own, within 2% for ob
 cells across, not the whole cells its surface touches. Inflow (``sim.emit``) fills whole
 cells.
 
-Random numbers are the counter-based hash of ``kernels/snow/rng.py`` keyed by (seed, cell
+Random numbers are the counter-based hash of ``kernels/rng.py`` keyed by (seed, cell
 linear index (k·ny + j)·nx + i, particle slot s), so the CPU and the GPU draw identical
 bits and a cell's particles do not depend on which other cells are sources. All float
 operations are float32 in the same order on both backends (the GPU compiles with
@@ -32,7 +32,7 @@ from .. import backend
 from ..backend import array_module
 from ..errors import InputError
 from ..grid import GridSpec
-from ..snow import rng
+from .. import rng
 
 _CU = "flip_transfer.cu"
 _OPTIONS = ("--fmad=false",)  # round like NumPy: CPU and GPU agree to the bit where the ops agree
@@ -91,8 +91,8 @@ def seed_particles(cells_ijk, spec: GridSpec, per_cell: int = 8, seed: int = 0, 
     i, j, k = cell[:, 0], cell[:, 1], cell[:, 2]
     lin = ((k.astype(np.uint32) * np.uint32(ny) + j.astype(np.uint32)) * np.uint32(nx)
            + i.astype(np.uint32))
-    key = rng.flake_key(key_of_seed, lin, slot)
-    mask = (rng.uniform_from_key(rng.flake_key(key_of_seed, lin, np.zeros_like(slot)), STREAM_MASK)
+    key = rng.key(key_of_seed, lin, slot)
+    mask = (rng.uniform_from_key(rng.key(key_of_seed, lin, np.zeros_like(slot)), STREAM_MASK)
             * _F(8)).astype(np.uint32)
     sub = np.asarray(SUBCELL_ORDER, np.uint32)[slot % np.uint32(8)] ^ mask
     span = _F(1) - _F(2) * _F(MARGIN)

@@ -5,7 +5,7 @@ host sync), which mirrors this file term by term.
 
 State layout (``domain.py``): ``pos``/``vel`` (N, 3) float32, ``phase`` (N,) float32 the
 spiral angle ωt, ``spawn`` (N,) uint32 the life count. R, ω and V_max,z are re-derived each
-step from the hash of (seed, flake id, spawn) (``rng.py``), never stored.
+step from the hash of (seed, flake id, spawn) (``kernels/rng.py``), never stored.
 
 Model, per flake and step (z up, g = (0, 0, −9.81)):
 
@@ -58,7 +58,8 @@ import numpy as np
 from .. import backend
 from ..backend import array_module
 from ..errors import InputError
-from . import rng
+from .. import rng
+from . import rng as streams  # the flakes' stream numbers
 from .domain import DEPOSIT_WEIGHTS, GRAVITY, NO_GROUND, PRESETS, SPIN_RANGE, SPIRAL_RADIUS, SnowDomain, SnowSettings
 from .wind import sample_lattice
 
@@ -152,10 +153,10 @@ def _ground(domain: SnowDomain) -> _Ground:
 def flake_parameters(s: Spawning, key):
     """(V_max,z, R, ω) per flake key (Table 2.2; R scaled by spiral_scale). NumPy or CuPy."""
     xp = array_module(key)
-    vmax = s.vmax_lo + rng.uniform_from_key(key, rng.STREAM_VMAX) * s.vmax_span
-    radius = (s.radius_lo + rng.uniform_from_key(key, rng.STREAM_RADIUS) * s.radius_span) * s.radius_scale
-    omega = s.omega_lo + rng.uniform_from_key(key, rng.STREAM_OMEGA) * s.omega_span
-    omega = xp.where(rng.uniform_from_key(key, rng.STREAM_OMEGA_SIGN) < _F(0.5), -omega, omega)
+    vmax = s.vmax_lo + rng.uniform_from_key(key, streams.STREAM_VMAX) * s.vmax_span
+    radius = (s.radius_lo + rng.uniform_from_key(key, streams.STREAM_RADIUS) * s.radius_span) * s.radius_scale
+    omega = s.omega_lo + rng.uniform_from_key(key, streams.STREAM_OMEGA) * s.omega_span
+    omega = xp.where(rng.uniform_from_key(key, streams.STREAM_OMEGA_SIGN) < _F(0.5), -omega, omega)
     return vmax, radius, omega
 
 
@@ -163,7 +164,7 @@ def parameters_of(flakes: Flakes, settings: SnowSettings, domain: SnowDomain):
     """(V_max,z, R, ω) of every flake in its current life."""
     xp = flakes.xp
     s = spawning(domain, settings)
-    key = rng.flake_key(s.seed_key, xp.arange(flakes.count, dtype=xp.uint32), flakes.spawn)
+    key = rng.key(s.seed_key, xp.arange(flakes.count, dtype=xp.uint32), flakes.spawn)
     return flake_parameters(s, key)
 
 
@@ -171,10 +172,10 @@ def _spawn_velocity(s: Spawning, key):
     """Table 2.2: V_snow = ([-1, 1], [-1, 1], −V_max,z) (z up) and a random spiral phase."""
     vmax, _, _ = flake_parameters(s, key)
     vel = np.empty((key.shape[0], 3), np.float32)
-    vel[:, 0] = _F(2) * rng.uniform_from_key(key, rng.STREAM_VX) - _F(1)
-    vel[:, 1] = _F(2) * rng.uniform_from_key(key, rng.STREAM_VY) - _F(1)
+    vel[:, 0] = _F(2) * rng.uniform_from_key(key, streams.STREAM_VX) - _F(1)
+    vel[:, 1] = _F(2) * rng.uniform_from_key(key, streams.STREAM_VY) - _F(1)
     vel[:, 2] = -vmax
-    phase = rng.uniform_from_key(key, rng.STREAM_PHASE) * _TWO_PI
+    phase = rng.uniform_from_key(key, streams.STREAM_PHASE) * _TWO_PI
     return vel, phase
 
 
@@ -190,7 +191,7 @@ def init_flakes(n: int, domain: SnowDomain, settings: SnowSettings, xp=np, terra
     """N flakes in their first life (spawn 0), uniform in the part of the domain box above
     the ground (``terrain`` + ``snow`` at the nearest vertex, when given) — the steady
     density of a snowfall, so the first seconds deposit like the later ones. Rejection
-    with ``rng.INIT_ATTEMPTS`` tries; a flake whose tries all fall below the ground starts
+    with ``streams.INIT_ATTEMPTS`` tries; a flake whose tries all fall below the ground starts
     uniformly above the ground of its last column. Velocity and parameters per Table 2.2."""
     n = int(n)
     if n < 1:
@@ -204,15 +205,15 @@ def init_flakes(n: int, domain: SnowDomain, settings: SnowSettings, xp=np, terra
     if xp is not np:
         return _init_gpu(n, s, g, terrain, snow)
 
-    key = rng.flake_key(s.seed_key, np.arange(n, dtype=np.uint32), np.zeros(n, np.uint32))
+    key = rng.key(s.seed_key, np.arange(n, dtype=np.uint32), np.zeros(n, np.uint32))
     pos = np.empty((n, 3), np.float32)
     todo = np.arange(n)
-    for attempt in range(rng.INIT_ATTEMPTS):
-        o = attempt * rng.INIT_ATTEMPT_STRIDE
+    for attempt in range(streams.INIT_ATTEMPTS):
+        o = attempt * streams.INIT_ATTEMPT_STRIDE
         k = key[todo]
-        x = s.ox + rng.uniform_from_key(k, rng.STREAM_X + o) * s.lx
-        y = s.oy + rng.uniform_from_key(k, rng.STREAM_Y + o) * s.ly
-        uz = rng.uniform_from_key(k, rng.STREAM_Z + o)
+        x = s.ox + rng.uniform_from_key(k, streams.STREAM_X + o) * s.lx
+        y = s.oy + rng.uniform_from_key(k, streams.STREAM_Y + o) * s.ly
+        uz = rng.uniform_from_key(k, streams.STREAM_Z + o)
         z_lo = np.full(todo.size, s.oz, np.float32)
         if terrain is not None:
             c = (_nearest_vertex(y, g.y0, g.cell, g.gy), _nearest_vertex(x, g.x0, g.cell, g.gx))
@@ -221,7 +222,7 @@ def init_flakes(n: int, domain: SnowDomain, settings: SnowSettings, xp=np, terra
             z_lo[has] = np.fmin(np.fmax(ground[has] + snow[c][has], s.oz), s.top)
         z = s.oz + uz * (s.top - s.oz)
         ok = z >= z_lo
-        if attempt == rng.INIT_ATTEMPTS - 1:
+        if attempt == streams.INIT_ATTEMPTS - 1:
             z = np.where(ok, z, z_lo + uz * (s.top - z_lo))
             ok[:] = True
         pos[todo[ok]] = np.stack([x[ok], y[ok], z[ok]], axis=1)
@@ -273,7 +274,7 @@ def step_flakes(flakes: Flakes, u, v, w, domain: SnowDomain, terrain, snow, depo
     dt = _F(dt)
     n = flakes.count
     ids = np.arange(n, dtype=np.uint32)
-    vmax, radius, omega = flake_parameters(s, rng.flake_key(s.seed_key, ids, flakes.spawn))
+    vmax, radius, omega = flake_parameters(s, rng.key(s.seed_key, ids, flakes.spawn))
     p, V = flakes.pos, flakes.vel
     W = sample_wind(u, v, w, domain, p)
 
@@ -373,10 +374,10 @@ def deposit_units(deposit, ci, cj, terrain=None):
 def _respawn(flakes: Flakes, idx, s: Spawning):
     """§3.3.1: a new life near the top with new x/y, velocity and parameters."""
     flakes.spawn[idx] += np.uint32(1)
-    key = rng.flake_key(s.seed_key, idx.astype(np.uint32), flakes.spawn[idx])
-    flakes.pos[idx, 0] = s.ox + rng.uniform_from_key(key, rng.STREAM_X) * s.lx
-    flakes.pos[idx, 1] = s.oy + rng.uniform_from_key(key, rng.STREAM_Y) * s.ly
-    flakes.pos[idx, 2] = s.top - rng.uniform_from_key(key, rng.STREAM_Z) * s.drop
+    key = rng.key(s.seed_key, idx.astype(np.uint32), flakes.spawn[idx])
+    flakes.pos[idx, 0] = s.ox + rng.uniform_from_key(key, streams.STREAM_X) * s.lx
+    flakes.pos[idx, 1] = s.oy + rng.uniform_from_key(key, streams.STREAM_Y) * s.ly
+    flakes.pos[idx, 2] = s.top - rng.uniform_from_key(key, streams.STREAM_Z) * s.drop
     flakes.vel[idx], flakes.phase[idx] = _spawn_velocity(s, key)
 
 
@@ -422,19 +423,6 @@ def _kernel(name, landed_32=False):
 
 def _blocks(n):
     return ((int(n) + _THREADS - 1) // _THREADS,)
-
-
-def uniform_gpu(seed, ids, spawn, stream):
-    """CUDA twin of ``rng.uniform`` (same bits), for CuPy arrays."""
-    import cupy as cp
-
-    ids = cp.ascontiguousarray(ids, dtype=cp.uint32).reshape(-1)
-    spawn = cp.ascontiguousarray(cp.broadcast_to(cp.asarray(spawn, dtype=cp.uint32), ids.shape))
-    out = cp.empty(ids.shape, cp.float32)
-    if ids.size:
-        _kernel("flake_uniforms")(_blocks(ids.size), (_THREADS,),
-                                  (ids, spawn, np.int64(ids.size), rng.seed_key(seed), np.uint32(stream), out))
-    return out
 
 
 def _init_gpu(n, s: Spawning, g: _Ground, terrain, snow) -> Flakes:

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from voxfx.kernels.snow import flakes as fl
-from voxfx.kernels.snow import rng
+from voxfx.kernels import rng
+from voxfx.kernels.snow import rng as streams
 from voxfx.kernels.snow.domain import NO_GROUND, SnowDomain, SnowSettings
 
 cp = pytest.importorskip("cupy")
@@ -62,7 +63,7 @@ def test_gpu_rng_bits_match_cpu():
     ids = rs.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32)
     spawn = rs.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32)
     for seed in (0, -1, int(rs.integers(0, 2**62)), 2**64 + 3):
-        for stream in (0, rng.STREAM_PHASE, rng.STREAM_Z + 7 * rng.INIT_ATTEMPT_STRIDE, 2**31 + 1):
+        for stream in (0, streams.STREAM_PHASE, streams.STREAM_Z + 7 * streams.INIT_ATTEMPT_STRIDE, 2**31 + 1):
             cpu = rng.uniform(seed, ids, spawn, stream)
             gpu = rng.uniform(seed, cp.asarray(ids), cp.asarray(spawn), stream)
             assert np.array_equal(cpu.view(np.uint32), gpu.get().view(np.uint32))

@@ -12,7 +12,8 @@ import pytest
 from voxfx.kernels import backend
 from voxfx.kernels.errors import InputError
 from voxfx.kernels.snow import flakes as fl
-from voxfx.kernels.snow import rng
+from voxfx.kernels import rng
+from voxfx.kernels.snow import rng as streams
 from voxfx.kernels.snow.domain import NO_GROUND, PRESETS, SPIN_RANGE, SnowDomain, SnowSettings
 
 G = 9.81
@@ -59,7 +60,7 @@ def flakes_at(pos, vel=None):
 def test_rng_streams_match_the_cuda_source():
     source = backend.cuda_source("snow_flakes.cu")
     defines = dict(re.findall(r"#define ((?:STREAM|INIT)_\w+) (\d+)u", source))
-    ours = {name: getattr(rng, name) for name in dir(rng) if name.startswith(("STREAM_", "INIT_"))}
+    ours = {name: getattr(streams, name) for name in dir(streams) if name.startswith(("STREAM_", "INIT_"))}
     assert ours and {k: int(v) for k, v in defines.items()} == ours
 
 

@@ -1,5 +1,5 @@
 // Counter-based random numbers shared by the flake and FLIP seeding kernels. Mirrors
-// kernels/snow/rng.py bit for bit (uint32 arithmetic with wraparound), so CPU and GPU
+// kernels/rng.py bit for bit (uint32 arithmetic with wraparound), so CPU and GPU
 // draw the same numbers for the same (seed, id, slot, stream).
 #pragma once
 
