@@ -55,7 +55,7 @@ def orientation_signs(v, n, nerr):
     """(T, 3) int8 exact signs of the normal's components: n_c is orient2d of the
     triangle in the plane ⟂ c. *nerr* (T, 3) from ``normal_error``."""
     sign = np.sign(n).astype(np.int8)
-    unsure = np.abs(n) <= FILTER * nerr
+    unsure = (np.abs(n) <= FILTER * nerr) & (nerr > 0)  # nerr = 0: both products 0, n exact
     for t, c in zip(*np.nonzero(unsure)):
         a, b = (c + 1) % 3, (c + 2) % 3
         sign[t, c] = _orient2d(v[t, 0], v[t, 1], v[t, 2], a, b)
@@ -82,26 +82,38 @@ def edge_at_least_zero(v, edge, a, b, na, nb, s, X):
     w = v[edge+1]) of each item's triangle v (N, 3, 3), rounded edge normal (na, nb) =
     s·(−(w_b − u_b), w_a − u_a) (N,), orientation s = ±1 (N,), box corner X (N, 3)
     (integer coordinates: the corner where the edge function is largest). a, b: the
-    plane's axes."""
-    u = v[:, edge]
-    da = X[:, a] - u[:, a]  # one rounding each, relative: exactly 0 at ties
-    db = X[:, b] - u[:, b]
-    E = na * da + nb * db
-    bound = FILTER * (np.abs(na) * np.abs(da) + np.abs(nb) * np.abs(db))
-    ok = E >= bound
-    unsure = ~ok & (E >= -bound)
+    plane's axes.
+
+    E = N·(X − u) = N·(X − w) exactly, so tier 2 tries both ends: a corner on either
+    end point (a lattice vertex) is then decided without rationals."""
+    ok = np.zeros(len(na), dtype=bool)
+    unsure = np.ones(len(na), dtype=bool)
+    for end in (edge, (edge + 1) % 3):
+        m = np.flatnonzero(unsure)
+        da = X[m, a] - v[m, end, a]  # one rounding each, relative: exactly 0 at ties
+        db = X[m, b] - v[m, end, b]
+        E = na[m] * da + nb[m] * db
+        bound = FILTER * (np.abs(na[m]) * np.abs(da) + np.abs(nb[m]) * np.abs(db))
+        ok[m] = E >= bound
+        unsure[m] = ~ok[m] & (E >= -bound)
     for m in np.flatnonzero(unsure):
-        ok[m] = s[m] * _orient2d(u[m], v[m, (edge + 1) % 3], X[m], a, b) >= 0
+        ok[m] = s[m] * _orient2d(v[m, edge], v[m, (edge + 1) % 3], X[m], a, b) >= 0
     return ok
 
 
 def plane_signs(v, n, nerr, X):
     """Tiers 2–3: exact sign of n·(X − v0) per item (v (N, 3, 3), rounded n and its
-    error scale *nerr* (N, 3), corner X (N, 3))."""
-    d = X - v[:, 0]
-    value = (n[:, 0] * d[:, 0] + n[:, 1] * d[:, 1]) + n[:, 2] * d[:, 2]
-    bound = FILTER * ((np.abs(n) + nerr) * np.abs(d)).sum(axis=1)
-    sign = np.where(value > bound, 1, np.where(value < -bound, -1, 0)).astype(np.int8)
-    for m in np.flatnonzero((np.abs(value) <= bound) & (bound > 0)):
+    error scale *nerr* (N, 3), corner X (N, 3)). n·(X − v_i) is the same for the three
+    corners, so tier 2 tries each: a box corner on a vertex is decided without rationals."""
+    sign = np.zeros(len(n), dtype=np.int8)
+    unsure = np.ones(len(n), dtype=bool)
+    for corner in range(3):
+        m = np.flatnonzero(unsure)
+        d = X[m] - v[m, corner]
+        value = (n[m, 0] * d[:, 0] + n[m, 1] * d[:, 1]) + n[m, 2] * d[:, 2]
+        bound = FILTER * ((np.abs(n[m]) + nerr[m]) * np.abs(d)).sum(axis=1)
+        sign[m] = np.where(value > bound, 1, np.where(value < -bound, -1, 0))
+        unsure[m] = (np.abs(value) <= bound) & (bound > 0)
+    for m in np.flatnonzero(unsure):
         sign[m] = _plane(v[m], X[m])
     return sign
