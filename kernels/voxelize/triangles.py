@@ -5,6 +5,16 @@ Everything is float64 in voxel units: voxel (i, j, k) is the box [i, i+1]×[j, j
 ``cuda/voxelize.cu``; the CUDA side is compiled without FMA contraction, so both
 backends round every operation identically and produce the same voxels.
 
+The conservative test is the separating-axis test on *closed* boxes decided exactly
+(issue 22 §1): the signs of the normal's components (which pick the critical corner of
+Eq. 1 and the inward side of each edge in Eq. 2) are exact, and every edge and plane
+function is compared with a bound on its rounding error; values within the bound of 0
+(ties, slivers) are decided by ``exact.py``. So a triangle lying in a voxel face plane
+touches the voxels on both sides, a sliver whose float normal is noise sets every voxel
+the real triangle touches, and a triangle with collinear corners is its segment. The
+thin test (§3.4) stays a float test and is only used together with the exact
+conservative one, so thin ⊂ conservative holds voxel for voxel.
+
 Projection planes are cyclic axis pairs (a, b) with normal axis c: xy (c = z),
 yz (c = x), zx (c = y). A plane's edge normals are flipped by the sign of n_c so they
 point into the projected triangle whatever its winding (Eq. 2).
