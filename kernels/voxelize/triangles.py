@@ -78,6 +78,7 @@ class TriangleSetup:
     n: np.ndarray  # (T, 3) normal e0 × e1 (unnormalised: only signs and ratios matter)
     nerr: np.ndarray  # (T, 3) scale of n's rounding error (exact.normal_error)
     orient: np.ndarray  # (T, 3) int8 exact signs of n (the triangle's orientation per plane)
+    degenerate: np.ndarray  # (T,) n = 0 exactly: collinear corners (a segment or a point)
     d1: np.ndarray  # (T,) plane offsets of Eq. 1 at the corners where n·x is largest / smallest
     d2: np.ndarray
     plane_bound: np.ndarray  # (T,) rounding bound of Eq. 1 over the touched box (tier 1)
@@ -108,10 +109,7 @@ def setup(pv, triangles, shape, thin: bool = False) -> TriangleSetup:
     nerr = exact.normal_error(e0, e1)
     orient = exact.orientation_signs(v, n, nerr)
 
-    bmin = np.minimum(np.minimum(v0, v1), v2)
-    bmax = np.maximum(np.maximum(v0, v1), v2)
-    lo = np.maximum(np.ceil(bmin).astype(np.int64) - 1, 0)  # closed boxes: touching counts (§3.2)
-    hi = np.minimum(np.floor(bmax).astype(np.int64), np.asarray(shape, dtype=np.int64) - 1)
+    lo, hi = _touched_box(v, shape)
     reach = np.maximum(np.abs(lo), np.abs(hi + 1)).astype(np.float64)  # |X| of every box corner X
 
     # Eq. 1: critical point c and its opposite corner
@@ -150,12 +148,42 @@ def setup(pv, triangles, shape, thin: bool = False) -> TriangleSetup:
         m = (n[:, 0] * (0.5 - v0[:, 0]) + n[:, 1] * (0.5 - v0[:, 1])) + n[:, 2] * (0.5 - v0[:, 2])
         h = 0.5 * np.maximum(np.maximum(np.abs(n[:, 0]), np.abs(n[:, 1])), np.abs(n[:, 2]))
         thin_set = (m + h, m - h, thin_de)
-    dominant = np.argmax(np.abs(n), axis=1).astype(np.int64)
+    dominant = _dominant(n)
     # The depth range along D (surface.depth_candidates) divides by n_D: trusted when the
     # plane's rounding over the box is well below a voxel's worth of n_D.
     wide = ~(8.0 * plane_bound < np.abs(n[np.arange(T), dominant]))
-    return TriangleSetup(v, n, nerr, orient, d1, d2, plane_bound, ne, de, edge_bound, side, lo, hi, dominant,
-                         wide, thin_set)
+    return TriangleSetup(v, n, nerr, orient, ~orient.any(axis=1), d1, d2, plane_bound, ne, de, edge_bound, side,
+                         lo, hi, dominant, wide, thin_set)
+
+
+def _touched_box(v, shape):
+    bmin = np.minimum(np.minimum(v[:, 0], v[:, 1]), v[:, 2])
+    bmax = np.maximum(np.maximum(v[:, 0], v[:, 1]), v[:, 2])
+    lo = np.maximum(np.ceil(bmin).astype(np.int64) - 1, 0)  # closed boxes: touching counts (§3.2)
+    hi = np.minimum(np.floor(bmax).astype(np.int64), np.asarray(shape, dtype=np.int64) - 1)
+    return lo, hi
+
+
+def _dominant(n):
+    return np.argmax(np.abs(n), axis=1).astype(np.int64)
+
+
+@dataclass
+class TouchedBoxes:
+    """What ``surface.column_counts`` reads, without the rest of the setup (work sizing)."""
+
+    lo: np.ndarray
+    hi: np.ndarray
+    dominant: np.ndarray
+
+
+def touched_boxes(pv, triangles, shape) -> TouchedBoxes:
+    v = np.stack([pv[triangles[:, 0]], pv[triangles[:, 1]], pv[triangles[:, 2]]], axis=1)
+    e0, e1 = v[:, 1] - v[:, 0], v[:, 2] - v[:, 1]
+    n = np.stack([e0[:, 1] * e1[:, 2] - e0[:, 2] * e1[:, 1],
+                  e0[:, 2] * e1[:, 0] - e0[:, 0] * e1[:, 2],
+                  e0[:, 0] * e1[:, 1] - e0[:, 1] * e1[:, 0]], axis=1)
+    return TouchedBoxes(*_touched_box(v, shape), _dominant(n))
 
 
 def plane_test(s: TriangleSetup, t, p):
@@ -168,8 +196,7 @@ def plane_test(s: TriangleSetup, t, p):
     a = npv + s.d1[t]
     b = npv + s.d2[t]
     bound = s.plane_bound[t]
-    degenerate = ~s.orient[t].any(axis=1)
-    ok = degenerate | ((a >= bound) & (b <= -bound))
+    ok = s.degenerate[t] | ((a >= bound) & (b <= -bound))
     unsure = ~ok & (a >= -bound) & (b <= bound)
     if unsure.any():
         u = np.flatnonzero(unsure)
@@ -226,12 +253,14 @@ def thin_test(s: TriangleSetup, t, p):
 
 def overlaps(s: TriangleSetup, t, p):
     """Triangle t overlaps voxel p (given p lies in t's touched box): Eq. 3 ×3 ∧ Eq. 1
-    (∧ the thin test in thin mode). The plane test runs only where the edges pass."""
-    ok = projection_test(s, t, p, 0)
-    for plane in (1, 2):
-        ok &= projection_test(s, t, p, plane)
+    (∧ the thin test in thin mode, evaluated first: it is the more selective). Each
+    stage runs only on the items that passed the ones before."""
+    keep = np.arange(len(t))
     if s.thin is not None:
-        ok &= thin_test(s, t, p)
-    keep = np.flatnonzero(ok)
-    ok[keep] = plane_test(s, t[keep], p[keep])
+        keep = np.flatnonzero(thin_test(s, t, p))
+    for plane in range(3):
+        keep = keep[projection_test(s, t[keep], p[keep], plane)]
+    keep = keep[plane_test(s, t[keep], p[keep])]
+    ok = np.zeros(len(t), dtype=bool)
+    ok[keep] = True
     return ok
