@@ -253,7 +253,7 @@ __device__ __forceinline__ bool plane_test(const Setup& s, const double* q)
         hi[k] = q[k] + c;
         lo[k] = q[k] + (1.0 - c);
     }
-    return plane_sign(s, hi) >= 0 && plane_sign(s, lo) <= 0;
+    return (a >= s.pbound || plane_sign(s, hi) >= 0) && (b <= -s.pbound || plane_sign(s, lo) <= 0);
 }
 
 // §3.4 in floating point (triangles.thin_test), only ever with the exact conservative test.

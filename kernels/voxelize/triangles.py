@@ -198,12 +198,16 @@ def plane_test(s: TriangleSetup, t, p):
     bound = s.plane_bound[t]
     ok = s.degenerate[t] | ((a >= bound) & (b <= -bound))
     unsure = ~ok & (a >= -bound) & (b <= bound)
-    if unsure.any():
+    if unsure.any():  # decide exactly only the sides that are unsure (usually one of the two)
         u = np.flatnonzero(unsure)
-        tu = t[u]
+        tu, pu = t[u], p[u]
         c = (s.orient[tu] > 0).astype(np.float64)
         vu, nu, eu = s.v[tu], s.n[tu], s.nerr[tu]
-        ok[u] = (exact.plane_signs(vu, nu, eu, p[u] + c) >= 0) & (exact.plane_signs(vu, nu, eu, p[u] + (1.0 - c)) <= 0)
+        res = np.ones(len(u), dtype=bool)
+        for which, corner, want in ((a[u] < bound[u], pu + c, 1), (b[u] > -bound[u], pu + (1.0 - c), -1)):
+            m = np.flatnonzero(which & res)
+            res[m] = exact.plane_signs(vu[m], nu[m], eu[m], corner[m]) != -want
+        ok[u] = res
     return ok
 
 
