@@ -152,10 +152,10 @@ def test_orient2d_and_plane_signs_are_exact(harness):
     for m in range(len(u)):
         U, W, C, X = ([F(float(q)) for q in p[m]] for p in (u, w, c, x))
         for a, b in ((0, 1), (1, 2), (2, 0)):
-            lines.append("o " + " ".join(float(q).hex() for q in (u[m, a], u[m, b], w[m, a], w[m, b], x[m, a], x[m, b])))
-            want.append(sign((W[a] - U[a]) * (X[b] - U[b]) - (W[b] - U[b]) * (X[a] - U[a])))
-            lines.append("o " + " ".join(float(q).hex() for q in (u[m, a], u[m, b], w[m, a], w[m, b], c[m, a], c[m, b])))
-            want.append(sign((W[a] - U[a]) * (C[b] - U[b]) - (W[b] - U[b]) * (C[a] - U[a])))
+            for point, P in ((x, X), (c, C)):
+                args = (u[m, a], u[m, b], w[m, a], w[m, b], point[m, a], point[m, b])
+                lines.append("o " + " ".join(float(q).hex() for q in args))
+                want.append(sign((W[a] - U[a]) * (P[b] - U[b]) - (W[b] - U[b]) * (P[a] - U[a])))
         e0 = [W[k] - U[k] for k in range(3)]
         e1 = [C[k] - W[k] for k in range(3)]
         n = (e0[1] * e1[2] - e0[2] * e1[1], e0[2] * e1[0] - e0[0] * e1[2], e0[0] * e1[1] - e0[1] * e1[0])
