@@ -1,8 +1,11 @@
 // Triangle voxelization (seed 004 §3–4) on packed bit grids [z][y][x/32].
 //
-// Mirrors kernels/voxelize/triangles.py, surface.py and solid.py term by term, in float64
-// voxel units. Compiled with --fmad=false: every operation rounds exactly as NumPy's, so
-// the GPU sets the same voxels as the CPU reference.
+// Mirrors kernels/voxelize/triangles.py, exact.py, surface.py and solid.py term by term, in
+// float64 voxel units. Compiled with --fmad=false: every operation rounds exactly as
+// NumPy's, so the GPU sets the same voxels as the CPU reference. The conservative test is
+// moreover exact (the closed-box SAT, issue 22 §1): float filters with rounding bounds,
+// then exact expansion arithmetic (voxfx_exact.cuh) where a filter is unsure, so CPU and
+// GPU agree even where they compute a sign differently (rationals on the CPU).
 //
 // Work is load-balanced over *columns*: column_counts writes per triangle the number of
 // voxel columns it covers; an inclusive scan of those (`ends`) maps a global work item to
@@ -59,15 +62,29 @@ __device__ __forceinline__ bool valid_triangle(const int* __restrict__ tris, lon
     return true;
 }
 
+#include "voxfx_exact.cuh"  // tier 3: exact signs by expansion arithmetic
+
+// Rounding-bound factor of the float filters (exact.py FILTER).
+#define VOXFX_FILTER 7.105427357601002e-15  // 2^-47
+
 struct Setup {
     double v[3][3];      // corners
     double e[3][3];      // e_i = v_{i+1} - v_i
     double n[3];         // e0 x e1
-    double d1, d2;       // plane offsets (Eq. 1 or §3.4)
+    double nerr[3];      // scale of n's rounding error (exact.normal_error)
+    int orient[3];       // exact signs of n
+    double d1, d2;       // plane offsets (Eq. 1) at the corners where n.x is largest / smallest
+    double pbound;       // tier-1 bound of Eq. 1 over the box
     double ne[3][3][2];  // [plane][edge] edge normal (a, b)
-    double de[3][3];     // [plane][edge] edge offset (Eq. 2 or §3.4)
+    double de[3][3];     // [plane][edge] edge offset (Eq. 2)
+    double ebound[3][3]; // [plane][edge] tier-1 bound of Eq. 2 over the box
+    double side[3];      // [plane] orientation +-1
+    double td1, td2;     // thin only (§3.4)
+    double tde[3][3];
     long long lo[3], hi[3];
     int dom;
+    bool wide;           // n too uncertain for the depth range: test the whole box column
+    int thin;
 };
 
 __device__ __forceinline__ void load_corners(const double* __restrict__ pv, const int* __restrict__ tris,
@@ -82,6 +99,7 @@ __device__ __forceinline__ void load_corners(const double* __restrict__ pv, cons
     }
 }
 
+// Mirrors triangles.setup (and exact.orientation_signs / normal_error).
 __device__ __forceinline__ void make_setup(const double* __restrict__ pv, const int* __restrict__ tris, long long t,
                                            int nx, int ny, int nz, int thin, Setup& s)
 {
@@ -96,39 +114,21 @@ __device__ __forceinline__ void make_setup(const double* __restrict__ pv, const 
     s.n[0] = e0[1] * e1[2] - e0[2] * e1[1];
     s.n[1] = e0[2] * e1[0] - e0[0] * e1[2];
     s.n[2] = e0[0] * e1[1] - e0[1] * e1[0];
+    s.nerr[0] = fabs(e0[1] * e1[2]) + fabs(e0[2] * e1[1]);
+    s.nerr[1] = fabs(e0[2] * e1[0]) + fabs(e0[0] * e1[2]);
+    s.nerr[2] = fabs(e0[0] * e1[1]) + fabs(e0[1] * e1[0]);
     const double* v0 = s.v[0];
     const double* n = s.n;
-    if (thin) {
-        double m = (n[0] * (0.5 - v0[0]) + n[1] * (0.5 - v0[1])) + n[2] * (0.5 - v0[2]);
-        double h = 0.5 * fmax(fmax(fabs(n[0]), fabs(n[1])), fabs(n[2]));
-        s.d1 = m + h;
-        s.d2 = m - h;
-    } else {
-        double c0 = n[0] > 0 ? 1.0 : 0.0, c1 = n[1] > 0 ? 1.0 : 0.0, c2 = n[2] > 0 ? 1.0 : 0.0;
-        s.d1 = (n[0] * (c0 - v0[0]) + n[1] * (c1 - v0[1])) + n[2] * (c2 - v0[2]);
-        s.d2 = (n[0] * ((1.0 - c0) - v0[0]) + n[1] * ((1.0 - c1) - v0[1])) + n[2] * ((1.0 - c2) - v0[2]);
-    }
 #pragma unroll
-    for (int p = 0; p < 3; ++p) {
-        const int a = PA(p), b = PB(p), c = PC(p);
-        double sg = n[c] >= 0 ? 1.0 : -1.0;
-#pragma unroll
-        for (int i = 0; i < 3; ++i) {
-            double na = (-s.e[i][b]) * sg;
-            double nb = s.e[i][a] * sg;
-            double t2;
-            if (thin) {
-                t2 = na * (0.5 - s.v[i][a]) + nb * (0.5 - s.v[i][b]);
-                s.de[p][i] = t2 + 0.5 * fmax(fabs(na), fabs(nb));
-            } else {
-                t2 = na * s.v[i][a] + nb * s.v[i][b];
-                s.de[p][i] = ((-t2) + fmax(0.0, na)) + fmax(0.0, nb);
-            }
-            s.ne[p][i][0] = na;
-            s.ne[p][i][1] = nb;
-        }
+    for (int c = 0; c < 3; ++c) {  // exact signs: a sliver's float normal is noise
+        const int a = (c + 1) % 3, b = (c + 2) % 3;
+        if (fabs(n[c]) <= VOXFX_FILTER * s.nerr[c] && s.nerr[c] > 0)
+            s.orient[c] = orient2d_exact(s.v[0][a], s.v[0][b], s.v[1][a], s.v[1][b], s.v[2][a], s.v[2][b]);
+        else
+            s.orient[c] = n[c] > 0 ? 1 : (n[c] < 0 ? -1 : 0);
     }
     const int dims[3] = {nx, ny, nz};
+    double reach[3];
 #pragma unroll
     for (int a = 0; a < 3; ++a) {
         double bmin = fmin(fmin(s.v[0][a], s.v[1][a]), s.v[2][a]);
@@ -137,6 +137,41 @@ __device__ __forceinline__ void make_setup(const double* __restrict__ pv, const 
         long long hi = (long long)floor(bmax);
         s.lo[a] = lo > 0 ? lo : 0;
         s.hi[a] = hi < dims[a] - 1 ? hi : dims[a] - 1;
+        reach[a] = fmax(fabs((double)s.lo[a]), fabs((double)(s.hi[a] + 1)));
+    }
+    double c0 = s.orient[0] > 0 ? 1.0 : 0.0, c1 = s.orient[1] > 0 ? 1.0 : 0.0, c2 = s.orient[2] > 0 ? 1.0 : 0.0;
+    s.d1 = (n[0] * (c0 - v0[0]) + n[1] * (c1 - v0[1])) + n[2] * (c2 - v0[2]);
+    s.d2 = (n[0] * ((1.0 - c0) - v0[0]) + n[1] * ((1.0 - c1) - v0[1])) + n[2] * ((1.0 - c2) - v0[2]);
+    s.pbound = VOXFX_FILTER * ((((fabs(n[0]) + s.nerr[0]) * ((reach[0] + fabs(v0[0])) + 1.0))
+                                + ((fabs(n[1]) + s.nerr[1]) * ((reach[1] + fabs(v0[1])) + 1.0)))
+                               + ((fabs(n[2]) + s.nerr[2]) * ((reach[2] + fabs(v0[2])) + 1.0)));
+    s.thin = thin;
+    if (thin) {
+        double m = (n[0] * (0.5 - v0[0]) + n[1] * (0.5 - v0[1])) + n[2] * (0.5 - v0[2]);
+        double h = 0.5 * fmax(fmax(fabs(n[0]), fabs(n[1])), fabs(n[2]));
+        s.td1 = m + h;
+        s.td2 = m - h;
+    }
+#pragma unroll
+    for (int p = 0; p < 3; ++p) {
+        const int a = PA(p), b = PB(p), c = PC(p);
+        double sg = s.orient[c] >= 0 ? 1.0 : -1.0;
+        s.side[p] = sg;
+#pragma unroll
+        for (int i = 0; i < 3; ++i) {
+            double na = (-s.e[i][b]) * sg;
+            double nb = s.e[i][a] * sg;
+            double t2 = na * s.v[i][a] + nb * s.v[i][b];
+            s.de[p][i] = ((-t2) + fmax(0.0, na)) + fmax(0.0, nb);
+            s.ebound[p][i] = VOXFX_FILTER * (fabs(na) * ((reach[a] + fabs(s.v[i][a])) + 1.0)
+                                             + fabs(nb) * ((reach[b] + fabs(s.v[i][b])) + 1.0));
+            if (thin) {
+                double t3 = na * (0.5 - s.v[i][a]) + nb * (0.5 - s.v[i][b]);
+                s.tde[p][i] = t3 + 0.5 * fmax(fabs(na), fabs(nb));
+            }
+            s.ne[p][i][0] = na;
+            s.ne[p][i][1] = nb;
+        }
     }
     double a0 = fabs(n[0]), a1 = fabs(n[1]), a2 = fabs(n[2]);
     int dom = 0;
@@ -144,23 +179,95 @@ __device__ __forceinline__ void make_setup(const double* __restrict__ pv, const 
     if (a1 > best) { dom = 1; best = a1; }
     if (a2 > best) { dom = 2; }
     s.dom = dom;
+    s.wide = !(8.0 * s.pbound < fabs(n[dom]));
 }
 
+// Tiers 2-3 of edge i's function >= 0 at corner q + (critical offsets) (exact.edge_at_least_zero).
+template <int P>
+__device__ __noinline__ bool edge_exact(const Setup& s, int i, const double* q)
+{
+    constexpr int a = PA(P), b = PB(P);
+    const double na = s.ne[P][i][0], nb = s.ne[P][i][1];
+    const double xa = q[a] + (na > 0 ? 1.0 : 0.0), xb = q[b] + (nb > 0 ? 1.0 : 0.0);
+    for (int k = 0; k < 2; ++k) {  // N.(X - u) = N.(X - w): try both ends
+        const double* r = s.v[(i + k) % 3];
+        double da = xa - r[a], db = xb - r[b];
+        double E = na * da + nb * db;
+        double B = VOXFX_FILTER * (fabs(na) * fabs(da) + fabs(nb) * fabs(db));
+        if (E >= B) return true;
+        if (E < -B) return false;
+    }
+    const double* u = s.v[i];
+    const double* w = s.v[(i + 1) % 3];
+    return s.side[P] * (double)orient2d_exact(u[a], u[b], w[a], w[b], xa, xb) >= 0;
+}
+
+// Eq. 3 in plane P, exact: tier 1 here, the unsure edges through edge_exact.
 template <int P>
 __device__ __forceinline__ bool projection_test(const Setup& s, const double* q)
 {
     constexpr int a = PA(P), b = PB(P);
+    int unsure = 0;
 #pragma unroll
+    for (int i = 0; i < 3; ++i) {
+        double E = (s.ne[P][i][0] * q[a] + s.ne[P][i][1] * q[b]) + s.de[P][i];
+        if (E >= s.ebound[P][i]) continue;
+        if (E < -s.ebound[P][i]) return false;
+        unsure |= 1 << i;
+    }
     for (int i = 0; i < 3; ++i)
-        if (!((s.ne[P][i][0] * q[a] + s.ne[P][i][1] * q[b]) + s.de[P][i] >= 0)) return false;
+        if ((unsure >> i & 1) && !edge_exact<P>(s, i, q)) return false;
     return true;
 }
 
+// Tiers 2-3 of sign(n.(X - v0)) (exact.plane_signs).
+__device__ __noinline__ int plane_sign(const Setup& s, const double* X)
+{
+    const double* n = s.n;
+    for (int c = 0; c < 3; ++c) {  // n.(X - v_c) is the same for every corner
+        const double* r = s.v[c];
+        double d0 = X[0] - r[0], d1 = X[1] - r[1], d2 = X[2] - r[2];
+        double value = (n[0] * d0 + n[1] * d1) + n[2] * d2;
+        double B = VOXFX_FILTER * ((((fabs(n[0]) + s.nerr[0]) * fabs(d0)) + ((fabs(n[1]) + s.nerr[1]) * fabs(d1)))
+                                   + ((fabs(n[2]) + s.nerr[2]) * fabs(d2)));
+        if (value > B) return 1;
+        if (value < -B) return -1;
+        if (!(B > 0)) return 0;
+    }
+    return plane_exact(s.v[0], s.v[1], s.v[2], X);
+}
+
+// Eq. 1, exact: the plane meets the closed box iff n.(X - v0) >= 0 at the corner where it
+// is largest and <= 0 where it is smallest; no normal (collinear corners): the edges decide.
 __device__ __forceinline__ bool plane_test(const Setup& s, const double* q)
 {
+    if (!s.orient[0] && !s.orient[1] && !s.orient[2]) return true;
     double npv = (s.n[0] * q[0] + s.n[1] * q[1]) + s.n[2] * q[2];
     double a = npv + s.d1, b = npv + s.d2;
-    return (a <= 0 && b >= 0) || (a >= 0 && b <= 0);
+    if (a >= s.pbound && b <= -s.pbound) return true;
+    if (a < -s.pbound || b > s.pbound) return false;
+    double hi[3], lo[3];
+#pragma unroll
+    for (int k = 0; k < 3; ++k) {
+        double c = s.orient[k] > 0 ? 1.0 : 0.0;
+        hi[k] = q[k] + c;
+        lo[k] = q[k] + (1.0 - c);
+    }
+    return (a >= s.pbound || plane_sign(s, hi) >= 0) && (b <= -s.pbound || plane_sign(s, lo) <= 0);
+}
+
+// §3.4 in floating point (triangles.thin_test), only ever with the exact conservative test.
+__device__ __forceinline__ bool thin_test(const Setup& s, const double* q)
+{
+    double npv = (s.n[0] * q[0] + s.n[1] * q[1]) + s.n[2] * q[2];
+    double x = npv + s.td1, y = npv + s.td2;
+    if (!((x <= 0 && y >= 0) || (x >= 0 && y <= 0))) return false;
+#pragma unroll
+    for (int p = 0; p < 3; ++p)
+#pragma unroll
+        for (int i = 0; i < 3; ++i)
+            if (!((s.ne[p][i][0] * q[PA(p)] + s.ne[p][i][1] * q[PB(p)]) + s.tde[p][i] >= 0)) return false;
+    return true;
 }
 
 #include "voxfx_search.cuh"  // owner_of: the balanced-work owner search
@@ -210,7 +317,7 @@ __device__ __forceinline__ void column(const Setup& s, long long t, long long lo
     const double* v0 = s.v[0];
     double nD = n[D], nU = n[U], nV = n[V];
     long long dlo = s.lo[D], dhi = s.hi[D];
-    if (nD != 0) {
+    if (!s.wide) {  // else (slivers, n_D = 0): every voxel of the box's column
         double nv0 = (n[0] * v0[0] + n[1] * v0[1]) + n[2] * v0[2];
         double e00 = ((nv0 - nU * ((double)cu + 0.0)) - nV * ((double)cv + 0.0)) / nD;
         double e01 = ((nv0 - nU * ((double)cu + 0.0)) - nV * ((double)cv + 1.0)) / nD;
@@ -225,7 +332,9 @@ __device__ __forceinline__ void column(const Setup& s, long long t, long long lo
     int wx = (nx + 31) >> 5;
     for (long long d = dlo; d <= dhi; ++d) {
         q[D] = (double)d;
-        if (!plane_test(s, q) || !projection_test<p1>(s, q) || !projection_test<p2>(s, q)) continue;
+        if (!projection_test<p1>(s, q) || !projection_test<p2>(s, q)) continue;
+        if (s.thin && !thin_test(s, q)) continue;
+        if (!plane_test(s, q)) continue;
         long long i = (long long)q[0], j = (long long)q[1], k = (long long)q[2];
         if (OWNER) {
             long long key = (k * ny + j) * nx + i, lo = lower_bound(list.linear, list.count, key);

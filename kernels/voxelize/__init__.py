@@ -59,7 +59,7 @@ def work_items(vertices, triangles, spec: GridSpec, mode: str) -> int:
     pass, capped by the batch size. Exact, from the triangles' boxes (a few hundred bytes
     per triangle at a time)."""
     from .surface import CHUNK_ITEMS, column_counts
-    from .triangles import setup
+    from .triangles import touched_boxes
 
     vertices = np.asarray(backend.to_numpy(vertices))
     triangles = np.asarray(backend.to_numpy(triangles)).astype(np.int64, copy=False)
@@ -70,7 +70,7 @@ def work_items(vertices, triangles, spec: GridSpec, mode: str) -> int:
     for t0 in range(0, len(triangles), 1 << 16):
         tri = triangles[t0:t0 + (1 << 16)]
         if mode in ("surface", "thin", "solid+surface"):
-            cols = column_counts(setup(pv, tri, spec.shape, mode == "thin"))
+            cols = column_counts(touched_boxes(pv, tri, spec.shape))
             surf += int(cols.sum())
             single = max(single, int(cols.max()))
         if mode in ("solid", "solid+surface"):  # columns of the yz boxes (an upper bound)

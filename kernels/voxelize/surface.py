@@ -45,8 +45,9 @@ def depth_candidates(s: TriangleSetup, t, cu, cv, D, U, V):
     dmin = np.minimum(np.minimum(ext[0], ext[1]), np.minimum(ext[2], ext[3]))
     dmax = np.maximum(np.maximum(ext[0], ext[1]), np.maximum(ext[2], ext[3]))
     lo_d, hi_d = s.lo[t, D], s.hi[t, D]
-    dlo = np.where(nD == 0, lo_d, np.maximum(np.floor(dmin).astype(np.int64) - 1, lo_d))
-    dhi = np.where(nD == 0, hi_d, np.minimum(np.floor(dmax).astype(np.int64) + 1, hi_d))
+    whole = s.wide[t]  # n_D too uncertain (slivers, n_D = 0): every voxel of the box's column
+    dlo = np.where(whole, lo_d, np.maximum(np.floor(dmin).astype(np.int64) - 1, lo_d))
+    dhi = np.where(whole, hi_d, np.minimum(np.floor(dmax).astype(np.int64) + 1, hi_d))
     return dlo, dhi
 
 
