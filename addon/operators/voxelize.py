@@ -20,7 +20,7 @@ import numpy as np
 from ...kernels import backend
 from ...kernels.errors import BadGeometryError, InputError, VoxFXError
 from ...kernels.grid import GridSpec, bitgrid
-from ...kernels.voxelize import CPU_BYTES_PER_ITEM, estimate_bytes, voxelize
+from ...kernels.voxelize import CPU_BYTES_PER_SURFACE_ITEM, estimate_bytes, voxelize
 from ...kernels.voxelize.attributes import owner_triangles
 from ...kernels.voxelize.blocks import exterior_faces
 from ...kernels.voxelize.coverage import coverage, density
@@ -126,7 +126,7 @@ def peak_estimate(spec, request, n_vertices, n_triangles, vote, voxels=None, fac
     if outs & PER_VOXEL_OUTPUTS:
         live = 12 * N  # the coordinates, kept to the end
         stages["coordinates"] = coords
-        batch = CPU_BYTES_PER_ITEM * (items if items is not None else 0) if xp is np else 0
+        batch = CPU_BYTES_PER_SURFACE_ITEM * (items.surface if items is not None else 0) if xp is np else 0
         # owner_triangles re-lists the voxels, re-runs the surface pass next to their int64
         # coordinates and linear indices (32 B), then fills the owners along rows
         stages["attributes"] = live + max(coords, 32 * N + batch, ATTR_PER_VOXEL * N)

@@ -14,6 +14,7 @@ voxels.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -49,43 +50,67 @@ class VoxelGrid:
 # Host bytes of the NumPy path, counted from its arrays and checked by bench/memory.py:
 # per triangle, the setup arrays (vertices, edges, normal, 3×3 edge functions, boxes, in
 # float64) and their temporaries; per work item of a batch (surface.CHUNK_ITEMS at most),
-# owner / local / column / candidate arrays and the exact test's temporaries.
+# owner / local / column arrays and, for the surface pass, its depth candidates (about
+# three per column) with the exact test's filters (kernel peak over work items, fresh
+# process: 335–390 B for Suzanne, torus and UV sphere, 510 B for the axis-aligned cube
+# whose faces lie on voxel planes, Resolution 112–560); the solid pass's crossing
+# columns take 135–145 B.
 CPU_BYTES_PER_TRIANGLE = 700
-CPU_BYTES_PER_ITEM = 250
+CPU_BYTES_PER_SURFACE_ITEM = 450
+CPU_BYTES_PER_SOLID_ITEM = 160
 
 
-def work_items(vertices, triangles, spec: GridSpec, mode: str) -> int:
-    """Work items of the largest CPU batch: the column count of the surface (or solid)
-    pass, capped by the batch size. Exact, from the triangles' boxes (a few hundred bytes
-    per triangle at a time)."""
+class WorkItems(NamedTuple):
+    """Work items of the largest CPU batch of each pass (0 for a pass the mode skips)."""
+
+    surface: int
+    solid: int
+
+    def batch_bytes(self) -> int:
+        """Peak bytes of the largest batch: the passes run one after the other."""
+        return max(CPU_BYTES_PER_SURFACE_ITEM * self.surface, CPU_BYTES_PER_SOLID_ITEM * self.solid)
+
+    @classmethod
+    def most(cls, mode: str) -> "WorkItems":
+        """The most a batch holds, for a mode (when the triangles are not read)."""
+        from .surface import CHUNK_ITEMS
+
+        return cls(CHUNK_ITEMS if mode != "solid" else 0,
+                   CHUNK_ITEMS if mode in ("solid", "solid+surface") else 0)
+
+
+def work_items(vertices, triangles, spec: GridSpec, mode: str) -> WorkItems:
+    """Work items of the largest CPU batch of each pass: the column count of the surface
+    and solid passes, capped by the batch size. Exact, from the triangles' boxes (a few
+    hundred bytes per triangle at a time)."""
     from .surface import CHUNK_ITEMS, column_counts
     from .triangles import touched_boxes
 
     vertices = np.asarray(backend.to_numpy(vertices))
     triangles = np.asarray(backend.to_numpy(triangles)).astype(np.int64, copy=False)
     if len(triangles) == 0:
-        return 0
+        return WorkItems(0, 0)
     pv = to_voxel_units(vertices, spec.origin, spec.voxel_size)
-    surf = sol = single = 0
+    surf = sol = single_surf = single_sol = 0
     for t0 in range(0, len(triangles), 1 << 16):
         tri = triangles[t0:t0 + (1 << 16)]
         if mode in ("surface", "thin", "solid+surface"):
             cols = column_counts(touched_boxes(pv, tri, spec.shape))
             surf += int(cols.sum())
-            single = max(single, int(cols.max()))
+            single_surf = max(single_surf, int(cols.max()))
         if mode in ("solid", "solid+surface"):  # columns of the yz boxes (an upper bound)
             y, z = pv[tri][:, :, 1], pv[tri][:, :, 2]
             wj = np.clip(np.floor(y.max(1) - 0.5) - np.ceil(y.min(1) - 0.5) + 1, 0, spec.shape[1])
             wk = np.clip(np.floor(z.max(1) - 0.5) - np.ceil(z.min(1) - 0.5) + 1, 0, spec.shape[2])
             cols = wj * wk
             sol += int(cols.sum())
-            single = max(single, int(cols.max()))
+            single_sol = max(single_sol, int(cols.max()))
     # a batch holds up to CHUNK_ITEMS items, or one triangle's when it alone has more
-    return max(min(max(surf, sol), CHUNK_ITEMS), single)
+    return WorkItems(max(min(surf, CHUNK_ITEMS), single_surf), max(min(sol, CHUNK_ITEMS), single_sol))
 
 
 def estimate_bytes(spec: GridSpec, mode: str, n_vertices: int, n_triangles: int, vote: bool = False,
-                   xp=None, items: int | None = None) -> int:
+                   xp=None, items: WorkItems | None = None) -> int:
     """Peak memory of ``voxelize`` for these settings (before allocating), on the device
     of *xp* (default: the current backend's). Every array of the path is counted:
 
@@ -96,8 +121,8 @@ def estimate_bytes(spec: GridSpec, mode: str, n_vertices: int, n_triangles: int,
     the old one's pool block); for the vote, a second bit grid, the uint8 vote grid and one unpacked axis or the ``≥ 2``
     mask at a time (2 B/voxel) and two bit grids.
 
-    CPU (NumPy): vertices in voxel units, the triangle setup, one batch of work items
-    (*items*, default the most a batch holds) and two bit grids; for the vote, the vote
+    CPU (NumPy): vertices in voxel units, the triangle setup, the largest batch of work
+    items of either pass (*items*, default the most a batch holds) and two bit grids; for the vote, the vote
     grid, one axis unpacked (uint8 then bool) or the mask and its padded copy (3 B per
     voxel of the padded rows).
     """
@@ -113,12 +138,10 @@ def estimate_bytes(spec: GridSpec, mode: str, n_vertices: int, n_triangles: int,
         # CuPy 14.2: peak / W = 1.00 for surface, solid and solid+surface, 256³–1024³).
         grids = W + (W + 2 * G + W if solid and vote else 0)
         return int(geometry + grids)
-    from .surface import CHUNK_ITEMS
-
-    items = CHUNK_ITEMS if items is None else int(items)
+    items = WorkItems.most(mode) if items is None else items
     padded = 32 * (W // 4)  # voxels of the rows padded to whole words
     geometry = 24 * nv + CPU_BYTES_PER_TRIANGLE * nt
-    batch = CPU_BYTES_PER_ITEM * items
+    batch = items.batch_bytes()
     grids = 2 * W
     if solid and vote:
         grids = max(grids, 3 * padded + 2 * W)

@@ -47,7 +47,7 @@ def coverage_bytes(spec: GridSpec, n_vertices: int, n_triangles: int, vote: bool
     of whole words, then the bool crop), int32 counts and their float32 quotient; or, before
     that, the fine solid voxelization's own peak (its work items are those of a slab of
     4×4 times more columns, capped by the batch size)."""
-    from . import estimate_bytes
+    from . import WorkItems, estimate_bytes
     from .surface import CHUNK_ITEMS
 
     xp = xp or backend.xp()
@@ -57,7 +57,7 @@ def coverage_bytes(spec: GridSpec, n_vertices: int, n_triangles: int, vote: bool
     fine = GridSpec(spec.origin, spec.voxel_size / SUB, (SUB * nx, SUB * ny, SUB * layers))
     samples = per_layer * layers
     slab_voxels = nx * ny * layers
-    items = min(CHUNK_ITEMS, SUB * SUB * ny * nx)
+    items = WorkItems(0, min(CHUNK_ITEMS, SUB * SUB * ny * nx))
     voxelizing = estimate_bytes(fine, "solid", n_vertices, n_triangles, vote, xp=xp, items=items)
     fine_bits = bitgrid.nbytes(fine.shape)
     unpacked = 8 * fine_bits + samples  # uint8 of the padded words, then the bool crop
