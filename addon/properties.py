@@ -2,6 +2,10 @@
 
 import bpy
 
+from ..kernels.flip.grid import FlipSettings as KernelFlipSettings
+from ..kernels.settings import default_of, ui_fields
+from ..kernels.snow.domain import SnowSettings as KernelSnowSettings
+
 # Path properties declare that they accept '//' (relative to the .blend), as Blender 4.5+ asks.
 _RELATIVE_PATH = {"PATH_SUPPORTS_BLEND_RELATIVE"}
 
@@ -70,6 +74,9 @@ class VoxelizeSettings(bpy.types.PropertyGroup):
 
 
 class SnowSettings(bpy.types.PropertyGroup):
+    """The Snow panel: the scene-side properties below, and every field of the kernels'
+    ``SnowSettings`` made with ``setting`` (added by ``_add_settings_fields``)."""
+
     receivers: bpy.props.PointerProperty(
         name="Receivers", type=bpy.types.Collection,
         description="Objects snow lands on (terrain, roofs, trees); they also block the wind")
@@ -88,53 +95,11 @@ class SnowSettings(bpy.types.PropertyGroup):
     ground_resolution: bpy.props.IntProperty(
         name="Ground Resolution", description="Snow-depth samples along the longer horizontal side",
         default=128, min=8, soft_max=1024, max=4096)
-    flake_count: bpy.props.IntProperty(
-        name="Flakes", description="Number of flakes in the air (for looks: the snowfall rate sets the amount of snow)",
-        default=50_000, min=1, soft_max=10_000_000)
-    preset: bpy.props.EnumProperty(
-        name="Snow Type", items=[("dry", "Dry", "Terminal fall speed 1–2 m/s"),
-                                 ("wet", "Wet", "Terminal fall speed 0.5–1.5 m/s")], default="dry")
-    snowfall_rate: bpy.props.FloatProperty(
-        name="Snowfall (cm/h)", description="Fresh snow depth per hour over open ground",
-        default=5.0, min=0.0, soft_max=50.0)
-    time_scale: bpy.props.FloatProperty(
-        name="Time Scale",
-        description="Seconds of snowfall laid down per second of animation: 360 turns 5 cm/h into 5 cm in 10 s. "
-        "Flakes still fall at their real speed", default=1.0, min=1e-3, soft_max=10000.0, max=1e7)
-    initial_depth: bpy.props.FloatProperty(
-        name="Starting Depth", description="Snow already lying on the receivers at the first frame",
-        default=0.05, min=0.0, soft_max=1.0, unit="LENGTH", subtype="DISTANCE")
-    snow_density: bpy.props.FloatProperty(
-        name="Snow Density", description="Density of fresh snow in kg/m³ (for the water-equivalent report)",
-        default=100.0, min=10.0, max=917.0)
-    wind_speed: bpy.props.FloatProperty(
-        name="Wind Speed", description="Wind speed at the inflow in m/s", default=2.0, min=0.0, soft_max=30.0,
-        unit="VELOCITY")
-    wind_direction: bpy.props.FloatProperty(
-        name="Wind Direction", description="Direction the wind blows towards (0° = +X)", default=0.0,
-        subtype="ANGLE", unit="ROTATION")
-    gust_strength: bpy.props.FloatProperty(
-        name="Gusts", description="Gust strength as a fraction of the wind speed", default=0.3, min=0.0, max=2.0,
-        subtype="FACTOR")
     use_scene_wind: bpy.props.BoolProperty(
         name="Use Wind Force Fields", description="Take speed and direction from the scene's Wind force fields",
         default=False)
-    repose_angle: bpy.props.FloatProperty(
-        name="Angle of Repose", description="Steepest slope snow keeps; steeper snow slides down",
-        default=0.663, min=0.02, max=1.55, subtype="ANGLE", unit="ROTATION")
-    drift: bpy.props.BoolProperty(
-        name="Wind Drift", description="Strong near-ground wind erodes fallen snow and deposits it in lee areas",
-        default=True)
-    drift_threshold: bpy.props.FloatProperty(
-        name="Drift Threshold", description="Near-ground wind speed above which snow erodes (m/s)",
-        default=5.0, min=0.0, unit="VELOCITY")
     substeps: bpy.props.IntProperty(
         name="Steps per Frame", description="Simulation steps per frame", default=2, min=1, max=64)
-    seed: bpy.props.IntProperty(name="Seed", description="Random seed (same seed, same snowfall)", default=0, min=0)
-    pressure_solver: bpy.props.EnumProperty(
-        name="Pressure", items=[("converge", "Converged", "Iterate until the residual is below tolerance"),
-                                ("thesis", "5 SOR sweeps", "The thesis's fixed five sweeps (fast, approximate)")],
-        default="converge")
 
 
 FLIP_ROLES = [
@@ -157,33 +122,18 @@ class FlipObjectSettings(bpy.types.PropertyGroup):
 
 
 class FlipSettings(bpy.types.PropertyGroup):
+    """The Liquid panel: the scene-side properties below, and every field of the kernels'
+    ``FlipSettings`` made with ``setting``."""
+
     domain: bpy.props.PointerProperty(
         name="Domain", type=bpy.types.Object,
         description="Box object whose bounds enclose the simulation (closed walls)")
     resolution: bpy.props.IntProperty(
         name="Resolution", description="Grid cells along the longest side of the domain",
         default=48, min=8, soft_max=512, max=2048)
-    particles_per_cell: bpy.props.IntProperty(
-        name="Particles per Cell", description="Particles seeded per liquid cell", default=8, min=1, max=27)
-    flip_ratio: bpy.props.FloatProperty(
-        name="FLIP Ratio", description="1 = pure FLIP (lively, noisy), 0 = PIC (smooth, viscous-looking)",
-        default=0.97, min=0.0, max=1.0, subtype="FACTOR")
-    apic: bpy.props.BoolProperty(
-        name="APIC", description="Affine particle-in-cell transfer instead of the FLIP/PIC blend "
-        "(keeps rotation, less noise)", default=False)
-    cfl: bpy.props.FloatProperty(
-        name="CFL Number", description="Cells a particle may travel per substep: higher takes fewer "
-        "substeps (faster, less accurate; Mantaflow's default is 2)", default=1.0, min=0.1, max=10.0,
-        soft_max=5.0)
-    max_substeps: bpy.props.IntProperty(
-        name="Max Substeps", description="Upper limit of CFL substeps per frame", default=8, min=1, max=64)
-    pressure_tolerance: bpy.props.FloatProperty(
-        name="Pressure Tolerance", description="Relative residual at which the pressure solve stops",
-        default=1e-4, min=1e-8, max=1e-1, precision=6)
     particle_display: bpy.props.FloatProperty(
         name="Viewport Particles", description="Fraction of the particles shown in the viewport",
         default=1.0, min=0.0, max=1.0, subtype="FACTOR", update=_show_particle_fraction)
-    seed: bpy.props.IntProperty(name="Seed", default=0, min=0, description="Seed of the particle jitter")
     hide_sim_objects: bpy.props.BoolProperty(
         name="Hide Sim Objects in Renders",
         description="After a bake, the Domain shows as bounds and it, the Liquid sources, Inflows and Outflows are "
@@ -193,6 +143,41 @@ class FlipSettings(bpy.types.PropertyGroup):
         name="Render Particles",
         description="Render the Liquid Particles point cloud too (off: only the Liquid Surface renders)",
         default=False)
+
+
+def bpy_property(f):
+    """The Blender property of one kernel settings field (``kernels.settings.setting``)."""
+    meta = dict(f.metadata["ui"])
+    default = default_of(f)
+    if "items" in meta:
+        meta["items"] = [tuple(item) for item in meta["items"]]
+        return bpy.props.EnumProperty(default=default, **meta)
+    if isinstance(default, bool):
+        return bpy.props.BoolProperty(default=default, **meta)
+    if isinstance(default, int):
+        return bpy.props.IntProperty(default=default, **meta)
+    if isinstance(default, float):
+        return bpy.props.FloatProperty(default=default, **meta)
+    if isinstance(default, str):
+        return bpy.props.StringProperty(default=default, **meta)
+    if isinstance(default, tuple):
+        return bpy.props.FloatVectorProperty(default=default, size=len(default), **meta)
+    raise TypeError(f"no Blender property for setting {f.name!r} ({type(default).__name__})")
+
+
+def _add_settings_fields(group, kernel_settings):
+    """Give property group *group* one property per artist-set field of the kernels'
+    settings class: same name, default, limits and unit (one definition, issue 19)."""
+    annotations = group.__dict__.get("__annotations__", {})
+    for f in ui_fields(kernel_settings):
+        if f.name in annotations:
+            raise TypeError(f"{group.__name__}.{f.name} is defined twice (here and in the kernels)")
+        annotations[f.name] = bpy_property(f)
+    group.__annotations__ = annotations
+
+
+_add_settings_fields(SnowSettings, KernelSnowSettings)
+_add_settings_fields(FlipSettings, KernelFlipSettings)
 
 
 class VoxFXSceneSettings(bpy.types.PropertyGroup):

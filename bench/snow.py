@@ -73,7 +73,7 @@ def timed_step(sim, dt, events):
     events[3].record()
     step_flakes(sim.flakes, w.u, w.v, w.w, d, sim.terrain, sim.snow, sim.deposit, sim.landed, dt, sim.t, s)
     events[4].record()
-    ground.apply_deposit(sim.snow, sim.deposit, None, s.snowfall_rate * sim.area * dt, d.ground_cell)
+    ground.apply_deposit(sim.snow, sim.deposit, None, s.snowfall_rate_m_per_s * sim.area * dt, d.ground_cell)
     events[5].record()
     ground.redistribute(sim.terrain, sim.snow, s, d.ground_cell)
     events[6].record()
@@ -113,8 +113,9 @@ def run(flakes, wind_xy, wind_z_extent, ground_xy, solver, steps, warm):
     lo = np.array([0.0, 0.0, 0.0])
     hi = np.array([200.0, 200.0, 200.0 * wind_z_extent / wind_xy])
     domain = SnowDomain.from_box(lo, hi, wind_cells_xy=wind_xy, ground_vertices_xy=ground_xy)
-    settings = SnowSettings(flake_count=flakes, wind_speed=4.0, gust_strength=0.3, pressure_solver=solver,
-                            snowfall_rate_cm_per_hour=5.0, drift=True)
+    settings = SnowSettings(
+        initial_depth=0.0, flake_count=flakes, wind_speed=4.0, gust_strength=0.3, pressure_solver=solver,
+                            snowfall_rate=5.0, drift=True)
     sim = SnowSimulation(domain, settings, v, t, xp=cp)
     events = [cp.cuda.Event() for _ in range(9)]
     for _ in range(warm):

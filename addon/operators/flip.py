@@ -13,6 +13,7 @@ from mathutils import Vector
 from ...kernels import backend
 from ...kernels.errors import InputError
 from ...kernels.flip.grid import FlipSettings
+from ...kernels.settings import from_source
 from ...kernels.flip.sim import flip_memory
 from ...kernels.flip.surface import WALL_CELLS
 from ...kernels.grid import GridSpec
@@ -44,9 +45,7 @@ def domain_spec(domain_obj, resolution: int) -> GridSpec:
 
 def kernel_settings(f, scene) -> FlipSettings:
     gravity = tuple(scene.gravity) if scene.use_gravity else (0.0, 0.0, 0.0)
-    return FlipSettings(flip_ratio=f.flip_ratio, apic=f.apic, particles_per_cell=f.particles_per_cell,
-                        cfl=f.cfl, max_substeps=f.max_substeps, gravity=gravity,
-                        pressure_tolerance=f.pressure_tolerance, seed=f.seed)
+    return from_source(FlipSettings, f, gravity=gravity)
 
 
 def check_memory(spec, particles, f, domain_obj):

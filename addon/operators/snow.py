@@ -13,6 +13,7 @@ from mathutils import Vector
 
 from ...kernels import backend
 from ...kernels.errors import InputError
+from ...kernels.settings import from_source
 from ...kernels.snow.domain import NO_GROUND, SnowDomain, SnowSettings
 from .. import frame_loader, materials, node_setups, scene_io, sim_bake, writeback
 from ..cache import BakeCache, blend_name, resolve_folder
@@ -32,12 +33,7 @@ def kernel_settings(s, scene) -> SnowSettings:
     speed, direction = s.wind_speed, s.wind_direction
     if s.use_scene_wind:
         speed, direction = scene_wind(scene, speed, direction)
-    settings = SnowSettings(
-        snowfall_rate_cm_per_hour=s.snowfall_rate, snow_density=s.snow_density, flake_count=s.flake_count,
-        preset=s.preset, wind_direction_deg=math.degrees(direction), wind_speed=speed,
-        gust_strength=s.gust_strength, repose_angle_deg=math.degrees(s.repose_angle), drift=s.drift,
-        drift_threshold_speed=s.drift_threshold, pressure_solver=s.pressure_solver, seed=s.seed,
-        time_scale=s.time_scale, initial_depth=s.initial_depth)
+    settings = from_source(SnowSettings, s, wind_speed=float(speed), wind_direction=float(direction))
     settings.check()
     return settings
 
@@ -253,7 +249,7 @@ def snow_job(context, s, cache_dir: str, frame_start: int, frame_end: int, resum
 
     written, sim = yield from sim_bake.simulate(cache, plan, make_sim, advance, lambda sim: frame_writers(sim, domain),
                                                 first_frame_is_initial=False)
-    attach_outputs(cache, sim.terrain_host(), domain, settings.repose_angle_deg)
+    attach_outputs(cache, sim.terrain_host(), domain, math.degrees(settings.repose_angle))
     mean = sim.snow_volume() / sim.area if sim.area > 0 else 0.0
     if mean < THIN_COVER:
         cache.note(f"The snow cover is only {1000 * mean:.2g} mm deep on average, too thin to see: raise "

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..grid import GridSpec
+from ..settings import setting
 
 AIR, FLUID, SOLID = 0, 1, 2
 GRAVITY = (0.0, 0.0, -9.81)
@@ -39,15 +40,23 @@ GRAVITY = (0.0, 0.0, -9.81)
 
 @dataclass
 class FlipSettings:
-    flip_ratio: float = 0.97  # FLIP/PIC blend (1 = pure FLIP)
-    apic: bool = False
-    particles_per_cell: int = 8
-    cfl: float = 1.0  # max cells a particle may move per substep
-    max_substeps: int = 8
-    gravity: tuple = GRAVITY
-    pressure_tolerance: float = 1e-4  # relative residual
+    """One definition of the liquid settings (``kernels/settings.py``): the fields made
+    with ``setting`` are the Liquid panel's properties, same names, defaults and units."""
+
+    particles_per_cell: int = setting(8, "Particles per Cell", "Particles seeded per liquid cell", min=1, max=27)
+    flip_ratio: float = setting(0.97, "FLIP Ratio", "FLIP/PIC blend: 1 = pure FLIP (lively, noisy), 0 = PIC "
+                                "(smooth, viscous-looking)", min=0.0, max=1.0, subtype="FACTOR")
+    apic: bool = setting(False, "APIC", "Affine particle-in-cell transfer instead of the FLIP/PIC blend (keeps "
+                         "rotation, less noise)")
+    cfl: float = setting(1.0, "CFL Number", "Cells a particle may travel per substep: higher takes fewer substeps "
+                         "(faster, less accurate; Mantaflow's default is 2)", min=0.1, max=10.0, soft_max=5.0)
+    max_substeps: int = setting(8, "Max Substeps", "Upper limit of CFL substeps per frame", min=1, max=64)
+    pressure_tolerance: float = setting(1e-4, "Pressure Tolerance", "Relative residual at which the pressure "
+                                        "solve stops", min=1e-8, max=1e-1, precision=6)
+    seed: int = setting(0, "Seed", "Seed of the particle jitter", min=0)
+    # Kernel-only (the scene's gravity is passed in by the add-on)
+    gravity: tuple = GRAVITY  # m/s²
     pressure_max_iterations: int = 500
-    seed: int = 0
 
 
 class DenseGrid:

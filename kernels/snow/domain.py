@@ -32,12 +32,14 @@ flake deposits exactly 16 units. Each step the snowfall of that step
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..errors import InputError
 from ..grid import GridSpec
+from ..settings import setting
 
 NO_GROUND = np.float32(-3.0e38)  # no receiver in this column: flakes fall through
 UNITS_PER_FLAKE = 16
@@ -52,54 +54,75 @@ GRAVITY = 9.81
 
 @dataclass
 class SnowSettings:
-    """What an artist sets; all SI units."""
+    """One definition of the snow settings (``kernels/settings.py``): the fields made with
+    ``setting`` are the Snow panel's properties, same names, defaults and units (SI;
+    angles in radians; the snowfall rate in cm/h as artists quote it)."""
 
-    snowfall_rate_cm_per_hour: float = 2.0  # depth of fresh snow per hour over open ground
-    snow_density: float = 100.0  # kg/m³ of fresh snow (water equivalent = depth·density/1000)
-    flake_count: int = 100_000
-    preset: str = "dry"  # "wet" or "dry" (Table 2.2)
+    snowfall_rate: float = setting(5.0, "Snowfall (cm/h)", "Fresh snow depth per hour over open ground, in cm/h",
+                                   min=0.0, soft_max=50.0)
+    time_scale: float = setting(
+        1.0, "Time Scale", "Seconds of snowfall laid down per second of animation: 360 turns 5 cm/h into 5 cm in "
+        "10 s. Flakes still fall at their real speed", min=1e-3, soft_max=10000.0, max=1e7)
+    initial_depth: float = setting(0.05, "Starting Depth", "Snow already lying on the receivers at the first "
+                                   "frame (m)", min=0.0, soft_max=1.0, unit="LENGTH", subtype="DISTANCE")
+    snow_density: float = setting(100.0, "Snow Density", "Density of fresh snow in kg/m³ (for the "
+                                  "water-equivalent report: water = depth · density / 1000)", min=10.0, max=917.0)
+    flake_count: int = setting(50_000, "Flakes", "Number of flakes in the air (for looks: the snowfall rate sets "
+                               "the amount of snow)", min=1, soft_max=10_000_000)
+    preset: str = setting("dry", "Snow Type", "Flake type (Table 2.2)",
+                          items=[("dry", "Dry", "Terminal fall speed 1–2 m/s"),
+                                 ("wet", "Wet", "Terminal fall speed 0.5–1.5 m/s")])
+    wind_speed: float = setting(2.0, "Wind Speed", "Wind speed at the inflow in m/s", min=0.0, soft_max=30.0,
+                                unit="VELOCITY")
+    wind_direction: float = setting(0.0, "Wind Direction", "Direction the wind blows towards (0° = +X, "
+                                    "counter-clockwise; radians)", subtype="ANGLE", unit="ROTATION")
+    gust_strength: float = setting(0.3, "Gusts", "Gust strength as a fraction of the wind speed", min=0.0, max=2.0,
+                                   subtype="FACTOR")
+    repose_angle: float = setting(math.radians(38.0), "Angle of Repose", "Steepest slope snow keeps; steeper "
+                                  "snow slides down (threshold t of §3.3.2; radians)", min=0.02, max=1.55,
+                                  subtype="ANGLE", unit="ROTATION")
+    drift: bool = setting(True, "Wind Drift", "Strong near-ground wind erodes fallen snow and deposits it in lee "
+                          "areas")
+    drift_threshold: float = setting(5.0, "Drift Threshold", "Near-ground wind speed (half a wind cell up) above "
+                                     "which snow erodes (m/s)", min=0.0, unit="VELOCITY")
+    seed: int = setting(0, "Seed", "Random seed (same seed, same snowfall)", min=0)
+    pressure_solver: str = setting(
+        "converge", "Pressure", "How the wind's pressure is solved",
+        items=[("converge", "Converged", "Iterate until the residual is below tolerance"),
+               ("thesis", "5 SOR sweeps", "The thesis's fixed five sweeps (fast, approximate)")])
+    # Kernel-only: constants of the model, not on the panel.
     spiral_scale: float = 0.05  # metres per unit of the thesis's R (its scenes are not in metres)
-    wind_direction_deg: float = 0.0  # heading the wind blows towards, from +x counter-clockwise
-    wind_speed: float = 2.0  # m/s at the inflow
-    gust_strength: float = 0.3  # fraction of wind_speed
     gust_period: float = 4.0  # seconds
-    repose_angle_deg: float = 38.0  # steepest stable snow slope (threshold t of §3.3.2)
     redistribute_min_depth: float = 0.002  # m: threshold m of §3.3.2
     redistribute_fraction: float = 0.25  # k of §3.3.2, per step
-    drift: bool = True
-    drift_threshold_speed: float = 5.0  # m/s near the surface (half a wind cell up) before snow erodes
     drift_roughness: float = 1.0e-3  # m: aerodynamic roughness z0 of a snow surface (log law, drift.py)
     drift_settling_speed: float = 0.5  # m/s: fall speed of blowing-snow grains (drift.py)
-    pressure_solver: str = "converge"  # "converge" (residual ≤ tol) or "thesis" (5 SOR sweeps)
     pressure_tolerance: float = 1e-4
     obstacle_update_every: int = 10  # steps between re-deriving obstacles from terrain + snow
-    seed: int = 0
-    time_scale: float = 1.0  # seconds of snowfall each simulated second lays down (flakes keep their speed)
-    initial_depth: float = 0.0  # m of snow already lying on the receivers at the start
 
     def check(self) -> None:
-        bad = [name for name in ("snowfall_rate_cm_per_hour", "snow_density", "wind_speed", "gust_strength",
-                                 "gust_period", "repose_angle_deg", "wind_direction_deg", "spiral_scale",
-                                 "drift_threshold_speed", "drift_roughness", "drift_settling_speed",
+        bad = [name for name in ("snowfall_rate", "snow_density", "wind_speed", "gust_strength",
+                                 "gust_period", "repose_angle", "wind_direction", "spiral_scale",
+                                 "drift_threshold", "drift_roughness", "drift_settling_speed",
                                  "pressure_tolerance")
                if not np.isfinite(getattr(self, name))]
         if bad:
             raise InputError(f"Snow settings must be finite numbers: {', '.join(bad)}")
-        if self.snowfall_rate_cm_per_hour <= 0:
-            raise InputError(f"Snowfall rate must be positive, not {self.snowfall_rate_cm_per_hour} cm/h")
+        if self.snowfall_rate <= 0:
+            raise InputError(f"Snowfall rate must be positive, not {self.snowfall_rate} cm/h")
         if self.snow_density <= 0:
             raise InputError(f"Snow density must be positive, not {self.snow_density} kg/m³")
         if self.flake_count < 1:
             raise InputError(f"Flake count must be at least 1, not {self.flake_count}")
         if self.preset not in PRESETS:
             raise InputError(f"Flake preset must be one of {', '.join(PRESETS)}, not {self.preset!r}")
-        if not 0 < self.repose_angle_deg < 90:
-            raise InputError(f"Angle of repose must be between 0° and 90°, not {self.repose_angle_deg}°")
+        if not 0 < self.repose_angle < math.pi / 2:
+            raise InputError(f"Angle of repose must be between 0° and 90°, not {math.degrees(self.repose_angle):g}°")
         if self.wind_speed < 0 or self.gust_strength < 0 or self.gust_period <= 0:
             raise InputError("Wind speed and gust strength must be ≥ 0 and the gust period > 0")
         if not 0 <= self.redistribute_fraction <= 1 or self.redistribute_min_depth < 0:
             raise InputError("Redistribution fraction must be in [0, 1] and its minimum depth ≥ 0")
-        if self.drift_threshold_speed < 0 or self.drift_roughness <= 0 or self.drift_settling_speed <= 0:
+        if self.drift_threshold < 0 or self.drift_roughness <= 0 or self.drift_settling_speed <= 0:
             raise InputError("Drift threshold speed must be ≥ 0, roughness and settling speed > 0")
         if not (np.isfinite(self.time_scale) and self.time_scale > 0):
             raise InputError(f"Time scale must be a positive number, not {self.time_scale}")
@@ -109,9 +132,9 @@ class SnowSettings:
             raise InputError(f"Pressure solver must be 'converge' or 'thesis', not {self.pressure_solver!r}")
 
     @property
-    def snowfall_rate(self) -> float:
+    def snowfall_rate_m_per_s(self) -> float:
         """Metres of snow per second."""
-        return self.snowfall_rate_cm_per_hour / 100.0 / 3600.0
+        return self.snowfall_rate / 100.0 / 3600.0
 
 
 @dataclass

@@ -29,7 +29,7 @@ sides, where airborne snow that the wind carries out *leaves* (as it would in th
 cells and sides parallel to the wind are closed.
 
 u*_t is the user's threshold speed at the same reference height, κ·u_t/ln(z_r/z0), so snow
-erodes exactly where the near-surface wind exceeds ``drift_threshold_speed``.
+erodes exactly where the near-surface wind exceeds ``drift_threshold`` (m/s).
 
 NumPy is the reference; ``cuda/snow_drift.cu`` mirrors it term by term (``--fmad=false``).
 The exchange's gather into the air cells adds in the same vertex order on both backends.
@@ -121,7 +121,7 @@ def surface_points(k, domain: SnowDomain, xy):
 def _constants(settings: SnowSettings, domain: SnowDomain, dt: float):
     h, cell = float(domain.wind.voxel_size), float(domain.ground_cell)
     factor = log_law_factor(settings, h)
-    ustar_t = np.float32(float(settings.drift_threshold_speed) * float(factor))
+    ustar_t = np.float32(float(settings.drift_threshold) * float(factor))
     flux = np.float32(POMEROY_GRAY * AIR_DENSITY / GRAVITY / float(settings.snow_density))  # m²/s per (m/s)³
     # δ = rate·(c − c_sat): settling over dt, capped so that the vertices under one cell
     # (at most (⌊h/cell⌋ + 1)² of area cell²) never take more than its whole content.

@@ -69,7 +69,7 @@ def _shift(a, dy, dx, fill):
 
 def repose_thresholds(settings: SnowSettings, cell: float):
     """t of §3.3.2 as float32: tan(repose angle)·distance to an axis and a diagonal neighbour."""
-    slope = math.tan(math.radians(settings.repose_angle_deg))
+    slope = math.tan(settings.repose_angle)
     return np.float32(slope * cell), np.float32(slope * math.sqrt(2.0) * cell)
 
 
@@ -87,8 +87,8 @@ def _check_redistribution(settings: SnowSettings):
         raise InputError(f"Redistribution fraction must be between 0 and 1, not {k}")
     if not (np.isfinite(m) and m >= 0.0):
         raise InputError(f"Redistribution minimum depth must be ≥ 0 m, not {m}")
-    if not 0 < settings.repose_angle_deg < 90:
-        raise InputError(f"Angle of repose must be between 0° and 90°, not {settings.repose_angle_deg}°")
+    if not 0 < settings.repose_angle < math.pi / 2:
+        raise InputError(f"Angle of repose must be between 0° and 90°, not {math.degrees(settings.repose_angle):g}°")
 
 
 # --------------------------------------------------------------------------- terrain (§2.4.3)

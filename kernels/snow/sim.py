@@ -78,7 +78,7 @@ class SnowSimulation:
         self.last_wind = self.wind.step(dt, self.t)  # wind
         step_flakes(self.flakes, self.wind.u, self.wind.v, self.wind.w, d, self.terrain, self.snow,
                     self.deposit, self.landed, dt, self.t, s)  # flakes
-        volume = s.snowfall_rate * s.time_scale * self.area * dt  # time_scale: accelerated accumulation
+        volume = s.snowfall_rate_m_per_s * s.time_scale * self.area * dt  # time_scale: accelerated accumulation
         ground.apply_deposit(self.snow, self.deposit, None, volume, d.ground_cell)  # settle (units summed on device)
         ground.redistribute(self.terrain, self.snow, s, d.ground_cell)  # slide
         if s.drift:

@@ -319,7 +319,7 @@ class WindField:
 
         # Sides: the wind blows towards `direction`; a side it enters through, or one it
         # runs parallel to, is Dirichlet; the rest are open.
-        th = math.radians(float(settings.wind_direction_deg))
+        th = float(settings.wind_direction)
         dx, dy = math.cos(th), math.sin(th)
         dx = 0.0 if abs(dx) < _PARALLEL else dx
         dy = 0.0 if abs(dy) < _PARALLEL else dy
@@ -391,7 +391,7 @@ class WindField:
     def inflow_velocity(self, t: float) -> np.ndarray:
         """The inflow wind at time t: speed·(cos θ, sin θ, 0)·gust_factor(t), float64 (3,)."""
         s = self.settings
-        th = math.radians(float(s.wind_direction_deg))
+        th = float(s.wind_direction)
         speed = float(s.wind_speed) * gust_factor(t, s)
         return np.array([speed * math.cos(th), speed * math.sin(th), 0.0])
 

@@ -48,7 +48,7 @@ def test_air_cells_match_cpu_exactly():
 def test_exchange_matches_cpu_and_conserves(threshold):
     rng = np.random.default_rng()
     domain, terrain, snow, solid = random_scene(rng)
-    s = SnowSettings(drift_threshold_speed=threshold, drift_settling_speed=float(rng.uniform(0.2, 1.0)))
+    s = SnowSettings(drift_threshold=threshold, drift_settling_speed=float(rng.uniform(0.2, 1.0)))
     columns = drift.vertex_columns(domain)
     k = drift.air_cells(terrain, snow, solid, columns, domain)
     load = np.where(solid == 0, rng.uniform(0, 1e-4, solid.shape), 0).astype(np.float32)

@@ -2,6 +2,7 @@
 deposit and redistribution to float accuracy (they round alike, so in practice
 bit for bit too)."""
 
+import math
 import numpy as np
 import pytest
 
@@ -116,7 +117,8 @@ def test_redistribution_matches_cpu(iterations):
 
     rng = np.random.default_rng()
     terrain, snow = random_ground(rng, (77, 91))
-    s = SnowSettings(repose_angle_deg=float(rng.uniform(20, 50)), redistribute_fraction=float(rng.uniform(0.1, 0.5)),
+    s = SnowSettings(repose_angle=math.radians(float(rng.uniform(20, 50))),
+                     redistribute_fraction=float(rng.uniform(0.1, 0.5)),
                      redistribute_min_depth=float(rng.uniform(0, 0.05)))
     cell = float(rng.uniform(0.05, 0.3))
     g_snow = cupy.asarray(snow)
@@ -142,7 +144,7 @@ def test_redistribution_at_roof_ledges_and_on_a_cone_matches_cpu_and_conserves_e
     r = np.hypot(i - 20, j - 20) * 0.1
     snow = np.maximum(0.0, 2.0 * (1.0 - r / 1.5)).astype(np.float32)  # a 53° cone beside the house
     snow += np.where(terrain > 2.0, rng.uniform(0.0, 0.4, terrain.shape), 0.0).astype(np.float32)
-    s = SnowSettings(repose_angle_deg=float(rng.uniform(25, 45)))
+    s = SnowSettings(repose_angle=math.radians(float(rng.uniform(25, 45))))
     g_snow = cupy.asarray(snow)
     ground.redistribute(cupy.asarray(terrain), g_snow, s, 0.1, 300)
     cpu = ground.redistribute(terrain, snow.copy(), s, 0.1, 300)

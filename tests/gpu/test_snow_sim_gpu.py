@@ -15,7 +15,8 @@ def test_gpu_snowfall_matches_cpu_statistically():
 
     v, t = merge(plane(16.0), box((6, 6, 0), (10, 10, 3)))
     domain = SnowDomain.from_box((0, 0, 0), (16, 16, 8), wind_cells_xy=16, ground_vertices_xy=33)
-    settings = SnowSettings(flake_count=20000, wind_speed=2.0, gust_strength=0.2, snowfall_rate_cm_per_hour=3600.0,
+    settings = SnowSettings(
+        initial_depth=0.0, flake_count=20000, wind_speed=2.0, gust_strength=0.2, snowfall_rate=3600.0,
                             seed=int(np.random.default_rng().integers(1000)))
     cpu = SnowSimulation(domain, settings, v, t, xp=np)
     gpu = SnowSimulation(domain, settings, v, t, xp=cupy)

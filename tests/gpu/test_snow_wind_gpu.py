@@ -2,6 +2,7 @@
 fresh random scenes, keeps its own divergence within the solver's tolerance, samples like
 the reference and runs its pressure loop as a CUDA graph."""
 
+import math
 import numpy as np
 import pytest
 
@@ -28,7 +29,7 @@ def pair(rng, solver, cells=24):
     import cupy as cp
 
     domain = SnowDomain.from_box((-2.0, 1.0, 0.5), (10.0, 9.0, 6.5), cells, 16)
-    settings = SnowSettings(wind_speed=SPEED, wind_direction_deg=float(rng.uniform(0.0, 360.0)),
+    settings = SnowSettings(wind_speed=SPEED, wind_direction=math.radians(float(rng.uniform(0.0, 360.0))),
                             gust_strength=0.4, gust_period=1.5, seed=int(rng.integers(1000)),
                             pressure_solver=solver)
     cpu, gpu = WindField(domain, settings, np), WindField(domain, settings, cp)
@@ -106,7 +107,7 @@ def test_gpu_seals_the_same_pockets_as_the_cpu():
     import cupy as cp
 
     domain = SnowDomain.from_box((0.0, 0.0, 0.0), (12.0, 8.0, 6.0), 24, 16)
-    settings = SnowSettings(wind_speed=SPEED, wind_direction_deg=0.0)
+    settings = SnowSettings(wind_speed=SPEED, wind_direction=math.radians(0.0))
     cpu, gpu = WindField(domain, settings, np), WindField(domain, settings, cp)
     solid = np.zeros(cpu.solid.shape, np.uint8)
     solid[:, 3, :7] = solid[:, 11, :7] = 1  # a bay open only to the inflow side

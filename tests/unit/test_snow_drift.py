@@ -65,7 +65,7 @@ def test_air_cells_are_the_lowest_cells_above_the_snow_outside_solids():
 def pomeroy_gray_saturation(speed, s, h):
     """c_sat in float64: q_sat = 0.68 (ρ_a/g)(u*t/u*)(u*² − u*t²)/ρ_snow through a cell of height h."""
     f = 0.41 / math.log(0.5 * h / s.drift_roughness)
-    ustar, ustar_t = speed * f, s.drift_threshold_speed * f
+    ustar, ustar_t = speed * f, s.drift_threshold * f
     if ustar <= ustar_t:
         return 0.0
     q = 0.68 * 1.2 / 9.81 * (ustar_t / ustar) * (ustar ** 2 - ustar_t ** 2) / s.snow_density
@@ -74,7 +74,7 @@ def pomeroy_gray_saturation(speed, s, h):
 
 @pytest.mark.parametrize("speed", [3.0, 8.0, 12.0, 20.0])
 def test_exchange_into_clean_air_erodes_the_saturation_load_above_the_threshold_only(speed):
-    s = SnowSettings(drift_threshold_speed=5.0)
+    s = SnowSettings(drift_threshold=5.0)
     domain = small_domain()
     depth = np.float32(1e-3)  # ulp 1.2e-10: the erosion (~5e-7 m) is resolved to 2e-4
     terrain, snow = flat_ground(domain, depth)
@@ -94,7 +94,7 @@ def test_exchange_into_clean_air_erodes_the_saturation_load_above_the_threshold_
 
 
 def test_erosion_takes_at_most_the_snow_there():
-    s = SnowSettings(drift_threshold_speed=1.0)
+    s = SnowSettings(drift_threshold=1.0)
     domain = small_domain()
     terrain, snow = flat_ground(domain, 1e-9)
     load = np.zeros(domain.wind.array_shape, np.float32)
@@ -196,15 +196,16 @@ def wall_field(drift_on, steps=200, seed=3, xp=np):
     v, t = merge(field, wall)
     domain = SnowDomain.from_box((0, 0, 0), (32, 16, 10), wind_cells_xy=32, ground_vertices_xy=65,
                                  lowest_receiver=0.0)
-    settings = SnowSettings(flake_count=3000, wind_speed=12.0, gust_strength=0.0, drift=drift_on, seed=seed,
-                            snowfall_rate_cm_per_hour=2.0)
+    settings = SnowSettings(
+        initial_depth=0.0, flake_count=3000, wind_speed=12.0, gust_strength=0.0, drift=drift_on, seed=seed,
+                            snowfall_rate=2.0)
     sim = SnowSimulation(domain, settings, v, t, xp=xp)
     fallen = 0.0
     for _ in range(steps):
         before = int(sim.landed[0])
         sim.step(0.1)
         if int(sim.landed[0]) > before:
-            fallen += settings.snowfall_rate * sim.area * 0.1
+            fallen += settings.snowfall_rate_m_per_s * sim.area * 0.1
     return sim, fallen
 
 

@@ -252,7 +252,7 @@ def test_single_transfer_moves_a_share_of_the_excess_over_the_angle(case):
     of the terrain (case 3, a 1 m step over 0.1 m) is a ledge: Δh is the snow above the lip.
     Transfers are rounded down to two ulps of the larger depth: 2^-23 at 0.5 m."""
     cell, k, m = 0.1, 0.25, 0.01
-    s = settings(repose_angle_deg=45.0, redistribute_fraction=k, redistribute_min_depth=m)  # t = 0.1
+    s = settings(repose_angle=math.radians(45.0), redistribute_fraction=k, redistribute_min_depth=m)  # t = 0.1
     terrain_g, snow_g, terrain_r, moved = {
         "thesis 1: Δh < t": (0.0, 0.5, 0.45, 0.0),
         "thesis 2: a share of the excess over t": (0.0, 0.5, 0.2, k * (0.3 - 0.1) / 2),
@@ -269,7 +269,7 @@ def test_single_transfer_moves_a_share_of_the_excess_over_the_angle(case):
 def test_on_a_steep_slope_all_the_snow_may_slide():
     """Terrain rising behind the giver as steeply as it falls ahead is a slope, not a
     ledge: q = min(snow, (Δh − t)/2) = snow."""
-    s = settings(repose_angle_deg=45.0, redistribute_fraction=0.25, redistribute_min_depth=0.01)
+    s = settings(repose_angle=math.radians(45.0), redistribute_fraction=0.25, redistribute_min_depth=0.01)
     terrain = np.array([[2.0, 1.0, 0.0]], np.float32)
     snow = np.array([[0.0, 0.1, 0.0]], np.float32)
     ground.redistribute(terrain, snow, s, 0.1)
@@ -278,7 +278,7 @@ def test_on_a_steep_slope_all_the_snow_may_slide():
 
 
 def test_snow_on_a_slope_steeper_than_the_angle_slides_to_its_foot():
-    s = settings(repose_angle_deg=40.0, redistribute_min_depth=0.01)
+    s = settings(repose_angle=math.radians(40.0), redistribute_min_depth=0.01)
     terrain = (0.3 * np.arange(30)[None, :].repeat(10, axis=0)).astype(np.float32)  # 72° over 0.1 m
     snow = np.full(terrain.shape, 0.1, np.float32)
     mass = snow.sum(dtype=np.float64)
@@ -330,7 +330,7 @@ def test_cone_of_snow_settles_at_the_angle_of_repose(angle):
     fits the set angle within 1.5° (the 8-neighbourhood allows up to 1.08·tan θ between
     its directions), no pair is steeper than the angle beyond the transfer quantum, and
     the snow is conserved to 1e-6 (issue 22 §4). Before the fix: 26.4° at 30°, 33.7° at 38°."""
-    s = settings(repose_angle_deg=angle)  # default k
+    s = settings(repose_angle=math.radians(angle))  # default k
     cell = 0.2
     j, i = np.mgrid[0:36, 0:36]
     r = np.hypot(i - 17.5, j - 17.5) * cell
@@ -400,7 +400,7 @@ def test_redistribution_conserves_snow_on_rough_terrain_with_holes():
 
 
 def test_stable_or_thin_snow_stays_put():
-    s = settings(repose_angle_deg=40.0, redistribute_min_depth=0.05)
+    s = settings(repose_angle=math.radians(40.0), redistribute_min_depth=0.05)
     cell = 0.1
     i = np.arange(30)[None, :].repeat(20, axis=0)
     gentle = (0.05 * i).astype(np.float32)  # 26.6° slope, under the repose angle

@@ -1,6 +1,7 @@
 """The whole snowfall step on the CPU reference: a house on a plane, snowfall-rate
 accounting, a wall's lee."""
 
+import math
 import numpy as np
 import pytest
 
@@ -19,7 +20,8 @@ def scene(wind=0.0, flakes=4000, drift=False, house=True, seed=1):
     meshes = [plane(16.0)] + ([box((6, 6, 0), (10, 10, 3))] if house else [])
     v, t = merge(*meshes)
     domain = SnowDomain.from_box((0, 0, 0), (16, 16, 8), wind_cells_xy=16, ground_vertices_xy=33)
-    settings = SnowSettings(flake_count=flakes, wind_speed=wind, gust_strength=0.0, snowfall_rate_cm_per_hour=3600.0,
+    settings = SnowSettings(
+        initial_depth=0.0, flake_count=flakes, wind_speed=wind, gust_strength=0.0, snowfall_rate=3600.0,
                             drift=drift, seed=seed, obstacle_update_every=5)
     return SnowSimulation(domain, settings, v, t, xp=np)
 
@@ -45,7 +47,8 @@ def test_flat_roof_keeps_full_depth_to_its_edge():
     roof's lip (1.06–1.15× before that rule)."""
     v, t = merge(plane(16.0), box((6, 6, 0), (10, 10, 2.5)))
     domain = SnowDomain.from_box((0, 0, 0), (16, 16, 8), wind_cells_xy=16, ground_vertices_xy=65)
-    settings = SnowSettings(flake_count=20000, wind_speed=0.0, gust_strength=0.0, snowfall_rate_cm_per_hour=3600.0,
+    settings = SnowSettings(
+        initial_depth=0.0, flake_count=20000, wind_speed=0.0, gust_strength=0.0, snowfall_rate=3600.0,
                             drift=False, seed=1)
     sim = SnowSimulation(domain, settings, v, t, xp=np)
     for _ in range(60):
@@ -69,7 +72,7 @@ def test_snow_volume_is_exactly_the_snowfall_of_the_steps_with_landings():
         before = int(sim.landed[0])
         sim.step(dt)
         if int(sim.landed[0]) > before:  # a step with landings deposits its whole snowfall
-            expected += sim.settings.snowfall_rate * sim.area * dt
+            expected += sim.settings.snowfall_rate_m_per_s * sim.area * dt
     assert expected > 0
     assert sim.snow_volume() == pytest.approx(expected, rel=1e-5)  # redistribution and drift conserve
 
@@ -77,7 +80,9 @@ def test_snow_volume_is_exactly_the_snowfall_of_the_steps_with_landings():
 def test_no_snow_where_there_is_no_receiver():
     v, t = plane(8.0)
     domain = SnowDomain.from_box((0, 0, 0), (16, 16, 8), wind_cells_xy=16, ground_vertices_xy=33)
-    sim = SnowSimulation(domain, SnowSettings(flake_count=3000, wind_speed=0.0, gust_strength=0.0), v, t, xp=np)
+    sim = SnowSimulation(
+        domain, SnowSettings(initial_depth=0.0, flake_count=3000, wind_speed=0.0, gust_strength=0.0,
+                             snowfall_rate=2.0), v, t, xp=np)
     for _ in range(40):
         sim.step(0.1)
     terrain, snow = sim.terrain_host(), sim.snow_host()
@@ -95,8 +100,9 @@ def test_wall_in_a_crosswind_shelters_its_lee():
               np.array([[0, 1, 2], [0, 2, 3]], np.int32))
     v, t = merge(ground, wall)
     domain = SnowDomain.from_box((0, 0, 0), (32, 16, 8), wind_cells_xy=32, ground_vertices_xy=65)
-    settings = SnowSettings(flake_count=30000, wind_speed=4.0, gust_strength=0.0, drift=False, seed=3,
-                            snowfall_rate_cm_per_hour=3600.0, repose_angle_deg=80.0)
+    settings = SnowSettings(
+        initial_depth=0.0, flake_count=30000, wind_speed=4.0, gust_strength=0.0, drift=False, seed=3,
+                            snowfall_rate=3600.0, repose_angle=math.radians(80.0))
     sim = SnowSimulation(domain, settings, v, t, xp=np)
     for _ in range(150):
         sim.step(0.1)
@@ -135,8 +141,8 @@ def test_a_damaged_state_is_refused(key, damage):
         scene(flakes=500).restore(state)
 
 
-@pytest.mark.parametrize("field,value", [("wind_speed", float("nan")), ("wind_direction_deg", float("inf")),
-                                         ("snowfall_rate_cm_per_hour", -1.0), ("repose_angle_deg", 95.0)])
+@pytest.mark.parametrize("field,value", [("wind_speed", float("nan")), ("wind_direction", float("inf")),
+                                         ("snowfall_rate", -1.0), ("repose_angle", math.radians(95.0))])
 def test_bad_settings_are_refused_before_anything_is_allocated(field, value):
     from voxfx.kernels.errors import InputError
 
@@ -151,7 +157,8 @@ def test_mean_depth_on_open_flat_ground_is_snowfall_times_time(vertices):
     area is the plane's, not vertices × cell²)."""
     v, t = plane(20.0)
     domain = SnowDomain.from_box((0, 0, 0), (20, 20, 6), wind_cells_xy=8, ground_vertices_xy=vertices)
-    settings = SnowSettings(flake_count=20000, wind_speed=0.0, gust_strength=0.0, snowfall_rate_cm_per_hour=3600.0,
+    settings = SnowSettings(
+        initial_depth=0.0, flake_count=20000, wind_speed=0.0, gust_strength=0.0, snowfall_rate=3600.0,
                             drift=False, seed=3, obstacle_update_every=50)
     sim = SnowSimulation(domain, settings, v, t, xp=np)
     assert sim.area == pytest.approx(400.0, rel=1e-9)
@@ -169,7 +176,7 @@ def test_mean_depth_on_open_flat_ground_is_snowfall_times_time(vertices):
 def test_starting_depth_lies_on_receivers_only_and_time_scale_speeds_up_accumulation():
     v, t = plane(8.0)
     domain = SnowDomain.from_box((0, 0, 0), (12, 12, 6), wind_cells_xy=8, ground_vertices_xy=25)
-    base = dict(flake_count=3000, wind_speed=0.0, gust_strength=0.0, snowfall_rate_cm_per_hour=3600.0, drift=False,
+    base = dict(flake_count=3000, wind_speed=0.0, gust_strength=0.0, snowfall_rate=3600.0, drift=False,
                 seed=2, obstacle_update_every=50)
     start = SnowSimulation(domain, SnowSettings(initial_depth=0.05, **base), v, t, xp=np)
     open_ground = start.terrain_host() != NO_GROUND
@@ -178,7 +185,7 @@ def test_starting_depth_lies_on_receivers_only_and_time_scale_speeds_up_accumula
     assert np.all(start.snow_host()[~open_ground] == 0)
     volumes = {}
     for scale in (1.0, 4.0):
-        sim = SnowSimulation(domain, SnowSettings(time_scale=scale, **base), v, t, xp=np)
+        sim = SnowSimulation(domain, SnowSettings(time_scale=scale, initial_depth=0.0, **base), v, t, xp=np)
         for _ in range(20):
             sim.step(0.1)
         volumes[scale] = sim.snow_volume()

@@ -78,7 +78,8 @@ def laplacian_matrix(solid):
 
 def test_projection_leaves_divergence_below_the_solver_tolerance():
     domain = make_domain()
-    wind = make_wind(domain, wind_direction_deg=35.0, gust_strength=0.5, gust_period=1.0, pressure_tolerance=1e-4)
+    wind = make_wind(domain, wind_direction=math.radians(35.0), gust_strength=0.5, gust_period=1.0,
+                     pressure_tolerance=1e-4)
     solid = wall_and_box(wind.solid.shape)
     wind.set_obstacles(solid)
     fluid = solid == 0
@@ -102,7 +103,7 @@ def test_projection_leaves_divergence_below_the_solver_tolerance():
 
 def test_steps_keep_divergence_small_relative_to_wind_speed_over_cell_size():
     domain = make_domain()
-    wind = make_wind(domain, wind_direction_deg=200.0, gust_strength=0.3)
+    wind = make_wind(domain, wind_direction=math.radians(200.0), gust_strength=0.3)
     solid = wall_and_box(wind.solid.shape)
     wind.set_obstacles(solid)
     t = 0.0
@@ -117,7 +118,7 @@ def test_steps_keep_divergence_small_relative_to_wind_speed_over_cell_size():
 
 def test_no_velocity_through_solid_faces():
     domain = make_domain()
-    wind = make_wind(domain, wind_direction_deg=60.0)
+    wind = make_wind(domain, wind_direction=math.radians(60.0))
     rng = np.random.default_rng(7)
     solid = (rng.random(wind.solid.shape) < 0.08).astype(np.uint8)
     solid[:2] = 1  # a ground slab too
@@ -138,7 +139,7 @@ def test_no_velocity_through_solid_faces():
 @pytest.mark.parametrize("direction", [0.0, 30.0, 90.0, 200.0, 315.0])
 def test_uniform_wind_without_obstacles_stays_the_inflow(direction):
     domain = make_domain()
-    wind = make_wind(domain, wind_direction_deg=direction, gust_strength=0.5, gust_period=1.0)
+    wind = make_wind(domain, wind_direction=math.radians(direction), gust_strength=0.5, gust_period=1.0)
     t, changes = 0.0, []
     for _ in range(12):
         wind.step(DT, t)
@@ -162,7 +163,7 @@ def _mean_wind(wind, x0, x1, y0, y1, z0, z1):
 @pytest.mark.parametrize("solver", ["converge", "thesis"])
 def test_wall_across_the_wind_makes_a_lee(solver):
     domain = make_domain()
-    wind = make_wind(domain, wind_direction_deg=10.0, gust_strength=0.3, pressure_solver=solver)
+    wind = make_wind(domain, wind_direction=math.radians(10.0), gust_strength=0.3, pressure_solver=solver)
     nz, ny, nx = wind.solid.shape
     solid = np.zeros((nz, ny, nx), np.uint8)
     solid[:6, 2:14, 8] = 1  # 3 m high, 6 m wide wall at x = 4..4.5 m
@@ -182,8 +183,8 @@ def test_wall_across_the_wind_makes_a_lee(solver):
 
 def test_mirrored_scene_gives_the_mirrored_wind():
     domain = make_domain()
-    a = make_wind(domain, wind_direction_deg=0.0)
-    b = make_wind(domain, wind_direction_deg=180.0)
+    a = make_wind(domain, wind_direction=math.radians(0.0))
+    b = make_wind(domain, wind_direction=math.radians(180.0))
     solid = wall_and_box(a.solid.shape)
     a.set_obstacles(solid)
     b.set_obstacles(solid[:, :, ::-1])
@@ -213,7 +214,7 @@ def test_sealed_pocket_at_the_inflow_is_calm_and_the_solve_still_converges(label
     if labelling == "flood fill":
         monkeypatch.setattr(wind_module, "_label", lambda fluid, xp: None)
     domain = make_domain()
-    wind = make_wind(domain, wind_direction_deg=0.0)  # inflow through x = 0
+    wind = make_wind(domain, wind_direction=math.radians(0.0))  # inflow through x = 0
     solid = sealed_bay(wind.solid.shape)  # air could come in but never leave
     wind.set_obstacles(solid)
     pocket = np.zeros_like(solid, bool)
@@ -233,7 +234,7 @@ def test_sealed_pocket_at_the_inflow_is_calm_and_the_solve_still_converges(label
 
 def test_converge_solver_matches_a_direct_solve_of_the_same_poisson_problem():
     domain = make_domain((6.0, 4.0, 3.0), 12)  # 12×8×6 cells
-    wind = make_wind(domain, wind_direction_deg=35.0, gust_strength=0.3, pressure_tolerance=1e-5)
+    wind = make_wind(domain, wind_direction=math.radians(35.0), gust_strength=0.3, pressure_tolerance=1e-5)
     solid = np.zeros(wind.solid.shape, np.uint8)
     solid[:3, 2:6, 4:6] = 1
     wind.set_obstacles(solid)
@@ -284,7 +285,7 @@ def _red_black_sor_loop(p, b, solid, omegas):
 
 def test_thesis_preset_does_exactly_five_sweeps():
     domain = make_domain((4.0, 3.0, 2.0), 8)  # 8×6×4 cells
-    wind = make_wind(domain, wind_direction_deg=20.0, pressure_solver="thesis")
+    wind = make_wind(domain, wind_direction=math.radians(20.0), pressure_solver="thesis")
     solid = np.zeros(wind.solid.shape, np.uint8)
     solid[:2, 2:4, 3] = 1
     wind.set_obstacles(solid)
@@ -304,13 +305,13 @@ def test_thesis_preset_does_exactly_five_sweeps():
 
 def test_converge_solver_is_warm_started_and_reports_failure_honestly():
     domain = make_domain()
-    wind = make_wind(domain, wind_direction_deg=35.0, gust_strength=0.0)
+    wind = make_wind(domain, wind_direction=math.radians(35.0), gust_strength=0.0)
     wind.set_obstacles(wall_and_box(wind.solid.shape))
     first = wind.step(DT, 0.0)
     later = [wind.step(DT, DT * (n + 1)) for n in range(5)]
     assert all(r["converged"] for r in [first] + later)
     assert later[-1]["iterations"] < first["iterations"]  # steady wind: the old pressure is a good guess
-    capped = make_wind(domain, wind_direction_deg=35.0, pressure_tolerance=1e-9, )
+    capped = make_wind(domain, wind_direction=math.radians(35.0), pressure_tolerance=1e-9, )
     capped.max_iterations = 30
     capped.set_obstacles(wall_and_box(capped.solid.shape))
     r = capped.step(DT, 0.0)
@@ -321,7 +322,7 @@ def test_converge_solver_is_warm_started_and_reports_failure_honestly():
 
 def test_gusts_vary_in_time_and_are_deterministic():
     domain = make_domain()
-    settings = dict(wind_direction_deg=30.0, gust_strength=0.4, gust_period=2.0, seed=3)
+    settings = dict(wind_direction=math.radians(30.0), gust_strength=0.4, gust_period=2.0, seed=3)
     a, b = make_wind(domain, **settings), make_wind(domain, **settings)
     times = np.linspace(0.0, 40.0, 801)
     va = np.array([a.inflow_velocity(t) for t in times])

@@ -1,0 +1,53 @@
+"""One definition of each effect's settings (issue 19).
+
+An effect's settings are one dataclass in ``kernels/`` (``SnowSettings``,
+``FlipSettings``). A field that an artist sets is declared with :func:`setting`, which
+keeps what Blender needs to show it (label, tooltip, limits, unit) as plain data in the
+field's metadata; the add-on builds its property group from those fields
+(``addon/properties.py``), so the panel property and the kernel field are one thing with
+one name, one default and one unit. Fields declared the plain way are kernel-only
+(physical constants of the model an artist does not set).
+
+Units are SI unless the field's docstring says otherwise; angles are radians (Blender's
+own angle unit).
+"""
+
+from __future__ import annotations
+
+from dataclasses import MISSING, field, fields
+
+UI_KEYS = {"name", "description", "min", "max", "soft_min", "soft_max", "step", "precision", "subtype",
+           "unit", "items", "size"}
+
+
+def setting(default, name: str, description: str, **ui):
+    """A field an artist sets: *default*, the panel's label *name*, its tooltip
+    *description* (with the unit), and Blender's property options (``min``, ``max``,
+    ``soft_min``, ``soft_max``, ``step``, ``precision``, ``subtype``, ``unit``, ``items``
+    for a choice)."""
+    bad = set(ui) - UI_KEYS
+    if bad:
+        raise TypeError(f"unknown property options: {', '.join(sorted(bad))}")
+    meta = {"name": name, "description": description, **ui}
+    if isinstance(default, (list, tuple)):
+        return field(default_factory=lambda: type(default)(default), metadata={"ui": meta})
+    return field(default=default, metadata={"ui": meta})
+
+
+def ui_fields(cls) -> list:
+    """The fields of settings class *cls* that an artist sets, in declaration order."""
+    return [f for f in fields(cls) if "ui" in f.metadata]
+
+
+def default_of(f):
+    return f.default_factory() if f.default is MISSING else f.default
+
+
+def from_source(cls, source, **overrides):
+    """*cls* with every artist-set field read from *source* by the same name (a Blender
+    property group, or any object with those attributes); *overrides* replace fields."""
+    values = {f.name: getattr(source, f.name) for f in ui_fields(cls) if f.name not in overrides}
+    for name, value in values.items():  # Blender gives bpy_prop_array for vectors
+        if not isinstance(value, (bool, int, float, str)):
+            values[name] = tuple(value)
+    return cls(**values, **overrides)
