@@ -12,6 +12,8 @@ from mathutils import Vector
 
 from ...kernels import backend
 from ...kernels.errors import InputError
+from ...kernels.flip import bodies
+from ...kernels.flip.bodies import Body
 from ...kernels.flip.grid import FlipSettings
 from ...kernels.settings import from_source
 from ...kernels.flip.sim import flip_memory
@@ -81,41 +83,31 @@ def _is_animated(obj) -> bool:
                 or any(m.show_viewport for m in obj.modifiers))
 
 
-def boundary_cells(context, objects, spec, frame):
-    """Per object at *frame*: (object, (M, 3) cells) of its evaluated volume."""
-    from ...kernels.flip.sim import cells_of
-
-    scene = context.scene
-    scene.frame_set(frame)
+def pose(context, objects) -> dict:
+    """The bodies (``kernels.flip.bodies.Body``: world triangles and matrix) of *objects*
+    at the scene's current frame, by object name: all the liquid bake reads of a moving
+    object; the kernels voxelize them and derive velocities."""
     depsgraph = context.evaluated_depsgraph_get()
-    out = []
+    out = {}
     for obj in objects:
         soup = scene_io.extract_triangles([obj], depsgraph)
-        out.append((obj, cells_of(soup.vertices, soup.triangles, spec, np),
-                    np.array(obj.matrix_world, dtype=np.float64)))
+        out[obj.name] = Body(soup.vertices, soup.triangles, np.array(obj.matrix_world, dtype=np.float64))
     return out
 
 
-def obstacle_state(context, obstacles, spec, frame, fps):
-    """Obstacle cells at *frame* and the velocity of each obstacle cell from the rigid
-    motion of its object between *frame* and the next one."""
-    now = boundary_cells(context, obstacles, spec, frame)
-    context.scene.frame_set(frame + 1)
-    nx, ny, nz = spec.shape
-    velocity = np.zeros((nz, ny, nx, 3), np.float32)
-    cells = []
-    for obj, ijk, m0 in now:
-        if len(ijk) == 0:
-            continue
-        cells.append(ijk)
-        m1 = np.array(obj.matrix_world, dtype=np.float64)
-        step = m1 @ np.linalg.inv(m0)  # where each point of the object goes in one frame
-        x = spec.centers(ijk).astype(np.float64)
-        moved = x @ step[:3, :3].T + step[:3, 3]
-        velocity[ijk[:, 2], ijk[:, 1], ijk[:, 0]] = ((moved - x) * fps).astype(np.float32)
-    context.scene.frame_set(frame)
-    all_cells = np.concatenate(cells) if cells else np.zeros((0, 3), np.int32)
-    return all_cells, (velocity if np.any(velocity) else None)
+class Poses:
+    """The bodies of the moving objects per frame, each frame visited once
+    (``scene.frame_set`` once per baked frame; the last two frames are kept)."""
+
+    def __init__(self, context, objects):
+        self.context, self.objects, self.frames = context, list(objects), {}
+
+    def at(self, frame: int) -> dict:
+        if frame not in self.frames:
+            self.context.scene.frame_set(frame)
+            self.frames = {f: b for f, b in self.frames.items() if f == frame - 1}
+            self.frames[frame] = pose(self.context, self.objects)
+        return self.frames[frame]
 
 
 def frame_writers(sim, spec):
@@ -220,20 +212,25 @@ def flip_job(context, f, cache_dir: str, frame_start: int, frame_end: int, resum
                               xp=xp, initial_velocity=velocity)
 
     moving = [o for o in obstacles + inflows + outflows if _is_animated(o)]
-    static_inflow = [(o, c) for o, c, _ in boundary_cells(context, inflows, spec, frame_start)]
-    static_outflow = np.concatenate([c for _, c, _ in boundary_cells(context, outflows, spec, frame_start)] or
-                                    [np.zeros((0, 3), np.int32)])
+    obstacles_move = any(o in moving for o in obstacles)
+    ports_move = bool(moving) and bool(inflows or outflows)  # inflows and outflows
+    start = pose(context, inflows + outflows)  # the scene is at frame_start
+    static_inflow = [(o, bodies.cells(start[o.name], spec, xp)) for o in inflows]
+    static_outflow = bodies.cells_of_all([start[o.name] for o in outflows], spec, xp)
+    poses = Poses(context, (obstacles if obstacles_move else []) + (inflows + outflows if ports_move else []))
 
     def advance(sim, frame):
-        """Boundaries for the step from frame − 1 to frame, then the step."""
-        if any(o in moving for o in obstacles):
-            sim.set_obstacles(*obstacle_state(context, obstacles, spec, frame - 1, fps))
-        emitters = static_inflow
-        drains = static_outflow
-        if moving and (inflows or outflows):
-            emitters = [(o, c) for o, c, _ in boundary_cells(context, inflows, spec, frame - 1)]
-            drains = np.concatenate([c for _, c, _ in boundary_cells(context, outflows, spec, frame - 1)] or
-                                    [np.zeros((0, 3), np.int32)])
+        """Boundaries for the step from frame − 1 to frame (the bodies at frame − 1, the
+        obstacles' motion to frame), then the step."""
+        emitters, drains = static_inflow, static_outflow
+        if obstacles_move or ports_move:
+            before, after = poses.at(frame - 1), poses.at(frame)
+        if obstacles_move:
+            sim.set_obstacles(*bodies.obstacle_state([before[o.name] for o in obstacles],
+                                                     [after[o.name].matrix for o in obstacles], spec, fps, xp))
+        if ports_move:
+            emitters = [(o, bodies.cells(before[o.name], spec, xp)) for o in inflows]
+            drains = bodies.cells_of_all([before[o.name] for o in outflows], spec, xp)
         for obj, cells in emitters:
             sim.emit(cells, tuple(obj.voxfx_flip.initial_velocity))
         try:

@@ -26,7 +26,7 @@ from ..checkpoint import check_state
 from ..errors import VoxFXError
 from ..grid import GridSpec, bitgrid
 from ..voxelize import voxelize
-from . import pressure, transfer
+from . import bodies, pressure, transfer
 from .grid import FLUID, DenseGrid, FlipSettings
 from .particles import inside_mesh, seed_particles
 
@@ -107,12 +107,11 @@ def _flip_memory_cpu(spec: GridSpec, particles: int, apic: bool, parts: bool):
     return int(max(stages.values()))
 
 
-def cells_of(vertices, triangles, spec: GridSpec, xp, vote=True):
-    """(M, 3) int voxel indices of the cells a closed mesh fills (solid+surface)."""
+def cells_of(vertices, triangles, spec: GridSpec, xp):
+    """(M, 3) int voxel indices of the cells a mesh fills (``bodies.cells``), on *xp*."""
     if vertices is None or len(triangles) == 0:
-        return np.zeros((0, 3), dtype=np.int32)
-    g = voxelize(vertices, triangles, spec, "solid+surface", vote=vote, xp=xp)
-    return bitgrid.coordinates(g.bits, spec.shape[0])
+        return xp.zeros((0, 3), dtype=xp.int32)
+    return bodies.cells(bodies.Body(vertices, triangles, np.eye(4)), spec, xp)
 
 
 def source_cells(vertices, triangles, spec: GridSpec, xp):
@@ -147,10 +146,12 @@ def keep_inside(pos, vel, crossed, per_cell: int, vertices, triangles, spec: Gri
 
 
 def dense_mask(ijk, spec: GridSpec, xp):
-    mask = np.zeros(spec.array_shape, dtype=np.uint8)
+    """uint8 [k, j, i] mask of the listed cells (M, 3) (host or device), on *xp*."""
+    mask = xp.zeros(spec.array_shape, dtype=xp.uint8)
     if len(ijk):
+        ijk = xp.asarray(ijk)
         mask[ijk[:, 2], ijk[:, 1], ijk[:, 0]] = 1
-    return xp.asarray(mask)
+    return mask
 
 
 class FlipSimulation:
@@ -185,7 +186,7 @@ class FlipSimulation:
         mean velocity of the solid cells it touches (its normal component is enforced
         by ``transfer.enforce_boundaries``)."""
         xp, g = self.xp, self.grid
-        g.solid[...] = dense_mask(np.asarray(cells_ijk), self.spec, xp)
+        g.solid[...] = dense_mask(cells_ijk, self.spec, xp)
         for arr in (g.solid_u, g.solid_v, g.solid_w):
             arr[...] = 0
         if cell_velocity is None:
@@ -216,15 +217,15 @@ class FlipSimulation:
         """Inflow: fill every listed cell that holds no particle with a fresh cell's worth
         of particles moving at *velocity*. Returns the number of particles added."""
         xp = self.xp
-        cells = np.asarray(cells_ijk)
+        cells = backend.to_numpy(cells_ijk).astype(np.int64, copy=False)  # seeding lists cells on the host
         if len(cells) == 0:
             return 0
         nx, ny, nz = self.spec.shape
         occupied = xp.zeros(nx * ny * nz, dtype=bool)  # a scatter, not a histogram of C bins (surface.py)
         occupied[self._cell_of_particles()] = True
         linear = (cells[:, 2] * ny + cells[:, 1]) * nx + cells[:, 0]
-        solid = backend.to_numpy(self.grid.solid).ravel()
-        free = cells[~backend.to_numpy(occupied)[linear] & (solid[linear] == 0)]
+        at = xp.asarray(linear)  # only the listed cells come back to the host, not the grids
+        free = cells[backend.to_numpy(~occupied[at] & (self.grid.solid.ravel()[at] == 0))]
         if len(free) == 0:
             return 0
         self.emitted = getattr(self, "emitted", 0) + 1  # a new seed per emission: no repeated jitter
@@ -239,12 +240,12 @@ class FlipSimulation:
     def drain(self, cells_ijk) -> int:
         """Outflow: delete the particles inside the listed cells. Returns how many."""
         xp = self.xp
-        cells = np.asarray(cells_ijk)
-        if len(cells) == 0 or len(self.pos) == 0:
+        if len(cells_ijk) == 0 or len(self.pos) == 0:
             return 0
+        cells = xp.asarray(cells_ijk).astype(xp.int64)
         nx, ny, nz = self.spec.shape
         mask = xp.zeros(nx * ny * nz, dtype=bool)
-        mask[xp.asarray((cells[:, 2] * ny + cells[:, 1]) * nx + cells[:, 0])] = True
+        mask[(cells[:, 2] * ny + cells[:, 1]) * nx + cells[:, 0]] = True
         keep = ~mask[self._cell_of_particles()]
         removed = int(len(self.pos) - int(keep.sum()))
         if removed:

@@ -125,11 +125,22 @@ def test_inflow_outflow_and_a_moving_obstacle(dam):
     rock.keyframe_insert("location", frame=1)
     rock.location = (0.4, 0.25, 0.05)  # slides towards the water
     rock.keyframe_insert("location", frame=4)
-    from voxfx.addon.operators.flip import domain_spec, obstacle_state
+    from voxfx.addon.operators.flip import Poses, domain_spec
+    from voxfx.kernels.flip.bodies import obstacle_state
 
-    cells, velocity = obstacle_state(bpy.context, [rock], domain_spec(f.domain, f.resolution), 2, 24.0)
+    poses = Poses(bpy.context, [rock])
+    now, after = poses.at(2)[rock.name], poses.at(3)[rock.name]
+    cells, velocity = obstacle_state([now], [after.matrix], domain_spec(f.domain, f.resolution), 24.0, np)
     assert len(cells) and velocity is not None and velocity[..., 0].min() < 0  # moving towards −x
-    assert bpy.ops.voxfx.flip_bake() == {"FINISHED"}
+    vx = velocity[cells[:, 2], cells[:, 1], cells[:, 0], 0]  # a translation: every cell at the rock's speed
+    assert vx == pytest.approx(np.full(len(cells), (after.matrix[0, 3] - now.matrix[0, 3]) * 24.0), rel=1e-4)
+    changes = []
+    bpy.app.handlers.frame_change_pre.append(lambda scene, *_: changes.append(scene.frame_current))
+    try:
+        assert bpy.ops.voxfx.flip_bake() == {"FINISHED"}
+    finally:
+        bpy.app.handlers.frame_change_pre.clear()
+    assert len(changes) <= 4 + 2, changes  # the scene is visited once per baked frame (4) and at the start
     counts = [len(read_points(folder / f"liquid_{k:04d}.ply")[0]) for k in range(1, 5)]
     assert counts[1] > counts[0]  # the tap adds liquid
     last, _ = read_points(folder / "liquid_0004.ply")
