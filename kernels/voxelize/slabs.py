@@ -203,3 +203,35 @@ def owners_box(mesh: SplitMesh, lo, hi, bits):
     hits = []
     surface_voxels_cpu(mesh.pv, mesh.triangles[sel], mesh.spec.shape, tri_ids=hits, box=(lo, hi))
     return fill_along_rows(smallest_owner(linear, hits, index=sel), linear // nx)
+
+
+def slab_work_items(mesh: SplitMesh, layers: int, mode: str, vote: bool = False) -> int:
+    """An upper bound on the work items of a z-slab's largest CPU batch (``work_items``
+    for a slab): per pass, the columns of the triangles reaching the slab, each with its
+    z extent cut to *layers* rows, capped by the batch size (or one triangle's own)."""
+    from .surface import CHUNK_ITEMS
+
+    if not len(mesh.triangles):
+        return 0
+    nz = mesh.spec.shape[2]
+    lo, hi = mesh.near_lo, mesh.near_hi
+    w = np.clip(np.minimum(hi, np.asarray(mesh.spec.shape)) - np.maximum(lo, 0), 0, None)
+    wz = np.minimum(w[:, 2], layers)
+    passes = []
+    if mode != "solid":  # columns across the dominant axis, bounded by the two larger extents
+        passes.append(np.maximum(np.maximum(w[:, 0] * w[:, 1], w[:, 1] * wz), wz * w[:, 0]))
+    if mode in ("solid", "solid+surface"):
+        passes.append(w[:, 1] * wz)  # along x: (y, z) columns
+        if vote:
+            passes += [wz * w[:, 0], w[:, 0] * w[:, 1]]
+    k0 = np.arange(0, nz, max(1, int(layers)), dtype=np.float64)
+    k1 = np.minimum(k0 + layers, nz)
+    by_lo, by_hi = np.argsort(lo[:, 2]), np.argsort(hi[:, 2])
+    most = 0
+    for cols in passes:  # Σ cols over triangles with lo < k1, less those with hi < k0
+        sum_lo = np.concatenate([[0.0], np.cumsum(cols[by_lo])])
+        sum_hi = np.concatenate([[0.0], np.cumsum(cols[by_hi])])
+        per_slab = sum_lo[np.searchsorted(lo[by_lo, 2], k1, side="left")] \
+            - sum_hi[np.searchsorted(hi[by_hi, 2], k0, side="left")]
+        most = max(most, min(int(per_slab.max()), CHUNK_ITEMS), int(cols.max()))
+    return most
