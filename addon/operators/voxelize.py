@@ -185,6 +185,12 @@ class MemoryGuard:
         self.ns = len(segments.starts) if segments is not None else 0
         self.colors = soup is not None and soup.corner_colors is not None
         self._exact = {}
+        self.split_layers = None  # rows per z-slab when the Volume job runs split (voxelize_split.py)
+        self.split_note = ""
+
+    @staticmethod
+    def base_bytes() -> int:
+        return BASE_BYTES
 
     def spec_at(self, resolution):
         return grid_for(self.lo, self.hi, Request(mode=self.request.mode, resolution=resolution))
@@ -203,13 +209,62 @@ class MemoryGuard:
 
     def check_before(self, spec) -> None:
         est = self.estimate(spec)
-        if est["total"] > self.usable:
-            self._refuse(spec, est["total"], exact=None)
+        need = est["total"]
+        if self._splittable():  # the volume stage's dense arrays, whatever the voxel count
+            need = max(need, self.estimate(spec, 0)["total"])
+            LAST_ESTIMATE["whole"] = need
+            if need > self.usable:
+                self.plan_split(spec, need)
+                return
+        if need > self.usable:
+            self._refuse(spec, need, exact=None)
 
     def check_after(self, spec, voxels, faces) -> None:
         est = self.estimate(spec, voxels, faces)
         if est["total"] > self.usable:
+            if self._splittable():
+                self.plan_split(spec, est["total"])
+                return
             self._refuse(spec, est["total"], exact=(voxels, faces))
+
+    # ------------------------------------------------------------- the split
+    def _splittable(self) -> bool:
+        from .voxelize_split import splittable
+
+        return self.soup is not None and splittable(self.request, self.segments)
+
+    def plan_split(self, spec, whole) -> None:
+        """The whole Volume job does not fit: run it in z-slabs if a split fits (setting
+        ``split_layers`` and the report line ``split_note``), else refuse naming the
+        largest resolution whose split fits."""
+        from ...kernels.voxelize import work_items
+        from ...kernels.voxelize.slabs import SplitMesh, slab_ranges
+        from .voxelize_split import choose_layers, largest_split_resolution, split_estimate
+
+        mesh = SplitMesh(self.soup.vertices, self.soup.triangles, spec)
+        items = work_items(self.soup.vertices, self.soup.triangles, spec, self.request.mode)
+        layers = choose_layers(spec, self.request.mode, mesh, self.vote, self.usable, items, base=BASE_BYTES)
+        grid = "×".join(map(str, spec.shape))
+        if layers is None:
+            info = backend._CPU.device_info()
+            need = split_estimate(spec, self.request.mode, mesh, self.vote, 1, items, base=BASE_BYTES)
+            what = (f"A {grid} volume needs {backend.format_bytes(whole)} of host memory whole and "
+                    f"{backend.format_bytes(need)} split into z-slabs of one row, but only "
+                    f"{backend.format_bytes(self.usable)} is usable ({backend.format_bytes(info.free_bytes)} free"
+                    f"{backend.limit_note(info)})")
+            r_now = max(spec.shape) - 2 if self.request.resolution is None else int(self.request.resolution)
+            best = largest_split_resolution(self, max(r_now, 3))
+            if best is None:
+                raise InputError(f"{what}; not even the smallest grid fits")
+            raise InputError(f"{what}. The largest resolution that fits is {best} "
+                             f"(voxel size {self.spec_at(best).voxel_size:.4g} m)")
+        need = split_estimate(spec, self.request.mode, mesh, self.vote, layers, items, base=BASE_BYTES)
+        LAST_ESTIMATE.clear()
+        LAST_ESTIMATE.update({"total": need, "whole": int(whole), "layers": layers})
+        self.split_layers = layers
+        self.split_note = (f"Volume split into {len(slab_ranges(spec.shape[2], layers))} z-slabs of {layers} rows: "
+                           f"the whole {grid} grid needs {backend.format_bytes(whole)}, "
+                           f"{backend.format_bytes(self.usable)} is usable, split needs {backend.format_bytes(need)}")
 
     # ------------------------------------------------------------- the search
     def _exact_need(self, r) -> int:
@@ -342,8 +397,13 @@ def voxelize_job(context, objects, request: Request, warnings: list, frame=None)
                 warnings.append(f"Not closed: {', '.join(open_names)}; solid voxels use the 3-axis vote")
         guard = check_memory(spec, request, soup, segments, vote, lo, hi)
         yield (g_index + 0.2) / len(groups), f"voxelizing {base} ({'×'.join(map(str, spec.shape))})"
-        result = _voxelize_group(base, soup, segments, spec, request, vote, warnings, guard,
-                                 span=((g_index + 0.2) / len(groups), (g_index + 0.9) / len(groups)))
+        span = ((g_index + 0.2) / len(groups), (g_index + 0.9) / len(groups))
+        result = None
+        if guard.split_layers is None:
+            result = _voxelize_group(base, soup, segments, spec, request, vote, warnings, guard, span=span)
+        if guard.split_layers is not None:  # planned before voxelizing, or after counting (check_after)
+            warnings.append(f"{base}: {guard.split_note}")
+            result = _voxelize_group_split(base, soup, spec, request, vote, guard.split_layers, warnings, span)
         yield (g_index + 0.9) / len(groups), f"writing {base}"
         results.append(result)
     return results
@@ -406,6 +466,8 @@ def _voxelize_group(base, soup, segments, spec, request, vote, warnings, guard=N
 
             faces = count_exterior_faces(bits, spec)
         guard.check_after(spec, result.count, faces)
+        if guard.split_layers is not None:  # the Volume job runs split instead (voxelize_job)
+            return result
     ijk = material = color = None
     if request.outputs & PER_VOXEL_OUTPUTS:  # a volume alone needs no per-voxel lists
         ijk = grid.coordinates()
@@ -445,7 +507,25 @@ def _voxelize_group(base, soup, segments, spec, request, vote, warnings, guard=N
     return result
 
 
-def _write_volume(folder: Path, stem: str, dense, spec) -> Path:
+def _voxelize_group_split(base, soup, spec, request, vote, layers, warnings, span) -> Result:
+    from .voxelize_split import voxelize_group_split
+
+    folder = resolve_folder(request.cache_dir) / "voxelize"
+    count, path = voxelize_group_split(base, soup, spec, request, vote, layers, span,
+                                       lambda volume: _write_volume(folder, _safe(base), None, spec, volume=volume))
+    result = Result(base, spec, count)
+    if not count:
+        warnings.append(f"{base}: no voxels (is the voxel size larger than the object?)")
+        return result
+    obj = writeback.load_volume(f"{base}_volume", str(path), collection=_collection())
+    if not obj.data.materials:
+        obj.data.materials.append(materials.volume())
+    result.objects.append(obj.name)
+    result.files.append(str(path))
+    return result
+
+
+def _write_volume(folder: Path, stem: str, dense, spec, volume=None) -> Path:
     """Write this result's density VDB and remove the ones earlier runs wrote for it.
 
     Blender caches a VDB by path for the whole session, so each run needs a new name
@@ -462,7 +542,10 @@ def _write_volume(folder: Path, stem: str, dense, spec) -> Path:
     run = max([int(pattern.fullmatch(e.name).group(1)) for e in older] + [int(time.time() * 1000)]) + 1
     path = folder / f"{stem}_{run}.vdb"
     try:
-        writeback.write_vdb(path, {"density": dense}, spec)
+        if volume is not None:  # a tree built slab by slab (vdb_stream.SlabVolume)
+            volume.write(path)
+        else:
+            writeback.write_vdb(path, {"density": dense}, spec)
     except VoxFXError as e:
         if isinstance(e.__cause__, OSError):
             raise CacheError(explain(e.__cause__, folder)) from e

@@ -182,6 +182,30 @@ __device__ __forceinline__ void make_setup(const double* __restrict__ pv, const 
     s.wide = !(8.0 * s.pbound < fabs(n[dom]));
 }
 
+// A box [lo, hi) of the grid (slabs.py): the voxels a launch evaluates and the bit grid it
+// writes (indexed from lo). Cutting the touched box to it after make_setup keeps the setup
+// and its bounds those of the whole grid, so every voxel is decided as without a box.
+struct Box {
+    long long lo[3], hi[3];
+};
+
+__device__ __forceinline__ Box make_box(int lx, int ly, int lz, int hx, int hy, int hz)
+{
+    Box b;
+    b.lo[0] = lx; b.lo[1] = ly; b.lo[2] = lz;
+    b.hi[0] = hx; b.hi[1] = hy; b.hi[2] = hz;
+    return b;
+}
+
+__device__ __forceinline__ void clip_to_box(Setup& s, const Box& b)
+{
+#pragma unroll
+    for (int a = 0; a < 3; ++a) {
+        if (s.lo[a] < b.lo[a]) s.lo[a] = b.lo[a];
+        if (s.hi[a] > b.hi[a] - 1) s.hi[a] = b.hi[a] - 1;
+    }
+}
+
 // Tiers 2-3 of edge i's function >= 0 at corner q + (critical offsets) (exact.edge_at_least_zero).
 template <int P>
 __device__ __noinline__ bool edge_exact(const Setup& s, int i, const double* q)
@@ -274,6 +298,7 @@ __device__ __forceinline__ bool thin_test(const Setup& s, const double* q)
 
 extern "C" __global__ void surface_column_counts(const double* __restrict__ pv, const int* __restrict__ tris,
                                                  long long n_tris, long long n_vertices, int nx, int ny, int nz,
+                                                 int lx, int ly, int lz, int hx, int hy, int hz,
                                                  long long* __restrict__ counts, unsigned long long* __restrict__ flags)
 {
     long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
@@ -281,6 +306,7 @@ extern "C" __global__ void surface_column_counts(const double* __restrict__ pv, 
     if (!valid_triangle(tris, t, n_vertices, flags)) { counts[t] = 0; return; }
     Setup s;
     make_setup(pv, tris, t, nx, ny, nz, 0, s);
+    clip_to_box(s, make_box(lx, ly, lz, hx, hy, hz));
     long long w[3];
 #pragma unroll
     for (int a = 0; a < 3; ++a) w[a] = s.hi[a] - s.lo[a] + 1;
@@ -293,13 +319,13 @@ extern "C" __global__ void surface_column_counts(const double* __restrict__ pv, 
 // OWNER = false: set the voxel's bit. OWNER = true: record the smallest triangle index
 // touching each voxel of a sorted list of set voxels (for attributes; no bit writes).
 struct OwnerList {
-    const long long* linear;  // sorted linear indices (k*ny + j)*nx + i of set voxels
+    const long long* linear;  // sorted linear indices (k*ny + j)*nx + i of set voxels (in the box)
     long long count;
     int* owner;               // per listed voxel: min triangle index (init INT_MAX)
 };
 
 template <int D, bool OWNER>
-__device__ __forceinline__ void column(const Setup& s, long long t, long long local, int nx, int ny,
+__device__ __forceinline__ void column(const Setup& s, long long t, long long local, const Box& box,
                                        unsigned int* __restrict__ words, OwnerList list)
 {
     constexpr int U = (D + 1) % 3, V = (D + 2) % 3;
@@ -329,13 +355,14 @@ __device__ __forceinline__ void column(const Setup& s, long long t, long long lo
         dlo = a > dlo ? a : dlo;
         dhi = b < dhi ? b : dhi;
     }
-    int wx = (nx + 31) >> 5;
+    const long long nx = box.hi[0] - box.lo[0], ny = box.hi[1] - box.lo[1];
+    const long long wx = (nx + 31) >> 5;
     for (long long d = dlo; d <= dhi; ++d) {
         q[D] = (double)d;
         if (!projection_test<p1>(s, q) || !projection_test<p2>(s, q)) continue;
         if (s.thin && !thin_test(s, q)) continue;
         if (!plane_test(s, q)) continue;
-        long long i = (long long)q[0], j = (long long)q[1], k = (long long)q[2];
+        long long i = (long long)q[0] - box.lo[0], j = (long long)q[1] - box.lo[1], k = (long long)q[2] - box.lo[2];
         if (OWNER) {
             long long key = (k * ny + j) * nx + i, lo = lower_bound(list.linear, list.count, key);
             if (lo < list.count && list.linear[lo] == key) atomicMin(list.owner + lo, (int)t);
@@ -349,7 +376,8 @@ __device__ __forceinline__ void column(const Setup& s, long long t, long long lo
 
 extern "C" __global__ void surface_columns(const double* __restrict__ pv, const int* __restrict__ tris,
                                            const long long* __restrict__ ends, const long long* __restrict__ counts,
-                                           long long n_tris, long long n_items, int nx, int ny, int nz, int thin,
+                                           long long n_tris, long long n_items, int nx, int ny, int nz,
+                                           int lx, int ly, int lz, int hx, int hy, int hz, int thin,
                                            unsigned int* __restrict__ words)
 {
     long long item = (long long)blockIdx.x * blockDim.x + threadIdx.x;
@@ -358,11 +386,13 @@ extern "C" __global__ void surface_columns(const double* __restrict__ pv, const 
     long long local = item - (ends[t] - counts[t]);
     Setup s;
     make_setup(pv, tris, t, nx, ny, nz, thin, s);
+    const Box box = make_box(lx, ly, lz, hx, hy, hz);
+    clip_to_box(s, box);
     OwnerList none = {nullptr, 0, nullptr};
     switch (s.dom) {
-        case 0: column<0, false>(s, t, local, nx, ny, words, none); break;
-        case 1: column<1, false>(s, t, local, nx, ny, words, none); break;
-        default: column<2, false>(s, t, local, nx, ny, words, none); break;
+        case 0: column<0, false>(s, t, local, box, words, none); break;
+        case 1: column<1, false>(s, t, local, box, words, none); break;
+        default: column<2, false>(s, t, local, box, words, none); break;
     }
 }
 
@@ -370,6 +400,7 @@ extern "C" __global__ void surface_columns(const double* __restrict__ pv, const 
 extern "C" __global__ void surface_owners(const double* __restrict__ pv, const int* __restrict__ tris,
                                           const long long* __restrict__ ends, const long long* __restrict__ counts,
                                           long long n_tris, long long n_items, int nx, int ny, int nz,
+                                          int lx, int ly, int lz, int hx, int hy, int hz,
                                           const long long* __restrict__ linear, long long n_listed,
                                           int* __restrict__ owner)
 {
@@ -379,11 +410,13 @@ extern "C" __global__ void surface_owners(const double* __restrict__ pv, const i
     long long local = item - (ends[t] - counts[t]);
     Setup s;
     make_setup(pv, tris, t, nx, ny, nz, 0, s);
+    const Box box = make_box(lx, ly, lz, hx, hy, hz);
+    clip_to_box(s, box);
     OwnerList list = {linear, n_listed, owner};
     switch (s.dom) {
-        case 0: column<0, true>(s, t, local, nx, ny, nullptr, list); break;
-        case 1: column<1, true>(s, t, local, nx, ny, nullptr, list); break;
-        default: column<2, true>(s, t, local, nx, ny, nullptr, list); break;
+        case 0: column<0, true>(s, t, local, box, nullptr, list); break;
+        case 1: column<1, true>(s, t, local, box, nullptr, list); break;
+        default: column<2, true>(s, t, local, box, nullptr, list); break;
     }
 }
 
@@ -396,8 +429,9 @@ struct YZSetup {
     long long jlo, jhi, klo, khi;
 };
 
+// Column centres are cut to the box's rows [ly, hy) x [lz, hz) (the grid's, without a box).
 __device__ void make_yz_setup(const double* __restrict__ pv, const int* __restrict__ tris, long long t,
-                              int NY, int NZ, YZSetup& s)
+                              int ly, int lz, int hy, int hz, YZSetup& s)
 {
     double v[3][3], e[3][3];
     load_corners(pv, tris, t, v);
@@ -427,36 +461,36 @@ __device__ void make_yz_setup(const double* __restrict__ pv, const int* __restri
     double ymin = fmin(fmin(v[0][1], v[1][1]), v[2][1]), ymax = fmax(fmax(v[0][1], v[1][1]), v[2][1]);
     double zmin = fmin(fmin(v[0][2], v[1][2]), v[2][2]), zmax = fmax(fmax(v[0][2], v[1][2]), v[2][2]);
     long long a;
-    a = (long long)ceil(ymin - 0.5);  s.jlo = a > 0 ? a : 0;
-    a = (long long)floor(ymax - 0.5); s.jhi = a < NY - 1 ? a : NY - 1;
-    a = (long long)ceil(zmin - 0.5);  s.klo = a > 0 ? a : 0;
-    a = (long long)floor(zmax - 0.5); s.khi = a < NZ - 1 ? a : NZ - 1;
+    a = (long long)ceil(ymin - 0.5);  s.jlo = a > ly ? a : ly;
+    a = (long long)floor(ymax - 0.5); s.jhi = a < hy - 1 ? a : hy - 1;
+    a = (long long)ceil(zmin - 0.5);  s.klo = a > lz ? a : lz;
+    a = (long long)floor(zmax - 0.5); s.khi = a < hz - 1 ? a : hz - 1;
 }
 
 extern "C" __global__ void solid_column_counts(const double* __restrict__ pv, const int* __restrict__ tris,
-                                               long long n_tris, long long n_vertices, int NY, int NZ,
+                                               long long n_tris, long long n_vertices, int ly, int lz, int hy, int hz,
                                                long long* __restrict__ counts, unsigned long long* __restrict__ flags)
 {
     long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= n_tris) return;
     if (!valid_triangle(tris, t, n_vertices, flags)) { counts[t] = 0; return; }
     YZSetup s;
-    make_yz_setup(pv, tris, t, NY, NZ, s);
+    make_yz_setup(pv, tris, t, ly, lz, hy, hz, s);
     long long wj = s.jhi - s.jlo + 1, wk = s.khi - s.klo + 1;
     counts[t] = (s.nx != 0 && wj > 0 && wk > 0) ? wj * wk : 0;
 }
 
 extern "C" __global__ void solid_flip_starts(const double* __restrict__ pv, const int* __restrict__ tris,
                                              const long long* __restrict__ ends, const long long* __restrict__ counts,
-                                             long long n_tris, long long n_items, int NX, int NY, int NZ,
-                                             unsigned int* __restrict__ words)
+                                             long long n_tris, long long n_items, int lx, int ly, int lz,
+                                             int hx, int hy, int hz, int drop_before, unsigned int* __restrict__ words)
 {
     long long item = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (item >= n_items) return;
     long long t = owner_of(ends, n_tris, item);
     long long local = item - (ends[t] - counts[t]);
     YZSetup s;
-    make_yz_setup(pv, tris, t, NY, NZ, s);
+    make_yz_setup(pv, tris, t, ly, lz, hy, hz, s);
     long long wj = s.jhi - s.jlo + 1;
     long long j = s.jlo + local % wj, k = s.klo + local / wj;
     double yc = (double)j + 0.5, zc = (double)k + 0.5;
@@ -468,10 +502,13 @@ extern "C" __global__ void solid_flip_starts(const double* __restrict__ pv, cons
     }
     double q = ((s.nv0 - s.ny * yc) - s.nz * zc) / s.nx;
     double qbar = floor(q + 0.5);
-    if (qbar >= (double)NX) return;  // flips nothing
-    long long start = qbar < 0 ? 0 : (long long)qbar;
-    int wx = (NX + 31) >> 5;
-    atomicXor(words + (k * NY + j) * wx + (start >> 5), 1u << (unsigned int)(start & 31));
+    if (qbar >= (double)hx) return;  // flips nothing in the box
+    // A crossing before the box starts at its first voxel, unless the caller carries it in.
+    if (drop_before && qbar < (double)lx) return;
+    long long start = (qbar < (double)lx ? (long long)lx : (long long)qbar) - lx;
+    long long wx = ((long long)(hx - lx) + 31) >> 5;
+    long long row = (k - lz) * (long long)(hy - ly) + (j - ly);
+    atomicXor(words + row * wx + (start >> 5), 1u << (unsigned int)(start & 31));
 }
 
 // Prefix xor along each row: flip starts -> spans. One thread per row.

@@ -32,13 +32,7 @@ def owner_triangles(vertices, triangles, spec, bits, xp=None):
         linear = (ijk[:, 2] * ny + ijk[:, 1]) * nx + ijk[:, 0]
         hits = []
         surface_voxels_cpu(to_voxel_units(v, spec.origin, spec.voxel_size), t, spec.shape, tri_ids=hits)
-        owner = np.full(len(linear), np.iinfo(np.int32).max, dtype=np.int64)
-        for lin, tri in hits:
-            pos = np.searchsorted(linear, lin)
-            ok = pos < len(linear)
-            ok[ok] = linear[pos[ok]] == lin[ok]
-            np.minimum.at(owner, pos[ok], tri[ok])
-        owner = owner.astype(np.int32)
+        owner = smallest_owner(linear, hits).astype(np.int32)
     else:
         from .gpu import surface_owners_gpu
 
@@ -48,6 +42,19 @@ def owner_triangles(vertices, triangles, spec, bits, xp=None):
         owner = surface_owners_gpu(vertices, triangles, spec, linear).get()
         linear = linear.get()
     return fill_along_rows(owner, linear // nx)
+
+
+def smallest_owner(linear, hits, index=None):
+    """int64 per entry of the sorted *linear* indices: the smallest triangle of the
+    (linear, triangle) *hits* (``surface_voxels_cpu(tri_ids=…)``) at it, INT32_MAX where
+    none; *index* maps the hits' triangle numbers to the whole mesh's."""
+    owner = np.full(len(linear), np.iinfo(np.int32).max, dtype=np.int64)
+    for lin, tri in hits:
+        pos = np.searchsorted(linear, lin)
+        ok = pos < len(linear)
+        ok[ok] = linear[pos[ok]] == lin[ok]
+        np.minimum.at(owner, pos[ok], tri[ok] if index is None else index[tri[ok]])
+    return owner
 
 
 def fill_along_rows(owner, row):

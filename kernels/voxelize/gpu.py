@@ -66,30 +66,48 @@ class DeviceMesh:
                         tuple(self.shape[a] for a in axes))
         return DeviceMesh(None, self.tris, spec, pv=self.pv[:, list(axes)].copy(), flags=self.flags)
 
-    def counts(self, kind: str):
-        """Launch the count kernel of a pass ('surface' or 'solid'); return (counts, ends)."""
+    def subset(self, index) -> "DeviceMesh":
+        """The same vertices with only the triangles *index* (host or device int array)."""
+        import cupy as cp
+
+        return DeviceMesh(None, self.tris[cp.asarray(index)], self.spec, pv=self.pv, flags=self.flags)
+
+    def counts(self, kind: str, box=None):
+        """Launch the count kernel of a pass ('surface' or 'solid') over *box* (default
+        the whole grid); return (counts, ends)."""
         import cupy as cp
 
         T = self.n_tris
         nx, ny, nz = self.shape
+        lo, hi = box_args(self.shape, box)
         counts = cp.empty(T, dtype=cp.int64)
         nv = np.int64(self.pv.shape[0])
         if kind == "surface":
-            args = (self.pv, self.tris, np.int64(T), nv, np.int32(nx), np.int32(ny), np.int32(nz), counts, self.flags)
+            args = (self.pv, self.tris, np.int64(T), nv, np.int32(nx), np.int32(ny), np.int32(nz), *lo, *hi,
+                    counts, self.flags)
         else:
-            args = (self.pv, self.tris, np.int64(T), nv, np.int32(ny), np.int32(nz), counts, self.flags)
-        _kernel(f"{kind}_column_counts")(_blocks(T), (_THREADS,), args)
+            args = (self.pv, self.tris, np.int64(T), nv, lo[1], lo[2], hi[1], hi[2], counts, self.flags)
+        if T:  # a box's subset may hold no triangle (no launch of zero blocks)
+            _kernel(f"{kind}_column_counts")(_blocks(T), (_THREADS,), args)
         return counts, cp.cumsum(counts)
 
 
+def box_args(shape, box):
+    """The box (lo, hi) as two triples of int32 kernel arguments (the whole grid without one)."""
+    if box is None:
+        return (np.int32(0),) * 3, tuple(np.int32(n) for n in shape)
+    return tuple(np.int32(c) for c in box[0]), tuple(np.int32(c) for c in box[1])
+
+
 def plan(meshes_and_kinds):
-    """Counts and scans for every (mesh, kind), then one sync: validates the inputs and
-    returns [(counts, ends, total), ...] in the same order."""
+    """Counts and scans for every (mesh, kind[, box]), then one sync: validates the inputs
+    and returns [(counts, ends, total), ...] in the same order."""
     import cupy as cp
 
-    work = [(m, *m.counts(kind)) for m, kind in meshes_and_kinds]
+    work = [(m, *m.counts(*rest)) for m, *rest in meshes_and_kinds]
     flags = meshes_and_kinds[0][0].flags
-    host = cp.concatenate([flags.view(cp.int64)] + [ends[-1:] for _, _, ends in work]).get()  # the one sync
+    totals = [ends[-1:] if ends.size else cp.zeros(1, dtype=cp.int64) for _, _, ends in work]
+    host = cp.concatenate([flags.view(cp.int64)] + totals).get()  # the one sync
     if host[0]:
         raise InputError(f"{int(host[0])} vertices have non-finite coordinates (NaN/inf)")
     if host[1]:
@@ -104,28 +122,36 @@ def new_words(shape):
     return cp.zeros((nz, ny, bitgrid.words_along_x(nx)), dtype=cp.uint32)
 
 
-def surface_pass(mesh: DeviceMesh, work, thin: bool, words):
+def surface_pass(mesh: DeviceMesh, work, thin: bool, words, box=None):
+    """Set the surface voxels of *box* (default the whole grid) in *words*, its bit grid."""
     counts, ends, total = work
     nx, ny, nz = mesh.shape
+    lo, hi = box_args(mesh.shape, box)
     if total:
         _kernel("surface_columns")(_blocks(total), (_THREADS,),
                                    (mesh.pv, mesh.tris, ends, counts, np.int64(mesh.n_tris), np.int64(total),
-                                    np.int32(nx), np.int32(ny), np.int32(nz), np.int32(1 if thin else 0), words))
+                                    np.int32(nx), np.int32(ny), np.int32(nz), *lo, *hi, np.int32(1 if thin else 0),
+                                    words))
     return words
 
 
-def solid_pass(mesh: DeviceMesh, work):
-    """Flip starts then the row prefix-xor: voxels whose centre is inside."""
+def solid_pass(mesh: DeviceMesh, work, box=None, carry=None):
+    """Flip starts then the row prefix-xor: voxels whose centre is inside (of *box*, with
+    the parity *carry* of the crossings before it: ``solid.flip_starts_cpu``)."""
     counts, ends, total = work
-    nx, ny, nz = mesh.shape
-    words = new_words(mesh.shape)
+    lo, hi = box_args(mesh.shape, box)
+    dims = tuple(int(b) - int(a) for a, b in zip(lo, hi))
+    words = new_words(dims)
+    if carry is not None:
+        words[..., 0] ^= carry.reshape(dims[2], dims[1]).astype(words.dtype)
+    drop = np.int32(1 if (carry is not None and int(lo[0]) > 0) else 0)
     if total:
         _kernel("solid_flip_starts")(_blocks(total), (_THREADS,),
                                      (mesh.pv, mesh.tris, ends, counts, np.int64(mesh.n_tris), np.int64(total),
-                                      np.int32(nx), np.int32(ny), np.int32(nz), words))
-    rows = nz * ny
+                                      *lo, *hi, drop, words))
+    rows = dims[2] * dims[1]
     _kernel("prefix_xor_rows")(_blocks(rows), (_THREADS,),
-                               (words, np.int64(rows), np.int32(bitgrid.words_along_x(nx)), np.int32(nx)))
+                               (words, np.int64(rows), np.int32(bitgrid.words_along_x(dims[0])), np.int32(dims[0])))
     return words
 
 
@@ -175,6 +201,7 @@ def surface_owners_gpu(vertices, triangles, spec, linear):
     if total:
         _kernel("surface_owners")(_blocks(total), (_THREADS,),
                                   (mesh.pv, mesh.tris, ends, counts, np.int64(mesh.n_tris), np.int64(total),
-                                   np.int32(nx), np.int32(ny), np.int32(nz),
-                                   cp.ascontiguousarray(linear, dtype=cp.int64), np.int64(linear.size), owner))
+                                   np.int32(nx), np.int32(ny), np.int32(nz), *box_args(mesh.shape, None)[0],
+                                   *box_args(mesh.shape, None)[1], cp.ascontiguousarray(linear, dtype=cp.int64),
+                                   np.int64(linear.size), owner))
     return owner

@@ -59,22 +59,36 @@ def edge_function(p, q, sign, yc, zc):
     return sign * ((q[..., Y] - p[..., Y]) * (zc - p[..., Z]) - (q[..., Z] - p[..., Z]) * (yc - p[..., Y]))
 
 
-def flip_starts_cpu(pv, triangles, shape, progress=None):
-    """Bit grid with a toggled bit at (q̄, j, k) for every column crossing (mod 2)."""
-    nx_, ny_, nz_ = shape
-    words = bitgrid.empty(shape, xp=np)
+def flip_starts_cpu(pv, triangles, shape, progress=None, box=None, carry=None):
+    """Bit grid with a toggled bit at (q̄, j, k) for every column crossing (mod 2).
+
+    *box* ``(lo, hi)``: only the box's rows, in the box's own bit grid. Crossings before
+    the box along the row (q̄ < lo_x) start at its first voxel, so the parity inside is
+    that of the whole row. With *carry* (bool [k, j] over the box's rows: the parity of
+    every crossing before the box, as the previous box along x left it) those crossings
+    are taken from *carry* instead and the ones computed here are dropped, so the caller
+    need only pass the triangles that reach the box (``slabs.py``).
+    """
+    from .surface import box_bounds
+
+    lo, hi = box_bounds(shape, box)
+    out_shape = tuple(int(n) for n in hi - lo)
+    words = bitgrid.empty(out_shape, xp=np)
     flat = words.reshape(-1)
+    if carry is not None:
+        words[..., 0] ^= np.asarray(carry, dtype=np.uint32).reshape(out_shape[2], out_shape[1])
     if len(triangles) == 0:
         return words
+    drop_before = carry is not None and lo[0] > 0
     v = np.stack([pv[triangles[:, 0]], pv[triangles[:, 1]], pv[triangles[:, 2]]], axis=1)
     n_x, n_y, n_z, nv0, ep, eq, sign, top_left = _yz_setup(v)
     # Column centres (j + ½, k + ½) inside the yz bounding box; none for triangles ∥ x.
     ymin, ymax = v[:, :, Y].min(axis=1), v[:, :, Y].max(axis=1)
     zmin, zmax = v[:, :, Z].min(axis=1), v[:, :, Z].max(axis=1)
-    jlo = np.maximum(np.ceil(ymin - 0.5).astype(np.int64), 0)
-    jhi = np.minimum(np.floor(ymax - 0.5).astype(np.int64), ny_ - 1)
-    klo = np.maximum(np.ceil(zmin - 0.5).astype(np.int64), 0)
-    khi = np.minimum(np.floor(zmax - 0.5).astype(np.int64), nz_ - 1)
+    jlo = np.maximum(np.ceil(ymin - 0.5).astype(np.int64), lo[1])
+    jhi = np.minimum(np.floor(ymax - 0.5).astype(np.int64), hi[1] - 1)
+    klo = np.maximum(np.ceil(zmin - 0.5).astype(np.int64), lo[2])
+    khi = np.minimum(np.floor(zmax - 0.5).astype(np.int64), hi[2] - 1)
     wj = np.maximum(jhi - jlo + 1, 0)
     counts = np.where(n_x != 0, wj * np.maximum(khi - klo + 1, 0), 0)
     for first, last, done in batches(counts):
@@ -90,9 +104,11 @@ def flip_starts_cpu(pv, triangles, shape, progress=None):
         t, j, k, yc, zc = t[inside], j[inside], k[inside], yc[inside], zc[inside]
         q = ((nv0[t] - n_y[t] * yc) - n_z[t] * zc) / n_x[t]
         qbar = np.floor(q + 0.5)
-        start = np.clip(qbar, 0, nx_).astype(np.int64)  # a start at nx flips nothing
-        keep = start < nx_
-        _toggle_bits(flat, start[keep], j[keep], k[keep], shape)
+        start = np.clip(qbar, lo[0], hi[0]).astype(np.int64)  # a start at the row's end flips nothing
+        keep = start < hi[0]
+        if drop_before:  # in *carry* already
+            keep &= qbar >= lo[0]
+        _toggle_bits(flat, start[keep] - lo[0], j[keep] - lo[1], k[keep] - lo[2], out_shape)
         report(progress, done, "solid: column crossings")
     return words
 
@@ -129,27 +145,51 @@ def prefix_xor_rows(words, nx: int):
     return w
 
 
-def solid_voxels_cpu(pv, triangles, shape, progress=None):
-    """NumPy reference: voxels whose centre is inside the (closed) mesh."""
-    return prefix_xor_rows(flip_starts_cpu(pv, triangles, shape, progress), shape[0])
+def solid_voxels_cpu(pv, triangles, shape, progress=None, box=None, carry=None):
+    """NumPy reference: voxels whose centre is inside the (closed) mesh (of *box* only,
+    with the parity *carry* from before it: ``flip_starts_cpu``)."""
+    nx = shape[0] if box is None else int(box[1][0]) - int(box[0][0])
+    return prefix_xor_rows(flip_starts_cpu(pv, triangles, shape, progress, box, carry), nx)
 
 
-def majority_vote_cpu(pv, triangles, shape, progress=None):
+# The vote's passes: (axis order of the relabelled mesh, axes of its unpacked grid back to [k, j, i]).
+VOTE_AXES = (((0, 1, 2), (0, 1, 2)), ((1, 2, 0), (1, 2, 0)), ((2, 0, 1), (2, 0, 1)))
+
+
+def majority_vote_cpu(pv, triangles, shape, progress=None, box=None, carry=None, meshes=None):
     """Parity along x, y and z; a voxel is inside when at least two agree. For meshes
     with small holes a hole corrupts whole rows along one axis only, which the other two
-    outvote."""
-    nx, ny, nz = shape
-    votes = bitgrid.unpack(solid_voxels_cpu(pv, triangles, shape), nx).astype(np.uint8)
-    report(progress, 1 / 3, "solid: vote along x")
-    # Along y: relabel axes (y, z, x) → (x, y, z); the result is indexed [x, z, y].
-    py = pv[:, [1, 2, 0]]
-    sy = bitgrid.unpack(solid_voxels_cpu(py, triangles, (ny, nz, nx)), ny)  # [i_x, k, j]
-    votes += sy.transpose(1, 2, 0)
-    del sy  # one unpacked grid at a time: the peak is votes + one axis (estimate_bytes)
-    report(progress, 2 / 3, "solid: vote along y")
-    pz = pv[:, [2, 0, 1]]
-    sz = bitgrid.unpack(solid_voxels_cpu(pz, triangles, (nz, nx, ny)), nz)  # [j, i, k]
-    votes += sz.transpose(2, 0, 1)
-    del sz
-    report(progress, 1.0, "solid: vote along z")
-    return bitgrid.pack(votes >= 2)
+    outvote.
+
+    *box* ``(lo, hi)``: only its voxels. Parity along z is then carried into the box:
+    by *carry* (bool [y, x] over the box: parity of the crossings below it, see
+    ``flip_starts_cpu``) where given, else from the triangles below it. *meshes* gives
+    each pass its own triangles (x, y, z; default *triangles* for all three). Returns
+    the packed grid; with a box, also the z parity of the box's top layer (the next
+    box's carry) as ``(bits, carry)``.
+    """
+    from .surface import box_bounds
+
+    lo, hi = box_bounds(shape, box)
+    dims = tuple(int(n) for n in hi - lo)
+    votes = None
+    top = None
+    for axis, (order, back) in enumerate(VOTE_AXES):
+        tri = triangles if meshes is None else meshes[axis]
+        part = None if box is None else (tuple(lo[list(order)]), tuple(hi[list(order)]))
+        relabelled = tuple(shape[a] for a in order)
+        c = carry if axis == 2 else None
+        bits = solid_voxels_cpu(pv[:, list(order)] if axis else pv, tri, relabelled, box=part, carry=c)
+        one = bitgrid.unpack(bits, dims[order[0]])  # indexed [order[2], order[1], order[0]]
+        del bits
+        if axis == 2:
+            top = one[:, :, -1].copy()  # [y, x]: z parity at the box's top layer
+        one = one.transpose(back) if axis else one
+        if votes is None:
+            votes = one.astype(np.uint8)
+        else:
+            votes += one
+        del one  # one unpacked grid at a time: the peak is votes + one axis (estimate_bytes)
+        report(progress, (axis + 1) / 3, f"solid: vote along {'xyz'[axis]}")
+    bits = bitgrid.pack(votes >= 2)
+    return bits if box is None else (bits, top)

@@ -72,18 +72,28 @@ def _expand(counts):
     return owner, local
 
 
-def surface_voxels_cpu(pv, triangles, shape, thin: bool = False, progress=None, tri_ids=None):
+def surface_voxels_cpu(pv, triangles, shape, thin: bool = False, progress=None, tri_ids=None, box=None):
     """NumPy reference: packed bit grid of the surface voxelization.
 
     With *tri_ids* (a list), the (linear voxel index, triangle) pairs of every hit are
     appended to it, for attribute look-ups.
+
+    *box* ``(lo, hi)`` (integer voxel corners, hi exclusive) evaluates only the voxels of
+    that box of the grid *shape* and returns the box's own bit grid (indices in *tri_ids*
+    are then the box's): the setup, its rounding bounds and every test stay those of
+    the whole grid, only the ranges of columns and depths are cut to the box, so each
+    voxel is decided exactly as without a box (``slabs.py``).
     """
-    nx, ny, nz = shape
-    words = bitgrid.empty(shape, xp=np)
+    lo, hi = box_bounds(shape, box)
+    out_shape = tuple(int(n) for n in hi - lo)
+    words = bitgrid.empty(out_shape, xp=np)
     flat = words.reshape(-1)
     if len(triangles) == 0:
         return words
     s = setup(pv, triangles, shape, thin)
+    if box is not None:  # after the setup: its bounds over the whole touched box stay as they are
+        s.lo = np.maximum(s.lo, lo)
+        s.hi = np.minimum(s.hi, hi - 1)
     counts = column_counts(s)
     for first, last, done in batches(counts):
         tri = np.arange(first, last)
@@ -114,12 +124,22 @@ def surface_voxels_cpu(pv, triangles, shape, thin: bool = False, progress=None, 
         p[r2, U[o2]] = cu[o2]
         p[r2, V[o2]] = cv[o2]
         hit = overlaps(s, t2, p)
-        ijk = p[hit].astype(np.int64)
-        _set_bits(flat, ijk, shape)
+        ijk = p[hit].astype(np.int64) - lo
+        _set_bits(flat, ijk, out_shape)
         if tri_ids is not None:
-            tri_ids.append((_linear(ijk, shape), t2[hit]))
+            tri_ids.append((_linear(ijk, out_shape), t2[hit]))
         report(progress, done, "surface voxels")
     return words
+
+
+def box_bounds(shape, box):
+    """(lo, hi) int64 arrays of *box* ``(lo, hi)``, or of the whole grid *shape*."""
+    if box is None:
+        return np.zeros(3, dtype=np.int64), np.asarray(shape, dtype=np.int64)
+    lo, hi = (np.asarray(c, dtype=np.int64).reshape(3) for c in box)
+    if (lo < 0).any() or (hi > np.asarray(shape)).any() or (hi <= lo).any():
+        raise ValueError(f"box {lo.tolist()}..{hi.tolist()} is empty or outside the grid {tuple(shape)}")
+    return lo, hi
 
 
 def _linear(ijk, shape):

@@ -1,0 +1,127 @@
+"""Voxelize → Volume in z-slabs when the whole job does not fit (issue 21 §6).
+
+The voxelization (``kernels.voxelize.slabs``: bit-identical to the unsplit grid), the
+coverage of solid modes (one fine grid, box by box) and the density go slab by slab
+into one VDB tree (``addon/vdb_stream.py``): the peak is one slab's arrays plus the mesh
+and the tree, which grows with the surface (constant leaves inside a solid become
+tiles). Only the Volume output is split: a point cloud, a block mesh and a .vox file
+need every voxel at once in Blender or in the file, so for them the guard names the
+largest resolution that fits unsplit.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...kernels import backend
+from ...kernels.grid import GridSpec, bitgrid
+from ...kernels.memory import largest_that_fits
+from ...kernels.voxelize import WorkItems, estimate_bytes
+from ...kernels.voxelize.coverage import coverage_slab_bytes, coverage_slabs, density
+from ...kernels.voxelize.slabs import (RANGE_BYTES_PER_TRIANGLE, SplitMesh, slab_work_items, triangles_per_slab,
+                                       voxelize_slabs)
+from ..jobs import kernel_progress
+
+SPLIT_OUTPUTS = {"volume"}
+SLAB_BUDGET = 1 << 30  # a slab's own arrays stop growing here: more rows per slab buy no speed
+# Per voxel of a slab: its density (float32), the (x, y, z) copy copyFromArray reads, the
+# isfinite mask, and the leaves OpenVDB builds for it before pruning constant ones (2.3 kB
+# per leaf of 512 voxels, counted as 16 B per voxel like the unsplit path's VDB_PER_VOXEL).
+SLAB_OUTPUT_PER_VOXEL = 4 + 4 + 1 + 16
+# The tree kept: a leaf (≈ 2.3 kB) per 8³ block the surface passes through, about three per
+# 64 voxel units of surface area (a plane crosses up to two leaf layers, and curvature).
+VDB_LEAF_BYTES = 2304
+LEAVES_PER_AREA = 3 / 64
+
+
+def splittable(request, segments) -> bool:
+    """Volume output only, and no loose edges or curves (the line voxelizer is unsplit)."""
+    return request.outputs <= SPLIT_OUTPUTS and segments is None
+
+
+def surface_area(mesh: SplitMesh) -> float:
+    """The mesh's area in voxel units² (sets the size of the VDB tree kept)."""
+    total = 0.0
+    for t0 in range(0, len(mesh.triangles), 1 << 16):
+        v = mesh.pv[mesh.triangles[t0:t0 + (1 << 16)]]
+        total += 0.5 * float(np.linalg.norm(np.cross(v[:, 1] - v[:, 0], v[:, 2] - v[:, 0]), axis=1).sum())
+    return total
+
+
+def split_estimate(spec: GridSpec, mode: str, mesh: SplitMesh, vote: bool, layers: int, items=None, area=None,
+                   base: int = 0) -> int:
+    """Peak host memory of the split Volume job with slabs of *layers* rows."""
+    nx, ny, nz = spec.shape
+    layers = max(1, min(nz, int(layers)))
+    nv, nt = len(mesh.pv), len(mesh.triangles)
+    nt_slab = triangles_per_slab(mesh, layers, vote)
+    slab = GridSpec(spec.origin, spec.voxel_size, (nx, ny, layers))
+    per_slab = slab_work_items(mesh, layers, mode, vote)
+    items = per_slab if items is None else WorkItems(min(per_slab.surface, items.surface),
+                                                     min(per_slab.solid, items.solid))
+    kept = 24 * nv + RANGE_BYTES_PER_TRIANGLE * nt + 24 * nt  # SplitMesh: voxel units, ranges, int64 triangles
+    area = surface_area(mesh) if area is None else area
+    tree = int(VDB_LEAF_BYTES * (LEAVES_PER_AREA * area + nt))
+    voxelizing = estimate_bytes(slab, mode, 0, nt_slab, vote, xp=np, items=items)
+    stage = voxelizing
+    slab_voxels = nx * ny * layers
+    if mode in ("solid", "solid+surface"):
+        cover = coverage_slab_bytes(spec, layers, 0, nt_slab, vote, xp=np)
+        stage = max(stage, bitgrid.nbytes(slab.shape) + cover + RANGE_BYTES_PER_TRIANGLE * nt + 24 * nv)
+    output = bitgrid.nbytes(slab.shape) + SLAB_OUTPUT_PER_VOXEL * slab_voxels
+    return int(base + kept + tree + max(stage, output))
+
+
+def choose_layers(spec: GridSpec, mode: str, mesh: SplitMesh, vote: bool, usable: int, items=None,
+                  base: int = 0):
+    """Rows per slab: the most whose estimate fits *usable*, capped where the slab's own
+    arrays pass ``SLAB_BUDGET``; None when not even one row fits."""
+    area = surface_area(mesh)
+    need = lambda layers: split_estimate(spec, mode, mesh, vote, layers, items, area, base)  # noqa: E731
+    smallest = need(1)
+    return largest_that_fits(need, min(usable, smallest + SLAB_BUDGET), 1, spec.shape[2]) if smallest <= usable \
+        else None
+
+
+def voxelize_group_split(base_name, soup, spec, request, vote, layers, span, write_volume):
+    """The Volume output of one group, slab by slab; returns (set voxel count, VDB tree).
+    *write_volume(volume)* writes the finished ``SlabVolume``; returns its path."""
+    from ..vdb_stream import SlabVolume
+
+    a, b = span
+    xp = backend.xp()
+    verts, tris = soup.vertices, soup.triangles
+    solid = request.mode in ("solid", "solid+surface")
+    progress = kernel_progress(a, b, f"voxelizing {base_name} in slabs of {layers} rows")
+    if xp is np:
+        slabs = voxelize_slabs(SplitMesh(verts, tris, spec), request.mode, layers, vote=vote, progress=progress)
+    else:
+        from ...kernels.voxelize.gpu_slabs import DeviceSplitMesh, voxelize_slabs_gpu
+
+        slabs = voxelize_slabs_gpu(DeviceSplitMesh(verts, tris, spec), request.mode, layers, vote=vote,
+                                   progress=progress)
+    covers = coverage_slabs(verts, tris, spec, layers=layers, vote=vote, xp=xp) if solid and len(tris) else None
+    volume = SlabVolume("density", spec)
+    count = 0
+    nx, ny, _ = spec.shape
+    for k0, k1, bits in slabs:
+        cover = next(covers)[2] if covers is not None else None
+        count += bitgrid.count(bits)
+        part = GridSpec(spec.origin, spec.voxel_size, (nx, ny, k1 - k0))
+        volume.add(k0, density(bits, part, cover))
+        del bits, cover
+    path = write_volume(volume) if count else None
+    return count, path
+
+
+def largest_split_resolution(guard, r_now: int):
+    """The largest resolution below *r_now* whose split Volume job fits the guard's limit."""
+    from ...kernels.voxelize import work_items
+
+    def need(r):
+        spec = guard.spec_at(r)
+        mesh = SplitMesh(guard.soup.vertices, guard.soup.triangles, spec)
+        items = work_items(guard.soup.vertices, guard.soup.triangles, spec, guard.request.mode)
+        return split_estimate(spec, guard.request.mode, mesh, guard.vote, 1, items, base=guard.base_bytes())
+
+    return largest_that_fits(need, guard.usable, 2, r_now - 1)
