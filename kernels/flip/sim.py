@@ -12,7 +12,11 @@
     advect                RK2 through the grid velocity; push out of solids
 
 Substeps per frame follow the CFL number from the fastest particle (one host sync per
-frame step). State stays on the backend's device.
+frame step). State stays on the backend's device. ``step`` and ``substep`` take a
+``progress(fraction, message) -> bool``: it hears between stages (no sync: a Python
+call) and between the pressure solver's blocks of iterations; False raises
+``Cancelled`` there, leaving the state half-stepped (a bake drops it: its cache holds
+complete frames only).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from .. import backend
 from ..checkpoint import check_state
 from ..errors import VoxFXError
 from ..grid import GridSpec, bitgrid
+from ..progress import report, scaled
 from ..voxelize import voxelize
 from . import pressure, transfer
 from .grid import FLUID, DenseGrid, FlipSettings
@@ -254,11 +259,13 @@ class FlipSimulation:
         return removed
 
     # ------------------------------------------------------------------ the method
-    def substep(self, dt: float) -> dict:
+    def substep(self, dt: float, progress=None) -> dict:
         g, s = self.grid, self.settings
+        report(progress, 0.0, "particles to grid")
         transfer.particles_to_grid(g, self.pos, self.vel, self.c)  # particles → grid (§7)
         transfer.classify(g, self.pos)  # FLUID / AIR / SOLID
         transfer.extrapolate(g)
+        report(progress, 0.2, "pressure")
         old = (g.u.copy(), g.v.copy(), g.w.copy())  # save old velocity for FLIP
         gx, gy, gz = (np.float32(a * dt) for a in s.gravity)  # gravity
         g.u += gx
@@ -266,16 +273,19 @@ class FlipSimulation:
         g.w += gz
         transfer.enforce_boundaries(g)  # solid faces take the obstacles' velocity
         p, stats = pressure.solve_pressure(g, dt, tolerance=s.pressure_tolerance,  # PCG (§8, Alg. 2)
-                                           max_iterations=s.pressure_max_iterations)
+                                           max_iterations=s.pressure_max_iterations,
+                                           progress=scaled(progress, 0.2, 0.8))
         pressure.project(g, p, dt)  # divergence-free in the fluid
+        report(progress, 0.8, "grid to particles")
         transfer.extrapolate(g, valid=transfer.fluid_faces(g))  # into the air band around the liquid
         ratio = 0.0 if s.apic else s.flip_ratio  # APIC carries the affine part itself
         transfer.grid_to_particles_and_advect(g, *old, self.pos, self.vel, ratio, dt, self.c)  # FLIP/PIC or APIC; RK2
         self.t += dt
         return stats
 
-    def step(self, frame_dt: float) -> dict:
-        """Advance one frame with CFL-limited substeps; raise SimulationError on NaN."""
+    def step(self, frame_dt: float, progress=None) -> dict:
+        """Advance one frame with CFL-limited substeps; raise SimulationError on NaN and
+        ``Cancelled`` when *progress* answers False (between stages and solver blocks)."""
         s = self.settings
         speed = float(transfer.max_speed(self.vel))  # the one sync that sizes the substeps
         if not math.isfinite(speed):
@@ -283,8 +293,8 @@ class FlipSimulation:
         reach = (speed + math.sqrt(2 * 9.81 * self.spec.voxel_size)) * frame_dt / (s.cfl * self.spec.voxel_size)
         n = int(min(s.max_substeps, max(1, math.ceil(reach))))
         iterations, residual = 0, 0.0
-        for _ in range(n):
-            stats = self.substep(frame_dt / n)
+        for i in range(n):
+            stats = self.substep(frame_dt / n, scaled(progress, i / n, (i + 1) / n) if progress else None)
             iterations += int(stats["iterations"])
             residual = max(residual, float(stats["residual"]))
         self.frames += 1

@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import backend
 from ..grid import GridSpec, bitgrid
-from ..progress import report
+from ..progress import report, scaled
 
 SUB = 4  # supersampling per axis: 64 samples per voxel
 
@@ -32,7 +32,8 @@ def coverage(vertices, triangles, spec: GridSpec, *, vote: bool = False, xp=None
         k1 = min(nz, k0 + layers)
         origin = (spec.origin[0], spec.origin[1], spec.origin[2] + k0 * spec.voxel_size)
         fine = GridSpec(origin, fine_vs, (SUB * nx, SUB * ny, SUB * (k1 - k0)))
-        solid = voxelize(vertices, triangles, fine, "solid", vote=vote, xp=xp, keep_on_device=True)
+        solid = voxelize(vertices, triangles, fine, "solid", vote=vote, xp=xp, keep_on_device=True,
+                         progress=scaled(progress, k0 / nz, k1 / nz) if progress else None)
         samples = bitgrid.unpack(solid.bits, fine.shape[0]).view(xp.uint8)
         counts = samples.reshape(k1 - k0, SUB, ny, SUB, nx, SUB).sum(axis=(1, 3, 5), dtype=xp.int32)
         out[k0:k1] = backend.to_numpy(counts.astype(xp.float32) / np.float32(SUB ** 3))

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..grid import bitgrid
-from ..progress import report
+from ..progress import report, scaled
 from .surface import _expand, batches
 
 Y, Z = 1, 2
@@ -139,16 +139,17 @@ def majority_vote_cpu(pv, triangles, shape, progress=None):
     with small holes a hole corrupts whole rows along one axis only, which the other two
     outvote."""
     nx, ny, nz = shape
-    votes = bitgrid.unpack(solid_voxels_cpu(pv, triangles, shape), nx).astype(np.uint8)
+    votes = bitgrid.unpack(solid_voxels_cpu(pv, triangles, shape, scaled(progress, 0, 1 / 3)), nx).astype(np.uint8)
     report(progress, 1 / 3, "solid: vote along x")
     # Along y: relabel axes (y, z, x) → (x, y, z); the result is indexed [x, z, y].
     py = pv[:, [1, 2, 0]]
-    sy = bitgrid.unpack(solid_voxels_cpu(py, triangles, (ny, nz, nx)), ny)  # [i_x, k, j]
+    sy = bitgrid.unpack(solid_voxels_cpu(py, triangles, (ny, nz, nx), scaled(progress, 1 / 3, 2 / 3)),
+                        ny)  # [i_x, k, j]
     votes += sy.transpose(1, 2, 0)
     del sy  # one unpacked grid at a time: the peak is votes + one axis (estimate_bytes)
     report(progress, 2 / 3, "solid: vote along y")
     pz = pv[:, [2, 0, 1]]
-    sz = bitgrid.unpack(solid_voxels_cpu(pz, triangles, (nz, nx, ny)), nz)  # [j, i, k]
+    sz = bitgrid.unpack(solid_voxels_cpu(pz, triangles, (nz, nx, ny), scaled(progress, 2 / 3, 1)), nz)  # [j, i, k]
     votes += sz.transpose(2, 0, 1)
     del sz
     report(progress, 1.0, "solid: vote along z")
