@@ -269,6 +269,37 @@ class JobRunner:
         return self.state
 
 
+def keep_frame_on_abort(scene, job):
+    """Run the job generator *job* (``yield from``); if it is cancelled or fails, put
+    *scene* back on the frame it showed before (bakes move it while reading the scene)."""
+    frame, subframe = scene.frame_current, scene.frame_subframe
+    finished = False
+    try:
+        result = yield from job
+        finished = True
+        return result
+    finally:
+        if not finished:
+            scene.frame_set(frame, subframe=subframe)
+
+
+def run_inline(job):
+    """Drive a job generator to its end here, its ``Kernel`` items inline and unheard:
+    its return value, or its exception raised (tests, scripts)."""
+    value, error = None, None
+    while True:
+        try:
+            item = job.throw(error) if error is not None else job.send(value)
+        except StopIteration as stop:
+            return stop.value
+        value, error = None, None
+        if isinstance(item, Kernel):
+            try:
+                value = item.run(None)
+            except Exception as e:  # noqa: BLE001 - raised inside the job, where it can clean up
+                error = e
+
+
 def is_out_of_memory(e: BaseException) -> bool:
     """A MemoryError, or CuPy's OutOfMemoryError (looked up only when CuPy is already
     imported: VoxFX never imports it for this)."""

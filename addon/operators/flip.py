@@ -18,7 +18,7 @@ from ...kernels.flip.surface import WALL_CELLS
 from ...kernels.grid import GridSpec
 from .. import frame_loader, materials, node_setups, scene_io, sim_bake, writeback
 from ..cache import BakeCache, blend_name, resolve_folder
-from ..jobs import BakeResult, JobOperator
+from ..jobs import BakeResult, JobOperator, keep_frame_on_abort
 from .cache import free_bake
 from ..ply import write_points
 
@@ -180,7 +180,12 @@ def present(f, liquids, inflows, outflows, particles) -> None:
 
 
 def flip_job(context, f, cache_dir: str, frame_start: int, frame_end: int, resume: bool = True):
-    """Job generator: bake frames start..end; returns (first baked, last, folder)."""
+    """Job generator: bake frames start..end; returns a BakeResult. A cancel or failure
+    leaves the cache with its complete frames and the scene on the frame it showed."""
+    return keep_frame_on_abort(context.scene, _flip_job(context, f, cache_dir, frame_start, frame_end, resume))
+
+
+def _flip_job(context, f, cache_dir, frame_start, frame_end, resume):
     from ...kernels.flip.sim import FlipSimulation, SimulationError
 
     scene = context.scene
@@ -215,7 +220,7 @@ def flip_job(context, f, cache_dir: str, frame_start: int, frame_end: int, resum
     plan = cache.begin(key, frame_start, frame_end, resume=resume)
     xp = backend.xp()
 
-    def make_sim():
+    def make_sim(progress=None):
         return FlipSimulation(spec, settings, liquid.vertices, liquid.triangles,
                               obstacle.vertices if obstacle else None, obstacle.triangles if obstacle else None,
                               xp=xp, initial_velocity=velocity)
@@ -226,25 +231,33 @@ def flip_job(context, f, cache_dir: str, frame_start: int, frame_end: int, resum
                                     [np.zeros((0, 3), np.int32)])
 
     def advance(sim, frame):
-        """Boundaries for the step from frame − 1 to frame, then the step."""
-        if any(o in moving for o in obstacles):
-            sim.set_obstacles(*obstacle_state(context, obstacles, spec, frame - 1, fps))
+        """Boundaries for the step from frame − 1 to frame read from the scene (here, on
+        the main thread); returns the step itself, on arrays only (a worker's Kernel)."""
+        obstacles_now = obstacle_state(context, obstacles, spec, frame - 1, fps) \
+            if any(o in moving for o in obstacles) else None
         emitters = static_inflow
         drains = static_outflow
         if moving and (inflows or outflows):
             emitters = [(o, c) for o, c, _ in boundary_cells(context, inflows, spec, frame - 1)]
             drains = np.concatenate([c for _, c, _ in boundary_cells(context, outflows, spec, frame - 1)] or
                                     [np.zeros((0, 3), np.int32)])
-        for obj, cells in emitters:
-            sim.emit(cells, tuple(obj.voxfx_flip.initial_velocity))
-        try:
-            stats = sim.step(1.0 / fps)
-            sim.check_finite()
-        except SimulationError as e:
-            raise InputError(f"{e}; frames up to {frame - 1} are kept in '{folder}'") from e
-        sim.drain(drains)
-        return (f"frame {frame}/{frame_end}: {stats['substeps']} substeps, {stats['iterations']} CG iterations, "
-                f"residual {stats['residual']:.1e}")
+        emit = [(cells, tuple(obj.voxfx_flip.initial_velocity)) for obj, cells in emitters]
+
+        def step(progress):
+            if obstacles_now is not None:
+                sim.set_obstacles(*obstacles_now)
+            for cells, inflow_velocity in emit:
+                sim.emit(cells, inflow_velocity)
+            try:
+                stats = sim.step(1.0 / fps, progress=progress)
+                sim.check_finite()
+            except SimulationError as e:
+                raise InputError(f"{e}; frames up to {frame - 1} are kept in '{folder}'") from e
+            sim.drain(drains)
+            return (f"frame {frame}/{frame_end}: {stats['substeps']} substeps, {stats['iterations']} CG "
+                    f"iterations, residual {stats['residual']:.1e}")
+
+        return step
 
     written, _ = yield from sim_bake.simulate(cache, plan, make_sim, advance, lambda sim: frame_writers(sim, spec),
                                               first_frame_is_initial=True)
