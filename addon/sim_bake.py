@@ -24,15 +24,16 @@ from .jobs import Kernel
 
 
 def simulate(cache: BakeCache, plan: ResumePlan, make_sim: Callable[..., object],
-             advance: Callable[[object, int], object], writers: Callable[[object], dict], *,
+             advance: Callable[[object, int], object], writers: Callable[[object, object], dict], *,
              first_frame_is_initial: bool):
     """Job generator for the frames of *plan*; returns (frames written, the simulation).
 
     *make_sim(progress)* builds a fresh simulation in its initial state (arrays only);
     *advance(sim, frame)* steps it from frame − 1 to *frame*: it may read the scene (main
     thread) and return either the progress line or a function ``step(progress) -> line``
-    that does the stepping on arrays only (run as a ``Kernel``); *writers(sim)* gives the
-    frame's file writers (suffix → write(path)), its arrays computed when it is called.
+    that does the stepping on arrays only (run as a ``Kernel``); *writers(sim, progress)*
+    gives the frame's file writers (suffix → write(path)), its arrays computed when it is
+    called (in a ``Kernel`` too), the files written here.
     With *first_frame_is_initial* the plan's first frame shows the initial state (the
     liquid); otherwise the first frame is already one frame of simulation (the snow).
     """
@@ -61,7 +62,7 @@ def simulate(cache: BakeCache, plan: ResumePlan, make_sim: Callable[..., object]
         if first_frame_is_initial:
             at = plan.start
             if plan.start in todo:
-                files, state = yield Kernel(lambda progress: (writers(sim), sim.checkpoint()),
+                files, state = yield Kernel(lambda progress: (writers(sim, progress), sim.checkpoint()),
                                             f"frame {plan.start}: output", 0.0, 0.0)
                 cache.write_frame(plan.start, files, state=state)
                 written.append(plan.start)
@@ -73,7 +74,7 @@ def simulate(cache: BakeCache, plan: ResumePlan, make_sim: Callable[..., object]
         if callable(message):
             message = yield Kernel(message, f"frame {frame}", a, a + 0.9 * (b - a))
         if frame in todo:  # a complete frame only: a cancel above leaves the cache as it was
-            files, state = yield Kernel(lambda progress: (writers(sim), sim.checkpoint()),
+            files, state = yield Kernel(lambda progress: (writers(sim, progress), sim.checkpoint()),
                                         f"frame {frame}: output", a + 0.9 * (b - a), b)
             cache.write_frame(frame, files, state=state)
             written.append(frame)

@@ -119,9 +119,9 @@ def obstacle_state(context, obstacles, spec, frame, fps):
     return all_cells, (velocity if np.any(velocity) else None)
 
 
-def frame_writers(sim, spec):
+def frame_writers(sim, spec, progress=None):
     parts = sim.particles_host()
-    phi = sim.level_set()  # closed against the walls: over sim.surface_spec, WALL_CELLS beyond the domain
+    phi = sim.level_set(progress)  # closed against the walls: over sim.surface_spec, WALL_CELLS beyond the domain
     vel = sim.cell_velocity(padding=WALL_CELLS)
     size = np.full(len(parts["position"]), 0.25 * spec.voxel_size, np.float32)
     return {
@@ -259,8 +259,10 @@ def _flip_job(context, f, cache_dir, frame_start, frame_end, resume):
 
         return step
 
-    written, _ = yield from sim_bake.simulate(cache, plan, make_sim, advance, lambda sim: frame_writers(sim, spec),
-                                              first_frame_is_initial=True)
+    def writers(sim, progress):
+        return frame_writers(sim, spec, progress)
+
+    written, _ = yield from sim_bake.simulate(cache, plan, make_sim, advance, writers, first_frame_is_initial=True)
     particles, _, _ = attach_outputs(cache, frame_start, frame_end - frame_start + 1, f.particle_display)
     present(f, liquids, inflows, outflows, particles)
     return BakeResult(sim_bake.summary(written, plan), str(folder), list(cache.notes))

@@ -262,8 +262,10 @@ def _snow_job(context, s, cache_dir, frame_start, frame_end, resume):
 
         return step
 
-    written, sim = yield from sim_bake.simulate(cache, plan, make_sim, advance, lambda sim: frame_writers(sim, domain),
-                                                first_frame_is_initial=False)
+    def writers(sim, progress):
+        return frame_writers(sim, domain)
+
+    written, sim = yield from sim_bake.simulate(cache, plan, make_sim, advance, writers, first_frame_is_initial=False)
     attach_outputs(cache, sim.terrain_host(), domain, settings.repose_angle_deg)
     mean = sim.snow_volume() / sim.area if sim.area > 0 else 0.0
     if mean < THIN_COVER:

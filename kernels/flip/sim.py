@@ -314,7 +314,7 @@ class FlipSimulation:
 
         return surface_grid(self.spec)
 
-    def level_set(self):
+    def level_set(self, progress=None):
         """The liquid's level set (NumPy, negative inside) over ``surface_spec``: the
         Zhu–Bridson particle level set (r = the particle spacing, R = 4r) closed against the
         walls (``surface.closed_level_set``), so that any contouring of it gives a closed
@@ -322,7 +322,7 @@ class FlipSimulation:
         from .surface import closed_level_set, surface_radii
 
         r, R = surface_radii(self.spec.voxel_size, self.settings.particles_per_cell)
-        phi = closed_level_set(self.pos, self.spec, radius=r, kernel_radius=R, xp=self.xp)
+        phi = closed_level_set(self.pos, self.spec, radius=r, kernel_radius=R, xp=self.xp, progress=progress)
         return np.asarray(backend.to_numpy(phi), dtype=np.float32)
 
     def cell_velocity(self, padding: int = 0):

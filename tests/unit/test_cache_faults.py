@@ -48,7 +48,7 @@ def advance(sim, frame):
     return f"frame {frame}"
 
 
-def writers(sim):
+def writers(sim, progress=None):
     return {".ply": lambda p: Path(p).write_bytes(sim.x.astype("<f8").tobytes()),
             ".vdb": lambda p: Path(p).write_bytes(b"frames=%d" % sim.frames)}
 

@@ -230,3 +230,21 @@ def test_snow_terrain_stops_within_a_batch(monkeypatch, k):
     counters.clear()
     assert_stops_at(run, k, counters)
     assert counters["_edge_function"] == 3 * k
+
+
+@pytest.mark.parametrize("k", [1, 3])
+def test_liquid_surface_stops_within_a_slab(monkeypatch, k):
+    from voxfx.kernels.flip import surface
+
+    sim = dam_break_sim()
+    monkeypatch.setattr(surface, "SLAB_VOXELS", 1)  # one layer of the grown grid per slab
+    counters = Counters()
+    counters.wrap(monkeypatch, surface, "_phi_from_sums")  # one per slab
+
+    def run(cb):
+        return sim.level_set(progress=cb)
+
+    assert full_run_calls(run).calls > k + 2
+    counters.clear()
+    assert_stops_at(run, k, counters)
+    assert counters["_phi_from_sums"] == k
