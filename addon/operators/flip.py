@@ -223,7 +223,7 @@ def _flip_job(context, f, cache_dir, frame_start, frame_end, resume):
     def make_sim(progress=None):
         return FlipSimulation(spec, settings, liquid.vertices, liquid.triangles,
                               obstacle.vertices if obstacle else None, obstacle.triangles if obstacle else None,
-                              xp=xp, initial_velocity=velocity)
+                              xp=xp, initial_velocity=velocity, progress=progress)
 
     moving = [o for o in obstacles + inflows + outflows if _is_animated(o)]
     static_inflow = [(o, c) for o, c, _ in boundary_cells(context, inflows, spec, frame_start)]

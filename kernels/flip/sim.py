@@ -112,22 +112,22 @@ def _flip_memory_cpu(spec: GridSpec, particles: int, apic: bool, parts: bool):
     return int(max(stages.values()))
 
 
-def cells_of(vertices, triangles, spec: GridSpec, xp, vote=True):
+def cells_of(vertices, triangles, spec: GridSpec, xp, vote=True, progress=None):
     """(M, 3) int voxel indices of the cells a closed mesh fills (solid+surface)."""
     if vertices is None or len(triangles) == 0:
         return np.zeros((0, 3), dtype=np.int32)
-    g = voxelize(vertices, triangles, spec, "solid+surface", vote=vote, xp=xp)
+    g = voxelize(vertices, triangles, spec, "solid+surface", vote=vote, xp=xp, progress=progress)
     return bitgrid.coordinates(g.bits, spec.shape[0])
 
 
-def source_cells(vertices, triangles, spec: GridSpec, xp):
+def source_cells(vertices, triangles, spec: GridSpec, xp, progress=None):
     """The cells a liquid source may seed: (M, 3) int (i, j, k) of its solid+surface
     voxelization (3-axis vote), and (M,) bool, True for the cells its surface touches
     (only there can a particle fall outside it)."""
     if vertices is None or len(triangles) == 0:
         return np.zeros((0, 3), dtype=np.int32), np.zeros(0, bool)
-    solid = voxelize(vertices, triangles, spec, "solid", vote=True, xp=xp).bits
-    surface = voxelize(vertices, triangles, spec, "surface", xp=xp).bits
+    solid = voxelize(vertices, triangles, spec, "solid", vote=True, xp=xp, progress=scaled(progress, 0, 0.7)).bits
+    surface = voxelize(vertices, triangles, spec, "surface", xp=xp, progress=scaled(progress, 0.7, 1)).bits
     nx = spec.shape[0]
     cells = bitgrid.coordinates(solid | surface, nx)
     crossed = bitgrid.unpack(surface, nx)[cells[:, 2], cells[:, 1], cells[:, 0]]
@@ -160,13 +160,14 @@ def dense_mask(ijk, spec: GridSpec, xp):
 
 class FlipSimulation:
     def __init__(self, spec: GridSpec, settings: FlipSettings, liquid_vertices, liquid_triangles,
-                 obstacle_vertices=None, obstacle_triangles=None, xp=None, initial_velocity=(0.0, 0.0, 0.0)):
+                 obstacle_vertices=None, obstacle_triangles=None, xp=None, initial_velocity=(0.0, 0.0, 0.0),
+                 progress=None):
         self.spec, self.settings = spec, settings
         self.xp = xp = xp or backend.xp()
         self.grid = DenseGrid(spec, xp)
-        obstacle = cells_of(obstacle_vertices, obstacle_triangles, spec, xp)
+        obstacle = cells_of(obstacle_vertices, obstacle_triangles, spec, xp, progress=scaled(progress, 0, 0.4))
         self.grid.solid[...] = dense_mask(obstacle, spec, xp)
-        liquid, crossed = source_cells(liquid_vertices, liquid_triangles, spec, xp)
+        liquid, crossed = source_cells(liquid_vertices, liquid_triangles, spec, xp, progress=scaled(progress, 0.4, 0.9))
         if len(obstacle) and len(liquid):  # no liquid inside obstacles
             solid_host = backend.to_numpy(self.grid.solid)
             free = solid_host[liquid[:, 2], liquid[:, 1], liquid[:, 0]] == 0

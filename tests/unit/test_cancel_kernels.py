@@ -248,3 +248,23 @@ def test_liquid_surface_stops_within_a_slab(monkeypatch, k):
     counters.clear()
     assert_stops_at(run, k, counters)
     assert counters["_phi_from_sums"] == k
+
+
+@pytest.mark.parametrize("k", [1, 4])
+def test_liquid_set_up_stops_within_its_voxelization(monkeypatch, small_batches, k):
+    from voxfx.kernels.flip.grid import FlipSettings
+    from voxfx.kernels.flip.sim import FlipSimulation
+    from voxfx.kernels.voxelize import solid, surface
+
+    v, t = uv_sphere(0.3, 32, 16, center=(0.5, 0.5, 0.5))
+    spec = GridSpec((0.0, 0.0, 0.0), 1.0 / 32, (32, 32, 32))
+    counters = Counters()
+    counters.wrap(monkeypatch, surface, "_set_bits")
+    counters.wrap(monkeypatch, solid, "_toggle_bits")
+
+    def run(cb):
+        return FlipSimulation(spec, FlipSettings(), v, t, xp=np, progress=cb)
+
+    assert full_run_calls(run).calls > k + 3
+    counters.clear()
+    assert_stops_at(run, k, counters)
