@@ -5,6 +5,13 @@ A *job* is a generator that does its work in steps (a frame, a chunk) and yields
 runner's ``on_abort``, and writes outputs atomically (``cache.BakeCache``), so stopping
 it between steps leaves no half-written output.
 
+A step may instead yield a ``Kernel``: array-only work (``run(progress)``, no ``bpy``)
+whose value comes back as the value of the ``yield`` (or whose exception is raised
+there). The runner runs it inline (synchronous path) or, with ``threaded=True`` (the
+interactive path), on a ``worker.Worker`` thread that the modal timer polls, so Esc is
+read while a long kernel runs and reaches it at its next chunk. Everything else in a
+job (every ``bpy`` access) runs on the main thread.
+
 ``JobRunner`` drives a job without Blender (pure Python, testable): step by step, with
 ETA, a kernel-level ``progress(fraction, message) -> bool`` callback (False cancels
 inside a step) and cancel between steps.
@@ -14,8 +21,9 @@ inside a step) and cancel between steps.
 * ``execute`` runs the whole job synchronously. Background mode (``blender -b``), the
   CLI and tests use it; there ``INVOKE_DEFAULT`` also ends up in ``execute`` and timers
   never fire.
-* ``invoke`` (interactive) runs it step by step from a window timer: progress bar
-  (``window_manager.progress_*``), status-bar text with ETA, and ESC to cancel.
+* ``invoke`` (interactive) runs it step by step from a window timer, its kernels on a
+  worker thread: progress bar (``window_manager.progress_*``), status-bar text with
+  ETA, and ESC to cancel (within a chunk of the running kernel).
 """
 
 from __future__ import annotations
@@ -29,6 +37,7 @@ from typing import Callable, Iterator, Optional
 
 from ..kernels.backend import DeviceMemoryError
 from ..kernels.errors import Cancelled, VoxFXError
+from .worker import Worker
 
 RUNNING, FINISHED, CANCELLED, FAILED = "RUNNING", "FINISHED", "CANCELLED", "FAILED"
 _ACTIVE: contextvars.ContextVar = contextvars.ContextVar("voxfx_active_job", default=None)
@@ -41,6 +50,18 @@ def kernel_progress(start: float, end: float, what: str):
     if runner is None:
         return None
     return lambda f, m: runner.kernel_progress(start + (end - start) * float(f), f"{what}: {m}")
+
+
+@dataclass
+class Kernel:
+    """What a job yields for array-only work: ``run(progress)`` touches no ``bpy`` (it
+    may run on a worker thread) and reports into *start*..*end* of the job's progress,
+    messages prefixed by *what*. The job gets its value back from the ``yield``."""
+
+    run: Callable
+    what: str
+    start: float
+    end: float
 
 
 @dataclass
@@ -68,8 +89,11 @@ class JobRunner:
     """Drives a job generator; knows its state, progress, ETA and error."""
 
     def __init__(self, steps: Iterator, *, title: str = "VoxFX", on_abort: Optional[Callable[[], None]] = None,
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic, threaded: bool = False):
         self.steps = steps
+        self.threaded = threaded  # Kernel items on a worker thread (the interactive path)
+        self.worker: Optional[Worker] = None  # the running kernel call, if any
+        self._reply: Optional[tuple] = None  # ("send", value) or ("throw", exception) for the job
         self.title = title
         self.on_abort = on_abort
         self.clock = clock
@@ -110,17 +134,28 @@ class JobRunner:
     def request_cancel(self) -> None:
         """Ask to stop: honoured by the next kernel progress call or step boundary."""
         self._cancel_requested = True
+        if self.worker is not None:
+            self.worker.cancel()
+
+    @property
+    def cancel_requested(self) -> bool:
+        return self._cancel_requested
 
     def step(self) -> str:
-        """Run one step of the job; return the state afterwards."""
+        """Run one step of the job (or, while a kernel runs on its worker, look whether it
+        has ended); return the state afterwards."""
         if self.state != RUNNING:
             return self.state
-        if self._cancel_requested:
+        if self.worker is not None:
+            if not self.worker.done():
+                return self.state
+            self._take_worker()
+        if self._cancel_requested:  # a kernel that ended anyway is dropped: nothing after it runs
             return self._cancel()
         try:
             token = _ACTIVE.set(self)  # kernels inside this step report through kernel_progress
             try:
-                item = next(self.steps)
+                item = self._resume()
             finally:
                 _ACTIVE.reset(token)
         except StopIteration as stop:
@@ -140,14 +175,63 @@ class JobRunner:
                 return self._fail(out_of_memory_message(e, self.title, self.message))
             traceback.print_exc(file=sys.stderr)
             return self._fail(f"Internal error ({type(e).__name__}: {e}); details in the console")
-        if item is not None:
+        if isinstance(item, Kernel):
+            self._start_kernel(item)
+        elif item is not None:
             self.fraction, self.message = float(item[0]), str(item[1])
         return self.state
+
+    def _resume(self):
+        """Advance the job, handing it the last kernel's value (or exception)."""
+        reply, self._reply = self._reply, None
+        if reply is None:
+            return next(self.steps)
+        how, value = reply
+        if how == "throw":
+            return self.steps.throw(value)
+        return self.steps.send(value)
+
+    def _start_kernel(self, item: Kernel) -> None:
+        """Run a Kernel item: on a worker thread (threaded) or here, at once."""
+        self.fraction, self.message = float(item.start), item.what
+        span = item.end - item.start
+
+        def progress(f, m):
+            return self.kernel_progress(item.start + span * float(f), f"{item.what}: {m}")
+
+        def run(p):
+            token = _ACTIVE.set(self)  # code that asks kernel_progress() finds this job on any thread
+            try:
+                return item.run(p)
+            finally:
+                _ACTIVE.reset(token)
+
+        if self.threaded:
+            self.worker = Worker(run, progress).start()
+            if self._cancel_requested:
+                self.worker.cancel()
+            return
+        try:
+            self._reply = ("send", run(progress))
+        except Exception as e:  # noqa: BLE001 - raised inside the job, where it can clean up
+            self._reply = ("throw", e)
+
+    def _take_worker(self) -> None:
+        worker, self.worker = self.worker, None
+        try:
+            self._reply = ("send", worker.result())
+        except BaseException as e:  # noqa: BLE001 - raised inside the job at its yield
+            self._reply = ("throw", e)
+
+    def wait(self, timeout: Optional[float] = None) -> bool:
+        """Block up to *timeout* seconds for the running kernel call (if any) to end."""
+        return self.worker is None or self.worker.wait(timeout)
 
     def run(self, progress: Optional[Callable[[float, str], bool]] = None) -> str:
         """Run to the end (synchronous path); *progress* returning False cancels."""
         self._outer = progress
         while self.step() == RUNNING:
+            self.wait()  # threaded: this path still waits for each kernel call
             if progress is not None and progress(self.fraction, self.message) is False:
                 self.request_cancel()
         return self.state
@@ -155,8 +239,8 @@ class JobRunner:
     def run_for(self, seconds: float) -> str:
         """Run steps until *seconds* have passed (one at least): a modal timer tick."""
         deadline = self.clock() + seconds
-        while self.step() == RUNNING and self.clock() < deadline:
-            pass
+        while self.step() == RUNNING and self.worker is None and self.clock() < deadline:
+            pass  # a running worker ends the tick: the next timer event polls it
         return self.state
 
     def _cancel(self) -> str:
@@ -183,6 +267,37 @@ class JobRunner:
             finally:
                 release_memory()
         return self.state
+
+
+def keep_frame_on_abort(scene, job):
+    """Run the job generator *job* (``yield from``); if it is cancelled or fails, put
+    *scene* back on the frame it showed before (bakes move it while reading the scene)."""
+    frame, subframe = scene.frame_current, scene.frame_subframe
+    finished = False
+    try:
+        result = yield from job
+        finished = True
+        return result
+    finally:
+        if not finished:
+            scene.frame_set(frame, subframe=subframe)
+
+
+def run_inline(job):
+    """Drive a job generator to its end here, its ``Kernel`` items inline and unheard:
+    its return value, or its exception raised (tests, scripts)."""
+    value, error = None, None
+    while True:
+        try:
+            item = job.throw(error) if error is not None else job.send(value)
+        except StopIteration as stop:
+            return stop.value
+        value, error = None, None
+        if isinstance(item, Kernel):
+            try:
+                value = item.run(None)
+            except Exception as e:  # noqa: BLE001 - raised inside the job, where it can clean up
+                error = e
 
 
 def is_out_of_memory(e: BaseException) -> bool:
@@ -251,13 +366,13 @@ class JobOperator:
     def job_aborted(self, context) -> None:
         """Called after a cancel or a failure, once the job's own clean-up has run."""
 
-    def _start(self, context) -> Optional[JobRunner]:
+    def _start(self, context, threaded: bool = False) -> Optional[JobRunner]:
         try:
             steps = self.make_job(context)
         except VoxFXError as e:
             self.report({"ERROR"}, str(e))
             return None
-        return JobRunner(steps, title=self.job_title, on_abort=lambda: self.job_aborted(context))
+        return JobRunner(steps, title=self.job_title, on_abort=lambda: self.job_aborted(context), threaded=threaded)
 
     def _conclude(self, context, runner: JobRunner) -> set:
         if runner.state == FINISHED:
@@ -288,10 +403,11 @@ class JobOperator:
 
         if bpy.app.background or context.window is None:
             return self.execute(context)
-        runner = self._start(context)
+        runner = self._start(context, threaded=True)
         if runner is None:
             return {"CANCELLED"}
         self._runner = runner
+        self._area = context.area
         wm = context.window_manager
         wm.progress_begin(0, 100)
         self._timer = wm.event_timer_add(0.02, window=context.window)
@@ -300,16 +416,18 @@ class JobOperator:
 
     def modal(self, context, event):
         runner = self._runner
-        if event.type == "ESC":
-            runner.request_cancel()
-            runner.step()
+        if event.type == "ESC" and event.value == "PRESS":
+            runner.request_cancel()  # a running kernel sees it at its next chunk
+            runner.step()  # between steps: stops now
         elif event.type == "TIMER":
-            runner.run_for(self.tick_seconds)
+            runner.run_for(self.tick_seconds)  # returns at once while a kernel runs on its worker
         else:
             return {"PASS_THROUGH"}
         if runner.state == RUNNING:
             context.window_manager.progress_update(int(100 * runner.fraction))
-            context.workspace.status_text_set(runner.status_text() + " (Esc to cancel)")
+            hint = " (cancelling…)" if runner.cancel_requested else " (Esc to cancel)"
+            context.workspace.status_text_set(runner.status_text() + hint)
+            self._header(runner.status_text())
             return {"RUNNING_MODAL"}
         self._end_modal(context)
         return self._conclude(context, runner)
@@ -321,3 +439,14 @@ class JobOperator:
             self._timer = None
         wm.progress_end()
         context.workspace.status_text_set(None)
+        self._header(None)
+
+    def _header(self, text) -> None:
+        """Header text of the area the job was started from (the Properties editor or
+        the 3D View's sidebar), cleared with None."""
+        area = getattr(self, "_area", None)
+        try:
+            if area is not None:
+                area.header_text_set(text)
+        except ReferenceError:  # the area went away (screen changed): the status bar still shows it
+            self._area = None

@@ -9,7 +9,10 @@ are already whole are stepped through, not rewritten. A bake killed at any insta
 therefore resumes after its last recorded frame, and a damaged frame N is re-baked from
 the nearest checkpoint before N, not from the start.
 
-No ``bpy`` here: the effects pass closures that talk to the scene.
+No ``bpy`` here: the effects pass closures that talk to the scene. The array work
+(building the simulation, stepping a frame, its output arrays and checkpoint) is
+yielded as ``jobs.Kernel`` items, which the interactive path runs on a worker thread:
+a cancel stops it inside the frame, and the cache keeps its last complete frame.
 """
 
 from __future__ import annotations
@@ -17,25 +20,30 @@ from __future__ import annotations
 from typing import Callable
 
 from .cache import BakeCache, ResumePlan, frame_ranges
+from .jobs import Kernel
 
 
-def simulate(cache: BakeCache, plan: ResumePlan, make_sim: Callable[[], object],
-             advance: Callable[[object, int], str], writers: Callable[[object], dict], *,
+def simulate(cache: BakeCache, plan: ResumePlan, make_sim: Callable[..., object],
+             advance: Callable[[object, int], object], writers: Callable[[object, object], dict], *,
              first_frame_is_initial: bool):
     """Job generator for the frames of *plan*; returns (frames written, the simulation).
 
-    *make_sim()* builds a fresh simulation in its initial state; *advance(sim, frame)*
-    steps it from frame − 1 to *frame* and returns a progress line; *writers(sim)* gives
-    the frame's file writers (suffix → write(path)). With *first_frame_is_initial* the
-    plan's first frame shows the initial state (the liquid); otherwise the first frame is
-    already one frame of simulation (the snow).
+    *make_sim(progress)* builds a fresh simulation in its initial state (arrays only);
+    *advance(sim, frame)* steps it from frame − 1 to *frame*: it may read the scene (main
+    thread) and return either the progress line or a function ``step(progress) -> line``
+    that does the stepping on arrays only (run as a ``Kernel``); *writers(sim, progress)*
+    gives the frame's file writers (suffix → write(path)), its arrays computed when it is
+    called (in a ``Kernel`` too), the files written here.
+    With *first_frame_is_initial* the plan's first frame shows the initial state (the
+    liquid); otherwise the first frame is already one frame of simulation (the snow).
     """
     if not plan.todo:
-        return [], make_sim()
+        sim = yield Kernel(make_sim, "setting up", 0.0, 1.0)
+        return [], sim
     todo = set(plan.todo)
     sim, at = None, None
     for frame, state in cache.states(plan, before=plan.todo[0]):
-        candidate = make_sim()
+        candidate = yield Kernel(make_sim, "setting up", 0.0, 0.0)
         try:
             candidate.restore(state)
         except (ValueError, KeyError, TypeError, IndexError) as e:
@@ -49,21 +57,28 @@ def simulate(cache: BakeCache, plan: ResumePlan, make_sim: Callable[[], object],
         if plan.todo[0] > plan.start:
             cache.note(f"No usable checkpoint before frame {plan.todo[0]}: the simulation runs again from "
                        f"frame {plan.start} (frames that are already whole are not rewritten)")
-        sim = make_sim()
+        sim = yield Kernel(make_sim, "setting up", 0.0, 0.0)
         at = plan.start - 1
         if first_frame_is_initial:
             at = plan.start
             if plan.start in todo:
-                cache.write_frame(plan.start, writers(sim), state=sim.checkpoint())
+                files, state = yield Kernel(lambda progress: (writers(sim, progress), sim.checkpoint()),
+                                            f"frame {plan.start}: output", 0.0, 0.0)
+                cache.write_frame(plan.start, files, state=state)
                 written.append(plan.start)
                 yield 1 / max(1, plan.last_todo - plan.start + 1), f"frame {plan.start}: initial state"
     last = plan.last_todo
     for frame in range(at + 1, last + 1):
-        message = advance(sim, frame)
-        if frame in todo:
-            cache.write_frame(frame, writers(sim), state=sim.checkpoint())
+        a, b = (frame - at - 1) / max(1, last - at), (frame - at) / max(1, last - at)
+        message = advance(sim, frame)  # the scene's part of the step, here
+        if callable(message):
+            message = yield Kernel(message, f"frame {frame}", a, a + 0.9 * (b - a))
+        if frame in todo:  # a complete frame only: a cancel above leaves the cache as it was
+            files, state = yield Kernel(lambda progress: (writers(sim, progress), sim.checkpoint()),
+                                        f"frame {frame}: output", a + 0.9 * (b - a), b)
+            cache.write_frame(frame, files, state=state)
             written.append(frame)
-        yield (frame - at) / max(1, last - at), message
+        yield b, message
     return written, sim
 
 

@@ -21,7 +21,7 @@ from ...kernels.flip.surface import WALL_CELLS
 from ...kernels.grid import GridSpec
 from .. import frame_loader, materials, node_setups, scene_io, sim_bake, writeback
 from ..cache import BakeCache, blend_name, resolve_folder
-from ..jobs import BakeResult, JobOperator
+from ..jobs import BakeResult, JobOperator, keep_frame_on_abort
 from .cache import free_bake
 from ..ply import write_points
 
@@ -110,9 +110,9 @@ class Poses:
         return self.frames[frame]
 
 
-def frame_writers(sim, spec):
+def frame_writers(sim, spec, progress=None):
     parts = sim.particles_host()
-    phi = sim.level_set()  # closed against the walls: over sim.surface_spec, WALL_CELLS beyond the domain
+    phi = sim.level_set(progress)  # closed against the walls: over sim.surface_spec, WALL_CELLS beyond the domain
     vel = sim.cell_velocity(padding=WALL_CELLS)
     size = np.full(len(parts["position"]), 0.25 * spec.voxel_size, np.float32)
     return {
@@ -171,7 +171,12 @@ def present(f, liquids, inflows, outflows, particles) -> None:
 
 
 def flip_job(context, f, cache_dir: str, frame_start: int, frame_end: int, resume: bool = True):
-    """Job generator: bake frames start..end; returns (first baked, last, folder)."""
+    """Job generator: bake frames start..end; returns a BakeResult. A cancel or failure
+    leaves the cache with its complete frames and the scene on the frame it showed."""
+    return keep_frame_on_abort(context.scene, _flip_job(context, f, cache_dir, frame_start, frame_end, resume))
+
+
+def _flip_job(context, f, cache_dir, frame_start, frame_end, resume):
     from ...kernels.flip.sim import FlipSimulation, SimulationError
 
     scene = context.scene
@@ -206,44 +211,55 @@ def flip_job(context, f, cache_dir: str, frame_start: int, frame_end: int, resum
     plan = cache.begin(key, frame_start, frame_end, resume=resume)
     xp = backend.xp()
 
-    def make_sim():
+    def make_sim(progress=None):
         return FlipSimulation(spec, settings, liquid.vertices, liquid.triangles,
                               obstacle.vertices if obstacle else None, obstacle.triangles if obstacle else None,
-                              xp=xp, initial_velocity=velocity)
+                              xp=xp, initial_velocity=velocity, progress=progress)
 
     moving = [o for o in obstacles + inflows + outflows if _is_animated(o)]
     obstacles_move = any(o in moving for o in obstacles)
     ports_move = bool(moving) and bool(inflows or outflows)  # inflows and outflows
     start = pose(context, inflows + outflows)  # the scene is at frame_start
-    static_inflow = [(o, bodies.cells(start[o.name], spec, xp)) for o in inflows]
-    static_outflow = bodies.cells_of_all([start[o.name] for o in outflows], spec, xp)
+    obstacle_names = [o.name for o in obstacles]
+    inflow_names, outflow_names = [o.name for o in inflows], [o.name for o in outflows]
+    static_inflow = [(n, bodies.cells(start[n], spec, xp)) for n in inflow_names]
+    static_outflow = bodies.cells_of_all([start[n] for n in outflow_names], spec, xp)
     poses = Poses(context, (obstacles if obstacles_move else []) + (inflows + outflows if ports_move else []))
 
     def advance(sim, frame):
-        """Boundaries for the step from frame − 1 to frame (the bodies at frame − 1, the
-        obstacles' motion to frame), then the step."""
-        emitters, drains = static_inflow, static_outflow
+        """Bodies for the step from frame − 1 to frame read from the scene (here, on the
+        main thread); returns the step itself, on arrays only (a worker's Kernel): the
+        boundaries voxelized on the backend (``kernels.flip.bodies``), then the step."""
+        before = after = None
         if obstacles_move or ports_move:
             before, after = poses.at(frame - 1), poses.at(frame)
-        if obstacles_move:
-            sim.set_obstacles(*bodies.obstacle_state([before[o.name] for o in obstacles],
-                                                     [after[o.name].matrix for o in obstacles], spec, fps, xp))
-        if ports_move:
-            emitters = [(o, bodies.cells(before[o.name], spec, xp)) for o in inflows]
-            drains = bodies.cells_of_all([before[o.name] for o in outflows], spec, xp)
-        for obj, cells in emitters:
-            sim.emit(cells, tuple(obj.voxfx_flip.initial_velocity))
-        try:
-            stats = sim.step(1.0 / fps)
-            sim.check_finite()
-        except SimulationError as e:
-            raise InputError(f"{e}; frames up to {frame - 1} are kept in '{folder}'") from e
-        sim.drain(drains)
-        return (f"frame {frame}/{frame_end}: {stats['substeps']} substeps, {stats['iterations']} CG iterations, "
-                f"residual {stats['residual']:.1e}")
+        velocities = {o.name: tuple(o.voxfx_flip.initial_velocity) for o in inflows}
 
-    written, _ = yield from sim_bake.simulate(cache, plan, make_sim, advance, lambda sim: frame_writers(sim, spec),
-                                              first_frame_is_initial=True)
+        def step(progress):
+            emitters, drains = static_inflow, static_outflow
+            if obstacles_move:
+                sim.set_obstacles(*bodies.obstacle_state([before[n] for n in obstacle_names],
+                                                         [after[n].matrix for n in obstacle_names], spec, fps, xp))
+            if ports_move:
+                emitters = [(n, bodies.cells(before[n], spec, xp)) for n in inflow_names]
+                drains = bodies.cells_of_all([before[n] for n in outflow_names], spec, xp)
+            for name, cells in emitters:
+                sim.emit(cells, velocities[name])
+            try:
+                stats = sim.step(1.0 / fps, progress=progress)
+                sim.check_finite()
+            except SimulationError as e:
+                raise InputError(f"{e}; frames up to {frame - 1} are kept in '{folder}'") from e
+            sim.drain(drains)
+            return (f"frame {frame}/{frame_end}: {stats['substeps']} substeps, {stats['iterations']} CG "
+                    f"iterations, residual {stats['residual']:.1e}")
+
+        return step
+
+    def writers(sim, progress):
+        return frame_writers(sim, spec, progress)
+
+    written, _ = yield from sim_bake.simulate(cache, plan, make_sim, advance, writers, first_frame_is_initial=True)
     particles, _, _ = attach_outputs(cache, frame_start, frame_end - frame_start + 1, f.particle_display)
     present(f, liquids, inflows, outflows, particles)
     return BakeResult(sim_bake.summary(written, plan), str(folder), list(cache.notes))

@@ -13,11 +13,12 @@ from mathutils import Vector
 
 from ...kernels import backend
 from ...kernels.errors import InputError
+from ...kernels.progress import scaled
 from ...kernels.settings import from_source
 from ...kernels.snow.domain import NO_GROUND, SnowDomain, SnowSettings
 from .. import frame_loader, materials, node_setups, scene_io, sim_bake, writeback
 from ..cache import BakeCache, blend_name, resolve_folder
-from ..jobs import BakeResult, JobOperator
+from ..jobs import BakeResult, JobOperator, keep_frame_on_abort
 from .cache import free_bake
 from ..ply import write_points
 
@@ -211,7 +212,12 @@ def attach_outputs(cache, terrain, domain, repose_angle_deg):
 # ---------------------------------------------------------------- the bake
 
 def snow_job(context, s, cache_dir: str, frame_start: int, frame_end: int, resume: bool = True):
-    """Job generator: bake frames start..end; returns (first baked, last, cache folder)."""
+    """Job generator: bake frames start..end; returns a BakeResult. A cancel or failure
+    leaves the cache with its complete frames and the scene on the frame it showed."""
+    return keep_frame_on_abort(context.scene, _snow_job(context, s, cache_dir, frame_start, frame_end, resume))
+
+
+def _snow_job(context, s, cache_dir, frame_start, frame_end, resume):
     from ...kernels.snow.sim import SnowSimulation
 
     scene = context.scene
@@ -237,18 +243,25 @@ def snow_job(context, s, cache_dir: str, frame_start: int, frame_end: int, resum
     plan = cache.begin(key, frame_start, frame_end, resume=resume)
     xp = backend.xp()
 
-    def make_sim():
+    substeps = s.substeps
+
+    def make_sim(progress=None):
         return SnowSimulation(domain, settings, soup.vertices, soup.triangles,
                               obstacles.vertices if obstacles else None,
-                              obstacles.triangles if obstacles else None, xp=xp)
+                              obstacles.triangles if obstacles else None, xp=xp, progress=progress)
 
     def advance(sim, frame):
-        for _ in range(s.substeps):
-            sim.step(dt)
-        return f"frame {frame}/{frame_end}: {sim.summary()}"
+        def step(progress):  # arrays only: a worker's Kernel in the interactive path
+            for i in range(substeps):
+                sim.step(dt, progress=scaled(progress, i / substeps, (i + 1) / substeps))
+            return f"frame {frame}/{frame_end}: {sim.summary()}"
 
-    written, sim = yield from sim_bake.simulate(cache, plan, make_sim, advance, lambda sim: frame_writers(sim, domain),
-                                                first_frame_is_initial=False)
+        return step
+
+    def writers(sim, progress):
+        return frame_writers(sim, domain)
+
+    written, sim = yield from sim_bake.simulate(cache, plan, make_sim, advance, writers, first_frame_is_initial=False)
     attach_outputs(cache, sim.terrain_host(), domain, math.degrees(settings.repose_angle))
     mean = sim.snow_volume() / sim.area if sim.area > 0 else 0.0
     if mean < THIN_COVER:

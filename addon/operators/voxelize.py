@@ -25,10 +25,11 @@ from ...kernels.voxelize.attributes import owner_triangles
 from ...kernels.voxelize.blocks import exterior_faces
 from ...kernels.voxelize.coverage import coverage, density
 from ...kernels.voxelize.lines import voxelize_segments
+from ...kernels.progress import report, scaled
 from ...kernels.voxelize.topology import open_objects
 from .. import materials, scene_io, writeback
 from ..cache import MANIFEST, BakeCache, CacheError, blend_name, explain, resolve_folder
-from ..jobs import BakeResult, JobOperator, kernel_progress
+from ..jobs import BakeResult, JobOperator, Kernel, keep_frame_on_abort
 from ..sim_bake import summary as bake_summary
 
 KERNEL_MODE = {"SURFACE": "surface", "THIN": "thin", "SOLID": "solid", "SOLID_SURFACE": "solid+surface"}
@@ -371,7 +372,12 @@ class Result:
 
 
 def voxelize_job(context, objects, request: Request, warnings: list, frame=None):
-    """Job generator: yields (fraction, message); returns the list of Results."""
+    """Job generator: yields (fraction, message); returns the list of Results.
+
+    Every group is read from the scene, then voxelized with all its output arrays (a
+    ``Kernel``: on a worker thread in the interactive path, where Esc stops it at its
+    next chunk); only once every group is done are the outputs written, in one step, so
+    a cancel leaves the scene as it was."""
     if "vox" in request.outputs:
         vox_output_path(request.vox_path)  # refuse a bad path before any work
     depsgraph = context.evaluated_depsgraph_get()
@@ -382,10 +388,11 @@ def voxelize_job(context, objects, request: Request, warnings: list, frame=None)
         if selection.skipped:
             warnings.append("Skipped: " + ", ".join(f"{n} ({why})" for n, why in selection.skipped.items()))
     groups = [candidates] if request.combine else [[o] for o in candidates]
-    results = []
+    done = []
+    n = len(groups)
     for g_index, group in enumerate(groups):
         base = f"{group[0].name}" + (f"+{len(group) - 1}" if len(group) > 1 else "")
-        yield g_index / len(groups), f"reading {base}"
+        yield 0.95 * g_index / n, f"reading {base}"
         soup, segments = _extract(group, depsgraph, request, warnings, frame)
         lo, hi = _bounds(soup, segments)
         spec = grid_for(lo, hi, request)
@@ -396,17 +403,22 @@ def voxelize_job(context, objects, request: Request, warnings: list, frame=None)
                 vote = True
                 warnings.append(f"Not closed: {', '.join(open_names)}; solid voxels use the 3-axis vote")
         guard = check_memory(spec, request, soup, segments, vote, lo, hi)
-        yield (g_index + 0.2) / len(groups), f"voxelizing {base} ({'×'.join(map(str, spec.shape))})"
-        span = ((g_index + 0.2) / len(groups), (g_index + 0.9) / len(groups))
-        result = None
+        table = _material_table(soup)  # material colours: bpy, so read here
+        a, b = 0.95 * (g_index + 0.1) / n, 0.95 * (g_index + 1) / n
+        yield a, f"voxelizing {base} ({'×'.join(map(str, spec.shape))})"
+        arrays = None
         if guard.split_layers is None:
-            result = _voxelize_group(base, soup, segments, spec, request, vote, warnings, guard, span=span)
+            arrays = yield Kernel(lambda progress, args=(base, soup, segments, spec, request, vote, guard, table):
+                                  compute_group(*args, progress=progress), f"voxelizing {base}", a, b)
         if guard.split_layers is not None:  # planned before voxelizing, or after counting (check_after)
             warnings.append(f"{base}: {guard.split_note}")
-            result = _voxelize_group_split(base, soup, spec, request, vote, guard.split_layers, warnings, span)
-        yield (g_index + 0.9) / len(groups), f"writing {base}"
-        results.append(result)
-    return results
+            arrays = yield Kernel(lambda progress, args=(base, soup, spec, request, vote, guard.split_layers):
+                                  compute_group_split(*args, progress=progress),
+                                  f"voxelizing {base} in slabs of {guard.split_layers} rows", a, b)
+        warnings.extend(arrays.warnings)
+        done.append((base, soup, spec, arrays))
+    yield 0.95, "writing the outputs"  # the last place a cancel stops: nothing is written yet
+    return [_write_group(base, soup, spec, arrays, request) for base, soup, spec, arrays in done]
 
 
 def _extract(group, depsgraph, request, warnings, frame):
@@ -441,88 +453,117 @@ def _bounds(soup, segments):
     return np.min(los, axis=0), np.max(his, axis=0)
 
 
-def _voxelize_group(base, soup, segments, spec, request, vote, warnings, guard=None, span=(0.0, 1.0)) -> Result:
-    """Voxelize one group; long kernels report per chunk into the job's *span* of progress
-    (CLI lines, the status bar) and stop at the next chunk when cancelled."""
-    a, b = span
+@dataclass
+class GroupArrays:
+    """One group's voxels and the arrays of its outputs, before any is written."""
+
+    count: int
+    grid: object = None  # VoxelGrid
+    ijk: object = None  # (N, 3) int32 set voxels
+    material: object = None  # (N,) int32 index into the selection's materials, -1 for none
+    rgba: object = None  # (N, 4) float32 colour per voxel (points, .vox)
+    coverage: object = None  # (N,) float32 fraction inside (points)
+    dense: object = None  # [k, j, i] float32 density (volume)
+    volume: object = None  # the density built slab by slab (vdb_stream.SlabVolume), split jobs only
+    blocks: object = None  # exterior faces (block mesh)
+    warnings: list = field(default_factory=list)
+
+
+def compute_group(base, soup, segments, spec, request, vote, guard=None, table=None, progress=None) -> GroupArrays:
+    """Voxelize one group and compute its outputs' arrays; arrays only (no bpy), so it may
+    run on a worker thread. Long kernels report per chunk into *progress* and stop at the
+    next chunk when it answers False (``Cancelled``)."""
     xp = backend.xp()
     empty = np.zeros((0, 3), dtype=np.float32)
     verts = soup.vertices if soup is not None else empty
     tris = soup.triangles if soup is not None else np.zeros((0, 3), dtype=np.int32)
-    grid = voxelize(verts, tris, spec, request.mode, vote=vote, xp=xp,
-                    progress=kernel_progress(a, a + 0.6 * (b - a), f"voxelizing {base}"))
+    table = _material_table_default(soup) if table is None else table
+    grid = voxelize(verts, tris, spec, request.mode, vote=vote, xp=xp, progress=scaled(progress, 0.0, 0.5))
     bits = grid.bits
     if segments is not None:
-        bits = voxelize_segments(segments.starts, segments.ends, spec, xp=np, words=bits)
+        bits = voxelize_segments(segments.starts, segments.ends, spec, xp=np, words=bits,
+                                 progress=scaled(progress, 0.5, 0.55))
         grid.bits = bits
-    result = Result(base, spec, grid.count())
-    if result.count == 0:
-        warnings.append(f"{base}: no voxels (is the voxel size larger than the object?)")
-        return result
+    out = GroupArrays(grid.count(), grid=grid)
+    if out.count == 0:
+        out.warnings.append(f"{base}: no voxels (is the voxel size larger than the object?)")
+        return out
     if guard is not None:  # the exact counts, before any per-voxel array exists
         faces = None
         if "blocks" in request.outputs:
             from ...kernels.voxelize.blocks import count_exterior_faces
 
             faces = count_exterior_faces(bits, spec)
-        guard.check_after(spec, result.count, faces)
+        guard.check_after(spec, out.count, faces)
         if guard.split_layers is not None:  # the Volume job runs split instead (voxelize_job)
-            return result
-    ijk = material = color = None
+            return out
     if request.outputs & PER_VOXEL_OUTPUTS:  # a volume alone needs no per-voxel lists
-        ijk = grid.coordinates()
-        material, color = _voxel_attributes(soup, verts, tris, spec, bits, xp, len(ijk))
+        report(progress, 0.55, "voxel attributes")
+        out.ijk = grid.coordinates()
+        out.material, color = _voxel_attributes(soup, verts, tris, spec, bits, xp, len(out.ijk), table)
+        if request.outputs & {"points", "vox"}:
+            out.rgba = color if color is not None else _colors_of(table, out.material)
     solid_mode = request.mode in ("solid", "solid+surface")
     cover = None  # fraction of each voxel inside the mesh (solid modes only)
     if solid_mode and len(tris) and ("volume" in request.outputs or "points" in request.outputs):
-        cover = coverage(verts, tris, spec, vote=vote, xp=xp,
-                         progress=kernel_progress(a + 0.6 * (b - a), b, f"coverage of {base}"))
+        cover = coverage(verts, tris, spec, vote=vote, xp=xp, progress=scaled(progress, 0.6, 0.95))
+    report(progress, 0.95, "outputs")
     if "points" in request.outputs:
-        cov = cover[ijk[:, 2], ijk[:, 1], ijk[:, 0]] if cover is not None else np.ones(len(ijk), np.float32)
+        ijk = out.ijk
+        out.coverage = cover[ijk[:, 2], ijk[:, 1], ijk[:, 0]] if cover is not None else np.ones(len(ijk), np.float32)
+    if "volume" in request.outputs:
+        # smooth density from the coverage (in place); set voxels wholly outside (thin
+        # sheets) still show; slab by slab, no second dense grid
+        out.dense = density(bits, spec, cover)
+        cover = None
+    if "blocks" in request.outputs:
+        out.blocks = exterior_faces(grid.bits, spec).to_numpy()
+    return out
+
+
+def _write_group(base, soup, spec, arrays: GroupArrays, request) -> Result:
+    """Write one group's outputs into the scene and files (main thread)."""
+    result = Result(base, spec, arrays.count)
+    if arrays.count == 0:
+        return result
+    ijk, material = arrays.ijk, arrays.material
+    if "points" in request.outputs:
         # Cycles draws a point cloud with its first material only (5.0 ignores material_index),
         # so points carry their source's colour, and a selection of several materials gets a
         # first material that shows it (VoxFX Voxel Color); indices shift by one to match.
         several = soup is not None and (len(set(np.unique(material).tolist())) > 1 or
                                         (len(soup.materials) > 0 and (material < 0).any()))
-        attrs = {"material_index": material + 1 if several else material, "coverage": cov,
-                 "color": color if color is not None else _material_colors(soup, material)}
+        attrs = {"material_index": material + 1 if several else material, "coverage": arrays.coverage,
+                 "color": arrays.rgba}
         obj = writeback.write_point_cloud(f"{base}_voxels", spec.centers(ijk), attrs,
                                           radius=np.full(len(ijk), 0.5 * spec.voxel_size, np.float32),
                                           collection=_collection())
         _copy_materials(soup, obj, first=materials.voxel_color() if several else None)
         result.objects.append(obj.name)
     if "volume" in request.outputs:
-        # smooth density from the coverage (in place); set voxels wholly outside (thin
-        # sheets) still show; slab by slab, no second dense grid
-        dense = density(bits, spec, cover)
-        cover = None
-        path = _write_volume(resolve_folder(request.cache_dir) / "voxelize", _safe(base), dense, spec)
+        path = _write_volume(resolve_folder(request.cache_dir) / "voxelize", _safe(base), arrays.dense, spec,
+                             volume=arrays.volume)
+        arrays.dense = arrays.volume = None
         obj = writeback.load_volume(f"{base}_volume", str(path), collection=_collection())
         if not obj.data.materials:
             obj.data.materials.append(materials.volume())
         result.objects.append(obj.name)
         result.files.append(str(path))
     if "blocks" in request.outputs or "vox" in request.outputs:
-        _block_outputs(base, grid, spec, material, color, soup, request, result)
+        _block_outputs(base, arrays, spec, soup, request, result)
     return result
 
 
-def _voxelize_group_split(base, soup, spec, request, vote, layers, warnings, span) -> Result:
+def compute_group_split(base, soup, spec, request, vote, layers, progress=None) -> GroupArrays:
+    """The Volume output of one group voxelized in z-slabs of *layers* rows into one
+    density tree (``voxelize_split``); arrays only, written by ``_write_group``."""
     from .voxelize_split import voxelize_group_split
 
-    folder = resolve_folder(request.cache_dir) / "voxelize"
-    count, path = voxelize_group_split(base, soup, spec, request, vote, layers, span,
-                                       lambda volume: _write_volume(folder, _safe(base), None, spec, volume=volume))
-    result = Result(base, spec, count)
+    count, volume = voxelize_group_split(base, soup, spec, request, vote, layers, progress)
+    out = GroupArrays(count, volume=volume if count else None)
     if not count:
-        warnings.append(f"{base}: no voxels (is the voxel size larger than the object?)")
-        return result
-    obj = writeback.load_volume(f"{base}_volume", str(path), collection=_collection())
-    if not obj.data.materials:
-        obj.data.materials.append(materials.volume())
-    result.objects.append(obj.name)
-    result.files.append(str(path))
-    return result
+        out.warnings.append(f"{base}: no voxels (is the voxel size larger than the object?)")
+    return out
 
 
 def _write_volume(folder: Path, stem: str, dense, spec, volume=None) -> Path:
@@ -555,8 +596,9 @@ def _write_volume(folder: Path, stem: str, dense, spec, volume=None) -> Path:
     return path
 
 
-def _voxel_attributes(soup, verts, tris, spec, bits, xp, count):
-    """Per set voxel: material index (into the combined material list) and RGBA colour."""
+def _voxel_attributes(soup, verts, tris, spec, bits, xp, count, table):
+    """Per set voxel: material index (into the combined material list) and RGBA colour
+    (None: the material's, from *table*)."""
     if soup is None or len(tris) == 0:
         return np.full(count, -1, np.int32), None
     owner = owner_triangles(verts, tris, spec, bits, xp=xp)
@@ -565,17 +607,17 @@ def _voxel_attributes(soup, verts, tris, spec, bits, xp, count):
     color = None
     if soup.corner_colors is not None and any(soup.colored_objects or ()):
         # Sources with a colour attribute give it; the others their material's colour.
-        color = _material_colors(soup, material)
+        color = _colors_of(table, material)
         from_attribute = ok & np.asarray(soup.colored_objects, bool)[soup.object_index[np.maximum(owner, 0)]]
         corner = soup.corner_colors[np.maximum(owner, 0)[from_attribute]]
         color[from_attribute] = corner.mean(axis=1).astype(np.float32)
     return material, color
 
 
-def _block_outputs(base, grid, spec, material, color, soup, request, result):
+def _block_outputs(base, arrays: GroupArrays, spec, soup, request, result):
     if "blocks" in request.outputs:
-        blocks = exterior_faces(grid.bits, spec).to_numpy()
-        face_material = np.maximum(material[blocks.voxel_of_face], 0)
+        blocks = arrays.blocks
+        face_material = np.maximum(arrays.material[blocks.voxel_of_face], 0)
         obj = writeback.write_mesh(f"{base}_blocks", blocks.vertices, blocks.quads,
                                    material_indices=face_material, collection=_collection())
         _copy_materials(soup, obj)
@@ -586,8 +628,7 @@ def _block_outputs(base, grid, spec, material, color, soup, request, result):
         path = vox_output_path(request.vox_path)
         if not request.combine:
             path = path.with_name(f"{path.stem}_{_safe(base)}{path.suffix}")
-        rgba = color if color is not None else _material_colors(soup, material)
-        write_vox(path, grid.coordinates(), spec.shape, colors=rgba)
+        write_vox(path, arrays.ijk, spec.shape, colors=arrays.rgba)
         result.files.append(str(path))
 
 
@@ -601,16 +642,26 @@ def vox_output_path(text: str) -> Path:
     return Path(os.path.abspath(bpy.path.abspath(text)))
 
 
-def _material_colors(soup, material):
-    """RGBA per voxel from its material's colour (``materials.surface_color``; Blender's
-    default grey without one)."""
-    table = np.empty((len(soup.materials) + 1 if soup else 1, 4), np.float32)
-    table[:] = materials.DEFAULT_COLOR
+def _material_table(soup):
+    """RGBA per material of the selection (``materials.surface_color``), then Blender's
+    default grey for voxels without one: read from ``bpy`` on the main thread."""
+    table = _material_table_default(soup)
     if soup:
         for i, name in enumerate(soup.materials):
             mat = bpy.data.materials.get(name)
             if mat is not None:
                 table[i] = materials.surface_color(mat)
+    return table
+
+
+def _material_table_default(soup):
+    table = np.empty((len(soup.materials) + 1 if soup else 1, 4), np.float32)
+    table[:] = materials.DEFAULT_COLOR
+    return table
+
+
+def _colors_of(table, material):
+    """RGBA per voxel from its material's row of *table* (the last row without one)."""
     return table[np.where(material >= 0, material, len(table) - 1)]
 
 
@@ -715,8 +766,13 @@ class VOXFX_OT_voxelize_bake(JobOperator, bpy.types.Operator):
 
 def bake_frames_job(context, objects, request: Request, folder: Path, start: int, end: int):
     """One grid for the whole sequence (the union of every frame's bounds), then per
-    frame: extract at that frame, voxelize, write the density VDB into the cache; finally
-    load the files as a Volume sequence. Resumes after the last complete frame."""
+    frame: extract at that frame, voxelize (a ``Kernel``), write the density VDB into the
+    cache; finally load the files as a Volume sequence. Resumes after the last complete
+    frame; a cancel keeps the complete frames and puts the scene back on its frame."""
+    return keep_frame_on_abort(context.scene, _bake_frames(context, objects, request, folder, start, end))
+
+
+def _bake_frames(context, objects, request, folder, start, end):
     depsgraph = context.evaluated_depsgraph_get()
     base = _safe(objects[0].name if objects else "voxels")
     cache = BakeCache(folder, f"{base}", kind="voxelize", owner=blend_name())
@@ -742,14 +798,18 @@ def bake_frames_job(context, objects, request: Request, folder: Path, start: int
                          f"frame but only {backend.format_bytes(usable)} of host memory is usable"
                          + (f". The largest resolution that fits is {best}" if best else ""))
     xp = backend.xp()
-    for frame in sorted(todo):
-        soup = scene_io.extract_triangles(objects, depsgraph, frame=frame)
+    def frame_density(soup, progress):
         if request.mode in ("solid", "solid+surface"):
-            density = coverage(soup.vertices, soup.triangles, spec, vote=request.fill_holes, xp=xp)
-        else:
-            density = voxelize(soup.vertices, soup.triangles, spec, request.mode, xp=xp).dense().astype(np.float32)
+            return coverage(soup.vertices, soup.triangles, spec, vote=request.fill_holes, xp=xp, progress=progress)
+        grid = voxelize(soup.vertices, soup.triangles, spec, request.mode, xp=xp, progress=progress)
+        return grid.dense().astype(np.float32)
+
+    for frame in sorted(todo):
+        a, b = 0.1 + 0.9 * (frame - start) / (end - start + 1), 0.1 + 0.9 * (frame - start + 1) / (end - start + 1)
+        soup = scene_io.extract_triangles(objects, depsgraph, frame=frame)
+        density = yield Kernel(lambda progress, soup=soup: frame_density(soup, progress), f"frame {frame}", a, b)
         cache.write_frame(frame, {".vdb": lambda p, d=density: writeback.write_vdb(p, {"density": d}, spec)})
-        yield 0.1 + 0.9 * (frame - start + 1) / (end - start + 1), f"frame {frame}/{end}"
+        yield b, f"frame {frame}/{end}"
     path = cache.frame_path(start, ".vdb")
     writeback.load_volume(f"{base}_voxels_seq", str(path), sequence_frames=(start, end - start + 1),
                           collection=_collection())

@@ -20,7 +20,6 @@ from ...kernels.voxelize import WorkItems, estimate_bytes
 from ...kernels.voxelize.coverage import coverage_slab_bytes, coverage_slabs, density
 from ...kernels.voxelize.slabs import (RANGE_BYTES_PER_TRIANGLE, SplitMesh, slab_work_items, triangles_per_slab,
                                        voxelize_slabs)
-from ..jobs import kernel_progress
 
 SPLIT_OUTPUTS = {"volume"}
 SLAB_BUDGET = 1 << 30  # a slab's own arrays stop growing here: more rows per slab buy no speed
@@ -83,16 +82,14 @@ def choose_layers(spec: GridSpec, mode: str, mesh: SplitMesh, vote: bool, usable
         else None
 
 
-def voxelize_group_split(base_name, soup, spec, request, vote, layers, span, write_volume):
-    """The Volume output of one group, slab by slab; returns (set voxel count, VDB tree).
-    *write_volume(volume)* writes the finished ``SlabVolume``; returns its path."""
+def voxelize_group_split(base_name, soup, spec, request, vote, layers, progress=None):
+    """The Volume output of one group, slab by slab: (set voxel count, ``SlabVolume``)
+    (arrays only: it may run on a worker thread; *progress* may cancel between chunks)."""
     from ..vdb_stream import SlabVolume
 
-    a, b = span
     xp = backend.xp()
     verts, tris = soup.vertices, soup.triangles
     solid = request.mode in ("solid", "solid+surface")
-    progress = kernel_progress(a, b, f"voxelizing {base_name} in slabs of {layers} rows")
     if xp is np:
         slabs = voxelize_slabs(SplitMesh(verts, tris, spec), request.mode, layers, vote=vote, progress=progress)
     else:
@@ -110,8 +107,7 @@ def voxelize_group_split(base_name, soup, spec, request, vote, layers, span, wri
         part = GridSpec(spec.origin, spec.voxel_size, (nx, ny, k1 - k0))
         volume.add(k0, density(bits, part, cover))
         del bits, cover
-    path = write_volume(volume) if count else None
-    return count, path
+    return count, volume
 
 
 def largest_split_resolution(guard, r_now: int):

@@ -28,12 +28,13 @@ class Body:
     matrix: np.ndarray  # (4, 4) float64, object → world
 
 
-def cells(body: Body | None, spec: GridSpec, xp):
+def cells(body: Body | None, spec: GridSpec, xp, progress=None):
     """(M, 3) int32 (i, j, k) of the cells the body fills (solid + surface, 3-axis vote
-    so open meshes still fill), on *xp*."""
+    so open meshes still fill), on *xp*; *progress* may cancel (``kernels.progress``)."""
     if body is None or len(body.triangles) == 0:
         return xp.zeros((0, 3), dtype=xp.int32)
-    g = voxelize(body.vertices, body.triangles, spec, "solid+surface", vote=True, xp=xp, keep_on_device=True)
+    g = voxelize(body.vertices, body.triangles, spec, "solid+surface", vote=True, xp=xp, keep_on_device=True,
+                 progress=progress)
     return xp.asarray(bitgrid.coordinates(g.bits, spec.shape[0]))
 
 

@@ -68,6 +68,7 @@ import numpy as np
 
 from .. import backend
 from ..errors import InputError
+from ..progress import report
 from .grid import AIR, FLUID, SOLID
 
 PRECONDITIONERS = ("mg", "jacobi", "none")
@@ -367,9 +368,10 @@ def _dot(a, b):
     return float(np.add.reduce((a.astype(np.float64) * b).ravel()))
 
 
-def _pcg_numpy(kind, b, tolerance, max_iterations, preconditioner):
+def _pcg_numpy(kind, b, tolerance, max_iterations, preconditioner, progress=None, check_every=10):
     """PCG on A p = b (Alg. 2 of the seed with a preconditioner). Returns
-    (p, iterations, relative residual, converged)."""
+    (p, iterations, relative residual, converged). *progress* hears every
+    *check_every* iterations (False cancels)."""
     levels = _mg_levels(kind) if preconditioner == "mg" else [_Level(kind)]
     L = levels[0]
     if preconditioner == "mg":
@@ -405,6 +407,8 @@ def _pcg_numpy(kind, b, tolerance, max_iterations, preconditioner):
         if rr <= thresh:
             converged = True
             break
+        if iterations % check_every == 0:
+            report(progress, iterations / max_iterations, f"pressure: iteration {iterations}")
         z = precondition(r)
         rz_new = _dot(r, z)
         beta = rz_new / rz if rz != 0.0 else 0.0
@@ -449,20 +453,24 @@ def pressure_rhs(grid, dt):
     return b, kind, enclosed, labels
 
 
-def solve_pressure(grid, dt, tolerance=1e-4, max_iterations=500, preconditioner="mg", check_every=10):
+def solve_pressure(grid, dt, tolerance=1e-4, max_iterations=500, preconditioner="mg", check_every=10,
+                   progress=None):
     """Solve A p = b (module docstring) by matrix-free PCG. Returns (p, stats): p (nz, ny,
     nx) float32 on the grid's module, 0 outside FLUID cells; stats = {"iterations",
-    "residual" (‖r‖₂/‖b‖₂ over the unknowns), "converged"}."""
+    "residual" (‖r‖₂/‖b‖₂ over the unknowns), "converged"}. *progress* hears once per
+    block of *check_every* iterations (on the GPU after the block's one host sync);
+    False cancels (``Cancelled``)."""
     _check_grid(grid)
     dt, tolerance, max_iterations, check_every = _check_args(dt, tolerance, max_iterations,
                                                              preconditioner, check_every)
     xp = grid.xp
     b, kind, enclosed, labels = pressure_rhs(grid, dt)
     if xp is np:
-        p, iterations, residual, converged = _pcg_numpy(kind, b, tolerance, max_iterations, preconditioner)
+        p, iterations, residual, converged = _pcg_numpy(kind, b, tolerance, max_iterations, preconditioner,
+                                                        progress, check_every)
     else:
         solver = _gpu_solver(kind.shape, preconditioner, check_every)
-        p, iterations, residual, converged = solver.solve(kind, b, tolerance, max_iterations)
+        p, iterations, residual, converged = solver.solve(kind, b, tolerance, max_iterations, progress)
     if enclosed is not None:  # only ∇p matters: zero mean over each sealed region
         p = _region_mean_removed(p.reshape(-1), enclosed, labels, xp).reshape(p.shape)
     p = xp.where(grid.cell == FLUID, p, _F32(0.0)).astype(xp.float32, copy=False)
@@ -755,7 +763,7 @@ class PressureSolverGPU:
 
     # ------------------------------------------------------------------ solve
 
-    def solve(self, kind, b, tolerance, max_iterations):
+    def solve(self, kind, b, tolerance, max_iterations, progress=None):
         cp = self.cp
         self._set_levels(kind)
         self.b[...] = b
@@ -777,6 +785,8 @@ class PressureSolverGPU:
             host_state = self.state.get()  # the one host sync per check (Alg. 2)
             if host_state[_S_STOPPED] or launched >= max_iterations:
                 break
+            if launched:  # between blocks, on the state this check read anyway: no extra sync
+                report(progress, launched / max_iterations, f"pressure: iteration {launched}")
             if self.graph is not None:
                 self.graph.launch(stream=cp.cuda.get_current_stream())
                 self.graph_launches += 1

@@ -12,7 +12,11 @@
     advect                RK2 through the grid velocity; push out of solids
 
 Substeps per frame follow the CFL number from the fastest particle (one host sync per
-frame step). State stays on the backend's device.
+frame step). State stays on the backend's device. ``step`` and ``substep`` take a
+``progress(fraction, message) -> bool``: it hears between stages (no sync: a Python
+call) and between the pressure solver's blocks of iterations; False raises
+``Cancelled`` there, leaving the state half-stepped (a bake drops it: its cache holds
+complete frames only).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from .. import backend
 from ..checkpoint import check_state
 from ..errors import VoxFXError
 from ..grid import GridSpec, bitgrid
+from ..progress import report, scaled
 from ..voxelize import voxelize
 from . import bodies, pressure, transfer
 from .grid import FLUID, DenseGrid, FlipSettings
@@ -107,21 +112,21 @@ def _flip_memory_cpu(spec: GridSpec, particles: int, apic: bool, parts: bool):
     return int(max(stages.values()))
 
 
-def cells_of(vertices, triangles, spec: GridSpec, xp):
+def cells_of(vertices, triangles, spec: GridSpec, xp, progress=None):
     """(M, 3) int voxel indices of the cells a mesh fills (``bodies.cells``), on *xp*."""
     if vertices is None or len(triangles) == 0:
         return xp.zeros((0, 3), dtype=xp.int32)
-    return bodies.cells(bodies.Body(vertices, triangles, np.eye(4)), spec, xp)
+    return bodies.cells(bodies.Body(vertices, triangles, np.eye(4)), spec, xp, progress=progress)
 
 
-def source_cells(vertices, triangles, spec: GridSpec, xp):
+def source_cells(vertices, triangles, spec: GridSpec, xp, progress=None):
     """The cells a liquid source may seed: (M, 3) int (i, j, k) of its solid+surface
     voxelization (3-axis vote), and (M,) bool, True for the cells its surface touches
     (only there can a particle fall outside it)."""
     if vertices is None or len(triangles) == 0:
         return np.zeros((0, 3), dtype=np.int32), np.zeros(0, bool)
-    solid = voxelize(vertices, triangles, spec, "solid", vote=True, xp=xp).bits
-    surface = voxelize(vertices, triangles, spec, "surface", xp=xp).bits
+    solid = voxelize(vertices, triangles, spec, "solid", vote=True, xp=xp, progress=scaled(progress, 0, 0.7)).bits
+    surface = voxelize(vertices, triangles, spec, "surface", xp=xp, progress=scaled(progress, 0.7, 1)).bits
     nx = spec.shape[0]
     cells = bitgrid.coordinates(solid | surface, nx)
     crossed = bitgrid.unpack(surface, nx)[cells[:, 2], cells[:, 1], cells[:, 0]]
@@ -156,13 +161,14 @@ def dense_mask(ijk, spec: GridSpec, xp):
 
 class FlipSimulation:
     def __init__(self, spec: GridSpec, settings: FlipSettings, liquid_vertices, liquid_triangles,
-                 obstacle_vertices=None, obstacle_triangles=None, xp=None, initial_velocity=(0.0, 0.0, 0.0)):
+                 obstacle_vertices=None, obstacle_triangles=None, xp=None, initial_velocity=(0.0, 0.0, 0.0),
+                 progress=None):
         self.spec, self.settings = spec, settings
         self.xp = xp = xp or backend.xp()
         self.grid = DenseGrid(spec, xp)
-        obstacle = cells_of(obstacle_vertices, obstacle_triangles, spec, xp)
+        obstacle = cells_of(obstacle_vertices, obstacle_triangles, spec, xp, progress=scaled(progress, 0, 0.4))
         self.grid.solid[...] = dense_mask(obstacle, spec, xp)
-        liquid, crossed = source_cells(liquid_vertices, liquid_triangles, spec, xp)
+        liquid, crossed = source_cells(liquid_vertices, liquid_triangles, spec, xp, progress=scaled(progress, 0.4, 0.9))
         if len(obstacle) and len(liquid):  # no liquid inside obstacles
             solid_host = backend.to_numpy(self.grid.solid)
             free = solid_host[liquid[:, 2], liquid[:, 1], liquid[:, 0]] == 0
@@ -255,11 +261,13 @@ class FlipSimulation:
         return removed
 
     # ------------------------------------------------------------------ the method
-    def substep(self, dt: float) -> dict:
+    def substep(self, dt: float, progress=None) -> dict:
         g, s = self.grid, self.settings
+        report(progress, 0.0, "particles to grid")
         transfer.particles_to_grid(g, self.pos, self.vel, self.c)  # particles → grid (§7)
         transfer.classify(g, self.pos)  # FLUID / AIR / SOLID
         transfer.extrapolate(g)
+        report(progress, 0.2, "pressure")
         old = (g.u.copy(), g.v.copy(), g.w.copy())  # save old velocity for FLIP
         gx, gy, gz = (np.float32(a * dt) for a in s.gravity)  # gravity
         g.u += gx
@@ -267,16 +275,19 @@ class FlipSimulation:
         g.w += gz
         transfer.enforce_boundaries(g)  # solid faces take the obstacles' velocity
         p, stats = pressure.solve_pressure(g, dt, tolerance=s.pressure_tolerance,  # PCG (§8, Alg. 2)
-                                           max_iterations=s.pressure_max_iterations)
+                                           max_iterations=s.pressure_max_iterations,
+                                           progress=scaled(progress, 0.2, 0.8))
         pressure.project(g, p, dt)  # divergence-free in the fluid
+        report(progress, 0.8, "grid to particles")
         transfer.extrapolate(g, valid=transfer.fluid_faces(g))  # into the air band around the liquid
         ratio = 0.0 if s.apic else s.flip_ratio  # APIC carries the affine part itself
         transfer.grid_to_particles_and_advect(g, *old, self.pos, self.vel, ratio, dt, self.c)  # FLIP/PIC or APIC; RK2
         self.t += dt
         return stats
 
-    def step(self, frame_dt: float) -> dict:
-        """Advance one frame with CFL-limited substeps; raise SimulationError on NaN."""
+    def step(self, frame_dt: float, progress=None) -> dict:
+        """Advance one frame with CFL-limited substeps; raise SimulationError on NaN and
+        ``Cancelled`` when *progress* answers False (between stages and solver blocks)."""
         s = self.settings
         speed = float(transfer.max_speed(self.vel))  # the one sync that sizes the substeps
         if not math.isfinite(speed):
@@ -284,8 +295,8 @@ class FlipSimulation:
         reach = (speed + math.sqrt(2 * 9.81 * self.spec.voxel_size)) * frame_dt / (s.cfl * self.spec.voxel_size)
         n = int(min(s.max_substeps, max(1, math.ceil(reach))))
         iterations, residual = 0, 0.0
-        for _ in range(n):
-            stats = self.substep(frame_dt / n)
+        for i in range(n):
+            stats = self.substep(frame_dt / n, scaled(progress, i / n, (i + 1) / n) if progress else None)
             iterations += int(stats["iterations"])
             residual = max(residual, float(stats["residual"]))
         self.frames += 1
@@ -305,7 +316,7 @@ class FlipSimulation:
 
         return surface_grid(self.spec)
 
-    def level_set(self):
+    def level_set(self, progress=None):
         """The liquid's level set (NumPy, negative inside) over ``surface_spec``: the
         Zhu–Bridson particle level set (r = the particle spacing, R = 4r) closed against the
         walls (``surface.closed_level_set``), so that any contouring of it gives a closed
@@ -313,7 +324,7 @@ class FlipSimulation:
         from .surface import closed_level_set, surface_radii
 
         r, R = surface_radii(self.spec.voxel_size, self.settings.particles_per_cell)
-        phi = closed_level_set(self.pos, self.spec, radius=r, kernel_radius=R, xp=self.xp)
+        phi = closed_level_set(self.pos, self.spec, radius=r, kernel_radius=R, xp=self.xp, progress=progress)
         return np.asarray(backend.to_numpy(phi), dtype=np.float32)
 
     def cell_velocity(self, padding: int = 0):

@@ -72,6 +72,7 @@ import numpy as np
 from .. import backend
 from ..errors import InputError
 from ..grid import GridSpec
+from ..progress import report
 
 _CU = "flip_surface.cu"
 _OPTIONS = ("--fmad=false",)  # node positions and offsets round as NumPy's: same particles per node
@@ -91,7 +92,7 @@ CHUNK_CELLS = 1 << 14  # liquid_volume: crossed cells sub-sampled at once
 # --------------------------------------------------------------------------- public API
 
 def particle_level_set(pos, spec: GridSpec, radius, kernel_radius=None, xp=None, smooth_iterations=1,
-                       band=None):
+                       band=None, progress=None):
     """φ (nz, ny, nx) float32 on *xp* (default: the current backend) over *spec*'s voxel
     centres: the Zhu–Bridson particle level set, negative inside the liquid.
 
@@ -100,7 +101,7 @@ def particle_level_set(pos, spec: GridSpec, radius, kernel_radius=None, xp=None,
     ``surface_radii``); *band* the narrow-band half-width in metres (default 3 voxels):
     far nodes get +band and every value is clamped to ±band. *smooth_iterations* steps of
     mean-curvature smoothing (module text). Raises ``InputError`` for non-finite
-    particles or bad radii.
+    particles or bad radii. *progress* hears per slab on the CPU (False: ``Cancelled``).
     """
     xp = xp or backend.xp()
     radii, r_max, scalar = _radii(radius, pos)
@@ -118,7 +119,7 @@ def particle_level_set(pos, spec: GridSpec, radius, kernel_radius=None, xp=None,
         pos = _positions(backend.to_numpy(pos), np)
         if not scalar:
             radii = backend.to_numpy(radii)
-        phi = _level_set_cpu(pos, radii, spec, R, band)
+        phi = _level_set_cpu(pos, radii, spec, R, band, progress)
         for _ in range(smooth_iterations):
             phi = _smooth_cpu(phi, spec, band)
         return phi
@@ -139,7 +140,7 @@ def surface_grid(spec: GridSpec, padding: int = None) -> GridSpec:
 
 
 def closed_level_set(pos, spec: GridSpec, radius, kernel_radius=None, xp=None, smooth_iterations=1, band=None,
-                     padding=None):
+                     padding=None, progress=None):
     """φ of the liquid in the closed box *spec* (the simulation grid: its faces are the
     walls), over ``surface_grid(spec, padding)``: a level set whose zero crossing is a
     closed surface that meets the walls where the liquid touches them, as FLIP Fluids'
@@ -174,7 +175,7 @@ def closed_level_set(pos, spec: GridSpec, radius, kernel_radius=None, xp=None, s
         radii = xp.concatenate([xp.asarray(radii), xp.asarray(radii)[source]])
     phi = particle_level_set(xp.concatenate([pos.astype(xp.float32), ghosts]), grown,
                              radii if not scalar else radius, R, xp=xp, smooth_iterations=smooth_iterations,
-                             band=band)
+                             band=band, progress=progress)
     return xp.maximum(phi, box_distance(grown, spec, band, xp))
 
 
@@ -333,7 +334,7 @@ def _reachable_offsets(R: float, h: float):
     return m, np.argwhere(near)
 
 
-def _level_set_cpu(pos, radii, spec, R, band):
+def _level_set_cpu(pos, radii, spec, R, band, progress=None):
     nx, ny, nz = spec.shape
     phi = np.full(spec.array_shape, band, dtype=np.float32)
     if len(pos) == 0:
@@ -358,6 +359,7 @@ def _level_set_cpu(pos, radii, spec, R, band):
             r = radii if np.ndim(radii) == 0 else radii[take]
             _scatter_chunk(pos[take], r, base[take], m, offsets, spec, k0, k1, R, sums)
         phi[k0:k1] = _phi_from_sums(sums, band).reshape(k1 - k0, ny, nx)
+        report(progress, k1 / nz, "liquid surface")
     return phi
 
 

@@ -35,6 +35,7 @@ import numpy as np
 from .. import backend
 from ..errors import InputError
 from ..grid import GridSpec
+from ..progress import report
 from .domain import NO_GROUND, SnowDomain, SnowSettings
 
 _CU = "snow_ground.cu"
@@ -93,11 +94,12 @@ def _check_redistribution(settings: SnowSettings):
 
 # --------------------------------------------------------------------------- terrain (§2.4.3)
 
-def terrain_from_triangles(vertices, triangles, domain: SnowDomain, xp=None):
+def terrain_from_triangles(vertices, triangles, domain: SnowDomain, xp=None, progress=None):
     """Height of the highest receiver surface above every lattice vertex, (gy, gx) float32
     on *xp* (default: the current backend); ``NO_GROUND`` where no triangle's xy projection
     contains the vertex. Projections are closed, and an edge shared by two triangles is
     tested with one product, so vertices on shared edges and corners are always covered.
+    *progress* hears per batch on the CPU (the GPU's one pass is short); False cancels.
     """
     from ..voxelize.triangles import check_inputs, check_shapes
 
@@ -108,7 +110,7 @@ def terrain_from_triangles(vertices, triangles, domain: SnowDomain, xp=None):
     if xp is np:
         vertices, triangles = backend.to_numpy(vertices), backend.to_numpy(triangles)
         check_inputs(vertices, triangles)
-        return _terrain_cpu(vertices, triangles, ox, oy, cell, gx, gy)
+        return _terrain_cpu(vertices, triangles, ox, oy, cell, gx, gy, progress)
     check_shapes(vertices, triangles)
     return _terrain_gpu(vertices, triangles, ox, oy, cell, gx, gy)
 
@@ -142,7 +144,7 @@ def _edge_function(x, y, k, qx, qy, sg):
     return (f * np.where(swap, -1.0, 1.0)) * sg
 
 
-def _terrain_cpu(vertices, triangles, ox, oy, cell, gx, gy):
+def _terrain_cpu(vertices, triangles, ox, oy, cell, gx, gy, progress=None):
     terrain = np.full(gy * gx, NO_GROUND, dtype=np.float32)
     if not len(triangles):
         return terrain.reshape(gy, gx)
@@ -170,6 +172,7 @@ def _terrain_cpu(vertices, triangles, ox, oy, cell, gx, gy):
         h = np.minimum(np.maximum(h, z.min(axis=1)), z.max(axis=1))
         h = h[inside].astype(np.float32) + np.float32(0.0)  # +0: no −0
         np.maximum.at(terrain, (j * gx + i)[inside], h)
+        report(progress, min(start + CHUNK_ITEMS, total) / total, "terrain")
     return terrain.reshape(gy, gx)
 
 

@@ -10,7 +10,10 @@
     every N steps: obstacles re-derived from terrain + snow on the device (§3.3.3 did it on the CPU)
 
 All state stays on the backend's device; a step makes no host sync except those the
-pressure solver's residual checks need.
+pressure solver's residual checks need. ``step`` takes a ``progress(fraction, message)
+-> bool`` that hears between stages and between the wind solver's blocks of sweeps;
+False raises ``Cancelled`` there, leaving the state half-stepped (a bake drops it: its
+cache holds complete frames only).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import numpy as np
 from .. import backend
 from ..checkpoint import check_state
 from ..grid import GridSpec
+from ..progress import report, scaled
 from ..voxelize import voxelize
 from . import drift, ground
 from .domain import NO_GROUND, SnowDomain, SnowSettings
@@ -27,13 +31,13 @@ from .flakes import Flakes, init_flakes, parameters_of, step_flakes
 from .wind import WindField
 
 
-def object_cells(vertices, triangles, spec: GridSpec, xp, solid: bool):
+def object_cells(vertices, triangles, spec: GridSpec, xp, solid: bool, progress=None):
     """Wind cells an object's mesh occupies (uint8 [k, j, i]): its surface, plus its
     inside for closed obstacles (3-axis vote, so small holes do not leak)."""
     if vertices is None or len(triangles) == 0:
         return xp.zeros(spec.array_shape, dtype=xp.uint8)
     mode = "solid+surface" if solid else "surface"
-    grid = voxelize(vertices, triangles, spec, mode, vote=solid, xp=xp, keep_on_device=True)
+    grid = voxelize(vertices, triangles, spec, mode, vote=solid, xp=xp, keep_on_device=True, progress=progress)
     from ..grid import bitgrid
 
     return bitgrid.unpack(grid.bits, spec.shape[0]).view(xp.uint8).copy()
@@ -41,11 +45,12 @@ def object_cells(vertices, triangles, spec: GridSpec, xp, solid: bool):
 
 class SnowSimulation:
     def __init__(self, domain: SnowDomain, settings: SnowSettings, receiver_vertices, receiver_triangles,
-                 obstacle_vertices=None, obstacle_triangles=None, xp=None):
+                 obstacle_vertices=None, obstacle_triangles=None, xp=None, progress=None):
         settings.check()
         self.domain, self.settings = domain, settings
         self.xp = xp = xp or backend.xp()
-        self.terrain = ground.terrain_from_triangles(receiver_vertices, receiver_triangles, domain, xp=xp)
+        self.terrain = ground.terrain_from_triangles(receiver_vertices, receiver_triangles, domain, xp=xp,
+                                                     progress=scaled(progress, 0.0, 0.6))
         gy, gx = self.terrain.shape
         # Snow already lying at the start (a winter scene), on the receivers only.
         self.snow = xp.where(self.terrain != NO_GROUND, xp.float32(settings.initial_depth),
@@ -58,7 +63,9 @@ class SnowSimulation:
         # §5). Closed obstacles block with their volume and surface.
         self.object_solid = xp.zeros(domain.wind.array_shape, dtype=xp.uint8)
         if obstacle_vertices is not None:
-            self.object_solid |= object_cells(obstacle_vertices, obstacle_triangles, domain.wind, xp, solid=True)
+            report(progress, 0.6, "obstacles")
+            self.object_solid |= object_cells(obstacle_vertices, obstacle_triangles, domain.wind, xp, solid=True,
+                                              progress=scaled(progress, 0.6, 0.9))
         self.wind = WindField(domain, settings, xp=xp)
         self.airborne = xp.zeros(domain.wind.array_shape, dtype=xp.float32)  # drifting snow, m³ per wind cell
         self.drift_outflow = xp.zeros((), dtype=xp.float64)  # m³ of drifting snow the wind carried out
@@ -73,15 +80,17 @@ class SnowSimulation:
         self.update_obstacles()
 
     # ------------------------------------------------------------------ the method
-    def step(self, dt: float) -> None:
+    def step(self, dt: float, progress=None) -> None:
         s, d = self.settings, self.domain
-        self.last_wind = self.wind.step(dt, self.t)  # wind
+        self.last_wind = self.wind.step(dt, self.t, scaled(progress, 0.0, 0.6))  # wind
+        report(progress, 0.6, "flakes")
         step_flakes(self.flakes, self.wind.u, self.wind.v, self.wind.w, d, self.terrain, self.snow,
                     self.deposit, self.landed, dt, self.t, s)  # flakes
         volume = s.snowfall_rate_m_per_s * s.time_scale * self.area * dt  # time_scale: accelerated accumulation
         ground.apply_deposit(self.snow, self.deposit, None, volume, d.ground_cell)  # settle (units summed on device)
         ground.redistribute(self.terrain, self.snow, s, d.ground_cell)  # slide
         if s.drift:
+            report(progress, 0.8, "drift")
             self.drift_snow(dt)  # drift
         self.t += dt
         self.steps += 1

@@ -64,6 +64,7 @@ import numpy as np
 
 from .. import backend
 from ..errors import InputError
+from ..progress import report
 
 _CU = "snow_wind.cu"
 _OPTIONS = ("--fmad=false",)  # round like NumPy: both backends give the same field
@@ -397,10 +398,10 @@ class WindField:
 
     # ----------------------------------------------------------------------- the method
 
-    def step(self, dt: float, t: float) -> dict:
+    def step(self, dt: float, t: float, progress=None) -> dict:
         """Advance the wind from time t to t + δt. Returns the pressure solve's
         ``iterations`` (SOR sweeps), ``residual`` (relative, see the module) and
-        ``converged``."""
+        ``converged``. *progress* hears between blocks of sweeps (False: ``Cancelled``)."""
         dt = float(dt)
         if not (math.isfinite(dt) and dt > 0):
             raise InputError(f"The wind time step must be a positive number of seconds, not {dt}")
@@ -408,7 +409,7 @@ class WindField:
         self.advect(dt, inflow)  # F = v(x − δt·v(x))              Eq. 2.31–2.32, boundaries set
         self.balance_outflow(inflow)  # open sides carry out what comes in
         self.build_rhs(dt)  # b = −h²∇·F/δt                          Eq. 2.28
-        iterations, residual, converged = self.solve_pressure(dt, inflow)  # Δp = ∇·F/δt, SOR Eq. 2.19
+        iterations, residual, converged = self.solve_pressure(dt, inflow, progress)  # Δp = ∇·F/δt, SOR Eq. 2.19
         self.project(dt)  # v = F − δt∇p, solid faces 0                    Eq. 2.14
         return {"iterations": iterations, "residual": residual, "converged": converged}
 
@@ -485,7 +486,7 @@ class WindField:
             self.rhs[...] = np.where(self.diag > 0, total * coef, _F32(0.0))
             self._stats[0] = np.abs(self.rhs).max()
 
-    def solve_pressure(self, dt: float, inflow) -> tuple:
+    def solve_pressure(self, dt: float, inflow, progress=None) -> tuple:
         """(sweeps, relative residual, converged) of the pressure solve."""
         speed = max(float(self.settings.wind_speed), float(np.hypot(inflow[0], inflow[1])), 1e-6)
         floor = self.h * speed / dt  # h·U/δt: the right-hand side of a divergence U/h
@@ -512,6 +513,7 @@ class WindField:
                 since_best += 1
             if iterations >= self.max_iterations or since_best >= STALL_CHECKS:
                 return iterations, rel, False
+            report(progress, iterations / self.max_iterations, f"wind pressure: sweep {iterations}")  # after the sync
 
     def project(self, dt: float) -> None:
         c = _F32(dt / self.h)

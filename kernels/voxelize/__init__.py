@@ -117,7 +117,8 @@ def estimate_bytes(spec: GridSpec, mode: str, n_vertices: int, n_triangles: int,
     GPU (``gpu.voxelize_gpu``): the input vertices (up to float64) and their float64 copy
     in voxel units (24 B/vertex each, two more permuted copies for the vote), int32
     triangles (12 B), an int64 count and its int64 scan per triangle and pass (16 B; one
-    surface pass, one or three solid passes); the bit grid W (a pass's new grid reuses
+    surface pass, one or three solid passes), the scan shifted for a batched launch (8 B,
+    one at a time, ``gpu.launch_columns``); the bit grid W (a pass's new grid reuses
     the old one's pool block); for the vote, a second bit grid, the uint8 vote grid and one unpacked axis or the ``≥ 2``
     mask at a time (2 B/voxel) and two bit grids.
 
@@ -133,7 +134,7 @@ def estimate_bytes(spec: GridSpec, mode: str, n_vertices: int, n_triangles: int,
     solid = mode in ("solid", "solid+surface")
     if xp is not np:
         passes = (3 if (solid and vote) else 1 if solid else 0) + (1 if mode != "solid" else 0)
-        geometry = 24 * nv + 24 * nv + 12 * nt + 16 * nt * passes + (48 * nv if solid and vote else 0)
+        geometry = 24 * nv + 24 * nv + 12 * nt + 16 * nt * passes + 8 * nt + (48 * nv if solid and vote else 0)
         # One bit grid: a pass's new grid takes the old one's pool block (measured on an H100,
         # CuPy 14.2: peak / W = 1.00 for surface, solid and solid+surface, 256³–1024³).
         grids = W + (W + 2 * G + W if solid and vote else 0)
@@ -172,7 +173,7 @@ def voxelize(vertices, triangles, spec: GridSpec, mode: str = "surface", *, vote
     report(progress, 0.0, "voxelizing")
     if on_gpu:  # checks, unit conversion and all passes on the device, one host sync
         check_shapes(vertices, triangles)
-        bits = gpu.voxelize_gpu(vertices, triangles, spec, mode, vote)
+        bits = gpu.voxelize_gpu(vertices, triangles, spec, mode, vote, progress)
         if not keep_on_device:
             bits = backend.to_host(bits)
     else:

@@ -5,6 +5,12 @@ non-finite values as it goes), then ``plan`` launches the per-triangle count ker
 (which flag out-of-range indices instead of reading through them) and their scans for
 every pass needed, and reads the flags and all work totals back in **one** host sync.
 Only then are the column kernels launched.
+
+With a ``progress`` callback, a pass of more than ``BATCH_ITEMS`` work items is launched
+in batches (the same kernels, given the scan shifted by the batch's first item, so each
+thread finds the same triangle and column). After each batch the host waits for the one
+before it (an event: at most two batches queued, no sync per item) and reports, so a
+cancel stops the voxelization within about one batch.
 """
 
 from __future__ import annotations
@@ -14,10 +20,12 @@ import numpy as np
 from .. import backend
 from ..errors import InputError
 from ..grid import bitgrid
+from ..progress import report, scaled
 
 _CU = "voxelize.cu"
 _OPTIONS = ("--fmad=false",)  # round like NumPy: bit-identical voxels on both backends
 _THREADS = 128
+BATCH_ITEMS = 1 << 26  # work items per launch when a progress callback listens (~0.1 s on an H100)
 
 
 def _kernel(name):
@@ -122,41 +130,63 @@ def new_words(shape):
     return cp.zeros((nz, ny, bitgrid.words_along_x(nx)), dtype=cp.uint32)
 
 
-def surface_pass(mesh: DeviceMesh, work, thin: bool, words, box=None):
-    """Set the surface voxels of *box* (default the whole grid) in *words*, its bit grid."""
+def launch_columns(name, mesh: DeviceMesh, work, tail, progress=None, what=""):
+    """Launch the column kernel *name* over a pass's work items (its arguments: the mesh,
+    the scan, the item count, then *tail*): at once, or in batches while *progress*
+    listens (module notes)."""
+    import cupy as cp
+
     counts, ends, total = work
+    if not total:
+        return
+    if progress is None or total <= BATCH_ITEMS:
+        _kernel(name)(_blocks(total), (_THREADS,),
+                      (mesh.pv, mesh.tris, ends, counts, np.int64(mesh.n_tris), np.int64(total), *tail))
+        return
+    queued = []
+    for first in range(0, total, BATCH_ITEMS):
+        n = min(BATCH_ITEMS, total - first)
+        # item i of this launch is item first + i of the pass: owner_of(ends − first, i)
+        # finds the same triangle, and its local column is the same
+        shifted = ends - np.int64(first)
+        _kernel(name)(_blocks(n), (_THREADS,),
+                      (mesh.pv, mesh.tris, shifted, counts, np.int64(mesh.n_tris), np.int64(n), *tail))
+        queued.append(cp.cuda.Event(disable_timing=True))
+        queued[-1].record()
+        if len(queued) > 1:
+            queued.pop(0).synchronize()  # the batch before this one is done: two at most in flight
+        report(progress, (first + n) / total, what)
+
+
+def surface_pass(mesh: DeviceMesh, work, thin: bool, words, box=None, progress=None):
+    """Set the surface voxels of *box* (default the whole grid) in *words*, its bit grid."""
     nx, ny, nz = mesh.shape
     lo, hi = box_args(mesh.shape, box)
-    if total:
-        _kernel("surface_columns")(_blocks(total), (_THREADS,),
-                                   (mesh.pv, mesh.tris, ends, counts, np.int64(mesh.n_tris), np.int64(total),
-                                    np.int32(nx), np.int32(ny), np.int32(nz), *lo, *hi, np.int32(1 if thin else 0),
-                                    words))
+    launch_columns("surface_columns", mesh, work,
+                   (np.int32(nx), np.int32(ny), np.int32(nz), *lo, *hi, np.int32(1 if thin else 0), words),
+                   progress, "surface voxels")
     return words
 
 
-def solid_pass(mesh: DeviceMesh, work, box=None, carry=None):
+def solid_pass(mesh: DeviceMesh, work, box=None, carry=None, progress=None):
     """Flip starts then the row prefix-xor: voxels whose centre is inside (of *box*, with
     the parity *carry* of the crossings before it: ``solid.flip_starts_cpu``)."""
-    counts, ends, total = work
     lo, hi = box_args(mesh.shape, box)
     dims = tuple(int(b) - int(a) for a, b in zip(lo, hi))
     words = new_words(dims)
     if carry is not None:
         words[..., 0] ^= carry.reshape(dims[2], dims[1]).astype(words.dtype)
     drop = np.int32(1 if (carry is not None and int(lo[0]) > 0) else 0)
-    if total:
-        _kernel("solid_flip_starts")(_blocks(total), (_THREADS,),
-                                     (mesh.pv, mesh.tris, ends, counts, np.int64(mesh.n_tris), np.int64(total),
-                                      *lo, *hi, drop, words))
+    launch_columns("solid_flip_starts", mesh, work, (*lo, *hi, drop, words), progress, "solid: column crossings")
     rows = dims[2] * dims[1]
     _kernel("prefix_xor_rows")(_blocks(rows), (_THREADS,),
                                (words, np.int64(rows), np.int32(bitgrid.words_along_x(dims[0])), np.int32(dims[0])))
     return words
 
 
-def voxelize_gpu(vertices, triangles, spec, mode: str, vote: bool):
-    """The whole GPU pipeline for one mode; returns a CuPy bit grid."""
+def voxelize_gpu(vertices, triangles, spec, mode: str, vote: bool, progress=None):
+    """The whole GPU pipeline for one mode; returns a CuPy bit grid. *progress* hears
+    between passes and batches (False cancels: ``Cancelled``)."""
     import cupy as cp
 
     mesh = DeviceMesh(vertices, triangles, spec)
@@ -173,17 +203,23 @@ def voxelize_gpu(vertices, triangles, spec, mode: str, vote: bool):
     if surface:
         meshes.append((mesh, "surface"))
     work = plan(meshes)
+    passes = len(meshes)
+    span = [scaled(progress, i / passes, (i + 1) / passes) if progress else None for i in range(passes)]
     words = None
     if solid:
-        words = solid_pass(mesh, work[0])
+        words = solid_pass(mesh, work[0], progress=span[0])
         if vote:
             nx, ny, nz = mesh.shape
             votes = bitgrid.unpack(words, nx).view(cp.uint8).copy()
-            votes += bitgrid.unpack(solid_pass(my, work[1]), ny).view(cp.uint8).transpose(1, 2, 0)
-            votes += bitgrid.unpack(solid_pass(mz, work[2]), nz).view(cp.uint8).transpose(2, 0, 1)
+            report(span[1], 0.0, "solid: vote along y")
+            votes += bitgrid.unpack(solid_pass(my, work[1], progress=span[1]), ny).view(cp.uint8).transpose(1, 2, 0)
+            report(span[2], 0.0, "solid: vote along z")
+            votes += bitgrid.unpack(solid_pass(mz, work[2], progress=span[2]), nz).view(cp.uint8).transpose(2, 0, 1)
             words = bitgrid.pack(votes >= 2)
     if surface:
-        words = surface_pass(mesh, work[-1], mode == "thin", words if words is not None else new_words(mesh.shape))
+        report(span[-1], 0.0, "surface voxels")
+        words = surface_pass(mesh, work[-1], mode == "thin", words if words is not None else new_words(mesh.shape),
+                             progress=span[-1])
     return words
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..grid import bitgrid
-from ..progress import report
+from ..progress import report, scaled
 from .surface import _expand, batches
 
 Y, Z = 1, 2
@@ -179,7 +179,8 @@ def majority_vote_cpu(pv, triangles, shape, progress=None, box=None, carry=None,
         part = None if box is None else (tuple(lo[list(order)]), tuple(hi[list(order)]))
         relabelled = tuple(shape[a] for a in order)
         c = carry if axis == 2 else None
-        bits = solid_voxels_cpu(pv[:, list(order)] if axis else pv, tri, relabelled, box=part, carry=c)
+        bits = solid_voxels_cpu(pv[:, list(order)] if axis else pv, tri, relabelled,
+                                scaled(progress, axis / 3, (axis + 1) / 3), box=part, carry=c)
         one = bitgrid.unpack(bits, dims[order[0]])  # indexed [order[2], order[1], order[0]]
         del bits
         if axis == 2:

@@ -19,6 +19,7 @@ import pytest
 
 from voxfx.addon import fsio, sim_bake
 from voxfx.addon.cache import CacheError, BakeCache
+from voxfx.addon.jobs import run_inline
 
 ROOT = Path(__file__).resolve().parents[2]
 START, END, EVERY = 1, 5, 2
@@ -27,7 +28,7 @@ START, END, EVERY = 1, 5, 2
 class Toy:
     """A deterministic 'simulation' with a state that depends on every earlier frame."""
 
-    def __init__(self):
+    def __init__(self, progress=None):
         self.x = np.zeros(256, np.float64)
         self.frames = 0
 
@@ -47,7 +48,7 @@ def advance(sim, frame):
     return f"frame {frame}"
 
 
-def writers(sim):
+def writers(sim, progress=None):
     return {".ply": lambda p: Path(p).write_bytes(sim.x.astype("<f8").tobytes()),
             ".vdb": lambda p: Path(p).write_bytes(b"frames=%d" % sim.frames)}
 
@@ -57,11 +58,7 @@ def bake(folder, first_frame_is_initial=False):
     cache = BakeCache(folder, "liquid", kind="flip", checkpoint_every=EVERY)
     plan = cache.begin({"toy": 1}, START, END)
     job = sim_bake.simulate(cache, plan, Toy, advance, writers, first_frame_is_initial=first_frame_is_initial)
-    try:
-        while True:
-            next(job)
-    except StopIteration as stop:
-        written, _ = stop.value
+    written, _ = run_inline(job)
     return written, cache.notes
 
 
