@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import backend
 from ..grid import GridSpec, bitgrid
-from ..progress import report
+from ..progress import report, scaled
 
 SUB = 4  # supersampling per axis: 64 samples per voxel
 
@@ -46,17 +46,18 @@ def coverage_slabs(vertices, triangles, spec: GridSpec, *, layers: int, vote: bo
     fine = GridSpec(spec.origin, spec.voxel_size / SUB, (SUB * nx, SUB * ny, SUB * nz))
     if xp is np:
         mesh = SplitMesh(vertices, triangles, fine)
-        box = lambda lo, hi, carry: voxelize_box(mesh, lo, hi, "solid", vote=vote, carry=carry,  # noqa: E731
-                                                 want_carry=True)
+        box = lambda lo, hi, carry, p: voxelize_box(mesh, lo, hi, "solid", vote=vote, carry=carry,  # noqa: E731
+                                                    want_carry=True, progress=p)
     else:
         from .gpu_slabs import DeviceSplitMesh
 
         mesh = DeviceSplitMesh(vertices, triangles, fine)
-        box = lambda lo, hi, carry: mesh.voxelize_box(lo, hi, "solid", vote=vote, carry=carry,  # noqa: E731
-                                                      want_carry=True)
+        box = lambda lo, hi, carry, p: mesh.voxelize_box(lo, hi, "solid", vote=vote, carry=carry,  # noqa: E731
+                                                         want_carry=True, progress=p)
     carry = None
     for k0, k1 in slab_ranges(nz, layers):
-        bits, carry = box((0, 0, SUB * k0), (SUB * nx, SUB * ny, SUB * k1), carry)
+        bits, carry = box((0, 0, SUB * k0), (SUB * nx, SUB * ny, SUB * k1), carry,
+                          scaled(progress, k0 / nz, k1 / nz) if progress else None)
         samples = bitgrid.unpack(bits, SUB * nx).view(xp.uint8)
         del bits
         counts = samples.reshape(k1 - k0, SUB, ny, SUB, nx, SUB).sum(axis=(1, 3, 5), dtype=xp.int32)

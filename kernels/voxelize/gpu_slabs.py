@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import backend
 from ..grid import GridSpec, bitgrid
-from ..progress import report
+from ..progress import report, scaled
 from . import gpu
 from .slabs import SplitMesh, slab_ranges
 from .solid import VOTE_AXES
@@ -32,7 +32,8 @@ class DeviceSplitMesh:
             self._permuted[axis] = self.mesh.permuted(VOTE_AXES[axis][0])
         return self._permuted[axis]
 
-    def voxelize_box(self, lo, hi, mode: str, *, vote: bool = False, carry=None, want_carry=False):
+    def voxelize_box(self, lo, hi, mode: str, *, vote: bool = False, carry=None, want_carry=False,
+                     progress=None):
         """CuPy bit grid of the box [lo, hi): ``slabs.voxelize_box`` on the device."""
         import cupy as cp
 
@@ -50,7 +51,8 @@ class DeviceSplitMesh:
             work = gpu.plan(jobs)
             votes = None
             for a, ((sub, _, box), w) in enumerate(zip(jobs, work)):
-                one = gpu.solid_pass(sub, w, box, carry if a == 2 else None)
+                one = gpu.solid_pass(sub, w, box, carry if a == 2 else None,
+                                     progress=scaled(progress, a / 4, (a + 1) / 4) if progress else None)
                 if not vote:
                     words = one
                     break
@@ -71,7 +73,7 @@ class DeviceSplitMesh:
             sub = self.mesh.subset(host.for_surface(lo, hi))
             (work,) = gpu.plan([(sub, "surface", (lo, hi))])
             words = gpu.surface_pass(sub, work, mode == "thin", words if words is not None else gpu.new_words(dims),
-                                     (lo, hi))
+                                     (lo, hi), progress=scaled(progress, 0.75, 1.0) if progress else None)
         return (words, top) if want_carry else words
 
 

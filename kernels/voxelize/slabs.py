@@ -30,7 +30,7 @@ import numpy as np
 
 from .. import backend
 from ..grid import GridSpec, bitgrid
-from ..progress import report
+from ..progress import report, scaled
 from .solid import majority_vote_cpu, solid_voxels_cpu
 from .surface import surface_voxels_cpu
 from .triangles import check_inputs, to_voxel_units
@@ -115,15 +115,20 @@ def _crossing_reach(v, extent):
     return np.where(n == 0, np.nan, delta)
 
 
-def voxelize_box(mesh: SplitMesh, lo, hi, mode: str, *, vote: bool = False, carry=None, want_carry=False):
+def voxelize_box(mesh: SplitMesh, lo, hi, mode: str, *, vote: bool = False, carry=None, want_carry=False,
+                 progress=None):
     """The packed bit grid of the box [lo, hi) (integer voxel corners of ``mesh.spec``,
     hi exclusive), equal to that box of ``voxelize`` on the whole grid.
 
     Solid modes with *vote*: *carry* (bool [y, x] over the box) is the z parity of the
     rows below the box, as the box below returned it; without it the triangles below
     are evaluated again. With *want_carry* returns ``(bits, carry for the box above)``.
+    *progress* hears the passes' batches and may cancel (``kernels.progress``).
     """
     lo, hi = np.asarray(lo, dtype=np.int64), np.asarray(hi, dtype=np.int64)
+    both = mode == "solid+surface"
+    solid_part = scaled(progress, 0.0, 0.5 if both else 1.0) if progress else None
+    surface_part = scaled(progress, 0.5 if both else 0.0, 1.0) if progress else None
     shape = mesh.spec.shape
     box = (lo, hi)
     tri = mesh.triangles
@@ -131,11 +136,13 @@ def voxelize_box(mesh: SplitMesh, lo, hi, mode: str, *, vote: bool = False, carr
     if mode in ("solid", "solid+surface"):
         if vote:
             passes = [tri[mesh.for_parity(a, lo, hi, carried=(a == 2 and carry is not None))] for a in range(3)]
-            bits, top = majority_vote_cpu(mesh.pv, tri, shape, box=box, carry=carry, meshes=passes)
+            bits, top = majority_vote_cpu(mesh.pv, tri, shape, solid_part, box=box, carry=carry, meshes=passes)
         else:
-            bits = solid_voxels_cpu(mesh.pv, tri[mesh.for_parity(0, lo, hi, carried=False)], shape, box=box)
+            bits = solid_voxels_cpu(mesh.pv, tri[mesh.for_parity(0, lo, hi, carried=False)], shape, solid_part,
+                                    box=box)
     if mode != "solid":
-        surf = surface_voxels_cpu(mesh.pv, tri[mesh.for_surface(lo, hi)], shape, mode == "thin", box=box)
+        surf = surface_voxels_cpu(mesh.pv, tri[mesh.for_surface(lo, hi)], shape, mode == "thin", surface_part,
+                                  box=box)
         bits = surf if bits is None else (bits | surf)
     return (bits, top) if want_carry else bits
 

@@ -184,7 +184,7 @@ def snow_scene(drift=True):
     plane = (np.array([[0, 0, 0], [16, 0, 0], [16, 16, 0], [0, 16, 0]], np.float32), np.array([[0, 1, 2], [0, 2, 3]]))
     v, t = merge(plane, box((6, 6, 0), (10, 10, 3)))
     domain = SnowDomain.from_box((0, 0, 0), (16, 16, 8), wind_cells_xy=16, ground_vertices_xy=33)
-    settings = SnowSettings(flake_count=2000, wind_speed=6.0, gust_strength=0.0, snowfall_rate_cm_per_hour=3600.0,
+    settings = SnowSettings(flake_count=2000, wind_speed=6.0, gust_strength=0.0, snowfall_rate=3600.0,
                             drift=drift, seed=1, obstacle_update_every=5, pressure_tolerance=1e-6)
     return SnowSimulation(domain, settings, v, t, xp=np), (domain, settings, v, t)
 
