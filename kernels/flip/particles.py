@@ -28,11 +28,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import backend
 from ..backend import array_module
 from ..errors import InputError
 from ..grid import GridSpec
 from .. import rng
+from ..grid.launch import Kernels
 
 _CU = "flip_transfer.cu"
 _OPTIONS = ("--fmad=false",)  # round like NumPy: CPU and GPU agree to the bit where the ops agree
@@ -81,9 +81,8 @@ def seed_particles(cells_ijk, spec: GridSpec, per_cell: int = 8, seed: int = 0, 
         pos = xp.empty((n, 3), xp.float32)
         vel = xp.empty((n, 3), xp.float32)
         if n:
-            kernel("seed_particles")(blocks(n), (THREADS,),
-                                     (cells, np.int64(n), np.int32(per_cell), np.int32(nx), np.int32(ny),
-                                      key_of_seed, ox, oy, oz, h, *vel0, pos, vel))
+            KERNELS.launch("seed_particles", n, (cells, np.int64(n), np.int32(per_cell), np.int32(nx), np.int32(ny),
+                                                 key_of_seed, ox, oy, oz, h, *vel0, pos, vel))
         return pos, vel
 
     slot = np.tile(np.arange(per_cell, dtype=np.uint32), m)
@@ -109,13 +108,7 @@ def seed_particles(cells_ijk, spec: GridSpec, per_cell: int = 8, seed: int = 0, 
 # --------------------------------------------------------------------------- CuPy launches
 
 
-def kernel(name: str):
-    """A kernel of ``kernels/cuda/flip_transfer.cu`` (compiled once per device)."""
-    return backend.get_kernel(_CU, name, _OPTIONS)
-
-
-def blocks(n) -> tuple:
-    return ((int(n) + THREADS - 1) // THREADS,)
+KERNELS = Kernels(_CU, _OPTIONS, THREADS)  # kernels/cuda/flip_transfer.cu, shared with transfer.py
 
 
 # --------------------------------------------------------------------------- keeping particles inside the source

@@ -68,6 +68,7 @@ import numpy as np
 
 from .. import backend
 from ..errors import InputError
+from ..grid.launch import GraphLoop, Kernels
 from .grid import AIR, FLUID, SOLID
 
 PRECONDITIONERS = ("mg", "jacobi", "none")
@@ -78,6 +79,7 @@ MG_MIN_SIDE = 4  # coarsen while every side has at least this many cells
 _CU = "flip_pressure.cu"
 _OPTIONS = ()
 _THREADS = 256
+_K = Kernels(_CU, _OPTIONS, _THREADS)
 _MAX_BLOCKS = 1024  # blocks of the fused dot-product kernels (fixed: deterministic sums)
 _F32 = np.float32
 _SOLVER_CACHE = 2  # GPU solvers (buffers + graph) kept per process, most recent first
@@ -132,7 +134,7 @@ def divergence(grid):
     _check_grid(grid)
     xp = grid.xp
     if xp is not np:
-        return _GpuKernels.divergence(grid, _F32(1.0 / grid.h))
+        return _divergence_gpu(grid, _F32(1.0 / grid.h))
     D = _face_sum(*_boundary_faces(grid))
     return np.where(grid.cell == FLUID, D * _F32(1.0 / grid.h), _F32(0.0)).astype(np.float32)
 
@@ -442,7 +444,7 @@ def pressure_rhs(grid, dt):
         D = _face_sum(*_boundary_faces(grid))
         b = np.where(grid.cell == FLUID, D * scale, _F32(0.0)).astype(np.float32)
     else:
-        b = _GpuKernels.divergence(grid, scale)
+        b = _divergence_gpu(grid, scale)
     if enclosed is not None:
         b = _region_mean_removed(b.reshape(-1), enclosed, labels, xp).reshape(b.shape)
         b = xp.where(kind == FLUID, b, _F32(0.0)).astype(xp.float32)
@@ -483,7 +485,7 @@ def project(grid, p, dt):
         raise InputError(f"pressure has shape {tuple(p.shape)}, expected {(nz, ny, nx)}")
     c = _F32(dt / grid.h)
     if xp is not np:
-        _GpuKernels.project(grid, xp.ascontiguousarray(p, dtype=xp.float32), c)
+        _project_gpu(grid, xp.ascontiguousarray(p, dtype=xp.float32), c)
         return
     fluid = grid.cell == FLUID
     p = np.where(fluid, np.asarray(p, dtype=np.float32), _F32(0.0))
@@ -541,42 +543,28 @@ def pressure_stage_bytes(shape, preconditioner="mg", enclosed=False) -> int:
 
 # =========================================================================== CuPy
 
-class _GpuKernels:
-    """Launch helpers shared by the stand-alone GPU stages."""
+def _divergence_gpu(grid, scale):
+    cp = grid.xp
+    nx, ny, nz = grid.shape
+    out = cp.empty((nz, ny, nx), dtype=cp.float32)
+    args = [cp.ascontiguousarray(a, dtype=cp.float32) for a in
+            (grid.u, grid.v, grid.w, grid.solid_u, grid.solid_v, grid.solid_w)]
+    cell = cp.ascontiguousarray(grid.cell, dtype=cp.uint8)
+    _K.launch("divergence", out.size, (*args, cell, np.int32(nx), np.int32(ny), np.int32(nz), _F32(scale), out))
+    return out
 
-    @staticmethod
-    def kernel(name):
-        return backend.get_kernel(_CU, name, _OPTIONS)
 
-    @staticmethod
-    def blocks(n):
-        return ((int(n) + _THREADS - 1) // _THREADS,)
-
-    @classmethod
-    def divergence(cls, grid, scale):
-        cp = grid.xp
-        nx, ny, nz = grid.shape
-        out = cp.empty((nz, ny, nx), dtype=cp.float32)
-        args = [cp.ascontiguousarray(a, dtype=cp.float32) for a in
-                (grid.u, grid.v, grid.w, grid.solid_u, grid.solid_v, grid.solid_w)]
-        cell = cp.ascontiguousarray(grid.cell, dtype=cp.uint8)
-        cls.kernel("divergence")(cls.blocks(out.size), (_THREADS,),
-                                 (*args, cell, np.int32(nx), np.int32(ny), np.int32(nz), _F32(scale), out))
-        return out
-
-    @classmethod
-    def project(cls, grid, p, c):
-        cp = grid.xp
-        nx, ny, nz = grid.shape
-        for name in ("u", "v", "w"):
-            a = getattr(grid, name)
-            if not (a.dtype == cp.float32 and a.flags.c_contiguous):
-                setattr(grid, name, cp.ascontiguousarray(a, dtype=cp.float32))
-        solid = [cp.ascontiguousarray(a, dtype=cp.float32) for a in (grid.solid_u, grid.solid_v, grid.solid_w)]
-        cell = cp.ascontiguousarray(grid.cell, dtype=cp.uint8)
-        total = grid.u.size + grid.v.size + grid.w.size
-        cls.kernel("project")(cls.blocks(total), (_THREADS,),
-                              (grid.u, grid.v, grid.w, *solid, cell, p, np.int32(nx), np.int32(ny), np.int32(nz), c))
+def _project_gpu(grid, p, c):
+    cp = grid.xp
+    nx, ny, nz = grid.shape
+    for name in ("u", "v", "w"):
+        a = getattr(grid, name)
+        if not (a.dtype == cp.float32 and a.flags.c_contiguous):
+            setattr(grid, name, cp.ascontiguousarray(a, dtype=cp.float32))
+    solid = [cp.ascontiguousarray(a, dtype=cp.float32) for a in (grid.solid_u, grid.solid_v, grid.solid_w)]
+    cell = cp.ascontiguousarray(grid.cell, dtype=cp.uint8)
+    total = grid.u.size + grid.v.size + grid.w.size
+    _K.launch("project", total, (grid.u, grid.v, grid.w, *solid, cell, p, np.int32(nx), np.int32(ny), np.int32(nz), c))
 
 
 _gpu_solvers: "OrderedDict[tuple, PressureSolverGPU]" = OrderedDict()
@@ -633,18 +621,12 @@ class PressureSolverGPU:
                 else:
                     L.update(b=vec(s), x=vec(s), r=vec(s) if level < len(shapes) - 1 else None)
             self.levels.append(L)
-        self.graph = None
-        self.graph_failed = False
-        self.graph_launches = 0
-        for name in ("build_diag", "coarsen_kind", "cg_init", "finish_init", "apply_laplacian", "finish_alpha",
-                     "update_solution", "dot_rz", "finish_beta", "update_direction", "mg_smooth", "mg_residual",
-                     "mg_restrict", "mg_prolong_add"):
-            _GpuKernels.kernel(name)  # compile and load before any capture
+        self.loop = GraphLoop(self._block, enabled=use_graph)  # check_every iterations, one CUDA graph
+        _K.load("build_diag", "coarsen_kind", "cg_init", "finish_init", "apply_laplacian", "finish_alpha",
+                "update_solution", "dot_rz", "finish_beta", "update_direction", "mg_smooth", "mg_residual",
+                "mg_restrict", "mg_prolong_add")  # compile and load before any capture
 
     # ------------------------------------------------------------------ launches
-
-    def _k(self, name):
-        return _GpuKernels.kernel(name)
 
     @staticmethod
     def _dims(s):
@@ -652,14 +634,13 @@ class PressureSolverGPU:
         return np.int32(nx), np.int32(ny), np.int32(nz)
 
     def _cells_launch(self, name, s, args):
-        n = int(np.prod(s))
-        self._k(name)(_GpuKernels.blocks(n), (_THREADS,), args)
+        _K.launch(name, int(np.prod(s)), args)
 
     def _reduce_launch(self, name, args):
-        self._k(name)((self.red_blocks,), (_THREADS,), args)
+        _K.launch_grid(name, (self.red_blocks,), (_THREADS,), args)
 
     def _finish(self, name, args):
-        self._k(name)((1,), (1024,), args)
+        _K.launch_grid(name, (1,), (1024,), args)
 
     def _set_levels(self, kind):
         L0 = self.levels[0]
@@ -674,9 +655,8 @@ class PressureSolverGPU:
     def _smooth(self, L, colour, first=False):
         nz, ny, nx = L["shape"]
         threads = nx * ny * nz if first else ((nx + 1) // 2) * ny * nz
-        self._k("mg_smooth")(_GpuKernels.blocks(threads), (_THREADS,),
-                             (L["x"], L["b"], L["diag"], *self._dims(L["shape"]), np.int32(colour),
-                              np.int32(first), self.state))
+        _K.launch("mg_smooth", threads, (L["x"], L["b"], L["diag"], *self._dims(L["shape"]), np.int32(colour),
+                                         np.int32(first), self.state))
 
     def _vcycle(self):
         """z = V-cycle(r): the same sequence as the NumPy ``_vcycle``."""
@@ -738,21 +718,6 @@ class PressureSolverGPU:
         for _ in range(self.check_every):
             self._iteration()
 
-    def _capture(self):
-        cp = self.cp
-        stream = cp.cuda.Stream(non_blocking=True)
-        try:
-            with stream:
-                stream.begin_capture()
-                try:
-                    self._block()
-                finally:
-                    graph = stream.end_capture()
-            return graph
-        except Exception:  # noqa: BLE001 - no capture on this CuPy/driver: launch one by one
-            self.graph_failed = True
-            return None
-
     # ------------------------------------------------------------------ solve
 
     def solve(self, kind, b, tolerance, max_iterations):
@@ -770,18 +735,13 @@ class PressureSolverGPU:
         self._finish("finish_beta", (self.partials, G, self.scalars, self.state, np.int32(1)))  # rz, β = 0
         self._reduce_launch("update_direction", (self.d, self._z(), np.int64(self.cells), self.scalars,
                                                  self.state))  # d = z
-        if self.use_graph and self.graph is None and not self.graph_failed:
-            self.graph = self._capture()
+        self.loop.capture()
         launched = 0
         while True:
             host_state = self.state.get()  # the one host sync per check (Alg. 2)
             if host_state[_S_STOPPED] or launched >= max_iterations:
                 break
-            if self.graph is not None:
-                self.graph.launch(stream=cp.cuda.get_current_stream())
-                self.graph_launches += 1
-            else:
-                self._block()
+            self.loop.run()  # check_every iterations (the graph, or launch by launch)
             launched += self.check_every
         scal = self.scalars.get()
         bb, rr = float(scal[_D_BB]), float(scal[_D_RR])

@@ -48,7 +48,7 @@ import numpy as np
 from ..backend import array_module
 from ..errors import InputError
 from .grid import AIR, FLUID, SOLID, DenseGrid
-from .particles import THREADS, blocks, kernel
+from .particles import KERNELS
 
 _F = np.float32
 _HALF = _F(0.5)
@@ -125,13 +125,11 @@ def classify(grid: DenseGrid, pos) -> None:
     _check_particles(grid, pos)
     nx, ny, nz = grid.shape
     if grid.xp is not np:
-        kernel("cells_from_solid")(blocks(grid.cell.size), (THREADS,),
-                                   (grid.solid, grid.cell, np.int64(grid.cell.size)))
+        KERNELS.launch("cells_from_solid", grid.cell.size, (grid.solid, grid.cell, np.int64(grid.cell.size)))
         n = pos.shape[0]
         if n:
-            kernel("mark_fluid_cells")(blocks(n), (THREADS,),
-                                       (pos, np.int64(n), np.int32(nx), np.int32(ny), np.int32(nz),
-                                        *_frame(grid), grid.solid, grid.cell))
+            KERNELS.launch("mark_fluid_cells", n, (pos, np.int64(n), np.int32(nx), np.int32(ny), np.int32(nz),
+                                                   *_frame(grid), grid.solid, grid.cell))
         return
     gx, gy, gz = _grid_coords(grid, pos)
     with np.errstate(invalid="ignore"):
@@ -211,18 +209,16 @@ def _p2g_gpu(grid: DenseGrid, pos, vel, c, n, method):
     spos, svel, sc, start, count = bin_particles(grid, pos, vel, c)
     if method == "gather":
         box = (nx + 1) * (ny + 1) * (nz + 1)
-        kernel("particles_to_grid_gather")(
-            blocks(box), (THREADS,),
-            (spos, svel, sc, np.int32(apic), start, count, *dims, *frame, grid.u, grid.v, grid.w, *valid))
+        KERNELS.launch("particles_to_grid_gather", box,
+                       (spos, svel, sc, np.int32(apic), start, count, *dims, *frame, grid.u, grid.v, grid.w, *valid))
         return valid
     weight = tuple(cp.zeros(f.shape, cp.float32) for f in grid.faces())
     for f in grid.faces():
         f.fill(0)
-    kernel("particles_to_grid_scatter")(blocks(n), (THREADS,),
-                                        (spos, svel, sc, np.int32(apic), np.int64(n), *dims, *frame,
-                                         grid.u, grid.v, grid.w, *weight))
+    KERNELS.launch("particles_to_grid_scatter", n, (spos, svel, sc, np.int32(apic), np.int64(n), *dims, *frame,
+                                                    grid.u, grid.v, grid.w, *weight))
     for f, wsum, m in zip(grid.faces(), weight, valid):
-        kernel("divide_by_weight")(blocks(f.size), (THREADS,), (f, wsum, m, np.int64(f.size)))
+        KERNELS.launch("divide_by_weight", f.size, (f, wsum, m, np.int64(f.size)))
     return valid
 
 
@@ -241,20 +237,19 @@ def bin_particles(grid: DenseGrid, pos, vel, c=None):
     count = cp.zeros(cells, cp.int32)
     cell_of = cp.empty(n, cp.int32)
     rank = cp.empty(n, cp.int32)
-    kernel("count_particles_per_cell")(blocks(n), (THREADS,),
-                                       (pos, np.int64(n), np.int32(nx), np.int32(ny), np.int32(nz), *_frame(grid),
-                                        count, cell_of, rank))
+    KERNELS.launch("count_particles_per_cell", n,
+                   (pos, np.int64(n), np.int32(nx), np.int32(ny), np.int32(nz), *_frame(grid), count, cell_of, rank))
     start = cp.cumsum(count, dtype=cp.int32)
     start -= count  # exclusive scan
     order = cp.empty(n, cp.int32)
-    kernel("place_particles")(blocks(n), (THREADS,), (cell_of, rank, start, np.int64(n), order))
-    kernel("sort_cell_segments")(blocks(cells), (THREADS,), (order, start, count, np.int64(cells)))
+    KERNELS.launch("place_particles", n, (cell_of, rank, start, np.int64(n), order))
+    KERNELS.launch("sort_cell_segments", cells, (order, start, count, np.int64(cells)))
     spos = cp.empty_like(pos)
     svel = cp.empty_like(vel)
     apic = c is not None
     sc = cp.empty_like(c) if apic else cp.zeros(1, cp.float32)
-    kernel("copy_sorted_particles")(blocks(n), (THREADS,),
-                                    (order, np.int64(n), pos, vel, c if apic else sc, np.int32(apic), spos, svel, sc))
+    KERNELS.launch("copy_sorted_particles", n,
+                   (order, np.int64(n), pos, vel, c if apic else sc, np.int32(apic), spos, svel, sc))
     return spos, svel, sc, start, count
 
 
@@ -267,9 +262,8 @@ def enforce_boundaries(grid: DenseGrid) -> None:
     nx, ny, nz = grid.shape
     if grid.xp is not np:
         for axis, (f, sf) in enumerate(zip(grid.faces(), (grid.solid_u, grid.solid_v, grid.solid_w))):
-            kernel("enforce_boundaries")(blocks(f.size), (THREADS,),
-                                         (f, sf, grid.solid, np.int32(nx), np.int32(ny), np.int32(nz),
-                                          np.int32(axis)))
+            KERNELS.launch("enforce_boundaries", f.size, (f, sf, grid.solid, np.int32(nx), np.int32(ny), np.int32(nz),
+                                                          np.int32(axis)))
         return
     solid = grid.solid != 0
     for axis, (f, sf) in enumerate(zip(grid.faces(), (grid.solid_u, grid.solid_v, grid.solid_w))):
@@ -365,9 +359,8 @@ def _extrapolate_gpu(a, valid, layers):
     masks = (valid.copy(), cp.empty_like(valid))
     for ring in range(layers):
         src, dst = ring % 2, (ring + 1) % 2
-        kernel("extrapolate_faces")(blocks(a.size), (THREADS,),
-                                    (values[src], masks[src], values[dst], masks[dst], np.int32(sx),
-                                     np.int32(sy), np.int32(sz)))
+        KERNELS.launch("extrapolate_faces", a.size, (values[src], masks[src], values[dst], masks[dst], np.int32(sx),
+                                                     np.int32(sy), np.int32(sz)))
     if layers % 2:
         a[...] = values[1]
     return masks[layers % 2]
@@ -465,11 +458,11 @@ def _g2p_advect(grid: DenseGrid, old, pos, vel, flip_ratio, dt, c):
         dummy = cp.zeros(1, cp.float32)
         nx, ny, nz = grid.shape
         old = old if do_g2p else (dummy, dummy, dummy)
-        kernel("g2p_advect")(blocks(n), (THREADS,),
-                             (pos, vel if do_g2p else dummy, c if (do_g2p and c is not None) else dummy,
-                              np.int64(n), np.int32(do_g2p), np.int32(do_g2p and c is not None),
-                              np.int32(do_advect), grid.u, grid.v, grid.w, *old, grid.solid,
-                              np.int32(nx), np.int32(ny), np.int32(nz), *_frame(grid), flip, pic, dt32, half_dt))
+        KERNELS.launch("g2p_advect", n,
+                       (pos, vel if do_g2p else dummy, c if (do_g2p and c is not None) else dummy,
+                        np.int64(n), np.int32(do_g2p), np.int32(do_g2p and c is not None),
+                        np.int32(do_advect), grid.u, grid.v, grid.w, *old, grid.solid,
+                        np.int32(nx), np.int32(ny), np.int32(nz), *_frame(grid), flip, pic, dt32, half_dt))
         return
     faces = grid.faces()
     g = _grid_coords(grid, pos)
@@ -555,7 +548,7 @@ def max_speed(vel):
     if xp is not np:
         bits = xp.zeros(1, xp.uint32)
         if n:
-            kernel("max_speed_squared")(blocks(n), (THREADS,), (vel, np.int64(n), bits))
+            KERNELS.launch("max_speed_squared", n, (vel, np.int64(n), bits))
         return xp.sqrt(bits.view(xp.float32)[0])
     if n == 0:
         return np.sqrt(np.zeros((), np.float32))

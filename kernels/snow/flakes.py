@@ -59,6 +59,7 @@ from .. import backend
 from ..backend import array_module
 from ..errors import InputError
 from .. import rng
+from ..grid.launch import Kernels
 from . import rng as streams  # the flakes' stream numbers
 from .domain import DEPOSIT_WEIGHTS, GRAVITY, NO_GROUND, PRESETS, SPIN_RANGE, SPIRAL_RADIUS, SnowDomain, SnowSettings
 from .wind import sample_lattice
@@ -417,12 +418,8 @@ def _check_state(flakes, u, v, w, domain, terrain, snow, deposit, landed, xp):
 # --------------------------------------------------------------------------- CuPy launches of cuda/snow_flakes.cu
 
 
-def _kernel(name, landed_32=False):
-    return backend.get_kernel(_CU, name, _OPTIONS + (("-DLANDED_32",) if landed_32 else ()))
-
-
-def _blocks(n):
-    return ((int(n) + _THREADS - 1) // _THREADS,)
+_K = Kernels(_CU, _OPTIONS, _THREADS)
+_K_LANDED_32 = Kernels(_CU, _OPTIONS + ("-DLANDED_32",), _THREADS)  # a uint32 landed counter
 
 
 def _init_gpu(n, s: Spawning, g: _Ground, terrain, snow) -> Flakes:
@@ -433,16 +430,15 @@ def _init_gpu(n, s: Spawning, g: _Ground, terrain, snow) -> Flakes:
     has_terrain = terrain is not None
     if not has_terrain:  # a valid pointer the kernel never reads
         terrain = snow = cp.zeros(1, cp.float32)
-    _kernel("init_flakes")(_blocks(n), (_THREADS,),
-                           (flakes.pos, flakes.vel, flakes.phase, flakes.spawn, np.int64(n), *s, terrain, snow,
-                            np.int32(has_terrain), *g))
+    _K.launch("init_flakes", n, (flakes.pos, flakes.vel, flakes.phase, flakes.spawn, np.int64(n), *s, terrain, snow,
+                                 np.int32(has_terrain), *g))
     return flakes
 
 
 def _step_gpu(flakes, u, v, w, domain, terrain, snow, deposit, landed, dt, s: Spawning, g: _Ground):
     nx, ny, nz = domain.wind.shape
     n = flakes.count
-    _kernel("step_flakes", landed.dtype == np.uint32)(
-        _blocks(n), (_THREADS,),
+    (_K_LANDED_32 if landed.dtype == np.uint32 else _K).launch(
+        "step_flakes", n,
         (flakes.pos, flakes.vel, flakes.phase, flakes.spawn, np.int64(n), *s, u, v, w, np.int32(nx), np.int32(ny),
          np.int32(nz), _F(1.0 / domain.wind.voxel_size), terrain, snow, deposit, *g, landed, dt))

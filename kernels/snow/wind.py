@@ -64,10 +64,12 @@ import numpy as np
 
 from .. import backend
 from ..errors import InputError
+from ..grid.launch import GraphLoop, Kernels
 
 _CU = "snow_wind.cu"
 _OPTIONS = ("--fmad=false",)  # round like NumPy: both backends give the same field
 _THREADS = 256
+_K = Kernels(_CU, _OPTIONS, _THREADS)
 
 THESIS_OMEGAS = (1.7, 1.5, 1.2, 1.1, 1.1)  # §3.3.3: five sweeps with falling ω
 CHECK_EVERY = 10  # SOR sweeps between residual checks ('converge')
@@ -343,8 +345,7 @@ class WindField:
         self.solid = xp_.zeros(cells, dtype=xp_.uint8)
         self.diag = xp_.zeros(cells, dtype=xp_.uint8)
         self._stats = xp_.zeros(2, dtype=xp_.float32)  # [max|b|, max|r|] (device side)
-        self._graphs = {}
-        self._graph_failed = False
+        self._loops = {}  # pressure sweeps + residual per mode, each one CUDA graph
         if not self.gpu:
             k, j, i = np.indices(cells)
             red = (i + j + k) % 2 == 0
@@ -420,9 +421,8 @@ class WindField:
         old = (self.u, self.v, self.w)
         if self.gpu:
             total = sum(int(a.size) for a in old)
-            self._kernel("advect")(self._blocks(total), (_THREADS,),
-                                   (*old, self.solid, *self._back, np.int32(self.nx), np.int32(self.ny),
-                                    np.int32(self.nz), c, U[0], U[1], U[2], np.int32(self.dirichlet)))
+            _K.launch("advect", total, (*old, self.solid, *self._back, np.int32(self.nx), np.int32(self.ny),
+                                        np.int32(self.nz), c, U[0], U[1], U[2], np.int32(self.dirichlet)))
         else:
             _advect_numpy(old, self._back, self._closed, c, U, self.dirichlet)
         (self.u, self.v, self.w), self._back = self._back, old
@@ -451,10 +451,9 @@ class WindField:
         if self.gpu:
             flux = xp.ascontiguousarray(flux.reshape(1))
             total = 2 * self.ny * self.nz + 2 * self.nx * self.nz
-            self._kernel("balance_outflow")(self._blocks(total), (_THREADS,),
-                                            (self.u, self.v, self.solid, np.int32(self.nx), np.int32(self.ny),
-                                             np.int32(self.nz), np.int32(self.open), flux, np.float64(q_in),
-                                             np.float64(n_open)))
+            _K.launch("balance_outflow", total, (self.u, self.v, self.solid, np.int32(self.nx), np.int32(self.ny),
+                                                 np.int32(self.nz), np.int32(self.open), flux, np.float64(q_in),
+                                                 np.float64(n_open)))
             return
         q = float(flux)
         if q_in > 0.0 and q > 0.5 * q_in:
@@ -475,10 +474,9 @@ class WindField:
     def build_rhs(self, dt: float) -> None:
         coef = _F32(-self.h / dt)
         if self.gpu:
-            self._kernel("clear_stats")((1,), (32,), (self._stats, np.int32(0), np.int32(2)))
-            self._kernel("build_rhs")(self._blocks(self.p.size), (_THREADS,),
-                                      (self.u, self.v, self.w, self.diag, self.rhs, np.int32(self.nx),
-                                       np.int32(self.ny), np.int32(self.nz), coef, self._stats))
+            _K.launch_grid("clear_stats", (1,), (32,), (self._stats, np.int32(0), np.int32(2)))
+            _K.launch("build_rhs", self.p.size, (self.u, self.v, self.w, self.diag, self.rhs, np.int32(self.nx),
+                                                 np.int32(self.ny), np.int32(self.nz), coef, self._stats))
         else:
             u, v, w = self.u, self.v, self.w
             total = ((u[:, :, 1:] - u[:, :, :-1]) + (v[:, 1:, :] - v[:, :-1, :])) + (w[1:] - w[:-1])
@@ -517,9 +515,8 @@ class WindField:
         c = _F32(dt / self.h)
         if self.gpu:
             total = self.u.size + self.v.size + self.w.size
-            self._kernel("project")(self._blocks(total), (_THREADS,),
-                                    (self.u, self.v, self.w, self.p, self.solid, np.int32(self.nx),
-                                     np.int32(self.ny), np.int32(self.nz), c))
+            _K.launch("project", total, (self.u, self.v, self.w, self.p, self.solid, np.int32(self.nx),
+                                         np.int32(self.ny), np.int32(self.nz), c))
             return
         p, u, v, w = self.p, self.u, self.v, self.w
         nx, ny = self.nx, self.ny
@@ -550,45 +547,20 @@ class WindField:
             r = np.where(self.diag > 0, np.abs(b - (d * p - s)), _F32(0.0))
             self._stats[1] = r.max()
             return
-        graph = self._graphs.get(mode)
-        if graph is None and not self._graph_failed:
-            graph = self._capture(omegas)
-            self._graphs[mode] = graph
-        if graph is not None:
-            graph.launch(stream=self.xp.cuda.get_current_stream())
-        else:
-            self._launch_sweeps(omegas)
+        loop = self._loops.get(mode)
+        if loop is None:
+            _K.load("sor_sweep", "clear_stats", "residual")  # compile and load before capturing
+            loop = self._loops[mode] = GraphLoop(lambda: self._launch_sweeps(omegas))
+        loop.run()
 
     def _launch_sweeps(self, omegas) -> None:
         nx, ny, nz = np.int32(self.nx), np.int32(self.ny), np.int32(self.nz)
         half = ((self.nx + 1) // 2) * self.ny * self.nz
-        sweep = self._kernel("sor_sweep")
         for omega in omegas:
             for colour in (0, 1):
-                sweep(self._blocks(half), (_THREADS,),
-                      (self.p, self.rhs, self.diag, nx, ny, nz, np.int32(colour), _F32(omega)))
-        self._kernel("clear_stats")((1,), (32,), (self._stats, np.int32(1), np.int32(1)))
-        self._kernel("residual")(self._blocks(self.p.size), (_THREADS,),
-                                 (self.p, self.rhs, self.diag, nx, ny, nz, self._stats))
-
-    def _capture(self, omegas):
-        """The sweeps + residual as a CUDA graph (stream capture), or None if capture is
-        not available (the launches then run one by one)."""
-        cp = self.xp
-        for name in ("sor_sweep", "clear_stats", "residual"):
-            self._kernel(name)  # compile and load before capturing
-        stream = cp.cuda.Stream(non_blocking=True)
-        try:
-            with stream:
-                stream.begin_capture()
-                try:
-                    self._launch_sweeps(omegas)
-                finally:
-                    graph = stream.end_capture()
-            return graph
-        except Exception:  # noqa: BLE001 - an old CuPy or driver: launch without a graph
-            self._graph_failed = True
-            return None
+                _K.launch("sor_sweep", half, (self.p, self.rhs, self.diag, nx, ny, nz, np.int32(colour), _F32(omega)))
+        _K.launch_grid("clear_stats", (1,), (32,), (self._stats, np.int32(1), np.int32(1)))
+        _K.launch("residual", self.p.size, (self.p, self.rhs, self.diag, nx, ny, nz, self._stats))
 
     def _read_stats(self) -> tuple:
         b, r = (float(x) for x in backend.to_numpy(self._stats))
@@ -613,20 +585,9 @@ class WindField:
             out = xp.empty_like(pts)
             n = int(pts.shape[0])
             if n:
-                self._kernel("sample_wind")(self._blocks(n), (_THREADS,),
-                                            (self.u, self.v, self.w, np.int32(self.nx), np.int32(self.ny),
+                _K.launch("sample_wind", n, (self.u, self.v, self.w, np.int32(self.nx), np.int32(self.ny),
                                              np.int32(self.nz), o[0], o[1], o[2], inv_h, pts, out, np.int64(n)))
             return out
         x, y, z = ((pts[:, a] - o[a]) * inv_h for a in range(3))
         return np.stack([sample_u(self.u, x, y, z), sample_v(self.v, x, y, z),
                          sample_w(self.w, x, y, z)], axis=1).astype(np.float32)
-
-    # ----------------------------------------------------------------------- launches
-
-    @staticmethod
-    def _kernel(name):
-        return backend.get_kernel(_CU, name, _OPTIONS)
-
-    @staticmethod
-    def _blocks(n):
-        return ((int(n) + _THREADS - 1) // _THREADS,)

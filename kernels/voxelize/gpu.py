@@ -11,21 +11,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import backend
 from ..errors import InputError
 from ..grid import bitgrid
+from ..grid.launch import Kernels
 
 _CU = "voxelize.cu"
 _OPTIONS = ("--fmad=false",)  # round like NumPy: bit-identical voxels on both backends
 _THREADS = 128
 
 
-def _kernel(name):
-    return backend.get_kernel(_CU, name, _OPTIONS)
-
-
-def _blocks(n):
-    return ((int(n) + _THREADS - 1) // _THREADS,)
+_K = Kernels(_CU, _OPTIONS, _THREADS)
 
 
 class DeviceMesh:
@@ -50,7 +45,7 @@ class DeviceMesh:
         if n:
             o = spec.origin
             name = "prepare_vertices_f32" if v.dtype == cp.float32 else "prepare_vertices_f64"
-            _kernel(name)(_blocks(n), (_THREADS,), (v, np.int64(n), np.float64(o[0]), np.float64(o[1]),
+            _K.launch(name, n, (v, np.int64(n), np.float64(o[0]), np.float64(o[1]),
                                                     np.float64(o[2]), np.float64(spec.voxel_size), self.pv,
                                                     self.flags))
 
@@ -78,7 +73,7 @@ class DeviceMesh:
             args = (self.pv, self.tris, np.int64(T), nv, np.int32(nx), np.int32(ny), np.int32(nz), counts, self.flags)
         else:
             args = (self.pv, self.tris, np.int64(T), nv, np.int32(ny), np.int32(nz), counts, self.flags)
-        _kernel(f"{kind}_column_counts")(_blocks(T), (_THREADS,), args)
+        _K.launch(f"{kind}_column_counts", T, args)
         return counts, cp.cumsum(counts)
 
 
@@ -108,9 +103,9 @@ def surface_pass(mesh: DeviceMesh, work, thin: bool, words):
     counts, ends, total = work
     nx, ny, nz = mesh.shape
     if total:
-        _kernel("surface_columns")(_blocks(total), (_THREADS,),
-                                   (mesh.pv, mesh.tris, ends, counts, np.int64(mesh.n_tris), np.int64(total),
-                                    np.int32(nx), np.int32(ny), np.int32(nz), np.int32(1 if thin else 0), words))
+        _K.launch("surface_columns", total,
+                  (mesh.pv, mesh.tris, ends, counts, np.int64(mesh.n_tris), np.int64(total),
+                   np.int32(nx), np.int32(ny), np.int32(nz), np.int32(1 if thin else 0), words))
     return words
 
 
@@ -120,12 +115,10 @@ def solid_pass(mesh: DeviceMesh, work):
     nx, ny, nz = mesh.shape
     words = new_words(mesh.shape)
     if total:
-        _kernel("solid_flip_starts")(_blocks(total), (_THREADS,),
-                                     (mesh.pv, mesh.tris, ends, counts, np.int64(mesh.n_tris), np.int64(total),
-                                      np.int32(nx), np.int32(ny), np.int32(nz), words))
+        _K.launch("solid_flip_starts", total, (mesh.pv, mesh.tris, ends, counts, np.int64(mesh.n_tris), np.int64(total),
+                                               np.int32(nx), np.int32(ny), np.int32(nz), words))
     rows = nz * ny
-    _kernel("prefix_xor_rows")(_blocks(rows), (_THREADS,),
-                               (words, np.int64(rows), np.int32(bitgrid.words_along_x(nx)), np.int32(nx)))
+    _K.launch("prefix_xor_rows", rows, (words, np.int64(rows), np.int32(bitgrid.words_along_x(nx)), np.int32(nx)))
     return words
 
 
@@ -173,8 +166,7 @@ def surface_owners_gpu(vertices, triangles, spec, linear):
     (counts, ends, total), = plan([(mesh, "surface")])
     nx, ny, nz = mesh.shape
     if total:
-        _kernel("surface_owners")(_blocks(total), (_THREADS,),
-                                  (mesh.pv, mesh.tris, ends, counts, np.int64(mesh.n_tris), np.int64(total),
-                                   np.int32(nx), np.int32(ny), np.int32(nz),
-                                   cp.ascontiguousarray(linear, dtype=cp.int64), np.int64(linear.size), owner))
+        _K.launch("surface_owners", total, (mesh.pv, mesh.tris, ends, counts, np.int64(mesh.n_tris), np.int64(total),
+                                            np.int32(nx), np.int32(ny), np.int32(nz),
+                                            cp.ascontiguousarray(linear, dtype=cp.int64), np.int64(linear.size), owner))
     return owner
