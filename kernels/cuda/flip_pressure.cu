@@ -34,15 +34,7 @@
 #define PRE_JACOBI 1
 #define PRE_NONE 2
 
-#include "voxfx_stencil.cuh"  // cell_index, decode_face, red_black_cell, neighbour_sum
-
-__device__ __forceinline__ void decode_cell(long long c, int nx, int ny, int& i, int& j, int& k)
-{
-    i = (int)(c % nx);
-    const long long r = c / nx;
-    j = (int)(r % ny);
-    k = (int)(r / ny);
-}
+#include "voxfx_mac.cuh"  // cell/face indices, face_cells, red_black_cell, neighbour_sum
 
 // ------------------------------------------------------------------------ reductions
 
@@ -127,8 +119,8 @@ extern "C" __global__ void divergence(const float* __restrict__ u, const float* 
     int i, j, k;
     decode_cell(c, nx, ny, i, j, k);
     const long long plane = (long long)nx * ny;
-    const long long fu = ((long long)k * ny + j) * (nx + 1) + i;
-    const long long fv = ((long long)k * (ny + 1) + j) * nx + i;
+    const long long fu = u_face_index(i, j, k, nx, ny);
+    const long long fv = v_face_index(i, j, k, nx, ny);
     const long long fw = c;
     const float u0 = face_value(u, su, fu, i == 0 || cell[c - 1] == SOLID);
     const float u1 = face_value(u, su, fu + 1, i == nx - 1 || cell[c + 1] == SOLID);
@@ -153,16 +145,13 @@ extern "C" __global__ void project(float* __restrict__ u, float* __restrict__ v,
     if (!decode_face((long long)blockIdx.x * blockDim.x + threadIdx.x, nx, ny, nz, comp, i, j, k, id)) return;
     float* vel = comp == 0 ? u : (comp == 1 ? v : w);
     const float* svel = comp == 0 ? su : (comp == 1 ? sv : sw);
-    // the cells below (lo) and above (hi) the face along its axis
-    const int a = comp == 0 ? i : (comp == 1 ? j : k);
-    const int n = comp == 0 ? nx : (comp == 1 ? ny : nz);
-    if (a == 0 || a == n) {  // domain wall
+    bool lo_in, hi_in;
+    long long lo, hi;
+    face_cells(comp, i, j, k, nx, ny, nz, lo_in, hi_in, lo, hi);
+    if (!lo_in || !hi_in) {  // domain wall
         vel[id] = svel[id];
         return;
     }
-    const long long hi = cell_index(i, j, k, nx, ny);
-    const long long step = comp == 0 ? 1 : (comp == 1 ? (long long)nx : (long long)nx * ny);
-    const long long lo = hi - step;
     const unsigned char tlo = cell[lo], thi = cell[hi];
     if (tlo == SOLID || thi == SOLID) {
         vel[id] = svel[id];

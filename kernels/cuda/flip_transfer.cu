@@ -24,6 +24,7 @@
 
 #define PUSH_EPSILON 1e-3f  // transfer.py PUSH_EPSILON: cells inside a free cell after a push-out
 
+#include "voxfx_mac.cuh"  // cell/face indices, face_cells
 #include "voxfx_rng.cuh"  // RNG of kernels/rng.py
 
 // ------------------------------------------------------------------------------ seeding
@@ -317,15 +318,14 @@ extern "C" __global__ void enforce_boundaries(float* __restrict__ face, const fl
     const int sx = nx + (axis == 0), sy = ny + (axis == 1), sz = nz + (axis == 2);
     long long f = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (f >= (long long)sx * sy * sz) return;
-    int idx[3] = {(int)(f % sx), (int)((f / sx) % sy), (int)(f / ((long long)sx * sy))};
-    const int n[3] = {nx, ny, nz};
-    if (idx[axis] == 0 || idx[axis] == n[axis]) {
+    bool lo_in, hi_in;
+    long long lo, hi;
+    face_cells(axis, (int)(f % sx), (int)((f / sx) % sy), (int)(f / ((long long)sx * sy)), nx, ny, nz, lo_in, hi_in,
+               lo, hi);
+    if (!lo_in || !hi_in) {
         face[f] = 0.0f;
         return;
     }
-    long long hi = ((long long)idx[2] * ny + idx[1]) * nx + idx[0];  // the cell on the + side
-    idx[axis] -= 1;
-    long long lo = ((long long)idx[2] * ny + idx[1]) * nx + idx[0];
     if (solid[lo] || solid[hi]) face[f] = solid_face[f];
 }
 

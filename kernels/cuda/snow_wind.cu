@@ -39,20 +39,7 @@ __device__ __forceinline__ float sample_w(const float* __restrict__ w, int nx, i
     return sample_lattice(w, nx, ny, nz + 1, x - 0.5f, y - 0.5f, z);
 }
 
-#include "voxfx_stencil.cuh"  // cell_index, decode_face, red_black_cell, neighbour_sum
-
-// The two cells a face separates, along its axis: `lo` = (i,j,k) - e_axis, `hi` = (i,j,k);
-// either may lie outside the grid. A face touches a solid if an inside neighbour is solid.
-__device__ __forceinline__ void face_cells(int comp, int i, int j, int k, int nx, int ny, int nz, bool& lo_in,
-                                           bool& hi_in, long long& lo, long long& hi)
-{
-    const int n = comp == 0 ? nx : (comp == 1 ? ny : nz);
-    const int a = comp == 0 ? i : (comp == 1 ? j : k);
-    lo_in = a > 0;
-    hi_in = a < n;
-    hi = cell_index(min(i, nx - 1), min(j, ny - 1), min(k, nz - 1), nx, ny);
-    lo = cell_index(i - (comp == 0), j - (comp == 1), k - (comp == 2), nx, ny);
-}
+#include "voxfx_mac.cuh"  // cell/face indices, face_cells, red_black_cell, neighbour_sum
 
 // ------------------------------------------------------------------------ stages
 
@@ -146,11 +133,10 @@ extern "C" __global__ void build_rhs(const float* __restrict__ u, const float* _
     const long long cells = (long long)nx * ny * nz;
     float b = 0.0f;
     if (c < cells && diag[c]) {
-        const int i = (int)(c % nx);
-        const long long r = c / nx;
-        const int j = (int)(r % ny), k = (int)(r / ny);
-        const long long fu = ((long long)k * ny + j) * (nx + 1) + i;
-        const long long fv = ((long long)k * (ny + 1) + j) * nx + i;
+        int i, j, k;
+        decode_cell(c, nx, ny, i, j, k);
+        const long long fu = u_face_index(i, j, k, nx, ny);
+        const long long fv = v_face_index(i, j, k, nx, ny);
         const float du = u[fu + 1] - u[fu];
         const float dv = v[fv + nx] - v[fv];
         const float dw = w[c + (long long)nx * ny] - w[c];
@@ -188,9 +174,8 @@ extern "C" __global__ void residual(const float* __restrict__ p, const float* __
     const long long cells = (long long)nx * ny * nz;
     float r = 0.0f;
     if (c < cells && diag[c]) {
-        const int i = (int)(c % nx);
-        const long long q = c / nx;
-        const int j = (int)(q % ny), k = (int)(q / ny);
+        int i, j, k;
+        decode_cell(c, nx, ny, i, j, k);
         const float s = neighbour_sum(p, c, i, j, k, nx, ny, nz);
         r = fabsf(rhs[c] - ((float)diag[c] * p[c] - s));
     }

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..grid import GridSpec
+from ..grid import GridSpec, mac
 
 AIR, FLUID, SOLID = 0, 1, 2
 GRAVITY = (0.0, 0.0, -9.81)
@@ -58,9 +58,7 @@ class DenseGrid:
         nx, ny, nz = spec.shape
         self.shape = (nx, ny, nz)
         self.h = float(spec.voxel_size)
-        self.u = xp.zeros((nz, ny, nx + 1), dtype=xp.float32)
-        self.v = xp.zeros((nz, ny + 1, nx), dtype=xp.float32)
-        self.w = xp.zeros((nz + 1, ny, nx), dtype=xp.float32)
+        self.u, self.v, self.w = (xp.zeros(s, dtype=xp.float32) for s in mac.face_shapes(nx, ny, nz))
         self.cell = xp.zeros((nz, ny, nx), dtype=xp.uint8)
         self.solid = xp.zeros((nz, ny, nx), dtype=xp.uint8)  # static + moving obstacles, set by the caller
         self.solid_u = xp.zeros_like(self.u)

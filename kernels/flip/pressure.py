@@ -68,6 +68,7 @@ import numpy as np
 
 from .. import backend
 from ..errors import InputError
+from ..grid import mac
 from ..grid.launch import GraphLoop, Kernels
 from .grid import AIR, FLUID, SOLID
 
@@ -91,37 +92,24 @@ _D_BB, _D_THRESH, _D_RR = 0, 1, 2
 
 # =========================================================================== faces
 
-def _solid_face_masks(cell, xp):
+def _solid_face_masks(cell):
     """Boolean masks of the u, v, w faces that touch a SOLID cell or the domain wall."""
-    solid = cell == SOLID
-    nz, ny, nx = cell.shape
-    mu = xp.ones((nz, ny, nx + 1), dtype=bool)
-    mu[:, :, 1:nx] = solid[:, :, :-1] | solid[:, :, 1:]
-    mv = xp.ones((nz, ny + 1, nx), dtype=bool)
-    mv[:, 1:ny, :] = solid[:, :-1, :] | solid[:, 1:, :]
-    mw = xp.ones((nz + 1, ny, nx), dtype=bool)
-    mw[1:nz] = solid[:-1] | solid[1:]
-    return mu, mv, mw
+    return mac.faces_touching(cell == SOLID, outside=True)
 
 
 def _boundary_faces(grid):
     """The faces as the projection sees them: solid velocity where a SOLID cell or a wall
     is on either side, the grid's velocity elsewhere."""
     xp = grid.xp
-    masks = _solid_face_masks(grid.cell, xp)
+    masks = _solid_face_masks(grid.cell)
     return tuple(xp.where(m, s, f) for m, s, f in
                  zip(masks, (grid.solid_u, grid.solid_v, grid.solid_w), (grid.u, grid.v, grid.w)))
 
 
-def _face_sum(u, v, w):
-    """D per cell: the sum of outgoing face velocities (face differences, no 1/h)."""
-    return ((u[:, :, 1:] - u[:, :, :-1]) + (v[:, 1:, :] - v[:, :-1, :])) + (w[1:] - w[:-1])
-
-
 def _check_grid(grid):
     nx, ny, nz = grid.shape
-    want = {"cell": (nz, ny, nx), "u": (nz, ny, nx + 1), "v": (nz, ny + 1, nx), "w": (nz + 1, ny, nx),
-            "solid_u": (nz, ny, nx + 1), "solid_v": (nz, ny + 1, nx), "solid_w": (nz + 1, ny, nx)}
+    fu, fv, fw = mac.face_shapes(nx, ny, nz)
+    want = {"cell": (nz, ny, nx), "u": fu, "v": fv, "w": fw, "solid_u": fu, "solid_v": fv, "solid_w": fw}
     for name, shape in want.items():
         got = tuple(getattr(grid, name).shape)
         if got != shape:
@@ -135,23 +123,11 @@ def divergence(grid):
     xp = grid.xp
     if xp is not np:
         return _divergence_gpu(grid, _F32(1.0 / grid.h))
-    D = _face_sum(*_boundary_faces(grid))
+    D = mac.face_sum(*_boundary_faces(grid))
     return np.where(grid.cell == FLUID, D * _F32(1.0 / grid.h), _F32(0.0)).astype(np.float32)
 
 
 # =========================================================================== cell set-up
-
-def _shift_or(mask, xp):
-    """Cells with at least one 6-neighbour in *mask* (inside the grid)."""
-    out = xp.zeros_like(mask)
-    out[:, :, 1:] |= mask[:, :, :-1]
-    out[:, :, :-1] |= mask[:, :, 1:]
-    out[:, 1:, :] |= mask[:, :-1, :]
-    out[:, :-1, :] |= mask[:, 1:, :]
-    out[1:] |= mask[:-1]
-    out[:-1] |= mask[1:]
-    return out
-
 
 def label_regions(mask, xp):
     """6-connected components of *mask*: a flat int64 array holding, for each cell of
@@ -193,7 +169,7 @@ def _solver_cells(cell, xp):
     kind = cell.astype(xp.uint8, copy=True)
     labels = label_regions(fluid, xp)
     n = int(cell.size)
-    touches_air = _shift_or(cell == AIR, xp) & fluid
+    touches_air = mac.any_neighbour(cell == AIR) & fluid
     reaches = xp.zeros(n + 1, dtype=bool)
     reaches[labels[touches_air.reshape(-1)]] = True
     enclosed = fluid.reshape(-1) & ~reaches[labels]
@@ -215,16 +191,9 @@ def _region_mean_removed(a, enclosed, labels, xp):
     return out
 
 
-def _diag_of(kind, xp):
+def _diag_of(kind):
     """uint8 per cell: non-SOLID neighbours (inside the grid) of a FLUID cell, else 0."""
-    open_ = (kind != SOLID).astype(xp.uint8)
-    d = xp.zeros(kind.shape, dtype=xp.uint8)
-    d[:, :, 1:] += open_[:, :, :-1]
-    d[:, :, :-1] += open_[:, :, 1:]
-    d[:, 1:, :] += open_[:, :-1, :]
-    d[:, :-1, :] += open_[:, 1:, :]
-    d[1:] += open_[:-1]
-    d[:-1] += open_[1:]
+    d = mac.neighbour_count(kind != SOLID)
     d[kind != FLUID] = 0
     return d
 
@@ -256,24 +225,12 @@ def _coarsen_kind(kind, xp):
 
 # =========================================================================== NumPy reference
 
-def _neighbour_sum(x):
-    """Σ x_n over the six neighbours inside the grid (x is 0 off the unknowns)."""
-    s = np.zeros_like(x)
-    s[:, :, 1:] += x[:, :, :-1]
-    s[:, :, :-1] += x[:, :, 1:]
-    s[:, 1:, :] += x[:, :-1, :]
-    s[:, :-1, :] += x[:, 1:, :]
-    s[1:] += x[:-1]
-    s[:-1] += x[1:]
-    return s
-
-
 class _Level:
     """One multigrid level (NumPy): diag, its float copy, colour masks of the unknowns."""
 
     def __init__(self, kind):
         self.kind = kind
-        self.diag = _diag_of(kind, np)
+        self.diag = _diag_of(kind)
         self.unknown = self.diag > 0
         self.d = self.diag.astype(np.float32)
         self.safe = np.where(self.unknown, self.d, _F32(1.0))
@@ -283,12 +240,12 @@ class _Level:
 
     def apply(self, x):
         """A x (0 off the unknowns)."""
-        return np.where(self.unknown, self.d * x - _neighbour_sum(x), _F32(0.0))
+        return np.where(self.unknown, self.d * x - mac.neighbour_sum(x), _F32(0.0))
 
     def sweep(self, x, b, colour):
         """One colour of Gauss-Seidel: x_c ← (b_c + Σ x_n) / diag_c."""
         cells = self.colours[colour]
-        new = (b + _neighbour_sum(x)) / self.safe
+        new = (b + mac.neighbour_sum(x)) / self.safe
         x[cells] = new[cells]
 
 
@@ -441,7 +398,7 @@ def pressure_rhs(grid, dt):
     kind, enclosed, labels = _solver_cells(grid.cell, xp)
     scale = _F32(-grid.h / dt)
     if xp is np:
-        D = _face_sum(*_boundary_faces(grid))
+        D = mac.face_sum(*_boundary_faces(grid))
         b = np.where(grid.cell == FLUID, D * scale, _F32(0.0)).astype(np.float32)
     else:
         b = _divergence_gpu(grid, scale)
@@ -490,13 +447,8 @@ def project(grid, p, dt):
     fluid = grid.cell == FLUID
     p = np.where(fluid, np.asarray(p, dtype=np.float32), _F32(0.0))
     u, v, w = grid.u, grid.v, grid.w
-    touch = fluid[:, :, :-1] | fluid[:, :, 1:]
-    u[:, :, 1:nx] = np.where(touch, u[:, :, 1:nx] - c * (p[:, :, 1:] - p[:, :, :-1]), u[:, :, 1:nx])
-    touch = fluid[:, :-1, :] | fluid[:, 1:, :]
-    v[:, 1:ny, :] = np.where(touch, v[:, 1:ny, :] - c * (p[:, 1:, :] - p[:, :-1, :]), v[:, 1:ny, :])
-    touch = fluid[:-1] | fluid[1:]
-    w[1:nz] = np.where(touch, w[1:nz] - c * (p[1:] - p[:-1]), w[1:nz])
-    for vel, mask, solid_vel in zip((u, v, w), _solid_face_masks(grid.cell, np),
+    mac.subtract_gradient(u, v, w, p, c, touch=mac.faces_touching(fluid))  # faces next to a FLUID cell
+    for vel, mask, solid_vel in zip((u, v, w), _solid_face_masks(grid.cell),
                                     (grid.solid_u, grid.solid_v, grid.solid_w)):
         vel[mask] = solid_vel[mask]
 
@@ -563,7 +515,7 @@ def _project_gpu(grid, p, c):
             setattr(grid, name, cp.ascontiguousarray(a, dtype=cp.float32))
     solid = [cp.ascontiguousarray(a, dtype=cp.float32) for a in (grid.solid_u, grid.solid_v, grid.solid_w)]
     cell = cp.ascontiguousarray(grid.cell, dtype=cp.uint8)
-    total = grid.u.size + grid.v.size + grid.w.size
+    total = mac.face_count(nx, ny, nz)
     _K.launch("project", total, (grid.u, grid.v, grid.w, *solid, cell, p, np.int32(nx), np.int32(ny), np.int32(nz), c))
 
 

@@ -47,6 +47,7 @@ import numpy as np
 
 from ..backend import array_module
 from ..errors import InputError
+from ..grid import mac
 from .grid import AIR, FLUID, SOLID, DenseGrid
 from .particles import KERNELS
 
@@ -265,38 +266,16 @@ def enforce_boundaries(grid: DenseGrid) -> None:
             KERNELS.launch("enforce_boundaries", f.size, (f, sf, grid.solid, np.int32(nx), np.int32(ny), np.int32(nz),
                                                           np.int32(axis)))
         return
-    solid = grid.solid != 0
-    for axis, (f, sf) in enumerate(zip(grid.faces(), (grid.solid_u, grid.solid_v, grid.solid_w))):
-        ax = 2 - axis  # array axis of x is 2 ([k, j, i])
-        pad = [(0, 0)] * 3
-        pad[ax] = (1, 1)
-        s = np.pad(solid, pad, constant_values=True)  # outside the grid: wall
-        lo = np.take(s, np.arange(s.shape[ax] - 1), axis=ax)
-        hi = np.take(s, np.arange(1, s.shape[ax]), axis=ax)
-        wall = np.zeros(f.shape, bool)
-        idx = [slice(None)] * 3
-        idx[ax] = 0
-        wall[tuple(idx)] = True
-        idx[ax] = -1
-        wall[tuple(idx)] = True
-        f[...] = np.where(wall, _F(0), np.where(lo | hi, sf, f))
+    touching = mac.faces_touching(grid.solid != 0)
+    walls = mac.faces_touching(np.zeros(grid.cell.shape, bool), outside=True)
+    for f, sf, solid, wall in zip(grid.faces(), (grid.solid_u, grid.solid_v, grid.solid_w), touching, walls):
+        f[...] = np.where(wall, _F(0), np.where(solid, sf, f))
 
 
 def fluid_faces(grid: DenseGrid):
     """(valid_u, valid_v, valid_w) uint8: faces with a FLUID cell on either side."""
     xp = grid.xp
-    fluid = grid.cell == FLUID
-    out = []
-    for axis in range(3):
-        ax = 2 - axis
-        pad = [(0, 0)] * 3
-        pad[ax] = (1, 1)
-        s = xp.pad(fluid, pad, constant_values=False)
-        n = s.shape[ax]
-        lo = xp.take(s, xp.arange(n - 1), axis=ax)
-        hi = xp.take(s, xp.arange(1, n), axis=ax)
-        out.append((lo | hi).astype(xp.uint8))
-    return tuple(out)
+    return mac.faces_touching(grid.cell == FLUID, dtype=xp.uint8)
 
 
 def extrapolate(grid: DenseGrid, layers: int = 2, valid=None):

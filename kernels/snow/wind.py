@@ -64,6 +64,7 @@ import numpy as np
 
 from .. import backend
 from ..errors import InputError
+from ..grid import mac
 from ..grid.launch import GraphLoop, Kernels
 
 _CU = "snow_wind.cu"
@@ -161,37 +162,6 @@ def sample_w(w, x, y, z):
 _SAMPLERS = (sample_u, sample_v, sample_w)
 
 
-def _face_positions(comp, nx, ny, nz):
-    """Broadcastable cell-unit coordinates (x, y, z) of the faces of one component."""
-    x = np.arange(nx + (comp == 0), dtype=np.float32)[None, None, :]
-    y = np.arange(ny + (comp == 1), dtype=np.float32)[None, :, None]
-    z = np.arange(nz + (comp == 2), dtype=np.float32)[:, None, None]
-    if comp != 0:
-        x = x + _HALF
-    if comp != 1:
-        y = y + _HALF
-    if comp != 2:
-        z = z + _HALF
-    return x, y, z
-
-
-def _solid_faces(solid):
-    """Boolean masks of the u, v, w faces that touch a solid cell."""
-    s = solid.astype(bool)
-    xp = backend.array_module(s)
-    nz, ny, nx = s.shape
-    su = xp.zeros((nz, ny, nx + 1), bool)
-    su[:, :, 1:] |= s
-    su[:, :, :-1] |= s
-    sv = xp.zeros((nz, ny + 1, nx), bool)
-    sv[:, 1:, :] |= s
-    sv[:, :-1, :] |= s
-    sw = xp.zeros((nz + 1, ny, nx), bool)
-    sw[1:] |= s
-    sw[:-1] |= s
-    return su, sv, sw
-
-
 def _label(fluid, xp):
     """6-connected components of *fluid* (ndimage.label of SciPy or CuPy), or None."""
     try:
@@ -226,14 +196,7 @@ def _sealed_pockets(fluid, open_sides, xp):
         reach, count = seeds, int(seeds.sum())
         while True:
             for _ in range(8):
-                grow = reach.copy()
-                grow[:, :, 1:] |= reach[:, :, :-1]
-                grow[:, :, :-1] |= reach[:, :, 1:]
-                grow[:, 1:, :] |= reach[:, :-1, :]
-                grow[:, :-1, :] |= reach[:, 1:, :]
-                grow[1:] |= reach[:-1]
-                grow[:-1] |= reach[1:]
-                reach = grow & fluid
+                reach = (reach | mac.any_neighbour(reach)) & fluid
             new = int(reach.sum())
             if new == count:
                 break
@@ -245,7 +208,7 @@ def _advect_numpy(old, new, closed, c, inflow, dirichlet):
     """Semi-Lagrangian self-advection with the boundary faces set (as ``advect`` in the .cu)."""
     nz, ny, nx = old[2].shape[0] - 1, old[2].shape[1], old[2].shape[2]
     for comp in range(3):
-        x, y, z = _face_positions(comp, nx, ny, nz)
+        x, y, z = mac.face_positions(comp, nx, ny, nz, np)
         vel = [old[a] if a == comp else _SAMPLERS[a](old[a], x, y, z) for a in range(3)]
         # Eq. 2.32: x − δt·v(x), in cell units (c = δt/h)
         bx, by, bz = x - c * vel[0], y - c * vel[1], z - c * vel[2]
@@ -275,18 +238,6 @@ def _advect_numpy(old, new, closed, c, inflow, dirichlet):
             out[0] = 0.0
             out[nz] = 0.0
         out[closed[comp]] = 0.0
-
-
-def _neighbour_sum(p):
-    """Σ of the six neighbours inside the grid, in the .cu's order (solid cells hold 0)."""
-    s = np.zeros_like(p)
-    s[:, :, 1:] += p[:, :, :-1]
-    s[:, :, :-1] += p[:, :, 1:]
-    s[:, 1:, :] += p[:, :-1, :]
-    s[:, :-1, :] += p[:, 1:, :]
-    s[1:] += p[:-1]
-    s[:-1] += p[1:]
-    return s
 
 
 # --------------------------------------------------------------------------- the field
@@ -333,7 +284,7 @@ class WindField:
         xp_ = self.xp
         nx, ny, nz = self.nx, self.ny, self.nz
         cells = (nz, ny, nx)
-        faces = ((nz, ny, nx + 1), (nz, ny + 1, nx), (nz + 1, ny, nx))
+        faces = mac.face_shapes(nx, ny, nz)
         start = self.inflow_velocity(0.0)
         # Start from the uniform inflow wind (divergence-free without obstacles).
         self.u, self.v, self.w = (xp_.full(s, _F32(start[a]), dtype=xp_.float32) for a, s in enumerate(faces))
@@ -369,13 +320,7 @@ class WindField:
         fluid &= ~_sealed_pockets(fluid, self.open, xp)
         self.solid[...] = ~fluid
         # diag: fluid neighbours per fluid cell (walls and obstacles are Neumann)
-        d = xp.zeros((nz, ny, nx), dtype=xp.uint8)
-        d[:, :, 1:] += fluid[:, :, :-1]
-        d[:, :, :-1] += fluid[:, :, 1:]
-        d[:, 1:, :] += fluid[:, :-1, :]
-        d[:, :-1, :] += fluid[:, 1:, :]
-        d[1:] += fluid[:-1]
-        d[:-1] += fluid[1:]
+        d = mac.neighbour_count(fluid)
         d[~fluid] = 0
         self.diag[...] = d
         # fluid faces per side (one host sync here, none in step): the flux budget
@@ -383,7 +328,7 @@ class WindField:
                       SOUTH: fluid[:, 0, :], NORTH: fluid[:, ny - 1, :]}
         self._side_faces = {side: int(cells.sum()) for side, cells in side_cells.items()}
         self.p[~fluid] = 0.0
-        closed = _solid_faces(self.solid)
+        closed = mac.faces_touching(self.solid)
         for vel, mask in zip((self.u, self.v, self.w), closed):
             vel[mask] = 0.0
         if not self.gpu:
@@ -479,8 +424,7 @@ class WindField:
                                                  np.int32(self.ny), np.int32(self.nz), coef, self._stats))
         else:
             u, v, w = self.u, self.v, self.w
-            total = ((u[:, :, 1:] - u[:, :, :-1]) + (v[:, 1:, :] - v[:, :-1, :])) + (w[1:] - w[:-1])
-            self.rhs[...] = np.where(self.diag > 0, total * coef, _F32(0.0))
+            self.rhs[...] = np.where(self.diag > 0, mac.face_sum(u, v, w) * coef, _F32(0.0))
             self._stats[0] = np.abs(self.rhs).max()
 
     def solve_pressure(self, dt: float, inflow) -> tuple:
@@ -514,15 +458,12 @@ class WindField:
     def project(self, dt: float) -> None:
         c = _F32(dt / self.h)
         if self.gpu:
-            total = self.u.size + self.v.size + self.w.size
+            total = mac.face_count(self.nx, self.ny, self.nz)
             _K.launch("project", total, (self.u, self.v, self.w, self.p, self.solid, np.int32(self.nx),
                                          np.int32(self.ny), np.int32(self.nz), c))
             return
-        p, u, v, w = self.p, self.u, self.v, self.w
-        nx, ny = self.nx, self.ny
-        u[:, :, 1:nx] = u[:, :, 1:nx] - c * (p[:, :, 1:] - p[:, :, :-1])
-        v[:, 1:ny, :] = v[:, 1:ny, :] - c * (p[:, 1:, :] - p[:, :-1, :])
-        w[1:self.nz] = w[1:self.nz] - c * (p[1:] - p[:-1])
+        u, v, w = self.u, self.v, self.w
+        mac.subtract_gradient(u, v, w, self.p, c)  # v = F − δt∇p                Eq. 2.14
         for vel, mask in zip((u, v, w), self._closed):
             vel[mask] = 0.0
 
@@ -540,10 +481,10 @@ class WindField:
                 om = _F32(omega)
                 for colour in self._colours:  # red, then black with the new red values
                     cells = colour & (self.diag > 0)
-                    s = _neighbour_sum(p)
+                    s = mac.neighbour_sum(p)
                     new = p + om * ((b + s) / safe - p)
                     p[cells] = new[cells]
-            s = _neighbour_sum(p)
+            s = mac.neighbour_sum(p)
             r = np.where(self.diag > 0, np.abs(b - (d * p - s)), _F32(0.0))
             self._stats[1] = r.max()
             return
@@ -570,8 +511,8 @@ class WindField:
 
     def divergence(self):
         """∇·v per cell (1/s), 0 in solid cells; an array of the field's module."""
-        xp, u, v, w = self.xp, self.u, self.v, self.w
-        total = ((u[:, :, 1:] - u[:, :, :-1]) + (v[:, 1:, :] - v[:, :-1, :])) + (w[1:] - w[:-1])
+        xp = self.xp
+        total = mac.face_sum(self.u, self.v, self.w)
         return xp.where(self.solid == 0, total / _F32(self.h), _F32(0.0)).astype(xp.float32)
 
     def sample(self, points):

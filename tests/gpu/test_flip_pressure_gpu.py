@@ -52,7 +52,7 @@ def to_gpu(g):
 
 def condition_number(kind):
     """κ₂ of the solver's matrix on *kind* (dense, small grids only)."""
-    diag = P._diag_of(kind, np)
+    diag = P._diag_of(kind)
     cells = np.argwhere(diag > 0)
     index = -np.ones(kind.shape, np.int64)
     index[tuple(cells.T)] = np.arange(len(cells))
