@@ -48,15 +48,13 @@ import numpy as np
 from ..backend import array_module
 from ..errors import InputError
 from ..grid import mac
+from ..grid.sample import face_lattice, sample_faces
 from .grid import AIR, FLUID, SOLID, DenseGrid
 from .particles import KERNELS
 
 _F = np.float32
-_HALF = _F(0.5)
 PUSH_EPSILON = 1e-3  # cells: a particle pushed out of a solid lands this far inside a free cell
 P2G_METHODS = ("gather", "atomic")
-# Component a's node coordinates are g − ½ along the axes flagged 1 (u: y, z; v: x, z; w: x, y).
-_STAGGER = ((0, 1, 1), (1, 0, 1), (1, 1, 0))
 _NEIGHBOUR_ORDER = tuple((dx, dy, dz) for dz in (-1, 0, 1) for dy in (-1, 0, 1) for dx in (-1, 0, 1)
                          if (dx, dy, dz) != (0, 0, 0))  # push-out candidates, ties to the first
 
@@ -73,10 +71,6 @@ def _frame(grid: DenseGrid):
 def _grid_coords(grid: DenseGrid, pos):
     ox, oy, oz, _, inv_h = _frame(grid)
     return (pos[:, 0] - ox) * inv_h, (pos[:, 1] - oy) * inv_h, (pos[:, 2] - oz) * inv_h
-
-
-def _component_coords(g, comp: int):
-    return tuple(c - _HALF if s else c for c, s in zip(g, _STAGGER[comp]))
 
 
 def _check_particles(grid: DenseGrid, pos, vel=None, c=None):
@@ -166,7 +160,7 @@ def _p2g_component(grid: DenseGrid, comp: int, pos, vel, c):
     face = grid.faces()[comp]
     sz, sy, sx = face.shape
     h = _F(grid.h)
-    g = _component_coords(_grid_coords(grid, pos), comp)
+    g = face_lattice(comp, *_grid_coords(grid, pos))
     ok = np.isfinite(g[0]) & np.isfinite(g[1]) & np.isfinite(g[2])
     # Clamped where no face can be touched any more (no-op inside): integer-safe floors.
     gc = [np.fmin(np.fmax(a, _F(-2)), _F(n + 2)) for a, n in zip(g, grid.shape)]
@@ -348,49 +342,6 @@ def _extrapolate_gpu(a, valid, layers):
 # --------------------------------------------------------------------------- grid → particles, advection
 
 
-def _sample(a, fx, fy, fz, gradient=False):
-    """Trilinear sample of a (sz, sy, sx) face array at continuous node coordinates, clamped
-    to the array; with *gradient*, also ∂/∂(fx, fy, fz) of the interpolant (per node
-    spacing). Nested lerps: a uniform field comes back exactly."""
-    sz, sy, sx = a.shape
-    f = []
-    lo, hi, t = [], [], []
-    for c, s in ((fx, sx), (fy, sy), (fz, sz)):
-        c = np.fmin(np.fmax(c, _F(0)), _F(s - 1))  # NaN → 0, as fminf/fmaxf
-        i0 = np.maximum(np.minimum(c.astype(np.int64), s - 2), 0)
-        lo.append(i0)
-        hi.append(np.minimum(i0 + 1, s - 1))
-        t.append(c - i0.astype(np.float32))
-        f.append(c)
-    flat = a.reshape(-1)
-
-    def at(i, j, k):
-        return flat[(k * sy + j) * sx + i]
-
-    (i0, j0, k0), (i1, j1, k1), (tx, ty, tz) = lo, hi, t
-    p000, p100, p010, p110 = at(i0, j0, k0), at(i1, j0, k0), at(i0, j1, k0), at(i1, j1, k0)
-    p001, p101, p011, p111 = at(i0, j0, k1), at(i1, j0, k1), at(i0, j1, k1), at(i1, j1, k1)
-    dx00, dx10, dx01, dx11 = p100 - p000, p110 - p010, p101 - p001, p111 - p011
-    c00, c10, c01, c11 = p000 + tx * dx00, p010 + tx * dx10, p001 + tx * dx01, p011 + tx * dx11
-    c0 = c00 + ty * (c10 - c00)
-    c1 = c01 + ty * (c11 - c01)
-    value = c0 + tz * (c1 - c0)
-    if not gradient:
-        return value
-    e0 = dx00 + ty * (dx10 - dx00)
-    e1 = dx01 + ty * (dx11 - dx01)
-    d0 = c10 - c00
-    return value, (e0 + tz * (e1 - e0), d0 + tz * ((c11 - c01) - d0), c1 - c0)
-
-
-def _sample_velocity(faces, g, gradient=False):
-    """Velocity (3 arrays) at grid coordinates g, and with *gradient* the rows ∂u_a/∂g."""
-    out = [_sample(f, *_component_coords(g, comp), gradient=gradient) for comp, f in enumerate(faces)]
-    if not gradient:
-        return out
-    return [o[0] for o in out], [o[1] for o in out]
-
-
 def grid_to_particles(grid: DenseGrid, old_u, old_v, old_w, pos, vel, flip_ratio, c=None):
     """FLIP/PIC update of *vel* in place (seed 003 Alg. 1):
     v_p ← r·(v_p + (u − u_old)(x_p)) + (1 − r)·u(x_p), r = *flip_ratio*, u the grid's
@@ -448,22 +399,22 @@ def _g2p_advect(grid: DenseGrid, old, pos, vel, flip_ratio, dt, c):
     if do_g2p:
         inv_h = _frame(grid)[4]
         if c is not None:
-            new, grad = _sample_velocity(faces, g, gradient=True)
+            new, grad = sample_faces(faces, *g, gradient=True)
             for a in range(3):
                 for b in range(3):
                     c[:, a, b] = grad[a][b] * inv_h
         else:
-            new = _sample_velocity(faces, g)
-        prev = _sample_velocity(old, g)
+            new = sample_faces(faces, *g)
+        prev = sample_faces(old, *g)
         for a in range(3):
             vel[:, a] = flip * (vel[:, a] + (new[a] - prev[a])) + pic * new[a]
     if do_advect:
         ox, oy, oz, _, inv_h = _frame(grid)
         origin = (ox, oy, oz)
         x0 = [pos[:, a].copy() for a in range(3)]
-        v1 = _sample_velocity(faces, g)
+        v1 = sample_faces(faces, *g)
         xm = [x0[a] + half_dt * v1[a] for a in range(3)]
-        v2 = _sample_velocity(faces, [(xm[a] - origin[a]) * inv_h for a in range(3)])
+        v2 = sample_faces(faces, *[(xm[a] - origin[a]) * inv_h for a in range(3)])
         x1 = [x0[a] + dt32 * v2[a] for a in range(3)]
         for a, p in enumerate(push_out(grid, x1, x0)):
             pos[:, a] = p

@@ -60,9 +60,9 @@ from ..backend import array_module
 from ..errors import InputError
 from .. import rng
 from ..grid.launch import Kernels
+from ..grid.sample import sample_faces
 from . import rng as streams  # the flakes' stream numbers
 from .domain import DEPOSIT_WEIGHTS, GRAVITY, NO_GROUND, PRESETS, SPIN_RANGE, SPIRAL_RADIUS, SnowDomain, SnowSettings
-from .wind import sample_lattice
 
 _CU = "snow_flakes.cu"
 _OPTIONS = ("--fmad=false",)  # round like NumPy: init is bit-identical on both backends
@@ -242,13 +242,10 @@ def sample_wind(u, v, w, domain: SnowDomain, pos):
     component on its own faces, clamped to the domain boundary. NumPy."""
     ox, oy, oz = (_F(o) for o in domain.wind.origin)
     inv_h = _F(1.0 / domain.wind.voxel_size)
-    half = _F(0.5)
     gx = (pos[:, 0] - ox) * inv_h
     gy = (pos[:, 1] - oy) * inv_h
     gz = (pos[:, 2] - oz) * inv_h
-    return np.stack([sample_lattice(u, gx, gy - half, gz - half),  # u-face (i, j+½, k+½)·h
-                     sample_lattice(v, gx - half, gy, gz - half),
-                     sample_lattice(w, gx - half, gy - half, gz)], axis=1)
+    return np.stack(sample_faces((u, v, w), gx, gy, gz), axis=1)  # u at (i, j+½, k+½)·h, …
 
 
 # --------------------------------------------------------------------------- step

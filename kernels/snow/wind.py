@@ -46,14 +46,14 @@ with ω = 1.7, 1.5, 1.2, 1.1, 1.1 (§3.3.3). Because the post-projection diverge
 is −(δt/h²)·r_c, the relative residual bounds the divergence left:
 ``max|∇·v| ≤ tol · max(max|∇·F|, U/h)``.
 
-Sampling convention (``sample``; the flakes use the same ``sample_lattice`` here and in
-``cuda/include/voxfx_lattice.cuh``): a world point x maps to cell units
-``c = (x − origin)·float32(1/h)`` in float32. Each component is interpolated on its own
-lattice — u at (i, j+½, k+½), v at (i+½, j, k+½), w at (i+½, j+½, k) — so the lattice
-coordinate of u is (c_x, c_y − ½, c_z − ½), and so on. Per axis of n samples: f clamped to
-[0, n−1] (NaN → 0), i = min(⌊f⌋, n−2), t = f − i, then ``lerp(a, b, t) = a + t·(b − a)``
-along x, then y, then z. Points outside the grid get the clamped (nearest boundary) value.
-``sample_u/v/w`` in ``cuda/snow_wind.cu`` are the device functions that do exactly this.
+Sampling convention (``sample``; the flakes sample the wind the same way): a world point x
+maps to cell units ``c = (x − origin)·float32(1/h)`` in float32, and each component is
+interpolated on its own lattice by the grid core's one sampler (``grid/sample.py``, on the
+device ``sample_faces`` of ``cuda/include/voxfx_lattice.cuh``): trilinear, clamped, points
+outside the grid get the nearest boundary value.
+
+The staggered layout, solid faces, stencil and projection come from ``grid/mac.py`` (device:
+``voxfx_mac.cuh``), the launches and the CUDA graph from ``grid/launch.py``.
 """
 
 from __future__ import annotations
@@ -65,6 +65,7 @@ import numpy as np
 from .. import backend
 from ..errors import InputError
 from ..grid import mac
+from ..grid.sample import sample_face, sample_faces
 from ..grid.launch import GraphLoop, Kernels
 
 _CU = "snow_wind.cu"
@@ -121,47 +122,6 @@ def gust_factor(t: float, settings) -> float:
 
 # --------------------------------------------------------------------------- NumPy stages
 
-def _lerp(a, b, t):
-    return a + t * (b - a)
-
-
-def sample_lattice(f, fx, fy, fz):
-    """Trilinear, clamped sample of lattice f (sz, sy, sx) at lattice coordinates: the
-    arithmetic of ``sample_lattice`` in voxfx_lattice.cuh; the flakes sample the wind with it."""
-    fx, fy, fz = np.broadcast_arrays(fx, fy, fz)
-    sz, sy, sx = f.shape
-    fx = np.fmin(np.fmax(fx, _F32(0.0)), _F32(sx - 1))  # NaN → 0, as fminf/fmaxf
-    fy = np.fmin(np.fmax(fy, _F32(0.0)), _F32(sy - 1))
-    fz = np.fmin(np.fmax(fz, _F32(0.0)), _F32(sz - 1))
-    i = np.minimum(fx.astype(np.int64), sx - 2)
-    j = np.minimum(fy.astype(np.int64), sy - 2)
-    k = np.minimum(fz.astype(np.int64), sz - 2)
-    tx, ty, tz = fx - i.astype(np.float32), fy - j.astype(np.float32), fz - k.astype(np.float32)
-    flat = f.reshape(-1)
-    q = (k * sy + j) * sx + i
-    row, plane = sx, sx * sy
-    c00 = _lerp(flat[q], flat[q + 1], tx)
-    c10 = _lerp(flat[q + row], flat[q + row + 1], tx)
-    c01 = _lerp(flat[q + plane], flat[q + plane + 1], tx)
-    c11 = _lerp(flat[q + plane + row], flat[q + plane + row + 1], tx)
-    return _lerp(_lerp(c00, c10, ty), _lerp(c01, c11, ty), tz)
-
-
-def sample_u(u, x, y, z):
-    return sample_lattice(u, x, y - _HALF, z - _HALF)
-
-
-def sample_v(v, x, y, z):
-    return sample_lattice(v, x - _HALF, y, z - _HALF)
-
-
-def sample_w(w, x, y, z):
-    return sample_lattice(w, x - _HALF, y - _HALF, z)
-
-
-_SAMPLERS = (sample_u, sample_v, sample_w)
-
-
 def _label(fluid, xp):
     """6-connected components of *fluid* (ndimage.label of SciPy or CuPy), or None."""
     try:
@@ -209,7 +169,7 @@ def _advect_numpy(old, new, closed, c, inflow, dirichlet):
     nz, ny, nx = old[2].shape[0] - 1, old[2].shape[1], old[2].shape[2]
     for comp in range(3):
         x, y, z = mac.face_positions(comp, nx, ny, nz, np)
-        vel = [old[a] if a == comp else _SAMPLERS[a](old[a], x, y, z) for a in range(3)]
+        vel = [old[a] if a == comp else sample_face(a, old[a], x, y, z) for a in range(3)]
         # Eq. 2.32: x − δt·v(x), in cell units (c = δt/h)
         bx, by, bz = x - c * vel[0], y - c * vel[1], z - c * vel[2]
         from_inflow = np.zeros(bx.shape, bool)
@@ -221,7 +181,7 @@ def _advect_numpy(old, new, closed, c, inflow, dirichlet):
             from_inflow |= by < 0
         if dirichlet & NORTH:
             from_inflow |= by > _F32(ny)
-        value = np.where(from_inflow, inflow[comp], _SAMPLERS[comp](old[comp], bx, by, bz))
+        value = np.where(from_inflow, inflow[comp], sample_face(comp, old[comp], bx, by, bz))
         out = new[comp]
         out[...] = value
         if comp == 0:
@@ -530,5 +490,4 @@ class WindField:
                                              np.int32(self.nz), o[0], o[1], o[2], inv_h, pts, out, np.int64(n)))
             return out
         x, y, z = ((pts[:, a] - o[a]) * inv_h for a in range(3))
-        return np.stack([sample_u(self.u, x, y, z), sample_v(self.v, x, y, z),
-                         sample_w(self.w, x, y, z)], axis=1).astype(np.float32)
+        return np.stack(sample_faces((self.u, self.v, self.w), x, y, z), axis=1).astype(np.float32)
