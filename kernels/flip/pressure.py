@@ -68,7 +68,7 @@ import numpy as np
 
 from .. import backend
 from ..errors import InputError
-from ..grid import mac
+from ..grid import components, mac
 from ..grid.launch import GraphLoop, Kernels
 from .grid import AIR, FLUID, SOLID
 
@@ -129,45 +129,13 @@ def divergence(grid):
 
 # =========================================================================== cell set-up
 
-def label_regions(mask, xp):
-    """6-connected components of *mask*: a flat int64 array holding, for each cell of
-    *mask*, the lowest linear index of its component, and mask.size elsewhere.
-
-    Min-label propagation along the six directions alternated with pointer jumping
-    (L ← L[L]); the labels only decrease and stay inside their component, so it ends at
-    each component's minimum. One host sync per round."""
-    n = int(mask.size)
-    big = n
-    m = mask.reshape(-1)
-    index = xp.int32 if n < 2 ** 31 - 1 else xp.int64  # half the memory of every label array
-    lab = xp.where(m, xp.arange(n, dtype=index), index(big)).reshape(mask.shape)
-    while True:
-        old = lab
-        lab = lab.copy()
-        for axis in range(3):
-            lo = [slice(None)] * 3
-            hi = [slice(None)] * 3
-            lo[axis], hi[axis] = slice(None, -1), slice(1, None)
-            lo, hi = tuple(lo), tuple(hi)
-            both = mask[lo] & mask[hi]
-            # each right-hand side is a new array, evaluated before the assignment
-            lab[lo] = xp.minimum(lab[lo], xp.where(both, lab[hi], index(big)))
-            lab[hi] = xp.minimum(lab[hi], xp.where(both, lab[lo], index(big)))
-        flat = lab.reshape(-1)
-        for _ in range(4):  # pointer jumping: a label's own label is no larger
-            flat = xp.where(m, flat[xp.minimum(flat, index(n - 1))], index(big))
-        lab = flat.reshape(mask.shape)
-        if not bool((lab != old).any()):
-            return lab.reshape(-1)
-
-
 def _solver_cells(cell, xp):
     """(kind, enclosed, labels): the solver's cell types — the grid's, with the lowest
     cell of every FLUID region that touches no AIR turned into AIR (pinned, p = 0) —,
     a flat mask of the cells of such sealed regions (or None) and their region labels."""
     fluid = cell == FLUID
     kind = cell.astype(xp.uint8, copy=True)
-    labels = label_regions(fluid, xp)
+    labels = components.label_components(fluid)
     n = int(cell.size)
     touches_air = mac.any_neighbour(cell == AIR) & fluid
     reaches = xp.zeros(n + 1, dtype=bool)
@@ -480,7 +448,7 @@ def pressure_stage_bytes(shape, preconditioner="mg", enclosed=False) -> int:
     """Peak device bytes of ``solve_pressure`` on the GPU beyond the grid, with its solver
     (cached between substeps, so alive throughout):
 
-    * cell set-up: the fluid mask and solver kinds (1 + 1 B/cell) and ``label_regions``
+    * cell set-up: the fluid mask and solver kinds (1 + 1 B/cell) and ``label_components``
       (int32 labels: the previous round's, the current, the running one, an index
       clamp and a gather, 5 × 4 B; its masks reuse the pool's blocks);
     * solve: kinds (1), b (4), the solution's copy (4), the final mask and masked p

@@ -64,7 +64,7 @@ import numpy as np
 
 from .. import backend
 from ..errors import InputError
-from ..grid import mac
+from ..grid import components, mac
 from ..grid.sample import sample_face, sample_faces
 from ..grid.launch import GraphLoop, Kernels
 
@@ -122,18 +122,6 @@ def gust_factor(t: float, settings) -> float:
 
 # --------------------------------------------------------------------------- NumPy stages
 
-def _label(fluid, xp):
-    """6-connected components of *fluid* (ndimage.label of SciPy or CuPy), or None."""
-    try:
-        if xp is np:
-            from scipy import ndimage
-        else:
-            from cupyx.scipy import ndimage
-    except ImportError:
-        return None
-    return ndimage.label(fluid)[0]
-
-
 def _sealed_pockets(fluid, open_sides, xp):
     """Fluid cells no open side reaches through fluid (6-connected). Air can neither enter
     nor leave them, so a Dirichlet inflow face on one makes its Poisson problem unsolvable."""
@@ -149,19 +137,7 @@ def _sealed_pockets(fluid, open_sides, xp):
         seeds[:, ny - 1, :] |= fluid[:, ny - 1, :]
     if not bool(seeds.any()):
         return xp.zeros_like(fluid)  # every open face blocked: nothing to keep, seal nothing
-    labels = _label(fluid, xp)
-    if labels is not None:
-        reach = xp.isin(labels, xp.unique(labels[seeds])) & fluid
-    else:  # flood fill from the open sides, checked every 8 dilations
-        reach, count = seeds, int(seeds.sum())
-        while True:
-            for _ in range(8):
-                reach = (reach | mac.any_neighbour(reach)) & fluid
-            new = int(reach.sum())
-            if new == count:
-                break
-            count = new
-    return fluid & ~reach
+    return fluid & ~components.reachable(fluid, seeds)
 
 
 def _advect_numpy(old, new, closed, c, inflow, dirichlet):
