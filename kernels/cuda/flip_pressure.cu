@@ -14,25 +14,13 @@
 // of a fused kernel writes one partial sum (double) and a one-block finish_* kernel adds
 // them in a fixed order (the same result every run).
 
-#define AIR 0
-#define FLUID 1
-#define SOLID 2
-
-#define S_IT 0         // iterations done
-#define S_STOPPED 1    // 1: converged, iteration limit or breakdown
-#define S_CONVERGED 2  // 1: ‖r‖² ≤ tol²‖b‖²
-#define S_MAXIT 3      // iteration limit
-
-#define D_BB 0      // ‖b‖²
-#define D_THRESH 1  // tol²‖b‖²
-#define D_RR 2      // ‖r‖² of the latest iteration
-#define D_RZ 3      // r·z
-#define D_ALPHA 4
-#define D_BETA 5
-
-#define PRE_MG 0
-#define PRE_JACOBI 1
-#define PRE_NONE 2
+// Constants from Python, as -D options (kernels/flip/pressure.py builds them):
+//   AIR, FLUID, SOLID                     cell types (kernels/grid/mac.py)
+//   state[]:   S_IT (iterations done), S_STOPPED (converged, iteration limit or breakdown),
+//              S_CONVERGED (‖r‖² ≤ tol²‖b‖²), S_MAXIT (iteration limit)
+//   scalars[]: D_BB (‖b‖²), D_THRESH (tol²‖b‖²), D_RR (‖r‖² of the latest iteration),
+//              D_RZ (r·z), D_ALPHA, D_BETA
+//   PRE_MG, PRE_JACOBI, PRE_NONE          preconditioners
 
 #include "voxfx_mac.cuh"  // cell/face indices, face_cells, red_black_cell, neighbour_sum
 

@@ -8,21 +8,11 @@
 // Grid coordinates g = (x − origin)·(1/h); u's nodes sit at (g_x, g_y − ½, g_z − ½), v's at
 // (g_x − ½, g_y, g_z − ½), w's at (g_x − ½, g_y − ½, g_z).
 
-#define AIR 0
-#define FLUID 1
-#define SOLID 2
-
-// Seeding RNG streams and sub-cell order: keep in sync with kernels/flip/particles.py.
-#define STREAM_X 0u
-#define STREAM_Y 1u
-#define STREAM_Z 2u
-#define STREAM_MASK 3u
-#define SEED_MARGIN 0.00390625f  // 1/256 of a sub-cell
-#define SEED_SPAN 0.9921875f     // 1 − 2·margin, exact in float32
-// SUBCELL_ORDER = (0, 3, 5, 6, 7, 4, 2, 1) packed 3 bits each (a register, not a divergent table look-up)
-#define SUBCELL_ORDER_PACKED 0x2a7d58u
-
-#define PUSH_EPSILON 1e-3f  // transfer.py PUSH_EPSILON: cells inside a free cell after a push-out
+// Constants from Python, as -D options (kernels/flip/particles.py builds them): the cell
+// types AIR, FLUID, SOLID (kernels/grid/mac.py); the seeding RNG streams STREAM_X/Y/Z/MASK,
+// SEED_MARGIN (of a sub-cell) and SEED_SPAN (1 − 2·margin, exact in float32);
+// SUBCELL_ORDER_PACKED, the sub-cell order packed 3 bits each (a register, not a divergent
+// table look-up); PUSH_EPSILON, cells inside a free cell after a push-out.
 
 #include "voxfx_lattice.cuh"  // sample_faces: the trilinear look-up of grid/sample.py
 #include "voxfx_mac.cuh"  // cell/face indices, face_cells

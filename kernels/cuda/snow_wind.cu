@@ -12,10 +12,8 @@
 // Compiled with --fmad=false and IEEE division: each operation rounds as the NumPy
 // reference does, in the same order, so both backends give the same numbers.
 
-#define SIDE_WEST 1   // x = 0
-#define SIDE_EAST 2   // x = nx
-#define SIDE_SOUTH 4  // y = 0
-#define SIDE_NORTH 8  // y = ny
+// Side bits, -D options from kernels/snow/wind.py: SIDE_WEST (x = 0), SIDE_EAST (x = nx),
+// SIDE_SOUTH (y = 0), SIDE_NORTH (y = ny).
 
 // ------------------------------------------------------------------------ look-ups
 

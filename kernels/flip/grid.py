@@ -33,7 +33,7 @@ import numpy as np
 
 from ..grid import GridSpec, mac
 
-AIR, FLUID, SOLID = 0, 1, 2
+AIR, FLUID, SOLID = mac.AIR, mac.FLUID, mac.SOLID  # the grid core's cell types
 GRAVITY = (0.0, 0.0, -9.81)
 
 

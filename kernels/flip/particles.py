@@ -30,7 +30,7 @@ import numpy as np
 
 from ..backend import array_module
 from ..errors import InputError
-from ..grid import GridSpec
+from ..grid import GridSpec, mac
 from .. import rng
 from ..grid.launch import Kernels
 
@@ -40,12 +40,13 @@ THREADS = 256  # a multiple of 32 (max_speed_squared reduces per warp)
 _F = np.float32
 
 # Sub-cell visiting order (bit 0 = x, 1 = y, 2 = z): the first four form a tetrahedron so
-# that per_cell < 8 still spreads over the cell; keep in sync with flip_transfer.cu.
+# that per_cell < 8 still spreads over the cell.
 SUBCELL_ORDER = (0b000, 0b011, 0b101, 0b110, 0b111, 0b100, 0b010, 0b001)
-# RNG streams of seeding (keep in sync with the #defines in flip_transfer.cu).
+# RNG streams of seeding.
 STREAM_X, STREAM_Y, STREAM_Z = 0, 1, 2
 STREAM_MASK = 3  # the per-cell sub-cell mask, drawn with slot 0's key
 MARGIN = 1.0 / 256.0  # of a sub-cell: offsets lie in [MARGIN, 1 − MARGIN)
+PUSH_EPSILON = 1e-3  # cells: a particle pushed out of a solid lands this far inside a free cell (transfer.py)
 
 
 def seed_particles(cells_ijk, spec: GridSpec, per_cell: int = 8, seed: int = 0, xp=None, velocity=None):
@@ -108,7 +109,13 @@ def seed_particles(cells_ijk, spec: GridSpec, per_cell: int = 8, seed: int = 0, 
 # --------------------------------------------------------------------------- CuPy launches
 
 
-KERNELS = Kernels(_CU, _OPTIONS, THREADS)  # kernels/cuda/flip_transfer.cu, shared with transfer.py
+# kernels/cuda/flip_transfer.cu, shared with transfer.py; it gets the constants above as -D options
+_U32 = np.uint32
+KERNELS = Kernels(_CU, _OPTIONS, THREADS, defines={
+    **mac.CELL_TYPES, "STREAM_X": _U32(STREAM_X), "STREAM_Y": _U32(STREAM_Y), "STREAM_Z": _U32(STREAM_Z),
+    "STREAM_MASK": _U32(STREAM_MASK), "SEED_MARGIN": MARGIN, "SEED_SPAN": 1.0 - 2.0 * MARGIN,
+    "SUBCELL_ORDER_PACKED": _U32(sum(sub << (3 * s) for s, sub in enumerate(SUBCELL_ORDER))),  # 3 bits each
+    "PUSH_EPSILON": PUSH_EPSILON})
 
 
 # --------------------------------------------------------------------------- keeping particles inside the source

@@ -80,14 +80,18 @@ MG_MIN_SIDE = 4  # coarsen while every side has at least this many cells
 _CU = "flip_pressure.cu"
 _OPTIONS = ()
 _THREADS = 256
-_K = Kernels(_CU, _OPTIONS, _THREADS)
 _MAX_BLOCKS = 1024  # blocks of the fused dot-product kernels (fixed: deterministic sums)
 _F32 = np.float32
 _SOLVER_CACHE = 2  # GPU solvers (buffers + graph) kept per process, most recent first
 
-# device state / scalars layout, as in flip_pressure.cu
-_S_IT, _S_STOPPED, _S_CONVERGED, _S_MAXIT = 0, 1, 2, 3
-_D_BB, _D_THRESH, _D_RR = 0, 1, 2
+# Device state (int) and scalars (double) layout of the PCG loop; flip_pressure.cu gets
+# these (and the cell types, the preconditioner numbers) as -D options from here.
+_S_IT, _S_STOPPED, _S_CONVERGED, _S_MAXIT = 0, 1, 2, 3  # iterations, stopped, converged, limit
+_D_BB, _D_THRESH, _D_RR, _D_RZ, _D_ALPHA, _D_BETA = 0, 1, 2, 3, 4, 5  # ‖b‖², tol²‖b‖², ‖r‖², r·z, α, β
+_K = Kernels(_CU, _OPTIONS, _THREADS, defines={
+    **mac.CELL_TYPES, "S_IT": _S_IT, "S_STOPPED": _S_STOPPED, "S_CONVERGED": _S_CONVERGED, "S_MAXIT": _S_MAXIT,
+    "D_BB": _D_BB, "D_THRESH": _D_THRESH, "D_RR": _D_RR, "D_RZ": _D_RZ, "D_ALPHA": _D_ALPHA, "D_BETA": _D_BETA,
+    **{f"PRE_{name.upper()}": i for i, name in enumerate(PRECONDITIONERS)}})
 
 
 # =========================================================================== faces

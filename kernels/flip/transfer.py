@@ -50,10 +50,9 @@ from ..errors import InputError
 from ..grid import mac
 from ..grid.sample import face_lattice, sample_faces
 from .grid import AIR, FLUID, SOLID, DenseGrid
-from .particles import KERNELS
+from .particles import KERNELS, PUSH_EPSILON
 
 _F = np.float32
-PUSH_EPSILON = 1e-3  # cells: a particle pushed out of a solid lands this far inside a free cell
 P2G_METHODS = ("gather", "atomic")
 _NEIGHBOUR_ORDER = tuple((dx, dy, dz) for dz in (-1, 0, 1) for dy in (-1, 0, 1) for dx in (-1, 0, 1)
                          if (dx, dy, dz) != (0, 0, 0))  # push-out candidates, ties to the first

@@ -16,6 +16,8 @@ during capture.
 
 from __future__ import annotations
 
+import numpy as np
+
 from .. import backend
 
 THREADS = 256  # a multiple of 32: kernels that reduce per warp rely on it
@@ -30,15 +32,16 @@ def blocks(n, threads: int = THREADS) -> tuple:
 
 def define_options(defines) -> tuple:
     """``-DNAME=value`` compile options from a mapping (sorted: a stable kernel-cache key).
-    Integers are written as such; floats as float32 hex literals (exact, no rounding)."""
+    Integers are written as such (NumPy unsigned ones with a ``u``: unsigned in CUDA too);
+    floats as float32 hex literals (the float32 value exactly, no decimal rounding)."""
     out = []
     for name, value in sorted((defines or {}).items()):
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
             raise TypeError(f"CUDA define {name} must be an int or a float, not {value!r}")
-        if isinstance(value, float):
-            import numpy as np
-
+        if isinstance(value, (float, np.floating)):
             text = float(np.float32(value)).hex() + "f"
+        elif isinstance(value, np.unsignedinteger):
+            text = f"{int(value)}u"
         else:
             text = str(int(value))
         out.append(f"-D{name}={text}")
@@ -77,9 +80,19 @@ class Kernels:
         self.get(name)(grid, block, args)
 
 
+# The modules that launch kernels (each creates its ``Kernels`` at import).
+KERNEL_MODULES = ("rng", "grid.bitgrid", "grid.sparse_ops", "voxelize.gpu", "voxelize.lines", "snow.flakes",
+                  "snow.wind", "snow.drift", "snow.ground", "flip.particles", "flip.pressure", "flip.surface")
+
+
 def compiles() -> dict:
-    """{.cu file: sorted option tuples} of every ``Kernels`` created so far (import the
-    kernel modules first): what the compile checks and tools/compare_ptx.py build."""
+    """{.cu file: sorted option tuples} of every ``Kernels`` of ``KERNEL_MODULES``: what the
+    compile check (tests/unit/test_cuda_sources.py) and tools/compare_ptx.py build."""
+    import importlib
+
+    kernels_package = __package__.rsplit(".", 1)[0]
+    for name in KERNEL_MODULES:
+        importlib.import_module(f"{kernels_package}.{name}")
     return {name: sorted(opts) for name, opts in sorted(_COMPILES.items())}
 
 

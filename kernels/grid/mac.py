@@ -18,6 +18,11 @@ from __future__ import annotations
 
 from ..backend import array_module
 
+# Cell types of a MAC grid whose cells are classified (the FLIP liquid); the kernels get
+# them as -D options (``launch.Kernels(defines=CELL_TYPES)``): defined here only.
+AIR, FLUID, SOLID = 0, 1, 2
+CELL_TYPES = {"AIR": AIR, "FLUID": FLUID, "SOLID": SOLID}
+
 
 def face_shapes(nx: int, ny: int, nz: int) -> tuple:
     """Array shapes of u, v and w for nx × ny × nz cells."""

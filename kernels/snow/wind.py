@@ -71,14 +71,15 @@ from ..grid.launch import GraphLoop, Kernels
 _CU = "snow_wind.cu"
 _OPTIONS = ("--fmad=false",)  # round like NumPy: both backends give the same field
 _THREADS = 256
-_K = Kernels(_CU, _OPTIONS, _THREADS)
 
 THESIS_OMEGAS = (1.7, 1.5, 1.2, 1.1, 1.1)  # §3.3.3: five sweeps with falling ω
 CHECK_EVERY = 10  # SOR sweeps between residual checks ('converge')
 MAX_ITERATIONS = 2000  # SOR sweeps at most per step ('converge')
 STALL_CHECKS = 20  # give up when this many checks in a row bring no 1 % improvement
 
-WEST, EAST, SOUTH, NORTH = 1, 2, 4, 8  # side bits, as in snow_wind.cu
+WEST, EAST, SOUTH, NORTH = 1, 2, 4, 8  # side bits; snow_wind.cu gets them as SIDE_* -D options
+_K = Kernels(_CU, _OPTIONS, _THREADS, defines={"SIDE_WEST": WEST, "SIDE_EAST": EAST, "SIDE_SOUTH": SOUTH,
+                                               "SIDE_NORTH": NORTH})
 _PARALLEL = 1e-6  # |direction component| below this: the side is parallel to the wind
 
 _F32 = np.float32
