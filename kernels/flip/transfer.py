@@ -67,11 +67,6 @@ def _frame(grid: DenseGrid):
     return ox, oy, oz, _F(grid.h), _F(1.0 / grid.h)
 
 
-def _grid_coords(grid: DenseGrid, pos):
-    ox, oy, oz, _, inv_h = _frame(grid)
-    return (pos[:, 0] - ox) * inv_h, (pos[:, 1] - oy) * inv_h, (pos[:, 2] - oz) * inv_h
-
-
 def _check_particles(grid: DenseGrid, pos, vel=None, c=None):
     xp = grid.xp
     n = int(pos.shape[0]) if pos.ndim == 2 else -1
@@ -125,7 +120,7 @@ def classify(grid: DenseGrid, pos) -> None:
             KERNELS.launch("mark_fluid_cells", n, (pos, np.int64(n), np.int32(nx), np.int32(ny), np.int32(nz),
                                                    *_frame(grid), grid.solid, grid.cell))
         return
-    gx, gy, gz = _grid_coords(grid, pos)
+    gx, gy, gz = grid.cell_coords(pos)
     with np.errstate(invalid="ignore"):
         fx, fy, fz = np.floor(gx), np.floor(gy), np.floor(gz)
         inside = ((fx >= 0) & (fx < nx) & (fy >= 0) & (fy < ny) & (fz >= 0) & (fz < nz))
@@ -159,7 +154,7 @@ def _p2g_component(grid: DenseGrid, comp: int, pos, vel, c):
     face = grid.faces()[comp]
     sz, sy, sx = face.shape
     h = _F(grid.h)
-    g = face_lattice(comp, *_grid_coords(grid, pos))
+    g = face_lattice(comp, *grid.cell_coords(pos))
     ok = np.isfinite(g[0]) & np.isfinite(g[1]) & np.isfinite(g[2])
     # Clamped where no face can be touched any more (no-op inside): integer-safe floors.
     gc = [np.fmin(np.fmax(a, _F(-2)), _F(n + 2)) for a, n in zip(g, grid.shape)]
@@ -394,7 +389,7 @@ def _g2p_advect(grid: DenseGrid, old, pos, vel, flip_ratio, dt, c):
                         np.int32(nx), np.int32(ny), np.int32(nz), *_frame(grid), flip, pic, dt32, half_dt))
         return
     faces = grid.faces()
-    g = _grid_coords(grid, pos)
+    g = grid.cell_coords(pos)
     if do_g2p:
         inv_h = _frame(grid)[4]
         if c is not None:

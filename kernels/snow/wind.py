@@ -65,6 +65,7 @@ import numpy as np
 from .. import backend
 from ..errors import InputError
 from ..grid import components, mac
+from ..grid.dense import MacGrid
 from ..grid.sample import sample_face, sample_faces
 from ..grid.launch import GraphLoop, Kernels
 
@@ -222,16 +223,16 @@ class WindField:
         nx, ny, nz = self.nx, self.ny, self.nz
         cells = (nz, ny, nx)
         faces = mac.face_shapes(nx, ny, nz)
-        start = self.inflow_velocity(0.0)
-        # Start from the uniform inflow wind (divergence-free without obstacles).
-        self.u, self.v, self.w = (xp_.full(s, _F32(start[a]), dtype=xp_.float32) for a, s in enumerate(faces))
+        # The grid core's dense MAC grid, starting from the uniform inflow wind
+        # (divergence-free without obstacles).
+        self.grid = MacGrid(spec, xp_, fill=self.inflow_velocity(0.0))
         self.w[0] = 0.0
         self.w[nz] = 0.0
-        self._back = tuple(xp_.empty(s, dtype=xp_.float32) for s in faces)
-        self.p = xp_.zeros(cells, dtype=xp_.float32)
-        self.rhs = xp_.zeros(cells, dtype=xp_.float32)
-        self.solid = xp_.zeros(cells, dtype=xp_.uint8)
-        self.diag = xp_.zeros(cells, dtype=xp_.uint8)
+        self._back = self.grid.face_arrays()
+        self.p = self.grid.cell_array(xp_.float32)
+        self.rhs = self.grid.cell_array(xp_.float32)
+        self.solid = self.grid.cell_array(xp_.uint8)
+        self.diag = self.grid.cell_array(xp_.uint8)
         self._stats = xp_.zeros(2, dtype=xp_.float32)  # [max|b|, max|r|] (device side)
         self._loops = {}  # pressure sweeps + residual per mode, each one CUDA graph
         if not self.gpu:
@@ -240,6 +241,10 @@ class WindField:
             self._colours = (red, ~red)
             self._closed = tuple(np.zeros(s, bool) for s in faces)
         self.set_obstacles(xp_.zeros(cells, dtype=xp_.uint8))
+
+    u = property(lambda self: self.grid.u, doc="x-velocity on the x-faces (nz, ny, nx+1), m/s")
+    v = property(lambda self: self.grid.v, doc="y-velocity on the y-faces (nz, ny+1, nx), m/s")
+    w = property(lambda self: self.grid.w, doc="z-velocity on the z-faces (nz+1, ny, nx), m/s")
 
     # ----------------------------------------------------------------------- set-up
 
@@ -307,7 +312,7 @@ class WindField:
                                         np.int32(self.nz), c, U[0], U[1], U[2], np.int32(self.dirichlet)))
         else:
             _advect_numpy(old, self._back, self._closed, c, U, self.dirichlet)
-        (self.u, self.v, self.w), self._back = self._back, old
+        (self.grid.u, self.grid.v, self.grid.w), self._back = self._back, old  # swap the buffers
 
     def balance_outflow(self, inflow) -> None:
         """Scale the open sides' faces to the outward flux the Dirichlet sides demand."""
@@ -457,14 +462,14 @@ class WindField:
         convention (the flakes' one); an array of the field's module."""
         xp = self.xp
         pts = xp.ascontiguousarray(xp.asarray(points, dtype=xp.float32).reshape(-1, 3))
-        o = tuple(_F32(a) for a in self.origin)
-        inv_h = _F32(1.0 / self.h)
         if self.gpu:
+            o = tuple(_F32(a) for a in self.origin)
+            inv_h = _F32(1.0 / self.h)
             out = xp.empty_like(pts)
             n = int(pts.shape[0])
             if n:
                 _K.launch("sample_wind", n, (self.u, self.v, self.w, np.int32(self.nx), np.int32(self.ny),
                                              np.int32(self.nz), o[0], o[1], o[2], inv_h, pts, out, np.int64(n)))
             return out
-        x, y, z = ((pts[:, a] - o[a]) * inv_h for a in range(3))
+        x, y, z = self.grid.cell_coords(pts)
         return np.stack(sample_faces((self.u, self.v, self.w), x, y, z), axis=1).astype(np.float32)

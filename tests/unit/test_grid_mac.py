@@ -109,3 +109,17 @@ def test_face_positions_are_the_face_centres_in_cell_units():
         for i, j, k in faces(comp, nx, ny, nz):
             want = (i + 0.5 * (comp != 0), j + 0.5 * (comp != 1), k + 0.5 * (comp != 2))
             assert (x[k, j, i], y[k, j, i], z[k, j, i]) == want
+
+
+def test_mac_grid_holds_faces_of_the_layout_and_maps_points_to_cell_units():
+    from voxfx.kernels.grid import GridSpec
+    from voxfx.kernels.grid.dense import MacGrid
+
+    g = MacGrid(GridSpec((1.0, -2.0, 0.5), 0.25, (4, 3, 2)), fill=(1.5, -2.0, 0.0))
+    assert [f.shape for f in g.faces()] == list(mac.face_shapes(4, 3, 2))
+    assert [set(np.unique(f)) for f in g.faces()] == [{1.5}, {-2.0}, {0.0}]
+    assert all(f.dtype == np.float32 for f in g.faces() + g.face_arrays(dtype=np.float32))
+    assert g.cell_array(np.uint8).shape == (2, 3, 4) and g.index(3, 2, 1) == 4 * 3 * 2 - 1
+    pts = np.float32([[1.0, -2.0, 0.5], [2.0, -1.25, 1.0], [0.875, -2.0, 0.5]])
+    x, y, z = g.cell_coords(pts)
+    assert (x == [0, 4, -0.5]).all() and (y == [0, 3, 0]).all() and (z == [0, 2, 0]).all()
