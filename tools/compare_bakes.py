@@ -77,14 +77,15 @@ except ImportError:
         return pressure.label_regions(m, np)
 out["labels"] = label_components(mask)
 
-# Snow with wind: a house in a diagonal gusty wind, drift on, both pressure solvers
-for solver in ("converge", "thesis"):
+# Snow with wind: a house in a diagonal gusty wind, drift on, both pressure solvers; a
+# stronger wind over lying snow for drift
+for solver, speed, depth in (("converge", 6.0, 0.0), ("thesis", 6.0, 0.0), ("drift", 14.0, 0.2)):
     v, t = merge((np.array([[0, 0, 0], [16, 0, 0], [16, 16, 0], [0, 16, 0]], np.float32),
                   np.array([[0, 1, 2], [0, 2, 3]], np.int32)), box((6, 6, 0), (10, 10, 3)))
     domain = SnowDomain.from_box((0, 0, 0), (16, 16, 8), wind_cells_xy=16, ground_vertices_xy=33)
-    settings = SnowSettings(flake_count=3000, wind_speed=6.0, wind_direction_deg=35.0, gust_strength=0.4,
+    settings = SnowSettings(flake_count=3000, wind_speed=speed, wind_direction_deg=35.0, gust_strength=0.4,
                             snowfall_rate_cm_per_hour=3600.0, drift=True, seed=3, obstacle_update_every=3,
-                            pressure_solver=solver)
+                            pressure_solver="thesis" if solver == "thesis" else "converge", initial_depth=depth)
     sim = SnowSimulation(domain, settings, v, t, xp=np)
     for s in range(12):
         sim.step(0.1)

@@ -206,8 +206,7 @@ class _Level:
         self.unknown = self.diag > 0
         self.d = self.diag.astype(np.float32)
         self.safe = np.where(self.unknown, self.d, _F32(1.0))
-        k, j, i = np.indices(kind.shape)
-        red = (i + j + k) % 2 == 0
+        red = mac.red_cells(kind.shape, np)
         self.colours = (red & self.unknown, ~red & self.unknown)
 
     def apply(self, x):

@@ -105,6 +105,13 @@ def neighbour_count(mask):
     return d
 
 
+def red_cells(shape, xp):
+    """Cells (i, j, k) with i + j + k even: the first colour of red-black ordering (on the
+    device ``red_black_cell`` in voxfx_mac.cuh); the other colour is its complement."""
+    k, j, i = xp.indices(shape)
+    return (i + j + k) % 2 == 0
+
+
 def any_neighbour(mask):
     """Cells with at least one 6-neighbour (inside the grid) in *mask*."""
     xp = array_module(mask)

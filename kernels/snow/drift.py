@@ -42,6 +42,7 @@ import math
 import numpy as np
 
 from .. import backend
+from ..grid import mac
 from ..grid.launch import Kernels
 from .domain import NO_GROUND, GRAVITY, SnowDomain, SnowSettings
 
@@ -220,16 +221,13 @@ def transport(load, u, v, w, solid, dt: float, settings: SnowSettings, domain: S
 def _courant(u, v, w, solid, c, ws):
     """Face Courant numbers of the airborne snow: wind (w − w_s on z faces) × dt/h; 0 on
     faces touching a solid cell and on the ground and lid (cuda: face_courant)."""
-    s = solid != 0
+    su, sv, sw = mac.faces_touching(solid)
     cx = u * c
-    cx[:, :, 1:][s] = 0
-    cx[:, :, :-1][s] = 0
+    cx[su] = 0
     cy = v * c
-    cy[:, 1:, :][s] = 0
-    cy[:, :-1, :][s] = 0
+    cy[sv] = 0
     cz = (w - ws) * c
-    cz[1:][s] = 0
-    cz[:-1][s] = 0
+    cz[sw] = 0
     cz[0] = 0
     cz[-1] = 0
     return cx.astype(np.float32), cy.astype(np.float32), cz.astype(np.float32)

@@ -236,8 +236,7 @@ class WindField:
         self._stats = xp_.zeros(2, dtype=xp_.float32)  # [max|b|, max|r|] (device side)
         self._loops = {}  # pressure sweeps + residual per mode, each one CUDA graph
         if not self.gpu:
-            k, j, i = np.indices(cells)
-            red = (i + j + k) % 2 == 0
+            red = mac.red_cells(cells, np)
             self._colours = (red, ~red)
             self._closed = tuple(np.zeros(s, bool) for s in faces)
         self.set_obstacles(xp_.zeros(cells, dtype=xp_.uint8))

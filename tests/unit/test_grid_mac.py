@@ -123,3 +123,9 @@ def test_mac_grid_holds_faces_of_the_layout_and_maps_points_to_cell_units():
     pts = np.float32([[1.0, -2.0, 0.5], [2.0, -1.25, 1.0], [0.875, -2.0, 0.5]])
     x, y, z = g.cell_coords(pts)
     assert (x == [0, 4, -0.5]).all() and (y == [0, 3, 0]).all() and (z == [0, 2, 0]).all()
+
+
+def test_red_cells_alternate_like_a_checkerboard():
+    red = mac.red_cells((3, 4, 5), np)
+    for i, j, k in cells(5, 4, 3):
+        assert red[k, j, i] == ((i + j + k) % 2 == 0)
