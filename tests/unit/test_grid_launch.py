@@ -24,9 +24,12 @@ def test_defines_are_exact_and_sorted():
         launch.define_options({"FLAG": True})
 
 
-def test_kernels_fold_defines_into_their_options():
-    k = launch.Kernels("flip_pressure.cu", ("--fmad=false",), 128, defines={"B": 1, "A": 2})
-    assert k.options == ("--fmad=false", "-DA=2", "-DB=1") and k.threads == 128
+def test_kernels_fold_defines_into_their_options_and_register_them(monkeypatch):
+    monkeypatch.setattr(launch, "_COMPILES", {})  # leave the real registry alone
+    monkeypatch.setattr(launch, "KERNEL_MODULES", ())
+    k = launch.Kernels("probe.cu", ("--fmad=false",), 128, defines={"B": 1, "A": 2, "U": np.uint32(7)})
+    assert k.options == ("--fmad=false", "-DA=2", "-DB=1", "-DU=7u") and k.threads == 128
+    assert launch.compiles() == {"probe.cu": [k.options]}
 
 
 def test_graph_loop_without_capture_launches_the_sequence_each_time():
