@@ -1,17 +1,21 @@
-"""Bit-for-bit comparison of small CPU bakes between two revisions (a refactoring check).
+"""Bit-for-bit comparison of small bakes between two revisions (a refactoring check).
 
-    python tools/compare_bakes.py --base <rev> [--head <rev>|--head-tree .]
+    python tools/compare_bakes.py --base <rev> [--head <rev>] [--backend cpu|gpu]
 
 Extracts <rev> with ``git archive`` into a temporary folder (no worktree is touched), runs
 the same small FLIP and snow-with-wind bakes plus the grid stages (pressure, projection,
-transfers, wind with sealed pockets) in a child process on each tree with the NumPy
-backend, and compares every array exactly (dtype, shape and bits). Exit status 0 when
-all agree. Nothing is stored between runs: both sides are computed from their code.
+transfers, wind with sealed pockets) in a child process on each tree (default head: the
+working tree) on the chosen backend (NumPy by default; ``gpu``: CuPy on the CUDA device),
+and compares every array exactly (dtype, shape and bits). Exit status 0 when all agree.
+Nothing is stored between runs: both sides are computed from their code. ``--base X
+--head X`` shows the run-to-run noise of a backend (none expected: every reduction of
+these stages has a fixed order).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import tempfile
@@ -27,6 +31,7 @@ sys.path.insert(0, ROOT)
 from tools.package import load
 load()
 from tests.meshes import box, merge
+from voxfx.kernels import backend
 from voxfx.kernels.grid import GridSpec
 from voxfx.kernels.flip import pressure, transfer
 from voxfx.kernels.flip.grid import AIR, FLUID, SOLID, DenseGrid, FlipSettings
@@ -36,12 +41,13 @@ from voxfx.kernels.snow.sim import SnowSimulation
 from voxfx.kernels.snow.wind import WindField
 
 out = {}
+xp = backend.xp()
 
 # FLIP: dam break against an obstacle, FLIP and APIC
 for apic in (False, True):
     spec = GridSpec((0.0, 0.0, 0.0), 0.05, (16, 8, 12))
     sim = FlipSimulation(spec, FlipSettings(apic=apic), *box((0, 0, 0), (0.3, 0.4, 0.35)),
-                         *box((0.5, 0.0, 0.0), (0.6, 0.4, 0.2)), xp=np)
+                         *box((0.5, 0.0, 0.0), (0.6, 0.4, 0.2)), xp=xp)
     for f in range(6):
         st = sim.step(1 / 60)
         out[f"flip{apic}_iters{f}"] = np.array([st["iterations"], st["substeps"]])
@@ -52,30 +58,30 @@ for apic in (False, True):
 # FLIP pressure on random cells (sealed pockets, moving walls), every preconditioner
 rng = np.random.default_rng(5)
 for pre in pressure.PRECONDITIONERS:
-    g = DenseGrid(GridSpec((0.0, 0.0, 0.0), 0.1, (9, 7, 6)), np)
-    g.cell[...] = rng.choice([AIR, FLUID, FLUID, FLUID, SOLID], size=g.cell.shape).astype(np.uint8)
+    g = DenseGrid(GridSpec((0.0, 0.0, 0.0), 0.1, (9, 7, 6)), xp)
+    g.cell[...] = xp.asarray(rng.choice([AIR, FLUID, FLUID, FLUID, SOLID], size=g.cell.shape).astype(np.uint8))
     g.cell[2:5, 2:5, 2:6] = SOLID
     g.cell[3, 3, 3:5] = FLUID  # sealed pocket
     for a in (g.u, g.v, g.w, g.solid_u, g.solid_v, g.solid_w):
-        a[...] = rng.standard_normal(a.shape).astype(np.float32)
+        a[...] = xp.asarray(rng.standard_normal(a.shape).astype(np.float32))
     p, st = pressure.solve_pressure(g, 0.01, preconditioner=pre)
     out[f"p_{pre}"] = p
     out[f"p_{pre}_it"] = np.array([st["iterations"], st["converged"]])
     out[f"p_{pre}_res"] = np.array([st["residual"]])
     pressure.project(g, p, 0.01)
-    out[f"proj_{pre}"] = np.concatenate([g.u.ravel(), g.v.ravel(), g.w.ravel()])
+    out[f"proj_{pre}"] = xp.concatenate([g.u.ravel(), g.v.ravel(), g.w.ravel()])
     out[f"div_{pre}"] = pressure.divergence(g)
     g.solid[...] = (g.cell == SOLID)
     transfer.enforce_boundaries(g)
-    out[f"enf_{pre}"] = np.concatenate([g.u.ravel(), g.v.ravel(), g.w.ravel()])
-    out[f"ff_{pre}"] = np.concatenate([m.ravel() for m in transfer.fluid_faces(g)])
+    out[f"enf_{pre}"] = xp.concatenate([g.u.ravel(), g.v.ravel(), g.w.ravel()])
+    out[f"ff_{pre}"] = xp.concatenate([m.ravel() for m in transfer.fluid_faces(g)])
 mask = rng.random((11, 9, 13)) < 0.55
 try:  # the grid core's labelling (issue 19), or FLIP's own before it
     from voxfx.kernels.grid.components import label_components
 except ImportError:
     def label_components(m):
-        return pressure.label_regions(m, np)
-out["labels"] = label_components(mask)
+        return pressure.label_regions(m, backend.array_module(m))
+out["labels"] = label_components(xp.asarray(mask))
 
 # Snow with wind: a house in a diagonal gusty wind, drift on, both pressure solvers; a
 # stronger wind over lying snow for drift
@@ -86,7 +92,7 @@ for solver, speed, depth in (("converge", 6.0, 0.0), ("thesis", 6.0, 0.0), ("dri
     settings = SnowSettings(flake_count=3000, wind_speed=speed, wind_direction_deg=35.0, gust_strength=0.4,
                             snowfall_rate_cm_per_hour=3600.0, drift=True, seed=3, obstacle_update_every=3,
                             pressure_solver="thesis" if solver == "thesis" else "converge", initial_depth=depth)
-    sim = SnowSimulation(domain, settings, v, t, xp=np)
+    sim = SnowSimulation(domain, settings, v, t, xp=xp)
     for s in range(12):
         sim.step(0.1)
         out[f"snow_{solver}_wind{s}"] = np.array([sim.last_wind["iterations"], sim.last_wind["residual"]])
@@ -98,26 +104,26 @@ for solver, speed, depth in (("converge", 6.0, 0.0), ("thesis", 6.0, 0.0), ("dri
         out[f"snow_{solver}_flake_{k}"] = np.asarray(a)
     out[f"snow_{solver}_div"] = w.divergence()
     pts = rng.uniform(-2, 18, size=(500, 3)).astype(np.float32)
-    out[f"snow_{solver}_sample"] = w.sample(pts)
+    out[f"snow_{solver}_sample"] = w.sample(xp.asarray(pts))
 
 # Wind with random obstacles: sealed pockets, every side direction
 for deg in (0.0, 90.0, 200.0, 315.0):
     domain = SnowDomain.from_box((0, 0, 0), (8, 6, 4), wind_cells_xy=8, ground_vertices_xy=9)
-    w = WindField(domain, SnowSettings(wind_speed=3.0, wind_direction_deg=deg, gust_strength=0.3, seed=1), xp=np)
-    solid = (rng.random(domain.wind.array_shape) < 0.3).astype(np.uint8)
+    w = WindField(domain, SnowSettings(wind_speed=3.0, wind_direction_deg=deg, gust_strength=0.3, seed=1), xp=xp)
+    solid = xp.asarray((rng.random(domain.wind.array_shape) < 0.3).astype(np.uint8))
     w.set_obstacles(solid)
     for s in range(4):
         st = w.step(0.05, 0.05 * s)
         out[f"wind{deg}_st{s}"] = np.array([st["iterations"], st["residual"]])
     out[f"wind{deg}_u"], out[f"wind{deg}_v"], out[f"wind{deg}_w"], out[f"wind{deg}_solid"] = w.u, w.v, w.w, w.solid
 
-np.savez(OUT, **{k: np.asarray(a) for k, a in out.items()})
+np.savez(OUT, **{k: backend.to_numpy(a) for k, a in out.items()})
 """
 
 
-def run_tree(tree: Path, out: Path) -> None:
+def run_tree(tree: Path, out: Path, backend: str) -> None:
     code = f"ROOT = {str(tree)!r}\nOUT = {str(out)!r}\n" + PAYLOAD
-    env = {"VOXFX_BACKEND": "cpu", "PATH": "/usr/bin:/bin", "HOME": str(Path.home())}
+    env = dict(os.environ, VOXFX_BACKEND=backend)
     r = subprocess.run([sys.executable, "-c", code], cwd=tree, env=env, capture_output=True, text=True)
     if r.returncode:
         sys.exit(f"bake failed in {tree}:\n{r.stderr[-4000:]}")
@@ -140,6 +146,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--base", required=True, help="git revision to compare against")
     ap.add_argument("--head", default=None, help="git revision (default: the working tree)")
+    ap.add_argument("--backend", default="cpu", choices=("cpu", "gpu"))
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="voxfx-compare-") as tmp:
         tmp = Path(tmp)
@@ -155,7 +162,7 @@ def main(argv=None) -> int:
             trees.append(tree)
         outs = [tmp / "base.npz", tmp / "head.npz"]
         for tree, out in zip(trees, outs):
-            run_tree(tree, out)
+            run_tree(tree, out, args.backend)
         return compare(*outs)
 
 
