@@ -29,6 +29,7 @@ from voxfx.kernels.flip import transfer  # noqa: E402
 from voxfx.kernels.flip.grid import FlipSettings  # noqa: E402
 from voxfx.kernels.flip.sim import FlipSimulation  # noqa: E402
 from voxfx.kernels.grid import GridSpec  # noqa: E402
+from voxfx.kernels.grid.sample import sample_faces  # noqa: E402
 
 FIRST_ORDER = transfer._g2p_advect
 
@@ -45,7 +46,7 @@ def time_centred(grid, old, pos, vel, flip_ratio, dt, c):
 
     def mean_velocity(x):
         g = [(x[0] - ox) * inv_h, (x[1] - oy) * inv_h, (x[2] - oz) * inv_h]
-        new, prev = transfer._sample_velocity(grid.faces(), g), transfer._sample_velocity(old, g)
+        new, prev = sample_faces(grid.faces(), *g), sample_faces(old, *g)
         return [f(0.5) * (prev[a] + new[a]) for a in range(3)]
 
     v1 = mean_velocity(x0)

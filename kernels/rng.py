@@ -27,6 +27,9 @@ from __future__ import annotations
 import numpy as np
 
 from .backend import array_module
+from .grid.launch import Kernels
+
+_K = Kernels("rng.cu")  # cuda/rng.cu, on voxfx_rng.cuh
 
 _MASK = 0xFFFFFFFF
 _C1 = 0x85EBCA6B
@@ -102,13 +105,8 @@ def uniform(seed: int, ids, counter, stream: int):
 def _uniform_gpu(seed, ids, counter, stream):
     import cupy as cp
 
-    from . import backend
-
     ids = cp.ascontiguousarray(ids, dtype=cp.uint32).reshape(-1)
     counter = cp.ascontiguousarray(cp.broadcast_to(cp.asarray(counter, dtype=cp.uint32), ids.shape))
     out = cp.empty(ids.shape, cp.float32)
-    if ids.size:
-        backend.get_kernel("rng.cu", "rng_uniforms")(
-            ((ids.size + 255) // 256,), (256,),
-            (ids, counter, np.int64(ids.size), seed_key(seed), np.uint32(stream), out))
+    _K.launch("rng_uniforms", ids.size, (ids, counter, np.int64(ids.size), seed_key(seed), np.uint32(stream), out))
     return out

@@ -14,35 +14,15 @@
 // of a fused kernel writes one partial sum (double) and a one-block finish_* kernel adds
 // them in a fixed order (the same result every run).
 
-#define AIR 0
-#define FLUID 1
-#define SOLID 2
+// Constants from Python, as -D options (kernels/flip/pressure.py builds them):
+//   AIR, FLUID, SOLID                     cell types (kernels/grid/mac.py)
+//   state[]:   S_IT (iterations done), S_STOPPED (converged, iteration limit or breakdown),
+//              S_CONVERGED (‖r‖² ≤ tol²‖b‖²), S_MAXIT (iteration limit)
+//   scalars[]: D_BB (‖b‖²), D_THRESH (tol²‖b‖²), D_RR (‖r‖² of the latest iteration),
+//              D_RZ (r·z), D_ALPHA, D_BETA
+//   PRE_MG, PRE_JACOBI, PRE_NONE          preconditioners
 
-#define S_IT 0         // iterations done
-#define S_STOPPED 1    // 1: converged, iteration limit or breakdown
-#define S_CONVERGED 2  // 1: ‖r‖² ≤ tol²‖b‖²
-#define S_MAXIT 3      // iteration limit
-
-#define D_BB 0      // ‖b‖²
-#define D_THRESH 1  // tol²‖b‖²
-#define D_RR 2      // ‖r‖² of the latest iteration
-#define D_RZ 3      // r·z
-#define D_ALPHA 4
-#define D_BETA 5
-
-#define PRE_MG 0
-#define PRE_JACOBI 1
-#define PRE_NONE 2
-
-#include "voxfx_stencil.cuh"  // cell_index, decode_face, red_black_cell, neighbour_sum
-
-__device__ __forceinline__ void decode_cell(long long c, int nx, int ny, int& i, int& j, int& k)
-{
-    i = (int)(c % nx);
-    const long long r = c / nx;
-    j = (int)(r % ny);
-    k = (int)(r / ny);
-}
+#include "voxfx_mac.cuh"  // cell/face indices, face_cells, red_black_cell, neighbour_sum
 
 // ------------------------------------------------------------------------ reductions
 
@@ -127,8 +107,8 @@ extern "C" __global__ void divergence(const float* __restrict__ u, const float* 
     int i, j, k;
     decode_cell(c, nx, ny, i, j, k);
     const long long plane = (long long)nx * ny;
-    const long long fu = ((long long)k * ny + j) * (nx + 1) + i;
-    const long long fv = ((long long)k * (ny + 1) + j) * nx + i;
+    const long long fu = u_face_index(i, j, k, nx, ny);
+    const long long fv = v_face_index(i, j, k, nx, ny);
     const long long fw = c;
     const float u0 = face_value(u, su, fu, i == 0 || cell[c - 1] == SOLID);
     const float u1 = face_value(u, su, fu + 1, i == nx - 1 || cell[c + 1] == SOLID);
@@ -153,16 +133,13 @@ extern "C" __global__ void project(float* __restrict__ u, float* __restrict__ v,
     if (!decode_face((long long)blockIdx.x * blockDim.x + threadIdx.x, nx, ny, nz, comp, i, j, k, id)) return;
     float* vel = comp == 0 ? u : (comp == 1 ? v : w);
     const float* svel = comp == 0 ? su : (comp == 1 ? sv : sw);
-    // the cells below (lo) and above (hi) the face along its axis
-    const int a = comp == 0 ? i : (comp == 1 ? j : k);
-    const int n = comp == 0 ? nx : (comp == 1 ? ny : nz);
-    if (a == 0 || a == n) {  // domain wall
+    bool lo_in, hi_in;
+    long long lo, hi;
+    face_cells(comp, i, j, k, nx, ny, nz, lo_in, hi_in, lo, hi);
+    if (!lo_in || !hi_in) {  // domain wall
         vel[id] = svel[id];
         return;
     }
-    const long long hi = cell_index(i, j, k, nx, ny);
-    const long long step = comp == 0 ? 1 : (comp == 1 ? (long long)nx : (long long)nx * ny);
-    const long long lo = hi - step;
     const unsigned char tlo = cell[lo], thi = cell[hi];
     if (tlo == SOLID || thi == SOLID) {
         vel[id] = svel[id];

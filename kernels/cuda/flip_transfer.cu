@@ -8,22 +8,14 @@
 // Grid coordinates g = (x − origin)·(1/h); u's nodes sit at (g_x, g_y − ½, g_z − ½), v's at
 // (g_x − ½, g_y, g_z − ½), w's at (g_x − ½, g_y − ½, g_z).
 
-#define AIR 0
-#define FLUID 1
-#define SOLID 2
+// Constants from Python, as -D options (kernels/flip/particles.py builds them): the cell
+// types AIR, FLUID, SOLID (kernels/grid/mac.py); the seeding RNG streams STREAM_X/Y/Z/MASK,
+// SEED_MARGIN (of a sub-cell) and SEED_SPAN (1 − 2·margin, exact in float32);
+// SUBCELL_ORDER_PACKED, the sub-cell order packed 3 bits each (a register, not a divergent
+// table look-up); PUSH_EPSILON, cells inside a free cell after a push-out.
 
-// Seeding RNG streams and sub-cell order: keep in sync with kernels/flip/particles.py.
-#define STREAM_X 0u
-#define STREAM_Y 1u
-#define STREAM_Z 2u
-#define STREAM_MASK 3u
-#define SEED_MARGIN 0.00390625f  // 1/256 of a sub-cell
-#define SEED_SPAN 0.9921875f     // 1 − 2·margin, exact in float32
-// SUBCELL_ORDER = (0, 3, 5, 6, 7, 4, 2, 1) packed 3 bits each (a register, not a divergent table look-up)
-#define SUBCELL_ORDER_PACKED 0x2a7d58u
-
-#define PUSH_EPSILON 1e-3f  // transfer.py PUSH_EPSILON: cells inside a free cell after a push-out
-
+#include "voxfx_lattice.cuh"  // sample_faces: the trilinear look-up of grid/sample.py
+#include "voxfx_mac.cuh"  // cell/face indices, face_cells
 #include "voxfx_rng.cuh"  // RNG of kernels/rng.py
 
 // ------------------------------------------------------------------------------ seeding
@@ -317,15 +309,14 @@ extern "C" __global__ void enforce_boundaries(float* __restrict__ face, const fl
     const int sx = nx + (axis == 0), sy = ny + (axis == 1), sz = nz + (axis == 2);
     long long f = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (f >= (long long)sx * sy * sz) return;
-    int idx[3] = {(int)(f % sx), (int)((f / sx) % sy), (int)(f / ((long long)sx * sy))};
-    const int n[3] = {nx, ny, nz};
-    if (idx[axis] == 0 || idx[axis] == n[axis]) {
+    bool lo_in, hi_in;
+    long long lo, hi;
+    face_cells(axis, (int)(f % sx), (int)((f / sx) % sy), (int)(f / ((long long)sx * sy)), nx, ny, nz, lo_in, hi_in,
+               lo, hi);
+    if (!lo_in || !hi_in) {
         face[f] = 0.0f;
         return;
     }
-    long long hi = ((long long)idx[2] * ny + idx[1]) * nx + idx[0];  // the cell on the + side
-    idx[axis] -= 1;
-    long long lo = ((long long)idx[2] * ny + idx[1]) * nx + idx[0];
     if (solid[lo] || solid[hi]) face[f] = solid_face[f];
 }
 
@@ -357,50 +348,6 @@ extern "C" __global__ void extrapolate_faces(const float* __restrict__ src, cons
 }
 
 // ------------------------------------------------------------------------------ grid -> particles, advection
-
-// Trilinear sample of a (sz, sy, sx) face array at node coordinates clamped to the array,
-// as nested lerps (transfer.py _sample); with grad, ∂/∂(fx, fy, fz) of the interpolant.
-__device__ float sample(const float* __restrict__ a, int sx, int sy, int sz, float fx, float fy, float fz,
-                        float* grad)
-{
-    fx = fminf(fmaxf(fx, 0.0f), (float)(sx - 1));  // NaN → 0, as np.fmin/np.fmax
-    fy = fminf(fmaxf(fy, 0.0f), (float)(sy - 1));
-    fz = fminf(fmaxf(fz, 0.0f), (float)(sz - 1));
-    int i0 = max(min((int)fx, sx - 2), 0), j0 = max(min((int)fy, sy - 2), 0), k0 = max(min((int)fz, sz - 2), 0);
-    int i1 = min(i0 + 1, sx - 1), j1 = min(j0 + 1, sy - 1), k1 = min(k0 + 1, sz - 1);
-    float tx = fx - (float)i0, ty = fy - (float)j0, tz = fz - (float)k0;
-    const long long r0 = (long long)j0 * sx, r1 = (long long)j1 * sx;
-    const long long s0 = (long long)k0 * sy * sx, s1 = (long long)k1 * sy * sx;
-    float p000 = a[s0 + r0 + i0], p100 = a[s0 + r0 + i1], p010 = a[s0 + r1 + i0], p110 = a[s0 + r1 + i1];
-    float p001 = a[s1 + r0 + i0], p101 = a[s1 + r0 + i1], p011 = a[s1 + r1 + i0], p111 = a[s1 + r1 + i1];
-    float dx00 = p100 - p000, dx10 = p110 - p010, dx01 = p101 - p001, dx11 = p111 - p011;
-    float c00 = p000 + tx * dx00, c10 = p010 + tx * dx10, c01 = p001 + tx * dx01, c11 = p011 + tx * dx11;
-    float c0 = c00 + ty * (c10 - c00);
-    float c1 = c01 + ty * (c11 - c01);
-    if (grad) {
-        float e0 = dx00 + ty * (dx10 - dx00);
-        float e1 = dx01 + ty * (dx11 - dx01);
-        float d0 = c10 - c00;
-        grad[0] = e0 + tz * (e1 - e0);
-        grad[1] = d0 + tz * ((c11 - c01) - d0);
-        grad[2] = c1 - c0;
-    }
-    return c0 + tz * (c1 - c0);
-}
-
-struct Faces {
-    const float* u;
-    const float* v;
-    const float* w;
-};
-
-// Velocity at grid coordinates g; with grad (3×3, row a = ∂u_a/∂g), its gradient.
-__device__ void sample_velocity(const Faces& f, int nx, int ny, int nz, const float g[3], float out[3], float* grad)
-{
-    out[0] = sample(f.u, nx + 1, ny, nz, g[0], g[1] - 0.5f, g[2] - 0.5f, grad ? grad : nullptr);
-    out[1] = sample(f.v, nx, ny + 1, nz, g[0] - 0.5f, g[1], g[2] - 0.5f, grad ? grad + 3 : nullptr);
-    out[2] = sample(f.w, nx, ny, nz + 1, g[0] - 0.5f, g[1] - 0.5f, g[2], grad ? grad + 6 : nullptr);
-}
 
 // transfer.py push_out: clamp into the domain shrunk by PUSH_EPSILON cells; from a SOLID cell
 // move to the nearest point, PUSH_EPSILON inside, of a free 26-neighbour (ties: first in z-y-x
@@ -467,26 +414,25 @@ extern "C" __global__ void g2p_advect(float* __restrict__ pos, float* __restrict
 {
     long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (p >= n) return;
-    const Faces now = {u, v, w};
     const float o[3] = {ox, oy, oz};
     const float x0[3] = {pos[3 * p], pos[3 * p + 1], pos[3 * p + 2]};
     const float g[3] = {(x0[0] - ox) * inv_h, (x0[1] - oy) * inv_h, (x0[2] - oz) * inv_h};
     if (do_g2p) {
         float un[3], uo[3], grad[9];
-        sample_velocity(now, nx, ny, nz, g, un, apic ? grad : nullptr);
-        sample_velocity(Faces{old_u, old_v, old_w}, nx, ny, nz, g, uo, nullptr);
+        sample_faces(u, v, w, nx, ny, nz, g[0], g[1], g[2], un, apic ? grad : nullptr);
+        sample_faces(old_u, old_v, old_w, nx, ny, nz, g[0], g[1], g[2], uo);
         for (int a = 0; a < 3; ++a) vel[3 * p + a] = flip * (vel[3 * p + a] + (un[a] - uo[a])) + pic * un[a];
         if (apic)
             for (int a = 0; a < 9; ++a) c[9 * p + a] = grad[a] * inv_h;
     }
     if (do_advect) {
         float v1[3], v2[3], xm[3], gm[3], x1[3];
-        sample_velocity(now, nx, ny, nz, g, v1, nullptr);
+        sample_faces(u, v, w, nx, ny, nz, g[0], g[1], g[2], v1);
         for (int a = 0; a < 3; ++a) {
             xm[a] = x0[a] + half_dt * v1[a];
             gm[a] = (xm[a] - o[a]) * inv_h;
         }
-        sample_velocity(now, nx, ny, nz, gm, v2, nullptr);
+        sample_faces(u, v, w, nx, ny, nz, gm[0], gm[1], gm[2], v2);
         for (int a = 0; a < 3; ++a) x1[a] = x0[a] + dt * v2[a];
         push_out(x1, x0, solid, nx, ny, nz, o, h, inv_h);
         for (int a = 0; a < 3; ++a) pos[3 * p + a] = x1[a];

@@ -4,6 +4,8 @@
 
 #define NO_GROUND (-3.0e38f)
 
+#include "voxfx_mac.cuh"  // cell and face indices of the wind's MAC grid
+
 // ---------------------------------------------------------------- 1. air cells
 //
 // k of the lowest cell whose centre is at or above terrain + snow, stepping over solid
@@ -110,10 +112,10 @@ __device__ __forceinline__ float face_courant(const float* __restrict__ u, const
     // the two cells beside the face
     int ai = fi - (axis == 0), aj = fj - (axis == 1), ak = fk - (axis == 2);
     if (is_solid(solid, ai, aj, ak, nx, ny, nz) || is_solid(solid, fi, fj, fk, nx, ny, nz)) return 0.0f;
-    if (axis == 0) return u[((long long)fk * ny + fj) * (nx + 1) + fi] * c;
-    if (axis == 1) return v[((long long)fk * (ny + 1) + fj) * nx + fi] * c;
+    if (axis == 0) return u[u_face_index(fi, fj, fk, nx, ny)] * c;
+    if (axis == 1) return v[v_face_index(fi, fj, fk, nx, ny)] * c;
     if (fk == 0 || fk == nz) return 0.0f;
-    return (w[((long long)fk * ny + fj) * nx + fi] - ws) * c;
+    return (w[cell_index(fi, fj, fk, nx, ny)] - ws) * c;
 }
 
 extern "C" __global__ void drift_limit(const float* __restrict__ u, const float* __restrict__ v,

@@ -80,7 +80,7 @@ __device__ __forceinline__ int nearest_vertex(float x, float origin, float cell,
 
 // ------------------------------------------------------------------------------ wind lookup
 
-#include "voxfx_lattice.cuh"  // sample_lattice: the trilinear look-up of the wind
+#include "voxfx_lattice.cuh"  // sample_faces: the trilinear look-up of the wind
 
 // ------------------------------------------------------------------------------ kernels
 
@@ -154,9 +154,8 @@ extern "C" __global__ void step_flakes(float* __restrict__ pos, float* __restric
 
         // Wind at p: MAC faces, u-face (i, j, k) at (i, j + ½, k + ½)·h from the origin.
         float gxf = (p[0] - s.ox) * inv_h, gyf = (p[1] - s.oy) * inv_h, gzf = (p[2] - s.oz) * inv_h;
-        float W[3] = {sample_lattice(u, nx + 1, ny, nz, gxf, gyf - 0.5f, gzf - 0.5f),
-                      sample_lattice(v, nx, ny + 1, nz, gxf - 0.5f, gyf, gzf - 0.5f),
-                      sample_lattice(w, nx, ny, nz + 1, gxf - 0.5f, gyf - 0.5f, gzf)};
+        float W[3];
+        sample_faces(u, v, w, nx, ny, nz, gxf, gyf, gzf, W);
 
         float Vf[3] = {W[0] - V[0], W[1] - V[1], W[2] - V[2]};               // Eq. 2.20
         float fluid_speed = sqrtf(Vf[0] * Vf[0] + Vf[1] * Vf[1] + Vf[2] * Vf[2]);

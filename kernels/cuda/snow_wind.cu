@@ -12,47 +12,13 @@
 // Compiled with --fmad=false and IEEE division: each operation rounds as the NumPy
 // reference does, in the same order, so both backends give the same numbers.
 
-#define SIDE_WEST 1   // x = 0
-#define SIDE_EAST 2   // x = nx
-#define SIDE_SOUTH 4  // y = 0
-#define SIDE_NORTH 8  // y = ny
+// Side bits, -D options from kernels/snow/wind.py: SIDE_WEST (x = 0), SIDE_EAST (x = nx),
+// SIDE_SOUTH (y = 0), SIDE_NORTH (y = ny).
 
 // ------------------------------------------------------------------------ look-ups
 
-#include "voxfx_lattice.cuh"  // lerp, sample_lattice: the trilinear look-up
-
-// One velocity component at a point (x, y, z) in cell units: the flakes sample the wind
-// exactly like this (wind.py's `sample` documents the convention).
-__device__ __forceinline__ float sample_u(const float* __restrict__ u, int nx, int ny, int nz, float x, float y,
-                                            float z)
-{
-    return sample_lattice(u, nx + 1, ny, nz, x, y - 0.5f, z - 0.5f);
-}
-__device__ __forceinline__ float sample_v(const float* __restrict__ v, int nx, int ny, int nz, float x, float y,
-                                            float z)
-{
-    return sample_lattice(v, nx, ny + 1, nz, x - 0.5f, y, z - 0.5f);
-}
-__device__ __forceinline__ float sample_w(const float* __restrict__ w, int nx, int ny, int nz, float x, float y,
-                                            float z)
-{
-    return sample_lattice(w, nx, ny, nz + 1, x - 0.5f, y - 0.5f, z);
-}
-
-#include "voxfx_stencil.cuh"  // cell_index, decode_face, red_black_cell, neighbour_sum
-
-// The two cells a face separates, along its axis: `lo` = (i,j,k) - e_axis, `hi` = (i,j,k);
-// either may lie outside the grid. A face touches a solid if an inside neighbour is solid.
-__device__ __forceinline__ void face_cells(int comp, int i, int j, int k, int nx, int ny, int nz, bool& lo_in,
-                                           bool& hi_in, long long& lo, long long& hi)
-{
-    const int n = comp == 0 ? nx : (comp == 1 ? ny : nz);
-    const int a = comp == 0 ? i : (comp == 1 ? j : k);
-    lo_in = a > 0;
-    hi_in = a < n;
-    hi = cell_index(min(i, nx - 1), min(j, ny - 1), min(k, nz - 1), nx, ny);
-    lo = cell_index(i - (comp == 0), j - (comp == 1), k - (comp == 2), nx, ny);
-}
+#include "voxfx_lattice.cuh"  // sample_face, sample_faces: the trilinear look-up
+#include "voxfx_mac.cuh"  // cell/face indices, face_cells, red_black_cell, neighbour_sum
 
 // ------------------------------------------------------------------------ stages
 
@@ -97,20 +63,20 @@ extern "C" __global__ void advect(const float* __restrict__ u0, const float* __r
     const float x = comp == 0 ? (float)i : (float)i + 0.5f;
     const float y = comp == 1 ? (float)j : (float)j + 0.5f;
     const float z = comp == 2 ? (float)k : (float)k + 0.5f;
-    const float vx = comp == 0 ? u0[f] : sample_u(u0, nx, ny, nz, x, y, z);
-    const float vy = comp == 1 ? v0[f] : sample_v(v0, nx, ny, nz, x, y, z);
-    const float vz = comp == 2 ? w0[f] : sample_w(w0, nx, ny, nz, x, y, z);
+    const float vx = comp == 0 ? u0[f] : sample_face(0, u0, nx, ny, nz, x, y, z);
+    const float vy = comp == 1 ? v0[f] : sample_face(1, v0, nx, ny, nz, x, y, z);
+    const float vz = comp == 2 ? w0[f] : sample_face(2, w0, nx, ny, nz, x, y, z);
     // Eq. 2.32: backtrace one Euler step
     const float bx = x - c * vx, by = y - c * vy, bz = z - c * vz;
     const bool from_inflow = (bx < 0.0f && (dirichlet & SIDE_WEST)) || (bx > (float)nx && (dirichlet & SIDE_EAST)) ||
                              (by < 0.0f && (dirichlet & SIDE_SOUTH)) || (by > (float)ny && (dirichlet & SIDE_NORTH));
     float value;
     if (comp == 0)
-        value = from_inflow ? ux : sample_u(u0, nx, ny, nz, bx, by, bz);
+        value = from_inflow ? ux : sample_face(0, u0, nx, ny, nz, bx, by, bz);
     else if (comp == 1)
-        value = from_inflow ? uy : sample_v(v0, nx, ny, nz, bx, by, bz);
+        value = from_inflow ? uy : sample_face(1, v0, nx, ny, nz, bx, by, bz);
     else
-        value = from_inflow ? uz : sample_w(w0, nx, ny, nz, bx, by, bz);
+        value = from_inflow ? uz : sample_face(2, w0, nx, ny, nz, bx, by, bz);
     out[f] = value;
 }
 
@@ -146,11 +112,10 @@ extern "C" __global__ void build_rhs(const float* __restrict__ u, const float* _
     const long long cells = (long long)nx * ny * nz;
     float b = 0.0f;
     if (c < cells && diag[c]) {
-        const int i = (int)(c % nx);
-        const long long r = c / nx;
-        const int j = (int)(r % ny), k = (int)(r / ny);
-        const long long fu = ((long long)k * ny + j) * (nx + 1) + i;
-        const long long fv = ((long long)k * (ny + 1) + j) * nx + i;
+        int i, j, k;
+        decode_cell(c, nx, ny, i, j, k);
+        const long long fu = u_face_index(i, j, k, nx, ny);
+        const long long fv = v_face_index(i, j, k, nx, ny);
         const float du = u[fu + 1] - u[fu];
         const float dv = v[fv + nx] - v[fv];
         const float dw = w[c + (long long)nx * ny] - w[c];
@@ -188,9 +153,8 @@ extern "C" __global__ void residual(const float* __restrict__ p, const float* __
     const long long cells = (long long)nx * ny * nz;
     float r = 0.0f;
     if (c < cells && diag[c]) {
-        const int i = (int)(c % nx);
-        const long long q = c / nx;
-        const int j = (int)(q % ny), k = (int)(q / ny);
+        int i, j, k;
+        decode_cell(c, nx, ny, i, j, k);
         const float s = neighbour_sum(p, c, i, j, k, nx, ny, nz);
         r = fabsf(rhs[c] - ((float)diag[c] * p[c] - s));
     }
@@ -269,7 +233,7 @@ extern "C" __global__ void project(float* __restrict__ u, float* __restrict__ v,
 }
 
 // The wind at world points (flakes' convention): c = (x − origin)·(1/h), then each component
-// sampled on its own lattice, clamped (see sample_u/v/w).
+// sampled on its own lattice, clamped (sample_faces).
 extern "C" __global__ void sample_wind(const float* __restrict__ u, const float* __restrict__ v,
                                        const float* __restrict__ w, int nx, int ny, int nz, float ox, float oy,
                                        float oz, float inv_h, const float* __restrict__ points,
@@ -280,7 +244,5 @@ extern "C" __global__ void sample_wind(const float* __restrict__ u, const float*
     const float x = (points[3 * t] - ox) * inv_h;
     const float y = (points[3 * t + 1] - oy) * inv_h;
     const float z = (points[3 * t + 2] - oz) * inv_h;
-    out[3 * t] = sample_u(u, nx, ny, nz, x, y, z);
-    out[3 * t + 1] = sample_v(v, nx, ny, nz, x, y, z);
-    out[3 * t + 2] = sample_w(w, nx, ny, nz, x, y, z);
+    sample_faces(u, v, w, nx, ny, nz, x, y, z, out + 3 * t);
 }

@@ -9,9 +9,10 @@ Grid: a dense MAC grid (``GridSpec``: origin, cell size h, shape (nx, ny, nz)):
   SOLID (closed box walls): faces on the domain boundary carry the wall's velocity (0).
   ``solid_u/v/w``: velocity of solids on faces next to SOLID cells (moving obstacles),
   zero for static ones.
-Only ``DenseGrid`` touches the dense layout; the solver's callers go through its small
-interface (cell ↔ index, neighbours, the fluid-cell list) so a sparse brick grid (seed
-003 §5–7) can replace it later.
+``DenseGrid`` is the grid core's ``MacGrid`` (``kernels/grid/dense.py``, whose notes say how
+a sparse brick grid, seed 003 §5–7, stands behind the same interface) plus the cell types
+and solids; the faces, solid faces, stencil, sampler, projection and connected components
+the stages use are the grid core's (``kernels/grid/``).
 
 Particles: SoA, float32: ``pos`` (N, 3), ``vel`` (N, 3); optional APIC affine matrix
 ``c`` (N, 3, 3).
@@ -31,10 +32,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..grid import GridSpec
+from ..grid import GridSpec, mac
+from ..grid.dense import MacGrid
 from ..settings import setting
 
-AIR, FLUID, SOLID = 0, 1, 2
+AIR, FLUID, SOLID = mac.AIR, mac.FLUID, mac.SOLID  # the grid core's cell types
 GRAVITY = (0.0, 0.0, -9.81)
 
 
@@ -59,30 +61,15 @@ class FlipSettings:
     pressure_max_iterations: int = 500
 
 
-class DenseGrid:
-    """The dense MAC grid behind a small interface."""
+class DenseGrid(MacGrid):
+    """The grid core's dense MAC grid (``grid/dense.py``) with FLIP's cell types and solids."""
 
     def __init__(self, spec: GridSpec, xp=np):
-        self.spec, self.xp = spec, xp
-        nx, ny, nz = spec.shape
-        self.shape = (nx, ny, nz)
-        self.h = float(spec.voxel_size)
-        self.u = xp.zeros((nz, ny, nx + 1), dtype=xp.float32)
-        self.v = xp.zeros((nz, ny + 1, nx), dtype=xp.float32)
-        self.w = xp.zeros((nz + 1, ny, nx), dtype=xp.float32)
-        self.cell = xp.zeros((nz, ny, nx), dtype=xp.uint8)
-        self.solid = xp.zeros((nz, ny, nx), dtype=xp.uint8)  # static + moving obstacles, set by the caller
-        self.solid_u = xp.zeros_like(self.u)
-        self.solid_v = xp.zeros_like(self.v)
-        self.solid_w = xp.zeros_like(self.w)
-
-    def index(self, i, j, k):
-        nx, ny, nz = self.shape
-        return (k * ny + j) * nx + i
+        super().__init__(spec, xp)
+        self.cell = self.cell_array(xp.uint8)
+        self.solid = self.cell_array(xp.uint8)  # static + moving obstacles, set by the caller
+        self.solid_u, self.solid_v, self.solid_w = self.face_arrays(fill=(0.0, 0.0, 0.0))
 
     def fluid_cells(self):
         """Linear indices of FLUID cells (ascending)."""
         return self.xp.flatnonzero(self.cell.ravel() == FLUID)
-
-    def faces(self):
-        return self.u, self.v, self.w

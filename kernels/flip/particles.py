@@ -28,11 +28,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import backend
 from ..backend import array_module
 from ..errors import InputError
-from ..grid import GridSpec
+from ..grid import GridSpec, mac
 from .. import rng
+from ..grid.launch import Kernels
 
 _CU = "flip_transfer.cu"
 _OPTIONS = ("--fmad=false",)  # round like NumPy: CPU and GPU agree to the bit where the ops agree
@@ -40,12 +40,13 @@ THREADS = 256  # a multiple of 32 (max_speed_squared reduces per warp)
 _F = np.float32
 
 # Sub-cell visiting order (bit 0 = x, 1 = y, 2 = z): the first four form a tetrahedron so
-# that per_cell < 8 still spreads over the cell; keep in sync with flip_transfer.cu.
+# that per_cell < 8 still spreads over the cell.
 SUBCELL_ORDER = (0b000, 0b011, 0b101, 0b110, 0b111, 0b100, 0b010, 0b001)
-# RNG streams of seeding (keep in sync with the #defines in flip_transfer.cu).
+# RNG streams of seeding.
 STREAM_X, STREAM_Y, STREAM_Z = 0, 1, 2
 STREAM_MASK = 3  # the per-cell sub-cell mask, drawn with slot 0's key
 MARGIN = 1.0 / 256.0  # of a sub-cell: offsets lie in [MARGIN, 1 − MARGIN)
+PUSH_EPSILON = 1e-3  # cells: a particle pushed out of a solid lands this far inside a free cell (transfer.py)
 
 
 def seed_particles(cells_ijk, spec: GridSpec, per_cell: int = 8, seed: int = 0, xp=None, velocity=None):
@@ -81,9 +82,8 @@ def seed_particles(cells_ijk, spec: GridSpec, per_cell: int = 8, seed: int = 0, 
         pos = xp.empty((n, 3), xp.float32)
         vel = xp.empty((n, 3), xp.float32)
         if n:
-            kernel("seed_particles")(blocks(n), (THREADS,),
-                                     (cells, np.int64(n), np.int32(per_cell), np.int32(nx), np.int32(ny),
-                                      key_of_seed, ox, oy, oz, h, *vel0, pos, vel))
+            KERNELS.launch("seed_particles", n, (cells, np.int64(n), np.int32(per_cell), np.int32(nx), np.int32(ny),
+                                                 key_of_seed, ox, oy, oz, h, *vel0, pos, vel))
         return pos, vel
 
     slot = np.tile(np.arange(per_cell, dtype=np.uint32), m)
@@ -109,13 +109,13 @@ def seed_particles(cells_ijk, spec: GridSpec, per_cell: int = 8, seed: int = 0, 
 # --------------------------------------------------------------------------- CuPy launches
 
 
-def kernel(name: str):
-    """A kernel of ``kernels/cuda/flip_transfer.cu`` (compiled once per device)."""
-    return backend.get_kernel(_CU, name, _OPTIONS)
-
-
-def blocks(n) -> tuple:
-    return ((int(n) + THREADS - 1) // THREADS,)
+# kernels/cuda/flip_transfer.cu, shared with transfer.py; it gets the constants above as -D options
+_U32 = np.uint32
+KERNELS = Kernels(_CU, _OPTIONS, THREADS, defines={
+    **mac.CELL_TYPES, "STREAM_X": _U32(STREAM_X), "STREAM_Y": _U32(STREAM_Y), "STREAM_Z": _U32(STREAM_Z),
+    "STREAM_MASK": _U32(STREAM_MASK), "SEED_MARGIN": MARGIN, "SEED_SPAN": 1.0 - 2.0 * MARGIN,
+    "SUBCELL_ORDER_PACKED": _U32(sum(sub << (3 * s) for s, sub in enumerate(SUBCELL_ORDER))),  # 3 bits each
+    "PUSH_EPSILON": PUSH_EPSILON})
 
 
 # --------------------------------------------------------------------------- keeping particles inside the source

@@ -68,6 +68,8 @@ import numpy as np
 
 from .. import backend
 from ..errors import InputError
+from ..grid import components, mac
+from ..grid.launch import GraphLoop, Kernels
 from ..progress import report
 from .grid import AIR, FLUID, SOLID
 
@@ -83,44 +85,36 @@ _MAX_BLOCKS = 1024  # blocks of the fused dot-product kernels (fixed: determinis
 _F32 = np.float32
 _SOLVER_CACHE = 2  # GPU solvers (buffers + graph) kept per process, most recent first
 
-# device state / scalars layout, as in flip_pressure.cu
-_S_IT, _S_STOPPED, _S_CONVERGED, _S_MAXIT = 0, 1, 2, 3
-_D_BB, _D_THRESH, _D_RR = 0, 1, 2
+# Device state (int) and scalars (double) layout of the PCG loop; flip_pressure.cu gets
+# these (and the cell types, the preconditioner numbers) as -D options from here.
+_S_IT, _S_STOPPED, _S_CONVERGED, _S_MAXIT = 0, 1, 2, 3  # iterations, stopped, converged, limit
+_D_BB, _D_THRESH, _D_RR, _D_RZ, _D_ALPHA, _D_BETA = 0, 1, 2, 3, 4, 5  # ‖b‖², tol²‖b‖², ‖r‖², r·z, α, β
+_K = Kernels(_CU, _OPTIONS, _THREADS, defines={
+    **mac.CELL_TYPES, "S_IT": _S_IT, "S_STOPPED": _S_STOPPED, "S_CONVERGED": _S_CONVERGED, "S_MAXIT": _S_MAXIT,
+    "D_BB": _D_BB, "D_THRESH": _D_THRESH, "D_RR": _D_RR, "D_RZ": _D_RZ, "D_ALPHA": _D_ALPHA, "D_BETA": _D_BETA,
+    **{f"PRE_{name.upper()}": i for i, name in enumerate(PRECONDITIONERS)}})
 
 
 # =========================================================================== faces
 
-def _solid_face_masks(cell, xp):
+def _solid_face_masks(cell):
     """Boolean masks of the u, v, w faces that touch a SOLID cell or the domain wall."""
-    solid = cell == SOLID
-    nz, ny, nx = cell.shape
-    mu = xp.ones((nz, ny, nx + 1), dtype=bool)
-    mu[:, :, 1:nx] = solid[:, :, :-1] | solid[:, :, 1:]
-    mv = xp.ones((nz, ny + 1, nx), dtype=bool)
-    mv[:, 1:ny, :] = solid[:, :-1, :] | solid[:, 1:, :]
-    mw = xp.ones((nz + 1, ny, nx), dtype=bool)
-    mw[1:nz] = solid[:-1] | solid[1:]
-    return mu, mv, mw
+    return mac.faces_touching(cell == SOLID, outside=True)
 
 
 def _boundary_faces(grid):
     """The faces as the projection sees them: solid velocity where a SOLID cell or a wall
     is on either side, the grid's velocity elsewhere."""
     xp = grid.xp
-    masks = _solid_face_masks(grid.cell, xp)
+    masks = _solid_face_masks(grid.cell)
     return tuple(xp.where(m, s, f) for m, s, f in
                  zip(masks, (grid.solid_u, grid.solid_v, grid.solid_w), (grid.u, grid.v, grid.w)))
 
 
-def _face_sum(u, v, w):
-    """D per cell: the sum of outgoing face velocities (face differences, no 1/h)."""
-    return ((u[:, :, 1:] - u[:, :, :-1]) + (v[:, 1:, :] - v[:, :-1, :])) + (w[1:] - w[:-1])
-
-
 def _check_grid(grid):
     nx, ny, nz = grid.shape
-    want = {"cell": (nz, ny, nx), "u": (nz, ny, nx + 1), "v": (nz, ny + 1, nx), "w": (nz + 1, ny, nx),
-            "solid_u": (nz, ny, nx + 1), "solid_v": (nz, ny + 1, nx), "solid_w": (nz + 1, ny, nx)}
+    fu, fv, fw = mac.face_shapes(nx, ny, nz)
+    want = {"cell": (nz, ny, nx), "u": fu, "v": fv, "w": fw, "solid_u": fu, "solid_v": fv, "solid_w": fw}
     for name, shape in want.items():
         got = tuple(getattr(grid, name).shape)
         if got != shape:
@@ -133,56 +127,12 @@ def divergence(grid):
     _check_grid(grid)
     xp = grid.xp
     if xp is not np:
-        return _GpuKernels.divergence(grid, _F32(1.0 / grid.h))
-    D = _face_sum(*_boundary_faces(grid))
+        return _divergence_gpu(grid, _F32(1.0 / grid.h))
+    D = mac.face_sum(*_boundary_faces(grid))
     return np.where(grid.cell == FLUID, D * _F32(1.0 / grid.h), _F32(0.0)).astype(np.float32)
 
 
 # =========================================================================== cell set-up
-
-def _shift_or(mask, xp):
-    """Cells with at least one 6-neighbour in *mask* (inside the grid)."""
-    out = xp.zeros_like(mask)
-    out[:, :, 1:] |= mask[:, :, :-1]
-    out[:, :, :-1] |= mask[:, :, 1:]
-    out[:, 1:, :] |= mask[:, :-1, :]
-    out[:, :-1, :] |= mask[:, 1:, :]
-    out[1:] |= mask[:-1]
-    out[:-1] |= mask[1:]
-    return out
-
-
-def label_regions(mask, xp):
-    """6-connected components of *mask*: a flat int64 array holding, for each cell of
-    *mask*, the lowest linear index of its component, and mask.size elsewhere.
-
-    Min-label propagation along the six directions alternated with pointer jumping
-    (L ← L[L]); the labels only decrease and stay inside their component, so it ends at
-    each component's minimum. One host sync per round."""
-    n = int(mask.size)
-    big = n
-    m = mask.reshape(-1)
-    index = xp.int32 if n < 2 ** 31 - 1 else xp.int64  # half the memory of every label array
-    lab = xp.where(m, xp.arange(n, dtype=index), index(big)).reshape(mask.shape)
-    while True:
-        old = lab
-        lab = lab.copy()
-        for axis in range(3):
-            lo = [slice(None)] * 3
-            hi = [slice(None)] * 3
-            lo[axis], hi[axis] = slice(None, -1), slice(1, None)
-            lo, hi = tuple(lo), tuple(hi)
-            both = mask[lo] & mask[hi]
-            # each right-hand side is a new array, evaluated before the assignment
-            lab[lo] = xp.minimum(lab[lo], xp.where(both, lab[hi], index(big)))
-            lab[hi] = xp.minimum(lab[hi], xp.where(both, lab[lo], index(big)))
-        flat = lab.reshape(-1)
-        for _ in range(4):  # pointer jumping: a label's own label is no larger
-            flat = xp.where(m, flat[xp.minimum(flat, index(n - 1))], index(big))
-        lab = flat.reshape(mask.shape)
-        if not bool((lab != old).any()):
-            return lab.reshape(-1)
-
 
 def _solver_cells(cell, xp):
     """(kind, enclosed, labels): the solver's cell types — the grid's, with the lowest
@@ -190,9 +140,9 @@ def _solver_cells(cell, xp):
     a flat mask of the cells of such sealed regions (or None) and their region labels."""
     fluid = cell == FLUID
     kind = cell.astype(xp.uint8, copy=True)
-    labels = label_regions(fluid, xp)
+    labels = components.label_components(fluid)
     n = int(cell.size)
-    touches_air = _shift_or(cell == AIR, xp) & fluid
+    touches_air = mac.any_neighbour(cell == AIR) & fluid
     reaches = xp.zeros(n + 1, dtype=bool)
     reaches[labels[touches_air.reshape(-1)]] = True
     enclosed = fluid.reshape(-1) & ~reaches[labels]
@@ -214,16 +164,9 @@ def _region_mean_removed(a, enclosed, labels, xp):
     return out
 
 
-def _diag_of(kind, xp):
+def _diag_of(kind):
     """uint8 per cell: non-SOLID neighbours (inside the grid) of a FLUID cell, else 0."""
-    open_ = (kind != SOLID).astype(xp.uint8)
-    d = xp.zeros(kind.shape, dtype=xp.uint8)
-    d[:, :, 1:] += open_[:, :, :-1]
-    d[:, :, :-1] += open_[:, :, 1:]
-    d[:, 1:, :] += open_[:, :-1, :]
-    d[:, :-1, :] += open_[:, 1:, :]
-    d[1:] += open_[:-1]
-    d[:-1] += open_[1:]
+    d = mac.neighbour_count(kind != SOLID)
     d[kind != FLUID] = 0
     return d
 
@@ -255,39 +198,26 @@ def _coarsen_kind(kind, xp):
 
 # =========================================================================== NumPy reference
 
-def _neighbour_sum(x):
-    """Σ x_n over the six neighbours inside the grid (x is 0 off the unknowns)."""
-    s = np.zeros_like(x)
-    s[:, :, 1:] += x[:, :, :-1]
-    s[:, :, :-1] += x[:, :, 1:]
-    s[:, 1:, :] += x[:, :-1, :]
-    s[:, :-1, :] += x[:, 1:, :]
-    s[1:] += x[:-1]
-    s[:-1] += x[1:]
-    return s
-
-
 class _Level:
     """One multigrid level (NumPy): diag, its float copy, colour masks of the unknowns."""
 
     def __init__(self, kind):
         self.kind = kind
-        self.diag = _diag_of(kind, np)
+        self.diag = _diag_of(kind)
         self.unknown = self.diag > 0
         self.d = self.diag.astype(np.float32)
         self.safe = np.where(self.unknown, self.d, _F32(1.0))
-        k, j, i = np.indices(kind.shape)
-        red = (i + j + k) % 2 == 0
+        red = mac.red_cells(kind.shape, np)
         self.colours = (red & self.unknown, ~red & self.unknown)
 
     def apply(self, x):
         """A x (0 off the unknowns)."""
-        return np.where(self.unknown, self.d * x - _neighbour_sum(x), _F32(0.0))
+        return np.where(self.unknown, self.d * x - mac.neighbour_sum(x), _F32(0.0))
 
     def sweep(self, x, b, colour):
         """One colour of Gauss-Seidel: x_c ← (b_c + Σ x_n) / diag_c."""
         cells = self.colours[colour]
-        new = (b + _neighbour_sum(x)) / self.safe
+        new = (b + mac.neighbour_sum(x)) / self.safe
         x[cells] = new[cells]
 
 
@@ -443,10 +373,10 @@ def pressure_rhs(grid, dt):
     kind, enclosed, labels = _solver_cells(grid.cell, xp)
     scale = _F32(-grid.h / dt)
     if xp is np:
-        D = _face_sum(*_boundary_faces(grid))
+        D = mac.face_sum(*_boundary_faces(grid))
         b = np.where(grid.cell == FLUID, D * scale, _F32(0.0)).astype(np.float32)
     else:
-        b = _GpuKernels.divergence(grid, scale)
+        b = _divergence_gpu(grid, scale)
     if enclosed is not None:
         b = _region_mean_removed(b.reshape(-1), enclosed, labels, xp).reshape(b.shape)
         b = xp.where(kind == FLUID, b, _F32(0.0)).astype(xp.float32)
@@ -491,18 +421,13 @@ def project(grid, p, dt):
         raise InputError(f"pressure has shape {tuple(p.shape)}, expected {(nz, ny, nx)}")
     c = _F32(dt / grid.h)
     if xp is not np:
-        _GpuKernels.project(grid, xp.ascontiguousarray(p, dtype=xp.float32), c)
+        _project_gpu(grid, xp.ascontiguousarray(p, dtype=xp.float32), c)
         return
     fluid = grid.cell == FLUID
     p = np.where(fluid, np.asarray(p, dtype=np.float32), _F32(0.0))
     u, v, w = grid.u, grid.v, grid.w
-    touch = fluid[:, :, :-1] | fluid[:, :, 1:]
-    u[:, :, 1:nx] = np.where(touch, u[:, :, 1:nx] - c * (p[:, :, 1:] - p[:, :, :-1]), u[:, :, 1:nx])
-    touch = fluid[:, :-1, :] | fluid[:, 1:, :]
-    v[:, 1:ny, :] = np.where(touch, v[:, 1:ny, :] - c * (p[:, 1:, :] - p[:, :-1, :]), v[:, 1:ny, :])
-    touch = fluid[:-1] | fluid[1:]
-    w[1:nz] = np.where(touch, w[1:nz] - c * (p[1:] - p[:-1]), w[1:nz])
-    for vel, mask, solid_vel in zip((u, v, w), _solid_face_masks(grid.cell, np),
+    mac.subtract_gradient(u, v, w, p, c, touch=mac.faces_touching(fluid))  # faces next to a FLUID cell
+    for vel, mask, solid_vel in zip((u, v, w), _solid_face_masks(grid.cell),
                                     (grid.solid_u, grid.solid_v, grid.solid_w)):
         vel[mask] = solid_vel[mask]
 
@@ -534,7 +459,7 @@ def pressure_stage_bytes(shape, preconditioner="mg", enclosed=False) -> int:
     """Peak device bytes of ``solve_pressure`` on the GPU beyond the grid, with its solver
     (cached between substeps, so alive throughout):
 
-    * cell set-up: the fluid mask and solver kinds (1 + 1 B/cell) and ``label_regions``
+    * cell set-up: the fluid mask and solver kinds (1 + 1 B/cell) and ``label_components``
       (int32 labels: the previous round's, the current, the running one, an index
       clamp and a gather, 5 × 4 B; its masks reuse the pool's blocks);
     * solve: kinds (1), b (4), the solution's copy (4), the final mask and masked p
@@ -549,42 +474,28 @@ def pressure_stage_bytes(shape, preconditioner="mg", enclosed=False) -> int:
 
 # =========================================================================== CuPy
 
-class _GpuKernels:
-    """Launch helpers shared by the stand-alone GPU stages."""
+def _divergence_gpu(grid, scale):
+    cp = grid.xp
+    nx, ny, nz = grid.shape
+    out = cp.empty((nz, ny, nx), dtype=cp.float32)
+    args = [cp.ascontiguousarray(a, dtype=cp.float32) for a in
+            (grid.u, grid.v, grid.w, grid.solid_u, grid.solid_v, grid.solid_w)]
+    cell = cp.ascontiguousarray(grid.cell, dtype=cp.uint8)
+    _K.launch("divergence", out.size, (*args, cell, np.int32(nx), np.int32(ny), np.int32(nz), _F32(scale), out))
+    return out
 
-    @staticmethod
-    def kernel(name):
-        return backend.get_kernel(_CU, name, _OPTIONS)
 
-    @staticmethod
-    def blocks(n):
-        return ((int(n) + _THREADS - 1) // _THREADS,)
-
-    @classmethod
-    def divergence(cls, grid, scale):
-        cp = grid.xp
-        nx, ny, nz = grid.shape
-        out = cp.empty((nz, ny, nx), dtype=cp.float32)
-        args = [cp.ascontiguousarray(a, dtype=cp.float32) for a in
-                (grid.u, grid.v, grid.w, grid.solid_u, grid.solid_v, grid.solid_w)]
-        cell = cp.ascontiguousarray(grid.cell, dtype=cp.uint8)
-        cls.kernel("divergence")(cls.blocks(out.size), (_THREADS,),
-                                 (*args, cell, np.int32(nx), np.int32(ny), np.int32(nz), _F32(scale), out))
-        return out
-
-    @classmethod
-    def project(cls, grid, p, c):
-        cp = grid.xp
-        nx, ny, nz = grid.shape
-        for name in ("u", "v", "w"):
-            a = getattr(grid, name)
-            if not (a.dtype == cp.float32 and a.flags.c_contiguous):
-                setattr(grid, name, cp.ascontiguousarray(a, dtype=cp.float32))
-        solid = [cp.ascontiguousarray(a, dtype=cp.float32) for a in (grid.solid_u, grid.solid_v, grid.solid_w)]
-        cell = cp.ascontiguousarray(grid.cell, dtype=cp.uint8)
-        total = grid.u.size + grid.v.size + grid.w.size
-        cls.kernel("project")(cls.blocks(total), (_THREADS,),
-                              (grid.u, grid.v, grid.w, *solid, cell, p, np.int32(nx), np.int32(ny), np.int32(nz), c))
+def _project_gpu(grid, p, c):
+    cp = grid.xp
+    nx, ny, nz = grid.shape
+    for name in ("u", "v", "w"):
+        a = getattr(grid, name)
+        if not (a.dtype == cp.float32 and a.flags.c_contiguous):
+            setattr(grid, name, cp.ascontiguousarray(a, dtype=cp.float32))
+    solid = [cp.ascontiguousarray(a, dtype=cp.float32) for a in (grid.solid_u, grid.solid_v, grid.solid_w)]
+    cell = cp.ascontiguousarray(grid.cell, dtype=cp.uint8)
+    total = mac.face_count(nx, ny, nz)
+    _K.launch("project", total, (grid.u, grid.v, grid.w, *solid, cell, p, np.int32(nx), np.int32(ny), np.int32(nz), c))
 
 
 _gpu_solvers: "OrderedDict[tuple, PressureSolverGPU]" = OrderedDict()
@@ -641,18 +552,12 @@ class PressureSolverGPU:
                 else:
                     L.update(b=vec(s), x=vec(s), r=vec(s) if level < len(shapes) - 1 else None)
             self.levels.append(L)
-        self.graph = None
-        self.graph_failed = False
-        self.graph_launches = 0
-        for name in ("build_diag", "coarsen_kind", "cg_init", "finish_init", "apply_laplacian", "finish_alpha",
-                     "update_solution", "dot_rz", "finish_beta", "update_direction", "mg_smooth", "mg_residual",
-                     "mg_restrict", "mg_prolong_add"):
-            _GpuKernels.kernel(name)  # compile and load before any capture
+        self.loop = GraphLoop(self._block, enabled=use_graph)  # check_every iterations, one CUDA graph
+        _K.load("build_diag", "coarsen_kind", "cg_init", "finish_init", "apply_laplacian", "finish_alpha",
+                "update_solution", "dot_rz", "finish_beta", "update_direction", "mg_smooth", "mg_residual",
+                "mg_restrict", "mg_prolong_add")  # compile and load before any capture
 
     # ------------------------------------------------------------------ launches
-
-    def _k(self, name):
-        return _GpuKernels.kernel(name)
 
     @staticmethod
     def _dims(s):
@@ -660,14 +565,13 @@ class PressureSolverGPU:
         return np.int32(nx), np.int32(ny), np.int32(nz)
 
     def _cells_launch(self, name, s, args):
-        n = int(np.prod(s))
-        self._k(name)(_GpuKernels.blocks(n), (_THREADS,), args)
+        _K.launch(name, int(np.prod(s)), args)
 
     def _reduce_launch(self, name, args):
-        self._k(name)((self.red_blocks,), (_THREADS,), args)
+        _K.launch_grid(name, (self.red_blocks,), (_THREADS,), args)
 
     def _finish(self, name, args):
-        self._k(name)((1,), (1024,), args)
+        _K.launch_grid(name, (1,), (1024,), args)
 
     def _set_levels(self, kind):
         L0 = self.levels[0]
@@ -682,9 +586,8 @@ class PressureSolverGPU:
     def _smooth(self, L, colour, first=False):
         nz, ny, nx = L["shape"]
         threads = nx * ny * nz if first else ((nx + 1) // 2) * ny * nz
-        self._k("mg_smooth")(_GpuKernels.blocks(threads), (_THREADS,),
-                             (L["x"], L["b"], L["diag"], *self._dims(L["shape"]), np.int32(colour),
-                              np.int32(first), self.state))
+        _K.launch("mg_smooth", threads, (L["x"], L["b"], L["diag"], *self._dims(L["shape"]), np.int32(colour),
+                                         np.int32(first), self.state))
 
     def _vcycle(self):
         """z = V-cycle(r): the same sequence as the NumPy ``_vcycle``."""
@@ -746,21 +649,6 @@ class PressureSolverGPU:
         for _ in range(self.check_every):
             self._iteration()
 
-    def _capture(self):
-        cp = self.cp
-        stream = cp.cuda.Stream(non_blocking=True)
-        try:
-            with stream:
-                stream.begin_capture()
-                try:
-                    self._block()
-                finally:
-                    graph = stream.end_capture()
-            return graph
-        except Exception:  # noqa: BLE001 - no capture on this CuPy/driver: launch one by one
-            self.graph_failed = True
-            return None
-
     # ------------------------------------------------------------------ solve
 
     def solve(self, kind, b, tolerance, max_iterations, progress=None):
@@ -778,8 +666,7 @@ class PressureSolverGPU:
         self._finish("finish_beta", (self.partials, G, self.scalars, self.state, np.int32(1)))  # rz, β = 0
         self._reduce_launch("update_direction", (self.d, self._z(), np.int64(self.cells), self.scalars,
                                                  self.state))  # d = z
-        if self.use_graph and self.graph is None and not self.graph_failed:
-            self.graph = self._capture()
+        self.loop.capture()
         launched = 0
         while True:
             host_state = self.state.get()  # the one host sync per check (Alg. 2)
@@ -787,11 +674,7 @@ class PressureSolverGPU:
                 break
             if launched:  # between blocks, on the state this check read anyway: no extra sync
                 report(progress, launched / max_iterations, f"pressure: iteration {launched}")
-            if self.graph is not None:
-                self.graph.launch(stream=cp.cuda.get_current_stream())
-                self.graph_launches += 1
-            else:
-                self._block()
+            self.loop.run()  # check_every iterations (the graph, or launch by launch)
             launched += self.check_every
         scal = self.scalars.get()
         bb, rr = float(scal[_D_BB]), float(scal[_D_RR])

@@ -72,6 +72,7 @@ import numpy as np
 from .. import backend
 from ..errors import InputError
 from ..grid import GridSpec
+from ..grid.launch import Kernels
 from ..progress import report
 
 _CU = "flip_surface.cu"
@@ -439,12 +440,7 @@ def _smooth_cpu(phi, spec, band):
 
 # --------------------------------------------------------------------------- GPU (cuda/flip_surface.cu)
 
-def _kernel(name):
-    return backend.get_kernel(_CU, name, _OPTIONS)
-
-
-def _blocks(n):
-    return ((int(n) + _THREADS - 1) // _THREADS,)
+_K = Kernels(_CU, _OPTIONS, _THREADS)
 
 
 def estimate_gpu_bytes(n_particles: int, spec: GridSpec, kernel_radius: float) -> int:
@@ -483,7 +479,7 @@ def _level_set_gpu(pos, radii, spec, R, band, smooth_iterations):
     # 1. Bin: one key per particle (n_cells = outside every cell), then sort by key.
     keys = cp.empty(n, dtype=cp.int32)
     if n:
-        _kernel("bin_particles")(_blocks(n), (_THREADS,), (
+        _K.launch("bin_particles", n, (
             pos, np.int64(n), f32(cox), f32(coy), f32(coz), f32(1.0 / edge), np.int32(cx), np.int32(cy),
             np.int32(cz), keys))
     order = cp.argsort(keys)
@@ -498,11 +494,11 @@ def _level_set_gpu(pos, radii, spec, R, band, smooth_iterations):
     if n:
         scalar = isinstance(radii, np.floating)
         radii = cp.full(1, radii, dtype=cp.float32) if scalar else radii
-        _kernel("pack_particles")(_blocks(n), (_THREADS,), (
+        _K.launch("pack_particles", n, (
             pos, radii, np.int32(0 if scalar else 1), order, np.int64(n), packed))
     # 4. Gather per node: one fused kernel, no atomics.
     ox, oy, oz = spec.origin
-    _kernel("particle_level_set")(_blocks(spec.voxel_count), (_THREADS,), (
+    _K.launch("particle_level_set", spec.voxel_count, (
         packed, starts, np.int32(nx), np.int32(ny), np.int32(nz), f32(ox), f32(oy), f32(oz),
         f32(spec.voxel_size), f32(cox), f32(coy), f32(coz), f32(1.0 / edge), np.int32(cx), np.int32(cy),
         np.int32(cz), f32(R), f32(band), phi))
@@ -510,7 +506,7 @@ def _level_set_gpu(pos, radii, spec, R, band, smooth_iterations):
     if smooth_iterations:
         other = cp.empty_like(phi)
         for _ in range(smooth_iterations):
-            _kernel("smooth_level_set")(_blocks(spec.voxel_count), (_THREADS,), (
+            _K.launch("smooth_level_set", spec.voxel_count, (
                 phi, np.int32(nx), np.int32(ny), np.int32(nz), SMOOTH_STEP, f32(FLAT_GRADIENT * spec.voxel_size) ** 2,
                 f32(band), other))
             phi, other = other, phi

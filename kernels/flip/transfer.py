@@ -47,15 +47,13 @@ import numpy as np
 
 from ..backend import array_module
 from ..errors import InputError
+from ..grid import mac
+from ..grid.sample import face_lattice, sample_faces
 from .grid import AIR, FLUID, SOLID, DenseGrid
-from .particles import THREADS, blocks, kernel
+from .particles import KERNELS, PUSH_EPSILON
 
 _F = np.float32
-_HALF = _F(0.5)
-PUSH_EPSILON = 1e-3  # cells: a particle pushed out of a solid lands this far inside a free cell
 P2G_METHODS = ("gather", "atomic")
-# Component a's node coordinates are g − ½ along the axes flagged 1 (u: y, z; v: x, z; w: x, y).
-_STAGGER = ((0, 1, 1), (1, 0, 1), (1, 1, 0))
 _NEIGHBOUR_ORDER = tuple((dx, dy, dz) for dz in (-1, 0, 1) for dy in (-1, 0, 1) for dx in (-1, 0, 1)
                          if (dx, dy, dz) != (0, 0, 0))  # push-out candidates, ties to the first
 
@@ -67,15 +65,6 @@ def _frame(grid: DenseGrid):
     """(ox, oy, oz, h, 1/h) as float32: the same bits on both backends."""
     ox, oy, oz = (_F(o) for o in grid.spec.origin)
     return ox, oy, oz, _F(grid.h), _F(1.0 / grid.h)
-
-
-def _grid_coords(grid: DenseGrid, pos):
-    ox, oy, oz, _, inv_h = _frame(grid)
-    return (pos[:, 0] - ox) * inv_h, (pos[:, 1] - oy) * inv_h, (pos[:, 2] - oz) * inv_h
-
-
-def _component_coords(g, comp: int):
-    return tuple(c - _HALF if s else c for c, s in zip(g, _STAGGER[comp]))
 
 
 def _check_particles(grid: DenseGrid, pos, vel=None, c=None):
@@ -125,15 +114,13 @@ def classify(grid: DenseGrid, pos) -> None:
     _check_particles(grid, pos)
     nx, ny, nz = grid.shape
     if grid.xp is not np:
-        kernel("cells_from_solid")(blocks(grid.cell.size), (THREADS,),
-                                   (grid.solid, grid.cell, np.int64(grid.cell.size)))
+        KERNELS.launch("cells_from_solid", grid.cell.size, (grid.solid, grid.cell, np.int64(grid.cell.size)))
         n = pos.shape[0]
         if n:
-            kernel("mark_fluid_cells")(blocks(n), (THREADS,),
-                                       (pos, np.int64(n), np.int32(nx), np.int32(ny), np.int32(nz),
-                                        *_frame(grid), grid.solid, grid.cell))
+            KERNELS.launch("mark_fluid_cells", n, (pos, np.int64(n), np.int32(nx), np.int32(ny), np.int32(nz),
+                                                   *_frame(grid), grid.solid, grid.cell))
         return
-    gx, gy, gz = _grid_coords(grid, pos)
+    gx, gy, gz = grid.cell_coords(pos)
     with np.errstate(invalid="ignore"):
         fx, fy, fz = np.floor(gx), np.floor(gy), np.floor(gz)
         inside = ((fx >= 0) & (fx < nx) & (fy >= 0) & (fy < ny) & (fz >= 0) & (fz < nz))
@@ -167,7 +154,7 @@ def _p2g_component(grid: DenseGrid, comp: int, pos, vel, c):
     face = grid.faces()[comp]
     sz, sy, sx = face.shape
     h = _F(grid.h)
-    g = _component_coords(_grid_coords(grid, pos), comp)
+    g = face_lattice(comp, *grid.cell_coords(pos))
     ok = np.isfinite(g[0]) & np.isfinite(g[1]) & np.isfinite(g[2])
     # Clamped where no face can be touched any more (no-op inside): integer-safe floors.
     gc = [np.fmin(np.fmax(a, _F(-2)), _F(n + 2)) for a, n in zip(g, grid.shape)]
@@ -211,18 +198,16 @@ def _p2g_gpu(grid: DenseGrid, pos, vel, c, n, method):
     spos, svel, sc, start, count = bin_particles(grid, pos, vel, c)
     if method == "gather":
         box = (nx + 1) * (ny + 1) * (nz + 1)
-        kernel("particles_to_grid_gather")(
-            blocks(box), (THREADS,),
-            (spos, svel, sc, np.int32(apic), start, count, *dims, *frame, grid.u, grid.v, grid.w, *valid))
+        KERNELS.launch("particles_to_grid_gather", box,
+                       (spos, svel, sc, np.int32(apic), start, count, *dims, *frame, grid.u, grid.v, grid.w, *valid))
         return valid
     weight = tuple(cp.zeros(f.shape, cp.float32) for f in grid.faces())
     for f in grid.faces():
         f.fill(0)
-    kernel("particles_to_grid_scatter")(blocks(n), (THREADS,),
-                                        (spos, svel, sc, np.int32(apic), np.int64(n), *dims, *frame,
-                                         grid.u, grid.v, grid.w, *weight))
+    KERNELS.launch("particles_to_grid_scatter", n, (spos, svel, sc, np.int32(apic), np.int64(n), *dims, *frame,
+                                                    grid.u, grid.v, grid.w, *weight))
     for f, wsum, m in zip(grid.faces(), weight, valid):
-        kernel("divide_by_weight")(blocks(f.size), (THREADS,), (f, wsum, m, np.int64(f.size)))
+        KERNELS.launch("divide_by_weight", f.size, (f, wsum, m, np.int64(f.size)))
     return valid
 
 
@@ -241,20 +226,19 @@ def bin_particles(grid: DenseGrid, pos, vel, c=None):
     count = cp.zeros(cells, cp.int32)
     cell_of = cp.empty(n, cp.int32)
     rank = cp.empty(n, cp.int32)
-    kernel("count_particles_per_cell")(blocks(n), (THREADS,),
-                                       (pos, np.int64(n), np.int32(nx), np.int32(ny), np.int32(nz), *_frame(grid),
-                                        count, cell_of, rank))
+    KERNELS.launch("count_particles_per_cell", n,
+                   (pos, np.int64(n), np.int32(nx), np.int32(ny), np.int32(nz), *_frame(grid), count, cell_of, rank))
     start = cp.cumsum(count, dtype=cp.int32)
     start -= count  # exclusive scan
     order = cp.empty(n, cp.int32)
-    kernel("place_particles")(blocks(n), (THREADS,), (cell_of, rank, start, np.int64(n), order))
-    kernel("sort_cell_segments")(blocks(cells), (THREADS,), (order, start, count, np.int64(cells)))
+    KERNELS.launch("place_particles", n, (cell_of, rank, start, np.int64(n), order))
+    KERNELS.launch("sort_cell_segments", cells, (order, start, count, np.int64(cells)))
     spos = cp.empty_like(pos)
     svel = cp.empty_like(vel)
     apic = c is not None
     sc = cp.empty_like(c) if apic else cp.zeros(1, cp.float32)
-    kernel("copy_sorted_particles")(blocks(n), (THREADS,),
-                                    (order, np.int64(n), pos, vel, c if apic else sc, np.int32(apic), spos, svel, sc))
+    KERNELS.launch("copy_sorted_particles", n,
+                   (order, np.int64(n), pos, vel, c if apic else sc, np.int32(apic), spos, svel, sc))
     return spos, svel, sc, start, count
 
 
@@ -267,42 +251,19 @@ def enforce_boundaries(grid: DenseGrid) -> None:
     nx, ny, nz = grid.shape
     if grid.xp is not np:
         for axis, (f, sf) in enumerate(zip(grid.faces(), (grid.solid_u, grid.solid_v, grid.solid_w))):
-            kernel("enforce_boundaries")(blocks(f.size), (THREADS,),
-                                         (f, sf, grid.solid, np.int32(nx), np.int32(ny), np.int32(nz),
-                                          np.int32(axis)))
+            KERNELS.launch("enforce_boundaries", f.size, (f, sf, grid.solid, np.int32(nx), np.int32(ny), np.int32(nz),
+                                                          np.int32(axis)))
         return
-    solid = grid.solid != 0
-    for axis, (f, sf) in enumerate(zip(grid.faces(), (grid.solid_u, grid.solid_v, grid.solid_w))):
-        ax = 2 - axis  # array axis of x is 2 ([k, j, i])
-        pad = [(0, 0)] * 3
-        pad[ax] = (1, 1)
-        s = np.pad(solid, pad, constant_values=True)  # outside the grid: wall
-        lo = np.take(s, np.arange(s.shape[ax] - 1), axis=ax)
-        hi = np.take(s, np.arange(1, s.shape[ax]), axis=ax)
-        wall = np.zeros(f.shape, bool)
-        idx = [slice(None)] * 3
-        idx[ax] = 0
-        wall[tuple(idx)] = True
-        idx[ax] = -1
-        wall[tuple(idx)] = True
-        f[...] = np.where(wall, _F(0), np.where(lo | hi, sf, f))
+    touching = mac.faces_touching(grid.solid != 0)
+    walls = mac.faces_touching(np.zeros(grid.cell.shape, bool), outside=True)
+    for f, sf, solid, wall in zip(grid.faces(), (grid.solid_u, grid.solid_v, grid.solid_w), touching, walls):
+        f[...] = np.where(wall, _F(0), np.where(solid, sf, f))
 
 
 def fluid_faces(grid: DenseGrid):
     """(valid_u, valid_v, valid_w) uint8: faces with a FLUID cell on either side."""
     xp = grid.xp
-    fluid = grid.cell == FLUID
-    out = []
-    for axis in range(3):
-        ax = 2 - axis
-        pad = [(0, 0)] * 3
-        pad[ax] = (1, 1)
-        s = xp.pad(fluid, pad, constant_values=False)
-        n = s.shape[ax]
-        lo = xp.take(s, xp.arange(n - 1), axis=ax)
-        hi = xp.take(s, xp.arange(1, n), axis=ax)
-        out.append((lo | hi).astype(xp.uint8))
-    return tuple(out)
+    return mac.faces_touching(grid.cell == FLUID, dtype=xp.uint8)
 
 
 def extrapolate(grid: DenseGrid, layers: int = 2, valid=None):
@@ -365,58 +326,14 @@ def _extrapolate_gpu(a, valid, layers):
     masks = (valid.copy(), cp.empty_like(valid))
     for ring in range(layers):
         src, dst = ring % 2, (ring + 1) % 2
-        kernel("extrapolate_faces")(blocks(a.size), (THREADS,),
-                                    (values[src], masks[src], values[dst], masks[dst], np.int32(sx),
-                                     np.int32(sy), np.int32(sz)))
+        KERNELS.launch("extrapolate_faces", a.size, (values[src], masks[src], values[dst], masks[dst], np.int32(sx),
+                                                     np.int32(sy), np.int32(sz)))
     if layers % 2:
         a[...] = values[1]
     return masks[layers % 2]
 
 
 # --------------------------------------------------------------------------- grid → particles, advection
-
-
-def _sample(a, fx, fy, fz, gradient=False):
-    """Trilinear sample of a (sz, sy, sx) face array at continuous node coordinates, clamped
-    to the array; with *gradient*, also ∂/∂(fx, fy, fz) of the interpolant (per node
-    spacing). Nested lerps: a uniform field comes back exactly."""
-    sz, sy, sx = a.shape
-    f = []
-    lo, hi, t = [], [], []
-    for c, s in ((fx, sx), (fy, sy), (fz, sz)):
-        c = np.fmin(np.fmax(c, _F(0)), _F(s - 1))  # NaN → 0, as fminf/fmaxf
-        i0 = np.maximum(np.minimum(c.astype(np.int64), s - 2), 0)
-        lo.append(i0)
-        hi.append(np.minimum(i0 + 1, s - 1))
-        t.append(c - i0.astype(np.float32))
-        f.append(c)
-    flat = a.reshape(-1)
-
-    def at(i, j, k):
-        return flat[(k * sy + j) * sx + i]
-
-    (i0, j0, k0), (i1, j1, k1), (tx, ty, tz) = lo, hi, t
-    p000, p100, p010, p110 = at(i0, j0, k0), at(i1, j0, k0), at(i0, j1, k0), at(i1, j1, k0)
-    p001, p101, p011, p111 = at(i0, j0, k1), at(i1, j0, k1), at(i0, j1, k1), at(i1, j1, k1)
-    dx00, dx10, dx01, dx11 = p100 - p000, p110 - p010, p101 - p001, p111 - p011
-    c00, c10, c01, c11 = p000 + tx * dx00, p010 + tx * dx10, p001 + tx * dx01, p011 + tx * dx11
-    c0 = c00 + ty * (c10 - c00)
-    c1 = c01 + ty * (c11 - c01)
-    value = c0 + tz * (c1 - c0)
-    if not gradient:
-        return value
-    e0 = dx00 + ty * (dx10 - dx00)
-    e1 = dx01 + ty * (dx11 - dx01)
-    d0 = c10 - c00
-    return value, (e0 + tz * (e1 - e0), d0 + tz * ((c11 - c01) - d0), c1 - c0)
-
-
-def _sample_velocity(faces, g, gradient=False):
-    """Velocity (3 arrays) at grid coordinates g, and with *gradient* the rows ∂u_a/∂g."""
-    out = [_sample(f, *_component_coords(g, comp), gradient=gradient) for comp, f in enumerate(faces)]
-    if not gradient:
-        return out
-    return [o[0] for o in out], [o[1] for o in out]
 
 
 def grid_to_particles(grid: DenseGrid, old_u, old_v, old_w, pos, vel, flip_ratio, c=None):
@@ -465,33 +382,33 @@ def _g2p_advect(grid: DenseGrid, old, pos, vel, flip_ratio, dt, c):
         dummy = cp.zeros(1, cp.float32)
         nx, ny, nz = grid.shape
         old = old if do_g2p else (dummy, dummy, dummy)
-        kernel("g2p_advect")(blocks(n), (THREADS,),
-                             (pos, vel if do_g2p else dummy, c if (do_g2p and c is not None) else dummy,
-                              np.int64(n), np.int32(do_g2p), np.int32(do_g2p and c is not None),
-                              np.int32(do_advect), grid.u, grid.v, grid.w, *old, grid.solid,
-                              np.int32(nx), np.int32(ny), np.int32(nz), *_frame(grid), flip, pic, dt32, half_dt))
+        KERNELS.launch("g2p_advect", n,
+                       (pos, vel if do_g2p else dummy, c if (do_g2p and c is not None) else dummy,
+                        np.int64(n), np.int32(do_g2p), np.int32(do_g2p and c is not None),
+                        np.int32(do_advect), grid.u, grid.v, grid.w, *old, grid.solid,
+                        np.int32(nx), np.int32(ny), np.int32(nz), *_frame(grid), flip, pic, dt32, half_dt))
         return
     faces = grid.faces()
-    g = _grid_coords(grid, pos)
+    g = grid.cell_coords(pos)
     if do_g2p:
         inv_h = _frame(grid)[4]
         if c is not None:
-            new, grad = _sample_velocity(faces, g, gradient=True)
+            new, grad = sample_faces(faces, *g, gradient=True)
             for a in range(3):
                 for b in range(3):
                     c[:, a, b] = grad[a][b] * inv_h
         else:
-            new = _sample_velocity(faces, g)
-        prev = _sample_velocity(old, g)
+            new = sample_faces(faces, *g)
+        prev = sample_faces(old, *g)
         for a in range(3):
             vel[:, a] = flip * (vel[:, a] + (new[a] - prev[a])) + pic * new[a]
     if do_advect:
         ox, oy, oz, _, inv_h = _frame(grid)
         origin = (ox, oy, oz)
         x0 = [pos[:, a].copy() for a in range(3)]
-        v1 = _sample_velocity(faces, g)
+        v1 = sample_faces(faces, *g)
         xm = [x0[a] + half_dt * v1[a] for a in range(3)]
-        v2 = _sample_velocity(faces, [(xm[a] - origin[a]) * inv_h for a in range(3)])
+        v2 = sample_faces(faces, *[(xm[a] - origin[a]) * inv_h for a in range(3)])
         x1 = [x0[a] + dt32 * v2[a] for a in range(3)]
         for a, p in enumerate(push_out(grid, x1, x0)):
             pos[:, a] = p
@@ -555,7 +472,7 @@ def max_speed(vel):
     if xp is not np:
         bits = xp.zeros(1, xp.uint32)
         if n:
-            kernel("max_speed_squared")(blocks(n), (THREADS,), (vel, np.int64(n), bits))
+            KERNELS.launch("max_speed_squared", n, (vel, np.int64(n), bits))
         return xp.sqrt(bits.view(xp.float32)[0])
     if n == 0:
         return np.sqrt(np.zeros((), np.float32))

@@ -13,9 +13,10 @@ from __future__ import annotations
 import numpy as np
 
 from .. import backend
+from .launch import Kernels
 
-_THREADS = 256
 _CU = "bitgrid.cu"
+_K = Kernels(_CU)
 
 
 def words_along_x(nx: int) -> int:
@@ -48,7 +49,7 @@ def pack(dense):
     words = xp.empty((nz, ny, wx), dtype=xp.uint32)
     # bool and uint8 share a layout: a view, not a copy of the whole grid
     src = xp.ascontiguousarray(dense.view(xp.uint8) if dense.dtype == xp.bool_ else dense.astype(xp.uint8))
-    _launch("pack_bits", words.size, (src, words, np.int64(nz * ny), np.int32(nx), np.int32(wx)))
+    _K.launch("pack_bits", words.size, (src, words, np.int64(nz * ny), np.int32(nx), np.int32(wx)))
     return words
 
 
@@ -62,8 +63,8 @@ def unpack(words, nx: int):
         bits = np.unpackbits(np.ascontiguousarray(words, dtype="<u4").view(np.uint8), axis=-1, bitorder="little")
         return bits[..., :nx].astype(bool)
     dense = xp.empty((nz, ny, nx), dtype=xp.uint8)
-    _launch("unpack_bits", words.size,
-            (xp.ascontiguousarray(words), dense, np.int64(nz * ny), np.int32(nx), np.int32(wx)))
+    _K.launch("unpack_bits", words.size,
+              (xp.ascontiguousarray(words), dense, np.int64(nz * ny), np.int32(nx), np.int32(wx)))
     return dense.view(xp.bool_)
 
 
@@ -134,8 +135,8 @@ def coordinates(words, nx: int, chunk_words: int | None = None):
         first = xp.cumsum(counts, dtype=xp.int64) - counts  # exclusive scan within the slab
         n = int(first[-1] + counts[-1])  # one sync per slab: where the next slab starts
         if n:
-            _launch("bits_to_coords", part.size, (part, first, ijk[out:out + n], np.int64(part.size), np.int32(wx),
-                                                  np.int32(ny), np.int32(k0)))
+            _K.launch("bits_to_coords", part.size, (part, first, ijk[out:out + n], np.int64(part.size), np.int32(wx),
+                                                    np.int32(ny), np.int32(k0)))
         out += n
     return ijk
 
@@ -160,12 +161,5 @@ def coordinates_bytes(shape, voxels: int, xp=np, chunk_words: int | None = None)
 def _popcounts(words):
     xp = backend.array_module(words)
     counts = xp.empty(words.size, dtype=xp.int32)
-    _launch("popcount_words", words.size, (xp.ascontiguousarray(words), counts, np.int64(words.size)))
+    _K.launch("popcount_words", words.size, (xp.ascontiguousarray(words), counts, np.int64(words.size)))
     return counts
-
-
-def _launch(name: str, n: int, args) -> None:
-    if n == 0:
-        return
-    kernel = backend.get_kernel(_CU, name)
-    kernel(((n + _THREADS - 1) // _THREADS,), (_THREADS,), args)

@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import backend
+from .launch import Kernels
 from ..errors import InputError
 from .sparse import BRICK, LOG2, SparseGrid, brick_keys
 
-_THREADS = 256
+_K = Kernels("sparse.cu")
 
 CENTRE = 13  # index of (0, 0, 0) among the 27 offsets (dz, dy, dx) ∈ {−1, 0, 1}³, z slowest
 
@@ -134,9 +134,9 @@ def values_at(grid: SparseGrid, channel: str, ijk):
     if xp is not np and pool.dtype == np.float32 and pool.ndim == 4:
         out = xp.empty(ijk.shape[0], xp.float32)
         if ijk.shape[0]:
-            backend.get_kernel("sparse.cu", "sparse_gather_f32")(
-                ((ijk.shape[0] + _THREADS - 1) // _THREADS,), (_THREADS,),
-                (ijk, np.int64(ijk.shape[0]), topo.keys, topo.slots, np.int64(topo.count), pool, np.float32(bg), out))
+            _K.launch("sparse_gather_f32", ijk.shape[0],
+                      (ijk, np.int64(ijk.shape[0]), topo.keys, topo.slots, np.int64(topo.count), pool, np.float32(bg),
+                       out))
         return out
     slot = _slots_of_voxels(topo, ijk, xp)
     local = (ijk & (BRICK - 1))
@@ -156,10 +156,9 @@ def set_voxels(grid: SparseGrid, channel: str, ijk, value=1) -> int:
     if xp is not np:
         missed = xp.zeros(1, xp.uint64)
         if ijk.shape[0]:
-            backend.get_kernel("sparse.cu", "sparse_set_u8")(
-                ((ijk.shape[0] + _THREADS - 1) // _THREADS,), (_THREADS,),
-                (ijk, np.int64(ijk.shape[0]), topo.keys, topo.slots, np.int64(topo.count), pool, np.uint8(value),
-                 missed))
+            _K.launch("sparse_set_u8", ijk.shape[0],
+                      (ijk, np.int64(ijk.shape[0]), topo.keys, topo.slots, np.int64(topo.count), pool, np.uint8(value),
+                       missed))
         return int(missed[0])
     slot = _slots_of_voxels(topo, ijk, xp)
     ok = slot >= 0

@@ -42,6 +42,8 @@ import math
 import numpy as np
 
 from .. import backend
+from ..grid import mac
+from ..grid.launch import Kernels
 from .domain import NO_GROUND, GRAVITY, SnowDomain, SnowSettings
 
 _CU = "snow_drift.cu"
@@ -55,12 +57,7 @@ COURANT = 0.5  # target face Courant number of a transport sub-step
 GUST_MARGIN = 1.5  # expected top speed = inflow·(1 + gusts)·this (obstacles speed the flow up)
 
 
-def _kernel(name):
-    return backend.get_kernel(_CU, name, _OPTIONS)
-
-
-def _blocks(n):
-    return ((int(n) + _THREADS - 1) // _THREADS,)
+_K = Kernels(_CU, _OPTIONS, _THREADS)
 
 
 def log_law_factor(settings: SnowSettings, h: float) -> np.float32:
@@ -96,8 +93,8 @@ def air_cells(terrain, snow, solid, columns, domain: SnowDomain):
 
         k = cp.empty(snow.shape, dtype=cp.int32)
         n = int(snow.size)
-        _kernel("air_cells")(_blocks(n), (_THREADS,), (terrain, snow, solid, ci, cj, k, np.int32(nx), np.int32(ny),
-                                                       np.int32(nz), np.float64(oz), np.float64(h), np.int64(n)))
+        _K.launch("air_cells", n, (terrain, snow, solid, ci, cj, k, np.int32(nx), np.int32(ny),
+                                   np.int32(nz), np.float64(oz), np.float64(h), np.int64(n)))
         return k
     top = np.where(terrain == NO_GROUND, np.float32(oz), terrain + snow).astype(np.float64)
     k = np.clip(np.ceil((top - oz) / h - 0.5), 0, nz - 1).astype(np.int32)
@@ -153,10 +150,10 @@ def exchange(terrain, snow, load, wind_xy, k, columns, dt: float, settings: Snow
         n = gy * gx
         old = load.copy()
         delta = cp.empty_like(snow)
-        _kernel("drift_exchange_ground")(_blocks(n), (_THREADS,), (
+        _K.launch("drift_exchange_ground", n, (
             terrain, snow, old, cp.ascontiguousarray(wind_xy, dtype=cp.float32), k, ci, cj, delta, np.int32(nx),
             np.int32(ny), factor, ustar_t, flux, rate, h, np.int64(n)))
-        _kernel("drift_exchange_air")(_blocks(nx * ny), (_THREADS,), (
+        _K.launch("drift_exchange_air", nx * ny, (
             delta, k, ci, cj, load, np.int32(nx), np.int32(ny), np.int32(nz), np.int32(gx), np.int32(gy),
             np.float64(domain.wind.origin[0]), np.float64(domain.wind.origin[1]), np.float64(domain.wind.voxel_size),
             np.float64(domain.ground_origin[0]), np.float64(domain.ground_origin[1]),
@@ -207,10 +204,10 @@ def transport(load, u, v, w, solid, dt: float, settings: SnowSettings, domain: S
         buffers = (load, xp.empty_like(load))
         for _ in range(n):
             current, following = buffers
-            _kernel("drift_limit")(_blocks(cells), (_THREADS,), (u, v, w, solid, scale, np.int32(nx), np.int32(ny),
-                                                                  np.int32(nz), c, ws))
-            _kernel("drift_advect")(_blocks(cells), (_THREADS,), (u, v, w, solid, current, scale, following,
-                                                                   np.int32(nx), np.int32(ny), np.int32(nz), c, ws))
+            _K.launch("drift_limit", cells, (u, v, w, solid, scale, np.int32(nx), np.int32(ny),
+                                             np.int32(nz), c, ws))
+            _K.launch("drift_advect", cells, (u, v, w, solid, current, scale, following,
+                                              np.int32(nx), np.int32(ny), np.int32(nz), c, ws))
             buffers = (following, current)
         if buffers[0] is not load:
             load[...] = buffers[0]
@@ -224,16 +221,13 @@ def transport(load, u, v, w, solid, dt: float, settings: SnowSettings, domain: S
 def _courant(u, v, w, solid, c, ws):
     """Face Courant numbers of the airborne snow: wind (w − w_s on z faces) × dt/h; 0 on
     faces touching a solid cell and on the ground and lid (cuda: face_courant)."""
-    s = solid != 0
+    su, sv, sw = mac.faces_touching(solid)
     cx = u * c
-    cx[:, :, 1:][s] = 0
-    cx[:, :, :-1][s] = 0
+    cx[su] = 0
     cy = v * c
-    cy[:, 1:, :][s] = 0
-    cy[:, :-1, :][s] = 0
+    cy[sv] = 0
     cz = (w - ws) * c
-    cz[1:][s] = 0
-    cz[:-1][s] = 0
+    cz[sw] = 0
     cz[0] = 0
     cz[-1] = 0
     return cx.astype(np.float32), cy.astype(np.float32), cz.astype(np.float32)

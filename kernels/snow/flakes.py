@@ -59,9 +59,10 @@ from .. import backend
 from ..backend import array_module
 from ..errors import InputError
 from .. import rng
+from ..grid.launch import Kernels
+from ..grid.sample import sample_faces
 from . import rng as streams  # the flakes' stream numbers
 from .domain import DEPOSIT_WEIGHTS, GRAVITY, NO_GROUND, PRESETS, SPIN_RANGE, SPIRAL_RADIUS, SnowDomain, SnowSettings
-from .wind import sample_lattice
 
 _CU = "snow_flakes.cu"
 _OPTIONS = ("--fmad=false",)  # round like NumPy: init is bit-identical on both backends
@@ -241,13 +242,10 @@ def sample_wind(u, v, w, domain: SnowDomain, pos):
     component on its own faces, clamped to the domain boundary. NumPy."""
     ox, oy, oz = (_F(o) for o in domain.wind.origin)
     inv_h = _F(1.0 / domain.wind.voxel_size)
-    half = _F(0.5)
     gx = (pos[:, 0] - ox) * inv_h
     gy = (pos[:, 1] - oy) * inv_h
     gz = (pos[:, 2] - oz) * inv_h
-    return np.stack([sample_lattice(u, gx, gy - half, gz - half),  # u-face (i, j+½, k+½)·h
-                     sample_lattice(v, gx - half, gy, gz - half),
-                     sample_lattice(w, gx - half, gy - half, gz)], axis=1)
+    return np.stack(sample_faces((u, v, w), gx, gy, gz), axis=1)  # u at (i, j+½, k+½)·h, …
 
 
 # --------------------------------------------------------------------------- step
@@ -417,12 +415,8 @@ def _check_state(flakes, u, v, w, domain, terrain, snow, deposit, landed, xp):
 # --------------------------------------------------------------------------- CuPy launches of cuda/snow_flakes.cu
 
 
-def _kernel(name, landed_32=False):
-    return backend.get_kernel(_CU, name, _OPTIONS + (("-DLANDED_32",) if landed_32 else ()))
-
-
-def _blocks(n):
-    return ((int(n) + _THREADS - 1) // _THREADS,)
+_K = Kernels(_CU, _OPTIONS, _THREADS)
+_K_LANDED_32 = Kernels(_CU, _OPTIONS + ("-DLANDED_32",), _THREADS)  # a uint32 landed counter
 
 
 def _init_gpu(n, s: Spawning, g: _Ground, terrain, snow) -> Flakes:
@@ -433,16 +427,15 @@ def _init_gpu(n, s: Spawning, g: _Ground, terrain, snow) -> Flakes:
     has_terrain = terrain is not None
     if not has_terrain:  # a valid pointer the kernel never reads
         terrain = snow = cp.zeros(1, cp.float32)
-    _kernel("init_flakes")(_blocks(n), (_THREADS,),
-                           (flakes.pos, flakes.vel, flakes.phase, flakes.spawn, np.int64(n), *s, terrain, snow,
-                            np.int32(has_terrain), *g))
+    _K.launch("init_flakes", n, (flakes.pos, flakes.vel, flakes.phase, flakes.spawn, np.int64(n), *s, terrain, snow,
+                                 np.int32(has_terrain), *g))
     return flakes
 
 
 def _step_gpu(flakes, u, v, w, domain, terrain, snow, deposit, landed, dt, s: Spawning, g: _Ground):
     nx, ny, nz = domain.wind.shape
     n = flakes.count
-    _kernel("step_flakes", landed.dtype == np.uint32)(
-        _blocks(n), (_THREADS,),
+    (_K_LANDED_32 if landed.dtype == np.uint32 else _K).launch(
+        "step_flakes", n,
         (flakes.pos, flakes.vel, flakes.phase, flakes.spawn, np.int64(n), *s, u, v, w, np.int32(nx), np.int32(ny),
          np.int32(nz), _F(1.0 / domain.wind.voxel_size), terrain, snow, deposit, *g, landed, dt))

@@ -35,6 +35,7 @@ import numpy as np
 from .. import backend
 from ..errors import InputError
 from ..grid import GridSpec
+from ..grid.launch import Kernels
 from ..progress import report
 from .domain import NO_GROUND, SnowDomain, SnowSettings
 
@@ -47,12 +48,7 @@ CHUNK_ITEMS = 1 << 21  # (triangle, vertex) pairs per NumPy batch: bounds the CP
 NEIGHBOURS_8 = ((0, 1), (0, -1), (1, 0), (-1, 0), (1, 1), (1, -1), (-1, 1), (-1, -1))  # (dy, dx)
 
 
-def _kernel(name):
-    return backend.get_kernel(_CU, name, _OPTIONS)
-
-
-def _blocks(n):
-    return ((int(n) + _THREADS - 1) // _THREADS,)
+_K = Kernels(_CU, _OPTIONS, _THREADS)
 
 
 def _on_gpu(a) -> bool:
@@ -194,8 +190,8 @@ def _terrain_gpu(vertices, triangles, ox, oy, cell, gx, gy):
     X, Y = cp.ascontiguousarray(X), cp.ascontiguousarray(Y)
     flags = cp.zeros(1, dtype=cp.uint64)
     counts = cp.empty(T, dtype=cp.int64)
-    _kernel("terrain_counts")(_blocks(T), (_THREADS,), (X, Y, Z, tris, np.int64(T), np.int64(V), np.int32(gx),
-                                                        np.int32(gy), counts, flags))
+    _K.launch("terrain_counts", T, (X, Y, Z, tris, np.int64(T), np.int64(V), np.int32(gx),
+                                    np.int32(gy), counts, flags))
     ends = cp.cumsum(counts)
     bad = (~cp.isfinite(v)).any(axis=1).sum().astype(cp.int64) if V else cp.zeros((), cp.int64)
     host = cp.concatenate([bad.reshape(1), flags.view(cp.int64), ends[-1:]]).get()  # the one sync
@@ -205,14 +201,14 @@ def _terrain_gpu(vertices, triangles, ox, oy, cell, gx, gy):
         raise InputError("triangle indices point outside the vertex array")
     total = int(host[2])
     if total:
-        _kernel("terrain_items")(_blocks(total), (_THREADS,), (X, Y, Z, tris, ends, counts, np.int64(T),
-                                                               np.int64(total), np.int32(gx), np.int32(gy), keys))
+        _K.launch("terrain_items", total, (X, Y, Z, tris, ends, counts, np.int64(T),
+                                           np.int64(total), np.int32(gx), np.int32(gy), keys))
     return _keys_to_heights(keys, terrain).reshape(gy, gx)
 
 
 def _keys_to_heights(keys, terrain):
     n = int(keys.size)
-    _kernel("keys_to_heights")(_blocks(n), (_THREADS,), (keys, np.int64(n)))
+    _K.launch("keys_to_heights", n, (keys, np.int64(n)))
     return terrain
 
 
@@ -256,8 +252,8 @@ def apply_deposit(snow, deposit, landed_units, volume: float, cell: float):
         units = deposit.sum(dtype=cp.uint64) if landed_units is None else landed_units
         units = cp.asarray(units).reshape(-1)[:1].astype(cp.uint64)
         n = int(snow.size)
-        _kernel("apply_deposit")(_blocks(n), (_THREADS,), (snow, deposit, units, np.float64(volume),
-                                                           np.float64(cell2), np.int64(gx), np.int64(gy)))
+        _K.launch("apply_deposit", n, (snow, deposit, units, np.float64(volume),
+                                       np.float64(cell2), np.int64(gx), np.int64(gy)))
         return snow
     units = int(deposit.sum(dtype=np.uint64) if landed_units is None else np.asarray(landed_units).reshape(-1)[0])
     if units:
@@ -361,13 +357,12 @@ def _redistribute_gpu(terrain, snow, t_axis, t_diag, m, k, iterations):
     n = gy * gx
     scale = cp.empty_like(snow)
     buffers = (snow, cp.empty_like(snow))
-    scale_kernel, gather_kernel = _kernel("redistribute_scale"), _kernel("redistribute_gather")
     for _ in range(iterations):
         current, following = buffers
-        scale_kernel(_blocks(n), (_THREADS,), (terrain, current, scale, np.int32(gx), np.int32(gy), t_axis,
-                                               t_diag, m, k))
-        gather_kernel(_blocks(n), (_THREADS,), (terrain, current, scale, following, np.int32(gx), np.int32(gy),
-                                                t_axis, t_diag, m))
+        _K.launch("redistribute_scale", n, (terrain, current, scale, np.int32(gx), np.int32(gy), t_axis,
+                                            t_diag, m, k))
+        _K.launch("redistribute_gather", n, (terrain, current, scale, following, np.int32(gx), np.int32(gy),
+                                             t_axis, t_diag, m))
         buffers = (following, current)
     if buffers[0] is not snow:
         snow[...] = buffers[0]
@@ -396,7 +391,7 @@ def solid_from_ground(terrain, snow, domain: SnowDomain, out=None):
 
         solid = cp.zeros((nz, ny, nx), dtype=cp.uint8) if out is None else out
         n = nx * ny * nz
-        _kernel("solid_from_ground")(_blocks(n), (_THREADS,), (
+        _K.launch("solid_from_ground", n, (
             terrain, snow, solid, np.int32(nx), np.int32(ny), np.int32(nz), np.float64(ox), np.float64(oy),
             np.float64(oz), np.float64(h), np.float64(gox), np.float64(goy), np.float64(gcell), np.int32(gx),
             np.int32(gy), np.int32(0 if out is None else 1)))

@@ -46,14 +46,14 @@ with ω = 1.7, 1.5, 1.2, 1.1, 1.1 (§3.3.3). Because the post-projection diverge
 is −(δt/h²)·r_c, the relative residual bounds the divergence left:
 ``max|∇·v| ≤ tol · max(max|∇·F|, U/h)``.
 
-Sampling convention (``sample``; the flakes use the same ``sample_lattice`` here and in
-``cuda/include/voxfx_lattice.cuh``): a world point x maps to cell units
-``c = (x − origin)·float32(1/h)`` in float32. Each component is interpolated on its own
-lattice — u at (i, j+½, k+½), v at (i+½, j, k+½), w at (i+½, j+½, k) — so the lattice
-coordinate of u is (c_x, c_y − ½, c_z − ½), and so on. Per axis of n samples: f clamped to
-[0, n−1] (NaN → 0), i = min(⌊f⌋, n−2), t = f − i, then ``lerp(a, b, t) = a + t·(b − a)``
-along x, then y, then z. Points outside the grid get the clamped (nearest boundary) value.
-``sample_u/v/w`` in ``cuda/snow_wind.cu`` are the device functions that do exactly this.
+Sampling convention (``sample``; the flakes sample the wind the same way): a world point x
+maps to cell units ``c = (x − origin)·float32(1/h)`` in float32, and each component is
+interpolated on its own lattice by the grid core's one sampler (``grid/sample.py``, on the
+device ``sample_faces`` of ``cuda/include/voxfx_lattice.cuh``): trilinear, clamped, points
+outside the grid get the nearest boundary value.
+
+The staggered layout, solid faces, stencil and projection come from ``grid/mac.py`` (device:
+``voxfx_mac.cuh``), the launches and the CUDA graph from ``grid/launch.py``.
 """
 
 from __future__ import annotations
@@ -64,6 +64,10 @@ import numpy as np
 
 from .. import backend
 from ..errors import InputError
+from ..grid import components, mac
+from ..grid.dense import MacGrid
+from ..grid.sample import sample_face, sample_faces
+from ..grid.launch import GraphLoop, Kernels
 from ..progress import report
 
 _CU = "snow_wind.cu"
@@ -75,7 +79,9 @@ CHECK_EVERY = 10  # SOR sweeps between residual checks ('converge')
 MAX_ITERATIONS = 2000  # SOR sweeps at most per step ('converge')
 STALL_CHECKS = 20  # give up when this many checks in a row bring no 1 % improvement
 
-WEST, EAST, SOUTH, NORTH = 1, 2, 4, 8  # side bits, as in snow_wind.cu
+WEST, EAST, SOUTH, NORTH = 1, 2, 4, 8  # side bits; snow_wind.cu gets them as SIDE_* -D options
+_K = Kernels(_CU, _OPTIONS, _THREADS, defines={"SIDE_WEST": WEST, "SIDE_EAST": EAST, "SIDE_SOUTH": SOUTH,
+                                               "SIDE_NORTH": NORTH})
 _PARALLEL = 1e-6  # |direction component| below this: the side is parallel to the wind
 
 _F32 = np.float32
@@ -119,90 +125,6 @@ def gust_factor(t: float, settings) -> float:
 
 # --------------------------------------------------------------------------- NumPy stages
 
-def _lerp(a, b, t):
-    return a + t * (b - a)
-
-
-def sample_lattice(f, fx, fy, fz):
-    """Trilinear, clamped sample of lattice f (sz, sy, sx) at lattice coordinates: the
-    arithmetic of ``sample_lattice`` in voxfx_lattice.cuh; the flakes sample the wind with it."""
-    fx, fy, fz = np.broadcast_arrays(fx, fy, fz)
-    sz, sy, sx = f.shape
-    fx = np.fmin(np.fmax(fx, _F32(0.0)), _F32(sx - 1))  # NaN → 0, as fminf/fmaxf
-    fy = np.fmin(np.fmax(fy, _F32(0.0)), _F32(sy - 1))
-    fz = np.fmin(np.fmax(fz, _F32(0.0)), _F32(sz - 1))
-    i = np.minimum(fx.astype(np.int64), sx - 2)
-    j = np.minimum(fy.astype(np.int64), sy - 2)
-    k = np.minimum(fz.astype(np.int64), sz - 2)
-    tx, ty, tz = fx - i.astype(np.float32), fy - j.astype(np.float32), fz - k.astype(np.float32)
-    flat = f.reshape(-1)
-    q = (k * sy + j) * sx + i
-    row, plane = sx, sx * sy
-    c00 = _lerp(flat[q], flat[q + 1], tx)
-    c10 = _lerp(flat[q + row], flat[q + row + 1], tx)
-    c01 = _lerp(flat[q + plane], flat[q + plane + 1], tx)
-    c11 = _lerp(flat[q + plane + row], flat[q + plane + row + 1], tx)
-    return _lerp(_lerp(c00, c10, ty), _lerp(c01, c11, ty), tz)
-
-
-def sample_u(u, x, y, z):
-    return sample_lattice(u, x, y - _HALF, z - _HALF)
-
-
-def sample_v(v, x, y, z):
-    return sample_lattice(v, x - _HALF, y, z - _HALF)
-
-
-def sample_w(w, x, y, z):
-    return sample_lattice(w, x - _HALF, y - _HALF, z)
-
-
-_SAMPLERS = (sample_u, sample_v, sample_w)
-
-
-def _face_positions(comp, nx, ny, nz):
-    """Broadcastable cell-unit coordinates (x, y, z) of the faces of one component."""
-    x = np.arange(nx + (comp == 0), dtype=np.float32)[None, None, :]
-    y = np.arange(ny + (comp == 1), dtype=np.float32)[None, :, None]
-    z = np.arange(nz + (comp == 2), dtype=np.float32)[:, None, None]
-    if comp != 0:
-        x = x + _HALF
-    if comp != 1:
-        y = y + _HALF
-    if comp != 2:
-        z = z + _HALF
-    return x, y, z
-
-
-def _solid_faces(solid):
-    """Boolean masks of the u, v, w faces that touch a solid cell."""
-    s = solid.astype(bool)
-    xp = backend.array_module(s)
-    nz, ny, nx = s.shape
-    su = xp.zeros((nz, ny, nx + 1), bool)
-    su[:, :, 1:] |= s
-    su[:, :, :-1] |= s
-    sv = xp.zeros((nz, ny + 1, nx), bool)
-    sv[:, 1:, :] |= s
-    sv[:, :-1, :] |= s
-    sw = xp.zeros((nz + 1, ny, nx), bool)
-    sw[1:] |= s
-    sw[:-1] |= s
-    return su, sv, sw
-
-
-def _label(fluid, xp):
-    """6-connected components of *fluid* (ndimage.label of SciPy or CuPy), or None."""
-    try:
-        if xp is np:
-            from scipy import ndimage
-        else:
-            from cupyx.scipy import ndimage
-    except ImportError:
-        return None
-    return ndimage.label(fluid)[0]
-
-
 def _sealed_pockets(fluid, open_sides, xp):
     """Fluid cells no open side reaches through fluid (6-connected). Air can neither enter
     nor leave them, so a Dirichlet inflow face on one makes its Poisson problem unsolvable."""
@@ -218,34 +140,15 @@ def _sealed_pockets(fluid, open_sides, xp):
         seeds[:, ny - 1, :] |= fluid[:, ny - 1, :]
     if not bool(seeds.any()):
         return xp.zeros_like(fluid)  # every open face blocked: nothing to keep, seal nothing
-    labels = _label(fluid, xp)
-    if labels is not None:
-        reach = xp.isin(labels, xp.unique(labels[seeds])) & fluid
-    else:  # flood fill from the open sides, checked every 8 dilations
-        reach, count = seeds, int(seeds.sum())
-        while True:
-            for _ in range(8):
-                grow = reach.copy()
-                grow[:, :, 1:] |= reach[:, :, :-1]
-                grow[:, :, :-1] |= reach[:, :, 1:]
-                grow[:, 1:, :] |= reach[:, :-1, :]
-                grow[:, :-1, :] |= reach[:, 1:, :]
-                grow[1:] |= reach[:-1]
-                grow[:-1] |= reach[1:]
-                reach = grow & fluid
-            new = int(reach.sum())
-            if new == count:
-                break
-            count = new
-    return fluid & ~reach
+    return fluid & ~components.reachable(fluid, seeds)
 
 
 def _advect_numpy(old, new, closed, c, inflow, dirichlet):
     """Semi-Lagrangian self-advection with the boundary faces set (as ``advect`` in the .cu)."""
     nz, ny, nx = old[2].shape[0] - 1, old[2].shape[1], old[2].shape[2]
     for comp in range(3):
-        x, y, z = _face_positions(comp, nx, ny, nz)
-        vel = [old[a] if a == comp else _SAMPLERS[a](old[a], x, y, z) for a in range(3)]
+        x, y, z = mac.face_positions(comp, nx, ny, nz, np)
+        vel = [old[a] if a == comp else sample_face(a, old[a], x, y, z) for a in range(3)]
         # Eq. 2.32: x − δt·v(x), in cell units (c = δt/h)
         bx, by, bz = x - c * vel[0], y - c * vel[1], z - c * vel[2]
         from_inflow = np.zeros(bx.shape, bool)
@@ -257,7 +160,7 @@ def _advect_numpy(old, new, closed, c, inflow, dirichlet):
             from_inflow |= by < 0
         if dirichlet & NORTH:
             from_inflow |= by > _F32(ny)
-        value = np.where(from_inflow, inflow[comp], _SAMPLERS[comp](old[comp], bx, by, bz))
+        value = np.where(from_inflow, inflow[comp], sample_face(comp, old[comp], bx, by, bz))
         out = new[comp]
         out[...] = value
         if comp == 0:
@@ -274,18 +177,6 @@ def _advect_numpy(old, new, closed, c, inflow, dirichlet):
             out[0] = 0.0
             out[nz] = 0.0
         out[closed[comp]] = 0.0
-
-
-def _neighbour_sum(p):
-    """Σ of the six neighbours inside the grid, in the .cu's order (solid cells hold 0)."""
-    s = np.zeros_like(p)
-    s[:, :, 1:] += p[:, :, :-1]
-    s[:, :, :-1] += p[:, :, 1:]
-    s[:, 1:, :] += p[:, :-1, :]
-    s[:, :-1, :] += p[:, 1:, :]
-    s[1:] += p[:-1]
-    s[:-1] += p[1:]
-    return s
 
 
 # --------------------------------------------------------------------------- the field
@@ -332,26 +223,28 @@ class WindField:
         xp_ = self.xp
         nx, ny, nz = self.nx, self.ny, self.nz
         cells = (nz, ny, nx)
-        faces = ((nz, ny, nx + 1), (nz, ny + 1, nx), (nz + 1, ny, nx))
-        start = self.inflow_velocity(0.0)
-        # Start from the uniform inflow wind (divergence-free without obstacles).
-        self.u, self.v, self.w = (xp_.full(s, _F32(start[a]), dtype=xp_.float32) for a, s in enumerate(faces))
+        faces = mac.face_shapes(nx, ny, nz)
+        # The grid core's dense MAC grid, starting from the uniform inflow wind
+        # (divergence-free without obstacles).
+        self.grid = MacGrid(spec, xp_, fill=self.inflow_velocity(0.0))
         self.w[0] = 0.0
         self.w[nz] = 0.0
-        self._back = tuple(xp_.empty(s, dtype=xp_.float32) for s in faces)
-        self.p = xp_.zeros(cells, dtype=xp_.float32)
-        self.rhs = xp_.zeros(cells, dtype=xp_.float32)
-        self.solid = xp_.zeros(cells, dtype=xp_.uint8)
-        self.diag = xp_.zeros(cells, dtype=xp_.uint8)
+        self._back = self.grid.face_arrays()
+        self.p = self.grid.cell_array(xp_.float32)
+        self.rhs = self.grid.cell_array(xp_.float32)
+        self.solid = self.grid.cell_array(xp_.uint8)
+        self.diag = self.grid.cell_array(xp_.uint8)
         self._stats = xp_.zeros(2, dtype=xp_.float32)  # [max|b|, max|r|] (device side)
-        self._graphs = {}
-        self._graph_failed = False
+        self._loops = {}  # pressure sweeps + residual per mode, each one CUDA graph
         if not self.gpu:
-            k, j, i = np.indices(cells)
-            red = (i + j + k) % 2 == 0
+            red = mac.red_cells(cells, np)
             self._colours = (red, ~red)
             self._closed = tuple(np.zeros(s, bool) for s in faces)
         self.set_obstacles(xp_.zeros(cells, dtype=xp_.uint8))
+
+    u = property(lambda self: self.grid.u, doc="x-velocity on the x-faces (nz, ny, nx+1), m/s")
+    v = property(lambda self: self.grid.v, doc="y-velocity on the y-faces (nz, ny+1, nx), m/s")
+    w = property(lambda self: self.grid.w, doc="z-velocity on the z-faces (nz+1, ny, nx), m/s")
 
     # ----------------------------------------------------------------------- set-up
 
@@ -369,13 +262,7 @@ class WindField:
         fluid &= ~_sealed_pockets(fluid, self.open, xp)
         self.solid[...] = ~fluid
         # diag: fluid neighbours per fluid cell (walls and obstacles are Neumann)
-        d = xp.zeros((nz, ny, nx), dtype=xp.uint8)
-        d[:, :, 1:] += fluid[:, :, :-1]
-        d[:, :, :-1] += fluid[:, :, 1:]
-        d[:, 1:, :] += fluid[:, :-1, :]
-        d[:, :-1, :] += fluid[:, 1:, :]
-        d[1:] += fluid[:-1]
-        d[:-1] += fluid[1:]
+        d = mac.neighbour_count(fluid)
         d[~fluid] = 0
         self.diag[...] = d
         # fluid faces per side (one host sync here, none in step): the flux budget
@@ -383,7 +270,7 @@ class WindField:
                       SOUTH: fluid[:, 0, :], NORTH: fluid[:, ny - 1, :]}
         self._side_faces = {side: int(cells.sum()) for side, cells in side_cells.items()}
         self.p[~fluid] = 0.0
-        closed = _solid_faces(self.solid)
+        closed = mac.faces_touching(self.solid)
         for vel, mask in zip((self.u, self.v, self.w), closed):
             vel[mask] = 0.0
         if not self.gpu:
@@ -421,12 +308,11 @@ class WindField:
         old = (self.u, self.v, self.w)
         if self.gpu:
             total = sum(int(a.size) for a in old)
-            self._kernel("advect")(self._blocks(total), (_THREADS,),
-                                   (*old, self.solid, *self._back, np.int32(self.nx), np.int32(self.ny),
-                                    np.int32(self.nz), c, U[0], U[1], U[2], np.int32(self.dirichlet)))
+            _K.launch("advect", total, (*old, self.solid, *self._back, np.int32(self.nx), np.int32(self.ny),
+                                        np.int32(self.nz), c, U[0], U[1], U[2], np.int32(self.dirichlet)))
         else:
             _advect_numpy(old, self._back, self._closed, c, U, self.dirichlet)
-        (self.u, self.v, self.w), self._back = self._back, old
+        (self.grid.u, self.grid.v, self.grid.w), self._back = self._back, old  # swap the buffers
 
     def balance_outflow(self, inflow) -> None:
         """Scale the open sides' faces to the outward flux the Dirichlet sides demand."""
@@ -452,10 +338,9 @@ class WindField:
         if self.gpu:
             flux = xp.ascontiguousarray(flux.reshape(1))
             total = 2 * self.ny * self.nz + 2 * self.nx * self.nz
-            self._kernel("balance_outflow")(self._blocks(total), (_THREADS,),
-                                            (self.u, self.v, self.solid, np.int32(self.nx), np.int32(self.ny),
-                                             np.int32(self.nz), np.int32(self.open), flux, np.float64(q_in),
-                                             np.float64(n_open)))
+            _K.launch("balance_outflow", total, (self.u, self.v, self.solid, np.int32(self.nx), np.int32(self.ny),
+                                                 np.int32(self.nz), np.int32(self.open), flux, np.float64(q_in),
+                                                 np.float64(n_open)))
             return
         q = float(flux)
         if q_in > 0.0 and q > 0.5 * q_in:
@@ -476,14 +361,12 @@ class WindField:
     def build_rhs(self, dt: float) -> None:
         coef = _F32(-self.h / dt)
         if self.gpu:
-            self._kernel("clear_stats")((1,), (32,), (self._stats, np.int32(0), np.int32(2)))
-            self._kernel("build_rhs")(self._blocks(self.p.size), (_THREADS,),
-                                      (self.u, self.v, self.w, self.diag, self.rhs, np.int32(self.nx),
-                                       np.int32(self.ny), np.int32(self.nz), coef, self._stats))
+            _K.launch_grid("clear_stats", (1,), (32,), (self._stats, np.int32(0), np.int32(2)))
+            _K.launch("build_rhs", self.p.size, (self.u, self.v, self.w, self.diag, self.rhs, np.int32(self.nx),
+                                                 np.int32(self.ny), np.int32(self.nz), coef, self._stats))
         else:
             u, v, w = self.u, self.v, self.w
-            total = ((u[:, :, 1:] - u[:, :, :-1]) + (v[:, 1:, :] - v[:, :-1, :])) + (w[1:] - w[:-1])
-            self.rhs[...] = np.where(self.diag > 0, total * coef, _F32(0.0))
+            self.rhs[...] = np.where(self.diag > 0, mac.face_sum(u, v, w) * coef, _F32(0.0))
             self._stats[0] = np.abs(self.rhs).max()
 
     def solve_pressure(self, dt: float, inflow, progress=None) -> tuple:
@@ -518,16 +401,12 @@ class WindField:
     def project(self, dt: float) -> None:
         c = _F32(dt / self.h)
         if self.gpu:
-            total = self.u.size + self.v.size + self.w.size
-            self._kernel("project")(self._blocks(total), (_THREADS,),
-                                    (self.u, self.v, self.w, self.p, self.solid, np.int32(self.nx),
-                                     np.int32(self.ny), np.int32(self.nz), c))
+            total = mac.face_count(self.nx, self.ny, self.nz)
+            _K.launch("project", total, (self.u, self.v, self.w, self.p, self.solid, np.int32(self.nx),
+                                         np.int32(self.ny), np.int32(self.nz), c))
             return
-        p, u, v, w = self.p, self.u, self.v, self.w
-        nx, ny = self.nx, self.ny
-        u[:, :, 1:nx] = u[:, :, 1:nx] - c * (p[:, :, 1:] - p[:, :, :-1])
-        v[:, 1:ny, :] = v[:, 1:ny, :] - c * (p[:, 1:, :] - p[:, :-1, :])
-        w[1:self.nz] = w[1:self.nz] - c * (p[1:] - p[:-1])
+        u, v, w = self.u, self.v, self.w
+        mac.subtract_gradient(u, v, w, self.p, c)  # v = F − δt∇p                Eq. 2.14
         for vel, mask in zip((u, v, w), self._closed):
             vel[mask] = 0.0
 
@@ -545,52 +424,27 @@ class WindField:
                 om = _F32(omega)
                 for colour in self._colours:  # red, then black with the new red values
                     cells = colour & (self.diag > 0)
-                    s = _neighbour_sum(p)
+                    s = mac.neighbour_sum(p)
                     new = p + om * ((b + s) / safe - p)
                     p[cells] = new[cells]
-            s = _neighbour_sum(p)
+            s = mac.neighbour_sum(p)
             r = np.where(self.diag > 0, np.abs(b - (d * p - s)), _F32(0.0))
             self._stats[1] = r.max()
             return
-        graph = self._graphs.get(mode)
-        if graph is None and not self._graph_failed:
-            graph = self._capture(omegas)
-            self._graphs[mode] = graph
-        if graph is not None:
-            graph.launch(stream=self.xp.cuda.get_current_stream())
-        else:
-            self._launch_sweeps(omegas)
+        loop = self._loops.get(mode)
+        if loop is None:
+            _K.load("sor_sweep", "clear_stats", "residual")  # compile and load before capturing
+            loop = self._loops[mode] = GraphLoop(lambda: self._launch_sweeps(omegas))
+        loop.run()
 
     def _launch_sweeps(self, omegas) -> None:
         nx, ny, nz = np.int32(self.nx), np.int32(self.ny), np.int32(self.nz)
         half = ((self.nx + 1) // 2) * self.ny * self.nz
-        sweep = self._kernel("sor_sweep")
         for omega in omegas:
             for colour in (0, 1):
-                sweep(self._blocks(half), (_THREADS,),
-                      (self.p, self.rhs, self.diag, nx, ny, nz, np.int32(colour), _F32(omega)))
-        self._kernel("clear_stats")((1,), (32,), (self._stats, np.int32(1), np.int32(1)))
-        self._kernel("residual")(self._blocks(self.p.size), (_THREADS,),
-                                 (self.p, self.rhs, self.diag, nx, ny, nz, self._stats))
-
-    def _capture(self, omegas):
-        """The sweeps + residual as a CUDA graph (stream capture), or None if capture is
-        not available (the launches then run one by one)."""
-        cp = self.xp
-        for name in ("sor_sweep", "clear_stats", "residual"):
-            self._kernel(name)  # compile and load before capturing
-        stream = cp.cuda.Stream(non_blocking=True)
-        try:
-            with stream:
-                stream.begin_capture()
-                try:
-                    self._launch_sweeps(omegas)
-                finally:
-                    graph = stream.end_capture()
-            return graph
-        except Exception:  # noqa: BLE001 - an old CuPy or driver: launch without a graph
-            self._graph_failed = True
-            return None
+                _K.launch("sor_sweep", half, (self.p, self.rhs, self.diag, nx, ny, nz, np.int32(colour), _F32(omega)))
+        _K.launch_grid("clear_stats", (1,), (32,), (self._stats, np.int32(1), np.int32(1)))
+        _K.launch("residual", self.p.size, (self.p, self.rhs, self.diag, nx, ny, nz, self._stats))
 
     def _read_stats(self) -> tuple:
         b, r = (float(x) for x in backend.to_numpy(self._stats))
@@ -600,8 +454,8 @@ class WindField:
 
     def divergence(self):
         """∇·v per cell (1/s), 0 in solid cells; an array of the field's module."""
-        xp, u, v, w = self.xp, self.u, self.v, self.w
-        total = ((u[:, :, 1:] - u[:, :, :-1]) + (v[:, 1:, :] - v[:, :-1, :])) + (w[1:] - w[:-1])
+        xp = self.xp
+        total = mac.face_sum(self.u, self.v, self.w)
         return xp.where(self.solid == 0, total / _F32(self.h), _F32(0.0)).astype(xp.float32)
 
     def sample(self, points):
@@ -609,26 +463,14 @@ class WindField:
         convention (the flakes' one); an array of the field's module."""
         xp = self.xp
         pts = xp.ascontiguousarray(xp.asarray(points, dtype=xp.float32).reshape(-1, 3))
-        o = tuple(_F32(a) for a in self.origin)
-        inv_h = _F32(1.0 / self.h)
         if self.gpu:
+            o = tuple(_F32(a) for a in self.origin)
+            inv_h = _F32(1.0 / self.h)
             out = xp.empty_like(pts)
             n = int(pts.shape[0])
             if n:
-                self._kernel("sample_wind")(self._blocks(n), (_THREADS,),
-                                            (self.u, self.v, self.w, np.int32(self.nx), np.int32(self.ny),
+                _K.launch("sample_wind", n, (self.u, self.v, self.w, np.int32(self.nx), np.int32(self.ny),
                                              np.int32(self.nz), o[0], o[1], o[2], inv_h, pts, out, np.int64(n)))
             return out
-        x, y, z = ((pts[:, a] - o[a]) * inv_h for a in range(3))
-        return np.stack([sample_u(self.u, x, y, z), sample_v(self.v, x, y, z),
-                         sample_w(self.w, x, y, z)], axis=1).astype(np.float32)
-
-    # ----------------------------------------------------------------------- launches
-
-    @staticmethod
-    def _kernel(name):
-        return backend.get_kernel(_CU, name, _OPTIONS)
-
-    @staticmethod
-    def _blocks(n):
-        return ((int(n) + _THREADS - 1) // _THREADS,)
+        x, y, z = self.grid.cell_coords(pts)
+        return np.stack(sample_faces((self.u, self.v, self.w), x, y, z), axis=1).astype(np.float32)

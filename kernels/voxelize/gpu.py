@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import backend
 from ..errors import InputError
 from ..grid import bitgrid
+from ..grid.launch import Kernels
 from ..progress import report, scaled
 
 _CU = "voxelize.cu"
@@ -28,12 +28,7 @@ _THREADS = 128
 BATCH_ITEMS = 1 << 26  # work items per launch when a progress callback listens (~0.1 s on an H100)
 
 
-def _kernel(name):
-    return backend.get_kernel(_CU, name, _OPTIONS)
-
-
-def _blocks(n):
-    return ((int(n) + _THREADS - 1) // _THREADS,)
+_K = Kernels(_CU, _OPTIONS, _THREADS)
 
 
 class DeviceMesh:
@@ -58,7 +53,7 @@ class DeviceMesh:
         if n:
             o = spec.origin
             name = "prepare_vertices_f32" if v.dtype == cp.float32 else "prepare_vertices_f64"
-            _kernel(name)(_blocks(n), (_THREADS,), (v, np.int64(n), np.float64(o[0]), np.float64(o[1]),
+            _K.launch(name, n, (v, np.int64(n), np.float64(o[0]), np.float64(o[1]),
                                                     np.float64(o[2]), np.float64(spec.voxel_size), self.pv,
                                                     self.flags))
 
@@ -96,7 +91,7 @@ class DeviceMesh:
         else:
             args = (self.pv, self.tris, np.int64(T), nv, lo[1], lo[2], hi[1], hi[2], counts, self.flags)
         if T:  # a box's subset may hold no triangle (no launch of zero blocks)
-            _kernel(f"{kind}_column_counts")(_blocks(T), (_THREADS,), args)
+            _K.launch(f"{kind}_column_counts", T, args)
         return counts, cp.cumsum(counts)
 
 
@@ -140,8 +135,7 @@ def launch_columns(name, mesh: DeviceMesh, work, tail, progress=None, what=""):
     if not total:
         return
     if progress is None or total <= BATCH_ITEMS:
-        _kernel(name)(_blocks(total), (_THREADS,),
-                      (mesh.pv, mesh.tris, ends, counts, np.int64(mesh.n_tris), np.int64(total), *tail))
+        _K.launch(name, total, (mesh.pv, mesh.tris, ends, counts, np.int64(mesh.n_tris), np.int64(total), *tail))
         return
     queued = []
     for first in range(0, total, BATCH_ITEMS):
@@ -149,8 +143,7 @@ def launch_columns(name, mesh: DeviceMesh, work, tail, progress=None, what=""):
         # item i of this launch is item first + i of the pass: owner_of(ends − first, i)
         # finds the same triangle, and its local column is the same
         shifted = ends - np.int64(first)
-        _kernel(name)(_blocks(n), (_THREADS,),
-                      (mesh.pv, mesh.tris, shifted, counts, np.int64(mesh.n_tris), np.int64(n), *tail))
+        _K.launch(name, n, (mesh.pv, mesh.tris, shifted, counts, np.int64(mesh.n_tris), np.int64(n), *tail))
         queued.append(cp.cuda.Event(disable_timing=True))
         queued[-1].record()
         if len(queued) > 1:
@@ -179,8 +172,8 @@ def solid_pass(mesh: DeviceMesh, work, box=None, carry=None, progress=None):
     drop = np.int32(1 if (carry is not None and int(lo[0]) > 0) else 0)
     launch_columns("solid_flip_starts", mesh, work, (*lo, *hi, drop, words), progress, "solid: column crossings")
     rows = dims[2] * dims[1]
-    _kernel("prefix_xor_rows")(_blocks(rows), (_THREADS,),
-                               (words, np.int64(rows), np.int32(bitgrid.words_along_x(dims[0])), np.int32(dims[0])))
+    _K.launch("prefix_xor_rows", rows,
+              (words, np.int64(rows), np.int32(bitgrid.words_along_x(dims[0])), np.int32(dims[0])))
     return words
 
 
@@ -235,8 +228,7 @@ def surface_owners_gpu(vertices, triangles, spec, linear):
     (counts, ends, total), = plan([(mesh, "surface")])
     nx, ny, nz = mesh.shape
     if total:
-        _kernel("surface_owners")(_blocks(total), (_THREADS,),
-                                  (mesh.pv, mesh.tris, ends, counts, np.int64(mesh.n_tris), np.int64(total),
+        _K.launch("surface_owners", total, (mesh.pv, mesh.tris, ends, counts, np.int64(mesh.n_tris), np.int64(total),
                                    np.int32(nx), np.int32(ny), np.int32(nz), *box_args(mesh.shape, None)[0],
                                    *box_args(mesh.shape, None)[1], cp.ascontiguousarray(linear, dtype=cp.int64),
                                    np.int64(linear.size), owner))

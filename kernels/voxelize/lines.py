@@ -44,6 +44,7 @@ from .. import backend
 from ..errors import InputError
 from ..grid import GridSpec, bitgrid
 from ..progress import report
+from ..grid.launch import Kernels
 from .triangles import to_voxel_units
 
 _CU = "lines.cu"
@@ -270,12 +271,7 @@ def _or_voxels(flat_words, ijk, shape):
 # CuPy launches of cuda/lines.cu
 
 
-def _kernel(name):
-    return backend.get_kernel(_CU, name, _OPTIONS)
-
-
-def _blocks(n):
-    return ((int(n) + _THREADS - 1) // _THREADS,)
+_K = Kernels(_CU, _OPTIONS, _THREADS)
 
 
 def segment_voxels_gpu(p0, p1, shape, words):
@@ -289,12 +285,10 @@ def segment_voxels_gpu(p0, p1, shape, words):
     p0 = cp.ascontiguousarray(p0, dtype=cp.float64)
     p1 = cp.ascontiguousarray(p1, dtype=cp.float64)
     steps = cp.empty(S, dtype=cp.int64)
-    _kernel("segment_step_counts")(_blocks(S), (_THREADS,),
-                                   (p0, p1, np.int64(S), np.int32(nx), np.int32(ny), np.int32(nz), steps))
+    _K.launch("segment_step_counts", S, (p0, p1, np.int64(S), np.int32(nx), np.int32(ny), np.int32(nz), steps))
     ends = cp.cumsum(steps)
     total = int(ends[-1])  # the one host sync: the launch size of the step pass
     if total:
-        _kernel("segment_steps")(_blocks(total), (_THREADS,),
-                                 (p0, p1, ends, steps, np.int64(S), np.int64(total), np.int32(nx),
-                                  np.int32(ny), np.int32(nz), words))
+        _K.launch("segment_steps", total, (p0, p1, ends, steps, np.int64(S), np.int64(total), np.int32(nx),
+                                           np.int32(ny), np.int32(nz), words))
     return words

@@ -36,7 +36,7 @@ def test_built_zip_has_the_addon_and_not_the_dev_tree(built_zip):
     names = zipfile.ZipFile(built_zip).namelist()
     for needed in ("blender_manifest.toml", "__init__.py", "addon/__init__.py", "kernels/backend.py",
                    "kernels/cuda/bitgrid.cu", "kernels/cuda/include/voxfx_rng.cuh",
-                   "kernels/cuda/include/voxfx_stencil.cuh", "addon/gpu_setup/install.py",
+                   "kernels/cuda/include/voxfx_mac.cuh", "addon/gpu_setup/install.py",
                    "addon/operators/gpu.py"):
         assert needed in names
     for excluded in ("tests/", "bench/", "demo_blends/", ".ci/", "tools/", ".venv/", ".venv-min/", ".venv-52/"):

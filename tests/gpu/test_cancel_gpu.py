@@ -133,13 +133,13 @@ def test_gpu_pressure_solve_stops_between_blocks(k):
     assert full.calls in (blocks - 1, blocks)  # one report per block, between blocks: no sync added
     assert blocks > k + 2
     solver = next(iter(P._gpu_solvers.values()))
-    before = solver.graph_launches
+    before = solver.loop.launches
     cb = CancelAt(k)
     with pytest.raises(Cancelled):
         P.solve_pressure(g, 1 / 60, progress=cb, **opts)
     assert cb.calls == k
-    if solver.graph is not None:  # block 1, then one block after each report that said go on
-        assert solver.graph_launches - before == k
+    if solver.loop.graph is not None:  # block 1, then one block after each report that said go on
+        assert solver.loop.launches - before == k
     # the cached solver comes back clean: the same answer as before the cancel
     p_again, again = P.solve_pressure(g, 1 / 60, **opts)
     assert abs(again["iterations"] - stats["iterations"]) <= 1

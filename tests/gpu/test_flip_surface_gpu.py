@@ -80,7 +80,7 @@ def test_smoothing_alone_rounds_like_cpu():
     cpu = surface._smooth_cpu(phi, spec, band)
     out = cupy.empty(spec.array_shape, cupy.float32)
     nx, ny, nz = spec.shape
-    surface._kernel("smooth_level_set")(surface._blocks(spec.voxel_count), (surface._THREADS,), (
+    surface._K.launch("smooth_level_set", spec.voxel_count, (
         cupy.asarray(phi), np.int32(nx), np.int32(ny), np.int32(nz), surface.SMOOTH_STEP,
         np.float32(surface.FLAT_GRADIENT * spec.voxel_size) ** 2, np.float32(band), out))
     np.testing.assert_array_equal(out.get(), cpu)

@@ -100,7 +100,8 @@ def test_gpu_pressure_loop_is_a_cuda_graph():
     rng = np.random.default_rng()
     _, gpu, _ = pair(rng, "converge")
     gpu.step(DT, 0.0)
-    assert not gpu._graph_failed and gpu._graphs.get("converge") is not None
+    loop = gpu._loops.get("converge")
+    assert loop is not None and not loop.failed and loop.graph is not None and loop.launches >= 1
 
 
 def test_gpu_seals_the_same_pockets_as_the_cpu():

@@ -453,7 +453,7 @@ def test_solid_face_velocities_are_respected():
     g.cell[:5] = FLUID
     g.cell[1:3, 2:4, 3:5] = SOLID
     solid = g.cell == SOLID
-    mu, mv, mw = P._solid_face_masks(g.cell, np)
+    mu, mv, mw = P._solid_face_masks(g.cell)
     # the block's velocity on faces next to it; walls stay at rest
     block_u = np.zeros_like(g.u, dtype=bool)
     block_u[:, :, 1:nx] = solid[:, :, :-1] | solid[:, :, 1:]
@@ -489,22 +489,3 @@ def test_project_pressure_runs_the_stage():
     p, stats = P.project_pressure(g, DT)
     assert stats["converged"]
     assert max_fluid_divergence(g) < 1e-3
-
-
-def test_labels_are_region_minima():
-    mask = np.zeros((3, 4, 5), bool)
-    mask[0, 0, :] = True  # a row
-    mask[2, 1:4, 2] = True  # a column elsewhere
-    mask[1, 3, 4] = True  # a lone cell
-    lab = P.label_regions(mask, np).reshape(mask.shape)
-    assert set(lab[0, 0, :]) == {0}
-    assert set(lab[2, 1:4, 2]) == {int(np.ravel_multi_index((2, 1, 2), mask.shape))}
-    assert lab[1, 3, 4] == np.ravel_multi_index((1, 3, 4), mask.shape)
-    assert (lab[~mask] == mask.size).all()
-    # a snake: a long path through the whole box is one region
-    snake = np.zeros((1, 7, 9), bool)
-    snake[0, ::2, :] = True
-    for row in range(1, 7, 2):
-        snake[0, row, 8 if row % 4 == 1 else 0] = True
-    lab = P.label_regions(snake, np)
-    assert set(lab[snake.ravel()]) == {0}

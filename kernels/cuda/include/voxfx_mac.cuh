@@ -1,10 +1,36 @@
-// Shared MAC-grid indexing and 7-point stencil helpers of the pressure solvers (snow wind, FLIP).
+// The staggered (MAC) grid on the device: cell and face indices, the two cells of a face,
+// red-black order and the 7-point neighbour sum; shared by the FLIP liquid and the snow
+// wind. kernels/grid/mac.py holds the same ideas for NumPy and CuPy array code.
+//
+// Layout (x fastest):  u [nz][ny][nx+1]   v [nz][ny+1][nx]   w [nz+1][ny][nx]
+//                      cells [nz][ny][nx]
+// Face (i, j, k) of component a separates cell (i, j, k) − e_a ("lo") from (i, j, k) ("hi").
 #pragma once
 
 // Linear index of cell (i, j, k) in an x-fastest nx × ny × nz array.
 __device__ __forceinline__ long long cell_index(int i, int j, int k, int nx, int ny)
 {
     return ((long long)k * ny + j) * nx + i;
+}
+
+// (i, j, k) of the cell with linear index c.
+__device__ __forceinline__ void decode_cell(long long c, int nx, int ny, int& i, int& j, int& k)
+{
+    i = (int)(c % nx);
+    const long long r = c / nx;
+    j = (int)(r % ny);
+    k = (int)(r / ny);
+}
+
+// Linear indices of the u-face and the v-face (i, j, k): the −x and −y faces of cell (i, j, k)
+// (its −z face has the cell's own index in w).
+__device__ __forceinline__ long long u_face_index(int i, int j, int k, int nx, int ny)
+{
+    return ((long long)k * ny + j) * (nx + 1) + i;
+}
+__device__ __forceinline__ long long v_face_index(int i, int j, int k, int nx, int ny)
+{
+    return ((long long)k * (ny + 1) + j) * nx + i;
 }
 
 // A global face index over [u | v | w] → component (0, 1, 2), (i, j, k) on its lattice and
@@ -33,6 +59,19 @@ __device__ __forceinline__ bool decode_face(long long id, int nx, int ny, int nz
     j = (int)(r % sy);
     k = (int)(r / sy);
     return true;
+}
+
+// The two cells a face separates, along its axis: `lo` = (i,j,k) − e_comp, `hi` = (i,j,k);
+// either may lie outside the grid (lo_in / hi_in false; the index is then not to be read).
+__device__ __forceinline__ void face_cells(int comp, int i, int j, int k, int nx, int ny, int nz, bool& lo_in,
+                                           bool& hi_in, long long& lo, long long& hi)
+{
+    const int n = comp == 0 ? nx : (comp == 1 ? ny : nz);
+    const int a = comp == 0 ? i : (comp == 1 ? j : k);
+    lo_in = a > 0;
+    hi_in = a < n;
+    hi = cell_index(min(i, nx - 1), min(j, ny - 1), min(k, nz - 1), nx, ny);
+    lo = cell_index(i - (comp == 0), j - (comp == 1), k - (comp == 2), nx, ny);
 }
 
 // Red-black ordering: thread t of a half-size launch ((nx + 1) / 2 · ny · nz threads)

@@ -1,0 +1,138 @@
+"""Launching CUDA kernels: one helper for every effect.
+
+``Kernels(file, options, threads, defines)`` stands for the kernels of one ``.cu`` file of
+``kernels/cuda/`` compiled once per device with fixed options (``backend.load_module``).
+``k.launch(name, n, args)`` runs *name* with one thread per item (``blocks(n)`` blocks of
+``threads``); ``k.launch_grid`` takes an explicit grid and block for the kernels that
+need one (fixed-size reductions). ``defines`` become ``-DNAME=value`` options, so that a
+constant lives in Python and reaches the CUDA code from there (``constants.py``).
+
+``GraphLoop(record)`` is a fixed launch sequence (the inner loop of a solver) recorded
+once as a CUDA graph by stream capture and replayed; where capture is not available (an
+old CuPy or driver) it launches the sequence one kernel at a time instead. Compile every
+kernel the sequence uses (``k.load``) before the first replay: compiling is not allowed
+during capture.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import backend
+
+THREADS = 256  # a multiple of 32: kernels that reduce per warp rely on it
+
+_COMPILES: dict = {}  # .cu file → the option sets it is compiled with (``compiles``)
+
+
+def blocks(n, threads: int = THREADS) -> tuple:
+    """The grid of a one-thread-per-item launch over *n* items."""
+    return ((int(n) + threads - 1) // threads,)
+
+
+def define_options(defines) -> tuple:
+    """``-DNAME=value`` compile options from a mapping (sorted: a stable kernel-cache key).
+    Integers are written as such (NumPy unsigned ones with a ``u``: unsigned in CUDA too);
+    floats as float32 hex literals (the float32 value exactly, no decimal rounding)."""
+    out = []
+    for name, value in sorted((defines or {}).items()):
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+            raise TypeError(f"CUDA define {name} must be an int or a float, not {value!r}")
+        if isinstance(value, (float, np.floating)):
+            text = float(np.float32(value)).hex() + "f"
+        elif isinstance(value, np.unsignedinteger):
+            text = f"{int(value)}u"
+        else:
+            text = str(int(value))
+        out.append(f"-D{name}={text}")
+    return tuple(out)
+
+
+class Kernels:
+    """The kernels of ``kernels/cuda/<filename>`` with one set of compile options."""
+
+    def __init__(self, filename: str, options: tuple = (), threads: int = THREADS, defines=None):
+        self.filename = filename
+        self.options = tuple(options) + define_options(defines)
+        self.threads = int(threads)
+        _COMPILES.setdefault(filename, set()).add(self.options)
+
+    def get(self, name: str):
+        """The compiled kernel *name* (compiled and cached at the first call)."""
+        return backend.get_kernel(self.filename, name, self.options)
+
+    def load(self, *names: str) -> None:
+        """Compile and load kernels now (before a graph capture)."""
+        for name in names:
+            self.get(name)
+
+    def blocks(self, n) -> tuple:
+        return blocks(n, self.threads)
+
+    def launch(self, name: str, n, args) -> None:
+        """*name* over *n* items, one thread each (nothing to do for n = 0)."""
+        n = int(n)
+        if n > 0:
+            self.get(name)(blocks(n, self.threads), (self.threads,), args)
+
+    def launch_grid(self, name: str, grid: tuple, block: tuple, args) -> None:
+        """*name* with an explicit grid and block."""
+        self.get(name)(grid, block, args)
+
+
+# The modules that launch kernels (each creates its ``Kernels`` at import).
+KERNEL_MODULES = ("rng", "grid.bitgrid", "grid.sparse_ops", "voxelize.gpu", "voxelize.lines", "snow.flakes",
+                  "snow.wind", "snow.drift", "snow.ground", "flip.particles", "flip.pressure", "flip.surface")
+
+
+def compiles() -> dict:
+    """{.cu file: sorted option tuples} of every ``Kernels`` of ``KERNEL_MODULES``: what the
+    compile check (tests/unit/test_cuda_sources.py) and tools/compare_ptx.py build."""
+    import importlib
+
+    kernels_package = __package__.rsplit(".", 1)[0]
+    for name in KERNEL_MODULES:
+        importlib.import_module(f"{kernels_package}.{name}")
+    return {name: sorted(opts) for name, opts in sorted(_COMPILES.items())}
+
+
+class GraphLoop:
+    """A fixed launch sequence, ``record()``, captured once as a CUDA graph and replayed
+    by ``run()`` on the current stream; launched directly where capture fails or when
+    *enabled* is False. ``graph`` (None until captured), ``failed`` and ``launches``
+    (graph replays) say which happened."""
+
+    def __init__(self, record, enabled: bool = True):
+        self.record = record
+        self.enabled = bool(enabled)
+        self.graph = None
+        self.failed = False
+        self.launches = 0
+
+    def capture(self):
+        """Record the sequence into a graph now (once); None if capture is not available."""
+        if self.graph is None and self.enabled and not self.failed:
+            import cupy as cp
+
+            stream = cp.cuda.Stream(non_blocking=True)
+            try:
+                with stream:
+                    stream.begin_capture()
+                    try:
+                        self.record()
+                    finally:
+                        graph = stream.end_capture()
+                self.graph = graph
+            except Exception:  # noqa: BLE001 - no capture on this CuPy/driver: launch one by one
+                self.failed = True
+        return self.graph
+
+    def run(self) -> None:
+        graph = self.capture()
+        if graph is not None:
+            import cupy as cp
+
+            graph.launch(stream=cp.cuda.get_current_stream())
+            self.launches += 1
+        else:
+            self.record()

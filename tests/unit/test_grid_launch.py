@@ -1,0 +1,40 @@
+"""The launch helper (kernels/grid/launch.py) on the host: launch sizes, compile-time
+defines, and the graph loop's plain path."""
+
+import numpy as np
+import pytest
+
+from voxfx.kernels.grid import launch
+
+
+def test_blocks_cover_every_item_with_no_spare_block():
+    for threads in (32, 128, 256):
+        for n in (1, threads - 1, threads, threads + 1, 10 * threads + 3):
+            (b,) = launch.blocks(n, threads)
+            assert b * threads >= n > (b - 1) * threads
+
+
+def test_defines_are_exact_and_sorted():
+    opts = launch.define_options({"SOLID": 2, "AIR": 0, "EPS": 1e-3})
+    assert opts[0] == "-DAIR=0" and opts[2] == "-DSOLID=2"
+    name, text = opts[1][2:].split("=")
+    assert name == "EPS" and text.endswith("f")
+    assert np.float32(float.fromhex(text[:-1])) == np.float32(1e-3)  # the float32 value, not a rounded decimal
+    with pytest.raises(TypeError):
+        launch.define_options({"FLAG": True})
+
+
+def test_kernels_fold_defines_into_their_options_and_register_them(monkeypatch):
+    monkeypatch.setattr(launch, "_COMPILES", {})  # leave the real registry alone
+    monkeypatch.setattr(launch, "KERNEL_MODULES", ())
+    k = launch.Kernels("probe.cu", ("--fmad=false",), 128, defines={"B": 1, "A": 2, "U": np.uint32(7)})
+    assert k.options == ("--fmad=false", "-DA=2", "-DB=1", "-DU=7u") and k.threads == 128
+    assert launch.compiles() == {"probe.cu": [k.options]}
+
+
+def test_graph_loop_without_capture_launches_the_sequence_each_time():
+    calls = []
+    loop = launch.GraphLoop(lambda: calls.append(1), enabled=False)
+    for _ in range(3):
+        loop.run()
+    assert calls == [1, 1, 1] and loop.graph is None and loop.launches == 0 and not loop.failed
