@@ -49,13 +49,13 @@ def test_gpu_voxelize_stops_within_a_batch(monkeypatch, small_gpu_batches, k):
     v, t = uv_sphere(1.0, 64, 32)
     spec = GridSpec.around(v.min(0), v.max(0), 2.0 / 96)
     counters = Counters()
-    real = gpu._kernel
+    real = gpu._K.get
 
-    def counted(name):  # one look-up per launch
+    def counted(name):  # one look-up per launch (grid.launch.Kernels.launch)
         counters[name] = counters.get(name, 0) + 1
         return real(name)
 
-    monkeypatch.setattr(gpu, "_kernel", counted)
+    monkeypatch.setattr(gpu._K, "get", counted)
 
     def run(cb):
         return voxelize(v, t, spec, "solid+surface", vote=True, xp=cupy, progress=cb)
@@ -72,8 +72,8 @@ def test_gpu_voxelize_without_progress_is_one_launch_per_pass(monkeypatch, small
     from voxfx.kernels.voxelize import gpu
 
     names = []
-    real = gpu._kernel
-    monkeypatch.setattr(gpu, "_kernel", lambda name: names.append(name) or real(name))
+    real = gpu._K.get
+    monkeypatch.setattr(gpu._K, "get", lambda name: names.append(name) or real(name))
     v, t = uv_sphere(1.0, 32, 16)
     spec = GridSpec.around(v.min(0), v.max(0), 2.0 / 64)
     voxelize(v, t, spec, "surface", xp=cupy)

@@ -134,9 +134,9 @@ def test_cuda_graph_path_matches_one_by_one_launches():
     assert (ita, ra, ca) == (itb, rb, cb) and ca
     assert bool(cp.all(pa == pb))  # fixed-order reductions: the very same numbers
     # the graph is replayed, not recaptured, on the next solve
-    graph = graphed.graph
+    graph = graphed.loop.graph
     graphed.solve(kind, b, 1e-5, 200)
-    assert graphed.graph is graph
+    assert graphed.loop.graph is graph
 
 
 @pytest.mark.parametrize("preconditioner", ["mg", "jacobi"])
