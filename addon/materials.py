@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import bpy
 
-
-DEFAULT_COLOR = (0.8, 0.8, 0.8, 1.0)  # Blender's default surface grey
+from ..kernels.voxelize.outputs import DEFAULT_COLOR  # noqa: F401 - Blender's default surface grey
 
 
 def surface_color(mat) -> tuple:

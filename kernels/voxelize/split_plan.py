@@ -2,7 +2,8 @@
 
 The voxelization (``kernels.voxelize.slabs``: bit-identical to the unsplit grid), the
 coverage of solid modes (one fine grid, box by box) and the density go slab by slab
-into one VDB tree (``addon/vdb_stream.py``): the peak is one slab's arrays plus the mesh
+into one VDB tree (``outputs.voxelize_group_split``;
+the add-on's ``vdb_stream``): the peak is one slab's arrays plus the mesh
 and the tree, which grows with the surface (constant leaves inside a solid become
 tiles). Only the Volume output is split: a point cloud, a block mesh and a .vox file
 need every voxel at once in Blender or in the file, so for them the guard names the
@@ -13,13 +14,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...kernels import backend
-from ...kernels.grid import GridSpec, bitgrid
-from ...kernels.memory import largest_that_fits
-from ...kernels.voxelize import WorkItems, estimate_bytes
-from ...kernels.voxelize.coverage import coverage_slab_bytes, coverage_slabs, density
-from ...kernels.voxelize.slabs import (RANGE_BYTES_PER_TRIANGLE, SplitMesh, slab_work_items, triangles_per_slab,
-                                       voxelize_slabs)
+from ..grid import GridSpec, bitgrid
+from ..memory import largest_that_fits
+from . import WorkItems, estimate_bytes
+from .coverage import coverage_slab_bytes
+from .slabs import RANGE_BYTES_PER_TRIANGLE, SplitMesh, slab_work_items, triangles_per_slab
 
 SPLIT_OUTPUTS = {"volume"}
 SLAB_BUDGET = 1 << 30  # a slab's own arrays stop growing here: more rows per slab buy no speed
@@ -82,37 +81,9 @@ def choose_layers(spec: GridSpec, mode: str, mesh: SplitMesh, vote: bool, usable
         else None
 
 
-def voxelize_group_split(base_name, soup, spec, request, vote, layers, progress=None):
-    """The Volume output of one group, slab by slab: (set voxel count, ``SlabVolume``)
-    (arrays only: it may run on a worker thread; *progress* may cancel between chunks)."""
-    from ..vdb_stream import SlabVolume
-
-    xp = backend.xp()
-    verts, tris = soup.vertices, soup.triangles
-    solid = request.mode in ("solid", "solid+surface")
-    if xp is np:
-        slabs = voxelize_slabs(SplitMesh(verts, tris, spec), request.mode, layers, vote=vote, progress=progress)
-    else:
-        from ...kernels.voxelize.gpu_slabs import DeviceSplitMesh, voxelize_slabs_gpu
-
-        slabs = voxelize_slabs_gpu(DeviceSplitMesh(verts, tris, spec), request.mode, layers, vote=vote,
-                                   progress=progress)
-    covers = coverage_slabs(verts, tris, spec, layers=layers, vote=vote, xp=xp) if solid and len(tris) else None
-    volume = SlabVolume("density", spec)
-    count = 0
-    nx, ny, _ = spec.shape
-    for k0, k1, bits in slabs:
-        cover = next(covers)[2] if covers is not None else None
-        count += bitgrid.count(bits)
-        part = GridSpec(spec.origin, spec.voxel_size, (nx, ny, k1 - k0))
-        volume.add(k0, density(bits, part, cover))
-        del bits, cover
-    return count, volume
-
-
 def largest_split_resolution(guard, r_now: int):
     """The largest resolution below *r_now* whose split Volume job fits the guard's limit."""
-    from ...kernels.voxelize import work_items
+    from . import work_items
 
     def need(r):
         spec = guard.spec_at(r)

@@ -1,0 +1,305 @@
+"""The Voxelize job's host-memory guard (issue 21 §6): the peak of every stage of a job
+(voxelization, attributes, coverage, each output) from measured per-item costs, checked
+before allocating against the real limit (``kernels.memory``), and the search for the
+largest resolution that fits, or the z-slab split that makes a Volume job fit
+(``split_plan``). Arrays and arithmetic only: the add-on's operator asks it."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import backend
+from ..errors import InputError
+from ..grid import bitgrid
+from . import CPU_BYTES_PER_SURFACE_ITEM, estimate_bytes, voxelize
+from .lines import voxelize_segments
+from .request import Request, grid_for
+
+
+# Host bytes of the operator's stages beyond the kernels' own formulas, per set voxel
+# (N), exterior face (F) or grid voxel (G): counted from the arrays of each stage, then
+# set from the peaks bench/memory.py measures (table and fit in bench/RESULTS.md).
+BASE_BYTES = 6 << 20  # Python objects, first-use imports, allocator slack (RSS, not arrays)
+ATTR_PER_VOXEL = 100  # owner_triangles + fill_along_rows: int64 ijk, linear, row, owner,
+#                       prev/next scans, masks and gathers; the int32 material
+POINTS_PER_VOXEL = 64  # coverage gather (int64 indices), float64 centres → float32,
+#                        radius, and Blender's point cloud (position, radius, colour, 2 attributes)
+COLOR_PER_VOXEL = 32  # RGBA float32 per voxel, in the job and in Blender
+VDB_PER_VOXEL = 16  # the FloatGrid's active leaf voxels (value + masks) while writing
+VDB_PER_GRID_VOXEL = 5  # isfinite mask and the [i, j, k]-ordered float32 copy
+BLOCKS_PER_FACE = 150  # exterior_faces' keys, welding and quads, and Blender's mesh
+VOX_PER_VOXEL = 104  # colours (float64 gathers → RGBA), palette indices, the chunk bytes
+
+PER_VOXEL_OUTPUTS = {"points", "blocks", "vox"}  # outputs that need voxel lists and attributes
+LAST_ESTIMATE: dict = {}  # the parts of the last estimate (bench/memory.py prints them)
+
+
+def peak_estimate(spec, request, n_vertices, n_triangles, vote, voxels=None, faces=None, *, items=None,
+                  n_segments=0, colors=False, xp=None) -> dict:
+    """Peak host memory of ``voxelize_job`` for one group, in parts and ``total``.
+
+    Without *voxels* (before voxelizing) only the voxelization is estimated; with the
+    set-voxel count (and, for block output, the exterior face count) every stage is:
+    each stage's peak is what stays alive from earlier stages plus its own temporaries,
+    and the total is the largest stage (plus what earlier outputs left in Blender)."""
+    from ..voxelize import blocks as blocks_mod
+    from .coverage import coverage_bytes
+    from .lines import estimate_bytes as segment_bytes
+
+    xp = xp or np
+    G, W = spec.voxel_count, bitgrid.nbytes(spec.shape)
+    kernel = estimate_bytes(spec, request.mode, n_vertices, n_triangles, vote, xp=xp, items=items)
+    if xp is not np:
+        kernel = 0  # on the device: voxelize guards it there; the host gets the bit grid
+    kernel += segment_bytes(spec, n_segments) if n_segments else 0
+    parts = {"G": G, "N": voxels, "F": faces, "kernel": kernel}
+    if voxels is None:
+        parts["total"] = int(BASE_BYTES + W + kernel)
+        return parts
+    N = int(voxels)
+    solid = request.mode in ("solid", "solid+surface") and n_triangles > 0
+    outs = request.outputs
+    color = COLOR_PER_VOXEL * N if colors else 0
+    coords = bitgrid.coordinates_bytes(spec.shape, N)
+    stages = {"count": bitgrid.count_bytes(spec.shape)}
+    live = 0
+    if outs & PER_VOXEL_OUTPUTS:
+        live = 12 * N  # the coordinates, kept to the end
+        stages["coordinates"] = coords
+        batch = CPU_BYTES_PER_SURFACE_ITEM * (items.surface if items is not None else 0) if xp is np else 0
+        # owner_triangles re-lists the voxels, re-runs the surface pass next to their int64
+        # coordinates and linear indices (32 B), then fills the owners along rows
+        stages["attributes"] = live + max(coords, 32 * N + batch, ATTR_PER_VOXEL * N)
+        live += 4 * N + color  # material (and colour) per voxel
+    cover = solid and ("volume" in outs or "points" in outs)
+    if cover:
+        stages["coverage"] = live + coverage_bytes(spec, n_vertices, n_triangles, vote, xp=xp)
+        live += 4 * G
+    kept = 0  # what finished outputs leave in Blender
+    if "points" in outs:
+        stages["points"] = live + kept + POINTS_PER_VOXEL * N
+        kept += 24 * N + (16 * N if colors else 0)
+    if "volume" in outs:
+        dens = 0 if cover else 4 * G
+        stages["volume"] = live + kept + dens + VDB_PER_GRID_VOXEL * G + VDB_PER_VOXEL * N
+        live += dens
+    if "blocks" in outs:
+        F = int(faces if faces is not None else blocks_mod.max_face_count(spec, N))
+        stages["blocks"] = live + kept + 10 * W + BLOCKS_PER_FACE * F  # + the exposed-face bit grids
+        kept += 60 * F
+    if "vox" in outs:
+        stages["vox"] = live + kept + coords + VOX_PER_VOXEL * N
+    parts.update(stages)
+    parts["total"] = int(BASE_BYTES + W + max([kernel] + list(stages.values())))
+    return parts
+
+
+def _counts(soup, segments, spec, request, vote, xp):
+    """(set voxels, exterior faces or None) of the job's grid at *spec*: the voxelization
+    itself (its bit grid only), for the guard's search of the largest resolution."""
+    from .blocks import count_exterior_faces
+
+    verts = soup.vertices if soup is not None else np.zeros((0, 3), np.float32)
+    tris = soup.triangles if soup is not None else np.zeros((0, 3), np.int32)
+    bits = voxelize(verts, tris, spec, request.mode, vote=vote, xp=xp).bits
+    if segments is not None:
+        bits = voxelize_segments(segments.starts, segments.ends, spec, xp=np, words=bits)
+    faces = count_exterior_faces(bits, spec) if "blocks" in request.outputs else None
+    return bitgrid.count(bits), faces
+
+
+class MemoryGuard:
+    """The host-memory guard of one Voxelize group: the limit is read once, before the
+    work (so earlier stages' arrays do not shrink it), and checked before voxelizing
+    (the voxelization's own peak) and again with the exact voxel count before any
+    per-voxel array exists. A refusal names the largest resolution that fits, searched
+    with the same estimate and checked with exact counts at the sizes it names."""
+
+    def __init__(self, soup, segments, request, vote, lo, hi, usable=None):
+        self.soup, self.segments, self.request, self.vote = soup, segments, request, vote
+        self.lo, self.hi = lo, hi
+        self.xp = backend.xp()
+        self.usable = backend.usable_bytes(np) if usable is None else int(usable)
+        self.nv = len(soup.vertices) if soup is not None else 0
+        self.nt = len(soup.triangles) if soup is not None else 0
+        self.ns = len(segments.starts) if segments is not None else 0
+        self.colors = soup is not None and soup.corner_colors is not None
+        self._exact = {}
+        self.split_layers = None  # rows per z-slab when the Volume job runs split (split_plan.py)
+        self.split_note = ""
+
+    @staticmethod
+    def base_bytes() -> int:
+        return BASE_BYTES
+
+    def spec_at(self, resolution):
+        return grid_for(self.lo, self.hi, Request(mode=self.request.mode, resolution=resolution))
+
+    def items_at(self, spec):
+        """The CPU batches' work items at *spec* (None on the GPU or without triangles)."""
+        if self.xp is not np or self.soup is None:
+            return None
+        from . import work_items
+
+        return work_items(self.soup.vertices, self.soup.triangles, spec, self.request.mode)
+
+    def estimate(self, spec, voxels=None, faces=None) -> dict:
+        items = self.items_at(spec)
+        est = peak_estimate(spec, self.request, self.nv, self.nt, self.vote, voxels, faces, items=items,
+                            n_segments=self.ns, colors=self.colors, xp=self.xp)
+        LAST_ESTIMATE.clear()
+        LAST_ESTIMATE.update(est)
+        return est
+
+    def check_before(self, spec) -> None:
+        est = self.estimate(spec)
+        need = est["total"]
+        if self._splittable():  # the volume stage's dense arrays, whatever the voxel count
+            need = max(need, self.estimate(spec, 0)["total"])
+            LAST_ESTIMATE["whole"] = need
+            if need > self.usable:
+                self.plan_split(spec, need)
+                return
+        if need > self.usable:
+            self._refuse(spec, need, exact=None)
+
+    def check_after(self, spec, voxels, faces) -> None:
+        est = self.estimate(spec, voxels, faces)
+        if est["total"] > self.usable:
+            if self._splittable():
+                self.plan_split(spec, est["total"])
+                return
+            self._refuse(spec, est["total"], exact=(voxels, faces))
+
+    # ------------------------------------------------------------- the split
+    def _splittable(self) -> bool:
+        from .split_plan import splittable
+
+        return self.soup is not None and splittable(self.request, self.segments)
+
+    def plan_split(self, spec, whole) -> None:
+        """The whole Volume job does not fit: run it in z-slabs if a split fits (setting
+        ``split_layers`` and the report line ``split_note``), else refuse naming the
+        largest resolution whose split fits."""
+        from . import work_items
+        from .slabs import SplitMesh, slab_ranges
+        from .split_plan import choose_layers, largest_split_resolution, split_estimate
+
+        mesh = SplitMesh(self.soup.vertices, self.soup.triangles, spec)
+        items = work_items(self.soup.vertices, self.soup.triangles, spec, self.request.mode)
+        layers = choose_layers(spec, self.request.mode, mesh, self.vote, self.usable, items, base=BASE_BYTES)
+        grid = "×".join(map(str, spec.shape))
+        if layers is None:
+            info = backend._CPU.device_info()
+            need = split_estimate(spec, self.request.mode, mesh, self.vote, 1, items, base=BASE_BYTES)
+            what = (f"A {grid} volume needs {backend.format_bytes(whole)} of host memory whole and "
+                    f"{backend.format_bytes(need)} split into z-slabs of one row, but only "
+                    f"{backend.format_bytes(self.usable)} is usable ({backend.format_bytes(info.free_bytes)} free"
+                    f"{backend.limit_note(info)})")
+            r_now = max(spec.shape) - 2 if self.request.resolution is None else int(self.request.resolution)
+            best = largest_split_resolution(self, max(r_now, 3))
+            if best is None:
+                raise InputError(f"{what}; not even the smallest grid fits")
+            raise InputError(f"{what}. The largest resolution that fits is {best} "
+                             f"(voxel size {self.spec_at(best).voxel_size:.4g} m)")
+        need = split_estimate(spec, self.request.mode, mesh, self.vote, layers, items, base=BASE_BYTES)
+        LAST_ESTIMATE.clear()
+        LAST_ESTIMATE.update({"total": need, "whole": int(whole), "layers": layers})
+        self.split_layers = layers
+        self.split_note = (f"Volume split into {len(slab_ranges(spec.shape[2], layers))} z-slabs of {layers} rows: "
+                           f"the whole {grid} grid needs {backend.format_bytes(whole)}, "
+                           f"{backend.format_bytes(self.usable)} is usable, split needs {backend.format_bytes(need)}")
+
+    # ------------------------------------------------------------- the search
+    def _exact_need(self, r) -> int:
+        spec = self.spec_at(r)
+        if self.estimate(spec)["total"] > self.usable:  # cannot even voxelize it to count
+            return self.estimate(spec)["total"]
+        if r not in self._exact:
+            self._exact[r] = _counts(self.soup, self.segments, spec, self.request, self.vote, self.xp)
+        return self.estimate(spec, *self._exact[r])["total"]
+
+    PROBE = 128  # exact counts at up to this resolution fit the growth model (cheap)
+    VERIFY_VOXELS = 1 << 25  # check the size above the answer exactly while its grid is this small
+
+    def largest_resolution(self, r_now, exact_now=None):
+        """The largest resolution below *r_now* whose estimate fits, or None.
+
+        Voxel and face counts grow like A r² + B r³ (a surface and a volume part): fitted
+        on exact counts at two cheap resolutions, searched with the same estimate the
+        guard uses, then the answer is checked with its exact count (stepping down until
+        it fits: the size named is one that passes the guard and runs) and, while cheap,
+        the next size up too (stepping up while it fits)."""
+        from ..memory import largest_that_fits
+
+        before = lambda r: self.estimate(self.spec_at(r))["total"]  # noqa: E731
+        top = largest_that_fits(before, self.usable, 2, r_now - 1)
+        if top is None:
+            return None
+        if exact_now is not None:
+            self._exact[r_now] = exact_now
+        r1 = min(top, self.PROBE)
+        r0 = max(2, r1 // 2)
+        for r in (r0, r1):
+            self._exact_need(r)
+        fit_n = _fit_growth(r0, self._exact[r0][0], r1, self._exact[r1][0])
+        fit_f = None
+        if self._exact[r1][1] is not None:
+            fit_f = _fit_growth(r0, self._exact[r0][1], r1, self._exact[r1][1])
+        model = lambda r: self.estimate(self.spec_at(r), fit_n(r), fit_f(r) if fit_f else None)["total"]  # noqa
+        r = largest_that_fits(model, self.usable, 2, top) or 2
+        while r >= 2 and self._exact_need(r) > self.usable:
+            r -= max(1, r // 64)  # the fit was low: step down (about 1.5% a step)
+        if r < 2:
+            return None
+        while (r + 1 <= top and self.spec_at(r + 1).voxel_count <= self.VERIFY_VOXELS
+               and self._exact_need(r + 1) <= self.usable):
+            r += 1
+        return r
+
+    def _refuse(self, spec, need, exact):
+        info = backend._CPU.device_info()
+        outputs = ", ".join(sorted(self.request.outputs))
+        what = (f"A {'×'.join(map(str, spec.shape))} voxel grid with its outputs ({outputs}) "
+                f"needs {backend.format_bytes(need)} of host memory but only {backend.format_bytes(self.usable)} is "
+                f"usable ({backend.format_bytes(info.free_bytes)} free{backend.limit_note(info)})")
+        r_now = max(spec.shape) - 2 if self.request.resolution is None else int(self.request.resolution)
+        best = self.largest_resolution(max(r_now, 3), exact)
+        if best is None:
+            raise InputError(f"{what}; not even the smallest grid fits")
+        fit = self.spec_at(best)
+        raise InputError(f"{what}. The largest resolution that fits is {best} (voxel size {fit.voxel_size:.4g} m)")
+
+
+def _fit_growth(r0, n0, r1, n1):
+    """n(r) = A r² + B r³ (A, B ≥ 0) through (r0, n0) and (r1, n1): surface-like and
+    volume-like parts of a voxel or face count. Returns a function of r."""
+    if r1 == r0:
+        return lambda r: int(n1 * (r / r1) ** 3)
+    # n/r² = A + B r: a line through two points
+    y0, y1 = n0 / r0 ** 2, n1 / r1 ** 2
+    B = max(0.0, (y1 - y0) / (r1 - r0))
+    A = max(0.0, y1 - B * r1)
+    return lambda r: int(round(A * r * r + B * r ** 3))
+
+
+def check_memory(spec, request, soup, segments, vote, lo, hi) -> "MemoryGuard":
+    """Refuse before allocating (the voxelization's own peak), naming the largest
+    resolution that fits; returns the guard, which ``voxelize_job`` asks again with the
+    exact counts (``check_after``) before any per-voxel array exists."""
+    guard = MemoryGuard(soup, segments, request, vote, lo, hi)
+    guard.check_before(spec)
+    return guard
+
+
+def bake_estimate(spec, request, n_vertices, n_triangles, vote) -> int:
+    """Peak host memory of one Bake Frames frame: the voxelization, then the float32
+    density (coverage for solid modes; else the unpacked grid, its bool copy and the
+    float32) and write_vdb's copies and tree (every voxel counted active)."""
+    from .coverage import coverage_bytes
+
+    G, W = spec.voxel_count, bitgrid.nbytes(spec.shape)
+    kernel = estimate_bytes(spec, request.mode, n_vertices, n_triangles, vote, xp=np)
+    solid = request.mode in ("solid", "solid+surface")
+    dens = coverage_bytes(spec, n_vertices, n_triangles, vote, xp=np) if solid else W + 6 * G
+    return int(W + max(kernel, dens, 4 * G + VDB_PER_GRID_VOXEL * G + VDB_PER_VOXEL * G))
