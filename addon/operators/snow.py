@@ -15,7 +15,9 @@ from ...kernels import backend
 from ...kernels.errors import InputError
 from ...kernels.progress import scaled
 from ...kernels.settings import from_source
-from ...kernels.snow.domain import NO_GROUND, SnowDomain, SnowSettings
+from ...kernels.snow import plan as snow_plan
+from ...kernels.snow.cover import cover_max_slope, cover_mesh
+from ...kernels.snow.domain import SnowDomain, SnowSettings
 from .. import frame_loader, materials, node_setups, scene_io, sim_bake, writeback
 from ..cache import BakeCache, blend_name, resolve_folder
 from ..jobs import BakeResult, JobOperator, keep_frame_on_abort
@@ -57,62 +59,32 @@ def collect(collection, what: str):
     return [o for o in collection.all_objects if scene_io.may_have_geometry(o)]
 
 
-def plan_domain(s, receivers_soup) -> SnowDomain:
-    """Domain box: the Domain object's bounds, else the receivers' bounds + sky height;
-    either way the wind grid reaches one wind cell below the lowest receiver, so that the
-    air just above the ground is a cell layer of its own (issue 22 §5)."""
+def domain_bounds(s, receivers_soup):
+    """(lo, hi) of the domain: the Domain object's world bounds, else the receivers'
+    bounds plus Sky Height (``kernels.snow.plan.domain_box``)."""
+    box = None
     if s.domain_object is not None:
-        corners = np.array([s.domain_object.matrix_world @ Vector(c)
-                            for c in s.domain_object.bound_box])
-        lo, hi = corners.min(axis=0), corners.max(axis=0)
-    else:
-        lo, hi = (np.asarray(b, np.float64) for b in receivers_soup.bounds)
-        hi = hi.copy()
-        hi[2] += s.sky_height
-    rlo, rhi = (np.asarray(b) for b in receivers_soup.bounds)
-    if np.any(rhi[:2] < lo[:2]) or np.any(rlo[:2] > hi[:2]):
-        raise InputError("The receivers lie outside the snow domain: move them or the Domain object")
-    return SnowDomain.from_box(lo, hi, s.wind_resolution, s.ground_resolution, lowest_receiver=float(rlo[2]))
+        corners = np.array([s.domain_object.matrix_world @ Vector(c) for c in s.domain_object.bound_box])
+        box = (corners.min(axis=0), corners.max(axis=0))
+    return snow_plan.domain_box(*receivers_soup.bounds, s.sky_height, box)
 
 
-def check_memory(s, soup, domain: SnowDomain, flakes: int) -> None:
-    """Refuse before allocating, naming the largest wind resolution (or flake count)
-    that fits next to the other settings."""
+def plan_domain(s, receivers_soup) -> SnowDomain:
+    """The bake's domain from the panel's settings (``kernels.snow.plan.plan_domain``)."""
+    return snow_plan.plan_domain(*domain_bounds(s, receivers_soup), *receivers_soup.bounds, s.wind_resolution,
+                                 s.ground_resolution)
+
+
+def check_memory(s, soup, flakes: int) -> SnowDomain:
+    """The planned domain, or a refusal before allocating that names the largest wind
+    resolution (or flake count) that fits (``kernels.snow.plan.check_memory``)."""
     from ...kernels.memory import release_gpu_pool
 
     release_gpu_pool()  # blocks an earlier bake left in VoxFX's pool count as free
-    from ...kernels.snow.ground import terrain_items
-
-    free = int(backend.device_info().free_bytes * backend.SAFETY_FRACTION)
-
-    def need_at(d: SnowDomain, n_flakes: int) -> int:
-        return d.nbytes(n_flakes, terrain_items=terrain_items(soup.vertices, soup.triangles, d),
-                        triangles=len(soup.triangles))
-
-    need = need_at(domain, flakes)
-    if need <= free:
-        return
-    what = (f"A snow simulation with {flakes:,} flakes, {'×'.join(map(str, domain.wind.shape))} wind cells and "
-            f"{'×'.join(map(str, domain.ground_shape))} ground samples needs {backend.format_bytes(need)} but only "
-            f"{backend.format_bytes(free)} is free on {backend.device_info().name}")
-    from ...kernels.memory import largest_that_fits
-
-    best = largest_that_fits(lambda res: need_at(plan_domain_with(s, soup, res), flakes), free, 8,
-                             s.wind_resolution - 1)
-    if best is not None:
-        raise InputError(f"{what}. The largest wind resolution that fits is {best}")
-    per_flake = SnowDomain.BYTES_PER_FLAKE if backend.xp() is not np else SnowDomain.CPU_BYTES_PER_FLAKE
-    rest = need_at(plan_domain_with(s, soup, 8), 0)
-    raise InputError(f"{what}. At most {max(0, (free - rest) // per_flake):,} flakes fit")
-
-
-def plan_domain_with(s, soup, wind_resolution: int) -> SnowDomain:
-    saved = s.wind_resolution
-    try:
-        s.wind_resolution = wind_resolution
-        return plan_domain(s, soup)
-    finally:
-        s.wind_resolution = saved
+    info = backend.device_info()
+    return snow_plan.check_memory(soup.vertices, soup.triangles, *domain_bounds(s, soup), *soup.bounds,
+                                  s.wind_resolution, s.ground_resolution, flakes,
+                                  int(info.free_bytes * backend.SAFETY_FRACTION), info.name)
 
 
 # ---------------------------------------------------------------- frame outputs
@@ -159,36 +131,13 @@ def _collection():
     return writeback.ensure_collection(COLLECTION)
 
 
-# Snow slides off slopes steeper than its angle of repose, so a cover quad much steeper
-# than that spans a step of the height field (a roof edge, a wall, a tree's crown), not a
-# snow surface. The margin keeps slopes the lattice only makes look steeper.
-COVER_SLOPE_MARGIN_DEG = 20.0
-
-
-def cover_max_slope(repose_angle_deg: float) -> float:
-    return min(repose_angle_deg + COVER_SLOPE_MARGIN_DEG, 85.0)
-
-
 def ground_mesh(name, terrain, domain, max_slope_deg: float):
-    """A quad mesh over the ground lattice at terrain height: no faces where no receiver,
-    and none across a step of the height field (rise over the quad's side steeper than
-    *max_slope_deg*), so snow on a roof does not hang down to the ground like a curtain."""
-    gy, gx = terrain.shape
-    x0, y0 = domain.ground_origin
-    c = domain.ground_cell
-    jj, ii = np.mgrid[0:gy, 0:gx]
-    z = np.where(terrain == NO_GROUND, 0.0, terrain)
-    verts = np.stack([x0 + ii * c, y0 + jj * c, z], -1).reshape(-1, 3)
-    idx = (jj * gx + ii)[:-1, :-1].ravel()
-    quads = np.stack([idx, idx + 1, idx + gx + 1, idx + gx], axis=1)
-    has = (terrain != NO_GROUND).ravel()
-    corner_z = z.ravel()[quads]
-    flat_enough = np.ptp(corner_z, axis=1) <= c * math.tan(math.radians(max_slope_deg))
-    quads = quads[has[quads].all(axis=1) & flat_enough]
-    return writeback.write_mesh(name, verts.astype(np.float32), quads.astype(np.int32), collection=_collection())
+    """The Snow Cover object from ``kernels.snow.cover.cover_mesh``."""
+    verts, quads = cover_mesh(terrain, domain, max_slope_deg)
+    return writeback.write_mesh(name, verts, quads, collection=_collection())
 
 
-def attach_outputs(cache, terrain, domain, repose_angle_deg):
+def attach_outputs(cache, terrain, domain, repose_angle):
     """The Snow Flakes and Snow Cover objects, showing the bake's frames: VoxFX loads each
     frame into their meshes (frame_loader); their node trees read the files themselves
     where VoxFX is not installed."""
@@ -201,7 +150,7 @@ def attach_outputs(cache, terrain, domain, repose_angle_deg):
     node_setups.attach(flakes, node_setups.points_from_ply_sequence("VoxFX Flakes", stored,
                                                                     material=materials.flakes()))
     frame_loader.attach(flakes, "points", stored)
-    cover = ground_mesh("Snow Cover", terrain, domain, cover_max_slope(repose_angle_deg))
+    cover = ground_mesh("Snow Cover", terrain, domain, cover_max_slope(repose_angle))
     cover.data.materials.clear()
     cover.data.materials.append(materials.snow())
     node_setups.attach(cover, node_setups.surface_from_depth_sequence("VoxFX Snow Cover", stored, 0.0))
@@ -230,8 +179,7 @@ def _snow_job(context, s, cache_dir, frame_start, frame_end, resume):
     soup = scene_io.extract_triangles(receivers, depsgraph)
     obstacle_objects = [o for o in collect(s.obstacles, "obstacles") if o not in receivers]
     obstacles = scene_io.extract_triangles(obstacle_objects, depsgraph) if obstacle_objects else None
-    domain = plan_domain(s, soup)
-    check_memory(s, soup, domain, settings.flake_count)
+    domain = check_memory(s, soup, settings.flake_count)
     fps = scene.render.fps / scene.render.fps_base
     dt = 1.0 / fps / s.substeps
     folder = resolve_folder(cache_dir) / "snow"
@@ -262,7 +210,7 @@ def _snow_job(context, s, cache_dir, frame_start, frame_end, resume):
         return frame_writers(sim, domain)
 
     written, sim = yield from sim_bake.simulate(cache, plan, make_sim, advance, writers, first_frame_is_initial=False)
-    attach_outputs(cache, sim.terrain_host(), domain, math.degrees(settings.repose_angle))
+    attach_outputs(cache, sim.terrain_host(), domain, settings.repose_angle)
     mean = sim.snow_volume() / sim.area if sim.area > 0 else 0.0
     if mean < THIN_COVER:
         cache.note(f"The snow cover is only {1000 * mean:.2g} mm deep on average, too thin to see: raise "

@@ -7,6 +7,7 @@ copy costs as much memory as a new grid)."""
 
 from __future__ import annotations
 
+import math
 import shutil
 from pathlib import Path
 
@@ -112,6 +113,6 @@ def attach_bakes(snow, liquid, frames: int):
     from voxfx.addon.operators import flip, snow as snow_op
 
     cache, terrain, domain = snow
-    flakes, cover = snow_op.attach_outputs(cache, terrain, domain, 38.0)
+    flakes, cover = snow_op.attach_outputs(cache, terrain, domain, math.radians(38.0))
     particles, surface, _volume = flip.attach_outputs(liquid, 1, frames)
     return {"flakes": flakes, "cover": cover, "particles": particles, "surface": surface}
