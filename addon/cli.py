@@ -18,7 +18,7 @@ import bpy
 
 from ..kernels import backend
 from ..kernels.errors import VoxFXError
-from . import addon_version
+from . import addon_version, fsio
 
 COMMAND_ID = "voxfx"
 
@@ -206,7 +206,7 @@ def _voxelize_run(args) -> int:
     if ext == ".vdb":
         for r in results:  # the volume was written into the cache folder: move it into place
             target = out if len(results) == 1 else out.replace(".vdb", f"_{r.name}.vdb")
-            os.replace(r.files[0], target)
+            fsio.move_atomic(r.files[0], target)
             print(f"wrote {target}")
         for folder in (os.path.join(cache_dir, "voxelize"), cache_dir):
             try:

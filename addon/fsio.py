@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import errno
 import os
+import shutil
 import secrets
 import zlib
 from pathlib import Path
@@ -98,6 +99,23 @@ def write_atomic(path, write: Callable[[Path], None]) -> Path:
         temporary.unlink(missing_ok=True)
         raise
     return path
+
+
+def move_atomic(source, target) -> Path:
+    """Move a finished file to *target* durably: a rename where both lie on one file
+    system (then fsync of the target's folder), else an atomic copy (``write_atomic``)
+    and the source removed. *target* appears whole or not at all."""
+    source, target = Path(source), Path(target)
+    try:
+        os.replace(source, target)
+    except OSError as e:
+        if e.errno != errno.EXDEV:
+            raise
+        write_atomic(target, lambda temporary: shutil.copyfile(source, temporary))
+        source.unlink()
+        return target
+    fsync_folder(target.parent)
+    return target
 
 
 def write_bytes_atomic(path, data: bytes) -> Path:

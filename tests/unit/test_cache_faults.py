@@ -173,3 +173,30 @@ def test_free_cut_at_any_step_is_finished_by_the_next_free(tmp_path, monkeypatch
         assert recorded(folder) == []  # a half-freed cache never looks like a bake
         BakeCache(folder, "liquid", kind="flip").free()
         assert not folder.exists(), f"step {k}: {sorted(p.name for p in folder.iterdir())}"
+
+
+def test_move_atomic_renames_within_a_file_system_and_copies_across(tmp_path, monkeypatch):
+    """The CLI moves a finished volume out of the cache: across file systems (EXDEV) it is
+    copied whole under a temporary name, then renamed; the source goes only after."""
+    import errno
+
+    src, dst = tmp_path / "a.vdb", tmp_path / "out" / "b.vdb"
+    dst.parent.mkdir()
+    src.write_bytes(b"x" * 1000)
+    fsio.move_atomic(src, dst)
+    assert dst.read_bytes() == b"x" * 1000 and not src.exists()
+    src.write_bytes(b"y" * 2000)
+    real = os.replace
+    calls = []
+
+    def cross_device(a, b):
+        calls.append((a, b))
+        if Path(a) == src:
+            raise OSError(errno.EXDEV, "Invalid cross-device link")
+        return real(a, b)
+
+    monkeypatch.setattr(os, "replace", cross_device)
+    fsio.move_atomic(src, dst)
+    assert dst.read_bytes() == b"y" * 2000 and not src.exists()
+    assert len(calls) == 2 and Path(calls[1][1]) == dst  # the copy went in under a temporary name
+    assert sorted(p.name for p in dst.parent.iterdir()) == ["b.vdb"]
