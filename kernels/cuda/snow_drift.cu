@@ -2,7 +2,10 @@
 // exchanged with the ground lattice under it and carried by the wind's MAC faces.
 // Mirrors the NumPy reference term by term; compiled with --fmad=false.
 
-#define NO_GROUND (-3.0e38f)
+// NO_GROUND (kernels/snow/domain.py) comes as a -D option from its Python module.
+#ifndef NO_GROUND
+#error "compile with -DNO_GROUND (kernels/snow/domain.py's value)"
+#endif
 
 #include "voxfx_mac.cuh"  // cell and face indices of the wind's MAC grid
 

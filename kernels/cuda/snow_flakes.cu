@@ -13,23 +13,12 @@ typedef unsigned int landed_t;
 typedef unsigned long long landed_t;
 #endif
 
-// RNG streams: keep in sync with kernels/snow/rng.py (the hash itself: include/voxfx_rng.cuh).
-#define STREAM_X 0u
-#define STREAM_Y 1u
-#define STREAM_Z 2u
-#define STREAM_VX 3u
-#define STREAM_VY 4u
-#define STREAM_VMAX 5u
-#define STREAM_RADIUS 6u
-#define STREAM_OMEGA 7u
-#define STREAM_OMEGA_SIGN 8u
-#define STREAM_PHASE 9u
-#define INIT_ATTEMPTS 8u         // first-spawn tries to land above the ground (rejection)
-#define INIT_ATTEMPT_STRIDE 16u  // try a draws streams STREAM_X/Y/Z + a·stride
-
-#define GRAVITY 9.81f
-#define TWO_PI 6.283185307179586f
-#define NO_GROUND (-3.0e38f)
+// Constants from one source (issue 19): the RNG streams STREAM_* and INIT_ATTEMPTS /
+// INIT_ATTEMPT_STRIDE of kernels/snow/rng.py, GRAVITY, TWO_PI and NO_GROUND come as -D
+// options from kernels/snow/flakes.py (the hash itself: include/voxfx_rng.cuh).
+#if !defined(STREAM_PHASE) || !defined(INIT_ATTEMPTS) || !defined(NO_GROUND) || !defined(GRAVITY)
+#error "snow_flakes.cu is compiled by kernels/snow/flakes.py, which passes its constants as -D options"
+#endif
 
 #include "voxfx_rng.cuh"  // RNG of rng.py
 

@@ -6,7 +6,10 @@
 // and double operation rounds exactly as NumPy's, so terrain and solid are bit-identical
 // to the CPU reference and the float32 passes agree with it to the last bit as well.
 
-#define NO_GROUND (-3.0e38f)
+// NO_GROUND (kernels/snow/domain.py) comes as a -D option from its Python module.
+#ifndef NO_GROUND
+#error "compile with -DNO_GROUND (kernels/snow/domain.py's value)"
+#endif
 
 // ---------------------------------------------------------------- terrain (§2.4.3)
 //

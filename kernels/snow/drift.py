@@ -57,7 +57,7 @@ COURANT = 0.5  # target face Courant number of a transport sub-step
 GUST_MARGIN = 1.5  # expected top speed = inflow·(1 + gusts)·this (obstacles speed the flow up)
 
 
-_K = Kernels(_CU, _OPTIONS, _THREADS)
+_K = Kernels(_CU, _OPTIONS, _THREADS, defines={"NO_GROUND": float(NO_GROUND)})
 
 
 def log_law_factor(settings: SnowSettings, h: float) -> np.float32:

@@ -415,8 +415,11 @@ def _check_state(flakes, u, v, w, domain, terrain, snow, deposit, landed, xp):
 # --------------------------------------------------------------------------- CuPy launches of cuda/snow_flakes.cu
 
 
-_K = Kernels(_CU, _OPTIONS, _THREADS)
-_K_LANDED_32 = Kernels(_CU, _OPTIONS + ("-DLANDED_32",), _THREADS)  # a uint32 landed counter
+# Constants from one source: snow_flakes.cu gets them as -D options (unsigned streams).
+DEFINES = {**{n: np.uint32(getattr(streams, n)) for n in dir(streams) if n.startswith(("STREAM_", "INIT_"))},
+           "GRAVITY": float(_G), "TWO_PI": float(_TWO_PI), "NO_GROUND": float(NO_GROUND)}
+_K = Kernels(_CU, _OPTIONS, _THREADS, defines=DEFINES)
+_K_LANDED_32 = Kernels(_CU, _OPTIONS + ("-DLANDED_32",), _THREADS, defines=DEFINES)  # a uint32 landed counter
 
 
 def _init_gpu(n, s: Spawning, g: _Ground, terrain, snow) -> Flakes:

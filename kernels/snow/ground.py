@@ -48,7 +48,7 @@ CHUNK_ITEMS = 1 << 21  # (triangle, vertex) pairs per NumPy batch: bounds the CP
 NEIGHBOURS_8 = ((0, 1), (0, -1), (1, 0), (-1, 0), (1, 1), (1, -1), (-1, 1), (-1, -1))  # (dy, dx)
 
 
-_K = Kernels(_CU, _OPTIONS, _THREADS)
+_K = Kernels(_CU, _OPTIONS, _THREADS, defines={"NO_GROUND": float(NO_GROUND)})
 
 
 def _on_gpu(a) -> bool:

@@ -3,8 +3,8 @@ counter-based RNG of ``kernels/rng.py``, keyed by (seed, flake id, spawn count).
 
 from __future__ import annotations
 
-# Streams: one independent number per use. Keep in sync with the #defines in snow_flakes.cu
-# (tests/unit/test_snow_flakes.py checks).
+# Streams: one independent number per use; snow_flakes.cu gets them as -D options (flakes.py)
+# (tests/unit/test_snow_flakes.py checks that it does).
 STREAM_X = 0
 STREAM_Y = 1
 STREAM_Z = 2

@@ -57,11 +57,15 @@ def flakes_at(pos, vel=None):
 # --------------------------------------------------------------------------- RNG
 
 
-def test_rng_streams_match_the_cuda_source():
+def test_rng_streams_reach_the_cuda_source_as_compile_options():
+    """Constants from one source (issue 19): snow_flakes.cu defines none of them itself and
+    is compiled with every stream of rng.py as an unsigned -D option."""
     source = backend.cuda_source("snow_flakes.cu")
-    defines = dict(re.findall(r"#define ((?:STREAM|INIT)_\w+) (\d+)u", source))
+    assert not re.findall(r"#define (?:STREAM|INIT)_\w+", source)
+    options = dict(o[2:].split("=") for o in fl._K.options if o.startswith("-D"))
     ours = {name: getattr(streams, name) for name in dir(streams) if name.startswith(("STREAM_", "INIT_"))}
-    assert ours and {k: int(v) for k, v in defines.items()} == ours
+    assert len(ours) == 12 and {k: options[k] for k in ours} == {k: f"{v}u" for k, v in ours.items()}
+    assert float.fromhex(options["GRAVITY"][:-1]) == float(np.float32(9.81))
 
 
 def test_mix32_is_a_bijection_and_stays_uint32():
