@@ -3,6 +3,7 @@ runs and writes back): kernels/voxelize/{request,guard,outputs}.py run without B
 
 import subprocess
 import sys
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -25,10 +26,12 @@ def soup_of(*meshes, materials=("Red", "Blue")):
 
 
 def test_the_kernel_side_modules_import_without_blender():
-    code = ("import sys; sys.path.insert(0, '.'); from tools.package import load; load(); "
-            "import voxfx.kernels.voxelize.outputs, voxfx.kernels.voxelize.guard; print('bpy' in sys.modules)")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=str(sys.path[0] or "."))
-    assert r.returncode == 0 and r.stdout.strip() == "False", r.stderr
+    root = Path(__file__).resolve().parents[2]
+    code = (f"import sys; sys.path.insert(0, {str(root)!r}); from tools.package import load; load(); "
+            "import voxfx.kernels.voxelize.outputs, voxfx.kernels.voxelize.guard, voxfx.kernels.snow.plan; "
+            "print('bpy' in sys.modules)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=str(root))
+    assert r.returncode == 0 and r.stdout.strip().splitlines()[-1] == "False", r.stdout + r.stderr
 
 
 def test_one_group_computes_every_output_array_before_anything_is_written():
