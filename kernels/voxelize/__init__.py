@@ -52,11 +52,13 @@ class VoxelGrid:
 # float64) and their temporaries; per work item of a batch (surface.CHUNK_ITEMS at most),
 # owner / local / column arrays and, for the surface pass, its depth candidates (about
 # three per column) with the exact test's filters (kernel peak over work items, fresh
-# process: 335–390 B for Suzanne, torus and UV sphere, 510 B for the axis-aligned cube
-# whose faces lie on voxel planes, Resolution 112–560); the solid pass's crossing
-# columns take 135–145 B.
+# process, Resolution 112–560: 335–396 B for Suzanne, torus and UV sphere, 200–290 B for
+# the axis-aligned cube whose faces lie on voxel planes, now that ties are decided
+# exactly in chunks of triangles.UNSURE_CHUNK; 510–600 B before that). The guard's
+# promise is that a size it accepts runs, so the surface pass counts the worst case; the
+# solid pass's crossing columns take 135–145 B.
 CPU_BYTES_PER_TRIANGLE = 700
-CPU_BYTES_PER_SURFACE_ITEM = 450
+CPU_BYTES_PER_SURFACE_ITEM = 400
 CPU_BYTES_PER_SOLID_ITEM = 160
 
 

@@ -186,6 +186,9 @@ def touched_boxes(pv, triangles, shape) -> TouchedBoxes:
     return TouchedBoxes(*_touched_box(v, shape), _dominant(n))
 
 
+UNSURE_CHUNK = 1 << 16  # items decided exactly at once (their filters' temporaries)
+
+
 def plane_test(s: TriangleSetup, t, p):
     """Eq. 1 for voxels with min corner p (N, 3) of triangles t (N,), exact: the plane
     meets the closed box iff n·(X − v0) is ≥ 0 at the corner where it is largest and ≤ 0
@@ -198,8 +201,9 @@ def plane_test(s: TriangleSetup, t, p):
     bound = s.plane_bound[t]
     ok = s.degenerate[t] | ((a >= bound) & (b <= -bound))
     unsure = ~ok & (a >= -bound) & (b <= bound)
-    if unsure.any():  # decide exactly only the sides that are unsure (usually one of the two)
-        u = np.flatnonzero(unsure)
+    unsure_all = np.flatnonzero(unsure)
+    for c0 in range(0, len(unsure_all), UNSURE_CHUNK):  # exactly, only the unsure sides (usually one)
+        u = unsure_all[c0:c0 + UNSURE_CHUNK]  # in chunks: ties (a face on voxel planes) cost a bounded peak
         tu, pu = t[u], p[u]
         c = (s.orient[tu] > 0).astype(np.float64)
         vu, nu, eu = s.v[tu], s.n[tu], s.nerr[tu]
@@ -227,15 +231,15 @@ def projection_test(s: TriangleSetup, t, p, plane: int):
         ok &= sure | maybe
         unsure.append(maybe)
     for i in range(3):
-        u = np.flatnonzero(unsure[i] & ok)
-        if not len(u):
-            continue
-        tu = t[u]
-        na, nb = s.ne[tu, plane, i, 0], s.ne[tu, plane, i, 1]
-        X = p[u].copy()
-        X[:, a] += na > 0  # the corner where the edge function is largest
-        X[:, b] += nb > 0
-        ok[u] = exact.edge_at_least_zero(s.v[tu], i, a, b, na, nb, s.side[tu, plane], X)
+        unsure_i = np.flatnonzero(unsure[i] & ok)
+        for c0 in range(0, len(unsure_i), UNSURE_CHUNK):  # bounded peak at ties, as in plane_test
+            u = unsure_i[c0:c0 + UNSURE_CHUNK]
+            tu = t[u]
+            na, nb = s.ne[tu, plane, i, 0], s.ne[tu, plane, i, 1]
+            X = p[u].copy()
+            X[:, a] += na > 0  # the corner where the edge function is largest
+            X[:, b] += nb > 0
+            ok[u] = exact.edge_at_least_zero(s.v[tu], i, a, b, na, nb, s.side[tu, plane], X)
     return ok
 
 

@@ -150,3 +150,21 @@ def test_face_plane_faces_take_no_rational_fallback(monkeypatch):
     got = dense(corners, t, spec, "surface")
     assert not calls
     assert np.array_equal(got, oracle.surface_voxels(corners, t, spec.shape))
+
+
+@pytest.mark.parametrize("mode", ["surface", "thin"])
+def test_ties_decided_in_small_chunks_give_the_same_voxels(monkeypatch, mode):
+    """The exact fallbacks run in chunks of ``UNSURE_CHUNK`` items (a bounded peak where a
+    face lies on voxel planes and every candidate is a tie): the chunk size changes no
+    voxel."""
+    from tests.meshes import box
+    from voxfx.kernels.voxelize import triangles
+
+    v, t = box((1.0, 2.0, 3.0), (9.0, 8.5, 7.0))  # faces on voxel planes: ties everywhere
+    sv, st = soups.soup(11)
+    cases = [(v, t, GridSpec((0.0, 0.0, 0.0), 0.5, (24, 24, 24))), (sv, st, soups.UNIT)]
+    whole = [voxelize(a, b, g, mode, xp=np).bits for a, b, g in cases]
+    monkeypatch.setattr(triangles, "UNSURE_CHUNK", 7)
+    for (a, b, g), want in zip(cases, whole):
+        assert np.array_equal(voxelize(a, b, g, mode, xp=np).bits, want)
+        assert bitgrid.count(want) > 0
