@@ -254,6 +254,20 @@ def _assemble(found, spec: GridSpec, xp) -> SparseGrid:
     return grid
 
 
+def unpack_rows(rows, xp):
+    """(n, 8, 8, 8) uint8 0/1 voxels [brick, z, y, x] of bit rows (n, 8, 8): bit x of row (z, y)."""
+    return (rows[..., None] >> xp.arange(BRICK, dtype=xp.uint8)) & xp.uint8(1)
+
+
+def with_density(grid: SparseGrid, name: str = "density") -> SparseGrid:
+    """Give *grid* a float32 channel *name*: 1 at set voxels, background 0 (a Volume's
+    density, for ``addon/sparse_vdb.write_sparse_vdb``); returns *grid*."""
+    xp = grid.xp
+    grid.channels[name] = unpack_rows(grid.channels[CHANNEL], xp).astype(xp.float32)
+    grid.backgrounds[name] = 0.0
+    return grid
+
+
 def to_bits(grid: SparseGrid, shape):
     """The packed dense bit grid (nz, ny, ⌈nx/32⌉) uint32 of a sparse voxelization over
     the box 0 … *shape* (for tests and small grids)."""
@@ -262,7 +276,7 @@ def to_bits(grid: SparseGrid, shape):
     xp = grid.xp
     nx, ny, nz = (int(n) for n in shape)
     rows = grid.channels[CHANNEL]
-    bits = xp.unpackbits(rows[..., None], axis=-1, bitorder="little")  # (n, 8 z, 8 y, 8 x)
+    bits = unpack_rows(rows, xp)  # (n, 8 z, 8 y, 8 x)
     dense = xp.zeros((nz + BRICK, ny + BRICK, nx + BRICK), bool)
     base = grid.topology.coords() * BRICK
     for b, (x, y, z) in enumerate(backend.to_numpy(base).tolist()):

@@ -37,3 +37,17 @@ def test_gpu_ties_and_slivers_equal_the_cpu(seed):
     v, t = exact_soups.soup(seed)
     for mode in ("surface", "thin", "solid+surface"):
         same(v, t, exact_soups.UNIT, mode, False, 32)
+
+
+def test_gpu_density_bricks_equal_the_cpu():
+    import cupy
+
+    from voxfx.kernels.voxelize.sparse import with_density
+
+    v, t = PRIMS["cone_vertices"], PRIMS["cone_triangles"]
+    lo, hi = v.min(0), v.max(0)
+    spec = GridSpec.around(lo, hi, float((hi - lo).max()) / 80)
+    cpu = with_density(voxelize_sparse(v, t, spec, "solid+surface", tile=64, xp=np))
+    gpu = with_density(voxelize_sparse(v, t, spec, "solid+surface", tile=64, xp=cupy))
+    assert np.array_equal(cupy.asnumpy(gpu.channels["density"]), cpu.channels["density"])
+    assert cpu.channels["density"].dtype == np.float32 and cpu.channels["density"].max() == 1.0
