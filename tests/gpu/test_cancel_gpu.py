@@ -22,7 +22,7 @@ from voxfx.kernels.voxelize import MODES, voxelize
 def small_gpu_batches(monkeypatch):
     from voxfx.kernels.voxelize import gpu
 
-    monkeypatch.setattr(gpu, "BATCH_ITEMS", 997)  # odd: batches split triangles' columns
+    monkeypatch.setattr(gpu, "BATCH_ITEMS", 499)  # odd: batches split triangles' columns; > 10 batches per pass
 
 
 @pytest.mark.parametrize("mode,vote", [(m, False) for m in MODES] + [("solid", True), ("solid+surface", True)])
