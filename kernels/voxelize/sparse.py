@@ -73,13 +73,14 @@ class _Boxes:
     """Box voxelization of one backend: surface / thin into a box, and the solid fill."""
 
     def __init__(self, vertices, triangles, spec, xp):
-        self.xp = xp
-        self.mesh = SplitMesh(vertices, triangles, spec)
-        self.spec = spec
-        if xp is not np:
+        self.xp, self.spec = xp, spec
+        if xp is np:
+            self.mesh = SplitMesh(vertices, triangles, spec)
+        else:
             from .gpu_slabs import DeviceSplitMesh
 
             self.device = DeviceSplitMesh(vertices, triangles, spec)
+            self.mesh = self.device.host  # its ranges: one SplitMesh for both
 
     def surface(self, lo, hi, tri, thin, words=None):
         if self.xp is np:
@@ -183,17 +184,21 @@ class _Tiles:
         for key in crossing:
             tx, ty, tz = self.of(key)
             rows.setdefault((ty, tz), []).append(tx)
+        # The triangles whose reach across x meets each row of tiles, bucketed once: the
+        # reach along x is folded onto tile column 0, so a bucket's key is its row's.
+        lo_yz, hi_yz = m.near_lo.copy(), m.near_hi.copy()
+        lo_yz[:, 0] = hi_yz[:, 0] = 0
+        per_row = _buckets(*_tile_pairs(lo_yz, hi_yz, self.n, self.tile))
         for done, ((ty, tz), txs) in enumerate(sorted(rows.items())):
-            self._row(ty, tz, sorted(txs), with_surface)
+            self._row(ty, tz, sorted(txs), with_surface, per_row.get(self.key((0, ty, tz)), np.zeros(0, np.int64)))
             report(progress, (done + 1) / len(rows), "voxelizing tiles")
         if with_surface:  # surface tiles no row of crossings visited
             self.surfaces(False, None, skip=set(crossing))
 
-    def _row(self, ty, tz, txs, with_surface):
+    def _row(self, ty, tz, txs, with_surface, row_tris):
+        """One row of tiles along x; *row_tris*: the triangles whose reach across x meets it."""
         xp, m = self.xp, self.mesh
         parity, cursor = None, 0  # [z, y] parity carried along the row of tiles
-        lo_row, hi_row = self.box((0, ty, tz))
-        row_tris = np.flatnonzero(((m.near_hi[:, 1:] >= lo_row[1:]) & (m.near_lo[:, 1:] < hi_row[1:])).all(axis=1))
         for tx in txs + [self.n[0]]:
             if parity is not None and bool(parity.any()):
                 fill = _row_fill(parity, self.tile, xp)
