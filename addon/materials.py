@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import bpy
 
-from ..kernels.voxelize.outputs import DEFAULT_COLOR  # noqa: F401 - Blender's default surface grey
-
 
 def surface_color(mat) -> tuple:
     """The colour a material shows: its Principled BSDF's Base Color when that is not

@@ -112,13 +112,6 @@ def _flip_memory_cpu(spec: GridSpec, particles: int, apic: bool, parts: bool):
     return int(max(stages.values()))
 
 
-def cells_of(vertices, triangles, spec: GridSpec, xp, progress=None):
-    """(M, 3) int voxel indices of the cells a mesh fills (``bodies.cells``), on *xp*."""
-    if vertices is None or len(triangles) == 0:
-        return xp.zeros((0, 3), dtype=xp.int32)
-    return bodies.cells(bodies.Body(vertices, triangles, np.eye(4)), spec, xp, progress=progress)
-
-
 def source_cells(vertices, triangles, spec: GridSpec, xp, progress=None):
     """The cells a liquid source may seed: (M, 3) int (i, j, k) of its solid+surface
     voxelization (3-axis vote), and (M,) bool, True for the cells its surface touches
@@ -166,7 +159,8 @@ class FlipSimulation:
         self.spec, self.settings = spec, settings
         self.xp = xp = xp or backend.xp()
         self.grid = DenseGrid(spec, xp)
-        obstacle = cells_of(obstacle_vertices, obstacle_triangles, spec, xp, progress=scaled(progress, 0, 0.4))
+        static = None if obstacle_vertices is None else bodies.Body(obstacle_vertices, obstacle_triangles, np.eye(4))
+        obstacle = bodies.cells(static, spec, xp, progress=scaled(progress, 0, 0.4))
         self.grid.solid[...] = dense_mask(obstacle, spec, xp)
         liquid, crossed = source_cells(liquid_vertices, liquid_triangles, spec, xp, progress=scaled(progress, 0.4, 0.9))
         if len(obstacle) and len(liquid):  # no liquid inside obstacles

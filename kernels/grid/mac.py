@@ -94,15 +94,7 @@ def neighbour_count(mask):
     """uint8 per cell: how many of its six neighbours inside the grid are in *mask* (the
     diagonal of the 7-point Laplacian when *mask* marks the non-Neumann cells)."""
     xp = array_module(mask)
-    m = mask.astype(xp.uint8)
-    d = xp.zeros(m.shape, dtype=xp.uint8)
-    d[:, :, 1:] += m[:, :, :-1]
-    d[:, :, :-1] += m[:, :, 1:]
-    d[:, 1:, :] += m[:, :-1, :]
-    d[:, :-1, :] += m[:, 1:, :]
-    d[1:] += m[:-1]
-    d[:-1] += m[1:]
-    return d
+    return neighbour_sum(mask.astype(xp.uint8))
 
 
 def red_cells(shape, xp):

@@ -216,10 +216,7 @@ class MemoryGuard:
         if self.estimate(spec)["total"] > self.usable:  # cannot even voxelize it to count
             return self.estimate(spec)["total"]
         if r not in self._exact:
-            try:
-                self._exact[r] = _counts(self.soup, self.segments, spec, self.request, self.vote, self.xp)
-            except MemoryError:  # the refused job's own arrays are still alive: counting this size
-                return self.usable + 1  # does not fit beside them, so it is not named (a smaller one is)
+            self._exact[r] = _counts(self.soup, self.segments, spec, self.request, self.vote, self.xp)
         return self.estimate(spec, *self._exact[r])["total"]
 
     PROBE = 128  # exact counts at up to this resolution fit the growth model (cheap)
