@@ -23,3 +23,31 @@ def voxfx_registered():
         yield voxfx
     finally:
         voxfx.unregister()
+
+
+def snow_receivers(blend_path, plane_size: float, *, cube: bool = False, frames: int = 3):
+    """A saved scene whose Receivers collection holds a plane of *plane_size* (and a 2 m
+    cube standing on it), frames 1..*frames*: the snow tests' common set-up. Returns
+    ``(scene, receivers collection)``; register VoxFX and set the snow settings after."""
+    import bpy
+
+    bpy.ops.mesh.primitive_plane_add(size=plane_size)
+    names = ["Plane"]
+    if cube:
+        bpy.ops.mesh.primitive_cube_add(size=2, location=(0, 0, 1))
+        names.append("Cube")
+    coll = bpy.data.collections.new("Receivers")
+    bpy.context.scene.collection.children.link(coll)
+    for name in names:
+        coll.objects.link(bpy.data.objects[name])
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, frames
+    bpy.ops.wm.save_as_mainfile(filepath=str(blend_path))
+    return scene, coll
+
+
+def set_snow(s, receivers, wind: int, ground: int, flakes: int, rate: float, substeps: int, sky: float):
+    """The snow tests' small, fast settings."""
+    s.receivers = receivers
+    s.wind_resolution, s.ground_resolution, s.flake_count = wind, ground, flakes
+    s.snowfall_rate, s.substeps, s.sky_height = rate, substeps, sky

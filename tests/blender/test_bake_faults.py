@@ -20,7 +20,7 @@ from voxfx.addon import fsio
 from voxfx.addon.cache import BakeCache
 from voxfx.addon.jobs import JobRunner
 
-from .helpers import ROOT, voxfx_registered
+from .helpers import ROOT, set_snow, snow_receivers, voxfx_registered
 
 _UUID = re.compile(rb"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}")
 
@@ -36,18 +36,10 @@ def frame_files(folder):
 
 @pytest.fixture
 def snow_scene(tmp_path):
-    bpy.ops.mesh.primitive_plane_add(size=8)
-    coll = bpy.data.collections.new("Receivers")
-    bpy.context.scene.collection.children.link(coll)
-    coll.objects.link(bpy.data.objects["Plane"])
-    scene = bpy.context.scene
-    scene.frame_start, scene.frame_end = 1, 3
-    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "snow.blend"))
+    scene, coll = snow_receivers(tmp_path / "snow.blend", 8)
     with voxfx_registered():
         s = scene.voxfx.snow
-        s.receivers = coll
-        s.wind_resolution, s.ground_resolution, s.flake_count = 8, 9, 500
-        s.snowfall_rate, s.substeps, s.sky_height = 4000.0, 1, 3.0
+        set_snow(s, coll, 8, 9, 500, 4000.0, 1, 3.0)
         scene.voxfx.checkpoint_every = 2
 
         def job(resume=True):

@@ -11,7 +11,7 @@ import pytest
 
 from voxfx.addon.jobs import CANCELLED, FINISHED, RUNNING, JobRunner
 
-from .helpers import voxfx_registered
+from .helpers import set_snow, snow_receivers, voxfx_registered
 
 
 @contextmanager
@@ -113,18 +113,10 @@ def test_liquid_cancelled_inside_a_frame_step_leaves_cache_and_scene_as_before(d
 
 @pytest.fixture
 def snowy(tmp_path):
-    bpy.ops.mesh.primitive_plane_add(size=12)
-    coll = bpy.data.collections.new("Receivers")
-    bpy.context.scene.collection.children.link(coll)
-    coll.objects.link(bpy.data.objects["Plane"])
-    scene = bpy.context.scene
-    scene.frame_start, scene.frame_end = 1, 3
-    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "snow.blend"))
+    scene, coll = snow_receivers(tmp_path / "snow.blend", 12)
     with voxfx_registered():
         s = scene.voxfx.snow
-        s.receivers = coll
-        s.wind_resolution, s.ground_resolution, s.flake_count = 8, 17, 2000
-        s.snowfall_rate, s.substeps, s.sky_height = 4000.0, 2, 4.0
+        set_snow(s, coll, 8, 17, 2000, 4000.0, 2, 4.0)
         yield scene, s, tmp_path / "voxfx_cache" / "snow"
 
 

@@ -12,25 +12,15 @@ import pytest
 from voxfx.addon.jobs import JobRunner
 from voxfx.addon.ply import read_points
 
-from .helpers import ROOT, voxfx_registered
+from .helpers import ROOT, set_snow, snow_receivers, voxfx_registered
 
 
 @pytest.fixture
 def snowy(tmp_path):
-    bpy.ops.mesh.primitive_plane_add(size=12)
-    bpy.ops.mesh.primitive_cube_add(size=2, location=(0, 0, 1))
-    coll = bpy.data.collections.new("Receivers")
-    bpy.context.scene.collection.children.link(coll)
-    for name in ("Plane", "Cube"):
-        coll.objects.link(bpy.data.objects[name])
-    scene = bpy.context.scene
-    scene.frame_start, scene.frame_end = 1, 3
-    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "snow.blend"))
+    scene, coll = snow_receivers(tmp_path / "snow.blend", 12, cube=True)
     with voxfx_registered():
         s = scene.voxfx.snow
-        s.receivers = coll
-        s.wind_resolution, s.ground_resolution, s.flake_count = 8, 17, 3000
-        s.snowfall_rate, s.substeps, s.sky_height = 4000.0, 2, 4.0
+        set_snow(s, coll, 8, 17, 3000, 4000.0, 2, 4.0)
         yield scene, s, tmp_path / "voxfx_cache" / "snow" / "snow"
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from voxfx.addon.cache import MANIFEST
 
-from .helpers import ROOT, voxfx_registered
+from .helpers import ROOT, set_snow, snow_receivers, voxfx_registered
 
 
 @pytest.fixture
@@ -29,18 +29,10 @@ def modes(folder):
 
 @pytest.fixture
 def snowy(tmp_path):
-    bpy.ops.mesh.primitive_plane_add(size=6)
-    coll = bpy.data.collections.new("Receivers")
-    bpy.context.scene.collection.children.link(coll)
-    coll.objects.link(bpy.data.objects["Plane"])
-    scene = bpy.context.scene
-    scene.frame_start, scene.frame_end = 1, 2
-    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "snow.blend"))
+    scene, coll = snow_receivers(tmp_path / "snow.blend", 6, frames=2)
     with voxfx_registered():
         s = scene.voxfx.snow
-        s.receivers = coll
-        s.wind_resolution, s.ground_resolution, s.flake_count = 8, 9, 300
-        s.snowfall_rate, s.substeps, s.sky_height = 4000.0, 1, 3.0
+        set_snow(s, coll, 8, 9, 300, 4000.0, 1, 3.0)
         yield scene, tmp_path / "voxfx_cache" / "snow" / "snow"
 
 
