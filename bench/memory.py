@@ -28,11 +28,14 @@ ROOT = Path(__file__).resolve().parent.parent
 LOW, HIGH = 0.67, 1.5
 MIN_JUDGED = 32 << 20  # below this the peak is allocator and interpreter noise: shown, not judged
 
-CHILD = textwrap.dedent("""
+# The start of every bench child (also bench/voxelize_split.py): a fresh headless Blender
+# with VoxFX registered, a saved .blend in *tmp*, the case's mesh selected as *obj*, and
+# status() reading /proc/self/status. Doubled braces: the text goes through str.format.
+CHILD_SETUP = """
     import json, os, sys, tempfile
     sys.path.insert(0, {root!r})
     os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="voxfx-bench-"))
-    os.environ["VOXFX_BACKEND"] = "cpu"
+    os.environ["VOXFX_BACKEND"] = os.environ.get("VOXFX_BACKEND", "cpu")
     from tools.package import load
     load()
     import bpy, numpy as np
@@ -40,7 +43,7 @@ CHILD = textwrap.dedent("""
     from voxfx.addon.jobs import JobRunner
     from voxfx.addon.operators import voxelize as op
     case = json.loads(sys.argv[1])
-    tmp = tempfile.mkdtemp(prefix="voxfx-mem-")
+    tmp = case.get("folder") or tempfile.mkdtemp(prefix="voxfx-bench-case-")
     bpy.ops.wm.read_homefile(use_empty=True)
     bpy.ops.wm.save_as_mainfile(filepath=os.path.join(tmp, "m.blend"))
     voxfx.register()
@@ -50,9 +53,6 @@ CHILD = textwrap.dedent("""
         bpy.ops.mesh.primitive_monkey_add()
     obj = bpy.context.active_object
     obj.select_set(True)
-    request = op.Request(mode=case["mode"], resolution=case["res"], fill_holes=case.get("fill_holes", False),
-                         include_edges=False, outputs=set(case["outputs"]),
-                         vox_path=os.path.join(tmp, "out.vox"), cache_dir=tmp + "/")
 
     def status():
         out = {{}}
@@ -62,6 +62,12 @@ CHILD = textwrap.dedent("""
                 if k in ("VmRSS", "VmHWM", "VmSize", "VmPeak"):
                     out[k] = int(v.split()[0]) * 1024
         return out
+"""
+
+CHILD = textwrap.dedent(CHILD_SETUP + """
+    request = op.Request(mode=case["mode"], resolution=case["res"], fill_holes=case.get("fill_holes", False),
+                         include_edges=False, outputs=set(case["outputs"]),
+                         vox_path=os.path.join(tmp, "out.vox"), cache_dir=tmp + "/")
 
     import gc
     gc.collect()

@@ -21,38 +21,11 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+from memory import CHILD_SETUP  # noqa: E402 - the shared start of a bench child
 
-CHILD = textwrap.dedent("""
-    import json, os, sys, tempfile, time
-    sys.path.insert(0, {root!r})
-    os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="voxfx-bench-"))
-    os.environ["VOXFX_BACKEND"] = os.environ.get("VOXFX_BACKEND", "cpu")
-    from tools.package import load
-    load()
-    import bpy, resource, shutil
-    import voxfx
-    from voxfx.addon.jobs import JobRunner
-    from voxfx.addon.operators import voxelize as op
-    case = json.loads(sys.argv[1])
-    tmp = case.get("folder") or tempfile.mkdtemp(prefix="voxfx-split-")
-    bpy.ops.wm.read_homefile(use_empty=True)
-    bpy.ops.wm.save_as_mainfile(filepath=os.path.join(tmp, "m.blend"))
-    voxfx.register()
-    if case["shape"] == "cube":
-        bpy.ops.mesh.primitive_cube_add(size=1.0)
-    else:
-        bpy.ops.mesh.primitive_monkey_add()
-    obj = bpy.context.active_object
-    obj.select_set(True)
-
-    def status():
-        out = {{}}
-        with open("/proc/self/status") as f:
-            for line in f:
-                k, _, v = line.partition(":")
-                if k in ("VmRSS", "VmHWM", "VmSize", "VmPeak"):
-                    out[k] = int(v.split()[0]) * 1024
-        return out
+CHILD = textwrap.dedent(CHILD_SETUP + """
+    import resource, shutil, time
 
     def run(tag):
         request = op.Request(mode=case["mode"], resolution=case["res"], fill_holes=case.get("fill_holes", False),
