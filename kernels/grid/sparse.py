@@ -22,6 +22,14 @@ Design (the one place every effect will store its state):
   radius, triangles' boxes, voxels) → sort (CUB radix sort under CuPy, NumPy's sort on the
   CPU) → unique → slots. **Update** (§5.2): kept bricks keep their slots, bricks no longer
   touched go to the free list, new ones take free slots first, then grow the pool.
+* **Tiles** (constant regions, like VDB tiles): ``grid.tiles[name]`` is a ``Tiles`` record
+  of *runs* of whole bricks along x, ``(m, 4)`` int64 rows ``(bx0, bx1, by, bz)`` = bricks
+  bx0 ≤ bx < bx1 of brick row (by, bz), sorted by (bz, by, bx0), disjoint from each other
+  and from the channel's active bricks, every voxel of which holds ``value`` (a bit
+  channel: set). The sparse solid voxelizer stores its interior so: memory follows the
+  surface (32 bytes per run, not 64 per brick). ``nbytes`` counts them; ``to_dense`` and
+  ``sparse_ops.count`` honour them; ``expanded(name)`` turns them into ordinary bricks
+  (for consumers that do not read tiles). A channel without an entry has no tiles.
 * **Backends.** Every step is an ``xp`` array operation, identical on NumPy and CuPy (integer
   keys, no floating-point reductions): CPU and GPU topologies are bit-identical.
 
@@ -108,6 +116,32 @@ def keys_of_points(pos, origin, voxel_size: float, radius: float = 0.0, xp=None)
 
 
 @dataclass
+class Tiles:
+    """Runs of whole bricks holding one value (module notes, **Tiles**)."""
+
+    runs: object  # (m, 4) int64: bx0, bx1, by, bz
+    value: object = 1
+
+    @property
+    def bricks(self) -> int:
+        """Bricks the runs cover."""
+        return int((self.runs[:, 1] - self.runs[:, 0]).sum()) if self.runs.shape[0] else 0
+
+    def keys(self, xp=None):
+        """Sorted int64 keys of every brick the runs cover."""
+        xp = xp or backend.array_module(self.runs)
+        r = self.runs
+        n = r[:, 1] - r[:, 0]
+        if r.shape[0] == 0:
+            return xp.zeros(0, xp.int64)
+        ends = xp.cumsum(n)
+        item = xp.arange(int(ends[-1]), dtype=xp.int64)
+        run = xp.searchsorted(ends, item, side="right")
+        bx = r[run, 0] + item - (ends[run] - n[run])
+        return brick_keys(xp.stack([bx, r[run, 2], r[run, 3]], axis=1), xp)
+
+
+@dataclass
 class Topology:
     """The active bricks: ``keys`` sorted unique int64, ``slots`` (same order) int32 pool
     positions, ``capacity`` pool bricks allocated, ``free`` int32 slots not in use."""
@@ -187,6 +221,7 @@ class SparseGrid:
         self.voxel_size = float(voxel_size)
         self.channels: dict = {}
         self.backgrounds: dict = {}
+        self.tiles: dict = {}  # name → Tiles (module notes)
 
     @property
     def xp(self):
@@ -204,7 +239,30 @@ class SparseGrid:
     def nbytes(self) -> int:
         """Bytes the grid holds on its device: pool channels, keys and slots."""
         t = self.topology
-        return int(sum(a.nbytes for a in self.channels.values()) + t.keys.nbytes + t.slots.nbytes + t.free.nbytes)
+        return int(sum(a.nbytes for a in self.channels.values()) + t.keys.nbytes + t.slots.nbytes + t.free.nbytes
+                   + sum(tl.runs.nbytes for tl in self.tiles.values()))
+
+    def expanded(self, name: str) -> "SparseGrid":
+        """A grid with channel *name* only, its tiles stored as ordinary bricks (every
+        voxel their value; a bit channel's rows all set): for readers of bricks alone."""
+        xp = self.xp
+        arr = self.channels[name]
+        tiles = self.tiles.get(name)
+        keys, slots = self.topology.keys, self.topology.slots
+        data = arr[slots]
+        if tiles is not None and tiles.runs.shape[0]:
+            extra = tiles.keys(xp)
+            fill = 0xFF if (arr.ndim == 3 and arr.dtype == xp.uint8 and tiles.value) else tiles.value
+            keys = xp.concatenate([keys, extra])
+            data = xp.concatenate([data, xp.full((int(extra.shape[0]),) + arr.shape[1:], fill, arr.dtype)])
+            order = xp.argsort(keys)
+            keys, data = keys[order], data[order]
+        n = int(keys.shape[0])
+        grid = SparseGrid(Topology(keys, xp.arange(n, dtype=xp.int32), n, xp.zeros(0, xp.int32), xp),
+                          self.origin, self.voxel_size)
+        grid.channels[name] = xp.ascontiguousarray(data)
+        grid.backgrounds[name] = self.backgrounds[name]
+        return grid
 
     def retopologize(self, keys):
         """Move to the topology of *keys* (seed 003 §5.2): kept bricks keep their data, new
@@ -258,7 +316,9 @@ class SparseGrid:
     def to_dense(self, name: str, origin_ijk, shape):
         """Channel *name* over the dense box of *shape* (nx, ny, nz) whose voxel (0, 0, 0)
         is lattice voxel *origin_ijk*, as an (nz, ny, nx[, c]) array; inactive voxels take
-        the channel's background."""
+        the channel's background; tiles hold their value."""
+        if name in self.tiles:
+            return self.expanded(name).to_dense(name, origin_ijk, shape)
         xp = self.xp
         arr = self.channels[name]
         comp = arr.shape[4:]

@@ -98,12 +98,15 @@ def active_voxels(grid: SparseGrid, channel: str):
 
 
 def count(grid: SparseGrid, channel: str) -> int:
-    """Voxels of *channel* that differ from its background."""
+    """Voxels of *channel* that differ from its background (its tiles' whole bricks too)."""
     xp, topo = grid.xp, grid.topology
     differs = grid.channels[channel][topo.slots] != grid.backgrounds[channel]
     if differs.ndim > 4:
         differs = differs.reshape(differs.shape[:4] + (-1,)).any(axis=-1)
-    return int(xp.count_nonzero(differs))
+    tiles = grid.tiles.get(channel)
+    full = tiles.bricks * BRICK ** 3 if tiles is not None and bool(xp.any(xp.asarray(tiles.value)
+                                                                            != grid.backgrounds[channel])) else 0
+    return int(xp.count_nonzero(differs)) + full
 
 
 def _voxels(ijk, xp):
