@@ -19,9 +19,12 @@ without evaluating anything. Tiles past the last crossing keep that parity too (
 open mesh whole rows stay set to the grid's end, as the dense fill does). The 3-axis vote
 has no such shortcut yet: it voxelizes every tile of the mesh's bounding tiles.
 
-Backends: NumPy, and CuPy through the box kernels of ``cuda/voxelize.cu`` (the same
-bucketing on the host; every voxel decided on the device). One brick list per tile, so
-the peak is one tile's arrays plus the bricks found.
+Backends: NumPy (the reference, tile by tile as above: one brick list per tile, so the
+peak is one tile's arrays plus the bricks found), and CuPy: ``gpu_sparse.py``, the whole
+grid in a handful of launches with no host round trip per tile (device topology, one
+fused surface launch, solid parity per brick row with full runs as ``SparseGrid.tiles``).
+The 3-axis vote on CuPy still goes tile by tile through the box kernels of
+``cuda/voxelize.cu``. Both backends give the same bricks (tiles expanded).
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ import numpy as np
 from .. import backend
 from ..errors import InputError
 from ..grid import GridSpec
-from ..grid.sparse import BRICK, SparseGrid, Topology, brick_keys
+from ..grid.sparse import BRICK, SparseGrid, Tiles, Topology, brick_keys
 from ..progress import report
 from .slabs import SplitMesh, voxelize_box
 from .solid import solid_voxels_cpu
@@ -82,25 +85,12 @@ class _Boxes:
             self.device = DeviceSplitMesh(vertices, triangles, spec)
             self.mesh = self.device.host  # its ranges: one SplitMesh for both
 
-    def surface(self, lo, hi, tri, thin, words=None):
-        if self.xp is np:
-            out = surface_voxels_cpu(self.mesh.pv, self.mesh.triangles[tri], self.spec.shape, thin, box=(lo, hi))
-            return out if words is None else (out | words)
-        from . import gpu
+    def surface(self, lo, hi, tri, thin, words=None):  # NumPy only (CuPy: gpu_sparse.py)
+        out = surface_voxels_cpu(self.mesh.pv, self.mesh.triangles[tri], self.spec.shape, thin, box=(lo, hi))
+        return out if words is None else (out | words)
 
-        sub = self.device.mesh.subset(tri)
-        (work,) = gpu.plan([(sub, "surface", (lo, hi))])
-        dims = tuple(int(b - a) for a, b in zip(lo, hi))
-        return gpu.surface_pass(sub, work, thin, words if words is not None else gpu.new_words(dims), (lo, hi))
-
-    def solid(self, lo, hi, tri):
-        if self.xp is np:
-            return solid_voxels_cpu(self.mesh.pv, self.mesh.triangles[tri], self.spec.shape, box=(lo, hi))
-        from . import gpu
-
-        sub = self.device.mesh.subset(tri)
-        (work,) = gpu.plan([(sub, "solid", (lo, hi))])
-        return gpu.solid_pass(sub, work, (lo, hi), None)
+    def solid(self, lo, hi, tri):  # NumPy only
+        return solid_voxels_cpu(self.mesh.pv, self.mesh.triangles[tri], self.spec.shape, box=(lo, hi))
 
     def vote_box(self, lo, hi, mode):
         if self.xp is np:
@@ -218,12 +208,16 @@ class _Tiles:
 
 
 def voxelize_sparse(vertices, triangles, spec: GridSpec, mode: str = "surface", *, vote: bool = False,
-                    tile: int = TILE, xp=None, progress=None) -> SparseGrid:
+                    tile: int = TILE, xp=None, progress=None, tiles: bool = False) -> SparseGrid:
     """Voxelize a mesh into a ``SparseGrid`` whose bit channel ``"voxels"`` holds exactly
     the voxels ``voxelize(vertices, triangles, spec, mode, vote=vote)`` sets, without
     any array of the grid's size. *spec*'s shape is rounded up to whole tiles (the
     voxels past it are decided as the dense voxelizer of the rounded shape decides
-    them; set voxels never lie past the mesh's reach)."""
+    them; set voxels never lie past the mesh's reach).
+
+    With *tiles* the GPU's solid interior stays as full runs (``grid.tiles["voxels"]``,
+    ``kernels/grid/sparse.py``): memory follows the surface. Without, every brick is
+    stored (what readers of bricks alone expect)."""
     from . import MODES
 
     if mode not in MODES:
@@ -232,14 +226,24 @@ def voxelize_sparse(vertices, triangles, spec: GridSpec, mode: str = "surface", 
         raise InputError(f"the sparse voxelizer's tile must be a multiple of 32 voxels, not {tile}")
     xp = xp or backend.xp()
     spec = GridSpec(spec.origin, spec.voxel_size, tuple(-(-int(n) // tile) * tile for n in spec.shape))
-    tiles = _Tiles(_Boxes(vertices, triangles, spec, xp), spec, tile, xp)
+    if xp is not np and not (vote and mode in ("solid", "solid+surface")):
+        from .gpu_sparse import voxelize_bricks
+
+        keys, rows, runs = voxelize_bricks(vertices, triangles, spec, mode, progress)
+        grid = _grid(keys, rows, spec, xp)
+        if runs is not None:
+            grid.tiles[CHANNEL] = runs
+            if not tiles:
+                grid = grid.expanded(CHANNEL)
+        return grid
+    walk = _Tiles(_Boxes(vertices, triangles, spec, xp), spec, tile, xp)
     if mode in ("solid", "solid+surface") and vote:
-        tiles.votes(mode, progress)
+        walk.votes(mode, progress)
     elif mode in ("solid", "solid+surface"):
-        tiles.solids(mode == "solid+surface", progress)
+        walk.solids(mode == "solid+surface", progress)
     else:
-        tiles.surfaces(mode == "thin", progress)
-    return _assemble(tiles.found, spec, xp)
+        walk.surfaces(mode == "thin", progress)
+    return _assemble(walk.found, spec, xp)
 
 
 def _assemble(found, spec: GridSpec, xp) -> SparseGrid:
@@ -251,6 +255,11 @@ def _assemble(found, spec: GridSpec, xp) -> SparseGrid:
         keys, rows = keys[order], rows[order]
     else:
         keys, rows = xp.zeros(0, xp.int64), xp.zeros((0, BRICK, BRICK), xp.uint8)
+    return _grid(keys, rows, spec, xp)
+
+
+def _grid(keys, rows, spec: GridSpec, xp) -> SparseGrid:
+    """The ``SparseGrid`` of sorted unique *keys* and their bit rows, slot = position."""
     n = int(keys.shape[0])
     topo = Topology(keys, xp.arange(n, dtype=xp.int32), n, xp.zeros(0, xp.int32), xp)
     grid = SparseGrid(topo, spec.origin, spec.voxel_size)
@@ -270,6 +279,8 @@ def with_density(grid: SparseGrid, name: str = "density") -> SparseGrid:
     xp = grid.xp
     grid.channels[name] = unpack_rows(grid.channels[CHANNEL], xp).astype(xp.float32)
     grid.backgrounds[name] = 0.0
+    if CHANNEL in grid.tiles:
+        grid.tiles[name] = Tiles(grid.tiles[CHANNEL].runs, 1.0)
     return grid
 
 
@@ -278,6 +289,8 @@ def to_bits(grid: SparseGrid, shape):
     the box 0 … *shape* (for tests and small grids)."""
     from ..grid import bitgrid
 
+    if CHANNEL in grid.tiles:
+        grid = grid.expanded(CHANNEL)
     xp = grid.xp
     nx, ny, nz = (int(n) for n in shape)
     rows = grid.channels[CHANNEL]
