@@ -130,7 +130,7 @@ def main(argv=None) -> int:
             if res <= DENSE_CHECK:
                 dense, dsec, _ = timed(partial(voxelize, v, t, spec, mode, xp=xp), xp, repeat)
                 dense_ms = f"{1e3 * dsec:.1f}"
-                keys, rows = dense_bricks(dense.bits, spec.shape, xp)
+                keys, rows = dense_bricks(xp.asarray(dense.bits), spec.shape, xp)
                 del dense
                 full = grid.expanded(CHANNEL)
                 same = str(bool(keys.shape == full.topology.keys.shape and (keys == full.topology.keys).all()
