@@ -129,6 +129,11 @@ __device__ __forceinline__ void sparse_column(const Setup& s, long long local, B
     }
 }
 
+// Each thread takes ITEMS consecutive work items (columns, mostly of one triangle) and
+// builds a triangle's setup once for them: the setup is large (it lives in local memory),
+// so building it per column would cost more than testing the column.
+#define VOXFX_SPARSE_ITEMS 8
+
 extern "C" __global__ void sparse_surface_columns(const double* __restrict__ pv, const int* __restrict__ tris,
                                                   const long long* __restrict__ ends,
                                                   const long long* __restrict__ counts, long long n_tris,
@@ -138,18 +143,26 @@ extern "C" __global__ void sparse_surface_columns(const double* __restrict__ pv,
                                                   long long nby, unsigned int* __restrict__ pool,
                                                   unsigned long long* __restrict__ missing)
 {
-    long long item = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (item >= n_items) return;
-    long long t = owner_of(ends, n_tris, item);
-    long long local = item - (ends[t] - counts[t]);
+    long long first = ((long long)blockIdx.x * blockDim.x + threadIdx.x) * VOXFX_SPARSE_ITEMS;
+    if (first >= n_items) return;
+    long long last = first + VOXFX_SPARSE_ITEMS < n_items ? first + VOXFX_SPARSE_ITEMS : n_items;
+    long long t = owner_of(ends, n_tris, first);
     Setup s;
     make_setup(pv, tris, t, nx, ny, nz, thin, s);
     clip_to_box(s, make_box(0, 0, 0, nx, ny, nz));
     BrickIndex ix = {lin, row_start, nbx, nby, pool, missing, -1, 0};
-    switch (s.dom) {
-        case 0: sparse_column<0>(s, local, ix); break;
-        case 1: sparse_column<1>(s, local, ix); break;
-        default: sparse_column<2>(s, local, ix); break;
+    for (long long item = first; item < last; ++item) {
+        if (item >= ends[t]) {  // the next triangle with work (owner_of skips the empty ones)
+            t = owner_of(ends, n_tris, item);
+            make_setup(pv, tris, t, nx, ny, nz, thin, s);
+            clip_to_box(s, make_box(0, 0, 0, nx, ny, nz));
+        }
+        long long local = item - (ends[t] - counts[t]);
+        switch (s.dom) {
+            case 0: sparse_column<0>(s, local, ix); break;
+            case 1: sparse_column<1>(s, local, ix); break;
+            default: sparse_column<2>(s, local, ix); break;
+        }
     }
 }
 
@@ -157,12 +170,13 @@ extern "C" __global__ void sparse_surface_columns(const double* __restrict__ pv,
 
 // solid_flip_starts over the whole grid (no box, nothing dropped), appending each flip
 // start as one key: brick row, x, then the row r = (k mod 8)·8 + (j mod 8) inside it,
-// key = (brow << (xbits + 6)) | (x << 6) | r. At most one key per work item.
+// key = (brow << (xbits + 6)) | (x << 6) | r. At most one key per work item. write = 0
+// only counts them (n_out), so that the list is allocated at its size.
 extern "C" __global__ void sparse_solid_crossings(const double* __restrict__ pv, const int* __restrict__ tris,
                                                   const long long* __restrict__ ends,
                                                   const long long* __restrict__ counts, long long n_tris,
                                                   long long n_items, int nx, int ny, int nz, int xbits,
-                                                  long long* __restrict__ out,
+                                                  int write, long long* __restrict__ out,
                                                   unsigned long long* __restrict__ n_out)
 {
     long long item = (long long)blockIdx.x * blockDim.x + threadIdx.x;
@@ -185,7 +199,17 @@ extern "C" __global__ void sparse_solid_crossings(const double* __restrict__ pv,
     long long x = qbar < 0.0 ? 0 : (long long)qbar;
     long long brow = (k >> 3) * (long long)(ny >> 3) + (j >> 3);
     long long key = (brow << (xbits + 6)) | (x << 6) | ((k & 7) << 3) | (j & 7);
-    out[atomicAdd(n_out, 1ull)] = key;
+    unsigned long long at = atomicAdd(n_out, 1ull);
+    if (write) out[at] = key;
+}
+
+// 1 where a sorted key starts a new brick row (the first key too), else 0.
+extern "C" __global__ void sparse_row_starts(const long long* __restrict__ keys, long long n, int xbits,
+                                             unsigned char* __restrict__ starts)
+{
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    starts[i] = (i == 0 || (keys[i] >> (xbits + 6)) != (keys[i - 1] >> (xbits + 6))) ? 1 : 0;
 }
 
 // One thread per brick row (its sorted crossings keys[seg[g] .. seg[g + 1])): walk along x

@@ -41,6 +41,7 @@ _CU = "voxelize_sparse.cu"
 # voxelize.cu is #included: its digest in the options recompiles when it changes (CuPy's
 # cache keys on this file's text and the options only).
 _DIGEST = zlib.crc32((backend.CUDA_DIR / "voxelize.cu").read_bytes()) & 0x7FFFFFFF
+ITEMS_PER_THREAD = 8  # VOXFX_SPARSE_ITEMS of the .cu: surface columns per thread
 _K = Kernels(_CU, ("--fmad=false", f"-I{backend.CUDA_DIR}"), 128, defines={"VOXFX_VOXELIZE_DIGEST": _DIGEST})
 
 
@@ -72,21 +73,22 @@ def _solid(mesh, work, nb, cp):
     counts, ends, total = work
     nx, ny, nz = mesh.shape
     xbits = max(1, (nx - 1).bit_length())
-    out = cp.empty(max(total, 1), cp.int64)
     n_out = cp.zeros(1, cp.uint64)
-    _K.launch("sparse_solid_crossings", total, (mesh.pv, mesh.tris, ends, counts, np.int64(mesh.n_tris),
-                                                np.int64(total), np.int32(nx), np.int32(ny), np.int32(nz),
-                                                np.int32(xbits), out, n_out))
+    args = (mesh.pv, mesh.tris, ends, counts, np.int64(mesh.n_tris), np.int64(total), np.int32(nx), np.int32(ny),
+            np.int32(nz), np.int32(xbits))
+    _K.launch("sparse_solid_crossings", total, args + (np.int32(0), n_out, n_out))  # count them
     n = int(n_out[0])  # sync
     empty = (cp.zeros(0, cp.int64), cp.zeros((0, 8, 8), cp.uint8), cp.zeros((0, 4), cp.int64))
     if n == 0:
         return empty
-    keys = cp.sort(out[:n])
-    del out
-    brow = keys >> (xbits + 6)
-    seg = cp.concatenate([cp.flatnonzero(cp.concatenate([cp.ones(1, bool), brow[1:] != brow[:-1]])),
-                          cp.asarray([n], cp.int64)]).astype(cp.int64)
-    del brow
+    keys = cp.empty(n, cp.int64)
+    n_out[:] = 0
+    _K.launch("sparse_solid_crossings", total, args + (np.int32(1), keys, n_out))
+    keys.sort()  # CUB radix sort, in place
+    starts = cp.empty(n, cp.uint8)
+    _K.launch("sparse_row_starts", n, (keys, np.int64(n), np.int32(xbits), starts))
+    seg = cp.concatenate([cp.flatnonzero(starts), cp.asarray([n], cp.int64)]).astype(cp.int64)
+    del starts
     n_segs = int(seg.shape[0]) - 1
     nbk, nrn = cp.zeros(n_segs, cp.int64), cp.zeros(n_segs, cp.int64)
     args = (keys, seg, np.int64(n_segs), np.int32(xbits), np.int64(nb[0]), np.int64(nb[1]))
@@ -142,7 +144,7 @@ def voxelize_bricks(vertices, triangles, spec, mode: str, progress=None):
         missing = cp.zeros(1, cp.uint64)
         counts, ends, total = work[-1]
         if total:
-            _K.launch("sparse_surface_columns", total,
+            _K.launch("sparse_surface_columns", -(-total // ITEMS_PER_THREAD),
                       (mesh.pv, mesh.tris, ends, counts, np.int64(mesh.n_tris), np.int64(total), np.int32(nx),
                        np.int32(ny), np.int32(nz), np.int32(1 if mode == "thin" else 0), cand, row_start,
                        np.int64(nb[0]), np.int64(nb[1]), pool.view(cp.uint32), missing))

@@ -65,15 +65,22 @@ int main() {
         scan(counts, ends);
         ll total = T ? ends[T - 1] : 0;
         int xbits = 1; while ((1ll << xbits) <= nx - 1) ++xbits;
-        std::vector<ll> out(total > 0 ? total : 1);
         unsigned long long n_out = 0;
+        ll none = 0;
         for (ll i = 0; i < total; ++i) { at(i); sparse_solid_crossings(pv.data(), tris.data(), ends.data(),
-            counts.data(), T, total, nx, ny, nz, xbits, out.data(), &n_out); }
+            counts.data(), T, total, nx, ny, nz, xbits, 0, &none, &n_out); }
+        std::vector<ll> out(n_out > 0 ? n_out : 1);
+        n_out = 0;
+        for (ll i = 0; i < total; ++i) { at(i); sparse_solid_crossings(pv.data(), tris.data(), ends.data(),
+            counts.data(), T, total, nx, ny, nz, xbits, 1, out.data(), &n_out); }
         out.resize(n_out);
         std::sort(out.begin(), out.end());
+        std::vector<unsigned char> starts(out.size());
+        for (size_t i = 0; i < out.size(); ++i) { at(i); sparse_row_starts(out.data(), out.size(), xbits,
+                                                                          starts.data()); }
         std::vector<ll> seg;
         for (size_t i = 0; i < out.size(); ++i)
-            if (i == 0 || (out[i] >> (xbits + 6)) != (out[i - 1] >> (xbits + 6))) seg.push_back(i);
+            if (starts[i]) seg.push_back(i);
         ll ns = seg.size();
         seg.push_back(out.size());
         if (ns) {
@@ -116,7 +123,8 @@ int main() {
         scan(counts, ends);
         ll total = T ? ends[T - 1] : 0;
         unsigned long long missing = 0;
-        for (ll i = 0; i < total; ++i) { at(i); sparse_surface_columns(pv.data(), tris.data(), ends.data(),
+        ll threads = (total + VOXFX_SPARSE_ITEMS - 1) / VOXFX_SPARSE_ITEMS;
+        for (ll i = 0; i < threads; ++i) { at(i); sparse_surface_columns(pv.data(), tris.data(), ends.data(),
             counts.data(), T, total, nx, ny, nz, mode == 1, pairs.data(), row_start.data(), nbx, nby, pool.data(),
             &missing); }
         if (missing) return 2;
