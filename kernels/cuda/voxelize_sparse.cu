@@ -129,16 +129,38 @@ __device__ __forceinline__ void sparse_column(const Setup& s, long long local, B
     }
 }
 
-// Each thread takes ITEMS consecutive work items (columns, mostly of one triangle) and
-// builds a triangle's setup once for them: the setup is large (it lives in local memory),
-// so building it per column would cost more than testing the column.
-#define VOXFX_SPARSE_ITEMS 8
+// The setups of every triangle, built once (make_setup cut to the grid, as the dense
+// launch of the whole grid cuts it) into global memory: a Setup is large, and built per
+// thread it lives in local memory (a 2 KB stack frame at 255 registers); read from one
+// shared copy, threads on the same triangle hit the same cached lines.
+extern "C" __global__ void sparse_setup_size(long long* __restrict__ out)
+{
+    out[0] = (long long)sizeof(Setup);
+}
 
-extern "C" __global__ void sparse_surface_columns(const double* __restrict__ pv, const int* __restrict__ tris,
+extern "C" __global__ void sparse_surface_setups(const double* __restrict__ pv, const int* __restrict__ tris,
+                                                 long long n_tris, long long n_vertices, int nx, int ny, int nz,
+                                                 int thin, Setup* __restrict__ setups,
+                                                 unsigned long long* __restrict__ flags)
+{
+    long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n_tris) return;
+    if (!valid_triangle(tris, t, n_vertices, flags)) return;  // no work items: never read
+    Setup s;
+    make_setup(pv, tris, t, nx, ny, nz, thin, s);
+    clip_to_box(s, make_box(0, 0, 0, nx, ny, nz));
+    setups[t] = s;
+}
+
+// Each thread takes ITEMS consecutive work items (columns, mostly of one triangle).
+#ifndef VOXFX_SPARSE_ITEMS  // gpu_sparse.py passes ITEMS_PER_THREAD
+#define VOXFX_SPARSE_ITEMS 8
+#endif
+
+extern "C" __global__ void sparse_surface_columns(const Setup* __restrict__ setups,
                                                   const long long* __restrict__ ends,
                                                   const long long* __restrict__ counts, long long n_tris,
-                                                  long long n_items, int nx, int ny, int nz, int thin,
-                                                  const long long* __restrict__ lin,
+                                                  long long n_items, const long long* __restrict__ lin,
                                                   const long long* __restrict__ row_start, long long nbx,
                                                   long long nby, unsigned int* __restrict__ pool,
                                                   unsigned long long* __restrict__ missing)
@@ -147,16 +169,10 @@ extern "C" __global__ void sparse_surface_columns(const double* __restrict__ pv,
     if (first >= n_items) return;
     long long last = first + VOXFX_SPARSE_ITEMS < n_items ? first + VOXFX_SPARSE_ITEMS : n_items;
     long long t = owner_of(ends, n_tris, first);
-    Setup s;
-    make_setup(pv, tris, t, nx, ny, nz, thin, s);
-    clip_to_box(s, make_box(0, 0, 0, nx, ny, nz));
     BrickIndex ix = {lin, row_start, nbx, nby, pool, missing, -1, 0};
     for (long long item = first; item < last; ++item) {
-        if (item >= ends[t]) {  // the next triangle with work (owner_of skips the empty ones)
-            t = owner_of(ends, n_tris, item);
-            make_setup(pv, tris, t, nx, ny, nz, thin, s);
-            clip_to_box(s, make_box(0, 0, 0, nx, ny, nz));
-        }
+        if (item >= ends[t]) t = owner_of(ends, n_tris, item);  // the next triangle with work
+        const Setup& s = setups[t];
         long long local = item - (ends[t] - counts[t]);
         switch (s.dom) {
             case 0: sparse_column<0>(s, local, ix); break;

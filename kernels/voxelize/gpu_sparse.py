@@ -10,8 +10,10 @@ is stored differs.
 * **Surface topology** (003 §5.1): each triangle's touched brick range → (brick, triangle)
   pairs → CUB radix sort + unique (``cupy.unique``) → the candidate bricks, sorted, with
   the first index of each brick row (a short search per lookup, no dense index).
-* **Surface voxels**: one launch over the dense pass's columns; each set voxel ORs its
-  bit into its brick. Bricks left empty are dropped.
+* **Surface voxels**: every triangle's setup built once into device memory (shared by the
+  threads of its columns: built per thread it would live in local memory), then one
+  launch over the dense pass's columns, 8 per thread; each set voxel ORs its bit into
+  its brick. Bricks left empty are dropped.
 * **Solid** (004 §4.1, §5): the dense pass's flip starts, appended as keys (brick row, x,
   row inside the brick) instead of XORed into a dense grid → one sort → one thread per
   brick row walks along x with its 64 rows' parity: bricks where crossings land are
@@ -42,7 +44,21 @@ _CU = "voxelize_sparse.cu"
 # cache keys on this file's text and the options only).
 _DIGEST = zlib.crc32((backend.CUDA_DIR / "voxelize.cu").read_bytes()) & 0x7FFFFFFF
 ITEMS_PER_THREAD = 8  # VOXFX_SPARSE_ITEMS of the .cu: surface columns per thread
-_K = Kernels(_CU, ("--fmad=false", f"-I{backend.CUDA_DIR}"), 128, defines={"VOXFX_VOXELIZE_DIGEST": _DIGEST})
+_K = Kernels(_CU, ("--fmad=false", f"-I{backend.CUDA_DIR}"), 128,
+             defines={"VOXFX_VOXELIZE_DIGEST": _DIGEST, "VOXFX_SPARSE_ITEMS": ITEMS_PER_THREAD})
+
+
+_SIZES: dict = {}
+
+
+def _setup_bytes(cp) -> int:
+    """sizeof(Setup) of the compiled kernels (asked once per device)."""
+    dev = cp.cuda.Device().id
+    if dev not in _SIZES:
+        out = cp.zeros(1, cp.int64)
+        _K.launch("sparse_setup_size", 1, (out,))
+        _SIZES[dev] = int(out[0])
+    return _SIZES[dev]
 
 
 def _lin_to_keys(lin, nbx, nby, cp):
@@ -144,10 +160,15 @@ def voxelize_bricks(vertices, triangles, spec, mode: str, progress=None):
         missing = cp.zeros(1, cp.uint64)
         counts, ends, total = work[-1]
         if total:
+            T = mesh.n_tris
+            setups = cp.empty(T * _setup_bytes(cp), cp.uint8)
+            _K.launch("sparse_surface_setups", T, (mesh.pv, mesh.tris, np.int64(T), np.int64(mesh.pv.shape[0]),
+                                                   np.int32(nx), np.int32(ny), np.int32(nz),
+                                                   np.int32(1 if mode == "thin" else 0), setups, mesh.flags))
             _K.launch("sparse_surface_columns", -(-total // ITEMS_PER_THREAD),
-                      (mesh.pv, mesh.tris, ends, counts, np.int64(mesh.n_tris), np.int64(total), np.int32(nx),
-                       np.int32(ny), np.int32(nz), np.int32(1 if mode == "thin" else 0), cand, row_start,
-                       np.int64(nb[0]), np.int64(nb[1]), pool.view(cp.uint32), missing))
+                      (setups, ends, counts, np.int64(T), np.int64(total), cand, row_start, np.int64(nb[0]),
+                       np.int64(nb[1]), pool.view(cp.uint32), missing))
+            del setups
         del row_start
         keep = pool.reshape(-1, 64).view(cp.uint64).any(axis=1)
         if runs.shape[0]:

@@ -123,10 +123,12 @@ int main() {
         scan(counts, ends);
         ll total = T ? ends[T - 1] : 0;
         unsigned long long missing = 0;
+        std::vector<Setup> setups(T);
+        for (ll t = 0; t < T; ++t) { at(t); sparse_surface_setups(pv.data(), tris.data(), T, V, nx, ny, nz,
+                                                                   mode == 1, setups.data(), flags); }
         ll threads = (total + VOXFX_SPARSE_ITEMS - 1) / VOXFX_SPARSE_ITEMS;
-        for (ll i = 0; i < threads; ++i) { at(i); sparse_surface_columns(pv.data(), tris.data(), ends.data(),
-            counts.data(), T, total, nx, ny, nz, mode == 1, pairs.data(), row_start.data(), nbx, nby, pool.data(),
-            &missing); }
+        for (ll i = 0; i < threads; ++i) { at(i); sparse_surface_columns(setups.data(), ends.data(),
+            counts.data(), T, total, pairs.data(), row_start.data(), nbx, nby, pool.data(), &missing); }
         if (missing) return 2;
         std::vector<ll> keep_lin; std::vector<unsigned char> keep_rows;
         for (size_t b = 0; b < pairs.size(); ++b) {
