@@ -73,6 +73,12 @@ def _vdb_grid(vdb, name, grid, channel, grid_class):
                 raise InputError(f"grid {name!r} contains NaN or infinite values")
             out.copyFromArray(_block(c, data, background, comp), tuple(int(v) for v in c.min(axis=0) * BRICK),
                               tolerance)
+    tiles = grid.tiles.get(channel)  # runs of whole bricks: VDB tiles (fill), no dense block
+    if tiles is not None:
+        value = tuple(float(c) for c in np.broadcast_to(tiles.value, (3,))) if is_vector else float(tiles.value)
+        for bx0, bx1, by, bz in backend.to_numpy(tiles.runs).tolist():
+            out.fill((bx0 * BRICK, by * BRICK, bz * BRICK), (bx1 * BRICK - 1, by * BRICK + 7, bz * BRICK + 7), value,
+                     True)
     out.name = name
     out.gridClass = getattr(vdb.GridClass, "LEVEL_SET" if level_set else "FOG_VOLUME")
     out.transform = _vdb_transform(vdb, spec)

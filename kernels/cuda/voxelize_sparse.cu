@@ -154,7 +154,7 @@ extern "C" __global__ void sparse_surface_setups(const double* __restrict__ pv, 
 
 // Each thread takes ITEMS consecutive work items (columns, mostly of one triangle).
 #ifndef VOXFX_SPARSE_ITEMS  // gpu_sparse.py passes ITEMS_PER_THREAD
-#define VOXFX_SPARSE_ITEMS 8
+#define VOXFX_SPARSE_ITEMS 1
 #endif
 
 extern "C" __global__ void sparse_surface_columns(const Setup* __restrict__ setups,

@@ -28,8 +28,9 @@ Design (the one place every effect will store its state):
   and from the channel's active bricks, every voxel of which holds ``value`` (a bit
   channel: set). The sparse solid voxelizer stores its interior so: memory follows the
   surface (32 bytes per run, not 64 per brick). ``nbytes`` counts them; ``to_dense`` and
-  ``sparse_ops.count`` honour them; ``expanded(name)`` turns them into ordinary bricks
-  (for consumers that do not read tiles). A channel without an entry has no tiles.
+  ``sparse_ops.count`` and ``addon/sparse_vdb.py`` (VDB tiles, ``fill``) honour them;
+  ``expanded(name)`` turns them into ordinary bricks (for consumers that do not read
+  tiles), ``tiled(name)`` the other way. A channel without an entry has no tiles.
 * **Backends.** Every step is an ``xp`` array operation, identical on NumPy and CuPy (integer
   keys, no floating-point reductions): CPU and GPU topologies are bit-identical.
 
@@ -241,6 +242,32 @@ class SparseGrid:
         t = self.topology
         return int(sum(a.nbytes for a in self.channels.values()) + t.keys.nbytes + t.slots.nbytes + t.free.nbytes
                    + sum(tl.runs.nbytes for tl in self.tiles.values()))
+
+    def tiled(self, name: str, value=1) -> "SparseGrid":
+        """A grid with channel *name* only, whose bricks holding *value* in every voxel (a
+        bit channel: every row set) become runs of ``tiles[name]`` (consecutive bricks
+        along x merged): the inverse of ``expanded``."""
+        xp = self.xp
+        arr = self.channels[name]
+        data = arr[self.topology.slots]
+        keys = self.topology.keys
+        fill = 0xFF if (arr.ndim == 3 and arr.dtype == xp.uint8 and value) else value
+        full = (data.reshape(data.shape[0], -1) == fill).all(axis=1) if data.shape[0] else xp.zeros(0, bool)
+        fk = keys[full]
+        c = brick_coords(fk, xp)
+        new_run = xp.ones(fk.shape[0], bool)
+        new_run[1:] = fk[1:] - fk[:-1] != 1  # the next brick along x of the same row
+        first = xp.flatnonzero(new_run)
+        last = xp.concatenate([first[1:], xp.asarray([fk.shape[0]], first.dtype)]) - 1
+        runs = xp.stack([c[first, 0], c[last, 0] + 1, c[first, 1], c[first, 2]], axis=1).astype(xp.int64)
+        n = int((~full).sum())
+        grid = SparseGrid(Topology(keys[~full], xp.arange(n, dtype=xp.int32), n, xp.zeros(0, xp.int32), xp),
+                          self.origin, self.voxel_size)
+        grid.channels[name] = xp.ascontiguousarray(data[~full])
+        grid.backgrounds[name] = self.backgrounds[name]
+        if runs.shape[0]:
+            grid.tiles[name] = Tiles(runs, value)
+        return grid
 
     def expanded(self, name: str) -> "SparseGrid":
         """A grid with channel *name* only, its tiles stored as ordinary bricks (every

@@ -215,9 +215,10 @@ def voxelize_sparse(vertices, triangles, spec: GridSpec, mode: str = "surface", 
     voxels past it are decided as the dense voxelizer of the rounded shape decides
     them; set voxels never lie past the mesh's reach).
 
-    With *tiles* the GPU's solid interior stays as full runs (``grid.tiles["voxels"]``,
-    ``kernels/grid/sparse.py``): memory follows the surface. Without, every brick is
-    stored (what readers of bricks alone expect)."""
+    With *tiles* the bricks whose voxels are all set are kept as full runs
+    (``grid.tiles["voxels"]``, ``kernels/grid/sparse.py``; the GPU's solid builds its
+    interior so, the NumPy path converts its bricks): memory follows the surface.
+    Without, every brick is stored (what readers of bricks alone expect)."""
     from . import MODES
 
     if mode not in MODES:
@@ -243,7 +244,8 @@ def voxelize_sparse(vertices, triangles, spec: GridSpec, mode: str = "surface", 
         walk.solids(mode == "solid+surface", progress)
     else:
         walk.surfaces(mode == "thin", progress)
-    return _assemble(walk.found, spec, xp)
+    grid = _assemble(walk.found, spec, xp)
+    return grid.tiled(CHANNEL) if tiles else grid
 
 
 def _assemble(found, spec: GridSpec, xp) -> SparseGrid:

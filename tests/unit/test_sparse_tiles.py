@@ -1,6 +1,8 @@
 """Full runs of bricks (``SparseGrid.tiles``, kernels/grid/sparse.py): expanded, counted and
 made dense as the bricks they stand for."""
 
+from pathlib import Path
+
 import numpy as np
 
 from voxfx.kernels.grid import sparse_ops
@@ -55,3 +57,22 @@ def test_bit_channel_runs_are_set_rows():
     dens = with_density(grid)
     assert dens.tiles["density"].value == 1.0
     assert np.array_equal(dens.to_dense("density", (0, 0, 0), (32, 16, 16)), want.astype(np.float32))
+
+
+def test_tiled_is_the_inverse_of_expanded():
+    from voxfx.kernels.voxelize.sparse import voxelize_sparse
+
+    PRIMS = np.load(Path(__file__).resolve().parents[1] / "data" / "blender_primitives.npz")
+    v, t = PRIMS["uv_sphere_vertices"], PRIMS["uv_sphere_triangles"]
+    lo, hi = v.min(0), v.max(0)
+    spec = GridSpec.around(lo, hi, float((hi - lo).max()) / 90)
+    plain = voxelize_sparse(v, t, spec, "solid", tile=32, xp=np)
+    tiled = voxelize_sparse(v, t, spec, "solid", tile=32, xp=np, tiles=True)
+    runs = tiled.tiles[CHANNEL].runs
+    assert tiled.tiles[CHANNEL].bricks > len(runs) > 0  # some runs hold several bricks
+    assert tiled.topology.count + tiled.tiles[CHANNEL].bricks == plain.topology.count
+    assert tiled.nbytes < plain.nbytes
+    back = tiled.expanded(CHANNEL)
+    assert np.array_equal(back.topology.keys, plain.topology.keys)
+    assert np.array_equal(back.channels[CHANNEL], plain.channels[CHANNEL])
+    assert np.array_equal(to_bits(tiled, (96, 96, 96)), to_bits(plain, (96, 96, 96)))
