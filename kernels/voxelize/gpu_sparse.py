@@ -12,7 +12,8 @@ is stored differs.
   the first index of each brick row (a short search per lookup, no dense index).
 * **Surface voxels**: every triangle's setup built once into device memory (shared by the
   threads of its columns: built per thread it would live in local memory), then one
-  launch over the dense pass's columns; each set voxel ORs its bit into its brick. Bricks left empty are dropped.
+  launch over the dense pass's columns; each set voxel ORs its bit into its brick.
+  Bricks left empty are dropped.
 * **Solid** (004 §4.1, §5): the dense pass's flip starts, appended as keys (brick row, x,
   row inside the brick) instead of XORed into a dense grid → one sort → one thread per
   brick row walks along x with its 64 rows' parity: bricks where crossings land are
@@ -23,7 +24,8 @@ is stored differs.
   and surface bricks inside a full run are dropped (already full).
 
 Host syncs: the plan's totals, the pair count, the crossing count, the bricks and runs
-per row (a handful, independent of the grid's size).
+per row, the check (a handful, independent of the grid's size). *progress* hears after
+the solid and the surface stages (no cancel inside a launch: 0.5 s at 16384³).
 """
 
 from __future__ import annotations
