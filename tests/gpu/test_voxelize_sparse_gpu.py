@@ -120,3 +120,18 @@ def test_gpu_solid_soups_equal_the_cpu(seed):
     v, t = exact_soups.soup(seed)
     for mode in ("solid", "solid+surface"):
         same(v, t, exact_soups.UNIT, mode, False, 32)
+
+
+def test_gpu_vote_with_tiles_expands_to_the_cpu_bricks():
+    """The vote stays on the tile path; tiles=True folds its full bricks into runs."""
+    import cupy
+
+    v, t = PRIMS["uv_sphere_vertices"], PRIMS["uv_sphere_triangles"]
+    lo, hi = v.min(0), v.max(0)
+    spec = GridSpec.around(lo, hi, float((hi - lo).max()) / 120)
+    cpu = voxelize_sparse(v, t, spec, "solid", vote=True, tile=64, xp=np)
+    gpu = voxelize_sparse(v, t, spec, "solid", vote=True, tile=64, xp=cupy, tiles=True)
+    assert gpu.tiles[CHANNEL].bricks > 0
+    full = gpu.expanded(CHANNEL)
+    assert np.array_equal(cupy.asnumpy(full.topology.keys), cpu.topology.keys)
+    assert np.array_equal(cupy.asnumpy(full.channels[CHANNEL]), cpu.channels[CHANNEL])
