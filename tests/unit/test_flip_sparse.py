@@ -310,3 +310,33 @@ def test_sparse_resume_from_checkpoint_matches_an_uninterrupted_run():
         a.step(1 / 60)
         b.step(1 / 60)
     assert np.abs(a.particles_host()["position"] - b.particles_host()["position"]).max() <= 1e-5
+
+
+@pytest.mark.slow
+def test_sparse_and_dense_dam_breaks_agree_after_one_second():
+    """The issue's wording: after 1 s of the same dam break."""
+    spec = GridSpec((0.0, 0.0, 0.0), 0.05, (24, 10, 16))
+    v, t = box((0.0, 0.0, 0.0), (0.4, 0.5, 0.5))
+    dense = FlipSimulation(spec, FlipSettings(seed=4), v, t, xp=np)
+    sparse = FlipSimulation(spec, FlipSettings(seed=4), v, t, xp=np, sparse=True)
+    for _ in range(60):
+        dense.step(1 / 60)
+        sparse.step(1 / 60)
+    assert len(sparse.pos) == len(dense.pos)
+    assert np.linalg.norm(sparse.centre_of_mass() - dense.centre_of_mass()) < 0.01
+    assert sparse.kinetic_energy() == pytest.approx(dense.kinetic_energy(), rel=0.05)
+
+
+def test_sparse_stops_on_nan_and_cancels_between_stages():
+    from voxfx.kernels.flip.sim import SimulationError
+    from voxfx.kernels.progress import Cancelled
+
+    spec = GridSpec((0.0, 0.0, 0.0), 0.1, (8, 8, 8))
+    sim = FlipSimulation(spec, FlipSettings(), *box((0.0, 0.0, 0.0), (0.4, 0.4, 0.4)), xp=np, sparse=True)
+    heard = []
+    with pytest.raises(Cancelled):
+        sim.step(1 / 60, progress=lambda f, m: heard.append(m) or "pressure" not in m)
+    assert heard[:2] == ["topology", "particles to grid"]
+    sim.vel[5, 1] = np.nan  # the failure: a particle's velocity became NaN
+    with pytest.raises(SimulationError, match="NaN"):
+        sim.step(1 / 60)
