@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import InputError
 from ..grid.sample import face_lattice
 from .grid import AIR, FLUID, SOLID
 from .particles import PUSH_EPSILON
@@ -60,6 +61,8 @@ def segment_sums(idx, values, size, xp):
     out = [xp.zeros(size, xp.float64) for _ in values]
     if n == 0:
         return out
+    if size * n >= 2 ** 63:
+        raise InputError(f"{n:,} particle-face pairs on {size:,} cells are too many for one transfer")
     key = idx.astype(xp.int64) * n + xp.arange(n, dtype=xp.int64)
     order = xp.argsort(key)
     sidx = idx[order]
