@@ -12,15 +12,17 @@ FLUID regions (no AIR neighbour) are labelled on the bricks, b made compatible a
 lowest flat cell pinned, as in ``pressure.py``. ``project`` then subtracts (Δt/h)·∇p on
 faces next to FLUID and restores the solid faces.
 
-Solver: matrix-free PCG (Alg. 2), float32 vectors, float64 dot products, to the dense
-solver's relative residual ‖r‖₂/‖b‖₂ ≤ tolerance. The convergence test runs on the
-device: every iteration updates a device flag ``done`` (converged, non-finite or at the
-iteration limit) and every later update of the block is masked by it (α = β = 0, the
-counter stops), so iterations after convergence change nothing; the host reads the flag
-once per ``check_every`` iterations, the iteration count is exact. Preconditioners:
-``"jacobi"`` (z = r / diag) and ``"none"``; ``PRECONDITIONERS`` maps a name to a
-function (grid, kind, diag) → (r → z), the seam where the multigrid over coarsened bricks
-(issue 12, not yet here) plugs in.
+Solver: matrix-free PCG (Alg. 2) on the compacted unknowns (``Unknowns``: the FLUID
+cells' values plus a 0 sentinel every other neighbour points to, so the work follows the
+fluid, not the bricks), float32 vectors, float64 dot products, to the dense solver's
+relative residual ‖r‖₂/‖b‖₂ ≤ tolerance. The convergence test runs on the device: every
+iteration updates a device flag ``done`` (converged, non-finite or at the iteration
+limit) and every later update of the block is masked by it (α = β = 0, the counter
+stops), so iterations after convergence change nothing; the host reads the flag once per
+``check_every`` iterations and the iteration count is exact. Preconditioners
+(``PRECONDITIONERS``: name → (grid, kind, unknowns) → (r → z)): ``"mg"`` (default), the
+dense solver's multigrid V-cycle over coarsened bricks (``sparse_multigrid.py``; the
+same iteration counts as dense), ``"jacobi"`` (z = r / diag) and ``"none"``.
 """
 
 from __future__ import annotations
@@ -37,17 +39,22 @@ from .sparse_transfer import solid_touch
 _F32 = np.float32
 
 
-def _jacobi(grid, unknown, diag):
-    xp = grid.xp
-    inv = xp.where(unknown, _F32(1) / xp.where(unknown, diag, _F32(1)), _F32(0)).astype(xp.float32)
+def _multigrid(grid, kind, level):
+    from .sparse_multigrid import VCycle
+
+    return VCycle(grid, kind, level)
+
+
+def _jacobi(grid, kind, level):
+    inv = _F32(1) / level.diag  # the sentinel's diag is 1 and its r 0
     return lambda r: r * inv
 
 
-def _identity(grid, unknown, diag):
+def _identity(grid, kind, level):
     return lambda r: r.copy()
 
 
-PRECONDITIONERS = {"jacobi": _jacobi, "none": _identity}
+PRECONDITIONERS = {"mg": _multigrid, "jacobi": _jacobi, "none": _identity}
 
 
 def boundary_faces(grid):
@@ -146,21 +153,64 @@ def diagonal(grid, kind):
     return xp.where(kind == FLUID, count, _F32(0)).astype(xp.float32)
 
 
+class Unknowns:
+    """The unknowns of one grid (FLUID cells not pinned), compacted: the solver's vectors
+    hold them in flat order plus one sentinel entry, always 0, that every neighbour that
+    is not an unknown points to (AIR is p = 0; SOLID and pinned cells hold 0 as well), so
+    the Laplacian is 6 gathers and no masks, and the work follows the fluid, not the
+    bricks' margin."""
+
+    def __init__(self, grid, kind):
+        xp = grid.xp
+        flat_diag = diagonal(grid, kind)
+        self.cells = xp.flatnonzero(flat_diag > 0)
+        m = self.m = int(self.cells.shape[0])
+        index = xp.int32 if m < 2 ** 31 - 1 else xp.int64
+        self.position = xp.full(grid.size, m, index)  # flat cell → its unknown, m where none
+        self.position[self.cells] = xp.arange(m, dtype=index)
+        nbr = xp.full((6, m + 1), m, index)
+        for d in range(6):
+            nb = grid.nbr[d][self.cells]
+            nbr[d, :m] = xp.where(nb >= 0, self.position[xp.maximum(nb, 0)], index(m))
+        self.nbr = nbr
+        self.diag = xp.concatenate([flat_diag[self.cells], xp.ones(1, xp.float32)])
+        self.xp = xp
+
+    def gather(self, flat):
+        """The unknowns of a flat array, plus the 0 sentinel."""
+        xp = self.xp
+        return xp.concatenate([flat[self.cells], xp.zeros(1, flat.dtype)])
+
+    def scatter(self, x, size):
+        """A flat array: *x* on the unknowns, 0 elsewhere."""
+        out = self.xp.zeros(size, x.dtype)
+        out[self.cells] = x[:self.m]
+        return out
+
+    def neighbour_sum(self, x):
+        """Σ x over the six neighbours, −x, +x, −y, +y, −z, +z."""
+        s = x[self.nbr[0]]
+        for d in range(1, 6):
+            s = s + x[self.nbr[d]]
+        return s
+
+    def apply(self, x):
+        """A x (0 on the sentinel)."""
+        return self.diag * x - self.neighbour_sum(x)
+
+
 def _dot(xp, a, b):
     return (a.astype(xp.float64) * b).sum()
 
 
-def pcg(grid, kind, b, tolerance, max_iterations, preconditioner="jacobi", check_every=10, progress=None):
-    """PCG on A p = b (Alg. 2) with the device-side convergence flag (module notes).
-    Returns (p, iterations, relative residual, converged)."""
+def pcg(grid, kind, b, tolerance, max_iterations, preconditioner="mg", check_every=10, progress=None):
+    """PCG on A p = b (Alg. 2) over the compacted unknowns, with the device-side
+    convergence flag (module notes). Returns (p flat, iterations, relative residual,
+    converged)."""
     xp = grid.xp
-    diag = diagonal(grid, kind)
-    unknown = diag > 0
-    M = PRECONDITIONERS[preconditioner](grid, unknown, diag)
-
-    def apply(x):
-        return xp.where(unknown, diag * x - neighbour_sum(grid, x), _F32(0))
-
+    level = Unknowns(grid, kind)
+    M = PRECONDITIONERS[preconditioner](grid, kind, level)
+    b = level.gather(b)
     x = xp.zeros_like(b)
     r = b.copy()
     bb = _dot(xp, b, b)
@@ -176,7 +226,7 @@ def pcg(grid, kind, b, tolerance, max_iterations, preconditioner="jacobi", check
         if launched:
             report(progress, launched / max_iterations, f"pressure: iteration {launched}")
         for _ in range(check_every):
-            q = apply(d)
+            q = level.apply(d)
             dq = _dot(xp, d, q)
             alpha = xp.where(done | ~(dq > 0), 0.0, rz / xp.where(dq > 0, dq, 1.0))
             x = x + alpha.astype(xp.float32) * d
@@ -193,10 +243,10 @@ def pcg(grid, kind, b, tolerance, max_iterations, preconditioner="jacobi", check
     bb_h, rr_h = float(bb), float(rr)
     converged = math.isfinite(rr_h) and rr_h <= bb_h * float(tolerance) ** 2 and math.isfinite(bb_h)
     residual = 0.0 if bb_h == 0.0 else (math.sqrt(rr_h / bb_h) if math.isfinite(rr_h) else math.inf)
-    return x, int(it), residual, bool(converged)
+    return level.scatter(x, grid.size), int(it), residual, bool(converged)
 
 
-def solve_pressure(grid, dt, tolerance=1e-4, max_iterations=500, preconditioner="jacobi", check_every=10,
+def solve_pressure(grid, dt, tolerance=1e-4, max_iterations=500, preconditioner="mg", check_every=10,
                    progress=None):
     """p per flat cell (0 off FLUID) and stats {"iterations", "residual", "converged"}."""
     dt = float(dt)

@@ -11,7 +11,8 @@ follows the liquid (the bricks within a margin of its particles), not the box.
     save old velocity     for the FLIP update
     gravity               body force on the faces
     boundaries            solid faces take the obstacles' velocity
-    pressure              matrix-free PCG on the bricks' 7-point Laplacian (§8, Alg. 2)
+    pressure              matrix-free PCG on the bricks' 7-point Laplacian (§8, Alg. 2),
+                          multigrid over coarsened bricks as preconditioner
     project               subtract the pressure gradient
     extrapolate           valid velocities into the air band around the liquid
     grid → particles      FLIP/PIC blend of the change (or APIC), RK2, push out of solids
@@ -48,7 +49,7 @@ class SparseFlipSimulation(FlipSimulation):
     def __init__(self, spec: GridSpec, settings: FlipSettings, liquid_vertices, liquid_triangles,
                  obstacle_vertices=None, obstacle_triangles=None, xp=None, initial_velocity=(0.0, 0.0, 0.0),
                  progress=None, sparse=True, boundary="closed", kill_distance=None,
-                 preconditioner="jacobi"):
+                 preconditioner="mg"):
         if boundary not in BOUNDARIES:
             raise InputError(f"FLIP boundary must be one of {', '.join(BOUNDARIES)}, not {boundary!r}")
         if preconditioner not in sparse_pressure.PRECONDITIONERS:

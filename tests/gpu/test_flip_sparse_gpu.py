@@ -100,6 +100,27 @@ def test_gpu_sparse_pressure_matches_cpu():
     assert np.abs(dg).max() * spec.voxel_size <= 1e-3 * max(1.0, float(np.abs(vel).max()))
 
 
+def test_gpu_brick_multigrid_matches_cpu():
+    import cupy
+
+    from voxfx.kernels.flip.sparse_multigrid import VCycle
+
+    rng = np.random.default_rng()
+    spec = GridSpec((0.0, 0.0, 0.0), 0.05, (32, 20, 24))
+    pos, _ = random_particles(spec, 40000, rng, 0.0, 0.5)
+    out = []
+    for g, xp in zip(grids(spec, pos), (np, cupy)):
+        sparse_transfer.classify(g, xp.asarray(pos))
+        kind, _, _ = sparse_pressure.solver_cells(g)
+        level = sparse_pressure.Unknowns(g, kind)
+        M = VCycle(g, kind, level)
+        r = xp.asarray(np.append(np.random.default_rng(1).normal(0, 1, level.m), 0).astype(np.float32))
+        out.append((len(M.levels), host(level.cells), host(M(r))))
+    (nc, cc, zc), (ng, cg, zg) = out
+    assert ng == nc and np.array_equal(cg, cc)
+    assert np.abs(zg - zc).max() <= 1e-4 * np.abs(zc).max()
+
+
 def test_gpu_sampler_matches_cpu():
     import cupy
 

@@ -133,7 +133,8 @@ def test_p2g_sums_in_a_fixed_order_whatever_the_particle_order():
         assert np.abs(a[name] - b[name]).max() <= 1e-6
 
 
-def test_sparse_pressure_matches_the_dense_solve_and_leaves_no_divergence():
+@pytest.mark.parametrize("preconditioner", ["mg", "jacobi", "none"])
+def test_sparse_pressure_matches_the_dense_solve_and_leaves_no_divergence(preconditioner):
     rng = np.random.default_rng(5)
     spec = GridSpec((0.0, 0.0, 0.0), 0.1, (12, 9, 10))
     pos, vel = random_particles(spec, 4000, rng, 0.0, 0.55)
@@ -146,8 +147,11 @@ def test_sparse_pressure_matches_the_dense_solve_and_leaves_no_divergence():
         tr.enforce_boundaries(g)
     dt = 0.01
     pd, sd = pressure.solve_pressure(dense, dt, tolerance=1e-6)
-    ps, ss = sparse_pressure.solve_pressure(sparse, dt, tolerance=1e-6)
+    ps, ss = sparse_pressure.solve_pressure(sparse, dt, tolerance=1e-6, preconditioner=preconditioner,
+                                            max_iterations=2000)
     assert sd["converged"] and ss["converged"] and ss["residual"] <= 1e-6
+    if preconditioner == "mg":  # the same multigrid on bricks: the dense solver's iterations
+        assert abs(ss["iterations"] - sd["iterations"]) <= 1
     fluid = dense.cell == FLUID
     k, j, i = (a.astype(np.int64) for a in np.nonzero(fluid))
     at = sparse.locate(i, j, k)
@@ -157,6 +161,31 @@ def test_sparse_pressure_matches_the_dense_solve_and_leaves_no_divergence():
     sparse_pressure.project(sparse, ps, dt)
     div = sparse_pressure.divergence(sparse)
     assert np.abs(div).max() * spec.voxel_size <= 1e-4 * max(1.0, float(np.abs(vel).max()))
+
+
+def test_the_brick_multigrid_is_a_symmetric_positive_definite_preconditioner():
+    """CG needs M symmetric positive definite: a·M b = b·M a and a·M a > 0 (to float32
+    rounding) on a grid with walls, an obstacle, air and two separate puddles."""
+    from voxfx.kernels.flip.sparse_multigrid import VCycle
+
+    rng = np.random.default_rng(8)
+    spec = GridSpec((0.0, 0.0, 0.0), 0.1, (20, 12, 18))
+    pos = np.concatenate([random_particles(spec, 6000, rng, 0.0, 0.4)[0],
+                          random_particles(spec, 3000, rng, 0.7, 0.95)[0]])
+    g = SparseFlipGrid(spec, np, closed=True)
+    g.update(pos, 3, obstacle=np.array([(i, j, 2) for i in range(3, 7) for j in range(2, 5)]))
+    sparse_transfer.classify(g, pos)
+    kind, _, _ = sparse_pressure.solver_cells(g)
+    level = sparse_pressure.Unknowns(g, kind)
+    M = VCycle(g, kind, level)
+    assert len(M.levels) >= 3 and level.m > 300
+    for _ in range(3):
+        a, b = (np.append(rng.normal(0, 1, level.m), 0).astype(np.float32) for _ in range(2))
+        ma, mb = M(a), M(b)
+        assert ma[-1] == 0 and mb[-1] == 0  # the sentinel stays 0
+        ab, ba = float(np.dot(a.astype(np.float64), mb)), float(np.dot(b.astype(np.float64), ma))
+        assert abs(ab - ba) <= 1e-4 * np.sqrt(float(np.dot(a, ma)) * float(np.dot(b, mb)))
+        assert float(np.dot(a.astype(np.float64), ma)) > 0
 
 
 def test_sparse_pressure_pins_a_sealed_region():
