@@ -153,9 +153,18 @@ def dense_mask(ijk, spec: GridSpec, xp):
 
 
 class FlipSimulation:
+    def __new__(cls, *args, sparse: bool = False, **kwargs):
+        """``sparse=True``: the solver on bricks (``sparse_sim.SparseFlipSimulation``, same
+        interface; its extra keywords: ``boundary``, ``kill_distance``, ``preconditioner``)."""
+        if sparse and cls is FlipSimulation:
+            from .sparse_sim import SparseFlipSimulation
+
+            cls = SparseFlipSimulation
+        return super().__new__(cls)
+
     def __init__(self, spec: GridSpec, settings: FlipSettings, liquid_vertices, liquid_triangles,
                  obstacle_vertices=None, obstacle_triangles=None, xp=None, initial_velocity=(0.0, 0.0, 0.0),
-                 progress=None):
+                 progress=None, sparse=False):
         self.spec, self.settings = spec, settings
         self.xp = xp = xp or backend.xp()
         self.grid = DenseGrid(spec, xp)

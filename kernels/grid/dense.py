@@ -12,7 +12,8 @@ table), ``index`` becomes (slot, local voxel) by the key search, and each ``mac`
 runs on the brick plus a one-voxel apron (``sparse_ops.with_apron``), where the dense
 version reads the neighbour array element: the stencils are the same code on an 10³
 block instead of the whole grid. Missing bricks are the background (AIR for FLIP, the
-inflow wind for snow).
+inflow wind for snow). ``sparse_mac.py`` is such a grid (the sparse FLIP solver's), with
+flat pool channels and the apron kept as a per-cell neighbour index.
 """
 
 from __future__ import annotations

@@ -1,0 +1,119 @@
+"""Sparse FLIP benchmark (issue 12): ``bench/flip.py``'s dam break on the brick solver
+(``FlipSimulation(..., sparse=True)``) on the GPU: ms per substep split by stage, active
+bricks, CG iterations (Jacobi PCG to 1e-4), the grid's and the pool's device memory;
+``--dense`` adds the dense solver's row for the same scene, measured in the same run.
+
+    python3 bench/flip_sparse.py [--quick] [--dense] [--steps N]
+
+Stages are timed with CUDA events around the calls ``SparseFlipSimulation.substep``
+makes: topology (margin, incremental update, walls/obstacles), P2G (+ classify,
+extrapolate, gravity, boundaries), pressure, projection (+ extrapolation into the air),
+G2P + advection. This first increment is plain CuPy array code (no fused kernels, one
+host sync per CG block and a few per topology update): the numbers are the baseline that
+issue 24's kernels start from, not the target.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from tools.package import load  # noqa: E402
+
+load()
+from voxfx.kernels.flip import sparse_pressure, sparse_transfer, transfer  # noqa: E402
+from voxfx.kernels.flip.grid import FlipSettings  # noqa: E402
+from voxfx.kernels.flip.sim import FlipSimulation  # noqa: E402
+from voxfx.kernels.flip.sparse_grid import substep_margin  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "bench"))
+from flip import dam_break, timed_substep  # noqa: E402
+
+STAGES = ["topology", "p2g", "pressure", "project", "g2p+advect"]
+
+
+def timed_sparse_substep(sim, dt, ev):
+    g, s = sim.grid, sim.settings
+    ev[0].record()
+    margin = substep_margin(float(transfer.max_speed(sim.vel)), dt, sim.spec.voxel_size,
+                            float(np.linalg.norm(s.gravity)))
+    g.update(sim.pos, margin, sim.obstacle, sim.obstacle_velocity)
+    ev[1].record()
+    sparse_transfer.particles_to_grid(g, sim.pos, sim.vel, sim.c)
+    sparse_transfer.classify(g, sim.pos)
+    sparse_transfer.extrapolate(g)
+    old = tuple(f.copy() for f in g.faces())
+    for name, a in zip(g.FACES, s.gravity):
+        g[name] = g[name] + np.float32(a * dt)
+    sparse_transfer.enforce_boundaries(g)
+    ev[2].record()
+    p, stats = sparse_pressure.solve_pressure(g, dt, tolerance=s.pressure_tolerance,
+                                              max_iterations=s.pressure_max_iterations,
+                                              preconditioner=sim.preconditioner)
+    ev[3].record()
+    sparse_pressure.project(g, p, dt)
+    sparse_transfer.extrapolate(g, valid=sparse_transfer.fluid_faces(g))
+    ev[4].record()
+    sparse_transfer.g2p_advect(g, old, sim.pos, sim.vel, s.flip_ratio, dt, sim.c)
+    ev[5].record()
+    ev[5].synchronize()
+    import cupy as cp
+
+    return [cp.cuda.get_elapsed_time(ev[i], ev[i + 1]) for i in range(5)], stats["iterations"]
+
+
+def run(n, particles, steps, warm, sparse):
+    import cupy as cp
+
+    pool = cp.get_default_memory_pool()
+    pool.free_all_blocks()
+    spec, v, t = dam_break(n, particles)
+    sim = FlipSimulation(spec, FlipSettings(), v, t, xp=cp, sparse=sparse)
+    dt = 1 / 120
+    ev = [cp.cuda.Event() for _ in range(6)]
+    rows, its = [], []
+    for i in range(warm + steps):
+        if sparse:
+            ms, it = timed_sparse_substep(sim, dt, ev)
+        else:
+            ms, it = timed_substep(sim, dt, ev[:5])
+            ms = [0.0] + ms
+        if i >= warm:
+            rows.append(ms)
+            its.append(it)
+    med = list(np.median(np.array(rows), axis=0))
+    extra = {"bricks": sim.grid.brick_count(), "grid MiB": sim.grid.nbytes / 2 ** 20} if sparse else {}
+    return len(sim.pos), med, int(np.median(its)), pool.total_bytes(), extra
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="64³ with 1M particles only")
+    ap.add_argument("--dense", action="store_true", help="also the dense solver on the same scenes")
+    ap.add_argument("--steps", type=int, default=5)
+    ap.add_argument("--warm", type=int, default=2)
+    args = ap.parse_args()
+    import cupy as cp
+
+    print(f"device: {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}")
+    configs = [(64, 1_000_000)] if args.quick else [(64, 1_000_000), (128, 4_000_000), (256, 8_000_000)]
+    header = ["solver", "grid", "particles"] + [f"{s} ms" for s in STAGES] + [
+        "CG it", "substep ms", "bricks", "grid MiB", "pool peak MiB"]
+    print(" | ".join(header))
+    print(" | ".join("---" for _ in header))
+    for n, particles in configs:
+        for sparse in ([True, False] if args.dense else [True]):
+            count, med, it, peak, extra = run(n, particles, args.steps, args.warm, sparse)
+            row = ["sparse" if sparse else "dense", f"{n}³", f"{count:,}"] + [f"{m:.2f}" for m in med] + [
+                str(it), f"{sum(med):.1f}", str(extra.get("bricks", "")),
+                f"{extra['grid MiB']:.0f}" if extra else "", f"{peak / 2 ** 20:.0f}"]
+            print(" | ".join(row), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,286 @@
+"""Pressure projection of the sparse FLIP solver (seed 003 §8, Alg. 2) on the FLUID cells
+of a ``SparseFlipGrid``: the problem ``pressure.py`` states, on bricks.
+
+Per FLUID cell c, D_c the sum of its outgoing face velocities (faces touching SOLID cells
+or beyond a closed domain take the solid's velocity):
+
+    Σ_{n non-SOLID} (p_c − p_n) = b_c,   b = −(h/Δt)·D,   p_AIR = 0,
+
+A the 7-point Laplacian read through the neighbour index (the apron, §8); a missing
+neighbour brick is AIR (the topology's margin keeps FLUID cells away from one). Sealed
+FLUID regions (no AIR neighbour) are labelled on the bricks, b made compatible and their
+lowest flat cell pinned, as in ``pressure.py``. ``project`` then subtracts (Δt/h)·∇p on
+faces next to FLUID and restores the solid faces.
+
+Solver: matrix-free PCG (Alg. 2) on the compacted unknowns (``Unknowns``: the FLUID
+cells' values plus a 0 sentinel every other neighbour points to, so the work follows the
+fluid, not the bricks), float32 vectors, float64 dot products, to the dense solver's
+relative residual ‖r‖₂/‖b‖₂ ≤ tolerance. The convergence test runs on the device: every
+iteration updates a device flag ``done`` (converged, non-finite or at the iteration
+limit) and every later update of the block is masked by it (α = β = 0, the counter
+stops), so iterations after convergence change nothing; the host reads the flag once per
+``check_every`` iterations and the iteration count is exact. Preconditioners
+(``PRECONDITIONERS``: name → (grid, kind, unknowns) → (r → z)): ``"mg"`` (default), the
+dense solver's multigrid V-cycle over coarsened bricks (``sparse_multigrid.py``; the
+same iteration counts as dense), ``"jacobi"`` (z = r / diag) and ``"none"``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..errors import InputError
+from ..progress import report
+from .grid import AIR, FLUID, SOLID
+from .sparse_transfer import solid_touch
+
+_F32 = np.float32
+
+
+def _multigrid(grid, kind, level):
+    from .sparse_multigrid import VCycle
+
+    return VCycle(grid, kind, level)
+
+
+def _jacobi(grid, kind, level):
+    inv = _F32(1) / level.diag  # the sentinel's diag is 1 and its r 0
+    return lambda r: r * inv
+
+
+def _identity(grid, kind, level):
+    return lambda r: r.copy()
+
+
+PRECONDITIONERS = {"mg": _multigrid, "jacobi": _jacobi, "none": _identity}
+
+
+def boundary_faces(grid):
+    """u, v, w as the projection sees them: the solid's velocity on faces touching SOLID
+    cells (walls included) or not existing, the grid's elsewhere."""
+    xp = grid.xp
+    return tuple(xp.where(solid_touch(grid, comp), grid["solid_" + n], grid[n]) for comp, n in enumerate(grid.FACES))
+
+
+def face_sum(grid, u, v, w):
+    """D per cell: outgoing minus incoming face velocities, added x, y, then z (``mac.face_sum``)."""
+    return ((grid.neighbour(u, 1) - u) + (grid.neighbour(v, 3) - v)) + (grid.neighbour(w, 5) - w)
+
+
+def neighbour_sum(grid, x):
+    """Σ x over the six neighbours, −x, +x, −y, +y, −z, +z (``mac.neighbour_sum``)."""
+    s = grid.neighbour(x, 0)
+    for d in range(1, 6):
+        s = s + grid.neighbour(x, d)
+    return s
+
+
+def label_components(grid, mask):
+    """Per cell of *mask* the lowest flat index of its 6-connected component (through
+    the neighbour index), ``grid.size`` elsewhere (``components.label_components``)."""
+    xp = grid.xp
+    n = grid.size
+    big = xp.int64(n)
+    lab = xp.where(mask, xp.arange(n, dtype=xp.int64), big)
+    while True:
+        old = lab
+        for d in range(6):
+            nb = grid.nbr[d]
+            at = xp.maximum(nb, 0)
+            both = mask & (nb >= 0) & mask[at]
+            lab = xp.minimum(lab, xp.where(both, lab[at], big))
+        for _ in range(4):  # pointer jumping
+            lab = xp.where(mask, lab[xp.minimum(lab, n - 1)], big)
+        if not bool((lab != old).any()):
+            return lab
+
+
+def solver_cells(grid):
+    """(kind, enclosed, labels) as ``pressure._solver_cells``: sealed FLUID regions get
+    their lowest cell pinned (AIR)."""
+    xp = grid.xp
+    cell = grid["cell"]
+    fluid = cell == FLUID
+    kind = cell.copy()
+    labels = label_components(grid, fluid)
+    air = (cell == AIR).astype(xp.uint8)
+    missing = xp.zeros(grid.size, bool)
+    for d in range(6):
+        missing |= grid.nbr[d] < 0
+    touches = fluid & ((neighbour_sum(grid, air) > 0) | missing)  # a missing brick is AIR
+    reaches = xp.zeros(grid.size + 1, bool)
+    reaches[labels[touches]] = True
+    enclosed = fluid & ~reaches[labels]
+    if not bool(enclosed.any()):
+        return kind, None, None
+    pins = enclosed & (labels == xp.arange(grid.size, dtype=labels.dtype))
+    kind[pins] = AIR
+    return kind, enclosed, labels
+
+
+def _region_mean_removed(a, enclosed, labels, xp):
+    idx = labels[enclosed]
+    n = int(a.size)
+    sums = xp.bincount(idx, weights=a[enclosed].astype(xp.float64), minlength=n)
+    counts = xp.bincount(idx, weights=xp.ones(idx.shape, xp.float64), minlength=n)
+    out = a.copy()
+    out[enclosed] = (a[enclosed] - (sums[idx] / counts[idx])).astype(a.dtype)
+    return out
+
+
+def pressure_rhs(grid, dt):
+    """(b, kind, enclosed, labels): b = −(h/Δt)·D on the unknowns (``pressure.pressure_rhs``)."""
+    xp = grid.xp
+    kind, enclosed, labels = solver_cells(grid)
+    D = face_sum(grid, *boundary_faces(grid))
+    b = xp.where(grid["cell"] == FLUID, D * _F32(-grid.h / dt), _F32(0)).astype(xp.float32)
+    if enclosed is not None:
+        b = _region_mean_removed(b, enclosed, labels, xp)
+        b = xp.where(kind == FLUID, b, _F32(0)).astype(xp.float32)
+    return b, kind, enclosed, labels
+
+
+def diagonal(grid, kind):
+    """float32 per cell: non-SOLID neighbours of a FLUID cell (missing ones are AIR), else 0."""
+    xp = grid.xp
+    open_ = (kind != SOLID).astype(xp.uint8)
+    count = xp.zeros(grid.size, xp.float32)
+    for d in range(6):
+        nb = grid.nbr[d]
+        count += xp.where(nb >= 0, open_[xp.maximum(nb, 0)], xp.uint8(1)).astype(xp.float32)
+    return xp.where(kind == FLUID, count, _F32(0)).astype(xp.float32)
+
+
+class Unknowns:
+    """The unknowns of one grid (FLUID cells not pinned), compacted: the solver's vectors
+    hold them in flat order plus one sentinel entry, always 0, that every neighbour that
+    is not an unknown points to (AIR is p = 0; SOLID and pinned cells hold 0 as well), so
+    the Laplacian is 6 gathers and no masks, and the work follows the fluid, not the
+    bricks' margin."""
+
+    def __init__(self, grid, kind):
+        xp = grid.xp
+        flat_diag = diagonal(grid, kind)
+        self.cells = xp.flatnonzero(flat_diag > 0)
+        m = self.m = int(self.cells.shape[0])
+        index = xp.int32 if m < 2 ** 31 - 1 else xp.int64
+        self.position = xp.full(grid.size, m, index)  # flat cell → its unknown, m where none
+        self.position[self.cells] = xp.arange(m, dtype=index)
+        nbr = xp.full((6, m + 1), m, index)
+        for d in range(6):
+            nb = grid.nbr[d][self.cells]
+            nbr[d, :m] = xp.where(nb >= 0, self.position[xp.maximum(nb, 0)], index(m))
+        self.nbr = nbr
+        self.diag = xp.concatenate([flat_diag[self.cells], xp.ones(1, xp.float32)])
+        self.xp = xp
+
+    def gather(self, flat):
+        """The unknowns of a flat array, plus the 0 sentinel."""
+        xp = self.xp
+        return xp.concatenate([flat[self.cells], xp.zeros(1, flat.dtype)])
+
+    def scatter(self, x, size):
+        """A flat array: *x* on the unknowns, 0 elsewhere."""
+        out = self.xp.zeros(size, x.dtype)
+        out[self.cells] = x[:self.m]
+        return out
+
+    def neighbour_sum(self, x):
+        """Σ x over the six neighbours, −x, +x, −y, +y, −z, +z."""
+        s = x[self.nbr[0]]
+        for d in range(1, 6):
+            s = s + x[self.nbr[d]]
+        return s
+
+    def apply(self, x):
+        """A x (0 on the sentinel)."""
+        return self.diag * x - self.neighbour_sum(x)
+
+
+def _dot(xp, a, b):
+    return (a.astype(xp.float64) * b).sum()
+
+
+def pcg(grid, kind, b, tolerance, max_iterations, preconditioner="mg", check_every=10, progress=None):
+    """PCG on A p = b (Alg. 2) over the compacted unknowns, with the device-side
+    convergence flag (module notes). Returns (p flat, iterations, relative residual,
+    converged)."""
+    xp = grid.xp
+    level = Unknowns(grid, kind)
+    M = PRECONDITIONERS[preconditioner](grid, kind, level)
+    b = level.gather(b)
+    x = xp.zeros_like(b)
+    r = b.copy()
+    bb = _dot(xp, b, b)
+    thresh = bb * (float(tolerance) ** 2)
+    rr = bb
+    z = M(r)
+    d = z.copy()
+    rz = _dot(xp, r, z)
+    it = xp.zeros((), xp.int64)
+    done = ~xp.isfinite(bb) | (rr <= thresh)
+    launched = 0
+    while launched < max_iterations and not bool(done):  # the host sync, once per block
+        if launched:
+            report(progress, launched / max_iterations, f"pressure: iteration {launched}")
+        for _ in range(check_every):
+            q = level.apply(d)
+            dq = _dot(xp, d, q)
+            alpha = xp.where(done | ~(dq > 0), 0.0, rz / xp.where(dq > 0, dq, 1.0))
+            x = x + alpha.astype(xp.float32) * d
+            r = r - alpha.astype(xp.float32) * q
+            rr = xp.where(done, rr, _dot(xp, r, r))
+            it = it + (~done).astype(xp.int64)
+            done = done | ~xp.isfinite(rr) | (rr <= thresh) | (it >= max_iterations)
+            z = M(r)
+            rz_new = _dot(xp, r, z)
+            beta = xp.where(done | (rz == 0), 0.0, rz_new / xp.where(rz == 0, 1.0, rz))
+            rz = xp.where(done, rz, rz_new)
+            d = xp.where(done, d, z + beta.astype(xp.float32) * d)
+        launched += check_every
+    bb_h, rr_h = float(bb), float(rr)
+    converged = math.isfinite(rr_h) and rr_h <= bb_h * float(tolerance) ** 2 and math.isfinite(bb_h)
+    residual = 0.0 if bb_h == 0.0 else (math.sqrt(rr_h / bb_h) if math.isfinite(rr_h) else math.inf)
+    return level.scatter(x, grid.size), int(it), residual, bool(converged)
+
+
+def solve_pressure(grid, dt, tolerance=1e-4, max_iterations=500, preconditioner="mg", check_every=10,
+                   progress=None):
+    """p per flat cell (0 off FLUID) and stats {"iterations", "residual", "converged"}."""
+    dt = float(dt)
+    if not (math.isfinite(dt) and dt > 0.0):
+        raise InputError(f"The FLIP time step must be a positive number of seconds, not {dt}")
+    if preconditioner not in PRECONDITIONERS:
+        raise InputError(f"Unknown sparse pressure preconditioner {preconditioner!r}: "
+                         f"use one of {', '.join(PRECONDITIONERS)}")
+    xp = grid.xp
+    b, kind, enclosed, labels = pressure_rhs(grid, dt)
+    p, iterations, residual, converged = pcg(grid, kind, b, tolerance, int(max_iterations), preconditioner,
+                                             int(check_every), progress)
+    if enclosed is not None:
+        p = _region_mean_removed(p, enclosed, labels, xp)
+    p = xp.where(grid["cell"] == FLUID, p, _F32(0)).astype(xp.float32)
+    return p, {"iterations": iterations, "residual": residual, "converged": converged}
+
+
+def project(grid, p, dt) -> None:
+    """u ← u* − (Δt/h)(p_hi − p_lo) on faces next to a FLUID cell, then the solid faces
+    take the solid's velocity (``pressure.project``)."""
+    xp = grid.xp
+    c = _F32(float(dt) / grid.h)
+    fluid = (grid["cell"] == FLUID).astype(xp.uint8)
+    for comp, name in enumerate(grid.FACES):
+        f = grid[name]
+        touch = (fluid != 0) | (grid.neighbour(fluid, 2 * comp) != 0)
+        new = f - c * (p - grid.neighbour(p, 2 * comp))
+        f = xp.where(touch, new, f)
+        grid[name] = xp.where(solid_touch(grid, comp), grid["solid_" + name], f)
+
+
+def divergence(grid, dt=None):
+    """∇·u (1/s) per FLUID cell (0 elsewhere), faces as the projection sees them."""
+    xp = grid.xp
+    D = face_sum(grid, *boundary_faces(grid))
+    return xp.where(grid["cell"] == FLUID, D * _F32(1.0 / grid.h), _F32(0)).astype(xp.float32)

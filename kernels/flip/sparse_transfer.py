@@ -1,0 +1,297 @@
+"""Particle ↔ grid transfers of the sparse FLIP solver (seed 003 §4 Alg. 1, §6–7) on a
+``SparseFlipGrid`` (``sparse_grid.py``): the stages of ``transfer.py`` with the same
+weights, the same float32 operations and the same order, on flat brick channels.
+
+One ``xp`` code path for NumPy and CuPy:
+
+``particles_to_grid``  trilinear hat weights of each particle on the 8 nodes of each face
+                       lattice (``transfer._p2g_component``'s weights, APIC term included);
+                       the (face, w·q, w) pairs sorted by face (a unique int64 key: face,
+                       then pair number, so the order is fixed on both backends), then
+                       each face sums its run of pairs in that order in float64 — a
+                       gather over sorted particles (§6–7): no float atomics, the same
+                       bits run to run. Faces with Σw = 0 get 0 and are invalid.
+``classify``           SOLID where ``solid`` (obstacles, and in a closed domain the cells
+                       beyond the walls), FLUID where ≥ 1 particle, else AIR.
+``enforce_boundaries`` faces touching a SOLID cell take the solid's velocity; faces that
+                       do not exist (beyond a closed domain's face lattices) 0.
+``extrapolate``        valid faces spread into invalid ones, ring by ring (−x, +x, −y,
+                       +y, −z, +z order, float32 sums, as ``transfer._extrapolate_cpu``).
+``g2p_advect``         FLIP/PIC blend or APIC, then RK2 and the push out of solids, via the
+                       brick sampler (``SparseMacGrid.sample_faces``).
+
+In a closed domain the sampler clamps to the dense face lattices and the transfers skip
+the faces outside them, so sparse and dense runs of one scene do the same arithmetic up
+to the order of P2G's float64 sums.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import InputError
+from ..grid.sample import face_lattice
+from .grid import AIR, FLUID, SOLID
+from .particles import PUSH_EPSILON
+from .transfer import _NEIGHBOUR_ORDER
+
+_F = np.float32
+
+
+def _frame(grid):
+    ox, oy, oz = (_F(o) for o in grid.origin)
+    return ox, oy, oz, _F(grid.h), _F(1.0 / grid.h)
+
+
+def _walk(grid, base, dx, dy, dz):
+    """Flat index of the cell (dx, dy, dz) ∈ {0, 1}³ from flat cells *base* (−1 stays −1)."""
+    xp = grid.xp
+    idx = base
+    for axis, d in enumerate((dx, dy, dz)):
+        if d:
+            idx = xp.where(idx >= 0, grid.nbr[2 * axis + 1][xp.maximum(idx, 0)].astype(xp.int64), -1)
+    return idx
+
+
+def segment_sums(idx, values, size, xp):
+    """Per flat cell the float64 sum of *values* (list of arrays, summed alike) at *idx*,
+    each cell's values added in the order they come: pairs sorted by a unique key
+    (index, position), each run summed one element per pass (passes = the longest run)."""
+    n = int(idx.shape[0])
+    out = [xp.zeros(size, xp.float64) for _ in values]
+    if n == 0:
+        return out
+    if size * n >= 2 ** 63:
+        raise InputError(f"{n:,} particle-face pairs on {size:,} cells are too many for one transfer")
+    key = idx.astype(xp.int64) * n + xp.arange(n, dtype=xp.int64)
+    order = xp.argsort(key)
+    sidx = idx[order]
+    first = xp.ones(n, bool)
+    first[1:] = sidx[1:] != sidx[:-1]
+    start = xp.flatnonzero(first)
+    count = xp.diff(xp.concatenate([start, xp.asarray([n], dtype=start.dtype)]))
+    cells = sidx[start]
+    sums = [xp.zeros(start.shape[0], xp.float64) for _ in values]
+    sorted_values = [v[order].astype(xp.float64) for v in values]
+    for k in range(int(count.max())):  # the one host sync: the longest run
+        live = count > k
+        at = xp.where(live, start + k, 0)
+        for s, v in zip(sums, sorted_values):
+            s += xp.where(live, v[at], 0.0)
+    for o, s in zip(out, sums):
+        o[cells] = s
+    return out
+
+
+def particles_to_grid(grid, pos, vel, c=None):
+    """Trilinear P2G onto ``grid`` u, v, w (``transfer.particles_to_grid`` on bricks);
+    APIC with *c*. Stores and returns the valid masks (uint8)."""
+    xp = grid.xp
+    h = _F(grid.h)
+    cell = grid.cell_coords(pos)
+    valid = []
+    for comp in range(3):
+        g = face_lattice(comp, *cell)
+        ok = xp.isfinite(g[0]) & xp.isfinite(g[1]) & xp.isfinite(g[2])
+        if grid.closed:  # dense's clamp (a no-op where any face can be touched)
+            g_c = [xp.fmin(xp.fmax(a, _F(-2)), _F(n + 2)) for a, n in zip(g, grid.shape)]
+        else:
+            g_c = [xp.where(ok, a, _F(0)) for a in g]
+        base = [xp.floor(a) for a in g_c]
+        frac = [a - b for a, b in zip(g_c, base)]
+        base = [b.astype(xp.int64) for b in base]
+        weights = [(_F(1) - f, f) for f in frac]
+        origin_cell = grid.locate(*base)
+        idx, wq, ws = [], [], []
+        box = grid.boxes[comp] if grid.closed else None
+        for dz in (0, 1):
+            for dy in (0, 1):
+                for dx in (0, 1):
+                    ii, jj, kk = base[0] + dx, base[1] + dy, base[2] + dz
+                    flat = _walk(grid, origin_cell, dx, dy, dz)
+                    m = ok & (flat >= 0)
+                    if box is not None:
+                        m &= (ii >= 0) & (ii < box[0]) & (jj >= 0) & (jj < box[1]) & (kk >= 0) & (kk < box[2])
+                    w = weights[0][dx] * weights[1][dy] * weights[2][dz]
+                    q = vel[:, comp]
+                    if c is not None:  # APIC: the affine velocity at the face, C_p,a·(x_f − x_p)
+                        d = [(node.astype(xp.float32) - a) * h for node, a in zip((ii, jj, kk), g)]
+                        q = q + (c[:, comp, 0] * d[0] + c[:, comp, 1] * d[1] + c[:, comp, 2] * d[2])
+                    idx.append(flat[m])
+                    wq.append((w * q)[m])
+                    ws.append(w[m])
+        num, den = segment_sums(xp.concatenate(idx), [xp.concatenate(wq), xp.concatenate(ws)], grid.size, xp)
+        has = den > 0
+        grid[grid.FACES[comp]] = xp.where(has, num / xp.where(has, den, 1.0), 0.0).astype(xp.float32)
+        valid.append(has.astype(xp.uint8))
+    grid.valid = tuple(valid)
+    return grid.valid
+
+
+def particle_cells(grid, pos):
+    """Flat cell of each particle, −1 where its brick is inactive (or, closed, outside
+    the box, as the dense grid ignores it) or the position is not finite."""
+    xp = grid.xp
+    g = grid.cell_coords(pos)
+    ok = xp.isfinite(g[0]) & xp.isfinite(g[1]) & xp.isfinite(g[2])
+    f = [xp.floor(xp.where(ok, a, _F(0))).astype(xp.int64) for a in g]
+    if grid.closed:
+        for a, n in zip(f, grid.shape):
+            ok &= (a >= 0) & (a < n)
+    return xp.where(ok, grid.locate(*f), -1)
+
+
+def classify(grid, pos) -> None:
+    """cell ← SOLID where ``solid``, FLUID where a particle lies and no solid, else AIR."""
+    xp = grid.xp
+    solid = grid["solid"] != 0
+    cell = xp.where(solid, _u8(SOLID), _u8(AIR)).astype(xp.uint8)
+    at = particle_cells(grid, pos)
+    at = at[at >= 0]
+    cell[at[~solid[at]]] = FLUID
+    grid["cell"] = cell
+
+
+def _u8(v):
+    return np.uint8(v)
+
+
+def solid_touch(grid, comp):
+    """bool per face of *comp*: a SOLID cell (``solid``) on either side, or the face does
+    not exist (beyond a closed domain)."""
+    solid = grid["solid"] != 0
+    lo = grid.neighbour(grid["solid"], 2 * comp) != 0
+    return solid | lo | (grid[grid.EXISTS[comp]] == 0)
+
+
+def enforce_boundaries(grid) -> None:
+    """Faces touching a SOLID cell take the solid's velocity (walls and missing faces 0)."""
+    xp = grid.xp
+    for comp, name in enumerate(grid.FACES):
+        grid[name] = xp.where(solid_touch(grid, comp), grid["solid_" + name], grid[name])
+
+
+def fluid_faces(grid):
+    """(u, v, w) uint8: faces with a FLUID cell on either side."""
+    fluid = grid["cell"] == FLUID
+    return tuple((fluid | (grid.neighbour(fluid.astype(grid.xp.uint8), 2 * comp) != 0)).astype(grid.xp.uint8)
+                 for comp in range(3))
+
+
+def extrapolate(grid, layers: int = 2, valid=None):
+    """Valid faces spread into the invalid existing ones, *layers* rings (``transfer.extrapolate``)."""
+    xp = grid.xp
+    valid = grid.valid if valid is None else valid
+    out = []
+    for comp, name in enumerate(grid.FACES):
+        a = grid[name]
+        exists = grid[grid.EXISTS[comp]] != 0
+        m = (valid[comp] != 0) & exists
+        for _ in range(int(layers)):
+            total = xp.zeros(a.shape, xp.float32)
+            count = xp.zeros(a.shape, xp.int32)
+            for d in range(6):
+                nb = grid.nbr[d]
+                have = nb >= 0
+                at = xp.maximum(nb, 0)
+                ok = have & m[at]
+                total += xp.where(ok, a[at], _F(0))
+                count += ok
+            grow = ~m & exists & (count > 0)
+            a = xp.where(grow, total / xp.maximum(count, 1).astype(xp.float32), a)
+            m = m | grow
+        grid[name] = a
+        out.append(m.astype(xp.uint8))
+    grid.valid = tuple(out)
+    return grid.valid
+
+
+def g2p_advect(grid, old, pos, vel, flip_ratio, dt, c=None):
+    """FLIP/PIC (or APIC with *c*, ratio 0) update of *vel*, then RK2 through the new faces
+    and the push out of solids, in place (``transfer.grid_to_particles_and_advect``)."""
+    if int(pos.shape[0]) == 0:
+        return pos, vel
+    flip = _F(flip_ratio)
+    pic = _F(1) - flip
+    dt32 = _F(dt)
+    half_dt = _F(0.5) * dt32
+    faces = tuple(grid[n] for n in grid.FACES)
+    boxes = grid.boxes if grid.closed else None
+    g = grid.cell_coords(pos)
+    ox, oy, oz, _, inv_h = _frame(grid)
+    if c is not None:
+        new, grad = grid.sample_faces(faces, *g, boxes=boxes, gradient=True)
+        for a in range(3):
+            for b in range(3):
+                c[:, a, b] = grad[a][b] * inv_h
+    else:
+        new = grid.sample_faces(faces, *g, boxes=boxes)
+    prev = grid.sample_faces(old, *g, boxes=boxes)
+    for a in range(3):
+        vel[:, a] = flip * (vel[:, a] + (new[a] - prev[a])) + pic * new[a]
+    origin = (ox, oy, oz)
+    x0 = [pos[:, a].copy() for a in range(3)]
+    v1 = grid.sample_faces(faces, *g, boxes=boxes)
+    xm = [x0[a] + half_dt * v1[a] for a in range(3)]
+    v2 = grid.sample_faces(faces, *[(xm[a] - origin[a]) * inv_h for a in range(3)], boxes=boxes)
+    x1 = [x0[a] + dt32 * v2[a] for a in range(3)]
+    for a, p in enumerate(push_out(grid, x1, x0)):
+        pos[:, a] = p
+    return pos, vel
+
+
+def push_out(grid, x, fallback):
+    """``transfer.push_out`` on bricks: clamped into a closed domain (PUSH_EPSILON cells
+    inside), then out of SOLID cells to the nearest free point of the 26 neighbours
+    (ties to the first in z-y-x order); no free neighbour or not finite: *fallback*."""
+    xp = grid.xp
+    ox, oy, oz, h, inv_h = _frame(grid)
+    origin = (ox, oy, oz)
+    eps = _F(PUSH_EPSILON)
+    x = [xp.array(a, dtype=xp.float32, copy=True) for a in x]
+    finite = xp.isfinite(x[0]) & xp.isfinite(x[1]) & xp.isfinite(x[2])
+    g = [(x[a] - origin[a]) * inv_h for a in range(3)]
+    if grid.closed:
+        gc = [xp.fmin(xp.fmax(g[a], eps), _F(grid.shape[a]) - eps) for a in range(3)]
+    else:
+        gc = [xp.where(finite, g[a], _F(0)) for a in range(3)]
+    moved = finite & ((gc[0] != g[0]) | (gc[1] != g[1]) | (gc[2] != g[2]))
+    cell = [xp.floor(xp.where(finite, gc[a], _F(0))).astype(xp.int64) for a in range(3)]
+    if grid.closed:
+        cell = [xp.minimum(cell[a], grid.shape[a] - 1) for a in range(3)]
+    solid = grid["solid"]
+
+    def solid_at(i, j, k):
+        at = grid.locate(i, j, k)
+        return (at >= 0) & (solid[xp.maximum(at, 0)] != 0)
+
+    inside_solid = finite & solid_at(*cell)
+    back = ~finite
+    idx = xp.flatnonzero(inside_solid)
+    if idx.size:
+        c = [cell[a][idx] for a in range(3)]
+        p = [gc[a][idx] for a in range(3)]
+        best = xp.full(idx.shape, xp.inf, xp.float32)
+        target = [q.copy() for q in p]
+        for d in _NEIGHBOUR_ORDER:
+            nb = [c[a] + d[a] for a in range(3)]
+            ok = ~solid_at(*nb)
+            if grid.closed:
+                for a in range(3):
+                    ok &= (nb[a] >= 0) & (nb[a] < grid.shape[a])
+            q = [xp.fmin(xp.fmax(p[a], nb[a].astype(xp.float32) + eps), (nb[a] + 1).astype(xp.float32) - eps)
+                 for a in range(3)]
+            dist = (q[0] - p[0]) * (q[0] - p[0]) + (q[1] - p[1]) * (q[1] - p[1]) + (q[2] - p[2]) * (q[2] - p[2])
+            better = ok & (dist < best)
+            best = xp.where(better, dist, best)
+            for a in range(3):
+                target[a] = xp.where(better, q[a], target[a])
+        found = xp.isfinite(best)
+        for a in range(3):
+            gc[a][idx] = target[a]
+        moved[idx] = found
+        back[idx[~found]] = True
+    for a in range(3):
+        x[a] = xp.where(moved, origin[a] + gc[a] * h, x[a])
+        x[a] = xp.where(back, fallback[a], x[a])
+    return x

@@ -1,0 +1,250 @@
+"""A MAC grid on 8³ bricks (``sparse.py``): the brick grid behind ``dense.py``'s interface
+note, as the sparse FLIP solver uses it (issue 12; seed 003 §5, §8).
+
+Layout. Every channel is one flat array over the pool, ``capacity · 512`` cells: cell
+``slot·512 + (lz·8 + ly)·8 + lx`` is local voxel (lx, ly, lz) of the brick in pool slot
+*slot* (the order of ``SparseGrid`` channels, ``(capacity, 8, 8, 8)`` reshaped). A cell
+keeps the three faces on its low sides, as the dense arrays do: u of cell (i, j, k) is
+the x-face at lattice x = i between cells (i − 1, j, k) and (i, j, k), likewise v, w. So a
+face array is a cell array and the dense face lattices (``mac.face_shapes``) are a box of
+the unbounded lattice.
+
+Neighbours. ``nbr[d]`` (d = −x, +x, −y, +y, −z, +z, the order of ``mac.neighbour_sum``)
+is the flat index of each cell's face neighbour, −1 where its brick is inactive (or the
+cell's slot is free): built once per topology from the 6 face-neighbour bricks of every
+brick (binary searches on the sorted keys). It is the apron of seed 003 §8 as an index:
+a stencil reads ``x[nbr[d]]`` where the dense one reads the neighbour element. (Speed
+seam, issue 24: a kernel reads the brick's 6 neighbour slots instead of 6 per-cell
+indices, and fuses the stencils.)
+
+Missing bricks are the background (AIR, velocity 0): the FLIP topology keeps a margin
+of cells around the liquid, so no stencil of a FLUID cell reaches one.
+
+Every operation is ``xp`` array code (NumPy or CuPy), integer index work identical on
+both backends.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import InputError
+from .sparse import BITS, BRICK, LOG2, OFFSET, Topology
+
+CELLS = BRICK ** 3  # cells per brick
+DIRECTIONS = ((-1, 0, 0), (1, 0, 0), (0, -1, 0), (0, 1, 0), (0, 0, -1), (0, 0, 1))  # nbr[d]
+_F = np.float32
+_MASK = (1 << BITS) - 1
+
+
+def _local(xp):
+    """(lx, ly, lz) int64 of the 512 cells of a brick, in flat order."""
+    r = xp.arange(CELLS, dtype=xp.int64)
+    return r & 7, (r >> 3) & 7, r >> 6
+
+
+class SparseMacGrid:
+    """Cell and face channels on a brick topology. ``origin`` / ``h``: lattice voxel
+    (0, 0, 0)'s min corner and the cell size (a ``GridSpec``'s origin and voxel size, so a
+    dense grid of that spec is the box [0, n) of this lattice). ``channels`` maps a name
+    to (flat array, background)."""
+
+    def __init__(self, origin, h: float, xp=np):
+        self.origin = tuple(float(o) for o in origin)
+        self.h = float(h)
+        self.xp = xp
+        self.topology = Topology.from_keys(xp.zeros(0, xp.int64), xp)
+        self.channels: dict = {}
+        self.nbr = xp.full((6, 0), -1, xp.int32)
+        self.brick_slot = xp.full(0, False)  # per pool slot: in use
+
+    # ------------------------------------------------------------------ channels
+    @property
+    def capacity(self) -> int:
+        return int(self.topology.capacity)
+
+    @property
+    def size(self) -> int:
+        """Cells in the pool (``capacity · 512``)."""
+        return self.capacity * CELLS
+
+    def add(self, name: str, dtype, background=0):
+        """A new flat channel over the pool, filled with *background*."""
+        self.channels[name] = [self.xp.full(self.size, background, dtype=dtype), background]
+        return self.channels[name][0]
+
+    def __getitem__(self, name):
+        return self.channels[name][0]
+
+    def __setitem__(self, name, value):
+        self.channels[name][0] = value
+
+    @property
+    def nbytes(self) -> int:
+        """Device bytes of the channels, the neighbour index and the topology."""
+        t = self.topology
+        return int(sum(a.nbytes for a, _ in self.channels.values()) + self.nbr.nbytes + t.keys.nbytes
+                   + t.slots.nbytes + t.free.nbytes)
+
+    # ------------------------------------------------------------------ topology (seed 003 §5.2)
+    def retopologize(self, keys):
+        """Move to the bricks of *keys* (``Topology.update``: kept bricks keep their slots
+        and data, new ones start at each channel's background, freed slots are reused
+        first) and rebuild the neighbour index. Returns (added, freed) slots."""
+        xp = self.xp
+        topo, added, freed = self.topology.update(keys)
+        old = self.capacity
+        for entry in self.channels.values():
+            arr, bg = entry
+            if topo.capacity > old:
+                grown = xp.full(topo.capacity * CELLS, bg, arr.dtype)
+                grown[:arr.shape[0]] = arr
+                arr = grown
+            for slots in (added, freed):  # fresh bricks and freed slots hold the background
+                if slots.shape[0]:
+                    cells = (slots.astype(xp.int64)[:, None] * CELLS + xp.arange(CELLS, dtype=xp.int64)).ravel()
+                    arr[cells] = bg
+            entry[0] = arr
+        self.topology = topo
+        self._neighbours()
+        return added, freed
+
+    def _neighbours(self):
+        xp, topo = self.xp, self.topology
+        cap = self.capacity
+        index = xp.int32 if cap * CELLS < 2 ** 31 - 1 else xp.int64
+        used = xp.zeros(cap, bool)
+        used[topo.slots] = True
+        self.brick_slot = used
+        coords = topo.coords()
+        lx, ly, lz = _local(xp)
+        local = (lz * 8 + ly) * 8 + lx
+        nbr = xp.full((6, cap * CELLS), -1, index)
+        for d, off in enumerate(DIRECTIONS):
+            slot_of = xp.full(cap, -1, xp.int64)  # neighbour brick of each pool slot
+            slot_of[topo.slots] = self.slots_of_bricks(coords + xp.asarray(off, dtype=xp.int64)).astype(xp.int64)
+            axis, step = d // 2, off[d // 2]
+            l_axis = (lx, ly, lz)[axis]
+            edge = l_axis == (7 if step > 0 else 0)  # the neighbour is in the next brick
+            shift = step * (1, 8, 64)[axis]
+            wrap = -step * 7 * (1, 8, 64)[axis]
+            here = xp.arange(cap, dtype=xp.int64)[:, None]
+            brick = xp.where(edge[None, :], slot_of[:, None], here)
+            cell = xp.where(edge, local + wrap, local + shift)[None, :]
+            ok = (brick >= 0) & used[:, None]
+            nbr[d] = xp.where(ok, brick * CELLS + cell, -1).astype(index).ravel()
+        self.nbr = nbr
+
+    def slots_of_bricks(self, bijk):
+        """Pool slot (int32) of each brick (n, 3) int64, −1 where inactive or out of range."""
+        xp = self.xp
+        b = bijk + OFFSET
+        inside = ((b >= 0) & (b <= _MASK)).all(axis=1)
+        keys = (b[:, 2] << (2 * BITS)) | (b[:, 1] << BITS) | b[:, 0]
+        return xp.where(inside, self.topology.lookup(xp.where(inside, keys, 0)), xp.int32(-1))
+
+    # ------------------------------------------------------------------ index
+    def locate(self, i, j, k):
+        """Flat index (int64) of lattice cells (i, j, k) (int64 arrays), −1 where inactive."""
+        xp = self.xp
+        slot = self.slots_of_bricks(xp.stack([i >> LOG2, j >> LOG2, k >> LOG2], axis=1)).astype(xp.int64)
+        local = ((k & 7) * 8 + (j & 7)) * 8 + (i & 7)
+        return xp.where(slot >= 0, slot * CELLS + local, -1)
+
+    def lattice(self):
+        """(i, j, k) int64 lattice coordinates of every pool cell (free slots: those of
+        brick 0; callers mask with ``active()``)."""
+        xp, topo = self.xp, self.topology
+        base = xp.zeros((self.capacity, 3), xp.int64)
+        base[topo.slots] = topo.coords() * BRICK
+        lx, ly, lz = _local(xp)
+        return tuple((base[:, a:a + 1] + loc[None, :]).ravel() for a, loc in enumerate((lx, ly, lz)))
+
+    def active(self):
+        """bool per pool cell: its slot holds an active brick."""
+        return self.xp.repeat(self.brick_slot, CELLS)
+
+    def cell_coords(self, points):
+        """World points (N, 3) float32 → cell units (x, y, z), as ``MacGrid.cell_coords``."""
+        inv_h = _F(1.0 / self.h)
+        return tuple((points[:, a] - _F(o)) * inv_h for a, o in enumerate(self.origin))
+
+    def neighbour(self, a, d):
+        """*a* at each cell's neighbour in direction *d*, 0 where there is none."""
+        nb = self.nbr[d]
+        return self.xp.where(nb >= 0, a[self.xp.maximum(nb, 0)], a.dtype.type(0))
+
+    # ------------------------------------------------------------------ sampling (``sample.py`` on bricks)
+    def sample(self, f, fx, fy, fz, box=None, gradient=False):
+        """Trilinear sample of the flat lattice channel *f* at lattice coordinates (fx, fy,
+        fz), missing cells reading 0. *box* (sx, sy, sz): a closed domain's face lattice,
+        sampled exactly as ``sample.sample_lattice`` samples a dense array of that shape
+        (clamped to it, same operations in the same order); None: the unbounded lattice."""
+        xp = self.xp
+        lo, hi, t = [], [], []
+        for c, s in zip((fx, fy, fz), box or (None,) * 3):
+            if s is None:
+                c = xp.where(xp.isfinite(c), c, _F(0))
+                i0 = xp.floor(c).astype(xp.int64)
+                i1 = i0 + 1
+            else:
+                c = xp.fmin(xp.fmax(c, _F(0)), _F(s - 1))
+                i0 = xp.maximum(xp.minimum(c.astype(xp.int64), s - 2), 0)
+                i1 = xp.minimum(i0 + 1, s - 1)
+            lo.append(i0)
+            hi.append(i1)
+            t.append(c - i0.astype(xp.float32))
+        (i0, j0, k0), (i1, j1, k1), (tx, ty, tz) = lo, hi, t
+        base = self.locate(i0, j0, k0)
+        same = [i1 == i0, j1 == j0, k1 == k0]
+
+        def step(idx, axis):  # the +axis neighbour of flat cells idx (idx itself on a one-sample side)
+            nb = self.nbr[2 * axis + 1][xp.maximum(idx, 0)].astype(xp.int64)
+            return xp.where(same[axis], idx, xp.where(idx >= 0, nb, -1))
+
+        def at(idx):
+            return xp.where(idx >= 0, f[xp.maximum(idx, 0)], f.dtype.type(0))
+
+        i100 = step(base, 0)
+        i010 = step(base, 1)
+        i110 = step(i100, 1)
+        i001, i101, i011, i111 = (step(i, 2) for i in (base, i100, i010, i110))
+        p000, p100, p010, p110 = at(base), at(i100), at(i010), at(i110)
+        p001, p101, p011, p111 = at(i001), at(i101), at(i011), at(i111)
+        dx00, dx10, dx01, dx11 = p100 - p000, p110 - p010, p101 - p001, p111 - p011
+        c00, c10, c01, c11 = p000 + tx * dx00, p010 + tx * dx10, p001 + tx * dx01, p011 + tx * dx11
+        c0 = c00 + ty * (c10 - c00)
+        c1 = c01 + ty * (c11 - c01)
+        value = c0 + tz * (c1 - c0)
+        if not gradient:
+            return value
+        e0 = dx00 + ty * (dx10 - dx00)
+        e1 = dx01 + ty * (dx11 - dx01)
+        d0 = c10 - c00
+        return value, (e0 + tz * (e1 - e0), d0 + tz * ((c11 - c01) - d0), c1 - c0)
+
+    def sample_faces(self, faces, x, y, z, boxes=None, gradient=False):
+        """[u, v, w] at points in cell units (``sample.sample_faces`` on bricks); *boxes*:
+        the three face lattices of a closed domain (``mac.face_shapes`` as (sx, sy, sz))."""
+        half = _F(0.5)
+        out = []
+        for comp, f in enumerate(faces):
+            g = (x if comp == 0 else x - half, y if comp == 1 else y - half, z if comp == 2 else z - half)
+            out.append(self.sample(f, *g, box=None if boxes is None else boxes[comp], gradient=gradient))
+        if not gradient:
+            return out
+        return [o[0] for o in out], [o[1] for o in out]
+
+
+def face_boxes(shape):
+    """(sx, sy, sz) of the u, v and w face lattices of a closed nx × ny × nz domain."""
+    nx, ny, nz = (int(n) for n in shape)
+    return (nx + 1, ny, nz), (nx, ny + 1, nz), (nx, ny, nz + 1)
+
+
+def check_lattice(i, j, k, xp):
+    """``InputError`` when lattice cells lie beyond the key range (±2²³ voxels)."""
+    limit = OFFSET * BRICK
+    for a in (i, j, k):
+        if a.size and (int(a.min()) < -limit or int(a.max()) >= limit):
+            raise InputError(f"the sparse liquid reaches beyond ±{limit:,} cells from its origin")
