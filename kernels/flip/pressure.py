@@ -99,16 +99,14 @@ _K = Kernels(_CU, _OPTIONS, _THREADS, defines={
 
 def _solid_face_masks(cell):
     """Boolean masks of the u, v, w faces that touch a SOLID cell or the domain wall."""
-    return mac.faces_touching(cell == SOLID, outside=True)
+    return mac.fixed_face_masks(cell, SOLID, True)
 
 
 def _boundary_faces(grid):
     """The faces as the projection sees them: solid velocity where a SOLID cell or a wall
-    is on either side, the grid's velocity elsewhere."""
-    xp = grid.xp
-    masks = _solid_face_masks(grid.cell)
-    return tuple(xp.where(m, s, f) for m, s, f in
-                 zip(masks, (grid.solid_u, grid.solid_v, grid.solid_w), (grid.u, grid.v, grid.w)))
+    is on either side, the grid's velocity elsewhere (the grid core's ``fixed_faces``)."""
+    return mac.fixed_faces(grid.u, grid.v, grid.w, grid.cell, SOLID, True,
+                           (grid.solid_u, grid.solid_v, grid.solid_w))
 
 
 def _check_grid(grid):
@@ -423,13 +421,8 @@ def project(grid, p, dt):
     if xp is not np:
         _project_gpu(grid, xp.ascontiguousarray(p, dtype=xp.float32), c)
         return
-    fluid = grid.cell == FLUID
-    p = np.where(fluid, np.asarray(p, dtype=np.float32), _F32(0.0))
-    u, v, w = grid.u, grid.v, grid.w
-    mac.subtract_gradient(u, v, w, p, c, touch=mac.faces_touching(fluid))  # faces next to a FLUID cell
-    for vel, mask, solid_vel in zip((u, v, w), _solid_face_masks(grid.cell),
-                                    (grid.solid_u, grid.solid_v, grid.solid_w)):
-        vel[mask] = solid_vel[mask]
+    mac.project(grid.u, grid.v, grid.w, np.asarray(p, dtype=np.float32), c, grid.cell, FLUID, SOLID, True,
+                (grid.solid_u, grid.solid_v, grid.solid_w))
 
 
 def project_pressure(grid, dt, **solver_options):

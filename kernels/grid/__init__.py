@@ -6,8 +6,10 @@
                     stands behind the same interface.
 * ``mac.py``        the staggered layout's operations: face shapes, cell types, faces
                     touching a mask (solid faces, walls), face sum (divergence), 7-point
-                    neighbour sum and count, red-black colours, gradient subtraction (the
-                    projection). Device twin: ``cuda/include/voxfx_mac.cuh``.
+                    neighbour sum and count, red-black colours, gradient subtraction and the
+                    one projection of a cell-typed grid (``fixed_faces``, ``project``; FLIP
+                    and the wind). Device twin: ``cuda/include/voxfx_mac.cuh``
+                    (``cell_face_sum``, ``project_face``).
 * ``sample.py``     the one trilinear sampler of lattices and faces (with gradient).
                     Device twin: ``cuda/include/voxfx_lattice.cuh``.
 * ``components.py`` 6-connected components: lowest-index labels, reachability.
