@@ -26,54 +26,7 @@
 
 // ------------------------------------------------------------------------ reductions
 
-__device__ __forceinline__ double warp_sum(double v)
-{
-    for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_down_sync(0xffffffffu, v, offset);
-    return v;
-}
-
-// Block sums of a and b → out_a[blockIdx.x], out_b[blockIdx.x] (thread 0 writes).
-__device__ void block_sum2(double a, double b, double* out_a, double* out_b)
-{
-    __shared__ double sa[32], sb[32];
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = (blockDim.x + 31) >> 5;
-    a = warp_sum(a);
-    b = warp_sum(b);
-    if (lane == 0) {
-        sa[warp] = a;
-        sb[warp] = b;
-    }
-    __syncthreads();
-    if (warp == 0) {
-        a = lane < warps ? sa[lane] : 0.0;
-        b = lane < warps ? sb[lane] : 0.0;
-        a = warp_sum(a);
-        b = warp_sum(b);
-        if (lane == 0) {
-            if (out_a) out_a[blockIdx.x] = a;
-            if (out_b) out_b[blockIdx.x] = b;
-        }
-    }
-}
-
-// Σ partials[0..n) by one block, in a fixed order; the result in thread 0.
-__device__ double block_total(const double* __restrict__ partials, int n)
-{
-    __shared__ double s[32];
-    double v = 0.0;
-    for (int t = threadIdx.x; t < n; t += blockDim.x) v += partials[t];
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = (blockDim.x + 31) >> 5;
-    v = warp_sum(v);
-    __syncthreads();  // s may still be read by a previous call
-    if (lane == 0) s[warp] = v;
-    __syncthreads();
-    v = 0.0;
-    if (warp == 0) {
-        v = lane < warps ? s[lane] : 0.0;
-        v = warp_sum(v);
-    }
-    return v;
-}
+#include "voxfx_reduce.cuh"  // block_sum2, block_total: the fixed-order double sums
 
 // Grid-stride loop over n cells: the fused dot-product kernels run a fixed number of blocks.
 #define GRID_STRIDE(c, n)                                                           \

@@ -19,6 +19,7 @@
 
 #include "voxfx_lattice.cuh"  // sample_face, sample_faces: the trilinear look-up
 #include "voxfx_mac.cuh"  // indices, red_black_cell, neighbour_sum, cell_face_sum, project_face
+#include "voxfx_reduce.cuh"  // warp_max_into: the residual maxima
 
 // ------------------------------------------------------------------------ stages
 
@@ -80,19 +81,6 @@ extern "C" __global__ void advect(const float* __restrict__ u0, const float* __r
     out[f] = value;
 }
 
-// Atomic max of a non-negative float (its bits order like an unsigned int).
-__device__ __forceinline__ void atomic_max_nonneg(float* slot, float value)
-{
-    atomicMax(reinterpret_cast<unsigned int*>(slot), __float_as_uint(value));
-}
-
-// Warp-reduce a max, then one atomic per warp.
-__device__ __forceinline__ void block_max_into(float* slot, float value)
-{
-    for (int offset = 16; offset > 0; offset >>= 1) value = fmaxf(value, __shfl_down_sync(0xffffffffu, value, offset));
-    if ((threadIdx.x & 31) == 0) atomic_max_nonneg(slot, value);
-}
-
 extern "C" __global__ void clear_stats(float* stats, int first, int count)
 {
     const int t = blockIdx.x * blockDim.x + threadIdx.x;
@@ -117,7 +105,7 @@ extern "C" __global__ void build_rhs(const float* __restrict__ u, const float* _
         b = cell_face_sum<false>(u, v, w, nullptr, nullptr, nullptr, nullptr, 1, false, c, i, j, k, nx, ny, nz) * coef;
     }
     if (c < cells) rhs[c] = b;
-    block_max_into(&stats[0], fabsf(b));
+    warp_max_into(&stats[0], fabsf(b));
 }
 
 // One colour of a red-black SOR sweep (Eq. 2.17 with Eq. 2.19): p ← p + ω(p̄ − p),
@@ -153,7 +141,7 @@ extern "C" __global__ void residual(const float* __restrict__ p, const float* __
         const float s = neighbour_sum(p, c, i, j, k, nx, ny, nz);
         r = fabsf(rhs[c] - ((float)diag[c] * p[c] - s));
     }
-    block_max_into(&stats[1], r);
+    warp_max_into(&stats[1], r);
 }
 
 // Mass balance of the open sides, before the pressure solve. Every boundary face is a
