@@ -90,7 +90,7 @@ class Kernels:
 
 # The modules that launch kernels (each creates its ``Kernels`` at import).
 KERNEL_MODULES = ("rng", "grid.bitgrid", "grid.sparse_ops", "voxelize.gpu", "voxelize.lines", "snow.flakes",
-                  "snow.wind", "snow.drift", "snow.ground", "flip.particles", "flip.pressure", "flip.surface")
+                  "snow.wind", "snow.drift", "snow.ground", "flip.particles", "flip.pressure_gpu", "flip.surface")
 
 
 def compiles() -> dict:
