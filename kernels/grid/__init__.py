@@ -18,7 +18,9 @@
 * ``bitgrid.py``    packed bit grids; ``sparse.py`` / ``sparse_ops.py`` the sparse brick core.
 
 Constants that Python and CUDA share are defined once, in Python, and reach the kernels as
--D compile options (``Kernels(defines=...)``; the cell types are ``mac.CELL_TYPES``).
+-D compile options (``Kernels(defines=...)``; the cell types are ``mac.CELL_TYPES``;
+``launch.Double`` for the doubles of the voxelizer). The warp and block reductions of
+every kernel are ``cuda/include/voxfx_reduce.cuh``.
 """
 
 from .spec import GridSpec  # noqa: F401
