@@ -84,10 +84,14 @@ def _build(tmp_path_factory, source):
                        text=True, timeout=300)
     assert r.returncode == 0, r.stderr
 
-    def run(lines):
-        out = subprocess.run([str(exe)], input="\n".join(lines), capture_output=True, text=True, timeout=300)
-        return [int(x) for x in out.stdout.split()]
+    def raw(lines):
+        return subprocess.run([str(exe)], input="\n".join(lines), capture_output=True, text=True,
+                              timeout=300).stdout
 
+    def run(lines):
+        return [int(x) for x in raw(lines).split()]
+
+    run.raw = raw  # the output as text (harnesses that print floats)
     return run
 
 
