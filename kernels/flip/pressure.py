@@ -56,8 +56,9 @@ over the region; only its gradient is used. Every equation of the region then ho
 the pinned cell's follows from the others because the region's equations sum to zero.
 
 Arrays live on the grid's module; results stay there. This module sets the problem up
-and projects; the solver is ``pressure_cpu.py`` on NumPy (the reference) and
-``pressure_gpu.py`` on CuPy (kernels of ``cuda/flip_pressure.cu``).
+and projects and runs the NumPy PCG loop (the reference), with the multigrid of
+``pressure_mg.py``; on CuPy the solver is ``pressure_gpu.py`` (kernels of
+``cuda/flip_pressure.cu``).
 """
 
 from __future__ import annotations
@@ -68,9 +69,10 @@ import numpy as np
 
 from ..errors import InputError
 from ..grid import components, mac
+from ..progress import report
 from .grid import AIR, FLUID, SOLID
-from .pressure_cpu import (MG_COARSE_SWEEPS, MG_MIN_SIDE, MG_SWEEPS, PRECONDITIONERS, _coarsen_kind,  # noqa: F401
-                           _diag_of, _Level, _mg_levels, _pcg_numpy, _prolong, _restrict, _vcycle, mg_level_shapes)
+from .pressure_mg import (MG_COARSE_SWEEPS, MG_MIN_SIDE, MG_SWEEPS, PRECONDITIONERS, _coarsen_kind,  # noqa: F401
+                          _diag_of, _Level, _mg_levels, _prolong, _restrict, _vcycle, mg_level_shapes)
 from .pressure_gpu import (PressureSolverGPU, _divergence_gpu, _gpu_solver, _gpu_solvers,  # noqa: F401
                            _project_gpu, pressure_memory_bytes, release_gpu_solvers)
 
@@ -142,6 +144,61 @@ def _region_mean_removed(a, enclosed, labels, xp):
     out = a.copy()
     out[enclosed] = (a[enclosed] - (sums[idx] / counts[idx])).astype(a.dtype)
     return out
+
+
+# =========================================================================== NumPy solver
+
+def _dot(a, b):
+    return float(np.add.reduce((a.astype(np.float64) * b).ravel()))
+
+
+def _pcg_numpy(kind, b, tolerance, max_iterations, preconditioner, progress=None, check_every=10):
+    """PCG on A p = b (Alg. 2 of the seed with a preconditioner). Returns
+    (p, iterations, relative residual, converged). *progress* hears every
+    *check_every* iterations (False cancels)."""
+    levels = _mg_levels(kind) if preconditioner == "mg" else [_Level(kind)]
+    L = levels[0]
+    if preconditioner == "mg":
+        def precondition(r):
+            return _vcycle(levels, r)
+    elif preconditioner == "jacobi":
+        def precondition(r):
+            return r / L.safe
+    else:
+        def precondition(r):
+            return r.copy()
+    x = np.zeros_like(b)
+    r = b.copy()
+    bb = _dot(b, b)
+    thresh = tolerance * tolerance * bb
+    rr = bb
+    if not math.isfinite(bb) or rr <= thresh:
+        return x, 0, (0.0 if bb == 0.0 else math.sqrt(rr / bb)), math.isfinite(bb)
+    z = precondition(r)
+    d = z.copy()
+    rz = _dot(r, z)
+    iterations, converged = 0, False
+    while iterations < max_iterations:
+        q = L.apply(d)
+        dq = _dot(d, q)
+        alpha = rz / dq if dq > 0.0 else 0.0
+        x += _F32(alpha) * d
+        r -= _F32(alpha) * q
+        rr = _dot(r, r)
+        iterations += 1
+        if not math.isfinite(rr):
+            break
+        if rr <= thresh:
+            converged = True
+            break
+        if iterations % check_every == 0:
+            report(progress, iterations / max_iterations, f"pressure: iteration {iterations}")
+        z = precondition(r)
+        rz_new = _dot(r, z)
+        beta = rz_new / rz if rz != 0.0 else 0.0
+        rz = rz_new
+        d = z + _F32(beta) * d
+    return x, iterations, math.sqrt(rr / bb), converged
 
 
 # =========================================================================== public API

@@ -1,7 +1,7 @@
 """The FLIP pressure solver on the device (CuPy, kernels of ``cuda/flip_pressure.cu``):
 the PCG loop of seed 003 Alg. 2 with every scalar on the device and a block of
 ``check_every`` iterations as one CUDA graph; the divergence and projection launches.
-``pressure_cpu.py`` is the reference it follows; ``pressure.py`` states the problem.
+``pressure.py`` and ``pressure_mg.py`` are the reference it follows; ``pressure.py`` states the problem.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from .. import backend
 from ..grid import mac
 from ..grid.launch import GraphLoop, Kernels
 from ..progress import report
-from .pressure_cpu import MG_COARSE_SWEEPS, MG_SWEEPS, PRECONDITIONERS, mg_level_shapes
+from .pressure_mg import MG_COARSE_SWEEPS, MG_SWEEPS, PRECONDITIONERS, mg_level_shapes
 
 _CU = "flip_pressure.cu"
 _OPTIONS = ()

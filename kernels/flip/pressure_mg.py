@@ -1,17 +1,14 @@
-"""The FLIP pressure solver on NumPy: the reference the device solver (``pressure_gpu.py``)
-follows operation by operation. Preconditioned conjugate gradients (seed 003 §8, Alg. 2)
-on A p = b, with the multigrid V-cycle, Jacobi or no preconditioner; ``pressure.py``
-states the problem, the preconditioners and the convergence test.
+"""The multigrid preconditioner of the FLIP pressure solve on NumPy (the MGPCG V-cycle
+``pressure.py`` describes): levels, cell-type coarsening, the 7-point operator and its
+red-black Gauss-Seidel smoother, prolongation and restriction, one V-cycle. The device
+solver (``pressure_gpu.py``) follows it operation by operation.
 """
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from ..grid import mac
-from ..progress import report
 from .grid import AIR, FLUID, SOLID
 
 PRECONDITIONERS = ("mg", "jacobi", "none")
@@ -152,56 +149,3 @@ def _mg_levels(kind):
     for _ in shapes[1:]:
         kinds.append(_coarsen_kind(kinds[-1], np))
     return [_Level(k) for k in kinds]
-
-
-def _dot(a, b):
-    return float(np.add.reduce((a.astype(np.float64) * b).ravel()))
-
-
-def _pcg_numpy(kind, b, tolerance, max_iterations, preconditioner, progress=None, check_every=10):
-    """PCG on A p = b (Alg. 2 of the seed with a preconditioner). Returns
-    (p, iterations, relative residual, converged). *progress* hears every
-    *check_every* iterations (False cancels)."""
-    levels = _mg_levels(kind) if preconditioner == "mg" else [_Level(kind)]
-    L = levels[0]
-    if preconditioner == "mg":
-        def precondition(r):
-            return _vcycle(levels, r)
-    elif preconditioner == "jacobi":
-        def precondition(r):
-            return r / L.safe
-    else:
-        def precondition(r):
-            return r.copy()
-    x = np.zeros_like(b)
-    r = b.copy()
-    bb = _dot(b, b)
-    thresh = tolerance * tolerance * bb
-    rr = bb
-    if not math.isfinite(bb) or rr <= thresh:
-        return x, 0, (0.0 if bb == 0.0 else math.sqrt(rr / bb)), math.isfinite(bb)
-    z = precondition(r)
-    d = z.copy()
-    rz = _dot(r, z)
-    iterations, converged = 0, False
-    while iterations < max_iterations:
-        q = L.apply(d)
-        dq = _dot(d, q)
-        alpha = rz / dq if dq > 0.0 else 0.0
-        x += _F32(alpha) * d
-        r -= _F32(alpha) * q
-        rr = _dot(r, r)
-        iterations += 1
-        if not math.isfinite(rr):
-            break
-        if rr <= thresh:
-            converged = True
-            break
-        if iterations % check_every == 0:
-            report(progress, iterations / max_iterations, f"pressure: iteration {iterations}")
-        z = precondition(r)
-        rz_new = _dot(r, z)
-        beta = rz_new / rz if rz != 0.0 else 0.0
-        rz = rz_new
-        d = z + _F32(beta) * d
-    return x, iterations, math.sqrt(rr / bb), converged
