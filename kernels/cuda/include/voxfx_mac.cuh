@@ -138,7 +138,12 @@ __device__ __forceinline__ float cell_face_sum(const float* __restrict__ u, cons
     const long long fu = u_face_index(i, j, k, nx, ny);
     const long long fv = v_face_index(i, j, k, nx, ny);
     const long long fw = c;
-    if (!FIXED) return ((u[fu + 1] - u[fu]) + (v[fv + nx] - v[fv])) + (w[fw + plane] - w[fw]);
+    if (!FIXED) {
+        const float du = u[fu + 1] - u[fu];
+        const float dv = v[fv + nx] - v[fv];
+        const float dw = w[fw + plane] - w[fw];
+        return (du + dv) + dw;
+    }
     const float u0 = ((i == 0) ? walls_fixed : cell[c - 1] == solid) ? su[fu] : u[fu];
     const float u1 = ((i == nx - 1) ? walls_fixed : cell[c + 1] == solid) ? su[fu + 1] : u[fu + 1];
     const float v0 = ((j == 0) ? walls_fixed : cell[c - nx] == solid) ? sv[fv] : v[fv];
