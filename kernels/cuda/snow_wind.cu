@@ -43,7 +43,7 @@ extern "C" __global__ void advect(const float* __restrict__ u0, const float* __r
     bool lo_in, hi_in;
     long long lo, hi;
     face_cells(comp, i, j, k, nx, ny, nz, lo_in, hi_in, lo, hi);
-    if ((lo_in && solid[lo]) || (hi_in && solid[hi])) {
+    if (face_is_fixed(solid, 1, false, lo_in, hi_in, lo, hi)) {  // a solid on either side
         out[f] = 0.0f;
         return;
     }
