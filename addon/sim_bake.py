@@ -9,6 +9,12 @@ are already whole are stepped through, not rewritten. A bake killed at any insta
 therefore resumes after its last recorded frame, and a damaged frame N is re-baked from
 the nearest checkpoint before N, not from the start.
 
+``run`` is how an effect's operator uses it: read settings → extract → run → write back.
+The operator builds the effect's kernel-side bake object (``kernels/flip/bake.py``,
+``kernels/snow/bake.py``: arrays and settings in, ``new_simulation``, ``step``, ``outputs``)
+and passes it with the frame's file writers (arrays → files) and, where the step needs
+the scene per frame (moving bodies), ``scene_inputs(frame)``.
+
 No ``bpy`` here: the effects pass closures that talk to the scene. The array work
 (building the simulation, stepping a frame, its output arrays and checkpoint) is
 yielded as ``jobs.Kernel`` items, which the interactive path runs on a worker thread:
@@ -80,6 +86,27 @@ def simulate(cache: BakeCache, plan: ResumePlan, make_sim: Callable[..., object]
             written.append(frame)
         yield b, message
     return written, sim
+
+
+def run(cache: BakeCache, plan: ResumePlan, bake, writers: Callable[[dict], dict],
+        scene_inputs: Callable[[int], dict] | None = None):
+    """Job generator: the frames of *plan* from the kernel-side *bake* (its
+    ``new_simulation(progress)``, ``step(sim, frame, progress=, **inputs)``,
+    ``outputs(sim, progress)`` and ``first_frame_is_initial``), through ``simulate``.
+    *writers(arrays)*: the frame's file writers (suffix → write(path)) from ``outputs``;
+    *scene_inputs(frame)*: keyword arguments of ``step`` read from the scene on the main
+    thread before the step (None: the step needs nothing from the scene). Returns
+    (frames written, the simulation)."""
+
+    def advance(sim, frame):
+        inputs = scene_inputs(frame) if scene_inputs is not None else {}
+        return lambda progress: bake.step(sim, frame, progress=progress, **inputs)
+
+    def frame_writers(sim, progress):
+        return writers(bake.outputs(sim, progress))
+
+    return (yield from simulate(cache, plan, bake.new_simulation, advance, frame_writers,
+                                first_frame_is_initial=bake.first_frame_is_initial))
 
 
 def summary(written: list[int], plan: ResumePlan) -> str:

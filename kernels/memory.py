@@ -221,7 +221,7 @@ def release_gpu_pool() -> int:
     """Give CuPy's free pool blocks (device and pinned host) back to the driver and drop
     the cached pressure solvers, whose buffers would otherwise stay reserved. A no-op
     (returning 0) when CuPy was never imported. Returns the device bytes released."""
-    solvers = sys.modules.get(f"{__package__}.flip.pressure")  # never imported: nothing cached
+    solvers = sys.modules.get(f"{__package__}.flip.pressure_gpu")  # never imported: nothing cached
     if solvers is not None:
         solvers.release_gpu_solvers()
     cp = sys.modules.get("cupy")

@@ -12,12 +12,11 @@ from mathutils import Vector
 
 from ...kernels import backend
 from ...kernels.errors import InputError
-from ...kernels.flip import bodies
+from ...kernels.flip.bake import FlipBake, frame_arrays
 from ...kernels.flip.bodies import Body
 from ...kernels.flip.grid import FlipSettings
 from ...kernels.settings import from_source
 from ...kernels.flip.sim import flip_memory
-from ...kernels.flip.surface import WALL_CELLS
 from ...kernels.grid import GridSpec
 from .. import frame_loader, materials, node_setups, scene_io, sim_bake, writeback
 from ..cache import BakeCache, blend_name, resolve_folder
@@ -111,13 +110,17 @@ class Poses:
 
 
 def frame_writers(sim, spec, progress=None):
-    parts = sim.particles_host()
-    phi = sim.level_set(progress)  # closed against the walls: over sim.surface_spec, WALL_CELLS beyond the domain
-    vel = sim.cell_velocity(padding=WALL_CELLS)
-    size = np.full(len(parts["position"]), 0.25 * spec.voxel_size, np.float32)
+    """The files of one liquid frame from the simulation (``kernels.flip.bake.frame_arrays``)."""
+    return writers_of(frame_arrays(sim, spec, progress), spec)
+
+
+def writers_of(arrays, spec):
+    """The files of one liquid frame (suffix → write(path)) from its arrays."""
     return {
-        ".ply": lambda p: write_points(p, parts["position"], {"velocity": parts["velocity"], "size": size}),
-        ".vdb": lambda p: writeback.write_vdb(p, {"surface": phi, "velocity": vel}, sim.surface_spec,
+        ".ply": lambda p: write_points(p, arrays["position"], {"velocity": arrays["velocity"],
+                                                               "size": arrays["size"]}),
+        ".vdb": lambda p: writeback.write_vdb(p, {"surface": arrays["surface"], "velocity": arrays["cell_velocity"]},
+                                              arrays["surface_spec"],
                                               grid_class={"surface": "LEVEL_SET", "velocity": "FOG_VOLUME"},
                                               background={"surface": 3.0 * spec.voxel_size, "velocity": 0.0}),
     }
@@ -177,8 +180,6 @@ def flip_job(context, f, cache_dir: str, frame_start: int, frame_end: int, resum
 
 
 def _flip_job(context, f, cache_dir, frame_start, frame_end, resume):
-    from ...kernels.flip.sim import FlipSimulation, SimulationError
-
     scene = context.scene
     if f.domain is None:
         raise InputError("Choose a Domain object (a box around the liquid)")
@@ -210,56 +211,25 @@ def _flip_job(context, f, cache_dir, frame_start, frame_end, resume):
            "velocity": velocity}
     plan = cache.begin(key, frame_start, frame_end, resume=resume)
     xp = backend.xp()
-
-    def make_sim(progress=None):
-        return FlipSimulation(spec, settings, liquid.vertices, liquid.triangles,
-                              obstacle.vertices if obstacle else None, obstacle.triangles if obstacle else None,
-                              xp=xp, initial_velocity=velocity, progress=progress)
-
     moving = [o for o in obstacles + inflows + outflows if _is_animated(o)]
     obstacles_move = any(o in moving for o in obstacles)
     ports_move = bool(moving) and bool(inflows or outflows)  # inflows and outflows
     start = pose(context, inflows + outflows)  # the scene is at frame_start
-    obstacle_names = [o.name for o in obstacles]
-    inflow_names, outflow_names = [o.name for o in inflows], [o.name for o in outflows]
-    static_inflow = [(n, bodies.cells(start[n], spec, xp)) for n in inflow_names]
-    static_outflow = bodies.cells_of_all([start[n] for n in outflow_names], spec, xp)
+    bake = FlipBake(spec, settings, (liquid.vertices, liquid.triangles),
+                    (obstacle.vertices, obstacle.triangles) if obstacle else None, xp=xp, fps=fps,
+                    initial_velocity=velocity, obstacle_names=[o.name for o in obstacles],
+                    inflows=[(o.name, start[o.name]) for o in inflows],
+                    outflows=[(o.name, start[o.name]) for o in outflows], obstacles_move=obstacles_move,
+                    ports_move=ports_move, frame_end=frame_end, kept_in=str(folder))
     poses = Poses(context, (obstacles if obstacles_move else []) + (inflows + outflows if ports_move else []))
 
-    def advance(sim, frame):
-        """Bodies for the step from frame − 1 to frame read from the scene (here, on the
-        main thread); returns the step itself, on arrays only (a worker's Kernel): the
-        boundaries voxelized on the backend (``kernels.flip.bodies``), then the step."""
-        before = after = None
-        if obstacles_move or ports_move:
-            before, after = poses.at(frame - 1), poses.at(frame)
-        velocities = {o.name: tuple(o.voxfx_flip.initial_velocity) for o in inflows}
+    def scene_inputs(frame):
+        """What the step from frame − 1 to frame reads from the scene (here, on the main
+        thread): the moving bodies at both frames and the inflows' velocities."""
+        moved = (poses.at(frame - 1), poses.at(frame)) if obstacles_move or ports_move else None
+        return {"poses": moved, "velocities": {o.name: tuple(o.voxfx_flip.initial_velocity) for o in inflows}}
 
-        def step(progress):
-            emitters, drains = static_inflow, static_outflow
-            if obstacles_move:
-                sim.set_obstacles(*bodies.obstacle_state([before[n] for n in obstacle_names],
-                                                         [after[n].matrix for n in obstacle_names], spec, fps, xp))
-            if ports_move:
-                emitters = [(n, bodies.cells(before[n], spec, xp)) for n in inflow_names]
-                drains = bodies.cells_of_all([before[n] for n in outflow_names], spec, xp)
-            for name, cells in emitters:
-                sim.emit(cells, velocities[name])
-            try:
-                stats = sim.step(1.0 / fps, progress=progress)
-                sim.check_finite()
-            except SimulationError as e:
-                raise InputError(f"{e}; frames up to {frame - 1} are kept in '{folder}'") from e
-            sim.drain(drains)
-            return (f"frame {frame}/{frame_end}: {stats['substeps']} substeps, {stats['iterations']} CG "
-                    f"iterations, residual {stats['residual']:.1e}")
-
-        return step
-
-    def writers(sim, progress):
-        return frame_writers(sim, spec, progress)
-
-    written, _ = yield from sim_bake.simulate(cache, plan, make_sim, advance, writers, first_frame_is_initial=True)
+    written, _ = yield from sim_bake.run(cache, plan, bake, lambda arrays: writers_of(arrays, spec), scene_inputs)
     particles, _, _ = attach_outputs(cache, frame_start, frame_end - frame_start + 1, f.particle_display)
     present(f, liquids, inflows, outflows, particles)
     return BakeResult(sim_bake.summary(written, plan), str(folder), list(cache.notes))

@@ -13,7 +13,6 @@ from mathutils import Vector
 
 from ...kernels import backend
 from ...kernels.errors import InputError
-from ...kernels.progress import scaled
 from ...kernels.settings import from_source
 from ...kernels.snow import plan as snow_plan
 from ...kernels.snow.cover import cover_max_slope, cover_mesh
@@ -115,9 +114,10 @@ def write_exr(path, depth):
         bpy.data.images.remove(img)
 
 
-def frame_writers(sim, domain):
-    flakes = sim.flakes_host()
-    depth = sim.snow_host()
+def frame_writers(arrays, domain):
+    """The files of one snow frame (suffix → write(path)) from its arrays
+    (``kernels.snow.bake.SnowBake.outputs``)."""
+    flakes, depth = arrays["flakes"], arrays["depth"]
     return {
         ".ply": lambda p: write_points(p, flakes["position"], {k: v for k, v in flakes.items() if k != "position"}),
         ".vdb": lambda p: writeback.write_vdb(p, {"depth": depth[None]}, depth_spec(domain)),
@@ -167,7 +167,7 @@ def snow_job(context, s, cache_dir: str, frame_start: int, frame_end: int, resum
 
 
 def _snow_job(context, s, cache_dir, frame_start, frame_end, resume):
-    from ...kernels.snow.sim import SnowSimulation
+    from ...kernels.snow.bake import SnowBake
 
     scene = context.scene
     settings = kernel_settings(s, scene)
@@ -181,7 +181,6 @@ def _snow_job(context, s, cache_dir, frame_start, frame_end, resume):
     obstacles = scene_io.extract_triangles(obstacle_objects, depsgraph) if obstacle_objects else None
     domain = check_memory(s, soup, settings.flake_count)
     fps = scene.render.fps / scene.render.fps_base
-    dt = 1.0 / fps / s.substeps
     folder = resolve_folder(cache_dir) / "snow"
     cache = BakeCache(folder, "snow", kind="snow", checkpoint_every=scene.voxfx.checkpoint_every,
                       owner=blend_name())
@@ -189,27 +188,10 @@ def _snow_job(context, s, cache_dir, frame_start, frame_end, resume):
                                                     list(domain.wind.shape), domain.ground_cell],
            "receivers": sorted(o.name for o in receivers), "substeps": s.substeps, "fps": fps}
     plan = cache.begin(key, frame_start, frame_end, resume=resume)
-    xp = backend.xp()
-
-    substeps = s.substeps
-
-    def make_sim(progress=None):
-        return SnowSimulation(domain, settings, soup.vertices, soup.triangles,
-                              obstacles.vertices if obstacles else None,
-                              obstacles.triangles if obstacles else None, xp=xp, progress=progress)
-
-    def advance(sim, frame):
-        def step(progress):  # arrays only: a worker's Kernel in the interactive path
-            for i in range(substeps):
-                sim.step(dt, progress=scaled(progress, i / substeps, (i + 1) / substeps))
-            return f"frame {frame}/{frame_end}: {sim.summary()}"
-
-        return step
-
-    def writers(sim, progress):
-        return frame_writers(sim, domain)
-
-    written, sim = yield from sim_bake.simulate(cache, plan, make_sim, advance, writers, first_frame_is_initial=False)
+    bake = SnowBake(domain, settings, (soup.vertices, soup.triangles),
+                    (obstacles.vertices, obstacles.triangles) if obstacles else None, xp=backend.xp(), fps=fps,
+                    substeps=s.substeps, frame_end=frame_end)
+    written, sim = yield from sim_bake.run(cache, plan, bake, lambda arrays: frame_writers(arrays, domain))
     attach_outputs(cache, sim.terrain_host(), domain, settings.repose_angle)
     mean = sim.snow_volume() / sim.area if sim.area > 0 else 0.0
     if mean < THIN_COVER:

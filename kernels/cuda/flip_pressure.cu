@@ -22,58 +22,11 @@
 //              D_RZ (r·z), D_ALPHA, D_BETA
 //   PRE_MG, PRE_JACOBI, PRE_NONE          preconditioners
 
-#include "voxfx_mac.cuh"  // cell/face indices, face_cells, red_black_cell, neighbour_sum
+#include "voxfx_mac.cuh"  // indices, red_black_cell, neighbour_sum, cell_face_sum, project_face
 
 // ------------------------------------------------------------------------ reductions
 
-__device__ __forceinline__ double warp_sum(double v)
-{
-    for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_down_sync(0xffffffffu, v, offset);
-    return v;
-}
-
-// Block sums of a and b → out_a[blockIdx.x], out_b[blockIdx.x] (thread 0 writes).
-__device__ void block_sum2(double a, double b, double* out_a, double* out_b)
-{
-    __shared__ double sa[32], sb[32];
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = (blockDim.x + 31) >> 5;
-    a = warp_sum(a);
-    b = warp_sum(b);
-    if (lane == 0) {
-        sa[warp] = a;
-        sb[warp] = b;
-    }
-    __syncthreads();
-    if (warp == 0) {
-        a = lane < warps ? sa[lane] : 0.0;
-        b = lane < warps ? sb[lane] : 0.0;
-        a = warp_sum(a);
-        b = warp_sum(b);
-        if (lane == 0) {
-            if (out_a) out_a[blockIdx.x] = a;
-            if (out_b) out_b[blockIdx.x] = b;
-        }
-    }
-}
-
-// Σ partials[0..n) by one block, in a fixed order; the result in thread 0.
-__device__ double block_total(const double* __restrict__ partials, int n)
-{
-    __shared__ double s[32];
-    double v = 0.0;
-    for (int t = threadIdx.x; t < n; t += blockDim.x) v += partials[t];
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = (blockDim.x + 31) >> 5;
-    v = warp_sum(v);
-    __syncthreads();  // s may still be read by a previous call
-    if (lane == 0) s[warp] = v;
-    __syncthreads();
-    v = 0.0;
-    if (warp == 0) {
-        v = lane < warps ? s[lane] : 0.0;
-        v = warp_sum(v);
-    }
-    return v;
-}
+#include "voxfx_reduce.cuh"  // block_sum2, block_total: the fixed-order double sums
 
 // Grid-stride loop over n cells: the fused dot-product kernels run a fixed number of blocks.
 #define GRID_STRIDE(c, n)                                                           \
@@ -81,17 +34,12 @@ __device__ double block_total(const double* __restrict__ partials, int n)
          c += (long long)gridDim.x * blockDim.x)
 
 // ------------------------------------------------------------------------ faces
+// The divergence and the projection are the grid core's (voxfx_mac.cuh: cell_face_sum,
+// project_face), with FLUID the unknowns, SOLID cells and the domain walls fixed faces
+// that carry the solid's velocity su, sv, sw.
 
-// A face's velocity as the projection sees it: the solid's velocity if a SOLID cell or
-// the domain wall is on either side, the grid's otherwise.
-__device__ __forceinline__ float face_value(const float* __restrict__ vel, const float* __restrict__ solid_vel,
-                                            long long f, bool solid_face)
-{
-    return solid_face ? solid_vel[f] : vel[f];
-}
-
-// Divergence stage: out = scale·D per FLUID cell (D = Σ outgoing face velocities), 0
-// elsewhere. scale = 1/h gives ∇·u; scale = −h/Δt gives the right-hand side b.
+// Divergence stage: out = scale·D per FLUID cell (D = Σ outgoing face velocities, faces
+// touching SOLID or a wall taken from su, sv, sw), 0 elsewhere. scale = 1/h gives ∇·u.
 extern "C" __global__ void divergence(const float* __restrict__ u, const float* __restrict__ v,
                                       const float* __restrict__ w, const float* __restrict__ su,
                                       const float* __restrict__ sv, const float* __restrict__ sw,
@@ -106,17 +54,7 @@ extern "C" __global__ void divergence(const float* __restrict__ u, const float* 
     }
     int i, j, k;
     decode_cell(c, nx, ny, i, j, k);
-    const long long plane = (long long)nx * ny;
-    const long long fu = u_face_index(i, j, k, nx, ny);
-    const long long fv = v_face_index(i, j, k, nx, ny);
-    const long long fw = c;
-    const float u0 = face_value(u, su, fu, i == 0 || cell[c - 1] == SOLID);
-    const float u1 = face_value(u, su, fu + 1, i == nx - 1 || cell[c + 1] == SOLID);
-    const float v0 = face_value(v, sv, fv, j == 0 || cell[c - nx] == SOLID);
-    const float v1 = face_value(v, sv, fv + nx, j == ny - 1 || cell[c + nx] == SOLID);
-    const float w0 = face_value(w, sw, fw, k == 0 || cell[c - plane] == SOLID);
-    const float w1 = face_value(w, sw, fw + plane, k == nz - 1 || cell[c + plane] == SOLID);
-    out[c] = (((u1 - u0) + (v1 - v0)) + (w1 - w0)) * scale;
+    out[c] = cell_face_sum<true>(u, v, w, su, sv, sw, cell, SOLID, true, c, i, j, k, nx, ny, nz) * scale;
 }
 
 // Pressure gradient to velocity: u = u* − c·(p_hi − p_lo), c = Δt/h, on faces between a
@@ -131,23 +69,8 @@ extern "C" __global__ void project(float* __restrict__ u, float* __restrict__ v,
     int comp, i, j, k;
     long long id;  // within its component's array
     if (!decode_face((long long)blockIdx.x * blockDim.x + threadIdx.x, nx, ny, nz, comp, i, j, k, id)) return;
-    float* vel = comp == 0 ? u : (comp == 1 ? v : w);
-    const float* svel = comp == 0 ? su : (comp == 1 ? sv : sw);
-    bool lo_in, hi_in;
-    long long lo, hi;
-    face_cells(comp, i, j, k, nx, ny, nz, lo_in, hi_in, lo, hi);
-    if (!lo_in || !hi_in) {  // domain wall
-        vel[id] = svel[id];
-        return;
-    }
-    const unsigned char tlo = cell[lo], thi = cell[hi];
-    if (tlo == SOLID || thi == SOLID) {
-        vel[id] = svel[id];
-    } else if (tlo == FLUID || thi == FLUID) {
-        const float plo = tlo == FLUID ? p[lo] : 0.0f;
-        const float phi = thi == FLUID ? p[hi] : 0.0f;
-        vel[id] = vel[id] - c * (phi - plo);
-    }
+    project_face<true>(comp == 0 ? u : (comp == 1 ? v : w), comp == 0 ? su : (comp == 1 ? sv : sw), p, cell, FLUID,
+                       SOLID, true, comp, i, j, k, id, nx, ny, nz, c);
 }
 
 // ------------------------------------------------------------------------ set-up

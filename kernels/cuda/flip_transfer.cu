@@ -16,6 +16,7 @@
 
 #include "voxfx_lattice.cuh"  // sample_faces: the trilinear look-up of grid/sample.py
 #include "voxfx_mac.cuh"  // cell/face indices, face_cells
+#include "voxfx_reduce.cuh"  // warp_max
 #include "voxfx_rng.cuh"  // RNG of kernels/rng.py
 
 // ------------------------------------------------------------------------------ seeding
@@ -452,7 +453,6 @@ extern "C" __global__ void max_speed_squared(const float* __restrict__ vel, long
         float x = vel[3 * p], y = vel[3 * p + 1], z = vel[3 * p + 2];
         s = x * x + y * y + z * z;
     }
-    unsigned int b = __float_as_uint(s);
-    for (int off = 16; off > 0; off >>= 1) b = max(b, __shfl_down_sync(0xFFFFFFFFu, b, off));
+    const unsigned int b = warp_max(__float_as_uint(s));
     if ((threadIdx.x & 31) == 0 && b) atomicMax(bits, b);
 }

@@ -11,7 +11,11 @@
 // those (`ends`) maps a global step to its segment by binary search, as the triangle
 // voxelizer does. Each step tests its small block of candidate voxels exactly.
 
-#define CANDIDATE_MARGIN 9.094947017729282e-13  // 2^-40, see _MARGIN in lines.py
+// CANDIDATE_MARGIN: the candidate margin per unit of coordinate size, lines.py _MARGIN
+// (2^-40), a double, passed as a -D option by kernels/voxelize/lines.py (DEFINES).
+#ifndef CANDIDATE_MARGIN
+#error "CANDIDATE_MARGIN comes from Python: compile with kernels/voxelize/lines.DEFINES (launch.define_options)"
+#endif
 
 struct Segment {
     double p0[3], d[3], lo[3], hi[3];

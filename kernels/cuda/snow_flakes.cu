@@ -70,6 +70,7 @@ __device__ __forceinline__ int nearest_vertex(float x, float origin, float cell,
 // ------------------------------------------------------------------------------ wind lookup
 
 #include "voxfx_lattice.cuh"  // sample_faces: the trilinear look-up of the wind
+#include "voxfx_reduce.cuh"  // warp_count_into: the landed count
 
 // ------------------------------------------------------------------------------ kernels
 
@@ -242,6 +243,5 @@ extern "C" __global__ void step_flakes(float* __restrict__ pos, float* __restric
         phase[f] = ph;
     }
     // One atomic per warp for the landed count.
-    unsigned int ballot = __ballot_sync(0xFFFFFFFFu, hit);
-    if ((threadIdx.x & 31u) == 0u && ballot != 0u) atomicAdd(landed, (landed_t)__popc(ballot));
+    warp_count_into(landed, hit);
 }

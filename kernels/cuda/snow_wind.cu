@@ -18,7 +18,8 @@
 // ------------------------------------------------------------------------ look-ups
 
 #include "voxfx_lattice.cuh"  // sample_face, sample_faces: the trilinear look-up
-#include "voxfx_mac.cuh"  // cell/face indices, face_cells, red_black_cell, neighbour_sum
+#include "voxfx_mac.cuh"  // indices, red_black_cell, neighbour_sum, cell_face_sum, project_face
+#include "voxfx_reduce.cuh"  // warp_max_into: the residual maxima
 
 // ------------------------------------------------------------------------ stages
 
@@ -42,7 +43,7 @@ extern "C" __global__ void advect(const float* __restrict__ u0, const float* __r
     bool lo_in, hi_in;
     long long lo, hi;
     face_cells(comp, i, j, k, nx, ny, nz, lo_in, hi_in, lo, hi);
-    if ((lo_in && solid[lo]) || (hi_in && solid[hi])) {
+    if (face_is_fixed(solid, 1, false, lo_in, hi_in, lo, hi)) {  // a solid on either side
         out[f] = 0.0f;
         return;
     }
@@ -80,19 +81,6 @@ extern "C" __global__ void advect(const float* __restrict__ u0, const float* __r
     out[f] = value;
 }
 
-// Atomic max of a non-negative float (its bits order like an unsigned int).
-__device__ __forceinline__ void atomic_max_nonneg(float* slot, float value)
-{
-    atomicMax(reinterpret_cast<unsigned int*>(slot), __float_as_uint(value));
-}
-
-// Warp-reduce a max, then one atomic per warp.
-__device__ __forceinline__ void block_max_into(float* slot, float value)
-{
-    for (int offset = 16; offset > 0; offset >>= 1) value = fmaxf(value, __shfl_down_sync(0xffffffffu, value, offset));
-    if ((threadIdx.x & 31) == 0) atomic_max_nonneg(slot, value);
-}
-
 extern "C" __global__ void clear_stats(float* stats, int first, int count)
 {
     const int t = blockIdx.x * blockDim.x + threadIdx.x;
@@ -114,15 +102,10 @@ extern "C" __global__ void build_rhs(const float* __restrict__ u, const float* _
     if (c < cells && diag[c]) {
         int i, j, k;
         decode_cell(c, nx, ny, i, j, k);
-        const long long fu = u_face_index(i, j, k, nx, ny);
-        const long long fv = v_face_index(i, j, k, nx, ny);
-        const float du = u[fu + 1] - u[fu];
-        const float dv = v[fv + nx] - v[fv];
-        const float dw = w[c + (long long)nx * ny] - w[c];
-        b = ((du + dv) + dw) * coef;
+        b = cell_face_sum<false>(u, v, w, nullptr, nullptr, nullptr, nullptr, 1, false, c, i, j, k, nx, ny, nz) * coef;
     }
     if (c < cells) rhs[c] = b;
-    block_max_into(&stats[0], fabsf(b));
+    warp_max_into(&stats[0], fabsf(b));
 }
 
 // One colour of a red-black SOR sweep (Eq. 2.17 with Eq. 2.19): p ← p + ω(p̄ − p),
@@ -158,7 +141,7 @@ extern "C" __global__ void residual(const float* __restrict__ p, const float* __
         const float s = neighbour_sum(p, c, i, j, k, nx, ny, nz);
         r = fabsf(rhs[c] - ((float)diag[c] * p[c] - s));
     }
-    block_max_into(&stats[1], r);
+    warp_max_into(&stats[1], r);
 }
 
 // Mass balance of the open sides, before the pressure solve. Every boundary face is a
@@ -211,9 +194,10 @@ extern "C" __global__ void balance_outflow(float* __restrict__ u, float* __restr
     }
 }
 
-// Projection v = F − δt ∇p (Eq. 2.14 with ρ = 1), c = δt/h, on the faces between two
-// fluid cells; faces touching a solid are set to 0 again; boundary faces keep the value
-// advect / balance_outflow gave them (they are the Neumann faces of the pressure solve).
+// Projection v = F − δt ∇p (Eq. 2.14 with ρ = 1), c = δt/h: the grid core's project_face
+// with the air (solid = 0) the unknowns and the solid cells (1) fixed at 0; wall faces are
+// not fixed, they keep the value advect / balance_outflow gave them (the Neumann faces of
+// the pressure solve) unless they touch a solid.
 extern "C" __global__ void project(float* __restrict__ u, float* __restrict__ v, float* __restrict__ w,
                                    const float* __restrict__ p, const unsigned char* __restrict__ solid, int nx,
                                    int ny, int nz, float c)
@@ -221,15 +205,8 @@ extern "C" __global__ void project(float* __restrict__ u, float* __restrict__ v,
     int comp, i, j, k;
     long long f;
     if (!decode_face((long long)blockIdx.x * blockDim.x + threadIdx.x, nx, ny, nz, comp, i, j, k, f)) return;
-    float* vel = comp == 0 ? u : (comp == 1 ? v : w);
-
-    bool lo_in, hi_in;
-    long long lo, hi;
-    face_cells(comp, i, j, k, nx, ny, nz, lo_in, hi_in, lo, hi);
-    if ((lo_in && solid[lo]) || (hi_in && solid[hi]))
-        vel[f] = 0.0f;
-    else if (lo_in && hi_in)
-        vel[f] = vel[f] - c * (p[hi] - p[lo]);
+    project_face<false>(comp == 0 ? u : (comp == 1 ? v : w), nullptr, p, solid, 0, 1, false, comp, i, j, k, f, nx, ny,
+                        nz, c);
 }
 
 // The wind at world points (flakes' convention): c = (x − origin)·(1/h), then each component

@@ -64,8 +64,11 @@ __device__ __forceinline__ bool valid_triangle(const int* __restrict__ tris, lon
 
 #include "voxfx_exact.cuh"  // tier 3: exact signs by expansion arithmetic
 
-// Rounding-bound factor of the float filters (exact.py FILTER).
-#define VOXFX_FILTER 7.105427357601002e-15  // 2^-47
+// Rounding-bound factor of the float filters: exact.py FILTER (2^-47), a double, passed as
+// -DVOXFX_FILTER by kernels/voxelize/gpu.py (DEFINES).
+#ifndef VOXFX_FILTER
+#error "VOXFX_FILTER comes from Python: compile with kernels/voxelize/gpu.DEFINES (launch.define_options)"
+#endif
 
 struct Setup {
     double v[3][3];      // corners

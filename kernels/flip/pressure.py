@@ -55,60 +55,42 @@ is spread evenly: it cannot be removed), and its lowest-index cell is pinned to 
 over the region; only its gradient is used. Every equation of the region then holds:
 the pinned cell's follows from the others because the region's equations sum to zero.
 
-Arrays live on the grid's module (NumPy, or CuPy with kernels from
-``cuda/flip_pressure.cu``); results stay there.
+Arrays live on the grid's module; results stay there. This module sets the problem up
+and projects and runs the NumPy PCG loop (the reference), with the multigrid of
+``pressure_mg.py``; on CuPy the solver is ``pressure_gpu.py`` (kernels of
+``cuda/flip_pressure.cu``).
 """
 
 from __future__ import annotations
 
 import math
-from collections import OrderedDict
 
 import numpy as np
 
-from .. import backend
 from ..errors import InputError
 from ..grid import components, mac
-from ..grid.launch import GraphLoop, Kernels
 from ..progress import report
 from .grid import AIR, FLUID, SOLID
+from .pressure_mg import (MG_COARSE_SWEEPS, MG_MIN_SIDE, MG_SWEEPS, PRECONDITIONERS, _coarsen_kind,  # noqa: F401
+                          _diag_of, _Level, _mg_levels, _prolong, _restrict, _vcycle, mg_level_shapes)
+from .pressure_gpu import (PressureSolverGPU, _divergence_gpu, _gpu_solver, _gpu_solvers,  # noqa: F401
+                           _project_gpu, pressure_memory_bytes, release_gpu_solvers)
 
-PRECONDITIONERS = ("mg", "jacobi", "none")
-MG_SWEEPS = 2  # red-black GS sweeps before and after each coarse correction
-MG_COARSE_SWEEPS = 8  # forward (and as many backward) sweeps on the coarsest level
-MG_MIN_SIDE = 4  # coarsen while every side has at least this many cells
-
-_CU = "flip_pressure.cu"
-_OPTIONS = ()
-_THREADS = 256
-_MAX_BLOCKS = 1024  # blocks of the fused dot-product kernels (fixed: deterministic sums)
 _F32 = np.float32
-_SOLVER_CACHE = 2  # GPU solvers (buffers + graph) kept per process, most recent first
-
-# Device state (int) and scalars (double) layout of the PCG loop; flip_pressure.cu gets
-# these (and the cell types, the preconditioner numbers) as -D options from here.
-_S_IT, _S_STOPPED, _S_CONVERGED, _S_MAXIT = 0, 1, 2, 3  # iterations, stopped, converged, limit
-_D_BB, _D_THRESH, _D_RR, _D_RZ, _D_ALPHA, _D_BETA = 0, 1, 2, 3, 4, 5  # ‖b‖², tol²‖b‖², ‖r‖², r·z, α, β
-_K = Kernels(_CU, _OPTIONS, _THREADS, defines={
-    **mac.CELL_TYPES, "S_IT": _S_IT, "S_STOPPED": _S_STOPPED, "S_CONVERGED": _S_CONVERGED, "S_MAXIT": _S_MAXIT,
-    "D_BB": _D_BB, "D_THRESH": _D_THRESH, "D_RR": _D_RR, "D_RZ": _D_RZ, "D_ALPHA": _D_ALPHA, "D_BETA": _D_BETA,
-    **{f"PRE_{name.upper()}": i for i, name in enumerate(PRECONDITIONERS)}})
 
 
 # =========================================================================== faces
 
 def _solid_face_masks(cell):
     """Boolean masks of the u, v, w faces that touch a SOLID cell or the domain wall."""
-    return mac.faces_touching(cell == SOLID, outside=True)
+    return mac.fixed_face_masks(cell, SOLID, True)
 
 
 def _boundary_faces(grid):
     """The faces as the projection sees them: solid velocity where a SOLID cell or a wall
-    is on either side, the grid's velocity elsewhere."""
-    xp = grid.xp
-    masks = _solid_face_masks(grid.cell)
-    return tuple(xp.where(m, s, f) for m, s, f in
-                 zip(masks, (grid.solid_u, grid.solid_v, grid.solid_w), (grid.u, grid.v, grid.w)))
+    is on either side, the grid's velocity elsewhere (the grid core's ``fixed_faces``)."""
+    return mac.fixed_faces(grid.u, grid.v, grid.w, grid.cell, SOLID, True,
+                           (grid.solid_u, grid.solid_v, grid.solid_w))
 
 
 def _check_grid(grid):
@@ -164,135 +146,7 @@ def _region_mean_removed(a, enclosed, labels, xp):
     return out
 
 
-def _diag_of(kind):
-    """uint8 per cell: non-SOLID neighbours (inside the grid) of a FLUID cell, else 0."""
-    d = mac.neighbour_count(kind != SOLID)
-    d[kind != FLUID] = 0
-    return d
-
-
-def _coarse_shape(shape):
-    return tuple((n + 1) // 2 for n in shape)
-
-
-def mg_level_shapes(shape):
-    """(nz, ny, nx) of every multigrid level, finest first."""
-    shapes = [tuple(int(n) for n in shape)]
-    while min(shapes[-1]) >= MG_MIN_SIDE:
-        shapes.append(_coarse_shape(shapes[-1]))
-    return shapes
-
-
-def _coarsen_kind(kind, xp):
-    """Coarse cell types from 2×2×2 children: AIR if any child is AIR, else FLUID if any
-    is FLUID, else SOLID (children outside the grid do not count)."""
-    nz, ny, nx = kind.shape
-    cz, cy, cx = _coarse_shape(kind.shape)
-    pad = xp.full((2 * cz, 2 * cy, 2 * cx), SOLID, dtype=xp.uint8)
-    pad[:nz, :ny, :nx] = kind
-    blocks = pad.reshape(cz, 2, cy, 2, cx, 2)
-    any_air = (blocks == AIR).any(axis=(1, 3, 5))
-    any_fluid = (blocks == FLUID).any(axis=(1, 3, 5))
-    return xp.where(any_air, AIR, xp.where(any_fluid, FLUID, SOLID)).astype(xp.uint8)
-
-
-# =========================================================================== NumPy reference
-
-class _Level:
-    """One multigrid level (NumPy): diag, its float copy, colour masks of the unknowns."""
-
-    def __init__(self, kind):
-        self.kind = kind
-        self.diag = _diag_of(kind)
-        self.unknown = self.diag > 0
-        self.d = self.diag.astype(np.float32)
-        self.safe = np.where(self.unknown, self.d, _F32(1.0))
-        red = mac.red_cells(kind.shape, np)
-        self.colours = (red & self.unknown, ~red & self.unknown)
-
-    def apply(self, x):
-        """A x (0 off the unknowns)."""
-        return np.where(self.unknown, self.d * x - mac.neighbour_sum(x), _F32(0.0))
-
-    def sweep(self, x, b, colour):
-        """One colour of Gauss-Seidel: x_c ← (b_c + Σ x_n) / diag_c."""
-        cells = self.colours[colour]
-        new = (b + mac.neighbour_sum(x)) / self.safe
-        x[cells] = new[cells]
-
-
-def _prolong_axis(c, axis, nf):
-    """Cell-centred linear interpolation along *axis*: fine 2I ← ¾c_I + ¼c_{I−1},
-    fine 2I+1 ← ¾c_I + ¼c_{I+1} (missing coarse cells count 0), cropped to nf."""
-    c = np.moveaxis(c, axis, 0)
-    nc = c.shape[0]
-    padded = np.zeros((nc + 2,) + c.shape[1:], dtype=c.dtype)
-    padded[1:-1] = c
-    even = _F32(0.75) * padded[1:-1] + _F32(0.25) * padded[:-2]
-    odd = _F32(0.75) * padded[1:-1] + _F32(0.25) * padded[2:]
-    f = np.empty((2 * nc,) + c.shape[1:], dtype=c.dtype)
-    f[0::2], f[1::2] = even, odd
-    return np.moveaxis(f[:nf], 0, axis)
-
-
-def _restrict_axis(f, axis, nc):
-    """The transpose of ``_prolong_axis``: coarse I ← ¾(f_2I + f_2I+1) + ¼(f_2I−1 + f_2I+2)."""
-    f = np.moveaxis(f, axis, 0)
-    nf = f.shape[0]
-    padded = np.zeros((2 * nc,) + f.shape[1:], dtype=f.dtype)
-    padded[:nf] = f
-    fe, fo = padded[0::2], padded[1::2]
-    c = _F32(0.75) * (fe + fo)
-    c[1:] += _F32(0.25) * fo[:-1]
-    c[:-1] += _F32(0.25) * fe[1:]
-    return np.moveaxis(c, 0, axis)
-
-
-def _prolong(xc, fine_shape):
-    for axis in range(3):
-        xc = _prolong_axis(xc, axis, fine_shape[axis])
-    return xc
-
-
-def _restrict(rf, coarse_shape):
-    for axis in range(3):
-        rf = _restrict_axis(rf, axis, coarse_shape[axis])
-    return rf
-
-
-def _vcycle(levels, b, level=0):
-    """z ≈ A⁻¹ b by one V-cycle (a fixed, symmetric positive definite linear operator)."""
-    L = levels[level]
-    x = np.zeros_like(b)
-    if level == len(levels) - 1:
-        for _ in range(MG_COARSE_SWEEPS):
-            L.sweep(x, b, 0)
-            L.sweep(x, b, 1)
-        for _ in range(MG_COARSE_SWEEPS):
-            L.sweep(x, b, 1)
-            L.sweep(x, b, 0)
-        return x
-    for _ in range(MG_SWEEPS):  # pre-smoothing: red, black
-        L.sweep(x, b, 0)
-        L.sweep(x, b, 1)
-    r = np.where(L.unknown, b - L.apply(x), _F32(0.0))
-    C = levels[level + 1]
-    bc = np.where(C.unknown, _F32(0.5) * _restrict(r, C.kind.shape), _F32(0.0))
-    xc = _vcycle(levels, bc, level + 1)
-    x += np.where(L.unknown, _prolong(xc, L.kind.shape), _F32(0.0))
-    for _ in range(MG_SWEEPS):  # post-smoothing: black, red (the adjoint order)
-        L.sweep(x, b, 1)
-        L.sweep(x, b, 0)
-    return x
-
-
-def _mg_levels(kind):
-    shapes = mg_level_shapes(kind.shape)
-    kinds = [kind]
-    for _ in shapes[1:]:
-        kinds.append(_coarsen_kind(kinds[-1], np))
-    return [_Level(k) for k in kinds]
-
+# =========================================================================== NumPy solver
 
 def _dot(a, b):
     return float(np.add.reduce((a.astype(np.float64) * b).ravel()))
@@ -423,13 +277,8 @@ def project(grid, p, dt):
     if xp is not np:
         _project_gpu(grid, xp.ascontiguousarray(p, dtype=xp.float32), c)
         return
-    fluid = grid.cell == FLUID
-    p = np.where(fluid, np.asarray(p, dtype=np.float32), _F32(0.0))
-    u, v, w = grid.u, grid.v, grid.w
-    mac.subtract_gradient(u, v, w, p, c, touch=mac.faces_touching(fluid))  # faces next to a FLUID cell
-    for vel, mask, solid_vel in zip((u, v, w), _solid_face_masks(grid.cell),
-                                    (grid.solid_u, grid.solid_v, grid.solid_w)):
-        vel[mask] = solid_vel[mask]
+    mac.project(grid.u, grid.v, grid.w, np.asarray(p, dtype=np.float32), c, grid.cell, FLUID, SOLID, True,
+                (grid.solid_u, grid.solid_v, grid.solid_w))
 
 
 def project_pressure(grid, dt, **solver_options):
@@ -437,22 +286,6 @@ def project_pressure(grid, dt, **solver_options):
     p, stats = solve_pressure(grid, dt, **solver_options)
     project(grid, p, dt)
     return p, stats
-
-
-def pressure_memory_bytes(shape, preconditioner="mg"):
-    """Device bytes a ``PressureSolverGPU`` for a grid of (nx, ny, nz) cells allocates
-    (and keeps while cached): the six float32 CG vectors b, x, r, z, d, q; per level the
-    uint8 kind and diag; for the multigrid the level-0 residual and, per coarser level,
-    float32 b and x (and r but on the coarsest)."""
-    nx, ny, nz = (int(n) for n in shape)
-    cells = nx * ny * nz
-    total = cells * (6 * 4 + 2)
-    if preconditioner == "mg":
-        shapes = mg_level_shapes((nz, ny, nx))
-        total += cells * 4
-        for i, s in enumerate(shapes[1:], start=1):
-            total += int(np.prod(s)) * (2 + 8 + (4 if i < len(shapes) - 1 else 0))
-    return int(total + 2 * 8 * _MAX_BLOCKS + 1024)
 
 
 def pressure_stage_bytes(shape, preconditioner="mg", enclosed=False) -> int:
@@ -470,213 +303,3 @@ def pressure_stage_bytes(shape, preconditioner="mg", enclosed=False) -> int:
     setup = cells * (2 + 5 * idx + 1)
     solve = cells * (1 + 4 + 4 + 1 + 4) + (cells * (idx + 1) if enclosed else 0)
     return int(pressure_memory_bytes(shape, preconditioner) + max(setup, solve))
-
-
-# =========================================================================== CuPy
-
-def _divergence_gpu(grid, scale):
-    cp = grid.xp
-    nx, ny, nz = grid.shape
-    out = cp.empty((nz, ny, nx), dtype=cp.float32)
-    args = [cp.ascontiguousarray(a, dtype=cp.float32) for a in
-            (grid.u, grid.v, grid.w, grid.solid_u, grid.solid_v, grid.solid_w)]
-    cell = cp.ascontiguousarray(grid.cell, dtype=cp.uint8)
-    _K.launch("divergence", out.size, (*args, cell, np.int32(nx), np.int32(ny), np.int32(nz), _F32(scale), out))
-    return out
-
-
-def _project_gpu(grid, p, c):
-    cp = grid.xp
-    nx, ny, nz = grid.shape
-    for name in ("u", "v", "w"):
-        a = getattr(grid, name)
-        if not (a.dtype == cp.float32 and a.flags.c_contiguous):
-            setattr(grid, name, cp.ascontiguousarray(a, dtype=cp.float32))
-    solid = [cp.ascontiguousarray(a, dtype=cp.float32) for a in (grid.solid_u, grid.solid_v, grid.solid_w)]
-    cell = cp.ascontiguousarray(grid.cell, dtype=cp.uint8)
-    total = mac.face_count(nx, ny, nz)
-    _K.launch("project", total, (grid.u, grid.v, grid.w, *solid, cell, p, np.int32(nx), np.int32(ny), np.int32(nz), c))
-
-
-_gpu_solvers: "OrderedDict[tuple, PressureSolverGPU]" = OrderedDict()
-
-
-def _gpu_solver(shape, preconditioner, check_every):
-    import cupy as cp
-
-    key = (tuple(shape), preconditioner, check_every, cp.cuda.Device().id)
-    solver = _gpu_solvers.pop(key, None)
-    if solver is None:
-        while len(_gpu_solvers) >= _SOLVER_CACHE:
-            _gpu_solvers.popitem(last=False)
-        solver = PressureSolverGPU(shape, preconditioner, check_every)
-    _gpu_solvers[key] = solver
-    return solver
-
-
-def release_gpu_solvers():
-    """Drop the cached GPU solvers (their buffers and graphs)."""
-    _gpu_solvers.clear()
-
-
-class PressureSolverGPU:
-    """The PCG loop of Alg. 2 on the device for one grid shape (nz, ny, nx): owns the CG
-    vectors, the multigrid levels, the device scalars and the CUDA graph of one block of
-    ``check_every`` iterations. Every kernel of the loop first reads the device's
-    ``stopped`` flag, so iterations after convergence (or the iteration limit) are no-ops."""
-
-    def __init__(self, shape, preconditioner="mg", check_every=10, use_graph=True):
-        import cupy as cp
-
-        self.cp = cp
-        self.shape = tuple(int(n) for n in shape)
-        self.preconditioner = preconditioner
-        self.check_every = int(check_every)
-        self.use_graph = bool(use_graph)
-        nz, ny, nx = self.shape
-        self.cells = nx * ny * nz
-        backend.ensure_fits(pressure_memory_bytes((nx, ny, nz), preconditioner), "the FLIP pressure solve", cp)
-        vec = lambda s: cp.zeros(s, dtype=cp.float32)  # noqa: E731
-        self.b, self.x, self.r, self.z, self.d, self.q = (vec(self.shape) for _ in range(6))
-        self.red_blocks = min(_MAX_BLOCKS, (self.cells + _THREADS - 1) // _THREADS)
-        self.partials = cp.zeros(2 * self.red_blocks, dtype=cp.float64)
-        self.scalars = cp.zeros(8, dtype=cp.float64)
-        self.state = cp.zeros(4, dtype=cp.int32)
-        shapes = mg_level_shapes(self.shape) if preconditioner == "mg" else [self.shape]
-        self.levels = []
-        for level, s in enumerate(shapes):
-            L = {"shape": s, "kind": cp.zeros(s, dtype=cp.uint8), "diag": cp.zeros(s, dtype=cp.uint8)}
-            if preconditioner == "mg":
-                if level == 0:  # the V-cycle maps the CG residual r to z
-                    L.update(b=self.r, x=self.z, r=vec(s))
-                else:
-                    L.update(b=vec(s), x=vec(s), r=vec(s) if level < len(shapes) - 1 else None)
-            self.levels.append(L)
-        self.loop = GraphLoop(self._block, enabled=use_graph)  # check_every iterations, one CUDA graph
-        _K.load("build_diag", "coarsen_kind", "cg_init", "finish_init", "apply_laplacian", "finish_alpha",
-                "update_solution", "dot_rz", "finish_beta", "update_direction", "mg_smooth", "mg_residual",
-                "mg_restrict", "mg_prolong_add")  # compile and load before any capture
-
-    # ------------------------------------------------------------------ launches
-
-    @staticmethod
-    def _dims(s):
-        nz, ny, nx = s
-        return np.int32(nx), np.int32(ny), np.int32(nz)
-
-    def _cells_launch(self, name, s, args):
-        _K.launch(name, int(np.prod(s)), args)
-
-    def _reduce_launch(self, name, args):
-        _K.launch_grid(name, (self.red_blocks,), (_THREADS,), args)
-
-    def _finish(self, name, args):
-        _K.launch_grid(name, (1,), (1024,), args)
-
-    def _set_levels(self, kind):
-        L0 = self.levels[0]
-        L0["kind"][...] = kind
-        for level, L in enumerate(self.levels):
-            if level > 0:
-                F = self.levels[level - 1]
-                self._cells_launch("coarsen_kind", L["shape"],
-                                   (F["kind"], L["kind"], *self._dims(F["shape"]), *self._dims(L["shape"])))
-            self._cells_launch("build_diag", L["shape"], (L["kind"], L["diag"], *self._dims(L["shape"])))
-
-    def _smooth(self, L, colour, first=False):
-        nz, ny, nx = L["shape"]
-        threads = nx * ny * nz if first else ((nx + 1) // 2) * ny * nz
-        _K.launch("mg_smooth", threads, (L["x"], L["b"], L["diag"], *self._dims(L["shape"]), np.int32(colour),
-                                         np.int32(first), self.state))
-
-    def _vcycle(self):
-        """z = V-cycle(r): the same sequence as the NumPy ``_vcycle``."""
-        levels = self.levels
-        last = len(levels) - 1
-        for level in range(last):  # down: pre-smooth red, black; residual; restrict
-            L, C = levels[level], levels[level + 1]
-            for sweep in range(MG_SWEEPS):
-                self._smooth(L, 0, first=sweep == 0)
-                self._smooth(L, 1)
-            self._cells_launch("mg_residual", L["shape"], (L["x"], L["b"], L["diag"], L["r"],
-                                                           *self._dims(L["shape"]), self.state))
-            self._cells_launch("mg_restrict", C["shape"], (L["r"], C["b"], C["diag"], *self._dims(L["shape"]),
-                                                           *self._dims(C["shape"]), self.state))
-        L = levels[last]
-        for sweep in range(MG_COARSE_SWEEPS):
-            self._smooth(L, 0, first=sweep == 0)
-            self._smooth(L, 1)
-        for _ in range(MG_COARSE_SWEEPS):
-            self._smooth(L, 1)
-            self._smooth(L, 0)
-        for level in range(last - 1, -1, -1):  # up: prolong-add; post-smooth black, red
-            L, C = levels[level], levels[level + 1]
-            self._cells_launch("mg_prolong_add", L["shape"], (C["x"], L["x"], L["diag"], *self._dims(L["shape"]),
-                                                              *self._dims(C["shape"]), self.state))
-            for _ in range(MG_SWEEPS):
-                self._smooth(L, 1)
-                self._smooth(L, 0)
-
-    def _precondition_and_dot(self):
-        """z = M r (MG) and the partial sums of r·z; for Jacobi / none, update_solution
-        already did both."""
-        if self.preconditioner == "mg":
-            self._vcycle()
-            self._reduce_launch("dot_rz", (self.r, self.z, np.int64(self.cells),
-                                           self.partials[self.red_blocks:], self.state))
-
-    def _mode(self):
-        return np.int32(PRECONDITIONERS.index(self.preconditioner))  # 0 mg, 1 jacobi, 2 none
-
-    def _z(self):
-        return self.r if self.preconditioner == "none" else self.z
-
-    def _iteration(self):
-        """One PCG iteration (Alg. 2 body with z = M r), every scalar on the device."""
-        dims = self._dims(self.shape)
-        G = np.int32(self.red_blocks)
-        diag = self.levels[0]["diag"]
-        self._reduce_launch("apply_laplacian", (self.d, self.q, diag, *dims, self.partials, self.state))  # q = A d
-        self._finish("finish_alpha", (self.partials, G, self.scalars, self.state))  # α = r·z / d·q
-        self._reduce_launch("update_solution", (self.x, self.r, self.d, self.q, self.z, diag, np.int64(self.cells),
-                                                self._mode(), self.scalars, self.partials, self.state))
-        self._precondition_and_dot()  # z = M r
-        self._finish("finish_beta", (self.partials, G, self.scalars, self.state, np.int32(0)))  # β, ‖r‖² test
-        self._reduce_launch("update_direction", (self.d, self._z(), np.int64(self.cells), self.scalars,
-                                                 self.state))  # d = z + β d
-
-    def _block(self):
-        for _ in range(self.check_every):
-            self._iteration()
-
-    # ------------------------------------------------------------------ solve
-
-    def solve(self, kind, b, tolerance, max_iterations, progress=None):
-        cp = self.cp
-        self._set_levels(kind)
-        self.b[...] = b
-        self.state[...] = cp.asarray(np.array([0, 0, 0, max_iterations], dtype=np.int32))
-        G = np.int32(self.red_blocks)
-        diag = self.levels[0]["diag"]
-        # x = 0, d = 0, r = b, ‖b‖²; stop at once if b = 0
-        self._reduce_launch("cg_init", (self.b, self.x, self.r, self.d, self.z, diag, np.int64(self.cells),
-                                        self._mode(), self.partials))
-        self._finish("finish_init", (self.partials, G, self.scalars, self.state, np.float64(tolerance)))
-        self._precondition_and_dot()  # z = M r, r·z
-        self._finish("finish_beta", (self.partials, G, self.scalars, self.state, np.int32(1)))  # rz, β = 0
-        self._reduce_launch("update_direction", (self.d, self._z(), np.int64(self.cells), self.scalars,
-                                                 self.state))  # d = z
-        self.loop.capture()
-        launched = 0
-        while True:
-            host_state = self.state.get()  # the one host sync per check (Alg. 2)
-            if host_state[_S_STOPPED] or launched >= max_iterations:
-                break
-            if launched:  # between blocks, on the state this check read anyway: no extra sync
-                report(progress, launched / max_iterations, f"pressure: iteration {launched}")
-            self.loop.run()  # check_every iterations (the graph, or launch by launch)
-            launched += self.check_every
-        scal = self.scalars.get()
-        bb, rr = float(scal[_D_BB]), float(scal[_D_RR])
-        residual = 0.0 if bb == 0.0 else math.sqrt(rr / bb) if math.isfinite(rr) else math.inf
-        return (self.x.copy(), int(host_state[_S_IT]), residual, bool(host_state[_S_CONVERGED]))

@@ -30,15 +30,23 @@ def blocks(n, threads: int = THREADS) -> tuple:
     return ((int(n) + threads - 1) // threads,)
 
 
+class Double(float):
+    """A float define that the kernels use as a double: written as a double hex literal,
+    the float64 value exactly (plain floats become float32 literals)."""
+
+
 def define_options(defines) -> tuple:
     """``-DNAME=value`` compile options from a mapping (sorted: a stable kernel-cache key).
     Integers are written as such (NumPy unsigned ones with a ``u``: unsigned in CUDA too);
-    floats as float32 hex literals (the float32 value exactly, no decimal rounding)."""
+    floats as float32 hex literals (the float32 value exactly, no decimal rounding),
+    ``Double`` floats as double hex literals."""
     out = []
     for name, value in sorted((defines or {}).items()):
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
             raise TypeError(f"CUDA define {name} must be an int or a float, not {value!r}")
-        if isinstance(value, (float, np.floating)):
+        if isinstance(value, Double):
+            text = float(value).hex()
+        elif isinstance(value, (float, np.floating)):
             text = float(np.float32(value)).hex() + "f"
         elif isinstance(value, np.unsignedinteger):
             text = f"{int(value)}u"
@@ -82,7 +90,7 @@ class Kernels:
 
 # The modules that launch kernels (each creates its ``Kernels`` at import).
 KERNEL_MODULES = ("rng", "grid.bitgrid", "grid.sparse_ops", "voxelize.gpu", "voxelize.gpu_sparse", "voxelize.lines",
-                  "snow.flakes", "snow.wind", "snow.drift", "snow.ground", "flip.particles", "flip.pressure",
+                  "snow.flakes", "snow.wind", "snow.drift", "snow.ground", "flip.particles", "flip.pressure_gpu",
                   "flip.surface")
 
 

@@ -11,7 +11,14 @@ Face (i, j, k) of component a separates the cells (i, j, k) − e_a ("lo") and (
 ("hi"); on the domain walls one of them lies outside the grid. Every function takes the
 array module of its input (NumPy or CuPy) and does exactly the same float operations in
 the same order on both. The device side of the same ideas is
-``cuda/include/voxfx_mac.cuh`` (indices, faces, red-black order, neighbour sum).
+``cuda/include/voxfx_mac.cuh`` (indices, faces, red-black order, neighbour sum, and the
+projection: ``cell_face_sum``, ``project_face``).
+
+The projection of a cell-typed grid (``fixed_faces``, ``project``; FLIP and the wind):
+``cell`` holds a type per cell, *fluid* is the type whose pressure is solved for, *solid*
+the type whose faces are fixed. A face is fixed when a *solid* cell lies on either side
+or, with *walls_fixed*, when it lies on the domain wall; a fixed face carries the given
+velocity (*fixed*: (u, v, w)-shaped arrays, or None for 0).
 """
 
 from __future__ import annotations
@@ -73,6 +80,38 @@ def subtract_gradient(u, v, w, p, c, touch=None) -> None:
         inner, lo, hi = tuple(inner), tuple(lo), tuple(hi)
         new = vel[inner] - c * (p[hi] - p[lo])
         vel[inner] = new if touch is None else xp.where(touch[comp][inner], new, vel[inner])
+
+
+def fixed_face_masks(cell, solid, walls_fixed: bool) -> tuple:
+    """(u, v, w) bool masks of the fixed faces: a *solid* cell on either side, or (with
+    *walls_fixed*) the domain wall."""
+    return faces_touching(cell == solid, outside=walls_fixed)
+
+
+def fixed_faces(u, v, w, cell, solid, walls_fixed: bool, fixed=None) -> tuple:
+    """The faces as the projection sees them (new arrays): the fixed faces' velocity
+    (``fixed``, None: 0) on the fixed faces, u, v, w elsewhere. ``face_sum`` of them is
+    ``cell_face_sum<true>`` of voxfx_mac.cuh."""
+    xp = array_module(u)
+    masks = fixed_face_masks(cell, solid, walls_fixed)
+    values = fixed if fixed is not None else (u.dtype.type(0),) * 3
+    return tuple(xp.where(m, s, f) for m, s, f in zip(masks, values, (u, v, w)))
+
+
+def project(u, v, w, p, c, cell, fluid, solid, walls_fixed: bool, fixed=None, masks=None) -> None:
+    """The projection u ← u − c·(p_hi − p_lo) (c = Δt/h, ρ = 1), in place, as
+    ``project_face`` of voxfx_mac.cuh: faces between two cells of the grid of which one
+    at least is *fluid* lose c·(p_hi − p_lo), with p counted 0 in the other cells; then
+    the fixed faces take *fixed* (None: 0); every other face keeps its value. *masks*:
+    the fixed faces if the caller keeps them (``fixed_face_masks``)."""
+    xp = array_module(u)
+    is_fluid = cell == fluid
+    p = xp.where(is_fluid, p, p.dtype.type(0))
+    subtract_gradient(u, v, w, p, c, touch=faces_touching(is_fluid))
+    if masks is None:
+        masks = fixed_face_masks(cell, solid, walls_fixed)
+    for comp, (vel, mask) in enumerate(zip((u, v, w), masks)):
+        vel[mask] = 0.0 if fixed is None else fixed[comp][mask]
 
 
 def neighbour_sum(x):

@@ -405,10 +405,8 @@ class WindField:
             _K.launch("project", total, (self.u, self.v, self.w, self.p, self.solid, np.int32(self.nx),
                                          np.int32(self.ny), np.int32(self.nz), c))
             return
-        u, v, w = self.u, self.v, self.w
-        mac.subtract_gradient(u, v, w, self.p, c)  # v = F − δt∇p                Eq. 2.14
-        for vel, mask in zip((u, v, w), self._closed):
-            vel[mask] = 0.0
+        # v = F − δt∇p (Eq. 2.14): air (solid = 0) the unknowns, faces touching a solid 0
+        mac.project(self.u, self.v, self.w, self.p, c, self.solid, 0, 1, False, masks=self._closed)
 
     # ----------------------------------------------------------------------- pressure sweeps
 

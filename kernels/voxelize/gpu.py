@@ -19,8 +19,9 @@ import numpy as np
 
 from ..errors import InputError
 from ..grid import bitgrid
-from ..grid.launch import Kernels
+from ..grid.launch import Double, Kernels
 from ..progress import report, scaled
+from . import exact
 
 _CU = "voxelize.cu"
 _OPTIONS = ("--fmad=false",)  # round like NumPy: bit-identical voxels on both backends
@@ -28,7 +29,10 @@ _THREADS = 128
 BATCH_ITEMS = 1 << 26  # work items per launch when a progress callback listens (~0.1 s on an H100)
 
 
-_K = Kernels(_CU, _OPTIONS, _THREADS)
+# Constants of voxelize.cu, as -D options from here (the host nvcc harnesses of
+# tests/unit/test_cuda_exact.py pass the same): the float filters' bound factor.
+DEFINES = {"VOXFX_FILTER": Double(exact.FILTER)}
+_K = Kernels(_CU, _OPTIONS, _THREADS, defines=DEFINES)
 
 
 class DeviceMesh:

@@ -48,7 +48,7 @@ _DIGEST = zlib.crc32((backend.CUDA_DIR / "voxelize.cu").read_bytes()) & 0x7FFFFF
 # device memory one is best: bunny 4096³ surface on an H100, 1: 21.7 ms, 8: 24.9, 32: 30.8.
 ITEMS_PER_THREAD = 1
 _K = Kernels(_CU, ("--fmad=false", f"-I{backend.CUDA_DIR}"), 128,
-             defines={"VOXFX_VOXELIZE_DIGEST": _DIGEST, "VOXFX_SPARSE_ITEMS": ITEMS_PER_THREAD})
+             defines={**gpu.DEFINES, "VOXFX_VOXELIZE_DIGEST": _DIGEST, "VOXFX_SPARSE_ITEMS": ITEMS_PER_THREAD})
 
 
 _SIZES: dict = {}

@@ -44,7 +44,7 @@ from .. import backend
 from ..errors import InputError
 from ..grid import GridSpec, bitgrid
 from ..progress import report
-from ..grid.launch import Kernels
+from ..grid.launch import Double, Kernels
 from .triangles import to_voxel_units
 
 _CU = "lines.cu"
@@ -271,7 +271,8 @@ def _or_voxels(flat_words, ijk, shape):
 # CuPy launches of cuda/lines.cu
 
 
-_K = Kernels(_CU, _OPTIONS, _THREADS)
+DEFINES = {"CANDIDATE_MARGIN": Double(_MARGIN)}  # lines.cu's constants, as -D options from here
+_K = Kernels(_CU, _OPTIONS, _THREADS, defines=DEFINES)
 
 
 def segment_voxels_gpu(p0, p1, shape, words):

@@ -45,6 +45,58 @@ def test_mac_operations_match_numpy_bit_for_bit(shape):
 
 
 @pytest.mark.parametrize("shape", SHAPES)
+def test_projection_matches_numpy_on_cupy_arrays_and_in_the_device_kernels(shape):
+    """The one projection (mac.fixed_faces / mac.project, device: cell_face_sum and
+    project_face of voxfx_mac.cuh) on CuPy arrays and in both effects' kernels: the
+    wind's (compiled --fmad=false) and FLIP's divergence bit for bit, FLIP's projection
+    to float32 rounding (its file may contract to FMA)."""
+    import cupy as cp
+
+    from voxfx.kernels.flip import pressure_gpu
+    from voxfx.kernels.snow import wind
+
+    nx, ny, nz = shape
+    dims = (np.int32(nx), np.int32(ny), np.int32(nz))
+    rng = np.random.default_rng()
+    cell = rng.integers(0, 3, (nz, ny, nx)).astype(np.uint8)  # AIR, FLUID, SOLID
+    faces = [rng.standard_normal(s).astype(np.float32) for s in mac.face_shapes(nx, ny, nz)]
+    fixed = [rng.standard_normal(s).astype(np.float32) for s in mac.face_shapes(nx, ny, nz)]
+    p = rng.standard_normal((nz, ny, nx)).astype(np.float32)
+    c = np.float32(0.3)
+    for walls_fixed, values in ((True, fixed), (False, None)):
+        cpu = [f.copy() for f in faces]
+        gpu = [cp.asarray(f) for f in faces]
+        gvalues = None if values is None else [cp.asarray(f) for f in values]
+        mac.project(*cpu, p, c, cell, 1, 2, walls_fixed, values)
+        mac.project(*gpu, cp.asarray(p), c, cp.asarray(cell), 1, 2, walls_fixed, gvalues)
+        assert all(same(g, h) for g, h in zip(gpu, cpu))
+        got = mac.face_sum(*mac.fixed_faces(*map(cp.asarray, faces), cp.asarray(cell), 2, walls_fixed, gvalues))
+        assert same(got, mac.face_sum(*mac.fixed_faces(*faces, cell, 2, walls_fixed, values)))
+
+    solid = (rng.random((nz, ny, nx)) < 0.3).astype(np.uint8)  # the wind: air 0, solid 1, walls free
+    cpu = [f.copy() for f in faces]
+    mac.project(*cpu, p, c, solid, 0, 1, False)
+    gpu = [cp.asarray(f) for f in faces]
+    wind._K.launch("project", mac.face_count(nx, ny, nz), (*gpu, cp.asarray(p), cp.asarray(solid), *dims, c))
+    assert all(same(g, h) for g, h in zip(gpu, cpu))
+
+    scale = np.float32(1.0 / 0.1)  # FLIP: fluid 1, solid 2, walls fixed to the solid velocity
+    want = np.where(cell == 1, mac.face_sum(*mac.fixed_faces(*faces, cell, 2, True, fixed)) * scale, np.float32(0.0))
+    out = cp.empty((nz, ny, nx), cp.float32)
+    gfixed = [cp.asarray(f) for f in fixed]
+    pressure_gpu._K.launch("divergence", out.size, (*map(cp.asarray, faces), *gfixed, cp.asarray(cell), *dims, scale,
+                                                    out))
+    assert same(out, want.astype(np.float32))
+    cpu = [f.copy() for f in faces]
+    mac.project(*cpu, p, c, cell, 1, 2, True, fixed)
+    gpu = [cp.asarray(f) for f in faces]
+    pressure_gpu._K.launch("project", mac.face_count(nx, ny, nz), (*gpu, *gfixed, cp.asarray(cell), cp.asarray(p),
+                                                                   *dims, c))
+    for g, h in zip(gpu, cpu):
+        np.testing.assert_allclose(g.get(), h, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
 def test_components_match_numpy(shape, monkeypatch):
     import cupy as cp
 

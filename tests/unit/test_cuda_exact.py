@@ -13,6 +13,8 @@ import numpy as np
 import pytest
 
 from voxfx.kernels import backend
+from voxfx.kernels.grid import launch
+from voxfx.kernels.voxelize import gpu
 
 HARNESS = r"""
 #include <cstdio>
@@ -75,15 +77,21 @@ def _build(tmp_path_factory, source):
     src, exe = d / "harness.cu", d / "harness"
     src.write_text(source)
     # host code without FMA contraction, as the device code is compiled (--fmad=false)
+    # voxelize.cu's constants as the kernel module passes them (-D options from Python)
+    defines = launch.define_options(gpu.DEFINES)
     r = subprocess.run(["nvcc", "--std=c++17", "-Xcompiler", "-ffp-contract=off", f"-I{backend.CUDA_DIR}",
-                        f"-I{backend.CUDA_INCLUDE}", "-o", str(exe), str(src)], capture_output=True, text=True,
-                       timeout=300)
+                        f"-I{backend.CUDA_INCLUDE}", *defines, "-o", str(exe), str(src)], capture_output=True,
+                       text=True, timeout=300)
     assert r.returncode == 0, r.stderr
 
-    def run(lines):
-        out = subprocess.run([str(exe)], input="\n".join(lines), capture_output=True, text=True, timeout=300)
-        return [int(x) for x in out.stdout.split()]
+    def raw(lines):
+        return subprocess.run([str(exe)], input="\n".join(lines), capture_output=True, text=True,
+                              timeout=300).stdout
 
+    def run(lines):
+        return [int(x) for x in raw(lines).split()]
+
+    run.raw = raw  # the output as text (harnesses that print floats)
     return run
 
 

@@ -33,3 +33,13 @@ def test_cuda_source_compiles(source, options, arch, tmp_path):
                        timeout=300)
     assert r.returncode == 0, r.stderr
     assert out.stat().st_size > 0
+
+
+def test_warp_reductions_live_in_one_header():
+    """Warp shuffles and ballots are written once, in include/voxfx_reduce.cuh; the kernels
+    call its functions (a second copy could drift from the first)."""
+    headers = sorted(backend.CUDA_INCLUDE.glob("*.cuh"))
+    users = [p.name for p in SOURCES + headers if p.name != "voxfx_reduce.cuh"
+             and any(word in p.read_text() for word in ("__shfl", "__ballot_sync", "__reduce_"))]
+    assert users == []
+    assert "__shfl_down_sync" in (backend.CUDA_INCLUDE / "voxfx_reduce.cuh").read_text()

@@ -106,3 +106,75 @@ __device__ __forceinline__ float neighbour_sum(const float* __restrict__ x, long
     if (k < nz - 1) s += x[c + plane];
     return s;
 }
+
+// ------------------------------------------------------------------------ projection
+// The one projection of a cell-typed MAC grid (the FLIP liquid and the snow wind), twin of
+// mac.fixed_faces / mac.project. `cell` holds a type per cell; `fluid` is the type whose
+// pressure is solved for, `solid` the type whose faces are fixed. A face is fixed when a
+// cell of type `solid` lies on either side or, with walls_fixed, when it lies on the domain
+// wall; a fixed face takes fixed[f] (FIXED false: 0, fixed not read). FIXED is a template
+// argument so that each caller compiles only its own case.
+
+// Whether the face between lo and hi (face_cells) is fixed.
+__device__ __forceinline__ bool face_is_fixed(const unsigned char* __restrict__ cell, unsigned char solid,
+                                              bool walls_fixed, bool lo_in, bool hi_in, long long lo, long long hi)
+{
+    if (!lo_in || !hi_in) return walls_fixed || cell[lo_in ? lo : hi] == solid;
+    return cell[lo] == solid || cell[hi] == solid;
+}
+
+// D of cell c = (i, j, k), a cell not itself of type `solid`: the sum of its outgoing face
+// velocities, (x + y) + z, no 1/h. FIXED: the fixed faces read su, sv, sw (the faces as the
+// projection sees them); otherwise u, v, w as they are (su, sv, sw, cell not read).
+template <bool FIXED>
+__device__ __forceinline__ float cell_face_sum(const float* __restrict__ u, const float* __restrict__ v,
+                                               const float* __restrict__ w, const float* __restrict__ su,
+                                               const float* __restrict__ sv, const float* __restrict__ sw,
+                                               const unsigned char* __restrict__ cell, unsigned char solid,
+                                               bool walls_fixed, long long c, int i, int j, int k, int nx, int ny,
+                                               int nz)
+{
+    const long long plane = (long long)nx * ny;
+    const long long fu = u_face_index(i, j, k, nx, ny);
+    const long long fv = v_face_index(i, j, k, nx, ny);
+    const long long fw = c;
+    if (!FIXED) {
+        const float du = u[fu + 1] - u[fu];
+        const float dv = v[fv + nx] - v[fv];
+        const float dw = w[fw + plane] - w[fw];
+        return (du + dv) + dw;
+    }
+    const float u0 = ((i == 0) ? walls_fixed : cell[c - 1] == solid) ? su[fu] : u[fu];
+    const float u1 = ((i == nx - 1) ? walls_fixed : cell[c + 1] == solid) ? su[fu + 1] : u[fu + 1];
+    const float v0 = ((j == 0) ? walls_fixed : cell[c - nx] == solid) ? sv[fv] : v[fv];
+    const float v1 = ((j == ny - 1) ? walls_fixed : cell[c + nx] == solid) ? sv[fv + nx] : v[fv + nx];
+    const float w0 = ((k == 0) ? walls_fixed : cell[c - plane] == solid) ? sw[fw] : w[fw];
+    const float w1 = ((k == nz - 1) ? walls_fixed : cell[c + plane] == solid) ? sw[fw + plane] : w[fw + plane];
+    return ((u1 - u0) + (v1 - v0)) + (w1 - w0);
+}
+
+// The projection u ← u − c·(p_hi − p_lo) (c = Δt/h, ρ = 1) of face (comp, i, j, k), index f
+// in vel: a fixed face takes fixed[f] (FIXED false: 0); a face between two cells of the
+// grid of which one at least is `fluid` loses c·(p_hi − p_lo), p of a non-fluid cell
+// counted 0; every other face keeps its value.
+template <bool FIXED>
+__device__ __forceinline__ void project_face(float* __restrict__ vel, const float* __restrict__ fixed,
+                                             const float* __restrict__ p, const unsigned char* __restrict__ cell,
+                                             unsigned char fluid, unsigned char solid, bool walls_fixed, int comp,
+                                             int i, int j, int k, long long f, int nx, int ny, int nz, float c)
+{
+    bool lo_in, hi_in;
+    long long lo, hi;
+    face_cells(comp, i, j, k, nx, ny, nz, lo_in, hi_in, lo, hi);
+    if (face_is_fixed(cell, solid, walls_fixed, lo_in, hi_in, lo, hi)) {
+        vel[f] = FIXED ? fixed[f] : 0.0f;
+        return;
+    }
+    if (!lo_in || !hi_in) return;  // a wall face that is not fixed keeps its value
+    const unsigned char tlo = cell[lo], thi = cell[hi];
+    if (tlo == fluid || thi == fluid) {
+        const float plo = tlo == fluid ? p[lo] : 0.0f;
+        const float phi = thi == fluid ? p[hi] : 0.0f;
+        vel[f] = vel[f] - c * (phi - plo);
+    }
+}

@@ -1,0 +1,94 @@
+// Warp and block reductions: the one copy every kernel that reduces uses (FLIP pressure's
+// dot products, the wind's residual maxima, the FLIP CFL speed, the flakes' landed count).
+// Warp functions need all 32 lanes of the warp present (launch with blockDim a multiple of
+// 32: kernels/grid/launch.THREADS); the result is in lane 0.
+#pragma once
+
+// Σ v over the warp (lane 0), in a fixed order: the same result every run.
+__device__ __forceinline__ double warp_sum(double v)
+{
+    for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_down_sync(0xffffffffu, v, offset);
+    return v;
+}
+
+// max v over the warp (lane 0), unsigned: the bits of non-negative floats order like the
+// floats, and a NaN's bits beat every number (the NaN is kept).
+__device__ __forceinline__ unsigned int warp_max(unsigned int v)
+{
+    for (int offset = 16; offset > 0; offset >>= 1) v = max(v, __shfl_down_sync(0xffffffffu, v, offset));
+    return v;
+}
+
+// max v over the warp (lane 0), float, by fmaxf (a NaN lane is dropped).
+__device__ __forceinline__ float warp_max(float v)
+{
+    for (int offset = 16; offset > 0; offset >>= 1) v = fmaxf(v, __shfl_down_sync(0xffffffffu, v, offset));
+    return v;
+}
+
+// Atomic max of a non-negative float (its bits order like an unsigned int): exact and
+// independent of the order of the atomics.
+__device__ __forceinline__ void atomic_max_nonneg(float* slot, float value)
+{
+    atomicMax(reinterpret_cast<unsigned int*>(slot), __float_as_uint(value));
+}
+
+// *slot ← max(*slot, the warp's max of the non-negative value): one atomic per warp.
+__device__ __forceinline__ void warp_max_into(float* slot, float value)
+{
+    value = warp_max(value);
+    if ((threadIdx.x & 31) == 0) atomic_max_nonneg(slot, value);
+}
+
+// *count += the number of lanes of the warp with flag set: one atomic per warp (none when
+// no lane has it).
+template <class T>
+__device__ __forceinline__ void warp_count_into(T* count, bool flag)
+{
+    const unsigned int ballot = __ballot_sync(0xFFFFFFFFu, flag);
+    if ((threadIdx.x & 31u) == 0u && ballot != 0u) atomicAdd(count, (T)__popc(ballot));
+}
+
+// Block sums of a and b → out_a[blockIdx.x], out_b[blockIdx.x] (thread 0 writes; a null
+// output is skipped). Every thread of the block must call it.
+__device__ void block_sum2(double a, double b, double* out_a, double* out_b)
+{
+    __shared__ double sa[32], sb[32];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = (blockDim.x + 31) >> 5;
+    a = warp_sum(a);
+    b = warp_sum(b);
+    if (lane == 0) {
+        sa[warp] = a;
+        sb[warp] = b;
+    }
+    __syncthreads();
+    if (warp == 0) {
+        a = lane < warps ? sa[lane] : 0.0;
+        b = lane < warps ? sb[lane] : 0.0;
+        a = warp_sum(a);
+        b = warp_sum(b);
+        if (lane == 0) {
+            if (out_a) out_a[blockIdx.x] = a;
+            if (out_b) out_b[blockIdx.x] = b;
+        }
+    }
+}
+
+// Σ partials[0..n) by one block, in a fixed order; the result in thread 0.
+__device__ double block_total(const double* __restrict__ partials, int n)
+{
+    __shared__ double s[32];
+    double v = 0.0;
+    for (int t = threadIdx.x; t < n; t += blockDim.x) v += partials[t];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = (blockDim.x + 31) >> 5;
+    v = warp_sum(v);
+    __syncthreads();  // s may still be read by a previous call
+    if (lane == 0) s[warp] = v;
+    __syncthreads();
+    v = 0.0;
+    if (warp == 0) {
+        v = lane < warps ? s[lane] : 0.0;
+        v = warp_sum(v);
+    }
+    return v;
+}
