@@ -48,11 +48,12 @@ def test_zero_area_triangle_gives_a_corner_without_nan():
 
 
 def one_quad(size=1.0):
-    """Quad [0, size]² at z = 0 as two triangles, UVs [0, 1]²."""
-    corners = np.array([[[0, 0, 0], [size, 0, 0], [size, size, 0]],
-                        [[0, 0, 0], [size, size, 0], [0, size, 0]]], np.float32)
-    uvs = (corners[:, :, :2] / size).astype(np.float32)
-    return corners, uvs
+    """Quad [0, size]² at z = 0 as two triangles sharing the diagonal, UVs [0, 1]²:
+    ((vertices, triangles), uvs)."""
+    vertices = np.array([[0, 0, 0], [size, 0, 0], [size, size, 0], [0, size, 0]], np.float32)
+    triangles = np.array([[0, 1, 2], [0, 2, 3]], np.int32)
+    uvs = (vertices[triangles][:, :, :2] / size).astype(np.float32)
+    return (vertices, triangles), uvs
 
 
 def ramp_image(h, w, gx, gy):
@@ -75,7 +76,7 @@ def test_bilinear_sampling_reproduces_a_linear_ramp():
     uv[:, 1] = rng.uniform(1.0 / h, 1 - 1.0 / h, size=500)
     centres = np.concatenate([uv, rng.uniform(0.01, 0.3, size=(500, 1))], 1).astype(np.float32)
     owner = (uv[:, 1] > uv[:, 0]).astype(np.int32)  # the triangle under the point
-    colors, textured = texture_colors(centres, owner, corners, uvs, np.array([0, 0]), [img], xp=np)
+    colors, textured = texture_colors(centres, owner, *corners, uvs, np.array([0, 0]), [img], xp=np)
     assert textured.all()
     np.testing.assert_allclose(colors[:, 0], 0.03 * (uv[:, 0] * w - 0.5), atol=2e-5)
     np.testing.assert_allclose(colors[:, 1], 0.05 * (uv[:, 1] * h - 0.5), atol=2e-5)
@@ -87,8 +88,8 @@ def test_repeat_wraps_like_blender_image_texture():
     img = np.random.default_rng(5).random((5, 7, 4)).astype(np.float32)
     centres = np.array([[0.3, 0.2, 0.1], [0.01, 0.5, 0.0]], np.float32)
     owner = np.array([0, 1], np.int32)  # the triangle under each point
-    base, _ = texture_colors(centres, owner, corners, uvs, np.array([0, 0]), [img], xp=np)
-    shifted, _ = texture_colors(centres, owner, corners, uvs + np.float32(3), np.array([0, 0]), [img], xp=np)
+    base, _ = texture_colors(centres, owner, *corners, uvs, np.array([0, 0]), [img], xp=np)
+    shifted, _ = texture_colors(centres, owner, *corners, uvs + np.float32(3), np.array([0, 0]), [img], xp=np)
     np.testing.assert_allclose(shifted, base, atol=1e-4)  # whole tiles away: the same colour
     # u = 0.01 on a 7-wide image sits left of texel 0's centre: it blends the last column
     x = 0.01 * 7 - 0.5 + 7  # in wrapped texel units
@@ -113,7 +114,7 @@ def test_checker_quad_every_voxel_gets_its_cell_colour():
     ijk = np.stack([i.ravel(), j.ravel(), np.zeros(cells * cells, int)], 1)
     centres = voxel_centres(ijk, spec)
     owner = (j.ravel() > i.ravel()).astype(np.int32)
-    colors, textured = texture_colors(centres, owner, corners, uvs, np.array([0, 0]), [img], xp=np)
+    colors, textured = texture_colors(centres, owner, *corners, uvs, np.array([0, 0]), [img], xp=np)
     assert textured.all()
     np.testing.assert_allclose(colors, img[j.ravel(), i.ravel()], atol=1e-6)
 
@@ -122,7 +123,7 @@ def test_untextured_and_unowned_voxels_are_nan():
     corners, uvs = one_quad()
     img = np.ones((2, 2, 4), np.float32)
     centres = np.zeros((3, 3), np.float32)
-    colors, textured = texture_colors(centres, np.array([0, 1, -1]), corners, uvs, np.array([0, -1]), [img], xp=np)
+    colors, textured = texture_colors(centres, np.array([0, 1, -1]), *corners, uvs, np.array([0, -1]), [img], xp=np)
     assert textured.tolist() == [True, False, False]
     assert np.isnan(colors[1:]).all() and np.isfinite(colors[0]).all()
 
@@ -130,7 +131,27 @@ def test_untextured_and_unowned_voxels_are_nan():
 def test_bad_shapes_are_refused():
     corners, uvs = one_quad()
     with pytest.raises(ValueError):
-        texture_colors(np.zeros((1, 3), np.float32), np.zeros(1), corners, uvs[:1], np.array([0, 0]), [], xp=np)
+        texture_colors(np.zeros((1, 3), np.float32), np.zeros(1), *corners, uvs[:1], np.array([0, 0]), [], xp=np)
     with pytest.raises(ValueError, match="image"):
-        texture_colors(np.zeros((1, 3), np.float32), np.zeros(1), corners, uvs, np.array([0, 3]),
+        texture_colors(np.zeros((1, 3), np.float32), np.zeros(1), *corners, uvs, np.array([0, 3]),
                        [np.ones((1, 1, 4))], xp=np)
+
+
+def test_seam_voxels_owned_by_the_neighbour_still_get_their_cell():
+    """Owner = the lower triangle for every voxel (as the smallest-index rule gives along
+    the diagonal): the nearest triangle of the same image around it is used instead."""
+    cells = 4
+    img = np.random.default_rng(1).random((cells, cells, 4)).astype(np.float32)
+    mesh, uvs = one_quad(size=2.0)
+    spec = GridSpec((0.0, 0.0, -0.25), 0.5, (cells, cells, 1))
+    j, i = np.mgrid[0:cells, 0:cells]
+    centres = voxel_centres(np.stack([i.ravel(), j.ravel(), np.zeros(cells * cells, int)], 1), spec)
+    owner = np.zeros(cells * cells, np.int32)
+    colors, _ = texture_colors(centres, owner, *mesh, uvs, np.array([0, 0]), [img], xp=np)
+    np.testing.assert_allclose(colors, img[j.ravel(), i.ravel()], atol=1e-6)
+    # a neighbour using another image is not a candidate: the seam point of the owner it is
+    other = np.zeros((1, 1, 4), np.float32)
+    colors2, _ = texture_colors(centres, owner, *mesh, uvs, np.array([0, 1]), [img, other], xp=np)
+    below = j.ravel() <= i.ravel()  # centres over the owner (or on the diagonal)
+    np.testing.assert_allclose(colors2[below], img[j.ravel(), i.ravel()][below], atol=1e-6)
+    assert not np.allclose(colors2[~below], img[j.ravel(), i.ravel()][~below], atol=1e-3)
