@@ -67,6 +67,7 @@ class VOXFX_PT_voxelize(bpy.types.Panel):
         row = layout.row(align=True)
         row.operator("voxfx.voxelize_bake", icon="RENDER_ANIMATION")
         row.operator("voxfx.voxelize_free", text="", icon="TRASH")
+        layout.operator("voxfx.import_vox", icon="IMPORT")  # issue 15: .vox import
 
 
 class VOXFX_PT_snow(bpy.types.Panel):
