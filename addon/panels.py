@@ -63,6 +63,14 @@ class VOXFX_PT_voxelize(bpy.types.Panel):
         col.prop(s, "output_vox")
         if s.output_vox:
             layout.prop(s, "vox_path")
+        # voxel art (issue 15)
+        layout.prop(s, "color_source")
+        if s.output_blocks:
+            layout.prop(s, "greedy_blocks")
+        if s.output_vox:
+            layout.prop(s, "vox_palette")
+            if s.vox_palette == "IMAGE":
+                layout.prop(s, "vox_palette_image")
         layout.operator("voxfx.voxelize", icon="MESH_GRID")
         row = layout.row(align=True)
         row.operator("voxfx.voxelize_bake", icon="RENDER_ANIMATION")

@@ -50,6 +50,12 @@ class GreedyMesh:
     faces_before: int  # exposed voxel faces (the per-face block mesh's quad count)
 
     @property
+    def voxel_of_face(self):
+        """``voxel_of_quad`` under the per-face mesh's name (``blocks.BlockMesh``), so code
+        that gathers per-voxel arrays onto faces takes either mesh."""
+        return self.voxel_of_quad
+
+    @property
     def quad_count(self) -> int:
         return int(self.quads.shape[0])
 
