@@ -42,7 +42,7 @@ MAX_MODEL_SIZE = 256
 MAX_DEPTH = 64  # nesting of transforms and groups below node 0
 MAX_NODES = 1 << 20
 MAX_DICT_ENTRIES = 4096
-DEFAULT_MAX_VOXELS = 1 << 28  # 268 million: 4 bytes each in the file, 1 GiB
+DEFAULT_MAX_VOXELS = 1 << 26  # 67 million: 256 MiB in the file, some 3 GiB once placed
 DEFAULT_MAX_BYTES = 1 << 31
 
 
@@ -90,9 +90,9 @@ class VoxScene:
         parts, colours = [], []
         for inst in self.instances:
             model = self.models[inst.model]
-            centred = model.xyzi[:, :3].astype(np.float64) + 0.5 - model.size / 2.0
-            world = np.floor(centred @ inst.rotation.T.astype(np.float64) + inst.translation)
-            parts.append(world.astype(np.int64))
+            # floor(R (v + ½ − s/2) + t) in integers: twice it is R (2v + 1 − s) + 2t, exact
+            twice = (2 * model.xyzi[:, :3].astype(np.int64) + 1 - model.size) @ inst.rotation.T + 2 * inst.translation
+            parts.append(twice // 2)
             colours.append(model.xyzi[:, 3])
         if not parts:
             return np.zeros((0, 3), np.int64), np.zeros(0, np.uint8)

@@ -220,3 +220,31 @@ def test_unreadable_or_oversized_path(tmp_path):
     path.write_bytes(vox(*GOOD_MODEL))
     with pytest.raises(InputError, match="more than"):
         read_vox(path, max_bytes=10)
+
+
+def test_random_rotations_follow_the_centre_pivot_formula():
+    """Every one of the 48 signed permutations, odd and even sizes: the voxels land at
+    floor(R (v + 1/2 - s/2) + t), evaluated here in exact rationals."""
+    from fractions import Fraction
+
+    rng = np.random.default_rng(8)
+    for r in range(128):
+        first, second = r & 3, (r >> 2) & 3
+        if first == second or first > 2 or second > 2:
+            continue
+        size = rng.integers(1, 6, size=3)
+        pts = np.unique(np.stack([rng.integers(0, s, 6) for s in size], 1), axis=0)
+        xyzi = [[*p, 1 + n % 255] for n, p in enumerate(pts.tolist())]
+        t = rng.integers(-20, 20, size=3)
+        data = vox(*model(size.tolist(), xyzi), ntrn(0, 1), ngrp(1, [2]),
+                   ntrn(2, 3, {"_t": " ".join(map(str, t)), "_r": str(r)}), nshp(3, 0))
+        rows = [first, second, 3 - first - second]
+        rotation = np.zeros((3, 3), int)
+        for row, col in enumerate(rows):
+            rotation[row, col] = -1 if (r >> (4 + row)) & 1 else 1
+        expected = set()
+        for x, y, z, c in xyzi:
+            centred = [Fraction(2 * v + 1, 2) - Fraction(int(s), 2) for v, s in zip((x, y, z), size)]
+            world = [sum(int(rotation[i, j]) * centred[j] for j in range(3)) + int(t[i]) for i in range(3)]
+            expected.add((*(int(np.floor(float(w))) for w in world), c))
+        assert as_set(*read_vox_bytes(data).voxels()) == expected, r
