@@ -69,24 +69,29 @@ def apply(arrays, soup, spec, request, art: ArtInputs, table, progress=None):
     rgba = arrays.rgba
     if rgba is None or art.color_source != "ATTRIBUTE":
         rgba = colors_of(table, arrays.material).astype(np.float32)
-    if art.color_source == "TEXTURE" and art.textures is not None and art.textures.any:
+    bits = getattr(arrays.grid, "bits", None)  # a dense bit grid; sparse results have none
+    if bits is None and (art.greedy or art.color_source == "TEXTURE"):
+        arrays.warnings.append("Texture colours and merged block faces need a dense grid: this result is sparse, "
+                               "so it keeps material colours and one face per voxel side")
+    if art.color_source == "TEXTURE" and art.textures is not None and art.textures.any and bits is not None:
         from ..kernels.voxelize.attributes import owner_triangles
 
         report(progress, 0.1, "texture colours")
         xp = backend.xp()
-        owner = owner_triangles(soup.vertices, soup.triangles, spec, arrays.grid.bits, xp=xp)
+        owner = owner_triangles(soup.vertices, soup.triangles, spec, bits, xp=xp)
         rgba = textures.textured_colors(art.textures, soup, spec, arrays.ijk, owner, rgba, xp=xp)
     arrays.rgba = rgba
     if "blocks" in request.outputs and arrays.blocks is not None:
-        if art.greedy:
+        if art.greedy and bits is not None:
             from ..kernels.voxelize.greedy import greedy_faces
 
             report(progress, 0.5, "merging block faces")
-            bits = arrays.grid.bits
             arrays.blocks = greedy_faces(bits, spec, labels=_labels(arrays.material, rgba)).to_numpy()
             arrays.warnings.append(f"Block mesh: {arrays.blocks.quad_count:,} faces "
                                    f"({arrays.blocks.faces_before:,} before merging)")
-        arrays.face_color = rgba[_voxel_of_face(arrays.blocks)]
+        voxel = _voxel_of_face(arrays.blocks)
+        if voxel is not None:
+            arrays.face_color = rgba[voxel]
     if "vox" in request.outputs:
         report(progress, 0.8, ".vox palette")
         if art.palette is not None:
@@ -107,7 +112,7 @@ def _labels(material, rgba):
 
 
 def _voxel_of_face(blocks):
-    return blocks.voxel_of_quad if hasattr(blocks, "voxel_of_quad") else blocks.voxel_of_face
+    return getattr(blocks, "voxel_of_face", None)  # GreedyMesh has it too (voxel_of_quad)
 
 
 def face_attributes(arrays) -> dict:
