@@ -63,10 +63,19 @@ class VOXFX_PT_voxelize(bpy.types.Panel):
         col.prop(s, "output_vox")
         if s.output_vox:
             layout.prop(s, "vox_path")
+        # voxel art (issue 15)
+        layout.prop(s, "color_source")
+        if s.output_blocks:
+            layout.prop(s, "greedy_blocks")
+        if s.output_vox:
+            layout.prop(s, "vox_palette")
+            if s.vox_palette == "IMAGE":
+                layout.prop(s, "vox_palette_image")
         layout.operator("voxfx.voxelize", icon="MESH_GRID")
         row = layout.row(align=True)
         row.operator("voxfx.voxelize_bake", icon="RENDER_ANIMATION")
         row.operator("voxfx.voxelize_free", text="", icon="TRASH")
+        layout.operator("voxfx.import_vox", icon="IMPORT")  # issue 15: .vox import
 
 
 class VOXFX_PT_snow(bpy.types.Panel):

@@ -71,6 +71,31 @@ class VoxelizeSettings(bpy.types.PropertyGroup):
     vox_path: bpy.props.StringProperty(
         name="VOX File", description="Where the .vox file is written ('//' = next to the .blend)",
         default="//voxels.vox", subtype="FILE_PATH", options=_RELATIVE_PATH)
+    # --- voxel art (issue 15; addon/voxel_art.py) ---
+    color_source: bpy.props.EnumProperty(
+        name="Color Source",
+        description="Where each voxel's colour (points, block faces, .vox) comes from",
+        items=[("ATTRIBUTE", "Attribute", "The mesh's colour attribute, else its material's colour"),
+               ("MATERIAL", "Material", "The material's Base Color (or viewport colour)"),
+               ("TEXTURE", "Texture", "The material's base-colour image at the voxel, through the UV map "
+                "(other materials keep their colour)")],
+        default="ATTRIBUTE")
+    greedy_blocks: bpy.props.BoolProperty(
+        name="Merge Block Faces",
+        description="Merge the block mesh's faces of one colour and material in a plane into rectangles: far "
+        "fewer faces, the same look (a face colour attribute keeps the colours)",
+        default=False)
+    vox_palette: bpy.props.EnumProperty(
+        name="VOX Palette",
+        description="How the .vox file's palette of at most 255 colours is made (the points keep full colour)",
+        items=[("AUTO", "Automatic", "The colours that represent the voxels best (k-means in the OKLab "
+                "perceptual colour space)"),
+               ("IMAGE", "Image", "Each voxel takes the nearest colour of a palette image (up to 255 colours, "
+                "e.g. a MagicaVoxel palette PNG)")],
+        default="AUTO")
+    vox_palette_image: bpy.props.PointerProperty(
+        name="Palette Image", type=bpy.types.Image,
+        description="The image whose distinct colours (top row first) form the .vox palette")
 
 
 class SnowSettings(bpy.types.PropertyGroup):

@@ -1,8 +1,8 @@
 """Operators: each one orchestrates (settings → extract → kernels → write back)."""
 
-from . import cache, flip, gpu, snow, system, voxelize
+from . import cache, flip, gpu, snow, system, vox_import, voxelize
 
-_modules = (system, gpu, cache, voxelize, snow, flip)
+_modules = (system, gpu, cache, voxelize, snow, flip, vox_import)
 
 
 def register():

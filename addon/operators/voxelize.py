@@ -25,7 +25,7 @@ from ...kernels.voxelize.outputs import (GroupArrays, compute_group, compute_gro
                                          volume_density)
 from ...kernels.voxelize.request import Request, grid_for
 from ...kernels.voxelize.topology import open_objects
-from .. import materials, scene_io, writeback
+from .. import materials, scene_io, voxel_art, writeback
 from ..cache import MANIFEST, BakeCache, CacheError, blend_name, explain, resolve_folder
 from ..jobs import BakeResult, JobOperator, Kernel, keep_frame_on_abort
 from ..sim_bake import summary as bake_summary
@@ -82,6 +82,7 @@ def voxelize_job(context, objects, request: Request, warnings: list, frame=None)
         base = f"{group[0].name}" + (f"+{len(group) - 1}" if len(group) > 1 else "")
         yield 0.95 * g_index / n, f"reading {base}"
         soup, segments = _extract(group, depsgraph, request, warnings, frame)
+        art = voxel_art.read(context, group, depsgraph, soup, warnings)  # issue 15: images, UVs (bpy)
         lo, hi = _bounds(soup, segments)
         spec = grid_for(lo, hi, request)
         vote = request.fill_holes
@@ -103,10 +104,12 @@ def voxelize_job(context, objects, request: Request, warnings: list, frame=None)
             arrays = yield Kernel(lambda progress, args=(base, soup, spec, request, vote, guard.split_layers):
                                   compute_group_split(*args, SlabVolume, progress=progress),
                                   f"voxelizing {base} in slabs of {guard.split_layers} rows", a, b)
+        arrays = yield Kernel(lambda progress, args=(arrays, soup, spec, request, art, table):  # issue 15
+                              voxel_art.apply(*args, progress=progress), f"colours of {base}", b, b)
         warnings.extend(arrays.warnings)
-        done.append((base, soup, spec, arrays))
+        done.append((base, soup, spec, arrays, art))
     yield 0.95, "writing the outputs"  # the last place a cancel stops: nothing is written yet
-    return [_write_group(base, soup, spec, arrays, request) for base, soup, spec, arrays in done]
+    return [_write_group(base, soup, spec, arrays, request, art) for base, soup, spec, arrays, art in done]
 
 
 def _extract(group, depsgraph, request, warnings, frame):
@@ -141,7 +144,7 @@ def _bounds(soup, segments):
     return np.min(los, axis=0), np.max(his, axis=0)
 
 
-def _write_group(base, soup, spec, arrays: GroupArrays, request) -> Result:
+def _write_group(base, soup, spec, arrays: GroupArrays, request, art=None) -> Result:
     """Write one group's outputs into the scene and files (main thread)."""
     result = Result(base, spec, arrays.count)
     if arrays.count == 0:
@@ -159,6 +162,8 @@ def _write_group(base, soup, spec, arrays: GroupArrays, request) -> Result:
                                           radius=np.full(len(ijk), 0.5 * spec.voxel_size, np.float32),
                                           collection=_collection())
         _copy_materials(soup, obj, first=materials.voxel_color() if several else None)
+        if art is not None:
+            voxel_art.show_colors(obj, art)  # issue 15
         result.objects.append(obj.name)
     if "volume" in request.outputs:
         path = _write_volume(resolve_folder(request.cache_dir) / "voxelize", _safe(base), arrays.dense, spec,
@@ -170,7 +175,7 @@ def _write_group(base, soup, spec, arrays: GroupArrays, request) -> Result:
         result.objects.append(obj.name)
         result.files.append(str(path))
     if "blocks" in request.outputs or "vox" in request.outputs:
-        _block_outputs(base, arrays, spec, soup, request, result)
+        _block_outputs(base, arrays, spec, soup, request, result, art)
     return result
 
 
@@ -204,21 +209,22 @@ def _write_volume(folder: Path, stem: str, dense, spec, volume=None) -> Path:
     return path
 
 
-def _block_outputs(base, arrays: GroupArrays, spec, soup, request, result):
+def _block_outputs(base, arrays: GroupArrays, spec, soup, request, result, art=None):
     if "blocks" in request.outputs:
         blocks = arrays.blocks
         face_material = np.maximum(arrays.material[blocks.voxel_of_face], 0)
         obj = writeback.write_mesh(f"{base}_blocks", blocks.vertices, blocks.quads,
-                                   material_indices=face_material, collection=_collection())
+                                   material_indices=face_material, collection=_collection(),
+                                   face_attributes=voxel_art.face_attributes(arrays))  # issue 15: face colour
         _copy_materials(soup, obj)
+        if art is not None:
+            voxel_art.show_colors(obj, art)  # issue 15
         result.objects.append(obj.name)
     if "vox" in request.outputs:
-        from ..vox_export import write_vox
-
         path = vox_output_path(request.vox_path)
         if not request.combine:
             path = path.with_name(f"{path.stem}_{_safe(base)}{path.suffix}")
-        write_vox(path, arrays.ijk, spec.shape, colors=arrays.rgba)
+        voxel_art.write_vox(path, arrays, spec)  # issue 15: the palette of voxel_art.apply
         result.files.append(str(path))
 
 

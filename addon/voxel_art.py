@@ -1,0 +1,145 @@
+"""Voxel art options of Voxelize (issue 15): colour source, greedy block mesh, .vox palette.
+
+The Voxelize job calls in at four places, each a line or two, so the voxelizer's own
+flow stays as it is:
+
+    art = voxel_art.read(context, group, depsgraph, soup, warnings)     # main thread, after extraction
+    yield Kernel(lambda p: voxel_art.apply(arrays, soup, spec, request, art, table, p), ...)  # arrays only
+    write_mesh(..., face_attributes=voxel_art.face_attributes(arrays)); voxel_art.show_colors(obj, art)
+    voxel_art.write_vox(path, arrays, spec)                             # instead of write_vox(... colors=)
+
+* **Color Source**: Attribute (a mesh's colour attribute, else its material's colour: as
+  before), Material (material colours only) or Texture (the material's base-colour image
+  at each voxel, ``kernels/voxelize/texture.py``; other materials keep their colour).
+* **Merge Block Faces**: the block mesh's faces of one colour and material in a plane
+  merged into rectangles (``kernels/voxelize/greedy.py``), a face ``color`` attribute
+  keeping the look.
+* **VOX Palette**: Automatic (k-means in OKLab, ``kernels/voxelize/palette.py``) or Image
+  (each voxel takes the nearest colour of a palette image). .vox palettes are written as
+  sRGB bytes, what MagicaVoxel shows; the point cloud keeps the full colour.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..kernels import backend
+from ..kernels.errors import InputError
+from ..kernels.progress import report
+from ..kernels.voxelize.outputs import colors_of
+from ..kernels.voxelize.palette import linear_to_srgb, nearest_in_palette, palette_from_image, quantize
+from . import textures
+
+
+@dataclass
+class ArtInputs:
+    color_source: str  # "ATTRIBUTE", "MATERIAL" or "TEXTURE"
+    greedy: bool
+    palette: np.ndarray | None  # (P, 4) linear palette from an image, or None: automatic
+    textures: textures.TextureInputs | None
+    textured_materials: list  # names of materials whose colour came from an image
+
+
+def read(context, objects, depsgraph, soup, warnings: list) -> ArtInputs:
+    """The options and what they need from ``bpy`` (images, UVs): main thread."""
+    s = context.scene.voxfx.voxelize
+    palette = None
+    if s.output_vox and s.vox_palette == "IMAGE":
+        if s.vox_palette_image is None:
+            raise InputError("VOX Palette is Image: choose a Palette Image")
+        palette = palette_from_image(textures.image_pixels(s.vox_palette_image))
+    inputs, textured = None, []
+    if s.color_source == "TEXTURE" and soup is not None:
+        inputs = textures.read_textures(objects, depsgraph, soup, warnings)
+        used = np.unique(soup.material_index[inputs.image_of_triangle >= 0])
+        textured = [soup.materials[m] for m in used.tolist() if m >= 0]
+    return ArtInputs(s.color_source, bool(s.greedy_blocks), palette, inputs, textured)
+
+
+def apply(arrays, soup, spec, request, art: ArtInputs, table, progress=None):
+    """Colours, greedy blocks and the .vox palette of one group's *arrays*, in place.
+    Arrays only (no bpy): may run on a worker thread."""
+    if arrays.count == 0 or arrays.ijk is None or arrays.material is None:
+        return arrays  # nothing per voxel (a volume alone, or a split job)
+    wants_color = bool(request.outputs & {"points", "vox"}) or art.greedy or art.color_source == "TEXTURE"
+    if not wants_color:
+        return arrays
+    rgba = arrays.rgba
+    if rgba is None or art.color_source != "ATTRIBUTE":
+        rgba = colors_of(table, arrays.material).astype(np.float32)
+    bits = getattr(arrays.grid, "bits", None)  # a dense bit grid; sparse results have none
+    if bits is None and (art.greedy or art.color_source == "TEXTURE"):
+        arrays.warnings.append("Texture colours and merged block faces need a dense grid: this result is sparse, "
+                               "so it keeps material colours and one face per voxel side")
+    if art.color_source == "TEXTURE" and art.textures is not None and art.textures.any and bits is not None:
+        from ..kernels.voxelize.attributes import owner_triangles
+
+        report(progress, 0.1, "texture colours")
+        xp = backend.xp()
+        owner = owner_triangles(soup.vertices, soup.triangles, spec, bits, xp=xp)
+        rgba = textures.textured_colors(art.textures, soup, spec, arrays.ijk, owner, rgba, xp=xp)
+    arrays.rgba = rgba
+    if "blocks" in request.outputs and arrays.blocks is not None:
+        if art.greedy and bits is not None:
+            from ..kernels.voxelize.greedy import greedy_faces
+
+            report(progress, 0.5, "merging block faces")
+            arrays.blocks = greedy_faces(bits, spec, labels=_labels(arrays.material, rgba)).to_numpy()
+            arrays.warnings.append(f"Block mesh: {arrays.blocks.quad_count:,} faces "
+                                   f"({arrays.blocks.faces_before:,} before merging)")
+        voxel = _voxel_of_face(arrays.blocks)
+        if voxel is not None:
+            arrays.face_color = rgba[voxel]
+    if "vox" in request.outputs:
+        report(progress, 0.8, ".vox palette")
+        if art.palette is not None:
+            arrays.vox_palette, arrays.vox_index = art.palette, nearest_in_palette(rgba, art.palette)
+        else:
+            arrays.vox_palette, arrays.vox_index = quantize(rgba)
+    return arrays
+
+
+def _labels(material, rgba):
+    """One integer per distinct (material, 8-bit sRGB colour) pair: faces merge only
+    within one, so the merged mesh looks like the per-face one to the last bit a .vox or
+    an 8-bit display keeps."""
+    code = np.round(np.concatenate([linear_to_srgb(rgba[:, :3]), np.clip(rgba[:, 3:4], 0, 1)], 1) * 255)
+    key = code.astype(np.int64) @ np.array([1 << 24, 1 << 16, 1 << 8, 1], np.int64)
+    pairs = np.stack([material.astype(np.int64), key], 1)
+    return np.unique(pairs, axis=0, return_inverse=True)[1].ravel()
+
+
+def _voxel_of_face(blocks):
+    return getattr(blocks, "voxel_of_face", None)  # GreedyMesh has it too (voxel_of_quad)
+
+
+def face_attributes(arrays) -> dict:
+    """The block mesh's face ``color`` when ``apply`` made one."""
+    color = getattr(arrays, "face_color", None)
+    return {} if color is None else {"color": color}
+
+
+def show_colors(obj, art: ArtInputs) -> None:
+    """Texture colours: the slots of textured materials show the voxels' ``color``
+    (``VoxFX Voxel Color``); the image needs UVs the voxels do not have."""
+    if not art.textured_materials:
+        return
+    from . import materials
+
+    data = obj.data
+    for i, mat in enumerate(data.materials):
+        if mat is not None and mat.name in art.textured_materials:
+            data.materials[i] = materials.voxel_color()
+
+
+def write_vox(path, arrays, spec):
+    """The .vox file with ``apply``'s palette (sRGB bytes), or as before without it."""
+    from .vox_export import write_vox as write
+
+    if getattr(arrays, "vox_index", None) is None:
+        return write(path, arrays.ijk, spec.shape, colors=arrays.rgba)
+    palette = arrays.vox_palette.astype(np.float64)
+    rgba8 = np.round(np.concatenate([linear_to_srgb(palette[:, :3]), np.clip(palette[:, 3:4], 0, 1)], 1) * 255)
+    return write(path, arrays.ijk, spec.shape, color_indices=arrays.vox_index + 1, palette=rgba8.astype(np.uint8))

@@ -1,0 +1,192 @@
+"""Palettes for .vox: voxel colours reduced to at most 255, by k-means in OKLab or by the
+nearest colour of a given palette. No ``bpy`` here; the point cloud keeps full colour.
+
+    palette, index = quantize(rgba)                  # palette (P, 4) float32, P ≤ 255
+    palette = palette_from_image(pixels)             # a MagicaVoxel palette PNG, say
+    index = nearest_in_palette(rgba, palette)        # (N,) int32 into it
+
+Colours are Blender's scene-linear RGB(A) floats in and out. Distances are taken in
+OKLab (Ottosson 2020: linear sRGB → LMS by a matrix, cube root, → Lab by a second
+matrix), where equal steps look about equally different, so the palette spends its
+entries where the eye tells colours apart rather than where RGB numbers differ.
+
+``quantize``: exact when there are at most *max_colors* distinct colours (after rounding
+to 8-bit sRGB, the precision a .vox palette has). Otherwise weighted k-means in OKLab:
+the distinct colours are first pooled into 6-bit-per-channel sRGB buckets (at most 2¹⁸,
+each weighted by its voxels, at its members' mean), the centres start from a variance
+cut in OKLab (split the box of largest weighted squared error along its axis of largest
+variance at the mean, until there are *max_colors* boxes), then ``iterations`` Lloyd steps
+(assign to the nearest centre, move each centre to its members' weighted mean); the
+palette entry is its cluster's mean linear colour and every distinct colour is finally
+assigned to its nearest entry. Deterministic: no random start, ties to the lower index.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import InputError
+
+MAX_COLORS = 255
+_CHUNK = 1 << 16  # colours per distance block: (chunk, 255) float32 is 64 MiB at most
+
+# linear sRGB → LMS, and cube-rooted LMS → Lab (Ottosson 2020, "A perceptual colour space")
+_M1 = np.array([[0.4122214708, 0.5363325363, 0.0514459929],
+                [0.2119034982, 0.6806995451, 0.1073969566],
+                [0.0883024619, 0.2817188376, 0.6299787005]])
+_M2 = np.array([[0.2104542553, 0.7936177850, -0.0040720468],
+                [1.9779984951, -2.4285922050, 0.4505937099],
+                [0.0259040371, 0.7827717662, -0.8086757660]])
+
+
+def srgb_to_linear(c):
+    """sRGB-encoded 0..1 → linear (IEC 61966-2-1 transfer function)."""
+    c = np.asarray(c, np.float64)
+    return np.where(c <= 0.04045, c / 12.92, ((c + 0.055) / 1.055) ** 2.4)
+
+
+def linear_to_srgb(c):
+    """Linear → sRGB-encoded 0..1 (clipped to 0..1 first)."""
+    c = np.clip(np.asarray(c, np.float64), 0.0, 1.0)
+    return np.where(c <= 0.0031308, c * 12.92, 1.055 * c ** (1 / 2.4) - 0.055)
+
+
+def oklab(rgb_linear):
+    """(N, 3) float64 OKLab of (N, 3) linear sRGB."""
+    lms = np.asarray(rgb_linear, np.float64) @ _M1.T
+    return np.cbrt(lms) @ _M2.T
+
+
+def _rgba(colors) -> np.ndarray:
+    colors = np.asarray(colors)
+    if colors.ndim != 2 or colors.shape[1] not in (3, 4) or not np.issubdtype(colors.dtype, np.floating):
+        raise InputError(f"colours must be (N, 3) or (N, 4) floats, not {colors.dtype} {colors.shape}")
+    if not np.isfinite(colors).all():
+        raise InputError("colours contain NaN or infinite values")
+    if colors.shape[1] == 3:
+        colors = np.concatenate([colors, np.ones((len(colors), 1), colors.dtype)], axis=1)
+    return colors.astype(np.float64)
+
+
+def quantize(colors, max_colors: int = MAX_COLORS, iterations: int = 10):
+    """(palette (P, 4) float32 linear RGBA, index (N,) int32) with P ≤ *max_colors*."""
+    if not 1 <= max_colors <= MAX_COLORS:
+        raise InputError(f"a .vox palette holds 1..{MAX_COLORS} colours, not {max_colors}")
+    rgba = _rgba(colors)
+    if len(rgba) == 0:
+        return np.zeros((0, 4), np.float32), np.zeros(0, np.int32)
+    # distinct colours at .vox precision: 8-bit sRGB and alpha
+    code8 = np.round(np.concatenate([linear_to_srgb(rgba[:, :3]), np.clip(rgba[:, 3:], 0, 1)], 1) * 255)
+    key8 = code8.astype(np.int64) @ np.array([1 << 24, 1 << 16, 1 << 8, 1], np.int64)
+    keys, first, inverse, counts = np.unique(key8, return_index=True, return_inverse=True, return_counts=True)
+    inverse = inverse.ravel()
+    distinct = _weighted_sums(rgba, inverse, len(keys)) / counts[:, None]  # mean linear colour per key
+    if len(keys) <= max_colors:
+        return distinct.astype(np.float32), inverse.astype(np.int32)
+
+    # pool into 6-bit sRGB buckets for the fit
+    bucket_key = (code8[first, :3].astype(np.int64) >> 2) @ np.array([1 << 12, 1 << 6, 1], np.int64)
+    _, bucket_of, bucket_count = np.unique(bucket_key, return_inverse=True, return_counts=True)
+    bucket_of = bucket_of.ravel()
+    weight = np.bincount(bucket_of, weights=counts).astype(np.float64)
+    bucket = _weighted_sums(distinct * counts[:, None], bucket_of, len(bucket_count)) / weight[:, None]
+    lab = oklab(bucket[:, :3])
+    if len(lab) <= max_colors:
+        centres = lab
+    else:
+        centres = _variance_split(lab, weight, max_colors)
+        for _ in range(iterations):
+            label = _nearest(lab, centres)
+            sums = _weighted_sums(lab * weight[:, None], label, len(centres))
+            mass = np.bincount(label, weights=weight, minlength=len(centres))
+            moved = mass > 0
+            new = centres.copy()
+            new[moved] = sums[moved] / mass[moved, None]
+            if np.allclose(new, centres, atol=1e-7, rtol=0):
+                break
+            centres = new
+    # final: each distinct colour to its nearest centre; entries are their members' means
+    label = _nearest(oklab(distinct[:, :3]), centres)
+    used, label = np.unique(label, return_inverse=True)
+    label = label.ravel()
+    mass = np.bincount(label, weights=counts, minlength=len(used))
+    palette = _weighted_sums(distinct * counts[:, None], label, len(used)) / mass[:, None]
+    return palette.astype(np.float32), label[inverse].astype(np.int32)
+
+
+def nearest_in_palette(colors, palette) -> np.ndarray:
+    """(N,) int32 index of the OKLab-nearest entry of *palette* (P, 3|4) for each colour
+    (alpha is not compared); ties to the lower index."""
+    palette = _rgba(palette)
+    if not 1 <= len(palette) <= MAX_COLORS:
+        raise InputError(f"a palette needs 1..{MAX_COLORS} colours, not {len(palette)}")
+    rgba = _rgba(colors)
+    return _nearest(oklab(rgba[:, :3]), oklab(palette[:, :3])).astype(np.int32)
+
+
+def palette_from_image(pixels, max_colors: int = MAX_COLORS) -> np.ndarray:
+    """(P, 4) float32 linear palette of the distinct colours of an image's (H, W, 4) linear
+    pixels, top row first and left to right (how an image editor and MagicaVoxel's palette
+    strip show it; Blender's pixel rows run bottom up), first appearance kept, fully
+    transparent pixels skipped. A MagicaVoxel palette PNG (256 × 1) gives colour index
+    i + 1 for pixel i. Refuses more than *max_colors* distinct colours."""
+    pixels = np.asarray(pixels, np.float64)
+    if pixels.ndim != 3 or pixels.shape[2] != 4:
+        raise InputError(f"a palette image must be RGBA pixels, not shape {pixels.shape}")
+    flat = pixels[::-1].reshape(-1, 4)
+    flat = flat[flat[:, 3] > 0]
+    if len(flat) == 0:
+        raise InputError("the palette image has no opaque pixel")
+    code = np.round(np.concatenate([linear_to_srgb(flat[:, :3]), np.clip(flat[:, 3:], 0, 1)], 1) * 255)
+    _, first = np.unique(code.astype(np.int64) @ np.array([1 << 24, 1 << 16, 1 << 8, 1], np.int64),
+                         return_index=True)
+    if len(first) > max_colors:
+        raise InputError(f"the palette image has {len(first)} distinct colours; a .vox palette holds {max_colors}")
+    return flat[np.sort(first)].astype(np.float32)
+
+
+def _weighted_sums(values, label, count):
+    return np.stack([np.bincount(label, weights=values[:, c], minlength=count) for c in range(values.shape[1])], 1)
+
+
+def _nearest(points, centres) -> np.ndarray:
+    """Index of the nearest centre (squared Euclidean) per point, in blocks of rows."""
+    out = np.empty(len(points), np.int64)
+    cc = (centres**2).sum(1)
+    for s in range(0, len(points), _CHUNK):
+        p = points[s:s + _CHUNK]
+        d = cc[None, :] - 2.0 * (p @ centres.T)  # |p|² is the same for every centre
+        out[s:s + _CHUNK] = np.argmin(d, axis=1)
+    return out
+
+
+def _variance_split(points, weight, k):
+    """k starting centres: boxes split in turn, always the box of largest weighted squared
+    error, along its axis of largest weighted variance at the weighted mean (Wu-style
+    variance cut); each centre is its box's weighted mean."""
+    boxes = [np.arange(len(points))]
+    errors = [_box_error(points, weight, boxes[0])]
+    while len(boxes) < k:
+        b = int(np.argmax([e[0] for e in errors]))
+        error, axis, mean = errors[b]
+        if error <= 0:
+            break
+        members = boxes[b]
+        low = points[members, axis] <= mean
+        if low.all() or not low.any():
+            errors[b] = (0.0, 0, 0.0)
+            continue
+        boxes[b] = members[low]
+        errors[b] = _box_error(points, weight, boxes[b])
+        boxes.append(members[~low])
+        errors.append(_box_error(points, weight, boxes[-1]))
+    return np.stack([(points[m] * weight[m, None]).sum(0) / weight[m].sum() for m in boxes])
+
+
+def _box_error(points, weight, members):
+    """(weighted squared error, axis of largest weighted variance, mean along it)."""
+    p, w = points[members], weight[members]
+    mean = (p * w[:, None]).sum(0) / w.sum()
+    per_axis = (w[:, None] * (p - mean) ** 2).sum(0)
+    axis = int(np.argmax(per_axis))
+    return float(per_axis.sum()), axis, float(mean[axis])

@@ -1,0 +1,326 @@
+"""Texture colours: per voxel, the image colour of its owner triangle at the point of that
+triangle closest to the voxel's centre. No ``bpy`` here.
+
+    colors, textured = texture_colors(centres, owner, vertices, triangles, uvs, image_of_triangle, images)
+
+For voxel v with centre p and owner triangle o (``attributes.owner_triangles``):
+
+1. the nearest triangle t to p among o and the triangles sharing a vertex with o that use
+   the same image (smaller squared distance, ties to the lower index). The owner alone
+   is the lowest-numbered triangle *touching* the voxel, which along a seam is often the
+   neighbour of the one the centre lies over: its closest point would then be on the
+   seam, and a checker cell beside a diagonal would take a blend of its neighbours;
+2. the closest point of t to p, as barycentrics (α, β, γ): the Voronoi-region walk over
+   the triangle's vertices, edges and face (Ericson, *Real-Time Collision Detection*
+   §5.1.5); a zero-area triangle gives its first corner;
+3. its UV, α·uv₀ + β·uv₁ + γ·uv₂;
+4. the image colour there as Blender's Image Texture samples it by default (Linear
+   interpolation, Repeat extension): texel centres at ((i + ½)/W, (j + ½)/H), row 0 at
+   v = 0 (Blender's pixel order), x = u·W − ½, y = v·H − ½, the four texels around
+   (x, y) wrapped modulo W and H and blended bilinearly.
+
+Voxels whose owner is −1 or whose triangle has no image (image index −1) get NaN and
+``textured`` False; the caller gives them their material's colour.
+
+Both backends run the same float32 arithmetic in the same order: NumPy on arrays, CuPy
+as one CUDA thread per voxel (``_SOURCE``; the per-voxel function is host-and-device so
+tests/unit/test_cuda_texture_host.py runs it on the CPU without a GPU). Compiled without
+fused multiply-add, the results agree to float32 rounding (the GPU test allows 1e-5).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import backend
+
+_SOURCE = r"""
+#ifndef VOXFX_HD
+#define VOXFX_HD __host__ __device__
+#endif
+
+VOXFX_HD inline float dot3(const float* a, const float* b) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]; }
+
+// Barycentrics (u, v, w) of the point of triangle abc closest to p (Ericson 5.1.5).
+VOXFX_HD inline void closest_barycentrics(const float* p, const float* a, const float* b, const float* c,
+                                          float* u, float* v, float* w) {
+    float ab[3], ac[3], ap[3], bp[3], cp[3];
+    for (int k = 0; k < 3; ++k) {
+        ab[k] = b[k] - a[k]; ac[k] = c[k] - a[k]; ap[k] = p[k] - a[k]; bp[k] = p[k] - b[k]; cp[k] = p[k] - c[k];
+    }
+    float d1 = dot3(ab, ap), d2 = dot3(ac, ap), d3 = dot3(ab, bp), d4 = dot3(ac, bp);
+    float d5 = dot3(ab, cp), d6 = dot3(ac, cp);
+    float vc = d1 * d4 - d3 * d2, vb = d5 * d2 - d1 * d6, va = d3 * d6 - d5 * d4;
+    *u = 1.0f; *v = 0.0f; *w = 0.0f;
+    if (d1 <= 0.0f && d2 <= 0.0f) return;                                   // vertex a
+    if (d3 >= 0.0f && d4 <= d3) { *u = 0.0f; *v = 1.0f; return; }           // vertex b
+    if (vc <= 0.0f && d1 >= 0.0f && d3 <= 0.0f) {                           // edge ab
+        float t = d1 / (d1 - d3); *u = 1.0f - t; *v = t; return;
+    }
+    if (d6 >= 0.0f && d5 <= d6) { *u = 0.0f; *w = 1.0f; return; }           // vertex c
+    if (vb <= 0.0f && d2 >= 0.0f && d6 <= 0.0f) {                           // edge ac
+        float t = d2 / (d2 - d6); *u = 1.0f - t; *w = t; return;
+    }
+    if (va <= 0.0f && d4 - d3 >= 0.0f && d5 - d6 >= 0.0f) {                 // edge bc
+        float t = (d4 - d3) / ((d4 - d3) + (d5 - d6)); *u = 0.0f; *v = 1.0f - t; *w = t; return;
+    }
+    float sum = va + vb + vc;
+    if (!(sum > 0.0f)) return;                                              // zero area: vertex a
+    *v = vb / sum; *w = vc / sum; *u = 1.0f - *v - *w;                      // inside the face
+}
+
+// Squared distance from p to triangle q (9 floats), with the closest point's barycentrics.
+VOXFX_HD inline float distance2_to(const float* p, const float* q, float* u, float* v, float* w) {
+    closest_barycentrics(p, q, q + 3, q + 6, u, v, w);
+    float d[3];
+    for (int k = 0; k < 3; ++k) d[k] = p[k] - (*u * q[k] + *v * q[3 + k] + *w * q[6 + k]);
+    return d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+}
+
+VOXFX_HD inline long long wrap(long long i, long long n) { return ((i % n) + n) % n; }
+
+// Colour of voxel i into out[4 i .. 4 i + 3]; returns whether it had a texture.
+VOXFX_HD inline bool texture_color_of(long long i, const float* centres, const int* owner, const float* corners,
+                                      const int* triangles, const long long* ring_start, const int* ring,
+                                      const float* uvs, const int* image_of_triangle, const long long* image_start,
+                                      const int* image_width, const int* image_height, const float* pixels,
+                                      float* out) {
+    int t = owner[i];
+    int image = t >= 0 ? image_of_triangle[t] : -1;
+    if (image < 0) {
+        for (int k = 0; k < 4; ++k) out[4 * i + k] = nanf("");
+        return false;
+    }
+    const float* p = centres + 3 * i;
+    float u, v, w;
+    float best = distance2_to(p, corners + 9 * (long long)t, &u, &v, &w);
+    int owner_t = t;
+    for (int c = 0; c < 3; ++c) {  // the triangles around the owner's corners
+        int vertex = triangles[3 * (long long)owner_t + c];
+        for (long long r = ring_start[vertex]; r < ring_start[vertex + 1]; ++r) {
+            int other = ring[r];
+            if (other == owner_t || image_of_triangle[other] != image) continue;
+            float ou, ov, ow;
+            float d = distance2_to(p, corners + 9 * (long long)other, &ou, &ov, &ow);
+            if (d < best || (d == best && other < t)) { best = d; t = other; u = ou; v = ov; w = ow; }
+        }
+    }
+    const float* uv = uvs + 6 * (long long)t;
+    float s = u * uv[0] + v * uv[2] + w * uv[4];
+    float r = u * uv[1] + v * uv[3] + w * uv[5];
+    long long W = image_width[image], H = image_height[image];
+    float x = s * (float)W - 0.5f, y = r * (float)H - 0.5f;
+    float x0 = floorf(x), y0 = floorf(y);
+    float fx = x - x0, fy = y - y0;
+    long long i0 = wrap((long long)x0, W), j0 = wrap((long long)y0, H);
+    long long i1 = wrap(i0 + 1, W), j1 = wrap(j0 + 1, H);
+    const float* px = pixels + image_start[image];
+    for (int k = 0; k < 4; ++k) {
+        float p00 = px[4 * (j0 * W + i0) + k], p10 = px[4 * (j0 * W + i1) + k];
+        float p01 = px[4 * (j1 * W + i0) + k], p11 = px[4 * (j1 * W + i1) + k];
+        float low = (1.0f - fx) * p00 + fx * p10, high = (1.0f - fx) * p01 + fx * p11;
+        out[4 * i + k] = (1.0f - fy) * low + fy * high;
+    }
+    return true;
+}
+
+#ifndef VOXFX_HOST_ONLY
+extern "C" __global__ void texture_colors(const float* centres, const int* owner, const float* corners,
+                                          const int* triangles, const long long* ring_start, const int* ring,
+                                          const float* uvs, const int* image_of_triangle,
+                                          const long long* image_start, const int* image_width,
+                                          const int* image_height, const float* pixels, float* out,
+                                          bool* textured, long long n) {
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    textured[i] = texture_color_of(i, centres, owner, corners, triangles, ring_start, ring, uvs, image_of_triangle,
+                                   image_start,
+                                   image_width, image_height, pixels, out);
+}
+#endif
+"""
+
+_OPTIONS = ("--fmad=false", "--std=c++14")
+_THREADS = 256
+_CHUNK = 1 << 18  # voxels per NumPy block (about 20 candidate triangles each)
+
+
+def voxel_centres(ijk, spec, xp=np):
+    """(N, 3) float32 world centres of integer voxels (i, j, k) of *spec*."""
+    origin = xp.asarray(spec.origin, dtype=xp.float64)
+    return (origin + (xp.asarray(ijk).astype(xp.float64) + 0.5) * spec.voxel_size).astype(xp.float32)
+
+
+def pack_images(images):
+    """(start (M,) int64 into the flat pixels, width (M,) int32, height (M,) int32, flat
+    float32 RGBA pixels) of (H, W, 4) images, rows bottom first."""
+    starts, widths, heights, flat = [], [], [], []
+    at = 0
+    for image in images:
+        image = np.asarray(image, dtype=np.float32)
+        if image.ndim != 3 or image.shape[2] != 4 or image.shape[0] < 1 or image.shape[1] < 1:
+            raise ValueError(f"an image must be (H, W, 4) RGBA, not {image.shape}")
+        starts.append(at)
+        heights.append(image.shape[0])
+        widths.append(image.shape[1])
+        flat.append(image.reshape(-1))
+        at += image.size
+    pixels = np.concatenate(flat) if flat else np.zeros(4, np.float32)
+    return (np.asarray(starts, np.int64).reshape(-1), np.asarray(widths, np.int32).reshape(-1),
+            np.asarray(heights, np.int32).reshape(-1), pixels)
+
+
+def triangle_rings(triangles, vertex_count):
+    """(ring_start (V + 1,) int64, ring (3T,) int32): the triangles using vertex x are
+    ring[ring_start[x]:ring_start[x + 1]], ascending."""
+    flat = np.asarray(triangles, np.int64).ravel()
+    order = np.argsort(flat, kind="stable")
+    ring_start = np.zeros(vertex_count + 1, np.int64)
+    np.cumsum(np.bincount(flat, minlength=vertex_count), out=ring_start[1:])
+    return ring_start, (order // 3).astype(np.int32)
+
+
+def texture_colors(centres, owner, vertices, triangles, uvs, image_of_triangle, images, xp=None):
+    """((N, 4) float32 colours, (N,) bool textured) of voxels at *centres* (N, 3) with owner
+    triangles *owner* (N,) int (−1: none), over the mesh *vertices* (V, 3) / *triangles*
+    (T, 3) with per triangle its corner *uvs* (T, 3, 2) and image index
+    *image_of_triangle* (T,) (−1: none) into *images*, a list of (H, W, 4) float32 RGBA
+    pixel arrays (Blender's order, bottom row first). Runs on *xp* (default: the active
+    backend)."""
+    xp = xp or backend.xp()
+    n, t = len(owner), len(image_of_triangle)
+    if (tuple(triangles.shape) != (t, 3) or tuple(uvs.shape) != (t, 3, 2) or tuple(centres.shape) != (n, 3)
+            or vertices.ndim != 2 or vertices.shape[1] != 3):
+        raise ValueError("texture_colors: centres (N, 3), owner (N,), vertices (V, 3), triangles (T, 3), "
+                         "uvs (T, 3, 2) and image_of_triangle (T,) must agree")
+    image_index = np.asarray(backend.to_numpy(image_of_triangle)).astype(np.int64)
+    if t and image_index.max(initial=-1) >= len(images):
+        raise ValueError(f"a triangle uses image {int(image_index.max())} of {len(images)}")
+    tris = np.asarray(backend.to_numpy(triangles)).astype(np.int64)
+    verts = np.asarray(backend.to_numpy(vertices), np.float32)
+    corners = verts[tris] if t else np.zeros((0, 3, 3), np.float32)
+    ring_start, ring = triangle_rings(tris, len(verts))
+    mesh = (corners, tris.astype(np.int32), ring_start, ring)
+    start, width, height, pixels = pack_images(images)
+    if xp is np:
+        return _texture_colors_numpy(centres, owner, mesh, uvs, image_of_triangle, start, width, height, pixels)
+    return _texture_colors_cupy(xp, centres, owner, mesh, uvs, image_of_triangle, start, width, height, pixels)
+
+
+def _texture_colors_cupy(cp, centres, owner, mesh, uvs, image_of_triangle, start, width, height, pixels):
+    n = len(owner)
+    out = cp.empty((n, 4), cp.float32)
+    textured = cp.empty(n, cp.bool_)
+    if n == 0:
+        return out, textured
+    corners, tris, ring_start, ring = (cp.asarray(a) for a in mesh)
+    kernel = cp.RawKernel(_SOURCE, "texture_colors", options=_OPTIONS)
+    args = (cp.ascontiguousarray(cp.asarray(centres, cp.float32)), cp.ascontiguousarray(cp.asarray(owner, cp.int32)),
+            corners, tris, ring_start, ring, cp.ascontiguousarray(cp.asarray(uvs, cp.float32)),
+            cp.ascontiguousarray(cp.asarray(image_of_triangle, cp.int32)), cp.asarray(start), cp.asarray(width),
+            cp.asarray(height), cp.asarray(pixels), out, textured, np.int64(n))
+    kernel(((n + _THREADS - 1) // _THREADS,), (_THREADS,), args)
+    return out, textured
+
+
+def _texture_colors_numpy(centres, owner, mesh, uvs, image_of_triangle, start, width, height, pixels):
+    """The CUDA source's arithmetic on arrays, operation for operation, in float32."""
+    f = np.float32
+    corners, tris, ring_start, ring = mesh
+    owner = np.asarray(owner, np.int64)
+    image_of_triangle = np.asarray(image_of_triangle, np.int64)
+    n = len(owner)
+    image = np.where(owner >= 0, image_of_triangle[np.maximum(owner, 0)] if len(image_of_triangle) else -1, -1)
+    textured = image >= 0
+    out = np.full((n, 4), np.nan, np.float32)
+    rows = np.flatnonzero(textured)
+    for s in range(0, len(rows), _CHUNK):
+        chunk = rows[s:s + _CHUNK]
+        p = np.asarray(centres, np.float32)[chunk]
+        t, (u, v, w) = _nearest_triangle(p, owner[chunk], image[chunk], corners, tris, ring_start, ring,
+                                         image_of_triangle)
+        img = image[chunk]
+        uv = np.asarray(uvs, np.float32)[t]
+        su = u * uv[:, 0, 0] + v * uv[:, 1, 0] + w * uv[:, 2, 0]
+        r = u * uv[:, 0, 1] + v * uv[:, 1, 1] + w * uv[:, 2, 1]
+        W, H = width[img].astype(np.int64), height[img].astype(np.int64)
+        x = su * W.astype(f) - f(0.5)
+        y = r * H.astype(f) - f(0.5)
+        x0, y0 = np.floor(x), np.floor(y)
+        fx, fy = x - x0, y - y0
+        i0, j0 = x0.astype(np.int64) % W, y0.astype(np.int64) % H
+        i1, j1 = (i0 + 1) % W, (j0 + 1) % H
+        base = start[img][:, None] + np.arange(4)[None, :]
+
+        def texel(i, j, base=base, W=W):
+            return pixels[base + (4 * (j * W + i))[:, None]]
+
+        low = (f(1) - fx)[:, None] * texel(i0, j0) + fx[:, None] * texel(i1, j0)
+        high = (f(1) - fx)[:, None] * texel(i0, j1) + fx[:, None] * texel(i1, j1)
+        out[chunk] = (f(1) - fy)[:, None] * low + fy[:, None] * high
+    return out, textured
+
+
+def _nearest_triangle(p, owner, image, corners, tris, ring_start, ring, image_of_triangle):
+    """(triangle, barycentrics) per point: the least (squared distance, index) among the
+    owner and the triangles around its corners that use the same image."""
+    m = len(p)
+    vertex = tris[owner].astype(np.int64)  # (m, 3)
+    lengths = (ring_start[vertex + 1] - ring_start[vertex]).ravel()
+    firsts = np.repeat(ring_start[vertex].ravel(), lengths)
+    within = np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    candidate = np.concatenate([owner, ring[firsts + within].astype(np.int64)])
+    point = np.concatenate([np.arange(m), np.repeat(np.repeat(np.arange(m), 3), lengths)])
+    keep = image_of_triangle[candidate] == image[point]
+    candidate, point = candidate[keep], point[keep]
+    q = corners[candidate]
+    u, v, w = closest_barycentrics(p[point], q[:, 0], q[:, 1], q[:, 2])
+    d = p[point] - (u[:, None] * q[:, 0] + v[:, None] * q[:, 1] + w[:, None] * q[:, 2])
+    d2 = d[:, 0] * d[:, 0] + d[:, 1] * d[:, 1] + d[:, 2] * d[:, 2]
+    order = np.lexsort((candidate, d2, point))
+    first = order[np.searchsorted(point[order], np.arange(m))]
+    return candidate[first], (u[first], v[first], w[first])
+
+
+def closest_barycentrics(p, a, b, c):
+    """(u, v, w) float32 (N,) barycentrics of the points of triangles abc closest to p,
+    each (N, 3) float32: the CUDA ``closest_barycentrics`` on arrays."""
+    f = np.float32
+
+    def dot(x, y):
+        return x[:, 0] * y[:, 0] + x[:, 1] * y[:, 1] + x[:, 2] * y[:, 2]
+
+    ab, ac, ap, bp, cp = b - a, c - a, p - a, p - b, p - c
+    d1, d2, d3, d4, d5, d6 = dot(ab, ap), dot(ac, ap), dot(ab, bp), dot(ac, bp), dot(ab, cp), dot(ac, cp)
+    vc, vb, va = d1 * d4 - d3 * d2, d5 * d2 - d1 * d6, d3 * d6 - d5 * d4
+    n = len(p)
+    u, v, w = np.ones(n, f), np.zeros(n, f), np.zeros(n, f)
+    todo = np.ones(n, bool)
+
+    def take(cond):
+        nonlocal todo
+        hit = todo & cond
+        todo = todo & ~hit
+        return hit
+
+    with np.errstate(divide="ignore", invalid="ignore"):
+        take((d1 <= 0) & (d2 <= 0))  # vertex a: (1, 0, 0)
+        hit = take((d3 >= 0) & (d4 <= d3))  # vertex b
+        u[hit], v[hit] = 0, 1
+        hit = take((vc <= 0) & (d1 >= 0) & (d3 <= 0))  # edge ab
+        t = d1[hit] / (d1[hit] - d3[hit])
+        u[hit], v[hit] = f(1) - t, t
+        hit = take((d6 >= 0) & (d5 <= d6))  # vertex c
+        u[hit], w[hit] = 0, 1
+        hit = take((vb <= 0) & (d2 >= 0) & (d6 <= 0))  # edge ac
+        t = d2[hit] / (d2[hit] - d6[hit])
+        u[hit], w[hit] = f(1) - t, t
+        hit = take((va <= 0) & (d4 - d3 >= 0) & (d5 - d6 >= 0))  # edge bc
+        t = (d4[hit] - d3[hit]) / ((d4[hit] - d3[hit]) + (d5[hit] - d6[hit]))
+        u[hit], v[hit], w[hit] = 0, f(1) - t, t
+        total = va + vb + vc
+        hit = take(total > 0)  # inside the face; a zero-area triangle keeps vertex a
+        v[hit] = vb[hit] / total[hit]
+        w[hit] = vc[hit] / total[hit]
+        u[hit] = f(1) - v[hit] - w[hit]
+    return u, v, w

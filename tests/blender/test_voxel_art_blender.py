@@ -1,0 +1,130 @@
+"""Voxelize Selected with the voxel art options, end to end in headless Blender: texture
+colours on a checker quad's points, a merged block mesh (a cube becomes six faces; the
+colours stay), and a .vox palette from a palette image."""
+
+from __future__ import annotations
+
+import bpy
+import numpy as np
+import pytest
+
+from voxfx.kernels.voxelize.palette import linear_to_srgb, srgb_to_linear
+from voxfx.kernels.voxfile import read_vox
+
+from .helpers import voxfx_registered
+from .test_textures_blender import CELLS, checker_image, quad, textured_material
+
+
+@pytest.fixture
+def registered(tmp_path):
+    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "art.blend"))
+    with voxfx_registered():
+        s = bpy.context.scene.voxfx.voxelize
+        yield s, tmp_path
+
+
+def select_only(obj):
+    for o in bpy.context.selected_objects:
+        o.select_set(False)
+    obj.select_set(True)
+    bpy.context.view_layer.objects.active = obj
+
+
+def colors_of(geometry, name="color"):
+    att = geometry.attributes[name]
+    out = np.empty(len(att.data) * 4, np.float32)
+    att.data.foreach_get("color", out)
+    return out.reshape(-1, 4)
+
+
+def test_texture_colour_source_gives_points_their_checker_cell(registered):
+    s, _ = registered
+    image, cells = checker_image()
+    obj = quad(textured_material(image))
+    select_only(obj)
+    s.resolution, s.mode, s.color_source = CELLS, "SURFACE", "TEXTURE"
+    assert bpy.ops.voxfx.voxelize() == {"FINISHED"}
+    points = bpy.data.objects["Quad_voxels"]
+    pos = np.empty(len(points.data.points) * 3, np.float32)
+    points.data.attributes["position"].data.foreach_get("vector", pos)
+    pos = pos.reshape(-1, 3)
+    rgba = colors_of(points.data)
+    over = (pos[:, 0] > 0) & (pos[:, 0] < 2) & (pos[:, 1] > 0) & (pos[:, 1] < 2)  # centres over the quad
+    assert over.sum() == 2 * CELLS * CELLS  # the quad lies on a voxel boundary: two layers
+    i, j = np.floor(pos[over, 0] / 0.5).astype(int), np.floor(pos[over, 1] / 0.5).astype(int)
+    expected = cells[j, i] / 255.0
+    expected[:, :3] = srgb_to_linear(expected[:, :3])
+    np.testing.assert_allclose(rgba[over], expected, atol=2e-6)
+    assert points.data.materials[0].name == "VoxFX Voxel Color"  # the image needs UVs points lack
+
+
+def test_merged_block_mesh_of_a_cube_is_six_faces_with_its_colour(registered):
+    s, _ = registered
+    bpy.ops.mesh.primitive_cube_add(size=2)
+    cube = bpy.context.active_object
+    mat = bpy.data.materials.new("Blue")
+    if mat.node_tree is None:
+        mat.use_nodes = True
+    mat.node_tree.nodes["Principled BSDF"].inputs["Base Color"].default_value = (0.1, 0.2, 0.9, 1)
+    cube.data.materials.append(mat)
+    select_only(cube)
+    s.resolution, s.mode = 8, "SOLID_SURFACE"
+    s.output_points, s.output_blocks = False, True
+    s.greedy_blocks = True
+    assert bpy.ops.voxfx.voxelize() == {"FINISHED"}
+    blocks = bpy.data.objects["Cube_blocks"]
+    assert len(blocks.data.polygons) == 6
+    assert not blocks.data.validate()
+    np.testing.assert_allclose(colors_of(blocks.data), np.tile([0.1, 0.2, 0.9, 1], (6, 1)), atol=1e-6)
+    area = sum(p.area for p in blocks.data.polygons)
+    assert area == pytest.approx(6 * 2.5**2, rel=1e-5)  # 10 voxels of 0.25 m a side
+    assert [m.name for m in blocks.data.materials] == ["Blue"]
+
+
+def test_vox_palette_from_an_image(registered):
+    s, tmp = registered
+    image, cells = checker_image()
+    obj = quad(textured_material(image))
+    select_only(obj)
+    palette_colours = np.array([[255, 0, 0, 255], [0, 255, 0, 255], [0, 0, 255, 255]], np.float64)
+    pal = bpy.data.images.new("palette", 3, 1, alpha=True)
+    pal.pixels.foreach_set((palette_colours / 255.0).astype(np.float32).ravel())
+    s.resolution, s.mode, s.color_source = CELLS, "SURFACE", "TEXTURE"
+    s.output_points, s.output_vox, s.vox_path = True, True, "//art.vox"
+    s.vox_palette, s.vox_palette_image = "IMAGE", pal
+    assert bpy.ops.voxfx.voxelize() == {"FINISHED"}
+    scene = read_vox(tmp / "art.vox")
+    np.testing.assert_array_equal(scene.palette[:3], palette_colours.astype(np.uint8))
+    ijk, index = scene.voxels()
+    assert len(ijk) == len(bpy.data.objects["Quad_voxels"].data.points)
+    assert set(index.tolist()) <= {1, 2, 3}
+    # the points keep their full colour: more distinct colours than the palette
+    assert len(np.unique(colors_of(bpy.data.objects["Quad_voxels"].data).round(5), axis=0)) > 3
+
+
+def test_vox_palette_image_not_chosen_is_explained(registered):
+    s, _ = registered
+    bpy.ops.mesh.primitive_cube_add(size=2)
+    select_only(bpy.context.active_object)
+    s.output_vox, s.vox_path, s.vox_palette = True, "//x.vox", "IMAGE"
+    with pytest.raises(RuntimeError, match="choose a Palette Image"):
+        bpy.ops.voxfx.voxelize()
+
+
+def test_automatic_vox_palette_is_srgb_of_the_colours(registered):
+    s, tmp = registered
+    bpy.ops.mesh.primitive_cube_add(size=2)
+    cube = bpy.context.active_object
+    mat = bpy.data.materials.new("Grey")
+    if mat.node_tree is None:
+        mat.use_nodes = True
+    mat.node_tree.nodes["Principled BSDF"].inputs["Base Color"].default_value = (0.2, 0.2, 0.2, 1)
+    cube.data.materials.append(mat)
+    select_only(cube)
+    s.resolution, s.output_points, s.output_vox, s.vox_path = 8, False, True, "//grey.vox"
+    assert bpy.ops.voxfx.voxelize() == {"FINISHED"}
+    scene = read_vox(tmp / "grey.vox")
+    _, index = scene.voxels()
+    assert set(index.tolist()) == {1}
+    expected = np.round(linear_to_srgb(np.array([0.2])) * 255)[0]
+    assert tuple(scene.palette[0]) == (expected, expected, expected, 255)
