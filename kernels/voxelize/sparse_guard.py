@@ -1,0 +1,95 @@
+"""The sparse voxelizer's memory guard (issue 11, "Bad input"): the bricks a grid will
+hold, estimated from a coarse pass before anything of the grid's size exists, checked
+against the memory this process may use (``backend.usable_bytes``: cgroup limits and
+``RLIMIT_AS`` included, ``kernels.memory``), and the largest grid that fits named.
+
+The coarse pass. Bricks are 8³ voxels on the lattice of the grid's origin, so a grid of
+voxel size 8·h over the same origin has one voxel per brick. A fine voxel a triangle
+touches lies in a brick the triangle touches, so the coarse conservative surface holds
+every brick of the fine surface; a fine voxel centre inside the mesh lies in a brick
+that either meets the surface or lies wholly inside, where its centre is inside: the
+coarse solid+surface holds every brick of a fine solid. So at f = 8 the coarse count
+bounds the bricks from above (ties aside). Above 256³ coarse voxels the pass runs at f =
+8·2^m (coarse grid ≤ 256³): each coarse surface voxel then stands for (f/8)² bricks
+and each coarse solid one for (f/8)³.
+
+Bytes. Per brick on the CPU, measured (bench/voxelize_sparse.py --memory, RSS of a fresh
+process, bench/RESULTS.md): the bit rows and keys of the bricks found, their
+concatenation and key sort in ``_assemble``, and the clip to the grid's shape. Besides,
+the mesh (``SplitMesh`` ranges), one tile's arrays and a batch of work items.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import backend
+from ..errors import InputError
+from ..grid import GridSpec
+from ..grid.sparse import BRICK
+
+COARSE_MAX = 256  # coarse voxels per axis at most
+BYTES_PER_BRICK = 240  # rows 64 + key 8, found → concatenated → sorted (×3), + the clip's copy
+DEVICE_BYTES_PER_BRICK = 240  # the same arrays on the device (CuPy)
+BYTES_PER_TRIANGLE = 24 + 24 + 4 * 24 + 16 * 4  # vertices, triangles, 4 range arrays, tile pairs
+BASE_BYTES = 64 << 20  # one tile's arrays and a batch of work items (surface.CHUNK_ITEMS)
+
+
+def coarse_factor(spec: GridSpec) -> int:
+    f = BRICK
+    while -(-max(spec.shape) // f) > COARSE_MAX:
+        f *= 2
+    return f
+
+
+def brick_counts(vertices, triangles, spec: GridSpec, mode: str, vote: bool = False):
+    """(surface bricks, interior bricks) estimated from the coarse pass at *spec*."""
+    from . import voxelize
+
+    f = coarse_factor(spec)
+    coarse = GridSpec(spec.origin, spec.voxel_size * f, tuple(-(-int(n) // f) for n in spec.shape))
+    surface = voxelize(vertices, triangles, coarse, "surface", xp=np).count()
+    scale = f // BRICK
+    inside = 0
+    if mode in ("solid", "solid+surface"):
+        both = voxelize(vertices, triangles, coarse, "solid+surface", vote=vote, xp=np).count()
+        inside = max(0, both - surface)
+    return surface * scale ** 2, inside * scale ** 3
+
+
+def sparse_bytes(surface_bricks: int, inside_bricks: int, n_vertices: int, n_triangles: int, xp=np) -> int:
+    per = BYTES_PER_BRICK if xp is np else DEVICE_BYTES_PER_BRICK
+    return int(BASE_BYTES + BYTES_PER_TRIANGLE * (n_triangles + n_vertices) + per * (surface_bricks + inside_bricks))
+
+
+def growth(spec: GridSpec, surface: int, inside: int):
+    """Bricks at a longest side of r voxels, from the counts at *spec*: the surface
+    grows like r², the inside like r³."""
+    r0 = max(spec.shape)
+    return lambda r: int(surface * (r / r0) ** 2 + inside * (r / r0) ** 3)
+
+
+def check_sparse(vertices, triangles, spec: GridSpec, mode: str, vote: bool, xp, usable=None) -> int:
+    """Refuse (``InputError``) a sparse voxelization whose estimate does not fit, naming
+    the largest longest side (and voxel size) that does; returns the estimate."""
+    from ..memory import largest_that_fits
+
+    usable = backend.usable_bytes(xp) if usable is None else int(usable)
+    if len(triangles) == 0:
+        return BASE_BYTES
+    surface, inside = brick_counts(vertices, triangles, spec, mode, vote)
+    nv, nt = len(vertices), len(triangles)
+    need = sparse_bytes(surface, inside, nv, nt, xp)
+    if need <= usable:
+        return need
+    bricks = growth(spec, surface, inside)
+    r0 = max(spec.shape)
+    best = largest_that_fits(lambda r: sparse_bytes(bricks(r), 0, nv, nt, xp), usable, 2, r0 - 1)
+    where = "host" if xp is np else "device"
+    what = (f"A sparse {'×'.join(map(str, spec.shape))} voxel grid needs about {backend.format_bytes(need)} "
+            f"of {where} memory ({surface + inside:,} bricks) but only {backend.format_bytes(usable)} is usable")
+    if best is None:
+        raise InputError(f"{what}; not even the smallest grid fits")
+    size = spec.voxel_size * r0 / best
+    raise InputError(f"{what}. The largest size that fits is {best} voxels along the longest side "
+                     f"(voxel size {size:.4g} m)")
