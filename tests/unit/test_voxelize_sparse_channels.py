@@ -1,0 +1,78 @@
+"""Owner / material / colour channels of a sparse voxelization (issue 11) equal the dense
+attribute path (``attributes.owner_triangles``, ``outputs.voxel_attributes``) at every
+set voxel."""
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from voxfx.kernels.grid import GridSpec
+from voxfx.kernels.grid.sparse import brick_keys
+from voxfx.kernels.grid.sparse_ops import values_at
+from voxfx.kernels.voxelize import voxelize
+from voxfx.kernels.voxelize.attributes import owner_triangles
+from voxfx.kernels.voxelize.outputs import voxel_attributes
+from voxfx.kernels.voxelize.sparse_attributes import add_channels, row_chunks
+
+PRIMS = np.load(Path(__file__).resolve().parents[1] / "data" / "blender_primitives.npz")
+
+
+def mesh(name, res):
+    v, t = PRIMS[name + "_vertices"], PRIMS[name + "_triangles"]
+    lo, hi = v.min(0), v.max(0)
+    return v, t, GridSpec.around(lo, hi, float((hi - lo).max()) / res)
+
+
+def soup_of(v, t, seed, colored):
+    rng = np.random.default_rng(seed)
+    T = len(t)
+    half = T // 2
+    return SimpleNamespace(vertices=v, triangles=t, material_index=rng.integers(-1, 3, T).astype(np.int32),
+                           corner_colors=rng.random((T, 3, 4)).astype(np.float32) if colored else None,
+                           colored_objects=[True, False] if colored else None,
+                           object_index=np.r_[np.zeros(half, np.int32), np.ones(T - half, np.int32)],
+                           materials=["a", "b", "c"])
+
+
+@pytest.mark.parametrize("name,res", [("monkey", 47), ("torus", 61), ("ico_sphere", 38)])
+@pytest.mark.parametrize("mode,vote", [("surface", False), ("thin", False), ("solid", False), ("solid+surface", True)])
+@pytest.mark.parametrize("colored", [False, True])
+def test_channels_equal_the_dense_attributes(name, res, mode, vote, colored):
+    v, t, spec = mesh(name, res)
+    soup = soup_of(v, t, res, colored)
+    table = np.random.default_rng(1).random((4, 4)).astype(np.float32)
+    dense = voxelize(v, t, spec, mode, vote=vote, xp=np)
+    ijk = dense.coordinates()
+    material, color = voxel_attributes(soup, v, t, spec, dense.bits, np, len(ijk), table)
+    owner = owner_triangles(v, t, spec, dense.bits, xp=np)
+
+    got = voxelize(v, t, spec, mode, vote=vote, xp=np, sparse=True)
+    add_channels(got, v, t, soup.material_index, table=table, corner_colors=soup.corner_colors,
+                 colored=soup.colored_objects, object_index=soup.object_index)
+    assert np.array_equal(values_at(got.grid, "owner", ijk), owner)
+    assert np.array_equal(values_at(got.grid, "material", ijk), material)
+    if colored:
+        g = got.grid
+        slot = g.topology.lookup(brick_keys(ijk.astype(np.int64) >> 3))
+        assert (slot >= 0).all()
+        l = ijk & 7  # noqa: E741
+        assert np.array_equal(g.channels["color"][slot, l[:, 2], l[:, 1], l[:, 0]], color)
+    else:
+        assert "color" not in got.grid.channels
+
+
+def test_chunks_of_bricks_hold_whole_rows_and_give_the_same_owners():
+    """Many small chunks (each cut between rows of bricks) give the owners of one."""
+    v, t, spec = mesh("monkey", 90)
+    a = voxelize(v, t, spec, "solid", xp=np, sparse=True)
+    b = voxelize(v, t, spec, "solid", xp=np, sparse=True)
+    add_channels(a, v, t)
+    chunks = row_chunks(b, bricks=7)
+    assert len(chunks) > 10
+    rows = np.asarray(b.grid.topology.keys) >> 21
+    for s, _ in chunks[1:]:
+        assert rows[s] != rows[s - 1]  # never inside a row of bricks
+    add_channels(b, v, t, bricks=7)
+    assert np.array_equal(a.grid.channels["owner"], b.grid.channels["owner"])
