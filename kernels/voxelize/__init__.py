@@ -168,7 +168,7 @@ def voxelize(vertices, triangles, spec: GridSpec, mode: str = "surface", *, vote
     sparse: ``False`` (dense), ``True`` (sparse: the same voxels, bit for bit, in every
     mode and with the vote; memory follows the surface, seed 004 §5) or ``"auto"``:
     sparse where the dense path would not fit in memory and, on the CPU, above
-    ``sparse_result.AUTO_CPU_VOXELS`` grid voxels (2048³; measured, bench/RESULTS.md).
+    ``sparse_result.AUTO_CPU_VOXELS`` grid voxels (1024³; measured, bench/RESULTS.md).
     Coverage (``coverage.py``) and loose edges (``lines.py``) are separate dense passes,
     not modes of this function. A sparse grid too big for memory is refused before
     allocating (``sparse_guard``), naming the largest size that fits.

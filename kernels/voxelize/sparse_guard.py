@@ -13,10 +13,10 @@ bounds the bricks from above (ties aside). Above 256³ coarse voxels the pass ru
 8·2^m (coarse grid ≤ 256³): each coarse surface voxel then stands for (f/8)² bricks
 and each coarse solid one for (f/8)³.
 
-Bytes. Per brick on the CPU, measured (bench/voxelize_sparse.py --memory, RSS of a fresh
-process, bench/RESULTS.md): the bit rows and keys of the bricks found, their
-concatenation and key sort in ``_assemble``, and the clip to the grid's shape. Besides,
-the mesh (``SplitMesh`` ranges), one tile's arrays and a batch of work items.
+Bytes. The peak is the larger of the coarse pass (the dense voxelizer's estimate at the
+coarse grid) and the sparse pass: per brick near the surface and inside, per triangle,
+and a base, fitted to the RSS peaks of fresh processes (bench/voxelize_sparse_auto.py,
+bench/RESULTS.md "Sparse voxelizer for users").
 """
 
 from __future__ import annotations
@@ -29,10 +29,15 @@ from ..grid import GridSpec
 from ..grid.sparse import BRICK
 
 COARSE_MAX = 256  # coarse voxels per axis at most
-BYTES_PER_BRICK = 240  # rows 64 + key 8, found → concatenated → sorted (×3), + the clip's copy
-DEVICE_BYTES_PER_BRICK = 240  # the same arrays on the device (CuPy)
-BYTES_PER_TRIANGLE = 24 + 24 + 4 * 24 + 16 * 4  # vertices, triangles, 4 range arrays, tile pairs
-BASE_BYTES = 64 << 20  # one tile's arrays and a batch of work items (surface.CHUNK_ITEMS)
+# Host bytes, fitted to the peaks bench/voxelize_sparse_auto.py measures (bunny, 128³–1024³,
+# surface and solid+surface; bench/RESULTS.md): a brick near the surface costs its tile's
+# passes (work items, hit lists) besides its rows and keys; a brick inside, filled from a
+# row's parity, only its rows and key, found → concatenated → sorted.
+BYTES_PER_SURFACE_BRICK = 1400
+BYTES_PER_INSIDE_BRICK = 100
+DEVICE_BYTES_PER_BRICK = 240  # rows 64 + key 8, found → concatenated → sorted (×3), the clip's copy
+BYTES_PER_TRIANGLE = 160  # voxel-unit vertices, triangles, the four reach arrays, tile pairs
+BASE_BYTES = 72 << 20  # one tile's arrays, a batch of work items, allocator slack
 
 
 def coarse_factor(spec: GridSpec) -> int:
@@ -47,7 +52,7 @@ def brick_counts(vertices, triangles, spec: GridSpec, mode: str, vote: bool = Fa
     from . import voxelize
 
     f = coarse_factor(spec)
-    coarse = GridSpec(spec.origin, spec.voxel_size * f, tuple(-(-int(n) // f) for n in spec.shape))
+    coarse = coarse_spec(spec)
     surface = voxelize(vertices, triangles, coarse, "surface", xp=np).count()
     scale = f // BRICK
     inside = 0
@@ -58,8 +63,26 @@ def brick_counts(vertices, triangles, spec: GridSpec, mode: str, vote: bool = Fa
 
 
 def sparse_bytes(surface_bricks: int, inside_bricks: int, n_vertices: int, n_triangles: int, xp=np) -> int:
-    per = BYTES_PER_BRICK if xp is np else DEVICE_BYTES_PER_BRICK
-    return int(BASE_BYTES + BYTES_PER_TRIANGLE * (n_triangles + n_vertices) + per * (surface_bricks + inside_bricks))
+    """Peak bytes of the sparse voxelization itself (after the coarse pass)."""
+    mesh = BYTES_PER_TRIANGLE * n_triangles + 24 * n_vertices
+    if xp is not np:
+        return int(BASE_BYTES + mesh + DEVICE_BYTES_PER_BRICK * (surface_bricks + inside_bricks))
+    return int(BASE_BYTES + mesh + BYTES_PER_SURFACE_BRICK * surface_bricks + BYTES_PER_INSIDE_BRICK * inside_bricks)
+
+
+def coarse_bytes(vertices, triangles, spec: GridSpec, mode: str, vote: bool = False) -> int:
+    """Peak bytes of the coarse pass: the dense voxelizer's own estimate at the coarse grid."""
+    from . import estimate_bytes, work_items
+
+    c = coarse_spec(spec)
+    m = "solid+surface" if mode in ("solid", "solid+surface") else "surface"
+    return estimate_bytes(c, m, len(vertices), len(triangles), vote, xp=np,
+                          items=work_items(vertices, triangles, c, m))
+
+
+def coarse_spec(spec: GridSpec) -> GridSpec:
+    f = coarse_factor(spec)
+    return GridSpec(spec.origin, spec.voxel_size * f, tuple(-(-int(n) // f) for n in spec.shape))
 
 
 def growth(spec: GridSpec, surface: int, inside: int):
@@ -77,14 +100,21 @@ def check_sparse(vertices, triangles, spec: GridSpec, mode: str, vote: bool, xp,
     usable = backend.usable_bytes(xp) if usable is None else int(usable)
     if len(triangles) == 0:
         return BASE_BYTES
+    first = coarse_bytes(vertices, triangles, spec, mode, vote)
+    if first > usable:
+        raise InputError(f"Estimating a sparse {'×'.join(map(str, spec.shape))} voxel grid needs "
+                         f"{backend.format_bytes(first)} of host memory but only "
+                         f"{backend.format_bytes(usable)} is usable")
     surface, inside = brick_counts(vertices, triangles, spec, mode, vote)
     nv, nt = len(vertices), len(triangles)
-    need = sparse_bytes(surface, inside, nv, nt, xp)
+    need = max(first, sparse_bytes(surface, inside, nv, nt, xp))
     if need <= usable:
         return need
     bricks = growth(spec, surface, inside)
     r0 = max(spec.shape)
-    best = largest_that_fits(lambda r: sparse_bytes(bricks(r), 0, nv, nt, xp), usable, 2, r0 - 1)
+    share = surface / max(surface + inside, 1)  # the surface's share of the bricks, kept at every size
+    best = largest_that_fits(lambda r: max(first, sparse_bytes(int(share * bricks(r)), int((1 - share) * bricks(r)),
+                                                               nv, nt, xp)), usable, 2, r0 - 1)
     where = "host" if xp is np else "device"
     what = (f"A sparse {'×'.join(map(str, spec.shape))} voxel grid needs about {backend.format_bytes(need)} "
             f"of {where} memory ({surface + inside:,} bricks) but only {backend.format_bytes(usable)} is usable")

@@ -15,9 +15,10 @@ x) and over voxels z, y, x inside a brick: the *brick order*. The dense path lis
 in linear (k, j, i) order; the two hold the same set.
 
 When sparse pays (``choose_sparse``, measured in bench/RESULTS.md "Sparse voxelizer"):
-on the CPU the sparse path is slower than dense at every size both run (its per-tile
-loop), so ``auto`` takes it when the dense path would not fit in memory or above
-``AUTO_CPU_VOXELS``; on the GPU the dense kernels are 100× faster (H100: 2048³ surface
+on the CPU the sparse path is up to 1.65× slower than dense (its per-tile
+loop) for solids and as fast for surfaces, with a sixth of the memory or less, so ``auto``
+takes it when the dense path would not fit in memory or above ``AUTO_CPU_VOXELS``
+(1024³); on the GPU the dense kernels are 100× faster (H100: 2048³ surface
 2.7 ms dense, 1024³ surface 1.2 s sparse), so ``auto`` takes sparse only where dense
 does not fit on the device.
 """
@@ -33,10 +34,13 @@ from ..grid import GridSpec
 from ..grid.sparse import BRICK, SparseGrid, Topology
 from .sparse import CHANNEL, unpack_rows
 
-# Above this many grid voxels ``auto`` goes sparse on the CPU even where dense fits: where
-# the dense bit grid and its passes' memory (2 bit grids, 0.25 B per voxel) reach 1 GiB
-# and dense and sparse times meet for surfaces (bench/voxelize_sparse.py --cpu --auto).
-AUTO_CPU_VOXELS = 2048 ** 3
+# Above this many grid voxels ``auto`` goes sparse on the CPU even where dense fits
+# (bench/voxelize_sparse_auto.py, bunny, 2-core EPYC): from 256³ on, a sparse surface
+# takes the dense time (1024³: 7.0 s vs 7.1 s) at a sixth of the memory (165 vs 962 MiB);
+# a sparse solid+surface takes 1.4–1.65× the time at 0.15× the memory (1024³: 20 s,
+# 164 MiB vs 14 s, 1089 MiB). Past 1024³ the dense peak passes 1 GiB and grows 8× per
+# doubling, the sparse one 4×: sparse there.
+AUTO_CPU_VOXELS = 1024 ** 3
 _POPCOUNT = np.array([bin(i).count("1") for i in range(256)], np.uint8)
 CHUNK_BRICKS = 1 << 14  # bricks per chunk of per-voxel lists: 8 M voxels at most
 

@@ -64,7 +64,7 @@ def test_auto_takes_dense_for_small_grids_and_sparse_when_dense_does_not_fit():
     assert isinstance(voxelize(v, t, spec, "surface", xp=np, sparse="auto"), VoxelGrid)
     assert not choose_sparse("auto", spec, 1 << 20, 1 << 30, np)
     assert choose_sparse("auto", spec, 1 << 31, 1 << 30, np)  # dense would not fit
-    big = GridSpec(spec.origin, spec.voxel_size, (2049, 2048, 2048))
+    big = GridSpec(spec.origin, spec.voxel_size, (1025, 1024, 1024))
     assert big.voxel_count > AUTO_CPU_VOXELS and choose_sparse("auto", big, 1, 1 << 40, np)
     assert choose_sparse(True, spec, 1, 1 << 40, np) and not choose_sparse(False, spec, 1 << 41, 1, np)
     with pytest.raises(InputError, match="sparse must be"):

@@ -1,0 +1,46 @@
+"""``voxelize(..., sparse=True)`` on the GPU (issue 11): the result object and its owner /
+material / colour channels equal the CPU's, and the dense GPU path's voxels."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from voxfx.kernels.grid import GridSpec
+from voxfx.kernels.voxelize import voxelize
+from voxfx.kernels.voxelize.sparse_attributes import add_channels
+
+PRIMS = np.load(Path(__file__).resolve().parents[1] / "data" / "blender_primitives.npz")
+
+
+def mesh(name, res):
+    v, t = PRIMS[name + "_vertices"], PRIMS[name + "_triangles"]
+    lo, hi = v.min(0), v.max(0)
+    return v, t, GridSpec.around(lo, hi, float((hi - lo).max()) / res)
+
+
+@pytest.mark.parametrize("name,res", [("torus", 90), ("monkey", 70)])
+@pytest.mark.parametrize("mode,vote", [("surface", False), ("thin", False), ("solid", False),
+                                       ("solid+surface", True)])
+def test_gpu_sparse_result_and_channels_equal_the_cpu(name, res, mode, vote):
+    import cupy
+
+    v, t, spec = mesh(name, res)
+    rng = np.random.default_rng(res)
+    material = rng.integers(-1, 4, len(t)).astype(np.int32)
+    colors = rng.random((len(t), 3, 4)).astype(np.float32)
+    obj = (np.arange(len(t)) % 2).astype(np.int32)
+    table = rng.random((5, 4)).astype(np.float32)
+    kw = dict(table=table, corner_colors=colors, colored=[True, False], object_index=obj)
+    cpu = add_channels(voxelize(v, t, spec, mode, vote=vote, xp=np, sparse=True), v, t, material, **kw)
+    gpu = voxelize(v, t, spec, mode, vote=vote, xp=cupy, sparse=True, keep_on_device=True)
+    assert isinstance(gpu.grid.topology.keys, cupy.ndarray)
+    add_channels(gpu, v, t, material, **kw)
+    dense = voxelize(v, t, spec, mode, vote=vote, xp=cupy)
+    assert gpu.count() == cpu.count() == dense.count() > 0
+    assert np.array_equal(cupy.asnumpy(gpu.to_dense().bits), dense.bits)
+    assert np.array_equal(cupy.asnumpy(gpu.grid.topology.keys), cpu.grid.topology.keys)
+    for name_ in ("voxels", "owner", "material", "color"):
+        g = cupy.asnumpy(gpu.grid.channels[name_][gpu.grid.topology.slots])
+        c = cpu.grid.channels[name_][cpu.grid.topology.slots]
+        assert np.array_equal(g, c), name_
