@@ -123,3 +123,82 @@ def check_sparse(vertices, triangles, spec: GridSpec, mode: str, vote: bool, xp,
     size = spec.voxel_size * r0 / best
     raise InputError(f"{what}. The largest size that fits is {best} voxels along the longest side "
                      f"(voxel size {size:.4g} m)")
+
+
+class DenseRefused(InputError):
+    """The dense guard refused a Voxelize group (``MemoryGuard._refuse``), before or after
+    voxelizing: the operator may run it sparse instead. ``explain()`` is the dense guard's
+    own refusal, the largest dense resolution named (searched only when asked)."""
+
+    def __init__(self, guard, spec, need, exact):
+        super().__init__(f"the dense {'×'.join(map(str, spec.shape))} job needs {backend.format_bytes(need)}")
+        self.guard, self.spec, self.need, self.exact = guard, spec, need, exact
+
+    def explain(self) -> str:
+        from .guard import MemoryGuard
+
+        try:
+            MemoryGuard._refuse(self.guard, self.spec, self.need, self.exact)
+        except InputError as e:
+            return str(e)
+        return str(self)  # pragma: no cover - _refuse always raises
+
+
+def _fallback_guard(soup, segments, request, vote, lo, hi):
+    """A dense ``MemoryGuard`` whose refusals raise ``DenseRefused``."""
+    from .guard import MemoryGuard
+
+    class Guard(MemoryGuard):
+        def _refuse(self, spec, need, exact):
+            raise DenseRefused(self, spec, need, exact)
+
+    return Guard(soup, segments, request, vote, lo, hi)
+
+
+def sparse_instead(refused: DenseRefused, soup, spec: GridSpec, request, vote) -> str:
+    """The note for running a group the dense guard refused sparse, if its estimate fits;
+    else ``InputError``: the dense refusal (naming the largest dense resolution), then the
+    sparse one (naming the largest sparse size)."""
+    try:
+        check_sparse(soup.vertices, soup.triangles, spec, request.mode, vote, np)
+    except InputError as sparse:
+        raise InputError(f"{refused.explain()}. Sparse: {sparse}") from None
+    return f"{refused} of host memory, more than is usable: voxelized sparse (8³ bricks)"
+
+
+def plan_group(spec: GridSpec, request, soup, segments, vote, lo, hi):
+    """Dense or sparse for one Voxelize group (``request.sparse``: auto, always, never):
+    returns (dense ``MemoryGuard`` or None, sparse?, note or None).
+
+    ``auto`` goes sparse for a mesh without loose edges (lines are dense only) where,
+    on the GPU, the dense grid does not fit on the device; on the CPU, above
+    ``sparse_result.AUTO_CPU_VOXELS`` voxels when the job wants per-voxel outputs (a
+    Volume alone keeps the dense job, split into z-slabs if needed: its density is the
+    coverage); and wherever the dense guard refuses but the sparse estimate fits (before
+    voxelizing here; after, with the exact counts, the guard raises ``DenseRefused`` from
+    the dense job and the operator calls ``sparse_instead``). When both refuse, the dense
+    refusal stands, with the sparse one after it."""
+    from . import estimate_bytes
+    from .guard import check_memory
+    from .sparse_result import AUTO_CPU_VOXELS
+
+    choice = (getattr(request, "sparse", "auto") or "auto").lower()
+    if choice not in ("auto", "always", "never"):
+        raise InputError(f"sparse must be auto, always or never, not {choice!r}")
+    meshy = soup is not None and len(soup.triangles) > 0
+    if choice == "never" or not meshy or (choice == "auto" and segments is not None):
+        return check_memory(spec, request, soup, segments, vote, lo, hi), False, None
+    xp = backend.xp()
+    nv, nt = len(soup.vertices), len(soup.triangles)
+    if choice == "always":
+        return None, True, None
+    if xp is not np and estimate_bytes(spec, request.mode, nv, nt, vote, xp=xp) > backend.usable_bytes(xp):
+        return None, True, "the dense grid does not fit on the GPU: voxelized sparse"
+    if xp is np and spec.voxel_count > AUTO_CPU_VOXELS and request.outputs - {"volume"}:
+        return None, True, None
+    guard = _fallback_guard(soup, segments, request, vote, lo, hi)
+    try:
+        guard.check_before(spec)
+    except DenseRefused as refused:
+        return None, True, sparse_instead(refused, soup, spec, request, vote)
+    return guard, False, None

@@ -49,6 +49,8 @@ class SparseGroup:
     rgba: object = None  # (N, 4) float32
     coverage: object = None  # (N,) float32 (1: see the module note)
     blocks: object = None  # BlockMesh, voxel_of_face indexing ijk
+    volume: object = None  # what writes the Volume (the add-on's sparse_vdb.SparseVolume)
+    dense: object = None  # always None: no dense density
     warnings: list = field(default_factory=list)
 
 
