@@ -81,7 +81,7 @@ def clip_to_shape(grid: SparseGrid, shape) -> SparseGrid:
     idx = xp.flatnonzero(over)
     b = base[idx]
     keep_x = xp.clip(lim[0] - b[:, 0], 0, BRICK)  # voxels of each row below nx
-    xmask = ((xp.left_shift(xp.int64(1), keep_x) - 1) & 0xFF).astype(xp.uint8)
+    xmask = (((xp.ones_like(keep_x) << keep_x) - 1) & 0xFF).astype(xp.uint8)
     lane = xp.arange(BRICK, dtype=xp.int64)
     ok_y = (b[:, 1:2] + lane) < lim[1]  # (m, 8)
     ok_z = (b[:, 2:3] + lane) < lim[2]

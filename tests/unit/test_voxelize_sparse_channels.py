@@ -104,3 +104,24 @@ def test_block_mesh_from_bricks_equals_the_dense_one(name, res, mode):
                           face_set(want.vertices, want.quads, want.voxel_of_face, dense.coordinates()))
     assert np.array_equal(np.bincount(got.direction_of_face, minlength=6),
                           np.bincount(want.direction_of_face, minlength=6))
+
+
+def test_sparse_group_reports_progress_and_stops_when_cancelled():
+    """The operator's sparse job reports through the progress protocol (kernels/progress.py)
+    from the tiles, the attributes and the block faces, and a False answer stops it."""
+    from voxfx.kernels.errors import Cancelled
+    from voxfx.kernels.voxelize.request import Request
+    from voxfx.kernels.voxelize.sparse_outputs import compute_group_sparse
+
+    v, t, spec = mesh("torus", 60)
+    soup = soup_of(v, t, 3, False)
+    request = Request(mode="solid+surface", resolution=60, outputs={"points", "blocks"})
+    seen = []
+    out = compute_group_sparse("torus", soup, spec, request, False, progress=lambda f, m: seen.append((f, m)) or True)
+    assert out.count == voxelize(v, t, spec, "solid+surface", xp=np).count() > 0
+    fractions = [f for f, _ in seen]
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0
+    assert {"voxel attributes", "block faces"} <= {m for _, m in seen}
+    for stop_at in ("voxelizing tiles", "voxel attributes", "block faces"):
+        with pytest.raises(Cancelled):
+            compute_group_sparse("torus", soup, spec, request, False, progress=lambda f, m, s=stop_at: m != s)
