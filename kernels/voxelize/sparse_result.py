@@ -60,9 +60,12 @@ def choose_sparse(sparse, spec: GridSpec, dense_bytes: int, usable: int, xp) -> 
     return xp is np and spec.voxel_count > AUTO_CPU_VOXELS
 
 
-def popcount(rows, xp) -> int:
-    """Set bits of a uint8 array (a table lookup: the same on NumPy and CuPy)."""
-    return int(xp.asarray(_POPCOUNT)[rows].sum(dtype=xp.int64))
+def popcount(rows, xp, chunk: int = 1 << 24) -> int:
+    """Set bits of a uint8 array (a table lookup: the same on NumPy and CuPy), *chunk*
+    bytes at a time so the lookup's index copy stays small."""
+    table = xp.asarray(_POPCOUNT)
+    flat = rows.reshape(-1)
+    return sum(int(table[flat[s:s + chunk].astype(xp.int32)].sum(dtype=xp.int64)) for s in range(0, flat.size, chunk))
 
 
 def clip_to_shape(grid: SparseGrid, shape) -> SparseGrid:
