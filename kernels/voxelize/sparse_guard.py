@@ -86,10 +86,16 @@ def coarse_spec(spec: GridSpec) -> GridSpec:
 
 
 def growth(spec: GridSpec, surface: int, inside: int):
-    """Bricks at a longest side of r voxels, from the counts at *spec*: the surface
-    grows like r², the inside like r³."""
+    """(surface, inside) bricks at a longest side of r voxels, from the counts at *spec*:
+    the surface grows like r², the inside like r³."""
     r0 = max(spec.shape)
-    return lambda r: int(surface * (r / r0) ** 2 + inside * (r / r0) ** 3)
+    return lambda r: (int(surface * (r / r0) ** 2), int(inside * (r / r0) ** 3))
+
+
+def scaled_spec(spec: GridSpec, r: int) -> GridSpec:
+    """*spec* with its longest side at *r* voxels (the same origin and extent)."""
+    size = spec.voxel_size * max(spec.shape) / r
+    return GridSpec(spec.origin, size, tuple(max(1, -(-int(n) * r // max(spec.shape))) for n in spec.shape))
 
 
 def check_sparse(vertices, triangles, spec: GridSpec, mode: str, vote: bool, xp, usable=None) -> int:
@@ -112,9 +118,12 @@ def check_sparse(vertices, triangles, spec: GridSpec, mode: str, vote: bool, xp,
         return need
     bricks = growth(spec, surface, inside)
     r0 = max(spec.shape)
-    share = surface / max(surface + inside, 1)  # the surface's share of the bricks, kept at every size
-    best = largest_that_fits(lambda r: max(first, sparse_bytes(int(share * bricks(r)), int((1 - share) * bricks(r)),
-                                                               nv, nt, xp)), usable, 2, r0 - 1)
+    best = largest_that_fits(lambda r: max(first, sparse_bytes(*bricks(r), nv, nt, xp)), usable, 2, r0 - 1)
+    for _ in range(8):  # the model's answer checked with the coarse pass at that size
+        if best is None or sparse_bytes(*brick_counts(vertices, triangles, scaled_spec(spec, best), mode, vote),
+                                        nv, nt, xp) <= usable:
+            break
+        best = best - max(1, best // 32) if best > 2 else None
     where = "host" if xp is np else "device"
     what = (f"A sparse {'×'.join(map(str, spec.shape))} voxel grid needs about {backend.format_bytes(need)} "
             f"of {where} memory ({surface + inside:,} bricks) but only {backend.format_bytes(usable)} is usable")
