@@ -38,6 +38,20 @@ BYTES_PER_INSIDE_BRICK = 100
 DEVICE_BYTES_PER_BRICK = 240  # rows 64 + key 8, found → concatenated → sorted (×3), the clip's copy
 BYTES_PER_TRIANGLE = 160  # voxel-unit vertices, triangles, the four reach arrays, tile pairs
 BASE_BYTES = 72 << 20  # one tile's arrays, a batch of work items, allocator slack
+# The operator's outputs (``sparse_outputs``), per set voxel N and exposed face F, counted
+# from their arrays: ijk, material, RGBA and coverage kept to the end (36 B), Blender's
+# point cloud (position, radius, colour, material, coverage: 40 B), the .vox's palette
+# indices and chunks (104 B, as ``guard.VOX_PER_VOXEL``); the block mesh's corner keys
+# and their ``unique`` (225 B) and Blender's mesh (60 B).
+KEPT_PER_VOXEL = 36
+POINTS_PER_VOXEL = 40
+VOX_PER_VOXEL = 104
+BLOCKS_PER_FACE = 285
+# Set voxels per brick, measured (bunny 1024³): a surface brick holds 64 of a surface,
+# about 210 of a solid (its inside part), an inside brick all 512; exposed faces about
+# 1.5 per voxel of a surface brick's surface.
+VOXELS_PER_SURFACE_BRICK = {"surface": 64, "thin": 40, "solid": 256, "solid+surface": 256}
+FACES_PER_SURFACE_BRICK = 96
 
 
 def coarse_factor(spec: GridSpec) -> int:
@@ -98,9 +112,28 @@ def scaled_spec(spec: GridSpec, r: int) -> GridSpec:
     return GridSpec(spec.origin, size, tuple(max(1, -(-int(n) * r // max(spec.shape))) for n in spec.shape))
 
 
-def check_sparse(vertices, triangles, spec: GridSpec, mode: str, vote: bool, xp, usable=None) -> int:
-    """Refuse (``InputError``) a sparse voxelization whose estimate does not fit, naming
-    the largest longest side (and voxel size) that does; returns the estimate."""
+def outputs_bytes(outputs, voxels: int, faces: int) -> int:
+    """Host bytes of the operator's outputs of *voxels* set voxels and *faces* exposed faces."""
+    outputs = set(outputs or ())
+    if not outputs & {"points", "blocks", "vox"}:
+        return 0
+    n = KEPT_PER_VOXEL + (POINTS_PER_VOXEL if "points" in outputs else 0) + (VOX_PER_VOXEL if "vox" in outputs else 0)
+    return int(n * voxels + (BLOCKS_PER_FACE * faces if "blocks" in outputs else 0))
+
+
+def job_bytes(surface: int, inside: int, nv: int, nt: int, mode: str, outputs, xp=np) -> int:
+    """Peak host bytes of a sparse job of *surface* and *inside* bricks: the voxelization,
+    then its bricks (72 B each) beside the outputs' arrays."""
+    voxels = VOXELS_PER_SURFACE_BRICK.get(mode, 256) * surface + 512 * inside
+    kernel = sparse_bytes(surface, inside, nv, nt, xp)
+    return int(max(kernel, BASE_BYTES + 72 * (surface + inside)
+                   + outputs_bytes(outputs, voxels, FACES_PER_SURFACE_BRICK * surface)))
+
+
+def check_sparse(vertices, triangles, spec: GridSpec, mode: str, vote: bool, xp, usable=None, outputs=()) -> int:
+    """Refuse (``InputError``) a sparse voxelization (with the operator's *outputs*) whose
+    estimate does not fit, naming the largest longest side (and voxel size) that does;
+    returns the estimate."""
     from ..memory import largest_that_fits
 
     usable = backend.usable_bytes(xp) if usable is None else int(usable)
@@ -113,25 +146,49 @@ def check_sparse(vertices, triangles, spec: GridSpec, mode: str, vote: bool, xp,
                          f"{backend.format_bytes(usable)} is usable")
     surface, inside = brick_counts(vertices, triangles, spec, mode, vote)
     nv, nt = len(vertices), len(triangles)
-    need = max(first, sparse_bytes(surface, inside, nv, nt, xp))
+
+    def need_at(s, i):
+        return max(first, job_bytes(s, i, nv, nt, mode, outputs, xp))
+
+    need = need_at(surface, inside)
     if need <= usable:
         return need
     bricks = growth(spec, surface, inside)
     r0 = max(spec.shape)
-    best = largest_that_fits(lambda r: max(first, sparse_bytes(*bricks(r), nv, nt, xp)), usable, 2, r0 - 1)
+    best = largest_that_fits(lambda r: need_at(*bricks(r)), usable, 2, r0 - 1)
     for _ in range(8):  # the model's answer checked with the coarse pass at that size
-        if best is None or sparse_bytes(*brick_counts(vertices, triangles, scaled_spec(spec, best), mode, vote),
-                                        nv, nt, xp) <= usable:
+        if best is None or need_at(*brick_counts(vertices, triangles, scaled_spec(spec, best), mode, vote)) <= usable:
             break
         best = best - max(1, best // 32) if best > 2 else None
     where = "host" if xp is np else "device"
-    what = (f"A sparse {'×'.join(map(str, spec.shape))} voxel grid needs about {backend.format_bytes(need)} "
-            f"of {where} memory ({surface + inside:,} bricks) but only {backend.format_bytes(usable)} is usable")
+    what = (f"A sparse {'×'.join(map(str, spec.shape))} voxel grid"
+            + (f" with its outputs ({', '.join(sorted(outputs))})" if outputs else "")
+            + f" needs about {backend.format_bytes(need)} of {where} memory ({surface + inside:,} bricks) but only "
+            f"{backend.format_bytes(usable)} is usable")
     if best is None:
         raise InputError(f"{what}; not even the smallest grid fits")
     size = spec.voxel_size * r0 / best
     raise InputError(f"{what}. The largest size that fits is {best} voxels along the longest side "
                      f"(voxel size {size:.4g} m)")
+
+
+def check_outputs(result, spec: GridSpec, outputs, faces=None, usable=None) -> None:
+    """With the exact voxel count, before any per-voxel array exists: refuse outputs that
+    do not fit, naming about the largest longest side that would (the outputs grow at
+    least like the surface, r²)."""
+    usable = backend.usable_bytes(np) if usable is None else int(usable)
+    n = result.count()
+    faces = 6 * n if faces is None else faces
+    need = int(BASE_BYTES + result.nbytes + outputs_bytes(outputs, n, min(faces, FACES_PER_SURFACE_BRICK
+                                                                             * result.active_bricks)))
+    if need <= usable:
+        return
+    r0 = max(spec.shape)
+    best = int(r0 * (usable / need) ** 0.5)
+    raise InputError(f"The {n:,} voxels of a sparse {'×'.join(map(str, spec.shape))} grid with their outputs "
+                     f"({', '.join(sorted(outputs))}) need about {backend.format_bytes(need)} of host memory but only "
+                     f"{backend.format_bytes(usable)} is usable. The largest size that fits is about {best} voxels "
+                     f"along the longest side (voxel size {spec.voxel_size * r0 / max(best, 1):.4g} m)")
 
 
 class DenseRefused(InputError):
@@ -169,7 +226,7 @@ def sparse_instead(refused: DenseRefused, soup, spec: GridSpec, request, vote) -
     else ``InputError``: the dense refusal (naming the largest dense resolution), then the
     sparse one (naming the largest sparse size)."""
     try:
-        check_sparse(soup.vertices, soup.triangles, spec, request.mode, vote, np)
+        check_sparse(soup.vertices, soup.triangles, spec, request.mode, vote, np, outputs=request.outputs)
     except InputError as sparse:
         raise InputError(f"{refused.explain()}. Sparse: {sparse}") from None
     return f"{refused} of host memory, more than is usable: voxelized sparse (8³ bricks)"
@@ -200,11 +257,19 @@ def plan_group(spec: GridSpec, request, soup, segments, vote, lo, hi):
     xp = backend.xp()
     nv, nt = len(soup.vertices), len(soup.triangles)
     if choice == "always":
+        check_sparse(soup.vertices, soup.triangles, spec, request.mode, vote, np, outputs=request.outputs)
         return None, True, None
     if xp is not np and estimate_bytes(spec, request.mode, nv, nt, vote, xp=xp) > backend.usable_bytes(xp):
         return None, True, "the dense grid does not fit on the GPU: voxelized sparse"
     if xp is np and spec.voxel_count > AUTO_CPU_VOXELS and request.outputs - {"volume"}:
-        return None, True, None
+        try:
+            check_sparse(soup.vertices, soup.triangles, spec, request.mode, vote, np, outputs=request.outputs)
+            return None, True, None
+        except InputError as sparse:
+            try:
+                return check_memory(spec, request, soup, segments, vote, lo, hi), False, None
+            except InputError as dense:
+                raise InputError(f"{dense}. Sparse: {sparse}") from None
     guard = _fallback_guard(soup, segments, request, vote, lo, hi)
     try:
         guard.check_before(spec)

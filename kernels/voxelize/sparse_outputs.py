@@ -31,13 +31,6 @@ from .sparse import CHANNEL, unpack_rows
 from .sparse_attributes import OwnerMesh, material_and_color, row_chunks
 from .sparse_result import SparseVoxels
 
-# Bytes per set voxel of the outputs' host arrays (points: int32 ijk, int32 material,
-# float32 RGBA and coverage, the float32 centres Blender copies), per exposed face (the
-# corner keys and their ``unique``, int32 quads, voxel and direction), counted from the arrays.
-POINT_BYTES_PER_VOXEL = 12 + 4 + 16 + 4 + 12 + 24
-BLOCK_BYTES_PER_FACE = 4 * 8 * 6 + 16 + 8 + 1
-
-
 @dataclass
 class SparseGroup:
     """One group's sparse voxels and the host arrays of its outputs."""
@@ -136,6 +129,9 @@ def compute_group_sparse(base, soup, spec, request, vote, table=None, progress=N
         out.warnings.append(f"{base}: no voxels (is the voxel size larger than the object?)")
         return out
     if request.outputs & {"points", "blocks", "vox"}:
+        from .sparse_guard import check_outputs
+
+        check_outputs(result, spec, request.outputs)  # the exact count, before any per-voxel array
         owner_mesh = OwnerMesh(soup.vertices, soup.triangles, spec)
         chunks = row_chunks(result)
         ijks, materials, colors = [], [], []

@@ -90,3 +90,19 @@ def test_sparse_guard_refuses_naming_a_size_that_fits():
     lo, hi = v.min(0), v.max(0)
     smaller = GridSpec.around(lo, hi, size)
     assert check_sparse(v, t, smaller, "solid", False, np, usable=need - 1) <= need - 1
+
+
+def test_outputs_are_counted_and_refused_with_the_exact_count():
+    """Points and blocks cost per voxel and face: the estimate grows with them, and the
+    exact-count check refuses before any per-voxel array, naming a smaller size."""
+    from voxfx.kernels.voxelize.sparse_guard import check_outputs
+
+    v, t, spec = mesh("ico_sphere", 120)
+    bare = check_sparse(v, t, spec, "solid", False, np, usable=1 << 40)
+    with_points = check_sparse(v, t, spec, "solid", False, np, usable=1 << 40, outputs={"points", "blocks"})
+    result = voxelize(v, t, spec, "solid", xp=np, sparse=True)
+    assert with_points > bare and with_points > 60 * result.count()
+    check_outputs(result, spec, {"points"}, usable=1 << 40)
+    with pytest.raises(InputError, match=r"largest size that fits is about (\d+)") as e:
+        check_outputs(result, spec, {"points"}, usable=100 << 20)
+    assert int(str(e.value).split("about ")[-1].split()[0]) < max(spec.shape)
