@@ -52,6 +52,7 @@ BLOCKS_PER_FACE = 285
 # 1.5 per voxel of a surface brick's surface.
 VOXELS_PER_SURFACE_BRICK = {"surface": 64, "thin": 40, "solid": 256, "solid+surface": 256}
 FACES_PER_SURFACE_BRICK = 96
+ATTR_PER_SURFACE_VOXEL = 450  # the owners' pass: work items (400 B, surface.py) and hits
 
 
 def coarse_factor(spec: GridSpec) -> int:
@@ -112,13 +113,21 @@ def scaled_spec(spec: GridSpec, r: int) -> GridSpec:
     return GridSpec(spec.origin, size, tuple(max(1, -(-int(n) * r // max(spec.shape))) for n in spec.shape))
 
 
-def outputs_bytes(outputs, voxels: int, faces: int) -> int:
-    """Host bytes of the operator's outputs of *voxels* set voxels and *faces* exposed faces."""
+def outputs_bytes(outputs, voxels: int, faces: int, surface_voxels: int) -> int:
+    """Host bytes of the operator's outputs of *voxels* set voxels (*surface_voxels* of
+    them hit by a triangle) and *faces* exposed faces, beyond the grid: the per-voxel
+    arrays kept to the end, plus the larger of the owners' pass (a chunk's conservative
+    hits and its batch of work items, as the dense surface pass, at most
+    ``surface.CHUNK_ITEMS`` items) and the outputs themselves."""
+    from .surface import CHUNK_ITEMS
+
     outputs = set(outputs or ())
     if not outputs & {"points", "blocks", "vox"}:
         return 0
-    n = KEPT_PER_VOXEL + (POINTS_PER_VOXEL if "points" in outputs else 0) + (VOX_PER_VOXEL if "vox" in outputs else 0)
-    return int(n * voxels + (BLOCKS_PER_FACE * faces if "blocks" in outputs else 0))
+    attributes = ATTR_PER_SURFACE_VOXEL * min(int(surface_voxels), CHUNK_ITEMS)
+    made = ((POINTS_PER_VOXEL if "points" in outputs else 0) + (VOX_PER_VOXEL if "vox" in outputs else 0)) * voxels
+    made += BLOCKS_PER_FACE * faces if "blocks" in outputs else 0
+    return int(KEPT_PER_VOXEL * voxels + max(attributes, made))
 
 
 def job_bytes(surface: int, inside: int, nv: int, nt: int, mode: str, outputs, xp=np) -> int:
@@ -127,7 +136,7 @@ def job_bytes(surface: int, inside: int, nv: int, nt: int, mode: str, outputs, x
     voxels = VOXELS_PER_SURFACE_BRICK.get(mode, 256) * surface + 512 * inside
     kernel = sparse_bytes(surface, inside, nv, nt, xp)
     return int(max(kernel, BASE_BYTES + 72 * (surface + inside)
-                   + outputs_bytes(outputs, voxels, FACES_PER_SURFACE_BRICK * surface)))
+                   + outputs_bytes(outputs, voxels, FACES_PER_SURFACE_BRICK * surface, 64 * surface)))
 
 
 def check_sparse(vertices, triangles, spec: GridSpec, mode: str, vote: bool, xp, usable=None, outputs=()) -> int:
@@ -151,6 +160,11 @@ def check_sparse(vertices, triangles, spec: GridSpec, mode: str, vote: bool, xp,
         return max(first, job_bytes(s, i, nv, nt, mode, outputs, xp))
 
     need = need_at(surface, inside)
+    if outputs:  # the operator's estimate, for bench/memory.py (guard.LAST_ESTIMATE)
+        from .guard import LAST_ESTIMATE
+
+        LAST_ESTIMATE.clear()
+        LAST_ESTIMATE.update({"total": need, "sparse": True, "surface bricks": surface, "inside bricks": inside})
     if need <= usable:
         return need
     bricks = growth(spec, surface, inside)
@@ -179,8 +193,9 @@ def check_outputs(result, spec: GridSpec, outputs, faces=None, usable=None) -> N
     usable = backend.usable_bytes(np) if usable is None else int(usable)
     n = result.count()
     faces = 6 * n if faces is None else faces
+    hit = min(n, 64 * result.active_bricks)  # voxels a triangle touches: at most 64 a brick, measured
     need = int(BASE_BYTES + result.nbytes + outputs_bytes(outputs, n, min(faces, FACES_PER_SURFACE_BRICK
-                                                                             * result.active_bricks)))
+                                                                             * result.active_bricks), hit))
     if need <= usable:
         return
     r0 = max(spec.shape)

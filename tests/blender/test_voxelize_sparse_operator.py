@@ -141,3 +141,17 @@ def test_cli_voxelize_sparse_writes_the_dense_volume(tmp_path):
                           "--sparse", "maybe", "--out", str(tmp_path / "x.vdb")], cwd=ROOT, capture_output=True,
                          text=True, timeout=300, env=CPU)
     assert bad.returncode != 0 and "--sparse" in bad.stderr and "Traceback" not in bad.stderr
+
+
+@pytest.mark.parametrize("case", [
+    {"shape": "suzanne", "outputs": ["points", "blocks"], "mode": "solid+surface", "res": 200},
+    {"shape": "suzanne", "outputs": ["points"], "mode": "surface", "res": 400},
+    {"shape": "cube", "outputs": ["blocks"], "mode": "surface", "res": 300},
+], ids=lambda c: f"{c['shape']}-{'+'.join(c['outputs'])}-{c['mode']}")
+def test_sparse_job_estimate_is_within_one_and_a_half_of_the_measured_peak(case):
+    """The sparse guard's estimate of the whole job (coarse bricks → voxels, faces, the
+    owners' pass, outputs) against the RSS high-water mark of a fresh process."""
+    r = bench.run_case({**case, "sparse": "always"})
+    assert r["state"] == "FINISHED", r["error"]
+    assert r["parts"].get("sparse") is True, r["parts"]
+    assert bench.LOW <= r["estimate"] / r["measured"] <= bench.HIGH, r
