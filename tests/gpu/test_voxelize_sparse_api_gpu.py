@@ -44,3 +44,24 @@ def test_gpu_sparse_result_and_channels_equal_the_cpu(name, res, mode, vote):
         g = cupy.asnumpy(gpu.grid.channels[name_][gpu.grid.topology.slots])
         c = cpu.grid.channels[name_][cpu.grid.topology.slots]
         assert np.array_equal(g, c), name_
+
+
+@pytest.mark.parametrize("mode", ["surface", "solid+surface"])
+def test_gpu_block_mesh_and_points_from_bricks_equal_the_cpu(mode):
+    """Exposed faces across brick borders found on the device (topology lookups in CuPy)
+    give the CPU's mesh; coordinates in the same brick order."""
+    import cupy
+
+    from voxfx.kernels.voxelize.sparse_attributes import row_chunks
+    from voxfx.kernels.voxelize.sparse_outputs import block_mesh
+
+    v, t, spec = mesh("monkey", 80)
+    cpu = voxelize(v, t, spec, mode, xp=np, sparse=True)
+    gpu = voxelize(v, t, spec, mode, xp=cupy, sparse=True, keep_on_device=True)
+    assert np.array_equal(cupy.asnumpy(gpu.coordinates()), cpu.coordinates())
+    a = block_mesh(cpu, spec, chunks=row_chunks(cpu, bricks=9))
+    b = block_mesh(gpu, spec, chunks=row_chunks(gpu, bricks=9))
+    assert a.face_count > 1000
+    for x, y in zip((a.vertices, a.quads, a.voxel_of_face, a.direction_of_face),
+                    (b.vertices, b.quads, b.voxel_of_face, b.direction_of_face)):
+        assert np.array_equal(x, y)
