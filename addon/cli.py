@@ -162,6 +162,9 @@ def _voxelize_configure(p: argparse.ArgumentParser) -> None:
                       help="voxels along the longest side, 2-8192 (default 64)")
     p.add_argument("--mode", choices=["surface", "thin", "solid", "solid+surface"], default="solid+surface")
     p.add_argument("--fill-holes", action="store_true", help="3-axis vote for meshes that are not closed")
+    p.add_argument("--sparse", choices=["auto", "always", "never"], default="auto",
+                   help="8x8x8 bricks covering only the object's voxels: auto (above 1024^3 voxels on the CPU or "
+                        "where a dense grid does not fit), always or never (default auto)")
     p.add_argument("--no-edges", action="store_true", help="ignore loose edges and curves without bevel")
     p.add_argument("--separate", action="store_true", help="one result per object instead of one for all")
     p.add_argument("--out", required=True, metavar="PATH",
@@ -194,7 +197,7 @@ def _voxelize_run(args) -> int:
     request = Request(mode=args.mode, resolution=None if args.voxel_size else args.resolution,
                       voxel_size=args.voxel_size, fill_holes=args.fill_holes, include_edges=not args.no_edges,
                       combine=not args.separate, outputs=outputs, vox_path=out if ext == ".vox" else "",
-                      cache_dir=cache_dir)
+                      cache_dir=cache_dir, sparse=args.sparse)
     warnings: list[str] = []
     runner = JobRunner(voxelize_job(bpy.context, objects, request, warnings), title="voxelize")
     runner.run(console_progress("voxelize"))

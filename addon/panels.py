@@ -56,6 +56,7 @@ class VOXFX_PT_voxelize(bpy.types.Panel):
             layout.prop(s, "fill_holes")
         layout.prop(s, "include_edges")
         layout.prop(s, "combine")
+        layout.prop(s, "sparse")
         col = layout.column(heading="Outputs", align=True)
         col.prop(s, "output_points")
         col.prop(s, "output_volume")

@@ -44,6 +44,15 @@ class VoxelizeSettings(bpy.types.PropertyGroup):
                ("SOLID_SURFACE", "Solid + Surface", "The solid plus every voxel the surface touches")],
         default="SOLID_SURFACE",
     )
+    sparse: bpy.props.EnumProperty(
+        name="Sparse",
+        description="Voxelize into 8×8×8 bricks that cover only the object's voxels (memory follows the "
+        "surface, up to resolution 8192)",
+        items=[("AUTO", "Auto", "Sparse above 1024³ voxels on the CPU, or where the dense grid does not fit"),
+               ("ALWAYS", "Always", "Always sparse (loose edges and curves are then left out)"),
+               ("NEVER", "Never", "Always one dense grid (refused where it does not fit)")],
+        default="AUTO",
+    )
     fill_holes: bpy.props.BoolProperty(
         name="Tolerate Holes",
         description="For solid modes: vote along x, y and z so small holes in open meshes do not leak "

@@ -10,6 +10,10 @@ OpenVDB's tree): one call per occupied super-block, over the bounding box of its
 bricks, background elsewhere. The largest dense intermediate is one super-block (8 MiB
 for floats, 24 MiB for vectors), whatever the grid's size. Brick data comes to the host
 one super-block at a time, so a GPU pool is never copied whole.
+
+A bit channel (the sparse voxelizer's ``(bricks, 8, 8)`` uint8 rows) is written as a float
+grid, 1 at set voxels: unpacked one super-block at a time (``SparseVolume``, the Voxelize
+operator's Volume from a sparse voxelization).
 """
 
 from __future__ import annotations
@@ -27,10 +31,24 @@ from .writeback import _background, _vdb_transform, _write_atomically, openvdb_m
 SUPER_LOG2 = 4  # bricks per super-block edge: 2⁴ = 16, one OpenVDB internal node of 128³ voxels
 
 
+class SparseVolume:
+    """The Volume of a sparse voxelization (``kernels.voxelize.sparse_result.SparseVoxels``):
+    ``write(path)`` writes its voxels as the float grid ``density``, 1 at set voxels."""
+
+    def __init__(self, result):
+        self.result = result
+
+    def write(self, path):
+        from ..kernels.voxelize.sparse import CHANNEL
+
+        return write_sparse_vdb(path, {"density": (self.result.grid, CHANNEL)})
+
+
 def write_sparse_vdb(path, grids: dict, *, grid_class="FOG_VOLUME", metadata=None) -> Path:
     """Write sparse channels to one ``.vdb`` file, atomically; *grids* maps VDB grid names to
     ``(SparseGrid, channel name)``. Scalar float channels become float grids, 3-component
-    channels vector grids; each grid's background is its channel's. Returns the path."""
+    channels vector grids, bit channels ((bricks, 8, 8) uint8 rows) float grids of 0 and 1;
+    each grid's background is its channel's. Returns the path."""
     path = Path(path)
     if not grids:
         raise InputError(f"no grids to write to {path}")
@@ -49,7 +67,8 @@ def _vdb_grid(vdb, name, grid, channel, grid_class):
     if channel not in grid.channels:
         raise InputError(f"grid {name!r}: the sparse grid has no channel {channel!r}")
     pool = grid.channels[channel]
-    comp = tuple(pool.shape[4:])
+    bits = pool.ndim == 3 and pool.dtype == np.uint8  # bit rows: bit x of row (z, y)
+    comp = () if bits else tuple(pool.shape[4:])
     if comp not in ((), (3,)):
         raise InputError(f"grid {name!r}: only scalar and 3-vector channels can be written, not {comp}")
     is_vector = comp == (3,)
@@ -68,7 +87,10 @@ def _vdb_grid(vdb, name, grid, channel, grid_class):
         cut = np.flatnonzero(np.any(super_of[1:] != super_of[:-1], axis=1)) + 1
         for lo, hi in zip(np.concatenate([[0], cut]), np.concatenate([cut, [len(coords)]])):
             c = coords[lo:hi]
-            data = np.asarray(backend.to_numpy(pool[slots[int(lo):int(hi)]]), dtype=np.float32)
+            data = backend.to_numpy(pool[slots[int(lo):int(hi)]])
+            if bits:
+                data = (data[..., None] >> np.arange(BRICK, dtype=np.uint8)) & np.uint8(1)
+            data = np.asarray(data, dtype=np.float32)
             if not np.isfinite(data).all():
                 raise InputError(f"grid {name!r} contains NaN or infinite values")
             out.copyFromArray(_block(c, data, background, comp), tuple(int(v) for v in c.min(axis=0) * BRICK),

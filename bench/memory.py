@@ -67,7 +67,8 @@ CHILD_SETUP = """
 CHILD = textwrap.dedent(CHILD_SETUP + """
     request = op.Request(mode=case["mode"], resolution=case["res"], fill_holes=case.get("fill_holes", False),
                          include_edges=False, outputs=set(case["outputs"]),
-                         vox_path=os.path.join(tmp, "out.vox"), cache_dir=tmp + "/")
+                         vox_path=os.path.join(tmp, "out.vox"), cache_dir=tmp + "/",
+                         sparse=case.get("sparse", "never"))  # the dense guard's own peaks
 
     import gc
     gc.collect()
@@ -86,7 +87,7 @@ CHILD = textwrap.dedent(CHILD_SETUP + """
         "measured": after["VmHWM"] - before["VmRSS"],
         "virtual": after["VmPeak"] - before["VmSize"] if after["VmPeak"] > before["VmPeak"] else None,
         "count": sum(r.count for r in res), "grid": list(res[0].spec.shape) if res else None,
-        "estimate": getattr(op, "LAST_ESTIMATE", {{}}).get("total"),
+        "warnings": warnings, "estimate": getattr(op, "LAST_ESTIMATE", {{}}).get("total"),
         "parts": getattr(op, "LAST_ESTIMATE", {{}})}}))
 """)
 

@@ -24,11 +24,14 @@ from ...kernels.voxelize.guard import LAST_ESTIMATE, bake_estimate, check_memory
 from ...kernels.voxelize.outputs import (GroupArrays, compute_group, compute_group_split, default_material_table,
                                          volume_density)
 from ...kernels.voxelize.request import Request, grid_for
+from ...kernels.voxelize.sparse_guard import DenseRefused, plan_group, sparse_instead
+from ...kernels.voxelize.sparse_outputs import compute_group_sparse
 from ...kernels.voxelize.topology import open_objects
 from .. import materials, scene_io, voxel_art, writeback
 from ..cache import MANIFEST, BakeCache, CacheError, blend_name, explain, resolve_folder
 from ..jobs import BakeResult, JobOperator, Kernel, keep_frame_on_abort
 from ..sim_bake import summary as bake_summary
+from ..sparse_vdb import SparseVolume
 from ..vdb_stream import SlabVolume
 
 KERNEL_MODE = {"SURFACE": "surface", "THIN": "thin", "SOLID": "solid", "SOLID_SURFACE": "solid+surface"}
@@ -47,7 +50,7 @@ def plan(settings, cache_dir: str) -> Request:
     return Request(mode=KERNEL_MODE[settings.mode], resolution=None if by_size else settings.resolution,
                    voxel_size=settings.voxel_size if by_size else None, fill_holes=settings.fill_holes,
                    include_edges=settings.include_edges, combine=settings.combine, outputs=outputs,
-                   vox_path=settings.vox_path, cache_dir=cache_dir)
+                   vox_path=settings.vox_path, cache_dir=cache_dir, sparse=settings.sparse.lower())
 
 
 @dataclass
@@ -91,15 +94,26 @@ def voxelize_job(context, objects, request: Request, warnings: list, frame=None)
             if open_names:
                 vote = True
                 warnings.append(f"Not closed: {', '.join(open_names)}; solid voxels use the 3-axis vote")
-        guard = check_memory(spec, request, soup, segments, vote, lo, hi)
+        guard, sparse, note = plan_group(spec, request, soup, segments, vote, lo, hi)
         table = _material_table(soup)  # material colours: bpy, so read here
         a, b = 0.95 * (g_index + 0.1) / n, 0.95 * (g_index + 1) / n
-        yield a, f"voxelizing {base} ({'×'.join(map(str, spec.shape))})"
+        yield a, f"voxelizing {base} ({'×'.join(map(str, spec.shape))}{', sparse' if sparse else ''})"
         arrays = None
-        if guard.split_layers is None:
-            arrays = yield Kernel(lambda progress, args=(base, soup, segments, spec, request, vote, guard, table):
-                                  compute_group(*args, progress=progress), f"voxelizing {base}", a, b)
-        if guard.split_layers is not None:  # planned before voxelizing, or after counting (check_after)
+        if not sparse and guard.split_layers is None:
+            try:
+                arrays = yield Kernel(lambda progress, args=(base, soup, segments, spec, request, vote, guard, table):
+                                      compute_group(*args, progress=progress), f"voxelizing {base}", a, b)
+            except DenseRefused as refused:  # the exact counts do not fit: sparse, if that fits
+                sparse, note = True, sparse_instead(refused, soup, spec, request, vote)
+        if sparse:  # 8³ bricks (issue 11): outputs from the bricks, no dense array (sparse_outputs, sparse_vdb)
+            if note:
+                warnings.append(f"{base}: {note}")
+            if segments is not None:
+                warnings.append(f"{base}: loose edges and curves are left out of a sparse voxelization")
+            arrays = yield Kernel(lambda progress, args=(base, soup, spec, request, vote, table):
+                                  compute_group_sparse(*args, progress=progress), f"voxelizing {base} (sparse)", a, b)
+            arrays.volume = SparseVolume(arrays.result) if "volume" in request.outputs and arrays.count else None
+        elif guard.split_layers is not None:  # planned before voxelizing, or after counting (check_after)
             warnings.append(f"{base}: {guard.split_note}")
             arrays = yield Kernel(lambda progress, args=(base, soup, spec, request, vote, guard.split_layers):
                                   compute_group_split(*args, SlabVolume, progress=progress),

@@ -5,6 +5,10 @@
     result.bits          # packed bit grid (nz, ny, ceil(nx/32)) uint32, NumPy
     result.count()       # voxels set
 
+    big = voxelize(vertices, triangles, spec, mode="solid", sparse="auto")
+    big.count(), big.nbytes, big.active_bricks   # a SparseVoxels where sparse pays
+    big.to_dense()       # the same VoxelGrid the dense path gives (small grids only)
+
 Inputs are world-space arrays (metres): ``vertices`` (V, 3) float, ``triangles`` (T, 3)
 int, and a ``GridSpec`` (origin, voxel size, shape). Runs on the current backend (GPU
 when CUDA works) or the one forced by ``xp=numpy`` / ``xp=cupy``; both give identical
@@ -152,18 +156,33 @@ def estimate_bytes(spec: GridSpec, mode: str, n_vertices: int, n_triangles: int,
 
 
 def voxelize(vertices, triangles, spec: GridSpec, mode: str = "surface", *, vote: bool = False, xp=None,
-             keep_on_device: bool = False, progress=None) -> VoxelGrid:
-    """Voxelize a triangle mesh into a packed bit grid.
+             keep_on_device: bool = False, progress=None, sparse=False):
+    """Voxelize a triangle mesh into a packed bit grid (a ``VoxelGrid``), or into 8³ bricks
+    (a ``sparse_result.SparseVoxels``) with *sparse*.
 
     mode: ``surface`` (conservative, 26-separating: every voxel a triangle touches),
     ``thin`` (6-separating, §3.4), ``solid`` (voxel centres inside, §4.1) or
     ``solid+surface`` (their union, §4). *vote* uses the 3-axis majority vote for solid
     voxels, which tolerates small holes in meshes that are not closed.
+
+    sparse: ``False`` (dense), ``True`` (sparse: the same voxels, bit for bit, in every
+    mode and with the vote; memory follows the surface, seed 004 §5) or ``"auto"``:
+    sparse where the dense path would not fit in memory and, on the CPU, above
+    ``sparse_result.AUTO_CPU_VOXELS`` grid voxels (1024³; measured, bench/RESULTS.md).
+    Coverage (``coverage.py``) and loose edges (``lines.py``) are separate dense passes,
+    not modes of this function. A sparse grid too big for memory is refused before
+    allocating (``sparse_guard``), naming the largest size that fits.
     """
     if mode not in MODES:
         raise InputError(f"voxelization mode must be one of {', '.join(MODES)}, not {mode!r}")
     xp = xp or backend.xp()
     on_gpu = xp is not np
+    if sparse is not False:
+        from .sparse_result import choose_sparse
+
+        dense_need = estimate_bytes(spec, mode, len(vertices), len(triangles), vote, xp=xp)
+        if choose_sparse(sparse, spec, dense_need, backend.usable_bytes(xp), xp):
+            return _voxelize_sparse(vertices, triangles, spec, mode, vote, xp, keep_on_device, progress)
     items = None
     if not on_gpu:  # inputs checked first: the work-item count reads them
         vertices = np.asarray(backend.to_numpy(vertices))
@@ -191,3 +210,19 @@ def voxelize(vertices, triangles, spec: GridSpec, mode: str = "surface", *, vote
             bits = surface_voxels_cpu(pv, triangles, shape, mode == "thin", progress)
     report(progress, 1.0, "voxelized")
     return VoxelGrid(spec, bits)
+
+
+def _voxelize_sparse(vertices, triangles, spec, mode, vote, xp, keep_on_device, progress):
+    from .sparse import voxelize_sparse
+    from .sparse_guard import check_sparse
+    from .sparse_result import SparseVoxels, clip_to_shape, to_host
+
+    vertices = np.asarray(backend.to_numpy(vertices))
+    triangles = np.asarray(backend.to_numpy(triangles)).astype(np.int64, copy=False)
+    check_inputs(vertices, triangles)
+    check_sparse(vertices, triangles, spec, mode, vote, xp)
+    report(progress, 0.0, "voxelizing (sparse)")
+    grid = voxelize_sparse(vertices, triangles, spec, mode, vote=vote, xp=xp, progress=progress)
+    result = SparseVoxels(spec, clip_to_shape(grid, spec.shape))
+    report(progress, 1.0, "voxelized")
+    return result if keep_on_device else to_host(result)

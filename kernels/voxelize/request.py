@@ -21,6 +21,7 @@ class Request:
     outputs: set = field(default_factory=lambda: {"points"})
     vox_path: str = ""
     cache_dir: str = "//voxfx_cache/{blend_name}/"
+    sparse: str = "auto"  # "auto", "always" or "never" (the sparse voxelizer, issue 11)
 
     def settings(self) -> dict:
         return {k: (sorted(v) if isinstance(v, set) else v) for k, v in self.__dict__.items()}

@@ -1,0 +1,293 @@
+"""The sparse voxelizer's memory guard (issue 11, "Bad input"): the bricks a grid will
+hold, estimated from a coarse pass before anything of the grid's size exists, checked
+against the memory this process may use (``backend.usable_bytes``: cgroup limits and
+``RLIMIT_AS`` included, ``kernels.memory``), and the largest grid that fits named.
+
+The coarse pass. Bricks are 8³ voxels on the lattice of the grid's origin, so a grid of
+voxel size 8·h over the same origin has one voxel per brick. A fine voxel a triangle
+touches lies in a brick the triangle touches, so the coarse conservative surface holds
+every brick of the fine surface; a fine voxel centre inside the mesh lies in a brick
+that either meets the surface or lies wholly inside, where its centre is inside: the
+coarse solid+surface holds every brick of a fine solid. So at f = 8 the coarse count
+bounds the bricks from above (ties aside). Above 256³ coarse voxels the pass runs at f =
+8·2^m (coarse grid ≤ 256³): each coarse surface voxel then stands for (f/8)² bricks
+and each coarse solid one for (f/8)³.
+
+Bytes. The peak is the larger of the coarse pass (the dense voxelizer's estimate at the
+coarse grid) and the sparse pass: per brick near the surface and inside, per triangle,
+and a base, fitted to the RSS peaks of fresh processes (bench/voxelize_sparse_auto.py,
+bench/RESULTS.md "Sparse voxelizer for users").
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import backend
+from ..errors import InputError
+from ..grid import GridSpec
+from ..grid.sparse import BRICK
+
+COARSE_MAX = 256  # coarse voxels per axis at most
+# Host bytes, fitted to the peaks bench/voxelize_sparse_auto.py measures (bunny, 128³–1024³,
+# surface and solid+surface; bench/RESULTS.md): a brick near the surface costs its tile's
+# passes (work items, hit lists) besides its rows and keys; a brick inside, filled from a
+# row's parity, only its rows and key, found → concatenated → sorted.
+BYTES_PER_SURFACE_BRICK = 1400
+BYTES_PER_INSIDE_BRICK = 100
+DEVICE_BYTES_PER_BRICK = 240  # rows 64 + key 8, found → concatenated → sorted (×3), the clip's copy
+BYTES_PER_TRIANGLE = 160  # voxel-unit vertices, triangles, the four reach arrays, tile pairs
+BASE_BYTES = 72 << 20  # one tile's arrays, a batch of work items, allocator slack
+# The operator's outputs (``sparse_outputs``), per set voxel N and exposed face F, counted
+# from their arrays: ijk, material, RGBA and coverage kept to the end (36 B), Blender's
+# point cloud (position, radius, colour, material, coverage: 40 B), the .vox's palette
+# indices and chunks (104 B, as ``guard.VOX_PER_VOXEL``); the block mesh's corner keys
+# and their ``unique`` (225 B) and Blender's mesh (60 B).
+KEPT_PER_VOXEL = 36
+POINTS_PER_VOXEL = 40
+VOX_PER_VOXEL = 104
+BLOCKS_PER_FACE = 285
+# Set voxels per brick, measured (bunny 1024³): a surface brick holds 64 of a surface,
+# about 210 of a solid (its inside part), an inside brick all 512; exposed faces about
+# 1.5 per voxel of a surface brick's surface.
+VOXELS_PER_SURFACE_BRICK = {"surface": 64, "thin": 40, "solid": 256, "solid+surface": 256}
+FACES_PER_SURFACE_BRICK = 96
+ATTR_PER_SURFACE_VOXEL = 450  # the owners' pass: work items (400 B, surface.py) and hits
+
+
+def coarse_factor(spec: GridSpec) -> int:
+    f = BRICK
+    while -(-max(spec.shape) // f) > COARSE_MAX:
+        f *= 2
+    return f
+
+
+def brick_counts(vertices, triangles, spec: GridSpec, mode: str, vote: bool = False):
+    """(surface bricks, interior bricks) estimated from the coarse pass at *spec*."""
+    from . import voxelize
+
+    f = coarse_factor(spec)
+    coarse = coarse_spec(spec)
+    surface = voxelize(vertices, triangles, coarse, "surface", xp=np).count()
+    scale = f // BRICK
+    inside = 0
+    if mode in ("solid", "solid+surface"):
+        both = voxelize(vertices, triangles, coarse, "solid+surface", vote=vote, xp=np).count()
+        inside = max(0, both - surface)
+    return surface * scale ** 2, inside * scale ** 3
+
+
+def sparse_bytes(surface_bricks: int, inside_bricks: int, n_vertices: int, n_triangles: int, xp=np) -> int:
+    """Peak bytes of the sparse voxelization itself (after the coarse pass)."""
+    mesh = BYTES_PER_TRIANGLE * n_triangles + 24 * n_vertices
+    if xp is not np:
+        return int(BASE_BYTES + mesh + DEVICE_BYTES_PER_BRICK * (surface_bricks + inside_bricks))
+    return int(BASE_BYTES + mesh + BYTES_PER_SURFACE_BRICK * surface_bricks + BYTES_PER_INSIDE_BRICK * inside_bricks)
+
+
+def coarse_bytes(vertices, triangles, spec: GridSpec, mode: str, vote: bool = False) -> int:
+    """Peak bytes of the coarse pass: the dense voxelizer's own estimate at the coarse grid."""
+    from . import estimate_bytes, work_items
+
+    c = coarse_spec(spec)
+    m = "solid+surface" if mode in ("solid", "solid+surface") else "surface"
+    return estimate_bytes(c, m, len(vertices), len(triangles), vote, xp=np,
+                          items=work_items(vertices, triangles, c, m))
+
+
+def coarse_spec(spec: GridSpec) -> GridSpec:
+    f = coarse_factor(spec)
+    return GridSpec(spec.origin, spec.voxel_size * f, tuple(-(-int(n) // f) for n in spec.shape))
+
+
+def growth(spec: GridSpec, surface: int, inside: int):
+    """(surface, inside) bricks at a longest side of r voxels, from the counts at *spec*:
+    the surface grows like r², the inside like r³."""
+    r0 = max(spec.shape)
+    return lambda r: (int(surface * (r / r0) ** 2), int(inside * (r / r0) ** 3))
+
+
+def scaled_spec(spec: GridSpec, r: int) -> GridSpec:
+    """*spec* with its longest side at *r* voxels (the same origin and extent)."""
+    size = spec.voxel_size * max(spec.shape) / r
+    return GridSpec(spec.origin, size, tuple(max(1, -(-int(n) * r // max(spec.shape))) for n in spec.shape))
+
+
+def outputs_bytes(outputs, voxels: int, faces: int, surface_voxels: int) -> int:
+    """Host bytes of the operator's outputs of *voxels* set voxels (*surface_voxels* of
+    them hit by a triangle) and *faces* exposed faces, beyond the grid: the per-voxel
+    arrays kept to the end, plus the larger of the owners' pass (a chunk's conservative
+    hits and its batch of work items, as the dense surface pass, at most
+    ``surface.CHUNK_ITEMS`` items) and the outputs themselves."""
+    from .surface import CHUNK_ITEMS
+
+    outputs = set(outputs or ())
+    if not outputs & {"points", "blocks", "vox"}:
+        return 0
+    attributes = ATTR_PER_SURFACE_VOXEL * min(int(surface_voxels), CHUNK_ITEMS)
+    made = ((POINTS_PER_VOXEL if "points" in outputs else 0) + (VOX_PER_VOXEL if "vox" in outputs else 0)) * voxels
+    made += BLOCKS_PER_FACE * faces if "blocks" in outputs else 0
+    return int(KEPT_PER_VOXEL * voxels + max(attributes, made))
+
+
+def job_bytes(surface: int, inside: int, nv: int, nt: int, mode: str, outputs, xp=np) -> int:
+    """Peak host bytes of a sparse job of *surface* and *inside* bricks: the voxelization,
+    then its bricks (72 B each) beside the outputs' arrays."""
+    voxels = VOXELS_PER_SURFACE_BRICK.get(mode, 256) * surface + 512 * inside
+    kernel = sparse_bytes(surface, inside, nv, nt, xp)
+    return int(max(kernel, BASE_BYTES + 72 * (surface + inside)
+                   + outputs_bytes(outputs, voxels, FACES_PER_SURFACE_BRICK * surface, 64 * surface)))
+
+
+def check_sparse(vertices, triangles, spec: GridSpec, mode: str, vote: bool, xp, usable=None, outputs=()) -> int:
+    """Refuse (``InputError``) a sparse voxelization (with the operator's *outputs*) whose
+    estimate does not fit, naming the largest longest side (and voxel size) that does;
+    returns the estimate."""
+    from ..memory import largest_that_fits
+
+    usable = backend.usable_bytes(xp) if usable is None else int(usable)
+    if len(triangles) == 0:
+        return BASE_BYTES
+    first = coarse_bytes(vertices, triangles, spec, mode, vote)
+    if first > usable:
+        raise InputError(f"Estimating a sparse {'×'.join(map(str, spec.shape))} voxel grid needs "
+                         f"{backend.format_bytes(first)} of host memory but only "
+                         f"{backend.format_bytes(usable)} is usable")
+    surface, inside = brick_counts(vertices, triangles, spec, mode, vote)
+    nv, nt = len(vertices), len(triangles)
+
+    def need_at(s, i):
+        return max(first, job_bytes(s, i, nv, nt, mode, outputs, xp))
+
+    need = need_at(surface, inside)
+    if outputs:  # the operator's estimate, for bench/memory.py (guard.LAST_ESTIMATE)
+        from .guard import LAST_ESTIMATE
+
+        LAST_ESTIMATE.clear()
+        LAST_ESTIMATE.update({"total": need, "sparse": True, "surface bricks": surface, "inside bricks": inside})
+    if need <= usable:
+        return need
+    bricks = growth(spec, surface, inside)
+    r0 = max(spec.shape)
+    best = largest_that_fits(lambda r: need_at(*bricks(r)), usable, 2, r0 - 1)
+    for _ in range(8):  # the model's answer checked with the coarse pass at that size
+        if best is None or need_at(*brick_counts(vertices, triangles, scaled_spec(spec, best), mode, vote)) <= usable:
+            break
+        best = best - max(1, best // 32) if best > 2 else None
+    where = "host" if xp is np else "device"
+    what = (f"A sparse {'×'.join(map(str, spec.shape))} voxel grid"
+            + (f" with its outputs ({', '.join(sorted(outputs))})" if outputs else "")
+            + f" needs about {backend.format_bytes(need)} of {where} memory ({surface + inside:,} bricks) but only "
+            f"{backend.format_bytes(usable)} is usable")
+    if best is None:
+        raise InputError(f"{what}; not even the smallest grid fits")
+    size = spec.voxel_size * r0 / best
+    raise InputError(f"{what}. The largest size that fits is {best} voxels along the longest side "
+                     f"(voxel size {size:.4g} m)")
+
+
+def check_outputs(result, spec: GridSpec, outputs, faces=None, usable=None) -> None:
+    """With the exact voxel count, before any per-voxel array exists: refuse outputs that
+    do not fit, naming about the largest longest side that would (the outputs grow at
+    least like the surface, r²)."""
+    usable = backend.usable_bytes(np) if usable is None else int(usable)
+    n = result.count()
+    faces = 6 * n if faces is None else faces
+    hit = min(n, 64 * result.active_bricks)  # voxels a triangle touches: at most 64 a brick, measured
+    need = int(BASE_BYTES + result.nbytes + outputs_bytes(outputs, n, min(faces, FACES_PER_SURFACE_BRICK
+                                                                             * result.active_bricks), hit))
+    if need <= usable:
+        return
+    r0 = max(spec.shape)
+    best = int(r0 * (usable / need) ** 0.5)
+    raise InputError(f"The {n:,} voxels of a sparse {'×'.join(map(str, spec.shape))} grid with their outputs "
+                     f"({', '.join(sorted(outputs))}) need about {backend.format_bytes(need)} of host memory but only "
+                     f"{backend.format_bytes(usable)} is usable. The largest size that fits is about {best} voxels "
+                     f"along the longest side (voxel size {spec.voxel_size * r0 / max(best, 1):.4g} m)")
+
+
+class DenseRefused(InputError):
+    """The dense guard refused a Voxelize group (``MemoryGuard._refuse``), before or after
+    voxelizing: the operator may run it sparse instead. ``explain()`` is the dense guard's
+    own refusal, the largest dense resolution named (searched only when asked)."""
+
+    def __init__(self, guard, spec, need, exact):
+        super().__init__(f"the dense {'×'.join(map(str, spec.shape))} job needs {backend.format_bytes(need)}")
+        self.guard, self.spec, self.need, self.exact = guard, spec, need, exact
+
+    def explain(self) -> str:
+        from .guard import MemoryGuard
+
+        try:
+            MemoryGuard._refuse(self.guard, self.spec, self.need, self.exact)
+        except InputError as e:
+            return str(e)
+        return str(self)  # pragma: no cover - _refuse always raises
+
+
+def _fallback_guard(soup, segments, request, vote, lo, hi):
+    """A dense ``MemoryGuard`` whose refusals raise ``DenseRefused``."""
+    from .guard import MemoryGuard
+
+    class Guard(MemoryGuard):
+        def _refuse(self, spec, need, exact):
+            raise DenseRefused(self, spec, need, exact)
+
+    return Guard(soup, segments, request, vote, lo, hi)
+
+
+def sparse_instead(refused: DenseRefused, soup, spec: GridSpec, request, vote) -> str:
+    """The note for running a group the dense guard refused sparse, if its estimate fits;
+    else ``InputError``: the dense refusal (naming the largest dense resolution), then the
+    sparse one (naming the largest sparse size)."""
+    try:
+        check_sparse(soup.vertices, soup.triangles, spec, request.mode, vote, np, outputs=request.outputs)
+    except InputError as sparse:
+        raise InputError(f"{refused.explain()}. Sparse: {sparse}") from None
+    return f"{refused} of host memory, more than is usable: voxelized sparse (8³ bricks)"
+
+
+def plan_group(spec: GridSpec, request, soup, segments, vote, lo, hi):
+    """Dense or sparse for one Voxelize group (``request.sparse``: auto, always, never):
+    returns (dense ``MemoryGuard`` or None, sparse?, note or None).
+
+    ``auto`` goes sparse for a mesh without loose edges (lines are dense only) where,
+    on the GPU, the dense grid does not fit on the device; on the CPU, above
+    ``sparse_result.AUTO_CPU_VOXELS`` voxels when the job wants per-voxel outputs (a
+    Volume alone keeps the dense job, split into z-slabs if needed: its density is the
+    coverage); and wherever the dense guard refuses but the sparse estimate fits (before
+    voxelizing here; after, with the exact counts, the guard raises ``DenseRefused`` from
+    the dense job and the operator calls ``sparse_instead``). When both refuse, the dense
+    refusal stands, with the sparse one after it."""
+    from . import estimate_bytes
+    from .guard import check_memory
+    from .sparse_result import AUTO_CPU_VOXELS
+
+    choice = (getattr(request, "sparse", "auto") or "auto").lower()
+    if choice not in ("auto", "always", "never"):
+        raise InputError(f"sparse must be auto, always or never, not {choice!r}")
+    meshy = soup is not None and len(soup.triangles) > 0
+    if choice == "never" or not meshy or (choice == "auto" and segments is not None):
+        return check_memory(spec, request, soup, segments, vote, lo, hi), False, None
+    xp = backend.xp()
+    nv, nt = len(soup.vertices), len(soup.triangles)
+    if choice == "always":
+        check_sparse(soup.vertices, soup.triangles, spec, request.mode, vote, np, outputs=request.outputs)
+        return None, True, None
+    if xp is not np and estimate_bytes(spec, request.mode, nv, nt, vote, xp=xp) > backend.usable_bytes(xp):
+        return None, True, "the dense grid does not fit on the GPU: voxelized sparse"
+    if xp is np and spec.voxel_count > AUTO_CPU_VOXELS and request.outputs - {"volume"}:
+        try:
+            check_sparse(soup.vertices, soup.triangles, spec, request.mode, vote, np, outputs=request.outputs)
+            return None, True, None
+        except InputError as sparse:
+            try:
+                return check_memory(spec, request, soup, segments, vote, lo, hi), False, None
+            except InputError as dense:
+                raise InputError(f"{dense}. Sparse: {sparse}") from None
+    guard = _fallback_guard(soup, segments, request, vote, lo, hi)
+    try:
+        guard.check_before(spec)
+    except DenseRefused as refused:
+        return None, True, sparse_instead(refused, soup, spec, request, vote)
+    return guard, False, None

@@ -1,0 +1,153 @@
+"""One Voxelize group's outputs from a sparse voxelization (issue 11): point attributes
+and the block mesh built from the bricks, a chunk of whole rows of bricks at a time,
+never from a dense array (arrays only: the add-on runs it on a worker thread and writes
+the outputs; the Volume is written from the grid itself, ``addon/sparse_vdb.py``).
+
+Equal to the dense path (``outputs.compute_group``) wherever both fit, up to order:
+voxels (points) come in *brick order* (``sparse_result``), not linear (k, j, i) order;
+the block mesh has the same welded vertices in the same (lattice) order and the same
+quads, its faces in brick order of their voxels, direction by direction within a
+chunk. Differences, stated: a point's ``coverage`` is 1 (the dense path's 4³
+supersampled coverage of solid modes needs a dense fine grid), and a sparse Volume's
+density is 1 at set voxels (the dense solid modes' is that coverage).
+
+Exposed faces (``blocks.py``'s rule: a set voxel's face whose neighbour is empty, outside
+the grid empty) cross brick borders through the topology: the neighbour brick of each
+brick along each direction is found by ``Topology.lookup`` (a binary search over the
+sorted keys), and its border layer of bits is what the brick's own border faces.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import backend
+from ..grid.sparse import BRICK, brick_keys
+from ..progress import report, scaled
+from .blocks import CORNER_OFFSETS, DIRECTIONS, BlockMesh
+from .sparse import CHANNEL, unpack_rows
+from .sparse_attributes import OwnerMesh, material_and_color, row_chunks
+from .sparse_result import SparseVoxels
+
+@dataclass
+class SparseGroup:
+    """One group's sparse voxels and the host arrays of its outputs."""
+
+    count: int
+    result: SparseVoxels = None
+    ijk: object = None  # (N, 3) int32 set voxels, brick order
+    material: object = None  # (N,) int32, −1 none
+    rgba: object = None  # (N, 4) float32
+    coverage: object = None  # (N,) float32 (1: see the module note)
+    blocks: object = None  # BlockMesh, voxel_of_face indexing ijk
+    volume: object = None  # what writes the Volume (the add-on's sparse_vdb.SparseVolume)
+    dense: object = None  # always None: no dense density
+    warnings: list = field(default_factory=list)
+
+
+def exposed_faces(result: SparseVoxels, start: int, stop: int):
+    """Per direction d (0..5: +x −x +y −y +z −z): (voxel, d) of the exposed faces of the
+    set voxels of bricks start … stop; *voxel* indexes the chunk's voxels in brick order
+    (``SparseVoxels.coordinates_of``)."""
+    xp, topo = result.xp, result.grid.topology
+    pool = result.grid.channels[CHANNEL]
+    bits = unpack_rows(pool[topo.slots[start:stop]], xp).astype(bool)  # (n, z, y, x)
+    flat = bits.reshape(-1)
+    rank = xp.cumsum(flat) - 1  # the voxel's index in brick order within the chunk
+    coords = topo.coords()[start:stop]
+    out = []
+    for d in range(6):
+        step = xp.asarray(DIRECTIONS[d].astype(np.int64))
+        axis = d // 2
+        nb = coords + step
+        slot = topo.lookup(brick_keys(nb, xp))
+        other = unpack_rows(pool[xp.maximum(slot, 0)], xp).astype(bool) & (slot >= 0)[:, None, None, None]
+        ax = 3 - axis  # array axis of this direction: x is the last
+        if d % 2 == 0:  # + side: the neighbour of the last layer is the next brick's first
+            neighbour = xp.concatenate([_take(bits, ax, 1, BRICK), _take(other, ax, 0, 1)], axis=ax)
+        else:
+            neighbour = xp.concatenate([_take(other, ax, BRICK - 1, BRICK), _take(bits, ax, 0, BRICK - 1)], axis=ax)
+        # outside the grid is empty, as inactive bricks and the bits past the grid's
+        # shape are (``clip_to_shape``): no separate edge test
+        exposed = bits & ~neighbour
+        idx = xp.flatnonzero(exposed.reshape(-1))
+        out.append((rank[idx], d))
+    return out
+
+
+def _take(a, axis, lo, hi):
+    sl = [slice(None)] * a.ndim
+    sl[axis] = slice(lo, hi)
+    return a[tuple(sl)]
+
+
+def block_mesh(result: SparseVoxels, spec, chunks=None, progress=None) -> BlockMesh:
+    """The block mesh (``blocks.exterior_faces``) of a sparse voxelization, chunk by chunk
+    of rows of bricks; ``voxel_of_face`` indexes the voxels in brick order."""
+    nx, ny, nz = spec.shape
+    lattice = np.array([1, nx + 1, (nx + 1) * (ny + 1)], np.int64)
+    offset_keys = (CORNER_OFFSETS.reshape(-1, 3) @ lattice).reshape(6, 4)
+    keys, voxel_of_face, direction = [], [], []
+    chunks = chunks if chunks is not None else row_chunks(result)
+    first = 0
+    for n, (s, e) in enumerate(chunks):
+        ijk = np.asarray(backend.to_numpy(result.coordinates_of(s, e))).astype(np.int64)
+        for voxel, d in exposed_faces(result, s, e):
+            voxel = np.asarray(backend.to_numpy(voxel))
+            keys.append((ijk[voxel] @ lattice)[:, None] + offset_keys[d][None, :])
+            voxel_of_face.append(voxel + first)
+            direction.append(np.full(len(voxel), d, np.int8))
+        first += len(ijk)
+        report(progress, (n + 1) / max(len(chunks), 1), "block faces")
+    if not keys:
+        return BlockMesh(np.zeros((0, 3), np.float32), np.zeros((0, 4), np.int32), np.zeros(0, np.int64),
+                         np.zeros(0, np.int8))
+    keys = np.concatenate(keys)
+    unique_keys, inverse = np.unique(keys.reshape(-1), return_inverse=True)
+    quads = inverse.reshape(-1, 4).astype(np.int32)
+    ci = unique_keys % (nx + 1)
+    cj = (unique_keys // (nx + 1)) % (ny + 1)
+    ck = unique_keys // ((nx + 1) * (ny + 1))
+    points = np.stack([ci, cj, ck], axis=1).astype(np.float64)
+    vertices = (np.asarray(spec.origin, dtype=np.float64) + points * spec.voxel_size).astype(np.float32)
+    return BlockMesh(vertices, quads, np.concatenate(voxel_of_face).astype(np.int64), np.concatenate(direction))
+
+
+def compute_group_sparse(base, soup, spec, request, vote, table=None, progress=None) -> SparseGroup:
+    """Voxelize one group sparse and compute its outputs' host arrays (no bpy)."""
+    from . import voxelize
+    from .outputs import default_material_table
+
+    xp = backend.xp()
+    table = default_material_table(soup) if table is None else table
+    result = voxelize(soup.vertices, soup.triangles, spec, request.mode, vote=vote, xp=xp, sparse=True,
+                      keep_on_device=True, progress=scaled(progress, 0.0, 0.5))
+    out = SparseGroup(result.count(), result)
+    if out.count == 0:
+        out.warnings.append(f"{base}: no voxels (is the voxel size larger than the object?)")
+        return out
+    if request.outputs & {"points", "blocks", "vox"}:
+        from .sparse_guard import check_outputs
+
+        check_outputs(result, spec, request.outputs)  # the exact count, before any per-voxel array
+        owner_mesh = OwnerMesh(soup.vertices, soup.triangles, spec)
+        chunks = row_chunks(result)
+        ijks, materials, colors = [], [], []
+        for n, (s, e) in enumerate(chunks):
+            ijk = np.asarray(backend.to_numpy(result.coordinates_of(s, e)))
+            owner = owner_mesh.owners(ijk.astype(np.int64))
+            material, color = material_and_color(owner, soup.material_index, table, soup.corner_colors,
+                                                 soup.colored_objects, soup.object_index)
+            ijks.append(ijk)
+            materials.append(material)
+            colors.append(color if color is not None else table[np.where(material >= 0, material, len(table) - 1)])
+            report(progress, 0.5 + 0.3 * (n + 1) / len(chunks), "voxel attributes")
+        out.ijk = np.concatenate(ijks)
+        out.material = np.concatenate(materials)
+        out.rgba = np.concatenate(colors).astype(np.float32)
+        out.coverage = np.ones(len(out.ijk), np.float32)
+    if "blocks" in request.outputs:
+        out.blocks = block_mesh(result, spec, progress=scaled(progress, 0.8, 1.0))
+    return out
