@@ -14,8 +14,9 @@ Boundaries. A closed domain (``GridSpec`` box with walls, as the dense solver) c
 influence boxes to the box plus one ring of cells: the cells of that ring (beyond the
 walls) are SOLID with velocity 0, and the faces outside the dense face lattices do not
 exist (``exists_u/v/w`` = 0; they stay 0). An open domain has no walls: bricks follow the
-liquid anywhere on the lattice. Obstacles are cells (``set_obstacles``), marked SOLID
-where their bricks are active — the only cells the solve reads.
+liquid anywhere on the lattice. Obstacles are cells (``set_obstacles``) or bricks of
+bits (``sparse_bodies``), marked SOLID where their bricks are active — the only cells
+the solve reads.
 
 Channels (flat, ``SparseMacGrid``): u, v, w and solid_u/v/w float32; cell, solid and
 exists_u/v/w uint8.
@@ -30,6 +31,7 @@ import numpy as np
 from ..grid import GridSpec
 from ..grid.sparse import keys_of_boxes
 from ..grid.sparse_mac import SparseMacGrid, check_lattice, face_boxes
+from . import sparse_bodies
 
 EXTRAPOLATION_LAYERS = 2
 
@@ -74,10 +76,11 @@ class SparseFlipGrid(SparseMacGrid):
             hi = xp.minimum(hi, xp.asarray(self.shape, dtype=xp.int64))
         return keys_of_boxes(lo, hi, xp)
 
-    def update(self, pos, margin: int, obstacle=None, obstacle_velocity=None, extra_cells=None):
+    def update(self, pos, margin: int, obstacle=None, obstacle_velocity=None, extra_cells=None, bodies=()):
         """Retopologize to the particles (+ *extra_cells*), then mark walls and obstacles
-        (*obstacle*: (M, 3) lattice cells, *obstacle_velocity*: (M, 3) or None) and the
-        faces that exist. Returns (added, freed) slots."""
+        (*obstacle*: (M, 3) lattice cells, *obstacle_velocity*: (M, 3) or None; *bodies*:
+        ``sparse_bodies.BrickBody`` obstacles) and the faces that exist. Returns (added,
+        freed) slots."""
         xp = self.xp
         added, freed = self.retopologize(self.topology_keys(pos, margin, extra_cells))
         active = self.active()
@@ -104,6 +107,7 @@ class SparseFlipGrid(SparseMacGrid):
             if obstacle_velocity is not None:
                 cell_vel = xp.zeros((self.size, 3), xp.float32)
                 cell_vel[at[hit]] = xp.asarray(obstacle_velocity, dtype=xp.float32)[hit]
+        cell_vel = sparse_bodies.mark(self, bodies, solid, cell_vel)
         self["wall"] = wall.astype(xp.uint8)
         self["solid"] = solid.astype(xp.uint8)
         self._solid_faces(solid & ~wall, wall, cell_vel)

@@ -18,6 +18,11 @@ follows the liquid (the bricks within a margin of its particles), not the box.
     grid → particles      FLIP/PIC blend of the change (or APIC), RK2, push out of solids
     open domain           particles beyond the kill distance are deleted
 
+Obstacles, inflows and outflows (``sparse_bodies``): bodies voxelized into bricks on the
+lattice (no dense box), so in an open domain they may lie outside the box:
+``set_obstacle_bodies`` (moving obstacles, rigid step per frame), ``body_cells`` for
+``emit``/``drain`` (lattice cells). ``set_obstacles`` still takes box cells.
+
 ``boundary``: "closed" (default; the box has walls, as the dense solver: the same scene
 gives the same motion up to float rounding) or "open" (no walls: liquid leaves the box
 and is deleted ``kill_distance`` metres beyond it, default one box length).
@@ -31,18 +36,13 @@ from .. import backend
 from ..errors import InputError
 from ..grid import GridSpec
 from ..progress import report, scaled
-from . import bodies, sparse_pressure, sparse_transfer, transfer
+from . import bodies, sparse_bodies, sparse_pressure, sparse_transfer, transfer
 from .grid import FLUID, FlipSettings
 from .particles import seed_particles
 from .sim import FlipSimulation, keep_inside, source_cells
 from .sparse_grid import SparseFlipGrid, substep_margin
 
 BOUNDARIES = ("closed", "open")
-
-
-def _linear(cells, shape, xp):
-    nx, ny, _ = shape
-    return (cells[:, 2] * ny + cells[:, 1]) * nx + cells[:, 0]
 
 
 class SparseFlipSimulation(FlipSimulation):
@@ -63,12 +63,12 @@ class SparseFlipSimulation(FlipSimulation):
             raise InputError(f"The kill distance must be a distance ≥ 0 in metres, not {kill_distance!r}")
         self.grid = SparseFlipGrid(spec, xp, closed=boundary == "closed")
         static = None if obstacle_vertices is None else bodies.Body(obstacle_vertices, obstacle_triangles, np.eye(4))
-        self.obstacle = bodies.cells(static, spec, xp, progress=scaled(progress, 0, 0.4)).astype(xp.int64)
+        self.obstacle = xp.zeros((0, 3), xp.int64)  # cells of ``set_obstacles``
         self.obstacle_velocity = None
+        self.obstacle_bodies = [sparse_bodies.voxel_bricks(static, spec, xp, progress=scaled(progress, 0, 0.4))]
         liquid, crossed = source_cells(liquid_vertices, liquid_triangles, spec, xp, progress=scaled(progress, 0.4, 0.9))
-        if len(self.obstacle) and len(liquid):  # no liquid inside obstacles
-            blocked = backend.to_numpy(_linear(self.obstacle, spec.shape, xp))
-            free = ~np.isin(_linear(np.asarray(liquid, np.int64), spec.shape, np), blocked)
+        if self.obstacle_bodies[0].count and len(liquid):  # no liquid inside obstacles
+            free = ~backend.to_numpy(sparse_bodies.contains(self.obstacle_bodies[0], xp.asarray(liquid), xp))
             liquid, crossed = liquid[free], crossed[free]
         pos, vel = seed_particles(liquid, spec, per_cell=settings.particles_per_cell, seed=settings.seed,
                                   xp=xp, velocity=initial_velocity)
@@ -86,40 +86,71 @@ class SparseFlipSimulation(FlipSimulation):
     # ------------------------------------------------------------------ boundaries that change
     def set_obstacles(self, cells_ijk, cell_velocity=None) -> None:
         """Obstacle cells (M, 3) for the coming frame, with an optional velocity per grid
-        cell (nz, ny, nx, 3) (``FlipSimulation.set_obstacles``); marked on the bricks at
-        each substep."""
+        cell (nz, ny, nx, 3) (``FlipSimulation.set_obstacles``, cells of the box); marked on
+        the bricks at each substep. Replaces the obstacles (bodies too)."""
         xp = self.xp
         cells = xp.asarray(cells_ijk).astype(xp.int64).reshape(-1, 3)
         self.obstacle = cells
         self.obstacle_velocity = None
+        self.obstacle_bodies = []
         if cell_velocity is not None and len(cells):
             cv = xp.asarray(cell_velocity, dtype=xp.float32)
             self.obstacle_velocity = cv[cells[:, 2], cells[:, 1], cells[:, 0]]
 
-    def _box_cells_of_particles(self):
-        """Linear box index of each particle's cell, −1 outside the box."""
+    def set_obstacle_bodies(self, now, next_matrices, fps: float) -> None:
+        """Obstacles for the coming frame from their bodies (``bodies.Body`` at this frame
+        and their world matrices at the next: ``bodies.obstacle_state``'s arguments),
+        voxelized into bricks anywhere on the lattice (``sparse_bodies``), each moving
+        with its rigid step over the frame. Replaces the obstacles (cells too)."""
+        self.obstacle = self.xp.zeros((0, 3), self.xp.int64)
+        self.obstacle_velocity = None
+        self.obstacle_bodies = sparse_bodies.moving(now, next_matrices, self.spec, fps, self.xp)
+
+    def body_cells(self, body, progress=None):
+        """(M, 3) int64 lattice cells a body (``bodies.Body``) fills, for ``emit`` and
+        ``drain``: anywhere on the lattice (outside the box too) in an open domain, the
+        box's cells in a closed one."""
+        ijk = sparse_bodies.cells(sparse_bodies.voxel_bricks(body, self.spec, self.xp, progress), self.xp)
+        return ijk[self._in_box(ijk)] if self.boundary == "closed" else ijk
+
+    def _in_box(self, ijk):
+        xp = backend.array_module(ijk)
+        return ((ijk >= 0) & (ijk < xp.asarray(self.spec.shape))).all(axis=1)
+
+    def _lattice_cells_of_particles(self):
         xp = self.xp
-        ijk = xp.floor((self.pos - xp.asarray(self.spec.origin, dtype=xp.float32))
-                       / np.float32(self.spec.voxel_size)).astype(xp.int64)
-        inside = ((ijk >= 0) & (ijk < xp.asarray(self.spec.shape))).all(axis=1)
-        return xp.where(inside, _linear(ijk, self.spec.shape, xp), -1)
+        return xp.floor((self.pos - xp.asarray(self.spec.origin, dtype=xp.float32))
+                        / np.float32(self.spec.voxel_size)).astype(xp.int64)
+
+    def _blocked(self, ijk):
+        """bool per lattice cell (M, 3): inside an obstacle (cells or bodies)."""
+        xp = self.xp
+        out = xp.zeros(len(ijk), bool)
+        if len(self.obstacle):
+            a, b = sparse_bodies.lattice_keys(ijk, self.obstacle, xp)
+            out |= xp.isin(a, b)
+        for body in self.obstacle_bodies:
+            out |= sparse_bodies.contains(body, ijk, xp)
+        return out
 
     def emit(self, cells_ijk, velocity) -> int:
-        """Inflow: fill every listed box cell that holds no particle and no obstacle with a
-        fresh cell's worth of particles moving at *velocity*. Returns how many."""
+        """Inflow: fill every listed lattice cell that holds no particle and no obstacle
+        with a fresh cell's worth of particles moving at *velocity* (cells outside the box
+        only in an open domain). Returns how many."""
         xp = self.xp
         cells = backend.to_numpy(cells_ijk).astype(np.int64, copy=False).reshape(-1, 3)
+        if self.boundary == "closed":
+            cells = cells[backend.to_numpy(self._in_box(cells))]
         if len(cells) == 0:
             return 0
-        linear = xp.asarray(_linear(cells, self.spec.shape, np))
-        taken = self._box_cells_of_particles()
-        if len(self.obstacle):
-            taken = xp.concatenate([taken, _linear(self.obstacle, self.spec.shape, xp)])
-        free = cells[backend.to_numpy(~xp.isin(linear, taken))]
+        listed, taken = sparse_bodies.lattice_keys(xp.asarray(cells), self._lattice_cells_of_particles(), xp)
+        free = ~xp.isin(listed, taken) & ~self._blocked(xp.asarray(cells))
+        free = cells[backend.to_numpy(free)]
         if len(free) == 0:
             return 0
         self.emitted = getattr(self, "emitted", 0) + 1
-        pos, vel = seed_particles(free, self.spec, per_cell=self.settings.particles_per_cell,
+        spec, offset = sparse_bodies.seeding_spec(self.spec, free)
+        pos, vel = seed_particles(free - offset, spec, per_cell=self.settings.particles_per_cell,
                                   seed=self.settings.seed + 7919 * self.emitted, xp=xp, velocity=velocity)
         self._append(pos, vel)
         return int(len(pos))
@@ -137,12 +168,12 @@ class SparseFlipSimulation(FlipSimulation):
             self.c = self.c[keep]
 
     def drain(self, cells_ijk) -> int:
-        """Outflow: delete the particles inside the listed box cells. Returns how many."""
+        """Outflow: delete the particles inside the listed lattice cells. Returns how many."""
         xp = self.xp
         if len(cells_ijk) == 0 or len(self.pos) == 0:
             return 0
-        cells = xp.asarray(cells_ijk).astype(xp.int64).reshape(-1, 3)
-        keep = ~xp.isin(self._box_cells_of_particles(), _linear(cells, self.spec.shape, xp))
+        mine, listed = sparse_bodies.lattice_keys(self._lattice_cells_of_particles(), xp.asarray(cells_ijk), xp)
+        keep = ~xp.isin(mine, listed)
         removed = int(len(self.pos) - int(keep.sum()))
         if removed:
             self._keep(keep)
@@ -166,7 +197,7 @@ class SparseFlipSimulation(FlipSimulation):
         report(progress, 0.0, "topology")
         margin = substep_margin(float(transfer.max_speed(self.vel)), dt, self.spec.voxel_size,
                                 float(np.linalg.norm(s.gravity)))
-        g.update(self.pos, margin, self.obstacle, self.obstacle_velocity)  # §5.1 / §5.2
+        g.update(self.pos, margin, self.obstacle, self.obstacle_velocity, bodies=self.obstacle_bodies)  # §5.1 / §5.2
         report(progress, 0.05, "particles to grid")
         sparse_transfer.particles_to_grid(g, self.pos, self.vel, self.c)  # gather (§6–7)
         sparse_transfer.classify(g, self.pos)  # FLUID / AIR / SOLID
