@@ -36,7 +36,7 @@ from .. import backend
 from ..errors import InputError
 from ..grid import GridSpec
 from ..progress import report, scaled
-from . import bodies, sparse_bodies, sparse_pressure, sparse_transfer, transfer
+from . import bodies, sparse_bodies, sparse_output, sparse_pressure, sparse_transfer, transfer
 from .grid import FLUID, FlipSettings
 from .particles import seed_particles
 from .sim import FlipSimulation, keep_inside, source_cells
@@ -222,21 +222,34 @@ class SparseFlipSimulation(FlipSimulation):
         return {**stats, "bricks": g.brick_count()}
 
     # ------------------------------------------------------------------ outputs
+    @property
+    def surface_spec(self) -> GridSpec:
+        """The grid of ``level_set()``: closed, the box grown beyond its walls (as dense);
+        open, the liquid's region grown so (``sparse_output``), wherever the liquid is."""
+        from .surface import surface_grid
+
+        return surface_grid(sparse_output.liquid_region(self))
+
+    def level_set(self, progress=None):
+        """The liquid's level set over ``surface_spec`` (NumPy, negative inside): closed
+        against the walls in a closed box (``FlipSimulation.level_set``), the particles'
+        own in an open domain."""
+        if self.boundary == "closed":
+            return super().level_set(progress)
+        return sparse_output.level_set(self, progress)
+
     def cell_velocity(self, padding: int = 0):
-        """Grid velocity at the box's cell centres (nz, ny, nx, 3) float32 (NumPy), averaged
-        from the faces; missing bricks read 0; *padding* as ``FlipSimulation.cell_velocity``."""
-        g, xp = self.grid, self.xp
-        nx, ny, nz = self.spec.shape
-        k, j, i = (a.ravel().astype(xp.int64) for a in xp.indices((nz, ny, nx)))
-        out = []
-        for comp, name in enumerate(g.FACES):
-            f = g[name]
-            lo = g.locate(i, j, k)
-            hi = g.locate(i + (comp == 0), j + (comp == 1), k + (comp == 2))
-            a = xp.where(lo >= 0, f[xp.maximum(lo, 0)], np.float32(0))
-            b = xp.where(hi >= 0, f[xp.maximum(hi, 0)], np.float32(0))
-            out.append((np.float32(0.5) * (a + b)).reshape(nz, ny, nx))
-        cells = np.ascontiguousarray(backend.to_numpy(xp.stack(out, axis=-1)), dtype=np.float32)
+        """Grid velocity at cell centres (nz, ny, nx, 3) float32 (NumPy), averaged from the
+        faces, missing bricks 0: over the box (closed) or the liquid's region (open,
+        ``sparse_output``), grown by *padding* cells: with ``surface.WALL_CELLS`` the
+        layout of ``surface_spec``. Closed, the padding repeats the cell inside the wall
+        (``FlipSimulation.cell_velocity``)."""
+        from .surface import surface_grid
+
+        region = sparse_output.liquid_region(self)
+        if self.boundary == "open" and padding:
+            return sparse_output.cell_velocity(self.grid, surface_grid(region, padding), self.spec)
+        cells = sparse_output.cell_velocity(self.grid, region, self.spec)
         if padding:
             cells = np.pad(cells, ((padding, padding),) * 3 + ((0, 0),), mode="edge")
         return cells

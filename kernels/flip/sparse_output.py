@@ -1,0 +1,77 @@
+"""The sparse liquid's frame outputs (issue 12): the level set and the cell velocity on a
+box around the liquid wherever it is, not on the simulation box.
+
+Closed domain: the box, as the dense solver (``closed_level_set``, meeting the walls).
+Open domain: the liquid may have left the box, so the outputs cover the *liquid's
+region* — the bounding box of the particles' cells grown by the surface kernel's reach
+(⌈R/h⌉ + 1 cells), on the simulation lattice — grown again by ``WALL_CELLS`` like the
+closed surface grid (``surface_grid``). Memory follows the liquid's extent, not the box or
+its kill distance; no walls cut the level set (``particle_level_set``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import backend
+from ..grid import GridSpec
+from .surface import KERNEL_PER_RADIUS, surface_grid, surface_radii
+
+CHUNK_CELLS = 1 << 22  # cell velocities averaged at once
+
+
+def liquid_region(sim) -> GridSpec:
+    """The liquid's region (module text) as a grid on *sim*'s lattice: the box itself when
+    it is closed or holds no particle."""
+    spec, xp = sim.spec, sim.xp
+    if sim.boundary == "closed" or len(sim.pos) == 0:
+        return spec
+    r, _ = surface_radii(spec.voxel_size, sim.settings.particles_per_cell)
+    pad = int(math.ceil(KERNEL_PER_RADIUS * r / spec.voxel_size)) + 1
+    ijk = sim.grid.cell_coords(sim.pos)
+    lo = [int(math.floor(float(xp.nanmin(a)))) - pad for a in ijk]
+    hi = [int(math.floor(float(xp.nanmax(a)))) + pad for a in ijk]
+    h = spec.voxel_size
+    return GridSpec(tuple(float(o) + n * h if n else float(o) for o, n in zip(spec.origin, lo)), h,
+                    tuple(b - a + 1 for a, b in zip(lo, hi)))
+
+
+def offset(region: GridSpec, spec: GridSpec):
+    """Lattice cell of *region*'s cell (0, 0, 0) on *spec*'s lattice."""
+    return tuple(int(round((a - b) / spec.voxel_size)) for a, b in zip(region.origin, spec.origin))
+
+
+def level_set(sim, progress=None):
+    """φ (NumPy float32) over ``surface_grid(liquid_region(sim))`` of an open domain."""
+    from .surface import particle_level_set
+
+    r, R = surface_radii(sim.spec.voxel_size, sim.settings.particles_per_cell)
+    grown = surface_grid(liquid_region(sim))
+    phi = particle_level_set(sim.pos, grown, radius=r, kernel_radius=R, xp=sim.xp, progress=progress)
+    return np.asarray(backend.to_numpy(phi), dtype=np.float32)
+
+
+def cell_velocity(grid, region: GridSpec, spec: GridSpec):
+    """Grid velocity at the cell centres of *region* (nz, ny, nx, 3) float32 (NumPy),
+    averaged from the faces; missing bricks read 0. Chunked along z."""
+    xp = grid.xp
+    nx, ny, nz = region.shape
+    oi, oj, ok = offset(region, spec)
+    out = np.empty((nz, ny, nx, 3), np.float32)
+    step = max(1, CHUNK_CELLS // max(1, nx * ny))
+    for z0 in range(0, nz, step):
+        z1 = min(nz, z0 + step)
+        k, j, i = (a.ravel().astype(xp.int64) for a in xp.indices((z1 - z0, ny, nx)))
+        i, j, k = i + oi, j + oj, k + ok + z0
+        comps = []
+        for comp, name in enumerate(grid.FACES):
+            f = grid[name]
+            lo = grid.locate(i, j, k)
+            hi = grid.locate(i + (comp == 0), j + (comp == 1), k + (comp == 2))
+            a = xp.where(lo >= 0, f[xp.maximum(lo, 0)], np.float32(0))
+            b = xp.where(hi >= 0, f[xp.maximum(hi, 0)], np.float32(0))
+            comps.append((np.float32(0.5) * (a + b)).reshape(z1 - z0, ny, nx))
+        out[z0:z1] = backend.to_numpy(xp.stack(comps, axis=-1))
+    return out
