@@ -290,13 +290,18 @@ class FlipSimulation:
 
     def step(self, frame_dt: float, progress=None) -> dict:
         """Advance one frame with CFL-limited substeps; raise SimulationError on NaN and
-        ``Cancelled`` when *progress* answers False (between stages and solver blocks)."""
+        ``Cancelled`` when *progress* answers False (between stages and solver blocks).
+        Returns the frame's stats: ``substeps`` taken, ``cfl_substeps`` the CFL number
+        asked for and ``capped`` when ``max_substeps`` limited them (each particle then
+        travels more than ``cfl`` cells a substep; ``capped_frames`` counts such frames)."""
         s = self.settings
         speed = float(transfer.max_speed(self.vel))  # the one sync that sizes the substeps
         if not math.isfinite(speed):
             raise SimulationError(f"NaN velocity appeared before frame step {self.frames + 1}")
         reach = (speed + math.sqrt(2 * 9.81 * self.spec.voxel_size)) * frame_dt / (s.cfl * self.spec.voxel_size)
-        n = int(min(s.max_substeps, max(1, math.ceil(reach))))
+        wanted = max(1, math.ceil(reach))  # substeps the CFL number asks for
+        n = int(min(s.max_substeps, wanted))
+        self.capped_frames = getattr(self, "capped_frames", 0) + (wanted > n)
         iterations, residual = 0, 0.0
         for i in range(n):
             stats = self.substep(frame_dt / n, scaled(progress, i / n, (i + 1) / n) if progress else None)
@@ -304,7 +309,7 @@ class FlipSimulation:
             residual = max(residual, float(stats["residual"]))
         self.frames += 1
         self.last = {"substeps": n, "iterations": iterations, "residual": residual,
-                     "particles": int(self.pos.shape[0])}
+                     "particles": int(self.pos.shape[0]), "cfl_substeps": int(wanted), "capped": wanted > n}
         return self.last
 
     # ------------------------------------------------------------------ outputs
