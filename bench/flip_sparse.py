@@ -1,7 +1,9 @@
 """Sparse FLIP benchmark (issue 12): ``bench/flip.py``'s dam break on the brick solver
 (``FlipSimulation(..., sparse=True)``) on the GPU: ms per substep split by stage, active
 bricks, CG iterations (Jacobi PCG to 1e-4), the grid's and the pool's device memory;
-``--dense`` adds the dense solver's row for the same scene, measured in the same run.
+``--dense`` adds the dense solver's row for the same scene, measured in the same run;
+the last columns are ``sparse_memory.sparse_flip_memory``'s bricks and bytes (estimated
+from the particle count before baking) beside the measured ones.
 
     python3 bench/flip_sparse.py [--quick] [--dense] [--steps N]
 
@@ -30,6 +32,7 @@ from voxfx.kernels.flip import sparse_pressure, sparse_transfer, transfer  # noq
 from voxfx.kernels.flip.grid import FlipSettings  # noqa: E402
 from voxfx.kernels.flip.sim import FlipSimulation  # noqa: E402
 from voxfx.kernels.flip.sparse_grid import substep_margin  # noqa: E402
+from voxfx.kernels.flip.sparse_memory import sparse_flip_memory  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "bench"))
 from flip import dam_break, timed_substep  # noqa: E402
@@ -42,7 +45,7 @@ def timed_sparse_substep(sim, dt, ev):
     ev[0].record()
     margin = substep_margin(float(transfer.max_speed(sim.vel)), dt, sim.spec.voxel_size,
                             float(np.linalg.norm(s.gravity)))
-    g.update(sim.pos, margin, sim.obstacle, sim.obstacle_velocity)
+    g.update(sim.pos, margin, sim.obstacle, sim.obstacle_velocity, bodies=sim.obstacle_bodies)
     ev[1].record()
     sparse_transfer.particles_to_grid(g, sim.pos, sim.vel, sim.c)
     sparse_transfer.classify(g, sim.pos)
@@ -87,7 +90,8 @@ def run(n, particles, steps, warm, sparse):
             rows.append(ms)
             its.append(it)
     med = list(np.median(np.array(rows), axis=0))
-    extra = {"bricks": sim.grid.brick_count(), "grid MiB": sim.grid.nbytes / 2 ** 20} if sparse else {}
+    extra = {"bricks": sim.grid.brick_count(), "grid MiB": sim.grid.nbytes / 2 ** 20,
+             "estimate": sparse_flip_memory(spec, len(sim.pos), xp=cp, parts=True)} if sparse else {}
     return len(sim.pos), med, int(np.median(its)), pool.total_bytes(), extra
 
 
@@ -103,7 +107,7 @@ def main():
     print(f"device: {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}")
     configs = [(64, 1_000_000)] if args.quick else [(64, 1_000_000), (128, 4_000_000), (256, 8_000_000)]
     header = ["solver", "grid", "particles"] + [f"{s} ms" for s in STAGES] + [
-        "CG it", "substep ms", "bricks", "grid MiB", "pool peak MiB"]
+        "CG it", "substep ms", "bricks", "grid MiB", "pool peak MiB", "estimate: bricks", "estimate MiB"]
     print(" | ".join(header))
     print(" | ".join("---" for _ in header))
     for n, particles in configs:
@@ -111,7 +115,9 @@ def main():
             count, med, it, peak, extra = run(n, particles, args.steps, args.warm, sparse)
             row = ["sparse" if sparse else "dense", f"{n}³", f"{count:,}"] + [f"{m:.2f}" for m in med] + [
                 str(it), f"{sum(med):.1f}", str(extra.get("bricks", "")),
-                f"{extra['grid MiB']:.0f}" if extra else "", f"{peak / 2 ** 20:.0f}"]
+                f"{extra['grid MiB']:.0f}" if extra else "", f"{peak / 2 ** 20:.0f}",
+                str(extra["estimate"]["bricks"]) if extra else "",
+                f"{extra['estimate']['total'] / 2 ** 20:.0f}" if extra else ""]
             print(" | ".join(row), flush=True)
 
 
