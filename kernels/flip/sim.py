@@ -154,9 +154,11 @@ def dense_mask(ijk, spec: GridSpec, xp):
 
 class FlipSimulation:
     def __new__(cls, *args, sparse: bool = False, **kwargs):
-        """``sparse=True``: the solver on bricks (``sparse_sim.SparseFlipSimulation``, same
-        interface; its extra keywords: ``boundary``, ``kill_distance``, ``preconditioner``)."""
-        if sparse and cls is FlipSimulation:
+        """``sparse=True`` (or ``settings.sparse``): the solver on bricks
+        (``sparse_sim.SparseFlipSimulation``, same interface; its extra keywords:
+        ``boundary``, ``kill_distance``, ``preconditioner``)."""
+        settings = args[1] if len(args) > 1 else kwargs.get("settings")
+        if (sparse or getattr(settings, "sparse", False)) and cls is FlipSimulation:
             from .sparse_sim import SparseFlipSimulation
 
             cls = SparseFlipSimulation
@@ -165,6 +167,8 @@ class FlipSimulation:
     def __init__(self, spec: GridSpec, settings: FlipSettings, liquid_vertices, liquid_triangles,
                  obstacle_vertices=None, obstacle_triangles=None, xp=None, initial_velocity=(0.0, 0.0, 0.0),
                  progress=None, sparse=False):
+        if settings.narrow_band or settings.boundary != "closed":
+            raise VoxFXError("Open boundaries and the narrow band need the sparse solver (Sparse on)")
         self.spec, self.settings = spec, settings
         self.xp = xp = xp or backend.xp()
         self.grid = DenseGrid(spec, xp)

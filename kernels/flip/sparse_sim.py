@@ -33,6 +33,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import backend
+from ..checkpoint import check_state
 from ..errors import InputError
 from ..grid import GridSpec
 from ..progress import report, scaled
@@ -40,6 +41,8 @@ from . import bodies, sparse_bodies, sparse_output, sparse_pressure, sparse_tran
 from .grid import FLUID, FlipSettings
 from .particles import seed_particles
 from .sim import FlipSimulation, keep_inside, source_cells
+from .sparse_band import NarrowBand
+from .surface import BAND_VOXELS, WALL_CELLS, box_distance, surface_radii
 from .sparse_grid import SparseFlipGrid, substep_margin
 
 BOUNDARIES = ("closed", "open")
@@ -48,8 +51,9 @@ BOUNDARIES = ("closed", "open")
 class SparseFlipSimulation(FlipSimulation):
     def __init__(self, spec: GridSpec, settings: FlipSettings, liquid_vertices, liquid_triangles,
                  obstacle_vertices=None, obstacle_triangles=None, xp=None, initial_velocity=(0.0, 0.0, 0.0),
-                 progress=None, sparse=True, boundary="closed", kill_distance=None,
+                 progress=None, sparse=True, boundary=None, kill_distance=None,
                  preconditioner="mg"):
+        boundary = settings.boundary if boundary is None else boundary
         if boundary not in BOUNDARIES:
             raise InputError(f"FLIP boundary must be one of {', '.join(BOUNDARIES)}, not {boundary!r}")
         if preconditioner not in sparse_pressure.PRECONDITIONERS:
@@ -62,6 +66,7 @@ class SparseFlipSimulation(FlipSimulation):
         if not np.isfinite(self.kill_distance) or self.kill_distance < 0:
             raise InputError(f"The kill distance must be a distance ≥ 0 in metres, not {kill_distance!r}")
         self.grid = SparseFlipGrid(spec, xp, closed=boundary == "closed")
+        self.band = NarrowBand(settings.narrow_band, xp) if settings.narrow_band else None
         static = None if obstacle_vertices is None else bodies.Body(obstacle_vertices, obstacle_triangles, np.eye(4))
         self.obstacle = xp.zeros((0, 3), xp.int64)  # cells of ``set_obstacles``
         self.obstacle_velocity = None
@@ -185,6 +190,10 @@ class SparseFlipSimulation(FlipSimulation):
         lo = xp.asarray(self.spec.origin, dtype=xp.float32) - np.float32(self.kill_distance)
         hi = xp.asarray(self.spec.upper, dtype=xp.float32) + np.float32(self.kill_distance)
         keep = ((self.pos >= lo) & (self.pos <= hi)).all(axis=1)
+        if self.band is not None and len(self.band.deep):
+            c = self.band.centres(self.spec)
+            inside = ((c >= lo) & (c <= hi)).all(axis=1)
+            self.band.deep, self.band.mass = self.band.deep[inside], self.band.mass[inside]
         removed = int(len(self.pos) - int(keep.sum()))
         if removed:
             self._keep(keep)
@@ -197,10 +206,15 @@ class SparseFlipSimulation(FlipSimulation):
         report(progress, 0.0, "topology")
         margin = substep_margin(float(transfer.max_speed(self.vel)), dt, self.spec.voxel_size,
                                 float(np.linalg.norm(s.gravity)))
-        g.update(self.pos, margin, self.obstacle, self.obstacle_velocity, bodies=self.obstacle_bodies)  # §5.1 / §5.2
+        band = self.band
+        g.update(self.pos, margin, self.obstacle, self.obstacle_velocity, bodies=self.obstacle_bodies,  # §5.1 / §5.2
+                 extra_cells=band.deep if band else None)
         report(progress, 0.05, "particles to grid")
+        carried = band.snapshot(g) if band else None  # narrow band: the deep cells' grid velocity
         sparse_transfer.particles_to_grid(g, self.pos, self.vel, self.c)  # gather (§6–7)
         sparse_transfer.classify(g, self.pos)  # FLUID / AIR / SOLID
+        if band:
+            band.carry(g, carried, dt)  # deep faces keep their (advected) velocity, deep cells FLUID
         sparse_transfer.extrapolate(g)
         report(progress, 0.2, "pressure")
         old = tuple(f.copy() for f in g.faces())  # save old velocity for FLIP
@@ -216,10 +230,12 @@ class SparseFlipSimulation(FlipSimulation):
         sparse_transfer.extrapolate(g, valid=sparse_transfer.fluid_faces(g))
         ratio = 0.0 if s.apic else s.flip_ratio
         sparse_transfer.g2p_advect(g, old, self.pos, self.vel, ratio, dt, self.c)  # FLIP/PIC or APIC; RK2
+        if band:
+            band.update(self, dt)  # deep region moves; particles only in the band
         if self.boundary == "open":
             self._kill_far()
         self.t += dt
-        return {**stats, "bricks": g.brick_count()}
+        return {**stats, "bricks": g.brick_count(), "deep_cells": len(band.deep) if band else 0}
 
     # ------------------------------------------------------------------ outputs
     @property
@@ -234,9 +250,15 @@ class SparseFlipSimulation(FlipSimulation):
         """The liquid's level set over ``surface_spec`` (NumPy, negative inside): closed
         against the walls in a closed box (``FlipSimulation.level_set``), the particles'
         own in an open domain."""
-        if self.boundary == "closed":
-            return super().level_set(progress)
-        return sparse_output.level_set(self, progress)
+        phi = super().level_set(progress) if self.boundary == "closed" else sparse_output.level_set(self, progress)
+        if self.band is not None:  # deep cells hold no particles: inside
+            r, _ = surface_radii(self.spec.voxel_size, self.settings.particles_per_cell)
+            closed = self.boundary == "closed"
+            phi = self.band.mark_inside(phi, self.surface_spec, self.spec, r, walls=WALL_CELLS if closed else None)
+            if closed:  # cut by the box again (``closed_level_set`` step 3)
+                band = BAND_VOXELS * self.spec.voxel_size
+                phi = np.maximum(phi, box_distance(self.surface_spec, self.spec, band, np))
+        return phi
 
     def cell_velocity(self, padding: int = 0):
         """Grid velocity at cell centres (nz, ny, nx, 3) float32 (NumPy), averaged from the
@@ -253,6 +275,45 @@ class SparseFlipSimulation(FlipSimulation):
         if padding:
             cells = np.pad(cells, ((padding, padding),) * 3 + ((0, 0),), mode="edge")
         return cells
+
+    # ------------------------------------------------------------------ the whole liquid (narrow band: + deep cells)
+    def liquid_particles(self) -> int:
+        """Particles, with the particles a narrow band's deep cells hold (``mass``)."""
+        deep = float(self.band.mass.sum()) if self.band is not None else 0.0
+        return int(len(self.pos)) + int(round(deep))
+
+    def kinetic_energy(self) -> float:
+        e = super().kinetic_energy()
+        if self.band is not None and len(self.band.deep):
+            u = self.band.velocities(self.grid)
+            e += 0.5 * float((self.band.mass[:, None] * u ** 2).sum())
+        return e
+
+    def centre_of_mass(self):
+        if self.band is None or len(self.band.deep) == 0:
+            return super().centre_of_mass()
+        xp, m = self.xp, self.band.mass
+        total = self.pos.astype(xp.float64).sum(axis=0) + (m[:, None] * self.band.centres(self.spec)).sum(axis=0)
+        return backend.to_numpy(total / (len(self.pos) + float(m.sum())))
+
+    def checkpoint(self) -> dict:
+        state = super().checkpoint()
+        if self.band is not None:
+            state["deep"] = np.array(backend.to_numpy(self.band.deep), np.int64)
+            state["deep_faces"] = np.array(backend.to_numpy(self.band.low_faces(self.grid)), np.float32)
+            state["deep_mass"] = np.array(backend.to_numpy(self.band.mass), np.float64)
+        return state
+
+    def restore(self, state: dict) -> None:
+        """``FlipSimulation.restore``; a narrow band's deep cells and their faces too."""
+        if self.band is not None:
+            n = np.shape(state.get("deep", np.zeros((0, 3))))[0]
+            check_state(state, {"deep": ((n, 3), "i"), "deep_faces": ((n, 3), "f"), "deep_mass": ((n,), "f")})
+        super().restore(state)
+        if self.band is not None:
+            self.band.deep = self.xp.asarray(state["deep"], dtype=self.xp.int64)
+            self.band.pending = self.xp.asarray(state["deep_faces"], dtype=self.xp.float32)
+            self.band.mass = self.xp.asarray(state["deep_mass"], dtype=self.xp.float64)
 
     def fluid_cell_count(self) -> int:
         return int((self.grid["cell"] == FLUID).sum())
