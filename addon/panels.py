@@ -3,6 +3,7 @@
 import bpy
 
 from . import addon_version
+from .flip_sparse import estimate_line
 from .operators.system import last_device_summary
 
 
@@ -142,6 +143,13 @@ class VOXFX_PT_flip(bpy.types.Panel):
         f = context.scene.voxfx.flip
         layout.prop(f, "domain")
         layout.prop(f, "resolution")
+        layout.prop(f, "sparse")
+        row = layout.row()
+        row.active = f.sparse
+        row.prop(f, "boundary")
+        line = estimate_line(context, f)
+        if line:
+            layout.label(text=line, icon="MEMORY")
         layout.prop(f, "particles_per_cell")
         layout.prop(f, "apic")
         row = layout.row()

@@ -16,10 +16,10 @@ from ...kernels.flip.bake import FlipBake, frame_arrays
 from ...kernels.flip.bodies import Body
 from ...kernels.flip.grid import FlipSettings
 from ...kernels.settings import from_source
-from ...kernels.flip.sim import flip_memory
 from ...kernels.grid import GridSpec
 from .. import frame_loader, materials, node_setups, scene_io, sim_bake, writeback
 from ..cache import BakeCache, blend_name, resolve_folder
+from ..flip_sparse import memory_need
 from ..jobs import BakeResult, JobOperator, keep_frame_on_abort
 from .cache import free_bake
 from ..ply import write_points
@@ -59,14 +59,13 @@ def check_memory(spec, particles, f, domain_obj):
     release_gpu_pool()
     info = backend.device_info()
     free = int(info.free_bytes * backend.SAFETY_FRACTION)
-    apic = bool(getattr(f, "apic", False))
-    need = flip_memory(spec, particles, apic)
+    need = memory_need(spec, particles, f)  # sparse: from the liquid's volume (issue 12)
     if need <= free:
         return
 
     def trial(res):
         t = domain_spec(domain_obj, res)
-        return flip_memory(t, int(particles * t.voxel_count / spec.voxel_count), apic)
+        return memory_need(t, int(particles * t.voxel_count / spec.voxel_count), f)
 
     best = largest_that_fits(trial, free, 8, f.resolution - 1)
     raise InputError(f"A {'×'.join(map(str, spec.shape))} liquid grid with about {particles:,} particles needs "

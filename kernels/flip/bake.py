@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import InputError
-from . import bodies
+from . import bodies, sparse_bodies
 from .sim import FlipSimulation, SimulationError
 from .surface import WALL_CELLS
 
@@ -60,8 +60,20 @@ class FlipBake:
         self.outflow_names = [name for name, _ in outflows]
         self.obstacles_move, self.ports_move = bool(obstacles_move), bool(ports_move)
         self.frame_end, self.kept_in = frame_end, kept_in
-        self.static_inflow = [(name, bodies.cells(body, spec, xp)) for name, body in inflows]
-        self.static_outflow = bodies.cells_of_all([body for _, body in outflows], spec, xp)
+        self.sparse = bool(getattr(settings, "sparse", False))
+        self.static_inflow = [(name, self.cells(body)) for name, body in inflows]
+        self.static_outflow = self.cells_of_all([body for _, body in outflows])
+
+    def cells(self, body):
+        """An inflow's or outflow's cells: with the sparse solver on the whole lattice (in
+        an open domain outside the box too, ``sparse_bodies``), else the box's."""
+        if self.sparse:
+            return sparse_bodies.cells(sparse_bodies.voxel_bricks(body, self.spec, self.xp), self.xp)
+        return bodies.cells(body, self.spec, self.xp)
+
+    def cells_of_all(self, bodies_):
+        xp = self.xp
+        return xp.concatenate([self.cells(b).astype(xp.int64) for b in bodies_] or [xp.zeros((0, 3), xp.int64)])
 
     @property
     def moving(self) -> list:
@@ -82,13 +94,15 @@ class FlipBake:
         emitters, drains = self.static_inflow, self.static_outflow
         if self.obstacles_move:
             before, after = poses
-            sim.set_obstacles(*bodies.obstacle_state([before[n] for n in self.obstacle_names],
-                                                     [after[n].matrix for n in self.obstacle_names], spec, self.fps,
-                                                     xp))
+            now, nxt = [before[n] for n in self.obstacle_names], [after[n].matrix for n in self.obstacle_names]
+            if self.sparse:  # bricks on the lattice: outside the box too (open domain)
+                sim.set_obstacle_bodies(now, nxt, self.fps)
+            else:
+                sim.set_obstacles(*bodies.obstacle_state(now, nxt, spec, self.fps, xp))
         if self.ports_move:
             before = poses[0]
-            emitters = [(n, bodies.cells(before[n], spec, xp)) for n in self.inflow_names]
-            drains = bodies.cells_of_all([before[n] for n in self.outflow_names], spec, xp)
+            emitters = [(n, self.cells(before[n])) for n in self.inflow_names]
+            drains = self.cells_of_all([before[n] for n in self.outflow_names])
         for name, cells in emitters:
             sim.emit(cells, velocities[name])
         try:
@@ -99,7 +113,8 @@ class FlipBake:
             raise InputError(f"{e}; frames up to {frame - 1} are kept{where}") from e
         sim.drain(drains)
         return (f"frame {frame}/{self.frame_end}: {stats['substeps']} substeps, {stats['iterations']} CG "
-                f"iterations, residual {stats['residual']:.1e}")
+                f"iterations, residual {stats['residual']:.1e}"
+                + (f"; the CFL wanted {stats['cfl_substeps']}: Max Substeps limits it" if stats["capped"] else ""))
 
     def outputs(self, sim, progress=None) -> dict:
         return frame_arrays(sim, self.spec, progress)

@@ -59,7 +59,9 @@ def cell_velocity(grid, region: GridSpec, spec: GridSpec):
     xp = grid.xp
     nx, ny, nz = region.shape
     oi, oj, ok = offset(region, spec)
-    out = np.empty((nz, ny, nx, 3), np.float32)
+    out = np.zeros((nz, ny, nx, 3), np.float32)
+    if grid.size == 0:  # before the first step: no bricks yet, the liquid's initial velocity is on its particles
+        return out
     step = max(1, CHUNK_CELLS // max(1, nx * ny))
     for z0 in range(0, nz, step):
         z1 = min(nz, z0 + step)
