@@ -66,7 +66,7 @@ class FlipSettings:
     gravity: tuple = GRAVITY  # m/s²
     pressure_max_iterations: int = 500
     # Experimental, not on the panel yet (``sparse_band``: still water is right, a dam break
-    # loses ~10% of its liquid in ½ s): cells under the surface that keep particles, deeper
+    # loses 6–8% of its liquid in ½ s): cells under the surface that keep particles, deeper
     # liquid carried by the grid (sparse solver; 0 = particles everywhere).
     narrow_band: int = 0
 

@@ -17,12 +17,13 @@ within ``N`` cells under the liquid's surface; the deep interior is carried by t
                      resampled: a cell's worth of particles at the grid's velocity.
 
 Status (experimental, kernel-only: ``FlipSettings.narrow_band`` is not on the panel).
-Still water stays still with 4× fewer particles, and a resumed run continues it; a dam
-break loses liquid (~13% in ½ s at N = 2–3 on a 24×10×16 grid, the centre of mass 3–4 cm
-from the full-particle run): band particles that flow into cells the nearest-cell trace
-already holds as deep are deleted without the deep region growing for them. Next:
-trace the deep region as a level set (Ferstl §4.2) instead of cells, or credit those
-particles to the deep cells' neighbours.
+Still water stays still with 3.5× fewer particles, and a resumed run continues it; a
+dam break on a 24×10×16 grid loses liquid (6–8% of its particles' worth in ½ s at
+N = 2–3, the centre of mass 3.5–4.5 cm from the dense run, kinetic energy −12%): the
+nearest-cell trace of the deep region and the semi-Lagrangian carry of its faces are
+not conservative. Particles that flow into cells already deep are kept (deleting them
+lost twice as much). Next: trace the deep region as a level set combined with the
+particles' (Ferstl §4.2) and resample band cells to a density, not a count.
 
 The level set treats deep cells as inside (``mark_inside``); mass and energy count each
 deep cell as a full cell (``mass`` = particles per cell) at its centre moving with the
@@ -154,8 +155,9 @@ class NarrowBand:
                 keep &= _isin(nb, deep, xp) | self._solid(sim, nb)
             deep = deep[keep]
         ppc = float(sim.settings.particles_per_cell)
-        if len(deep):  # particles in cells now deep: the cell holds a full cell's worth instead
-            sim._keep(~_isin(pcells, deep, xp))
+        if len(deep):  # particles in cells that became deep: the cell holds a full cell's worth instead
+            fresh = deep[~_isin(deep, moved, xp)] if len(moved) else deep
+            sim._keep(~_isin(pcells, fresh, xp))
             pcells = sim._lattice_cells_of_particles()
         entered = moved[~_isin(moved, deep, xp)] if len(deep) else moved
         self.deep, self.mass = deep, xp.full(len(deep), ppc, xp.float64)
