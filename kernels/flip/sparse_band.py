@@ -66,22 +66,12 @@ def _find(a, b, xp):
     return xp.where(kb[order][at] == ka, order[at], -1)
 
 
-def _scatter_add(out, at, values, xp):
-    """out[at] += values with repeated indices."""
-    if xp is np:
-        np.add.at(out, at, values)
-    else:
-        import cupyx
-
-        cupyx.scatter_add(out, at, values)
-
-
 class NarrowBand:
     def __init__(self, cells: int, xp):
         self.cells = check(cells)
         self.xp = xp
         self.deep = xp.zeros((0, 3), xp.int64)
-        self.mass = xp.zeros(0, xp.float64)  # particles each deep cell holds
+        self.mass = xp.zeros(0, xp.float64)  # particles each deep cell stands for (a full cell)
         self.pending = None  # restored low faces of the deep cells (D, 3), written at the next P2G
         self.resampled = 0
 

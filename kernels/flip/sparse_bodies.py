@@ -20,7 +20,6 @@ velocity of a marked cell is (step·x − x)·fps at its centre x (``bodies.obst
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -177,8 +176,3 @@ def seeding_spec(spec: GridSpec, ijk) -> tuple:
     h = spec.voxel_size
     origin = tuple(float(o) + int(n) * h for o, n in zip(spec.origin, lo))
     return GridSpec(origin, h, tuple(int(n) for n in hi - lo + 1)), lo
-
-
-def bricks_of_cells(count: int) -> int:
-    """Bricks at least needed for *count* cells (a lower bound for estimates)."""
-    return int(math.ceil(count / CELLS))

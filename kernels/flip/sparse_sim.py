@@ -23,6 +23,11 @@ lattice (no dense box), so in an open domain they may lie outside the box:
 ``set_obstacle_bodies`` (moving obstacles, rigid step per frame), ``body_cells`` for
 ``emit``/``drain`` (lattice cells). ``set_obstacles`` still takes box cells.
 
+Outputs (``sparse_output``): closed, the box's level set and cell velocity as the dense
+solver's; open, over the liquid's region wherever it is. ``settings.narrow_band`` > 0
+(experimental, ``sparse_band``): particles only near the surface, the deep interior on
+the grid.
+
 ``boundary``: "closed" (default; the box has walls, as the dense solver: the same scene
 gives the same motion up to float rounding) or "open" (no walls: liquid leaves the box
 and is deleted ``kill_distance`` metres beyond it, default one box length).
