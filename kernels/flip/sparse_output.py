@@ -33,6 +33,10 @@ def liquid_region(sim) -> GridSpec:
     ijk = sim.grid.cell_coords(sim.pos)
     lo = [int(math.floor(float(xp.nanmin(a)))) - pad for a in ijk]
     hi = [int(math.floor(float(xp.nanmax(a)))) + pad for a in ijk]
+    band = getattr(sim, "band", None)
+    if band is not None and len(band.deep):  # a narrow band's deep cells are liquid too
+        lo = [min(a, int(b) - pad) for a, b in zip(lo, band.deep.min(axis=0).tolist())]
+        hi = [max(a, int(b) + pad) for a, b in zip(hi, band.deep.max(axis=0).tolist())]
     h = spec.voxel_size
     return GridSpec(tuple(float(o) + n * h if n else float(o) for o, n in zip(spec.origin, lo)), h,
                     tuple(b - a + 1 for a, b in zip(lo, hi)))

@@ -47,7 +47,6 @@ from .grid import FLUID, FlipSettings
 from .particles import seed_particles
 from .sim import FlipSimulation, keep_inside, source_cells
 from .sparse_band import NarrowBand
-from .surface import BAND_VOXELS, WALL_CELLS, box_distance, surface_radii
 from .sparse_grid import SparseFlipGrid, substep_margin
 
 BOUNDARIES = ("closed", "open")
@@ -254,16 +253,19 @@ class SparseFlipSimulation(FlipSimulation):
     def level_set(self, progress=None):
         """The liquid's level set over ``surface_spec`` (NumPy, negative inside): closed
         against the walls in a closed box (``FlipSimulation.level_set``), the particles'
-        own in an open domain."""
-        phi = super().level_set(progress) if self.boundary == "closed" else sparse_output.level_set(self, progress)
-        if self.band is not None:  # deep cells hold no particles: inside
-            r, _ = surface_radii(self.spec.voxel_size, self.settings.particles_per_cell)
-            closed = self.boundary == "closed"
-            phi = self.band.mark_inside(phi, self.surface_spec, self.spec, r, walls=WALL_CELLS if closed else None)
-            if closed:  # cut by the box again (``closed_level_set`` step 3)
-                band = BAND_VOXELS * self.spec.voxel_size
-                phi = np.maximum(phi, box_distance(self.surface_spec, self.spec, band, np))
-        return phi
+        own in an open domain. A narrow band's deep cells count as cells full of
+        particles (``NarrowBand.virtual_particles``), so the band meets the deep liquid
+        without a seam."""
+        pos = self.pos
+        if self.band is not None and len(self.band.deep):
+            self.pos = self.xp.concatenate([pos, self.band.virtual_particles(self.spec,
+                                                                             self.settings.particles_per_cell)])
+        try:
+            if self.boundary == "closed":
+                return super().level_set(progress)
+            return sparse_output.level_set(self, progress)
+        finally:
+            self.pos = pos
 
     def cell_velocity(self, padding: int = 0):
         """Grid velocity at cell centres (nz, ny, nx, 3) float32 (NumPy), averaged from the
