@@ -90,9 +90,12 @@ def clip_to_shape(grid: SparseGrid, shape) -> SparseGrid:
     ok_z = (b[:, 2:3] + lane) < lim[2]
     part = rows[topo.slots[idx]] & xmask[:, None, None]
     part = xp.where(ok_z[:, :, None] & ok_y[:, None, :], part, xp.uint8(0))
-    rows = rows.copy()
-    rows[topo.slots[idx]] = part
-    alive = rows[topo.slots].reshape(topo.count, -1).any(axis=1)
+    rows[topo.slots[idx]] = part  # the grid's own rows (fresh from voxelize_sparse): no copy
+    emptied = idx[~part.reshape(len(idx), -1).any(axis=1)]
+    if emptied.size == 0:
+        return grid
+    alive = xp.ones(topo.count, dtype=bool)  # only the crossing bricks can have emptied
+    alive[emptied] = False
     keys, slots = topo.keys[alive], topo.slots[alive]
     rows = xp.ascontiguousarray(rows[slots])
     n = int(keys.shape[0])
