@@ -17,7 +17,7 @@ from .cache_folder import CacheError, ForeignCacheError, _regular_file
 MANIFEST = "voxfx_manifest.json"
 FORMAT = 2
 CHECKPOINT_EVERY = 10  # default: a state file kept every 10 frames (plus the latest)
-SUFFIXES = {"snow": (".ply", ".vdb", ".exr"), "flip": (".ply", ".vdb"), "voxelize": (".vdb",)}
+SUFFIXES = {"snow": (".ply", ".vxp", ".vdb", ".exr"), "flip": (".ply", ".vxp", ".vdb"), "voxelize": (".vdb",)}
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 _HEX8 = re.compile(r"[0-9a-f]{8}")
 _LEGACY_CHECKPOINT = "state.npz"  # format 1 kept one checkpoint under this name

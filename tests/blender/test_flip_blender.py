@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from voxfx.addon.jobs import JobRunner
-from voxfx.addon.ply import read_points
+from voxfx.addon import compact_points, ply
 
 from .helpers import ROOT, voxfx_registered
 
@@ -33,13 +33,27 @@ def dam(tmp_path):
         yield scene, f, water, rock, tmp_path / "voxfx_cache" / "dam" / "liquid"
 
 
-def test_bake_writes_mesh_points_and_vdb_per_frame(dam):
+def particle_file(folder, frame):
+    """The frame's particle file, in whichever cache format the bake used (one only)."""
+    found = [p for p in (folder / f"liquid_{frame:04d}.ply", folder / f"liquid_{frame:04d}.vxp") if p.is_file()]
+    assert len(found) == 1, found
+    return found[0]
+
+
+def read_points(path):
+    return (compact_points.read_points if path.suffix == ".vxp" else ply.read_points)(path)
+
+
+@pytest.mark.parametrize("cache_format, suffix", [("COMPACT", ".vxp"), ("PLY_VDB", ".ply")])
+def test_bake_writes_mesh_points_and_vdb_per_frame(dam, cache_format, suffix):
     scene, f, water, rock, folder = dam
+    assert scene.voxfx.cache_format == "COMPACT"  # the default: a studio pays for the disk
+    scene.voxfx.cache_format = cache_format
     assert bpy.ops.voxfx.flip_bake() == {"FINISHED"}
     for frame in range(1, 5):
-        assert (folder / f"liquid_{frame:04d}.ply").is_file() and (folder / f"liquid_{frame:04d}.vdb").is_file()
-    first, _ = read_points(folder / "liquid_0001.ply")
-    last, attrs = read_points(folder / "liquid_0004.ply")
+        assert particle_file(folder, frame).suffix == suffix and (folder / f"liquid_{frame:04d}.vdb").is_file()
+    first, _ = read_points(particle_file(folder, 1))
+    last, attrs = read_points(particle_file(folder, 4))
     assert len(first) == len(last) > 1000
     assert last[:, 2].mean() < first[:, 2].mean()  # the column collapses
     assert {"velocity_x", "velocity_z", "size"} <= set(attrs)
@@ -71,16 +85,16 @@ def test_resume_after_cancel_matches_an_uninterrupted_bake(dam):
 
     scene, f, water, rock, folder = dam
     assert bpy.ops.voxfx.flip_bake() == {"FINISHED"}
-    reference = [(folder / f"liquid_{k:04d}.ply").read_bytes() for k in range(1, 5)]
+    reference = [particle_file(folder, k).read_bytes() for k in range(1, 5)]
     bpy.ops.voxfx.flip_free()
     runner = JobRunner(flip_job(bpy.context, f, scene.voxfx.cache_directory, 1, 4))
-    while not (folder / "liquid_0002.ply").exists():  # frames 1 and 2 baked (steps include kernel calls)
+    while not (folder / "liquid_0002.vxp").exists():  # frames 1 and 2 baked (steps include kernel calls)
         assert runner.step() == "RUNNING"
     runner.request_cancel()
     assert runner.step() == "CANCELLED"
     resumed = JobRunner(flip_job(bpy.context, f, scene.voxfx.cache_directory, 1, 4))
     assert resumed.run() == "FINISHED" and resumed.result.summary == "baked frames 3-4"
-    assert [(folder / f"liquid_{k:04d}.ply").read_bytes() for k in range(1, 5)] == reference  # CPU: bit-identical
+    assert [particle_file(folder, k).read_bytes() for k in range(1, 5)] == reference  # CPU: bit-identical
 
 
 def test_bad_input_is_explained(dam):
@@ -141,9 +155,9 @@ def test_inflow_outflow_and_a_moving_obstacle(dam):
     finally:
         bpy.app.handlers.frame_change_pre.clear()
     assert len(changes) <= 4 + 2, changes  # the scene is visited once per baked frame (4) and at the start
-    counts = [len(read_points(folder / f"liquid_{k:04d}.ply")[0]) for k in range(1, 5)]
+    counts = [len(read_points(particle_file(folder, k))[0]) for k in range(1, 5)]
     assert counts[1] > counts[0]  # the tap adds liquid
-    last, _ = read_points(folder / "liquid_0004.ply")
+    last, _ = read_points(particle_file(folder, 4))
     in_sink = (np.abs(last[:, 0] - 0.9) < 0.08) & (last[:, 2] < 0.18)
     assert not in_sink.any()  # the outflow keeps its volume empty
 
