@@ -116,7 +116,8 @@ def frame_writers(sim, spec, progress=None, compact=False):
 
 def writers_of(arrays, spec, compact=False):
     """The files of one liquid frame (suffix → write(path)) from its arrays; *compact*:
-    the particles as a compact frame (``compact_points``) on the liquid's cells, else PLY."""
+    the particles as a compact frame (``compact_points``) on the liquid's cells and the
+    grids as half floats (the level set within 1/1000 of a cell), else PLY and float grids."""
     points = {"velocity": arrays["velocity"], "size": arrays["size"]}
     particles = ({compact_points.SUFFIX: lambda p: compact_points.write_points(p, arrays["position"], points,
                                                                               cell=spec.voxel_size)}
@@ -126,7 +127,8 @@ def writers_of(arrays, spec, compact=False):
         ".vdb": lambda p: writeback.write_vdb(p, {"surface": arrays["surface"], "velocity": arrays["cell_velocity"]},
                                               arrays["surface_spec"],
                                               grid_class={"surface": "LEVEL_SET", "velocity": "FOG_VOLUME"},
-                                              background={"surface": 3.0 * spec.voxel_size, "velocity": 0.0}),
+                                              background={"surface": 3.0 * spec.voxel_size, "velocity": 0.0},
+                                              half=compact),
     }
 
 

@@ -117,7 +117,8 @@ def write_exr(path, depth):
 
 def frame_writers(arrays, domain, compact=False):
     """The files of one snow frame (suffix → write(path)) from its arrays
-    (``kernels.snow.bake.SnowBake.outputs``); *compact*: the flakes as a compact frame."""
+    (``kernels.snow.bake.SnowBake.outputs``); *compact*: the flakes as a compact frame and
+    the depth grid as half floats (±0.05 %; the EXR keeps full floats)."""
     flakes, depth = arrays["flakes"], arrays["depth"]
     others = {k: v for k, v in flakes.items() if k != "position"}
     points = ({compact_points.SUFFIX: lambda p: compact_points.write_points(p, flakes["position"], others,
@@ -125,7 +126,7 @@ def frame_writers(arrays, domain, compact=False):
               if compact else {".ply": lambda p: write_points(p, flakes["position"], others)})
     return {
         **points,
-        ".vdb": lambda p: writeback.write_vdb(p, {"depth": depth[None]}, depth_spec(domain)),
+        ".vdb": lambda p: writeback.write_vdb(p, {"depth": depth[None]}, depth_spec(domain), half=compact),
         ".exr": lambda p: write_exr(p, depth),
     }
 

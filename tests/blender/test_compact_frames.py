@@ -107,3 +107,28 @@ def test_a_v0_1_ply_cache_still_loads(tmp_path):
         for frame, (pos, vel) in frames.items():
             shown, velocity = _shown(obj, scene, frame)
             assert np.array_equal(shown, pos.astype(np.float32)) and np.array_equal(velocity, vel)
+
+
+def test_half_float_vdb_grids_are_smaller_and_within_half_precision(tmp_path):
+    from voxfx.addon import writeback
+    from voxfx.kernels.grid import GridSpec
+
+    res, h = 40, 1.0 / 40
+    spec = GridSpec((0.0, 0.0, 0.0), h, (res,) * 3)
+    k, j, i = np.meshgrid(*(np.arange(res) + 0.5,) * 3, indexing="ij")
+    phi = (np.sqrt((i * h - 0.5) ** 2 + (j * h - 0.5) ** 2 + (k * h - 0.45) ** 2) - 0.3).astype(np.float32)
+    velocity = np.random.default_rng(0).normal(0, 2, (res,) * 3 + (3,)).astype(np.float32) * (phi < 0)[..., None]
+    grids = {"surface": np.clip(phi, -3 * h, 3 * h), "velocity": velocity}
+    kw = dict(grid_class={"surface": "LEVEL_SET", "velocity": "FOG_VOLUME"},
+              background={"surface": 3 * h, "velocity": 0.0})
+    full = writeback.write_vdb(tmp_path / "full.vdb", grids, spec, **kw)
+    half = writeback.write_vdb(tmp_path / "half.vdb", grids, spec, half=True, **kw)
+    assert half.stat().st_size < 0.7 * full.stat().st_size
+    vdb = writeback.openvdb_module()
+    for name, ref in (("surface", phi), ("velocity", velocity)):
+        shape = (res,) * 3 + ((3,) if ref.ndim == 4 else ())
+        a, b = np.zeros(shape, np.float32), np.zeros(shape, np.float32)
+        vdb.read(str(full), name).copyToArray(a)
+        vdb.read(str(half), name).copyToArray(b)
+        assert np.abs(a).max() > 0 and not np.array_equal(a, b)  # stored as halves, not as floats
+        assert np.allclose(b, a, rtol=2.0 ** -11, atol=0)

@@ -51,7 +51,8 @@ def test_bake_writes_every_frame_and_loads_render_safely(snowy, cache_format, su
     mesh = cover.evaluated_get(dg).data
     depth = np.empty(len(mesh.vertices), np.float32)
     mesh.attributes["depth"].data.foreach_get("value", depth)
-    assert depth.max() == pytest.approx(exr_depth.max(), rel=1e-6)
+    half = cache_format == "COMPACT"  # the depth VDB in half floats (the EXR keeps full floats)
+    assert depth.max() == pytest.approx(exr_depth.max(), rel=2.0 ** -11 if half else 1e-6)
     z = np.array([v.co.z for v in mesh.vertices])
     roof = z > 2.0  # the cube's top is a receiver: snow on the roof, above z = 2
     assert roof.any() and depth[roof].max() > 0

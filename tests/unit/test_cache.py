@@ -121,7 +121,7 @@ def test_failed_writer_leaves_nothing_of_the_frame(tmp_path):
 def test_a_writer_for_a_foreign_file_type_is_refused(tmp_path):
     c = BakeCache(tmp_path, "liquid", kind="flip")
     c.begin({}, 1, 2)
-    with pytest.raises(CacheError, match="holds .ply, .vdb files"):
+    with pytest.raises(CacheError, match="holds .ply, .vxp, .vdb files"):
         c.write_frame(1, {".sh": text_writer(1)})
 
 
