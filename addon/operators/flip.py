@@ -18,7 +18,7 @@ from ...kernels.flip.grid import FlipSettings
 from ...kernels.settings import from_source
 from ...kernels.flip.sim import flip_memory
 from ...kernels.grid import GridSpec
-from .. import compact_points, frame_loader, materials, node_setups, scene_io, sim_bake, writeback
+from .. import compact_points, disk_plan, frame_loader, materials, node_setups, scene_io, sim_bake, writeback
 from ..cache import BakeCache, blend_name, resolve_folder
 from ..jobs import BakeResult, JobOperator, keep_frame_on_abort
 from ..ply import write_points
@@ -42,6 +42,25 @@ def domain_spec(domain_obj, resolution: int) -> GridSpec:
     h = float(ext.max()) / resolution
     shape = tuple(max(2, int(round(e / h))) for e in ext)
     return GridSpec(tuple(lo), h, shape)
+
+
+def disk_estimate(scene):
+    """The disk plan of baking the scene's frame range (for the panel: the liquid objects'
+    bounding boxes stand in for their meshes, as the bake's own estimate does), or None."""
+    f = scene.voxfx.flip
+    liquids = role_objects(scene, "LIQUID")
+    if f.domain is None or not liquids:
+        return None
+    try:
+        spec = domain_spec(f.domain, f.resolution)
+    except InputError:
+        return None
+    corners = np.array([o.matrix_world @ Vector(c) for o in liquids for c in o.bound_box])
+    lo = np.maximum(corners.min(axis=0), spec.origin)
+    hi = np.minimum(corners.max(axis=0), spec.upper)
+    approx = int(f.particles_per_cell * np.prod(np.clip((hi - lo) / spec.voxel_size, 1, None)))
+    return disk_plan.liquid_plan(scene.frame_end - scene.frame_start + 1, approx, scene.voxfx.cache_format,
+                                 scene.voxfx.checkpoint_every, f.particles_per_cell)
 
 
 def kernel_settings(f, scene) -> FlipSettings:
@@ -219,6 +238,9 @@ def _flip_job(context, f, cache_dir, frame_start, frame_end, resume):
     if compact:  # PLY caches keep the hash they had before the setting existed
         key["cache_format"] = "compact"
     plan = cache.begin(key, frame_start, frame_end, resume=resume)
+    disk = disk_plan.liquid_plan(len(plan.todo), approx, scene.voxfx.cache_format, scene.voxfx.checkpoint_every,
+                                 f.particles_per_cell)
+    yield 0.0, disk_plan.summary(disk, disk_plan.check(disk, folder))  # refuses when it cannot fit
     xp = backend.xp()
     moving = [o for o in obstacles + inflows + outflows if _is_animated(o)]
     obstacles_move = any(o in moving for o in obstacles)

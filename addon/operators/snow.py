@@ -17,7 +17,7 @@ from ...kernels.settings import from_source
 from ...kernels.snow import plan as snow_plan
 from ...kernels.snow.cover import cover_max_slope, cover_mesh
 from ...kernels.snow.domain import SnowDomain, SnowSettings
-from .. import compact_points, frame_loader, materials, node_setups, scene_io, sim_bake, writeback
+from .. import compact_points, disk_plan, frame_loader, materials, node_setups, scene_io, sim_bake, writeback
 from ..cache import BakeCache, blend_name, resolve_folder
 from ..jobs import BakeResult, JobOperator, keep_frame_on_abort
 from .cache import free_bake
@@ -85,6 +85,16 @@ def check_memory(s, soup, flakes: int) -> SnowDomain:
     return snow_plan.check_memory(soup.vertices, soup.triangles, *domain_bounds(s, soup), *soup.bounds,
                                   s.wind_resolution, s.ground_resolution, flakes,
                                   int(info.free_bytes * backend.SAFETY_FRACTION), info.name)
+
+
+def disk_estimate(scene):
+    """The disk plan of baking the scene's frame range at most (for the panel: the ground
+    and wind at their full resolutions), or None."""
+    s = scene.voxfx.snow
+    if s.receivers is None:
+        return None
+    return disk_plan.snow_plan(scene.frame_end - scene.frame_start + 1, s.flake_count, s.ground_resolution ** 2,
+                               s.wind_resolution ** 3, scene.voxfx.cache_format, scene.voxfx.checkpoint_every)
 
 
 # ---------------------------------------------------------------- frame outputs
@@ -197,6 +207,9 @@ def _snow_job(context, s, cache_dir, frame_start, frame_end, resume):
     if compact:  # PLY caches keep the hash they had before the setting existed
         key["cache_format"] = "compact"
     plan = cache.begin(key, frame_start, frame_end, resume=resume)
+    disk = disk_plan.snow_plan(len(plan.todo), settings.flake_count, int(np.prod(domain.ground_shape)),
+                               int(np.prod(domain.wind.shape)), scene.voxfx.cache_format, scene.voxfx.checkpoint_every)
+    yield 0.0, disk_plan.summary(disk, disk_plan.check(disk, folder))  # refuses when it cannot fit
     bake = SnowBake(domain, settings, (soup.vertices, soup.triangles),
                     (obstacles.vertices, obstacles.triangles) if obstacles else None, xp=backend.xp(), fps=fps,
                     substeps=s.substeps, frame_end=frame_end)

@@ -195,3 +195,35 @@ def test_after_a_bake_the_liquid_is_what_renders(dam):
     f.domain.hide_render = water.hide_render = False
     assert bpy.ops.voxfx.flip_bake() == {"FINISHED"}  # all frames done: only the outputs are set up again
     assert not bpy.data.objects["Liquid Particles"].hide_render and not f.domain.hide_render
+
+
+def test_the_disk_estimate_bounds_the_real_bake_and_a_small_disk_refuses_up_front(dam, monkeypatch):
+    from voxfx.addon import disk_plan
+    from voxfx.addon.operators.flip import disk_estimate
+
+    scene, f, water, rock, folder = dam
+    plan = disk_estimate(scene)
+    assert plan is not None and plan.frames == 4
+    monkeypatch.setenv(disk_plan.FREE_ENV, str(plan.bytes_for(2) + disk_plan.RESERVE))  # a small disk, injected
+    with pytest.raises(RuntimeError, match="2 frames would fit"):
+        bpy.ops.voxfx.flip_bake()
+    assert not list(folder.glob("liquid_0*"))  # refused before the first frame
+    monkeypatch.delenv(disk_plan.FREE_ENV)
+    assert bpy.ops.voxfx.flip_bake() == {"FINISHED"}
+    written = sum(p.stat().st_size for p in folder.iterdir())
+    assert written <= plan.total < 6 * written  # an upper bound, not a wild one
+
+
+def test_cli_prints_the_disk_estimate_and_refuses_a_full_disk(dam):
+    scene, f, water, rock, folder = dam
+    bpy.ops.wm.save_mainfile()
+    args = [sys.executable, "-m", "tools.cli", "--blend", bpy.data.filepath, "flip", "--frames", "1-2",
+            "--resolution", "12"]
+    r = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=600,
+                       env={"VOXFX_BACKEND": "cpu", "PATH": "", "VOXFX_FREE_BYTES": "1000"})
+    assert r.returncode != 0 and "not even one frame fits" in r.stdout + r.stderr
+    assert "Traceback" not in r.stdout + r.stderr
+    r = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=600,
+                       env={"VOXFX_BACKEND": "cpu", "PATH": ""})
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "Disk: about" in r.stdout and "free" in r.stdout
