@@ -73,6 +73,20 @@ def timed(fn, repeat):
     return statistics.median(times), out
 
 
+def write_frame(path, codec, pos, vel, size, cell):
+    """One frame written as the bake writes it: the file made durable (fsync)."""
+    from voxfx.addon import compact_points, ply
+
+    path.unlink(missing_ok=True)
+    if codec is None:
+        ply.write_points(path, pos, {"velocity": vel, "size": size})
+        return
+    path.write_bytes(compact_points.encode(pos, {"velocity": vel, "size": size}, cell=cell, codec=codec))
+    fd = os.open(path, os.O_RDONLY)
+    os.fsync(fd)
+    os.close(fd)
+
+
 def bench_particles(pos, vel, cell, folder, repeat):
     import bpy
 
@@ -85,25 +99,12 @@ def bench_particles(pos, vel, cell, folder, repeat):
                ("PLY", ".ply", None)]
     for label, suffix, codec in formats:
         path = folder / f"frame{suffix}"
-        if codec is None:
-            def write():
-                path.unlink(missing_ok=True)
-                ply.write_points(path, pos, {"velocity": vel, "size": size})
-            read = ply.read_points
-        else:
-            def write():
-                path.unlink(missing_ok=True)
-                data = compact_points.encode(pos, {"velocity": vel, "size": size}, cell=cell, codec=codec)
-                path.write_bytes(data)
-                fd = os.open(path, os.O_RDONLY)
-                os.fsync(fd)
-                os.close(fd)
-            read = compact_points.read_points
-        write_ms, _ = timed(write, repeat)
-        read_ms, _ = timed(lambda: read(path), repeat)
+        read = ply.read_points if codec is None else compact_points.read_points
+        write_ms, _ = timed(lambda: write_frame(path, codec, pos, vel, size, cell), repeat)  # noqa: B023
+        read_ms, _ = timed(lambda: read(path), repeat)  # noqa: B023  (called here, in this iteration)
         mesh = bpy.data.meshes.new(f"bench {label}")
-        first_ms, _ = timed(lambda: frame_loader._load_points(mesh, path), 1)  # sizes the mesh
-        load_ms, _ = timed(lambda: frame_loader._load_points(mesh, path), repeat)
+        first_ms, _ = timed(lambda: frame_loader._load_points(mesh, path), 1)  # noqa: B023  (sizes the mesh)
+        load_ms, _ = timed(lambda: frame_loader._load_points(mesh, path), repeat)  # noqa: B023
         assert len(mesh.vertices) == n
         bpy.data.meshes.remove(mesh)
         rows.append((label, path.stat().st_size / n, write_ms, read_ms, first_ms, load_ms))
@@ -116,9 +117,9 @@ def bench_volumes(spec, arrays, folder):
 
     out = []
     for half in (False, True):
-        path = writeback.write_vdb(folder / f"v{half}.vdb", {"surface": arrays["surface"],
-                                                             "velocity": arrays["cell_velocity"]},
-                                   arrays["surface_spec"], grid_class={"surface": "LEVEL_SET", "velocity": "FOG_VOLUME"},
+        grids = {"surface": arrays["surface"], "velocity": arrays["cell_velocity"]}
+        path = writeback.write_vdb(folder / f"v{half}.vdb", grids, arrays["surface_spec"],
+                                   grid_class={"surface": "LEVEL_SET", "velocity": "FOG_VOLUME"},
                                    background={"surface": 3.0 * spec.voxel_size, "velocity": 0.0}, half=half)
         vdb = writeback.openvdb_module()
         active = sum(vdb.read(str(path), n).activeVoxelCount() for n in ("surface", "velocity"))
