@@ -38,7 +38,7 @@ class CacheReader:
         self.suffixes = tuple(suffixes or SUFFIXES.get(kind, ()))
         if not self.suffixes or not all(re.fullmatch(r"\.[a-z0-9]{1,8}", s) for s in self.suffixes):
             raise CacheError(f"No file types are known for a {kind!r} cache")
-        self.checkpoint_every = max(1, int(checkpoint_every))
+        self.checkpoint_every = max(0, int(checkpoint_every))  # 0: the newest state only
         self.owner = owner  # the .blend (name) baking into this cache, if known
         self.notes: list[str] = []  # one line each: what was ignored, repaired, dropped
         alternatives = "|".join(re.escape(s) for s in self.suffixes)

@@ -59,8 +59,9 @@ class DiskPlan:
     cache_format: str = "COMPACT"
 
     def checkpoints(self, frames: int) -> int:
-        """States kept for *frames* frames: every K-th, the newest, one being written."""
-        return min(frames, frames // max(1, self.checkpoint_every) + 2)
+        """States kept for *frames* frames: every K-th (K = 0: none), the newest, one being written."""
+        every = frames // self.checkpoint_every if self.checkpoint_every > 0 else 0
+        return min(frames, every + 2)
 
     def bytes_for(self, frames: int) -> int:
         if frames <= 0:

@@ -193,8 +193,9 @@ class VoxFXSceneSettings(bpy.types.PropertyGroup):
     checkpoint_every: bpy.props.IntProperty(
         name="Checkpoint Every",
         description="Keep the simulation state of every Nth frame (and the newest) in the cache, so a damaged "
-        "frame or a re-bake from frame N restarts near N instead of at the first frame",
-        default=10, min=1, max=10000)
+        "frame or a re-bake from frame N restarts near N instead of at the first frame. 0 keeps only the "
+        "last complete frame's state (least disk; a repair then simulates again from the first frame)",
+        default=10, min=0, max=10000)
     cache_format: bpy.props.EnumProperty(
         name="Cache Format",
         description="How liquid particles and snow flakes are stored per frame",

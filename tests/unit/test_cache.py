@@ -233,6 +233,18 @@ def test_checkpoints_every_k_frames_and_the_newest_are_kept(tmp_path):
     assert frame == 5 and int(state["frame_value"]) == 5
 
 
+def test_checkpoint_every_0_keeps_only_the_last_complete_frames_state(tmp_path):
+    c = BakeCache(tmp_path, "liquid", kind="test", suffixes=(".txt",), checkpoint_every=0)
+    plan = c.begin({}, 1, 7)
+    for frame in plan.todo:
+        c.write_frame(frame, {".txt": text_writer(frame)}, state={"frame_value": np.int64(frame)})
+        assert sorted(p.name for p in tmp_path.glob("liquid_state_*.npz")) == [f"liquid_state_{frame:04d}.npz"]
+    c.frame_path(3, ".txt").unlink()  # a damaged frame: no state before it, the simulation starts again
+    plan = c.begin({}, 1, 7)
+    assert plan.todo == [3] and plan.checkpoints == [7]
+    assert list(c.states(plan, before=3)) == []
+
+
 def test_unreadable_checkpoints_are_noted_and_skipped(tmp_path):
     c = BakeCache(tmp_path, "liquid", kind="test", suffixes=(".txt",), checkpoint_every=2)
     plan = c.begin({}, 1, 6)
