@@ -90,30 +90,35 @@ def encode(positions, attributes=None, *, cell: float, codec: int | None = None)
     if n and not np.isfinite(positions).all():
         raise VoxFXError("Particle positions are not finite: the frame cannot be stored")
     origin = np.floor(positions.min(axis=0) / cell) * cell if n else np.zeros(3)
-    scaled = (positions - origin) / cell  # in cells, ≥ 0
-    steps = np.floor(scaled * STEPS).astype(np.int64)  # 1/1024-cell steps
+    steps = positions - origin
+    steps *= STEPS / cell
+    steps = np.floor(steps, out=steps).astype(np.int64)  # 1/1024-cell steps, ≥ 0
     cells = steps >> SUBCELL_BITS
     dims = cells.max(axis=0) + 1 if n else np.ones(3, np.int64)
     if np.prod(dims.astype(np.float64)) >= 2.0 ** 62:
         raise VoxFXError(f"The particles span {dims.tolist()} cells of {cell} m: too many for one frame")
     key = (cells[:, 2] * dims[1] + cells[:, 1]) * dims[0] + cells[:, 0]
-    order = np.argsort(key, kind="stable")
-    key = key[order]
+    if np.prod(dims.astype(np.float64)) < 2.0 ** 31:
+        key = key.astype(np.int32)  # sorts faster
+    fraction = (steps & (STEPS - 1)).astype(np.uint16)
+    del steps, cells
+    order = np.argsort(key, kind="stable")  # stable: the same bytes on every NumPy
+    key = key[order].astype(np.int64)
     starts = np.flatnonzero(np.diff(key, prepend=-1))
     unique = key[starts]
     counts = np.diff(np.append(starts, n)).astype(np.uint32)
-    fraction = (steps[order] & (STEPS - 1)).astype(np.uint16)
+    fraction = fraction[order]
     columns, planes = [], [_shuffle(np.diff(unique, prepend=0).astype(np.int64)), _shuffle(counts),
                            _pack_fraction(fraction)]
     for name, values in (attributes or {}).items():
         values = np.asarray(values)
         if values.shape[0] != n:
             raise VoxFXError(f"Particle attribute '{name}' has {values.shape[0]} values for {n} particles")
-        values = values.reshape(n, int(np.prod(values.shape[1:], dtype=np.int64)))[order]
+        values = values.reshape(n, int(np.prod(values.shape[1:], dtype=np.int64)))
         if values.dtype.kind == "f":
-            kind, stored = KIND_HALF, _short_half(values)
+            kind, stored = KIND_HALF, _short_half(values)[order]
         else:
-            kind, stored = KIND_INT32, values.astype(np.int32)
+            kind, stored = KIND_INT32, values.astype(np.int32)[order]
         columns.append(_COLUMN.pack(name.encode("ascii")[:24], kind, values.shape[1]))
         planes.append(_shuffle(np.ascontiguousarray(stored.T)))
     raw = b"".join(planes)
@@ -141,11 +146,13 @@ def _unpack_fraction(planes, n):
 def _short_half(values):
     """Half floats rounded to MANTISSA_BITS mantissa bits (to nearest, ties away from 0):
     rounding the bit pattern's magnitude, which is monotone in the value."""
-    bits = np.clip(values, -HALF_MAX, HALF_MAX).astype(np.float16).view(np.uint16).astype(np.uint32)
+    bits = np.clip(values, -HALF_MAX, HALF_MAX).astype(np.float16).view(np.uint16)
     drop = 10 - MANTISSA_BITS
-    sign, magnitude = bits & 0x8000, bits & 0x7FFF
-    magnitude = ((magnitude + (1 << (drop - 1))) >> drop) << drop
-    return (sign | magnitude).astype(np.uint16).view(np.float16)
+    magnitude = bits & np.uint16(0x7FFF)  # ≤ 0x7BEF after the clip: no overflow below
+    magnitude += np.uint16(1 << (drop - 1))
+    magnitude &= np.uint16(0xFFFF ^ ((1 << drop) - 1))
+    magnitude |= bits & np.uint16(0x8000)
+    return magnitude.view(np.float16)
 
 
 def _shuffle(array) -> bytes:
