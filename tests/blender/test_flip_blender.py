@@ -223,7 +223,8 @@ def test_cli_prints_the_disk_estimate_and_refuses_a_full_disk(dam):
                        env={"VOXFX_BACKEND": "cpu", "PATH": "", "VOXFX_FREE_BYTES": "1000"})
     assert r.returncode != 0 and "not even one frame fits" in r.stdout + r.stderr
     assert "Traceback" not in r.stdout + r.stderr
-    r = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=600,
+    r = subprocess.run(args + ["--cache-format", "ply"], cwd=ROOT, capture_output=True, text=True, timeout=600,
                        env={"VOXFX_BACKEND": "cpu", "PATH": ""})
     assert r.returncode == 0, r.stdout + r.stderr
     assert "Disk: about" in r.stdout and "free" in r.stdout
+    assert (folder / "liquid_0002.ply").is_file() and not (folder / "liquid_0002.vxp").exists()
