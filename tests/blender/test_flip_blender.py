@@ -228,3 +228,11 @@ def test_cli_prints_the_disk_estimate_and_refuses_a_full_disk(dam):
     assert r.returncode == 0, r.stdout + r.stderr
     assert "Disk: about" in r.stdout and "free" in r.stdout
     assert (folder / "liquid_0002.ply").is_file() and not (folder / "liquid_0002.vxp").exists()
+
+
+def test_the_liquid_panel_shows_the_disk_estimate_and_free_space(dam):
+    from voxfx.addon import panels
+
+    panels._disk_memo.clear()
+    line = panels._disk_line(bpy.context, "flip")
+    assert line.startswith("Disk: about") and "for 4 frames" in line and line.endswith("free")

@@ -64,6 +64,19 @@ def test_bake_writes_every_frame_and_loads_render_safely(snowy, cache_format, su
     assert any(min(c) > 1.9 for c in corners) and sum(max(c) < 0.1 for c in corners) > 100
 
 
+def test_the_snow_panel_shows_the_disk_estimate_and_a_small_disk_refuses(snowy, monkeypatch):
+    from voxfx.addon import disk_plan, panels
+
+    scene, s, folder = snowy
+    panels._disk_memo.clear()
+    line = panels._disk_line(bpy.context, "snow")
+    assert line.startswith("Disk: about") and f"for {scene.frame_end - scene.frame_start + 1} frames" in line
+    monkeypatch.setenv(disk_plan.FREE_ENV, "1000")
+    with pytest.raises(RuntimeError, match="not even one frame fits"):
+        bpy.ops.voxfx.snow_bake()
+    assert not list(folder.glob("snow_0*"))
+
+
 def test_resume_gives_the_same_frames_as_an_uninterrupted_bake(snowy):
     from voxfx.addon.operators.snow import snow_job
 
