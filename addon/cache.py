@@ -90,6 +90,15 @@ class BakeCache(CacheReader):
         except OSError as e:
             raise CacheError(explain(e, self.folder)) from e
 
+    def baked_with(self, settings: Mapping) -> bool:
+        """Whether this cache holds a bake of exactly these *settings* (any manifest
+        problem: no)."""
+        try:
+            data = self.read_manifest()
+        except CacheError:
+            return False
+        return bool(data) and data.get("settings_hash") == settings_hash(settings)
+
     def begin(self, settings: Mapping, frame_start: int, frame_end: int, resume: bool = True) -> ResumePlan:
         """Prepare a bake of frames start..end and say what is left to do.
 

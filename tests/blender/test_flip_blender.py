@@ -236,3 +236,23 @@ def test_the_liquid_panel_shows_the_disk_estimate_and_free_space(dam):
     panels._disk_memo.clear()
     line = panels._disk_line(bpy.context, "flip")
     assert line.startswith("Disk: about") and "for 4 frames" in line and line.endswith("free")
+
+
+def test_a_ply_bake_resumes_in_its_own_format_when_the_default_is_compact(dam):
+    """An interrupted v0.1 (PLY) bake is neither thrown away nor mixed with .vxp frames."""
+    from voxfx.addon.operators.flip import flip_job
+
+    scene, f, water, rock, folder = dam
+    scene.voxfx.cache_format = "PLY_VDB"
+    first = JobRunner(flip_job(bpy.context, f, scene.voxfx.cache_directory, 1, 2))
+    assert first.run() == "FINISHED"
+    before = [particle_file(folder, k).read_bytes() for k in (1, 2)]
+    scene.voxfx.cache_format = "COMPACT"
+    resumed = JobRunner(flip_job(bpy.context, f, scene.voxfx.cache_directory, 1, 4))
+    assert resumed.run() == "FINISHED" and resumed.result.summary == "baked frames 3-4"
+    assert any("goes on as such" in note for note in resumed.result.notes)
+    assert [particle_file(folder, k).suffix for k in range(1, 5)] == [".ply"] * 4
+    assert [particle_file(folder, k).read_bytes() for k in (1, 2)] == before
+    particles = bpy.data.objects["Liquid Particles"]
+    scene.frame_set(4)
+    assert len(particles.data.vertices) == len(read_points(particle_file(folder, 4))[0])
