@@ -43,6 +43,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..kernels import backend
 from ..kernels.errors import VoxFXError
 from . import fsio
 
@@ -81,51 +82,55 @@ def best_codec() -> int:
 def encode(positions, attributes=None, *, cell: float, codec: int | None = None) -> bytes:
     """The bytes of one compact frame: *positions* (N, 3) in metres quantized on cells of
     *cell* metres, *attributes* name → (N,) or (N, k) arrays (floats as half, ints as
-    int32)."""
-    positions = np.asarray(positions, dtype=np.float64).reshape(-1, 3)
+    int32). NumPy or CuPy arrays (the array work then runs on the device and only the
+    packed planes come back; the bytes are the same, tests/gpu/test_compact_points_gpu.py)."""
+    xp = backend.array_module(positions)
+    positions = xp.asarray(positions, dtype=xp.float64).reshape(-1, 3)
     n = len(positions)
     cell = float(cell)
     if not cell > 0 or not np.isfinite(cell):
         raise VoxFXError(f"A compact particle frame needs a positive cell size, not {cell}")
-    if n and not np.isfinite(positions).all():
+    if n and not bool(xp.isfinite(positions).all()):
         raise VoxFXError("Particle positions are not finite: the frame cannot be stored")
-    origin = np.floor(positions.min(axis=0) / cell) * cell if n else np.zeros(3)
+    origin = xp.floor(positions.min(axis=0) / cell) * cell if n else xp.zeros(3)
     steps = positions - origin
     steps *= STEPS / cell
-    steps = np.floor(steps, out=steps).astype(np.int64)  # 1/1024-cell steps, ≥ 0
+    steps = xp.floor(steps, out=steps).astype(xp.int64)  # 1/1024-cell steps, ≥ 0
     cells = steps >> SUBCELL_BITS
-    dims = cells.max(axis=0) + 1 if n else np.ones(3, np.int64)
+    dims = backend.to_numpy(cells.max(axis=0) + 1) if n else np.ones(3, np.int64)
+    origin = backend.to_numpy(origin)
     if np.prod(dims.astype(np.float64)) >= 2.0 ** 62:
         raise VoxFXError(f"The particles span {dims.tolist()} cells of {cell} m: too many for one frame")
-    key = (cells[:, 2] * dims[1] + cells[:, 1]) * dims[0] + cells[:, 0]
+    key = (cells[:, 2] * int(dims[1]) + cells[:, 1]) * int(dims[0]) + cells[:, 0]
     if np.prod(dims.astype(np.float64)) < 2.0 ** 31:
-        key = key.astype(np.int32)  # sorts faster
-    fraction = (steps & (STEPS - 1)).astype(np.uint16)
+        key = key.astype(xp.int32)  # sorts faster
+    fraction = (steps & (STEPS - 1)).astype(xp.uint16)
     del steps, cells
-    order = np.argsort(key, kind="stable")  # stable: the same bytes on every NumPy
-    key = key[order].astype(np.int64)
-    starts = np.flatnonzero(np.diff(key, prepend=-1))
+    # Stable (CuPy's sort always is): the same bytes from NumPy 1 and 2 and from CuPy.
+    order = np.argsort(key, kind="stable") if xp is np else xp.argsort(key)
+    key = key[order].astype(xp.int64)
+    starts = xp.flatnonzero(xp.diff(key, prepend=-1))
     unique = key[starts]
-    counts = np.diff(np.append(starts, n)).astype(np.uint32)
+    counts = xp.diff(xp.append(starts, n)).astype(xp.uint32)
     fraction = fraction[order]
-    columns, planes = [], [_shuffle(np.diff(unique, prepend=0).astype(np.int64)), _shuffle(counts),
+    columns, planes = [], [_shuffle(xp.diff(unique, prepend=0).astype(xp.int64)), _shuffle(counts),
                            _pack_fraction(fraction)]
     for name, values in (attributes or {}).items():
-        values = np.asarray(values)
+        values = xp.asarray(values)
         if values.shape[0] != n:
             raise VoxFXError(f"Particle attribute '{name}' has {values.shape[0]} values for {n} particles")
         values = values.reshape(n, int(np.prod(values.shape[1:], dtype=np.int64)))
         if values.dtype.kind == "f":
             kind, stored = KIND_HALF, _short_half(values)[order]
         else:
-            kind, stored = KIND_INT32, values.astype(np.int32)[order]
+            kind, stored = KIND_INT32, values.astype(xp.int32)[order]
         columns.append(_COLUMN.pack(name.encode("ascii")[:24], kind, values.shape[1]))
-        planes.append(_shuffle(np.ascontiguousarray(stored.T)))
+        planes.append(_shuffle(xp.ascontiguousarray(stored.T)))
     raw = b"".join(planes)
     codec = best_codec() if codec is None else codec
     packed = _compress(raw, codec)
     header = _HEADER.pack(MAGIC, VERSION, len(columns), n, len(unique), codec, 0, len(raw), len(packed),
-                          zlib.crc32(raw) & 0xFFFFFFFF, *origin.tolist(), cell, *dims.tolist())
+                          zlib.crc32(raw) & 0xFFFFFFFF, *origin.tolist(), cell, *[int(d) for d in dims])
     return header + b"".join(columns) + packed
 
 
@@ -133,8 +138,10 @@ def _pack_fraction(fraction) -> bytes:
     """(N, 3) 10-bit fractions as 4 byte planes: the low 8 bits of x, of y, of z, then
     the top 2 bits of all three in one byte (30 bits in 4 bytes; the low bytes are noise,
     the last plane has 64 symbols that the compressor's entropy coder packs to ~6 bits)."""
+    xp = backend.array_module(fraction)
     high = (fraction[:, 0] >> 8) | ((fraction[:, 1] >> 8) << 2) | ((fraction[:, 2] >> 8) << 4)
-    return np.concatenate([(fraction & 0xFF).T.astype(np.uint8).ravel(), high.astype(np.uint8)]).tobytes()
+    planes = xp.concatenate([(fraction & 0xFF).T.astype(xp.uint8).ravel(), high.astype(xp.uint8)])
+    return backend.to_numpy(planes).tobytes()
 
 
 def _unpack_fraction(planes, n):
@@ -146,19 +153,22 @@ def _unpack_fraction(planes, n):
 def _short_half(values):
     """Half floats rounded to MANTISSA_BITS mantissa bits (to nearest, ties away from 0):
     rounding the bit pattern's magnitude, which is monotone in the value."""
-    bits = np.clip(values, -HALF_MAX, HALF_MAX).astype(np.float16).view(np.uint16)
+    xp = backend.array_module(values)
+    bits = xp.clip(values, -HALF_MAX, HALF_MAX).astype(xp.float16).view(xp.uint16)
     drop = 10 - MANTISSA_BITS
     magnitude = bits & np.uint16(0x7FFF)  # ≤ 0x7BEF after the clip: no overflow below
     magnitude += np.uint16(1 << (drop - 1))
     magnitude &= np.uint16(0xFFFF ^ ((1 << drop) - 1))
     magnitude |= bits & np.uint16(0x8000)
-    return magnitude.view(np.float16)
+    return magnitude.view(xp.float16)
 
 
 def _shuffle(array) -> bytes:
     """The array's bytes as planes: byte 0 of every value, then byte 1, …"""
-    a = np.ascontiguousarray(array)
-    return a.reshape(-1).view(np.uint8).reshape(-1, a.dtype.itemsize).T.tobytes()
+    xp = backend.array_module(array)
+    a = xp.ascontiguousarray(array)
+    planes = a.reshape(-1).view(xp.uint8).reshape(-1, a.dtype.itemsize).T
+    return backend.to_numpy(planes).tobytes()  # C order: plane after plane
 
 
 def _compress(raw: bytes, codec: int) -> bytes:

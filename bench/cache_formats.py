@@ -11,6 +11,9 @@ The volumes are that frame's liquid VDB (level set + velocity), float and half.
 
     python bench/cache_formats.py                # 1M and 8M particles
     python bench/cache_formats.py --counts 1e6   # quicker
+
+With CuPy and a GPU, a "compact zstd GPU" row encodes from device arrays (what a GPU
+bake holds before ``particles_host``; the bake does not feed them yet).
 """
 
 from __future__ import annotations
@@ -73,18 +76,34 @@ def timed(fn, repeat):
     return statistics.median(times), out
 
 
-def write_frame(path, codec, pos, vel, size, cell):
-    """One frame written as the bake writes it: the file made durable (fsync)."""
+def write_frame(path, codec, pos, vel, size, cell, device=False):
+    """One frame written as the bake writes it: the file made durable (fsync). *device*:
+    encoded from CuPy arrays (the arrays already on the GPU, as a GPU bake holds them)."""
     from voxfx.addon import compact_points, ply
 
     path.unlink(missing_ok=True)
     if codec is None:
         ply.write_points(path, pos, {"velocity": vel, "size": size})
         return
-    path.write_bytes(compact_points.encode(pos, {"velocity": vel, "size": size}, cell=cell, codec=codec))
+    data = compact_points.encode(pos, {"velocity": vel, "size": size}, cell=cell, codec=codec)
+    if device:
+        import cupy
+
+        cupy.cuda.Device().synchronize()
+    path.write_bytes(data)
     fd = os.open(path, os.O_RDONLY)
     os.fsync(fd)
     os.close(fd)
+
+
+def _device_arrays(pos, vel, size):
+    """The frame's arrays on the GPU, or None without a usable CuPy."""
+    try:
+        import cupy
+
+        return cupy.asarray(pos), cupy.asarray(vel), cupy.asarray(size)
+    except Exception:  # noqa: BLE001  (no CuPy or no device: the CPU rows only)
+        return None
 
 
 def bench_particles(pos, vel, cell, folder, repeat):
@@ -97,10 +116,14 @@ def bench_particles(pos, vel, cell, folder, repeat):
     rows = []
     formats = [("compact zstd", ".vxp", compact_points.CODEC_ZSTD), ("compact zlib", ".vxp", compact_points.CODEC_ZLIB),
                ("PLY", ".ply", None)]
+    device = _device_arrays(pos, vel, size)
+    if device is not None:
+        formats.insert(0, ("compact zstd GPU", ".vxp", compact_points.CODEC_ZSTD))
     for label, suffix, codec in formats:
         path = folder / f"frame{suffix}"
         read = ply.read_points if codec is None else compact_points.read_points
-        write_ms, _ = timed(lambda: write_frame(path, codec, pos, vel, size, cell), repeat)  # noqa: B023
+        arrays = device if label.endswith("GPU") else (pos, vel, size)
+        write_ms, _ = timed(lambda: write_frame(path, codec, *arrays, cell, arrays is device), repeat)  # noqa: B023
         read_ms, _ = timed(lambda: read(path), repeat)  # noqa: B023  (called here, in this iteration)
         mesh = bpy.data.meshes.new(f"bench {label}")
         first_ms, _ = timed(lambda: frame_loader._load_points(mesh, path), 1)  # noqa: B023  (sizes the mesh)
