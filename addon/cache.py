@@ -26,7 +26,8 @@ or an I/O error at any instant therefore leaves a manifest whose every frame is 
 and a checkpoint for its last frame: the next bake resumes there and re-bakes at most
 the frame in flight. A frame is done only when its files have the recorded size and
 checksum (``verify_frame``); a damaged frame is re-baked from the nearest checkpoint
-before it (one is kept every ``checkpoint_every`` frames, plus the latest).
+before it (one is kept every ``checkpoint_every`` frames, plus the latest; with 0, the
+latest only, and a repair before it simulates again from the first frame).
 
 The only ``bpy`` use is resolving ``//`` paths (``resolve_folder``).
 
@@ -88,6 +89,15 @@ class BakeCache(CacheReader):
             (self.folder / f"{fsio.TEMP_PREFIX}probe").unlink()
         except OSError as e:
             raise CacheError(explain(e, self.folder)) from e
+
+    def baked_with(self, settings: Mapping) -> bool:
+        """Whether this cache holds a bake of exactly these *settings* (any manifest
+        problem: no)."""
+        try:
+            data = self.read_manifest()
+        except CacheError:
+            return False
+        return bool(data) and data.get("settings_hash") == settings_hash(settings)
 
     def begin(self, settings: Mapping, frame_start: int, frame_end: int, resume: bool = True) -> ResumePlan:
         """Prepare a bake of frames start..end and say what is left to do.
@@ -206,11 +216,13 @@ class BakeCache(CacheReader):
         return fsio.checksum(path)
 
     def _prune_checkpoints(self, data: dict) -> None:
-        """Remove states no longer kept: all but every K-th frame's and the newest."""
+        """Remove states no longer kept: all but every K-th frame's and the newest (K = 0:
+        the newest only)."""
         if not data["checkpoints"]:
             return
         newest, start = max(data["checkpoints"]), data["frame_start"]
-        keep = {f for f in data["checkpoints"] if f == newest or (f - start) % self.checkpoint_every == 0}
+        every = self.checkpoint_every  # 0: only the last complete frame's state
+        keep = {f for f in data["checkpoints"] if f == newest or (every and (f - start) % every == 0)}
         gone = sorted(set(data["checkpoints"]) - keep)
         for entry in _entries(self.folder):  # states the manifest never recorded, too
             m = self._state_re.fullmatch(entry.name)

@@ -17,7 +17,7 @@ from .cache_folder import CacheError, ForeignCacheError, _regular_file
 MANIFEST = "voxfx_manifest.json"
 FORMAT = 2
 CHECKPOINT_EVERY = 10  # default: a state file kept every 10 frames (plus the latest)
-SUFFIXES = {"snow": (".ply", ".vdb", ".exr"), "flip": (".ply", ".vdb"), "voxelize": (".vdb",)}
+SUFFIXES = {"snow": (".ply", ".vxp", ".vdb", ".exr"), "flip": (".ply", ".vxp", ".vdb"), "voxelize": (".vdb",)}
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 _HEX8 = re.compile(r"[0-9a-f]{8}")
 _LEGACY_CHECKPOINT = "state.npz"  # format 1 kept one checkpoint under this name
@@ -38,7 +38,7 @@ class CacheReader:
         self.suffixes = tuple(suffixes or SUFFIXES.get(kind, ()))
         if not self.suffixes or not all(re.fullmatch(r"\.[a-z0-9]{1,8}", s) for s in self.suffixes):
             raise CacheError(f"No file types are known for a {kind!r} cache")
-        self.checkpoint_every = max(1, int(checkpoint_every))
+        self.checkpoint_every = max(0, int(checkpoint_every))  # 0: the newest state only
         self.owner = owner  # the .blend (name) baking into this cache, if known
         self.notes: list[str] = []  # one line each: what was ignored, repaired, dropped
         alternatives = "|".join(re.escape(s) for s in self.suffixes)

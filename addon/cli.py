@@ -277,6 +277,21 @@ def _snow_configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--wind", type=ranged(float, 0.0), metavar="M_PER_S", help="wind speed (0 or more)")
     p.add_argument("--fresh", action="store_true", help="start over instead of resuming a previous bake")
     p.add_argument("--save", action="store_true", help="save the .blend afterwards (with the Snow objects)")
+    _cache_format_option(p)
+
+
+CACHE_FORMATS = {"compact": "COMPACT", "ply": "PLY_VDB"}
+
+
+def _cache_format_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--cache-format", choices=sorted(CACHE_FORMATS),
+                   help="particles as compact .vxp frames (under 8 bytes each) or PLY files other tools read "
+                        "(default: the scene setting)")
+
+
+def _set_cache_format(args, scene) -> None:
+    if args.cache_format:
+        scene.voxfx.cache_format = CACHE_FORMATS[args.cache_format]
 
 
 def _snow_run(args) -> int:
@@ -293,6 +308,7 @@ def _snow_run(args) -> int:
     for attr, value in (("flake_count", args.flakes), ("snowfall_rate", args.rate), ("wind_speed", args.wind)):
         if value is not None:
             setattr(s, attr, value)
+    _set_cache_format(args, scene)
     start, end = frame_range(args.frames, scene)
     return run_bake(snow_job(bpy.context, s, scene.voxfx.cache_directory, start, end, resume=not args.fresh),
                     "snow", args.save)
@@ -310,6 +326,7 @@ def _flip_configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--domain", metavar="OBJECT", help="domain object (default: the scene setting)")
     p.add_argument("--fresh", action="store_true", help="start over instead of resuming a previous bake")
     p.add_argument("--save", action="store_true", help="save the .blend afterwards (with the Liquid objects)")
+    _cache_format_option(p)
 
 
 def _flip_run(args) -> int:
@@ -324,6 +341,7 @@ def _flip_run(args) -> int:
         f.domain = bpy.data.objects[args.domain]
     if args.resolution is not None:
         f.resolution = args.resolution
+    _set_cache_format(args, scene)
     start, end = frame_range(args.frames, scene)
     return run_bake(flip_job(bpy.context, f, scene.voxfx.cache_directory, start, end, resume=not args.fresh),
                     "flip", args.save)

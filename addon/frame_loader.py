@@ -8,9 +8,12 @@ current frame's file with its own readers and writes it into the object's mesh, 
 old frame's data is freed as the new one arrives: memory holds one frame (plus
 Blender's evaluated copy), however many frames are shown.
 
-* ``points``: a PLY point file (``ply.write_points``) → loose vertices with the file's
+* ``points``: a PLY point file (``ply.write_points``) or a compact particle frame
+  (``compact_points``, ``.vxp``: the source's ``ext``) → loose vertices with the file's
   attributes (``name_x/_y/_z`` columns become one vector attribute); the object's
-  Geometry Nodes tree turns them into points.
+  Geometry Nodes tree turns them into points. Blender's own nodes cannot read ``.vxp``:
+  a .blend whose particles were baked compact shows them only where VoxFX is installed
+  (the "PLY + VDB" cache format is for other tools).
 * ``depth``: the depth grid of a snow ``.vdb`` sampled at the cover mesh's vertices →
   its ``depth`` attribute (the mesh keeps its ground positions; the tree lifts them).
 * ``liquid_surface``: the zero crossing of the ``surface`` level set (OpenVDB's own
@@ -40,7 +43,7 @@ import bpy
 import numpy as np
 from bpy.app.handlers import persistent
 
-from . import cache, node_setups, ply
+from . import cache, compact_points, node_setups, ply
 from ..kernels.errors import VoxFXError
 
 SOURCE = "voxfx_frames"  # mesh ID property: what to load ({"kind", "prefix", ...})
@@ -128,7 +131,7 @@ def load(mesh, frame: int, force: bool = False) -> bool:
     # Only a file its cache's manifest vouches for (size and CRC) is read; after the bake
     # the last frame stays, before it nothing shows, and nothing is printed for either.
     prefix = os.path.abspath(bpy.path.abspath(source["prefix"]))
-    path, problem = cache.shown_frame(prefix, frame, EXTENSIONS[kind])
+    path, problem = cache.shown_frame(prefix, frame, source.get("ext", EXTENSIONS[kind]))
     if problem:
         _warn_once(problem)
     stamp = _stamp(str(path)) if path is not None else "nothing"
@@ -175,7 +178,8 @@ def _load_points(mesh, path):
     if path is None:
         positions, columns = np.zeros((0, 3), np.float32), {}
     else:
-        positions, columns = ply.read_points(path)
+        reader = compact_points.read_points if path.suffix == compact_points.SUFFIX else ply.read_points
+        positions, columns = reader(path)
     attributes = _vectors_from_columns(columns)
     count = len(positions)
     if len(mesh.vertices) != count or len(mesh.edges) or len(mesh.polygons):

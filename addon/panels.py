@@ -25,6 +25,7 @@ class VOXFX_PT_system(bpy.types.Panel):
             row.prop(settings, "cache_directory")
             row.operator("voxfx.cache_reveal", text="", icon="FILE_FOLDER")
             layout.prop(settings, "checkpoint_every")
+            layout.prop(settings, "cache_format")
 
 
 def _bake_status(layout, context, name: str, kind: str) -> None:
@@ -37,6 +38,35 @@ def _bake_status(layout, context, name: str, kind: str) -> None:
         return  # an unsaved file: the cache folder is not known yet
     if line:
         layout.label(text=line, icon="ERROR" if "damaged" in line else "CHECKMARK")
+    disk = _disk_line(context, kind)
+    if disk:
+        layout.label(text=disk, icon="DISK_DRIVE")
+
+
+_disk_memo: dict = {}
+
+
+def _disk_line(context, kind: str) -> str | None:
+    """The bake's estimated disk use and the cache drive's free space (recomputed at most
+    every 2 s: a panel redraws far more often)."""
+    import time
+
+    from .cache import CacheError, resolve_folder
+    from .disk_plan import free_bytes, summary
+    from .operators import flip, snow
+
+    now = time.monotonic()
+    memo = _disk_memo.get(kind)
+    if memo and now - memo[0] < 2.0:
+        return memo[1]
+    scene = context.scene
+    try:
+        plan = (flip if kind == "flip" else snow).disk_estimate(scene)
+        line = summary(plan, free_bytes(resolve_folder(scene.voxfx.cache_directory))) if plan else None
+    except (CacheError, OSError):
+        line = None
+    _disk_memo[kind] = (now, line)
+    return line
 
 
 class VOXFX_PT_voxelize(bpy.types.Panel):

@@ -227,8 +227,18 @@ class VoxFXSceneSettings(bpy.types.PropertyGroup):
     checkpoint_every: bpy.props.IntProperty(
         name="Checkpoint Every",
         description="Keep the simulation state of every Nth frame (and the newest) in the cache, so a damaged "
-        "frame or a re-bake from frame N restarts near N instead of at the first frame",
-        default=10, min=1, max=10000)
+        "frame or a re-bake from frame N restarts near N instead of at the first frame. 0 keeps only the "
+        "last complete frame's state (least disk; a repair then simulates again from the first frame)",
+        default=10, min=0, max=10000)
+    cache_format: bpy.props.EnumProperty(
+        name="Cache Format",
+        description="How liquid particles and snow flakes are stored per frame",
+        items=[("COMPACT", "Compact", "Particles in VoxFX's compact format (.vxp, under 8 bytes per liquid "
+                "particle: positions to 1/1000 of a cell, velocities as half floats); VoxFX loads them. "
+                "Volumes stay OpenVDB"),
+               ("PLY_VDB", "PLY + VDB", "Particles as plain PLY point files (28 bytes per liquid particle) that "
+                "other tools and Blender's Import PLY node read, volumes as OpenVDB")],
+        default="COMPACT")
     voxelize: bpy.props.PointerProperty(type=VoxelizeSettings)
     snow: bpy.props.PointerProperty(type=SnowSettings)
     flip: bpy.props.PointerProperty(type=FlipSettings)

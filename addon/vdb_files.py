@@ -48,7 +48,7 @@ GRID_CLASSES = ("FOG_VOLUME", "LEVEL_SET")
 
 
 def write_vdb(
-    path, grids, spec, *, grid_class="FOG_VOLUME", background=None, tolerance=0.0, metadata=None
+    path, grids, spec, *, grid_class="FOG_VOLUME", background=None, tolerance=0.0, metadata=None, half=False
 ):
     """Write dense grids to one ``.vdb`` file, atomically, and return its path.
 
@@ -59,7 +59,11 @@ def write_vdb(
     default to 0 for fog volumes and 3 voxels for level sets. Only voxels that differ from
     the background by more than *tolerance* are stored active; for level sets, voxels at
     or beyond ±background become inactive inside/outside tiles. Blender lists grids
-    alphabetically, whatever their order here.
+    alphabetically, whatever their order here. *half* (one value or a dict per grid name)
+    stores a grid's values as 16-bit floats (OpenVDB's ``saveFloatAsHalf``; readers get
+    floats back): relative error ≤ 2⁻¹¹, about 43 % fewer bytes per active voxel
+    (bench/cache_formats.py). OpenVDB compresses every file itself (Blender's build: Blosc);
+    its Python module offers no other write option.
 
     The file appears complete or not at all: it is written to a temporary name in the
     same folder, checked, and renamed.
@@ -74,6 +78,8 @@ def write_vdb(
         )
         for name, values in grids.items()
     ]
+    for grid in vdb_grids:
+        grid.saveFloatAsHalf = bool(_per_grid(half, grid.name))
     try:
         _write_atomically(
             path, lambda temporary: vdb.write(str(temporary), vdb_grids, dict(metadata or {}))

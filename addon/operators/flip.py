@@ -17,12 +17,12 @@ from ...kernels.flip.bodies import Body
 from ...kernels.flip.grid import FlipSettings
 from ...kernels.settings import from_source
 from ...kernels.grid import GridSpec
-from .. import frame_loader, materials, node_setups, scene_io, sim_bake, writeback
+from .. import compact_points, disk_plan, frame_loader, materials, node_setups, scene_io, sim_bake, writeback
 from ..cache import BakeCache, blend_name, resolve_folder
 from ..flip_sparse import memory_need
 from ..jobs import BakeResult, JobOperator, keep_frame_on_abort
-from .cache import free_bake
 from ..ply import write_points
+from .cache import free_bake
 
 COLLECTION = "VoxFX Liquid"
 
@@ -42,6 +42,25 @@ def domain_spec(domain_obj, resolution: int) -> GridSpec:
     h = float(ext.max()) / resolution
     shape = tuple(max(2, int(round(e / h))) for e in ext)
     return GridSpec(tuple(lo), h, shape)
+
+
+def disk_estimate(scene):
+    """The disk plan of baking the scene's frame range (for the panel: the liquid objects'
+    bounding boxes stand in for their meshes, as the bake's own estimate does), or None."""
+    f = scene.voxfx.flip
+    liquids = role_objects(scene, "LIQUID")
+    if f.domain is None or not liquids:
+        return None
+    try:
+        spec = domain_spec(f.domain, f.resolution)
+    except InputError:
+        return None
+    corners = np.array([o.matrix_world @ Vector(c) for o in liquids for c in o.bound_box])
+    lo = np.maximum(corners.min(axis=0), spec.origin)
+    hi = np.minimum(corners.max(axis=0), spec.upper)
+    approx = int(f.particles_per_cell * np.prod(np.clip((hi - lo) / spec.voxel_size, 1, None)))
+    return disk_plan.liquid_plan(scene.frame_end - scene.frame_start + 1, approx, scene.voxfx.cache_format,
+                                 scene.voxfx.checkpoint_every, f.particles_per_cell)
 
 
 def kernel_settings(f, scene) -> FlipSettings:
@@ -108,20 +127,26 @@ class Poses:
         return self.frames[frame]
 
 
-def frame_writers(sim, spec, progress=None):
+def frame_writers(sim, spec, progress=None, compact=False):
     """The files of one liquid frame from the simulation (``kernels.flip.bake.frame_arrays``)."""
-    return writers_of(frame_arrays(sim, spec, progress), spec)
+    return writers_of(frame_arrays(sim, spec, progress), spec, compact)
 
 
-def writers_of(arrays, spec):
-    """The files of one liquid frame (suffix → write(path)) from its arrays."""
+def writers_of(arrays, spec, compact=False):
+    """The files of one liquid frame (suffix → write(path)) from its arrays; *compact*:
+    the particles as a compact frame (``compact_points``) on the liquid's cells and the
+    grids as half floats (the level set within 1/1000 of a cell), else PLY and float grids."""
+    points = {"velocity": arrays["velocity"], "size": arrays["size"]}
+    particles = ({compact_points.SUFFIX: lambda p: compact_points.write_points(p, arrays["position"], points,
+                                                                              cell=spec.voxel_size)}
+                 if compact else {".ply": lambda p: write_points(p, arrays["position"], points)})
     return {
-        ".ply": lambda p: write_points(p, arrays["position"], {"velocity": arrays["velocity"],
-                                                               "size": arrays["size"]}),
+        **particles,
         ".vdb": lambda p: writeback.write_vdb(p, {"surface": arrays["surface"], "velocity": arrays["cell_velocity"]},
                                               arrays["surface_spec"],
                                               grid_class={"surface": "LEVEL_SET", "velocity": "FOG_VOLUME"},
-                                              background={"surface": 3.0 * spec.voxel_size, "velocity": 0.0}),
+                                              background={"surface": 3.0 * spec.voxel_size, "velocity": 0.0},
+                                              half=compact),
     }
 
 
@@ -136,13 +161,13 @@ def _empty_mesh_object(name):
     return obj
 
 
-def attach_outputs(cache, start, count, display=1.0):
+def attach_outputs(cache, start, count, display=1.0, ext=".ply"):
     prefix = str(cache.folder / f"{cache.name}_")
     stored = bpy.path.relpath(prefix) if bpy.data.filepath else prefix
     particles = _empty_mesh_object("Liquid Particles")
     mod = node_setups.attach(particles, node_setups.points_from_ply_sequence("VoxFX Liquid Particles", stored))
     node_setups.set_input(mod, "Viewport Fraction", float(display))
-    frame_loader.attach(particles, "points", stored)
+    frame_loader.attach(particles, "points", stored, ext=ext)
     surface = _empty_mesh_object("Liquid Surface")
     mat = materials.liquid()
     node_setups.attach(surface, node_setups.liquid_surface_from_vdb_sequence("VoxFX Liquid Surface", stored,
@@ -208,7 +233,16 @@ def _flip_job(context, f, cache_dir, frame_start, frame_end, resume):
            "liquids": sorted(o.name for o in liquids), "obstacles": sorted(o.name for o in obstacles), "fps": fps,
            "inflows": sorted(o.name for o in inflows), "outflows": sorted(o.name for o in outflows),
            "velocity": velocity}
+    compact = scene.voxfx.cache_format == "COMPACT"
+    if compact and resume and cache.baked_with(key):  # a PLY bake (v0.1's too) goes on in its own format
+        compact = False
+        cache.note(f"The liquid bake in '{folder}' is PLY + VDB and goes on as such: Free it to bake it Compact")
+    if compact:  # PLY caches keep the hash they had before the setting existed
+        key["cache_format"] = "compact"
     plan = cache.begin(key, frame_start, frame_end, resume=resume)
+    disk = disk_plan.liquid_plan(len(plan.todo), approx, scene.voxfx.cache_format, scene.voxfx.checkpoint_every,
+                                 f.particles_per_cell)
+    yield 0.0, disk_plan.summary(disk, disk_plan.check(disk, folder))  # refuses when it cannot fit
     xp = backend.xp()
     moving = [o for o in obstacles + inflows + outflows if _is_animated(o)]
     obstacles_move = any(o in moving for o in obstacles)
@@ -228,8 +262,10 @@ def _flip_job(context, f, cache_dir, frame_start, frame_end, resume):
         moved = (poses.at(frame - 1), poses.at(frame)) if obstacles_move or ports_move else None
         return {"poses": moved, "velocities": {o.name: tuple(o.voxfx_flip.initial_velocity) for o in inflows}}
 
-    written, _ = yield from sim_bake.run(cache, plan, bake, lambda arrays: writers_of(arrays, spec), scene_inputs)
-    particles, _, _ = attach_outputs(cache, frame_start, frame_end - frame_start + 1, f.particle_display)
+    written, _ = yield from sim_bake.run(cache, plan, bake, lambda arrays: writers_of(arrays, spec, compact),
+                                        scene_inputs)
+    particles, _, _ = attach_outputs(cache, frame_start, frame_end - frame_start + 1, f.particle_display,
+                                     compact_points.SUFFIX if compact else ".ply")
     present(f, liquids, inflows, outflows, particles)
     return BakeResult(sim_bake.summary(written, plan), str(folder), list(cache.notes))
 

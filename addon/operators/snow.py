@@ -17,7 +17,7 @@ from ...kernels.settings import from_source
 from ...kernels.snow import plan as snow_plan
 from ...kernels.snow.cover import cover_max_slope, cover_mesh
 from ...kernels.snow.domain import SnowDomain, SnowSettings
-from .. import frame_loader, materials, node_setups, scene_io, sim_bake, writeback
+from .. import compact_points, disk_plan, frame_loader, materials, node_setups, scene_io, sim_bake, writeback
 from ..cache import BakeCache, blend_name, resolve_folder
 from ..jobs import BakeResult, JobOperator, keep_frame_on_abort
 from .cache import free_bake
@@ -25,6 +25,7 @@ from ..ply import write_points
 
 COLLECTION = "VoxFX Snow"
 THIN_COVER = 0.002  # m: a finished bake with less snow than this on average gets a warning
+FLAKE_CELL = 0.25  # m: compact flake frames quantize on these cells, a flake within 0.12 mm per axis
 
 
 # ---------------------------------------------------------------- settings and scene
@@ -86,6 +87,16 @@ def check_memory(s, soup, flakes: int) -> SnowDomain:
                                   int(info.free_bytes * backend.SAFETY_FRACTION), info.name)
 
 
+def disk_estimate(scene):
+    """The disk plan of baking the scene's frame range at most (for the panel: the ground
+    and wind at their full resolutions), or None."""
+    s = scene.voxfx.snow
+    if s.receivers is None:
+        return None
+    return disk_plan.snow_plan(scene.frame_end - scene.frame_start + 1, s.flake_count, s.ground_resolution ** 2,
+                               s.wind_resolution ** 3, scene.voxfx.cache_format, scene.voxfx.checkpoint_every)
+
+
 # ---------------------------------------------------------------- frame outputs
 
 def depth_spec(domain: SnowDomain):
@@ -114,13 +125,18 @@ def write_exr(path, depth):
         bpy.data.images.remove(img)
 
 
-def frame_writers(arrays, domain):
+def frame_writers(arrays, domain, compact=False):
     """The files of one snow frame (suffix → write(path)) from its arrays
-    (``kernels.snow.bake.SnowBake.outputs``)."""
+    (``kernels.snow.bake.SnowBake.outputs``); *compact*: the flakes as a compact frame and
+    the depth grid as half floats (±0.05 %; the EXR keeps full floats)."""
     flakes, depth = arrays["flakes"], arrays["depth"]
+    others = {k: v for k, v in flakes.items() if k != "position"}
+    points = ({compact_points.SUFFIX: lambda p: compact_points.write_points(p, flakes["position"], others,
+                                                                           cell=FLAKE_CELL)}
+              if compact else {".ply": lambda p: write_points(p, flakes["position"], others)})
     return {
-        ".ply": lambda p: write_points(p, flakes["position"], {k: v for k, v in flakes.items() if k != "position"}),
-        ".vdb": lambda p: writeback.write_vdb(p, {"depth": depth[None]}, depth_spec(domain)),
+        **points,
+        ".vdb": lambda p: writeback.write_vdb(p, {"depth": depth[None]}, depth_spec(domain), half=compact),
         ".exr": lambda p: write_exr(p, depth),
     }
 
@@ -137,7 +153,7 @@ def ground_mesh(name, terrain, domain, max_slope_deg: float):
     return writeback.write_mesh(name, verts, quads, collection=_collection())
 
 
-def attach_outputs(cache, terrain, domain, repose_angle):
+def attach_outputs(cache, terrain, domain, repose_angle, ext=".ply"):
     """The Snow Flakes and Snow Cover objects, showing the bake's frames: VoxFX loads each
     frame into their meshes (frame_loader); their node trees read the files themselves
     where VoxFX is not installed."""
@@ -149,7 +165,7 @@ def attach_outputs(cache, terrain, domain, repose_angle):
         _collection().objects.link(flakes)
     node_setups.attach(flakes, node_setups.points_from_ply_sequence("VoxFX Flakes", stored,
                                                                     material=materials.flakes()))
-    frame_loader.attach(flakes, "points", stored)
+    frame_loader.attach(flakes, "points", stored, ext=ext)
     cover = ground_mesh("Snow Cover", terrain, domain, cover_max_slope(repose_angle))
     cover.data.materials.clear()
     cover.data.materials.append(materials.snow())
@@ -187,12 +203,22 @@ def _snow_job(context, s, cache_dir, frame_start, frame_end, resume):
     key = {"settings": settings.__dict__, "domain": [list(domain.wind.origin), domain.wind.voxel_size,
                                                     list(domain.wind.shape), domain.ground_cell],
            "receivers": sorted(o.name for o in receivers), "substeps": s.substeps, "fps": fps}
+    compact = scene.voxfx.cache_format == "COMPACT"
+    if compact and resume and cache.baked_with(key):  # a PLY bake (v0.1's too) goes on in its own format
+        compact = False
+        cache.note(f"The snow bake in '{folder}' is PLY + VDB and goes on as such: Free it to bake it Compact")
+    if compact:  # PLY caches keep the hash they had before the setting existed
+        key["cache_format"] = "compact"
     plan = cache.begin(key, frame_start, frame_end, resume=resume)
+    disk = disk_plan.snow_plan(len(plan.todo), settings.flake_count, int(np.prod(domain.ground_shape)),
+                               int(np.prod(domain.wind.shape)), scene.voxfx.cache_format, scene.voxfx.checkpoint_every)
+    yield 0.0, disk_plan.summary(disk, disk_plan.check(disk, folder))  # refuses when it cannot fit
     bake = SnowBake(domain, settings, (soup.vertices, soup.triangles),
                     (obstacles.vertices, obstacles.triangles) if obstacles else None, xp=backend.xp(), fps=fps,
                     substeps=s.substeps, frame_end=frame_end)
-    written, sim = yield from sim_bake.run(cache, plan, bake, lambda arrays: frame_writers(arrays, domain))
-    attach_outputs(cache, sim.terrain_host(), domain, settings.repose_angle)
+    written, sim = yield from sim_bake.run(cache, plan, bake, lambda arrays: frame_writers(arrays, domain, compact))
+    attach_outputs(cache, sim.terrain_host(), domain, settings.repose_angle,
+                   compact_points.SUFFIX if compact else ".ply")
     mean = sim.snow_volume() / sim.area if sim.area > 0 else 0.0
     if mean < THIN_COVER:
         cache.note(f"The snow cover is only {1000 * mean:.2g} mm deep on average, too thin to see: raise "

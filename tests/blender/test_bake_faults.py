@@ -28,7 +28,7 @@ _UUID = re.compile(rb"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4
 def frame_files(folder):
     out = {}
     for p in sorted(folder.iterdir()):
-        if p.suffix in (".ply", ".exr", ".vdb"):
+        if p.suffix in (".ply", ".vxp", ".exr", ".vdb"):
             data = p.read_bytes()
             out[p.name] = _UUID.sub(b"UUID", data, count=1) if p.suffix == ".vdb" else data
     return out

@@ -21,7 +21,7 @@ def test_demo_bakes_and_renders_every_effect(tmp_path):
     vdbs = list((cache / "voxelize" / "voxelize").glob("*.vdb"))  # <.blend name>/<bake>
     assert len(vdbs) == 1 and vdbs[0].stat().st_size > 100
     for kind, frames in (("snow", 4), ("liquid", 4)):
-        for ext in (".ply", ".vdb"):
+        for ext in (".vxp", ".vdb"):  # the default cache format: compact particles
             files = sorted((cache / {"snow": "snow", "liquid": "flip"}[kind] / kind).glob(f"{kind}_*{ext}"))
             assert len(files) == frames and all(p.stat().st_size > 0 for p in files), (kind, ext)
     assert "Suzanne+2_voxels" in r.stdout and "_volume" in r.stdout and "_blocks" in r.stdout

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from voxfx.addon.jobs import JobRunner
-from voxfx.addon.ply import read_points
+from voxfx.addon import compact_points, ply
 
 from .helpers import ROOT, voxfx_registered
 
@@ -33,13 +33,27 @@ def dam(tmp_path):
         yield scene, f, water, rock, tmp_path / "voxfx_cache" / "dam" / "liquid"
 
 
-def test_bake_writes_mesh_points_and_vdb_per_frame(dam):
+def particle_file(folder, frame):
+    """The frame's particle file, in whichever cache format the bake used (one only)."""
+    found = [p for p in (folder / f"liquid_{frame:04d}.ply", folder / f"liquid_{frame:04d}.vxp") if p.is_file()]
+    assert len(found) == 1, found
+    return found[0]
+
+
+def read_points(path):
+    return (compact_points.read_points if path.suffix == ".vxp" else ply.read_points)(path)
+
+
+@pytest.mark.parametrize("cache_format, suffix", [("COMPACT", ".vxp"), ("PLY_VDB", ".ply")])
+def test_bake_writes_mesh_points_and_vdb_per_frame(dam, cache_format, suffix):
     scene, f, water, rock, folder = dam
+    assert scene.voxfx.cache_format == "COMPACT"  # the default: a studio pays for the disk
+    scene.voxfx.cache_format = cache_format
     assert bpy.ops.voxfx.flip_bake() == {"FINISHED"}
     for frame in range(1, 5):
-        assert (folder / f"liquid_{frame:04d}.ply").is_file() and (folder / f"liquid_{frame:04d}.vdb").is_file()
-    first, _ = read_points(folder / "liquid_0001.ply")
-    last, attrs = read_points(folder / "liquid_0004.ply")
+        assert particle_file(folder, frame).suffix == suffix and (folder / f"liquid_{frame:04d}.vdb").is_file()
+    first, _ = read_points(particle_file(folder, 1))
+    last, attrs = read_points(particle_file(folder, 4))
     assert len(first) == len(last) > 1000
     assert last[:, 2].mean() < first[:, 2].mean()  # the column collapses
     assert {"velocity_x", "velocity_z", "size"} <= set(attrs)
@@ -71,16 +85,16 @@ def test_resume_after_cancel_matches_an_uninterrupted_bake(dam):
 
     scene, f, water, rock, folder = dam
     assert bpy.ops.voxfx.flip_bake() == {"FINISHED"}
-    reference = [(folder / f"liquid_{k:04d}.ply").read_bytes() for k in range(1, 5)]
+    reference = [particle_file(folder, k).read_bytes() for k in range(1, 5)]
     bpy.ops.voxfx.flip_free()
     runner = JobRunner(flip_job(bpy.context, f, scene.voxfx.cache_directory, 1, 4))
-    while not (folder / "liquid_0002.ply").exists():  # frames 1 and 2 baked (steps include kernel calls)
+    while not (folder / "liquid_0002.vxp").exists():  # frames 1 and 2 baked (steps include kernel calls)
         assert runner.step() == "RUNNING"
     runner.request_cancel()
     assert runner.step() == "CANCELLED"
     resumed = JobRunner(flip_job(bpy.context, f, scene.voxfx.cache_directory, 1, 4))
     assert resumed.run() == "FINISHED" and resumed.result.summary == "baked frames 3-4"
-    assert [(folder / f"liquid_{k:04d}.ply").read_bytes() for k in range(1, 5)] == reference  # CPU: bit-identical
+    assert [particle_file(folder, k).read_bytes() for k in range(1, 5)] == reference  # CPU: bit-identical
 
 
 def test_bad_input_is_explained(dam):
@@ -141,9 +155,9 @@ def test_inflow_outflow_and_a_moving_obstacle(dam):
     finally:
         bpy.app.handlers.frame_change_pre.clear()
     assert len(changes) <= 4 + 2, changes  # the scene is visited once per baked frame (4) and at the start
-    counts = [len(read_points(folder / f"liquid_{k:04d}.ply")[0]) for k in range(1, 5)]
+    counts = [len(read_points(particle_file(folder, k))[0]) for k in range(1, 5)]
     assert counts[1] > counts[0]  # the tap adds liquid
-    last, _ = read_points(folder / "liquid_0004.ply")
+    last, _ = read_points(particle_file(folder, 4))
     in_sink = (np.abs(last[:, 0] - 0.9) < 0.08) & (last[:, 2] < 0.18)
     assert not in_sink.any()  # the outflow keeps its volume empty
 
@@ -181,3 +195,64 @@ def test_after_a_bake_the_liquid_is_what_renders(dam):
     f.domain.hide_render = water.hide_render = False
     assert bpy.ops.voxfx.flip_bake() == {"FINISHED"}  # all frames done: only the outputs are set up again
     assert not bpy.data.objects["Liquid Particles"].hide_render and not f.domain.hide_render
+
+
+def test_the_disk_estimate_bounds_the_real_bake_and_a_small_disk_refuses_up_front(dam, monkeypatch):
+    from voxfx.addon import disk_plan
+    from voxfx.addon.operators.flip import disk_estimate
+
+    scene, f, water, rock, folder = dam
+    plan = disk_estimate(scene)
+    assert plan is not None and plan.frames == 4
+    monkeypatch.setenv(disk_plan.FREE_ENV, str(plan.bytes_for(2) + disk_plan.RESERVE))  # a small disk, injected
+    with pytest.raises(RuntimeError, match="2 frames would fit"):
+        bpy.ops.voxfx.flip_bake()
+    assert not list(folder.glob("liquid_0*"))  # refused before the first frame
+    monkeypatch.delenv(disk_plan.FREE_ENV)
+    assert bpy.ops.voxfx.flip_bake() == {"FINISHED"}
+    written = sum(p.stat().st_size for p in folder.iterdir())
+    assert written <= plan.total < 6 * written  # an upper bound, not a wild one
+
+
+def test_cli_prints_the_disk_estimate_and_refuses_a_full_disk(dam):
+    scene, f, water, rock, folder = dam
+    bpy.ops.wm.save_mainfile()
+    args = [sys.executable, "-m", "tools.cli", "--blend", bpy.data.filepath, "flip", "--frames", "1-2",
+            "--resolution", "12"]
+    r = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=600,
+                       env={"VOXFX_BACKEND": "cpu", "PATH": "", "VOXFX_FREE_BYTES": "1000"})
+    assert r.returncode != 0 and "not even one frame fits" in r.stdout + r.stderr
+    assert "Traceback" not in r.stdout + r.stderr
+    r = subprocess.run(args + ["--cache-format", "ply"], cwd=ROOT, capture_output=True, text=True, timeout=600,
+                       env={"VOXFX_BACKEND": "cpu", "PATH": ""})
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "Disk: about" in r.stdout and "free" in r.stdout
+    assert (folder / "liquid_0002.ply").is_file() and not (folder / "liquid_0002.vxp").exists()
+
+
+def test_the_liquid_panel_shows_the_disk_estimate_and_free_space(dam):
+    from voxfx.addon import panels
+
+    panels._disk_memo.clear()
+    line = panels._disk_line(bpy.context, "flip")
+    assert line.startswith("Disk: about") and "for 4 frames" in line and line.endswith("free")
+
+
+def test_a_ply_bake_resumes_in_its_own_format_when_the_default_is_compact(dam):
+    """An interrupted v0.1 (PLY) bake is neither thrown away nor mixed with .vxp frames."""
+    from voxfx.addon.operators.flip import flip_job
+
+    scene, f, water, rock, folder = dam
+    scene.voxfx.cache_format = "PLY_VDB"
+    first = JobRunner(flip_job(bpy.context, f, scene.voxfx.cache_directory, 1, 2))
+    assert first.run() == "FINISHED"
+    before = [particle_file(folder, k).read_bytes() for k in (1, 2)]
+    scene.voxfx.cache_format = "COMPACT"
+    resumed = JobRunner(flip_job(bpy.context, f, scene.voxfx.cache_directory, 1, 4))
+    assert resumed.run() == "FINISHED" and resumed.result.summary == "baked frames 3-4"
+    assert any("goes on as such" in note for note in resumed.result.notes)
+    assert [particle_file(folder, k).suffix for k in range(1, 5)] == [".ply"] * 4
+    assert [particle_file(folder, k).read_bytes() for k in (1, 2)] == before
+    particles = bpy.data.objects["Liquid Particles"]
+    scene.frame_set(4)
+    assert len(particles.data.vertices) == len(read_points(particle_file(folder, 4))[0])

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from voxfx.addon.jobs import JobRunner
-from voxfx.addon.ply import read_points
+from voxfx.addon import compact_points, ply
 
 from .helpers import ROOT, set_snow, snow_receivers, voxfx_registered
 
@@ -24,13 +24,17 @@ def snowy(tmp_path):
         yield scene, s, tmp_path / "voxfx_cache" / "snow" / "snow"
 
 
-def test_bake_writes_every_frame_and_loads_render_safely(snowy):
+@pytest.mark.parametrize("cache_format, suffix", [("COMPACT", ".vxp"), ("PLY_VDB", ".ply")])
+def test_bake_writes_every_frame_and_loads_render_safely(snowy, cache_format, suffix):
     scene, s, folder = snowy
+    scene.voxfx.cache_format = cache_format
     assert bpy.ops.voxfx.snow_bake() == {"FINISHED"}
     for f in (1, 2, 3):
-        for ext in (".ply", ".vdb", ".exr"):
+        for ext in (suffix, ".vdb", ".exr"):
             assert (folder / f"snow_{f:04d}{ext}").is_file()
-    pos, attrs = read_points(folder / "snow_0003.ply")
+        assert not (folder / f"snow_{f:04d}{'.ply' if suffix == '.vxp' else '.vxp'}").exists()
+    read = compact_points.read_points if suffix == ".vxp" else ply.read_points
+    pos, attrs = read(folder / f"snow_0003{suffix}")
     assert len(pos) == 3000 and {"velocity_x", "size", "spin"} <= set(attrs)
     # The EXR holds the same depth as the VDB the cover samples.
     img = bpy.data.images.load(str(folder / "snow_0003.exr"))
@@ -47,7 +51,8 @@ def test_bake_writes_every_frame_and_loads_render_safely(snowy):
     mesh = cover.evaluated_get(dg).data
     depth = np.empty(len(mesh.vertices), np.float32)
     mesh.attributes["depth"].data.foreach_get("value", depth)
-    assert depth.max() == pytest.approx(exr_depth.max(), rel=1e-6)
+    half = cache_format == "COMPACT"  # the depth VDB in half floats (the EXR keeps full floats)
+    assert depth.max() == pytest.approx(exr_depth.max(), rel=2.0 ** -11 if half else 1e-6)
     z = np.array([v.co.z for v in mesh.vertices])
     roof = z > 2.0  # the cube's top is a receiver: snow on the roof, above z = 2
     assert roof.any() and depth[roof].max() > 0
@@ -59,24 +64,37 @@ def test_bake_writes_every_frame_and_loads_render_safely(snowy):
     assert any(min(c) > 1.9 for c in corners) and sum(max(c) < 0.1 for c in corners) > 100
 
 
+def test_the_snow_panel_shows_the_disk_estimate_and_a_small_disk_refuses(snowy, monkeypatch):
+    from voxfx.addon import disk_plan, panels
+
+    scene, s, folder = snowy
+    panels._disk_memo.clear()
+    line = panels._disk_line(bpy.context, "snow")
+    assert line.startswith("Disk: about") and f"for {scene.frame_end - scene.frame_start + 1} frames" in line
+    monkeypatch.setenv(disk_plan.FREE_ENV, "1000")
+    with pytest.raises(RuntimeError, match="not even one frame fits"):
+        bpy.ops.voxfx.snow_bake()
+    assert not list(folder.glob("snow_0*"))
+
+
 def test_resume_gives_the_same_frames_as_an_uninterrupted_bake(snowy):
     from voxfx.addon.operators.snow import snow_job
 
     scene, s, folder = snowy
     assert bpy.ops.voxfx.snow_bake() == {"FINISHED"}
-    # VDB files carry a random UUID: compare the flakes (PLY) and the depth (EXR pixels).
+    # VDB files carry a random UUID: compare the flakes (.vxp) and the depth (EXR pixels).
     def frame(f):
         img = bpy.data.images.load(str(folder / f"snow_{f:04d}.exr"), check_existing=False)
         px = np.empty(img.size[0] * img.size[1] * 4, np.float32)
         img.pixels.foreach_get(px)
         bpy.data.images.remove(img)
-        return (folder / f"snow_{f:04d}.ply").read_bytes(), px
+        return (folder / f"snow_{f:04d}.vxp").read_bytes(), px
 
     reference = {f: frame(f) for f in (1, 2, 3)}
     bpy.ops.voxfx.snow_free()
     assert not folder.exists()
     runner = JobRunner(snow_job(bpy.context, s, scene.voxfx.cache_directory, 1, 3))
-    while not (folder / "snow_0002.ply").exists():  # frames 1 and 2 done (steps include kernel calls)
+    while not (folder / "snow_0002.vxp").exists():  # frames 1 and 2 done (steps include kernel calls)
         assert runner.step() == "RUNNING"
     runner.request_cancel()
     assert runner.step() == "CANCELLED"
@@ -84,8 +102,8 @@ def test_resume_gives_the_same_frames_as_an_uninterrupted_bake(snowy):
     resumed = JobRunner(snow_job(bpy.context, s, scene.voxfx.cache_directory, 1, 3))
     assert resumed.run() == "FINISHED" and resumed.result.summary == "baked frames 3"  # only frame 3 recomputed
     for f in (1, 2, 3):  # CPU backend: bit-identical
-        ply, depth = frame(f)
-        assert ply == reference[f][0] and np.array_equal(depth, reference[f][1])
+        flakes, depth = frame(f)
+        assert flakes == reference[f][0] and np.array_equal(depth, reference[f][1])
 
 
 def test_bad_input_is_reported(snowy):

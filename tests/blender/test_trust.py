@@ -50,7 +50,7 @@ def test_node_trees_read_only_inside_the_cache_folder_wherever_it_is(snowy, tmp_
     scene.voxfx.cache_directory = str(elsewhere) + os.sep  # a .blend may name any folder
     assert bpy.ops.voxfx.snow_bake() == {"FINISHED"}
     folder = (elsewhere / "snow").resolve()
-    assert (folder / "snow_0002.ply").is_file()
+    assert (folder / "snow_0002.vxp").is_file()
     strings = [n.string for tree in bpy.data.node_groups if tree.name.startswith("VoxFX")
                for n in tree.nodes if n.bl_idname == "FunctionNodeInputString" and n.string.startswith(("/", "//"))]
     assert strings, "no path prefix found in the loader node trees"

@@ -121,7 +121,7 @@ def test_failed_writer_leaves_nothing_of_the_frame(tmp_path):
 def test_a_writer_for_a_foreign_file_type_is_refused(tmp_path):
     c = BakeCache(tmp_path, "liquid", kind="flip")
     c.begin({}, 1, 2)
-    with pytest.raises(CacheError, match="holds .ply, .vdb files"):
+    with pytest.raises(CacheError, match="holds .ply, .vxp, .vdb files"):
         c.write_frame(1, {".sh": text_writer(1)})
 
 
@@ -231,6 +231,18 @@ def test_checkpoints_every_k_frames_and_the_newest_are_kept(tmp_path):
     assert plan.todo == [7] and plan.checkpoints == [1, 5, 9, 11]
     frame, state = next(c.states(plan, before=7))
     assert frame == 5 and int(state["frame_value"]) == 5
+
+
+def test_checkpoint_every_0_keeps_only_the_last_complete_frames_state(tmp_path):
+    c = BakeCache(tmp_path, "liquid", kind="test", suffixes=(".txt",), checkpoint_every=0)
+    plan = c.begin({}, 1, 7)
+    for frame in plan.todo:
+        c.write_frame(frame, {".txt": text_writer(frame)}, state={"frame_value": np.int64(frame)})
+        assert sorted(p.name for p in tmp_path.glob("liquid_state_*.npz")) == [f"liquid_state_{frame:04d}.npz"]
+    c.frame_path(3, ".txt").unlink()  # a damaged frame: no state before it, the simulation starts again
+    plan = c.begin({}, 1, 7)
+    assert plan.todo == [3] and plan.checkpoints == [7]
+    assert list(c.states(plan, before=3)) == []
 
 
 def test_unreadable_checkpoints_are_noted_and_skipped(tmp_path):
