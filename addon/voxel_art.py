@@ -69,7 +69,7 @@ def apply(arrays, soup, spec, request, art: ArtInputs, table, progress=None):
     rgba = arrays.rgba
     if rgba is None or art.color_source != "ATTRIBUTE":
         rgba = colors_of(table, arrays.material).astype(np.float32)
-    bits = getattr(arrays.grid, "bits", None)  # a dense bit grid; sparse results have none
+    bits = getattr(getattr(arrays, "grid", None), "bits", None)  # a dense bit grid; sparse groups have none
     if bits is None and (art.greedy or art.color_source == "TEXTURE"):
         arrays.warnings.append("Texture colours and merged block faces need a dense grid: this result is sparse, "
                                "so it keeps material colours and one face per voxel side")

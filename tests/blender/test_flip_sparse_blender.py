@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from voxfx.addon.jobs import JobRunner
-from voxfx.addon.ply import read_points
+from voxfx.addon import compact_points
 
 from .helpers import voxfx_registered
 
@@ -41,10 +41,10 @@ def test_open_domain_sparse_bake_writes_the_liquid_outside_the_box(throw):
     line = estimate_line(bpy.context, f)
     assert line.startswith("Memory ≈") and "sparse" in line
     assert bpy.ops.voxfx.flip_bake() == {"FINISHED"}
-    for frame in range(1, 7):
-        assert (folder / f"liquid_{frame:04d}.ply").is_file() and (folder / f"liquid_{frame:04d}.vdb").is_file()
-    first, _ = read_points(folder / "liquid_0001.ply")
-    last, _ = read_points(folder / "liquid_0006.ply")
+    for frame in range(1, 7):  # the default Compact cache format: .vxp particles beside the VDB
+        assert (folder / f"liquid_{frame:04d}.vxp").is_file() and (folder / f"liquid_{frame:04d}.vdb").is_file()
+    first, _ = compact_points.read_points(folder / "liquid_0001.vxp")
+    last, _ = compact_points.read_points(folder / "liquid_0006.vxp")
     assert len(last) > len(first)  # the tap outside the box emitted
     assert (last[:, 0] > 1.0).sum() > 100  # the liquid left the box along +x ...
     assert last[:, 2].min() < 0.0  # ... and fell through where the floor would be
