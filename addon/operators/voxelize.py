@@ -30,6 +30,7 @@ from ..cache import MANIFEST, BakeCache, CacheError, blend_name, explain, resolv
 from ..jobs import BakeResult, JobOperator, Kernel, keep_frame_on_abort
 from ..sim_bake import summary as bake_summary
 from ..vdb_stream import SlabVolume
+from ..vox_export import write_vox_slabs
 
 KERNEL_MODE = {"SURFACE": "surface", "THIN": "thin", "SOLID": "solid", "SOLID_SURFACE": "solid+surface"}
 COLLECTION = "VoxFX Voxels"
@@ -65,7 +66,17 @@ def voxelize_job(context, objects, request: Request, warnings: list, frame=None)
     Every group is read from the scene, then voxelized with all its output arrays (a
     ``Kernel``: on a worker thread in the interactive path, where Esc stops it at its
     next chunk); only once every group is done are the outputs written, in one step, so
-    a cancel leaves the scene as it was."""
+    a cancel leaves the scene as it was. (A .vox file written slab by slab waits as a
+    temporary beside its path until then, and is removed if the job stops.)"""
+    temporaries = []
+    try:
+        return (yield from _voxelize_job(context, objects, request, warnings, frame, temporaries))
+    finally:
+        for temporary in temporaries:  # renamed when written; else the job stopped
+            temporary.unlink(missing_ok=True)
+
+
+def _voxelize_job(context, objects, request, warnings, frame, temporaries):
     if "vox" in request.outputs:
         vox_output_path(request.vox_path)  # refuse a bad path before any work
     depsgraph = context.evaluated_depsgraph_get()
@@ -100,8 +111,11 @@ def voxelize_job(context, objects, request: Request, warnings: list, frame=None)
                                   compute_group(*args, progress=progress), f"voxelizing {base}", a, b)
         if guard.split_layers is not None:  # planned before voxelizing, or after counting (check_after)
             warnings.append(f"{base}: {guard.split_note}")
-            arrays = yield Kernel(lambda progress, args=(base, soup, spec, request, vote, guard.split_layers):
-                                  compute_group_split(*args, SlabVolume, progress=progress),
+            split = dict(kind=guard.split_kind, grid=arrays.grid if arrays is not None else None, table=table,
+                         write_vox=_vox_writer(_vox_path(base, request), spec, temporaries)
+                         if "vox" in request.outputs else None)
+            arrays = yield Kernel(lambda progress, args=(base, soup, spec, request, vote, guard.split_layers),
+                                  split=split: compute_group_split(*args, SlabVolume, progress=progress, **split),
                                   f"voxelizing {base} in slabs of {guard.split_layers} rows", a, b)
         warnings.extend(arrays.warnings)
         done.append((base, soup, spec, arrays))
@@ -207,19 +221,38 @@ def _write_volume(folder: Path, stem: str, dense, spec, volume=None) -> Path:
 def _block_outputs(base, arrays: GroupArrays, spec, soup, request, result):
     if "blocks" in request.outputs:
         blocks = arrays.blocks
-        face_material = np.maximum(arrays.material[blocks.voxel_of_face], 0)
+        face_material = arrays.face_material  # split jobs carry it per face
+        if face_material is None:
+            face_material = np.maximum(arrays.material[blocks.voxel_of_face], 0)
         obj = writeback.write_mesh(f"{base}_blocks", blocks.vertices, blocks.quads,
                                    material_indices=face_material, collection=_collection())
         _copy_materials(soup, obj)
         result.objects.append(obj.name)
     if "vox" in request.outputs:
-        from ..vox_export import write_vox
+        from ..vox_export import finish_vox, write_vox
 
-        path = vox_output_path(request.vox_path)
-        if not request.combine:
-            path = path.with_name(f"{path.stem}_{_safe(base)}{path.suffix}")
-        write_vox(path, arrays.ijk, spec.shape, colors=arrays.rgba)
+        path = _vox_path(base, request)
+        if arrays.vox_file is not None:  # written slab by slab: put in place
+            finish_vox(arrays.vox_file, path)
+        else:
+            write_vox(path, arrays.ijk, spec.shape, colors=arrays.rgba)
         result.files.append(str(path))
+
+
+def _vox_writer(path, spec, temporaries):
+    """``slab_outputs``' *write_vox*: the .vox file into a temporary beside *path*, listed
+    in *temporaries* (renamed when the outputs are written, else removed)."""
+    def write(per_tile, owner_counts, owner_colors, slabs):
+        temporaries.append(write_vox_slabs(path, spec.shape, per_tile, owner_counts, owner_colors, slabs))
+        return temporaries[-1]
+    return write
+
+
+def _vox_path(base, request) -> Path:
+    path = vox_output_path(request.vox_path)
+    if not request.combine:
+        path = path.with_name(f"{path.stem}_{_safe(base)}{path.suffix}")
+    return path
 
 
 def vox_output_path(text: str) -> Path:

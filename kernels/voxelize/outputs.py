@@ -36,6 +36,8 @@ class GroupArrays:
     dense: object = None  # [k, j, i] float32 density (volume)
     volume: object = None  # the density built slab by slab (vdb_stream.SlabVolume), split jobs only
     blocks: object = None  # exterior faces (block mesh)
+    face_material: object = None  # (F,) int32 material per block face, split jobs only
+    vox_file: object = None  # the .vox file written slab by slab (a temporary to rename), split jobs only
     warnings: list = field(default_factory=list)
 
 
@@ -64,8 +66,8 @@ def compute_group(base, soup, segments, spec, request, vote, guard=None, table=N
             from .blocks import count_exterior_faces
 
             faces = count_exterior_faces(bits, spec)
-        guard.check_after(spec, out.count, faces)
-        if guard.split_layers is not None:  # the Volume job runs split instead (voxelize_job)
+        guard.check_after(spec, out.count, faces, bits)
+        if guard.split_layers is not None:  # the job runs split instead (voxelize_job), from these bits
             return out
     if request.outputs & PER_VOXEL_OUTPUTS:  # a volume alone needs no per-voxel lists
         report(progress, 0.55, "voxel attributes")
@@ -91,9 +93,23 @@ def compute_group(base, soup, segments, spec, request, vote, guard=None, table=N
     return out
 
 
-def compute_group_split(base, soup, spec, request, vote, layers, new_volume, progress=None) -> GroupArrays:
-    """The Volume output of one group voxelized in z-slabs of *layers* rows into one
-    density tree (``voxelize_group_split``); arrays only, written by the add-on."""
+def compute_group_split(base, soup, spec, request, vote, layers, new_volume, progress=None, *, kind="volume",
+                        grid=None, table=None, write_vox=None) -> GroupArrays:
+    """One group's outputs split into z-slabs of *layers* rows: the Volume voxelized slab
+    by slab into one density tree (``voxelize_group_split``), or (*kind* "attributes")
+    the Blocks/.vox attributes of the voxelized *grid* slab by slab
+    (``slab_outputs.split_attribute_outputs``; *write_vox* writes the .vox file there).
+    Arrays (and the .vox temporary) only, written by the add-on."""
+    if kind == "attributes":
+        table = default_material_table(soup) if table is None else table
+        out = GroupArrays(grid.count(), grid=grid)
+        from .slab_outputs import split_attribute_outputs
+
+        blocks, out.vox_file = split_attribute_outputs(soup, spec, grid.bits, layers, request.outputs, table,
+                                                       write_vox, progress)
+        if blocks is not None:
+            out.blocks, out.face_material = blocks
+        return out
     count, volume = voxelize_group_split(soup, spec, request, vote, layers, new_volume, progress)
     out = GroupArrays(count, volume=volume if count else None)
     if not count:

@@ -92,3 +92,63 @@ def largest_split_resolution(guard, r_now: int):
         return split_estimate(spec, guard.request.mode, mesh, guard.vote, 1, items, base=guard.base_bytes())
 
     return largest_that_fits(need, guard.usable, 2, r_now - 1)
+
+
+# ---------------------------------------------------------------- Blocks and .vox split
+ATTRIBUTE_OUTPUTS = {"blocks", "vox"}
+BLENDER_MESH_PER_FACE = 60  # Blender's block mesh (guard.BLOCKS_PER_FACE's kept part)
+
+
+def attributes_splittable(request) -> bool:
+    """Block mesh and .vox output (any of them, nothing else): their attributes are
+    computed a z-slab at a time from the whole bit grid (``slab_outputs``)."""
+    return bool(request.outputs & ATTRIBUTE_OUTPUTS) and request.outputs <= ATTRIBUTE_OUTPUTS
+
+
+def slab_maxima(per_row, layers: int) -> int:
+    """The largest sum of *per_row* over the z-slabs of *layers* rows."""
+    if per_row is None or not len(per_row):
+        return 0
+    starts = np.arange(0, len(per_row), max(1, int(layers)))
+    return int(np.add.reduceat(per_row, starts).max())
+
+
+def attribute_split_estimate(spec: GridSpec, request, mesh: SplitMesh, rows, faces, layers: int, base: int = 0,
+                             segments: int = 0) -> int:
+    """Peak host memory of the Blocks/.vox job split into z-slabs of *layers* rows, from
+    the exact set voxels and exterior faces per z row (*rows*: ``slab_outputs.row_counts``)
+    and the whole job's exterior face count *faces*: the whole bit grid, the mesh's ranges,
+    the finished block mesh (and Blender's copy of it), and the largest slab's attribute
+    stage (``owners_box``: its coordinates, linear indices, surface hits and the row fill;
+    the slab's faces and their welding; the .vox pass's coordinates)."""
+    from . import CPU_BYTES_PER_SURFACE_ITEM
+    from .blocks import _BYTES_PER_FACE
+    from .guard import ATTR_PER_VOXEL
+    from .slab_outputs import block_output_bytes
+
+    nx, ny, nz = spec.shape
+    layers = max(1, min(nz, int(layers)))
+    voxels_per_row, faces_per_row = rows
+    n_slab = slab_maxima(voxels_per_row, layers)
+    f_slab = slab_maxima(faces_per_row, layers) if "blocks" in request.outputs else 0
+    items = slab_work_items(mesh, layers, "surface")
+    kept = 24 * len(mesh.pv) + RANGE_BYTES_PER_TRIANGLE * len(mesh.triangles) + 24 * len(mesh.triangles)
+    whole = bitgrid.nbytes(spec.shape)
+    blocks = 0
+    if "blocks" in request.outputs:
+        blocks = block_output_bytes(int(faces)) + BLENDER_MESH_PER_FACE * int(faces)
+    slab_bits = bitgrid.nbytes((nx, ny, layers + 2))
+    owners = ATTR_PER_VOXEL * n_slab + CPU_BYTES_PER_SURFACE_ITEM * items.surface
+    faces_stage = _BYTES_PER_FACE * f_slab + 8 * slab_bits
+    vox = 24 * n_slab + 8 * n_slab if "vox" in request.outputs else 0  # int64 coordinates, tile keys
+    return int(base + whole + kept + blocks + segments + max(owners + vox, faces_stage + 12 * n_slab))
+
+
+def choose_attribute_layers(spec: GridSpec, request, mesh: SplitMesh, rows, faces, usable: int, base: int = 0):
+    """Rows per slab of the Blocks/.vox split: the most whose estimate fits *usable*,
+    capped where the slab's own arrays pass ``SLAB_BUDGET``; None when one row does not fit."""
+    need = lambda layers: attribute_split_estimate(spec, request, mesh, rows, faces, layers, base)  # noqa: E731
+    smallest = need(1)
+    if smallest > usable:
+        return None
+    return largest_that_fits(need, min(usable, smallest + SLAB_BUDGET), 1, spec.shape[2])
