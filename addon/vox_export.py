@@ -418,7 +418,8 @@ def write_atomic(path: Path, data: bytes, what: str = "file") -> None:
         raise VoxFXError(f"cannot write the {what} '{path}': {error.strerror or error}") from error
 
 
-def write_vox_slabs(path, shape, per_tile, owner_counts, owner_colors, slabs) -> Path:
+def write_vox_slabs(path, shape, per_tile, owner_counts, owner_colors, slabs,
+                    model_size: int = MAX_MODEL_SIZE) -> Path:
     """The .vox file of a grid whose voxels come slab by slab (``kernels.voxelize.
     slab_outputs``), written into a fresh temporary beside *path* and returned: the caller
     renames it over *path* (``fsio.finish_temporary``) when the job's outputs are written.
@@ -439,7 +440,7 @@ def write_vox_slabs(path, shape, per_tile, owner_counts, owner_colors, slabs) ->
     index_of_owner[used] = index[inverse.ravel()] + 1
     temporary = fsio.temporary_for(path)
     try:
-        stream_vox(temporary, shape, per_tile, palette, slabs(index_of_owner))
+        stream_vox(temporary, shape, per_tile, palette, slabs(index_of_owner), model_size)
     except BaseException as error:
         temporary.unlink(missing_ok=True)
         if isinstance(error, OSError):

@@ -37,7 +37,27 @@ CHILD = textwrap.dedent(CHILD_SETUP + """
     for poly in obj.data.polygons if case.get("materials") else ():
         poly.material_index = poly.index % case["materials"]
 
+    if case.get("bake"):  # an animated object for Bake Frames: it moves along x
+        bpy.context.scene.frame_start, bpy.context.scene.frame_end = 1, case["bake"]
+        obj.keyframe_insert("location", frame=1)
+        obj.location = (0.7, 0.0, 0.2)
+        obj.keyframe_insert("location", frame=case["bake"])
+
+    def bake(tag):
+        from pathlib import Path
+        request = op.Request(mode=case["mode"], resolution=case["res"], fill_holes=case.get("fill_holes", False),
+                             include_edges=False, outputs={{"volume_sequence"}}, cache_dir=tmp + "/")
+        t0 = time.perf_counter()
+        runner = JobRunner(op.bake_frames_job(bpy.context, [obj], request, Path(tmp) / tag, 1, case["bake"]))
+        state = runner.run()
+        result = runner.result
+        return {{"state": state, "error": runner.error, "warnings": list(result.notes) if result else [],
+                 "files": sorted(str(p) for p in (Path(tmp) / tag).glob("*.vdb")), "count": 0,
+                 "seconds": time.perf_counter() - t0, "estimate": dict(op.LAST_ESTIMATE)}}
+
     def run(tag):
+        if case.get("bake"):
+            return bake(tag)
         request = op.Request(mode=case["mode"], resolution=case["res"], fill_holes=case.get("fill_holes", False),
                              include_edges=False, outputs=set(case.get("outputs", ["volume"])),
                              vox_path=os.path.join(tmp, tag + ".vox"), cache_dir=tmp + "/")

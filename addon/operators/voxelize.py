@@ -22,7 +22,7 @@ from ...kernels.errors import BadGeometryError, InputError, VoxFXError
 from ...kernels.grid import GridSpec
 from ...kernels.voxelize.guard import LAST_ESTIMATE, bake_estimate, check_memory, peak_estimate  # noqa: F401
 from ...kernels.voxelize.outputs import (GroupArrays, compute_group, compute_group_split, default_material_table,
-                                         volume_density)
+                                         volume_density, volume_density_split)
 from ...kernels.voxelize.request import Request, grid_for
 from ...kernels.voxelize.topology import open_objects
 from .. import materials, scene_io, writeback
@@ -400,15 +400,6 @@ def _bake_frames(context, objects, request, folder, start, end):
     spec = grid_for(lo, hi, request)
     need = bake_estimate(spec, request, len(soup.vertices), len(soup.triangles), request.fill_holes)
     usable = backend.usable_bytes(np)
-    if need > usable:
-        from ...kernels.memory import largest_that_fits
-
-        trial = lambda r: bake_estimate(grid_for(lo, hi, Request(mode=request.mode, resolution=r)), request,  # noqa
-                                        len(soup.vertices), len(soup.triangles), request.fill_holes)
-        best = largest_that_fits(trial, usable, 2, max(spec.shape))
-        raise InputError(f"Baking a {'×'.join(map(str, spec.shape))} volume needs {backend.format_bytes(need)} per "
-                         f"frame but only {backend.format_bytes(usable)} of host memory is usable"
-                         + (f". The largest resolution that fits is {best}" if best else ""))
     xp = backend.xp()
 
     def frame_density(soup, progress):
@@ -417,13 +408,39 @@ def _bake_frames(context, objects, request, folder, start, end):
     for frame in sorted(todo):
         a, b = 0.1 + 0.9 * (frame - start) / (end - start + 1), 0.1 + 0.9 * (frame - start + 1) / (end - start + 1)
         soup = scene_io.extract_triangles(objects, depsgraph, frame=frame)
-        density = yield Kernel(lambda progress, soup=soup: frame_density(soup, progress), f"frame {frame}", a, b)
-        cache.write_frame(frame, {".vdb": lambda p, d=density: writeback.write_vdb(p, {"density": d}, spec)})
+        layers = _bake_split(soup, spec, request, lo, hi, usable, need, cache.notes)
+        if layers is None:
+            density = yield Kernel(lambda progress, soup=soup: frame_density(soup, progress), f"frame {frame}", a, b)
+            write = lambda p, d=density: writeback.write_vdb(p, {"density": d}, spec)  # noqa: E731
+        else:  # the frame does not fit whole: the same z-slabs as Voxelize's Volume split
+            volume = yield Kernel(lambda progress, soup=soup, layers=layers: volume_density_split(
+                soup, spec, request.mode, request.fill_holes, layers, xp, SlabVolume("density", spec), progress),
+                f"frame {frame} in slabs of {layers} rows", a, b)
+            write = lambda p, v=volume: v.write(p)  # noqa: E731
+        cache.write_frame(frame, {".vdb": write})
+        density = volume = None
         yield b, f"frame {frame}/{end}"
     path = cache.frame_path(start, ".vdb")
     writeback.load_volume(f"{base}_voxels_seq", str(path), sequence_frames=(start, end - start + 1),
                           collection=_collection())
     return BakeResult(bake_summary(sorted(todo), plan), str(folder), list(cache.notes))
+
+
+def _bake_split(soup, spec, request, lo, hi, usable, need, notes):
+    """None when a Bake Frames frame fits whole (*need*: ``bake_estimate``), else the
+    rows per z-slab of the Volume split (``MemoryGuard.plan_split``: the same plan as
+    Voxelize), noted once; refuses in one line, naming the largest resolution whose split
+    fits, when not even that fits."""
+    if need <= usable:
+        return None
+    from ...kernels.voxelize.guard import MemoryGuard
+
+    guard = MemoryGuard(soup, None, request, request.fill_holes, lo, hi, usable=usable)
+    guard.plan_split(spec, need)
+    note = f"Bake Frames: {guard.split_note}"
+    if not any(n.startswith("Bake Frames: Volume split") for n in notes):
+        notes.append(note)
+    return guard.split_layers
 
 
 def free_voxelize_outputs(root: Path, notes: list) -> int:

@@ -302,14 +302,14 @@ class MemoryGuard:
                 f"usable ({backend.format_bytes(info.free_bytes)} free{backend.limit_note(info)})")
         r_now = max(spec.shape) - 2 if self.request.resolution is None else int(self.request.resolution)
         best = self.largest_resolution(max(r_now, 3), exact)
-        hint = self._points_hint(spec, exact, bits)
+        hint = self._points_hint(spec, exact, bits, r_now)
         if best is None:
             raise InputError(f"{what}; not even the smallest grid fits{hint}")
         fit = self.spec_at(best)
         raise InputError(f"{what}. The largest resolution that fits is {best} (voxel size {fit.voxel_size:.4g} m)"
                          f"{hint}")
 
-    def _points_hint(self, spec, exact, bits) -> str:
+    def _points_hint(self, spec, exact, bits, r_now) -> str:
         """For a point cloud (every voxel a point in Blender at once, never split): the
         outputs that do fit at this resolution split into z-slabs, if any."""
         if "points" not in self.request.outputs or self.soup is None or not len(self.soup.triangles):
@@ -332,7 +332,7 @@ class MemoryGuard:
                 fits.append("Block mesh")
         if not fits:
             return ""
-        return (f"; at this resolution a point cloud does not fit (every voxel is a point in Blender), but the "
+        return (f"; at resolution {r_now} a point cloud cannot fit (every voxel is a point in Blender), but the "
                 f"{' and '.join(fits)} output{'s' if len(fits) > 1 else ''} fit{'' if len(fits) > 1 else 's'} "
                 f"split into z-slabs")
 

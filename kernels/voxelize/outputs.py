@@ -183,3 +183,28 @@ def volume_density(vertices, triangles, spec: GridSpec, mode: str, vote: bool, x
         return coverage(vertices, triangles, spec, vote=vote, xp=xp, progress=progress)
     grid = voxelize(vertices, triangles, spec, mode, xp=xp, progress=progress)
     return grid.dense().astype(np.float32)
+
+
+def volume_density_split(soup, spec: GridSpec, mode: str, vote: bool, layers: int, xp, volume, progress=None):
+    """``volume_density`` of one Bake Frames frame z-slab by z-slab into *volume*
+    (``add(k0, density)``; the add-on's ``vdb_stream.SlabVolume``), returned: each slab is
+    those rows of ``volume_density`` (the coverage's slabs, or the voxelization's slabs
+    unpacked; both bit-identical to the unsplit grid, ``slabs.py``)."""
+    verts, tris = soup.vertices, soup.triangles
+    nx = spec.shape[0]
+    if mode in ("solid", "solid+surface"):
+        for k0, _k1, cover in coverage_slabs(verts, tris, spec, layers=layers, vote=vote, xp=xp, progress=progress):
+            volume.add(k0, cover)
+        return volume
+    from .slabs import SplitMesh, voxelize_slabs
+
+    if xp is np:
+        slabs = voxelize_slabs(SplitMesh(verts, tris, spec), mode, layers, progress=progress)
+    else:
+        from .gpu_slabs import DeviceSplitMesh, voxelize_slabs_gpu
+
+        slabs = voxelize_slabs_gpu(DeviceSplitMesh(verts, tris, spec), mode, layers, progress=progress)
+    for k0, _k1, bits in slabs:
+        volume.add(k0, bitgrid.unpack(np.asarray(backend.to_numpy(bits)), nx).astype(np.float32))
+        del bits
+    return volume

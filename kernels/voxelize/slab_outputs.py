@@ -184,7 +184,7 @@ def owner_tables(soup, table):
 
 
 def split_attribute_outputs(soup, spec: GridSpec, bits, layers: int, outputs, table, write_vox=None,
-                            progress=None):
+                            progress=None, model_size: int = MODEL_SIZE):
     """Blocks and .vox of a whole packed bit grid *bits*, z-slab by z-slab of *layers* rows:
     ``(BlockMesh and its face materials, or None; what write_vox returned, or None)``.
 
@@ -203,7 +203,7 @@ def split_attribute_outputs(soup, spec: GridSpec, bits, layers: int, outputs, ta
     vox = "vox" in outputs and write_vox is not None
     ranges = slab_ranges(nz, layers)
     owner_counts = np.zeros(len(material_of), np.int64)
-    _, tiles = tile_keys(np.zeros((0, 3)), spec.shape)
+    _, tiles = tile_keys(np.zeros((0, 3)), spec.shape, model_size)
     per_tile = np.zeros(int(np.prod(tiles)), np.int64)
     passes = 2 if vox else 1
     base = 0
@@ -218,7 +218,7 @@ def split_attribute_outputs(soup, spec: GridSpec, bits, layers: int, outputs, ta
             owner_counts += np.bincount(owner + 1, minlength=len(material_of))
             ijk = bitgrid.coordinates(slab, nx).astype(np.int64)
             ijk[:, 2] += k0
-            per_tile += np.bincount(tile_keys(ijk, spec.shape)[0], minlength=len(per_tile))
+            per_tile += np.bincount(tile_keys(ijk, spec.shape, model_size)[0], minlength=len(per_tile))
             del ijk
         base += len(owner)
         del owner
