@@ -20,7 +20,8 @@ import numpy as np
 from ...kernels import backend
 from ...kernels.errors import BadGeometryError, InputError, VoxFXError
 from ...kernels.grid import GridSpec
-from ...kernels.voxelize.guard import LAST_ESTIMATE, bake_estimate, check_memory, peak_estimate  # noqa: F401
+from ...kernels.voxelize.guard import (LAST_ESTIMATE, bake_estimate, bake_split, check_memory,  # noqa: F401
+                                       peak_estimate)
 from ...kernels.voxelize.outputs import (GroupArrays, compute_group, compute_group_split, default_material_table,
                                          volume_density, volume_density_split)
 from ...kernels.voxelize.request import Request, grid_for
@@ -408,7 +409,9 @@ def _bake_frames(context, objects, request, folder, start, end):
     for frame in sorted(todo):
         a, b = 0.1 + 0.9 * (frame - start) / (end - start + 1), 0.1 + 0.9 * (frame - start + 1) / (end - start + 1)
         soup = scene_io.extract_triangles(objects, depsgraph, frame=frame)
-        layers = _bake_split(soup, spec, request, lo, hi, usable, need, cache.notes)
+        layers, note = bake_split(soup, spec, request, lo, hi, usable, need)
+        if note:
+            cache.note(f"Bake Frames: {note}")
         if layers is None:
             density = yield Kernel(lambda progress, soup=soup: frame_density(soup, progress), f"frame {frame}", a, b)
             write = lambda p, d=density: writeback.write_vdb(p, {"density": d}, spec)  # noqa: E731
@@ -424,23 +427,6 @@ def _bake_frames(context, objects, request, folder, start, end):
     writeback.load_volume(f"{base}_voxels_seq", str(path), sequence_frames=(start, end - start + 1),
                           collection=_collection())
     return BakeResult(bake_summary(sorted(todo), plan), str(folder), list(cache.notes))
-
-
-def _bake_split(soup, spec, request, lo, hi, usable, need, notes):
-    """None when a Bake Frames frame fits whole (*need*: ``bake_estimate``), else the
-    rows per z-slab of the Volume split (``MemoryGuard.plan_split``: the same plan as
-    Voxelize), noted once; refuses in one line, naming the largest resolution whose split
-    fits, when not even that fits."""
-    if need <= usable:
-        return None
-    from ...kernels.voxelize.guard import MemoryGuard
-
-    guard = MemoryGuard(soup, None, request, request.fill_holes, lo, hi, usable=usable)
-    guard.plan_split(spec, need)
-    note = f"Bake Frames: {guard.split_note}"
-    if not any(n.startswith("Bake Frames: Volume split") for n in notes):
-        notes.append(note)
-    return guard.split_layers
 
 
 def free_voxelize_outputs(root: Path, notes: list) -> int:

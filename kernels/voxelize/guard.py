@@ -369,3 +369,15 @@ def bake_estimate(spec, request, n_vertices, n_triangles, vote) -> int:
     solid = request.mode in ("solid", "solid+surface")
     dens = coverage_bytes(spec, n_vertices, n_triangles, vote, xp=np) if solid else W + 6 * G
     return int(W + max(kernel, dens, 4 * G + VDB_PER_GRID_VOXEL * G + VDB_PER_VOXEL * G))
+
+
+def bake_split(soup, spec, request, lo, hi, usable, need):
+    """``(None, "")`` when a Bake Frames frame fits whole (*need*: ``bake_estimate``), else
+    the rows per z-slab of the Volume split and its report line: the same plan as
+    Voxelize's (``MemoryGuard.plan_split``), which refuses in one line naming the largest
+    resolution whose split fits when not even one row does."""
+    if need <= usable:
+        return None, ""
+    guard = MemoryGuard(soup, None, request, request.fill_holes, lo, hi, usable=usable)
+    guard.plan_split(spec, need)
+    return guard.split_layers, guard.split_note

@@ -1,13 +1,14 @@
-"""Voxelize → Volume in z-slabs when the whole job does not fit (issue 21 §6).
+"""Voxelize in z-slabs when the whole job does not fit (issue 21 §6).
 
 The voxelization (``kernels.voxelize.slabs``: bit-identical to the unsplit grid), the
 coverage of solid modes (one fine grid, box by box) and the density go slab by slab
 into one VDB tree (``outputs.voxelize_group_split``;
 the add-on's ``vdb_stream``): the peak is one slab's arrays plus the mesh
 and the tree, which grows with the surface (constant leaves inside a solid become
-tiles). Only the Volume output is split: a point cloud, a block mesh and a .vox file
-need every voxel at once in Blender or in the file, so for them the guard names the
-largest resolution that fits unsplit.
+tiles). Block mesh and .vox output split their attribute stage instead
+(``attribute_split_estimate``, ``slab_outputs``): the bit grid stays whole and owners,
+faces and colours go a z-slab at a time. A point cloud needs every voxel at once in
+Blender, so for it the guard names the largest resolution that fits unsplit.
 """
 
 from __future__ import annotations
