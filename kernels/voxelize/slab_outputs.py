@@ -21,7 +21,7 @@ k0..k1:
 For .vox, the colour of a voxel is a function of its owner triangle, so one pass counts
 voxels per owner (the palette: ``vox_export.quantize_histogram`` of those counts is what
 ``quantize_colors`` makes of every voxel's colour) and a second pass writes the
-voxels' colour indices into their models (``vox_export.VoxStream``).
+voxels' colour indices into their models (``vox_export.write_vox_slabs``).
 """
 
 from __future__ import annotations
@@ -143,12 +143,14 @@ class BlockBuilder:
         return mesh, values
 
 
-def block_output_bytes(faces: int, vertices: int | None = None) -> int:
-    """Host bytes of the finished split block mesh: float32 vertices (at most four per
-    face), int32 quads, int64 voxel, int8 direction and int32 material per face, and the
-    final reordering (argsort and one reordered copy at a time)."""
+def block_output_bytes(faces: int, vertices: int | None = None):
+    """(built, finishing): host bytes of the split block mesh of *faces* faces once built —
+    float32 vertices (at most four per face), int32 quads, int64 voxel, int8 direction and
+    int32 material per face — and at its peak in ``BlockBuilder.finish`` (those, the
+    argsort and a reordered copy of the largest array)."""
     vertices = 4 * faces if vertices is None else vertices
-    return int(12 * vertices + (16 + 8 + 1 + 4) * faces + 8 * faces + 16 * faces)
+    built = 12 * vertices + (16 + 8 + 1 + 4) * faces
+    return int(built), int(built + (8 + 16) * faces)
 
 
 # ------------------------------------------------------------------ the split job

@@ -118,10 +118,12 @@ def attribute_split_estimate(spec: GridSpec, request, mesh: SplitMesh, rows, fac
                              segments: int = 0) -> int:
     """Peak host memory of the Blocks/.vox job split into z-slabs of *layers* rows, from
     the exact set voxels and exterior faces per z row (*rows*: ``slab_outputs.row_counts``)
-    and the whole job's exterior face count *faces*: the whole bit grid, the mesh's ranges,
-    the finished block mesh (and Blender's copy of it), and the largest slab's attribute
-    stage (``owners_box``: its coordinates, linear indices, surface hits and the row fill;
-    the slab's faces and their welding; the .vox pass's coordinates)."""
+    and the whole job's exterior face count *faces*. Kept throughout: the whole bit grid
+    and the mesh's ranges. Then the largest of three stages: a slab's attributes
+    (``owners_box``: coordinates, linear indices, surface hits and the row fill; or the
+    slab's faces and their welding; the .vox pass's coordinates) beside the block mesh
+    built so far; ``BlockBuilder.finish`` (argsort and reordered copies); and Blender's
+    copy of the mesh beside the finished arrays (``slab_outputs.block_output_bytes``)."""
     from . import CPU_BYTES_PER_SURFACE_ITEM
     from .blocks import _BYTES_PER_FACE
     from .guard import ATTR_PER_VOXEL
@@ -135,14 +137,16 @@ def attribute_split_estimate(spec: GridSpec, request, mesh: SplitMesh, rows, fac
     items = slab_work_items(mesh, layers, "surface")
     kept = 24 * len(mesh.pv) + RANGE_BYTES_PER_TRIANGLE * len(mesh.triangles) + 24 * len(mesh.triangles)
     whole = bitgrid.nbytes(spec.shape)
-    blocks = 0
-    if "blocks" in request.outputs:
-        blocks = block_output_bytes(int(faces)) + BLENDER_MESH_PER_FACE * int(faces)
+    F = int(faces) if "blocks" in request.outputs else 0
+    built, finishing = block_output_bytes(F)
     slab_bits = bitgrid.nbytes((nx, ny, layers + 2))
     owners = ATTR_PER_VOXEL * n_slab + CPU_BYTES_PER_SURFACE_ITEM * items.surface
-    faces_stage = _BYTES_PER_FACE * f_slab + 8 * slab_bits
-    vox = 24 * n_slab + 8 * n_slab if "vox" in request.outputs else 0  # int64 coordinates, tile keys
-    return int(base + whole + kept + blocks + segments + max(owners + vox, faces_stage + 12 * n_slab))
+    faces_stage = _BYTES_PER_FACE * f_slab + 8 * slab_bits + 12 * n_slab
+    # .vox: int64 coordinates, tile keys, their argsort, the colour index and the XYZI bytes
+    vox = (24 + 8 + 8 + 1 + 4) * n_slab if "vox" in request.outputs else 0
+    slab = built + max(owners + vox, faces_stage)
+    writing = built + BLENDER_MESH_PER_FACE * F
+    return int(base + whole + kept + segments + max(slab, finishing, writing))
 
 
 def choose_attribute_layers(spec: GridSpec, request, mesh: SplitMesh, rows, faces, usable: int, base: int = 0):
