@@ -140,11 +140,13 @@ def attribute_split_estimate(spec: GridSpec, request, mesh: SplitMesh, rows, fac
     F = int(faces) if "blocks" in request.outputs else 0
     built, finishing = block_output_bytes(F)
     slab_bits = bitgrid.nbytes((nx, ny, layers + 2))
-    owners = ATTR_PER_VOXEL * n_slab + CPU_BYTES_PER_SURFACE_ITEM * items.surface
+    # owners_box: its surface pass (a batch) runs beside the voxels' int32 and int64
+    # coordinates and linear indices (48 B); the owners and the row fill come after it
+    owners = max(ATTR_PER_VOXEL * n_slab, 48 * n_slab + CPU_BYTES_PER_SURFACE_ITEM * items.surface)
     faces_stage = _BYTES_PER_FACE * f_slab + 8 * slab_bits + 12 * n_slab
     # .vox: int64 coordinates, tile keys, their argsort, the colour index and the XYZI bytes
     vox = (24 + 8 + 8 + 1 + 4) * n_slab if "vox" in request.outputs else 0
-    slab = built + max(owners + vox, faces_stage)
+    slab = built + max(owners, 4 * n_slab + vox, faces_stage)  # the .vox arrays come after owners_box
     writing = built + BLENDER_MESH_PER_FACE * F
     return int(base + whole + kept + segments + max(slab, finishing, writing))
 
