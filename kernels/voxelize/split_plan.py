@@ -98,6 +98,10 @@ def largest_split_resolution(guard, r_now: int):
 # ---------------------------------------------------------------- Blocks and .vox split
 ATTRIBUTE_OUTPUTS = {"blocks", "vox"}
 BLENDER_MESH_PER_FACE = 60  # Blender's block mesh (guard.BLOCKS_PER_FACE's kept part)
+# owners_box's peak per set voxel of a slab: 100–103 B allocated (tracemalloc, cube 400³),
+# 102 B of RSS growth per slab voxel at 1024³ (bench/RESULTS.md); the unsplit ATTR_PER_VOXEL
+# is 100 B
+OWNERS_PER_VOXEL = 110
 
 
 def attributes_splittable(request) -> bool:
@@ -126,7 +130,6 @@ def attribute_split_estimate(spec: GridSpec, request, mesh: SplitMesh, rows, fac
     copy of the mesh beside the finished arrays (``slab_outputs.block_output_bytes``)."""
     from . import CPU_BYTES_PER_SURFACE_ITEM
     from .blocks import _BYTES_PER_FACE
-    from .guard import ATTR_PER_VOXEL
     from .slab_outputs import block_output_bytes
 
     nx, ny, nz = spec.shape
@@ -142,7 +145,7 @@ def attribute_split_estimate(spec: GridSpec, request, mesh: SplitMesh, rows, fac
     slab_bits = bitgrid.nbytes((nx, ny, layers + 2))
     # owners_box: its surface pass (a batch) runs beside the voxels' int32 and int64
     # coordinates and linear indices (48 B); the owners and the row fill come after it
-    owners = max(ATTR_PER_VOXEL * n_slab, 48 * n_slab + CPU_BYTES_PER_SURFACE_ITEM * items.surface)
+    owners = max(OWNERS_PER_VOXEL * n_slab, 48 * n_slab + CPU_BYTES_PER_SURFACE_ITEM * items.surface)
     faces_stage = _BYTES_PER_FACE * f_slab + 8 * slab_bits + 12 * n_slab
     # .vox: int64 coordinates, tile keys, their argsort, the colour index and the XYZI bytes
     vox = (24 + 8 + 8 + 1 + 4) * n_slab if "vox" in request.outputs else 0
