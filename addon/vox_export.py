@@ -249,6 +249,8 @@ def stream_vox(path, shape, per_tile, colors_rgba8, slabs, model_size: int = MAX
                 f.write(xyzi.tobytes())
                 data_at[k] += 4 * len(rows)
                 left[k] -= len(rows)
+            del ijk, index, key, order  # not alive while the next slab is computed
+            rows = xyzi = None
         if left.any():
             raise ValueError("the slabs gave fewer voxels than were counted")
         f.seek(end)

@@ -233,9 +233,12 @@ def split_attribute_outputs(soup, spec: GridSpec, bits, layers: int, outputs, ta
         for n, (k0, k1) in enumerate(ranges):
             slab = bits[k0:k1]
             owner = owners_box(mesh, (0, 0, k0), (nx, ny, k1), slab)
+            index = index_of_owner[owner + 1]
+            del owner
             ijk = bitgrid.coordinates(slab, nx).astype(np.int64)
             ijk[:, 2] += k0
-            yield ijk, index_of_owner[owner + 1]
+            yield ijk, index
+            del ijk, index  # not alive while the next slab's owners are found
             report(progress, 0.5 + 0.5 * (n + 1) / len(ranges), f"MagicaVoxel file, rows {k1}/{nz}")
 
     return blocks, write_vox(per_tile, owner_counts, color_of, slabs)

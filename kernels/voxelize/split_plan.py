@@ -147,8 +147,9 @@ def attribute_split_estimate(spec: GridSpec, request, mesh: SplitMesh, rows, fac
     # coordinates and linear indices (48 B); the owners and the row fill come after it
     owners = max(OWNERS_PER_VOXEL * n_slab, 48 * n_slab + CPU_BYTES_PER_SURFACE_ITEM * items.surface)
     faces_stage = _BYTES_PER_FACE * f_slab + 8 * slab_bits + 12 * n_slab
-    # .vox: int64 coordinates, tile keys, their argsort, the colour index and the XYZI bytes
-    vox = (24 + 8 + 8 + 1 + 4) * n_slab if "vox" in request.outputs else 0
+    # .vox, after owners_box: the colour index, int32 then int64 coordinates, and in the
+    # writer the int64 tiles, tile keys, their argsort, the sorted keys and the XYZI bytes
+    vox = (1 + 12 + 24 + 24 + 8 + 8 + 8 + 4) * n_slab if "vox" in request.outputs else 0
     slab = built + max(owners, 4 * n_slab + vox, faces_stage)  # the .vox arrays come after owners_box
     writing = built + BLENDER_MESH_PER_FACE * F
     return int(base + whole + kept + segments + max(slab, finishing, writing))
