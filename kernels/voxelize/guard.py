@@ -175,7 +175,11 @@ class MemoryGuard:
             if bits is not None and self._attributes_splittable() and self.plan_attribute_split(
                     spec, est["total"], bits, faces):
                 return
-            self._refuse(spec, est["total"], exact=(voxels, faces), bits=bits)
+            self._bits = bits  # for the refusal's note on what fits split (``_points_hint``)
+            try:
+                self._refuse(spec, est["total"], exact=(voxels, faces))
+            finally:
+                self._bits = None  # a refusal kept for later must not hold the grid
 
     # ------------------------------------------------------------- the split
     def _splittable(self) -> bool:
@@ -294,7 +298,7 @@ class MemoryGuard:
             r += 1
         return r
 
-    def _refuse(self, spec, need, exact, bits=None):
+    def _refuse(self, spec, need, exact):
         info = backend._CPU.device_info()
         outputs = ", ".join(sorted(self.request.outputs))
         what = (f"A {'×'.join(map(str, spec.shape))} voxel grid with its outputs ({outputs}) "
@@ -302,7 +306,7 @@ class MemoryGuard:
                 f"usable ({backend.format_bytes(info.free_bytes)} free{backend.limit_note(info)})")
         r_now = max(spec.shape) - 2 if self.request.resolution is None else int(self.request.resolution)
         best = self.largest_resolution(max(r_now, 3), exact)
-        hint = self._points_hint(spec, exact, bits, r_now)
+        hint = self._points_hint(spec, exact, getattr(self, "_bits", None), r_now)
         if best is None:
             raise InputError(f"{what}; not even the smallest grid fits{hint}")
         fit = self.spec_at(best)
