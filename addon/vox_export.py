@@ -220,6 +220,7 @@ def stream_vox(path, shape, per_tile, colors_rgba8, slabs, model_size: int = MAX
     file_palette[:len(colors_rgba8)] = colors_rgba8
     tail = b"".join(_scene_graph(models) if len(models) > 1 else []) + _chunk(b"RGBA", file_palette.tobytes())
     children = sum(24 + 16 + 4 * n for _, _, n in models) + len(tail)
+    _check_size(children, int(per_tile.sum()))
     data_at = np.zeros(len(per_tile), np.int64)  # file offset of each tile's next voxel
     with open(path, "xb") as f:
         f.write(b"VOX " + struct.pack("<i", VERSION) + b"MAIN" + struct.pack("<ii", 0, children))
@@ -290,8 +291,16 @@ def vox_bytes(coordinates, shape, *, colors=None, color_indices=None, palette=No
     if len(models) > 1:
         children.extend(_scene_graph(models))
     children.append(_chunk(b"RGBA", file_palette.tobytes()))
+    _check_size(sum(len(c) for c in children), len(ijk))
     main = _chunk(b"MAIN", b"", b"".join(children))
     return b"VOX " + struct.pack("<i", VERSION) + main
+
+
+def _check_size(children: int, voxels: int) -> None:
+    """The MAIN chunk's children size is an int32: refuse, in one line, a file beyond it."""
+    if children > 2 ** 31 - 1:
+        raise InputError(f"{voxels:,} voxels are more than a MagicaVoxel file holds (its chunk sizes are 32-bit: "
+                         f"about 530 million voxels): lower the resolution")
 
 
 def _chunk(chunk_id: bytes, content: bytes, children: bytes = b"") -> bytes:

@@ -30,6 +30,9 @@ VDB_PER_GRID_VOXEL = 5  # isfinite mask and the [i, j, k]-ordered float32 copy
 BLOCKS_PER_FACE = 150  # exterior_faces' keys, welding and quads, and Blender's mesh
 VOX_PER_VOXEL = 104  # colours (float64 gathers → RGBA), palette indices, the chunk bytes
 
+# A .vox file's MAIN chunk gives its children's size as an int32: 4 bytes a voxel, 16 MiB
+# kept for the models' headers, the scene graph and the palette
+VOX_MAX_VOXELS = (2 ** 31 - 1 - (1 << 24)) // 4
 PER_VOXEL_OUTPUTS = {"points", "blocks", "vox"}  # outputs that need voxel lists and attributes
 LAST_ESTIMATE: dict = {}  # the parts of the last estimate (bench/memory.py prints them)
 
@@ -167,6 +170,12 @@ class MemoryGuard:
     def check_after(self, spec, voxels, faces, bits=None) -> None:
         """With the exact counts (and the bit grid *bits*, which a Blocks/.vox split plans
         its slabs from)."""
+        if "vox" in self.request.outputs and voxels > VOX_MAX_VOXELS:
+            r_now = max(spec.shape) - 2 if self.request.resolution is None else int(self.request.resolution)
+            best = int(r_now * (VOX_MAX_VOXELS / voxels) ** 0.5)  # counts shrink at least as r²
+            raise InputError(f"A MagicaVoxel file holds at most {VOX_MAX_VOXELS:,} voxels (its chunk sizes are "
+                             f"32-bit) but this {'×'.join(map(str, spec.shape))} grid has {int(voxels):,}: choose "
+                             f"Resolution {best} or lower, or the Block mesh or Volume output")
         est = self.estimate(spec, voxels, faces)
         if est["total"] > self.usable:
             if self._splittable():

@@ -99,9 +99,9 @@ def largest_split_resolution(guard, r_now: int):
 ATTRIBUTE_OUTPUTS = {"blocks", "vox"}
 BLENDER_MESH_PER_FACE = 60  # Blender's block mesh (guard.BLOCKS_PER_FACE's kept part)
 # owners_box's peak per set voxel of a slab: 100–103 B allocated (tracemalloc, cube 400³),
-# 102 B of RSS growth per slab voxel at 1024³ (bench/RESULTS.md); the unsplit ATTR_PER_VOXEL
-# is 100 B
-OWNERS_PER_VOXEL = 110
+# 102–112 B of RSS growth per slab voxel at 1024³ (bench/RESULTS.md); the unsplit
+# ATTR_PER_VOXEL is 100 B
+OWNERS_PER_VOXEL = 120
 
 
 def attributes_splittable(request) -> bool:

@@ -197,3 +197,23 @@ def test_a_bake_frame_split_into_slabs_is_the_unsplit_frame(mode, vote):
     for layers in (1, 3, 7):
         got = volume_density_split(soup, spec, mode, vote, layers, np, Rows(spec)).dense
         assert np.array_equal(got, want), layers
+
+
+def test_a_vox_file_beyond_its_32_bit_chunk_sizes_is_refused_before_any_work(monkeypatch):
+    from voxfx.kernels.errors import InputError
+    from voxfx.kernels.voxelize import guard as guard_module
+
+    v, t, spec = primitive("monkey", 40)
+    soup = colored_soup(v, t)
+    bits = voxelize(v, t, spec, "solid+surface", vote=True, xp=np).bits
+    voxels = bitgrid.count(bits)
+    request = Request(mode="solid+surface", resolution=40, outputs={"vox"})
+    guard_for(soup, request, 1 << 40).check_after(spec, voxels, None, bits)  # within the limit: no refusal
+    monkeypatch.setattr(guard_module, "VOX_MAX_VOXELS", voxels // 4)
+    with pytest.raises(InputError) as refused:
+        guard_for(soup, request, 1 << 40).check_after(spec, voxels, None, bits)
+    text = str(refused.value)
+    assert "\n" not in text and "MagicaVoxel file holds at most" in text and "Resolution 20 or lower" in text
+    with pytest.raises(InputError, match="more than a MagicaVoxel file holds"):
+        vox_export._check_size(2 ** 31, 600_000_000)
+    vox_export._check_size(2 ** 31 - 1, 500_000_000)
