@@ -32,6 +32,8 @@ import numpy as np
 
 from ..kernels import backend
 from ..kernels.errors import InputError, VoxFXError
+from ..kernels.voxelize.palette import linear_to_srgb
+from ..kernels.voxelize.slab_outputs import tile_keys
 from . import fsio
 
 VERSION = 150
@@ -70,14 +72,19 @@ def default_palette() -> np.ndarray:
 
 
 def as_rgba8(colors) -> np.ndarray:
-    """(N, 4) uint8 from (N, 3|4) colours: floats in 0..1 or integers in 0..255."""
+    """(N, 4) uint8 from (N, 3|4) colours: floats are Blender's linear colours in 0..1,
+    written as the sRGB bytes MagicaVoxel shows (alpha stays linear), the same encoding
+    as ``voxel_art``'s palettes and what ``vox_import`` decodes; integers in 0..255 are
+    taken as bytes already."""
     colors = np.asarray(backend.to_numpy(colors))
     if colors.ndim != 2 or colors.shape[1] not in (3, 4):
         raise InputError(f"voxel colours must be (N, 3) RGB or (N, 4) RGBA, not shape {colors.shape}")
     if np.issubdtype(colors.dtype, np.floating):
         if not np.isfinite(colors).all():
             raise InputError("voxel colours contain NaN or infinite values")
-        rgba8 = np.round(np.clip(colors, 0.0, 1.0) * 255.0).astype(np.uint8)
+        colors = np.clip(colors, 0.0, 1.0)
+        colors = np.concatenate([linear_to_srgb(colors[:, :3]), colors[:, 3:]], axis=1)
+        rgba8 = np.round(colors * 255.0).astype(np.uint8)
     elif np.issubdtype(colors.dtype, np.integer) or colors.dtype == np.bool_:
         if colors.size and (colors.min() < 0 or colors.max() > 255):
             raise InputError("integer voxel colours must lie in 0..255")
@@ -103,11 +110,26 @@ def quantize_colors(colors, max_colors: int = MAX_COLORS):
     rgba8 = as_rgba8(colors)
     if not 1 <= max_colors <= MAX_COLORS:
         raise InputError(f"a .vox palette holds 1..{MAX_COLORS} colours, not {max_colors}")
-    keys = rgba8.astype(np.uint32) @ np.array([1 << 24, 1 << 16, 1 << 8, 1], dtype=np.uint32)
-    unique_keys, inverse, counts = np.unique(keys, return_inverse=True, return_counts=True)
+    unique_keys, inverse, counts = np.unique(color_keys(rgba8), return_inverse=True, return_counts=True)
+    palette, index = quantize_histogram(unique_keys, counts, max_colors)
+    return palette, index[inverse.ravel()]
+
+
+def color_keys(rgba8) -> np.ndarray:
+    """uint32 key per (N, 4) uint8 colour, ordered as the RGBA bytes are."""
+    return rgba8.astype(np.uint32) @ np.array([1 << 24, 1 << 16, 1 << 8, 1], dtype=np.uint32)
+
+
+def quantize_histogram(unique_keys, counts, max_colors: int = MAX_COLORS):
+    """``quantize_colors`` from the distinct colours alone: their ascending ``color_keys``
+    and how many voxels use each → (palette (P, 4) uint8, palette entry per distinct
+    colour). The same palette as for the voxels themselves, so a file written in slabs
+    can fix its palette from counts before it writes any voxel."""
+    unique_keys = np.asarray(unique_keys, dtype=np.uint32)
+    counts = np.asarray(counts, dtype=np.int64)
     unique = np.stack([(unique_keys >> s) & 0xFF for s in (24, 16, 8, 0)], axis=1).astype(np.int64)
     if len(unique) <= max_colors:
-        return unique.astype(np.uint8), inverse.astype(np.int32).ravel()
+        return unique.astype(np.uint8), np.arange(len(unique), dtype=np.int32)
 
     boxes = [np.arange(len(unique))]  # members: rows of `unique`, ascending by key
     ranges = [_channel_range(unique[boxes[0]])]
@@ -131,7 +153,7 @@ def quantize_colors(colors, max_colors: int = MAX_COLORS):
         w = counts[members].astype(np.float64)
         palette[b] = np.round((unique[members] * w[:, None]).sum(0) / w.sum())
         box_of_colour[members] = b
-    return palette, box_of_colour[inverse.ravel()]
+    return palette, box_of_colour
 
 
 def _least_squares_cut(values: np.ndarray, weights: np.ndarray) -> int:
@@ -183,6 +205,70 @@ def split_models(coordinates, color_indices, shape, model_size: int = MAX_MODEL_
     return models
 
 
+def stream_vox(path, shape, per_tile, colors_rgba8, slabs, model_size: int = MAX_MODEL_SIZE) -> None:
+    """Write a new file *path* with the bytes ``vox_bytes`` gives for the same voxels,
+    without holding them: *per_tile* (voxels per tile, by ``tile_keys``, counted
+    beforehand), the palette *colors_rgba8* (P ≤ 255, 4) uint8, then *slabs* yields
+    ``(ijk (n, 3), colour index 1..255 (n,))`` for z-slabs bottom to top, each in linear
+    (k, j, i) order. A tile's voxels are in linear order in its model, so each slab's
+    part of a tile follows the part of the slab below: it is written at its place."""
+    shape = _check_shape(shape)
+    per_tile = np.asarray(per_tile, dtype=np.int64)
+    _, tiles = tile_keys(np.zeros((0, 3), np.int64), shape, model_size)
+    keys = np.flatnonzero(per_tile)
+    models = []
+    for key in keys:
+        offset = models_offset(int(key), tiles, model_size)
+        models.append((offset, np.minimum(shape - offset, model_size), int(per_tile[key])))
+    if not models:
+        models.append((np.zeros(3, np.int64), np.minimum(shape, model_size), 0))
+    file_palette = np.zeros((256, 4), dtype=np.uint8)
+    file_palette[:len(colors_rgba8)] = colors_rgba8
+    tail = b"".join(_scene_graph(models) if len(models) > 1 else []) + _chunk(b"RGBA", file_palette.tobytes())
+    children = sum(24 + 16 + 4 * n for _, _, n in models) + len(tail)
+    _check_size(children, int(per_tile.sum()))
+    data_at = np.zeros(len(per_tile), np.int64)  # file offset of each tile's next voxel
+    with open(path, "xb") as f:
+        f.write(b"VOX " + struct.pack("<i", VERSION) + b"MAIN" + struct.pack("<ii", 0, children))
+        for (_, size, n), key in zip(models, list(keys) or [0]):
+            f.write(_chunk(b"SIZE", struct.pack("<3i", *(int(s) for s in size))))
+            f.write(b"XYZI" + struct.pack("<iii", 4 + 4 * n, 0, n))
+            data_at[key] = f.tell()
+            f.seek(4 * n, os.SEEK_CUR)
+        f.write(tail)
+        end = f.tell()
+        left = per_tile.copy()
+        for ijk, index in slabs:
+            ijk = np.asarray(ijk, dtype=np.int64)
+            key, _ = tile_keys(ijk, shape, model_size)
+            order = np.argsort(key, kind="stable")
+            starts = np.flatnonzero(np.r_[True, key[order][1:] != key[order][:-1]]) if len(order) else []
+            ends = np.append(starts[1:], len(order)) if len(order) else []
+            for start, stop in zip(starts, ends):
+                rows = order[start:stop]
+                k = int(key[rows[0]])
+                if len(rows) > left[k]:
+                    raise ValueError("a slab gave more voxels than its tile was counted with")
+                xyzi = np.empty((len(rows), 4), dtype=np.uint8)
+                xyzi[:, :3] = ijk[rows] - models_offset(k, tiles, model_size)
+                xyzi[:, 3] = index[rows]
+                f.seek(data_at[k])
+                f.write(xyzi.tobytes())
+                data_at[k] += 4 * len(rows)
+                left[k] -= len(rows)
+            del ijk, index, key, order  # not alive while the next slab is computed
+            rows = xyzi = None
+        if left.any():
+            raise ValueError("the slabs gave fewer voxels than were counted")
+        f.seek(end)
+
+
+def models_offset(key: int, tiles, model_size: int) -> np.ndarray:
+    """Grid offset of the first voxel of tile *key* (``tile_keys``)."""
+    return np.array([key % tiles[0], (key // tiles[0]) % tiles[1], key // (tiles[0] * tiles[1])],
+                    np.int64) * model_size
+
+
 # ---------------------------------------------------------------------------------------
 # Bytes
 
@@ -211,8 +297,16 @@ def vox_bytes(coordinates, shape, *, colors=None, color_indices=None, palette=No
     if len(models) > 1:
         children.extend(_scene_graph(models))
     children.append(_chunk(b"RGBA", file_palette.tobytes()))
+    _check_size(sum(len(c) for c in children), len(ijk))
     main = _chunk(b"MAIN", b"", b"".join(children))
     return b"VOX " + struct.pack("<i", VERSION) + main
+
+
+def _check_size(children: int, voxels: int) -> None:
+    """The MAIN chunk's children size is an int32: refuse, in one line, a file beyond it."""
+    if children > 2 ** 31 - 1:
+        raise InputError(f"{voxels:,} voxels are more than a MagicaVoxel file holds (its chunk sizes are 32-bit: "
+                         f"about 530 million voxels): lower the resolution")
 
 
 def _chunk(chunk_id: bytes, content: bytes, children: bytes = b"") -> bytes:
@@ -339,3 +433,48 @@ def write_atomic(path: Path, data: bytes, what: str = "file") -> None:
         fsio.write_bytes_atomic(path, data)
     except OSError as error:
         raise VoxFXError(f"cannot write the {what} '{path}': {error.strerror or error}") from error
+
+
+def write_vox_slabs(path, shape, per_tile, owner_counts, owner_colors, slabs,
+                    model_size: int = MAX_MODEL_SIZE) -> Path:
+    """The .vox file of a grid whose voxels come slab by slab (``kernels.voxelize.
+    slab_outputs``), written into a fresh temporary beside *path* and returned: the caller
+    renames it over *path* (``fsio.finish_temporary``) when the job's outputs are written.
+    The palette is fixed first from the voxels per owner triangle (*owner_counts*, row 0 =
+    no owner) and each owner's colour (*owner_colors*): ``quantize_histogram`` of those
+    counts is the palette ``quantize_colors`` makes of every voxel's colour, so the file
+    equals ``write_vox`` of the same voxels byte for byte. A failure removes the temporary."""
+    path = Path(os.fspath(path))
+    refuse_to_overwrite_foreign(path)
+    owner_counts = np.asarray(owner_counts, dtype=np.int64)
+    used = np.flatnonzero(owner_counts)
+    keys = color_keys(as_rgba8(np.asarray(owner_colors)[used]))
+    unique_keys, inverse = np.unique(keys, return_inverse=True)
+    counts = np.zeros(len(unique_keys), np.int64)
+    np.add.at(counts, inverse.ravel(), owner_counts[used])
+    palette, index = quantize_histogram(unique_keys, counts)
+    index_of_owner = np.zeros(len(owner_counts), np.uint8)
+    index_of_owner[used] = index[inverse.ravel()] + 1
+    temporary = fsio.temporary_for(path)
+    try:
+        stream_vox(temporary, shape, per_tile, palette, slabs(index_of_owner), model_size)
+    except BaseException as error:
+        temporary.unlink(missing_ok=True)
+        if isinstance(error, OSError):
+            raise VoxFXError(f"cannot write the MagicaVoxel file '{path}': {error.strerror or error}") from error
+        raise
+    return temporary
+
+
+def finish_vox(temporary, path) -> Path:
+    """Put a file of ``write_vox_slabs`` in place (durably), or remove it on failure."""
+    path = Path(os.fspath(path))
+    try:
+        refuse_to_overwrite_foreign(path)
+        fsio.finish_temporary(Path(temporary), path)
+    except BaseException as error:
+        Path(temporary).unlink(missing_ok=True)
+        if isinstance(error, OSError):
+            raise VoxFXError(f"cannot write the MagicaVoxel file '{path}': {error.strerror or error}") from error
+        raise
+    return path

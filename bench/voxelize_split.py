@@ -1,13 +1,16 @@
-"""Voxelize → Volume split into z-slabs under a real memory limit (issue 21 §6).
+"""Voxelize split into z-slabs under a real memory limit (issue 21 §6): the Volume
+voxelized slab by slab, or the Block mesh / MagicaVoxel attributes computed slab by slab.
 
-Each case runs in a fresh headless-Blender (bpy) subprocess: a 1 m cube (or Suzanne),
-the operator's job (``voxelize_job``) with the Volume output, under ``RLIMIT_AS`` =
+Each case runs in a fresh headless-Blender (bpy) subprocess: a 1 m cube (or Suzanne,
+optionally with *materials* alternating over its faces), the operator's job
+(``voxelize_job``) with the given *outputs* (default Volume), under ``RLIMIT_AS`` =
 *limit* (absolute, bytes) or VmSize + *headroom*, set just before the job. Optionally the
 same job first runs without a limit (*unsplit*), for the test that compares the two VDB
 files. Prints the state, the report lines (the split's), the peak RSS (VmHWM) and the
-VDB path(s).
+output files (the block mesh's arrays as .npz).
 
     /work/envs/v50/bin/python bench/voxelize_split.py --res 1024 --limit-gib 16 [--mode surface]
+    /work/envs/v50/bin/python bench/voxelize_split.py --res 1024 --limit-gib 16 --mode solid+surface --outputs blocks
 """
 
 from __future__ import annotations
@@ -27,20 +30,60 @@ from memory import CHILD_SETUP  # noqa: E402 - the shared start of a bench child
 CHILD = textwrap.dedent(CHILD_SETUP + """
     import resource, shutil, time
 
-    def run(tag):
+    for n in range(case.get("materials", 0)):  # faces of several materials: owners decide colours
+        mat = bpy.data.materials.new(f"M{{n}}")
+        mat.diffuse_color = (0.2 + 0.3 * n, 0.7 - 0.2 * n, 0.4, 1.0)
+        obj.data.materials.append(mat)
+    for poly in obj.data.polygons if case.get("materials") else ():
+        poly.material_index = poly.index % case["materials"]
+
+    if case.get("bake"):  # an animated object for Bake Frames: it moves along x
+        bpy.context.scene.frame_start, bpy.context.scene.frame_end = 1, case["bake"]
+        obj.keyframe_insert("location", frame=1)
+        obj.location = (0.7, 0.0, 0.2)
+        obj.keyframe_insert("location", frame=case["bake"])
+
+    def bake(tag):
+        from pathlib import Path
         request = op.Request(mode=case["mode"], resolution=case["res"], fill_holes=case.get("fill_holes", False),
-                             include_edges=False, outputs={{"volume"}}, cache_dir=tmp + "/")
+                             include_edges=False, outputs={{"volume_sequence"}}, cache_dir=tmp + "/")
+        t0 = time.perf_counter()
+        runner = JobRunner(op.bake_frames_job(bpy.context, [obj], request, Path(tmp) / tag, 1, case["bake"]))
+        state = runner.run()
+        result = runner.result
+        return {{"state": state, "error": runner.error, "warnings": list(result.notes) if result else [],
+                 "files": sorted(str(p) for p in (Path(tmp) / tag).glob("*.vdb")), "count": 0,
+                 "seconds": time.perf_counter() - t0, "estimate": dict(op.LAST_ESTIMATE)}}
+
+    def run(tag):
+        if case.get("bake"):
+            return bake(tag)
+        request = op.Request(mode=case["mode"], resolution=case["res"], fill_holes=case.get("fill_holes", False),
+                             include_edges=False, outputs=set(case.get("outputs", ["volume"])),
+                             vox_path=os.path.join(tmp, tag + ".vox"), cache_dir=tmp + "/")
         warnings = []
         t0 = time.perf_counter()
         runner = JobRunner(op.voxelize_job(bpy.context, [obj], request, warnings))
         state = runner.run()
+        seconds = time.perf_counter() - t0
         files = [f for r in (runner.result or []) for f in r.files]
         kept = []
         for f in files:  # a later run deletes earlier files of the same result: keep a copy
-            kept.append(os.path.join(tmp, tag + ".vdb"))
+            kept.append(os.path.join(tmp, tag + "_" + os.path.basename(f)))
             shutil.copyfile(f, kept[-1])
+        for name in [o for r in (runner.result or []) for o in r.objects]:
+            mesh = bpy.data.objects[name].data
+            if isinstance(mesh, bpy.types.Mesh):  # the block mesh's arrays, to compare
+                co = np.empty(3 * len(mesh.vertices), np.float32)
+                mesh.vertices.foreach_get("co", co)
+                loops = np.empty(len(mesh.loops), np.int32)
+                mesh.loops.foreach_get("vertex_index", loops)
+                mats = np.empty(len(mesh.polygons), np.int32)
+                mesh.polygons.foreach_get("material_index", mats)
+                kept.append(os.path.join(tmp, tag + "_blocks.npz"))
+                np.savez(kept[-1], co=co, loops=loops, materials=mats)
         return {{"state": state, "error": runner.error, "warnings": warnings, "files": kept,
-                 "count": sum(r.count for r in (runner.result or [])), "seconds": time.perf_counter() - t0,
+                 "count": sum(r.count for r in (runner.result or [])), "seconds": seconds,
                  "estimate": dict(op.LAST_ESTIMATE)}}
 
     out = {{}}
@@ -78,9 +121,11 @@ def main(argv=None) -> int:
     ap.add_argument("--limit-gib", type=float, default=16.0)
     ap.add_argument("--mode", default="surface")
     ap.add_argument("--shape", default="cube")
+    ap.add_argument("--outputs", default="volume", help="comma-separated: volume, blocks, vox")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
-    out = run_case({"shape": args.shape, "mode": args.mode, "res": args.res, "limit": int(args.limit_gib * 2 ** 30)})
+    out = run_case({"shape": args.shape, "mode": args.mode, "res": args.res, "limit": int(args.limit_gib * 2 ** 30),
+                    "outputs": args.outputs.split(",")})
     r = out["limited"]
     print(json.dumps(r, indent=1))
     print(f"{args.shape} {args.mode} res {args.res} under RLIMIT_AS {args.limit_gib} GiB: {r['state']}, "

@@ -20,9 +20,10 @@ import numpy as np
 from ...kernels import backend
 from ...kernels.errors import BadGeometryError, InputError, VoxFXError
 from ...kernels.grid import GridSpec
-from ...kernels.voxelize.guard import LAST_ESTIMATE, bake_estimate, check_memory, peak_estimate  # noqa: F401
+from ...kernels.voxelize.guard import (LAST_ESTIMATE, bake_estimate, bake_split, check_memory,  # noqa: F401
+                                       peak_estimate)
 from ...kernels.voxelize.outputs import (GroupArrays, compute_group, compute_group_split, default_material_table,
-                                         volume_density)
+                                         volume_density, volume_density_split)
 from ...kernels.voxelize.request import Request, grid_for
 from ...kernels.voxelize.sparse_guard import DenseRefused, plan_group, sparse_instead
 from ...kernels.voxelize.sparse_outputs import compute_group_sparse
@@ -33,6 +34,7 @@ from ..jobs import BakeResult, JobOperator, Kernel, keep_frame_on_abort
 from ..sim_bake import summary as bake_summary
 from ..sparse_vdb import SparseVolume
 from ..vdb_stream import SlabVolume
+from ..vox_export import write_vox_slabs
 
 KERNEL_MODE = {"SURFACE": "surface", "THIN": "thin", "SOLID": "solid", "SOLID_SURFACE": "solid+surface"}
 COLLECTION = "VoxFX Voxels"
@@ -68,7 +70,17 @@ def voxelize_job(context, objects, request: Request, warnings: list, frame=None)
     Every group is read from the scene, then voxelized with all its output arrays (a
     ``Kernel``: on a worker thread in the interactive path, where Esc stops it at its
     next chunk); only once every group is done are the outputs written, in one step, so
-    a cancel leaves the scene as it was."""
+    a cancel leaves the scene as it was. (A .vox file written slab by slab waits as a
+    temporary beside its path until then, and is removed if the job stops.)"""
+    temporaries = []
+    try:
+        return (yield from _voxelize_job(context, objects, request, warnings, frame, temporaries))
+    finally:
+        for temporary in temporaries:  # renamed when written; else the job stopped
+            temporary.unlink(missing_ok=True)
+
+
+def _voxelize_job(context, objects, request, warnings, frame, temporaries):
     if "vox" in request.outputs:
         vox_output_path(request.vox_path)  # refuse a bad path before any work
     depsgraph = context.evaluated_depsgraph_get()
@@ -115,8 +127,11 @@ def voxelize_job(context, objects, request: Request, warnings: list, frame=None)
             arrays.volume = SparseVolume(arrays.result) if "volume" in request.outputs and arrays.count else None
         elif guard.split_layers is not None:  # planned before voxelizing, or after counting (check_after)
             warnings.append(f"{base}: {guard.split_note}")
-            arrays = yield Kernel(lambda progress, args=(base, soup, spec, request, vote, guard.split_layers):
-                                  compute_group_split(*args, SlabVolume, progress=progress),
+            split = dict(kind=guard.split_kind, grid=arrays.grid if arrays is not None else None, table=table,
+                         write_vox=_vox_writer(_vox_path(base, request), spec, temporaries)
+                         if "vox" in request.outputs else None)
+            arrays = yield Kernel(lambda progress, args=(base, soup, spec, request, vote, guard.split_layers),
+                                  split=split: compute_group_split(*args, SlabVolume, progress=progress, **split),
                                   f"voxelizing {base} in slabs of {guard.split_layers} rows", a, b)
         arrays = yield Kernel(lambda progress, args=(arrays, soup, spec, request, art, table):  # issue 15
                               voxel_art.apply(*args, progress=progress), f"colours of {base}", b, b)
@@ -226,7 +241,9 @@ def _write_volume(folder: Path, stem: str, dense, spec, volume=None) -> Path:
 def _block_outputs(base, arrays: GroupArrays, spec, soup, request, result, art=None):
     if "blocks" in request.outputs:
         blocks = arrays.blocks
-        face_material = np.maximum(arrays.material[blocks.voxel_of_face], 0)
+        face_material = arrays.face_material  # split jobs carry it per face
+        if face_material is None:
+            face_material = np.maximum(arrays.material[blocks.voxel_of_face], 0)
         obj = writeback.write_mesh(f"{base}_blocks", blocks.vertices, blocks.quads,
                                    material_indices=face_material, collection=_collection(),
                                    face_attributes=voxel_art.face_attributes(arrays))  # issue 15: face colour
@@ -235,11 +252,30 @@ def _block_outputs(base, arrays: GroupArrays, spec, soup, request, result, art=N
             voxel_art.show_colors(obj, art)  # issue 15
         result.objects.append(obj.name)
     if "vox" in request.outputs:
-        path = vox_output_path(request.vox_path)
-        if not request.combine:
-            path = path.with_name(f"{path.stem}_{_safe(base)}{path.suffix}")
-        voxel_art.write_vox(path, arrays, spec)  # issue 15: the palette of voxel_art.apply
+        from ..vox_export import finish_vox
+
+        path = _vox_path(base, request)
+        if getattr(arrays, "vox_file", None) is not None:  # written slab by slab (issue 21): put in place
+            finish_vox(arrays.vox_file, path)
+        else:
+            voxel_art.write_vox(path, arrays, spec)  # issue 15: the palette of voxel_art.apply
         result.files.append(str(path))
+
+
+def _vox_writer(path, spec, temporaries):
+    """``slab_outputs``' *write_vox*: the .vox file into a temporary beside *path*, listed
+    in *temporaries* (renamed when the outputs are written, else removed)."""
+    def write(per_tile, owner_counts, owner_colors, slabs):
+        temporaries.append(write_vox_slabs(path, spec.shape, per_tile, owner_counts, owner_colors, slabs))
+        return temporaries[-1]
+    return write
+
+
+def _vox_path(base, request) -> Path:
+    path = vox_output_path(request.vox_path)
+    if not request.combine:
+        path = path.with_name(f"{path.stem}_{_safe(base)}{path.suffix}")
+    return path
 
 
 def vox_output_path(text: str) -> Path:
@@ -387,15 +423,6 @@ def _bake_frames(context, objects, request, folder, start, end):
     spec = grid_for(lo, hi, request)
     need = bake_estimate(spec, request, len(soup.vertices), len(soup.triangles), request.fill_holes)
     usable = backend.usable_bytes(np)
-    if need > usable:
-        from ...kernels.memory import largest_that_fits
-
-        trial = lambda r: bake_estimate(grid_for(lo, hi, Request(mode=request.mode, resolution=r)), request,  # noqa
-                                        len(soup.vertices), len(soup.triangles), request.fill_holes)
-        best = largest_that_fits(trial, usable, 2, max(spec.shape))
-        raise InputError(f"Baking a {'×'.join(map(str, spec.shape))} volume needs {backend.format_bytes(need)} per "
-                         f"frame but only {backend.format_bytes(usable)} of host memory is usable"
-                         + (f". The largest resolution that fits is {best}" if best else ""))
     xp = backend.xp()
 
     def frame_density(soup, progress):
@@ -404,8 +431,19 @@ def _bake_frames(context, objects, request, folder, start, end):
     for frame in sorted(todo):
         a, b = 0.1 + 0.9 * (frame - start) / (end - start + 1), 0.1 + 0.9 * (frame - start + 1) / (end - start + 1)
         soup = scene_io.extract_triangles(objects, depsgraph, frame=frame)
-        density = yield Kernel(lambda progress, soup=soup: frame_density(soup, progress), f"frame {frame}", a, b)
-        cache.write_frame(frame, {".vdb": lambda p, d=density: writeback.write_vdb(p, {"density": d}, spec)})
+        layers, note = bake_split(soup, spec, request, lo, hi, usable, need)
+        if note:
+            cache.note(f"Bake Frames: {note}")
+        if layers is None:
+            density = yield Kernel(lambda progress, soup=soup: frame_density(soup, progress), f"frame {frame}", a, b)
+            write = lambda p, d=density: writeback.write_vdb(p, {"density": d}, spec)  # noqa: E731
+        else:  # the frame does not fit whole: the same z-slabs as Voxelize's Volume split
+            volume = yield Kernel(lambda progress, soup=soup, layers=layers: volume_density_split(
+                soup, spec, request.mode, request.fill_holes, layers, xp, SlabVolume("density", spec), progress),
+                f"frame {frame} in slabs of {layers} rows", a, b)
+            write = lambda p, v=volume: v.write(p)  # noqa: E731
+        cache.write_frame(frame, {".vdb": write})
+        density = volume = None
         yield b, f"frame {frame}/{end}"
     path = cache.frame_path(start, ".vdb")
     writeback.load_volume(f"{base}_voxels_seq", str(path), sequence_frames=(start, end - start + 1),

@@ -30,6 +30,9 @@ VDB_PER_GRID_VOXEL = 5  # isfinite mask and the [i, j, k]-ordered float32 copy
 BLOCKS_PER_FACE = 150  # exterior_faces' keys, welding and quads, and Blender's mesh
 VOX_PER_VOXEL = 104  # colours (float64 gathers → RGBA), palette indices, the chunk bytes
 
+# A .vox file's MAIN chunk gives its children's size as an int32: 4 bytes a voxel, 16 MiB
+# kept for the models' headers, the scene graph and the palette
+VOX_MAX_VOXELS = (2 ** 31 - 1 - (1 << 24)) // 4
 PER_VOXEL_OUTPUTS = {"points", "blocks", "vox"}  # outputs that need voxel lists and attributes
 LAST_ESTIMATE: dict = {}  # the parts of the last estimate (bench/memory.py prints them)
 
@@ -125,7 +128,8 @@ class MemoryGuard:
         self.ns = len(segments.starts) if segments is not None else 0
         self.colors = soup is not None and soup.corner_colors is not None
         self._exact = {}
-        self.split_layers = None  # rows per z-slab when the Volume job runs split (split_plan.py)
+        self.split_layers = None  # rows per z-slab when the job runs split (split_plan.py)
+        self.split_kind = None  # "volume" (voxelized in slabs) or "attributes" (Blocks/.vox from the bit grid)
         self.split_note = ""
 
     @staticmethod
@@ -163,19 +167,65 @@ class MemoryGuard:
         if need > self.usable:
             self._refuse(spec, need, exact=None)
 
-    def check_after(self, spec, voxels, faces) -> None:
+    def check_after(self, spec, voxels, faces, bits=None) -> None:
+        """With the exact counts (and the bit grid *bits*, which a Blocks/.vox split plans
+        its slabs from)."""
+        if "vox" in self.request.outputs and voxels > VOX_MAX_VOXELS:
+            r_now = max(spec.shape) - 2 if self.request.resolution is None else int(self.request.resolution)
+            best = int(r_now * (VOX_MAX_VOXELS / voxels) ** 0.5)  # counts shrink at least as r²
+            raise InputError(f"A MagicaVoxel file holds at most {VOX_MAX_VOXELS:,} voxels (its chunk sizes are "
+                             f"32-bit) but this {'×'.join(map(str, spec.shape))} grid has {int(voxels):,}: choose "
+                             f"Resolution {best} or lower, or the Block mesh or Volume output")
         est = self.estimate(spec, voxels, faces)
         if est["total"] > self.usable:
             if self._splittable():
                 self.plan_split(spec, est["total"])
                 return
-            self._refuse(spec, est["total"], exact=(voxels, faces))
+            if bits is not None and self._attributes_splittable() and self.plan_attribute_split(
+                    spec, est["total"], bits, faces):
+                return
+            self._bits = bits  # for the refusal's note on what fits split (``_points_hint``)
+            try:
+                self._refuse(spec, est["total"], exact=(voxels, faces))
+            finally:
+                self._bits = None  # a refusal kept for later must not hold the grid
 
     # ------------------------------------------------------------- the split
     def _splittable(self) -> bool:
         from .split_plan import splittable
 
         return self.soup is not None and splittable(self.request, self.segments)
+
+    def _attributes_splittable(self) -> bool:
+        from .split_plan import attributes_splittable
+
+        return self.soup is not None and len(self.soup.triangles) > 0 and attributes_splittable(self.request)
+
+    def plan_attribute_split(self, spec, whole, bits, faces) -> bool:
+        """The Blocks/.vox attributes do not fit for the whole grid: compute them z-slab by
+        z-slab from the bit grid (``slab_outputs``) if a slab fits (setting
+        ``split_layers``, ``split_kind`` and ``split_note``); False when not even one row does."""
+        from .slab_outputs import row_counts
+        from .slabs import SplitMesh, slab_ranges
+        from .split_plan import attribute_split_estimate, choose_attribute_layers
+
+        mesh = SplitMesh(self.soup.vertices, self.soup.triangles, spec)
+        rows = row_counts(np.asarray(bits), "blocks" in self.request.outputs)
+        layers = choose_attribute_layers(spec, self.request, mesh, rows, faces or 0, self.usable, base=BASE_BYTES)
+        if layers is None:
+            return False
+        need = attribute_split_estimate(spec, self.request, mesh, rows, faces or 0, layers, base=BASE_BYTES)
+        LAST_ESTIMATE.clear()
+        LAST_ESTIMATE.update({"total": need, "whole": int(whole), "layers": layers})
+        self.split_layers, self.split_kind = layers, "attributes"
+        what = " and ".join(n for k, n in (("blocks", "Block mesh"), ("vox", "MagicaVoxel"))
+                            if k in self.request.outputs)
+        slabs = len(slab_ranges(spec.shape[2], layers))
+        self.split_note = (f"{what} voxel attributes split into {slabs} z-slabs of "
+                           f"{layers} rows: the whole {'×'.join(map(str, spec.shape))} grid needs "
+                           f"{backend.format_bytes(whole)}, {backend.format_bytes(self.usable)} is usable, split needs "
+                           f"{backend.format_bytes(need)}")
+        return True
 
     def plan_split(self, spec, whole) -> None:
         """The whole Volume job does not fit: run it in z-slabs if a split fits (setting
@@ -205,7 +255,7 @@ class MemoryGuard:
         need = split_estimate(spec, self.request.mode, mesh, self.vote, layers, items, base=BASE_BYTES)
         LAST_ESTIMATE.clear()
         LAST_ESTIMATE.update({"total": need, "whole": int(whole), "layers": layers})
-        self.split_layers = layers
+        self.split_layers, self.split_kind = layers, "volume"
         self.split_note = (f"Volume split into {len(slab_ranges(spec.shape[2], layers))} z-slabs of {layers} rows: "
                            f"the whole {grid} grid needs {backend.format_bytes(whole)}, "
                            f"{backend.format_bytes(self.usable)} is usable, split needs {backend.format_bytes(need)}")
@@ -265,10 +315,39 @@ class MemoryGuard:
                 f"usable ({backend.format_bytes(info.free_bytes)} free{backend.limit_note(info)})")
         r_now = max(spec.shape) - 2 if self.request.resolution is None else int(self.request.resolution)
         best = self.largest_resolution(max(r_now, 3), exact)
+        hint = self._points_hint(spec, exact, getattr(self, "_bits", None), r_now)
         if best is None:
-            raise InputError(f"{what}; not even the smallest grid fits")
+            raise InputError(f"{what}; not even the smallest grid fits{hint}")
         fit = self.spec_at(best)
-        raise InputError(f"{what}. The largest resolution that fits is {best} (voxel size {fit.voxel_size:.4g} m)")
+        raise InputError(f"{what}. The largest resolution that fits is {best} (voxel size {fit.voxel_size:.4g} m)"
+                         f"{hint}")
+
+    def _points_hint(self, spec, exact, bits, r_now) -> str:
+        """For a point cloud (every voxel a point in Blender at once, never split): the
+        outputs that do fit at this resolution split into z-slabs, if any."""
+        if "points" not in self.request.outputs or self.soup is None or not len(self.soup.triangles):
+            return ""
+        from . import work_items
+        from .slab_outputs import row_counts
+        from .slabs import SplitMesh
+        from .split_plan import attribute_split_estimate, choose_layers
+
+        mesh = SplitMesh(self.soup.vertices, self.soup.triangles, spec)
+        items = work_items(self.soup.vertices, self.soup.triangles, spec, self.request.mode)
+        fits = []
+        if choose_layers(spec, self.request.mode, mesh, self.vote, self.usable, items, base=BASE_BYTES):
+            fits.append("Volume")
+        if bits is not None and exact is not None:
+            rows = row_counts(np.asarray(bits), True)
+            blocks = Request(mode=self.request.mode, outputs={"blocks"})
+            if attribute_split_estimate(spec, blocks, mesh, rows, int(rows[1].sum()), 1,
+                                        base=BASE_BYTES) <= self.usable:
+                fits.append("Block mesh")
+        if not fits:
+            return ""
+        return (f"; at resolution {r_now} a point cloud cannot fit (every voxel is a point in Blender), but the "
+                f"{' and '.join(fits)} output{'s' if len(fits) > 1 else ''} fit{'' if len(fits) > 1 else 's'} "
+                f"split into z-slabs")
 
 
 def _fit_growth(r0, n0, r1, n1):
@@ -303,3 +382,15 @@ def bake_estimate(spec, request, n_vertices, n_triangles, vote) -> int:
     solid = request.mode in ("solid", "solid+surface")
     dens = coverage_bytes(spec, n_vertices, n_triangles, vote, xp=np) if solid else W + 6 * G
     return int(W + max(kernel, dens, 4 * G + VDB_PER_GRID_VOXEL * G + VDB_PER_VOXEL * G))
+
+
+def bake_split(soup, spec, request, lo, hi, usable, need):
+    """``(None, "")`` when a Bake Frames frame fits whole (*need*: ``bake_estimate``), else
+    the rows per z-slab of the Volume split and its report line: the same plan as
+    Voxelize's (``MemoryGuard.plan_split``), which refuses in one line naming the largest
+    resolution whose split fits when not even one row does."""
+    if need <= usable:
+        return None, ""
+    guard = MemoryGuard(soup, None, request, request.fill_holes, lo, hi, usable=usable)
+    guard.plan_split(spec, need)
+    return guard.split_layers, guard.split_note

@@ -36,6 +36,8 @@ class GroupArrays:
     dense: object = None  # [k, j, i] float32 density (volume)
     volume: object = None  # the density built slab by slab (vdb_stream.SlabVolume), split jobs only
     blocks: object = None  # exterior faces (block mesh)
+    face_material: object = None  # (F,) int32 material per block face, split jobs only
+    vox_file: object = None  # the .vox file written slab by slab (a temporary to rename), split jobs only
     warnings: list = field(default_factory=list)
 
 
@@ -64,8 +66,8 @@ def compute_group(base, soup, segments, spec, request, vote, guard=None, table=N
             from .blocks import count_exterior_faces
 
             faces = count_exterior_faces(bits, spec)
-        guard.check_after(spec, out.count, faces)
-        if guard.split_layers is not None:  # the Volume job runs split instead (voxelize_job)
+        guard.check_after(spec, out.count, faces, bits)
+        if guard.split_layers is not None:  # the job runs split instead (voxelize_job), from these bits
             return out
     if request.outputs & PER_VOXEL_OUTPUTS:  # a volume alone needs no per-voxel lists
         report(progress, 0.55, "voxel attributes")
@@ -91,9 +93,23 @@ def compute_group(base, soup, segments, spec, request, vote, guard=None, table=N
     return out
 
 
-def compute_group_split(base, soup, spec, request, vote, layers, new_volume, progress=None) -> GroupArrays:
-    """The Volume output of one group voxelized in z-slabs of *layers* rows into one
-    density tree (``voxelize_group_split``); arrays only, written by the add-on."""
+def compute_group_split(base, soup, spec, request, vote, layers, new_volume, progress=None, *, kind="volume",
+                        grid=None, table=None, write_vox=None) -> GroupArrays:
+    """One group's outputs split into z-slabs of *layers* rows: the Volume voxelized slab
+    by slab into one density tree (``voxelize_group_split``), or (*kind* "attributes")
+    the Blocks/.vox attributes of the voxelized *grid* slab by slab
+    (``slab_outputs.split_attribute_outputs``; *write_vox* writes the .vox file there).
+    Arrays (and the .vox temporary) only, written by the add-on."""
+    if kind == "attributes":
+        table = default_material_table(soup) if table is None else table
+        out = GroupArrays(grid.count(), grid=grid)
+        from .slab_outputs import split_attribute_outputs
+
+        blocks, out.vox_file = split_attribute_outputs(soup, spec, grid.bits, layers, request.outputs, table,
+                                                       write_vox, progress)
+        if blocks is not None:
+            out.blocks, out.face_material = blocks
+        return out
     count, volume = voxelize_group_split(soup, spec, request, vote, layers, new_volume, progress)
     out = GroupArrays(count, volume=volume if count else None)
     if not count:
@@ -167,3 +183,28 @@ def volume_density(vertices, triangles, spec: GridSpec, mode: str, vote: bool, x
         return coverage(vertices, triangles, spec, vote=vote, xp=xp, progress=progress)
     grid = voxelize(vertices, triangles, spec, mode, xp=xp, progress=progress)
     return grid.dense().astype(np.float32)
+
+
+def volume_density_split(soup, spec: GridSpec, mode: str, vote: bool, layers: int, xp, volume, progress=None):
+    """``volume_density`` of one Bake Frames frame z-slab by z-slab into *volume*
+    (``add(k0, density)``; the add-on's ``vdb_stream.SlabVolume``), returned: each slab is
+    those rows of ``volume_density`` (the coverage's slabs, or the voxelization's slabs
+    unpacked; both bit-identical to the unsplit grid, ``slabs.py``)."""
+    verts, tris = soup.vertices, soup.triangles
+    nx = spec.shape[0]
+    if mode in ("solid", "solid+surface"):
+        for k0, _k1, cover in coverage_slabs(verts, tris, spec, layers=layers, vote=vote, xp=xp, progress=progress):
+            volume.add(k0, cover)
+        return volume
+    from .slabs import SplitMesh, voxelize_slabs
+
+    if xp is np:
+        slabs = voxelize_slabs(SplitMesh(verts, tris, spec), mode, layers, progress=progress)
+    else:
+        from .gpu_slabs import DeviceSplitMesh, voxelize_slabs_gpu
+
+        slabs = voxelize_slabs_gpu(DeviceSplitMesh(verts, tris, spec), mode, layers, progress=progress)
+    for k0, _k1, bits in slabs:
+        volume.add(k0, bitgrid.unpack(np.asarray(backend.to_numpy(bits)), nx).astype(np.float32))
+        del bits
+    return volume

@@ -1,13 +1,14 @@
-"""Voxelize → Volume in z-slabs when the whole job does not fit (issue 21 §6).
+"""Voxelize in z-slabs when the whole job does not fit (issue 21 §6).
 
 The voxelization (``kernels.voxelize.slabs``: bit-identical to the unsplit grid), the
 coverage of solid modes (one fine grid, box by box) and the density go slab by slab
 into one VDB tree (``outputs.voxelize_group_split``;
 the add-on's ``vdb_stream``): the peak is one slab's arrays plus the mesh
 and the tree, which grows with the surface (constant leaves inside a solid become
-tiles). Only the Volume output is split: a point cloud, a block mesh and a .vox file
-need every voxel at once in Blender or in the file, so for them the guard names the
-largest resolution that fits unsplit.
+tiles). Block mesh and .vox output split their attribute stage instead
+(``attribute_split_estimate``, ``slab_outputs``): the bit grid stays whole and owners,
+faces and colours go a z-slab at a time. A point cloud needs every voxel at once in
+Blender, so for it the guard names the largest resolution that fits unsplit.
 """
 
 from __future__ import annotations
@@ -92,3 +93,73 @@ def largest_split_resolution(guard, r_now: int):
         return split_estimate(spec, guard.request.mode, mesh, guard.vote, 1, items, base=guard.base_bytes())
 
     return largest_that_fits(need, guard.usable, 2, r_now - 1)
+
+
+# ---------------------------------------------------------------- Blocks and .vox split
+ATTRIBUTE_OUTPUTS = {"blocks", "vox"}
+BLENDER_MESH_PER_FACE = 60  # Blender's block mesh (guard.BLOCKS_PER_FACE's kept part)
+# owners_box's peak per set voxel of a slab: 100–103 B allocated (tracemalloc, cube 400³),
+# 102–112 B of RSS growth per slab voxel at 1024³ (bench/RESULTS.md); the unsplit
+# ATTR_PER_VOXEL is 100 B
+OWNERS_PER_VOXEL = 120
+
+
+def attributes_splittable(request) -> bool:
+    """Block mesh and .vox output (any of them, nothing else): their attributes are
+    computed a z-slab at a time from the whole bit grid (``slab_outputs``)."""
+    return bool(request.outputs & ATTRIBUTE_OUTPUTS) and request.outputs <= ATTRIBUTE_OUTPUTS
+
+
+def slab_maxima(per_row, layers: int) -> int:
+    """The largest sum of *per_row* over the z-slabs of *layers* rows."""
+    if per_row is None or not len(per_row):
+        return 0
+    starts = np.arange(0, len(per_row), max(1, int(layers)))
+    return int(np.add.reduceat(per_row, starts).max())
+
+
+def attribute_split_estimate(spec: GridSpec, request, mesh: SplitMesh, rows, faces, layers: int, base: int = 0,
+                             segments: int = 0) -> int:
+    """Peak host memory of the Blocks/.vox job split into z-slabs of *layers* rows, from
+    the exact set voxels and exterior faces per z row (*rows*: ``slab_outputs.row_counts``)
+    and the whole job's exterior face count *faces*. Kept throughout: the whole bit grid
+    and the mesh's ranges. Then the largest of three stages: a slab's attributes
+    (``owners_box``: coordinates, linear indices, surface hits and the row fill; or the
+    slab's faces and their welding; the .vox pass's coordinates) beside the block mesh
+    built so far; ``BlockBuilder.finish`` (argsort and reordered copies); and Blender's
+    copy of the mesh beside the finished arrays (``slab_outputs.block_output_bytes``)."""
+    from . import CPU_BYTES_PER_SURFACE_ITEM
+    from .blocks import _BYTES_PER_FACE
+    from .slab_outputs import block_output_bytes
+
+    nx, ny, nz = spec.shape
+    layers = max(1, min(nz, int(layers)))
+    voxels_per_row, faces_per_row = rows
+    n_slab = slab_maxima(voxels_per_row, layers)
+    f_slab = slab_maxima(faces_per_row, layers) if "blocks" in request.outputs else 0
+    items = slab_work_items(mesh, layers, "surface")
+    kept = 24 * len(mesh.pv) + RANGE_BYTES_PER_TRIANGLE * len(mesh.triangles) + 24 * len(mesh.triangles)
+    whole = bitgrid.nbytes(spec.shape)
+    F = int(faces) if "blocks" in request.outputs else 0
+    built, finishing = block_output_bytes(F)
+    slab_bits = bitgrid.nbytes((nx, ny, layers + 2))
+    # owners_box: its surface pass (a batch) runs beside the voxels' int32 and int64
+    # coordinates and linear indices (48 B); the owners and the row fill come after it
+    owners = max(OWNERS_PER_VOXEL * n_slab, 48 * n_slab + CPU_BYTES_PER_SURFACE_ITEM * items.surface)
+    faces_stage = _BYTES_PER_FACE * f_slab + 8 * slab_bits + 12 * n_slab
+    # .vox, after owners_box: the colour index, int32 then int64 coordinates, and in the
+    # writer the int64 tiles, tile keys, their argsort, the sorted keys and the XYZI bytes
+    vox = (1 + 12 + 24 + 24 + 8 + 8 + 8 + 4) * n_slab if "vox" in request.outputs else 0
+    slab = built + max(owners, 4 * n_slab + vox, faces_stage)  # the .vox arrays come after owners_box
+    writing = built + BLENDER_MESH_PER_FACE * F
+    return int(base + whole + kept + segments + max(slab, finishing, writing))
+
+
+def choose_attribute_layers(spec: GridSpec, request, mesh: SplitMesh, rows, faces, usable: int, base: int = 0):
+    """Rows per slab of the Blocks/.vox split: the most whose estimate fits *usable*,
+    capped where the slab's own arrays pass ``SLAB_BUDGET``; None when one row does not fit."""
+    need = lambda layers: attribute_split_estimate(spec, request, mesh, rows, faces, layers, base)  # noqa: E731
+    smallest = need(1)
+    if smallest > usable:
+        return None
+    return largest_that_fits(need, min(usable, smallest + SLAB_BUDGET), 1, spec.shape[2])

@@ -48,3 +48,63 @@ def test_a_volume_too_large_even_split_names_a_resolution_that_runs():
     ok = bench.run_case({**base, "res": best})["limited"]
     assert ok["state"] == "FINISHED", ok["error"]
     assert np.isfinite(ok["measured"])
+
+
+def test_split_blocks_and_vox_under_a_real_limit_equal_the_unsplit_outputs():
+    """Solid+Surface Suzanne with two materials: the whole attribute stage is over the
+    limit, so the Block mesh and .vox attributes run z-slab by z-slab; the block mesh
+    (positions, corners, face materials) and the .vox file equal the unsplit job's."""
+    out = bench.run_case({"shape": "suzanne", "mode": "solid+surface", "fill_holes": True, "res": 160,
+                          "outputs": ["blocks", "vox"], "materials": 2, "unsplit": True, "headroom": 60 * MiB})
+    whole, split = out["unsplit"], out["limited"]
+    assert whole["state"] == "FINISHED", whole["error"]
+    assert split["state"] == "FINISHED", split["error"]
+    assert re.search(r"Block mesh and MagicaVoxel voxel attributes split into \d+ z-slabs",
+                     " ".join(split["warnings"])), split["warnings"]
+    assert split["estimate"]["whole"] > split["estimate"]["total"]
+    assert split["count"] == whole["count"] > 0
+    (vox_a,) = [f for f in whole["files"] if f.endswith(".vox")]
+    (vox_b,) = [f for f in split["files"] if f.endswith(".vox")]
+    assert open(vox_a, "rb").read() == open(vox_b, "rb").read()
+    (mesh_a,) = [f for f in whole["files"] if f.endswith(".npz")]
+    (mesh_b,) = [f for f in split["files"] if f.endswith(".npz")]
+    a, b = np.load(mesh_a), np.load(mesh_b)
+    assert len(np.unique(a["materials"])) == 2
+    for name in ("co", "loops", "materials"):
+        assert np.array_equal(a[name], b[name]), name
+
+
+def test_bake_frames_split_under_a_real_limit_equals_the_unsplit_bake():
+    """Bake Frames uses Voxelize's z-slab plan when a frame does not fit whole: every
+    frame's VDB holds exactly the voxels and values of the unsplit bake's."""
+    out = bench.run_case({"shape": "suzanne", "mode": "solid+surface", "res": 96, "bake": 3, "unsplit": True,
+                          "headroom": 45 * MiB})
+    whole, split = out["unsplit"], out["limited"]
+    assert whole["state"] == "FINISHED", whole["error"]
+    assert split["state"] == "FINISHED", split["error"]
+    assert re.search(r"Bake Frames: Volume split into [2-9]\d* z-slabs", " ".join(split["warnings"])), split["warnings"]
+    assert [f.rsplit("/", 1)[1] for f in whole["files"]] == [f.rsplit("/", 1)[1] for f in split["files"]]
+    assert len(whole["files"]) == 3
+    moved = []
+    for fa, fb in zip(whole["files"], split["files"]):
+        a, b = tinyvdb_grids(fa), tinyvdb_grids(fb)
+        va, vb = tinyvdb_active_values(a["density"][1]), tinyvdb_active_values(b["density"][1])
+        assert len(va) > 0 and va == vb
+        moved.append(va)
+    assert moved[0] != moved[2]  # the object moved between the first and last frame
+
+
+def test_a_point_cloud_too_large_is_refused_in_one_line_naming_what_fits():
+    """A point cloud holds every voxel in Blender at once, so it is never split: refused in
+    one line naming the largest resolution that fits and the outputs that fit split."""
+    base = {"shape": "suzanne", "mode": "solid+surface", "fill_holes": True, "outputs": ["points"],
+            "headroom": 150 * MiB}
+    refused = bench.run_case({**base, "res": 200})["limited"]
+    assert refused["state"] == "FAILED"
+    error = refused["error"]
+    assert "\n" not in error and "Traceback" not in error
+    assert re.search(r"at resolution 200 a point cloud cannot fit .* Block mesh outputs? fits? split into z-slabs",
+                     error), error
+    best = int(re.search(r"largest resolution that fits is (\d+)", error).group(1))
+    ok = bench.run_case({**base, "res": best})["limited"]
+    assert ok["state"] == "FINISHED", ok["error"]
