@@ -173,14 +173,15 @@ def test_single_model_round_trips_coordinates_size_and_colours(tmp_path):
     assert colours_by_voxel(read) == expected
 
 
-def test_float_rgb_colours_become_opaque_bytes(tmp_path):
+def test_float_rgb_colours_become_opaque_srgb_bytes(tmp_path):
+    """Float colours are Blender's linear ones: MagicaVoxel's palette bytes are sRGB."""
     ijk = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 1]])
     rgb = np.array([[1.0, 0.0, 0.0], [0.0, 0.5, 1.0], [0.2, 0.2, 0.2]], dtype=np.float32)
     read = read_vox(write_vox(tmp_path / "c.vox", ijk, (2, 2, 2), colors=rgb))
     got = colours_by_voxel(read)
     assert got[(0, 0, 0)] == (255, 0, 0, 255)
-    assert got[(1, 0, 0)] == (0, 128, 255, 255)
-    assert got[(0, 1, 1)] == (51, 51, 51, 255)
+    assert got[(1, 0, 0)] == (0, 188, 255, 255)  # linear 0.5 is sRGB 0.735
+    assert got[(0, 1, 1)] == (124, 124, 124, 255)  # linear 0.2 is sRGB 0.485
 
 
 def test_colour_indices_pick_palette_entry_index_minus_one(tmp_path):
