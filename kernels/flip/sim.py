@@ -33,7 +33,8 @@ from ..progress import report, scaled
 from ..voxelize import voxelize
 from . import bodies, pressure, transfer
 from .grid import FLUID, DenseGrid, FlipSettings
-from .particles import inside_mesh, seed_particles
+from ..voxelize.inside import points_inside
+from .particles import seed_particles
 
 
 class SimulationError(VoxFXError):
@@ -128,7 +129,7 @@ def source_cells(vertices, triangles, spec: GridSpec, xp, progress=None):
 
 def keep_inside(pos, vel, crossed, per_cell: int, vertices, triangles, spec: GridSpec):
     """The seeded particles that lie inside the source mesh: all of a cell its surface
-    does not touch, and those of a touched cell that pass ``inside_mesh`` (run on the
+    does not touch, and those of a touched cell that pass ``voxelize.inside.points_inside`` (run on the
     host, on positions both backends seed bit-identically: the same particles are kept).
     So the liquid's particle volume (count · h³ / per_cell) is the object's, not the
     whole cells its surface touches (issue 22 §3)."""
@@ -138,7 +139,7 @@ def keep_inside(pos, vel, crossed, per_cell: int, vertices, triangles, spec: Gri
         return pos, vel
     keep = np.ones(len(crossed), bool)
     test = np.flatnonzero(crossed)
-    keep[test] = inside_mesh(backend.to_numpy(pos[xp.asarray(test)]), vertices, triangles, spec)
+    keep[test] = points_inside(backend.to_numpy(pos[xp.asarray(test)]), vertices, triangles, spec)
     keep = xp.asarray(keep)
     return xp.ascontiguousarray(pos[keep]), xp.ascontiguousarray(vel[keep])
 

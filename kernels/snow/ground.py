@@ -97,7 +97,7 @@ def terrain_from_triangles(vertices, triangles, domain: SnowDomain, xp=None, pro
     tested with one product, so vertices on shared edges and corners are always covered.
     *progress* hears per batch on the CPU (the GPU's one pass is short); False cancels.
     """
-    from ..voxelize.triangles import check_inputs, check_shapes
+    from ..mesh import check_inputs, check_shapes
 
     xp = xp or backend.xp()
     gx, gy = (int(n) for n in domain.ground_shape)

@@ -12,7 +12,7 @@ from tests.isosurface import mesh_volume
 from tests.meshes import box, merge, rotation, torus, uv_sphere, winding_inside
 from voxfx.kernels.errors import VoxFXError
 from voxfx.kernels.flip.grid import FlipSettings
-from voxfx.kernels.flip.particles import inside_mesh
+from voxfx.kernels.voxelize.inside import points_inside
 from voxfx.kernels.flip.sim import FlipSimulation
 from voxfx.kernels.grid import GridSpec
 
@@ -81,7 +81,7 @@ def test_inside_test_agrees_with_the_winding_number():
     points = rng.uniform(0.02, 0.48, (8000, 3))
     expected = winding_inside(points, v, t)
     assert 0.05 < expected.mean() < 0.5
-    np.testing.assert_array_equal(inside_mesh(points, v, t, TANK), expected)
+    np.testing.assert_array_equal(points_inside(points, v, t, TANK), expected)
 
 
 def test_a_box_missing_one_face_is_still_filled_by_the_vote():
@@ -89,8 +89,8 @@ def test_a_box_missing_one_face_is_still_filled_by_the_vote():
     centres = v[t].mean(axis=1)
     open_top = t[~np.isclose(centres[:, 2], 0.3)]  # no lid
     points = np.random.default_rng(1).uniform(0.11, 0.29, (2000, 3))
-    assert inside_mesh(points, v, open_top, TANK).all()
-    assert not inside_mesh(points + 0.2, v, open_top, TANK).any()
+    assert points_inside(points, v, open_top, TANK).all()
+    assert not points_inside(points + 0.2, v, open_top, TANK).any()
 
 
 def test_inflow_still_fills_whole_cells():
