@@ -241,7 +241,7 @@ def _write_volume(folder: Path, stem: str, dense, spec, volume=None) -> Path:
 def _block_outputs(base, arrays: GroupArrays, spec, soup, request, result, art=None):
     if "blocks" in request.outputs:
         blocks = arrays.blocks
-        face_material = arrays.face_material  # split jobs carry it per face
+        face_material = getattr(arrays, "face_material", None)  # split jobs carry it per face (sparse: none)
         if face_material is None:
             face_material = np.maximum(arrays.material[blocks.voxel_of_face], 0)
         obj = writeback.write_mesh(f"{base}_blocks", blocks.vertices, blocks.quads,
