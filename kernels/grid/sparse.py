@@ -254,6 +254,10 @@ class SparseGrid:
         fill = 0xFF if (arr.ndim == 3 and arr.dtype == xp.uint8 and value) else value
         full = (data.reshape(data.shape[0], -1) == fill).all(axis=1) if data.shape[0] else xp.zeros(0, bool)
         fk = keys[full]
+        if fk.shape[0] == 0:  # no full brick: no runs
+            grid = SparseGrid(self.topology, self.origin, self.voxel_size)
+            grid.channels[name], grid.backgrounds[name] = arr, self.backgrounds[name]
+            return grid
         c = brick_coords(fk, xp)
         new_run = xp.ones(fk.shape[0], bool)
         new_run[1:] = fk[1:] - fk[:-1] != 1  # the next brick along x of the same row
