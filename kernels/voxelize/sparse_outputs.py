@@ -42,6 +42,7 @@ class SparseGroup:
     rgba: object = None  # (N, 4) float32
     coverage: object = None  # (N,) float32 (1: see the module note)
     blocks: object = None  # BlockMesh, voxel_of_face indexing ijk
+    face_material: object = None  # always None: the writer takes material[voxel_of_face] (split jobs set it)
     volume: object = None  # what writes the Volume (the add-on's sparse_vdb.SparseVolume)
     dense: object = None  # always None: no dense density
     warnings: list = field(default_factory=list)
