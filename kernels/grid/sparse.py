@@ -28,7 +28,8 @@ Design (the one place every effect will store its state):
   and from the channel's active bricks, every voxel of which holds ``value`` (a bit
   channel: set). The sparse solid voxelizer stores its interior so: memory follows the
   surface (32 bytes per run, not 64 per brick). ``nbytes`` counts them; ``to_dense`` and
-  ``sparse_ops.count`` and ``addon/sparse_vdb.py`` (VDB tiles, ``fill``) honour them;
+  ``sparse_ops.count``, ``addon/sparse_vdb.py`` (VDB tiles, ``fill``) and the voxelizer's
+  ``SparseVoxels`` (``voxelize(..., sparse=True)`` keeps its runs) honour them;
   ``expanded(name)`` turns them into ordinary bricks (for consumers that do not read
   tiles), ``tiled(name)`` the other way. A channel without an entry has no tiles.
 * **Backends.** Every step is an ``xp`` array operation, identical on NumPy and CuPy (integer

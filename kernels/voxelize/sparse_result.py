@@ -214,8 +214,8 @@ class SparseVoxels:
         order of each stored brick and of each run's first brick (cached per grid)."""
         g = self.grid
         runs = self.runs
-        tag = (id(g), id(g.topology), id(runs))
-        if self._order_cache is not None and self._order_cache[0] == tag:
+        tag = (g, g.topology, g.tiles.get(CHANNEL))  # the objects themselves: no id reused
+        if self._order_cache is not None and all(a is b for a, b in zip(self._order_cache[0], tag)):
             return self._order_cache[1]
         xp, keys = self.xp, g.topology.keys
         n = int(keys.shape[0])
