@@ -255,16 +255,15 @@ class SparseGrid:
         fill = 0xFF if (arr.ndim == 3 and arr.dtype == xp.uint8 and value) else value
         full = (data.reshape(data.shape[0], -1) == fill).all(axis=1) if data.shape[0] else xp.zeros(0, bool)
         fk = keys[full]
-        if fk.shape[0] == 0:  # no full brick: no runs
-            grid = SparseGrid(self.topology, self.origin, self.voxel_size)
-            grid.channels[name], grid.backgrounds[name] = arr, self.backgrounds[name]
-            return grid
         c = brick_coords(fk, xp)
         new_run = xp.ones(fk.shape[0], bool)
         new_run[1:] = fk[1:] - fk[:-1] != 1  # the next brick along x of the same row
         first = xp.flatnonzero(new_run)
         last = xp.concatenate([first[1:], xp.asarray([fk.shape[0]], first.dtype)]) - 1
-        runs = xp.stack([c[first, 0], c[last, 0] + 1, c[first, 1], c[first, 2]], axis=1).astype(xp.int64)
+        if fk.shape[0] == 0:  # no full brick: no runs (``last`` would be −1)
+            runs = xp.zeros((0, 4), xp.int64)
+        else:
+            runs = xp.stack([c[first, 0], c[last, 0] + 1, c[first, 1], c[first, 2]], axis=1).astype(xp.int64)
         n = int((~full).sum())
         grid = SparseGrid(Topology(keys[~full], xp.arange(n, dtype=xp.int32), n, xp.zeros(0, xp.int32), xp),
                           self.origin, self.voxel_size)

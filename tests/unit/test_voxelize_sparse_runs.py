@@ -117,3 +117,14 @@ def test_rows_at_reads_stored_bricks_runs_and_empty_space():
     assert np.array_equal(got.rows_at(keys), full.channels[CHANNEL][full.topology.slots])
     outside = keys + (1 << 42) * 1000  # bricks far along z: nothing there
     assert not got.rows_at(outside).any()
+
+
+def test_a_grid_without_full_bricks_tiles_to_no_runs():
+    """A surface has no full brick: ``tiled`` keeps every brick and records no runs."""
+    from voxfx.kernels.voxelize.sparse import voxelize_sparse
+
+    v, t, spec = sphere_case()
+    grid = voxelize_sparse(v, t, spec, "surface", xp=np)
+    tiled = grid.tiled(CHANNEL)
+    assert CHANNEL not in tiled.tiles and tiled.topology.count == grid.topology.count > 0
+    assert np.array_equal(tiled.channels[CHANNEL], grid.channels[CHANNEL][grid.topology.slots])
