@@ -28,7 +28,8 @@ Design (the one place every effect will store its state):
   and from the channel's active bricks, every voxel of which holds ``value`` (a bit
   channel: set). The sparse solid voxelizer stores its interior so: memory follows the
   surface (32 bytes per run, not 64 per brick). ``nbytes`` counts them; ``to_dense`` and
-  ``sparse_ops.count`` and ``addon/sparse_vdb.py`` (VDB tiles, ``fill``) honour them;
+  ``sparse_ops.count``, ``addon/sparse_vdb.py`` (VDB tiles, ``fill``) and the voxelizer's
+  ``SparseVoxels`` (``voxelize(..., sparse=True)`` keeps its runs) honour them;
   ``expanded(name)`` turns them into ordinary bricks (for consumers that do not read
   tiles), ``tiled(name)`` the other way. A channel without an entry has no tiles.
 * **Backends.** Every step is an ``xp`` array operation, identical on NumPy and CuPy (integer
@@ -259,7 +260,10 @@ class SparseGrid:
         new_run[1:] = fk[1:] - fk[:-1] != 1  # the next brick along x of the same row
         first = xp.flatnonzero(new_run)
         last = xp.concatenate([first[1:], xp.asarray([fk.shape[0]], first.dtype)]) - 1
-        runs = xp.stack([c[first, 0], c[last, 0] + 1, c[first, 1], c[first, 2]], axis=1).astype(xp.int64)
+        if fk.shape[0] == 0:  # no full brick: no runs (``last`` would be −1)
+            runs = xp.zeros((0, 4), xp.int64)
+        else:
+            runs = xp.stack([c[first, 0], c[last, 0] + 1, c[first, 1], c[first, 2]], axis=1).astype(xp.int64)
         n = int((~full).sum())
         grid = SparseGrid(Topology(keys[~full], xp.arange(n, dtype=xp.int32), n, xp.zeros(0, xp.int32), xp),
                           self.origin, self.voxel_size)

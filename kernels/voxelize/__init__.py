@@ -222,7 +222,7 @@ def _voxelize_sparse(vertices, triangles, spec, mode, vote, xp, keep_on_device, 
     check_inputs(vertices, triangles)
     check_sparse(vertices, triangles, spec, mode, vote, xp)
     report(progress, 0.0, "voxelizing (sparse)")
-    grid = voxelize_sparse(vertices, triangles, spec, mode, vote=vote, xp=xp, progress=progress)
+    grid = voxelize_sparse(vertices, triangles, spec, mode, vote=vote, xp=xp, progress=progress, tiles=True)
     result = SparseVoxels(spec, clip_to_shape(grid, spec.shape))
     report(progress, 1.0, "voxelized")
     return result if keep_on_device else to_host(result)

@@ -24,7 +24,8 @@ peak is one tile's arrays plus the bricks found), and CuPy: ``gpu_sparse.py``, t
 grid in a handful of launches with no host round trip per tile (device topology, one
 fused surface launch, solid parity per brick row with full runs as ``SparseGrid.tiles``).
 The 3-axis vote on CuPy still goes tile by tile through the box kernels of
-``cuda/voxelize.cu``. Both backends give the same bricks (tiles expanded).
+``cuda/voxelize.cu``. Both backends give the same bricks (tiles expanded); ``voxelize(...,
+sparse=True)`` keeps the runs (``tiles=True``; the NumPy path finds them in its bricks).
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import backend
-from ..grid.sparse import BITS, BRICK
+from ..grid.sparse import BRICK
 from .attributes import fill_along_rows, smallest_owner
 from .sparse_result import CHUNK_BRICKS, SparseVoxels
 from .surface import surface_voxels_cpu
@@ -30,22 +30,10 @@ DEFAULT_COLOR = (0.8, 0.8, 0.8, 1.0)  # a voxel without a material: Blender's de
 
 
 def row_chunks(result: SparseVoxels, bricks: int = CHUNK_BRICKS):
-    """(start, stop) ranges of bricks in key order, about *bricks* each, cut only between
+    """(start, stop) ranges of bricks in brick order (stored bricks and runs of full
+    bricks merged, ``SparseVoxels.row_chunks``), about *bricks* each, cut only between
     rows of bricks (a new (by, bz)), so each holds whole x rows of voxels."""
-    keys = backend.to_numpy(result.grid.topology.keys)
-    n = len(keys)
-    if n == 0:
-        return []
-    row = keys >> BITS
-    starts = np.flatnonzero(np.r_[True, row[1:] != row[:-1]])
-    out, s = [], 0
-    for r in starts[1:].tolist() + [n]:
-        if r - s >= bricks:
-            out.append((s, r))
-            s = r
-    if s < n:
-        out.append((s, n))
-    return out
+    return result.row_chunks(bricks)
 
 
 class OwnerMesh:
@@ -115,6 +103,8 @@ def add_channels(result: SparseVoxels, vertices, triangles, material_index=None,
     as the dense path sets them, *bricks* at a time (whole rows). Returns *result*."""
     from ..progress import report
 
+    if result.full_bricks:  # the channels are per voxel: runs become bricks (not lean: issue 11)
+        result.grid = _expanded(result.grid)
     grid, xp = result.grid, result.xp
     topo = grid.topology
     owner_mesh = OwnerMesh(vertices, triangles, result.spec)
@@ -145,6 +135,16 @@ def add_channels(result: SparseVoxels, vertices, triangles, material_index=None,
     if color_pool is not None:
         _put(grid, "color", color_pool, 0.0, xp)
     return result
+
+
+def _expanded(grid):
+    """*grid* with its runs of full bricks stored as bricks, its other channels kept."""
+    from .sparse import CHANNEL
+
+    out = grid.expanded(CHANNEL)
+    if any(name != CHANNEL for name in grid.channels):
+        raise ValueError("add_channels expands runs of full bricks before any other channel exists")
+    return out
 
 
 def _brick_of(ijk, base):

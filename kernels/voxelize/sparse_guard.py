@@ -36,6 +36,16 @@ COARSE_MAX = 256  # coarse voxels per axis at most
 BYTES_PER_SURFACE_BRICK = 1400
 BYTES_PER_INSIDE_BRICK = 100
 DEVICE_BYTES_PER_BRICK = 240  # rows 64 + key 8, found → concatenated → sorted (×3), the clip's copy
+# A brick inside on the device: the GPU's solid keeps the interior as runs of full bricks
+# (32 B a run, ``SparseGrid.tiles``), kept so through ``voxelize``; what is left per brick
+# is the solid pass's per-row walk. Fitted to the kernel's own peak with runs kept
+# (bench/RESULTS.md "Sparse voxelize() on the GPU": bunny 4096³, 27.7M inside bricks,
+# 0.54 GiB against 0.34 GiB for the surface alone): about 8 B a brick.
+DEVICE_BYTES_PER_INSIDE_BRICK = 8
+# Kept beside the outputs: a stored brick's rows and key (72 B); an inside brick lies in a
+# run (32 B), and a run ends at a stored brick or the grid's end: at most one per stored brick.
+KEPT_PER_BRICK = 72
+KEPT_PER_RUN = 32
 BYTES_PER_TRIANGLE = 160  # voxel-unit vertices, triangles, the four reach arrays, tile pairs
 BASE_BYTES = 72 << 20  # one tile's arrays, a batch of work items, allocator slack
 # The operator's outputs (``sparse_outputs``), per set voxel N and exposed face F, counted
@@ -83,7 +93,8 @@ def sparse_bytes(surface_bricks: int, inside_bricks: int, n_vertices: int, n_tri
     """Peak bytes of the sparse voxelization itself (after the coarse pass)."""
     mesh = BYTES_PER_TRIANGLE * n_triangles + 24 * n_vertices
     if xp is not np:
-        return int(BASE_BYTES + mesh + DEVICE_BYTES_PER_BRICK * (surface_bricks + inside_bricks))
+        return int(BASE_BYTES + mesh + DEVICE_BYTES_PER_BRICK * surface_bricks
+                   + DEVICE_BYTES_PER_INSIDE_BRICK * inside_bricks)
     return int(BASE_BYTES + mesh + BYTES_PER_SURFACE_BRICK * surface_bricks + BYTES_PER_INSIDE_BRICK * inside_bricks)
 
 
@@ -135,10 +146,12 @@ def outputs_bytes(outputs, voxels: int, faces: int, surface_voxels: int) -> int:
 
 def job_bytes(surface: int, inside: int, nv: int, nt: int, mode: str, outputs, xp=np) -> int:
     """Peak host bytes of a sparse job of *surface* and *inside* bricks: the voxelization,
-    then its bricks (72 B each) beside the outputs' arrays."""
+    then its stored bricks and runs of full bricks beside the outputs' arrays (which expand
+    the runs a chunk at a time)."""
     voxels = VOXELS_PER_SURFACE_BRICK.get(mode, 256) * surface + 512 * inside
     kernel = sparse_bytes(surface, inside, nv, nt, xp)
-    return int(max(kernel, BASE_BYTES + 72 * (surface + inside)
+    kept = KEPT_PER_BRICK * surface + KEPT_PER_RUN * min(surface, inside)
+    return int(max(kernel, BASE_BYTES + kept
                    + outputs_bytes(outputs, voxels, FACES_PER_SURFACE_BRICK * surface, 64 * surface)))
 
 
@@ -197,9 +210,11 @@ def check_outputs(result, spec: GridSpec, outputs, faces=None, usable=None) -> N
     usable = backend.usable_bytes(np) if usable is None else int(usable)
     n = result.count()
     faces = 6 * n if faces is None else faces
-    hit = min(n, 64 * result.active_bricks)  # voxels a triangle touches: at most 64 a brick, measured
+    # voxels a triangle touches: at most 64 a stored brick, measured (a full brick in a run
+    # lies inside: no triangle, no exposed face)
+    hit = min(n, 64 * result.stored_bricks)
     need = int(BASE_BYTES + result.nbytes + outputs_bytes(outputs, n, min(faces, FACES_PER_SURFACE_BRICK
-                                                                             * result.active_bricks), hit))
+                                                                             * result.stored_bricks), hit))
     if need <= usable:
         return
     r0 = max(spec.shape)

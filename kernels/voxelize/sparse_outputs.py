@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import backend
-from ..grid.sparse import BRICK, brick_keys
+from ..grid.sparse import BRICK, brick_coords, brick_keys
 from ..progress import report, scaled
 from .blocks import CORNER_OFFSETS, DIRECTIONS, BlockMesh
-from .sparse import CHANNEL, unpack_rows
+from .sparse import unpack_rows
 from .sparse_attributes import OwnerMesh, material_and_color, row_chunks
 from .sparse_result import SparseVoxels
 
@@ -42,6 +42,7 @@ class SparseGroup:
     rgba: object = None  # (N, 4) float32
     coverage: object = None  # (N,) float32 (1: see the module note)
     blocks: object = None  # BlockMesh, voxel_of_face indexing ijk
+    face_material: object = None  # always None: the writer takes material[voxel_of_face] (split jobs set it)
     volume: object = None  # what writes the Volume (the add-on's sparse_vdb.SparseVolume)
     dense: object = None  # always None: no dense density
     warnings: list = field(default_factory=list)
@@ -51,19 +52,18 @@ def exposed_faces(result: SparseVoxels, start: int, stop: int):
     """Per direction d (0..5: +x −x +y −y +z −z): (voxel, d) of the exposed faces of the
     set voxels of bricks start … stop; *voxel* indexes the chunk's voxels in brick order
     (``SparseVoxels.coordinates_of``)."""
-    xp, topo = result.xp, result.grid.topology
-    pool = result.grid.channels[CHANNEL]
-    bits = unpack_rows(pool[topo.slots[start:stop]], xp).astype(bool)  # (n, z, y, x)
+    xp = result.xp
+    keys, rows = result.bricks_of(start, stop)  # runs of full bricks expanded, this chunk only
+    bits = unpack_rows(rows, xp).astype(bool)  # (n, z, y, x)
     flat = bits.reshape(-1)
     rank = xp.cumsum(flat) - 1  # the voxel's index in brick order within the chunk
-    coords = topo.coords()[start:stop]
+    coords = brick_coords(keys, xp)
     out = []
     for d in range(6):
         step = xp.asarray(DIRECTIONS[d].astype(np.int64))
         axis = d // 2
         nb = coords + step
-        slot = topo.lookup(brick_keys(nb, xp))
-        other = unpack_rows(pool[xp.maximum(slot, 0)], xp).astype(bool) & (slot >= 0)[:, None, None, None]
+        other = unpack_rows(result.rows_at(brick_keys(nb, xp)), xp).astype(bool)  # stored, in a run or empty
         ax = 3 - axis  # array axis of this direction: x is the last
         if d % 2 == 0:  # + side: the neighbour of the last layer is the next brick's first
             neighbour = xp.concatenate([_take(bits, ax, 1, BRICK), _take(other, ax, 0, 1)], axis=ax)

@@ -5,9 +5,16 @@ the same questions a dense ``VoxelGrid`` answers and none of its memory.
     result = voxelize(vertices, triangles, spec, "solid", sparse=True)
     result.count()          # voxels set
     result.nbytes           # bytes the grid holds on its device (every channel)
-    result.active_bricks    # 8³ bricks holding a set voxel
+    result.active_bricks    # 8³ bricks holding a set voxel (stored ones and those in runs)
+    result.full_bricks      # of which in runs of full bricks (no memory per brick)
     result.to_dense()       # the dense VoxelGrid (only for grids that fit)
     result.grid             # the SparseGrid: channel "voxels" (bit rows), + "owner" etc.
+
+Full runs. The interior of a solid is kept as runs of full bricks along x
+(``grid.tiles["voxels"]``, ``kernels/grid/sparse.py``), not brick by brick: memory
+follows the surface. Every question below counts them, and every per-voxel list
+expands them at most a chunk of bricks at a time: the *bricks* of the result are its
+stored bricks and the bricks of its runs, merged in key order.
 
 Voxel order. Everything per voxel here (``coordinates``, ``chunks``, the attribute
 channels of ``sparse_attributes``) runs over bricks in key order (z-major, then y, then
@@ -25,13 +32,13 @@ does not fit on the device.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from .. import backend
 from ..grid import GridSpec
-from ..grid.sparse import BRICK, SparseGrid, Topology
+from ..grid.sparse import BITS, BRICK, SparseGrid, Tiles, Topology, brick_coords, brick_keys
 from .sparse import CHANNEL, unpack_rows
 
 # Above this many grid voxels ``auto`` goes sparse on the CPU even where dense fits
@@ -68,10 +75,54 @@ def popcount(rows, xp, chunk: int = 1 << 24) -> int:
     return sum(int(table[flat[s:s + chunk].astype(xp.int32)].sum(dtype=xp.int64)) for s in range(0, flat.size, chunk))
 
 
+def _clip_runs(grid: SparseGrid, shape) -> SparseGrid:
+    """Cut *grid*'s runs of full bricks at *shape*: bricks wholly inside stay in runs,
+    bricks crossing the grid's end become stored full bricks (cut by ``clip_to_shape``),
+    bricks past it go."""
+    tiles = grid.tiles.get(CHANNEL)
+    if tiles is None or tiles.runs.shape[0] == 0:
+        return grid
+    xp = grid.xp
+    nx, ny, nz = (int(n) for n in shape)
+    runs = tiles.runs
+    whole_x, some_x = nx // BRICK, -(-nx // BRICK)  # bricks wholly inside / touching x < nx
+    row_in = ((runs[:, 2] + 1) * BRICK <= ny) & ((runs[:, 3] + 1) * BRICK <= nz)
+    row_some = (runs[:, 2] * BRICK < ny) & (runs[:, 3] * BRICK < nz)
+    keep_hi = xp.where(row_in, xp.minimum(runs[:, 1], whole_x), runs[:, 0])  # runs kept: bx0 … keep_hi
+    part_hi = xp.where(row_some, xp.minimum(runs[:, 1], some_x), runs[:, 0])  # partial: keep_hi … part_hi
+    part_lo = xp.minimum(xp.maximum(runs[:, 0], keep_hi), part_hi)
+    kept = runs.copy()
+    kept[:, 1] = keep_hi
+    kept = kept[kept[:, 1] > kept[:, 0]]
+    parts = runs.copy()
+    parts[:, 0], parts[:, 1] = part_lo, part_hi
+    parts = parts[parts[:, 1] > parts[:, 0]]
+    if kept.shape[0] == runs.shape[0] and parts.shape[0] == 0:
+        return grid
+    topo = grid.topology
+    keys, rows = topo.keys, grid.channels[CHANNEL][topo.slots]
+    if parts.shape[0]:
+        extra = Tiles(parts, 1).keys(xp)
+        keys = xp.concatenate([keys, extra])
+        rows = xp.concatenate([rows, xp.full((int(extra.shape[0]), BRICK, BRICK), 0xFF, xp.uint8)])
+        order = xp.argsort(keys)
+        keys, rows = keys[order], rows[order]
+    n = int(keys.shape[0])
+    out = SparseGrid(Topology(keys, xp.arange(n, dtype=xp.int32), n, xp.zeros(0, xp.int32), xp),
+                     grid.origin, grid.voxel_size)
+    out.channels[CHANNEL] = xp.ascontiguousarray(rows)
+    out.backgrounds[CHANNEL] = 0
+    if kept.shape[0]:
+        out.tiles[CHANNEL] = Tiles(xp.ascontiguousarray(kept), tiles.value)
+    return out
+
+
 def clip_to_shape(grid: SparseGrid, shape) -> SparseGrid:
     """Clear the bits of *grid*'s bit channel at voxels ≥ *shape* (nx, ny, nz) and drop
     the bricks left empty: ``voxelize_sparse`` voxelizes a shape rounded up to whole
-    tiles, where an open mesh's solid rows run on to the rounded end."""
+    tiles, where an open mesh's solid rows run on to the rounded end (runs of full
+    bricks too: ``_clip_runs``)."""
+    grid = _clip_runs(grid, shape)
     xp, topo = grid.xp, grid.topology
     rows = grid.channels[CHANNEL]
     if topo.count == 0:
@@ -103,47 +154,157 @@ def clip_to_shape(grid: SparseGrid, shape) -> SparseGrid:
                      grid.origin, grid.voxel_size)
     out.channels[CHANNEL] = rows
     out.backgrounds[CHANNEL] = 0
+    if CHANNEL in grid.tiles:
+        out.tiles[CHANNEL] = grid.tiles[CHANNEL]
     return out
 
 
 @dataclass
 class SparseVoxels:
-    """A sparse voxelization over *spec* (every set voxel lies inside ``spec.shape``)."""
+    """A sparse voxelization over *spec* (every set voxel lies inside ``spec.shape``):
+    stored bricks (bit rows) and runs of full bricks (module notes, **Full runs**)."""
 
     spec: GridSpec
     grid: SparseGrid
+    _order_cache: tuple = field(default=None, repr=False, compare=False)
 
     @property
     def xp(self):
         return self.grid.xp
 
     @property
+    def runs(self):
+        """(m, 4) int64 runs of full bricks (bx0, bx1, by, bz), sorted; none: (0, 4)."""
+        tiles = self.grid.tiles.get(CHANNEL)
+        return tiles.runs if tiles is not None else self.xp.zeros((0, 4), self.xp.int64)
+
+    @property
     def rows(self):
-        """(bricks, 8, 8) uint8 bit rows: bit x of row (z, y) of each brick, in key order."""
+        """(bricks, 8, 8) uint8 bit rows of the *stored* bricks (not the runs), key order."""
         return self.grid.channels[CHANNEL][self.grid.topology.slots]
 
     def count(self) -> int:
-        return popcount(self.grid.channels[CHANNEL][self.grid.topology.slots], self.xp)
+        """Voxels set: the stored bricks' bits and 512 per brick of a run."""
+        return popcount(self.grid.channels[CHANNEL][self.grid.topology.slots], self.xp) + BRICK ** 3 * self.full_bricks
 
     @property
     def nbytes(self) -> int:
+        """Bytes the grid holds on its device (bit rows, keys, slots, runs: 32 B a run)."""
         return self.grid.nbytes
 
     @property
-    def active_bricks(self) -> int:
+    def stored_bricks(self) -> int:
+        """Bricks stored as bit rows (64 B each)."""
         return self.grid.topology.count
 
+    @property
+    def full_bricks(self) -> int:
+        """Bricks inside runs of full bricks (no memory per brick)."""
+        tiles = self.grid.tiles.get(CHANNEL)
+        return tiles.bricks if tiles is not None else 0
+
+    @property
+    def active_bricks(self) -> int:
+        """8³ bricks holding a set voxel: the stored ones and those in runs (``full_bricks``)."""
+        return self.stored_bricks + self.full_bricks
+
+    # ---------------------------------------------------------------- brick order
+    def _order(self):
+        """(stored_pos, run_keys, run_len, run_pos): the position in the merged brick
+        order of each stored brick and of each run's first brick (cached per grid)."""
+        g = self.grid
+        runs = self.runs
+        tag = (g, g.topology, g.tiles.get(CHANNEL))  # the objects themselves: no id reused
+        if self._order_cache is not None and all(a is b for a, b in zip(self._order_cache[0], tag)):
+            return self._order_cache[1]
+        xp, keys = self.xp, g.topology.keys
+        n = int(keys.shape[0])
+        rkeys = brick_keys(runs[:, [0, 2, 3]], xp) if runs.shape[0] else xp.zeros(0, xp.int64)
+        rlen = runs[:, 1] - runs[:, 0]
+        rcum = xp.concatenate([xp.zeros(1, xp.int64), xp.cumsum(rlen)])
+        # runs and stored bricks are disjoint and a run's keys are consecutive: every run
+        # starting before a stored brick ends before it
+        stored_pos = xp.arange(n, dtype=xp.int64) + rcum[xp.searchsorted(rkeys, keys)]
+        run_pos = xp.searchsorted(keys, rkeys).astype(xp.int64) + rcum[:-1]
+        order = (stored_pos, rkeys, rlen, run_pos)
+        self._order_cache = (tag, order)
+        return order
+
+    def bricks_of(self, start: int, stop: int):
+        """(keys (c,) int64, rows (c, 8, 8) uint8) of bricks start … stop of the merged
+        brick order: stored bricks and the bricks of runs (full rows), in key order."""
+        xp, topo = self.xp, self.grid.topology
+        stored_pos, rkeys, rlen, run_pos = self._order()
+        a0, a1 = (int(i) for i in xp.searchsorted(stored_pos, xp.asarray([start, stop], xp.int64)))
+        keys = topo.keys[a0:a1]
+        rows = self.grid.channels[CHANNEL][topo.slots[a0:a1]]
+        if rkeys.shape[0] == 0:
+            return keys, rows
+        r0 = int(xp.searchsorted(run_pos + rlen, xp.asarray([start], xp.int64), side="right")[0])
+        r1 = int(xp.searchsorted(run_pos, xp.asarray([stop], xp.int64))[0])
+        if r1 <= r0:
+            return keys, rows
+        pos, ln, rk = run_pos[r0:r1], rlen[r0:r1], rkeys[r0:r1]
+        lo = xp.maximum(pos, start) - pos
+        hi = xp.minimum(pos + ln, stop) - pos
+        n = hi - lo
+        ends = xp.cumsum(n)
+        item = xp.arange(int(ends[-1]), dtype=xp.int64)
+        run = xp.searchsorted(ends, item, side="right")
+        extra = rk[run] + lo[run] + item - (ends[run] - n[run])  # consecutive keys along x
+        keys = xp.concatenate([keys, extra])
+        rows = xp.concatenate([rows, xp.full((int(extra.shape[0]), BRICK, BRICK), 0xFF, xp.uint8)])
+        order = xp.argsort(keys)
+        return keys[order], rows[order]
+
+    def rows_at(self, keys):
+        """(n, 8, 8) uint8 bit rows of the bricks *keys* (any): stored rows, full rows in
+        runs, empty elsewhere."""
+        xp = self.xp
+        pool = self.grid.channels[CHANNEL]
+        slot = self.grid.topology.lookup(keys)
+        rows = xp.where((slot >= 0)[:, None, None], pool[xp.maximum(slot, 0)], xp.uint8(0))
+        _, rkeys, rlen, _ = self._order()
+        if rkeys.shape[0]:
+            r = xp.searchsorted(rkeys, keys, side="right") - 1
+            rr = xp.maximum(r, 0)
+            inside = (r >= 0) & ((keys >> BITS) == (rkeys[rr] >> BITS)) & (keys - rkeys[rr] < rlen[rr])
+            rows = xp.where(inside[:, None, None], xp.uint8(0xFF), rows)
+        return rows
+
+    def row_chunks(self, bricks: int = CHUNK_BRICKS):
+        """(start, stop) ranges of the merged brick order, about *bricks* each, cut only
+        between rows of bricks (a new (by, bz)), so each holds whole x rows of voxels."""
+        xp = self.xp
+        stored_pos, rkeys, _, run_pos = self._order()
+        pos = backend.to_numpy(xp.concatenate([stored_pos, run_pos]))
+        row = backend.to_numpy(xp.concatenate([self.grid.topology.keys, rkeys]) >> BITS)
+        n = self.active_bricks
+        if n == 0:
+            return []
+        order = np.argsort(pos, kind="stable")
+        pos, row = pos[order], row[order]
+        starts = pos[np.flatnonzero(np.r_[True, row[1:] != row[:-1]])]
+        out, s = [], 0
+        for r in starts[1:].tolist() + [n]:
+            if r - s >= bricks:
+                out.append((s, r))
+                s = r
+        if s < n:
+            out.append((s, n))
+        return out
+
     def brick_chunks(self, bricks: int = CHUNK_BRICKS):
-        """(start, stop) ranges of bricks in key order, *bricks* at a time."""
+        """(start, stop) ranges of the merged brick order, *bricks* at a time."""
         n = self.active_bricks
         return [(s, min(n, s + bricks)) for s in range(0, n, bricks)]
 
     def coordinates_of(self, start: int, stop: int):
         """(m, 3) int32 (i, j, k) of the set voxels of bricks start … stop, brick order."""
-        xp, topo = self.xp, self.grid.topology
-        bits = unpack_rows(self.grid.channels[CHANNEL][topo.slots[start:stop]], xp)
-        b, z, y, x = xp.nonzero(bits)
-        base = topo.coords()[start:stop][b] * BRICK if stop > start else xp.zeros((0, 3), xp.int64)
+        xp = self.xp
+        keys, rows = self.bricks_of(start, stop)
+        b, z, y, x = xp.nonzero(unpack_rows(rows, xp))
+        base = brick_coords(keys, xp)[b] * BRICK if keys.shape[0] else xp.zeros((0, 3), xp.int64)
         return (base + xp.stack([x, y, z], axis=1)).astype(xp.int32)
 
     def chunks(self, bricks: int = CHUNK_BRICKS):
@@ -161,18 +322,18 @@ class SparseVoxels:
         from ..grid import bitgrid
         from . import VoxelGrid
 
-        xp, topo = self.xp, self.grid.topology
+        xp = self.xp
         nx, ny, nz = self.spec.shape
         dense = xp.zeros((nz + BRICK, ny + BRICK, nx + BRICK), bool)
+        lz, ly, lx = (a.ravel() for a in xp.meshgrid(*(xp.arange(BRICK),) * 3, indexing="ij"))
         for s, e in self.brick_chunks():
-            bits = unpack_rows(self.grid.channels[CHANNEL][topo.slots[s:e]], xp).astype(bool)
-            base = topo.coords()[s:e] * BRICK
-            nb = (e - s)
-            lz, ly, lx = (a.ravel() for a in xp.meshgrid(*(xp.arange(BRICK),) * 3, indexing="ij"))
+            keys, rows = self.bricks_of(s, e)
+            bits = unpack_rows(rows, xp).astype(bool)
+            base = brick_coords(keys, xp) * BRICK
             z = (base[:, 2:3] + lz).ravel()
             y = (base[:, 1:2] + ly).ravel()
             x = (base[:, 0:1] + lx).ravel()
-            dense[z, y, x] = bits.reshape(nb, -1).ravel()
+            dense[z, y, x] = bits.reshape(int(keys.shape[0]), -1).ravel()
         return VoxelGrid(self.spec, bitgrid.pack(dense[:nz, :ny, :nx]))
 
     def dense(self):
@@ -190,4 +351,5 @@ def to_host(result: SparseVoxels) -> SparseVoxels:
     out = SparseGrid(topo, g.origin, g.voxel_size)
     out.channels = {k: backend.to_numpy(v) for k, v in g.channels.items()}
     out.backgrounds = dict(g.backgrounds)
+    out.tiles = {k: Tiles(backend.to_numpy(v.runs), v.value) for k, v in g.tiles.items()}
     return SparseVoxels(result.spec, out)

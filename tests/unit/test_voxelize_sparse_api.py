@@ -48,7 +48,9 @@ def test_sparse_result_answers_as_the_dense_grid(name, res, mode, vote):
     want = dense.coordinates()
     key = lambda a: np.sort((a[:, 2].astype(np.int64) * spec.shape[1] + a[:, 1]) * spec.shape[0] + a[:, 0])  # noqa
     assert np.array_equal(key(ijk), key(want))
-    assert got.nbytes >= got.active_bricks * (64 + 8)  # bit rows and keys at least
+    # bit rows and keys of the stored bricks at least, 32 B a run of full bricks
+    assert got.nbytes >= got.stored_bricks * (64 + 8) + 32 * len(got.runs)
+    assert got.active_bricks == got.stored_bricks + got.full_bricks
 
 
 def test_sparse_grid_of_nothing_is_empty():
