@@ -12,6 +12,7 @@ import numpy as np
 
 from .. import backend
 from ..grid import GridSpec, bitgrid
+from ..memory import trim_heap
 from ..progress import report, scaled
 from . import voxelize
 from .attributes import owner_triangles
@@ -52,6 +53,7 @@ def compute_group(base, soup, segments, spec, request, vote, guard=None, table=N
     table = default_material_table(soup) if table is None else table
     grid = voxelize(verts, tris, spec, request.mode, vote=vote, xp=xp, progress=scaled(progress, 0.0, 0.5))
     bits = grid.bits
+    trim_heap()  # the voxelization's freed temporaries must not stay under the next stages' peaks
     if segments is not None:
         bits = voxelize_segments(segments.starts, segments.ends, spec, xp=np, words=bits,
                                  progress=scaled(progress, 0.5, 0.55))

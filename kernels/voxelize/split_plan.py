@@ -40,11 +40,22 @@ def splittable(request, segments) -> bool:
 
 def surface_area(mesh: SplitMesh) -> float:
     """The mesh's area in voxel units² (sets the size of the VDB tree kept)."""
+    return triangle_area(mesh.pv, mesh.triangles)
+
+
+def triangle_area(vertices, triangles) -> float:
+    """The summed area of *triangles* (in the units² of *vertices*), 65 536 at a time."""
     total = 0.0
-    for t0 in range(0, len(mesh.triangles), 1 << 16):
-        v = mesh.pv[mesh.triangles[t0:t0 + (1 << 16)]]
+    for t0 in range(0, len(triangles), 1 << 16):
+        v = np.asarray(vertices)[triangles[t0:t0 + (1 << 16)]].astype(np.float64)
         total += 0.5 * float(np.linalg.norm(np.cross(v[:, 1] - v[:, 0], v[:, 2] - v[:, 0]), axis=1).sum())
     return total
+
+
+def tree_bytes(area: float, n_triangles: int) -> int:
+    """The VDB tree of a density over a mesh of *area* voxel units²: a leaf per 8³ block
+    the surface passes through (constant blocks inside a solid are tiles)."""
+    return int(VDB_LEAF_BYTES * (LEAVES_PER_AREA * area + int(n_triangles)))
 
 
 def split_estimate(spec: GridSpec, mode: str, mesh: SplitMesh, vote: bool, layers: int, items=None, area=None,
@@ -60,7 +71,7 @@ def split_estimate(spec: GridSpec, mode: str, mesh: SplitMesh, vote: bool, layer
                                                      min(per_slab.solid, items.solid))
     kept = 24 * nv + RANGE_BYTES_PER_TRIANGLE * nt + 24 * nt  # SplitMesh: voxel units, ranges, int64 triangles
     area = surface_area(mesh) if area is None else area
-    tree = int(VDB_LEAF_BYTES * (LEAVES_PER_AREA * area + nt))
+    tree = tree_bytes(area, nt)
     voxelizing = estimate_bytes(slab, mode, 0, nt_slab, vote, xp=np, items=items)
     stage = voxelizing
     slab_voxels = nx * ny * layers
