@@ -33,7 +33,7 @@ from ..errors import InputError
 from ..grid.sample import face_lattice
 from .grid import AIR, FLUID, SOLID
 from .particles import PUSH_EPSILON
-from .transfer import _NEIGHBOUR_ORDER
+from . import transfer
 
 _F = np.float32
 
@@ -271,21 +271,15 @@ def push_out(grid, x, fallback):
     if idx.size:
         c = [cell[a][idx] for a in range(3)]
         p = [gc[a][idx] for a in range(3)]
-        best = xp.full(idx.shape, xp.inf, xp.float32)
-        target = [q.copy() for q in p]
-        for d in _NEIGHBOUR_ORDER:
-            nb = [c[a] + d[a] for a in range(3)]
+
+        def free(nb):
             ok = ~solid_at(*nb)
             if grid.closed:
                 for a in range(3):
                     ok &= (nb[a] >= 0) & (nb[a] < grid.shape[a])
-            q = [xp.fmin(xp.fmax(p[a], nb[a].astype(xp.float32) + eps), (nb[a] + 1).astype(xp.float32) - eps)
-                 for a in range(3)]
-            dist = (q[0] - p[0]) * (q[0] - p[0]) + (q[1] - p[1]) * (q[1] - p[1]) + (q[2] - p[2]) * (q[2] - p[2])
-            better = ok & (dist < best)
-            best = xp.where(better, dist, best)
-            for a in range(3):
-                target[a] = xp.where(better, q[a], target[a])
+            return ok
+
+        target, best = transfer.nearest_free_point(c, p, free, eps, xp)
         found = xp.isfinite(best)
         for a in range(3):
             gc[a][idx] = target[a]

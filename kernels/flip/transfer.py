@@ -414,6 +414,26 @@ def _g2p_advect(grid: DenseGrid, old, pos, vel, flip_ratio, dt, c):
             pos[:, a] = p
 
 
+def nearest_free_point(c, p, free, eps, xp):
+    """Push-out's search (shared by the dense and the sparse grid): for particles at cell
+    units *p* in cells *c* (lists of 3 arrays), the nearest point EPS inside each of the 26
+    neighbour cells that ``free(nb)`` accepts, ties to the first in z-y-x order. Returns
+    (target per axis, squared distance: inf where no neighbour is free)."""
+    best = xp.full(c[0].shape, xp.inf, xp.float32)
+    target = [q.copy() for q in p]
+    for d in _NEIGHBOUR_ORDER:
+        nb = [c[a] + d[a] for a in range(3)]
+        ok = free(nb)
+        q = [xp.fmin(xp.fmax(p[a], nb[a].astype(xp.float32) + eps), (nb[a] + 1).astype(xp.float32) - eps)
+             for a in range(3)]
+        dist = (q[0] - p[0]) * (q[0] - p[0]) + (q[1] - p[1]) * (q[1] - p[1]) + (q[2] - p[2]) * (q[2] - p[2])
+        better = ok & (dist < best)
+        best = xp.where(better, dist, best)
+        for a in range(3):
+            target[a] = xp.where(better, q[a], target[a])
+    return target, best
+
+
 def push_out(grid: DenseGrid, x, fallback):
     """Positions (3 arrays, world) moved out of SOLID cells and the walls: first clamped
     into the domain shrunk by PUSH_EPSILON cells, then a particle in a SOLID cell goes to the
@@ -439,20 +459,13 @@ def push_out(grid: DenseGrid, x, fallback):
     if idx.size:
         c = [cell[a][idx] for a in range(3)]
         p = [gc[a][idx] for a in range(3)]
-        best = np.full(idx.size, np.inf, np.float32)
-        target = [q.copy() for q in p]
-        for d in _NEIGHBOUR_ORDER:
-            nb = [c[a] + d[a] for a in range(3)]
+
+        def free(nb):
             ok = (nb[0] >= 0) & (nb[0] < nx) & (nb[1] >= 0) & (nb[1] < ny) & (nb[2] >= 0) & (nb[2] < nz)
             lin = (np.clip(nb[2], 0, nz - 1) * ny + np.clip(nb[1], 0, ny - 1)) * nx + np.clip(nb[0], 0, nx - 1)
-            ok &= ~solid[lin]
-            q = [np.fmin(np.fmax(p[a], nb[a].astype(np.float32) + eps), (nb[a] + 1).astype(np.float32) - eps)
-                 for a in range(3)]
-            dist = (q[0] - p[0]) * (q[0] - p[0]) + (q[1] - p[1]) * (q[1] - p[1]) + (q[2] - p[2]) * (q[2] - p[2])
-            better = ok & (dist < best)
-            best = np.where(better, dist, best)
-            for a in range(3):
-                target[a] = np.where(better, q[a], target[a])
+            return ok & ~solid[lin]
+
+        target, best = nearest_free_point(c, p, free, eps, np)
         found = np.isfinite(best)
         for a in range(3):
             gc[a][idx] = target[a]
