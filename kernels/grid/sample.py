@@ -41,9 +41,19 @@ def sample_lattice(f, fx, fy, fz, gradient=False):
     def at(i, j, k):
         return flat[(k * sy + j) * sx + i]
 
-    (i0, j0, k0), (i1, j1, k1), (tx, ty, tz) = lo, hi, t
-    p000, p100, p010, p110 = at(i0, j0, k0), at(i1, j0, k0), at(i0, j1, k0), at(i1, j1, k0)
-    p001, p101, p011, p111 = at(i0, j0, k1), at(i1, j0, k1), at(i0, j1, k1), at(i1, j1, k1)
+    (i0, j0, k0), (i1, j1, k1), t = lo, hi, t
+    corners = (at(i0, j0, k0), at(i1, j0, k0), at(i0, j1, k0), at(i1, j1, k0),
+               at(i0, j0, k1), at(i1, j0, k1), at(i0, j1, k1), at(i1, j1, k1))
+    return blend(corners, t, gradient)
+
+
+def blend(corners, t, gradient=False):
+    """The trilinear interpolant of the 8 *corners* (p000, p100, p010, p110, p001, p101,
+    p011, p111: x fastest) at fractions *t* = (tx, ty, tz), in one fixed operation order
+    (every sampler, dense or on bricks, rounds alike); with *gradient* also its partial
+    derivatives along x, y, z."""
+    p000, p100, p010, p110, p001, p101, p011, p111 = corners
+    tx, ty, tz = t
     dx00, dx10, dx01, dx11 = p100 - p000, p110 - p010, p101 - p001, p111 - p011
     c00, c10, c01, c11 = p000 + tx * dx00, p010 + tx * dx10, p001 + tx * dx01, p011 + tx * dx11
     c0 = c00 + ty * (c10 - c00)

@@ -29,6 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import InputError
+from .sample import blend
 from .sparse import BITS, BRICK, LOG2, OFFSET, Topology
 
 CELLS = BRICK ** 3  # cells per brick
@@ -209,19 +210,8 @@ class SparseMacGrid:
         i010 = step(base, 1)
         i110 = step(i100, 1)
         i001, i101, i011, i111 = (step(i, 2) for i in (base, i100, i010, i110))
-        p000, p100, p010, p110 = at(base), at(i100), at(i010), at(i110)
-        p001, p101, p011, p111 = at(i001), at(i101), at(i011), at(i111)
-        dx00, dx10, dx01, dx11 = p100 - p000, p110 - p010, p101 - p001, p111 - p011
-        c00, c10, c01, c11 = p000 + tx * dx00, p010 + tx * dx10, p001 + tx * dx01, p011 + tx * dx11
-        c0 = c00 + ty * (c10 - c00)
-        c1 = c01 + ty * (c11 - c01)
-        value = c0 + tz * (c1 - c0)
-        if not gradient:
-            return value
-        e0 = dx00 + ty * (dx10 - dx00)
-        e1 = dx01 + ty * (dx11 - dx01)
-        d0 = c10 - c00
-        return value, (e0 + tz * (e1 - e0), d0 + tz * ((c11 - c01) - d0), c1 - c0)
+        corners = (at(base), at(i100), at(i010), at(i110), at(i001), at(i101), at(i011), at(i111))
+        return blend(corners, (tx, ty, tz), gradient)
 
     def sample_faces(self, faces, x, y, z, boxes=None, gradient=False):
         """[u, v, w] at points in cell units (``sample.sample_faces`` on bricks); *boxes*:
