@@ -27,7 +27,7 @@ import numpy as np
 
 from .. import backend
 from ..checkpoint import check_state
-from ..errors import VoxFXError
+from ..errors import InputError, VoxFXError
 from ..grid import GridSpec, bitgrid
 from ..progress import report, scaled
 from ..voxelize import voxelize
@@ -181,12 +181,18 @@ class FlipSimulation:
             solid_host = backend.to_numpy(self.grid.solid)
             free = solid_host[liquid[:, 2], liquid[:, 1], liquid[:, 0]] == 0
             liquid, crossed = liquid[free], crossed[free]
+        self._seed(liquid, crossed, liquid_vertices, liquid_triangles, initial_velocity)
+
+    def _seed(self, liquid, crossed, liquid_vertices, liquid_triangles, initial_velocity) -> None:
+        """The liquid's particles in its free *liquid* cells (those its surface *crossed*
+        keep only what lies inside it) and the state of time zero: dense and sparse alike."""
+        spec, settings, xp = self.spec, self.settings, self.xp
         pos, vel = seed_particles(liquid, spec, per_cell=settings.particles_per_cell, seed=settings.seed,
                                   xp=xp, velocity=initial_velocity)
         self.pos, self.vel = keep_inside(pos, vel, crossed, settings.particles_per_cell, liquid_vertices,
                                          liquid_triangles, spec)
         if len(self.pos) == 0:
-            raise VoxFXError("The liquid source covers no free grid cell: it is empty (no volume), outside the "
+            raise InputError("The liquid source covers no free grid cell: it is empty (no volume), outside the "
                              "domain, inside an obstacle or smaller than one cell")
         self.c = xp.zeros((len(self.pos), 3, 3), dtype=xp.float32) if settings.apic else None
         self.t = 0.0

@@ -45,7 +45,7 @@ from ..progress import report, scaled
 from . import bodies, sparse_bodies, sparse_output, sparse_pressure, sparse_transfer, transfer
 from .grid import FLUID, FlipSettings
 from .particles import seed_particles
-from .sim import FlipSimulation, keep_inside, source_cells
+from .sim import FlipSimulation, source_cells
 from .sparse_band import NarrowBand
 from .sparse_grid import SparseFlipGrid, substep_margin
 
@@ -79,17 +79,7 @@ class SparseFlipSimulation(FlipSimulation):
         if self.obstacle_bodies[0].count and len(liquid):  # no liquid inside obstacles
             free = ~backend.to_numpy(sparse_bodies.contains(self.obstacle_bodies[0], xp.asarray(liquid), xp))
             liquid, crossed = liquid[free], crossed[free]
-        pos, vel = seed_particles(liquid, spec, per_cell=settings.particles_per_cell, seed=settings.seed,
-                                  xp=xp, velocity=initial_velocity)
-        self.pos, self.vel = keep_inside(pos, vel, crossed, settings.particles_per_cell, liquid_vertices,
-                                         liquid_triangles, spec)
-        if len(self.pos) == 0:
-            raise InputError("The liquid source covers no free grid cell: it is empty (no volume), outside the "
-                             "domain, inside an obstacle or smaller than one cell")
-        self.c = xp.zeros((len(self.pos), 3, 3), dtype=xp.float32) if settings.apic else None
-        self.t = 0.0
-        self.frames = 0
-        self.last = {}
+        self._seed(liquid, crossed, liquid_vertices, liquid_triangles, initial_velocity)
         self.killed = 0
 
     # ------------------------------------------------------------------ boundaries that change
