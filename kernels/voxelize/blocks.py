@@ -165,7 +165,14 @@ def exterior_faces(bits, spec: GridSpec) -> BlockMesh:
     voxel_of_face = xp.concatenate(voxel_of_face).astype(xp.int64)
     direction_of_face = xp.concatenate(direction_of_face)
 
-    # Weld: one vertex per distinct key; unique sorts, so vertices come in lattice order.
+    return weld(keys, spec, voxel_of_face, direction_of_face, xp)
+
+
+def weld(keys, spec, voxel_of_face, direction_of_face, xp):
+    """The block mesh of faces given by their 4 corner *keys* (linear indices on the
+    (nx + 1, ny + 1, nz + 1) corner lattice): one vertex per distinct key; unique sorts, so
+    vertices come in lattice order (dense, split and sparse meshes weld alike)."""
+    nx, ny, _ = spec.shape
     unique_keys, inverse = xp.unique(keys.reshape(-1), return_inverse=True)
     quads = inverse.reshape(-1, 4).astype(xp.int32)
     ci = unique_keys % (nx + 1)

@@ -26,7 +26,7 @@ import numpy as np
 from .. import backend
 from ..grid.sparse import BRICK, brick_coords, brick_keys
 from ..progress import report, scaled
-from .blocks import CORNER_OFFSETS, DIRECTIONS, BlockMesh
+from .blocks import CORNER_OFFSETS, DIRECTIONS, BlockMesh, weld
 from .sparse import unpack_rows
 from .sparse_attributes import OwnerMesh, material_and_color, row_chunks
 from .sparse_result import SparseVoxels
@@ -104,15 +104,8 @@ def block_mesh(result: SparseVoxels, spec, chunks=None, progress=None) -> BlockM
     if not keys:
         return BlockMesh(np.zeros((0, 3), np.float32), np.zeros((0, 4), np.int32), np.zeros(0, np.int64),
                          np.zeros(0, np.int8))
-    keys = np.concatenate(keys)
-    unique_keys, inverse = np.unique(keys.reshape(-1), return_inverse=True)
-    quads = inverse.reshape(-1, 4).astype(np.int32)
-    ci = unique_keys % (nx + 1)
-    cj = (unique_keys // (nx + 1)) % (ny + 1)
-    ck = unique_keys // ((nx + 1) * (ny + 1))
-    points = np.stack([ci, cj, ck], axis=1).astype(np.float64)
-    vertices = (np.asarray(spec.origin, dtype=np.float64) + points * spec.voxel_size).astype(np.float32)
-    return BlockMesh(vertices, quads, np.concatenate(voxel_of_face).astype(np.int64), np.concatenate(direction))
+    return weld(np.concatenate(keys), spec, np.concatenate(voxel_of_face).astype(np.int64),
+                np.concatenate(direction), np)
 
 
 def compute_group_sparse(base, soup, spec, request, vote, table=None, progress=None) -> SparseGroup:
