@@ -157,7 +157,12 @@ class Topology:
     @classmethod
     def from_keys(cls, keys, xp=None) -> "Topology":
         xp = xp or backend.array_module(keys)
-        keys = xp.unique(xp.asarray(keys, dtype=xp.int64))
+        return cls.of_sorted(xp.unique(xp.asarray(keys, dtype=xp.int64)), xp)
+
+    @classmethod
+    def of_sorted(cls, keys, xp=None) -> "Topology":
+        """The packed topology of *keys* already sorted and unique: brick i in slot i."""
+        xp = xp or backend.array_module(keys)
         n = int(keys.shape[0])
         return cls(keys, xp.arange(n, dtype=xp.int32), n, xp.zeros(0, xp.int32), xp)
 
@@ -264,9 +269,7 @@ class SparseGrid:
             runs = xp.zeros((0, 4), xp.int64)
         else:
             runs = xp.stack([c[first, 0], c[last, 0] + 1, c[first, 1], c[first, 2]], axis=1).astype(xp.int64)
-        n = int((~full).sum())
-        grid = SparseGrid(Topology(keys[~full], xp.arange(n, dtype=xp.int32), n, xp.zeros(0, xp.int32), xp),
-                          self.origin, self.voxel_size)
+        grid = SparseGrid(Topology.of_sorted(keys[~full], xp), self.origin, self.voxel_size)
         grid.channels[name] = xp.ascontiguousarray(data[~full])
         grid.backgrounds[name] = self.backgrounds[name]
         if runs.shape[0]:
@@ -288,9 +291,7 @@ class SparseGrid:
             data = xp.concatenate([data, xp.full((int(extra.shape[0]),) + arr.shape[1:], fill, arr.dtype)])
             order = xp.argsort(keys)
             keys, data = keys[order], data[order]
-        n = int(keys.shape[0])
-        grid = SparseGrid(Topology(keys, xp.arange(n, dtype=xp.int32), n, xp.zeros(0, xp.int32), xp),
-                          self.origin, self.voxel_size)
+        grid = SparseGrid(Topology.of_sorted(keys, xp), self.origin, self.voxel_size)
         grid.channels[name] = xp.ascontiguousarray(data)
         grid.backgrounds[name] = self.backgrounds[name]
         return grid

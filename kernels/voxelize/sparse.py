@@ -263,9 +263,7 @@ def _assemble(found, spec: GridSpec, xp) -> SparseGrid:
 
 def _grid(keys, rows, spec: GridSpec, xp) -> SparseGrid:
     """The ``SparseGrid`` of sorted unique *keys* and their bit rows, slot = position."""
-    n = int(keys.shape[0])
-    topo = Topology(keys, xp.arange(n, dtype=xp.int32), n, xp.zeros(0, xp.int32), xp)
-    grid = SparseGrid(topo, spec.origin, spec.voxel_size)
+    grid = SparseGrid(Topology.of_sorted(keys, xp), spec.origin, spec.voxel_size)
     grid.channels[CHANNEL] = xp.ascontiguousarray(rows)
     grid.backgrounds[CHANNEL] = 0
     return grid

@@ -107,9 +107,7 @@ def _clip_runs(grid: SparseGrid, shape) -> SparseGrid:
         rows = xp.concatenate([rows, xp.full((int(extra.shape[0]), BRICK, BRICK), 0xFF, xp.uint8)])
         order = xp.argsort(keys)
         keys, rows = keys[order], rows[order]
-    n = int(keys.shape[0])
-    out = SparseGrid(Topology(keys, xp.arange(n, dtype=xp.int32), n, xp.zeros(0, xp.int32), xp),
-                     grid.origin, grid.voxel_size)
+    out = SparseGrid(Topology.of_sorted(keys, xp), grid.origin, grid.voxel_size)
     out.channels[CHANNEL] = xp.ascontiguousarray(rows)
     out.backgrounds[CHANNEL] = 0
     if kept.shape[0]:
@@ -149,9 +147,7 @@ def clip_to_shape(grid: SparseGrid, shape) -> SparseGrid:
     alive[emptied] = False
     keys, slots = topo.keys[alive], topo.slots[alive]
     rows = xp.ascontiguousarray(rows[slots])
-    n = int(keys.shape[0])
-    out = SparseGrid(Topology(keys, xp.arange(n, dtype=xp.int32), n, xp.zeros(0, xp.int32), xp),
-                     grid.origin, grid.voxel_size)
+    out = SparseGrid(Topology.of_sorted(keys, xp), grid.origin, grid.voxel_size)
     out.channels[CHANNEL] = rows
     out.backgrounds[CHANNEL] = 0
     if CHANNEL in grid.tiles:
