@@ -327,6 +327,33 @@ struct OwnerList {
     int* owner;               // per listed voxel: min triangle index (init INT_MAX)
 };
 
+// The candidate depths along D of column (cu, cv): where the triangle's plane crosses the
+// column's square, one voxel of margin each way, inside the triangle's box (the whole box
+// column for slivers, n_D = 0). Shared by the dense and the sparse surface kernels.
+template <int D>
+__device__ __forceinline__ void column_depths(const Setup& s, long long cu, long long cv, long long& dlo,
+                                              long long& dhi)
+{
+    constexpr int U = (D + 1) % 3, V = (D + 2) % 3;
+    const double* n = s.n;
+    const double* v0 = s.v[0];
+    double nD = n[D], nU = n[U], nV = n[V];
+    dlo = s.lo[D];
+    dhi = s.hi[D];
+    if (!s.wide) {  // else (slivers, n_D = 0): every voxel of the box's column
+        double nv0 = (n[0] * v0[0] + n[1] * v0[1]) + n[2] * v0[2];
+        double e00 = ((nv0 - nU * ((double)cu + 0.0)) - nV * ((double)cv + 0.0)) / nD;
+        double e01 = ((nv0 - nU * ((double)cu + 0.0)) - nV * ((double)cv + 1.0)) / nD;
+        double e10 = ((nv0 - nU * ((double)cu + 1.0)) - nV * ((double)cv + 0.0)) / nD;
+        double e11 = ((nv0 - nU * ((double)cu + 1.0)) - nV * ((double)cv + 1.0)) / nD;
+        double dmin = fmin(fmin(e00, e01), fmin(e10, e11));
+        double dmax = fmax(fmax(e00, e01), fmax(e10, e11));
+        long long a = (long long)floor(dmin) - 1, b = (long long)floor(dmax) + 1;
+        dlo = a > dlo ? a : dlo;
+        dhi = b < dhi ? b : dhi;
+    }
+}
+
 template <int D, bool OWNER>
 __device__ __forceinline__ void column(const Setup& s, long long t, long long local, const Box& box,
                                        unsigned int* __restrict__ words, OwnerList list)
@@ -342,22 +369,8 @@ __device__ __forceinline__ void column(const Setup& s, long long t, long long lo
     q[V] = (double)cv;
     if (!projection_test<pc>(s, q)) return;  // the column's own projection (depth-independent)
 
-    const double* n = s.n;
-    const double* v0 = s.v[0];
-    double nD = n[D], nU = n[U], nV = n[V];
-    long long dlo = s.lo[D], dhi = s.hi[D];
-    if (!s.wide) {  // else (slivers, n_D = 0): every voxel of the box's column
-        double nv0 = (n[0] * v0[0] + n[1] * v0[1]) + n[2] * v0[2];
-        double e00 = ((nv0 - nU * ((double)cu + 0.0)) - nV * ((double)cv + 0.0)) / nD;
-        double e01 = ((nv0 - nU * ((double)cu + 0.0)) - nV * ((double)cv + 1.0)) / nD;
-        double e10 = ((nv0 - nU * ((double)cu + 1.0)) - nV * ((double)cv + 0.0)) / nD;
-        double e11 = ((nv0 - nU * ((double)cu + 1.0)) - nV * ((double)cv + 1.0)) / nD;
-        double dmin = fmin(fmin(e00, e01), fmin(e10, e11));
-        double dmax = fmax(fmax(e00, e01), fmax(e10, e11));
-        long long a = (long long)floor(dmin) - 1, b = (long long)floor(dmax) + 1;
-        dlo = a > dlo ? a : dlo;
-        dhi = b < dhi ? b : dhi;
-    }
+    long long dlo, dhi;
+    column_depths<D>(s, cu, cv, dlo, dhi);
     const long long nx = box.hi[0] - box.lo[0], ny = box.hi[1] - box.lo[1];
     const long long wx = (nx + 31) >> 5;
     for (long long d = dlo; d <= dhi; ++d) {

@@ -104,22 +104,8 @@ __device__ __forceinline__ void sparse_column(const Setup& s, long long local, B
     q[U] = (double)cu;
     q[V] = (double)cv;
     if (!projection_test<pc>(s, q)) return;
-    const double* n = s.n;
-    const double* v0 = s.v[0];
-    double nD = n[D], nU = n[U], nV = n[V];
-    long long dlo = s.lo[D], dhi = s.hi[D];
-    if (!s.wide) {
-        double nv0 = (n[0] * v0[0] + n[1] * v0[1]) + n[2] * v0[2];
-        double e00 = ((nv0 - nU * ((double)cu + 0.0)) - nV * ((double)cv + 0.0)) / nD;
-        double e01 = ((nv0 - nU * ((double)cu + 0.0)) - nV * ((double)cv + 1.0)) / nD;
-        double e10 = ((nv0 - nU * ((double)cu + 1.0)) - nV * ((double)cv + 0.0)) / nD;
-        double e11 = ((nv0 - nU * ((double)cu + 1.0)) - nV * ((double)cv + 1.0)) / nD;
-        double dmin = fmin(fmin(e00, e01), fmin(e10, e11));
-        double dmax = fmax(fmax(e00, e01), fmax(e10, e11));
-        long long a = (long long)floor(dmin) - 1, b = (long long)floor(dmax) + 1;
-        dlo = a > dlo ? a : dlo;
-        dhi = b < dhi ? b : dhi;
-    }
+    long long dlo, dhi;
+    column_depths<D>(s, cu, cv, dlo, dhi);
     for (long long d = dlo; d <= dhi; ++d) {
         q[D] = (double)d;
         if (!projection_test<p1>(s, q) || !projection_test<p2>(s, q)) continue;
