@@ -99,6 +99,19 @@ class BakeCache(CacheReader):
             return False
         return bool(data) and data.get("settings_hash") == settings_hash(settings)
 
+    def choose_format(self, settings: dict, cache_format: str, resume: bool, what: str) -> bool:
+        """Whether this bake writes Compact frames (*cache_format* "COMPACT"): a PLY bake
+        (v0.1's too) of the same *settings* goes on as PLY, with a note; a Compact bake adds
+        the format to *settings* (PLY caches keep the hash they had before the setting)."""
+        compact = cache_format == "COMPACT"
+        if compact and resume and self.baked_with(settings):
+            compact = False
+            self.note(f"The {what} bake in '{self.folder}' is PLY + VDB and goes on as such: "
+                      "Free it to bake it Compact")
+        if compact:
+            settings["cache_format"] = "compact"
+        return compact
+
     def begin(self, settings: Mapping, frame_start: int, frame_end: int, resume: bool = True) -> ResumePlan:
         """Prepare a bake of frames start..end and say what is left to do.
 

@@ -233,12 +233,7 @@ def _flip_job(context, f, cache_dir, frame_start, frame_end, resume):
            "liquids": sorted(o.name for o in liquids), "obstacles": sorted(o.name for o in obstacles), "fps": fps,
            "inflows": sorted(o.name for o in inflows), "outflows": sorted(o.name for o in outflows),
            "velocity": velocity}
-    compact = scene.voxfx.cache_format == "COMPACT"
-    if compact and resume and cache.baked_with(key):  # a PLY bake (v0.1's too) goes on in its own format
-        compact = False
-        cache.note(f"The liquid bake in '{folder}' is PLY + VDB and goes on as such: Free it to bake it Compact")
-    if compact:  # PLY caches keep the hash they had before the setting existed
-        key["cache_format"] = "compact"
+    compact = cache.choose_format(key, scene.voxfx.cache_format, resume, "liquid")
     plan = cache.begin(key, frame_start, frame_end, resume=resume)
     disk = disk_plan.liquid_plan(len(plan.todo), approx, scene.voxfx.cache_format, scene.voxfx.checkpoint_every,
                                  f.particles_per_cell)

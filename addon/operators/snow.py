@@ -203,12 +203,7 @@ def _snow_job(context, s, cache_dir, frame_start, frame_end, resume):
     key = {"settings": settings.__dict__, "domain": [list(domain.wind.origin), domain.wind.voxel_size,
                                                     list(domain.wind.shape), domain.ground_cell],
            "receivers": sorted(o.name for o in receivers), "substeps": s.substeps, "fps": fps}
-    compact = scene.voxfx.cache_format == "COMPACT"
-    if compact and resume and cache.baked_with(key):  # a PLY bake (v0.1's too) goes on in its own format
-        compact = False
-        cache.note(f"The snow bake in '{folder}' is PLY + VDB and goes on as such: Free it to bake it Compact")
-    if compact:  # PLY caches keep the hash they had before the setting existed
-        key["cache_format"] = "compact"
+    compact = cache.choose_format(key, scene.voxfx.cache_format, resume, "snow")
     plan = cache.begin(key, frame_start, frame_end, resume=resume)
     disk = disk_plan.snow_plan(len(plan.todo), settings.flake_count, int(np.prod(domain.ground_shape)),
                                int(np.prod(domain.wind.shape)), scene.voxfx.cache_format, scene.voxfx.checkpoint_every)
