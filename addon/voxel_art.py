@@ -3,7 +3,7 @@
 The Voxelize job calls in at four places, each a line or two, so the voxelizer's own
 flow stays as it is:
 
-    art = voxel_art.read(context, group, depsgraph, soup, warnings)     # main thread, after extraction
+    art = voxel_art.read(context, group, depsgraph, soup, warnings, request.outputs)  # main thread
     yield Kernel(lambda p: voxel_art.apply(arrays, soup, spec, request, art, table, p), ...)  # arrays only
     write_mesh(..., face_attributes=voxel_art.face_attributes(arrays)); voxel_art.show_colors(obj, art)
     voxel_art.write_vox(path, arrays, spec)                             # instead of write_vox(... colors=)
@@ -42,11 +42,14 @@ class ArtInputs:
     textured_materials: list  # names of materials whose colour came from an image
 
 
-def read(context, objects, depsgraph, soup, warnings: list) -> ArtInputs:
-    """The options and what they need from ``bpy`` (images, UVs): main thread."""
+def read(context, objects, depsgraph, soup, warnings: list, outputs=None) -> ArtInputs:
+    """The options and what they need from ``bpy`` (images, UVs): main thread. *outputs*
+    (the request's; default: the panel's) says whether a .vox is written (the CLI's
+    ``--out x.vox`` is, whatever the panel says)."""
     s = context.scene.voxfx.voxelize
+    vox = s.output_vox if outputs is None else "vox" in outputs
     palette = None
-    if s.output_vox and s.vox_palette == "IMAGE":
+    if vox and s.vox_palette == "IMAGE":
         if s.vox_palette_image is None:
             raise InputError("VOX Palette is Image: choose a Palette Image")
         palette = palette_from_image(textures.image_pixels(s.vox_palette_image))

@@ -97,7 +97,7 @@ def _voxelize_job(context, objects, request, warnings, frame, temporaries):
         base = f"{group[0].name}" + (f"+{len(group) - 1}" if len(group) > 1 else "")
         yield 0.95 * g_index / n, f"reading {base}"
         soup, segments = _extract(group, depsgraph, request, warnings, frame)
-        art = voxel_art.read(context, group, depsgraph, soup, warnings)  # issue 15: images, UVs (bpy)
+        art = voxel_art.read(context, group, depsgraph, soup, warnings, request.outputs)  # issue 15 (bpy)
         lo, hi = _bounds(soup, segments)
         spec = grid_for(lo, hi, request)
         vote = request.fill_holes
