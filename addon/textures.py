@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..kernels.voxelize.palette import srgb_to_linear
-from ..kernels.voxelize.texture import EXTENSIONS, sampler_code, texture_colors, voxel_centres
+from ..kernels.voxelize.texture import EXTENSIONS, TexturedMesh, sampler_code
 from . import scene_io
 
 _FOLLOW = {"MIX", "MIX_RGB", "GAMMA"}
@@ -197,17 +197,19 @@ def _corner_uvs(mesh, name):
     return values.reshape(-1, 2)
 
 
+def textured_mesh(inputs: TextureInputs, soup):
+    """The kernels' ``TexturedMesh`` of *soup* with these inputs (None when nothing is
+    textured): prepared once, for a whole grid, its z-slabs or its brick chunks."""
+    if not inputs.any:
+        return None
+    return TexturedMesh(soup.vertices, soup.triangles, inputs.uvs, inputs.image_of_triangle, inputs.images,
+                        inputs.samplers)
+
+
 def textured_colors(inputs: TextureInputs, soup, spec, ijk, owner, base_rgba, xp=None):
     """*base_rgba* (N, 4) with textured voxels' colours replaced by their texture's colour
     at the closest point of their owner triangle. Arrays only: any thread."""
-    if not inputs.any:
+    mesh = textured_mesh(inputs, soup)
+    if mesh is None:
         return base_rgba
-    xp = xp or np
-    colors, textured = texture_colors(xp.asarray(voxel_centres(ijk, spec)), xp.asarray(owner),
-                                      xp.asarray(soup.vertices), xp.asarray(soup.triangles), xp.asarray(inputs.uvs),
-                                      xp.asarray(inputs.image_of_triangle), inputs.images,
-                                      xp=xp, samplers=inputs.samplers)
-    colors, textured = (np.asarray(a.get() if hasattr(a, "get") else a) for a in (colors, textured))
-    out = np.array(base_rgba, dtype=np.float32, copy=True)
-    out[textured] = colors[textured]
-    return out
+    return mesh.recolor(spec, ijk, owner, base_rgba, xp or np)

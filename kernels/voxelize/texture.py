@@ -245,25 +245,63 @@ def texture_colors(centres, owner, vertices, triangles, uvs, image_of_triangle, 
     pixel arrays (Blender's order, bottom row first), each sampled as its *samplers*
     code says (``sampler_code``; default Linear / Repeat). Runs on *xp* (default: the
     active backend)."""
-    xp = xp or backend.xp()
-    n, t = len(owner), len(image_of_triangle)
-    if (tuple(triangles.shape) != (t, 3) or tuple(uvs.shape) != (t, 3, 2) or tuple(centres.shape) != (n, 3)
-            or vertices.ndim != 2 or vertices.shape[1] != 3):
-        raise ValueError("texture_colors: centres (N, 3), owner (N,), vertices (V, 3), triangles (T, 3), "
-                         "uvs (T, 3, 2) and image_of_triangle (T,) must agree")
-    image_index = np.asarray(backend.to_numpy(image_of_triangle)).astype(np.int64)
-    if t and image_index.max(initial=-1) >= len(images):
-        raise ValueError(f"a triangle uses image {int(image_index.max())} of {len(images)}")
-    tris = np.asarray(backend.to_numpy(triangles)).astype(np.int64)
-    verts = np.asarray(backend.to_numpy(vertices), np.float32)
-    corners = verts[tris] if t else np.zeros((0, 3, 3), np.float32)
-    ring_start, ring = triangle_rings(tris, len(verts))
-    mesh = (corners, tris.astype(np.int32), ring_start, ring)
-    start, width, height, pixels = pack_images(images)
-    packed = (start, width, height, _samplers(samplers, len(images)), pixels)
-    if xp is np:
-        return _texture_colors_numpy(centres, owner, mesh, uvs, image_of_triangle, packed)
-    return _texture_colors_cupy(xp, centres, owner, mesh, uvs, image_of_triangle, packed)
+    mesh = TexturedMesh(vertices, triangles, uvs, image_of_triangle, images, samplers)
+    return mesh.colors(centres, owner, xp)
+
+
+class TexturedMesh:
+    """A mesh's triangles, their UVs and images, prepared once (corners, the triangles
+    around each vertex, the packed images) for ``colors`` of many voxel sets: the z-slabs
+    of a split grid, the brick chunks of a sparse one. Arguments as ``texture_colors``."""
+
+    def __init__(self, vertices, triangles, uvs, image_of_triangle, images, samplers=None):
+        t = len(image_of_triangle)
+        if (tuple(triangles.shape) != (t, 3) or tuple(uvs.shape) != (t, 3, 2) or vertices.ndim != 2
+                or vertices.shape[1] != 3):
+            raise ValueError("texture_colors: centres (N, 3), owner (N,), vertices (V, 3), triangles (T, 3), "
+                             "uvs (T, 3, 2) and image_of_triangle (T,) must agree")
+        image_index = np.asarray(backend.to_numpy(image_of_triangle)).astype(np.int64)
+        if t and image_index.max(initial=-1) >= len(images):
+            raise ValueError(f"a triangle uses image {int(image_index.max())} of {len(images)}")
+        tris = np.asarray(backend.to_numpy(triangles)).astype(np.int64)
+        verts = np.asarray(backend.to_numpy(vertices), np.float32)
+        corners = verts[tris] if t else np.zeros((0, 3, 3), np.float32)
+        ring_start, ring = triangle_rings(tris, len(verts))
+        self.mesh = (corners, tris.astype(np.int32), ring_start, ring)
+        self.uvs = np.asarray(backend.to_numpy(uvs), np.float32)
+        self.image_of_triangle = image_index.astype(np.int32)
+        start, width, height, pixels = pack_images(images)
+        self.packed = (start, width, height, _samplers(samplers, len(images)), pixels)
+        self._device = None  # the same arrays on the GPU, uploaded once
+
+    @property
+    def any(self) -> bool:
+        return bool((self.image_of_triangle >= 0).any())
+
+    def colors(self, centres, owner, xp=None):
+        """((N, 4) float32 colours, (N,) bool textured): ``texture_colors``."""
+        xp = xp or backend.xp()
+        if tuple(centres.shape) != (len(owner), 3):
+            raise ValueError("texture_colors: centres (N, 3), owner (N,), vertices (V, 3), triangles (T, 3), "
+                             "uvs (T, 3, 2) and image_of_triangle (T,) must agree")
+        if xp is np:
+            return _texture_colors_numpy(np.asarray(backend.to_numpy(centres)), np.asarray(backend.to_numpy(owner)),
+                                         self.mesh, self.uvs, self.image_of_triangle, self.packed)
+        if self._device is None:
+            self._device = tuple(tuple(xp.asarray(a) for a in group)
+                                 for group in (self.mesh, (self.uvs, self.image_of_triangle), self.packed))
+        mesh, (uvs, image_of_triangle), packed = self._device
+        return _texture_colors_cupy(xp, centres, owner, mesh, uvs, image_of_triangle, packed)
+
+    def recolor(self, spec, ijk, owner, base_rgba, xp=None):
+        """*base_rgba* (N, 4) float32 with the textured voxels (integer *ijk* of *spec*,
+        owner triangles *owner*) given their texture's colour; a new host array."""
+        xp = xp or backend.xp()
+        colors, textured = self.colors(xp.asarray(voxel_centres(ijk, spec)), xp.asarray(owner), xp)
+        colors, textured = np.asarray(backend.to_numpy(colors)), np.asarray(backend.to_numpy(textured))
+        out = np.array(base_rgba, dtype=np.float32, copy=True)
+        out[textured] = colors[textured]
+        return out
 
 
 def _texture_colors_cupy(cp, centres, owner, mesh, uvs, image_of_triangle, packed):
@@ -273,7 +311,7 @@ def _texture_colors_cupy(cp, centres, owner, mesh, uvs, image_of_triangle, packe
     if n == 0:
         return out, textured
     corners, tris, ring_start, ring = (cp.asarray(a) for a in mesh)
-    start, width, height, samplers, pixels = (cp.asarray(a) for a in packed)
+    start, width, height, samplers, pixels = (cp.asarray(a) for a in packed)  # no copy when already there
     kernel = cp.RawKernel(_SOURCE, "texture_colors", options=_OPTIONS)
     args = (cp.ascontiguousarray(cp.asarray(centres, cp.float32)), cp.ascontiguousarray(cp.asarray(owner, cp.int32)),
             corners, tris, ring_start, ring, cp.ascontiguousarray(cp.asarray(uvs, cp.float32)),
