@@ -173,3 +173,45 @@ def test_sparse_result_gets_texture_colours_and_merged_faces_like_dense(register
     assert f0.shape == f1.shape and len(f0) < 2 * (2 * CELLS) ** 2  # merged
     np.testing.assert_allclose(f1, f0, atol=1e-5)
     assert a1 == pytest.approx(a0)
+
+
+def test_split_job_glue_gives_the_unsplit_art(registered):
+    """The add-on's glue for a split job (``voxel_art.slab_art`` from what ``read``
+    took from Blender: the node's images, UVs, the palette image) into the z-slab job
+    (``compute_group_split``): merged faces, face colours and the .vox equal what the
+    unsplit job's ``voxel_art.apply`` gives."""
+    from voxfx.addon import vox_export, voxel_art
+    from voxfx.addon.operators.voxelize import _material_table
+    from voxfx.addon.scene_io import extract_triangles
+    from voxfx.kernels.grid import GridSpec
+    from voxfx.kernels.voxelize.outputs import compute_group, compute_group_split
+    from voxfx.kernels.voxelize.request import Request
+
+    s, tmp = registered
+    image, _ = checker_image()
+    obj = quad(textured_material(image))
+    s.color_source, s.greedy_blocks = "TEXTURE", True
+    request = Request(mode="surface", resolution=16, outputs={"blocks", "vox"}, vox_path=str(tmp / "q.vox"))
+    depsgraph = bpy.context.evaluated_depsgraph_get()
+    soup = extract_triangles([obj], depsgraph, with_colors=True)
+    spec = GridSpec((-0.125, -0.125, -0.25), 0.125, (18, 18, 4))
+    warnings = []
+    art = voxel_art.read(bpy.context, [obj], depsgraph, soup, warnings, request.outputs)
+    table = _material_table(soup)
+    whole = compute_group("Q", soup, None, spec, request, False, table=table)
+    want = voxel_art.apply(whole, soup, spec, request, art, table)
+    assert want.blocks.quad_count < want.blocks.faces_before and not warnings
+
+    def write_vox(per_tile, counts, colors, slabs, palette=None):
+        return vox_export.write_vox_slabs(tmp / "split.vox", spec.shape, per_tile, counts, colors, slabs,
+                                          palette=palette)
+
+    split = compute_group_split("Q", soup, spec, request, False, 1, None, kind="attributes", grid=whole.grid,
+                                table=table, write_vox=write_vox,
+                                art=voxel_art.slab_art(art, soup, spec, request, table))
+    np.testing.assert_array_equal(split.blocks.quads, want.blocks.quads)
+    np.testing.assert_array_equal(split.blocks.vertices, want.blocks.vertices)
+    np.testing.assert_array_equal(voxel_art.face_attributes(split)["color"], voxel_art.face_attributes(want)["color"])
+    assert any("before merging" in w for w in split.warnings)
+    voxel_art.write_vox(tmp / "whole.vox", want, spec)
+    assert split.vox_file.read_bytes() == (tmp / "whole.vox").read_bytes()
