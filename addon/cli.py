@@ -170,6 +170,59 @@ def _voxelize_configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", required=True, metavar="PATH",
                    help="output: .vdb (density volume), .vox (MagicaVoxel) or .blend (scene with point "
                         "cloud, volume and block mesh objects)")
+    art = p.add_argument_group("voxel art (the Voxelize panel's settings of the same names)")
+    art.add_argument("--color-source", choices=sorted(COLOR_SOURCES), default="attribute",
+                     help="Color Source: each voxel's colour from the mesh's colour attribute (else its "
+                          "material's), its material, or its material's base-colour image through the UV map "
+                          "(default attribute)")
+    art.add_argument("--merge-block-faces", action="store_true",
+                     help="Merge Block Faces: the block mesh's faces of one colour and material in a plane "
+                          "merged into rectangles (.blend output)")
+    art.add_argument("--vox-palette", choices=sorted(VOX_PALETTES),
+                     help="VOX Palette: automatic (k-means in OKLab) or image (the nearest colour of "
+                          "--palette-image) (default automatic; image when --palette-image is given)")
+    art.add_argument("--palette-image", metavar="IMAGE",
+                     help="Palette Image: an image of the .blend by name, or an image file (a MagicaVoxel "
+                          "palette PNG, say)")
+
+
+COLOR_SOURCES = {"attribute": "ATTRIBUTE", "material": "MATERIAL", "texture": "TEXTURE"}
+VOX_PALETTES = {"auto": "AUTO", "image": "IMAGE"}
+
+
+def _set_voxel_art(args, settings) -> None:
+    """The voxel art options into the scene's Voxelize settings (what ``voxel_art.read``
+    reads), as the panel would set them."""
+    from ..kernels.errors import InputError
+
+    settings.color_source = COLOR_SOURCES[args.color_source]
+    settings.greedy_blocks = args.merge_block_faces
+    palette = args.vox_palette or ("image" if args.palette_image else "auto")
+    if palette == "image" and not args.palette_image:
+        raise InputError("--vox-palette image needs --palette-image (an image of the .blend or an image file)")
+    settings.vox_palette = VOX_PALETTES[palette]
+    if args.palette_image:
+        settings.vox_palette_image = _palette_image(args.palette_image)
+
+
+def _palette_image(text: str):
+    """The image named *text* in the .blend, else the image file *text*."""
+    from ..kernels.errors import InputError
+
+    image = bpy.data.images.get(text)
+    if image is not None:
+        return image
+    if not os.path.isfile(text):
+        raise InputError(f"--palette-image: no image named '{text}' in the .blend and no file '{text}'")
+    try:
+        image = bpy.data.images.load(os.path.abspath(text), check_existing=True)
+    except RuntimeError as e:
+        raise InputError(f"--palette-image: cannot read '{text}' as an image: "
+                         f"{str(e).strip().splitlines()[-1]}") from None
+    if image.size[0] == 0 or image.size[1] == 0:
+        bpy.data.images.remove(image)
+        raise InputError(f"--palette-image: cannot read '{text}' as an image (no pixels)")
+    return image
 
 
 def _voxelize_run(args) -> int:
@@ -178,6 +231,7 @@ def _voxelize_run(args) -> int:
     from .operators.voxelize import Request, voxelize_job
 
     scene = bpy.context.scene
+    _set_voxel_art(args, scene.voxfx.voxelize)
     if args.objects:
         missing = [n for n in args.objects if n not in bpy.data.objects]
         if missing:

@@ -7,10 +7,13 @@ A material is textured when its Principled BSDF's Base Color comes from an Image
 node, directly or through simple chains of Mix (colour) and Gamma nodes (the first linked
 colour input of each is followed; their own effect on the colour is not applied). The
 image node's UV map is the one named by a UV Map node on its Vector input, else the
-mesh's active render UV map, as Blender renders it. The image is sampled as the Image
-Texture node's default (Linear, Repeat) whatever the node says. Other set-ups (no image,
-procedural textures, an image without pixels, a mesh without UV map) keep the viewport /
-Base Color colour and add one warning naming the material (or object).
+mesh's active render UV map, as Blender renders it. The image is sampled as the node
+says: its interpolation (Linear or Closest; Cubic and Smart are sampled as Linear, with a
+note naming the material) and extension (Repeat, Extend, Clip or Mirror); an image used
+by two nodes of different settings is sampled each way (its pixels held once). Other
+set-ups (no image, procedural textures, an image without pixels, a mesh without UV map)
+keep the viewport / Base Color colour and add one warning naming the material (or
+object).
 
 Pixels come through ``image.pixels.foreach_get`` in Blender's order (bottom row first).
 8-bit images in the sRGB colour space are converted to linear, as Blender does before
@@ -24,7 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..kernels.voxelize.palette import srgb_to_linear
-from ..kernels.voxelize.texture import texture_colors, voxel_centres
+from ..kernels.voxelize.texture import EXTENSIONS, TexturedMesh, sampler_code
 from . import scene_io
 
 _FOLLOW = {"MIX", "MIX_RGB", "GAMMA"}
@@ -36,8 +39,9 @@ class TextureInputs:
 
     uvs: np.ndarray  # (T, 3, 2) float32
     image_of_triangle: np.ndarray  # (T,) int32, −1 where the material is not textured
-    images: list = field(default_factory=list)  # (H, W, 4) float32 linear RGBA
+    images: list = field(default_factory=list)  # (H, W, 4) float32 linear RGBA, per (image, sampler)
     image_names: list = field(default_factory=list)
+    samplers: list = field(default_factory=list)  # texture.sampler_code per entry of images
 
     @property
     def any(self) -> bool:
@@ -91,6 +95,19 @@ def image_pixels(image) -> np.ndarray:
     return pixels
 
 
+def node_sampler(node, material: str, warnings: list) -> int:
+    """``texture.sampler_code`` of an Image Texture node's interpolation and extension;
+    Cubic and Smart are sampled as Linear, said once per material."""
+    interpolation, extension = node.interpolation, node.extension
+    if interpolation not in ("Linear", "Closest"):
+        warnings.append(f"Material '{material}': its image's {interpolation} interpolation is sampled as Linear")
+        interpolation = "Linear"
+    if extension not in EXTENSIONS:  # a newer Blender's mode: the node's default
+        warnings.append(f"Material '{material}': its image's {extension} extension is sampled as Repeat")
+        extension = "REPEAT"
+    return sampler_code(interpolation, extension)
+
+
 def _uv_map_name(image_node):
     vector = image_node.inputs.get("Vector")
     if vector is not None and vector.is_linked:
@@ -107,7 +124,7 @@ def read_textures(objects, depsgraph, soup, warnings: list) -> TextureInputs:
     uvs = np.zeros((t_total, 3, 2), np.float32)
     image_of_triangle = np.full(t_total, -1, np.int32)
     inputs = TextureInputs(uvs, image_of_triangle)
-    material_image, material_uv = {}, {}
+    material_image, material_uv, pixels_of = {}, {}, {}
     for m, name in enumerate(soup.materials):
         material = _material(name)
         node, why = base_color_image(material) if material is not None else (None, "it is missing")
@@ -116,14 +133,18 @@ def read_textures(objects, depsgraph, soup, warnings: list) -> TextureInputs:
                 warnings.append(f"Material '{name}': no texture colours ({why}); using its viewport colour")
             continue
         try:
-            pixels = image_pixels(node.image)
+            if node.image.name not in pixels_of:
+                pixels_of[node.image.name] = image_pixels(node.image)
         except ValueError as error:
             warnings.append(f"Material '{name}': no texture colours ({error}); using its viewport colour")
             continue
-        if node.image.name not in inputs.image_names:
+        sampler = node_sampler(node, name, warnings)
+        key = (node.image.name, sampler)
+        if key not in zip(inputs.image_names, inputs.samplers):
             inputs.image_names.append(node.image.name)
-            inputs.images.append(pixels)
-        material_image[m] = inputs.image_names.index(node.image.name)
+            inputs.samplers.append(sampler)
+            inputs.images.append(pixels_of[node.image.name])  # the same array: stored once (pack_images)
+        material_image[m] = list(zip(inputs.image_names, inputs.samplers)).index(key)
         material_uv[m] = _uv_map_name(node)
     if not material_image:
         return inputs
@@ -176,17 +197,19 @@ def _corner_uvs(mesh, name):
     return values.reshape(-1, 2)
 
 
+def textured_mesh(inputs: TextureInputs, soup):
+    """The kernels' ``TexturedMesh`` of *soup* with these inputs (None when nothing is
+    textured): prepared once, for a whole grid, its z-slabs or its brick chunks."""
+    if not inputs.any:
+        return None
+    return TexturedMesh(soup.vertices, soup.triangles, inputs.uvs, inputs.image_of_triangle, inputs.images,
+                        inputs.samplers)
+
+
 def textured_colors(inputs: TextureInputs, soup, spec, ijk, owner, base_rgba, xp=None):
     """*base_rgba* (N, 4) with textured voxels' colours replaced by their texture's colour
     at the closest point of their owner triangle. Arrays only: any thread."""
-    if not inputs.any:
+    mesh = textured_mesh(inputs, soup)
+    if mesh is None:
         return base_rgba
-    xp = xp or np
-    colors, textured = texture_colors(xp.asarray(voxel_centres(ijk, spec)), xp.asarray(owner),
-                                      xp.asarray(soup.vertices), xp.asarray(soup.triangles), xp.asarray(inputs.uvs),
-                                      xp.asarray(inputs.image_of_triangle), inputs.images,
-                                      xp=xp)
-    colors, textured = (np.asarray(a.get() if hasattr(a, "get") else a) for a in (colors, textured))
-    out = np.array(base_rgba, dtype=np.float32, copy=True)
-    out[textured] = colors[textured]
-    return out
+    return mesh.recolor(spec, ijk, owner, base_rgba, xp or np)

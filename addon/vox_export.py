@@ -436,25 +436,29 @@ def write_atomic(path: Path, data: bytes, what: str = "file") -> None:
 
 
 def write_vox_slabs(path, shape, per_tile, owner_counts, owner_colors, slabs,
-                    model_size: int = MAX_MODEL_SIZE) -> Path:
+                    model_size: int = MAX_MODEL_SIZE, palette=None) -> Path:
     """The .vox file of a grid whose voxels come slab by slab (``kernels.voxelize.
     slab_outputs``), written into a fresh temporary beside *path* and returned: the caller
     renames it over *path* (``fsio.finish_temporary``) when the job's outputs are written.
     The palette is fixed first from the voxels per owner triangle (*owner_counts*, row 0 =
     no owner) and each owner's colour (*owner_colors*): ``quantize_histogram`` of those
     counts is the palette ``quantize_colors`` makes of every voxel's colour, so the file
-    equals ``write_vox`` of the same voxels byte for byte. A failure removes the temporary."""
+    equals ``write_vox`` of the same voxels byte for byte. A failure removes the temporary.
+    A given *palette* ((P ≤ 255, 4) uint8, voxel art's: ``art_outputs.SlabArt``) is
+    written instead, and ``slabs(None)`` gives each voxel's index into it itself."""
     path = Path(os.fspath(path))
     refuse_to_overwrite_foreign(path)
-    owner_counts = np.asarray(owner_counts, dtype=np.int64)
-    used = np.flatnonzero(owner_counts)
-    keys = color_keys(as_rgba8(np.asarray(owner_colors)[used]))
-    unique_keys, inverse = np.unique(keys, return_inverse=True)
-    counts = np.zeros(len(unique_keys), np.int64)
-    np.add.at(counts, inverse.ravel(), owner_counts[used])
-    palette, index = quantize_histogram(unique_keys, counts)
-    index_of_owner = np.zeros(len(owner_counts), np.uint8)
-    index_of_owner[used] = index[inverse.ravel()] + 1
+    index_of_owner = None
+    if palette is None:
+        owner_counts = np.asarray(owner_counts, dtype=np.int64)
+        used = np.flatnonzero(owner_counts)
+        keys = color_keys(as_rgba8(np.asarray(owner_colors)[used]))
+        unique_keys, inverse = np.unique(keys, return_inverse=True)
+        counts = np.zeros(len(unique_keys), np.int64)
+        np.add.at(counts, inverse.ravel(), owner_counts[used])
+        palette, index = quantize_histogram(unique_keys, counts)
+        index_of_owner = np.zeros(len(owner_counts), np.uint8)
+        index_of_owner[used] = index[inverse.ravel()] + 1
     temporary = fsio.temporary_for(path)
     try:
         stream_vox(temporary, shape, per_tile, palette, slabs(index_of_owner), model_size)

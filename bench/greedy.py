@@ -8,6 +8,10 @@ quads, ms of each (best of 3; on the GPU after a warm-up, synchronised). The 102
 is an estimate: both face counts grow with the surface (N²) and the time with the face
 count, so the 512³ numbers scale by 4 (quads too: from 256 to 512 both grow 4×); pass
 --sizes 1024 to measure it (1 GiB of dense bools to build the test grid on the host).
+
+--layers L (CPU) also times the split job's merge (``art_outputs``: the faces of z-slabs
+of L rows merged in parts by ``GreedyBuilder``, runs joined across slab borders) and
+checks that its mesh is the whole grid's.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from tools.package import load  # noqa: E402
 load()
 from voxfx.kernels.grid import GridSpec, bitgrid  # noqa: E402
 from voxfx.kernels.voxelize.blocks import exterior_faces  # noqa: E402
-from voxfx.kernels.voxelize.greedy import greedy_faces  # noqa: E402
+from voxfx.kernels.voxelize.greedy import GreedyBuilder, greedy_faces  # noqa: E402
 
 
 def sphere(n):
@@ -57,7 +61,20 @@ def timed(fn, sync, repeat=3):
     return out, best * 1e3
 
 
-def case(name, make, n, xp, sync, warm_up):
+def split_merge(bits, spec, labels, layers):
+    """The greedy mesh from z-slabs of *layers* rows (the split job's way)."""
+    from voxfx.kernels.voxelize.art_outputs import slab_exposed_faces
+
+    builder, base, nz = GreedyBuilder(spec), 0, spec.shape[2]
+    for k0 in range(0, nz, layers):
+        k1 = min(k0 + layers, nz)
+        for d, ijk, rank in slab_exposed_faces(bits, spec, k0, k1):
+            builder.add(d, ijk, labels[rank + base], rank + base)
+        base += bitgrid.count(bits[k0:k1])
+    return builder.finish()[0]
+
+
+def case(name, make, n, xp, sync, warm_up, layers=None):
     dense, labels = make(n)
     spec = GridSpec((0.0, 0.0, 0.0), 1.0 / n, (n, n, n))
     bits = xp.asarray(bitgrid.pack(dense))
@@ -68,8 +85,13 @@ def case(name, make, n, xp, sync, warm_up):
     per_face, t_face = timed(lambda: exterior_faces(bits, spec), sync)
     mesh, t_greedy = timed(lambda: greedy_faces(bits, spec, labels), sync)
     assert mesh.faces_before == per_face.face_count
+    split = ""
+    if layers and xp is np:
+        merged, t_split = timed(lambda: split_merge(bits, spec, labels, layers), sync, repeat=1)
+        assert np.array_equal(merged.quads, mesh.quads) and np.array_equal(merged.vertices, mesh.vertices)
+        split = f"{t_split:>12.0f}"
     print(f"{name:<14}{n:>6}{mesh.faces_before:>12,}{mesh.quad_count:>11,}"
-          f"{mesh.faces_before / max(mesh.quad_count, 1):>8.1f}{t_face:>13.0f}{t_greedy:>11.0f}")
+          f"{mesh.faces_before / max(mesh.quad_count, 1):>8.1f}{t_face:>13.0f}{t_greedy:>11.0f}{split}")
     return n, mesh.faces_before, mesh.quad_count, t_face, t_greedy
 
 
@@ -77,6 +99,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", type=int, nargs="+", default=[256, 512])
     parser.add_argument("--gpu", action="store_true")
+    parser.add_argument("--layers", type=int, help="also merge in z-slabs of this many rows (CPU)")
     args = parser.parse_args()
     xp, sync = np, lambda: None
     if args.gpu:
@@ -84,11 +107,11 @@ def main():
 
         xp, sync = cupy, cupy.cuda.Device().synchronize
     print(f"{'case':<14}{'N':>6}{'faces':>12}{'quads':>11}{'ratio':>8}{'per-face ms':>13}{'greedy ms':>11}"
-          f"  ({xp.__name__})")
+          + (f"{'slabs ms':>12}" if args.layers and not args.gpu else "") + f"  ({xp.__name__})")
     for name, make in (("sphere", sphere), ("terrain", terrain)):
         last = None
         for n in args.sizes:
-            last = case(name, make, n, xp, sync, args.gpu)
+            last = case(name, make, n, xp, sync, args.gpu, args.layers)
         n, faces, quads, t_face, t_greedy = last
         if n < 1024:
             s = (1024 / n) ** 2

@@ -13,12 +13,16 @@ children; integers little-endian; strings int32 length + bytes; dicts int32 coun
 Unknown chunks (cameras, notes, render settings) are skipped.
 
 Placement: a shape node's models are placed by the transforms above it. A frame's ``_t``
-is a translation and ``_r`` a rotation byte (bits 0–1: column of row 0's non-zero entry,
-bits 2–3: row 1's, bits 4/5/6: sign of rows 0/1/2). MagicaVoxel's pivot is a model's
-centre, so voxel v of a model of size s lands at ``floor(R (v + ½ − s/2) + t)``; without
-rotation that is ``v − s // 2 + t``, exactly what ``addon/vox_export`` writes, so its
-files come back at the grid coordinates they left. Hidden nodes and layers are skipped.
-Only the first animation frame is read.
+is a translation and ``_r`` a rotation byte (the format text's ROTATION type: bits 0–1
+column of row 0's non-zero entry, bits 2–3 row 1's, bits 4/5/6 sign of rows 0/1/2; the
+matrix applies to column vectors, v' = R v + t). The format text does not say where the
+pivot is; MagicaVoxel's is the lattice point ``s // 2`` of a model of size s (the grid
+vertex at or just below its centre), so voxel v, the unit cube [v, v + 1), lands at the
+cube around ``R (v + ½ − s // 2) + t``: voxel ``floor(R (v + ½ − s // 2) + t)``
+(tests/unit/test_voxfile.py names the evidence). Without rotation that is
+``v − s // 2 + t``, exactly what ``addon/vox_export`` writes, so its files come back at
+the grid coordinates they left. Hidden nodes and layers are skipped. Only the first
+animation frame is read.
 
 Untrusted input: every length is checked against the bytes that hold it before anything
 is allocated, model sizes are 1..256 per axis, voxels must lie in their model, the scene
@@ -90,8 +94,9 @@ class VoxScene:
         parts, colours = [], []
         for inst in self.instances:
             model = self.models[inst.model]
-            # floor(R (v + ½ − s/2) + t) in integers: twice it is R (2v + 1 − s) + 2t, exact
-            twice = (2 * model.xyzi[:, :3].astype(np.int64) + 1 - model.size) @ inst.rotation.T + 2 * inst.translation
+            # floor(R (v + ½ − s // 2) + t) in integers: twice it is R (2v + 1 − 2 (s // 2)) + 2t, exact
+            centred = 2 * model.xyzi[:, :3].astype(np.int64) + 1 - 2 * (model.size // 2)
+            twice = centred @ inst.rotation.T + 2 * inst.translation
             parts.append(twice // 2)
             colours.append(model.xyzi[:, 3])
         if not parts:

@@ -97,7 +97,7 @@ def _voxelize_job(context, objects, request, warnings, frame, temporaries):
         base = f"{group[0].name}" + (f"+{len(group) - 1}" if len(group) > 1 else "")
         yield 0.95 * g_index / n, f"reading {base}"
         soup, segments = _extract(group, depsgraph, request, warnings, frame)
-        art = voxel_art.read(context, group, depsgraph, soup, warnings)  # issue 15: images, UVs (bpy)
+        art = voxel_art.read(context, group, depsgraph, soup, warnings, request.outputs)  # issue 15 (bpy)
         lo, hi = _bounds(soup, segments)
         spec = grid_for(lo, hi, request)
         vote = request.fill_holes
@@ -129,7 +129,9 @@ def _voxelize_job(context, objects, request, warnings, frame, temporaries):
             warnings.append(f"{base}: {guard.split_note}")
             split = dict(kind=guard.split_kind, grid=arrays.grid if arrays is not None else None, table=table,
                          write_vox=_vox_writer(_vox_path(base, request), spec, temporaries)
-                         if "vox" in request.outputs else None)
+                         if "vox" in request.outputs else None,
+                         art=voxel_art.slab_art(art, soup, spec, request, table))  # issue 15
+
             arrays = yield Kernel(lambda progress, args=(base, soup, spec, request, vote, guard.split_layers),
                                   split=split: compute_group_split(*args, SlabVolume, progress=progress, **split),
                                   f"voxelizing {base} in slabs of {guard.split_layers} rows", a, b)
@@ -265,8 +267,9 @@ def _block_outputs(base, arrays: GroupArrays, spec, soup, request, result, art=N
 def _vox_writer(path, spec, temporaries):
     """``slab_outputs``' *write_vox*: the .vox file into a temporary beside *path*, listed
     in *temporaries* (renamed when the outputs are written, else removed)."""
-    def write(per_tile, owner_counts, owner_colors, slabs):
-        temporaries.append(write_vox_slabs(path, spec.shape, per_tile, owner_counts, owner_colors, slabs))
+    def write(per_tile, owner_counts, owner_colors, slabs, palette=None):
+        temporaries.append(write_vox_slabs(path, spec.shape, per_tile, owner_counts, owner_colors, slabs,
+                                           palette=palette))
         return temporaries[-1]
     return write
 

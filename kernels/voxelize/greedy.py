@@ -34,6 +34,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from .. import backend
 from ..grid.spec import GridSpec
 from . import blocks
@@ -87,59 +89,120 @@ def greedy_faces(bits, spec: GridSpec, labels=None) -> GreedyMesh:
     xp = backend.array_module(bits)
     if labels is not None:
         labels = xp.asarray(labels).astype(xp.int64).ravel()
-    nx, ny, nz = spec.shape
-    lattice = (nx + 1, ny + 1, nz + 1)
-    corner_keys, label_of, voxel_of, direction_of, area_of = [], [], [], [], []
-    faces_before = 0
+    builder = GreedyBuilder(spec, xp)
     for d in range(6):
         ijk, rank = exposed_faces(bits, spec, d)
-        faces_before += int(len(rank))
-        if len(rank) == 0:
-            continue
-        if labels is not None and len(labels) <= int(rank.max()):
+        if len(rank) and labels is not None and len(labels) <= int(rank.max()):
             raise ValueError(f"{len(labels)} labels for a grid of more set voxels")
         label = labels[rank] if labels is not None else xp.zeros(len(rank), xp.int64)
-        rects = _merge_plane_faces(ijk, label, rank, d, xp)
-        a, b, c = d // 2, (d // 2 + 1) % 3, (d // 2 + 2) % 3
-        plane, b0, b1, c0, c1, rect_label, rect_voxel = rects
-        corners = _rectangle_corners(plane + (1 - d % 2), b0, b1, c0, c1, a, b, c, d % 2, xp)
-        corner_keys.append(blocks._linear(corners.reshape(-1, 3), lattice, xp).reshape(-1, 4))
-        label_of.append(rect_label)
-        voxel_of.append(rect_voxel)
-        direction_of.append(xp.full(len(b0), d, dtype=xp.int8))
-        area_of.append((b1 - b0) * (c1 - c0))
-    if not corner_keys:
-        empty = xp.zeros(0, xp.int64)
-        return GreedyMesh(xp.zeros((0, 3), xp.float32), xp.zeros((0, 4), xp.int32), empty, empty,
-                          xp.zeros(0, xp.int8), empty, 0)
-    keys = xp.concatenate(corner_keys)
-    unique_keys, inverse = xp.unique(keys.reshape(-1), return_inverse=True)
-    ci = unique_keys % (nx + 1)
-    cj = (unique_keys // (nx + 1)) % (ny + 1)
-    ck = unique_keys // ((nx + 1) * (ny + 1))
-    points = xp.stack([ci, cj, ck], axis=1).astype(xp.float64)
-    vertices = (xp.asarray(spec.origin, dtype=xp.float64) + points * spec.voxel_size).astype(xp.float32)
-    return GreedyMesh(vertices, inverse.reshape(-1, 4).astype(xp.int32), xp.concatenate(label_of),
-                      xp.concatenate(voxel_of), xp.concatenate(direction_of),
-                      xp.concatenate(area_of).astype(xp.int64), faces_before)
+        builder.add(d, ijk, label, rank)
+    return builder.finish()[0]
 
 
-def _merge_plane_faces(ijk, label, rank, d: int, xp):
-    """Rectangles (plane, b0, b1, c0, c1, label, voxel) of the faces of direction *d*:
-    runs along b, then runs of equal extent stacked along c (module docstring)."""
+class GreedyBuilder:
+    """The greedy mesh of faces given in parts (z-slabs of a split grid, the faces of a
+    sparse result), equal to ``greedy_faces`` of all of them at once: each part's faces
+    become runs along b (``_runs``); at the end the runs of one (label, plane, row c)
+    that meet end to start across parts are joined (``_join``: a run along z cut by a
+    slab border), and the joined runs are stacked along c (``_stack``), which crosses the
+    parts on its own. The rectangles, their order, their voxel and the welded vertices
+    are then ``greedy_faces``'; a *payload* per face (its colour, say) comes along, the
+    quad's from its ``voxel_of_quad``'s face.
+
+        builder = GreedyBuilder(spec)
+        builder.add(d, ijk, label, voxel, payload)   # per part and direction
+        mesh, payload_of_quad = builder.finish()"""
+
+    def __init__(self, spec: GridSpec, xp=np):
+        self.spec, self.xp = spec, xp
+        self.runs = [[] for _ in range(6)]  # per direction: the parts' runs
+        self.faces_before = 0
+
+    def add(self, d: int, ijk, label, voxel, payload=None) -> None:
+        """Faces of direction *d*: their voxels' *ijk* (F, 3), integer *label* (F,),
+        *voxel* (F,) index (what ``voxel_of_quad`` reports) and *payload* (F, ...)."""
+        self.faces_before += int(len(voxel))
+        if len(voxel):
+            self.runs[d].append(_runs(ijk, self.xp.asarray(label).astype(self.xp.int64), voxel, payload, d, self.xp))
+
+    def finish(self):
+        """(GreedyMesh, payload per quad or None)."""
+        xp = self.xp
+        nx, ny, nz = self.spec.shape
+        lattice = (nx + 1, ny + 1, nz + 1)
+        corner_keys, label_of, voxel_of, direction_of, area_of, payload_of = [], [], [], [], [], []
+        for d in range(6):
+            parts, self.runs[d] = self.runs[d], []
+            if not parts:
+                continue
+            runs = parts[0] if len(parts) == 1 else _join([None if c[0] is None else xp.concatenate(c)
+                                                            for c in zip(*parts)], xp)
+            plane, b0, b1, c0, c1, rect_label, rect_voxel, rect_payload = _stack(runs, xp)
+            a, b, c = d // 2, (d // 2 + 1) % 3, (d // 2 + 2) % 3
+            corners = _rectangle_corners(plane + (1 - d % 2), b0, b1, c0, c1, a, b, c, d % 2, xp)
+            corner_keys.append(blocks._linear(corners.reshape(-1, 3), lattice, xp).reshape(-1, 4))
+            label_of.append(rect_label)
+            voxel_of.append(rect_voxel)
+            direction_of.append(xp.full(len(b0), d, dtype=xp.int8))
+            area_of.append((b1 - b0) * (c1 - c0))
+            payload_of.append(rect_payload)
+        if not corner_keys:
+            empty = xp.zeros(0, xp.int64)
+            return GreedyMesh(xp.zeros((0, 3), xp.float32), xp.zeros((0, 4), xp.int32), empty, empty,
+                              xp.zeros(0, xp.int8), empty, self.faces_before), None
+        keys = xp.concatenate(corner_keys)
+        unique_keys, inverse = xp.unique(keys.reshape(-1), return_inverse=True)
+        ci = unique_keys % (nx + 1)
+        cj = (unique_keys // (nx + 1)) % (ny + 1)
+        ck = unique_keys // ((nx + 1) * (ny + 1))
+        points = xp.stack([ci, cj, ck], axis=1).astype(xp.float64)
+        vertices = (xp.asarray(self.spec.origin, dtype=xp.float64) + points * self.spec.voxel_size).astype(xp.float32)
+        mesh = GreedyMesh(vertices, inverse.reshape(-1, 4).astype(xp.int32), xp.concatenate(label_of),
+                          xp.concatenate(voxel_of).astype(xp.int64), xp.concatenate(direction_of),
+                          xp.concatenate(area_of).astype(xp.int64), self.faces_before)
+        payload = None if payload_of[0] is None else xp.concatenate(payload_of)
+        return mesh, payload
+
+
+def _runs(ijk, label, voxel, payload, d: int, xp):
+    """1. Runs along b of the faces of direction *d*: (a, c, b0, b1, label, voxel,
+    payload) per run, the voxel and payload of its first face (least b). Faces sorted
+    by (label, plane a, row c, b) start a run where any of the first three changes or b
+    is not the previous b + 1 (lexsort's last key is the primary one)."""
     a, b, c = d // 2, (d // 2 + 1) % 3, (d // 2 + 2) % 3
     pa, pb, pc = ijk[:, a], ijk[:, b], ijk[:, c]
-    # 1. runs along b; lexsort's last key is the primary one
     order = xp.lexsort(xp.stack([pb, pc, pa, label]))
-    pa, pb, pc, label, rank = pa[order], pb[order], pc[order], label[order], rank[order]
+    pa, pb, pc, label, voxel = pa[order], pb[order], pc[order], label[order], voxel[order]
     start = xp.ones(len(pb), dtype=bool)
     start[1:] = ((label[1:] != label[:-1]) | (pa[1:] != pa[:-1]) | (pc[1:] != pc[:-1])
                  | (pb[1:] != pb[:-1] + 1))
     first = xp.flatnonzero(start)
     last = xp.append(first[1:], len(pb)) - 1
-    run_a, run_c, run_label, run_voxel = pa[first], pc[first], label[first], rank[first]
-    run_b0, run_b1 = pb[first], pb[last] + 1
-    # 2. stack runs of the same extent along c
+    rows = order[first]
+    return (pa[first], pc[first], pb[first], pb[last] + 1, label[first], voxel[first],
+            None if payload is None else payload[rows])
+
+
+def _join(runs, xp):
+    """Runs of several parts: those of one (label, a, c) where one ends as the next
+    begins (b1 = the next b0) made one, keeping the first's voxel and payload. Within a
+    part runs are maximal, so this joins only across the parts' borders."""
+    a, c, b0, b1, label, voxel, payload = runs
+    order = xp.lexsort(xp.stack([b0, c, a, label]))
+    a, c, b0, b1, label, voxel = a[order], c[order], b0[order], b1[order], label[order], voxel[order]
+    start = xp.ones(len(b0), dtype=bool)
+    start[1:] = (label[1:] != label[:-1]) | (a[1:] != a[:-1]) | (c[1:] != c[:-1]) | (b0[1:] != b1[:-1])
+    first = xp.flatnonzero(start)
+    last = xp.append(first[1:], len(b0)) - 1
+    return (a[first], c[first], b0[first], b1[last], label[first], voxel[first],
+            None if payload is None else payload[order[first]])
+
+
+def _stack(runs, xp):
+    """2. Rectangles (plane, b0, b1, c0, c1, label, voxel, payload): runs sorted by
+    (label, plane, b0, b1, c) start a new rectangle where any of the first four changes
+    or c is not the previous c + 1; a rectangle keeps its first (least c) run's voxel."""
+    run_a, run_c, run_b0, run_b1, run_label, run_voxel, payload = runs
     order = xp.lexsort(xp.stack([run_c, run_b1, run_b0, run_a, run_label]))
     run_a, run_c, run_label, run_voxel = run_a[order], run_c[order], run_label[order], run_voxel[order]
     run_b0, run_b1 = run_b0[order], run_b1[order]
@@ -150,7 +213,7 @@ def _merge_plane_faces(ijk, label, rank, d: int, xp):
     first = xp.flatnonzero(start)
     last = xp.append(first[1:], len(run_c)) - 1
     return (run_a[first], run_b0[first], run_b1[first], run_c[first], run_c[last] + 1,
-            run_label[first], run_voxel[first])
+            run_label[first], run_voxel[first], None if payload is None else payload[order[first]])
 
 
 def _rectangle_corners(plane, b0, b1, c0, c1, a, b, c, side, xp):

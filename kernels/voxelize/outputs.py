@@ -96,11 +96,12 @@ def compute_group(base, soup, segments, spec, request, vote, guard=None, table=N
 
 
 def compute_group_split(base, soup, spec, request, vote, layers, new_volume, progress=None, *, kind="volume",
-                        grid=None, table=None, write_vox=None) -> GroupArrays:
+                        grid=None, table=None, write_vox=None, art=None) -> GroupArrays:
     """One group's outputs split into z-slabs of *layers* rows: the Volume voxelized slab
     by slab into one density tree (``voxelize_group_split``), or (*kind* "attributes")
     the Blocks/.vox attributes of the voxelized *grid* slab by slab
-    (``slab_outputs.split_attribute_outputs``; *write_vox* writes the .vox file there).
+    (``slab_outputs.split_attribute_outputs``; *write_vox* writes the .vox file there;
+    *art*, an ``art_outputs.SlabArt``, gives colours, merged faces and the palette).
     Arrays (and the .vox temporary) only, written by the add-on."""
     if kind == "attributes":
         table = default_material_table(soup) if table is None else table
@@ -108,9 +109,11 @@ def compute_group_split(base, soup, spec, request, vote, layers, new_volume, pro
         from .slab_outputs import split_attribute_outputs
 
         blocks, out.vox_file = split_attribute_outputs(soup, spec, grid.bits, layers, request.outputs, table,
-                                                       write_vox, progress)
+                                                       write_vox, progress, art=art)
         if blocks is not None:
             out.blocks, out.face_material = blocks
+        if art is not None:  # issue 15: face colours, faces before/after merging (art_outputs.SlabArt)
+            art.finish(out)
         return out
     count, volume = voxelize_group_split(soup, spec, request, vote, layers, new_volume, progress)
     out = GroupArrays(count, volume=volume if count else None)

@@ -11,7 +11,9 @@ matrix), where equal steps look about equally different, so the palette spends i
 entries where the eye tells colours apart rather than where RGB numbers differ.
 
 ``quantize``: exact when there are at most *max_colors* distinct colours (after rounding
-to 8-bit sRGB, the precision a .vox palette has). Otherwise weighted k-means in OKLab:
+to 8-bit sRGB, the precision a .vox palette has; each entry is its voxels' mean colour,
+summed in exact fixed point, ``ColorHistogram``, so a grid quantized a z-slab at a time
+gets the same palette as all at once). Otherwise weighted k-means in OKLab:
 the distinct colours are first pooled into 6-bit-per-channel sRGB buckets (at most 2¹⁸,
 each weighted by its voxels, at its members' mean), the centres start from a variance
 cut in OKLab (split the box of largest weighted squared error along its axis of largest
@@ -68,24 +70,100 @@ def _rgba(colors) -> np.ndarray:
     return colors.astype(np.float64)
 
 
+_ONE = float(1 << 32)  # fixed point of the colour sums: exact, so the order of adding does not matter
+_BYTES = np.array([1 << 24, 1 << 16, 1 << 8, 1], np.int64)
+
+
+def color_keys(colors) -> np.ndarray:
+    """(N,) int64 key of each colour at .vox precision: its 8-bit sRGB bytes and 8-bit
+    alpha (what a palette entry can tell apart), ordered as those bytes are."""
+    rgba = _rgba(colors)
+    code8 = np.round(np.concatenate([linear_to_srgb(rgba[:, :3]), np.clip(rgba[:, 3:], 0, 1)], 1) * 255)
+    return code8.astype(np.int64) @ _BYTES
+
+
+class ColorHistogram:
+    """The distinct colours (``color_keys``) of voxels given in parts, with their voxel
+    counts and colour sums, so a palette can be made of colours that never are in memory
+    at once (a z-slab at a time, ``slab_art``):
+
+        h = ColorHistogram(); h.add(rgba_of_slab) ...; palette, label = h.quantize()
+        index = label[h.index_of(rgba)]          # a voxel's palette entry
+
+    The sums are fixed point (the linear colour clipped to 0..1, in units of 2⁻³², as
+    unsigned 64-bit integers: exact below 2³² voxels), so they, and the palette, are
+    the same whatever the parts and their order: ``quantize`` of all the colours at once
+    is this histogram filled in one part."""
+
+    def __init__(self):
+        self.keys = np.zeros(0, np.int64)  # ascending
+        self.counts = np.zeros(0, np.int64)
+        self.sums = np.zeros((0, 4), np.uint64)
+
+    def add(self, colors) -> None:
+        rgba = _rgba(colors)
+        fixed = np.round(np.clip(rgba, 0.0, 1.0) * _ONE).astype(np.uint64)
+        self._merge(color_keys(rgba), np.ones(len(rgba), np.int64), fixed)
+
+    def _merge(self, keys, counts, sums) -> None:
+        keys = np.concatenate([self.keys, keys])
+        counts = np.concatenate([self.counts, counts])
+        sums = np.concatenate([self.sums, sums])
+        if len(keys) == 0:
+            return
+        order = np.argsort(keys, kind="stable")
+        keys = keys[order]
+        first = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+        self.keys = keys[first]
+        self.counts = np.add.reduceat(counts[order], first)
+        self.sums = np.add.reduceat(sums[order], first, axis=0)
+
+    @property
+    def means(self) -> np.ndarray:
+        """(K, 4) float64 mean linear colour (clipped to 0..1) per distinct colour."""
+        return self.sums.astype(np.float64) / _ONE / self.counts[:, None]
+
+    def index_of(self, colors) -> np.ndarray:
+        """(N,) int64 row of each colour's key among ``keys`` (all must have been added)."""
+        keys = color_keys(colors)
+        at = np.minimum(np.searchsorted(self.keys, keys), max(len(self.keys) - 1, 0))
+        if len(keys) and (self.keys[at] != keys).any():
+            raise ValueError("a colour that was not added to the histogram")
+        return at
+
+    def quantize(self, max_colors: int = MAX_COLORS, iterations: int = 10):
+        """(palette (P, 4) float32 linear RGBA, P ≤ *max_colors*, palette entry (K,)
+        int32 per distinct colour): ``quantize``'s palette of the voxels added."""
+        return quantize_histogram(self.means, self.counts, max_colors, iterations, keys=self.keys)
+
+
 def quantize(colors, max_colors: int = MAX_COLORS, iterations: int = 10):
     """(palette (P, 4) float32 linear RGBA, index (N,) int32) with P ≤ *max_colors*."""
     if not 1 <= max_colors <= MAX_COLORS:
         raise InputError(f"a .vox palette holds 1..{MAX_COLORS} colours, not {max_colors}")
-    rgba = _rgba(colors)
-    if len(rgba) == 0:
+    histogram = ColorHistogram()
+    histogram.add(colors)
+    if len(histogram.keys) == 0:
         return np.zeros((0, 4), np.float32), np.zeros(0, np.int32)
-    # distinct colours at .vox precision: 8-bit sRGB and alpha
-    code8 = np.round(np.concatenate([linear_to_srgb(rgba[:, :3]), np.clip(rgba[:, 3:], 0, 1)], 1) * 255)
-    key8 = code8.astype(np.int64) @ np.array([1 << 24, 1 << 16, 1 << 8, 1], np.int64)
-    keys, first, inverse, counts = np.unique(key8, return_index=True, return_inverse=True, return_counts=True)
-    inverse = inverse.ravel()
-    distinct = _weighted_sums(rgba, inverse, len(keys)) / counts[:, None]  # mean linear colour per key
-    if len(keys) <= max_colors:
-        return distinct.astype(np.float32), inverse.astype(np.int32)
+    palette, label = histogram.quantize(max_colors, iterations)
+    return palette, label[histogram.index_of(colors)].astype(np.int32)
 
+
+def quantize_histogram(distinct, counts, max_colors: int = MAX_COLORS, iterations: int = 10, keys=None):
+    """(palette (P, 4) float32, entry (K,) int32 per distinct colour) of K distinct
+    colours at .vox precision (*distinct* (K, 4) their mean linear colours, *keys* their
+    ``color_keys`` (default: of the means), *counts* (K,) their voxels): the module's
+    k-means."""
+    if not 1 <= max_colors <= MAX_COLORS:
+        raise InputError(f"a .vox palette holds 1..{MAX_COLORS} colours, not {max_colors}")
+    distinct = np.asarray(distinct, np.float64)
+    counts = np.asarray(counts, np.int64)
+    if len(distinct) <= max_colors:
+        return distinct.astype(np.float32), np.arange(len(distinct), dtype=np.int32)
     # pool into 6-bit sRGB buckets for the fit
-    bucket_key = (code8[first, :3].astype(np.int64) >> 2) @ np.array([1 << 12, 1 << 6, 1], np.int64)
+    keys = color_keys(distinct) if keys is None else np.asarray(keys, np.int64)
+    code8 = np.stack([(keys >> shift) & 0xFF for shift in (24, 16, 8)], 1)  # the sRGB bytes
+    bucket_key = (code8 >> 2) @ np.array([1 << 12, 1 << 6, 1], np.int64)
     _, bucket_of, bucket_count = np.unique(bucket_key, return_inverse=True, return_counts=True)
     bucket_of = bucket_of.ravel()
     weight = np.bincount(bucket_of, weights=counts).astype(np.float64)
@@ -111,7 +189,7 @@ def quantize(colors, max_colors: int = MAX_COLORS, iterations: int = 10):
     label = label.ravel()
     mass = np.bincount(label, weights=counts, minlength=len(used))
     palette = _weighted_sums(distinct * counts[:, None], label, len(used)) / mass[:, None]
-    return palette.astype(np.float32), label[inverse].astype(np.int32)
+    return palette.astype(np.float32), label.astype(np.int32)
 
 
 def nearest_in_palette(colors, palette) -> np.ndarray:

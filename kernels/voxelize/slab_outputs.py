@@ -186,14 +186,18 @@ def owner_tables(soup, table):
 
 
 def split_attribute_outputs(soup, spec: GridSpec, bits, layers: int, outputs, table, write_vox=None,
-                            progress=None, model_size: int = MODEL_SIZE):
+                            progress=None, model_size: int = MODEL_SIZE, art=None):
     """Blocks and .vox of a whole packed bit grid *bits*, z-slab by z-slab of *layers* rows:
     ``(BlockMesh and its face materials, or None; what write_vox returned, or None)``.
 
     *write_vox(per_tile, owner_counts, owner_colors, slabs)* writes the file: voxels per
     tile (``tile_keys``), voxels per owner + 1 and the colour per owner + 1 (its palette),
     and ``slabs(index_of_owner)``, a generator of ``(ijk, colour index)`` per slab (a
-    second pass: owners are computed again rather than kept for every voxel)."""
+    second pass: owners are computed again rather than kept for every voxel).
+
+    *art* (``art_outputs.SlabArt``, issue 15) takes each slab's owners for its colours
+    (texture colours), merged block faces and .vox palette; the file is then written
+    with ``write_vox(..., palette=art.vox_palette())`` and ``slabs(None)``."""
     from ..grid import bitgrid
     from ..progress import report
     from .slabs import SplitMesh, owners_box, slab_ranges
@@ -201,7 +205,7 @@ def split_attribute_outputs(soup, spec: GridSpec, bits, layers: int, outputs, ta
     mesh = SplitMesh(soup.vertices, soup.triangles, spec)
     nx, ny, nz = spec.shape
     material_of, color_of = owner_tables(soup, table)
-    builder = BlockBuilder(spec) if "blocks" in outputs else None
+    builder = BlockBuilder(spec) if "blocks" in outputs and not (art is not None and art.merges) else None
     vox = "vox" in outputs and write_vox is not None
     ranges = slab_ranges(nz, layers)
     owner_counts = np.zeros(len(material_of), np.int64)
@@ -212,9 +216,13 @@ def split_attribute_outputs(soup, spec: GridSpec, bits, layers: int, outputs, ta
     for n, (k0, k1) in enumerate(ranges):
         slab = bits[k0:k1]
         owner = owners_box(mesh, (0, 0, k0), (nx, ny, k1), slab)
+        if art is not None:  # issue 15: this slab's colours, merged faces, palette counts (art_outputs)
+            art.add_slab(bits, k0, k1, owner, base)
         if builder is not None:
             keys, rank, direction = slab_faces(bits, spec, k0, k1)
             builder.add(k0, k1, keys, rank + base, direction, np.maximum(material_of[owner[rank] + 1], 0))
+            if art is not None:
+                art.add_faces(rank, direction)
             del keys, rank, direction
         if vox:
             owner_counts += np.bincount(owner + 1, minlength=len(material_of))
@@ -226,6 +234,8 @@ def split_attribute_outputs(soup, spec: GridSpec, bits, layers: int, outputs, ta
         del owner
         report(progress, (n + 1) / len(ranges) / passes, f"voxel attributes, rows {k1}/{nz}")
     blocks = builder.finish() if builder is not None else None
+    if art is not None and "blocks" in outputs:
+        blocks = art.blocks(blocks)
     if not vox:
         return blocks, None
 
@@ -233,7 +243,7 @@ def split_attribute_outputs(soup, spec: GridSpec, bits, layers: int, outputs, ta
         for n, (k0, k1) in enumerate(ranges):
             slab = bits[k0:k1]
             owner = owners_box(mesh, (0, 0, k0), (nx, ny, k1), slab)
-            index = index_of_owner[owner + 1]
+            index = index_of_owner[owner + 1] if index_of_owner is not None else art.vox_index(k0, slab, owner)
             del owner
             ijk = bitgrid.coordinates(slab, nx).astype(np.int64)
             ijk[:, 2] += k0
@@ -241,4 +251,6 @@ def split_attribute_outputs(soup, spec: GridSpec, bits, layers: int, outputs, ta
             del ijk, index  # not alive while the next slab's owners are found
             report(progress, 0.5 + 0.5 * (n + 1) / len(ranges), f"MagicaVoxel file, rows {k1}/{nz}")
 
+    if art is not None:
+        return blocks, write_vox(per_tile, owner_counts, color_of, slabs, palette=art.vox_palette())
     return blocks, write_vox(per_tile, owner_counts, color_of, slabs)

@@ -1,7 +1,8 @@
 """Texture colours: per voxel, the image colour of its owner triangle at the point of that
 triangle closest to the voxel's centre. No ``bpy`` here.
 
-    colors, textured = texture_colors(centres, owner, vertices, triangles, uvs, image_of_triangle, images)
+    colors, textured = texture_colors(centres, owner, vertices, triangles, uvs, image_of_triangle, images,
+                                      samplers=[sampler_code("Closest", "EXTEND"), ...])
 
 For voxel v with centre p and owner triangle o (``attributes.owner_triangles``):
 
@@ -14,10 +15,17 @@ For voxel v with centre p and owner triangle o (``attributes.owner_triangles``):
    the triangle's vertices, edges and face (Ericson, *Real-Time Collision Detection*
    §5.1.5); a zero-area triangle gives its first corner;
 3. its UV, α·uv₀ + β·uv₁ + γ·uv₂;
-4. the image colour there as Blender's Image Texture samples it by default (Linear
-   interpolation, Repeat extension): texel centres at ((i + ½)/W, (j + ½)/H), row 0 at
-   v = 0 (Blender's pixel order), x = u·W − ½, y = v·H − ½, the four texels around
-   (x, y) wrapped modulo W and H and blended bilinearly.
+4. the image colour there as the material's Image Texture node samples it (its
+   *sampler*, ``sampler_code``): row 0 at v = 0 (Blender's pixel order);
+   **Linear**: texel centres at ((i + ½)/W, (j + ½)/H), x = u·W − ½, y = v·H − ½, the
+   four texels around (x, y) blended bilinearly; **Closest**: the texel (⌊u·W⌋, ⌊v·H⌋).
+   Texel indices past the image follow the node's **extension**: Repeat wraps them
+   modulo W and H, Extend clamps them to the edge, Mirror reflects them (… 1 0 | 0 1 …
+   W−1 | W−1 W−2 …), Clip makes them transparent black (RGBA 0: a Linear sample at
+   the border blends the edge with it), as the node's documentation says and Blender's
+   Image Texture node does (tests/blender/test_textures_blender.py compares with
+   Geometry Nodes' own Image Texture node). Cubic and Smart are sampled as Linear (the
+   add-on says so).
 
 Voxels whose owner is −1 or whose triangle has no image (image index −1) get NaN and
 ``textured`` False; the caller gives them their material's colour.
@@ -77,14 +85,52 @@ VOXFX_HD inline float distance2_to(const float* p, const float* q, float* u, flo
     return d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
 }
 
-VOXFX_HD inline long long wrap(long long i, long long n) { return ((i % n) + n) % n; }
+// Texel i of n along one axis under the Image Texture extension (0 Repeat, 1 Extend,
+// 2 Clip, 3 Mirror); -1: past the image under Clip (transparent black).
+VOXFX_HD inline long long texel_index(long long i, long long n, int extension) {
+    if (extension == 1) return i < 0 ? 0 : (i >= n ? n - 1 : i);
+    if (extension == 2) return (i < 0 || i >= n) ? -1 : i;
+    if (extension == 3) {
+        long long m = (i < 0 ? -i - 1 : i) % (2 * n);
+        return m >= n ? 2 * n - 1 - m : m;
+    }
+    return ((i % n) + n) % n;
+}
+
+VOXFX_HD inline float texel(const float* px, long long W, long long i, long long j, int k) {
+    return (i < 0 || j < 0) ? 0.0f : px[4 * (j * W + i) + k];
+}
+
+// The colour at (s, r) of a W × H RGBA image px, as sampler (bit 0: Closest, else
+// Linear; bits 1-2: extension) samples it, into out[0..3].
+VOXFX_HD inline void sample_image(float s, float r, int sampler, long long W, long long H, const float* px,
+                                  float* out) {
+    int extension = sampler >> 1;
+    if (sampler & 1) {  // Closest: the texel under (s W, r H)
+        float x = floorf(s * (float)W), y = floorf(r * (float)H);
+        long long i = texel_index((long long)x, W, extension), j = texel_index((long long)y, H, extension);
+        for (int k = 0; k < 4; ++k) out[k] = texel(px, W, i, j, k);
+        return;
+    }
+    float x = s * (float)W - 0.5f, y = r * (float)H - 0.5f;  // Linear: texel centres at (i + 1/2) / W
+    float x0 = floorf(x), y0 = floorf(y);
+    float fx = x - x0, fy = y - y0;
+    long long i0 = texel_index((long long)x0, W, extension), i1 = texel_index((long long)x0 + 1, W, extension);
+    long long j0 = texel_index((long long)y0, H, extension), j1 = texel_index((long long)y0 + 1, H, extension);
+    for (int k = 0; k < 4; ++k) {
+        float p00 = texel(px, W, i0, j0, k), p10 = texel(px, W, i1, j0, k);
+        float p01 = texel(px, W, i0, j1, k), p11 = texel(px, W, i1, j1, k);
+        float low = (1.0f - fx) * p00 + fx * p10, high = (1.0f - fx) * p01 + fx * p11;
+        out[k] = (1.0f - fy) * low + fy * high;
+    }
+}
 
 // Colour of voxel i into out[4 i .. 4 i + 3]; returns whether it had a texture.
 VOXFX_HD inline bool texture_color_of(long long i, const float* centres, const int* owner, const float* corners,
                                       const int* triangles, const long long* ring_start, const int* ring,
                                       const float* uvs, const int* image_of_triangle, const long long* image_start,
-                                      const int* image_width, const int* image_height, const float* pixels,
-                                      float* out) {
+                                      const int* image_width, const int* image_height, const int* samplers,
+                                      const float* pixels, float* out) {
     int t = owner[i];
     int image = t >= 0 ? image_of_triangle[t] : -1;
     if (image < 0) {
@@ -108,19 +154,8 @@ VOXFX_HD inline bool texture_color_of(long long i, const float* centres, const i
     const float* uv = uvs + 6 * (long long)t;
     float s = u * uv[0] + v * uv[2] + w * uv[4];
     float r = u * uv[1] + v * uv[3] + w * uv[5];
-    long long W = image_width[image], H = image_height[image];
-    float x = s * (float)W - 0.5f, y = r * (float)H - 0.5f;
-    float x0 = floorf(x), y0 = floorf(y);
-    float fx = x - x0, fy = y - y0;
-    long long i0 = wrap((long long)x0, W), j0 = wrap((long long)y0, H);
-    long long i1 = wrap(i0 + 1, W), j1 = wrap(j0 + 1, H);
-    const float* px = pixels + image_start[image];
-    for (int k = 0; k < 4; ++k) {
-        float p00 = px[4 * (j0 * W + i0) + k], p10 = px[4 * (j0 * W + i1) + k];
-        float p01 = px[4 * (j1 * W + i0) + k], p11 = px[4 * (j1 * W + i1) + k];
-        float low = (1.0f - fx) * p00 + fx * p10, high = (1.0f - fx) * p01 + fx * p11;
-        out[4 * i + k] = (1.0f - fy) * low + fy * high;
-    }
+    sample_image(s, r, samplers[image], image_width[image], image_height[image], pixels + image_start[image],
+                 out + 4 * i);
     return true;
 }
 
@@ -129,13 +164,12 @@ extern "C" __global__ void texture_colors(const float* centres, const int* owner
                                           const int* triangles, const long long* ring_start, const int* ring,
                                           const float* uvs, const int* image_of_triangle,
                                           const long long* image_start, const int* image_width,
-                                          const int* image_height, const float* pixels, float* out,
-                                          bool* textured, long long n) {
+                                          const int* image_height, const int* samplers, const float* pixels,
+                                          float* out, bool* textured, long long n) {
     long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     textured[i] = texture_color_of(i, centres, owner, corners, triangles, ring_start, ring, uvs, image_of_triangle,
-                                   image_start,
-                                   image_width, image_height, pixels, out);
+                                   image_start, image_width, image_height, samplers, pixels, out);
 }
 #endif
 """
@@ -151,20 +185,34 @@ def voxel_centres(ijk, spec, xp=np):
     return (origin + (xp.asarray(ijk).astype(xp.float64) + 0.5) * spec.voxel_size).astype(xp.float32)
 
 
+INTERPOLATIONS = {"Linear": 0, "Closest": 1, "Cubic": 0, "Smart": 0}  # Cubic, Smart: sampled as Linear
+EXTENSIONS = {"REPEAT": 0, "EXTEND": 1, "CLIP": 2, "MIRROR": 3}
+
+
+def sampler_code(interpolation: str = "Linear", extension: str = "REPEAT") -> int:
+    """The sampler of an Image Texture node's ``interpolation`` and ``extension``: bit 0
+    Closest, bits 1–2 the extension (the default, 0, is Linear / Repeat)."""
+    return INTERPOLATIONS[interpolation] | EXTENSIONS[extension] << 1
+
+
 def pack_images(images):
     """(start (M,) int64 into the flat pixels, width (M,) int32, height (M,) int32, flat
-    float32 RGBA pixels) of (H, W, 4) images, rows bottom first."""
-    starts, widths, heights, flat = [], [], [], []
+    float32 RGBA pixels) of (H, W, 4) images, rows bottom first. An array given twice
+    (one image under two samplers) is stored once."""
+    starts, widths, heights, flat, seen = [], [], [], [], {}
     at = 0
     for image in images:
+        key = id(image)
         image = np.asarray(image, dtype=np.float32)
         if image.ndim != 3 or image.shape[2] != 4 or image.shape[0] < 1 or image.shape[1] < 1:
             raise ValueError(f"an image must be (H, W, 4) RGBA, not {image.shape}")
-        starts.append(at)
+        if key not in seen:
+            seen[key] = at
+            flat.append(image.reshape(-1))
+            at += image.size
+        starts.append(seen[key])
         heights.append(image.shape[0])
         widths.append(image.shape[1])
-        flat.append(image.reshape(-1))
-        at += image.size
     pixels = np.concatenate(flat) if flat else np.zeros(4, np.float32)
     return (np.asarray(starts, np.int64).reshape(-1), np.asarray(widths, np.int32).reshape(-1),
             np.asarray(heights, np.int32).reshape(-1), pixels)
@@ -180,52 +228,101 @@ def triangle_rings(triangles, vertex_count):
     return ring_start, (order // 3).astype(np.int32)
 
 
-def texture_colors(centres, owner, vertices, triangles, uvs, image_of_triangle, images, xp=None):
+def _samplers(samplers, count):
+    if samplers is None:
+        return np.zeros(count, np.int32)
+    samplers = np.asarray(samplers, np.int32).reshape(-1)
+    if len(samplers) != count or (samplers < 0).any() or (samplers > 7).any():
+        raise ValueError(f"one sampler code (0..7, sampler_code) per image: {count} images, {len(samplers)} codes")
+    return samplers
+
+
+def texture_colors(centres, owner, vertices, triangles, uvs, image_of_triangle, images, xp=None, samplers=None):
     """((N, 4) float32 colours, (N,) bool textured) of voxels at *centres* (N, 3) with owner
     triangles *owner* (N,) int (−1: none), over the mesh *vertices* (V, 3) / *triangles*
     (T, 3) with per triangle its corner *uvs* (T, 3, 2) and image index
     *image_of_triangle* (T,) (−1: none) into *images*, a list of (H, W, 4) float32 RGBA
-    pixel arrays (Blender's order, bottom row first). Runs on *xp* (default: the active
-    backend)."""
-    xp = xp or backend.xp()
-    n, t = len(owner), len(image_of_triangle)
-    if (tuple(triangles.shape) != (t, 3) or tuple(uvs.shape) != (t, 3, 2) or tuple(centres.shape) != (n, 3)
-            or vertices.ndim != 2 or vertices.shape[1] != 3):
-        raise ValueError("texture_colors: centres (N, 3), owner (N,), vertices (V, 3), triangles (T, 3), "
-                         "uvs (T, 3, 2) and image_of_triangle (T,) must agree")
-    image_index = np.asarray(backend.to_numpy(image_of_triangle)).astype(np.int64)
-    if t and image_index.max(initial=-1) >= len(images):
-        raise ValueError(f"a triangle uses image {int(image_index.max())} of {len(images)}")
-    tris = np.asarray(backend.to_numpy(triangles)).astype(np.int64)
-    verts = np.asarray(backend.to_numpy(vertices), np.float32)
-    corners = verts[tris] if t else np.zeros((0, 3, 3), np.float32)
-    ring_start, ring = triangle_rings(tris, len(verts))
-    mesh = (corners, tris.astype(np.int32), ring_start, ring)
-    start, width, height, pixels = pack_images(images)
-    if xp is np:
-        return _texture_colors_numpy(centres, owner, mesh, uvs, image_of_triangle, start, width, height, pixels)
-    return _texture_colors_cupy(xp, centres, owner, mesh, uvs, image_of_triangle, start, width, height, pixels)
+    pixel arrays (Blender's order, bottom row first), each sampled as its *samplers*
+    code says (``sampler_code``; default Linear / Repeat). Runs on *xp* (default: the
+    active backend)."""
+    mesh = TexturedMesh(vertices, triangles, uvs, image_of_triangle, images, samplers)
+    return mesh.colors(centres, owner, xp)
 
 
-def _texture_colors_cupy(cp, centres, owner, mesh, uvs, image_of_triangle, start, width, height, pixels):
+class TexturedMesh:
+    """A mesh's triangles, their UVs and images, prepared once (corners, the triangles
+    around each vertex, the packed images) for ``colors`` of many voxel sets: the z-slabs
+    of a split grid, the brick chunks of a sparse one. Arguments as ``texture_colors``."""
+
+    def __init__(self, vertices, triangles, uvs, image_of_triangle, images, samplers=None):
+        t = len(image_of_triangle)
+        if (tuple(triangles.shape) != (t, 3) or tuple(uvs.shape) != (t, 3, 2) or vertices.ndim != 2
+                or vertices.shape[1] != 3):
+            raise ValueError("texture_colors: centres (N, 3), owner (N,), vertices (V, 3), triangles (T, 3), "
+                             "uvs (T, 3, 2) and image_of_triangle (T,) must agree")
+        image_index = np.asarray(backend.to_numpy(image_of_triangle)).astype(np.int64)
+        if t and image_index.max(initial=-1) >= len(images):
+            raise ValueError(f"a triangle uses image {int(image_index.max())} of {len(images)}")
+        tris = np.asarray(backend.to_numpy(triangles)).astype(np.int64)
+        verts = np.asarray(backend.to_numpy(vertices), np.float32)
+        corners = verts[tris] if t else np.zeros((0, 3, 3), np.float32)
+        ring_start, ring = triangle_rings(tris, len(verts))
+        self.mesh = (corners, tris.astype(np.int32), ring_start, ring)
+        self.uvs = np.asarray(backend.to_numpy(uvs), np.float32)
+        self.image_of_triangle = image_index.astype(np.int32)
+        start, width, height, pixels = pack_images(images)
+        self.packed = (start, width, height, _samplers(samplers, len(images)), pixels)
+        self._device = None  # the same arrays on the GPU, uploaded once
+
+    @property
+    def any(self) -> bool:
+        return bool((self.image_of_triangle >= 0).any())
+
+    def colors(self, centres, owner, xp=None):
+        """((N, 4) float32 colours, (N,) bool textured): ``texture_colors``."""
+        xp = xp or backend.xp()
+        if tuple(centres.shape) != (len(owner), 3):
+            raise ValueError("texture_colors: centres (N, 3), owner (N,), vertices (V, 3), triangles (T, 3), "
+                             "uvs (T, 3, 2) and image_of_triangle (T,) must agree")
+        if xp is np:
+            return _texture_colors_numpy(np.asarray(backend.to_numpy(centres)), np.asarray(backend.to_numpy(owner)),
+                                         self.mesh, self.uvs, self.image_of_triangle, self.packed)
+        if self._device is None:
+            self._device = tuple(tuple(xp.asarray(a) for a in group)
+                                 for group in (self.mesh, (self.uvs, self.image_of_triangle), self.packed))
+        mesh, (uvs, image_of_triangle), packed = self._device
+        return _texture_colors_cupy(xp, centres, owner, mesh, uvs, image_of_triangle, packed)
+
+    def recolor(self, spec, ijk, owner, base_rgba, xp=None):
+        """*base_rgba* (N, 4) float32 with the textured voxels (integer *ijk* of *spec*,
+        owner triangles *owner*) given their texture's colour; a new host array."""
+        xp = xp or backend.xp()
+        colors, textured = self.colors(xp.asarray(voxel_centres(ijk, spec)), xp.asarray(owner), xp)
+        colors, textured = np.asarray(backend.to_numpy(colors)), np.asarray(backend.to_numpy(textured))
+        out = np.array(base_rgba, dtype=np.float32, copy=True)
+        out[textured] = colors[textured]
+        return out
+
+
+def _texture_colors_cupy(cp, centres, owner, mesh, uvs, image_of_triangle, packed):
     n = len(owner)
     out = cp.empty((n, 4), cp.float32)
     textured = cp.empty(n, cp.bool_)
     if n == 0:
         return out, textured
     corners, tris, ring_start, ring = (cp.asarray(a) for a in mesh)
+    start, width, height, samplers, pixels = (cp.asarray(a) for a in packed)  # no copy when already there
     kernel = cp.RawKernel(_SOURCE, "texture_colors", options=_OPTIONS)
     args = (cp.ascontiguousarray(cp.asarray(centres, cp.float32)), cp.ascontiguousarray(cp.asarray(owner, cp.int32)),
             corners, tris, ring_start, ring, cp.ascontiguousarray(cp.asarray(uvs, cp.float32)),
-            cp.ascontiguousarray(cp.asarray(image_of_triangle, cp.int32)), cp.asarray(start), cp.asarray(width),
-            cp.asarray(height), cp.asarray(pixels), out, textured, np.int64(n))
+            cp.ascontiguousarray(cp.asarray(image_of_triangle, cp.int32)), start, width, height, samplers, pixels,
+            out, textured, np.int64(n))
     kernel(((n + _THREADS - 1) // _THREADS,), (_THREADS,), args)
     return out, textured
 
 
-def _texture_colors_numpy(centres, owner, mesh, uvs, image_of_triangle, start, width, height, pixels):
+def _texture_colors_numpy(centres, owner, mesh, uvs, image_of_triangle, packed):
     """The CUDA source's arithmetic on arrays, operation for operation, in float32."""
-    f = np.float32
     corners, tris, ring_start, ring = mesh
     owner = np.asarray(owner, np.int64)
     image_of_triangle = np.asarray(image_of_triangle, np.int64)
@@ -239,26 +336,67 @@ def _texture_colors_numpy(centres, owner, mesh, uvs, image_of_triangle, start, w
         p = np.asarray(centres, np.float32)[chunk]
         t, (u, v, w) = _nearest_triangle(p, owner[chunk], image[chunk], corners, tris, ring_start, ring,
                                          image_of_triangle)
-        img = image[chunk]
         uv = np.asarray(uvs, np.float32)[t]
         su = u * uv[:, 0, 0] + v * uv[:, 1, 0] + w * uv[:, 2, 0]
         r = u * uv[:, 0, 1] + v * uv[:, 1, 1] + w * uv[:, 2, 1]
-        W, H = width[img].astype(np.int64), height[img].astype(np.int64)
-        x = su * W.astype(f) - f(0.5)
-        y = r * H.astype(f) - f(0.5)
+        out[chunk] = sample_images(su, r, image[chunk], packed)
+    return out, textured
+
+
+def sample_images(s, r, image, packed):
+    """(N, 4) float32: image *image* (N,) of *packed* (start, width, height, samplers,
+    pixels) at (s, r) (N,) float32 each, as its sampler says: the CUDA ``sample_image``
+    on arrays, operation for operation."""
+    f = np.float32
+    start, width, height, samplers, pixels = packed
+    s, r = np.asarray(s, f), np.asarray(r, f)
+    W, H = width[image].astype(np.int64), height[image].astype(np.int64)
+    sampler = samplers[image]
+    extension, closest = sampler >> 1, (sampler & 1) == 1
+    base = start[image][:, None] + np.arange(4)[None, :]
+    out = np.empty((len(s), 4), f)
+    c = np.flatnonzero(closest)  # Closest: the texel under (s W, r H)
+    if len(c):
+        x, y = np.floor(s[c] * W[c].astype(f)), np.floor(r[c] * H[c].astype(f))
+        i = texel_index(x.astype(np.int64), W[c], extension[c])
+        j = texel_index(y.astype(np.int64), H[c], extension[c])
+        out[c] = texel_at(pixels, base[c], W[c], i, j)
+    lin = np.flatnonzero(~closest)
+    if len(lin):
+        e, w_, h_ = extension[lin], W[lin], H[lin]
+        x = s[lin] * w_.astype(f) - f(0.5)
+        y = r[lin] * h_.astype(f) - f(0.5)
         x0, y0 = np.floor(x), np.floor(y)
         fx, fy = x - x0, y - y0
-        i0, j0 = x0.astype(np.int64) % W, y0.astype(np.int64) % H
-        i1, j1 = (i0 + 1) % W, (j0 + 1) % H
-        base = start[img][:, None] + np.arange(4)[None, :]
+        ix, iy = x0.astype(np.int64), y0.astype(np.int64)
+        i0, i1 = texel_index(ix, w_, e), texel_index(ix + 1, w_, e)
+        j0, j1 = texel_index(iy, h_, e), texel_index(iy + 1, h_, e)
+        b = base[lin]
+        low = ((f(1) - fx)[:, None] * texel_at(pixels, b, w_, i0, j0)
+               + fx[:, None] * texel_at(pixels, b, w_, i1, j0))
+        high = ((f(1) - fx)[:, None] * texel_at(pixels, b, w_, i0, j1)
+                + fx[:, None] * texel_at(pixels, b, w_, i1, j1))
+        out[lin] = (f(1) - fy)[:, None] * low + fy[:, None] * high
+    return out
 
-        def texel(i, j, base=base, W=W):
-            return pixels[base + (4 * (j * W + i))[:, None]]
 
-        low = (f(1) - fx)[:, None] * texel(i0, j0) + fx[:, None] * texel(i1, j0)
-        high = (f(1) - fx)[:, None] * texel(i0, j1) + fx[:, None] * texel(i1, j1)
-        out[chunk] = (f(1) - fy)[:, None] * low + fy[:, None] * high
-    return out, textured
+def texel_index(i, n, extension):
+    """The CUDA ``texel_index`` on arrays: texel i of n under the extension (0 Repeat,
+    1 Extend, 2 Clip, 3 Mirror); −1 past the image under Clip."""
+    repeat = ((i % n) + n) % n
+    extend = np.clip(i, 0, n - 1)
+    clip = np.where((i < 0) | (i >= n), -1, i)
+    m = np.where(i < 0, -i - 1, i) % (2 * n)
+    mirror = np.where(m >= n, 2 * n - 1 - m, m)
+    return np.select([extension == 1, extension == 2, extension == 3], [extend, clip, mirror], repeat)
+
+
+def texel_at(pixels, base, W, i, j):
+    """(N, 4) RGBA of texel (i, j) per row (rows at *base* of width *W*); transparent
+    black where i or j is −1 (past the image under Clip)."""
+    outside = (i < 0) | (j < 0)
+    values = pixels[base + (4 * (np.maximum(j, 0) * W + np.maximum(i, 0)))[:, None]]
+    return np.where(outside[:, None], np.float32(0), values)
 
 
 def _nearest_triangle(p, owner, image, corners, tris, ring_start, ring, image_of_triangle):

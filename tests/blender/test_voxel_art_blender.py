@@ -128,3 +128,90 @@ def test_automatic_vox_palette_is_srgb_of_the_colours(registered):
     assert set(index.tolist()) == {1}
     expected = np.round(linear_to_srgb(np.array([0.2])) * 255)[0]
     assert tuple(scene.palette[0]) == (expected, expected, expected, 255)
+
+
+def mesh_faces(obj):
+    """(sorted rows of corner positions + colour, total area) of a block mesh object."""
+    mesh = obj.data
+    co = np.empty(3 * len(mesh.vertices), np.float32)
+    mesh.vertices.foreach_get("co", co)
+    co = co.reshape(-1, 3)
+    loops = np.empty(len(mesh.loops), np.int32)
+    mesh.loops.foreach_get("vertex_index", loops)
+    corners = np.sort(co[loops.reshape(-1, 4)].round(5).reshape(-1, 4, 3), axis=1).reshape(-1, 12)
+    rows = np.concatenate([corners, colors_of(mesh).round(6)], 1)
+    return rows[np.lexsort(rows.T[::-1])], sum(p.area for p in mesh.polygons)
+
+
+def test_sparse_result_gets_texture_colours_and_merged_faces_like_dense(registered):
+    """The same textured quad voxelized dense and sparse (Sparse: Always): the sparse
+    points carry the same texture colours and its merged block mesh has the same faces,
+    areas and face colours (before, sparse results kept material colours and one face
+    per voxel side, with a warning)."""
+    s, _ = registered
+    image, _ = checker_image()
+    obj = quad(textured_material(image))
+    select_only(obj)
+    s.resolution, s.mode, s.color_source = 2 * CELLS, "SURFACE", "TEXTURE"
+    s.output_points, s.output_blocks, s.greedy_blocks = True, True, True
+    got = {}
+    for sparse in ("NEVER", "ALWAYS"):
+        s.sparse = sparse
+        assert bpy.ops.voxfx.voxelize() == {"FINISHED"}
+        points = bpy.data.objects["Quad_voxels"].data
+        pos = np.empty(3 * len(points.points), np.float32)
+        points.attributes["position"].data.foreach_get("vector", pos)
+        pos = pos.reshape(-1, 3)
+        order = np.lexsort(pos.T[::-1])
+        got[sparse] = (pos[order], colors_of(points)[order], *mesh_faces(bpy.data.objects["Quad_blocks"]))
+        for name in ("Quad_voxels", "Quad_blocks"):
+            bpy.data.objects.remove(bpy.data.objects[name])
+    (p0, c0, f0, a0), (p1, c1, f1, a1) = got["NEVER"], got["ALWAYS"]
+    np.testing.assert_array_equal(p0, p1)
+    np.testing.assert_allclose(c1, c0, atol=1e-6)
+    assert len(np.unique(c0.round(5), axis=0)) >= CELLS * CELLS  # texture colours, not one material colour
+    assert f0.shape == f1.shape and len(f0) < 2 * (2 * CELLS) ** 2  # merged
+    np.testing.assert_allclose(f1, f0, atol=1e-5)
+    assert a1 == pytest.approx(a0)
+
+
+def test_split_job_glue_gives_the_unsplit_art(registered):
+    """The add-on's glue for a split job (``voxel_art.slab_art`` from what ``read``
+    took from Blender: the node's images, UVs, the palette image) into the z-slab job
+    (``compute_group_split``): merged faces, face colours and the .vox equal what the
+    unsplit job's ``voxel_art.apply`` gives."""
+    from voxfx.addon import vox_export, voxel_art
+    from voxfx.addon.operators.voxelize import _material_table
+    from voxfx.addon.scene_io import extract_triangles
+    from voxfx.kernels.grid import GridSpec
+    from voxfx.kernels.voxelize.outputs import compute_group, compute_group_split
+    from voxfx.kernels.voxelize.request import Request
+
+    s, tmp = registered
+    image, _ = checker_image()
+    obj = quad(textured_material(image))
+    s.color_source, s.greedy_blocks = "TEXTURE", True
+    request = Request(mode="surface", resolution=16, outputs={"blocks", "vox"}, vox_path=str(tmp / "q.vox"))
+    depsgraph = bpy.context.evaluated_depsgraph_get()
+    soup = extract_triangles([obj], depsgraph, with_colors=True)
+    spec = GridSpec((-0.125, -0.125, -0.25), 0.125, (18, 18, 4))
+    warnings = []
+    art = voxel_art.read(bpy.context, [obj], depsgraph, soup, warnings, request.outputs)
+    table = _material_table(soup)
+    whole = compute_group("Q", soup, None, spec, request, False, table=table)
+    want = voxel_art.apply(whole, soup, spec, request, art, table)
+    assert want.blocks.quad_count < want.blocks.faces_before and not warnings
+
+    def write_vox(per_tile, counts, colors, slabs, palette=None):
+        return vox_export.write_vox_slabs(tmp / "split.vox", spec.shape, per_tile, counts, colors, slabs,
+                                          palette=palette)
+
+    split = compute_group_split("Q", soup, spec, request, False, 1, None, kind="attributes", grid=whole.grid,
+                                table=table, write_vox=write_vox,
+                                art=voxel_art.slab_art(art, soup, spec, request, table))
+    np.testing.assert_array_equal(split.blocks.quads, want.blocks.quads)
+    np.testing.assert_array_equal(split.blocks.vertices, want.blocks.vertices)
+    np.testing.assert_array_equal(voxel_art.face_attributes(split)["color"], voxel_art.face_attributes(want)["color"])
+    assert any("before merging" in w for w in split.warnings)
+    voxel_art.write_vox(tmp / "whole.vox", want, spec)
+    assert split.vox_file.read_bytes() == (tmp / "whole.vox").read_bytes()

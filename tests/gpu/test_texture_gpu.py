@@ -9,6 +9,7 @@ from voxfx.kernels.voxelize.texture import texture_colors
 
 @pytest.mark.parametrize("n", [1, 1000, 300_000])
 def test_gpu_texture_colors_match_cpu(n):
+    """Random samplers per image: every Image Texture interpolation and extension."""
     import cupy as cp
 
     rng = np.random.default_rng()
@@ -21,10 +22,12 @@ def test_gpu_texture_colors_match_cpu(n):
     image_of_triangle[rng.random(t) < 0.5] = 2  # many neighbours share an image
     owner = rng.integers(-1, t, size=n).astype(np.int32)
     centres = (rng.normal(size=(n, 3)) * 2).astype(np.float32)
-    ref, ref_textured = texture_colors(centres, owner, vertices, triangles, uvs, image_of_triangle, images, xp=np)
+    samplers = rng.integers(0, 8, size=len(images))  # any interpolation × extension per image
+    ref, ref_textured = texture_colors(centres, owner, vertices, triangles, uvs, image_of_triangle, images, xp=np,
+                                       samplers=samplers)
     gpu, gpu_textured = texture_colors(cp.asarray(centres), cp.asarray(owner), cp.asarray(vertices),
                                        cp.asarray(triangles), cp.asarray(uvs), cp.asarray(image_of_triangle), images,
-                                       xp=cp)
+                                       xp=cp, samplers=samplers)
     gpu, gpu_textured = cp.asnumpy(gpu), cp.asnumpy(gpu_textured)
     np.testing.assert_array_equal(gpu_textured, ref_textured)
     np.testing.assert_allclose(gpu[ref_textured], ref[ref_textured], rtol=0, atol=1e-5)

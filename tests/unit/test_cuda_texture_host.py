@@ -43,13 +43,15 @@ int main(int argc, char** argv) {
     auto start = load<long long>("start.bin", m);
     auto width = load<int>("width.bin", m);
     auto height = load<int>("height.bin", m);
+    auto samplers = load<int>("samplers.bin", m);
     auto pixels = load<float>("pixels.bin", p);
     std::vector<float> out(4 * n);
     std::vector<unsigned char> textured(n);
     for (long long i = 0; i < n; ++i)
         textured[i] = texture_color_of(i, centres.data(), owner.data(), corners.data(), triangles.data(),
                                        ring_start.data(), ring.data(), uvs.data(), image.data(),
-                                       start.data(), width.data(), height.data(), pixels.data(), out.data());
+                                       start.data(), width.data(), height.data(), samplers.data(), pixels.data(),
+                                       out.data());
     FILE* f = fopen("out.bin", "wb");
     fwrite(out.data(), sizeof(float), 4 * n, f);
     fwrite(textured.data(), 1, n, f);
@@ -70,14 +72,14 @@ def harness(tmp_path_factory):
     return folder
 
 
-def run(folder, centres, owner, vertices, triangles, uvs, image_of_triangle, images):
+def run(folder, centres, owner, vertices, triangles, uvs, image_of_triangle, images, samplers):
     start, width, height, pixels = texture.pack_images(images)
     ring_start, ring = texture.triangle_rings(triangles, len(vertices))
     arrays = {"centres": centres.astype(np.float32), "owner": owner.astype(np.int32),
               "corners": vertices[triangles].astype(np.float32), "triangles": triangles.astype(np.int32),
               "ring_start": ring_start, "ring": ring, "uvs": uvs.astype(np.float32),
               "image": image_of_triangle.astype(np.int32), "start": start, "width": width, "height": height,
-              "pixels": pixels}
+              "samplers": np.asarray(samplers, np.int32), "pixels": pixels}
     for name, a in arrays.items():
         (folder / f"{name}.bin").write_bytes(np.ascontiguousarray(a).tobytes())
     n = len(owner)
@@ -88,8 +90,10 @@ def run(folder, centres, owner, vertices, triangles, uvs, image_of_triangle, ima
     return out, np.frombuffer(data[16 * n:], np.uint8).astype(bool)
 
 
-@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("seed", range(8))
 def test_host_build_of_the_cuda_sampler_matches_numpy(harness, seed):
+    """Every interpolation × extension (seed 0..7 is the sampler code of the middle
+    image; the others are random), UVs far outside [0, 1]."""
     rng = np.random.default_rng(seed)
     t, n, v = 50, 4000, 30
     vertices = rng.normal(size=(v, 3)).astype(np.float32)
@@ -101,9 +105,10 @@ def test_host_build_of_the_cuda_sampler_matches_numpy(harness, seed):
     image_of_triangle[rng.random(t) < 0.5] = 1  # many neighbours share an image
     owner = rng.integers(-1, t, size=n)
     centres = (rng.normal(size=(n, 3)) * 2).astype(np.float32)
-    host, host_textured = run(harness, centres, owner, vertices, triangles, uvs, image_of_triangle, images)
+    samplers = [int(rng.integers(8)), seed, int(rng.integers(8))]
+    host, host_textured = run(harness, centres, owner, vertices, triangles, uvs, image_of_triangle, images, samplers)
     ref, ref_textured = texture.texture_colors(centres, owner, vertices, triangles, uvs, image_of_triangle, images,
-                                               xp=np)
+                                               xp=np, samplers=samplers)
     np.testing.assert_array_equal(host_textured, ref_textured)
     assert host_textured.any() and (~host_textured).any()
     np.testing.assert_array_equal(host[ref_textured], ref[ref_textured])  # same float32 operations

@@ -111,3 +111,31 @@ def test_bad_colours_are_refused():
         quantize(np.array([[np.nan, 0, 0]], np.float32))
     with pytest.raises(InputError):
         quantize(np.zeros((3, 3), np.float32), max_colors=256)
+
+
+def test_histogram_in_parts_gives_the_palette_of_all_at_once():
+    """A grid's colours counted a slab at a time, in any order and cut, give ``quantize``'s
+    palette bit for bit (exact fixed-point sums), on the k-means path (> 255 colours)."""
+    from voxfx.kernels.voxelize.palette import ColorHistogram
+
+    rgba = image_like_colours(20000, seed=5)
+    palette, index = quantize(rgba)
+    rng = np.random.default_rng(2)
+    for _ in range(3):
+        cuts = np.sort(rng.choice(np.arange(1, len(rgba)), size=rng.integers(1, 40), replace=False))
+        parts = np.split(rgba, cuts)
+        histogram = ColorHistogram()
+        for p in rng.permutation(len(parts)):
+            histogram.add(parts[p])
+        got, label = histogram.quantize()
+        np.testing.assert_array_equal(got, palette)
+        np.testing.assert_array_equal(label[histogram.index_of(rgba)], index)
+
+
+def test_histogram_refuses_a_colour_it_never_counted():
+    from voxfx.kernels.voxelize.palette import ColorHistogram
+
+    histogram = ColorHistogram()
+    histogram.add(np.array([[0.5, 0.5, 0.5, 1.0]], np.float32))
+    with pytest.raises(ValueError, match="not added"):
+        histogram.index_of(np.array([[0.1, 0.5, 0.5, 1.0]], np.float32))
