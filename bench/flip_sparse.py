@@ -23,7 +23,8 @@ measured/floor ratios: the bytes a stage must at least move — topology: positi
 per CG iteration ten float32 streams over the fluid cells (``bench/flip.py``'s model);
 project: pressure, cell and faces read, faces written (29 B/cell); G2P + advection:
 positions and velocities read and written (48, APIC +72 B/particle), new and old faces
-read (24 B/cell). Cells are the active bricks' (bricks · 512).
+read (24 B/cell). Cells are the active bricks' (bricks · 512). A last line splits the
+topology, P2G and projection stages into their calls (``SUBSTAGES``).
 """
 
 from __future__ import annotations
@@ -60,19 +61,29 @@ def floors(particles, cells, fluid_cells, iterations, apic=False):
     return {k: v / BANDWIDTH * 1e3 for k, v in per.items()}
 
 
-def timed_sparse_substep(sim, dt, ev):
+SUBSTAGES = ["margin", "update", "bin+gather", "classify", "extrapolate", "old+gravity", "boundaries", "project",
+             "fluid faces+extrapolate"]
+
+
+def timed_sparse_substep(sim, dt, ev, sub):
+    """ms per stage (``STAGES``), CG iterations and ms per sub-stage (``SUBSTAGES``)."""
     g, s = sim.grid, sim.settings
     ev[0].record()
     margin = substep_margin(float(transfer.max_speed(sim.vel)), dt, sim.spec.voxel_size,
                             float(np.linalg.norm(s.gravity)))
-    g.update(sim.pos, margin, sim.obstacle, sim.obstacle_velocity, bodies=sim.obstacle_bodies)
+    sub[0].record()
+    added, freed = g.update(sim.pos, margin, sim.obstacle, sim.obstacle_velocity, bodies=sim.obstacle_bodies)
     ev[1].record()
     sparse_transfer.particles_to_grid(g, sim.pos, sim.vel, sim.c)
+    sub[1].record()
     sparse_transfer.classify(g, sim.pos)
+    sub[2].record()
     sparse_transfer.extrapolate(g)
+    sub[3].record()
     old = tuple(f.copy() for f in g.faces())
     for name, a in zip(g.FACES, s.gravity):
         g[name] = g[name] + np.float32(a * dt)
+    sub[4].record()
     sparse_transfer.enforce_boundaries(g)
     ev[2].record()
     p, stats = sparse_pressure.solve_pressure(g, dt, tolerance=s.pressure_tolerance,
@@ -80,6 +91,7 @@ def timed_sparse_substep(sim, dt, ev):
                                               preconditioner=sim.preconditioner)
     ev[3].record()
     sparse_pressure.project(g, p, dt)
+    sub[5].record()
     sparse_transfer.extrapolate(g, valid=sparse_transfer.fluid_faces(g))
     ev[4].record()
     sparse_transfer.g2p_advect(g, old, sim.pos, sim.vel, s.flip_ratio, dt, sim.c)
@@ -87,7 +99,11 @@ def timed_sparse_substep(sim, dt, ev):
     ev[5].synchronize()
     import cupy as cp
 
-    return [cp.cuda.get_elapsed_time(ev[i], ev[i + 1]) for i in range(5)], stats["iterations"]
+    t = cp.cuda.get_elapsed_time
+    order = [ev[0], sub[0], ev[1], sub[1], sub[2], sub[3], sub[4], ev[2]]
+    parts = [t(a, b) for a, b in zip(order, order[1:])] + [t(ev[3], sub[5]), t(sub[5], ev[4])]
+    parts.append(float(len(added) + len(freed) > 0))  # the bricks changed
+    return [t(ev[i], ev[i + 1]) for i in range(5)], stats["iterations"], parts
 
 
 def run(n, particles, steps, warm, sparse, max_cg=None):
@@ -100,20 +116,23 @@ def run(n, particles, steps, warm, sparse, max_cg=None):
     sim = FlipSimulation(spec, settings, v, t, xp=cp, sparse=sparse)
     dt = 1 / 120
     ev = [cp.cuda.Event() for _ in range(6)]
-    rows, its = [], []
+    sub = [cp.cuda.Event() for _ in range(6)]
+    rows, its, parts = [], [], []
     for i in range(warm + steps):
         if sparse:
-            ms, it = timed_sparse_substep(sim, dt, ev)
+            ms, it, part = timed_sparse_substep(sim, dt, ev, sub)
         else:
             ms, it = timed_substep(sim, dt, ev[:5])
-            ms = [0.0] + ms
+            ms, part = [0.0] + ms, None
         if i >= warm:
             rows.append(ms)
             its.append(it)
+            parts.append(part)
     med = list(np.median(np.array(rows), axis=0))
     extra = {"bricks": sim.grid.brick_count(), "grid MiB": sim.grid.nbytes / 2 ** 20,
              "estimate": sparse_flip_memory(spec, len(sim.pos), xp=cp, parts=True),
-             "fluid": sim.fluid_cell_count()} if sparse else {}
+             "fluid": sim.fluid_cell_count(), "parts": list(np.median(np.array(parts), axis=0)),
+             "changed": int(sum(p[-1] for p in parts)), "topology max": max(r[0] for r in rows)} if sparse else {}
     return len(sim.pos), med, int(np.median(its)), pool.total_bytes(), extra
 
 
@@ -151,6 +170,9 @@ def main():
                 fl = floors(count, extra["bricks"] * 512, extra["fluid"], it)
                 print("   floors (ms): " + ", ".join(f"{k} {v:.3f} ({m / v:.0f}×)" for (k, v), m in
                                                      zip(fl.items(), med)), flush=True)
+                print("   sub-stages (ms): " + ", ".join(f"{k} {v:.3f}" for k, v in zip(SUBSTAGES, extra["parts"]))
+                      + f"; bricks changed in {extra['changed']} of {args.steps} substeps, topology max "
+                      f"{extra['topology max']:.2f} ms", flush=True)
 
 
 if __name__ == "__main__":

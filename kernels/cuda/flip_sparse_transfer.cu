@@ -98,6 +98,23 @@ __device__ __forceinline__ bool topology_cell(const float* __restrict__ pos, lon
     return true;
 }
 
+// A full build (§5.1) starts from the bricks that hold particles: each particle's brick key
+// (its topology_cell's), −1 where not finite; a brick beyond the key range counts in
+// *beyond. Their sorted unique keys are the topology that mark_occupied then marks.
+extern "C" __global__ void particle_brick_keys(const float* __restrict__ pos, long long n, float ox, float oy,
+                                               float oz, float inv_h, int closed, int nx, int ny, int nz,
+                                               long long* __restrict__ keys, unsigned long long* __restrict__ beyond)
+{
+    const long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (p >= n) return;
+    long long c[3], key = -1;
+    if (topology_cell(pos, p, ox, oy, oz, inv_h, closed, nx, ny, nz, c)) {
+        key = sparse_key_of_voxel(c[0], c[1], c[2]);
+        if (key < 0) atomicAdd(beyond, 1ULL);
+    }
+    keys[p] = key;
+}
+
 // Incremental topology, step 1 (§5.2): every particle marks its cell in the current
 // topology (plain stores of 1: no race on the result). A particle whose cell has no brick
 // there counts in *missed* (the caller then builds from scratch). Zero `occupied` first.
@@ -138,7 +155,8 @@ __device__ __forceinline__ unsigned int axis_reach(long long b, int l, int margi
 // Step 2, one thread per pool slot: mask[slot] bit sparse_offset_index(dx, dy, dz) set where some
 // occupied cell's box reaches the brick at that offset (the union over cells of products of
 // per-axis ranges: per row (y, z) the x-ranges of its occupied cells are merged first).
-extern "C" __global__ void brick_reach(const unsigned char* __restrict__ occupied, const unsigned char* __restrict__ used,
+extern "C" __global__ void brick_reach(const unsigned char* __restrict__ occupied,
+                                       const unsigned char* __restrict__ used,
                                        const int* __restrict__ coords, long long capacity, int margin, int closed,
                                        int nx, int ny, int nz, unsigned int* __restrict__ mask)
 {
@@ -184,6 +202,28 @@ extern "C" __global__ void reach_keys(const unsigned int* __restrict__ mask, con
         if (key < 0) atomicAdd(beyond, 1ULL);
     }
     out[t] = key;
+}
+
+// Step 4, against the current topology: each reached brick that is active marks its slot
+// kept, *added counts those that are not; then count_unkept. Both zero: no brick changes.
+extern "C" __global__ void reach_compare(const long long* __restrict__ reached, long long m,
+                                         const long long* __restrict__ keys, const int* __restrict__ slots,
+                                         long long n_keys, unsigned char* __restrict__ kept,
+                                         unsigned long long* __restrict__ added)
+{
+    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= m || reached[t] < 0) return;
+    const int s = sparse_slot(keys, slots, n_keys, reached[t]);
+    if (s < 0) atomicAdd(added, 1ULL);
+    else kept[s] = 1;
+}
+
+// *freed += the active slots that no reached brick kept.
+extern "C" __global__ void count_unkept(const unsigned char* __restrict__ used, const unsigned char* __restrict__ kept,
+                                        long long capacity, unsigned long long* __restrict__ freed)
+{
+    const long long slot = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (slot < capacity && used[slot] && !kept[slot]) atomicAdd(freed, 1ULL);
 }
 
 // ------------------------------------------------------------------------------ binning (seed 003 §6)
@@ -268,13 +308,25 @@ extern "C" __global__ void p2g_gather_sparse(const float* __restrict__ spos, con
                     for (int s = first; s < last; ++s) {
                         const float g[3] = {(spos[3 * s] - ox) * inv_h, (spos[3 * s + 1] - oy) * inv_h,
                                             (spos[3 * s + 2] - oz) * inv_h};
+                        // the hat weights of this node along each axis, on the component's own
+                        // lattice (g) and on the half-shifted ones (g − ½): shared by u, v, w
+                        float w_own[3] = {0.0f, 0.0f, 0.0f}, w_half[3] = {0.0f, 0.0f, 0.0f};
+                        bool own[3], half[3];
+                        for (int a = 0; a < 3; ++a) {
+                            own[a] = hat_weight(g[a], closed, n[a], node[a], w_own[a]);
+                            half[a] = hat_weight(g[a] - 0.5f, closed, n[a], node[a], w_half[a]);
+                        }
+                        const int d[3] = {dx, dy, dz};
                         for (int comp = 0; comp < 3; ++comp) {
-                            if (!has[comp]) continue;
+                            // a particle one cell beyond the face along its axis has both its
+                            // nodes past it: only offsets −1 and 0 along comp's axis reach
+                            if (!has[comp] || d[comp] > 0) continue;
                             float f[3], wt[3];  // the particle on comp's face lattice
                             bool touches = true;
                             for (int a = 0; a < 3; ++a) {
                                 f[a] = a == comp ? g[a] : g[a] - 0.5f;
-                                touches = touches && hat_weight(f[a], closed, n[a], node[a], wt[a]);
+                                wt[a] = a == comp ? w_own[a] : w_half[a];
+                                touches = touches && (a == comp ? own[a] : half[a]);
                             }
                             if (!touches) continue;
                             const float weight = wt[0] * wt[1] * wt[2];
@@ -425,16 +477,15 @@ struct Sampler {
     long long hb[3];
 };
 
-// SparseMacGrid.sample: channel f on the lattice of box s (closed; else unbounded) at
+// SparseMacGrid.sample's look-up on the lattice of box s (closed; else unbounded) at
 // (fx, fy, fz): per axis closed c clamped to [0, s − 1], i0 = max(min(⌊c⌋, s − 2), 0),
-// i1 = min(i0 + 1, s − 1); open c (NaN → 0), i0 = ⌊c⌋, i1 = i0 + 1; the corners walked from
-// i0 by +x, +y, +z steps (a missing cell on the way reads 0, as grid.nbr does), blended.
-__device__ float sample_brick(const float* __restrict__ f, const Sampler& S, const int s[3], const float at[3],
-                              float* grad)
+// i1 = min(i0 + 1, s − 1); open c (NaN → 0), i0 = ⌊c⌋, i1 = i0 + 1; the 8 corner cells
+// (−1: reads 0) walked from i0 by +x, +y, +z steps (a missing cell on the way stays
+// missing, as grid.nbr's walk), and the fractions t.
+__device__ void corner_cells(const Sampler& S, const int s[3], const float at[3], int idx[8], float t[3])
 {
     long long i0[3];
     bool same[3];
-    float t[3];
     for (int a = 0; a < 3; ++a) {
         float c = at[a];
         if (S.closed) {
@@ -449,33 +500,44 @@ __device__ float sample_brick(const float* __restrict__ f, const Sampler& S, con
         t[a] = c - (float)i0[a];
     }
     const int* nbr27 = S.b.nbr27;
-    const int c000 = locate(S.b, i0[0], i0[1], i0[2], S.home, S.hb);
-    const int c100 = same[0] ? c000 : sparse_cell_step(nbr27, c000, 1);
-    const int c010 = same[1] ? c000 : sparse_cell_step(nbr27, c000, 3);
-    const int c110 = same[1] ? c100 : sparse_cell_step(nbr27, c100, 3);
-    const int idx[8] = {c000, c100, c010, c110, same[2] ? c000 : sparse_cell_step(nbr27, c000, 5),
-                        same[2] ? c100 : sparse_cell_step(nbr27, c100, 5), same[2] ? c010 : sparse_cell_step(nbr27, c010, 5),
-                        same[2] ? c110 : sparse_cell_step(nbr27, c110, 5)};
+    idx[0] = locate(S.b, i0[0], i0[1], i0[2], S.home, S.hb);
+    idx[1] = same[0] ? idx[0] : sparse_cell_step(nbr27, idx[0], 1);
+    idx[2] = same[1] ? idx[0] : sparse_cell_step(nbr27, idx[0], 3);
+    idx[3] = same[1] ? idx[1] : sparse_cell_step(nbr27, idx[1], 3);
+    for (int q = 0; q < 4; ++q) idx[4 + q] = same[2] ? idx[q] : sparse_cell_step(nbr27, idx[q], 5);
+}
+
+// The trilinear blend of channel f at the corners (sample.blend's order), with grad its
+// partial derivatives.
+__device__ __forceinline__ float blend_corners(const float* __restrict__ f, const int idx[8], const float t[3],
+                                               float* grad)
+{
     float p[8];
     for (int q = 0; q < 8; ++q) p[q] = idx[q] >= 0 ? f[idx[q]] : 0.0f;
     return trilinear_blend(p, t[0], t[1], t[2], grad);
 }
 
-// SparseMacGrid.sample_faces: (u, v, w) at g (cell units); grad rows ∂u_a/∂(x, y, z).
+// SparseMacGrid.sample_faces: (u, v, w) at g (cell units), grad rows ∂u_a/∂(x, y, z); with
+// old (three channels), also those at the same corners into out_old.
 __device__ void sample_faces_brick(const float* __restrict__ u, const float* __restrict__ v,
                                    const float* __restrict__ w, const Sampler& S, const float g[3], float out[3],
-                                   float* grad)
+                                   float* grad, const float* const* old = nullptr, float* out_old = nullptr)
 {
     const float* const f[3] = {u, v, w};
     for (int a = 0; a < 3; ++a) {
         const int s[3] = {S.n[0] + (a == 0), S.n[1] + (a == 1), S.n[2] + (a == 2)};
         const float at[3] = {a == 0 ? g[0] : g[0] - 0.5f, a == 1 ? g[1] : g[1] - 0.5f, a == 2 ? g[2] : g[2] - 0.5f};
-        out[a] = sample_brick(f[a], S, s, at, grad ? grad + 3 * a : nullptr);
+        int idx[8];
+        float t[3];
+        corner_cells(S, s, at, idx, t);
+        out[a] = blend_corners(f[a], idx, t, grad ? grad + 3 * a : nullptr);
+        if (old) out_old[a] = blend_corners(old[a], idx, t, nullptr);
     }
 }
 
 // Solid at lattice cell c (an inactive brick is not solid).
-__device__ __forceinline__ bool solid_at(const unsigned char* __restrict__ solid, const Sampler& S, const long long c[3])
+__device__ __forceinline__ bool solid_at(const unsigned char* __restrict__ solid, const Sampler& S,
+                                         const long long c[3])
 {
     const int idx = locate(S.b, c[0], c[1], c[2], S.home, S.hb);
     return idx >= 0 && solid[idx];
@@ -567,8 +629,8 @@ extern "C" __global__ void g2p_advect_sparse(float* __restrict__ pos, float* __r
         S.home = sparse_slot(keys, slots, n_keys, sparse_key_of_voxel(8 * S.hb[0], 8 * S.hb[1], 8 * S.hb[2]));
     }
     float un[3], uo[3], grad[9];
-    sample_faces_brick(u, v, w, S, g, un, apic ? grad : nullptr);
-    sample_faces_brick(old_u, old_v, old_w, S, g, uo, nullptr);
+    const float* const old[3] = {old_u, old_v, old_w};
+    sample_faces_brick(u, v, w, S, g, un, apic ? grad : nullptr, old, uo);  // new and old at one look-up
     for (int a = 0; a < 3; ++a) vel[3 * p + a] = flip * (vel[3 * p + a] + (un[a] - uo[a])) + pic * un[a];
     if (apic)
         for (int a = 0; a < 9; ++a) c[9 * p + a] = grad[a] * inv_h;

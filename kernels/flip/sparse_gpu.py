@@ -13,9 +13,13 @@ Topology (§5.1–5.2), per substep, incremental: each particle marks its cell i
 current topology (``mark_occupied``), one thread per brick turns its marked cells into
 the bricks their boxes (cell ± margin) reach (``brick_reach``: a 27-bit mask), and those
 bricks' keys are the new topology: the bricks of ``SparseFlipGrid.topology_keys`` exactly,
-without sorting the particles. The array path builds instead when a particle lies outside
-the current topology (the first substep, an inflow, a restore), when the margin exceeds a
-brick (8 cells: the mask would need 125 bits) or with extra cells (narrow band).
+without sorting the particles. Most substeps change no brick (``reach_compare``): then
+nothing is sorted or rebuilt, and the update is a handful of launches and one host sync.
+When a particle lies outside the current topology (the first substep, an inflow, a
+restore) the same pipeline runs on the bricks that hold particles (``full_keys``: one sort
+of a key per particle). The array path builds instead when the margin exceeds a brick (8
+cells: the mask would need 125 bits), with extra cells (narrow band) or beyond the key
+range (its error).
 
 P2G (§6–7): particles binned by pool cell (counting sort: ``count_particles_sparse`` +
 ``flip_transfer.cu``'s ``place_particles``/``sort_cell_segments``/``copy_sorted_particles``,
@@ -30,6 +34,7 @@ import numpy as np
 
 from ..grid import mac
 from ..grid.launch import Kernels
+from ..grid.sparse_mac import brick_tables
 from .particles import KERNELS as DENSE
 from .particles import PUSH_EPSILON, THREADS
 
@@ -75,28 +80,73 @@ def mark_walls(grid) -> None:
         grid[name] = a
 
 
-def incremental_keys(grid, pos, margin: int):
-    """The keys of ``grid.topology_keys(pos, margin)`` from the current topology, or None
-    where the array path must build them (module notes)."""
+def _reach(grid, pos, margin, keys, slots, used, coords, compare):
+    """The marking pipeline (module notes) on the bricks *keys* in *slots* (*used*,
+    *coords*: per slot): every reached key (−1 padded) and the flags [missed, beyond,
+    added, freed] (added/freed against *keys* when *compare*)."""
     cp = grid.xp
-    margin = int(margin)
-    n = int(pos.shape[0])
-    if grid.topology.count == 0 or margin > MAX_MARGIN or margin < 0 or n == 0:
-        return None
-    keys, slots, nk = _topo(grid)
-    occupied = cp.zeros(grid.size, cp.uint8)
-    flags = cp.zeros(2, cp.uint64)  # particles outside the topology, bricks beyond the key range
+    n, cap = int(pos.shape[0]), int(used.shape[0])
+    nk = _I64(keys.shape[0])
+    occupied = cp.zeros(cap * CELLS, cp.uint8)
+    flags = cp.zeros(4, cp.uint64)
     ox, oy, oz, _, inv_h = _frame(grid)
     KERNELS.launch("mark_occupied", n, (pos, _I64(n), ox, oy, oz, inv_h, _I32(grid.closed), *_dims(grid), keys,
-                                        slots, nk, occupied, flags[:1]))
-    cap = grid.capacity
+                                        slots, nk, occupied, flags[0:1]))
     mask = cp.empty(cap, cp.uint32)
-    KERNELS.launch("brick_reach", cap, (occupied, grid.brick_slot, grid.slot_coords, _I64(cap), _I32(margin),
-                                        _I32(grid.closed), *_dims(grid), mask))
+    KERNELS.launch("brick_reach", cap, (occupied, used, coords, _I64(cap), _I32(margin), _I32(grid.closed),
+                                        *_dims(grid), mask))
     del occupied
     reached = cp.empty(27 * cap, cp.int64)
-    KERNELS.launch("reach_keys", 27 * cap, (mask, grid.slot_coords, _I64(cap), reached, flags[1:]))
-    if int(flags.any()):  # the one host sync of the marking
+    KERNELS.launch("reach_keys", 27 * cap, (mask, coords, _I64(cap), reached, flags[1:2]))
+    if compare:
+        kept = cp.zeros(cap, cp.uint8)
+        KERNELS.launch("reach_compare", 27 * cap, (reached, _I64(27 * cap), keys, slots, nk, kept, flags[2:3]))
+        KERNELS.launch("count_unkept", cap, (used, kept, _I64(cap), flags[3:4]))
+    return reached, flags
+
+
+def incremental_keys(grid, pos, margin: int):
+    """The keys of ``grid.topology_keys(pos, margin)``, as ``(keys, same)``: *same* when
+    they are the current bricks (then *keys* is None: nothing to update); None where the
+    array path must build them (module notes). From the current topology (one host sync),
+    or, when a particle lies outside it (or there is none), from the bricks holding
+    particles (``full_keys``)."""
+    margin = int(margin)
+    if margin > MAX_MARGIN or margin < 0 or int(pos.shape[0]) == 0:
+        return None
+    t = grid.topology
+    if t.count:
+        reached, flags = _reach(grid, pos, margin, t.keys, t.slots, grid.brick_slot, grid.slot_coords, True)
+        missed, beyond, added, freed = (int(f) for f in flags.get())  # the one host sync
+        if beyond:
+            return None
+        if not missed:
+            return (None, True) if added == 0 and freed == 0 else (reached[reached >= 0], False)
+    keys = full_keys(grid, pos, margin)
+    return None if keys is None else (keys, False)
+
+
+def full_keys(grid, pos, margin: int):
+    """``topology_keys`` built from nothing (§5.1): the sorted unique bricks holding
+    particles are a topology every particle lies in; the marking pipeline on it gives the
+    bricks of their influence boxes. None where the array path must build them."""
+    cp = grid.xp
+    n = int(pos.shape[0])
+    bricks = cp.empty(n, cp.int64)
+    beyond = cp.zeros(1, cp.uint64)
+    ox, oy, oz, _, inv_h = _frame(grid)
+    KERNELS.launch("particle_brick_keys", n, (pos, _I64(n), ox, oy, oz, inv_h, _I32(grid.closed), *_dims(grid),
+                                              bricks, beyond))
+    keys = cp.unique(bricks)
+    del bricks
+    keys = keys[keys >= 0]
+    cap = int(keys.shape[0])
+    if int(beyond[0]) or cap == 0:
+        return None
+    slots = cp.arange(cap, dtype=cp.int32)
+    coords, _ = brick_tables(keys, slots, cap, cp)
+    reached, flags = _reach(grid, pos, margin, keys, slots, cp.ones(cap, cp.uint8), coords, False)
+    if int(flags[:2].any()):
         return None
     return reached[reached >= 0]
 

@@ -59,6 +59,7 @@ class SparseFlipGrid(SparseMacGrid):
         for name in ("cell", "solid", *self.EXISTS, "wall"):
             self.add(name, xp.uint8, 0)
         self.valid = None
+        self.plain_marks = False  # the marks are the walls alone (no obstacle): kept while no brick changes
 
     def faces(self):
         return tuple(self[n] for n in self.FACES)
@@ -90,13 +91,21 @@ class SparseFlipGrid(SparseMacGrid):
         ``sparse_bodies.BrickBody`` obstacles) and the faces that exist. Returns (added,
         freed) slots."""
         xp = self.xp
-        keys = None
+        found = None
         if sparse_gpu.available(self, pos) and (extra_cells is None or len(extra_cells) == 0):
-            keys = sparse_gpu.incremental_keys(self, pos, margin)
-        added, freed = self.retopologize(self.topology_keys(pos, margin, extra_cells) if keys is None else keys)
+            found = sparse_gpu.incremental_keys(self, pos, margin)
+        plain = (obstacle is None or len(obstacle) == 0) and all(b.count == 0 for b in bodies)
+        if found is not None and found[1]:  # the same bricks: same slots, tables and marks
+            added = freed = xp.zeros(0, xp.int32)
+            if plain and self.plain_marks:
+                return added, freed
+        else:
+            keys = self.topology_keys(pos, margin, extra_cells) if found is None else found[0]
+            added, freed = self.retopologize(keys)
+        self.plain_marks = plain
         if sparse_gpu.available(self):
             sparse_gpu.mark_walls(self)  # exists, wall, solid = wall
-            if (obstacle is None or len(obstacle) == 0) and all(b.count == 0 for b in bodies):
+            if plain:
                 self._solid_faces(None, None, None)
                 return added, freed
             wall = self["wall"] != 0

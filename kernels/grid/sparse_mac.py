@@ -151,10 +151,8 @@ class SparseMacGrid:
     def _brick_tables(self):
         """CuPy: ``slot_coords``, ``brick_nbr`` and from them ``nbr`` (module notes)."""
         xp, topo = self.xp, self.topology
-        cap, n = self.capacity, np.int64(topo.count)
-        self.slot_coords = xp.zeros((cap, 3), xp.int32)
-        self.brick_nbr = xp.full((cap, 27), -1, xp.int32)
-        _K.launch("brick_tables", 27 * int(n), (topo.keys, topo.slots, n, self.slot_coords, self.brick_nbr))
+        cap = self.capacity
+        self.slot_coords, self.brick_nbr = brick_tables(topo.keys, topo.slots, cap, xp)
         self.nbr = xp.empty((6, cap * CELLS), xp.int32)
         _K.launch("cell_neighbours", cap * CELLS, (self.brick_nbr, np.int64(cap * CELLS), self.nbr))
 
@@ -246,6 +244,16 @@ class SparseMacGrid:
         if not gradient:
             return out
         return [o[0] for o in out], [o[1] for o in out]
+
+
+def brick_tables(keys, slots, capacity: int, xp):
+    """CuPy: (slot_coords (capacity, 3), brick_nbr (capacity, 27)) int32 of the bricks
+    *keys* (sorted int64) in pool *slots* (int32) (module notes)."""
+    coords = xp.zeros((capacity, 3), xp.int32)
+    nbr27 = xp.full((capacity, 27), -1, xp.int32)
+    n = np.int64(keys.shape[0])
+    _K.launch("brick_tables", 27 * int(n), (keys, slots, n, coords, nbr27))
+    return coords, nbr27
 
 
 def _fill_slots(arr, slots, value, xp):

@@ -308,8 +308,8 @@ def test_gpu_p2g_gives_the_same_bits_every_run_and_any_particle_order():
 @pytest.mark.parametrize("closed", [True, False], ids=["closed", "open"])
 def test_gpu_incremental_topology_is_the_array_paths(closed):
     """Particles that moved within the topology: the kernels' bricks (no particle sort) are
-    topology_keys', and the update keeps the CPU's slots; a particle outside the topology
-    sends the update to the array path."""
+    topology_keys', and the update keeps the CPU's slots; with a particle outside the
+    topology they are built from the particles' bricks, still topology_keys'."""
     import cupy
 
     from voxfx.kernels.flip import sparse_gpu
@@ -318,11 +318,15 @@ def test_gpu_incremental_topology_is_the_array_paths(closed):
     spec = GridSpec((0.0, 0.0, 0.0), 0.05, (40, 30, 20))
     pos, _ = random_particles(spec, 20000, rng, 0.0 if closed else -0.1, 0.7)
     cpu, gpu = grids(spec, pos, closed, margin=5)
+    assert sparse_gpu.incremental_keys(gpu, cupy.asarray(pos), 5) == (None, True)  # the same bricks
     moved = pos + rng.normal(0, 0.02, pos.shape).astype(np.float32)
     for margin in (1, 3, 5, 8):
-        keys = sparse_gpu.incremental_keys(gpu, cupy.asarray(moved), margin)
-        assert keys is not None
-        assert np.array_equal(np.unique(host(keys)), cpu.topology_keys(moved, margin))
+        found = sparse_gpu.incremental_keys(gpu, cupy.asarray(moved), margin)
+        assert found is not None
+        keys, same = found
+        want = cpu.topology_keys(moved, margin)
+        assert np.array_equal(host(gpu.topology.keys) if same else np.unique(host(keys)), want)
+        assert same == np.array_equal(want, cpu.topology.keys)
     for g, xp in ((cpu, np), (gpu, cupy)):
         g.update(xp.asarray(moved), 5)
     assert np.array_equal(host(gpu.topology.keys), cpu.topology.keys)
@@ -331,7 +335,7 @@ def test_gpu_incremental_topology_is_the_array_paths(closed):
     for name in ("solid", "wall", *cpu.EXISTS):
         assert np.array_equal(host(gpu[name]), cpu[name])
     far = moved.copy()
-    far[0] = (2.0, 2.0, 0.5) if not closed else far[0]
-    if not closed:
-        assert sparse_gpu.incremental_keys(gpu, cupy.asarray(far), 5) is None
+    far[0] = (2.0, 2.0, 0.5) if not closed else (-1.0, 0.5, 0.5)  # outside the topology (closed: clamped)
+    keys, same = sparse_gpu.incremental_keys(gpu, cupy.asarray(far), 5)  # built from the particles' bricks
+    assert not same and np.array_equal(np.unique(host(keys)), cpu.topology_keys(far, 5))
     assert sparse_gpu.incremental_keys(gpu, cupy.asarray(moved), 9) is None  # beyond one brick: array path

@@ -23,8 +23,9 @@ from voxfx.kernels.grid import GridSpec
 # keys, slots; N, pos, vel (, C); per pool cell solid (int), solid_u, solid_v, solid_w (%a).
 # Output, one value a line: the tables' nbr (6 × cells), exists_u/v/w and wall; P2G u v w
 # and valid; cell; extrapolated u v w and masks; enforced u v w; fluid faces; positions,
-# velocities (, C) after G2P + advection; then, for those positions, the missed and beyond
-# counts and the sorted unique keys of the incremental topology.
+# velocities (, C) after G2P + advection; then, for those positions, the incremental
+# topology's added and freed counts against the current one, missed and beyond counts, and
+# its sorted unique keys; then the same from a full build.
 HARNESS = r"""
 #include <algorithm>
 #include <cmath>
@@ -143,12 +144,42 @@ int main() {
                             mask.data()));
     std::vector<ll> reached(27 * cap);
     LAUNCH(27 * cap, reach_keys(mask.data(), coords.data(), cap, reached.data(), &beyond));
+    std::vector<u8> kept(cap, 0);
+    unsigned long long added = 0, freed = 0;
+    LAUNCH(27 * cap, reach_compare(reached.data(), 27 * cap, keys.data(), slots.data(), nk, kept.data(), &added));
+    LAUNCH(cap, count_unkept(used.data(), kept.data(), cap, &freed));
+    printf("%llu\n%llu\n", added, freed);
     std::vector<ll> out;
     for (ll k : reached) if (k >= 0) out.push_back(k);
     std::sort(out.begin(), out.end());
     out.erase(std::unique(out.begin(), out.end()), out.end());
     printf("%llu\n%llu\n%zu\n", missed, beyond, out.size());
     for (ll k : out) printf("%lld\n", k);
+    // the full build (sparse_gpu.full_keys): the bricks holding particles, then the same marking
+    std::vector<ll> bk(n);
+    unsigned long long far = 0;
+    LAUNCH(n, particle_brick_keys(pos.data(), n, ox, oy, oz, inv_h, closed, nx, ny, nz, bk.data(), &far));
+    std::sort(bk.begin(), bk.end());
+    bk.erase(std::unique(bk.begin(), bk.end()), bk.end());
+    bk.erase(std::remove(bk.begin(), bk.end(), -1LL), bk.end());
+    const ll c0 = bk.size();
+    std::vector<int> s0(c0), coords0(3 * c0, 0), nbr0(27 * c0, -1);
+    std::iota(s0.begin(), s0.end(), 0);
+    std::vector<u8> used0(c0, 1), occ0(c0 * 512, 0);
+    LAUNCH(27 * c0, brick_tables(bk.data(), s0.data(), c0, coords0.data(), nbr0.data()));
+    unsigned long long missed0 = 0;
+    LAUNCH(n, mark_occupied(pos.data(), n, ox, oy, oz, inv_h, closed, nx, ny, nz, bk.data(), s0.data(), c0,
+                            occ0.data(), &missed0));
+    std::vector<unsigned int> mask0(c0);
+    LAUNCH(c0, brick_reach(occ0.data(), used0.data(), coords0.data(), c0, margin, closed, nx, ny, nz, mask0.data()));
+    std::vector<ll> reached0(27 * c0);
+    LAUNCH(27 * c0, reach_keys(mask0.data(), coords0.data(), c0, reached0.data(), &far));
+    std::vector<ll> full;
+    for (ll k : reached0) if (k >= 0) full.push_back(k);
+    std::sort(full.begin(), full.end());
+    full.erase(std::unique(full.begin(), full.end()), full.end());
+    printf("%llu\n%llu\n%zu\n", missed0, far, full.size());
+    for (ll k : full) printf("%lld\n", k);
     return 0;
 }
 """
@@ -280,7 +311,13 @@ def test_sparse_flip_kernels_match_the_numpy_reference(harness, closed, apic):
     assert not np.array_equal(pos, x0)
     if apic:
         assert np.array_equal(out.floats(c.size).reshape(c.shape), c)
-    # the incremental topology of the moved particles is topology_keys'
-    missed, beyond, m = out.ints(3)
+    # the incremental topology of the moved particles is topology_keys', and says what changed
+    added, freed, missed, beyond, m = out.ints(5)
+    want = grid.topology_keys(pos, margin)
     assert missed == 0 and beyond == 0
-    assert np.array_equal(out.ints(m), grid.topology_keys(pos, margin))
+    assert np.array_equal(out.ints(m), want)
+    assert added == np.setdiff1d(want, t.keys).size and freed == np.setdiff1d(t.keys, want).size
+    assert added + freed > 0  # the margin changed from 3 to 4: bricks were added
+    missed, beyond, m = out.ints(3)  # built from nothing: the same bricks
+    assert missed == 0 and beyond == 0
+    assert np.array_equal(out.ints(m), want)
