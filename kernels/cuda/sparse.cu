@@ -1,4 +1,5 @@
-// Point access into the sparse brick core (kernels/grid/sparse_ops.py: values_at, set_voxels).
+// Point access into the sparse brick core (kernels/grid/sparse_ops.py: values_at, set_voxels)
+// and brick neighbourhood tables (kernels/grid/sparse_mac.py).
 #include "voxfx_sparse.cuh"
 
 // out[m] = pool[slot(ijk[m]) * 512 + local(ijk[m])], or background where the brick is inactive.
@@ -30,4 +31,52 @@ extern "C" __global__ void sparse_set_u8(const long long* __restrict__ ijk, long
         return;
     }
     pool[(long long)slot * 512 + sparse_local(i, j, k)] = value;
+}
+
+// ------------------------------------------------------------------------------ brick neighbourhoods
+// (kernels/grid/sparse_mac.py: SparseMacGrid's tables on the device)
+
+// One thread per (active brick q, offset o): coords of its slot (o = 13, the brick itself)
+// and nbr27 of its slot. Fill nbr27 with −1 first (free slots keep it).
+extern "C" __global__ void brick_tables(const long long* __restrict__ keys, const int* __restrict__ slots, long long n,
+                                        int* __restrict__ coords, int* __restrict__ nbr27)
+{
+    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= 27 * n) return;
+    const long long q = t / 27;
+    const int o = (int)(t - 27 * q);
+    const long long mask = (1LL << SPARSE_KEY_BITS) - 1, key = keys[q];
+    const long long bx = (key & mask) - SPARSE_OFFSET, by = ((key >> SPARSE_KEY_BITS) & mask) - SPARSE_OFFSET,
+                    bz = (key >> (2 * SPARSE_KEY_BITS)) - SPARSE_OFFSET;
+    const int s = slots[q];
+    if (o == 13) {
+        coords[3LL * s] = (int)bx;
+        coords[3LL * s + 1] = (int)by;
+        coords[3LL * s + 2] = (int)bz;
+    }
+    const long long nx = bx + o % 3 - 1, ny = by + (o / 3) % 3 - 1, nz = bz + o / 9 - 1;
+    nbr27[27LL * s + o] = sparse_slot(keys, slots, n, sparse_key_of_voxel(8 * nx, 8 * ny, 8 * nz));
+}
+
+// grid.nbr (6 × cells, int32) from the brick table: the face neighbour of every pool cell.
+extern "C" __global__ void cell_neighbours(const int* __restrict__ nbr27, long long cells, int* __restrict__ nbr)
+{
+    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= cells) return;
+    for (int d = 0; d < 6; ++d) nbr[d * cells + t] = sparse_cell_step(nbr27, (int)t, d);
+}
+
+// Cells of fresh and freed slots back to the channel's background (SparseMacGrid.retopologize).
+extern "C" __global__ void fill_slots_f32(float* __restrict__ a, const int* __restrict__ slots, long long m,
+                                          float value)
+{
+    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t < m * SPARSE_CELLS) a[(long long)slots[t >> 9] * SPARSE_CELLS + (t & (SPARSE_CELLS - 1))] = value;
+}
+
+extern "C" __global__ void fill_slots_u8(unsigned char* __restrict__ a, const int* __restrict__ slots, long long m,
+                                         unsigned char value)
+{
+    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t < m * SPARSE_CELLS) a[(long long)slots[t >> 9] * SPARSE_CELLS + (t & (SPARSE_CELLS - 1))] = value;
 }

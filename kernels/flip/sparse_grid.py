@@ -10,6 +10,14 @@ the velocity extrapolation rings (2) and the distance a particle travels in the 
 brick. The first substep builds the topology from nothing; each later one is
 ``Topology.update``: kept bricks keep their slots, freed slots are reused first.
 
+Per substep, not per frame: the margin then covers one substep's reach (5 cells at the
+CFL the solver keeps), not a frame's (up to 8 substeps' worth), so the pool — and every
+stage that sweeps it, pressure first — stays about a brick ring smaller; on CuPy the
+update costs a few small kernels and host syncs (``sparse_gpu.incremental_keys``: the
+particles mark their cells in the current topology, each brick turns its marked cells into
+the bricks their boxes reach — the same bricks as ``topology_keys``, no particle sort), and
+a substep that changes no brick keeps the neighbour tables.
+
 Boundaries. A closed domain (``GridSpec`` box with walls, as the dense solver) clips the
 influence boxes to the box plus one ring of cells: the cells of that ring (beyond the
 walls) are SOLID with velocity 0, and the faces outside the dense face lattices do not
@@ -31,7 +39,7 @@ import numpy as np
 from ..grid import GridSpec
 from ..grid.sparse import keys_of_boxes
 from ..grid.sparse_mac import SparseMacGrid, check_lattice, face_boxes
-from . import sparse_bodies
+from . import sparse_bodies, sparse_gpu
 
 EXTRAPOLATION_LAYERS = 2
 
@@ -51,6 +59,7 @@ class SparseFlipGrid(SparseMacGrid):
         for name in ("cell", "solid", *self.EXISTS, "wall"):
             self.add(name, xp.uint8, 0)
         self.valid = None
+        self.plain_marks = False  # the marks are the walls alone (no obstacle): kept while no brick changes
 
     def faces(self):
         return tuple(self[n] for n in self.FACES)
@@ -82,21 +91,26 @@ class SparseFlipGrid(SparseMacGrid):
         ``sparse_bodies.BrickBody`` obstacles) and the faces that exist. Returns (added,
         freed) slots."""
         xp = self.xp
-        added, freed = self.retopologize(self.topology_keys(pos, margin, extra_cells))
-        active = self.active()
-        i, j, k = self.lattice()
-        nx, ny, nz = self.shape
-        if self.closed:
-            inside = (i >= 0) & (i < nx) & (j >= 0) & (j < ny) & (k >= 0) & (k < nz)
-            wall = active & ~inside
-            for name, (sx, sy, sz) in zip(self.EXISTS, self.boxes):
-                self[name] = (active & (i >= 0) & (i < sx) & (j >= 0) & (j < sy) & (k >= 0)
-                              & (k < sz)).astype(xp.uint8)
+        found = None
+        if sparse_gpu.available(self, pos) and (extra_cells is None or len(extra_cells) == 0):
+            found = sparse_gpu.incremental_keys(self, pos, margin)
+        plain = (obstacle is None or len(obstacle) == 0) and all(b.count == 0 for b in bodies)
+        if found is not None and found[1]:  # the same bricks: same slots, tables and marks
+            added = freed = xp.zeros(0, xp.int32)
+            if plain and self.plain_marks:
+                return added, freed
         else:
-            wall = xp.zeros(self.size, bool)
-            for name in self.EXISTS:
-                self[name] = active.astype(xp.uint8)
-        del i, j, k
+            keys = self.topology_keys(pos, margin, extra_cells) if found is None else found[0]
+            added, freed = self.retopologize(keys)
+        self.plain_marks = plain
+        if sparse_gpu.available(self):
+            sparse_gpu.mark_walls(self)  # exists, wall, solid = wall
+            if plain:
+                self._solid_faces(None, None, None)
+                return added, freed
+            wall = self["wall"] != 0
+        else:
+            wall = self._mark_walls()
         solid = wall.copy()
         cell_vel = None
         if obstacle is not None and len(obstacle):
@@ -112,6 +126,21 @@ class SparseFlipGrid(SparseMacGrid):
         self["solid"] = solid.astype(xp.uint8)
         self._solid_faces(solid & ~wall, wall, cell_vel)
         return added, freed
+
+    def _mark_walls(self):
+        """exists_u/v/w: the faces that exist (closed: the box's face lattices; open: every
+        active face); returns the wall cells (closed: active cells beyond the box)."""
+        xp = self.xp
+        active = self.active()
+        i, j, k = self.lattice()
+        nx, ny, nz = self.shape
+        if not self.closed:
+            for name in self.EXISTS:
+                self[name] = active.astype(xp.uint8)
+            return xp.zeros(self.size, bool)
+        for name, (sx, sy, sz) in zip(self.EXISTS, self.boxes):
+            self[name] = (active & (i >= 0) & (i < sx) & (j >= 0) & (j < sy) & (k >= 0) & (k < sz)).astype(xp.uint8)
+        return active & ~((i >= 0) & (i < nx) & (j >= 0) & (j < ny) & (k >= 0) & (k < nz))
 
     def _solid_faces(self, obstacle, wall, cell_vel):
         """solid_u/v/w: a face next to obstacle cells takes the mean velocity of those it

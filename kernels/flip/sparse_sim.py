@@ -6,7 +6,8 @@ follows the liquid (the bricks within a margin of its particles), not the box.
     topology              bricks of the particles' influence boxes (§5.1 full build on
                           the first substep, §5.2 incremental update after), walls and
                           obstacles marked on them
-    particles → grid      gather of sorted (face, weight) pairs (§6–7), no float atomics
+    particles → grid      gather, no float atomics (§6–7): of sorted (face, weight) pairs on
+                          the CPU, over particles sorted by cell on the GPU (``sparse_gpu``)
     classify              FLUID where particles are, SOLID from obstacles and walls
     save old velocity     for the FLIP update
     gravity               body force on the faces
@@ -16,6 +17,7 @@ follows the liquid (the bricks within a margin of its particles), not the box.
     project               subtract the pressure gradient
     extrapolate           valid velocities into the air band around the liquid
     grid → particles      FLIP/PIC blend of the change (or APIC), RK2, push out of solids
+                          (one kernel on the GPU)
     open domain           particles beyond the kill distance are deleted
 
 Obstacles, inflows and outflows (``sparse_bodies``): bodies voxelized into bricks on the

@@ -20,6 +20,10 @@ One ``xp`` code path for NumPy and CuPy:
 ``g2p_advect``         FLIP/PIC blend or APIC, then RK2 and the push out of solids, via the
                        brick sampler (``SparseMacGrid.sample_faces``).
 
+CuPy runs each stage as one kernel of ``kernels/cuda/flip_sparse_transfer.cu``
+(``sparse_gpu.py``): the same arithmetic, P2G as a gather over particles sorted by cell
+(float64 sums in another fixed order: float32 rounding apart, the same bits every run).
+
 In a closed domain the sampler clamps to the dense face lattices and the transfers skip
 the faces outside them, so sparse and dense runs of one scene do the same arithmetic up
 to the order of P2G's float64 sums.
@@ -33,7 +37,7 @@ from ..errors import InputError
 from ..grid.sample import face_lattice
 from .grid import AIR, FLUID, SOLID
 from .particles import PUSH_EPSILON
-from . import transfer
+from . import sparse_gpu, transfer
 
 _F = np.float32
 
@@ -87,6 +91,9 @@ def particles_to_grid(grid, pos, vel, c=None):
     """Trilinear P2G onto ``grid`` u, v, w (``transfer.particles_to_grid`` on bricks);
     APIC with *c*. Stores and returns the valid masks (uint8)."""
     xp = grid.xp
+    if sparse_gpu.available(grid, pos, vel, c):
+        grid.valid = sparse_gpu.particles_to_grid(grid, pos, vel, c)
+        return grid.valid
     h = _F(grid.h)
     cell = grid.cell_coords(pos)
     valid = []
@@ -144,6 +151,8 @@ def particle_cells(grid, pos):
 def classify(grid, pos) -> None:
     """cell ← SOLID where ``solid``, FLUID where a particle lies and no solid, else AIR."""
     xp = grid.xp
+    if sparse_gpu.available(grid, pos):
+        return sparse_gpu.classify(grid, pos)
     solid = grid["solid"] != 0
     cell = xp.where(solid, _u8(SOLID), _u8(AIR)).astype(xp.uint8)
     at = particle_cells(grid, pos)
@@ -167,12 +176,16 @@ def solid_touch(grid, comp):
 def enforce_boundaries(grid) -> None:
     """Faces touching a SOLID cell take the solid's velocity (walls and missing faces 0)."""
     xp = grid.xp
+    if sparse_gpu.available(grid):
+        return sparse_gpu.enforce_boundaries(grid)
     for comp, name in enumerate(grid.FACES):
         grid[name] = xp.where(solid_touch(grid, comp), grid["solid_" + name], grid[name])
 
 
 def fluid_faces(grid):
     """(u, v, w) uint8: faces with a FLUID cell on either side."""
+    if sparse_gpu.available(grid):
+        return sparse_gpu.fluid_faces(grid)
     fluid = grid["cell"] == FLUID
     return tuple((fluid | (grid.neighbour(fluid.astype(grid.xp.uint8), 2 * comp) != 0)).astype(grid.xp.uint8)
                  for comp in range(3))
@@ -182,6 +195,9 @@ def extrapolate(grid, layers: int = 2, valid=None):
     """Valid faces spread into the invalid existing ones, *layers* rings (``transfer.extrapolate``)."""
     xp = grid.xp
     valid = grid.valid if valid is None else valid
+    if sparse_gpu.available(grid) and int(layers) > 0:
+        grid.valid = sparse_gpu.extrapolate(grid, int(layers), valid)
+        return grid.valid
     out = []
     for comp, name in enumerate(grid.FACES):
         a = grid[name]
@@ -215,6 +231,9 @@ def g2p_advect(grid, old, pos, vel, flip_ratio, dt, c=None):
     pic = _F(1) - flip
     dt32 = _F(dt)
     half_dt = _F(0.5) * dt32
+    if sparse_gpu.available(grid, pos, vel, c, *old):
+        sparse_gpu.g2p_advect(grid, old, pos, vel, flip, pic, dt32, half_dt, c)
+        return pos, vel
     faces = tuple(grid[n] for n in grid.FACES)
     boxes = grid.boxes if grid.closed else None
     g = grid.cell_coords(pos)

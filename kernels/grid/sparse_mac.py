@@ -13,9 +13,13 @@ Neighbours. ``nbr[d]`` (d = −x, +x, −y, +y, −z, +z, the order of ``mac.nei
 is the flat index of each cell's face neighbour, −1 where its brick is inactive (or the
 cell's slot is free): built once per topology from the 6 face-neighbour bricks of every
 brick (binary searches on the sorted keys). It is the apron of seed 003 §8 as an index:
-a stencil reads ``x[nbr[d]]`` where the dense one reads the neighbour element. (Speed
-seam, issue 24: a kernel reads the brick's 6 neighbour slots instead of 6 per-cell
-indices, and fuses the stencils.)
+a stencil reads ``x[nbr[d]]`` where the dense one reads the neighbour element. On CuPy
+the grid also keeps the brick tables its kernels read (``kernels/cuda/sparse.cu``,
+``include/voxfx_sparse.cuh``): ``slot_coords`` (capacity, 3) int32, each slot's brick,
+and ``brick_nbr`` (capacity, 27) int32, the slots of the 27 bricks around each one (−1
+inactive; all −1 for a free slot): a kernel crosses a brick border with one table read
+instead of 6 per-cell indices, and builds ``nbr`` from it. A topology update that
+changes no brick keeps the tables.
 
 Missing bricks are the background (AIR, velocity 0): the FLIP topology keeps a margin
 of cells around the liquid, so no stencil of a FLUID cell reaches one.
@@ -29,6 +33,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import InputError
+from .launch import Kernels
 from .sample import blend
 from .sparse import BITS, BRICK, LOG2, OFFSET, Topology
 
@@ -36,6 +41,7 @@ CELLS = BRICK ** 3  # cells per brick
 DIRECTIONS = ((-1, 0, 0), (1, 0, 0), (0, -1, 0), (0, 1, 0), (0, 0, -1), (0, 0, 1))  # nbr[d]
 _F = np.float32
 _MASK = (1 << BITS) - 1
+_K = Kernels("sparse.cu")
 
 
 def _local(xp):
@@ -58,6 +64,7 @@ class SparseMacGrid:
         self.channels: dict = {}
         self.nbr = xp.full((6, 0), -1, xp.int32)
         self.brick_slot = xp.full(0, False)  # per pool slot: in use
+        self.slot_coords = self.brick_nbr = None  # CuPy: the brick tables (module notes)
 
     # ------------------------------------------------------------------ channels
     @property
@@ -84,8 +91,9 @@ class SparseMacGrid:
     def nbytes(self) -> int:
         """Device bytes of the channels, the neighbour index and the topology."""
         t = self.topology
+        tables = sum(a.nbytes for a in (self.slot_coords, self.brick_nbr) if a is not None)
         return int(sum(a.nbytes for a, _ in self.channels.values()) + self.nbr.nbytes + t.keys.nbytes
-                   + t.slots.nbytes + t.free.nbytes)
+                   + t.slots.nbytes + t.free.nbytes + tables)
 
     # ------------------------------------------------------------------ topology (seed 003 §5.2)
     def retopologize(self, keys):
@@ -103,11 +111,12 @@ class SparseMacGrid:
                 arr = grown
             for slots in (added, freed):  # fresh bricks and freed slots hold the background
                 if slots.shape[0]:
-                    cells = (slots.astype(xp.int64)[:, None] * CELLS + xp.arange(CELLS, dtype=xp.int64)).ravel()
-                    arr[cells] = bg
+                    _fill_slots(arr, slots, bg, xp)
             entry[0] = arr
+        changed = added.shape[0] or freed.shape[0] or topo.capacity != old
         self.topology = topo
-        self._neighbours()
+        if changed or self.nbr.shape[1] != self.size:  # the same bricks in the same slots: same tables
+            self._neighbours()
         return added, freed
 
     def _neighbours(self):
@@ -117,6 +126,9 @@ class SparseMacGrid:
         used = xp.zeros(cap, bool)
         used[topo.slots] = True
         self.brick_slot = used
+        if xp is not np and index is xp.int32:
+            self._brick_tables()
+            return
         coords = topo.coords()
         lx, ly, lz = _local(xp)
         local = (lz * 8 + ly) * 8 + lx
@@ -135,6 +147,14 @@ class SparseMacGrid:
             ok = (brick >= 0) & used[:, None]
             nbr[d] = xp.where(ok, brick * CELLS + cell, -1).astype(index).ravel()
         self.nbr = nbr
+
+    def _brick_tables(self):
+        """CuPy: ``slot_coords``, ``brick_nbr`` and from them ``nbr`` (module notes)."""
+        xp, topo = self.xp, self.topology
+        cap = self.capacity
+        self.slot_coords, self.brick_nbr = brick_tables(topo.keys, topo.slots, cap, xp)
+        self.nbr = xp.empty((6, cap * CELLS), xp.int32)
+        _K.launch("cell_neighbours", cap * CELLS, (self.brick_nbr, np.int64(cap * CELLS), self.nbr))
 
     def slots_of_bricks(self, bijk):
         """Pool slot (int32) of each brick (n, 3) int64, −1 where inactive or out of range."""
@@ -224,6 +244,28 @@ class SparseMacGrid:
         if not gradient:
             return out
         return [o[0] for o in out], [o[1] for o in out]
+
+
+def brick_tables(keys, slots, capacity: int, xp):
+    """CuPy: (slot_coords (capacity, 3), brick_nbr (capacity, 27)) int32 of the bricks
+    *keys* (sorted int64) in pool *slots* (int32) (module notes)."""
+    coords = xp.zeros((capacity, 3), xp.int32)
+    nbr27 = xp.full((capacity, 27), -1, xp.int32)
+    n = np.int64(keys.shape[0])
+    _K.launch("brick_tables", 27 * int(n), (keys, slots, n, coords, nbr27))
+    return coords, nbr27
+
+
+def _fill_slots(arr, slots, value, xp):
+    """Every cell of pool *slots* (int32) of the flat channel *arr* ← *value*, in place."""
+    m = int(slots.shape[0])
+    kernel = {np.dtype(np.float32): "fill_slots_f32", np.dtype(np.uint8): "fill_slots_u8"}.get(np.dtype(arr.dtype))
+    if xp is not np and kernel and arr.shape[0] < 2 ** 31:
+        _K.launch(kernel, m * CELLS, (arr, xp.ascontiguousarray(slots, dtype=xp.int32), np.int64(m),
+                                      arr.dtype.type(value)))
+        return
+    cells = (slots.astype(xp.int64)[:, None] * CELLS + xp.arange(CELLS, dtype=xp.int64)).ravel()
+    arr[cells] = value
 
 
 def face_boxes(shape):

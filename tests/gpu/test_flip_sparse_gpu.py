@@ -217,3 +217,126 @@ def test_gpu_sparse_emit_drain_and_moving_obstacles_match_cpu():
             sim.step(1 / 60)
     assert len(gpu.pos) == len(cpu.pos)
     assert gpu.centre_of_mass() == pytest.approx(cpu.centre_of_mass(), abs=0.01)
+
+
+# ---------------------------------------------------------------------- the kernels (sparse_gpu.py)
+
+
+def moved_scene(closed, apic, seed):
+    """CPU and GPU grids on the same particles, an obstacle block with moving solid faces,
+    the CPU's P2G faces copied to both (so later stages start from the same bits)."""
+    import cupy
+
+    rng = np.random.default_rng(seed)
+    spec = GridSpec((0.1, -0.2, 0.05), 0.05, (24, 20, 16))
+    lo = 0.0 if closed else -0.2
+    size = np.asarray(spec.shape) * spec.voxel_size
+    pos = (np.asarray(spec.origin) + rng.uniform(lo, 0.6, (30000, 3)) * size).astype(np.float32)
+    vel = rng.normal(0, 1, pos.shape).astype(np.float32)
+    obstacle = np.array([(i, j, k) for i in (7, 8) for j in range(3, 7) for k in range(2, 5)])
+    pos[:len(obstacle)] = (np.asarray(spec.origin) + (obstacle + 0.5) * spec.voxel_size).astype(np.float32)
+    c = rng.normal(0, 1, (len(pos), 3, 3)).astype(np.float32) if apic else None
+    out = []
+    for xp in (np, cupy):
+        g = SparseFlipGrid(spec, xp, closed=closed)
+        g.update(xp.asarray(pos), 4, obstacle)
+        out.append(g)
+    cpu, gpu = out
+    for name in ("solid_u", "solid_v", "solid_w"):
+        cpu[name] = np.where(cpu["solid"] != 0, rng.normal(0, 1, cpu.size), 0).astype(np.float32)
+        gpu[name] = cupy.asarray(cpu[name])
+    return spec, cpu, gpu, pos, vel, c
+
+
+@pytest.mark.parametrize("closed", [True, False], ids=["closed", "open"])
+@pytest.mark.parametrize("apic", [False, True], ids=["flip", "apic"])
+def test_gpu_kernels_give_the_cpu_stages_bit_for_bit(closed, apic):
+    """From the same faces, classify, extrapolation, boundaries, fluid faces and the fused
+    G2P + RK2 + push-out are the NumPy reference's bits; P2G within float32 rounding."""
+    import cupy
+
+    spec, cpu, gpu, pos, vel, c = moved_scene(closed, apic, int(np.random.default_rng().integers(1 << 30)))
+    assert gpu.brick_nbr is not None  # the kernels run, not the array path
+    dev = [cupy.asarray(a) if a is not None else None for a in (pos, vel, c)]
+    want = sparse_transfer.particles_to_grid(cpu, pos, vel, c)
+    got = sparse_transfer.particles_to_grid(gpu, *dev)
+    for name in cpu.FACES:
+        assert np.abs(host(gpu[name]) - cpu[name]).max() <= 1e-6 * max(1.0, np.abs(cpu[name]).max())
+        gpu[name] = cupy.asarray(cpu[name])
+    for a, b in zip(got, want):
+        assert np.array_equal(host(a), b)
+    for g, p in ((cpu, pos), (gpu, dev[0])):
+        sparse_transfer.classify(g, p)
+        sparse_transfer.extrapolate(g)
+    assert np.array_equal(host(gpu["cell"]), cpu["cell"])
+    for name in cpu.FACES:
+        assert np.array_equal(host(gpu[name]), cpu[name])
+    olds = []
+    for g in (cpu, gpu):
+        olds.append(tuple(f.copy() for f in g.faces()))
+        sparse_transfer.enforce_boundaries(g)
+    for name in cpu.FACES:
+        assert np.array_equal(host(gpu[name]), cpu[name])
+    for a, b in zip(sparse_transfer.fluid_faces(gpu), sparse_transfer.fluid_faces(cpu)):
+        assert np.array_equal(host(a), b)
+    ratio = 0.0 if apic else 0.95
+    sparse_transfer.g2p_advect(cpu, olds[0], pos, vel, ratio, 0.01, c)
+    sparse_transfer.g2p_advect(gpu, olds[1], *dev[:2], ratio, 0.01, dev[2])
+    assert np.array_equal(host(dev[0]), pos)
+    assert np.array_equal(host(dev[1]), vel)
+    if apic:
+        assert np.array_equal(host(dev[2]), c)
+
+
+def test_gpu_p2g_gives_the_same_bits_every_run_and_any_particle_order():
+    import cupy
+
+    rng = np.random.default_rng()
+    spec = GridSpec((0.0, 0.0, 0.0), 0.05, (24, 20, 16))
+    pos, vel = random_particles(spec, 40000, rng, 0.0, 0.7)
+    _, gpu = grids(spec, pos)
+    runs = []
+    for order in (np.arange(len(pos)), np.arange(len(pos)), rng.permutation(len(pos))):
+        sparse_transfer.particles_to_grid(gpu, cupy.asarray(pos[order]), cupy.asarray(vel[order]))
+        runs.append([host(gpu[n]) for n in gpu.FACES])
+    for a, b in zip(runs[0], runs[1]):
+        assert np.array_equal(a, b)
+    for a, b in zip(runs[0], runs[2]):
+        assert np.abs(a - b).max() <= 1e-6 * max(1.0, np.abs(a).max())
+
+
+@pytest.mark.parametrize("closed", [True, False], ids=["closed", "open"])
+def test_gpu_incremental_topology_is_the_array_paths(closed):
+    """Particles that moved within the topology: the kernels' bricks (no particle sort) are
+    topology_keys', and the update keeps the CPU's slots; with a particle outside the
+    topology they are built from the particles' bricks, still topology_keys'."""
+    import cupy
+
+    from voxfx.kernels.flip import sparse_gpu
+
+    rng = np.random.default_rng()
+    spec = GridSpec((0.0, 0.0, 0.0), 0.05, (40, 30, 20))
+    pos, _ = random_particles(spec, 20000, rng, 0.0 if closed else -0.1, 0.7)
+    cpu, gpu = grids(spec, pos, closed, margin=5)
+    assert sparse_gpu.incremental_keys(gpu, cupy.asarray(pos), 5) == (None, True)  # the same bricks
+    moved = pos + rng.normal(0, 0.02, pos.shape).astype(np.float32)
+    for margin in (1, 3, 5, 8):
+        found = sparse_gpu.incremental_keys(gpu, cupy.asarray(moved), margin)
+        assert found is not None
+        keys, same = found
+        want = cpu.topology_keys(moved, margin)
+        assert np.array_equal(host(gpu.topology.keys) if same else np.unique(host(keys)), want)
+        assert same == np.array_equal(want, cpu.topology.keys)
+    for g, xp in ((cpu, np), (gpu, cupy)):
+        g.update(xp.asarray(moved), 5)
+    assert np.array_equal(host(gpu.topology.keys), cpu.topology.keys)
+    assert np.array_equal(host(gpu.topology.slots), cpu.topology.slots)
+    assert np.array_equal(host(gpu.nbr), cpu.nbr)
+    for name in ("solid", "wall", *cpu.EXISTS):
+        assert np.array_equal(host(gpu[name]), cpu[name])
+    if not closed:  # (closed, the margin covers the whole box: no particle can be outside)
+        far = moved.copy()
+        far[0] = (2.0, 2.0, 0.5)  # outside the topology
+        keys, same = sparse_gpu.incremental_keys(gpu, cupy.asarray(far), 5)  # built from the particles' bricks
+        assert not same and np.array_equal(np.unique(host(keys)), cpu.topology_keys(far, 5))
+    assert sparse_gpu.incremental_keys(gpu, cupy.asarray(moved), 9) is None  # beyond one brick: array path

@@ -34,3 +34,32 @@ __device__ __forceinline__ int sparse_local(long long i, long long j, long long 
 {
     return (int)((((k & 7) << 6) | ((j & 7) << 3)) | (i & 7));
 }
+
+// Brick neighbourhoods on the device (kernels/grid/sparse_mac.py): a pool of bricks, cell
+// slot·512 + (lz·8 + ly)·8 + lx, and per slot the table nbr27[27·slot + o] of the slots of
+// the 27 bricks at offsets (dx, dy, dz) ∈ {−1, 0, 1}³ (o = sparse_offset_index; −1 inactive,
+// every entry −1 for a free slot): a stencil crosses a brick border with one table read.
+#define SPARSE_CELLS (SPARSE_BRICK * SPARSE_BRICK * SPARSE_BRICK)
+
+__device__ __forceinline__ int sparse_offset_index(int dx, int dy, int dz)
+{
+    return (dz + 1) * 9 + (dy + 1) * 3 + (dx + 1);
+}
+
+// Flat pool index of local cell (x, y, z) ∈ [−8, 15]³ of brick `slot`'s neighbourhood, −1
+// where that brick is inactive (or `slot` is free).
+__device__ __forceinline__ int sparse_cell_near(const int* __restrict__ nbr27, int slot, int x, int y, int z)
+{
+    const int s = nbr27[27LL * slot + sparse_offset_index(x >> 3, y >> 3, z >> 3)];
+    return s < 0 ? -1 : s * SPARSE_CELLS + (((z & 7) << 6) | ((y & 7) << 3) | (x & 7));
+}
+
+// The cell one step along direction d (−x, +x, −y, +y, −z, +z: SparseMacGrid.nbr's order)
+// from flat cell idx, −1 from −1 (grid.nbr[d][idx]).
+__device__ __forceinline__ int sparse_cell_step(const int* __restrict__ nbr27, int idx, int d)
+{
+    if (idx < 0) return -1;
+    const int l = idx & (SPARSE_CELLS - 1), axis = d >> 1, step = (d & 1) ? 1 : -1;
+    return sparse_cell_near(nbr27, idx >> 9, (l & 7) + (axis == 0 ? step : 0),
+                            ((l >> 3) & 7) + (axis == 1 ? step : 0), (l >> 6) + (axis == 2 ? step : 0));
+}

@@ -1,0 +1,646 @@
+// The sparse FLIP solver's stages on bricks (seed 003 §5–7; kernels/flip/sparse_gpu.py
+// launches them, kernels/flip/sparse_transfer.py and sparse_grid.py are the NumPy
+// reference, mirrored term by term; compiled with --fmad=false so each float operation
+// rounds as NumPy's does).
+//
+// Layout (kernels/grid/sparse_mac.py): every channel is flat over the pool, cell
+// slot·512 + (lz·8 + ly)·8 + lx; a cell keeps the faces on its low sides. The brick tables
+// (built once per topology by sparse.cu's brick_tables):
+//   coords[3·slot]    brick coordinates of each pool slot (free slots: not read)
+//   nbr27[27·slot + sparse_offset_index(dx, dy, dz)]  slot of the brick at offset
+//                     (dx, dy, dz) ∈ {−1, 0, 1}³ (voxfx_sparse.cuh)
+// so a stencil crosses a brick border with one table read, and a point finds its brick by a
+// binary search on the sorted keys only when it lies beyond the bricks next to a known one.
+//
+// Constants from Python (-D): AIR, FLUID, SOLID (kernels/grid/mac.py), PUSH_EPSILON
+// (kernels/flip/particles.py).
+
+#include "voxfx_lattice.cuh"  // trilinear_blend: sample.blend's operation order
+#include "voxfx_sparse.cuh"  // keys, slots, binary search
+
+// The active bricks for point look-ups: sorted keys, their slots, the neighbour table.
+struct Bricks {
+    const long long* __restrict__ keys;
+    const int* __restrict__ slots;
+    long long n;
+    const int* __restrict__ nbr27;
+};
+
+// Pool slot of the brick (bx, by, bz): from the table of `home` (a slot whose brick is hb)
+// when it is one of home's 27, else by binary search; −1 where inactive.
+__device__ __forceinline__ int brick_slot(const Bricks& b, long long bx, long long by, long long bz, int home,
+                                          const long long hb[3])
+{
+    const long long dx = bx - hb[0], dy = by - hb[1], dz = bz - hb[2];
+    if (home >= 0 && dx >= -1 && dx <= 1 && dy >= -1 && dy <= 1 && dz >= -1 && dz <= 1)
+        return b.nbr27[27LL * home + sparse_offset_index((int)dx, (int)dy, (int)dz)];
+    return sparse_slot(b.keys, b.slots, b.n, sparse_key_of_voxel(8 * bx, 8 * by, 8 * bz));
+}
+
+// Flat index of lattice cell (i, j, k), −1 where its brick is inactive (grid.locate).
+__device__ __forceinline__ int locate(const Bricks& b, long long i, long long j, long long k, int home,
+                                      const long long hb[3])
+{
+    const int s = brick_slot(b, i >> 3, j >> 3, k >> 3, home, hb);
+    return s < 0 ? -1 : s * SPARSE_CELLS + sparse_local(i, j, k);
+}
+
+// ------------------------------------------------------------------------------ marks
+
+// SparseFlipGrid.update's marks: the faces that exist (a closed domain's face lattices, all
+// active faces when open), the wall ring beyond a closed domain, and solid = wall.
+extern "C" __global__ void mark_walls(const unsigned char* __restrict__ used, const int* __restrict__ coords,
+                                      long long cells, int closed, int nx, int ny, int nz,
+                                      unsigned char* __restrict__ exists_u, unsigned char* __restrict__ exists_v,
+                                      unsigned char* __restrict__ exists_w, unsigned char* __restrict__ wall,
+                                      unsigned char* __restrict__ solid)
+{
+    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= cells) return;
+    const long long slot = t >> 9;
+    const int l = (int)(t & (SPARSE_CELLS - 1));
+    unsigned char eu = 0, ev = 0, ew = 0, wl = 0;
+    if (used[slot]) {
+        const int i = coords[3 * slot] * 8 + (l & 7), j = coords[3 * slot + 1] * 8 + ((l >> 3) & 7),
+                  k = coords[3 * slot + 2] * 8 + (l >> 6);
+        if (closed) {
+            const bool in_j = j >= 0 && j < ny, in_k = k >= 0 && k < nz, in_i = i >= 0 && i < nx;
+            wl = !(in_i && in_j && in_k);
+            eu = i >= 0 && i < nx + 1 && in_j && in_k;
+            ev = in_i && j >= 0 && j < ny + 1 && in_k;
+            ew = in_i && in_j && k >= 0 && k < nz + 1;
+        } else {
+            eu = ev = ew = 1;
+        }
+    }
+    exists_u[t] = eu;
+    exists_v[t] = ev;
+    exists_w[t] = ew;
+    wall[t] = wl;
+    solid[t] = wl;
+}
+
+// ------------------------------------------------------------------------------ topology (§5.1–5.2)
+
+// The lattice cell of a particle for the topology (SparseFlipGrid.topology_keys): ⌊(x − o)/h⌋,
+// clamped into the box when closed; false for a position that is not finite.
+__device__ __forceinline__ bool topology_cell(const float* __restrict__ pos, long long p, float ox, float oy,
+                                             float oz, float inv_h, int closed, int nx, int ny, int nz,
+                                             long long c[3])
+{
+    const float g[3] = {(pos[3 * p] - ox) * inv_h, (pos[3 * p + 1] - oy) * inv_h, (pos[3 * p + 2] - oz) * inv_h};
+    if (!(isfinite(g[0]) && isfinite(g[1]) && isfinite(g[2]))) return false;
+    const int n[3] = {nx, ny, nz};
+    for (int a = 0; a < 3; ++a) {
+        c[a] = (long long)floorf(g[a]);
+        if (closed) c[a] = min(max(c[a], 0LL), (long long)(n[a] - 1));
+    }
+    return true;
+}
+
+// A full build (§5.1) starts from the bricks that hold particles: each particle's brick key
+// (its topology_cell's), −1 where not finite; a brick beyond the key range counts in
+// *beyond. Their sorted unique keys are the topology that mark_occupied then marks.
+extern "C" __global__ void particle_brick_keys(const float* __restrict__ pos, long long n, float ox, float oy,
+                                               float oz, float inv_h, int closed, int nx, int ny, int nz,
+                                               long long* __restrict__ keys, unsigned long long* __restrict__ beyond)
+{
+    const long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (p >= n) return;
+    long long c[3], key = -1;
+    if (topology_cell(pos, p, ox, oy, oz, inv_h, closed, nx, ny, nz, c)) {
+        key = sparse_key_of_voxel(c[0], c[1], c[2]);
+        if (key < 0) atomicAdd(beyond, 1ULL);
+    }
+    keys[p] = key;
+}
+
+// Incremental topology, step 1 (§5.2): every particle marks its cell in the current
+// topology (plain stores of 1: no race on the result). A particle whose cell has no brick
+// there counts in *missed* (the caller then builds from scratch). Zero `occupied` first.
+extern "C" __global__ void mark_occupied(const float* __restrict__ pos, long long n, float ox, float oy, float oz,
+                                         float inv_h, int closed, int nx, int ny, int nz,
+                                         const long long* __restrict__ keys, const int* __restrict__ slots,
+                                         long long n_keys, unsigned char* __restrict__ occupied,
+                                         unsigned long long* __restrict__ missed)
+{
+    const long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (p >= n) return;
+    long long c[3];
+    if (!topology_cell(pos, p, ox, oy, oz, inv_h, closed, nx, ny, nz, c)) return;
+    const int s = sparse_slot(keys, slots, n_keys, sparse_key_of_voxel(c[0], c[1], c[2]));
+    if (s < 0) {
+        atomicAdd(missed, 1ULL);
+        return;
+    }
+    occupied[(long long)s * SPARSE_CELLS + sparse_local(c[0], c[1], c[2])] = 1;
+}
+
+// Bits (off + 1) of the brick offsets off ∈ {−1, 0, 1} that the box c ± margin of lattice cell
+// c = 8·b + l reaches along one axis (closed: clipped to [−1, n], the box and its wall ring).
+// margin ≤ 8, so the box never reaches two bricks away.
+__device__ __forceinline__ unsigned int axis_reach(long long b, int l, int margin, int closed, int n)
+{
+    const long long c = 8 * b + l;
+    long long lo = c - margin, hi = c + margin;
+    if (closed) {
+        lo = max(lo, -1LL);
+        hi = min(hi, (long long)n);
+    }
+    unsigned int bits = 0;
+    for (long long o = (lo >> 3) - b; o <= (hi >> 3) - b; ++o) bits |= 1u << (o + 1);
+    return bits;
+}
+
+// Step 2, one thread per pool slot: mask[slot] bit sparse_offset_index(dx, dy, dz) set where some
+// occupied cell's box reaches the brick at that offset (the union over cells of products of
+// per-axis ranges: per row (y, z) the x-ranges of its occupied cells are merged first).
+extern "C" __global__ void brick_reach(const unsigned char* __restrict__ occupied,
+                                       const unsigned char* __restrict__ used,
+                                       const int* __restrict__ coords, long long capacity, int margin, int closed,
+                                       int nx, int ny, int nz, unsigned int* __restrict__ mask)
+{
+    const long long slot = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (slot >= capacity) return;
+    unsigned int out = 0;
+    if (used[slot]) {
+        const long long b[3] = {coords[3 * slot], coords[3 * slot + 1], coords[3 * slot + 2]};
+        const unsigned long long* rows = reinterpret_cast<const unsigned long long*>(occupied + slot * SPARSE_CELLS);
+        for (int row = 0; row < 64; ++row) {
+            const unsigned long long bytes = rows[row];
+            if (!bytes) continue;
+            unsigned int rx = 0;
+            for (int lx = 0; lx < 8; ++lx)
+                if ((bytes >> (8 * lx)) & 0xFFull) rx |= axis_reach(b[0], lx, margin, closed, nx);
+            const unsigned int ry = axis_reach(b[1], row & 7, margin, closed, ny);
+            const unsigned int rz = axis_reach(b[2], row >> 3, margin, closed, nz);
+            for (int dz = -1; dz <= 1; ++dz)
+                for (int dy = -1; dy <= 1; ++dy)
+                    for (int dx = -1; dx <= 1; ++dx)
+                        if (((rz >> (dz + 1)) & (ry >> (dy + 1)) & (rx >> (dx + 1))) & 1u)
+                            out |= 1u << sparse_offset_index(dx, dy, dz);
+        }
+    }
+    mask[slot] = out;
+}
+
+// Step 3, one thread per (slot, offset): the key of each reached brick, −1 elsewhere; a
+// brick beyond the key range sets *beyond (the caller's array path reports it).
+extern "C" __global__ void reach_keys(const unsigned int* __restrict__ mask, const int* __restrict__ coords,
+                                      long long capacity, long long* __restrict__ out,
+                                      unsigned long long* __restrict__ beyond)
+{
+    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= 27 * capacity) return;
+    const long long slot = t / 27;
+    const int o = (int)(t - 27 * slot);
+    long long key = -1;
+    if ((mask[slot] >> o) & 1u) {
+        key = sparse_key_of_voxel(8 * ((long long)coords[3 * slot] + o % 3 - 1),
+                                  8 * ((long long)coords[3 * slot + 1] + (o / 3) % 3 - 1),
+                                  8 * ((long long)coords[3 * slot + 2] + o / 9 - 1));
+        if (key < 0) atomicAdd(beyond, 1ULL);
+    }
+    out[t] = key;
+}
+
+// Step 4, against the current topology: each reached brick that is active marks its slot
+// kept, *added counts those that are not; then count_unkept. Both zero: no brick changes.
+extern "C" __global__ void reach_compare(const long long* __restrict__ reached, long long m,
+                                         const long long* __restrict__ keys, const int* __restrict__ slots,
+                                         long long n_keys, unsigned char* __restrict__ kept,
+                                         unsigned long long* __restrict__ added)
+{
+    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= m || reached[t] < 0) return;
+    const int s = sparse_slot(keys, slots, n_keys, reached[t]);
+    if (s < 0) atomicAdd(added, 1ULL);
+    else kept[s] = 1;
+}
+
+// *freed += the active slots that no reached brick kept.
+extern "C" __global__ void count_unkept(const unsigned char* __restrict__ used, const unsigned char* __restrict__ kept,
+                                        long long capacity, unsigned long long* __restrict__ freed)
+{
+    const long long slot = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (slot < capacity && used[slot] && !kept[slot]) atomicAdd(freed, 1ULL);
+}
+
+// ------------------------------------------------------------------------------ binning (seed 003 §6)
+
+// Counting sort by pool cell, step 1 (then flip_transfer.cu's place_particles,
+// sort_cell_segments, copy_sorted_particles): each particle's cell ⌊(x − o)/h⌋ in the pool
+// and its rank there; a particle without an active cell (or not finite) goes to the extra
+// cell `cells`, which no stage reads. Zero count (cells + 1) first.
+extern "C" __global__ void count_particles_sparse(const float* __restrict__ pos, long long n, float ox, float oy,
+                                                  float oz, float inv_h, const long long* __restrict__ keys,
+                                                  const int* __restrict__ slots, long long n_keys, long long cells,
+                                                  int* __restrict__ count, int* __restrict__ cell_of,
+                                                  int* __restrict__ rank)
+{
+    const long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (p >= n) return;
+    const float gx = (pos[3 * p] - ox) * inv_h, gy = (pos[3 * p + 1] - oy) * inv_h, gz = (pos[3 * p + 2] - oz) * inv_h;
+    long long c = cells;
+    if (isfinite(gx) && isfinite(gy) && isfinite(gz)) {
+        const long long i = (long long)floorf(gx), j = (long long)floorf(gy), k = (long long)floorf(gz);
+        const int s = sparse_slot(keys, slots, n_keys, sparse_key_of_voxel(i, j, k));
+        if (s >= 0) c = (long long)s * SPARSE_CELLS + sparse_local(i, j, k);
+    }
+    cell_of[p] = (int)c;
+    rank[p] = atomicAdd(count + c, 1);
+}
+
+// ------------------------------------------------------------------------------ particles → grid (§6–7)
+
+// The hat weight of lattice node `node` for a particle at node coordinate g
+// (sparse_transfer.particles_to_grid: closed, g clamped to [−2, n + 2] first; base = ⌊g⌋,
+// f = g − base, weights (1 − f, f)); false where the node is not one of its two.
+__device__ __forceinline__ bool hat_weight(float g, int closed, int n, long long node, float& w)
+{
+    if (closed) g = fminf(fmaxf(g, -2.0f), (float)(n + 2));
+    const float b = floorf(g);
+    const float f = g - b;
+    const long long a = node - (long long)b;
+    if (a == 0) w = 1.0f - f;
+    else if (a == 1) w = f;
+    else return false;
+    return true;
+}
+
+// Gather (seed 003 §7): one thread per pool cell computes its u, v and w faces from the
+// sorted particles of the 3×3×3 cells around it (the only cells whose particles reach
+// them), summing w·q and w in double, cells z-y-x then particles in sorted order: no
+// atomics, the same bits every run. q = v_a, or with APIC v_a + C_a·(x_f − x_p). Faces with
+// Σw = 0 (and faces beyond a closed domain's face lattices, and free slots) get 0 and are
+// invalid.
+extern "C" __global__ void p2g_gather_sparse(const float* __restrict__ spos, const float* __restrict__ svel,
+                                             const float* __restrict__ sc, int apic, const int* __restrict__ start,
+                                             const int* __restrict__ count, const unsigned char* __restrict__ used,
+                                             const int* __restrict__ coords, const int* __restrict__ nbr27,
+                                             long long cells, int closed, int nx, int ny, int nz, float ox, float oy,
+                                             float oz, float h, float inv_h, float* __restrict__ u,
+                                             float* __restrict__ v, float* __restrict__ w,
+                                             unsigned char* __restrict__ valid_u, unsigned char* __restrict__ valid_v,
+                                             unsigned char* __restrict__ valid_w)
+{
+    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= cells) return;
+    const int slot = (int)(t >> 9), l = (int)(t & (SPARSE_CELLS - 1));
+    const int lx = l & 7, ly = (l >> 3) & 7, lz = l >> 6;
+    double num[3] = {0.0, 0.0, 0.0}, den[3] = {0.0, 0.0, 0.0};
+    bool has[3] = {false, false, false};
+    if (used[slot]) {
+        const long long node[3] = {8LL * coords[3 * slot] + lx, 8LL * coords[3 * slot + 1] + ly,
+                                   8LL * coords[3 * slot + 2] + lz};
+        const int n[3] = {nx, ny, nz};
+        for (int a = 0; a < 3; ++a) {  // closed: the face lattices (n + 1 along a, n across)
+            has[a] = true;
+            if (closed)
+                for (int b = 0; b < 3; ++b) has[a] = has[a] && node[b] >= 0 && node[b] < n[b] + (a == b);
+        }
+        for (int dz = -1; dz <= 1; ++dz)
+            for (int dy = -1; dy <= 1; ++dy)
+                for (int dx = -1; dx <= 1; ++dx) {
+                    const int cell = sparse_cell_near(nbr27, slot, lx + dx, ly + dy, lz + dz);
+                    if (cell < 0) continue;
+                    const int first = start[cell], last = first + count[cell];
+                    for (int s = first; s < last; ++s) {
+                        const float g[3] = {(spos[3 * s] - ox) * inv_h, (spos[3 * s + 1] - oy) * inv_h,
+                                            (spos[3 * s + 2] - oz) * inv_h};
+                        // the hat weights of this node along each axis, on the component's own
+                        // lattice (g) and on the half-shifted ones (g − ½): shared by u, v, w
+                        float w_own[3] = {0.0f, 0.0f, 0.0f}, w_half[3] = {0.0f, 0.0f, 0.0f};
+                        bool own[3], half[3];
+                        for (int a = 0; a < 3; ++a) {
+                            own[a] = hat_weight(g[a], closed, n[a], node[a], w_own[a]);
+                            half[a] = hat_weight(g[a] - 0.5f, closed, n[a], node[a], w_half[a]);
+                        }
+                        const int d[3] = {dx, dy, dz};
+                        for (int comp = 0; comp < 3; ++comp) {
+                            // a particle one cell beyond the face along its axis has both its
+                            // nodes past it: only offsets −1 and 0 along comp's axis reach
+                            if (!has[comp] || d[comp] > 0) continue;
+                            float f[3], wt[3];  // the particle on comp's face lattice
+                            bool touches = true;
+                            for (int a = 0; a < 3; ++a) {
+                                f[a] = a == comp ? g[a] : g[a] - 0.5f;
+                                wt[a] = a == comp ? w_own[a] : w_half[a];
+                                touches = touches && (a == comp ? own[a] : half[a]);
+                            }
+                            if (!touches) continue;
+                            const float weight = wt[0] * wt[1] * wt[2];
+                            float q = svel[3 * s + comp];
+                            if (apic) {
+                                const float* r = sc + 9LL * s + 3 * comp;
+                                const float d0 = ((float)node[0] - f[0]) * h, d1 = ((float)node[1] - f[1]) * h,
+                                            d2 = ((float)node[2] - f[2]) * h;
+                                q = q + (r[0] * d0 + r[1] * d1 + r[2] * d2);
+                            }
+                            num[comp] += (double)(weight * q);
+                            den[comp] += (double)weight;
+                        }
+                    }
+                }
+    }
+    float* const out[3] = {u, v, w};
+    unsigned char* const valid[3] = {valid_u, valid_v, valid_w};
+    for (int a = 0; a < 3; ++a) {
+        const bool ok = den[a] > 0.0;
+        out[a][t] = ok ? (float)(num[a] / den[a]) : 0.0f;
+        valid[a][t] = ok;
+    }
+}
+
+// ------------------------------------------------------------------------------ cell types, boundaries
+
+// sparse_transfer.classify, step 1: SOLID where solid, else AIR.
+extern "C" __global__ void cells_from_solid_sparse(const unsigned char* __restrict__ solid,
+                                                   unsigned char* __restrict__ cell, long long cells)
+{
+    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t < cells) cell[t] = solid[t] ? SOLID : AIR;
+}
+
+// Step 2: every particle in an active cell (closed: inside the box) marks it FLUID unless
+// it is solid (all writers store the same value).
+extern "C" __global__ void mark_fluid_sparse(const float* __restrict__ pos, long long n, float ox, float oy, float oz,
+                                             float inv_h, int closed, int nx, int ny, int nz,
+                                             const long long* __restrict__ keys, const int* __restrict__ slots,
+                                             long long n_keys, const unsigned char* __restrict__ solid,
+                                             unsigned char* __restrict__ cell)
+{
+    const long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (p >= n) return;
+    const float gx = (pos[3 * p] - ox) * inv_h, gy = (pos[3 * p + 1] - oy) * inv_h, gz = (pos[3 * p + 2] - oz) * inv_h;
+    if (!(isfinite(gx) && isfinite(gy) && isfinite(gz))) return;
+    const long long i = (long long)floorf(gx), j = (long long)floorf(gy), k = (long long)floorf(gz);
+    if (closed && !(i >= 0 && i < nx && j >= 0 && j < ny && k >= 0 && k < nz)) return;
+    const int s = sparse_slot(keys, slots, n_keys, sparse_key_of_voxel(i, j, k));
+    if (s < 0) return;
+    const long long c = (long long)s * SPARSE_CELLS + sparse_local(i, j, k);
+    if (!solid[c]) cell[c] = FLUID;
+}
+
+// sparse_transfer.enforce_boundaries: a face with a solid cell on either side, or that does
+// not exist, takes the solid's velocity (walls 0).
+extern "C" __global__ void enforce_boundaries_sparse(float* __restrict__ u, float* __restrict__ v,
+                                                     float* __restrict__ w, const float* __restrict__ solid_u,
+                                                     const float* __restrict__ solid_v,
+                                                     const float* __restrict__ solid_w,
+                                                     const unsigned char* __restrict__ solid,
+                                                     const unsigned char* __restrict__ exists_u,
+                                                     const unsigned char* __restrict__ exists_v,
+                                                     const unsigned char* __restrict__ exists_w,
+                                                     const int* __restrict__ nbr27, long long cells)
+{
+    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= cells) return;
+    float* const face[3] = {u, v, w};
+    const float* const fixed[3] = {solid_u, solid_v, solid_w};
+    const unsigned char* const exists[3] = {exists_u, exists_v, exists_w};
+    for (int a = 0; a < 3; ++a) {
+        const int lo = sparse_cell_step(nbr27, (int)t, 2 * a);
+        if (solid[t] || (lo >= 0 && solid[lo]) || !exists[a][t]) face[a][t] = fixed[a][t];
+    }
+}
+
+// sparse_transfer.fluid_faces: faces with a FLUID cell on either side.
+extern "C" __global__ void fluid_faces_sparse(const unsigned char* __restrict__ cell, const int* __restrict__ nbr27,
+                                              long long cells, unsigned char* __restrict__ valid_u,
+                                              unsigned char* __restrict__ valid_v, unsigned char* __restrict__ valid_w)
+{
+    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= cells) return;
+    unsigned char* const valid[3] = {valid_u, valid_v, valid_w};
+    for (int a = 0; a < 3; ++a) {
+        const int lo = sparse_cell_step(nbr27, (int)t, 2 * a);
+        valid[a][t] = cell[t] == FLUID || (lo >= 0 && cell[lo] == FLUID);
+    }
+}
+
+// One ring of sparse_transfer.extrapolate for the three components: a face that exists and
+// is not valid, with valid neighbours (same component, −x, +x, −y, +y, −z, +z, summed in that
+// order), takes their mean and becomes valid. valid means valid and existing.
+extern "C" __global__ void extrapolate_sparse(const float* __restrict__ su, const float* __restrict__ sv,
+                                              const float* __restrict__ sw, const unsigned char* __restrict__ mu,
+                                              const unsigned char* __restrict__ mv,
+                                              const unsigned char* __restrict__ mw,
+                                              const unsigned char* __restrict__ exists_u,
+                                              const unsigned char* __restrict__ exists_v,
+                                              const unsigned char* __restrict__ exists_w,
+                                              const int* __restrict__ nbr27, long long cells, float* __restrict__ du,
+                                              float* __restrict__ dv, float* __restrict__ dw,
+                                              unsigned char* __restrict__ nu, unsigned char* __restrict__ nv,
+                                              unsigned char* __restrict__ nw)
+{
+    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= cells) return;
+    const float* const src[3] = {su, sv, sw};
+    const unsigned char* const mask[3] = {mu, mv, mw};
+    const unsigned char* const exists[3] = {exists_u, exists_v, exists_w};
+    float* const dst[3] = {du, dv, dw};
+    unsigned char* const out[3] = {nu, nv, nw};
+    int nb[6];
+    for (int d = 0; d < 6; ++d) nb[d] = sparse_cell_step(nbr27, (int)t, d);
+    for (int a = 0; a < 3; ++a) {
+        const bool here = mask[a][t] && exists[a][t];
+        float value = src[a][t];
+        bool grow = false;
+        if (!here && exists[a][t]) {
+            float total = 0.0f;
+            int count = 0;
+            for (int d = 0; d < 6; ++d)
+                if (nb[d] >= 0 && mask[a][nb[d]] && exists[a][nb[d]]) {
+                    total += src[a][nb[d]];
+                    ++count;
+                }
+            if (count) {
+                value = total / (float)count;
+                grow = true;
+            }
+        }
+        dst[a][t] = value;
+        out[a][t] = here || grow;
+    }
+}
+
+// ------------------------------------------------------------------------------ grid → particles, advection
+
+// What a point samples on: the bricks, a closed domain's face lattices (or none), and the
+// point's home brick (a hint for the look-ups of its corners).
+struct Sampler {
+    Bricks b;
+    int closed;
+    int n[3];
+    int home;
+    long long hb[3];
+};
+
+// SparseMacGrid.sample's look-up on the lattice of box s (closed; else unbounded) at
+// (fx, fy, fz): per axis closed c clamped to [0, s − 1], i0 = max(min(⌊c⌋, s − 2), 0),
+// i1 = min(i0 + 1, s − 1); open c (NaN → 0), i0 = ⌊c⌋, i1 = i0 + 1; the 8 corner cells
+// (−1: reads 0) walked from i0 by +x, +y, +z steps (a missing cell on the way stays
+// missing, as grid.nbr's walk), and the fractions t.
+__device__ void corner_cells(const Sampler& S, const int s[3], const float at[3], int idx[8], float t[3])
+{
+    long long i0[3];
+    bool same[3];
+    for (int a = 0; a < 3; ++a) {
+        float c = at[a];
+        if (S.closed) {
+            c = fminf(fmaxf(c, 0.0f), (float)(s[a] - 1));
+            i0[a] = max(min((long long)c, (long long)s[a] - 2), 0LL);
+            same[a] = min(i0[a] + 1, (long long)s[a] - 1) == i0[a];
+        } else {
+            c = isfinite(c) ? c : 0.0f;
+            i0[a] = (long long)floorf(c);
+            same[a] = false;
+        }
+        t[a] = c - (float)i0[a];
+    }
+    const int* nbr27 = S.b.nbr27;
+    idx[0] = locate(S.b, i0[0], i0[1], i0[2], S.home, S.hb);
+    idx[1] = same[0] ? idx[0] : sparse_cell_step(nbr27, idx[0], 1);
+    idx[2] = same[1] ? idx[0] : sparse_cell_step(nbr27, idx[0], 3);
+    idx[3] = same[1] ? idx[1] : sparse_cell_step(nbr27, idx[1], 3);
+    for (int q = 0; q < 4; ++q) idx[4 + q] = same[2] ? idx[q] : sparse_cell_step(nbr27, idx[q], 5);
+}
+
+// The trilinear blend of channel f at the corners (sample.blend's order), with grad its
+// partial derivatives.
+__device__ __forceinline__ float blend_corners(const float* __restrict__ f, const int idx[8], const float t[3],
+                                               float* grad)
+{
+    float p[8];
+    for (int q = 0; q < 8; ++q) p[q] = idx[q] >= 0 ? f[idx[q]] : 0.0f;
+    return trilinear_blend(p, t[0], t[1], t[2], grad);
+}
+
+// SparseMacGrid.sample_faces: (u, v, w) at g (cell units), grad rows ∂u_a/∂(x, y, z); with
+// old (three channels), also those at the same corners into out_old.
+__device__ void sample_faces_brick(const float* __restrict__ u, const float* __restrict__ v,
+                                   const float* __restrict__ w, const Sampler& S, const float g[3], float out[3],
+                                   float* grad, const float* const* old = nullptr, float* out_old = nullptr)
+{
+    const float* const f[3] = {u, v, w};
+    for (int a = 0; a < 3; ++a) {
+        const int s[3] = {S.n[0] + (a == 0), S.n[1] + (a == 1), S.n[2] + (a == 2)};
+        const float at[3] = {a == 0 ? g[0] : g[0] - 0.5f, a == 1 ? g[1] : g[1] - 0.5f, a == 2 ? g[2] : g[2] - 0.5f};
+        int idx[8];
+        float t[3];
+        corner_cells(S, s, at, idx, t);
+        out[a] = blend_corners(f[a], idx, t, grad ? grad + 3 * a : nullptr);
+        if (old) out_old[a] = blend_corners(old[a], idx, t, nullptr);
+    }
+}
+
+// Solid at lattice cell c (an inactive brick is not solid).
+__device__ __forceinline__ bool solid_at(const unsigned char* __restrict__ solid, const Sampler& S,
+                                         const long long c[3])
+{
+    const int idx = locate(S.b, c[0], c[1], c[2], S.home, S.hb);
+    return idx >= 0 && solid[idx];
+}
+
+// sparse_transfer.push_out: closed, clamped into the box PUSH_EPSILON cells inside; out of a
+// SOLID cell to the nearest point, PUSH_EPSILON inside, of a free 26-neighbour (ties: first in
+// z-y-x order; an inactive cell is free; closed, inside the box only); no free neighbour or
+// not finite: back to `fallback`.
+__device__ void push_out_brick(float x[3], const float fallback[3], const unsigned char* __restrict__ solid,
+                               const Sampler& S, const float o[3], float h, float inv_h)
+{
+    if (!(isfinite(x[0]) && isfinite(x[1]) && isfinite(x[2]))) {
+        for (int a = 0; a < 3; ++a) x[a] = fallback[a];
+        return;
+    }
+    float g[3], gc[3];
+    long long cell[3];
+    bool moved = false;
+    for (int a = 0; a < 3; ++a) {
+        g[a] = (x[a] - o[a]) * inv_h;
+        gc[a] = S.closed ? fminf(fmaxf(g[a], PUSH_EPSILON), (float)S.n[a] - PUSH_EPSILON) : g[a];
+        moved = moved || gc[a] != g[a];
+        cell[a] = (long long)floorf(gc[a]);
+        if (S.closed) cell[a] = min(cell[a], (long long)S.n[a] - 1);
+    }
+    if (solid_at(solid, S, cell)) {
+        bool found = false;
+        float best = 0.0f, target[3] = {gc[0], gc[1], gc[2]};
+        for (int dz = -1; dz <= 1; ++dz)
+            for (int dy = -1; dy <= 1; ++dy)
+                for (int dx = -1; dx <= 1; ++dx) {
+                    if (dx == 0 && dy == 0 && dz == 0) continue;
+                    const long long nb[3] = {cell[0] + dx, cell[1] + dy, cell[2] + dz};
+                    if (S.closed && !(nb[0] >= 0 && nb[0] < S.n[0] && nb[1] >= 0 && nb[1] < S.n[1] && nb[2] >= 0 &&
+                                      nb[2] < S.n[2]))
+                        continue;
+                    if (solid_at(solid, S, nb)) continue;
+                    float q[3];
+                    for (int a = 0; a < 3; ++a)
+                        q[a] = fminf(fmaxf(gc[a], (float)nb[a] + PUSH_EPSILON), (float)(nb[a] + 1) - PUSH_EPSILON);
+                    const float dist = (q[0] - gc[0]) * (q[0] - gc[0]) + (q[1] - gc[1]) * (q[1] - gc[1]) +
+                                       (q[2] - gc[2]) * (q[2] - gc[2]);
+                    if (!found || dist < best) {
+                        found = true;
+                        best = dist;
+                        for (int a = 0; a < 3; ++a) target[a] = q[a];
+                    }
+                }
+        if (!found) {
+            for (int a = 0; a < 3; ++a) x[a] = fallback[a];
+            return;
+        }
+        for (int a = 0; a < 3; ++a) gc[a] = target[a];
+        moved = true;
+    }
+    if (moved)
+        for (int a = 0; a < 3; ++a) x[a] = o[a] + gc[a] * h;
+}
+
+// G2P and advection fused, one thread per particle (sparse_transfer.g2p_advect):
+//   G2P (seed 003 Alg. 1): v ← flip·(v + (u − u_old)(x)) + pic·u(x); APIC: C_a ← ∇u_a(x)/h.
+//   Advection: RK2 midpoint x_mid = x + ½Δt·u(x), x' = x + Δt·u(x_mid), then push_out_brick.
+extern "C" __global__ void g2p_advect_sparse(float* __restrict__ pos, float* __restrict__ vel, float* __restrict__ c,
+                                             long long n, int apic, const float* __restrict__ u,
+                                             const float* __restrict__ v, const float* __restrict__ w,
+                                             const float* __restrict__ old_u, const float* __restrict__ old_v,
+                                             const float* __restrict__ old_w, const unsigned char* __restrict__ solid,
+                                             const long long* __restrict__ keys, const int* __restrict__ slots,
+                                             long long n_keys, const int* __restrict__ nbr27, int closed, int nx,
+                                             int ny, int nz, float ox, float oy, float oz, float h, float inv_h,
+                                             float flip, float pic, float dt, float half_dt)
+{
+    const long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (p >= n) return;
+    const float o[3] = {ox, oy, oz};
+    const float x0[3] = {pos[3 * p], pos[3 * p + 1], pos[3 * p + 2]};
+    const float g[3] = {(x0[0] - ox) * inv_h, (x0[1] - oy) * inv_h, (x0[2] - oz) * inv_h};
+    Sampler S;
+    S.b = Bricks{keys, slots, n_keys, nbr27};
+    S.closed = closed;
+    S.n[0] = nx;
+    S.n[1] = ny;
+    S.n[2] = nz;
+    S.home = -1;
+    S.hb[0] = S.hb[1] = S.hb[2] = 0;
+    if (isfinite(g[0]) && isfinite(g[1]) && isfinite(g[2])) {
+        for (int a = 0; a < 3; ++a) S.hb[a] = ((long long)floorf(g[a])) >> 3;
+        S.home = sparse_slot(keys, slots, n_keys, sparse_key_of_voxel(8 * S.hb[0], 8 * S.hb[1], 8 * S.hb[2]));
+    }
+    float un[3], uo[3], grad[9];
+    const float* const old[3] = {old_u, old_v, old_w};
+    sample_faces_brick(u, v, w, S, g, un, apic ? grad : nullptr, old, uo);  // new and old at one look-up
+    for (int a = 0; a < 3; ++a) vel[3 * p + a] = flip * (vel[3 * p + a] + (un[a] - uo[a])) + pic * un[a];
+    if (apic)
+        for (int a = 0; a < 9; ++a) c[9 * p + a] = grad[a] * inv_h;
+    float xm[3], gm[3], v2[3], x1[3];
+    for (int a = 0; a < 3; ++a) {
+        xm[a] = x0[a] + half_dt * un[a];
+        gm[a] = (xm[a] - o[a]) * inv_h;
+    }
+    sample_faces_brick(u, v, w, S, gm, v2, nullptr);
+    for (int a = 0; a < 3; ++a) x1[a] = x0[a] + dt * v2[a];
+    push_out_brick(x1, x0, solid, S, o, h, inv_h);
+    for (int a = 0; a < 3; ++a) pos[3 * p + a] = x1[a];
+}

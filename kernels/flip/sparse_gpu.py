@@ -1,0 +1,257 @@
+"""The sparse FLIP solver's CuPy launches (``kernels/cuda/flip_sparse_transfer.cu``): the
+stages of ``sparse_transfer.py`` and the topology of ``sparse_grid.py`` as one kernel per
+stage over the brick pool or the particles, mirroring the NumPy reference term by term
+(``--fmad=false``). Results: integer work (topology, neighbours, masks, cell types) and
+G2P/advection bit-identical to the NumPy path; P2G to float32 rounding (float64 sums in
+another order).
+
+The kernels read ``SparseMacGrid``'s brick tables (``slot_coords``, ``brick_nbr``: a
+stencil crosses a brick border with one table read); a point finds its brick by binary
+search on the keys, or from the 27 bricks around its own.
+
+Topology (§5.1–5.2), per substep, incremental: each particle marks its cell in the
+current topology (``mark_occupied``), one thread per brick turns its marked cells into
+the bricks their boxes (cell ± margin) reach (``brick_reach``: a 27-bit mask), and those
+bricks' keys are the new topology: the bricks of ``SparseFlipGrid.topology_keys`` exactly,
+without sorting the particles. Most substeps change no brick (``reach_compare``): then
+nothing is sorted or rebuilt, and the update is a handful of launches and one host sync.
+When a particle lies outside the current topology (the first substep, an inflow, a
+restore) the same pipeline runs on the bricks that hold particles (``full_keys``: one sort
+of a key per particle). The array path builds instead when the margin exceeds a brick (8
+cells: the mask would need 125 bits), with extra cells (narrow band) or beyond the key
+range (its error).
+
+P2G (§6–7): particles binned by pool cell (counting sort: ``count_particles_sparse`` +
+``flip_transfer.cu``'s ``place_particles``/``sort_cell_segments``/``copy_sorted_particles``,
+the dense solver's), then one thread per pool cell gathers its three faces from the 27
+cells around it in a fixed order: no float atomics, no per-pair temporaries (24 + 12 B
+per particle for the sorted copy and the sort, 8 B per cell for start and count).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..grid import mac
+from ..grid.launch import Kernels
+from ..grid.sparse_mac import brick_tables
+from .particles import KERNELS as DENSE
+from .particles import PUSH_EPSILON, THREADS
+
+KERNELS = Kernels("flip_sparse_transfer.cu", ("--fmad=false",), THREADS,
+                  defines={**mac.CELL_TYPES, "PUSH_EPSILON": PUSH_EPSILON})
+MAX_MARGIN = 8  # cells: the incremental topology reaches the 26 bricks around each brick only
+CELLS = 512
+_I64, _I32 = np.int64, np.int32
+
+
+def available(grid, *particles) -> bool:
+    """The kernels serve *grid* (CuPy, int32 pool indices, brick tables built) and the
+    *particles* arrays (C-contiguous float32, or None)."""
+    if grid.xp is np or grid.size >= 2 ** 31 - 1 or getattr(grid, "brick_nbr", None) is None:
+        return False
+    return all(a is None or (a.dtype == np.float32 and a.flags.c_contiguous) for a in particles)
+
+
+def _frame(grid):
+    f = np.float32
+    return (*(f(o) for o in grid.origin), f(grid.h), f(1.0 / grid.h))
+
+
+def _dims(grid):
+    return tuple(_I32(n) for n in grid.shape)
+
+
+def _topo(grid):
+    t = grid.topology
+    return t.keys, t.slots, _I64(t.count)
+
+
+# ------------------------------------------------------------------ topology (§5.2)
+
+
+def mark_walls(grid) -> None:
+    """exists_u/v/w, wall and solid (= wall) of ``SparseFlipGrid.update``."""
+    size = grid.size
+    out = [grid.xp.empty(size, grid.xp.uint8) for _ in range(5)]
+    KERNELS.launch("mark_walls", size, (grid.brick_slot, grid.slot_coords, _I64(size), _I32(grid.closed),
+                                        *_dims(grid), *out))
+    for name, a in zip((*grid.EXISTS, "wall", "solid"), out):
+        grid[name] = a
+
+
+def _reach(grid, pos, margin, keys, slots, used, coords, compare):
+    """The marking pipeline (module notes) on the bricks *keys* in *slots* (*used*,
+    *coords*: per slot): every reached key (−1 padded) and the flags [missed, beyond,
+    added, freed] (added/freed against *keys* when *compare*)."""
+    cp = grid.xp
+    n, cap = int(pos.shape[0]), int(used.shape[0])
+    nk = _I64(keys.shape[0])
+    occupied = cp.zeros(cap * CELLS, cp.uint8)
+    flags = cp.zeros(4, cp.uint64)
+    ox, oy, oz, _, inv_h = _frame(grid)
+    KERNELS.launch("mark_occupied", n, (pos, _I64(n), ox, oy, oz, inv_h, _I32(grid.closed), *_dims(grid), keys,
+                                        slots, nk, occupied, flags[0:1]))
+    mask = cp.empty(cap, cp.uint32)
+    KERNELS.launch("brick_reach", cap, (occupied, used, coords, _I64(cap), _I32(margin), _I32(grid.closed),
+                                        *_dims(grid), mask))
+    del occupied
+    reached = cp.empty(27 * cap, cp.int64)
+    KERNELS.launch("reach_keys", 27 * cap, (mask, coords, _I64(cap), reached, flags[1:2]))
+    if compare:
+        kept = cp.zeros(cap, cp.uint8)
+        KERNELS.launch("reach_compare", 27 * cap, (reached, _I64(27 * cap), keys, slots, nk, kept, flags[2:3]))
+        KERNELS.launch("count_unkept", cap, (used, kept, _I64(cap), flags[3:4]))
+    return reached, flags
+
+
+def incremental_keys(grid, pos, margin: int):
+    """The keys of ``grid.topology_keys(pos, margin)``, as ``(keys, same)``: *same* when
+    they are the current bricks (then *keys* is None: nothing to update); None where the
+    array path must build them (module notes). From the current topology (one host sync),
+    or, when a particle lies outside it (or there is none), from the bricks holding
+    particles (``full_keys``)."""
+    margin = int(margin)
+    if margin > MAX_MARGIN or margin < 0 or int(pos.shape[0]) == 0:
+        return None
+    t = grid.topology
+    if t.count:
+        reached, flags = _reach(grid, pos, margin, t.keys, t.slots, grid.brick_slot, grid.slot_coords, True)
+        missed, beyond, added, freed = (int(f) for f in flags.get())  # the one host sync
+        if beyond:
+            return None
+        if not missed:
+            return (None, True) if added == 0 and freed == 0 else (reached[reached >= 0], False)
+    keys = full_keys(grid, pos, margin)
+    return None if keys is None else (keys, False)
+
+
+def full_keys(grid, pos, margin: int):
+    """``topology_keys`` built from nothing (§5.1): the sorted unique bricks holding
+    particles are a topology every particle lies in; the marking pipeline on it gives the
+    bricks of their influence boxes. None where the array path must build them."""
+    cp = grid.xp
+    n = int(pos.shape[0])
+    bricks = cp.empty(n, cp.int64)
+    beyond = cp.zeros(1, cp.uint64)
+    ox, oy, oz, _, inv_h = _frame(grid)
+    KERNELS.launch("particle_brick_keys", n, (pos, _I64(n), ox, oy, oz, inv_h, _I32(grid.closed), *_dims(grid),
+                                              bricks, beyond))
+    keys = cp.unique(bricks)
+    del bricks
+    keys = keys[keys >= 0]
+    cap = int(keys.shape[0])
+    if int(beyond[0]) or cap == 0:
+        return None
+    slots = cp.arange(cap, dtype=cp.int32)
+    coords, _ = brick_tables(keys, slots, cap, cp)
+    reached, flags = _reach(grid, pos, margin, keys, slots, cp.ones(cap, cp.uint8), coords, False)
+    if int(flags[:2].any()):
+        return None
+    return reached[reached >= 0]
+
+
+# ------------------------------------------------------------------ particles → grid
+
+
+def bin_particles(grid, pos, vel, c):
+    """Particles sorted by pool cell (module notes): sorted pos, vel, C (a 1-element dummy
+    without C), per-cell start and count (cells + 1: the last holds the particles without
+    an active cell)."""
+    cp = grid.xp
+    n = int(pos.shape[0])
+    cells = grid.size
+    keys, slots, nk = _topo(grid)
+    ox, oy, oz, _, inv_h = _frame(grid)
+    count = cp.zeros(cells + 1, cp.int32)
+    cell_of = cp.empty(n, cp.int32)
+    rank = cp.empty(n, cp.int32)
+    KERNELS.launch("count_particles_sparse", n, (pos, _I64(n), ox, oy, oz, inv_h, keys, slots, nk, _I64(cells),
+                                                 count, cell_of, rank))
+    start = cp.cumsum(count, dtype=cp.int32)
+    start -= count  # exclusive scan
+    order = cp.empty(n, cp.int32)
+    DENSE.launch("place_particles", n, (cell_of, rank, start, _I64(n), order))
+    del cell_of, rank
+    DENSE.launch("sort_cell_segments", cells + 1, (order, start, count, _I64(cells + 1)))
+    spos = cp.empty_like(pos)
+    svel = cp.empty_like(vel)
+    apic = c is not None
+    sc = cp.empty_like(c) if apic else cp.zeros(1, cp.float32)
+    DENSE.launch("copy_sorted_particles", n, (order, _I64(n), pos, vel, c if apic else sc, _I32(apic), spos, svel, sc))
+    return spos, svel, sc, start, count
+
+
+def particles_to_grid(grid, pos, vel, c):
+    """``sparse_transfer.particles_to_grid`` (gather); returns the valid masks."""
+    cp = grid.xp
+    size = grid.size
+    valid = tuple(cp.empty(size, cp.uint8) for _ in range(3))
+    faces = tuple(cp.empty(size, cp.float32) for _ in range(3))
+    spos, svel, sc, start, count = bin_particles(grid, pos, vel, c)
+    KERNELS.launch("p2g_gather_sparse", size, (spos, svel, sc, _I32(c is not None), start, count, grid.brick_slot,
+                                               grid.slot_coords, grid.brick_nbr, _I64(size), _I32(grid.closed),
+                                               *_dims(grid), *_frame(grid), *faces, *valid))
+    for name, f in zip(grid.FACES, faces):
+        grid[name] = f
+    return valid
+
+
+# ------------------------------------------------------------------ cell types, boundaries, extrapolation
+
+
+def classify(grid, pos) -> None:
+    cp = grid.xp
+    size = grid.size
+    cell = cp.empty(size, cp.uint8)
+    KERNELS.launch("cells_from_solid_sparse", size, (grid["solid"], cell, _I64(size)))
+    n = int(pos.shape[0])
+    keys, slots, nk = _topo(grid)
+    ox, oy, oz, _, inv_h = _frame(grid)
+    KERNELS.launch("mark_fluid_sparse", n, (pos, _I64(n), ox, oy, oz, inv_h, _I32(grid.closed), *_dims(grid), keys,
+                                            slots, nk, grid["solid"], cell))
+    grid["cell"] = cell
+
+
+def enforce_boundaries(grid) -> None:
+    KERNELS.launch("enforce_boundaries_sparse", grid.size,
+                   (*grid.faces(), *(grid["solid_" + n] for n in grid.FACES), grid["solid"],
+                    *(grid[n] for n in grid.EXISTS), grid.brick_nbr, _I64(grid.size)))
+
+
+def fluid_faces(grid):
+    cp = grid.xp
+    out = tuple(cp.empty(grid.size, cp.uint8) for _ in range(3))
+    KERNELS.launch("fluid_faces_sparse", grid.size, (grid["cell"], grid.brick_nbr, _I64(grid.size), *out))
+    return out
+
+
+def extrapolate(grid, layers: int, valid):
+    """*layers* ≥ 1 rings of ``sparse_transfer.extrapolate``, each into fresh arrays (the
+    inputs are left as they were); the grown masks."""
+    cp = grid.xp
+    size = grid.size
+    exists = tuple(grid[n] for n in grid.EXISTS)
+    values, masks = grid.faces(), tuple(cp.ascontiguousarray(m, dtype=cp.uint8) for m in valid)
+    for _ in range(layers):
+        out = (tuple(cp.empty(size, cp.float32) for _ in range(3)), tuple(cp.empty(size, cp.uint8) for _ in range(3)))
+        KERNELS.launch("extrapolate_sparse", size, (*values, *masks, *exists, grid.brick_nbr, _I64(size), *out[0],
+                                                    *out[1]))
+        values, masks = out
+    for name, f in zip(grid.FACES, values):
+        grid[name] = f
+    return masks
+
+
+# ------------------------------------------------------------------ grid → particles
+
+
+def g2p_advect(grid, old, pos, vel, flip, pic, dt, half_dt, c) -> None:
+    """``sparse_transfer.g2p_advect`` in one kernel (float32 scalars given)."""
+    n = int(pos.shape[0])
+    keys, slots, nk = _topo(grid)
+    apic = c is not None
+    dummy = c if apic else grid.xp.zeros(1, grid.xp.float32)
+    KERNELS.launch("g2p_advect_sparse", n, (pos, vel, dummy, _I64(n), _I32(apic), *grid.faces(), *old, grid["solid"],
+                                            keys, slots, nk, grid.brick_nbr, _I32(grid.closed), *_dims(grid),
+                                            *_frame(grid), flip, pic, dt, half_dt))

@@ -1,0 +1,323 @@
+"""The sparse FLIP kernels (cuda/flip_sparse_transfer.cu, and cuda/sparse.cu's brick
+tables) give the NumPy reference's results, checked on the host without a GPU: nvcc
+builds the kernels as host functions (one "thread" per call, atomics plain, no FMA
+contraction as --fmad=false), and a C++ driver runs them in the order
+kernels/flip/sparse_gpu.py launches them (CuPy's scan and flip_transfer.cu's counting
+sort: std::partial_sum and a stable sort by cell). Bit for bit where the arithmetic is
+the same (tables, masks, cell types, extrapolation, boundaries, G2P and advection, the
+incremental topology); P2G within float32 rounding (float64 sums in another order). The
+device comparison is tests/gpu/test_flip_sparse_gpu.py."""
+
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from voxfx.kernels import backend
+from voxfx.kernels.flip import sparse_gpu, sparse_transfer
+from voxfx.kernels.flip.sparse_grid import SparseFlipGrid
+from voxfx.kernels.grid import GridSpec
+
+# Input: closed nx ny nz apic margin; ox oy oz h inv_h flip pic dt half_dt (%a); n_keys cap,
+# keys, slots; N, pos, vel (, C); per pool cell solid (int), solid_u, solid_v, solid_w (%a).
+# Output, one value a line: the tables' nbr (6 × cells), exists_u/v/w and wall; P2G u v w
+# and valid; cell; extrapolated u v w and masks; enforced u v w; fluid faces; positions,
+# velocities (, C) after G2P + advection; then, for those positions, the incremental
+# topology's added and freed counts against the current one, missed and beyond counts, and
+# its sorted unique keys; then the same from a full build.
+HARNESS = r"""
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <numeric>
+#include <vector>
+#undef __device__
+#define __device__ __attribute__((host))
+#define __global__
+struct HostDim { unsigned x, y, z; };
+static HostDim h_block, h_dim, h_thread;
+#define blockIdx h_block
+#define blockDim h_dim
+#define threadIdx h_thread
+template <typename T> T plain_add(T* p, T v) { T o = *p; *p = o + v; return o; }
+#define atomicAdd plain_add
+using std::isfinite;
+#include "sparse.cu"
+#include "flip_sparse_transfer.cu"
+typedef long long ll;
+typedef unsigned char u8;
+static void at(ll i) { h_block.x = (unsigned)i; h_dim.x = 1; h_thread.x = 0; }
+#define LAUNCH(n, call) for (ll t_ = 0; t_ < (ll)(n); ++t_) { at(t_); call; }
+static float rf() { float x; scanf("%a", &x); return x; }
+template <class T> static void pr(const std::vector<T>& a) { for (auto x : a) printf("%d\n", (int)x); }
+static void pf(const std::vector<float>& a) { for (float x : a) printf("%a\n", x); }
+int main() {
+    int closed, nx, ny, nz, apic, margin;
+    if (scanf("%d %d %d %d %d %d", &closed, &nx, &ny, &nz, &apic, &margin) != 6) return 1;
+    float ox = rf(), oy = rf(), oz = rf(), h = rf(), inv_h = rf(), flip = rf(), pic = rf(), dt = rf(), half_dt = rf();
+    ll nk, cap;
+    scanf("%lld %lld", &nk, &cap);
+    std::vector<ll> keys(nk);
+    std::vector<int> slots(nk);
+    for (auto& k : keys) scanf("%lld", &k);
+    for (auto& s : slots) scanf("%d", &s);
+    ll n;
+    scanf("%lld", &n);
+    std::vector<float> pos(3 * n), vel(3 * n), c(apic ? 9 * n : 1, 0.0f);
+    for (auto& x : pos) x = rf();
+    for (auto& x : vel) x = rf();
+    if (apic) for (auto& x : c) x = rf();
+    const ll cells = cap * 512;
+    std::vector<u8> solid(cells);
+    for (auto& x : solid) { int t; scanf("%d", &t); x = (u8)t; }
+    std::vector<float> su(cells), sv(cells), sw(cells);
+    for (auto* a : {&su, &sv, &sw}) for (auto& x : *a) x = rf();
+    // tables
+    std::vector<int> coords(3 * cap, 0), nbr27(27 * cap, -1), nbr(6 * cells);
+    std::vector<u8> used(cap, 0);
+    for (int s : slots) used[s] = 1;
+    LAUNCH(27 * nk, brick_tables(keys.data(), slots.data(), nk, coords.data(), nbr27.data()));
+    LAUNCH(cells, cell_neighbours(nbr27.data(), cells, nbr.data()));
+    pr(nbr);
+    std::vector<u8> eu(cells), ev(cells), ew(cells), wall(cells), solid0(cells);
+    LAUNCH(cells, mark_walls(used.data(), coords.data(), cells, closed, nx, ny, nz, eu.data(), ev.data(), ew.data(),
+                             wall.data(), solid0.data()));
+    pr(eu); pr(ev); pr(ew); pr(wall);
+    // P2G: counting sort by pool cell, then the gather
+    std::vector<int> count(cells + 1, 0), cell_of(n), rank(n), start(cells + 1), order(n);
+    LAUNCH(n, count_particles_sparse(pos.data(), n, ox, oy, oz, inv_h, keys.data(), slots.data(), nk, cells,
+                                     count.data(), cell_of.data(), rank.data()));
+    std::partial_sum(count.begin(), count.end(), start.begin());
+    for (ll q = 0; q <= cells; ++q) start[q] -= count[q];
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return cell_of[a] < cell_of[b]; });
+    std::vector<float> spos(3 * n), svel(3 * n), sc(apic ? 9 * n : 1, 0.0f);
+    for (ll s = 0; s < n; ++s) {
+        for (int a = 0; a < 3; ++a) {
+            spos[3 * s + a] = pos[3 * order[s] + a];
+            svel[3 * s + a] = vel[3 * order[s] + a];
+        }
+        if (apic) for (int a = 0; a < 9; ++a) sc[9 * s + a] = c[9 * order[s] + a];
+    }
+    std::vector<float> u(cells), v(cells), w(cells);
+    std::vector<u8> mu(cells), mv(cells), mw(cells);
+    LAUNCH(cells, p2g_gather_sparse(spos.data(), svel.data(), sc.data(), apic, start.data(), count.data(),
+                                    used.data(), coords.data(), nbr27.data(), cells, closed, nx, ny, nz, ox, oy, oz,
+                                    h, inv_h, u.data(), v.data(), w.data(), mu.data(), mv.data(), mw.data()));
+    pf(u); pf(v); pf(w); pr(mu); pr(mv); pr(mw);
+    // classify on the given solid
+    std::vector<u8> cell(cells);
+    LAUNCH(cells, cells_from_solid_sparse(solid.data(), cell.data(), cells));
+    LAUNCH(n, mark_fluid_sparse(pos.data(), n, ox, oy, oz, inv_h, closed, nx, ny, nz, keys.data(), slots.data(), nk,
+                                solid.data(), cell.data()));
+    pr(cell);
+    // two rings of extrapolation
+    for (int ring = 0; ring < 2; ++ring) {
+        std::vector<float> du(cells), dv(cells), dw(cells);
+        std::vector<u8> nu(cells), nv(cells), nw(cells);
+        LAUNCH(cells, extrapolate_sparse(u.data(), v.data(), w.data(), mu.data(), mv.data(), mw.data(), eu.data(),
+                                         ev.data(), ew.data(), nbr27.data(), cells, du.data(), dv.data(), dw.data(),
+                                         nu.data(), nv.data(), nw.data()));
+        u = du; v = dv; w = dw; mu = nu; mv = nv; mw = nw;
+    }
+    pf(u); pf(v); pf(w); pr(mu); pr(mv); pr(mw);
+    std::vector<float> old_u = u, old_v = v, old_w = w;
+    LAUNCH(cells, enforce_boundaries_sparse(u.data(), v.data(), w.data(), su.data(), sv.data(), sw.data(),
+                                            solid.data(), eu.data(), ev.data(), ew.data(), nbr27.data(), cells));
+    pf(u); pf(v); pf(w);
+    std::vector<u8> fu(cells), fv(cells), fw(cells);
+    LAUNCH(cells, fluid_faces_sparse(cell.data(), nbr27.data(), cells, fu.data(), fv.data(), fw.data()));
+    pr(fu); pr(fv); pr(fw);
+    LAUNCH(n, g2p_advect_sparse(pos.data(), vel.data(), c.data(), n, apic, u.data(), v.data(), w.data(),
+                                old_u.data(), old_v.data(), old_w.data(), solid.data(), keys.data(), slots.data(),
+                                nk, nbr27.data(), closed, nx, ny, nz, ox, oy, oz, h, inv_h, flip, pic, dt, half_dt));
+    pf(pos); pf(vel);
+    if (apic) pf(c);
+    // incremental topology of the moved particles
+    std::vector<u8> occupied(cells, 0);
+    unsigned long long missed = 0, beyond = 0;
+    LAUNCH(n, mark_occupied(pos.data(), n, ox, oy, oz, inv_h, closed, nx, ny, nz, keys.data(), slots.data(), nk,
+                            occupied.data(), &missed));
+    std::vector<unsigned int> mask(cap);
+    LAUNCH(cap, brick_reach(occupied.data(), used.data(), coords.data(), cap, margin, closed, nx, ny, nz,
+                            mask.data()));
+    std::vector<ll> reached(27 * cap);
+    LAUNCH(27 * cap, reach_keys(mask.data(), coords.data(), cap, reached.data(), &beyond));
+    std::vector<u8> kept(cap, 0);
+    unsigned long long added = 0, freed = 0;
+    LAUNCH(27 * cap, reach_compare(reached.data(), 27 * cap, keys.data(), slots.data(), nk, kept.data(), &added));
+    LAUNCH(cap, count_unkept(used.data(), kept.data(), cap, &freed));
+    printf("%llu\n%llu\n", added, freed);
+    std::vector<ll> out;
+    for (ll k : reached) if (k >= 0) out.push_back(k);
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    printf("%llu\n%llu\n%zu\n", missed, beyond, out.size());
+    for (ll k : out) printf("%lld\n", k);
+    // the full build (sparse_gpu.full_keys): the bricks holding particles, then the same marking
+    std::vector<ll> bk(n);
+    unsigned long long far = 0;
+    LAUNCH(n, particle_brick_keys(pos.data(), n, ox, oy, oz, inv_h, closed, nx, ny, nz, bk.data(), &far));
+    std::sort(bk.begin(), bk.end());
+    bk.erase(std::unique(bk.begin(), bk.end()), bk.end());
+    bk.erase(std::remove(bk.begin(), bk.end(), -1LL), bk.end());
+    const ll c0 = bk.size();
+    std::vector<int> s0(c0), coords0(3 * c0, 0), nbr0(27 * c0, -1);
+    std::iota(s0.begin(), s0.end(), 0);
+    std::vector<u8> used0(c0, 1), occ0(c0 * 512, 0);
+    LAUNCH(27 * c0, brick_tables(bk.data(), s0.data(), c0, coords0.data(), nbr0.data()));
+    unsigned long long missed0 = 0;
+    LAUNCH(n, mark_occupied(pos.data(), n, ox, oy, oz, inv_h, closed, nx, ny, nz, bk.data(), s0.data(), c0,
+                            occ0.data(), &missed0));
+    std::vector<unsigned int> mask0(c0);
+    LAUNCH(c0, brick_reach(occ0.data(), used0.data(), coords0.data(), c0, margin, closed, nx, ny, nz, mask0.data()));
+    std::vector<ll> reached0(27 * c0);
+    LAUNCH(27 * c0, reach_keys(mask0.data(), coords0.data(), c0, reached0.data(), &far));
+    std::vector<ll> full;
+    for (ll k : reached0) if (k >= 0) full.push_back(k);
+    std::sort(full.begin(), full.end());
+    full.erase(std::unique(full.begin(), full.end()), full.end());
+    printf("%llu\n%llu\n%zu\n", missed0, far, full.size());
+    for (ll k : full) printf("%lld\n", k);
+    return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def harness(tmp_path_factory):
+    if shutil.which("nvcc") is None:
+        pytest.skip("nvcc is not on PATH")
+    d = tmp_path_factory.mktemp("sparse_flip")
+    src, exe = d / "harness.cu", d / "harness"
+    src.write_text(HARNESS)
+    defines = [o for o in sparse_gpu.KERNELS.options if o.startswith("-D")]
+    r = subprocess.run(["nvcc", "--std=c++17", "-Xcompiler", "-ffp-contract=off", f"-I{backend.CUDA_DIR}",
+                        f"-I{backend.CUDA_INCLUDE}", *defines, "-o", str(exe), str(src)], capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+
+    def run(lines):
+        out = subprocess.run([str(exe)], input="\n".join(lines), capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, out.stderr
+        return out.stdout.split()
+
+    return run
+
+
+def _hex(a):
+    return " ".join(float(x).hex() for x in np.asarray(a, np.float32).ravel())
+
+
+class Reader:
+    def __init__(self, tokens):
+        self.tokens, self.at = tokens, 0
+
+    def ints(self, n, dtype=np.int64):
+        out = np.array([int(x) for x in self.tokens[self.at:self.at + n]], dtype)
+        self.at += n
+        return out
+
+    def floats(self, n):
+        out = np.array([float.fromhex(x) for x in self.tokens[self.at:self.at + n]], np.float32)
+        self.at += n
+        return out
+
+
+def scene(closed, apic, seed):
+    """A grid whose topology was updated twice (so it has free slots), its solid with an
+    obstacle block and moving solid faces, and particles with velocities (and C)."""
+    rng = np.random.default_rng(seed)
+    spec = GridSpec((0.1, -0.2, 0.05), 0.05, (20, 13, 11))
+    grid = SparseFlipGrid(spec, np, closed=closed)
+    up = np.asarray(spec.upper) - np.asarray(spec.origin)
+    lo = 0.0 if closed else -0.15
+
+    def particles(n, a, b):
+        return (np.asarray(spec.origin) + rng.uniform(a, b, (n, 3)) * up).astype(np.float32)
+
+    grid.update(particles(3000, lo, 0.9), 3)
+    pos = particles(1500, max(lo, 0.0) + 0.05, 0.6)
+    obstacle = np.array([(i, j, k) for i in (7, 8) for j in range(3, 6) for k in range(2, 4)])
+    inside = (obstacle + rng.uniform(0.1, 0.9, obstacle.shape)) * spec.voxel_size  # pushed out after advection
+    pos[:len(obstacle)] = (np.asarray(spec.origin) + inside).astype(np.float32)
+    grid.update(pos, 3, obstacle)
+    n = len(pos)
+    vel = rng.normal(0, 0.4, (n, 3)).astype(np.float32)
+    c = rng.normal(0, 1, (n, 3, 3)).astype(np.float32) if apic else None
+    for name in ("solid_u", "solid_v", "solid_w"):
+        grid[name] = np.where(grid["solid"] != 0, rng.normal(0, 1, grid.size), 0).astype(np.float32)
+    return spec, grid, pos, vel, c
+
+
+@pytest.mark.parametrize("closed", [True, False], ids=["closed", "open"])
+@pytest.mark.parametrize("apic", [False, True], ids=["flip", "apic"])
+def test_sparse_flip_kernels_match_the_numpy_reference(harness, closed, apic):
+    spec, grid, pos, vel, c = scene(closed, apic, 11 + 2 * closed + apic)
+    assert grid.topology.free.shape[0] > 0  # free slots take part
+    margin, dt = 4, 0.01
+    flip = np.float32(0.0 if apic else 0.95)
+    pic = np.float32(1) - flip
+    dt32 = np.float32(dt)
+    nx, ny, nz = spec.shape
+    t = grid.topology
+    cells = grid.size
+    lines = [f"{int(closed)} {nx} {ny} {nz} {int(apic)} {margin}",
+             _hex([*spec.origin, grid.h, 1.0 / grid.h, flip, pic, dt32, np.float32(0.5) * dt32]),
+             f"{t.count} {grid.capacity}", " ".join(str(int(k)) for k in t.keys),
+             " ".join(str(int(s)) for s in t.slots), str(len(pos)), _hex(pos), _hex(vel)]
+    if apic:
+        lines.append(_hex(c))
+    lines += [" ".join(str(int(x)) for x in grid["solid"]), *(_hex(grid["solid_" + n]) for n in "uvw")]
+    out = Reader(harness(lines))
+
+    # brick tables and marks
+    assert np.array_equal(out.ints(6 * cells).reshape(6, cells), grid.nbr)
+    for name in (*grid.EXISTS, "wall"):
+        assert np.array_equal(out.ints(cells), grid[name]), name
+    # P2G: the gather against the sorted float64 sums
+    valid = sparse_transfer.particles_to_grid(grid, pos, vel, c)
+    faces = [out.floats(cells) for _ in range(3)]
+    masks = [out.ints(cells) for _ in range(3)]
+    for got, name in zip(faces, grid.FACES):
+        assert np.abs(got - grid[name]).max() <= 1e-6 * max(1.0, np.abs(grid[name]).max())
+        assert np.count_nonzero(got)
+    for got, want in zip(masks, valid):
+        assert np.array_equal(got, want)
+    for got, name in zip(faces, grid.FACES):  # the rest from the kernel's faces: bit for bit from here
+        grid[name] = got
+    sparse_transfer.classify(grid, pos)
+    assert np.array_equal(out.ints(cells), grid["cell"])
+    assert (grid["cell"] == 1).sum() > 100 and (grid["cell"] == 2).sum() > 0
+    sparse_transfer.extrapolate(grid)
+    for name in grid.FACES:
+        assert np.array_equal(out.floats(cells), grid[name]), name
+    for want in grid.valid:
+        assert np.array_equal(out.ints(cells), want)
+    old = tuple(f.copy() for f in grid.faces())
+    sparse_transfer.enforce_boundaries(grid)
+    for name, before in zip(grid.FACES, old):
+        got = out.floats(cells)
+        assert np.array_equal(got, grid[name]), name
+        assert not np.array_equal(got, before)
+    for want in sparse_transfer.fluid_faces(grid):
+        assert np.array_equal(out.ints(cells), want)
+    x0 = pos.copy()
+    sparse_transfer.g2p_advect(grid, old, pos, vel, flip, dt, c)
+    got_pos, got_vel = out.floats(pos.size).reshape(-1, 3), out.floats(vel.size).reshape(-1, 3)
+    assert np.array_equal(got_pos, pos)
+    assert np.array_equal(got_vel, vel)
+    assert not np.array_equal(pos, x0)
+    if apic:
+        assert np.array_equal(out.floats(c.size).reshape(c.shape), c)
+    # the incremental topology of the moved particles is topology_keys', and says what changed
+    added, freed, missed, beyond, m = out.ints(5)
+    want = grid.topology_keys(pos, margin)
+    assert missed == 0 and beyond == 0
+    assert np.array_equal(out.ints(m), want)
+    assert added == np.setdiff1d(want, t.keys).size and freed == np.setdiff1d(t.keys, want).size
+    assert added + freed > 0  # the margin changed from 3 to 4: bricks were added
+    missed, beyond, m = out.ints(3)  # built from nothing: the same bricks
+    assert missed == 0 and beyond == 0
+    assert np.array_equal(out.ints(m), want)
