@@ -1,0 +1,269 @@
+// Sparse FLIP pressure (seed 003 §8, Alg. 2) on compacted unknowns: the PCG loop's vector
+// kernels, the 7-point Laplacian read through a neighbour table, the multigrid V-cycle over
+// the sparse hierarchy (red-black Gauss-Seidel, residual, restriction, prolongation, the
+// coarsest level in one block) and the union-find of the sealed-region labels. Launched by
+// kernels/flip/sparse_pressure_gpu.py; the NumPy code of sparse_pressure.py and
+// sparse_multigrid.py is the reference these kernels follow operation by operation (they
+// are compiled without FMA contraction, so each value rounds as NumPy rounds it).
+//
+// Layout. A level's vectors hold its m unknowns — red (i + j + k even) in [0, m_red), black
+// in [m_red, m) — and a sentinel at m that stays 0; buffers are `stride` entries long
+// (≥ m + 1, fixed while the solver keeps its buffers, so a captured CUDA graph stays
+// valid while m changes). Tables are row-major [rows][stride] int32: nbr (6 rows: −x, +x,
+// −y, +y, −z, +z), up (8: prolongation to the level from the next coarser one), down (64:
+// restriction into the level from the next finer one); an entry that is not an unknown is
+// the sentinel. sizes[2·level] = m_red, sizes[2·level + 1] = m, on the device.
+//
+// Constants from Python, as -D options (kernels/flip/sparse_pressure_gpu.py): S_STOPPED,
+// D_ALPHA, D_BETA (the state[] and scalars[] layout of flip_pressure.cu, whose finish_*
+// kernels close this loop's reductions), PRE_MG, PRE_JACOBI, PRE_NONE (preconditioners),
+// MG_COARSE_SWEEPS (forward and as many backward sweeps on the coarsest level).
+
+#include "voxfx_reduce.cuh"  // block_sum2: the fixed-order double sums
+
+// c over [lo, hi) with a grid-stride loop (launches are sized by the buffers, not by m).
+#define RANGE(c, lo, hi) \
+    for (int c = (lo) + (int)(blockIdx.x * blockDim.x + threadIdx.x); c < (hi); c += (int)(gridDim.x * blockDim.x))
+
+// Σ x over the six neighbours of unknown c, added −x, +x, −y, +y, −z, +z.
+__device__ __forceinline__ float compact_neighbour_sum(const float* __restrict__ x, const int* __restrict__ nbr,
+                                                       int stride, int c)
+{
+    float s = x[nbr[c]];
+    for (int d = 1; d < 6; ++d) s = s + x[nbr[d * stride + c]];
+    return s;
+}
+
+// ------------------------------------------------------------------------ PCG (Alg. 2)
+
+// x = 0, d = 0, r = b; partial ‖b‖²; Jacobi: z = b·(1/diag) and r·z; none: r·z = ‖b‖².
+extern "C" __global__ void cg_init(const float* __restrict__ b, float* __restrict__ x, float* __restrict__ r,
+                                   float* __restrict__ d, float* __restrict__ z, const float* __restrict__ diag,
+                                   const int* __restrict__ sizes, int mode, double* __restrict__ partials)
+{
+    const int n = sizes[1];
+    double bb = 0.0, rz = 0.0;
+    RANGE(c, 0, n)
+    {
+        const float bc = b[c];
+        x[c] = 0.0f;
+        d[c] = 0.0f;
+        r[c] = bc;
+        bb += (double)bc * bc;
+        if (mode == PRE_JACOBI) {
+            const float zc = bc * (1.0f / diag[c]);
+            z[c] = zc;
+            rz += (double)bc * zc;
+        }
+    }
+    if (mode == PRE_NONE) rz = bb;
+    block_sum2(bb, rz, partials, partials + gridDim.x);
+}
+
+// q = A d (diag·d − Σ neighbours) and partial d·q.
+extern "C" __global__ void apply_laplacian(const float* __restrict__ d, float* __restrict__ q,
+                                           const int* __restrict__ nbr, const float* __restrict__ diag, int stride,
+                                           const int* __restrict__ sizes, double* __restrict__ partials,
+                                           const int* __restrict__ state)
+{
+    if (state[S_STOPPED]) return;
+    const int n = sizes[1];
+    double dq = 0.0;
+    RANGE(c, 0, n)
+    {
+        const float dc = d[c];
+        const float qc = diag[c] * dc - compact_neighbour_sum(d, nbr, stride, c);
+        q[c] = qc;
+        dq += (double)dc * qc;
+    }
+    block_sum2(dq, 0.0, partials, nullptr);
+}
+
+// x += α d, r −= α q; partial ‖r‖²; Jacobi: z = r·(1/diag) and r·z; none: r·z = ‖r‖².
+extern "C" __global__ void update_solution(float* __restrict__ x, float* __restrict__ r, const float* __restrict__ d,
+                                           const float* __restrict__ q, float* __restrict__ z,
+                                           const float* __restrict__ diag, const int* __restrict__ sizes, int mode,
+                                           const double* __restrict__ scalars, double* __restrict__ partials,
+                                           const int* __restrict__ state)
+{
+    if (state[S_STOPPED]) return;
+    const int n = sizes[1];
+    const float alpha = (float)scalars[D_ALPHA];
+    double rr = 0.0, rz = 0.0;
+    RANGE(c, 0, n)
+    {
+        x[c] = x[c] + alpha * d[c];
+        const float rc = r[c] - alpha * q[c];
+        r[c] = rc;
+        rr += (double)rc * rc;
+        if (mode == PRE_JACOBI) {
+            const float zc = rc * (1.0f / diag[c]);
+            z[c] = zc;
+            rz += (double)rc * zc;
+        }
+    }
+    if (mode == PRE_NONE) rz = rr;
+    block_sum2(rr, rz, partials, mode == PRE_MG ? nullptr : partials + gridDim.x);
+}
+
+// partial r·z (after the V-cycle).
+extern "C" __global__ void dot_rz(const float* __restrict__ r, const float* __restrict__ z,
+                                  const int* __restrict__ sizes, double* __restrict__ partials_rz,
+                                  const int* __restrict__ state)
+{
+    if (state[S_STOPPED]) return;
+    const int n = sizes[1];
+    double rz = 0.0;
+    RANGE(c, 0, n) rz += (double)r[c] * z[c];
+    block_sum2(rz, 0.0, partials_rz, nullptr);
+}
+
+// d = z + β d
+extern "C" __global__ void update_direction(float* __restrict__ d, const float* __restrict__ z,
+                                            const int* __restrict__ sizes, const double* __restrict__ scalars,
+                                            const int* __restrict__ state)
+{
+    if (state[S_STOPPED]) return;
+    const int n = sizes[1];
+    const float beta = (float)scalars[D_BETA];
+    RANGE(c, 0, n) d[c] = z[c] + beta * d[c];
+}
+
+// ------------------------------------------------------------------------ multigrid V-cycle
+
+// One colour of Gauss-Seidel on a level, x_c = (b_c + Σ x_n)/diag_c over the colour's range
+// (the other colour is all it reads). first = 1: the sweep from x = 0 — red b/diag, black 0,
+// every unknown written, so no clearing pass is needed.
+extern "C" __global__ void mg_smooth(float* __restrict__ x, const float* __restrict__ b, const int* __restrict__ nbr,
+                                     const float* __restrict__ diag, int stride, const int* __restrict__ sizes,
+                                     int level, int colour, int first, const int* __restrict__ state)
+{
+    if (state[S_STOPPED]) return;
+    const int m_red = sizes[2 * level], m = sizes[2 * level + 1];
+    if (first) {
+        RANGE(c, 0, m) x[c] = c < m_red ? b[c] / diag[c] : 0.0f;
+        return;
+    }
+    const int lo = colour ? m_red : 0, hi = colour ? m : m_red;
+    RANGE(c, lo, hi) x[c] = (b[c] + compact_neighbour_sum(x, nbr, stride, c)) / diag[c];
+}
+
+// r = b − A x on a level's unknowns.
+extern "C" __global__ void mg_residual(const float* __restrict__ x, const float* __restrict__ b,
+                                       const int* __restrict__ nbr, const float* __restrict__ diag, int stride,
+                                       const int* __restrict__ sizes, int level, float* __restrict__ r,
+                                       const int* __restrict__ state)
+{
+    if (state[S_STOPPED]) return;
+    const int m = sizes[2 * level + 1];
+    RANGE(c, 0, m) r[c] = b[c] - (diag[c] * x[c] - compact_neighbour_sum(x, nbr, stride, c));
+}
+
+// Per axis the weight of fine cell 2I + o for coarse cell I, by a = o + 1 (o = −1, 0, 1, 2):
+// ¾ for its own two children, ¼ for the next ones (cell-centred linear interpolation).
+__device__ __forceinline__ float axis_weight(int a) { return (a == 1 || a == 2) ? 0.75f : 0.25f; }
+
+// Restriction into coarse level `level`: b_c = ½·Σ_row w_row·r_f[down[row][c]], rows
+// (iz·4 + iy)·4 + ix added in order (Pᵀ of mg_prolong_add, times ½: the average Pᵀ/8 scaled
+// by (2h/h)² for the unscaled coarse operator).
+extern "C" __global__ void mg_restrict(const float* __restrict__ rf, const int* __restrict__ down, int stride,
+                                       const int* __restrict__ sizes, int level, float* __restrict__ bc,
+                                       const int* __restrict__ state)
+{
+    if (state[S_STOPPED]) return;
+    const int m = sizes[2 * level + 1];
+    RANGE(c, 0, m)
+    {
+        float s = axis_weight(0) * axis_weight(0) * axis_weight(0) * rf[down[c]];
+        for (int row = 1; row < 64; ++row)
+            s = s + axis_weight(row & 3) * axis_weight((row >> 2) & 3) * axis_weight(row >> 4) * rf[down[row * stride + c]];
+        bc[c] = 0.5f * s;
+    }
+}
+
+// Prolongation onto fine level `level`: x_f += Σ_row w_row·x_c[up[row][f]], rows
+// (oz·2 + oy)·2 + ox: per axis ¾ of the parent (o = 0) and ¼ of its neighbour on the
+// child's side (o = 1).
+extern "C" __global__ void mg_prolong_add(const float* __restrict__ xc, const int* __restrict__ up, int stride,
+                                          const int* __restrict__ sizes, int level, float* __restrict__ xf,
+                                          const int* __restrict__ state)
+{
+    if (state[S_STOPPED]) return;
+    const int m = sizes[2 * level + 1];
+    RANGE(f, 0, m)
+    {
+        float s = 0.75f * 0.75f * 0.75f * xc[up[f]];
+        for (int row = 1; row < 8; ++row) {
+            const float w = ((row & 1) ? 0.25f : 0.75f) * ((row & 2) ? 0.25f : 0.75f) * ((row & 4) ? 0.25f : 0.75f);
+            s = s + w * xc[up[row * stride + f]];
+        }
+        xf[f] = xf[f] + s;
+    }
+}
+
+// The coarsest level in one block: x = 0, then MG_COARSE_SWEEPS sweeps red → black and as
+// many black → red, the block synchronised between colours (one launch, not 4·sweeps).
+extern "C" __global__ void mg_coarse_solve(float* __restrict__ x, const float* __restrict__ b,
+                                           const int* __restrict__ nbr, const float* __restrict__ diag, int stride,
+                                           const int* __restrict__ sizes, int level, const int* __restrict__ state)
+{
+    if (state[S_STOPPED]) return;
+    const int m_red = sizes[2 * level], m = sizes[2 * level + 1];
+    for (int c = threadIdx.x; c < m; c += blockDim.x) x[c] = 0.0f;
+    __syncthreads();
+    for (int pass = 0; pass < 4 * MG_COARSE_SWEEPS; ++pass) {
+        const int colour = (pass & 1) ^ (pass >= 2 * MG_COARSE_SWEEPS);  // forward red, black; backward black, red
+        const int lo = colour ? m_red : 0, hi = colour ? m : m_red;
+        for (int c = lo + threadIdx.x; c < hi; c += blockDim.x)
+            x[c] = (b[c] + compact_neighbour_sum(x, nbr, stride, c)) / diag[c];
+        __syncthreads();
+    }
+}
+
+// ------------------------------------------------------------------------ sealed regions
+
+// Root of v's tree (parents only ever point to smaller indices). Reads through volatile:
+// other threads hook roots meanwhile.
+__device__ __forceinline__ int find_root(const int* parent, int v)
+{
+    const volatile int* p = parent;
+    int up = p[v];
+    while (up != v) {
+        v = up;
+        up = p[v];
+    }
+    return v;
+}
+
+// Union-find over the links of n cells (links[d·n + v], d = +x, +y, +z: the linked cell or
+// −1), parent[v] = v on entry: each link joins two trees by hooking the larger root under
+// the smaller (atomicCAS; a lost race retries from the new roots), so a component's root
+// ends as its lowest index, whatever the order the threads run in.
+extern "C" __global__ void label_hook(const int* __restrict__ links, int n, int* parent)
+{
+    RANGE(v, 0, n)
+    {
+        for (int d = 0; d < 3; ++d) {
+            const int u = links[d * n + v];
+            if (u < 0) continue;
+            int a = find_root(parent, v), b = find_root(parent, u);
+            while (a != b) {
+                if (a < b) {
+                    const int t = a;
+                    a = b;
+                    b = t;
+                }
+                const int old = atomicCAS(&parent[a], a, b);
+                if (old == a) break;
+                a = find_root(parent, old);
+                b = find_root(parent, b);
+            }
+        }
+    }
+}
+
+// parent[v] = the root of v: each cell's component label.
+extern "C" __global__ void label_flatten(int* parent, int n)
+{
+    RANGE(v, 0, n) parent[v] = find_root(parent, v);
+}
