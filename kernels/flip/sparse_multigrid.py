@@ -84,19 +84,12 @@ class _CellSet:
     unknown of each cell, m where it is not one), relative to ``base``."""
 
     def __init__(self, keys, fluid, base):
-        self.keys, self.fluid, self.base = keys, fluid, base
+        self.keys, self.fluid, self.base = keys, fluid, tuple(int(b) for b in base)
         self.position = None
 
-    def coarser(self, xp):
-        """The next level's set: parents with all 8 children in this set, FLUID if one is."""
-        base = tuple((b + _MARGIN) // 2 - _MARGIN for b in self.base)  # ≤ half of any cell's coordinate
-        i, j, k = _unpack(self.keys, self.base)
-        parents = _pack(i >> 1, j >> 1, k >> 1, base)
-        keys, inverse, counts = xp.unique(parents, return_inverse=True, return_counts=True)
-        any_fluid = xp.zeros(keys.shape[0], bool)
-        any_fluid[inverse.ravel()[self.fluid]] = True
-        full = counts == 8
-        return _CellSet(keys[full], any_fluid[full], base)
+    def coarser_base(self):
+        """The next level's base: ≤ half of any cell's coordinate, minus the margin."""
+        return tuple((b + _MARGIN) // 2 - _MARGIN for b in self.base)
 
 
 class CompactLevel:
@@ -118,11 +111,35 @@ class CompactLevel:
 
 
 class _Level(CompactLevel):
-    """A coarse level's unknowns (``CompactLevel``), ``keys`` of the unknowns (compact
-    order) and the level's ``cells`` set."""
+    """A coarse level's unknowns (``CompactLevel``) and ``keys``, theirs in compact order."""
 
-    def __init__(self, cells: _CellSet, xp):
-        self.xp, self.cells = xp, cells
+    def __init__(self, m, m_red, nbr, diag, keys):
+        self.m, self.m_red, self.nbr, self.diag, self.keys = int(m), int(m_red), nbr, diag, keys
+
+
+class TableBuilder:
+    """The hierarchy's tables as xp code: the reference (NumPy), and what the device's
+    ``sparse_pressure_gpu.TableKernels`` computes kernel by kernel."""
+
+    def __init__(self, xp):
+        self.xp = xp
+
+    def coarser(self, cells: _CellSet) -> _CellSet:
+        """The next level's set: parents with all 8 children in *cells*, FLUID if one is."""
+        xp = self.xp
+        base = cells.coarser_base()
+        i, j, k = _unpack(cells.keys, cells.base)
+        parents = _pack(i >> 1, j >> 1, k >> 1, base)
+        keys, inverse, counts = xp.unique(parents, return_inverse=True, return_counts=True)
+        any_fluid = xp.zeros(keys.shape[0], bool)
+        any_fluid[inverse.ravel()[cells.fluid]] = True
+        full = counts == 8
+        return _CellSet(keys[full], any_fluid[full], base)
+
+    def level(self, cells: _CellSet) -> _Level:
+        """The unknowns of *cells* (FLUID with a non-SOLID neighbour), red then black, and
+        their tables; sets ``cells.position``."""
+        xp = self.xp
         keys, fluid = cells.keys, cells.fluid
         fl = xp.flatnonzero(fluid)
         fk = keys[fl]
@@ -135,18 +152,45 @@ class _Level(CompactLevel):
         unknown = diag > 0
         reds, blacks = xp.flatnonzero(unknown & red), xp.flatnonzero(unknown & ~red)
         order = xp.concatenate([reds, blacks])
-        self.m = m = int(order.shape[0])
-        self.m_red = int(reds.shape[0])
+        m = int(order.shape[0])
         cells.position = xp.full(keys.shape[0], m, xp.int32)
         cells.position[fl[order]] = xp.arange(m, dtype=xp.int32)
         at = at[:, order]
-        nbr = xp.where(at >= 0, cells.position[xp.maximum(at, 0)], m)
-        self.nbr = _with_sentinel(xp, nbr, m)
-        self.diag = xp.concatenate([diag[order].astype(xp.float32), xp.ones(1, xp.float32)])
-        self.keys = fk[order]
+        nbr = _with_sentinel(xp, xp.where(at >= 0, cells.position[xp.maximum(at, 0)], m), m)
+        diag = xp.concatenate([diag[order].astype(xp.float32), xp.ones(1, xp.float32)])
+        return _Level(m, reds.shape[0], nbr, diag, fk[order])
 
-    def lattice(self):
-        return _unpack(self.keys, self.cells.base)
+    def prolong(self, fine_keys, fine_base, coarse: _CellSet, m_coarse):
+        """(8, m_f + 1) int32: per fine unknown the coarse parent and its neighbours on the
+        child's side (row (oz·2 + oy)·2 + ox), the coarse sentinel where not an unknown."""
+        xp = self.xp
+        i, j, k = _unpack(fine_keys, fine_base)
+        parent = _pack(i >> 1, j >> 1, k >> 1, coarse.base)
+        step = [((a & 1) * 2 - 1) * (1 << (KEY_BITS * axis)) for axis, a in enumerate((i, j, k))]  # ±1 cell
+        queries = xp.stack([parent + ox * step[0] + oy * step[1] + oz * step[2]
+                            for oz in (0, 1) for oy in (0, 1) for ox in (0, 1)])
+        at = _lookup(coarse.keys, queries, xp)
+        return _with_sentinel(xp, xp.where(at >= 0, coarse.position[xp.maximum(at, 0)], m_coarse), m_coarse)
+
+    def restrict(self, coarse_keys, coarse_base, fine: _CellSet, m_fine):
+        """(64, m_c + 1) int32: per coarse unknown the fine cells 2I + (−1, 0, 1, 2) per
+        axis (row (iz·4 + iy)·4 + ix), the fine sentinel where not an unknown."""
+        xp = self.xp
+        first = _pack(*(2 * a for a in _unpack(coarse_keys, coarse_base)), fine.base)
+        rows = []
+        for oz, _ in _AXIS_WEIGHTS:  # 16 rows at a time: bounded temporaries
+            offsets = xp.asarray([_offset(ox, oy, oz) for oy, _ in _AXIS_WEIGHTS for ox, _ in _AXIS_WEIGHTS],
+                                 xp.int64)
+            at = _lookup(fine.keys, first[None, :] + offsets[:, None], xp)
+            rows.append(xp.where(at >= 0, fine.position[xp.maximum(at, 0)], m_fine).astype(xp.int32))
+        return _with_sentinel(xp, xp.concatenate(rows), m_fine)
+
+    def extent(self, keys, base) -> int:
+        """Largest span in cells of the unknowns along an axis (0 without unknowns)."""
+        if keys.shape[0] == 0:
+            return 0
+        spans = self.xp.stack([a.max() - a.min() for a in _unpack(keys, base)])
+        return int(spans.max()) + 1
 
 
 def _level0_cells(grid, kind, level0, xp):
@@ -154,10 +198,7 @@ def _level0_cells(grid, kind, level0, xp):
     i, j, k = grid.lattice()
     at = xp.flatnonzero(grid.active() & (kind != AIR))
     i, j, k = i[at], j[at], k[at]
-    if at.shape[0]:
-        lo_hi = [int(v) for v in xp.stack([i.min(), j.min(), k.min(), i.max(), j.max(), k.max()]).tolist()]
-    else:
-        lo_hi = [0] * 6
+    lo_hi = [int(v) for v in xp.stack([i.min(), j.min(), k.min(), i.max(), j.max(), k.max()]).tolist()]
     lo, hi = lo_hi[:3], lo_hi[3:]
     if max(h - lo_ for lo_, h in zip(lo, hi)) + 2 * _MARGIN >= 1 << KEY_BITS:
         raise InputError(f"the sparse liquid spans more than {(1 << KEY_BITS) - 2 * _MARGIN:,} cells along an axis")
@@ -168,38 +209,6 @@ def _level0_cells(grid, kind, level0, xp):
     cells = _CellSet(keys[order], kind[at] == FLUID, base)
     cells.position = level0.position[at].astype(xp.int32)
     return cells
-
-
-def _prolong_table(fine_ijk, coarse: _CellSet, m_coarse, xp):
-    """(8, m_f + 1) int32: per fine unknown the coarse parent and its neighbours on the
-    child's side (row (oz·2 + oy)·2 + ox), the coarse sentinel where not an unknown."""
-    i, j, k = fine_ijk
-    parent = _pack(i >> 1, j >> 1, k >> 1, coarse.base)
-    step = [xp.where((a & 1) == 1, 1, -1).astype(xp.int64) << (KEY_BITS * axis) for axis, a in enumerate((i, j, k))]
-    queries = xp.stack([parent + ox * step[0] + oy * step[1] + oz * step[2]
-                        for oz in (0, 1) for oy in (0, 1) for ox in (0, 1)])
-    at = _lookup(coarse.keys, queries, xp)
-    return _with_sentinel(xp, xp.where(at >= 0, coarse.position[xp.maximum(at, 0)], m_coarse), m_coarse)
-
-
-def _restrict_table(coarse_ijk, fine: _CellSet, m_fine, xp):
-    """(64, m_c + 1) int32: per coarse unknown the fine cells 2I + (−1, 0, 1, 2) per axis
-    (row (iz·4 + iy)·4 + ix), the fine sentinel where not an unknown."""
-    first = _pack(*(2 * a for a in coarse_ijk), fine.base)
-    rows = []
-    for oz, _ in _AXIS_WEIGHTS:  # 16 rows at a time: bounded temporaries
-        offsets = xp.asarray([_offset(ox, oy, oz) for oy, _ in _AXIS_WEIGHTS for ox, _ in _AXIS_WEIGHTS], xp.int64)
-        at = _lookup(fine.keys, first[None, :] + offsets[:, None], xp)
-        rows.append(xp.where(at >= 0, fine.position[xp.maximum(at, 0)], m_fine).astype(xp.int32))
-    return _with_sentinel(xp, xp.concatenate(rows), m_fine)
-
-
-def _extent(ijk, xp) -> int:
-    """Largest span in cells of the unknowns along an axis (0 without unknowns)."""
-    if ijk[0].shape[0] == 0:
-        return 0
-    spans = xp.stack([a.max() - a.min() for a in ijk])
-    return int(spans.max()) + 1
 
 
 def gather_sum(values, table, weights):
@@ -232,21 +241,26 @@ class VCycle:
         xp = self.xp = grid.xp
         self.levels = [level0]
         self.down, self.up = [], []  # restriction to level l + 1, prolongation to level l
-        ijk = level0.lattice
         if level0.m == 0:
             return
+        if xp is np:
+            build = TableBuilder(xp)
+        else:
+            from .sparse_pressure_gpu import TableKernels
+
+            build = TableKernels()
         cells = _level0_cells(grid, kind, level0, xp)
-        while len(self.levels) < MAX_LEVELS and _extent(ijk, xp) >= MG_MIN_SIDE:
+        keys, base = _pack(*level0.lattice, cells.base), cells.base  # of the finest unknowns
+        while len(self.levels) < MAX_LEVELS and build.extent(keys, base) >= MG_MIN_SIDE:
             fine = self.levels[-1]
-            coarse_cells = cells.coarser(xp)
-            coarse = _Level(coarse_cells, xp)
-            self.up.append(_prolong_table(ijk, coarse_cells, coarse.m, xp))
-            ijk = coarse.lattice()
-            self.down.append(_restrict_table(ijk, cells, fine.m, xp))
+            coarse_cells = build.coarser(cells)
+            coarse = build.level(coarse_cells)
+            self.up.append(build.prolong(keys, base, coarse_cells, coarse.m))
+            self.down.append(build.restrict(coarse.keys, coarse_cells.base, cells, fine.m))
             self.levels.append(coarse)
-            cells = coarse_cells
+            cells, keys, base = coarse_cells, coarse.keys, coarse_cells.base
         for level in self.levels[1:]:  # only needed while building
-            level.cells = level.keys = None
+            level.keys = None
 
     def __call__(self, r):
         return self._cycle(r, 0)

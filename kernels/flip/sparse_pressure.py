@@ -151,11 +151,8 @@ def solver_cells(grid):
     fluid = cell == FLUID
     kind = cell.copy()
     labels = label_components(grid, fluid)
-    open_ = xp.zeros(grid.size, bool)
-    for d in range(6):
-        nb = grid.nbr[d]
-        open_ |= (nb < 0) | (cell[xp.maximum(nb, 0)] == AIR)  # a missing brick is AIR
-    touches = fluid & open_
+    nb = grid.nbr
+    touches = fluid & ((nb < 0) | (cell[xp.maximum(nb, 0)] == AIR)).any(axis=0)  # a missing brick is AIR
     reaches = xp.zeros(grid.size + 1, bool)
     reaches[labels[touches]] = True
     enclosed = fluid & ~reaches[labels]
@@ -191,12 +188,9 @@ def pressure_rhs(grid, dt):
 def diagonal(grid, kind):
     """float32 per cell: non-SOLID neighbours of a FLUID cell (missing ones are AIR), else 0."""
     xp = grid.xp
-    open_ = (kind != SOLID).astype(xp.uint8)
-    count = xp.zeros(grid.size, xp.float32)
-    for d in range(6):
-        nb = grid.nbr[d]
-        count += xp.where(nb >= 0, open_[xp.maximum(nb, 0)], xp.uint8(1)).astype(xp.float32)
-    return xp.where(kind == FLUID, count, _F32(0)).astype(xp.float32)
+    nb = grid.nbr
+    count = xp.where(nb >= 0, kind[xp.maximum(nb, 0)] != SOLID, True).sum(axis=0)
+    return xp.where(kind == FLUID, count, 0).astype(xp.float32)
 
 
 class Unknowns(CompactLevel):
@@ -223,10 +217,8 @@ class Unknowns(CompactLevel):
         self.lattice = (i[self.cells], j[self.cells], k[self.cells])
         self.position = xp.full(grid.size, m, xp.int32)  # flat cell → its unknown, m where none
         self.position[self.cells] = xp.arange(m, dtype=xp.int32)
-        nbr = xp.full((6, m + 1), m, xp.int32)
-        for d in range(6):
-            nbr[d, :m] = _compact(grid.nbr[d][self.cells], self.position, m, xp)
-        self.nbr = nbr
+        self.nbr = xp.full((6, m + 1), m, xp.int32)
+        self.nbr[:, :m] = _compact(grid.nbr[:, self.cells], self.position, m, xp)
         self.diag = xp.concatenate([flat_diag[self.cells], xp.ones(1, xp.float32)])
         self.xp = xp
 
