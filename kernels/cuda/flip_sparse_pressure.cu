@@ -17,7 +17,8 @@
 // Constants from Python, as -D options (kernels/flip/sparse_pressure_gpu.py): S_STOPPED,
 // D_ALPHA, D_BETA (the state[] and scalars[] layout of flip_pressure.cu, whose finish_*
 // kernels close this loop's reductions), PRE_MG, PRE_JACOBI, PRE_NONE (preconditioners),
-// MG_COARSE_SWEEPS (forward and as many backward sweeps on the coarsest level).
+// MG_COARSE_SWEEPS (forward and as many backward sweeps on the coarsest level), KEY_BITS
+// (bits per axis of a multigrid cell key).
 
 #include "voxfx_reduce.cuh"  // block_sum2: the fixed-order double sums
 
@@ -266,4 +267,193 @@ extern "C" __global__ void label_hook(const int* __restrict__ links, int n, int*
 extern "C" __global__ void label_flatten(int* parent, int n)
 {
     RANGE(v, 0, n) parent[v] = find_root(parent, v);
+}
+
+// ------------------------------------------------------------------------ multigrid tables
+// The tables of sparse_multigrid.TableBuilder, kernel by kernel (its xp code is the
+// reference). A level's non-AIR cells are sorted keys ((k − bz)·2^2B + (j − by)·2^B + i − bx,
+// B = KEY_BITS, every axis inside its field: the base sits below the liquid with a margin)
+// with a fluid flag; a cell that is not in the set is AIR.
+
+__device__ __forceinline__ long long cell_key(int i, int j, int k, int bx, int by, int bz)
+{
+    return ((long long)(k - bz) << (2 * KEY_BITS)) | ((long long)(j - by) << KEY_BITS) | (long long)(i - bx);
+}
+
+__device__ __forceinline__ void key_cell(long long key, int bx, int by, int bz, int& i, int& j, int& k)
+{
+    const long long mask = (1LL << KEY_BITS) - 1;
+    i = (int)(key & mask) + bx;
+    j = (int)((key >> KEY_BITS) & mask) + by;
+    k = (int)(key >> (2 * KEY_BITS)) + bz;
+}
+
+// Index of key q in the sorted keys[0, n), −1 where absent (binary search).
+__device__ __forceinline__ int find_key(const long long* __restrict__ keys, int n, long long q)
+{
+    int lo = 0, hi = n;
+    while (lo < hi) {
+        const int mid = (lo + hi) >> 1;
+        if (keys[mid] < q)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return (lo < n && keys[lo] == q) ? lo : -1;
+}
+
+// Per fine cell: 0, or — for the cell with even (i, j, k) of a 2×2×2 block whose 8 cells are
+// all in the set — 1 (a SOLID coarse cell) or 2 (FLUID: a child is FLUID). The flagged
+// cells, in order, are the coarse level's cells in key order.
+extern "C" __global__ void mg_coarsen(const long long* __restrict__ keys, const unsigned char* __restrict__ fluid,
+                                      int n, int bx, int by, int bz, unsigned char* __restrict__ flag)
+{
+    RANGE(c, 0, n)
+    {
+        int i, j, k;
+        key_cell(keys[c], bx, by, bz, i, j, k);
+        unsigned char f = 0;
+        if (((i | j | k) & 1) == 0) {
+            bool all = true, any_fluid = false;
+            for (int child = 0; child < 8 && all; ++child) {
+                const int at = find_key(keys, n, cell_key(i + (child & 1), j + ((child >> 1) & 1), k + (child >> 2), bx,
+                                                          by, bz));
+                all = at >= 0;
+                any_fluid |= all && fluid[at];
+            }
+            f = all ? (any_fluid ? 2 : 1) : 0;
+        }
+        flag[c] = f;
+    }
+}
+
+// The coarse keys of the flagged fine cells (their parents).
+extern "C" __global__ void mg_parent_keys(const long long* __restrict__ keys, const long long* __restrict__ picked,
+                                          int n, int bx, int by, int bz, int cbx, int cby, int cbz,
+                                          long long* __restrict__ parents)
+{
+    RANGE(c, 0, n)
+    {
+        int i, j, k;
+        key_cell(keys[picked[c]], bx, by, bz, i, j, k);
+        parents[c] = cell_key(i >> 1, j >> 1, k >> 1, cbx, cby, cbz);
+    }
+}
+
+// Per cell of a level's set: for FLUID cells the set index of each of the 6 neighbours (−1:
+// AIR) and the diagonal (6 − SOLID neighbours); the class 0 (not an unknown), 1 (red
+// unknown), 2 (black unknown).
+extern "C" __global__ void mg_level_cells(const long long* __restrict__ keys, const unsigned char* __restrict__ fluid,
+                                          int n, int bx, int by, int bz, int* __restrict__ around,
+                                          unsigned char* __restrict__ diag, unsigned char* __restrict__ cls)
+{
+    RANGE(c, 0, n)
+    {
+        if (!fluid[c]) {
+            cls[c] = 0;
+            continue;
+        }
+        int i, j, k;
+        key_cell(keys[c], bx, by, bz, i, j, k);
+        int count = 6;
+        for (int d = 0; d < 6; ++d) {
+            const int step = (d & 1) ? 1 : -1, axis = d >> 1;
+            const int at = find_key(keys, n, cell_key(i + (axis == 0) * step, j + (axis == 1) * step,
+                                                      k + (axis == 2) * step, bx, by, bz));
+            around[d * n + c] = at;
+            count -= at >= 0 && !fluid[at];
+        }
+        diag[c] = (unsigned char)count;
+        cls[c] = count == 0 ? 0 : ((((i + j + k) & 1) == 0) ? 1 : 2);
+    }
+}
+
+// The level's nbr (6, m + 1) and diag (m + 1) in compact order (order[u]: the set index of
+// unknown u; position: set index → unknown, m where none); the sentinel column m.
+extern "C" __global__ void mg_level_tables(const long long* __restrict__ order, int m, const int* __restrict__ around,
+                                           int n, const int* __restrict__ position,
+                                           const unsigned char* __restrict__ diag8, int* __restrict__ nbr,
+                                           float* __restrict__ diag)
+{
+    const int stride = m + 1;
+    RANGE(u, 0, m + 1)
+    {
+        if (u == m) {
+            for (int d = 0; d < 6; ++d) nbr[d * stride + m] = m;
+            diag[m] = 1.0f;
+            continue;
+        }
+        const int s = (int)order[u];
+        for (int d = 0; d < 6; ++d) {
+            const int t = around[d * n + s];
+            nbr[d * stride + u] = t >= 0 ? position[t] : m;
+        }
+        diag[u] = (float)diag8[s];
+    }
+}
+
+// up (8, m_f + 1): per fine unknown (keys fkeys) the coarse parent and its neighbours on the
+// child's side, row (oz·2 + oy)·2 + ox; the coarse sentinel mc where not an unknown.
+extern "C" __global__ void mg_prolong_table(const long long* __restrict__ fkeys, int mf, int bx, int by, int bz,
+                                            const long long* __restrict__ ckeys, int nc,
+                                            const int* __restrict__ cposition, int cbx, int cby, int cbz, int mc,
+                                            int* __restrict__ up)
+{
+    const int stride = mf + 1;
+    RANGE(f, 0, mf + 1)
+    {
+        if (f == mf) {
+            for (int row = 0; row < 8; ++row) up[row * stride + f] = mc;
+            continue;
+        }
+        int i, j, k;
+        key_cell(fkeys[f], bx, by, bz, i, j, k);
+        const int si = (i & 1) ? 1 : -1, sj = (j & 1) ? 1 : -1, sk = (k & 1) ? 1 : -1;
+        for (int row = 0; row < 8; ++row) {
+            const int at = find_key(ckeys, nc, cell_key((i >> 1) + (row & 1) * si, (j >> 1) + ((row >> 1) & 1) * sj,
+                                                        (k >> 1) + (row >> 2) * sk, cbx, cby, cbz));
+            up[row * stride + f] = at >= 0 ? cposition[at] : mc;
+        }
+    }
+}
+
+// down (64, m_c + 1): per coarse unknown (keys ckeys) the fine cells 2I + (−1, 0, 1, 2) per
+// axis, row (iz·4 + iy)·4 + ix; the fine sentinel mf where not an unknown.
+extern "C" __global__ void mg_restrict_table(const long long* __restrict__ ckeys, int mc, int cbx, int cby, int cbz,
+                                             const long long* __restrict__ fkeys, int nf,
+                                             const int* __restrict__ fposition, int bx, int by, int bz, int mf,
+                                             int* __restrict__ down)
+{
+    const int stride = mc + 1;
+    RANGE(c, 0, mc + 1)
+    {
+        if (c == mc) {
+            for (int row = 0; row < 64; ++row) down[row * stride + c] = mf;
+            continue;
+        }
+        int I, J, K;
+        key_cell(ckeys[c], cbx, cby, cbz, I, J, K);
+        for (int row = 0; row < 64; ++row) {
+            const int at = find_key(fkeys, nf, cell_key(2 * I + (row & 3) - 1, 2 * J + ((row >> 2) & 3) - 1,
+                                                        2 * K + (row >> 4) - 1, bx, by, bz));
+            down[row * stride + c] = at >= 0 ? fposition[at] : mf;
+        }
+    }
+}
+
+// span[0..2] = max, span[3..5] = −min of the key fields of keys[0, m) (span on entry: 0 and
+// −2^31 + 1): the unknowns' extent per axis.
+extern "C" __global__ void mg_key_span(const long long* __restrict__ keys, int m, int* span)
+{
+    RANGE(c, 0, m)
+    {
+        int i, j, k;
+        key_cell(keys[c], 0, 0, 0, i, j, k);
+        atomicMax(span + 0, i);
+        atomicMax(span + 1, j);
+        atomicMax(span + 2, k);
+        atomicMax(span + 3, -i);
+        atomicMax(span + 4, -j);
+        atomicMax(span + 5, -k);
+    }
 }

@@ -15,6 +15,7 @@ from voxfx.kernels.flip import sparse_pressure, sparse_transfer
 from voxfx.kernels.flip.grid import FLUID
 from voxfx.kernels.flip.pressure import MG_SWEEPS
 from voxfx.kernels.flip.sparse_grid import SparseFlipGrid
+from voxfx.kernels.flip import sparse_multigrid
 from voxfx.kernels.flip.sparse_multigrid import VCycle
 from voxfx.kernels.flip.sparse_pressure_gpu import _K
 from voxfx.kernels.grid import GridSpec
@@ -23,7 +24,7 @@ from voxfx.kernels.grid import GridSpec
 # level but the last its up (8 × (m + 1)) and down (64 × (m_next + 1)) tables; r and d
 # (m0 + 1 each, hex floats); n, then the links (3 × n) of the labelling. Output: q = A d
 # (m0), Σ of the partial d·q, z = V-cycle(r) (m0), the n labels.
-HARNESS = r"""
+PREAMBLE = r"""
 #include <cstdio>
 #include <cstring>
 #include <vector>
@@ -54,7 +55,9 @@ template <typename T> T plain_cas(T* p, T cmp, T v) { T o = *p; if (o == cmp) *p
 #define atomicAdd plain_add
 #define atomicCAS plain_cas
 #include "flip_sparse_pressure.cu"
+"""
 
+HARNESS = PREAMBLE + r"""
 struct Level { int m_red, m, stride; std::vector<int> nbr, up, down; std::vector<float> diag, b, x, r; };
 static std::vector<Level> L;
 static int state[4] = {0, 0, 0, 0};
@@ -143,6 +146,95 @@ def device(tmp_path_factory):
     return _build(tmp_path_factory, HARNESS.replace("// DEFINES", "\n".join(defines)))
 
 
+# Input: MG_MIN_SIDE MAX_LEVELS MARGIN; level 0's set: bx by bz n, n keys, n fluid flags, n
+# positions; m0 and the m0 keys of its unknowns. The driver builds the coarser levels as
+# sparse_pressure_gpu.TableKernels launches the kernels. Output per coarse level: m m_red,
+# nbr (6 × (m + 1)), diag (m + 1, hex), then up (8 × (m_fine + 1)) and down (64 × (m + 1)).
+TABLES = PREAMBLE + r"""
+typedef long long ll;
+#define ONE_PER_ITEM(n, call) do { h_dim.x = 1; h_thread.x = 0; h_grid.x = (unsigned)(n); \
+    for (unsigned blk = 0; blk < (unsigned)(n); ++blk) { h_block.x = blk; call; } } while (0)
+struct Set { int bx, by, bz; std::vector<ll> keys; std::vector<unsigned char> fluid; std::vector<int> position; };
+static int extent(const std::vector<ll>& keys) {
+    if (keys.empty()) return 0;
+    int span[6];
+    for (int& v : span) v = -2147483647;
+    ONE_PER_ITEM(keys.size(), mg_key_span(keys.data(), (int)keys.size(), span));
+    int e = 0;
+    for (int a = 0; a < 3; ++a) e = std::max(e, span[a] + span[a + 3]);
+    return e + 1;
+}
+int main() {
+    int min_side, max_levels, margin, n, m;
+    Set f;
+    if (scanf("%d %d %d %d %d %d %d", &min_side, &max_levels, &margin, &f.bx, &f.by, &f.bz, &n) != 7) return 1;
+    f.keys.resize(n); f.fluid.resize(n); f.position.resize(n);
+    for (auto& k : f.keys) scanf("%lld", &k);
+    for (auto& x : f.fluid) { int t; scanf("%d", &t); x = (unsigned char)t; }
+    for (auto& p : f.position) scanf("%d", &p);
+    scanf("%d", &m);
+    std::vector<ll> ukeys(m);
+    for (auto& k : ukeys) scanf("%lld", &k);
+    int ubx = f.bx, uby = f.by, ubz = f.bz, levels = 1;
+    while (levels < max_levels && extent(ukeys) >= min_side) {
+        Set c;
+        c.bx = ((f.bx + margin) >> 1) - margin;  // sparse_multigrid._CellSet.coarser_base
+        c.by = ((f.by + margin) >> 1) - margin;
+        c.bz = ((f.bz + margin) >> 1) - margin;
+        const int nf = (int)f.keys.size();
+        std::vector<unsigned char> flag(nf);
+        ONE_PER_ITEM(nf, mg_coarsen(f.keys.data(), f.fluid.data(), nf, f.bx, f.by, f.bz, flag.data()));
+        std::vector<ll> picked;
+        for (int i = 0; i < nf; ++i) if (flag[i]) picked.push_back(i);
+        const int nc = (int)picked.size();
+        c.keys.resize(nc);
+        ONE_PER_ITEM(nc, mg_parent_keys(f.keys.data(), picked.data(), nc, f.bx, f.by, f.bz, c.bx, c.by, c.bz,
+                                        c.keys.data()));
+        for (ll p : picked) c.fluid.push_back(flag[p] == 2);
+        std::vector<int> around(6 * (size_t)nc);
+        std::vector<unsigned char> diag8(nc, 0), cls(nc, 0);
+        ONE_PER_ITEM(nc, mg_level_cells(c.keys.data(), c.fluid.data(), nc, c.bx, c.by, c.bz, around.data(),
+                                        diag8.data(), cls.data()));
+        std::vector<ll> order;
+        for (int i = 0; i < nc; ++i) if (cls[i] == 1) order.push_back(i);
+        const int m_red = (int)order.size();
+        for (int i = 0; i < nc; ++i) if (cls[i] == 2) order.push_back(i);
+        const int mc = (int)order.size();
+        c.position.assign(nc, mc);
+        for (int u = 0; u < mc; ++u) c.position[order[u]] = u;
+        std::vector<int> nbr(6 * (size_t)(mc + 1));
+        std::vector<float> diag(mc + 1);
+        ONE_PER_ITEM(mc + 1, mg_level_tables(order.data(), mc, around.data(), nc, c.position.data(), diag8.data(),
+                                             nbr.data(), diag.data()));
+        std::vector<ll> cukeys(mc);
+        for (int u = 0; u < mc; ++u) cukeys[u] = c.keys[order[u]];
+        const int mf = (int)ukeys.size();
+        std::vector<int> up(8 * (size_t)(mf + 1)), down(64 * (size_t)(mc + 1));
+        ONE_PER_ITEM(mf + 1, mg_prolong_table(ukeys.data(), mf, ubx, uby, ubz, c.keys.data(), nc, c.position.data(),
+                                              c.bx, c.by, c.bz, mc, up.data()));
+        ONE_PER_ITEM(mc + 1, mg_restrict_table(cukeys.data(), mc, c.bx, c.by, c.bz, f.keys.data(), nf,
+                                               f.position.data(), f.bx, f.by, f.bz, mf, down.data()));
+        printf("%d %d\n", mc, m_red);
+        for (int v : nbr) printf("%d\n", v);
+        for (float v : diag) printf("%a\n", v);
+        for (int v : up) printf("%d\n", v);
+        for (int v : down) printf("%d\n", v);
+        f = c;
+        ukeys = cukeys;
+        ubx = c.bx; uby = c.by; ubz = c.bz;
+        ++levels;
+    }
+    return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def tables(tmp_path_factory):
+    defines = [f"#define {o[2:].replace('=', ' ', 1)}" for o in _K.options if o.startswith("-D")]
+    return _build(tmp_path_factory, TABLES.replace("// DEFINES", "\n".join(defines + ["#include <algorithm>"])))
+
+
 def _tank():
     """A closed tank with walls, an obstacle, air and two separate puddles, on bricks."""
     rng = np.random.default_rng(8)
@@ -195,3 +287,33 @@ def test_sparse_pressure_kernels_equal_the_numpy_tables_bit_for_bit(device):
     want_labels = sparse_pressure._component_roots(links)
     assert np.array_equal(labels, want_labels)
     assert len(np.unique(labels)) >= 2  # the two puddles at least
+
+
+@pytest.mark.parametrize("scene", ["tank", "sealed"])
+def test_multigrid_table_kernels_build_the_numpy_tables(tables, scene):
+    """mg_coarsen … mg_restrict_table, launched as TableKernels launches them, give every
+    level's m, m_red, nbr, diag, up and down of TableBuilder exactly."""
+    g = _tank()
+    if scene == "sealed":  # fluid up to the lid: one pinned cell, deep hierarchy
+        g["cell"] = np.where(g.active() & (g["cell"] != 2), np.uint8(FLUID), g["cell"]).astype(np.uint8)
+    kind, _, _ = sparse_pressure.solver_cells(g)
+    level = sparse_pressure.Unknowns(g, kind)
+    M = VCycle(g, kind, level)
+    assert len(M.levels) >= 3
+    cells = sparse_multigrid._level0_cells(g, kind, level, np)
+    keys0 = sparse_multigrid._pack(*level.lattice, cells.base)
+    lines = [f"{sparse_multigrid.MG_MIN_SIDE} {sparse_multigrid.MAX_LEVELS} {sparse_multigrid._MARGIN}",
+             " ".join(map(str, cells.base)), str(len(cells.keys)), *map(str, cells.keys),
+             *map(str, cells.fluid.astype(int)), *map(str, cells.position), str(level.m), *map(str, keys0)]
+    out = tables.raw(lines).split()
+    at = 0
+    for L, up, down in zip(M.levels[1:], M.up, M.down):
+        m, m_red = int(out[at]), int(out[at + 1])
+        at += 2
+        assert (m, m_red) == (L.m, L.m_red)
+        for want, count, parse in ((L.nbr, 6 * (m + 1), int), (L.diag, m + 1, float.fromhex), (up, up.size, int),
+                                   (down, 64 * (m + 1), int)):
+            got = np.array([parse(x) for x in out[at:at + count]], dtype=want.dtype).reshape(want.shape)
+            at += count
+            assert np.array_equal(got, want)
+    assert at == len(out)  # the same number of levels
