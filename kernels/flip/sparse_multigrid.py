@@ -74,6 +74,13 @@ def _lookup(keys, queries, xp):
     return xp.where(keys[at] == queries, at, -1)
 
 
+def _unknown_at(position, at, sentinel, xp):
+    """The unknown of set indices *at* (−1: absent), *sentinel* where absent or none."""
+    if position.shape[0] == 0:  # an empty level: nothing to gather from
+        return xp.full(at.shape, sentinel, xp.int32)
+    return xp.where(at >= 0, position[xp.maximum(at, 0)], sentinel).astype(xp.int32)
+
+
 def _with_sentinel(xp, table, sentinel):
     rows = table.shape[0]
     return xp.concatenate([table.astype(xp.int32), xp.full((rows, 1), sentinel, xp.int32)], axis=1)
@@ -156,7 +163,7 @@ class TableBuilder:
         cells.position = xp.full(keys.shape[0], m, xp.int32)
         cells.position[fl[order]] = xp.arange(m, dtype=xp.int32)
         at = at[:, order]
-        nbr = _with_sentinel(xp, xp.where(at >= 0, cells.position[xp.maximum(at, 0)], m), m)
+        nbr = _with_sentinel(xp, _unknown_at(cells.position, at, m, xp), m)
         diag = xp.concatenate([diag[order].astype(xp.float32), xp.ones(1, xp.float32)])
         return _Level(m, reds.shape[0], nbr, diag, fk[order])
 
@@ -170,7 +177,7 @@ class TableBuilder:
         queries = xp.stack([parent + ox * step[0] + oy * step[1] + oz * step[2]
                             for oz in (0, 1) for oy in (0, 1) for ox in (0, 1)])
         at = _lookup(coarse.keys, queries, xp)
-        return _with_sentinel(xp, xp.where(at >= 0, coarse.position[xp.maximum(at, 0)], m_coarse), m_coarse)
+        return _with_sentinel(xp, _unknown_at(coarse.position, at, m_coarse, xp), m_coarse)
 
     def restrict(self, coarse_keys, coarse_base, fine: _CellSet, m_fine):
         """(64, m_c + 1) int32: per coarse unknown the fine cells 2I + (−1, 0, 1, 2) per
@@ -182,7 +189,7 @@ class TableBuilder:
             offsets = xp.asarray([_offset(ox, oy, oz) for oy, _ in _AXIS_WEIGHTS for ox, _ in _AXIS_WEIGHTS],
                                  xp.int64)
             at = _lookup(fine.keys, first[None, :] + offsets[:, None], xp)
-            rows.append(xp.where(at >= 0, fine.position[xp.maximum(at, 0)], m_fine).astype(xp.int32))
+            rows.append(_unknown_at(fine.position, at, m_fine, xp))
         return _with_sentinel(xp, xp.concatenate(rows), m_fine)
 
     def extent(self, keys, base) -> int:
