@@ -1,169 +1,273 @@
-"""A multigrid V-cycle over coarsened bricks: the sparse pressure solve's preconditioner
+"""A multigrid V-cycle over a sparse hierarchy: the sparse pressure solve's preconditioner
 (MGPCG, as ``pressure.py``'s ``"mg"`` on the dense grid; issue 12's "multigrid over a
 sparse hierarchy").
 
-Hierarchy. Level 0 is the solver's brick grid. Level l + 1 has a cell for every 2×2×2
-block of level l: its bricks are the parents of level l's bricks (brick coordinates
-halved), so every coarse cell of a fine cell exists. Coarse cell types, as the dense
-multigrid: AIR if any child is AIR (a missing child is AIR, the grid's background), else
-FLUID if any child is FLUID, else SOLID; the operator is rediscretised (the same 7-point
-Laplacian on the coarse types). Levels are added while the unknowns span at least
-``pressure.MG_MIN_SIDE`` cells along some axis. Every level works on its compacted
-unknowns (``sparse_pressure.Unknowns``: vectors of the unknowns plus a 0 sentinel).
+Hierarchy. Level 0 is the solver's unknowns (``sparse_pressure.Unknowns``). A level is the
+set of its cells that are not AIR — sorted lattice keys (21 bits per axis, relative to a
+base below the liquid) with a FLUID flag; every cell not in the set is AIR (the grid's
+background). Level l + 1 has a cell for every 2×2×2 block of level l, typed as the dense
+multigrid types it: AIR if any child is AIR, else FLUID if any child is FLUID, else SOLID
+— so a coarse cell is in the set exactly when all 8 children are. The operator is
+rediscretised (the same 7-point Laplacian on the coarse types). Levels are added while the
+unknowns span at least ``pressure.MG_MIN_SIDE`` cells along some axis.
 
-Transfers (the dense ones, as gathers). Prolongation P: cell-centred trilinear, per axis
-¾ from the parent and ¼ from the parent's neighbour on the child's side; restriction
-½·Pᵀ: a coarse unknown sums the 4 fine cells per axis that interpolate from it
-(2I − 1, 2I, 2I + 1, 2I + 2 with ¼, ¾, ¾, ¼), 64 in all, in a fixed order — no
-scatter, no atomics. Cells that are not unknowns point to the sentinel (their values
-are 0). Smoother: red-black Gauss-Seidel, ``MG_SWEEPS`` red→black before and black→red
-after the coarse correction, ``MG_COARSE_SWEEPS`` each way on the coarsest level: a
-palindrome, so the V-cycle is symmetric positive definite and CG stays valid. The tables
-are built once per solve (topology and cell types are fixed during it); reusing them
-across substeps when nothing changed is issue 24's.
+Tables, built once per solve by sort → unique → binary search (the same xp code on NumPy
+and CuPy; the device solver ``sparse_pressure_gpu.py`` runs its kernels on them):
+  * per level ``nbr`` (6, m + 1) int32 and ``diag`` (m + 1) float32: the compacted
+    unknowns' 6-neighbour table and diagonal (``sparse_pressure.Unknowns``), the red
+    unknowns (i + j + k even) first, ``m_red`` of them, then the black ones;
+  * ``up[l]`` (8, m_l + 1): prolongation P, cell-centred trilinear — per axis ¾ from the
+    parent and ¼ from the parent's neighbour on the child's side; row (oz·2 + oy)·2 + ox;
+  * ``down[l]`` (64, m_{l+1} + 1): restriction ½·Pᵀ as a gather — a coarse unknown sums the
+    4 fine cells per axis that interpolate from it (2I − 1, 2I, 2I + 1, 2I + 2 with ¼, ¾,
+    ¾, ¼), 64 in all, row (iz·4 + iy)·4 + ix, in a fixed order: no scatter, no atomics.
+Entries that are not unknowns point to the level's sentinel (last entry, always 0), so
+every stencil is plain gathers. Smoother: red-black Gauss-Seidel, ``MG_SWEEPS`` red→black
+before and black→red after the coarse correction, ``MG_COARSE_SWEEPS`` each way on the
+coarsest level: a palindrome, so the V-cycle is symmetric positive definite and CG stays
+valid. Reusing the tables across substeps when nothing changed is issue 24's.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..grid.sparse import brick_keys
-from ..grid.sparse_mac import SparseMacGrid
-from .grid import AIR, FLUID, SOLID
+from ..errors import InputError
+from .grid import AIR, FLUID
 from .pressure import MG_COARSE_SWEEPS, MG_MIN_SIDE, MG_SWEEPS
-from .sparse_pressure import Unknowns
 
 _F32 = np.float32
 MAX_LEVELS = 16
+KEY_BITS = 21  # per axis
+_KEY_MASK = (1 << KEY_BITS) - 1
+_MARGIN = 4  # cells between a level's base and its lowest cell (queries reach 2 below)
 _AXIS_WEIGHTS = ((-1, 0.25), (0, 0.75), (1, 0.75), (2, 0.25))  # fine offset from 2I, weight
+_DIRECTIONS = ((-1, 0, 0), (1, 0, 0), (0, -1, 0), (0, 1, 0), (0, 0, -1), (0, 0, 1))  # nbr rows
+
+# The weights of the table rows (the kernels compute the same products).
+PROLONG_WEIGHTS = tuple(_F32((0.25 if ox else 0.75) * (0.25 if oy else 0.75) * (0.25 if oz else 0.75))
+                        for oz in (0, 1) for oy in (0, 1) for ox in (0, 1))
+RESTRICT_WEIGHTS = tuple(_F32(wx * wy * wz) for _, wz in _AXIS_WEIGHTS for _, wy in _AXIS_WEIGHTS
+                         for _, wx in _AXIS_WEIGHTS)
 
 
-class _Level:
-    """One level: its brick grid, cell types and compacted unknowns with colours."""
+def _offset(ox, oy, oz) -> int:
+    """What a step (ox, oy, oz) adds to a key (no carries: every axis stays in range)."""
+    return (oz << (2 * KEY_BITS)) + (oy << KEY_BITS) + ox
 
-    def __init__(self, grid, kind, unknowns=None):
-        self.xp = xp = grid.xp
-        self.grid, self.kind = grid, kind
-        self.u = unknowns or Unknowns(grid, kind)
-        i, j, k = grid.lattice()
-        self.ijk = tuple(a[self.u.cells] for a in (i, j, k))  # lattice of the unknowns
-        red = ((self.ijk[0] + self.ijk[1] + self.ijk[2]) & 1) == 0
-        no = xp.zeros(1, bool)
-        self.colours = (xp.concatenate([red, no]), xp.concatenate([~red, no]))
 
-    def sweep(self, x, b, colour):
-        """One colour of Gauss-Seidel: x_c ← (b_c + Σ x_n) / diag_c."""
-        new = (b + self.u.neighbour_sum(x)) / self.u.diag
-        return self.xp.where(self.colours[colour], new, x)
+def _pack(i, j, k, base):
+    return ((k - int(base[2])) << (2 * KEY_BITS)) | ((j - int(base[1])) << KEY_BITS) | (i - int(base[0]))
 
-    def extent(self) -> int:
-        """Largest span in cells of the unknowns along an axis (0 without unknowns)."""
-        if self.u.m == 0:
-            return 0
-        return max(int(a.max() - a.min()) + 1 for a in self.ijk)
 
-    def compact(self, flat):
-        """Compact position of flat cells (the sentinel where missing or not an unknown)."""
-        return self.xp.where(flat >= 0, self.u.position[self.xp.maximum(flat, 0)], self.u.m)
+def _unpack(keys, base):
+    return ((keys & _KEY_MASK) + int(base[0]), ((keys >> KEY_BITS) & _KEY_MASK) + int(base[1]),
+            (keys >> (2 * KEY_BITS)) + int(base[2]))
 
-    def walk(self, flat, axis, steps):
-        """Flat cells *steps* (an int or per-cell array of ±1, 0, 2) along *axis* from
-        *flat*, through the neighbour index (−1 stays −1)."""
+
+def _lookup(keys, queries, xp):
+    """Index of each query key in the sorted *keys*, −1 where absent."""
+    n = int(keys.shape[0])
+    if n == 0:
+        return xp.full(queries.shape, -1, xp.int64)
+    at = xp.minimum(xp.searchsorted(keys, queries.ravel()), n - 1).reshape(queries.shape)
+    return xp.where(keys[at] == queries, at, -1)
+
+
+def _unknown_at(position, at, sentinel, xp):
+    """The unknown of set indices *at* (−1: absent), *sentinel* where absent or none."""
+    if position.shape[0] == 0:  # an empty level: nothing to gather from
+        return xp.full(at.shape, sentinel, xp.int32)
+    return xp.where(at >= 0, position[xp.maximum(at, 0)], sentinel).astype(xp.int32)
+
+
+def _with_sentinel(xp, table, sentinel):
+    rows = table.shape[0]
+    return xp.concatenate([table.astype(xp.int32), xp.full((rows, 1), sentinel, xp.int32)], axis=1)
+
+
+class _CellSet:
+    """A level's non-AIR cells: sorted ``keys``, ``fluid`` flags, and ``position`` (the
+    unknown of each cell, m where it is not one), relative to ``base``."""
+
+    def __init__(self, keys, fluid, base):
+        self.keys, self.fluid, self.base = keys, fluid, tuple(int(b) for b in base)
+        self.position = None
+
+    def coarser_base(self):
+        """The next level's base: ≤ half of any cell's coordinate, minus the margin."""
+        return tuple((b + _MARGIN) // 2 - _MARGIN for b in self.base)
+
+
+class CompactLevel:
+    """Unknowns of one level, compacted: ``m`` of them (the ``m_red`` red ones first), a
+    sentinel entry m after them that every vector holds at 0, ``nbr`` (6, m + 1) int32
+    (−x, +x, −y, +y, −z, +z; the sentinel where the neighbour is not an unknown) and
+    ``diag`` (m + 1) float32, the non-SOLID neighbours (1 on the sentinel)."""
+
+    def neighbour_sum(self, x):
+        """Σ x over the six neighbours, −x, +x, −y, +y, −z, +z."""
+        s = x[self.nbr[0]]
+        for d in range(1, 6):
+            s = s + x[self.nbr[d]]
+        return s
+
+    def apply(self, x):
+        """A x (0 on the sentinel)."""
+        return self.diag * x - self.neighbour_sum(x)
+
+
+class _Level(CompactLevel):
+    """A coarse level's unknowns (``CompactLevel``) and ``keys``, theirs in compact order."""
+
+    def __init__(self, m, m_red, nbr, diag, keys):
+        self.m, self.m_red, self.nbr, self.diag, self.keys = int(m), int(m_red), nbr, diag, keys
+
+
+class TableBuilder:
+    """The hierarchy's tables as xp code: the reference (NumPy), and what the device's
+    ``sparse_pressure_gpu.TableKernels`` computes kernel by kernel."""
+
+    def __init__(self, xp):
+        self.xp = xp
+
+    def coarser(self, cells: _CellSet) -> _CellSet:
+        """The next level's set: parents with all 8 children in *cells*, FLUID if one is."""
         xp = self.xp
-        lo, hi = self.grid.nbr[2 * axis], self.grid.nbr[2 * axis + 1]
+        base = cells.coarser_base()
+        i, j, k = _unpack(cells.keys, cells.base)
+        parents = _pack(i >> 1, j >> 1, k >> 1, base)
+        keys, inverse, counts = xp.unique(parents, return_inverse=True, return_counts=True)
+        any_fluid = xp.zeros(keys.shape[0], bool)
+        any_fluid[inverse.ravel()[cells.fluid]] = True
+        full = counts == 8
+        return _CellSet(keys[full], any_fluid[full], base)
 
-        def one(idx, table):
-            return xp.where(idx >= 0, table[xp.maximum(idx, 0)].astype(xp.int64), -1)
+    def level(self, cells: _CellSet) -> _Level:
+        """The unknowns of *cells* (FLUID with a non-SOLID neighbour), red then black, and
+        their tables; sets ``cells.position``."""
+        xp = self.xp
+        keys, fluid = cells.keys, cells.fluid
+        fl = xp.flatnonzero(fluid)
+        fk = keys[fl]
+        queries = fk[None, :] + xp.asarray([_offset(*o) for o in _DIRECTIONS], dtype=xp.int64)[:, None]
+        at = _lookup(keys, queries, xp)  # (6, fluid cells): the neighbour's set index, −1 = AIR
+        solid = (at >= 0) & ~fluid[xp.maximum(at, 0)]
+        diag = 6 - solid.sum(axis=0)
+        i, j, k = _unpack(fk, cells.base)
+        red = ((i + j + k) & 1) == 0
+        unknown = diag > 0
+        reds, blacks = xp.flatnonzero(unknown & red), xp.flatnonzero(unknown & ~red)
+        order = xp.concatenate([reds, blacks])
+        m = int(order.shape[0])
+        cells.position = xp.full(keys.shape[0], m, xp.int32)
+        cells.position[fl[order]] = xp.arange(m, dtype=xp.int32)
+        at = at[:, order]
+        nbr = _with_sentinel(xp, _unknown_at(cells.position, at, m, xp), m)
+        diag = xp.concatenate([diag[order].astype(xp.float32), xp.ones(1, xp.float32)])
+        return _Level(m, reds.shape[0], nbr, diag, fk[order])
 
-        if isinstance(steps, int):
-            for _ in range(abs(steps)):
-                flat = one(flat, hi if steps > 0 else lo)
-            return flat
-        return xp.where(steps > 0, one(flat, hi), xp.where(steps < 0, one(flat, lo), flat))
+    def prolong(self, fine_keys, fine_base, coarse: _CellSet, m_coarse):
+        """(8, m_f + 1) int32: per fine unknown the coarse parent and its neighbours on the
+        child's side (row (oz·2 + oy)·2 + ox), the coarse sentinel where not an unknown."""
+        xp = self.xp
+        i, j, k = _unpack(fine_keys, fine_base)
+        parent = _pack(i >> 1, j >> 1, k >> 1, coarse.base)
+        step = [((a & 1) * 2 - 1) * (1 << (KEY_BITS * axis)) for axis, a in enumerate((i, j, k))]  # ±1 cell
+        queries = xp.stack([parent + ox * step[0] + oy * step[1] + oz * step[2]
+                            for oz in (0, 1) for oy in (0, 1) for ox in (0, 1)])
+        at = _lookup(coarse.keys, queries, xp)
+        return _with_sentinel(xp, _unknown_at(coarse.position, at, m_coarse, xp), m_coarse)
+
+    def restrict(self, coarse_keys, coarse_base, fine: _CellSet, m_fine):
+        """(64, m_c + 1) int32: per coarse unknown the fine cells 2I + (−1, 0, 1, 2) per
+        axis (row (iz·4 + iy)·4 + ix), the fine sentinel where not an unknown."""
+        xp = self.xp
+        first = _pack(*(2 * a for a in _unpack(coarse_keys, coarse_base)), fine.base)
+        rows = []
+        for oz, _ in _AXIS_WEIGHTS:  # 16 rows at a time: bounded temporaries
+            offsets = xp.asarray([_offset(ox, oy, oz) for oy, _ in _AXIS_WEIGHTS for ox, _ in _AXIS_WEIGHTS],
+                                 xp.int64)
+            at = _lookup(fine.keys, first[None, :] + offsets[:, None], xp)
+            rows.append(_unknown_at(fine.position, at, m_fine, xp))
+        return _with_sentinel(xp, xp.concatenate(rows), m_fine)
+
+    def extent(self, keys, base) -> int:
+        """Largest span in cells of the unknowns along an axis (0 without unknowns)."""
+        if keys.shape[0] == 0:
+            return 0
+        spans = self.xp.stack([a.max() - a.min() for a in _unpack(keys, base)])
+        return int(spans.max()) + 1
 
 
-def _coarser(fine: _Level) -> _Level:
-    xp = fine.grid.xp
-    grid = SparseMacGrid((0.0, 0.0, 0.0), 1.0, xp)
-    coords = fine.grid.topology.coords()
-    grid.retopologize(brick_keys(coords >> 1, xp) if coords.shape[0] else xp.zeros(0, xp.int64))
+def _level0_cells(grid, kind, level0, xp):
+    """Level 0's set (the grid's FLUID and SOLID cells, pins AIR) and its base."""
     i, j, k = grid.lattice()
-    any_air = xp.zeros(grid.size, bool)
-    any_fluid = xp.zeros(grid.size, bool)
-    first = fine.grid.locate(2 * i, 2 * j, 2 * k)
-    for dz in (0, 1):
-        for dy in (0, 1):
-            for dx in (0, 1):
-                at = fine.walk(fine.walk(fine.walk(first, 0, dx), 1, dy), 2, dz)
-                child = xp.where(at >= 0, fine.kind[xp.maximum(at, 0)], xp.uint8(AIR))
-                any_air |= child == AIR
-                any_fluid |= child == FLUID
-    kind = xp.where(any_air, AIR, xp.where(any_fluid, FLUID, SOLID)).astype(xp.uint8)
-    return _Level(grid, xp.where(grid.active(), kind, xp.uint8(AIR)).astype(xp.uint8))
+    at = xp.flatnonzero(grid.active() & (kind != AIR))
+    i, j, k = i[at], j[at], k[at]
+    lo_hi = [int(v) for v in xp.stack([i.min(), j.min(), k.min(), i.max(), j.max(), k.max()]).tolist()]
+    lo, hi = lo_hi[:3], lo_hi[3:]
+    if max(h - lo_ for lo_, h in zip(lo, hi)) + 2 * _MARGIN >= 1 << KEY_BITS:
+        raise InputError(f"the sparse liquid spans more than {(1 << KEY_BITS) - 2 * _MARGIN:,} cells along an axis")
+    base = tuple(v - _MARGIN for v in lo)
+    keys = _pack(i, j, k, base)
+    order = xp.argsort(keys)
+    at = at[order]
+    cells = _CellSet(keys[order], kind[at] == FLUID, base)
+    cells.position = level0.position[at].astype(xp.int32)
+    return cells
 
 
-def _with_sentinel(xp, idx, sentinel):
-    return xp.concatenate([idx, xp.full(1, sentinel, idx.dtype)])
-
-
-def _prolong_table(fine: _Level, coarse: _Level):
-    """Per fine unknown 8 coarse positions and weights: the parent and its neighbour on
-    the child's side per axis, ¾ and ¼."""
-    xp = fine.xp
-    parent = coarse.grid.locate(*(a >> 1 for a in fine.ijk))
-    side = tuple(xp.where((a & 1) == 1, 1, -1) for a in fine.ijk)
-    idx, wts = [], []
-    for oz in (0, 1):
-        for oy in (0, 1):
-            for ox in (0, 1):
-                at = parent
-                for axis, o in enumerate((ox, oy, oz)):
-                    at = coarse.walk(at, axis, side[axis]) if o else at
-                idx.append(_with_sentinel(xp, coarse.compact(at), coarse.u.m))
-                wts.append(_F32((0.25 if ox else 0.75) * (0.25 if oy else 0.75) * (0.25 if oz else 0.75)))
-    return idx, wts
-
-
-def _restrict_table(fine: _Level, coarse: _Level):
-    """Per coarse unknown 64 fine positions and weights: the transpose of ``_prolong_table``."""
-    xp = fine.xp
-    i, j, k = coarse.ijk
-    first = fine.grid.locate(2 * i, 2 * j, 2 * k)
-    rows = {ox: fine.walk(first, 0, ox) for ox, _ in _AXIS_WEIGHTS}
-    planes = {(ox, oy): fine.walk(rows[ox], 1, oy) for ox, _ in _AXIS_WEIGHTS for oy, _ in _AXIS_WEIGHTS}
-    idx, wts = [], []
-    for oz, wz in _AXIS_WEIGHTS:
-        for oy, wy in _AXIS_WEIGHTS:
-            for ox, wx in _AXIS_WEIGHTS:
-                at = fine.walk(planes[(ox, oy)], 2, oz)
-                idx.append(_with_sentinel(xp, fine.compact(at), fine.u.m))
-                wts.append(_F32(wx * wy * wz))
-    return idx, wts
-
-
-def _gather_sum(xp, values, idx, wts):
-    out = wts[0] * values[idx[0]]
-    for at, w in zip(idx[1:], wts[1:]):
-        out = out + w * values[at]
+def gather_sum(values, table, weights):
+    """Σ_row weights[row]·values[table[row]], added row by row (the kernels' order)."""
+    out = weights[0] * values[table[0]]
+    for row in range(1, table.shape[0]):
+        out = out + weights[row] * values[table[row]]
     return out
+
+
+def sweep(level, x, b, colour):
+    """One colour of Gauss-Seidel in place: x_c ← (b_c + Σ x_n) / diag_c on the colour's
+    unknowns (red [0, m_red), black [m_red, m)); the other colour is all it reads."""
+    lo, hi = (0, level.m_red) if colour == 0 else (level.m_red, level.m)
+    if hi <= lo:
+        return
+    nbr = level.nbr[:, lo:hi]
+    s = x[nbr[0]]
+    for d in range(1, 6):
+        s = s + x[nbr[d]]
+    x[lo:hi] = (b[lo:hi] + s) / level.diag[lo:hi]
 
 
 class VCycle:
     """z = M r for the sparse pressure solve: *level0* the solver's ``Unknowns`` of
-    *grid* with cell types *kind*; vectors are compacted (sentinel last)."""
+    *grid* with cell types *kind*; vectors are compacted (sentinel last). ``levels``,
+    ``up`` and ``down`` are the tables (module notes)."""
 
     def __init__(self, grid, kind, level0):
-        self.xp = grid.xp
-        self.levels = [_Level(grid, kind, level0)]
+        xp = self.xp = grid.xp
+        self.levels = [level0]
         self.down, self.up = [], []  # restriction to level l + 1, prolongation to level l
-        while len(self.levels) < MAX_LEVELS and self.levels[-1].extent() >= MG_MIN_SIDE:
+        if level0.m == 0:
+            return
+        if xp is np:
+            build = TableBuilder(xp)
+        else:
+            from .sparse_pressure_gpu import TableKernels
+
+            build = TableKernels()
+        cells = _level0_cells(grid, kind, level0, xp)
+        keys, base = _pack(*level0.lattice, cells.base), cells.base  # of the finest unknowns
+        while len(self.levels) < MAX_LEVELS and build.extent(keys, base) >= MG_MIN_SIDE:
             fine = self.levels[-1]
-            coarse = _coarser(fine)
-            self.up.append(_prolong_table(fine, coarse))
-            self.down.append(_restrict_table(fine, coarse))
+            coarse_cells = build.coarser(cells)
+            coarse = build.level(coarse_cells)
+            self.up.append(build.prolong(keys, base, coarse_cells, coarse.m))
+            self.down.append(build.restrict(coarse.keys, coarse_cells.base, cells, fine.m))
             self.levels.append(coarse)
-        for level in self.levels:  # only needed while building
-            level.ijk = level.kind = level.grid = None
+            cells, keys, base = coarse_cells, coarse.keys, coarse_cells.base
+        for level in self.levels[1:]:  # only needed while building
+            level.keys = None
 
     def __call__(self, r):
         return self._cycle(r, 0)
@@ -173,17 +277,20 @@ class VCycle:
         x = self.xp.zeros_like(b)
         if level == len(self.levels) - 1:
             for _ in range(MG_COARSE_SWEEPS):
-                x = L.sweep(L.sweep(x, b, 0), b, 1)
+                sweep(L, x, b, 0)
+                sweep(L, x, b, 1)
             for _ in range(MG_COARSE_SWEEPS):
-                x = L.sweep(L.sweep(x, b, 1), b, 0)
+                sweep(L, x, b, 1)
+                sweep(L, x, b, 0)
             return x
         for _ in range(MG_SWEEPS):  # pre-smoothing: red, black
-            x = L.sweep(L.sweep(x, b, 0), b, 1)
-        r = b - L.u.apply(x)  # 0 on the sentinel
-        bc = _F32(0.5) * _gather_sum(self.xp, r, *self.down[level])
+            sweep(L, x, b, 0)
+            sweep(L, x, b, 1)
+        r = b - L.apply(x)  # 0 on the sentinel
+        bc = _F32(0.5) * gather_sum(r, self.down[level], RESTRICT_WEIGHTS)
         xc = self._cycle(bc, level + 1)
-        x = x + _gather_sum(self.xp, xc, *self.up[level])
+        x = x + gather_sum(xc, self.up[level], PROLONG_WEIGHTS)
         for _ in range(MG_SWEEPS):  # post-smoothing: black, red (the adjoint order)
-            x = L.sweep(L.sweep(x, b, 1), b, 0)
+            sweep(L, x, b, 1)
+            sweep(L, x, b, 0)
         return x
-

@@ -13,16 +13,24 @@ lowest flat cell pinned, as in ``pressure.py``. ``project`` then subtracts (Δt/
 faces next to FLUID and restores the solid faces.
 
 Solver: matrix-free PCG (Alg. 2) on the compacted unknowns (``Unknowns``: the FLUID
-cells' values plus a 0 sentinel every other neighbour points to, so the work follows the
-fluid, not the bricks), float32 vectors, float64 dot products, to the dense solver's
-relative residual ‖r‖₂/‖b‖₂ ≤ tolerance. The convergence test runs on the device: every
-iteration updates a device flag ``done`` (converged, non-finite or at the iteration
-limit) and every later update of the block is masked by it (α = β = 0, the counter
-stops), so iterations after convergence change nothing; the host reads the flag once per
-``check_every`` iterations and the iteration count is exact. Preconditioners
-(``PRECONDITIONERS``: name → (grid, kind, unknowns) → (r → z)): ``"mg"`` (default), the
-dense solver's multigrid V-cycle over coarsened bricks (``sparse_multigrid.py``; the
-same iteration counts as dense), ``"jacobi"`` (z = r / diag) and ``"none"``.
+cells' values, red (i + j + k even) then black, plus a 0 sentinel every other neighbour
+points to, so the work follows the fluid, not the bricks), float32 vectors, float64 dot
+products, to the dense solver's relative residual ‖r‖₂/‖b‖₂ ≤ tolerance. The convergence
+test runs on the device: every iteration updates a device flag ``done`` (converged,
+non-finite or at the iteration limit) and every later update of the block is masked by
+it (α = β = 0, the counter stops), so iterations after convergence change nothing; the
+host reads the flag once per ``check_every`` iterations and the iteration count is
+exact. Preconditioners (``PRECONDITIONERS``: name → (grid, kind, unknowns) → (r → z)):
+``"mg"`` (default), the dense solver's multigrid V-cycle over a sparse hierarchy
+(``sparse_multigrid.py``; the same iteration counts as dense), ``"jacobi"`` (z = r ·
+(1/diag)) and ``"none"``. This module's loop is the NumPy reference; on CuPy the same
+tables go to ``sparse_pressure_gpu.py`` (RawKernels of ``cuda/flip_sparse_pressure.cu``,
+a CUDA graph per block of iterations).
+
+Set-up, once per solve: the index tables (``Unknowns``, the multigrid's) by flatnonzero,
+sort and binary search; sealed regions by connected components of the FLUID cells on
+their compacted neighbour table (SciPy's ``connected_components`` on NumPy, a union-find
+kernel on the device; the result is each component's lowest flat index either way).
 """
 
 from __future__ import annotations
@@ -34,6 +42,7 @@ import numpy as np
 from ..errors import InputError
 from ..progress import report
 from .grid import AIR, FLUID, SOLID
+from .sparse_multigrid import CompactLevel
 from .sparse_transfer import solid_touch
 
 _F32 = np.float32
@@ -47,7 +56,7 @@ def _multigrid(grid, kind, level):
 
 def _jacobi(grid, kind, level):
     inv = _F32(1) / level.diag  # the sentinel's diag is 1 and its r 0
-    return lambda r: r * inv
+    return lambda r: r * inv  # the device's z = r · (1/diag), rounded alike
 
 
 def _identity(grid, kind, level):
@@ -79,22 +88,59 @@ def neighbour_sum(grid, x):
 
 def label_components(grid, mask):
     """Per cell of *mask* the lowest flat index of its 6-connected component (through
-    the neighbour index), ``grid.size`` elsewhere (``components.label_components``)."""
+    the neighbour index), ``grid.size`` elsewhere (``components.label_components``):
+    components of the compacted mask cells and their +x, +y, +z links."""
     xp = grid.xp
     n = grid.size
-    big = xp.int64(n)
-    lab = xp.where(mask, xp.arange(n, dtype=xp.int64), big)
-    while True:
-        old = lab
-        for d in range(6):
-            nb = grid.nbr[d]
-            at = xp.maximum(nb, 0)
-            both = mask & (nb >= 0) & mask[at]
-            lab = xp.minimum(lab, xp.where(both, lab[at], big))
-        for _ in range(4):  # pointer jumping
-            lab = xp.where(mask, lab[xp.minimum(lab, n - 1)], big)
-        if not bool((lab != old).any()):
-            return lab
+    out = xp.full(n, n, xp.int64)
+    cells = xp.flatnonzero(mask)  # flat order: the lowest compact index is the lowest flat one
+    count = int(cells.shape[0])
+    if count == 0:
+        return out
+    position = xp.full(n, -1, xp.int32)
+    position[cells] = xp.arange(count, dtype=xp.int32)
+    links = xp.stack([_compact(grid.nbr[d][cells], position, -1, xp) for d in (1, 3, 5)])
+    if xp is np:
+        roots = _component_roots(links)
+    else:
+        from .sparse_pressure_gpu import component_roots
+
+        roots = component_roots(links)
+    out[cells] = cells[roots]
+    return out
+
+
+def _compact(flat, position, none, xp):
+    """Compact positions of flat neighbour indices (−1: missing), *none* where missing."""
+    return xp.where(flat >= 0, position[xp.maximum(flat, 0)], none).astype(xp.int32)
+
+
+def _component_roots(links):
+    """NumPy: per compacted cell the lowest index of its component, from its (3, n) links
+    (−1: none). SciPy's connected_components, or min-label propagation without SciPy."""
+    count = links.shape[1]
+    have = links >= 0
+    a = np.broadcast_to(np.arange(count), links.shape)[have]
+    b = links[have].astype(np.int64)
+    try:
+        from scipy.sparse import coo_matrix
+        from scipy.sparse.csgraph import connected_components
+    except ImportError:
+        lab = np.arange(count)
+        while True:
+            old = lab
+            low = np.minimum(lab[a], lab[b])
+            lab = lab.copy()
+            np.minimum.at(lab, a, low)
+            np.minimum.at(lab, b, low)
+            for _ in range(4):  # pointer jumping: a label's own label is no larger
+                lab = lab[lab]
+            if np.array_equal(lab, old):
+                return lab
+    graph = coo_matrix((np.ones(a.shape[0], np.int8), (a, b)), shape=(count, count))
+    _, lab = connected_components(graph, directed=False)
+    first = np.unique(lab, return_index=True)[1]  # labels 0.. in order: each one's lowest cell
+    return first[lab]
 
 
 def solver_cells(grid):
@@ -105,11 +151,8 @@ def solver_cells(grid):
     fluid = cell == FLUID
     kind = cell.copy()
     labels = label_components(grid, fluid)
-    air = (cell == AIR).astype(xp.uint8)
-    missing = xp.zeros(grid.size, bool)
-    for d in range(6):
-        missing |= grid.nbr[d] < 0
-    touches = fluid & ((neighbour_sum(grid, air) > 0) | missing)  # a missing brick is AIR
+    nb = grid.nbr
+    touches = fluid & ((nb < 0) | (cell[xp.maximum(nb, 0)] == AIR)).any(axis=0)  # a missing brick is AIR
     reaches = xp.zeros(grid.size + 1, bool)
     reaches[labels[touches]] = True
     enclosed = fluid & ~reaches[labels]
@@ -145,34 +188,37 @@ def pressure_rhs(grid, dt):
 def diagonal(grid, kind):
     """float32 per cell: non-SOLID neighbours of a FLUID cell (missing ones are AIR), else 0."""
     xp = grid.xp
-    open_ = (kind != SOLID).astype(xp.uint8)
-    count = xp.zeros(grid.size, xp.float32)
-    for d in range(6):
-        nb = grid.nbr[d]
-        count += xp.where(nb >= 0, open_[xp.maximum(nb, 0)], xp.uint8(1)).astype(xp.float32)
-    return xp.where(kind == FLUID, count, _F32(0)).astype(xp.float32)
+    nb = grid.nbr
+    count = xp.where(nb >= 0, kind[xp.maximum(nb, 0)] != SOLID, True).sum(axis=0)
+    return xp.where(kind == FLUID, count, 0).astype(xp.float32)
 
 
-class Unknowns:
-    """The unknowns of one grid (FLUID cells not pinned), compacted: the solver's vectors
-    hold them in flat order plus one sentinel entry, always 0, that every neighbour that
-    is not an unknown points to (AIR is p = 0; SOLID and pinned cells hold 0 as well), so
-    the Laplacian is 6 gathers and no masks, and the work follows the fluid, not the
-    bricks' margin."""
+class Unknowns(CompactLevel):
+    """The unknowns of one grid (FLUID cells not pinned), compacted (``CompactLevel``):
+    the solver's vectors hold them, red cells (i + j + k even) first, then black, plus one
+    sentinel entry, always 0, that every neighbour that is not an unknown points to (AIR
+    is p = 0; SOLID and pinned cells hold 0 as well), so the Laplacian is 6 gathers and no
+    masks, a Gauss-Seidel colour is a contiguous range, and the work follows the fluid,
+    not the bricks' margin. ``cells``: their flat indices; ``position``: flat → unknown
+    (m where none); ``lattice``: their (i, j, k)."""
 
     def __init__(self, grid, kind):
         xp = grid.xp
         flat_diag = diagonal(grid, kind)
-        self.cells = xp.flatnonzero(flat_diag > 0)
+        i, j, k = grid.lattice()
+        unknown = flat_diag > 0
+        red = ((i + j + k) & 1) == 0
+        reds, blacks = xp.flatnonzero(unknown & red), xp.flatnonzero(unknown & ~red)
+        self.cells = xp.concatenate([reds, blacks])
         m = self.m = int(self.cells.shape[0])
-        index = xp.int32 if m < 2 ** 31 - 1 else xp.int64
-        self.position = xp.full(grid.size, m, index)  # flat cell → its unknown, m where none
-        self.position[self.cells] = xp.arange(m, dtype=index)
-        nbr = xp.full((6, m + 1), m, index)
-        for d in range(6):
-            nb = grid.nbr[d][self.cells]
-            nbr[d, :m] = xp.where(nb >= 0, self.position[xp.maximum(nb, 0)], index(m))
-        self.nbr = nbr
+        self.m_red = int(reds.shape[0])
+        if m >= 2 ** 31 - 1:
+            raise InputError(f"the sparse pressure solve has {m:,} unknowns, more than its 32-bit tables hold")
+        self.lattice = (i[self.cells], j[self.cells], k[self.cells])
+        self.position = xp.full(grid.size, m, xp.int32)  # flat cell → its unknown, m where none
+        self.position[self.cells] = xp.arange(m, dtype=xp.int32)
+        self.nbr = xp.full((6, m + 1), m, xp.int32)
+        self.nbr[:, :m] = _compact(grid.nbr[:, self.cells], self.position, m, xp)
         self.diag = xp.concatenate([flat_diag[self.cells], xp.ones(1, xp.float32)])
         self.xp = xp
 
@@ -187,17 +233,6 @@ class Unknowns:
         out[self.cells] = x[:self.m]
         return out
 
-    def neighbour_sum(self, x):
-        """Σ x over the six neighbours, −x, +x, −y, +y, −z, +z."""
-        s = x[self.nbr[0]]
-        for d in range(1, 6):
-            s = s + x[self.nbr[d]]
-        return s
-
-    def apply(self, x):
-        """A x (0 on the sentinel)."""
-        return self.diag * x - self.neighbour_sum(x)
-
 
 def _dot(xp, a, b):
     return (a.astype(xp.float64) * b).sum()
@@ -209,6 +244,14 @@ def pcg(grid, kind, b, tolerance, max_iterations, preconditioner="mg", check_eve
     converged)."""
     xp = grid.xp
     level = Unknowns(grid, kind)
+    if xp is not np:  # the same tables, the kernels of cuda/flip_sparse_pressure.cu
+        from .sparse_pressure_gpu import solve_unknowns
+        from .sparse_multigrid import VCycle
+
+        M = VCycle(grid, kind, level) if preconditioner == "mg" else None
+        x, iterations, residual, converged = solve_unknowns(level, M, level.gather(b), tolerance, max_iterations,
+                                                            preconditioner, check_every, progress)
+        return level.scatter(x, grid.size), iterations, residual, converged
     M = PRECONDITIONERS[preconditioner](grid, kind, level)
     b = level.gather(b)
     x = xp.zeros_like(b)

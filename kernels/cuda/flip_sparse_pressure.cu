@@ -1,0 +1,459 @@
+// Sparse FLIP pressure (seed 003 §8, Alg. 2) on compacted unknowns: the PCG loop's vector
+// kernels, the 7-point Laplacian read through a neighbour table, the multigrid V-cycle over
+// the sparse hierarchy (red-black Gauss-Seidel, residual, restriction, prolongation, the
+// coarsest level in one block) and the union-find of the sealed-region labels. Launched by
+// kernels/flip/sparse_pressure_gpu.py; the NumPy code of sparse_pressure.py and
+// sparse_multigrid.py is the reference these kernels follow operation by operation (they
+// are compiled without FMA contraction, so each value rounds as NumPy rounds it).
+//
+// Layout. A level's vectors hold its m unknowns — red (i + j + k even) in [0, m_red), black
+// in [m_red, m) — and a sentinel at m that stays 0; buffers are `stride` entries long
+// (≥ m + 1, fixed while the solver keeps its buffers, so a captured CUDA graph stays
+// valid while m changes). Tables are row-major [rows][stride] int32: nbr (6 rows: −x, +x,
+// −y, +y, −z, +z), up (8: prolongation to the level from the next coarser one), down (64:
+// restriction into the level from the next finer one); an entry that is not an unknown is
+// the sentinel. sizes[2·level] = m_red, sizes[2·level + 1] = m, on the device.
+//
+// Constants from Python, as -D options (kernels/flip/sparse_pressure_gpu.py): S_STOPPED,
+// D_ALPHA, D_BETA (the state[] and scalars[] layout of flip_pressure.cu, whose finish_*
+// kernels close this loop's reductions), PRE_MG, PRE_JACOBI, PRE_NONE (preconditioners),
+// MG_COARSE_SWEEPS (forward and as many backward sweeps on the coarsest level), KEY_BITS
+// (bits per axis of a multigrid cell key).
+
+#include "voxfx_reduce.cuh"  // block_sum2: the fixed-order double sums
+
+// c over [lo, hi) with a grid-stride loop (launches are sized by the buffers, not by m).
+#define RANGE(c, lo, hi) \
+    for (int c = (lo) + (int)(blockIdx.x * blockDim.x + threadIdx.x); c < (hi); c += (int)(gridDim.x * blockDim.x))
+
+// Σ x over the six neighbours of unknown c, added −x, +x, −y, +y, −z, +z.
+__device__ __forceinline__ float compact_neighbour_sum(const float* __restrict__ x, const int* __restrict__ nbr,
+                                                       int stride, int c)
+{
+    float s = x[nbr[c]];
+    for (int d = 1; d < 6; ++d) s = s + x[nbr[d * stride + c]];
+    return s;
+}
+
+// ------------------------------------------------------------------------ PCG (Alg. 2)
+
+// x = 0, d = 0, r = b; partial ‖b‖²; Jacobi: z = b·(1/diag) and r·z; none: r·z = ‖b‖².
+extern "C" __global__ void cg_init(const float* __restrict__ b, float* __restrict__ x, float* __restrict__ r,
+                                   float* __restrict__ d, float* __restrict__ z, const float* __restrict__ diag,
+                                   const int* __restrict__ sizes, int mode, double* __restrict__ partials)
+{
+    const int n = sizes[1];
+    double bb = 0.0, rz = 0.0;
+    RANGE(c, 0, n)
+    {
+        const float bc = b[c];
+        x[c] = 0.0f;
+        d[c] = 0.0f;
+        r[c] = bc;
+        bb += (double)bc * bc;
+        if (mode == PRE_JACOBI) {
+            const float zc = bc * (1.0f / diag[c]);
+            z[c] = zc;
+            rz += (double)bc * zc;
+        }
+    }
+    if (mode == PRE_NONE) rz = bb;
+    block_sum2(bb, rz, partials, partials + gridDim.x);
+}
+
+// q = A d (diag·d − Σ neighbours) and partial d·q.
+extern "C" __global__ void apply_laplacian(const float* __restrict__ d, float* __restrict__ q,
+                                           const int* __restrict__ nbr, const float* __restrict__ diag, int stride,
+                                           const int* __restrict__ sizes, double* __restrict__ partials,
+                                           const int* __restrict__ state)
+{
+    if (state[S_STOPPED]) return;
+    const int n = sizes[1];
+    double dq = 0.0;
+    RANGE(c, 0, n)
+    {
+        const float dc = d[c];
+        const float qc = diag[c] * dc - compact_neighbour_sum(d, nbr, stride, c);
+        q[c] = qc;
+        dq += (double)dc * qc;
+    }
+    block_sum2(dq, 0.0, partials, nullptr);
+}
+
+// x += α d, r −= α q; partial ‖r‖²; Jacobi: z = r·(1/diag) and r·z; none: r·z = ‖r‖².
+extern "C" __global__ void update_solution(float* __restrict__ x, float* __restrict__ r, const float* __restrict__ d,
+                                           const float* __restrict__ q, float* __restrict__ z,
+                                           const float* __restrict__ diag, const int* __restrict__ sizes, int mode,
+                                           const double* __restrict__ scalars, double* __restrict__ partials,
+                                           const int* __restrict__ state)
+{
+    if (state[S_STOPPED]) return;
+    const int n = sizes[1];
+    const float alpha = (float)scalars[D_ALPHA];
+    double rr = 0.0, rz = 0.0;
+    RANGE(c, 0, n)
+    {
+        x[c] = x[c] + alpha * d[c];
+        const float rc = r[c] - alpha * q[c];
+        r[c] = rc;
+        rr += (double)rc * rc;
+        if (mode == PRE_JACOBI) {
+            const float zc = rc * (1.0f / diag[c]);
+            z[c] = zc;
+            rz += (double)rc * zc;
+        }
+    }
+    if (mode == PRE_NONE) rz = rr;
+    block_sum2(rr, rz, partials, mode == PRE_MG ? nullptr : partials + gridDim.x);
+}
+
+// partial r·z (after the V-cycle).
+extern "C" __global__ void dot_rz(const float* __restrict__ r, const float* __restrict__ z,
+                                  const int* __restrict__ sizes, double* __restrict__ partials_rz,
+                                  const int* __restrict__ state)
+{
+    if (state[S_STOPPED]) return;
+    const int n = sizes[1];
+    double rz = 0.0;
+    RANGE(c, 0, n) rz += (double)r[c] * z[c];
+    block_sum2(rz, 0.0, partials_rz, nullptr);
+}
+
+// d = z + β d
+extern "C" __global__ void update_direction(float* __restrict__ d, const float* __restrict__ z,
+                                            const int* __restrict__ sizes, const double* __restrict__ scalars,
+                                            const int* __restrict__ state)
+{
+    if (state[S_STOPPED]) return;
+    const int n = sizes[1];
+    const float beta = (float)scalars[D_BETA];
+    RANGE(c, 0, n) d[c] = z[c] + beta * d[c];
+}
+
+// ------------------------------------------------------------------------ multigrid V-cycle
+
+// One colour of Gauss-Seidel on a level, x_c = (b_c + Σ x_n)/diag_c over the colour's range
+// (the other colour is all it reads). first = 1: the sweep from x = 0 — red b/diag, black 0,
+// every unknown written, so no clearing pass is needed.
+extern "C" __global__ void mg_smooth(float* __restrict__ x, const float* __restrict__ b, const int* __restrict__ nbr,
+                                     const float* __restrict__ diag, int stride, const int* __restrict__ sizes,
+                                     int level, int colour, int first, const int* __restrict__ state)
+{
+    if (state[S_STOPPED]) return;
+    const int m_red = sizes[2 * level], m = sizes[2 * level + 1];
+    if (first) {
+        RANGE(c, 0, m) x[c] = c < m_red ? b[c] / diag[c] : 0.0f;
+        return;
+    }
+    const int lo = colour ? m_red : 0, hi = colour ? m : m_red;
+    RANGE(c, lo, hi) x[c] = (b[c] + compact_neighbour_sum(x, nbr, stride, c)) / diag[c];
+}
+
+// r = b − A x on a level's unknowns.
+extern "C" __global__ void mg_residual(const float* __restrict__ x, const float* __restrict__ b,
+                                       const int* __restrict__ nbr, const float* __restrict__ diag, int stride,
+                                       const int* __restrict__ sizes, int level, float* __restrict__ r,
+                                       const int* __restrict__ state)
+{
+    if (state[S_STOPPED]) return;
+    const int m = sizes[2 * level + 1];
+    RANGE(c, 0, m) r[c] = b[c] - (diag[c] * x[c] - compact_neighbour_sum(x, nbr, stride, c));
+}
+
+// Per axis the weight of fine cell 2I + o for coarse cell I, by a = o + 1 (o = −1, 0, 1, 2):
+// ¾ for its own two children, ¼ for the next ones (cell-centred linear interpolation).
+__device__ __forceinline__ float axis_weight(int a) { return (a == 1 || a == 2) ? 0.75f : 0.25f; }
+
+// Restriction into coarse level `level`: b_c = ½·Σ_row w_row·r_f[down[row][c]], rows
+// (iz·4 + iy)·4 + ix added in order (Pᵀ of mg_prolong_add, times ½: the average Pᵀ/8 scaled
+// by (2h/h)² for the unscaled coarse operator).
+extern "C" __global__ void mg_restrict(const float* __restrict__ rf, const int* __restrict__ down, int stride,
+                                       const int* __restrict__ sizes, int level, float* __restrict__ bc,
+                                       const int* __restrict__ state)
+{
+    if (state[S_STOPPED]) return;
+    const int m = sizes[2 * level + 1];
+    RANGE(c, 0, m)
+    {
+        float s = axis_weight(0) * axis_weight(0) * axis_weight(0) * rf[down[c]];
+        for (int row = 1; row < 64; ++row)
+            s = s + axis_weight(row & 3) * axis_weight((row >> 2) & 3) * axis_weight(row >> 4) * rf[down[row * stride + c]];
+        bc[c] = 0.5f * s;
+    }
+}
+
+// Prolongation onto fine level `level`: x_f += Σ_row w_row·x_c[up[row][f]], rows
+// (oz·2 + oy)·2 + ox: per axis ¾ of the parent (o = 0) and ¼ of its neighbour on the
+// child's side (o = 1).
+extern "C" __global__ void mg_prolong_add(const float* __restrict__ xc, const int* __restrict__ up, int stride,
+                                          const int* __restrict__ sizes, int level, float* __restrict__ xf,
+                                          const int* __restrict__ state)
+{
+    if (state[S_STOPPED]) return;
+    const int m = sizes[2 * level + 1];
+    RANGE(f, 0, m)
+    {
+        float s = 0.75f * 0.75f * 0.75f * xc[up[f]];
+        for (int row = 1; row < 8; ++row) {
+            const float w = ((row & 1) ? 0.25f : 0.75f) * ((row & 2) ? 0.25f : 0.75f) * ((row & 4) ? 0.25f : 0.75f);
+            s = s + w * xc[up[row * stride + f]];
+        }
+        xf[f] = xf[f] + s;
+    }
+}
+
+// The coarsest level in one block: x = 0, then MG_COARSE_SWEEPS sweeps red → black and as
+// many black → red, the block synchronised between colours (one launch, not 4·sweeps).
+extern "C" __global__ void mg_coarse_solve(float* __restrict__ x, const float* __restrict__ b,
+                                           const int* __restrict__ nbr, const float* __restrict__ diag, int stride,
+                                           const int* __restrict__ sizes, int level, const int* __restrict__ state)
+{
+    if (state[S_STOPPED]) return;
+    const int m_red = sizes[2 * level], m = sizes[2 * level + 1];
+    for (int c = threadIdx.x; c < m; c += blockDim.x) x[c] = 0.0f;
+    __syncthreads();
+    for (int pass = 0; pass < 4 * MG_COARSE_SWEEPS; ++pass) {
+        const int colour = (pass & 1) ^ (pass >= 2 * MG_COARSE_SWEEPS);  // forward red, black; backward black, red
+        const int lo = colour ? m_red : 0, hi = colour ? m : m_red;
+        for (int c = lo + threadIdx.x; c < hi; c += blockDim.x)
+            x[c] = (b[c] + compact_neighbour_sum(x, nbr, stride, c)) / diag[c];
+        __syncthreads();
+    }
+}
+
+// ------------------------------------------------------------------------ sealed regions
+
+// Root of v's tree (parents only ever point to smaller indices). Reads through volatile:
+// other threads hook roots meanwhile.
+__device__ __forceinline__ int find_root(const int* parent, int v)
+{
+    const volatile int* p = parent;
+    int up = p[v];
+    while (up != v) {
+        v = up;
+        up = p[v];
+    }
+    return v;
+}
+
+// Union-find over the links of n cells (links[d·n + v], d = +x, +y, +z: the linked cell or
+// −1), parent[v] = v on entry: each link joins two trees by hooking the larger root under
+// the smaller (atomicCAS; a lost race retries from the new roots), so a component's root
+// ends as its lowest index, whatever the order the threads run in.
+extern "C" __global__ void label_hook(const int* __restrict__ links, int n, int* parent)
+{
+    RANGE(v, 0, n)
+    {
+        for (int d = 0; d < 3; ++d) {
+            const int u = links[d * n + v];
+            if (u < 0) continue;
+            int a = find_root(parent, v), b = find_root(parent, u);
+            while (a != b) {
+                if (a < b) {
+                    const int t = a;
+                    a = b;
+                    b = t;
+                }
+                const int old = atomicCAS(&parent[a], a, b);
+                if (old == a) break;
+                a = find_root(parent, old);
+                b = find_root(parent, b);
+            }
+        }
+    }
+}
+
+// parent[v] = the root of v: each cell's component label.
+extern "C" __global__ void label_flatten(int* parent, int n)
+{
+    RANGE(v, 0, n) parent[v] = find_root(parent, v);
+}
+
+// ------------------------------------------------------------------------ multigrid tables
+// The tables of sparse_multigrid.TableBuilder, kernel by kernel (its xp code is the
+// reference). A level's non-AIR cells are sorted keys ((k − bz)·2^2B + (j − by)·2^B + i − bx,
+// B = KEY_BITS, every axis inside its field: the base sits below the liquid with a margin)
+// with a fluid flag; a cell that is not in the set is AIR.
+
+__device__ __forceinline__ long long cell_key(int i, int j, int k, int bx, int by, int bz)
+{
+    return ((long long)(k - bz) << (2 * KEY_BITS)) | ((long long)(j - by) << KEY_BITS) | (long long)(i - bx);
+}
+
+__device__ __forceinline__ void key_cell(long long key, int bx, int by, int bz, int& i, int& j, int& k)
+{
+    const long long mask = (1LL << KEY_BITS) - 1;
+    i = (int)(key & mask) + bx;
+    j = (int)((key >> KEY_BITS) & mask) + by;
+    k = (int)(key >> (2 * KEY_BITS)) + bz;
+}
+
+// Index of key q in the sorted keys[0, n), −1 where absent (binary search).
+__device__ __forceinline__ int find_key(const long long* __restrict__ keys, int n, long long q)
+{
+    int lo = 0, hi = n;
+    while (lo < hi) {
+        const int mid = (lo + hi) >> 1;
+        if (keys[mid] < q)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return (lo < n && keys[lo] == q) ? lo : -1;
+}
+
+// Per fine cell: 0, or — for the cell with even (i, j, k) of a 2×2×2 block whose 8 cells are
+// all in the set — 1 (a SOLID coarse cell) or 2 (FLUID: a child is FLUID). The flagged
+// cells, in order, are the coarse level's cells in key order.
+extern "C" __global__ void mg_coarsen(const long long* __restrict__ keys, const unsigned char* __restrict__ fluid,
+                                      int n, int bx, int by, int bz, unsigned char* __restrict__ flag)
+{
+    RANGE(c, 0, n)
+    {
+        int i, j, k;
+        key_cell(keys[c], bx, by, bz, i, j, k);
+        unsigned char f = 0;
+        if (((i | j | k) & 1) == 0) {
+            bool all = true, any_fluid = false;
+            for (int child = 0; child < 8 && all; ++child) {
+                const int at = find_key(keys, n, cell_key(i + (child & 1), j + ((child >> 1) & 1), k + (child >> 2), bx,
+                                                          by, bz));
+                all = at >= 0;
+                any_fluid |= all && fluid[at];
+            }
+            f = all ? (any_fluid ? 2 : 1) : 0;
+        }
+        flag[c] = f;
+    }
+}
+
+// The coarse keys of the flagged fine cells (their parents).
+extern "C" __global__ void mg_parent_keys(const long long* __restrict__ keys, const long long* __restrict__ picked,
+                                          int n, int bx, int by, int bz, int cbx, int cby, int cbz,
+                                          long long* __restrict__ parents)
+{
+    RANGE(c, 0, n)
+    {
+        int i, j, k;
+        key_cell(keys[picked[c]], bx, by, bz, i, j, k);
+        parents[c] = cell_key(i >> 1, j >> 1, k >> 1, cbx, cby, cbz);
+    }
+}
+
+// Per cell of a level's set: for FLUID cells the set index of each of the 6 neighbours (−1:
+// AIR) and the diagonal (6 − SOLID neighbours); the class 0 (not an unknown), 1 (red
+// unknown), 2 (black unknown).
+extern "C" __global__ void mg_level_cells(const long long* __restrict__ keys, const unsigned char* __restrict__ fluid,
+                                          int n, int bx, int by, int bz, int* __restrict__ around,
+                                          unsigned char* __restrict__ diag, unsigned char* __restrict__ cls)
+{
+    RANGE(c, 0, n)
+    {
+        if (!fluid[c]) {
+            cls[c] = 0;
+            continue;
+        }
+        int i, j, k;
+        key_cell(keys[c], bx, by, bz, i, j, k);
+        int count = 6;
+        for (int d = 0; d < 6; ++d) {
+            const int step = (d & 1) ? 1 : -1, axis = d >> 1;
+            const int at = find_key(keys, n, cell_key(i + (axis == 0) * step, j + (axis == 1) * step,
+                                                      k + (axis == 2) * step, bx, by, bz));
+            around[d * n + c] = at;
+            count -= at >= 0 && !fluid[at];
+        }
+        diag[c] = (unsigned char)count;
+        cls[c] = count == 0 ? 0 : ((((i + j + k) & 1) == 0) ? 1 : 2);
+    }
+}
+
+// The level's nbr (6, m + 1) and diag (m + 1) in compact order (order[u]: the set index of
+// unknown u; position: set index → unknown, m where none); the sentinel column m.
+extern "C" __global__ void mg_level_tables(const long long* __restrict__ order, int m, const int* __restrict__ around,
+                                           int n, const int* __restrict__ position,
+                                           const unsigned char* __restrict__ diag8, int* __restrict__ nbr,
+                                           float* __restrict__ diag)
+{
+    const int stride = m + 1;
+    RANGE(u, 0, m + 1)
+    {
+        if (u == m) {
+            for (int d = 0; d < 6; ++d) nbr[d * stride + m] = m;
+            diag[m] = 1.0f;
+            continue;
+        }
+        const int s = (int)order[u];
+        for (int d = 0; d < 6; ++d) {
+            const int t = around[d * n + s];
+            nbr[d * stride + u] = t >= 0 ? position[t] : m;
+        }
+        diag[u] = (float)diag8[s];
+    }
+}
+
+// up (8, m_f + 1): per fine unknown (keys fkeys) the coarse parent and its neighbours on the
+// child's side, row (oz·2 + oy)·2 + ox; the coarse sentinel mc where not an unknown.
+extern "C" __global__ void mg_prolong_table(const long long* __restrict__ fkeys, int mf, int bx, int by, int bz,
+                                            const long long* __restrict__ ckeys, int nc,
+                                            const int* __restrict__ cposition, int cbx, int cby, int cbz, int mc,
+                                            int* __restrict__ up)
+{
+    const int stride = mf + 1;
+    RANGE(f, 0, mf + 1)
+    {
+        if (f == mf) {
+            for (int row = 0; row < 8; ++row) up[row * stride + f] = mc;
+            continue;
+        }
+        int i, j, k;
+        key_cell(fkeys[f], bx, by, bz, i, j, k);
+        const int si = (i & 1) ? 1 : -1, sj = (j & 1) ? 1 : -1, sk = (k & 1) ? 1 : -1;
+        for (int row = 0; row < 8; ++row) {
+            const int at = find_key(ckeys, nc, cell_key((i >> 1) + (row & 1) * si, (j >> 1) + ((row >> 1) & 1) * sj,
+                                                        (k >> 1) + (row >> 2) * sk, cbx, cby, cbz));
+            up[row * stride + f] = at >= 0 ? cposition[at] : mc;
+        }
+    }
+}
+
+// down (64, m_c + 1): per coarse unknown (keys ckeys) the fine cells 2I + (−1, 0, 1, 2) per
+// axis, row (iz·4 + iy)·4 + ix; the fine sentinel mf where not an unknown.
+extern "C" __global__ void mg_restrict_table(const long long* __restrict__ ckeys, int mc, int cbx, int cby, int cbz,
+                                             const long long* __restrict__ fkeys, int nf,
+                                             const int* __restrict__ fposition, int bx, int by, int bz, int mf,
+                                             int* __restrict__ down)
+{
+    const int stride = mc + 1;
+    RANGE(c, 0, mc + 1)
+    {
+        if (c == mc) {
+            for (int row = 0; row < 64; ++row) down[row * stride + c] = mf;
+            continue;
+        }
+        int I, J, K;
+        key_cell(ckeys[c], cbx, cby, cbz, I, J, K);
+        for (int row = 0; row < 64; ++row) {
+            const int at = find_key(fkeys, nf, cell_key(2 * I + (row & 3) - 1, 2 * J + ((row >> 2) & 3) - 1,
+                                                        2 * K + (row >> 4) - 1, bx, by, bz));
+            down[row * stride + c] = at >= 0 ? fposition[at] : mf;
+        }
+    }
+}
+
+// span[0..2] = max, span[3..5] = −min of the key fields of keys[0, m) (span on entry: 0 and
+// −2^31 + 1): the unknowns' extent per axis.
+extern "C" __global__ void mg_key_span(const long long* __restrict__ keys, int m, int* span)
+{
+    RANGE(c, 0, m)
+    {
+        int i, j, k;
+        key_cell(keys[c], 0, 0, 0, i, j, k);
+        atomicMax(span + 0, i);
+        atomicMax(span + 1, j);
+        atomicMax(span + 2, k);
+        atomicMax(span + 3, -i);
+        atomicMax(span + 4, -j);
+        atomicMax(span + 5, -k);
+    }
+}

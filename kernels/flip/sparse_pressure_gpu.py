@@ -1,0 +1,353 @@
+"""The sparse FLIP pressure solve on the device (CuPy, kernels of
+``cuda/flip_sparse_pressure.cu``): the PCG loop of seed 003 Alg. 2 on the compacted
+unknowns with every scalar on the device, the multigrid V-cycle over the sparse hierarchy,
+and a block of ``check_every`` iterations as one CUDA graph; the union-find of the sealed
+regions. ``sparse_pressure.py`` (the loop) and ``sparse_multigrid.py`` (the tables and the
+V-cycle) are the NumPy reference it follows; ``pressure_gpu.py`` is the dense twin, whose
+``finish_*`` kernels close the reductions here too (same state and scalar layout).
+
+Buffers outlive a solve: each level's vectors and tables are ``stride`` long, a little more
+than its m + 1 entries, and the kernels read m from a device array, so the captured graph
+stays valid from substep to substep while the unknowns change; a solve that needs more
+room, or another number of levels, takes a new solver (its buffers, a new capture). The
+host syncs once per ``check_every`` iterations (the convergence read) and never inside
+the loop.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+
+import numpy as np
+
+from .. import backend
+from ..grid.launch import THREADS, GraphLoop, Kernels
+from ..progress import report
+from .pressure import MG_COARSE_SWEEPS, MG_SWEEPS
+from .sparse_multigrid import KEY_BITS, _CellSet, _Level
+from .pressure_gpu import _D_ALPHA, _D_BB, _D_BETA, _D_RR, _MAX_BLOCKS, _S_CONVERGED, _S_IT, _S_STOPPED
+from .pressure_gpu import _K as _DENSE  # finish_init, finish_alpha, finish_beta
+
+_CU = "flip_sparse_pressure.cu"
+_MODES = ("mg", "jacobi", "none")  # sparse_pressure.PRECONDITIONERS, in order
+_K = Kernels(_CU, ("--fmad=false",), THREADS, defines={
+    "S_STOPPED": _S_STOPPED, "D_ALPHA": _D_ALPHA, "D_BETA": _D_BETA, "MG_COARSE_SWEEPS": MG_COARSE_SWEEPS,
+    "KEY_BITS": KEY_BITS,
+    **{f"PRE_{name.upper()}": i for i, name in enumerate(_MODES)}})
+_LOOP_KERNELS = ("cg_init", "apply_laplacian", "update_solution", "dot_rz", "update_direction", "mg_smooth",
+                 "mg_residual", "mg_restrict", "mg_prolong_add", "mg_coarse_solve")
+_COARSE_THREADS = 256
+_MAX_GRID = 8192  # blocks of a grid-stride launch
+_SOLVER_CACHE = 2  # solvers (buffers + graph) kept per process, most recent first
+_HEADROOM = 1.25  # buffers take this much more than the solve needs
+
+
+def component_roots(links):
+    """Per compacted cell the lowest index of its component, from its (3, n) links (−1:
+    none): the union-find of ``label_hook`` then ``label_flatten``."""
+    import cupy as cp
+
+    n = int(links.shape[1])
+    parent = cp.arange(n, dtype=cp.int32)
+    links = cp.ascontiguousarray(links, dtype=cp.int32)
+    _K.launch("label_hook", n, (links, np.int32(n), parent))
+    _K.launch("label_flatten", n, (parent, np.int32(n)))
+    return parent
+
+
+def _ints(values):
+    return tuple(np.int32(v) for v in values)
+
+
+def _bytes(flags):
+    """A bool array as the uint8 the kernels read."""
+    return flags.astype(np.uint8)
+
+
+class TableKernels:
+    """``sparse_multigrid.TableBuilder``'s tables by the kernels of flip_sparse_pressure.cu:
+    the same integers, a handful of launches per level instead of a few hundred array
+    operations (the host syncs only for the sizes of compactions)."""
+
+    def __init__(self):
+        import cupy as cp
+
+        self.cp = cp
+
+    def coarser(self, cells):
+        cp = self.cp
+        n = int(cells.keys.shape[0])
+        base = cells.coarser_base()
+        flag = cp.zeros(n, cp.uint8)
+        _K.launch("mg_coarsen", n, (cells.keys, _bytes(cells.fluid), np.int32(n), *_ints(cells.base), flag))
+        picked = cp.flatnonzero(flag)
+        k = int(picked.shape[0])
+        parents = cp.empty(k, cp.int64)
+        _K.launch("mg_parent_keys", k, (cells.keys, picked, np.int32(k), *_ints(cells.base), *_ints(base), parents))
+        return _CellSet(parents, flag[picked] == 2, base)
+
+    def level(self, cells):
+        cp = self.cp
+        keys = cells.keys
+        n = int(keys.shape[0])
+        around = cp.empty((6, n), cp.int32)
+        diag8 = cp.zeros(n, cp.uint8)
+        cls = cp.zeros(n, cp.uint8)
+        _K.launch("mg_level_cells", n, (keys, _bytes(cells.fluid), np.int32(n), *_ints(cells.base), around, diag8, cls))
+        reds, blacks = cp.flatnonzero(cls == 1), cp.flatnonzero(cls == 2)
+        order = cp.concatenate([reds, blacks])
+        m = int(order.shape[0])
+        cells.position = cp.full(n, m, cp.int32)
+        cells.position[order] = cp.arange(m, dtype=cp.int32)
+        nbr = cp.empty((6, m + 1), cp.int32)
+        diag = cp.empty(m + 1, cp.float32)
+        _K.launch("mg_level_tables", m + 1, (order, np.int32(m), around, np.int32(n), cells.position, diag8, nbr, diag))
+        return _Level(m, reds.shape[0], nbr, diag, keys[order])
+
+    def prolong(self, fine_keys, fine_base, coarse, m_coarse):
+        mf = int(fine_keys.shape[0])
+        up = self.cp.empty((8, mf + 1), self.cp.int32)
+        _K.launch("mg_prolong_table", mf + 1, (fine_keys, np.int32(mf), *_ints(fine_base), coarse.keys,
+                                               np.int32(coarse.keys.shape[0]), coarse.position, *_ints(coarse.base),
+                                               np.int32(m_coarse), up))
+        return up
+
+    def restrict(self, coarse_keys, coarse_base, fine, m_fine):
+        mc = int(coarse_keys.shape[0])
+        down = self.cp.empty((64, mc + 1), self.cp.int32)
+        _K.launch("mg_restrict_table", mc + 1, (coarse_keys, np.int32(mc), *_ints(coarse_base), fine.keys,
+                                                np.int32(fine.keys.shape[0]), fine.position, *_ints(fine.base),
+                                                np.int32(m_fine), down))
+        return down
+
+    def extent(self, keys, base) -> int:
+        m = int(keys.shape[0])
+        if m == 0:
+            return 0
+        span = self.cp.full(6, -(2 ** 31 - 1), self.cp.int32)
+        _K.launch("mg_key_span", m, (keys, np.int32(m), span))
+        s = [int(v) for v in span.get()]
+        return max(s[a] + s[a + 3] for a in range(3)) + 1
+
+
+def _grid(n) -> tuple:
+    return (max(1, min(_MAX_GRID, (int(n) + THREADS - 1) // THREADS)),)
+
+
+def solver_memory_bytes(strides, preconditioner="mg") -> int:
+    """Device bytes of a solver with these level strides: per level nbr (24 B), diag (4 B),
+    b, x, r (12 B), the tables up (32 B) and down (256 B per coarse entry); the CG's six
+    vectors on level 0."""
+    total = 6 * 4 * strides[0] + 28 * strides[0]
+    if preconditioner == "mg":
+        total += 4 * strides[0]
+        for s in strides[1:]:
+            total += s * (28 + 12 + 256) + 32 * strides[0]
+    return int(total + 2 * 8 * _MAX_BLOCKS + 1024)
+
+
+class _Buffers:
+    """One level's device buffers."""
+
+    def __init__(self, cp, stride):
+        self.stride = int(stride)
+        self.nbr = cp.zeros((6, self.stride), cp.int32)
+        self.diag = cp.ones(self.stride, cp.float32)
+        self.b = self.x = self.r = self.up = self.down = None
+
+
+class SparsePressureSolverGPU:
+    """The PCG loop of Alg. 2 on the device for a number of levels and buffer strides:
+    owns the vectors, tables, device scalars and the CUDA graph of one block of
+    ``check_every`` iterations. Every kernel of the loop first reads the device's
+    ``stopped`` flag, so iterations after convergence (or the iteration limit) are no-ops."""
+
+    def __init__(self, strides, preconditioner="mg", check_every=10, use_graph=True):
+        import cupy as cp
+
+        self.cp = cp
+        self.preconditioner = preconditioner
+        self.mode = np.int32(_MODES.index(preconditioner))
+        self.check_every = int(check_every)
+        self.strides = tuple(int(s) for s in strides)
+        backend.ensure_fits(solver_memory_bytes(self.strides, preconditioner), "the sparse FLIP pressure solve", cp)
+        vec = lambda n: cp.zeros(n, cp.float32)  # noqa: E731
+        s0 = self.strides[0]
+        self.b, self.x, self.r, self.z, self.d, self.q = (vec(s0) for _ in range(6))
+        self.red_blocks = min(_MAX_BLOCKS, (s0 + THREADS - 1) // THREADS)
+        self.partials = cp.zeros(2 * self.red_blocks, cp.float64)
+        self.scalars = cp.zeros(8, cp.float64)
+        self.state = cp.zeros(4, cp.int32)
+        self.sizes = cp.zeros(2 * len(self.strides), cp.int32)
+        self.levels = [_Buffers(cp, s) for s in self.strides]
+        last = len(self.levels) - 1
+        for level, B in enumerate(self.levels):
+            if level == 0:  # the V-cycle maps the CG residual r to z
+                B.b, B.x, B.r = self.r, self.z, (vec(s0) if last else None)
+            else:
+                B.b, B.x, B.r = vec(B.stride), vec(B.stride), (vec(B.stride) if level < last else None)
+            if level < last:
+                B.up = cp.zeros((8, B.stride), cp.int32)
+                B.down = cp.zeros((64, self.levels[level + 1].stride), cp.int32)  # into level + 1
+        _K.load(*_LOOP_KERNELS)  # compile and load before any capture
+        _DENSE.load("finish_init", "finish_alpha", "finish_beta")
+        self.loop = GraphLoop(self._block, enabled=use_graph)
+
+    def fits(self, needs) -> bool:
+        return len(needs) == len(self.strides) and all(n <= s for n, s in zip(needs, self.strides))
+
+    # ------------------------------------------------------------------ launches
+
+    def _launch(self, name, n, args):
+        _K.launch_grid(name, _grid(n), (THREADS,), args)
+
+    def _reduce(self, name, args):
+        _K.launch_grid(name, (self.red_blocks,), (THREADS,), args)
+
+    def _finish(self, name, args):
+        _DENSE.launch_grid(name, (1,), (1024,), args)
+
+    def _level_args(self, level):
+        B = self.levels[level]
+        return (B.nbr, B.diag, np.int32(B.stride), self.sizes, np.int32(level))
+
+    def _smooth(self, level, colour, first=False):
+        B = self.levels[level]
+        self._launch("mg_smooth", B.stride, (B.x, B.b, *self._level_args(level), np.int32(colour), np.int32(first),
+                                            self.state))
+
+    def _vcycle(self):
+        """z = V-cycle(r): the sequence of ``sparse_multigrid.VCycle._cycle``."""
+        levels = self.levels
+        last = len(levels) - 1
+        for level in range(last):  # down: pre-smooth red, black; residual; restrict
+            L, C = levels[level], levels[level + 1]
+            for sweep in range(MG_SWEEPS):
+                self._smooth(level, 0, first=sweep == 0)
+                self._smooth(level, 1)
+            self._launch("mg_residual", L.stride, (L.x, L.b, *self._level_args(level), L.r, self.state))
+            self._launch("mg_restrict", C.stride, (L.r, L.down, np.int32(C.stride), self.sizes, np.int32(level + 1),
+                                                   C.b, self.state))
+        C = levels[last]
+        _K.launch_grid("mg_coarse_solve", (1,), (_COARSE_THREADS,), (C.x, C.b, *self._level_args(last), self.state))
+        for level in range(last - 1, -1, -1):  # up: prolong-add; post-smooth black, red
+            L, C = levels[level], levels[level + 1]
+            self._launch("mg_prolong_add", L.stride, (C.x, L.up, np.int32(L.stride), self.sizes, np.int32(level), L.x,
+                                                      self.state))
+            for _ in range(MG_SWEEPS):
+                self._smooth(level, 1)
+                self._smooth(level, 0)
+
+    def _precondition_and_dot(self):
+        """z = M r (MG) and the partial sums of r·z; for Jacobi / none, update_solution
+        (or cg_init) already did both."""
+        if self.preconditioner == "mg":
+            self._vcycle()
+            self._reduce("dot_rz", (self.r, self.z, self.sizes, self.partials[self.red_blocks:], self.state))
+
+    def _z(self):
+        return self.r if self.preconditioner == "none" else self.z
+
+    def _iteration(self):
+        """One PCG iteration (Alg. 2 body with z = M r), every scalar on the device."""
+        G = np.int32(self.red_blocks)
+        L0 = self.levels[0]
+        self._reduce("apply_laplacian", (self.d, self.q, L0.nbr, L0.diag, np.int32(L0.stride), self.sizes,
+                                         self.partials, self.state))  # q = A d
+        self._finish("finish_alpha", (self.partials, G, self.scalars, self.state))  # α = r·z / d·q
+        self._reduce("update_solution", (self.x, self.r, self.d, self.q, self.z, L0.diag, self.sizes, self.mode,
+                                         self.scalars, self.partials, self.state))
+        self._precondition_and_dot()  # z = M r
+        self._finish("finish_beta", (self.partials, G, self.scalars, self.state, np.int32(0)))  # β, ‖r‖² test
+        self._reduce("update_direction", (self.d, self._z(), self.sizes, self.scalars, self.state))  # d = z + β d
+
+    def _block(self):
+        for _ in range(self.check_every):
+            self._iteration()
+
+    # ------------------------------------------------------------------ solve
+
+    def _load(self, levels, vcycle):
+        """Copy the tables into the buffers, zero the vectors (sentinels 0), set sizes."""
+        cp = self.cp
+        sizes = []
+        for level, (L, B) in enumerate(zip(levels, self.levels)):
+            n = L.m + 1
+            B.nbr[:, :n] = L.nbr
+            B.diag[:n] = L.diag
+            for a in (B.b, B.x, B.r):
+                if a is not None:
+                    a.fill(0)
+            if vcycle is not None and level < len(levels) - 1:
+                B.up[:, :n] = vcycle.up[level]
+                B.down[:, :levels[level + 1].m + 1] = vcycle.down[level]
+            sizes += [L.m_red, L.m]
+        for a in (self.b, self.x, self.d, self.q):
+            a.fill(0)
+        self.sizes[...] = cp.asarray(np.array(sizes, np.int32))
+
+    def solve(self, levels, vcycle, b, tolerance, max_iterations, progress=None):
+        """x (m + 1, sentinel 0), iterations, relative residual, converged for the
+        compacted right-hand side *b* (m + 1, sentinel 0)."""
+        cp = self.cp
+        m = levels[0].m
+        self._load(levels, vcycle)
+        self.b[:m + 1] = b
+        self.state[...] = cp.asarray(np.array([0, 0, 0, max_iterations], dtype=np.int32))
+        G = np.int32(self.red_blocks)
+        L0 = self.levels[0]
+        # x = 0, d = 0, r = b, ‖b‖²; stop at once if b = 0
+        self._reduce("cg_init", (self.b, self.x, self.r, self.d, self.z, L0.diag, self.sizes, self.mode,
+                                 self.partials))
+        self._finish("finish_init", (self.partials, G, self.scalars, self.state, np.float64(tolerance)))
+        self._precondition_and_dot()  # z = M r, r·z
+        self._finish("finish_beta", (self.partials, G, self.scalars, self.state, np.int32(1)))  # rz, β = 0
+        self._reduce("update_direction", (self.d, self._z(), self.sizes, self.scalars, self.state))  # d = z
+        self.loop.capture()
+        launched = 0
+        while True:
+            host_state = self.state.get()  # the one host sync per check (Alg. 2)
+            if host_state[_S_STOPPED] or launched >= max_iterations:
+                break
+            if launched:  # between blocks, on the state this check read anyway: no extra sync
+                report(progress, launched / max_iterations, f"pressure: iteration {launched}")
+            self.loop.run()  # check_every iterations (the graph, or launch by launch)
+            launched += self.check_every
+        scal = self.scalars.get()
+        bb, rr = float(scal[_D_BB]), float(scal[_D_RR])
+        residual = 0.0 if bb == 0.0 else math.sqrt(rr / bb) if math.isfinite(rr) else math.inf
+        return self.x[:m + 1].copy(), int(host_state[_S_IT]), residual, bool(host_state[_S_CONVERGED])
+
+
+_solvers: "OrderedDict[tuple, SparsePressureSolverGPU]" = OrderedDict()
+
+
+def release_gpu_solvers():
+    """Drop the cached sparse GPU solvers (their buffers and graphs)."""
+    _solvers.clear()
+
+
+def _solver(needs, preconditioner, check_every):
+    import cupy as cp
+
+    key = (len(needs), preconditioner, int(check_every), cp.cuda.Device().id)
+    solver = _solvers.pop(key, None)
+    if solver is None or not solver.fits(needs):
+        solver = None  # its buffers go before the new ones are taken
+        while len(_solvers) >= _SOLVER_CACHE:
+            _solvers.popitem(last=False)
+        solver = SparsePressureSolverGPU([int(n * _HEADROOM) + 64 for n in needs], preconditioner, check_every)
+    _solvers[key] = solver
+    return solver
+
+
+def solve_unknowns(level0, vcycle, b, tolerance, max_iterations, preconditioner="mg", check_every=10, progress=None):
+    """PCG on the compacted unknowns *level0* (``sparse_pressure.Unknowns``) with the tables
+    of *vcycle* (``sparse_multigrid.VCycle``, "mg") or none: (x, iterations, relative
+    residual, converged), x compacted with its sentinel."""
+    if level0.m == 0:
+        return level0.xp.zeros(1, level0.xp.float32), 0, 0.0, True
+    levels = vcycle.levels if vcycle is not None else [level0]
+    solver = _solver([L.m + 1 for L in levels], preconditioner, check_every)
+    return solver.solve(levels, vcycle, b, float(tolerance), int(max_iterations), progress)

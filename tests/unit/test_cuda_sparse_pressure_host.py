@@ -1,0 +1,322 @@
+"""The device kernels of the sparse pressure solve (cuda/flip_sparse_pressure.cu) against
+the NumPy reference (sparse_pressure.Unknowns, sparse_multigrid.VCycle, the component
+labels), checked on the host without a GPU: nvcc builds the kernels as host functions (one
+"thread" per block, atomics plain, warp shuffles of a one-lane warp, no FMA contraction as
+the module is compiled) and a C++ driver launches them in the order sparse_pressure_gpu.py
+does. The Laplacian, the Gauss-Seidel sweeps, residual, restriction, prolongation and the
+coarsest level's solve are the reference's operations in the reference's order: the
+V-cycle's result is equal bit for bit. The device run is tests/gpu/test_flip_sparse_pressure_gpu.py."""
+
+import numpy as np
+import pytest
+
+from tests.unit.test_cuda_exact import _build
+from voxfx.kernels.flip import sparse_pressure, sparse_transfer
+from voxfx.kernels.flip.grid import FLUID
+from voxfx.kernels.flip.pressure import MG_SWEEPS
+from voxfx.kernels.flip.sparse_grid import SparseFlipGrid
+from voxfx.kernels.flip import sparse_multigrid
+from voxfx.kernels.flip.sparse_multigrid import VCycle
+from voxfx.kernels.flip.sparse_pressure_gpu import _K
+from voxfx.kernels.grid import GridSpec
+
+# Input: L, per level "m_red m", its nbr (6 × (m + 1)) and diag (m + 1, hex floats), per
+# level but the last its up (8 × (m + 1)) and down (64 × (m_next + 1)) tables; r and d
+# (m0 + 1 each, hex floats); n, then the links (3 × n) of the labelling. Output: q = A d
+# (m0), Σ of the partial d·q, z = V-cycle(r) (m0), the n labels.
+PREAMBLE = r"""
+#include <cstdio>
+#include <cstring>
+#include <vector>
+// DEFINES
+#undef __device__
+#define __device__ __attribute__((host))
+#define __global__
+#undef __forceinline__
+#define __forceinline__ inline
+#undef __shared__
+#define __shared__ static
+struct HostDim { unsigned x, y, z; };
+static HostDim h_block, h_dim, h_thread, h_grid;
+#define blockIdx h_block
+#define blockDim h_dim
+#define threadIdx h_thread
+#define gridDim h_grid
+#define __syncthreads() ((void)0)
+#define __shfl_down_sync(mask, v, offset) ((v) * 0)
+#define __ballot_sync(mask, flag) ((unsigned)(flag))
+#define __popc __builtin_popcount
+static unsigned host_float_as_uint(float f) { unsigned u; memcpy(&u, &f, 4); return u; }
+#define __float_as_uint host_float_as_uint
+template <typename T> T plain_max(T* p, T v) { T o = *p; *p = o > v ? o : v; return o; }
+template <typename T> T plain_add(T* p, T v) { T o = *p; *p = o + v; return o; }
+template <typename T> T plain_cas(T* p, T cmp, T v) { T o = *p; if (o == cmp) *p = v; return o; }
+#define atomicMax plain_max
+#define atomicAdd plain_add
+#define atomicCAS plain_cas
+#include "flip_sparse_pressure.cu"
+"""
+
+HARNESS = PREAMBLE + r"""
+struct Level { int m_red, m, stride; std::vector<int> nbr, up, down; std::vector<float> diag, b, x, r; };
+static std::vector<Level> L;
+static int state[4] = {0, 0, 0, 0};
+static std::vector<int> sizes;
+
+// n "blocks" of one thread: the grid-stride loop runs each index once
+#define LAUNCH(n, call) do { h_dim.x = 1; h_thread.x = 0; h_grid.x = (unsigned)(n); \
+    for (unsigned blk = 0; blk < (unsigned)(n); ++blk) { h_block.x = blk; call; } } while (0)
+
+static void smooth(int l, int colour, int first) {
+    Level& A = L[l];
+    LAUNCH(A.stride, mg_smooth(A.x.data(), A.b.data(), A.nbr.data(), A.diag.data(), A.stride, sizes.data(), l, colour,
+                               first, state));
+}
+
+static void vcycle() {
+    const int last = (int)L.size() - 1;
+    for (int l = 0; l < last; ++l) {
+        Level &A = L[l], &C = L[l + 1];
+        for (int s = 0; s < MG_SWEEPS; ++s) { smooth(l, 0, s == 0); smooth(l, 1, 0); }
+        LAUNCH(A.stride, mg_residual(A.x.data(), A.b.data(), A.nbr.data(), A.diag.data(), A.stride, sizes.data(), l,
+                                     A.r.data(), state));
+        LAUNCH(C.stride, mg_restrict(A.r.data(), A.down.data(), C.stride, sizes.data(), l + 1, C.b.data(), state));
+    }
+    Level& C = L[last];
+    h_dim.x = 1; h_thread.x = 0; h_grid.x = 1; h_block.x = 0;
+    mg_coarse_solve(C.x.data(), C.b.data(), C.nbr.data(), C.diag.data(), C.stride, sizes.data(), last, state);
+    for (int l = last - 1; l >= 0; --l) {
+        Level &A = L[l], &C2 = L[l + 1];
+        LAUNCH(A.stride, mg_prolong_add(C2.x.data(), A.up.data(), A.stride, sizes.data(), l, A.x.data(), state));
+        for (int s = 0; s < MG_SWEEPS; ++s) { smooth(l, 1, 0); smooth(l, 0, 0); }
+    }
+}
+
+static void read_ints(std::vector<int>& v, size_t n) { v.resize(n); for (auto& a : v) scanf("%d", &a); }
+static void read_floats(std::vector<float>& v, size_t n) { v.resize(n); for (auto& a : v) scanf("%a", &a); }
+
+int main() {
+    int nl;
+    if (scanf("%d", &nl) != 1) return 1;
+    L.resize(nl);
+    for (auto& A : L) {
+        scanf("%d %d", &A.m_red, &A.m);
+        A.stride = A.m + 1;
+        read_ints(A.nbr, 6 * A.stride);
+        read_floats(A.diag, A.stride);
+        A.b.assign(A.stride, 0.0f); A.x.assign(A.stride, 0.0f); A.r.assign(A.stride, 0.0f);
+        sizes.push_back(A.m_red);
+        sizes.push_back(A.m);
+    }
+    for (int l = 0; l + 1 < nl; ++l) {
+        read_ints(L[l].up, 8 * L[l].stride);
+        read_ints(L[l].down, 64 * L[l + 1].stride);
+    }
+    Level& F = L[0];
+    std::vector<float> d, q(F.stride, 0.0f);
+    read_floats(F.b, F.stride);
+    read_floats(d, F.stride);
+    std::vector<double> partials(F.stride, 0.0);
+    LAUNCH(F.stride, apply_laplacian(d.data(), q.data(), F.nbr.data(), F.diag.data(), F.stride, sizes.data(),
+                                     partials.data(), state));
+    double dq = 0.0;
+    for (double p : partials) dq += p;
+    vcycle();
+    int n;
+    scanf("%d", &n);
+    std::vector<int> links, parent(n);
+    read_ints(links, 3 * (size_t)n);
+    for (int v = 0; v < n; ++v) parent[v] = v;
+    LAUNCH(n, label_hook(links.data(), n, parent.data()));
+    LAUNCH(n, label_flatten(parent.data(), n));
+    for (int c = 0; c < F.m; ++c) printf("%a\n", q[c]);
+    printf("%a\n", dq);
+    for (int c = 0; c < F.m; ++c) printf("%a\n", F.x[c]);
+    for (int v = 0; v < n; ++v) printf("%d\n", parent[v]);
+    return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def device(tmp_path_factory):
+    # the module's -D constants (sparse_pressure_gpu._K) and the V-cycle's sweeps
+    defines = [f"#define {o[2:].replace('=', ' ', 1)}" for o in _K.options if o.startswith("-D")]
+    defines.append(f"#define MG_SWEEPS {MG_SWEEPS}")
+    return _build(tmp_path_factory, HARNESS.replace("// DEFINES", "\n".join(defines)))
+
+
+# Input: MG_MIN_SIDE MAX_LEVELS MARGIN; level 0's set: bx by bz n, n keys, n fluid flags, n
+# positions; m0 and the m0 keys of its unknowns. The driver builds the coarser levels as
+# sparse_pressure_gpu.TableKernels launches the kernels. Output per coarse level: m m_red,
+# nbr (6 × (m + 1)), diag (m + 1, hex), then up (8 × (m_fine + 1)) and down (64 × (m + 1)).
+TABLES = PREAMBLE + r"""
+typedef long long ll;
+#define ONE_PER_ITEM(n, call) do { h_dim.x = 1; h_thread.x = 0; h_grid.x = (unsigned)(n); \
+    for (unsigned blk = 0; blk < (unsigned)(n); ++blk) { h_block.x = blk; call; } } while (0)
+struct Set { int bx, by, bz; std::vector<ll> keys; std::vector<unsigned char> fluid; std::vector<int> position; };
+static int extent(const std::vector<ll>& keys) {
+    if (keys.empty()) return 0;
+    int span[6];
+    for (int& v : span) v = -2147483647;
+    ONE_PER_ITEM(keys.size(), mg_key_span(keys.data(), (int)keys.size(), span));
+    int e = 0;
+    for (int a = 0; a < 3; ++a) e = std::max(e, span[a] + span[a + 3]);
+    return e + 1;
+}
+int main() {
+    int min_side, max_levels, margin, n, m;
+    Set f;
+    if (scanf("%d %d %d %d %d %d %d", &min_side, &max_levels, &margin, &f.bx, &f.by, &f.bz, &n) != 7) return 1;
+    f.keys.resize(n); f.fluid.resize(n); f.position.resize(n);
+    for (auto& k : f.keys) scanf("%lld", &k);
+    for (auto& x : f.fluid) { int t; scanf("%d", &t); x = (unsigned char)t; }
+    for (auto& p : f.position) scanf("%d", &p);
+    scanf("%d", &m);
+    std::vector<ll> ukeys(m);
+    for (auto& k : ukeys) scanf("%lld", &k);
+    int ubx = f.bx, uby = f.by, ubz = f.bz, levels = 1;
+    while (levels < max_levels && extent(ukeys) >= min_side) {
+        Set c;
+        c.bx = ((f.bx + margin) >> 1) - margin;  // sparse_multigrid._CellSet.coarser_base
+        c.by = ((f.by + margin) >> 1) - margin;
+        c.bz = ((f.bz + margin) >> 1) - margin;
+        const int nf = (int)f.keys.size();
+        std::vector<unsigned char> flag(nf);
+        ONE_PER_ITEM(nf, mg_coarsen(f.keys.data(), f.fluid.data(), nf, f.bx, f.by, f.bz, flag.data()));
+        std::vector<ll> picked;
+        for (int i = 0; i < nf; ++i) if (flag[i]) picked.push_back(i);
+        const int nc = (int)picked.size();
+        c.keys.resize(nc);
+        ONE_PER_ITEM(nc, mg_parent_keys(f.keys.data(), picked.data(), nc, f.bx, f.by, f.bz, c.bx, c.by, c.bz,
+                                        c.keys.data()));
+        for (ll p : picked) c.fluid.push_back(flag[p] == 2);
+        std::vector<int> around(6 * (size_t)nc);
+        std::vector<unsigned char> diag8(nc, 0), cls(nc, 0);
+        ONE_PER_ITEM(nc, mg_level_cells(c.keys.data(), c.fluid.data(), nc, c.bx, c.by, c.bz, around.data(),
+                                        diag8.data(), cls.data()));
+        std::vector<ll> order;
+        for (int i = 0; i < nc; ++i) if (cls[i] == 1) order.push_back(i);
+        const int m_red = (int)order.size();
+        for (int i = 0; i < nc; ++i) if (cls[i] == 2) order.push_back(i);
+        const int mc = (int)order.size();
+        c.position.assign(nc, mc);
+        for (int u = 0; u < mc; ++u) c.position[order[u]] = u;
+        std::vector<int> nbr(6 * (size_t)(mc + 1));
+        std::vector<float> diag(mc + 1);
+        ONE_PER_ITEM(mc + 1, mg_level_tables(order.data(), mc, around.data(), nc, c.position.data(), diag8.data(),
+                                             nbr.data(), diag.data()));
+        std::vector<ll> cukeys(mc);
+        for (int u = 0; u < mc; ++u) cukeys[u] = c.keys[order[u]];
+        const int mf = (int)ukeys.size();
+        std::vector<int> up(8 * (size_t)(mf + 1)), down(64 * (size_t)(mc + 1));
+        ONE_PER_ITEM(mf + 1, mg_prolong_table(ukeys.data(), mf, ubx, uby, ubz, c.keys.data(), nc, c.position.data(),
+                                              c.bx, c.by, c.bz, mc, up.data()));
+        ONE_PER_ITEM(mc + 1, mg_restrict_table(cukeys.data(), mc, c.bx, c.by, c.bz, f.keys.data(), nf,
+                                               f.position.data(), f.bx, f.by, f.bz, mf, down.data()));
+        printf("%d %d\n", mc, m_red);
+        for (int v : nbr) printf("%d\n", v);
+        for (float v : diag) printf("%a\n", v);
+        for (int v : up) printf("%d\n", v);
+        for (int v : down) printf("%d\n", v);
+        f = c;
+        ukeys = cukeys;
+        ubx = c.bx; uby = c.by; ubz = c.bz;
+        ++levels;
+    }
+    return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def tables(tmp_path_factory):
+    defines = [f"#define {o[2:].replace('=', ' ', 1)}" for o in _K.options if o.startswith("-D")]
+    return _build(tmp_path_factory, TABLES.replace("// DEFINES", "\n".join(defines + ["#include <algorithm>"])))
+
+
+def _tank():
+    """A closed tank with walls, an obstacle, air and two separate puddles, on bricks."""
+    rng = np.random.default_rng(8)
+    spec = GridSpec((0.0, 0.0, 0.0), 0.1, (20, 12, 18))
+    up = np.asarray(spec.upper)
+    pos = np.concatenate([(rng.uniform(0.0, 0.4, (6000, 3)) * up), (rng.uniform(0.7, 0.95, (3000, 3)) * up)])
+    pos = pos.astype(np.float32)
+    g = SparseFlipGrid(spec, np, closed=True)
+    g.update(pos, 3, obstacle=np.array([(i, j, 2) for i in range(3, 7) for j in range(2, 5)]))
+    sparse_transfer.classify(g, pos)
+    return g
+
+
+def _hex(values):
+    return [float(x).hex() for x in np.asarray(values, np.float32)]
+
+
+def test_sparse_pressure_kernels_equal_the_numpy_tables_bit_for_bit(device):
+    g = _tank()
+    kind, _, _ = sparse_pressure.solver_cells(g)
+    level = sparse_pressure.Unknowns(g, kind)
+    M = VCycle(g, kind, level)
+    assert len(M.levels) >= 3 and level.m > 300 and 0 < level.m_red < level.m
+    rng = np.random.default_rng(3)
+    r = np.append(rng.normal(0, 1, level.m), 0).astype(np.float32)
+    d = np.append(rng.normal(0, 1, level.m), 0).astype(np.float32)
+    fluid = g["cell"] == FLUID
+    cells = np.flatnonzero(fluid)
+    position = np.full(g.size, -1, np.int32)
+    position[cells] = np.arange(len(cells), dtype=np.int32)
+    links = np.stack([sparse_pressure._compact(g.nbr[dd][cells], position, -1, np) for dd in (1, 3, 5)])
+    lines = [str(len(M.levels))]
+    for L in M.levels:
+        lines += [f"{L.m_red} {L.m}", *map(str, L.nbr.ravel()), *_hex(L.diag)]
+    for up, down in zip(M.up, M.down):
+        lines += [*map(str, up.ravel()), *map(str, down.ravel())]
+    lines += [*_hex(r), *_hex(d), str(len(cells)), *map(str, links.ravel())]
+    out = device.raw(lines).split()
+    m = level.m
+    q = np.array([float.fromhex(x) for x in out[:m]], np.float32)
+    dq = float.fromhex(out[m])
+    z = np.array([float.fromhex(x) for x in out[m + 1:2 * m + 1]], np.float32)
+    labels = np.array([int(x) for x in out[2 * m + 1:]])
+    want_q = level.apply(d)
+    assert np.array_equal(q, want_q[:m])
+    assert dq == pytest.approx(float(np.dot(d.astype(np.float64), want_q)), rel=1e-12)
+    want_z = M(r)
+    assert np.array_equal(z, want_z[:m])
+    assert np.abs(z).max() > 0
+    want_labels = sparse_pressure._component_roots(links)
+    assert np.array_equal(labels, want_labels)
+    assert len(np.unique(labels)) >= 2  # the two puddles at least
+
+
+@pytest.mark.parametrize("scene", ["tank", "sealed", "sheet"])
+def test_multigrid_table_kernels_build_the_numpy_tables(tables, scene):
+    """mg_coarsen … mg_restrict_table, launched as TableKernels launches them, give every
+    level's m, m_red, nbr, diag, up and down of TableBuilder exactly."""
+    g = _tank()
+    if scene == "sealed":  # fluid up to the lid: one pinned cell, deep hierarchy
+        g["cell"] = np.where(g.active() & (g["cell"] != 2), np.uint8(FLUID), g["cell"]).astype(np.uint8)
+    if scene == "sheet":  # one layer of fluid in air, no walls: the next level is empty
+        k = g.lattice()[2]
+        g["cell"] = np.where(g.active() & (k == 0), np.uint8(FLUID), np.uint8(0)).astype(np.uint8)
+    kind, _, _ = sparse_pressure.solver_cells(g)
+    level = sparse_pressure.Unknowns(g, kind)
+    M = VCycle(g, kind, level)
+    assert len(M.levels) >= 3 or (scene == "sheet" and len(M.levels) == 2 and M.levels[1].m == 0)
+    cells = sparse_multigrid._level0_cells(g, kind, level, np)
+    keys0 = sparse_multigrid._pack(*level.lattice, cells.base)
+    lines = [f"{sparse_multigrid.MG_MIN_SIDE} {sparse_multigrid.MAX_LEVELS} {sparse_multigrid._MARGIN}",
+             " ".join(map(str, cells.base)), str(len(cells.keys)), *map(str, cells.keys),
+             *map(str, cells.fluid.astype(int)), *map(str, cells.position), str(level.m), *map(str, keys0)]
+    out = tables.raw(lines).split()
+    at = 0
+    for L, up, down in zip(M.levels[1:], M.up, M.down):
+        m, m_red = int(out[at]), int(out[at + 1])
+        at += 2
+        assert (m, m_red) == (L.m, L.m_red)
+        for want, count, parse in ((L.nbr, 6 * (m + 1), int), (L.diag, m + 1, float.fromhex), (up, up.size, int),
+                                   (down, 64 * (m + 1), int)):
+            got = np.array([parse(x) for x in out[at:at + count]], dtype=want.dtype).reshape(want.shape)
+            at += count
+            assert np.array_equal(got, want)
+    assert at == len(out)  # the same number of levels
