@@ -248,7 +248,9 @@ extern "C" __global__ void sparse_surface_columns(const Setup* __restrict__ setu
 #define VOXFX_SPARSE_DEPTH_BRICKS 4
 #endif
 #define VOXFX_TILE_WORDS (16 * VOXFX_SPARSE_DEPTH_BRICKS)
-#define VOXFX_TILE_WARPS 4  // gpu_sparse.py launches blocks of 128 threads
+#ifndef VOXFX_TILE_WARPS  // gpu_sparse.py: THREADS / 32, the warps of a block
+#define VOXFX_TILE_WARPS 4
+#endif
 
 struct TileWork {
     long long t;       // triangle of the chunk
@@ -265,27 +267,25 @@ __device__ __forceinline__ void tile_brick(int d, long long bu, long long bv, lo
     bz = d == 2 ? bd : (d == 0 ? bv : bu);
 }
 
-// The window's first brick along D: where the plane crosses the tile's columns, one voxel
-// of margin below (column_depths of the tile's corner columns: the candidate depths of a
-// column are monotone across the tile, so no column of it starts lower), the box's first
-// brick for slivers.
+// The window's first brick along D. Across the tile's columns (≤ 8 voxels each way from
+// its centre, |n_U|, |n_V| ≤ |n_D|) the plane's depth stays within 8 of its depth dc at the
+// centre, so every candidate depth (column_depths: one voxel of margin) lies in
+// [dc − 10, dc + 10): inside the DEPTH_BRICKS = 4 bricks from floor(dc − 10) / 8. Slivers
+// (s.wide) start at the box. Only a hint: a voxel outside the window is stored directly.
 template <int D>
 __device__ __forceinline__ long long tile_window(const Setup& s, long long bu, long long bv)
 {
     constexpr int U = (D + 1) % 3, V = (D + 2) % 3;
-    long long cu0 = 8 * bu > s.lo[U] ? 8 * bu : s.lo[U];
-    long long cv0 = 8 * bv > s.lo[V] ? 8 * bv : s.lo[V];
-    long long cu1 = 8 * bu + 7 < s.hi[U] ? 8 * bu + 7 : s.hi[U];
-    long long cv1 = 8 * bv + 7 < s.hi[V] ? 8 * bv + 7 : s.hi[V];
-    long long lo00, lo01, lo10, lo11, hi;
-    column_depths<D>(s, cu0, cv0, lo00, hi);
-    column_depths<D>(s, cu0, cv1, lo01, hi);
-    column_depths<D>(s, cu1, cv0, lo10, hi);
-    column_depths<D>(s, cu1, cv1, lo11, hi);
-    long long dlo = lo00 < lo01 ? lo00 : lo01;
-    dlo = lo10 < dlo ? lo10 : dlo;
-    dlo = lo11 < dlo ? lo11 : dlo;
-    return dlo >> 3;
+    long long first = s.lo[D] >> 3, last = s.hi[D] >> 3;
+    if (s.wide) return first;
+    const double* n = s.n;
+    const double* v0 = s.v[0];
+    double cu = (double)(8 * bu) + 4.0, cv = (double)(8 * bv) + 4.0;
+    double nv0 = (n[0] * v0[0] + n[1] * v0[1]) + n[2] * v0[2];
+    double dc = ((nv0 - n[U] * cu) - n[V] * cv) / n[D];
+    double lo = floor((dc - 10.0) / 8.0);
+    if (!(lo > (double)first)) return first;  // NaN-safe
+    return lo < (double)last ? (long long)lo : last;
 }
 
 // The tile of work item *item* (ends/counts: the tile counts' scan of the chunk).
@@ -339,8 +339,12 @@ __device__ __forceinline__ void tile_columns_along(const Setup& s, const TileWor
             long long at = (d >> 3) - w.bd;
             if (at >= 0 && at < VOXFX_SPARSE_DEPTH_BRICKS)
                 atomicOr(buf + 16 * at + brick_word(j, k), brick_bit(i, j));
-            else
+            else {
+#ifdef VOXFX_SPARSE_DIRECT_HOOK  // the host harness counts these (tests/unit/test_cuda_sparse_host.py)
+                VOXFX_SPARSE_DIRECT_HOOK();
+#endif
                 set_voxel(ix, i, j, k);
+            }
         }
     }
 }

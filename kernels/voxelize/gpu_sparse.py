@@ -55,14 +55,15 @@ _CU = "voxelize_sparse.cu"
 # voxelize.cu is #included: its digest in the options recompiles when it changes (CuPy's
 # cache keys on this file's text and the options only).
 _DIGEST = zlib.crc32((backend.CUDA_DIR / "voxelize.cu").read_bytes()) & 0x7FFFFFFF
-THREADS = 128  # four warps: sparse_surface_tiles' shared windows (VOXFX_TILE_WARPS)
+THREADS = 128  # per block: sparse_surface_tiles' shared windows, one per warp (VOXFX_TILE_WARPS)
 DEPTH_BRICKS = 4  # bricks along the dominant axis in a tile's shared window (a plane crosses ≤ 4)
 SURFACE_KERNEL = "tiles"  # or "columns" (module notes)
 SETUP_CHUNK = 1 << 17  # triangles whose setups are on the device at once (~91 MB at 696 B each)
 PAIR_BATCH = 1 << 22  # brick-range items tested per candidate batch (≤ 32 MiB of bricks listed)
 SORT_CHUNK = 1 << 22  # solid crossings sorted at once (plus at most one brick slice)
 _K = Kernels(_CU, ("--fmad=false", f"-I{backend.CUDA_DIR}"), THREADS,
-             defines={**gpu.DEFINES, "VOXFX_VOXELIZE_DIGEST": _DIGEST, "VOXFX_SPARSE_DEPTH_BRICKS": DEPTH_BRICKS})
+             defines={**gpu.DEFINES, "VOXFX_VOXELIZE_DIGEST": _DIGEST, "VOXFX_SPARSE_DEPTH_BRICKS": DEPTH_BRICKS,
+                      "VOXFX_TILE_WARPS": THREADS // 32})
 _WORK = ("bricks", "tiles", "columns")  # sparse_surface_counts' outputs
 
 

@@ -45,6 +45,8 @@ template <typename T> T plain_min(T* p, T v) { T o = *p; *p = o < v ? o : v; ret
 #define atomicXor plain_xor
 #define atomicMin plain_min
 #define __popc __builtin_popcount
+static long long direct_sets = 0;  // tile voxels outside their window (stored one by one)
+#define VOXFX_SPARSE_DIRECT_HOOK() ++direct_sets
 #include "voxelize_sparse.cu"
 typedef long long ll;
 static void at(ll i) { h_block.x = (unsigned)i; h_dim.x = 1; h_thread.x = 0; }
@@ -194,7 +196,7 @@ int main() {
     }
     printf("%zu\n", runs.size() / 4);
     for (size_t k = 0; k < runs.size(); ++k) printf("%lld\n", runs[k]);
-    printf("%lld %lld\n", n_range, n_cand);
+    printf("%lld %lld %lld\n", n_range, n_cand, direct_sets);
     return 0;
 }
 """
@@ -209,8 +211,9 @@ def device_sparse(tmp_path_factory):
     run = _build(tmp_path_factory, HARNESS)
 
     def voxelize_host(v, t, spec, mode, kernel="tiles", chunk=WHOLE, batch=WHOLE):
-        """{brick (bx, by, bz): 64 bytes} of the kernels, runs expanded; the runs; and
-        (brick-range items, candidate bricks) of the surface."""
+        """{brick (bx, by, bz): 64 bytes} of the kernels, runs expanded, and the runs;
+        ``counts``: the surface's brick-range items, candidate bricks, and tile voxels
+        stored outside their window."""
         mesh = SplitMesh(v, t, spec)
         nx, ny, nz = spec.shape
         lines = [f"{len(t)} {len(mesh.pv)} {nx} {ny} {nz} {MODES[mode]} {KERNELS[kernel]} {chunk} {batch}"]
@@ -231,7 +234,7 @@ def device_sparse(tmp_path_factory):
             for bx in range(bx0, bx1):
                 assert (bx, by, bz) not in bricks
                 bricks[(bx, by, bz)] = b"\xff" * 64
-        voxelize_host.counts = tuple(out[at + 1 + 4 * m:at + 3 + 4 * m])
+        voxelize_host.counts = tuple(out[at + 1 + 4 * m:at + 4 + 4 * m])
         return bricks, runs
 
     return voxelize_host
@@ -267,6 +270,8 @@ def test_device_sparse_kernels_equal_the_numpy_bricks(device_sparse, name, res, 
     assert want
     if mode in ("solid", "solid+surface") and name == "uv_sphere":
         assert len(runs) > 0  # the interior is stored as full runs
+    if kernel == "tiles" and mode != "solid":
+        assert device_sparse.counts[2] == 0  # every voxel went through its tile's window
 
 
 @pytest.mark.parametrize("kernel", list(KERNELS))
@@ -284,7 +289,7 @@ def test_candidate_bricks_are_fewer_than_the_brick_ranges(device_sparse):
     theirs reaches (a sphere's ranges overlap a lot: count distinct bricks of both)."""
     v, t, spec = primitive("uv_sphere", 120)
     got, _ = device_sparse(v, t, spec, "surface")
-    n_range, n_cand = device_sparse.counts
+    n_range, n_cand, _ = device_sparse.counts
     mesh = SplitMesh(v, t, spec)
     p = mesh.pv[mesh.triangles]
     lo = np.maximum(np.ceil(p.min(1)) - 1, 0).astype(np.int64) >> 3
