@@ -251,6 +251,9 @@ extern "C" __global__ void sparse_surface_columns(const Setup* __restrict__ setu
 #ifndef VOXFX_TILE_WARPS  // gpu_sparse.py: THREADS / 32, the warps of a block
 #define VOXFX_TILE_WARPS 4
 #endif
+// Blocks resident per SM asked of the compiler: 4 of 128 threads caps the kernel at 128
+// registers (130 without: 3 blocks, 12 warps to hide the setups' and bricks' latency).
+#define VOXFX_TILE_BLOCKS (16 / VOXFX_TILE_WARPS)
 
 struct TileWork {
     long long t;       // triangle of the chunk
@@ -378,7 +381,7 @@ __device__ __forceinline__ void tile_flush(const Setup& s, const TileWork& w, in
 }
 
 // ends/counts: the tile counts' scan of the chunk; 32 threads per item.
-extern "C" __global__ void sparse_surface_tiles(const Setup* __restrict__ setups, const long long* __restrict__ ends,
+extern "C" __global__ void __launch_bounds__(32 * VOXFX_TILE_WARPS, VOXFX_TILE_BLOCKS) sparse_surface_tiles(const Setup* __restrict__ setups, const long long* __restrict__ ends,
                                                 const long long* __restrict__ counts, long long n_tris,
                                                 long long n_items, const long long* __restrict__ lin,
                                                 const long long* __restrict__ row_start, long long nbx,
