@@ -25,8 +25,9 @@ extern "C" __global__ void sparse_surface_setups(const double* __restrict__ pv, 
 {
     long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
-    if (!valid_triangle(tris, first + i, n_vertices, flags)) {
+    if (!valid_triangle(tris, first + i, n_vertices, flags)) {  // no work: only its box is read
         for (int a = 0; a < 3; ++a) { setups[i].lo[a] = 0; setups[i].hi[a] = -1; }
+        setups[i].dom = 0;
         return;
     }
     Setup s;
@@ -58,10 +59,14 @@ extern "C" __global__ void sparse_surface_counts(const Setup* __restrict__ setup
         b[a] = (s.hi[a] >> 3) - (s.lo[a] >> 3) + 1;
         empty |= w[a] <= 0;
     }
-    const int d = s.dom, u = (d + 1) % 3, v = (d + 2) % 3;
-    bricks[i] = empty ? 0 : b[0] * b[1] * b[2];
-    tiles[i] = empty ? 0 : b[u] * b[v];
-    columns[i] = empty ? 0 : w[u] * w[v];
+    if (empty) {  // outside the grid, or a bad index
+        bricks[i] = tiles[i] = columns[i] = 0;
+        return;
+    }
+    const int d = s.dom;  // across it: U = (d + 1) mod 3, V = (d + 2) mod 3
+    bricks[i] = b[0] * b[1] * b[2];
+    tiles[i] = d == 0 ? b[1] * b[2] : (d == 1 ? b[2] * b[0] : b[0] * b[1]);
+    columns[i] = d == 0 ? w[1] * w[2] : (d == 1 ? w[2] * w[0] : w[0] * w[1]);
 }
 
 // ------------------------------------------------------------------ surface topology
