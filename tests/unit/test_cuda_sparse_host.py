@@ -31,6 +31,7 @@ HARNESS = r"""
 #define __global__
 #define __shared__ static
 #define __syncwarp()
+#define __launch_bounds__(...)
 struct HostDim { unsigned x, y, z; };
 static HostDim h_block, h_dim, h_thread;
 #define blockIdx h_block
