@@ -18,9 +18,11 @@ stored differs.
 * **Surface voxels**: one warp per (triangle, 8 × 8 column tile across its dominant axis):
   each column tested as the dense kernel tests it, set bits ORed into the warp's shared
   copy of the few bricks the tile's plane crosses, then each non-empty word ORed into its
-  brick once (``SURFACE_KERNEL = "columns"``: one thread per column, each voxel ORed into
-  its brick, the earlier launch, kept for comparison in ``bench/voxelize_sparse.py``).
-  Bricks left empty are dropped.
+  brick once. Small triangles fill few of a tile's 64 columns: a chunk whose tiles hold
+  fewer than ``TILE_MIN_COLUMNS`` columns on average (coarse grids) runs one thread per
+  column instead, each voxel ORed into its brick (the earlier launch; ``SURFACE_KERNEL``
+  forces either, for ``bench/voxelize_sparse.py --surface-kernel``). Both set the same
+  bits. Bricks left empty are dropped.
 * **Solid** (004 §4.1, §5): the dense pass's flip starts, appended as keys (brick row, x,
   row inside the brick) grouped by brick slice instead of XORed into a dense grid → sorted
   ``SORT_CHUNK`` keys at a time (a group of slices) → one thread per brick row walks along
@@ -57,7 +59,8 @@ _CU = "voxelize_sparse.cu"
 _DIGEST = zlib.crc32((backend.CUDA_DIR / "voxelize.cu").read_bytes()) & 0x7FFFFFFF
 THREADS = 128  # per block: sparse_surface_tiles' shared windows, one per warp (VOXFX_TILE_WARPS)
 DEPTH_BRICKS = 4  # bricks along the dominant axis in a tile's shared window (a plane crosses ≤ 4)
-SURFACE_KERNEL = "tiles"  # or "columns" (module notes)
+SURFACE_KERNEL = "auto"  # "tiles", "columns", or per chunk: tiles where a tile has TILE_MIN_COLUMNS on average
+TILE_MIN_COLUMNS = 16  # a warp's 64 column slots at least a quarter busy (small triangles: a few columns a tile)
 SETUP_CHUNK = 1 << 17  # triangles whose setups are on the device at once (~91 MB at 696 B each)
 PAIR_BATCH = 1 << 22  # brick-range items tested per candidate batch (≤ 32 MiB of bricks listed)
 SORT_CHUNK = 1 << 22  # solid crossings sorted at once (plus at most one brick slice)
@@ -152,8 +155,9 @@ def _surface_voxels(chunks, cand, row_start, pool, nb, cp):
     """OR every surface voxel into *pool* (16 words per candidate brick); returns the count
     of voxels whose brick was not a candidate (a bug if ever non-zero)."""
     missing = cp.zeros(1, cp.uint64)
-    tiles = SURFACE_KERNEL == "tiles"
     for setups, n, work in chunks:
+        tiles = SURFACE_KERNEL == "tiles" or (SURFACE_KERNEL == "auto"
+                                              and work["columns"][2] >= TILE_MIN_COLUMNS * work["tiles"][2])
         counts, ends, total = work["tiles" if tiles else "columns"]
         if total:
             _K.launch("sparse_surface_tiles" if tiles else "sparse_surface_columns", 32 * total if tiles else total,
