@@ -1,8 +1,10 @@
 """The device sparse voxelizer's kernels (cuda/voxelize_sparse.cu) give the NumPy sparse
 voxelizer's bricks, checked on the host without a GPU: nvcc builds the kernels as host
 functions (one "thread" per call, atomics plain), and a C++ driver runs them in the
-order gpu_sparse.py launches them (sort = std::sort). Full runs are expanded before the
-comparison. The device comparison is tests/gpu/test_voxelize_sparse_gpu.py."""
+order gpu_sparse.py launches them (sort = std::sort; the warp of sparse_surface_tiles as
+its 32 lanes one phase after the other), with both surface launches, in one piece and in
+small chunks. Full runs are expanded before the comparison. The device comparisons are
+tests/gpu/test_voxelize_sparse_gpu.py and test_voxelize_sparse_kernels_gpu.py."""
 
 from pathlib import Path
 
