@@ -4,9 +4,14 @@
 to 16384³ (a dense bit grid would be 393 GiB). Prints a table: grid, mode, voxels set,
 bricks stored, bricks in full runs (``SparseGrid.tiles``), best time of *repeat* runs
 after a warm-up (compiles excluded), ``nbytes`` of the grid, peak of the device pool (GPU)
-or traced host memory (CPU), and the dense voxelizer's time and bit grid where it runs.
+or traced host memory (CPU), the guard's estimate of that peak (``sparse_guard``), and the
+dense voxelizer's time and bit grid where it runs. ``--surface-kernel auto,tiles,columns``
+runs the surface modes with each of ``gpu_sparse``'s surface launches (warp tiles with
+shared brick windows; one thread per column; auto: tiles where triangles are large enough),
+in the same process.
 
     python3 bench/voxelize_sparse.py [--cpu] [--quick] [--sizes 1024,4096] [--repeat 3]
+                                     [--surface-kernel auto,tiles,columns]
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ load()
 from tests.meshes import bunny  # noqa: E402
 from voxfx.kernels.grid import GridSpec, bitgrid  # noqa: E402
 from voxfx.kernels.grid.sparse import brick_keys  # noqa: E402
-from voxfx.kernels.voxelize import voxelize  # noqa: E402
+from voxfx.kernels.voxelize import gpu_sparse, sparse_guard, voxelize  # noqa: E402
 from voxfx.kernels.voxelize.sparse import CHANNEL, voxelize_sparse  # noqa: E402
 
 TILE = 64
@@ -94,7 +99,10 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="256³ and 512³ only")
     ap.add_argument("--sizes", default="", help="comma-separated grid sizes (default 1024 … 16384)")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--surface-kernel", default=gpu_sparse.SURFACE_KERNEL,
+                    help="comma-separated surface launches of the GPU path: auto, tiles, columns")
     args = ap.parse_args(argv)
+    kernels = [k.strip() for k in args.surface_kernel.split(",") if k.strip()]
     if args.cpu:
         xp = np
     else:
@@ -107,39 +115,46 @@ def main(argv=None) -> int:
     sizes = [256, 512] if args.quick else [int(s) for s in args.sizes.split(",")] if args.sizes else sorted(MODES)
     if xp is not np:  # compile every kernel first
         for mode in ("surface", "solid+surface"):
-            voxelize_sparse(v, t, spec_for(v, 64), mode, tile=TILE, xp=xp, tiles=True)
+            for kernel in kernels:
+                gpu_sparse.SURFACE_KERNEL = kernel
+                voxelize_sparse(v, t, spec_for(v, 64), mode, tile=TILE, xp=xp, tiles=True)
             voxelize(v, t, spec_for(v, 64), mode, xp=xp)
         print(f"device: {xp.cuda.runtime.getDeviceProperties(0)['name'].decode()}, CuPy {xp.__version__}")
-    print("grid | mode | voxels set | bricks | in full runs | time ms | nbytes MiB | peak MiB | "
-          "dense ms | dense bit grid | same bricks as dense")
-    print("--- | --- | --- | --- | --- | --- | --- | --- | --- | --- | ---")
-    for res in sizes:
+    print("grid | mode | kernel | voxels set | bricks | in full runs | time ms | nbytes MiB | peak MiB | "
+          "estimate MiB | dense ms | dense bit grid | same bricks as dense")
+    print("--- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | ---")
+    runs = [(res, mode, kernel) for res in sizes for mode in MODES.get(res, ("surface", "solid", "solid+surface"))
+            for kernel in (kernels if mode != "solid" and xp is not np else ["-"])]
+    for res, mode, kernel in runs:
         spec = spec_for(v, res)
-        for mode in MODES.get(res, ("surface", "solid", "solid+surface")):
-            repeat = args.repeat if res <= 4096 else 1
-            try:
-                grid, sec, peak = timed(partial(voxelize_sparse, v, t, spec, mode, tile=TILE, xp=xp, tiles=True),
-                                        xp, repeat)
-            except Exception as e:  # noqa: BLE001 - report what does not fit and go on
-                print(f"{res}³ | {mode} | {type(e).__name__}: {str(e).splitlines()[0][:80]}", flush=True)
-                continue
-            n = voxels_of(grid, xp)
-            tiles = grid.tiles.get(CHANNEL)
-            in_runs = tiles.bricks if tiles is not None else 0
-            dense_ms, same = "-", "-"
-            if res <= DENSE_CHECK:
-                dense, dsec, _ = timed(partial(voxelize, v, t, spec, mode, xp=xp), xp, repeat)
-                dense_ms = f"{1e3 * dsec:.1f}"
-                keys, rows = dense_bricks(xp.asarray(dense.bits), spec.shape, xp)
-                del dense
-                full = grid.expanded(CHANNEL)
-                same = str(bool(keys.shape == full.topology.keys.shape and (keys == full.topology.keys).all()
-                                and (rows == full.channels[CHANNEL]).all()))
-                del keys, rows, full
-            print(f"{res}³ | {mode} | {n:,} | {grid.topology.count:,} | {in_runs:,} | {1e3 * sec:.1f} | "
-                  f"{grid.nbytes / 2**20:.1f} | {peak / 2**20:.0f} | {dense_ms} | "
-                  f"{bitgrid.nbytes(spec.shape) / 2**30:.2f} GiB | {same}", flush=True)
-            del grid
+        if kernel != "-":
+            gpu_sparse.SURFACE_KERNEL = kernel
+        repeat = args.repeat if res <= 4096 else 1
+        surface, inside = sparse_guard.brick_counts(v, t, spec, mode, xp=xp)
+        estimate = sparse_guard.sparse_bytes(surface, inside, len(v), len(t), xp=xp)
+        try:
+            grid, sec, peak = timed(partial(voxelize_sparse, v, t, spec, mode, tile=TILE, xp=xp, tiles=True),
+                                    xp, repeat)
+        except Exception as e:  # noqa: BLE001 - report what does not fit and go on
+            print(f"{res}³ | {mode} | {kernel} | {type(e).__name__}: {str(e).splitlines()[0][:80]}", flush=True)
+            continue
+        n = voxels_of(grid, xp)
+        tiles = grid.tiles.get(CHANNEL)
+        in_runs = tiles.bricks if tiles is not None else 0
+        dense_ms, same = "-", "-"
+        if res <= DENSE_CHECK:
+            dense, dsec, _ = timed(partial(voxelize, v, t, spec, mode, xp=xp), xp, repeat)
+            dense_ms = f"{1e3 * dsec:.1f}"
+            keys, rows = dense_bricks(xp.asarray(dense.bits), spec.shape, xp)
+            del dense
+            full = grid.expanded(CHANNEL)
+            same = str(bool(keys.shape == full.topology.keys.shape and (keys == full.topology.keys).all()
+                            and (rows == full.channels[CHANNEL]).all()))
+            del keys, rows, full
+        print(f"{res}³ | {mode} | {kernel} | {n:,} | {grid.topology.count:,} | {in_runs:,} | {1e3 * sec:.1f} | "
+              f"{grid.nbytes / 2**20:.1f} | {peak / 2**20:.0f} | {estimate / 2**20:.0f} | {dense_ms} | "
+              f"{bitgrid.nbytes(spec.shape) / 2**30:.2f} GiB | {same}", flush=True)
+        del grid
     return 0
 
 

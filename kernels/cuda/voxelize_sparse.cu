@@ -1,56 +1,138 @@
 // The sparse voxelizer on the device (issue 11; seed 003 §5.1, seed 004 §5): every voxel is
 // decided by the exact device functions of voxelize.cu (make_setup, projection_test,
-// plane_test, thin_test, make_yz_setup), over the whole grid's work items as the dense
-// kernels launch them; only where a set bit is stored differs: an 8³ brick of a sorted
-// list of bricks instead of a dense bit grid. Compiled with --fmad=false, as voxelize.cu.
+// plane_test, thin_test, make_yz_setup), over the whole grid's columns as the dense kernels
+// test them; only where a set bit is stored differs: an 8³ brick of a sorted list of bricks
+// instead of a dense bit grid. Compiled with --fmad=false, as voxelize.cu.
 //
 // Bricks are numbered lin = (bz·nby + by)·nbx + bx over the grid's nbx × nby × nbz bricks
 // (sorted lin = sorted SparseGrid keys). A brick's bits are 64 bytes: byte (z·8 + y), bit x;
 // as uint32 words, word (z·8 + y) / 4, bit 8·((z·8 + y) mod 4) + x (little-endian).
+//
+// Triangles go in chunks (gpu_sparse.py): the setups of a chunk are built once into device
+// memory and every kernel of the surface reads them (a Setup is large: built per thread it
+// lives in local memory, a 2 KB stack frame at 255 registers).
 
 #include "voxelize.cu"
 
-// ------------------------------------------------------------------ surface topology
+// ------------------------------------------------------------------ triangle setups
 
-// Per triangle, the brick range of the voxels it may set (make_setup's touched range cut
-// to the grid, as surface_column_counts cuts it) and the number of bricks in it.
-extern "C" __global__ void sparse_surface_boxes(const double* __restrict__ pv, const int* __restrict__ tris,
-                                                long long n_tris, long long n_vertices, int nx, int ny, int nz,
-                                                long long* __restrict__ counts, int* __restrict__ bbox,
-                                                unsigned long long* __restrict__ flags)
+// make_setup cut to the grid (as the dense launch of the whole grid cuts it) for triangles
+// first .. first + n - 1, into setups[0 .. n); a triangle with a bad index gets an empty box.
+extern "C" __global__ void sparse_surface_setups(const double* __restrict__ pv, const int* __restrict__ tris,
+                                                 long long first, long long n, long long n_vertices, int nx, int ny,
+                                                 int nz, int thin, Setup* __restrict__ setups,
+                                                 unsigned long long* __restrict__ flags)
 {
-    long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= n_tris) return;
-    counts[t] = 0;
-    if (!valid_triangle(tris, t, n_vertices, flags)) return;
-    Setup s;
-    make_setup(pv, tris, t, nx, ny, nz, 0, s);
-    clip_to_box(s, make_box(0, 0, 0, nx, ny, nz));
-    long long n = 1;
-#pragma unroll
-    for (int a = 0; a < 3; ++a) {
-        if (s.hi[a] < s.lo[a]) return;
-        bbox[6 * t + a] = (int)(s.lo[a] >> 3);
-        bbox[6 * t + 3 + a] = (int)(s.hi[a] >> 3);
-        n *= (s.hi[a] >> 3) - (s.lo[a] >> 3) + 1;
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    if (!valid_triangle(tris, first + i, n_vertices, flags)) {  // no work: only its box is read
+        for (int a = 0; a < 3; ++a) { setups[i].lo[a] = 0; setups[i].hi[a] = -1; }
+        setups[i].dom = 0;
+        return;
     }
-    counts[t] = n;
+    Setup s;
+    make_setup(pv, tris, first + i, nx, ny, nz, thin, s);
+    clip_to_box(s, make_box(0, 0, 0, nx, ny, nz));
+    setups[i] = s;
 }
 
-// The (brick, triangle) pairs as brick numbers: item → its triangle (owner_of), then the
-// item's brick of that triangle's range, x fastest.
-extern "C" __global__ void sparse_expand_bricks(const long long* __restrict__ ends, const long long* __restrict__ counts,
-                                                const int* __restrict__ bbox, long long n_tris, long long n_items,
-                                                long long nbx, long long nby, long long* __restrict__ out)
+extern "C" __global__ void sparse_setup_size(long long* __restrict__ out)
+{
+    out[0] = (long long)sizeof(Setup);
+}
+
+// Per triangle of a chunk, the work of its touched box: the bricks of its brick range (the
+// candidates' items), the 8 × 8 column tiles across its dominant axis (sparse_surface_tiles'
+// items) and its columns (sparse_surface_columns' items, as surface_column_counts).
+extern "C" __global__ void sparse_surface_counts(const Setup* __restrict__ setups, long long n,
+                                                 long long* __restrict__ bricks, long long* __restrict__ tiles,
+                                                 long long* __restrict__ columns)
+{
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const Setup& s = setups[i];
+    long long w[3], b[3];
+    bool empty = false;
+#pragma unroll
+    for (int a = 0; a < 3; ++a) {
+        w[a] = s.hi[a] - s.lo[a] + 1;
+        b[a] = (s.hi[a] >> 3) - (s.lo[a] >> 3) + 1;
+        empty |= w[a] <= 0;
+    }
+    if (empty) {  // outside the grid, or a bad index
+        bricks[i] = tiles[i] = columns[i] = 0;
+        return;
+    }
+    const int d = s.dom;  // across it: U = (d + 1) mod 3, V = (d + 2) mod 3
+    bricks[i] = b[0] * b[1] * b[2];
+    tiles[i] = d == 0 ? b[1] * b[2] : (d == 1 ? b[2] * b[0] : b[0] * b[1]);
+    columns[i] = d == 0 ? w[1] * w[2] : (d == 1 ? w[2] * w[0] : w[0] * w[1]);
+}
+
+// ------------------------------------------------------------------ surface topology
+
+// Margin of the conservative brick test over the tier-1 bounds of voxelize.cu (pbound,
+// ebound): those bound the rounding of Eq. 1 and Eq. 2 anywhere in the touched box, so a
+// brick whose best voxel is SLACK bounds on the wrong side holds no voxel the exact tests
+// could set (a voxel there fails tier 1 already).
+#define VOXFX_CULL_SLACK 1024.0
+
+// Whether any voxel q of the range qlo .. qhi (inclusive, inside the touched box) may pass
+// the exact test: Eq. 1 over the union of their closed boxes [qlo, qhi + 1], and Eq. 3's
+// edges in the three planes at the range's best corner. False only where none can.
+__device__ __forceinline__ bool range_may_hold(const Setup& s, const long long* qlo, const long long* qhi)
+{
+    if (s.orient[0] || s.orient[1] || s.orient[2]) {  // no normal: plane_test passes everywhere
+        double fmax = 0.0, fmin = 0.0;
+#pragma unroll
+        for (int k = 0; k < 3; ++k) {
+            double hi = (double)(qhi[k] + 1) - s.v[0][k], lo = (double)qlo[k] - s.v[0][k];
+            fmax += s.n[k] * (s.n[k] > 0 ? hi : lo);
+            fmin += s.n[k] * (s.n[k] > 0 ? lo : hi);
+        }
+        const double m = VOXFX_CULL_SLACK * s.pbound;
+        if (fmax < -m || fmin > m) return false;
+    }
+#pragma unroll
+    for (int p = 0; p < 3; ++p) {
+        const int a = PA(p), b = PB(p);
+#pragma unroll
+        for (int i = 0; i < 3; ++i) {
+            const double na = s.ne[p][i][0], nb = s.ne[p][i][1];
+            double E = (na * (double)(na > 0 ? qhi[a] : qlo[a]) + nb * (double)(nb > 0 ? qhi[b] : qlo[b])) + s.de[p][i];
+            if (E < -VOXFX_CULL_SLACK * s.ebound[p][i]) return false;
+        }
+    }
+    return true;
+}
+
+// (brick, triangle) items of a chunk (ends/counts: the brick counts' scan), items first ..
+// first + n_items - 1: each brick of the triangle's brick range that may hold one of its
+// voxels adds its brick number to out (write = 1) or only counts (write = 0; n_out).
+extern "C" __global__ void sparse_surface_bricks(const Setup* __restrict__ setups, const long long* __restrict__ ends,
+                                                 const long long* __restrict__ counts, long long n_tris,
+                                                 long long first, long long n_items, long long nbx, long long nby,
+                                                 int write, long long* __restrict__ out,
+                                                 unsigned long long* __restrict__ n_out)
 {
     long long item = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (item >= n_items) return;
+    item += first;
     long long t = owner_of(ends, n_tris, item);
     long long local = item - (ends[t] - counts[t]);
-    const int* b = bbox + 6 * t;
-    long long ex = b[3] - b[0] + 1, ey = b[4] - b[1] + 1;
-    long long bx = b[0] + local % ex, by = b[1] + (local / ex) % ey, bz = b[2] + local / (ex * ey);
-    out[item] = (bz * nby + by) * nbx + bx;
+    const Setup& s = setups[t];
+    long long b0 = s.lo[0] >> 3, b1 = s.lo[1] >> 3, b2 = s.lo[2] >> 3;
+    long long ex = (s.hi[0] >> 3) - b0 + 1, ey = (s.hi[1] >> 3) - b1 + 1;
+    long long b[3] = {b0 + local % ex, b1 + (local / ex) % ey, b2 + local / (ex * ey)};
+    long long qlo[3], qhi[3];
+#pragma unroll
+    for (int a = 0; a < 3; ++a) {
+        qlo[a] = 8 * b[a] > s.lo[a] ? 8 * b[a] : s.lo[a];
+        qhi[a] = 8 * b[a] + 7 < s.hi[a] ? 8 * b[a] + 7 : s.hi[a];
+    }
+    if (!range_may_hold(s, qlo, qhi)) return;
+    unsigned long long at = atomicAdd(n_out, 1ull);
+    if (write) out[at] = (b[2] * nby + b[1]) * nbx + b[0];
 }
 
 // ------------------------------------------------------------------ surface voxels
@@ -66,27 +148,55 @@ struct BrickIndex {
     long long last_lin, last_slot;
 };
 
+// Slot of brick (bx, by, bz), or -1 where it is not listed.
+__device__ __forceinline__ long long find_brick(const BrickIndex& ix, long long bx, long long by, long long bz)
+{
+    long long brow = bz * ix.nby + by, lin = brow * ix.nbx + bx;
+    long long lo = ix.row_start[brow], end = ix.row_start[brow + 1], hi = end;
+    while (lo < hi) {
+        long long mid = (lo + hi) >> 1;
+        if (ix.lin[mid] < lin) lo = mid + 1; else hi = mid;
+    }
+    return (lo < end && ix.lin[lo] == lin) ? lo : -1;
+}
+
+// Word and bit of voxel (i, j, k) inside its brick.
+__device__ __forceinline__ unsigned int brick_word(long long j, long long k)
+{
+    return (unsigned int)((((k & 7) << 3) | (j & 7)) >> 2);
+}
+
+__device__ __forceinline__ unsigned int brick_bit(long long i, long long j)
+{
+    return 1u << ((((unsigned int)j & 3u) << 3) | (unsigned int)(i & 7));
+}
+
 __device__ __forceinline__ void set_voxel(BrickIndex& ix, long long i, long long j, long long k)
 {
-    long long brow = (k >> 3) * ix.nby + (j >> 3);
-    long long lin = brow * ix.nbx + (i >> 3);
+    long long lin = ((k >> 3) * ix.nby + (j >> 3)) * ix.nbx + (i >> 3);
     if (lin != ix.last_lin) {
-        long long lo = ix.row_start[brow], hi = ix.row_start[brow + 1];
-        while (lo < hi) {
-            long long mid = (lo + hi) >> 1;
-            if (ix.lin[mid] < lin) lo = mid + 1; else hi = mid;
-        }
-        if (lo >= ix.row_start[brow + 1] || ix.lin[lo] != lin) {
+        long long slot = find_brick(ix, i >> 3, j >> 3, k >> 3);
+        if (slot < 0) {
             atomicAdd(ix.missing, 1ull);
             return;
         }
         ix.last_lin = lin;
-        ix.last_slot = lo;
+        ix.last_slot = slot;
     }
-    unsigned int r = (unsigned int)(((k & 7) << 3) | (j & 7));
-    unsigned int bit = 1u << (((r & 3u) << 3) | (unsigned int)(i & 7));
-    unsigned int* w = ix.pool + ix.last_slot * 16 + (r >> 2);
+    unsigned int bit = brick_bit(i, j);
+    unsigned int* w = ix.pool + ix.last_slot * 16 + brick_word(j, k);
     if (!(*w & bit)) atomicOr(w, bit);
+}
+
+// The tests of voxel q of a column along D whose own projection passed (voxelize.cu's
+// column<D, false>: the same tests in the same order).
+template <int D>
+__device__ __forceinline__ bool voxel_set(const Setup& s, const double* q)
+{
+    constexpr int pc = plane_of_axis(D), p1 = (pc + 1) % 3, p2 = (pc + 2) % 3;
+    if (!projection_test<p1>(s, q) || !projection_test<p2>(s, q)) return false;
+    if (s.thin && !thin_test(s, q)) return false;
+    return plane_test(s, q);
 }
 
 // voxelize.cu's column<D, false> over the whole grid, storing into bricks: the same
@@ -95,7 +205,7 @@ template <int D>
 __device__ __forceinline__ void sparse_column(const Setup& s, long long local, BrickIndex& ix)
 {
     constexpr int U = (D + 1) % 3, V = (D + 2) % 3;
-    constexpr int pc = plane_of_axis(D), p1 = (pc + 1) % 3, p2 = (pc + 2) % 3;
+    constexpr int pc = plane_of_axis(D);
     long long wu = s.hi[U] - s.lo[U] + 1;
     long long cu = s.lo[U] + local % wu;
     long long cv = s.lo[V] + local / wu;
@@ -108,41 +218,11 @@ __device__ __forceinline__ void sparse_column(const Setup& s, long long local, B
     column_depths<D>(s, cu, cv, dlo, dhi);
     for (long long d = dlo; d <= dhi; ++d) {
         q[D] = (double)d;
-        if (!projection_test<p1>(s, q) || !projection_test<p2>(s, q)) continue;
-        if (s.thin && !thin_test(s, q)) continue;
-        if (!plane_test(s, q)) continue;
-        set_voxel(ix, (long long)q[0], (long long)q[1], (long long)q[2]);
+        if (voxel_set<D>(s, q)) set_voxel(ix, (long long)q[0], (long long)q[1], (long long)q[2]);
     }
 }
 
-// The setups of every triangle, built once (make_setup cut to the grid, as the dense
-// launch of the whole grid cuts it) into global memory: a Setup is large, and built per
-// thread it lives in local memory (a 2 KB stack frame at 255 registers); read from one
-// shared copy, threads on the same triangle hit the same cached lines.
-extern "C" __global__ void sparse_setup_size(long long* __restrict__ out)
-{
-    out[0] = (long long)sizeof(Setup);
-}
-
-extern "C" __global__ void sparse_surface_setups(const double* __restrict__ pv, const int* __restrict__ tris,
-                                                 long long n_tris, long long n_vertices, int nx, int ny, int nz,
-                                                 int thin, Setup* __restrict__ setups,
-                                                 unsigned long long* __restrict__ flags)
-{
-    long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= n_tris) return;
-    if (!valid_triangle(tris, t, n_vertices, flags)) return;  // no work items: never read
-    Setup s;
-    make_setup(pv, tris, t, nx, ny, nz, thin, s);
-    clip_to_box(s, make_box(0, 0, 0, nx, ny, nz));
-    setups[t] = s;
-}
-
-// Each thread takes ITEMS consecutive work items (columns, mostly of one triangle).
-#ifndef VOXFX_SPARSE_ITEMS  // gpu_sparse.py passes ITEMS_PER_THREAD
-#define VOXFX_SPARSE_ITEMS 1
-#endif
-
+// One thread per column of a chunk (ends/counts: the column counts' scan).
 extern "C" __global__ void sparse_surface_columns(const Setup* __restrict__ setups,
                                                   const long long* __restrict__ ends,
                                                   const long long* __restrict__ counts, long long n_tris,
@@ -151,35 +231,198 @@ extern "C" __global__ void sparse_surface_columns(const Setup* __restrict__ setu
                                                   long long nby, unsigned int* __restrict__ pool,
                                                   unsigned long long* __restrict__ missing)
 {
-    long long first = ((long long)blockIdx.x * blockDim.x + threadIdx.x) * VOXFX_SPARSE_ITEMS;
-    if (first >= n_items) return;
-    long long last = first + VOXFX_SPARSE_ITEMS < n_items ? first + VOXFX_SPARSE_ITEMS : n_items;
-    long long t = owner_of(ends, n_tris, first);
+    long long item = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (item >= n_items) return;
+    long long t = owner_of(ends, n_tris, item);
+    const Setup& s = setups[t];
+    long long local = item - (ends[t] - counts[t]);
     BrickIndex ix = {lin, row_start, nbx, nby, pool, missing, -1, 0};
-    for (long long item = first; item < last; ++item) {
-        if (item >= ends[t]) t = owner_of(ends, n_tris, item);  // the next triangle with work
-        const Setup& s = setups[t];
-        long long local = item - (ends[t] - counts[t]);
-        switch (s.dom) {
-            case 0: sparse_column<0>(s, local, ix); break;
-            case 1: sparse_column<1>(s, local, ix); break;
-            default: sparse_column<2>(s, local, ix); break;
+    switch (s.dom) {
+        case 0: sparse_column<0>(s, local, ix); break;
+        case 1: sparse_column<1>(s, local, ix); break;
+        default: sparse_column<2>(s, local, ix); break;
+    }
+}
+
+// One warp per (triangle, tile): the 8 × 8 columns across the dominant axis D of one brick
+// column of the triangle's touched box, two columns per lane, each tested as column<D,
+// false> tests it. Set voxels are ORed into the warp's shared copy of DEPTH_BRICKS bricks
+// along D (from the tile's lowest candidate depth); the warp then ORs each non-empty word
+// into its brick once (a voxel outside that window goes to its brick directly).
+#ifndef VOXFX_SPARSE_DEPTH_BRICKS
+#define VOXFX_SPARSE_DEPTH_BRICKS 4
+#endif
+#define VOXFX_TILE_WORDS (16 * VOXFX_SPARSE_DEPTH_BRICKS)
+#ifndef VOXFX_TILE_WARPS  // gpu_sparse.py: THREADS / 32, the warps of a block
+#define VOXFX_TILE_WARPS 4
+#endif
+// Blocks resident per SM asked of the compiler: 4 of 128 threads caps the kernel at 128
+// registers (130 without: 3 blocks, 12 warps to hide the setups' and bricks' latency).
+#define VOXFX_TILE_BLOCKS (16 / VOXFX_TILE_WARPS)
+
+struct TileWork {
+    long long t;       // triangle of the chunk
+    long long bu, bv;  // the tile's brick along U = (D + 1) mod 3 and V = (D + 2) mod 3
+    long long bd;      // the window's first brick along the dominant axis D
+};
+
+// Brick coordinates (x, y, z) of brick (bu, bv, bd) of a tile across axis d.
+__device__ __forceinline__ void tile_brick(int d, long long bu, long long bv, long long bd, long long& bx,
+                                           long long& by, long long& bz)
+{
+    bx = d == 0 ? bd : (d == 1 ? bv : bu);
+    by = d == 1 ? bd : (d == 2 ? bv : bu);
+    bz = d == 2 ? bd : (d == 0 ? bv : bu);
+}
+
+// The window's first brick along D. Across the tile's columns (≤ 8 voxels each way from
+// its centre, |n_U|, |n_V| ≤ |n_D|) the plane's depth stays within 8 of its depth dc at the
+// centre, so every candidate depth (column_depths: one voxel of margin) lies in
+// [dc − 10, dc + 10): inside the DEPTH_BRICKS = 4 bricks from floor(dc − 10) / 8. Slivers
+// (s.wide) start at the box. Only a hint: a voxel outside the window is stored directly.
+template <int D>
+__device__ __forceinline__ long long tile_window(const Setup& s, long long bu, long long bv)
+{
+    constexpr int U = (D + 1) % 3, V = (D + 2) % 3;
+    long long first = s.lo[D] >> 3, last = s.hi[D] >> 3;
+    if (s.wide) return first;
+    const double* n = s.n;
+    const double* v0 = s.v[0];
+    double cu = (double)(8 * bu) + 4.0, cv = (double)(8 * bv) + 4.0;
+    double nv0 = (n[0] * v0[0] + n[1] * v0[1]) + n[2] * v0[2];
+    double dc = ((nv0 - n[U] * cu) - n[V] * cv) / n[D];
+    double lo = floor((dc - 10.0) / 8.0);
+    if (!(lo > (double)first)) return first;  // NaN-safe
+    return lo < (double)last ? (long long)lo : last;
+}
+
+// The tile of work item *item* (ends/counts: the tile counts' scan of the chunk).
+__device__ __forceinline__ TileWork tile_work(const Setup* __restrict__ setups, const long long* __restrict__ ends,
+                                              const long long* __restrict__ counts, long long n_tris, long long item)
+{
+    TileWork w;
+    w.t = owner_of(ends, n_tris, item);
+    const Setup& s = setups[w.t];
+    long long local = item - (ends[w.t] - counts[w.t]);
+    const int D = s.dom;
+    const long long lu = D == 0 ? s.lo[1] : (D == 1 ? s.lo[2] : s.lo[0]);
+    const long long hu = D == 0 ? s.hi[1] : (D == 1 ? s.hi[2] : s.hi[0]);
+    const long long lv = D == 0 ? s.lo[2] : (D == 1 ? s.lo[0] : s.lo[1]);
+    long long ntu = (hu >> 3) - (lu >> 3) + 1;
+    w.bu = (lu >> 3) + local % ntu;
+    w.bv = (lv >> 3) + local / ntu;
+    switch (D) {
+        case 0: w.bd = tile_window<0>(s, w.bu, w.bv); break;
+        case 1: w.bd = tile_window<1>(s, w.bu, w.bv); break;
+        default: w.bd = tile_window<2>(s, w.bu, w.bv); break;
+    }
+    return w;
+}
+
+__device__ __forceinline__ void tile_clear(unsigned int* buf, int lane)
+{
+    for (int k = lane; k < VOXFX_TILE_WORDS; k += 32) buf[k] = 0u;
+}
+
+template <int D>
+__device__ __forceinline__ void tile_columns_along(const Setup& s, const TileWork& w, int lane, unsigned int* buf,
+                                                   BrickIndex& ix)
+{
+    constexpr int U = (D + 1) % 3, V = (D + 2) % 3;
+    constexpr int pc = plane_of_axis(D);
+    for (int c = lane; c < 64; c += 32) {
+        long long cu = 8 * w.bu + (c & 7), cv = 8 * w.bv + (c >> 3);
+        if (cu < s.lo[U] || cu > s.hi[U] || cv < s.lo[V] || cv > s.hi[V]) continue;
+        double q[3];
+        q[D] = 0.0;
+        q[U] = (double)cu;
+        q[V] = (double)cv;
+        if (!projection_test<pc>(s, q)) continue;  // the column's own projection (depth-independent)
+        long long dlo, dhi;
+        column_depths<D>(s, cu, cv, dlo, dhi);
+        for (long long d = dlo; d <= dhi; ++d) {
+            q[D] = (double)d;
+            if (!voxel_set<D>(s, q)) continue;
+            long long i = (long long)q[0], j = (long long)q[1], k = (long long)q[2];
+            long long at = (d >> 3) - w.bd;
+            if (at >= 0 && at < VOXFX_SPARSE_DEPTH_BRICKS)
+                atomicOr(buf + 16 * at + brick_word(j, k), brick_bit(i, j));
+            else {
+#ifdef VOXFX_SPARSE_DIRECT_HOOK  // the host harness counts these (tests/unit/test_cuda_sparse_host.py)
+                VOXFX_SPARSE_DIRECT_HOOK();
+#endif
+                set_voxel(ix, i, j, k);
+            }
         }
     }
+}
+
+__device__ __forceinline__ void tile_columns(const Setup& s, const TileWork& w, int lane, unsigned int* buf,
+                                             BrickIndex& ix)
+{
+    switch (s.dom) {
+        case 0: tile_columns_along<0>(s, w, lane, buf, ix); break;
+        case 1: tile_columns_along<1>(s, w, lane, buf, ix); break;
+        default: tile_columns_along<2>(s, w, lane, buf, ix); break;
+    }
+}
+
+// The window's non-empty words into their bricks (one atomic each, its result unused).
+__device__ __forceinline__ void tile_flush(const Setup& s, const TileWork& w, int lane, const unsigned int* buf,
+                                           BrickIndex& ix)
+{
+    for (int k = lane; k < VOXFX_TILE_WORDS; k += 32) {
+        unsigned int bits = buf[k];
+        if (!bits) continue;
+        long long bx, by, bz;
+        tile_brick(s.dom, w.bu, w.bv, w.bd + (k >> 4), bx, by, bz);
+        long long slot = find_brick(ix, bx, by, bz);
+        if (slot < 0) {
+            atomicAdd(ix.missing, 1ull);
+            continue;
+        }
+        atomicOr(ix.pool + slot * 16 + (k & 15), bits);
+    }
+}
+
+// ends/counts: the tile counts' scan of the chunk; 32 threads per item.
+extern "C" __global__ void __launch_bounds__(32 * VOXFX_TILE_WARPS, VOXFX_TILE_BLOCKS) sparse_surface_tiles(const Setup* __restrict__ setups, const long long* __restrict__ ends,
+                                                const long long* __restrict__ counts, long long n_tris,
+                                                long long n_items, const long long* __restrict__ lin,
+                                                const long long* __restrict__ row_start, long long nbx,
+                                                long long nby, unsigned int* __restrict__ pool,
+                                                unsigned long long* __restrict__ missing)
+{
+    __shared__ unsigned int windows[VOXFX_TILE_WARPS * VOXFX_TILE_WORDS];
+    const long long thread = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    const long long item = thread >> 5;
+    const int lane = (int)(thread & 31);
+    if (item >= n_items) return;  // the whole warp: items are per warp
+    unsigned int* buf = windows + (threadIdx.x >> 5) * VOXFX_TILE_WORDS;
+    const TileWork w = tile_work(setups, ends, counts, n_tris, item);
+    const Setup& s = setups[w.t];
+    BrickIndex ix = {lin, row_start, nbx, nby, pool, missing, -1, 0};
+    tile_clear(buf, lane);
+    __syncwarp();
+    tile_columns(s, w, lane, buf, ix);
+    __syncwarp();
+    tile_flush(s, w, lane, buf, ix);
 }
 
 // ------------------------------------------------------------------ solid (§4.1, §5)
 
 // solid_flip_starts over the whole grid (no box, nothing dropped), appending each flip
 // start as one key: brick row, x, then the row r = (k mod 8)·8 + (j mod 8) inside it,
-// key = (brow << (xbits + 6)) | (x << 6) | r. At most one key per work item. write = 0
-// only counts them (n_out), so that the list is allocated at its size.
+// key = (brow << (xbits + 6)) | (x << 6) | r. At most one key per work item. Keys are
+// grouped by brick slice bz = k / 8: slice_at[bz] counts the slice's keys (write = 0), or
+// holds where its next key goes (write = 1: the counts' exclusive scan), so that the list
+// is allocated at its size and sorted a group of slices at a time.
 extern "C" __global__ void sparse_solid_crossings(const double* __restrict__ pv, const int* __restrict__ tris,
                                                   const long long* __restrict__ ends,
                                                   const long long* __restrict__ counts, long long n_tris,
                                                   long long n_items, int nx, int ny, int nz, int xbits,
-                                                  int write, long long* __restrict__ out,
-                                                  unsigned long long* __restrict__ n_out)
+                                                  int write, unsigned long long* __restrict__ slice_at,
+                                                  long long* __restrict__ out)
 {
     long long item = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (item >= n_items) return;
@@ -201,17 +444,18 @@ extern "C" __global__ void sparse_solid_crossings(const double* __restrict__ pv,
     long long x = qbar < 0.0 ? 0 : (long long)qbar;
     long long brow = (k >> 3) * (long long)(ny >> 3) + (j >> 3);
     long long key = (brow << (xbits + 6)) | (x << 6) | ((k & 7) << 3) | (j & 7);
-    unsigned long long at = atomicAdd(n_out, 1ull);
+    unsigned long long at = atomicAdd(slice_at + (k >> 3), 1ull);
     if (write) out[at] = key;
 }
 
-// 1 where a sorted key starts a new brick row (the first key too), else 0.
-extern "C" __global__ void sparse_row_starts(const long long* __restrict__ keys, long long n, int xbits,
-                                             unsigned char* __restrict__ starts)
+// The index of every sorted key that starts a new brick row (the first key too), appended
+// to seg in any order (n_seg: how many; gpu_sparse.py sorts the few).
+extern "C" __global__ void sparse_row_segments(const long long* __restrict__ keys, long long n, int xbits,
+                                               long long* __restrict__ seg, unsigned long long* __restrict__ n_seg)
 {
     long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
-    starts[i] = (i == 0 || (keys[i] >> (xbits + 6)) != (keys[i - 1] >> (xbits + 6))) ? 1 : 0;
+    if (i == 0 || (keys[i] >> (xbits + 6)) != (keys[i - 1] >> (xbits + 6))) seg[atomicAdd(n_seg, 1ull)] = i;
 }
 
 // One thread per brick row (its sorted crossings keys[seg[g] .. seg[g + 1])): walk along x

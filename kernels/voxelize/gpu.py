@@ -115,11 +115,16 @@ def plan(meshes_and_kinds):
     flags = meshes_and_kinds[0][0].flags
     totals = [ends[-1:] if ends.size else cp.zeros(1, dtype=cp.int64) for _, _, ends in work]
     host = cp.concatenate([flags.view(cp.int64)] + totals).get()  # the one sync
+    check_flags(host)
+    return [(counts, ends, int(total)) for (_, counts, ends), total in zip(work, host[2:])]
+
+
+def check_flags(host):
+    """Refuse the input whose mesh flags (``DeviceMesh.flags`` read back, as int64) say so."""
     if host[0]:
         raise InputError(f"{int(host[0])} vertices have non-finite coordinates (NaN/inf)")
     if host[1]:
         raise InputError("triangle indices point outside the vertex array")
-    return [(counts, ends, int(total)) for (_, counts, ends), total in zip(work, host[2:])]
 
 
 def new_words(shape):

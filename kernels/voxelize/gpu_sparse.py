@@ -3,29 +3,42 @@ seed 004 §5), for surface, thin, solid and solid+surface (the 3-axis vote stays
 tile path of ``sparse.py``).
 
 Every voxel is decided by the dense kernels' own device functions (``cuda/voxelize.cu``,
-included by ``cuda/voxelize_sparse.cu``) over the same work items as the dense launch of
-the whole grid, so the set voxels are the dense voxelizer's bit for bit; only where a bit
-is stored differs.
+included by ``cuda/voxelize_sparse.cu``) over the same columns as the dense launch of the
+whole grid, so the set voxels are the dense voxelizer's bit for bit; only where a bit is
+stored differs.
 
-* **Surface topology** (003 §5.1): each triangle's touched brick range → (brick, triangle)
-  pairs → CUB radix sort + unique (``cupy.unique``) → the candidate bricks, sorted, with
-  the first index of each brick row (a short search per lookup, no dense index).
-* **Surface voxels**: every triangle's setup built once into device memory (shared by the
-  threads of its columns: built per thread it would live in local memory), then one
-  launch over the dense pass's columns; each set voxel ORs its bit into its brick.
-  Bricks left empty are dropped.
+* **Triangle setups** are built once per chunk of ``SETUP_CHUNK`` triangles into device
+  memory and shared by the threads of a triangle (built per thread a setup lives in local
+  memory); a mesh of up to that many triangles keeps them for both surface stages.
+* **Surface topology** (003 §5.1): each triangle's brick range → the bricks that may hold
+  one of its voxels (a conservative brick test with the exact test's own rounding bounds,
+  ×1024: a brick it drops holds no voxel the exact test could set) → CUB radix sort +
+  unique, ``PAIR_BATCH`` items at a time → the candidate bricks, sorted, with the first
+  index of each brick row (a short search per lookup, no dense index).
+* **Surface voxels**: one warp per (triangle, 8 × 8 column tile across its dominant axis):
+  each column tested as the dense kernel tests it, set bits ORed into the warp's shared
+  copy of the few bricks the tile's plane crosses, then each non-empty word ORed into its
+  brick once. Small triangles fill few of a tile's 64 columns: a chunk whose tiles hold
+  fewer than ``TILE_MIN_COLUMNS`` columns on average (coarse grids) runs one thread per
+  column instead, each voxel ORed into its brick (the earlier launch; ``SURFACE_KERNEL``
+  forces either, for ``bench/voxelize_sparse.py --surface-kernel``). Both set the same
+  bits. Bricks left empty are dropped.
 * **Solid** (004 §4.1, §5): the dense pass's flip starts, appended as keys (brick row, x,
-  row inside the brick) instead of XORed into a dense grid → one sort → one thread per
-  brick row walks along x with its 64 rows' parity: bricks where crossings land are
-  stored bit by bit, runs of bricks whose rows are all inside become one **full run**
-  (``SparseGrid.tiles``), mixed runs are stored brick by brick. Memory follows the
-  surface: interior bricks cost 32 bytes per run, not 64 per brick.
+  row inside the brick) grouped by brick slice instead of XORed into a dense grid → sorted
+  ``SORT_CHUNK`` keys at a time (a group of slices) → one thread per brick row walks along
+  x with its 64 rows' parity: bricks where crossings land are stored bit by bit, runs of
+  bricks whose rows are all inside become one **full run** (``SparseGrid.tiles``), mixed
+  runs are stored brick by brick. Memory follows the surface: interior bricks cost 32
+  bytes per run, not 64 per brick.
 * solid+surface: the solid's bricks join the surface candidates, the surface ORs in,
   and surface bricks inside a full run are dropped (already full).
 
-Host syncs: the plan's totals, the pair count, the crossing count, the bricks and runs
-per row, the check (a handful, independent of the grid's size). *progress* hears after
-the solid and the surface stages (no cancel inside a launch: 0.5 s at 16384³).
+The transient device memory is bounded by the chunks (setups, brick items, sorted keys),
+not by the grid: bunny 4096³ surface about 0.15 GB besides the result (``sparse_guard``).
+Host syncs: per chunk its totals (and the input flags), per candidate batch its count, the
+solid's slice counts, rows, bricks and runs, the check (a handful, independent of the
+grid's size). *progress* hears after the solid and the surface stages (no cancel inside a
+launch: 0.5 s at 16384³).
 """
 
 from __future__ import annotations
@@ -44,17 +57,23 @@ _CU = "voxelize_sparse.cu"
 # voxelize.cu is #included: its digest in the options recompiles when it changes (CuPy's
 # cache keys on this file's text and the options only).
 _DIGEST = zlib.crc32((backend.CUDA_DIR / "voxelize.cu").read_bytes()) & 0x7FFFFFFF
-# Surface columns per thread (VOXFX_SPARSE_ITEMS of the .cu). With the setups shared in
-# device memory one is best: bunny 4096³ surface on an H100, 1: 21.7 ms, 8: 24.9, 32: 30.8.
-ITEMS_PER_THREAD = 1
-_K = Kernels(_CU, ("--fmad=false", f"-I{backend.CUDA_DIR}"), 128,
-             defines={**gpu.DEFINES, "VOXFX_VOXELIZE_DIGEST": _DIGEST, "VOXFX_SPARSE_ITEMS": ITEMS_PER_THREAD})
+THREADS = 128  # per block: sparse_surface_tiles' shared windows, one per warp (VOXFX_TILE_WARPS)
+DEPTH_BRICKS = 4  # bricks along the dominant axis in a tile's shared window (a plane crosses ≤ 4)
+SURFACE_KERNEL = "auto"  # "tiles", "columns", or per chunk: tiles where a tile has TILE_MIN_COLUMNS on average
+TILE_MIN_COLUMNS = 16  # a warp's 64 column slots at least a quarter busy (small triangles: a few columns a tile)
+SETUP_CHUNK = 1 << 17  # triangles whose setups are on the device at once (~91 MB at 696 B each)
+PAIR_BATCH = 1 << 22  # brick-range items tested per candidate batch (≤ 32 MiB of bricks listed)
+SORT_CHUNK = 1 << 22  # solid crossings sorted at once (plus at most one brick slice)
+_K = Kernels(_CU, ("--fmad=false", f"-I{backend.CUDA_DIR}"), THREADS,
+             defines={**gpu.DEFINES, "VOXFX_VOXELIZE_DIGEST": _DIGEST, "VOXFX_SPARSE_DEPTH_BRICKS": DEPTH_BRICKS,
+                      "VOXFX_TILE_WARPS": THREADS // 32})
+_WORK = ("bricks", "tiles", "columns")  # sparse_surface_counts' outputs
 
 
 _SIZES: dict = {}
 
 
-def _setup_bytes(cp) -> int:
+def setup_bytes(cp) -> int:
     """sizeof(Setup) of the compiled kernels (asked once per device)."""
     dev = cp.cuda.Device().id
     if dev not in _SIZES:
@@ -71,20 +90,89 @@ def _lin_to_keys(lin, nbx, nby, cp):
     return ((bz + OFFSET) << (2 * BITS)) | ((by + OFFSET) << BITS) | (bx + OFFSET)
 
 
-def _surface_candidates(mesh, nb, cp):
-    """Sorted unique brick numbers of every brick a triangle's touched range reaches."""
+def _unique_sorted(a, cp):
+    """*a* sorted in place, then its distinct values."""
+    a.sort()  # CUB radix sort
+    if a.shape[0] < 2:
+        return a
+    first = cp.empty(a.shape[0], cp.bool_)
+    first[0] = True
+    cp.not_equal(a[1:], a[:-1], out=first[1:])
+    return a[first]
+
+
+def _chunks(mesh, thin: bool, cp):
+    """Per chunk of triangles: (setups, n, {work: (counts, ends, total)}) for the brick
+    ranges, tiles and columns of its triangles; one sync each (totals and input flags)."""
     T = mesh.n_tris
     nx, ny, nz = mesh.shape
-    counts = cp.empty(T, cp.int64)
-    bbox = cp.empty((T, 6), cp.int32)
-    _K.launch("sparse_surface_boxes", T, (mesh.pv, mesh.tris, np.int64(T), np.int64(mesh.pv.shape[0]),
-                                          np.int32(nx), np.int32(ny), np.int32(nz), counts, bbox, mesh.flags))
-    ends = cp.cumsum(counts)
-    total = int(ends[-1])  # sync
-    pairs = cp.empty(total, cp.int64)
-    _K.launch("sparse_expand_bricks", total, (ends, counts, bbox, np.int64(T), np.int64(total),
-                                              np.int64(nb[0]), np.int64(nb[1]), pairs))
-    return cp.unique(pairs)
+    size = setup_bytes(cp)
+    for first in range(0, T, SETUP_CHUNK):
+        n = min(SETUP_CHUNK, T - first)
+        setups = cp.empty(n * size, cp.uint8)
+        _K.launch("sparse_surface_setups", n, (mesh.pv, mesh.tris, np.int64(first), np.int64(n),
+                                               np.int64(mesh.pv.shape[0]), np.int32(nx), np.int32(ny), np.int32(nz),
+                                               np.int32(1 if thin else 0), setups, mesh.flags))
+        counts = cp.empty((len(_WORK), n), cp.int64)
+        _K.launch("sparse_surface_counts", n, (setups, np.int64(n), *counts))
+        ends = cp.cumsum(counts, axis=1)
+        host = cp.concatenate([mesh.flags.view(cp.int64), ends[:, -1]]).get()  # sync
+        gpu.check_flags(host)
+        yield setups, n, {w: (counts[i], ends[i], int(host[2 + i])) for i, w in enumerate(_WORK)}
+
+
+def _candidates(chunks, nb, extra, cp):
+    """Sorted unique numbers of every brick that may hold a surface voxel, and *extra*'s."""
+    parts = [extra] if extra is not None and extra.shape[0] else []
+    n_out = cp.zeros(1, cp.uint64)
+    dummy = cp.zeros(1, cp.int64)
+    for setups, n, work in chunks:
+        counts, ends, total = work["bricks"]
+        for first in range(0, total, PAIR_BATCH):
+            items = min(PAIR_BATCH, total - first)
+            args = (setups, ends, counts, np.int64(n), np.int64(first), np.int64(items), np.int64(nb[0]),
+                    np.int64(nb[1]))
+            n_out[:] = 0
+            _K.launch("sparse_surface_bricks", items, args + (np.int32(0), dummy, n_out))  # count them
+            m = int(n_out[0])  # sync
+            if not m:
+                continue
+            out = cp.empty(m, cp.int64)
+            n_out[:] = 0
+            _K.launch("sparse_surface_bricks", items, args + (np.int32(1), out, n_out))
+            parts.append(_unique_sorted(out, cp))
+            del out
+    if not parts:
+        return cp.zeros(0, cp.int64)
+    if len(parts) == 1:
+        return parts[0]
+    joined = cp.concatenate(parts)
+    del parts
+    return _unique_sorted(joined, cp)
+
+
+def _surface_voxels(chunks, cand, row_start, pool, nb, cp):
+    """OR every surface voxel into *pool* (16 words per candidate brick); returns the count
+    of voxels whose brick was not a candidate (a bug if ever non-zero)."""
+    missing = cp.zeros(1, cp.uint64)
+    for setups, n, work in chunks:
+        tiles = SURFACE_KERNEL == "tiles" or (SURFACE_KERNEL == "auto"
+                                              and work["columns"][2] >= TILE_MIN_COLUMNS * work["tiles"][2])
+        counts, ends, total = work["tiles" if tiles else "columns"]
+        if total:
+            _K.launch("sparse_surface_tiles" if tiles else "sparse_surface_columns", 32 * total if tiles else total,
+                      (setups, ends, counts, np.int64(n), np.int64(total), cand, row_start, np.int64(nb[0]),
+                       np.int64(nb[1]), pool, missing))
+    return missing
+
+
+def _sort_groups(starts, limit):
+    """[(a, b), ...] key ranges of whole brick slices (*starts*: each slice's first key, then
+    the total) of at most *limit* keys plus one slice, covering every key."""
+    n = int(starts[-1])
+    at = np.searchsorted(starts, np.arange(1, n // limit + 1, dtype=np.int64) * limit, side="right") - 1
+    cuts = np.unique(np.concatenate([[0], starts[at], [n]]))
+    return list(zip(cuts[:-1].tolist(), cuts[1:].tolist()))
 
 
 def _solid(mesh, work, nb, cp):
@@ -92,26 +180,37 @@ def _solid(mesh, work, nb, cp):
     counts, ends, total = work
     nx, ny, nz = mesh.shape
     xbits = max(1, (nx - 1).bit_length())
-    n_out = cp.zeros(1, cp.uint64)
+    empty = (cp.zeros(0, cp.int64), cp.zeros((0, 8, 8), cp.uint8), cp.zeros((0, 4), cp.int64))
+    if not total:
+        return empty
+    slice_at = cp.zeros(nb[2], cp.uint64)
     args = (mesh.pv, mesh.tris, ends, counts, np.int64(mesh.n_tris), np.int64(total), np.int32(nx), np.int32(ny),
             np.int32(nz), np.int32(xbits))
-    _K.launch("sparse_solid_crossings", total, args + (np.int32(0), n_out, n_out))  # count them
-    n = int(n_out[0])  # sync
-    empty = (cp.zeros(0, cp.int64), cp.zeros((0, 8, 8), cp.uint8), cp.zeros((0, 4), cp.int64))
+    dummy = cp.zeros(1, cp.int64)
+    _K.launch("sparse_solid_crossings", total, args + (np.int32(0), slice_at, dummy))  # count per slice
+    starts = np.concatenate([[0], np.cumsum(slice_at.get().astype(np.int64))])  # sync
+    n = int(starts[-1])
     if n == 0:
         return empty
+    slice_at.set(starts[:-1].astype(np.uint64))
     keys = cp.empty(n, cp.int64)
-    n_out[:] = 0
-    _K.launch("sparse_solid_crossings", total, args + (np.int32(1), keys, n_out))
-    keys.sort()  # CUB radix sort, in place
-    starts = cp.empty(n, cp.uint8)
-    _K.launch("sparse_row_starts", n, (keys, np.int64(n), np.int32(xbits), starts))
-    seg = cp.concatenate([cp.flatnonzero(starts), cp.asarray([n], cp.int64)]).astype(cp.int64)
-    del starts
-    n_segs = int(seg.shape[0]) - 1
+    _K.launch("sparse_solid_crossings", total, args + (np.int32(1), slice_at, keys))
+    del slice_at
+    for a, b in _sort_groups(starts, SORT_CHUNK):  # slices are in key order: sorted groups sort the list
+        if b - a == n:
+            keys.sort()  # CUB radix sort, in place
+        else:
+            part = keys[a:b].copy()
+            part.sort()
+            keys[a:b] = part
+            del part
+    seg = cp.empty(min(n, nb[1] * nb[2]), cp.int64)
+    n_seg = cp.zeros(1, cp.uint64)
+    _K.launch("sparse_row_segments", n, (keys, np.int64(n), np.int32(xbits), seg, n_seg))
+    n_segs = int(n_seg[0])  # sync
+    seg = cp.concatenate([cp.sort(seg[:n_segs]), cp.asarray([n], cp.int64)])
     nbk, nrn = cp.zeros(n_segs, cp.int64), cp.zeros(n_segs, cp.int64)
     args = (keys, seg, np.int64(n_segs), np.int32(xbits), np.int64(nb[0]), np.int64(nb[1]))
-    dummy = cp.zeros(1, cp.int64)
     _K.launch("sparse_solid_rows", n_segs, args + (np.int32(0), nbk, nrn, dummy, dummy.view(cp.uint8), dummy))
     bk_end, rn_end = cp.cumsum(nbk), cp.cumsum(nrn)
     n_bricks, n_runs = (int(x) for x in cp.concatenate([bk_end[-1:], rn_end[-1:]]).get())  # sync
@@ -134,6 +233,37 @@ def _in_runs(lin, runs, nb, cp):
     return (at >= 0) & (lin // nbx == r[:, 3] * nby + r[:, 2]) & (lin % nbx < r[:, 1])
 
 
+def _surface(mesh, nb, thin, held, runs, cp):
+    """(brick numbers, rows) of the surface ORed into the solid's bricks *held* = [numbers,
+    rows] (empty for surface alone; taken from the list, so that they are freed once in the
+    pool), without the bricks inside *runs*."""
+    lin, rows = held
+    held.clear()
+    # one chunk: its setups serve both stages; more: built again for the second
+    chunks = list(_chunks(mesh, thin, cp)) if mesh.n_tris <= SETUP_CHUNK else None
+    cand = _candidates(chunks or _chunks(mesh, thin, cp), nb, lin, cp)
+    pool = cp.zeros((int(cand.shape[0]), 16), cp.uint32)
+    if lin.shape[0]:
+        pool.view(cp.uint8).reshape(-1, 64)[cp.searchsorted(cand, lin)] = rows.reshape(-1, 64)
+    del lin, rows
+    if cand.shape[0]:
+        row_start = cp.searchsorted(cand, cp.arange(nb[1] * nb[2] + 1, dtype=cp.int64) * nb[0])
+        missing = _surface_voxels(chunks or _chunks(mesh, thin, cp), cand, row_start, pool, nb, cp)
+        del row_start
+        if int(missing[0]):  # sync
+            raise RuntimeError("the sparse voxelizer set a voxel outside its bricks (a bug: please report it)")
+    del chunks
+    keep = pool.view(cp.uint64).reshape(-1, 8).any(axis=1)
+    if runs.shape[0]:
+        keep &= ~_in_runs(cand, runs, nb, cp)
+    idx = cp.flatnonzero(keep)
+    del keep
+    lin = cand[idx]
+    del cand
+    rows = pool.view(cp.uint8).reshape(-1, 8, 8)[idx]
+    return lin, rows
+
+
 def voxelize_bricks(vertices, triangles, spec, mode: str, progress=None):
     """(keys, (n, 8, 8) uint8 rows, Tiles or None) of ``voxelize(vertices, triangles,
     spec, mode)`` (not the vote) on the device; *spec*'s shape a multiple of 8."""
@@ -147,39 +277,16 @@ def voxelize_bricks(vertices, triangles, spec, mode: str, progress=None):
     empty = cp.zeros(0, cp.int64), cp.zeros((0, 8, 8), cp.uint8), None
     if mesh.n_tris == 0:
         return empty
-    work = gpu.plan(([(mesh, "solid")] if solid else []) + ([(mesh, "surface")] if surface else []))
     lin, rows, runs = cp.zeros(0, cp.int64), cp.zeros((0, 8, 8), cp.uint8), cp.zeros((0, 4), cp.int64)
     if solid:
+        work = gpu.plan([(mesh, "solid")])  # validates the input (one sync)
         lin, rows, runs = _solid(mesh, work[0], nb, cp)
+        del work
         report(progress, 0.5 if surface else 1.0, "solid bricks")
     if surface:
-        cand = _surface_candidates(mesh, nb, cp)
-        if solid and lin.shape[0]:
-            cand = cp.unique(cp.concatenate([cand, lin]))
-        pool = cp.zeros((int(cand.shape[0]), 8, 8), cp.uint8)
-        if solid and lin.shape[0]:
-            pool[cp.searchsorted(cand, lin)] = rows
-        row_start = cp.searchsorted(cand, cp.arange(nb[1] * nb[2] + 1, dtype=cp.int64) * nb[0]).astype(cp.int64)
-        missing = cp.zeros(1, cp.uint64)
-        counts, ends, total = work[-1]
-        if total:
-            T = mesh.n_tris
-            setups = cp.empty(T * _setup_bytes(cp), cp.uint8)
-            _K.launch("sparse_surface_setups", T, (mesh.pv, mesh.tris, np.int64(T), np.int64(mesh.pv.shape[0]),
-                                                   np.int32(nx), np.int32(ny), np.int32(nz),
-                                                   np.int32(1 if mode == "thin" else 0), setups, mesh.flags))
-            _K.launch("sparse_surface_columns", -(-total // ITEMS_PER_THREAD),
-                      (setups, ends, counts, np.int64(T), np.int64(total), cand, row_start, np.int64(nb[0]),
-                       np.int64(nb[1]), pool.view(cp.uint32), missing))
-            del setups
-        del row_start
-        keep = pool.reshape(-1, 64).view(cp.uint64).any(axis=1)
-        if runs.shape[0]:
-            keep &= ~_in_runs(cand, runs, nb, cp)
-        if int(missing[0]):  # sync
-            raise RuntimeError("the sparse voxelizer set a voxel outside its bricks (a bug: please report it)")
-        idx = cp.flatnonzero(keep)
-        lin, rows = cand[idx], pool[idx]
+        held = [lin, rows]
+        del lin, rows
+        lin, rows = _surface(mesh, nb, mode == "thin", held, runs, cp)
         report(progress, 1.0, "surface bricks")
     tiles = Tiles(runs, 1) if runs.shape[0] else None
     return _lin_to_keys(lin, nb[0], nb[1], cp), cp.ascontiguousarray(rows), tiles

@@ -35,7 +35,15 @@ COARSE_MAX = 256  # coarse voxels per axis at most
 # row's parity, only its rows and key, found → concatenated → sorted.
 BYTES_PER_SURFACE_BRICK = 1400
 BYTES_PER_INSIDE_BRICK = 100
-DEVICE_BYTES_PER_BRICK = 240  # rows 64 + key 8, found → concatenated → sorted (×3), the clip's copy
+# A brick near the surface on the device (gpu_sparse.py): its candidate's pool rows and
+# number (72 B), then the kept rows, number and key with the compaction's index (~80 B),
+# with a third for the pool's fragmentation (counted from the arrays, not yet measured).
+DEVICE_BYTES_PER_BRICK = 200
+# The device's triangles: the setups of one chunk (sizeof(Setup) = 696 B, sparse_setup_size,
+# at most gpu_sparse.SETUP_CHUNK of them), and per triangle its indices, the chunk's work
+# counts and scans and the solid's (76 B).
+DEVICE_SETUP_BYTES = 700
+DEVICE_BYTES_PER_TRIANGLE = 100
 # A brick inside on the device: the GPU's solid keeps the interior as runs of full bricks
 # (32 B a run, ``SparseGrid.tiles``), kept so through ``voxelize``; what is left per brick
 # is the solid pass's per-row walk. Fitted to the kernel's own peak with runs kept
@@ -91,10 +99,14 @@ def brick_counts(vertices, triangles, spec: GridSpec, mode: str, vote: bool = Fa
 
 def sparse_bytes(surface_bricks: int, inside_bricks: int, n_vertices: int, n_triangles: int, xp=np) -> int:
     """Peak bytes of the sparse voxelization itself (after the coarse pass)."""
-    mesh = BYTES_PER_TRIANGLE * n_triangles + 24 * n_vertices
     if xp is not np:
-        return int(BASE_BYTES + mesh + DEVICE_BYTES_PER_BRICK * surface_bricks
+        from .gpu_sparse import SETUP_CHUNK
+
+        mesh = DEVICE_BYTES_PER_TRIANGLE * n_triangles + 24 * n_vertices
+        setups = DEVICE_SETUP_BYTES * min(n_triangles, SETUP_CHUNK)
+        return int(BASE_BYTES + mesh + setups + DEVICE_BYTES_PER_BRICK * surface_bricks
                    + DEVICE_BYTES_PER_INSIDE_BRICK * inside_bricks)
+    mesh = BYTES_PER_TRIANGLE * n_triangles + 24 * n_vertices
     return int(BASE_BYTES + mesh + BYTES_PER_SURFACE_BRICK * surface_bricks + BYTES_PER_INSIDE_BRICK * inside_bricks)
 
 

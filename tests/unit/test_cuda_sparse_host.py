@@ -1,8 +1,10 @@
 """The device sparse voxelizer's kernels (cuda/voxelize_sparse.cu) give the NumPy sparse
 voxelizer's bricks, checked on the host without a GPU: nvcc builds the kernels as host
 functions (one "thread" per call, atomics plain), and a C++ driver runs them in the
-order gpu_sparse.py launches them (sort = std::sort). Full runs are expanded before the
-comparison. The device comparison is tests/gpu/test_voxelize_sparse_gpu.py."""
+order gpu_sparse.py launches them (sort = std::sort; the warp of sparse_surface_tiles as
+its 32 lanes one phase after the other), with both surface launches, in one piece and in
+small chunks. Full runs are expanded before the comparison. The device comparisons are
+tests/gpu/test_voxelize_sparse_gpu.py and test_voxelize_sparse_kernels_gpu.py."""
 
 from pathlib import Path
 
@@ -17,9 +19,11 @@ from voxfx.kernels.voxelize.sparse import CHANNEL, voxelize_sparse
 
 PRIMS = np.load(Path(__file__).resolve().parents[1] / "data" / "blender_primitives.npz")
 
-# Input: T V nx ny nz mode (0 surface, 1 thin, 2 solid, 3 solid+surface), V×3 vertices
-# (%a, voxel units), T×3 indices. Output: n_bricks, then per brick its number and 64
-# bytes; n_runs, then per run bx0 bx1 by bz.
+# Input: T V nx ny nz mode (0 surface, 1 thin, 2 solid, 3 solid+surface) kernel (0 tiles,
+# 1 columns) chunk batch (triangles per setup chunk, brick items per candidate batch), V×3
+# vertices (%a, voxel units), T×3 indices. Output: n_bricks, then per brick its number and
+# 64 bytes; n_runs, then per run bx0 bx1 by bz. Exit 2: a voxel outside the candidates; 3:
+# the slice-sorted crossings are not sorted.
 HARNESS = r"""
 #include <algorithm>
 #include <cstdio>
@@ -27,6 +31,9 @@ HARNESS = r"""
 #undef __device__
 #define __device__ __attribute__((host))
 #define __global__
+#define __shared__ static
+#define __syncwarp()
+#define __launch_bounds__(...)
 struct HostDim { unsigned x, y, z; };
 static HostDim h_block, h_dim, h_thread;
 #define blockIdx h_block
@@ -41,14 +48,31 @@ template <typename T> T plain_min(T* p, T v) { T o = *p; *p = o < v ? o : v; ret
 #define atomicXor plain_xor
 #define atomicMin plain_min
 #define __popc __builtin_popcount
+static long long direct_sets = 0;  // tile voxels outside their window (stored one by one)
+#define VOXFX_SPARSE_DIRECT_HOOK() ++direct_sets
 #include "voxelize_sparse.cu"
 typedef long long ll;
 static void at(ll i) { h_block.x = (unsigned)i; h_dim.x = 1; h_thread.x = 0; }
 static void scan(const std::vector<ll>& c, std::vector<ll>& e) { ll s = 0; e.resize(c.size());
     for (size_t i = 0; i < c.size(); ++i) { s += c[i]; e[i] = s; } }
+struct Chunk { ll first, n; std::vector<Setup> setups; std::vector<ll> counts[3], ends[3]; ll total[3]; };
+// gpu_sparse._chunks: setups and work counts of triangles first .. first + n - 1
+static void make_chunk(Chunk& c, const std::vector<double>& pv, const std::vector<int>& tris, ll V, int nx, int ny,
+                       int nz, int thin, unsigned long long* flags) {
+    c.setups.assign(c.n, Setup());
+    for (ll i = 0; i < c.n; ++i) { at(i); sparse_surface_setups(pv.data(), tris.data(), c.first, c.n, V, nx, ny, nz,
+                                                                 thin, c.setups.data(), flags); }
+    for (int w = 0; w < 3; ++w) c.counts[w].assign(c.n, 0);
+    for (ll i = 0; i < c.n; ++i) { at(i); sparse_surface_counts(c.setups.data(), c.n, c.counts[0].data(),
+                                                                 c.counts[1].data(), c.counts[2].data()); }
+    for (int w = 0; w < 3; ++w) { scan(c.counts[w], c.ends[w]); c.total[w] = c.n ? c.ends[w][c.n - 1] : 0; }
+}
 int main() {
-    ll T, V; int nx, ny, nz, mode;
-    if (scanf("%lld %lld %d %d %d %d", &T, &V, &nx, &ny, &nz, &mode) != 6) return 1;
+    ll T, V, chunk, batch; int nx, ny, nz, mode, kernel;
+    if (scanf("%lld %lld %d %d %d %d %d %lld %lld", &T, &V, &nx, &ny, &nz, &mode, &kernel, &chunk, &batch) != 9) {
+        printf("-1\n");
+        return 1;
+    }
     std::vector<double> pv(3 * V);
     std::vector<int> tris(3 * T);
     for (auto& x : pv) scanf("%la", &x);
@@ -58,6 +82,7 @@ int main() {
     bool solid = mode >= 2, surface = mode != 2;
     std::vector<ll> lin, runs;
     std::vector<unsigned char> rows;
+    ll n_range = 0, n_cand = 0;  // brick-range items, candidate bricks (the surface's)
     if (solid) {
         std::vector<ll> counts(T), ends;
         for (ll t = 0; t < T; ++t) { at(t); solid_column_counts(pv.data(), tris.data(), T, V, 0, 0, ny, nz,
@@ -65,24 +90,27 @@ int main() {
         scan(counts, ends);
         ll total = T ? ends[T - 1] : 0;
         int xbits = 1; while ((1ll << xbits) <= nx - 1) ++xbits;
-        unsigned long long n_out = 0;
+        std::vector<unsigned long long> slice_at(nbz, 0);
         ll none = 0;
         for (ll i = 0; i < total; ++i) { at(i); sparse_solid_crossings(pv.data(), tris.data(), ends.data(),
-            counts.data(), T, total, nx, ny, nz, xbits, 0, &none, &n_out); }
-        std::vector<ll> out(n_out > 0 ? n_out : 1);
-        n_out = 0;
+            counts.data(), T, total, nx, ny, nz, xbits, 0, slice_at.data(), &none); }
+        std::vector<ll> starts(nbz + 1, 0);
+        for (ll z = 0; z < nbz; ++z) { starts[z + 1] = starts[z] + (ll)slice_at[z]; slice_at[z] = starts[z]; }
+        ll n = starts[nbz];
+        std::vector<ll> out(n > 0 ? n : 1);
         for (ll i = 0; i < total; ++i) { at(i); sparse_solid_crossings(pv.data(), tris.data(), ends.data(),
-            counts.data(), T, total, nx, ny, nz, xbits, 1, out.data(), &n_out); }
-        out.resize(n_out);
-        std::sort(out.begin(), out.end());
-        std::vector<unsigned char> starts(out.size());
-        for (size_t i = 0; i < out.size(); ++i) { at(i); sparse_row_starts(out.data(), out.size(), xbits,
-                                                                          starts.data()); }
-        std::vector<ll> seg;
-        for (size_t i = 0; i < out.size(); ++i)
-            if (starts[i]) seg.push_back(i);
+            counts.data(), T, total, nx, ny, nz, xbits, 1, slice_at.data(), out.data()); }
+        out.resize(n);
+        // each slice sorted alone (the finest grouping gpu_sparse._sort_groups can make)
+        for (ll z = 0; z < nbz; ++z) std::sort(out.begin() + starts[z], out.begin() + starts[z + 1]);
+        if (!std::is_sorted(out.begin(), out.end())) { printf("-3\n"); return 3; }
+        std::vector<ll> seg(std::max<ll>(1, std::min<ll>(n, nby * nbz)));
+        unsigned long long n_seg = 0;
+        for (ll i = 0; i < n; ++i) { at(i); sparse_row_segments(out.data(), n, xbits, seg.data(), &n_seg); }
+        seg.resize(n_seg);
+        std::sort(seg.begin(), seg.end());
         ll ns = seg.size();
-        seg.push_back(out.size());
+        seg.push_back(n);
         if (ns) {
             std::vector<ll> nb(ns), nr(ns), nbe, nre;
             ll dummy = 0;
@@ -97,18 +125,29 @@ int main() {
         }
     }
     if (surface) {
-        std::vector<ll> bcounts(T), bends, pairs;
-        std::vector<int> bbox(6 * T);
-        for (ll t = 0; t < T; ++t) { at(t); sparse_surface_boxes(pv.data(), tris.data(), T, V, nx, ny, nz,
-                                                                  bcounts.data(), bbox.data(), flags); }
-        scan(bcounts, bends);
-        ll np_ = T ? bends[T - 1] : 0;
-        pairs.resize(np_);
-        for (ll i = 0; i < np_; ++i) { at(i); sparse_expand_bricks(bends.data(), bcounts.data(), bbox.data(), T, np_,
-                                                                    nbx, nby, pairs.data()); }
-        for (ll l : lin) pairs.push_back(l);
+        int thin = mode == 1;
+        std::vector<ll> pairs(lin);  // gpu_sparse._candidates: the solid's bricks, then each batch's
+        for (ll first = 0; first < T; first += chunk) {
+            Chunk c; c.first = first; c.n = std::min(chunk, T - first);
+            make_chunk(c, pv, tris, V, nx, ny, nz, thin, flags);
+            n_range += c.total[0];
+            for (ll f = 0; f < c.total[0]; f += batch) {
+                ll items = std::min(batch, c.total[0] - f);
+                unsigned long long n_out = 0;
+                ll dummy = 0;
+                for (ll i = 0; i < items; ++i) { at(i); sparse_surface_bricks(c.setups.data(), c.ends[0].data(),
+                    c.counts[0].data(), c.n, f, items, nbx, nby, 0, &dummy, &n_out); }
+                std::vector<ll> out(n_out);
+                unsigned long long m = 0;
+                for (ll i = 0; i < items; ++i) { at(i); sparse_surface_bricks(c.setups.data(), c.ends[0].data(),
+                    c.counts[0].data(), c.n, f, items, nbx, nby, 1, out.data(), &m); }
+                if (m != n_out) { printf("-4\n"); return 4; }
+                pairs.insert(pairs.end(), out.begin(), out.end());
+            }
+        }
         std::sort(pairs.begin(), pairs.end());
         pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
+        n_cand = pairs.size();
         std::vector<unsigned int> pool(16 * pairs.size(), 0u);
         for (size_t b = 0; b < lin.size(); ++b) {
             size_t s = std::lower_bound(pairs.begin(), pairs.end(), lin[b]) - pairs.begin();
@@ -117,19 +156,28 @@ int main() {
         std::vector<ll> row_start(nby * nbz + 1);
         for (ll r = 0; r <= nby * nbz; ++r)
             row_start[r] = std::lower_bound(pairs.begin(), pairs.end(), r * nbx) - pairs.begin();
-        std::vector<ll> counts(T), ends;
-        for (ll t = 0; t < T; ++t) { at(t); surface_column_counts(pv.data(), tris.data(), T, V, nx, ny, nz, 0, 0, 0,
-                                                                   nx, ny, nz, counts.data(), flags); }
-        scan(counts, ends);
-        ll total = T ? ends[T - 1] : 0;
         unsigned long long missing = 0;
-        std::vector<Setup> setups(T);
-        for (ll t = 0; t < T; ++t) { at(t); sparse_surface_setups(pv.data(), tris.data(), T, V, nx, ny, nz,
-                                                                   mode == 1, setups.data(), flags); }
-        ll threads = (total + VOXFX_SPARSE_ITEMS - 1) / VOXFX_SPARSE_ITEMS;
-        for (ll i = 0; i < threads; ++i) { at(i); sparse_surface_columns(setups.data(), ends.data(),
-            counts.data(), T, total, pairs.data(), row_start.data(), nbx, nby, pool.data(), &missing); }
-        if (missing) return 2;
+        for (ll first = 0; first < T && !pairs.empty(); first += chunk) {
+            Chunk c; c.first = first; c.n = std::min(chunk, T - first);
+            make_chunk(c, pv, tris, V, nx, ny, nz, thin, flags);
+            if (kernel == 1) {
+                for (ll i = 0; i < c.total[2]; ++i) { at(i); sparse_surface_columns(c.setups.data(),
+                    c.ends[2].data(), c.counts[2].data(), c.n, c.total[2], pairs.data(), row_start.data(), nbx, nby,
+                    pool.data(), &missing); }
+                continue;
+            }
+            // sparse_surface_tiles, one warp per item: its lanes one phase after the other
+            for (ll item = 0; item < c.total[1]; ++item) {
+                unsigned int buf[VOXFX_TILE_WORDS];
+                TileWork w = tile_work(c.setups.data(), c.ends[1].data(), c.counts[1].data(), c.n, item);
+                const Setup& s = c.setups[w.t];
+                BrickIndex ix = {pairs.data(), row_start.data(), nbx, nby, pool.data(), &missing, -1, 0};
+                for (int lane = 0; lane < 32; ++lane) tile_clear(buf, lane);
+                for (int lane = 0; lane < 32; ++lane) tile_columns(s, w, lane, buf, ix);
+                for (int lane = 0; lane < 32; ++lane) tile_flush(s, w, lane, buf, ix);
+            }
+        }
+        if (missing) { printf("-2\n"); return 2; }
         std::vector<ll> keep_lin; std::vector<unsigned char> keep_rows;
         for (size_t b = 0; b < pairs.size(); ++b) {
             const unsigned char* p = (const unsigned char*)pool.data() + 64 * b;
@@ -142,6 +190,7 @@ int main() {
         }
         lin = keep_lin; rows = keep_rows;
     }
+    if (flags[0] || flags[1]) { printf("-5\n"); return 5; }
     printf("%zu\n", lin.size());
     for (size_t b = 0; b < lin.size(); ++b) {
         printf("%lld", lin[b]);
@@ -150,26 +199,32 @@ int main() {
     }
     printf("%zu\n", runs.size() / 4);
     for (size_t k = 0; k < runs.size(); ++k) printf("%lld\n", runs[k]);
+    printf("%lld %lld %lld\n", n_range, n_cand, direct_sets);
     return 0;
 }
 """
 
 MODES = {"surface": 0, "thin": 1, "solid": 2, "solid+surface": 3}
+KERNELS = {"tiles": 0, "columns": 1}
+WHOLE = 1 << 40  # one chunk of triangles, one batch of brick items
 
 
 @pytest.fixture(scope="module")
 def device_sparse(tmp_path_factory):
     run = _build(tmp_path_factory, HARNESS)
 
-    def voxelize_host(v, t, spec, mode):
-        """{brick (bx, by, bz): 64 bytes} of the kernels, runs expanded; and the runs."""
+    def voxelize_host(v, t, spec, mode, kernel="tiles", chunk=WHOLE, batch=WHOLE):
+        """{brick (bx, by, bz): 64 bytes} of the kernels, runs expanded, and the runs;
+        ``counts``: the surface's brick-range items, candidate bricks, and tile voxels
+        stored outside their window."""
         mesh = SplitMesh(v, t, spec)
         nx, ny, nz = spec.shape
-        lines = [f"{len(t)} {len(mesh.pv)} {nx} {ny} {nz} {MODES[mode]}"]
+        lines = [f"{len(t)} {len(mesh.pv)} {nx} {ny} {nz} {MODES[mode]} {KERNELS[kernel]} {chunk} {batch}"]
         lines += [" ".join(float(x).hex() for x in row) for row in mesh.pv]
         lines += [" ".join(str(int(x)) for x in row) for row in mesh.triangles]
         out = run(lines)
         n, at = out[0], 1
+        assert n >= 0, f"harness error {-n}"
         nbx, nby = nx // 8, ny // 8
         bricks = {}
         for _ in range(n):
@@ -182,6 +237,7 @@ def device_sparse(tmp_path_factory):
             for bx in range(bx0, bx1):
                 assert (bx, by, bz) not in bricks
                 bricks[(bx, by, bz)] = b"\xff" * 64
+        voxelize_host.counts = tuple(out[at + 1 + 4 * m:at + 4 + 4 * m])
         return bricks, runs
 
     return voxelize_host
@@ -198,27 +254,61 @@ def rounded(spec, tile):
     return GridSpec(spec.origin, spec.voxel_size, tuple(-(-n // tile) * tile for n in spec.shape))
 
 
-@pytest.mark.parametrize("name,res", [("torus", 45), ("monkey", 40), ("cone", 38), ("uv_sphere", 50)])
-@pytest.mark.parametrize("mode", list(MODES))
-def test_device_sparse_kernels_equal_the_numpy_bricks(device_sparse, name, res, mode):
-    """Suzanne is open (rows run to the grid's end); the sphere's interior becomes runs."""
+def primitive(name, res):
     v, t = PRIMS[name + "_vertices"], PRIMS[name + "_triangles"]
     lo, hi = v.min(0), v.max(0)
-    spec = rounded(GridSpec.around(lo, hi, float((hi - lo).max()) / res), 32)
-    got, runs = device_sparse(v, t, spec, mode)
+    return v, t, rounded(GridSpec.around(lo, hi, float((hi - lo).max()) / res), 32)
+
+
+@pytest.mark.parametrize("kernel", list(KERNELS))
+@pytest.mark.parametrize("name,res", [("torus", 45), ("monkey", 40), ("cone", 38), ("uv_sphere", 50)])
+@pytest.mark.parametrize("mode", list(MODES))
+def test_device_sparse_kernels_equal_the_numpy_bricks(device_sparse, name, res, mode, kernel):
+    """Suzanne is open (rows run to the grid's end); the sphere's interior becomes runs."""
+    v, t, spec = primitive(name, res)
+    got, runs = device_sparse(v, t, spec, mode, kernel)
     want = numpy_bricks(v, t, spec, mode, 32)
     assert got.keys() == want.keys()
     assert all(got[k] == want[k] for k in want)
     assert want
     if mode in ("solid", "solid+surface") and name == "uv_sphere":
         assert len(runs) > 0  # the interior is stored as full runs
+    if kernel == "tiles" and mode != "solid":
+        assert device_sparse.counts[2] == 0  # every voxel went through its tile's window
 
 
+@pytest.mark.parametrize("kernel", list(KERNELS))
+@pytest.mark.parametrize("mode", ["surface", "thin", "solid+surface"])
+def test_device_sparse_kernels_in_chunks_and_batches(device_sparse, mode, kernel):
+    """Setups built 17 triangles at a time, brick items tested 29 at a time: the same bricks."""
+    v, t, spec = primitive("torus", 60)
+    got, _ = device_sparse(v, t, spec, mode, kernel, chunk=17, batch=29)
+    want = numpy_bricks(v, t, spec, mode, 32)
+    assert got.keys() == want.keys() and all(got[k] == want[k] for k in want)
+
+
+def test_candidate_bricks_are_fewer_than_the_brick_ranges(device_sparse):
+    """The conservative brick test drops bricks of the triangles' ranges that no voxel of
+    theirs reaches (a sphere's ranges overlap a lot: count distinct bricks of both)."""
+    v, t, spec = primitive("uv_sphere", 120)
+    got, _ = device_sparse(v, t, spec, "surface")
+    n_range, n_cand, _ = device_sparse.counts
+    mesh = SplitMesh(v, t, spec)
+    p = mesh.pv[mesh.triangles]
+    lo = np.maximum(np.ceil(p.min(1)) - 1, 0).astype(np.int64) >> 3
+    hi = np.minimum(np.floor(p.max(1)), np.asarray(spec.shape) - 1).astype(np.int64) >> 3
+    ranged = {(x, y, z) for a, b in zip(lo, hi) for z in range(a[2], b[2] + 1) for y in range(a[1], b[1] + 1)
+              for x in range(a[0], b[0] + 1)}
+    assert n_range == int(np.prod(hi - lo + 1, axis=1).sum())
+    assert len(got) <= n_cand < len(ranged)
+
+
+@pytest.mark.parametrize("kernel", list(KERNELS))
 @pytest.mark.parametrize("seed", [4, 5])
 @pytest.mark.parametrize("mode", list(MODES))
-def test_device_sparse_kernels_on_ties_and_slivers(device_sparse, seed, mode):
+def test_device_sparse_kernels_on_ties_and_slivers(device_sparse, seed, mode, kernel):
     v, t = exact_soups.soup(seed)
     spec = rounded(exact_soups.UNIT, 32)
-    got, _ = device_sparse(v, t, spec, mode)
+    got, _ = device_sparse(v, t, spec, mode, kernel)
     want = numpy_bricks(v, t, spec, mode, 32)
     assert got.keys() == want.keys() and all(got[k] == want[k] for k in want)
