@@ -130,7 +130,7 @@ def _runs_of_full(full, base, xp):
     return xp.stack([x0 + bx, x1 + bx, y + by, z + bz], axis=1).astype(xp.int64)
 
 
-def _merged_runs(parts, xp):
+def merged_runs(parts, xp):
     """The runs of *parts* ((m, 4) arrays of disjoint runs) sorted by (bz, by, bx0), runs
     that meet along x joined: the maximal runs, as ``SparseGrid.tiled`` finds them."""
     parts = [r for r in parts if r.shape[0]]
@@ -314,7 +314,7 @@ def _assemble(found, runs, spec: GridSpec, xp) -> SparseGrid:
     else:
         keys, rows = xp.zeros(0, xp.int64), xp.zeros((0, BRICK, BRICK), xp.uint8)
     grid = _grid(keys, rows, spec, xp)
-    runs = _merged_runs(runs, xp)
+    runs = merged_runs(runs, xp)
     if runs.shape[0]:
         grid.tiles[CHANNEL] = Tiles(runs, 1)
     return grid
