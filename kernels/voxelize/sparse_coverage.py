@@ -46,6 +46,10 @@ CHUNK = 512  # coarse bricks counted at once: 16 MiB of unpacked samples
 UNCOVERED = "uncovered"
 
 
+class CoverageRefused(InputError):
+    """The fine pass of the coverage does not fit (the sparse guard's refusal, reworded)."""
+
+
 def fine_spec(spec: GridSpec) -> GridSpec:
     """The grid the samples are voxelized on: ``coverage.coverage_slabs``'s fine grid."""
     return GridSpec(spec.origin, spec.voxel_size / SUB, tuple(SUB * int(n) for n in spec.shape))
@@ -63,9 +67,9 @@ def fine_voxels(vertices, triangles, spec: GridSpec, vote: bool = False, xp=None
     except InputError as e:
         if "usable" not in str(e):  # not the memory guard's refusal
             raise
-        raise InputError(f"The Volume's smooth density samples every voxel 4×4×4 times, on a "
+        raise CoverageRefused(f"The smooth density samples every voxel 4×4×4 times, on a "
                          f"{'×'.join(map(str, fine.shape))} grid: {e} (sizes of that sampling grid: divide by "
-                         "4). Lower the resolution or leave the Volume out") from None
+                         "4)") from None
 
 
 def coverage_grid(vertices, triangles, result: SparseVoxels, *, vote: bool = False, progress=None,

@@ -272,8 +272,9 @@ def plan_group(spec: GridSpec, request, soup, segments, vote, lo, hi):
 
     ``auto`` goes sparse for a mesh (loose edges and curves join it: ``sparse_lines``)
     where, on the GPU, the dense grid does not fit on the device; on the CPU, above
-    ``sparse_result.AUTO_CPU_VOXELS`` voxels (a Volume too: its density is the coverage,
-    ``sparse_coverage``); and wherever the dense guard refuses but the sparse estimate fits (before
+    ``sparse_result.AUTO_CPU_VOXELS`` voxels when the job wants per-voxel outputs (a
+    Volume alone keeps the dense job, split into z-slabs if needed: measured, bounded);
+    and wherever the dense guard refuses but the sparse estimate fits (before
     voxelizing here; after, with the exact counts, the guard raises ``DenseRefused`` from
     the dense job and the operator calls ``sparse_instead``). When both refuse, the dense
     refusal stands, with the sparse one after it."""
@@ -294,7 +295,7 @@ def plan_group(spec: GridSpec, request, soup, segments, vote, lo, hi):
         return None, True, None
     if xp is not np and estimate_bytes(spec, request.mode, nv, nt, vote, xp=xp) > backend.usable_bytes(xp):
         return None, True, "the dense grid does not fit on the GPU: voxelized sparse"
-    if xp is np and spec.voxel_count > AUTO_CPU_VOXELS:
+    if xp is np and spec.voxel_count > AUTO_CPU_VOXELS and request.outputs - {"volume"}:
         try:
             check_sparse(soup.vertices, soup.triangles, spec, request.mode, vote, np, outputs=request.outputs)
             return None, True, None

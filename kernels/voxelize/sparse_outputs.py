@@ -115,7 +115,7 @@ def compute_group_sparse(base, soup, spec, request, vote, table=None, progress=N
     its outputs' host arrays (no bpy)."""
     from . import voxelize
     from .outputs import default_material_table
-    from .sparse_coverage import coverage_at, coverage_grid
+    from .sparse_coverage import CoverageRefused, coverage_at, coverage_grid
     from .sparse_lines import add_segments
 
     xp = backend.xp()
@@ -135,7 +135,12 @@ def compute_group_sparse(base, soup, spec, request, vote, table=None, progress=N
         check_outputs(result, spec, request.outputs)  # the exact count, before any per-voxel array
     cover = None  # the solid modes' coverage (Volume density, points' coverage)
     if request.mode in ("solid", "solid+surface") and request.outputs & {"points", "volume"}:
-        cover = coverage_grid(soup.vertices, soup.triangles, result, vote=vote, progress=scaled(progress, 0.4, 0.55))
+        try:
+            cover = coverage_grid(soup.vertices, soup.triangles, result, vote=vote,
+                                  progress=scaled(progress, 0.4, 0.55))
+        except CoverageRefused as refused:  # the voxels still fit: density 1 at set voxels, said so
+            out.warnings.append(f"{base}: {refused}; the Volume's density and the points' coverage are 1 at "
+                                "set voxels instead")
         out.density = cover if "volume" in request.outputs else None
     if per_voxel:
         owner_mesh = OwnerMesh(soup.vertices, soup.triangles, spec)
