@@ -171,8 +171,9 @@ def voxelize(vertices, triangles, spec: GridSpec, mode: str = "surface", *, vote
     ``sparse_result.AUTO_CPU_VOXELS`` grid voxels (1024³; measured, bench/RESULTS.md).
     Coverage and loose edges are separate passes, not modes of this function: on a dense
     grid ``coverage.py`` and ``lines.py``, on a sparse result ``sparse_coverage.py``
-    (from a sparse solid 4× finer) and ``sparse_lines.py`` (segments OR-ed into bricks). A sparse grid too big for memory is refused before
-    allocating (``sparse_guard``), naming the largest size that fits.
+    (from a sparse solid 4× finer) and ``sparse_lines.py`` (segments OR-ed into bricks).
+    A sparse grid too big for memory is refused before allocating (``sparse_guard``),
+    naming the largest size that fits.
     """
     if mode not in MODES:
         raise InputError(f"voxelization mode must be one of {', '.join(MODES)}, not {mode!r}")

@@ -43,6 +43,7 @@ from .sparse import merged_runs, unpack_rows
 from .sparse_result import SparseVoxels
 
 CHUNK = 512  # coarse bricks counted at once: 16 MiB of unpacked samples
+FINE_BRICKS_PER_STORED = 24
 UNCOVERED = "uncovered"
 
 
@@ -55,21 +56,32 @@ def fine_spec(spec: GridSpec) -> GridSpec:
     return GridSpec(spec.origin, spec.voxel_size / SUB, tuple(SUB * int(n) for n in spec.shape))
 
 
-def fine_voxels(vertices, triangles, spec: GridSpec, vote: bool = False, xp=None, progress=None) -> SparseVoxels:
-    """The sparse solid of the fine grid (runs kept, on *xp*'s device); a clear error
-    naming the sampling when it does not fit."""
-    from . import voxelize
+def fine_bytes(result: SparseVoxels, n_vertices: int, n_triangles: int) -> int:
+    """Peak bytes of the fine pass, estimated from the coarse result before it runs: the
+    sparse guard's model (``sparse_guard.sparse_bytes``) with the fine surface at
+    ``FINE_BRICKS_PER_STORED`` bricks per stored coarse brick (the surface's bricks grow
+    4× per doubling: 16× here, measured 16.3–16.6× on the bunny from 256³ to 2048³, with
+    margin) and the inside held as runs, which the surface bricks' cost covers."""
+    from .sparse_guard import sparse_bytes
 
-    fine = fine_spec(spec)
-    try:
-        return voxelize(vertices, triangles, fine, "solid", vote=vote, xp=xp, sparse=True, keep_on_device=True,
-                        progress=progress)
-    except InputError as e:
-        if "usable" not in str(e):  # not the memory guard's refusal
-            raise
-        raise CoverageRefused(f"The smooth density samples every voxel 4×4×4 times, on a "
-                         f"{'×'.join(map(str, fine.shape))} grid: {e} (sizes of that sampling grid: divide by "
-                         "4)") from None
+    return sparse_bytes(FINE_BRICKS_PER_STORED * result.stored_bricks, 0, n_vertices, n_triangles, result.xp)
+
+
+def fine_voxels(vertices, triangles, result: SparseVoxels, vote: bool = False, progress=None) -> SparseVoxels:
+    """The sparse solid of the fine grid (runs kept, on *result*'s device), cut to its
+    shape; ``CoverageRefused`` (naming the sampling) when its estimate does not fit."""
+    from .sparse import voxelize_sparse
+    from .sparse_result import clip_to_shape
+
+    xp, fine = result.xp, fine_spec(result.spec)
+    need, usable = fine_bytes(result, len(vertices), len(triangles)), backend.usable_bytes(xp)
+    if need > usable:
+        raise CoverageRefused(f"The smooth density samples every voxel 4×4×4 times: a sparse "
+                              f"{'×'.join(map(str, fine.shape))} solid that needs about {backend.format_bytes(need)} "
+                              f"of {'host' if xp is np else 'device'} memory but only {backend.format_bytes(usable)} "
+                              "is usable")
+    grid = voxelize_sparse(vertices, triangles, fine, "solid", vote=vote, xp=xp, progress=progress, tiles=True)
+    return SparseVoxels(fine, clip_to_shape(grid, fine.shape))
 
 
 def coverage_grid(vertices, triangles, result: SparseVoxels, *, vote: bool = False, progress=None,
@@ -78,8 +90,8 @@ def coverage_grid(vertices, triangles, result: SparseVoxels, *, vote: bool = Fal
     voxel of *result*'s grid, ``coverage.density(bits, spec, coverage(...))`` of the dense
     path (background 0, runs of 1.0 in ``tiles["density"]``), and whose bit channel
     ``uncovered`` marks the set voxels that cover nothing (density 0.5 there)."""
-    xp, spec = result.xp, result.spec
-    fine = fine_voxels(vertices, triangles, spec, vote, xp, scaled(progress, 0.0, 0.7))
+    xp = result.xp
+    fine = fine_voxels(vertices, triangles, result, vote, scaled(progress, 0.0, 0.7))
     full, partial = _run_cover(fine.runs, xp)
     coarse_runs = result.runs
     loose = _difference(coarse_runs, full, xp)  # coarse run bricks not wholly sampled inside
