@@ -25,7 +25,7 @@ gives them, so they still show; a bit channel ``uncovered`` marks them, so that
 ``coverage_at`` still gives the coverage itself (0 there), the points' attribute.
 
 Memory follows the fine surface (16× the coarse surface's bricks) and a chunk of
-coarse bricks being counted (32 KiB of samples each), never the grid. Both backends:
+coarse bricks being counted (8 KiB of sample counts each), never the grid. Both backends:
 every step is an ``xp`` array operation, the fine pass is the sparse voxelizer's own.
 """
 
@@ -42,8 +42,9 @@ from .coverage import SUB
 from .sparse import merged_runs, unpack_rows
 from .sparse_result import SparseVoxels
 
-CHUNK = 512  # coarse bricks counted at once: 16 MiB of unpacked samples
+CHUNK = 1024  # coarse bricks counted at once: 8 MiB of nibble counts
 FINE_BRICKS_PER_STORED = 24
+_NIBBLES = np.array([[bin(b & 15).count("1"), bin(b >> 4).count("1")] for b in range(256)], np.uint8)
 UNCOVERED = "uncovered"
 
 
@@ -125,10 +126,12 @@ def _counted(fine: SparseVoxels, result: SparseVoxels, keys, xp):
     c = brick_coords(keys, xp) * SUB  # each coarse brick's first fine brick
     lz, ly, lx = (a.ravel() for a in xp.meshgrid(*(xp.arange(SUB),) * 3, indexing="ij"))
     sub = xp.stack([lx, ly, lz], axis=1)  # its 64 fine bricks, z-major
-    samples = unpack_rows(fine.rows_at(brick_keys((c[:, None, :] + sub[None]).reshape(-1, 3), xp)), xp)
-    # (n, fz, fy, fx, z, y, x) → (n, 32, 32, 32) fine voxels → 64 samples per coarse voxel
-    samples = samples.reshape(n, SUB, SUB, SUB, BRICK, BRICK, BRICK).transpose(0, 1, 4, 2, 5, 3, 6)
-    counts = samples.reshape(n, BRICK, SUB, BRICK, SUB, BRICK, SUB).sum(axis=(2, 4, 6), dtype=xp.int32)
+    rows = fine.rows_at(brick_keys((c[:, None, :] + sub[None]).reshape(-1, 3), xp))
+    # a coarse voxel's 4 samples along x are a nibble of a fine row's byte: set samples per
+    # nibble (n, fz, fy, fx, z, y, 2) → (n, 32 Z, 32 Y, 8 X) → 4 × 4 of them per coarse voxel
+    nibbles = xp.asarray(_NIBBLES)[rows.reshape(n, SUB, SUB, SUB, BRICK, BRICK)]
+    nibbles = nibbles.transpose(0, 1, 4, 2, 5, 3, 6).reshape(n, BRICK, SUB, BRICK, SUB, BRICK)
+    counts = nibbles.sum(axis=(2, 4), dtype=xp.int32)
     cover = counts.astype(xp.float32) / np.float32(SUB ** 3)  # as coverage_slabs rounds it
     bits = unpack_rows(result.rows_at(keys), xp).astype(bool)
     uncovered = bits & (counts == 0)
