@@ -49,7 +49,7 @@ class VoxelizeSettings(bpy.types.PropertyGroup):
         description="Voxelize into 8×8×8 bricks that cover only the object's voxels (memory follows the "
         "surface, up to resolution 8192)",
         items=[("AUTO", "Auto", "Sparse above 1024³ voxels on the CPU, or where the dense grid does not fit"),
-               ("ALWAYS", "Always", "Always sparse (loose edges and curves are then left out)"),
+               ("ALWAYS", "Always", "Always sparse, whatever the size"),
                ("NEVER", "Never", "Always one dense grid (refused where it does not fit)")],
         default="AUTO",
     )

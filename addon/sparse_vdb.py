@@ -33,14 +33,18 @@ SUPER_LOG2 = 4  # bricks per super-block edge: 2⁴ = 16, one OpenVDB internal n
 
 class SparseVolume:
     """The Volume of a sparse voxelization (``kernels.voxelize.sparse_result.SparseVoxels``):
-    ``write(path)`` writes its voxels as the float grid ``density``, 1 at set voxels."""
+    ``write(path)`` writes the float grid ``density``: *density*'s channel ``density``
+    where given (the solid modes' coverage, ``sparse_coverage.coverage_grid``), else 1 at
+    set voxels."""
 
-    def __init__(self, result):
-        self.result = result
+    def __init__(self, result, density=None):
+        self.result, self.density = result, density
 
     def write(self, path):
         from ..kernels.voxelize.sparse import CHANNEL
 
+        if self.density is not None:
+            return write_sparse_vdb(path, {"density": (self.density, "density")})
         return write_sparse_vdb(path, {"density": (self.result.grid, CHANNEL)})
 
 

@@ -120,11 +120,11 @@ def _voxelize_job(context, objects, request, warnings, frame, temporaries):
         if sparse:  # 8³ bricks (issue 11): outputs from the bricks, no dense array (sparse_outputs, sparse_vdb)
             if note:
                 warnings.append(f"{base}: {note}")
-            if segments is not None:
-                warnings.append(f"{base}: loose edges and curves are left out of a sparse voxelization")
-            arrays = yield Kernel(lambda progress, args=(base, soup, spec, request, vote, table):
-                                  compute_group_sparse(*args, progress=progress), f"voxelizing {base} (sparse)", a, b)
-            arrays.volume = SparseVolume(arrays.result) if "volume" in request.outputs and arrays.count else None
+            arrays = yield Kernel(lambda progress, args=(base, soup, spec, request, vote, table), lines=segments:
+                                  compute_group_sparse(*args, progress=progress, segments=lines),
+                                  f"voxelizing {base} (sparse)", a, b)
+            arrays.volume = SparseVolume(arrays.result, arrays.density) if "volume" in request.outputs and \
+                arrays.count else None
         elif guard.split_layers is not None:  # planned before voxelizing, or after counting (check_after)
             warnings.append(f"{base}: {guard.split_note}")
             split = dict(kind=guard.split_kind, grid=arrays.grid if arrays is not None else None, table=table,

@@ -169,9 +169,11 @@ def voxelize(vertices, triangles, spec: GridSpec, mode: str = "surface", *, vote
     mode and with the vote; memory follows the surface, seed 004 §5) or ``"auto"``:
     sparse where the dense path would not fit in memory and, on the CPU, above
     ``sparse_result.AUTO_CPU_VOXELS`` grid voxels (1024³; measured, bench/RESULTS.md).
-    Coverage (``coverage.py``) and loose edges (``lines.py``) are separate dense passes,
-    not modes of this function. A sparse grid too big for memory is refused before
-    allocating (``sparse_guard``), naming the largest size that fits.
+    Coverage and loose edges are separate passes, not modes of this function: on a dense
+    grid ``coverage.py`` and ``lines.py``, on a sparse result ``sparse_coverage.py``
+    (from a sparse solid 4× finer) and ``sparse_lines.py`` (segments OR-ed into bricks).
+    A sparse grid too big for memory is refused before allocating (``sparse_guard``),
+    naming the largest size that fits.
     """
     if mode not in MODES:
         raise InputError(f"voxelization mode must be one of {', '.join(MODES)}, not {mode!r}")

@@ -221,13 +221,21 @@ def _expand(counts):
 
 def segment_voxels_cpu(p0, p1, shape, words, progress=None):
     """NumPy reference: OR the segments' voxels (voxel units, float64) into *words*."""
+    flat = words.reshape(-1)
+    for ijk in segment_voxel_batches(p0, p1, shape, progress):
+        _or_voxels(flat, ijk, shape)
+    return words
+
+
+def segment_voxel_batches(p0, p1, shape, progress=None):
+    """Yield (m, 3) int64 (i, j, k) of the segments' voxels (voxel units, float64), a
+    batch of DDA steps at a time (a voxel may come twice: from two steps or segments)."""
     if len(p0) == 0:
-        return words
+        return
     n = np.asarray(shape, dtype=np.float64)
     d, lo, hi, D, first, steps = dda_setup(p0, p1, shape)
     ends = np.cumsum(steps)
     total = int(ends[-1])
-    flat = words.reshape(-1)
     seg = 0
     while seg < len(p0):
         # Segments whose steps fit in this batch (at least one segment).
@@ -253,10 +261,9 @@ def segment_voxels_cpu(p0, p1, shape, words, progress=None):
         q[np.arange(len(step)), V[r]] = v_lo[r] + cand // nu[r]
         sc = s[step]
         hit = touches(p0[sc], d[sc], lo[sc], hi[sc], q)
-        _or_voxels(flat, q[hit].astype(np.int64), shape)
+        yield q[hit].astype(np.int64)
         report(progress, float(ends[stop - 1]) / max(total, 1), "voxelizing segments")
         seg = stop
-    return words
 
 
 def _or_voxels(flat_words, ijk, shape):

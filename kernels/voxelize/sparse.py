@@ -19,13 +19,18 @@ without evaluating anything. Tiles past the last crossing keep that parity too (
 open mesh whole rows stay set to the grid's end, as the dense fill does). The 3-axis vote
 has no such shortcut yet: it voxelizes every tile of the mesh's bounding tiles.
 
-Backends: NumPy (the reference, tile by tile as above: one brick list per tile, so the
-peak is one tile's arrays plus the bricks found), and CuPy: ``gpu_sparse.py``, the whole
+Full bricks are found while walking: a tile's bricks whose 512 voxels are all set become
+runs along x (``Tiles``), only its partial bricks are stored, and a tile filled from a
+row's parity is never built (each brick row of it is one run, or one brick's rows
+repeated). So the peak follows the surface, not the volume.
+
+Backends: NumPy (the reference, tile by tile as above: the peak is one tile's arrays
+plus the partial bricks and runs found), and CuPy: ``gpu_sparse.py``, the whole
 grid in a handful of launches with no host round trip per tile (device topology, one
 fused surface launch, solid parity per brick row with full runs as ``SparseGrid.tiles``).
 The 3-axis vote on CuPy still goes tile by tile through the box kernels of
-``cuda/voxelize.cu``. Both backends give the same bricks (tiles expanded); ``voxelize(...,
-sparse=True)`` keeps the runs (``tiles=True``; the NumPy path finds them in its bricks).
+``cuda/voxelize.cu``. Both backends give the same bricks and runs; ``voxelize(...,
+sparse=True)`` keeps the runs (``tiles=True``), ``tiles=False`` expands them.
 """
 
 from __future__ import annotations
@@ -100,22 +105,66 @@ class _Boxes:
 
 
 def _bricks_of_tile(words, tile_ijk, tile, xp):
-    """(keys, (n, 8, 8) uint8 rows) of the non-empty bricks of one tile's bit grid."""
+    """(keys, (n, 8, 8) uint8 rows, (m, 4) runs) of one tile's bit grid: its partial
+    bricks (some voxels set, not all) stored, its full bricks as runs along x (a brick
+    row's consecutive full bricks, ``Tiles``), empty bricks dropped."""
     nb = tile // BRICK
     rows = xp.ascontiguousarray(words).view(xp.uint8)  # (tile, tile, tile / 8): byte b = voxels 8b … 8b + 7
     rows = rows.reshape(nb, BRICK, nb, BRICK, nb).transpose(0, 2, 4, 1, 3).reshape(-1, BRICK, BRICK)
-    keep = xp.flatnonzero(rows.reshape(rows.shape[0], -1).any(axis=1))
-    if keep.shape[0] == 0:
-        return None
-    b = xp.stack([keep % nb, (keep // nb) % nb, keep // (nb * nb)], axis=1) + xp.asarray(
-        np.asarray(tile_ijk, np.int64) * nb)
-    return brick_keys(b, xp), rows[keep]
+    flat = rows.reshape(rows.shape[0], -1)
+    full = (flat == 0xFF).all(axis=1)
+    keep = xp.flatnonzero(flat.any(axis=1) & ~full)
+    base = np.asarray(tile_ijk, np.int64) * nb
+    b = xp.stack([keep % nb, (keep // nb) % nb, keep // (nb * nb)], axis=1) + xp.asarray(base)
+    return brick_keys(b, xp), rows[keep], _runs_of_full(full.reshape(nb, nb, nb), base, xp)
 
 
-def _row_fill(last_column, tile, xp):
-    """A tile's bit grid whose every row holds the parity *last_column* (bool [z, y])."""
-    word = xp.where(last_column, xp.uint32(0xFFFFFFFF), xp.uint32(0))
-    return xp.ascontiguousarray(xp.broadcast_to(word[:, :, None], (tile, tile, tile // 32)))
+def _runs_of_full(full, base, xp):
+    """(m, 4) int64 runs (bx0, bx1, by, bz) of the True bricks of *full* ([bz, by, bx]
+    bool, brick *base* (x, y, z) at [0, 0, 0]): consecutive bricks along x merged."""
+    edge = xp.zeros(full.shape[:2] + (1,), bool)
+    step = xp.diff(xp.concatenate([edge, full, edge], axis=2).astype(xp.int8), axis=2)
+    z, y, x0 = xp.nonzero(step == 1)  # row-major: starts and ends pair up in order
+    _, _, x1 = xp.nonzero(step == -1)
+    bx, by, bz = (int(v) for v in base)
+    return xp.stack([x0 + bx, x1 + bx, y + by, z + bz], axis=1).astype(xp.int64)
+
+
+def merged_runs(parts, xp):
+    """The runs of *parts* ((m, 4) arrays of disjoint runs) sorted by (bz, by, bx0), runs
+    that meet along x joined: the maximal runs, as ``SparseGrid.tiled`` finds them."""
+    parts = [r for r in parts if r.shape[0]]
+    if not parts:
+        return xp.zeros((0, 4), xp.int64)
+    r = xp.concatenate(parts)
+    r = r[xp.argsort(brick_keys(r[:, [0, 2, 3]], xp))]
+    new = xp.ones(r.shape[0], bool)
+    new[1:] = (r[1:, 0] != r[:-1, 1]) | (r[1:, 2] != r[:-1, 2]) | (r[1:, 3] != r[:-1, 3])
+    first = xp.flatnonzero(new)
+    last = xp.concatenate([first[1:], xp.asarray([r.shape[0]], first.dtype)]) - 1
+    return xp.stack([r[first, 0], r[last, 1], r[first, 2], r[first, 3]], axis=1)
+
+
+def _fill_bricks(last_column, t0, t1, ty, tz, tile, xp):
+    """(keys, rows, runs) of tiles t0 … t1 − 1 of row (ty, tz) whose every voxel row
+    holds the parity *last_column* (bool [z, y]), without building them: a brick row
+    whose 64 rows are all set is one run across the tiles, one with some set repeats
+    its rows in every brick (§4.1: no crossing lands in between)."""
+    nb = tile // BRICK
+    rows = xp.where(last_column, xp.uint8(0xFF), xp.uint8(0)).reshape(nb, BRICK, nb, BRICK)
+    rows = xp.ascontiguousarray(rows.transpose(0, 2, 1, 3)).reshape(nb * nb, BRICK, BRICK)  # (bz, by): rows [z, y]
+    flat = rows.reshape(nb * nb, -1)
+    full = (flat == 0xFF).all(axis=1)
+    part = xp.flatnonzero(flat.any(axis=1) & ~full)
+    bx = xp.arange(t0 * nb, t1 * nb, dtype=xp.int64)
+    fz, fy = xp.flatnonzero(full) // nb, xp.flatnonzero(full) % nb
+    runs = xp.stack([xp.full(fz.shape, t0 * nb), xp.full(fz.shape, t1 * nb), fy + ty * nb, fz + tz * nb],
+                    axis=1).astype(xp.int64)
+    if part.shape[0] == 0:
+        return None, None, runs
+    pz, py = (part // nb).repeat(bx.shape[0]), (part % nb).repeat(bx.shape[0])
+    b = xp.stack([xp.tile(bx, part.shape[0]), py + ty * nb, pz + tz * nb], axis=1)
+    return brick_keys(b, xp), rows[part].repeat(bx.shape[0], axis=0), runs
 
 
 class _Tiles:
@@ -124,13 +173,17 @@ class _Tiles:
     def __init__(self, boxes: _Boxes, spec: GridSpec, tile: int, xp):
         self.boxes, self.mesh, self.tile, self.xp = boxes, boxes.mesh, tile, xp
         self.n = tuple(int(n) // tile for n in spec.shape)
-        self.found = []
+        self.found, self.runs = [], []  # partial bricks (keys, rows); runs of full bricks
         self.near = _buckets(*_tile_pairs(self.mesh.near_lo, self.mesh.near_hi, self.n, tile))
 
     def keep(self, words, t):
-        got = _bricks_of_tile(words, t, self.tile, self.xp)
-        if got is not None:
-            self.found.append(got)
+        self.add(*_bricks_of_tile(words, t, self.tile, self.xp))
+
+    def add(self, keys, rows, runs):
+        if keys is not None and keys.shape[0]:
+            self.found.append((keys, rows))
+        if runs.shape[0]:
+            self.runs.append(runs)
 
     def box(self, t):
         lo = np.asarray(t, np.int64) * self.tile
@@ -191,10 +244,8 @@ class _Tiles:
         xp, m = self.xp, self.mesh
         parity, cursor = None, 0  # [z, y] parity carried along the row of tiles
         for tx in txs + [self.n[0]]:
-            if parity is not None and bool(parity.any()):
-                fill = _row_fill(parity, self.tile, xp)
-                for between in range(cursor, tx):
-                    self.keep(fill, (between, ty, tz))
+            if parity is not None and tx > cursor and bool(parity.any()):
+                self.add(*_fill_bricks(parity, cursor, tx, ty, tz, self.tile, xp))
             if tx == self.n[0]:
                 return
             lo, hi = self.box((tx, ty, tz))
@@ -217,9 +268,10 @@ def voxelize_sparse(vertices, triangles, spec: GridSpec, mode: str = "surface", 
     them; set voxels never lie past the mesh's reach).
 
     With *tiles* the bricks whose voxels are all set are kept as full runs
-    (``grid.tiles["voxels"]``, ``kernels/grid/sparse.py``; the GPU's solid builds its
-    interior so, the NumPy path converts its bricks): memory follows the surface.
-    Without, every brick is stored (what readers of bricks alone expect)."""
+    (``grid.tiles["voxels"]``, ``kernels/grid/sparse.py``; both paths find them while
+    walking: a full brick is never stored, an interior filled from a row's parity never
+    built), so memory follows the surface. Without, every brick is stored (what readers
+    of bricks alone expect; the runs are expanded at the end)."""
     from . import MODES
 
     if mode not in MODES:
@@ -245,12 +297,15 @@ def voxelize_sparse(vertices, triangles, spec: GridSpec, mode: str = "surface", 
         walk.solids(mode == "solid+surface", progress)
     else:
         walk.surfaces(mode == "thin", progress)
-    grid = _assemble(walk.found, spec, xp)
-    return grid.tiled(CHANNEL) if tiles else grid
+    grid = _assemble(walk.found, walk.runs, spec, xp)
+    return grid if tiles or CHANNEL not in grid.tiles else grid.expanded(CHANNEL)
 
 
-def _assemble(found, spec: GridSpec, xp) -> SparseGrid:
-    """One ``SparseGrid`` of the bricks found (keys unique: tiles do not overlap)."""
+def _assemble(found, runs, spec: GridSpec, xp) -> SparseGrid:
+    """One ``SparseGrid`` of the partial bricks found (keys unique: tiles do not
+    overlap) and the runs of full bricks, joined where they meet across tiles: the grid
+    ``tiled(CHANNEL)`` makes of every brick stored."""
+    found = [(k, r) for k, r in found if k.shape[0]]
     if found:
         keys = xp.concatenate([k for k, _ in found])
         rows = xp.concatenate([r for _, r in found])
@@ -258,7 +313,11 @@ def _assemble(found, spec: GridSpec, xp) -> SparseGrid:
         keys, rows = keys[order], rows[order]
     else:
         keys, rows = xp.zeros(0, xp.int64), xp.zeros((0, BRICK, BRICK), xp.uint8)
-    return _grid(keys, rows, spec, xp)
+    grid = _grid(keys, rows, spec, xp)
+    runs = merged_runs(runs, xp)
+    if runs.shape[0]:
+        grid.tiles[CHANNEL] = Tiles(runs, 1)
+    return grid
 
 
 def _grid(keys, rows, spec: GridSpec, xp) -> SparseGrid:

@@ -12,6 +12,14 @@ setup, ``surface_voxels_cpu(box=…)``), the smallest per voxel, then the fill a
 — the dense path's own functions on the chunk's voxels in linear order. Memory follows
 one chunk, not the grid.
 
+Runs. A solid's interior is kept as runs of full bricks along x (``sparse_result``), and
+``add_channels`` keeps them: along one voxel row of a run that no triangle touches, every
+voxel takes the same owner (the fill's previous owned voxel of the row, else its next
+one, and the run holds neither), so each run carries one value per voxel row, an
+``(8, 8)`` [z, y] block (``grid.tiles[name].value``: ``(runs, 8, 8[, 4])``). Run bricks
+holding a voxel some triangle touches become stored bricks (split off their run): the
+channels' memory follows the surface too. ``channel_values`` reads both.
+
 Both backends: the owners are decided on the host (NumPy), from the same arrays on either
 (a grid on the device is read one chunk at a time); the channels go where the grid is.
 """
@@ -21,8 +29,9 @@ from __future__ import annotations
 import numpy as np
 
 from .. import backend
-from ..grid.sparse import BRICK
+from ..grid.sparse import BRICK, Tiles, brick_coords, brick_keys
 from .attributes import fill_along_rows, smallest_owner
+from .sparse import unpack_rows
 from .sparse_result import CHUNK_BRICKS, SparseVoxels
 from .surface import surface_voxels_cpu
 
@@ -45,24 +54,39 @@ class OwnerMesh:
         self.mesh = SplitMesh(vertices, triangles, spec)
         self.spec = spec
 
-    def owners(self, ijk):
+    def box_of(self, brick_min, brick_max):
+        """The box lo … hi of whole x rows over bricks *brick_min* … *brick_max* (x y z)."""
+        shape = np.asarray(self.spec.shape, np.int64)
+        lo = np.asarray(brick_min, np.int64) * BRICK
+        hi = np.minimum((np.asarray(brick_max, np.int64) + 1) * BRICK, shape)
+        lo[0], hi[0] = 0, shape[0]  # whole x rows: the fill runs along them
+        return lo, hi
+
+    def hits(self, lo, hi):
+        """(triangles near the box, [(box-relative linear voxel, triangle index into
+        them)]): the conservative hits in the box, as the dense owner pass finds them."""
+        sel = self.mesh.for_surface(lo, hi)
+        hits = []
+        if len(sel):
+            surface_voxels_cpu(self.mesh.pv, self.mesh.triangles[sel], self.spec.shape, tri_ids=hits, box=(lo, hi))
+        return sel, hits
+
+    def owners(self, ijk, box=None):
         """int32 owner triangle of each voxel *ijk* ((m, 3) int64, the set voxels of whole
-        rows of bricks), in the order given; −1 where the row holds no owned voxel."""
+        rows of bricks), in the order given; −1 where the row holds no owned voxel. *box*:
+        (lo, hi, sel, hits) found already for these rows (``box_of``, ``hits``)."""
         if len(ijk) == 0:
             return np.zeros(0, np.int32)
-        shape = np.asarray(self.spec.shape, np.int64)
-        lo = (ijk.min(axis=0) // BRICK) * BRICK
-        hi = np.minimum((ijk.max(axis=0) // BRICK + 1) * BRICK, shape)
-        lo[0], hi[0] = 0, shape[0]  # whole x rows: the fill runs along them
+        if box is None:
+            lo, hi = self.box_of(ijk.min(axis=0) // BRICK, ijk.max(axis=0) // BRICK)
+            sel, hits = self.hits(lo, hi)
+        else:
+            lo, hi, sel, hits = box
         nx, ny = int(hi[0] - lo[0]), int(hi[1] - lo[1])
         rel = ijk - lo
         linear = (rel[:, 2] * ny + rel[:, 1]) * nx + rel[:, 0]
         order = np.argsort(linear, kind="stable")
         linear = linear[order]
-        sel = self.mesh.for_surface(lo, hi)
-        hits = []
-        if len(sel):
-            surface_voxels_cpu(self.mesh.pv, self.mesh.triangles[sel], self.spec.shape, tri_ids=hits, box=(lo, hi))
         owner = fill_along_rows(smallest_owner(linear, hits, index=sel), linear // nx)
         out = np.empty(len(ijk), np.int32)
         out[order] = owner
@@ -94,67 +118,129 @@ def material_and_color(owner, material_index, table=None, corner_colors=None, co
     return material, color
 
 
+BACKGROUNDS = {"owner": -1, "material": -1, "color": 0.0}
+
+
 def add_channels(result: SparseVoxels, vertices, triangles, material_index=None, *, table=None,
                  corner_colors=None, colored=None, object_index=None, progress=None,
                  bricks: int = CHUNK_BRICKS) -> SparseVoxels:
     """Give *result*'s grid the channels ``owner`` (int32 triangle, −1 background) and,
     with *material_index* ((T,) per triangle), ``material`` (int32, −1) and, where
-    sources have colours, ``color`` (float32 RGBA, 0 background), set at every set voxel
-    as the dense path sets them, *bricks* at a time (whole rows). Returns *result*."""
+    sources have colours, ``color`` (float32 RGBA, 0 background), equal at every set
+    voxel to what the dense path gives, *bricks* at a time (whole rows). Runs of full
+    bricks stay runs, with a value per voxel row (module notes, **Runs**); read the
+    channels with ``channel_values``. Returns *result*."""
     from ..progress import report
+    from .sparse import CHANNEL
 
-    if result.full_bricks:  # the channels are per voxel: runs become bricks (not lean: issue 11)
-        result.grid = _expanded(result.grid)
-    grid, xp = result.grid, result.xp
-    topo = grid.topology
+    if any(name != CHANNEL for name in result.grid.channels):
+        raise ValueError("add_channels runs once, on a voxelization's bit channel alone")
     owner_mesh = OwnerMesh(vertices, triangles, result.spec)
-    owner_pool = np.full((topo.capacity, BRICK, BRICK, BRICK), -1, np.int32)
-    material_pool = np.full_like(owner_pool, -1) if material_index is not None else None
-    color_pool = None
     chunks = row_chunks(result, bricks)
-    slots = backend.to_numpy(topo.slots)
-    base = backend.to_numpy(topo.coords()) * BRICK
+    parts = []
     for n, (s, e) in enumerate(chunks):
-        ijk, owner = chunk_attributes(result, owner_mesh, s, e)
-        # the voxel's brick within the chunk: bricks are in key order, voxels z y x inside
-        brick = _brick_of(ijk, base[s:e]) + s
-        local = ijk - base[brick]
-        at = (slots[brick], local[:, 2], local[:, 1], local[:, 0])
-        owner_pool[at] = owner
-        if material_pool is not None:
-            material, color = material_and_color(owner, material_index, table, corner_colors, colored, object_index)
-            material_pool[at] = material
-            if color is not None:
-                if color_pool is None:
-                    color_pool = np.zeros(owner_pool.shape + (4,), np.float32)
-                color_pool[at] = color
+        parts.append(_chunk_channels(result, owner_mesh, s, e, material_index,
+                                     dict(table=table, corner_colors=corner_colors, colored=colored,
+                                          object_index=object_index)))
         report(progress, (n + 1) / len(chunks), "voxel attributes")
-    _put(grid, "owner", owner_pool, -1, xp)
-    if material_pool is not None:
-        _put(grid, "material", material_pool, -1, xp)
-    if color_pool is not None:
-        _put(grid, "color", color_pool, 0.0, xp)
+    result.grid = _assembled(parts, result.grid, result.xp)
     return result
 
 
-def _expanded(grid):
-    """*grid* with its runs of full bricks stored as bricks, its other channels kept."""
-    from .sparse import CHANNEL
+def _chunk_channels(result, owner_mesh, start, stop, material_index, colour_args):
+    """The channels of bricks start … stop (whole rows of bricks): {"keys", "rows",
+    "runs", name: (pool (n, 8, 8, 8[, 4]), per-row values (m, 8, 8[, 4]))}."""
+    from .sparse import merged_runs
 
-    out = grid.expanded(CHANNEL)
-    if any(name != CHANNEL for name in grid.channels):
-        raise ValueError("add_channels expands runs of full bricks before any other channel exists")
+    keys, rows, runs = (np.asarray(backend.to_numpy(a)) for a in result.parts_of(start, stop))
+    run_keys = Tiles(runs, 1).keys(np)
+    both = brick_coords(np.concatenate([keys, run_keys]), np)
+    lo, hi = owner_mesh.box_of(both.min(axis=0), both.max(axis=0))
+    sel, hits = owner_mesh.hits(lo, hi)
+    if len(run_keys):  # run bricks holding a voxel a triangle touches are stored
+        touched = np.zeros(len(run_keys), bool)
+        for lin, _ in hits:
+            k = _brick_keys_of(lin, lo, hi)
+            at = np.minimum(np.searchsorted(run_keys, k), len(run_keys) - 1)
+            touched[at[run_keys[at] == k]] = True
+        if touched.any():
+            keys = np.concatenate([keys, run_keys[touched]])
+            rows = np.concatenate([rows, np.full((int(touched.sum()), BRICK, BRICK), 0xFF, np.uint8)])
+            order = np.argsort(keys)
+            keys, rows = keys[order], rows[order]
+            c = brick_coords(run_keys[~touched], np)
+            runs = merged_runs([np.stack([c[:, 0], c[:, 0] + 1, c[:, 1], c[:, 2]], axis=1)], np)
+    # the entries of the fill: each set voxel of the stored bricks, each voxel row of a run once
+    b, z, y, x = np.nonzero(unpack_rows(rows, np))
+    ijk = brick_coords(keys, np)[b] * BRICK + np.stack([x, y, z], axis=1)
+    zz, yy = (a.ravel() for a in np.meshgrid(np.arange(BRICK), np.arange(BRICK), indexing="ij"))
+    row_start = np.repeat(runs[:, [0, 2, 3]] * BRICK, BRICK * BRICK, axis=0)  # first voxel of each row
+    row_start[:, 1] += np.tile(yy, len(runs))
+    row_start[:, 2] += np.tile(zz, len(runs))
+    owner = owner_mesh.owners(np.concatenate([ijk, row_start]), box=(lo, hi, sel, hits))
+    values = {"owner": owner}
+    if material_index is not None:
+        values["material"], color = material_and_color(owner, material_index, **colour_args)
+        if color is not None:
+            values["color"] = color
+    out = {"keys": keys, "rows": rows, "runs": runs}
+    for name, v in values.items():
+        comp = v.shape[1:]
+        pool = np.full((len(keys), BRICK, BRICK, BRICK) + comp, BACKGROUNDS[name], v.dtype)
+        pool[b, z, y, x] = v[:len(ijk)]
+        out[name] = (pool, v[len(ijk):].reshape((len(runs), BRICK, BRICK) + comp))
     return out
 
 
-def _brick_of(ijk, base):
-    """Index into *base* ((b, 3) brick min voxels in key order) of each voxel's brick."""
-    from ..grid.sparse import brick_keys
+def _brick_keys_of(linear, lo, hi):
+    """Brick keys of the voxels *linear* (box-relative) of the box lo … hi."""
+    nx, ny = int(hi[0] - lo[0]), int(hi[1] - lo[1])
+    ijk = np.stack([linear % nx, (linear // nx) % ny, linear // (nx * ny)], axis=1) + lo
+    return brick_keys(ijk // BRICK, np)
 
-    keys = brick_keys(base // BRICK, np)
-    return np.searchsorted(keys, brick_keys(ijk.astype(np.int64) // BRICK, np))
+
+def _assembled(parts, grid, xp):
+    """One grid of the chunks' stored bricks and runs, every channel on *xp*'s device."""
+    from ..grid.sparse import SparseGrid, Topology
+    from .sparse import CHANNEL
+
+    def joined(get, empty):
+        got = [get(p) for p in parts]
+        return np.concatenate(got) if got else empty
+
+    keys = joined(lambda p: p["keys"], np.zeros(0, np.int64))  # chunks in key order: sorted
+    runs = xp.asarray(joined(lambda p: p["runs"], np.zeros((0, 4), np.int64)))
+    out = SparseGrid(Topology.of_sorted(xp.asarray(keys), xp), grid.origin, grid.voxel_size)
+    out.channels[CHANNEL] = xp.asarray(joined(lambda p: p["rows"], np.zeros((0, BRICK, BRICK), np.uint8)))
+    out.backgrounds[CHANNEL] = 0
+    if runs.shape[0]:
+        out.tiles[CHANNEL] = Tiles(runs, 1)
+    for name in (n for n in BACKGROUNDS if parts and n in parts[0]):
+        out.channels[name] = xp.asarray(np.concatenate([p[name][0] for p in parts]))
+        out.backgrounds[name] = BACKGROUNDS[name]
+        if runs.shape[0]:
+            out.tiles[name] = Tiles(runs, xp.asarray(np.concatenate([p[name][1] for p in parts])))
+    return out
 
 
-def _put(grid, name, pool, background, xp):
-    grid.channels[name] = pool if xp is np else xp.asarray(pool)
-    grid.backgrounds[name] = background
+def channel_values(result: SparseVoxels, name: str, ijk):
+    """Channel *name* (``add_channels``) at voxels *ijk* ((m, 3) integer, x y z), on the
+    host: stored bricks' voxels, a run's value of the voxel's row, else the background."""
+    g = result.grid
+    ijk = np.asarray(backend.to_numpy(ijk)).astype(np.int64)
+    pool = np.asarray(backend.to_numpy(g.channels[name]))
+    keys = brick_keys(ijk // BRICK, np)
+    local = ijk % BRICK
+    out = np.full((len(ijk),) + pool.shape[4:], g.backgrounds[name], pool.dtype)
+    slot = np.asarray(backend.to_numpy(g.topology.lookup(g.xp.asarray(keys))))
+    ok = slot >= 0
+    out[ok] = pool[slot[ok], local[ok, 2], local[ok, 1], local[ok, 0]]
+    tiles = g.tiles.get(name)
+    if tiles is not None and tiles.runs.shape[0]:
+        runs, value = np.asarray(backend.to_numpy(tiles.runs)), np.asarray(backend.to_numpy(tiles.value))
+        b = ijk // BRICK
+        r = np.searchsorted(brick_keys(runs[:, [0, 2, 3]], np), keys, side="right") - 1
+        rr = np.maximum(r, 0)
+        inside = (r >= 0) & (runs[rr, 2] == b[:, 1]) & (runs[rr, 3] == b[:, 2]) & (b[:, 0] < runs[rr, 1])
+        out[inside] = value[rr[inside], local[inside, 2], local[inside, 1]]
+    return out

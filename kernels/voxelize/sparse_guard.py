@@ -282,11 +282,11 @@ def plan_group(spec: GridSpec, request, soup, segments, vote, lo, hi):
     """Dense or sparse for one Voxelize group (``request.sparse``: auto, always, never):
     returns (dense ``MemoryGuard`` or None, sparse?, note or None).
 
-    ``auto`` goes sparse for a mesh without loose edges (lines are dense only) where,
-    on the GPU, the dense grid does not fit on the device; on the CPU, above
+    ``auto`` goes sparse for a mesh (loose edges and curves join it: ``sparse_lines``)
+    where, on the GPU, the dense grid does not fit on the device; on the CPU, above
     ``sparse_result.AUTO_CPU_VOXELS`` voxels when the job wants per-voxel outputs (a
-    Volume alone keeps the dense job, split into z-slabs if needed: its density is the
-    coverage); and wherever the dense guard refuses but the sparse estimate fits (before
+    Volume alone keeps the dense job, split into z-slabs if needed: measured, bounded);
+    and wherever the dense guard refuses but the sparse estimate fits (before
     voxelizing here; after, with the exact counts, the guard raises ``DenseRefused`` from
     the dense job and the operator calls ``sparse_instead``). When both refuse, the dense
     refusal stands, with the sparse one after it."""
@@ -298,7 +298,7 @@ def plan_group(spec: GridSpec, request, soup, segments, vote, lo, hi):
     if choice not in ("auto", "always", "never"):
         raise InputError(f"sparse must be auto, always or never, not {choice!r}")
     meshy = soup is not None and len(soup.triangles) > 0
-    if choice == "never" or not meshy or (choice == "auto" and segments is not None):
+    if choice == "never" or not meshy:
         return check_memory(spec, request, soup, segments, vote, lo, hi), False, None
     xp = backend.xp()
     nv, nt = len(soup.vertices), len(soup.triangles)

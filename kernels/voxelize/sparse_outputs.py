@@ -7,9 +7,10 @@ Equal to the dense path (``outputs.compute_group``) wherever both fit, up to ord
 voxels (points) come in *brick order* (``sparse_result``), not linear (k, j, i) order;
 the block mesh has the same welded vertices in the same (lattice) order and the same
 quads, its faces in brick order of their voxels, direction by direction within a
-chunk. Differences, stated: a point's ``coverage`` is 1 (the dense path's 4³
-supersampled coverage of solid modes needs a dense fine grid), and a sparse Volume's
-density is 1 at set voxels (the dense solid modes' is that coverage).
+chunk. Loose edges and curves are OR-ed into the bricks (``sparse_lines``); in the solid
+modes a point's ``coverage`` and the Volume's density are the dense path's 4³
+supersampled coverage (``sparse_coverage``: a sparse fine solid, its interior as runs of
+1.0), elsewhere 1 at set voxels.
 
 Exposed faces (``blocks.py``'s rule: a set voxel's face whose neighbour is empty, outside
 the grid empty) cross brick borders through the topology: the neighbour brick of each
@@ -44,6 +45,7 @@ class SparseGroup:
     blocks: object = None  # BlockMesh, voxel_of_face indexing ijk
     face_material: object = None  # always None: the writer takes material[voxel_of_face] (split jobs set it)
     volume: object = None  # what writes the Volume (the add-on's sparse_vdb.SparseVolume)
+    density: object = None  # the solid modes' Volume density (sparse_coverage.coverage_grid), else None
     dense: object = None  # always None: no dense density
     warnings: list = field(default_factory=list)
 
@@ -108,26 +110,42 @@ def block_mesh(result: SparseVoxels, spec, chunks=None, progress=None) -> BlockM
                 np.concatenate(direction), np)
 
 
-def compute_group_sparse(base, soup, spec, request, vote, table=None, progress=None) -> SparseGroup:
-    """Voxelize one group sparse and compute its outputs' host arrays (no bpy)."""
+def compute_group_sparse(base, soup, spec, request, vote, table=None, progress=None, segments=None) -> SparseGroup:
+    """Voxelize one group sparse (with its loose edges and curves, *segments*) and compute
+    its outputs' host arrays (no bpy)."""
     from . import voxelize
     from .outputs import default_material_table
+    from .sparse_coverage import CoverageRefused, coverage_at, coverage_grid
+    from .sparse_lines import add_segments
 
     xp = backend.xp()
     table = default_material_table(soup) if table is None else table
     result = voxelize(soup.vertices, soup.triangles, spec, request.mode, vote=vote, xp=xp, sparse=True,
-                      keep_on_device=True, progress=scaled(progress, 0.0, 0.5))
+                      keep_on_device=True, progress=scaled(progress, 0.0, 0.4))
+    if segments is not None:
+        add_segments(result, segments.starts, segments.ends)
     out = SparseGroup(result.count(), result)
     if out.count == 0:
         out.warnings.append(f"{base}: no voxels (is the voxel size larger than the object?)")
         return out
-    if request.outputs & {"points", "blocks", "vox"}:
+    per_voxel = request.outputs & {"points", "blocks", "vox"}
+    if per_voxel:
         from .sparse_guard import check_outputs
 
         check_outputs(result, spec, request.outputs)  # the exact count, before any per-voxel array
+    cover = None  # the solid modes' coverage (Volume density, points' coverage)
+    if request.mode in ("solid", "solid+surface") and request.outputs & {"points", "volume"}:
+        try:
+            cover = coverage_grid(soup.vertices, soup.triangles, result, vote=vote,
+                                  progress=scaled(progress, 0.4, 0.55))
+        except CoverageRefused as refused:  # the voxels still fit: density 1 at set voxels, said so
+            out.warnings.append(f"{base}: {refused}; the Volume's density and the points' coverage are 1 at "
+                                "set voxels instead")
+        out.density = cover if "volume" in request.outputs else None
+    if per_voxel:
         owner_mesh = OwnerMesh(soup.vertices, soup.triangles, spec)
         chunks = row_chunks(result)
-        ijks, materials, colors = [], [], []
+        ijks, materials, colors, covers = [], [], [], []
         for n, (s, e) in enumerate(chunks):
             ijk = np.asarray(backend.to_numpy(result.coordinates_of(s, e)))
             owner = owner_mesh.owners(ijk.astype(np.int64))
@@ -136,11 +154,12 @@ def compute_group_sparse(base, soup, spec, request, vote, table=None, progress=N
             ijks.append(ijk)
             materials.append(material)
             colors.append(color if color is not None else table[np.where(material >= 0, material, len(table) - 1)])
-            report(progress, 0.5 + 0.3 * (n + 1) / len(chunks), "voxel attributes")
+            covers.append(coverage_at(cover, ijk) if cover is not None else np.ones(len(ijk), np.float32))
+            report(progress, 0.55 + 0.25 * (n + 1) / len(chunks), "voxel attributes")
         out.ijk = np.concatenate(ijks)
         out.material = np.concatenate(materials)
         out.rgba = np.concatenate(colors).astype(np.float32)
-        out.coverage = np.ones(len(out.ijk), np.float32)
+        out.coverage = np.concatenate(covers)
     if "blocks" in request.outputs:
         out.blocks = block_mesh(result, spec, progress=scaled(progress, 0.8, 1.0))
     return out

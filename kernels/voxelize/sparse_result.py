@@ -185,8 +185,13 @@ class SparseVoxels:
 
     @property
     def nbytes(self) -> int:
-        """Bytes the grid holds on its device (bit rows, keys, slots, runs: 32 B a run)."""
-        return self.grid.nbytes
+        """Bytes the grid holds on its device (bit rows, keys, slots, runs: 32 B a run;
+        with ``sparse_attributes`` channels, their pools and their runs' values)."""
+        g, t = self.grid, self.grid.topology
+        runs = {id(tl.runs): tl.runs.nbytes for tl in g.tiles.values()}  # channels may share one runs array
+        values = sum(getattr(tl.value, "nbytes", 0) for tl in g.tiles.values())
+        return int(sum(a.nbytes for a in g.channels.values()) + t.keys.nbytes + t.slots.nbytes + t.free.nbytes
+                   + sum(runs.values()) + values)
 
     @property
     def stored_bricks(self) -> int:
@@ -252,6 +257,17 @@ class SparseVoxels:
         rows = xp.concatenate([rows, xp.full((int(extra.shape[0]), BRICK, BRICK), 0xFF, xp.uint8)])
         order = xp.argsort(keys)
         return keys[order], rows[order]
+
+    def parts_of(self, start: int, stop: int):
+        """(keys, rows, runs) of bricks start … stop of the merged brick order, runs not
+        expanded: the stored bricks' keys and bit rows, and the runs that start there
+        (whole, for a range of whole rows of bricks: ``row_chunks``)."""
+        xp, topo = self.xp, self.grid.topology
+        stored_pos, _, _, run_pos = self._order()
+        bounds = xp.asarray([start, stop], xp.int64)
+        a0, a1 = (int(i) for i in xp.searchsorted(stored_pos, bounds))
+        r0, r1 = (int(i) for i in xp.searchsorted(run_pos, bounds))
+        return topo.keys[a0:a1], self.grid.channels[CHANNEL][topo.slots[a0:a1]], self.runs[r0:r1]
 
     def rows_at(self, keys):
         """(n, 8, 8) uint8 bit rows of the bricks *keys* (any): stored rows, full rows in
@@ -347,5 +363,6 @@ def to_host(result: SparseVoxels) -> SparseVoxels:
     out = SparseGrid(topo, g.origin, g.voxel_size)
     out.channels = {k: backend.to_numpy(v) for k, v in g.channels.items()}
     out.backgrounds = dict(g.backgrounds)
-    out.tiles = {k: Tiles(backend.to_numpy(v.runs), v.value) for k, v in g.tiles.items()}
+    out.tiles = {k: Tiles(backend.to_numpy(v.runs), backend.to_numpy(v.value) if hasattr(v.value, "shape") else v.value)
+                 for k, v in g.tiles.items()}
     return SparseVoxels(result.spec, out)

@@ -92,22 +92,62 @@ def test_sparse_points_blocks_and_volume_equal_the_dense_ones(scene, mode):
     assert sparse[3] == dense[3]  # the VDB: same active voxels and values
 
 
-def test_solid_sparse_voxels_equal_dense_ones(scene):
-    """Solid modes: the same voxels and block faces (points' coverage and the volume's
-    density are 1 on the sparse path: the README's Known limits)."""
+def _coverage(base):
+    """The points' coverage, in the order of their sorted (position) rows."""
+    pc = bpy.data.objects[f"{base}_voxels"].data
+    pos = _attribute(pc, "position", "vector", 3)
+    cov = _attribute(pc, "coverage", "value", 1)
+    return cov[np.lexsort(pos.T[::-1])]
+
+
+def test_solid_sparse_outputs_equal_dense_ones_coverage_included(scene):
+    """Solid modes: the same voxels, block faces, points' coverage and Volume density (the
+    4×4×4 supersampled coverage, from a sparse fine solid: ``sparse_coverage``)."""
     settings, monkey = scene
     settings.mode = "SOLID_SURFACE"
     base = f"{monkey.name}+1"
     settings.sparse = "NEVER"
     assert bpy.ops.voxfx.voxelize() == {"FINISHED"}
-    dense = _outputs(base)
+    dense, dense_cov = _outputs(base), _coverage(base)
     settings.sparse = "ALWAYS"
     assert bpy.ops.voxfx.voxelize() == {"FINISHED"}
-    sparse = _outputs(base)
+    sparse, sparse_cov = _outputs(base), _coverage(base)
     np.testing.assert_array_equal(sparse[0], dense[0])
     np.testing.assert_array_equal(sparse[2], dense[2])
-    assert set(sparse[3]) == {k for k, v in dense[3].items() if v > 0} & set(sparse[3])
-    assert len(sparse[3]) == len(dense[0]) and set(sparse[3].values()) == {1.0}
+    np.testing.assert_array_equal(sparse_cov, dense_cov)
+    assert 0 < (dense_cov < 1).sum() < len(dense_cov)  # smooth at the surface, 1 inside
+    assert sparse[3] == dense[3] and len(set(dense[3].values())) > 10  # the VDB: same voxels, same densities
+
+
+def test_loose_edges_join_a_sparse_voxelization(tmp_path):
+    """A mesh with loose edges (Include Edges): Always voxelizes both into the bricks, with
+    the dense path's points and Volume (set voxels that cover nothing at 0.5)."""
+    bpy.ops.mesh.primitive_uv_sphere_add(radius=1.0)
+    sphere = bpy.context.active_object
+    me = bpy.data.meshes.new("wire")
+    me.from_pydata([(-1.5, -1.2, -0.3), (1.5, 1.1, 0.4), (0.0, -1.5, 1.4), (0.2, 1.5, -1.3)], [(0, 1), (2, 3)], [])
+    wire = bpy.data.objects.new("wire", me)
+    bpy.context.collection.objects.link(wire)
+    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "wire.blend"))
+    for o in (sphere, wire):
+        o.select_set(True)
+    with voxfx_registered():
+        s = bpy.context.scene.voxfx.voxelize
+        s.resolution, s.mode, s.include_edges, s.combine = 40, "SOLID", True, True
+        s.output_points = s.output_volume = True
+        base = f"{sphere.name}+1"
+        got = {}
+        for how in ("NEVER", "ALWAYS"):
+            s.sparse = how
+            assert bpy.ops.voxfx.voxelize() == {"FINISHED"}
+            pc = bpy.data.objects[f"{base}_voxels"].data
+            pos = _attribute(pc, "position", "vector", 3)
+            vol = bpy.data.objects[f"{base}_volume"].data
+            got[how] = (pos[np.lexsort(pos.T[::-1])], _coverage(base),
+                        tinyvdb_active_values(tinyvdb_grids(bpy.path.abspath(vol.filepath))["density"][1]))
+    np.testing.assert_array_equal(got["ALWAYS"][0], got["NEVER"][0])
+    np.testing.assert_array_equal(got["ALWAYS"][1], got["NEVER"][1])
+    assert got["ALWAYS"][2] == got["NEVER"][2] and 0.5 in set(got["NEVER"][2].values())
 
 
 def test_a_job_the_dense_guard_refuses_under_rlimit_as_runs_sparse():

@@ -44,6 +44,10 @@ def test_gpu_sparse_result_and_channels_equal_the_cpu(name, res, mode, vote):
         g = cupy.asnumpy(gpu.grid.channels[name_][gpu.grid.topology.slots])
         c = cpu.grid.channels[name_][cpu.grid.topology.slots]
         assert np.array_equal(g, c), name_
+        if name_ in cpu.grid.tiles:  # runs of full bricks: the same runs, the same value per voxel row
+            gt, ct = gpu.grid.tiles[name_], cpu.grid.tiles[name_]
+            assert np.array_equal(cupy.asnumpy(gt.runs), ct.runs), name_
+            assert np.array_equal(cupy.asnumpy(cupy.asarray(gt.value)), np.asarray(ct.value)), name_
 
 
 @pytest.mark.parametrize("mode", ["surface", "solid+surface"])

@@ -74,3 +74,61 @@ def test_a_grid_no_dense_array_could_hold_costs_only_its_surface():
     rows = grid.channels[CHANNEL]
     assert int(np.unpackbits(rows).sum()) == want == 2 * 34 ** 3
     assert grid.topology.count == 2 * 6 ** 3  # 32 + 2 voxels across: 5 or 6 bricks, here 6 (both lie mid-brick)
+
+
+def bricks_of_dense(bits, shape):
+    """(keys, rows) of every non-empty brick of a dense packed bit grid: the oracle's bricks."""
+    from voxfx.kernels.grid import bitgrid
+    from voxfx.kernels.grid.sparse import brick_keys
+
+    nx, ny, nz = shape
+    dense = bitgrid.unpack(bits, nx)
+    nb = [-(-n // BRICK) for n in (nx, ny, nz)]
+    pad = np.zeros((nb[2] * BRICK, nb[1] * BRICK, nb[0] * BRICK), bool)
+    pad[:nz, :ny, :nx] = dense
+    bricks = pad.reshape(nb[2], BRICK, nb[1], BRICK, nb[0], BRICK).transpose(0, 2, 4, 1, 3, 5)
+    rows = np.packbits(bricks, axis=-1, bitorder="little")[..., 0].reshape(-1, BRICK, BRICK)
+    z, y, x = np.unravel_index(np.arange(len(rows)), (nb[2], nb[1], nb[0]))
+    keep = rows.reshape(len(rows), -1).any(axis=1)
+    return brick_keys(np.stack([x, y, z], axis=1)[keep]), rows[keep]
+
+
+@pytest.mark.parametrize("name,res,tile", [("torus", 110, 32), ("monkey", 70, 64), ("uv_sphere", 90, 32)])
+@pytest.mark.parametrize("mode,vote", [("solid", False), ("solid", True), ("solid+surface", False)])
+def test_runs_found_while_walking_are_those_of_the_dense_bricks(name, res, tile, mode, vote):
+    """Partial bricks stored, full ones as maximal runs along x, exactly as folding every
+    brick of the dense grid (``SparseGrid.tiled``) gives them."""
+    from voxfx.kernels.grid.sparse import SparseGrid, Topology
+
+    v, t = PRIMS[name + "_vertices"], PRIMS[name + "_triangles"]
+    lo, hi = v.min(0), v.max(0)
+    spec = GridSpec.around(lo, hi, float((hi - lo).max()) / res)
+    big = rounded(spec, tile)
+    keys, rows = bricks_of_dense(voxelize(v, t, big, mode, vote=vote, xp=np).bits, big.shape)
+    every = SparseGrid(Topology.of_sorted(keys, np))
+    every.channels[CHANNEL], every.backgrounds[CHANNEL] = rows, 0
+    want = every.tiled(CHANNEL)
+    got = voxelize_sparse(v, t, spec, mode, vote=vote, tile=tile, xp=np, tiles=True)
+    assert CHANNEL in want.tiles and want.tiles[CHANNEL].bricks > 0
+    assert np.array_equal(got.topology.keys, want.topology.keys)
+    assert np.array_equal(got.channels[CHANNEL][got.topology.slots], want.channels[CHANNEL])
+    assert np.array_equal(got.tiles[CHANNEL].runs, want.tiles[CHANNEL].runs)
+
+
+def test_the_solid_walk_peak_follows_the_surface_not_the_volume():
+    """Doubling the resolution of a solid box multiplies its interior bricks by 8 and its
+    surface by 4; the walk never stores an interior brick, so its peak grows like the
+    surface (storing them, as before: 18.2 vs 3.0 MiB, 6×)."""
+    from tests.meshes import box
+
+    v, t = box((0.013, 0.021, 0.017), (0.987, 0.979, 0.991))
+    peaks, inside = [], []
+    for res in (160, 320):
+        spec = GridSpec.around(v.min(0), v.max(0), 0.974 / res)
+        tracemalloc.start()
+        grid = voxelize_sparse(v, t, spec, "solid", xp=np, tiles=True)
+        peaks.append(tracemalloc.get_traced_memory()[1])
+        tracemalloc.stop()
+        inside.append(grid.tiles[CHANNEL].bricks)
+    assert inside[1] > 7 * inside[0]
+    assert peaks[1] < 2.5 * peaks[0], peaks

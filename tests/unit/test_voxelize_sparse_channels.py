@@ -9,12 +9,10 @@ import numpy as np
 import pytest
 
 from voxfx.kernels.grid import GridSpec
-from voxfx.kernels.grid.sparse import brick_keys
-from voxfx.kernels.grid.sparse_ops import values_at
 from voxfx.kernels.voxelize import voxelize
 from voxfx.kernels.voxelize.attributes import owner_triangles
 from voxfx.kernels.voxelize.outputs import voxel_attributes
-from voxfx.kernels.voxelize.sparse_attributes import add_channels, row_chunks
+from voxfx.kernels.voxelize.sparse_attributes import add_channels, channel_values, row_chunks
 
 PRIMS = np.load(Path(__file__).resolve().parents[1] / "data" / "blender_primitives.npz")
 
@@ -51,14 +49,11 @@ def test_channels_equal_the_dense_attributes(name, res, mode, vote, colored):
     got = voxelize(v, t, spec, mode, vote=vote, xp=np, sparse=True)
     add_channels(got, v, t, soup.material_index, table=table, corner_colors=soup.corner_colors,
                  colored=soup.colored_objects, object_index=soup.object_index)
-    assert np.array_equal(values_at(got.grid, "owner", ijk), owner)
-    assert np.array_equal(values_at(got.grid, "material", ijk), material)
+    assert got.count() == len(ijk) and np.array_equal(got.to_dense().bits, dense.bits)
+    assert np.array_equal(channel_values(got, "owner", ijk), owner)
+    assert np.array_equal(channel_values(got, "material", ijk), material)
     if colored:
-        g = got.grid
-        slot = g.topology.lookup(brick_keys(ijk.astype(np.int64) >> 3))
-        assert (slot >= 0).all()
-        l = ijk & 7  # noqa: E741
-        assert np.array_equal(g.channels["color"][slot, l[:, 2], l[:, 1], l[:, 0]], color)
+        assert np.array_equal(channel_values(got, "color", ijk), color)
     else:
         assert "color" not in got.grid.channels
 
@@ -76,6 +71,40 @@ def test_chunks_of_bricks_hold_whole_rows_and_give_the_same_owners():
         assert rows[s] != rows[s - 1]  # never inside a row of bricks
     add_channels(b, v, t, bricks=7)
     assert np.array_equal(a.grid.channels["owner"], b.grid.channels["owner"])
+    assert np.array_equal(a.grid.tiles["owner"].value, b.grid.tiles["owner"].value)
+
+
+@pytest.mark.parametrize("name,res", [("uv_sphere", 96), ("monkey", 90)])
+@pytest.mark.parametrize("mode", ["solid", "solid+surface"])
+def test_runs_stay_runs_with_a_value_per_voxel_row(name, res, mode):
+    """Only the run bricks a triangle touches are stored; every other run voxel reads its
+    row's value, which is the dense owner of every voxel of that row of the run; the
+    channels' pools hold the stored bricks only (expanded: 2 KiB a brick a channel)."""
+    from voxfx.kernels.grid.sparse import Tiles, brick_coords
+    from voxfx.kernels.voxelize.sparse import CHANNEL
+
+    v, t, spec = mesh(name, res)
+    dense = voxelize(v, t, spec, mode, xp=np)
+    owner = owner_triangles(v, t, spec, dense.bits, xp=np)
+    ijk = dense.coordinates()
+    got = voxelize(v, t, spec, mode, xp=np, sparse=True)
+    before = got.full_bricks
+    add_channels(got, v, t, np.arange(len(t), dtype=np.int32) % 5)
+    g = got.grid
+    assert 0.7 * before < got.full_bricks <= before  # a few run bricks stored, the rest kept as runs
+    assert all(np.array_equal(g.tiles[n].runs, g.tiles[CHANNEL].runs) for n in ("owner", "material"))
+    assert g.tiles["owner"].value.shape == (len(g.tiles[CHANNEL].runs), 8, 8)
+    # every voxel of the runs, from the dense owners: one owner per row of a run
+    keys = Tiles(g.tiles[CHANNEL].runs, 1).keys(np)
+    base = brick_coords(keys, np) * 8
+    lz, ly, lx = (a.ravel() for a in np.meshgrid(np.arange(8), np.arange(8), np.arange(8), indexing="ij"))
+    inside = (base[:, None, :] + np.stack([lx, ly, lz], axis=1)[None]).reshape(-1, 3)
+    linear = lambda a: (a[:, 2] * spec.shape[1] + a[:, 1]) * spec.shape[0] + a[:, 0]  # noqa: E731
+    at = np.searchsorted(linear(ijk), linear(inside))
+    assert np.array_equal(linear(ijk)[at], linear(inside))  # run voxels are set voxels
+    assert np.array_equal(channel_values(got, "owner", inside), owner[at])
+    assert len(g.channels["owner"]) == len(g.channels["material"]) == g.topology.count  # pools: stored bricks only
+    assert got.nbytes < 4 * 512 * 2 * got.active_bricks  # what the two channels would take expanded
 
 
 def face_set(vertices, quads, voxel_of_face, ijk):
