@@ -268,53 +268,56 @@ __device__ __forceinline__ bool hat_weight(float g, int closed, int n, long long
     return true;
 }
 
-// Gather (seed 003 §7): one thread per pool cell computes its u, v and w faces from the
+// Gather (seed 003 §7): pool cell t = slot·512 + l computes its u, v and w faces from the
 // sorted particles of the 3×3×3 cells around it (the only cells whose particles reach
 // them), summing w·q and w in double, cells z-y-x then particles in sorted order: no
 // atomics, the same bits every run. q = v_a, or with APIC v_a + C_a·(x_f − x_p). Faces with
 // Σw = 0 (and faces beyond a closed domain's face lattices, and free slots) get 0 and are
-// invalid.
-extern "C" __global__ void p2g_gather_sparse(const float* __restrict__ spos, const float* __restrict__ svel,
-                                             const float* __restrict__ sc, int apic, const int* __restrict__ start,
-                                             const int* __restrict__ count, const unsigned char* __restrict__ used,
-                                             const int* __restrict__ coords, const int* __restrict__ nbr27,
-                                             long long cells, int closed, int nx, int ny, int nz, float ox, float oy,
-                                             float oz, float h, float inv_h, float* __restrict__ u,
-                                             float* __restrict__ v, float* __restrict__ w,
-                                             unsigned char* __restrict__ valid_u, unsigned char* __restrict__ valid_v,
-                                             unsigned char* __restrict__ valid_w)
+// invalid. `span(x, y, z)` gives the [first, last) particles of the neighbourhood's local
+// cell (x, y, z) ∈ [−1, 8]³: from global memory (p2g_gather_sparse) or from the brick's
+// table in shared memory (p2g_gather_brick); the arithmetic is this one function's, so both
+// kernels give the same bits.
+struct GatherFrame {
+    int apic, closed, n[3];
+    float o[3], h, inv_h;
+};
+
+template <class Span>
+__device__ __forceinline__ void gather_cell(const float* __restrict__ spos, const float* __restrict__ svel,
+                                            const float* __restrict__ sc, const GatherFrame& F,
+                                            const int* __restrict__ coords, int slot, bool active, long long t,
+                                            const Span& span, float* __restrict__ u, float* __restrict__ v,
+                                            float* __restrict__ w, unsigned char* __restrict__ valid_u,
+                                            unsigned char* __restrict__ valid_v,
+                                            unsigned char* __restrict__ valid_w)
 {
-    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= cells) return;
-    const int slot = (int)(t >> 9), l = (int)(t & (SPARSE_CELLS - 1));
+    const int l = (int)(t & (SPARSE_CELLS - 1));
     const int lx = l & 7, ly = (l >> 3) & 7, lz = l >> 6;
     double num[3] = {0.0, 0.0, 0.0}, den[3] = {0.0, 0.0, 0.0};
     bool has[3] = {false, false, false};
-    if (used[slot]) {
+    if (active) {
         const long long node[3] = {8LL * coords[3 * slot] + lx, 8LL * coords[3 * slot + 1] + ly,
                                    8LL * coords[3 * slot + 2] + lz};
-        const int n[3] = {nx, ny, nz};
         for (int a = 0; a < 3; ++a) {  // closed: the face lattices (n + 1 along a, n across)
             has[a] = true;
-            if (closed)
-                for (int b = 0; b < 3; ++b) has[a] = has[a] && node[b] >= 0 && node[b] < n[b] + (a == b);
+            if (F.closed)
+                for (int b = 0; b < 3; ++b) has[a] = has[a] && node[b] >= 0 && node[b] < F.n[b] + (a == b);
         }
         for (int dz = -1; dz <= 1; ++dz)
             for (int dy = -1; dy <= 1; ++dy)
                 for (int dx = -1; dx <= 1; ++dx) {
-                    const int cell = sparse_cell_near(nbr27, slot, lx + dx, ly + dy, lz + dz);
-                    if (cell < 0) continue;
-                    const int first = start[cell], last = first + count[cell];
+                    int first, last;
+                    span(lx + dx, ly + dy, lz + dz, first, last);
                     for (int s = first; s < last; ++s) {
-                        const float g[3] = {(spos[3 * s] - ox) * inv_h, (spos[3 * s + 1] - oy) * inv_h,
-                                            (spos[3 * s + 2] - oz) * inv_h};
+                        const float g[3] = {(spos[3 * s] - F.o[0]) * F.inv_h, (spos[3 * s + 1] - F.o[1]) * F.inv_h,
+                                            (spos[3 * s + 2] - F.o[2]) * F.inv_h};
                         // the hat weights of this node along each axis, on the component's own
                         // lattice (g) and on the half-shifted ones (g − ½): shared by u, v, w
                         float w_own[3] = {0.0f, 0.0f, 0.0f}, w_half[3] = {0.0f, 0.0f, 0.0f};
                         bool own[3], half[3];
                         for (int a = 0; a < 3; ++a) {
-                            own[a] = hat_weight(g[a], closed, n[a], node[a], w_own[a]);
-                            half[a] = hat_weight(g[a] - 0.5f, closed, n[a], node[a], w_half[a]);
+                            own[a] = hat_weight(g[a], F.closed, F.n[a], node[a], w_own[a]);
+                            half[a] = hat_weight(g[a] - 0.5f, F.closed, F.n[a], node[a], w_half[a]);
                         }
                         const int d[3] = {dx, dy, dz};
                         for (int comp = 0; comp < 3; ++comp) {
@@ -331,10 +334,10 @@ extern "C" __global__ void p2g_gather_sparse(const float* __restrict__ spos, con
                             if (!touches) continue;
                             const float weight = wt[0] * wt[1] * wt[2];
                             float q = svel[3 * s + comp];
-                            if (apic) {
+                            if (F.apic) {
                                 const float* r = sc + 9LL * s + 3 * comp;
-                                const float d0 = ((float)node[0] - f[0]) * h, d1 = ((float)node[1] - f[1]) * h,
-                                            d2 = ((float)node[2] - f[2]) * h;
+                                const float d0 = ((float)node[0] - f[0]) * F.h, d1 = ((float)node[1] - f[1]) * F.h,
+                                            d2 = ((float)node[2] - f[2]) * F.h;
                                 q = q + (r[0] * d0 + r[1] * d1 + r[2] * d2);
                             }
                             num[comp] += (double)(weight * q);
@@ -350,6 +353,90 @@ extern "C" __global__ void p2g_gather_sparse(const float* __restrict__ spos, con
         out[a][t] = ok ? (float)(num[a] / den[a]) : 0.0f;
         valid[a][t] = ok;
     }
+}
+
+// The neighbourhood's cells from global memory: one table read and two loads per cell.
+struct GlobalSpan {
+    const int* __restrict__ start;
+    const int* __restrict__ count;
+    const int* __restrict__ nbr27;
+    int slot;
+    __device__ __forceinline__ void operator()(int x, int y, int z, int& first, int& last) const
+    {
+        const int cell = sparse_cell_near(nbr27, slot, x, y, z);
+        first = cell < 0 ? 0 : start[cell];
+        last = cell < 0 ? 0 : first + count[cell];
+    }
+};
+
+// The brick's 10³ halo cells (x, y, z) ∈ [−1, 8]³ at (z + 1)·100 + (y + 1)·10 + (x + 1).
+#define GATHER_HALO 1000
+
+__device__ __forceinline__ int halo_index(int x, int y, int z) { return (z + 1) * 100 + (y + 1) * 10 + (x + 1); }
+
+struct SharedSpan {
+    const int* first;
+    const int* last;
+    __device__ __forceinline__ void operator()(int x, int y, int z, int& f, int& l) const
+    {
+        const int q = halo_index(x, y, z);
+        f = first[q];
+        l = last[q];
+    }
+};
+
+// One thread per pool cell (VOXFX_SPARSE_GATHER=cell).
+extern "C" __global__ void p2g_gather_sparse(const float* __restrict__ spos, const float* __restrict__ svel,
+                                             const float* __restrict__ sc, int apic, const int* __restrict__ start,
+                                             const int* __restrict__ count, const unsigned char* __restrict__ used,
+                                             const int* __restrict__ coords, const int* __restrict__ nbr27,
+                                             long long cells, int closed, int nx, int ny, int nz, float ox, float oy,
+                                             float oz, float h, float inv_h, float* __restrict__ u,
+                                             float* __restrict__ v, float* __restrict__ w,
+                                             unsigned char* __restrict__ valid_u, unsigned char* __restrict__ valid_v,
+                                             unsigned char* __restrict__ valid_w)
+{
+    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= cells) return;
+    const int slot = (int)(t >> 9);
+    const GatherFrame F = {apic, closed, {nx, ny, nz}, {ox, oy, oz}, h, inv_h};
+    const GlobalSpan span = {start, count, nbr27, slot};
+    gather_cell(spos, svel, sc, F, coords, slot, used[slot] != 0, t, span, u, v, w, valid_u, valid_v, valid_w);
+}
+
+// One thread block per pool slot (VOXFX_SPARSE_GATHER=brick; grid = slots, any block size:
+// a thread takes cells l, l + blockDim, …): the block first copies the particle spans of
+// the brick's 10³ halo (the 27 bricks' cells it reads, 8 KB) into shared memory, so the
+// 27 look-ups per cell are shared-memory reads instead of a table read and two global
+// loads each; the sums are gather_cell's, bit for bit p2g_gather_sparse's.
+extern "C" __global__ void p2g_gather_brick(const float* __restrict__ spos, const float* __restrict__ svel,
+                                            const float* __restrict__ sc, int apic, const int* __restrict__ start,
+                                            const int* __restrict__ count, const unsigned char* __restrict__ used,
+                                            const int* __restrict__ coords, const int* __restrict__ nbr27,
+                                            long long cells, int closed, int nx, int ny, int nz, float ox, float oy,
+                                            float oz, float h, float inv_h, float* __restrict__ u,
+                                            float* __restrict__ v, float* __restrict__ w,
+                                            unsigned char* __restrict__ valid_u, unsigned char* __restrict__ valid_v,
+                                            unsigned char* __restrict__ valid_w)
+{
+    __shared__ int first[GATHER_HALO], last[GATHER_HALO];
+    const int slot = (int)blockIdx.x;
+    if ((long long)slot * SPARSE_CELLS >= cells) return;
+    const bool active = used[slot] != 0;  // the same for the whole block
+    if (active) {
+        for (int q = threadIdx.x; q < GATHER_HALO; q += blockDim.x) {
+            const int cell = sparse_cell_near(nbr27, slot, q % 10 - 1, (q / 10) % 10 - 1, q / 100 - 1);
+            const int f = cell < 0 ? 0 : start[cell];
+            first[q] = f;
+            last[q] = cell < 0 ? 0 : f + count[cell];
+        }
+    }
+    __syncthreads();
+    const GatherFrame F = {apic, closed, {nx, ny, nz}, {ox, oy, oz}, h, inv_h};
+    const SharedSpan span = {first, last};
+    for (int l = threadIdx.x; l < SPARSE_CELLS; l += blockDim.x)
+        gather_cell(spos, svel, sc, F, coords, slot, active, (long long)slot * SPARSE_CELLS + l, span, u, v, w,
+                    valid_u, valid_v, valid_w);
 }
 
 // ------------------------------------------------------------------------------ cell types, boundaries
@@ -382,8 +469,33 @@ extern "C" __global__ void mark_fluid_sparse(const float* __restrict__ pos, long
     if (!solid[c]) cell[c] = FLUID;
 }
 
-// sparse_transfer.enforce_boundaries: a face with a solid cell on either side, or that does
-// not exist, takes the solid's velocity (walls 0).
+// classify in one pass over the pool from the binning (bin_particles' count per pool cell:
+// count_particles_sparse puts a particle in the cell ⌊(x − o)/h⌋ that mark_fluid_sparse
+// marks, finite and active alike): FLUID where the cell holds a particle, is not solid and
+// (closed) lies inside the box; else SOLID where solid, AIR elsewhere. No pass over the
+// particles and no brick search per particle.
+extern "C" __global__ void classify_counts_sparse(const int* __restrict__ count,
+                                                  const unsigned char* __restrict__ solid,
+                                                  const int* __restrict__ coords, long long cells, int closed,
+                                                  int nx, int ny, int nz, unsigned char* __restrict__ cell)
+{
+    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= cells) return;
+    unsigned char type = solid[t] ? SOLID : AIR;
+    if (type == AIR && count[t] > 0) {  // a cell with particles lies in an active slot
+        const long long slot = t >> 9;
+        const int l = (int)(t & (SPARSE_CELLS - 1));
+        const long long i = 8LL * coords[3 * slot] + (l & 7), j = 8LL * coords[3 * slot + 1] + ((l >> 3) & 7),
+                        k = 8LL * coords[3 * slot + 2] + (l >> 6);
+        if (!closed || (i >= 0 && i < nx && j >= 0 && j < ny && k >= 0 && k < nz)) type = FLUID;
+    }
+    cell[t] = type;
+}
+
+// sparse_transfer.enforce_boundaries with the body force fused (sim's gravity step): every
+// face adds add_u/v/w when `add` (the reference adds to every face, then overwrites the
+// boundary faces: the same values), and a face with a solid cell on either side, or that
+// does not exist, takes the solid's velocity (walls 0).
 extern "C" __global__ void enforce_boundaries_sparse(float* __restrict__ u, float* __restrict__ v,
                                                      float* __restrict__ w, const float* __restrict__ solid_u,
                                                      const float* __restrict__ solid_v,
@@ -392,16 +504,20 @@ extern "C" __global__ void enforce_boundaries_sparse(float* __restrict__ u, floa
                                                      const unsigned char* __restrict__ exists_u,
                                                      const unsigned char* __restrict__ exists_v,
                                                      const unsigned char* __restrict__ exists_w,
-                                                     const int* __restrict__ nbr27, long long cells)
+                                                     const int* __restrict__ nbr27, long long cells, int add,
+                                                     float add_u, float add_v, float add_w)
 {
     const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= cells) return;
     float* const face[3] = {u, v, w};
     const float* const fixed[3] = {solid_u, solid_v, solid_w};
     const unsigned char* const exists[3] = {exists_u, exists_v, exists_w};
+    const float force[3] = {add_u, add_v, add_w};
+    const bool here = solid[t] != 0;
     for (int a = 0; a < 3; ++a) {
         const int lo = sparse_cell_step(nbr27, (int)t, 2 * a);
-        if (solid[t] || (lo >= 0 && solid[lo]) || !exists[a][t]) face[a][t] = fixed[a][t];
+        if (here || (lo >= 0 && solid[lo]) || !exists[a][t]) face[a][t] = fixed[a][t];
+        else if (add) face[a][t] = face[a][t] + force[a];
     }
 }
 

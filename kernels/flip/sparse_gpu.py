@@ -25,10 +25,28 @@ P2G (§6–7): particles binned by pool cell (counting sort: ``count_particles_s
 ``flip_transfer.cu``'s ``place_particles``/``sort_cell_segments``/``copy_sorted_particles``,
 the dense solver's), then one thread per pool cell gathers its three faces from the 27
 cells around it in a fixed order: no float atomics, no per-pair temporaries (24 + 12 B
-per particle for the sorted copy and the sort, 8 B per cell for start and count).
+per particle for the sorted copy and the sort, 8 B per cell for start and count). Two
+gather kernels, the same sums bit for bit: ``brick`` (default), one thread block per
+brick with its 10³ halo's particle spans in shared memory, and ``cell``, one thread per
+pool cell looking its 27 cells up in global memory; ``VOXFX_SPARSE_GATHER=cell|brick``
+(or ``particles_to_grid(..., gather=)``) picks one, so both can be timed in one run.
+
+Classify (§6) comes from the binning: the count per pool cell says which cells hold a
+particle (``classify_counts_sparse``, one pass over the pool) when the bins are those of
+the same positions (``bins``: kept from P2G until the particles move or the bricks
+change); otherwise the two-pass form (``cells_from_solid_sparse`` + ``mark_fluid_sparse``).
+Gravity is added in the boundaries kernel (``enforce_boundaries(grid, add)``).
+
+Particle order: the state is not kept sorted between substeps. Cache frames write the
+particles in the simulation's order, and that order is each particle's identity from
+frame to frame (emitters append, the kill pass compacts stably); sorting the state by
+cell would renumber the particles every substep. The counting sort gives sorted copies
+for the gather only.
 """
 
 from __future__ import annotations
+
+import os
 
 import numpy as np
 
@@ -43,6 +61,16 @@ KERNELS = Kernels("flip_sparse_transfer.cu", ("--fmad=false",), THREADS,
 MAX_MARGIN = 8  # cells: the incremental topology reaches the 26 bricks around each brick only
 CELLS = 512
 _I64, _I32 = np.int64, np.int32
+GATHERS = ("brick", "cell")
+GATHER_THREADS = 256  # brick gather: threads per brick (each takes 512 / 256 = 2 cells)
+
+
+def gather_mode(gather=None) -> str:
+    """The P2G gather kernel to run: *gather*, else ``VOXFX_SPARSE_GATHER``, else brick."""
+    mode = gather or os.environ.get("VOXFX_SPARSE_GATHER", "").strip().lower() or GATHERS[0]
+    if mode not in GATHERS:
+        raise ValueError(f"VOXFX_SPARSE_GATHER must be one of {', '.join(GATHERS)}, not {mode!r}")
+    return mode
 
 
 def available(grid, *particles) -> bool:
@@ -182,16 +210,22 @@ def bin_particles(grid, pos, vel, c):
     return spos, svel, sc, start, count
 
 
-def particles_to_grid(grid, pos, vel, c):
-    """``sparse_transfer.particles_to_grid`` (gather); returns the valid masks."""
+def particles_to_grid(grid, pos, vel, c, gather=None):
+    """``sparse_transfer.particles_to_grid`` (gather: ``gather_mode``); returns the valid
+    masks. Keeps the bins' counts for ``classify`` (``grid.bins``)."""
     cp = grid.xp
     size = grid.size
+    mode = gather_mode(gather)
     valid = tuple(cp.empty(size, cp.uint8) for _ in range(3))
     faces = tuple(cp.empty(size, cp.float32) for _ in range(3))
     spos, svel, sc, start, count = bin_particles(grid, pos, vel, c)
-    KERNELS.launch("p2g_gather_sparse", size, (spos, svel, sc, _I32(c is not None), start, count, grid.brick_slot,
-                                               grid.slot_coords, grid.brick_nbr, _I64(size), _I32(grid.closed),
-                                               *_dims(grid), *_frame(grid), *faces, *valid))
+    args = (spos, svel, sc, _I32(c is not None), start, count, grid.brick_slot, grid.slot_coords, grid.brick_nbr,
+            _I64(size), _I32(grid.closed), *_dims(grid), *_frame(grid), *faces, *valid)
+    if mode == "brick":
+        KERNELS.launch_grid("p2g_gather_brick", (size // CELLS,), (GATHER_THREADS,), args)
+    else:
+        KERNELS.launch("p2g_gather_sparse", size, args)
+    grid.bins = (pos, count)
     for name, f in zip(grid.FACES, faces):
         grid[name] = f
     return valid
@@ -201,9 +235,17 @@ def particles_to_grid(grid, pos, vel, c):
 
 
 def classify(grid, pos) -> None:
+    """``sparse_transfer.classify``: from P2G's bin counts when they are *pos*'s (module
+    notes), else marking cells from the particles."""
     cp = grid.xp
     size = grid.size
     cell = cp.empty(size, cp.uint8)
+    bins = getattr(grid, "bins", None)
+    if bins is not None and bins[0] is pos:
+        KERNELS.launch("classify_counts_sparse", size, (bins[1], grid["solid"], grid.slot_coords, _I64(size),
+                                                        _I32(grid.closed), *_dims(grid), cell))
+        grid["cell"] = cell
+        return
     KERNELS.launch("cells_from_solid_sparse", size, (grid["solid"], cell, _I64(size)))
     n = int(pos.shape[0])
     keys, slots, nk = _topo(grid)
@@ -213,10 +255,13 @@ def classify(grid, pos) -> None:
     grid["cell"] = cell
 
 
-def enforce_boundaries(grid) -> None:
+def enforce_boundaries(grid, add=None) -> None:
+    """``sparse_transfer.enforce_boundaries``, with *add* (three float32: a body force
+    times Δt) added to the faces first."""
+    force = tuple(np.float32(a) for a in add) if add is not None else (np.float32(0),) * 3
     KERNELS.launch("enforce_boundaries_sparse", grid.size,
                    (*grid.faces(), *(grid["solid_" + n] for n in grid.FACES), grid["solid"],
-                    *(grid[n] for n in grid.EXISTS), grid.brick_nbr, _I64(grid.size)))
+                    *(grid[n] for n in grid.EXISTS), grid.brick_nbr, _I64(grid.size), _I32(add is not None), *force))
 
 
 def fluid_faces(grid):
@@ -248,6 +293,7 @@ def extrapolate(grid, layers: int, valid):
 
 def g2p_advect(grid, old, pos, vel, flip, pic, dt, half_dt, c) -> None:
     """``sparse_transfer.g2p_advect`` in one kernel (float32 scalars given)."""
+    grid.bins = None  # the particles move: the bins are stale
     n = int(pos.shape[0])
     keys, slots, nk = _topo(grid)
     apic = c is not None

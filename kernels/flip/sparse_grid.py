@@ -59,6 +59,7 @@ class SparseFlipGrid(SparseMacGrid):
         for name in ("cell", "solid", *self.EXISTS, "wall"):
             self.add(name, xp.uint8, 0)
         self.valid = None
+        self.bins = None  # sparse_gpu: P2G's (positions, count per pool cell), for classify
         self.plain_marks = False  # the marks are the walls alone (no obstacle): kept while no brick changes
 
     def faces(self):
@@ -91,6 +92,7 @@ class SparseFlipGrid(SparseMacGrid):
         ``sparse_bodies.BrickBody`` obstacles) and the faces that exist. Returns (added,
         freed) slots."""
         xp = self.xp
+        self.bins = None  # the bricks (and the particles) may change
         found = None
         if sparse_gpu.available(self, pos) and (extra_cells is None or len(extra_cells) == 0):
             found = sparse_gpu.incremental_keys(self, pos, margin)

@@ -19,10 +19,11 @@ from voxfx.kernels.flip import sparse_gpu, sparse_transfer
 from voxfx.kernels.flip.sparse_grid import SparseFlipGrid
 from voxfx.kernels.grid import GridSpec
 
-# Input: closed nx ny nz apic margin; ox oy oz h inv_h flip pic dt half_dt (%a); n_keys cap,
+# Input: closed nx ny nz apic margin; ox oy oz h inv_h flip pic dt half_dt, gravity·dt (3) (%a); n_keys cap,
 # keys, slots; N, pos, vel (, C); per pool cell solid (int), solid_u, solid_v, solid_w (%a).
 # Output, one value a line: the tables' nbr (6 × cells), exists_u/v/w and wall; P2G u v w
-# and valid; cell; extrapolated u v w and masks; enforced u v w; fluid faces; positions,
+# and valid (the cell gather), the same from the brick gather; cell, from the particles and
+# from the bins' counts; extrapolated u v w and masks; enforced u v w; fluid faces; positions,
 # velocities (, C) after G2P + advection; then, for those positions, the incremental
 # topology's added and freed counts against the current one, missed and beyond counts, and
 # its sorted unique keys; then the same from a full build.
@@ -42,6 +43,9 @@ static HostDim h_block, h_dim, h_thread;
 #define threadIdx h_thread
 template <typename T> T plain_add(T* p, T v) { T o = *p; *p = o + v; return o; }
 #define atomicAdd plain_add
+#undef __shared__
+#define __shared__ static
+#define __syncthreads()
 using std::isfinite;
 #include "sparse.cu"
 #include "flip_sparse_transfer.cu"
@@ -56,6 +60,7 @@ int main() {
     int closed, nx, ny, nz, apic, margin;
     if (scanf("%d %d %d %d %d %d", &closed, &nx, &ny, &nz, &apic, &margin) != 6) return 1;
     float ox = rf(), oy = rf(), oz = rf(), h = rf(), inv_h = rf(), flip = rf(), pic = rf(), dt = rf(), half_dt = rf();
+    const float gravity[3] = {rf(), rf(), rf()};
     ll nk, cap;
     scanf("%lld %lld", &nk, &cap);
     std::vector<ll> keys(nk);
@@ -106,12 +111,23 @@ int main() {
                                     used.data(), coords.data(), nbr27.data(), cells, closed, nx, ny, nz, ox, oy, oz,
                                     h, inv_h, u.data(), v.data(), w.data(), mu.data(), mv.data(), mw.data()));
     pf(u); pf(v); pf(w); pr(mu); pr(mv); pr(mw);
-    // classify on the given solid
-    std::vector<u8> cell(cells);
+    {  // the brick gather: one block per slot (its one "thread" takes the 512 cells in turn)
+        std::vector<float> bu(cells), bv(cells), bw(cells);
+        std::vector<u8> bmu(cells), bmv(cells), bmw(cells);
+        LAUNCH(cap, p2g_gather_brick(spos.data(), svel.data(), sc.data(), apic, start.data(), count.data(),
+                                     used.data(), coords.data(), nbr27.data(), cells, closed, nx, ny, nz, ox, oy, oz,
+                                     h, inv_h, bu.data(), bv.data(), bw.data(), bmu.data(), bmv.data(), bmw.data()));
+        pf(bu); pf(bv); pf(bw); pr(bmu); pr(bmv); pr(bmw);
+    }
+    // classify on the given solid: from the particles, then from the bins' counts
+    std::vector<u8> cell(cells), cell2(cells);
     LAUNCH(cells, cells_from_solid_sparse(solid.data(), cell.data(), cells));
     LAUNCH(n, mark_fluid_sparse(pos.data(), n, ox, oy, oz, inv_h, closed, nx, ny, nz, keys.data(), slots.data(), nk,
                                 solid.data(), cell.data()));
     pr(cell);
+    LAUNCH(cells, classify_counts_sparse(count.data(), solid.data(), coords.data(), cells, closed, nx, ny, nz,
+                                         cell2.data()));
+    pr(cell2);
     // two rings of extrapolation
     for (int ring = 0; ring < 2; ++ring) {
         std::vector<float> du(cells), dv(cells), dw(cells);
@@ -124,7 +140,8 @@ int main() {
     pf(u); pf(v); pf(w); pr(mu); pr(mv); pr(mw);
     std::vector<float> old_u = u, old_v = v, old_w = w;
     LAUNCH(cells, enforce_boundaries_sparse(u.data(), v.data(), w.data(), su.data(), sv.data(), sw.data(),
-                                            solid.data(), eu.data(), ev.data(), ew.data(), nbr27.data(), cells));
+                                            solid.data(), eu.data(), ev.data(), ew.data(), nbr27.data(), cells, 1,
+                                            gravity[0], gravity[1], gravity[2]));
     pf(u); pf(v); pf(w);
     std::vector<u8> fu(cells), fv(cells), fw(cells);
     LAUNCH(cells, fluid_faces_sparse(cell.data(), nbr27.data(), cells, fu.data(), fv.data(), fw.data()));
@@ -263,8 +280,9 @@ def test_sparse_flip_kernels_match_the_numpy_reference(harness, closed, apic):
     nx, ny, nz = spec.shape
     t = grid.topology
     cells = grid.size
+    gravity = [np.float32(a * dt) for a in (0.5, -9.81, 0.25)]
     lines = [f"{int(closed)} {nx} {ny} {nz} {int(apic)} {margin}",
-             _hex([*spec.origin, grid.h, 1.0 / grid.h, flip, pic, dt32, np.float32(0.5) * dt32]),
+             _hex([*spec.origin, grid.h, 1.0 / grid.h, flip, pic, dt32, np.float32(0.5) * dt32, *gravity]),
              f"{t.count} {grid.capacity}", " ".join(str(int(k)) for k in t.keys),
              " ".join(str(int(s)) for s in t.slots), str(len(pos)), _hex(pos), _hex(vel)]
     if apic:
@@ -285,10 +303,16 @@ def test_sparse_flip_kernels_match_the_numpy_reference(harness, closed, apic):
         assert np.count_nonzero(got)
     for got, want in zip(masks, valid):
         assert np.array_equal(got, want)
+    brick_faces = [out.floats(cells) for _ in range(3)]  # the brick gather: the cell gather's bits
+    for got, want in zip(brick_faces, faces):
+        assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
+    for want in masks:
+        assert np.array_equal(out.ints(cells), want)
     for got, name in zip(faces, grid.FACES):  # the rest from the kernel's faces: bit for bit from here
         grid[name] = got
     sparse_transfer.classify(grid, pos)
     assert np.array_equal(out.ints(cells), grid["cell"])
+    assert np.array_equal(out.ints(cells), grid["cell"])  # from the bins' counts
     assert (grid["cell"] == 1).sum() > 100 and (grid["cell"] == 2).sum() > 0
     sparse_transfer.extrapolate(grid)
     for name in grid.FACES:
@@ -296,7 +320,7 @@ def test_sparse_flip_kernels_match_the_numpy_reference(harness, closed, apic):
     for want in grid.valid:
         assert np.array_equal(out.ints(cells), want)
     old = tuple(f.copy() for f in grid.faces())
-    sparse_transfer.enforce_boundaries(grid)
+    sparse_transfer.enforce_boundaries(grid, add=gravity)  # gravity fused
     for name, before in zip(grid.FACES, old):
         got = out.floats(cells)
         assert np.array_equal(got, grid[name]), name

@@ -385,3 +385,39 @@ def test_sparse_stops_on_nan_and_cancels_between_stages():
     sim.vel[5, 1] = np.nan  # the failure: a particle's velocity became NaN
     with pytest.raises(SimulationError, match="NaN"):
         sim.step(1 / 60)
+
+
+def test_gpu_gather_choice_comes_from_the_argument_or_the_environment(monkeypatch):
+    """``VOXFX_SPARSE_GATHER`` picks the P2G gather kernel (brick by default); a wrong
+    name is refused with the choices, not silently replaced."""
+    from voxfx.kernels.flip import sparse_gpu
+
+    monkeypatch.delenv("VOXFX_SPARSE_GATHER", raising=False)
+    assert sparse_gpu.gather_mode() == "brick"
+    monkeypatch.setenv("VOXFX_SPARSE_GATHER", " Cell ")
+    assert sparse_gpu.gather_mode() == "cell"
+    assert sparse_gpu.gather_mode("brick") == "brick"
+    monkeypatch.setenv("VOXFX_SPARSE_GATHER", "warp")
+    with pytest.raises(ValueError, match="brick, cell"):
+        sparse_gpu.gather_mode()
+
+
+def test_boundaries_with_gravity_are_gravity_then_boundaries():
+    """``enforce_boundaries(grid, add)`` (the sim's fused gravity) is the faces plus the
+    force, then the boundary faces set: solid and missing faces take no gravity."""
+    rng = np.random.default_rng(4)
+    spec = GridSpec((0.0, 0.0, 0.0), 0.05, (12, 10, 9))
+    pos, vel = random_particles(spec, 3000, rng)
+    _, a = dense_and_sparse(spec, pos)
+    _, b = dense_and_sparse(spec, pos)
+    for g in (a, b):
+        sparse_transfer.particles_to_grid(g, pos, vel)
+    add = [np.float32(v * 0.01) for v in (0.3, -9.81, 0.0)]
+    for name, f in zip(a.FACES, add):
+        a[name] = a[name] + f
+    sparse_transfer.enforce_boundaries(a)
+    sparse_transfer.enforce_boundaries(b, add=add)
+    for comp, name in enumerate(a.FACES):
+        assert np.array_equal(a[name], b[name])
+        touch = sparse_transfer.solid_touch(b, comp)
+        assert touch.any() and np.all(b[name][touch] == b["solid_" + name][touch])
