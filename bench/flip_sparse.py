@@ -6,7 +6,7 @@ the last columns are ``sparse_memory.sparse_flip_memory``'s bricks and bytes (es
 from the particle count before baking) beside the measured ones.
 
     python3 bench/flip_sparse.py [--quick] [--dense] [--steps N] [--res N ...] [--particles P ...]
-                                 [--max-cg N]
+                                 [--max-cg N] [--gather brick cell]
 
 Stages are timed with CUDA events around the calls ``SparseFlipSimulation.substep``
 makes: topology (margin, incremental update, walls/obstacles), P2G (+ classify,
@@ -14,7 +14,10 @@ extrapolate, gravity, boundaries), pressure, projection (+ extrapolation into th
 G2P + advection. Topology, P2G and G2P are the kernels of ``sparse_gpu.py`` (issue 12,
 second increment). ``--res 256 --particles 8e6`` is issue 24's 8M-particle row;
 ``--max-cg`` caps the CG iterations (transfer timings of a large row without waiting
-for a slow solve; the row then says so).
+for a slow solve; the row then says so). ``--gather brick cell`` runs each row once per
+P2G gather kernel (``sparse_gpu.gather_mode``: one block per brick with its halo in shared
+memory, or one thread per cell), in the same process: an A/B of the two; every row names
+the gather it ran (default: ``VOXFX_SPARSE_GATHER``, else brick).
 
 Each row is followed by the stages' bandwidth floors (H100 HBM3, 3.35 TB/s) and the
 measured/floor ratios: the bytes a stage must at least move — topology: positions read
@@ -30,6 +33,7 @@ topology, P2G and projection stages into their calls (``SUBSTAGES``).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -40,7 +44,7 @@ sys.path.insert(0, str(ROOT))
 from tools.package import load  # noqa: E402
 
 load()
-from voxfx.kernels.flip import sparse_pressure, sparse_transfer, transfer  # noqa: E402
+from voxfx.kernels.flip import sparse_gpu, sparse_pressure, sparse_transfer, transfer  # noqa: E402
 from voxfx.kernels.flip.grid import FlipSettings  # noqa: E402
 from voxfx.kernels.flip.sim import FlipSimulation  # noqa: E402
 from voxfx.kernels.flip.sparse_grid import substep_margin  # noqa: E402
@@ -61,7 +65,7 @@ def floors(particles, cells, fluid_cells, iterations, apic=False):
     return {k: v / BANDWIDTH * 1e3 for k, v in per.items()}
 
 
-SUBSTAGES = ["margin", "update", "bin+gather", "classify", "extrapolate", "old+gravity", "boundaries", "project",
+SUBSTAGES = ["margin", "update", "bin+gather", "classify", "extrapolate", "old", "gravity+boundaries", "project",
              "fluid faces+extrapolate"]
 
 
@@ -81,10 +85,8 @@ def timed_sparse_substep(sim, dt, ev, sub):
     sparse_transfer.extrapolate(g)
     sub[3].record()
     old = tuple(f.copy() for f in g.faces())
-    for name, a in zip(g.FACES, s.gravity):
-        g[name] = g[name] + np.float32(a * dt)
     sub[4].record()
-    sparse_transfer.enforce_boundaries(g)
+    sparse_transfer.enforce_boundaries(g, add=[np.float32(a * dt) for a in s.gravity])  # as SparseFlipSimulation
     ev[2].record()
     p, stats = sparse_pressure.solve_pressure(g, dt, tolerance=s.pressure_tolerance,
                                               max_iterations=s.pressure_max_iterations,
@@ -145,6 +147,8 @@ def main():
     ap.add_argument("--res", type=int, nargs="+", help="grid sizes (with --particles: the rows to run)")
     ap.add_argument("--particles", type=float, nargs="+", help="particles per row (e.g. 8e6), one per --res")
     ap.add_argument("--max-cg", type=int, default=None, help="cap on CG iterations per solve")
+    ap.add_argument("--gather", nargs="+", choices=sparse_gpu.GATHERS, default=None,
+                    help="P2G gather kernels to run each row with (A/B in one process)")
     args = ap.parse_args()
     import cupy as cp
 
@@ -153,14 +157,18 @@ def main():
     if args.res:
         counts = args.particles or [8 * n ** 3 / 16 for n in args.res]
         configs = [(int(n), int(p)) for n, p in zip(args.res, counts)]
-    header = ["solver", "grid", "particles"] + [f"{s} ms" for s in STAGES] + [
+    gathers = args.gather or [sparse_gpu.gather_mode()]
+    header = ["solver", "gather", "grid", "particles"] + [f"{s} ms" for s in STAGES] + [
         "CG it", "substep ms", "bricks", "grid MiB", "pool peak MiB", "estimate: bricks", "estimate MiB"]
     print(" | ".join(header))
     print(" | ".join("---" for _ in header))
+    runs = [(True, gather) for gather in gathers] + ([(False, "-")] if args.dense else [])
     for n, particles in configs:
-        for sparse in ([True, False] if args.dense else [True]):
+        for sparse, gather in runs:
+            if sparse:
+                os.environ["VOXFX_SPARSE_GATHER"] = gather  # read at each P2G
             count, med, it, peak, extra = run(n, particles, args.steps, args.warm, sparse, args.max_cg)
-            row = ["sparse" if sparse else "dense", f"{n}³", f"{count:,}"] + [f"{m:.2f}" for m in med] + [
+            row = ["sparse" if sparse else "dense", gather, f"{n}³", f"{count:,}"] + [f"{m:.2f}" for m in med] + [
                 str(it) + (f" (cap {args.max_cg})" if args.max_cg else ""), f"{sum(med):.1f}",
                 str(extra.get("bricks", "")), f"{extra['grid MiB']:.0f}" if extra else "", f"{peak / 2 ** 20:.0f}",
                 str(extra["estimate"]["bricks"]) if extra else "",
