@@ -6,7 +6,7 @@ the last columns are ``sparse_memory.sparse_flip_memory``'s bricks and bytes (es
 from the particle count before baking) beside the measured ones.
 
     python3 bench/flip_sparse.py [--quick] [--dense] [--steps N] [--res N ...] [--particles P ...]
-                                 [--max-cg N] [--gather brick cell]
+                                 [--max-cg N] [--gather brick cell] [--g2p cell input]
 
 Stages are timed with CUDA events around the calls ``SparseFlipSimulation.substep``
 makes: topology (margin, incremental update, walls/obstacles), P2G (+ classify,
@@ -17,7 +17,9 @@ second increment). ``--res 256 --particles 8e6`` is issue 24's 8M-particle row;
 for a slow solve; the row then says so). ``--gather brick cell`` runs each row once per
 P2G gather kernel (``sparse_gpu.gather_mode``: one block per brick with its halo in shared
 memory, or one thread per cell), in the same process: an A/B of the two; every row names
-the gather it ran (default: ``VOXFX_SPARSE_GATHER``, else brick).
+the gather it ran (default: ``VOXFX_SPARSE_GATHER``, else brick). ``--g2p cell input``
+likewise runs G2P + advection over the particles in P2G's sorted order or in their own
+(``sparse_gpu.g2p_order``); with both options, every pair.
 
 Each row is followed by the stages' bandwidth floors (H100 HBM3, 3.35 TB/s) and the
 measured/floor ratios: the bytes a stage must at least move — topology: positions read
@@ -149,6 +151,8 @@ def main():
     ap.add_argument("--max-cg", type=int, default=None, help="cap on CG iterations per solve")
     ap.add_argument("--gather", nargs="+", choices=sparse_gpu.GATHERS, default=None,
                     help="P2G gather kernels to run each row with (A/B in one process)")
+    ap.add_argument("--g2p", nargs="+", choices=sparse_gpu.G2P_ORDERS, default=None,
+                    help="G2P particle orders to run each row with (A/B in one process)")
     args = ap.parse_args()
     import cupy as cp
 
@@ -158,17 +162,20 @@ def main():
         counts = args.particles or [8 * n ** 3 / 16 for n in args.res]
         configs = [(int(n), int(p)) for n, p in zip(args.res, counts)]
     gathers = args.gather or [sparse_gpu.gather_mode()]
-    header = ["solver", "gather", "grid", "particles"] + [f"{s} ms" for s in STAGES] + [
+    orders = args.g2p or [sparse_gpu.g2p_order()]
+    header = ["solver", "gather", "g2p order", "grid", "particles"] + [f"{s} ms" for s in STAGES] + [
         "CG it", "substep ms", "bricks", "grid MiB", "pool peak MiB", "estimate: bricks", "estimate MiB"]
     print(" | ".join(header))
     print(" | ".join("---" for _ in header))
-    runs = [(True, gather) for gather in gathers] + ([(False, "-")] if args.dense else [])
+    runs = [(True, g, o) for g in gathers for o in orders] + ([(False, "-", "-")] if args.dense else [])
     for n, particles in configs:
-        for sparse, gather in runs:
+        for sparse, gather, order in runs:
             if sparse:
                 os.environ["VOXFX_SPARSE_GATHER"] = gather  # read at each P2G
+                os.environ["VOXFX_SPARSE_G2P"] = order  # and at each G2P
             count, med, it, peak, extra = run(n, particles, args.steps, args.warm, sparse, args.max_cg)
-            row = ["sparse" if sparse else "dense", gather, f"{n}³", f"{count:,}"] + [f"{m:.2f}" for m in med] + [
+            row = ["sparse" if sparse else "dense", gather, order, f"{n}³", f"{count:,}"]
+            row += [f"{m:.2f}" for m in med] + [
                 str(it) + (f" (cap {args.max_cg})" if args.max_cg else ""), f"{sum(med):.1f}",
                 str(extra.get("bricks", "")), f"{extra['grid MiB']:.0f}" if extra else "", f"{peak / 2 ** 20:.0f}",
                 str(extra["estimate"]["bricks"]) if extra else "",

@@ -717,6 +717,11 @@ __device__ void push_out_brick(float x[3], const float fallback[3], const unsign
 // G2P and advection fused, one thread per particle (sparse_transfer.g2p_advect):
 //   G2P (seed 003 Alg. 1): v ← flip·(v + (u − u_old)(x)) + pic·u(x); APIC: C_a ← ∇u_a(x)/h.
 //   Advection: RK2 midpoint x_mid = x + ½Δt·u(x), x' = x + Δt·u(x_mid), then push_out_brick.
+// With `order` (P2G's counting sort of these positions, use_order = 1) thread t updates
+// particle order[t]: a warp's particles lie in a few neighbouring cells, so their ~100
+// face and table reads each hit the same cache lines instead of random ones across the
+// pool (the particles' 24 B read and written per particle scatter instead). Each particle's
+// arithmetic is the same: the same bits in either order.
 extern "C" __global__ void g2p_advect_sparse(float* __restrict__ pos, float* __restrict__ vel, float* __restrict__ c,
                                              long long n, int apic, const float* __restrict__ u,
                                              const float* __restrict__ v, const float* __restrict__ w,
@@ -725,10 +730,12 @@ extern "C" __global__ void g2p_advect_sparse(float* __restrict__ pos, float* __r
                                              const long long* __restrict__ keys, const int* __restrict__ slots,
                                              long long n_keys, const int* __restrict__ nbr27, int closed, int nx,
                                              int ny, int nz, float ox, float oy, float oz, float h, float inv_h,
-                                             float flip, float pic, float dt, float half_dt)
+                                             float flip, float pic, float dt, float half_dt,
+                                             const int* __restrict__ order, int use_order)
 {
-    const long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (p >= n) return;
+    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n) return;
+    const long long p = use_order ? (long long)order[t] : t;
     const float o[3] = {ox, oy, oz};
     const float x0[3] = {pos[3 * p], pos[3 * p + 1], pos[3 * p + 2]};
     const float g[3] = {(x0[0] - ox) * inv_h, (x0[1] - oy) * inv_h, (x0[2] - oz) * inv_h};

@@ -37,6 +37,10 @@ the same positions (``bins``: kept from P2G until the particles move or the bric
 change); otherwise the two-pass form (``cells_from_solid_sparse`` + ``mark_fluid_sparse``).
 Gravity is added in the boundaries kernel (``enforce_boundaries(grid, add)``).
 
+G2P + advection runs over the particles in P2G's sorted order when the bins are still
+those of the positions (``VOXFX_SPARSE_G2P=cell``, the default; ``input``: in the
+particles' own order): neighbouring threads read neighbouring faces. The same bits.
+
 Particle order: the state is not kept sorted between substeps. Cache frames write the
 particles in the simulation's order, and that order is each particle's identity from
 frame to frame (emitters append, the kill pass compacts stably); sorting the state by
@@ -63,6 +67,7 @@ CELLS = 512
 _I64, _I32 = np.int64, np.int32
 GATHERS = ("brick", "cell")
 GATHER_THREADS = 256  # brick gather: threads per brick (each takes 512 / 256 = 2 cells)
+G2P_ORDERS = ("cell", "input")
 
 
 def gather_mode(gather=None) -> str:
@@ -70,6 +75,14 @@ def gather_mode(gather=None) -> str:
     mode = gather or os.environ.get("VOXFX_SPARSE_GATHER", "").strip().lower() or GATHERS[0]
     if mode not in GATHERS:
         raise ValueError(f"VOXFX_SPARSE_GATHER must be one of {', '.join(GATHERS)}, not {mode!r}")
+    return mode
+
+
+def g2p_order(order=None) -> str:
+    """The particle order of G2P: *order*, else ``VOXFX_SPARSE_G2P``, else cell (sorted)."""
+    mode = order or os.environ.get("VOXFX_SPARSE_G2P", "").strip().lower() or G2P_ORDERS[0]
+    if mode not in G2P_ORDERS:
+        raise ValueError(f"VOXFX_SPARSE_G2P must be one of {', '.join(G2P_ORDERS)}, not {mode!r}")
     return mode
 
 
@@ -185,7 +198,7 @@ def full_keys(grid, pos, margin: int):
 def bin_particles(grid, pos, vel, c):
     """Particles sorted by pool cell (module notes): sorted pos, vel, C (a 1-element dummy
     without C), per-cell start and count (cells + 1: the last holds the particles without
-    an active cell)."""
+    an active cell), and the order (sorted position → particle)."""
     cp = grid.xp
     n = int(pos.shape[0])
     cells = grid.size
@@ -207,7 +220,7 @@ def bin_particles(grid, pos, vel, c):
     apic = c is not None
     sc = cp.empty_like(c) if apic else cp.zeros(1, cp.float32)
     DENSE.launch("copy_sorted_particles", n, (order, _I64(n), pos, vel, c if apic else sc, _I32(apic), spos, svel, sc))
-    return spos, svel, sc, start, count
+    return spos, svel, sc, start, count, order
 
 
 def particles_to_grid(grid, pos, vel, c, gather=None):
@@ -218,14 +231,14 @@ def particles_to_grid(grid, pos, vel, c, gather=None):
     mode = gather_mode(gather)
     valid = tuple(cp.empty(size, cp.uint8) for _ in range(3))
     faces = tuple(cp.empty(size, cp.float32) for _ in range(3))
-    spos, svel, sc, start, count = bin_particles(grid, pos, vel, c)
+    spos, svel, sc, start, count, order = bin_particles(grid, pos, vel, c)
     args = (spos, svel, sc, _I32(c is not None), start, count, grid.brick_slot, grid.slot_coords, grid.brick_nbr,
             _I64(size), _I32(grid.closed), *_dims(grid), *_frame(grid), *faces, *valid)
     if mode == "brick":
         KERNELS.launch_grid("p2g_gather_brick", (size // CELLS,), (GATHER_THREADS,), args)
     else:
         KERNELS.launch("p2g_gather_sparse", size, args)
-    grid.bins = (pos, count)
+    grid.bins = (pos, count, order)
     for name, f in zip(grid.FACES, faces):
         grid[name] = f
     return valid
@@ -291,13 +304,16 @@ def extrapolate(grid, layers: int, valid):
 # ------------------------------------------------------------------ grid → particles
 
 
-def g2p_advect(grid, old, pos, vel, flip, pic, dt, half_dt, c) -> None:
-    """``sparse_transfer.g2p_advect`` in one kernel (float32 scalars given)."""
-    grid.bins = None  # the particles move: the bins are stale
+def g2p_advect(grid, old, pos, vel, flip, pic, dt, half_dt, c, order=None) -> None:
+    """``sparse_transfer.g2p_advect`` in one kernel (float32 scalars given), in the bins'
+    order where ``g2p_order(order)`` says cell and the bins are *pos*'s."""
+    bins, grid.bins = grid.bins, None  # the particles move: the bins are stale
+    sorted_ = g2p_order(order) == "cell" and bins is not None and bins[0] is pos and bins[2].shape[0] == pos.shape[0]
     n = int(pos.shape[0])
     keys, slots, nk = _topo(grid)
     apic = c is not None
     dummy = c if apic else grid.xp.zeros(1, grid.xp.float32)
     KERNELS.launch("g2p_advect_sparse", n, (pos, vel, dummy, _I64(n), _I32(apic), *grid.faces(), *old, grid["solid"],
                                             keys, slots, nk, grid.brick_nbr, _I32(grid.closed), *_dims(grid),
-                                            *_frame(grid), flip, pic, dt, half_dt))
+                                            *_frame(grid), flip, pic, dt, half_dt, bins[2] if sorted_ else dummy,
+                                            _I32(sorted_)))

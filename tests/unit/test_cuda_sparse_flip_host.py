@@ -19,14 +19,16 @@ from voxfx.kernels.flip import sparse_gpu, sparse_transfer
 from voxfx.kernels.flip.sparse_grid import SparseFlipGrid
 from voxfx.kernels.grid import GridSpec
 
-# Input: closed nx ny nz apic margin; ox oy oz h inv_h flip pic dt half_dt, gravity·dt (3) (%a); n_keys cap,
-# keys, slots; N, pos, vel (, C); per pool cell solid (int), solid_u, solid_v, solid_w (%a).
+# Input: closed nx ny nz apic margin; ox oy oz h inv_h flip pic dt half_dt, gravity·dt (3)
+# (%a); n_keys cap, keys, slots; N, pos, vel (, C); per pool cell solid (int), solid_u,
+# solid_v, solid_w (%a).
 # Output, one value a line: the tables' nbr (6 × cells), exists_u/v/w and wall; P2G u v w
 # and valid (the cell gather), the same from the brick gather; cell, from the particles and
-# from the bins' counts; extrapolated u v w and masks; enforced u v w; fluid faces; positions,
-# velocities (, C) after G2P + advection; then, for those positions, the incremental
-# topology's added and freed counts against the current one, missed and beyond counts, and
-# its sorted unique keys; then the same from a full build.
+# from the bins' counts; extrapolated u v w and masks; enforced u v w (gravity added);
+# fluid faces; positions, velocities (, C) after G2P + advection, twice (particle order,
+# then the bins'); then, for those positions, the incremental topology's added and freed
+# counts against the current one, missed and beyond counts, and its sorted unique keys;
+# then the same from a full build.
 HARNESS = r"""
 #include <algorithm>
 #include <cmath>
@@ -146,11 +148,20 @@ int main() {
     std::vector<u8> fu(cells), fv(cells), fw(cells);
     LAUNCH(cells, fluid_faces_sparse(cell.data(), nbr27.data(), cells, fu.data(), fv.data(), fw.data()));
     pr(fu); pr(fv); pr(fw);
+    std::vector<float> pos2 = pos, vel2 = vel, c2 = c;
     LAUNCH(n, g2p_advect_sparse(pos.data(), vel.data(), c.data(), n, apic, u.data(), v.data(), w.data(),
                                 old_u.data(), old_v.data(), old_w.data(), solid.data(), keys.data(), slots.data(),
-                                nk, nbr27.data(), closed, nx, ny, nz, ox, oy, oz, h, inv_h, flip, pic, dt, half_dt));
+                                nk, nbr27.data(), closed, nx, ny, nz, ox, oy, oz, h, inv_h, flip, pic, dt, half_dt,
+                                nullptr, 0));
     pf(pos); pf(vel);
     if (apic) pf(c);
+    // the same in the bins' order (thread t: particle order[t])
+    LAUNCH(n, g2p_advect_sparse(pos2.data(), vel2.data(), c2.data(), n, apic, u.data(), v.data(), w.data(),
+                                old_u.data(), old_v.data(), old_w.data(), solid.data(), keys.data(), slots.data(),
+                                nk, nbr27.data(), closed, nx, ny, nz, ox, oy, oz, h, inv_h, flip, pic, dt, half_dt,
+                                order.data(), 1));
+    pf(pos2); pf(vel2);
+    if (apic) pf(c2);
     // incremental topology of the moved particles
     std::vector<u8> occupied(cells, 0);
     unsigned long long missed = 0, beyond = 0;
@@ -335,6 +346,8 @@ def test_sparse_flip_kernels_match_the_numpy_reference(harness, closed, apic):
     assert not np.array_equal(pos, x0)
     if apic:
         assert np.array_equal(out.floats(c.size).reshape(c.shape), c)
+    for want in (pos, vel, c) if apic else (pos, vel):  # in the bins' order: the same bits
+        assert np.array_equal(out.floats(want.size).reshape(want.shape), want)
     # the incremental topology of the moved particles is topology_keys', and says what changed
     added, freed, missed, beyond, m = out.ints(5)
     want = grid.topology_keys(pos, margin)

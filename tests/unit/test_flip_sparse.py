@@ -388,8 +388,9 @@ def test_sparse_stops_on_nan_and_cancels_between_stages():
 
 
 def test_gpu_gather_choice_comes_from_the_argument_or_the_environment(monkeypatch):
-    """``VOXFX_SPARSE_GATHER`` picks the P2G gather kernel (brick by default); a wrong
-    name is refused with the choices, not silently replaced."""
+    """``VOXFX_SPARSE_GATHER`` picks the P2G gather kernel (brick by default) and
+    ``VOXFX_SPARSE_G2P`` G2P's particle order (cell by default); a wrong name is refused
+    with the choices, not silently replaced."""
     from voxfx.kernels.flip import sparse_gpu
 
     monkeypatch.delenv("VOXFX_SPARSE_GATHER", raising=False)
@@ -400,6 +401,12 @@ def test_gpu_gather_choice_comes_from_the_argument_or_the_environment(monkeypatc
     monkeypatch.setenv("VOXFX_SPARSE_GATHER", "warp")
     with pytest.raises(ValueError, match="brick, cell"):
         sparse_gpu.gather_mode()
+    monkeypatch.delenv("VOXFX_SPARSE_G2P", raising=False)
+    assert sparse_gpu.g2p_order() == "cell"
+    monkeypatch.setenv("VOXFX_SPARSE_G2P", "input")
+    assert sparse_gpu.g2p_order() == "input"
+    with pytest.raises(ValueError, match="cell, input"):
+        sparse_gpu.g2p_order("random")
 
 
 def test_boundaries_with_gravity_are_gravity_then_boundaries():
