@@ -10,8 +10,9 @@ stencil crosses a brick border with one table read); a point finds its brick by 
 search on the keys, or from the 27 bricks around its own.
 
 Topology (§5.1–5.2), per substep, incremental: each particle marks its cell in the
-current topology (``mark_occupied``), one thread per brick turns its marked cells into
-the bricks their boxes (cell ± margin) reach (``brick_reach``: a 27-bit mask), and those
+current topology (``mark_occupied``), one thread per row of a brick's cells turns its
+marked cells into the bricks their boxes (cell ± margin) reach (``brick_reach``: a
+27-bit mask per brick, OR-ed by integer atomics), and those
 bricks' keys are the new topology: the bricks of ``SparseFlipGrid.topology_keys`` exactly,
 without sorting the particles. Most substeps change no brick (``reach_compare``): then
 nothing is sorted or rebuilt, and the update is a handful of launches and one host sync.
@@ -133,8 +134,8 @@ def _reach(grid, pos, margin, keys, slots, used, coords, compare):
     ox, oy, oz, _, inv_h = _frame(grid)
     KERNELS.launch("mark_occupied", n, (pos, _I64(n), ox, oy, oz, inv_h, _I32(grid.closed), *_dims(grid), keys,
                                         slots, nk, occupied, flags[0:1]))
-    mask = cp.empty(cap, cp.uint32)
-    KERNELS.launch("brick_reach", cap, (occupied, used, coords, _I64(cap), _I32(margin), _I32(grid.closed),
+    mask = cp.zeros(cap, cp.uint32)
+    KERNELS.launch("brick_reach", 64 * cap, (occupied, used, coords, _I64(cap), _I32(margin), _I32(grid.closed),
                                         *_dims(grid), mask))
     del occupied
     reached = cp.empty(27 * cap, cp.int64)

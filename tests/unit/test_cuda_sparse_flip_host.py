@@ -45,6 +45,8 @@ static HostDim h_block, h_dim, h_thread;
 #define threadIdx h_thread
 template <typename T> T plain_add(T* p, T v) { T o = *p; *p = o + v; return o; }
 #define atomicAdd plain_add
+template <typename T> T plain_or(T* p, T v) { T o = *p; *p = o | v; return o; }
+#define atomicOr plain_or
 #undef __shared__
 #define __shared__ static
 #define __syncthreads()
@@ -167,8 +169,8 @@ int main() {
     unsigned long long missed = 0, beyond = 0;
     LAUNCH(n, mark_occupied(pos.data(), n, ox, oy, oz, inv_h, closed, nx, ny, nz, keys.data(), slots.data(), nk,
                             occupied.data(), &missed));
-    std::vector<unsigned int> mask(cap);
-    LAUNCH(cap, brick_reach(occupied.data(), used.data(), coords.data(), cap, margin, closed, nx, ny, nz,
+    std::vector<unsigned int> mask(cap, 0);
+    LAUNCH(64 * cap, brick_reach(occupied.data(), used.data(), coords.data(), cap, margin, closed, nx, ny, nz,
                             mask.data()));
     std::vector<ll> reached(27 * cap);
     LAUNCH(27 * cap, reach_keys(mask.data(), coords.data(), cap, reached.data(), &beyond));
@@ -198,8 +200,9 @@ int main() {
     unsigned long long missed0 = 0;
     LAUNCH(n, mark_occupied(pos.data(), n, ox, oy, oz, inv_h, closed, nx, ny, nz, bk.data(), s0.data(), c0,
                             occ0.data(), &missed0));
-    std::vector<unsigned int> mask0(c0);
-    LAUNCH(c0, brick_reach(occ0.data(), used0.data(), coords0.data(), c0, margin, closed, nx, ny, nz, mask0.data()));
+    std::vector<unsigned int> mask0(c0, 0);
+    LAUNCH(64 * c0, brick_reach(occ0.data(), used0.data(), coords0.data(), c0, margin, closed, nx, ny, nz,
+                                mask0.data()));
     std::vector<ll> reached0(27 * c0);
     LAUNCH(27 * c0, reach_keys(mask0.data(), coords0.data(), c0, reached0.data(), &far));
     std::vector<ll> full;
