@@ -47,6 +47,7 @@ EXTRAPOLATION_LAYERS = 2
 class SparseFlipGrid(SparseMacGrid):
     FACES = ("u", "v", "w")
     EXISTS = ("exists_u", "exists_v", "exists_w")
+    MARKS = (*EXISTS, "wall", "solid", "solid_u", "solid_v", "solid_w")  # update writes them whole
 
     def __init__(self, spec: GridSpec, xp=np, closed: bool = True):
         super().__init__(spec.origin, spec.voxel_size, xp)
@@ -103,7 +104,7 @@ class SparseFlipGrid(SparseMacGrid):
                 return added, freed
         else:
             keys = self.topology_keys(pos, margin, extra_cells) if found is None else found[0]
-            added, freed = self.retopologize(keys)
+            added, freed = self.retopologize(keys, rewritten=self.MARKS)  # the marks are written below
         self.plain_marks = plain
         if sparse_gpu.available(self):
             sparse_gpu.mark_walls(self)  # exists, wall, solid = wall

@@ -78,6 +78,25 @@ def test_incremental_topology_keeps_the_data_of_kept_bricks():
     assert g.capacity == 3  # the freed slot was reused
 
 
+def test_channels_the_caller_rewrites_are_not_filled_but_are_resized():
+    """``retopologize(keys, rewritten)``: a rewritten channel keeps whatever its slots held
+    (the caller writes it whole next), the others take the background in fresh slots; when
+    the pool grows, a rewritten channel is the new size, all background."""
+    g = SparseMacGrid((0.0, 0.0, 0.0), 1.0, np)
+    g.add("kept", np.float32, -1.0)
+    g.add("marks", np.uint8, 0)
+    g.retopologize(keys_of_boxes(np.array([[0, 0, 0]]), np.array([[15, 7, 7]])))  # 2 bricks
+    g["kept"] = np.full(g.size, 5.0, np.float32)
+    g["marks"] = np.full(g.size, 7, np.uint8)
+    g.retopologize(keys_of_boxes(np.array([[8, 0, 0]]), np.array([[23, 7, 7]])), rewritten=("marks",))
+    assert g.capacity == 2  # brick 0 freed, brick 2 in its slot
+    fresh = g.locate(np.array([16]), np.array([0]), np.array([0]))[0]
+    assert g["kept"][fresh] == -1.0 and g["marks"][fresh] == 7  # not filled: the caller's
+    g.retopologize(keys_of_boxes(np.array([[0, 0, 0]]), np.array([[31, 7, 7]])), rewritten=("marks",))
+    assert g.capacity == 4 and g["marks"].shape[0] == g.size and not g["marks"].any()
+    assert g["kept"].shape[0] == g.size and g["kept"][fresh] == -1.0
+
+
 def test_sampler_on_bricks_equals_the_dense_sampler_in_a_closed_box():
     rng = np.random.default_rng(7)
     spec = GridSpec((0.1, -0.2, 0.0), 0.1, (13, 9, 11))
