@@ -717,11 +717,13 @@ __device__ void push_out_brick(float x[3], const float fallback[3], const unsign
 // G2P and advection fused, one thread per particle (sparse_transfer.g2p_advect):
 //   G2P (seed 003 Alg. 1): v ← flip·(v + (u − u_old)(x)) + pic·u(x); APIC: C_a ← ∇u_a(x)/h.
 //   Advection: RK2 midpoint x_mid = x + ½Δt·u(x), x' = x + Δt·u(x_mid), then push_out_brick.
-// With `order` (P2G's counting sort of these positions, use_order = 1) thread t updates
+// With P2G's bins of these positions (use_bins = 1: `order`, the counting sort, and
+// `cell_of`, each particle's pool cell, `cells` where it has none) thread t updates
 // particle order[t]: a warp's particles lie in a few neighbouring cells, so their ~100
 // face and table reads each hit the same cache lines instead of random ones across the
-// pool (the particles' 24 B read and written per particle scatter instead). Each particle's
-// arithmetic is the same: the same bits in either order.
+// pool (the particles' 24 B read and written per particle scatter instead); and the home
+// brick is cell_of's slot (count_particles_sparse found it from the same ⌊(x − o)/h⌋)
+// instead of a binary search. Each particle's arithmetic is the same: the same bits.
 extern "C" __global__ void g2p_advect_sparse(float* __restrict__ pos, float* __restrict__ vel, float* __restrict__ c,
                                              long long n, int apic, const float* __restrict__ u,
                                              const float* __restrict__ v, const float* __restrict__ w,
@@ -731,11 +733,12 @@ extern "C" __global__ void g2p_advect_sparse(float* __restrict__ pos, float* __r
                                              long long n_keys, const int* __restrict__ nbr27, int closed, int nx,
                                              int ny, int nz, float ox, float oy, float oz, float h, float inv_h,
                                              float flip, float pic, float dt, float half_dt,
-                                             const int* __restrict__ order, int use_order)
+                                             const int* __restrict__ order, const int* __restrict__ cell_of,
+                                             long long cells, int use_bins)
 {
     const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= n) return;
-    const long long p = use_order ? (long long)order[t] : t;
+    const long long p = use_bins ? (long long)order[t] : t;
     const float o[3] = {ox, oy, oz};
     const float x0[3] = {pos[3 * p], pos[3 * p + 1], pos[3 * p + 2]};
     const float g[3] = {(x0[0] - ox) * inv_h, (x0[1] - oy) * inv_h, (x0[2] - oz) * inv_h};
@@ -749,7 +752,12 @@ extern "C" __global__ void g2p_advect_sparse(float* __restrict__ pos, float* __r
     S.hb[0] = S.hb[1] = S.hb[2] = 0;
     if (isfinite(g[0]) && isfinite(g[1]) && isfinite(g[2])) {
         for (int a = 0; a < 3; ++a) S.hb[a] = ((long long)floorf(g[a])) >> 3;
-        S.home = sparse_slot(keys, slots, n_keys, sparse_key_of_voxel(8 * S.hb[0], 8 * S.hb[1], 8 * S.hb[2]));
+        if (use_bins) {
+            const int at = cell_of[p];
+            S.home = at < cells ? at >> 9 : -1;
+        } else {
+            S.home = sparse_slot(keys, slots, n_keys, sparse_key_of_voxel(8 * S.hb[0], 8 * S.hb[1], 8 * S.hb[2]));
+        }
     }
     float un[3], uo[3], grad[9];
     const float* const old[3] = {old_u, old_v, old_w};

@@ -40,7 +40,8 @@ Gravity is added in the boundaries kernel (``enforce_boundaries(grid, add)``).
 
 G2P + advection runs over the particles in P2G's sorted order when the bins are still
 those of the positions (``VOXFX_SPARSE_G2P=cell``, the default; ``input``: in the
-particles' own order): neighbouring threads read neighbouring faces. The same bits.
+particles' own order): neighbouring threads read neighbouring faces, and each particle's
+home brick is its bin's (no search). The same bits.
 
 Particle order: the state is not kept sorted between substeps. Cache frames write the
 particles in the simulation's order, and that order is each particle's identity from
@@ -199,7 +200,7 @@ def full_keys(grid, pos, margin: int):
 def bin_particles(grid, pos, vel, c):
     """Particles sorted by pool cell (module notes): sorted pos, vel, C (a 1-element dummy
     without C), per-cell start and count (cells + 1: the last holds the particles without
-    an active cell), and the order (sorted position → particle)."""
+    an active cell), the order (sorted position → particle) and each particle's cell."""
     cp = grid.xp
     n = int(pos.shape[0])
     cells = grid.size
@@ -214,14 +215,14 @@ def bin_particles(grid, pos, vel, c):
     start -= count  # exclusive scan
     order = cp.empty(n, cp.int32)
     DENSE.launch("place_particles", n, (cell_of, rank, start, _I64(n), order))
-    del cell_of, rank
+    del rank
     DENSE.launch("sort_cell_segments", cells + 1, (order, start, count, _I64(cells + 1)))
     spos = cp.empty_like(pos)
     svel = cp.empty_like(vel)
     apic = c is not None
     sc = cp.empty_like(c) if apic else cp.zeros(1, cp.float32)
     DENSE.launch("copy_sorted_particles", n, (order, _I64(n), pos, vel, c if apic else sc, _I32(apic), spos, svel, sc))
-    return spos, svel, sc, start, count, order
+    return spos, svel, sc, start, count, order, cell_of
 
 
 def particles_to_grid(grid, pos, vel, c, gather=None):
@@ -232,14 +233,14 @@ def particles_to_grid(grid, pos, vel, c, gather=None):
     mode = gather_mode(gather)
     valid = tuple(cp.empty(size, cp.uint8) for _ in range(3))
     faces = tuple(cp.empty(size, cp.float32) for _ in range(3))
-    spos, svel, sc, start, count, order = bin_particles(grid, pos, vel, c)
+    spos, svel, sc, start, count, order, cell_of = bin_particles(grid, pos, vel, c)
     args = (spos, svel, sc, _I32(c is not None), start, count, grid.brick_slot, grid.slot_coords, grid.brick_nbr,
             _I64(size), _I32(grid.closed), *_dims(grid), *_frame(grid), *faces, *valid)
     if mode == "brick":
         KERNELS.launch_grid("p2g_gather_brick", (size // CELLS,), (GATHER_THREADS,), args)
     else:
         KERNELS.launch("p2g_gather_sparse", size, args)
-    grid.bins = (pos, count, order)
+    grid.bins = (pos, count, order, cell_of)
     for name, f in zip(grid.FACES, faces):
         grid[name] = f
     return valid
@@ -314,7 +315,8 @@ def g2p_advect(grid, old, pos, vel, flip, pic, dt, half_dt, c, order=None) -> No
     keys, slots, nk = _topo(grid)
     apic = c is not None
     dummy = c if apic else grid.xp.zeros(1, grid.xp.float32)
+    order_cells = bins[2:4] if sorted_ else (dummy, dummy)
     KERNELS.launch("g2p_advect_sparse", n, (pos, vel, dummy, _I64(n), _I32(apic), *grid.faces(), *old, grid["solid"],
                                             keys, slots, nk, grid.brick_nbr, _I32(grid.closed), *_dims(grid),
-                                            *_frame(grid), flip, pic, dt, half_dt, bins[2] if sorted_ else dummy,
+                                            *_frame(grid), flip, pic, dt, half_dt, *order_cells, _I64(grid.size),
                                             _I32(sorted_)))

@@ -154,14 +154,14 @@ int main() {
     LAUNCH(n, g2p_advect_sparse(pos.data(), vel.data(), c.data(), n, apic, u.data(), v.data(), w.data(),
                                 old_u.data(), old_v.data(), old_w.data(), solid.data(), keys.data(), slots.data(),
                                 nk, nbr27.data(), closed, nx, ny, nz, ox, oy, oz, h, inv_h, flip, pic, dt, half_dt,
-                                nullptr, 0));
+                                nullptr, nullptr, cells, 0));
     pf(pos); pf(vel);
     if (apic) pf(c);
     // the same in the bins' order (thread t: particle order[t])
     LAUNCH(n, g2p_advect_sparse(pos2.data(), vel2.data(), c2.data(), n, apic, u.data(), v.data(), w.data(),
                                 old_u.data(), old_v.data(), old_w.data(), solid.data(), keys.data(), slots.data(),
                                 nk, nbr27.data(), closed, nx, ny, nz, ox, oy, oz, h, inv_h, flip, pic, dt, half_dt,
-                                order.data(), 1));
+                                order.data(), cell_of.data(), cells, 1));
     pf(pos2); pf(vel2);
     if (apic) pf(c2);
     // incremental topology of the moved particles
