@@ -7,7 +7,10 @@ another order).
 
 The kernels read ``SparseMacGrid``'s brick tables (``slot_coords``, ``brick_nbr``: a
 stencil crosses a brick border with one table read); a point finds its brick by binary
-search on the keys, or from the 27 bricks around its own.
+search on the keys, or from the 27 bricks around its own; in a closed domain the
+particle passes (``mark_occupied``, ``count_particles_sparse``) read a dense brick index
+over the box instead (``brick_index``: one load, no search), and G2P takes each
+particle's brick from its P2G bin.
 
 Topology (§5.1–5.2), per substep, incremental: each particle marks its cell in the
 current topology (``mark_occupied``), one thread per row of a brick's cells turns its
@@ -110,6 +113,32 @@ def _topo(grid):
     return t.keys, t.slots, _I64(t.count)
 
 
+INDEX_LIMIT = 1 << 22  # entries (16 MiB): a closed domain up to ~1300³ cells has a brick index
+_NO_INDEX = (_I32(0),) * 6
+
+
+def brick_index(grid):
+    """The kernels' brick index arguments (``BRICK_INDEX_ARGS``): a closed domain's table of
+    slots over its bricks and wall ring, built once per topology (one launch), or none
+    (open domains, or a table over ``INDEX_LIMIT``): binary search instead."""
+    t = grid.topology
+    cached = getattr(grid, "_brick_index", None)
+    if cached is not None and cached[0] is t:
+        return cached[1]
+    cp = grid.xp
+    dims = tuple((int(n) >> 3) + 2 for n in grid.shape)
+    if not grid.closed or dims[0] * dims[1] * dims[2] > INDEX_LIMIT:
+        out = (cp.zeros(1, cp.int32), *_NO_INDEX)
+    else:
+        table = cp.full(dims[0] * dims[1] * dims[2], -1, cp.int32)
+        lo = (_I32(-1),) * 3
+        KERNELS.launch("brick_index_fill", int(t.count), (t.keys, t.slots, _I64(t.count), table, *lo,
+                                                          *(_I32(d) for d in dims)))
+        out = (table, *lo, *(_I32(d) for d in dims))
+    grid._brick_index = (t, out)
+    return out
+
+
 # ------------------------------------------------------------------ topology (§5.2)
 
 
@@ -123,10 +152,10 @@ def mark_walls(grid) -> None:
         grid[name] = a
 
 
-def _reach(grid, pos, margin, keys, slots, used, coords, compare):
+def _reach(grid, pos, margin, keys, slots, used, coords, compare, index):
     """The marking pipeline (module notes) on the bricks *keys* in *slots* (*used*,
-    *coords*: per slot): every reached key (−1 padded) and the flags [missed, beyond,
-    added, freed] (added/freed against *keys* when *compare*)."""
+    *coords*: per slot; *index*: their ``brick_index``): every reached key (−1 padded) and
+    the flags [missed, beyond, added, freed] (added/freed against *keys* when *compare*)."""
     cp = grid.xp
     n, cap = int(pos.shape[0]), int(used.shape[0])
     nk = _I64(keys.shape[0])
@@ -134,7 +163,7 @@ def _reach(grid, pos, margin, keys, slots, used, coords, compare):
     flags = cp.zeros(4, cp.uint64)
     ox, oy, oz, _, inv_h = _frame(grid)
     KERNELS.launch("mark_occupied", n, (pos, _I64(n), ox, oy, oz, inv_h, _I32(grid.closed), *_dims(grid), keys,
-                                        slots, nk, occupied, flags[0:1]))
+                                        slots, nk, *index, occupied, flags[0:1]))
     mask = cp.zeros(cap, cp.uint32)
     KERNELS.launch("brick_reach", 64 * cap, (occupied, used, coords, _I64(cap), _I32(margin), _I32(grid.closed),
                                         *_dims(grid), mask))
@@ -159,7 +188,8 @@ def incremental_keys(grid, pos, margin: int):
         return None
     t = grid.topology
     if t.count:
-        reached, flags = _reach(grid, pos, margin, t.keys, t.slots, grid.brick_slot, grid.slot_coords, True)
+        reached, flags = _reach(grid, pos, margin, t.keys, t.slots, grid.brick_slot, grid.slot_coords, True,
+                                brick_index(grid))
         missed, beyond, added, freed = (int(f) for f in flags.get())  # the one host sync
         if beyond:
             return None
@@ -188,7 +218,8 @@ def full_keys(grid, pos, margin: int):
         return None
     slots = cp.arange(cap, dtype=cp.int32)
     coords, _ = brick_tables(keys, slots, cap, cp)
-    reached, flags = _reach(grid, pos, margin, keys, slots, cp.ones(cap, cp.uint8), coords, False)
+    reached, flags = _reach(grid, pos, margin, keys, slots, cp.ones(cap, cp.uint8), coords, False,
+                            (cp.zeros(1, cp.int32), *_NO_INDEX))
     if int(flags[:2].any()):
         return None
     return reached[reached >= 0]
@@ -209,8 +240,8 @@ def bin_particles(grid, pos, vel, c):
     count = cp.zeros(cells + 1, cp.int32)
     cell_of = cp.empty(n, cp.int32)
     rank = cp.empty(n, cp.int32)
-    KERNELS.launch("count_particles_sparse", n, (pos, _I64(n), ox, oy, oz, inv_h, keys, slots, nk, _I64(cells),
-                                                 count, cell_of, rank))
+    KERNELS.launch("count_particles_sparse", n, (pos, _I64(n), ox, oy, oz, inv_h, keys, slots, nk, *brick_index(grid),
+                                                 _I64(cells), count, cell_of, rank))
     start = cp.cumsum(count, dtype=cp.int32)
     start -= count  # exclusive scan
     order = cp.empty(n, cp.int32)

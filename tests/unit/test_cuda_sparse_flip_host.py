@@ -95,7 +95,13 @@ int main() {
     pr(eu); pr(ev); pr(ew); pr(wall);
     // P2G: counting sort by pool cell, then the gather
     std::vector<int> count(cells + 1, 0), cell_of(n), rank(n), start(cells + 1), order(n);
-    LAUNCH(n, count_particles_sparse(pos.data(), n, ox, oy, oz, inv_h, keys.data(), slots.data(), nk, cells,
+    // closed: the brick index (sparse_gpu.brick_index) over the box's bricks and wall ring
+    const int idx_d[3] = {closed ? (nx >> 3) + 2 : 0, closed ? (ny >> 3) + 2 : 0, closed ? (nz >> 3) + 2 : 0};
+    std::vector<int> index(std::max(1, idx_d[0] * idx_d[1] * idx_d[2]), -1);
+    LAUNCH(nk, brick_index_fill(keys.data(), slots.data(), nk, index.data(), -1, -1, -1, idx_d[0], idx_d[1],
+                                idx_d[2]));
+#define INDEX index.data(), -1, -1, -1, idx_d[0], idx_d[1], idx_d[2]
+    LAUNCH(n, count_particles_sparse(pos.data(), n, ox, oy, oz, inv_h, keys.data(), slots.data(), nk, INDEX, cells,
                                      count.data(), cell_of.data(), rank.data()));
     std::partial_sum(count.begin(), count.end(), start.begin());
     for (ll q = 0; q <= cells; ++q) start[q] -= count[q];
@@ -167,7 +173,7 @@ int main() {
     // incremental topology of the moved particles
     std::vector<u8> occupied(cells, 0);
     unsigned long long missed = 0, beyond = 0;
-    LAUNCH(n, mark_occupied(pos.data(), n, ox, oy, oz, inv_h, closed, nx, ny, nz, keys.data(), slots.data(), nk,
+    LAUNCH(n, mark_occupied(pos.data(), n, ox, oy, oz, inv_h, closed, nx, ny, nz, keys.data(), slots.data(), nk, INDEX,
                             occupied.data(), &missed));
     std::vector<unsigned int> mask(cap, 0);
     LAUNCH(64 * cap, brick_reach(occupied.data(), used.data(), coords.data(), cap, margin, closed, nx, ny, nz,
@@ -199,6 +205,7 @@ int main() {
     LAUNCH(27 * c0, brick_tables(bk.data(), s0.data(), c0, coords0.data(), nbr0.data()));
     unsigned long long missed0 = 0;
     LAUNCH(n, mark_occupied(pos.data(), n, ox, oy, oz, inv_h, closed, nx, ny, nz, bk.data(), s0.data(), c0,
+                            nullptr, 0, 0, 0, 0, 0, 0,
                             occ0.data(), &missed0));
     std::vector<unsigned int> mask0(c0, 0);
     LAUNCH(64 * c0, brick_reach(occ0.data(), used0.data(), coords0.data(), c0, margin, closed, nx, ny, nz,
