@@ -239,16 +239,28 @@ extern "C" __global__ void reach_keys(const unsigned int* __restrict__ mask, con
     out[t] = key;
 }
 
-// Step 4, against the current topology: each reached brick that is active marks its slot
-// kept, *added counts those that are not; then count_unkept. Both zero: no brick changes.
-extern "C" __global__ void reach_compare(const long long* __restrict__ reached, long long m,
-                                         const long long* __restrict__ keys, const int* __restrict__ slots,
-                                         long long n_keys, unsigned char* __restrict__ kept,
-                                         unsigned long long* __restrict__ added)
+// Step 4, against the current topology, straight from the masks (no key list written):
+// one thread per (slot, offset); each reached brick that is active marks its slot kept,
+// *added counts those that are not, *beyond those past the key range; then count_unkept.
+// All zero: no brick changes (reach_keys then lists the keys only when they do).
+extern "C" __global__ void reach_compare(const unsigned int* __restrict__ mask, const int* __restrict__ coords,
+                                         long long capacity, const long long* __restrict__ keys,
+                                         const int* __restrict__ slots, long long n_keys, BRICK_INDEX_ARGS,
+                                         unsigned char* __restrict__ kept, unsigned long long* __restrict__ added,
+                                         unsigned long long* __restrict__ beyond)
 {
     const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= m || reached[t] < 0) return;
-    const int s = sparse_slot(keys, slots, n_keys, reached[t]);
+    if (t >= 27 * capacity) return;
+    const long long slot = t / 27;
+    const int o = (int)(t - 27 * slot);
+    if (!((mask[slot] >> o) & 1u)) return;
+    const long long bx = (long long)coords[3 * slot] + o % 3 - 1, by = (long long)coords[3 * slot + 1] + (o / 3) % 3 - 1,
+                    bz = (long long)coords[3 * slot + 2] + o / 9 - 1;
+    if (sparse_key_of_voxel(8 * bx, 8 * by, 8 * bz) < 0) {
+        atomicAdd(beyond, 1ULL);
+        return;
+    }
+    const int s = INDEXED_SLOT(bx, by, bz);
     if (s < 0) atomicAdd(added, 1ULL);
     else kept[s] = 1;
 }

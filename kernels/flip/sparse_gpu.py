@@ -154,8 +154,9 @@ def mark_walls(grid) -> None:
 
 def _reach(grid, pos, margin, keys, slots, used, coords, compare, index):
     """The marking pipeline (module notes) on the bricks *keys* in *slots* (*used*,
-    *coords*: per slot; *index*: their ``brick_index``): every reached key (−1 padded) and
-    the flags [missed, beyond, added, freed] (added/freed against *keys* when *compare*)."""
+    *coords*: per slot; *index*: their ``brick_index``): the reach masks per slot and the
+    flags [missed, beyond, added, freed] (beyond, added, freed against *keys* when
+    *compare*, straight from the masks; ``_reached`` lists the keys)."""
     cp = grid.xp
     n, cap = int(pos.shape[0]), int(used.shape[0])
     nk = _I64(keys.shape[0])
@@ -168,13 +169,20 @@ def _reach(grid, pos, margin, keys, slots, used, coords, compare, index):
     KERNELS.launch("brick_reach", 64 * cap, (occupied, used, coords, _I64(cap), _I32(margin), _I32(grid.closed),
                                         *_dims(grid), mask))
     del occupied
-    reached = cp.empty(27 * cap, cp.int64)
-    KERNELS.launch("reach_keys", 27 * cap, (mask, coords, _I64(cap), reached, flags[1:2]))
     if compare:
         kept = cp.zeros(cap, cp.uint8)
-        KERNELS.launch("reach_compare", 27 * cap, (reached, _I64(27 * cap), keys, slots, nk, kept, flags[2:3]))
+        KERNELS.launch("reach_compare", 27 * cap, (mask, coords, _I64(cap), keys, slots, nk, *index, kept,
+                                                   flags[2:3], flags[1:2]))
         KERNELS.launch("count_unkept", cap, (used, kept, _I64(cap), flags[3:4]))
-    return reached, flags
+    return mask, flags
+
+
+def _reached(cp, mask, coords, flags):
+    """The keys the masks reach (bricks past the key range add to flags[1])."""
+    cap = int(mask.shape[0])
+    reached = cp.empty(27 * cap, cp.int64)
+    KERNELS.launch("reach_keys", 27 * cap, (mask, coords, _I64(cap), reached, flags[1:2]))
+    return reached[reached >= 0]
 
 
 def incremental_keys(grid, pos, margin: int):
@@ -188,13 +196,15 @@ def incremental_keys(grid, pos, margin: int):
         return None
     t = grid.topology
     if t.count:
-        reached, flags = _reach(grid, pos, margin, t.keys, t.slots, grid.brick_slot, grid.slot_coords, True,
-                                brick_index(grid))
+        mask, flags = _reach(grid, pos, margin, t.keys, t.slots, grid.brick_slot, grid.slot_coords, True,
+                             brick_index(grid))
         missed, beyond, added, freed = (int(f) for f in flags.get())  # the one host sync
         if beyond:
             return None
         if not missed:
-            return (None, True) if added == 0 and freed == 0 else (reached[reached >= 0], False)
+            if added == 0 and freed == 0:
+                return None, True
+            return _reached(grid.xp, mask, grid.slot_coords, flags), False
     keys = full_keys(grid, pos, margin)
     return None if keys is None else (keys, False)
 
@@ -218,11 +228,12 @@ def full_keys(grid, pos, margin: int):
         return None
     slots = cp.arange(cap, dtype=cp.int32)
     coords, _ = brick_tables(keys, slots, cap, cp)
-    reached, flags = _reach(grid, pos, margin, keys, slots, cp.ones(cap, cp.uint8), coords, False,
-                            (cp.zeros(1, cp.int32), *_NO_INDEX))
+    mask, flags = _reach(grid, pos, margin, keys, slots, cp.ones(cap, cp.uint8), coords, False,
+                         (cp.zeros(1, cp.int32), *_NO_INDEX))
+    reached = _reached(cp, mask, coords, flags)
     if int(flags[:2].any()):
         return None
-    return reached[reached >= 0]
+    return reached
 
 
 # ------------------------------------------------------------------ particles → grid

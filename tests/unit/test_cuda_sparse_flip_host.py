@@ -182,7 +182,10 @@ int main() {
     LAUNCH(27 * cap, reach_keys(mask.data(), coords.data(), cap, reached.data(), &beyond));
     std::vector<u8> kept(cap, 0);
     unsigned long long added = 0, freed = 0;
-    LAUNCH(27 * cap, reach_compare(reached.data(), 27 * cap, keys.data(), slots.data(), nk, kept.data(), &added));
+    unsigned long long beyond2 = 0;
+    LAUNCH(27 * cap, reach_compare(mask.data(), coords.data(), cap, keys.data(), slots.data(), nk, INDEX, kept.data(),
+                                   &added, &beyond2));
+    beyond += beyond2;
     LAUNCH(cap, count_unkept(used.data(), kept.data(), cap, &freed));
     printf("%llu\n%llu\n", added, freed);
     std::vector<ll> out;
