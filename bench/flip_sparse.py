@@ -27,9 +27,10 @@ measured/floor ratios: the bytes a stage must at least move — topology: positi
 +36 B/particle), three faces, three masks and the cell type written (16 B/cell); pressure:
 per CG iteration ten float32 streams over the fluid cells (``bench/flip.py``'s model);
 project: pressure, cell and faces read, faces written (29 B/cell); G2P + advection:
-positions and velocities read and written (48, APIC +72 B/particle), new and old faces
-read (24 B/cell). Cells are the active bricks' (bricks · 512). A last line splits the
-topology, P2G and projection stages into their calls (``SUBSTAGES``).
+positions and velocities read and written (48, APIC +72 B/particle; in the bins' order +8
+for the order and the bins' cells), new and old faces read (24 B/cell). Cells are the
+active bricks' (bricks · 512). A last line splits the topology, P2G and projection stages
+into their calls (``SUBSTAGES``).
 """
 
 from __future__ import annotations
@@ -59,11 +60,11 @@ STAGES = ["topology", "p2g", "pressure", "project", "g2p+advect"]
 BANDWIDTH = 3.35e12  # bytes/s, H100 SXM HBM3
 
 
-def floors(particles, cells, fluid_cells, iterations, apic=False):
+def floors(particles, cells, fluid_cells, iterations, apic=False, binned=False):
     """ms per stage at the bandwidth floor (module notes)."""
     per = {"topology": 12 * particles + cells, "p2g": (24 + 36 * apic) * particles + 16 * cells,
            "pressure": iterations * 10 * fluid_cells * 4, "project": 29 * cells,
-           "g2p+advect": (48 + 72 * apic) * particles + 24 * cells}
+           "g2p+advect": (48 + 72 * apic + 8 * binned) * particles + 24 * cells}
     return {k: v / BANDWIDTH * 1e3 for k, v in per.items()}
 
 
@@ -182,7 +183,7 @@ def main():
                 f"{extra['estimate']['total'] / 2 ** 20:.0f}" if extra else ""]
             print(" | ".join(row), flush=True)
             if sparse:
-                fl = floors(count, extra["bricks"] * 512, extra["fluid"], it)
+                fl = floors(count, extra["bricks"] * 512, extra["fluid"], it, binned=order == "cell")
                 print("   floors (ms): " + ", ".join(f"{k} {v:.3f} ({m / v:.0f}×)" for (k, v), m in
                                                      zip(fl.items(), med)), flush=True)
                 print("   sub-stages (ms): " + ", ".join(f"{k} {v:.3f}" for k, v in zip(SUBSTAGES, extra["parts"]))
