@@ -279,7 +279,8 @@ def particles_to_grid(grid, pos, vel, c, gather=None):
     args = (spos, svel, sc, _I32(c is not None), start, count, grid.brick_slot, grid.slot_coords, grid.brick_nbr,
             _I64(size), _I32(grid.closed), *_dims(grid), *_frame(grid), *faces, *valid)
     if mode == "brick":
-        KERNELS.launch_grid("p2g_gather_brick", (size // CELLS,), (GATHER_THREADS,), args)
+        if size:  # (an empty pool: no blocks to launch)
+            KERNELS.launch_grid("p2g_gather_brick", (size // CELLS,), (GATHER_THREADS,), args)
     else:
         KERNELS.launch("p2g_gather_sparse", size, args)
     grid.bins = (pos, count, order, cell_of)
