@@ -6,7 +6,7 @@ the last columns are ``sparse_memory.sparse_flip_memory``'s bricks and bytes (es
 from the particle count before baking) beside the measured ones.
 
     python3 bench/flip_sparse.py [--quick] [--dense] [--steps N] [--res N ...] [--particles P ...]
-                                 [--max-cg N]
+                                 [--max-cg N] [--gather brick cell] [--g2p cell input]
 
 Stages are timed with CUDA events around the calls ``SparseFlipSimulation.substep``
 makes: topology (margin, incremental update, walls/obstacles), P2G (+ classify,
@@ -14,7 +14,12 @@ extrapolate, gravity, boundaries), pressure, projection (+ extrapolation into th
 G2P + advection. Topology, P2G and G2P are the kernels of ``sparse_gpu.py`` (issue 12,
 second increment). ``--res 256 --particles 8e6`` is issue 24's 8M-particle row;
 ``--max-cg`` caps the CG iterations (transfer timings of a large row without waiting
-for a slow solve; the row then says so).
+for a slow solve; the row then says so). ``--gather brick cell`` runs each row once per
+P2G gather kernel (``sparse_gpu.gather_mode``: one block per brick with its halo in shared
+memory, or one thread per cell), in the same process: an A/B of the two; every row names
+the gather it ran (default: ``VOXFX_SPARSE_GATHER``, else brick). ``--g2p cell input``
+likewise runs G2P + advection over the particles in P2G's sorted order or in their own
+(``sparse_gpu.g2p_order``); with both options, every pair.
 
 Each row is followed by the stages' bandwidth floors (H100 HBM3, 3.35 TB/s) and the
 measured/floor ratios: the bytes a stage must at least move — topology: positions read
@@ -22,14 +27,16 @@ measured/floor ratios: the bytes a stage must at least move — topology: positi
 +36 B/particle), three faces, three masks and the cell type written (16 B/cell); pressure:
 per CG iteration ten float32 streams over the fluid cells (``bench/flip.py``'s model);
 project: pressure, cell and faces read, faces written (29 B/cell); G2P + advection:
-positions and velocities read and written (48, APIC +72 B/particle), new and old faces
-read (24 B/cell). Cells are the active bricks' (bricks · 512). A last line splits the
-topology, P2G and projection stages into their calls (``SUBSTAGES``).
+positions and velocities read and written (48, APIC +72 B/particle; in the bins' order +8
+for the order and the bins' cells), new and old faces read (24 B/cell). Cells are the
+active bricks' (bricks · 512). A last line splits the topology, P2G and projection stages
+into their calls (``SUBSTAGES``).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -40,7 +47,7 @@ sys.path.insert(0, str(ROOT))
 from tools.package import load  # noqa: E402
 
 load()
-from voxfx.kernels.flip import sparse_pressure, sparse_transfer, transfer  # noqa: E402
+from voxfx.kernels.flip import sparse_gpu, sparse_pressure, sparse_transfer, transfer  # noqa: E402
 from voxfx.kernels.flip.grid import FlipSettings  # noqa: E402
 from voxfx.kernels.flip.sim import FlipSimulation  # noqa: E402
 from voxfx.kernels.flip.sparse_grid import substep_margin  # noqa: E402
@@ -53,15 +60,15 @@ STAGES = ["topology", "p2g", "pressure", "project", "g2p+advect"]
 BANDWIDTH = 3.35e12  # bytes/s, H100 SXM HBM3
 
 
-def floors(particles, cells, fluid_cells, iterations, apic=False):
+def floors(particles, cells, fluid_cells, iterations, apic=False, binned=False):
     """ms per stage at the bandwidth floor (module notes)."""
     per = {"topology": 12 * particles + cells, "p2g": (24 + 36 * apic) * particles + 16 * cells,
            "pressure": iterations * 10 * fluid_cells * 4, "project": 29 * cells,
-           "g2p+advect": (48 + 72 * apic) * particles + 24 * cells}
+           "g2p+advect": (48 + 72 * apic + 8 * binned) * particles + 24 * cells}
     return {k: v / BANDWIDTH * 1e3 for k, v in per.items()}
 
 
-SUBSTAGES = ["margin", "update", "bin+gather", "classify", "extrapolate", "old+gravity", "boundaries", "project",
+SUBSTAGES = ["margin", "update", "bin+gather", "classify", "extrapolate", "old", "gravity+boundaries", "project",
              "fluid faces+extrapolate"]
 
 
@@ -81,10 +88,8 @@ def timed_sparse_substep(sim, dt, ev, sub):
     sparse_transfer.extrapolate(g)
     sub[3].record()
     old = tuple(f.copy() for f in g.faces())
-    for name, a in zip(g.FACES, s.gravity):
-        g[name] = g[name] + np.float32(a * dt)
     sub[4].record()
-    sparse_transfer.enforce_boundaries(g)
+    sparse_transfer.enforce_boundaries(g, add=[np.float32(a * dt) for a in s.gravity])  # as SparseFlipSimulation
     ev[2].record()
     p, stats = sparse_pressure.solve_pressure(g, dt, tolerance=s.pressure_tolerance,
                                               max_iterations=s.pressure_max_iterations,
@@ -145,6 +150,10 @@ def main():
     ap.add_argument("--res", type=int, nargs="+", help="grid sizes (with --particles: the rows to run)")
     ap.add_argument("--particles", type=float, nargs="+", help="particles per row (e.g. 8e6), one per --res")
     ap.add_argument("--max-cg", type=int, default=None, help="cap on CG iterations per solve")
+    ap.add_argument("--gather", nargs="+", choices=sparse_gpu.GATHERS, default=None,
+                    help="P2G gather kernels to run each row with (A/B in one process)")
+    ap.add_argument("--g2p", nargs="+", choices=sparse_gpu.G2P_ORDERS, default=None,
+                    help="G2P particle orders to run each row with (A/B in one process)")
     args = ap.parse_args()
     import cupy as cp
 
@@ -153,21 +162,28 @@ def main():
     if args.res:
         counts = args.particles or [8 * n ** 3 / 16 for n in args.res]
         configs = [(int(n), int(p)) for n, p in zip(args.res, counts)]
-    header = ["solver", "grid", "particles"] + [f"{s} ms" for s in STAGES] + [
+    gathers = args.gather or [sparse_gpu.gather_mode()]
+    orders = args.g2p or [sparse_gpu.g2p_order()]
+    header = ["solver", "gather", "g2p order", "grid", "particles"] + [f"{s} ms" for s in STAGES] + [
         "CG it", "substep ms", "bricks", "grid MiB", "pool peak MiB", "estimate: bricks", "estimate MiB"]
     print(" | ".join(header))
     print(" | ".join("---" for _ in header))
+    runs = [(True, g, o) for g in gathers for o in orders] + ([(False, "-", "-")] if args.dense else [])
     for n, particles in configs:
-        for sparse in ([True, False] if args.dense else [True]):
+        for sparse, gather, order in runs:
+            if sparse:
+                os.environ["VOXFX_SPARSE_GATHER"] = gather  # read at each P2G
+                os.environ["VOXFX_SPARSE_G2P"] = order  # and at each G2P
             count, med, it, peak, extra = run(n, particles, args.steps, args.warm, sparse, args.max_cg)
-            row = ["sparse" if sparse else "dense", f"{n}³", f"{count:,}"] + [f"{m:.2f}" for m in med] + [
+            row = ["sparse" if sparse else "dense", gather, order, f"{n}³", f"{count:,}"]
+            row += [f"{m:.2f}" for m in med] + [
                 str(it) + (f" (cap {args.max_cg})" if args.max_cg else ""), f"{sum(med):.1f}",
                 str(extra.get("bricks", "")), f"{extra['grid MiB']:.0f}" if extra else "", f"{peak / 2 ** 20:.0f}",
                 str(extra["estimate"]["bricks"]) if extra else "",
                 f"{extra['estimate']['total'] / 2 ** 20:.0f}" if extra else ""]
             print(" | ".join(row), flush=True)
             if sparse:
-                fl = floors(count, extra["bricks"] * 512, extra["fluid"], it)
+                fl = floors(count, extra["bricks"] * 512, extra["fluid"], it, binned=order == "cell")
                 print("   floors (ms): " + ", ".join(f"{k} {v:.3f} ({m / v:.0f}×)" for (k, v), m in
                                                      zip(fl.items(), med)), flush=True)
                 print("   sub-stages (ms): " + ", ".join(f"{k} {v:.3f}" for k, v in zip(SUBSTAGES, extra["parts"]))

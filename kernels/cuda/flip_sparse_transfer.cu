@@ -45,6 +45,41 @@ __device__ __forceinline__ int locate(const Bricks& b, long long i, long long j,
     return s < 0 ? -1 : s * SPARSE_CELLS + sparse_local(i, j, k);
 }
 
+// A closed domain's brick index: table[(z·dy + y)·dx + x] = the slot of brick
+// (lo + x, lo + y, lo + z) or −1, over the box's bricks and its wall ring (lo = −1,
+// d = ⌊n/8⌋ + 2: cells −1 … n), so a point finds its brick with one load instead of a
+// binary search; dims 0 (open domains, a temporary topology): no table. A brick outside
+// the table is looked up by search, so the table only has to hold the bricks in its box.
+#define BRICK_INDEX_ARGS                                                                                    \
+    const int *__restrict__ index, int index_lx, int index_ly, int index_lz, int index_dx, int index_dy, \
+        int index_dz
+
+__device__ __forceinline__ int indexed_slot(const int* __restrict__ index, int lx, int ly, int lz, int dx, int dy,
+                                            int dz, const long long* __restrict__ keys,
+                                            const int* __restrict__ slots, long long n_keys, long long bx,
+                                            long long by, long long bz)
+{
+    const long long x = bx - lx, y = by - ly, z = bz - lz;
+    if (dx > 0 && x >= 0 && x < dx && y >= 0 && y < dy && z >= 0 && z < dz) return index[(z * dy + y) * dx + x];
+    return sparse_slot(keys, slots, n_keys, sparse_key_of_voxel(8 * bx, 8 * by, 8 * bz));
+}
+
+#define INDEXED_SLOT(bx, by, bz) \
+    indexed_slot(index, index_lx, index_ly, index_lz, index_dx, index_dy, index_dz, keys, slots, n_keys, bx, by, bz)
+
+// One thread per key: its slot into the table (filled with −1 first); keys outside it skipped.
+extern "C" __global__ void brick_index_fill(const long long* __restrict__ keys, const int* __restrict__ slots,
+                                           long long n_keys, int* __restrict__ index, int lx, int ly, int lz,
+                                           int dx, int dy, int dz)
+{
+    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n_keys) return;
+    const long long mask = (1LL << SPARSE_KEY_BITS) - 1, key = keys[t];
+    const long long x = (key & mask) - SPARSE_OFFSET - lx, y = ((key >> SPARSE_KEY_BITS) & mask) - SPARSE_OFFSET - ly,
+                    z = (key >> (2 * SPARSE_KEY_BITS)) - SPARSE_OFFSET - lz;
+    if (x >= 0 && x < dx && y >= 0 && y < dy && z >= 0 && z < dz) index[(z * dy + y) * dx + x] = slots[t];
+}
+
 // ------------------------------------------------------------------------------ marks
 
 // SparseFlipGrid.update's marks: the faces that exist (a closed domain's face lattices, all
@@ -121,14 +156,14 @@ extern "C" __global__ void particle_brick_keys(const float* __restrict__ pos, lo
 extern "C" __global__ void mark_occupied(const float* __restrict__ pos, long long n, float ox, float oy, float oz,
                                          float inv_h, int closed, int nx, int ny, int nz,
                                          const long long* __restrict__ keys, const int* __restrict__ slots,
-                                         long long n_keys, unsigned char* __restrict__ occupied,
+                                         long long n_keys, BRICK_INDEX_ARGS, unsigned char* __restrict__ occupied,
                                          unsigned long long* __restrict__ missed)
 {
     const long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (p >= n) return;
     long long c[3];
     if (!topology_cell(pos, p, ox, oy, oz, inv_h, closed, nx, ny, nz, c)) return;
-    const int s = sparse_slot(keys, slots, n_keys, sparse_key_of_voxel(c[0], c[1], c[2]));
+    const int s = INDEXED_SLOT(c[0] >> 3, c[1] >> 3, c[2] >> 3);
     if (s < 0) {
         atomicAdd(missed, 1ULL);
         return;
@@ -152,36 +187,36 @@ __device__ __forceinline__ unsigned int axis_reach(long long b, int l, int margi
     return bits;
 }
 
-// Step 2, one thread per pool slot: mask[slot] bit sparse_offset_index(dx, dy, dz) set where some
-// occupied cell's box reaches the brick at that offset (the union over cells of products of
-// per-axis ranges: per row (y, z) the x-ranges of its occupied cells are merged first).
+// Step 2, one thread per (pool slot, row (y, z) of its cells): mask[slot] bit
+// sparse_offset_index(dx, dy, dz) set where some occupied cell's box reaches the brick at
+// that offset (the union over cells of products of per-axis ranges: the row's x-ranges are
+// merged first), OR-ed in with an integer atomic (the same bits in any order). 64 threads
+// per brick instead of one walking its 64 rows: a few hundred operations each, and
+// enough threads to fill the device at 20k bricks. Zero mask first.
 extern "C" __global__ void brick_reach(const unsigned char* __restrict__ occupied,
                                        const unsigned char* __restrict__ used,
                                        const int* __restrict__ coords, long long capacity, int margin, int closed,
                                        int nx, int ny, int nz, unsigned int* __restrict__ mask)
 {
-    const long long slot = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (slot >= capacity) return;
-    unsigned int out = 0;
-    if (used[slot]) {
-        const long long b[3] = {coords[3 * slot], coords[3 * slot + 1], coords[3 * slot + 2]};
-        const unsigned long long* rows = reinterpret_cast<const unsigned long long*>(occupied + slot * SPARSE_CELLS);
-        for (int row = 0; row < 64; ++row) {
-            const unsigned long long bytes = rows[row];
-            if (!bytes) continue;
-            unsigned int rx = 0;
-            for (int lx = 0; lx < 8; ++lx)
-                if ((bytes >> (8 * lx)) & 0xFFull) rx |= axis_reach(b[0], lx, margin, closed, nx);
-            const unsigned int ry = axis_reach(b[1], row & 7, margin, closed, ny);
-            const unsigned int rz = axis_reach(b[2], row >> 3, margin, closed, nz);
-            for (int dz = -1; dz <= 1; ++dz)
-                for (int dy = -1; dy <= 1; ++dy)
-                    for (int dx = -1; dx <= 1; ++dx)
-                        if (((rz >> (dz + 1)) & (ry >> (dy + 1)) & (rx >> (dx + 1))) & 1u)
-                            out |= 1u << sparse_offset_index(dx, dy, dz);
-        }
-    }
-    mask[slot] = out;
+    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= 64 * capacity) return;
+    const long long slot = t >> 6;
+    const int row = (int)(t & 63);
+    if (!used[slot]) return;
+    const unsigned long long bytes = reinterpret_cast<const unsigned long long*>(occupied + slot * SPARSE_CELLS)[row];
+    if (!bytes) return;
+    const long long b[3] = {coords[3 * slot], coords[3 * slot + 1], coords[3 * slot + 2]};
+    unsigned int rx = 0, out = 0;
+    for (int lx = 0; lx < 8; ++lx)
+        if ((bytes >> (8 * lx)) & 0xFFull) rx |= axis_reach(b[0], lx, margin, closed, nx);
+    const unsigned int ry = axis_reach(b[1], row & 7, margin, closed, ny);
+    const unsigned int rz = axis_reach(b[2], row >> 3, margin, closed, nz);
+    for (int dz = -1; dz <= 1; ++dz)
+        for (int dy = -1; dy <= 1; ++dy)
+            for (int dx = -1; dx <= 1; ++dx)
+                if (((rz >> (dz + 1)) & (ry >> (dy + 1)) & (rx >> (dx + 1))) & 1u)
+                    out |= 1u << sparse_offset_index(dx, dy, dz);
+    atomicOr(mask + slot, out);
 }
 
 // Step 3, one thread per (slot, offset): the key of each reached brick, −1 elsewhere; a
@@ -204,16 +239,28 @@ extern "C" __global__ void reach_keys(const unsigned int* __restrict__ mask, con
     out[t] = key;
 }
 
-// Step 4, against the current topology: each reached brick that is active marks its slot
-// kept, *added counts those that are not; then count_unkept. Both zero: no brick changes.
-extern "C" __global__ void reach_compare(const long long* __restrict__ reached, long long m,
-                                         const long long* __restrict__ keys, const int* __restrict__ slots,
-                                         long long n_keys, unsigned char* __restrict__ kept,
-                                         unsigned long long* __restrict__ added)
+// Step 4, against the current topology, straight from the masks (no key list written):
+// one thread per (slot, offset); each reached brick that is active marks its slot kept,
+// *added counts those that are not, *beyond those past the key range; then count_unkept.
+// All zero: no brick changes (reach_keys then lists the keys only when they do).
+extern "C" __global__ void reach_compare(const unsigned int* __restrict__ mask, const int* __restrict__ coords,
+                                         long long capacity, const long long* __restrict__ keys,
+                                         const int* __restrict__ slots, long long n_keys, BRICK_INDEX_ARGS,
+                                         unsigned char* __restrict__ kept, unsigned long long* __restrict__ added,
+                                         unsigned long long* __restrict__ beyond)
 {
     const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= m || reached[t] < 0) return;
-    const int s = sparse_slot(keys, slots, n_keys, reached[t]);
+    if (t >= 27 * capacity) return;
+    const long long slot = t / 27;
+    const int o = (int)(t - 27 * slot);
+    if (!((mask[slot] >> o) & 1u)) return;
+    const long long bx = (long long)coords[3 * slot] + o % 3 - 1, by = (long long)coords[3 * slot + 1] + (o / 3) % 3 - 1,
+                    bz = (long long)coords[3 * slot + 2] + o / 9 - 1;
+    if (sparse_key_of_voxel(8 * bx, 8 * by, 8 * bz) < 0) {
+        atomicAdd(beyond, 1ULL);
+        return;
+    }
+    const int s = INDEXED_SLOT(bx, by, bz);
     if (s < 0) atomicAdd(added, 1ULL);
     else kept[s] = 1;
 }
@@ -234,8 +281,8 @@ extern "C" __global__ void count_unkept(const unsigned char* __restrict__ used, 
 // cell `cells`, which no stage reads. Zero count (cells + 1) first.
 extern "C" __global__ void count_particles_sparse(const float* __restrict__ pos, long long n, float ox, float oy,
                                                   float oz, float inv_h, const long long* __restrict__ keys,
-                                                  const int* __restrict__ slots, long long n_keys, long long cells,
-                                                  int* __restrict__ count, int* __restrict__ cell_of,
+                                                  const int* __restrict__ slots, long long n_keys, BRICK_INDEX_ARGS,
+                                                  long long cells, int* __restrict__ count, int* __restrict__ cell_of,
                                                   int* __restrict__ rank)
 {
     const long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x;
@@ -244,7 +291,7 @@ extern "C" __global__ void count_particles_sparse(const float* __restrict__ pos,
     long long c = cells;
     if (isfinite(gx) && isfinite(gy) && isfinite(gz)) {
         const long long i = (long long)floorf(gx), j = (long long)floorf(gy), k = (long long)floorf(gz);
-        const int s = sparse_slot(keys, slots, n_keys, sparse_key_of_voxel(i, j, k));
+        const int s = INDEXED_SLOT(i >> 3, j >> 3, k >> 3);
         if (s >= 0) c = (long long)s * SPARSE_CELLS + sparse_local(i, j, k);
     }
     cell_of[p] = (int)c;
@@ -268,53 +315,56 @@ __device__ __forceinline__ bool hat_weight(float g, int closed, int n, long long
     return true;
 }
 
-// Gather (seed 003 §7): one thread per pool cell computes its u, v and w faces from the
+// Gather (seed 003 §7): pool cell t = slot·512 + l computes its u, v and w faces from the
 // sorted particles of the 3×3×3 cells around it (the only cells whose particles reach
 // them), summing w·q and w in double, cells z-y-x then particles in sorted order: no
 // atomics, the same bits every run. q = v_a, or with APIC v_a + C_a·(x_f − x_p). Faces with
 // Σw = 0 (and faces beyond a closed domain's face lattices, and free slots) get 0 and are
-// invalid.
-extern "C" __global__ void p2g_gather_sparse(const float* __restrict__ spos, const float* __restrict__ svel,
-                                             const float* __restrict__ sc, int apic, const int* __restrict__ start,
-                                             const int* __restrict__ count, const unsigned char* __restrict__ used,
-                                             const int* __restrict__ coords, const int* __restrict__ nbr27,
-                                             long long cells, int closed, int nx, int ny, int nz, float ox, float oy,
-                                             float oz, float h, float inv_h, float* __restrict__ u,
-                                             float* __restrict__ v, float* __restrict__ w,
-                                             unsigned char* __restrict__ valid_u, unsigned char* __restrict__ valid_v,
-                                             unsigned char* __restrict__ valid_w)
+// invalid. `span(x, y, z)` gives the [first, last) particles of the neighbourhood's local
+// cell (x, y, z) ∈ [−1, 8]³: from global memory (p2g_gather_sparse) or from the brick's
+// table in shared memory (p2g_gather_brick); the arithmetic is this one function's, so both
+// kernels give the same bits.
+struct GatherFrame {
+    int apic, closed, n[3];
+    float o[3], h, inv_h;
+};
+
+template <class Span>
+__device__ __forceinline__ void gather_cell(const float* __restrict__ spos, const float* __restrict__ svel,
+                                            const float* __restrict__ sc, const GatherFrame& F,
+                                            const int* __restrict__ coords, int slot, bool active, long long t,
+                                            const Span& span, float* __restrict__ u, float* __restrict__ v,
+                                            float* __restrict__ w, unsigned char* __restrict__ valid_u,
+                                            unsigned char* __restrict__ valid_v,
+                                            unsigned char* __restrict__ valid_w)
 {
-    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= cells) return;
-    const int slot = (int)(t >> 9), l = (int)(t & (SPARSE_CELLS - 1));
+    const int l = (int)(t & (SPARSE_CELLS - 1));
     const int lx = l & 7, ly = (l >> 3) & 7, lz = l >> 6;
     double num[3] = {0.0, 0.0, 0.0}, den[3] = {0.0, 0.0, 0.0};
     bool has[3] = {false, false, false};
-    if (used[slot]) {
+    if (active) {
         const long long node[3] = {8LL * coords[3 * slot] + lx, 8LL * coords[3 * slot + 1] + ly,
                                    8LL * coords[3 * slot + 2] + lz};
-        const int n[3] = {nx, ny, nz};
         for (int a = 0; a < 3; ++a) {  // closed: the face lattices (n + 1 along a, n across)
             has[a] = true;
-            if (closed)
-                for (int b = 0; b < 3; ++b) has[a] = has[a] && node[b] >= 0 && node[b] < n[b] + (a == b);
+            if (F.closed)
+                for (int b = 0; b < 3; ++b) has[a] = has[a] && node[b] >= 0 && node[b] < F.n[b] + (a == b);
         }
         for (int dz = -1; dz <= 1; ++dz)
             for (int dy = -1; dy <= 1; ++dy)
                 for (int dx = -1; dx <= 1; ++dx) {
-                    const int cell = sparse_cell_near(nbr27, slot, lx + dx, ly + dy, lz + dz);
-                    if (cell < 0) continue;
-                    const int first = start[cell], last = first + count[cell];
+                    int first, last;
+                    span(lx + dx, ly + dy, lz + dz, first, last);
                     for (int s = first; s < last; ++s) {
-                        const float g[3] = {(spos[3 * s] - ox) * inv_h, (spos[3 * s + 1] - oy) * inv_h,
-                                            (spos[3 * s + 2] - oz) * inv_h};
+                        const float g[3] = {(spos[3 * s] - F.o[0]) * F.inv_h, (spos[3 * s + 1] - F.o[1]) * F.inv_h,
+                                            (spos[3 * s + 2] - F.o[2]) * F.inv_h};
                         // the hat weights of this node along each axis, on the component's own
                         // lattice (g) and on the half-shifted ones (g − ½): shared by u, v, w
                         float w_own[3] = {0.0f, 0.0f, 0.0f}, w_half[3] = {0.0f, 0.0f, 0.0f};
                         bool own[3], half[3];
                         for (int a = 0; a < 3; ++a) {
-                            own[a] = hat_weight(g[a], closed, n[a], node[a], w_own[a]);
-                            half[a] = hat_weight(g[a] - 0.5f, closed, n[a], node[a], w_half[a]);
+                            own[a] = hat_weight(g[a], F.closed, F.n[a], node[a], w_own[a]);
+                            half[a] = hat_weight(g[a] - 0.5f, F.closed, F.n[a], node[a], w_half[a]);
                         }
                         const int d[3] = {dx, dy, dz};
                         for (int comp = 0; comp < 3; ++comp) {
@@ -331,10 +381,10 @@ extern "C" __global__ void p2g_gather_sparse(const float* __restrict__ spos, con
                             if (!touches) continue;
                             const float weight = wt[0] * wt[1] * wt[2];
                             float q = svel[3 * s + comp];
-                            if (apic) {
+                            if (F.apic) {
                                 const float* r = sc + 9LL * s + 3 * comp;
-                                const float d0 = ((float)node[0] - f[0]) * h, d1 = ((float)node[1] - f[1]) * h,
-                                            d2 = ((float)node[2] - f[2]) * h;
+                                const float d0 = ((float)node[0] - f[0]) * F.h, d1 = ((float)node[1] - f[1]) * F.h,
+                                            d2 = ((float)node[2] - f[2]) * F.h;
                                 q = q + (r[0] * d0 + r[1] * d1 + r[2] * d2);
                             }
                             num[comp] += (double)(weight * q);
@@ -350,6 +400,90 @@ extern "C" __global__ void p2g_gather_sparse(const float* __restrict__ spos, con
         out[a][t] = ok ? (float)(num[a] / den[a]) : 0.0f;
         valid[a][t] = ok;
     }
+}
+
+// The neighbourhood's cells from global memory: one table read and two loads per cell.
+struct GlobalSpan {
+    const int* __restrict__ start;
+    const int* __restrict__ count;
+    const int* __restrict__ nbr27;
+    int slot;
+    __device__ __forceinline__ void operator()(int x, int y, int z, int& first, int& last) const
+    {
+        const int cell = sparse_cell_near(nbr27, slot, x, y, z);
+        first = cell < 0 ? 0 : start[cell];
+        last = cell < 0 ? 0 : first + count[cell];
+    }
+};
+
+// The brick's 10³ halo cells (x, y, z) ∈ [−1, 8]³ at (z + 1)·100 + (y + 1)·10 + (x + 1).
+#define GATHER_HALO 1000
+
+__device__ __forceinline__ int halo_index(int x, int y, int z) { return (z + 1) * 100 + (y + 1) * 10 + (x + 1); }
+
+struct SharedSpan {
+    const int* first;
+    const int* last;
+    __device__ __forceinline__ void operator()(int x, int y, int z, int& f, int& l) const
+    {
+        const int q = halo_index(x, y, z);
+        f = first[q];
+        l = last[q];
+    }
+};
+
+// One thread per pool cell (VOXFX_SPARSE_GATHER=cell).
+extern "C" __global__ void p2g_gather_sparse(const float* __restrict__ spos, const float* __restrict__ svel,
+                                             const float* __restrict__ sc, int apic, const int* __restrict__ start,
+                                             const int* __restrict__ count, const unsigned char* __restrict__ used,
+                                             const int* __restrict__ coords, const int* __restrict__ nbr27,
+                                             long long cells, int closed, int nx, int ny, int nz, float ox, float oy,
+                                             float oz, float h, float inv_h, float* __restrict__ u,
+                                             float* __restrict__ v, float* __restrict__ w,
+                                             unsigned char* __restrict__ valid_u, unsigned char* __restrict__ valid_v,
+                                             unsigned char* __restrict__ valid_w)
+{
+    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= cells) return;
+    const int slot = (int)(t >> 9);
+    const GatherFrame F = {apic, closed, {nx, ny, nz}, {ox, oy, oz}, h, inv_h};
+    const GlobalSpan span = {start, count, nbr27, slot};
+    gather_cell(spos, svel, sc, F, coords, slot, used[slot] != 0, t, span, u, v, w, valid_u, valid_v, valid_w);
+}
+
+// One thread block per pool slot (VOXFX_SPARSE_GATHER=brick; grid = slots, any block size:
+// a thread takes cells l, l + blockDim, …): the block first copies the particle spans of
+// the brick's 10³ halo (the 27 bricks' cells it reads, 8 KB) into shared memory, so the
+// 27 look-ups per cell are shared-memory reads instead of a table read and two global
+// loads each; the sums are gather_cell's, bit for bit p2g_gather_sparse's.
+extern "C" __global__ void p2g_gather_brick(const float* __restrict__ spos, const float* __restrict__ svel,
+                                            const float* __restrict__ sc, int apic, const int* __restrict__ start,
+                                            const int* __restrict__ count, const unsigned char* __restrict__ used,
+                                            const int* __restrict__ coords, const int* __restrict__ nbr27,
+                                            long long cells, int closed, int nx, int ny, int nz, float ox, float oy,
+                                            float oz, float h, float inv_h, float* __restrict__ u,
+                                            float* __restrict__ v, float* __restrict__ w,
+                                            unsigned char* __restrict__ valid_u, unsigned char* __restrict__ valid_v,
+                                            unsigned char* __restrict__ valid_w)
+{
+    __shared__ int first[GATHER_HALO], last[GATHER_HALO];
+    const int slot = (int)blockIdx.x;
+    if ((long long)slot * SPARSE_CELLS >= cells) return;
+    const bool active = used[slot] != 0;  // the same for the whole block
+    if (active) {
+        for (int q = threadIdx.x; q < GATHER_HALO; q += blockDim.x) {
+            const int cell = sparse_cell_near(nbr27, slot, q % 10 - 1, (q / 10) % 10 - 1, q / 100 - 1);
+            const int f = cell < 0 ? 0 : start[cell];
+            first[q] = f;
+            last[q] = cell < 0 ? 0 : f + count[cell];
+        }
+    }
+    __syncthreads();
+    const GatherFrame F = {apic, closed, {nx, ny, nz}, {ox, oy, oz}, h, inv_h};
+    const SharedSpan span = {first, last};
+    for (int l = threadIdx.x; l < SPARSE_CELLS; l += blockDim.x)
+        gather_cell(spos, svel, sc, F, coords, slot, active, (long long)slot * SPARSE_CELLS + l, span, u, v, w,
+                    valid_u, valid_v, valid_w);
 }
 
 // ------------------------------------------------------------------------------ cell types, boundaries
@@ -382,8 +516,33 @@ extern "C" __global__ void mark_fluid_sparse(const float* __restrict__ pos, long
     if (!solid[c]) cell[c] = FLUID;
 }
 
-// sparse_transfer.enforce_boundaries: a face with a solid cell on either side, or that does
-// not exist, takes the solid's velocity (walls 0).
+// classify in one pass over the pool from the binning (bin_particles' count per pool cell:
+// count_particles_sparse puts a particle in the cell ⌊(x − o)/h⌋ that mark_fluid_sparse
+// marks, finite and active alike): FLUID where the cell holds a particle, is not solid and
+// (closed) lies inside the box; else SOLID where solid, AIR elsewhere. No pass over the
+// particles and no brick search per particle.
+extern "C" __global__ void classify_counts_sparse(const int* __restrict__ count,
+                                                  const unsigned char* __restrict__ solid,
+                                                  const int* __restrict__ coords, long long cells, int closed,
+                                                  int nx, int ny, int nz, unsigned char* __restrict__ cell)
+{
+    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= cells) return;
+    unsigned char type = solid[t] ? SOLID : AIR;
+    if (type == AIR && count[t] > 0) {  // a cell with particles lies in an active slot
+        const long long slot = t >> 9;
+        const int l = (int)(t & (SPARSE_CELLS - 1));
+        const long long i = 8LL * coords[3 * slot] + (l & 7), j = 8LL * coords[3 * slot + 1] + ((l >> 3) & 7),
+                        k = 8LL * coords[3 * slot + 2] + (l >> 6);
+        if (!closed || (i >= 0 && i < nx && j >= 0 && j < ny && k >= 0 && k < nz)) type = FLUID;
+    }
+    cell[t] = type;
+}
+
+// sparse_transfer.enforce_boundaries with the body force fused (sim's gravity step): every
+// face adds add_u/v/w when `add` (the reference adds to every face, then overwrites the
+// boundary faces: the same values), and a face with a solid cell on either side, or that
+// does not exist, takes the solid's velocity (walls 0).
 extern "C" __global__ void enforce_boundaries_sparse(float* __restrict__ u, float* __restrict__ v,
                                                      float* __restrict__ w, const float* __restrict__ solid_u,
                                                      const float* __restrict__ solid_v,
@@ -392,16 +551,20 @@ extern "C" __global__ void enforce_boundaries_sparse(float* __restrict__ u, floa
                                                      const unsigned char* __restrict__ exists_u,
                                                      const unsigned char* __restrict__ exists_v,
                                                      const unsigned char* __restrict__ exists_w,
-                                                     const int* __restrict__ nbr27, long long cells)
+                                                     const int* __restrict__ nbr27, long long cells, int add,
+                                                     float add_u, float add_v, float add_w)
 {
     const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= cells) return;
     float* const face[3] = {u, v, w};
     const float* const fixed[3] = {solid_u, solid_v, solid_w};
     const unsigned char* const exists[3] = {exists_u, exists_v, exists_w};
+    const float force[3] = {add_u, add_v, add_w};
+    const bool here = solid[t] != 0;
     for (int a = 0; a < 3; ++a) {
         const int lo = sparse_cell_step(nbr27, (int)t, 2 * a);
-        if (solid[t] || (lo >= 0 && solid[lo]) || !exists[a][t]) face[a][t] = fixed[a][t];
+        if (here || (lo >= 0 && solid[lo]) || !exists[a][t]) face[a][t] = fixed[a][t];
+        else if (add) face[a][t] = face[a][t] + force[a];
     }
 }
 
@@ -601,6 +764,13 @@ __device__ void push_out_brick(float x[3], const float fallback[3], const unsign
 // G2P and advection fused, one thread per particle (sparse_transfer.g2p_advect):
 //   G2P (seed 003 Alg. 1): v ← flip·(v + (u − u_old)(x)) + pic·u(x); APIC: C_a ← ∇u_a(x)/h.
 //   Advection: RK2 midpoint x_mid = x + ½Δt·u(x), x' = x + Δt·u(x_mid), then push_out_brick.
+// With P2G's bins of these positions (use_bins = 1: `order`, the counting sort, and
+// `cell_of`, each particle's pool cell, `cells` where it has none) thread t updates
+// particle order[t]: a warp's particles lie in a few neighbouring cells, so their ~100
+// face and table reads each hit the same cache lines instead of random ones across the
+// pool (the particles' 24 B read and written per particle scatter instead); and the home
+// brick is cell_of's slot (count_particles_sparse found it from the same ⌊(x − o)/h⌋)
+// instead of a binary search. Each particle's arithmetic is the same: the same bits.
 extern "C" __global__ void g2p_advect_sparse(float* __restrict__ pos, float* __restrict__ vel, float* __restrict__ c,
                                              long long n, int apic, const float* __restrict__ u,
                                              const float* __restrict__ v, const float* __restrict__ w,
@@ -609,10 +779,13 @@ extern "C" __global__ void g2p_advect_sparse(float* __restrict__ pos, float* __r
                                              const long long* __restrict__ keys, const int* __restrict__ slots,
                                              long long n_keys, const int* __restrict__ nbr27, int closed, int nx,
                                              int ny, int nz, float ox, float oy, float oz, float h, float inv_h,
-                                             float flip, float pic, float dt, float half_dt)
+                                             float flip, float pic, float dt, float half_dt,
+                                             const int* __restrict__ order, const int* __restrict__ cell_of,
+                                             long long cells, int use_bins)
 {
-    const long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (p >= n) return;
+    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n) return;
+    const long long p = use_bins ? (long long)order[t] : t;
     const float o[3] = {ox, oy, oz};
     const float x0[3] = {pos[3 * p], pos[3 * p + 1], pos[3 * p + 2]};
     const float g[3] = {(x0[0] - ox) * inv_h, (x0[1] - oy) * inv_h, (x0[2] - oz) * inv_h};
@@ -626,7 +799,12 @@ extern "C" __global__ void g2p_advect_sparse(float* __restrict__ pos, float* __r
     S.hb[0] = S.hb[1] = S.hb[2] = 0;
     if (isfinite(g[0]) && isfinite(g[1]) && isfinite(g[2])) {
         for (int a = 0; a < 3; ++a) S.hb[a] = ((long long)floorf(g[a])) >> 3;
-        S.home = sparse_slot(keys, slots, n_keys, sparse_key_of_voxel(8 * S.hb[0], 8 * S.hb[1], 8 * S.hb[2]));
+        if (use_bins) {
+            const int at = cell_of[p];
+            S.home = at < cells ? at >> 9 : -1;
+        } else {
+            S.home = sparse_slot(keys, slots, n_keys, sparse_key_of_voxel(8 * S.hb[0], 8 * S.hb[1], 8 * S.hb[2]));
+        }
     }
     float un[3], uo[3], grad[9];
     const float* const old[3] = {old_u, old_v, old_w};

@@ -7,11 +7,15 @@ another order).
 
 The kernels read ``SparseMacGrid``'s brick tables (``slot_coords``, ``brick_nbr``: a
 stencil crosses a brick border with one table read); a point finds its brick by binary
-search on the keys, or from the 27 bricks around its own.
+search on the keys, or from the 27 bricks around its own; in a closed domain the
+particle passes (``mark_occupied``, ``count_particles_sparse``) read a dense brick index
+over the box instead (``brick_index``: one load, no search), and G2P takes each
+particle's brick from its P2G bin.
 
 Topology (§5.1–5.2), per substep, incremental: each particle marks its cell in the
-current topology (``mark_occupied``), one thread per brick turns its marked cells into
-the bricks their boxes (cell ± margin) reach (``brick_reach``: a 27-bit mask), and those
+current topology (``mark_occupied``), one thread per row of a brick's cells turns its
+marked cells into the bricks their boxes (cell ± margin) reach (``brick_reach``: a
+27-bit mask per brick, OR-ed by integer atomics), and those
 bricks' keys are the new topology: the bricks of ``SparseFlipGrid.topology_keys`` exactly,
 without sorting the particles. Most substeps change no brick (``reach_compare``): then
 nothing is sorted or rebuilt, and the update is a handful of launches and one host sync.
@@ -25,10 +29,33 @@ P2G (§6–7): particles binned by pool cell (counting sort: ``count_particles_s
 ``flip_transfer.cu``'s ``place_particles``/``sort_cell_segments``/``copy_sorted_particles``,
 the dense solver's), then one thread per pool cell gathers its three faces from the 27
 cells around it in a fixed order: no float atomics, no per-pair temporaries (24 + 12 B
-per particle for the sorted copy and the sort, 8 B per cell for start and count).
+per particle for the sorted copy and the sort, 8 B per cell for start and count). Two
+gather kernels, the same sums bit for bit: ``brick`` (default), one thread block per
+brick with its 10³ halo's particle spans in shared memory, and ``cell``, one thread per
+pool cell looking its 27 cells up in global memory; ``VOXFX_SPARSE_GATHER=cell|brick``
+(or ``particles_to_grid(..., gather=)``) picks one, so both can be timed in one run.
+
+Classify (§6) comes from the binning: the count per pool cell says which cells hold a
+particle (``classify_counts_sparse``, one pass over the pool) when the bins are those of
+the same positions (``bins``: kept from P2G until the particles move or the bricks
+change); otherwise the two-pass form (``cells_from_solid_sparse`` + ``mark_fluid_sparse``).
+Gravity is added in the boundaries kernel (``enforce_boundaries(grid, add)``).
+
+G2P + advection runs over the particles in P2G's sorted order when the bins are still
+those of the positions (``VOXFX_SPARSE_G2P=cell``, the default; ``input``: in the
+particles' own order): neighbouring threads read neighbouring faces, and each particle's
+home brick is its bin's (no search). The same bits.
+
+Particle order: the state is not kept sorted between substeps. Cache frames write the
+particles in the simulation's order, and that order is each particle's identity from
+frame to frame (emitters append, the kill pass compacts stably); sorting the state by
+cell would renumber the particles every substep. The counting sort gives sorted copies
+for the gather only.
 """
 
 from __future__ import annotations
+
+import os
 
 import numpy as np
 
@@ -43,6 +70,25 @@ KERNELS = Kernels("flip_sparse_transfer.cu", ("--fmad=false",), THREADS,
 MAX_MARGIN = 8  # cells: the incremental topology reaches the 26 bricks around each brick only
 CELLS = 512
 _I64, _I32 = np.int64, np.int32
+GATHERS = ("brick", "cell")
+GATHER_THREADS = 256  # brick gather: threads per brick (each takes 512 / 256 = 2 cells)
+G2P_ORDERS = ("cell", "input")
+
+
+def gather_mode(gather=None) -> str:
+    """The P2G gather kernel to run: *gather*, else ``VOXFX_SPARSE_GATHER``, else brick."""
+    mode = gather or os.environ.get("VOXFX_SPARSE_GATHER", "").strip().lower() or GATHERS[0]
+    if mode not in GATHERS:
+        raise ValueError(f"VOXFX_SPARSE_GATHER must be one of {', '.join(GATHERS)}, not {mode!r}")
+    return mode
+
+
+def g2p_order(order=None) -> str:
+    """The particle order of G2P: *order*, else ``VOXFX_SPARSE_G2P``, else cell (sorted)."""
+    mode = order or os.environ.get("VOXFX_SPARSE_G2P", "").strip().lower() or G2P_ORDERS[0]
+    if mode not in G2P_ORDERS:
+        raise ValueError(f"VOXFX_SPARSE_G2P must be one of {', '.join(G2P_ORDERS)}, not {mode!r}")
+    return mode
 
 
 def available(grid, *particles) -> bool:
@@ -67,6 +113,32 @@ def _topo(grid):
     return t.keys, t.slots, _I64(t.count)
 
 
+INDEX_LIMIT = 1 << 22  # entries (16 MiB): a closed domain up to ~1300³ cells has a brick index
+_NO_INDEX = (_I32(0),) * 6
+
+
+def brick_index(grid):
+    """The kernels' brick index arguments (``BRICK_INDEX_ARGS``): a closed domain's table of
+    slots over its bricks and wall ring, built once per topology (one launch), or none
+    (open domains, or a table over ``INDEX_LIMIT``): binary search instead."""
+    t = grid.topology
+    cached = getattr(grid, "_brick_index", None)
+    if cached is not None and cached[0] is t:
+        return cached[1]
+    cp = grid.xp
+    dims = tuple((int(n) >> 3) + 2 for n in grid.shape)
+    if not grid.closed or dims[0] * dims[1] * dims[2] > INDEX_LIMIT:
+        out = (cp.zeros(1, cp.int32), *_NO_INDEX)
+    else:
+        table = cp.full(dims[0] * dims[1] * dims[2], -1, cp.int32)
+        lo = (_I32(-1),) * 3
+        KERNELS.launch("brick_index_fill", int(t.count), (t.keys, t.slots, _I64(t.count), table, *lo,
+                                                          *(_I32(d) for d in dims)))
+        out = (table, *lo, *(_I32(d) for d in dims))
+    grid._brick_index = (t, out)
+    return out
+
+
 # ------------------------------------------------------------------ topology (§5.2)
 
 
@@ -80,10 +152,11 @@ def mark_walls(grid) -> None:
         grid[name] = a
 
 
-def _reach(grid, pos, margin, keys, slots, used, coords, compare):
+def _reach(grid, pos, margin, keys, slots, used, coords, compare, index):
     """The marking pipeline (module notes) on the bricks *keys* in *slots* (*used*,
-    *coords*: per slot): every reached key (−1 padded) and the flags [missed, beyond,
-    added, freed] (added/freed against *keys* when *compare*)."""
+    *coords*: per slot; *index*: their ``brick_index``): the reach masks per slot and the
+    flags [missed, beyond, added, freed] (beyond, added, freed against *keys* when
+    *compare*, straight from the masks; ``_reached`` lists the keys)."""
     cp = grid.xp
     n, cap = int(pos.shape[0]), int(used.shape[0])
     nk = _I64(keys.shape[0])
@@ -91,18 +164,25 @@ def _reach(grid, pos, margin, keys, slots, used, coords, compare):
     flags = cp.zeros(4, cp.uint64)
     ox, oy, oz, _, inv_h = _frame(grid)
     KERNELS.launch("mark_occupied", n, (pos, _I64(n), ox, oy, oz, inv_h, _I32(grid.closed), *_dims(grid), keys,
-                                        slots, nk, occupied, flags[0:1]))
-    mask = cp.empty(cap, cp.uint32)
-    KERNELS.launch("brick_reach", cap, (occupied, used, coords, _I64(cap), _I32(margin), _I32(grid.closed),
+                                        slots, nk, *index, occupied, flags[0:1]))
+    mask = cp.zeros(cap, cp.uint32)
+    KERNELS.launch("brick_reach", 64 * cap, (occupied, used, coords, _I64(cap), _I32(margin), _I32(grid.closed),
                                         *_dims(grid), mask))
     del occupied
-    reached = cp.empty(27 * cap, cp.int64)
-    KERNELS.launch("reach_keys", 27 * cap, (mask, coords, _I64(cap), reached, flags[1:2]))
     if compare:
         kept = cp.zeros(cap, cp.uint8)
-        KERNELS.launch("reach_compare", 27 * cap, (reached, _I64(27 * cap), keys, slots, nk, kept, flags[2:3]))
+        KERNELS.launch("reach_compare", 27 * cap, (mask, coords, _I64(cap), keys, slots, nk, *index, kept,
+                                                   flags[2:3], flags[1:2]))
         KERNELS.launch("count_unkept", cap, (used, kept, _I64(cap), flags[3:4]))
-    return reached, flags
+    return mask, flags
+
+
+def _reached(cp, mask, coords, flags):
+    """The keys the masks reach (bricks past the key range add to flags[1])."""
+    cap = int(mask.shape[0])
+    reached = cp.empty(27 * cap, cp.int64)
+    KERNELS.launch("reach_keys", 27 * cap, (mask, coords, _I64(cap), reached, flags[1:2]))
+    return reached[reached >= 0]
 
 
 def incremental_keys(grid, pos, margin: int):
@@ -116,12 +196,15 @@ def incremental_keys(grid, pos, margin: int):
         return None
     t = grid.topology
     if t.count:
-        reached, flags = _reach(grid, pos, margin, t.keys, t.slots, grid.brick_slot, grid.slot_coords, True)
+        mask, flags = _reach(grid, pos, margin, t.keys, t.slots, grid.brick_slot, grid.slot_coords, True,
+                             brick_index(grid))
         missed, beyond, added, freed = (int(f) for f in flags.get())  # the one host sync
         if beyond:
             return None
         if not missed:
-            return (None, True) if added == 0 and freed == 0 else (reached[reached >= 0], False)
+            if added == 0 and freed == 0:
+                return None, True
+            return _reached(grid.xp, mask, grid.slot_coords, flags), False
     keys = full_keys(grid, pos, margin)
     return None if keys is None else (keys, False)
 
@@ -145,10 +228,12 @@ def full_keys(grid, pos, margin: int):
         return None
     slots = cp.arange(cap, dtype=cp.int32)
     coords, _ = brick_tables(keys, slots, cap, cp)
-    reached, flags = _reach(grid, pos, margin, keys, slots, cp.ones(cap, cp.uint8), coords, False)
+    mask, flags = _reach(grid, pos, margin, keys, slots, cp.ones(cap, cp.uint8), coords, False,
+                         (cp.zeros(1, cp.int32), *_NO_INDEX))
+    reached = _reached(cp, mask, coords, flags)
     if int(flags[:2].any()):
         return None
-    return reached[reached >= 0]
+    return reached
 
 
 # ------------------------------------------------------------------ particles → grid
@@ -157,7 +242,7 @@ def full_keys(grid, pos, margin: int):
 def bin_particles(grid, pos, vel, c):
     """Particles sorted by pool cell (module notes): sorted pos, vel, C (a 1-element dummy
     without C), per-cell start and count (cells + 1: the last holds the particles without
-    an active cell)."""
+    an active cell), the order (sorted position → particle) and each particle's cell."""
     cp = grid.xp
     n = int(pos.shape[0])
     cells = grid.size
@@ -166,32 +251,39 @@ def bin_particles(grid, pos, vel, c):
     count = cp.zeros(cells + 1, cp.int32)
     cell_of = cp.empty(n, cp.int32)
     rank = cp.empty(n, cp.int32)
-    KERNELS.launch("count_particles_sparse", n, (pos, _I64(n), ox, oy, oz, inv_h, keys, slots, nk, _I64(cells),
-                                                 count, cell_of, rank))
+    KERNELS.launch("count_particles_sparse", n, (pos, _I64(n), ox, oy, oz, inv_h, keys, slots, nk, *brick_index(grid),
+                                                 _I64(cells), count, cell_of, rank))
     start = cp.cumsum(count, dtype=cp.int32)
     start -= count  # exclusive scan
     order = cp.empty(n, cp.int32)
     DENSE.launch("place_particles", n, (cell_of, rank, start, _I64(n), order))
-    del cell_of, rank
+    del rank
     DENSE.launch("sort_cell_segments", cells + 1, (order, start, count, _I64(cells + 1)))
     spos = cp.empty_like(pos)
     svel = cp.empty_like(vel)
     apic = c is not None
     sc = cp.empty_like(c) if apic else cp.zeros(1, cp.float32)
     DENSE.launch("copy_sorted_particles", n, (order, _I64(n), pos, vel, c if apic else sc, _I32(apic), spos, svel, sc))
-    return spos, svel, sc, start, count
+    return spos, svel, sc, start, count, order, cell_of
 
 
-def particles_to_grid(grid, pos, vel, c):
-    """``sparse_transfer.particles_to_grid`` (gather); returns the valid masks."""
+def particles_to_grid(grid, pos, vel, c, gather=None):
+    """``sparse_transfer.particles_to_grid`` (gather: ``gather_mode``); returns the valid
+    masks. Keeps the bins' counts for ``classify`` (``grid.bins``)."""
     cp = grid.xp
     size = grid.size
+    mode = gather_mode(gather)
     valid = tuple(cp.empty(size, cp.uint8) for _ in range(3))
     faces = tuple(cp.empty(size, cp.float32) for _ in range(3))
-    spos, svel, sc, start, count = bin_particles(grid, pos, vel, c)
-    KERNELS.launch("p2g_gather_sparse", size, (spos, svel, sc, _I32(c is not None), start, count, grid.brick_slot,
-                                               grid.slot_coords, grid.brick_nbr, _I64(size), _I32(grid.closed),
-                                               *_dims(grid), *_frame(grid), *faces, *valid))
+    spos, svel, sc, start, count, order, cell_of = bin_particles(grid, pos, vel, c)
+    args = (spos, svel, sc, _I32(c is not None), start, count, grid.brick_slot, grid.slot_coords, grid.brick_nbr,
+            _I64(size), _I32(grid.closed), *_dims(grid), *_frame(grid), *faces, *valid)
+    if mode == "brick":
+        if size:  # (an empty pool: no blocks to launch)
+            KERNELS.launch_grid("p2g_gather_brick", (size // CELLS,), (GATHER_THREADS,), args)
+    else:
+        KERNELS.launch("p2g_gather_sparse", size, args)
+    grid.bins = (pos, count, order, cell_of)
     for name, f in zip(grid.FACES, faces):
         grid[name] = f
     return valid
@@ -201,9 +293,17 @@ def particles_to_grid(grid, pos, vel, c):
 
 
 def classify(grid, pos) -> None:
+    """``sparse_transfer.classify``: from P2G's bin counts when they are *pos*'s (module
+    notes), else marking cells from the particles."""
     cp = grid.xp
     size = grid.size
     cell = cp.empty(size, cp.uint8)
+    bins = getattr(grid, "bins", None)
+    if bins is not None and bins[0] is pos:
+        KERNELS.launch("classify_counts_sparse", size, (bins[1], grid["solid"], grid.slot_coords, _I64(size),
+                                                        _I32(grid.closed), *_dims(grid), cell))
+        grid["cell"] = cell
+        return
     KERNELS.launch("cells_from_solid_sparse", size, (grid["solid"], cell, _I64(size)))
     n = int(pos.shape[0])
     keys, slots, nk = _topo(grid)
@@ -213,10 +313,13 @@ def classify(grid, pos) -> None:
     grid["cell"] = cell
 
 
-def enforce_boundaries(grid) -> None:
+def enforce_boundaries(grid, add=None) -> None:
+    """``sparse_transfer.enforce_boundaries``, with *add* (three float32: a body force
+    times Δt) added to the faces first."""
+    force = tuple(np.float32(a) for a in add) if add is not None else (np.float32(0),) * 3
     KERNELS.launch("enforce_boundaries_sparse", grid.size,
                    (*grid.faces(), *(grid["solid_" + n] for n in grid.FACES), grid["solid"],
-                    *(grid[n] for n in grid.EXISTS), grid.brick_nbr, _I64(grid.size)))
+                    *(grid[n] for n in grid.EXISTS), grid.brick_nbr, _I64(grid.size), _I32(add is not None), *force))
 
 
 def fluid_faces(grid):
@@ -246,12 +349,17 @@ def extrapolate(grid, layers: int, valid):
 # ------------------------------------------------------------------ grid → particles
 
 
-def g2p_advect(grid, old, pos, vel, flip, pic, dt, half_dt, c) -> None:
-    """``sparse_transfer.g2p_advect`` in one kernel (float32 scalars given)."""
+def g2p_advect(grid, old, pos, vel, flip, pic, dt, half_dt, c, order=None) -> None:
+    """``sparse_transfer.g2p_advect`` in one kernel (float32 scalars given), in the bins'
+    order where ``g2p_order(order)`` says cell and the bins are *pos*'s."""
+    bins, grid.bins = grid.bins, None  # the particles move: the bins are stale
+    sorted_ = g2p_order(order) == "cell" and bins is not None and bins[0] is pos and bins[2].shape[0] == pos.shape[0]
     n = int(pos.shape[0])
     keys, slots, nk = _topo(grid)
     apic = c is not None
     dummy = c if apic else grid.xp.zeros(1, grid.xp.float32)
+    order_cells = bins[2:4] if sorted_ else (dummy, dummy)
     KERNELS.launch("g2p_advect_sparse", n, (pos, vel, dummy, _I64(n), _I32(apic), *grid.faces(), *old, grid["solid"],
                                             keys, slots, nk, grid.brick_nbr, _I32(grid.closed), *_dims(grid),
-                                            *_frame(grid), flip, pic, dt, half_dt))
+                                            *_frame(grid), flip, pic, dt, half_dt, *order_cells, _I64(grid.size),
+                                            _I32(sorted_)))

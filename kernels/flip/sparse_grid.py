@@ -47,6 +47,7 @@ EXTRAPOLATION_LAYERS = 2
 class SparseFlipGrid(SparseMacGrid):
     FACES = ("u", "v", "w")
     EXISTS = ("exists_u", "exists_v", "exists_w")
+    MARKS = (*EXISTS, "wall", "solid", "solid_u", "solid_v", "solid_w")  # update writes them whole
 
     def __init__(self, spec: GridSpec, xp=np, closed: bool = True):
         super().__init__(spec.origin, spec.voxel_size, xp)
@@ -59,6 +60,7 @@ class SparseFlipGrid(SparseMacGrid):
         for name in ("cell", "solid", *self.EXISTS, "wall"):
             self.add(name, xp.uint8, 0)
         self.valid = None
+        self.bins = None  # sparse_gpu: P2G's (positions, count per pool cell), for classify
         self.plain_marks = False  # the marks are the walls alone (no obstacle): kept while no brick changes
 
     def faces(self):
@@ -91,6 +93,7 @@ class SparseFlipGrid(SparseMacGrid):
         ``sparse_bodies.BrickBody`` obstacles) and the faces that exist. Returns (added,
         freed) slots."""
         xp = self.xp
+        self.bins = None  # the bricks (and the particles) may change
         found = None
         if sparse_gpu.available(self, pos) and (extra_cells is None or len(extra_cells) == 0):
             found = sparse_gpu.incremental_keys(self, pos, margin)
@@ -101,7 +104,7 @@ class SparseFlipGrid(SparseMacGrid):
                 return added, freed
         else:
             keys = self.topology_keys(pos, margin, extra_cells) if found is None else found[0]
-            added, freed = self.retopologize(keys)
+            added, freed = self.retopologize(keys, rewritten=self.MARKS)  # the marks are written below
         self.plain_marks = plain
         if sparse_gpu.available(self):
             sparse_gpu.mark_walls(self)  # exists, wall, solid = wall

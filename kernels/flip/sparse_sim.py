@@ -214,9 +214,7 @@ class SparseFlipSimulation(FlipSimulation):
         sparse_transfer.extrapolate(g)
         report(progress, 0.2, "pressure")
         old = tuple(f.copy() for f in g.faces())  # save old velocity for FLIP
-        for name, a in zip(g.FACES, s.gravity):  # gravity
-            g[name] = g[name] + np.float32(a * dt)
-        sparse_transfer.enforce_boundaries(g)
+        sparse_transfer.enforce_boundaries(g, add=[np.float32(a * dt) for a in s.gravity])  # gravity, boundaries
         p, stats = sparse_pressure.solve_pressure(g, dt, tolerance=s.pressure_tolerance,  # PCG (§8, Alg. 2)
                                                   max_iterations=s.pressure_max_iterations,
                                                   preconditioner=self.preconditioner,

@@ -173,11 +173,16 @@ def solid_touch(grid, comp):
     return solid | lo | (grid[grid.EXISTS[comp]] == 0)
 
 
-def enforce_boundaries(grid) -> None:
-    """Faces touching a SOLID cell take the solid's velocity (walls and missing faces 0)."""
+def enforce_boundaries(grid, add=None) -> None:
+    """Faces touching a SOLID cell take the solid's velocity (walls and missing faces 0);
+    with *add* (per component, a body force times Δt: the sim's gravity) added to every
+    face first (one kernel on the GPU)."""
     xp = grid.xp
     if sparse_gpu.available(grid):
-        return sparse_gpu.enforce_boundaries(grid)
+        return sparse_gpu.enforce_boundaries(grid, add)
+    if add is not None:
+        for name, a in zip(grid.FACES, add):
+            grid[name] = grid[name] + np.float32(a)
     for comp, name in enumerate(grid.FACES):
         grid[name] = xp.where(solid_touch(grid, comp), grid["solid_" + name], grid[name])
 

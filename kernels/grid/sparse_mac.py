@@ -96,22 +96,29 @@ class SparseMacGrid:
                    + t.slots.nbytes + t.free.nbytes + tables)
 
     # ------------------------------------------------------------------ topology (seed 003 §5.2)
-    def retopologize(self, keys):
+    def retopologize(self, keys, rewritten=()):
         """Move to the bricks of *keys* (``Topology.update``: kept bricks keep their slots
         and data, new ones start at each channel's background, freed slots are reused
-        first) and rebuild the neighbour index. Returns (added, freed) slots."""
+        first) and rebuild the neighbour index. Returns (added, freed) slots. The channels
+        named in *rewritten* are the caller's to write whole next: they are only resized
+        (to the background) when the pool grows, their slots not filled."""
         xp = self.xp
         topo, added, freed = self.topology.update(keys)
         old = self.capacity
-        for entry in self.channels.values():
+        # fresh bricks and freed slots hold the background: one fill per channel
+        fill = freed if not added.shape[0] else added if not freed.shape[0] else xp.concatenate([added, freed])
+        for name, entry in self.channels.items():
             arr, bg = entry
+            if name in rewritten:
+                if topo.capacity > old:
+                    entry[0] = xp.full(topo.capacity * CELLS, bg, arr.dtype)
+                continue
             if topo.capacity > old:
                 grown = xp.full(topo.capacity * CELLS, bg, arr.dtype)
                 grown[:arr.shape[0]] = arr
                 arr = grown
-            for slots in (added, freed):  # fresh bricks and freed slots hold the background
-                if slots.shape[0]:
-                    _fill_slots(arr, slots, bg, xp)
+            if fill.shape[0]:
+                _fill_slots(arr, fill, bg, xp)
             entry[0] = arr
         changed = added.shape[0] or freed.shape[0] or topo.capacity != old
         self.topology = topo

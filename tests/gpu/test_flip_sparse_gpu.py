@@ -251,30 +251,41 @@ def moved_scene(closed, apic, seed):
 @pytest.mark.parametrize("closed", [True, False], ids=["closed", "open"])
 @pytest.mark.parametrize("apic", [False, True], ids=["flip", "apic"])
 def test_gpu_kernels_give_the_cpu_stages_bit_for_bit(closed, apic):
-    """From the same faces, classify, extrapolation, boundaries, fluid faces and the fused
-    G2P + RK2 + push-out are the NumPy reference's bits; P2G within float32 rounding."""
+    """From the same faces, classify (from the bins and from the particles), extrapolation,
+    boundaries with gravity, fluid faces and the fused G2P + RK2 + push-out are the NumPy
+    reference's bits; P2G within float32 rounding, the brick gather the cell gather's bits."""
     import cupy
+
+    from voxfx.kernels.flip import sparse_gpu
 
     spec, cpu, gpu, pos, vel, c = moved_scene(closed, apic, int(np.random.default_rng().integers(1 << 30)))
     assert gpu.brick_nbr is not None  # the kernels run, not the array path
     dev = [cupy.asarray(a) if a is not None else None for a in (pos, vel, c)]
     want = sparse_transfer.particles_to_grid(cpu, pos, vel, c)
-    got = sparse_transfer.particles_to_grid(gpu, *dev)
-    for name in cpu.FACES:
+    sparse_gpu.particles_to_grid(gpu, *dev, gather="cell")
+    by_cell = [host(gpu[n]) for n in gpu.FACES]
+    got = gpu.valid = sparse_gpu.particles_to_grid(gpu, *dev, gather="brick")
+    for name, cell_faces in zip(cpu.FACES, by_cell):
+        assert np.array_equal(host(gpu[name]).view(np.uint32), cell_faces.view(np.uint32))
         assert np.abs(host(gpu[name]) - cpu[name]).max() <= 1e-6 * max(1.0, np.abs(cpu[name]).max())
         gpu[name] = cupy.asarray(cpu[name])
     for a, b in zip(got, want):
         assert np.array_equal(host(a), b)
+    sparse_transfer.classify(gpu, dev[0].copy())  # another array: from the particles
+    by_particles = host(gpu["cell"])
+    assert gpu.bins is not None and gpu.bins[0] is dev[0]
     for g, p in ((cpu, pos), (gpu, dev[0])):
-        sparse_transfer.classify(g, p)
+        sparse_transfer.classify(g, p)  # the GPU's from the bins' counts
         sparse_transfer.extrapolate(g)
     assert np.array_equal(host(gpu["cell"]), cpu["cell"])
+    assert np.array_equal(by_particles, cpu["cell"])
     for name in cpu.FACES:
         assert np.array_equal(host(gpu[name]), cpu[name])
     olds = []
+    gravity = [np.float32(a * 0.01) for a in (0.0, -9.81, 0.5)]
     for g in (cpu, gpu):
         olds.append(tuple(f.copy() for f in g.faces()))
-        sparse_transfer.enforce_boundaries(g)
+        sparse_transfer.enforce_boundaries(g, add=gravity)
     for name in cpu.FACES:
         assert np.array_equal(host(gpu[name]), cpu[name])
     for a, b in zip(sparse_transfer.fluid_faces(gpu), sparse_transfer.fluid_faces(cpu)):
@@ -284,12 +295,40 @@ def test_gpu_kernels_give_the_cpu_stages_bit_for_bit(closed, apic):
     sparse_transfer.g2p_advect(gpu, olds[1], *dev[:2], ratio, 0.01, dev[2])
     assert np.array_equal(host(dev[0]), pos)
     assert np.array_equal(host(dev[1]), vel)
+    assert gpu.bins is None  # the particles moved: classify no longer trusts the bins
     if apic:
         assert np.array_equal(host(dev[2]), c)
 
 
-def test_gpu_p2g_gives_the_same_bits_every_run_and_any_particle_order():
+@pytest.mark.parametrize("apic", [False, True], ids=["flip", "apic"])
+def test_gpu_g2p_in_the_bins_order_gives_the_same_bits(monkeypatch, apic):
+    """G2P + advection over the particles in P2G's sorted order (the default) and in their
+    own order: the same positions, velocities (and C), bit for bit."""
     import cupy
+
+    spec, cpu, gpu, pos, vel, c = moved_scene(True, apic, int(np.random.default_rng().integers(1 << 30)))
+    results = []
+    for mode in ("cell", "input"):
+        monkeypatch.setenv("VOXFX_SPARSE_G2P", mode)
+        dev = [cupy.asarray(a) if a is not None else None for a in (pos, vel, c)]
+        sparse_transfer.particles_to_grid(gpu, *dev)
+        assert gpu.bins is not None and gpu.bins[0] is dev[0]
+        sparse_transfer.classify(gpu, dev[0])
+        sparse_transfer.extrapolate(gpu)
+        old = tuple(f.copy() for f in gpu.faces())
+        sparse_transfer.enforce_boundaries(gpu, add=[np.float32(0), np.float32(-0.1), np.float32(0)])
+        sparse_transfer.g2p_advect(gpu, old, dev[0], dev[1], 0.0 if apic else 0.95, 0.01, dev[2])
+        results.append([host(a) for a in dev if a is not None])
+    for a, b in zip(*results):
+        assert np.array_equal(a.view(np.uint32), b.view(np.uint32))
+    assert not np.array_equal(results[0][0], pos)
+
+
+@pytest.mark.parametrize("gather", ["brick", "cell"])
+def test_gpu_p2g_gives_the_same_bits_every_run_and_any_particle_order(gather):
+    import cupy
+
+    from voxfx.kernels.flip import sparse_gpu
 
     rng = np.random.default_rng()
     spec = GridSpec((0.0, 0.0, 0.0), 0.05, (24, 20, 16))
@@ -297,7 +336,7 @@ def test_gpu_p2g_gives_the_same_bits_every_run_and_any_particle_order():
     _, gpu = grids(spec, pos)
     runs = []
     for order in (np.arange(len(pos)), np.arange(len(pos)), rng.permutation(len(pos))):
-        sparse_transfer.particles_to_grid(gpu, cupy.asarray(pos[order]), cupy.asarray(vel[order]))
+        sparse_gpu.particles_to_grid(gpu, cupy.asarray(pos[order]), cupy.asarray(vel[order]), None, gather=gather)
         runs.append([host(gpu[n]) for n in gpu.FACES])
     for a, b in zip(runs[0], runs[1]):
         assert np.array_equal(a, b)

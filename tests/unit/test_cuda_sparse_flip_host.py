@@ -19,13 +19,16 @@ from voxfx.kernels.flip import sparse_gpu, sparse_transfer
 from voxfx.kernels.flip.sparse_grid import SparseFlipGrid
 from voxfx.kernels.grid import GridSpec
 
-# Input: closed nx ny nz apic margin; ox oy oz h inv_h flip pic dt half_dt (%a); n_keys cap,
-# keys, slots; N, pos, vel (, C); per pool cell solid (int), solid_u, solid_v, solid_w (%a).
+# Input: closed nx ny nz apic margin; ox oy oz h inv_h flip pic dt half_dt, gravity·dt (3)
+# (%a); n_keys cap, keys, slots; N, pos, vel (, C); per pool cell solid (int), solid_u,
+# solid_v, solid_w (%a).
 # Output, one value a line: the tables' nbr (6 × cells), exists_u/v/w and wall; P2G u v w
-# and valid; cell; extrapolated u v w and masks; enforced u v w; fluid faces; positions,
-# velocities (, C) after G2P + advection; then, for those positions, the incremental
-# topology's added and freed counts against the current one, missed and beyond counts, and
-# its sorted unique keys; then the same from a full build.
+# and valid (the cell gather), the same from the brick gather; cell, from the particles and
+# from the bins' counts; extrapolated u v w and masks; enforced u v w (gravity added);
+# fluid faces; positions, velocities (, C) after G2P + advection, twice (particle order,
+# then the bins'); then, for those positions, the incremental topology's added and freed
+# counts against the current one, missed and beyond counts, and its sorted unique keys;
+# then the same from a full build.
 HARNESS = r"""
 #include <algorithm>
 #include <cmath>
@@ -42,6 +45,11 @@ static HostDim h_block, h_dim, h_thread;
 #define threadIdx h_thread
 template <typename T> T plain_add(T* p, T v) { T o = *p; *p = o + v; return o; }
 #define atomicAdd plain_add
+template <typename T> T plain_or(T* p, T v) { T o = *p; *p = o | v; return o; }
+#define atomicOr plain_or
+#undef __shared__
+#define __shared__ static
+#define __syncthreads()
 using std::isfinite;
 #include "sparse.cu"
 #include "flip_sparse_transfer.cu"
@@ -56,6 +64,7 @@ int main() {
     int closed, nx, ny, nz, apic, margin;
     if (scanf("%d %d %d %d %d %d", &closed, &nx, &ny, &nz, &apic, &margin) != 6) return 1;
     float ox = rf(), oy = rf(), oz = rf(), h = rf(), inv_h = rf(), flip = rf(), pic = rf(), dt = rf(), half_dt = rf();
+    const float gravity[3] = {rf(), rf(), rf()};
     ll nk, cap;
     scanf("%lld %lld", &nk, &cap);
     std::vector<ll> keys(nk);
@@ -86,7 +95,13 @@ int main() {
     pr(eu); pr(ev); pr(ew); pr(wall);
     // P2G: counting sort by pool cell, then the gather
     std::vector<int> count(cells + 1, 0), cell_of(n), rank(n), start(cells + 1), order(n);
-    LAUNCH(n, count_particles_sparse(pos.data(), n, ox, oy, oz, inv_h, keys.data(), slots.data(), nk, cells,
+    // closed: the brick index (sparse_gpu.brick_index) over the box's bricks and wall ring
+    const int idx_d[3] = {closed ? (nx >> 3) + 2 : 0, closed ? (ny >> 3) + 2 : 0, closed ? (nz >> 3) + 2 : 0};
+    std::vector<int> index(std::max(1, idx_d[0] * idx_d[1] * idx_d[2]), -1);
+    LAUNCH(nk, brick_index_fill(keys.data(), slots.data(), nk, index.data(), -1, -1, -1, idx_d[0], idx_d[1],
+                                idx_d[2]));
+#define INDEX index.data(), -1, -1, -1, idx_d[0], idx_d[1], idx_d[2]
+    LAUNCH(n, count_particles_sparse(pos.data(), n, ox, oy, oz, inv_h, keys.data(), slots.data(), nk, INDEX, cells,
                                      count.data(), cell_of.data(), rank.data()));
     std::partial_sum(count.begin(), count.end(), start.begin());
     for (ll q = 0; q <= cells; ++q) start[q] -= count[q];
@@ -106,12 +121,23 @@ int main() {
                                     used.data(), coords.data(), nbr27.data(), cells, closed, nx, ny, nz, ox, oy, oz,
                                     h, inv_h, u.data(), v.data(), w.data(), mu.data(), mv.data(), mw.data()));
     pf(u); pf(v); pf(w); pr(mu); pr(mv); pr(mw);
-    // classify on the given solid
-    std::vector<u8> cell(cells);
+    {  // the brick gather: one block per slot (its one "thread" takes the 512 cells in turn)
+        std::vector<float> bu(cells), bv(cells), bw(cells);
+        std::vector<u8> bmu(cells), bmv(cells), bmw(cells);
+        LAUNCH(cap, p2g_gather_brick(spos.data(), svel.data(), sc.data(), apic, start.data(), count.data(),
+                                     used.data(), coords.data(), nbr27.data(), cells, closed, nx, ny, nz, ox, oy, oz,
+                                     h, inv_h, bu.data(), bv.data(), bw.data(), bmu.data(), bmv.data(), bmw.data()));
+        pf(bu); pf(bv); pf(bw); pr(bmu); pr(bmv); pr(bmw);
+    }
+    // classify on the given solid: from the particles, then from the bins' counts
+    std::vector<u8> cell(cells), cell2(cells);
     LAUNCH(cells, cells_from_solid_sparse(solid.data(), cell.data(), cells));
     LAUNCH(n, mark_fluid_sparse(pos.data(), n, ox, oy, oz, inv_h, closed, nx, ny, nz, keys.data(), slots.data(), nk,
                                 solid.data(), cell.data()));
     pr(cell);
+    LAUNCH(cells, classify_counts_sparse(count.data(), solid.data(), coords.data(), cells, closed, nx, ny, nz,
+                                         cell2.data()));
+    pr(cell2);
     // two rings of extrapolation
     for (int ring = 0; ring < 2; ++ring) {
         std::vector<float> du(cells), dv(cells), dw(cells);
@@ -124,29 +150,42 @@ int main() {
     pf(u); pf(v); pf(w); pr(mu); pr(mv); pr(mw);
     std::vector<float> old_u = u, old_v = v, old_w = w;
     LAUNCH(cells, enforce_boundaries_sparse(u.data(), v.data(), w.data(), su.data(), sv.data(), sw.data(),
-                                            solid.data(), eu.data(), ev.data(), ew.data(), nbr27.data(), cells));
+                                            solid.data(), eu.data(), ev.data(), ew.data(), nbr27.data(), cells, 1,
+                                            gravity[0], gravity[1], gravity[2]));
     pf(u); pf(v); pf(w);
     std::vector<u8> fu(cells), fv(cells), fw(cells);
     LAUNCH(cells, fluid_faces_sparse(cell.data(), nbr27.data(), cells, fu.data(), fv.data(), fw.data()));
     pr(fu); pr(fv); pr(fw);
+    std::vector<float> pos2 = pos, vel2 = vel, c2 = c;
     LAUNCH(n, g2p_advect_sparse(pos.data(), vel.data(), c.data(), n, apic, u.data(), v.data(), w.data(),
                                 old_u.data(), old_v.data(), old_w.data(), solid.data(), keys.data(), slots.data(),
-                                nk, nbr27.data(), closed, nx, ny, nz, ox, oy, oz, h, inv_h, flip, pic, dt, half_dt));
+                                nk, nbr27.data(), closed, nx, ny, nz, ox, oy, oz, h, inv_h, flip, pic, dt, half_dt,
+                                nullptr, nullptr, cells, 0));
     pf(pos); pf(vel);
     if (apic) pf(c);
+    // the same in the bins' order (thread t: particle order[t])
+    LAUNCH(n, g2p_advect_sparse(pos2.data(), vel2.data(), c2.data(), n, apic, u.data(), v.data(), w.data(),
+                                old_u.data(), old_v.data(), old_w.data(), solid.data(), keys.data(), slots.data(),
+                                nk, nbr27.data(), closed, nx, ny, nz, ox, oy, oz, h, inv_h, flip, pic, dt, half_dt,
+                                order.data(), cell_of.data(), cells, 1));
+    pf(pos2); pf(vel2);
+    if (apic) pf(c2);
     // incremental topology of the moved particles
     std::vector<u8> occupied(cells, 0);
     unsigned long long missed = 0, beyond = 0;
-    LAUNCH(n, mark_occupied(pos.data(), n, ox, oy, oz, inv_h, closed, nx, ny, nz, keys.data(), slots.data(), nk,
+    LAUNCH(n, mark_occupied(pos.data(), n, ox, oy, oz, inv_h, closed, nx, ny, nz, keys.data(), slots.data(), nk, INDEX,
                             occupied.data(), &missed));
-    std::vector<unsigned int> mask(cap);
-    LAUNCH(cap, brick_reach(occupied.data(), used.data(), coords.data(), cap, margin, closed, nx, ny, nz,
+    std::vector<unsigned int> mask(cap, 0);
+    LAUNCH(64 * cap, brick_reach(occupied.data(), used.data(), coords.data(), cap, margin, closed, nx, ny, nz,
                             mask.data()));
     std::vector<ll> reached(27 * cap);
     LAUNCH(27 * cap, reach_keys(mask.data(), coords.data(), cap, reached.data(), &beyond));
     std::vector<u8> kept(cap, 0);
     unsigned long long added = 0, freed = 0;
-    LAUNCH(27 * cap, reach_compare(reached.data(), 27 * cap, keys.data(), slots.data(), nk, kept.data(), &added));
+    unsigned long long beyond2 = 0;
+    LAUNCH(27 * cap, reach_compare(mask.data(), coords.data(), cap, keys.data(), slots.data(), nk, INDEX, kept.data(),
+                                   &added, &beyond2));
+    beyond += beyond2;
     LAUNCH(cap, count_unkept(used.data(), kept.data(), cap, &freed));
     printf("%llu\n%llu\n", added, freed);
     std::vector<ll> out;
@@ -169,9 +208,11 @@ int main() {
     LAUNCH(27 * c0, brick_tables(bk.data(), s0.data(), c0, coords0.data(), nbr0.data()));
     unsigned long long missed0 = 0;
     LAUNCH(n, mark_occupied(pos.data(), n, ox, oy, oz, inv_h, closed, nx, ny, nz, bk.data(), s0.data(), c0,
+                            nullptr, 0, 0, 0, 0, 0, 0,
                             occ0.data(), &missed0));
-    std::vector<unsigned int> mask0(c0);
-    LAUNCH(c0, brick_reach(occ0.data(), used0.data(), coords0.data(), c0, margin, closed, nx, ny, nz, mask0.data()));
+    std::vector<unsigned int> mask0(c0, 0);
+    LAUNCH(64 * c0, brick_reach(occ0.data(), used0.data(), coords0.data(), c0, margin, closed, nx, ny, nz,
+                                mask0.data()));
     std::vector<ll> reached0(27 * c0);
     LAUNCH(27 * c0, reach_keys(mask0.data(), coords0.data(), c0, reached0.data(), &far));
     std::vector<ll> full;
@@ -263,8 +304,9 @@ def test_sparse_flip_kernels_match_the_numpy_reference(harness, closed, apic):
     nx, ny, nz = spec.shape
     t = grid.topology
     cells = grid.size
+    gravity = [np.float32(a * dt) for a in (0.5, -9.81, 0.25)]
     lines = [f"{int(closed)} {nx} {ny} {nz} {int(apic)} {margin}",
-             _hex([*spec.origin, grid.h, 1.0 / grid.h, flip, pic, dt32, np.float32(0.5) * dt32]),
+             _hex([*spec.origin, grid.h, 1.0 / grid.h, flip, pic, dt32, np.float32(0.5) * dt32, *gravity]),
              f"{t.count} {grid.capacity}", " ".join(str(int(k)) for k in t.keys),
              " ".join(str(int(s)) for s in t.slots), str(len(pos)), _hex(pos), _hex(vel)]
     if apic:
@@ -285,10 +327,16 @@ def test_sparse_flip_kernels_match_the_numpy_reference(harness, closed, apic):
         assert np.count_nonzero(got)
     for got, want in zip(masks, valid):
         assert np.array_equal(got, want)
+    brick_faces = [out.floats(cells) for _ in range(3)]  # the brick gather: the cell gather's bits
+    for got, want in zip(brick_faces, faces):
+        assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
+    for want in masks:
+        assert np.array_equal(out.ints(cells), want)
     for got, name in zip(faces, grid.FACES):  # the rest from the kernel's faces: bit for bit from here
         grid[name] = got
     sparse_transfer.classify(grid, pos)
     assert np.array_equal(out.ints(cells), grid["cell"])
+    assert np.array_equal(out.ints(cells), grid["cell"])  # from the bins' counts
     assert (grid["cell"] == 1).sum() > 100 and (grid["cell"] == 2).sum() > 0
     sparse_transfer.extrapolate(grid)
     for name in grid.FACES:
@@ -296,7 +344,7 @@ def test_sparse_flip_kernels_match_the_numpy_reference(harness, closed, apic):
     for want in grid.valid:
         assert np.array_equal(out.ints(cells), want)
     old = tuple(f.copy() for f in grid.faces())
-    sparse_transfer.enforce_boundaries(grid)
+    sparse_transfer.enforce_boundaries(grid, add=gravity)  # gravity fused
     for name, before in zip(grid.FACES, old):
         got = out.floats(cells)
         assert np.array_equal(got, grid[name]), name
@@ -311,6 +359,8 @@ def test_sparse_flip_kernels_match_the_numpy_reference(harness, closed, apic):
     assert not np.array_equal(pos, x0)
     if apic:
         assert np.array_equal(out.floats(c.size).reshape(c.shape), c)
+    for want in (pos, vel, c) if apic else (pos, vel):  # in the bins' order: the same bits
+        assert np.array_equal(out.floats(want.size).reshape(want.shape), want)
     # the incremental topology of the moved particles is topology_keys', and says what changed
     added, freed, missed, beyond, m = out.ints(5)
     want = grid.topology_keys(pos, margin)

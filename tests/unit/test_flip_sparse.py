@@ -78,6 +78,25 @@ def test_incremental_topology_keeps_the_data_of_kept_bricks():
     assert g.capacity == 3  # the freed slot was reused
 
 
+def test_channels_the_caller_rewrites_are_not_filled_but_are_resized():
+    """``retopologize(keys, rewritten)``: a rewritten channel keeps whatever its slots held
+    (the caller writes it whole next), the others take the background in fresh slots; when
+    the pool grows, a rewritten channel is the new size, all background."""
+    g = SparseMacGrid((0.0, 0.0, 0.0), 1.0, np)
+    g.add("kept", np.float32, -1.0)
+    g.add("marks", np.uint8, 0)
+    g.retopologize(keys_of_boxes(np.array([[0, 0, 0]]), np.array([[15, 7, 7]])))  # 2 bricks
+    g["kept"] = np.full(g.size, 5.0, np.float32)
+    g["marks"] = np.full(g.size, 7, np.uint8)
+    g.retopologize(keys_of_boxes(np.array([[8, 0, 0]]), np.array([[23, 7, 7]])), rewritten=("marks",))
+    assert g.capacity == 2  # brick 0 freed, brick 2 in its slot
+    fresh = g.locate(np.array([16]), np.array([0]), np.array([0]))[0]
+    assert g["kept"][fresh] == -1.0 and g["marks"][fresh] == 7  # not filled: the caller's
+    g.retopologize(keys_of_boxes(np.array([[0, 0, 0]]), np.array([[31, 7, 7]])), rewritten=("marks",))
+    assert g.capacity == 4 and g["marks"].shape[0] == g.size and not g["marks"].any()
+    assert g["kept"].shape[0] == g.size and g["kept"][fresh] == -1.0
+
+
 def test_sampler_on_bricks_equals_the_dense_sampler_in_a_closed_box():
     rng = np.random.default_rng(7)
     spec = GridSpec((0.1, -0.2, 0.0), 0.1, (13, 9, 11))
@@ -385,3 +404,46 @@ def test_sparse_stops_on_nan_and_cancels_between_stages():
     sim.vel[5, 1] = np.nan  # the failure: a particle's velocity became NaN
     with pytest.raises(SimulationError, match="NaN"):
         sim.step(1 / 60)
+
+
+def test_gpu_gather_choice_comes_from_the_argument_or_the_environment(monkeypatch):
+    """``VOXFX_SPARSE_GATHER`` picks the P2G gather kernel (brick by default) and
+    ``VOXFX_SPARSE_G2P`` G2P's particle order (cell by default); a wrong name is refused
+    with the choices, not silently replaced."""
+    from voxfx.kernels.flip import sparse_gpu
+
+    monkeypatch.delenv("VOXFX_SPARSE_GATHER", raising=False)
+    assert sparse_gpu.gather_mode() == "brick"
+    monkeypatch.setenv("VOXFX_SPARSE_GATHER", " Cell ")
+    assert sparse_gpu.gather_mode() == "cell"
+    assert sparse_gpu.gather_mode("brick") == "brick"
+    monkeypatch.setenv("VOXFX_SPARSE_GATHER", "warp")
+    with pytest.raises(ValueError, match="brick, cell"):
+        sparse_gpu.gather_mode()
+    monkeypatch.delenv("VOXFX_SPARSE_G2P", raising=False)
+    assert sparse_gpu.g2p_order() == "cell"
+    monkeypatch.setenv("VOXFX_SPARSE_G2P", "input")
+    assert sparse_gpu.g2p_order() == "input"
+    with pytest.raises(ValueError, match="cell, input"):
+        sparse_gpu.g2p_order("random")
+
+
+def test_boundaries_with_gravity_are_gravity_then_boundaries():
+    """``enforce_boundaries(grid, add)`` (the sim's fused gravity) is the faces plus the
+    force, then the boundary faces set: solid and missing faces take no gravity."""
+    rng = np.random.default_rng(4)
+    spec = GridSpec((0.0, 0.0, 0.0), 0.05, (12, 10, 9))
+    pos, vel = random_particles(spec, 3000, rng)
+    _, a = dense_and_sparse(spec, pos)
+    _, b = dense_and_sparse(spec, pos)
+    for g in (a, b):
+        sparse_transfer.particles_to_grid(g, pos, vel)
+    add = [np.float32(v * 0.01) for v in (0.3, -9.81, 0.0)]
+    for name, f in zip(a.FACES, add):
+        a[name] = a[name] + f
+    sparse_transfer.enforce_boundaries(a)
+    sparse_transfer.enforce_boundaries(b, add=add)
+    for comp, name in enumerate(a.FACES):
+        assert np.array_equal(a[name], b[name])
+        touch = sparse_transfer.solid_touch(b, comp)
+        assert touch.any() and np.all(b[name][touch] == b["solid_" + name][touch])
