@@ -64,9 +64,13 @@ def test_gpu_coverage_grid_equals_the_cpu(name, res, mode, vote):
     gpu_r = voxelize(v, t, spec, mode, vote=vote, xp=cupy, sparse=True, keep_on_device=True)
     cpu, gpu = coverage_grid(v, t, cpu_r, vote=vote), coverage_grid(v, t, gpu_r, vote=vote)
     assert isinstance(gpu.topology.keys, cupy.ndarray)
-    assert np.array_equal(cupy.asnumpy(gpu.topology.keys), cpu.topology.keys)
+    # The same value at every voxel. The split into stored bricks and runs of 1.0 follows
+    # each device's solid walk (the device kernels and the CPU walk may cut runs
+    # differently), so the fields are compared, not the bricks.
     for name_ in ("density", "uncovered"):
-        assert np.array_equal(cupy.asnumpy(gpu.channels[name_]), cpu.channels[name_]), name_
-    assert np.array_equal(cupy.asnumpy(gpu.tiles["density"].runs), cpu.tiles["density"].runs)
+        d_gpu = cupy.asnumpy(gpu.to_dense(name_, (0, 0, 0), spec.shape))
+        d_cpu = cpu.to_dense(name_, (0, 0, 0), spec.shape)
+        assert np.array_equal(d_gpu, d_cpu), name_
+    assert cpu.to_dense("density", (0, 0, 0), spec.shape).any()
     ijk = cpu_r.coordinates()
     assert np.array_equal(coverage_at(gpu, cupy.asarray(ijk)), coverage_at(cpu, ijk))
