@@ -9,6 +9,10 @@ buffers, the graph replays, one host read per ``check_every`` iterations), and t
 over the substeps after the first (which compiles and captures).
 
     python3 bench/flip_sparse_pressure.py [--n 64] [--particles 1000000] [--substeps 6]
+        [--preconditioners mg jacobi] [--vcycles fused split]
+
+``--vcycles``: the multigrid's launch sequences (``sparse_pressure_gpu.VCYCLE``), each on a
+fresh simulation and solver, so one run times both.
 """
 
 from __future__ import annotations
@@ -91,15 +95,21 @@ def main():
     ap.add_argument("--particles", type=int, default=1_000_000)
     ap.add_argument("--substeps", type=int, default=6)
     ap.add_argument("--preconditioners", nargs="+", default=["mg", "jacobi"])
+    ap.add_argument("--vcycles", nargs="+", default=["fused", "split"], choices=["fused", "split"],
+                    help="sparse_pressure_gpu.VCYCLE variants timed for mg (A/B in one run)")
     args = ap.parse_args()
     import cupy as cp
 
     print(f"device: {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}")
-    header = ["preconditioner", "grid", "particles", "unknowns", "levels"] + [f"{p} ms" for p in PARTS] + [
+    header = ["preconditioner", "V-cycle", "grid", "particles", "unknowns", "levels"] + [f"{p} ms" for p in PARTS] + [
         "CG it", "loop ms/it"]
     print(" | ".join(header))
     print(" | ".join("---" for _ in header))
-    for preconditioner in args.preconditioners:
+    runs = [(pre, vc) for pre in args.preconditioners for vc in (args.vcycles if pre == "mg" else ["-"])]
+    for preconditioner, vcycle in runs:
+        if vcycle != "-":
+            sparse_pressure_gpu.VCYCLE = vcycle
+            sparse_pressure_gpu.release_gpu_solvers()
         spec, v, t = dam_break(args.n, args.particles)
         sim = FlipSimulation(spec, FlipSettings(), v, t, xp=cp, sparse=True, preconditioner=preconditioner)
         dt = 1 / 120
@@ -113,7 +123,7 @@ def main():
                 rows.append(ms + [its, m, levels])
         med = np.median(np.array(rows, dtype=float), axis=0)
         its = med[6]
-        row = [preconditioner, f"{args.n}³", f"{len(sim.pos):,}", f"{int(med[7]):,}", str(int(med[8]))] + [
+        row = [preconditioner, vcycle, f"{args.n}³", f"{len(sim.pos):,}", f"{int(med[7]):,}", str(int(med[8]))] + [
             f"{x:.2f}" for x in med[:6]] + [f"{its:.0f}", f"{med[4] / max(its, 1):.3f}"]
         print(" | ".join(row), flush=True)
         graphs = [s.loop.graph is not None for s in sparse_pressure_gpu._solvers.values()]

@@ -23,7 +23,8 @@ from voxfx.kernels.grid import GridSpec
 # Input: L, per level "m_red m", its nbr (6 × (m + 1)) and diag (m + 1, hex floats), per
 # level but the last its up (8 × (m + 1)) and down (64 × (m_next + 1)) tables; r and d
 # (m0 + 1 each, hex floats); n, then the links (3 × n) of the labelling. Output: q = A d
-# (m0), Σ of the partial d·q, z = V-cycle(r) (m0), the n labels.
+# (m0), Σ of the partial d·q, z = V-cycle(r) (m0) by the split launches, then by the fused
+# ones (sparse_pressure_gpu.VCYCLE) with Σ of their partial r·z, the n labels.
 PREAMBLE = r"""
 #include <cstdio>
 #include <cstring>
@@ -73,7 +74,7 @@ static void smooth(int l, int colour, int first) {
                                first, state));
 }
 
-static void vcycle() {
+static void vcycle_split() {
     const int last = (int)L.size() - 1;
     for (int l = 0; l < last; ++l) {
         Level &A = L[l], &C = L[l + 1];
@@ -87,8 +88,50 @@ static void vcycle() {
     mg_coarse_solve(C.x.data(), C.b.data(), C.nbr.data(), C.diag.data(), C.stride, sizes.data(), last, state);
     for (int l = last - 1; l >= 0; --l) {
         Level &A = L[l], &C2 = L[l + 1];
-        LAUNCH(A.stride, mg_prolong_add(C2.x.data(), A.up.data(), A.stride, sizes.data(), l, A.x.data(), state));
+        LAUNCH(A.stride, mg_prolong_add(C2.x.data(), A.up.data(), A.stride, sizes.data(), l, 1, A.x.data(), state));
         for (int s = 0; s < MG_SWEEPS; ++s) { smooth(l, 1, 0); smooth(l, 0, 0); }
+    }
+}
+
+// sparse_pressure_gpu._vcycle_fused (at least two levels); the partial sums of r·z into rz
+static void vcycle_fused(std::vector<double>& rz) {
+    const int last = (int)L.size() - 1;
+    for (int l = 0; l < last; ++l) {
+        Level &A = L[l], &C = L[l + 1];
+        LAUNCH(A.stride, mg_smooth_first(A.x.data(), A.b.data(), A.nbr.data(), A.diag.data(), A.stride, sizes.data(),
+                                         l, state));
+        for (int s = 1; s < MG_SWEEPS; ++s) { smooth(l, 0, 0); smooth(l, 1, 0); }
+        LAUNCH(A.stride, mg_residual(A.x.data(), A.b.data(), A.nbr.data(), A.diag.data(), A.stride, sizes.data(), l,
+                                     A.r.data(), state));
+        if (l + 1 < last)
+            LAUNCH(C.stride, mg_restrict(A.r.data(), A.down.data(), C.stride, sizes.data(), l + 1, C.b.data(), state));
+    }
+    Level &C = L[last], &F = L[last - 1];
+    h_dim.x = 1; h_thread.x = 0; h_grid.x = 1; h_block.x = 0;
+    mg_restrict_coarse_solve(F.r.data(), F.down.data(), C.x.data(), C.b.data(), C.nbr.data(), C.diag.data(), C.stride,
+                             sizes.data(), last, state);
+    for (int l = last - 1; l >= 0; --l) {
+        Level &A = L[l], &C2 = L[l + 1];
+        LAUNCH(A.stride, mg_prolong_add(C2.x.data(), A.up.data(), A.stride, sizes.data(), l, 0, A.x.data(), state));
+        for (int s = 0; s < MG_SWEEPS; ++s) {
+            smooth(l, 1, 0);
+            if (l == 0 && s == MG_SWEEPS - 1)
+                LAUNCH(A.stride, mg_smooth_red_dot(A.x.data(), A.b.data(), A.nbr.data(), A.diag.data(), A.stride,
+                                                   sizes.data(), rz.data(), state));
+            else
+                smooth(l, 0, 0);
+        }
+    }
+}
+
+// every vector but the sentinels NaN: the fused V-cycle must write before it reads
+static void poison() {
+    for (size_t l = 0; l < L.size(); ++l) {
+        Level& A = L[l];
+        for (int c = 0; c < A.m; ++c) {
+            A.x[c] = A.r[c] = __builtin_nanf("");
+            if (l) A.b[c] = __builtin_nanf("");
+        }
     }
 }
 
@@ -121,7 +164,13 @@ int main() {
                                      partials.data(), state));
     double dq = 0.0;
     for (double p : partials) dq += p;
-    vcycle();
+    vcycle_split();
+    const std::vector<float> z_split(F.x.begin(), F.x.begin() + F.m);
+    poison();
+    std::vector<double> rz_partials(F.stride, 0.0);
+    vcycle_fused(rz_partials);
+    double rz = 0.0;
+    for (double p : rz_partials) rz += p;
     int n;
     scanf("%d", &n);
     std::vector<int> links, parent(n);
@@ -131,7 +180,9 @@ int main() {
     LAUNCH(n, label_flatten(parent.data(), n));
     for (int c = 0; c < F.m; ++c) printf("%a\n", q[c]);
     printf("%a\n", dq);
+    for (int c = 0; c < F.m; ++c) printf("%a\n", z_split[c]);
     for (int c = 0; c < F.m; ++c) printf("%a\n", F.x[c]);
+    printf("%a\n", rz);
     for (int v = 0; v < n; ++v) printf("%d\n", parent[v]);
     return 0;
 }
@@ -277,13 +328,17 @@ def test_sparse_pressure_kernels_equal_the_numpy_tables_bit_for_bit(device):
     q = np.array([float.fromhex(x) for x in out[:m]], np.float32)
     dq = float.fromhex(out[m])
     z = np.array([float.fromhex(x) for x in out[m + 1:2 * m + 1]], np.float32)
-    labels = np.array([int(x) for x in out[2 * m + 1:]])
+    z_fused = np.array([float.fromhex(x) for x in out[2 * m + 1:3 * m + 1]], np.float32)
+    rz = float.fromhex(out[3 * m + 1])
+    labels = np.array([int(x) for x in out[3 * m + 2:]])
     want_q = level.apply(d)
     assert np.array_equal(q, want_q[:m])
     assert dq == pytest.approx(float(np.dot(d.astype(np.float64), want_q)), rel=1e-12)
     want_z = M(r)
     assert np.array_equal(z, want_z[:m])
+    assert np.array_equal(z_fused, want_z[:m])  # the fused launches: the same values
     assert np.abs(z).max() > 0
+    assert rz == pytest.approx(float(np.dot(r.astype(np.float64), want_z)), rel=1e-12)
     want_labels = sparse_pressure._component_roots(links)
     assert np.array_equal(labels, want_labels)
     assert len(np.unique(labels)) >= 2  # the two puddles at least
