@@ -20,6 +20,7 @@
 // MG_COARSE_SWEEPS (forward and as many backward sweeps on the coarsest level), KEY_BITS
 // (bits per axis of a multigrid cell key).
 
+#include "voxfx_mg_keys.cuh"  // cell_key, key_cell, find_key: the multigrid cell keys
 #include "voxfx_reduce.cuh"  // block_sum2: the fixed-order double sums
 
 // c over [lo, hi) with a grid-stride loop (launches are sized by the buffers, not by m).
@@ -354,33 +355,6 @@ extern "C" __global__ void label_flatten(int* parent, int n)
 // reference). A level's non-AIR cells are sorted keys ((k − bz)·2^2B + (j − by)·2^B + i − bx,
 // B = KEY_BITS, every axis inside its field: the base sits below the liquid with a margin)
 // with a fluid flag; a cell that is not in the set is AIR.
-
-__device__ __forceinline__ long long cell_key(int i, int j, int k, int bx, int by, int bz)
-{
-    return ((long long)(k - bz) << (2 * KEY_BITS)) | ((long long)(j - by) << KEY_BITS) | (long long)(i - bx);
-}
-
-__device__ __forceinline__ void key_cell(long long key, int bx, int by, int bz, int& i, int& j, int& k)
-{
-    const long long mask = (1LL << KEY_BITS) - 1;
-    i = (int)(key & mask) + bx;
-    j = (int)((key >> KEY_BITS) & mask) + by;
-    k = (int)(key >> (2 * KEY_BITS)) + bz;
-}
-
-// Index of key q in the sorted keys[0, n), −1 where absent (binary search).
-__device__ __forceinline__ int find_key(const long long* __restrict__ keys, int n, long long q)
-{
-    int lo = 0, hi = n;
-    while (lo < hi) {
-        const int mid = (lo + hi) >> 1;
-        if (keys[mid] < q)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return (lo < n && keys[lo] == q) ? lo : -1;
-}
 
 // Per fine cell: 0, or — for the cell with even (i, j, k) of a 2×2×2 block whose 8 cells are
 // all in the set — 1 (a SOLID coarse cell) or 2 (FLUID: a child is FLUID). The flagged

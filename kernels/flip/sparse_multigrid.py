@@ -250,6 +250,12 @@ class VCycle:
         self.down, self.up = [], []  # restriction to level l + 1, prolongation to level l
         if level0.m == 0:
             return
+        if xp is not np:
+            from . import sparse_pressure_setup
+
+            if sparse_pressure_setup.SETUP == "device":  # the sizes stay on the device
+                self.levels, self.up, self.down = sparse_pressure_setup.build(grid, kind, level0)
+                return
         if xp is np:
             build = TableBuilder(xp)
         else:

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from voxfx.kernels import backend
-from voxfx.kernels.flip import sparse_pressure, sparse_pressure_gpu, sparse_transfer
+from voxfx.kernels.flip import sparse_pressure, sparse_pressure_gpu, sparse_pressure_setup, sparse_transfer
 from voxfx.kernels.flip.grid import FLUID, SOLID
 from voxfx.kernels.flip.sparse_grid import SparseFlipGrid
 from voxfx.kernels.flip.sparse_multigrid import VCycle
@@ -62,9 +62,12 @@ def test_gpu_sparse_pressure_matches_cpu_for_every_preconditioner(preconditioner
     assert np.abs(dg).max() * spec.voxel_size <= 1e-3 * max(1.0, float(np.abs(vel).max()))
 
 
-def test_gpu_multigrid_tables_and_unknowns_are_the_cpus():
+@pytest.mark.parametrize("setup", ["host", "device"])
+def test_gpu_multigrid_tables_and_unknowns_are_the_cpus(monkeypatch, setup):
+    """TableKernels ("host") and sparse_pressure_setup ("device", sizes on the device)."""
     import cupy
 
+    monkeypatch.setattr(sparse_pressure_setup, "SETUP", setup)
     rng = np.random.default_rng()
     spec, pos, vel, obstacle = random_scene(rng)
     built = []
@@ -158,3 +161,25 @@ def test_gpu_fused_and_split_vcycles_give_the_same_pressure(monkeypatch):
     (ps, ss), (pf, sf) = out["split"], out["fused"]
     assert ss["converged"] and sf["converged"] and ss["iterations"] == sf["iterations"]
     assert np.abs(ps).max() > 0 and np.array_equal(ps, pf)
+
+
+@pytest.mark.parametrize("scene", ["tank", "sealed"])
+def test_gpu_device_setup_gives_the_host_setups_pressure(monkeypatch, scene):
+    """VOXFX_SPARSE_PRESSURE_SETUP device and host: the same tables, so the same solve bit
+    for bit (the sealed scene: pinned cells, a deep hierarchy)."""
+    import cupy
+
+    rng = np.random.default_rng()
+    spec, pos, vel, obstacle = random_scene(rng)
+    out = {}
+    for setup in ("host", "device"):
+        monkeypatch.setattr(sparse_pressure_setup, "SETUP", setup)
+        g = tank(cupy, pos, vel, spec, obstacle)
+        if scene == "sealed":
+            solid = g["cell"] == SOLID
+            g["cell"] = cupy.where(g.active() & ~solid, cupy.uint8(FLUID), g["cell"]).astype(cupy.uint8)
+        p, stats = sparse_pressure.solve_pressure(g, 0.01, tolerance=1e-5)
+        out[setup] = (host(p), stats)
+    (ph, sh), (pd, sd) = out["host"], out["device"]
+    assert sh["converged"] and sd["converged"] and sh["iterations"] == sd["iterations"]
+    assert np.abs(ph).max() > 0 and np.array_equal(ph, pd)

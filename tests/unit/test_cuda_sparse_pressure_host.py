@@ -286,6 +286,112 @@ def tables(tmp_path_factory):
     return _build(tmp_path_factory, TABLES.replace("// DEFINES", "\n".join(defines + ["#include <algorithm>"])))
 
 
+# The same input and output as TABLES; the driver builds the levels as
+# sparse_pressure_setup.build launches the kernels of flip_sparse_pressure_setup.cu (sizes
+# in the cnt array, arrays of the bound's size, compactions by inclusive scans), then keeps
+# the levels as sparse_pressure_setup.levels_kept and prints their tables' leading columns.
+SETUP = PREAMBLE.replace('#include "flip_sparse_pressure.cu"', '#include "flip_sparse_pressure_setup.cu"') + r"""
+typedef long long ll;
+#define ONE_PER_ITEM(n, call) do { h_dim.x = 1; h_thread.x = 0; h_grid.x = (unsigned)(n); \
+    for (unsigned blk = 0; blk < (unsigned)(n); ++blk) { h_block.x = blk; call; } } while (0)
+struct Set { int bx, by, bz; std::vector<ll> keys; std::vector<unsigned char> fluid; std::vector<int> position; };
+struct Built { int stride_f, stride; std::vector<int> nbr, up, down; std::vector<float> diag; };
+static void scan_rows(const std::vector<int>& a, std::vector<int>& out, int rows, int n) {
+    out.assign(a.size(), 0);
+    for (int r = 0; r < rows; ++r) {
+        int s = 0;
+        for (int i = 0; i < n; ++i) out[(size_t)r * n + i] = (s += a[(size_t)r * n + i]);
+    }
+}
+int main() {
+    int min_side, max_levels, margin, n, m;
+    Set f;
+    if (scanf("%d %d %d %d %d %d %d", &min_side, &max_levels, &margin, &f.bx, &f.by, &f.bz, &n) != 7) return 1;
+    f.keys.resize(n); f.fluid.resize(n); f.position.resize(n);
+    for (auto& k : f.keys) scanf("%lld", &k);
+    for (auto& x : f.fluid) { int t; scanf("%d", &t); x = (unsigned char)t; }
+    for (auto& p : f.position) scanf("%d", &p);
+    scanf("%d", &m);
+    std::vector<ll> ukeys(m);
+    for (auto& k : ukeys) scanf("%lld", &k);
+    std::vector<int> bounds{n};
+    while ((int)bounds.size() < max_levels && bounds.back() > 0) bounds.push_back(bounds.back() / 8);
+    const int count = (int)bounds.size();
+    std::vector<int> cnt(4 * count, 0), span(6 * count, -2147483647);
+    cnt[0] = n; cnt[2] = m;
+    ONE_PER_ITEM(m, mgs_key_span(ukeys.data(), &cnt[0], &span[0]));
+    int stride = m + 1;
+    std::vector<Built> built(count);
+    for (int l = 1; l < count; ++l) {
+        const int fb = bounds[l - 1], nb = bounds[l];
+        int* fc = &cnt[4 * (l - 1)]; int* cc = &cnt[4 * l];
+        Set c;
+        c.bx = ((f.bx + margin) >> 1) - margin;
+        c.by = ((f.by + margin) >> 1) - margin;
+        c.bz = ((f.bz + margin) >> 1) - margin;
+        std::vector<unsigned char> flag(fb);
+        std::vector<int> take(fb), scan;
+        ONE_PER_ITEM(fb, mgs_coarsen(f.keys.data(), f.fluid.data(), fc, fb, f.bx, f.by, f.bz, flag.data(),
+                                     take.data()));
+        scan_rows(take, scan, 1, fb);
+        c.keys.assign(nb, -1); c.fluid.assign(nb, 7);
+        ONE_PER_ITEM(std::max(fb, 1), mgs_parents(f.keys.data(), flag.data(), scan.data(), fc, fb, f.bx, f.by, f.bz,
+                                                  c.bx, c.by, c.bz, c.keys.data(), c.fluid.data(), cc));
+        std::vector<int> around(6 * (size_t)nb, -7), flags(2 * (size_t)nb), scans;
+        std::vector<unsigned char> diag8(nb, 99), cls(nb);
+        ONE_PER_ITEM(nb, mgs_level_cells(c.keys.data(), c.fluid.data(), cc, nb, c.bx, c.by, c.bz, around.data(),
+                                         diag8.data(), cls.data(), flags.data()));
+        scan_rows(flags, scans, 2, nb);
+        c.position.assign(nb, -7);
+        std::vector<int> order(nb, -7);
+        ONE_PER_ITEM(std::max(nb, 1), mgs_order(cls.data(), scans.data(), cc, nb, c.position.data(), order.data()));
+        Built& B = built[l];
+        B.stride_f = stride; B.stride = nb + 1;
+        B.nbr.assign(6 * (size_t)(nb + 1), -7); B.diag.assign(nb + 1, -7.0f);
+        std::vector<ll> cukeys(nb, -1);
+        ONE_PER_ITEM(nb + 1, mgs_level_tables(order.data(), cc, nb, around.data(), c.position.data(), diag8.data(),
+                                              c.keys.data(), B.nbr.data(), B.diag.data(), cukeys.data()));
+        B.up.assign(8 * (size_t)stride, -7);
+        ONE_PER_ITEM(stride, mgs_prolong_table(ukeys.data(), fc, stride, f.bx, f.by, f.bz, c.keys.data(), cc,
+                                               c.position.data(), c.bx, c.by, c.bz, B.up.data()));
+        B.down.assign(64 * (size_t)(nb + 1), -7);
+        ONE_PER_ITEM(nb + 1, mgs_restrict_table(cukeys.data(), cc, nb + 1, c.bx, c.by, c.bz, f.keys.data(), fc,
+                                                f.position.data(), f.bx, f.by, f.bz, B.down.data()));
+        ONE_PER_ITEM(nb, mgs_key_span(cukeys.data(), cc, &span[6 * l]));
+        f = c;
+        ukeys = cukeys;
+        stride = nb + 1;
+    }
+    int kept = 1;
+    while (kept < count) {
+        const int* s = &span[6 * (kept - 1)];
+        int e = 0;
+        for (int a = 0; a < 3; ++a) e = std::max(e, s[a] + s[a + 3]);
+        if (cnt[4 * (kept - 1) + 2] == 0 || e + 1 < min_side) break;
+        ++kept;
+    }
+    for (int l = 1; l < kept; ++l) {
+        const Built& B = built[l];
+        const int mc = cnt[4 * l + 2], mf = cnt[4 * (l - 1) + 2];
+        printf("%d %d\n", mc, cnt[4 * l + 1]);
+        for (int d = 0; d < 6; ++d) for (int u = 0; u <= mc; ++u) printf("%d\n", B.nbr[(size_t)d * B.stride + u]);
+        for (int u = 0; u <= mc; ++u) printf("%a\n", B.diag[u]);
+        for (int r = 0; r < 8; ++r) for (int u = 0; u <= mf; ++u) printf("%d\n", B.up[(size_t)r * B.stride_f + u]);
+        for (int r = 0; r < 64; ++r) for (int u = 0; u <= mc; ++u) printf("%d\n", B.down[(size_t)r * B.stride + u]);
+    }
+    return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def tables_device(tmp_path_factory):
+    from voxfx.kernels.flip.sparse_pressure_setup import _K as setup_kernels
+
+    defines = [f"#define {o[2:].replace('=', ' ', 1)}" for o in setup_kernels.options if o.startswith("-D")]
+    return _build(tmp_path_factory, SETUP.replace("// DEFINES", "\n".join(defines + ["#include <algorithm>"])))
+
+
 def _tank():
     """A closed tank with walls, an obstacle, air and two separate puddles, on bricks."""
     rng = np.random.default_rng(8)
@@ -344,10 +450,14 @@ def test_sparse_pressure_kernels_equal_the_numpy_tables_bit_for_bit(device):
     assert len(np.unique(labels)) >= 2  # the two puddles at least
 
 
+@pytest.mark.parametrize("setup", ["host", "device"])
 @pytest.mark.parametrize("scene", ["tank", "sealed", "sheet"])
-def test_multigrid_table_kernels_build_the_numpy_tables(tables, scene):
-    """mg_coarsen … mg_restrict_table, launched as TableKernels launches them, give every
-    level's m, m_red, nbr, diag, up and down of TableBuilder exactly."""
+def test_multigrid_table_kernels_build_the_numpy_tables(request, scene, setup):
+    """mg_coarsen … mg_restrict_table, launched as TableKernels launches them ("host"),
+    and mgs_coarsen … mgs_key_span with the sizes on the device as sparse_pressure_setup
+    launches them ("device"), give every level's m, m_red, nbr, diag, up and down of
+    TableBuilder exactly, and the same number of levels."""
+    tables = request.getfixturevalue("tables" if setup == "host" else "tables_device")
     g = _tank()
     if scene == "sealed":  # fluid up to the lid: one pinned cell, deep hierarchy
         g["cell"] = np.where(g.active() & (g["cell"] != 2), np.uint8(FLUID), g["cell"]).astype(np.uint8)
@@ -375,3 +485,17 @@ def test_multigrid_table_kernels_build_the_numpy_tables(tables, scene):
             at += count
             assert np.array_equal(got, want)
     assert at == len(out)  # the same number of levels
+
+
+def test_device_setup_bounds_and_kept_levels():
+    """sparse_pressure_setup's host side: each level's bound an eighth of the last down to
+    an empty level (at most MAX_LEVELS); the levels kept as VCycle's loop keeps them."""
+    from voxfx.kernels.flip import sparse_pressure_setup as setup
+
+    assert setup.level_bounds(100) == [100, 12, 1, 0]
+    assert setup.level_bounds(0) == [0]
+    assert len(setup.level_bounds(2 ** 62)) == sparse_multigrid.MAX_LEVELS
+    side = sparse_multigrid.MG_MIN_SIDE
+    assert setup.levels_kept([side + 6, side, side - 1, 0], 4) == 3
+    assert setup.levels_kept([side - 1, 9], 2) == 1
+    assert setup.levels_kept([side, side], 2) == 2  # as many as were built
