@@ -76,7 +76,7 @@ def timed_pressure(sim, dt, preconditioner, ev):
     ev[1].record()
     b, kind, _, _ = sparse_pressure.pressure_rhs(g, dt)  # solver_cells again, then b
     ev[2].record()
-    level = sparse_pressure.Unknowns(g, kind)
+    level = sparse_pressure.compact_unknowns(g, kind)
     ev[3].record()
     M = VCycle(g, kind, level) if preconditioner == "mg" else None
     ev[4].record()

@@ -11,7 +11,8 @@
 // with stride = bound + 1 (level 0: m0 + 1), the sentinel column at m. Compactions are an
 // inclusive scan (cupy.cumsum) of per-cell 0/1 flags, entries at and beyond n being 0.
 //
-// Constants from Python, as -D options: KEY_BITS (bits per axis of a cell key).
+// Constants from Python, as -D options: KEY_BITS (bits per axis of a cell key), CELL_FLUID and
+// CELL_SOLID (the cell types).
 
 #include "voxfx_mg_keys.cuh"  // cell_key, key_cell, find_key
 
@@ -216,5 +217,81 @@ extern "C" __global__ void mgs_key_span(const long long* __restrict__ keys, cons
         atomicMax(span + 3, -i);
         atomicMax(span + 4, -j);
         atomicMax(span + 5, -k);
+    }
+}
+
+// ------------------------------------------------------------------------ level 0's unknowns
+// sparse_pressure.Unknowns on the grid's flat cells (size of them, nbr (6 × size) the flat
+// neighbour index, −1 where missing): CELL_FLUID / CELL_SOLID are the cell types (-D). A
+// cell's (i + j + k) parity is that of its brick-local (lx, ly, lz): bricks are 8 cells
+// wide and 8-aligned, flat = slot·512 + (lz·8 + ly)·8 + lx.
+
+// Per flat cell: the diagonal (FLUID: the non-SOLID neighbours, a missing one being AIR;
+// else 0) and the scan flags flags[c] = red unknown, flags[size + c] = black unknown.
+extern "C" __global__ void unk_classify(const unsigned char* __restrict__ kind, const int* __restrict__ nbr, int size,
+                                        unsigned char* __restrict__ diag, int* __restrict__ flags)
+{
+    RANGE(c, 0, size)
+    {
+        int count = 0;
+        if (kind[c] == CELL_FLUID) {
+            for (int d = 0; d < 6; ++d) {
+                const int nb = nbr[(long long)d * size + c];
+                count += nb < 0 || kind[nb] != CELL_SOLID;
+            }
+        }
+        const int local = c & 511;
+        const bool red = (((local & 7) + ((local >> 3) & 7) + (local >> 6)) & 1) == 0;
+        diag[c] = (unsigned char)count;
+        flags[c] = count > 0 && red;
+        flags[size + c] = count > 0 && !red;
+    }
+}
+
+// position[c] (flat → unknown, m where none), cells[u] (unknown → flat), red then black, from
+// the row-wise inclusive scans of flags; sizes[0] = m_red, sizes[1] = m. Launched over
+// max(size, 1) items.
+extern "C" __global__ void unk_order(const int* __restrict__ flags, const int* __restrict__ scans, int size,
+                                     int* __restrict__ sizes, int* __restrict__ position,
+                                     long long* __restrict__ cells)
+{
+    const int m_red = size > 0 ? scans[size - 1] : 0;
+    const int m = m_red + (size > 0 ? scans[2 * (long long)size - 1] : 0);
+    RANGE(c, 0, size > 0 ? size : 1)
+    {
+        if (c == 0) {
+            sizes[0] = m_red;
+            sizes[1] = m;
+        }
+        if (c < size) {
+            int u = m;
+            if (flags[c]) u = scans[c] - 1;
+            if (flags[size + c]) u = m_red + scans[size + c] - 1;
+            position[c] = u;
+            if (u < m) cells[u] = c;
+        }
+    }
+}
+
+// The unknowns' nbr (6 × (m + 1)) and diag (m + 1), sentinel column m (diag 1).
+extern "C" __global__ void unk_tables(const long long* __restrict__ cells, const int* __restrict__ sizes,
+                                      const int* __restrict__ nbr, int size, const int* __restrict__ position,
+                                      const unsigned char* __restrict__ diag8, int* __restrict__ unbr,
+                                      float* __restrict__ udiag)
+{
+    const int m = sizes[1], stride = m + 1;
+    RANGE(u, 0, m + 1)
+    {
+        if (u == m) {
+            for (int d = 0; d < 6; ++d) unbr[d * stride + m] = m;
+            udiag[m] = 1.0f;
+            continue;
+        }
+        const long long c = cells[u];
+        for (int d = 0; d < 6; ++d) {
+            const int nb = nbr[(long long)d * size + c];
+            unbr[d * stride + u] = nb >= 0 ? position[nb] : m;
+        }
+        udiag[u] = (float)diag8[c];
     }
 }

@@ -234,6 +234,16 @@ class Unknowns(CompactLevel):
         return out
 
 
+def compact_unknowns(grid, kind):
+    """``Unknowns(grid, kind)``; on CuPy by sparse_pressure_setup's kernels where its SETUP
+    is "device" (the same integers)."""
+    from . import sparse_pressure_setup
+
+    if grid.xp is not np and sparse_pressure_setup.SETUP == "device":
+        return sparse_pressure_setup.unknowns(grid, kind)
+    return Unknowns(grid, kind)
+
+
 def _dot(xp, a, b):
     return (a.astype(xp.float64) * b).sum()
 
@@ -243,7 +253,7 @@ def pcg(grid, kind, b, tolerance, max_iterations, preconditioner="mg", check_eve
     convergence flag (module notes). Returns (p flat, iterations, relative residual,
     converged)."""
     xp = grid.xp
-    level = Unknowns(grid, kind)
+    level = compact_unknowns(grid, kind)
     if xp is not np:  # the same tables, the kernels of cuda/flip_sparse_pressure.cu
         from .sparse_pressure_gpu import solve_unknowns
         from .sparse_multigrid import VCycle

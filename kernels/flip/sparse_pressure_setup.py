@@ -10,8 +10,12 @@ bound allows (the last one empty), then one read brings every level's sizes and 
 extent back, and the V-cycle keeps the levels ``sparse_multigrid.VCycle`` would build (the
 same ``MG_MIN_SIDE`` and ``MAX_LEVELS`` test), as views of the wider tables.
 
-``SETUP`` (``VOXFX_SPARSE_PRESSURE_SETUP``): "host" — ``TableKernels``, "device" — this
-module; both give the same tables (tests/unit/test_cuda_sparse_pressure_host.py).
+Level 0's unknowns (``unknowns``: ``sparse_pressure.Unknowns``) likewise: one kernel
+classifies every flat cell (diagonal, red / black unknown), a scan orders them, one read
+brings m back to size the tables.
+
+``SETUP`` (``VOXFX_SPARSE_PRESSURE_SETUP``): "host" — ``Unknowns`` and ``TableKernels``,
+"device" — this module; both give the same integers (tests/unit/test_cuda_sparse_pressure_host.py).
 """
 
 from __future__ import annotations
@@ -21,11 +25,15 @@ import os
 import numpy as np
 
 from ..grid.launch import THREADS, Kernels
+from ..grid.sparse import BRICK
+from .grid import FLUID, SOLID
 from .pressure import MG_MIN_SIDE
 from .sparse_multigrid import KEY_BITS, MAX_LEVELS, _CellSet, _Level, _level0_cells, _pack
 
 SETUP = os.environ.get("VOXFX_SPARSE_PRESSURE_SETUP", "host")
-_K = Kernels("flip_sparse_pressure_setup.cu", (), THREADS, defines={"KEY_BITS": KEY_BITS})
+_K = Kernels("flip_sparse_pressure_setup.cu", (), THREADS,
+             defines={"KEY_BITS": KEY_BITS, "CELL_FLUID": FLUID, "CELL_SOLID": SOLID})
+assert BRICK == 8  # unk_classify reads a cell's parity from its brick-local coordinates
 _NO_SPAN = -(2 ** 31 - 1)
 
 
@@ -113,3 +121,29 @@ def build(grid, kind, level0):
         up.append(up_l[:, :levels[level - 1].m + 1])
         down.append(down_l[:, :m + 1])
     return levels, up, down
+
+
+def unknowns(grid, kind):
+    """``sparse_pressure.Unknowns(grid, kind)`` on CuPy by unk_classify, a scan, unk_order
+    and unk_tables: the same cells, position, nbr, diag and lattice; one host read (m)."""
+    import cupy as cp
+
+    from .sparse_pressure import Unknowns
+
+    size = grid.size
+    if grid.nbr.dtype != cp.int32 or size == 0:  # 64-bit flat indices: the host's path
+        return Unknowns(grid, kind)
+    diag8, flags = cp.empty(size, cp.uint8), cp.empty((2, size), cp.int32)
+    _K.launch("unk_classify", size, (kind.astype(cp.uint8, copy=False), grid.nbr, np.int32(size), diag8, flags))
+    scans = cp.cumsum(flags, axis=1, dtype=cp.int32)
+    sizes, position, cells = cp.empty(2, cp.int32), cp.empty(size, cp.int32), cp.empty(size, cp.int64)
+    _K.launch("unk_order", size, (flags, scans, np.int32(size), sizes, position, cells))
+    m_red, m = (int(v) for v in sizes.get())  # the one host sync: m sizes the tables
+    level = Unknowns.__new__(Unknowns)
+    level.xp, level.m, level.m_red, level.position = cp, m, m_red, position
+    level.cells = cells[:m]
+    level.lattice = tuple(a[level.cells] for a in grid.lattice())
+    level.nbr, level.diag = cp.empty((6, m + 1), cp.int32), cp.empty(m + 1, cp.float32)
+    _K.launch("unk_tables", m + 1, (level.cells, sizes, grid.nbr, np.int32(size), position, diag8, level.nbr,
+                                    level.diag))
+    return level

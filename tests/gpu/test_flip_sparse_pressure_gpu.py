@@ -64,7 +64,9 @@ def test_gpu_sparse_pressure_matches_cpu_for_every_preconditioner(preconditioner
 
 @pytest.mark.parametrize("setup", ["host", "device"])
 def test_gpu_multigrid_tables_and_unknowns_are_the_cpus(monkeypatch, setup):
-    """TableKernels ("host") and sparse_pressure_setup ("device", sizes on the device)."""
+    """Unknowns and TableKernels ("host"), sparse_pressure_setup ("device": level 0's
+    unknowns by one classification kernel and a scan, the coarser levels' sizes on the
+    device)."""
     import cupy
 
     monkeypatch.setattr(sparse_pressure_setup, "SETUP", setup)
@@ -74,11 +76,13 @@ def test_gpu_multigrid_tables_and_unknowns_are_the_cpus(monkeypatch, setup):
     for xp in (np, cupy):
         g = tank(xp, pos, vel, spec, obstacle)
         kind, _, _ = sparse_pressure.solver_cells(g)
-        level = sparse_pressure.Unknowns(g, kind)
+        level = sparse_pressure.compact_unknowns(g, kind)
         built.append((level, VCycle(g, kind, level)))
     (lc, mc), (lg, mg) = built
     assert lg.m == lc.m and lg.m_red == lc.m_red
     assert np.array_equal(host(lg.cells), lc.cells) and np.array_equal(host(lg.nbr), lc.nbr)
+    assert np.array_equal(host(lg.position), lc.position) and np.array_equal(host(lg.diag), lc.diag)
+    assert all(np.array_equal(host(a), b) for a, b in zip(lg.lattice, lc.lattice))
     assert len(mg.levels) == len(mc.levels) >= 4
     for a, b in zip(mg.levels[1:], mc.levels[1:]):
         assert (a.m, a.m_red) == (b.m, b.m_red)

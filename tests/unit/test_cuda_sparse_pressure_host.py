@@ -392,6 +392,50 @@ def tables_device(tmp_path_factory):
     return _build(tmp_path_factory, SETUP.replace("// DEFINES", "\n".join(defines + ["#include <algorithm>"])))
 
 
+# Input: size, kind (size), nbr (6 × size). Output: m_red m, the m cells, the size
+# positions, nbr (6 × (m + 1)), diag (m + 1, hex): sparse_pressure_setup.unknowns.
+UNKNOWNS = SETUP.split("typedef long long ll;")[0] + r"""
+#define ONE_PER_ITEM(n, call) do { h_dim.x = 1; h_thread.x = 0; h_grid.x = (unsigned)(n); \
+    for (unsigned blk = 0; blk < (unsigned)(n); ++blk) { h_block.x = blk; call; } } while (0)
+int main() {
+    int size;
+    if (scanf("%d", &size) != 1) return 1;
+    std::vector<unsigned char> kind(size), diag8(size, 99);
+    for (auto& k : kind) { int t; scanf("%d", &t); k = (unsigned char)t; }
+    std::vector<int> nbr(6 * (size_t)size), flags(2 * (size_t)size, -7), scans(2 * (size_t)size), sizes(2, -7);
+    for (auto& v : nbr) scanf("%d", &v);
+    ONE_PER_ITEM(size, unk_classify(kind.data(), nbr.data(), size, diag8.data(), flags.data()));
+    for (int r = 0; r < 2; ++r) {
+        int s = 0;
+        for (int c = 0; c < size; ++c) scans[(size_t)r * size + c] = (s += flags[(size_t)r * size + c]);
+    }
+    std::vector<int> position(size, -7);
+    std::vector<long long> cells(size, -7);
+    ONE_PER_ITEM(std::max(size, 1), unk_order(flags.data(), scans.data(), size, sizes.data(), position.data(),
+                                              cells.data()));
+    const int m = sizes[1];
+    std::vector<int> unbr(6 * (size_t)(m + 1), -7);
+    std::vector<float> udiag(m + 1, -7.0f);
+    ONE_PER_ITEM(m + 1, unk_tables(cells.data(), sizes.data(), nbr.data(), size, position.data(), diag8.data(),
+                                   unbr.data(), udiag.data()));
+    printf("%d %d\n", sizes[0], m);
+    for (int u = 0; u < m; ++u) printf("%lld\n", cells[u]);
+    for (int v : position) printf("%d\n", v);
+    for (int v : unbr) printf("%d\n", v);
+    for (float v : udiag) printf("%a\n", v);
+    return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def unknowns_device(tmp_path_factory):
+    from voxfx.kernels.flip.sparse_pressure_setup import _K as setup_kernels
+
+    defines = [f"#define {o[2:].replace('=', ' ', 1)}" for o in setup_kernels.options if o.startswith("-D")]
+    return _build(tmp_path_factory, UNKNOWNS.replace("// DEFINES", "\n".join(defines + ["#include <algorithm>"])))
+
+
 def _tank():
     """A closed tank with walls, an obstacle, air and two separate puddles, on bricks."""
     rng = np.random.default_rng(8)
@@ -499,3 +543,25 @@ def test_device_setup_bounds_and_kept_levels():
     assert setup.levels_kept([side + 6, side, side - 1, 0], 4) == 3
     assert setup.levels_kept([side - 1, 9], 2) == 1
     assert setup.levels_kept([side, side], 2) == 2  # as many as were built
+
+
+@pytest.mark.parametrize("scene", ["tank", "full"])
+def test_device_unknowns_are_the_numpy_unknowns(unknowns_device, scene):
+    """unk_classify, a scan, unk_order and unk_tables (sparse_pressure_setup.unknowns) give
+    Unknowns' m_red, m, cells, position, nbr and diag exactly."""
+    g = _tank()
+    if scene == "full":  # every active cell but the obstacle's water
+        g["cell"] = np.where(g.active() & (g["cell"] != 2), np.uint8(FLUID), g["cell"]).astype(np.uint8)
+    kind, _, _ = sparse_pressure.solver_cells(g)
+    want = sparse_pressure.Unknowns(g, kind)
+    assert g.nbr.dtype == np.int32 and 0 < want.m_red < want.m
+    out = unknowns_device.raw([str(g.size), *map(str, kind.astype(int)), *map(str, g.nbr.ravel())]).split()
+    m_red, m = int(out[0]), int(out[1])
+    assert (m_red, m) == (want.m_red, want.m)
+    at = 2
+    for expect, count, parse in ((want.cells, m, int), (want.position, g.size, int),
+                                 (want.nbr.ravel(), 6 * (m + 1), int), (want.diag, m + 1, float.fromhex)):
+        got = np.array([parse(x) for x in out[at:at + count]])
+        at += count
+        assert np.array_equal(got, np.asarray(expect))
+    assert at == len(out)
