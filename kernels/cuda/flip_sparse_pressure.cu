@@ -202,14 +202,32 @@ extern "C" __global__ void mg_smooth_red_dot(float* __restrict__ x, const float*
     block_sum2(rz, 0.0, partials_rz, nullptr);
 }
 
-// r = b − A x on a level's unknowns.
-extern "C" __global__ void mg_residual(const float* __restrict__ x, const float* __restrict__ b,
-                                       const int* __restrict__ nbr, const float* __restrict__ diag, int stride,
-                                       const int* __restrict__ sizes, int level, float* __restrict__ r,
-                                       const int* __restrict__ state)
+// The last pre-smoothing sweep's black colour and the black unknowns' residual r = b − A x
+// (the fused V-cycle: their x is in hand; mg_residual then does the red ones alone).
+extern "C" __global__ void mg_smooth_black_residual(float* __restrict__ x, const float* __restrict__ b,
+                                                    const int* __restrict__ nbr, const float* __restrict__ diag,
+                                                    int stride, const int* __restrict__ sizes, int level,
+                                                    float* __restrict__ r, const int* __restrict__ state)
 {
     if (state[S_STOPPED]) return;
-    const int m = sizes[2 * level + 1];
+    const int m_red = sizes[2 * level], m = sizes[2 * level + 1];
+    RANGE(c, m_red, m)
+    {
+        const float s = compact_neighbour_sum(x, nbr, stride, c);  // red neighbours: not written here
+        const float xc = (b[c] + s) / diag[c];
+        x[c] = xc;
+        r[c] = b[c] - (diag[c] * xc - s);
+    }
+}
+
+// r = b − A x on a level's unknowns (all_unknowns = 0: the red ones alone).
+extern "C" __global__ void mg_residual(const float* __restrict__ x, const float* __restrict__ b,
+                                       const int* __restrict__ nbr, const float* __restrict__ diag, int stride,
+                                       const int* __restrict__ sizes, int level, int all_unknowns,
+                                       float* __restrict__ r, const int* __restrict__ state)
+{
+    if (state[S_STOPPED]) return;
+    const int m = sizes[2 * level + all_unknowns];
     RANGE(c, 0, m) r[c] = b[c] - (diag[c] * x[c] - compact_neighbour_sum(x, nbr, stride, c));
 }
 

@@ -38,10 +38,11 @@ _K = Kernels(_CU, ("--fmad=false",), THREADS, defines={
     **{f"PRE_{name.upper()}": i for i, name in enumerate(_MODES)}})
 _LOOP_KERNELS = ("cg_init", "apply_laplacian", "update_solution", "dot_rz", "update_direction", "mg_smooth",
                  "mg_residual", "mg_restrict", "mg_prolong_add", "mg_coarse_solve", "mg_smooth_first",
-                 "mg_smooth_red_dot", "mg_restrict_coarse_solve")
+                 "mg_smooth_red_dot", "mg_restrict_coarse_solve", "mg_smooth_black_residual")
 # The V-cycle's launches: "fused" (default) folds the first pre-smoothing sweep's two colours
-# into one launch, the coarsest level's restriction into its solve and r·z into level 0's last
-# sweep, and prolongs onto the red unknowns alone; "split" is launch for launch the reference's
+# into one launch, the black residuals into the last pre-smoothing sweep, the coarsest level's
+# restriction into its solve and r·z into level 0's last sweep, and prolongs onto the red
+# unknowns alone; "split" is launch for launch the reference's
 # sequence. Both give the same values bit for bit (tests/unit/test_cuda_sparse_pressure_host.py).
 VCYCLE = os.environ.get("VOXFX_SPARSE_MG_VCYCLE", "fused")
 _COARSE_THREADS = 256
@@ -229,7 +230,8 @@ class SparsePressureSolverGPU:
 
     def _vcycle_fused(self):
         """z = V-cycle(r) and the partial sums of r·z, VCYCLE "fused": per level down
-        2·MG_SWEEPS − 1 sweeps, residual, restriction; the coarsest level's restriction and
+        2·MG_SWEEPS − 1 sweeps (the last with the black residuals), the red residuals,
+        restriction; the coarsest level's restriction and
         solve in one block; per level up prolongation (red) and 2·MG_SWEEPS sweeps, the
         last one of level 0 with r·z."""
         levels = self.levels
@@ -237,10 +239,15 @@ class SparsePressureSolverGPU:
         for level in range(last):
             L, C = levels[level], levels[level + 1]
             self._launch("mg_smooth_first", L.stride, (L.x, L.b, *self._level_args(level), self.state))
-            for _ in range(MG_SWEEPS - 1):
+            for sweep in range(1, MG_SWEEPS):
                 self._smooth(level, 0)
-                self._smooth(level, 1)
-            self._launch("mg_residual", L.stride, (L.x, L.b, *self._level_args(level), L.r, self.state))
+                if sweep < MG_SWEEPS - 1:
+                    self._smooth(level, 1)
+                else:  # the last black sweep with the black residuals
+                    self._launch("mg_smooth_black_residual", L.stride, (L.x, L.b, *self._level_args(level), L.r,
+                                                                        self.state))
+            self._launch("mg_residual", L.stride, (L.x, L.b, *self._level_args(level), np.int32(MG_SWEEPS == 1), L.r,
+                                                   self.state))
             if level + 1 < last:
                 self._launch("mg_restrict", C.stride, (L.r, L.down, np.int32(C.stride), self.sizes,
                                                        np.int32(level + 1), C.b, self.state))
@@ -274,7 +281,7 @@ class SparsePressureSolverGPU:
             for sweep in range(MG_SWEEPS):
                 self._smooth(level, 0, first=sweep == 0)
                 self._smooth(level, 1)
-            self._launch("mg_residual", L.stride, (L.x, L.b, *self._level_args(level), L.r, self.state))
+            self._launch("mg_residual", L.stride, (L.x, L.b, *self._level_args(level), np.int32(1), L.r, self.state))
             self._launch("mg_restrict", C.stride, (L.r, L.down, np.int32(C.stride), self.sizes, np.int32(level + 1),
                                                    C.b, self.state))
         C = levels[last]

@@ -80,7 +80,7 @@ static void vcycle_split() {
         Level &A = L[l], &C = L[l + 1];
         for (int s = 0; s < MG_SWEEPS; ++s) { smooth(l, 0, s == 0); smooth(l, 1, 0); }
         LAUNCH(A.stride, mg_residual(A.x.data(), A.b.data(), A.nbr.data(), A.diag.data(), A.stride, sizes.data(), l,
-                                     A.r.data(), state));
+                                     1, A.r.data(), state));
         LAUNCH(C.stride, mg_restrict(A.r.data(), A.down.data(), C.stride, sizes.data(), l + 1, C.b.data(), state));
     }
     Level& C = L[last];
@@ -100,9 +100,14 @@ static void vcycle_fused(std::vector<double>& rz) {
         Level &A = L[l], &C = L[l + 1];
         LAUNCH(A.stride, mg_smooth_first(A.x.data(), A.b.data(), A.nbr.data(), A.diag.data(), A.stride, sizes.data(),
                                          l, state));
-        for (int s = 1; s < MG_SWEEPS; ++s) { smooth(l, 0, 0); smooth(l, 1, 0); }
+        for (int s = 1; s < MG_SWEEPS; ++s) {
+            smooth(l, 0, 0);
+            if (s < MG_SWEEPS - 1) smooth(l, 1, 0);
+            else LAUNCH(A.stride, mg_smooth_black_residual(A.x.data(), A.b.data(), A.nbr.data(), A.diag.data(),
+                                                           A.stride, sizes.data(), l, A.r.data(), state));
+        }
         LAUNCH(A.stride, mg_residual(A.x.data(), A.b.data(), A.nbr.data(), A.diag.data(), A.stride, sizes.data(), l,
-                                     A.r.data(), state));
+                                     MG_SWEEPS == 1, A.r.data(), state));
         if (l + 1 < last)
             LAUNCH(C.stride, mg_restrict(A.r.data(), A.down.data(), C.stride, sizes.data(), l + 1, C.b.data(), state));
     }
