@@ -28,7 +28,9 @@ tables go to ``sparse_pressure_gpu.py`` (RawKernels of ``cuda/flip_sparse_pressu
 a CUDA graph per block of iterations).
 
 Set-up, once per solve: the index tables (``Unknowns``, the multigrid's) by flatnonzero,
-sort and binary search; sealed regions by connected components of the FLUID cells on
+sort and binary search (on CuPy with ``VOXFX_SPARSE_PRESSURE_SETUP=device``, the kernels of
+``sparse_pressure_setup.py``: the same integers, sizes kept on the device, one host read for
+level 0's m and one for the hierarchy); sealed regions by connected components of the FLUID cells on
 their compacted neighbour table (SciPy's ``connected_components`` on NumPy, a union-find
 kernel on the device; the result is each component's lowest flat index either way).
 """
