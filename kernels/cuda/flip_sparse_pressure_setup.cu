@@ -11,8 +11,8 @@
 // with stride = bound + 1 (level 0: m0 + 1), the sentinel column at m. Compactions are an
 // inclusive scan (cupy.cumsum) of per-cell 0/1 flags, entries at and beyond n being 0.
 //
-// Constants from Python, as -D options: KEY_BITS (bits per axis of a cell key), CELL_FLUID and
-// CELL_SOLID (the cell types).
+// Constants from Python, as -D options: KEY_BITS (bits per axis of a cell key), CELL_AIR,
+// CELL_FLUID and CELL_SOLID (the cell types).
 
 #include "voxfx_mg_keys.cuh"  // cell_key, key_cell, find_key
 
@@ -227,9 +227,13 @@ extern "C" __global__ void mgs_key_span(const long long* __restrict__ keys, cons
 // wide and 8-aligned, flat = slot·512 + (lz·8 + ly)·8 + lx.
 
 // Per flat cell: the diagonal (FLUID: the non-SOLID neighbours, a missing one being AIR;
-// else 0) and the scan flags flags[c] = red unknown, flags[size + c] = black unknown.
+// else 0) and the scan flags flags[c] = red unknown, flags[size + c] = black unknown,
+// flags[2·size + c] = in the multigrid's level-0 set (an active brick's cell not AIR), whose
+// lattice box (i, j, k of every set cell: box[0..2] = min, box[3..5] = max) it widens.
 extern "C" __global__ void unk_classify(const unsigned char* __restrict__ kind, const int* __restrict__ nbr, int size,
-                                        unsigned char* __restrict__ diag, int* __restrict__ flags)
+                                        const bool* __restrict__ brick_active, const long long* __restrict__ li,
+                                        const long long* __restrict__ lj, const long long* __restrict__ lk,
+                                        unsigned char* __restrict__ diag, int* __restrict__ flags, int* box)
 {
     RANGE(c, 0, size)
     {
@@ -242,33 +246,47 @@ extern "C" __global__ void unk_classify(const unsigned char* __restrict__ kind, 
         }
         const int local = c & 511;
         const bool red = (((local & 7) + ((local >> 3) & 7) + (local >> 6)) & 1) == 0;
+        const bool in_set = brick_active[c >> 9] && kind[c] != CELL_AIR;
         diag[c] = (unsigned char)count;
         flags[c] = count > 0 && red;
         flags[size + c] = count > 0 && !red;
+        flags[2 * (long long)size + c] = in_set;
+        if (in_set) {
+            atomicMin(box + 0, (int)li[c]);
+            atomicMin(box + 1, (int)lj[c]);
+            atomicMin(box + 2, (int)lk[c]);
+            atomicMax(box + 3, (int)li[c]);
+            atomicMax(box + 4, (int)lj[c]);
+            atomicMax(box + 5, (int)lk[c]);
+        }
     }
 }
 
-// position[c] (flat → unknown, m where none), cells[u] (unknown → flat), red then black, from
-// the row-wise inclusive scans of flags; sizes[0] = m_red, sizes[1] = m. Launched over
+// position[c] (flat → unknown, m where none), cells[u] (unknown → flat), red then black, and
+// set[s] (the level-0 set's flat cells in flat order), from the row-wise inclusive scans of
+// flags; sizes[0] = m_red, sizes[1] = m, sizes[2] = the set's size. Launched over
 // max(size, 1) items.
 extern "C" __global__ void unk_order(const int* __restrict__ flags, const int* __restrict__ scans, int size,
                                      int* __restrict__ sizes, int* __restrict__ position,
-                                     long long* __restrict__ cells)
+                                     long long* __restrict__ cells, long long* __restrict__ set)
 {
-    const int m_red = size > 0 ? scans[size - 1] : 0;
-    const int m = m_red + (size > 0 ? scans[2 * (long long)size - 1] : 0);
+    const long long n = size;
+    const int m_red = size > 0 ? scans[n - 1] : 0;
+    const int m = m_red + (size > 0 ? scans[2 * n - 1] : 0);
     RANGE(c, 0, size > 0 ? size : 1)
     {
         if (c == 0) {
             sizes[0] = m_red;
             sizes[1] = m;
+            sizes[2] = size > 0 ? scans[3 * n - 1] : 0;
         }
         if (c < size) {
             int u = m;
             if (flags[c]) u = scans[c] - 1;
-            if (flags[size + c]) u = m_red + scans[size + c] - 1;
+            if (flags[n + c]) u = m_red + scans[n + c] - 1;
             position[c] = u;
             if (u < m) cells[u] = c;
+            if (flags[2 * n + c]) set[scans[2 * n + c] - 1] = c;
         }
     }
 }

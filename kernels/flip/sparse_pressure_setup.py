@@ -26,13 +26,13 @@ import numpy as np
 
 from ..grid.launch import THREADS, Kernels
 from ..grid.sparse import BRICK
-from .grid import FLUID, SOLID
+from .grid import AIR, FLUID, SOLID
 from .pressure import MG_MIN_SIDE
-from .sparse_multigrid import KEY_BITS, MAX_LEVELS, _CellSet, _Level, _level0_cells, _pack
+from .sparse_multigrid import KEY_BITS, MAX_LEVELS, _CellSet, _Level, _level0_cells, _pack, level0_set
 
 SETUP = os.environ.get("VOXFX_SPARSE_PRESSURE_SETUP", "host")
 _K = Kernels("flip_sparse_pressure_setup.cu", (), THREADS,
-             defines={"KEY_BITS": KEY_BITS, "CELL_FLUID": FLUID, "CELL_SOLID": SOLID})
+             defines={"KEY_BITS": KEY_BITS, "CELL_AIR": AIR, "CELL_FLUID": FLUID, "CELL_SOLID": SOLID})
 assert BRICK == 8  # unk_classify reads a cell's parity from its brick-local coordinates
 _NO_SPAN = -(2 ** 31 - 1)
 
@@ -65,7 +65,12 @@ def build(grid, kind, level0):
     of flip_sparse_pressure_setup.cu, one host read at the end."""
     import cupy as cp
 
-    cells = _level0_cells(grid, kind, level0, cp)
+    found = getattr(level0, "level0_set", None)  # by unknowns(), read with its sizes
+    if found is not None:
+        level0.level0_set = None
+        cells = level0_set(kind, level0, *found, cp)
+    else:
+        cells = _level0_cells(grid, kind, level0, cp)
     n0 = int(cells.keys.shape[0])
     bounds = level_bounds(n0)
     count = len(bounds)
@@ -131,19 +136,26 @@ def unknowns(grid, kind):
     from .sparse_pressure import Unknowns
 
     size = grid.size
-    if grid.nbr.dtype != cp.int32 or size == 0:  # 64-bit flat indices: the host's path
+    if grid.nbr.dtype != cp.int32 or grid.nbr.shape != (6, size) or size == 0:  # 64-bit indices: the host's path
         return Unknowns(grid, kind)
-    diag8, flags = cp.empty(size, cp.uint8), cp.empty((2, size), cp.int32)
-    _K.launch("unk_classify", size, (kind.astype(cp.uint8, copy=False), grid.nbr, np.int32(size), diag8, flags))
+    lattice = grid.lattice()
+    diag8, flags = cp.empty(size, cp.uint8), cp.empty((3, size), cp.int32)
+    box = cp.asarray(np.array([2 ** 31 - 1] * 3 + [-(2 ** 31)] * 3, np.int32))
+    _K.launch("unk_classify", size, (kind.astype(cp.uint8, copy=False), grid.nbr, np.int32(size),
+                                     grid.brick_slot.astype(cp.bool_, copy=False), *lattice, diag8, flags, box))
     scans = cp.cumsum(flags, axis=1, dtype=cp.int32)
-    sizes, position, cells = cp.empty(2, cp.int32), cp.empty(size, cp.int32), cp.empty(size, cp.int64)
-    _K.launch("unk_order", size, (flags, scans, np.int32(size), sizes, position, cells))
-    m_red, m = (int(v) for v in sizes.get())  # the one host sync: m sizes the tables
+    sizes, position = cp.empty(3, cp.int32), cp.empty(size, cp.int32)
+    cells, in_set = cp.empty(size, cp.int64), cp.empty(size, cp.int64)
+    _K.launch("unk_order", size, (flags, scans, np.int32(size), sizes, position, cells, in_set))
+    read = cp.concatenate([sizes, box]).get()  # the one host sync: m sizes the tables
+    m_red, m, n_set = (int(v) for v in read[:3])
     level = Unknowns.__new__(Unknowns)
     level.xp, level.m, level.m_red, level.position = cp, m, m_red, position
     level.cells = cells[:m]
-    level.lattice = tuple(a[level.cells] for a in grid.lattice())
+    level.lattice = tuple(a[level.cells] for a in lattice)
+    level.level0_set = (lattice, in_set[:n_set], [int(v) for v in read[3:6]], [int(v) for v in read[6:9]])
     level.nbr, level.diag = cp.empty((6, m + 1), cp.int32), cp.empty(m + 1, cp.float32)
     _K.launch("unk_tables", m + 1, (level.cells, sizes, grid.nbr, np.int32(size), position, diag8, level.nbr,
                                     level.diag))
     return level
+

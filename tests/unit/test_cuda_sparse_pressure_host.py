@@ -50,9 +50,11 @@ static HostDim h_block, h_dim, h_thread, h_grid;
 static unsigned host_float_as_uint(float f) { unsigned u; memcpy(&u, &f, 4); return u; }
 #define __float_as_uint host_float_as_uint
 template <typename T> T plain_max(T* p, T v) { T o = *p; *p = o > v ? o : v; return o; }
+template <typename T> T plain_min(T* p, T v) { T o = *p; *p = o < v ? o : v; return o; }
 template <typename T> T plain_add(T* p, T v) { T o = *p; *p = o + v; return o; }
 template <typename T> T plain_cas(T* p, T cmp, T v) { T o = *p; if (o == cmp) *p = v; return o; }
 #define atomicMax plain_max
+#define atomicMin plain_min
 #define atomicAdd plain_add
 #define atomicCAS plain_cas
 #include "flip_sparse_pressure.cu"
@@ -397,8 +399,10 @@ def tables_device(tmp_path_factory):
     return _build(tmp_path_factory, SETUP.replace("// DEFINES", "\n".join(defines + ["#include <algorithm>"])))
 
 
-# Input: size, kind (size), nbr (6 × size). Output: m_red m, the m cells, the size
-# positions, nbr (6 × (m + 1)), diag (m + 1, hex): sparse_pressure_setup.unknowns.
+# Input: size, kind (size), nbr (6 × size), the size / 512 bricks' active flags, the lattice
+# i, j, k (size each). Output: m_red m n_set, the set's box (min i j k, max i j k), the m
+# cells, the size positions, nbr (6 × (m + 1)), diag (m + 1, hex), the n_set set cells:
+# sparse_pressure_setup.unknowns.
 UNKNOWNS = SETUP.split("typedef long long ll;")[0] + r"""
 #define ONE_PER_ITEM(n, call) do { h_dim.x = 1; h_thread.x = 0; h_grid.x = (unsigned)(n); \
     for (unsigned blk = 0; blk < (unsigned)(n); ++blk) { h_block.x = blk; call; } } while (0)
@@ -407,27 +411,36 @@ int main() {
     if (scanf("%d", &size) != 1) return 1;
     std::vector<unsigned char> kind(size), diag8(size, 99);
     for (auto& k : kind) { int t; scanf("%d", &t); k = (unsigned char)t; }
-    std::vector<int> nbr(6 * (size_t)size), flags(2 * (size_t)size, -7), scans(2 * (size_t)size), sizes(2, -7);
+    std::vector<int> nbr(6 * (size_t)size), flags(3 * (size_t)size, -7), scans(3 * (size_t)size), sizes(3, -7);
     for (auto& v : nbr) scanf("%d", &v);
-    ONE_PER_ITEM(size, unk_classify(kind.data(), nbr.data(), size, diag8.data(), flags.data()));
-    for (int r = 0; r < 2; ++r) {
+    std::vector<char> active_bytes(size / 512);
+    for (auto& a : active_bytes) { int t; scanf("%d", &t); a = (char)t; }
+    bool* active = reinterpret_cast<bool*>(active_bytes.data());
+    std::vector<long long> li(size), lj(size), lk(size);
+    for (auto* v : {&li, &lj, &lk}) for (auto& x : *v) scanf("%lld", &x);
+    int box[6] = {2147483647, 2147483647, 2147483647, -2147483647 - 1, -2147483647 - 1, -2147483647 - 1};
+    ONE_PER_ITEM(size, unk_classify(kind.data(), nbr.data(), size, active, li.data(), lj.data(), lk.data(),
+                                    diag8.data(), flags.data(), box));
+    for (int r = 0; r < 3; ++r) {
         int s = 0;
         for (int c = 0; c < size; ++c) scans[(size_t)r * size + c] = (s += flags[(size_t)r * size + c]);
     }
     std::vector<int> position(size, -7);
-    std::vector<long long> cells(size, -7);
+    std::vector<long long> cells(size, -7), set(size, -7);
     ONE_PER_ITEM(std::max(size, 1), unk_order(flags.data(), scans.data(), size, sizes.data(), position.data(),
-                                              cells.data()));
+                                              cells.data(), set.data()));
     const int m = sizes[1];
     std::vector<int> unbr(6 * (size_t)(m + 1), -7);
     std::vector<float> udiag(m + 1, -7.0f);
     ONE_PER_ITEM(m + 1, unk_tables(cells.data(), sizes.data(), nbr.data(), size, position.data(), diag8.data(),
                                    unbr.data(), udiag.data()));
-    printf("%d %d\n", sizes[0], m);
+    printf("%d %d %d\n", sizes[0], m, sizes[2]);
+    for (int v : box) printf("%d\n", v);
     for (int u = 0; u < m; ++u) printf("%lld\n", cells[u]);
     for (int v : position) printf("%d\n", v);
     for (int v : unbr) printf("%d\n", v);
     for (float v : udiag) printf("%a\n", v);
+    for (int u = 0; u < sizes[2]; ++u) printf("%lld\n", set[u]);
     return 0;
 }
 """
@@ -553,19 +566,26 @@ def test_device_setup_bounds_and_kept_levels():
 @pytest.mark.parametrize("scene", ["tank", "full"])
 def test_device_unknowns_are_the_numpy_unknowns(unknowns_device, scene):
     """unk_classify, a scan, unk_order and unk_tables (sparse_pressure_setup.unknowns) give
-    Unknowns' m_red, m, cells, position, nbr and diag exactly."""
+    Unknowns' m_red, m, cells, position, nbr and diag exactly, and the multigrid's level-0
+    set (its flat cells and lattice box)."""
     g = _tank()
     if scene == "full":  # every active cell but the obstacle's water
         g["cell"] = np.where(g.active() & (g["cell"] != 2), np.uint8(FLUID), g["cell"]).astype(np.uint8)
     kind, _, _ = sparse_pressure.solver_cells(g)
     want = sparse_pressure.Unknowns(g, kind)
     assert g.nbr.dtype == np.int32 and 0 < want.m_red < want.m
-    out = unknowns_device.raw([str(g.size), *map(str, kind.astype(int)), *map(str, g.nbr.ravel())]).split()
-    m_red, m = int(out[0]), int(out[1])
-    assert (m_red, m) == (want.m_red, want.m)
-    at = 2
+    lattice = g.lattice()
+    out = unknowns_device.raw([str(g.size), *map(str, kind.astype(int)), *map(str, g.nbr.ravel()),
+                               *map(str, g.brick_slot.astype(int)), *(str(v) for a in lattice for v in a)]).split()
+    in_set = np.flatnonzero(g.active() & (kind != 0))  # sparse_multigrid._level0_cells' set
+    box = [int(f(a[in_set])) for f in (np.min, np.max) for a in lattice]
+    m_red, m, n_set = int(out[0]), int(out[1]), int(out[2])
+    assert (m_red, m, n_set) == (want.m_red, want.m, len(in_set)) and n_set > m
+    assert [int(v) for v in out[3:9]] == box
+    at = 9
     for expect, count, parse in ((want.cells, m, int), (want.position, g.size, int),
-                                 (want.nbr.ravel(), 6 * (m + 1), int), (want.diag, m + 1, float.fromhex)):
+                                 (want.nbr.ravel(), 6 * (m + 1), int), (want.diag, m + 1, float.fromhex),
+                                 (in_set, n_set, int)):
         got = np.array([parse(x) for x in out[at:at + count]])
         at += count
         assert np.array_equal(got, np.asarray(expect))
