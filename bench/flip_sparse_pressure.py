@@ -9,6 +9,12 @@ buffers, the graph replays, one host read per ``check_every`` iterations), and t
 over the substeps after the first (which compiles and captures).
 
     python3 bench/flip_sparse_pressure.py [--n 64] [--particles 1000000] [--substeps 6]
+        [--preconditioners mg jacobi] [--vcycles fused split] [--setups host device]
+
+``--vcycles``: the multigrid's launch sequences (``sparse_pressure_gpu.VCYCLE``);
+``--setups``: its tables with host-read sizes or sizes on the device
+(``sparse_pressure_setup.SETUP``); each mg combination on a fresh simulation and solver, so
+one run times them all.
 """
 
 from __future__ import annotations
@@ -24,7 +30,8 @@ sys.path.insert(0, str(ROOT))
 from tools.package import load  # noqa: E402
 
 load()
-from voxfx.kernels.flip import sparse_pressure, sparse_pressure_gpu, sparse_transfer, transfer  # noqa: E402
+from voxfx.kernels.flip import (sparse_pressure, sparse_pressure_gpu, sparse_pressure_setup,  # noqa: E402
+                               sparse_transfer, transfer)
 from voxfx.kernels.flip.grid import FlipSettings  # noqa: E402
 from voxfx.kernels.flip.sim import FlipSimulation  # noqa: E402
 from voxfx.kernels.flip.sparse_grid import substep_margin  # noqa: E402
@@ -69,7 +76,7 @@ def timed_pressure(sim, dt, preconditioner, ev):
     ev[1].record()
     b, kind, _, _ = sparse_pressure.pressure_rhs(g, dt)  # solver_cells again, then b
     ev[2].record()
-    level = sparse_pressure.Unknowns(g, kind)
+    level = sparse_pressure.compact_unknowns(g, kind)
     ev[3].record()
     M = VCycle(g, kind, level) if preconditioner == "mg" else None
     ev[4].record()
@@ -91,15 +98,25 @@ def main():
     ap.add_argument("--particles", type=int, default=1_000_000)
     ap.add_argument("--substeps", type=int, default=6)
     ap.add_argument("--preconditioners", nargs="+", default=["mg", "jacobi"])
+    ap.add_argument("--vcycles", nargs="+", default=["fused", "split"], choices=["fused", "split"],
+                    help="sparse_pressure_gpu.VCYCLE variants timed for mg (A/B in one run)")
+    ap.add_argument("--setups", nargs="+", default=["host", "device"], choices=["host", "device"],
+                    help="sparse_pressure_setup.SETUP variants (the multigrid tables) timed for mg")
     args = ap.parse_args()
     import cupy as cp
 
     print(f"device: {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}")
-    header = ["preconditioner", "grid", "particles", "unknowns", "levels"] + [f"{p} ms" for p in PARTS] + [
-        "CG it", "loop ms/it"]
+    header = ["preconditioner", "V-cycle", "set-up", "grid", "particles", "unknowns", "levels"]
+    header += [f"{p} ms" for p in PARTS] + ["CG it", "loop ms/it"]
     print(" | ".join(header))
     print(" | ".join("---" for _ in header))
-    for preconditioner in args.preconditioners:
+    runs = [(pre, vc, su) for pre in args.preconditioners for vc in (args.vcycles if pre == "mg" else ["-"])
+            for su in (args.setups if pre == "mg" else ["-"])]
+    for preconditioner, vcycle, setup in runs:
+        if vcycle != "-":
+            sparse_pressure_gpu.VCYCLE = vcycle
+            sparse_pressure_setup.SETUP = setup
+            sparse_pressure_gpu.release_gpu_solvers()
         spec, v, t = dam_break(args.n, args.particles)
         sim = FlipSimulation(spec, FlipSettings(), v, t, xp=cp, sparse=True, preconditioner=preconditioner)
         dt = 1 / 120
@@ -113,8 +130,8 @@ def main():
                 rows.append(ms + [its, m, levels])
         med = np.median(np.array(rows, dtype=float), axis=0)
         its = med[6]
-        row = [preconditioner, f"{args.n}³", f"{len(sim.pos):,}", f"{int(med[7]):,}", str(int(med[8]))] + [
-            f"{x:.2f}" for x in med[:6]] + [f"{its:.0f}", f"{med[4] / max(its, 1):.3f}"]
+        row = [preconditioner, vcycle, setup, f"{args.n}³", f"{len(sim.pos):,}", f"{int(med[7]):,}", str(int(med[8]))]
+        row += [f"{x:.2f}" for x in med[:6]] + [f"{its:.0f}", f"{med[4] / max(its, 1):.3f}"]
         print(" | ".join(row), flush=True)
         graphs = [s.loop.graph is not None for s in sparse_pressure_gpu._solvers.values()]
         print(f"  solvers kept: {len(graphs)}, graphs captured: {sum(graphs)}", flush=True)

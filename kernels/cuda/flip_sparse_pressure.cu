@@ -20,6 +20,7 @@
 // MG_COARSE_SWEEPS (forward and as many backward sweeps on the coarsest level), KEY_BITS
 // (bits per axis of a multigrid cell key).
 
+#include "voxfx_mg_keys.cuh"  // cell_key, key_cell, find_key: the multigrid cell keys
 #include "voxfx_reduce.cuh"  // block_sum2: the fixed-order double sums
 
 // c over [lo, hi) with a grid-stride loop (launches are sized by the buffers, not by m).
@@ -149,14 +150,84 @@ extern "C" __global__ void mg_smooth(float* __restrict__ x, const float* __restr
     RANGE(c, lo, hi) x[c] = (b[c] + compact_neighbour_sum(x, nbr, stride, c)) / diag[c];
 }
 
-// r = b − A x on a level's unknowns.
-extern "C" __global__ void mg_residual(const float* __restrict__ x, const float* __restrict__ b,
-                                       const int* __restrict__ nbr, const float* __restrict__ diag, int stride,
-                                       const int* __restrict__ sizes, int level, float* __restrict__ r,
-                                       const int* __restrict__ state)
+// The first pre-smoothing sweep from x = 0, red and black in one launch (the fused V-cycle): a
+// red unknown takes b/diag, a black one (b + Σ b_n/diag_n)/diag over its neighbours, all red
+// or the sentinel (b 0, diag 1: 0) — the values the red-then-black launches of mg_smooth
+// (first = 1, then colour 1) give, rounded alike, without reading x.
+extern "C" __global__ void mg_smooth_first(float* __restrict__ x, const float* __restrict__ b,
+                                           const int* __restrict__ nbr, const float* __restrict__ diag, int stride,
+                                           const int* __restrict__ sizes, int level, const int* __restrict__ state)
 {
     if (state[S_STOPPED]) return;
-    const int m = sizes[2 * level + 1];
+    const int m_red = sizes[2 * level], m = sizes[2 * level + 1];
+    RANGE(c, 0, m)
+    {
+        if (c < m_red) {
+            x[c] = b[c] / diag[c];
+            continue;
+        }
+        int n = nbr[c];
+        float s = b[n] / diag[n];
+        for (int d = 1; d < 6; ++d) {
+            n = nbr[d * stride + c];
+            s = s + b[n] / diag[n];
+        }
+        x[c] = (b[c] + s) / diag[c];
+    }
+}
+
+// The last post-smoothing sweep of level 0 (red) and the partial r·z of the V-cycle's
+// result z = x (the fused V-cycle: dot_rz folded in). Launched on the reduction grid over all m
+// unknowns, so each thread adds the same products in the same order as dot_rz: red ones
+// take their new value, black ones are read (the red sweep does not change them).
+extern "C" __global__ void mg_smooth_red_dot(float* __restrict__ x, const float* __restrict__ b,
+                                             const int* __restrict__ nbr, const float* __restrict__ diag, int stride,
+                                             const int* __restrict__ sizes, double* __restrict__ partials_rz,
+                                             const int* __restrict__ state)
+{
+    if (state[S_STOPPED]) return;
+    const int m_red = sizes[0], m = sizes[1];
+    double rz = 0.0;
+    RANGE(c, 0, m)
+    {
+        float xc;
+        if (c < m_red) {
+            xc = (b[c] + compact_neighbour_sum(x, nbr, stride, c)) / diag[c];
+            x[c] = xc;
+        } else {
+            xc = x[c];
+        }
+        rz += (double)b[c] * xc;
+    }
+    block_sum2(rz, 0.0, partials_rz, nullptr);
+}
+
+// The last pre-smoothing sweep's black colour and the black unknowns' residual r = b − A x
+// (the fused V-cycle: their x is in hand; mg_residual then does the red ones alone).
+extern "C" __global__ void mg_smooth_black_residual(float* __restrict__ x, const float* __restrict__ b,
+                                                    const int* __restrict__ nbr, const float* __restrict__ diag,
+                                                    int stride, const int* __restrict__ sizes, int level,
+                                                    float* __restrict__ r, const int* __restrict__ state)
+{
+    if (state[S_STOPPED]) return;
+    const int m_red = sizes[2 * level], m = sizes[2 * level + 1];
+    RANGE(c, m_red, m)
+    {
+        const float s = compact_neighbour_sum(x, nbr, stride, c);  // red neighbours: not written here
+        const float xc = (b[c] + s) / diag[c];
+        x[c] = xc;
+        r[c] = b[c] - (diag[c] * xc - s);
+    }
+}
+
+// r = b − A x on a level's unknowns (all_unknowns = 0: the red ones alone).
+extern "C" __global__ void mg_residual(const float* __restrict__ x, const float* __restrict__ b,
+                                       const int* __restrict__ nbr, const float* __restrict__ diag, int stride,
+                                       const int* __restrict__ sizes, int level, int all_unknowns,
+                                       float* __restrict__ r, const int* __restrict__ state)
+{
+    if (state[S_STOPPED]) return;
+    const int m = sizes[2 * level + all_unknowns];
     RANGE(c, 0, m) r[c] = b[c] - (diag[c] * x[c] - compact_neighbour_sum(x, nbr, stride, c));
 }
 
@@ -184,13 +255,14 @@ extern "C" __global__ void mg_restrict(const float* __restrict__ rf, const int* 
 
 // Prolongation onto fine level `level`: x_f += Σ_row w_row·x_c[up[row][f]], rows
 // (oz·2 + oy)·2 + ox: per axis ¾ of the parent (o = 0) and ¼ of its neighbour on the
-// child's side (o = 1).
+// child's side (o = 1). all_unknowns = 0 (the fused V-cycle): the red unknowns alone — the
+// black sweep that follows overwrites every black value without reading it.
 extern "C" __global__ void mg_prolong_add(const float* __restrict__ xc, const int* __restrict__ up, int stride,
-                                          const int* __restrict__ sizes, int level, float* __restrict__ xf,
-                                          const int* __restrict__ state)
+                                          const int* __restrict__ sizes, int level, int all_unknowns,
+                                          float* __restrict__ xf, const int* __restrict__ state)
 {
     if (state[S_STOPPED]) return;
-    const int m = sizes[2 * level + 1];
+    const int m = sizes[2 * level + all_unknowns];
     RANGE(f, 0, m)
     {
         float s = 0.75f * 0.75f * 0.75f * xc[up[f]];
@@ -211,6 +283,33 @@ extern "C" __global__ void mg_coarse_solve(float* __restrict__ x, const float* _
     if (state[S_STOPPED]) return;
     const int m_red = sizes[2 * level], m = sizes[2 * level + 1];
     for (int c = threadIdx.x; c < m; c += blockDim.x) x[c] = 0.0f;
+    __syncthreads();
+    for (int pass = 0; pass < 4 * MG_COARSE_SWEEPS; ++pass) {
+        const int colour = (pass & 1) ^ (pass >= 2 * MG_COARSE_SWEEPS);  // forward red, black; backward black, red
+        const int lo = colour ? m_red : 0, hi = colour ? m : m_red;
+        for (int c = lo + threadIdx.x; c < hi; c += blockDim.x)
+            x[c] = (b[c] + compact_neighbour_sum(x, nbr, stride, c)) / diag[c];
+        __syncthreads();
+    }
+}
+
+// The restriction into the coarsest level (as mg_restrict) and its solve (as
+// mg_coarse_solve) in one block (the fused V-cycle): the coarsest level has a few dozen unknowns.
+extern "C" __global__ void mg_restrict_coarse_solve(const float* __restrict__ rf, const int* __restrict__ down,
+                                                    float* __restrict__ x, float* __restrict__ b,
+                                                    const int* __restrict__ nbr, const float* __restrict__ diag,
+                                                    int stride, const int* __restrict__ sizes, int level,
+                                                    const int* __restrict__ state)
+{
+    if (state[S_STOPPED]) return;
+    const int m_red = sizes[2 * level], m = sizes[2 * level + 1];
+    for (int c = threadIdx.x; c < m; c += blockDim.x) {
+        float s = axis_weight(0) * axis_weight(0) * axis_weight(0) * rf[down[c]];
+        for (int row = 1; row < 64; ++row)
+            s = s + axis_weight(row & 3) * axis_weight((row >> 2) & 3) * axis_weight(row >> 4) * rf[down[row * stride + c]];
+        b[c] = 0.5f * s;
+        x[c] = 0.0f;
+    }
     __syncthreads();
     for (int pass = 0; pass < 4 * MG_COARSE_SWEEPS; ++pass) {
         const int colour = (pass & 1) ^ (pass >= 2 * MG_COARSE_SWEEPS);  // forward red, black; backward black, red
@@ -274,33 +373,6 @@ extern "C" __global__ void label_flatten(int* parent, int n)
 // reference). A level's non-AIR cells are sorted keys ((k − bz)·2^2B + (j − by)·2^B + i − bx,
 // B = KEY_BITS, every axis inside its field: the base sits below the liquid with a margin)
 // with a fluid flag; a cell that is not in the set is AIR.
-
-__device__ __forceinline__ long long cell_key(int i, int j, int k, int bx, int by, int bz)
-{
-    return ((long long)(k - bz) << (2 * KEY_BITS)) | ((long long)(j - by) << KEY_BITS) | (long long)(i - bx);
-}
-
-__device__ __forceinline__ void key_cell(long long key, int bx, int by, int bz, int& i, int& j, int& k)
-{
-    const long long mask = (1LL << KEY_BITS) - 1;
-    i = (int)(key & mask) + bx;
-    j = (int)((key >> KEY_BITS) & mask) + by;
-    k = (int)(key >> (2 * KEY_BITS)) + bz;
-}
-
-// Index of key q in the sorted keys[0, n), −1 where absent (binary search).
-__device__ __forceinline__ int find_key(const long long* __restrict__ keys, int n, long long q)
-{
-    int lo = 0, hi = n;
-    while (lo < hi) {
-        const int mid = (lo + hi) >> 1;
-        if (keys[mid] < q)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return (lo < n && keys[lo] == q) ? lo : -1;
-}
 
 // Per fine cell: 0, or — for the cell with even (i, j, k) of a 2×2×2 block whose 8 cells are
 // all in the set — 1 (a SOLID coarse cell) or 2 (FLUID: a child is FLUID). The flagged

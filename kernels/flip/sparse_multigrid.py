@@ -202,11 +202,17 @@ class TableBuilder:
 
 def _level0_cells(grid, kind, level0, xp):
     """Level 0's set (the grid's FLUID and SOLID cells, pins AIR) and its base."""
-    i, j, k = grid.lattice()
+    i, j, k = lattice = grid.lattice()
     at = xp.flatnonzero(grid.active() & (kind != AIR))
     i, j, k = i[at], j[at], k[at]
     lo_hi = [int(v) for v in xp.stack([i.min(), j.min(), k.min(), i.max(), j.max(), k.max()]).tolist()]
-    lo, hi = lo_hi[:3], lo_hi[3:]
+    return level0_set(kind, level0, lattice, at, lo_hi[:3], lo_hi[3:], xp)
+
+
+def level0_set(kind, level0, lattice, at, lo, hi, xp):
+    """Level 0's set from its flat cells *at* (flat order), the grid's *lattice* and the
+    set's lattice box [lo, hi]: keys relative to a base _MARGIN below, sorted."""
+    i, j, k = (a[at] for a in lattice)
     if max(h - lo_ for lo_, h in zip(lo, hi)) + 2 * _MARGIN >= 1 << KEY_BITS:
         raise InputError(f"the sparse liquid spans more than {(1 << KEY_BITS) - 2 * _MARGIN:,} cells along an axis")
     base = tuple(v - _MARGIN for v in lo)
@@ -250,6 +256,12 @@ class VCycle:
         self.down, self.up = [], []  # restriction to level l + 1, prolongation to level l
         if level0.m == 0:
             return
+        if xp is not np:
+            from . import sparse_pressure_setup
+
+            if sparse_pressure_setup.SETUP == "device":  # the sizes stay on the device
+                self.levels, self.up, self.down = sparse_pressure_setup.build(grid, kind, level0)
+                return
         if xp is np:
             build = TableBuilder(xp)
         else:

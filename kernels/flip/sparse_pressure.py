@@ -28,7 +28,9 @@ tables go to ``sparse_pressure_gpu.py`` (RawKernels of ``cuda/flip_sparse_pressu
 a CUDA graph per block of iterations).
 
 Set-up, once per solve: the index tables (``Unknowns``, the multigrid's) by flatnonzero,
-sort and binary search; sealed regions by connected components of the FLUID cells on
+sort and binary search (on CuPy with ``VOXFX_SPARSE_PRESSURE_SETUP=device``, the kernels of
+``sparse_pressure_setup.py``: the same integers, sizes kept on the device, one host read for
+level 0's m and one for the hierarchy); sealed regions by connected components of the FLUID cells on
 their compacted neighbour table (SciPy's ``connected_components`` on NumPy, a union-find
 kernel on the device; the result is each component's lowest flat index either way).
 """
@@ -234,6 +236,16 @@ class Unknowns(CompactLevel):
         return out
 
 
+def compact_unknowns(grid, kind):
+    """``Unknowns(grid, kind)``; on CuPy by sparse_pressure_setup's kernels where its SETUP
+    is "device" (the same integers)."""
+    from . import sparse_pressure_setup
+
+    if grid.xp is not np and sparse_pressure_setup.SETUP == "device":
+        return sparse_pressure_setup.unknowns(grid, kind)
+    return Unknowns(grid, kind)
+
+
 def _dot(xp, a, b):
     return (a.astype(xp.float64) * b).sum()
 
@@ -243,7 +255,7 @@ def pcg(grid, kind, b, tolerance, max_iterations, preconditioner="mg", check_eve
     convergence flag (module notes). Returns (p flat, iterations, relative residual,
     converged)."""
     xp = grid.xp
-    level = Unknowns(grid, kind)
+    level = compact_unknowns(grid, kind)
     if xp is not np:  # the same tables, the kernels of cuda/flip_sparse_pressure.cu
         from .sparse_pressure_gpu import solve_unknowns
         from .sparse_multigrid import VCycle

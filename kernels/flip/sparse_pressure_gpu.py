@@ -17,6 +17,7 @@ the loop.
 from __future__ import annotations
 
 import math
+import os
 from collections import OrderedDict
 
 import numpy as np
@@ -36,7 +37,14 @@ _K = Kernels(_CU, ("--fmad=false",), THREADS, defines={
     "KEY_BITS": KEY_BITS,
     **{f"PRE_{name.upper()}": i for i, name in enumerate(_MODES)}})
 _LOOP_KERNELS = ("cg_init", "apply_laplacian", "update_solution", "dot_rz", "update_direction", "mg_smooth",
-                 "mg_residual", "mg_restrict", "mg_prolong_add", "mg_coarse_solve")
+                 "mg_residual", "mg_restrict", "mg_prolong_add", "mg_coarse_solve", "mg_smooth_first",
+                 "mg_smooth_red_dot", "mg_restrict_coarse_solve", "mg_smooth_black_residual")
+# The V-cycle's launches: "fused" (default) folds the first pre-smoothing sweep's two colours
+# into one launch, the black residuals into the last pre-smoothing sweep, the coarsest level's
+# restriction into its solve and r·z into level 0's last sweep, and prolongs onto the red
+# unknowns alone; "split" is launch for launch the reference's
+# sequence. Both give the same values bit for bit (tests/unit/test_cuda_sparse_pressure_host.py).
+VCYCLE = os.environ.get("VOXFX_SPARSE_MG_VCYCLE", "fused")
 _COARSE_THREADS = 256
 _MAX_GRID = 8192  # blocks of a grid-stride launch
 _SOLVER_CACHE = 2  # solvers (buffers + graph) kept per process, most recent first
@@ -170,6 +178,9 @@ class SparsePressureSolverGPU:
         self.preconditioner = preconditioner
         self.mode = np.int32(_MODES.index(preconditioner))
         self.check_every = int(check_every)
+        self.vcycle = VCYCLE
+        if self.vcycle not in ("fused", "split"):
+            raise ValueError(f"VOXFX_SPARSE_MG_VCYCLE must be fused or split, not {self.vcycle!r}")
         self.strides = tuple(int(s) for s in strides)
         backend.ensure_fits(solver_memory_bytes(self.strides, preconditioner), "the sparse FLIP pressure solve", cp)
         vec = lambda n: cp.zeros(n, cp.float32)  # noqa: E731
@@ -217,6 +228,50 @@ class SparsePressureSolverGPU:
         self._launch("mg_smooth", B.stride, (B.x, B.b, *self._level_args(level), np.int32(colour), np.int32(first),
                                             self.state))
 
+    def _vcycle_fused(self):
+        """z = V-cycle(r) and the partial sums of r·z, VCYCLE "fused": per level down
+        2·MG_SWEEPS − 1 sweeps (the last with the black residuals), the red residuals,
+        restriction; the coarsest level's restriction and
+        solve in one block; per level up prolongation (red) and 2·MG_SWEEPS sweeps, the
+        last one of level 0 with r·z."""
+        levels = self.levels
+        last = len(levels) - 1
+        for level in range(last):
+            L, C = levels[level], levels[level + 1]
+            self._launch("mg_smooth_first", L.stride, (L.x, L.b, *self._level_args(level), self.state))
+            for sweep in range(1, MG_SWEEPS):
+                self._smooth(level, 0)
+                if sweep < MG_SWEEPS - 1:
+                    self._smooth(level, 1)
+                else:  # the last black sweep with the black residuals
+                    self._launch("mg_smooth_black_residual", L.stride, (L.x, L.b, *self._level_args(level), L.r,
+                                                                        self.state))
+            self._launch("mg_residual", L.stride, (L.x, L.b, *self._level_args(level), np.int32(MG_SWEEPS == 1), L.r,
+                                                   self.state))
+            if level + 1 < last:
+                self._launch("mg_restrict", C.stride, (L.r, L.down, np.int32(C.stride), self.sizes,
+                                                       np.int32(level + 1), C.b, self.state))
+        C = levels[last]
+        if last:
+            F = levels[last - 1]
+            _K.launch_grid("mg_restrict_coarse_solve", (1,), (_COARSE_THREADS,),
+                           (F.r, F.down, C.x, C.b, *self._level_args(last), self.state))
+        else:
+            _K.launch_grid("mg_coarse_solve", (1,), (_COARSE_THREADS,), (C.x, C.b, *self._level_args(last), self.state))
+        for level in range(last - 1, -1, -1):
+            L, C = levels[level], levels[level + 1]
+            self._launch("mg_prolong_add", L.stride, (C.x, L.up, np.int32(L.stride), self.sizes, np.int32(level),
+                                                      np.int32(0), L.x, self.state))  # the red ones
+            for sweep in range(MG_SWEEPS):
+                self._smooth(level, 1)
+                if level == 0 and sweep == MG_SWEEPS - 1:
+                    self._reduce("mg_smooth_red_dot", (L.x, L.b, L.nbr, L.diag, np.int32(L.stride), self.sizes,
+                                                       self.partials[self.red_blocks:], self.state))
+                else:
+                    self._smooth(level, 0)
+        if not last:  # one level: no post-smoothing to fold r·z into
+            self._reduce("dot_rz", (self.r, self.z, self.sizes, self.partials[self.red_blocks:], self.state))
+
     def _vcycle(self):
         """z = V-cycle(r): the sequence of ``sparse_multigrid.VCycle._cycle``."""
         levels = self.levels
@@ -226,15 +281,15 @@ class SparsePressureSolverGPU:
             for sweep in range(MG_SWEEPS):
                 self._smooth(level, 0, first=sweep == 0)
                 self._smooth(level, 1)
-            self._launch("mg_residual", L.stride, (L.x, L.b, *self._level_args(level), L.r, self.state))
+            self._launch("mg_residual", L.stride, (L.x, L.b, *self._level_args(level), np.int32(1), L.r, self.state))
             self._launch("mg_restrict", C.stride, (L.r, L.down, np.int32(C.stride), self.sizes, np.int32(level + 1),
                                                    C.b, self.state))
         C = levels[last]
         _K.launch_grid("mg_coarse_solve", (1,), (_COARSE_THREADS,), (C.x, C.b, *self._level_args(last), self.state))
         for level in range(last - 1, -1, -1):  # up: prolong-add; post-smooth black, red
             L, C = levels[level], levels[level + 1]
-            self._launch("mg_prolong_add", L.stride, (C.x, L.up, np.int32(L.stride), self.sizes, np.int32(level), L.x,
-                                                      self.state))
+            self._launch("mg_prolong_add", L.stride, (C.x, L.up, np.int32(L.stride), self.sizes, np.int32(level),
+                                                      np.int32(1), L.x, self.state))  # all unknowns
             for _ in range(MG_SWEEPS):
                 self._smooth(level, 1)
                 self._smooth(level, 0)
@@ -242,7 +297,9 @@ class SparsePressureSolverGPU:
     def _precondition_and_dot(self):
         """z = M r (MG) and the partial sums of r·z; for Jacobi / none, update_solution
         (or cg_init) already did both."""
-        if self.preconditioner == "mg":
+        if self.preconditioner == "mg" and self.vcycle == "fused":
+            self._vcycle_fused()
+        elif self.preconditioner == "mg":
             self._vcycle()
             self._reduce("dot_rz", (self.r, self.z, self.sizes, self.partials[self.red_blocks:], self.state))
 
@@ -331,7 +388,7 @@ def release_gpu_solvers():
 def _solver(needs, preconditioner, check_every):
     import cupy as cp
 
-    key = (len(needs), preconditioner, int(check_every), cp.cuda.Device().id)
+    key = (len(needs), preconditioner, int(check_every), VCYCLE, cp.cuda.Device().id)
     solver = _solvers.pop(key, None)
     if solver is None or not solver.fits(needs):
         solver = None  # its buffers go before the new ones are taken

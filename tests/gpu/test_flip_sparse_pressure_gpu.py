@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from voxfx.kernels import backend
-from voxfx.kernels.flip import sparse_pressure, sparse_pressure_gpu, sparse_transfer
+from voxfx.kernels.flip import sparse_pressure, sparse_pressure_gpu, sparse_pressure_setup, sparse_transfer
 from voxfx.kernels.flip.grid import FLUID, SOLID
 from voxfx.kernels.flip.sparse_grid import SparseFlipGrid
 from voxfx.kernels.flip.sparse_multigrid import VCycle
@@ -62,20 +62,27 @@ def test_gpu_sparse_pressure_matches_cpu_for_every_preconditioner(preconditioner
     assert np.abs(dg).max() * spec.voxel_size <= 1e-3 * max(1.0, float(np.abs(vel).max()))
 
 
-def test_gpu_multigrid_tables_and_unknowns_are_the_cpus():
+@pytest.mark.parametrize("setup", ["host", "device"])
+def test_gpu_multigrid_tables_and_unknowns_are_the_cpus(monkeypatch, setup):
+    """Unknowns and TableKernels ("host"), sparse_pressure_setup ("device": level 0's
+    unknowns by one classification kernel and a scan, the coarser levels' sizes on the
+    device)."""
     import cupy
 
+    monkeypatch.setattr(sparse_pressure_setup, "SETUP", setup)
     rng = np.random.default_rng()
     spec, pos, vel, obstacle = random_scene(rng)
     built = []
     for xp in (np, cupy):
         g = tank(xp, pos, vel, spec, obstacle)
         kind, _, _ = sparse_pressure.solver_cells(g)
-        level = sparse_pressure.Unknowns(g, kind)
+        level = sparse_pressure.compact_unknowns(g, kind)
         built.append((level, VCycle(g, kind, level)))
     (lc, mc), (lg, mg) = built
     assert lg.m == lc.m and lg.m_red == lc.m_red
     assert np.array_equal(host(lg.cells), lc.cells) and np.array_equal(host(lg.nbr), lc.nbr)
+    assert np.array_equal(host(lg.position), lc.position) and np.array_equal(host(lg.diag), lc.diag)
+    assert all(np.array_equal(host(a), b) for a, b in zip(lg.lattice, lc.lattice))
     assert len(mg.levels) == len(mc.levels) >= 4
     for a, b in zip(mg.levels[1:], mc.levels[1:]):
         assert (a.m, a.m_red) == (b.m, b.m_red)
@@ -135,3 +142,48 @@ def test_gpu_solver_keeps_its_buffers_and_graph_while_the_unknowns_change():
         assert solver.loop.graph is not None or solver.loop.failed
     assert len(graphs) == 1
     cupy.cuda.Device().synchronize()
+
+
+def test_gpu_fused_and_split_vcycles_give_the_same_pressure(monkeypatch):
+    """sparse_pressure_gpu.VCYCLE "fused" (fewer launches per level, r·z in the last sweep)
+    and "split" (the reference's launch sequence) compute the same values: the same
+    iterations and the same pressure bit for bit."""
+    import cupy
+
+    rng = np.random.default_rng()
+    spec, pos, vel, obstacle = random_scene(rng)
+    out = {}
+    for mode in ("split", "fused"):
+        monkeypatch.setattr(sparse_pressure_gpu, "VCYCLE", mode)
+        sparse_pressure_gpu.release_gpu_solvers()
+        g = tank(cupy, pos, vel, spec, obstacle)
+        p, stats = sparse_pressure.solve_pressure(g, 0.01, tolerance=1e-5)
+        (solver,) = sparse_pressure_gpu._solvers.values()
+        assert solver.vcycle == mode and len(solver.levels) >= 3
+        out[mode] = (host(p), stats)
+    sparse_pressure_gpu.release_gpu_solvers()
+    (ps, ss), (pf, sf) = out["split"], out["fused"]
+    assert ss["converged"] and sf["converged"] and ss["iterations"] == sf["iterations"]
+    assert np.abs(ps).max() > 0 and np.array_equal(ps, pf)
+
+
+@pytest.mark.parametrize("scene", ["tank", "sealed"])
+def test_gpu_device_setup_gives_the_host_setups_pressure(monkeypatch, scene):
+    """VOXFX_SPARSE_PRESSURE_SETUP device and host: the same tables, so the same solve bit
+    for bit (the sealed scene: pinned cells, a deep hierarchy)."""
+    import cupy
+
+    rng = np.random.default_rng()
+    spec, pos, vel, obstacle = random_scene(rng)
+    out = {}
+    for setup in ("host", "device"):
+        monkeypatch.setattr(sparse_pressure_setup, "SETUP", setup)
+        g = tank(cupy, pos, vel, spec, obstacle)
+        if scene == "sealed":
+            solid = g["cell"] == SOLID
+            g["cell"] = cupy.where(g.active() & ~solid, cupy.uint8(FLUID), g["cell"]).astype(cupy.uint8)
+        p, stats = sparse_pressure.solve_pressure(g, 0.01, tolerance=1e-5)
+        out[setup] = (host(p), stats)
+    (ph, sh), (pd, sd) = out["host"], out["device"]
+    assert sh["converged"] and sd["converged"] and sh["iterations"] == sd["iterations"]
+    assert np.abs(ph).max() > 0 and np.array_equal(ph, pd)

@@ -23,7 +23,8 @@ from voxfx.kernels.grid import GridSpec
 # Input: L, per level "m_red m", its nbr (6 × (m + 1)) and diag (m + 1, hex floats), per
 # level but the last its up (8 × (m + 1)) and down (64 × (m_next + 1)) tables; r and d
 # (m0 + 1 each, hex floats); n, then the links (3 × n) of the labelling. Output: q = A d
-# (m0), Σ of the partial d·q, z = V-cycle(r) (m0), the n labels.
+# (m0), Σ of the partial d·q, z = V-cycle(r) (m0) by the split launches, then by the fused
+# ones (sparse_pressure_gpu.VCYCLE) with Σ of their partial r·z, the n labels.
 PREAMBLE = r"""
 #include <cstdio>
 #include <cstring>
@@ -49,9 +50,11 @@ static HostDim h_block, h_dim, h_thread, h_grid;
 static unsigned host_float_as_uint(float f) { unsigned u; memcpy(&u, &f, 4); return u; }
 #define __float_as_uint host_float_as_uint
 template <typename T> T plain_max(T* p, T v) { T o = *p; *p = o > v ? o : v; return o; }
+template <typename T> T plain_min(T* p, T v) { T o = *p; *p = o < v ? o : v; return o; }
 template <typename T> T plain_add(T* p, T v) { T o = *p; *p = o + v; return o; }
 template <typename T> T plain_cas(T* p, T cmp, T v) { T o = *p; if (o == cmp) *p = v; return o; }
 #define atomicMax plain_max
+#define atomicMin plain_min
 #define atomicAdd plain_add
 #define atomicCAS plain_cas
 #include "flip_sparse_pressure.cu"
@@ -73,13 +76,13 @@ static void smooth(int l, int colour, int first) {
                                first, state));
 }
 
-static void vcycle() {
+static void vcycle_split() {
     const int last = (int)L.size() - 1;
     for (int l = 0; l < last; ++l) {
         Level &A = L[l], &C = L[l + 1];
         for (int s = 0; s < MG_SWEEPS; ++s) { smooth(l, 0, s == 0); smooth(l, 1, 0); }
         LAUNCH(A.stride, mg_residual(A.x.data(), A.b.data(), A.nbr.data(), A.diag.data(), A.stride, sizes.data(), l,
-                                     A.r.data(), state));
+                                     1, A.r.data(), state));
         LAUNCH(C.stride, mg_restrict(A.r.data(), A.down.data(), C.stride, sizes.data(), l + 1, C.b.data(), state));
     }
     Level& C = L[last];
@@ -87,8 +90,55 @@ static void vcycle() {
     mg_coarse_solve(C.x.data(), C.b.data(), C.nbr.data(), C.diag.data(), C.stride, sizes.data(), last, state);
     for (int l = last - 1; l >= 0; --l) {
         Level &A = L[l], &C2 = L[l + 1];
-        LAUNCH(A.stride, mg_prolong_add(C2.x.data(), A.up.data(), A.stride, sizes.data(), l, A.x.data(), state));
+        LAUNCH(A.stride, mg_prolong_add(C2.x.data(), A.up.data(), A.stride, sizes.data(), l, 1, A.x.data(), state));
         for (int s = 0; s < MG_SWEEPS; ++s) { smooth(l, 1, 0); smooth(l, 0, 0); }
+    }
+}
+
+// sparse_pressure_gpu._vcycle_fused (at least two levels); the partial sums of r·z into rz
+static void vcycle_fused(std::vector<double>& rz) {
+    const int last = (int)L.size() - 1;
+    for (int l = 0; l < last; ++l) {
+        Level &A = L[l], &C = L[l + 1];
+        LAUNCH(A.stride, mg_smooth_first(A.x.data(), A.b.data(), A.nbr.data(), A.diag.data(), A.stride, sizes.data(),
+                                         l, state));
+        for (int s = 1; s < MG_SWEEPS; ++s) {
+            smooth(l, 0, 0);
+            if (s < MG_SWEEPS - 1) smooth(l, 1, 0);
+            else LAUNCH(A.stride, mg_smooth_black_residual(A.x.data(), A.b.data(), A.nbr.data(), A.diag.data(),
+                                                           A.stride, sizes.data(), l, A.r.data(), state));
+        }
+        LAUNCH(A.stride, mg_residual(A.x.data(), A.b.data(), A.nbr.data(), A.diag.data(), A.stride, sizes.data(), l,
+                                     MG_SWEEPS == 1, A.r.data(), state));
+        if (l + 1 < last)
+            LAUNCH(C.stride, mg_restrict(A.r.data(), A.down.data(), C.stride, sizes.data(), l + 1, C.b.data(), state));
+    }
+    Level &C = L[last], &F = L[last - 1];
+    h_dim.x = 1; h_thread.x = 0; h_grid.x = 1; h_block.x = 0;
+    mg_restrict_coarse_solve(F.r.data(), F.down.data(), C.x.data(), C.b.data(), C.nbr.data(), C.diag.data(), C.stride,
+                             sizes.data(), last, state);
+    for (int l = last - 1; l >= 0; --l) {
+        Level &A = L[l], &C2 = L[l + 1];
+        LAUNCH(A.stride, mg_prolong_add(C2.x.data(), A.up.data(), A.stride, sizes.data(), l, 0, A.x.data(), state));
+        for (int s = 0; s < MG_SWEEPS; ++s) {
+            smooth(l, 1, 0);
+            if (l == 0 && s == MG_SWEEPS - 1)
+                LAUNCH(A.stride, mg_smooth_red_dot(A.x.data(), A.b.data(), A.nbr.data(), A.diag.data(), A.stride,
+                                                   sizes.data(), rz.data(), state));
+            else
+                smooth(l, 0, 0);
+        }
+    }
+}
+
+// every vector but the sentinels NaN: the fused V-cycle must write before it reads
+static void poison() {
+    for (size_t l = 0; l < L.size(); ++l) {
+        Level& A = L[l];
+        for (int c = 0; c < A.m; ++c) {
+            A.x[c] = A.r[c] = __builtin_nanf("");
+            if (l) A.b[c] = __builtin_nanf("");
+        }
     }
 }
 
@@ -121,7 +171,13 @@ int main() {
                                      partials.data(), state));
     double dq = 0.0;
     for (double p : partials) dq += p;
-    vcycle();
+    vcycle_split();
+    const std::vector<float> z_split(F.x.begin(), F.x.begin() + F.m);
+    poison();
+    std::vector<double> rz_partials(F.stride, 0.0);
+    vcycle_fused(rz_partials);
+    double rz = 0.0;
+    for (double p : rz_partials) rz += p;
     int n;
     scanf("%d", &n);
     std::vector<int> links, parent(n);
@@ -131,7 +187,9 @@ int main() {
     LAUNCH(n, label_flatten(parent.data(), n));
     for (int c = 0; c < F.m; ++c) printf("%a\n", q[c]);
     printf("%a\n", dq);
+    for (int c = 0; c < F.m; ++c) printf("%a\n", z_split[c]);
     for (int c = 0; c < F.m; ++c) printf("%a\n", F.x[c]);
+    printf("%a\n", rz);
     for (int v = 0; v < n; ++v) printf("%d\n", parent[v]);
     return 0;
 }
@@ -235,6 +293,167 @@ def tables(tmp_path_factory):
     return _build(tmp_path_factory, TABLES.replace("// DEFINES", "\n".join(defines + ["#include <algorithm>"])))
 
 
+# The same input and output as TABLES; the driver builds the levels as
+# sparse_pressure_setup.build launches the kernels of flip_sparse_pressure_setup.cu (sizes
+# in the cnt array, arrays of the bound's size, compactions by inclusive scans), then keeps
+# the levels as sparse_pressure_setup.levels_kept and prints their tables' leading columns.
+SETUP = PREAMBLE.replace('#include "flip_sparse_pressure.cu"', '#include "flip_sparse_pressure_setup.cu"') + r"""
+typedef long long ll;
+#define ONE_PER_ITEM(n, call) do { h_dim.x = 1; h_thread.x = 0; h_grid.x = (unsigned)(n); \
+    for (unsigned blk = 0; blk < (unsigned)(n); ++blk) { h_block.x = blk; call; } } while (0)
+struct Set { int bx, by, bz; std::vector<ll> keys; std::vector<unsigned char> fluid; std::vector<int> position; };
+struct Built { int stride_f, stride; std::vector<int> nbr, up, down; std::vector<float> diag; };
+static void scan_rows(const std::vector<int>& a, std::vector<int>& out, int rows, int n) {
+    out.assign(a.size(), 0);
+    for (int r = 0; r < rows; ++r) {
+        int s = 0;
+        for (int i = 0; i < n; ++i) out[(size_t)r * n + i] = (s += a[(size_t)r * n + i]);
+    }
+}
+int main() {
+    int min_side, max_levels, margin, n, m;
+    Set f;
+    if (scanf("%d %d %d %d %d %d %d", &min_side, &max_levels, &margin, &f.bx, &f.by, &f.bz, &n) != 7) return 1;
+    f.keys.resize(n); f.fluid.resize(n); f.position.resize(n);
+    for (auto& k : f.keys) scanf("%lld", &k);
+    for (auto& x : f.fluid) { int t; scanf("%d", &t); x = (unsigned char)t; }
+    for (auto& p : f.position) scanf("%d", &p);
+    scanf("%d", &m);
+    std::vector<ll> ukeys(m);
+    for (auto& k : ukeys) scanf("%lld", &k);
+    std::vector<int> bounds{n};
+    while ((int)bounds.size() < max_levels && bounds.back() > 0) bounds.push_back(bounds.back() / 8);
+    const int count = (int)bounds.size();
+    std::vector<int> cnt(4 * count, 0), span(6 * count, -2147483647);
+    cnt[0] = n; cnt[2] = m;
+    ONE_PER_ITEM(m, mgs_key_span(ukeys.data(), &cnt[0], &span[0]));
+    int stride = m + 1;
+    std::vector<Built> built(count);
+    for (int l = 1; l < count; ++l) {
+        const int fb = bounds[l - 1], nb = bounds[l];
+        int* fc = &cnt[4 * (l - 1)]; int* cc = &cnt[4 * l];
+        Set c;
+        c.bx = ((f.bx + margin) >> 1) - margin;
+        c.by = ((f.by + margin) >> 1) - margin;
+        c.bz = ((f.bz + margin) >> 1) - margin;
+        std::vector<unsigned char> flag(fb);
+        std::vector<int> take(fb), scan;
+        ONE_PER_ITEM(fb, mgs_coarsen(f.keys.data(), f.fluid.data(), fc, fb, f.bx, f.by, f.bz, flag.data(),
+                                     take.data()));
+        scan_rows(take, scan, 1, fb);
+        c.keys.assign(nb, -1); c.fluid.assign(nb, 7);
+        ONE_PER_ITEM(std::max(fb, 1), mgs_parents(f.keys.data(), flag.data(), scan.data(), fc, fb, f.bx, f.by, f.bz,
+                                                  c.bx, c.by, c.bz, c.keys.data(), c.fluid.data(), cc));
+        std::vector<int> around(6 * (size_t)nb, -7), flags(2 * (size_t)nb), scans;
+        std::vector<unsigned char> diag8(nb, 99), cls(nb);
+        ONE_PER_ITEM(nb, mgs_level_cells(c.keys.data(), c.fluid.data(), cc, nb, c.bx, c.by, c.bz, around.data(),
+                                         diag8.data(), cls.data(), flags.data()));
+        scan_rows(flags, scans, 2, nb);
+        c.position.assign(nb, -7);
+        std::vector<int> order(nb, -7);
+        ONE_PER_ITEM(std::max(nb, 1), mgs_order(cls.data(), scans.data(), cc, nb, c.position.data(), order.data()));
+        Built& B = built[l];
+        B.stride_f = stride; B.stride = nb + 1;
+        B.nbr.assign(6 * (size_t)(nb + 1), -7); B.diag.assign(nb + 1, -7.0f);
+        std::vector<ll> cukeys(nb, -1);
+        ONE_PER_ITEM(nb + 1, mgs_level_tables(order.data(), cc, nb, around.data(), c.position.data(), diag8.data(),
+                                              c.keys.data(), B.nbr.data(), B.diag.data(), cukeys.data()));
+        B.up.assign(8 * (size_t)stride, -7);
+        ONE_PER_ITEM(stride, mgs_prolong_table(ukeys.data(), fc, stride, f.bx, f.by, f.bz, c.keys.data(), cc,
+                                               c.position.data(), c.bx, c.by, c.bz, B.up.data()));
+        B.down.assign(64 * (size_t)(nb + 1), -7);
+        ONE_PER_ITEM(nb + 1, mgs_restrict_table(cukeys.data(), cc, nb + 1, c.bx, c.by, c.bz, f.keys.data(), fc,
+                                                f.position.data(), f.bx, f.by, f.bz, B.down.data()));
+        ONE_PER_ITEM(nb, mgs_key_span(cukeys.data(), cc, &span[6 * l]));
+        f = c;
+        ukeys = cukeys;
+        stride = nb + 1;
+    }
+    int kept = 1;
+    while (kept < count) {
+        const int* s = &span[6 * (kept - 1)];
+        int e = 0;
+        for (int a = 0; a < 3; ++a) e = std::max(e, s[a] + s[a + 3]);
+        if (cnt[4 * (kept - 1) + 2] == 0 || e + 1 < min_side) break;
+        ++kept;
+    }
+    for (int l = 1; l < kept; ++l) {
+        const Built& B = built[l];
+        const int mc = cnt[4 * l + 2], mf = cnt[4 * (l - 1) + 2];
+        printf("%d %d\n", mc, cnt[4 * l + 1]);
+        for (int d = 0; d < 6; ++d) for (int u = 0; u <= mc; ++u) printf("%d\n", B.nbr[(size_t)d * B.stride + u]);
+        for (int u = 0; u <= mc; ++u) printf("%a\n", B.diag[u]);
+        for (int r = 0; r < 8; ++r) for (int u = 0; u <= mf; ++u) printf("%d\n", B.up[(size_t)r * B.stride_f + u]);
+        for (int r = 0; r < 64; ++r) for (int u = 0; u <= mc; ++u) printf("%d\n", B.down[(size_t)r * B.stride + u]);
+    }
+    return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def tables_device(tmp_path_factory):
+    from voxfx.kernels.flip.sparse_pressure_setup import _K as setup_kernels
+
+    defines = [f"#define {o[2:].replace('=', ' ', 1)}" for o in setup_kernels.options if o.startswith("-D")]
+    return _build(tmp_path_factory, SETUP.replace("// DEFINES", "\n".join(defines + ["#include <algorithm>"])))
+
+
+# Input: size, kind (size), nbr (6 × size), the size / 512 bricks' active flags, the lattice
+# i, j, k (size each). Output: m_red m n_set, the set's box (min i j k, max i j k), the m
+# cells, the size positions, nbr (6 × (m + 1)), diag (m + 1, hex), the n_set set cells:
+# sparse_pressure_setup.unknowns.
+UNKNOWNS = SETUP.split("typedef long long ll;")[0] + r"""
+#define ONE_PER_ITEM(n, call) do { h_dim.x = 1; h_thread.x = 0; h_grid.x = (unsigned)(n); \
+    for (unsigned blk = 0; blk < (unsigned)(n); ++blk) { h_block.x = blk; call; } } while (0)
+int main() {
+    int size;
+    if (scanf("%d", &size) != 1) return 1;
+    std::vector<unsigned char> kind(size), diag8(size, 99);
+    for (auto& k : kind) { int t; scanf("%d", &t); k = (unsigned char)t; }
+    std::vector<int> nbr(6 * (size_t)size), flags(3 * (size_t)size, -7), scans(3 * (size_t)size), sizes(3, -7);
+    for (auto& v : nbr) scanf("%d", &v);
+    std::vector<char> active_bytes(size / 512);
+    for (auto& a : active_bytes) { int t; scanf("%d", &t); a = (char)t; }
+    bool* active = reinterpret_cast<bool*>(active_bytes.data());
+    std::vector<long long> li(size), lj(size), lk(size);
+    for (auto* v : {&li, &lj, &lk}) for (auto& x : *v) scanf("%lld", &x);
+    int box[6] = {2147483647, 2147483647, 2147483647, -2147483647 - 1, -2147483647 - 1, -2147483647 - 1};
+    ONE_PER_ITEM(size, unk_classify(kind.data(), nbr.data(), size, active, li.data(), lj.data(), lk.data(),
+                                    diag8.data(), flags.data(), box));
+    for (int r = 0; r < 3; ++r) {
+        int s = 0;
+        for (int c = 0; c < size; ++c) scans[(size_t)r * size + c] = (s += flags[(size_t)r * size + c]);
+    }
+    std::vector<int> position(size, -7);
+    std::vector<long long> cells(size, -7), set(size, -7);
+    ONE_PER_ITEM(std::max(size, 1), unk_order(flags.data(), scans.data(), size, sizes.data(), position.data(),
+                                              cells.data(), set.data()));
+    const int m = sizes[1];
+    std::vector<int> unbr(6 * (size_t)(m + 1), -7);
+    std::vector<float> udiag(m + 1, -7.0f);
+    ONE_PER_ITEM(m + 1, unk_tables(cells.data(), sizes.data(), nbr.data(), size, position.data(), diag8.data(),
+                                   unbr.data(), udiag.data()));
+    printf("%d %d %d\n", sizes[0], m, sizes[2]);
+    for (int v : box) printf("%d\n", v);
+    for (int u = 0; u < m; ++u) printf("%lld\n", cells[u]);
+    for (int v : position) printf("%d\n", v);
+    for (int v : unbr) printf("%d\n", v);
+    for (float v : udiag) printf("%a\n", v);
+    for (int u = 0; u < sizes[2]; ++u) printf("%lld\n", set[u]);
+    return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def unknowns_device(tmp_path_factory):
+    from voxfx.kernels.flip.sparse_pressure_setup import _K as setup_kernels
+
+    defines = [f"#define {o[2:].replace('=', ' ', 1)}" for o in setup_kernels.options if o.startswith("-D")]
+    return _build(tmp_path_factory, UNKNOWNS.replace("// DEFINES", "\n".join(defines + ["#include <algorithm>"])))
+
+
 def _tank():
     """A closed tank with walls, an obstacle, air and two separate puddles, on bricks."""
     rng = np.random.default_rng(8)
@@ -277,22 +496,30 @@ def test_sparse_pressure_kernels_equal_the_numpy_tables_bit_for_bit(device):
     q = np.array([float.fromhex(x) for x in out[:m]], np.float32)
     dq = float.fromhex(out[m])
     z = np.array([float.fromhex(x) for x in out[m + 1:2 * m + 1]], np.float32)
-    labels = np.array([int(x) for x in out[2 * m + 1:]])
+    z_fused = np.array([float.fromhex(x) for x in out[2 * m + 1:3 * m + 1]], np.float32)
+    rz = float.fromhex(out[3 * m + 1])
+    labels = np.array([int(x) for x in out[3 * m + 2:]])
     want_q = level.apply(d)
     assert np.array_equal(q, want_q[:m])
     assert dq == pytest.approx(float(np.dot(d.astype(np.float64), want_q)), rel=1e-12)
     want_z = M(r)
     assert np.array_equal(z, want_z[:m])
+    assert np.array_equal(z_fused, want_z[:m])  # the fused launches: the same values
     assert np.abs(z).max() > 0
+    assert rz == pytest.approx(float(np.dot(r.astype(np.float64), want_z)), rel=1e-12)
     want_labels = sparse_pressure._component_roots(links)
     assert np.array_equal(labels, want_labels)
     assert len(np.unique(labels)) >= 2  # the two puddles at least
 
 
+@pytest.mark.parametrize("setup", ["host", "device"])
 @pytest.mark.parametrize("scene", ["tank", "sealed", "sheet"])
-def test_multigrid_table_kernels_build_the_numpy_tables(tables, scene):
-    """mg_coarsen … mg_restrict_table, launched as TableKernels launches them, give every
-    level's m, m_red, nbr, diag, up and down of TableBuilder exactly."""
+def test_multigrid_table_kernels_build_the_numpy_tables(request, scene, setup):
+    """mg_coarsen … mg_restrict_table, launched as TableKernels launches them ("host"),
+    and mgs_coarsen … mgs_key_span with the sizes on the device as sparse_pressure_setup
+    launches them ("device"), give every level's m, m_red, nbr, diag, up and down of
+    TableBuilder exactly, and the same number of levels."""
+    tables = request.getfixturevalue("tables" if setup == "host" else "tables_device")
     g = _tank()
     if scene == "sealed":  # fluid up to the lid: one pinned cell, deep hierarchy
         g["cell"] = np.where(g.active() & (g["cell"] != 2), np.uint8(FLUID), g["cell"]).astype(np.uint8)
@@ -320,3 +547,46 @@ def test_multigrid_table_kernels_build_the_numpy_tables(tables, scene):
             at += count
             assert np.array_equal(got, want)
     assert at == len(out)  # the same number of levels
+
+
+def test_device_setup_bounds_and_kept_levels():
+    """sparse_pressure_setup's host side: each level's bound an eighth of the last down to
+    an empty level (at most MAX_LEVELS); the levels kept as VCycle's loop keeps them."""
+    from voxfx.kernels.flip import sparse_pressure_setup as setup
+
+    assert setup.level_bounds(100) == [100, 12, 1, 0]
+    assert setup.level_bounds(0) == [0]
+    assert len(setup.level_bounds(2 ** 62)) == sparse_multigrid.MAX_LEVELS
+    side = sparse_multigrid.MG_MIN_SIDE
+    assert setup.levels_kept([side + 6, side, side - 1, 0], 4) == 3
+    assert setup.levels_kept([side - 1, 9], 2) == 1
+    assert setup.levels_kept([side, side], 2) == 2  # as many as were built
+
+
+@pytest.mark.parametrize("scene", ["tank", "full"])
+def test_device_unknowns_are_the_numpy_unknowns(unknowns_device, scene):
+    """unk_classify, a scan, unk_order and unk_tables (sparse_pressure_setup.unknowns) give
+    Unknowns' m_red, m, cells, position, nbr and diag exactly, and the multigrid's level-0
+    set (its flat cells and lattice box)."""
+    g = _tank()
+    if scene == "full":  # every active cell but the obstacle's water
+        g["cell"] = np.where(g.active() & (g["cell"] != 2), np.uint8(FLUID), g["cell"]).astype(np.uint8)
+    kind, _, _ = sparse_pressure.solver_cells(g)
+    want = sparse_pressure.Unknowns(g, kind)
+    assert g.nbr.dtype == np.int32 and 0 < want.m_red < want.m
+    lattice = g.lattice()
+    out = unknowns_device.raw([str(g.size), *map(str, kind.astype(int)), *map(str, g.nbr.ravel()),
+                               *map(str, g.brick_slot.astype(int)), *(str(v) for a in lattice for v in a)]).split()
+    in_set = np.flatnonzero(g.active() & (kind != 0))  # sparse_multigrid._level0_cells' set
+    box = [int(f(a[in_set])) for f in (np.min, np.max) for a in lattice]
+    m_red, m, n_set = int(out[0]), int(out[1]), int(out[2])
+    assert (m_red, m, n_set) == (want.m_red, want.m, len(in_set)) and n_set > m
+    assert [int(v) for v in out[3:9]] == box
+    at = 9
+    for expect, count, parse in ((want.cells, m, int), (want.position, g.size, int),
+                                 (want.nbr.ravel(), 6 * (m + 1), int), (want.diag, m + 1, float.fromhex),
+                                 (in_set, n_set, int)):
+        got = np.array([parse(x) for x in out[at:at + count]])
+        at += count
+        assert np.array_equal(got, np.asarray(expect))
+    assert at == len(out)

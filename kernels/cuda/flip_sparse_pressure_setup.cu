@@ -1,0 +1,315 @@
+// The sparse multigrid's tables (kernels/flip/sparse_multigrid.py, TableBuilder) built level
+// after level with every size in device memory: no host sync between levels. Launched by
+// kernels/flip/sparse_pressure_setup.py; the table kernels of flip_sparse_pressure.cu
+// (mg_coarsen … mg_key_span) are the same integers with host sizes, and the NumPy
+// TableBuilder is the reference both follow.
+//
+// Sizes. Per level l, cnt[4·l + 0] = n (cells in the level's set, sorted keys), cnt[4·l + 1]
+// = m_red, cnt[4·l + 2] = m (its unknowns); a kernel gets the pointer to its level's four.
+// Arrays are allocated for a host bound of n (`bound`: the finer level's bound / 8, since a
+// coarse cell needs all 8 children in the finer set), and tables are row-major [rows][stride]
+// with stride = bound + 1 (level 0: m0 + 1), the sentinel column at m. Compactions are an
+// inclusive scan (cupy.cumsum) of per-cell 0/1 flags, entries at and beyond n being 0.
+//
+// Constants from Python, as -D options: KEY_BITS (bits per axis of a cell key), CELL_AIR,
+// CELL_FLUID and CELL_SOLID (the cell types).
+
+#include "voxfx_mg_keys.cuh"  // cell_key, key_cell, find_key
+
+#define RANGE(c, lo, hi) \
+    for (int c = (lo) + (int)(blockIdx.x * blockDim.x + threadIdx.x); c < (hi); c += (int)(gridDim.x * blockDim.x))
+
+// Per fine cell c < n: mg_coarsen's flag (0; 1 SOLID, 2 FLUID coarse cell at its even
+// corner) and take = flag ≠ 0; both 0 on [n, bound).
+extern "C" __global__ void mgs_coarsen(const long long* __restrict__ keys, const unsigned char* __restrict__ fluid,
+                                       const int* __restrict__ fcnt, int bound, int bx, int by, int bz,
+                                       unsigned char* __restrict__ flag, int* __restrict__ take)
+{
+    const int n = fcnt[0];
+    RANGE(c, 0, bound)
+    {
+        unsigned char f = 0;
+        if (c < n) {
+            int i, j, k;
+            key_cell(keys[c], bx, by, bz, i, j, k);
+            if (((i | j | k) & 1) == 0) {
+                bool all = true, any_fluid = false;
+                for (int child = 0; child < 8 && all; ++child) {
+                    const int at = find_key(keys, n, cell_key(i + (child & 1), j + ((child >> 1) & 1), k + (child >> 2),
+                                                              bx, by, bz));
+                    all = at >= 0;
+                    any_fluid |= all && fluid[at];
+                }
+                f = all ? (any_fluid ? 2 : 1) : 0;
+            }
+        }
+        flag[c] = f;
+        take[c] = f != 0;
+    }
+}
+
+// The coarse set: the flagged fine cells' parent keys and FLUID flags at their scan
+// positions (scan: inclusive scan of take), key order kept; ccnt[0] = its size. Launched
+// over max(bound, 1) items: thread 0 writes the size even for an empty fine set.
+extern "C" __global__ void mgs_parents(const long long* __restrict__ keys, const unsigned char* __restrict__ flag,
+                                       const int* __restrict__ scan, const int* __restrict__ fcnt, int bound, int bx,
+                                       int by, int bz, int cbx, int cby, int cbz, long long* __restrict__ ckeys,
+                                       unsigned char* __restrict__ cfluid, int* __restrict__ ccnt)
+{
+    const int n = fcnt[0];
+    RANGE(c, 0, bound > 0 ? bound : 1)
+    {
+        if (c == 0) ccnt[0] = n > 0 ? scan[n - 1] : 0;
+        if (c < n && flag[c]) {
+            const int at = scan[c] - 1;
+            int i, j, k;
+            key_cell(keys[c], bx, by, bz, i, j, k);
+            ckeys[at] = cell_key(i >> 1, j >> 1, k >> 1, cbx, cby, cbz);
+            cfluid[at] = flag[c] == 2;
+        }
+    }
+}
+
+// mg_level_cells on a set of cnt[0] cells (around rows `bound` long), and the scan flags:
+// flags[c] = red unknown, flags[bound + c] = black unknown (0 on [n, bound)).
+extern "C" __global__ void mgs_level_cells(const long long* __restrict__ keys, const unsigned char* __restrict__ fluid,
+                                           const int* __restrict__ cnt, int bound, int bx, int by, int bz,
+                                           int* __restrict__ around, unsigned char* __restrict__ diag,
+                                           unsigned char* __restrict__ cls, int* __restrict__ flags)
+{
+    const int n = cnt[0];
+    RANGE(c, 0, bound)
+    {
+        unsigned char kind = 0;
+        if (c < n && fluid[c]) {
+            int i, j, k;
+            key_cell(keys[c], bx, by, bz, i, j, k);
+            int count = 6;
+            for (int d = 0; d < 6; ++d) {
+                const int step = (d & 1) ? 1 : -1, axis = d >> 1;
+                const int at = find_key(keys, n, cell_key(i + (axis == 0) * step, j + (axis == 1) * step,
+                                                          k + (axis == 2) * step, bx, by, bz));
+                around[d * bound + c] = at;
+                count -= at >= 0 && !fluid[at];
+            }
+            diag[c] = (unsigned char)count;
+            kind = count == 0 ? 0 : ((((i + j + k) & 1) == 0) ? 1 : 2);
+        }
+        cls[c] = kind;
+        flags[c] = kind == 1;
+        flags[bound + c] = kind == 2;
+    }
+}
+
+// The unknowns' order, red then black (scans: the row-wise inclusive scans of flags):
+// position[c] (m where not an unknown), order[u] = its cell; cnt[1] = m_red, cnt[2] = m.
+// Launched over max(bound, 1) items.
+extern "C" __global__ void mgs_order(const unsigned char* __restrict__ cls, const int* __restrict__ scans,
+                                     int* __restrict__ cnt, int bound, int* __restrict__ position,
+                                     int* __restrict__ order)
+{
+    const int n = cnt[0];
+    const int m_red = n > 0 ? scans[n - 1] : 0;
+    const int m = m_red + (n > 0 ? scans[bound + n - 1] : 0);
+    RANGE(c, 0, bound > 0 ? bound : 1)
+    {
+        if (c == 0) {
+            cnt[1] = m_red;
+            cnt[2] = m;
+        }
+        if (c < n) {
+            int u = m;
+            if (cls[c] == 1) u = scans[c] - 1;
+            if (cls[c] == 2) u = m_red + scans[bound + c] - 1;
+            position[c] = u;
+            if (u < m) order[u] = c;
+        }
+    }
+}
+
+// mg_level_tables with m = cnt[2] and rows bound + 1 long; ukeys[u] = the key of unknown u.
+extern "C" __global__ void mgs_level_tables(const int* __restrict__ order, const int* __restrict__ cnt, int bound,
+                                            const int* __restrict__ around, const int* __restrict__ position,
+                                            const unsigned char* __restrict__ diag8, const long long* __restrict__ keys,
+                                            int* __restrict__ nbr, float* __restrict__ diag,
+                                            long long* __restrict__ ukeys)
+{
+    const int m = cnt[2], stride = bound + 1;
+    RANGE(u, 0, m + 1)
+    {
+        if (u == m) {
+            for (int d = 0; d < 6; ++d) nbr[d * stride + m] = m;
+            diag[m] = 1.0f;
+            continue;
+        }
+        const int s = order[u];
+        for (int d = 0; d < 6; ++d) {
+            const int t = around[d * bound + s];
+            nbr[d * stride + u] = t >= 0 ? position[t] : m;
+        }
+        diag[u] = (float)diag8[s];
+        ukeys[u] = keys[s];
+    }
+}
+
+// mg_prolong_table: up (8 rows of fstride) for the fcnt[2] fine unknowns (keys fkeys) from
+// the coarse set (ckeys, ccnt[0] cells, cposition; ccnt[2] unknowns).
+extern "C" __global__ void mgs_prolong_table(const long long* __restrict__ fkeys, const int* __restrict__ fcnt,
+                                             int fstride, int bx, int by, int bz, const long long* __restrict__ ckeys,
+                                             const int* __restrict__ ccnt, const int* __restrict__ cposition, int cbx,
+                                             int cby, int cbz, int* __restrict__ up)
+{
+    const int mf = fcnt[2], nc = ccnt[0], mc = ccnt[2];
+    RANGE(f, 0, mf + 1)
+    {
+        if (f == mf) {
+            for (int row = 0; row < 8; ++row) up[row * fstride + f] = mc;
+            continue;
+        }
+        int i, j, k;
+        key_cell(fkeys[f], bx, by, bz, i, j, k);
+        const int si = (i & 1) ? 1 : -1, sj = (j & 1) ? 1 : -1, sk = (k & 1) ? 1 : -1;
+        for (int row = 0; row < 8; ++row) {
+            const int at = find_key(ckeys, nc, cell_key((i >> 1) + (row & 1) * si, (j >> 1) + ((row >> 1) & 1) * sj,
+                                                        (k >> 1) + (row >> 2) * sk, cbx, cby, cbz));
+            up[row * fstride + f] = at >= 0 ? cposition[at] : mc;
+        }
+    }
+}
+
+// mg_restrict_table: down (64 rows of cstride) for the ccnt[2] coarse unknowns (keys
+// ckeys) from the fine set (fkeys, fcnt[0] cells, fposition; fcnt[2] unknowns).
+extern "C" __global__ void mgs_restrict_table(const long long* __restrict__ ckeys, const int* __restrict__ ccnt,
+                                              int cstride, int cbx, int cby, int cbz,
+                                              const long long* __restrict__ fkeys, const int* __restrict__ fcnt,
+                                              const int* __restrict__ fposition, int bx, int by, int bz,
+                                              int* __restrict__ down)
+{
+    const int mc = ccnt[2], nf = fcnt[0], mf = fcnt[2];
+    RANGE(c, 0, mc + 1)
+    {
+        if (c == mc) {
+            for (int row = 0; row < 64; ++row) down[row * cstride + c] = mf;
+            continue;
+        }
+        int I, J, K;
+        key_cell(ckeys[c], cbx, cby, cbz, I, J, K);
+        for (int row = 0; row < 64; ++row) {
+            const int at = find_key(fkeys, nf, cell_key(2 * I + (row & 3) - 1, 2 * J + ((row >> 2) & 3) - 1,
+                                                        2 * K + (row >> 4) - 1, bx, by, bz));
+            down[row * cstride + c] = at >= 0 ? fposition[at] : mf;
+        }
+    }
+}
+
+// mg_key_span over the cnt[2] unknown keys: span[0..2] = max, span[3..5] = −min per axis
+// (span on entry −2^31 + 1).
+extern "C" __global__ void mgs_key_span(const long long* __restrict__ keys, const int* __restrict__ cnt,
+                                        int* __restrict__ span)
+{
+    RANGE(c, 0, cnt[2])
+    {
+        int i, j, k;
+        key_cell(keys[c], 0, 0, 0, i, j, k);
+        atomicMax(span + 0, i);
+        atomicMax(span + 1, j);
+        atomicMax(span + 2, k);
+        atomicMax(span + 3, -i);
+        atomicMax(span + 4, -j);
+        atomicMax(span + 5, -k);
+    }
+}
+
+// ------------------------------------------------------------------------ level 0's unknowns
+// sparse_pressure.Unknowns on the grid's flat cells (size of them, nbr (6 × size) the flat
+// neighbour index, −1 where missing): CELL_FLUID / CELL_SOLID are the cell types (-D). A
+// cell's (i + j + k) parity is that of its brick-local (lx, ly, lz): bricks are 8 cells
+// wide and 8-aligned, flat = slot·512 + (lz·8 + ly)·8 + lx.
+
+// Per flat cell: the diagonal (FLUID: the non-SOLID neighbours, a missing one being AIR;
+// else 0) and the scan flags flags[c] = red unknown, flags[size + c] = black unknown,
+// flags[2·size + c] = in the multigrid's level-0 set (an active brick's cell not AIR), whose
+// lattice box (i, j, k of every set cell: box[0..2] = min, box[3..5] = max) it widens.
+extern "C" __global__ void unk_classify(const unsigned char* __restrict__ kind, const int* __restrict__ nbr, int size,
+                                        const bool* __restrict__ brick_active, const long long* __restrict__ li,
+                                        const long long* __restrict__ lj, const long long* __restrict__ lk,
+                                        unsigned char* __restrict__ diag, int* __restrict__ flags, int* box)
+{
+    RANGE(c, 0, size)
+    {
+        int count = 0;
+        if (kind[c] == CELL_FLUID) {
+            for (int d = 0; d < 6; ++d) {
+                const int nb = nbr[(long long)d * size + c];
+                count += nb < 0 || kind[nb] != CELL_SOLID;
+            }
+        }
+        const int local = c & 511;
+        const bool red = (((local & 7) + ((local >> 3) & 7) + (local >> 6)) & 1) == 0;
+        const bool in_set = brick_active[c >> 9] && kind[c] != CELL_AIR;
+        diag[c] = (unsigned char)count;
+        flags[c] = count > 0 && red;
+        flags[size + c] = count > 0 && !red;
+        flags[2 * (long long)size + c] = in_set;
+        if (in_set) {
+            atomicMin(box + 0, (int)li[c]);
+            atomicMin(box + 1, (int)lj[c]);
+            atomicMin(box + 2, (int)lk[c]);
+            atomicMax(box + 3, (int)li[c]);
+            atomicMax(box + 4, (int)lj[c]);
+            atomicMax(box + 5, (int)lk[c]);
+        }
+    }
+}
+
+// position[c] (flat → unknown, m where none), cells[u] (unknown → flat), red then black, and
+// set[s] (the level-0 set's flat cells in flat order), from the row-wise inclusive scans of
+// flags; sizes[0] = m_red, sizes[1] = m, sizes[2] = the set's size. Launched over
+// max(size, 1) items.
+extern "C" __global__ void unk_order(const int* __restrict__ flags, const int* __restrict__ scans, int size,
+                                     int* __restrict__ sizes, int* __restrict__ position,
+                                     long long* __restrict__ cells, long long* __restrict__ set)
+{
+    const long long n = size;
+    const int m_red = size > 0 ? scans[n - 1] : 0;
+    const int m = m_red + (size > 0 ? scans[2 * n - 1] : 0);
+    RANGE(c, 0, size > 0 ? size : 1)
+    {
+        if (c == 0) {
+            sizes[0] = m_red;
+            sizes[1] = m;
+            sizes[2] = size > 0 ? scans[3 * n - 1] : 0;
+        }
+        if (c < size) {
+            int u = m;
+            if (flags[c]) u = scans[c] - 1;
+            if (flags[n + c]) u = m_red + scans[n + c] - 1;
+            position[c] = u;
+            if (u < m) cells[u] = c;
+            if (flags[2 * n + c]) set[scans[2 * n + c] - 1] = c;
+        }
+    }
+}
+
+// The unknowns' nbr (6 × (m + 1)) and diag (m + 1), sentinel column m (diag 1).
+extern "C" __global__ void unk_tables(const long long* __restrict__ cells, const int* __restrict__ sizes,
+                                      const int* __restrict__ nbr, int size, const int* __restrict__ position,
+                                      const unsigned char* __restrict__ diag8, int* __restrict__ unbr,
+                                      float* __restrict__ udiag)
+{
+    const int m = sizes[1], stride = m + 1;
+    RANGE(u, 0, m + 1)
+    {
+        if (u == m) {
+            for (int d = 0; d < 6; ++d) unbr[d * stride + m] = m;
+            udiag[m] = 1.0f;
+            continue;
+        }
+        const long long c = cells[u];
+        for (int d = 0; d < 6; ++d) {
+            const int nb = nbr[(long long)d * size + c];
+            unbr[d * stride + u] = nb >= 0 ? position[nb] : m;
+        }
+        udiag[u] = (float)diag8[c];
+    }
+}

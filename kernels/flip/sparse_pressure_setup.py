@@ -1,0 +1,161 @@
+"""The sparse multigrid's tables on the device with one host sync for the whole hierarchy
+(issue 24: the pressure set-up is host-overhead bound). ``sparse_multigrid.TableBuilder``
+(NumPy) is the reference; ``sparse_pressure_gpu.TableKernels`` builds the same integers
+level by level, reading each compaction's size on the host (a few syncs per level). Here
+every size stays in device memory (``cuda/flip_sparse_pressure_setup.cu``): each level's
+arrays are allocated for a host bound (a coarse cell needs all 8 children in the finer
+set, so a level holds at most an eighth of the cells of the one below), compactions are a
+scan, and the kernels read their counts from the device. The levels are built while the
+bound allows (the last one empty), then one read brings every level's sizes and unknown
+extent back, and the V-cycle keeps the levels ``sparse_multigrid.VCycle`` would build (the
+same ``MG_MIN_SIDE`` and ``MAX_LEVELS`` test), as views of the wider tables.
+
+Level 0's unknowns (``unknowns``: ``sparse_pressure.Unknowns``) likewise: one kernel
+classifies every flat cell (diagonal, red / black unknown), a scan orders them, one read
+brings m back to size the tables.
+
+``SETUP`` (``VOXFX_SPARSE_PRESSURE_SETUP``): "host" — ``Unknowns`` and ``TableKernels``,
+"device" — this module; both give the same integers (tests/unit/test_cuda_sparse_pressure_host.py).
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from ..grid.launch import THREADS, Kernels
+from ..grid.sparse import BRICK
+from .grid import AIR, FLUID, SOLID
+from .pressure import MG_MIN_SIDE
+from .sparse_multigrid import KEY_BITS, MAX_LEVELS, _CellSet, _Level, _level0_cells, _pack, level0_set
+
+SETUP = os.environ.get("VOXFX_SPARSE_PRESSURE_SETUP", "host")
+_K = Kernels("flip_sparse_pressure_setup.cu", (), THREADS,
+             defines={"KEY_BITS": KEY_BITS, "CELL_AIR": AIR, "CELL_FLUID": FLUID, "CELL_SOLID": SOLID})
+assert BRICK == 8  # unk_classify reads a cell's parity from its brick-local coordinates
+_NO_SPAN = -(2 ** 31 - 1)
+
+
+def level_bounds(n0) -> list:
+    """Host bounds of each level's set size: n0, then an eighth of the previous one, while
+    the previous one is not 0 (so the last level may be empty), at most MAX_LEVELS."""
+    bounds = [int(n0)]
+    while len(bounds) < MAX_LEVELS and bounds[-1] > 0:
+        bounds.append(bounds[-1] // 8)
+    return bounds
+
+
+def levels_kept(extents, count) -> int:
+    """How many of the *count* built levels the V-cycle keeps: as VCycle's loop, one more
+    while the last kept level's unknowns span at least MG_MIN_SIDE cells."""
+    kept = 1
+    while kept < count and extents[kept - 1] >= MG_MIN_SIDE:
+        kept += 1
+    return kept
+
+
+def _ints(values):
+    return tuple(np.int32(v) for v in values)
+
+
+def build(grid, kind, level0):
+    """(levels, up, down) of ``VCycle`` for *level0* (``sparse_pressure.Unknowns`` on
+    CuPy, m > 0): level 0's set on the host sizes it has, the coarser levels by the kernels
+    of flip_sparse_pressure_setup.cu, one host read at the end."""
+    import cupy as cp
+
+    found = getattr(level0, "level0_set", None)  # by unknowns(), read with its sizes
+    if found is not None:
+        level0.level0_set = None
+        cells = level0_set(kind, level0, *found, cp)
+    else:
+        cells = _level0_cells(grid, kind, level0, cp)
+    n0 = int(cells.keys.shape[0])
+    bounds = level_bounds(n0)
+    count = len(bounds)
+    init = np.zeros((count, 4), np.int32)
+    init[0, :3] = (n0, level0.m_red, level0.m)
+    cnt = cp.asarray(init)
+    span = cp.full((count, 6), _NO_SPAN, cp.int32)
+    ukeys = _pack(*level0.lattice, cells.base)  # level 0's unknowns, in order
+    _K.launch("mgs_key_span", level0.m, (ukeys, cnt[0], span[0]))
+    fine = _CellSet(cells.keys, cells.fluid.astype(cp.uint8), cells.base)
+    fine.position = cells.position
+    stride = level0.m + 1  # the finer level's table rows
+    built = []  # per coarse level: nbr, diag, up (onto the finer level), down (into it)
+    for level in range(1, count):
+        fb, nb = bounds[level - 1], bounds[level]
+        coarse = _CellSet(cp.empty(nb, cp.int64), cp.empty(nb, cp.uint8), fine.coarser_base())
+        flag, take = cp.empty(fb, cp.uint8), cp.empty(fb, cp.int32)
+        _K.launch("mgs_coarsen", fb, (fine.keys, fine.fluid, cnt[level - 1], np.int32(fb), *_ints(fine.base), flag,
+                                      take))
+        scan = cp.cumsum(take, dtype=cp.int32)
+        _K.launch("mgs_parents", max(fb, 1), (fine.keys, flag, scan, cnt[level - 1], np.int32(fb), *_ints(fine.base),
+                                              *_ints(coarse.base), coarse.keys, coarse.fluid, cnt[level]))
+        around, diag8 = cp.empty((6, nb), cp.int32), cp.empty(nb, cp.uint8)
+        cls, flags = cp.empty(nb, cp.uint8), cp.empty((2, nb), cp.int32)
+        _K.launch("mgs_level_cells", nb, (coarse.keys, coarse.fluid, cnt[level], np.int32(nb), *_ints(coarse.base),
+                                          around, diag8, cls, flags))
+        scans = cp.cumsum(flags, axis=1, dtype=cp.int32)
+        coarse.position, order = cp.empty(nb, cp.int32), cp.empty(nb, cp.int32)
+        _K.launch("mgs_order", max(nb, 1), (cls, scans, cnt[level], np.int32(nb), coarse.position, order))
+        nbr, diag = cp.empty((6, nb + 1), cp.int32), cp.empty(nb + 1, cp.float32)
+        cukeys = cp.empty(nb, cp.int64)
+        _K.launch("mgs_level_tables", nb + 1, (order, cnt[level], np.int32(nb), around, coarse.position, diag8,
+                                               coarse.keys, nbr, diag, cukeys))
+        up = cp.empty((8, stride), cp.int32)
+        _K.launch("mgs_prolong_table", stride, (ukeys, cnt[level - 1], np.int32(stride), *_ints(fine.base),
+                                                coarse.keys, cnt[level], coarse.position, *_ints(coarse.base), up))
+        down = cp.empty((64, nb + 1), cp.int32)
+        _K.launch("mgs_restrict_table", nb + 1, (cukeys, cnt[level], np.int32(nb + 1), *_ints(coarse.base), fine.keys,
+                                                 cnt[level - 1], fine.position, *_ints(fine.base), down))
+        _K.launch("mgs_key_span", nb, (cukeys, cnt[level], span[level]))
+        built.append((nbr, diag, up, down))
+        fine, ukeys, stride = coarse, cukeys, nb + 1
+    sizes = cp.concatenate([cnt.ravel(), span.ravel()]).get()  # the one host sync
+    cnt_h, span_h = sizes[:4 * count].reshape(count, 4), sizes[4 * count:].reshape(count, 6)
+    extents = [0 if cnt_h[level, 2] == 0 else int(max(span_h[level, a] + span_h[level, a + 3] for a in range(3))) + 1
+               for level in range(count)]
+    kept = levels_kept(extents, count)
+    levels, up, down = [level0], [], []
+    for level in range(1, kept):
+        nbr, diag, up_l, down_l = built[level - 1]
+        m, m_red = int(cnt_h[level, 2]), int(cnt_h[level, 1])
+        levels.append(_Level(m, m_red, nbr[:, :m + 1], diag[:m + 1], None))
+        up.append(up_l[:, :levels[level - 1].m + 1])
+        down.append(down_l[:, :m + 1])
+    return levels, up, down
+
+
+def unknowns(grid, kind):
+    """``sparse_pressure.Unknowns(grid, kind)`` on CuPy by unk_classify, a scan, unk_order
+    and unk_tables: the same cells, position, nbr, diag and lattice; one host read (m)."""
+    import cupy as cp
+
+    from .sparse_pressure import Unknowns
+
+    size = grid.size
+    if grid.nbr.dtype != cp.int32 or grid.nbr.shape != (6, size) or size == 0:  # 64-bit indices: the host's path
+        return Unknowns(grid, kind)
+    lattice = grid.lattice()
+    diag8, flags = cp.empty(size, cp.uint8), cp.empty((3, size), cp.int32)
+    box = cp.asarray(np.array([2 ** 31 - 1] * 3 + [-(2 ** 31)] * 3, np.int32))
+    _K.launch("unk_classify", size, (kind.astype(cp.uint8, copy=False), grid.nbr, np.int32(size),
+                                     grid.brick_slot.astype(cp.bool_, copy=False), *lattice, diag8, flags, box))
+    scans = cp.cumsum(flags, axis=1, dtype=cp.int32)
+    sizes, position = cp.empty(3, cp.int32), cp.empty(size, cp.int32)
+    cells, in_set = cp.empty(size, cp.int64), cp.empty(size, cp.int64)
+    _K.launch("unk_order", size, (flags, scans, np.int32(size), sizes, position, cells, in_set))
+    read = cp.concatenate([sizes, box]).get()  # the one host sync: m sizes the tables
+    m_red, m, n_set = (int(v) for v in read[:3])
+    level = Unknowns.__new__(Unknowns)
+    level.xp, level.m, level.m_red, level.position = cp, m, m_red, position
+    level.cells = cells[:m]
+    level.lattice = tuple(a[level.cells] for a in lattice)
+    level.level0_set = (lattice, in_set[:n_set], [int(v) for v in read[3:6]], [int(v) for v in read[6:9]])
+    level.nbr, level.diag = cp.empty((6, m + 1), cp.int32), cp.empty(m + 1, cp.float32)
+    _K.launch("unk_tables", m + 1, (level.cells, sizes, grid.nbr, np.int32(size), position, diag8, level.nbr,
+                                    level.diag))
+    return level
+
