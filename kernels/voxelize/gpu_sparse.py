@@ -21,8 +21,11 @@ stored differs.
   brick once. Small triangles fill few of a tile's 64 columns: a chunk whose tiles hold
   fewer than ``TILE_MIN_COLUMNS`` columns on average (coarse grids) runs one thread per
   column instead, each voxel ORed into its brick (the earlier launch; ``SURFACE_KERNEL``
-  forces either, for ``bench/voxelize_sparse.py --surface-kernel``). Both set the same
-  bits. Bricks left empty are dropped.
+  forces either, for ``bench/voxelize_sparse.py --surface-kernel``). ``tiles2`` is the tile
+  launch with less work: tiles outside the triangle's projection dropped by the whole warp,
+  one reciprocal per tile for the column depths, Eq. 1's tier-1 rejection before the
+  projections (``TILED`` picks it for auto). All set the same bits. Bricks left empty are
+  dropped.
 * **Solid** (004 §4.1, §5): the dense pass's flip starts, appended as keys (brick row, x,
   row inside the brick) grouped by brick slice instead of XORed into a dense grid → sorted
   ``SORT_CHUNK`` keys at a time (a group of slices) → one thread per brick row walks along
@@ -59,14 +62,16 @@ _CU = "voxelize_sparse.cu"
 _DIGEST = zlib.crc32((backend.CUDA_DIR / "voxelize.cu").read_bytes()) & 0x7FFFFFFF
 THREADS = 128  # per block: sparse_surface_tiles' shared windows, one per warp (VOXFX_TILE_WARPS)
 DEPTH_BRICKS = 4  # bricks along the dominant axis in a tile's shared window (a plane crosses ≤ 4)
-SURFACE_KERNEL = "auto"  # "tiles", "columns", or per chunk: tiles where a tile has TILE_MIN_COLUMNS on average
+SURFACE_KERNEL = "auto"  # "tiles", "tiles2", "columns", or per chunk: TILED where tiles hold TILE_MIN_COLUMNS
+TILED = "tiles"  # auto's tile launch: "tiles" or "tiles2" (tile cull, fewer FP64 ops; the same bits)
+TILE2_BLOCKS = 4  # sparse_surface_tiles2's blocks per SM asked of nvcc: 4 → 128 registers, no spill
 TILE_MIN_COLUMNS = 16  # a warp's 64 column slots at least a quarter busy (small triangles: a few columns a tile)
 SETUP_CHUNK = 1 << 17  # triangles whose setups are on the device at once (~91 MB at 696 B each)
 PAIR_BATCH = 1 << 22  # brick-range items tested per candidate batch (≤ 32 MiB of bricks listed)
 SORT_CHUNK = 1 << 22  # solid crossings sorted at once (plus at most one brick slice)
 _K = Kernels(_CU, ("--fmad=false", f"-I{backend.CUDA_DIR}"), THREADS,
              defines={**gpu.DEFINES, "VOXFX_VOXELIZE_DIGEST": _DIGEST, "VOXFX_SPARSE_DEPTH_BRICKS": DEPTH_BRICKS,
-                      "VOXFX_TILE_WARPS": THREADS // 32})
+                      "VOXFX_TILE_WARPS": THREADS // 32, "VOXFX_TILE2_BLOCKS": TILE2_BLOCKS})
 _WORK = ("bricks", "tiles", "columns")  # sparse_surface_counts' outputs
 
 
@@ -156,11 +161,13 @@ def _surface_voxels(chunks, cand, row_start, pool, nb, cp):
     of voxels whose brick was not a candidate (a bug if ever non-zero)."""
     missing = cp.zeros(1, cp.uint64)
     for setups, n, work in chunks:
-        tiles = SURFACE_KERNEL == "tiles" or (SURFACE_KERNEL == "auto"
-                                              and work["columns"][2] >= TILE_MIN_COLUMNS * work["tiles"][2])
+        kernel = SURFACE_KERNEL
+        if kernel == "auto":
+            kernel = TILED if work["columns"][2] >= TILE_MIN_COLUMNS * work["tiles"][2] else "columns"
+        tiles = kernel != "columns"
         counts, ends, total = work["tiles" if tiles else "columns"]
         if total:
-            _K.launch("sparse_surface_tiles" if tiles else "sparse_surface_columns", 32 * total if tiles else total,
+            _K.launch(f"sparse_surface_{kernel}", 32 * total if tiles else total,
                       (setups, ends, counts, np.int64(n), np.int64(total), cand, row_start, np.int64(nb[0]),
                        np.int64(nb[1]), pool, missing))
     return missing

@@ -20,7 +20,7 @@ from voxfx.kernels.voxelize.sparse import CHANNEL, voxelize_sparse
 PRIMS = np.load(Path(__file__).resolve().parents[1] / "data" / "blender_primitives.npz")
 
 # Input: T V nx ny nz mode (0 surface, 1 thin, 2 solid, 3 solid+surface) kernel (0 tiles,
-# 1 columns) chunk batch (triangles per setup chunk, brick items per candidate batch), V×3
+# 1 columns, 2 tiles2) chunk batch (triangles per setup chunk, brick items per candidate batch), V×3
 # vertices (%a, voxel units), T×3 indices. Output: n_bricks, then per brick its number and
 # 64 bytes; n_runs, then per run bx0 bx1 by bz. Exit 2: a voxel outside the candidates; 3:
 # the slice-sorted crossings are not sorted.
@@ -82,7 +82,8 @@ int main() {
     bool solid = mode >= 2, surface = mode != 2;
     std::vector<ll> lin, runs;
     std::vector<unsigned char> rows;
-    ll n_range = 0, n_cand = 0;  // brick-range items, candidate bricks (the surface's)
+    // brick-range items, candidate bricks (the surface's), tiles2's dropped tiles
+    ll n_range = 0, n_cand = 0, culled_tiles = 0;
     if (solid) {
         std::vector<ll> counts(T), ends;
         for (ll t = 0; t < T; ++t) { at(t); solid_column_counts(pv.data(), tris.data(), T, V, 0, 0, ny, nz,
@@ -166,14 +167,16 @@ int main() {
                     pool.data(), &missing); }
                 continue;
             }
-            // sparse_surface_tiles, one warp per item: its lanes one phase after the other
+            // sparse_surface_tiles (2: tiles2), one warp per item: its lanes one phase after the other
             for (ll item = 0; item < c.total[1]; ++item) {
                 unsigned int buf[VOXFX_TILE_WORDS];
                 TileWork w = tile_work(c.setups.data(), c.ends[1].data(), c.counts[1].data(), c.n, item);
                 const Setup& s = c.setups[w.t];
                 BrickIndex ix = {pairs.data(), row_start.data(), nbx, nby, pool.data(), &missing, -1, 0};
+                if (kernel == 2 && !tile_may_hold(s, w)) { ++culled_tiles; continue; }
                 for (int lane = 0; lane < 32; ++lane) tile_clear(buf, lane);
-                for (int lane = 0; lane < 32; ++lane) tile_columns(s, w, lane, buf, ix);
+                for (int lane = 0; lane < 32; ++lane)
+                    if (kernel == 2) tile2_columns(s, w, lane, buf, ix); else tile_columns(s, w, lane, buf, ix);
                 for (int lane = 0; lane < 32; ++lane) tile_flush(s, w, lane, buf, ix);
             }
         }
@@ -199,13 +202,13 @@ int main() {
     }
     printf("%zu\n", runs.size() / 4);
     for (size_t k = 0; k < runs.size(); ++k) printf("%lld\n", runs[k]);
-    printf("%lld %lld %lld\n", n_range, n_cand, direct_sets);
+    printf("%lld %lld %lld %lld\n", n_range, n_cand, direct_sets, culled_tiles);
     return 0;
 }
 """
 
 MODES = {"surface": 0, "thin": 1, "solid": 2, "solid+surface": 3}
-KERNELS = {"tiles": 0, "columns": 1}
+KERNELS = {"tiles": 0, "columns": 1, "tiles2": 2}
 WHOLE = 1 << 40  # one chunk of triangles, one batch of brick items
 
 
@@ -237,7 +240,7 @@ def device_sparse(tmp_path_factory):
             for bx in range(bx0, bx1):
                 assert (bx, by, bz) not in bricks
                 bricks[(bx, by, bz)] = b"\xff" * 64
-        voxelize_host.counts = tuple(out[at + 1 + 4 * m:at + 4 + 4 * m])
+        voxelize_host.counts = tuple(out[at + 1 + 4 * m:at + 5 + 4 * m])
         return bricks, runs
 
     return voxelize_host
@@ -273,7 +276,7 @@ def test_device_sparse_kernels_equal_the_numpy_bricks(device_sparse, name, res, 
     assert want
     if mode in ("solid", "solid+surface") and name == "uv_sphere":
         assert len(runs) > 0  # the interior is stored as full runs
-    if kernel == "tiles" and mode != "solid":
+    if kernel != "columns" and mode != "solid":
         assert device_sparse.counts[2] == 0  # every voxel went through its tile's window
 
 
@@ -292,7 +295,7 @@ def test_candidate_bricks_are_fewer_than_the_brick_ranges(device_sparse):
     theirs reaches (a sphere's ranges overlap a lot: count distinct bricks of both)."""
     v, t, spec = primitive("uv_sphere", 120)
     got, _ = device_sparse(v, t, spec, "surface")
-    n_range, n_cand, _ = device_sparse.counts
+    n_range, n_cand, _, _ = device_sparse.counts
     mesh = SplitMesh(v, t, spec)
     p = mesh.pv[mesh.triangles]
     lo = np.maximum(np.ceil(p.min(1)) - 1, 0).astype(np.int64) >> 3
