@@ -315,3 +315,57 @@ def test_device_sparse_kernels_on_ties_and_slivers(device_sparse, seed, mode, ke
     got, _ = device_sparse(v, t, spec, mode, kernel)
     want = numpy_bricks(v, t, spec, mode, 32)
     assert got.keys() == want.keys() and all(got[k] == want[k] for k in want)
+
+
+def tile_edge_soup(seed, n=24, size=64):
+    """Triangles spanning several 8 × 8 tiles whose corners sit on tile corners, tile edges
+    and voxel corners, or a rounding step off them (one-decimal coordinates), with slivers
+    along tile boundaries: where tiles2's tile cull and its reciprocal depths are nearest
+    to a decision."""
+    rng = np.random.default_rng(seed)
+    tris = []
+    for _ in range(n):
+        a = rng.integers(0, size // 8 + 1, 3) * 8.0  # a tile corner
+        b = np.clip(a + rng.integers(-3, 4, 3) * 8.0, 0, size)
+        kind = rng.integers(4)
+        if kind == 0:
+            c = np.clip(a + rng.integers(-24, 25, 3), 0, size).astype(np.float64)  # a voxel corner
+        elif kind == 1:
+            c = np.round(np.clip(a + rng.uniform(-24, 24, 3), 0, size), 1)  # one decimal: near-ties
+        elif kind == 2:
+            c = a + rng.choice([0.25, 0.5, 0.9]) * (b - a)  # a sliver along a tile boundary line
+            c[rng.integers(3)] += rng.choice([0.0, 1e-9, 0.1])
+        else:
+            c = b.copy()
+            c[rng.integers(3)] = a[rng.integers(3)]  # in a tile face plane
+        tris.append([a, b, c])
+    v = np.asarray(tris, dtype=np.float64).reshape(-1, 3)
+    return v, np.arange(len(v)).reshape(-1, 3)
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("mode", ["surface", "thin", "solid+surface"])
+def test_tiles2_near_tile_edges_and_vertices(device_sparse, seed, mode):
+    """tiles2 (tile cull, reciprocal column depths, Eq. 1's rejection first) sets the bits of
+    the NumPy voxelizer and of the tiles launch, and drops tiles of these large triangles."""
+    v, t = tile_edge_soup(seed)
+    spec = GridSpec((0.0, 0.0, 0.0), 1.0, (96, 96, 96))
+    want = numpy_bricks(v, t, spec, mode, 32)
+    got, _ = device_sparse(v, t, spec, mode, "tiles2")
+    _, _, direct, culled = device_sparse.counts
+    tiles, _ = device_sparse(v, t, spec, mode, "tiles")
+    assert want
+    assert got.keys() == want.keys() and all(got[k] == want[k] for k in want)
+    assert tiles == got
+    assert direct == device_sparse.counts[2]  # the same windows (slivers' voxels beyond theirs go direct)
+    assert culled > 0  # large sloped triangles: tiles of their boxes outside their projections
+
+
+@pytest.mark.parametrize("seed", range(6, 16))
+@pytest.mark.parametrize("mode", ["surface", "thin"])
+def test_tiles2_on_more_ties_and_slivers(device_sparse, seed, mode):
+    v, t = exact_soups.soup(seed, per_kind=4)
+    spec = rounded(exact_soups.UNIT, 32)
+    got, _ = device_sparse(v, t, spec, mode, "tiles2")
+    want = numpy_bricks(v, t, spec, mode, 32)
+    assert got.keys() == want.keys() and all(got[k] == want[k] for k in want)
