@@ -69,6 +69,8 @@ TILE_MIN_COLUMNS = 16  # a warp's 64 column slots at least a quarter busy (small
 SETUP_CHUNK = 1 << 17  # triangles whose setups are on the device at once (~91 MB at 696 B each)
 PAIR_BATCH = 1 << 22  # brick-range items tested per candidate batch (≤ 32 MiB of bricks listed)
 SORT_CHUNK = 1 << 22  # solid crossings sorted at once (plus at most one brick slice)
+COMPACT_CHUNK = 1 << 18  # kept brick rows moved at once to the pool's front (16 MiB)
+TRIM_WASTE = 0.25  # the result's rows copied out of the pool where more of it would be held empty
 _K = Kernels(_CU, ("--fmad=false", f"-I{backend.CUDA_DIR}"), THREADS,
              defines={**gpu.DEFINES, "VOXFX_VOXELIZE_DIGEST": _DIGEST, "VOXFX_SPARSE_DEPTH_BRICKS": DEPTH_BRICKS,
                       "VOXFX_TILE_WARPS": THREADS // 32, "VOXFX_TILE2_BLOCKS": TILE2_BLOCKS})
@@ -89,10 +91,42 @@ def setup_bytes(cp) -> int:
 
 
 def _lin_to_keys(lin, nbx, nby, cp):
-    """SparseGrid keys (kernels/grid/sparse.py) of brick numbers (bz·nby + by)·nbx + bx."""
-    bx, rest = lin % nbx, lin // nbx
-    by, bz = rest % nby, rest // nby
-    return ((bz + OFFSET) << (2 * BITS)) | ((by + OFFSET) << BITS) | (bx + OFFSET)
+    """SparseGrid keys (kernels/grid/sparse.py) of brick numbers (bz·nby + by)·nbx + bx
+    (one elementwise launch on the device)."""
+    if cp is np:
+        bx, rest = lin % nbx, lin // nbx
+        by, bz = rest % nby, rest // nby
+        return ((bz + OFFSET) << (2 * BITS)) | ((by + OFFSET) << BITS) | (bx + OFFSET)
+    return _keys_kernel(cp)(lin, np.int64(nbx), np.int64(nby))
+
+
+_KEYS: dict = {}
+
+
+def _keys_kernel(cp):
+    if "k" not in _KEYS:
+        _KEYS["k"] = cp.ElementwiseKernel(
+            "int64 lin, int64 nbx, int64 nby", "int64 key",
+            f"long long rest = lin / nbx, bx = lin - rest * nbx, bz = rest / nby, by = rest - bz * nby;"
+            f" key = ((bz + {OFFSET}LL) << {2 * BITS}) | ((by + {OFFSET}LL) << {BITS}) | (bx + {OFFSET}LL);",
+            "voxfx_sparse_lin_to_keys")
+    return _KEYS["k"]
+
+
+def _compact_rows(pool, idx, chunk, xp):
+    """pool[idx] written over pool's first len(idx) rows, in place (*idx* strictly
+    ascending), chunk rows at a time: chunk c writes rows [c·K, (c+1)·K) from rows
+    idx[c·K ...] ≥ c·K, which no later chunk reads (its idx[j] ≥ j ≥ (c+1)·K). The
+    transient is one chunk, not a second pool. Returns pool[:len(idx)], a view, unless more
+    than TRIM_WASTE of the pool would be held empty by it: then a copy of that size (the
+    peak as without compaction, pool + kept rows, but not held after)."""
+    n = int(idx.shape[0])
+    for a in range(0, n, chunk):
+        b = min(n, a + chunk)
+        pool[a:b] = pool[idx[a:b]]  # the gather is a copy: its reads finish before the write
+    if n < (1.0 - TRIM_WASTE) * pool.shape[0]:
+        return pool[:n].copy()
+    return pool[:n]
 
 
 def _unique_sorted(a, cp):
@@ -127,26 +161,27 @@ def _chunks(mesh, thin: bool, cp):
 
 
 def _candidates(chunks, nb, extra, cp):
-    """Sorted unique numbers of every brick that may hold a surface voxel, and *extra*'s."""
+    """Sorted unique numbers of every brick that may hold a surface voxel, and *extra*'s.
+    One launch per batch of brick items into a buffer of the batch's size (reused), its
+    count read once (sync), then the listed part sorted in place and made unique."""
     parts = [extra] if extra is not None and extra.shape[0] else []
     n_out = cp.zeros(1, cp.uint64)
-    dummy = cp.zeros(1, cp.int64)
+    buf = None
     for setups, n, work in chunks:
         counts, ends, total = work["bricks"]
         for first in range(0, total, PAIR_BATCH):
             items = min(PAIR_BATCH, total - first)
+            if buf is None or buf.shape[0] < items:
+                buf = None
+                buf = cp.empty(items, cp.int64)
             args = (setups, ends, counts, np.int64(n), np.int64(first), np.int64(items), np.int64(nb[0]),
                     np.int64(nb[1]))
-            n_out[:] = 0
-            _K.launch("sparse_surface_bricks", items, args + (np.int32(0), dummy, n_out))  # count them
+            n_out.fill(0)
+            _K.launch("sparse_surface_bricks", items, args + (np.int32(1), buf, n_out))
             m = int(n_out[0])  # sync
-            if not m:
-                continue
-            out = cp.empty(m, cp.int64)
-            n_out[:] = 0
-            _K.launch("sparse_surface_bricks", items, args + (np.int32(1), out, n_out))
-            parts.append(_unique_sorted(out, cp))
-            del out
+            if m:
+                parts.append(_unique_sorted(buf[:m].copy(), cp))
+    del buf
     if not parts:
         return cp.zeros(0, cp.int64)
     if len(parts) == 1:
@@ -267,8 +302,10 @@ def _surface(mesh, nb, thin, held, runs, cp):
     del keep
     lin = cand[idx]
     del cand
-    rows = pool.view(cp.uint8).reshape(-1, 8, 8)[idx]
-    return lin, rows
+    # in place: the kept rows need no second pool (the result views the pool's first rows)
+    rows = _compact_rows(pool.view(cp.uint64).reshape(-1, 8), idx, COMPACT_CHUNK, cp)
+    del pool, idx
+    return lin, rows.view(cp.uint8).reshape(-1, 8, 8)
 
 
 def voxelize_bricks(vertices, triangles, spec, mode: str, progress=None):
