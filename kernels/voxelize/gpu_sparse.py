@@ -35,6 +35,10 @@ stored differs.
   bytes per run, not 64 per brick.
 * solid+surface: the solid's bricks join the surface candidates, the surface ORs in,
   and surface bricks inside a full run are dropped (already full).
+* The kept bricks' rows move to the front of the candidates' pool in place,
+  ``COMPACT_CHUNK`` rows at a time (no second pool at the end: the peak is the pool, plus
+  the solid's rows while they are copied in); the result views the pool unless more than
+  ``TRIM_WASTE`` of it would be held empty.
 
 The transient device memory is bounded by the chunks (setups, brick items, sorted keys),
 not by the grid: bunny 4096³ surface about 0.15 GB besides the result (``sparse_guard``).
@@ -69,7 +73,7 @@ TILE_MIN_COLUMNS = 16  # a warp's 64 column slots at least a quarter busy (small
 SETUP_CHUNK = 1 << 17  # triangles whose setups are on the device at once (~91 MB at 696 B each)
 PAIR_BATCH = 1 << 22  # brick-range items tested per candidate batch (≤ 32 MiB of bricks listed)
 SORT_CHUNK = 1 << 22  # solid crossings sorted at once (plus at most one brick slice)
-COMPACT_CHUNK = 1 << 18  # kept brick rows moved at once to the pool's front (16 MiB)
+COMPACT_CHUNK = 1 << 19  # kept brick rows moved at once to the pool's front (32 MiB transient)
 TRIM_WASTE = 0.25  # the result's rows copied out of the pool where more of it would be held empty
 _K = Kernels(_CU, ("--fmad=false", f"-I{backend.CUDA_DIR}"), THREADS,
              defines={**gpu.DEFINES, "VOXFX_VOXELIZE_DIGEST": _DIGEST, "VOXFX_SPARSE_DEPTH_BRICKS": DEPTH_BRICKS,
@@ -286,7 +290,7 @@ def _surface(mesh, nb, thin, held, runs, cp):
     cand = _candidates(chunks or _chunks(mesh, thin, cp), nb, lin, cp)
     pool = cp.zeros((int(cand.shape[0]), 16), cp.uint32)
     if lin.shape[0]:
-        pool.view(cp.uint8).reshape(-1, 64)[cp.searchsorted(cand, lin)] = rows.reshape(-1, 64)
+        pool.view(cp.uint64).reshape(-1, 8)[cp.searchsorted(cand, lin)] = rows.view(cp.uint64).reshape(-1, 8)
     del lin, rows
     if cand.shape[0]:
         row_start = cp.searchsorted(cand, cp.arange(nb[1] * nb[2] + 1, dtype=cp.int64) * nb[0])
