@@ -454,7 +454,7 @@ __device__ __noinline__ bool tile_may_hold(const Setup& s, const TileWork& w)
 
 // column_depths with e = (n·v0 − n_U·u − n_V·v) · (1 / n_D) (nv0, rD: per tile) instead of
 // a division at each corner. The product with the rounded reciprocal is within 2 ulps of
-// the quotient (|e| < 2^15 at 16384³: under 2^-36 voxels), while column_depths' range
+// the quotient (|e| and its terms under 2^17 at 16384³: under 2^-34 voxels), while column_depths' range
 // keeps a voxel of margin each way beyond the plane's crossing over the column's square
 // (non-wide: 8·pbound < |n_D|, the plane's depth error under 1/8): the same voxels pass.
 template <int D>
