@@ -21,8 +21,11 @@ stored differs.
   brick once. Small triangles fill few of a tile's 64 columns: a chunk whose tiles hold
   fewer than ``TILE_MIN_COLUMNS`` columns on average (coarse grids) runs one thread per
   column instead, each voxel ORed into its brick (the earlier launch; ``SURFACE_KERNEL``
-  forces either, for ``bench/voxelize_sparse.py --surface-kernel``). Both set the same
-  bits. Bricks left empty are dropped.
+  forces either, for ``bench/voxelize_sparse.py --surface-kernel``). ``tiles2`` is the tile
+  launch with less work: tiles outside the triangle's projection dropped by the whole warp,
+  one reciprocal per tile for the column depths, Eq. 1's tier-1 rejection before the
+  projections (``TILED`` picks it for auto). All set the same bits. Bricks left empty are
+  dropped.
 * **Solid** (004 §4.1, §5): the dense pass's flip starts, appended as keys (brick row, x,
   row inside the brick) grouped by brick slice instead of XORed into a dense grid → sorted
   ``SORT_CHUNK`` keys at a time (a group of slices) → one thread per brick row walks along
@@ -32,6 +35,10 @@ stored differs.
   bytes per run, not 64 per brick.
 * solid+surface: the solid's bricks join the surface candidates, the surface ORs in,
   and surface bricks inside a full run are dropped (already full).
+* The kept bricks' rows move to the front of the candidates' pool in place,
+  ``COMPACT_CHUNK`` rows at a time (no second pool at the end: the peak is the pool, plus
+  the solid's rows while they are copied in); the result views the pool unless more than
+  ``TRIM_WASTE`` of it would be held empty.
 
 The transient device memory is bounded by the chunks (setups, brick items, sorted keys),
 not by the grid: bunny 4096³ surface about 0.15 GB besides the result (``sparse_guard``).
@@ -59,14 +66,18 @@ _CU = "voxelize_sparse.cu"
 _DIGEST = zlib.crc32((backend.CUDA_DIR / "voxelize.cu").read_bytes()) & 0x7FFFFFFF
 THREADS = 128  # per block: sparse_surface_tiles' shared windows, one per warp (VOXFX_TILE_WARPS)
 DEPTH_BRICKS = 4  # bricks along the dominant axis in a tile's shared window (a plane crosses ≤ 4)
-SURFACE_KERNEL = "auto"  # "tiles", "columns", or per chunk: tiles where a tile has TILE_MIN_COLUMNS on average
+SURFACE_KERNEL = "auto"  # "tiles", "tiles2", "columns", or per chunk: TILED where tiles hold TILE_MIN_COLUMNS
+TILED = "tiles"  # auto's tile launch: "tiles" or "tiles2" (tile cull, fewer FP64 ops; the same bits)
+TILE2_BLOCKS = 4  # sparse_surface_tiles2's blocks per SM asked of nvcc: 4 → 128 registers, no spill
 TILE_MIN_COLUMNS = 16  # a warp's 64 column slots at least a quarter busy (small triangles: a few columns a tile)
 SETUP_CHUNK = 1 << 17  # triangles whose setups are on the device at once (~91 MB at 696 B each)
 PAIR_BATCH = 1 << 22  # brick-range items tested per candidate batch (≤ 32 MiB of bricks listed)
 SORT_CHUNK = 1 << 22  # solid crossings sorted at once (plus at most one brick slice)
+COMPACT_CHUNK = 1 << 19  # kept brick rows moved at once to the pool's front (32 MiB transient)
+TRIM_WASTE = 0.25  # the result's rows copied out of the pool where more of it would be held empty
 _K = Kernels(_CU, ("--fmad=false", f"-I{backend.CUDA_DIR}"), THREADS,
              defines={**gpu.DEFINES, "VOXFX_VOXELIZE_DIGEST": _DIGEST, "VOXFX_SPARSE_DEPTH_BRICKS": DEPTH_BRICKS,
-                      "VOXFX_TILE_WARPS": THREADS // 32})
+                      "VOXFX_TILE_WARPS": THREADS // 32, "VOXFX_TILE2_BLOCKS": TILE2_BLOCKS})
 _WORK = ("bricks", "tiles", "columns")  # sparse_surface_counts' outputs
 
 
@@ -84,10 +95,42 @@ def setup_bytes(cp) -> int:
 
 
 def _lin_to_keys(lin, nbx, nby, cp):
-    """SparseGrid keys (kernels/grid/sparse.py) of brick numbers (bz·nby + by)·nbx + bx."""
-    bx, rest = lin % nbx, lin // nbx
-    by, bz = rest % nby, rest // nby
-    return ((bz + OFFSET) << (2 * BITS)) | ((by + OFFSET) << BITS) | (bx + OFFSET)
+    """SparseGrid keys (kernels/grid/sparse.py) of brick numbers (bz·nby + by)·nbx + bx
+    (one elementwise launch on the device)."""
+    if cp is np:
+        bx, rest = lin % nbx, lin // nbx
+        by, bz = rest % nby, rest // nby
+        return ((bz + OFFSET) << (2 * BITS)) | ((by + OFFSET) << BITS) | (bx + OFFSET)
+    return _keys_kernel(cp)(lin, np.int64(nbx), np.int64(nby))
+
+
+_KEYS: dict = {}
+
+
+def _keys_kernel(cp):
+    if "k" not in _KEYS:
+        _KEYS["k"] = cp.ElementwiseKernel(
+            "int64 lin, int64 nbx, int64 nby", "int64 key",
+            f"long long rest = lin / nbx, bx = lin - rest * nbx, bz = rest / nby, by = rest - bz * nby;"
+            f" key = ((bz + {OFFSET}LL) << {2 * BITS}) | ((by + {OFFSET}LL) << {BITS}) | (bx + {OFFSET}LL);",
+            "voxfx_sparse_lin_to_keys")
+    return _KEYS["k"]
+
+
+def _compact_rows(pool, idx, chunk, xp):
+    """pool[idx] written over pool's first len(idx) rows, in place (*idx* strictly
+    ascending), chunk rows at a time: chunk c writes rows [c·K, (c+1)·K) from rows
+    idx[c·K ...] ≥ c·K, which no later chunk reads (its idx[j] ≥ j ≥ (c+1)·K). The
+    transient is one chunk, not a second pool. Returns pool[:len(idx)], a view, unless more
+    than TRIM_WASTE of the pool would be held empty by it: then a copy of that size (the
+    peak as without compaction, pool + kept rows, but not held after)."""
+    n = int(idx.shape[0])
+    for a in range(0, n, chunk):
+        b = min(n, a + chunk)
+        pool[a:b] = pool[idx[a:b]]  # the gather is a copy: its reads finish before the write
+    if n < (1.0 - TRIM_WASTE) * pool.shape[0]:
+        return pool[:n].copy()
+    return pool[:n]
 
 
 def _unique_sorted(a, cp):
@@ -122,26 +165,27 @@ def _chunks(mesh, thin: bool, cp):
 
 
 def _candidates(chunks, nb, extra, cp):
-    """Sorted unique numbers of every brick that may hold a surface voxel, and *extra*'s."""
+    """Sorted unique numbers of every brick that may hold a surface voxel, and *extra*'s.
+    One launch per batch of brick items into a buffer of the batch's size (reused), its
+    count read once (sync), then the listed part sorted in place and made unique."""
     parts = [extra] if extra is not None and extra.shape[0] else []
     n_out = cp.zeros(1, cp.uint64)
-    dummy = cp.zeros(1, cp.int64)
+    buf = None
     for setups, n, work in chunks:
         counts, ends, total = work["bricks"]
         for first in range(0, total, PAIR_BATCH):
             items = min(PAIR_BATCH, total - first)
+            if buf is None or buf.shape[0] < items:
+                buf = None
+                buf = cp.empty(items, cp.int64)
             args = (setups, ends, counts, np.int64(n), np.int64(first), np.int64(items), np.int64(nb[0]),
                     np.int64(nb[1]))
-            n_out[:] = 0
-            _K.launch("sparse_surface_bricks", items, args + (np.int32(0), dummy, n_out))  # count them
+            n_out.fill(0)
+            _K.launch("sparse_surface_bricks", items, args + (np.int32(1), buf, n_out))
             m = int(n_out[0])  # sync
-            if not m:
-                continue
-            out = cp.empty(m, cp.int64)
-            n_out[:] = 0
-            _K.launch("sparse_surface_bricks", items, args + (np.int32(1), out, n_out))
-            parts.append(_unique_sorted(out, cp))
-            del out
+            if m:
+                parts.append(_unique_sorted(buf[:m].copy(), cp))
+    del buf
     if not parts:
         return cp.zeros(0, cp.int64)
     if len(parts) == 1:
@@ -156,11 +200,13 @@ def _surface_voxels(chunks, cand, row_start, pool, nb, cp):
     of voxels whose brick was not a candidate (a bug if ever non-zero)."""
     missing = cp.zeros(1, cp.uint64)
     for setups, n, work in chunks:
-        tiles = SURFACE_KERNEL == "tiles" or (SURFACE_KERNEL == "auto"
-                                              and work["columns"][2] >= TILE_MIN_COLUMNS * work["tiles"][2])
+        kernel = SURFACE_KERNEL
+        if kernel == "auto":
+            kernel = TILED if work["columns"][2] >= TILE_MIN_COLUMNS * work["tiles"][2] else "columns"
+        tiles = kernel != "columns"
         counts, ends, total = work["tiles" if tiles else "columns"]
         if total:
-            _K.launch("sparse_surface_tiles" if tiles else "sparse_surface_columns", 32 * total if tiles else total,
+            _K.launch(f"sparse_surface_{kernel}", 32 * total if tiles else total,
                       (setups, ends, counts, np.int64(n), np.int64(total), cand, row_start, np.int64(nb[0]),
                        np.int64(nb[1]), pool, missing))
     return missing
@@ -244,7 +290,7 @@ def _surface(mesh, nb, thin, held, runs, cp):
     cand = _candidates(chunks or _chunks(mesh, thin, cp), nb, lin, cp)
     pool = cp.zeros((int(cand.shape[0]), 16), cp.uint32)
     if lin.shape[0]:
-        pool.view(cp.uint8).reshape(-1, 64)[cp.searchsorted(cand, lin)] = rows.reshape(-1, 64)
+        pool.view(cp.uint64).reshape(-1, 8)[cp.searchsorted(cand, lin)] = rows.view(cp.uint64).reshape(-1, 8)
     del lin, rows
     if cand.shape[0]:
         row_start = cp.searchsorted(cand, cp.arange(nb[1] * nb[2] + 1, dtype=cp.int64) * nb[0])
@@ -260,8 +306,10 @@ def _surface(mesh, nb, thin, held, runs, cp):
     del keep
     lin = cand[idx]
     del cand
-    rows = pool.view(cp.uint8).reshape(-1, 8, 8)[idx]
-    return lin, rows
+    # in place: the kept rows need no second pool (the result views the pool's first rows)
+    rows = _compact_rows(pool.view(cp.uint64).reshape(-1, 8), idx, COMPACT_CHUNK, cp)
+    del pool, idx
+    return lin, rows.view(cp.uint8).reshape(-1, 8, 8)
 
 
 def voxelize_bricks(vertices, triangles, spec, mode: str, progress=None):

@@ -1,5 +1,5 @@
-"""The device sparse voxelizer's stages (gpu_sparse.py) on the device: both surface kernels
-(warp tiles, and one thread per column) give the dense GPU voxelizer's bricks on the bunny
+"""The device sparse voxelizer's stages (gpu_sparse.py) on the device: the surface kernels
+(warp tiles, tiles2, and one thread per column) give the dense GPU voxelizer's bricks on the bunny
 at 256³ and 1024³; setups, candidate batches and crossing sorts cut into small chunks give
 the same bricks; bad input is refused before anything is voxelized; the transient pool
 stays under the guard's device estimate."""
@@ -37,7 +37,7 @@ def dense_bricks(words, shape, xp):
     return brick_keys(xp.stack([keep % nbx, (keep // nbx) % nby, keep // (nbx * nby)], axis=1), xp), b[keep]
 
 
-@pytest.mark.parametrize("kernel", ["tiles", "columns"])
+@pytest.mark.parametrize("kernel", ["tiles", "tiles2", "columns"])
 @pytest.mark.parametrize("res", [256, 1024])
 @pytest.mark.parametrize("mode", ["surface", "thin", "solid+surface"])
 def test_surface_kernels_equal_the_dense_gpu_on_the_bunny(monkeypatch, kernel, res, mode):

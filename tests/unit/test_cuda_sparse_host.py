@@ -20,7 +20,7 @@ from voxfx.kernels.voxelize.sparse import CHANNEL, voxelize_sparse
 PRIMS = np.load(Path(__file__).resolve().parents[1] / "data" / "blender_primitives.npz")
 
 # Input: T V nx ny nz mode (0 surface, 1 thin, 2 solid, 3 solid+surface) kernel (0 tiles,
-# 1 columns) chunk batch (triangles per setup chunk, brick items per candidate batch), V×3
+# 1 columns, 2 tiles2) chunk batch (triangles per setup chunk, brick items per candidate batch), V×3
 # vertices (%a, voxel units), T×3 indices. Output: n_bricks, then per brick its number and
 # 64 bytes; n_runs, then per run bx0 bx1 by bz. Exit 2: a voxel outside the candidates; 3:
 # the slice-sorted crossings are not sorted.
@@ -82,7 +82,8 @@ int main() {
     bool solid = mode >= 2, surface = mode != 2;
     std::vector<ll> lin, runs;
     std::vector<unsigned char> rows;
-    ll n_range = 0, n_cand = 0;  // brick-range items, candidate bricks (the surface's)
+    // brick-range items, candidate bricks (the surface's), tiles2's dropped tiles
+    ll n_range = 0, n_cand = 0, culled_tiles = 0;
     if (solid) {
         std::vector<ll> counts(T), ends;
         for (ll t = 0; t < T; ++t) { at(t); solid_column_counts(pv.data(), tris.data(), T, V, 0, 0, ny, nz,
@@ -166,14 +167,16 @@ int main() {
                     pool.data(), &missing); }
                 continue;
             }
-            // sparse_surface_tiles, one warp per item: its lanes one phase after the other
+            // sparse_surface_tiles (2: tiles2), one warp per item: its lanes one phase after the other
             for (ll item = 0; item < c.total[1]; ++item) {
                 unsigned int buf[VOXFX_TILE_WORDS];
                 TileWork w = tile_work(c.setups.data(), c.ends[1].data(), c.counts[1].data(), c.n, item);
                 const Setup& s = c.setups[w.t];
                 BrickIndex ix = {pairs.data(), row_start.data(), nbx, nby, pool.data(), &missing, -1, 0};
+                if (kernel == 2 && !tile_may_hold(s, w)) { ++culled_tiles; continue; }
                 for (int lane = 0; lane < 32; ++lane) tile_clear(buf, lane);
-                for (int lane = 0; lane < 32; ++lane) tile_columns(s, w, lane, buf, ix);
+                for (int lane = 0; lane < 32; ++lane)
+                    if (kernel == 2) tile2_columns(s, w, lane, buf, ix); else tile_columns(s, w, lane, buf, ix);
                 for (int lane = 0; lane < 32; ++lane) tile_flush(s, w, lane, buf, ix);
             }
         }
@@ -199,13 +202,13 @@ int main() {
     }
     printf("%zu\n", runs.size() / 4);
     for (size_t k = 0; k < runs.size(); ++k) printf("%lld\n", runs[k]);
-    printf("%lld %lld %lld\n", n_range, n_cand, direct_sets);
+    printf("%lld %lld %lld %lld\n", n_range, n_cand, direct_sets, culled_tiles);
     return 0;
 }
 """
 
 MODES = {"surface": 0, "thin": 1, "solid": 2, "solid+surface": 3}
-KERNELS = {"tiles": 0, "columns": 1}
+KERNELS = {"tiles": 0, "columns": 1, "tiles2": 2}
 WHOLE = 1 << 40  # one chunk of triangles, one batch of brick items
 
 
@@ -237,7 +240,7 @@ def device_sparse(tmp_path_factory):
             for bx in range(bx0, bx1):
                 assert (bx, by, bz) not in bricks
                 bricks[(bx, by, bz)] = b"\xff" * 64
-        voxelize_host.counts = tuple(out[at + 1 + 4 * m:at + 4 + 4 * m])
+        voxelize_host.counts = tuple(out[at + 1 + 4 * m:at + 5 + 4 * m])
         return bricks, runs
 
     return voxelize_host
@@ -273,7 +276,7 @@ def test_device_sparse_kernels_equal_the_numpy_bricks(device_sparse, name, res, 
     assert want
     if mode in ("solid", "solid+surface") and name == "uv_sphere":
         assert len(runs) > 0  # the interior is stored as full runs
-    if kernel == "tiles" and mode != "solid":
+    if kernel != "columns" and mode != "solid":
         assert device_sparse.counts[2] == 0  # every voxel went through its tile's window
 
 
@@ -292,7 +295,7 @@ def test_candidate_bricks_are_fewer_than_the_brick_ranges(device_sparse):
     theirs reaches (a sphere's ranges overlap a lot: count distinct bricks of both)."""
     v, t, spec = primitive("uv_sphere", 120)
     got, _ = device_sparse(v, t, spec, "surface")
-    n_range, n_cand, _ = device_sparse.counts
+    n_range, n_cand, _, _ = device_sparse.counts
     mesh = SplitMesh(v, t, spec)
     p = mesh.pv[mesh.triangles]
     lo = np.maximum(np.ceil(p.min(1)) - 1, 0).astype(np.int64) >> 3
@@ -310,5 +313,59 @@ def test_device_sparse_kernels_on_ties_and_slivers(device_sparse, seed, mode, ke
     v, t = exact_soups.soup(seed)
     spec = rounded(exact_soups.UNIT, 32)
     got, _ = device_sparse(v, t, spec, mode, kernel)
+    want = numpy_bricks(v, t, spec, mode, 32)
+    assert got.keys() == want.keys() and all(got[k] == want[k] for k in want)
+
+
+def tile_edge_soup(seed, n=24, size=64):
+    """Triangles spanning several 8 × 8 tiles whose corners sit on tile corners, tile edges
+    and voxel corners, or a rounding step off them (one-decimal coordinates), with slivers
+    along tile boundaries: where tiles2's tile cull and its reciprocal depths are nearest
+    to a decision."""
+    rng = np.random.default_rng(seed)
+    tris = []
+    for _ in range(n):
+        a = rng.integers(0, size // 8 + 1, 3) * 8.0  # a tile corner
+        b = np.clip(a + rng.integers(-3, 4, 3) * 8.0, 0, size)
+        kind = rng.integers(4)
+        if kind == 0:
+            c = np.clip(a + rng.integers(-24, 25, 3), 0, size).astype(np.float64)  # a voxel corner
+        elif kind == 1:
+            c = np.round(np.clip(a + rng.uniform(-24, 24, 3), 0, size), 1)  # one decimal: near-ties
+        elif kind == 2:
+            c = a + rng.choice([0.25, 0.5, 0.9]) * (b - a)  # a sliver along a tile boundary line
+            c[rng.integers(3)] += rng.choice([0.0, 1e-9, 0.1])
+        else:
+            c = b.copy()
+            c[rng.integers(3)] = a[rng.integers(3)]  # in a tile face plane
+        tris.append([a, b, c])
+    v = np.asarray(tris, dtype=np.float64).reshape(-1, 3)
+    return v, np.arange(len(v)).reshape(-1, 3)
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("mode", ["surface", "thin", "solid+surface"])
+def test_tiles2_near_tile_edges_and_vertices(device_sparse, seed, mode):
+    """tiles2 (tile cull, reciprocal column depths, Eq. 1's rejection first) sets the bits of
+    the NumPy voxelizer and of the tiles launch, and drops tiles of these large triangles."""
+    v, t = tile_edge_soup(seed)
+    spec = GridSpec((0.0, 0.0, 0.0), 1.0, (96, 96, 96))
+    want = numpy_bricks(v, t, spec, mode, 32)
+    got, _ = device_sparse(v, t, spec, mode, "tiles2")
+    _, _, direct, culled = device_sparse.counts
+    tiles, _ = device_sparse(v, t, spec, mode, "tiles")
+    assert want
+    assert got.keys() == want.keys() and all(got[k] == want[k] for k in want)
+    assert tiles == got
+    assert direct == device_sparse.counts[2]  # the same windows (slivers' voxels beyond theirs go direct)
+    assert culled > 0  # large sloped triangles: tiles of their boxes outside their projections
+
+
+@pytest.mark.parametrize("seed", range(6, 16))
+@pytest.mark.parametrize("mode", ["surface", "thin"])
+def test_tiles2_on_more_ties_and_slivers(device_sparse, seed, mode):
+    v, t = exact_soups.soup(seed, per_kind=4)
+    spec = rounded(exact_soups.UNIT, 32)
+    got, _ = device_sparse(v, t, spec, mode, "tiles2")
     want = numpy_bricks(v, t, spec, mode, 32)
     assert got.keys() == want.keys() and all(got[k] == want[k] for k in want)

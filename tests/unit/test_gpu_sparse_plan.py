@@ -1,11 +1,14 @@
 """Host-side planning of the device sparse voxelizer (gpu_sparse.py), without a GPU: the
 solid's crossings are sorted a group of whole brick slices at a time, and the groups must
-cover every key once, cut only where a slice starts, each at most the limit plus one slice."""
+cover every key once, cut only where a slice starts, each at most the limit plus one slice;
+the kept brick rows move to the pool's front in place, a chunk at a time; brick numbers
+become SparseGrid keys."""
 
 import numpy as np
 import pytest
 
-from voxfx.kernels.voxelize.gpu_sparse import _sort_groups
+from voxfx.kernels.grid.sparse import brick_keys
+from voxfx.kernels.voxelize.gpu_sparse import TRIM_WASTE, _compact_rows, _lin_to_keys, _sort_groups
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -28,3 +31,25 @@ def test_sort_groups_cover_the_keys_at_slice_starts(seed, limit):
     assert all(b - a <= limit + biggest for a, b in groups)
     if n <= limit:
         assert groups == [(0, n)]
+
+
+@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("chunk", [1, 3, 64, 10**6])
+@pytest.mark.parametrize("keep", [0.0, 0.1, 0.6, 0.9, 1.0])
+def test_rows_compacted_in_place_equal_the_gather(seed, chunk, keep):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 300))
+    pool = rng.integers(0, 2**63, size=(n, 8), dtype=np.uint64)
+    idx = np.flatnonzero(rng.random(n) < keep)
+    want = pool[idx].copy()
+    got = _compact_rows(pool, idx, chunk, np)
+    assert got.shape == want.shape and np.array_equal(got, want)
+    # a view of the pool's front unless more than TRIM_WASTE of it would be held empty
+    assert np.shares_memory(got, pool) == (idx.size >= (1 - TRIM_WASTE) * n and idx.size > 0)
+
+
+def test_brick_numbers_become_sparse_grid_keys():
+    nbx, nby, nbz = 5, 3, 7
+    b = np.stack(np.meshgrid(np.arange(nbx), np.arange(nby), np.arange(nbz), indexing="ij"), -1).reshape(-1, 3)
+    lin = (b[:, 2] * nby + b[:, 1]) * nbx + b[:, 0]
+    assert np.array_equal(_lin_to_keys(lin.astype(np.int64), nbx, nby, np), brick_keys(b, np))
