@@ -50,8 +50,9 @@ class FlipSettings:
                                 "(smooth, viscous-looking)", min=0.0, max=1.0, subtype="FACTOR")
     apic: bool = setting(False, "APIC", "Affine particle-in-cell transfer instead of the FLIP/PIC blend (keeps "
                          "rotation, less noise)")
-    cfl: float = setting(1.0, "CFL Number", "Cells a particle may travel per substep: higher takes fewer substeps "
-                         "(faster, less accurate; Mantaflow's default is 2)", min=0.1, max=10.0, soft_max=5.0)
+    cfl: float = setting(2.0, "CFL Number", "Cells a particle may travel per substep, each substep sized anew "
+                         "from the fastest particle or obstacle: higher takes fewer substeps (faster, less "
+                         "accurate; Mantaflow uses 2–4)", min=0.1, max=10.0, soft_max=5.0)
     max_substeps: int = setting(8, "Max Substeps", "Upper limit of CFL substeps per frame", min=1, max=64)
     pressure_tolerance: float = setting(1e-4, "Pressure Tolerance", "Relative residual at which the pressure "
                                         "solve stops", min=1e-8, max=1e-1, precision=6)

@@ -47,7 +47,7 @@ from ..progress import report, scaled
 from . import bodies, sparse_bodies, sparse_output, sparse_pressure, sparse_transfer, transfer
 from .grid import FLUID, FlipSettings
 from .particles import seed_particles
-from .sim import FlipSimulation, source_cells
+from .sim import FlipSimulation, obstacle_speed, source_cells
 from .sparse_band import NarrowBand
 from .sparse_grid import SparseFlipGrid, substep_margin
 
@@ -97,6 +97,7 @@ class SparseFlipSimulation(FlipSimulation):
         if cell_velocity is not None and len(cells):
             cv = xp.asarray(cell_velocity, dtype=xp.float32)
             self.obstacle_velocity = cv[cells[:, 2], cells[:, 1], cells[:, 0]]
+        self.obstacle_speed = obstacle_speed(cells, None if cell_velocity is None else cv)
 
     def set_obstacle_bodies(self, now, next_matrices, fps: float) -> None:
         """Obstacles for the coming frame from their bodies (``bodies.Body`` at this frame
@@ -106,6 +107,8 @@ class SparseFlipSimulation(FlipSimulation):
         self.obstacle = self.xp.zeros((0, 3), self.xp.int64)
         self.obstacle_velocity = None
         self.obstacle_bodies = sparse_bodies.moving(now, next_matrices, self.spec, fps, self.xp)
+        self.obstacle_speed = max([sparse_bodies.speed(b, self.spec, self.xp) for b in self.obstacle_bodies],
+                                  default=0.0)
 
     def body_cells(self, body, progress=None):
         """(M, 3) int64 lattice cells a body (``bodies.Body``) fills, for ``emit`` and

@@ -19,7 +19,7 @@ def test_the_substep_cap_is_a_setting_and_the_frame_reports_when_it_limits_the_c
     spec = GridSpec((0.0, 0.0, 0.0), 0.05, (16, 8, 8))
     v, t = box((0.1, 0.1, 0.1), (0.3, 0.3, 0.3))
     speed = 20.0
-    wanted = math.ceil((speed + math.sqrt(2 * 9.81 * 0.05)) * (1 / 24) / 0.05)
+    wanted = math.ceil((speed + math.sqrt(2 * 9.81 * 0.05)) * (1 / 24) / (FlipSettings().cfl * 0.05))
     kw = dict(sparse=True, boundary="open", kill_distance=100.0) if sparse else {}
     capped = FlipSimulation(spec, FlipSettings(max_substeps=4, gravity=(0.0, 0.0, 0.0)), v, t, xp=np,
                             initial_velocity=(speed, 0.0, 0.0), **kw)
@@ -75,3 +75,4 @@ def test_the_sparse_memory_estimate_from_the_liquid_volume_is_within_1_5x_of_the
     box_bytes = sparse_flip_memory(GridSpec(spec.origin, spec.voxel_size, (256, 256, 256)), particles, closed=False,
                                    xp=np)
     assert box_bytes == estimate or closed  # open: the liquid's volume, not the box, sizes it
+
