@@ -60,9 +60,12 @@ class FlipSettings:
     sparse: bool = setting(False, "Sparse", "Solve on 8³ bricks around the liquid only: memory follows the liquid, "
                            "not the domain box (needed for open boundaries and the narrow band)")
     boundary: str = setting("closed", "Boundary", "Domain walls (sparse solver): closed walls, or open sides the "
-                            "liquid may leave (it is deleted one domain length beyond the box)",
+                            "liquid may leave (it is deleted Kill Distance beyond the box)",
                             items=(("closed", "Closed", "The domain box has walls"),
                                    ("open", "Open", "No walls: the liquid may leave the box")))
+    kill_distance: float = setting(2.0, "Kill Distance", "Open boundary: liquid farther than this beyond the "
+                                   "domain box on any side is deleted (metres; 0 = at the box's faces)",
+                                   min=0.0, soft_max=100.0, subtype="DISTANCE", unit="LENGTH")
     # Kernel-only (the scene's gravity is passed in by the add-on)
     gravity: tuple = GRAVITY  # m/s²
     pressure_max_iterations: int = 500

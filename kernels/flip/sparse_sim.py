@@ -32,7 +32,7 @@ the grid.
 
 ``boundary``: "closed" (default; the box has walls, as the dense solver: the same scene
 gives the same motion up to float rounding) or "open" (no walls: liquid leaves the box
-and is deleted ``kill_distance`` metres beyond it, default one box length).
+and is deleted ``kill_distance`` metres beyond it, ``settings.kill_distance`` unless given).
 """
 
 from __future__ import annotations
@@ -67,8 +67,7 @@ class SparseFlipSimulation(FlipSimulation):
         self.spec, self.settings = spec, settings
         self.xp = xp = xp or backend.xp()
         self.boundary, self.preconditioner = boundary, preconditioner
-        extent = max(spec.upper[a] - spec.origin[a] for a in range(3))
-        self.kill_distance = float(extent if kill_distance is None else kill_distance)
+        self.kill_distance = float(settings.kill_distance if kill_distance is None else kill_distance)
         if not np.isfinite(self.kill_distance) or self.kill_distance < 0:
             raise InputError(f"The kill distance must be a distance ≥ 0 in metres, not {kill_distance!r}")
         self.grid = SparseFlipGrid(spec, xp, closed=boundary == "closed")
