@@ -177,6 +177,9 @@ class VOXFX_PT_flip(bpy.types.Panel):
         row = layout.row()
         row.active = f.sparse
         row.prop(f, "boundary")
+        row = layout.row()
+        row.active = f.sparse and f.boundary == "open"
+        row.prop(f, "kill_distance")
         line = estimate_line(context, f)
         if line:
             layout.label(text=line, icon="MEMORY")

@@ -9,7 +9,7 @@ at 24 fps (1 s), ``res`` cells along the longest side (res × res/2 × res cells
 
 * **VoxFX** — ``FlipSimulation(..., FlipSettings(), xp=numpy)``: FLIP (0.97) with
   8 particles per cell in the whole liquid, MGPCG pressure to a relative residual of
-  1e-4, RK2 advection, CFL-limited substeps (cfl 1, at most 8 per frame), plus
+  1e-4, RK2 advection, adaptive CFL substeps (the default cfl 2, at most 8 per frame), plus
   ``sim.level_set()`` (the particle level set closed against the walls) once per frame,
   as a bake does. A second row runs it under Mantaflow's step policy (cfl 2, ≤ 4).
 * **Mantaflow** — a domain object (fluid modifier DOMAIN, domain_type LIQUID,

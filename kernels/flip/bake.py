@@ -112,9 +112,17 @@ class FlipBake:
             where = f" in '{self.kept_in}'" if self.kept_in else ""
             raise InputError(f"{e}; frames up to {frame - 1} are kept{where}") from e
         sim.drain(drains)
-        return (f"frame {frame}/{self.frame_end}: {stats['substeps']} substeps, {stats['iterations']} CG "
+        why = {"frame": "one covers the frame", "liquid": "CFL of the liquid's speed",
+               "obstacle": "CFL of an obstacle's speed"}.get(stats.get("limit"), "")
+        return (f"frame {frame}/{self.frame_end}: {stats['substeps']} substeps"
+                + (f" ({why})" if why else "") + f", {stats['iterations']} CG "
                 f"iterations, residual {stats['residual']:.1e}"
                 + (f"; the CFL wanted {stats['cfl_substeps']}: Max Substeps limits it" if stats["capped"] else ""))
+
+    @staticmethod
+    def summary(sim) -> str:
+        """The bake's substeps in one line (``FlipSimulation.substep_summary``)."""
+        return sim.substep_summary()
 
     def outputs(self, sim, progress=None) -> dict:
         return frame_arrays(sim, self.spec, progress)

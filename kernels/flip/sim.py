@@ -144,6 +144,17 @@ def keep_inside(pos, vel, crossed, per_cell: int, vertices, triangles, spec: Gri
     return xp.ascontiguousarray(pos[keep]), xp.ascontiguousarray(vel[keep])
 
 
+def obstacle_speed(cells_ijk, cell_velocity) -> float:
+    """The fastest obstacle cell's speed (m/s) of *cell_velocity* (nz, ny, nx, 3) at the
+    listed cells (M, 3): a moving obstacle sizes the substeps as the liquid does."""
+    if cell_velocity is None or len(cells_ijk) == 0:
+        return 0.0
+    xp = backend.array_module(cell_velocity)
+    ijk = xp.asarray(cells_ijk).astype(xp.int64)
+    v = cell_velocity[ijk[:, 2], ijk[:, 1], ijk[:, 0]].astype(xp.float64)
+    return float(xp.sqrt((v * v).sum(axis=1)).max())
+
+
 def dense_mask(ijk, spec: GridSpec, xp):
     """uint8 [k, j, i] mask of the listed cells (M, 3) (host or device), on *xp*."""
     mask = xp.zeros(spec.array_shape, dtype=xp.uint8)
@@ -209,9 +220,11 @@ class FlipSimulation:
         g.solid[...] = dense_mask(cells_ijk, self.spec, xp)
         for arr in (g.solid_u, g.solid_v, g.solid_w):
             arr[...] = 0
+        self.obstacle_speed = 0.0
         if cell_velocity is None:
             return
         cv = xp.asarray(cell_velocity, dtype=xp.float32)
+        self.obstacle_speed = obstacle_speed(cells_ijk, cv)
         solid = g.solid.astype(xp.float32)
         for axis, face in ((2, g.solid_u), (1, g.solid_v), (0, g.solid_w)):
             comp = cv[..., 2 - axis] * solid  # x uses the last array axis, z the first
@@ -299,29 +312,73 @@ class FlipSimulation:
         self.t += dt
         return stats
 
+    def _substep_speed(self) -> float:
+        """The fastest particle's speed (the one host sync a substep's size needs)."""
+        return float(transfer.max_speed(self.vel))
+
     def step(self, frame_dt: float, progress=None) -> dict:
-        """Advance one frame with CFL-limited substeps; raise SimulationError on NaN and
-        ``Cancelled`` when *progress* answers False (between stages and solver blocks).
-        Returns the frame's stats: ``substeps`` taken, ``cfl_substeps`` the CFL number
-        asked for and ``capped`` when ``max_substeps`` limited them (each particle then
-        travels more than ``cfl`` cells a substep; ``capped_frames`` counts such frames)."""
-        s = self.settings
-        speed = float(transfer.max_speed(self.vel))  # the one sync that sizes the substeps
-        if not math.isfinite(speed):
-            raise SimulationError(f"NaN velocity appeared before frame step {self.frames + 1}")
-        reach = (speed + math.sqrt(2 * 9.81 * self.spec.voxel_size)) * frame_dt / (s.cfl * self.spec.voxel_size)
-        wanted = max(1, math.ceil(reach))  # substeps the CFL number asks for
-        n = int(min(s.max_substeps, wanted))
-        self.capped_frames = getattr(self, "capped_frames", 0) + (wanted > n)
-        iterations, residual = 0, 0.0
-        for i in range(n):
-            stats = self.substep(frame_dt / n, scaled(progress, i / n, (i + 1) / n) if progress else None)
+        """Advance one frame with adaptive CFL substeps (Mantaflow's policy): before each
+        substep, Δt = cfl·h / (u_max + √(2gh)) from the fastest particle or obstacle, never
+        below frame_dt / ``max_substeps``; near the frame's end the rest is taken in one
+        substep when it is within 5% of Δt, else in two equal ones (no sliver substep).
+        Raises SimulationError on NaN and ``Cancelled`` when *progress* answers False.
+
+        Returns the frame's stats: ``substeps`` taken and why (``limit``: "frame", one
+        substep covered it; "liquid" or "obstacle", the CFL of the fastest particle or of a
+        moving obstacle; "cap", ``max_substeps`` limited the CFL, each particle then
+        travelling more than ``cfl`` cells a substep), ``cfl_substeps`` the count the CFL
+        asks for (capped: at the frame's fastest speed), ``capped`` (``capped_frames`` counts such
+        frames; ``substep_log`` keeps each frame's count and limit for the bake's summary)."""
+        s, h = self.settings, self.spec.voxel_size
+        gravity_reach = math.sqrt(2 * 9.81 * h)  # a particle at rest may start to fall
+        obstacle = float(getattr(self, "obstacle_speed", 0.0))
+        shortest = frame_dt / max(1, int(s.max_substeps))
+        done, n, iterations, residual = 0.0, 0, 0, 0.0
+        fastest, by_obstacle, capped = 0.0, False, False
+        while frame_dt - done > 1e-9 * frame_dt:
+            liquid = self._substep_speed()
+            if not math.isfinite(liquid):
+                raise SimulationError(f"NaN velocity appeared before frame step {self.frames + 1}")
+            speed = max(liquid, obstacle)
+            if speed >= fastest:
+                fastest, by_obstacle = speed, obstacle > liquid
+            dt = s.cfl * h / (speed + gravity_reach)  # CFL: at most cfl cells a substep
+            if dt < shortest * (1 - 1e-9):
+                dt, capped = shortest, True
+            left = frame_dt - done
+            if left <= dt * 1.05 or n + 1 >= s.max_substeps:
+                capped = capped or left > dt * 1.05
+                dt = left  # the frame's last substep
+            elif left < 2 * dt:
+                dt = left / 2  # two equal ones, not a sliver
+            stats = self.substep(dt, scaled(progress, done / frame_dt, (done + dt) / frame_dt) if progress else None)
+            done += dt
+            n += 1
             iterations += int(stats["iterations"])
             residual = max(residual, float(stats["residual"]))
+        wanted = max(n, math.ceil((fastest + gravity_reach) * frame_dt / (s.cfl * h))) if capped else n
+        limit = "cap" if capped else "frame" if n == 1 else "obstacle" if by_obstacle else "liquid"
         self.frames += 1
-        self.last = {"substeps": n, "iterations": iterations, "residual": residual,
-                     "particles": int(self.pos.shape[0]), "cfl_substeps": int(wanted), "capped": wanted > n}
+        self.capped_frames = getattr(self, "capped_frames", 0) + capped
+        self.substep_log = getattr(self, "substep_log", []) + [(n, limit)]
+        self.last = {"substeps": n, "iterations": iterations, "residual": residual, "limit": limit,
+                     "particles": int(self.pos.shape[0]), "cfl_substeps": int(wanted), "capped": capped}
         return self.last
+
+    def substep_summary(self) -> str:
+        """One line on the substeps of the frames stepped so far (a bake's summary)."""
+        log = getattr(self, "substep_log", [])
+        if not log:
+            return "no frame stepped"
+        counts = [n for n, _ in log]
+        why = {}
+        for _, limit in log:
+            why[limit] = why.get(limit, 0) + 1
+        names = {"frame": "one substep sufficed", "liquid": "the liquid's speed (CFL)",
+                 "obstacle": "an obstacle's speed (CFL)", "cap": "Max Substeps limited the CFL"}
+        reasons = ", ".join(f"{why[k]} by {names[k]}" for k in names if k in why)
+        return (f"substeps per frame {min(counts)}–{max(counts)} (mean {sum(counts) / len(counts):.1f}) "
+                f"over {len(log)} frames: {reasons}")
 
     # ------------------------------------------------------------------ outputs
     def particles_host(self) -> dict:

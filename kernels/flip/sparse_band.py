@@ -17,14 +17,27 @@ within ``N`` cells under the liquid's surface; the deep interior is carried by t
                      resampled: a cell's worth of particles at the grid's velocity.
 
 Status (experimental, kernel-only: ``FlipSettings.narrow_band`` is not on the panel).
-Still water stays still with 3.5× fewer particles, and a resumed run continues it; a
-dam break on a 24×10×16 grid loses liquid (6–8% of its particles' worth in ½ s at
-N = 2–3, the centre of mass 3.5–4.5 cm from the dense run, kinetic energy −12%; the
-surface's volume 5% below the full-particle run's at N = 3): the
-nearest-cell trace of the deep region and the semi-Lagrangian carry of its faces are
-not conservative. Particles that flow into cells already deep are kept (deleting them
-lost twice as much). Next: trace the deep region as a level set combined with the
-particles' (Ferstl §4.2) and resample band cells to a density, not a count.
+Still water stays still with 3.5× fewer particles, and a resumed run continues it. On a
+dam break the band's meshed volume (``liquid_volume`` of the level set, deep cells as
+full cells) runs below the full-particle run's while its particle count (particles +
+deep cells' mass) runs above it. Measured (CPU, CFL 2, 1 s at 24 fps) on 24 × 10 × 16
+cells, h = 5 cm, N = 3, at 0.25/0.5/0.75/1 s: volume −5.4/−9.2/−10.0/−11.0% vs the full
+run's −3.9/−6.5/−6.4/−9.6% (seeds 0–2 within ±0.5 pt, ±1 pt at 1 s); count +5.9/+6.6/
++6.9/+7.7%; kinetic energy +18% at ¼ s. On the 3 s test scene (48 × 12 × 24, slow test
+bound −8%) −9.0% at ½ s and −10.2% at 1 s vs the full run's −6.0/−6.3%. What it is not:
+the carried faces' self-advection (off: the same numbers), enclosed air holes (≤ 2
+cells at a time), deep cells lost by the trace (≤ 7 in 1 s), the trace's one-cell
+reach at CFL 2 (a reach of ⌈u·Δt/h⌉ cells: the same numbers), the CFL (at CFL 1:
+−4.6/−9.1/−11.2/−11.8%) or the band's depth (N = 2: −5.7/−8.2/−7.0/−9.7%; N = 5, whose
+deep region is gone by ½ s, −4.6/−8.0/−9.2/−11.3%). So the loss is made while the
+deep region dissolves into resampled particles: cells entering the band are filled up
+to a cell's worth counting the band particles already there, which creates particles
+(+1600 resampled against 1769 deleted into 78 new deep cells in ¼ s) yet meshes
+smaller. Resampling instead to the mass each deep cell carried, split over the cells its
+nearest-cell trace reaches, is far worse (−32.6% at ½ s, −30.6% at 1 s: the trace
+dilutes a cell's liquid where the flow spreads and drops it where it converges). Next:
+trace the deep region as a level set combined with the particles' (Ferstl §4.2) and
+resample band cells to that level set's fill, not to a count.
 
 The level set sees deep cells as cells full of particles (``virtual_particles``); mass and energy count each
 deep cell as a full cell (``mass`` = particles per cell) at its centre moving with the

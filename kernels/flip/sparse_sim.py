@@ -32,7 +32,7 @@ the grid.
 
 ``boundary``: "closed" (default; the box has walls, as the dense solver: the same scene
 gives the same motion up to float rounding) or "open" (no walls: liquid leaves the box
-and is deleted ``kill_distance`` metres beyond it, default one box length).
+and is deleted ``kill_distance`` metres beyond it, ``settings.kill_distance`` unless given).
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ from ..progress import report, scaled
 from . import bodies, sparse_bodies, sparse_output, sparse_pressure, sparse_transfer, transfer
 from .grid import FLUID, FlipSettings
 from .particles import seed_particles
-from .sim import FlipSimulation, source_cells
+from .sim import FlipSimulation, obstacle_speed, source_cells
 from .sparse_band import NarrowBand
 from .sparse_grid import SparseFlipGrid, substep_margin
 
@@ -67,8 +67,7 @@ class SparseFlipSimulation(FlipSimulation):
         self.spec, self.settings = spec, settings
         self.xp = xp = xp or backend.xp()
         self.boundary, self.preconditioner = boundary, preconditioner
-        extent = max(spec.upper[a] - spec.origin[a] for a in range(3))
-        self.kill_distance = float(extent if kill_distance is None else kill_distance)
+        self.kill_distance = float(settings.kill_distance if kill_distance is None else kill_distance)
         if not np.isfinite(self.kill_distance) or self.kill_distance < 0:
             raise InputError(f"The kill distance must be a distance ≥ 0 in metres, not {kill_distance!r}")
         self.grid = SparseFlipGrid(spec, xp, closed=boundary == "closed")
@@ -97,6 +96,7 @@ class SparseFlipSimulation(FlipSimulation):
         if cell_velocity is not None and len(cells):
             cv = xp.asarray(cell_velocity, dtype=xp.float32)
             self.obstacle_velocity = cv[cells[:, 2], cells[:, 1], cells[:, 0]]
+        self.obstacle_speed = obstacle_speed(cells, None if cell_velocity is None else cv)
 
     def set_obstacle_bodies(self, now, next_matrices, fps: float) -> None:
         """Obstacles for the coming frame from their bodies (``bodies.Body`` at this frame
@@ -106,6 +106,8 @@ class SparseFlipSimulation(FlipSimulation):
         self.obstacle = self.xp.zeros((0, 3), self.xp.int64)
         self.obstacle_velocity = None
         self.obstacle_bodies = sparse_bodies.moving(now, next_matrices, self.spec, fps, self.xp)
+        self.obstacle_speed = max([sparse_bodies.speed(b, self.spec, self.xp) for b in self.obstacle_bodies],
+                                  default=0.0)
 
     def body_cells(self, body, progress=None):
         """(M, 3) int64 lattice cells a body (``bodies.Body``) fills, for ``emit`` and

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from tests.meshes import box
+from voxfx.kernels.errors import InputError
 from voxfx.kernels.flip.grid import FlipSettings
 from voxfx.kernels.flip.sim import FlipSimulation
 from voxfx.kernels.grid import GridSpec
@@ -19,7 +20,7 @@ def test_the_substep_cap_is_a_setting_and_the_frame_reports_when_it_limits_the_c
     spec = GridSpec((0.0, 0.0, 0.0), 0.05, (16, 8, 8))
     v, t = box((0.1, 0.1, 0.1), (0.3, 0.3, 0.3))
     speed = 20.0
-    wanted = math.ceil((speed + math.sqrt(2 * 9.81 * 0.05)) * (1 / 24) / 0.05)
+    wanted = math.ceil((speed + math.sqrt(2 * 9.81 * 0.05)) * (1 / 24) / (FlipSettings().cfl * 0.05))
     kw = dict(sparse=True, boundary="open", kill_distance=100.0) if sparse else {}
     capped = FlipSimulation(spec, FlipSettings(max_substeps=4, gravity=(0.0, 0.0, 0.0)), v, t, xp=np,
                             initial_velocity=(speed, 0.0, 0.0), **kw)
@@ -75,3 +76,31 @@ def test_the_sparse_memory_estimate_from_the_liquid_volume_is_within_1_5x_of_the
     box_bytes = sparse_flip_memory(GridSpec(spec.origin, spec.voxel_size, (256, 256, 256)), particles, closed=False,
                                    xp=np)
     assert box_bytes == estimate or closed  # open: the liquid's volume, not the box, sizes it
+
+
+def test_the_kill_distance_setting_deletes_liquid_beyond_it_and_keeps_liquid_inside_it():
+    """Open domain, no gravity: a blob thrown along +x at 3 m/s out of a 0.8 m box. With a
+    Kill Distance of 0.3 m (a setting, in metres) particles past x = 1.1 m are deleted,
+    those between the box and 1.1 m are kept."""
+    spec = GridSpec((0.0, 0.0, 0.0), 0.1, (8, 8, 8))
+    v, t = box((0.4, 0.3, 0.3), (0.7, 0.6, 0.6))
+    settings = FlipSettings(sparse=True, boundary="open", kill_distance=0.3, gravity=(0.0, 0.0, 0.0))
+    sim = FlipSimulation(spec, settings, v, t, xp=np, initial_velocity=(3.0, 0.0, 0.0))
+    assert sim.kill_distance == 0.3
+    n0 = len(sim.pos)
+    kept_outside = 0
+    for _ in range(8):
+        sim.step(1 / 24)
+        x = sim.particles_host()["position"][:, 0]
+        assert (x <= 0.8 + 0.3).all()  # nothing beyond the kill distance survives a substep
+        assert sim.killed + len(x) == n0  # only the kill deletes
+        kept_outside = max(kept_outside, int((x > 0.8).sum()))
+    assert kept_outside > 0  # outside the box but within the distance: kept
+    assert sim.killed == n0 and len(sim.pos) == 0  # at last all of it went past 1.1 m
+    near = FlipSimulation(spec, FlipSettings(sparse=True, boundary="open", kill_distance=2.0,
+                                             gravity=(0.0, 0.0, 0.0)), v, t, xp=np, initial_velocity=(3.0, 0.0, 0.0))
+    for _ in range(8):
+        near.step(1 / 24)
+    assert near.killed == 0 and len(near.pos) == n0  # 1 m travelled: within 2 m of the box
+    with pytest.raises(InputError, match="kill distance"):
+        FlipSimulation(spec, FlipSettings(sparse=True, boundary="open", kill_distance=-1.0), v, t, xp=np)

@@ -1,0 +1,90 @@
+"""Issue 24's substeps: each substep sized anew from the fastest particle or obstacle
+(Mantaflow's adaptive policy), capped by Max Substeps, and the frame says why it took
+the substeps it took."""
+
+import math
+
+import numpy as np
+import pytest
+
+from tests.meshes import box
+from voxfx.kernels.flip.grid import FlipSettings
+from voxfx.kernels.flip.sim import FlipSimulation
+from voxfx.kernels.grid import GridSpec
+
+H = 0.05
+SPEC = GridSpec((0.0, 0.0, 0.0), H, (16, 8, 8))
+
+
+def recording(sim):
+    """*sim* whose substeps log (Δt, the largest particle displacement in cells)."""
+    log, substep = [], sim.substep
+
+    def logged(dt, progress=None):
+        before = sim.pos.copy()
+        stats = substep(dt, progress)
+        log.append((dt, float(np.abs(sim.pos - before).max()) / H))
+        return stats
+
+    sim.substep = logged
+    return log
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_a_fast_liquid_takes_cfl_sized_substeps_that_end_on_the_frame(sparse):
+    kw = dict(sparse=True, boundary="open", kill_distance=100.0) if sparse else {}
+    settings = FlipSettings(cfl=2.0, max_substeps=32, gravity=(0.0, 0.0, 0.0))
+    sim = FlipSimulation(SPEC, settings, *box((0.1, 0.1, 0.1), (0.3, 0.3, 0.3)), xp=np,
+                         initial_velocity=(12.0, 0.0, 0.0), **kw)
+    log = recording(sim)
+    stats = sim.step(1 / 24)
+    assert stats["limit"] == "liquid" and not stats["capped"]
+    assert stats["substeps"] == len(log) == stats["cfl_substeps"]
+    assert sum(dt for dt, _ in log) == pytest.approx(1 / 24, rel=1e-9)
+    assert max(cells for _, cells in log) <= 2.0 * 1.05  # no particle travels more than the CFL number (+5%)
+    shortest = 2.0 * H / (12.0 * 1.05 + math.sqrt(2 * 9.81 * H))
+    assert len(log) <= math.ceil((1 / 24) / shortest)  # not more substeps than the CFL asks for
+    assert min(dt for dt, _ in log) > 0.4 * max(dt for dt, _ in log)  # no sliver at the frame's end
+
+
+def test_still_water_takes_one_substep_and_says_the_frame_needed_no_more():
+    sim = FlipSimulation(SPEC, FlipSettings(), *box((0.0, 0.0, 0.0), (0.8, 0.4, 0.2)), xp=np)
+    stats = sim.step(1 / 24)
+    assert stats["substeps"] == 1 and stats["limit"] == "frame"
+
+
+def test_a_fast_obstacle_sizes_the_substeps_of_still_water():
+    def run(obstacle_speed):
+        sim = FlipSimulation(SPEC, FlipSettings(max_substeps=64), *box((0.0, 0.0, 0.0), (0.8, 0.4, 0.2)), xp=np)
+        paddle = np.array([(3, j, k) for j in range(8) for k in (6, 7)])  # above the water: it stays still
+        velocity = np.zeros((8, 8, 16, 3), np.float32)
+        velocity[..., 0] = obstacle_speed
+        sim.set_obstacles(paddle, velocity)
+        return sim.step(1 / 24)
+
+    slow, fast = run(0.0), run(6.0)
+    assert slow["limit"] == "frame" and slow["substeps"] == 1
+    assert fast["limit"] == "obstacle"
+    assert fast["substeps"] >= math.floor((6.0 + math.sqrt(2 * 9.81 * H)) * (1 / 24) / (2.0 * H) / 1.05)
+
+
+def test_the_cap_limits_the_substeps_and_the_bake_summary_says_so():
+    settings = FlipSettings(cfl=1.0, max_substeps=3, gravity=(0.0, 0.0, 0.0))
+    sim = FlipSimulation(SPEC, settings, *box((0.1, 0.1, 0.1), (0.3, 0.3, 0.3)), xp=np,
+                         initial_velocity=(12.0, 0.0, 0.0))
+    log = recording(sim)
+    stats = sim.step(1 / 24)
+    assert stats["substeps"] == 3 == len(log) and stats["capped"] and stats["limit"] == "cap"
+    assert stats["cfl_substeps"] > 3 and sim.capped_frames == 1
+    assert all(dt == pytest.approx(1 / 72) for dt, _ in log)
+    summary = sim.substep_summary()
+    assert "over 1 frames" in summary and "Max Substeps limited the CFL" in summary
+
+
+def test_substeps_shrink_as_a_falling_blob_speeds_up():
+    spec = GridSpec((0.0, 0.0, 0.0), H, (8, 8, 80))
+    sim = FlipSimulation(spec, FlipSettings(max_substeps=64), *box((0.1, 0.1, 3.5), (0.3, 0.3, 3.7)), xp=np)
+    counts = [sim.step(1 / 24)["substeps"] for _ in range(6)]
+    assert counts[-1] > counts[0] and counts == sorted(counts)
+    summary = sim.substep_summary()
+    assert f"{min(counts)}–{max(counts)}" in summary and "the liquid's speed" in summary
