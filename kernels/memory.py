@@ -219,11 +219,12 @@ def gpu_pool_held(cp) -> int:
 
 def release_gpu_pool() -> int:
     """Give CuPy's free pool blocks (device and pinned host) back to the driver and drop
-    the cached pressure solvers, whose buffers would otherwise stay reserved. A no-op
+    the cached pressure solvers (dense and sparse), whose buffers would otherwise stay reserved. A no-op
     (returning 0) when CuPy was never imported. Returns the device bytes released."""
-    solvers = sys.modules.get(f"{__package__}.flip.pressure_gpu")  # never imported: nothing cached
-    if solvers is not None:
-        solvers.release_gpu_solvers()
+    for name in ("flip.pressure_gpu", "flip.sparse_pressure_gpu"):  # dense and sparse solvers
+        solvers = sys.modules.get(f"{__package__}.{name}")  # never imported: nothing cached
+        if solvers is not None:
+            solvers.release_gpu_solvers()
     cp = sys.modules.get("cupy")
     if cp is None:
         return 0

@@ -30,7 +30,7 @@ from .grid import AIR, FLUID, SOLID
 from .pressure import MG_MIN_SIDE
 from .sparse_multigrid import KEY_BITS, MAX_LEVELS, _CellSet, _Level, _level0_cells, _pack, level0_set
 
-SETUP = os.environ.get("VOXFX_SPARSE_PRESSURE_SETUP", "host")
+SETUP = os.environ.get("VOXFX_SPARSE_PRESSURE_SETUP", "device")  # H200: 64³ pressure 6.9 ms (device) vs 9.0 ms (host)
 _K = Kernels("flip_sparse_pressure_setup.cu", (), THREADS,
              defines={"KEY_BITS": KEY_BITS, "CELL_AIR": AIR, "CELL_FLUID": FLUID, "CELL_SOLID": SOLID})
 assert BRICK == 8  # unk_classify reads a cell's parity from its brick-local coordinates

@@ -93,3 +93,24 @@ def test_small_bake_peak_is_what_the_guard_says():
     del sim
     memory.release_gpu_pool()
     assert 0.67 <= ratio <= 1.5, f"measured/estimate {ratio:.2f}"
+
+
+def test_a_sparse_bake_leaves_the_pool_as_it_found_it():
+    """The sparse solver's cached pressure buffers and graph go with the pool's blocks."""
+    import cupy as cp
+
+    from voxfx.kernels.flip import sparse_pressure_gpu
+
+    pool = cp.get_default_memory_pool()
+    memory.release_gpu_pool()
+    res = 32
+    spec = GridSpec((0.0, 0.0, 0.0), 1.0 / res, (res, res, res))
+    v = np.array([[x, y, z] for x in (0.05, 0.5) for y in (0.05, 0.9) for z in (0.05, 0.45)], np.float32)
+    t = np.array([[0, 1, 3], [0, 3, 2], [4, 6, 7], [4, 7, 5], [0, 4, 5], [0, 5, 1], [2, 3, 7], [2, 7, 6],
+                  [0, 2, 6], [0, 6, 4], [1, 5, 7], [1, 7, 3]], np.int32)
+    sim = FlipSimulation(spec, FlipSettings(max_substeps=2, pressure_max_iterations=40), v, t, xp=cp, sparse=True)
+    sim.step(1 / 24)
+    assert len(sparse_pressure_gpu._solvers) >= 1  # the bake cached its solver
+    del sim
+    memory.release_gpu_pool()
+    assert len(sparse_pressure_gpu._solvers) == 0 and pool.total_bytes() <= (8 << 20)
