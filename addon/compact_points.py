@@ -240,8 +240,12 @@ def _compress(raw, codec: int) -> bytes:
 
 def write_points(path, positions, attributes=None, *, cell: float) -> Path:
     """Write one compact frame to *path* atomically (temp file, fsync, rename)."""
+    return write_encoded(path, encode(positions, attributes, cell=cell))
+
+
+def write_encoded(path, data: bytes) -> Path:
+    """Write the bytes of an encoded frame (``encode``) to *path* atomically."""
     path = Path(path)
-    data = encode(positions, attributes, cell=cell)
 
     def write(temporary):
         with open(temporary, "xb") as f:

@@ -135,11 +135,18 @@ def frame_writers(sim, spec, progress=None, compact=False):
 def writers_of(arrays, spec, compact=False):
     """The files of one liquid frame (suffix → write(path)) from its arrays; *compact*:
     the particles as a compact frame (``compact_points``) on the liquid's cells and the
-    grids as half floats (the level set within 1/1000 of a cell), else PLY and float grids."""
+    grids as half floats (the level set within 1/1000 of a cell), else PLY and float grids.
+    Particles still on the GPU (``FlipBake(particles_on_device=True)``) are encoded here,
+    on the device, before the next step moves them; NumPy copies when their file is written."""
     points = {"velocity": arrays["velocity"], "size": arrays["size"]}
-    particles = ({compact_points.SUFFIX: lambda p: compact_points.write_points(p, arrays["position"], points,
-                                                                              cell=spec.voxel_size)}
-                 if compact else {".ply": lambda p: write_points(p, arrays["position"], points)})
+    if compact and backend.array_module(arrays["position"]) is not np:
+        encoded = compact_points.encode(arrays["position"], points, cell=spec.voxel_size)
+        particles = {compact_points.SUFFIX: lambda p: compact_points.write_encoded(p, encoded)}
+    elif compact:
+        particles = {compact_points.SUFFIX: lambda p: compact_points.write_points(p, arrays["position"], points,
+                                                                                 cell=spec.voxel_size)}
+    else:
+        particles = {".ply": lambda p: write_points(p, arrays["position"], points)}
     return {
         **particles,
         ".vdb": lambda p: writeback.write_vdb(p, {"surface": arrays["surface"], "velocity": arrays["cell_velocity"]},
@@ -248,7 +255,7 @@ def _flip_job(context, f, cache_dir, frame_start, frame_end, resume):
                     initial_velocity=velocity, obstacle_names=[o.name for o in obstacles],
                     inflows=[(o.name, start[o.name]) for o in inflows],
                     outflows=[(o.name, start[o.name]) for o in outflows], obstacles_move=obstacles_move,
-                    ports_move=ports_move, frame_end=frame_end, kept_in=str(folder))
+                    ports_move=ports_move, frame_end=frame_end, kept_in=str(folder), particles_on_device=compact)
     poses = Poses(context, (obstacles if obstacles_move else []) + (inflows + outflows if ports_move else []))
 
     def scene_inputs(frame):

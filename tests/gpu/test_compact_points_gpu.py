@@ -32,3 +32,27 @@ def test_gpu_encode_writes_the_same_bytes_as_the_numpy_reference(seed, n):
 def test_gpu_encode_refuses_non_finite_positions():
     with pytest.raises(compact_points.VoxFXError, match="not finite"):
         compact_points.encode(cp.asarray([[0.0, float("nan"), 1.0]]), None, cell=0.1)
+
+
+def test_a_gpu_liquid_frame_encoded_on_the_device_is_the_frame_of_its_host_copy():
+    """``FlipBake(particles_on_device=True)`` on CuPy: the particles stay on the GPU, the
+    compact frame is encoded there, and its bytes are those of the NumPy encoder fed the
+    same simulation's host copy (``particles_host``)."""
+    from tests.meshes import box
+    from voxfx.kernels.flip.bake import FlipBake
+    from voxfx.kernels.flip.grid import FlipSettings
+    from voxfx.kernels.grid import GridSpec
+
+    spec = GridSpec((0.0, 0.0, 0.0), 0.05, (16, 8, 12))
+    v, t = box((0.0, 0.0, 0.0), (0.4, 0.3, 0.3))
+    bake = FlipBake(spec, FlipSettings(seed=5), (v, t), xp=cp, fps=24.0, particles_on_device=True)
+    sim = bake.new_simulation()
+    bake.step(sim, 2)
+    arrays = bake.outputs(sim)
+    assert isinstance(arrays["position"], cp.ndarray) and isinstance(arrays["surface"], np.ndarray)
+    device = compact_points.encode(arrays["position"], {"velocity": arrays["velocity"], "size": arrays["size"]},
+                                   cell=spec.voxel_size)
+    host = sim.particles_host()
+    size = np.full(len(host["position"]), 0.25 * spec.voxel_size, np.float32)
+    assert device == compact_points.encode(host["position"], {"velocity": host["velocity"], "size": size},
+                                           cell=spec.voxel_size)
