@@ -18,7 +18,7 @@ from ...kernels.snow import plan as snow_plan
 from ...kernels.snow.cover import cover_max_slope, cover_mesh
 from ...kernels.snow.domain import SnowDomain, SnowSettings
 from .. import compact_points, disk_plan, frame_loader, materials, node_setups, scene_io, sim_bake, writeback
-from ..cache import BakeCache, blend_name, resolve_folder
+from ..cache import on_main_thread, BakeCache, blend_name, resolve_folder
 from ..jobs import BakeResult, JobOperator, keep_frame_on_abort
 from .cache import free_bake
 from ..ply import write_points
@@ -137,7 +137,7 @@ def frame_writers(arrays, domain, compact=False):
     return {
         **points,
         ".vdb": lambda p: writeback.write_vdb(p, {"depth": depth[None]}, depth_spec(domain), half=compact),
-        ".exr": lambda p: write_exr(p, depth),
+        ".exr": on_main_thread(lambda p: write_exr(p, depth)),  # bpy.data.images: never on a writer thread
     }
 
 
