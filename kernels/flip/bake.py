@@ -85,6 +85,19 @@ class FlipBake:
         xp = self.xp
         return xp.concatenate([self.cells(b).astype(xp.int64) for b in bodies_] or [xp.zeros((0, 3), xp.int64)])
 
+    def inflow_emission(self, velocities=None) -> tuple[float, int]:
+        """About how many particles the inflows add: (per frame in steady flow, at their
+        first fill), from their cells at the first frame and *velocities* (m/s, by name)
+        — for the disk estimate (``bodies.emission_per_frame``)."""
+        velocities, s = velocities or {}, self.settings
+        rate, fill = 0.0, 0
+        for name, cells in self.static_inflow:
+            count, seen = bodies.footprint(backend.to_numpy(cells))
+            rate += bodies.emission_per_frame(count, seen, velocities.get(name, (0.0, 0.0, 0.0)), s.gravity,
+                                              self.fps, self.spec.voxel_size, s.particles_per_cell)
+            fill += count * s.particles_per_cell
+        return rate, fill
+
     @property
     def moving(self) -> list:
         """Names of the bodies ``step`` needs per frame (their poses)."""
