@@ -303,8 +303,9 @@ def decode(data: bytes, name: str = "frame", *, vectors: bool = False):
     fraction = planes(4, n)
     if n and int(fraction[3].max()) >= 64:
         raise bad("a subcell position is out of range")
-    ijk = np.stack([keys % dx, (keys // dx) % dy, keys // (dx * dy)], axis=1)  # per cell, not per particle
-    corner = (ijk * cell + np.array(origin)).astype(np.float32)
+    rows, i = np.divmod(keys, dx)  # per cell, not per particle
+    k, j = np.divmod(rows, dy)
+    corner = (np.stack([i, j, k], axis=1) * cell + np.array(origin)).astype(np.float32)
     offsets = (np.arange(STEPS, dtype=np.float32) + np.float32(0.5)) * np.float32(cell / STEPS)
     positions = np.empty((n, 3), np.float32)
     for a in range(3):  # step = low 8 bits | top 2 bits << 8; at the centre of its 1/1024 of the cell
