@@ -56,3 +56,25 @@ def test_a_gpu_liquid_frame_encoded_on_the_device_is_the_frame_of_its_host_copy(
     size = np.full(len(host["position"]), 0.25 * spec.voxel_size, np.float32)
     assert device == compact_points.encode(host["position"], {"velocity": host["velocity"], "size": size},
                                            cell=spec.voxel_size)
+
+
+def test_gpu_snow_flakes_encoded_on_the_device_are_the_frame_of_their_host_copy():
+    """``SnowBake(particles_on_device=True)`` on CuPy: the flakes stay on the GPU and
+    encode to the bytes of ``flakes_host`` through the NumPy encoder."""
+    from tests.meshes import box
+    from voxfx.kernels.snow.bake import SnowBake
+    from voxfx.kernels.snow.domain import SnowDomain, SnowSettings
+
+    v, t = box((0, 0, -1), (16, 16, 0))
+    domain = SnowDomain.from_box((0, 0, 0), (16, 16, 8), wind_cells_xy=16, ground_vertices_xy=33)
+    settings = SnowSettings(initial_depth=0.0, flake_count=20000, wind_speed=2.0, snowfall_rate=3600.0, seed=3)
+    bake = SnowBake(domain, settings, (v, t), xp=cp, fps=24.0, substeps=2, particles_on_device=True)
+    sim = bake.new_simulation()
+    bake.step(sim, 1)
+    flakes = bake.outputs(sim)["flakes"]
+    assert isinstance(flakes["position"], cp.ndarray)
+    device = compact_points.encode(flakes["position"], {k: a for k, a in flakes.items() if k != "position"},
+                                   cell=0.25)
+    host = sim.flakes_host()
+    assert device == compact_points.encode(host["position"], {k: a for k, a in host.items() if k != "position"},
+                                           cell=0.25)
