@@ -47,6 +47,7 @@ import numpy as np
 from ..kernels import backend
 from ..kernels.errors import VoxFXError
 from . import fsio
+from .jobs import is_out_of_memory
 
 SUFFIX = ".vxp"
 MAGIC = b"VOXFXPTS"
@@ -167,6 +168,19 @@ def _bounds(positions):
     low = np.minimum(rows.min(axis=0).reshape(-1, 3).min(axis=0), rest.min(axis=0, initial=np.inf))
     high = np.maximum(rows.max(axis=0).reshape(-1, 3).max(axis=0), rest.max(axis=0, initial=-np.inf))
     return low.astype(np.float64), high.astype(np.float64)
+
+
+def encode_here(positions, attributes=None, *, cell: float) -> bytes:
+    """``encode`` where the arrays are (a GPU bake's on the device: only the raw block
+    comes back); a device that cannot spare the encoder's memory (about 50 bytes a
+    particle) encodes a host copy instead: the same bytes, the bake goes on."""
+    try:
+        return encode(positions, attributes, cell=cell)
+    except Exception as e:  # noqa: BLE001 - only running out of device memory is handled
+        if backend.array_module(positions) is np or not is_out_of_memory(e):
+            raise
+    host = {name: backend.to_numpy(values) for name, values in (attributes or {}).items()}
+    return encode(backend.to_numpy(positions), host, cell=cell)
 
 
 def _quantize(positions, origin, cell, dims, key_type):

@@ -157,7 +157,7 @@ def writers_of(arrays, spec, compact=False):
     on the device, before the next step moves them; NumPy copies when their file is written."""
     points = {"velocity": arrays["velocity"], "size": arrays["size"]}
     if compact and backend.array_module(arrays["position"]) is not np:
-        encoded = compact_points.encode(arrays["position"], points, cell=spec.voxel_size)
+        encoded = compact_points.encode_here(arrays["position"], points, cell=spec.voxel_size)
         particles = {compact_points.SUFFIX: lambda p: compact_points.write_encoded(p, encoded)}
     elif compact:
         particles = {compact_points.SUFFIX: lambda p: compact_points.write_points(p, arrays["position"], points,

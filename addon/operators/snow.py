@@ -132,7 +132,7 @@ def frame_writers(arrays, domain, compact=False):
     flakes, depth = arrays["flakes"], arrays["depth"]
     others = {k: v for k, v in flakes.items() if k != "position"}
     if compact and backend.array_module(flakes["position"]) is not np:  # on the GPU: encoded there, now
-        encoded = compact_points.encode(flakes["position"], others, cell=FLAKE_CELL)
+        encoded = compact_points.encode_here(flakes["position"], others, cell=FLAKE_CELL)
         points = {compact_points.SUFFIX: lambda p: compact_points.write_encoded(p, encoded)}
     elif compact:
         points = {compact_points.SUFFIX: lambda p: compact_points.write_points(p, flakes["position"], others,

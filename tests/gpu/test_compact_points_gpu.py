@@ -78,3 +78,23 @@ def test_gpu_snow_flakes_encoded_on_the_device_are_the_frame_of_their_host_copy(
     host = sim.flakes_host()
     assert device == compact_points.encode(host["position"], {k: a for k, a in host.items() if k != "position"},
                                            cell=0.25)
+
+
+def test_a_device_out_of_memory_while_encoding_falls_back_to_the_host_bytes(monkeypatch):
+    """Injected: the device encoder's first allocation fails as CuPy's OutOfMemoryError;
+    ``encode_here`` then encodes a host copy, and the bytes are the NumPy encoder's."""
+    rs = np.random.default_rng(7)
+    pos = rs.uniform(-1.0, 1.0, (50_000, 3)).astype(np.float32)
+    vel = rs.normal(0.0, 1.0, (50_000, 3)).astype(np.float32)
+    host = compact_points.encode(pos, {"velocity": vel}, cell=0.02)
+    real = compact_points._quantize
+
+    def no_device_memory(positions, *args):
+        if isinstance(positions, cp.ndarray):
+            raise cp.cuda.memory.OutOfMemoryError(1 << 30, 0)
+        return real(positions, *args)
+
+    monkeypatch.setattr(compact_points, "_quantize", no_device_memory)
+    assert compact_points.encode_here(cp.asarray(pos), {"velocity": cp.asarray(vel)}, cell=0.02) == host
+    with pytest.raises(cp.cuda.memory.OutOfMemoryError):
+        compact_points.encode(cp.asarray(pos), {"velocity": cp.asarray(vel)}, cell=0.02)

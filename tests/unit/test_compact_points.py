@@ -79,6 +79,18 @@ def test_vectors_come_back_as_one_array_equal_to_their_split_columns():
     assert np.array_equal(joined["id"], split["id"]) and {"q_x", "q_w"} <= set(joined)
 
 
+def test_encode_here_on_the_host_is_encode_and_a_host_memory_error_is_not_swallowed(monkeypatch):
+    pos, vel, ids, cell = _frame(500, seed=6)
+    assert cp.encode_here(pos, {"velocity": vel}, cell=cell) == cp.encode(pos, {"velocity": vel}, cell=cell)
+
+    def no_memory(*args, **kwargs):
+        raise MemoryError("injected")
+
+    monkeypatch.setattr(cp, "_quantize", no_memory)
+    with pytest.raises(MemoryError, match="injected"):
+        cp.encode_here(pos, {"velocity": vel}, cell=cell)
+
+
 def test_particles_at_infinity_are_refused_like_nan():
     with pytest.raises(VoxFXError, match="not finite"):
         cp.encode(np.array([[0.0, 1.0, 0.0], [np.inf, 0.0, 0.0]], np.float32), None, cell=0.1)
