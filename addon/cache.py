@@ -76,6 +76,26 @@ class ResumePlan:
         return self.todo[-1] if self.todo else None
 
 
+@dataclass
+class PendingFrame:
+    """A frame between ``start_frame`` and ``finish_frame``: its writers, final and
+    temporary paths, and the files written so far (suffixes, their size and CRC-32)."""
+
+    frame: int
+    writers: dict
+    finals: dict
+    temps: dict
+    done: set = field(default_factory=set)
+    records: dict = field(default_factory=dict)
+
+
+def on_main_thread(write: Callable[[str], None]) -> Callable[[str], None]:
+    """Mark a frame writer that must run on Blender's main thread (it uses ``bpy``):
+    ``start_frame`` runs it, never a background writer."""
+    write.main_thread = True
+    return write
+
+
 class BakeCache(CacheReader):
     """The cache of one bake: a folder, a base name, a manifest; read (``CacheReader``)
     and written."""
@@ -176,43 +196,73 @@ class BakeCache(CacheReader):
 
         *writers* maps a suffix (``".vdb"``) to a function that writes the file at the
         path it is given (a temporary name). The frame is recorded in the manifest only
-        once all of its files and its checkpoint are on the disk.
+        once all of its files and its checkpoint are on the disk. (``start_frame`` and
+        ``finish_frame`` in turn: ``cache_writer.FrameWriter`` runs the second on a thread.)
         """
-        data = self.read_manifest()
-        if data is None:
+        return self.finish_frame(self.start_frame(frame, writers), state)
+
+    def start_frame(self, frame: int, writers: Mapping[str, Callable[[str], None]]) -> "PendingFrame":
+        """The first part of ``write_frame``, on the calling thread: check *writers*, name
+        the frame's temporaries and run the writers marked ``on_main_thread`` (they use
+        ``bpy``); the rest is left to ``finish_frame``, which may run on another thread."""
+        if self.read_manifest() is None:
             raise CacheError(f"The cache in '{self.folder}' was not started (call begin first)")
         unknown = [s for s in writers if s not in self.suffixes]
         if unknown:
             raise CacheError(f"A {self.kind} cache holds {', '.join(self.suffixes)} files, not {unknown}")
         finals = {suffix: self.frame_path(frame, suffix) for suffix in writers}
-        temps = {suffix: fsio.temporary_for(p) for suffix, p in finals.items()}
-        records = {}
+        pending = PendingFrame(frame, dict(writers), finals, {s: fsio.temporary_for(p) for s, p in finals.items()})
+        self._run_writers(pending, [s for s, w in writers.items() if getattr(w, "main_thread", False)])
+        return pending
+
+    def finish_frame(self, pending: "PendingFrame", state: Mapping | None = None) -> dict:
+        """The rest of ``write_frame`` (any thread): the other files, the renames, the
+        state, the manifest, old checkpoints pruned. On any failure the frame's
+        temporaries are removed and it is not recorded."""
+        frame, finals, temps = pending.frame, pending.finals, pending.temps
         try:
-            for suffix, write in writers.items():
-                write(str(temps[suffix]))
-                if _regular_file(temps[suffix]) is None:
-                    raise CacheError(f"Writing {finals[suffix].name} produced no file")
-                fsio.fsync_file(temps[suffix])
-                os.chmod(temps[suffix], fsio.umask_mode())
-                records[finals[suffix].name] = list(fsio.checksum(temps[suffix]))
-                fsio.fault_point(f"{finals[suffix].name} written")
+            data = self.read_manifest()
+            if data is None:
+                raise CacheError(f"The cache in '{self.folder}' was freed while frame {frame} was written")
+            self._run_writers(pending, [s for s in pending.writers if s not in pending.done])
             for suffix, final in finals.items():
                 os.replace(temps[suffix], final)
             fsio.fsync_folder(self.folder)
             fsio.fault_point(f"frame {frame} renamed")
             if state is not None:
                 data["checkpoints"][frame] = list(self._write_state(frame, state))
-            data["frames"][frame] = records
+            data["frames"][frame] = {finals[s].name: pending.records[finals[s].name] for s in pending.writers}
             data["updated"] = time.time()
             self._save(data)
         except BaseException as e:
-            for t in temps.values():
-                t.unlink(missing_ok=True)
-            if isinstance(e, OSError):
-                raise CacheError(f"{explain(e, self.folder)}; frames up to the last recorded one are kept") from e
-            raise
+            self._abandon(pending, e)  # raises
         self._prune_checkpoints(data)
         return finals
+
+    def _run_writers(self, pending: "PendingFrame", suffixes) -> None:
+        """Write, flush and checksum the files of *suffixes* under their temporary names."""
+        try:
+            for suffix in suffixes:
+                final, temporary = pending.finals[suffix], pending.temps[suffix]
+                pending.writers[suffix](str(temporary))
+                if _regular_file(temporary) is None:
+                    raise CacheError(f"Writing {final.name} produced no file")
+                fsio.fsync_file(temporary)
+                os.chmod(temporary, fsio.umask_mode())
+                pending.records[final.name] = list(fsio.checksum(temporary))
+                pending.done.add(suffix)
+                fsio.fault_point(f"{final.name} written")
+        except BaseException as e:
+            self._abandon(pending, e)  # raises
+
+    def _abandon(self, pending: "PendingFrame", e: BaseException):
+        """Remove a failed frame's temporaries and raise *e* again (I/O errors in one line).
+        Called in an ``except`` block."""
+        for t in pending.temps.values():
+            t.unlink(missing_ok=True)
+        if isinstance(e, OSError):
+            raise CacheError(f"{explain(e, self.folder)}; frames up to the last recorded one are kept") from e
+        raise e
 
     def _write_state(self, frame: int, state: Mapping) -> tuple[int, str]:
         import numpy as np

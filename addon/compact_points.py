@@ -4,7 +4,7 @@ An uncompressed PLY frame costs 28 bytes per liquid particle (224 MB per frame a
 particles). Here a frame stores:
 
 * **positions** as the particle's grid cell plus a 10-bit fraction per axis inside it
-  (30 bits in 4 bytes, ``_pack_fraction``):
+  (30 bits in 4 bytes, ``_put_fraction``):
   16 bits per axis over a brick of 64 cells, the subcell resolution seed 003 §6 keeps
   (1/1024 of a cell). Decoded at the centre of its 1/1024 step, a coordinate is off by at
   most 1/2048 of a cell (a point by at most √3/2048 < 1/1000 of a cell). Particles are
@@ -16,9 +16,10 @@ particles). Here a frame stores:
   65 000; integer attributes as int32;
 * every column split into byte planes (all low bytes, then all high bytes), which a
   general-purpose compressor packs far better, then compressed as one block: Zstandard
-  when the ``zstandard`` module is importable (Blender ships it in its Python, as does
-  the ``bpy`` wheel: nothing to bundle), else zlib from the standard library. The header
-  says which; a reader without ``zstandard`` says so in one line.
+  (level 1, on every core) when the ``zstandard`` module is importable (Blender ships it
+  in its Python, as does the ``bpy`` wheel: nothing to bundle), else zlib (level 1) from
+  the standard library. The header says which; a reader without ``zstandard`` says so in
+  one line.
 
 Particle order is not kept (nothing downstream relies on it: motion blur comes from the
 ``velocity`` attribute).
@@ -46,6 +47,7 @@ import numpy as np
 from ..kernels import backend
 from ..kernels.errors import VoxFXError
 from . import fsio
+from .jobs import is_out_of_memory
 
 SUFFIX = ".vxp"
 MAGIC = b"VOXFXPTS"
@@ -59,8 +61,8 @@ _COLUMN = struct.Struct("<24sBB6x")  # name, kind, components
 KIND_HALF, KIND_INT32 = 1, 2
 CODEC_ZLIB, CODEC_ZSTD = 1, 2
 MAX_RATIO = 4096  # a raw block more than this many times its packed size is refused (a bomb)
-ZSTD_LEVEL = 3
-ZLIB_LEVEL = 6
+ZSTD_LEVEL = 1  # 1.6 % larger than level 3, a third of its time (bench/cache_formats.py)
+ZLIB_LEVEL = 1  # the fallback: 2 % larger than level 6, under half its time
 
 
 def _zstd():
@@ -77,77 +79,150 @@ def best_codec() -> int:
 
 # ---------------------------------------------------------------------------------------
 # Writing
+#
+# One pass over the particles on the CPU costs more than the arithmetic in it: the
+# positions are quantized in chunks whose float64 temporaries stay in the cache, the
+# particles are gathered in cell order one 1-D column at a time (a row gather of 6-byte
+# rows is 1.5× slower), and every byte plane is copied straight into one raw block that
+# the compressor reads in place (no per-column bytes, no join). CuPy does the same on the
+# device (quantizing a million particles at a time, so the bake's memory grows by about
+# 50 bytes a particle while a frame is encoded) and copies back only the raw block.
+
+CHUNK = 1 << 14  # particles quantized at a time on the CPU (3 × 8 bytes each: 384 KB)
+DEVICE_CHUNK = 1 << 20  # on the GPU: the float64 and int64 temporaries stay at 24 MB each
 
 
 def encode(positions, attributes=None, *, cell: float, codec: int | None = None) -> bytes:
     """The bytes of one compact frame: *positions* (N, 3) in metres quantized on cells of
     *cell* metres, *attributes* name → (N,) or (N, k) arrays (floats as half, ints as
     int32). NumPy or CuPy arrays (the array work then runs on the device and only the
-    packed planes come back; the bytes are the same, tests/gpu/test_compact_points_gpu.py)."""
+    raw block comes back; the bytes are the same, tests/gpu/test_compact_points_gpu.py)."""
     xp = backend.array_module(positions)
-    positions = xp.asarray(positions, dtype=xp.float64).reshape(-1, 3)
+    positions = xp.asarray(positions).reshape(-1, 3)
+    if positions.dtype not in (xp.float32, xp.float64):
+        positions = positions.astype(xp.float64)  # every float converts to float64 exactly
     n = len(positions)
     cell = float(cell)
     if not cell > 0 or not np.isfinite(cell):
         raise VoxFXError(f"A compact particle frame needs a positive cell size, not {cell}")
-    if n and not bool(xp.isfinite(positions).all()):
-        raise VoxFXError("Particle positions are not finite: the frame cannot be stored")
-    origin = xp.floor(positions.min(axis=0) / cell) * cell if n else xp.zeros(3)
-    steps = positions - origin
-    steps *= STEPS / cell
-    steps = xp.floor(steps, out=steps).astype(xp.int64)  # 1/1024-cell steps, ≥ 0
-    cells = steps >> SUBCELL_BITS
-    dims = backend.to_numpy(cells.max(axis=0) + 1) if n else np.ones(3, np.int64)
-    origin = backend.to_numpy(origin)
+    origin, dims = np.zeros(3), np.ones(3, np.int64)
+    if n:  # min and max carry a NaN through: finite bounds mean finite positions
+        low, high = _bounds(positions)
+        if not (np.isfinite(low).all() and np.isfinite(high).all()):
+            raise VoxFXError("Particle positions are not finite: the frame cannot be stored")
+        origin = np.floor(low / cell) * cell + 0.0  # + 0.0: never a -0.0 in the header
+        # Rounding is monotone: the largest particle's step is the largest step.
+        dims = (np.floor((high - origin) * (STEPS / cell)).astype(np.int64) >> SUBCELL_BITS) + 1
     if np.prod(dims.astype(np.float64)) >= 2.0 ** 62:
         raise VoxFXError(f"The particles span {dims.tolist()} cells of {cell} m: too many for one frame")
-    key = (cells[:, 2] * int(dims[1]) + cells[:, 1]) * int(dims[0]) + cells[:, 0]
-    if np.prod(dims.astype(np.float64)) < 2.0 ** 31:
-        key = key.astype(xp.int32)  # sorts faster
-    fraction = (steps & (STEPS - 1)).astype(xp.uint16)
-    del steps, cells
+    key_type = xp.int32 if np.prod(dims.astype(np.float64)) < 2.0 ** 31 else xp.int64  # int32 sorts faster
+    chunk, at_origin = (CHUNK, origin) if xp is np else (DEVICE_CHUNK, xp.asarray(origin))
+    key, fraction = xp.empty(n, key_type), xp.empty(n, xp.uint32)
+    for a in range(0, n, chunk):
+        key[a:a + chunk], fraction[a:a + chunk] = _quantize(positions[a:a + chunk], at_origin, cell, dims, key_type)
     # Stable (CuPy's sort always is): the same bytes from NumPy 1 and 2 and from CuPy.
     order = np.argsort(key, kind="stable") if xp is np else xp.argsort(key)
-    key = key[order].astype(xp.int64)
-    starts = xp.flatnonzero(xp.diff(key, prepend=-1))
-    unique = key[starts]
+    key = key[order]
+    first = xp.ones(n, bool)  # a particle is its cell's first when its key differs from the one before
+    xp.not_equal(key[1:], key[:-1], out=first[1:])
+    starts = xp.flatnonzero(first)
+    unique = key[starts].astype(xp.int64)
     counts = xp.diff(xp.append(starts, n)).astype(xp.uint32)
-    fraction = fraction[order]
-    columns, planes = [], [_shuffle(xp.diff(unique, prepend=0).astype(xp.int64)), _shuffle(counts),
-                           _pack_fraction(fraction)]
+    del key, starts
+    columns, stored = [], []
     for name, values in (attributes or {}).items():
         values = xp.asarray(values)
         if values.shape[0] != n:
             raise VoxFXError(f"Particle attribute '{name}' has {values.shape[0]} values for {n} particles")
         values = values.reshape(n, int(np.prod(values.shape[1:], dtype=np.int64)))
-        if values.dtype.kind == "f":
-            kind, stored = KIND_HALF, _short_half(values)[order]
-        else:
-            kind, stored = KIND_INT32, values.astype(xp.int32)[order]
+        kind = KIND_HALF if values.dtype.kind == "f" else KIND_INT32
         columns.append(_COLUMN.pack(name.encode("ascii")[:24], kind, values.shape[1]))
-        planes.append(_shuffle(xp.ascontiguousarray(stored.T)))
-    raw = b"".join(planes)
+        stored.append(_short_half(values).view(xp.uint16) if kind == KIND_HALF else values.astype(xp.int32))
+    raw_size = 12 * len(unique) + 4 * n + sum(2 * v.size if v.dtype == xp.uint16 else 4 * v.size for v in stored)
+    raw = xp.empty(raw_size, xp.uint8)
+    at = _put_planes(raw, 0, [xp.diff(unique, prepend=0)])
+    at = _put_planes(raw, at, [counts])
+    at = _put_fraction(raw, at, fraction[order])
+    del fraction
+    for values in stored:  # one 1-D gather per component (of a strided view): faster than gathering rows
+        at = _put_planes(raw, at, [values[:, c][order] for c in range(values.shape[1])])
+    assert at == raw_size
+    raw = backend.to_numpy(raw)
     codec = best_codec() if codec is None else codec
     packed = _compress(raw, codec)
-    header = _HEADER.pack(MAGIC, VERSION, len(columns), n, len(unique), codec, 0, len(raw), len(packed),
+    header = _HEADER.pack(MAGIC, VERSION, len(columns), n, len(unique), codec, 0, raw_size, len(packed),
                           zlib.crc32(raw) & 0xFFFFFFFF, *origin.tolist(), cell, *[int(d) for d in dims])
     return header + b"".join(columns) + packed
 
 
-def _pack_fraction(fraction) -> bytes:
-    """(N, 3) 10-bit fractions as 4 byte planes: the low 8 bits of x, of y, of z, then
-    the top 2 bits of all three in one byte (30 bits in 4 bytes; the low bytes are noise,
-    the last plane has 64 symbols that the compressor's entropy coder packs to ~6 bits)."""
-    xp = backend.array_module(fraction)
-    high = (fraction[:, 0] >> 8) | ((fraction[:, 1] >> 8) << 2) | ((fraction[:, 2] >> 8) << 4)
-    planes = xp.concatenate([(fraction & 0xFF).T.astype(xp.uint8).ravel(), high.astype(xp.uint8)])
-    return backend.to_numpy(planes).tobytes()
+def _bounds(positions):
+    """(lowest, highest) coordinate per axis as float64 (NaN if any is NaN). NumPy
+    reduces an (N, 3) array along its long axis three values at a time; as rows of 3072
+    (1024 particles) the inner loop runs over 3072 values."""
+    xp = backend.array_module(positions)
+    if xp is not np or len(positions) < 2048:
+        return (backend.to_numpy(positions.min(axis=0)).astype(np.float64),
+                backend.to_numpy(positions.max(axis=0)).astype(np.float64))
+    whole = len(positions) // 1024 * 1024
+    rows, rest = positions[:whole].reshape(-1, 3 * 1024), positions[whole:]
+    low = np.minimum(rows.min(axis=0).reshape(-1, 3).min(axis=0), rest.min(axis=0, initial=np.inf))
+    high = np.maximum(rows.max(axis=0).reshape(-1, 3).max(axis=0), rest.max(axis=0, initial=-np.inf))
+    return low.astype(np.float64), high.astype(np.float64)
 
 
-def _unpack_fraction(planes, n):
-    planes = planes.reshape(4, n)
-    high = planes[3].astype(np.uint16)
-    return np.stack([planes[a].astype(np.uint16) | (((high >> (2 * a)) & 3) << 8) for a in range(3)], axis=1)
+def encode_here(positions, attributes=None, *, cell: float) -> bytes:
+    """``encode`` where the arrays are (a GPU bake's on the device: only the raw block
+    comes back); a device that cannot spare the encoder's memory (about 50 bytes a
+    particle) encodes a host copy instead: the same bytes, the bake goes on."""
+    try:
+        return encode(positions, attributes, cell=cell)
+    except Exception as e:  # noqa: BLE001 - only running out of device memory is handled
+        if backend.array_module(positions) is np or not is_out_of_memory(e):
+            raise
+    host = {name: backend.to_numpy(values) for name, values in (attributes or {}).items()}
+    return encode(backend.to_numpy(positions), host, cell=cell)
+
+
+def _quantize(positions, origin, cell, dims, key_type):
+    """(cell key, packed 10-bit fractions x | y << 10 | z << 20) of each particle: its
+    1/1024-cell steps from *origin* (float64: (p − origin) · 1024 / cell, floored)."""
+    xp = backend.array_module(positions)
+    steps = positions.astype(xp.float64)  # a copy (the caller's array is never changed)
+    steps -= origin
+    steps *= STEPS / cell
+    steps = xp.floor(steps, out=steps).astype(xp.int64)  # ≥ 0
+    cells = steps >> SUBCELL_BITS
+    key = ((cells[:, 2] * int(dims[1]) + cells[:, 1]) * int(dims[0]) + cells[:, 0]).astype(key_type)
+    fraction = (steps & (STEPS - 1)).astype(xp.uint32)
+    return key, fraction[:, 0] | (fraction[:, 1] << 10) | (fraction[:, 2] << 20)
+
+
+def _put_planes(raw, at, components) -> int:
+    """Write the byte planes of a column into *raw* from *at*: its *components* (1-D
+    arrays of one dtype) byte 0 of each in turn, then byte 1 of each, … (the layout of the
+    transposed column's bytes, plane after plane)."""
+    xp = backend.array_module(components[0])
+    width = components[0].dtype.itemsize
+    views = [xp.ascontiguousarray(c).view(xp.uint8) for c in components]  # little-endian: byte b at b
+    for b in range(width):
+        for view in views:
+            m = len(view) // width
+            raw[at:at + m] = view[b::width]
+            at += m
+    return at
+
+
+def _put_fraction(raw, at, fraction) -> int:
+    """The (N,) packed 10-bit fractions as 4 byte planes: the low 8 bits of x, of y, of z,
+    then the top 2 bits of all three in one byte (30 bits in 4 bytes; the low bytes are
+    noise, the last plane has 64 symbols that the entropy coder packs to ~6 bits).
+    Storing a uint32 into the uint8 block keeps its low byte."""
+    n = len(fraction)
+    raw[at:at + n] = fraction
+    raw[at + n:at + 2 * n] = fraction >> 10
+    raw[at + 2 * n:at + 3 * n] = fraction >> 20
+    raw[at + 3 * n:at + 4 * n] = ((fraction >> 8) & 3) | ((fraction >> 16) & 0xC) | ((fraction >> 24) & 0x30)
+    return at + 4 * n
 
 
 def _short_half(values):
@@ -163,20 +238,15 @@ def _short_half(values):
     return magnitude.view(xp.float16)
 
 
-def _shuffle(array) -> bytes:
-    """The array's bytes as planes: byte 0 of every value, then byte 1, …"""
-    xp = backend.array_module(array)
-    a = xp.ascontiguousarray(array)
-    planes = a.reshape(-1).view(xp.uint8).reshape(-1, a.dtype.itemsize).T
-    return backend.to_numpy(planes).tobytes()  # C order: plane after plane
-
-
-def _compress(raw: bytes, codec: int) -> bytes:
+def _compress(raw, codec: int) -> bytes:
     if codec == CODEC_ZSTD:
         zstd = _zstd()
         if zstd is None:
             raise VoxFXError("Zstandard compression asked for, but the 'zstandard' module is missing")
-        return zstd.ZstdCompressor(level=ZSTD_LEVEL).compress(raw)
+        # threads=-1: one worker per core. Zstandard's output does not depend on how many
+        # workers there are (only on there being some): a farm node writes the bytes a
+        # workstation does.
+        return zstd.ZstdCompressor(level=ZSTD_LEVEL, threads=-1).compress(raw)
     if codec == CODEC_ZLIB:
         return zlib.compress(raw, ZLIB_LEVEL)
     raise VoxFXError(f"Unknown compact frame codec {codec}")
@@ -184,8 +254,12 @@ def _compress(raw: bytes, codec: int) -> bytes:
 
 def write_points(path, positions, attributes=None, *, cell: float) -> Path:
     """Write one compact frame to *path* atomically (temp file, fsync, rename)."""
+    return write_encoded(path, encode(positions, attributes, cell=cell))
+
+
+def write_encoded(path, data: bytes) -> Path:
+    """Write the bytes of an encoded frame (``encode``) to *path* atomically."""
     path = Path(path)
-    data = encode(positions, attributes, cell=cell)
 
     def write(temporary):
         with open(temporary, "xb") as f:
@@ -202,21 +276,77 @@ def write_points(path, positions, attributes=None, *, cell: float) -> Path:
 # Reading
 
 
-def read_points(path):
+def read_points(path, *, vectors: bool = False):
     """(positions (N, 3) float32, {name: values}) of a compact frame; float attributes
-    come back as float32, (N, 3) columns as ``name_x/_y/_z`` like ``ply.read_points``."""
+    come back as float32, (N, 3) columns as ``name_x/_y/_z`` like ``ply.read_points``
+    (with *vectors*: as one (N, 3) array, what the frame loader hands Blender)."""
     path = Path(path)
     try:
         data = path.read_bytes()
     except OSError as e:
         raise VoxFXError(f"'{path.name}' cannot be read ({e.strerror or e})") from None
-    return decode(data, path.name)
+    return decode(data, path.name, vectors=vectors)
 
 
-def decode(data: bytes, name: str = "frame"):
+# Every half float as float32: a 256 KB table, faster than NumPy's own conversion.
+_HALF_TO_FLOAT = np.arange(1 << 16, dtype=np.uint16).view(np.float16).astype(np.float32)
+
+
+def decode(data: bytes, name: str = "frame", *, vectors: bool = False):
+    """``read_points`` of the bytes *data* (*name*: the file's, for the messages). The
+    work is per byte plane (one pass each), positions per cell where they can be: the
+    cell corners once per cell, the 1024 subcell offsets from a table."""
     def bad(why):
         return VoxFXError(f"'{name}' is not a readable VoxFX particle frame ({why})")
 
+    n, ncells, origin, cell, dims, columns, raw = _checked_block(data, bad)
+    block, at = np.frombuffer(raw, np.uint8), 0
+
+    def planes(width, count):
+        """The next *width* byte planes of *count* values, (width, count)."""
+        nonlocal at
+        at += width * count
+        return block[at - width * count:at].reshape(width, count)
+
+    keys = np.cumsum(_join(planes(8, ncells)[:, None], np.int64)[:, 0])
+    counts = _join(planes(4, ncells)[:, None], np.uint32)[:, 0].astype(np.int64)
+    dx, dy, dz = dims
+    if ncells and (keys[0] < 0 or (ncells > 1 and np.diff(keys).min() <= 0) or keys[-1] >= dx * dy * dz
+                   or counts.min() < 1 or int(counts.sum()) != n):
+        raise bad("its cell table is inconsistent")
+    fraction = planes(4, n)
+    if n and int(fraction[3].max()) >= 64:
+        raise bad("a subcell position is out of range")
+    rows, i = np.divmod(keys, dx)  # per cell, not per particle
+    k, j = np.divmod(rows, dy)
+    corner = (np.stack([i, j, k], axis=1) * cell + np.array(origin)).astype(np.float32)
+    offsets = (np.arange(STEPS, dtype=np.float32) + np.float32(0.5)) * np.float32(cell / STEPS)
+    positions = np.empty((n, 3), np.float32)
+    for a in range(3):  # step = low 8 bits | top 2 bits << 8; at the centre of its 1/1024 of the cell
+        step = ((fraction[3] >> (2 * a)) & 3).astype(np.uint16)
+        step <<= 8
+        step |= fraction[a]
+        np.add(np.repeat(corner[:, a], counts), offsets[step], out=positions[:, a])
+    out = {}
+    for cname, kind, comps in columns:
+        word = np.uint16 if kind == KIND_HALF else np.int32
+        width = np.dtype(word).itemsize
+        values = _join(planes(width, comps * n).reshape(width, comps, n), word)
+        if kind == KIND_HALF:
+            values = _HALF_TO_FLOAT[values]
+        if comps == 1:
+            out[cname] = values.reshape(n)
+        elif vectors and comps == 3:
+            out[cname] = values
+        else:
+            for c in range(comps):
+                out[f"{cname}_{'xyzw'[c]}"] = np.ascontiguousarray(values[:, c])
+    return positions, out
+
+
+def _checked_block(data, bad):
+    """(particles, cells, origin, cell size, cells per axis, columns, raw block) of a
+    frame whose header, sizes and checksum all check out; else ``bad(why)`` raised."""
     if len(data) < _HEADER.size or data[:8] != MAGIC:
         raise bad("no VoxFX particle header")
     (_, version, ncol, n, ncells, codec, _, raw_size, packed_size, crc,
@@ -233,46 +363,22 @@ def decode(data: bytes, name: str = "frame"):
     expected = 12 * ncells + 4 * n + sum((2 if k == KIND_HALF else 4) * c * n for _, k, c in columns)
     if raw_size != expected or raw_size > MAX_RATIO * max(packed_size, 1) + (1 << 20):
         raise bad(f"its counts ({n:,} particles, {ncells:,} cells) do not match its {raw_size:,} raw bytes")
-    raw = _decompress(data[offset:], codec, raw_size, bad)
+    raw = _decompress(memoryview(data)[offset:], codec, raw_size, bad)
     if len(raw) != raw_size or zlib.crc32(raw) & 0xFFFFFFFF != crc:
         raise bad("its data is damaged (checksum)")
-    view, at = memoryview(raw), 0
+    return n, ncells, (ox, oy, oz), cell, (dx, dy, dz), columns, raw
 
-    def take(dtype, count):
-        nonlocal at
-        size = np.dtype(dtype).itemsize * count
-        width = np.dtype(dtype).itemsize
-        planes = np.frombuffer(view[at:at + size], np.uint8).reshape(width, count)
-        at += size
-        word = np.dtype(f"<u{width}")
-        out = planes[0].astype(word)
-        for b in range(1, width):  # byte b of every value: faster than a strided transpose
-            out |= planes[b].astype(word) << np.array(8 * b, word)
-        return out.view(dtype)
 
-    keys = np.cumsum(take(np.int64, ncells))
-    counts = take(np.uint32, ncells).astype(np.int64)
-    if ncells and (keys[0] < 0 or (ncells > 1 and np.diff(keys).min() <= 0) or keys[-1] >= dx * dy * dz
-                   or counts.min() < 1 or int(counts.sum()) != n):
-        raise bad("its cell table is inconsistent")
-    if n and int(np.frombuffer(view[at + 3 * n:at + 4 * n], np.uint8).max()) >= 64:
-        raise bad("a subcell position is out of range")
-    fraction = _unpack_fraction(np.frombuffer(view[at:at + 4 * n], np.uint8), n)
-    at += 4 * n
-    ijk = np.stack([keys % dx, (keys // dx) % dy, keys // (dx * dy)], axis=1)  # per cell, not per particle
-    corner = (ijk * cell + np.array([ox, oy, oz])).astype(np.float32)
-    positions = np.repeat(corner, counts, axis=0)
-    positions += (fraction.astype(np.float32) + np.float32(0.5)) * np.float32(cell / STEPS)
-    out = {}
-    for cname, kind, comps in columns:
-        values = take(np.float16 if kind == KIND_HALF else np.int32, comps * n).reshape(comps, n).T
-        values = values.astype(np.float32) if kind == KIND_HALF else np.ascontiguousarray(values)
-        if comps == 1:
-            out[cname] = values[:, 0].copy()
-        else:
-            for c in range(comps):
-                out[f"{cname}_{'xyzw'[c]}"] = values[:, c].copy()
-    return positions, out
+def _join(planes, dtype):
+    """(N, k) values of *dtype* from their byte planes (width, k, N): each plane stored
+    into its byte of every value (little-endian), one strided pass per plane."""
+    width, k, n = planes.shape
+    out = np.empty((n, k), dtype)
+    view = out.view(np.uint8).reshape(n, k * width)
+    for b in range(width):
+        for c in range(k):
+            view[:, c * width + b] = planes[b, c]
+    return out
 
 
 def _columns(data, ncol, bad) -> list:
@@ -296,13 +402,13 @@ def _decompress(packed, codec, raw_size, bad) -> bytes:
         if zstd is None:
             raise bad("it is Zstandard-compressed and this Python has no 'zstandard' module")
         try:
-            return zstd.ZstdDecompressor().decompress(bytes(packed), max_output_size=raw_size)
+            return zstd.ZstdDecompressor().decompress(packed, max_output_size=raw_size)
         except zstd.ZstdError as e:
             raise bad(f"Zstandard: {e}") from None
     if codec == CODEC_ZLIB:
         d = zlib.decompressobj()
         try:
-            raw = d.decompress(bytes(packed), raw_size)
+            raw = d.decompress(packed, raw_size)
         except zlib.error as e:
             raise bad(f"zlib: {e}") from None
         if d.unconsumed_tail or not d.eof:

@@ -8,8 +8,9 @@ not fit, naming the frame count that would; the panels show the same numbers.
 The estimate is per frame from the bake's size (particles, cells, flakes, ground cells)
 times bytes per item measured on real frames (bench/cache_formats.py, README "Caches and
 disk"), rounded up, plus the checkpoints the cache keeps (every K-th frame and the newest,
-``cache.BakeCache``) and one frame of temporaries. Particle counts that grow during the
-bake (inflows) are not known beforehand: the line says "about".
+``cache.BakeCache``) and one frame of temporaries. A liquid's inflows add particles every
+frame (``kernels.flip.bodies.emission_per_frame``: what the emitter refills), up to a
+domain full of liquid: its frames and checkpoints grow frame by frame.
 
 ``free_bytes`` asks the operating system (``shutil.disk_usage`` of the nearest existing
 folder); the environment variable ``VOXFX_FREE_BYTES`` replaces the answer (a test hook,
@@ -25,6 +26,9 @@ import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Optional, Sequence
+
+import numpy as np
 
 from .cache_folder import CacheError
 
@@ -50,13 +54,17 @@ SNOW_STATE_WIND_CELL = 24.0  # airborne snow, u, v, w, p (measured 20.6)
 @dataclass
 class DiskPlan:
     """What a bake of *frames* frames will write: *per_frame* bytes each and
-    *per_checkpoint* bytes for each of the checkpoints it keeps."""
+    *per_checkpoint* bytes for each of the checkpoints it keeps; where frames grow
+    (inflows), *frame_sizes* and *checkpoint_sizes* give them frame by frame (then
+    *per_frame* is the first frame's)."""
 
     frames: int
     per_frame: float
     per_checkpoint: float
     checkpoint_every: int
     cache_format: str = "COMPACT"
+    frame_sizes: Optional[Sequence[float]] = None
+    checkpoint_sizes: Optional[Sequence[float]] = None
 
     def checkpoints(self, frames: int) -> int:
         """States kept for *frames* frames: every K-th (K = 0: none), the newest, one being written."""
@@ -66,8 +74,17 @@ class DiskPlan:
     def bytes_for(self, frames: int) -> int:
         if frames <= 0:
             return 0
-        total = (frames + 1) * self.per_frame + self.checkpoints(frames) * self.per_checkpoint
+        if self.frame_sizes is None:
+            total = (frames + 1) * self.per_frame + self.checkpoints(frames) * self.per_checkpoint
+        else:  # the frames so far, the largest once more (temporaries), checkpoints as large as the last
+            sizes = self.frame_sizes[:frames]
+            total = sum(sizes) + max(sizes) + self.checkpoints(frames) * self.checkpoint_sizes[frames - 1]
         return int(math.ceil(total * MARGIN))
+
+    @property
+    def last_frame(self) -> float:
+        """Bytes of the bake's largest (last) frame."""
+        return max(self.frame_sizes) if self.frame_sizes is not None else self.per_frame
 
     @property
     def total(self) -> int:
@@ -86,13 +103,32 @@ class DiskPlan:
 
 
 def liquid_plan(frames: int, particles: int, cache_format: str, checkpoint_every: int,
-                particles_per_cell: float = 8.0) -> DiskPlan:
-    """A liquid bake: *particles* (its start), about particles / *particles_per_cell* liquid cells."""
-    cells = particles / max(particles_per_cell, 1e-6)
+                particles_per_cell: float = 8.0, inflow: tuple = (0.0, 0.0), after: int = 0,
+                most: Optional[float] = None) -> DiskPlan:
+    """A liquid bake: *particles* (its start), about particles / *particles_per_cell* liquid
+    cells. *inflow*: (particles the inflows add each frame, particles of their first
+    fill) — the first frame shows the liquid as it starts, the second adds the fill, each
+    later one the rate (FlipBake.inflow_emission); *after*: frames of the bake already
+    done before these *frames* (a resumed bake has grown); *most*: particles of a
+    domain full of liquid, where growth stops."""
+    rate, fill = inflow
     fixed, per_cell, per_surface = LIQUID_VDB[cache_format]
-    per_frame = (PARTICLE_FILE + particles * LIQUID_PARTICLE[cache_format]
-                 + fixed + cells * per_cell + cells ** (2 / 3) * per_surface)
-    return DiskPlan(frames, per_frame, particles * LIQUID_STATE_PARTICLE, checkpoint_every, cache_format)
+
+    def frame_bytes(count):
+        cells = count / max(particles_per_cell, 1e-6)
+        return PARTICLE_FILE + count * LIQUID_PARTICLE[cache_format] + fixed + cells * per_cell + \
+            cells ** (2 / 3) * per_surface
+
+    if frames <= 0 or not (rate or fill):
+        return DiskPlan(frames, frame_bytes(particles), particles * LIQUID_STATE_PARTICLE, checkpoint_every,
+                        cache_format)
+    k = np.arange(after, after + frames, dtype=np.float64)  # frames since the first
+    count = particles + np.minimum(k, 1.0) * fill + np.maximum(k - 1.0, 0.0) * rate
+    if most is not None:
+        count = np.minimum(count, max(float(most), float(particles)))
+    sizes, states = frame_bytes(count), count * LIQUID_STATE_PARTICLE
+    return DiskPlan(frames, float(sizes[0]), float(states[0]), checkpoint_every, cache_format,
+                    sizes.tolist(), states.tolist())
 
 
 def snow_plan(frames: int, flakes: int, ground_cells: int, wind_cells: int, cache_format: str,
@@ -122,8 +158,10 @@ def format_bytes(n: float) -> str:
 
 def summary(plan: DiskPlan, free: int) -> str:
     """One line for a panel or the CLI: the estimate and the free space."""
+    growing = (f", growing to {format_bytes(plan.last_frame)} with the inflows"
+               if plan.last_frame > 1.05 * plan.per_frame else "")
     return (f"Disk: about {format_bytes(plan.total)} for {plan.frames} frames "
-            f"({format_bytes(plan.per_frame)} a frame); {format_bytes(free)} free")
+            f"({format_bytes(plan.per_frame)} a frame{growing}); {format_bytes(free)} free")
 
 
 def check(plan: DiskPlan, folder) -> int:
@@ -135,6 +173,8 @@ def check(plan: DiskPlan, folder) -> int:
     fit = plan.frames_that_fit(free)
     advice = f"{fit} frames would fit: shorten the frame range, " if fit else "not even one frame fits: "
     other = " or the Compact cache format" if plan.cache_format != "COMPACT" else ""
+    more = " and more" if plan.last_frame > 1.05 * plan.per_frame else ""
     raise CacheError(f"This bake needs about {format_bytes(plan.total)} ({plan.frames} frames of "
-                     f"{format_bytes(plan.per_frame)}) but the drive of '{folder}' has {format_bytes(free)} free; "
+                     f"{format_bytes(plan.per_frame)}{more}) but the drive of '{folder}' has "
+                     f"{format_bytes(free)} free; "
                      f"{advice}free space or choose another Cache Folder{other}")

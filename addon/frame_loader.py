@@ -178,8 +178,10 @@ def _load_points(mesh, path):
     if path is None:
         positions, columns = np.zeros((0, 3), np.float32), {}
     else:
-        reader = compact_points.read_points if path.suffix == compact_points.SUFFIX else ply.read_points
-        positions, columns = reader(path)
+        if path.suffix == compact_points.SUFFIX:  # vectors as (N, 3) arrays already: nothing to restack
+            positions, columns = compact_points.read_points(path, vectors=True)
+        else:
+            positions, columns = ply.read_points(path)
     attributes = _vectors_from_columns(columns)
     count = len(positions)
     if len(mesh.vertices) != count or len(mesh.edges) or len(mesh.polygons):

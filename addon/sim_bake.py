@@ -26,12 +26,13 @@ from __future__ import annotations
 from typing import Callable
 
 from .cache import BakeCache, ResumePlan, frame_ranges
+from .cache_writer import FrameWriter
 from .jobs import Kernel
 
 
 def simulate(cache: BakeCache, plan: ResumePlan, make_sim: Callable[..., object],
              advance: Callable[[object, int], object], writers: Callable[[object, object], dict], *,
-             first_frame_is_initial: bool):
+             first_frame_is_initial: bool, background: bool = True):
     """Job generator for the frames of *plan*; returns (frames written, the simulation).
 
     *make_sim(progress)* builds a fresh simulation in its initial state (arrays only);
@@ -39,14 +40,18 @@ def simulate(cache: BakeCache, plan: ResumePlan, make_sim: Callable[..., object]
     thread) and return either the progress line or a function ``step(progress) -> line``
     that does the stepping on arrays only (run as a ``Kernel``); *writers(sim, progress)*
     gives the frame's file writers (suffix → write(path)), its arrays computed when it is
-    called (in a ``Kernel`` too), the files written here.
+    called (in a ``Kernel`` too: a writer must not read the simulation itself, which has
+    moved on by the time it runs).
     With *first_frame_is_initial* the plan's first frame shows the initial state (the
     liquid); otherwise the first frame is already one frame of simulation (the snow).
+    With *background* the files are written on a writer thread while the next frame is
+    simulated (``cache_writer.FrameWriter``: one frame in flight, recorded in order); the
+    frames are all recorded when this returns, and a cancel or error waits for the frame
+    in flight.
     """
     if not plan.todo:
         sim = yield Kernel(make_sim, "setting up", 0.0, 1.0)
         return [], sim
-    todo = set(plan.todo)
     sim, at = None, None
     for frame, state in cache.states(plan, before=plan.todo[0]):
         candidate = yield Kernel(make_sim, "setting up", 0.0, 0.0)
@@ -58,6 +63,25 @@ def simulate(cache: BakeCache, plan: ResumePlan, make_sim: Callable[..., object]
             continue
         sim, at = candidate, frame
         break
+    writer = FrameWriter(cache) if background else None
+    write = writer.write if writer is not None else cache.write_frame
+    try:
+        written, sim = yield from _frames(cache, plan, sim, at, make_sim, advance, writers, write,
+                                          first_frame_is_initial)
+        if writer is not None:
+            writer.wait()  # the last frame recorded (or its error raised) before the bake ends
+    finally:
+        if writer is not None:
+            error = writer.close()  # a cancel or failure above: the frame in flight still ends whole
+            if error is not None:
+                cache.note(f"Writing the last frame failed too: {error}")
+    return written, sim
+
+
+def _frames(cache, plan, sim, at, make_sim, advance, writers, write, first_frame_is_initial):
+    """``simulate``'s frame loop from the restored simulation (None: a fresh one); returns
+    (frames written, the simulation). *write(frame, files, state)* records a frame."""
+    todo = set(plan.todo)
     written = []
     if sim is None:
         if plan.todo[0] > plan.start:
@@ -70,7 +94,7 @@ def simulate(cache: BakeCache, plan: ResumePlan, make_sim: Callable[..., object]
             if plan.start in todo:
                 files, state = yield Kernel(lambda progress: (writers(sim, progress), sim.checkpoint()),
                                             f"frame {plan.start}: output", 0.0, 0.0)
-                cache.write_frame(plan.start, files, state=state)
+                write(plan.start, files, state)
                 written.append(plan.start)
                 yield 1 / max(1, plan.last_todo - plan.start + 1), f"frame {plan.start}: initial state"
     last = plan.last_todo
@@ -82,7 +106,7 @@ def simulate(cache: BakeCache, plan: ResumePlan, make_sim: Callable[..., object]
         if frame in todo:  # a complete frame only: a cancel above leaves the cache as it was
             files, state = yield Kernel(lambda progress: (writers(sim, progress), sim.checkpoint()),
                                         f"frame {frame}: output", a + 0.9 * (b - a), b)
-            cache.write_frame(frame, files, state=state)
+            write(frame, files, state)
             written.append(frame)
         yield b, message
     return written, sim

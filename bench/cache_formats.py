@@ -68,12 +68,19 @@ def tiled(positions, velocity, count, cell, seed=0):
 
 
 def timed(fn, repeat):
-    times = []
+    """(median wall ms, the last value); ``timed_cpu`` also gives the median CPU ms of the
+    process (all threads): on a shared machine the wall time is what the others left."""
+    return timed_cpu(fn, repeat)[::2]
+
+
+def timed_cpu(fn, repeat):
+    walls, cpus = [], []
     for _ in range(repeat):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         out = fn()
-        times.append(1000 * (time.perf_counter() - t))
-    return statistics.median(times), out
+        walls.append(1000 * (time.perf_counter() - t))
+        cpus.append(1000 * (time.process_time() - c))
+    return statistics.median(walls), statistics.median(cpus), out
 
 
 def write_frame(path, codec, pos, vel, size, cell, device=False):
@@ -123,16 +130,57 @@ def bench_particles(pos, vel, cell, folder, repeat):
         path = folder / f"frame{suffix}"
         read = ply.read_points if codec is None else compact_points.read_points
         arrays = device if label.endswith("GPU") else (pos, vel, size)
-        write_ms, _ = timed(lambda: write_frame(path, codec, *arrays, cell, arrays is device), repeat)  # noqa: B023
-        read_ms, _ = timed(lambda: read(path), repeat)  # noqa: B023  (called here, in this iteration)
+        write_ms, write_cpu, _ = timed_cpu(lambda: write_frame(path, codec, *arrays, cell, arrays is device),  # noqa: B023
+                                           repeat)
+        read_ms, read_cpu, _ = timed_cpu(lambda: read(path), repeat)  # noqa: B023  (called here, in this iteration)
         mesh = bpy.data.meshes.new(f"bench {label}")
         first_ms, _ = timed(lambda: frame_loader._load_points(mesh, path), 1)  # noqa: B023  (sizes the mesh)
         load_ms, _ = timed(lambda: frame_loader._load_points(mesh, path), repeat)  # noqa: B023
         assert len(mesh.vertices) == n
         bpy.data.meshes.remove(mesh)
-        rows.append((label, path.stat().st_size / n, write_ms, read_ms, first_ms, load_ms))
+        rows.append((label, path.stat().st_size / n, write_ms, write_cpu, read_ms, read_cpu, first_ms, load_ms))
         path.unlink()
     return rows
+
+
+BAKE_FRAMES = 4
+STEP_SECONDS = 2.0  # a GPU step of an 8M-particle liquid is of this order (bench/flip.py)
+
+
+def bench_bake_loop(pos, vel, cell, folder, background):
+    """Seconds for BAKE_FRAMES frames through the real cache and frame loop
+    (``sim_bake.simulate``): each step waits STEP_SECONDS without the CPU (a GPU step),
+    each frame a compact particle file and its checkpoint; the files written inline or on
+    the writer thread while the next frame steps."""
+    from voxfx.addon import compact_points, sim_bake
+    from voxfx.addon.cache import BakeCache
+    from voxfx.addon.jobs import run_inline
+
+    size = np.full(len(pos), 0.25 * cell, np.float32)
+
+    class Frames:
+        def __init__(self, progress=None):
+            self.frame = 0
+
+        def checkpoint(self):
+            return {"frame": np.int64(self.frame)}
+
+    def advance(sim, frame):
+        time.sleep(STEP_SECONDS)
+        sim.frame = frame
+        return ""
+
+    def writers(sim, progress=None):
+        return {".vxp": lambda p: compact_points.write_points(p, pos, {"velocity": vel, "size": size}, cell=cell)}
+
+    cache = BakeCache(folder, "liquid", kind="flip")
+    plan = cache.begin({"bench": 1}, 1, BAKE_FRAMES)
+    t = time.perf_counter()
+    run_inline(sim_bake.simulate(cache, plan, Frames, advance, writers, first_frame_is_initial=False,
+                                 background=background))
+    seconds = time.perf_counter() - t
+    cache.free()
+    return seconds
 
 
 def bench_volumes(spec, arrays, folder):
@@ -154,6 +202,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--counts", type=float, nargs="+", default=[1e6, 8e6])
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--bake", action="store_true", help="also time a bake's frame loop, files written inline "
+                        "and on the writer thread (sim_bake.simulate)")
     args = parser.parse_args()
     import bpy  # noqa: F401  (the frame loader's mesh)
 
@@ -164,12 +214,19 @@ def main():
         folder = Path(tmp)
         for label, size, active in bench_volumes(spec, arrays, folder):
             print(f"VDB {label:5s}: {size:,} bytes, {active:,} active voxels, {size / active:.2f} bytes/active voxel")
-        print(f"{'particles':>10s} {'format':14s} {'B/particle':>10s} {'write ms':>9s} {'read ms':>8s} "
-              f"{'load ms (first)':>15s} {'load ms':>8s}")
+        print(f"{'particles':>10s} {'format':16s} {'B/particle':>10s} {'write ms':>9s} {'(CPU)':>6s} {'read ms':>8s} "
+              f"{'(CPU)':>6s} {'load ms (first)':>15s} {'load ms':>8s}")
         for count in args.counts:
             pos, vel = tiled(arrays["position"], arrays["velocity"], int(count), spec.voxel_size)
-            for label, bpp, w, r, first, ld in bench_particles(pos, vel, spec.voxel_size, folder, args.repeat):
-                print(f"{len(pos):>10,d} {label:14s} {bpp:10.2f} {w:9.0f} {r:8.0f} {first:15.0f} {ld:8.0f}")
+            for label, bpp, w, wc, r, rc, first, ld in bench_particles(pos, vel, spec.voxel_size, folder,
+                                                                       args.repeat):
+                print(f"{len(pos):>10,d} {label:16s} {bpp:10.2f} {w:9.0f} {wc:6.0f} {r:8.0f} {rc:6.0f} {first:15.0f} "
+                      f"{ld:8.0f}")
+            if args.bake:
+                for background in (False, True):
+                    seconds = bench_bake_loop(pos, vel, spec.voxel_size, folder / f"bake{background}", background)
+                    print(f"{len(pos):>10,d} bake loop, {BAKE_FRAMES} frames of a {STEP_SECONDS:.1f} s step, files "
+                          f"{'on the writer thread' if background else 'written inline'}: {seconds:.2f} s")
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ from mathutils import Vector
 from ...kernels import backend
 from ...kernels.errors import InputError
 from ...kernels.flip.bake import FlipBake, frame_arrays
-from ...kernels.flip.bodies import Body
+from ...kernels.flip.bodies import Body, emission_per_frame
 from ...kernels.flip.grid import FlipSettings
 from ...kernels.settings import from_source
 from ...kernels.grid import GridSpec
@@ -60,7 +60,24 @@ def disk_estimate(scene):
     hi = np.minimum(corners.max(axis=0), spec.upper)
     approx = int(f.particles_per_cell * np.prod(np.clip((hi - lo) / spec.voxel_size, 1, None)))
     return disk_plan.liquid_plan(scene.frame_end - scene.frame_start + 1, approx, scene.voxfx.cache_format,
-                                 scene.voxfx.checkpoint_every, f.particles_per_cell)
+                                 scene.voxfx.checkpoint_every, f.particles_per_cell, box_inflows(scene, spec, f),
+                                 most=spec.voxel_count * f.particles_per_cell)
+
+
+def box_inflows(scene, spec, f) -> tuple[float, int]:
+    """``FlipBake.inflow_emission`` with each inflow's bounding box (in the domain) for its
+    cells: (particles added per frame, at the first fill)."""
+    gravity = kernel_settings(f, scene).gravity
+    fps = scene.render.fps / scene.render.fps_base
+    rate, fill = 0.0, 0
+    for obj in role_objects(scene, "INFLOW"):
+        corners = np.array([obj.matrix_world @ Vector(c) for c in obj.bound_box])
+        lo, hi = np.maximum(corners.min(axis=0), spec.origin), np.minimum(corners.max(axis=0), spec.upper)
+        x, y, z = np.ceil(np.clip((hi - lo) / spec.voxel_size, 0, None)).astype(int).tolist()
+        rate += emission_per_frame(x * y * z, (y * z, x * z, x * y), tuple(obj.voxfx_flip.initial_velocity), gravity,
+                                   fps, spec.voxel_size, f.particles_per_cell)
+        fill += x * y * z * f.particles_per_cell
+    return rate, fill
 
 
 def kernel_settings(f, scene) -> FlipSettings:
@@ -135,11 +152,18 @@ def frame_writers(sim, spec, progress=None, compact=False):
 def writers_of(arrays, spec, compact=False):
     """The files of one liquid frame (suffix → write(path)) from its arrays; *compact*:
     the particles as a compact frame (``compact_points``) on the liquid's cells and the
-    grids as half floats (the level set within 1/1000 of a cell), else PLY and float grids."""
+    grids as half floats (the level set within 1/1000 of a cell), else PLY and float grids.
+    Particles still on the GPU (``FlipBake(particles_on_device=True)``) are encoded here,
+    on the device, before the next step moves them; NumPy copies when their file is written."""
     points = {"velocity": arrays["velocity"], "size": arrays["size"]}
-    particles = ({compact_points.SUFFIX: lambda p: compact_points.write_points(p, arrays["position"], points,
-                                                                              cell=spec.voxel_size)}
-                 if compact else {".ply": lambda p: write_points(p, arrays["position"], points)})
+    if compact and backend.array_module(arrays["position"]) is not np:
+        encoded = compact_points.encode_here(arrays["position"], points, cell=spec.voxel_size)
+        particles = {compact_points.SUFFIX: lambda p: compact_points.write_encoded(p, encoded)}
+    elif compact:
+        particles = {compact_points.SUFFIX: lambda p: compact_points.write_points(p, arrays["position"], points,
+                                                                                 cell=spec.voxel_size)}
+    else:
+        particles = {".ply": lambda p: write_points(p, arrays["position"], points)}
     return {
         **particles,
         ".vdb": lambda p: writeback.write_vdb(p, {"surface": arrays["surface"], "velocity": arrays["cell_velocity"]},
@@ -235,9 +259,6 @@ def _flip_job(context, f, cache_dir, frame_start, frame_end, resume):
            "velocity": velocity}
     compact = cache.choose_format(key, scene.voxfx.cache_format, resume, "liquid")
     plan = cache.begin(key, frame_start, frame_end, resume=resume)
-    disk = disk_plan.liquid_plan(len(plan.todo), approx, scene.voxfx.cache_format, scene.voxfx.checkpoint_every,
-                                 f.particles_per_cell)
-    yield 0.0, disk_plan.summary(disk, disk_plan.check(disk, folder))  # refuses when it cannot fit
     xp = backend.xp()
     moving = [o for o in obstacles + inflows + outflows if _is_animated(o)]
     obstacles_move = any(o in moving for o in obstacles)
@@ -248,7 +269,13 @@ def _flip_job(context, f, cache_dir, frame_start, frame_end, resume):
                     initial_velocity=velocity, obstacle_names=[o.name for o in obstacles],
                     inflows=[(o.name, start[o.name]) for o in inflows],
                     outflows=[(o.name, start[o.name]) for o in outflows], obstacles_move=obstacles_move,
-                    ports_move=ports_move, frame_end=frame_end, kept_in=str(folder))
+                    ports_move=ports_move, frame_end=frame_end, kept_in=str(folder), particles_on_device=compact)
+    inflow_velocity = {o.name: tuple(o.voxfx_flip.initial_velocity) for o in inflows}
+    disk = disk_plan.liquid_plan(len(plan.todo), approx, scene.voxfx.cache_format, scene.voxfx.checkpoint_every,
+                                 f.particles_per_cell, bake.inflow_emission(inflow_velocity),
+                                 after=plan.todo[0] - frame_start if plan.todo else 0,
+                                 most=spec.voxel_count * f.particles_per_cell)
+    yield 0.0, disk_plan.summary(disk, disk_plan.check(disk, folder))  # refuses when it cannot fit
     poses = Poses(context, (obstacles if obstacles_move else []) + (inflows + outflows if ports_move else []))
 
     def scene_inputs(frame):

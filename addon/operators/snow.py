@@ -18,7 +18,7 @@ from ...kernels.snow import plan as snow_plan
 from ...kernels.snow.cover import cover_max_slope, cover_mesh
 from ...kernels.snow.domain import SnowDomain, SnowSettings
 from .. import compact_points, disk_plan, frame_loader, materials, node_setups, scene_io, sim_bake, writeback
-from ..cache import BakeCache, blend_name, resolve_folder
+from ..cache import on_main_thread, BakeCache, blend_name, resolve_folder
 from ..jobs import BakeResult, JobOperator, keep_frame_on_abort
 from .cache import free_bake
 from ..ply import write_points
@@ -131,13 +131,18 @@ def frame_writers(arrays, domain, compact=False):
     the depth grid as half floats (±0.05 %; the EXR keeps full floats)."""
     flakes, depth = arrays["flakes"], arrays["depth"]
     others = {k: v for k, v in flakes.items() if k != "position"}
-    points = ({compact_points.SUFFIX: lambda p: compact_points.write_points(p, flakes["position"], others,
-                                                                           cell=FLAKE_CELL)}
-              if compact else {".ply": lambda p: write_points(p, flakes["position"], others)})
+    if compact and backend.array_module(flakes["position"]) is not np:  # on the GPU: encoded there, now
+        encoded = compact_points.encode_here(flakes["position"], others, cell=FLAKE_CELL)
+        points = {compact_points.SUFFIX: lambda p: compact_points.write_encoded(p, encoded)}
+    elif compact:
+        points = {compact_points.SUFFIX: lambda p: compact_points.write_points(p, flakes["position"], others,
+                                                                              cell=FLAKE_CELL)}
+    else:
+        points = {".ply": lambda p: write_points(p, flakes["position"], others)}
     return {
         **points,
         ".vdb": lambda p: writeback.write_vdb(p, {"depth": depth[None]}, depth_spec(domain), half=compact),
-        ".exr": lambda p: write_exr(p, depth),
+        ".exr": on_main_thread(lambda p: write_exr(p, depth)),  # bpy.data.images: never on a writer thread
     }
 
 
@@ -210,7 +215,7 @@ def _snow_job(context, s, cache_dir, frame_start, frame_end, resume):
     yield 0.0, disk_plan.summary(disk, disk_plan.check(disk, folder))  # refuses when it cannot fit
     bake = SnowBake(domain, settings, (soup.vertices, soup.triangles),
                     (obstacles.vertices, obstacles.triangles) if obstacles else None, xp=backend.xp(), fps=fps,
-                    substeps=s.substeps, frame_end=frame_end)
+                    substeps=s.substeps, frame_end=frame_end, particles_on_device=compact)
     written, sim = yield from sim_bake.run(cache, plan, bake, lambda arrays: frame_writers(arrays, domain, compact))
     attach_outputs(cache, sim.terrain_host(), domain, settings.repose_angle,
                    compact_points.SUFFIX if compact else ".ply")

@@ -22,20 +22,28 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import backend
 from ..errors import InputError
 from . import bodies, sparse_bodies
 from .sim import FlipSimulation, SimulationError
 from .surface import WALL_CELLS
 
 
-def frame_arrays(sim, spec, progress=None) -> dict:
+def frame_arrays(sim, spec, progress=None, particles_on_device=False) -> dict:
     """The arrays of one liquid frame: particles (position, velocity, display size), the
     level set closed against the walls over ``surface_spec`` (WALL_CELLS beyond the
-    domain) and the cell velocity on the same grid."""
-    parts = sim.particles_host()
+    domain) and the cell velocity on the same grid; all NumPy, but with
+    *particles_on_device* on a GPU the particles stay the simulation's own CuPy arrays
+    (a compact frame is encoded there and only its bytes come back: write them before
+    the next step moves the particles)."""
+    xp = backend.array_module(sim.pos)
+    if particles_on_device and xp is not np:
+        parts = {"position": sim.pos, "velocity": sim.vel}
+    else:
+        parts, xp = sim.particles_host(), np
     phi = sim.level_set(progress)
     vel = sim.cell_velocity(padding=WALL_CELLS)
-    size = np.full(len(parts["position"]), 0.25 * spec.voxel_size, np.float32)
+    size = xp.full(len(parts["position"]), 0.25 * spec.voxel_size, xp.float32)
     return {"position": parts["position"], "velocity": parts["velocity"], "size": size, "surface": phi,
             "cell_velocity": vel, "surface_spec": sim.surface_spec}
 
@@ -47,11 +55,12 @@ class FlipBake:
 
     def __init__(self, spec, settings, liquid, obstacle=None, *, xp, fps: float, initial_velocity=(0.0, 0.0, 0.0),
                  obstacle_names=(), inflows=(), outflows=(), obstacles_move=False, ports_move=False,
-                 frame_end=None, kept_in=None):
+                 frame_end=None, kept_in=None, particles_on_device=False):
         """*liquid*, *obstacle*: (vertices, triangles) or None; *inflows*: (name, body at
         the first frame) pairs, *outflows* likewise; *obstacles_move* / *ports_move*: the
         obstacles / the inflows and outflows get their bodies per frame (``step``'s
-        poses); *frame_end* and *kept_in* (the cache folder) only word the messages."""
+        poses); *frame_end* and *kept_in* (the cache folder) only word the messages;
+        *particles_on_device*: ``outputs`` leaves the particles on the GPU (``frame_arrays``)."""
         self.spec, self.settings, self.xp, self.fps = spec, settings, xp, float(fps)
         self.liquid, self.obstacle = liquid, obstacle
         self.initial_velocity = tuple(initial_velocity)
@@ -60,6 +69,7 @@ class FlipBake:
         self.outflow_names = [name for name, _ in outflows]
         self.obstacles_move, self.ports_move = bool(obstacles_move), bool(ports_move)
         self.frame_end, self.kept_in = frame_end, kept_in
+        self.particles_on_device = bool(particles_on_device)
         self.sparse = bool(getattr(settings, "sparse", False))
         self.static_inflow = [(name, self.cells(body)) for name, body in inflows]
         self.static_outflow = self.cells_of_all([body for _, body in outflows])
@@ -74,6 +84,19 @@ class FlipBake:
     def cells_of_all(self, bodies_):
         xp = self.xp
         return xp.concatenate([self.cells(b).astype(xp.int64) for b in bodies_] or [xp.zeros((0, 3), xp.int64)])
+
+    def inflow_emission(self, velocities=None) -> tuple[float, int]:
+        """About how many particles the inflows add: (per frame in steady flow, at their
+        first fill), from their cells at the first frame and *velocities* (m/s, by name)
+        — for the disk estimate (``bodies.emission_per_frame``)."""
+        velocities, s = velocities or {}, self.settings
+        rate, fill = 0.0, 0
+        for name, cells in self.static_inflow:
+            count, seen = bodies.footprint(backend.to_numpy(cells))
+            rate += bodies.emission_per_frame(count, seen, velocities.get(name, (0.0, 0.0, 0.0)), s.gravity,
+                                              self.fps, self.spec.voxel_size, s.particles_per_cell)
+            fill += count * s.particles_per_cell
+        return rate, fill
 
     @property
     def moving(self) -> list:
@@ -125,7 +148,7 @@ class FlipBake:
         return sim.substep_summary()
 
     def outputs(self, sim, progress=None) -> dict:
-        return frame_arrays(sim, self.spec, progress)
+        return frame_arrays(sim, self.spec, progress, self.particles_on_device)
 
     def frames(self, start: int, end: int, poses=None, velocities=None, progress=None):
         """(frame, simulation) for frames start..end, the first the initial state;

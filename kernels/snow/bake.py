@@ -17,6 +17,8 @@ checkpoints, cancel).
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..progress import scaled
 from .sim import SnowSimulation
 
@@ -27,10 +29,12 @@ class SnowBake:
     first_frame_is_initial = False  # the first frame is one frame of snowfall already
 
     def __init__(self, domain, settings, receivers, obstacles=None, *, xp, fps: float, substeps: int,
-                 frame_end=None):
+                 frame_end=None, particles_on_device=False):
         """*receivers*, *obstacles*: (vertices, triangles) or None; *frame_end* only words
-        the progress line."""
+        the progress line; *particles_on_device*: on a GPU, ``outputs`` leaves the flakes
+        there (a compact frame is encoded on the device; write it before the next step)."""
         self.domain, self.settings, self.xp = domain, settings, xp
+        self.particles_on_device = bool(particles_on_device) and xp is not np
         self.receivers, self.obstacles = receivers, obstacles
         self.substeps = int(substeps)
         self.dt = 1.0 / fps / substeps
@@ -47,7 +51,7 @@ class SnowBake:
         return f"frame {frame}/{self.frame_end}: {sim.summary()}"
 
     def outputs(self, sim, progress=None) -> dict:
-        return {"flakes": sim.flakes_host(), "depth": sim.snow_host()}
+        return {"flakes": sim.flakes_arrays(on_device=self.particles_on_device), "depth": sim.snow_host()}
 
     def frames(self, start: int, end: int, progress=None):
         """(frame, simulation) for frames start..end, each one frame of snowfall."""

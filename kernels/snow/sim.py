@@ -131,13 +131,20 @@ class SnowSimulation:
     # ------------------------------------------------------------------ outputs
     def flakes_host(self) -> dict:
         """Per-flake arrays for the flakes point cloud (NumPy)."""
+        return self.flakes_arrays(on_device=False)
+
+    def flakes_arrays(self, on_device: bool = False) -> dict:
+        """``flakes_host``; with *on_device* on a GPU, the arrays where the simulation keeps
+        them (position and velocity its own: use them before the next step)."""
         f = self.flakes
         vmax, radius, omega = parameters_of(f, self.settings, self.domain)
-        size = (0.002 + 0.002 * (backend.to_numpy(vmax) - 0.5)).astype(np.float32)  # faster flakes are larger
-        return {"position": backend.to_numpy(f.pos).astype(np.float32),
-                "velocity": backend.to_numpy(f.vel).astype(np.float32),
+        xp = self.xp if on_device else np
+        to = (lambda a: a) if on_device else backend.to_numpy
+        size = (0.002 + 0.002 * (to(vmax) - 0.5)).astype(xp.float32)  # faster flakes are larger
+        return {"position": to(f.pos).astype(xp.float32, copy=not on_device),
+                "velocity": to(f.vel).astype(xp.float32, copy=not on_device),
                 "size": size,
-                "spin": backend.to_numpy(omega).astype(np.float32)}
+                "spin": to(omega).astype(xp.float32)}
 
     def snow_host(self):
         return backend.to_numpy(self.snow).astype(np.float32)

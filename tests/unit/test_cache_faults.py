@@ -49,8 +49,11 @@ def advance(sim, frame):
 
 
 def writers(sim, progress=None):
-    return {".ply": lambda p: Path(p).write_bytes(sim.x.astype("<f8").tobytes()),
-            ".vdb": lambda p: Path(p).write_bytes(b"frames=%d" % sim.frames)}
+    """The frame's files from its values now (the frame is written while the next one is
+    simulated: ``sim_bake.simulate``'s contract)."""
+    x, frames = sim.x.astype("<f8").tobytes(), sim.frames
+    return {".ply": lambda p: Path(p).write_bytes(x),
+            ".vdb": lambda p: Path(p).write_bytes(b"frames=%d" % frames)}
 
 
 def bake(folder, first_frame_is_initial=False):

@@ -58,6 +58,44 @@ def test_huge_velocities_stay_finite_and_empty_frames_round_trip():
     assert got.shape == (0, 3) and cols["velocity_x"].shape == (0,)
 
 
+def test_quantizing_in_chunks_writes_the_bytes_of_one_pass(monkeypatch):
+    """The CPU encoder quantizes CHUNK particles at a time; the frame is the one a single
+    pass over all particles gives (what the CuPy path does), bit for bit."""
+    pos, vel, ids, cell = _frame(3 * cp.CHUNK + 17, seed=4)
+    chunked = cp.encode(pos, {"velocity": vel, "id": ids}, cell=cell)
+    monkeypatch.setattr(cp, "CHUNK", 1 << 40)
+    assert cp.encode(pos, {"velocity": vel, "id": ids}, cell=cell) == chunked
+
+
+def test_vectors_come_back_as_one_array_equal_to_their_split_columns():
+    pos, vel, ids, cell = _frame(4000, seed=5)
+    four = np.repeat(vel[:, :1], 4, axis=1)  # a 4-component column stays split
+    data = cp.encode(pos, {"velocity": vel, "id": ids, "q": four}, cell=cell)
+    got, split = cp.decode(data)
+    got_v, joined = cp.decode(data, vectors=True)
+    assert np.array_equal(got, got_v)
+    assert joined["velocity"].shape == (4000, 3) and joined["velocity"].flags.c_contiguous
+    assert np.array_equal(joined["velocity"], np.stack([split[f"velocity_{a}"] for a in "xyz"], axis=1))
+    assert np.array_equal(joined["id"], split["id"]) and {"q_x", "q_w"} <= set(joined)
+
+
+def test_encode_here_on_the_host_is_encode_and_a_host_memory_error_is_not_swallowed(monkeypatch):
+    pos, vel, ids, cell = _frame(500, seed=6)
+    assert cp.encode_here(pos, {"velocity": vel}, cell=cell) == cp.encode(pos, {"velocity": vel}, cell=cell)
+
+    def no_memory(*args, **kwargs):
+        raise MemoryError("injected")
+
+    monkeypatch.setattr(cp, "_quantize", no_memory)
+    with pytest.raises(MemoryError, match="injected"):
+        cp.encode_here(pos, {"velocity": vel}, cell=cell)
+
+
+def test_particles_at_infinity_are_refused_like_nan():
+    with pytest.raises(VoxFXError, match="not finite"):
+        cp.encode(np.array([[0.0, 1.0, 0.0], [np.inf, 0.0, 0.0]], np.float32), None, cell=0.1)
+
+
 def test_non_finite_positions_are_refused_with_a_clear_error():
     with pytest.raises(VoxFXError, match="not finite"):
         cp.encode(np.array([[0.0, np.nan, 0.0]]), None, cell=0.1)

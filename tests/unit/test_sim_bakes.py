@@ -57,6 +57,29 @@ def test_flip_bake_frames_are_the_steps_with_inflow_and_outflow():
     assert arrays["surface"].shape == arrays["cell_velocity"].shape[:3]
 
 
+def test_particles_on_device_are_still_copies_on_the_cpu():
+    """Asked to leave the particles on the device, a NumPy bake still hands out copies:
+    its frame may be written while the next step moves the particles."""
+    spec, (v, t) = water()
+    bake = FlipBake(spec, FlipSettings(), (v, t), xp=np, fps=FPS, particles_on_device=True)
+    sim = bake.new_simulation()
+    arrays = bake.outputs(sim)
+    assert isinstance(arrays["position"], np.ndarray) and not np.shares_memory(arrays["position"], sim.pos)
+    assert not np.shares_memory(arrays["velocity"], sim.vel)
+    assert np.array_equal(arrays["position"], sim.particles_host()["position"])
+
+
+def test_snow_flakes_on_device_are_still_copies_on_the_cpu():
+    v, t = box((0, 0, -1), (16, 16, 0))
+    domain = SnowDomain.from_box((0, 0, 0), (16, 16, 8), wind_cells_xy=16, ground_vertices_xy=33)
+    settings = SnowSettings(initial_depth=0.0, flake_count=500, wind_speed=2.0, seed=3)
+    bake = SnowBake(domain, settings, (v, t), xp=np, fps=FPS, substeps=1, particles_on_device=True)
+    sim = bake.new_simulation()
+    flakes = bake.outputs(sim)["flakes"]
+    assert not np.shares_memory(flakes["position"], sim.flakes.pos)
+    assert all(np.array_equal(flakes[k], v) for k, v in sim.flakes_host().items())
+
+
 def test_flip_bake_step_reports_a_blown_up_liquid_in_one_line():
     spec, (v, t) = water()
     bake = FlipBake(spec, FlipSettings(), (v, t), xp=np, fps=FPS, frame_end=5, kept_in="/tmp/cache")

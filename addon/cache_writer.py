@@ -1,0 +1,74 @@
+"""A bake's frames written on a thread of their own, one frame in flight.
+
+Writing an 8M-particle liquid frame (compress, fsync, the VDB, the checkpoint) takes
+seconds of CPU; the simulation's next frame needs none of it. ``FrameWriter.write``
+therefore returns as soon as the frame is handed over, and the bake steps the next frame
+while a thread finishes this one (``BakeCache.finish_frame``). The order of issue 21 is
+kept, because it is the cache's own: a frame's files are made durable, then its state,
+and only then is it recorded in the manifest. Frames are written one after another, in
+order: ``write`` first waits for the frame before (the queue holds one frame), so the
+manifest never records frame N + 1 before frame N and a kill at any instant loses at
+most the frames not yet recorded, which the next Bake re-bakes.
+
+Writers that use ``bpy`` (marked ``cache.on_main_thread``) run in ``write``, on the
+bake's thread (``BakeCache.start_frame``). An error in the writer thread (a full disk:
+the cache's one-line ``CacheError``) is raised on the bake's thread, by the next
+``write`` or by ``wait``. ``close`` waits for the frame in flight whatever happens, so a
+cancelled or failed bake never leaves a thread writing behind it.
+
+The frame handed over must not change afterwards: its writers' arrays are the frame's
+own (``kernels.flip.bake.frame_arrays`` and the snow's outputs are copies; device
+arrays are encoded before the hand-over), and checkpoints are copies
+(``checkpoint()``).
+
+No ``bpy`` here.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Callable, Mapping, Optional
+
+from .cache import BakeCache
+
+
+class FrameWriter:
+    """Writes the frames of one *cache* in order, each on a thread, one in flight."""
+
+    def __init__(self, cache: BakeCache):
+        self.cache = cache
+        self._thread: Optional[threading.Thread] = None
+        self._error: Optional[BaseException] = None
+
+    def write(self, frame: int, writers: Mapping[str, Callable[[str], None]], state: Mapping | None = None):
+        """Hand frame *frame* over (``BakeCache.write_frame``'s arguments): wait for the
+        frame before (raising its error), run the writers that need this thread, and
+        finish the frame on a writer thread."""
+        self.wait()
+        pending = self.cache.start_frame(frame, writers)
+        self._thread = threading.Thread(target=self._finish, args=(pending, state), name=f"voxfx-frame-{frame}")
+        self._thread.start()
+
+    def _finish(self, pending, state) -> None:
+        try:
+            self.cache.finish_frame(pending, state)
+        except BaseException as e:  # noqa: BLE001 - raised on the bake's thread by wait()
+            self._error = e
+
+    def wait(self) -> None:
+        """Block until the frame in flight is recorded; raise its error here."""
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        error, self._error = self._error, None
+        if error is not None:
+            raise error
+
+    def close(self) -> Optional[BaseException]:
+        """Wait for the frame in flight without raising (the bake is already ending, with
+        an error or a cancel of its own); its error, if it had one, is returned."""
+        try:
+            self.wait()
+        except BaseException as e:  # noqa: BLE001 - handed to the caller
+            return e
+        return None

@@ -1,0 +1,188 @@
+"""Frames written on a writer thread (addon/cache_writer.py) while the bake simulates the
+next frame: the writing really overlaps the next step, frames are recorded in order,
+bpy writers stay on the bake's thread, a writer's error is the bake's one-line error,
+and a cancel waits for the frame in flight (which is then whole and recorded)."""
+
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from voxfx.addon import fsio, sim_bake
+from voxfx.addon.cache import BakeCache, CacheError, on_main_thread
+from voxfx.addon.jobs import CANCELLED, FAILED, FINISHED, JobRunner, run_inline
+from voxfx.kernels.errors import Cancelled
+
+WAIT = 20.0  # seconds: far longer than any step here; reached only when the overlap is missing
+
+
+class Counter:
+    def __init__(self, progress=None):
+        self.frames = 0
+
+    def checkpoint(self):
+        return {"frames": np.int64(self.frames)}
+
+    def restore(self, state):
+        self.frames = int(state["frames"])
+
+
+def start(folder, first=1, last=4):
+    cache = BakeCache(folder, "liquid", kind="flip", checkpoint_every=2)
+    return cache, cache.begin({"test": 1}, first, last)
+
+
+def writer_threads():
+    return [t for t in threading.enumerate() if t.name.startswith("voxfx-frame-")]
+
+
+def test_a_frame_is_written_while_the_next_one_is_simulated(tmp_path):
+    """Frame N's writer waits until frame N + 1's step has begun: only a writer on its own
+    thread can see that (written inline, it would wait out WAIT and fail)."""
+    cache, plan = start(tmp_path)
+    stepping = {f: threading.Event() for f in range(1, 6)}
+    seen = []
+
+    def advance(sim, frame):
+        stepping[frame].set()
+        sim.frames += 1
+        return f"frame {frame}"
+
+    def writers(sim, progress=None):
+        frame = sim.frames
+
+        def write(path):
+            if frame < 4 and not stepping[frame + 1].wait(WAIT):
+                raise AssertionError(f"frame {frame} was written before frame {frame + 1} was stepped")
+            seen.append((frame, threading.current_thread().name))
+            Path(path).write_bytes(b"frame %d" % frame)
+        return {".ply": write}
+
+    written, _ = run_inline(sim_bake.simulate(cache, plan, Counter, advance, writers, first_frame_is_initial=False))
+    assert written == [1, 2, 3, 4] and cache.frames_done() == [1, 2, 3, 4]
+    assert [f for f, _ in seen] == [1, 2, 3, 4]
+    assert all(name != threading.main_thread().name for _, name in seen)
+    assert [cache.frame_path(f, ".ply").read_bytes() for f in (1, 2, 3, 4)] == [b"frame %d" % f for f in (1, 2, 3, 4)]
+    assert writer_threads() == []
+
+
+def test_writers_that_use_bpy_run_on_the_bakes_own_thread(tmp_path):
+    cache, plan = start(tmp_path, 1, 2)
+    threads = {}
+
+    def writers(sim, progress=None):
+        def record(suffix):
+            def write(path):
+                threads.setdefault(suffix, set()).add(threading.current_thread() is threading.main_thread())
+                Path(path).write_bytes(suffix.encode())
+            return write
+        return {".ply": record(".ply"), ".vdb": on_main_thread(record(".vdb"))}
+
+    def advance(sim, frame):
+        sim.frames += 1
+        return ""
+
+    run_inline(sim_bake.simulate(cache, plan, Counter, advance, writers, first_frame_is_initial=False))
+    assert threads == {".ply": {False}, ".vdb": {True}}
+    assert cache.frames_done() == [1, 2]
+
+
+def test_a_full_disk_on_the_writer_thread_is_the_bakes_one_line_error(tmp_path, monkeypatch):
+    """The injected failure (``VOXFX_FAULT_AT``) of frame 2's file, raised on the writer
+    thread, fails the job with the cache's message; frame 1 stays recorded, nothing is
+    left half-written."""
+    cache, plan = start(tmp_path)
+
+    def advance(sim, frame):
+        sim.frames += 1
+        return ""
+
+    def writers(sim, progress=None):
+        data = b"frame %d" % sim.frames
+        return {".ply": lambda p: Path(p).write_bytes(data)}
+
+    fsio.reset_faults()
+    run_inline(sim_bake.simulate(cache, plan, Counter, advance, writers, first_frame_is_initial=False,
+                                 background=False))
+    labels = fsio.fault_labels()
+    cache, plan = start(tmp_path / "cut")
+    monkeypatch.setenv(fsio.FAULT_ENV, str(labels.index("liquid_0002.ply written") + 1))
+    fsio.reset_faults()
+    runner = JobRunner(sim_bake.simulate(cache, plan, Counter, advance, writers, first_frame_is_initial=False))
+    assert runner.run() == FAILED
+    assert "is full" in runner.error and "frames up to the last recorded one are kept" in runner.error
+    assert cache.frames_done() == [1]
+    assert not [p.name for p in cache.folder.iterdir() if fsio.is_temporary(p.name)]
+    assert writer_threads() == []
+
+
+def test_a_cancel_waits_for_the_frame_in_flight_which_is_then_whole(tmp_path):
+    """Esc during frame 3's step while frame 2 is still being written: the job ends
+    cancelled only after frame 2 is on the disk and recorded; frame 3 never is."""
+    cache, plan = start(tmp_path)
+    writing = threading.Event()
+    release = threading.Event()
+
+    def advance(sim, frame):
+        def step(progress):
+            if frame == 3:
+                assert writing.wait(WAIT)
+                release.set()  # let frame 2's writer go on only now: it is still in flight at the cancel
+                raise Cancelled("cancelled")
+            sim.frames += 1
+            return ""
+        return step
+
+    def writers(sim, progress=None):
+        frame = sim.frames
+
+        def write(path):
+            if frame == 2:
+                writing.set()
+                assert release.wait(WAIT)
+            Path(path).write_bytes(b"frame %d" % frame)
+        return {".ply": write}
+
+    runner = JobRunner(sim_bake.simulate(cache, plan, Counter, advance, writers, first_frame_is_initial=False))
+    assert runner.run() == CANCELLED
+    assert writer_threads() == []
+    assert cache.frames_done() == [1, 2] and cache.frame_path(2, ".ply").read_bytes() == b"frame 2"
+    assert not cache.frame_path(3, ".ply").exists()
+    assert not [p.name for p in cache.folder.iterdir() if fsio.is_temporary(p.name)]
+
+
+def test_a_finished_bake_has_recorded_every_frame_before_it_returns(tmp_path):
+    """The last frame is written in the background too; the bake waits for it."""
+    cache, plan = start(tmp_path, 1, 3)
+
+    def advance(sim, frame):
+        sim.frames += 1
+        return ""
+
+    def writers(sim, progress=None):
+        frame = sim.frames
+
+        def write(path):
+            if frame == 3:
+                threading.Event().wait(0.3)  # slower than the rest of the bake
+            Path(path).write_bytes(b"x")
+        return {".ply": write}
+
+    runner = JobRunner(sim_bake.simulate(cache, plan, Counter, advance, writers, first_frame_is_initial=False))
+    assert runner.run() == FINISHED
+    assert cache.frames_done() == [1, 2, 3] and runner.result[0] == [1, 2, 3]
+
+
+def test_start_and_finish_frame_are_write_frame(tmp_path):
+    """``write_frame`` is ``start_frame`` then ``finish_frame``: the same files and
+    records, and an unknown suffix is refused before anything is written."""
+    cache, _ = start(tmp_path)
+    cache.write_frame(1, {".ply": lambda p: Path(p).write_bytes(b"a")}, state={"v": np.int64(1)})
+    cache.finish_frame(cache.start_frame(2, {".ply": lambda p: Path(p).write_bytes(b"b")}), {"v": np.int64(2)})
+    data = cache.read_manifest()
+    assert sorted(data["frames"]) == [1, 2] and cache.frame_path(2, ".ply").read_bytes() == b"b"
+    assert data["frames"][2]["liquid_0002.ply"][0] == 1
+    with pytest.raises(CacheError, match="not"):
+        cache.start_frame(3, {".sh": lambda p: Path(p).write_bytes(b"x")})
+    assert not [p.name for p in cache.folder.iterdir() if fsio.is_temporary(p.name)]
