@@ -2,13 +2,15 @@
 ``FlipSimulation.substep_summary`` in the report line and the CLI's last line)."""
 
 import re
+import subprocess
+import sys
 
 import bpy
 import pytest
 
 from voxfx.addon.jobs import JobRunner
 
-from .helpers import voxfx_registered
+from .helpers import ROOT, voxfx_registered
 
 
 @pytest.fixture
@@ -74,3 +76,15 @@ def test_the_operator_reports_the_line(tank, capfd):
     assert bpy.ops.voxfx.flip_bake() == {"FINISHED"}
     out = capfd.readouterr()
     assert "substeps per frame" in out.out + out.err
+
+
+def test_the_cli_prints_the_substeps_after_the_frames(tank):
+    scene, f, water = tank
+    water.voxfx_flip.initial_velocity = (4.0, 0.0, 0.0)
+    bpy.ops.wm.save_mainfile()
+    r = subprocess.run([sys.executable, "-m", "tools.cli", "--blend", bpy.data.filepath, "flip", "--frames", "1-3",
+                        "--resolution", "12"], cwd=ROOT, capture_output=True, text=True, timeout=600,
+                       env={"VOXFX_BACKEND": "cpu", "PATH": ""})
+    assert r.returncode == 0, r.stdout + r.stderr
+    last = r.stdout.strip().splitlines()[-1]
+    assert last.startswith("baked frames 1-3 in ") and "substeps per frame" in last and "over 2 frames" in last

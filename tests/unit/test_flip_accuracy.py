@@ -4,23 +4,10 @@ Martin–Moyce surge front and the sloshing period (``tests/flip_accuracy.py`` r
 scenes). Optimisations of the solver must keep them passing (the GPU mirrors are in
 tests/gpu/test_flip_accuracy_gpu.py)."""
 
-import numpy as np
 import pytest
 
 from tests import flip_accuracy as scenes
-
-
-def assert_front_follows_martin_moyce(T, Z, tolerance=0.12):
-    """Every frame with 0.4 ≤ T ≤ 2.5 within *tolerance* (relative) of the experiment
-    (linear between its points), and never beyond the shallow-water (Ritter) dry-bed front,
-    which moves at 2√(g·2a): Z ≤ 1 + 2T, an upper bound no real collapse reaches."""
-    reference = np.interp(T, scenes.MARTIN_MOYCE[:, 0], scenes.MARTIN_MOYCE[:, 1])
-    window = (T >= 0.4) & (T <= 2.5)
-    assert window.sum() >= 10
-    deviation = Z[window] / reference[window] - 1
-    print(f"\nMartin–Moyce front: {deviation.min():+.1%} to {deviation.max():+.1%} of the experiment")
-    assert np.abs(deviation).max() <= tolerance, list(zip(T[window].round(2), Z[window].round(2)))
-    assert (Z <= 1 + 2 * T + 1e-9).all()
+from tests.flip_accuracy import assert_front_follows_martin_moyce
 
 
 @pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
