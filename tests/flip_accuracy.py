@@ -26,8 +26,9 @@ G = 9.81
 # Martin & Moyce (1952), "An experimental study of the collapse of liquid columns on a rigid
 # horizontal plane", Phil. Trans. R. Soc. Lond. A 244, 312–324: the surge front of their
 # n² = 2 columns (height 2a, width a) as (T, Z), T = n·t·√(g/a) = t·√(2g/a), Z = x/a.
-# Values rounded to two decimals from the series as it is commonly tabulated in later
-# validations of particle methods (e.g. Koshizuka & Oka 1996, MPS).
+# Values to two decimals of the series as later validations of particle methods reproduce
+# it (no table of the paper was at hand to check them against: do so before tightening the
+# tolerance). Independent of them, the shallow-water (Ritter) dry-bed front bounds Z above.
 MARTIN_MOYCE = np.array([
     (0.00, 1.00), (0.41, 1.11), (0.84, 1.22), (1.19, 1.44), (1.43, 1.67), (1.63, 1.89),
     (1.83, 2.11), (1.98, 2.33), (2.20, 2.56), (2.32, 2.78), (2.51, 3.00), (2.65, 3.22),
