@@ -300,7 +300,7 @@ def run_bake(job, title: str, save: bool) -> int:
     result = runner.result
     for note in result.notes:
         print(f"voxfx {title}: warning: {note}", file=sys.stderr)
-    print(f"{result.summary} in {result.folder}")
+    print(f"{result.summary} in {result.folder}" + (f"; {result.details}" if result.details else ""))
     if save:
         bpy.ops.wm.save_mainfile()
         print(f"saved {bpy.data.filepath}")

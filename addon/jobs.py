@@ -72,6 +72,11 @@ class BakeResult:
     summary: str
     folder: str
     notes: list = field(default_factory=list)
+    details: str = ""  # a further clause for the report, e.g. the liquid's substeps per frame
+
+    def line(self, title: str) -> str:
+        """The operator's final report line."""
+        return f"{title}: {self.summary} in '{self.folder}'" + (f"; {self.details}" if self.details else "")
 
 
 def format_duration(seconds: float) -> str:

@@ -284,12 +284,13 @@ def _flip_job(context, f, cache_dir, frame_start, frame_end, resume):
         moved = (poses.at(frame - 1), poses.at(frame)) if obstacles_move or ports_move else None
         return {"poses": moved, "velocities": {o.name: tuple(o.voxfx_flip.initial_velocity) for o in inflows}}
 
-    written, _ = yield from sim_bake.run(cache, plan, bake, lambda arrays: writers_of(arrays, spec, compact),
+    written, sim = yield from sim_bake.run(cache, plan, bake, lambda arrays: writers_of(arrays, spec, compact),
                                         scene_inputs)
     particles, _, _ = attach_outputs(cache, frame_start, frame_end - frame_start + 1, f.particle_display,
                                      compact_points.SUFFIX if compact else ".ply")
     present(f, liquids, inflows, outflows, particles)
-    return BakeResult(sim_bake.summary(written, plan), str(folder), list(cache.notes))
+    substeps = FlipBake.summary(sim) if getattr(sim, "substep_log", None) else ""  # frames stepped in this run
+    return BakeResult(sim_bake.summary(written, plan), str(folder), list(cache.notes), details=substeps)
 
 
 class VOXFX_OT_flip_bake(JobOperator, bpy.types.Operator):
@@ -318,7 +319,7 @@ class VOXFX_OT_flip_bake(JobOperator, bpy.types.Operator):
     def job_finished(self, context, result):
         for note in result.notes:
             self.report({"WARNING"}, note)
-        self.report({"INFO"}, f"Liquid: {result.summary} in '{result.folder}'")
+        self.report({"INFO"}, result.line("Liquid"))
 
 
 class VOXFX_OT_flip_free(bpy.types.Operator):
