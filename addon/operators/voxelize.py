@@ -129,7 +129,7 @@ def _voxelize_job(context, objects, request, warnings, frame, temporaries):
             warnings.append(f"{base}: {guard.split_note}")
             split = dict(kind=guard.split_kind, grid=arrays.grid if arrays is not None else None, table=table,
                          write_vox=_vox_writer(_vox_path(base, request), spec, temporaries)
-                         if "vox" in request.outputs else None)
+                         if "vox" in request.outputs else None, attribute_layers=guard.attribute_layers)
             arrays = yield Kernel(lambda progress, args=(base, soup, spec, request, vote, guard.split_layers),
                                   split=split: compute_group_split(*args, SlabVolume, progress=progress, **split),
                                   f"voxelizing {base} in slabs of {guard.split_layers} rows", a, b)

@@ -138,7 +138,8 @@ class MemoryGuard:
         self._area = None  # the mesh's area in m² (a volume's tree), computed when first needed
         self._exact = {}
         self.split_layers = None  # rows per z-slab when the job runs split (split_plan.py)
-        self.split_kind = None  # "volume" (voxelized in slabs) or "attributes" (Blocks/.vox from the bit grid)
+        self.split_kind = None  # "volume" (voxelized in slabs), "attributes" (Blocks/.vox from the bit grid) or "mixed"
+        self.attribute_layers = None  # rows per z-slab of a "mixed" split's Blocks/.vox pass
         self.split_note = ""
 
     @staticmethod
@@ -200,6 +201,9 @@ class MemoryGuard:
             if bits is not None and self._attributes_splittable() and self.plan_attribute_split(
                     spec, est["total"], bits, faces):
                 return
+            if bits is not None and self._mixed_splittable() and self.plan_mixed_split(
+                    spec, est["total"], bits, faces):
+                return
             self._bits = bits  # for the refusal's note on what fits split (``_points_hint``)
             try:
                 self._refuse(spec, est["total"], exact=(voxels, faces))
@@ -216,6 +220,44 @@ class MemoryGuard:
         from .split_plan import attributes_splittable
 
         return self.soup is not None and len(self.soup.triangles) > 0 and attributes_splittable(self.request)
+
+    def _mixed_splittable(self) -> bool:
+        from .split_plan import mixed_splittable
+
+        return self.soup is not None and len(self.soup.triangles) > 0 and mixed_splittable(self.request,
+                                                                                            self.segments)
+
+    def plan_mixed_split(self, spec, whole, bits, faces) -> bool:
+        """Volume with Blocks/.vox does not fit whole: keep the bit grid once, write the
+        Volume slab by slab from it, then the Blocks/.vox attributes slab by slab (setting
+        ``split_layers`` (the Volume's rows per slab), ``attribute_layers``, ``split_kind``
+        "mixed" and ``split_note``); False when either pass does not fit with one row."""
+        from . import work_items
+        from .slab_outputs import row_counts
+        from .slabs import SplitMesh, slab_ranges
+        from .split_plan import choose_mixed_layers, mixed_split_estimate
+
+        mesh = SplitMesh(self.soup.vertices, self.soup.triangles, spec)
+        items = work_items(self.soup.vertices, self.soup.triangles, spec, self.request.mode)
+        rows = row_counts(np.asarray(bits), "blocks" in self.request.outputs)
+        layers = choose_mixed_layers(spec, self.request, mesh, self.vote, rows, faces or 0, self.usable, items,
+                                     base=BASE_BYTES)
+        if layers is None:
+            return False
+        need = mixed_split_estimate(spec, self.request, mesh, self.vote, rows, faces or 0, *layers, items,
+                                    base=BASE_BYTES)
+        LAST_ESTIMATE.clear()
+        LAST_ESTIMATE.update({"total": need, "whole": int(whole), "layers": layers[0],
+                              "attribute_layers": layers[1]})
+        (self.split_layers, self.attribute_layers), self.split_kind = layers, "mixed"
+        what = " and ".join(n for k, n in (("blocks", "Block mesh"), ("vox", "MagicaVoxel"))
+                            if k in self.request.outputs)
+        nz = spec.shape[2]
+        self.split_note = (f"Volume split into {len(slab_ranges(nz, layers[0]))} z-slabs of {layers[0]} rows, "
+                           f"then {what} voxel attributes into {len(slab_ranges(nz, layers[1]))} of {layers[1]}: "
+                           f"the whole {'×'.join(map(str, spec.shape))} grid needs {backend.format_bytes(whole)}, "
+                           f"{backend.format_bytes(self.usable)} is usable, split needs {backend.format_bytes(need)}")
+        return True
 
     def plan_attribute_split(self, spec, whole, bits, faces) -> bool:
         """The Blocks/.vox attributes do not fit for the whole grid: compute them z-slab by

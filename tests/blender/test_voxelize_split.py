@@ -110,3 +110,32 @@ def test_a_point_cloud_too_large_is_refused_in_one_line_naming_what_fits():
     best = int(re.search(r"largest resolution that fits is (\d+)", error).group(1))
     ok = bench.run_case({**base, "res": best})["limited"]
     assert ok["state"] == "FINISHED", ok["error"]
+
+
+def test_a_mixed_volume_blocks_and_vox_job_under_a_real_limit_equals_the_unsplit_outputs():
+    """Volume together with Block mesh and .vox, over the limit whole: the bit grid is kept
+    once, the Volume goes slab by slab into the VDB and then the Blocks/.vox attributes
+    slab by slab; the VDB, the block mesh and the .vox file equal the unsplit job's."""
+    out = bench.run_case({"shape": "suzanne", "mode": "solid+surface", "fill_holes": True, "res": 160,
+                          "outputs": ["volume", "blocks", "vox"], "materials": 2, "unsplit": True,
+                          "headroom": 100 * MiB})
+    whole, split = out["unsplit"], out["limited"]
+    assert whole["state"] == "FINISHED", whole["error"]
+    assert split["state"] == "FINISHED", split["error"]
+    assert re.search(r"Volume split into \d+ z-slabs of \d+ rows, then Block mesh and MagicaVoxel voxel attributes "
+                     r"into \d+ of \d+", " ".join(split["warnings"])), split["warnings"]
+    assert split["estimate"]["whole"] > split["estimate"]["total"]  # the whole job was over the limit
+    assert split["count"] == whole["count"] > 0
+
+    def file(result, suffix):
+        (path,) = [f for f in result["files"] if f.endswith(suffix)]
+        return path
+
+    a, b = tinyvdb_grids(file(whole, ".vdb")), tinyvdb_grids(file(split, ".vdb"))
+    va, vb = tinyvdb_active_values(a["density"][1]), tinyvdb_active_values(b["density"][1])
+    assert len(va) > 0 and va == vb
+    assert open(file(whole, ".vox"), "rb").read() == open(file(split, ".vox"), "rb").read()
+    ma, mb = np.load(file(whole, ".npz")), np.load(file(split, ".npz"))
+    assert len(np.unique(ma["materials"])) == 2
+    for name in ("co", "loops", "materials"):
+        assert np.array_equal(ma[name], mb[name]), name
