@@ -429,17 +429,27 @@ def check_memory(spec, request, soup, segments, vote, lo, hi) -> "MemoryGuard":
     return guard
 
 
-def bake_estimate(spec, request, n_vertices, n_triangles, vote) -> int:
-    """Peak host memory of one Bake Frames frame: the voxelization, then the float32
-    density (coverage for solid modes; else the unpacked grid, its bool copy and the
-    float32) and write_vdb's copies and tree (every voxel counted active)."""
+def bake_estimate(spec, request, vertices, triangles, vote) -> int:
+    """Peak host memory of one Bake Frames frame (``outputs.volume_density``, then
+    ``write_vdb``). Solid modes: the coverage (its float32 result and one slab), then
+    write_vdb's copies (``VDB_PER_GRID_VOXEL``) and the tree. Other modes: the
+    voxelization (the frame's real work items), the bit grid unpacked (uint8 then bool)
+    and its float32, then the same writing. The tree is a leaf per 8³ block the surface
+    passes through (``split_plan.tree_bytes``, as the unsplit guard counts it): a solid's
+    inside is tiles, a surface's density is 0 away from it."""
+    from . import work_items
     from .coverage import coverage_bytes
+    from .split_plan import tree_bytes, triangle_area
 
     G, W = spec.voxel_count, bitgrid.nbytes(spec.shape)
-    kernel = estimate_bytes(spec, request.mode, n_vertices, n_triangles, vote, xp=np)
-    solid = request.mode in ("solid", "solid+surface")
-    dens = coverage_bytes(spec, n_vertices, n_triangles, vote, xp=np) if solid else W + 6 * G
-    return int(W + max(kernel, dens, 4 * G + VDB_PER_GRID_VOXEL * G + VDB_PER_VOXEL * G))
+    nv, nt = len(vertices), len(triangles)
+    tree = min(VDB_PER_VOXEL * G, tree_bytes(triangle_area(vertices, triangles) / spec.voxel_size ** 2, nt))
+    writing = 4 * G + VDB_PER_GRID_VOXEL * G + tree
+    if request.mode in ("solid", "solid+surface"):
+        return int(BASE_BYTES + max(coverage_bytes(spec, nv, nt, vote, xp=np), writing))
+    items = work_items(vertices, triangles, spec, request.mode)
+    kernel = estimate_bytes(spec, request.mode, nv, nt, vote, xp=np, items=items)
+    return int(BASE_BYTES + W + max(kernel, 2 * G + 4 * G, writing))
 
 
 def bake_split(soup, spec, request, lo, hi, usable, need):
@@ -448,6 +458,8 @@ def bake_split(soup, spec, request, lo, hi, usable, need):
     Voxelize's (``MemoryGuard.plan_split``), which refuses in one line naming the largest
     resolution whose split fits when not even one row does."""
     if need <= usable:
+        LAST_ESTIMATE.clear()
+        LAST_ESTIMATE.update({"total": int(need), "whole": int(need)})
         return None, ""
     guard = MemoryGuard(soup, None, request, request.fill_holes, lo, hi, usable=usable)
     guard.plan_split(spec, need)

@@ -214,6 +214,7 @@ def volume_density(vertices, triangles, spec: GridSpec, mode: str, vote: bool, x
     if mode in ("solid", "solid+surface"):
         return coverage(vertices, triangles, spec, vote=vote, xp=xp, progress=progress)
     grid = voxelize(vertices, triangles, spec, mode, xp=xp, progress=progress)
+    trim_heap()  # the voxelization's freed temporaries must not stay under the density's peak
     return grid.dense().astype(np.float32)
 
 
