@@ -140,6 +140,7 @@ class MemoryGuard:
         self.split_layers = None  # rows per z-slab when the job runs split (split_plan.py)
         self.split_kind = None  # "volume" (voxelized in slabs), "attributes" (Blocks/.vox from the bit grid) or "mixed"
         self.attribute_layers = None  # rows per z-slab of a "mixed" split's Blocks/.vox pass
+        self._split_rows = None  # per-row counts of a Blocks/.vox (or mixed) split that did not fit with one row
         self.split_note = ""
 
     @staticmethod
@@ -188,11 +189,14 @@ class MemoryGuard:
         """With the exact counts (and the bit grid *bits*, which a Blocks/.vox split plans
         its slabs from)."""
         if "vox" in self.request.outputs and voxels > VOX_MAX_VOXELS:
+            from .split_search import largest_vox_resolution
+
             r_now = max(spec.shape) - 2 if self.request.resolution is None else int(self.request.resolution)
-            best = int(r_now * (VOX_MAX_VOXELS / voxels) ** 0.5)  # counts shrink at least as r²
+            best = largest_vox_resolution(self, r_now, voxels, VOX_MAX_VOXELS)  # exact counts at best, best + 1
+            choose = f"Resolution {best} or lower" if best else "a larger voxel size"
             raise InputError(f"A MagicaVoxel file holds at most {VOX_MAX_VOXELS:,} voxels (its chunk sizes are "
                              f"32-bit) but this {'×'.join(map(str, spec.shape))} grid has {int(voxels):,}: choose "
-                             f"Resolution {best} or lower, or the Block mesh or Volume output")
+                             f"{choose}, or the Block mesh or Volume output")
         est = self.estimate(spec, voxels, faces)
         if est["total"] > self.usable:
             if self._splittable():
@@ -243,6 +247,7 @@ class MemoryGuard:
         layers = choose_mixed_layers(spec, self.request, mesh, self.vote, rows, faces or 0, self.usable, items,
                                      base=BASE_BYTES)
         if layers is None:
+            self._split_rows = rows  # the refusal searches the largest size that runs split from these
             return False
         need = mixed_split_estimate(spec, self.request, mesh, self.vote, rows, faces or 0, *layers, items,
                                     base=BASE_BYTES)
@@ -271,6 +276,7 @@ class MemoryGuard:
         rows = row_counts(np.asarray(bits), "blocks" in self.request.outputs)
         layers = choose_attribute_layers(spec, self.request, mesh, rows, faces or 0, self.usable, base=BASE_BYTES)
         if layers is None:
+            self._split_rows = rows  # the refusal searches the largest size that runs split from these
             return False
         need = attribute_split_estimate(spec, self.request, mesh, rows, faces or 0, layers, base=BASE_BYTES)
         LAST_ESTIMATE.clear()
@@ -372,13 +378,20 @@ class MemoryGuard:
                 f"needs {backend.format_bytes(need)} of host memory but only {backend.format_bytes(self.usable)} is "
                 f"usable ({backend.format_bytes(info.free_bytes)} free{backend.limit_note(info)})")
         r_now = max(spec.shape) - 2 if self.request.resolution is None else int(self.request.resolution)
-        best = self.largest_resolution(max(r_now, 3), exact)
+        how = ""
+        if self._attributes_splittable() or self._mixed_splittable():  # smaller sizes may run split
+            from .split_search import largest_split_resolution
+
+            best = largest_split_resolution(self, max(r_now, 3), exact, getattr(self, "_split_rows", None))
+            how = ", whole or split into z-slabs,"
+        else:
+            best = self.largest_resolution(max(r_now, 3), exact)
         hint = self._points_hint(spec, exact, getattr(self, "_bits", None), r_now)
         if best is None:
             raise InputError(f"{what}; not even the smallest grid fits{hint}")
         fit = self.spec_at(best)
-        raise InputError(f"{what}. The largest resolution that fits is {best} (voxel size {fit.voxel_size:.4g} m)"
-                         f"{hint}")
+        raise InputError(f"{what}. The largest resolution that fits{how} is {best} (voxel size "
+                         f"{fit.voxel_size:.4g} m){hint}")
 
     def _points_hint(self, spec, exact, bits, r_now) -> str:
         """For a point cloud (every voxel a point in Blender at once, never split): the

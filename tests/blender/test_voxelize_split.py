@@ -139,3 +139,25 @@ def test_a_mixed_volume_blocks_and_vox_job_under_a_real_limit_equals_the_unsplit
     assert len(np.unique(ma["materials"])) == 2
     for name in ("co", "loops", "materials"):
         assert np.array_equal(ma[name], mb[name]), name
+
+
+@pytest.mark.parametrize("case", [
+    # refused before voxelizing: the whole voxelization is over the limit
+    {"shape": "cube", "mode": "solid+surface", "res": 256, "outputs": ["blocks"], "headroom": 150 * MiB},
+    # refused after voxelizing: the Volume + Blocks split does not fit even with one row per slab
+    {"shape": "suzanne", "mode": "solid+surface", "fill_holes": True, "res": 256, "outputs": ["volume", "blocks"],
+     "headroom": 160 * MiB},
+], ids=lambda c: "+".join(c["outputs"]))
+def test_a_refused_blocks_job_names_the_largest_resolution_that_runs_split(case):
+    """The refusal of a job that can run split names the largest resolution at which it
+    runs, whole or split (searched with the split plan's own estimate and exact counts),
+    not the largest whose whole job fits; that resolution then runs under the same limit."""
+    refused = bench.run_case(case)["limited"]
+    assert refused["state"] == "FAILED"
+    error = refused["error"]
+    assert "\n" not in error and "Traceback" not in error
+    best = int(re.search(r"largest resolution that fits, whole or split into z-slabs, is (\d+)", error).group(1))
+    assert 64 < best < case["res"]
+    ok = bench.run_case({**case, "res": best})["limited"]
+    assert ok["state"] == "FINISHED", ok["error"]
+    assert re.search(r"split into \d+ z-slabs", " ".join(ok["warnings"])), ok["warnings"]  # it needed the split
