@@ -7,8 +7,11 @@ the add-on's ``vdb_stream``): the peak is one slab's arrays plus the mesh
 and the tree, which grows with the surface (constant leaves inside a solid become
 tiles). Block mesh and .vox output split their attribute stage instead
 (``attribute_split_estimate``, ``slab_outputs``): the bit grid stays whole and owners,
-faces and colours go a z-slab at a time. A point cloud needs every voxel at once in
-Blender, so for it the guard names the largest resolution that fits unsplit.
+faces and colours go a z-slab at a time. A Volume together with Blocks/.vox keeps the
+bit grid once and runs both (``mixed_split_estimate``): the Volume slab by slab from the
+grid's rows, then the attributes. A point cloud needs every voxel at once in Blender, so
+for it the guard names the largest resolution that fits unsplit; for the others, the
+largest that runs whole or split (``split_search``).
 """
 
 from __future__ import annotations
