@@ -6,9 +6,12 @@ cube or Suzanne), register VoxFX, note VmRSS, reset the RSS high-water mark
 voxelization, attributes, outputs written into the scene and to disk) and read VmHWM.
 *measured* = VmHWM − VmRSS before; *virtual* = VmPeak − VmSize before (what RLIMIT_AS
 counts; only valid when the run raised VmPeak). *estimate* is what the guard computes
-(``addon.operators.voxelize.peak_estimate``) with the exact voxel count.
+(``addon.operators.voxelize.peak_estimate``) with the exact voxel count; for the Bake
+Frames cases (``volume_sequence ×3``: an object moving over three frames, each frame's
+density VDB written to the cache) it is ``guard.bake_estimate``, and *measured* the peak
+over the whole bake.
 
-    /work/main/.venv/bin/python bench/memory.py [--quick] [--json out.json] [--max-res 256]
+    /work/main/.venv/bin/python bench/memory.py [--quick] [--json out.json] [--max-res 256] [--bake-only]
 
 Exits non-zero if any estimate/measured ratio falls outside [0.67, 1.5] (cases whose
 measured peak is below 32 MiB are shown but not judged: there the peak is interpreter
@@ -69,6 +72,16 @@ CHILD = textwrap.dedent(CHILD_SETUP + """
                          include_edges=False, outputs=set(case["outputs"]),
                          vox_path=os.path.join(tmp, "out.vox"), cache_dir=tmp + "/",
                          sparse=case.get("sparse", "never"))  # the dense guard's own peaks
+    if case.get("bake"):  # Bake Frames: the object moves along x over *bake* frames
+        from pathlib import Path
+        bpy.context.scene.frame_start, bpy.context.scene.frame_end = 1, case["bake"]
+        obj.keyframe_insert("location", frame=1)
+        obj.location = (0.3, 0.0, 0.1)
+        obj.keyframe_insert("location", frame=case["bake"])
+        request.outputs, request.combine = {{"volume_sequence"}}, True
+        job = lambda: op.bake_frames_job(bpy.context, [obj], request, Path(tmp) / "bake", 1, case["bake"])
+    else:
+        job = lambda: op.voxelize_job(bpy.context, [obj], request, warnings)
 
     import gc
     gc.collect()
@@ -79,10 +92,12 @@ CHILD = textwrap.dedent(CHILD_SETUP + """
         import resource
         resource.setrlimit(resource.RLIMIT_AS, (before["VmSize"] + case["headroom"], resource.RLIM_INFINITY))
     warnings = []
-    runner = JobRunner(op.voxelize_job(bpy.context, [obj], request, warnings))
+    runner = JobRunner(job())
     state = runner.run()
     after = status()
     res = runner.result or []
+    if case.get("bake"):
+        warnings, res = list(res.notes) if res else [], []
     print("RESULT", json.dumps({{"state": state, "error": runner.error,
         "measured": after["VmHWM"] - before["VmRSS"],
         "virtual": after["VmPeak"] - before["VmSize"] if after["VmPeak"] > before["VmPeak"] else None,
@@ -121,6 +136,22 @@ def cases(quick: bool, max_res: int):
     if quick and max_res >= 256:  # two large cases (1–2 GB)
         yield {"shape": "cube", "outputs": ["points"], "mode": "solid+surface", "fill_holes": False, "res": 256}
         yield {"shape": "suzanne", "outputs": ["volume"], "mode": "solid", "fill_holes": False, "res": 256}
+    yield from bake_cases(quick, max_res)
+
+
+def bake_cases(quick: bool, max_res: int):
+    """Bake Frames (a volume sequence of an object moving over 3 frames), each frame whole;
+    with --quick and --max-res 384 also two large ones, where write_vdb's copies and the
+    tree, not the coverage's slab, set the peak."""
+    for shape in ("cube", "suzanne"):
+        for mode, holes in MODES:
+            for res in [r for r in ((64, 160) if quick else (64, 128, 192, 256)) if r <= max_res]:
+                yield {"shape": shape, "outputs": ["volume_sequence"], "mode": mode, "fill_holes": holes,
+                       "res": res, "bake": 3}
+    if quick and max_res >= 384:
+        for mode, res in (("solid", 256), ("solid+surface", 384), ("surface", 384)):
+            yield {"shape": "cube", "outputs": ["volume_sequence"], "mode": mode, "fill_holes": False, "res": res,
+                   "bake": 2}
 
 
 def main(argv=None) -> int:
@@ -128,11 +159,12 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--max-res", type=int, default=256)
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--bake-only", action="store_true", help="only the Bake Frames cases")
     args = ap.parse_args(argv)
     rows, bad = [], 0
     print("shape | outputs | mode | res | voxels set | estimate MiB | measured MiB | virtual MiB | est/meas")
     print("--- | --- | --- | --- | --- | --- | --- | --- | ---")
-    for case in cases(args.quick, args.max_res):
+    for case in bake_cases(args.quick, args.max_res) if args.bake_only else cases(args.quick, args.max_res):
         r = run_case(case)
         rows.append(r)
         ratio = (r["estimate"] / r["measured"]) if r.get("estimate") and r["measured"] > 0 else float("nan")
@@ -141,7 +173,8 @@ def main(argv=None) -> int:
         mode = r["mode"] + (" +holes" if r["fill_holes"] else "")
         virt = f"{r['virtual'] / 2**20:.0f}" if r.get("virtual") else "-"
         est = f"{r['estimate'] / 2**20:.0f}" if r.get("estimate") else "-"
-        print(f"{r['shape']} | {'+'.join(r['outputs'])} | {mode} | {r['res']} | {r['count']:,} | {est} | "
+        outputs = "+".join(r["outputs"]) + (f" ×{r['bake']}" if r.get("bake") else "")
+        print(f"{r['shape']} | {outputs} | {mode} | {r['res']} | {r['count']:,} | {est} | "
               f"{r['measured'] / 2**20:.0f} | {virt} | {ratio:.2f}{'' if ok else ' !'}", flush=True)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))

@@ -20,6 +20,7 @@ import numpy as np
 from ...kernels import backend
 from ...kernels.errors import BadGeometryError, InputError, VoxFXError
 from ...kernels.grid import GridSpec
+from ...kernels.memory import trim_heap
 from ...kernels.voxelize.guard import (LAST_ESTIMATE, bake_estimate, bake_split, check_memory,  # noqa: F401
                                        peak_estimate)
 from ...kernels.voxelize.outputs import (GroupArrays, compute_group, compute_group_split, default_material_table,
@@ -129,7 +130,7 @@ def _voxelize_job(context, objects, request, warnings, frame, temporaries):
             warnings.append(f"{base}: {guard.split_note}")
             split = dict(kind=guard.split_kind, grid=arrays.grid if arrays is not None else None, table=table,
                          write_vox=_vox_writer(_vox_path(base, request), spec, temporaries)
-                         if "vox" in request.outputs else None,
+                         if "vox" in request.outputs else None, attribute_layers=guard.attribute_layers,
                          art=voxel_art.slab_art(art, soup, spec, request, table))  # issue 15
 
             arrays = yield Kernel(lambda progress, args=(base, soup, spec, request, vote, guard.split_layers),
@@ -424,7 +425,6 @@ def _bake_frames(context, objects, request, folder, start, end):
         hi = soup.bounds[1] if hi is None else np.maximum(hi, soup.bounds[1])
         yield 0.1 * (frame - start + 1) / (end - start + 1), f"bounds at frame {frame}"
     spec = grid_for(lo, hi, request)
-    need = bake_estimate(spec, request, len(soup.vertices), len(soup.triangles), request.fill_holes)
     usable = backend.usable_bytes(np)
     xp = backend.xp()
 
@@ -434,6 +434,7 @@ def _bake_frames(context, objects, request, folder, start, end):
     for frame in sorted(todo):
         a, b = 0.1 + 0.9 * (frame - start) / (end - start + 1), 0.1 + 0.9 * (frame - start + 1) / (end - start + 1)
         soup = scene_io.extract_triangles(objects, depsgraph, frame=frame)
+        need = bake_estimate(spec, request, soup.vertices, soup.triangles, request.fill_holes)
         layers, note = bake_split(soup, spec, request, lo, hi, usable, need)
         if note:
             cache.note(f"Bake Frames: {note}")
@@ -446,7 +447,8 @@ def _bake_frames(context, objects, request, folder, start, end):
                 f"frame {frame} in slabs of {layers} rows", a, b)
             write = lambda p, v=volume: v.write(p)  # noqa: E731
         cache.write_frame(frame, {".vdb": write})
-        density = volume = None
+        density = volume = write = None
+        trim_heap()  # this frame's freed temporaries must not stay under the next frame's peak
         yield b, f"frame {frame}/{end}"
     path = cache.frame_path(start, ".vdb")
     writeback.load_volume(f"{base}_voxels_seq", str(path), sequence_frames=(start, end - start + 1),

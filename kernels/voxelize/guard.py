@@ -138,7 +138,9 @@ class MemoryGuard:
         self._area = None  # the mesh's area in m² (a volume's tree), computed when first needed
         self._exact = {}
         self.split_layers = None  # rows per z-slab when the job runs split (split_plan.py)
-        self.split_kind = None  # "volume" (voxelized in slabs) or "attributes" (Blocks/.vox from the bit grid)
+        self.split_kind = None  # "volume" (voxelized in slabs), "attributes" (Blocks/.vox from the bit grid) or "mixed"
+        self.attribute_layers = None  # rows per z-slab of a "mixed" split's Blocks/.vox pass
+        self._split_rows = None  # per-row counts of a Blocks/.vox (or mixed) split that did not fit with one row
         self.split_note = ""
 
     @staticmethod
@@ -187,17 +189,23 @@ class MemoryGuard:
         """With the exact counts (and the bit grid *bits*, which a Blocks/.vox split plans
         its slabs from)."""
         if "vox" in self.request.outputs and voxels > VOX_MAX_VOXELS:
+            from .split_search import largest_vox_resolution
+
             r_now = max(spec.shape) - 2 if self.request.resolution is None else int(self.request.resolution)
-            best = int(r_now * (VOX_MAX_VOXELS / voxels) ** 0.5)  # counts shrink at least as r²
+            best = largest_vox_resolution(self, r_now, voxels, VOX_MAX_VOXELS)  # exact counts at best, best + 1
+            choose = f"Resolution {best} or lower" if best else "a larger voxel size"
             raise InputError(f"A MagicaVoxel file holds at most {VOX_MAX_VOXELS:,} voxels (its chunk sizes are "
                              f"32-bit) but this {'×'.join(map(str, spec.shape))} grid has {int(voxels):,}: choose "
-                             f"Resolution {best} or lower, or the Block mesh or Volume output")
+                             f"{choose}, or the Block mesh or Volume output")
         est = self.estimate(spec, voxels, faces)
         if est["total"] > self.usable:
             if self._splittable():
                 self.plan_split(spec, est["total"])
                 return
             if bits is not None and self._attributes_splittable() and self.plan_attribute_split(
+                    spec, est["total"], bits, faces):
+                return
+            if bits is not None and self._mixed_splittable() and self.plan_mixed_split(
                     spec, est["total"], bits, faces):
                 return
             self._bits = bits  # for the refusal's note on what fits split (``_points_hint``)
@@ -217,6 +225,45 @@ class MemoryGuard:
 
         return self.soup is not None and len(self.soup.triangles) > 0 and attributes_splittable(self.request)
 
+    def _mixed_splittable(self) -> bool:
+        from .split_plan import mixed_splittable
+
+        return self.soup is not None and len(self.soup.triangles) > 0 and mixed_splittable(self.request,
+                                                                                            self.segments)
+
+    def plan_mixed_split(self, spec, whole, bits, faces) -> bool:
+        """Volume with Blocks/.vox does not fit whole: keep the bit grid once, write the
+        Volume slab by slab from it, then the Blocks/.vox attributes slab by slab (setting
+        ``split_layers`` (the Volume's rows per slab), ``attribute_layers``, ``split_kind``
+        "mixed" and ``split_note``); False when either pass does not fit with one row."""
+        from . import work_items
+        from .slab_outputs import row_counts
+        from .slabs import SplitMesh, slab_ranges
+        from .split_plan import choose_mixed_layers, mixed_split_estimate
+
+        mesh = SplitMesh(self.soup.vertices, self.soup.triangles, spec)
+        items = work_items(self.soup.vertices, self.soup.triangles, spec, self.request.mode)
+        rows = row_counts(np.asarray(bits), "blocks" in self.request.outputs)
+        layers = choose_mixed_layers(spec, self.request, mesh, self.vote, rows, faces or 0, self.usable, items,
+                                     base=BASE_BYTES)
+        if layers is None:
+            self._split_rows = rows  # the refusal searches the largest size that runs split from these
+            return False
+        need = mixed_split_estimate(spec, self.request, mesh, self.vote, rows, faces or 0, *layers, items,
+                                    base=BASE_BYTES)
+        LAST_ESTIMATE.clear()
+        LAST_ESTIMATE.update({"total": need, "whole": int(whole), "layers": layers[0],
+                              "attribute_layers": layers[1]})
+        (self.split_layers, self.attribute_layers), self.split_kind = layers, "mixed"
+        what = " and ".join(n for k, n in (("blocks", "Block mesh"), ("vox", "MagicaVoxel"))
+                            if k in self.request.outputs)
+        nz = spec.shape[2]
+        self.split_note = (f"Volume split into {len(slab_ranges(nz, layers[0]))} z-slabs of {layers[0]} rows, "
+                           f"then {what} voxel attributes into {len(slab_ranges(nz, layers[1]))} of {layers[1]}: "
+                           f"the whole {'×'.join(map(str, spec.shape))} grid needs {backend.format_bytes(whole)}, "
+                           f"{backend.format_bytes(self.usable)} is usable, split needs {backend.format_bytes(need)}")
+        return True
+
     def plan_attribute_split(self, spec, whole, bits, faces) -> bool:
         """The Blocks/.vox attributes do not fit for the whole grid: compute them z-slab by
         z-slab from the bit grid (``slab_outputs``) if a slab fits (setting
@@ -229,6 +276,7 @@ class MemoryGuard:
         rows = row_counts(np.asarray(bits), "blocks" in self.request.outputs)
         layers = choose_attribute_layers(spec, self.request, mesh, rows, faces or 0, self.usable, base=BASE_BYTES)
         if layers is None:
+            self._split_rows = rows  # the refusal searches the largest size that runs split from these
             return False
         need = attribute_split_estimate(spec, self.request, mesh, rows, faces or 0, layers, base=BASE_BYTES)
         LAST_ESTIMATE.clear()
@@ -330,13 +378,20 @@ class MemoryGuard:
                 f"needs {backend.format_bytes(need)} of host memory but only {backend.format_bytes(self.usable)} is "
                 f"usable ({backend.format_bytes(info.free_bytes)} free{backend.limit_note(info)})")
         r_now = max(spec.shape) - 2 if self.request.resolution is None else int(self.request.resolution)
-        best = self.largest_resolution(max(r_now, 3), exact)
+        how = ""
+        if self._attributes_splittable() or self._mixed_splittable():  # smaller sizes may run split
+            from .split_search import largest_split_resolution
+
+            best = largest_split_resolution(self, max(r_now, 3), exact, getattr(self, "_split_rows", None))
+            how = ", whole or split into z-slabs,"
+        else:
+            best = self.largest_resolution(max(r_now, 3), exact)
         hint = self._points_hint(spec, exact, getattr(self, "_bits", None), r_now)
         if best is None:
             raise InputError(f"{what}; not even the smallest grid fits{hint}")
         fit = self.spec_at(best)
-        raise InputError(f"{what}. The largest resolution that fits is {best} (voxel size {fit.voxel_size:.4g} m)"
-                         f"{hint}")
+        raise InputError(f"{what}. The largest resolution that fits{how} is {best} (voxel size "
+                         f"{fit.voxel_size:.4g} m){hint}")
 
     def _points_hint(self, spec, exact, bits, r_now) -> str:
         """For a point cloud (every voxel a point in Blender at once, never split): the
@@ -387,17 +442,27 @@ def check_memory(spec, request, soup, segments, vote, lo, hi) -> "MemoryGuard":
     return guard
 
 
-def bake_estimate(spec, request, n_vertices, n_triangles, vote) -> int:
-    """Peak host memory of one Bake Frames frame: the voxelization, then the float32
-    density (coverage for solid modes; else the unpacked grid, its bool copy and the
-    float32) and write_vdb's copies and tree (every voxel counted active)."""
+def bake_estimate(spec, request, vertices, triangles, vote) -> int:
+    """Peak host memory of one Bake Frames frame (``outputs.volume_density``, then
+    ``write_vdb``). Solid modes: the coverage (its float32 result and one slab), then
+    write_vdb's copies (``VDB_PER_GRID_VOXEL``) and the tree. Other modes: the
+    voxelization (the frame's real work items), the bit grid unpacked (uint8 then bool)
+    and its float32, then the same writing. The tree is a leaf per 8³ block the surface
+    passes through (``split_plan.tree_bytes``, as the unsplit guard counts it): a solid's
+    inside is tiles, a surface's density is 0 away from it."""
+    from . import work_items
     from .coverage import coverage_bytes
+    from .split_plan import tree_bytes, triangle_area
 
     G, W = spec.voxel_count, bitgrid.nbytes(spec.shape)
-    kernel = estimate_bytes(spec, request.mode, n_vertices, n_triangles, vote, xp=np)
-    solid = request.mode in ("solid", "solid+surface")
-    dens = coverage_bytes(spec, n_vertices, n_triangles, vote, xp=np) if solid else W + 6 * G
-    return int(W + max(kernel, dens, 4 * G + VDB_PER_GRID_VOXEL * G + VDB_PER_VOXEL * G))
+    nv, nt = len(vertices), len(triangles)
+    tree = min(VDB_PER_VOXEL * G, tree_bytes(triangle_area(vertices, triangles) / spec.voxel_size ** 2, nt))
+    writing = 4 * G + VDB_PER_GRID_VOXEL * G + tree
+    if request.mode in ("solid", "solid+surface"):
+        return int(BASE_BYTES + max(coverage_bytes(spec, nv, nt, vote, xp=np), writing))
+    items = work_items(vertices, triangles, spec, request.mode)
+    kernel = estimate_bytes(spec, request.mode, nv, nt, vote, xp=np, items=items)
+    return int(BASE_BYTES + W + max(kernel, 2 * G + 4 * G, writing))
 
 
 def bake_split(soup, spec, request, lo, hi, usable, need):
@@ -406,6 +471,8 @@ def bake_split(soup, spec, request, lo, hi, usable, need):
     Voxelize's (``MemoryGuard.plan_split``), which refuses in one line naming the largest
     resolution whose split fits when not even one row does."""
     if need <= usable:
+        LAST_ESTIMATE.clear()
+        LAST_ESTIMATE.update({"total": int(need), "whole": int(need)})
         return None, ""
     guard = MemoryGuard(soup, None, request, request.fill_holes, lo, hi, usable=usable)
     guard.plan_split(spec, need)

@@ -96,20 +96,27 @@ def compute_group(base, soup, segments, spec, request, vote, guard=None, table=N
 
 
 def compute_group_split(base, soup, spec, request, vote, layers, new_volume, progress=None, *, kind="volume",
-                        grid=None, table=None, write_vox=None, art=None) -> GroupArrays:
+                        grid=None, table=None, write_vox=None, attribute_layers=None, art=None) -> GroupArrays:
     """One group's outputs split into z-slabs of *layers* rows: the Volume voxelized slab
     by slab into one density tree (``voxelize_group_split``), or (*kind* "attributes")
     the Blocks/.vox attributes of the voxelized *grid* slab by slab
     (``slab_outputs.split_attribute_outputs``; *write_vox* writes the .vox file there;
-    *art*, an ``art_outputs.SlabArt``, gives colours, merged faces and the palette).
+    *art*, an ``art_outputs.SlabArt``, gives colours, merged faces and the palette),
+    or (*kind* "mixed") both from the one voxelized *grid*: its Volume slab by slab
+    (``volume_of_grid_split``), then its Blocks/.vox in slabs of *attribute_layers* rows.
     Arrays (and the .vox temporary) only, written by the add-on."""
-    if kind == "attributes":
+    if kind in ("attributes", "mixed"):
         table = default_material_table(soup) if table is None else table
         out = GroupArrays(grid.count(), grid=grid)
         from .slab_outputs import split_attribute_outputs
 
+        part = progress
+        if kind == "mixed":
+            out.volume = volume_of_grid_split(soup, spec, request.mode, vote, grid.bits, layers, new_volume,
+                                              scaled(progress, 0.0, 0.5))
+            layers, part = attribute_layers, scaled(progress, 0.5, 1.0)
         blocks, out.vox_file = split_attribute_outputs(soup, spec, grid.bits, layers, request.outputs, table,
-                                                       write_vox, progress, art=art)
+                                                       write_vox, part, art=art)
         if blocks is not None:
             out.blocks, out.face_material = blocks
         if art is not None:  # issue 15: face colours, faces before/after merging (art_outputs.SlabArt)
@@ -181,12 +188,36 @@ def voxelize_group_split(soup, spec, request, vote, layers, new_volume, progress
     return count, volume
 
 
+def volume_of_grid_split(soup, spec: GridSpec, mode: str, vote: bool, bits, layers: int, new_volume,
+                         progress=None):
+    """The Volume of the whole packed bit grid *bits*, z-slab by z-slab of *layers* rows
+    into ``new_volume("density", spec)``: each slab's density from those rows of the grid
+    and (solid modes) the coverage's slab, the values ``compute_group``'s ``density``
+    gives them (the coverage does not depend on its slab size, ``coverage_slabs``)."""
+    from .slabs import slab_ranges
+
+    verts, tris = soup.vertices, soup.triangles
+    nx, ny, nz = spec.shape
+    solid = mode in ("solid", "solid+surface") and len(tris)
+    covers = coverage_slabs(verts, tris, spec, layers=layers, vote=vote, xp=backend.xp(), progress=progress) \
+        if solid else None
+    volume = new_volume("density", spec)
+    for k0, k1 in slab_ranges(nz, layers):
+        cover = next(covers)[2] if covers is not None else None
+        volume.add(k0, density(bits[k0:k1], GridSpec(spec.origin, spec.voxel_size, (nx, ny, k1 - k0)), cover))
+        del cover
+        if covers is None:
+            report(progress, k1 / nz, "density")
+    return volume
+
+
 def volume_density(vertices, triangles, spec: GridSpec, mode: str, vote: bool, xp, progress=None):
     """float32 [k, j, i] density of one Bake Frames frame: the coverage for solid modes,
     else 1 at set voxels."""
     if mode in ("solid", "solid+surface"):
         return coverage(vertices, triangles, spec, vote=vote, xp=xp, progress=progress)
     grid = voxelize(vertices, triangles, spec, mode, xp=xp, progress=progress)
+    trim_heap()  # the voxelization's freed temporaries must not stay under the density's peak
     return grid.dense().astype(np.float32)
 
 

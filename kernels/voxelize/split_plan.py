@@ -7,8 +7,11 @@ the add-on's ``vdb_stream``): the peak is one slab's arrays plus the mesh
 and the tree, which grows with the surface (constant leaves inside a solid become
 tiles). Block mesh and .vox output split their attribute stage instead
 (``attribute_split_estimate``, ``slab_outputs``): the bit grid stays whole and owners,
-faces and colours go a z-slab at a time. A point cloud needs every voxel at once in
-Blender, so for it the guard names the largest resolution that fits unsplit.
+faces and colours go a z-slab at a time. A Volume together with Blocks/.vox keeps the
+bit grid once and runs both (``mixed_split_estimate``): the Volume slab by slab from the
+grid's rows, then the attributes. A point cloud needs every voxel at once in Blender, so
+for it the guard names the largest resolution that fits unsplit; for the others, the
+largest that runs whole or split (``split_search``).
 """
 
 from __future__ import annotations
@@ -59,8 +62,9 @@ def tree_bytes(area: float, n_triangles: int) -> int:
 
 
 def split_estimate(spec: GridSpec, mode: str, mesh: SplitMesh, vote: bool, layers: int, items=None, area=None,
-                   base: int = 0) -> int:
-    """Peak host memory of the split Volume job with slabs of *layers* rows."""
+                   base: int = 0, voxelized: bool = False) -> int:
+    """Peak host memory of the split Volume job with slabs of *layers* rows (*voxelized*:
+    the slabs' bits are read from a whole bit grid counted in *base*, not voxelized)."""
     nx, ny, nz = spec.shape
     layers = max(1, min(nz, int(layers)))
     nv, nt = len(mesh.pv), len(mesh.triangles)
@@ -72,7 +76,7 @@ def split_estimate(spec: GridSpec, mode: str, mesh: SplitMesh, vote: bool, layer
     kept = 24 * nv + RANGE_BYTES_PER_TRIANGLE * nt + 24 * nt  # SplitMesh: voxel units, ranges, int64 triangles
     area = surface_area(mesh) if area is None else area
     tree = tree_bytes(area, nt)
-    voxelizing = estimate_bytes(slab, mode, 0, nt_slab, vote, xp=np, items=items)
+    voxelizing = 0 if voxelized else estimate_bytes(slab, mode, 0, nt_slab, vote, xp=np, items=items)
     stage = voxelizing
     slab_voxels = nx * ny * layers
     if mode in ("solid", "solid+surface"):
@@ -83,11 +87,11 @@ def split_estimate(spec: GridSpec, mode: str, mesh: SplitMesh, vote: bool, layer
 
 
 def choose_layers(spec: GridSpec, mode: str, mesh: SplitMesh, vote: bool, usable: int, items=None,
-                  base: int = 0):
+                  base: int = 0, voxelized: bool = False):
     """Rows per slab: the most whose estimate fits *usable*, capped where the slab's own
     arrays pass ``SLAB_BUDGET``; None when not even one row fits."""
     area = surface_area(mesh)
-    need = lambda layers: split_estimate(spec, mode, mesh, vote, layers, items, area, base)  # noqa: E731
+    need = lambda layers: split_estimate(spec, mode, mesh, vote, layers, items, area, base, voxelized)  # noqa: E731
     smallest = need(1)
     return largest_that_fits(need, min(usable, smallest + SLAB_BUDGET), 1, spec.shape[2]) if smallest <= usable \
         else None
@@ -174,3 +178,50 @@ def choose_attribute_layers(spec: GridSpec, request, mesh: SplitMesh, rows, face
     if smallest > usable:
         return None
     return largest_that_fits(need, min(usable, smallest + SLAB_BUDGET), 1, spec.shape[2])
+
+
+# ---------------------------------------------------------------- Volume with Blocks/.vox
+def mixed_splittable(request, segments) -> bool:
+    """Volume together with Block mesh and/or .vox (nothing else, no loose edges): the
+    whole bit grid is kept once; the Volume goes slab by slab from it into the VDB tree,
+    then the Blocks/.vox attributes slab by slab (``outputs.compute_group_split``)."""
+    outputs = request.outputs
+    return ("volume" in outputs and bool(outputs & ATTRIBUTE_OUTPUTS)
+            and outputs <= SPLIT_OUTPUTS | ATTRIBUTE_OUTPUTS and segments is None)
+
+
+def attribute_request(request):
+    """*request* with its Block mesh / .vox outputs only (the mixed split's second part)."""
+    from dataclasses import replace
+
+    return replace(request, outputs=set(request.outputs) & ATTRIBUTE_OUTPUTS)
+
+
+def mixed_split_estimate(spec: GridSpec, request, mesh: SplitMesh, vote: bool, rows, faces, volume_layers: int,
+                         attribute_layers: int, items=None, area=None, base: int = 0) -> int:
+    """Peak host memory of the mixed split: the Volume pass (``split_estimate`` of slabs
+    read from the whole bit grid, which it keeps) then the Blocks/.vox pass
+    (``attribute_split_estimate``, which counts the whole bit grid) beside the VDB tree
+    the Volume pass built."""
+    area = surface_area(mesh) if area is None else area
+    whole_bits = bitgrid.nbytes(spec.shape)
+    volume = split_estimate(spec, request.mode, mesh, vote, volume_layers, items, area, base + whole_bits,
+                            voxelized=True)
+    attributes = attribute_split_estimate(spec, attribute_request(request), mesh, rows, faces, attribute_layers,
+                                          base + tree_bytes(area, len(mesh.triangles)))
+    return max(volume, attributes)
+
+
+def choose_mixed_layers(spec: GridSpec, request, mesh: SplitMesh, vote: bool, rows, faces, usable: int, items=None,
+                        base: int = 0):
+    """(rows per slab of the Volume pass, of the Blocks/.vox pass): each the most whose
+    stage fits *usable* (``choose_layers``, ``choose_attribute_layers``); None when
+    either does not fit with one row."""
+    area = surface_area(mesh)
+    volume = choose_layers(spec, request.mode, mesh, vote, usable, items, base + bitgrid.nbytes(spec.shape),
+                           voxelized=True)
+    attributes = choose_attribute_layers(spec, attribute_request(request), mesh, rows, faces, usable,
+                                         base + tree_bytes(area, len(mesh.triangles)))
+    if volume is None or attributes is None:
+        return None
+    return volume, attributes

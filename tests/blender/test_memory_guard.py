@@ -21,6 +21,10 @@ MiB = 1 << 20
     {"shape": "suzanne", "outputs": ["volume"], "mode": "solid", "res": 112},
     {"shape": "cube", "outputs": ["blocks"], "mode": "surface", "res": 112},
     {"shape": "cube", "outputs": ["vox"], "mode": "solid", "res": 112},
+    # Bake Frames (three frames of a moving object): the frame's coverage or voxelization,
+    # then write_vdb's copies and the surface's leaves
+    {"shape": "cube", "outputs": ["volume_sequence"], "mode": "solid+surface", "res": 160, "bake": 3},
+    {"shape": "suzanne", "outputs": ["volume_sequence"], "mode": "surface", "res": 160, "bake": 3},
 ], ids=lambda c: f"{c['shape']}-{c['outputs'][0]}-{c['mode']}")
 def test_estimate_is_within_one_and_a_half_of_the_measured_peak(case):
     r = bench.run_case(case)

@@ -110,3 +110,66 @@ def test_a_point_cloud_too_large_is_refused_in_one_line_naming_what_fits():
     best = int(re.search(r"largest resolution that fits is (\d+)", error).group(1))
     ok = bench.run_case({**base, "res": best})["limited"]
     assert ok["state"] == "FINISHED", ok["error"]
+
+
+def test_a_mixed_volume_blocks_and_vox_job_under_a_real_limit_equals_the_unsplit_outputs():
+    """Volume together with Block mesh and .vox, over the limit whole: the bit grid is kept
+    once, the Volume goes slab by slab into the VDB and then the Blocks/.vox attributes
+    slab by slab; the VDB, the block mesh and the .vox file equal the unsplit job's."""
+    out = bench.run_case({"shape": "suzanne", "mode": "solid+surface", "fill_holes": True, "res": 160,
+                          "outputs": ["volume", "blocks", "vox"], "materials": 2, "unsplit": True,
+                          "headroom": 100 * MiB})
+    whole, split = out["unsplit"], out["limited"]
+    assert whole["state"] == "FINISHED", whole["error"]
+    assert split["state"] == "FINISHED", split["error"]
+    assert re.search(r"Volume split into \d+ z-slabs of \d+ rows, then Block mesh and MagicaVoxel voxel attributes "
+                     r"into \d+ of \d+", " ".join(split["warnings"])), split["warnings"]
+    assert split["estimate"]["whole"] > split["estimate"]["total"]  # the whole job was over the limit
+    assert split["count"] == whole["count"] > 0
+
+    def file(result, suffix):
+        (path,) = [f for f in result["files"] if f.endswith(suffix)]
+        return path
+
+    a, b = tinyvdb_grids(file(whole, ".vdb")), tinyvdb_grids(file(split, ".vdb"))
+    va, vb = tinyvdb_active_values(a["density"][1]), tinyvdb_active_values(b["density"][1])
+    assert len(va) > 0 and va == vb
+    assert open(file(whole, ".vox"), "rb").read() == open(file(split, ".vox"), "rb").read()
+    ma, mb = np.load(file(whole, ".npz")), np.load(file(split, ".npz"))
+    assert len(np.unique(ma["materials"])) == 2
+    for name in ("co", "loops", "materials"):
+        assert np.array_equal(ma[name], mb[name]), name
+
+
+def calibrated(case, usable_mib):
+    """*case* with the headroom at which the guard sees about *usable_mib* MiB usable: the
+    process grows between setting the limit and the guard reading it, by an amount that
+    depends on the Blender and Python build, so it is read off a first run's report."""
+    first = bench.run_case(case)["limited"]
+    seen = float(re.search(r"([\d.]+) MiB is usable", first["error"] or " ".join(first["warnings"])).group(1))
+    return {**case, "headroom": case["headroom"] + int((usable_mib - seen) / 0.9 * MiB)}
+
+
+@pytest.mark.parametrize("case", [
+    # refused before voxelizing: the whole voxelization (318 MiB) is over the limit
+    {"shape": "cube", "mode": "solid+surface", "res": 256, "outputs": ["blocks"], "headroom": 150 * MiB},
+    # refused after voxelizing (107 MiB): the Volume + Blocks split does not fit even with one
+    # row per slab (123 MiB)
+    {"shape": "suzanne", "mode": "solid+surface", "fill_holes": True, "res": 256, "outputs": ["volume", "blocks"],
+     "headroom": 160 * MiB, "usable": 115},
+], ids=lambda c: "+".join(c["outputs"]))
+def test_a_refused_blocks_job_names_the_largest_resolution_that_runs_split(case):
+    """The refusal of a job that can run split names the largest resolution at which it
+    runs, whole or split (searched with the split plan's own estimate and exact counts),
+    not the largest whose whole job fits; that resolution then runs under the same limit."""
+    if "usable" in case:
+        case = calibrated(case, case["usable"])
+    refused = bench.run_case(case)["limited"]
+    assert refused["state"] == "FAILED"
+    error = refused["error"]
+    assert "\n" not in error and "Traceback" not in error
+    best = int(re.search(r"largest resolution that fits, whole or split into z-slabs, is (\d+)", error).group(1))
+    assert 64 < best < case["res"]
+    ok = bench.run_case({**case, "res": best})["limited"]
+    assert ok["state"] == "FINISHED", ok["error"]
+    assert re.search(r"split into \d+ z-slabs", " ".join(ok["warnings"])), ok["warnings"]  # it needed the split
