@@ -92,8 +92,13 @@ def test_resume_after_cancel_matches_an_uninterrupted_bake(dam):
         assert runner.step() == "RUNNING"
     runner.request_cancel()
     assert runner.step() == "CANCELLED"
+    # Frames are written on a writer thread while the next one simulates, and Cancel waits
+    # for the frame in flight: frame 3 may already be recorded. The resumed bake computes
+    # exactly the frames that were not.
+    third_done = any((folder / f"liquid_0003.{ext}").is_file() for ext in ("ply", "vxp"))
     resumed = JobRunner(flip_job(bpy.context, f, scene.voxfx.cache_directory, 1, 4))
-    assert resumed.run() == "FINISHED" and resumed.result.summary == "baked frames 3-4"
+    assert resumed.run() == "FINISHED"
+    assert resumed.result.summary == ("baked frames 4" if third_done else "baked frames 3-4")
     assert [particle_file(folder, k).read_bytes() for k in range(1, 5)] == reference  # CPU: bit-identical
 
 
