@@ -167,24 +167,32 @@ class JobRunner:
             self.state, self.fraction, self.result = FINISHED, 1.0, stop.value
             release_memory()  # the pool's free blocks and cached solvers: not kept past the bake
             return self.state
+        # The job is closed and memory released after the ``except`` block: inside it the
+        # exception's traceback still holds the job's frames, and with them its arrays.
         except Cancelled:
+            failure = None
+        except Exception as e:  # noqa: BLE001 - becomes one line (an internal error's traceback: console)
+            failure = self._message_of(e)
+        else:
+            failure = False
+        if failure is None:
             return self._cancel()
-        except VoxFXError as e:
-            return self._fail(str(e))
-        except DeviceMemoryError as e:  # a guard refused before allocating: its message says it all
-            return self._fail(str(e))
-        except MemoryError as e:  # a guard's estimate was not enough: one line, the process goes on
-            return self._fail(out_of_memory_message(e, self.title, self.message))
-        except Exception as e:  # noqa: BLE001 - shown as a message, traceback to the console
-            if is_out_of_memory(e):
-                return self._fail(out_of_memory_message(e, self.title, self.message))
-            traceback.print_exc(file=sys.stderr)
-            return self._fail(f"Internal error ({type(e).__name__}: {e}); details in the console")
+        if failure is not False:
+            return self._fail(failure)
         if isinstance(item, Kernel):
             self._start_kernel(item)
         elif item is not None:
             self.fraction, self.message = float(item[0]), str(item[1])
         return self.state
+
+    def _message_of(self, e: Exception) -> str:
+        """The one-line report of the job's exception *e*."""
+        if isinstance(e, (VoxFXError, DeviceMemoryError)):  # a guard refused before allocating
+            return str(e)
+        if isinstance(e, MemoryError) or is_out_of_memory(e):  # the process and the pool go on
+            return out_of_memory_message(e, self.title, self.message)
+        traceback.print_exc(file=sys.stderr)
+        return f"Internal error ({type(e).__name__}: {e}); details in the console"
 
     def _resume(self):
         """Advance the job, handing it the last kernel's value (or exception)."""

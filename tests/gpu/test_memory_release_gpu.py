@@ -25,6 +25,7 @@ def test_two_bakes_leave_the_pool_as_they_found_it():
     import cupy as cp
 
     pool = cp.get_default_memory_pool()
+    _bake(cp)  # a first bake loads the kernels' modules (device memory outside the pool)
     memory.release_gpu_pool()
     start_total = pool.total_bytes()
     free_before = backend.device_info().free_bytes
@@ -48,6 +49,7 @@ def test_job_runner_releases_the_pool_after_a_failed_bake():
 
     pool = cp.get_default_memory_pool()
     memory.release_gpu_pool()
+    start = pool.total_bytes()  # what other tests' live arrays still hold
 
     def job():
         sim = _bake(cp)  # noqa: F841 - held by the failing frame
@@ -57,7 +59,7 @@ def test_job_runner_releases_the_pool_after_a_failed_bake():
     r = JobRunner(job(), title="Liquid")
     assert r.run() == FAILED
     assert r.error.startswith("Out of GPU memory while baking (Liquid)") and "\n" not in r.error
-    assert len(pressure._gpu_solvers) == 0 and pool.total_bytes() <= (8 << 20)
+    assert len(pressure._gpu_solvers) == 0 and pool.total_bytes() <= start + (1 << 20)
     x = cp.ones(1 << 20, dtype=cp.float32)  # the device still works
     assert float(x.sum()) == float(1 << 20)
 
