@@ -11,6 +11,7 @@ The volumes are that frame's liquid VDB (level set + velocity), float and half.
 
     python bench/cache_formats.py                # 1M and 8M particles
     python bench/cache_formats.py --counts 1e6   # quicker
+    python bench/cache_formats.py --no-blender   # on a GPU machine without bpy: write/read rows
 
 With CuPy and a GPU, a "compact zstd GPU" row encodes from device arrays (what a GPU
 bake holds before ``particles_host``; the bake does not feed them yet).
@@ -113,10 +114,8 @@ def _device_arrays(pos, vel, size):
         return None
 
 
-def bench_particles(pos, vel, cell, folder, repeat):
-    import bpy
-
-    from voxfx.addon import compact_points, frame_loader, ply
+def bench_particles(pos, vel, cell, folder, repeat, blender=True):
+    from voxfx.addon import compact_points, ply
 
     n = len(pos)
     size = np.full(n, 0.25 * cell, np.float32)
@@ -133,11 +132,17 @@ def bench_particles(pos, vel, cell, folder, repeat):
         write_ms, write_cpu, _ = timed_cpu(lambda: write_frame(path, codec, *arrays, cell, arrays is device),  # noqa: B023
                                            repeat)
         read_ms, read_cpu, _ = timed_cpu(lambda: read(path), repeat)  # noqa: B023  (called here, in this iteration)
-        mesh = bpy.data.meshes.new(f"bench {label}")
-        first_ms, _ = timed(lambda: frame_loader._load_points(mesh, path), 1)  # noqa: B023  (sizes the mesh)
-        load_ms, _ = timed(lambda: frame_loader._load_points(mesh, path), repeat)  # noqa: B023
-        assert len(mesh.vertices) == n
-        bpy.data.meshes.remove(mesh)
+        first_ms = load_ms = float("nan")
+        if blender:  # the frame loader's mesh (no Blender: write and read rows only)
+            import bpy
+
+            from voxfx.addon import frame_loader
+
+            mesh = bpy.data.meshes.new(f"bench {label}")
+            first_ms, _ = timed(lambda: frame_loader._load_points(mesh, path), 1)  # noqa: B023  (sizes the mesh)
+            load_ms, _ = timed(lambda: frame_loader._load_points(mesh, path), repeat)  # noqa: B023
+            assert len(mesh.vertices) == n
+            bpy.data.meshes.remove(mesh)
         rows.append((label, path.stat().st_size / n, write_ms, write_cpu, read_ms, read_cpu, first_ms, load_ms))
         path.unlink()
     return rows
@@ -204,22 +209,25 @@ def main():
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--bake", action="store_true", help="also time a bake's frame loop, files written inline "
                         "and on the writer thread (sim_bake.simulate)")
+    parser.add_argument("--no-blender", action="store_true", help="without bpy (a GPU machine): no VDB and no "
+                        "load rows, the write and read rows only")
     args = parser.parse_args()
-    import bpy  # noqa: F401  (the frame loader's mesh)
+    if not args.no_blender:
+        import bpy  # noqa: F401  (the frame loader's mesh)
 
     spec, arrays = real_frame()
     n0 = len(arrays["position"])
     print(f"real frame: {n0:,} particles, cell {spec.voxel_size:.4f} m, {os.cpu_count()} CPU cores")
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        for label, size, active in bench_volumes(spec, arrays, folder):
+        for label, size, active in ([] if args.no_blender else bench_volumes(spec, arrays, folder)):
             print(f"VDB {label:5s}: {size:,} bytes, {active:,} active voxels, {size / active:.2f} bytes/active voxel")
         print(f"{'particles':>10s} {'format':16s} {'B/particle':>10s} {'write ms':>9s} {'(CPU)':>6s} {'read ms':>8s} "
               f"{'(CPU)':>6s} {'load ms (first)':>15s} {'load ms':>8s}")
         for count in args.counts:
             pos, vel = tiled(arrays["position"], arrays["velocity"], int(count), spec.voxel_size)
             for label, bpp, w, wc, r, rc, first, ld in bench_particles(pos, vel, spec.voxel_size, folder,
-                                                                       args.repeat):
+                                                                       args.repeat, not args.no_blender):
                 print(f"{len(pos):>10,d} {label:16s} {bpp:10.2f} {w:9.0f} {wc:6.0f} {r:8.0f} {rc:6.0f} {first:15.0f} "
                       f"{ld:8.0f}")
             if args.bake:
