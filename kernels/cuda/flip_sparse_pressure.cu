@@ -380,23 +380,7 @@ extern "C" __global__ void label_flatten(int* parent, int n)
 extern "C" __global__ void mg_coarsen(const long long* __restrict__ keys, const unsigned char* __restrict__ fluid,
                                       int n, int bx, int by, int bz, unsigned char* __restrict__ flag)
 {
-    RANGE(c, 0, n)
-    {
-        int i, j, k;
-        key_cell(keys[c], bx, by, bz, i, j, k);
-        unsigned char f = 0;
-        if (((i | j | k) & 1) == 0) {
-            bool all = true, any_fluid = false;
-            for (int child = 0; child < 8 && all; ++child) {
-                const int at = find_key(keys, n, cell_key(i + (child & 1), j + ((child >> 1) & 1), k + (child >> 2), bx,
-                                                          by, bz));
-                all = at >= 0;
-                any_fluid |= all && fluid[at];
-            }
-            f = all ? (any_fluid ? 2 : 1) : 0;
-        }
-        flag[c] = f;
-    }
+    RANGE(c, 0, n) flag[c] = coarse_flag(keys, fluid, n, c, bx, by, bz);
 }
 
 // The coarse keys of the flagged fine cells (their parents).
@@ -419,25 +403,7 @@ extern "C" __global__ void mg_level_cells(const long long* __restrict__ keys, co
                                           int n, int bx, int by, int bz, int* __restrict__ around,
                                           unsigned char* __restrict__ diag, unsigned char* __restrict__ cls)
 {
-    RANGE(c, 0, n)
-    {
-        if (!fluid[c]) {
-            cls[c] = 0;
-            continue;
-        }
-        int i, j, k;
-        key_cell(keys[c], bx, by, bz, i, j, k);
-        int count = 6;
-        for (int d = 0; d < 6; ++d) {
-            const int step = (d & 1) ? 1 : -1, axis = d >> 1;
-            const int at = find_key(keys, n, cell_key(i + (axis == 0) * step, j + (axis == 1) * step,
-                                                      k + (axis == 2) * step, bx, by, bz));
-            around[d * n + c] = at;
-            count -= at >= 0 && !fluid[at];
-        }
-        diag[c] = (unsigned char)count;
-        cls[c] = count == 0 ? 0 : ((((i + j + k) & 1) == 0) ? 1 : 2);
-    }
+    RANGE(c, 0, n) cls[c] = fluid[c] ? fluid_cell(keys, fluid, n, c, bx, by, bz, around, n, diag) : 0;
 }
 
 // The level's nbr (6, m + 1) and diag (m + 1) in compact order (order[u]: the set index of
@@ -447,21 +413,7 @@ extern "C" __global__ void mg_level_tables(const long long* __restrict__ order, 
                                            const unsigned char* __restrict__ diag8, int* __restrict__ nbr,
                                            float* __restrict__ diag)
 {
-    const int stride = m + 1;
-    RANGE(u, 0, m + 1)
-    {
-        if (u == m) {
-            for (int d = 0; d < 6; ++d) nbr[d * stride + m] = m;
-            diag[m] = 1.0f;
-            continue;
-        }
-        const int s = (int)order[u];
-        for (int d = 0; d < 6; ++d) {
-            const int t = around[d * n + s];
-            nbr[d * stride + u] = t >= 0 ? position[t] : m;
-        }
-        diag[u] = (float)diag8[s];
-    }
+    RANGE(u, 0, m + 1) level_table_column(u, m, u < m ? (int)order[u] : 0, around, n, position, diag8, nbr, m + 1, diag);
 }
 
 // up (8, m_f + 1): per fine unknown (keys fkeys) the coarse parent and its neighbours on the
@@ -471,22 +423,7 @@ extern "C" __global__ void mg_prolong_table(const long long* __restrict__ fkeys,
                                             const int* __restrict__ cposition, int cbx, int cby, int cbz, int mc,
                                             int* __restrict__ up)
 {
-    const int stride = mf + 1;
-    RANGE(f, 0, mf + 1)
-    {
-        if (f == mf) {
-            for (int row = 0; row < 8; ++row) up[row * stride + f] = mc;
-            continue;
-        }
-        int i, j, k;
-        key_cell(fkeys[f], bx, by, bz, i, j, k);
-        const int si = (i & 1) ? 1 : -1, sj = (j & 1) ? 1 : -1, sk = (k & 1) ? 1 : -1;
-        for (int row = 0; row < 8; ++row) {
-            const int at = find_key(ckeys, nc, cell_key((i >> 1) + (row & 1) * si, (j >> 1) + ((row >> 1) & 1) * sj,
-                                                        (k >> 1) + (row >> 2) * sk, cbx, cby, cbz));
-            up[row * stride + f] = at >= 0 ? cposition[at] : mc;
-        }
-    }
+    RANGE(f, 0, mf + 1) prolong_column(f, mf, fkeys, bx, by, bz, ckeys, nc, cposition, cbx, cby, cbz, mc, up, mf + 1);
 }
 
 // down (64, m_c + 1): per coarse unknown (keys ckeys) the fine cells 2I + (−1, 0, 1, 2) per
@@ -496,36 +433,12 @@ extern "C" __global__ void mg_restrict_table(const long long* __restrict__ ckeys
                                              const int* __restrict__ fposition, int bx, int by, int bz, int mf,
                                              int* __restrict__ down)
 {
-    const int stride = mc + 1;
-    RANGE(c, 0, mc + 1)
-    {
-        if (c == mc) {
-            for (int row = 0; row < 64; ++row) down[row * stride + c] = mf;
-            continue;
-        }
-        int I, J, K;
-        key_cell(ckeys[c], cbx, cby, cbz, I, J, K);
-        for (int row = 0; row < 64; ++row) {
-            const int at = find_key(fkeys, nf, cell_key(2 * I + (row & 3) - 1, 2 * J + ((row >> 2) & 3) - 1,
-                                                        2 * K + (row >> 4) - 1, bx, by, bz));
-            down[row * stride + c] = at >= 0 ? fposition[at] : mf;
-        }
-    }
+    RANGE(c, 0, mc + 1) restrict_column(c, mc, ckeys, cbx, cby, cbz, fkeys, nf, fposition, bx, by, bz, mf, down, mc + 1);
 }
 
 // span[0..2] = max, span[3..5] = −min of the key fields of keys[0, m) (span on entry: 0 and
 // −2^31 + 1): the unknowns' extent per axis.
 extern "C" __global__ void mg_key_span(const long long* __restrict__ keys, int m, int* span)
 {
-    RANGE(c, 0, m)
-    {
-        int i, j, k;
-        key_cell(keys[c], 0, 0, 0, i, j, k);
-        atomicMax(span + 0, i);
-        atomicMax(span + 1, j);
-        atomicMax(span + 2, k);
-        atomicMax(span + 3, -i);
-        atomicMax(span + 4, -j);
-        atomicMax(span + 5, -k);
-    }
+    RANGE(c, 0, m) widen_span(keys[c], span);
 }

@@ -28,21 +28,7 @@ extern "C" __global__ void mgs_coarsen(const long long* __restrict__ keys, const
     const int n = fcnt[0];
     RANGE(c, 0, bound)
     {
-        unsigned char f = 0;
-        if (c < n) {
-            int i, j, k;
-            key_cell(keys[c], bx, by, bz, i, j, k);
-            if (((i | j | k) & 1) == 0) {
-                bool all = true, any_fluid = false;
-                for (int child = 0; child < 8 && all; ++child) {
-                    const int at = find_key(keys, n, cell_key(i + (child & 1), j + ((child >> 1) & 1), k + (child >> 2),
-                                                              bx, by, bz));
-                    all = at >= 0;
-                    any_fluid |= all && fluid[at];
-                }
-                f = all ? (any_fluid ? 2 : 1) : 0;
-            }
-        }
+        const unsigned char f = c < n ? coarse_flag(keys, fluid, n, c, bx, by, bz) : 0;
         flag[c] = f;
         take[c] = f != 0;
     }
@@ -80,21 +66,7 @@ extern "C" __global__ void mgs_level_cells(const long long* __restrict__ keys, c
     const int n = cnt[0];
     RANGE(c, 0, bound)
     {
-        unsigned char kind = 0;
-        if (c < n && fluid[c]) {
-            int i, j, k;
-            key_cell(keys[c], bx, by, bz, i, j, k);
-            int count = 6;
-            for (int d = 0; d < 6; ++d) {
-                const int step = (d & 1) ? 1 : -1, axis = d >> 1;
-                const int at = find_key(keys, n, cell_key(i + (axis == 0) * step, j + (axis == 1) * step,
-                                                          k + (axis == 2) * step, bx, by, bz));
-                around[d * bound + c] = at;
-                count -= at >= 0 && !fluid[at];
-            }
-            diag[c] = (unsigned char)count;
-            kind = count == 0 ? 0 : ((((i + j + k) & 1) == 0) ? 1 : 2);
-        }
+        const unsigned char kind = c < n && fluid[c] ? fluid_cell(keys, fluid, n, c, bx, by, bz, around, bound, diag) : 0;
         cls[c] = kind;
         flags[c] = kind == 1;
         flags[bound + c] = kind == 2;
@@ -137,18 +109,9 @@ extern "C" __global__ void mgs_level_tables(const int* __restrict__ order, const
     const int m = cnt[2], stride = bound + 1;
     RANGE(u, 0, m + 1)
     {
-        if (u == m) {
-            for (int d = 0; d < 6; ++d) nbr[d * stride + m] = m;
-            diag[m] = 1.0f;
-            continue;
-        }
-        const int s = order[u];
-        for (int d = 0; d < 6; ++d) {
-            const int t = around[d * bound + s];
-            nbr[d * stride + u] = t >= 0 ? position[t] : m;
-        }
-        diag[u] = (float)diag8[s];
-        ukeys[u] = keys[s];
+        const int s = u < m ? order[u] : 0;
+        level_table_column(u, m, s, around, bound, position, diag8, nbr, stride, diag);
+        if (u < m) ukeys[u] = keys[s];
     }
 }
 
@@ -160,21 +123,7 @@ extern "C" __global__ void mgs_prolong_table(const long long* __restrict__ fkeys
                                              int cby, int cbz, int* __restrict__ up)
 {
     const int mf = fcnt[2], nc = ccnt[0], mc = ccnt[2];
-    RANGE(f, 0, mf + 1)
-    {
-        if (f == mf) {
-            for (int row = 0; row < 8; ++row) up[row * fstride + f] = mc;
-            continue;
-        }
-        int i, j, k;
-        key_cell(fkeys[f], bx, by, bz, i, j, k);
-        const int si = (i & 1) ? 1 : -1, sj = (j & 1) ? 1 : -1, sk = (k & 1) ? 1 : -1;
-        for (int row = 0; row < 8; ++row) {
-            const int at = find_key(ckeys, nc, cell_key((i >> 1) + (row & 1) * si, (j >> 1) + ((row >> 1) & 1) * sj,
-                                                        (k >> 1) + (row >> 2) * sk, cbx, cby, cbz));
-            up[row * fstride + f] = at >= 0 ? cposition[at] : mc;
-        }
-    }
+    RANGE(f, 0, mf + 1) prolong_column(f, mf, fkeys, bx, by, bz, ckeys, nc, cposition, cbx, cby, cbz, mc, up, fstride);
 }
 
 // mg_restrict_table: down (64 rows of cstride) for the ccnt[2] coarse unknowns (keys
@@ -186,20 +135,7 @@ extern "C" __global__ void mgs_restrict_table(const long long* __restrict__ ckey
                                               int* __restrict__ down)
 {
     const int mc = ccnt[2], nf = fcnt[0], mf = fcnt[2];
-    RANGE(c, 0, mc + 1)
-    {
-        if (c == mc) {
-            for (int row = 0; row < 64; ++row) down[row * cstride + c] = mf;
-            continue;
-        }
-        int I, J, K;
-        key_cell(ckeys[c], cbx, cby, cbz, I, J, K);
-        for (int row = 0; row < 64; ++row) {
-            const int at = find_key(fkeys, nf, cell_key(2 * I + (row & 3) - 1, 2 * J + ((row >> 2) & 3) - 1,
-                                                        2 * K + (row >> 4) - 1, bx, by, bz));
-            down[row * cstride + c] = at >= 0 ? fposition[at] : mf;
-        }
-    }
+    RANGE(c, 0, mc + 1) restrict_column(c, mc, ckeys, cbx, cby, cbz, fkeys, nf, fposition, bx, by, bz, mf, down, cstride);
 }
 
 // mg_key_span over the cnt[2] unknown keys: span[0..2] = max, span[3..5] = −min per axis
@@ -207,17 +143,7 @@ extern "C" __global__ void mgs_restrict_table(const long long* __restrict__ ckey
 extern "C" __global__ void mgs_key_span(const long long* __restrict__ keys, const int* __restrict__ cnt,
                                         int* __restrict__ span)
 {
-    RANGE(c, 0, cnt[2])
-    {
-        int i, j, k;
-        key_cell(keys[c], 0, 0, 0, i, j, k);
-        atomicMax(span + 0, i);
-        atomicMax(span + 1, j);
-        atomicMax(span + 2, k);
-        atomicMax(span + 3, -i);
-        atomicMax(span + 4, -j);
-        atomicMax(span + 5, -k);
-    }
+    RANGE(c, 0, cnt[2]) widen_span(keys[c], span);
 }
 
 // ------------------------------------------------------------------------ level 0's unknowns

@@ -1,7 +1,7 @@
 // The sparse multigrid's cell keys (kernels/flip/sparse_multigrid.py): (k − bz)·2^2B +
 // (j − by)·2^B + i − bx, B = KEY_BITS (a -D constant of the including module), every axis
 // inside its field; sets of them sorted. Shared by flip_sparse_pressure.cu and
-// flip_sparse_pressure_setup.cu.
+// flip_sparse_pressure_setup.cu, with the per-cell rules of their table kernels.
 #pragma once
 
 __device__ __forceinline__ long long cell_key(int i, int j, int k, int bx, int by, int bz)
@@ -29,4 +29,125 @@ __device__ __forceinline__ int find_key(const long long* __restrict__ keys, int 
             hi = mid;
     }
     return (lo < n && keys[lo] == q) ? lo : -1;
+}
+
+// ------------------------------------------------ one cell's entries of a level's tables
+// The rules of the table kernels, written once: flip_sparse_pressure.cu's (sizes from the
+// host) and flip_sparse_pressure_setup.cu's (sizes in device memory) call them per item.
+
+// mg_coarsen's flag of cell c of the set keys[0, n): 0, or — for the cell with even
+// (i, j, k) of a 2×2×2 block whose 8 cells are all in the set — 1 (a SOLID coarse cell)
+// or 2 (FLUID: a child is FLUID).
+__device__ __forceinline__ unsigned char coarse_flag(const long long* __restrict__ keys,
+                                                     const unsigned char* __restrict__ fluid, int n, int c, int bx,
+                                                     int by, int bz)
+{
+    int i, j, k;
+    key_cell(keys[c], bx, by, bz, i, j, k);
+    if (((i | j | k) & 1) != 0) return 0;
+    bool all = true, any_fluid = false;
+    for (int child = 0; child < 8 && all; ++child) {
+        const int at = find_key(keys, n, cell_key(i + (child & 1), j + ((child >> 1) & 1), k + (child >> 2), bx, by,
+                                                  bz));
+        all = at >= 0;
+        any_fluid |= all && fluid[at];
+    }
+    return all ? (any_fluid ? 2 : 1) : 0;
+}
+
+// A FLUID cell c of the set keys[0, n): the set index of each of its 6 neighbours
+// (around[d·stride + c]; −1: AIR) and the diagonal (6 − SOLID neighbours); returns its class
+// 0 (not an unknown), 1 (red unknown), 2 (black unknown).
+__device__ __forceinline__ unsigned char fluid_cell(const long long* __restrict__ keys,
+                                                    const unsigned char* __restrict__ fluid, int n, int c, int bx,
+                                                    int by, int bz, int* __restrict__ around, int stride,
+                                                    unsigned char* __restrict__ diag)
+{
+    int i, j, k;
+    key_cell(keys[c], bx, by, bz, i, j, k);
+    int count = 6;
+    for (int d = 0; d < 6; ++d) {
+        const int step = (d & 1) ? 1 : -1, axis = d >> 1;
+        const int at = find_key(keys, n, cell_key(i + (axis == 0) * step, j + (axis == 1) * step,
+                                                  k + (axis == 2) * step, bx, by, bz));
+        around[d * stride + c] = at;
+        count -= at >= 0 && !fluid[at];
+    }
+    diag[c] = (unsigned char)count;
+    return count == 0 ? 0 : ((((i + j + k) & 1) == 0) ? 1 : 2);
+}
+
+// Column u of a level's nbr (6 rows of nstride) and diag, u ≤ m: unknown u's set index s
+// (its row of around, rows astride long) or, at u = m, the sentinel column.
+__device__ __forceinline__ void level_table_column(int u, int m, int s, const int* __restrict__ around, int astride,
+                                                   const int* __restrict__ position,
+                                                   const unsigned char* __restrict__ diag8, int* __restrict__ nbr,
+                                                   int nstride, float* __restrict__ diag)
+{
+    if (u == m) {
+        for (int d = 0; d < 6; ++d) nbr[d * nstride + m] = m;
+        diag[m] = 1.0f;
+        return;
+    }
+    for (int d = 0; d < 6; ++d) {
+        const int t = around[d * astride + s];
+        nbr[d * nstride + u] = t >= 0 ? position[t] : m;
+    }
+    diag[u] = (float)diag8[s];
+}
+
+// Column f ≤ mf of up (8 rows of stride): fine unknown f's (key fkeys[f]) coarse parent and
+// its neighbours on the child's side, row (oz·2 + oy)·2 + ox, from the coarse set ckeys[0,
+// nc) (cposition: set index → unknown); the coarse sentinel mc where not an unknown.
+__device__ __forceinline__ void prolong_column(int f, int mf, const long long* __restrict__ fkeys, int bx, int by,
+                                               int bz, const long long* __restrict__ ckeys, int nc,
+                                               const int* __restrict__ cposition, int cbx, int cby, int cbz, int mc,
+                                               int* __restrict__ up, int stride)
+{
+    if (f == mf) {
+        for (int row = 0; row < 8; ++row) up[row * stride + f] = mc;
+        return;
+    }
+    int i, j, k;
+    key_cell(fkeys[f], bx, by, bz, i, j, k);
+    const int si = (i & 1) ? 1 : -1, sj = (j & 1) ? 1 : -1, sk = (k & 1) ? 1 : -1;
+    for (int row = 0; row < 8; ++row) {
+        const int at = find_key(ckeys, nc, cell_key((i >> 1) + (row & 1) * si, (j >> 1) + ((row >> 1) & 1) * sj,
+                                                    (k >> 1) + (row >> 2) * sk, cbx, cby, cbz));
+        up[row * stride + f] = at >= 0 ? cposition[at] : mc;
+    }
+}
+
+// Column c ≤ mc of down (64 rows of stride): coarse unknown c's (key ckeys[c]) fine cells
+// 2I + (−1, 0, 1, 2) per axis, row (iz·4 + iy)·4 + ix, from the fine set fkeys[0, nf)
+// (fposition); the fine sentinel mf where not an unknown.
+__device__ __forceinline__ void restrict_column(int c, int mc, const long long* __restrict__ ckeys, int cbx, int cby,
+                                                int cbz, const long long* __restrict__ fkeys, int nf,
+                                                const int* __restrict__ fposition, int bx, int by, int bz, int mf,
+                                                int* __restrict__ down, int stride)
+{
+    if (c == mc) {
+        for (int row = 0; row < 64; ++row) down[row * stride + c] = mf;
+        return;
+    }
+    int I, J, K;
+    key_cell(ckeys[c], cbx, cby, cbz, I, J, K);
+    for (int row = 0; row < 64; ++row) {
+        const int at = find_key(fkeys, nf, cell_key(2 * I + (row & 3) - 1, 2 * J + ((row >> 2) & 3) - 1,
+                                                    2 * K + (row >> 4) - 1, bx, by, bz));
+        down[row * stride + c] = at >= 0 ? fposition[at] : mf;
+    }
+}
+
+// span[0..2] = max, span[3..5] = −min of the key fields: widened by one key.
+__device__ __forceinline__ void widen_span(long long key, int* span)
+{
+    int i, j, k;
+    key_cell(key, 0, 0, 0, i, j, k);
+    atomicMax(span + 0, i);
+    atomicMax(span + 1, j);
+    atomicMax(span + 2, k);
+    atomicMax(span + 3, -i);
+    atomicMax(span + 4, -j);
+    atomicMax(span + 5, -k);
 }
