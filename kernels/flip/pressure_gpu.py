@@ -97,6 +97,27 @@ def release_gpu_solvers():
     _gpu_solvers.clear()
 
 
+def run_blocks(solver, max_iterations: int, progress=None):
+    """Alg. 2's loop on a set-up GPU solver (dense ``PressureSolverGPU`` or the sparse one):
+    capture its block of ``check_every`` iterations, run blocks until the device's state
+    says stopped or *max_iterations* are launched, reading the state once per block (the one
+    host sync per check). (iterations, relative residual, converged)."""
+    solver.loop.capture()
+    launched = 0
+    while True:
+        host_state = solver.state.get()  # the one host sync per check (Alg. 2)
+        if host_state[_S_STOPPED] or launched >= max_iterations:
+            break
+        if launched:  # between blocks, on the state this check read anyway: no extra sync
+            report(progress, launched / max_iterations, f"pressure: iteration {launched}")
+        solver.loop.run()  # check_every iterations (the graph, or launch by launch)
+        launched += solver.check_every
+    scal = solver.scalars.get()
+    bb, rr = float(scal[_D_BB]), float(scal[_D_RR])
+    residual = 0.0 if bb == 0.0 else math.sqrt(rr / bb) if math.isfinite(rr) else math.inf
+    return int(host_state[_S_IT]), residual, bool(host_state[_S_CONVERGED])
+
+
 class PressureSolverGPU:
     """The PCG loop of Alg. 2 on the device for one grid shape (nz, ny, nx): owns the CG
     vectors, the multigrid levels, the device scalars and the CUDA graph of one block of
@@ -244,17 +265,5 @@ class PressureSolverGPU:
         self._finish("finish_beta", (self.partials, G, self.scalars, self.state, np.int32(1)))  # rz, β = 0
         self._reduce_launch("update_direction", (self.d, self._z(), np.int64(self.cells), self.scalars,
                                                  self.state))  # d = z
-        self.loop.capture()
-        launched = 0
-        while True:
-            host_state = self.state.get()  # the one host sync per check (Alg. 2)
-            if host_state[_S_STOPPED] or launched >= max_iterations:
-                break
-            if launched:  # between blocks, on the state this check read anyway: no extra sync
-                report(progress, launched / max_iterations, f"pressure: iteration {launched}")
-            self.loop.run()  # check_every iterations (the graph, or launch by launch)
-            launched += self.check_every
-        scal = self.scalars.get()
-        bb, rr = float(scal[_D_BB]), float(scal[_D_RR])
-        residual = 0.0 if bb == 0.0 else math.sqrt(rr / bb) if math.isfinite(rr) else math.inf
-        return (self.x.copy(), int(host_state[_S_IT]), residual, bool(host_state[_S_CONVERGED]))
+        iterations, residual, converged = run_blocks(self, max_iterations, progress)
+        return (self.x.copy(), iterations, residual, converged)

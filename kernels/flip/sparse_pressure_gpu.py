@@ -16,7 +16,6 @@ the loop.
 
 from __future__ import annotations
 
-import math
 import os
 from collections import OrderedDict
 
@@ -24,10 +23,9 @@ import numpy as np
 
 from .. import backend
 from ..grid.launch import THREADS, GraphLoop, Kernels
-from ..progress import report
 from .pressure import MG_COARSE_SWEEPS, MG_SWEEPS
 from .sparse_multigrid import KEY_BITS, _CellSet, _Level
-from .pressure_gpu import _D_ALPHA, _D_BB, _D_BETA, _D_RR, _MAX_BLOCKS, _S_CONVERGED, _S_IT, _S_STOPPED
+from .pressure_gpu import _D_ALPHA, _D_BETA, _MAX_BLOCKS, _S_STOPPED, run_blocks
 from .pressure_gpu import _K as _DENSE  # finish_init, finish_alpha, finish_beta
 
 _CU = "flip_sparse_pressure.cu"
@@ -361,20 +359,8 @@ class SparsePressureSolverGPU:
         self._precondition_and_dot()  # z = M r, r·z
         self._finish("finish_beta", (self.partials, G, self.scalars, self.state, np.int32(1)))  # rz, β = 0
         self._reduce("update_direction", (self.d, self._z(), self.sizes, self.scalars, self.state))  # d = z
-        self.loop.capture()
-        launched = 0
-        while True:
-            host_state = self.state.get()  # the one host sync per check (Alg. 2)
-            if host_state[_S_STOPPED] or launched >= max_iterations:
-                break
-            if launched:  # between blocks, on the state this check read anyway: no extra sync
-                report(progress, launched / max_iterations, f"pressure: iteration {launched}")
-            self.loop.run()  # check_every iterations (the graph, or launch by launch)
-            launched += self.check_every
-        scal = self.scalars.get()
-        bb, rr = float(scal[_D_BB]), float(scal[_D_RR])
-        residual = 0.0 if bb == 0.0 else math.sqrt(rr / bb) if math.isfinite(rr) else math.inf
-        return self.x[:m + 1].copy(), int(host_state[_S_IT]), residual, bool(host_state[_S_CONVERGED])
+        iterations, residual, converged = run_blocks(self, max_iterations, progress)
+        return self.x[:m + 1].copy(), iterations, residual, converged
 
 
 _solvers: "OrderedDict[tuple, SparsePressureSolverGPU]" = OrderedDict()
