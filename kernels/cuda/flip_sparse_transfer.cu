@@ -16,6 +16,7 @@
 // (kernels/flip/particles.py).
 
 #include "voxfx_lattice.cuh"  // trilinear_blend: sample.blend's operation order
+#include "voxfx_push.cuh"  // nearest_free_point: the push-out's neighbour search
 #include "voxfx_sparse.cuh"  // keys, slots, binary search
 
 // The active bricks for point look-ups: sorted keys, their slots, the neighbour table.
@@ -728,28 +729,12 @@ __device__ void push_out_brick(float x[3], const float fallback[3], const unsign
         if (S.closed) cell[a] = min(cell[a], (long long)S.n[a] - 1);
     }
     if (solid_at(solid, S, cell)) {
-        bool found = false;
-        float best = 0.0f, target[3] = {gc[0], gc[1], gc[2]};
-        for (int dz = -1; dz <= 1; ++dz)
-            for (int dy = -1; dy <= 1; ++dy)
-                for (int dx = -1; dx <= 1; ++dx) {
-                    if (dx == 0 && dy == 0 && dz == 0) continue;
-                    const long long nb[3] = {cell[0] + dx, cell[1] + dy, cell[2] + dz};
-                    if (S.closed && !(nb[0] >= 0 && nb[0] < S.n[0] && nb[1] >= 0 && nb[1] < S.n[1] && nb[2] >= 0 &&
-                                      nb[2] < S.n[2]))
-                        continue;
-                    if (solid_at(solid, S, nb)) continue;
-                    float q[3];
-                    for (int a = 0; a < 3; ++a)
-                        q[a] = fminf(fmaxf(gc[a], (float)nb[a] + PUSH_EPSILON), (float)(nb[a] + 1) - PUSH_EPSILON);
-                    const float dist = (q[0] - gc[0]) * (q[0] - gc[0]) + (q[1] - gc[1]) * (q[1] - gc[1]) +
-                                       (q[2] - gc[2]) * (q[2] - gc[2]);
-                    if (!found || dist < best) {
-                        found = true;
-                        best = dist;
-                        for (int a = 0; a < 3; ++a) target[a] = q[a];
-                    }
-                }
+        float target[3];
+        const bool found = nearest_free_point(gc, cell, [&](const long long* nb) {
+            const bool in_box = nb[0] >= 0 && nb[0] < S.n[0] && nb[1] >= 0 && nb[1] < S.n[1] && nb[2] >= 0 &&
+                                nb[2] < S.n[2];
+            return (in_box || !S.closed) && !solid_at(solid, S, nb);
+        }, target);
         if (!found) {
             for (int a = 0; a < 3; ++a) x[a] = fallback[a];
             return;

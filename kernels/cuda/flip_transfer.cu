@@ -16,6 +16,7 @@
 
 #include "voxfx_lattice.cuh"  // sample_faces: the trilinear look-up of grid/sample.py
 #include "voxfx_mac.cuh"  // cell/face indices, face_cells
+#include "voxfx_push.cuh"  // nearest_free_point: the push-out's neighbour search
 #include "voxfx_reduce.cuh"  // warp_max
 #include "voxfx_rng.cuh"  // RNG of kernels/rng.py
 
@@ -371,26 +372,11 @@ __device__ void push_out(float x[3], const float fallback[3], const unsigned cha
         cell[a] = min((int)gc[a], n[a] - 1);
     }
     if (solid[((long long)cell[2] * ny + cell[1]) * nx + cell[0]]) {
-        bool found = false;
-        float best = 0.0f, target[3] = {gc[0], gc[1], gc[2]};
-        for (int dz = -1; dz <= 1; ++dz)
-            for (int dy = -1; dy <= 1; ++dy)
-                for (int dx = -1; dx <= 1; ++dx) {
-                    if (dx == 0 && dy == 0 && dz == 0) continue;
-                    const int nb[3] = {cell[0] + dx, cell[1] + dy, cell[2] + dz};
-                    if (nb[0] < 0 || nb[0] >= nx || nb[1] < 0 || nb[1] >= ny || nb[2] < 0 || nb[2] >= nz) continue;
-                    if (solid[((long long)nb[2] * ny + nb[1]) * nx + nb[0]]) continue;
-                    float q[3];
-                    for (int a = 0; a < 3; ++a)
-                        q[a] = fminf(fmaxf(gc[a], (float)nb[a] + PUSH_EPSILON), (float)(nb[a] + 1) - PUSH_EPSILON);
-                    float dist = (q[0] - gc[0]) * (q[0] - gc[0]) + (q[1] - gc[1]) * (q[1] - gc[1]) +
-                                 (q[2] - gc[2]) * (q[2] - gc[2]);
-                    if (!found || dist < best) {
-                        found = true;
-                        best = dist;
-                        for (int a = 0; a < 3; ++a) target[a] = q[a];
-                    }
-                }
+        float target[3];
+        const bool found = nearest_free_point(gc, cell, [&](const int* nb) {
+            return nb[0] >= 0 && nb[0] < nx && nb[1] >= 0 && nb[1] < ny && nb[2] >= 0 && nb[2] < nz &&
+                   !solid[((long long)nb[2] * ny + nb[1]) * nx + nb[0]];
+        }, target);
         if (!found) {
             for (int a = 0; a < 3; ++a) x[a] = fallback[a];
             return;
