@@ -324,6 +324,23 @@ __device__ __forceinline__ void tile_clear(unsigned int* buf, int lane)
     for (int k = lane; k < VOXFX_TILE_WORDS; k += 32) buf[k] = 0u;
 }
 
+// A set voxel q (depth d along the tile's axis) into the tile's window of bricks, or
+// straight into its brick where it lies outside the window.
+__device__ __forceinline__ void window_store(const double q[3], long long d, const TileWork& w, unsigned int* buf,
+                                             BrickIndex& ix)
+{
+    long long i = (long long)q[0], j = (long long)q[1], k = (long long)q[2];
+    long long at = (d >> 3) - w.bd;
+    if (at >= 0 && at < VOXFX_SPARSE_DEPTH_BRICKS)
+        atomicOr(buf + 16 * at + brick_word(j, k), brick_bit(i, j));
+    else {
+#ifdef VOXFX_SPARSE_DIRECT_HOOK  // the host harness counts these (tests/unit/test_cuda_sparse_host.py)
+        VOXFX_SPARSE_DIRECT_HOOK();
+#endif
+        set_voxel(ix, i, j, k);
+    }
+}
+
 template <int D>
 __device__ __forceinline__ void tile_columns_along(const Setup& s, const TileWork& w, int lane, unsigned int* buf,
                                                    BrickIndex& ix)
@@ -343,16 +360,7 @@ __device__ __forceinline__ void tile_columns_along(const Setup& s, const TileWor
         for (long long d = dlo; d <= dhi; ++d) {
             q[D] = (double)d;
             if (!voxel_set<D>(s, q)) continue;
-            long long i = (long long)q[0], j = (long long)q[1], k = (long long)q[2];
-            long long at = (d >> 3) - w.bd;
-            if (at >= 0 && at < VOXFX_SPARSE_DEPTH_BRICKS)
-                atomicOr(buf + 16 * at + brick_word(j, k), brick_bit(i, j));
-            else {
-#ifdef VOXFX_SPARSE_DIRECT_HOOK  // the host harness counts these (tests/unit/test_cuda_sparse_host.py)
-                VOXFX_SPARSE_DIRECT_HOOK();
-#endif
-                set_voxel(ix, i, j, k);
-            }
+            window_store(q, d, w, buf, ix);
         }
     }
 }
@@ -506,16 +514,7 @@ __device__ __forceinline__ void tile2_columns_along(const Setup& s, const TileWo
         for (long long d = dlo; d <= dhi; ++d) {
             q[D] = (double)d;
             if (plane_rejects(s, q) || !voxel_set<D>(s, q)) continue;
-            long long i = (long long)q[0], j = (long long)q[1], k = (long long)q[2];
-            long long at = (d >> 3) - w.bd;
-            if (at >= 0 && at < VOXFX_SPARSE_DEPTH_BRICKS)
-                atomicOr(buf + 16 * at + brick_word(j, k), brick_bit(i, j));
-            else {
-#ifdef VOXFX_SPARSE_DIRECT_HOOK
-                VOXFX_SPARSE_DIRECT_HOOK();
-#endif
-                set_voxel(ix, i, j, k);
-            }
+            window_store(q, d, w, buf, ix);
         }
     }
 }
