@@ -296,12 +296,12 @@ __device__ __forceinline__ long long tile_window(const Setup& s, long long bu, l
     return lo < (double)last ? (long long)lo : last;
 }
 
-// The tile of work item *item* (ends/counts: the tile counts' scan of the chunk).
-__device__ __forceinline__ TileWork tile_work(const Setup* __restrict__ setups, const long long* __restrict__ ends,
-                                              const long long* __restrict__ counts, long long n_tris, long long item)
+// The tile of work item *item* of triangle t (ends/counts: the tile counts' scan of the chunk).
+__device__ __forceinline__ TileWork tile_work_of(const Setup* __restrict__ setups, const long long* __restrict__ ends,
+                                                 const long long* __restrict__ counts, long long t, long long item)
 {
     TileWork w;
-    w.t = owner_of(ends, n_tris, item);
+    w.t = t;
     const Setup& s = setups[w.t];
     long long local = item - (ends[w.t] - counts[w.t]);
     const int D = s.dom;
@@ -317,6 +317,12 @@ __device__ __forceinline__ TileWork tile_work(const Setup* __restrict__ setups, 
         default: w.bd = tile_window<2>(s, w.bu, w.bv); break;
     }
     return w;
+}
+
+__device__ __forceinline__ TileWork tile_work(const Setup* __restrict__ setups, const long long* __restrict__ ends,
+                                              const long long* __restrict__ counts, long long n_tris, long long item)
+{
+    return tile_work_of(setups, ends, counts, owner_of(ends, n_tris, item), item);
 }
 
 __device__ __forceinline__ void tile_clear(unsigned int* buf, int lane)
@@ -435,6 +441,9 @@ extern "C" __global__ void __launch_bounds__(32 * VOXFX_TILE_WARPS, VOXFX_TILE_B
 #ifndef VOXFX_TILE2_BLOCKS  // blocks resident per SM asked of the compiler (registers: 65536 / (128 · this))
 #define VOXFX_TILE2_BLOCKS VOXFX_TILE_BLOCKS
 #endif
+#ifndef VOXFX_TILE3_BLOCKS  // the same for sparse_surface_tiles3
+#define VOXFX_TILE3_BLOCKS VOXFX_TILE_BLOCKS
+#endif
 
 // Whether a voxel of tile w (its columns inside the box, the box's depths) may be set.
 template <int D>
@@ -552,20 +561,189 @@ extern "C" __global__ void __launch_bounds__(32 * VOXFX_TILE_WARPS, VOXFX_TILE2_
     tile_flush(s, w, lane, buf, ix);
 }
 
+// ------------------------------------------------------------------ surface voxels, tiles3
+
+// sparse_surface_tiles with less work per tile and per column (SURFACE_KERNEL "tiles3"; the
+// same bits):
+// * the warp finds its triangle together, 32 probes of the scan a round (4 dependent loads
+//   for 10^5 triangles instead of owner_of's 17);
+// * a column's candidate depths are the voxels whose closed box the plane can meet over the
+//   column's square, not one voxel more each way: the plane's depth over the tile is the
+//   linear d(u, v) = base − g_U·u − g_V·v (Eq. 1 solved for D, one reciprocal a lane), over
+//   the square [u, u + 1] × [v, v + 1] it spans d_c ± (|g_U| + |g_V|) / 2 about the centre,
+//   and voxel d's closed box [d, d + 1] meets it iff d ≤ d_max and d + 1 ≥ d_min: the
+//   candidates are ceil(d_min − m) − 1 .. floor(d_max + m) with m above the depth's error.
+//   That error is the plane function's (its float normal and evaluation, under pbound:
+//   tier 1's own bound) over |n_D|, and this evaluation's few roundings (under 2^-30 voxels
+//   at 16384³): m = 4·pbound / |n_D| + 2^-16 (non-wide: 8·pbound < |n_D|, so m < 1 and the
+//   range lies inside column_depths'). About two candidates a column instead of four; the
+//   exact tests (voxel_set) still decide every candidate, so the set bits are the tiles
+//   launch's (tests/unit/test_cuda_sparse_host.py, tests/gpu/test_voxelize_sparse_kernels_gpu.py).
+
+// The first lane whose bit is set (mask ≠ 0).
+__device__ __forceinline__ int first_lane(unsigned int mask)
+{
+#ifdef __CUDA_ARCH__
+    return __ffs(mask) - 1;
+#else
+    return __builtin_ffs((int)mask) - 1;
+#endif
+}
+
+// Lane k's probe of a round: entry lo + (k + 1)·step − 1 of the owner range [lo, hi] (hi at most).
+__device__ __forceinline__ long long probe_at(long long lo, long long step, long long hi, int k)
+{
+    long long p = lo + (long long)(k + 1) * step - 1;
+    return p < hi ? p : hi;
+}
+
+// owner_of(ends, n_owners, item) found by the whole warp (every lane calls it with the same
+// item; all 32 lanes active). Invariant: the owner lies in [lo, hi] and ends[hi] > item.
+// Each round the 32 probes cut the range to one step, ceil((hi − lo + 1) / 32) entries.
+__device__ __forceinline__ long long warp_owner_of(const long long* __restrict__ ends, long long n_owners,
+                                                   long long item, int lane)
+{
+    long long lo = 0, hi = n_owners - 1;
+    while (lo < hi) {
+        const long long step = (hi - lo + 32) >> 5;
+#ifdef __CUDA_ARCH__
+        const unsigned int mask = __ballot_sync(0xffffffffu, ends[probe_at(lo, step, hi, lane)] > item);
+#else  // the host harness: the warp's 32 probes one after the other
+        unsigned int mask = 0u;
+        for (int k = 0; k < 32; ++k) mask |= (unsigned int)(ends[probe_at(lo, step, hi, k)] > item) << k;
+#endif
+        const int f = first_lane(mask);  // lane 31 probes hi: some bit is set
+        const long long next_hi = probe_at(lo, step, hi, f);
+        if (f) lo += (long long)f * step;  // probe f − 1 (< hi: its bit is clear) + 1
+        hi = next_hi;
+    }
+    return lo;
+}
+
+// The plane's depth along D over a tile: d(u, v) = base − gU·u − gV·v, its half spread over
+// a column's square, and the margin m for its error (only for non-wide setups).
+struct TileDepths {
+    double base, gU, gV, reach;  // reach: the half spread + m
+};
+
+template <int D>
+__device__ __forceinline__ TileDepths tile_depths(const Setup& s)
+{
+    constexpr int U = (D + 1) % 3, V = (D + 2) % 3;
+    TileDepths t;
+    const double rD = 1.0 / s.n[D];
+    const double nv0 = (s.n[0] * s.v[0][0] + s.n[1] * s.v[0][1]) + s.n[2] * s.v[0][2];
+    t.base = nv0 * rD;
+    t.gU = s.n[U] * rD;
+    t.gV = s.n[V] * rD;
+    t.reach = 0.5 * (fabs(t.gU) + fabs(t.gV)) + (4.0 * s.pbound * fabs(rD) + 0x1p-16);
+    return t;
+}
+
+template <int D>
+__device__ __forceinline__ void tile3_columns_along(const Setup& s, const TileWork& w, int lane, unsigned int* buf,
+                                                    BrickIndex& ix)
+{
+    constexpr int U = (D + 1) % 3, V = (D + 2) % 3;
+    constexpr int pc = plane_of_axis(D);
+    const TileDepths t = tile_depths<D>(s);
+    const int lu = (int)s.lo[U], hu = (int)s.hi[U], lv = (int)s.lo[V], hv = (int)s.hi[V];
+    const int ld = (int)s.lo[D], hd = (int)s.hi[D];
+    for (int c = lane; c < 64; c += 32) {
+        const int cu = 8 * (int)w.bu + (c & 7), cv = 8 * (int)w.bv + (c >> 3);
+        if (cu < lu || cu > hu || cv < lv || cv > hv) continue;
+        double q[3];
+        q[D] = 0.0;
+        q[U] = (double)cu;
+        q[V] = (double)cv;
+        if (!projection_test<pc>(s, q)) continue;  // the column's own projection (depth-independent)
+        int dlo = ld, dhi = hd;
+        if (!s.wide) {  // else (slivers): every voxel of the box's column, as column_depths
+            const double dc = (t.base - t.gU * ((double)cu + 0.5)) - t.gV * ((double)cv + 0.5);
+            const long long a = (long long)ceil(dc - t.reach) - 1, b = (long long)floor(dc + t.reach);
+            dlo = a > dlo ? (int)a : dlo;
+            dhi = b < dhi ? (int)b : dhi;
+        }
+        for (int d = dlo; d <= dhi; ++d) {
+            q[D] = (double)d;
+            if (!voxel_set<D>(s, q)) continue;
+            window_store(q, d, w, buf, ix);
+        }
+    }
+}
+
+__device__ __forceinline__ void tile3_columns(const Setup& s, const TileWork& w, int lane, unsigned int* buf,
+                                              BrickIndex& ix)
+{
+    switch (s.dom) {
+        case 0: tile3_columns_along<0>(s, w, lane, buf, ix); break;
+        case 1: tile3_columns_along<1>(s, w, lane, buf, ix); break;
+        default: tile3_columns_along<2>(s, w, lane, buf, ix); break;
+    }
+}
+
+// As sparse_surface_tiles (ends/counts: the tile counts' scan of the chunk; 32 threads per item).
+extern "C" __global__ void __launch_bounds__(32 * VOXFX_TILE_WARPS, VOXFX_TILE3_BLOCKS) sparse_surface_tiles3(
+    const Setup* __restrict__ setups, const long long* __restrict__ ends, const long long* __restrict__ counts,
+    long long n_tris, long long n_items, const long long* __restrict__ lin, const long long* __restrict__ row_start,
+    long long nbx, long long nby, unsigned int* __restrict__ pool, unsigned long long* __restrict__ missing)
+{
+    __shared__ unsigned int windows[VOXFX_TILE_WARPS * VOXFX_TILE_WORDS];
+    const long long thread = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    const long long item = thread >> 5;
+    const int lane = (int)(thread & 31);
+    if (item >= n_items) return;  // the whole warp: items are per warp
+    unsigned int* buf = windows + (threadIdx.x >> 5) * VOXFX_TILE_WORDS;
+    const TileWork w = tile_work_of(setups, ends, counts, warp_owner_of(ends, n_tris, item, lane), item);
+    const Setup& s = setups[w.t];
+    BrickIndex ix = {lin, row_start, nbx, nby, pool, missing, -1, 0};
+    tile_clear(buf, lane);
+    __syncwarp();
+    tile3_columns(s, w, lane, buf, ix);
+    __syncwarp();
+    tile_flush(s, w, lane, buf, ix);
+}
+
 // ------------------------------------------------------------------ solid (§4.1, §5)
 
+// Crossing keys. A flip start at voxel (x, j, k) of brick slice bz = k / 8, brick row
+// by = j / 8, row r = (k mod 8)·8 + (j mod 8) inside the brick row, is the key
+//   (((bz − z0) << ybits | by) << (xbits + 6)) | (x << 6) | r
+// (ybits: the bits of nby − 1, xbits: of nx − 1), z0 the first slice of the key's sort group
+// (gpu_sparse.py sorts the keys a group of whole slices at a time; slices are in key order).
+// 64-bit keys take z0 = 0 (one group); 32-bit keys (half the memory) hold a group of up to
+// 2^(32 − ybits − xbits − 6) slices, z0 from slice_z0. A key's group is found in gstart (the
+// groups' first keys, then n) and gz0 (their z0).
+template <typename K>
+__device__ __forceinline__ K crossing_key(long long bz, long long z0, long long by, long long x, long long r,
+                                          int xbits, int ybits)
+{
+    return (K)((((((bz - z0) << ybits) | by) << (xbits + 6)) | (x << 6)) | r);
+}
+
+// The group of key index i: the last g with gstart[g] ≤ i (a handful of groups).
+__device__ __forceinline__ long long key_group(const long long* __restrict__ gstart, long long n_groups, long long i)
+{
+    long long lo = 0, hi = n_groups - 1;
+    while (lo < hi) {
+        long long mid = (lo + hi + 1) >> 1;
+        if (gstart[mid] <= i) lo = mid; else hi = mid - 1;
+    }
+    return lo;
+}
+
 // solid_flip_starts over the whole grid (no box, nothing dropped), appending each flip
-// start as one key: brick row, x, then the row r = (k mod 8)·8 + (j mod 8) inside it,
-// key = (brow << (xbits + 6)) | (x << 6) | r. At most one key per work item. Keys are
-// grouped by brick slice bz = k / 8: slice_at[bz] counts the slice's keys (write = 0), or
-// holds where its next key goes (write = 1: the counts' exclusive scan), so that the list
-// is allocated at its size and sorted a group of slices at a time.
-extern "C" __global__ void sparse_solid_crossings(const double* __restrict__ pv, const int* __restrict__ tris,
-                                                  const long long* __restrict__ ends,
-                                                  const long long* __restrict__ counts, long long n_tris,
-                                                  long long n_items, int nx, int ny, int nz, int xbits,
-                                                  int write, unsigned long long* __restrict__ slice_at,
-                                                  long long* __restrict__ out)
+// start as one key. At most one key per work item. Keys are grouped by brick slice bz:
+// slice_at[bz] counts the slice's keys (write = 0), or holds where its next key goes
+// (write = 1: the counts' exclusive scan), so that the list is allocated at its size and
+// sorted a group of slices at a time.
+template <typename K>
+__device__ __forceinline__ void solid_crossings(const double* __restrict__ pv, const int* __restrict__ tris,
+                                                const long long* __restrict__ ends,
+                                                const long long* __restrict__ counts, long long n_tris,
+                                                long long n_items, int nx, int ny, int nz, int xbits, int ybits,
+                                                const long long* __restrict__ slice_z0, int write,
+                                                unsigned long long* __restrict__ slice_at, K* __restrict__ out)
 {
     long long item = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (item >= n_items) return;
@@ -585,20 +763,23 @@ extern "C" __global__ void sparse_solid_crossings(const double* __restrict__ pv,
     double qbar = floor(q + 0.5);
     if (qbar >= (double)nx) return;
     long long x = qbar < 0.0 ? 0 : (long long)qbar;
-    long long brow = (k >> 3) * (long long)(ny >> 3) + (j >> 3);
-    long long key = (brow << (xbits + 6)) | (x << 6) | ((k & 7) << 3) | (j & 7);
     unsigned long long at = atomicAdd(slice_at + (k >> 3), 1ull);
-    if (write) out[at] = key;
+    if (write)
+        out[at] = crossing_key<K>(k >> 3, slice_z0[k >> 3], j >> 3, x, ((k & 7) << 3) | (j & 7), xbits, ybits);
 }
 
-// The index of every sorted key that starts a new brick row (the first key too), appended
-// to seg in any order (n_seg: how many; gpu_sparse.py sorts the few).
-extern "C" __global__ void sparse_row_segments(const long long* __restrict__ keys, long long n, int xbits,
-                                               long long* __restrict__ seg, unsigned long long* __restrict__ n_seg)
+// The index of every sorted key that starts a new brick row (the first key of each group
+// too), appended to seg in any order (n_seg: how many; gpu_sparse.py sorts the few).
+template <typename K>
+__device__ __forceinline__ void row_segments(const K* __restrict__ keys, long long n, int xbits,
+                                             const long long* __restrict__ gstart, long long n_groups,
+                                             long long* __restrict__ seg, unsigned long long* __restrict__ n_seg)
 {
     long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
-    if (i == 0 || (keys[i] >> (xbits + 6)) != (keys[i - 1] >> (xbits + 6))) seg[atomicAdd(n_seg, 1ull)] = i;
+    bool first = i == 0 || (keys[i] >> (xbits + 6)) != (keys[i - 1] >> (xbits + 6));
+    if (!first && n_groups > 1) first = gstart[key_group(gstart, n_groups, i)] == i;
+    if (first) seg[atomicAdd(n_seg, 1ull)] = i;
 }
 
 // One thread per brick row (its sorted crossings keys[seg[g] .. seg[g + 1])): walk along x
@@ -611,28 +792,34 @@ __device__ __forceinline__ unsigned int row_byte(unsigned long long mask, int r)
     return ((mask >> r) & 1ull) ? 0xffu : 0u;
 }
 
-extern "C" __global__ void sparse_solid_rows(const long long* __restrict__ keys, const long long* __restrict__ seg,
-                                             long long n_segs, int xbits, long long nbx, long long nby, int write,
-                                             long long* __restrict__ n_bricks, long long* __restrict__ n_runs,
-                                             long long* __restrict__ brick_lin, unsigned char* __restrict__ brick_rows,
-                                             long long* __restrict__ runs)
+template <typename K>
+__device__ __forceinline__ void solid_rows(const K* __restrict__ keys, const long long* __restrict__ seg,
+                                           long long n_segs, int xbits, int ybits,
+                                           const long long* __restrict__ gstart, const long long* __restrict__ gz0,
+                                           long long n_groups, long long nbx, long long nby, int write,
+                                           long long* __restrict__ n_bricks, long long* __restrict__ n_runs,
+                                           long long* __restrict__ brick_lin, unsigned char* __restrict__ brick_rows,
+                                           long long* __restrict__ runs)
 {
     long long g = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (g >= n_segs) return;
     const long long s0 = seg[g], e = seg[g + 1];
     const long long xmask = (1ll << xbits) - 1;
-    const long long brow = keys[s0] >> (xbits + 6);
+    const long long row = (long long)(keys[s0] >> (xbits + 6));
+    const long long by = row & ((1ll << ybits) - 1);
+    const long long bz = gz0[key_group(gstart, n_groups, s0)] + (row >> ybits);
+    const long long brow = bz * nby + by;
     long long nb = 0, nr = 0;
     long long b_at = write ? n_bricks[g] : 0, r_at = write ? n_runs[g] : 0;
     unsigned long long mask = 0ull;
     long long cursor = 0, i = s0;
     while (true) {
-        long long bx = i < e ? ((keys[i] >> 6) & xmask) >> 3 : nbx;
+        long long bx = i < e ? ((long long)(keys[i] >> 6) & xmask) >> 3 : nbx;
         if (bx > cursor && mask) {  // bricks cursor .. bx - 1: every row constant
             if (mask == ~0ull) {
                 if (write) {
                     long long* o = runs + 4 * (r_at + nr);
-                    o[0] = cursor; o[1] = bx; o[2] = brow % nby; o[3] = brow / nby;
+                    o[0] = cursor; o[1] = bx; o[2] = by; o[3] = bz;
                 }
                 ++nr;
             } else {
@@ -646,9 +833,9 @@ extern "C" __global__ void sparse_solid_rows(const long long* __restrict__ keys,
         }
         if (i >= e) break;
         unsigned long long flip[8] = {0ull, 0ull, 0ull, 0ull, 0ull, 0ull, 0ull, 0ull};  // byte r: starts in row r
-        for (; i < e && (((keys[i] >> 6) & xmask) >> 3) == bx; ++i) {
+        for (; i < e && ((((long long)(keys[i] >> 6)) & xmask) >> 3) == bx; ++i) {
             int r = (int)(keys[i] & 63);
-            long long x = (keys[i] >> 6) & xmask;
+            long long x = (long long)(keys[i] >> 6) & xmask;
             flip[r >> 3] ^= 1ull << (((r & 7) << 3) | (int)(x & 7));
         }
         // Twice: is any bit set (a brick whose rows all end unset is not stored), then write.
@@ -682,3 +869,33 @@ extern "C" __global__ void sparse_solid_rows(const long long* __restrict__ keys,
         n_runs[g] = nr;
     }
 }
+
+// The launches, for 64-bit keys and (suffix 32) for 32-bit keys.
+#define VOXFX_SOLID_LAUNCHES(SUFFIX, K)                                                                              \
+    extern "C" __global__ void sparse_solid_crossings##SUFFIX(                                                       \
+        const double* __restrict__ pv, const int* __restrict__ tris, const long long* __restrict__ ends,             \
+        const long long* __restrict__ counts, long long n_tris, long long n_items, int nx, int ny, int nz,           \
+        int xbits, int ybits, const long long* __restrict__ slice_z0, int write,                                     \
+        unsigned long long* __restrict__ slice_at, K* __restrict__ out)                                              \
+    {                                                                                                                \
+        solid_crossings<K>(pv, tris, ends, counts, n_tris, n_items, nx, ny, nz, xbits, ybits, slice_z0, write,       \
+                           slice_at, out);                                                                           \
+    }                                                                                                                \
+    extern "C" __global__ void sparse_row_segments##SUFFIX(                                                          \
+        const K* __restrict__ keys, long long n, int xbits, const long long* __restrict__ gstart,                    \
+        long long n_groups, long long* __restrict__ seg, unsigned long long* __restrict__ n_seg)                     \
+    {                                                                                                                \
+        row_segments<K>(keys, n, xbits, gstart, n_groups, seg, n_seg);                                               \
+    }                                                                                                                \
+    extern "C" __global__ void sparse_solid_rows##SUFFIX(                                                            \
+        const K* __restrict__ keys, const long long* __restrict__ seg, long long n_segs, int xbits, int ybits,       \
+        const long long* __restrict__ gstart, const long long* __restrict__ gz0, long long n_groups, long long nbx,  \
+        long long nby, int write, long long* __restrict__ n_bricks, long long* __restrict__ n_runs,                  \
+        long long* __restrict__ brick_lin, unsigned char* __restrict__ brick_rows, long long* __restrict__ runs)      \
+    {                                                                                                                \
+        solid_rows<K>(keys, seg, n_segs, xbits, ybits, gstart, gz0, n_groups, nbx, nby, write, n_bricks, n_runs,     \
+                      brick_lin, brick_rows, runs);                                                                  \
+    }
+
+VOXFX_SOLID_LAUNCHES(, long long)
+VOXFX_SOLID_LAUNCHES(32, unsigned int)

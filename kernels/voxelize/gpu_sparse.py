@@ -24,11 +24,14 @@ stored differs.
   forces either, for ``bench/voxelize_sparse.py --surface-kernel``). ``tiles2`` is the tile
   launch with less work: tiles outside the triangle's projection dropped by the whole warp,
   one reciprocal per tile for the column depths, Eq. 1's tier-1 rejection before the
-  projections (``TILED`` picks it for auto). All set the same bits. Bricks left empty are
-  dropped.
+  projections (``TILED`` picks it for auto). ``tiles3`` is the tile launch with the warp's
+  triangle found by 32 probes a round and each column's candidate depths only the voxels
+  the plane can meet over it (about two, not four: ``voxelize_sparse.cu``). All set the
+  same bits. Bricks left empty are dropped.
 * **Solid** (004 §4.1, §5): the dense pass's flip starts, appended as keys (brick row, x,
   row inside the brick) grouped by brick slice instead of XORed into a dense grid → sorted
-  ``SORT_CHUNK`` keys at a time (a group of slices) → one thread per brick row walks along
+  ``SORT_CHUNK`` keys at a time (a group of slices; 32-bit keys, the slice counted from the
+  group's first, where a group can hold ``MIN_GROUP_SLICES``: ``SOLID_KEYS``) → one thread per brick row walks along
   x with its 64 rows' parity: bricks where crossings land are stored bit by bit, runs of
   bricks whose rows are all inside become one **full run** (``SparseGrid.tiles``), mixed
   runs are stored brick by brick. Memory follows the surface: interior bricks cost 32
@@ -66,19 +69,35 @@ _CU = "voxelize_sparse.cu"
 _DIGEST = zlib.crc32((backend.CUDA_DIR / "voxelize.cu").read_bytes()) & 0x7FFFFFFF
 THREADS = 128  # per block: sparse_surface_tiles' shared windows, one per warp (VOXFX_TILE_WARPS)
 DEPTH_BRICKS = 4  # bricks along the dominant axis in a tile's shared window (a plane crosses ≤ 4)
-SURFACE_KERNEL = "auto"  # "tiles", "tiles2", "columns", or per chunk: TILED where tiles hold TILE_MIN_COLUMNS
-TILED = "tiles"  # auto's tile launch: "tiles" or "tiles2" (tile cull, fewer FP64 ops; the same bits)
+SURFACE_KERNEL = "auto"  # "tiles", "tiles2", "tiles3", "columns", or per chunk: TILED where tiles hold TILE_MIN_COLUMNS
+TILED = "tiles"  # auto's tile launch: "tiles", "tiles2" (tile cull) or "tiles3" (warp owner search, tight depths)
 TILE2_BLOCKS = 4  # sparse_surface_tiles2's blocks per SM asked of nvcc: 4 → 128 registers, no spill
+TILE3_BLOCKS = 4  # the same for sparse_surface_tiles3
 TILE_MIN_COLUMNS = 16  # a warp's 64 column slots at least a quarter busy (small triangles: a few columns a tile)
 SETUP_CHUNK = 1 << 17  # triangles whose setups are on the device at once (~91 MB at 696 B each)
 PAIR_BATCH = 1 << 22  # brick-range items tested per candidate batch (≤ 32 MiB of bricks listed)
 SORT_CHUNK = 1 << 22  # solid crossings sorted at once (plus at most one brick slice)
+SOLID_KEYS = 32  # crossing keys of 32 bits (half the memory; 64 where a group would hold too few slices) or 64
+MIN_GROUP_SLICES = 8  # 32-bit keys only where a sort group may hold this many brick slices
 COMPACT_CHUNK = 1 << 19  # kept brick rows moved at once to the pool's front (32 MiB transient)
 TRIM_WASTE = 0.25  # the result's rows copied out of the pool where more of it would be held empty
 _K = Kernels(_CU, ("--fmad=false", f"-I{backend.CUDA_DIR}"), THREADS,
              defines={**gpu.DEFINES, "VOXFX_VOXELIZE_DIGEST": _DIGEST, "VOXFX_SPARSE_DEPTH_BRICKS": DEPTH_BRICKS,
-                      "VOXFX_TILE_WARPS": THREADS // 32, "VOXFX_TILE2_BLOCKS": TILE2_BLOCKS})
+                      "VOXFX_TILE_WARPS": THREADS // 32, "VOXFX_TILE2_BLOCKS": TILE2_BLOCKS,
+                      "VOXFX_TILE3_BLOCKS": TILE3_BLOCKS})
 _WORK = ("bricks", "tiles", "columns")  # sparse_surface_counts' outputs
+
+
+STAGES = None  # a list to time the stages: (name, CUDA event) appended (bench/voxelize_sparse_profile.py)
+
+
+def _stage(name: str) -> None:
+    if STAGES is not None:
+        import cupy as cp
+
+        event = cp.cuda.Event()
+        event.record()
+        STAGES.append((name, event))
 
 
 _SIZES: dict = {}
@@ -161,6 +180,7 @@ def _chunks(mesh, thin: bool, cp):
         ends = cp.cumsum(counts, axis=1)
         host = cp.concatenate([mesh.flags.view(cp.int64), ends[:, -1]]).get()  # sync
         gpu.check_flags(host)
+        _stage("surface setups")
         yield setups, n, {w: (counts[i], ends[i], int(host[2 + i])) for i, w in enumerate(_WORK)}
 
 
@@ -186,13 +206,16 @@ def _candidates(chunks, nb, extra, cp):
             if m:
                 parts.append(_unique_sorted(buf[:m].copy(), cp))
     del buf
+    _stage("surface candidates listed")
     if not parts:
         return cp.zeros(0, cp.int64)
     if len(parts) == 1:
         return parts[0]
     joined = cp.concatenate(parts)
     del parts
-    return _unique_sorted(joined, cp)
+    joined = _unique_sorted(joined, cp)
+    _stage("surface candidates merged")
+    return joined
 
 
 def _surface_voxels(chunks, cand, row_start, pool, nb, cp):
@@ -209,6 +232,7 @@ def _surface_voxels(chunks, cand, row_start, pool, nb, cp):
             _K.launch(f"sparse_surface_{kernel}", 32 * total if tiles else total,
                       (setups, ends, counts, np.int64(n), np.int64(total), cand, row_start, np.int64(nb[0]),
                        np.int64(nb[1]), pool, missing))
+    _stage("surface voxels")
     return missing
 
 
@@ -221,52 +245,90 @@ def _sort_groups(starts, limit):
     return list(zip(cuts[:-1].tolist(), cuts[1:].tolist()))
 
 
+def _slice_groups(starts, limit, max_slices):
+    """[(z0, z1), ...] consecutive slice ranges covering every slice (*starts*: each slice's
+    first key, then the total), each of at most *max_slices* slices and at most *limit* keys
+    unless it is one slice: the sort groups of 32-bit crossing keys (a key holds its slice
+    as bz − z0 in the bits left above the row, x and brick row)."""
+    groups, z, nbz = [], 0, len(starts) - 1
+    while z < nbz:
+        e = z + 1
+        while e < nbz and e - z < max_slices and starts[e + 1] - starts[z] <= limit:
+            e += 1
+        groups.append((z, e))
+        z = e
+    return groups
+
+
+def _key_plan(starts, xbits: int, ybits: int, cp):
+    """The crossing keys' layout: (dtype, key ranges sorted one at a time, slice_z0 per slice,
+    gstart, gz0) on the device (voxelize_sparse.cu, crossing keys). 32-bit keys where
+    SOLID_KEYS asks and a group can hold at least MIN_GROUP_SLICES slices, else 64-bit."""
+    nbz = len(starts) - 1
+    n = int(starts[-1])
+    free = 32 - (ybits + xbits + 6)  # bits for bz − z0 in a 32-bit key
+    if SOLID_KEYS == 32 and free >= MIN_GROUP_SLICES.bit_length() - 1:
+        groups = _slice_groups(starts, SORT_CHUNK, 1 << free)
+        z0 = np.zeros(nbz, np.int64)
+        for a, b in groups:
+            z0[a:b] = a
+        ranges = [(int(starts[a]), int(starts[b])) for a, b in groups if starts[b] > starts[a]]
+        gz0 = np.array([a for a, _ in groups], np.int64)
+        gstart = np.array([starts[a] for a, _ in groups] + [n], np.int64)
+        return cp.uint32, ranges, cp.asarray(z0), cp.asarray(gstart), cp.asarray(gz0)
+    return (cp.int64, _sort_groups(starts, SORT_CHUNK), cp.zeros(nbz, cp.int64), cp.asarray([0, n], cp.int64),
+            cp.zeros(1, cp.int64))
+
+
 def _solid(mesh, work, nb, cp):
     """(brick numbers, (n, 8, 8) uint8 rows, (m, 4) int64 full runs) of the solid."""
     counts, ends, total = work
     nx, ny, nz = mesh.shape
     xbits = max(1, (nx - 1).bit_length())
+    ybits = (nb[1] - 1).bit_length()
     empty = (cp.zeros(0, cp.int64), cp.zeros((0, 8, 8), cp.uint8), cp.zeros((0, 4), cp.int64))
     if not total:
         return empty
     slice_at = cp.zeros(nb[2], cp.uint64)
     args = (mesh.pv, mesh.tris, ends, counts, np.int64(mesh.n_tris), np.int64(total), np.int32(nx), np.int32(ny),
-            np.int32(nz), np.int32(xbits))
+            np.int32(nz), np.int32(xbits), np.int32(ybits))
     dummy = cp.zeros(1, cp.int64)
-    _K.launch("sparse_solid_crossings", total, args + (np.int32(0), slice_at, dummy))  # count per slice
+    _K.launch("sparse_solid_crossings", total, args + (dummy, np.int32(0), slice_at, dummy))  # count per slice
     starts = np.concatenate([[0], np.cumsum(slice_at.get().astype(np.int64))])  # sync
     n = int(starts[-1])
     if n == 0:
         return empty
+    _stage("solid count")
+    dtype, ranges, slice_z0, gstart, gz0 = _key_plan(starts, xbits, ybits, cp)
+    sfx = "32" if dtype == cp.uint32 else ""
     slice_at.set(starts[:-1].astype(np.uint64))
-    keys = cp.empty(n, cp.int64)
-    _K.launch("sparse_solid_crossings", total, args + (np.int32(1), slice_at, keys))
-    del slice_at
-    for a, b in _sort_groups(starts, SORT_CHUNK):  # slices are in key order: sorted groups sort the list
-        if b - a == n:
-            keys.sort()  # CUB radix sort, in place
-        else:
-            part = keys[a:b].copy()
-            part.sort()
-            keys[a:b] = part
-            del part
+    keys = cp.empty(n, dtype)
+    _K.launch("sparse_solid_crossings" + sfx, total, args + (slice_z0, np.int32(1), slice_at, keys))
+    del slice_at, slice_z0
+    _stage("solid keys")
+    for a, b in ranges:  # slices are in key order: each group sorted in place sorts the list
+        keys[a:b].sort()  # CUB radix sort of a contiguous view
+    _stage("solid sort")
+    n_groups = np.int64(gz0.shape[0])
     seg = cp.empty(min(n, nb[1] * nb[2]), cp.int64)
     n_seg = cp.zeros(1, cp.uint64)
-    _K.launch("sparse_row_segments", n, (keys, np.int64(n), np.int32(xbits), seg, n_seg))
+    _K.launch("sparse_row_segments" + sfx, n, (keys, np.int64(n), np.int32(xbits), gstart, n_groups, seg, n_seg))
     n_segs = int(n_seg[0])  # sync
     seg = cp.concatenate([cp.sort(seg[:n_segs]), cp.asarray([n], cp.int64)])
     nbk, nrn = cp.zeros(n_segs, cp.int64), cp.zeros(n_segs, cp.int64)
-    args = (keys, seg, np.int64(n_segs), np.int32(xbits), np.int64(nb[0]), np.int64(nb[1]))
-    _K.launch("sparse_solid_rows", n_segs, args + (np.int32(0), nbk, nrn, dummy, dummy.view(cp.uint8), dummy))
+    args = (keys, seg, np.int64(n_segs), np.int32(xbits), np.int32(ybits), gstart, gz0, n_groups, np.int64(nb[0]),
+            np.int64(nb[1]))
+    rows_kernel = "sparse_solid_rows" + sfx
+    _K.launch(rows_kernel, n_segs, args + (np.int32(0), nbk, nrn, dummy, dummy.view(cp.uint8), dummy))
     bk_end, rn_end = cp.cumsum(nbk), cp.cumsum(nrn)
     n_bricks, n_runs = (int(x) for x in cp.concatenate([bk_end[-1:], rn_end[-1:]]).get())  # sync
+    _stage("solid rows counted")
     lin = cp.empty(n_bricks, cp.int64)
     rows = cp.empty((n_bricks, 8, 8), cp.uint8)
     runs = cp.empty((n_runs, 4), cp.int64)
-    _K.launch("sparse_solid_rows", n_segs, args + (np.int32(1), bk_end - nbk, rn_end - nrn,
-                                                   lin if n_bricks else dummy,
-                                                   rows if n_bricks else dummy.view(cp.uint8),
-                                                   runs if n_runs else dummy))
+    _K.launch(rows_kernel, n_segs, args + (np.int32(1), bk_end - nbk, rn_end - nrn, lin if n_bricks else dummy,
+                                           rows if n_bricks else dummy.view(cp.uint8), runs if n_runs else dummy))
+    _stage("solid rows")
     return lin, rows, runs
 
 
@@ -294,6 +356,7 @@ def _surface(mesh, nb, thin, held, runs, cp):
     del lin, rows
     if cand.shape[0]:
         row_start = cp.searchsorted(cand, cp.arange(nb[1] * nb[2] + 1, dtype=cp.int64) * nb[0])
+        _stage("surface pool")
         missing = _surface_voxels(chunks or _chunks(mesh, thin, cp), cand, row_start, pool, nb, cp)
         del row_start
         if int(missing[0]):  # sync
@@ -309,6 +372,7 @@ def _surface(mesh, nb, thin, held, runs, cp):
     # in place: the kept rows need no second pool (the result views the pool's first rows)
     rows = _compact_rows(pool.view(cp.uint64).reshape(-1, 8), idx, COMPACT_CHUNK, cp)
     del pool, idx
+    _stage("surface kept")
     return lin, rows.view(cp.uint8).reshape(-1, 8, 8)
 
 

@@ -1,8 +1,9 @@
 """The device sparse voxelizer's stages (gpu_sparse.py) on the device: the surface kernels
-(warp tiles, tiles2, and one thread per column) give the dense GPU voxelizer's bricks on the bunny
-at 256³ and 1024³; setups, candidate batches and crossing sorts cut into small chunks give
-the same bricks; bad input is refused before anything is voxelized; the transient pool
-stays under the guard's device estimate."""
+(warp tiles, tiles2, tiles3, and one thread per column) give the dense GPU voxelizer's bricks on
+the bunny at 256³ and 1024³, and so do the solid's 32-bit and 64-bit crossing keys; setups,
+candidate batches and crossing sorts cut into small chunks give the same bricks; bad input is
+refused before anything is voxelized; the transient pool stays under the guard's device
+estimate."""
 
 import numpy as np
 import pytest
@@ -37,7 +38,7 @@ def dense_bricks(words, shape, xp):
     return brick_keys(xp.stack([keep % nbx, (keep // nbx) % nby, keep // (nbx * nby)], axis=1), xp), b[keep]
 
 
-@pytest.mark.parametrize("kernel", ["tiles", "tiles2", "columns"])
+@pytest.mark.parametrize("kernel", ["tiles", "tiles2", "tiles3", "columns"])
 @pytest.mark.parametrize("res", [256, 1024])
 @pytest.mark.parametrize("mode", ["surface", "thin", "solid+surface"])
 def test_surface_kernels_equal_the_dense_gpu_on_the_bunny(monkeypatch, kernel, res, mode):
@@ -52,6 +53,27 @@ def test_surface_kernels_equal_the_dense_gpu_on_the_bunny(monkeypatch, kernel, r
     assert keys.shape[0] > 0
     assert grid.topology.keys.shape == keys.shape
     assert bool((grid.topology.keys == keys).all()) and bool((grid.channels[CHANNEL] == rows).all())
+
+
+@pytest.mark.parametrize("sort_chunk", [50000, 1 << 22])
+@pytest.mark.parametrize("keys", [32, 64])
+@pytest.mark.parametrize("res", [256, 1024])
+@pytest.mark.parametrize("mode", ["solid", "solid+surface"])
+def test_solid_crossing_keys_equal_the_dense_gpu_on_the_bunny(monkeypatch, mode, res, keys, sort_chunk):
+    """32-bit keys (the slice counted from its sort group's first) and 64-bit keys, sorted in
+    groups of about 50,000 keys (many groups) or 4M (few): the dense voxelizer's bricks."""
+    import cupy
+
+    from voxfx.kernels.voxelize import voxelize
+
+    monkeypatch.setattr(gpu_sparse, "SOLID_KEYS", keys)
+    monkeypatch.setattr(gpu_sparse, "SORT_CHUNK", sort_chunk)
+    v, t, spec = bunny_spec(res)
+    grid = voxelize_sparse(v, t, spec, mode, tile=64, xp=cupy, tiles=True).expanded(CHANNEL)
+    keys_dense, rows = dense_bricks(cupy.asarray(voxelize(v, t, spec, mode, xp=cupy).bits), spec.shape, cupy)
+    assert keys_dense.shape[0] > 0
+    assert grid.topology.keys.shape == keys_dense.shape
+    assert bool((grid.topology.keys == keys_dense).all()) and bool((grid.channels[CHANNEL] == rows).all())
 
 
 @pytest.mark.parametrize("mode", ["surface", "solid", "solid+surface"])

@@ -20,10 +20,11 @@ from voxfx.kernels.voxelize.sparse import CHANNEL, voxelize_sparse
 PRIMS = np.load(Path(__file__).resolve().parents[1] / "data" / "blender_primitives.npz")
 
 # Input: T V nx ny nz mode (0 surface, 1 thin, 2 solid, 3 solid+surface) kernel (0 tiles,
-# 1 columns, 2 tiles2) chunk batch (triangles per setup chunk, brick items per candidate batch), V×3
-# vertices (%a, voxel units), T×3 indices. Output: n_bricks, then per brick its number and
-# 64 bytes; n_runs, then per run bx0 bx1 by bz. Exit 2: a voxel outside the candidates; 3:
-# the slice-sorted crossings are not sorted.
+# 1 columns, 2 tiles2, 3 tiles3) chunk batch (triangles per setup chunk, brick items per candidate
+# batch) keybits (64 or 32) max_slices (slices per 32-bit key group), V×3 vertices (%a, voxel
+# units), T×3 indices. Output: n_bricks, then per brick its number and 64 bytes; n_runs, then
+# per run bx0 bx1 by bz. Exit 2: a voxel outside the candidates; 3: the slice-sorted
+# crossings are not sorted; 6: the warp's owner search disagrees with owner_of.
 HARNESS = r"""
 #include <algorithm>
 #include <cstdio>
@@ -67,9 +68,68 @@ static void make_chunk(Chunk& c, const std::vector<double>& pv, const std::vecto
                                                                  c.counts[1].data(), c.counts[2].data()); }
     for (int w = 0; w < 3; ++w) { scan(c.counts[w], c.ends[w]); c.total[w] = c.n ? c.ends[w][c.n - 1] : 0; }
 }
+// gpu_sparse._solid with keys of type K: 64-bit keys in one group (each slice sorted alone,
+// the finest grouping _sort_groups can make), 32-bit keys in groups of max_slices slices
+// (_slice_groups), each group sorted alone. An error code goes out as lin = {-code}.
+template <typename K>
+static void solid_host(const std::vector<double>& pv, const std::vector<int>& tris, ll T, ll V, int nx, int ny, int nz,
+                       ll max_slices, unsigned long long* flags, std::vector<ll>& lin, std::vector<unsigned char>& rows,
+                       std::vector<ll>& runs) {
+    ll nbx = nx / 8, nby = ny / 8, nbz = nz / 8;
+    std::vector<ll> counts(T), ends;
+    for (ll t = 0; t < T; ++t) { at(t); solid_column_counts(pv.data(), tris.data(), T, V, 0, 0, ny, nz,
+                                                             counts.data(), flags); }
+    scan(counts, ends);
+    ll total = T ? ends[T - 1] : 0;
+    int xbits = 1; while ((1ll << xbits) <= nx - 1) ++xbits;
+    int ybits = 0; while ((1ll << ybits) <= nby - 1) ++ybits;
+    std::vector<ll> z0(nbz, 0);
+    if (sizeof(K) == 4) for (ll z = 0; z < nbz; ++z) z0[z] = z / max_slices * max_slices;
+    std::vector<unsigned long long> slice_at(nbz, 0);
+    K none = 0;
+    for (ll i = 0; i < total; ++i) { at(i); solid_crossings<K>(pv.data(), tris.data(), ends.data(), counts.data(), T,
+        total, nx, ny, nz, xbits, ybits, z0.data(), 0, slice_at.data(), &none); }
+    std::vector<ll> starts(nbz + 1, 0);
+    for (ll z = 0; z < nbz; ++z) { starts[z + 1] = starts[z] + (ll)slice_at[z]; slice_at[z] = starts[z]; }
+    ll n = starts[nbz];
+    std::vector<K> out(n > 0 ? n : 1);
+    for (ll i = 0; i < total; ++i) { at(i); solid_crossings<K>(pv.data(), tris.data(), ends.data(), counts.data(), T,
+        total, nx, ny, nz, xbits, ybits, z0.data(), 1, slice_at.data(), out.data()); }
+    out.resize(n);
+    std::vector<ll> gstart, gz0;
+    for (ll z = 0; z < nbz; ++z)
+        if (z == 0 || (sizeof(K) == 4 && z0[z] != z0[z - 1])) { gstart.push_back(starts[z]); gz0.push_back(z0[z]); }
+    gstart.push_back(n);
+    ll G = gz0.size();
+    if (sizeof(K) == 8) {
+        for (ll z = 0; z < nbz; ++z) std::sort(out.begin() + starts[z], out.begin() + starts[z + 1]);
+        if (!std::is_sorted(out.begin(), out.end())) { lin.assign(1, -3); return; }
+    } else {
+        for (ll g = 0; g < G; ++g) std::sort(out.begin() + gstart[g], out.begin() + gstart[g + 1]);
+    }
+    std::vector<ll> seg(std::max<ll>(1, std::min<ll>(n, nby * nbz)));
+    unsigned long long n_seg = 0;
+    for (ll i = 0; i < n; ++i) { at(i); row_segments<K>(out.data(), n, xbits, gstart.data(), G, seg.data(), &n_seg); }
+    seg.resize(n_seg);
+    std::sort(seg.begin(), seg.end());
+    ll ns = seg.size();
+    seg.push_back(n);
+    if (!ns) return;
+    std::vector<ll> nb(ns), nr(ns), nbe, nre;
+    ll dummy = 0;
+    for (ll g = 0; g < ns; ++g) { at(g); solid_rows<K>(out.data(), seg.data(), ns, xbits, ybits, gstart.data(),
+        gz0.data(), G, nbx, nby, 0, nb.data(), nr.data(), &dummy, (unsigned char*)&dummy, &dummy); }
+    scan(nb, nbe); scan(nr, nre);
+    for (ll g = 0; g < ns; ++g) { nbe[g] -= nb[g]; nre[g] -= nr[g]; }
+    ll NB = nbe[ns - 1] + nb[ns - 1], NR = nre[ns - 1] + nr[ns - 1];
+    lin.resize(NB); rows.resize(64 * NB); runs.resize(4 * NR);
+    for (ll g = 0; g < ns; ++g) { at(g); solid_rows<K>(out.data(), seg.data(), ns, xbits, ybits, gstart.data(),
+        gz0.data(), G, nbx, nby, 1, nbe.data(), nre.data(), lin.data(), rows.data(), runs.data()); }
+}
 int main() {
-    ll T, V, chunk, batch; int nx, ny, nz, mode, kernel;
-    if (scanf("%lld %lld %d %d %d %d %d %lld %lld", &T, &V, &nx, &ny, &nz, &mode, &kernel, &chunk, &batch) != 9) {
+    ll T, V, chunk, batch, max_slices; int nx, ny, nz, mode, kernel, keybits;
+    if (scanf("%lld %lld %d %d %d %d %d %lld %lld %d %lld", &T, &V, &nx, &ny, &nz, &mode, &kernel, &chunk, &batch,
+              &keybits, &max_slices) != 11) {
         printf("-1\n");
         return 1;
     }
@@ -84,47 +144,10 @@ int main() {
     std::vector<unsigned char> rows;
     // brick-range items, candidate bricks (the surface's), tiles2's dropped tiles
     ll n_range = 0, n_cand = 0, culled_tiles = 0;
-    if (solid) {
-        std::vector<ll> counts(T), ends;
-        for (ll t = 0; t < T; ++t) { at(t); solid_column_counts(pv.data(), tris.data(), T, V, 0, 0, ny, nz,
-                                                                 counts.data(), flags); }
-        scan(counts, ends);
-        ll total = T ? ends[T - 1] : 0;
-        int xbits = 1; while ((1ll << xbits) <= nx - 1) ++xbits;
-        std::vector<unsigned long long> slice_at(nbz, 0);
-        ll none = 0;
-        for (ll i = 0; i < total; ++i) { at(i); sparse_solid_crossings(pv.data(), tris.data(), ends.data(),
-            counts.data(), T, total, nx, ny, nz, xbits, 0, slice_at.data(), &none); }
-        std::vector<ll> starts(nbz + 1, 0);
-        for (ll z = 0; z < nbz; ++z) { starts[z + 1] = starts[z] + (ll)slice_at[z]; slice_at[z] = starts[z]; }
-        ll n = starts[nbz];
-        std::vector<ll> out(n > 0 ? n : 1);
-        for (ll i = 0; i < total; ++i) { at(i); sparse_solid_crossings(pv.data(), tris.data(), ends.data(),
-            counts.data(), T, total, nx, ny, nz, xbits, 1, slice_at.data(), out.data()); }
-        out.resize(n);
-        // each slice sorted alone (the finest grouping gpu_sparse._sort_groups can make)
-        for (ll z = 0; z < nbz; ++z) std::sort(out.begin() + starts[z], out.begin() + starts[z + 1]);
-        if (!std::is_sorted(out.begin(), out.end())) { printf("-3\n"); return 3; }
-        std::vector<ll> seg(std::max<ll>(1, std::min<ll>(n, nby * nbz)));
-        unsigned long long n_seg = 0;
-        for (ll i = 0; i < n; ++i) { at(i); sparse_row_segments(out.data(), n, xbits, seg.data(), &n_seg); }
-        seg.resize(n_seg);
-        std::sort(seg.begin(), seg.end());
-        ll ns = seg.size();
-        seg.push_back(n);
-        if (ns) {
-            std::vector<ll> nb(ns), nr(ns), nbe, nre;
-            ll dummy = 0;
-            for (ll g = 0; g < ns; ++g) { at(g); sparse_solid_rows(out.data(), seg.data(), ns, xbits, nbx, nby, 0,
-                nb.data(), nr.data(), &dummy, (unsigned char*)&dummy, &dummy); }
-            scan(nb, nbe); scan(nr, nre);
-            for (ll g = 0; g < ns; ++g) { nbe[g] -= nb[g]; nre[g] -= nr[g]; }
-            ll NB = nbe[ns - 1] + nb[ns - 1], NR = nre[ns - 1] + nr[ns - 1];
-            lin.resize(NB); rows.resize(64 * NB); runs.resize(4 * NR);
-            for (ll g = 0; g < ns; ++g) { at(g); sparse_solid_rows(out.data(), seg.data(), ns, xbits, nbx, nby, 1,
-                nbe.data(), nre.data(), lin.data(), rows.data(), runs.data()); }
-        }
-    }
+    if (solid && keybits == 32)
+        solid_host<unsigned int>(pv, tris, T, V, nx, ny, nz, max_slices, flags, lin, rows, runs);
+    else if (solid) solid_host<ll>(pv, tris, T, V, nx, ny, nz, 0, flags, lin, rows, runs);
+    if (solid && lin.size() == 1 && lin[0] < 0) { printf("%lld\n", lin[0]); return (int)-lin[0]; }
     if (surface) {
         int thin = mode == 1;
         std::vector<ll> pairs(lin);  // gpu_sparse._candidates: the solid's bricks, then each batch's
@@ -167,16 +190,22 @@ int main() {
                     pool.data(), &missing); }
                 continue;
             }
-            // sparse_surface_tiles (2: tiles2), one warp per item: its lanes one phase after the other
+            // sparse_surface_tiles (2: tiles2, 3: tiles3), one warp per item: its lanes one phase after the other
             for (ll item = 0; item < c.total[1]; ++item) {
                 unsigned int buf[VOXFX_TILE_WORDS];
-                TileWork w = tile_work(c.setups.data(), c.ends[1].data(), c.counts[1].data(), c.n, item);
+                TileWork w = kernel == 3
+                    ? tile_work_of(c.setups.data(), c.ends[1].data(), c.counts[1].data(),
+                                   warp_owner_of(c.ends[1].data(), c.n, item, 0), item)
+                    : tile_work(c.setups.data(), c.ends[1].data(), c.counts[1].data(), c.n, item);
+                if (w.t != owner_of(c.ends[1].data(), c.n, item)) { printf("-6\n"); return 6; }
                 const Setup& s = c.setups[w.t];
                 BrickIndex ix = {pairs.data(), row_start.data(), nbx, nby, pool.data(), &missing, -1, 0};
                 if (kernel == 2 && !tile_may_hold(s, w)) { ++culled_tiles; continue; }
                 for (int lane = 0; lane < 32; ++lane) tile_clear(buf, lane);
                 for (int lane = 0; lane < 32; ++lane)
-                    if (kernel == 2) tile2_columns(s, w, lane, buf, ix); else tile_columns(s, w, lane, buf, ix);
+                    if (kernel == 2) tile2_columns(s, w, lane, buf, ix);
+                    else if (kernel == 3) tile3_columns(s, w, lane, buf, ix);
+                    else tile_columns(s, w, lane, buf, ix);
                 for (int lane = 0; lane < 32; ++lane) tile_flush(s, w, lane, buf, ix);
             }
         }
@@ -208,7 +237,7 @@ int main() {
 """
 
 MODES = {"surface": 0, "thin": 1, "solid": 2, "solid+surface": 3}
-KERNELS = {"tiles": 0, "columns": 1, "tiles2": 2}
+KERNELS = {"tiles": 0, "columns": 1, "tiles2": 2, "tiles3": 3}
 WHOLE = 1 << 40  # one chunk of triangles, one batch of brick items
 
 
@@ -216,13 +245,14 @@ WHOLE = 1 << 40  # one chunk of triangles, one batch of brick items
 def device_sparse(tmp_path_factory):
     run = _build(tmp_path_factory, HARNESS)
 
-    def voxelize_host(v, t, spec, mode, kernel="tiles", chunk=WHOLE, batch=WHOLE):
+    def voxelize_host(v, t, spec, mode, kernel="tiles", chunk=WHOLE, batch=WHOLE, keys=64, max_slices=1):
         """{brick (bx, by, bz): 64 bytes} of the kernels, runs expanded, and the runs;
         ``counts``: the surface's brick-range items, candidate bricks, and tile voxels
         stored outside their window."""
         mesh = SplitMesh(v, t, spec)
         nx, ny, nz = spec.shape
-        lines = [f"{len(t)} {len(mesh.pv)} {nx} {ny} {nz} {MODES[mode]} {KERNELS[kernel]} {chunk} {batch}"]
+        lines = [f"{len(t)} {len(mesh.pv)} {nx} {ny} {nz} {MODES[mode]} {KERNELS[kernel]} {chunk} {batch} {keys} "
+                 f"{max_slices}"]
         lines += [" ".join(float(x).hex() for x in row) for row in mesh.pv]
         lines += [" ".join(str(int(x)) for x in row) for row in mesh.triangles]
         out = run(lines)
@@ -288,6 +318,21 @@ def test_device_sparse_kernels_in_chunks_and_batches(device_sparse, mode, kernel
     got, _ = device_sparse(v, t, spec, mode, kernel, chunk=17, batch=29)
     want = numpy_bricks(v, t, spec, mode, 32)
     assert got.keys() == want.keys() and all(got[k] == want[k] for k in want)
+
+
+@pytest.mark.parametrize("max_slices", [1, 2, 3, 64])
+@pytest.mark.parametrize("name,res", [("torus", 45), ("uv_sphere", 50), ("monkey", 40)])
+@pytest.mark.parametrize("mode", ["solid", "solid+surface"])
+def test_32_bit_crossing_keys_in_slice_groups(device_sparse, name, res, mode, max_slices):
+    """32-bit crossing keys, their slice counted from the first of a group of max_slices
+    slices (a group a slice, groups cut across the shape, one group): the bricks and runs
+    of the 64-bit keys and of the NumPy voxelizer."""
+    v, t, spec = primitive(name, res)
+    got, runs = device_sparse(v, t, spec, mode, "tiles3", keys=32, max_slices=max_slices)
+    wide, wide_runs = device_sparse(v, t, spec, mode, "tiles3")
+    want = numpy_bricks(v, t, spec, mode, 32)
+    assert want and got.keys() == want.keys() and all(got[k] == want[k] for k in want)
+    assert got == wide and np.array_equal(runs, wide_runs)
 
 
 def test_candidate_bricks_are_fewer_than_the_brick_ranges(device_sparse):
@@ -361,11 +406,29 @@ def test_tiles2_near_tile_edges_and_vertices(device_sparse, seed, mode):
     assert culled > 0  # large sloped triangles: tiles of their boxes outside their projections
 
 
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("mode", ["surface", "thin", "solid+surface"])
+def test_tiles3_near_tile_edges_and_vertices(device_sparse, seed, mode):
+    """tiles3 (the warp's owner search, each column's candidate depths only where the plane
+    can meet a voxel's closed box) sets the bits of the NumPy voxelizer and of the tiles
+    launch where corners sit on voxel corners and planes on voxel faces (ties of the depth
+    range's ends)."""
+    v, t = tile_edge_soup(seed)
+    spec = GridSpec((0.0, 0.0, 0.0), 1.0, (96, 96, 96))
+    want = numpy_bricks(v, t, spec, mode, 32)
+    got, _ = device_sparse(v, t, spec, mode, "tiles3")
+    tiles, _ = device_sparse(v, t, spec, mode, "tiles")
+    assert want
+    assert got.keys() == want.keys() and all(got[k] == want[k] for k in want)
+    assert tiles == got
+
+
+@pytest.mark.parametrize("kernel", ["tiles2", "tiles3"])
 @pytest.mark.parametrize("seed", range(6, 16))
 @pytest.mark.parametrize("mode", ["surface", "thin"])
-def test_tiles2_on_more_ties_and_slivers(device_sparse, seed, mode):
+def test_tiles2_on_more_ties_and_slivers(device_sparse, seed, mode, kernel):
     v, t = exact_soups.soup(seed, per_kind=4)
     spec = rounded(exact_soups.UNIT, 32)
-    got, _ = device_sparse(v, t, spec, mode, "tiles2")
+    got, _ = device_sparse(v, t, spec, mode, kernel)
     want = numpy_bricks(v, t, spec, mode, 32)
     assert got.keys() == want.keys() and all(got[k] == want[k] for k in want)
