@@ -10,7 +10,8 @@ variant's bricks and runs are compared with the first variant's (bit for bit).
         [--variants "old:SURFACE_KERNEL=tiles,SOLID_KEYS=64;new:SURFACE_KERNEL=tiles3,SOLID_KEYS=32"]
         [--repeat 3]
 
-A setting TILE3_BLOCKS=n recompiles the kernels with that launch bound for tiles3.
+Settings that are compile-time defines (TILE3_BLOCKS, TILE3_SHARED_SETUP, ...) recompile
+the kernels (``gpu_sparse.kernels()``).
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ from tools.package import load  # noqa: E402
 load()
 from tests.meshes import bunny  # noqa: E402
 from voxfx.kernels.grid import GridSpec  # noqa: E402
-from voxfx.kernels.grid.launch import Kernels  # noqa: E402
 from voxfx.kernels.voxelize import gpu_sparse  # noqa: E402
 from voxfx.kernels.voxelize.sparse import CHANNEL, voxelize_sparse  # noqa: E402
 
@@ -56,23 +56,11 @@ def parse_variants(text):
     return out
 
 
-_BASE_K = gpu_sparse._K
-
-
 def apply(values):
-    """Set the variant's module settings (and its kernels' launch bound)."""
+    """Set the variant's module settings; its kernels compiled with them."""
     for key, value in values.items():
         setattr(gpu_sparse, key, value)
-    blocks = values.get("TILE3_BLOCKS")
-    if blocks is None:
-        gpu_sparse._K = _BASE_K
-    else:
-        defines = dict(gpu_sparse.gpu.DEFINES)
-        defines.update({"VOXFX_VOXELIZE_DIGEST": gpu_sparse._DIGEST,
-                        "VOXFX_SPARSE_DEPTH_BRICKS": gpu_sparse.DEPTH_BRICKS,
-                        "VOXFX_TILE_WARPS": gpu_sparse.THREADS // 32, "VOXFX_TILE2_BLOCKS": gpu_sparse.TILE2_BLOCKS,
-                        "VOXFX_TILE3_BLOCKS": int(blocks)})
-        gpu_sparse._K = Kernels(_BASE_K.filename, _BASE_K.options[:2], gpu_sparse.THREADS, defines=defines)
+    gpu_sparse._K = gpu_sparse.kernels()
 
 
 class PeakHook:

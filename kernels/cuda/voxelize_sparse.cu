@@ -108,12 +108,13 @@ __device__ __forceinline__ bool range_may_hold(const Setup& s, const long long* 
 
 // (brick, triangle) items of a chunk (ends/counts: the brick counts' scan), items first ..
 // first + n_items - 1: each brick of the triangle's brick range that may hold one of its
-// voxels adds its brick number to out (write = 1) or only counts (write = 0; n_out).
-extern "C" __global__ void sparse_surface_bricks(const Setup* __restrict__ setups, const long long* __restrict__ ends,
-                                                 const long long* __restrict__ counts, long long n_tris,
-                                                 long long first, long long n_items, long long nbx, long long nby,
-                                                 int write, long long* __restrict__ out,
-                                                 unsigned long long* __restrict__ n_out)
+// voxels adds its brick number to out (write = 1) or only counts (write = 0; n_out). Brick
+// numbers of type K: 32-bit where the grid has under 2^32 bricks (half the bytes to sort).
+template <typename K>
+__device__ __forceinline__ void surface_bricks(const Setup* __restrict__ setups, const long long* __restrict__ ends,
+                                               const long long* __restrict__ counts, long long n_tris,
+                                               long long first, long long n_items, long long nbx, long long nby,
+                                               int write, K* __restrict__ out, unsigned long long* __restrict__ n_out)
 {
     long long item = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (item >= n_items) return;
@@ -132,7 +133,26 @@ extern "C" __global__ void sparse_surface_bricks(const Setup* __restrict__ setup
     }
     if (!range_may_hold(s, qlo, qhi)) return;
     unsigned long long at = atomicAdd(n_out, 1ull);
-    if (write) out[at] = (b[2] * nby + b[1]) * nbx + b[0];
+    if (write) out[at] = (K)((b[2] * nby + b[1]) * nbx + b[0]);
+}
+
+extern "C" __global__ void sparse_surface_bricks(const Setup* __restrict__ setups, const long long* __restrict__ ends,
+                                                 const long long* __restrict__ counts, long long n_tris,
+                                                 long long first, long long n_items, long long nbx, long long nby,
+                                                 int write, long long* __restrict__ out,
+                                                 unsigned long long* __restrict__ n_out)
+{
+    surface_bricks<long long>(setups, ends, counts, n_tris, first, n_items, nbx, nby, write, out, n_out);
+}
+
+extern "C" __global__ void sparse_surface_bricks32(const Setup* __restrict__ setups,
+                                                   const long long* __restrict__ ends,
+                                                   const long long* __restrict__ counts, long long n_tris,
+                                                   long long first, long long n_items, long long nbx, long long nby,
+                                                   int write, unsigned int* __restrict__ out,
+                                                   unsigned long long* __restrict__ n_out)
+{
+    surface_bricks<unsigned int>(setups, ends, counts, n_tris, first, n_items, nbx, nby, write, out, n_out);
 }
 
 // ------------------------------------------------------------------ surface voxels
@@ -444,6 +464,9 @@ extern "C" __global__ void __launch_bounds__(32 * VOXFX_TILE_WARPS, VOXFX_TILE_B
 #ifndef VOXFX_TILE3_BLOCKS  // the same for sparse_surface_tiles3
 #define VOXFX_TILE3_BLOCKS VOXFX_TILE_BLOCKS
 #endif
+#ifndef VOXFX_TILE3_SHARED_SETUP  // 1: sparse_surface_tiles3 reads its setup from a shared copy
+#define VOXFX_TILE3_SHARED_SETUP 0
+#endif
 
 // Whether a voxel of tile w (its columns inside the box, the box's depths) may be set.
 template <int D>
@@ -695,7 +718,19 @@ extern "C" __global__ void __launch_bounds__(32 * VOXFX_TILE_WARPS, VOXFX_TILE3_
     if (item >= n_items) return;  // the whole warp: items are per warp
     unsigned int* buf = windows + (threadIdx.x >> 5) * VOXFX_TILE_WORDS;
     const TileWork w = tile_work_of(setups, ends, counts, warp_owner_of(ends, n_tris, item, lane), item);
+#if VOXFX_TILE3_SHARED_SETUP  // the warp's setup copied to shared memory once (8-byte words, lane by lane)
+    __shared__ Setup shared_setups[VOXFX_TILE_WARPS];
+    Setup* own = shared_setups + (threadIdx.x >> 5);
+    {
+        const unsigned long long* from = (const unsigned long long*)(setups + w.t);
+        unsigned long long* to = (unsigned long long*)own;
+        for (int k = lane; k < (int)(sizeof(Setup) / 8); k += 32) to[k] = from[k];
+    }
+    __syncwarp();
+    const Setup& s = *own;
+#else
     const Setup& s = setups[w.t];
+#endif
     BrickIndex ix = {lin, row_start, nbx, nby, pool, missing, -1, 0};
     tile_clear(buf, lane);
     __syncwarp();

@@ -70,21 +70,30 @@ _DIGEST = zlib.crc32((backend.CUDA_DIR / "voxelize.cu").read_bytes()) & 0x7FFFFF
 THREADS = 128  # per block: sparse_surface_tiles' shared windows, one per warp (VOXFX_TILE_WARPS)
 DEPTH_BRICKS = 4  # bricks along the dominant axis in a tile's shared window (a plane crosses ≤ 4)
 SURFACE_KERNEL = "auto"  # "tiles", "tiles2", "tiles3", "columns", or per chunk: TILED where tiles hold TILE_MIN_COLUMNS
-TILED = "tiles"  # auto's tile launch: "tiles", "tiles2" (tile cull) or "tiles3" (warp owner search, tight depths)
+TILED = "tiles3"  # auto's tile launch: "tiles", "tiles2" (tile cull) or "tiles3" (warp owner search, tight depths)
 TILE2_BLOCKS = 4  # sparse_surface_tiles2's blocks per SM asked of nvcc: 4 → 128 registers, no spill
-TILE3_BLOCKS = 4  # the same for sparse_surface_tiles3
+TILE3_BLOCKS = 6  # the same for sparse_surface_tiles3: 6 → 80 registers (some spill; 4 → 128: 20% slower, H200)
+TILE3_SHARED_SETUP = 0  # 1: sparse_surface_tiles3 copies its warp's setup to shared memory first
 TILE_MIN_COLUMNS = 16  # a warp's 64 column slots at least a quarter busy (small triangles: a few columns a tile)
 SETUP_CHUNK = 1 << 17  # triangles whose setups are on the device at once (~91 MB at 696 B each)
-PAIR_BATCH = 1 << 22  # brick-range items tested per candidate batch (≤ 32 MiB of bricks listed)
+PAIR_BATCH = 1 << 23  # brick-range items tested per candidate batch (≤ 32 MiB of 32-bit brick numbers listed)
+CANDIDATE_KEYS = 32  # candidate brick numbers of 32 bits where the grid has under 2^32 bricks, or 64
 SORT_CHUNK = 1 << 22  # solid crossings sorted at once (plus at most one brick slice)
 SOLID_KEYS = 32  # crossing keys of 32 bits (half the memory; 64 where a group would hold too few slices) or 64
 MIN_GROUP_SLICES = 8  # 32-bit keys only where a sort group may hold this many brick slices
 COMPACT_CHUNK = 1 << 19  # kept brick rows moved at once to the pool's front (32 MiB transient)
 TRIM_WASTE = 0.25  # the result's rows copied out of the pool where more of it would be held empty
-_K = Kernels(_CU, ("--fmad=false", f"-I{backend.CUDA_DIR}"), THREADS,
-             defines={**gpu.DEFINES, "VOXFX_VOXELIZE_DIGEST": _DIGEST, "VOXFX_SPARSE_DEPTH_BRICKS": DEPTH_BRICKS,
-                      "VOXFX_TILE_WARPS": THREADS // 32, "VOXFX_TILE2_BLOCKS": TILE2_BLOCKS,
-                      "VOXFX_TILE3_BLOCKS": TILE3_BLOCKS})
+
+
+def kernels() -> Kernels:
+    """The module's kernels compiled with its settings (a bench may change them, then call it)."""
+    return Kernels(_CU, ("--fmad=false", f"-I{backend.CUDA_DIR}"), THREADS,
+                   defines={**gpu.DEFINES, "VOXFX_VOXELIZE_DIGEST": _DIGEST, "VOXFX_SPARSE_DEPTH_BRICKS": DEPTH_BRICKS,
+                            "VOXFX_TILE_WARPS": THREADS // 32, "VOXFX_TILE2_BLOCKS": TILE2_BLOCKS,
+                            "VOXFX_TILE3_BLOCKS": TILE3_BLOCKS, "VOXFX_TILE3_SHARED_SETUP": TILE3_SHARED_SETUP})
+
+
+_K = kernels()
 _WORK = ("bricks", "tiles", "columns")  # sparse_surface_counts' outputs
 
 
@@ -153,10 +162,10 @@ def _compact_rows(pool, idx, chunk, xp):
 
 
 def _unique_sorted(a, cp):
-    """*a* sorted in place, then its distinct values."""
+    """*a* sorted in place, then its distinct values (a new array)."""
     a.sort()  # CUB radix sort
     if a.shape[0] < 2:
-        return a
+        return a.copy()
     first = cp.empty(a.shape[0], cp.bool_)
     first[0] = True
     cp.not_equal(a[1:], a[:-1], out=first[1:])
@@ -185,37 +194,42 @@ def _chunks(mesh, thin: bool, cp):
 
 
 def _candidates(chunks, nb, extra, cp):
-    """Sorted unique numbers of every brick that may hold a surface voxel, and *extra*'s.
-    One launch per batch of brick items into a buffer of the batch's size (reused), its
-    count read once (sync), then the listed part sorted in place and made unique."""
-    parts = [extra] if extra is not None and extra.shape[0] else []
+    """Sorted unique int64 numbers of every brick that may hold a surface voxel, and
+    *extra*'s. One launch per batch of brick items into a buffer of the batch's size
+    (reused), its count read once (sync), then the listed part sorted in place and made
+    unique. The numbers are 32-bit where the grid has under 2^32 bricks (CANDIDATE_KEYS;
+    half the radix passes and bytes; PAIR_BATCH items a batch), else 64-bit (PAIR_BATCH / 2
+    items)."""
+    narrow = CANDIDATE_KEYS == 32 and nb[0] * nb[1] * nb[2] < 1 << 32
+    dtype, kernel = (cp.uint32, "sparse_surface_bricks32") if narrow else (cp.int64, "sparse_surface_bricks")
+    batch = max(1, PAIR_BATCH if narrow else PAIR_BATCH // 2)
+    parts = [extra.astype(dtype)] if extra is not None and extra.shape[0] else []
     n_out = cp.zeros(1, cp.uint64)
     buf = None
     for setups, n, work in chunks:
         counts, ends, total = work["bricks"]
-        for first in range(0, total, PAIR_BATCH):
-            items = min(PAIR_BATCH, total - first)
+        for first in range(0, total, batch):
+            items = min(batch, total - first)
             if buf is None or buf.shape[0] < items:
                 buf = None
-                buf = cp.empty(items, cp.int64)
+                buf = cp.empty(items, dtype)
             args = (setups, ends, counts, np.int64(n), np.int64(first), np.int64(items), np.int64(nb[0]),
                     np.int64(nb[1]))
             n_out.fill(0)
-            _K.launch("sparse_surface_bricks", items, args + (np.int32(1), buf, n_out))
+            _K.launch(kernel, items, args + (np.int32(1), buf, n_out))
             m = int(n_out[0])  # sync
             if m:
-                parts.append(_unique_sorted(buf[:m].copy(), cp))
+                parts.append(_unique_sorted(buf[:m], cp))  # a new array: buf is free again
     del buf
     _stage("surface candidates listed")
     if not parts:
         return cp.zeros(0, cp.int64)
-    if len(parts) == 1:
-        return parts[0]
-    joined = cp.concatenate(parts)
-    del parts
-    joined = _unique_sorted(joined, cp)
-    _stage("surface candidates merged")
-    return joined
+    if len(parts) > 1:
+        joined = cp.concatenate(parts)
+        parts = [_unique_sorted(joined, cp)]
+        del joined
+        _stage("surface candidates merged")
+    return parts[0].astype(cp.int64, copy=False)
 
 
 def _surface_voxels(chunks, cand, row_start, pool, nb, cp):
