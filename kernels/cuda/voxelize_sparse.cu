@@ -663,17 +663,72 @@ __device__ __forceinline__ TileDepths tile_depths(const Setup& s)
     return t;
 }
 
+// A tile of tiles3: its work (as tile_work_of) and its plane's depths.
+struct Tile3 {
+    TileWork w;
+    TileDepths t;
+};
+
+// tile_work_of in 32-bit tile arithmetic (a triangle has under 2^31 tiles), the window's
+// first brick from the depths' plane at the tile's centre as tile_window finds it (only a
+// hint: a voxel outside the window is stored directly), without a division of its own.
 template <int D>
-__device__ __forceinline__ void tile3_columns_along(const Setup& s, const TileWork& w, int lane, unsigned int* buf,
+__device__ __forceinline__ Tile3 tile3_work_along(const Setup& s, long long tri, long long local)
+{
+    constexpr int U = (D + 1) % 3, V = (D + 2) % 3;
+    Tile3 r;
+    r.w.t = tri;
+    const unsigned int ntu = (unsigned int)((s.hi[U] >> 3) - (s.lo[U] >> 3) + 1), l = (unsigned int)local;
+    r.w.bu = (s.lo[U] >> 3) + (long long)(l % ntu);
+    r.w.bv = (s.lo[V] >> 3) + (long long)(l / ntu);
+    r.t = tile_depths<D>(s);
+    const long long first = s.lo[D] >> 3, last = s.hi[D] >> 3;
+    r.w.bd = first;
+    if (!s.wide) {  // slivers start at the box (n_D may be 0)
+        const double dc = (r.t.base - r.t.gU * (double)(8 * r.w.bu + 4)) - r.t.gV * (double)(8 * r.w.bv + 4);
+        const double lo = floor((dc - 10.0) * 0.125);
+        if (lo > (double)first) r.w.bd = lo < (double)last ? (long long)lo : last;
+    }
+    return r;
+}
+
+__device__ __forceinline__ Tile3 tile3_work(const Setup& s, const long long* __restrict__ ends,
+                                            const long long* __restrict__ counts, long long tri, long long item)
+{
+    const long long local = item - (ends[tri] - counts[tri]);
+    switch (s.dom) {
+        case 0: return tile3_work_along<0>(s, tri, local);
+        case 1: return tile3_work_along<1>(s, tri, local);
+        default: return tile3_work_along<2>(s, tri, local);
+    }
+}
+
+// window_store of voxel (i, j, k), depth d along the tile's axis, in 32-bit arithmetic.
+__device__ __forceinline__ void window_store3(int i, int j, int k, int d, const TileWork& w, unsigned int* buf,
+                                              BrickIndex& ix)
+{
+    const int at = (d >> 3) - (int)w.bd;
+    if (at >= 0 && at < VOXFX_SPARSE_DEPTH_BRICKS)
+        atomicOr(buf + 16 * at + (((k & 7) << 3 | (j & 7)) >> 2), 1u << (((j & 3) << 3) | (i & 7)));
+    else {
+#ifdef VOXFX_SPARSE_DIRECT_HOOK
+        VOXFX_SPARSE_DIRECT_HOOK();
+#endif
+        set_voxel(ix, i, j, k);
+    }
+}
+
+template <int D>
+__device__ __forceinline__ void tile3_columns_along(const Setup& s, const Tile3& k3, int lane, unsigned int* buf,
                                                     BrickIndex& ix)
 {
     constexpr int U = (D + 1) % 3, V = (D + 2) % 3;
     constexpr int pc = plane_of_axis(D);
-    const TileDepths t = tile_depths<D>(s);
+    const TileDepths& t = k3.t;
     const int lu = (int)s.lo[U], hu = (int)s.hi[U], lv = (int)s.lo[V], hv = (int)s.hi[V];
     const int ld = (int)s.lo[D], hd = (int)s.hi[D];
     for (int c = lane; c < 64; c += 32) {
-        const int cu = 8 * (int)w.bu + (c & 7), cv = 8 * (int)w.bv + (c >> 3);
+        const int cu = 8 * (int)k3.w.bu + (c & 7), cv = 8 * (int)k3.w.bv + (c >> 3);
         if (cu < lu || cu > hu || cv < lv || cv > hv) continue;
         double q[3];
         q[D] = 0.0;
@@ -687,21 +742,25 @@ __device__ __forceinline__ void tile3_columns_along(const Setup& s, const TileWo
             dlo = a > dlo ? (int)a : dlo;
             dhi = b < dhi ? (int)b : dhi;
         }
+        int x[3];
+        x[U] = cu;
+        x[V] = cv;
         for (int d = dlo; d <= dhi; ++d) {
             q[D] = (double)d;
             if (!voxel_set<D>(s, q)) continue;
-            window_store(q, d, w, buf, ix);
+            x[D] = d;
+            window_store3(x[0], x[1], x[2], d, k3.w, buf, ix);
         }
     }
 }
 
-__device__ __forceinline__ void tile3_columns(const Setup& s, const TileWork& w, int lane, unsigned int* buf,
+__device__ __forceinline__ void tile3_columns(const Setup& s, const Tile3& k3, int lane, unsigned int* buf,
                                               BrickIndex& ix)
 {
     switch (s.dom) {
-        case 0: tile3_columns_along<0>(s, w, lane, buf, ix); break;
-        case 1: tile3_columns_along<1>(s, w, lane, buf, ix); break;
-        default: tile3_columns_along<2>(s, w, lane, buf, ix); break;
+        case 0: tile3_columns_along<0>(s, k3, lane, buf, ix); break;
+        case 1: tile3_columns_along<1>(s, k3, lane, buf, ix); break;
+        default: tile3_columns_along<2>(s, k3, lane, buf, ix); break;
     }
 }
 
@@ -717,26 +776,27 @@ extern "C" __global__ void __launch_bounds__(32 * VOXFX_TILE_WARPS, VOXFX_TILE3_
     const int lane = (int)(thread & 31);
     if (item >= n_items) return;  // the whole warp: items are per warp
     unsigned int* buf = windows + (threadIdx.x >> 5) * VOXFX_TILE_WORDS;
-    const TileWork w = tile_work_of(setups, ends, counts, warp_owner_of(ends, n_tris, item, lane), item);
+    const long long tri = warp_owner_of(ends, n_tris, item, lane);
 #if VOXFX_TILE3_SHARED_SETUP  // the warp's setup copied to shared memory once (8-byte words, lane by lane)
     __shared__ Setup shared_setups[VOXFX_TILE_WARPS];
     Setup* own = shared_setups + (threadIdx.x >> 5);
     {
-        const unsigned long long* from = (const unsigned long long*)(setups + w.t);
+        const unsigned long long* from = (const unsigned long long*)(setups + tri);
         unsigned long long* to = (unsigned long long*)own;
         for (int k = lane; k < (int)(sizeof(Setup) / 8); k += 32) to[k] = from[k];
     }
     __syncwarp();
     const Setup& s = *own;
 #else
-    const Setup& s = setups[w.t];
+    const Setup& s = setups[tri];
 #endif
+    const Tile3 k3 = tile3_work(s, ends, counts, tri, item);
     BrickIndex ix = {lin, row_start, nbx, nby, pool, missing, -1, 0};
     tile_clear(buf, lane);
     __syncwarp();
-    tile3_columns(s, w, lane, buf, ix);
+    tile3_columns(s, k3, lane, buf, ix);
     __syncwarp();
-    tile_flush(s, w, lane, buf, ix);
+    tile_flush(s, k3.w, lane, buf, ix);
 }
 
 // ------------------------------------------------------------------ solid (§4.1, §5)

@@ -193,19 +193,23 @@ int main() {
             // sparse_surface_tiles (2: tiles2, 3: tiles3), one warp per item: its lanes one phase after the other
             for (ll item = 0; item < c.total[1]; ++item) {
                 unsigned int buf[VOXFX_TILE_WORDS];
-                TileWork w = kernel == 3
-                    ? tile_work_of(c.setups.data(), c.ends[1].data(), c.counts[1].data(),
-                                   warp_owner_of(c.ends[1].data(), c.n, item, 0), item)
-                    : tile_work(c.setups.data(), c.ends[1].data(), c.counts[1].data(), c.n, item);
-                if (w.t != owner_of(c.ends[1].data(), c.n, item)) { printf("-6\n"); return 6; }
-                const Setup& s = c.setups[w.t];
                 BrickIndex ix = {pairs.data(), row_start.data(), nbx, nby, pool.data(), &missing, -1, 0};
+                if (kernel == 3) {  // sparse_surface_tiles3
+                    ll tri = warp_owner_of(c.ends[1].data(), c.n, item, 0);
+                    if (tri != owner_of(c.ends[1].data(), c.n, item)) { printf("-6\n"); return 6; }
+                    const Setup& s = c.setups[tri];
+                    Tile3 k3 = tile3_work(s, c.ends[1].data(), c.counts[1].data(), tri, item);
+                    for (int lane = 0; lane < 32; ++lane) tile_clear(buf, lane);
+                    for (int lane = 0; lane < 32; ++lane) tile3_columns(s, k3, lane, buf, ix);
+                    for (int lane = 0; lane < 32; ++lane) tile_flush(s, k3.w, lane, buf, ix);
+                    continue;
+                }
+                TileWork w = tile_work(c.setups.data(), c.ends[1].data(), c.counts[1].data(), c.n, item);
+                const Setup& s = c.setups[w.t];
                 if (kernel == 2 && !tile_may_hold(s, w)) { ++culled_tiles; continue; }
                 for (int lane = 0; lane < 32; ++lane) tile_clear(buf, lane);
                 for (int lane = 0; lane < 32; ++lane)
-                    if (kernel == 2) tile2_columns(s, w, lane, buf, ix);
-                    else if (kernel == 3) tile3_columns(s, w, lane, buf, ix);
-                    else tile_columns(s, w, lane, buf, ix);
+                    if (kernel == 2) tile2_columns(s, w, lane, buf, ix); else tile_columns(s, w, lane, buf, ix);
                 for (int lane = 0; lane < 32; ++lane) tile_flush(s, w, lane, buf, ix);
             }
         }

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from voxfx.kernels.grid.sparse import brick_keys
-from voxfx.kernels.voxelize.gpu_sparse import TRIM_WASTE, _compact_rows, _lin_to_keys, _sort_groups
+from voxfx.kernels.voxelize.gpu_sparse import TRIM_WASTE, _compact_rows, _lin_to_keys, _slice_groups, _sort_groups
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -31,6 +31,28 @@ def test_sort_groups_cover_the_keys_at_slice_starts(seed, limit):
     assert all(b - a <= limit + biggest for a, b in groups)
     if n <= limit:
         assert groups == [(0, n)]
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("limit", [1, 7, 100, 10**6])
+@pytest.mark.parametrize("max_slices", [1, 2, 8, 10**6])
+def test_slice_groups_of_32_bit_keys_cover_the_slices(seed, limit, max_slices):
+    """Consecutive slice ranges from the first slice to the last, each of at most
+    max_slices slices (what a 32-bit key's slice bits can count) and at most limit keys
+    unless it is a single slice; a group stops only where the next slice would break one
+    of the two."""
+    rng = np.random.default_rng(seed)
+    per_slice = rng.integers(0, 60, size=rng.integers(1, 40))
+    per_slice[rng.random(per_slice.size) < 0.3] = 0
+    starts = np.concatenate([[0], np.cumsum(per_slice)]).astype(np.int64)
+    groups = _slice_groups(starts, limit, max_slices)
+    assert groups[0][0] == 0 and groups[-1][1] == per_slice.size
+    assert all(b0 == a1 for (_, b0), (a1, _) in zip(groups, groups[1:]))
+    for a, b in groups:
+        assert 1 <= b - a <= max_slices
+        assert b - a == 1 or starts[b] - starts[a] <= limit
+    for (a, b), _ in zip(groups, groups[1:]):  # greedy: the next slice did not fit
+        assert b - a == max_slices or starts[b + 1] - starts[a] > limit
 
 
 @pytest.mark.parametrize("seed", range(5))
