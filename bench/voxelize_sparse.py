@@ -5,14 +5,13 @@ to 16384³ (a dense bit grid would be 393 GiB). Prints a table: grid, mode, voxe
 bricks stored, bricks in full runs (``SparseGrid.tiles``), best time of *repeat* runs
 after a warm-up (compiles excluded), ``nbytes`` of the grid, peak of the device pool (GPU)
 or traced host memory (CPU), the guard's estimate of that peak (``sparse_guard``), and the
-dense voxelizer's time and bit grid where it runs. ``--surface-kernel auto,tiles,tiles2,columns``
+dense voxelizer's time and bit grid where it runs. ``--surface-kernel auto,tiles,tiles3,columns``
 runs the surface modes with each of ``gpu_sparse``'s surface launches (warp tiles with
-shared brick windows; tiles2: the same with tile cull and fewer FP64 ops; one thread per
-column; auto: tiles where triangles are large enough),
-in the same process.
+shared brick windows; tiles3: the same with a warp owner search and tight column depths;
+one thread per column; auto: tiles3 where triangles are large enough), in the same process.
 
     python3 bench/voxelize_sparse.py [--cpu] [--quick] [--sizes 1024,4096] [--repeat 3]
-                                     [--surface-kernel auto,tiles,tiles2,columns]
+                                     [--surface-kernel auto,tiles,tiles3,columns]
 """
 
 from __future__ import annotations
@@ -101,7 +100,7 @@ def main(argv=None) -> int:
     ap.add_argument("--sizes", default="", help="comma-separated grid sizes (default 1024 … 16384)")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--surface-kernel", default=gpu_sparse.SURFACE_KERNEL,
-                    help="comma-separated surface launches of the GPU path: auto, tiles, tiles2, columns")
+                    help="comma-separated surface launches of the GPU path: auto, tiles, tiles3, columns")
     args = ap.parse_args(argv)
     kernels = [k.strip() for k in args.surface_kernel.split(",") if k.strip()]
     if args.cpu:

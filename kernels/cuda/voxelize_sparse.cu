@@ -443,151 +443,17 @@ extern "C" __global__ void __launch_bounds__(32 * VOXFX_TILE_WARPS, VOXFX_TILE_B
     tile_flush(s, w, lane, buf, ix);
 }
 
-// ------------------------------------------------------------------ surface voxels, tiles2
+// ------------------------------------------------------------------ surface voxels, tiles3
 
-// sparse_surface_tiles with less work per tile (SURFACE_KERNEL "tiles2"; the same bits):
-// * a tile whose 8 × 8 columns (× the box's depth) the conservative range test rejects is
-//   dropped by the whole warp before any column (range_may_hold: the bricks' test, the
-//   tier-1 bounds × VOXFX_CULL_SLACK; uniform across the warp, so no divergence);
-// * a column's candidate depths come from one reciprocal of n_D per tile instead of four
-//   divisions per column (column_depths_recip below: a few ulps from column_depths, far
-//   inside its voxel of margin);
-// * each candidate voxel first meets plane_test's own tier-1 rejection (Eq. 1, the same
-//   arithmetic, so it rejects exactly where plane_test's first test does), which drops the
-//   column's margin voxels before the two projection tests (Eq. 3) run on them. The tests
-//   are ANDed exact predicates (thin_test a deterministic one), so their order is free.
-// Every voxel that may pass still gets voxelize.cu's exact tests, so the set bits are
-// sparse_surface_tiles' bit for bit (tests/unit/test_cuda_sparse_host.py).
-#ifndef VOXFX_TILE2_BLOCKS  // blocks resident per SM asked of the compiler (registers: 65536 / (128 · this))
-#define VOXFX_TILE2_BLOCKS VOXFX_TILE_BLOCKS
-#endif
-#ifndef VOXFX_TILE3_BLOCKS  // the same for sparse_surface_tiles3
+#ifndef VOXFX_TILE3_BLOCKS  // blocks per SM asked of nvcc for sparse_surface_tiles3 (registers: 65536 / (128 · this))
 #define VOXFX_TILE3_BLOCKS VOXFX_TILE_BLOCKS
 #endif
 #ifndef VOXFX_TILE3_SHARED_SETUP  // 1: sparse_surface_tiles3 reads its setup from a shared copy
 #define VOXFX_TILE3_SHARED_SETUP 0
 #endif
 
-// Whether a voxel of tile w (its columns inside the box, the box's depths) may be set.
-template <int D>
-__device__ __forceinline__ bool tile_may_hold_along(const Setup& s, const TileWork& w)
-{
-    constexpr int U = (D + 1) % 3, V = (D + 2) % 3;
-    long long qlo[3], qhi[3];
-    qlo[D] = s.lo[D];
-    qhi[D] = s.hi[D];
-    qlo[U] = 8 * w.bu > s.lo[U] ? 8 * w.bu : s.lo[U];
-    qhi[U] = 8 * w.bu + 7 < s.hi[U] ? 8 * w.bu + 7 : s.hi[U];
-    qlo[V] = 8 * w.bv > s.lo[V] ? 8 * w.bv : s.lo[V];
-    qhi[V] = 8 * w.bv + 7 < s.hi[V] ? 8 * w.bv + 7 : s.hi[V];
-    return range_may_hold(s, qlo, qhi);
-}
-
-__device__ __noinline__ bool tile_may_hold(const Setup& s, const TileWork& w)
-{
-    switch (s.dom) {
-        case 0: return tile_may_hold_along<0>(s, w);
-        case 1: return tile_may_hold_along<1>(s, w);
-        default: return tile_may_hold_along<2>(s, w);
-    }
-}
-
-// column_depths with e = (n·v0 − n_U·u − n_V·v) · (1 / n_D) (nv0, rD: per tile) instead of
-// a division at each corner. The product with the rounded reciprocal is within 2 ulps of
-// the quotient (|e| and its terms under 2^17 at 16384³: under 2^-34 voxels), while column_depths' range
-// keeps a voxel of margin each way beyond the plane's crossing over the column's square
-// (non-wide: 8·pbound < |n_D|, the plane's depth error under 1/8): the same voxels pass.
-template <int D>
-__device__ __forceinline__ void column_depths_recip(const Setup& s, double nv0, double rD, long long cu, long long cv,
-                                                    long long& dlo, long long& dhi)
-{
-    constexpr int U = (D + 1) % 3, V = (D + 2) % 3;
-    dlo = s.lo[D];
-    dhi = s.hi[D];
-    if (s.wide) return;  // every voxel of the box's column
-    const double nU = s.n[U], nV = s.n[V];
-    const double u0 = nv0 - nU * (double)cu, u1 = nv0 - nU * ((double)cu + 1.0);
-    const double a0 = nV * (double)cv, a1 = nV * ((double)cv + 1.0);
-    const double e00 = (u0 - a0) * rD, e01 = (u0 - a1) * rD, e10 = (u1 - a0) * rD, e11 = (u1 - a1) * rD;
-    const double dmin = fmin(fmin(e00, e01), fmin(e10, e11));
-    const double dmax = fmax(fmax(e00, e01), fmax(e10, e11));
-    long long a = (long long)floor(dmin) - 1, b = (long long)floor(dmax) + 1;
-    dlo = a > dlo ? a : dlo;
-    dhi = b < dhi ? b : dhi;
-}
-
-// plane_test's first rejection (Eq. 1 at tier 1: the same arithmetic): true only where
-// plane_test returns false.
-__device__ __forceinline__ bool plane_rejects(const Setup& s, const double* q)
-{
-    if (!s.orient[0] && !s.orient[1] && !s.orient[2]) return false;
-    double npv = (s.n[0] * q[0] + s.n[1] * q[1]) + s.n[2] * q[2];
-    return npv + s.d1 < -s.pbound || npv + s.d2 > s.pbound;
-}
-
-template <int D>
-__device__ __forceinline__ void tile2_columns_along(const Setup& s, const TileWork& w, int lane, unsigned int* buf,
-                                                    BrickIndex& ix)
-{
-    constexpr int U = (D + 1) % 3, V = (D + 2) % 3;
-    constexpr int pc = plane_of_axis(D);
-    const double nv0 = (s.n[0] * s.v[0][0] + s.n[1] * s.v[0][1]) + s.n[2] * s.v[0][2];
-    const double rD = 1.0 / s.n[D];
-    for (int c = lane; c < 64; c += 32) {
-        long long cu = 8 * w.bu + (c & 7), cv = 8 * w.bv + (c >> 3);
-        if (cu < s.lo[U] || cu > s.hi[U] || cv < s.lo[V] || cv > s.hi[V]) continue;
-        double q[3];
-        q[D] = 0.0;
-        q[U] = (double)cu;
-        q[V] = (double)cv;
-        if (!projection_test<pc>(s, q)) continue;  // the column's own projection (depth-independent)
-        long long dlo, dhi;
-        column_depths_recip<D>(s, nv0, rD, cu, cv, dlo, dhi);
-        for (long long d = dlo; d <= dhi; ++d) {
-            q[D] = (double)d;
-            if (plane_rejects(s, q) || !voxel_set<D>(s, q)) continue;
-            window_store(q, d, w, buf, ix);
-        }
-    }
-}
-
-__device__ __forceinline__ void tile2_columns(const Setup& s, const TileWork& w, int lane, unsigned int* buf,
-                                              BrickIndex& ix)
-{
-    switch (s.dom) {
-        case 0: tile2_columns_along<0>(s, w, lane, buf, ix); break;
-        case 1: tile2_columns_along<1>(s, w, lane, buf, ix); break;
-        default: tile2_columns_along<2>(s, w, lane, buf, ix); break;
-    }
-}
-
-// As sparse_surface_tiles (ends/counts: the tile counts' scan of the chunk; 32 threads per item).
-extern "C" __global__ void __launch_bounds__(32 * VOXFX_TILE_WARPS, VOXFX_TILE2_BLOCKS) sparse_surface_tiles2(
-    const Setup* __restrict__ setups, const long long* __restrict__ ends, const long long* __restrict__ counts,
-    long long n_tris, long long n_items, const long long* __restrict__ lin, const long long* __restrict__ row_start,
-    long long nbx, long long nby, unsigned int* __restrict__ pool, unsigned long long* __restrict__ missing)
-{
-    __shared__ unsigned int windows[VOXFX_TILE_WARPS * VOXFX_TILE_WORDS];
-    const long long thread = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    const long long item = thread >> 5;
-    const int lane = (int)(thread & 31);
-    if (item >= n_items) return;  // the whole warp: items are per warp
-    unsigned int* buf = windows + (threadIdx.x >> 5) * VOXFX_TILE_WORDS;
-    const TileWork w = tile_work(setups, ends, counts, n_tris, item);
-    const Setup& s = setups[w.t];
-    if (!tile_may_hold(s, w)) return;  // the whole warp: the same tile
-    BrickIndex ix = {lin, row_start, nbx, nby, pool, missing, -1, 0};
-    tile_clear(buf, lane);
-    __syncwarp();
-    tile2_columns(s, w, lane, buf, ix);
-    __syncwarp();
-    tile_flush(s, w, lane, buf, ix);
-}
-
-// ------------------------------------------------------------------ surface voxels, tiles3
-
-// sparse_surface_tiles with less work per tile and per column (SURFACE_KERNEL "tiles3"; the
-// same bits):
+// sparse_surface_tiles with less work per tile and per column (SURFACE_KERNEL "tiles3", auto's
+// tile launch; the same bits; bunny 4096³ on an H200: 4.7 ms against 11.0 ms):
 // * the warp finds its triangle together, 32 probes of the scan a round (4 dependent loads
 //   for 10^5 triangles instead of owner_of's 17);
 // * a column's candidate depths are the voxels whose closed box the plane can meet over the
@@ -601,7 +467,11 @@ extern "C" __global__ void __launch_bounds__(32 * VOXFX_TILE_WARPS, VOXFX_TILE2_
 //   at 16384³): m = 4·pbound / |n_D| + 2^-16 (non-wide: 8·pbound < |n_D|, so m < 1 and the
 //   range lies inside column_depths'). About two candidates a column instead of four; the
 //   exact tests (voxel_set) still decide every candidate, so the set bits are the tiles
-//   launch's (tests/unit/test_cuda_sparse_host.py, tests/gpu/test_voxelize_sparse_kernels_gpu.py).
+//   launch's (tests/unit/test_cuda_sparse_host.py, tests/gpu/test_voxelize_sparse_kernels_gpu.py);
+// * the tile's arithmetic in 32 bits, its window from the same depths (no division of its
+//   own), the warp's setup copied once to shared memory (VOXFX_TILE3_SHARED_SETUP), 8
+//   blocks a SM (64 registers; gpu_sparse.py TILE3_BLOCKS): each measured faster on an H200
+//   (bench/voxelize_sparse_profile.py).
 
 // The first lane whose bit is set (mask ≠ 0).
 __device__ __forceinline__ int first_lane(unsigned int mask)

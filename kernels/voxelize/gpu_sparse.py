@@ -18,24 +18,24 @@ stored differs.
 * **Surface voxels**: one warp per (triangle, 8 × 8 column tile across its dominant axis):
   each column tested as the dense kernel tests it, set bits ORed into the warp's shared
   copy of the few bricks the tile's plane crosses, then each non-empty word ORed into its
-  brick once. Small triangles fill few of a tile's 64 columns: a chunk whose tiles hold
-  fewer than ``TILE_MIN_COLUMNS`` columns on average (coarse grids) runs one thread per
-  column instead, each voxel ORed into its brick (the earlier launch; ``SURFACE_KERNEL``
-  forces either, for ``bench/voxelize_sparse.py --surface-kernel``). ``tiles2`` is the tile
-  launch with less work: tiles outside the triangle's projection dropped by the whole warp,
-  one reciprocal per tile for the column depths, Eq. 1's tier-1 rejection before the
-  projections (``TILED`` picks it for auto). ``tiles3`` is the tile launch with the warp's
-  triangle found by 32 probes a round and each column's candidate depths only the voxels
-  the plane can meet over it (about two, not four: ``voxelize_sparse.cu``). All set the
-  same bits. Bricks left empty are dropped.
+  brick once. ``tiles3`` (auto's tile launch, ``TILED``) finds the warp's triangle with 32
+  probes a round and tests in each column only the voxels the plane can meet over it
+  (about two, not four); ``tiles`` is the first version, kept for A/B. Small triangles
+  fill few of a tile's 64 columns: a chunk whose tiles hold fewer than
+  ``TILE_MIN_COLUMNS`` columns on average (coarse grids) runs one thread per column
+  instead, each voxel ORed into its brick (``SURFACE_KERNEL`` forces any of them, for
+  ``bench/voxelize_sparse.py --surface-kernel``). All set the same bits. Bricks left empty
+  are dropped.
 * **Solid** (004 §4.1, §5): the dense pass's flip starts, appended as keys (brick row, x,
   row inside the brick) grouped by brick slice instead of XORed into a dense grid → sorted
-  ``SORT_CHUNK`` keys at a time (a group of slices; 32-bit keys, the slice counted from the
-  group's first, where a group can hold ``MIN_GROUP_SLICES``: ``SOLID_KEYS``) → one thread per brick row walks along
-  x with its 64 rows' parity: bricks where crossings land are stored bit by bit, runs of
-  bricks whose rows are all inside become one **full run** (``SparseGrid.tiles``), mixed
-  runs are stored brick by brick. Memory follows the surface: interior bricks cost 32
-  bytes per run, not 64 per brick.
+  ``SORT_CHUNK`` keys at a time (a group of slices, sorted in place; 32-bit keys, the
+  slice counted from the group's first, where a group can hold ``MIN_GROUP_SLICES``:
+  ``SOLID_KEYS``; bunny 4096³ peak 140 MiB against 267 MiB with 64-bit keys sorted through
+  a copy, H200) → one thread per brick row walks along x with its 64 rows' parity:
+  bricks where crossings land are stored bit by bit, runs of bricks whose rows are all
+  inside become one **full run** (``SparseGrid.tiles``), mixed runs are stored brick by
+  brick. Memory follows the surface: interior bricks cost 32 bytes per run, not 64 per
+  brick.
 * solid+surface: the solid's bricks join the surface candidates, the surface ORs in,
   and surface bricks inside a full run are dropped (already full).
 * The kept bricks' rows move to the front of the candidates' pool in place,
@@ -69,10 +69,9 @@ _CU = "voxelize_sparse.cu"
 _DIGEST = zlib.crc32((backend.CUDA_DIR / "voxelize.cu").read_bytes()) & 0x7FFFFFFF
 THREADS = 128  # per block: sparse_surface_tiles' shared windows, one per warp (VOXFX_TILE_WARPS)
 DEPTH_BRICKS = 4  # bricks along the dominant axis in a tile's shared window (a plane crosses ≤ 4)
-SURFACE_KERNEL = "auto"  # "tiles", "tiles2", "tiles3", "columns", or per chunk: TILED where tiles hold TILE_MIN_COLUMNS
-TILED = "tiles3"  # auto's tile launch: "tiles", "tiles2" (tile cull) or "tiles3" (warp owner search, tight depths)
-TILE2_BLOCKS = 4  # sparse_surface_tiles2's blocks per SM asked of nvcc: 4 → 128 registers, no spill
-TILE3_BLOCKS = 8  # the same for sparse_surface_tiles3: 8 → 64 registers (4 → 128, no spill: 30% slower, H200)
+SURFACE_KERNEL = "auto"  # "tiles", "tiles3", "columns", or per chunk: TILED where tiles hold TILE_MIN_COLUMNS
+TILED = "tiles3"  # auto's tile launch: "tiles3" (warp owner search, tight column depths) or "tiles"
+TILE3_BLOCKS = 8  # sparse_surface_tiles3's blocks per SM asked of nvcc: 8 → 64 registers (4 → 128: 30% slower, H200)
 TILE3_SHARED_SETUP = 1  # 1: sparse_surface_tiles3 copies its warp's setup to shared memory first
 TILE_MIN_COLUMNS = 16  # a warp's 64 column slots at least a quarter busy (small triangles: a few columns a tile)
 SETUP_CHUNK = 1 << 17  # triangles whose setups are on the device at once (~91 MB at 696 B each)
@@ -89,8 +88,8 @@ def kernels() -> Kernels:
     """The module's kernels compiled with its settings (a bench may change them, then call it)."""
     return Kernels(_CU, ("--fmad=false", f"-I{backend.CUDA_DIR}"), THREADS,
                    defines={**gpu.DEFINES, "VOXFX_VOXELIZE_DIGEST": _DIGEST, "VOXFX_SPARSE_DEPTH_BRICKS": DEPTH_BRICKS,
-                            "VOXFX_TILE_WARPS": THREADS // 32, "VOXFX_TILE2_BLOCKS": TILE2_BLOCKS,
-                            "VOXFX_TILE3_BLOCKS": TILE3_BLOCKS, "VOXFX_TILE3_SHARED_SETUP": TILE3_SHARED_SETUP})
+                            "VOXFX_TILE_WARPS": THREADS // 32, "VOXFX_TILE3_BLOCKS": TILE3_BLOCKS,
+                            "VOXFX_TILE3_SHARED_SETUP": TILE3_SHARED_SETUP})
 
 
 _K = kernels()

@@ -1,5 +1,5 @@
 """The device sparse voxelizer's stages (gpu_sparse.py) on the device: the surface kernels
-(warp tiles, tiles2, tiles3, and one thread per column) give the dense GPU voxelizer's bricks on
+(warp tiles, tiles3, and one thread per column) give the dense GPU voxelizer's bricks on
 the bunny at 256³ and 1024³, and so do the solid's 32-bit and 64-bit crossing keys; setups,
 candidate batches and crossing sorts cut into small chunks give the same bricks; bad input is
 refused before anything is voxelized; the transient pool stays under the guard's device
@@ -38,7 +38,7 @@ def dense_bricks(words, shape, xp):
     return brick_keys(xp.stack([keep % nbx, (keep // nbx) % nby, keep // (nbx * nby)], axis=1), xp), b[keep]
 
 
-@pytest.mark.parametrize("kernel", ["tiles", "tiles2", "tiles3", "columns"])
+@pytest.mark.parametrize("kernel", ["tiles", "tiles3", "columns"])
 @pytest.mark.parametrize("res", [256, 1024])
 @pytest.mark.parametrize("mode", ["surface", "thin", "solid+surface"])
 def test_surface_kernels_equal_the_dense_gpu_on_the_bunny(monkeypatch, kernel, res, mode):

@@ -20,7 +20,7 @@ from voxfx.kernels.voxelize.sparse import CHANNEL, voxelize_sparse
 PRIMS = np.load(Path(__file__).resolve().parents[1] / "data" / "blender_primitives.npz")
 
 # Input: T V nx ny nz mode (0 surface, 1 thin, 2 solid, 3 solid+surface) kernel (0 tiles,
-# 1 columns, 2 tiles2, 3 tiles3) chunk batch (triangles per setup chunk, brick items per candidate
+# 1 columns, 3 tiles3) chunk batch (triangles per setup chunk, brick items per candidate
 # batch) keybits (64 or 32) max_slices (slices per 32-bit key group), V×3 vertices (%a, voxel
 # units), T×3 indices. Output: n_bricks, then per brick its number and 64 bytes; n_runs, then
 # per run bx0 bx1 by bz. Exit 2: a voxel outside the candidates; 3: the slice-sorted
@@ -142,8 +142,8 @@ int main() {
     bool solid = mode >= 2, surface = mode != 2;
     std::vector<ll> lin, runs;
     std::vector<unsigned char> rows;
-    // brick-range items, candidate bricks (the surface's), tiles2's dropped tiles
-    ll n_range = 0, n_cand = 0, culled_tiles = 0;
+    // brick-range items, candidate bricks (the surface's)
+    ll n_range = 0, n_cand = 0;
     if (solid && keybits == 32)
         solid_host<unsigned int>(pv, tris, T, V, nx, ny, nz, max_slices, flags, lin, rows, runs);
     else if (solid) solid_host<ll>(pv, tris, T, V, nx, ny, nz, 0, flags, lin, rows, runs);
@@ -190,7 +190,7 @@ int main() {
                     pool.data(), &missing); }
                 continue;
             }
-            // sparse_surface_tiles (2: tiles2, 3: tiles3), one warp per item: its lanes one phase after the other
+            // sparse_surface_tiles (3: tiles3), one warp per item: its lanes one phase after the other
             for (ll item = 0; item < c.total[1]; ++item) {
                 unsigned int buf[VOXFX_TILE_WORDS];
                 BrickIndex ix = {pairs.data(), row_start.data(), nbx, nby, pool.data(), &missing, -1, 0};
@@ -206,10 +206,9 @@ int main() {
                 }
                 TileWork w = tile_work(c.setups.data(), c.ends[1].data(), c.counts[1].data(), c.n, item);
                 const Setup& s = c.setups[w.t];
-                if (kernel == 2 && !tile_may_hold(s, w)) { ++culled_tiles; continue; }
                 for (int lane = 0; lane < 32; ++lane) tile_clear(buf, lane);
                 for (int lane = 0; lane < 32; ++lane)
-                    if (kernel == 2) tile2_columns(s, w, lane, buf, ix); else tile_columns(s, w, lane, buf, ix);
+                    tile_columns(s, w, lane, buf, ix);
                 for (int lane = 0; lane < 32; ++lane) tile_flush(s, w, lane, buf, ix);
             }
         }
@@ -235,13 +234,13 @@ int main() {
     }
     printf("%zu\n", runs.size() / 4);
     for (size_t k = 0; k < runs.size(); ++k) printf("%lld\n", runs[k]);
-    printf("%lld %lld %lld %lld\n", n_range, n_cand, direct_sets, culled_tiles);
+    printf("%lld %lld %lld\n", n_range, n_cand, direct_sets);
     return 0;
 }
 """
 
 MODES = {"surface": 0, "thin": 1, "solid": 2, "solid+surface": 3}
-KERNELS = {"tiles": 0, "columns": 1, "tiles2": 2, "tiles3": 3}
+KERNELS = {"tiles": 0, "columns": 1, "tiles3": 3}
 WHOLE = 1 << 40  # one chunk of triangles, one batch of brick items
 
 
@@ -274,7 +273,7 @@ def device_sparse(tmp_path_factory):
             for bx in range(bx0, bx1):
                 assert (bx, by, bz) not in bricks
                 bricks[(bx, by, bz)] = b"\xff" * 64
-        voxelize_host.counts = tuple(out[at + 1 + 4 * m:at + 5 + 4 * m])
+        voxelize_host.counts = tuple(out[at + 1 + 4 * m:at + 4 + 4 * m])
         return bricks, runs
 
     return voxelize_host
@@ -344,7 +343,7 @@ def test_candidate_bricks_are_fewer_than_the_brick_ranges(device_sparse):
     theirs reaches (a sphere's ranges overlap a lot: count distinct bricks of both)."""
     v, t, spec = primitive("uv_sphere", 120)
     got, _ = device_sparse(v, t, spec, "surface")
-    n_range, n_cand, _, _ = device_sparse.counts
+    n_range, n_cand, _ = device_sparse.counts
     mesh = SplitMesh(v, t, spec)
     p = mesh.pv[mesh.triangles]
     lo = np.maximum(np.ceil(p.min(1)) - 1, 0).astype(np.int64) >> 3
@@ -369,7 +368,7 @@ def test_device_sparse_kernels_on_ties_and_slivers(device_sparse, seed, mode, ke
 def tile_edge_soup(seed, n=24, size=64):
     """Triangles spanning several 8 × 8 tiles whose corners sit on tile corners, tile edges
     and voxel corners, or a rounding step off them (one-decimal coordinates), with slivers
-    along tile boundaries: where tiles2's tile cull and its reciprocal depths are nearest
+    along tile boundaries: where tile windows and tiles3's tight column depths are nearest
     to a decision."""
     rng = np.random.default_rng(seed)
     tris = []
@@ -394,24 +393,6 @@ def tile_edge_soup(seed, n=24, size=64):
 
 @pytest.mark.parametrize("seed", range(6))
 @pytest.mark.parametrize("mode", ["surface", "thin", "solid+surface"])
-def test_tiles2_near_tile_edges_and_vertices(device_sparse, seed, mode):
-    """tiles2 (tile cull, reciprocal column depths, Eq. 1's rejection first) sets the bits of
-    the NumPy voxelizer and of the tiles launch, and drops tiles of these large triangles."""
-    v, t = tile_edge_soup(seed)
-    spec = GridSpec((0.0, 0.0, 0.0), 1.0, (96, 96, 96))
-    want = numpy_bricks(v, t, spec, mode, 32)
-    got, _ = device_sparse(v, t, spec, mode, "tiles2")
-    _, _, direct, culled = device_sparse.counts
-    tiles, _ = device_sparse(v, t, spec, mode, "tiles")
-    assert want
-    assert got.keys() == want.keys() and all(got[k] == want[k] for k in want)
-    assert tiles == got
-    assert direct == device_sparse.counts[2]  # the same windows (slivers' voxels beyond theirs go direct)
-    assert culled > 0  # large sloped triangles: tiles of their boxes outside their projections
-
-
-@pytest.mark.parametrize("seed", range(6))
-@pytest.mark.parametrize("mode", ["surface", "thin", "solid+surface"])
 def test_tiles3_near_tile_edges_and_vertices(device_sparse, seed, mode):
     """tiles3 (the warp's owner search, each column's candidate depths only where the plane
     can meet a voxel's closed box) sets the bits of the NumPy voxelizer and of the tiles
@@ -427,10 +408,10 @@ def test_tiles3_near_tile_edges_and_vertices(device_sparse, seed, mode):
     assert tiles == got
 
 
-@pytest.mark.parametrize("kernel", ["tiles2", "tiles3"])
+@pytest.mark.parametrize("kernel", ["tiles", "tiles3"])
 @pytest.mark.parametrize("seed", range(6, 16))
 @pytest.mark.parametrize("mode", ["surface", "thin"])
-def test_tiles2_on_more_ties_and_slivers(device_sparse, seed, mode, kernel):
+def test_tile_launches_on_more_ties_and_slivers(device_sparse, seed, mode, kernel):
     v, t = exact_soups.soup(seed, per_kind=4)
     spec = rounded(exact_soups.UNIT, 32)
     got, _ = device_sparse(v, t, spec, mode, kernel)
