@@ -7,7 +7,7 @@ stage it fell in, then one instrumented run: the time of each stage (CUDA events
 variant's bricks and runs are compared with the first variant's (bit for bit).
 
     python3 bench/voxelize_sparse_profile.py [--sizes 2048,4096] [--modes surface,solid,solid+surface]
-        [--variants "old:SURFACE_KERNEL=tiles,SOLID_KEYS=64;new:SURFACE_KERNEL=tiles3,SOLID_KEYS=32"]
+        [--variants "old:SURFACE_KERNEL=tiles,SOLID_KEYS=64,CANDIDATE_KEYS=64;new:SURFACE_KERNEL=auto"]
         [--repeat 3]
 
 Settings that are compile-time defines (TILE3_BLOCKS, TILE3_SHARED_SETUP, ...) recompile
@@ -35,7 +35,8 @@ from voxfx.kernels.grid import GridSpec  # noqa: E402
 from voxfx.kernels.voxelize import gpu_sparse  # noqa: E402
 from voxfx.kernels.voxelize.sparse import CHANNEL, voxelize_sparse  # noqa: E402
 
-DEFAULT_VARIANTS = "old:SURFACE_KERNEL=tiles,SOLID_KEYS=64;new:SURFACE_KERNEL=tiles3,SOLID_KEYS=32"
+# The launches before issue 11's device speed work (tiles, 64-bit candidates and crossing keys) against today's.
+DEFAULT_VARIANTS = "old:SURFACE_KERNEL=tiles,SOLID_KEYS=64,CANDIDATE_KEYS=64;new:SURFACE_KERNEL=auto"
 
 
 def spec_for(v, res):
@@ -185,7 +186,7 @@ def main(argv=None) -> int:
     defaults = {key: getattr(gpu_sparse, key) for _, values in variants for key in values if hasattr(gpu_sparse, key)}
     print(f"device: {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}, CuPy {cp.__version__}")
     for _, values in variants:  # compile every kernel first
-        apply(values)
+        apply({**defaults, **values})
         for mode in args.modes.split(","):
             run_once(v, t, spec_for(v, 64), mode, cp)
     rows = []
