@@ -27,7 +27,9 @@ exact. Preconditioners (``PRECONDITIONERS``: name → (grid, kind, unknowns) →
 tables go to ``sparse_pressure_gpu.py`` (RawKernels of ``cuda/flip_sparse_pressure.cu``,
 a CUDA graph per block of iterations).
 
-Set-up, once per solve: the index tables (``Unknowns``, the multigrid's) by flatnonzero,
+Set-up, once per solve: on CuPy the right-hand side, cell types and sealed-region labels by
+the four kernels of ``sparse_pressure_cells.py`` (``SETUP_KERNELS`` "fused", the default;
+"reference": the array code below, the same values); the index tables (``Unknowns``, the multigrid's) by flatnonzero,
 sort and binary search (on CuPy with ``VOXFX_SPARSE_PRESSURE_SETUP=device``, the kernels of
 ``sparse_pressure_setup.py``: the same integers, sizes kept on the device, one host read for
 level 0's m and one for the hierarchy); sealed regions by connected components of the FLUID cells on
@@ -38,6 +40,7 @@ kernel on the device; the result is each component's lowest flat index either wa
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
 
@@ -48,6 +51,9 @@ from .sparse_multigrid import CompactLevel
 from .sparse_transfer import solid_touch
 
 _F32 = np.float32
+# The set-up on CuPy (cell types, sealed regions, right-hand side): "reference", this
+# module's array code, or "fused", the kernels of sparse_pressure_cells.py (the same values).
+SETUP_KERNELS = os.environ.get("VOXFX_SPARSE_PRESSURE_CELLS", "fused")
 
 
 def _multigrid(grid, kind, level):
@@ -178,6 +184,12 @@ def _region_mean_removed(a, enclosed, labels, xp):
 def pressure_rhs(grid, dt):
     """(b, kind, enclosed, labels): b = −(h/Δt)·D on the unknowns (``pressure.pressure_rhs``)."""
     xp = grid.xp
+    if xp is not np and SETUP_KERNELS == "fused":
+        from . import sparse_pressure_cells
+
+        fused = sparse_pressure_cells.pressure_rhs(grid, dt)
+        if fused is not None:
+            return fused
     kind, enclosed, labels = solver_cells(grid)
     D = face_sum(grid, *boundary_faces(grid))
     b = xp.where(grid["cell"] == FLUID, D * _F32(-grid.h / dt), _F32(0)).astype(xp.float32)

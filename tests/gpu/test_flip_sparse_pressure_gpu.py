@@ -187,3 +187,35 @@ def test_gpu_device_setup_gives_the_host_setups_pressure(monkeypatch, scene):
     (ph, sh), (pd, sd) = out["host"], out["device"]
     assert sh["converged"] and sd["converged"] and sh["iterations"] == sd["iterations"]
     assert np.abs(ph).max() > 0 and np.array_equal(ph, pd)
+
+
+@pytest.mark.parametrize("cells", ["liquid", "random"])
+def test_gpu_fused_setup_kernels_give_the_cpus_rhs_kinds_and_labels(monkeypatch, cells):
+    """sparse_pressure_cells (SETUP_KERNELS "fused"): b bit for bit, the cell types, the
+    sealed regions and their labels equal NumPy's pressure_rhs; "random" cell types over
+    the whole tank give thousands of sealed regions for the concurrent union-find."""
+    import cupy
+
+    rng = np.random.default_rng()
+    spec, pos, vel, obstacle = random_scene(rng)
+    kinds = None
+    out = []
+    for xp in (np, cupy):
+        g = tank(xp, pos, vel, spec, obstacle)
+        if cells == "random":
+            if kinds is None:
+                kinds = rng.choice(np.array([0, FLUID, SOLID], np.uint8), g.size, p=[0.04, 0.66, 0.30])
+            g["cell"] = xp.asarray(kinds)
+        monkeypatch.setattr(sparse_pressure, "SETUP_KERNELS", "fused")
+        out.append([host(a) if a is not None else None for a in sparse_pressure.pressure_rhs(g, 0.0123)])
+        if xp is cupy:
+            monkeypatch.setattr(sparse_pressure, "SETUP_KERNELS", "reference")
+            out.append([host(a) if a is not None else None for a in sparse_pressure.pressure_rhs(g, 0.0123)])
+    (bc, kc, ec, lc), fused, reference = out
+    for bg, kg, eg, lg in (fused, reference):
+        assert np.array_equal(bg.view(np.uint32), bc.view(np.uint32))
+        assert np.array_equal(kg, kc)
+        assert (eg is None) == (ec is None) == (cells == "liquid")
+        if ec is not None:
+            assert np.array_equal(eg, ec) and np.array_equal(lg, lc)
+            assert len(np.unique(lc[ec])) > 100
