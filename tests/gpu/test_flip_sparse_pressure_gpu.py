@@ -219,3 +219,29 @@ def test_gpu_fused_setup_kernels_give_the_cpus_rhs_kinds_and_labels(monkeypatch,
         if ec is not None:
             assert np.array_equal(eg, ec) and np.array_equal(lg, lc)
             assert len(np.unique(lc[ec])) > 100
+
+
+def test_gpu_tail_vcycle_gives_the_same_pressure_bit_for_bit(monkeypatch):
+    """TAIL_UNKNOWNS (VOXFX_SPARSE_MG_TAIL): the coarse levels in mg_tail_vcycle's one block
+    compute the launch-by-launch V-cycle's values: the same iterations and pressure bit for
+    bit, off (0), at the default, and from level 1 whatever its size."""
+    import cupy
+
+    rng = np.random.default_rng()
+    spec, pos, vel, obstacle = random_scene(rng)
+    out = {}
+    for tail in (0, sparse_pressure_gpu.TAIL_UNKNOWNS, 2 ** 30):
+        monkeypatch.setattr(sparse_pressure_gpu, "TAIL_UNKNOWNS", tail)
+        sparse_pressure_gpu.release_gpu_solvers()
+        g = tank(cupy, pos, vel, spec, obstacle)
+        p, stats = sparse_pressure.solve_pressure(g, 0.01, tolerance=1e-5)
+        (solver,) = sparse_pressure_gpu._solvers.values()
+        assert len(solver.levels) >= 3 and (solver.tail is None) == (tail == 0)
+        if tail == 2 ** 30:
+            assert solver.tail[0] == 1
+        out[tail] = (host(p), stats)
+    sparse_pressure_gpu.release_gpu_solvers()
+    (p0, s0), *rest = out.values()
+    assert s0["converged"] and np.abs(p0).max() > 0
+    for p, s in rest:
+        assert s["iterations"] == s0["iterations"] and np.array_equal(p, p0)
