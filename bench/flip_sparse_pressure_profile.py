@@ -7,11 +7,12 @@ is CuPy array code and launch gaps). Then one PCG iteration launched kernel by k
 graph) with an event pair per launch, and the other stages of the substep.
 
     python3 bench/flip_sparse_pressure_profile.py [--n 256] [--particles 8e6] [--substeps 3]
-        [--setups reference fused]
+        [--variants reference:0 fused:8192]
 
-``--setups``: the pressure set-up (``sparse_pressure.SETUP_KERNELS``): "reference", the
-array code, or "fused", one kernel over the cells and the union-find on flat cells; each
-on the same simulation state, in turn, per substep (A/B in one run).
+``--variants`` SETUP:TAIL: the pressure set-up (``sparse_pressure.SETUP_KERNELS``:
+"reference", the array code, or "fused", ``sparse_pressure_cells``' four kernels) and the
+V-cycle's one-block tail (``sparse_pressure_gpu.TAIL_UNKNOWNS``, 0 off); each on the same
+simulation state, in turn, per substep (A/B in one run).
 """
 
 from __future__ import annotations
@@ -48,9 +49,10 @@ _plain = (launch.Kernels.launch, launch.Kernels.launch_grid)
 
 def _timed(plain):
     def wrapped(self, name, *args):
-        if not _recording[0]:
-            return plain(self, name, *args)
         import cupy as cp
+
+        if not _recording[0] or cp.cuda.get_current_stream().is_capturing():  # no events inside a graph
+            return plain(self, name, *args)
 
         a, b = cp.cuda.Event(), cp.cuda.Event()
         a.record()
@@ -61,15 +63,6 @@ def _timed(plain):
 
 
 launch.Kernels.launch, launch.Kernels.launch_grid = (_timed(f) for f in _plain)
-
-
-def _kernel_sum():
-    import cupy as cp
-
-    total = sum(cp.cuda.get_elapsed_time(a, b) for pairs in _kernel_ms.values() for a, b in pairs)
-    count = sum(len(p) for p in _kernel_ms.values())
-    _kernel_ms.clear()
-    return total, count
 
 
 def piece(rows, name, fn):
@@ -91,6 +84,23 @@ def piece(rows, name, fn):
     return out
 
 
+def _kernel_sum():
+    """(ms, launches) of the RawKernels recorded since the last call, and per kernel name
+    their ms into ``_by_kernel`` (the set-up pieces' breakdown)."""
+    import cupy as cp
+
+    total, count = 0.0, 0
+    for name, pairs in _kernel_ms.items():
+        ms = sum(cp.cuda.get_elapsed_time(a, b) for a, b in pairs)
+        _by_kernel[name].append(ms)
+        total, count = total + ms, count + len(pairs)
+    _kernel_ms.clear()
+    return total, count
+
+
+_by_kernel = defaultdict(list)
+
+
 def pressure_pieces(sim, dt, rows):
     """The pieces of ``sparse_pressure.solve_pressure`` (its order), each timed; p."""
     g, s = sim.grid, sim.settings
@@ -110,9 +120,10 @@ def pressure_pieces(sim, dt, rows):
             p = sparse_pressure._region_mean_removed(p, enclosed, labels, xp)
         return xp.where(g["cell"] == 1, p, np.float32(0)).astype(xp.float32)
     p = piece(rows, "scatter p", finish)
+    pieces_kernels = {name: sum(ms) for name, ms in _by_kernel.items()}
     piece(rows, "solve_pressure (whole)", lambda: sparse_pressure.solve_pressure(
         g, dt, tolerance=s.pressure_tolerance, max_iterations=s.pressure_max_iterations))
-    return p
+    return p, pieces_kernels
 
 
 def reference_pieces(sim, dt, rows):
@@ -154,55 +165,72 @@ def one_iteration(rows):
     solver.state[1] = 1
 
 
+def _use(variant):
+    setup, tail = variant.split(":")
+    sparse_pressure.SETUP_KERNELS = setup
+    sparse_pressure_gpu.TAIL_UNKNOWNS = int(tail)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=256)
     ap.add_argument("--particles", type=float, default=8e6)
     ap.add_argument("--substeps", type=int, default=3)
     ap.add_argument("--warm", type=int, default=2)
-    ap.add_argument("--setups", nargs="+", default=[sparse_pressure.SETUP_KERNELS],
-                    choices=["reference", "fused"])
+    ap.add_argument("--variants", nargs="+",
+                    default=[f"{sparse_pressure.SETUP_KERNELS}:{sparse_pressure_gpu.TAIL_UNKNOWNS}"])
     args = ap.parse_args()
     import cupy as cp
 
+    sparse_pressure_gpu._SOLVER_CACHE = 2 * len(args.variants)  # a solver (and graph) per variant
     print(f"device: {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}", flush=True)
     spec, v, t = dam_break(args.n, int(args.particles))
     sim = FlipSimulation(spec, FlipSettings(), v, t, xp=cp, sparse=True)
     dt = 1 / 120
     for _ in range(args.warm):
         old = before_pressure(sim, dt)
-        for setup in args.setups:  # compile every variant's kernels
-            sparse_pressure.SETUP_KERNELS = setup
+        for variant in args.variants:  # compile every variant's kernels, capture its graph
+            _use(variant)
             p, _ = sparse_pressure.solve_pressure(sim.grid, dt)
         after_pressure(sim, dt, old, p)
-    rows = {setup: defaultdict(list) for setup in args.setups}
+    rows = {variant: defaultdict(list) for variant in args.variants}
+    kernels = {variant: defaultdict(list) for variant in args.variants}
     stages = []
     ev, sub = [cp.cuda.Event() for _ in range(6)], [cp.cuda.Event() for _ in range(6)]
+    pressures = {}
     for _step in range(args.substeps):
         old = before_pressure(sim, dt)
-        for setup in args.setups:
-            sparse_pressure.SETUP_KERNELS = setup
-            p = pressure_pieces(sim, dt, rows[setup])
-            if setup == "reference":
-                reference_pieces(sim, dt, rows[setup])
-        one_iteration(rows[args.setups[-1]])
-        after_pressure(sim, dt, old, p)
-    for setup in args.setups:  # the whole substep as the bench times it, per set-up
-        sparse_pressure.SETUP_KERNELS = setup
+        for variant in args.variants:
+            _use(variant)
+            _by_kernel.clear()
+            pressures[variant], per_kernel = pressure_pieces(sim, dt, rows[variant])
+            for name, ms in per_kernel.items():
+                kernels[variant][name].append(ms)
+            if variant.startswith("reference"):
+                reference_pieces(sim, dt, rows[variant])
+            one_iteration(rows[variant])
+        first = cp.asnumpy(pressures[args.variants[0]])
+        rows[args.variants[0]]["max |p - p(first variant)| of others"].append(tuple(
+            [max(float(abs(cp.asnumpy(p) - first).max()) for p in pressures.values())] * 4))
+        after_pressure(sim, dt, old, pressures[args.variants[-1]])
+    for variant in args.variants:  # the whole substep as the bench times it, per variant
+        _use(variant)
         for _ in range(2):
             ms, its, _ = timed_sparse_substep(sim, dt, ev, sub)
-            stages.append((setup, ms, its))
+            stages.append((variant, ms, its))
     print(f"{args.n}³, {len(sim.pos):,} particles, {sim.grid.brick_count()} bricks, "
           f"{sim.fluid_cell_count():,} fluid cells; medians of {args.substeps} substeps")
-    for setup in args.setups:
-        print(f"\nset-up {setup!r}: piece | wall ms | device span ms | RawKernel ms | RawKernel launches")
-        for name, vals in rows[setup].items():
+    for variant in args.variants:
+        print(f"\nvariant {variant!r}: piece | wall ms | device span ms | RawKernel ms | RawKernel launches")
+        for name, vals in rows[variant].items():
             med = np.median(np.array(vals, dtype=float), axis=0)
             print(f"  {name} | {med[0]:.3f} | {med[1]:.3f} | {med[2]:.3f} | {med[3]:.0f}")
-    print("\nsubstep stages (ms): setup | topology | p2g+classify+extrapolate+boundaries | pressure | project | "
+        top = sorted(((float(np.median(ms)), name) for name, ms in kernels[variant].items()), reverse=True)[:12]
+        print("  set-up + loop RawKernels (ms, median per solve): " + ", ".join(f"{n} {m:.3f}" for m, n in top))
+    print("\nsubstep stages (ms): variant | topology | p2g+classify+extrapolate+boundaries | pressure | project | "
           "g2p+advect | CG it")
-    for setup, ms, its in stages:
-        print(f"  {setup} | " + " | ".join(f"{m:.2f}" for m in ms) + f" | {its}")
+    for variant, ms, its in stages:
+        print(f"  {variant} | " + " | ".join(f"{m:.2f}" for m in ms) + f" | {its}")
     print(f"pool: {cp.get_default_memory_pool().total_bytes() / 2 ** 20:.0f} MiB; "
           f"VOXFX env: {({k: v for k, v in os.environ.items() if k.startswith('VOXFX')})}")
 
