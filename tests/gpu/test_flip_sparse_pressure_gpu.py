@@ -245,3 +245,21 @@ def test_gpu_tail_vcycle_gives_the_same_pressure_bit_for_bit(monkeypatch):
     assert s0["converged"] and np.abs(p0).max() > 0
     for p, s in rest:
         assert s["iterations"] == s0["iterations"] and np.array_equal(p, p0)
+
+
+def test_gpu_reused_tables_give_the_fresh_tables_pressure(monkeypatch):
+    """sparse_pressure.solver_tables on the device: three solves of an unchanged tank, the
+    third on the second's tables (and the solver's kept buffers), equal bit for bit to three
+    solves that build them each time."""
+    import cupy
+
+    rng = np.random.default_rng()
+    spec, pos, vel, obstacle = random_scene(rng)
+    runs = []
+    for reuse in (False, True):
+        monkeypatch.setattr(sparse_pressure, "REUSE_TABLES", reuse)
+        g = tank(cupy, pos, vel, spec, obstacle)
+        runs.append([sparse_pressure.solve_pressure(g, 0.01, tolerance=1e-5) for _ in range(3)])
+        assert (getattr(g, "_pressure_memo", None) is not None and g._pressure_memo[3] is not None) == reuse
+    for (p_fresh, s_fresh), (p_reused, s_reused) in zip(*runs):
+        assert np.array_equal(host(p_fresh), host(p_reused)) and s_fresh == s_reused
