@@ -1,7 +1,8 @@
 // Sparse FLIP pressure (seed 003 §8, Alg. 2) on compacted unknowns: the PCG loop's vector
 // kernels, the 7-point Laplacian read through a neighbour table, the multigrid V-cycle over
 // the sparse hierarchy (red-black Gauss-Seidel, residual, restriction, prolongation, the
-// coarsest level in one block) and the union-find of the sealed-region labels. Launched by
+// coarsest level in one block, and the coarse levels' whole V-cycle in one block:
+// mg_tail_vcycle) and the union-find of the sealed-region labels. Launched by
 // kernels/flip/sparse_pressure_gpu.py; the NumPy code of sparse_pressure.py and
 // sparse_multigrid.py is the reference these kernels follow operation by operation (they
 // are compiled without FMA contraction, so each value rounds as NumPy rounds it).
@@ -17,55 +18,17 @@
 // Constants from Python, as -D options (kernels/flip/sparse_pressure_gpu.py): S_STOPPED,
 // D_ALPHA, D_BETA (the state[] and scalars[] layout of flip_pressure.cu, whose finish_*
 // kernels close this loop's reductions), PRE_MG, PRE_JACOBI, PRE_NONE (preconditioners),
-// MG_COARSE_SWEEPS (forward and as many backward sweeps on the coarsest level), KEY_BITS
+// MG_SWEEPS (pre- and post-smoothing sweeps), MG_COARSE_SWEEPS (forward and as many backward
+// sweeps on the coarsest level), KEY_BITS
 // (bits per axis of a multigrid cell key).
 
+#include "voxfx_mg_cell.cuh"  // gs_value, residual_value, restrict_value, prolong_value, ...: per unknown
 #include "voxfx_mg_keys.cuh"  // cell_key, key_cell, find_key: the multigrid cell keys
 #include "voxfx_reduce.cuh"  // block_sum2: the fixed-order double sums
 
 // c over [lo, hi) with a grid-stride loop (launches are sized by the buffers, not by m).
 #define RANGE(c, lo, hi) \
     for (int c = (lo) + (int)(blockIdx.x * blockDim.x + threadIdx.x); c < (hi); c += (int)(gridDim.x * blockDim.x))
-
-// Σ x over the six neighbours of unknown c, added −x, +x, −y, +y, −z, +z.
-__device__ __forceinline__ float compact_neighbour_sum(const float* __restrict__ x, const int* __restrict__ nbr,
-                                                       int stride, int c)
-{
-    float s = x[nbr[c]];
-    for (int d = 1; d < 6; ++d) s = s + x[nbr[d * stride + c]];
-    return s;
-}
-
-// One unknown's Gauss-Seidel value (b_c + Σ x_n)/diag_c.
-__device__ __forceinline__ float gs_value(const float* __restrict__ x, const float* __restrict__ b,
-                                          const int* __restrict__ nbr, const float* __restrict__ diag, int stride,
-                                          int c)
-{
-    return (b[c] + compact_neighbour_sum(x, nbr, stride, c)) / diag[c];
-}
-
-// The first sweep from x = 0, red and black at once: red b/diag, black (b + Σ b_n/diag_n)/diag
-// (mg_smooth_first).
-__device__ __forceinline__ float first_sweep_value(const float* __restrict__ b, const int* __restrict__ nbr,
-                                                   const float* __restrict__ diag, int stride, int m_red, int c)
-{
-    if (c < m_red) return b[c] / diag[c];
-    int n = nbr[c];
-    float s = b[n] / diag[n];
-    for (int d = 1; d < 6; ++d) {
-        n = nbr[d * stride + c];
-        s = s + b[n] / diag[n];
-    }
-    return (b[c] + s) / diag[c];
-}
-
-// r_c = b_c − A x at unknown c.
-__device__ __forceinline__ float residual_value(const float* __restrict__ x, const float* __restrict__ b,
-                                                const int* __restrict__ nbr, const float* __restrict__ diag,
-                                                int stride, int c)
-{
-    return b[c] - (diag[c] * x[c] - compact_neighbour_sum(x, nbr, stride, c));
-}
 
 // ------------------------------------------------------------------------ PCG (Alg. 2)
 
@@ -249,32 +212,6 @@ extern "C" __global__ void mg_residual(const float* __restrict__ x, const float*
     RANGE(c, 0, m) r[c] = residual_value(x, b, nbr, diag, stride, c);
 }
 
-// Per axis the weight of fine cell 2I + o for coarse cell I, by a = o + 1 (o = −1, 0, 1, 2):
-// ¾ for its own two children, ¼ for the next ones (cell-centred linear interpolation).
-__device__ __forceinline__ float axis_weight(int a) { return (a == 1 || a == 2) ? 0.75f : 0.25f; }
-
-// ½·Σ_row w_row·r_f[down[row][c]] (mg_restrict's value for coarse unknown c).
-__device__ __forceinline__ float restrict_value(const float* __restrict__ rf, const int* __restrict__ down, int stride,
-                                                int c)
-{
-    float s = axis_weight(0) * axis_weight(0) * axis_weight(0) * rf[down[c]];
-    for (int row = 1; row < 64; ++row)
-        s = s + axis_weight(row & 3) * axis_weight((row >> 2) & 3) * axis_weight(row >> 4) * rf[down[row * stride + c]];
-    return 0.5f * s;
-}
-
-// Σ_row w_row·x_c[up[row][f]] (mg_prolong_add's increment for fine unknown f).
-__device__ __forceinline__ float prolong_value(const float* __restrict__ xc, const int* __restrict__ up, int stride,
-                                               int f)
-{
-    float s = 0.75f * 0.75f * 0.75f * xc[up[f]];
-    for (int row = 1; row < 8; ++row) {
-        const float w = ((row & 1) ? 0.25f : 0.75f) * ((row & 2) ? 0.25f : 0.75f) * ((row & 4) ? 0.25f : 0.75f);
-        s = s + w * xc[up[row * stride + f]];
-    }
-    return s;
-}
-
 // Restriction into coarse level `level`: b_c = ½·Σ_row w_row·r_f[down[row][c]], rows
 // (iz·4 + iy)·4 + ix added in order (Pᵀ of mg_prolong_add, times ½: the average Pᵀ/8 scaled
 // by (2h/h)² for the unscaled coarse operator).
@@ -298,20 +235,6 @@ extern "C" __global__ void mg_prolong_add(const float* __restrict__ xc, const in
     if (state[S_STOPPED]) return;
     const int m = sizes[2 * level + all_unknowns];
     RANGE(f, 0, m) xf[f] = xf[f] + prolong_value(xc, up, stride, f);
-}
-
-// MG_COARSE_SWEEPS sweeps red → black and as many black → red by one block, synchronised
-// between colours (the coarsest level's solve from x = 0).
-__device__ __forceinline__ void block_coarse_sweeps(float* __restrict__ x, const float* __restrict__ b,
-                                                    const int* __restrict__ nbr, const float* __restrict__ diag,
-                                                    int stride, int m_red, int m)
-{
-    for (int pass = 0; pass < 4 * MG_COARSE_SWEEPS; ++pass) {
-        const int colour = (pass & 1) ^ (pass >= 2 * MG_COARSE_SWEEPS);  // forward red, black; backward black, red
-        const int lo = colour ? m_red : 0, hi = colour ? m : m_red;
-        for (int c = lo + threadIdx.x; c < hi; c += blockDim.x) x[c] = gs_value(x, b, nbr, diag, stride, c);
-        __syncthreads();
-    }
 }
 
 // The coarsest level in one block: x = 0, then MG_COARSE_SWEEPS sweeps red → black and as
