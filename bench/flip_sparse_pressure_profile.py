@@ -179,9 +179,13 @@ def main():
     ap.add_argument("--warm", type=int, default=2)
     ap.add_argument("--variants", nargs="+",
                     default=[f"{sparse_pressure.SETUP_KERNELS}:{sparse_pressure_gpu.TAIL_UNKNOWNS}"])
+    ap.add_argument("--reuse", action="store_true",
+                    help="let solve_pressure reuse the tables (sparse_pressure.REUSE_TABLES): off by default, as "
+                    "the variants solve the same cells in turn and would reuse each other's")
     args = ap.parse_args()
     import cupy as cp
 
+    sparse_pressure.REUSE_TABLES = args.reuse
     sparse_pressure_gpu._SOLVER_CACHE = 2 * len(args.variants)  # a solver (and graph) per variant
     print(f"device: {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}", flush=True)
     spec, v, t = dam_break(args.n, int(args.particles))
