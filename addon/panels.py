@@ -190,6 +190,7 @@ class VOXFX_PT_flip(bpy.types.Panel):
         row.prop(f, "flip_ratio")
         layout.prop(f, "cfl")
         layout.prop(f, "max_substeps")
+        layout.prop(f, "max_time_step")
         layout.prop(f, "pressure_tolerance")
         layout.prop(f, "seed")
         layout.prop(f, "particle_display")

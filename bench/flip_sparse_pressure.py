@@ -1,9 +1,9 @@
 """Sparse FLIP pressure benchmark (issues 12 and 24): ``bench/flip_sparse.py``'s dam break on
 the GPU, the pressure stage alone, split into its set-up and the PCG loop, per
 preconditioner. Each substep runs the stages before the pressure (topology, P2G, classify,
-extrapolate, gravity, boundaries), then times with CUDA events: ``solver_cells`` (cell
-types, sealed-region labels), the right-hand side, the compacted unknowns, the multigrid
-tables, the PCG loop (``sparse_pressure_gpu.solve_unknowns``: copies into the kept
+extrapolate, gravity, boundaries), then times with CUDA events: ``pressure_rhs`` (cell
+types, sealed-region labels, the right-hand side: ``sparse_pressure.SETUP_KERNELS``), the
+compacted unknowns, the multigrid tables, the PCG loop (``sparse_pressure_gpu.solve_unknowns``: copies into the kept
 buffers, the graph replays, one host read per ``check_every`` iterations), and the whole
 ``solve_pressure`` call as the simulation makes it; then finishes the substep. Medians
 over the substeps after the first (which compiles and captures).
@@ -40,7 +40,7 @@ from voxfx.kernels.flip.sparse_multigrid import VCycle  # noqa: E402
 sys.path.insert(0, str(ROOT / "bench"))
 from flip import dam_break  # noqa: E402
 
-PARTS = ["cells+labels", "rhs", "unknowns", "mg tables", "PCG loop", "solve_pressure"]
+PARTS = ["cells+labels+rhs", "unknowns", "mg tables", "PCG loop", "solve_pressure"]
 
 
 def before_pressure(sim, dt):
@@ -72,23 +72,20 @@ def timed_pressure(sim, dt, preconditioner, ev):
 
     g, s = sim.grid, sim.settings
     ev[0].record()
-    sparse_pressure.solver_cells(g)
+    b, kind, _, _ = sparse_pressure.pressure_rhs(g, dt)  # cell types, sealed regions, b
     ev[1].record()
-    b, kind, _, _ = sparse_pressure.pressure_rhs(g, dt)  # solver_cells again, then b
-    ev[2].record()
     level = sparse_pressure.compact_unknowns(g, kind)
-    ev[3].record()
+    ev[2].record()
     M = VCycle(g, kind, level) if preconditioner == "mg" else None
-    ev[4].record()
+    ev[3].record()
     _, its, _, _ = sparse_pressure_gpu.solve_unknowns(level, M, level.gather(b), s.pressure_tolerance,
                                                       s.pressure_max_iterations, preconditioner)
-    ev[5].record()
+    ev[4].record()
     p, stats = sparse_pressure.solve_pressure(g, dt, tolerance=s.pressure_tolerance,
                                               max_iterations=s.pressure_max_iterations, preconditioner=preconditioner)
-    ev[6].record()
-    ev[6].synchronize()
-    ms = [cp.cuda.get_elapsed_time(ev[i], ev[i + 1]) for i in range(6)]
-    ms[1] -= ms[0]  # pressure_rhs ran solver_cells too
+    ev[5].record()
+    ev[5].synchronize()
+    ms = [cp.cuda.get_elapsed_time(ev[i], ev[i + 1]) for i in range(5)]
     return ms, stats["iterations"], level.m, len(M.levels) if M else 1, p
 
 
@@ -120,7 +117,7 @@ def main():
         spec, v, t = dam_break(args.n, args.particles)
         sim = FlipSimulation(spec, FlipSettings(), v, t, xp=cp, sparse=True, preconditioner=preconditioner)
         dt = 1 / 120
-        ev = [cp.cuda.Event() for _ in range(7)]
+        ev = [cp.cuda.Event() for _ in range(6)]
         rows = []
         for step in range(args.substeps):
             old = before_pressure(sim, dt)
@@ -129,9 +126,9 @@ def main():
             if step:
                 rows.append(ms + [its, m, levels])
         med = np.median(np.array(rows, dtype=float), axis=0)
-        its = med[6]
-        row = [preconditioner, vcycle, setup, f"{args.n}³", f"{len(sim.pos):,}", f"{int(med[7]):,}", str(int(med[8]))]
-        row += [f"{x:.2f}" for x in med[:6]] + [f"{its:.0f}", f"{med[4] / max(its, 1):.3f}"]
+        its = med[5]
+        row = [preconditioner, vcycle, setup, f"{args.n}³", f"{len(sim.pos):,}", f"{int(med[6]):,}", str(int(med[7]))]
+        row += [f"{x:.2f}" for x in med[:5]] + [f"{its:.0f}", f"{med[3] / max(its, 1):.3f}"]
         print(" | ".join(row), flush=True)
         graphs = [s.loop.graph is not None for s in sparse_pressure_gpu._solvers.values()]
         print(f"  solvers kept: {len(graphs)}, graphs captured: {sum(graphs)}", flush=True)

@@ -49,9 +49,9 @@ def assert_front_follows_martin_moyce(T, Z, tolerance=0.12):
     assert (Z <= 1 + 2 * T + 1e-9).all()
 
 
-def settings(gravity: float) -> FlipSettings:
+def settings(gravity: float, **overrides) -> FlipSettings:
     """The liquid's default settings (CFL, Max Substeps, FLIP ratio...) under *gravity*."""
-    return FlipSettings(gravity=(0.0, 0.0, -gravity))
+    return FlipSettings(gravity=(0.0, 0.0, -gravity), **overrides)
 
 
 def dam_break_front(xp=np, sparse=False, gravity=G, cells_per_a=8, fps=60.0, until_T=2.55, a=0.2):
@@ -125,15 +125,17 @@ def fit_damped_cosine(t, s, omega_guess):
 
 
 def sloshing(xp=np, sparse=False, gravity=G, h=0.04, fps=60.0, periods=2.0, length=0.8, depth=0.32,
-             amplitude=0.03):
+             amplitude=0.03, **overrides):
     """Period (s) of the first sloshing mode of a tank *length* × 2 cells × 1.5·*depth*
     with water *depth* deep, started at rest from η = A cos(kx): the mode's amplitude
     a₁(t) = (2/L)∫η cos(kx) dx, read from all particles (each h³/8 of water, so
     ∫η cos kx dx = Σ cos(k x_p)·h³/8 / width), fitted by a damped cosine over *periods*
-    linear periods (under the nominal g). Returns (period, damping rate β in 1/s)."""
+    linear periods (under the nominal g); *overrides*: other settings (``FlipSettings``
+    fields). Returns (period, damping rate β in 1/s)."""
     spec = GridSpec((0.0, 0.0, 0.0), h, (round(length / h), 2, round(1.5 * depth / h)))
     width = 2 * h
-    sim = FlipSimulation(spec, settings(gravity), *wavy_slab(length, width, depth, amplitude), xp=xp, sparse=sparse)
+    sim = FlipSimulation(spec, settings(gravity, **overrides), *wavy_slab(length, width, depth, amplitude), xp=xp,
+                         sparse=sparse)
     k = math.pi / length
     per_particle = h ** 3 / sim.settings.particles_per_cell / width
 

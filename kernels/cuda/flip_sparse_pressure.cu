@@ -1,7 +1,8 @@
 // Sparse FLIP pressure (seed 003 §8, Alg. 2) on compacted unknowns: the PCG loop's vector
 // kernels, the 7-point Laplacian read through a neighbour table, the multigrid V-cycle over
 // the sparse hierarchy (red-black Gauss-Seidel, residual, restriction, prolongation, the
-// coarsest level in one block) and the union-find of the sealed-region labels. Launched by
+// coarsest level in one block, and the coarse levels' whole V-cycle in one block:
+// mg_tail_vcycle) and the union-find of the sealed-region labels. Launched by
 // kernels/flip/sparse_pressure_gpu.py; the NumPy code of sparse_pressure.py and
 // sparse_multigrid.py is the reference these kernels follow operation by operation (they
 // are compiled without FMA contraction, so each value rounds as NumPy rounds it).
@@ -17,24 +18,17 @@
 // Constants from Python, as -D options (kernels/flip/sparse_pressure_gpu.py): S_STOPPED,
 // D_ALPHA, D_BETA (the state[] and scalars[] layout of flip_pressure.cu, whose finish_*
 // kernels close this loop's reductions), PRE_MG, PRE_JACOBI, PRE_NONE (preconditioners),
-// MG_COARSE_SWEEPS (forward and as many backward sweeps on the coarsest level), KEY_BITS
+// MG_SWEEPS (pre- and post-smoothing sweeps), MG_COARSE_SWEEPS (forward and as many backward
+// sweeps on the coarsest level), KEY_BITS
 // (bits per axis of a multigrid cell key).
 
+#include "voxfx_mg_cell.cuh"  // gs_value, residual_value, restrict_value, prolong_value, ...: per unknown
 #include "voxfx_mg_keys.cuh"  // cell_key, key_cell, find_key: the multigrid cell keys
 #include "voxfx_reduce.cuh"  // block_sum2: the fixed-order double sums
 
 // c over [lo, hi) with a grid-stride loop (launches are sized by the buffers, not by m).
 #define RANGE(c, lo, hi) \
     for (int c = (lo) + (int)(blockIdx.x * blockDim.x + threadIdx.x); c < (hi); c += (int)(gridDim.x * blockDim.x))
-
-// Σ x over the six neighbours of unknown c, added −x, +x, −y, +y, −z, +z.
-__device__ __forceinline__ float compact_neighbour_sum(const float* __restrict__ x, const int* __restrict__ nbr,
-                                                       int stride, int c)
-{
-    float s = x[nbr[c]];
-    for (int d = 1; d < 6; ++d) s = s + x[nbr[d * stride + c]];
-    return s;
-}
 
 // ------------------------------------------------------------------------ PCG (Alg. 2)
 
@@ -147,7 +141,7 @@ extern "C" __global__ void mg_smooth(float* __restrict__ x, const float* __restr
         return;
     }
     const int lo = colour ? m_red : 0, hi = colour ? m : m_red;
-    RANGE(c, lo, hi) x[c] = (b[c] + compact_neighbour_sum(x, nbr, stride, c)) / diag[c];
+    RANGE(c, lo, hi) x[c] = gs_value(x, b, nbr, diag, stride, c);
 }
 
 // The first pre-smoothing sweep from x = 0, red and black in one launch (the fused V-cycle): a
@@ -160,20 +154,7 @@ extern "C" __global__ void mg_smooth_first(float* __restrict__ x, const float* _
 {
     if (state[S_STOPPED]) return;
     const int m_red = sizes[2 * level], m = sizes[2 * level + 1];
-    RANGE(c, 0, m)
-    {
-        if (c < m_red) {
-            x[c] = b[c] / diag[c];
-            continue;
-        }
-        int n = nbr[c];
-        float s = b[n] / diag[n];
-        for (int d = 1; d < 6; ++d) {
-            n = nbr[d * stride + c];
-            s = s + b[n] / diag[n];
-        }
-        x[c] = (b[c] + s) / diag[c];
-    }
+    RANGE(c, 0, m) x[c] = first_sweep_value(b, nbr, diag, stride, m_red, c);
 }
 
 // The last post-smoothing sweep of level 0 (red) and the partial r·z of the V-cycle's
@@ -192,7 +173,7 @@ extern "C" __global__ void mg_smooth_red_dot(float* __restrict__ x, const float*
     {
         float xc;
         if (c < m_red) {
-            xc = (b[c] + compact_neighbour_sum(x, nbr, stride, c)) / diag[c];
+            xc = gs_value(x, b, nbr, diag, stride, c);
             x[c] = xc;
         } else {
             xc = x[c];
@@ -228,12 +209,8 @@ extern "C" __global__ void mg_residual(const float* __restrict__ x, const float*
 {
     if (state[S_STOPPED]) return;
     const int m = sizes[2 * level + all_unknowns];
-    RANGE(c, 0, m) r[c] = b[c] - (diag[c] * x[c] - compact_neighbour_sum(x, nbr, stride, c));
+    RANGE(c, 0, m) r[c] = residual_value(x, b, nbr, diag, stride, c);
 }
-
-// Per axis the weight of fine cell 2I + o for coarse cell I, by a = o + 1 (o = −1, 0, 1, 2):
-// ¾ for its own two children, ¼ for the next ones (cell-centred linear interpolation).
-__device__ __forceinline__ float axis_weight(int a) { return (a == 1 || a == 2) ? 0.75f : 0.25f; }
 
 // Restriction into coarse level `level`: b_c = ½·Σ_row w_row·r_f[down[row][c]], rows
 // (iz·4 + iy)·4 + ix added in order (Pᵀ of mg_prolong_add, times ½: the average Pᵀ/8 scaled
@@ -244,13 +221,7 @@ extern "C" __global__ void mg_restrict(const float* __restrict__ rf, const int* 
 {
     if (state[S_STOPPED]) return;
     const int m = sizes[2 * level + 1];
-    RANGE(c, 0, m)
-    {
-        float s = axis_weight(0) * axis_weight(0) * axis_weight(0) * rf[down[c]];
-        for (int row = 1; row < 64; ++row)
-            s = s + axis_weight(row & 3) * axis_weight((row >> 2) & 3) * axis_weight(row >> 4) * rf[down[row * stride + c]];
-        bc[c] = 0.5f * s;
-    }
+    RANGE(c, 0, m) bc[c] = restrict_value(rf, down, stride, c);
 }
 
 // Prolongation onto fine level `level`: x_f += Σ_row w_row·x_c[up[row][f]], rows
@@ -263,15 +234,7 @@ extern "C" __global__ void mg_prolong_add(const float* __restrict__ xc, const in
 {
     if (state[S_STOPPED]) return;
     const int m = sizes[2 * level + all_unknowns];
-    RANGE(f, 0, m)
-    {
-        float s = 0.75f * 0.75f * 0.75f * xc[up[f]];
-        for (int row = 1; row < 8; ++row) {
-            const float w = ((row & 1) ? 0.25f : 0.75f) * ((row & 2) ? 0.25f : 0.75f) * ((row & 4) ? 0.25f : 0.75f);
-            s = s + w * xc[up[row * stride + f]];
-        }
-        xf[f] = xf[f] + s;
-    }
+    RANGE(f, 0, m) xf[f] = xf[f] + prolong_value(xc, up, stride, f);
 }
 
 // The coarsest level in one block: x = 0, then MG_COARSE_SWEEPS sweeps red → black and as
@@ -284,13 +247,7 @@ extern "C" __global__ void mg_coarse_solve(float* __restrict__ x, const float* _
     const int m_red = sizes[2 * level], m = sizes[2 * level + 1];
     for (int c = threadIdx.x; c < m; c += blockDim.x) x[c] = 0.0f;
     __syncthreads();
-    for (int pass = 0; pass < 4 * MG_COARSE_SWEEPS; ++pass) {
-        const int colour = (pass & 1) ^ (pass >= 2 * MG_COARSE_SWEEPS);  // forward red, black; backward black, red
-        const int lo = colour ? m_red : 0, hi = colour ? m : m_red;
-        for (int c = lo + threadIdx.x; c < hi; c += blockDim.x)
-            x[c] = (b[c] + compact_neighbour_sum(x, nbr, stride, c)) / diag[c];
-        __syncthreads();
-    }
+    block_coarse_sweeps(x, b, nbr, diag, stride, m_red, m);
 }
 
 // The restriction into the coarsest level (as mg_restrict) and its solve (as
@@ -304,19 +261,90 @@ extern "C" __global__ void mg_restrict_coarse_solve(const float* __restrict__ rf
     if (state[S_STOPPED]) return;
     const int m_red = sizes[2 * level], m = sizes[2 * level + 1];
     for (int c = threadIdx.x; c < m; c += blockDim.x) {
-        float s = axis_weight(0) * axis_weight(0) * axis_weight(0) * rf[down[c]];
-        for (int row = 1; row < 64; ++row)
-            s = s + axis_weight(row & 3) * axis_weight((row >> 2) & 3) * axis_weight(row >> 4) * rf[down[row * stride + c]];
-        b[c] = 0.5f * s;
+        b[c] = restrict_value(rf, down, stride, c);
         x[c] = 0.0f;
     }
     __syncthreads();
-    for (int pass = 0; pass < 4 * MG_COARSE_SWEEPS; ++pass) {
-        const int colour = (pass & 1) ^ (pass >= 2 * MG_COARSE_SWEEPS);  // forward red, black; backward black, red
-        const int lo = colour ? m_red : 0, hi = colour ? m : m_red;
-        for (int c = lo + threadIdx.x; c < hi; c += blockDim.x)
-            x[c] = (b[c] + compact_neighbour_sum(x, nbr, stride, c)) / diag[c];
+    block_coarse_sweeps(x, b, nbr, diag, stride, m_red, m);
+}
+
+// The fused V-cycle's levels first..last (first ≥ 1, their unknowns few) in one block of
+// threads, synchronised between the passes that each launch of sparse_pressure_gpu's
+// _vcycle_fused makes on these levels, in the same order and with the same per-unknown values
+// (so z is the same bit for bit; one launch instead of ~10 per level). Level l's buffers are
+// at ptrs[TAIL_PTRS·l + k]: x, b, r, nbr, diag, up (onto l from l + 1), down (into l + 1);
+// strides[l] their row length. On entry level first's b holds the restricted residual; on
+// exit its x the post-smoothed correction.
+#define TAIL_PTRS 7
+#define TAIL_F(l, k) ((float*)ptrs[TAIL_PTRS * (l) + (k)])
+#define TAIL_I(l, k) ((const int*)ptrs[TAIL_PTRS * (l) + (k)])
+#define BLOCK_RANGE(c, lo, hi) for (int c = (lo) + (int)threadIdx.x; c < (hi); c += (int)blockDim.x)
+extern "C" __global__ void __launch_bounds__(1024) mg_tail_vcycle(const unsigned long long* __restrict__ ptrs, const int* __restrict__ strides,
+                                          int first, int last, const int* __restrict__ sizes,
+                                          const int* __restrict__ state)
+{
+    if (state[S_STOPPED]) return;
+    for (int l = first; l < last; ++l) {  // down: pre-smoothing, residual, restriction
+        float *x = TAIL_F(l, 0), *b = TAIL_F(l, 1), *r = TAIL_F(l, 2);
+        const int* nbr = TAIL_I(l, 3);
+        const float* diag = TAIL_F(l, 4);
+        const int stride = strides[l], m_red = sizes[2 * l], m = sizes[2 * l + 1];
+        BLOCK_RANGE(c, 0, m) x[c] = first_sweep_value(b, nbr, diag, stride, m_red, c);  // mg_smooth_first
         __syncthreads();
+        for (int sweep = 1; sweep < MG_SWEEPS; ++sweep) {
+            BLOCK_RANGE(c, 0, m_red) x[c] = gs_value(x, b, nbr, diag, stride, c);
+            __syncthreads();
+            if (sweep < MG_SWEEPS - 1) {
+                BLOCK_RANGE(c, m_red, m) x[c] = gs_value(x, b, nbr, diag, stride, c);
+            } else {  // mg_smooth_black_residual
+                BLOCK_RANGE(c, m_red, m)
+                {
+                    const float s = compact_neighbour_sum(x, nbr, stride, c);
+                    const float xc = (b[c] + s) / diag[c];
+                    x[c] = xc;
+                    r[c] = b[c] - (diag[c] * xc - s);
+                }
+            }
+            __syncthreads();
+        }
+        BLOCK_RANGE(c, 0, MG_SWEEPS == 1 ? m : m_red) r[c] = residual_value(x, b, nbr, diag, stride, c);
+        __syncthreads();
+        if (l + 1 < last) {  // mg_restrict into l + 1
+            float* bc = TAIL_F(l + 1, 1);
+            const int* down = TAIL_I(l, 6);
+            const int cstride = strides[l + 1];
+            BLOCK_RANGE(c, 0, sizes[2 * (l + 1) + 1]) bc[c] = restrict_value(r, down, cstride, c);
+            __syncthreads();
+        }
+    }
+    {  // mg_restrict_coarse_solve
+        float *x = TAIL_F(last, 0), *b = TAIL_F(last, 1);
+        const float* rf = TAIL_F(last - 1, 2);
+        const int* down = TAIL_I(last - 1, 6);
+        const int stride = strides[last], m_red = sizes[2 * last], m = sizes[2 * last + 1];
+        BLOCK_RANGE(c, 0, m)
+        {
+            b[c] = restrict_value(rf, down, stride, c);
+            x[c] = 0.0f;
+        }
+        __syncthreads();
+        block_coarse_sweeps(x, b, TAIL_I(last, 3), TAIL_F(last, 4), stride, m_red, m);
+    }
+    for (int l = last - 1; l >= first; --l) {  // up: prolongation (red), post-smoothing black, red
+        float *x = TAIL_F(l, 0), *b = TAIL_F(l, 1);
+        const float* xc = TAIL_F(l + 1, 0);
+        const int* nbr = TAIL_I(l, 3);
+        const int* up = TAIL_I(l, 5);
+        const float* diag = TAIL_F(l, 4);
+        const int stride = strides[l], m_red = sizes[2 * l], m = sizes[2 * l + 1];
+        BLOCK_RANGE(f, 0, m_red) x[f] = x[f] + prolong_value(xc, up, stride, f);
+        __syncthreads();
+        for (int sweep = 0; sweep < MG_SWEEPS; ++sweep) {
+            BLOCK_RANGE(c, m_red, m) x[c] = gs_value(x, b, nbr, diag, stride, c);
+            __syncthreads();
+            BLOCK_RANGE(c, 0, m_red) x[c] = gs_value(x, b, nbr, diag, stride, c);
+            __syncthreads();
+        }
     }
 }
 

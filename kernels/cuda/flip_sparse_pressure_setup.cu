@@ -143,7 +143,7 @@ extern "C" __global__ void mgs_restrict_table(const long long* __restrict__ ckey
 extern "C" __global__ void mgs_key_span(const long long* __restrict__ keys, const int* __restrict__ cnt,
                                         int* __restrict__ span)
 {
-    RANGE(c, 0, cnt[2]) widen_span(keys[c], span);
+    widen_span_range(keys, 0, cnt[2], span);
 }
 
 // ------------------------------------------------------------------------ level 0's unknowns
@@ -161,6 +161,8 @@ extern "C" __global__ void unk_classify(const unsigned char* __restrict__ kind, 
                                         const long long* __restrict__ lj, const long long* __restrict__ lk,
                                         unsigned char* __restrict__ diag, int* __restrict__ flags, int* box)
 {
+    int b[6];
+    bool any = false;
     RANGE(c, 0, size)
     {
         int count = 0;
@@ -178,13 +180,15 @@ extern "C" __global__ void unk_classify(const unsigned char* __restrict__ kind, 
         flags[size + c] = count > 0 && !red;
         flags[2 * (long long)size + c] = in_set;
         if (in_set) {
-            atomicMin(box + 0, (int)li[c]);
-            atomicMin(box + 1, (int)lj[c]);
-            atomicMin(box + 2, (int)lk[c]);
-            atomicMax(box + 3, (int)li[c]);
-            atomicMax(box + 4, (int)lj[c]);
-            atomicMax(box + 5, (int)lk[c]);
+            const int v[6] = {(int)li[c], (int)lj[c], (int)lk[c], (int)li[c], (int)lj[c], (int)lk[c]};
+            for (int a = 0; a < 6; ++a)
+                b[a] = !any ? v[a] : a < 3 ? (b[a] < v[a] ? b[a] : v[a]) : (b[a] > v[a] ? b[a] : v[a]);
+            any = true;
         }
+    }
+    if (any) {  // the thread's box into the shared one: 6 atomics a thread, not a cell
+        for (int a = 0; a < 3; ++a) atomicMin(box + a, b[a]);
+        for (int a = 3; a < 6; ++a) atomicMax(box + a, b[a]);
     }
 }
 

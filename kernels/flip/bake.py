@@ -136,7 +136,7 @@ class FlipBake:
             raise InputError(f"{e}; frames up to {frame - 1} are kept{where}") from e
         sim.drain(drains)
         why = {"frame": "one covers the frame", "liquid": "CFL of the liquid's speed",
-               "obstacle": "CFL of an obstacle's speed"}.get(stats.get("limit"), "")
+               "obstacle": "CFL of an obstacle's speed", "time step": "Max Time Step"}.get(stats.get("limit"), "")
         return (f"frame {frame}/{self.frame_end}: {stats['substeps']} substeps"
                 + (f" ({why})" if why else "") + f", {stats['iterations']} CG "
                 f"iterations, residual {stats['residual']:.1e}"

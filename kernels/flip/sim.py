@@ -318,14 +318,16 @@ class FlipSimulation:
 
     def step(self, frame_dt: float, progress=None) -> dict:
         """Advance one frame with adaptive CFL substeps (Mantaflow's policy): before each
-        substep, Δt = cfl·h / (u_max + √(2gh)) from the fastest particle or obstacle, never
-        below frame_dt / ``max_substeps``; near the frame's end the rest is taken in one
-        substep when it is within 5% of Δt, else in two equal ones (no sliver substep).
+        substep, Δt = cfl·h / (u_max + √(2gh)) from the fastest particle or obstacle, at most
+        ``max_time_step`` seconds (0: no such cap), never below frame_dt / ``max_substeps``;
+        near the frame's end the rest is taken in one substep when it is within 5% of Δt,
+        else in two equal ones (no sliver substep).
         Raises SimulationError on NaN and ``Cancelled`` when *progress* answers False.
 
         Returns the frame's stats: ``substeps`` taken and why (``limit``: "frame", one
         substep covered it; "liquid" or "obstacle", the CFL of the fastest particle or of a
-        moving obstacle; "cap", ``max_substeps`` limited the CFL, each particle then
+        moving obstacle; "time step", ``max_time_step`` asked for more substeps than the
+        CFL; "cap", ``max_substeps`` limited the CFL, each particle then
         travelling more than ``cfl`` cells a substep), ``cfl_substeps`` the count the CFL
         asks for (capped: at the frame's fastest speed), ``capped`` (``capped_frames`` counts such
         frames; ``substep_log`` keeps each frame's count and limit for the bake's summary)."""
@@ -333,8 +335,9 @@ class FlipSimulation:
         gravity_reach = math.sqrt(2 * 9.81 * h)  # a particle at rest may start to fall
         obstacle = float(getattr(self, "obstacle_speed", 0.0))
         shortest = frame_dt / max(1, int(s.max_substeps))
+        longest = float(s.max_time_step)
         done, n, iterations, residual = 0.0, 0, 0, 0.0
-        fastest, by_obstacle, capped = 0.0, False, False
+        fastest, by_obstacle, capped, timed = 0.0, False, False, False
         while frame_dt - done > 1e-9 * frame_dt:
             liquid = self._substep_speed()
             if not math.isfinite(liquid):
@@ -342,12 +345,15 @@ class FlipSimulation:
             speed = max(liquid, obstacle)
             if speed >= fastest:
                 fastest, by_obstacle = speed, obstacle > liquid
-            dt = s.cfl * h / (speed + gravity_reach)  # CFL: at most cfl cells a substep
+            cfl_dt = s.cfl * h / (speed + gravity_reach)  # CFL: at most cfl cells a substep
+            by_time_step = 0.0 < longest < cfl_dt
+            dt = longest if by_time_step else cfl_dt  # Max Time Step: slow waves keep their period
             if dt < shortest * (1 - 1e-9):
-                dt, capped = shortest, True
+                dt, capped = shortest, capped or cfl_dt < shortest * (1 - 1e-9)
             left = frame_dt - done
+            timed = timed or (by_time_step and left > dt * 1.05)  # the frame goes on: the time step's doing
             if left <= dt * 1.05 or n + 1 >= s.max_substeps:
-                capped = capped or left > dt * 1.05
+                capped = capped or left > cfl_dt * 1.05
                 dt = left  # the frame's last substep
             elif left < 2 * dt:
                 dt = left / 2  # two equal ones, not a sliver
@@ -357,7 +363,8 @@ class FlipSimulation:
             iterations += int(stats["iterations"])
             residual = max(residual, float(stats["residual"]))
         wanted = max(n, math.ceil((fastest + gravity_reach) * frame_dt / (s.cfl * h))) if capped else n
-        limit = "cap" if capped else "frame" if n == 1 else "obstacle" if by_obstacle else "liquid"
+        limit = ("cap" if capped else "frame" if n == 1 else "time step" if timed else "obstacle" if by_obstacle
+                 else "liquid")
         self.frames += 1
         self.capped_frames = getattr(self, "capped_frames", 0) + capped
         self.substep_log = getattr(self, "substep_log", []) + [(n, limit)]
@@ -375,7 +382,8 @@ class FlipSimulation:
         for _, limit in log:
             why[limit] = why.get(limit, 0) + 1
         names = {"frame": "one substep sufficed", "liquid": "the liquid's speed (CFL)",
-                 "obstacle": "an obstacle's speed (CFL)", "cap": "Max Substeps limited the CFL"}
+                 "obstacle": "an obstacle's speed (CFL)", "time step": "Max Time Step",
+                 "cap": "Max Substeps limited the CFL"}
         reasons = ", ".join(f"{why[k]} by {names[k]}" for k in names if k in why)
         return (f"substeps per frame {min(counts)}–{max(counts)} (mean {sum(counts) / len(counts):.1f}) "
                 f"over {len(log)} frames: {reasons}")

@@ -27,17 +27,22 @@ exact. Preconditioners (``PRECONDITIONERS``: name → (grid, kind, unknowns) →
 tables go to ``sparse_pressure_gpu.py`` (RawKernels of ``cuda/flip_sparse_pressure.cu``,
 a CUDA graph per block of iterations).
 
-Set-up, once per solve: the index tables (``Unknowns``, the multigrid's) by flatnonzero,
-sort and binary search (on CuPy with ``VOXFX_SPARSE_PRESSURE_SETUP=device``, the kernels of
-``sparse_pressure_setup.py``: the same integers, sizes kept on the device, one host read for
-level 0's m and one for the hierarchy); sealed regions by connected components of the FLUID cells on
-their compacted neighbour table (SciPy's ``connected_components`` on NumPy, a union-find
-kernel on the device; the result is each component's lowest flat index either way).
+Set-up, once per solve: on CuPy the right-hand side, cell types and sealed-region labels by
+the four kernels of ``sparse_pressure_cells.py`` (``SETUP_KERNELS`` "fused", the default;
+"reference": the array code below, the same values); the index tables (``Unknowns``, the
+multigrid's) by flatnonzero, sort and binary search (on CuPy with
+``VOXFX_SPARSE_PRESSURE_SETUP=device``, the kernels of ``sparse_pressure_setup.py``: the same
+integers, sizes kept on the device, one host read for level 0's m and one for the
+hierarchy), reused across substeps while the topology and cell types stay the same
+(``solver_tables``); sealed regions by connected components of the FLUID cells on their
+compacted neighbour table (SciPy's ``connected_components`` on NumPy, a union-find kernel
+on the device; the result is each component's lowest flat index either way).
 """
 
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
 
@@ -48,6 +53,10 @@ from .sparse_multigrid import CompactLevel
 from .sparse_transfer import solid_touch
 
 _F32 = np.float32
+# The set-up on CuPy (cell types, sealed regions, right-hand side): "reference", this
+# module's array code, or "fused", the kernels of sparse_pressure_cells.py (the same values).
+SETUP_KERNELS = os.environ.get("VOXFX_SPARSE_PRESSURE_CELLS", "fused")
+REUSE_TABLES = os.environ.get("VOXFX_SPARSE_PRESSURE_REUSE", "1") != "0"  # solver_tables
 
 
 def _multigrid(grid, kind, level):
@@ -178,6 +187,12 @@ def _region_mean_removed(a, enclosed, labels, xp):
 def pressure_rhs(grid, dt):
     """(b, kind, enclosed, labels): b = −(h/Δt)·D on the unknowns (``pressure.pressure_rhs``)."""
     xp = grid.xp
+    if xp is not np and SETUP_KERNELS == "fused":
+        from . import sparse_pressure_cells
+
+        fused = sparse_pressure_cells.pressure_rhs(grid, dt)
+        if fused is not None:
+            return fused
     kind, enclosed, labels = solver_cells(grid)
     D = face_sum(grid, *boundary_faces(grid))
     b = xp.where(grid["cell"] == FLUID, D * _F32(-grid.h / dt), _F32(0)).astype(xp.float32)
@@ -246,6 +261,34 @@ def compact_unknowns(grid, kind):
     return Unknowns(grid, kind)
 
 
+def solver_tables(grid, kind, preconditioner):
+    """(unknowns, preconditioner) of a solve: ``compact_unknowns`` and the preconditioner's
+    tables (on CuPy the V-cycle's for "mg", None otherwise: the kernels apply Jacobi and none
+    themselves). Kept on the grid and reused while its topology (the neighbour table) and
+    the cell types stay the same — still or settled liquid: building them is ~4 ms of an 8M
+    substep (H200). They are kept only once a substep finds the cell types of the one
+    before, so liquid that changes every substep keeps nothing but a copy of the types.
+    ``REUSE_TABLES`` (``VOXFX_SPARSE_PRESSURE_REUSE``, "1"): "0" builds them every solve."""
+    xp = grid.xp
+    key = (preconditioner, xp is np)
+    memo = getattr(grid, "_pressure_memo", None)  # (nbr, kind, key, tables or None)
+    same = (REUSE_TABLES and memo is not None and memo[0] is grid.nbr and memo[2] == key
+            and memo[1].shape == kind.shape and bool((memo[1] == kind).all()))
+    if same and memo[3] is not None:
+        return memo[3]
+    level = compact_unknowns(grid, kind)
+    if xp is np:
+        M = PRECONDITIONERS[preconditioner](grid, kind, level)
+    else:
+        from .sparse_multigrid import VCycle
+
+        M = VCycle(grid, kind, level) if preconditioner == "mg" else None
+    level.level0_set = None  # read by VCycle's build alone (a whole-grid lattice: not to be kept)
+    if REUSE_TABLES:
+        grid._pressure_memo = (grid.nbr, kind.copy(), key, (level, M) if same else None)
+    return level, M
+
+
 def _dot(xp, a, b):
     return (a.astype(xp.float64) * b).sum()
 
@@ -255,16 +298,13 @@ def pcg(grid, kind, b, tolerance, max_iterations, preconditioner="mg", check_eve
     convergence flag (module notes). Returns (p flat, iterations, relative residual,
     converged)."""
     xp = grid.xp
-    level = compact_unknowns(grid, kind)
+    level, M = solver_tables(grid, kind, preconditioner)
     if xp is not np:  # the same tables, the kernels of cuda/flip_sparse_pressure.cu
         from .sparse_pressure_gpu import solve_unknowns
-        from .sparse_multigrid import VCycle
 
-        M = VCycle(grid, kind, level) if preconditioner == "mg" else None
         x, iterations, residual, converged = solve_unknowns(level, M, level.gather(b), tolerance, max_iterations,
                                                             preconditioner, check_every, progress)
         return level.scatter(x, grid.size), iterations, residual, converged
-    M = PRECONDITIONERS[preconditioner](grid, kind, level)
     b = level.gather(b)
     x = xp.zeros_like(b)
     r = b.copy()

@@ -32,17 +32,22 @@ _CU = "flip_sparse_pressure.cu"
 _MODES = ("mg", "jacobi", "none")  # sparse_pressure.PRECONDITIONERS, in order
 _K = Kernels(_CU, ("--fmad=false",), THREADS, defines={
     "S_STOPPED": _S_STOPPED, "D_ALPHA": _D_ALPHA, "D_BETA": _D_BETA, "MG_COARSE_SWEEPS": MG_COARSE_SWEEPS,
-    "KEY_BITS": KEY_BITS,
+    "MG_SWEEPS": MG_SWEEPS, "KEY_BITS": KEY_BITS,
     **{f"PRE_{name.upper()}": i for i, name in enumerate(_MODES)}})
 _LOOP_KERNELS = ("cg_init", "apply_laplacian", "update_solution", "dot_rz", "update_direction", "mg_smooth",
                  "mg_residual", "mg_restrict", "mg_prolong_add", "mg_coarse_solve", "mg_smooth_first",
-                 "mg_smooth_red_dot", "mg_restrict_coarse_solve", "mg_smooth_black_residual")
+                 "mg_smooth_red_dot", "mg_restrict_coarse_solve", "mg_smooth_black_residual", "mg_tail_vcycle")
 # The V-cycle's launches: "fused" (default) folds the first pre-smoothing sweep's two colours
 # into one launch, the black residuals into the last pre-smoothing sweep, the coarsest level's
 # restriction into its solve and r·z into level 0's last sweep, and prolongs onto the red
 # unknowns alone; "split" is launch for launch the reference's
 # sequence. Both give the same values bit for bit (tests/unit/test_cuda_sparse_pressure_host.py).
 VCYCLE = os.environ.get("VOXFX_SPARSE_MG_VCYCLE", "fused")
+# The fused V-cycle's coarse levels in one block (mg_tail_vcycle) from the first level ≥ 1
+# whose buffers hold at most this many unknowns (fixed per solver: its graph stays valid);
+# 0: every level launch by launch. The same z bit for bit (host harness).
+TAIL_UNKNOWNS = int(os.environ.get("VOXFX_SPARSE_MG_TAIL", "8192"))
+_TAIL_THREADS = 1024
 _COARSE_THREADS = 256
 _MAX_GRID = 8192  # blocks of a grid-stride launch
 _SOLVER_CACHE = 2  # solvers (buffers + graph) kept per process, most recent first
@@ -199,9 +204,24 @@ class SparsePressureSolverGPU:
             if level < last:
                 B.up = cp.zeros((8, B.stride), cp.int32)
                 B.down = cp.zeros((64, self.levels[level + 1].stride), cp.int32)  # into level + 1
+        self.tail = self._tail_table() if preconditioner == "mg" and self.vcycle == "fused" else None
         _K.load(*_LOOP_KERNELS)  # compile and load before any capture
         _DENSE.load("finish_init", "finish_alpha", "finish_beta")
         self.loop = GraphLoop(self._block, enabled=use_graph)
+
+    def _tail_table(self):
+        """(first, pointer table, strides) of mg_tail_vcycle, or None: levels first..last
+        in one block, first the lowest level ≥ 1 whose stride is at most TAIL_UNKNOWNS, at
+        least two levels (the coarsest alone is one launch already)."""
+        cp = self.cp
+        last = len(self.levels) - 1
+        first = next((lv for lv in range(1, last) if self.levels[lv].stride <= TAIL_UNKNOWNS), None)
+        if first is None:
+            return None
+        ptr = lambda a: 0 if a is None else a.data.ptr  # noqa: E731
+        table = [ptr(a) for B in self.levels for a in (B.x, B.b, B.r, B.nbr, B.diag, B.up, B.down)]
+        return (first, cp.asarray(np.array(table, np.uint64)),
+                cp.asarray(np.array([B.stride for B in self.levels], np.int32)))
 
     def fits(self, needs) -> bool:
         return len(needs) == len(self.strides) and all(n <= s for n, s in zip(needs, self.strides))
@@ -234,7 +254,8 @@ class SparsePressureSolverGPU:
         last one of level 0 with r·z."""
         levels = self.levels
         last = len(levels) - 1
-        for level in range(last):
+        first = self.tail[0] if self.tail else last  # levels from here on: one block
+        for level in range(first):
             L, C = levels[level], levels[level + 1]
             self._launch("mg_smooth_first", L.stride, (L.x, L.b, *self._level_args(level), self.state))
             for sweep in range(1, MG_SWEEPS):
@@ -250,13 +271,17 @@ class SparsePressureSolverGPU:
                 self._launch("mg_restrict", C.stride, (L.r, L.down, np.int32(C.stride), self.sizes,
                                                        np.int32(level + 1), C.b, self.state))
         C = levels[last]
-        if last:
+        if self.tail:
+            _, table, strides = self.tail
+            _K.launch_grid("mg_tail_vcycle", (1,), (_TAIL_THREADS,), (table, strides, np.int32(first), np.int32(last),
+                                                                      self.sizes, self.state))
+        elif last:
             F = levels[last - 1]
             _K.launch_grid("mg_restrict_coarse_solve", (1,), (_COARSE_THREADS,),
                            (F.r, F.down, C.x, C.b, *self._level_args(last), self.state))
         else:
             _K.launch_grid("mg_coarse_solve", (1,), (_COARSE_THREADS,), (C.x, C.b, *self._level_args(last), self.state))
-        for level in range(last - 1, -1, -1):
+        for level in range(first - 1, -1, -1):
             L, C = levels[level], levels[level + 1]
             self._launch("mg_prolong_add", L.stride, (C.x, L.up, np.int32(L.stride), self.sizes, np.int32(level),
                                                       np.int32(0), L.x, self.state))  # the red ones
@@ -374,7 +399,7 @@ def release_gpu_solvers():
 def _solver(needs, preconditioner, check_every):
     import cupy as cp
 
-    key = (len(needs), preconditioner, int(check_every), VCYCLE, cp.cuda.Device().id)
+    key = (len(needs), preconditioner, int(check_every), VCYCLE, TAIL_UNKNOWNS, cp.cuda.Device().id)
     solver = _solvers.pop(key, None)
     if solver is None or not solver.fits(needs):
         solver = None  # its buffers go before the new ones are taken

@@ -24,7 +24,7 @@ import os
 
 import numpy as np
 
-from ..grid.launch import THREADS, Kernels
+from ..grid.launch import THREADS, Kernels, blocks
 from ..grid.sparse import BRICK
 from .grid import AIR, FLUID, SOLID
 from .pressure import MG_MIN_SIDE
@@ -35,6 +35,13 @@ _K = Kernels("flip_sparse_pressure_setup.cu", (), THREADS,
              defines={"KEY_BITS": KEY_BITS, "CELL_AIR": AIR, "CELL_FLUID": FLUID, "CELL_SOLID": SOLID})
 assert BRICK == 8  # unk_classify reads a cell's parity from its brick-local coordinates
 _NO_SPAN = -(2 ** 31 - 1)
+_WIDEN_BLOCKS = 264  # grid of the kernels that widen a span or box (grid-stride: 6 atomics a thread)
+
+
+def _widening(name, n, args):
+    """*name* over *n* items on at most _WIDEN_BLOCKS blocks (nothing for n = 0)."""
+    if int(n) > 0:
+        _K.launch_grid(name, (min(_WIDEN_BLOCKS, blocks(n)[0]),), (THREADS,), args)
 
 
 def level_bounds(n0) -> list:
@@ -79,7 +86,7 @@ def build(grid, kind, level0):
     cnt = cp.asarray(init)
     span = cp.full((count, 6), _NO_SPAN, cp.int32)
     ukeys = _pack(*level0.lattice, cells.base)  # level 0's unknowns, in order
-    _K.launch("mgs_key_span", level0.m, (ukeys, cnt[0], span[0]))
+    _widening("mgs_key_span", level0.m, (ukeys, cnt[0], span[0]))
     fine = _CellSet(cells.keys, cells.fluid.astype(cp.uint8), cells.base)
     fine.position = cells.position
     stride = level0.m + 1  # the finer level's table rows
@@ -110,7 +117,7 @@ def build(grid, kind, level0):
         down = cp.empty((64, nb + 1), cp.int32)
         _K.launch("mgs_restrict_table", nb + 1, (cukeys, cnt[level], np.int32(nb + 1), *_ints(coarse.base), fine.keys,
                                                  cnt[level - 1], fine.position, *_ints(fine.base), down))
-        _K.launch("mgs_key_span", nb, (cukeys, cnt[level], span[level]))
+        _widening("mgs_key_span", nb, (cukeys, cnt[level], span[level]))
         built.append((nbr, diag, up, down))
         fine, ukeys, stride = coarse, cukeys, nb + 1
     sizes = cp.concatenate([cnt.ravel(), span.ravel()]).get()  # the one host sync
@@ -141,7 +148,7 @@ def unknowns(grid, kind):
     lattice = grid.lattice()
     diag8, flags = cp.empty(size, cp.uint8), cp.empty((3, size), cp.int32)
     box = cp.asarray(np.array([2 ** 31 - 1] * 3 + [-(2 ** 31)] * 3, np.int32))
-    _K.launch("unk_classify", size, (kind.astype(cp.uint8, copy=False), grid.nbr, np.int32(size),
+    _widening("unk_classify", size, (kind.astype(cp.uint8, copy=False), grid.nbr, np.int32(size),
                                      grid.brick_slot.astype(cp.bool_, copy=False), *lattice, diag8, flags, box))
     scans = cp.cumsum(flags, axis=1, dtype=cp.int32)
     sizes, position = cp.empty(3, cp.int32), cp.empty(size, cp.int32)

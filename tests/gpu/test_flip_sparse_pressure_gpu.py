@@ -187,3 +187,79 @@ def test_gpu_device_setup_gives_the_host_setups_pressure(monkeypatch, scene):
     (ph, sh), (pd, sd) = out["host"], out["device"]
     assert sh["converged"] and sd["converged"] and sh["iterations"] == sd["iterations"]
     assert np.abs(ph).max() > 0 and np.array_equal(ph, pd)
+
+
+@pytest.mark.parametrize("cells", ["liquid", "random"])
+def test_gpu_fused_setup_kernels_give_the_cpus_rhs_kinds_and_labels(monkeypatch, cells):
+    """sparse_pressure_cells (SETUP_KERNELS "fused"): b bit for bit, the cell types, the
+    sealed regions and their labels equal NumPy's pressure_rhs; "random" cell types over
+    the active cells give many components (and sealed ones) for the concurrent union-find."""
+    import cupy
+
+    rng = np.random.default_rng()
+    spec, pos, vel, obstacle = random_scene(rng)
+    kinds = None
+    out = []
+    for xp in (np, cupy):
+        g = tank(xp, pos, vel, spec, obstacle)
+        if cells == "random":
+            if kinds is None:
+                kinds = rng.choice(np.array([0, FLUID, SOLID], np.uint8), g.size, p=[0.04, 0.66, 0.30])
+            g["cell"] = xp.asarray(kinds)
+        monkeypatch.setattr(sparse_pressure, "SETUP_KERNELS", "fused")
+        out.append([host(a) if a is not None else None for a in sparse_pressure.pressure_rhs(g, 0.0123)])
+        if xp is cupy:
+            monkeypatch.setattr(sparse_pressure, "SETUP_KERNELS", "reference")
+            out.append([host(a) if a is not None else None for a in sparse_pressure.pressure_rhs(g, 0.0123)])
+    (bc, kc, ec, lc), fused, reference = out
+    for bg, kg, eg, lg in (fused, reference):
+        assert np.array_equal(bg.view(np.uint32), bc.view(np.uint32))
+        assert np.array_equal(kg, kc)
+        assert (eg is None) == (ec is None) == (cells == "liquid")
+        if ec is not None:
+            assert np.array_equal(eg, ec) and np.array_equal(lg, lc)
+            assert len(np.unique(lc[ec])) >= 5  # H200: 19 sealed regions
+
+
+def test_gpu_tail_vcycle_gives_the_same_pressure_bit_for_bit(monkeypatch):
+    """TAIL_UNKNOWNS (VOXFX_SPARSE_MG_TAIL): the coarse levels in mg_tail_vcycle's one block
+    compute the launch-by-launch V-cycle's values: the same iterations and pressure bit for
+    bit, off (0), at the default, and from level 1 whatever its size."""
+    import cupy
+
+    rng = np.random.default_rng()
+    spec, pos, vel, obstacle = random_scene(rng)
+    out = {}
+    for tail in (0, sparse_pressure_gpu.TAIL_UNKNOWNS, 2 ** 30):
+        monkeypatch.setattr(sparse_pressure_gpu, "TAIL_UNKNOWNS", tail)
+        sparse_pressure_gpu.release_gpu_solvers()
+        g = tank(cupy, pos, vel, spec, obstacle)
+        p, stats = sparse_pressure.solve_pressure(g, 0.01, tolerance=1e-5)
+        (solver,) = sparse_pressure_gpu._solvers.values()
+        assert len(solver.levels) >= 3 and (solver.tail is None) == (tail == 0)
+        if tail == 2 ** 30:
+            assert solver.tail[0] == 1
+        out[tail] = (host(p), stats)
+    sparse_pressure_gpu.release_gpu_solvers()
+    (p0, s0), *rest = out.values()
+    assert s0["converged"] and np.abs(p0).max() > 0
+    for p, s in rest:
+        assert s["iterations"] == s0["iterations"] and np.array_equal(p, p0)
+
+
+def test_gpu_reused_tables_give_the_fresh_tables_pressure(monkeypatch):
+    """sparse_pressure.solver_tables on the device: three solves of an unchanged tank, the
+    third on the second's tables (and the solver's kept buffers), equal bit for bit to three
+    solves that build them each time."""
+    import cupy
+
+    rng = np.random.default_rng()
+    spec, pos, vel, obstacle = random_scene(rng)
+    runs = []
+    for reuse in (False, True):
+        monkeypatch.setattr(sparse_pressure, "REUSE_TABLES", reuse)
+        g = tank(cupy, pos, vel, spec, obstacle)
+        runs.append([sparse_pressure.solve_pressure(g, 0.01, tolerance=1e-5) for _ in range(3)])
+        assert (getattr(g, "_pressure_memo", None) is not None and g._pressure_memo[3] is not None) == reuse
+    for (p_fresh, s_fresh), (p_reused, s_reused) in zip(*runs):
+        assert np.array_equal(host(p_fresh), host(p_reused)) and s_fresh == s_reused

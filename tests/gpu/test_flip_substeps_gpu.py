@@ -39,3 +39,22 @@ def test_gpu_obstacle_speed_sizes_the_substeps_as_on_the_cpu():
         assert sim.obstacle_speed == pytest.approx(6.0)
         out.append(sim.step(1 / 24))
     assert out[0]["limit"] == out[1]["limit"] == "obstacle" and out[0]["substeps"] == out[1]["substeps"]
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_gpu_max_time_step_splits_frames_as_on_the_cpu_and_keeps_the_sloshing_period(sparse):
+    """Issue 24: at 24 fps the default Max Time Step (1/30 s) takes the still tank's frame
+    in the CPU's substeps with the same reason, and the sloshing period stays within the
+    accuracy test's −3%..+10% of linear theory (CPU: +5.3%; one substep a frame: +15%)."""
+    import cupy
+
+    from tests import flip_accuracy as scenes
+
+    kw = dict(sparse=True) if sparse else {}
+    water = box((0.0, 0.0, 0.0), (0.8, 0.4, 0.2))
+    cpu, gpu = (FlipSimulation(SPEC, FlipSettings(), *water, xp=xp, **kw).step(1 / 24) for xp in (np, cupy))
+    assert cpu["limit"] == gpu["limit"] == "time step" and cpu["substeps"] == gpu["substeps"] == 2
+    expected = scenes.linear_sloshing_period(0.8, 0.32)
+    period, beta = scenes.sloshing(xp=cupy, sparse=sparse, fps=24.0)
+    print(f"\nGPU sloshing at 24 fps: {period / expected - 1:+.1%}")
+    assert 0.97 * expected <= period <= 1.10 * expected and beta < 2.0

@@ -35,6 +35,8 @@ PREAMBLE = r"""
 #define __global__
 #undef __forceinline__
 #define __forceinline__ inline
+#undef __launch_bounds__
+#define __launch_bounds__(...)
 #undef __shared__
 #define __shared__ static
 struct HostDim { unsigned x, y, z; };
@@ -95,10 +97,12 @@ static void vcycle_split() {
     }
 }
 
-// sparse_pressure_gpu._vcycle_fused (at least two levels); the partial sums of r·z into rz
-static void vcycle_fused(std::vector<double>& rz) {
+// sparse_pressure_gpu._vcycle_fused (at least two levels); the partial sums of r·z into rz;
+// levels tail..last in mg_tail_vcycle's one block where tail > 0
+static void vcycle_fused(std::vector<double>& rz, int tail = 0) {
     const int last = (int)L.size() - 1;
-    for (int l = 0; l < last; ++l) {
+    const int first = tail > 0 ? tail : last;
+    for (int l = 0; l < first; ++l) {
         Level &A = L[l], &C = L[l + 1];
         LAUNCH(A.stride, mg_smooth_first(A.x.data(), A.b.data(), A.nbr.data(), A.diag.data(), A.stride, sizes.data(),
                                          l, state));
@@ -115,9 +119,21 @@ static void vcycle_fused(std::vector<double>& rz) {
     }
     Level &C = L[last], &F = L[last - 1];
     h_dim.x = 1; h_thread.x = 0; h_grid.x = 1; h_block.x = 0;
-    mg_restrict_coarse_solve(F.r.data(), F.down.data(), C.x.data(), C.b.data(), C.nbr.data(), C.diag.data(), C.stride,
-                             sizes.data(), last, state);
-    for (int l = last - 1; l >= 0; --l) {
+    if (tail > 0) {
+        std::vector<unsigned long long> ptrs;
+        std::vector<int> strides;
+        for (auto& A : L) {
+            for (void* p : {(void*)A.x.data(), (void*)A.b.data(), (void*)A.r.data(), (void*)A.nbr.data(),
+                            (void*)A.diag.data(), (void*)A.up.data(), (void*)A.down.data()})
+                ptrs.push_back((unsigned long long)p);
+            strides.push_back(A.stride);
+        }
+        mg_tail_vcycle(ptrs.data(), strides.data(), first, last, sizes.data(), state);
+    } else {
+        mg_restrict_coarse_solve(F.r.data(), F.down.data(), C.x.data(), C.b.data(), C.nbr.data(), C.diag.data(),
+                                 C.stride, sizes.data(), last, state);
+    }
+    for (int l = first - 1; l >= 0; --l) {
         Level &A = L[l], &C2 = L[l + 1];
         LAUNCH(A.stride, mg_prolong_add(C2.x.data(), A.up.data(), A.stride, sizes.data(), l, 0, A.x.data(), state));
         for (int s = 0; s < MG_SWEEPS; ++s) {
@@ -178,6 +194,14 @@ int main() {
     vcycle_fused(rz_partials);
     double rz = 0.0;
     for (double p : rz_partials) rz += p;
+    const std::vector<float> z_fused(F.x.begin(), F.x.begin() + F.m);
+    std::vector<std::vector<float>> z_tails;  // mg_tail_vcycle from level 1, then from the last but one
+    for (int tail : {1, (int)L.size() - 2}) {
+        poison();
+        std::vector<double> tail_partials(F.stride, 0.0);
+        vcycle_fused(tail_partials, tail);
+        z_tails.emplace_back(F.x.begin(), F.x.begin() + F.m);
+    }
     int n;
     scanf("%d", &n);
     std::vector<int> links, parent(n);
@@ -188,8 +212,9 @@ int main() {
     for (int c = 0; c < F.m; ++c) printf("%a\n", q[c]);
     printf("%a\n", dq);
     for (int c = 0; c < F.m; ++c) printf("%a\n", z_split[c]);
-    for (int c = 0; c < F.m; ++c) printf("%a\n", F.x[c]);
+    for (int c = 0; c < F.m; ++c) printf("%a\n", z_fused[c]);
     printf("%a\n", rz);
+    for (auto& z : z_tails) for (int c = 0; c < F.m; ++c) printf("%a\n", z[c]);
     for (int v = 0; v < n; ++v) printf("%d\n", parent[v]);
     return 0;
 }
@@ -498,13 +523,16 @@ def test_sparse_pressure_kernels_equal_the_numpy_tables_bit_for_bit(device):
     z = np.array([float.fromhex(x) for x in out[m + 1:2 * m + 1]], np.float32)
     z_fused = np.array([float.fromhex(x) for x in out[2 * m + 1:3 * m + 1]], np.float32)
     rz = float.fromhex(out[3 * m + 1])
-    labels = np.array([int(x) for x in out[3 * m + 2:]])
+    z_tails = np.array([float.fromhex(x) for x in out[3 * m + 2:5 * m + 2]], np.float32).reshape(2, m)
+    labels = np.array([int(x) for x in out[5 * m + 2:]])
     want_q = level.apply(d)
     assert np.array_equal(q, want_q[:m])
     assert dq == pytest.approx(float(np.dot(d.astype(np.float64), want_q)), rel=1e-12)
     want_z = M(r)
     assert np.array_equal(z, want_z[:m])
     assert np.array_equal(z_fused, want_z[:m])  # the fused launches: the same values
+    for z_tail in z_tails:  # the coarse levels in mg_tail_vcycle's one block (from level 1, from the last but one)
+        assert np.array_equal(z_tail, want_z[:m])
     assert np.abs(z).max() > 0
     assert rz == pytest.approx(float(np.dot(r.astype(np.float64), want_z)), rel=1e-12)
     want_labels = sparse_pressure._component_roots(links)

@@ -132,11 +132,43 @@ __device__ __forceinline__ void restrict_column(int c, int mc, const long long* 
     }
     int I, J, K;
     key_cell(ckeys[c], cbx, cby, cbz, I, J, K);
-    for (int row = 0; row < 64; ++row) {
-        const int at = find_key(fkeys, nf, cell_key(2 * I + (row & 3) - 1, 2 * J + ((row >> 2) & 3) - 1,
-                                                    2 * K + (row >> 4) - 1, bx, by, bz));
-        down[row * stride + c] = at >= 0 ? fposition[at] : mf;
+    // The 64 queries ascend (z, then y, then x; every axis inside its field): one binary
+    // search per x-row of 4 from where the last one ended, then the row's 4 consecutive keys
+    // by stepping (each query's lower bound, so the same indices as 64 find_key calls).
+    int p = 0;
+    for (int zy = 0; zy < 16; ++zy) {
+        const long long q0 = cell_key(2 * I - 1, 2 * J + (zy & 3) - 1, 2 * K + (zy >> 2) - 1, bx, by, bz);
+        int hi = nf;
+        while (p < hi) {
+            const int mid = (p + hi) >> 1;
+            if (fkeys[mid] < q0)
+                p = mid + 1;
+            else
+                hi = mid;
+        }
+        for (int ix = 0; ix < 4; ++ix) {
+            while (p < nf && fkeys[p] < q0 + ix) ++p;
+            const int row = zy * 4 + ix;
+            down[row * stride + c] = (p < nf && fkeys[p] == q0 + ix) ? fposition[p] : mf;
+        }
     }
+}
+
+// span[0..2] = max, span[3..5] = −min of the key fields of keys[lo, hi) by a grid-stride
+// loop: each thread widens its own span, then the shared one (6 atomics a thread, not a key).
+__device__ __forceinline__ void widen_span_range(const long long* __restrict__ keys, int lo, int hi, int* span)
+{
+    int s[6];
+    bool any = false;
+    for (int c = lo + (int)(blockIdx.x * blockDim.x + threadIdx.x); c < hi; c += (int)(gridDim.x * blockDim.x)) {
+        int i, j, k;
+        key_cell(keys[c], 0, 0, 0, i, j, k);
+        const int v[6] = {i, j, k, -i, -j, -k};
+        for (int a = 0; a < 6; ++a) s[a] = any && s[a] > v[a] ? s[a] : v[a];
+        any = true;
+    }
+    if (any)
+        for (int a = 0; a < 6; ++a) atomicMax(span + a, s[a]);
 }
 
 // span[0..2] = max, span[3..5] = −min of the key fields: widened by one key.

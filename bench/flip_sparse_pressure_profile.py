@@ -1,0 +1,243 @@
+"""Where one sparse FLIP substep's pressure stage spends its time (issue 24): the dam break
+of ``bench/flip_sparse.py`` on the GPU, the pressure stage cut into its set-up pieces and
+the PCG loop, each piece timed three ways: wall-clock with a sync on each side (what the
+host waits for), CUDA events around it (the device's span, idle gaps included), and the
+sum of CUDA events around each RawKernel launch inside it (the kernels' own time; the rest
+is CuPy array code and launch gaps). Then one PCG iteration launched kernel by kernel (no
+graph) with an event pair per launch, and the other stages of the substep.
+
+    python3 bench/flip_sparse_pressure_profile.py [--n 256] [--particles 8e6] [--substeps 3]
+        [--variants reference:0 fused:8192]
+
+``--variants`` SETUP:TAIL: the pressure set-up (``sparse_pressure.SETUP_KERNELS``:
+"reference", the array code, or "fused", ``sparse_pressure_cells``' four kernels) and the
+V-cycle's one-block tail (``sparse_pressure_gpu.TAIL_UNKNOWNS``, 0 off); each on the same
+simulation state, in turn, per substep (A/B in one run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from tools.package import load  # noqa: E402
+
+load()
+from voxfx.kernels.flip import sparse_pressure, sparse_pressure_gpu  # noqa: E402
+from voxfx.kernels.flip.grid import FlipSettings  # noqa: E402
+from voxfx.kernels.flip.sim import FlipSimulation  # noqa: E402
+from voxfx.kernels.flip.sparse_multigrid import VCycle  # noqa: E402
+from voxfx.kernels.grid import launch  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "bench"))
+from flip import dam_break  # noqa: E402
+from flip_sparse import timed_sparse_substep  # noqa: E402
+from flip_sparse_pressure import after_pressure, before_pressure  # noqa: E402
+
+_kernel_ms = defaultdict(list)  # name → [(start event, end event)] while recording
+_recording = [False]
+_plain = (launch.Kernels.launch, launch.Kernels.launch_grid)
+
+
+def _timed(plain):
+    def wrapped(self, name, *args):
+        import cupy as cp
+
+        if not _recording[0] or cp.cuda.get_current_stream().is_capturing():  # no events inside a graph
+            return plain(self, name, *args)
+
+        a, b = cp.cuda.Event(), cp.cuda.Event()
+        a.record()
+        plain(self, name, *args)
+        b.record()
+        _kernel_ms[name].append((a, b))
+    return wrapped
+
+
+launch.Kernels.launch, launch.Kernels.launch_grid = (_timed(f) for f in _plain)
+
+
+def piece(rows, name, fn):
+    """Run *fn* timed three ways (module notes); its result."""
+    import cupy as cp
+
+    cp.cuda.Device().synchronize()
+    a, b = cp.cuda.Event(), cp.cuda.Event()
+    _recording[0] = True
+    t0 = time.perf_counter()
+    a.record()
+    out = fn()
+    b.record()
+    b.synchronize()
+    wall = (time.perf_counter() - t0) * 1e3
+    _recording[0] = False
+    kernels, launches = _kernel_sum()
+    rows[name].append((wall, cp.cuda.get_elapsed_time(a, b), kernels, launches))
+    return out
+
+
+def _kernel_sum():
+    """(ms, launches) of the RawKernels recorded since the last call, and per kernel name
+    their ms into ``_by_kernel`` (the set-up pieces' breakdown)."""
+    import cupy as cp
+
+    total, count = 0.0, 0
+    for name, pairs in _kernel_ms.items():
+        ms = sum(cp.cuda.get_elapsed_time(a, b) for a, b in pairs)
+        _by_kernel[name].append(ms)
+        total, count = total + ms, count + len(pairs)
+    _kernel_ms.clear()
+    return total, count
+
+
+_by_kernel = defaultdict(list)
+
+
+def pressure_pieces(sim, dt, rows):
+    """The pieces of ``sparse_pressure.solve_pressure`` (its order), each timed; p."""
+    g, s = sim.grid, sim.settings
+    xp = g.xp
+    setup = piece(rows, "cells+labels+rhs", lambda: sparse_pressure.pressure_rhs(g, dt))
+    b, kind, enclosed, labels = setup
+    level = piece(rows, "unknowns", lambda: sparse_pressure.compact_unknowns(g, kind))
+    M = piece(rows, "mg tables", lambda: VCycle(g, kind, level))
+    bc = piece(rows, "gather b", lambda: level.gather(b))
+    x, its, _, _ = piece(rows, "PCG loop", lambda: sparse_pressure_gpu.solve_unknowns(
+        level, M, bc, s.pressure_tolerance, s.pressure_max_iterations, "mg"))
+    rows["iterations"].append((its, its, its, its))
+
+    def finish():
+        p = level.scatter(x, g.size)
+        if enclosed is not None:
+            p = sparse_pressure._region_mean_removed(p, enclosed, labels, xp)
+        return xp.where(g["cell"] == 1, p, np.float32(0)).astype(xp.float32)
+    p = piece(rows, "scatter p", finish)
+    pieces_kernels = {name: sum(ms) for name, ms in _by_kernel.items()}
+    piece(rows, "solve_pressure (whole)", lambda: sparse_pressure.solve_pressure(
+        g, dt, tolerance=s.pressure_tolerance, max_iterations=s.pressure_max_iterations))
+    return p, pieces_kernels
+
+
+def reference_pieces(sim, dt, rows):
+    """The reference set-up's own pieces (sparse_pressure.solver_cells / pressure_rhs)."""
+    g = sim.grid
+    xp = g.xp
+    fluid = piece(rows, "  ref: fluid mask", lambda: g["cell"] == 1)
+    labels = piece(rows, "  ref: label_components", lambda: sparse_pressure.label_components(g, fluid))
+
+    def reach():
+        cell, nb = g["cell"], g.nbr
+        touches = fluid & ((nb < 0) | (cell[xp.maximum(nb, 0)] == 0)).any(axis=0)
+        reaches = xp.zeros(g.size + 1, bool)
+        reaches[labels[touches]] = True
+        return bool((fluid & ~reaches[labels]).any())
+    piece(rows, "  ref: touches+enclosed (sync)", reach)
+    faces = piece(rows, "  ref: boundary_faces", lambda: sparse_pressure.boundary_faces(g))
+    piece(rows, "  ref: face_sum+b", lambda: xp.where(g["cell"] == 1, sparse_pressure.face_sum(g, *faces)
+                                                      * np.float32(-g.h / dt), np.float32(0)))
+
+
+def one_iteration(rows):
+    """One PCG iteration of the kept solver, launch by launch (no graph): per kernel ms."""
+    import cupy as cp
+
+    solver = next(reversed(sparse_pressure_gpu._solvers.values()))
+    solver.state[1] = 0  # not stopped
+    solver.state[3] = 10 ** 6  # iteration limit
+    solver.scalars[1] = -1.0  # tol²‖b‖² < 0: the ‖r‖² test never stops it
+    cp.cuda.Device().synchronize()
+    _recording[0] = True
+    solver._iteration()
+    cp.cuda.Device().synchronize()
+    _recording[0] = False
+    for name, pairs in _kernel_ms.items():
+        rows["it: " + name].append(tuple(sum(cp.cuda.get_elapsed_time(a, b) for a, b in pairs) for _ in range(3))
+                                   + (len(pairs),))
+    _kernel_ms.clear()
+    solver.state[1] = 1
+
+
+def _use(variant):
+    setup, tail = variant.split(":")
+    sparse_pressure.SETUP_KERNELS = setup
+    sparse_pressure_gpu.TAIL_UNKNOWNS = int(tail)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=256)
+    ap.add_argument("--particles", type=float, default=8e6)
+    ap.add_argument("--substeps", type=int, default=3)
+    ap.add_argument("--warm", type=int, default=2)
+    ap.add_argument("--variants", nargs="+",
+                    default=[f"{sparse_pressure.SETUP_KERNELS}:{sparse_pressure_gpu.TAIL_UNKNOWNS}"])
+    ap.add_argument("--reuse", action="store_true",
+                    help="let solve_pressure reuse the tables (sparse_pressure.REUSE_TABLES): off by default, as "
+                    "the variants solve the same cells in turn and would reuse each other's")
+    args = ap.parse_args()
+    import cupy as cp
+
+    sparse_pressure.REUSE_TABLES = args.reuse
+    sparse_pressure_gpu._SOLVER_CACHE = 2 * len(args.variants)  # a solver (and graph) per variant
+    print(f"device: {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}", flush=True)
+    spec, v, t = dam_break(args.n, int(args.particles))
+    sim = FlipSimulation(spec, FlipSettings(), v, t, xp=cp, sparse=True)
+    dt = 1 / 120
+    for _ in range(args.warm):
+        old = before_pressure(sim, dt)
+        for variant in args.variants:  # compile every variant's kernels, capture its graph
+            _use(variant)
+            p, _ = sparse_pressure.solve_pressure(sim.grid, dt)
+        after_pressure(sim, dt, old, p)
+    rows = {variant: defaultdict(list) for variant in args.variants}
+    kernels = {variant: defaultdict(list) for variant in args.variants}
+    stages = []
+    ev, sub = [cp.cuda.Event() for _ in range(6)], [cp.cuda.Event() for _ in range(6)]
+    pressures = {}
+    for _step in range(args.substeps):
+        old = before_pressure(sim, dt)
+        for variant in args.variants:
+            _use(variant)
+            _by_kernel.clear()
+            pressures[variant], per_kernel = pressure_pieces(sim, dt, rows[variant])
+            for name, ms in per_kernel.items():
+                kernels[variant][name].append(ms)
+            if variant.startswith("reference"):
+                reference_pieces(sim, dt, rows[variant])
+            one_iteration(rows[variant])
+        first = cp.asnumpy(pressures[args.variants[0]])
+        rows[args.variants[0]]["max |p - p(first variant)| of others"].append(tuple(
+            [max(float(abs(cp.asnumpy(p) - first).max()) for p in pressures.values())] * 4))
+        after_pressure(sim, dt, old, pressures[args.variants[-1]])
+    for variant in args.variants:  # the whole substep as the bench times it, per variant
+        _use(variant)
+        for _ in range(2):
+            ms, its, _ = timed_sparse_substep(sim, dt, ev, sub)
+            stages.append((variant, ms, its))
+    print(f"{args.n}³, {len(sim.pos):,} particles, {sim.grid.brick_count()} bricks, "
+          f"{sim.fluid_cell_count():,} fluid cells; medians of {args.substeps} substeps")
+    for variant in args.variants:
+        print(f"\nvariant {variant!r}: piece | wall ms | device span ms | RawKernel ms | RawKernel launches")
+        for name, vals in rows[variant].items():
+            med = np.median(np.array(vals, dtype=float), axis=0)
+            print(f"  {name} | {med[0]:.3f} | {med[1]:.3f} | {med[2]:.3f} | {med[3]:.0f}")
+        top = sorted(((float(np.median(ms)), name) for name, ms in kernels[variant].items()), reverse=True)[:12]
+        print("  set-up + loop RawKernels (ms, median per solve): " + ", ".join(f"{n} {m:.3f}" for m, n in top))
+    print("\nsubstep stages (ms): variant | topology | p2g+classify+extrapolate+boundaries | pressure | project | "
+          "g2p+advect | CG it")
+    for variant, ms, its in stages:
+        print(f"  {variant} | " + " | ".join(f"{m:.2f}" for m in ms) + f" | {its}")
+    print(f"pool: {cp.get_default_memory_pool().total_bytes() / 2 ** 20:.0f} MiB; "
+          f"VOXFX env: {({k: v for k, v in os.environ.items() if k.startswith('VOXFX')})}")
+
+
+if __name__ == "__main__":
+    main()

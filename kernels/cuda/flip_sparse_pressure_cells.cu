@@ -1,0 +1,147 @@
+// The sparse pressure solve's set-up in four launches over the flat cells of a
+// SparseFlipGrid (issue 24: it was ~4 ms of CuPy array code at 8M particles): the
+// right-hand side b = −(h/Δt)·D (seed 003 §8), the "touches AIR" flag, and the sealed-region
+// labels — each FLUID cell's 6-connected component, labelled by its lowest flat index — by a
+// union-find straight on the flat cells (no compaction). kernels/flip/sparse_pressure.py
+// (pressure_rhs, solver_cells, label_components) is the reference these kernels follow
+// operation by operation; the module is compiled without FMA contraction, so b rounds as
+// NumPy rounds it. Launched by kernels/flip/sparse_pressure_cells.py.
+//
+// Layout: flat cells c in [0, n); nbr[d·n + c] (d = −x, +x, −y, +y, −z, +z) the neighbour's
+// flat index or −1 (a missing neighbour: its values read 0, its cell is AIR). Constants from
+// Python as -D options: CELL_AIR, CELL_FLUID.
+
+#define RANGE(c, lo, hi) \
+    for (int c = (lo) + (int)(blockIdx.x * blockDim.x + threadIdx.x); c < (hi); c += (int)(gridDim.x * blockDim.x))
+
+// A face value as the projection sees it (sparse_pressure.boundary_faces): the solid's
+// velocity where the face touches a SOLID cell on either side (lo: the cell below along
+// the face's axis, −1 none) or does not exist, the grid's velocity elsewhere.
+__device__ __forceinline__ float boundary_face(const float* __restrict__ f, const float* __restrict__ solid_f,
+                                               const unsigned char* __restrict__ exists,
+                                               const unsigned char* __restrict__ solid, int c, int lo)
+{
+    const bool touch = solid[c] != 0 || (lo >= 0 && solid[lo] != 0) || exists[c] == 0;
+    return touch ? solid_f[c] : f[c];
+}
+
+// The boundary face of the cell above c along axis a (nbr row 2a + 1), 0 where it is missing
+// (grid.neighbour's fill).
+__device__ __forceinline__ float face_above(const float* __restrict__ f, const float* __restrict__ solid_f,
+                                            const unsigned char* __restrict__ exists,
+                                            const unsigned char* __restrict__ solid, const int* __restrict__ nbr,
+                                            int n, int c, int a)
+{
+    const int up = nbr[(size_t)(2 * a + 1) * n + c];
+    if (up < 0) return 0.0f;
+    return boundary_face(f, solid_f, exists, solid, up, nbr[(size_t)(2 * a) * n + up]);
+}
+
+// Per cell: b = D·scale on FLUID cells, 0 elsewhere, D the outgoing minus incoming face
+// velocities added x, y, then z (sparse_pressure.face_sum); touch = a FLUID cell with a
+// missing or AIR neighbour; parent = c (every cell its own root before cells_hook).
+extern "C" __global__ void cells_rhs(const unsigned char* __restrict__ cell, const unsigned char* __restrict__ solid,
+                                     const float* __restrict__ u, const float* __restrict__ v,
+                                     const float* __restrict__ w, const float* __restrict__ solid_u,
+                                     const float* __restrict__ solid_v, const float* __restrict__ solid_w,
+                                     const unsigned char* __restrict__ exists_u,
+                                     const unsigned char* __restrict__ exists_v,
+                                     const unsigned char* __restrict__ exists_w, const int* __restrict__ nbr, int n,
+                                     float scale, float* __restrict__ b, unsigned char* __restrict__ touch,
+                                     int* __restrict__ parent)
+{
+    RANGE(c, 0, n)
+    {
+        parent[c] = c;
+        const bool fluid = cell[c] == CELL_FLUID;
+        bool air = false;
+        for (int d = 0; d < 6; ++d) {
+            const int o = nbr[(size_t)d * n + c];
+            air = air || o < 0 || cell[o] == CELL_AIR;
+        }
+        touch[c] = fluid && air;
+        if (!fluid) {
+            b[c] = 0.0f;
+            continue;
+        }
+        const float fu = boundary_face(u, solid_u, exists_u, solid, c, nbr[c]);
+        const float fv = boundary_face(v, solid_v, exists_v, solid, c, nbr[(size_t)2 * n + c]);
+        const float fw = boundary_face(w, solid_w, exists_w, solid, c, nbr[(size_t)4 * n + c]);
+        const float du = face_above(u, solid_u, exists_u, solid, nbr, n, c, 0) - fu;
+        const float dv = face_above(v, solid_v, exists_v, solid, nbr, n, c, 1) - fv;
+        const float dw = face_above(w, solid_w, exists_w, solid, nbr, n, c, 2) - fw;
+        b[c] = ((du + dv) + dw) * scale;
+    }
+}
+
+// Root of v's tree (parents only ever point to smaller indices), halving the path on the way
+// up: each visited cell is pointed at its grandparent, an ancestor, so every tree keeps its
+// root and members. Reads through volatile: other threads hook roots meanwhile.
+__device__ __forceinline__ int find_root_halving(int* parent, int v)
+{
+    volatile int* p = parent;
+    int up = p[v];
+    while (up != v) {
+        const int next = p[up];
+        if (next != up) p[v] = next;
+        v = up;
+        up = next;
+    }
+    return v;
+}
+
+// Union-find over the FLUID cells' +x, +y, +z links to FLUID neighbours: each link joins two
+// trees by hooking the larger root under the smaller (atomicCAS), so a root is its tree's
+// lowest flat index.
+extern "C" __global__ void cells_hook(const unsigned char* __restrict__ cell, const int* __restrict__ nbr, int n,
+                                      int* parent)
+{
+    RANGE(c, 0, n)
+    {
+        if (cell[c] != CELL_FLUID) continue;
+        for (int d = 1; d < 6; d += 2) {
+            const int o = nbr[(size_t)d * n + c];
+            if (o < 0 || cell[o] != CELL_FLUID) continue;
+            int a = find_root_halving(parent, c), z = find_root_halving(parent, o);
+            while (a != z) {
+                if (a < z) {
+                    const int t = a;
+                    a = z;
+                    z = t;
+                }
+                const int old = atomicCAS(&parent[a], a, z);
+                if (old == a) break;
+                a = find_root_halving(parent, old);
+                z = find_root_halving(parent, z);
+            }
+        }
+    }
+}
+
+// label = the root of each FLUID cell (n elsewhere); reach[root] = 1 for the roots of cells
+// that touch AIR (sparse_pressure.solver_cells: reaches[labels[touches]]).
+extern "C" __global__ void cells_label(const unsigned char* __restrict__ cell, const unsigned char* __restrict__ touch,
+                                       int n, int* parent, int* __restrict__ label,
+                                       unsigned char* __restrict__ reach)
+{
+    RANGE(c, 0, n)
+    {
+        if (cell[c] != CELL_FLUID) {
+            label[c] = n;
+            continue;
+        }
+        const int root = find_root_halving(parent, c);
+        label[c] = root;
+        if (touch[c]) reach[root] = 1;
+    }
+}
+
+// count[0] = FLUID cells whose component reaches no AIR (sealed), after cells_label.
+extern "C" __global__ void cells_sealed(const unsigned char* __restrict__ cell, const int* __restrict__ label, int n,
+                                        const unsigned char* __restrict__ reach, int* __restrict__ count)
+{
+    RANGE(c, 0, n)
+    {
+        if (cell[c] == CELL_FLUID && !reach[label[c]]) atomicAdd(count, 1);
+    }
+}

@@ -1,0 +1,86 @@
+// The sparse multigrid's per-unknown values (kernels/cuda/flip_sparse_pressure.cu): each
+// rule written once, called by the grid-wide launches of the V-cycle and by its one-block
+// kernels (the coarsest level's solve, mg_tail_vcycle), so both round alike (the including
+// module is compiled without FMA contraction). Layout as flip_sparse_pressure.cu's notes;
+// MG_COARSE_SWEEPS from the including module's -D options.
+#pragma once
+
+// Σ x over the six neighbours of unknown c, added −x, +x, −y, +y, −z, +z.
+__device__ __forceinline__ float compact_neighbour_sum(const float* __restrict__ x, const int* __restrict__ nbr,
+                                                       int stride, int c)
+{
+    float s = x[nbr[c]];
+    for (int d = 1; d < 6; ++d) s = s + x[nbr[d * stride + c]];
+    return s;
+}
+
+// One unknown's Gauss-Seidel value (b_c + Σ x_n)/diag_c.
+__device__ __forceinline__ float gs_value(const float* __restrict__ x, const float* __restrict__ b,
+                                          const int* __restrict__ nbr, const float* __restrict__ diag, int stride,
+                                          int c)
+{
+    return (b[c] + compact_neighbour_sum(x, nbr, stride, c)) / diag[c];
+}
+
+// The first sweep from x = 0, red and black at once: red b/diag, black (b + Σ b_n/diag_n)/diag
+// (mg_smooth_first).
+__device__ __forceinline__ float first_sweep_value(const float* __restrict__ b, const int* __restrict__ nbr,
+                                                   const float* __restrict__ diag, int stride, int m_red, int c)
+{
+    if (c < m_red) return b[c] / diag[c];
+    int n = nbr[c];
+    float s = b[n] / diag[n];
+    for (int d = 1; d < 6; ++d) {
+        n = nbr[d * stride + c];
+        s = s + b[n] / diag[n];
+    }
+    return (b[c] + s) / diag[c];
+}
+
+// r_c = b_c − A x at unknown c.
+__device__ __forceinline__ float residual_value(const float* __restrict__ x, const float* __restrict__ b,
+                                                const int* __restrict__ nbr, const float* __restrict__ diag,
+                                                int stride, int c)
+{
+    return b[c] - (diag[c] * x[c] - compact_neighbour_sum(x, nbr, stride, c));
+}
+
+// Per axis the weight of fine cell 2I + o for coarse cell I, by a = o + 1 (o = −1, 0, 1, 2):
+// ¾ for its own two children, ¼ for the next ones (cell-centred linear interpolation).
+__device__ __forceinline__ float axis_weight(int a) { return (a == 1 || a == 2) ? 0.75f : 0.25f; }
+
+// ½·Σ_row w_row·r_f[down[row][c]] (mg_restrict's value for coarse unknown c).
+__device__ __forceinline__ float restrict_value(const float* __restrict__ rf, const int* __restrict__ down, int stride,
+                                                int c)
+{
+    float s = axis_weight(0) * axis_weight(0) * axis_weight(0) * rf[down[c]];
+    for (int row = 1; row < 64; ++row)
+        s = s + axis_weight(row & 3) * axis_weight((row >> 2) & 3) * axis_weight(row >> 4) * rf[down[row * stride + c]];
+    return 0.5f * s;
+}
+
+// Σ_row w_row·x_c[up[row][f]] (mg_prolong_add's increment for fine unknown f).
+__device__ __forceinline__ float prolong_value(const float* __restrict__ xc, const int* __restrict__ up, int stride,
+                                               int f)
+{
+    float s = 0.75f * 0.75f * 0.75f * xc[up[f]];
+    for (int row = 1; row < 8; ++row) {
+        const float w = ((row & 1) ? 0.25f : 0.75f) * ((row & 2) ? 0.25f : 0.75f) * ((row & 4) ? 0.25f : 0.75f);
+        s = s + w * xc[up[row * stride + f]];
+    }
+    return s;
+}
+
+// MG_COARSE_SWEEPS sweeps red → black and as many black → red by one block, synchronised
+// between colours (the coarsest level's solve from x = 0).
+__device__ __forceinline__ void block_coarse_sweeps(float* __restrict__ x, const float* __restrict__ b,
+                                                    const int* __restrict__ nbr, const float* __restrict__ diag,
+                                                    int stride, int m_red, int m)
+{
+    for (int pass = 0; pass < 4 * MG_COARSE_SWEEPS; ++pass) {
+        const int colour = (pass & 1) ^ (pass >= 2 * MG_COARSE_SWEEPS);  // forward red, black; backward black, red
+        const int lo = colour ? m_red : 0, hi = colour ? m : m_red;
+        for (int c = lo + threadIdx.x; c < hi; c += blockDim.x) x[c] = gs_value(x, b, nbr, diag, stride, c);
+        __syncthreads();
+    }
+}

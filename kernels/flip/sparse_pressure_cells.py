@@ -1,0 +1,75 @@
+"""The sparse pressure solve's set-up on the device in four launches (issue 24): the
+right-hand side, the cell types and the sealed-region labels that ``sparse_pressure``'s
+``pressure_rhs`` builds with CuPy array code (~4 ms at 8M particles on an H200, 2.5 ms of
+it the compaction and union-find of the labels), by the kernels of
+``cuda/flip_sparse_pressure_cells.cu``:
+
+  cells_rhs     b = −(h/Δt)·D on FLUID cells (seed 003 §8; D over the faces as the
+                projection sees them), "touches AIR", parent = self;
+  cells_hook    union-find over FLUID cells' +x, +y, +z FLUID links, straight on the flat
+                cells (no compaction), roots the lowest flat index of their component;
+  cells_label   each FLUID cell's root, and reach[root] for cells that touch AIR;
+  cells_sealed  the count of FLUID cells whose component reaches no AIR.
+
+One host read (the count) decides: no sealed region (the usual substep) and the result is
+(b, cell types, None, None); otherwise ``assemble`` pins each sealed region's lowest cell
+and makes b compatible as ``sparse_pressure.solver_cells`` / ``pressure_rhs`` do (the same
+values: b bit for bit, the kernels compiled without FMA contraction).
+
+``sparse_pressure.SETUP_KERNELS`` (``VOXFX_SPARSE_PRESSURE_CELLS``) picks this path on CuPy
+("fused") or the array code ("reference"). Host harness:
+tests/unit/test_cuda_sparse_pressure_cells_host.py; device: tests/gpu/test_flip_sparse_pressure_gpu.py.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..grid.launch import THREADS, Kernels
+from .grid import AIR, FLUID
+
+_K = Kernels("flip_sparse_pressure_cells.cu", ("--fmad=false",), THREADS,
+             defines={"CELL_AIR": AIR, "CELL_FLUID": FLUID})
+KERNELS = ("cells_rhs", "cells_hook", "cells_label", "cells_sealed")
+
+
+def assemble(grid, b, label, reach, sealed, xp):
+    """(b, kind, enclosed, labels) of ``sparse_pressure.pressure_rhs`` from the kernels'
+    outputs: *b* the raw right-hand side, *label* per cell its component's root (size off
+    FLUID), *reach* (size + 1 flags) the roots that touch AIR, *sealed* the count of FLUID
+    cells in sealed regions."""
+    from .sparse_pressure import _region_mean_removed
+
+    cell = grid["cell"]
+    kind = cell.copy()
+    if sealed == 0:
+        return b, kind, None, None
+    labels = label.astype(xp.int64)
+    enclosed = (cell == FLUID) & (reach[labels] == 0)
+    pins = enclosed & (labels == xp.arange(grid.size, dtype=labels.dtype))
+    kind[pins] = AIR
+    b = _region_mean_removed(b, enclosed, labels, xp)
+    b = xp.where(kind == FLUID, b, np.float32(0)).astype(xp.float32)
+    return b, kind, enclosed, labels
+
+
+def pressure_rhs(grid, dt):
+    """``sparse_pressure.pressure_rhs(grid, dt)`` on CuPy by the four kernels and one host
+    read; None where the grid's tables are not the kernels' (64-bit indices, no cells)."""
+    import cupy as cp
+
+    n = grid.size
+    if n == 0 or grid.nbr.dtype != cp.int32 or grid.nbr.shape != (6, n):
+        return None
+    u8 = [grid[name].astype(cp.uint8, copy=False) for name in ("cell", "solid", *grid.EXISTS)]
+    cell, solid, exists = u8[0], u8[1], u8[2:]
+    faces = [grid[name] for name in grid.FACES] + [grid["solid_" + name] for name in grid.FACES]
+    nbr = cp.ascontiguousarray(grid.nbr)
+    b, touch, parent = cp.empty(n, cp.float32), cp.empty(n, cp.uint8), cp.empty(n, cp.int32)
+    scale = np.float32(-grid.h / float(dt))  # as pressure_rhs: −(h/Δt) rounded to float32 once
+    _K.launch("cells_rhs", n, (cell, solid, *faces, *exists, nbr, np.int32(n), scale, b, touch, parent))
+    _K.launch("cells_hook", n, (cell, nbr, np.int32(n), parent))
+    label, reach, count = cp.empty(n, cp.int32), cp.zeros(n + 1, cp.uint8), cp.zeros(1, cp.int32)
+    _K.launch("cells_label", n, (cell, touch, np.int32(n), parent, label, reach))
+    _K.launch("cells_sealed", n, (cell, label, np.int32(n), reach, count))
+    return assemble(grid, b, label, reach, int(count.get()[0]), cp)  # the one host read

@@ -1,0 +1,126 @@
+"""The fused set-up kernels of the sparse pressure solve (cuda/flip_sparse_pressure_cells.cu)
+against the NumPy reference (sparse_pressure.pressure_rhs: boundary faces, face sums, the
+sealed-region labels by SciPy's connected components), on the host without a GPU: nvcc
+builds the kernels as host functions (one "thread" per block, atomics plain, no FMA
+contraction as the module is compiled) and a C++ driver launches them in
+sparse_pressure_cells.pressure_rhs's order; ``assemble`` then finishes on NumPy arrays.
+The device run is tests/gpu/test_flip_sparse_pressure_gpu.py."""
+
+import numpy as np
+import pytest
+
+from tests.unit.test_cuda_exact import _build
+from tests.unit.test_cuda_sparse_pressure_host import PREAMBLE
+from voxfx.kernels.flip import sparse_pressure, sparse_pressure_cells, sparse_transfer
+from voxfx.kernels.flip.grid import AIR, FLUID, SOLID
+from voxfx.kernels.flip.sparse_grid import SparseFlipGrid
+from voxfx.kernels.grid import GridSpec
+
+# Input: n, cell, solid (n each), u v w solid_u solid_v solid_w (n hex floats each),
+# exists_u exists_v exists_w (n each), nbr (6 × n), scale (hex). Output: b (n hex), touch
+# (n), label (n), reach (n + 1), the sealed count.
+HARNESS = PREAMBLE.replace('#include "flip_sparse_pressure.cu"', '#include "flip_sparse_pressure_cells.cu"') + r"""
+#define ONE_PER_ITEM(n, call) do { h_dim.x = 1; h_thread.x = 0; h_grid.x = (unsigned)(n); \
+    for (unsigned blk = 0; blk < (unsigned)(n); ++blk) { h_block.x = blk; call; } } while (0)
+static void read_bytes(std::vector<unsigned char>& v) {
+    for (auto& x : v) { int t; scanf("%d", &t); x = (unsigned char)t; }
+}
+static void read_floats(std::vector<float>& v) { for (auto& x : v) scanf("%a", &x); }
+int main() {
+    int n;
+    if (scanf("%d", &n) != 1) return 1;
+    std::vector<unsigned char> cell(n), solid(n), eu(n), ev(n), ew(n), touch(n, 7), reach(n + 1, 0);
+    std::vector<float> u(n), v(n), w(n), su(n), sv(n), sw(n), b(n, -7.0f);
+    read_bytes(cell); read_bytes(solid);
+    for (auto* f : {&u, &v, &w, &su, &sv, &sw}) read_floats(*f);
+    read_bytes(eu); read_bytes(ev); read_bytes(ew);
+    std::vector<int> nbr(6 * (size_t)n), parent(n, -7), label(n, -7);
+    for (auto& x : nbr) scanf("%d", &x);
+    float scale;
+    scanf("%a", &scale);
+    int count = 0;
+    ONE_PER_ITEM(n, cells_rhs(cell.data(), solid.data(), u.data(), v.data(), w.data(), su.data(), sv.data(), sw.data(),
+                              eu.data(), ev.data(), ew.data(), nbr.data(), n, scale, b.data(), touch.data(),
+                              parent.data()));
+    ONE_PER_ITEM(n, cells_hook(cell.data(), nbr.data(), n, parent.data()));
+    ONE_PER_ITEM(n, cells_label(cell.data(), touch.data(), n, parent.data(), label.data(), reach.data()));
+    ONE_PER_ITEM(n, cells_sealed(cell.data(), label.data(), n, reach.data(), &count));
+    for (float x : b) printf("%a\n", x);
+    for (auto x : touch) printf("%d\n", (int)x);
+    for (int x : label) printf("%d\n", x);
+    for (auto x : reach) printf("%d\n", (int)x);
+    printf("%d\n", count);
+    return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def cells_device(tmp_path_factory):
+    k = sparse_pressure_cells._K
+    defines = [f"#define {o[2:].replace('=', ' ', 1)}" for o in k.options if o.startswith("-D")]
+    return _build(tmp_path_factory, HARNESS.replace("// DEFINES", "\n".join(defines)))
+
+
+def _tank(sealed: bool, seed: int):
+    """A closed tank on bricks with walls, a moving obstacle, air, liquid and random face
+    velocities; *sealed*: random cell types over the whole box besides (many FLUID regions
+    that reach no AIR, walled in by SOLID cells, the box walls or each other)."""
+    rng = np.random.default_rng(seed)
+    spec = GridSpec((0.0, 0.0, 0.0), 0.1, (20, 12, 18))
+    up = np.asarray(spec.upper)
+    pos = np.concatenate([(rng.uniform(0.0, 0.4, (6000, 3)) * up), (rng.uniform(0.7, 0.95, (3000, 3)) * up)])
+    pos = pos.astype(np.float32)
+    g = SparseFlipGrid(spec, np, closed=True)
+    obstacle = np.array([(i, j, 2) for i in range(3, 7) for j in range(2, 5)])
+    g.update(pos, 3, obstacle=obstacle, obstacle_velocity=rng.normal(0.0, 0.5, obstacle.shape).astype(np.float32))
+    sparse_transfer.classify(g, pos)
+    n = g.size
+    for name in ("u", "v", "w"):
+        g[name] = rng.normal(0.0, 1.0, n).astype(np.float32)
+    if sealed:
+        g["cell"] = rng.choice(np.array([AIR, FLUID, SOLID], np.uint8), n, p=[0.04, 0.66, 0.30])
+    return g
+
+
+def _run(harness, g, dt):
+    n = g.size
+    lines = [str(n)] + [str(int(x)) for name in ("cell", "solid") for x in g[name]]
+    for name in ("u", "v", "w", "solid_u", "solid_v", "solid_w"):
+        lines += [float(x).hex() for x in g[name]]
+    lines += [str(int(x)) for name in g.EXISTS for x in g[name]]
+    lines += [str(int(x)) for x in g.nbr.ravel()]
+    lines.append(float(np.float32(-g.h / dt)).hex())
+    out = harness.raw(lines).split()
+    b = np.array([float.fromhex(x) for x in out[:n]], np.float32)
+    touch = np.array(out[n:2 * n], np.uint8)
+    label = np.array(out[2 * n:3 * n], np.int32)
+    reach = np.array(out[3 * n:4 * n + 1], np.uint8)
+    return b, touch, label, reach, int(out[4 * n + 1])
+
+
+@pytest.mark.parametrize("sealed", [False, True])
+def test_fused_setup_kernels_equal_pressure_rhs(cells_device, sealed):
+    g = _tank(sealed, seed=3 + sealed)
+    dt = 1 / 97
+    b, touch, label, reach, count = _run(cells_device, g, dt)
+    fluid = g["cell"] == FLUID
+    # the raw right-hand side, bit for bit
+    raw = np.where(fluid, sparse_pressure.face_sum(g, *sparse_pressure.boundary_faces(g)) * np.float32(-g.h / dt),
+                   np.float32(0)).astype(np.float32)
+    assert np.array_equal(b.view(np.uint32), raw.view(np.uint32))
+    # labels: the lowest flat index of each FLUID cell's component (SciPy's components)
+    assert np.array_equal(label.astype(np.int64), sparse_pressure.label_components(g, fluid))
+    nb = g.nbr
+    assert np.array_equal(touch != 0, fluid & ((nb < 0) | (g["cell"][np.maximum(nb, 0)] == AIR)).any(axis=0))
+    ref_b, ref_kind, ref_enclosed, ref_labels = sparse_pressure.pressure_rhs(g, dt)
+    assert count == (0 if ref_enclosed is None else int(ref_enclosed.sum()))
+    assert (count > 0) == sealed  # the random tank has sealed regions, the liquid one none
+    fb, kind, enclosed, labels = sparse_pressure_cells.assemble(g, b, label, reach, count, np)
+    assert np.array_equal(fb.view(np.uint32), ref_b.view(np.uint32))
+    assert np.array_equal(kind, ref_kind)
+    if sealed:
+        assert np.array_equal(enclosed, ref_enclosed) and np.array_equal(labels, ref_labels)
+        assert int((kind != g["cell"]).sum()) == len(np.unique(labels[enclosed]))  # one pin per sealed region
+    else:
+        assert enclosed is None and labels is None
