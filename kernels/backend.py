@@ -10,6 +10,7 @@ compile: ``set_kernel_cache`` / ``kernels.kernel_cache``.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import os
 import sys
@@ -300,11 +301,28 @@ def ensure_fits(nbytes: int, what: str, xp=None) -> None:
 _modules: dict = {}
 
 
+def headers_digest(include_dir: Path = CUDA_INCLUDE) -> str:
+    """SHA-256 over the names and bytes of every shared header (``*.cuh``) in *include_dir*.
+
+    CuPy keys its on-disk kernel cache on the source text and the options, not on the
+    files that source ``#include``s: after an update that changes only a header, a cached
+    binary built from the old header would be loaded. ``cuda_source`` therefore ends every
+    module with this digest, so a changed header is a changed key."""
+    h = hashlib.sha256()
+    for path in sorted(Path(include_dir).glob("*.cuh")):
+        h.update(path.name.encode("utf-8") + b"\0")
+        h.update(path.read_bytes())
+        h.update(b"\0")
+    return h.hexdigest()
+
+
 def cuda_source(filename: str) -> str:
+    """The text compiled for ``kernels/cuda/<filename>``: the file, then a comment with the
+    digest of the shared headers (``headers_digest``)."""
     path = CUDA_DIR / filename
     if not path.is_file():
         raise BackendError(f"CUDA source {filename} not found in {CUDA_DIR}")
-    return path.read_text(encoding="utf-8")
+    return path.read_text(encoding="utf-8") + f"\n// voxfx headers {headers_digest()}\n"
 
 
 def load_module(filename: str, options: tuple = ()):
