@@ -285,7 +285,7 @@ def _flip_job(context, f, cache_dir, frame_start, frame_end, resume):
         return {"poses": moved, "velocities": {o.name: tuple(o.voxfx_flip.initial_velocity) for o in inflows}}
 
     written, sim = yield from sim_bake.run(cache, plan, bake, lambda arrays: writers_of(arrays, spec, compact),
-                                        scene_inputs)
+                                           scene_inputs, background=scene.voxfx.write_while_simulating)
     particles, _, _ = attach_outputs(cache, frame_start, frame_end - frame_start + 1, f.particle_display,
                                      compact_points.SUFFIX if compact else ".ply")
     present(f, liquids, inflows, outflows, particles)
