@@ -12,6 +12,7 @@ density VDB written to the cache) it is ``guard.bake_estimate``, and *measured* 
 over the whole bake.
 
     /work/main/.venv/bin/python bench/memory.py [--quick] [--json out.json] [--max-res 256] [--bake-only]
+    /work/main/.venv/bin/python bench/memory.py --coverage-slabs
 
 Exits non-zero if any estimate/measured ratio falls outside [0.67, 1.5] (cases whose
 measured peak is below 32 MiB are shown but not judged: there the peak is interpreter
@@ -107,6 +108,59 @@ CHILD = textwrap.dedent(CHILD_SETUP + """
 """)
 
 
+# Coverage slabs alone (``coverage.coverage_slabs``, the 3-axis vote): RSS high-water mark
+# over the first *slabs* slabs of *layers* rows against ``coverage_slab_bytes``.
+COVERAGE_CHILD = textwrap.dedent(CHILD_SETUP + """
+    from voxfx.addon import scene_io
+    from voxfx.kernels.voxelize import coverage as C
+    from voxfx.kernels.voxelize.request import Request, grid_for
+
+    soup = scene_io.extract_triangles([obj], bpy.context.evaluated_depsgraph_get())
+    spec = grid_for(*soup.bounds, Request(mode="solid", resolution=case["res"]))
+    estimate = C.coverage_slab_bytes(spec, case["layers"], len(soup.vertices), len(soup.triangles), case["vote"],
+                                     xp=np)
+    import gc
+    gc.collect()
+    before = status()
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+    slabs = 0
+    for k0, k1, part in C.coverage_slabs(soup.vertices, soup.triangles, spec, layers=case["layers"],
+                                         vote=case["vote"], xp=np):
+        del part
+        slabs += 1
+        if slabs == case.get("slabs", 10 ** 9):
+            break
+    after = status()
+    print("RESULT", json.dumps({{"estimate": estimate, "measured": after["VmHWM"] - before["VmRSS"],
+                                "slabs": slabs, "grid": list(spec.shape)}}))
+""")
+
+
+def run_coverage_case(case: dict, timeout: float = 900) -> dict:
+    """*case*: shape, res, layers, vote, optionally slabs (the first ones only)."""
+    r = subprocess.run([sys.executable, "-c", COVERAGE_CHILD.format(root=str(ROOT)), json.dumps(case)],
+                       capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+    for line in r.stdout.splitlines():
+        if line.startswith("RESULT "):
+            return {**case, **json.loads(line[7:])}
+    raise RuntimeError(f"case {case} failed (rc {r.returncode}):\n{r.stdout[-2000:]}\n{r.stderr[-4000:]}")
+
+
+def coverage_rows() -> int:
+    """Suzanne 256 with the vote (she is open), slabs of 1 to 60 rows."""
+    print("coverage slabs (vote) | res | rows | slabs | estimate MiB | measured MiB | est/meas")
+    print("--- | --- | --- | --- | --- | --- | ---")
+    bad = 0
+    for layers in (1, 4, 14, 30, 60):
+        r = run_coverage_case({"shape": "suzanne", "res": 256, "layers": layers, "vote": True})
+        ratio = r["estimate"] / r["measured"]
+        bad += not LOW <= ratio <= HIGH
+        print(f"suzanne | 256 | {layers} | {r['slabs']} | {r['estimate'] / 2**20:.0f} | {r['measured'] / 2**20:.0f} | "
+              f"{ratio:.2f}", flush=True)
+    return bad
+
+
 def run_case(case: dict, timeout: float = 900) -> dict:
     """One case in a fresh subprocess; ``case["headroom"]`` (bytes) runs it under an
     RLIMIT_AS of the process's VmSize plus that much, set just before the job."""
@@ -160,7 +214,10 @@ def main(argv=None) -> int:
     ap.add_argument("--max-res", type=int, default=256)
     ap.add_argument("--json", type=Path)
     ap.add_argument("--bake-only", action="store_true", help="only the Bake Frames cases")
+    ap.add_argument("--coverage-slabs", action="store_true", help="only the coverage slab rows (vote)")
     args = ap.parse_args(argv)
+    if args.coverage_slabs:
+        return 1 if coverage_rows() else 0
     rows, bad = [], 0
     print("shape | outputs | mode | res | voxels set | estimate MiB | measured MiB | virtual MiB | est/meas")
     print("--- | --- | --- | --- | --- | --- | --- | --- | ---")
