@@ -13,6 +13,7 @@ over the whole bake.
 
     /work/main/.venv/bin/python bench/memory.py [--quick] [--json out.json] [--max-res 256] [--bake-only]
     /work/main/.venv/bin/python bench/memory.py --coverage-slabs
+    /work/main/.venv/bin/python bench/memory.py --art
 
 Exits non-zero if any estimate/measured ratio falls outside [0.67, 1.5] (cases whose
 measured peak is below 32 MiB are shown but not judged: there the peak is interpreter
@@ -161,6 +162,108 @@ def coverage_rows() -> int:
     return bad
 
 
+def art_rows() -> dict:
+    """Per-item host bytes of the voxel art on split results (``split_plan``'s ART_*,
+    GREEDY_*, FACE_COLOR_*, HISTOGRAM_* and TEXTURE_PER_CANDIDATE), traced with
+    tracemalloc in this process: a solid sphere at 200³ in 20-row slabs with random
+    colours (no face merges: the most runs), 2M distinct colours in 8 parts, and texture
+    colours of 2^16–2^19 voxels on a 79k-triangle mesh of shared vertices (valence 6)."""
+    import tracemalloc
+
+    import numpy as np
+
+    sys.path.insert(0, str(ROOT))
+    from tools.package import load
+
+    load()
+    from voxfx.kernels.grid import GridSpec, bitgrid
+    from voxfx.kernels.voxelize.art_outputs import labels, slab_exposed_faces
+    from voxfx.kernels.voxelize.greedy import GreedyBuilder
+    from voxfx.kernels.voxelize.palette import ColorHistogram
+    from voxfx.kernels.voxelize.texture import _CHUNK, TexturedMesh
+
+    def traced(fn):
+        tracemalloc.start()
+        tracemalloc.reset_peak()
+        start = tracemalloc.get_traced_memory()[0]
+        value = fn()
+        now, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        return value, now - start, peak - start
+
+    rng = np.random.default_rng(0)
+    r = 200
+    spec = GridSpec((0.0, 0.0, 0.0), 1.0 / r, (r, r, r))
+    z, y, x = np.mgrid[0:r, 0:r, 0:r]
+    inside = ((x - r / 2 + 0.5) ** 2 + (y - r / 2 + 0.5) ** 2 + (z - r / 2 + 0.5) ** 2) < (0.45 * r) ** 2
+    bits = bitgrid.pack(inside)
+    slabs = []
+    for k0 in range(0, r, 20):
+        n = int(inside[k0:k0 + 20].sum())
+        rgba = rng.random((n, 4)).astype(np.float32)
+        slabs.append((rgba, labels(np.zeros(n, np.int64), rgba), list(slab_exposed_faces(bits, spec, k0, k0 + 20))))
+    del x, y, z, inside
+    F = sum(len(rank) for _, _, faces in slabs for _, _, rank in faces)
+
+    def greedy():
+        builder, base = GreedyBuilder(spec), 0
+        for rgba, label, faces in slabs:
+            for d, ijk, rank in faces:
+                builder.add(d, ijk, label[rank], rank + base, rgba[rank])
+            base += len(rgba)
+        return builder
+
+    builder, kept, _ = traced(greedy)
+    _, _, finish = traced(builder.finish)
+
+    def face_colors():
+        parts, directions = [], []
+        for rgba, _, faces in slabs:
+            for d, _, rank in faces:
+                parts.append(rgba[rank])
+                directions.append(np.full(len(rank), d, np.int8))
+        return np.concatenate(parts)[np.argsort(np.concatenate(directions), kind="stable")]
+
+    _, face_kept, face_peak = traced(face_colors)
+    colors = rng.random((1 << 21, 4)).astype(np.float32)
+
+    def histogram():
+        h = ColorHistogram()
+        for part in np.array_split(colors, 8):
+            h.add(part)
+        return h
+
+    h, hist_kept, hist_peak = traced(histogram)
+    K = len(h.keys)
+    m = 200
+    yy, xx = np.mgrid[0:m, 0:m]
+    verts = np.stack([xx.ravel() / m, yy.ravel() / m, 0.1 * np.sin(xx.ravel() / 7.0)], 1).astype(np.float32)
+    idx = (yy * m + xx)[:-1, :-1].ravel()
+    tris = np.concatenate([np.stack([idx, idx + 1, idx + m + 1], 1), np.stack([idx, idx + m + 1, idx + m], 1)])
+    t = len(tris)
+    candidates = 1 + np.bincount(tris.ravel())[tris].sum(1).mean()
+    textured = TexturedMesh(verts, tris, rng.random((t, 3, 2)).astype(np.float32), np.zeros(t, np.int32),
+                            [rng.random((64, 64, 4)).astype(np.float32)])
+    tspec = GridSpec((0.0, 0.0, 0.0), 1.0 / 256, (256, 256, 64))
+    texture = {}
+    for n in (1 << 16, 1 << 18, 1 << 19):
+        args = (tspec, rng.integers(0, 64, (n, 3)).astype(np.int64), rng.integers(0, t, n),
+                rng.random((n, 4)).astype(np.float32))
+        texture[n] = traced(lambda args=args: textured.recolor(*args, xp=np))[2]
+    per_voxel = (texture[1 << 19] - texture[1 << 18]) / (1 << 18)  # the second block reuses the first's room
+    per_candidate = (texture[1 << 18] - per_voxel * (1 << 18)) / (candidates * min(1 << 18, _CHUNK))
+    rows = {"faces": F, "greedy kept B/face": kept / F, "greedy finish B/face beyond kept": finish / F,
+            "face colours kept B/face": face_kept / F, "face colours peak B/face": face_peak / F,
+            "histogram colours": K, "histogram kept B/colour": hist_kept / K, "histogram peak B/colour": hist_peak / K,
+            "texture candidates/voxel": candidates, "texture B/voxel": per_voxel,
+            "texture B/candidate": per_candidate}
+    print("voxel art item | measured")
+    print("--- | ---")
+    for k, v in rows.items():
+        print(f"{k} | {v:,.1f}")
+    return rows
+
+
 def run_case(case: dict, timeout: float = 900) -> dict:
     """One case in a fresh subprocess; ``case["headroom"]`` (bytes) runs it under an
     RLIMIT_AS of the process's VmSize plus that much, set just before the job."""
@@ -215,9 +318,13 @@ def main(argv=None) -> int:
     ap.add_argument("--json", type=Path)
     ap.add_argument("--bake-only", action="store_true", help="only the Bake Frames cases")
     ap.add_argument("--coverage-slabs", action="store_true", help="only the coverage slab rows (vote)")
+    ap.add_argument("--art", action="store_true", help="only the voxel art's per-item bytes (split_plan constants)")
     args = ap.parse_args(argv)
     if args.coverage_slabs:
         return 1 if coverage_rows() else 0
+    if args.art:
+        art_rows()
+        return 0
     rows, bad = [], 0
     print("shape | outputs | mode | res | voxels set | estimate MiB | measured MiB | virtual MiB | est/meas")
     print("--- | --- | --- | --- | --- | --- | --- | --- | ---")

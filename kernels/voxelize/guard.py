@@ -100,6 +100,13 @@ def peak_estimate(spec, request, n_vertices, n_triangles, vote, voxels=None, fac
         kept += 60 * F
     if "vox" in outs:
         stages["vox"] = live + kept + coords + VOX_PER_VOXEL * N
+    art = getattr(request, "art", None)  # voxel art (split_plan.ArtCost), after the outputs' arrays
+    if art is not None and art.colors and outs & {"blocks", "vox", "points"}:
+        from .slab_outputs import block_output_bytes
+        from .split_plan import art_whole_bytes
+
+        F = int(faces if faces is not None else blocks_mod.max_face_count(spec, N)) if "blocks" in outs else 0
+        stages["art"] = live + kept + block_output_bytes(F)[0] + art_whole_bytes(art, N, F)
     parts.update(stages)
     parts["total"] = int(BASE_BYTES + W + max([kernel] + list(stages.values())))
     return parts
