@@ -162,6 +162,7 @@ class ArtCost:
     def of(cls, settings, outputs, triangles) -> "ArtCost":
         """From ``art_outputs.ArtSettings``, the request's *outputs* and the group's
         *triangles* (their vertices' valences set the texture lookup's candidates)."""
+        from .. import backend
         from .art_outputs import face_colors_wanted
 
         greedy = bool(settings.greedy) and "blocks" in outputs
@@ -171,7 +172,7 @@ class ArtCost:
         # colours per owner triangle (attribute mean or material) unless textured
         most = TEXTURE_COLORS if texture else len(triangles) + 1
         candidates = 0.0
-        if texture and len(triangles):
+        if texture and len(triangles) and backend.xp() is np:  # on a GPU the lookup is one kernel, per voxel
             tris = np.asarray(triangles).astype(np.int64, copy=False)
             valence = np.bincount(tris.ravel())
             candidates = 1.0 + float(valence[tris].sum(axis=1).mean())
@@ -214,12 +215,14 @@ def art_bytes(art: "ArtCost | None", voxels: int, n_slab: int, faces: int, f_sla
 
 def art_whole_bytes(art: "ArtCost | None", voxels: int, faces: int) -> int:
     """Host bytes of the voxel art of an unsplit group (``voxel_art.apply``, beside the
-    group's arrays): the colours, then in turn the texture colours (owners of the whole
-    grid, then ``recolor``), the merged faces (labels and ``greedy_faces``) and the .vox
-    palette (``quantize``: one histogram of every voxel's colour); the face colour stays."""
+    group's arrays) beyond what the guard's fitted output constants hold: the texture
+    colours (owners of the whole grid, then ``recolor``) and the merged faces (labels and
+    ``greedy_faces``), in turn, beside the colours. (The .vox palette's ``quantize`` and
+    the face colour of Points/.vox with Blocks were in the jobs ``bench/memory.py``
+    fitted VOX_PER_VOXEL and BLOCKS_PER_FACE on; texture colours and merging were not.)"""
     from .guard import ATTR_PER_VOXEL
 
-    if art is None or not art.colors:
+    if art is None or not (art.texture or art.greedy):
         return 0
     N, F = int(voxels), int(faces)
     stages = [0]
@@ -227,10 +230,7 @@ def art_whole_bytes(art: "ArtCost | None", voxels: int, faces: int) -> int:
         stages.append(max(ATTR_PER_VOXEL * N, art.texture_bytes(N)))
     if art.greedy:
         stages.append(8 * N + (GREEDY_KEPT_PER_FACE + GREEDY_ADD_PER_FACE + GREEDY_FINISH_PER_FACE) * F)
-    if art.histogram:
-        stages.append(HISTOGRAM_MERGE * N)
-    face = FACE_COLOR_KEPT * F if art.greedy or art.face_colors else 0
-    return int(ART_RGBA_PER_VOXEL * N + face + max(stages))
+    return int(ART_RGBA_PER_VOXEL * N + FACE_COLOR_KEPT * F + max(stages))
 
 
 def attributes_splittable(request) -> bool:
