@@ -171,12 +171,13 @@ def _bounds(positions):
 
 
 # The device encoder's own arrays per particle (``encode`` on CuPy, a liquid frame with its
-# velocity): the cell keys (4; 8 above 2³¹ cells) and fractions (4) through the sort, the
-# argsort's order (8) and CuPy's sort scratch (a key copy and int64 indices, ~12), the
-# sorted keys (4) and first-of-cell flags (1), per occupied cell (≤ 1 per particle, ~1/8
-# in a liquid) its start, key, count and their deltas (8 + 8 + 4 + 8), the velocity as
-# half floats (6), the raw block (4 + 6 per particle, 12 per cell) and the gathered
-# column being written (4): 33 B at 8 particles a cell, 61 B at one; 50 B between.
+# velocity and size): the cell keys (4; 8 above 2³¹ cells) and fractions (4) through the
+# sort, the argsort's order (8) and CuPy's sort scratch (a key copy and int64 indices,
+# ~12), the sorted keys (4) and first-of-cell flags (1), per occupied cell (≤ 1 per
+# particle, ~1/8 in a liquid) its start, key, count and their deltas (8 + 8 + 4 + 8), the
+# velocity and size as half floats (8), the raw block (4 + 8 per particle, 12 per cell)
+# and the gathered column being written (4): about 37 B at 8 particles a cell, 65 B at
+# one; 50 B between (``tests/gpu/test_encoder_memory_gpu.py`` measures it).
 ENCODER_BYTES_PER_PARTICLE = 50
 # ``_quantize``'s transients for one DEVICE_CHUNK: float64 steps, their int64 floor, the
 # cells, the key's int64 products and the packed fractions (about 150 B a particle).
