@@ -88,7 +88,7 @@ def kernel_settings(f, scene) -> FlipSettings:
 def bake_memory_need(spec, particles: int, f, compact: bool, xp=None) -> int:
     """Peak bytes of the liquid bake (``memory_need``: dense or sparse) on the device of
     *xp* (default: the backend's); a GPU bake writing Compact frames also encodes each
-    frame on the device (``compact_points.device_encoder_bytes``, ~50 B a particle) beside
+    frame on the device (``compact_points.device_encoder_bytes``, ~60 B a particle) beside
     the simulation's state."""
     from ...kernels.flip.sparse_memory import sparse_flip_memory
     from ...kernels.flip.sim import flip_memory

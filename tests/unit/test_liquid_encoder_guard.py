@@ -1,5 +1,5 @@
 """The liquid GPU guard counts the device encoder of Compact frames (issue 21 §6, issue
-17's GPU encode path): ~50 bytes a particle beside the simulation's state, between steps.
+17's GPU encode path): ~60 bytes a particle beside the simulation's state, between steps.
 The device peak itself is measured by ``tests/gpu/test_encoder_memory_gpu.py``; here the
 count is checked on the NumPy encoder (the same arrays, smaller quantize chunks) and the
 guard's combination of stages."""
@@ -44,8 +44,8 @@ def test_device_encoder_bytes_grow_with_the_frame():
     assert compact_points.device_encoder_bytes(0) == 0
     small, big = compact_points.device_encoder_bytes(1000), compact_points.device_encoder_bytes(8_000_000)
     assert small == 1000 * (compact_points.ENCODER_BYTES_PER_PARTICLE + compact_points.QUANTIZE_BYTES_PER_PARTICLE)
-    # 8M particles: 50 B each plus one 1M-particle quantize chunk
-    assert big == 8_000_000 * 50 + compact_points.QUANTIZE_BYTES_PER_PARTICLE * compact_points.DEVICE_CHUNK
+    # 8M particles: 60 B each plus one 1M-particle quantize chunk
+    assert big == 8_000_000 * 60 + compact_points.QUANTIZE_BYTES_PER_PARTICLE * compact_points.DEVICE_CHUNK
 
 
 def test_guard_counts_the_encoder_beside_the_state():
