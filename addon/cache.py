@@ -24,7 +24,8 @@ checkpoint the same way; only then is the frame recorded in the manifest (itself
 written atomically), and only after that are checkpoints no longer kept removed. A kill
 or an I/O error at any instant therefore leaves a manifest whose every frame is whole
 and a checkpoint for its last frame: the next bake resumes there and re-bakes at most
-the frame in flight. A frame is done only when its files have the recorded size and
+the frame in flight (with ``cache_writer.FrameWriter``, the frame being written and the
+frame being simulated meanwhile). A frame is done only when its files have the recorded size and
 checksum (``verify_frame``); a damaged frame is re-baked from the nearest checkpoint
 before it (one is kept every ``checkpoint_every`` frames, plus the latest; with 0, the
 latest only, and a repair before it simulates again from the first frame).

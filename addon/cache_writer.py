@@ -8,7 +8,11 @@ kept, because it is the cache's own: a frame's files are made durable, then its 
 and only then is it recorded in the manifest. Frames are written one after another, in
 order: ``write`` first waits for the frame before (the queue holds one frame), so the
 manifest never records frame N + 1 before frame N and a kill at any instant loses at
-most the frames not yet recorded, which the next Bake re-bakes.
+most the frames not yet recorded, which the next Bake re-bakes: the frame being written
+and the frame simulated meanwhile, two frames of work where the synchronous
+``BakeCache.write_frame`` loses one (the scene's Write While Simulating chooses; the
+liquid's grid velocity, which its frame files need, is not in its checkpoint, so a
+frame cannot be re-written from its state alone without re-simulating it).
 
 Writers that use ``bpy`` (marked ``cache.on_main_thread``) run in ``write``, on the
 bake's thread (``BakeCache.start_frame``). An error in the writer thread (a full disk:

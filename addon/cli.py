@@ -341,11 +341,16 @@ def _cache_format_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cache-format", choices=sorted(CACHE_FORMATS),
                    help="particles as compact .vxp frames (under 8 bytes each) or PLY files other tools read "
                         "(default: the scene setting)")
+    p.add_argument("--write-while-simulating", choices=["on", "off"],
+                   help="write each frame's files while the next frame is simulated (faster; a kill then costs "
+                        "up to two frames of work instead of one; default: the scene setting)")
 
 
 def _set_cache_format(args, scene) -> None:
     if args.cache_format:
         scene.voxfx.cache_format = CACHE_FORMATS[args.cache_format]
+    if args.write_while_simulating:
+        scene.voxfx.write_while_simulating = args.write_while_simulating == "on"
 
 
 def _snow_run(args) -> int:

@@ -170,6 +170,37 @@ def _bounds(positions):
     return low.astype(np.float64), high.astype(np.float64)
 
 
+# The device encoder's own arrays per particle (``encode`` on CuPy, a liquid frame with its
+# velocity and size): the cell keys (4; 8 above 2³¹ cells) and fractions (4) through the
+# sort, the argsort's order (8) and CuPy's sort scratch (a key copy and int64 indices,
+# ~12), the sorted keys (4) and first-of-cell flags (1), per occupied cell (≤ 1 per
+# particle, ~1/8 in a liquid) its start, key, count and their deltas (8 + 8 + 4 + 8), the
+# velocity and size as half floats (8), the raw block (4 + 8 per particle, 12 per cell)
+# and the gathered column being written (4): about 37 B at 8 particles a cell, 65 B at
+# one. The NumPy encoder, the same arrays but CuPy's sort scratch, traces 50.7 B at 8 and
+# 69.2 B at one (tests/unit/test_liquid_encoder_guard.py); counted as 60
+# (``tests/gpu/test_encoder_memory_gpu.py`` measures the device).
+ENCODER_BYTES_PER_PARTICLE = 60
+# ``_quantize``'s transients for one DEVICE_CHUNK: float64 steps, their int64 floor, the
+# cells, the key's int64 products and the packed fractions (about 150 B a particle).
+QUANTIZE_BYTES_PER_PARTICLE = 150
+
+
+def device_encoder_bytes(particles: int) -> int:
+    """Peak device bytes of ``encode`` for a frame of *particles* on the GPU, beyond the
+    particles themselves (the simulation's own arrays)."""
+    n = max(0, int(particles))
+    return ENCODER_BYTES_PER_PARTICLE * n + QUANTIZE_BYTES_PER_PARTICLE * min(n, DEVICE_CHUNK)
+
+
+def with_device_encoder(stages: dict, particles: int) -> int:
+    """The peak of a GPU bake whose frames are encoded on the device: its estimate's
+    largest stage (*stages*: ``flip_memory(..., parts=True)`` or the sparse one, with
+    ``state`` and ``total``) or the encoder beside the simulation's state, whichever is
+    larger (the encoder runs between steps, when only the state is alive)."""
+    return int(max(stages["total"], stages["state"] + device_encoder_bytes(particles)))
+
+
 def encode_here(positions, attributes=None, *, cell: float) -> bytes:
     """``encode`` where the arrays are (a GPU bake's on the device: only the raw block
     comes back); a device that cannot spare the encoder's memory (about 50 bytes a

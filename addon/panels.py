@@ -25,6 +25,7 @@ class VOXFX_PT_system(bpy.types.Panel):
             row.prop(settings, "cache_directory")
             row.operator("voxfx.cache_reveal", text="", icon="FILE_FOLDER")
             layout.prop(settings, "checkpoint_every")
+            layout.prop(settings, "write_while_simulating")
             layout.prop(settings, "cache_format")
 
 

@@ -230,6 +230,12 @@ class VoxFXSceneSettings(bpy.types.PropertyGroup):
         "frame or a re-bake from frame N restarts near N instead of at the first frame. 0 keeps only the "
         "last complete frame's state (least disk; a repair then simulates again from the first frame)",
         default=10, min=0, max=10000)
+    write_while_simulating: bpy.props.BoolProperty(
+        name="Write While Simulating",
+        description="Write each baked frame's files on a thread of their own while the next frame is simulated "
+        "(faster bakes). A crash or kill then costs at most two frames of work, the frame being written and the "
+        "frame being simulated; off, at most the frame in flight. Recorded frames are never lost either way",
+        default=True)
     cache_format: bpy.props.EnumProperty(
         name="Cache Format",
         description="How liquid particles and snow flakes are stored per frame",

@@ -47,7 +47,10 @@ def simulate(cache: BakeCache, plan: ResumePlan, make_sim: Callable[..., object]
     With *background* the files are written on a writer thread while the next frame is
     simulated (``cache_writer.FrameWriter``: one frame in flight, recorded in order); the
     frames are all recorded when this returns, and a cancel or error waits for the frame
-    in flight.
+    in flight. What a kill costs (never a recorded frame): with *background* at most two
+    frames of work, the frame being written and the frame being simulated; without, at
+    most the frame in flight (simulated or being written), as the next frame only starts
+    once this one is recorded.
     """
     if not plan.todo:
         sim = yield Kernel(make_sim, "setting up", 0.0, 1.0)
@@ -113,14 +116,15 @@ def _frames(cache, plan, sim, at, make_sim, advance, writers, write, first_frame
 
 
 def run(cache: BakeCache, plan: ResumePlan, bake, writers: Callable[[dict], dict],
-        scene_inputs: Callable[[int], dict] | None = None):
+        scene_inputs: Callable[[int], dict] | None = None, *, background: bool = True):
     """Job generator: the frames of *plan* from the kernel-side *bake* (its
     ``new_simulation(progress)``, ``step(sim, frame, progress=, **inputs)``,
     ``outputs(sim, progress)`` and ``first_frame_is_initial``), through ``simulate``.
     *writers(arrays)*: the frame's file writers (suffix → write(path)) from ``outputs``;
     *scene_inputs(frame)*: keyword arguments of ``step`` read from the scene on the main
-    thread before the step (None: the step needs nothing from the scene). Returns
-    (frames written, the simulation)."""
+    thread before the step (None: the step needs nothing from the scene); *background*:
+    the scene's Write While Simulating (``simulate``). Returns (frames written, the
+    simulation)."""
 
     def advance(sim, frame):
         inputs = scene_inputs(frame) if scene_inputs is not None else {}
@@ -130,7 +134,7 @@ def run(cache: BakeCache, plan: ResumePlan, bake, writers: Callable[[dict], dict
         return writers(bake.outputs(sim, progress))
 
     return (yield from simulate(cache, plan, bake.new_simulation, advance, frame_writers,
-                                first_frame_is_initial=bake.first_frame_is_initial))
+                                first_frame_is_initial=bake.first_frame_is_initial, background=background))
 
 
 def summary(written: list[int], plan: ResumePlan) -> str:

@@ -12,6 +12,8 @@ density VDB written to the cache) it is ``guard.bake_estimate``, and *measured* 
 over the whole bake.
 
     /work/main/.venv/bin/python bench/memory.py [--quick] [--json out.json] [--max-res 256] [--bake-only]
+    /work/main/.venv/bin/python bench/memory.py --coverage-slabs
+    /work/main/.venv/bin/python bench/memory.py --art
 
 Exits non-zero if any estimate/measured ratio falls outside [0.67, 1.5] (cases whose
 measured peak is below 32 MiB are shown but not judged: there the peak is interpreter
@@ -107,6 +109,161 @@ CHILD = textwrap.dedent(CHILD_SETUP + """
 """)
 
 
+# Coverage slabs alone (``coverage.coverage_slabs``, the 3-axis vote): RSS high-water mark
+# over the first *slabs* slabs of *layers* rows against ``coverage_slab_bytes``.
+COVERAGE_CHILD = textwrap.dedent(CHILD_SETUP + """
+    from voxfx.addon import scene_io
+    from voxfx.kernels.voxelize import coverage as C
+    from voxfx.kernels.voxelize.request import Request, grid_for
+
+    soup = scene_io.extract_triangles([obj], bpy.context.evaluated_depsgraph_get())
+    spec = grid_for(*soup.bounds, Request(mode="solid", resolution=case["res"]))
+    estimate = C.coverage_slab_bytes(spec, case["layers"], len(soup.vertices), len(soup.triangles), case["vote"],
+                                     xp=np)
+    import gc
+    gc.collect()
+    before = status()
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+    slabs = 0
+    for k0, k1, part in C.coverage_slabs(soup.vertices, soup.triangles, spec, layers=case["layers"],
+                                         vote=case["vote"], xp=np):
+        del part
+        slabs += 1
+        if slabs == case.get("slabs", 10 ** 9):
+            break
+    after = status()
+    print("RESULT", json.dumps({{"estimate": estimate, "measured": after["VmHWM"] - before["VmRSS"],
+                                "slabs": slabs, "grid": list(spec.shape)}}))
+""")
+
+
+def run_coverage_case(case: dict, timeout: float = 900) -> dict:
+    """*case*: shape, res, layers, vote, optionally slabs (the first ones only)."""
+    r = subprocess.run([sys.executable, "-c", COVERAGE_CHILD.format(root=str(ROOT)), json.dumps(case)],
+                       capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+    for line in r.stdout.splitlines():
+        if line.startswith("RESULT "):
+            return {**case, **json.loads(line[7:])}
+    raise RuntimeError(f"case {case} failed (rc {r.returncode}):\n{r.stdout[-2000:]}\n{r.stderr[-4000:]}")
+
+
+def coverage_rows() -> int:
+    """Suzanne 256 with the vote (she is open), slabs of 1 to 60 rows."""
+    print("coverage slabs (vote) | res | rows | slabs | estimate MiB | measured MiB | est/meas")
+    print("--- | --- | --- | --- | --- | --- | ---")
+    bad = 0
+    for layers in (1, 4, 14, 30, 60):
+        r = run_coverage_case({"shape": "suzanne", "res": 256, "layers": layers, "vote": True})
+        ratio = r["estimate"] / r["measured"]
+        bad += not LOW <= ratio <= HIGH
+        print(f"suzanne | 256 | {layers} | {r['slabs']} | {r['estimate'] / 2**20:.0f} | {r['measured'] / 2**20:.0f} | "
+              f"{ratio:.2f}", flush=True)
+    return bad
+
+
+def art_rows() -> dict:
+    """Per-item host bytes of the voxel art on split results (``split_plan``'s ART_*,
+    GREEDY_*, FACE_COLOR_*, HISTOGRAM_* and TEXTURE_PER_CANDIDATE), traced with
+    tracemalloc in this process: a solid sphere at 200³ in 20-row slabs with random
+    colours (no face merges: the most runs), 2M distinct colours in 8 parts, and texture
+    colours of 2^16–2^19 voxels on a 79k-triangle mesh of shared vertices (valence 6)."""
+    import tracemalloc
+
+    import numpy as np
+
+    sys.path.insert(0, str(ROOT))
+    from tools.package import load
+
+    load()
+    from voxfx.kernels.grid import GridSpec, bitgrid
+    from voxfx.kernels.voxelize.art_outputs import labels, slab_exposed_faces
+    from voxfx.kernels.voxelize.greedy import GreedyBuilder
+    from voxfx.kernels.voxelize.palette import ColorHistogram
+    from voxfx.kernels.voxelize.texture import _CHUNK, TexturedMesh
+
+    def traced(fn):
+        tracemalloc.start()
+        tracemalloc.reset_peak()
+        start = tracemalloc.get_traced_memory()[0]
+        value = fn()
+        now, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        return value, now - start, peak - start
+
+    rng = np.random.default_rng(0)
+    r = 200
+    spec = GridSpec((0.0, 0.0, 0.0), 1.0 / r, (r, r, r))
+    z, y, x = np.mgrid[0:r, 0:r, 0:r]
+    inside = ((x - r / 2 + 0.5) ** 2 + (y - r / 2 + 0.5) ** 2 + (z - r / 2 + 0.5) ** 2) < (0.45 * r) ** 2
+    bits = bitgrid.pack(inside)
+    slabs = []
+    for k0 in range(0, r, 20):
+        n = int(inside[k0:k0 + 20].sum())
+        rgba = rng.random((n, 4)).astype(np.float32)
+        slabs.append((rgba, labels(np.zeros(n, np.int64), rgba), list(slab_exposed_faces(bits, spec, k0, k0 + 20))))
+    del x, y, z, inside
+    F = sum(len(rank) for _, _, faces in slabs for _, _, rank in faces)
+
+    def greedy():
+        builder, base = GreedyBuilder(spec), 0
+        for rgba, label, faces in slabs:
+            for d, ijk, rank in faces:
+                builder.add(d, ijk, label[rank], rank + base, rgba[rank])
+            base += len(rgba)
+        return builder
+
+    builder, kept, _ = traced(greedy)
+    _, _, finish = traced(builder.finish)
+
+    def face_colors():
+        parts, directions = [], []
+        for rgba, _, faces in slabs:
+            for d, _, rank in faces:
+                parts.append(rgba[rank])
+                directions.append(np.full(len(rank), d, np.int8))
+        return np.concatenate(parts)[np.argsort(np.concatenate(directions), kind="stable")]
+
+    _, face_kept, face_peak = traced(face_colors)
+    colors = rng.random((1 << 21, 4)).astype(np.float32)
+
+    def histogram():
+        h = ColorHistogram()
+        for part in np.array_split(colors, 8):
+            h.add(part)
+        return h
+
+    h, hist_kept, hist_peak = traced(histogram)
+    K = len(h.keys)
+    m = 200
+    yy, xx = np.mgrid[0:m, 0:m]
+    verts = np.stack([xx.ravel() / m, yy.ravel() / m, 0.1 * np.sin(xx.ravel() / 7.0)], 1).astype(np.float32)
+    idx = (yy * m + xx)[:-1, :-1].ravel()
+    tris = np.concatenate([np.stack([idx, idx + 1, idx + m + 1], 1), np.stack([idx, idx + m + 1, idx + m], 1)])
+    t = len(tris)
+    candidates = 1 + np.bincount(tris.ravel())[tris].sum(1).mean()
+    textured = TexturedMesh(verts, tris, rng.random((t, 3, 2)).astype(np.float32), np.zeros(t, np.int32),
+                            [rng.random((64, 64, 4)).astype(np.float32)])
+    tspec = GridSpec((0.0, 0.0, 0.0), 1.0 / 256, (256, 256, 64))
+    texture = {}
+    for n in (1 << 16, 1 << 18, 1 << 19):
+        args = (tspec, rng.integers(0, 64, (n, 3)).astype(np.int64), rng.integers(0, t, n),
+                rng.random((n, 4)).astype(np.float32))
+        texture[n] = traced(lambda args=args: textured.recolor(*args, xp=np))[2]
+    per_voxel = (texture[1 << 19] - texture[1 << 18]) / (1 << 18)  # the second block reuses the first's room
+    per_candidate = (texture[1 << 18] - per_voxel * (1 << 18)) / (candidates * min(1 << 18, _CHUNK))
+    rows = {"faces": F, "greedy kept B/face": kept / F, "greedy finish B/face beyond kept": finish / F,
+            "face colours kept B/face": face_kept / F, "face colours peak B/face": face_peak / F,
+            "histogram colours": K, "histogram kept B/colour": hist_kept / K, "histogram peak B/colour": hist_peak / K,
+            "texture candidates/voxel": candidates, "texture B/voxel": per_voxel,
+            "texture B/candidate": per_candidate}
+    print("voxel art item | measured")
+    print("--- | ---")
+    for k, v in rows.items():
+        print(f"{k} | {v:,.1f}")
+    return rows
+
+
 def run_case(case: dict, timeout: float = 900) -> dict:
     """One case in a fresh subprocess; ``case["headroom"]`` (bytes) runs it under an
     RLIMIT_AS of the process's VmSize plus that much, set just before the job."""
@@ -160,7 +317,14 @@ def main(argv=None) -> int:
     ap.add_argument("--max-res", type=int, default=256)
     ap.add_argument("--json", type=Path)
     ap.add_argument("--bake-only", action="store_true", help="only the Bake Frames cases")
+    ap.add_argument("--coverage-slabs", action="store_true", help="only the coverage slab rows (vote)")
+    ap.add_argument("--art", action="store_true", help="only the voxel art's per-item bytes (split_plan constants)")
     args = ap.parse_args(argv)
+    if args.coverage_slabs:
+        return 1 if coverage_rows() else 0
+    if args.art:
+        art_rows()
+        return 0
     rows, bad = [], 0
     print("shape | outputs | mode | res | voxels set | estimate MiB | measured MiB | virtual MiB | est/meas")
     print("--- | --- | --- | --- | --- | --- | --- | --- | ---")

@@ -2,7 +2,9 @@
 voxelized slab by slab, or the Block mesh / MagicaVoxel attributes computed slab by slab.
 
 Each case runs in a fresh headless-Blender (bpy) subprocess: a 1 m cube (or Suzanne,
-optionally with *materials* alternating over its faces), the operator's job
+optionally with *materials* alternating over its faces, or voxel art: *texture* colours
+from an image, *greedy* Merge Block Faces; *old_plan* plans the split without the art's
+bytes, as before they were counted), the operator's job
 (``voxelize_job``) with the given *outputs* (default Volume), under ``RLIMIT_AS`` =
 *limit* (absolute, bytes) or VmSize + *headroom*, set just before the job. Optionally the
 same job first runs without a limit (*unsplit*), for the test that compares the two VDB
@@ -36,6 +38,23 @@ CHILD = textwrap.dedent(CHILD_SETUP + """
         obj.data.materials.append(mat)
     for poly in obj.data.polygons if case.get("materials") else ():
         poly.material_index = poly.index % case["materials"]
+
+    if case.get("texture"):  # voxel art: texture colours from an image on the object's UVs
+        image = bpy.data.images.new("noise", 128, 128, alpha=True)
+        image.pixels.foreach_set(np.random.default_rng(5).random(128 * 128 * 4).astype(np.float32))
+        mat = bpy.data.materials.new("Textured")
+        if mat.node_tree is None:
+            mat.use_nodes = True
+        tex = mat.node_tree.nodes.new("ShaderNodeTexImage")
+        tex.image = image
+        bsdf = next(n for n in mat.node_tree.nodes if n.type == "BSDF_PRINCIPLED")
+        mat.node_tree.links.new(tex.outputs["Color"], bsdf.inputs["Base Color"])
+        obj.data.materials.clear()
+        obj.data.materials.append(mat)
+        bpy.context.scene.voxfx.voxelize.color_source = "TEXTURE"
+    bpy.context.scene.voxfx.voxelize.greedy_blocks = bool(case.get("greedy"))
+    if case.get("old_plan"):  # the split plan as it was before it counted the voxel art's bytes
+        op._with_art = lambda request, art, soup: request
 
     if case.get("bake"):  # an animated object for Bake Frames: it moves along x
         bpy.context.scene.frame_start, bpy.context.scene.frame_end = 1, case["bake"]

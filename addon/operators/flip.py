@@ -85,23 +85,44 @@ def kernel_settings(f, scene) -> FlipSettings:
     return from_source(FlipSettings, f, gravity=gravity)
 
 
-def check_memory(spec, particles, f, domain_obj):
+def bake_memory_need(spec, particles: int, f, compact: bool, xp=None) -> int:
+    """Peak bytes of the liquid bake (``memory_need``: dense or sparse) on the device of
+    *xp* (default: the backend's); a GPU bake writing Compact frames also encodes each
+    frame on the device (``compact_points.device_encoder_bytes``, ~60 B a particle) beside
+    the simulation's state."""
+    from ...kernels.flip.sparse_memory import sparse_flip_memory
+    from ...kernels.flip.sim import flip_memory
+
+    xp = xp or backend.xp()
+    need = memory_need(spec, particles, f, xp=xp)  # sparse: from the liquid's volume (issue 12)
+    if not compact or xp is np:
+        return need
+    apic = bool(getattr(f, "apic", False))
+    if getattr(f, "sparse", False):
+        stages = sparse_flip_memory(spec, particles, int(f.particles_per_cell), apic,
+                                    closed=getattr(f, "boundary", "closed") == "closed", parts=True, xp=xp)
+    else:
+        stages = flip_memory(spec, particles, apic, parts=True, xp=xp)
+    return max(need, compact_points.with_device_encoder(stages, particles))
+
+
+def check_memory(spec, particles, f, domain_obj, compact: bool = False):
     """Refuse before allocating, naming the largest resolution that fits (particles scale
     with the cell count). The limit is the device's free memory plus VoxFX's own pool's
     free blocks (``backend.device_info``), after earlier bakes' blocks and cached solvers
-    were given back."""
+    were given back. *compact*: frames are encoded on the device (``bake_memory_need``)."""
     from ...kernels.memory import largest_that_fits, release_gpu_pool
 
     release_gpu_pool()
     info = backend.device_info()
     free = int(info.free_bytes * backend.SAFETY_FRACTION)
-    need = memory_need(spec, particles, f)  # sparse: from the liquid's volume (issue 12)
+    need = bake_memory_need(spec, particles, f, compact)
     if need <= free:
         return
 
     def trial(res):
         t = domain_spec(domain_obj, res)
-        return memory_need(t, int(particles * t.voxel_count / spec.voxel_count), f)
+        return bake_memory_need(t, int(particles * t.voxel_count / spec.voxel_count), f, compact)
 
     best = largest_that_fits(trial, free, 8, f.resolution - 1)
     raise InputError(f"A {'×'.join(map(str, spec.shape))} liquid grid with about {particles:,} particles needs "
@@ -246,7 +267,7 @@ def _flip_job(context, f, cache_dir, frame_start, frame_end, resume):
         raise InputError(f"The liquid ({', '.join(o.name for o in liquids)}) lies outside the domain '{f.domain.name}'")
     obstacle = scene_io.extract_triangles(obstacles, depsgraph) if obstacles else None
     approx = int(f.particles_per_cell * np.prod(np.clip((hi - lo) / spec.voxel_size, 1, None)))
-    check_memory(spec, approx, f, f.domain)
+    check_memory(spec, approx, f, f.domain, compact=scene.voxfx.cache_format == "COMPACT")
     settings = kernel_settings(f, scene)
     velocity = tuple(liquids[0].voxfx_flip.initial_velocity)
     fps = scene.render.fps / scene.render.fps_base
@@ -285,7 +306,7 @@ def _flip_job(context, f, cache_dir, frame_start, frame_end, resume):
         return {"poses": moved, "velocities": {o.name: tuple(o.voxfx_flip.initial_velocity) for o in inflows}}
 
     written, sim = yield from sim_bake.run(cache, plan, bake, lambda arrays: writers_of(arrays, spec, compact),
-                                        scene_inputs)
+                                           scene_inputs, background=scene.voxfx.write_while_simulating)
     particles, _, _ = attach_outputs(cache, frame_start, frame_end - frame_start + 1, f.particle_display,
                                      compact_points.SUFFIX if compact else ".ply")
     present(f, liquids, inflows, outflows, particles)

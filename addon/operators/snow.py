@@ -216,7 +216,8 @@ def _snow_job(context, s, cache_dir, frame_start, frame_end, resume):
     bake = SnowBake(domain, settings, (soup.vertices, soup.triangles),
                     (obstacles.vertices, obstacles.triangles) if obstacles else None, xp=backend.xp(), fps=fps,
                     substeps=s.substeps, frame_end=frame_end, particles_on_device=compact)
-    written, sim = yield from sim_bake.run(cache, plan, bake, lambda arrays: frame_writers(arrays, domain, compact))
+    written, sim = yield from sim_bake.run(cache, plan, bake, lambda arrays: frame_writers(arrays, domain, compact),
+                                           background=scene.voxfx.write_while_simulating)
     attach_outputs(cache, sim.terrain_host(), domain, settings.repose_angle,
                    compact_points.SUFFIX if compact else ".ply")
     mean = sim.snow_volume() / sim.area if sim.area > 0 else 0.0

@@ -107,7 +107,7 @@ def _voxelize_job(context, objects, request, warnings, frame, temporaries):
             if open_names:
                 vote = True
                 warnings.append(f"Not closed: {', '.join(open_names)}; solid voxels use the 3-axis vote")
-        guard, sparse, note = plan_group(spec, request, soup, segments, vote, lo, hi)
+        guard, sparse, note = plan_group(spec, _with_art(request, art, soup), soup, segments, vote, lo, hi)
         table = _material_table(soup)  # material colours: bpy, so read here
         a, b = 0.95 * (g_index + 0.1) / n, 0.95 * (g_index + 1) / n
         yield a, f"voxelizing {base} ({'×'.join(map(str, spec.shape))}{', sparse' if sparse else ''})"
@@ -142,6 +142,17 @@ def _voxelize_job(context, objects, request, warnings, frame, temporaries):
         done.append((base, soup, spec, arrays, art))
     yield 0.95, "writing the outputs"  # the last place a cancel stops: nothing is written yet
     return [_write_group(base, soup, spec, arrays, request, art) for base, soup, spec, arrays, art in done]
+
+
+def _with_art(request, art, soup):
+    """*request* with its voxel art's memory (``split_plan.ArtCost``) for the guard's split plan."""
+    if art is None or soup is None:
+        return request
+    from dataclasses import replace
+
+    from ...kernels.voxelize.split_plan import ArtCost
+
+    return replace(request, art=ArtCost.of(art.settings(), request.outputs, soup.triangles))
 
 
 def _extract(group, depsgraph, request, warnings, frame):

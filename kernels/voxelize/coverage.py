@@ -12,6 +12,7 @@ import numpy as np
 
 from .. import backend
 from ..grid import GridSpec, bitgrid
+from ..memory import trim_heap
 from ..progress import report, scaled
 
 SUB = 4  # supersampling per axis: 64 samples per voxel
@@ -58,6 +59,8 @@ def coverage_slabs(vertices, triangles, spec: GridSpec, *, layers: int, vote: bo
     for k0, k1 in slab_ranges(nz, layers):
         bits, carry = box((0, 0, SUB * k0), (SUB * nx, SUB * ny, SUB * k1), carry,
                           scaled(progress, k0 / nz, k1 / nz) if progress else None)
+        if xp is np:
+            trim_heap()  # the fine pass's freed batches must not stay under the unpacked samples
         samples = bitgrid.unpack(bits, SUB * nx).view(xp.uint8)
         del bits
         counts = samples.reshape(k1 - k0, SUB, ny, SUB, nx, SUB).sum(axis=(1, 3, 5), dtype=xp.int32)

@@ -100,6 +100,13 @@ def peak_estimate(spec, request, n_vertices, n_triangles, vote, voxels=None, fac
         kept += 60 * F
     if "vox" in outs:
         stages["vox"] = live + kept + coords + VOX_PER_VOXEL * N
+    art = getattr(request, "art", None)  # voxel art (split_plan.ArtCost), after the outputs' arrays
+    if art is not None and art.colors and outs & {"blocks", "vox", "points"}:
+        from .slab_outputs import block_output_bytes
+        from .split_plan import art_whole_bytes
+
+        F = int(faces if faces is not None else blocks_mod.max_face_count(spec, N)) if "blocks" in outs else 0
+        stages["art"] = live + kept + block_output_bytes(F)[0] + art_whole_bytes(art, N, F)
     parts.update(stages)
     parts["total"] = int(BASE_BYTES + W + max([kernel] + list(stages.values())))
     return parts
@@ -188,15 +195,7 @@ class MemoryGuard:
     def check_after(self, spec, voxels, faces, bits=None) -> None:
         """With the exact counts (and the bit grid *bits*, which a Blocks/.vox split plans
         its slabs from)."""
-        if "vox" in self.request.outputs and voxels > VOX_MAX_VOXELS:
-            from .split_search import largest_vox_resolution
-
-            r_now = max(spec.shape) - 2 if self.request.resolution is None else int(self.request.resolution)
-            best = largest_vox_resolution(self, r_now, voxels, VOX_MAX_VOXELS)  # exact counts at best, best + 1
-            choose = f"Resolution {best} or lower" if best else "a larger voxel size"
-            raise InputError(f"A MagicaVoxel file holds at most {VOX_MAX_VOXELS:,} voxels (its chunk sizes are "
-                             f"32-bit) but this {'×'.join(map(str, spec.shape))} grid has {int(voxels):,}: choose "
-                             f"{choose}, or the Block mesh or Volume output")
+        self.check_vox_count(spec, voxels)
         est = self.estimate(spec, voxels, faces)
         if est["total"] > self.usable:
             if self._splittable():
@@ -213,6 +212,27 @@ class MemoryGuard:
                 self._refuse(spec, est["total"], exact=(voxels, faces))
             finally:
                 self._bits = None  # a refusal kept for later must not hold the grid
+
+    def check_vox_count(self, spec, voxels) -> None:
+        """Refuse a .vox of more voxels than its 32-bit chunk sizes hold, naming the largest
+        resolution whose exact count fits (``split_search.largest_vox_resolution``): for
+        the dense job (``check_after``) and the sparse one (``sparse_outputs``), whatever
+        else it outputs."""
+        if "vox" not in self.request.outputs or voxels <= VOX_MAX_VOXELS:
+            return
+        from .split_search import largest_vox_resolution
+
+        r_now = max(spec.shape) - 2 if self.request.resolution is None else int(self.request.resolution)
+        best = largest_vox_resolution(self, r_now, voxels, VOX_MAX_VOXELS)  # exact counts at best, best + 1
+        choose = f"Resolution {best} or lower" if best else "a larger voxel size"
+        raise InputError(f"A MagicaVoxel file holds at most {VOX_MAX_VOXELS:,} voxels (its chunk sizes are "
+                         f"32-bit) but this {'×'.join(map(str, spec.shape))} grid has {int(voxels):,}: choose "
+                         f"{choose}, or the Block mesh or Volume output")
+
+    def _vox_over(self, voxels) -> bool:
+        """Whether a .vox of *voxels* is over its format's bound (then no memory makes the
+        job run: the size searches treat it as not fitting)."""
+        return "vox" in self.request.outputs and voxels is not None and voxels > VOX_MAX_VOXELS
 
     # ------------------------------------------------------------- the split
     def _splittable(self) -> bool:
@@ -331,6 +351,8 @@ class MemoryGuard:
             return self.estimate(spec)["total"]
         if r not in self._exact:
             self._exact[r] = _counts(self.soup, self.segments, spec, self.request, self.vote, self.xp)
+        if self._vox_over(self._exact[r][0]):  # a .vox with a point cloud: the file's bound too
+            return 1 << 62
         return self.estimate(spec, *self._exact[r])["total"]
 
     PROBE = 128  # exact counts at up to this resolution fit the growth model (cheap)
@@ -360,7 +382,11 @@ class MemoryGuard:
         fit_f = None
         if self._exact[r1][1] is not None:
             fit_f = _fit_growth(r0, self._exact[r0][1], r1, self._exact[r1][1])
-        model = lambda r: self.estimate(self.spec_at(r), fit_n(r), fit_f(r) if fit_f else None)["total"]  # noqa
+        def model(r):
+            if self._vox_over(fit_n(r)):
+                return 1 << 62
+            return self.estimate(self.spec_at(r), fit_n(r), fit_f(r) if fit_f else None)["total"]
+
         r = largest_that_fits(model, self.usable, 2, top) or 2
         while r >= 2 and self._exact_need(r) > self.usable:
             r -= max(1, r // 64)  # the fit was low: step down (about 1.5% a step)

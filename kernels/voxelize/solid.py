@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..grid import bitgrid
+from ..memory import trim_heap
 from ..progress import report, scaled
 from .surface import _expand, batches
 
@@ -181,6 +182,10 @@ def majority_vote_cpu(pv, triangles, shape, progress=None, box=None, carry=None,
         c = carry if axis == 2 else None
         bits = solid_voxels_cpu(pv[:, list(order)] if axis else pv, tri, relabelled,
                                 scaled(progress, axis / 3, (axis + 1) / 3), box=part, carry=c)
+        # the pass's freed batches (heap chunks below glibc's mmap threshold) would stay in
+        # the RSS under the unpacked axis: Suzanne 256's 30-row coverage slabs grew 307 MiB
+        # where the arrays peak at 252 (256 with the trim; bench/memory.py --coverage-slabs)
+        trim_heap()
         one = bitgrid.unpack(bits, dims[order[0]])  # indexed [order[2], order[1], order[0]]
         del bits
         if axis == 2:

@@ -110,6 +110,23 @@ def block_mesh(result: SparseVoxels, spec, chunks=None, progress=None) -> BlockM
                 np.concatenate(direction), np)
 
 
+def _check_vox_count(soup, segments, spec, request, vote, voxels) -> None:
+    """The dense job's .vox refusal (``MemoryGuard.check_vox_count``: the largest
+    resolution whose exact count fits, searched on the same grid as the operator's,
+    ``grid_for`` of the group's bounds) for a sparse result of *voxels* set voxels."""
+    from .guard import VOX_MAX_VOXELS, MemoryGuard
+
+    if voxels <= VOX_MAX_VOXELS:
+        return
+    lows, highs = [np.asarray(soup.bounds[0], np.float64)], [np.asarray(soup.bounds[1], np.float64)]
+    if segments is not None:  # loose edges and curves widen the grid as the operator's bounds do
+        points = np.concatenate([segments.starts, segments.ends])
+        lows.append(points.min(axis=0))
+        highs.append(points.max(axis=0))
+    MemoryGuard(soup, segments, request, vote, np.min(lows, axis=0), np.max(highs, axis=0)).check_vox_count(spec,
+                                                                                                            voxels)
+
+
 def compute_group_sparse(base, soup, spec, request, vote, table=None, progress=None, segments=None) -> SparseGroup:
     """Voxelize one group sparse (with its loose edges and curves, *segments*) and compute
     its outputs' host arrays (no bpy)."""
@@ -129,6 +146,8 @@ def compute_group_sparse(base, soup, spec, request, vote, table=None, progress=N
         out.warnings.append(f"{base}: no voxels (is the voxel size larger than the object?)")
         return out
     per_voxel = request.outputs & {"points", "blocks", "vox"}
+    if "vox" in request.outputs:  # over the file's 32-bit bound: name the largest resolution under it
+        _check_vox_count(soup, segments, spec, request, vote, out.count)
     if per_voxel:
         from .sparse_guard import check_outputs
 

@@ -16,6 +16,8 @@ largest that runs whole or split (``split_search``).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from ..grid import GridSpec, bitgrid
@@ -119,6 +121,118 @@ BLENDER_MESH_PER_FACE = 60  # Blender's block mesh (guard.BLOCKS_PER_FACE's kept
 OWNERS_PER_VOXEL = 120
 
 
+# Voxel art on the split Blocks/.vox (``art_outputs.SlabArt``), host bytes measured with
+# tracemalloc (``bench/memory.py --art``: a sphere at 200³, 152,688 faces of random colours,
+# so nothing merges; 2M distinct colours; 1M textured voxels):
+ART_RGBA_PER_VOXEL = 16  # a slab voxel's float32 colour (SlabArt.colors)
+# texture colours (``TexturedMesh.recolor``): per voxel its centre, owner, image, colours and
+# their copy (96 B), beside the slab's int64 coordinates (24) and owners (8); per candidate
+# triangle of a block of ``texture._CHUNK`` voxels (the owner and the triangles around its
+# corners, 19 on a mesh of valence 6) its index, point, corners, barycentrics, distance
+# and sort (200 B: measured 200.5–202.5 with 2^16–2^19 voxels on a shared-vertex mesh)
+ART_TEXTURE_PER_VOXEL = 96 + 24 + 8
+TEXTURE_PER_CANDIDATE = 205
+GREEDY_KEPT_PER_FACE = 65  # GreedyBuilder: the runs of every face added, with their colour (64.3 B)
+GREEDY_ADD_PER_FACE = 72  # one slab's exposed faces on their way in: ijk, rank, label, colour, words
+GREEDY_FINISH_PER_FACE = 315  # finish(): joins, stacking, quads, welding, beyond the runs kept (310.4 B)
+FACE_COLOR_KEPT = 16  # the per-face mesh's float32 face colour (SlabArt.face_rgba)
+FACE_COLOR_FINISH = 42  # SlabArt.blocks: the concatenation, the order, the reordered copy beside the list (57.1 B
+# with the list's 16)
+BLENDER_FACE_COLOR = 16  # Blender's FLOAT_COLOR face attribute
+HISTOGRAM_PER_COLOR = 48  # ColorHistogram: key, count and four fixed-point sums per distinct colour
+HISTOGRAM_MERGE = 180  # add(): the kept and the new rows concatenated, argsorted, reduced (144–180 B a row)
+TEXTURE_COLORS = 1 << 24  # distinct 8-bit sRGB colours (alpha aside): a texture's .vox histogram at most
+
+
+@dataclass(frozen=True)
+class ArtCost:
+    """What the split Blocks/.vox job's voxel art allocates (``art_outputs.SlabArt``, from
+    the add-on's settings): per-voxel colours, texture colours, merged faces, the per-face
+    colour, and the .vox palette's colour histogram with at most *colors* distinct colours."""
+
+    colors: bool = False  # SlabArt runs at all (a .vox, a face colour or merged faces)
+    texture: bool = False
+    greedy: bool = False
+    face_colors: bool = False
+    histogram: bool = False
+    max_colors: int = 0
+    candidates: float = 0.0  # texture colours: candidate triangles per voxel (owner and its corners' rings)
+
+    @classmethod
+    def of(cls, settings, outputs, triangles) -> "ArtCost":
+        """From ``art_outputs.ArtSettings``, the request's *outputs* and the group's
+        *triangles* (their vertices' valences set the texture lookup's candidates)."""
+        from .. import backend
+        from .art_outputs import face_colors_wanted
+
+        greedy = bool(settings.greedy) and "blocks" in outputs
+        texture = settings.color_source == "TEXTURE" and settings.textured is not None
+        face = face_colors_wanted(settings, outputs) and not greedy
+        histogram = "vox" in outputs and settings.palette is None
+        # colours per owner triangle (attribute mean or material) unless textured
+        most = TEXTURE_COLORS if texture else len(triangles) + 1
+        candidates = 0.0
+        if texture and len(triangles) and backend.xp() is np:  # on a GPU the lookup is one kernel, per voxel
+            tris = np.asarray(triangles).astype(np.int64, copy=False)
+            valence = np.bincount(tris.ravel())
+            candidates = 1.0 + float(valence[tris].sum(axis=1).mean())
+        return cls(greedy or face or "vox" in outputs, texture, greedy, face, histogram, most, candidates)
+
+    def texture_bytes(self, voxels: int) -> int:
+        """Peak of the texture colours of *voxels* voxels (``TexturedMesh.recolor``)."""
+        from .texture import _CHUNK
+
+        if not self.texture:
+            return 0
+        n = int(voxels)
+        return int(ART_TEXTURE_PER_VOXEL * n + TEXTURE_PER_CANDIDATE * self.candidates * min(n, _CHUNK))
+
+
+def art_bytes(art: "ArtCost | None", voxels: int, n_slab: int, faces: int, f_slab: int):
+    """(kept, slab, finishing, writing) host bytes of the voxel art of a split Blocks/.vox
+    job: kept through the slabs (the merged faces' runs or the face colours, the colour
+    histogram), one slab's transients (after its owners), the end (``GreedyBuilder.finish``
+    or the face colours put in order) and beside Blender's mesh (the face colour)."""
+    if art is None or not art.colors:
+        return 0, 0, 0, 0
+    colors = min(int(voxels), art.max_colors)
+    kept = HISTOGRAM_PER_COLOR * colors if art.histogram else 0
+    slab = (art.texture_bytes(n_slab) if art.texture else 8 * n_slab) + ART_RGBA_PER_VOXEL * n_slab
+    if art.histogram:  # the merge of a slab's colours into the histogram (first pass)
+        slab += HISTOGRAM_MERGE * (min(int(n_slab), colors) + colors) - HISTOGRAM_PER_COLOR * colors
+    finishing = writing = 0
+    if art.greedy:
+        kept += GREEDY_KEPT_PER_FACE * faces
+        slab += 8 * n_slab + GREEDY_ADD_PER_FACE * f_slab  # merge labels, the slab's faces
+        finishing = GREEDY_FINISH_PER_FACE * faces
+    elif art.face_colors:
+        kept += FACE_COLOR_KEPT * faces
+        finishing = FACE_COLOR_FINISH * faces
+    if art.face_colors or art.greedy:
+        writing = (FACE_COLOR_KEPT + BLENDER_FACE_COLOR) * faces
+    return int(kept), int(slab), int(finishing), int(writing)
+
+
+def art_whole_bytes(art: "ArtCost | None", voxels: int, faces: int) -> int:
+    """Host bytes of the voxel art of an unsplit group (``voxel_art.apply``, beside the
+    group's arrays) beyond what the guard's fitted output constants hold: the texture
+    colours (owners of the whole grid, then ``recolor``) and the merged faces (labels and
+    ``greedy_faces``), in turn, beside the colours. (The .vox palette's ``quantize`` and
+    the face colour of Points/.vox with Blocks were in the jobs ``bench/memory.py``
+    fitted VOX_PER_VOXEL and BLOCKS_PER_FACE on; texture colours and merging were not.)"""
+    from .guard import ATTR_PER_VOXEL
+
+    if art is None or not (art.texture or art.greedy):
+        return 0
+    N, F = int(voxels), int(faces)
+    stages = [0]
+    if art.texture:
+        stages.append(max(ATTR_PER_VOXEL * N, art.texture_bytes(N)))
+    if art.greedy:
+        stages.append(8 * N + (GREEDY_KEPT_PER_FACE + GREEDY_ADD_PER_FACE + GREEDY_FINISH_PER_FACE) * F)
+    return int(ART_RGBA_PER_VOXEL * N + FACE_COLOR_KEPT * F + max(stages))
+
+
 def attributes_splittable(request) -> bool:
     """Block mesh and .vox output (any of them, nothing else): their attributes are
     computed a z-slab at a time from the whole bit grid (``slab_outputs``)."""
@@ -165,8 +279,13 @@ def attribute_split_estimate(spec: GridSpec, request, mesh: SplitMesh, rows, fac
     # .vox, after owners_box: the colour index, int32 then int64 coordinates, and in the
     # writer the int64 tiles, tile keys, their argsort, the sorted keys and the XYZI bytes
     vox = (1 + 12 + 24 + 24 + 8 + 8 + 8 + 4) * n_slab if "vox" in request.outputs else 0
-    slab = built + max(owners, 4 * n_slab + vox, faces_stage)  # the .vox arrays come after owners_box
-    writing = built + BLENDER_MESH_PER_FACE * F
+    # voxel art (request.art, ``ArtCost``): kept through the slabs, its slab stage after owners_box
+    f_exposed = slab_maxima(faces_per_row, layers) if faces_per_row is not None else 6 * n_slab
+    art_kept, art_slab, art_finishing, art_writing = art_bytes(getattr(request, "art", None),
+                                                               int(np.sum(voxels_per_row)), n_slab, F, f_exposed)
+    slab = built + art_kept + max(owners, 4 * n_slab + vox, faces_stage, art_slab)  # .vox arrays after owners_box
+    finishing = art_kept + max(finishing, built + art_finishing)
+    writing = built + BLENDER_MESH_PER_FACE * F + art_writing
     return int(base + whole + kept + segments + max(slab, finishing, writing))
 
 

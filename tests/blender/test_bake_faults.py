@@ -79,25 +79,50 @@ def run(job):
     return runner
 
 
+def count_steps(monkeypatch, effect):
+    """Log the frames the effect's bake steps (its kernel-side ``step``), to count the
+    simulated frames a failure costs."""
+    if effect == "snow_scene":
+        from voxfx.kernels.snow.bake import SnowBake as Bake
+    else:
+        from voxfx.kernels.flip.bake import FlipBake as Bake
+    stepped, real = [], Bake.step
+
+    def step(self, sim, frame, *args, **kwargs):
+        result = real(self, sim, frame, *args, **kwargs)
+        stepped.append(frame)
+        return result
+
+    monkeypatch.setattr(Bake, "step", step)
+    return stepped
+
+
+@pytest.mark.parametrize("overlap", [True, False], ids=["write_while_simulating", "synchronous"])
 @pytest.mark.parametrize("effect", ["snow_scene", "liquid_scene"])
-def test_io_error_at_every_write_step(effect, request, monkeypatch):
+def test_io_error_at_every_write_step(effect, overlap, request, monkeypatch):
     folder, job = request.getfixturevalue(effect)
+    bpy.context.scene.voxfx.write_while_simulating = overlap
+    stepped = count_steps(monkeypatch, effect)
+    initial = 1 if effect == "liquid_scene" else 0  # the liquid's first frame is its initial state, not a step
     fsio.reset_faults()
     assert run(job()).state == "FINISHED"
     steps = fsio.fault_count()
     reference = frame_files(folder)
     assert len(reference) == 3 * (3 if effect == "snow_scene" else 2)
     kind = "snow" if effect == "snow_scene" else "flip"
+    lost = []
     for k in range(1, steps + 1):
         BakeCache(folder, folder.name, kind=kind).free()
         monkeypatch.setenv(fsio.FAULT_ENV, str(k))
         fsio.reset_faults()
+        stepped.clear()
         failed = run(job())
         monkeypatch.delenv(fsio.FAULT_ENV)
         assert failed.state == "FAILED" and "is full" in failed.error and "Internal error" not in failed.error, \
             (k, failed.error)
         assert not [p.name for p in folder.iterdir() if fsio.is_temporary(p.name)], k
         done = BakeCache(folder, folder.name, kind=kind).frames_done()
+        lost.append(len(stepped) + initial - len(done))  # frames computed but not recorded
         resumed = run(job())
         assert resumed.state == "FINISHED", (k, resumed.error)
         expected = f"baked frames {len(done) + 1}-3" if len(done) < 2 else "baked frames 3"
@@ -106,6 +131,8 @@ def test_io_error_at_every_write_step(effect, request, monkeypatch):
         assert resumed.result.summary == expected, (k, done, resumed.result.summary)
         assert not any("runs again from frame" in n for n in resumed.result.notes) or not done, k
         assert frame_files(folder) == reference, k
+    # a failure costs the frame being written and, with the writer thread, the frame simulated meanwhile
+    assert min(lost) >= 0 and max(lost) == (2 if overlap else 1), lost
 
 
 def test_snow_bake_killed_after_a_frame_is_renamed_and_after_its_state(snow_scene):
@@ -129,3 +156,22 @@ def test_snow_bake_killed_after_a_frame_is_renamed_and_after_its_state(snow_scen
         assert resumed.result.summary.startswith(f"baked frames {len(done) + 1}"), (k, done, resumed.result.summary)
         assert frame_files(folder) == reference, k
         bpy.ops.voxfx.snow_free()
+
+
+@pytest.mark.parametrize("value", ["on", "off"])
+def test_cli_sets_write_while_simulating(value):
+    """``--write-while-simulating on|off`` sets the scene's setting for the snow and liquid
+    bakes (default on: the writer thread)."""
+    from voxfx.addon import cli
+
+    with voxfx_registered():
+        scene = bpy.context.scene
+        assert scene.voxfx.write_while_simulating is True
+        for command in ("snow", "flip"):
+            scene.voxfx.write_while_simulating = value == "off"
+            args = cli.build_parser().parse_args([command, "--write-while-simulating", value])
+            cli._set_cache_format(args, scene)
+            assert scene.voxfx.write_while_simulating is (value == "on")
+            unset = cli.build_parser().parse_args([command])
+            cli._set_cache_format(unset, scene)  # not given: the scene's setting stays
+            assert scene.voxfx.write_while_simulating is (value == "on")

@@ -173,3 +173,28 @@ def test_a_refused_blocks_job_names_the_largest_resolution_that_runs_split(case)
     ok = bench.run_case({**case, "res": best})["limited"]
     assert ok["state"] == "FINISHED", ok["error"]
     assert re.search(r"split into \d+ z-slabs", " ".join(ok["warnings"])), ok["warnings"]  # it needed the split
+
+
+def test_split_blocks_with_voxel_art_under_a_real_limit_run_where_the_old_plan_died():
+    """Merge Block Faces and texture colours (an image on Suzanne's UVs) on a Block mesh
+    over the limit whole: the split plan counts the voxel art's bytes (the texture
+    lookup's candidate triangles, the merged faces' runs, the face colours), so it picks
+    thin enough slabs and the job runs, its merged mesh equal to the unsplit job's. Planned
+    without them (as before), the same job ran out of memory."""
+    case = {"shape": "suzanne", "mode": "solid+surface", "fill_holes": True, "res": 160, "outputs": ["blocks"],
+            "texture": True, "greedy": True, "headroom": 200 * MiB}
+    out = bench.run_case({**case, "unsplit": True})
+    whole, split = out["unsplit"], out["limited"]
+    assert whole["state"] == "FINISHED", whole["error"]
+    assert split["state"] == "FINISHED", split["error"]
+    note = " ".join(split["warnings"])
+    assert re.search(r"Block mesh voxel attributes split into \d+ z-slabs", note), split["warnings"]
+    assert re.search(r"Block mesh: [\d,]+ faces \([\d,]+ before merging\)", note), split["warnings"]
+    assert split["estimate"]["whole"] > split["estimate"]["total"]
+    (mesh_a,) = [f for f in whole["files"] if f.endswith(".npz")]
+    (mesh_b,) = [f for f in split["files"] if f.endswith(".npz")]
+    a, b = np.load(mesh_a), np.load(mesh_b)
+    for name in ("co", "loops", "materials"):
+        assert np.array_equal(a[name], b[name]), name
+    old = bench.run_case({**case, "old_plan": True})["limited"]
+    assert old["state"] == "FAILED" and old["error"].startswith("Out of memory"), old["error"]

@@ -3,8 +3,10 @@
 A small deterministic simulation is baked through the real cache and the real frame
 loop (``sim_bake.simulate``). ``VOXFX_FAULT_AT=k`` makes the k-th write step fail: as a
 full disk (``OSError``, in-process) or as ``kill -9`` (``os._exit`` in a child process,
-no clean-up at all). After each, the next bake must resume from the last recorded frame
-(re-baking at most the frame in flight, never restarting from the first frame), leave
+no clean-up at all), with the writer thread (Write While Simulating) and without. After
+each, the next bake must resume from the last recorded frame (re-baking at most the
+frames in flight: with the thread the frame being written and the frame simulated
+meanwhile, without it one frame; never restarting from the first frame), leave
 no temporaries, and end with frame files byte-identical to an uninterrupted bake.
 The same for Free: cut at any step, the next Free finishes it.
 """
@@ -56,13 +58,30 @@ def writers(sim, progress=None):
             ".vdb": lambda p: Path(p).write_bytes(b"frames=%d" % frames)}
 
 
-def bake(folder, first_frame_is_initial=False):
-    """Run the whole bake; return (frames written, notes)."""
+def bake(folder, first_frame_is_initial=False, background=True, log=None):
+    """Run the whole bake; return (frames written, notes). With *log* (a list, or a file
+    path for a child process that is killed) every frame simulated is appended to it."""
     cache = BakeCache(folder, "liquid", kind="flip", checkpoint_every=EVERY)
     plan = cache.begin({"toy": 1}, START, END)
-    job = sim_bake.simulate(cache, plan, Toy, advance, writers, first_frame_is_initial=first_frame_is_initial)
+    step = advance
+    if log is not None:
+        def step(sim, frame):
+            if isinstance(log, list):
+                log.append(frame)
+            else:  # one unbuffered write per frame: it is on the disk whenever the process is killed
+                handle = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+                os.write(handle, b"%d\n" % frame)
+                os.close(handle)
+            return advance(sim, frame)
+    job = sim_bake.simulate(cache, plan, Toy, step, writers, first_frame_is_initial=first_frame_is_initial,
+                            background=background)
     written, _ = run_inline(job)
     return written, cache.notes
+
+
+# frames of simulation a failure may cost beyond the recorded ones: with the writer thread
+# the frame being written and the one simulated meanwhile, without it the frame in flight
+LOST = {True: 2, False: 1}
 
 
 def frame_files(folder):
@@ -92,46 +111,61 @@ def test_reference_bake_is_whole(reference):
     assert steps >= 6 * (END - START + 1)  # each frame: 2 files, rename, state, manifest, prune
 
 
-def test_io_error_at_every_step_loses_nothing(reference, tmp_path, monkeypatch):
+@pytest.mark.parametrize("background", [True, False], ids=["write_while_simulating", "synchronous"])
+def test_io_error_at_every_step_loses_nothing(reference, tmp_path, monkeypatch, background):
     files, steps = reference
+    lost = []
     for k in range(1, steps + 1):
         folder = tmp_path / f"k{k}"
         monkeypatch.setenv(fsio.FAULT_ENV, str(k))
         fsio.reset_faults()
+        simulated = []
         with pytest.raises(CacheError, match="full"):
-            bake(folder)
+            bake(folder, background=background, log=simulated)
         monkeypatch.delenv(fsio.FAULT_ENV)
+        lost.append(len(simulated) - len(recorded(folder)))
         left = [p.name for p in folder.iterdir() if fsio.is_temporary(p.name)]
         assert left == [], f"step {k}: temporaries left: {left}"
         done = recorded(folder)
         assert done == list(range(START, START + len(done))), f"step {k}: recorded frames {done}"
-        written, _ = bake(folder)
+        written, _ = bake(folder, background=background)
         assert written == list(range(START + len(done), END + 1)), f"step {k}: re-baked {written} after {done}"
         assert frame_files(folder) == files, f"step {k}: frames differ from an uninterrupted bake"
+    assert 0 <= min(lost) and max(lost) <= LOST[background], lost
+    if not background:
+        assert max(lost) == 1, lost  # the frame in flight, and a failure while writing it costs it
 
 
-def _child_bake(folder, k):
+def _child_bake(folder, k, background=True, log=None):
     code = ("import sys; sys.path.insert(0, sys.argv[1]); from tools.package import load; load(); "
-            "from tests.unit.test_cache_faults import bake; bake(sys.argv[2])")
+            "from tests.unit.test_cache_faults import bake; "
+            "bake(sys.argv[2], background=sys.argv[3] == '1', log=sys.argv[4] or None)")
     env = dict(os.environ, **{fsio.FAULT_ENV: f"{k}:exit"})
-    return subprocess.run([sys.executable, "-c", code, str(ROOT), str(folder)], env=env,
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run([sys.executable, "-c", code, str(ROOT), str(folder), "1" if background else "0",
+                           str(log or "")], env=env, capture_output=True, text=True, timeout=60)
 
 
-def test_kill_at_every_step_loses_at_most_the_frame_in_flight(reference, tmp_path):
+@pytest.mark.parametrize("background", [True, False], ids=["write_while_simulating", "synchronous"])
+def test_kill_at_every_step_loses_at_most_the_frames_in_flight(reference, tmp_path, background):
     files, steps = reference
+    lost = []
     for k in range(1, steps + 1):
-        folder = tmp_path / f"k{k}"
-        r = _child_bake(folder, k)
+        folder, log = tmp_path / f"k{k}", tmp_path / f"k{k}.log"
+        r = _child_bake(folder, k, background, log)
         assert r.returncode == 137, f"step {k}: the child was not killed at the step ({r.stderr[-500:]})"
         done = recorded(folder)
+        simulated = log.read_text().split() if log.exists() else []
+        lost.append(len(simulated) - len(done))
         assert done == list(range(START, START + len(done))), f"step {k}: recorded frames {done}"
         # everything whose manifest entry became durable is kept: only unrecorded frames are baked again
-        written, notes = bake(folder)
+        written, notes = bake(folder, background=background)
         assert written == list(range(START + len(done), END + 1)), f"step {k}: re-baked {written} after {done}"
         assert not any("runs again from frame" in n for n in notes) or not done, notes
         assert [p.name for p in folder.iterdir() if fsio.is_temporary(p.name)] == []
         assert frame_files(folder) == files, f"step {k}: frames differ from an uninterrupted bake"
+    assert 0 <= min(lost) and max(lost) <= LOST[background], lost
+    if not background:
+        assert max(lost) == 1, lost
 
 
 def test_a_damaged_frame_is_rebaked_from_the_nearest_checkpoint(reference, tmp_path):

@@ -113,3 +113,50 @@ def test_the_resolution_named_runs_whole_or_split_and_the_next_one_up_does_not(o
     with pytest.raises(InputError):
         g.check_before(s)
         g.check_after(s, n, f, b)
+
+
+def test_a_sparse_vox_over_its_bound_names_the_largest_resolution_under_it(monkeypatch):
+    """The sparse job's .vox (its exact count known after voxelizing, before any per-voxel
+    array) is refused as the dense one is: the resolution named has at most the bound's
+    voxels and the next one up more. It used to be refused only when the file was written,
+    after every output was computed, with "lower the resolution" and no size."""
+    from voxfx.kernels.voxelize.sparse_outputs import compute_group_sparse
+
+    v, t, spec = primitive("monkey", 40)
+    soup = colored_soup(v, t)
+    request = Request(mode="solid+surface", resolution=40, outputs={"vox"}, sparse="always")
+    probe = guard_for(soup, request, 1 << 40)
+    spec, _, voxels, _ = counts_at(probe, 40)
+    bound = voxels // 3
+    monkeypatch.setattr(guard_module, "VOX_MAX_VOXELS", bound)
+    with pytest.raises(InputError) as refused:
+        compute_group_sparse("Suzanne", soup, spec, request, True)
+    text = str(refused.value)
+    assert "\n" not in text and "MagicaVoxel file holds at most" in text, text
+    best = int(re.search(r"choose Resolution (\d+) or lower", text).group(1))
+    assert 2 < best < 40
+    assert counts_at(probe, best)[2] <= bound < counts_at(probe, best + 1)[2]
+    accepted = compute_group_sparse("Suzanne", soup, probe.spec_at(best), request, True)
+    assert accepted.count == counts_at(probe, best)[2]
+
+
+def test_a_vox_with_a_point_cloud_refused_for_memory_names_a_resolution_under_the_vox_bound(monkeypatch):
+    """Points + .vox (never split: the point cloud) refused for memory: the resolution
+    named fits the memory and the .vox's bound, not the memory alone."""
+    v, t, spec = primitive("monkey", 48)
+    soup = colored_soup(v, t)
+    request = Request(mode="solid+surface", resolution=48, outputs={"points", "vox"})
+    probe = guard_for(soup, request, 1 << 40)
+    bound = counts_at(probe, 24)[2]
+    monkeypatch.setattr(guard_module, "VOX_MAX_VOXELS", bound)
+    s30, _, n30, f30 = counts_at(probe, 30)
+    usable = probe.estimate(s30, n30, f30)["total"]  # memory alone would name 30
+    assert usable < probe.estimate(spec)["total"]  # refused before voxelizing at 48
+    with pytest.raises(InputError) as refused:
+        guard_for(soup, request, usable).check_before(spec)
+    text = str(refused.value)
+    assert "\n" not in text and "host memory" in text, text
+    best = int(re.search(r"largest resolution that fits is (\d+)", text).group(1))
+    assert counts_at(probe, best)[2] <= bound < counts_at(probe, best + 1)[2], best
+    s, b, n, f = counts_at(probe, best)
+    guard_for(soup, request, usable).check_after(s, n, f, b)  # accepted whole
