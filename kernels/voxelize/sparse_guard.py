@@ -50,6 +50,12 @@ DEVICE_BYTES_PER_TRIANGLE = 100
 # (bench/RESULTS.md "Sparse voxelize() on the GPU": bunny 4096³, 27.7M inside bricks,
 # 0.54 GiB against 0.34 GiB for the surface alone): about 8 B a brick.
 DEVICE_BYTES_PER_INSIDE_BRICK = 8
+# The vote on the device (gpu_sparse_vote.py), per surface brick beyond its three solids:
+# U's number, three states and 64 row bytes, the kept rows' index (112 B, counted from the
+# arrays); per brick of the object, the four bitmaps of its box (one bit a brick each, the
+# box taken as 4× the object's bricks: 2 B).
+DEVICE_VOTE_PER_BRICK = 112
+DEVICE_VOTE_BITMAP_PER_BRICK = 2
 # Kept beside the outputs: a stored brick's rows and key (72 B); an inside brick lies in a
 # run (32 B), and a run ends at a stored brick or the grid's end: at most one per stored brick.
 KEPT_PER_BRICK = 72
@@ -97,15 +103,20 @@ def brick_counts(vertices, triangles, spec: GridSpec, mode: str, vote: bool = Fa
     return surface * scale ** 2, inside * scale ** 3
 
 
-def sparse_bytes(surface_bricks: int, inside_bricks: int, n_vertices: int, n_triangles: int, xp=np) -> int:
-    """Peak bytes of the sparse voxelization itself (after the coarse pass)."""
+def sparse_bytes(surface_bricks: int, inside_bricks: int, n_vertices: int, n_triangles: int, xp=np,
+                 vote: bool = False) -> int:
+    """Peak bytes of the sparse voxelization itself (after the coarse pass); *vote*: the
+    3-axis vote of a solid (on the device: ``gpu_sparse_vote``)."""
     if xp is not np:
         from .gpu_sparse import SETUP_CHUNK
 
         mesh = DEVICE_BYTES_PER_TRIANGLE * n_triangles + 24 * n_vertices
         setups = DEVICE_SETUP_BYTES * min(n_triangles, SETUP_CHUNK)
-        return int(BASE_BYTES + mesh + setups + DEVICE_BYTES_PER_BRICK * surface_bricks
-                   + DEVICE_BYTES_PER_INSIDE_BRICK * inside_bricks)
+        bricks = DEVICE_BYTES_PER_BRICK * surface_bricks + DEVICE_BYTES_PER_INSIDE_BRICK * inside_bricks
+        if vote:  # three solids held, U's rows and states, the bitmaps of the box
+            bricks = 3 * bricks + DEVICE_VOTE_PER_BRICK * surface_bricks \
+                + DEVICE_VOTE_BITMAP_PER_BRICK * (surface_bricks + inside_bricks)
+        return int(BASE_BYTES + mesh + 24 * n_vertices * (2 if vote else 0) + setups + bricks)
     mesh = BYTES_PER_TRIANGLE * n_triangles + 24 * n_vertices
     return int(BASE_BYTES + mesh + BYTES_PER_SURFACE_BRICK * surface_bricks + BYTES_PER_INSIDE_BRICK * inside_bricks)
 
@@ -156,12 +167,12 @@ def outputs_bytes(outputs, voxels: int, faces: int, surface_voxels: int) -> int:
     return int(KEPT_PER_VOXEL * voxels + max(attributes, made))
 
 
-def job_bytes(surface: int, inside: int, nv: int, nt: int, mode: str, outputs, xp=np) -> int:
+def job_bytes(surface: int, inside: int, nv: int, nt: int, mode: str, outputs, xp=np, vote: bool = False) -> int:
     """Peak host bytes of a sparse job of *surface* and *inside* bricks: the voxelization,
     then its stored bricks and runs of full bricks beside the outputs' arrays (which expand
     the runs a chunk at a time)."""
     voxels = VOXELS_PER_SURFACE_BRICK.get(mode, 256) * surface + 512 * inside
-    kernel = sparse_bytes(surface, inside, nv, nt, xp)
+    kernel = sparse_bytes(surface, inside, nv, nt, xp, vote and mode in ("solid", "solid+surface"))
     kept = KEPT_PER_BRICK * surface + KEPT_PER_RUN * min(surface, inside)
     return int(max(kernel, BASE_BYTES + kept
                    + outputs_bytes(outputs, voxels, FACES_PER_SURFACE_BRICK * surface, 64 * surface)))
@@ -185,7 +196,7 @@ def check_sparse(vertices, triangles, spec: GridSpec, mode: str, vote: bool, xp,
     nv, nt = len(vertices), len(triangles)
 
     def need_at(s, i):
-        return max(first, job_bytes(s, i, nv, nt, mode, outputs, xp))
+        return max(first, job_bytes(s, i, nv, nt, mode, outputs, xp, vote))
 
     need = need_at(surface, inside)
     if outputs:  # the operator's estimate, for bench/memory.py (guard.LAST_ESTIMATE)

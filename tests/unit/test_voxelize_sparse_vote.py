@@ -1,0 +1,112 @@
+"""The 3-axis vote on bricks (kernels/voxelize/gpu_sparse_vote.py, issue 11), run on the CPU
+with the kernels' NumPy twins: from three sparse solids (parity along x, y, z) to the
+vote's partial bricks and maximal runs of full bricks, equal to folding the dense
+``voxelize(vote=True)`` grid into bricks (the oracle), for closed meshes, open ones and
+meshes with holes punched in them. The device launches of the same steps are
+tests/gpu/test_voxelize_sparse_vote_gpu.py; the kernels themselves are checked against
+these twins by nvcc on the host (test_cuda_sparse_vote_host.py)."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.meshes import box, merge, torus, uv_sphere
+from tests.unit.test_voxelize_sparse import bricks_of_dense, rounded
+from voxfx.kernels.grid import GridSpec
+from voxfx.kernels.grid.sparse import BRICK, SparseGrid, Topology, brick_coords
+from voxfx.kernels.voxelize import voxelize
+from voxfx.kernels.voxelize.gpu_sparse_vote import axis_solids_numpy, vote_box, vote_bricks
+from voxfx.kernels.voxelize.sparse import CHANNEL
+
+PRIMS = np.load(Path(__file__).resolve().parents[1] / "data" / "blender_primitives.npz")
+
+
+def holed(v, t, every, seed):
+    """The mesh with every *every*-th triangle (from a random start) removed: holes."""
+    start = np.random.default_rng(seed).integers(every)
+    keep = np.ones(len(t), bool)
+    keep[start::every] = False
+    return v, t[keep]
+
+
+def oracle(v, t, spec):
+    """(brick numbers, rows, runs) of the dense vote folded into bricks: partial bricks
+    stored, full ones as maximal runs (``SparseGrid.tiled``)."""
+    keys, rows = bricks_of_dense(voxelize(v, t, spec, "solid", vote=True, xp=np).bits, spec.shape)
+    every = SparseGrid(Topology.of_sorted(keys, np))
+    every.channels[CHANNEL], every.backgrounds[CHANNEL] = rows, 0
+    want = every.tiled(CHANNEL)
+    nb = [n // BRICK for n in spec.shape]
+    c = brick_coords(want.topology.keys, np)
+    runs = want.tiles[CHANNEL].runs if CHANNEL in want.tiles else np.zeros((0, 4), np.int64)
+    return (c[:, 2] * nb[1] + c[:, 1]) * nb[0] + c[:, 0], want.channels[CHANNEL][want.topology.slots], runs
+
+
+def check(v, t, spec):
+    spec = rounded(spec, BRICK)
+    nb = tuple(n // BRICK for n in spec.shape)
+    lin, rows, runs = vote_bricks(axis_solids_numpy(v, t, spec), nb, np)
+    want = oracle(v, t, spec)
+    assert np.array_equal(lin, want[0])
+    assert np.array_equal(rows, want[1])
+    assert np.array_equal(runs, want[2])
+    return lin, runs
+
+
+def around(v, res):
+    lo, hi = v.min(0), v.max(0)
+    return GridSpec.around(lo, hi, float((hi - lo).max()) / res)
+
+
+@pytest.mark.parametrize("name,res", [("uv_sphere", 70), ("torus", 90), ("monkey", 60), ("cone", 45),
+                                      ("cylinder", 40)])
+def test_vote_bricks_equal_the_dense_vote(name, res):
+    """Suzanne is open (its eyes): the vote there differs from any single parity."""
+    v, t = PRIMS[name + "_vertices"], PRIMS[name + "_triangles"]
+    lin, runs = check(v, t, around(v, res))
+    assert len(lin) > 0 and len(runs) > 0
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_vote_bricks_equal_the_dense_vote_with_holes(seed):
+    """Holes let one axis's parity run on along whole rows, outside the mesh too: the
+    other two outvote it, brick by brick and in the bitmaps."""
+    v, t = holed(*uv_sphere(1.0, 40, 20), 37 + seed, seed)
+    check(v, t, around(v, 88))
+    v, t = holed(*torus(1.0, 0.4, 40, 20, center=(0.3, -0.2, 0.1)), 29, seed)
+    check(v, t, around(v, 97))
+
+
+def test_vote_of_a_box_is_one_run_per_brick_row_and_its_walls():
+    """A box whose faces lie mid-brick: inside rows of bricks become runs, the walls partial."""
+    v, t = box((0.13, 0.21, 0.17), (0.87, 0.79, 0.91))
+    lin, runs = check(v, t, GridSpec((0.0, 0.0, 0.0), 1.0 / 100, (104, 104, 104)))
+    assert (runs[:, 1] - runs[:, 0]).max() >= 6
+
+
+def test_two_far_apart_objects_and_an_open_sheet():
+    """Two closed boxes apart along the diagonal (the box is their union's reach) and a
+    lone square sheet (one crossing along z only: no voxel of the vote)."""
+    sheet_v = np.array([[0.1, 0.1, 0.5], [0.4, 0.1, 0.5], [0.4, 0.4, 0.5], [0.1, 0.4, 0.5]])
+    sheet = (sheet_v, np.array([[0, 1, 2], [0, 2, 3]]))
+    v, t = merge(box((0.05, 0.05, 0.05), (0.3, 0.3, 0.3)), box((0.6, 0.65, 0.7), (0.95, 0.9, 0.97)), sheet)
+    check(v, t, GridSpec((0.0, 0.0, 0.0), 1.0 / 96, (96, 96, 96)))
+    nb = (4, 4, 4)
+    spec = GridSpec((0.0, 0.0, 0.0), 1.0 / 32, (32, 32, 32))
+    lin, rows, runs = vote_bricks(axis_solids_numpy(*sheet, spec), nb, np)
+    assert len(lin) == len(runs) == 0
+
+
+def test_the_box_holds_every_brick_two_axes_reach():
+    """A torus in a grid with room around it: the bitmaps cover its reach, not the grid."""
+    v, t = PRIMS["torus_vertices"], PRIMS["torus_triangles"]
+    near = around(v, 80)
+    h = near.voxel_size
+    spec = GridSpec(tuple(np.asarray(near.origin) - 24 * h), h, tuple(n + 48 for n in rounded(near, BRICK).shape))
+    nb = tuple(n // BRICK for n in spec.shape)
+    lo, hi = vote_box(axis_solids_numpy(v, t, spec), nb, np)
+    keys, _ = bricks_of_dense(voxelize(v, t, spec, "solid", vote=True, xp=np).bits, spec.shape)
+    c = brick_coords(keys, np)
+    assert (c.min(0) >= lo).all() and (c.max(0) < hi).all()
+    assert (hi - lo).prod() < np.prod(nb)  # narrower than the grid
