@@ -81,29 +81,22 @@ def _buckets(keys, tris):
 
 
 class _Boxes:
-    """Box voxelization of one backend: surface / thin into a box, and the solid fill."""
+    """Box voxelization on the host: surface / thin into a box, the solid fill, the vote
+    (CuPy: ``gpu_sparse.py``, ``gpu_sparse_vote.py``)."""
 
     def __init__(self, vertices, triangles, spec, xp):
         self.xp, self.spec = xp, spec
-        if xp is np:
-            self.mesh = SplitMesh(vertices, triangles, spec)
-        else:
-            from .gpu_slabs import DeviceSplitMesh
+        self.mesh = SplitMesh(vertices, triangles, spec)
 
-            self.device = DeviceSplitMesh(vertices, triangles, spec)
-            self.mesh = self.device.host  # its ranges: one SplitMesh for both
-
-    def surface(self, lo, hi, tri, thin, words=None):  # NumPy only (CuPy: gpu_sparse.py)
+    def surface(self, lo, hi, tri, thin, words=None):
         out = surface_voxels_cpu(self.mesh.pv, self.mesh.triangles[tri], self.spec.shape, thin, box=(lo, hi))
         return out if words is None else (out | words)
 
-    def solid(self, lo, hi, tri):  # NumPy only
+    def solid(self, lo, hi, tri):
         return solid_voxels_cpu(self.mesh.pv, self.mesh.triangles[tri], self.spec.shape, box=(lo, hi))
 
     def vote_box(self, lo, hi, mode):
-        if self.xp is np:
-            return voxelize_box(self.mesh, lo, hi, mode, vote=True)
-        return self.device.voxelize_box(lo, hi, mode, vote=True)
+        return voxelize_box(self.mesh, lo, hi, mode, vote=True)
 
 
 def _bricks_of_tile(words, tile_ijk, tile, xp):
