@@ -34,7 +34,11 @@ COARSE_MAX = 256  # coarse voxels per axis at most
 # passes (work items, hit lists) besides its rows and keys; a brick inside, filled from a
 # row's parity, only its rows and key, found → concatenated → sorted.
 BYTES_PER_SURFACE_BRICK = 1400
-BYTES_PER_INSIDE_BRICK = 100
+# A brick inside costs the walk almost nothing since full bricks became runs as it goes
+# (32 B a run, a run a brick row): refitted on the solid of a box, fresh processes
+# (bench/voxelize_sparse_cpu.py, 2-core EPYC): 512³ → 1024³ adds 1.77 M inside bricks and
+# 56 k surface bricks for 27 MiB of peak, so at most 16 B an inside brick (was 100).
+BYTES_PER_INSIDE_BRICK = 16
 # A brick near the surface on the device (gpu_sparse.py): its candidate's pool rows and
 # number (72 B), then the kept rows, number and key with the compaction's index (~80 B),
 # with a third for the pool's fragmentation (counted from the arrays, not yet measured).
@@ -67,6 +71,17 @@ BASE_BYTES = 72 << 20  # one tile's arrays, a batch of work items, allocator sla
 # point cloud (position, radius, colour, material, coverage: 40 B), the .vox's palette
 # indices and chunks (104 B, as ``guard.VOX_PER_VOXEL``); the block mesh's corner keys
 # and their ``unique`` (225 B) and Blender's mesh (60 B).
+# The solid modes' coverage on the host (``sparse_coverage``: a sparse solid 4× finer, then
+# the density counted a chunk at a time), per stored brick of the result: its ~24 fine
+# surface bricks found, concatenated and sorted by the tile walk, and the density brick;
+# fitted to the RSS peaks of Volume jobs in fresh Blender processes (cube 200–400³,
+# Suzanne with the vote 200–400³, 2-core EPYC: bench/voxelize_sparse_cpu.py --volume; the
+# model within 0.77–1.15 of the measured growth where the coverage sets the peak).
+COVERAGE_BASE = 16 << 20
+COVERAGE_PER_BRICK = 7680
+# The coverage's density kept beside the outputs: a float32 brick (2 KiB), its ``uncovered``
+# bits (64 B), key and slot (16 B) per stored brick of the result.
+DENSITY_PER_BRICK = 2128
 KEPT_PER_VOXEL = 36
 POINTS_PER_VOXEL = 40
 VOX_PER_VOXEL = 104
@@ -167,14 +182,33 @@ def outputs_bytes(outputs, voxels: int, faces: int, surface_voxels: int) -> int:
     return int(KEPT_PER_VOXEL * voxels + max(attributes, made))
 
 
+def coverage_bytes(surface: int, nv: int, nt: int, xp=np):
+    """(fine pass, density grid kept) bytes of the solid modes' coverage
+    (``sparse_coverage``) of a result of *surface* stored bricks: the sparse solid 4×
+    finer (on the host ``COVERAGE_BASE`` and ``COVERAGE_PER_BRICK`` a stored brick,
+    measured; on the device the sparse model at ``FINE_BRICKS_PER_STORED`` fine surface
+    bricks a stored brick), then the density's float bricks kept to the end."""
+    from .sparse_coverage import FINE_BRICKS_PER_STORED
+
+    kept = DENSITY_PER_BRICK * surface
+    if xp is not np:
+        return sparse_bytes(FINE_BRICKS_PER_STORED * surface, 0, nv, nt, xp), kept
+    return int(COVERAGE_BASE + BYTES_PER_TRIANGLE * nt + 24 * nv + COVERAGE_PER_BRICK * surface), kept
+
+
 def job_bytes(surface: int, inside: int, nv: int, nt: int, mode: str, outputs, xp=np, vote: bool = False) -> int:
     """Peak host bytes of a sparse job of *surface* and *inside* bricks: the voxelization,
-    then its stored bricks and runs of full bricks beside the outputs' arrays (which expand
-    the runs a chunk at a time)."""
+    then (solid modes with Points or a Volume) the coverage's fine pass beside the
+    voxelization's stored bricks and runs, then those and the density beside the outputs'
+    arrays (built from bricks and runs a chunk at a time)."""
+    solid = mode in ("solid", "solid+surface")
     voxels = VOXELS_PER_SURFACE_BRICK.get(mode, 256) * surface + 512 * inside
-    kernel = sparse_bytes(surface, inside, nv, nt, xp, vote and mode in ("solid", "solid+surface"))
+    kernel = sparse_bytes(surface, inside, nv, nt, xp, vote and solid)
     kept = KEPT_PER_BRICK * surface + KEPT_PER_RUN * min(surface, inside)
-    return int(max(kernel, BASE_BYTES + kept
+    fine = density = 0
+    if solid and set(outputs or ()) & {"points", "volume"}:
+        fine, density = coverage_bytes(surface, nv, nt, xp)
+    return int(max(kernel, kept + fine, BASE_BYTES + kept + density
                    + outputs_bytes(outputs, voxels, FACES_PER_SURFACE_BRICK * surface, 64 * surface)))
 
 
