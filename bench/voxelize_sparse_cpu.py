@@ -4,9 +4,12 @@ a fresh process, its RSS high-water mark above the start against the guard's mod
 fit of the cost of a brick inside: (measured − the model without it) / inside bricks.
 
     python3 bench/voxelize_sparse_cpu.py [--sizes 256,512,768] [--shapes box,sphere] [--modes solid]
+        [--volume 256,512 --volume-shapes cube,suzanne]
 
-A second table (``--volume``) runs the operator's Volume-alone job dense and sparse in a
-fresh Blender (``bench/memory.py``'s child): time and RSS peak of each, for the auto rule.
+A second table (``--volume``) runs the operator's Volume-alone job dense (Sparse: never)
+and sparse (always) in a fresh Blender (``bench/memory.py``'s child): time, RSS peak and
+the guard's estimate of each, for the auto rule and the coverage's model. ``--sizes ""``
+skips the first table.
 """
 
 from __future__ import annotations
@@ -79,6 +82,7 @@ def main(argv=None):
     ap.add_argument("--shapes", default="box,sphere")
     ap.add_argument("--modes", default="solid")
     ap.add_argument("--volume", default="", help="resolutions of the Volume-alone dense/sparse table, e.g. 256,512")
+    ap.add_argument("--volume-shapes", default="cube", help="bench/memory.py shapes: cube, suzanne")
     args = ap.parse_args(argv)
     print("| shape | mode | res | surface bricks | inside bricks | s | measured MiB | model MiB | model/meas "
           "| B per inside brick |")
@@ -100,15 +104,16 @@ def main(argv=None):
         print("\n| shape | mode | res | sparse | s | measured MiB | estimate MiB | est/meas |")
         print("|---|---|---|---|---|---|---|---|")
         for res in (int(x) for x in args.volume.split(",")):
-            for mode in args.modes.split(","):
-                for how in ("never", "always"):
-                    t0 = time.perf_counter()
-                    r = bench.run_case({"shape": "suzanne", "outputs": ["volume"], "mode": mode, "res": res,
-                                        "sparse": how}, timeout=3600)
-                    s = time.perf_counter() - t0
-                    est = r.get("estimate") or 0
-                    print(f"| suzanne | {mode} | {res} | {how} | {s:.0f} | {r['measured'] / 2**20:.0f} | "
-                          f"{est / 2**20:.0f} | {est / max(r['measured'], 1):.2f} |", flush=True)
+            for shape in args.volume_shapes.split(","):
+                for mode in args.modes.split(","):
+                    for how in ("never", "always"):
+                        t0 = time.perf_counter()
+                        r = bench.run_case({"shape": shape, "outputs": ["volume"], "mode": mode, "res": res,
+                                            "sparse": how}, timeout=3600)
+                        s = time.perf_counter() - t0
+                        est = r.get("estimate") or 0
+                        print(f"| {shape} | {mode} | {res} | {how} | {s:.0f} | {r['measured'] / 2**20:.0f} | "
+                              f"{est / 2**20:.0f} | {est / max(r['measured'], 1):.2f} |", flush=True)
 
 
 if __name__ == "__main__":

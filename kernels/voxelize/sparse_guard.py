@@ -323,14 +323,24 @@ def sparse_instead(refused: DenseRefused, soup, spec: GridSpec, request, vote) -
     return f"{refused} of host memory, more than is usable: voxelized sparse (8³ bricks)"
 
 
+# Above this many grid voxels a Volume alone goes sparse on the CPU (auto). Measured in
+# fresh Blender processes (bench/voxelize_sparse_cpu.py --volume, cube, 2-core EPYC shared
+# with other jobs), dense (Sparse: never) against sparse (always), time and RSS growth:
+#   256³ surface 3.9 s, 220 MiB | 4.6 s, 29 MiB;   solid 25.7 s, 649 MiB | 27.8 s, 52 MiB
+#   512³ surface 34 s, 1119 MiB | 24 s, 63 MiB;    solid 436 s, 1120 MiB | 266 s, 184 MiB
+# (1024³ solid dense: 728 s, 8.48 GiB, bench/RESULTS.md). From 512³ on sparse is faster too.
+AUTO_CPU_VOLUME_VOXELS = 512 ** 3
+
+
 def plan_group(spec: GridSpec, request, soup, segments, vote, lo, hi):
     """Dense or sparse for one Voxelize group (``request.sparse``: auto, always, never):
     returns (dense ``MemoryGuard`` or None, sparse?, note or None).
 
     ``auto`` goes sparse for a mesh (loose edges and curves join it: ``sparse_lines``)
     where, on the GPU, the dense grid does not fit on the device; on the CPU, above
-    ``sparse_result.AUTO_CPU_VOXELS`` voxels when the job wants per-voxel outputs (a
-    Volume alone keeps the dense job, split into z-slabs if needed: measured, bounded);
+    ``sparse_result.AUTO_CPU_VOXELS`` voxels when the job wants per-voxel outputs, and
+    above ``AUTO_CPU_VOLUME_VOXELS`` for a Volume alone (measured: faster and a sixth of
+    the memory or less there);
     and wherever the dense guard refuses but the sparse estimate fits (before
     voxelizing here; after, with the exact counts, the guard raises ``DenseRefused`` from
     the dense job and the operator calls ``sparse_instead``). When both refuse, the dense
@@ -352,7 +362,7 @@ def plan_group(spec: GridSpec, request, soup, segments, vote, lo, hi):
         return None, True, None
     if xp is not np and estimate_bytes(spec, request.mode, nv, nt, vote, xp=xp) > backend.usable_bytes(xp):
         return None, True, "the dense grid does not fit on the GPU: voxelized sparse"
-    if xp is np and spec.voxel_count > AUTO_CPU_VOXELS and request.outputs - {"volume"}:
+    if xp is np and spec.voxel_count > (AUTO_CPU_VOXELS if request.outputs - {"volume"} else AUTO_CPU_VOLUME_VOXELS):
         try:
             check_sparse(soup.vertices, soup.triangles, spec, request.mode, vote, np, outputs=request.outputs)
             return None, True, None

@@ -35,3 +35,35 @@ def test_the_coverage_refusal_and_the_job_use_one_model():
     assert result.stored_bricks > 0
     assert fine_bytes(result, len(v), len(t)) == g.coverage_bytes(result.stored_bricks, len(v), len(t))[0]
 
+
+
+def _cube_soup():
+    from types import SimpleNamespace
+
+    from tests.meshes import box
+
+    v, t = box((0.0, 0.0, 0.0), (1.0, 1.0, 1.0))
+    return SimpleNamespace(vertices=v.astype(np.float32), triangles=t.astype(np.int32), corner_colors=None,
+                           material_index=np.zeros(len(t), np.int32), object_index=np.zeros(len(t), np.int32),
+                           colored_objects=None, materials=[], bounds=(v.min(0), v.max(0)))
+
+
+def test_a_volume_alone_goes_sparse_on_the_cpu_from_the_measured_size():
+    """Auto: a Volume alone above ``AUTO_CPU_VOLUME_VOXELS`` runs sparse (measured faster
+    and smaller there), below it keeps the dense job; Points keep the larger threshold."""
+    from voxfx.kernels.voxelize.request import Request, grid_for
+
+    soup = _cube_soup()
+    lo, hi = soup.bounds
+
+    def plan(res, outputs):
+        request = Request(mode="solid", resolution=res, outputs=set(outputs), include_edges=False)
+        spec = grid_for(lo, hi, request)
+        return spec, g.plan_group(spec, request, soup, None, False, lo, hi)
+
+    spec, (guard, sparse, _) = plan(520, {"volume"})
+    assert spec.voxel_count > g.AUTO_CPU_VOLUME_VOXELS and sparse and guard is None
+    spec, (guard, sparse, _) = plan(500, {"volume"})
+    assert spec.voxel_count < g.AUTO_CPU_VOLUME_VOXELS and not sparse and guard is not None
+    spec, (guard, sparse, _) = plan(520, {"points"})  # per-voxel outputs: sparse above 1024³ only
+    assert not sparse and guard is not None
