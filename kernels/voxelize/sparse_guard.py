@@ -328,7 +328,8 @@ def sparse_instead(refused: DenseRefused, soup, spec: GridSpec, request, vote) -
 # with other jobs), dense (Sparse: never) against sparse (always), time and RSS growth:
 #   256³ surface 3.9 s, 220 MiB | 4.6 s, 29 MiB;   solid 25.7 s, 649 MiB | 27.8 s, 52 MiB
 #   512³ surface 34 s, 1119 MiB | 24 s, 63 MiB;    solid 436 s, 1120 MiB | 266 s, 184 MiB
-# (1024³ solid dense: 728 s, 8.48 GiB, bench/RESULTS.md). From 512³ on sparse is faster too.
+#  1024³ surface — | 58 s, 233 MiB;                 solid 728 s, 8.48 GiB (bench/RESULTS.md,
+#        idle box) | 332 s, 613 MiB (estimate 746 MiB). From 512³ on sparse is faster too.
 AUTO_CPU_VOLUME_VOXELS = 512 ** 3
 
 
