@@ -325,6 +325,21 @@ class _Device:
         return runs
 
 
+def fold_full(lin, rows, runs, nb, xp):
+    """(lin, rows, runs) with the stored bricks whose rows are all set moved into the runs
+    (maximal again): the surface ORed into the vote's bricks can fill one, which the NumPy
+    tile walk keeps in a run (``sparse._assemble``)."""
+    from .sparse import merged_runs
+
+    full = (rows.reshape(int(lin.shape[0]), 64).view(xp.uint64) == ~np.uint64(0)).all(axis=1)
+    if not bool(full.any()):
+        return lin, rows, runs
+    done = lin[full]
+    x, yz = done % nb[0], done // nb[0]
+    runs = merged_runs([runs, xp.stack([x, x + 1, yz % nb[1], yz // nb[1]], axis=1)], xp)
+    return lin[~full], rows[~full], runs
+
+
 # ------------------------------------------------------------------ the sparse voxelizer's hook
 def voxelize_bricks_vote(vertices, triangles, spec, mode: str, progress=None):
     """(keys, (n, 8, 8) uint8 rows, Tiles or None) of ``voxelize(vertices, triangles,
@@ -333,7 +348,6 @@ def voxelize_bricks_vote(vertices, triangles, spec, mode: str, progress=None):
     cp = _cupy()
     from ..grid.sparse import Tiles
     from .gpu_sparse import _lin_to_keys, _surface
-    from .sparse import merged_runs
 
     nb = tuple(int(n) // BRICK for n in spec.shape)
     if len(triangles) == 0:
@@ -346,13 +360,7 @@ def voxelize_bricks_vote(vertices, triangles, spec, mode: str, progress=None):
         held = [lin, rows]
         del lin, rows
         lin, rows = _surface(mesh, nb, False, held, runs, cp)
-        full = (rows.reshape(int(lin.shape[0]), 64).view(cp.uint64) == ~np.uint64(0)).all(axis=1)
-        if bool(full.any()):
-            done = lin[full]
-            x = done % nb[0]
-            yz = done // nb[0]
-            runs = merged_runs([runs, cp.stack([x, x + 1, yz % nb[1], yz // nb[1]], axis=1)], cp)
-            lin, rows = lin[~full], rows[~full]
+        lin, rows, runs = fold_full(lin, rows, runs, nb, cp)
         report(progress, 1.0, "surface bricks")
     tiles = Tiles(runs, 1) if runs.shape[0] else None
     return _lin_to_keys(lin, nb[0], nb[1], cp), cp.ascontiguousarray(rows), tiles

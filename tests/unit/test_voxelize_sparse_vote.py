@@ -110,3 +110,44 @@ def test_the_box_holds_every_brick_two_axes_reach():
     c = brick_coords(keys, np)
     assert (c.min(0) >= lo).all() and (c.max(0) < hi).all()
     assert (hi - lo).prod() < np.prod(nb)  # narrower than the grid
+
+
+@pytest.mark.parametrize("name,res", [("monkey", 60), ("uv_sphere", 70), ("cone", 80)])
+def test_surface_ored_into_the_vote_then_folded_equals_the_dense_solid_plus_surface(name, res):
+    """solid+surface: the surface's bricks ORed into the vote's (as ``gpu_sparse._surface``
+    does: bricks inside a run dropped), then bricks the OR filled folded into the runs
+    (``fold_full``): the dense solid+surface vote's bricks and maximal runs."""
+    assert ored_and_folded(name, res) > 0  # some bricks were filled by the OR
+
+
+def ored_and_folded(name, res):
+    from voxfx.kernels.voxelize.gpu_sparse_vote import fold_full
+    from voxfx.kernels.voxelize.sparse import voxelize_sparse
+
+    v, t = PRIMS[name + "_vertices"], PRIMS[name + "_triangles"]
+    spec = rounded(around(v, res), 64)
+    nb = tuple(n // BRICK for n in spec.shape)
+    lin, rows, runs = vote_bricks(axis_solids_numpy(v, t, spec), nb, np)
+    s = voxelize_sparse(v, t, spec, "surface", xp=np, tiles=True)
+    c = brick_coords(s.topology.keys, np)
+    s_lin = (c[:, 2] * nb[1] + c[:, 1]) * nb[0] + c[:, 0]
+    s_rows = s.channels[CHANNEL][s.topology.slots]
+    in_run = np.zeros(len(s_lin), bool)
+    for x0, x1, by, bz in runs:
+        in_run |= (c[:, 1] == by) & (c[:, 2] == bz) & (c[:, 0] >= x0) & (c[:, 0] < x1)
+    both = np.union1d(lin, s_lin[~in_run])
+    merged = np.zeros((len(both), BRICK, BRICK), np.uint8)
+    merged[np.searchsorted(both, lin)] |= rows
+    merged[np.searchsorted(both, s_lin[~in_run])] |= s_rows[~in_run]
+    folded = (merged.reshape(len(both), -1) == 0xFF).all(axis=1).sum()
+    got = fold_full(both, merged, runs, nb, np)
+    assert len(got[0]) == len(both) - folded
+    keys, want_rows = bricks_of_dense(voxelize(v, t, spec, "solid+surface", vote=True, xp=np).bits, spec.shape)
+    every = SparseGrid(Topology.of_sorted(keys, np))
+    every.channels[CHANNEL], every.backgrounds[CHANNEL] = want_rows, 0
+    want = every.tiled(CHANNEL)
+    wc = brick_coords(want.topology.keys, np)
+    assert np.array_equal(got[0], (wc[:, 2] * nb[1] + wc[:, 1]) * nb[0] + wc[:, 0])
+    assert np.array_equal(got[1], want.channels[CHANNEL][want.topology.slots])
+    assert np.array_equal(got[2], want.tiles[CHANNEL].runs)
+    return folded
