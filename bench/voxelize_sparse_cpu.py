@@ -4,7 +4,7 @@ a fresh process, its RSS high-water mark above the start against the guard's mod
 fit of the cost of a brick inside: (measured − the model without it) / inside bricks.
 
     python3 bench/voxelize_sparse_cpu.py [--sizes 256,512,768] [--shapes box,sphere] [--modes solid]
-        [--volume 256,512 --volume-shapes cube,suzanne]
+        [--volume 256,512 --volume-shapes cube,suzanne] [--points 256]
 
 A second table (``--volume``) runs the operator's Volume-alone job dense (Sparse: never)
 and sparse (always) in a fresh Blender (``bench/memory.py``'s child): time, RSS peak and
@@ -83,6 +83,7 @@ def main(argv=None):
     ap.add_argument("--modes", default="solid")
     ap.add_argument("--volume", default="", help="resolutions of the Volume-alone dense/sparse table, e.g. 256,512")
     ap.add_argument("--volume-shapes", default="cube", help="bench/memory.py shapes: cube, suzanne")
+    ap.add_argument("--points", default="", help="resolutions of the point-list table (sphere solid), e.g. 256")
     args = ap.parse_args(argv)
     print("| shape | mode | res | surface bricks | inside bricks | s | measured MiB | model MiB | model/meas "
           "| B per inside brick |")
@@ -97,6 +98,8 @@ def main(argv=None):
                 print(f"| {shape} | {mode} | {res} | {r['surface']:,} | {r['inside']:,} | {r['seconds']:.1f} | "
                       f"{r['measured'] / 2**20:.0f} | {model / 2**20:.0f} | {model / r['measured']:.2f} | {per:.0f} |",
                       flush=True)
+    if args.points:
+        points_table([int(x) for x in args.points.split(",")])
     if args.volume:
         sys.path.insert(0, str(ROOT / "bench"))
         import memory as bench
@@ -114,6 +117,48 @@ def main(argv=None):
                         est = r.get("estimate") or 0
                         print(f"| {shape} | {mode} | {res} | {how} | {s:.0f} | {r['measured'] / 2**20:.0f} | "
                               f"{est / 2**20:.0f} | {est / max(r['measured'], 1):.2f} |", flush=True)
+
+
+def points_table(sizes):
+    """The operator's point lists of a solid sphere, chunk by chunk: runs expanded to bit
+    rows with owners voxel by voxel (before) against ``sparse_points.chunk_points``: time
+    and traced peak (tracemalloc) of each, same voxels and owners."""
+    import tracemalloc
+
+    import numpy as np
+
+    from tests.meshes import uv_sphere
+    from voxfx.kernels.grid import GridSpec
+    from voxfx.kernels.voxelize import voxelize
+    from voxfx.kernels.voxelize.sparse_attributes import OwnerMesh, row_chunks
+    from voxfx.kernels.voxelize.sparse_points import chunk_points
+
+    print("\n| res | voxels | path | s | traced peak MiB |")
+    print("|---|---|---|---|---|")
+    for res in sizes:
+        v, t = uv_sphere(0.49, 96, 48, center=(0.5, 0.5, 0.5))
+        spec = GridSpec.around(v.min(0), v.max(0), 1.0 / res)
+        r = voxelize(v, t, spec, "solid", xp=np, sparse=True)
+        om = OwnerMesh(v, t, spec)
+        out = {}
+        for name in ("expanded", "chunk_points"):
+            tracemalloc.start()
+            t0 = time.perf_counter()
+            got = []
+            for a, b in row_chunks(r):
+                if name == "expanded":
+                    ijk = np.asarray(r.coordinates_of(a, b))
+                    got.append((ijk, om.owners(ijk.astype(np.int64))))
+                else:
+                    got.append(chunk_points(r, om, a, b))
+            dt = time.perf_counter() - t0
+            peak = tracemalloc.get_traced_memory()[1]
+            tracemalloc.stop()
+            out[name] = got
+            print(f"| {res} | {sum(len(g[0]) for g in got):,} | {name} | {dt:.1f} | {peak / 2**20:.0f} |", flush=True)
+        same = all(np.array_equal(x[0], y[0]) and np.array_equal(x[1], y[1])
+                   for x, y in zip(out["expanded"], out["chunk_points"]))
+        print(f"  same points and owners: {same}")
 
 
 if __name__ == "__main__":
