@@ -151,3 +151,31 @@ def ored_and_folded(name, res):
     assert np.array_equal(got[1], want.channels[CHANNEL][want.topology.slots])
     assert np.array_equal(got[2], want.tiles[CHANNEL].runs)
     return folded
+
+
+def test_the_vote_takes_the_device_solids_forms():
+    """The device solid (``gpu_sparse._solid``) may store full bricks where crossings land
+    and cut runs there: the same solids given so (every third run brick stored full, the
+    runs cut into single bricks) vote the same bricks and maximal runs."""
+    v, t = holed(*uv_sphere(1.0, 40, 20), 41, 5)
+    spec = rounded(around(v, 96), BRICK)
+    nb = tuple(n // BRICK for n in spec.shape)
+    parts = axis_solids_numpy(v, t, spec)
+    want = vote_bricks(parts, nb, np)
+    loose = []
+    for a, (lin, rows, runs) in enumerate(parts):
+        n = runs[:, 1] - runs[:, 0]
+        owner = np.repeat(np.arange(len(runs)), n)
+        bx = runs[owner, 0] + np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)
+        single = np.stack([bx, bx + 1, runs[owner, 2], runs[owner, 3]], axis=1)
+        stored = np.arange(len(single)) % 3 == 0
+        n0, n1, _ = (nb[(f + a) % 3] for f in range(3))
+        extra = (single[stored, 3] * n1 + single[stored, 2]) * n0 + single[stored, 0]
+        all_lin = np.concatenate([lin, extra])
+        order = np.argsort(all_lin)
+        all_rows = np.concatenate([rows, np.full((len(extra), BRICK, BRICK), 0xFF, np.uint8)])[order]
+        loose.append((all_lin[order], all_rows, single[~stored]))
+        assert stored.any()
+    got = vote_bricks(loose, nb, np)
+    for g, w in zip(got, want):
+        assert np.array_equal(g, w)
