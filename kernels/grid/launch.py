@@ -90,6 +90,7 @@ class Kernels:
 
 # The modules that launch kernels (each creates its ``Kernels`` at import).
 KERNEL_MODULES = ("rng", "grid.bitgrid", "grid.sparse_ops", "voxelize.gpu", "voxelize.gpu_sparse", "voxelize.lines",
+                  "voxelize.gpu_sparse_vote",
                   "snow.flakes", "snow.wind", "snow.drift", "snow.ground", "flip.particles", "flip.pressure_gpu",
                   "flip.sparse_pressure_gpu", "flip.sparse_pressure_setup", "flip.sparse_pressure_cells",
                   "flip.surface", "flip.sparse_gpu")

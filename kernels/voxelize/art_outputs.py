@@ -192,9 +192,9 @@ def sparse_texture_colors(result, soup, spec: GridSpec, textured, rgba, progress
     textured ones given their texture's colour, a chunk of brick rows at a time (owners
     from ``sparse_attributes.OwnerMesh``, as the sparse attributes had them)."""
     from ..progress import report
-    from .sparse_attributes import OwnerMesh, chunk_attributes, row_chunks
+    from .sparse_attributes import chunk_attributes, owner_mesh_for, row_chunks
 
-    owner_mesh = OwnerMesh(soup.vertices, soup.triangles, spec)
+    owner_mesh = owner_mesh_for(soup.vertices, soup.triangles, spec, result.xp)
     out = np.array(rgba, np.float32, copy=True)
     chunks = row_chunks(result)
     at = 0

@@ -17,7 +17,8 @@ of them holds, in each of its rows, the parity that the last voxel of the tile b
 holds in that row (no crossing lands in between), so it is filled from that column
 without evaluating anything. Tiles past the last crossing keep that parity too (for an
 open mesh whole rows stay set to the grid's end, as the dense fill does). The 3-axis vote
-has no such shortcut yet: it voxelizes every tile of the mesh's bounding tiles.
+has no such shortcut on the CPU: it voxelizes every tile of the mesh's bounding tiles
+(on the GPU it runs on bricks, ``gpu_sparse_vote.py``).
 
 Full bricks are found while walking: a tile's bricks whose 512 voxels are all set become
 runs along x (``Tiles``), only its partial bricks are stored, and a tile filled from a
@@ -28,8 +29,9 @@ Backends: NumPy (the reference, tile by tile as above: the peak is one tile's ar
 plus the partial bricks and runs found), and CuPy: ``gpu_sparse.py``, the whole
 grid in a handful of launches with no host round trip per tile (device topology, one
 fused surface launch, solid parity per brick row with full runs as ``SparseGrid.tiles``).
-The 3-axis vote on CuPy still goes tile by tile through the box kernels of
-``cuda/voxelize.cu``. Both backends give the same bricks and runs; ``voxelize(...,
+The 3-axis vote on CuPy runs on bricks (``gpu_sparse_vote.py``: the device solid along
+each axis, their majority on the partial bricks and, per brick, on bitmaps of their runs),
+with no tile walk. Both backends give the same bricks and runs; ``voxelize(...,
 sparse=True)`` keeps the runs (``tiles=True``), ``tiles=False`` expands them.
 """
 
@@ -79,29 +81,22 @@ def _buckets(keys, tris):
 
 
 class _Boxes:
-    """Box voxelization of one backend: surface / thin into a box, and the solid fill."""
+    """Box voxelization on the host: surface / thin into a box, the solid fill, the vote
+    (CuPy: ``gpu_sparse.py``, ``gpu_sparse_vote.py``)."""
 
     def __init__(self, vertices, triangles, spec, xp):
         self.xp, self.spec = xp, spec
-        if xp is np:
-            self.mesh = SplitMesh(vertices, triangles, spec)
-        else:
-            from .gpu_slabs import DeviceSplitMesh
+        self.mesh = SplitMesh(vertices, triangles, spec)
 
-            self.device = DeviceSplitMesh(vertices, triangles, spec)
-            self.mesh = self.device.host  # its ranges: one SplitMesh for both
-
-    def surface(self, lo, hi, tri, thin, words=None):  # NumPy only (CuPy: gpu_sparse.py)
+    def surface(self, lo, hi, tri, thin, words=None):
         out = surface_voxels_cpu(self.mesh.pv, self.mesh.triangles[tri], self.spec.shape, thin, box=(lo, hi))
         return out if words is None else (out | words)
 
-    def solid(self, lo, hi, tri):  # NumPy only
+    def solid(self, lo, hi, tri):
         return solid_voxels_cpu(self.mesh.pv, self.mesh.triangles[tri], self.spec.shape, box=(lo, hi))
 
     def vote_box(self, lo, hi, mode):
-        if self.xp is np:
-            return voxelize_box(self.mesh, lo, hi, mode, vote=True)
-        return self.device.voxelize_box(lo, hi, mode, vote=True)
+        return voxelize_box(self.mesh, lo, hi, mode, vote=True)
 
 
 def _bricks_of_tile(words, tile_ijk, tile, xp):
@@ -280,8 +275,11 @@ def voxelize_sparse(vertices, triangles, spec: GridSpec, mode: str = "surface", 
         raise InputError(f"the sparse voxelizer's tile must be a multiple of 32 voxels, not {tile}")
     xp = xp or backend.xp()
     spec = GridSpec(spec.origin, spec.voxel_size, tuple(-(-int(n) // tile) * tile for n in spec.shape))
-    if xp is not np and not (vote and mode in ("solid", "solid+surface")):
-        from .gpu_sparse import voxelize_bricks
+    if xp is not np:
+        if vote and mode in ("solid", "solid+surface"):  # the 3-axis vote on bricks
+            from .gpu_sparse_vote import voxelize_bricks_vote as voxelize_bricks
+        else:
+            from .gpu_sparse import voxelize_bricks
 
         keys, rows, runs = voxelize_bricks(vertices, triangles, spec, mode, progress)
         grid = _grid(keys, rows, spec, xp)

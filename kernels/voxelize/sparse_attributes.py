@@ -20,8 +20,9 @@ one, and the run holds neither), so each run carries one value per voxel row, an
 holding a voxel some triangle touches become stored bricks (split off their run): the
 channels' memory follows the surface too. ``channel_values`` reads both.
 
-Both backends: the owners are decided on the host (NumPy), from the same arrays on either
-(a grid on the device is read one chunk at a time); the channels go where the grid is.
+Both backends: the owners are decided where the grid is: on the host (NumPy) from the
+listed hits, on the device by ``gpu_sparse_owners`` (the dense device owner pass per chunk,
+no hit lists), the same owners; the fill along rows and the channels' values follow.
 """
 
 from __future__ import annotations
@@ -71,6 +72,24 @@ class OwnerMesh:
             surface_voxels_cpu(self.mesh.pv, self.mesh.triangles[sel], self.spec.shape, tri_ids=hits, box=(lo, hi))
         return sel, hits
 
+    def context(self, lo, hi):
+        """What ``owners`` and ``touched`` need of the box lo … hi: (lo, hi, triangles near
+        it, their hits in it)."""
+        sel, hits = self.hits(lo, hi)
+        return (lo, hi, sel, hits)
+
+    def touched(self, run_keys, context):
+        """bool per brick key *run_keys* (sorted): whether a triangle's conservative test
+        covers one of its voxels (among the *context*'s hits)."""
+        lo, hi, _, hits = context
+        touched = np.zeros(len(run_keys), bool)
+        if len(run_keys):
+            for lin, _ in hits:
+                k = _brick_keys_of(lin, lo, hi)
+                at = np.minimum(np.searchsorted(run_keys, k), len(run_keys) - 1)
+                touched[at[run_keys[at] == k]] = True
+        return touched
+
     def owners(self, ijk, box=None):
         """int32 owner triangle of each voxel *ijk* ((m, 3) int64, the set voxels of whole
         rows of bricks), in the order given; −1 where the row holds no owned voxel. *box*:
@@ -93,11 +112,23 @@ class OwnerMesh:
         return out
 
 
+def owner_mesh_for(vertices, triangles, spec, xp):
+    """The owners' mesh of a result on *xp*: ``OwnerMesh`` on the host, on the device
+    ``gpu_sparse_owners.DeviceOwnerMesh`` (the same owners)."""
+    if xp is np:
+        return OwnerMesh(vertices, triangles, spec)
+    from .gpu_sparse_owners import DeviceOwnerMesh
+
+    return DeviceOwnerMesh(vertices, triangles, spec)
+
+
 def chunk_attributes(result: SparseVoxels, owner_mesh: OwnerMesh, start: int, stop: int):
     """(ijk (m, 3) int32 on the host, owner (m,) int32) of the set voxels of bricks
-    start … stop (whole rows of bricks, ``row_chunks``), in brick order."""
-    ijk = np.asarray(backend.to_numpy(result.coordinates_of(start, stop)))
-    return ijk, owner_mesh.owners(ijk.astype(np.int64))
+    start … stop (whole rows of bricks, ``row_chunks``), in brick order
+    (``sparse_points.chunk_points``: runs of full bricks never expanded to bit rows)."""
+    from .sparse_points import chunk_points
+
+    return chunk_points(result, owner_mesh, start, stop)
 
 
 def material_and_color(owner, material_index, table=None, corner_colors=None, colored=None, object_index=None):
@@ -135,7 +166,7 @@ def add_channels(result: SparseVoxels, vertices, triangles, material_index=None,
 
     if any(name != CHANNEL for name in result.grid.channels):
         raise ValueError("add_channels runs once, on a voxelization's bit channel alone")
-    owner_mesh = OwnerMesh(vertices, triangles, result.spec)
+    owner_mesh = owner_mesh_for(vertices, triangles, result.spec, result.xp)
     chunks = row_chunks(result, bricks)
     parts = []
     for n, (s, e) in enumerate(chunks):
@@ -156,13 +187,9 @@ def _chunk_channels(result, owner_mesh, start, stop, material_index, colour_args
     run_keys = Tiles(runs, 1).keys(np)
     both = brick_coords(np.concatenate([keys, run_keys]), np)
     lo, hi = owner_mesh.box_of(both.min(axis=0), both.max(axis=0))
-    sel, hits = owner_mesh.hits(lo, hi)
+    context = owner_mesh.context(lo, hi)
     if len(run_keys):  # run bricks holding a voxel a triangle touches are stored
-        touched = np.zeros(len(run_keys), bool)
-        for lin, _ in hits:
-            k = _brick_keys_of(lin, lo, hi)
-            at = np.minimum(np.searchsorted(run_keys, k), len(run_keys) - 1)
-            touched[at[run_keys[at] == k]] = True
+        touched = owner_mesh.touched(run_keys, context)
         if touched.any():
             keys = np.concatenate([keys, run_keys[touched]])
             rows = np.concatenate([rows, np.full((int(touched.sum()), BRICK, BRICK), 0xFF, np.uint8)])
@@ -177,7 +204,7 @@ def _chunk_channels(result, owner_mesh, start, stop, material_index, colour_args
     row_start = np.repeat(runs[:, [0, 2, 3]] * BRICK, BRICK * BRICK, axis=0)  # first voxel of each row
     row_start[:, 1] += np.tile(yy, len(runs))
     row_start[:, 2] += np.tile(zz, len(runs))
-    owner = owner_mesh.owners(np.concatenate([ijk, row_start]), box=(lo, hi, sel, hits))
+    owner = owner_mesh.owners(np.concatenate([ijk, row_start]), box=context)
     values = {"owner": owner}
     if material_index is not None:
         values["material"], color = material_and_color(owner, material_index, **colour_args)

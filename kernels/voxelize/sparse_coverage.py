@@ -58,14 +58,14 @@ def fine_spec(spec: GridSpec) -> GridSpec:
 
 
 def fine_bytes(result: SparseVoxels, n_vertices: int, n_triangles: int) -> int:
-    """Peak bytes of the fine pass, estimated from the coarse result before it runs: the
-    sparse guard's model (``sparse_guard.sparse_bytes``) with the fine surface at
-    ``FINE_BRICKS_PER_STORED`` bricks per stored coarse brick (the surface's bricks grow
-    4× per doubling: 16× here, measured 16.3–16.6× on the bunny from 256³ to 2048³, with
-    margin) and the inside held as runs, which the surface bricks' cost covers."""
-    from .sparse_guard import sparse_bytes
+    """Peak bytes of the fine pass, estimated from the coarse result before it runs
+    (``sparse_guard.coverage_bytes``, the job's estimate counts the same): the fine
+    surface at ``FINE_BRICKS_PER_STORED`` bricks per stored coarse brick (the surface's
+    bricks grow 4× per doubling: 16× here, measured 16.3–16.6× on the bunny from 256³ to
+    2048³, with margin) and the inside held as runs, which the surface bricks' cost covers."""
+    from .sparse_guard import coverage_bytes
 
-    return sparse_bytes(FINE_BRICKS_PER_STORED * result.stored_bricks, 0, n_vertices, n_triangles, result.xp)
+    return coverage_bytes(result.stored_bricks, n_vertices, n_triangles, result.xp)[0]
 
 
 def fine_voxels(vertices, triangles, result: SparseVoxels, vote: bool = False, progress=None) -> SparseVoxels:

@@ -34,7 +34,11 @@ COARSE_MAX = 256  # coarse voxels per axis at most
 # passes (work items, hit lists) besides its rows and keys; a brick inside, filled from a
 # row's parity, only its rows and key, found → concatenated → sorted.
 BYTES_PER_SURFACE_BRICK = 1400
-BYTES_PER_INSIDE_BRICK = 100
+# A brick inside costs the walk almost nothing since full bricks became runs as it goes
+# (32 B a run, a run a brick row): refitted on the solid of a box, fresh processes
+# (bench/voxelize_sparse_cpu.py, 2-core EPYC): 512³ → 1024³ adds 1.77 M inside bricks and
+# 56 k surface bricks for 27 MiB of peak, so at most 16 B an inside brick (was 100).
+BYTES_PER_INSIDE_BRICK = 16
 # A brick near the surface on the device (gpu_sparse.py): its candidate's pool rows and
 # number (72 B), then the kept rows, number and key with the compaction's index (~80 B),
 # with a third for the pool's fragmentation (counted from the arrays, not yet measured).
@@ -50,6 +54,12 @@ DEVICE_BYTES_PER_TRIANGLE = 100
 # (bench/RESULTS.md "Sparse voxelize() on the GPU": bunny 4096³, 27.7M inside bricks,
 # 0.54 GiB against 0.34 GiB for the surface alone): about 8 B a brick.
 DEVICE_BYTES_PER_INSIDE_BRICK = 8
+# The vote on the device (gpu_sparse_vote.py), per surface brick beyond its three solids:
+# U's number, three states and 64 row bytes, the kept rows' index (112 B, counted from the
+# arrays); per brick of the object, the four bitmaps of its box (one bit a brick each, the
+# box taken as 4× the object's bricks: 2 B).
+DEVICE_VOTE_PER_BRICK = 112
+DEVICE_VOTE_BITMAP_PER_BRICK = 2
 # Kept beside the outputs: a stored brick's rows and key (72 B); an inside brick lies in a
 # run (32 B), and a run ends at a stored brick or the grid's end: at most one per stored brick.
 KEPT_PER_BRICK = 72
@@ -61,6 +71,17 @@ BASE_BYTES = 72 << 20  # one tile's arrays, a batch of work items, allocator sla
 # point cloud (position, radius, colour, material, coverage: 40 B), the .vox's palette
 # indices and chunks (104 B, as ``guard.VOX_PER_VOXEL``); the block mesh's corner keys
 # and their ``unique`` (225 B) and Blender's mesh (60 B).
+# The solid modes' coverage on the host (``sparse_coverage``: a sparse solid 4× finer, then
+# the density counted a chunk at a time), per stored brick of the result: its ~24 fine
+# surface bricks found, concatenated and sorted by the tile walk, and the density brick;
+# fitted to the RSS peaks of Volume jobs in fresh Blender processes (cube 200–400³,
+# Suzanne with the vote 200–400³, 2-core EPYC: bench/voxelize_sparse_cpu.py --volume; the
+# model within 0.77–1.15 of the measured growth where the coverage sets the peak).
+COVERAGE_BASE = 16 << 20
+COVERAGE_PER_BRICK = 7680
+# The coverage's density kept beside the outputs: a float32 brick (2 KiB), its ``uncovered``
+# bits (64 B), key and slot (16 B) per stored brick of the result.
+DENSITY_PER_BRICK = 2128
 KEPT_PER_VOXEL = 36
 POINTS_PER_VOXEL = 40
 VOX_PER_VOXEL = 104
@@ -97,15 +118,20 @@ def brick_counts(vertices, triangles, spec: GridSpec, mode: str, vote: bool = Fa
     return surface * scale ** 2, inside * scale ** 3
 
 
-def sparse_bytes(surface_bricks: int, inside_bricks: int, n_vertices: int, n_triangles: int, xp=np) -> int:
-    """Peak bytes of the sparse voxelization itself (after the coarse pass)."""
+def sparse_bytes(surface_bricks: int, inside_bricks: int, n_vertices: int, n_triangles: int, xp=np,
+                 vote: bool = False) -> int:
+    """Peak bytes of the sparse voxelization itself (after the coarse pass); *vote*: the
+    3-axis vote of a solid (on the device: ``gpu_sparse_vote``)."""
     if xp is not np:
         from .gpu_sparse import SETUP_CHUNK
 
         mesh = DEVICE_BYTES_PER_TRIANGLE * n_triangles + 24 * n_vertices
         setups = DEVICE_SETUP_BYTES * min(n_triangles, SETUP_CHUNK)
-        return int(BASE_BYTES + mesh + setups + DEVICE_BYTES_PER_BRICK * surface_bricks
-                   + DEVICE_BYTES_PER_INSIDE_BRICK * inside_bricks)
+        bricks = DEVICE_BYTES_PER_BRICK * surface_bricks + DEVICE_BYTES_PER_INSIDE_BRICK * inside_bricks
+        if vote:  # three solids held, U's rows and states, the bitmaps of the box
+            bricks = 3 * bricks + DEVICE_VOTE_PER_BRICK * surface_bricks \
+                + DEVICE_VOTE_BITMAP_PER_BRICK * (surface_bricks + inside_bricks)
+        return int(BASE_BYTES + mesh + 24 * n_vertices * (2 if vote else 0) + setups + bricks)
     mesh = BYTES_PER_TRIANGLE * n_triangles + 24 * n_vertices
     return int(BASE_BYTES + mesh + BYTES_PER_SURFACE_BRICK * surface_bricks + BYTES_PER_INSIDE_BRICK * inside_bricks)
 
@@ -156,14 +182,33 @@ def outputs_bytes(outputs, voxels: int, faces: int, surface_voxels: int) -> int:
     return int(KEPT_PER_VOXEL * voxels + max(attributes, made))
 
 
-def job_bytes(surface: int, inside: int, nv: int, nt: int, mode: str, outputs, xp=np) -> int:
+def coverage_bytes(surface: int, nv: int, nt: int, xp=np):
+    """(fine pass, density grid kept) bytes of the solid modes' coverage
+    (``sparse_coverage``) of a result of *surface* stored bricks: the sparse solid 4×
+    finer (on the host ``COVERAGE_BASE`` and ``COVERAGE_PER_BRICK`` a stored brick,
+    measured; on the device the sparse model at ``FINE_BRICKS_PER_STORED`` fine surface
+    bricks a stored brick), then the density's float bricks kept to the end."""
+    from .sparse_coverage import FINE_BRICKS_PER_STORED
+
+    kept = DENSITY_PER_BRICK * surface
+    if xp is not np:
+        return sparse_bytes(FINE_BRICKS_PER_STORED * surface, 0, nv, nt, xp), kept
+    return int(COVERAGE_BASE + BYTES_PER_TRIANGLE * nt + 24 * nv + COVERAGE_PER_BRICK * surface), kept
+
+
+def job_bytes(surface: int, inside: int, nv: int, nt: int, mode: str, outputs, xp=np, vote: bool = False) -> int:
     """Peak host bytes of a sparse job of *surface* and *inside* bricks: the voxelization,
-    then its stored bricks and runs of full bricks beside the outputs' arrays (which expand
-    the runs a chunk at a time)."""
+    then (solid modes with Points or a Volume) the coverage's fine pass beside the
+    voxelization's stored bricks and runs, then those and the density beside the outputs'
+    arrays (built from bricks and runs a chunk at a time)."""
+    solid = mode in ("solid", "solid+surface")
     voxels = VOXELS_PER_SURFACE_BRICK.get(mode, 256) * surface + 512 * inside
-    kernel = sparse_bytes(surface, inside, nv, nt, xp)
+    kernel = sparse_bytes(surface, inside, nv, nt, xp, vote and solid)
     kept = KEPT_PER_BRICK * surface + KEPT_PER_RUN * min(surface, inside)
-    return int(max(kernel, BASE_BYTES + kept
+    fine = density = 0
+    if solid and set(outputs or ()) & {"points", "volume"}:
+        fine, density = coverage_bytes(surface, nv, nt, xp)
+    return int(max(kernel, kept + fine, BASE_BYTES + kept + density
                    + outputs_bytes(outputs, voxels, FACES_PER_SURFACE_BRICK * surface, 64 * surface)))
 
 
@@ -185,7 +230,7 @@ def check_sparse(vertices, triangles, spec: GridSpec, mode: str, vote: bool, xp,
     nv, nt = len(vertices), len(triangles)
 
     def need_at(s, i):
-        return max(first, job_bytes(s, i, nv, nt, mode, outputs, xp))
+        return max(first, job_bytes(s, i, nv, nt, mode, outputs, xp, vote))
 
     need = need_at(surface, inside)
     if outputs:  # the operator's estimate, for bench/memory.py (guard.LAST_ESTIMATE)
@@ -278,14 +323,25 @@ def sparse_instead(refused: DenseRefused, soup, spec: GridSpec, request, vote) -
     return f"{refused} of host memory, more than is usable: voxelized sparse (8³ bricks)"
 
 
+# Above this many grid voxels a Volume alone goes sparse on the CPU (auto). Measured in
+# fresh Blender processes (bench/voxelize_sparse_cpu.py --volume, cube, 2-core EPYC shared
+# with other jobs), dense (Sparse: never) against sparse (always), time and RSS growth:
+#   256³ surface 3.9 s, 220 MiB | 4.6 s, 29 MiB;   solid 25.7 s, 649 MiB | 27.8 s, 52 MiB
+#   512³ surface 34 s, 1119 MiB | 24 s, 63 MiB;    solid 436 s, 1120 MiB | 266 s, 184 MiB
+#  1024³ surface — | 58 s, 233 MiB;                 solid 728 s, 8.48 GiB (bench/RESULTS.md,
+#        idle box) | 332 s, 613 MiB (estimate 746 MiB). From 512³ on sparse is faster too.
+AUTO_CPU_VOLUME_VOXELS = 512 ** 3
+
+
 def plan_group(spec: GridSpec, request, soup, segments, vote, lo, hi):
     """Dense or sparse for one Voxelize group (``request.sparse``: auto, always, never):
     returns (dense ``MemoryGuard`` or None, sparse?, note or None).
 
     ``auto`` goes sparse for a mesh (loose edges and curves join it: ``sparse_lines``)
     where, on the GPU, the dense grid does not fit on the device; on the CPU, above
-    ``sparse_result.AUTO_CPU_VOXELS`` voxels when the job wants per-voxel outputs (a
-    Volume alone keeps the dense job, split into z-slabs if needed: measured, bounded);
+    ``sparse_result.AUTO_CPU_VOXELS`` voxels when the job wants per-voxel outputs, and
+    above ``AUTO_CPU_VOLUME_VOXELS`` for a Volume alone (measured: faster and a sixth of
+    the memory or less there);
     and wherever the dense guard refuses but the sparse estimate fits (before
     voxelizing here; after, with the exact counts, the guard raises ``DenseRefused`` from
     the dense job and the operator calls ``sparse_instead``). When both refuse, the dense
@@ -307,7 +363,7 @@ def plan_group(spec: GridSpec, request, soup, segments, vote, lo, hi):
         return None, True, None
     if xp is not np and estimate_bytes(spec, request.mode, nv, nt, vote, xp=xp) > backend.usable_bytes(xp):
         return None, True, "the dense grid does not fit on the GPU: voxelized sparse"
-    if xp is np and spec.voxel_count > AUTO_CPU_VOXELS and request.outputs - {"volume"}:
+    if xp is np and spec.voxel_count > (AUTO_CPU_VOXELS if request.outputs - {"volume"} else AUTO_CPU_VOLUME_VOXELS):
         try:
             check_sparse(soup.vertices, soup.triangles, spec, request.mode, vote, np, outputs=request.outputs)
             return None, True, None

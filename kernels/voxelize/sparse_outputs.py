@@ -29,7 +29,8 @@ from ..grid.sparse import BRICK, brick_coords, brick_keys
 from ..progress import report, scaled
 from .blocks import CORNER_OFFSETS, DIRECTIONS, BlockMesh, weld
 from .sparse import unpack_rows
-from .sparse_attributes import OwnerMesh, material_and_color, row_chunks
+from .sparse_attributes import material_and_color, owner_mesh_for, row_chunks
+from .sparse_points import chunk_points
 from .sparse_result import SparseVoxels
 
 @dataclass
@@ -162,12 +163,11 @@ def compute_group_sparse(base, soup, spec, request, vote, table=None, progress=N
                                 "set voxels instead")
         out.density = cover if "volume" in request.outputs else None
     if per_voxel:
-        owner_mesh = OwnerMesh(soup.vertices, soup.triangles, spec)
+        owner_mesh = owner_mesh_for(soup.vertices, soup.triangles, spec, result.xp)  # owners where the grid is
         chunks = row_chunks(result)
         ijks, materials, colors, covers = [], [], [], []
         for n, (s, e) in enumerate(chunks):
-            ijk = np.asarray(backend.to_numpy(result.coordinates_of(s, e)))
-            owner = owner_mesh.owners(ijk.astype(np.int64))
+            ijk, owner = chunk_points(result, owner_mesh, s, e)  # runs written as voxels, not as bit rows
             material, color = material_and_color(owner, soup.material_index, table, soup.corner_colors,
                                                  soup.colored_objects, soup.object_index)
             ijks.append(ijk)

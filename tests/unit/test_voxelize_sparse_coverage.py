@@ -74,10 +74,10 @@ def test_coverage_chunks_give_the_same_grid():
 
 
 def test_a_fine_pass_that_does_not_fit_leaves_density_one_and_says_so():
-    """Under a real RLIMIT_AS (VmSize + 300 MiB) a solid box at 300 voxels fits sparse
-    (about 90 MiB) but its 1200³ sampling pass does not (about 600 MiB): the job still
-    gives its voxels and Volume, with density 1 at set voxels and one warning naming the
-    sampling."""
+    """Under a real RLIMIT_AS (VmSize + 250 MiB) a solid box at 640 voxels fits sparse
+    (about 150 MiB) but its 2560³ sampling pass does not (about 500 MiB on the host,
+    ``sparse_guard.coverage_bytes``): the job still gives its voxels and Volume, with
+    density 1 at set voxels and one warning naming the sampling."""
     import subprocess
     import sys
     import textwrap
@@ -97,20 +97,21 @@ def test_a_fine_pass_that_does_not_fit_leaves_density_one_and_says_so():
         from voxfx.kernels.voxelize.sparse_outputs import compute_group_sparse
 
         v, t = box((0.013, 0.021, 0.017), (0.987, 0.979, 0.991))
-        spec = GridSpec.around(v.min(0), v.max(0), 0.974 / 300)
+        spec = GridSpec.around(v.min(0), v.max(0), 0.974 / 640)
         soup = SimpleNamespace(vertices=v, triangles=t, material_index=np.zeros(len(t), np.int32),
                                corner_colors=None, colored_objects=None, object_index=np.zeros(len(t), np.int32),
                                materials=[])
         vm = memory._status_bytes("VmSize")
-        resource.setrlimit(resource.RLIMIT_AS, (vm + 300 * 2**20, resource.RLIM_INFINITY))
+        resource.setrlimit(resource.RLIMIT_AS, (vm + 250 * 2**20, resource.RLIM_INFINITY))
         out = compute_group_sparse("box", soup, spec, Request(mode="solid", outputs={{"volume"}}), False)
-        print(out.count, out.density is None, out.result.count())
+        from voxfx.kernels.voxelize.sparse_coverage import fine_spec
+        print(out.count, out.density is None, out.result.count(), "×".join(map(str, fine_spec(spec).shape)))
         print("|".join(out.warnings))
     """)
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, cwd=root)
     assert r.returncode == 0, r.stderr[-2000:]
     first, warnings = r.stdout.strip().splitlines()[-2:]
-    count, no_density, n = first.split()
-    assert int(count) == int(n) > 300 ** 3 // 2 and no_density == "True"
-    assert "samples every voxel 4×4×4 times" in warnings and "1208×1192×1208" in warnings
+    count, no_density, n, fine = first.split()
+    assert int(count) == int(n) > 640 ** 3 // 2 and no_density == "True"
+    assert "samples every voxel 4×4×4 times" in warnings and fine in warnings
     assert "Traceback" not in r.stderr
