@@ -69,10 +69,10 @@ class FlipSettings:
     # Kernel-only (the scene's gravity is passed in by the add-on)
     gravity: tuple = GRAVITY  # m/s²
     pressure_max_iterations: int = 500
-    # Experimental, not on the panel yet (``sparse_band``: still water is right, a dam break's
-    # meshed volume runs 1.5–3.7 points below the full run's in 1 s): cells under the surface
-    # that keep particles, deeper liquid carried by the grid (sparse solver; 0 = particles
-    # everywhere).
+    # Experimental, not on the panel yet (``sparse_band``: still water is right and, with the
+    # deep-region level set, a dam break's meshed volume follows the full run's; its centre
+    # of mass still runs 1.5–3 cm from it at ½ s): cells under the surface that keep
+    # particles, deeper liquid carried by the grid (sparse solver; 0 = particles everywhere).
     narrow_band: int = 0
 
 

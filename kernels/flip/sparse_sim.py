@@ -192,6 +192,8 @@ class SparseFlipSimulation(FlipSimulation):
             c = self.band.centres(self.spec)
             inside = ((c >= lo) & (c <= hi)).all(axis=1)
             self.band.deep, self.band.mass = self.band.deep[inside], self.band.mass[inside]
+        if self.band is not None:
+            self.band.crop(self.spec, lo, hi)
         removed = int(len(self.pos) - int(keep.sum()))
         if removed:
             self._keep(keep)
@@ -301,18 +303,24 @@ class SparseFlipSimulation(FlipSimulation):
             state["deep"] = np.array(backend.to_numpy(self.band.deep), np.int64)
             state["deep_faces"] = np.array(backend.to_numpy(self.band.low_faces(self.grid)), np.float32)
             state["deep_mass"] = np.array(backend.to_numpy(self.band.mass), np.float64)
+            state["band_cells"] = np.array(backend.to_numpy(self.band.lattice), np.int64)
+            state["band_phi"] = np.array(backend.to_numpy(self.band.phi), np.float32)
         return state
 
     def restore(self, state: dict) -> None:
         """``FlipSimulation.restore``; a narrow band's deep cells and their faces too."""
         if self.band is not None:
             n = np.shape(state.get("deep", np.zeros((0, 3))))[0]
-            check_state(state, {"deep": ((n, 3), "i"), "deep_faces": ((n, 3), "f"), "deep_mass": ((n,), "f")})
+            m = np.shape(state.get("band_cells", np.zeros((0, 3))))[0]
+            check_state(state, {"deep": ((n, 3), "i"), "deep_faces": ((n, 3), "f"), "deep_mass": ((n,), "f"),
+                                "band_cells": ((m, 3), "i"), "band_phi": ((m,), "f")})
         super().restore(state)
         if self.band is not None:
             self.band.deep = self.xp.asarray(state["deep"], dtype=self.xp.int64)
             self.band.pending = self.xp.asarray(state["deep_faces"], dtype=self.xp.float32)
             self.band.mass = self.xp.asarray(state["deep_mass"], dtype=self.xp.float64)
+            self.band.lattice = self.xp.asarray(state["band_cells"], dtype=self.xp.int64)
+            self.band.phi = self.xp.asarray(state["band_phi"], dtype=self.xp.float32)
 
     def fluid_cell_count(self) -> int:
         return int((self.grid["cell"] == FLUID).sum())
