@@ -49,7 +49,7 @@ from .grid import FLUID, FlipSettings
 from .particles import seed_particles
 from .sim import FlipSimulation, obstacle_speed, source_cells
 from .sparse_band import NarrowBand
-from .sparse_grid import SparseFlipGrid, substep_margin
+from .sparse_grid import SparseFlipGrid, source_window, substep_margin
 
 BOUNDARIES = ("closed", "open")
 
@@ -76,11 +76,14 @@ class SparseFlipSimulation(FlipSimulation):
         self.obstacle = xp.zeros((0, 3), xp.int64)  # cells of ``set_obstacles``
         self.obstacle_velocity = None
         self.obstacle_bodies = [sparse_bodies.voxel_bricks(static, spec, xp, progress=scaled(progress, 0, 0.4))]
-        liquid, crossed = source_cells(liquid_vertices, liquid_triangles, spec, xp, progress=scaled(progress, 0.4, 0.9))
+        window, offset = source_window(liquid_vertices, spec)  # a large box: around the source only
+        liquid, crossed = source_cells(liquid_vertices, liquid_triangles, window, xp,
+                                       progress=scaled(progress, 0.4, 0.9))
         if self.obstacle_bodies[0].count and len(liquid):  # no liquid inside obstacles
-            free = ~backend.to_numpy(sparse_bodies.contains(self.obstacle_bodies[0], xp.asarray(liquid), xp))
+            at = xp.asarray(liquid + offset.astype(liquid.dtype))
+            free = ~backend.to_numpy(sparse_bodies.contains(self.obstacle_bodies[0], at, xp))
             liquid, crossed = liquid[free], crossed[free]
-        self._seed(liquid, crossed, liquid_vertices, liquid_triangles, initial_velocity)
+        self._seed(liquid, crossed, liquid_vertices, liquid_triangles, initial_velocity, spec=window)
         self.killed = 0
 
     # ------------------------------------------------------------------ boundaries that change
@@ -255,7 +258,7 @@ class SparseFlipSimulation(FlipSimulation):
             self.pos = self.xp.concatenate([pos, self.band.virtual_particles(self.spec,
                                                                              self.settings.particles_per_cell)])
         try:
-            if self.boundary == "closed":
+            if self.boundary == "closed" and sparse_output.box_outputs(self.spec):
                 return super().level_set(progress)
             return sparse_output.level_set(self, progress)
         finally:
@@ -270,7 +273,7 @@ class SparseFlipSimulation(FlipSimulation):
         from .surface import surface_grid
 
         region = sparse_output.liquid_region(self)
-        if self.boundary == "open" and padding:
+        if region is not self.spec and padding:  # the liquid's region: its own cells beyond it
             return sparse_output.cell_velocity(self.grid, surface_grid(region, padding), self.spec)
         cells = sparse_output.cell_velocity(self.grid, region, self.spec)
         if padding:
