@@ -19,7 +19,7 @@ from ...kernels.settings import from_source
 from ...kernels.grid import GridSpec
 from .. import compact_points, disk_plan, frame_loader, materials, node_setups, scene_io, sim_bake, writeback
 from ..cache import BakeCache, blend_name, resolve_folder
-from ..flip_sparse import memory_need
+from ..flip_sparse import choose_solver, memory_need
 from ..jobs import BakeResult, JobOperator, keep_frame_on_abort
 from ..ply import write_points
 from .cache import free_bake
@@ -80,9 +80,12 @@ def box_inflows(scene, spec, f) -> tuple[float, int]:
     return rate, fill
 
 
-def kernel_settings(f, scene) -> FlipSettings:
+def kernel_settings(f, scene, sparse=None) -> FlipSettings:
+    """The kernels' settings of the Liquid panel *f*: *sparse* the solver ``choose_solver``
+    picked (default: Sparse chosen outright)."""
     gravity = tuple(scene.gravity) if scene.use_gravity else (0.0, 0.0, 0.0)
-    return from_source(FlipSettings, f, gravity=gravity)
+    sparse = f.solver == "SPARSE" if sparse is None else bool(sparse)
+    return from_source(FlipSettings, f, gravity=gravity, sparse=sparse)
 
 
 def check_memory(spec, particles, f, domain_obj):
@@ -95,13 +98,13 @@ def check_memory(spec, particles, f, domain_obj):
     release_gpu_pool()
     info = backend.device_info()
     free = int(info.free_bytes * backend.SAFETY_FRACTION)
-    need = memory_need(spec, particles, f)  # sparse: from the liquid's volume (issue 12)
+    need = memory_need(spec, particles, f, usable=free)  # sparse: from the liquid's volume (issue 12)
     if need <= free:
         return
 
     def trial(res):
         t = domain_spec(domain_obj, res)
-        return memory_need(t, int(particles * t.voxel_count / spec.voxel_count), f)
+        return memory_need(t, int(particles * t.voxel_count / spec.voxel_count), f, usable=free)
 
     best = largest_that_fits(trial, free, 8, f.resolution - 1)
     raise InputError(f"A {'×'.join(map(str, spec.shape))} liquid grid with about {particles:,} particles needs "
@@ -247,7 +250,8 @@ def _flip_job(context, f, cache_dir, frame_start, frame_end, resume):
     obstacle = scene_io.extract_triangles(obstacles, depsgraph) if obstacles else None
     approx = int(f.particles_per_cell * np.prod(np.clip((hi - lo) / spec.voxel_size, 1, None)))
     check_memory(spec, approx, f, f.domain)
-    settings = kernel_settings(f, scene)
+    sparse, solver = choose_solver(spec, approx, f)  # Auto: dense where it fits, else sparse (issue 12)
+    settings = kernel_settings(f, scene, sparse)
     velocity = tuple(liquids[0].voxfx_flip.initial_velocity)
     fps = scene.render.fps / scene.render.fps_base
     folder = resolve_folder(cache_dir) / "liquid"
@@ -290,7 +294,8 @@ def _flip_job(context, f, cache_dir, frame_start, frame_end, resume):
                                      compact_points.SUFFIX if compact else ".ply")
     present(f, liquids, inflows, outflows, particles)
     substeps = FlipBake.summary(sim) if getattr(sim, "substep_log", None) else ""  # frames stepped in this run
-    return BakeResult(sim_bake.summary(written, plan), str(folder), list(cache.notes), details=substeps)
+    return BakeResult(sim_bake.summary(written, plan), str(folder), list(cache.notes),
+                      details="; ".join(x for x in (solver, substeps) if x))
 
 
 class VOXFX_OT_flip_bake(JobOperator, bpy.types.Operator):
