@@ -35,7 +35,11 @@ whatever flowed into them). 30 × 10 × 15 cells, h = 4 cm, 100 frames at 60 fps
 the motion: the centre of mass 1.5–3 cm from the full run's at ½ s, 0.5–1.7 cm at 1 s
 (the sparse/dense tolerance is 1 cm; before the level set 2.2–2.6 cm at both), kinetic
 energy +3 to +22%. Giving the band's bottom cell layer the grid's velocity (Mantaflow's
-combine band) made it worse (4 cm at ½ s, energy −10%). So it stays off the panel.
+combine band) made it worse (4 cm at ½ s, energy −10%), and so did topping up every band
+cell under half (or three quarters) of a cell's count, not only empty ones and those that
+left the deep region (count +8 to +24%, energy +40 to +100%). The count's drift (−2 to
+−5.5%) is particles that flow into cells already deep (deleted: the deep cell is full
+already), ~1,100 in ¼ s. So it stays off the panel.
 
 The level set sees deep cells as cells full of particles (``virtual_particles``); mass
 and energy count each deep cell as a full cell (``mass`` = particles per cell) at its
