@@ -14,10 +14,15 @@ set-up, seeding included, is timed and printed apart):
 
     --row 8m      dam break, 8M particles at 256³ (the issue's ≤ 20 ms, ≤ 1.2 GB row)
     --row 65m     dam break, 65.5M particles at 512³ (goal ≤ 150 ms a substep, ≤ 10 GB)
-    --row river   a scene dense cannot hold: a 2048 × 512 × 512-cell long box (4 × 1 × 1 m,
-                  dense would need ~80 GB at 512³'s 151 B a cell) with a 256 × 512 × 96-cell
-                  block of water (100.7M particles) breaking along it: a wave down a
-                  2048-cell channel
+    --row river   a scene dense cannot hold: a 2048 × 1024 × 512-cell long box (4 × 2 × 1 m;
+                  dense: 1.07G cells, ~100 GiB by its estimate, ~150 GiB at 512³'s measured
+                  151 B a cell) with a 256.5 × 1024 × 48.5-cell block of water (~102M
+                  particles) breaking along it: a wave down a 2048-cell channel
+
+Expected on an H100 (fresh machine, kernels compiled on first use): ``--row 65m`` about
+1–2 min in all (seeding ~10–20 s, most of it the host's inside test of the source's
+surface cells); ``--row river --frames 12 --time-cap 45`` about 2 min (seeding ~20–30 s,
+then frames until 12 or 45 s).
 
 ``--frames N`` times the user's frame instead of substeps: ``step(1/24)`` (adaptive
 substeps, the reason each frame's count is what it is) and, with ``--level-set``, the
@@ -83,14 +88,17 @@ ROWS = {"8m": (256, 8_000_000), "65m": (512, 65_536_000), "river": (2048, 100_66
 
 
 def river(n, particles):
-    """A long closed box n × n/4 × n/4 cells (h = 4 m / n) with a block of water the full
-    width at one end, 3/16 of the height deep, holding about *particles* particles: the
-    dam-break wave runs down the box's length."""
+    """A long closed box n × n/2 × n/4 cells (h = 4 m / n: 4 × 2 × 1 m at any n) with a
+    block of water the full width at one end, 3/128 of the length deep (48.5 cells at
+    2048), holding about *particles* particles: the dam-break wave runs down the box's
+    length. The block reaches a cell past the walls it touches and its free faces lie
+    mid-cell, so only one layer of cells under those two faces needs the seeding's inside
+    test on the host (~2.5M points at 2048), not the walls' too."""
     h = 4.0 / n
-    wide, deep = n // 4, 3 * n // 64
+    wide, deep = n // 2, 3 * n // 128
     long = max(1, round(particles / 8 / (wide * deep)))
-    v, t = box((0.0, 0.0, 0.0), (long * h, wide * h, deep * h))
-    return GridSpec((0.0, 0.0, 0.0), h, (n, wide, wide)), v, t
+    v, t = box((-h, -h, -h), ((long + 0.5) * h, (wide + 1) * h, (deep + 0.5) * h))
+    return GridSpec((0.0, 0.0, 0.0), h, (n, wide, n // 4)), v, t
 
 
 class MemoryTrace:
@@ -112,6 +120,7 @@ class MemoryTrace:
 
         self.cp, self.hook = cp, Hook()
         self.live, self.bytes, self.peak, self.stage, self.at_peak = {}, 0, 0, "set-up", []
+        self.peak_stage = self.stage
 
     def where(self):
         import traceback
@@ -142,6 +151,8 @@ class MemoryTrace:
                  f"{pool.total_bytes() / 2 ** 20:.0f} MiB (cached blocks included); largest live then:"]
         lines += [f"     {size / 2 ** 20:8.1f} MiB  {stage:12s} {where}" for size, stage, where in top]
         return "\n".join(lines)
+
+
 BANDWIDTH = 3.35e12  # bytes/s, H100 SXM HBM3
 
 
