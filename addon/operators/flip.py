@@ -279,7 +279,8 @@ def _flip_job(context, f, cache_dir, frame_start, frame_end, resume):
                                  f.particles_per_cell, bake.inflow_emission(inflow_velocity),
                                  after=plan.todo[0] - frame_start if plan.todo else 0,
                                  most=spec.voxel_count * f.particles_per_cell)
-    yield 0.0, disk_plan.summary(disk, disk_plan.check(disk, folder))  # refuses when it cannot fit
+    # refuses when it cannot fit; says which grid and why (Auto)
+    yield 0.0, f"{disk_plan.summary(disk, disk_plan.check(disk, folder))}; {solver}"
     poses = Poses(context, (obstacles if obstacles_move else []) + (inflows + outflows if ports_move else []))
 
     def scene_inputs(frame):
@@ -295,7 +296,7 @@ def _flip_job(context, f, cache_dir, frame_start, frame_end, resume):
     present(f, liquids, inflows, outflows, particles)
     substeps = FlipBake.summary(sim) if getattr(sim, "substep_log", None) else ""  # frames stepped in this run
     return BakeResult(sim_bake.summary(written, plan), str(folder), list(cache.notes),
-                      details="; ".join(x for x in (solver, substeps) if x))
+                      details=f"{solver}; {substeps}" if substeps else "")  # frames stepped: by which solver
 
 
 class VOXFX_OT_flip_bake(JobOperator, bpy.types.Operator):
