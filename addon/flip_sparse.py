@@ -15,10 +15,10 @@ from ..kernels.flip.sparse_memory import sparse_flip_memory
 
 SOLVERS = [
     ("AUTO", "Auto", "Dense where its memory estimate fits the GPU (or this computer's memory), sparse where it "
-     "does not or where open boundaries need it"),
+     "does not or where open boundaries or the narrow band need it"),
     ("DENSE", "Dense", "One grid over the whole domain box (closed walls only)"),
     ("SPARSE", "Sparse", "8³ bricks around the liquid only: memory follows the liquid, not the domain box (needed "
-     "for open boundaries)"),
+     "for open boundaries and the narrow band)"),
 ]
 
 
@@ -31,17 +31,19 @@ def usable_bytes() -> int:
 def choose_solver(spec, particles: int, f, usable=None, xp=None) -> tuple[bool, str]:
     """(sparse, why) for the Liquid settings *f* (``solver``: AUTO, DENSE or SPARSE): Auto
     takes dense when its estimate fits *usable* bytes (default ``usable_bytes()``),
-    sparse otherwise or with open boundaries. *why* is the panel's and the report's line."""
+    sparse otherwise or with open boundaries or a narrow band. *why* is the panel's and the report's line."""
     choice = getattr(f, "solver", "AUTO")
-    open_ = getattr(f, "boundary", "closed") != "closed"
+    needs = ("open boundaries" if getattr(f, "boundary", "closed") != "closed"
+             else "the narrow band" if int(getattr(f, "narrow_band", 0)) else None)
     if choice == "SPARSE":
         return True, "Solver: sparse"
     if choice == "DENSE":
-        if open_:
-            raise InputError("Open boundaries need the sparse solver: set Solver to Sparse or Auto")
+        if needs:
+            subject = {"open boundaries": "Open boundaries need", "the narrow band": "The narrow band needs"}[needs]
+            raise InputError(f"{subject} the sparse solver: set Solver to Sparse or Auto")
         return False, "Solver: dense"
-    if open_:
-        return True, "Solver: sparse (Auto: open boundaries)"
+    if needs:
+        return True, f"Solver: sparse (Auto: {needs})"
     usable = usable_bytes() if usable is None else int(usable)
     dense = flip_memory(spec, particles, bool(getattr(f, "apic", False)), xp=xp)
     if dense <= usable:

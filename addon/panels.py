@@ -180,6 +180,9 @@ class VOXFX_PT_flip(bpy.types.Panel):
         row = layout.row()
         row.active = f.solver != "DENSE" and f.boundary == "open"
         row.prop(f, "kill_distance")
+        row = layout.row()
+        row.active = f.solver != "DENSE"
+        row.prop(f, "narrow_band")
         for line, icon in zip(estimate_lines(context, f), ("INFO", "MEMORY")):
             layout.label(text=line, icon=icon)
         layout.prop(f, "particles_per_cell")

@@ -61,6 +61,9 @@ class FlipSettings:
                             "liquid may leave (it is deleted Kill Distance beyond the box)",
                             items=(("closed", "Closed", "The domain box has walls"),
                                    ("open", "Open", "No walls: the liquid may leave the box")))
+    narrow_band: int = setting(0, "Narrow Band", "Cells under the liquid's surface that keep particles; the deeper "
+                               "liquid is carried by the grid (sparse solver; fewer particles in deep water; 0 = "
+                               "off, else at least 2)", min=0, soft_max=16, max=256)
     kill_distance: float = setting(2.0, "Kill Distance", "Open boundary: liquid farther than this beyond the "
                                    "domain box on any side is deleted (metres; 0 = at the box's faces)",
                                    min=0.0, soft_max=100.0, subtype="DISTANCE", unit="LENGTH")
@@ -71,11 +74,6 @@ class FlipSettings:
     # choice (``addon/flip_sparse.choose_solver``: Auto, Dense or Sparse).
     sparse: bool = False
     pressure_max_iterations: int = 500
-    # Experimental, not on the panel yet (``sparse_band``: still water is right and, with the
-    # deep-region level set, a dam break's meshed volume follows the full run's; its centre
-    # of mass still runs 1.5–3 cm from it at ½ s): cells under the surface that keep
-    # particles, deeper liquid carried by the grid (sparse solver; 0 = particles everywhere).
-    narrow_band: int = 0
 
 
 class DenseGrid(MacGrid):

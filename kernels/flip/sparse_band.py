@@ -21,7 +21,7 @@ within ``N`` cells under the liquid's surface; the deep interior is carried by t
                      cell's worth, only at seeding points where φ < 0 (the cell's fill), at
                      the grid's velocity.
 
-Status (experimental, kernel-only: ``FlipSettings.narrow_band`` is not on the panel).
+Status: on the Liquid panel (**Narrow Band**, cells, default off; ``FlipSettings.narrow_band``).
 Still water stays still with 3.5× fewer particles, and a resumed run continues it. Dam
 break (CPU, CFL 2, 1 s at 24 fps, 24 × 10 × 16 cells, h = 5 cm, an 8 × 10 × 12 column),
 meshed volume at ¼/½/¾/1 s against the full-particle run's −3.9/−6.5/−6.3/−9.6%:
@@ -31,15 +31,17 @@ and counted twice: +7% count) −5.3/−9.1/−10.0/−11.0%; with it (N = 3) �
 −3.9%, N = 2 −3.7/−5.3/−4.0/−3.7% (count −2 to −5.5%: deep cells stand for a full cell
 whatever flowed into them). 30 × 10 × 15 cells, h = 4 cm, 100 frames at 60 fps: full
 −5.4/−7.2/+2.3/−1.6% every 25 frames, N = 2 −4.9/−3.4/+0.5/+4.1% (was −7.8/−10.1/−4.1/
-−4.9%), N = 3 −5.8/−6.1/+3.4/+3.1% (was −6.9/−11.0/+2.9/−4.0%). What still differs is
-the motion: the centre of mass 1.5–3 cm from the full run's at ½ s, 0.5–1.7 cm at 1 s
-(the sparse/dense tolerance is 1 cm; before the level set 2.2–2.6 cm at both), kinetic
-energy +3 to +22%. Giving the band's bottom cell layer the grid's velocity (Mantaflow's
+−4.9%), N = 3 −5.8/−6.1/+3.4/+3.1% (was −6.9/−11.0/+2.9/−4.0%). The centre of mass
+(0.4 × 0.5 × 0.5 m column, 24 × 10 × 16 cells, 60 fps, seeds 1, 4, 9) after 1 s is
+within the sparse/dense tolerance of 1 cm: 0.5–0.7 cm at N = 3, 0.4 cm at N = 4, 0.4–0.5
+cm at N = 6 (full runs of different seeds: 0.4 cm; before the level set 1.7–2.3 cm). At
+½ s it is not: 1.5–2 cm (N = 3), 0.8–1 cm (N = 4), 0.3 cm (N = 6); the kinetic energy
+at 1 s runs +8 to +22% (N = 3, 4), ±2% at N = 6. Giving the band's bottom cell layer the grid's velocity (Mantaflow's
 combine band) made it worse (4 cm at ½ s, energy −10%), and so did topping up every band
 cell under half (or three quarters) of a cell's count, not only empty ones and those that
 left the deep region (count +8 to +24%, energy +40 to +100%). The count's drift (−2 to
 −5.5%) is particles that flow into cells already deep (deleted: the deep cell is full
-already), ~1,100 in ¼ s. So it stays off the panel.
+already), ~1,100 in ¼ s.
 
 The level set sees deep cells as cells full of particles (``virtual_particles``); mass
 and energy count each deep cell as a full cell (``mass`` = particles per cell) at its
