@@ -26,7 +26,9 @@ then frames until 12 or 45 s).
 
 ``--frames N`` times the user's frame instead of substeps: ``step(1/24)`` (adaptive
 substeps, the reason each frame's count is what it is) and, with ``--level-set``, the
-frame's level set, each frame's pool bytes, until N frames or the time cap.
+frame's level set, each frame's pool bytes, until N frames or the time cap;
+``--narrow-band C`` runs it with a narrow band of C cells (the particles kept beside the
+liquid's count), for the issue's narrow band row against the same command without it.
 ``--memory-trace`` records every pool allocation (a CuPy memory hook): the high-water
 mark of live bytes, the stage it was reached in (set-up or a substep stage) and the
 largest arrays alive at that moment by the source line that allocated them; with the pool's
@@ -263,8 +265,9 @@ def run(n, particles, steps, warm, sparse, max_cg=None, kind="dam", trace=None, 
     return len(sim.pos), med, int(np.median(its)), pool.total_bytes(), extra
 
 
-def run_frames(n, particles, frames, kind, time_cap, level_set=False, trace=None):
-    """The user's frame: ``step(1/24)`` (+ the level set), until *frames* or *time_cap* s."""
+def run_frames(n, particles, frames, kind, time_cap, level_set=False, trace=None, narrow_band=0):
+    """The user's frame: ``step(1/24)`` (+ the level set), until *frames* or *time_cap* s;
+    *narrow_band* cells (0: every particle) with the particles kept and the liquid's."""
     import time
 
     import cupy as cp
@@ -273,13 +276,15 @@ def run_frames(n, particles, frames, kind, time_cap, level_set=False, trace=None
     pool.free_all_blocks()
     spec, v, t = scene(n, particles, kind)
     start = time.perf_counter()
-    sim = FlipSimulation(spec, FlipSettings(), v, t, xp=cp, sparse=True)
+    sim = FlipSimulation(spec, FlipSettings(narrow_band=int(narrow_band)), v, t, xp=cp, sparse=True)
     cp.cuda.Device().synchronize()
     print(f"{kind} {'×'.join(map(str, spec.shape))}: {len(sim.pos):,} particles, set-up "
           f"{time.perf_counter() - start:.1f} s, pool {pool.total_bytes() / 2 ** 30:.2f} GiB; estimate "
           f"{sparse_flip_memory(spec, len(sim.pos), xp=cp) / 2 ** 30:.2f} GiB", flush=True)
-    print("frame | substeps (why) | step ms | ms/substep | level set ms | CG it (frame) | bricks | pool GiB")
-    print("--- | --- | --- | --- | --- | --- | --- | ---")
+    print(f"narrow band: {int(narrow_band)} cells" if narrow_band else "narrow band: off")
+    print("frame | substeps (why) | step ms | ms/substep | level set ms | CG it (frame) | bricks | particles (liquid) "
+          "| pool GiB")
+    print("--- | --- | --- | --- | --- | --- | --- | --- | ---")
     begin = time.perf_counter()
     for frame in range(frames):
         if trace is not None:
@@ -294,7 +299,8 @@ def run_frames(n, particles, frames, kind, time_cap, level_set=False, trace=None
         surface = f"{(c - b) * 1e3:.0f}" if level_set else "-"
         print(f"{frame} | {stats['substeps']} ({stats.get('limit', '')}) | {(b - a) * 1e3:.0f} | "
               f"{(b - a) * 1e3 / max(1, stats['substeps']):.0f} | {surface} | "
-              f"{stats.get('iterations', '')} | {sim.grid.brick_count()} | {pool.total_bytes() / 2 ** 30:.2f}",
+              f"{stats.get('iterations', '')} | {sim.grid.brick_count()} | {len(sim.pos):,} "
+              f"({sim.liquid_particles():,}) | {pool.total_bytes() / 2 ** 30:.2f}",
               flush=True)
         if time.perf_counter() - begin > time_cap:
             print(f"(time cap {time_cap:.0f} s reached after {frame + 1} frames)")
@@ -319,6 +325,7 @@ def main():
     ap.add_argument("--level-set", action="store_true", help="with --frames: the frame's level set too")
     ap.add_argument("--time-cap", type=float, default=90.0, help="seconds of simulating per row (set-up apart)")
     ap.add_argument("--memory-trace", action="store_true", help="live-bytes high-water mark and its arrays")
+    ap.add_argument("--narrow-band", type=int, default=0, help="with --frames: cells of narrow band (0: off)")
     args = ap.parse_args()
     import cupy as cp
 
@@ -329,10 +336,10 @@ def main():
         n, particles = ROWS[args.row or "8m"]
         if trace is not None:
             with trace.hook:
-                run_frames(n, particles, args.frames, kind, args.time_cap, args.level_set, trace)
+                run_frames(n, particles, args.frames, kind, args.time_cap, args.level_set, trace, args.narrow_band)
             print(trace.report())
         else:
-            run_frames(n, particles, args.frames, kind, args.time_cap, args.level_set)
+            run_frames(n, particles, args.frames, kind, args.time_cap, args.level_set, None, args.narrow_band)
         return
     configs = [(64, 1_000_000)] if args.quick else [(64, 1_000_000), (128, 4_000_000), (256, 8_000_000)]
     if args.row:
