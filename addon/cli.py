@@ -383,6 +383,11 @@ def _flip_configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--resolution", type=ranged(int, 8, 2048),
                    help="grid cells along the domain's longest side (8-2048)")
     p.add_argument("--domain", metavar="OBJECT", help="domain object (default: the scene setting)")
+    p.add_argument("--solver", choices=["auto", "dense", "sparse"],
+                   help="auto: dense where its memory fits, sparse where it does not (default: the scene setting)")
+    p.add_argument("--narrow-band", type=ranged(int, 0, 256), metavar="CELLS",
+                   help="cells under the surface that keep particles, deeper liquid on the grid (sparse solver; "
+                        "0 = off, else at least 2)")
     p.add_argument("--fresh", action="store_true", help="start over instead of resuming a previous bake")
     p.add_argument("--save", action="store_true", help="save the .blend afterwards (with the Liquid objects)")
     _cache_format_option(p)
@@ -400,6 +405,10 @@ def _flip_run(args) -> int:
         f.domain = bpy.data.objects[args.domain]
     if args.resolution is not None:
         f.resolution = args.resolution
+    if args.solver:
+        f.solver = args.solver.upper()
+    if args.narrow_band is not None:
+        f.narrow_band = args.narrow_band
     _set_cache_format(args, scene)
     start, end = frame_range(args.frames, scene)
     return run_bake(flip_job(bpy.context, f, scene.voxfx.cache_directory, start, end, resume=not args.fresh),

@@ -1,5 +1,6 @@
-"""The sparse liquid solver in the add-on (issue 12): its memory estimate for the Liquid
-panel and the bake's guard (from the liquid's volume, not the box). The bake itself
+"""The liquid's solver in the add-on (issue 12): the Solver choice (Auto: dense where its
+memory estimate fits, sparse where it does not), the memory estimate for the Liquid panel
+and the bake's guard (sparse: from the liquid's volume, not the box). The bake itself
 (``kernels/flip/bake.py``) voxelizes its boundaries on the lattice."""
 
 from __future__ import annotations
@@ -8,15 +9,56 @@ import numpy as np
 from mathutils import Vector
 
 from ..kernels import backend
+from ..kernels.errors import InputError
 from ..kernels.flip.sim import flip_memory
 from ..kernels.flip.sparse_memory import sparse_flip_memory
 
+SOLVERS = [
+    ("AUTO", "Auto", "Dense where its memory estimate fits the GPU (or this computer's memory), sparse where it "
+     "does not or where open boundaries or the narrow band need it"),
+    ("DENSE", "Dense", "One grid over the whole domain box (closed walls only)"),
+    ("SPARSE", "Sparse", "8³ bricks around the liquid only: memory follows the liquid, not the domain box (needed "
+     "for open boundaries and the narrow band)"),
+]
 
-def memory_need(spec, particles: int, f, xp=None) -> int:
+
+def usable_bytes() -> int:
+    """What a bake may use where it runs: the device's (or host's) free memory with the
+    guard's safety margin (``check_memory``)."""
+    return int(backend.device_info().free_bytes * backend.SAFETY_FRACTION)
+
+
+def choose_solver(spec, particles: int, f, usable=None, xp=None) -> tuple[bool, str]:
+    """(sparse, why) for the Liquid settings *f* (``solver``: AUTO, DENSE or SPARSE): Auto
+    takes dense when its estimate fits *usable* bytes (default ``usable_bytes()``),
+    sparse otherwise or with open boundaries or a narrow band. *why* is the panel's and the report's line."""
+    choice = getattr(f, "solver", "AUTO")
+    needs = ("open boundaries" if getattr(f, "boundary", "closed") != "closed"
+             else "the narrow band" if int(getattr(f, "narrow_band", 0)) else None)
+    if choice == "SPARSE":
+        return True, "Solver: sparse"
+    if choice == "DENSE":
+        if needs:
+            subject = {"open boundaries": "Open boundaries need", "the narrow band": "The narrow band needs"}[needs]
+            raise InputError(f"{subject} the sparse solver: set Solver to Sparse or Auto")
+        return False, "Solver: dense"
+    if needs:
+        return True, f"Solver: sparse (Auto: {needs})"
+    usable = usable_bytes() if usable is None else int(usable)
+    dense = flip_memory(spec, particles, bool(getattr(f, "apic", False)), xp=xp)
+    if dense <= usable:
+        return False, f"Solver: dense (Auto: {backend.format_bytes(dense)} fits)"
+    return True, (f"Solver: sparse (Auto: dense would need {backend.format_bytes(dense)}, "
+                  f"{backend.format_bytes(usable)} usable)")
+
+
+def memory_need(spec, particles: int, f, xp=None, usable=None) -> int:
     """Peak bytes of the bake the Liquid settings *f* ask for: the sparse estimate (from
-    the liquid's volume) when Sparse is on, else the dense one (from the box)."""
+    the liquid's volume) when the solver is sparse (``choose_solver``), else the dense one
+    (from the box)."""
     apic = bool(getattr(f, "apic", False))
-    if getattr(f, "sparse", False):
+    sparse, _ = choose_solver(spec, particles, f, usable=usable, xp=xp)
+    if sparse:
         return sparse_flip_memory(spec, particles, int(f.particles_per_cell), apic,
                                   closed=getattr(f, "boundary", "closed") == "closed", xp=xp)
     return flip_memory(spec, particles, apic, xp=xp)
@@ -32,19 +74,33 @@ def liquid_particles_estimate(liquids, spec, particles_per_cell: int) -> int:
     return int(particles_per_cell * np.prod(np.clip((hi - lo) / spec.voxel_size, 1, None)))
 
 
-def estimate_line(context, f) -> str:
-    """The Liquid panel's memory line: "Memory ≈ 1.2 GiB (sparse, 3.4M particles)", or ""."""
+def estimate_lines(context, f) -> list:
+    """The Liquid panel's lines before baking: the solver and why ("Solver: sparse (Auto:
+    dense would need 81 GiB, 70 GiB usable)") and the memory ("Memory ≈ 1.2 GiB (sparse,
+    3.4M particles)"), or none (no domain or liquid yet; a choice that cannot run: its
+    one-line reason)."""
     from .operators.flip import domain_spec, role_objects
 
     if f.domain is None:
-        return ""
+        return []
     try:
         spec = domain_spec(f.domain, f.resolution)
     except Exception:  # noqa: BLE001 - a domain without volume: the bake says so
-        return ""
+        return []
     particles = liquid_particles_estimate(role_objects(context.scene, "LIQUID"), spec, f.particles_per_cell)
     if not particles:
-        return ""
-    need = memory_need(spec, particles, f)  # on the backend the bake uses
-    kind = "sparse" if f.sparse else "dense"
-    return f"Memory ≈ {backend.format_bytes(need)} ({kind}, {particles / 1e6:.1f}M particles)"
+        return []
+    try:
+        usable = usable_bytes()
+        sparse, why = choose_solver(spec, particles, f, usable=usable)  # on the backend the bake uses
+    except InputError as e:
+        return [str(e)]
+    need = memory_need(spec, particles, f, usable=usable)
+    kind = "sparse" if sparse else "dense"
+    return [why, f"Memory ≈ {backend.format_bytes(need)} ({kind}, {particles / 1e6:.1f}M particles)"]
+
+
+def estimate_line(context, f) -> str:
+    """The Liquid panel's memory line ("Memory ≈ 1.2 GiB (sparse, 3.4M particles)"), or ""."""
+    lines = estimate_lines(context, f)
+    return lines[-1] if len(lines) == 2 else ""

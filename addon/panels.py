@@ -3,7 +3,7 @@
 import bpy
 
 from . import addon_version
-from .flip_sparse import estimate_line
+from .flip_sparse import estimate_lines
 from .operators.system import last_device_summary
 
 
@@ -174,16 +174,18 @@ class VOXFX_PT_flip(bpy.types.Panel):
         f = context.scene.voxfx.flip
         layout.prop(f, "domain")
         layout.prop(f, "resolution")
-        layout.prop(f, "sparse")
+        layout.prop(f, "solver")
         row = layout.row()
-        row.active = f.sparse
+        row.active = f.solver != "DENSE"
         row.prop(f, "boundary")
         row = layout.row()
-        row.active = f.sparse and f.boundary == "open"
+        row.active = f.solver != "DENSE" and f.boundary == "open"
         row.prop(f, "kill_distance")
-        line = estimate_line(context, f)
-        if line:
-            layout.label(text=line, icon="MEMORY")
+        row = layout.row()
+        row.active = f.solver != "DENSE"
+        row.prop(f, "narrow_band")
+        for line, icon in zip(estimate_lines(context, f), ("INFO", "MEMORY")):
+            layout.label(text=line, icon=icon)
         layout.prop(f, "particles_per_cell")
         layout.prop(f, "apic")
         row = layout.row()

@@ -3,6 +3,7 @@
 import bpy
 
 from ..kernels.flip.grid import FlipSettings as KernelFlipSettings
+from .flip_sparse import SOLVERS
 from ..kernels.settings import default_of, ui_fields
 from ..kernels.snow.domain import SnowSettings as KernelSnowSettings
 
@@ -163,8 +164,13 @@ class FlipSettings(bpy.types.PropertyGroup):
         name="Domain", type=bpy.types.Object,
         description="Box object whose bounds enclose the simulation (closed walls)")
     resolution: bpy.props.IntProperty(
-        name="Resolution", description="Grid cells along the longest side of the domain",
+        name="Resolution", description="Grid cells along the longest side of the domain (up to 2048: above a few "
+        "hundred the sparse solver, whose memory follows the liquid)",
         default=48, min=8, soft_max=512, max=2048)
+    solver: bpy.props.EnumProperty(
+        name="Solver", items=SOLVERS, default="AUTO",
+        description="The grid the liquid is solved on: Auto picks dense where its memory fits, sparse where it does "
+        "not (the panel says which and why before baking)")
     particle_display: bpy.props.FloatProperty(
         name="Viewport Particles", description="Fraction of the particles shown in the viewport",
         default=1.0, min=0.0, max=1.0, subtype="FACTOR", update=_show_particle_fraction)

@@ -7,6 +7,32 @@ from the particle count before baking) beside the measured ones.
 
     python3 bench/flip_sparse.py [--quick] [--dense] [--steps N] [--res N ...] [--particles P ...]
                                  [--max-cg N] [--gather brick cell] [--g2p cell input]
+                                 [--memory-trace] [--row 8m|65m|river] [--frames N] [--time-cap S]
+
+Big-scene rows (issue 12), each within ``--time-cap`` seconds of simulating (default 90;
+set-up, seeding included, is timed and printed apart):
+
+    --row 8m      dam break, 8M particles at 256³ (the issue's ≤ 20 ms, ≤ 1.2 GB row)
+    --row 65m     dam break, 65.5M particles at 512³ (goal ≤ 150 ms a substep, ≤ 10 GB)
+    --row river   a scene dense cannot hold: a 2048 × 1024 × 512-cell long box (4 × 2 × 1 m;
+                  dense: 1.07G cells, ~100 GiB by its estimate, ~150 GiB at 512³'s measured
+                  151 B a cell) with a 256.5 × 1024 × 48.5-cell block of water (~102M
+                  particles) breaking along it: a wave down a 2048-cell channel
+
+Expected on an H100 (fresh machine, kernels compiled on first use): ``--row 65m`` about
+1–2 min in all (seeding ~10–20 s, most of it the host's inside test of the source's
+surface cells); ``--row river --frames 12 --time-cap 45`` about 2 min (seeding ~20–30 s,
+then frames until 12 or 45 s).
+
+``--frames N`` times the user's frame instead of substeps: ``step(1/24)`` (adaptive
+substeps, the reason each frame's count is what it is) and, with ``--level-set``, the
+frame's level set, each frame's pool bytes, until N frames or the time cap;
+``--narrow-band C`` runs it with a narrow band of C cells (the particles kept beside the
+liquid's count), for the issue's narrow band row against the same command without it.
+``--memory-trace`` records every pool allocation (a CuPy memory hook): the high-water
+mark of live bytes, the stage it was reached in (set-up or a substep stage) and the
+largest arrays alive at that moment by the source line that allocated them; with the pool's
+own total (cached blocks included) beside it.
 
 Stages are timed with CUDA events around the calls ``SparseFlipSimulation.substep``
 makes: topology (margin, incremental update, walls/obstacles), P2G (+ classify,
@@ -56,7 +82,79 @@ from voxfx.kernels.flip.sparse_memory import sparse_flip_memory  # noqa: E402
 sys.path.insert(0, str(ROOT / "bench"))
 from flip import dam_break, timed_substep  # noqa: E402
 
+from tests.meshes import box  # noqa: E402
+from voxfx.kernels.grid import GridSpec  # noqa: E402
+
 STAGES = ["topology", "p2g", "pressure", "project", "g2p+advect"]
+ROWS = {"8m": (256, 8_000_000), "65m": (512, 65_536_000), "river": (2048, 100_663_296)}
+
+
+def river(n, particles):
+    """A long closed box n × n/2 × n/4 cells (h = 4 m / n: 4 × 2 × 1 m at any n) with a
+    block of water the full width at one end, 3/128 of the length deep (48.5 cells at
+    2048), holding about *particles* particles: the dam-break wave runs down the box's
+    length. The block reaches a cell past the walls it touches and its free faces lie
+    mid-cell, so only one layer of cells under those two faces needs the seeding's inside
+    test on the host (~2.5M points at 2048), not the walls' too."""
+    h = 4.0 / n
+    wide, deep = n // 2, 3 * n // 128
+    long = max(1, round(particles / 8 / (wide * deep)))
+    v, t = box((-h, -h, -h), ((long + 0.5) * h, (wide + 1) * h, (deep + 0.5) * h))
+    return GridSpec((0.0, 0.0, 0.0), h, (n, wide, n // 4)), v, t
+
+
+class MemoryTrace:
+    """Live pool bytes per allocation (a CuPy memory hook): the high-water mark, the stage
+    it was reached in and the largest live arrays then, by allocating source line."""
+
+    def __init__(self):
+        import cupy as cp
+        from cupy.cuda import memory_hook
+
+        class Hook(memory_hook.MemoryHook):
+            name = "voxfx_trace"
+
+            def malloc_postprocess(hook, **kw):
+                self.malloc(kw.get("mem_ptr"), int(kw.get("mem_size", kw.get("size", 0))))
+
+            def free_postprocess(hook, **kw):
+                self.free(kw.get("mem_ptr"), int(kw.get("mem_size", kw.get("size", 0))))
+
+        self.cp, self.hook = cp, Hook()
+        self.live, self.bytes, self.peak, self.stage, self.at_peak = {}, 0, 0, "set-up", []
+        self.peak_stage = self.stage
+
+    def where(self):
+        import traceback
+
+        for frame in reversed(traceback.extract_stack()[:-3]):
+            if "/kernels/" in frame.filename or "/bench/" in frame.filename:
+                return f"{Path(frame.filename).name}:{frame.lineno} {frame.name}"
+        return "?"
+
+    def malloc(self, ptr, size):
+        self.live[ptr] = (size, self.stage, self.where())
+        self.bytes += size
+        if self.bytes > self.peak:
+            self.peak = self.bytes
+            self.peak_stage = self.stage
+            self.at_peak = None  # taken lazily: the largest live arrays at the peak
+
+    def free(self, ptr, size):
+        if ptr in self.live:
+            if self.at_peak is None:
+                self.at_peak = sorted(self.live.values(), reverse=True)[:12]
+            self.bytes -= self.live.pop(ptr)[0]
+
+    def report(self):
+        pool = self.cp.get_default_memory_pool()
+        top = self.at_peak if self.at_peak is not None else sorted(self.live.values(), reverse=True)[:12]
+        lines = [f"   memory trace: live peak {self.peak / 2 ** 20:.0f} MiB in stage {self.peak_stage}, pool "
+                 f"{pool.total_bytes() / 2 ** 20:.0f} MiB (cached blocks included); largest live then:"]
+        lines += [f"     {size / 2 ** 20:8.1f} MiB  {stage:12s} {where}" for size, stage, where in top]
+        return "\n".join(lines)
+
+
 BANDWIDTH = 3.35e12  # bytes/s, H100 SXM HBM3
 
 
@@ -72,15 +170,23 @@ SUBSTAGES = ["margin", "update", "bin+gather", "classify", "extrapolate", "old",
              "fluid faces+extrapolate"]
 
 
-def timed_sparse_substep(sim, dt, ev, sub):
-    """ms per stage (``STAGES``), CG iterations and ms per sub-stage (``SUBSTAGES``)."""
+def timed_sparse_substep(sim, dt, ev, sub, trace=None):
+    """ms per stage (``STAGES``), CG iterations and ms per sub-stage (``SUBSTAGES``);
+    *trace* (``MemoryTrace``) is told each stage."""
     g, s = sim.grid, sim.settings
+
+    def stage(name):
+        if trace is not None:
+            trace.stage = name
+
+    stage("topology")
     ev[0].record()
     margin = substep_margin(float(transfer.max_speed(sim.vel)), dt, sim.spec.voxel_size,
                             float(np.linalg.norm(s.gravity)))
     sub[0].record()
     added, freed = g.update(sim.pos, margin, sim.obstacle, sim.obstacle_velocity, bodies=sim.obstacle_bodies)
     ev[1].record()
+    stage("p2g")
     sparse_transfer.particles_to_grid(g, sim.pos, sim.vel, sim.c)
     sub[1].record()
     sparse_transfer.classify(g, sim.pos)
@@ -91,14 +197,17 @@ def timed_sparse_substep(sim, dt, ev, sub):
     sub[4].record()
     sparse_transfer.enforce_boundaries(g, add=[np.float32(a * dt) for a in s.gravity])  # as SparseFlipSimulation
     ev[2].record()
+    stage("pressure")
     p, stats = sparse_pressure.solve_pressure(g, dt, tolerance=s.pressure_tolerance,
                                               max_iterations=s.pressure_max_iterations,
                                               preconditioner=sim.preconditioner)
     ev[3].record()
+    stage("project")
     sparse_pressure.project(g, p, dt)
     sub[5].record()
     sparse_transfer.extrapolate(g, valid=sparse_transfer.fluid_faces(g))
     ev[4].record()
+    stage("g2p+advect")
     sparse_transfer.g2p_advect(g, old, sim.pos, sim.vel, s.flip_ratio, dt, sim.c)
     ev[5].record()
     ev[5].synchronize()
@@ -111,21 +220,33 @@ def timed_sparse_substep(sim, dt, ev, sub):
     return [t(ev[i], ev[i + 1]) for i in range(5)], stats["iterations"], parts
 
 
-def run(n, particles, steps, warm, sparse, max_cg=None):
+def scene(n, particles, kind):
+    return river(n, particles) if kind == "river" else dam_break(n, particles)
+
+
+def run(n, particles, steps, warm, sparse, max_cg=None, kind="dam", trace=None, time_cap=None):
+    import time
+
     import cupy as cp
 
     pool = cp.get_default_memory_pool()
     pool.free_all_blocks()
-    spec, v, t = dam_break(n, particles)
+    spec, v, t = scene(n, particles, kind)
     settings = FlipSettings() if max_cg is None else FlipSettings(pressure_max_iterations=int(max_cg))
+    if trace is not None:
+        trace.stage = "set-up"
+    start = time.perf_counter()
     sim = FlipSimulation(spec, settings, v, t, xp=cp, sparse=sparse)
+    cp.cuda.Device().synchronize()
+    setup = time.perf_counter() - start
     dt = 1 / 120
     ev = [cp.cuda.Event() for _ in range(6)]
     sub = [cp.cuda.Event() for _ in range(6)]
     rows, its, parts = [], [], []
+    start = time.perf_counter()
     for i in range(warm + steps):
         if sparse:
-            ms, it, part = timed_sparse_substep(sim, dt, ev, sub)
+            ms, it, part = timed_sparse_substep(sim, dt, ev, sub, trace)
         else:
             ms, it = timed_substep(sim, dt, ev[:5])
             ms, part = [0.0] + ms, None
@@ -133,12 +254,57 @@ def run(n, particles, steps, warm, sparse, max_cg=None):
             rows.append(ms)
             its.append(it)
             parts.append(part)
+        if time_cap and time.perf_counter() - start > time_cap and rows:
+            break
     med = list(np.median(np.array(rows), axis=0))
     extra = {"bricks": sim.grid.brick_count(), "grid MiB": sim.grid.nbytes / 2 ** 20,
              "estimate": sparse_flip_memory(spec, len(sim.pos), xp=cp, parts=True),
              "fluid": sim.fluid_cell_count(), "parts": list(np.median(np.array(parts), axis=0)),
-             "changed": int(sum(p[-1] for p in parts)), "topology max": max(r[0] for r in rows)} if sparse else {}
+             "changed": int(sum(p[-1] for p in parts)), "topology max": max(r[0] for r in rows),
+             "setup s": setup, "steps": len(rows)} if sparse else {"setup s": setup, "steps": len(rows)}
     return len(sim.pos), med, int(np.median(its)), pool.total_bytes(), extra
+
+
+def run_frames(n, particles, frames, kind, time_cap, level_set=False, trace=None, narrow_band=0):
+    """The user's frame: ``step(1/24)`` (+ the level set), until *frames* or *time_cap* s;
+    *narrow_band* cells (0: every particle) with the particles kept and the liquid's."""
+    import time
+
+    import cupy as cp
+
+    pool = cp.get_default_memory_pool()
+    pool.free_all_blocks()
+    spec, v, t = scene(n, particles, kind)
+    start = time.perf_counter()
+    sim = FlipSimulation(spec, FlipSettings(narrow_band=int(narrow_band)), v, t, xp=cp, sparse=True)
+    cp.cuda.Device().synchronize()
+    print(f"{kind} {'×'.join(map(str, spec.shape))}: {len(sim.pos):,} particles, set-up "
+          f"{time.perf_counter() - start:.1f} s, pool {pool.total_bytes() / 2 ** 30:.2f} GiB; estimate "
+          f"{sparse_flip_memory(spec, len(sim.pos), xp=cp) / 2 ** 30:.2f} GiB", flush=True)
+    print(f"narrow band: {int(narrow_band)} cells" if narrow_band else "narrow band: off")
+    print("frame | substeps (why) | step ms | ms/substep | level set ms | CG it (frame) | bricks | particles (liquid) "
+          "| pool GiB")
+    print("--- | --- | --- | --- | --- | --- | --- | --- | ---")
+    begin = time.perf_counter()
+    for frame in range(frames):
+        if trace is not None:
+            trace.stage = f"frame {frame}"
+        a = time.perf_counter()
+        stats = sim.step(1 / 24)
+        cp.cuda.Device().synchronize()
+        b = time.perf_counter()
+        if level_set:
+            sim.level_set()
+        c = time.perf_counter()
+        surface = f"{(c - b) * 1e3:.0f}" if level_set else "-"
+        print(f"{frame} | {stats['substeps']} ({stats.get('limit', '')}) | {(b - a) * 1e3:.0f} | "
+              f"{(b - a) * 1e3 / max(1, stats['substeps']):.0f} | {surface} | "
+              f"{stats.get('iterations', '')} | {sim.grid.brick_count()} | {len(sim.pos):,} "
+              f"({sim.liquid_particles():,}) | {pool.total_bytes() / 2 ** 30:.2f}",
+              flush=True)
+        if time.perf_counter() - begin > time_cap:
+            print(f"(time cap {time_cap:.0f} s reached after {frame + 1} frames)")
+            break
 
 
 def main():
@@ -154,11 +320,30 @@ def main():
                     help="P2G gather kernels to run each row with (A/B in one process)")
     ap.add_argument("--g2p", nargs="+", choices=sparse_gpu.G2P_ORDERS, default=None,
                     help="G2P particle orders to run each row with (A/B in one process)")
+    ap.add_argument("--row", choices=sorted(ROWS), help="a big-scene row (module notes)")
+    ap.add_argument("--frames", type=int, default=0, help="time N user frames (step(1/24)) instead of substeps")
+    ap.add_argument("--level-set", action="store_true", help="with --frames: the frame's level set too")
+    ap.add_argument("--time-cap", type=float, default=90.0, help="seconds of simulating per row (set-up apart)")
+    ap.add_argument("--memory-trace", action="store_true", help="live-bytes high-water mark and its arrays")
+    ap.add_argument("--narrow-band", type=int, default=0, help="with --frames: cells of narrow band (0: off)")
     args = ap.parse_args()
     import cupy as cp
 
     print(f"device: {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}")
+    trace = MemoryTrace() if args.memory_trace else None
+    kind = "river" if args.row == "river" else "dam"
+    if args.frames:
+        n, particles = ROWS[args.row or "8m"]
+        if trace is not None:
+            with trace.hook:
+                run_frames(n, particles, args.frames, kind, args.time_cap, args.level_set, trace, args.narrow_band)
+            print(trace.report())
+        else:
+            run_frames(n, particles, args.frames, kind, args.time_cap, args.level_set, None, args.narrow_band)
+        return
     configs = [(64, 1_000_000)] if args.quick else [(64, 1_000_000), (128, 4_000_000), (256, 8_000_000)]
+    if args.row:
+        configs = [ROWS[args.row]]
     if args.res:
         counts = args.particles or [8 * n ** 3 / 16 for n in args.res]
         configs = [(int(n), int(p)) for n, p in zip(args.res, counts)]
@@ -174,7 +359,14 @@ def main():
             if sparse:
                 os.environ["VOXFX_SPARSE_GATHER"] = gather  # read at each P2G
                 os.environ["VOXFX_SPARSE_G2P"] = order  # and at each G2P
-            count, med, it, peak, extra = run(n, particles, args.steps, args.warm, sparse, args.max_cg)
+            if trace is not None:
+                trace.__init__()
+                with trace.hook:
+                    count, med, it, peak, extra = run(n, particles, args.steps, args.warm, sparse, args.max_cg,
+                                                      kind, trace, args.time_cap)
+            else:
+                count, med, it, peak, extra = run(n, particles, args.steps, args.warm, sparse, args.max_cg, kind,
+                                                  None, args.time_cap)
             row = ["sparse" if sparse else "dense", gather, order, f"{n}³", f"{count:,}"]
             row += [f"{m:.2f}" for m in med] + [
                 str(it) + (f" (cap {args.max_cg})" if args.max_cg else ""), f"{sum(med):.1f}",
@@ -187,8 +379,13 @@ def main():
                 print("   floors (ms): " + ", ".join(f"{k} {v:.3f} ({m / v:.0f}×)" for (k, v), m in
                                                      zip(fl.items(), med)), flush=True)
                 print("   sub-stages (ms): " + ", ".join(f"{k} {v:.3f}" for k, v in zip(SUBSTAGES, extra["parts"]))
-                      + f"; bricks changed in {extra['changed']} of {args.steps} substeps, topology max "
+                      + f"; bricks changed in {extra['changed']} of {extra['steps']} substeps, topology max "
                       f"{extra['topology max']:.2f} ms", flush=True)
+                e = extra["estimate"]
+                print(f"   set-up {extra['setup s']:.1f} s; estimate (MiB): substep {e['substep'] / 2 ** 20:.0f}, "
+                      f"frame output {e['frame output'] / 2 ** 20:.0f}, state {e['state'] / 2 ** 20:.0f}", flush=True)
+            if trace is not None:
+                print(trace.report(), flush=True)
 
 
 if __name__ == "__main__":

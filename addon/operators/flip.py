@@ -19,7 +19,7 @@ from ...kernels.settings import from_source
 from ...kernels.grid import GridSpec
 from .. import compact_points, disk_plan, frame_loader, materials, node_setups, scene_io, sim_bake, writeback
 from ..cache import BakeCache, blend_name, resolve_folder
-from ..flip_sparse import memory_need
+from ..flip_sparse import choose_solver, memory_need
 from ..jobs import BakeResult, JobOperator, keep_frame_on_abort
 from ..ply import write_points
 from .cache import free_bake
@@ -80,25 +80,29 @@ def box_inflows(scene, spec, f) -> tuple[float, int]:
     return rate, fill
 
 
-def kernel_settings(f, scene) -> FlipSettings:
+def kernel_settings(f, scene, sparse=None) -> FlipSettings:
+    """The kernels' settings of the Liquid panel *f*: *sparse* the solver ``choose_solver``
+    picked (default: Sparse chosen outright)."""
     gravity = tuple(scene.gravity) if scene.use_gravity else (0.0, 0.0, 0.0)
-    return from_source(FlipSettings, f, gravity=gravity)
+    sparse = f.solver == "SPARSE" if sparse is None else bool(sparse)
+    return from_source(FlipSettings, f, gravity=gravity, sparse=sparse)
 
 
-def bake_memory_need(spec, particles: int, f, compact: bool, xp=None) -> int:
-    """Peak bytes of the liquid bake (``memory_need``: dense or sparse) on the device of
-    *xp* (default: the backend's); a GPU bake writing Compact frames also encodes each
-    frame on the device (``compact_points.device_encoder_bytes``, ~60 B a particle) beside
-    the simulation's state."""
+def bake_memory_need(spec, particles: int, f, compact: bool, xp=None, usable=None) -> int:
+    """Peak bytes of the liquid bake (``memory_need``: dense or sparse as ``choose_solver``
+    picks with *usable* bytes) on the device of *xp* (default: the backend's); a GPU bake
+    writing Compact frames also encodes each frame on the device
+    (``compact_points.device_encoder_bytes``, ~60 B a particle) beside the simulation's state."""
     from ...kernels.flip.sparse_memory import sparse_flip_memory
     from ...kernels.flip.sim import flip_memory
 
     xp = xp or backend.xp()
-    need = memory_need(spec, particles, f, xp=xp)  # sparse: from the liquid's volume (issue 12)
+    need = memory_need(spec, particles, f, xp=xp, usable=usable)  # sparse: from the liquid's volume (issue 12)
     if not compact or xp is np:
         return need
     apic = bool(getattr(f, "apic", False))
-    if getattr(f, "sparse", False):
+    sparse, _ = choose_solver(spec, particles, f, usable=usable, xp=xp)
+    if sparse:
         stages = sparse_flip_memory(spec, particles, int(f.particles_per_cell), apic,
                                     closed=getattr(f, "boundary", "closed") == "closed", parts=True, xp=xp)
     else:
@@ -116,13 +120,13 @@ def check_memory(spec, particles, f, domain_obj, compact: bool = False):
     release_gpu_pool()
     info = backend.device_info()
     free = int(info.free_bytes * backend.SAFETY_FRACTION)
-    need = bake_memory_need(spec, particles, f, compact)
+    need = bake_memory_need(spec, particles, f, compact, usable=free)
     if need <= free:
         return
 
     def trial(res):
         t = domain_spec(domain_obj, res)
-        return bake_memory_need(t, int(particles * t.voxel_count / spec.voxel_count), f, compact)
+        return bake_memory_need(t, int(particles * t.voxel_count / spec.voxel_count), f, compact, usable=free)
 
     best = largest_that_fits(trial, free, 8, f.resolution - 1)
     raise InputError(f"A {'×'.join(map(str, spec.shape))} liquid grid with about {particles:,} particles needs "
@@ -268,7 +272,8 @@ def _flip_job(context, f, cache_dir, frame_start, frame_end, resume):
     obstacle = scene_io.extract_triangles(obstacles, depsgraph) if obstacles else None
     approx = int(f.particles_per_cell * np.prod(np.clip((hi - lo) / spec.voxel_size, 1, None)))
     check_memory(spec, approx, f, f.domain, compact=scene.voxfx.cache_format == "COMPACT")
-    settings = kernel_settings(f, scene)
+    sparse, solver = choose_solver(spec, approx, f)  # Auto: dense where it fits, else sparse (issue 12)
+    settings = kernel_settings(f, scene, sparse)
     velocity = tuple(liquids[0].voxfx_flip.initial_velocity)
     fps = scene.render.fps / scene.render.fps_base
     folder = resolve_folder(cache_dir) / "liquid"
@@ -296,7 +301,8 @@ def _flip_job(context, f, cache_dir, frame_start, frame_end, resume):
                                  f.particles_per_cell, bake.inflow_emission(inflow_velocity),
                                  after=plan.todo[0] - frame_start if plan.todo else 0,
                                  most=spec.voxel_count * f.particles_per_cell)
-    yield 0.0, disk_plan.summary(disk, disk_plan.check(disk, folder))  # refuses when it cannot fit
+    # refuses when it cannot fit; says which grid and why (Auto)
+    yield 0.0, f"{disk_plan.summary(disk, disk_plan.check(disk, folder))}; {solver}"
     poses = Poses(context, (obstacles if obstacles_move else []) + (inflows + outflows if ports_move else []))
 
     def scene_inputs(frame):
@@ -311,7 +317,8 @@ def _flip_job(context, f, cache_dir, frame_start, frame_end, resume):
                                      compact_points.SUFFIX if compact else ".ply")
     present(f, liquids, inflows, outflows, particles)
     substeps = FlipBake.summary(sim) if getattr(sim, "substep_log", None) else ""  # frames stepped in this run
-    return BakeResult(sim_bake.summary(written, plan), str(folder), list(cache.notes), details=substeps)
+    return BakeResult(sim_bake.summary(written, plan), str(folder), list(cache.notes),
+                      details=f"{solver}; {substeps}" if substeps else "")  # frames stepped: by which solver
 
 
 class VOXFX_OT_flip_bake(JobOperator, bpy.types.Operator):

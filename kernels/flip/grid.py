@@ -63,23 +63,23 @@ class FlipSettings:
     pressure_tolerance: float = setting(1e-4, "Pressure Tolerance", "Relative residual at which the pressure "
                                         "solve stops", min=1e-8, max=1e-1, precision=6)
     seed: int = setting(0, "Seed", "Seed of the particle jitter", min=0)
-    sparse: bool = setting(False, "Sparse", "Solve on 8³ bricks around the liquid only: memory follows the liquid, "
-                           "not the domain box (needed for open boundaries and the narrow band)")
     boundary: str = setting("closed", "Boundary", "Domain walls (sparse solver): closed walls, or open sides the "
                             "liquid may leave (it is deleted Kill Distance beyond the box)",
                             items=(("closed", "Closed", "The domain box has walls"),
                                    ("open", "Open", "No walls: the liquid may leave the box")))
+    narrow_band: int = setting(0, "Narrow Band", "Cells under the liquid's surface that keep particles; the deeper "
+                               "liquid is carried by the grid (sparse solver; fewer particles in deep water; 0 = "
+                               "off, else at least 2)", min=0, soft_max=16, max=256)
     kill_distance: float = setting(2.0, "Kill Distance", "Open boundary: liquid farther than this beyond the "
                                    "domain box on any side is deleted (metres; 0 = at the box's faces)",
                                    min=0.0, soft_max=100.0, subtype="DISTANCE", unit="LENGTH")
     # Kernel-only (the scene's gravity is passed in by the add-on)
     gravity: tuple = GRAVITY  # m/s²
+    # The solver on 8³ bricks around the liquid only (memory follows the liquid, not the box;
+    # needed for open boundaries and the narrow band). The add-on sets it from its Solver
+    # choice (``addon/flip_sparse.choose_solver``: Auto, Dense or Sparse).
+    sparse: bool = False
     pressure_max_iterations: int = 500
-    # Experimental, not on the panel yet (``sparse_band``: still water is right, a dam break's
-    # meshed volume runs 1.5–3.7 points below the full run's in 1 s): cells under the surface
-    # that keep particles, deeper liquid carried by the grid (sparse solver; 0 = particles
-    # everywhere).
-    narrow_band: int = 0
 
 
 class DenseGrid(MacGrid):

@@ -194,10 +194,12 @@ class FlipSimulation:
             liquid, crossed = liquid[free], crossed[free]
         self._seed(liquid, crossed, liquid_vertices, liquid_triangles, initial_velocity)
 
-    def _seed(self, liquid, crossed, liquid_vertices, liquid_triangles, initial_velocity) -> None:
+    def _seed(self, liquid, crossed, liquid_vertices, liquid_triangles, initial_velocity, spec=None) -> None:
         """The liquid's particles in its free *liquid* cells (those its surface *crossed*
-        keep only what lies inside it) and the state of time zero: dense and sparse alike."""
-        spec, settings, xp = self.spec, self.settings, self.xp
+        keep only what lies inside it) and the state of time zero: dense and sparse alike.
+        *spec*: the grid of *liquid*'s cells when not the simulation's (a window of the
+        lattice in a large sparse box, ``sparse_grid.source_window``)."""
+        spec, settings, xp = spec or self.spec, self.settings, self.xp
         pos, vel = seed_particles(liquid, spec, per_cell=settings.particles_per_cell, seed=settings.seed,
                                   xp=xp, velocity=initial_velocity)
         self.pos, self.vel = keep_inside(pos, vel, crossed, settings.particles_per_cell, liquid_vertices,

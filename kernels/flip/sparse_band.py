@@ -10,38 +10,42 @@ within ``N`` cells under the liquid's surface; the deep interior is carried by t
                      grid velocity it had at the end of the last substep, advected along
                      itself (semi-Lagrangian: u(x − Δt·u(x))), Ferstl §4; deep cells
                      classify as FLUID, so the solve sees the whole liquid.
-    after advection  the deep region moves with the grid (a cell is deep-liquid if its
-                     centre traced back by Δt·u lies in a deep cell), liquid = particle
-                     cells ∪ that; depth by N erosions; particles in cells now deep are
-                     deleted, cells that left the deep region (entering the band) are
-                     resampled: a cell's worth of particles at the grid's velocity.
+    after advection  a level set φ of the liquid (cells, negative inside) is kept on the
+                     grid (Ferstl §4.2): advected semi-Lagrangian along the grid velocity
+                     (trilinear), shrunk by a cell and joined with the particles' cells, so
+                     the surface layer is the particles' and the liquid below it the grid's;
+                     then redistanced (6-neighbour depths, solids count as liquid: a floor
+                     is no surface). Deep cells (depth ≥ N) hold no particles: those in them
+                     are deleted. Band cells under the surface layer that the grid calls
+                     liquid and that were deep or hold no particle are refilled up to a
+                     cell's worth, only at seeding points where φ < 0 (the cell's fill), at
+                     the grid's velocity.
 
-Status (experimental, kernel-only: ``FlipSettings.narrow_band`` is not on the panel).
-Still water stays still with 3.5× fewer particles, and a resumed run continues it. On a
-dam break the band's meshed volume (``liquid_volume`` of the level set, deep cells as
-full cells) runs below the full-particle run's while its particle count (particles +
-deep cells' mass) runs above it. Measured (CPU, CFL 2, 1 s at 24 fps) on 24 × 10 × 16
-cells, h = 5 cm, N = 3, at 0.25/0.5/0.75/1 s: volume −5.4/−9.2/−10.0/−11.0% vs the full
-run's −3.9/−6.5/−6.4/−9.6% (seeds 0–2 within ±0.5 pt, ±1 pt at 1 s); count +5.9/+6.6/
-+6.9/+7.7%; kinetic energy +18% at ¼ s. On the 3 s test scene (48 × 12 × 24, slow test
-bound −8%) −9.0% at ½ s and −10.2% at 1 s vs the full run's −6.0/−6.3%. What it is not:
-the carried faces' self-advection (off: the same numbers), enclosed air holes (≤ 2
-cells at a time), deep cells lost by the trace (≤ 7 in 1 s), the trace's one-cell
-reach at CFL 2 (a reach of ⌈u·Δt/h⌉ cells: the same numbers), the CFL (at CFL 1:
-−4.6/−9.1/−11.2/−11.8%) or the band's depth (N = 2: −5.7/−8.2/−7.0/−9.7%; N = 5, whose
-deep region is gone by ½ s, −4.6/−8.0/−9.2/−11.3%). So the loss is made while the
-deep region dissolves into resampled particles: cells entering the band are filled up
-to a cell's worth counting the band particles already there, which creates particles
-(+1600 resampled against 1769 deleted into 78 new deep cells in ¼ s) yet meshes
-smaller. Resampling instead to the mass each deep cell carried, split over the cells its
-nearest-cell trace reaches, is far worse (−32.6% at ½ s, −30.6% at 1 s: the trace
-dilutes a cell's liquid where the flow spreads and drops it where it converges). Next:
-trace the deep region as a level set combined with the particles' (Ferstl §4.2) and
-resample band cells to that level set's fill, not to a count.
+Status: on the Liquid panel (**Narrow Band**, cells, default off; ``FlipSettings.narrow_band``).
+Still water stays still with 3.5× fewer particles, and a resumed run continues it. Dam
+break (CPU, CFL 2, 1 s at 24 fps, 24 × 10 × 16 cells, h = 5 cm, an 8 × 10 × 12 column),
+meshed volume at ¼/½/¾/1 s against the full-particle run's −3.9/−6.5/−6.3/−9.6%:
+before the level set (cells that left the deep region filled to a whole cell's count,
+the deep region traced cell to nearest cell, particles that flowed into deep cells kept
+and counted twice: +7% count) −5.3/−9.1/−10.0/−11.0%; with it (N = 3) −4.5/−7.7/−7.4/
+−3.9%, N = 2 −3.7/−5.3/−4.0/−3.7% (count −2 to −5.5%: deep cells stand for a full cell
+whatever flowed into them). 30 × 10 × 15 cells, h = 4 cm, 100 frames at 60 fps: full
+−5.4/−7.2/+2.3/−1.6% every 25 frames, N = 2 −4.9/−3.4/+0.5/+4.1% (was −7.8/−10.1/−4.1/
+−4.9%), N = 3 −5.8/−6.1/+3.4/+3.1% (was −6.9/−11.0/+2.9/−4.0%). The centre of mass
+(0.4 × 0.5 × 0.5 m column, 24 × 10 × 16 cells, 60 fps, seeds 1, 4, 9) after 1 s is
+within the sparse/dense tolerance of 1 cm: 0.5–0.7 cm at N = 3, 0.4 cm at N = 4, 0.4–0.5
+cm at N = 6 (full runs of different seeds: 0.4 cm; before the level set 1.7–2.3 cm). At
+½ s it is not: 1.5–2 cm (N = 3), 0.8–1 cm (N = 4), 0.3 cm (N = 6); the kinetic energy
+at 1 s runs +8 to +22% (N = 3, 4), ±2% at N = 6. Giving the band's bottom cell layer the grid's velocity (Mantaflow's
+combine band) made it worse (4 cm at ½ s, energy −10%), and so did topping up every band
+cell under half (or three quarters) of a cell's count, not only empty ones and those that
+left the deep region (count +8 to +24%, energy +40 to +100%). The count's drift (−2 to
+−5.5%) is particles that flow into cells already deep (deleted: the deep cell is full
+already), ~1,100 in ¼ s.
 
-The level set sees deep cells as cells full of particles (``virtual_particles``); mass and energy count each
-deep cell as a full cell (``mass`` = particles per cell) at its centre moving with the
-grid; a cell entering the band is filled up to a cell's worth.
+The level set sees deep cells as cells full of particles (``virtual_particles``); mass
+and energy count each deep cell as a full cell (``mass`` = particles per cell) at its
+centre moving with the grid.
 """
 
 from __future__ import annotations
@@ -50,12 +54,17 @@ import numpy as np
 
 from ..errors import InputError
 from ..grid.sparse_mac import DIRECTIONS
-from . import sparse_bodies
+from . import sparse_bodies, transfer
 from .grid import FLUID, SOLID
 from .particles import seed_particles
 from .sparse_grid import unique_rows
 
 _F = np.float32
+FAR = 2.0  # φ of a cell the level set does not store: air, beyond its rings (cells)
+RINGS = 2  # air rings stored around the liquid: a trace of up to 2 cells finds its value
+SHRINK = 1.0  # the grid's φ shrunk by a cell before the particles' surface layer joins it (§4.2)
+CORNERS = tuple((a, b, c) for c in (0, 1) for b in (0, 1) for a in (0, 1))
+NEIGHBOURS_27 = tuple((a, b, c) for c in (-1, 0, 1) for b in (-1, 0, 1) for a in (-1, 0, 1))
 
 
 def check(cells: int) -> int:
@@ -85,6 +94,8 @@ class NarrowBand:
         self.cells = check(cells)
         self.xp = xp
         self.deep = xp.zeros((0, 3), xp.int64)
+        self.lattice = xp.zeros((0, 3), xp.int64)  # cells where the level set φ is stored
+        self.phi = xp.zeros(0, xp.float32)  # φ there (cells, negative in the liquid)
         self.mass = xp.zeros(0, xp.float64)  # particles each deep cell stands for (a full cell)
         self.pending = None  # restored low faces of the deep cells (D, 3), written at the next P2G
         self.resampled = 0
@@ -135,40 +146,102 @@ class NarrowBand:
 
     # ------------------------------------------------------------------ after advection
     def update(self, sim, dt: float) -> None:
-        """Move the deep region with the grid, find the new one, delete the particles in
-        it and resample the cells that left it (module text)."""
+        """The deep-region level set (Ferstl et al. 2016 §4.2) after advection: the grid's
+        φ advected along the grid, the top cell layer taken from the particles, depths
+        anew; particles in deep cells deleted, band cells the grid calls liquid refilled."""
         xp, g = self.xp, sim.grid
-        boxes = g.boxes if g.closed else None
-        moved = xp.zeros((0, 3), xp.int64)
-        if len(self.deep):
-            cand = unique_rows(xp.concatenate([self.deep] + [self.deep + xp.asarray(o, xp.int64)
-                                                             for o in DIRECTIONS]), xp)
-            x = [cand[:, a].astype(xp.float32) + _F(0.5) for a in range(3)]
-            u = g.sample_faces(g.faces(), *x, boxes=boxes)
-            back = xp.stack([xp.floor(x[a] - u[a] * _F(dt / g.h)) for a in range(3)], axis=1).astype(xp.int64)
-            moved = cand[_isin(back, self.deep, xp) & ~self._solid(sim, cand)]
         pcells = sim._lattice_cells_of_particles()
-        liquid = unique_rows(xp.concatenate([pcells, moved]), xp)
-        deep = liquid
-        for _ in range(self.cells):  # erosion: deep ← cells whose 6 neighbours are all liquid (or solid)
-            if len(deep) == 0:
-                break
-            keep = xp.ones(len(deep), bool)
-            for o in DIRECTIONS:
-                nb = deep + xp.asarray(o, xp.int64)
-                keep &= _isin(nb, deep, xp) | self._solid(sim, nb)
-            deep = deep[keep]
-        ppc = float(sim.settings.particles_per_cell)
-        if len(deep):  # particles in cells that became deep: the cell holds a full cell's worth instead
-            fresh = deep[~_isin(deep, moved, xp)] if len(moved) else deep
-            sim._keep(~_isin(pcells, fresh, xp))
+        cand = unique_rows(xp.concatenate([self.lattice, pcells]), xp)  # liquid + two air rings + particles
+        reach = int(np.ceil(float(transfer.max_speed(sim.vel)) * dt / g.h))
+        for _ in range(max(0, reach - RINGS)):  # a trace longer than the rings: look farther
+            cand = unique_rows(xp.concatenate([cand + xp.asarray(o, xp.int64) for o in NEIGHBOURS_27]), xp)
+        cand = cand[~self._solid(sim, cand)]
+        # φ̃(x) = φ(x − Δt·u(x)), semi-Lagrangian, trilinear over the stored cells (§4.2)
+        x = [cand[:, a].astype(xp.float32) + _F(0.5) for a in range(3)]
+        u = g.sample_faces(g.faces(), *x, boxes=g.boxes if g.closed else None)
+        back = xp.stack([x[a] - u[a] * _F(dt / g.h) for a in range(3)], axis=1)
+        advected = self.sample(sim, back)
+        # φ = min(φ̃ + 1, φ_particles): the grid shrunk by a cell, so the surface layer is the
+        # particles' own and the grid's liquid below it (§4.2, as Mantaflow's narrow band)
+        liquid = cand[_isin(cand, pcells, xp) | (advected + _F(SHRINK) < 0)]
+        depth = self._depths(sim, liquid)
+        self._store(sim, liquid, depth)
+        deep = liquid[depth >= self.cells]
+        if len(deep):  # particles under the band: the deep cell stands for them (a full cell)
+            sim._keep(~_isin(pcells, deep, xp))
             pcells = sim._lattice_cells_of_particles()
-        entered = moved[~_isin(moved, deep, xp)] if len(deep) else moved
+        inner = (depth >= 1) & (depth < self.cells)  # band cells under the surface layer
+        refill = liquid[inner]
+        was = _isin(refill, self.deep, xp) if len(self.deep) else xp.zeros(len(refill), bool)
+        ppc = float(sim.settings.particles_per_cell)
         self.deep, self.mass = deep, xp.full(len(deep), ppc, xp.float64)
-        if len(entered):  # filled up to a cell's worth, with the particles already there
-            at = _find(pcells, entered, xp)
-            have = xp.bincount(at[at >= 0], minlength=len(entered)).astype(xp.float64)
-            self._resample(sim, entered, xp.maximum(ppc - have, 0.0))
+        if len(refill):
+            at = _find(pcells, refill, xp)
+            have = xp.bincount(at[at >= 0], minlength=len(refill)).astype(xp.float64)
+            want = xp.where(was | (have == 0), xp.maximum(ppc - have, 0.0), 0.0)
+            pick = want > 0
+            if bool(pick.any()):
+                self._resample(sim, refill[pick], want[pick])
+
+    def sample(self, sim, x):
+        """φ (cells) at points *x* (M, 3) in cell units: trilinear over the stored cells,
+        unknown cells air (``FAR``); solid and outside-the-walls corners are left out and
+        the weights renormalised, so a wall or an obstacle is neither liquid nor air."""
+        xp = self.xp
+        m = int(x.shape[0])
+        if m == 0 or len(self.lattice) == 0:
+            return xp.full(m, _F(FAR), xp.float32)
+        t = x - _F(0.5)
+        base = xp.floor(t)
+        frac = (t - base).astype(xp.float32)
+        base = base.astype(xp.int64)
+        corners = xp.concatenate([base + xp.asarray(o, xp.int64) for o in CORNERS])
+        at = _find(corners, self.lattice, xp)
+        value = xp.where(at >= 0, self.phi[xp.maximum(at, 0)], _F(FAR)).reshape(8, m)
+        open_ = (~self._solid(sim, corners)).reshape(8, m)
+        total = xp.zeros(m, xp.float32)
+        weights = xp.zeros(m, xp.float32)
+        for c, o in enumerate(CORNERS):
+            w = xp.ones(m, xp.float32)
+            for a in range(3):
+                w = w * (frac[:, a] if o[a] else _F(1) - frac[:, a])
+            w = xp.where(open_[c], w, _F(0))
+            total += w * value[c]
+            weights += w
+        return xp.where(weights > 0, total / xp.maximum(weights, _F(1e-12)), _F(FAR)).astype(xp.float32)
+
+    def _depths(self, sim, liquid):
+        """6-neighbour steps from each liquid cell to the air, up to the band's depth
+        (solids count as liquid: a floor is no surface)."""
+        xp = self.xp
+        depth = xp.zeros(len(liquid), xp.int64)
+        level = liquid
+        for k in range(1, self.cells + 1):  # erosion: cells whose 6 neighbours are all liquid (or solid)
+            if len(level) == 0:
+                break
+            keep = xp.ones(len(level), bool)
+            for o in DIRECTIONS:
+                nb = level + xp.asarray(o, xp.int64)
+                keep &= _isin(nb, level, xp) | self._solid(sim, nb)
+            level = level[keep]
+            depth[_isin(liquid, level, xp)] = k
+        return depth
+
+    def _store(self, sim, liquid, depth):
+        """φ after the redistancing, kept on the liquid and ``RINGS`` air rings: −(depth + ½)
+        inside, +(ring − ½) outside, in cells."""
+        xp = self.xp
+        cells, phi = [liquid], [-(depth.astype(xp.float32) + _F(0.5))]
+        known = liquid
+        for ring in range(1, RINGS + 1):
+            grown = unique_rows(xp.concatenate([known + xp.asarray(o, xp.int64) for o in DIRECTIONS]), xp) \
+                if len(known) else known
+            new = grown[~_isin(grown, known, xp)] if len(known) else grown
+            new = new[~self._solid(sim, new)]
+            cells.append(new)
+            phi.append(xp.full(len(new), _F(ring - 0.5), xp.float32))
+            known = xp.concatenate([known, new])
+        self.lattice, self.phi = xp.concatenate(cells), xp.concatenate(phi)
 
     def _solid(self, sim, ijk):
         out = sim._blocked(ijk)
@@ -176,9 +249,10 @@ class NarrowBand:
             out |= ~sim._in_box(ijk)
         return out
 
-    def _resample(self, sim, cells, mass):
-        """Particles for cells entering the band: round(mass) of a cell's seeding each
-        (at most ``particles_per_cell``), at the grid's velocity."""
+    def _resample(self, sim, cells, want):
+        """Particles for band cells the grid calls liquid: up to round(want) of the cell's
+        seeding (at most ``particles_per_cell``), only where φ says liquid (§4.2: sampled
+        to the cell's fill), at the grid's velocity."""
         from .. import backend
 
         xp, g = self.xp, sim.grid
@@ -188,8 +262,12 @@ class NarrowBand:
         self.resampled += 1
         pos, _ = seed_particles(host - offset, spec, per_cell=ppc,
                                 seed=sim.settings.seed + 104729 * self.resampled, xp=xp)
-        count = xp.minimum(xp.rint(mass), ppc).astype(xp.int64)
+        count = xp.minimum(xp.rint(want), ppc).astype(xp.int64)
         pos = pos[xp.arange(len(pos)) % ppc < xp.repeat(count, ppc)]  # particle m·ppc + s is in cell m
+        if len(pos) == 0:
+            return
+        x = g.cell_coords(pos)
+        pos = pos[self.sample(sim, xp.stack(x, axis=1)) < 0]
         if len(pos) == 0:
             return
         x = g.cell_coords(pos)
@@ -197,6 +275,14 @@ class NarrowBand:
         sim._append(pos, vel.astype(xp.float32))
 
     # ------------------------------------------------------------------ outputs and state
+    def crop(self, spec, lo, hi):
+        """Open domain: forget the level set beyond the kill distance (world *lo*–*hi*)."""
+        xp = self.xp
+        c = xp.asarray(spec.origin, xp.float64) + (self.lattice.astype(xp.float64) + 0.5) * spec.voxel_size
+        inside = ((c >= lo) & (c <= hi)).all(axis=1)
+        self.lattice, self.phi = self.lattice[inside], self.phi[inside]
+
+
     def centres(self, spec):
         """World centres (D, 3) float64 of the deep cells."""
         xp = self.xp

@@ -182,3 +182,24 @@ def substep_margin(max_speed: float, dt: float, h: float, gravity=9.81) -> int:
     extrapolation rings, the RK2 reach (speed + g·dt)·dt/h rounded up, and one spare."""
     reach = (float(max_speed) + abs(float(gravity)) * dt) * dt / h
     return int(1 + EXTRAPOLATION_LAYERS + math.ceil(reach) + 1)
+
+
+def source_window(vertices, spec: GridSpec):
+    """(grid, offset): where a liquid source is voxelized for seeding. *spec* itself
+    (offset 0) while its box's outputs are box-sized (``sparse_output.box_outputs``: the
+    dense solver's seeding, cell for cell); in a larger box the lattice cells around the
+    source's bounds, clipped to the box (a 2048³ box would not fit voxelized whole),
+    and the lattice cell of its cell (0, 0, 0)."""
+    from .sparse_output import box_outputs
+
+    if vertices is None or len(vertices) == 0 or box_outputs(spec):
+        return spec, np.zeros(3, np.int64)
+    v = np.asarray(vertices, np.float64).reshape(-1, 3)
+    h = spec.voxel_size
+    lo = np.floor((v.min(axis=0) - np.asarray(spec.origin)) / h).astype(np.int64) - 1
+    hi = np.floor((v.max(axis=0) - np.asarray(spec.origin)) / h).astype(np.int64) + 2
+    lo = np.clip(lo, 0, np.asarray(spec.shape) - 1)
+    hi = np.clip(hi, lo + 1, np.asarray(spec.shape))
+    origin = tuple(float(o) + int(n) * h for o, n in zip(spec.origin, lo))
+    return GridSpec(origin, h, tuple(int(n) for n in hi - lo)), lo
+

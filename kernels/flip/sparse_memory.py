@@ -17,9 +17,10 @@ NumPy path, dam breaks, a blob and a pool at 6k–50k particles) and rounded up:
   compacted pressure unknowns and multigrid levels, transfer temporaries) and ~720 B
   per particle (the gather's sorted pairs and weights, RK2 samples), +80 with APIC;
 * the frame's level set (as ``sim._flip_memory_cpu``): 90 B per particle seen and 48 B
-  per node of the surface grid (the box's in a closed domain, the liquid's region in an
-  open one) and its batch of (particle, node) pairs at 42 B; closed, the particles seen
-  include their wall mirrors (``CLOSED_IMAGES``: a narrow tank's liquid touches 4 walls);
+  per node of the surface grid (the box's in a closed domain up to
+  ``sparse_output.BOX_NODES``, else the liquid's region) and its batch of (particle,
+  node) pairs at 42 B; closed, the particles seen include their wall mirrors
+  (``CLOSED_IMAGES``: a narrow tank's liquid touches 4 walls);
 * on the GPU (not yet measured on a device): 64 B per pool cell of state and solver
   vectors, 100 B per particle, and ``surface.estimate_gpu_bytes`` for the level set.
 """
@@ -34,6 +35,7 @@ from .. import backend
 from ..grid import GridSpec
 from ..grid.sparse import BRICK
 from ..grid.sparse_mac import CELLS
+from .sparse_output import box_outputs
 
 MARGIN = 5  # cells around the liquid at rest (``sparse_grid.substep_margin``: 1 + 2 + reach + 1)
 SPREAD = 1.5  # bricks of the moving liquid over those of its start (module text)
@@ -74,7 +76,7 @@ def sparse_flip_memory(spec: GridSpec, particles: int, particles_per_cell: int =
     ppc = max(1, int(particles_per_cell))
     bricks = estimate_bricks(P / ppc, spec, closed)
     cells = bricks * CELLS
-    surface = surface_grid(spec) if closed else liquid_region_cells(P / ppc, spec, ppc)
+    surface = surface_grid(spec) if closed and box_outputs(spec) else liquid_region_cells(P / ppc, spec, ppc)
     if (xp or backend.xp()) is np:
         state = 60 * cells + (24 + (36 if apic else 0)) * P
         substep = CPU_CELL * cells + (CPU_PARTICLE + (CPU_APIC if apic else 0)) * P

@@ -1,12 +1,15 @@
 """The sparse liquid's frame outputs (issue 12): the level set and the cell velocity on a
 box around the liquid wherever it is, not on the simulation box.
 
-Closed domain: the box, as the dense solver (``closed_level_set``, meeting the walls).
-Open domain: the liquid may have left the box, so the outputs cover the *liquid's
-region* — the bounding box of the particles' cells grown by the surface kernel's reach
-(⌈R/h⌉ + 1 cells), on the simulation lattice — grown again by ``WALL_CELLS`` like the
-closed surface grid (``surface_grid``). Memory follows the liquid's extent, not the box or
-its kill distance; no walls cut the level set (``particle_level_set``).
+Closed domain: the box, as the dense solver (``closed_level_set``, meeting the walls),
+while its surface grid has at most ``BOX_NODES`` nodes; a larger box (up to 2048 cells
+along its longest side, where a box-sized level set would not fit) the liquid's region
+below clipped to the box and its wall cells, φ still cut by the walls. Open domain: the
+liquid may have left the box, so the outputs cover the *liquid's region* — the bounding
+box of the particles' cells grown by the surface kernel's reach (⌈R/h⌉ + 1 cells), on the
+simulation lattice — grown again by ``WALL_CELLS`` like the closed surface grid
+(``surface_grid``). Memory follows the liquid's extent, not the box or its kill distance;
+no walls cut the level set (``particle_level_set``).
 """
 
 from __future__ import annotations
@@ -20,13 +23,21 @@ from ..grid import GridSpec
 from .surface import KERNEL_PER_RADIUS, surface_grid, surface_radii
 
 CHUNK_CELLS = 1 << 22  # cell velocities averaged at once
+BOX_NODES = 384 ** 3  # a closed box's surface grid up to this many nodes is the level set's grid
+
+
+def box_outputs(spec: GridSpec) -> bool:
+    """Whether a closed domain's outputs cover its whole box (module text)."""
+    return surface_grid(spec).voxel_count <= BOX_NODES
 
 
 def liquid_region(sim) -> GridSpec:
     """The liquid's region (module text) as a grid on *sim*'s lattice: the box itself when
-    it is closed or holds no particle."""
+    it holds no particle, or is closed and small enough (``box_outputs``); clipped to the
+    box when closed."""
     spec, xp = sim.spec, sim.xp
-    if sim.boundary == "closed" or len(sim.pos) == 0:
+    closed = sim.boundary == "closed"
+    if len(sim.pos) == 0 or (closed and box_outputs(spec)):
         return spec
     r, _ = surface_radii(spec.voxel_size, sim.settings.particles_per_cell)
     pad = int(math.ceil(KERNEL_PER_RADIUS * r / spec.voxel_size)) + 1
@@ -37,6 +48,9 @@ def liquid_region(sim) -> GridSpec:
     if band is not None and len(band.deep):  # a narrow band's deep cells are liquid too
         lo = [min(a, int(b) - pad) for a, b in zip(lo, band.deep.min(axis=0).tolist())]
         hi = [max(a, int(b) + pad) for a, b in zip(hi, band.deep.max(axis=0).tolist())]
+    if closed:  # the walls bound it: no node beyond the box's own surface grid
+        lo = [max(0, a) for a in lo]
+        hi = [min(n - 1, b) for n, b in zip(spec.shape, hi)]
     h = spec.voxel_size
     return GridSpec(tuple(float(o) + n * h if n else float(o) for o, n in zip(spec.origin, lo)), h,
                     tuple(b - a + 1 for a, b in zip(lo, hi)))
@@ -48,12 +62,17 @@ def offset(region: GridSpec, spec: GridSpec):
 
 
 def level_set(sim, progress=None):
-    """φ (NumPy float32) over ``surface_grid(liquid_region(sim))`` of an open domain."""
-    from .surface import particle_level_set
+    """φ (NumPy float32) over ``surface_grid(liquid_region(sim))``: an open domain's, or a
+    large closed box's, there still closed against its walls (``closed_level_set``)."""
+    from .surface import closed_level_set, particle_level_set
 
     r, R = surface_radii(sim.spec.voxel_size, sim.settings.particles_per_cell)
     grown = surface_grid(liquid_region(sim))
-    phi = particle_level_set(sim.pos, grown, radius=r, kernel_radius=R, xp=sim.xp, progress=progress)
+    if sim.boundary == "closed":
+        phi = closed_level_set(sim.pos, sim.spec, radius=r, kernel_radius=R, xp=sim.xp, progress=progress,
+                               grid=grown)
+    else:
+        phi = particle_level_set(sim.pos, grown, radius=r, kernel_radius=R, xp=sim.xp, progress=progress)
     return np.asarray(backend.to_numpy(phi), dtype=np.float32)
 
 

@@ -49,7 +49,7 @@ from .grid import FLUID, FlipSettings
 from .particles import seed_particles
 from .sim import FlipSimulation, obstacle_speed, source_cells
 from .sparse_band import NarrowBand
-from .sparse_grid import SparseFlipGrid, substep_margin
+from .sparse_grid import SparseFlipGrid, source_window, substep_margin
 
 BOUNDARIES = ("closed", "open")
 
@@ -76,11 +76,14 @@ class SparseFlipSimulation(FlipSimulation):
         self.obstacle = xp.zeros((0, 3), xp.int64)  # cells of ``set_obstacles``
         self.obstacle_velocity = None
         self.obstacle_bodies = [sparse_bodies.voxel_bricks(static, spec, xp, progress=scaled(progress, 0, 0.4))]
-        liquid, crossed = source_cells(liquid_vertices, liquid_triangles, spec, xp, progress=scaled(progress, 0.4, 0.9))
+        window, offset = source_window(liquid_vertices, spec)  # a large box: around the source only
+        liquid, crossed = source_cells(liquid_vertices, liquid_triangles, window, xp,
+                                       progress=scaled(progress, 0.4, 0.9))
         if self.obstacle_bodies[0].count and len(liquid):  # no liquid inside obstacles
-            free = ~backend.to_numpy(sparse_bodies.contains(self.obstacle_bodies[0], xp.asarray(liquid), xp))
+            at = xp.asarray(liquid + offset.astype(liquid.dtype))
+            free = ~backend.to_numpy(sparse_bodies.contains(self.obstacle_bodies[0], at, xp))
             liquid, crossed = liquid[free], crossed[free]
-        self._seed(liquid, crossed, liquid_vertices, liquid_triangles, initial_velocity)
+        self._seed(liquid, crossed, liquid_vertices, liquid_triangles, initial_velocity, spec=window)
         self.killed = 0
 
     # ------------------------------------------------------------------ boundaries that change
@@ -192,6 +195,8 @@ class SparseFlipSimulation(FlipSimulation):
             c = self.band.centres(self.spec)
             inside = ((c >= lo) & (c <= hi)).all(axis=1)
             self.band.deep, self.band.mass = self.band.deep[inside], self.band.mass[inside]
+        if self.band is not None:
+            self.band.crop(self.spec, lo, hi)
         removed = int(len(self.pos) - int(keep.sum()))
         if removed:
             self._keep(keep)
@@ -253,7 +258,7 @@ class SparseFlipSimulation(FlipSimulation):
             self.pos = self.xp.concatenate([pos, self.band.virtual_particles(self.spec,
                                                                              self.settings.particles_per_cell)])
         try:
-            if self.boundary == "closed":
+            if self.boundary == "closed" and sparse_output.box_outputs(self.spec):
                 return super().level_set(progress)
             return sparse_output.level_set(self, progress)
         finally:
@@ -268,7 +273,7 @@ class SparseFlipSimulation(FlipSimulation):
         from .surface import surface_grid
 
         region = sparse_output.liquid_region(self)
-        if self.boundary == "open" and padding:
+        if region is not self.spec and padding:  # the liquid's region: its own cells beyond it
             return sparse_output.cell_velocity(self.grid, surface_grid(region, padding), self.spec)
         cells = sparse_output.cell_velocity(self.grid, region, self.spec)
         if padding:
@@ -301,18 +306,24 @@ class SparseFlipSimulation(FlipSimulation):
             state["deep"] = np.array(backend.to_numpy(self.band.deep), np.int64)
             state["deep_faces"] = np.array(backend.to_numpy(self.band.low_faces(self.grid)), np.float32)
             state["deep_mass"] = np.array(backend.to_numpy(self.band.mass), np.float64)
+            state["band_cells"] = np.array(backend.to_numpy(self.band.lattice), np.int64)
+            state["band_phi"] = np.array(backend.to_numpy(self.band.phi), np.float32)
         return state
 
     def restore(self, state: dict) -> None:
         """``FlipSimulation.restore``; a narrow band's deep cells and their faces too."""
         if self.band is not None:
             n = np.shape(state.get("deep", np.zeros((0, 3))))[0]
-            check_state(state, {"deep": ((n, 3), "i"), "deep_faces": ((n, 3), "f"), "deep_mass": ((n,), "f")})
+            m = np.shape(state.get("band_cells", np.zeros((0, 3))))[0]
+            check_state(state, {"deep": ((n, 3), "i"), "deep_faces": ((n, 3), "f"), "deep_mass": ((n,), "f"),
+                                "band_cells": ((m, 3), "i"), "band_phi": ((m,), "f")})
         super().restore(state)
         if self.band is not None:
             self.band.deep = self.xp.asarray(state["deep"], dtype=self.xp.int64)
             self.band.pending = self.xp.asarray(state["deep_faces"], dtype=self.xp.float32)
             self.band.mass = self.xp.asarray(state["deep_mass"], dtype=self.xp.float64)
+            self.band.lattice = self.xp.asarray(state["band_cells"], dtype=self.xp.int64)
+            self.band.phi = self.xp.asarray(state["band_phi"], dtype=self.xp.float32)
 
     def fluid_cell_count(self) -> int:
         return int((self.grid["cell"] == FLUID).sum())

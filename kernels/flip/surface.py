@@ -141,7 +141,7 @@ def surface_grid(spec: GridSpec, padding: int = None) -> GridSpec:
 
 
 def closed_level_set(pos, spec: GridSpec, radius, kernel_radius=None, xp=None, smooth_iterations=1, band=None,
-                     padding=None, progress=None):
+                     padding=None, progress=None, grid=None):
     """φ of the liquid in the closed box *spec* (the simulation grid: its faces are the
     walls), over ``surface_grid(spec, padding)``: a level set whose zero crossing is a
     closed surface that meets the walls where the liquid touches them, as FLIP Fluids'
@@ -163,9 +163,11 @@ def closed_level_set(pos, spec: GridSpec, radius, kernel_radius=None, xp=None, s
        Inside, d_box ≤ −½ cell ≤ φ for r ≤ ½ cell: nothing changes there.
 
     Same arguments as ``particle_level_set`` (*band* also bounds d_box), *padding* cells
-    beyond each wall (default ``WALL_CELLS``, the narrow band)."""
+    beyond each wall (default ``WALL_CELLS``, the narrow band); *grid*: another grid on the
+    box's lattice to evaluate φ over (a sparse liquid's region in a large box,
+    ``sparse_output.liquid_region``), the walls still *spec*'s."""
     xp = xp or backend.xp()
-    grown = surface_grid(spec, padding)
+    grown = surface_grid(spec, padding) if grid is None else grid
     radii, r_max, scalar = _radii(radius, pos)
     R = float(KERNEL_PER_RADIUS * r_max if kernel_radius is None else kernel_radius)
     h = float(spec.voxel_size)

@@ -30,7 +30,7 @@ def throw(tmp_path):
         tap.voxfx_flip.initial_velocity = (1.0, 0.0, 0.0)
         f = scene.voxfx.flip
         f.domain, f.resolution = domain, 20
-        f.sparse, f.boundary = True, "open"
+        f.solver, f.boundary = "SPARSE", "open"
         yield scene, f, tmp_path / "voxfx_cache" / "throw" / "liquid"
 
 

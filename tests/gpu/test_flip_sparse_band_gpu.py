@@ -31,3 +31,44 @@ def pytest_approx(v):
     import pytest
 
     return pytest.approx(v, rel=1e-3)
+
+
+def test_gpu_narrow_band_dam_break_keeps_the_full_runs_volume_and_no_particle_in_deep_cells():
+    import cupy
+
+    from voxfx.kernels.flip.sparse_band import _isin
+
+    h = 0.05
+    spec = GridSpec((0.0, 0.0, 0.0), h, (24, 10, 16))
+    water = box((0.0, 0.0, 0.0), (8 * h, 10 * h, 12 * h))
+    full, band = (FlipSimulation(spec, FlipSettings(narrow_band=nb), *water, xp=cupy, sparse=True) for nb in (0, 3))
+    volume = len(full.pos) * h ** 3 / 8
+    for frame in range(12):
+        full.step(1 / 24)
+        band.step(1 / 24)
+        assert not bool(_isin(band._lattice_cells_of_particles(), band.band.deep, cupy).any())
+        if frame in (5, 11):
+            v_full = liquid_volume(full.level_set(), full.surface_spec) / volume
+            v_band = liquid_volume(band.level_set(), band.surface_spec) / volume
+            assert abs(v_band - v_full) < 0.02, (frame, v_full, v_band)
+    assert band.liquid_particles() == pytest_approx_count(len(full.pos))
+
+
+def pytest_approx_count(n):
+    import pytest
+
+    return pytest.approx(n, rel=0.06)
+
+
+def test_gpu_narrow_band_dam_break_keeps_the_full_runs_centre_of_mass_after_one_second():
+    import cupy
+
+    spec = GridSpec((0.0, 0.0, 0.0), 0.05, (24, 10, 16))
+    water = box((0.0, 0.0, 0.0), (0.4, 0.5, 0.5))
+    full, band = (FlipSimulation(spec, FlipSettings(seed=4, narrow_band=nb), *water, xp=cupy, sparse=True)
+                  for nb in (0, 4))
+    for _ in range(60):
+        full.step(1 / 60)
+        band.step(1 / 60)
+    assert len(band.band.deep) > 0
+    assert np.linalg.norm(band.centre_of_mass() - full.centre_of_mass()) < 0.01
