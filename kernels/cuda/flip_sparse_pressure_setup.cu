@@ -9,7 +9,8 @@
 // Arrays are allocated for a host bound of n (`bound`: the finer level's bound / 8, since a
 // coarse cell needs all 8 children in the finer set), and tables are row-major [rows][stride]
 // with stride = bound + 1 (level 0: m0 + 1), the sentinel column at m. Compactions are an
-// inclusive scan (cupy.cumsum) of per-cell 0/1 flags, entries at and beyond n being 0.
+// inclusive scan (scan_tile_sums + scan_tiles below, or
+// cupy.cumsum) of per-cell 0/1 flags, entries at and beyond n being 0.
 //
 // Constants from Python, as -D options: KEY_BITS (bits per axis of a cell key), CELL_AIR,
 // CELL_FLUID and CELL_SOLID (the cell types).
@@ -241,5 +242,78 @@ extern "C" __global__ void unk_tables(const long long* __restrict__ cells, const
             unbr[d * stride + u] = nb >= 0 ? position[nb] : m;
         }
         udiag[u] = (float)diag8[c];
+    }
+}
+
+// ---- Inclusive prefix sums of int rows (cupy.cumsum(a, axis=1) of a (rows, n) array, the
+// same integers) in two launches over a grid (tiles, rows) whatever n: cupy's scan along an
+// axis takes one launch per doubling of the distance (~20 at a million cells), and the
+// set-up scans twice a level. Each block owns `tile` items of its row (blockIdx.y); the
+// first launch sums every tile, the second adds the earlier tiles' sums of its row to a
+// running scan of its own tile, blockDim.x items at a time.
+
+// Σ v over the block (every thread gets it).
+__device__ __forceinline__ int scan_block_sum(int v)
+{
+    __shared__ int part[1024];
+    part[threadIdx.x] = v;
+    __syncthreads();
+    for (int half = 1; half < (int)blockDim.x; half <<= 1) {  // Hillis–Steele: part[t] = Σ part[0..t]
+        const int add = (int)threadIdx.x >= half ? part[threadIdx.x - half] : 0;
+        __syncthreads();
+        part[threadIdx.x] += add;
+        __syncthreads();
+    }
+    const int total = part[blockDim.x - 1];
+    __syncthreads();  // part is read again by the next call
+    return total;
+}
+
+// The inclusive scan of v over the block's threads; *total: the block's sum.
+__device__ __forceinline__ int scan_block_inclusive(int v, int* total)
+{
+    __shared__ int part[1024];
+    part[threadIdx.x] = v;
+    __syncthreads();
+    for (int half = 1; half < (int)blockDim.x; half <<= 1) {
+        const int add = (int)threadIdx.x >= half ? part[threadIdx.x - half] : 0;
+        __syncthreads();
+        part[threadIdx.x] += add;
+        __syncthreads();
+    }
+    const int mine = part[threadIdx.x];
+    *total = part[blockDim.x - 1];
+    __syncthreads();
+    return mine;
+}
+
+// sums[row · gridDim.x + tile] = Σ of the tile's items of its row.
+extern "C" __global__ void scan_tile_sums(const int* __restrict__ in, int n, int tile, int* __restrict__ sums)
+{
+    const int* a = in + (size_t)blockIdx.y * n;
+    const int lo = (int)blockIdx.x * tile, hi = min(n, lo + tile);
+    int s = 0;
+    for (int i = lo + (int)threadIdx.x; i < hi; i += (int)blockDim.x) s += a[i];
+    s = scan_block_sum(s);
+    if (threadIdx.x == 0) sums[(size_t)blockIdx.y * gridDim.x + blockIdx.x] = s;
+}
+
+// out[row][i] = Σ in[row][0..i], from the tile sums of scan_tile_sums.
+extern "C" __global__ void scan_tiles(const int* __restrict__ in, int n, int tile, const int* __restrict__ sums,
+                                      int* __restrict__ out)
+{
+    const int* a = in + (size_t)blockIdx.y * n;
+    int* o = out + (size_t)blockIdx.y * n;
+    const int* row_sums = sums + (size_t)blockIdx.y * gridDim.x;
+    int before = 0;
+    for (int t = (int)threadIdx.x; t < (int)blockIdx.x; t += (int)blockDim.x) before += row_sums[t];
+    int carry = scan_block_sum(before);
+    const int lo = (int)blockIdx.x * tile, hi = min(n, lo + tile);
+    for (int at = lo; at < hi; at += (int)blockDim.x) {
+        const int i = at + (int)threadIdx.x;
+        int chunk;
+        const int v = scan_block_inclusive(i < hi ? a[i] : 0, &chunk);
+        if (i < hi) o[i] = carry + v;
+        carry += chunk;
     }
 }

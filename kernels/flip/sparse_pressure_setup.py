@@ -14,6 +14,12 @@ Level 0's unknowns (``unknowns``: ``sparse_pressure.Unknowns``) likewise: one ke
 classifies every flat cell (diagonal, red / black unknown), a scan orders them, one read
 brings m back to size the tables.
 
+Compactions scan their 0/1 flags with ``inclusive_scan``: two launches of the module's
+scan kernels whatever the size (``SCAN`` "kernel", ``VOXFX_SPARSE_PRESSURE_SCAN``), or
+``cupy.cumsum`` ("cupy": along an axis one launch per doubling of the distance, ~20 at a
+million cells, and the set-up scans once for level 0 and twice a coarse level); the same
+integers.
+
 ``SETUP`` (``VOXFX_SPARSE_PRESSURE_SETUP``): "host" — ``Unknowns`` and ``TableKernels``,
 "device" — this module; both give the same integers (tests/unit/test_cuda_sparse_pressure_host.py).
 """
@@ -34,6 +40,8 @@ SETUP = os.environ.get("VOXFX_SPARSE_PRESSURE_SETUP", "device")  # H200: 64³ pr
 _K = Kernels("flip_sparse_pressure_setup.cu", (), THREADS,
              defines={"KEY_BITS": KEY_BITS, "CELL_AIR": AIR, "CELL_FLUID": FLUID, "CELL_SOLID": SOLID})
 assert BRICK == 8  # unk_classify reads a cell's parity from its brick-local coordinates
+SCAN = os.environ.get("VOXFX_SPARSE_PRESSURE_SCAN", "kernel")  # inclusive_scan: "kernel" or "cupy"
+_SCAN_TILES = 1024  # at most this many tiles a row: scan_tiles sums the earlier ones per block
 _NO_SPAN = -(2 ** 31 - 1)
 _WIDEN_BLOCKS = 264  # grid of the kernels that widen a span or box (grid-stride: 6 atomics a thread)
 
@@ -42,6 +50,31 @@ def _widening(name, n, args):
     """*name* over *n* items on at most _WIDEN_BLOCKS blocks (nothing for n = 0)."""
     if int(n) > 0:
         _K.launch_grid(name, (min(_WIDEN_BLOCKS, blocks(n)[0]),), (THREADS,), args)
+
+
+def scan_tile(n) -> int:
+    """Items a block of the scan kernels owns in a row of *n*: at least 8 blocks' widths,
+    wide enough for at most _SCAN_TILES tiles."""
+    return max(8 * THREADS, -(-int(n) // (_SCAN_TILES * THREADS)) * THREADS)
+
+
+def inclusive_scan(a):
+    """``cupy.cumsum(a, axis=-1, dtype=int32)`` of a C-contiguous int32 array of one row
+    (n,) or several (rows, n): scan_tile_sums and scan_tiles, or cupy.cumsum (``SCAN``)."""
+    import cupy as cp
+
+    if SCAN != "kernel" or a.dtype != cp.int32 or a.ndim not in (1, 2) or not a.flags.c_contiguous:
+        return cp.cumsum(a, axis=-1, dtype=cp.int32)
+    n, rows = int(a.shape[-1]), 1 if a.ndim == 1 else int(a.shape[0])
+    out = cp.empty(a.shape, cp.int32)
+    if n == 0 or rows == 0:
+        return out
+    tile = scan_tile(n)
+    grid = (-(-n // tile), rows)
+    sums = cp.empty(grid[0] * rows, cp.int32)
+    _K.launch_grid("scan_tile_sums", grid, (THREADS,), (a, np.int32(n), np.int32(tile), sums))
+    _K.launch_grid("scan_tiles", grid, (THREADS,), (a, np.int32(n), np.int32(tile), sums, out))
+    return out
 
 
 def level_bounds(n0) -> list:
@@ -97,14 +130,14 @@ def build(grid, kind, level0):
         flag, take = cp.empty(fb, cp.uint8), cp.empty(fb, cp.int32)
         _K.launch("mgs_coarsen", fb, (fine.keys, fine.fluid, cnt[level - 1], np.int32(fb), *_ints(fine.base), flag,
                                       take))
-        scan = cp.cumsum(take, dtype=cp.int32)
+        scan = inclusive_scan(take)
         _K.launch("mgs_parents", max(fb, 1), (fine.keys, flag, scan, cnt[level - 1], np.int32(fb), *_ints(fine.base),
                                               *_ints(coarse.base), coarse.keys, coarse.fluid, cnt[level]))
         around, diag8 = cp.empty((6, nb), cp.int32), cp.empty(nb, cp.uint8)
         cls, flags = cp.empty(nb, cp.uint8), cp.empty((2, nb), cp.int32)
         _K.launch("mgs_level_cells", nb, (coarse.keys, coarse.fluid, cnt[level], np.int32(nb), *_ints(coarse.base),
                                           around, diag8, cls, flags))
-        scans = cp.cumsum(flags, axis=1, dtype=cp.int32)
+        scans = inclusive_scan(flags)
         coarse.position, order = cp.empty(nb, cp.int32), cp.empty(nb, cp.int32)
         _K.launch("mgs_order", max(nb, 1), (cls, scans, cnt[level], np.int32(nb), coarse.position, order))
         nbr, diag = cp.empty((6, nb + 1), cp.int32), cp.empty(nb + 1, cp.float32)
@@ -150,7 +183,7 @@ def unknowns(grid, kind):
     box = cp.asarray(np.array([2 ** 31 - 1] * 3 + [-(2 ** 31)] * 3, np.int32))
     _widening("unk_classify", size, (kind.astype(cp.uint8, copy=False), grid.nbr, np.int32(size),
                                      grid.brick_slot.astype(cp.bool_, copy=False), *lattice, diag8, flags, box))
-    scans = cp.cumsum(flags, axis=1, dtype=cp.int32)
+    scans = inclusive_scan(flags)
     sizes, position = cp.empty(3, cp.int32), cp.empty(size, cp.int32)
     cells, in_set = cp.empty(size, cp.int64), cp.empty(size, cp.int64)
     _K.launch("unk_order", size, (flags, scans, np.int32(size), sizes, position, cells, in_set))

@@ -288,3 +288,19 @@ def test_gpu_project_kernel_gives_the_cpus_faces_bit_for_bit(monkeypatch):
     for got in faces[1:]:
         for a, b in zip(got, faces[0]):
             assert np.array_equal(a.view(np.uint32), b.view(np.uint32))
+
+
+@pytest.mark.parametrize("rows, n", [(1, 1), (1, 300), (2, 70001), (3, 1_800_001)])
+def test_gpu_scan_kernels_equal_cumsum(monkeypatch, rows, n):
+    """sparse_pressure_setup.inclusive_scan (SCAN "kernel": two launches, 256-thread block
+    scans) equals NumPy's cumsum per row, and cupy.cumsum ("cupy")."""
+    import cupy
+
+    rng = np.random.default_rng()
+    a = rng.integers(0, 2, (rows, n)).astype(np.int32)
+    want = np.cumsum(a, axis=1)
+    for mode in ("kernel", "cupy"):
+        monkeypatch.setattr(sparse_pressure_setup, "SCAN", mode)
+        d = cupy.asarray(a if rows > 1 else a[0])
+        got = host(sparse_pressure_setup.inclusive_scan(d))
+        assert got.dtype == np.int32 and np.array_equal(got.reshape(rows, n), want)

@@ -618,3 +618,58 @@ def test_device_unknowns_are_the_numpy_unknowns(unknowns_device, scene):
         at += count
         assert np.array_equal(got, np.asarray(expect))
     assert at == len(out)
+
+
+# Input: rows n tile, then rows × n ints. Output: their inclusive scans along each row by
+# scan_tile_sums + scan_tiles (sparse_pressure_setup.inclusive_scan), rows × n.
+SCAN = SETUP.split("typedef long long ll;")[0] + r"""
+static void grid_launch(unsigned tiles, unsigned rows, void (*call)(void)) {
+    h_dim.x = 1; h_thread.x = 0; h_grid.x = tiles; h_grid.y = rows;
+    for (unsigned r = 0; r < rows; ++r) for (unsigned t = 0; t < tiles; ++t) { h_block.x = t; h_block.y = r; call(); }
+}
+static std::vector<int> in, sums, out;
+static int n, tile;
+static void tile_sums() { scan_tile_sums(in.data(), n, tile, sums.data()); }
+static void tiles_scan() { scan_tiles(in.data(), n, tile, sums.data(), out.data()); }
+int main() {
+    int rows;
+    if (scanf("%d %d %d", &rows, &n, &tile) != 3) return 1;
+    in.resize((size_t)rows * n);
+    for (auto& v : in) scanf("%d", &v);
+    const unsigned tiles = (unsigned)((n + tile - 1) / tile);
+    sums.assign((size_t)rows * tiles, -7);
+    out.assign((size_t)rows * n, -7);
+    grid_launch(tiles, rows, tile_sums);
+    grid_launch(tiles, rows, tiles_scan);
+    for (int v : out) printf("%d\n", v);
+    return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def scan_device(tmp_path_factory):
+    from voxfx.kernels.flip.sparse_pressure_setup import _K as setup_kernels
+
+    defines = [f"#define {o[2:].replace('=', ' ', 1)}" for o in setup_kernels.options if o.startswith("-D")]
+    return _build(tmp_path_factory, SCAN.replace("// DEFINES", "\n".join(defines + ["#include <algorithm>"])))
+
+
+@pytest.mark.parametrize("rows, n, tile", [(1, 1, 4), (3, 1000, 7), (2, 4096, 2048), (1, 517, 1000)])
+def test_scan_kernels_give_the_cumulative_sums_of_each_row(scan_device, rows, n, tile):
+    """scan_tile_sums + scan_tiles (one "thread" a block here: the tiles and their carries;
+    the block-wide scan itself runs on the device in tests/gpu) equal np.cumsum per row."""
+    rng = np.random.default_rng(n)
+    a = rng.integers(0, 3, (rows, n)).astype(np.int32)
+    got = np.array(scan_device.raw([f"{rows} {n} {tile}", *map(str, a.ravel())]).split(), np.int64).reshape(rows, n)
+    assert np.array_equal(got, np.cumsum(a, axis=1))
+    assert got[:, -1].max() > 0 or n == 1
+
+
+def test_scan_tiles_are_wide_enough_for_every_row():
+    from voxfx.kernels.flip import sparse_pressure_setup as setup
+    from voxfx.kernels.grid.launch import THREADS
+
+    for n in (1, 2048, 10 ** 6, 2 ** 31 - 1):
+        tile = setup.scan_tile(n)
+        assert tile % THREADS == 0 and tile >= 8 * THREADS and -(-n // tile) <= setup._SCAN_TILES
