@@ -304,3 +304,29 @@ def test_gpu_scan_kernels_equal_cumsum(monkeypatch, rows, n):
         d = cupy.asarray(a if rows > 1 else a[0])
         got = host(sparse_pressure_setup.inclusive_scan(d))
         assert got.dtype == np.int32 and np.array_equal(got.reshape(rows, n), want)
+
+
+def test_gpu_predicted_iterations_give_the_blocks_pressure_bit_for_bit(monkeypatch):
+    """PREDICT (VOXFX_SPARSE_PCG_PREDICT): the second solve of a tank starts with as many
+    one-iteration graph replays as the first took; the same iterations and pressure bit for
+    bit as blocks of check_every, and no block launched when the guess was right."""
+    import cupy
+
+    rng = np.random.default_rng()
+    spec, pos, vel, obstacle = random_scene(rng)
+    runs = {}
+    for predict in (False, True):
+        monkeypatch.setattr(sparse_pressure_gpu, "PREDICT", predict)
+        sparse_pressure_gpu.release_gpu_solvers()
+        g = tank(cupy, pos, vel, spec, obstacle)
+        first = sparse_pressure.solve_pressure(g, 0.01, tolerance=1e-5)
+        (solver,) = sparse_pressure_gpu._solvers.values()
+        blocks = solver.loop.launches
+        second = sparse_pressure.solve_pressure(g, 0.01, tolerance=1e-5)
+        assert solver.last_iterations == second[1]["iterations"] > 3
+        if predict and solver.single.graph is not None:
+            assert solver.single.launches == first[1]["iterations"] and solver.loop.launches == blocks
+        runs[predict] = [(host(p), stats) for p, stats in (first, second)]
+    sparse_pressure_gpu.release_gpu_solvers()
+    for (p_blocks, s_blocks), (p_predicted, s_predicted) in zip(runs[False], runs[True]):
+        assert s_blocks == s_predicted and np.array_equal(p_blocks, p_predicted)
