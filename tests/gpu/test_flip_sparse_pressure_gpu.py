@@ -62,13 +62,13 @@ def test_gpu_sparse_pressure_matches_cpu_for_every_preconditioner(preconditioner
     assert np.abs(dg).max() * spec.voxel_size <= 1e-3 * max(1.0, float(np.abs(vel).max()))
 
 
-@pytest.mark.parametrize("setup", ["host", "device", "device:0", "device:4000", "device:cupy"])
+@pytest.mark.parametrize("setup", ["host", "device", "device:0", "device:4000", "device:1000000000", "device:cupy"])
 def test_gpu_multigrid_tables_and_unknowns_are_the_cpus(monkeypatch, setup):
     """Unknowns and TableKernels ("host"), sparse_pressure_setup ("device": level 0's
     unknowns by one classification kernel and a scan, the coarser levels' sizes on the
     device; the coarse levels in mgs_tail_levels' one block from the first whose finer
-    level's bound is at most TAIL_BOUND, here every level, ":0" none, ":4000" from a middle
-    level; ":cupy" the scans by cupy.cumsum)."""
+    level's bound is at most TAIL_BOUND: the default, ":0" none, ":4000" from a coarser
+    level, ":1000000000" every level; ":cupy" the scans by cupy.cumsum)."""
     import cupy
 
     setup, _, option = setup.partition(":")
