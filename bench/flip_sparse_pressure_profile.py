@@ -9,10 +9,15 @@ graph) with an event pair per launch, and the other stages of the substep.
     python3 bench/flip_sparse_pressure_profile.py [--n 256] [--particles 8e6] [--substeps 3]
         [--variants reference:0 fused:8192]
 
-``--variants`` SETUP:TAIL: the pressure set-up (``sparse_pressure.SETUP_KERNELS``:
-"reference", the array code, or "fused", ``sparse_pressure_cells``' four kernels) and the
-V-cycle's one-block tail (``sparse_pressure_gpu.TAIL_UNKNOWNS``, 0 off); each on the same
-simulation state, in turn, per substep (A/B in one run).
+``--variants`` SETUP:TAIL[:SCAN[:PROJECT[:PREDICT[:SETUP_TAIL]]]]: the pressure set-up
+(``sparse_pressure.SETUP_KERNELS``:
+"reference", the array code, or "fused", ``sparse_pressure_cells``' four kernels), the
+V-cycle's one-block tail (``sparse_pressure_gpu.TAIL_UNKNOWNS``, 0 off), the set-up's scans
+(``sparse_pressure_setup.SCAN``: "kernel" or "cupy") and the projection
+(``sparse_pressure.PROJECT``: "kernel" or "reference") and the PCG's guess of its
+iterations (``sparse_pressure_gpu.PREDICT``: "1" or "0") and the set-up's one-block coarse
+levels (``sparse_pressure_setup.TAIL_BOUND``, 0 off); each on the same simulation state,
+in turn, per substep (A/B in one run).
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 from tools.package import load  # noqa: E402
 
 load()
-from voxfx.kernels.flip import sparse_pressure, sparse_pressure_gpu  # noqa: E402
+from voxfx.kernels.flip import sparse_pressure, sparse_pressure_gpu, sparse_pressure_setup  # noqa: E402
 from voxfx.kernels.flip.grid import FlipSettings  # noqa: E402
 from voxfx.kernels.flip.sim import FlipSimulation  # noqa: E402
 from voxfx.kernels.flip.sparse_multigrid import VCycle  # noqa: E402
@@ -165,10 +170,37 @@ def one_iteration(rows):
     solver.state[1] = 1
 
 
+def host_profile(sim, dt, count):
+    """cProfile of *count* solve_pressure calls and projections: the host's own time per call."""
+    import cProfile
+    import pstats
+
+    import cupy as cp
+
+    g = sim.grid
+    prof = cProfile.Profile()
+    for _ in range(count):
+        cp.cuda.Device().synchronize()
+        prof.enable()
+        p, _ = sparse_pressure.solve_pressure(g, dt)
+        prof.disable()
+    cp.cuda.Device().synchronize()
+    print(f"\nhost profile of {count} solve_pressure calls (the last variant), by own time:")
+    pstats.Stats(prof).sort_stats("tottime").print_stats(28)
+
+
 def _use(variant):
-    setup, tail = variant.split(":")
+    setup, tail, *rest = variant.split(":")
     sparse_pressure.SETUP_KERNELS = setup
     sparse_pressure_gpu.TAIL_UNKNOWNS = int(tail)
+    if rest:  # the set-up's scans: "kernel" or "cupy"
+        sparse_pressure_setup.SCAN = rest[0]
+    if len(rest) > 1:  # the projection: "kernel" or "reference"
+        sparse_pressure.PROJECT = rest[1]
+    if len(rest) > 2:  # the PCG's first iterations as the last solve's count: "1" or "0"
+        sparse_pressure_gpu.PREDICT = rest[2] != "0"
+    if len(rest) > 3:  # the set-up's one-block coarse levels: their finer level's bound, 0 off
+        sparse_pressure_setup.TAIL_BOUND = int(rest[3])
 
 
 def main():
@@ -179,6 +211,9 @@ def main():
     ap.add_argument("--warm", type=int, default=2)
     ap.add_argument("--variants", nargs="+",
                     default=[f"{sparse_pressure.SETUP_KERNELS}:{sparse_pressure_gpu.TAIL_UNKNOWNS}"])
+    ap.add_argument("--host-profile", type=int, default=0, metavar="N",
+                    help="after the timings, cProfile N whole solves of the last variant (no events) and print "
+                    "the host calls by own time: what the host spends between kernels")
     ap.add_argument("--reuse", action="store_true",
                     help="let solve_pressure reuse the tables (sparse_pressure.REUSE_TABLES): off by default, as "
                     "the variants solve the same cells in turn and would reuse each other's")
@@ -235,6 +270,8 @@ def main():
           "g2p+advect | CG it")
     for variant, ms, its in stages:
         print(f"  {variant} | " + " | ".join(f"{m:.2f}" for m in ms) + f" | {its}")
+    if args.host_profile:
+        host_profile(sim, dt, args.host_profile)
     print(f"pool: {cp.get_default_memory_pool().total_bytes() / 2 ** 20:.0f} MiB; "
           f"VOXFX env: {({k: v for k, v in os.environ.items() if k.startswith('VOXFX')})}")
 

@@ -145,3 +145,37 @@ extern "C" __global__ void cells_sealed(const unsigned char* __restrict__ cell, 
         if (cell[c] == CELL_FLUID && !reach[label[c]]) atomicAdd(count, 1);
     }
 }
+
+// The projection (seed 003 §8; sparse_pressure.project) in one pass over the flat cells: per
+// axis a, the face below cell c (between c and lo = nbr[2a]) takes u − (Δt/h)(p_c − p_lo)
+// where c or lo is FLUID (p_lo = 0 where lo is missing), then the solid's velocity where it
+// touches a SOLID cell or does not exist (boundary_face). The faces go to new arrays, as
+// the reference replaces the grid's channels; p is the solve's flat pressure.
+extern "C" __global__ void project_faces(const unsigned char* __restrict__ cell,
+                                         const unsigned char* __restrict__ solid, const float* __restrict__ u,
+                                         const float* __restrict__ v, const float* __restrict__ w,
+                                         const float* __restrict__ solid_u, const float* __restrict__ solid_v,
+                                         const float* __restrict__ solid_w, const unsigned char* __restrict__ exists_u,
+                                         const unsigned char* __restrict__ exists_v,
+                                         const unsigned char* __restrict__ exists_w, const int* __restrict__ nbr,
+                                         int n, const float* __restrict__ p, float dt_over_h, float* __restrict__ out_u,
+                                         float* __restrict__ out_v, float* __restrict__ out_w)
+{
+    RANGE(c, 0, n)
+    {
+        const bool fluid = cell[c] == CELL_FLUID;
+        const float pc = p[c];
+        for (int a = 0; a < 3; ++a) {
+            const float* f = a == 0 ? u : (a == 1 ? v : w);
+            const float* solid_f = a == 0 ? solid_u : (a == 1 ? solid_v : solid_w);
+            const unsigned char* exists = a == 0 ? exists_u : (a == 1 ? exists_v : exists_w);
+            float* out = a == 0 ? out_u : (a == 1 ? out_v : out_w);
+            const int lo = nbr[(size_t)(2 * a) * n + c];
+            float value = f[c];
+            if (fluid || (lo >= 0 && cell[lo] == CELL_FLUID))  // u* − (Δt/h)(p_hi − p_lo), rounded per operation
+                value = value - dt_over_h * (pc - (lo >= 0 ? p[lo] : 0.0f));
+            const bool solid_touch = solid[c] != 0 || (lo >= 0 && solid[lo] != 0) || exists[c] == 0;
+            out[c] = solid_touch ? solid_f[c] : value;  // as boundary_face
+        }
+    }
+}

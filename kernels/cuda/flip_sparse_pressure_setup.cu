@@ -9,7 +9,8 @@
 // Arrays are allocated for a host bound of n (`bound`: the finer level's bound / 8, since a
 // coarse cell needs all 8 children in the finer set), and tables are row-major [rows][stride]
 // with stride = bound + 1 (level 0: m0 + 1), the sentinel column at m. Compactions are an
-// inclusive scan (cupy.cumsum) of per-cell 0/1 flags, entries at and beyond n being 0.
+// inclusive scan (scan_tile_sums + scan_tiles below, or
+// cupy.cumsum) of per-cell 0/1 flags, entries at and beyond n being 0.
 //
 // Constants from Python, as -D options: KEY_BITS (bits per axis of a cell key), CELL_AIR,
 // CELL_FLUID and CELL_SOLID (the cell types).
@@ -21,9 +22,10 @@
 
 // Per fine cell c < n: mg_coarsen's flag (0; 1 SOLID, 2 FLUID coarse cell at its even
 // corner) and take = flag ≠ 0; both 0 on [n, bound).
-extern "C" __global__ void mgs_coarsen(const long long* __restrict__ keys, const unsigned char* __restrict__ fluid,
-                                       const int* __restrict__ fcnt, int bound, int bx, int by, int bz,
-                                       unsigned char* __restrict__ flag, int* __restrict__ take)
+__device__ __forceinline__ void mgs_coarsen_body(const long long* __restrict__ keys,
+                                                 const unsigned char* __restrict__ fluid, const int* __restrict__ fcnt,
+                                                 int bound, int bx, int by, int bz, unsigned char* __restrict__ flag,
+                                                 int* __restrict__ take)
 {
     const int n = fcnt[0];
     RANGE(c, 0, bound)
@@ -34,13 +36,21 @@ extern "C" __global__ void mgs_coarsen(const long long* __restrict__ keys, const
     }
 }
 
+extern "C" __global__ void mgs_coarsen(const long long* __restrict__ keys, const unsigned char* __restrict__ fluid,
+                                       const int* __restrict__ fcnt, int bound, int bx, int by, int bz,
+                                       unsigned char* __restrict__ flag, int* __restrict__ take)
+{
+    mgs_coarsen_body(keys, fluid, fcnt, bound, bx, by, bz, flag, take);
+}
+
 // The coarse set: the flagged fine cells' parent keys and FLUID flags at their scan
 // positions (scan: inclusive scan of take), key order kept; ccnt[0] = its size. Launched
 // over max(bound, 1) items: thread 0 writes the size even for an empty fine set.
-extern "C" __global__ void mgs_parents(const long long* __restrict__ keys, const unsigned char* __restrict__ flag,
-                                       const int* __restrict__ scan, const int* __restrict__ fcnt, int bound, int bx,
-                                       int by, int bz, int cbx, int cby, int cbz, long long* __restrict__ ckeys,
-                                       unsigned char* __restrict__ cfluid, int* __restrict__ ccnt)
+__device__ __forceinline__ void mgs_parents_body(const long long* __restrict__ keys,
+                                                 const unsigned char* __restrict__ flag, const int* __restrict__ scan,
+                                                 const int* __restrict__ fcnt, int bound, int bx, int by, int bz,
+                                                 int cbx, int cby, int cbz, long long* __restrict__ ckeys,
+                                                 unsigned char* __restrict__ cfluid, int* __restrict__ ccnt)
 {
     const int n = fcnt[0];
     RANGE(c, 0, bound > 0 ? bound : 1)
@@ -56,12 +66,21 @@ extern "C" __global__ void mgs_parents(const long long* __restrict__ keys, const
     }
 }
 
+extern "C" __global__ void mgs_parents(const long long* __restrict__ keys, const unsigned char* __restrict__ flag,
+                                       const int* __restrict__ scan, const int* __restrict__ fcnt, int bound, int bx,
+                                       int by, int bz, int cbx, int cby, int cbz, long long* __restrict__ ckeys,
+                                       unsigned char* __restrict__ cfluid, int* __restrict__ ccnt)
+{
+    mgs_parents_body(keys, flag, scan, fcnt, bound, bx, by, bz, cbx, cby, cbz, ckeys, cfluid, ccnt);
+}
+
 // mg_level_cells on a set of cnt[0] cells (around rows `bound` long), and the scan flags:
 // flags[c] = red unknown, flags[bound + c] = black unknown (0 on [n, bound)).
-extern "C" __global__ void mgs_level_cells(const long long* __restrict__ keys, const unsigned char* __restrict__ fluid,
-                                           const int* __restrict__ cnt, int bound, int bx, int by, int bz,
-                                           int* __restrict__ around, unsigned char* __restrict__ diag,
-                                           unsigned char* __restrict__ cls, int* __restrict__ flags)
+__device__ __forceinline__ void mgs_level_cells_body(const long long* __restrict__ keys,
+                                                     const unsigned char* __restrict__ fluid,
+                                                     const int* __restrict__ cnt, int bound, int bx, int by, int bz,
+                                                     int* __restrict__ around, unsigned char* __restrict__ diag,
+                                                     unsigned char* __restrict__ cls, int* __restrict__ flags)
 {
     const int n = cnt[0];
     RANGE(c, 0, bound)
@@ -73,12 +92,20 @@ extern "C" __global__ void mgs_level_cells(const long long* __restrict__ keys, c
     }
 }
 
+extern "C" __global__ void mgs_level_cells(const long long* __restrict__ keys, const unsigned char* __restrict__ fluid,
+                                           const int* __restrict__ cnt, int bound, int bx, int by, int bz,
+                                           int* __restrict__ around, unsigned char* __restrict__ diag,
+                                           unsigned char* __restrict__ cls, int* __restrict__ flags)
+{
+    mgs_level_cells_body(keys, fluid, cnt, bound, bx, by, bz, around, diag, cls, flags);
+}
+
 // The unknowns' order, red then black (scans: the row-wise inclusive scans of flags):
 // position[c] (m where not an unknown), order[u] = its cell; cnt[1] = m_red, cnt[2] = m.
 // Launched over max(bound, 1) items.
-extern "C" __global__ void mgs_order(const unsigned char* __restrict__ cls, const int* __restrict__ scans,
-                                     int* __restrict__ cnt, int bound, int* __restrict__ position,
-                                     int* __restrict__ order)
+__device__ __forceinline__ void mgs_order_body(const unsigned char* __restrict__ cls, const int* __restrict__ scans,
+                                               int* __restrict__ cnt, int bound, int* __restrict__ position,
+                                               int* __restrict__ order)
 {
     const int n = cnt[0];
     const int m_red = n > 0 ? scans[n - 1] : 0;
@@ -99,12 +126,20 @@ extern "C" __global__ void mgs_order(const unsigned char* __restrict__ cls, cons
     }
 }
 
+extern "C" __global__ void mgs_order(const unsigned char* __restrict__ cls, const int* __restrict__ scans,
+                                     int* __restrict__ cnt, int bound, int* __restrict__ position,
+                                     int* __restrict__ order)
+{
+    mgs_order_body(cls, scans, cnt, bound, position, order);
+}
+
 // mg_level_tables with m = cnt[2] and rows bound + 1 long; ukeys[u] = the key of unknown u.
-extern "C" __global__ void mgs_level_tables(const int* __restrict__ order, const int* __restrict__ cnt, int bound,
-                                            const int* __restrict__ around, const int* __restrict__ position,
-                                            const unsigned char* __restrict__ diag8, const long long* __restrict__ keys,
-                                            int* __restrict__ nbr, float* __restrict__ diag,
-                                            long long* __restrict__ ukeys)
+__device__ __forceinline__ void mgs_level_tables_body(const int* __restrict__ order, const int* __restrict__ cnt,
+                                                      int bound, const int* __restrict__ around,
+                                                      const int* __restrict__ position,
+                                                      const unsigned char* __restrict__ diag8,
+                                                      const long long* __restrict__ keys, int* __restrict__ nbr,
+                                                      float* __restrict__ diag, long long* __restrict__ ukeys)
 {
     const int m = cnt[2], stride = bound + 1;
     RANGE(u, 0, m + 1)
@@ -115,27 +150,54 @@ extern "C" __global__ void mgs_level_tables(const int* __restrict__ order, const
     }
 }
 
+extern "C" __global__ void mgs_level_tables(const int* __restrict__ order, const int* __restrict__ cnt, int bound,
+                                            const int* __restrict__ around, const int* __restrict__ position,
+                                            const unsigned char* __restrict__ diag8, const long long* __restrict__ keys,
+                                            int* __restrict__ nbr, float* __restrict__ diag,
+                                            long long* __restrict__ ukeys)
+{
+    mgs_level_tables_body(order, cnt, bound, around, position, diag8, keys, nbr, diag, ukeys);
+}
+
 // mg_prolong_table: up (8 rows of fstride) for the fcnt[2] fine unknowns (keys fkeys) from
 // the coarse set (ckeys, ccnt[0] cells, cposition; ccnt[2] unknowns).
-extern "C" __global__ void mgs_prolong_table(const long long* __restrict__ fkeys, const int* __restrict__ fcnt,
-                                             int fstride, int bx, int by, int bz, const long long* __restrict__ ckeys,
-                                             const int* __restrict__ ccnt, const int* __restrict__ cposition, int cbx,
-                                             int cby, int cbz, int* __restrict__ up)
+__device__ __forceinline__ void mgs_prolong_table_body(const long long* __restrict__ fkeys,
+                                                       const int* __restrict__ fcnt, int fstride, int bx, int by,
+                                                       int bz, const long long* __restrict__ ckeys,
+                                                       const int* __restrict__ ccnt, const int* __restrict__ cposition,
+                                                       int cbx, int cby, int cbz, int* __restrict__ up)
 {
     const int mf = fcnt[2], nc = ccnt[0], mc = ccnt[2];
     RANGE(f, 0, mf + 1) prolong_column(f, mf, fkeys, bx, by, bz, ckeys, nc, cposition, cbx, cby, cbz, mc, up, fstride);
 }
 
+extern "C" __global__ void mgs_prolong_table(const long long* __restrict__ fkeys, const int* __restrict__ fcnt,
+                                             int fstride, int bx, int by, int bz, const long long* __restrict__ ckeys,
+                                             const int* __restrict__ ccnt, const int* __restrict__ cposition, int cbx,
+                                             int cby, int cbz, int* __restrict__ up)
+{
+    mgs_prolong_table_body(fkeys, fcnt, fstride, bx, by, bz, ckeys, ccnt, cposition, cbx, cby, cbz, up);
+}
+
 // mg_restrict_table: down (64 rows of cstride) for the ccnt[2] coarse unknowns (keys
 // ckeys) from the fine set (fkeys, fcnt[0] cells, fposition; fcnt[2] unknowns).
+__device__ __forceinline__ void mgs_restrict_table_body(const long long* __restrict__ ckeys,
+                                                        const int* __restrict__ ccnt, int cstride, int cbx, int cby,
+                                                        int cbz, const long long* __restrict__ fkeys,
+                                                        const int* __restrict__ fcnt, const int* __restrict__ fposition,
+                                                        int bx, int by, int bz, int* __restrict__ down)
+{
+    const int mc = ccnt[2], nf = fcnt[0], mf = fcnt[2];
+    RANGE(c, 0, mc + 1) restrict_column(c, mc, ckeys, cbx, cby, cbz, fkeys, nf, fposition, bx, by, bz, mf, down, cstride);
+}
+
 extern "C" __global__ void mgs_restrict_table(const long long* __restrict__ ckeys, const int* __restrict__ ccnt,
                                               int cstride, int cbx, int cby, int cbz,
                                               const long long* __restrict__ fkeys, const int* __restrict__ fcnt,
                                               const int* __restrict__ fposition, int bx, int by, int bz,
                                               int* __restrict__ down)
 {
-    const int mc = ccnt[2], nf = fcnt[0], mf = fcnt[2];
-    RANGE(c, 0, mc + 1) restrict_column(c, mc, ckeys, cbx, cby, cbz, fkeys, nf, fposition, bx, by, bz, mf, down, cstride);
+    mgs_restrict_table_body(ckeys, ccnt, cstride, cbx, cby, cbz, fkeys, fcnt, fposition, bx, by, bz, down);
 }
 
 // mg_key_span over the cnt[2] unknown keys: span[0..2] = max, span[3..5] = −min per axis
@@ -241,5 +303,149 @@ extern "C" __global__ void unk_tables(const long long* __restrict__ cells, const
             unbr[d * stride + u] = nb >= 0 ? position[nb] : m;
         }
         udiag[u] = (float)diag8[c];
+    }
+}
+
+// ---- Inclusive prefix sums of int rows (cupy.cumsum(a, axis=1) of a (rows, n) array, the
+// same integers) in two launches over a grid (tiles, rows) whatever n: cupy's scan along an
+// axis takes one launch per doubling of the distance (~20 at a million cells), and the
+// set-up scans twice a level. Each block owns `tile` items of its row (blockIdx.y); the
+// first launch sums every tile, the second adds the earlier tiles' sums of its row to a
+// running scan of its own tile, blockDim.x items at a time.
+
+// Σ v over the block (every thread gets it).
+__device__ __forceinline__ int scan_block_sum(int v)
+{
+    __shared__ int part[1024];
+    part[threadIdx.x] = v;
+    __syncthreads();
+    for (int half = 1; half < (int)blockDim.x; half <<= 1) {  // Hillis–Steele: part[t] = Σ part[0..t]
+        const int add = (int)threadIdx.x >= half ? part[threadIdx.x - half] : 0;
+        __syncthreads();
+        part[threadIdx.x] += add;
+        __syncthreads();
+    }
+    const int total = part[blockDim.x - 1];
+    __syncthreads();  // part is read again by the next call
+    return total;
+}
+
+// The inclusive scan of v over the block's threads; *total: the block's sum.
+__device__ __forceinline__ int scan_block_inclusive(int v, int* total)
+{
+    __shared__ int part[1024];
+    part[threadIdx.x] = v;
+    __syncthreads();
+    for (int half = 1; half < (int)blockDim.x; half <<= 1) {
+        const int add = (int)threadIdx.x >= half ? part[threadIdx.x - half] : 0;
+        __syncthreads();
+        part[threadIdx.x] += add;
+        __syncthreads();
+    }
+    const int mine = part[threadIdx.x];
+    *total = part[blockDim.x - 1];
+    __syncthreads();
+    return mine;
+}
+
+// o[i] = carry + Σ a[lo..i] for i in [lo, hi), by the whole block (every thread calls it).
+__device__ __forceinline__ void scan_range(const int* __restrict__ a, int lo, int hi, int carry, int* __restrict__ o)
+{
+    for (int at = lo; at < hi; at += (int)blockDim.x) {
+        const int i = at + (int)threadIdx.x;
+        int chunk;
+        const int v = scan_block_inclusive(i < hi ? a[i] : 0, &chunk);
+        if (i < hi) o[i] = carry + v;
+        carry += chunk;
+    }
+}
+
+// sums[row · gridDim.x + tile] = Σ of the tile's items of its row.
+extern "C" __global__ void scan_tile_sums(const int* __restrict__ in, int n, int tile, int* __restrict__ sums)
+{
+    const int* a = in + (size_t)blockIdx.y * n;
+    const int lo = (int)blockIdx.x * tile, hi = min(n, lo + tile);
+    int s = 0;
+    for (int i = lo + (int)threadIdx.x; i < hi; i += (int)blockDim.x) s += a[i];
+    s = scan_block_sum(s);
+    if (threadIdx.x == 0) sums[(size_t)blockIdx.y * gridDim.x + blockIdx.x] = s;
+}
+
+// out[row][i] = Σ in[row][0..i], from the tile sums of scan_tile_sums.
+extern "C" __global__ void scan_tiles(const int* __restrict__ in, int n, int tile, const int* __restrict__ sums,
+                                      int* __restrict__ out)
+{
+    const int* a = in + (size_t)blockIdx.y * n;
+    int* o = out + (size_t)blockIdx.y * n;
+    const int* row_sums = sums + (size_t)blockIdx.y * gridDim.x;
+    int before = 0;
+    for (int t = (int)threadIdx.x; t < (int)blockIdx.x; t += (int)blockDim.x) before += row_sums[t];
+    const int lo = (int)blockIdx.x * tile;
+    scan_range(a, lo, min(n, lo + tile), scan_block_sum(before), o);
+}
+
+// ---- The coarse levels first … count − 1 in one block (sparse_pressure_setup.TAIL_BOUND):
+// per level the launches above in their order (mgs_coarsen, scan, mgs_parents,
+// mgs_level_cells, scans, mgs_order, mgs_level_tables with mgs_prolong_table, then
+// mgs_restrict_table with mgs_key_span), a block barrier where the host launched the next
+// kernel, the scans by the block. Small levels spend a launch's host overhead each on a few
+// thousand cells; here they cost one launch together. rec: per level TAIL_REC int64s, the
+// pointers keys, fluid, position, unknown keys, flag, take, scan, around, diag8, cls, flags,
+// scans, order, nbr, diag, up, down, then its bound, base x, y, z and table stride (level
+// first − 1: its keys, fluid, position, unknown keys, bound, base and stride alone).
+#define TAIL_REC 22
+#define TAIL_PTR(l, k, T) ((T*)(size_t)rec[(size_t)(l) * TAIL_REC + (k)])
+#define TAIL_INT(l, k) ((int)rec[(size_t)(l) * TAIL_REC + 17 + (k)])
+
+extern "C" __global__ void __launch_bounds__(1024) mgs_tail_levels(const long long* __restrict__ rec, int first,
+                                                                   int count, int* __restrict__ cnt,
+                                                                   int* __restrict__ span)
+{
+    for (int l = first; l < count; ++l) {
+        const int f = l - 1, fb = TAIL_INT(f, 0), nb = TAIL_INT(l, 0), fstride = TAIL_INT(f, 4);
+        const int bx = TAIL_INT(f, 1), by = TAIL_INT(f, 2), bz = TAIL_INT(f, 3);
+        const int cbx = TAIL_INT(l, 1), cby = TAIL_INT(l, 2), cbz = TAIL_INT(l, 3);
+        const long long* fkeys = TAIL_PTR(f, 0, const long long);
+        const unsigned char* ffluid = TAIL_PTR(f, 1, const unsigned char);
+        const int* fposition = TAIL_PTR(f, 2, const int);
+        const long long* fukeys = TAIL_PTR(f, 3, const long long);
+        long long* ckeys = TAIL_PTR(l, 0, long long);
+        unsigned char* cfluid = TAIL_PTR(l, 1, unsigned char);
+        int* cposition = TAIL_PTR(l, 2, int);
+        long long* cukeys = TAIL_PTR(l, 3, long long);
+        unsigned char* flag = TAIL_PTR(l, 4, unsigned char);
+        int* take = TAIL_PTR(l, 5, int);
+        int* scan = TAIL_PTR(l, 6, int);
+        int* around = TAIL_PTR(l, 7, int);
+        unsigned char* diag8 = TAIL_PTR(l, 8, unsigned char);
+        unsigned char* cls = TAIL_PTR(l, 9, unsigned char);
+        int* flags = TAIL_PTR(l, 10, int);
+        int* scans = TAIL_PTR(l, 11, int);
+        int* order = TAIL_PTR(l, 12, int);
+        int* nbr = TAIL_PTR(l, 13, int);
+        float* diag = TAIL_PTR(l, 14, float);
+        int* up = TAIL_PTR(l, 15, int);
+        int* down = TAIL_PTR(l, 16, int);
+        int* fc = cnt + 4 * f;
+        int* cc = cnt + 4 * l;
+        mgs_coarsen_body(fkeys, ffluid, fc, fb, bx, by, bz, flag, take);
+        __syncthreads();
+        scan_range(take, 0, fb, 0, scan);
+        __syncthreads();
+        mgs_parents_body(fkeys, flag, scan, fc, fb, bx, by, bz, cbx, cby, cbz, ckeys, cfluid, cc);
+        __syncthreads();
+        mgs_level_cells_body(ckeys, cfluid, cc, nb, cbx, cby, cbz, around, diag8, cls, flags);
+        __syncthreads();
+        scan_range(flags, 0, nb, 0, scans);
+        scan_range(flags + nb, 0, nb, 0, scans + nb);
+        __syncthreads();
+        mgs_order_body(cls, scans, cc, nb, cposition, order);
+        __syncthreads();
+        mgs_level_tables_body(order, cc, nb, around, cposition, diag8, ckeys, nbr, diag, cukeys);
+        mgs_prolong_table_body(fukeys, fc, fstride, bx, by, bz, ckeys, cc, cposition, cbx, cby, cbz, up);
+        __syncthreads();
+        mgs_restrict_table_body(cukeys, cc, nb + 1, cbx, cby, cbz, fkeys, fc, fposition, bx, by, bz, down);
+        widen_span_range(cukeys, 0, cc[2], span + 6 * l);
+        __syncthreads();
     }
 }

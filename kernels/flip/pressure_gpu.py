@@ -97,21 +97,32 @@ def release_gpu_solvers():
     _gpu_solvers.clear()
 
 
-def run_blocks(solver, max_iterations: int, progress=None):
+def run_blocks(solver, max_iterations: int, progress=None, predicted: int = 0, single=None):
     """Alg. 2's loop on a set-up GPU solver (dense ``PressureSolverGPU`` or the sparse one):
     capture its block of ``check_every`` iterations, run blocks until the device's state
     says stopped or *max_iterations* are launched, reading the state once per block (the one
-    host sync per check). (iterations, relative residual, converged)."""
+    host sync per check). With *single* (a ``GraphLoop`` of one iteration) and *predicted*
+    > 0: that many single iterations before the first check, then up to two more one check
+    each, then blocks (the sparse solver's guess from its last solve: fewer masked
+    iterations launched after convergence). (iterations, relative residual, converged)."""
     solver.loop.capture()
-    launched = 0
+    launched, singles = 0, 0
+    if single is not None and predicted > 0:
+        for _ in range(predicted):
+            single.run()
+        launched = predicted
     while True:
         host_state = solver.state.get()  # the one host sync per check (Alg. 2)
         if host_state[_S_STOPPED] or launched >= max_iterations:
             break
         if launched:  # between blocks, on the state this check read anyway: no extra sync
             report(progress, launched / max_iterations, f"pressure: iteration {launched}")
-        solver.loop.run()  # check_every iterations (the graph, or launch by launch)
-        launched += solver.check_every
+        if single is not None and predicted > 0 and singles < 2:
+            single.run()
+            launched, singles = launched + 1, singles + 1
+        else:
+            solver.loop.run()  # check_every iterations (the graph, or launch by launch)
+            launched += solver.check_every
     scal = solver.scalars.get()
     bb, rr = float(scal[_D_BB]), float(scal[_D_RR])
     residual = 0.0 if bb == 0.0 else math.sqrt(rr / bb) if math.isfinite(rr) else math.inf

@@ -57,6 +57,9 @@ _F32 = np.float32
 # module's array code, or "fused", the kernels of sparse_pressure_cells.py (the same values).
 SETUP_KERNELS = os.environ.get("VOXFX_SPARSE_PRESSURE_CELLS", "fused")
 REUSE_TABLES = os.environ.get("VOXFX_SPARSE_PRESSURE_REUSE", "1") != "0"  # solver_tables
+# The projection on CuPy: "kernel", sparse_pressure_cells.project (one launch), or
+# "reference", this module's array code (the same values).
+PROJECT = os.environ.get("VOXFX_SPARSE_PROJECT", "kernel")
 
 
 def _multigrid(grid, kind, level):
@@ -362,8 +365,13 @@ def solve_pressure(grid, dt, tolerance=1e-4, max_iterations=500, preconditioner=
 
 def project(grid, p, dt) -> None:
     """u ← u* − (Δt/h)(p_hi − p_lo) on faces next to a FLUID cell, then the solid faces
-    take the solid's velocity (``pressure.project``)."""
+    take the solid's velocity (``pressure.project``). On CuPy one kernel (``PROJECT``)."""
     xp = grid.xp
+    if xp is not np and PROJECT == "kernel":
+        from . import sparse_pressure_cells
+
+        if sparse_pressure_cells.project(grid, p, dt):
+            return
     c = _F32(float(dt) / grid.h)
     fluid = (grid["cell"] == FLUID).astype(xp.uint8)
     for comp, name in enumerate(grid.FACES):

@@ -11,6 +11,12 @@ it the compaction and union-find of the labels), by the kernels of
   cells_label   each FLUID cell's root, and reach[root] for cells that touch AIR;
   cells_sealed  the count of FLUID cells whose component reaches no AIR.
 
+and after the solve
+
+  project_faces the projection's three face updates and the solid faces in one pass
+                (``sparse_pressure.project``: ~60 array operations, ~1.9 ms at 8M particles
+                on an H100, for a pass whose bandwidth floor is ~0.02 ms).
+
 One host read (the count) decides: no sealed region (the usual substep) and the result is
 (b, cell types, None, None); otherwise ``assemble`` pins each sealed region's lowest cell
 and makes b compatible as ``sparse_pressure.solver_cells`` / ``pressure_rhs`` do (the same
@@ -30,7 +36,7 @@ from .grid import AIR, FLUID
 
 _K = Kernels("flip_sparse_pressure_cells.cu", ("--fmad=false",), THREADS,
              defines={"CELL_AIR": AIR, "CELL_FLUID": FLUID})
-KERNELS = ("cells_rhs", "cells_hook", "cells_label", "cells_sealed")
+KERNELS = ("cells_rhs", "cells_hook", "cells_label", "cells_sealed", "project_faces")
 
 
 def assemble(grid, b, label, reach, sealed, xp):
@@ -73,3 +79,22 @@ def pressure_rhs(grid, dt):
     _K.launch("cells_label", n, (cell, touch, np.int32(n), parent, label, reach))
     _K.launch("cells_sealed", n, (cell, label, np.int32(n), reach, count))
     return assemble(grid, b, label, reach, int(count.get()[0]), cp)  # the one host read
+
+
+def project(grid, p, dt) -> bool:
+    """``sparse_pressure.project(grid, p, dt)`` on CuPy by project_faces (the same values bit
+    for bit: no FMA contraction); False where the grid's tables are not the kernel's."""
+    import cupy as cp
+
+    n = grid.size
+    if n == 0 or grid.nbr.dtype != cp.int32 or grid.nbr.shape != (6, n) or p.dtype != cp.float32:
+        return False
+    u8 = [grid[name].astype(cp.uint8, copy=False) for name in ("cell", "solid", *grid.EXISTS)]
+    faces = [grid[name] for name in grid.FACES] + [grid["solid_" + name] for name in grid.FACES]
+    out = [cp.empty(n, cp.float32) for _ in grid.FACES]
+    c = np.float32(float(dt) / grid.h)  # as project: Δt/h rounded to float32 once
+    _K.launch("project_faces", n, (u8[0], u8[1], *faces, *u8[2:], cp.ascontiguousarray(grid.nbr), np.int32(n),
+                                   cp.ascontiguousarray(p), c, *out))
+    for name, f in zip(grid.FACES, out):
+        grid[name] = f
+    return True

@@ -11,7 +11,8 @@ than its m + 1 entries, and the kernels read m from a device array, so the captu
 stays valid from substep to substep while the unknowns change; a solve that needs more
 room, or another number of levels, takes a new solver (its buffers, a new capture). The
 host syncs once per ``check_every`` iterations (the convergence read) and never inside
-the loop.
+the loop. A solve starts with as many single iterations as the last one took (``PREDICT``)
+before its first check.
 """
 
 from __future__ import annotations
@@ -50,6 +51,12 @@ TAIL_UNKNOWNS = int(os.environ.get("VOXFX_SPARSE_MG_TAIL", "8192"))
 _TAIL_THREADS = 1024
 _COARSE_THREADS = 256
 _MAX_GRID = 8192  # blocks of a grid-stride launch
+# A solve's first iterations as one-iteration graph replays, as many as the solver's last
+# solve took (substeps change the liquid a little: the count moves by a few), then one
+# host check: a block of check_every iterations launches up to check_every − 1 masked
+# iterations (~35 launches each) after convergence. "0": blocks of check_every from the
+# start. The same iterations and values either way (masked iterations change nothing).
+PREDICT = os.environ.get("VOXFX_SPARSE_PCG_PREDICT", "1") != "0"
 _SOLVER_CACHE = 2  # solvers (buffers + graph) kept per process, most recent first
 _HEADROOM = 1.25  # buffers take this much more than the solve needs
 
@@ -208,6 +215,8 @@ class SparsePressureSolverGPU:
         _K.load(*_LOOP_KERNELS)  # compile and load before any capture
         _DENSE.load("finish_init", "finish_alpha", "finish_beta")
         self.loop = GraphLoop(self._block, enabled=use_graph)
+        self.single = GraphLoop(self._iteration, enabled=use_graph)  # PREDICT's iterations
+        self.last_iterations = 0  # of the last solve: PREDICT's guess
 
     def _tail_table(self):
         """(first, pointer table, strides) of mg_tail_vcycle, or None: levels first..last
@@ -384,7 +393,9 @@ class SparsePressureSolverGPU:
         self._precondition_and_dot()  # z = M r, r·z
         self._finish("finish_beta", (self.partials, G, self.scalars, self.state, np.int32(1)))  # rz, β = 0
         self._reduce("update_direction", (self.d, self._z(), self.sizes, self.scalars, self.state))  # d = z
-        iterations, residual, converged = run_blocks(self, max_iterations, progress)
+        predicted = min(self.last_iterations, max_iterations) if PREDICT else 0
+        iterations, residual, converged = run_blocks(self, max_iterations, progress, predicted, self.single)
+        self.last_iterations = iterations
         return self.x[:m + 1].copy(), iterations, residual, converged
 
 

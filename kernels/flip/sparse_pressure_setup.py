@@ -14,6 +14,12 @@ Level 0's unknowns (``unknowns``: ``sparse_pressure.Unknowns``) likewise: one ke
 classifies every flat cell (diagonal, red / black unknown), a scan orders them, one read
 brings m back to size the tables.
 
+Compactions scan their 0/1 flags with ``inclusive_scan``: two launches of the module's
+scan kernels whatever the size (``SCAN`` "kernel", ``VOXFX_SPARSE_PRESSURE_SCAN``), or
+``cupy.cumsum`` ("cupy": along an axis one launch per doubling of the distance, ~20 at a
+million cells, and the set-up scans once for level 0 and twice a coarse level); the same
+integers.
+
 ``SETUP`` (``VOXFX_SPARSE_PRESSURE_SETUP``): "host" — ``Unknowns`` and ``TableKernels``,
 "device" — this module; both give the same integers (tests/unit/test_cuda_sparse_pressure_host.py).
 """
@@ -34,6 +40,12 @@ SETUP = os.environ.get("VOXFX_SPARSE_PRESSURE_SETUP", "device")  # H200: 64³ pr
 _K = Kernels("flip_sparse_pressure_setup.cu", (), THREADS,
              defines={"KEY_BITS": KEY_BITS, "CELL_AIR": AIR, "CELL_FLUID": FLUID, "CELL_SOLID": SOLID})
 assert BRICK == 8  # unk_classify reads a cell's parity from its brick-local coordinates
+SCAN = os.environ.get("VOXFX_SPARSE_PRESSURE_SCAN", "kernel")  # inclusive_scan: "kernel" or "cupy"
+_SCAN_TILES = 1024  # at most this many tiles a row: scan_tiles sums the earlier ones per block
+# Coarse levels from the first whose finer level's bound is at most this many cells: all in
+# one block (mgs_tail_levels), the rest launch by launch; 0: every level launch by launch.
+TAIL_BOUND = int(os.environ.get("VOXFX_SPARSE_MG_SETUP_TAIL", "16384"))
+_TAIL_THREADS = 1024
 _NO_SPAN = -(2 ** 31 - 1)
 _WIDEN_BLOCKS = 264  # grid of the kernels that widen a span or box (grid-stride: 6 atomics a thread)
 
@@ -42,6 +54,31 @@ def _widening(name, n, args):
     """*name* over *n* items on at most _WIDEN_BLOCKS blocks (nothing for n = 0)."""
     if int(n) > 0:
         _K.launch_grid(name, (min(_WIDEN_BLOCKS, blocks(n)[0]),), (THREADS,), args)
+
+
+def scan_tile(n) -> int:
+    """Items a block of the scan kernels owns in a row of *n*: at least 8 blocks' widths,
+    wide enough for at most _SCAN_TILES tiles."""
+    return max(8 * THREADS, -(-int(n) // (_SCAN_TILES * THREADS)) * THREADS)
+
+
+def inclusive_scan(a):
+    """``cupy.cumsum(a, axis=-1, dtype=int32)`` of a C-contiguous int32 array of one row
+    (n,) or several (rows, n): scan_tile_sums and scan_tiles, or cupy.cumsum (``SCAN``)."""
+    import cupy as cp
+
+    if SCAN != "kernel" or a.dtype != cp.int32 or a.ndim not in (1, 2) or not a.flags.c_contiguous:
+        return cp.cumsum(a, axis=-1, dtype=cp.int32)
+    n, rows = int(a.shape[-1]), 1 if a.ndim == 1 else int(a.shape[0])
+    out = cp.empty(a.shape, cp.int32)
+    if n == 0 or rows == 0:
+        return out
+    tile = scan_tile(n)
+    grid = (-(-n // tile), rows)
+    sums = cp.empty(grid[0] * rows, cp.int32)
+    _K.launch_grid("scan_tile_sums", grid, (THREADS,), (a, np.int32(n), np.int32(tile), sums))
+    _K.launch_grid("scan_tiles", grid, (THREADS,), (a, np.int32(n), np.int32(tile), sums, out))
+    return out
 
 
 def level_bounds(n0) -> list:
@@ -93,18 +130,21 @@ def build(grid, kind, level0):
     built = []  # per coarse level: nbr, diag, up (onto the finer level), down (into it)
     for level in range(1, count):
         fb, nb = bounds[level - 1], bounds[level]
+        if TAIL_BOUND and fb <= TAIL_BOUND:  # this level and the coarser ones: one launch in one block
+            built += _tail_levels(level, fine, ukeys, stride, bounds, cnt, span)
+            break
         coarse = _CellSet(cp.empty(nb, cp.int64), cp.empty(nb, cp.uint8), fine.coarser_base())
         flag, take = cp.empty(fb, cp.uint8), cp.empty(fb, cp.int32)
         _K.launch("mgs_coarsen", fb, (fine.keys, fine.fluid, cnt[level - 1], np.int32(fb), *_ints(fine.base), flag,
                                       take))
-        scan = cp.cumsum(take, dtype=cp.int32)
+        scan = inclusive_scan(take)
         _K.launch("mgs_parents", max(fb, 1), (fine.keys, flag, scan, cnt[level - 1], np.int32(fb), *_ints(fine.base),
                                               *_ints(coarse.base), coarse.keys, coarse.fluid, cnt[level]))
         around, diag8 = cp.empty((6, nb), cp.int32), cp.empty(nb, cp.uint8)
         cls, flags = cp.empty(nb, cp.uint8), cp.empty((2, nb), cp.int32)
         _K.launch("mgs_level_cells", nb, (coarse.keys, coarse.fluid, cnt[level], np.int32(nb), *_ints(coarse.base),
                                           around, diag8, cls, flags))
-        scans = cp.cumsum(flags, axis=1, dtype=cp.int32)
+        scans = inclusive_scan(flags)
         coarse.position, order = cp.empty(nb, cp.int32), cp.empty(nb, cp.int32)
         _K.launch("mgs_order", max(nb, 1), (cls, scans, cnt[level], np.int32(nb), coarse.position, order))
         nbr, diag = cp.empty((6, nb + 1), cp.int32), cp.empty(nb + 1, cp.float32)
@@ -127,12 +167,68 @@ def build(grid, kind, level0):
     kept = levels_kept(extents, count)
     levels, up, down = [level0], [], []
     for level in range(1, kept):
-        nbr, diag, up_l, down_l = built[level - 1]
+        nbr, diag, up_l, down_l = built[level - 1]() if callable(built[level - 1]) else built[level - 1]
         m, m_red = int(cnt_h[level, 2]), int(cnt_h[level, 1])
         levels.append(_Level(m, m_red, nbr[:, :m + 1], diag[:m + 1], None))
         up.append(up_l[:, :levels[level - 1].m + 1])
         down.append(down_l[:, :m + 1])
     return levels, up, down
+
+
+# mgs_tail_levels' record: its pointers in order, then bound, base x, y, z, table stride.
+_TAIL_ARRAYS = ("keys", "fluid", "position", "ukeys", "flag", "take", "scan", "around", "diag8", "cls", "flags",
+                "scans", "order", "nbr", "diag", "up", "down")
+_TAIL_REC = len(_TAIL_ARRAYS) + 5
+
+
+def _tail_levels(first, fine, ukeys, stride, bounds, cnt, span):
+    """Levels first … len(bounds) − 1 by mgs_tail_levels (one block; the launches of
+    build's loop in its order, the same integers), their arrays carved out of four
+    allocations: per level (nbr, diag, up, down) as ``build`` keeps them, each a callable
+    that makes the views (only the levels kept need them)."""
+    import cupy as cp
+
+    count = len(bounds)
+    used = {"i64": 0, "u8": 0, "i32": 0, "f32": 0}
+    layout, fstride = [], stride
+    for level in range(first, count):
+        fb, nb = bounds[level - 1], bounds[level]
+        lengths = {"keys": ("i64", nb), "fluid": ("u8", nb), "position": ("i32", nb), "ukeys": ("i64", nb),
+                   "flag": ("u8", fb), "take": ("i32", fb), "scan": ("i32", fb), "around": ("i32", 6 * nb),
+                   "diag8": ("u8", nb), "cls": ("u8", nb), "flags": ("i32", 2 * nb), "scans": ("i32", 2 * nb),
+                   "order": ("i32", nb), "nbr": ("i32", 6 * (nb + 1)), "diag": ("f32", nb + 1),
+                   "up": ("i32", 8 * fstride), "down": ("i32", 64 * (nb + 1))}
+        spots = {}
+        for name in _TAIL_ARRAYS:
+            arena, length = lengths[name]
+            spots[name] = (arena, used[arena], length)
+            used[arena] += length
+        layout.append((nb, fstride, spots))
+        fstride = nb + 1
+    types = {"i64": cp.int64, "u8": cp.uint8, "i32": cp.int32, "f32": cp.float32}
+    arenas = {name: cp.empty(max(n, 1), types[name]) for name, n in used.items()}
+    rec = np.zeros((count, _TAIL_REC), np.int64)
+    rec[first - 1, :4] = [a.data.ptr for a in (fine.keys, fine.fluid, fine.position, ukeys)]
+    rec[first - 1, -5:] = [bounds[first - 1], *fine.base, stride]
+    base = fine.base
+    for level, (nb, _, spots) in zip(range(first, count), layout):
+        base = _CellSet(None, None, base).coarser_base()
+        rec[level, :len(_TAIL_ARRAYS)] = [arenas[a].data.ptr + at * arenas[a].itemsize
+                                          for a, at, _ in (spots[name] for name in _TAIL_ARRAYS)]
+        rec[level, -5:] = [nb, *base, nb + 1]
+    table = cp.asarray(rec)
+    _K.launch_grid("mgs_tail_levels", (1,), (_TAIL_THREADS,), (table, np.int32(first), np.int32(count), cnt, span))
+
+    def views(nb, fstride, spots):
+        def make():
+            out = []
+            for name, shape in (("nbr", (6, nb + 1)), ("diag", (nb + 1,)), ("up", (8, fstride)),
+                                ("down", (64, nb + 1))):
+                arena, at, length = spots[name]
+                out.append(arenas[arena][at:at + length].reshape(shape))
+            return tuple(out)
+        return make
+    return [views(*entry) for entry in layout]
 
 
 def unknowns(grid, kind):
@@ -150,7 +246,7 @@ def unknowns(grid, kind):
     box = cp.asarray(np.array([2 ** 31 - 1] * 3 + [-(2 ** 31)] * 3, np.int32))
     _widening("unk_classify", size, (kind.astype(cp.uint8, copy=False), grid.nbr, np.int32(size),
                                      grid.brick_slot.astype(cp.bool_, copy=False), *lattice, diag8, flags, box))
-    scans = cp.cumsum(flags, axis=1, dtype=cp.int32)
+    scans = inclusive_scan(flags)
     sizes, position = cp.empty(3, cp.int32), cp.empty(size, cp.int32)
     cells, in_set = cp.empty(size, cp.int64), cp.empty(size, cp.int64)
     _K.launch("unk_order", size, (flags, scans, np.int32(size), sizes, position, cells, in_set))

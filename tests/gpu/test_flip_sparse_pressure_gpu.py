@@ -62,14 +62,21 @@ def test_gpu_sparse_pressure_matches_cpu_for_every_preconditioner(preconditioner
     assert np.abs(dg).max() * spec.voxel_size <= 1e-3 * max(1.0, float(np.abs(vel).max()))
 
 
-@pytest.mark.parametrize("setup", ["host", "device"])
+@pytest.mark.parametrize("setup", ["host", "device", "device:0", "device:4000", "device:1000000000", "device:cupy"])
 def test_gpu_multigrid_tables_and_unknowns_are_the_cpus(monkeypatch, setup):
     """Unknowns and TableKernels ("host"), sparse_pressure_setup ("device": level 0's
     unknowns by one classification kernel and a scan, the coarser levels' sizes on the
-    device)."""
+    device; the coarse levels in mgs_tail_levels' one block from the first whose finer
+    level's bound is at most TAIL_BOUND: the default, ":0" none, ":4000" from a coarser
+    level, ":1000000000" every level; ":cupy" the scans by cupy.cumsum)."""
     import cupy
 
+    setup, _, option = setup.partition(":")
     monkeypatch.setattr(sparse_pressure_setup, "SETUP", setup)
+    if option == "cupy":
+        monkeypatch.setattr(sparse_pressure_setup, "SCAN", "cupy")
+    elif option:
+        monkeypatch.setattr(sparse_pressure_setup, "TAIL_BOUND", int(option))
     rng = np.random.default_rng()
     spec, pos, vel, obstacle = random_scene(rng)
     built = []
@@ -263,3 +270,70 @@ def test_gpu_reused_tables_give_the_fresh_tables_pressure(monkeypatch):
         assert (getattr(g, "_pressure_memo", None) is not None and g._pressure_memo[3] is not None) == reuse
     for (p_fresh, s_fresh), (p_reused, s_reused) in zip(*runs):
         assert np.array_equal(host(p_fresh), host(p_reused)) and s_fresh == s_reused
+
+
+def test_gpu_project_kernel_gives_the_cpus_faces_bit_for_bit(monkeypatch):
+    """sparse_pressure.project on the device (PROJECT "kernel": project_faces) and the array
+    code ("reference") give NumPy's projected faces bit for bit, from the same pressure."""
+    import cupy
+
+    rng = np.random.default_rng()
+    spec, pos, vel, obstacle = random_scene(rng)
+    faces, noise, start = [], None, None
+    for xp, mode in ((np, "reference"), (cupy, "kernel"), (cupy, "reference")):
+        monkeypatch.setattr(sparse_pressure, "PROJECT", mode)
+        g = tank(xp, pos, vel, spec, obstacle)
+        if start is None:  # one pressure and one u* for all three (P2G rounds differently on the device)
+            noise, start = rng.normal(0.0, 40.0, g.size), [host(g[name]).copy() for name in g.FACES]
+        for name, f in zip(g.FACES, start):
+            g[name] = xp.asarray(f)
+        p = xp.where(g["cell"] == FLUID, xp.asarray(noise), 0.0).astype(xp.float32)
+        before = [host(g[name]).copy() for name in g.FACES]
+        sparse_pressure.project(g, p, 0.0123)
+        faces.append([host(g[name]) for name in g.FACES])
+        assert sum(int((f != b).sum()) for f, b in zip(faces[-1], before)) > 1000
+    for got in faces[1:]:
+        for a, b in zip(got, faces[0]):
+            assert np.array_equal(a.view(np.uint32), b.view(np.uint32))
+
+
+@pytest.mark.parametrize("rows, n", [(1, 1), (1, 300), (2, 70001), (3, 1_800_001)])
+def test_gpu_scan_kernels_equal_cumsum(monkeypatch, rows, n):
+    """sparse_pressure_setup.inclusive_scan (SCAN "kernel": two launches, 256-thread block
+    scans) equals NumPy's cumsum per row, and cupy.cumsum ("cupy")."""
+    import cupy
+
+    rng = np.random.default_rng()
+    a = rng.integers(0, 2, (rows, n)).astype(np.int32)
+    want = np.cumsum(a, axis=1)
+    for mode in ("kernel", "cupy"):
+        monkeypatch.setattr(sparse_pressure_setup, "SCAN", mode)
+        d = cupy.asarray(a if rows > 1 else a[0])
+        got = host(sparse_pressure_setup.inclusive_scan(d))
+        assert got.dtype == np.int32 and np.array_equal(got.reshape(rows, n), want)
+
+
+def test_gpu_predicted_iterations_give_the_blocks_pressure_bit_for_bit(monkeypatch):
+    """PREDICT (VOXFX_SPARSE_PCG_PREDICT): the second solve of a tank starts with as many
+    one-iteration graph replays as the first took; the same iterations and pressure bit for
+    bit as blocks of check_every, and no block launched when the guess was right."""
+    import cupy
+
+    rng = np.random.default_rng()
+    spec, pos, vel, obstacle = random_scene(rng)
+    runs = {}
+    for predict in (False, True):
+        monkeypatch.setattr(sparse_pressure_gpu, "PREDICT", predict)
+        sparse_pressure_gpu.release_gpu_solvers()
+        g = tank(cupy, pos, vel, spec, obstacle)
+        first = sparse_pressure.solve_pressure(g, 0.01, tolerance=1e-5)
+        (solver,) = sparse_pressure_gpu._solvers.values()
+        blocks = solver.loop.launches
+        second = sparse_pressure.solve_pressure(g, 0.01, tolerance=1e-5)
+        assert solver.last_iterations == second[1]["iterations"] > 3
+        if predict and solver.single.graph is not None:
+            assert solver.single.launches == first[1]["iterations"] and solver.loop.launches == blocks
+        runs[predict] = [(host(p), stats) for p, stats in (first, second)]
+    sparse_pressure_gpu.release_gpu_solvers()
+    for (p_blocks, s_blocks), (p_predicted, s_predicted) in zip(runs[False], runs[True]):
+        assert s_blocks == s_predicted and np.array_equal(p_blocks, p_predicted)

@@ -124,3 +124,60 @@ def test_fused_setup_kernels_equal_pressure_rhs(cells_device, sealed):
         assert int((kind != g["cell"]).sum()) == len(np.unique(labels[enclosed]))  # one pin per sealed region
     else:
         assert enclosed is None and labels is None
+
+
+# Input: as HARNESS up to nbr, then p (n hex), Δt/h (hex). Output: u, v, w after project_faces (n hex each).
+PROJECT = HARNESS.split("int main() {")[0] + r"""
+int main() {
+    int n;
+    if (scanf("%d", &n) != 1) return 1;
+    std::vector<unsigned char> cell(n), solid(n), eu(n), ev(n), ew(n);
+    std::vector<float> u(n), v(n), w(n), su(n), sv(n), sw(n), p(n), ou(n, -7.0f), ov(n, -7.0f), ow(n, -7.0f);
+    read_bytes(cell); read_bytes(solid);
+    for (auto* f : {&u, &v, &w, &su, &sv, &sw}) read_floats(*f);
+    read_bytes(eu); read_bytes(ev); read_bytes(ew);
+    std::vector<int> nbr(6 * (size_t)n);
+    for (auto& x : nbr) scanf("%d", &x);
+    read_floats(p);
+    float c;
+    scanf("%a", &c);
+    ONE_PER_ITEM(n, project_faces(cell.data(), solid.data(), u.data(), v.data(), w.data(), su.data(), sv.data(),
+                                  sw.data(), eu.data(), ev.data(), ew.data(), nbr.data(), n, p.data(), c, ou.data(),
+                                  ov.data(), ow.data()));
+    for (auto* f : {&ou, &ov, &ow}) for (float x : *f) printf("%a\n", x);
+    return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def project_device(tmp_path_factory):
+    k = sparse_pressure_cells._K
+    defines = [f"#define {o[2:].replace('=', ' ', 1)}" for o in k.options if o.startswith("-D")]
+    return _build(tmp_path_factory, PROJECT.replace("// DEFINES", "\n".join(defines)))
+
+
+@pytest.mark.parametrize("sealed", [False, True])
+def test_project_kernel_equals_the_array_projection_bit_for_bit(project_device, sealed):
+    """project_faces (sparse_pressure_cells.project) gives sparse_pressure.project's faces
+    exactly: gradient on faces next to FLUID, solid velocity on faces touching SOLID or
+    missing, the rest unchanged."""
+    g = _tank(sealed, seed=11 + sealed)
+    dt = 1 / 83
+    rng = np.random.default_rng(5)
+    p = np.where(g["cell"] == FLUID, rng.normal(0.0, 50.0, g.size), 0.0).astype(np.float32)
+    n = g.size
+    lines = [str(n)] + [str(int(x)) for name in ("cell", "solid") for x in g[name]]
+    for name in ("u", "v", "w", "solid_u", "solid_v", "solid_w"):
+        lines += [float(x).hex() for x in g[name]]
+    lines += [str(int(x)) for name in g.EXISTS for x in g[name]]
+    lines += [str(int(x)) for x in g.nbr.ravel()] + [float(x).hex() for x in p]
+    lines.append(float(np.float32(dt / g.h)).hex())
+    out = np.array([float.fromhex(x) for x in project_device.raw(lines).split()], np.float32).reshape(3, n)
+    before = [g[name].copy() for name in g.FACES]
+    sparse_pressure.project(g, p, dt)  # NumPy: the array code
+    for got, name, old in zip(out, g.FACES, before):
+        assert np.array_equal(got.view(np.uint32), g[name].view(np.uint32))
+        changed = g[name] != old
+        assert changed.sum() > 100  # the gradient and the solid faces changed many faces
+        assert (~changed).sum() > 100  # and left the faces away from the liquid alone

@@ -346,6 +346,8 @@ int main() {
     scanf("%d", &m);
     std::vector<ll> ukeys(m);
     for (auto& k : ukeys) scanf("%lld", &k);
+    int tail = 0;  // > 0: levels from this one by mgs_tail_levels
+    if (scanf("%d", &tail) != 1) tail = 0;
     std::vector<int> bounds{n};
     while ((int)bounds.size() < max_levels && bounds.back() > 0) bounds.push_back(bounds.back() / 8);
     const int count = (int)bounds.size();
@@ -354,7 +356,50 @@ int main() {
     ONE_PER_ITEM(m, mgs_key_span(ukeys.data(), &cnt[0], &span[0]));
     int stride = m + 1;
     std::vector<Built> built(count);
+    struct TailLevel {
+        std::vector<ll> keys, ukeys;
+        std::vector<unsigned char> fluid, flag, diag8, cls;
+        std::vector<int> position, take, scan, around, flags, scans, order;
+    };
+    std::vector<TailLevel> T(count);
     for (int l = 1; l < count; ++l) {
+        if (tail > 0 && l >= tail) {  // the rest in one launch (one "thread"), as sparse_pressure_setup._tail_levels
+            std::vector<long long> rec(22 * (size_t)count, 0);
+            auto put = [&](int lv, int k, const void* p) { rec[(size_t)lv * 22 + k] = (long long)(size_t)p; };
+            auto ints = [&](int lv, int b, int x, int y, int z, int s) {
+                long long* r = &rec[(size_t)lv * 22 + 17];
+                r[0] = b; r[1] = x; r[2] = y; r[3] = z; r[4] = s;
+            };
+            put(l - 1, 0, f.keys.data()); put(l - 1, 1, f.fluid.data()); put(l - 1, 2, f.position.data());
+            put(l - 1, 3, ukeys.data());
+            ints(l - 1, bounds[l - 1], f.bx, f.by, f.bz, stride);
+            int bx = f.bx, by = f.by, bz = f.bz, fs = stride;
+            for (int lv = l; lv < count; ++lv) {
+                const int fb = bounds[lv - 1], nb = bounds[lv];
+                TailLevel& t = T[lv];
+                Built& B = built[lv];
+                bx = ((bx + margin) >> 1) - margin;
+                by = ((by + margin) >> 1) - margin;
+                bz = ((bz + margin) >> 1) - margin;
+                t.keys.assign(nb, -1); t.ukeys.assign(nb, -1); t.fluid.assign(nb, 7); t.position.assign(nb, -7);
+                t.flag.assign(fb, 9); t.take.assign(fb, -7); t.scan.assign(fb, -7); t.around.assign(6 * (size_t)nb, -7);
+                t.diag8.assign(nb, 99); t.cls.assign(nb, 9); t.flags.assign(2 * (size_t)nb, -7);
+                t.scans.assign(2 * (size_t)nb, -7); t.order.assign(nb, -7);
+                B.stride_f = fs; B.stride = nb + 1;
+                B.nbr.assign(6 * (size_t)(nb + 1), -7); B.diag.assign(nb + 1, -7.0f);
+                B.up.assign(8 * (size_t)fs, -7); B.down.assign(64 * (size_t)(nb + 1), -7);
+                const void* ptrs[17] = {t.keys.data(), t.fluid.data(), t.position.data(), t.ukeys.data(), t.flag.data(),
+                                        t.take.data(), t.scan.data(), t.around.data(), t.diag8.data(), t.cls.data(),
+                                        t.flags.data(), t.scans.data(), t.order.data(), B.nbr.data(), B.diag.data(),
+                                        B.up.data(), B.down.data()};
+                for (int k = 0; k < 17; ++k) put(lv, k, ptrs[k]);
+                ints(lv, nb, bx, by, bz, nb + 1);
+                fs = nb + 1;
+            }
+            h_dim.x = 1; h_thread.x = 0; h_grid.x = 1; h_block.x = 0;
+            mgs_tail_levels(rec.data(), l, count, cnt.data(), span.data());
+            break;
+        }
         const int fb = bounds[l - 1], nb = bounds[l];
         int* fc = &cnt[4 * (l - 1)]; int* cc = &cnt[4 * l];
         Set c;
@@ -540,13 +585,14 @@ def test_sparse_pressure_kernels_equal_the_numpy_tables_bit_for_bit(device):
     assert len(np.unique(labels)) >= 2  # the two puddles at least
 
 
-@pytest.mark.parametrize("setup", ["host", "device"])
+@pytest.mark.parametrize("setup", ["host", "device", "tail1", "tail2"])
 @pytest.mark.parametrize("scene", ["tank", "sealed", "sheet"])
 def test_multigrid_table_kernels_build_the_numpy_tables(request, scene, setup):
     """mg_coarsen … mg_restrict_table, launched as TableKernels launches them ("host"),
     and mgs_coarsen … mgs_key_span with the sizes on the device as sparse_pressure_setup
-    launches them ("device"), give every level's m, m_red, nbr, diag, up and down of
-    TableBuilder exactly, and the same number of levels."""
+    launches them ("device"; "tailL": levels from L on in mgs_tail_levels' one launch) give
+    every level's m, m_red, nbr, diag, up and down of TableBuilder exactly, and the same
+    number of levels."""
     tables = request.getfixturevalue("tables" if setup == "host" else "tables_device")
     g = _tank()
     if scene == "sealed":  # fluid up to the lid: one pinned cell, deep hierarchy
@@ -563,6 +609,8 @@ def test_multigrid_table_kernels_build_the_numpy_tables(request, scene, setup):
     lines = [f"{sparse_multigrid.MG_MIN_SIDE} {sparse_multigrid.MAX_LEVELS} {sparse_multigrid._MARGIN}",
              " ".join(map(str, cells.base)), str(len(cells.keys)), *map(str, cells.keys),
              *map(str, cells.fluid.astype(int)), *map(str, cells.position), str(level.m), *map(str, keys0)]
+    if setup.startswith("tail"):
+        lines.append(setup[4:])
     out = tables.raw(lines).split()
     at = 0
     for L, up, down in zip(M.levels[1:], M.up, M.down):
@@ -618,3 +666,58 @@ def test_device_unknowns_are_the_numpy_unknowns(unknowns_device, scene):
         at += count
         assert np.array_equal(got, np.asarray(expect))
     assert at == len(out)
+
+
+# Input: rows n tile, then rows × n ints. Output: their inclusive scans along each row by
+# scan_tile_sums + scan_tiles (sparse_pressure_setup.inclusive_scan), rows × n.
+SCAN = SETUP.split("typedef long long ll;")[0] + r"""
+static void grid_launch(unsigned tiles, unsigned rows, void (*call)(void)) {
+    h_dim.x = 1; h_thread.x = 0; h_grid.x = tiles; h_grid.y = rows;
+    for (unsigned r = 0; r < rows; ++r) for (unsigned t = 0; t < tiles; ++t) { h_block.x = t; h_block.y = r; call(); }
+}
+static std::vector<int> in, sums, out;
+static int n, tile;
+static void tile_sums() { scan_tile_sums(in.data(), n, tile, sums.data()); }
+static void tiles_scan() { scan_tiles(in.data(), n, tile, sums.data(), out.data()); }
+int main() {
+    int rows;
+    if (scanf("%d %d %d", &rows, &n, &tile) != 3) return 1;
+    in.resize((size_t)rows * n);
+    for (auto& v : in) scanf("%d", &v);
+    const unsigned tiles = (unsigned)((n + tile - 1) / tile);
+    sums.assign((size_t)rows * tiles, -7);
+    out.assign((size_t)rows * n, -7);
+    grid_launch(tiles, rows, tile_sums);
+    grid_launch(tiles, rows, tiles_scan);
+    for (int v : out) printf("%d\n", v);
+    return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def scan_device(tmp_path_factory):
+    from voxfx.kernels.flip.sparse_pressure_setup import _K as setup_kernels
+
+    defines = [f"#define {o[2:].replace('=', ' ', 1)}" for o in setup_kernels.options if o.startswith("-D")]
+    return _build(tmp_path_factory, SCAN.replace("// DEFINES", "\n".join(defines + ["#include <algorithm>"])))
+
+
+@pytest.mark.parametrize("rows, n, tile", [(1, 1, 4), (3, 1000, 7), (2, 4096, 2048), (1, 517, 1000)])
+def test_scan_kernels_give_the_cumulative_sums_of_each_row(scan_device, rows, n, tile):
+    """scan_tile_sums + scan_tiles (one "thread" a block here: the tiles and their carries;
+    the block-wide scan itself runs on the device in tests/gpu) equal np.cumsum per row."""
+    rng = np.random.default_rng(n)
+    a = rng.integers(0, 3, (rows, n)).astype(np.int32)
+    got = np.array(scan_device.raw([f"{rows} {n} {tile}", *map(str, a.ravel())]).split(), np.int64).reshape(rows, n)
+    assert np.array_equal(got, np.cumsum(a, axis=1))
+    assert got[:, -1].max() > 0 or n == 1
+
+
+def test_scan_tiles_are_wide_enough_for_every_row():
+    from voxfx.kernels.flip import sparse_pressure_setup as setup
+    from voxfx.kernels.grid.launch import THREADS
+
+    for n in (1, 2048, 10 ** 6, 2 ** 31 - 1):
+        tile = setup.scan_tile(n)
+        assert tile % THREADS == 0 and tile >= 8 * THREADS and -(-n // tile) <= setup._SCAN_TILES
