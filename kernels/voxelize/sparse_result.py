@@ -274,8 +274,11 @@ class SparseVoxels:
         runs, empty elsewhere."""
         xp = self.xp
         pool = self.grid.channels[CHANNEL]
-        slot = self.grid.topology.lookup(keys)
-        rows = xp.where((slot >= 0)[:, None, None], pool[xp.maximum(slot, 0)], xp.uint8(0))
+        if pool.shape[0]:
+            slot = self.grid.topology.lookup(keys)
+            rows = xp.where((slot >= 0)[:, None, None], pool[xp.maximum(slot, 0)], xp.uint8(0))
+        else:  # every brick in runs: nothing stored to index
+            rows = xp.zeros((int(keys.shape[0]), BRICK, BRICK), xp.uint8)
         _, rkeys, rlen, _ = self._order()
         if rkeys.shape[0]:
             r = xp.searchsorted(rkeys, keys, side="right") - 1
