@@ -13,6 +13,7 @@
 // lives in local memory, a 2 KB stack frame at 255 registers).
 
 #include "voxelize.cu"
+#include "voxfx_reduce.cuh"
 
 // ------------------------------------------------------------------ triangle setups
 
@@ -500,7 +501,7 @@ __device__ __forceinline__ long long warp_owner_of(const long long* __restrict__
     while (lo < hi) {
         const long long step = (hi - lo + 32) >> 5;
 #ifdef __CUDA_ARCH__
-        const unsigned int mask = __ballot_sync(0xffffffffu, ends[probe_at(lo, step, hi, lane)] > item);
+        const unsigned int mask = warp_ballot(ends[probe_at(lo, step, hi, lane)] > item);
 #else  // the host harness: the warp's 32 probes one after the other
         unsigned int mask = 0u;
         for (int k = 0; k < 32; ++k) mask |= (unsigned int)(ends[probe_at(lo, step, hi, k)] > item) << k;

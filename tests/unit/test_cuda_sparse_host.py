@@ -28,6 +28,7 @@ PRIMS = np.load(Path(__file__).resolve().parents[1] / "data" / "blender_primitiv
 HARNESS = r"""
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <vector>
 #undef __device__
 #define __device__ __attribute__((host))
@@ -49,6 +50,14 @@ template <typename T> T plain_min(T* p, T v) { T o = *p; *p = o < v ? o : v; ret
 #define atomicXor plain_xor
 #define atomicMin plain_min
 #define __popc __builtin_popcount
+// include/voxfx_reduce.cuh's warp functions are compiled but not called on the host
+template <typename T> T plain_max(T* p, T v) { T o = *p; *p = o > v ? o : v; return o; }
+#define atomicMax plain_max
+#define __syncthreads() ((void)0)
+#define __shfl_down_sync(mask, v, offset) ((v) * 0)
+#define __ballot_sync(mask, flag) ((unsigned)(flag))
+static unsigned host_float_as_uint(float f) { unsigned u; std::memcpy(&u, &f, 4); return u; }
+#define __float_as_uint host_float_as_uint
 static long long direct_sets = 0;  // tile voxels outside their window (stored one by one)
 #define VOXFX_SPARSE_DIRECT_HOOK() ++direct_sets
 #include "voxelize_sparse.cu"

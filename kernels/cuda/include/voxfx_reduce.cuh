@@ -40,6 +40,12 @@ __device__ __forceinline__ void warp_max_into(float* slot, float value)
     if ((threadIdx.x & 31) == 0) atomic_max_nonneg(slot, value);
 }
 
+// Bit k set where lane k's flag is set (all 32 lanes present).
+__device__ __forceinline__ unsigned int warp_ballot(bool flag)
+{
+    return __ballot_sync(0xFFFFFFFFu, flag);
+}
+
 // *count += the number of lanes of the warp with flag set: one atomic per warp (none when
 // no lane has it).
 template <class T>
