@@ -310,26 +310,90 @@ def check_sparse(vertices, triangles, spec: GridSpec, mode: str, vote: bool, xp,
                      f"(voxel size {size:.4g} m)")
 
 
-def check_outputs(result, spec: GridSpec, outputs, faces=None, usable=None) -> None:
-    """With the exact voxel count, before any per-voxel array exists: refuse outputs that
-    do not fit, naming about the largest longest side that would (the outputs grow at
-    least like the surface, r²)."""
-    usable = backend.usable_bytes(np) if usable is None else int(usable)
-    n = result.count()
+def outputs_need(result, outputs, faces=None) -> int:
+    """Host bytes of the operator's *outputs* of a sparse *result* (its grid held): the
+    exact voxel count, faces (*faces*, or at most 6 a voxel and ``FACES_PER_SURFACE_BRICK``
+    a stored brick) and voxels a triangle touches (at most 64 a stored brick, measured: a
+    full brick in a run lies inside, with no triangle and no exposed face)."""
+    n, stored = result.count(), result.stored_bricks
     faces = 6 * n if faces is None else faces
-    # voxels a triangle touches: at most 64 a stored brick, measured (a full brick in a run
-    # lies inside: no triangle, no exposed face)
-    hit = min(n, 64 * result.stored_bricks)
-    need = int(BASE_BYTES + result.nbytes + outputs_bytes(outputs, n, min(faces, FACES_PER_SURFACE_BRICK
-                                                                             * result.stored_bricks), hit))
+    return int(BASE_BYTES + result.nbytes + outputs_bytes(outputs, n, min(faces, FACES_PER_SURFACE_BRICK * stored),
+                                                          min(n, 64 * stored)))
+
+
+OUTPUTS_PROBE = 128  # the cheap size the outputs' growth is fitted on, with the refused one
+
+
+def largest_outputs_size(result, spec: GridSpec, outputs, usable: int, voxelize_at=None, faces=None):
+    """The largest longest side below *spec*'s whose *outputs* fit in *usable*, or None
+    (as ``split_search``): the counts the need depends on (voxels, stored bricks, the
+    grid's bytes) fitted as A r² + B r³ through the refused size and a probe at
+    ``OUTPUTS_PROBE``, the fitted need bisected, then the answer checked with the exact
+    counts of ``voxelize_at(r)`` (a sparse result at longest side r): stepping down while
+    it fails, up while the next size passes. Without *voxelize_at* the counts are scaled
+    like the surface (r², more than a solid keeps as it shrinks), unchecked."""
+    from ..memory import largest_that_fits
+    from .split_search import fit_powers
+
+    r0 = max(spec.shape)
+    now = (result.count(), result.stored_bricks, result.nbytes)
+    if voxelize_at is None:
+        fits = [fit_powers(r0, x, r0, x, 2, 2) for x in now]
+    else:
+        r1 = max(8, min(OUTPUTS_PROBE, r0 // 2))
+        probe = voxelize_at(r1)
+        fits = [fit_powers(r1, x1, r0, x, 2, 3) for x1, x in
+                zip((probe.count(), probe.stored_bricks, probe.nbytes), now)]
+
+    def model(r):
+        n, stored, held = (f(r) for f in fits)
+        f = 6 * n if faces is None else faces * (r / r0) ** 2
+        return int(BASE_BYTES + held + outputs_bytes(outputs, n, min(f, FACES_PER_SURFACE_BRICK * stored),
+                                                     min(n, 64 * stored)))
+
+    best = largest_that_fits(model, usable, 2, r0 - 1)
+    if voxelize_at is None or best is None:
+        return best
+    fits_at = {}
+
+    def runs(r):  # the exact need at longest side r fits
+        if r not in fits_at:
+            fits_at[r] = outputs_need(voxelize_at(r), outputs) <= usable
+        return fits_at[r]
+
+    for _ in range(12):  # down while the exact counts do not fit
+        if runs(best):
+            break
+        best = best - max(1, best // 32)
+        if best < 2:
+            return None
+    else:
+        return None
+    for _ in range(12):  # up while the next size fits
+        if best + 1 >= r0 or not runs(best + 1):
+            break
+        best += 1
+    return best
+
+
+def check_outputs(result, spec: GridSpec, outputs, faces=None, usable=None, voxelize_at=None) -> None:
+    """With the exact voxel count, before any per-voxel array exists: refuse outputs that
+    do not fit, naming the largest longest side that does (``largest_outputs_size``,
+    checked with ``voxelize_at`` where given)."""
+    usable = backend.usable_bytes(np) if usable is None else int(usable)
+    need = outputs_need(result, outputs, faces)
     if need <= usable:
         return
     r0 = max(spec.shape)
-    best = int(r0 * (usable / need) ** 0.5)
-    raise InputError(f"The {n:,} voxels of a sparse {'×'.join(map(str, spec.shape))} grid with their outputs "
-                     f"({', '.join(sorted(outputs))}) need about {backend.format_bytes(need)} of host memory but only "
-                     f"{backend.format_bytes(usable)} is usable. The largest size that fits is about {best} voxels "
-                     f"along the longest side (voxel size {spec.voxel_size * r0 / max(best, 1):.4g} m)")
+    best = largest_outputs_size(result, spec, outputs, usable, voxelize_at, faces)
+    what = (f"The {result.count():,} voxels of a sparse {'×'.join(map(str, spec.shape))} grid with their outputs "
+            f"({', '.join(sorted(outputs))}) need about {backend.format_bytes(need)} of host memory but only "
+            f"{backend.format_bytes(usable)} is usable")
+    if best is None:
+        raise InputError(f"{what}; not even the smallest grid fits")
+    about = "" if voxelize_at is not None else "about "
+    raise InputError(f"{what}. The largest size that fits is {about}{best} voxels along the longest side "
+                     f"(voxel size {spec.voxel_size * r0 / best:.4g} m)")
 
 
 class DenseRefused(InputError):
