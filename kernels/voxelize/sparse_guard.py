@@ -240,7 +240,7 @@ def coverage_bytes(surface: int, nv: int, nt: int, xp=np):
 
     kept = DENSITY_PER_BRICK * surface
     if xp is not np:
-        return sparse_bytes(FINE_BRICKS_PER_STORED * surface, 0, nv, nt, xp), kept
+        return sparse_bytes(FINE_BRICKS_PER_STORED * surface, 0, nv, nt, xp, mode="solid"), kept  # a solid, finer
     return int(COVERAGE_BASE + BYTES_PER_TRIANGLE * nt + 24 * nv + COVERAGE_PER_BRICK * surface), kept
 
 
