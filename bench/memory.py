@@ -180,7 +180,7 @@ def art_rows() -> dict:
     from voxfx.kernels.voxelize.art_outputs import labels, slab_exposed_faces
     from voxfx.kernels.voxelize.greedy import GreedyBuilder
     from voxfx.kernels.voxelize.palette import ColorHistogram
-    from voxfx.kernels.voxelize.texture import _CHUNK, TexturedMesh
+    from voxfx.kernels.voxelize.texture import CANDIDATES_PER_BLOCK, TexturedMesh
 
     def traced(fn):
         tracemalloc.start()
@@ -251,7 +251,8 @@ def art_rows() -> dict:
                 rng.random((n, 4)).astype(np.float32))
         texture[n] = traced(lambda args=args: textured.recolor(*args, xp=np))[2]
     per_voxel = (texture[1 << 19] - texture[1 << 18]) / (1 << 18)  # the second block reuses the first's room
-    per_candidate = (texture[1 << 18] - per_voxel * (1 << 18)) / (candidates * min(1 << 18, _CHUNK))
+    # a block holds CANDIDATES_PER_BLOCK candidates (2^18 voxels fill several)
+    per_candidate = (texture[1 << 18] - per_voxel * (1 << 18)) / min(candidates * (1 << 18), CANDIDATES_PER_BLOCK)
     rows = {"faces": F, "greedy kept B/face": kept / F, "greedy finish B/face beyond kept": finish / F,
             "face colours kept B/face": face_kept / F, "face colours peak B/face": face_peak / F,
             "histogram colours": K, "histogram kept B/colour": hist_kept / K, "histogram peak B/colour": hist_peak / K,

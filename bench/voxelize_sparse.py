@@ -131,7 +131,7 @@ def main(argv=None) -> int:
             gpu_sparse.SURFACE_KERNEL = kernel
         repeat = args.repeat if res <= 4096 else 1
         surface, inside = sparse_guard.brick_counts(v, t, spec, mode, xp=xp)
-        estimate = sparse_guard.sparse_bytes(surface, inside, len(v), len(t), xp=xp)
+        estimate = sparse_guard.sparse_bytes(surface, inside, len(v), len(t), xp=xp, mode=mode, shape=spec.shape)
         try:
             grid, sec, peak = timed(partial(voxelize_sparse, v, t, spec, mode, tile=TILE, xp=xp, tiles=True),
                                     xp, repeat)

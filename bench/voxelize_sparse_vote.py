@@ -50,7 +50,8 @@ def main():
         for mode in ("solid", "solid+surface"):
             for vote in (False, True):
                 surface, inside = sparse_guard.brick_counts(v, t, spec, mode, vote=vote, xp=cp)
-                estimate = sparse_guard.sparse_bytes(surface, inside, len(v), len(t), xp=cp, vote=vote)
+                estimate = sparse_guard.sparse_bytes(surface, inside, len(v), len(t), xp=cp, vote=vote, mode=mode,
+                                                      shape=spec.shape)
                 voxelize_sparse(v, t, spec, mode, vote=vote, xp=cp, tiles=True)  # warm-up (compiles)
                 best, peak = float("inf"), 0
                 for _ in range(args.repeat):

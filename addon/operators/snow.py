@@ -75,16 +75,19 @@ def plan_domain(s, receivers_soup) -> SnowDomain:
                                  s.ground_resolution)
 
 
-def check_memory(s, soup, flakes: int) -> SnowDomain:
+def check_memory(s, soup, flakes: int, compact: bool = False) -> SnowDomain:
     """The planned domain, or a refusal before allocating that names the largest wind
-    resolution (or flake count) that fits (``kernels.snow.plan.check_memory``)."""
+    resolution (or flake count) that fits (``kernels.snow.plan.check_memory``). *compact*:
+    a GPU bake encodes each frame's flakes on the device between steps, counted beside the
+    simulation's state as the liquid's guard counts it (``compact_points.with_device_encoder``)."""
     from ...kernels.memory import release_gpu_pool
 
     release_gpu_pool()  # blocks an earlier bake left in VoxFX's pool count as free
     info = backend.device_info()
     return snow_plan.check_memory(soup.vertices, soup.triangles, *domain_bounds(s, soup), *soup.bounds,
                                   s.wind_resolution, s.ground_resolution, flakes,
-                                  int(info.free_bytes * backend.SAFETY_FRACTION), info.name)
+                                  int(info.free_bytes * backend.SAFETY_FRACTION), info.name,
+                                  with_encoder=compact_points.with_device_encoder if compact else None)
 
 
 def disk_estimate(scene):
@@ -209,6 +212,8 @@ def _snow_job(context, s, cache_dir, frame_start, frame_end, resume):
                                                     list(domain.wind.shape), domain.ground_cell],
            "receivers": sorted(o.name for o in receivers), "substeps": s.substeps, "fps": fps}
     compact = cache.choose_format(key, scene.voxfx.cache_format, resume, "snow")
+    if compact and backend.xp() is not np:  # the frames' encoder on the device too (the same domain)
+        check_memory(s, soup, settings.flake_count, compact=True)
     plan = cache.begin(key, frame_start, frame_end, resume=resume)
     disk = disk_plan.snow_plan(len(plan.todo), settings.flake_count, int(np.prod(domain.ground_shape)),
                                int(np.prod(domain.wind.shape)), scene.voxfx.cache_format, scene.voxfx.checkpoint_every)

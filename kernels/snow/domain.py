@@ -190,6 +190,11 @@ class SnowDomain:
     BYTES_PER_CELL = 48
     BYTES_PER_VERTEX = 40
     BYTES_PER_FLAKE = 64
+    # A flake's state alive between steps, when a Compact frame is encoded on the device
+    # (``SnowBake(particles_on_device=True)``): position, velocity, phase and spawn time
+    # (32 B, ``Flakes``) and the frame's size and spin (float32) with the parameters they
+    # come from (16 B); the grids as in a step (their temporaries included: an upper bound).
+    GPU_STATE_BYTES_PER_FLAKE = 48
     # CPU (NumPy) peaks, measured with tracemalloc stage by stage (bench/memory_sim.py):
     # a step holds each flake's state and its NumPy temporaries (~208 B per flake) next to
     # the grids; building the terrain rasterizes (triangle, lattice vertex) pairs in
@@ -200,11 +205,13 @@ class SnowDomain:
     CPU_BYTES_PER_TERRAIN_ITEM = 200
     CPU_BYTES_PER_TRIANGLE = 100
 
-    def nbytes(self, flakes: int, xp=None, terrain_items: int = 0, triangles: int = 0) -> int:
+    def nbytes(self, flakes: int, xp=None, terrain_items: int = 0, triangles: int = 0, parts: bool = False):
         """Peak memory of a simulation of this size (checked before allocating), on the
         device of *xp* (default: the current backend's). On the CPU, building the terrain
         is a peak of its own: *terrain_items* (``ground.terrain_items``) (triangle,
-        lattice vertex) pairs of *triangles* receiver triangles, batched."""
+        lattice vertex) pairs of *triangles* receiver triangles, batched. *parts* (GPU):
+        ``{"state", "total"}``, the state alive between steps beside the peak, for a
+        device encoder of the frames (``addon.compact_points.with_device_encoder``)."""
         from .. import backend
 
         xp = xp or backend.xp()
@@ -212,7 +219,11 @@ class SnowDomain:
         gx, gy = self.ground_shape
         cells, verts, flakes = nx * ny * nz, gx * gy, int(flakes)
         if xp is not np:
-            return int(self.BYTES_PER_CELL * cells + self.BYTES_PER_VERTEX * verts + self.BYTES_PER_FLAKE * flakes)
+            grids = self.BYTES_PER_CELL * cells + self.BYTES_PER_VERTEX * verts
+            total = int(grids + self.BYTES_PER_FLAKE * flakes)
+            if parts:
+                return {"state": int(grids + self.GPU_STATE_BYTES_PER_FLAKE * flakes), "total": total}
+            return total
         from .ground import CHUNK_ITEMS
 
         state = 36 * cells + 16 * verts + 32 * flakes

@@ -33,9 +33,13 @@ def plan_domain(lo, hi, receivers_lo, receivers_hi, wind_resolution: int, ground
 
 
 def check_memory(vertices, triangles, lo, hi, receivers_lo, receivers_hi, wind_resolution: int,
-                 ground_resolution: int, flakes: int, free: int, device: str, xp=None) -> SnowDomain:
+                 ground_resolution: int, flakes: int, free: int, device: str, xp=None,
+                 with_encoder=None) -> SnowDomain:
     """The planned domain if the bake fits *free* bytes; else ``InputError`` naming the
-    largest wind resolution (or flake count) that fits next to the other settings."""
+    largest wind resolution (or flake count) that fits next to the other settings.
+    *with_encoder*: on the GPU, frames are encoded on the device between steps:
+    ``with_encoder(stages, flakes)`` is the peak with the encoder beside the state
+    (``addon.compact_points.with_device_encoder``, as the liquid's guard)."""
     from .ground import terrain_items
 
     xp = xp or backend.xp()
@@ -43,9 +47,17 @@ def check_memory(vertices, triangles, lo, hi, receivers_lo, receivers_hi, wind_r
     def plan(res):
         return plan_domain(lo, hi, receivers_lo, receivers_hi, res, ground_resolution)
 
+    encoder = with_encoder if with_encoder is not None and xp is not np else None
+
+    items: dict = {}
+
     def need_at(d: SnowDomain, n_flakes: int) -> int:
-        return d.nbytes(n_flakes, xp=xp, terrain_items=terrain_items(vertices, triangles, d),
-                        triangles=len(triangles))
+        key = (d.wind.shape, d.ground_shape, d.ground_cell)
+        if key not in items:
+            items[key] = terrain_items(vertices, triangles, d)
+        need = d.nbytes(n_flakes, xp=xp, terrain_items=items[key],
+                        triangles=len(triangles), parts=encoder is not None)
+        return int(encoder(need, n_flakes)) if encoder is not None else need
 
     domain = plan(wind_resolution)
     need = need_at(domain, flakes)
@@ -57,6 +69,6 @@ def check_memory(vertices, triangles, lo, hi, receivers_lo, receivers_hi, wind_r
     best = largest_that_fits(lambda res: need_at(plan(res), flakes), free, 8, wind_resolution - 1)
     if best is not None:
         raise InputError(f"{what}. The largest wind resolution that fits is {best}")
-    per_flake = SnowDomain.BYTES_PER_FLAKE if xp is not np else SnowDomain.CPU_BYTES_PER_FLAKE
-    rest = need_at(plan(8), 0)
-    raise InputError(f"{what}. At most {max(0, (free - rest) // per_flake):,} flakes fit")
+    smallest = plan(8)
+    most = largest_that_fits(lambda n: need_at(smallest, n), free, 0, flakes)
+    raise InputError(f"{what}. At most {most or 0:,} flakes fit")

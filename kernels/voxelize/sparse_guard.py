@@ -39,27 +39,36 @@ BYTES_PER_SURFACE_BRICK = 1400
 # (bench/voxelize_sparse_cpu.py, 2-core EPYC): 512³ → 1024³ adds 1.77 M inside bricks and
 # 56 k surface bricks for 27 MiB of peak, so at most 16 B an inside brick (was 100).
 BYTES_PER_INSIDE_BRICK = 16
-# A brick near the surface on the device (gpu_sparse.py): its candidate's pool rows and
-# number (72 B), then the kept rows, number and key with the compaction's index (~80 B),
-# with a third for the pool's fragmentation (counted from the arrays, not yet measured).
-DEVICE_BYTES_PER_BRICK = 200
-# The device's triangles: the setups of one chunk (sizeof(Setup) = 696 B, sparse_setup_size,
-# at most gpu_sparse.SETUP_CHUNK of them), and per triangle its indices, the chunk's work
-# counts and scans and the solid's (76 B).
-DEVICE_SETUP_BYTES = 700
-DEVICE_BYTES_PER_TRIANGLE = 100
-# A brick inside on the device: the GPU's solid keeps the interior as runs of full bricks
-# (32 B a run, ``SparseGrid.tiles``), kept so through ``voxelize``; what is left per brick
-# is the solid pass's per-row walk. Fitted to the kernel's own peak with runs kept
-# (bench/RESULTS.md "Sparse voxelize() on the GPU": bunny 4096³, 27.7M inside bricks,
-# 0.54 GiB against 0.34 GiB for the surface alone): about 8 B a brick.
-DEVICE_BYTES_PER_INSIDE_BRICK = 8
-# The vote on the device (gpu_sparse_vote.py), per surface brick beyond its three solids:
-# U's number, three states and 64 row bytes, the kept rows' index (112 B, counted from the
-# arrays); per brick of the object, the four bitmaps of its box (one bit a brick each, the
-# box taken as 4× the object's bricks: 2 B).
-DEVICE_VOTE_PER_BRICK = 112
-DEVICE_VOTE_BITMAP_PER_BRICK = 2
+# The device (gpu_sparse.py, gpu_sparse_vote.py): what the kernels allocate, per stage, in
+# CuPy's pool (which keeps what it ever held until the job ends, so a later stage's
+# arrays mostly add to an earlier stage's freed blocks). S: the coarse pass's surface
+# bricks. Refitted to the pool peaks measured on an H100 (bunny 1024³–8192³, every mode,
+# vote on and off: /work/.device/8/vs.log, /work/.device/11/vote.log; the rows are in
+# tests/unit/test_sparse_device_estimate.py, every one within 1.0–1.5× of its peak).
+# - The mesh: float64 voxel-unit vertices (24 B) and int32 triangles (12 B).
+# - Surface: the setups of one chunk (sizeof(Setup) 696 B) and its work counts and scans
+#   (48 B) a triangle, held through both surface stages; then the candidate bricks'
+#   pool rows (64 B) and numbers (8 B), about 1.5 S candidates (the conservative brick
+#   test keeps more bricks than the fine surface sets); the row index (8 B a brick row).
+DEVICE_SETUP_BYTES = 696 + 48
+DEVICE_CANDIDATES_PER_SURFACE_BRICK = 1.5
+DEVICE_BYTES_PER_CANDIDATE = 72
+# - Solid: the flip crossings, one key each (4 B where a sort group of 32-bit keys holds
+#   MIN_GROUP_SLICES brick slices, else 8 B: ``solid_key_bytes``), about 26 per surface
+#   brick (fitted: 8192³'s 64-bit keys set it), all held until the walk has written the
+#   partial bricks (rows 64 B and number 8 B, 1.25 S of them) and the runs of full bricks
+#   (32 B each, at most two per brick row of the grid here); the plan's counts and scans
+#   (16 B a triangle) and a few MiB of small arrays and sort scratch.
+DEVICE_CROSSINGS_PER_SURFACE_BRICK = 26
+DEVICE_PARTIAL_PER_SURFACE_BRICK = 1.25
+DEVICE_BYTES_PER_PARTIAL = 72
+DEVICE_SOLID_BASE = 4 << 20
+# - The vote: the three axes' solids (partial bricks and runs) held while the third is
+#   built and through the vote; then per surface brick U's world coordinates and numbers
+#   (the union of the three axes' partial bricks, sorted unique), its slots, rows, the
+#   kept bricks' copies and the bitmaps' share: 680 B (fitted, bunny 1024³–4096³); a
+#   second copy of the vertices (the permuted frame).
+DEVICE_VOTE_PER_SURFACE_BRICK = 680
 # Kept beside the outputs: a stored brick's rows and key (72 B); an inside brick lies in a
 # run (32 B), and a run ends at a stored brick or the grid's end: at most one per stored brick.
 KEPT_PER_BRICK = 72
@@ -118,20 +127,59 @@ def brick_counts(vertices, triangles, spec: GridSpec, mode: str, vote: bool = Fa
     return surface * scale ** 2, inside * scale ** 3
 
 
-def sparse_bytes(surface_bricks: int, inside_bricks: int, n_vertices: int, n_triangles: int, xp=np,
-                 vote: bool = False) -> int:
-    """Peak bytes of the sparse voxelization itself (after the coarse pass); *vote*: the
-    3-axis vote of a solid (on the device: ``gpu_sparse_vote``)."""
-    if xp is not np:
-        from .gpu_sparse import SETUP_CHUNK
+def solid_key_bytes(shape) -> int:
+    """Bytes of one flip crossing's key in the device solid of a grid of *shape* (the rule
+    of ``gpu_sparse._key_plan``: 32-bit keys where the bits left above the row, x and
+    brick row hold ``MIN_GROUP_SLICES`` brick slices, else 64-bit)."""
+    from .gpu_sparse import MIN_GROUP_SLICES, SOLID_KEYS
 
-        mesh = DEVICE_BYTES_PER_TRIANGLE * n_triangles + 24 * n_vertices
-        setups = DEVICE_SETUP_BYTES * min(n_triangles, SETUP_CHUNK)
-        bricks = DEVICE_BYTES_PER_BRICK * surface_bricks + DEVICE_BYTES_PER_INSIDE_BRICK * inside_bricks
-        if vote:  # three solids held, U's rows and states, the bitmaps of the box
-            bricks = 3 * bricks + DEVICE_VOTE_PER_BRICK * surface_bricks \
-                + DEVICE_VOTE_BITMAP_PER_BRICK * (surface_bricks + inside_bricks)
-        return int(BASE_BYTES + mesh + 24 * n_vertices * (2 if vote else 0) + setups + bricks)
+    nx, ny = (-(-int(n) // BRICK) * BRICK for n in shape[:2])
+    xbits, ybits = max(1, (nx - 1).bit_length()), (ny // BRICK - 1).bit_length()
+    free = 32 - (ybits + xbits + 6)
+    return 4 if SOLID_KEYS == 32 and free >= MIN_GROUP_SLICES.bit_length() - 1 else 8
+
+
+def device_bytes(surface_bricks: int, inside_bricks: int, n_vertices: int, n_triangles: int, mode: str,
+                 vote: bool = False, shape=None) -> int:
+    """Peak bytes of CuPy's pool over a sparse voxelization on the device (``gpu_sparse``,
+    ``gpu_sparse_vote`` with *vote*) of a grid of *shape* (None: 64-bit keys assumed), from
+    the coarse pass's brick counts (module constants: stage by stage)."""
+    from .gpu_sparse import SETUP_CHUNK
+
+    s, i = int(surface_bricks), int(inside_bricks)
+    mesh = 24 * n_vertices + 12 * n_triangles
+    partial = DEVICE_PARTIAL_PER_SURFACE_BRICK * s
+    kept = DEVICE_BYTES_PER_PARTIAL * partial + KEPT_PER_RUN * min(i, partial)  # a run ends at a partial brick
+
+    def surface_stage():
+        rows = 1 if shape is None else (-(-int(shape[1]) // BRICK)) * (-(-int(shape[2]) // BRICK)) + 1
+        return (DEVICE_SETUP_BYTES * min(n_triangles, SETUP_CHUNK) + 8 * rows
+                + DEVICE_BYTES_PER_CANDIDATE * DEVICE_CANDIDATES_PER_SURFACE_BRICK * s)
+
+    def solid_stage(frame):  # the crossings' keys held until the walk has written its bricks and runs
+        keys = 8 if frame is None else solid_key_bytes(frame)
+        return DEVICE_SOLID_BASE + 16 * n_triangles + keys * DEVICE_CROSSINGS_PER_SURFACE_BRICK * s + kept
+
+    if mode not in ("solid", "solid+surface"):
+        return int(mesh + surface_stage())
+    if not vote:
+        solid = mesh + solid_stage(shape)
+    else:  # 3 solids, the third built beside the first two; then the vote beside all three
+        frames = [None] * 3 if shape is None else [tuple(int(shape[(f + a) % 3]) for f in range(3)) for a in range(3)]
+        build = max(a * kept + solid_stage(frames[a]) for a in range(3))
+        solid = mesh + 24 * n_vertices + max(build, 3 * kept + DEVICE_SOLID_BASE + DEVICE_VOTE_PER_SURFACE_BRICK * s)
+    # solid+surface: the surface's arrays, of other sizes than the solid's, mostly add to its freed blocks
+    return int(solid + (surface_stage() if mode == "solid+surface" else 0))
+
+
+def sparse_bytes(surface_bricks: int, inside_bricks: int, n_vertices: int, n_triangles: int, xp=np,
+                 vote: bool = False, mode=None, shape=None) -> int:
+    """Peak bytes of the sparse voxelization itself (after the coarse pass); *vote*: the
+    3-axis vote of a solid (on the device: ``gpu_sparse_vote``); on the device
+    ``device_bytes`` (*mode* None: solid+surface where there are inside bricks, else surface)."""
+    if xp is not np:
+        mode = mode or ("solid+surface" if inside_bricks else "surface")
+        return device_bytes(surface_bricks, inside_bricks, n_vertices, n_triangles, mode, vote, shape)
     mesh = BYTES_PER_TRIANGLE * n_triangles + 24 * n_vertices
     return int(BASE_BYTES + mesh + BYTES_PER_SURFACE_BRICK * surface_bricks + BYTES_PER_INSIDE_BRICK * inside_bricks)
 
@@ -192,18 +240,20 @@ def coverage_bytes(surface: int, nv: int, nt: int, xp=np):
 
     kept = DENSITY_PER_BRICK * surface
     if xp is not np:
-        return sparse_bytes(FINE_BRICKS_PER_STORED * surface, 0, nv, nt, xp), kept
+        return sparse_bytes(FINE_BRICKS_PER_STORED * surface, 0, nv, nt, xp, mode="solid"), kept  # a solid, finer
     return int(COVERAGE_BASE + BYTES_PER_TRIANGLE * nt + 24 * nv + COVERAGE_PER_BRICK * surface), kept
 
 
-def job_bytes(surface: int, inside: int, nv: int, nt: int, mode: str, outputs, xp=np, vote: bool = False) -> int:
+def job_bytes(surface: int, inside: int, nv: int, nt: int, mode: str, outputs, xp=np, vote: bool = False,
+              shape=None) -> int:
     """Peak host bytes of a sparse job of *surface* and *inside* bricks: the voxelization,
     then (solid modes with Points or a Volume) the coverage's fine pass beside the
     voxelization's stored bricks and runs, then those and the density beside the outputs'
-    arrays (built from bricks and runs a chunk at a time)."""
+    arrays (built from bricks and runs a chunk at a time); *shape*: the grid's (the device
+    solid's key size)."""
     solid = mode in ("solid", "solid+surface")
     voxels = VOXELS_PER_SURFACE_BRICK.get(mode, 256) * surface + 512 * inside
-    kernel = sparse_bytes(surface, inside, nv, nt, xp, vote and solid)
+    kernel = sparse_bytes(surface, inside, nv, nt, xp, vote and solid, mode, shape)
     kept = KEPT_PER_BRICK * surface + KEPT_PER_RUN * min(surface, inside)
     fine = density = 0
     if solid and set(outputs or ()) & {"points", "volume"}:
@@ -229,8 +279,8 @@ def check_sparse(vertices, triangles, spec: GridSpec, mode: str, vote: bool, xp,
     surface, inside = brick_counts(vertices, triangles, spec, mode, vote, xp)
     nv, nt = len(vertices), len(triangles)
 
-    def need_at(s, i):
-        return max(first, job_bytes(s, i, nv, nt, mode, outputs, xp, vote))
+    def need_at(s, i, shape=spec.shape):
+        return max(first, job_bytes(s, i, nv, nt, mode, outputs, xp, vote, shape))
 
     need = need_at(surface, inside)
     if outputs:  # the operator's estimate, for bench/memory.py (guard.LAST_ESTIMATE)
@@ -242,10 +292,10 @@ def check_sparse(vertices, triangles, spec: GridSpec, mode: str, vote: bool, xp,
         return need
     bricks = growth(spec, surface, inside)
     r0 = max(spec.shape)
-    best = largest_that_fits(lambda r: need_at(*bricks(r)), usable, 2, r0 - 1)
+    best = largest_that_fits(lambda r: need_at(*bricks(r), scaled_spec(spec, r).shape), usable, 2, r0 - 1)
     for _ in range(8):  # the model's answer checked with the coarse pass at that size
-        if best is None or need_at(*brick_counts(vertices, triangles, scaled_spec(spec, best), mode, vote,
-                                                 xp)) <= usable:
+        at = None if best is None else scaled_spec(spec, best)
+        if best is None or need_at(*brick_counts(vertices, triangles, at, mode, vote, xp), at.shape) <= usable:
             break
         best = best - max(1, best // 32) if best > 2 else None
     where = "host" if xp is np else "device"
@@ -260,26 +310,90 @@ def check_sparse(vertices, triangles, spec: GridSpec, mode: str, vote: bool, xp,
                      f"(voxel size {size:.4g} m)")
 
 
-def check_outputs(result, spec: GridSpec, outputs, faces=None, usable=None) -> None:
-    """With the exact voxel count, before any per-voxel array exists: refuse outputs that
-    do not fit, naming about the largest longest side that would (the outputs grow at
-    least like the surface, r²)."""
-    usable = backend.usable_bytes(np) if usable is None else int(usable)
-    n = result.count()
+def outputs_need(result, outputs, faces=None) -> int:
+    """Host bytes of the operator's *outputs* of a sparse *result* (its grid held): the
+    exact voxel count, faces (*faces*, or at most 6 a voxel and ``FACES_PER_SURFACE_BRICK``
+    a stored brick) and voxels a triangle touches (at most 64 a stored brick, measured: a
+    full brick in a run lies inside, with no triangle and no exposed face)."""
+    n, stored = result.count(), result.stored_bricks
     faces = 6 * n if faces is None else faces
-    # voxels a triangle touches: at most 64 a stored brick, measured (a full brick in a run
-    # lies inside: no triangle, no exposed face)
-    hit = min(n, 64 * result.stored_bricks)
-    need = int(BASE_BYTES + result.nbytes + outputs_bytes(outputs, n, min(faces, FACES_PER_SURFACE_BRICK
-                                                                             * result.stored_bricks), hit))
+    return int(BASE_BYTES + result.nbytes + outputs_bytes(outputs, n, min(faces, FACES_PER_SURFACE_BRICK * stored),
+                                                          min(n, 64 * stored)))
+
+
+OUTPUTS_PROBE = 128  # the cheap size the outputs' growth is fitted on, with the refused one
+
+
+def largest_outputs_size(result, spec: GridSpec, outputs, usable: int, voxelize_at=None, faces=None):
+    """The largest longest side below *spec*'s whose *outputs* fit in *usable*, or None
+    (as ``split_search``): the counts the need depends on (voxels, stored bricks, the
+    grid's bytes) fitted as A r² + B r³ through the refused size and a probe at
+    ``OUTPUTS_PROBE``, the fitted need bisected, then the answer checked with the exact
+    counts of ``voxelize_at(r)`` (a sparse result at longest side r): stepping down while
+    it fails, up while the next size passes. Without *voxelize_at* the counts are scaled
+    like the surface (r², more than a solid keeps as it shrinks), unchecked."""
+    from ..memory import largest_that_fits
+    from .split_search import fit_powers
+
+    r0 = max(spec.shape)
+    now = (result.count(), result.stored_bricks, result.nbytes)
+    if voxelize_at is None:
+        fits = [fit_powers(r0, x, r0, x, 2, 2) for x in now]
+    else:
+        r1 = max(8, min(OUTPUTS_PROBE, r0 // 2))
+        probe = voxelize_at(r1)
+        fits = [fit_powers(r1, x1, r0, x, 2, 3) for x1, x in
+                zip((probe.count(), probe.stored_bricks, probe.nbytes), now)]
+
+    def model(r):
+        n, stored, held = (f(r) for f in fits)
+        f = 6 * n if faces is None else faces * (r / r0) ** 2
+        return int(BASE_BYTES + held + outputs_bytes(outputs, n, min(f, FACES_PER_SURFACE_BRICK * stored),
+                                                     min(n, 64 * stored)))
+
+    best = largest_that_fits(model, usable, 2, r0 - 1)
+    if voxelize_at is None or best is None:
+        return best
+    fits_at = {}
+
+    def runs(r):  # the exact need at longest side r fits
+        if r not in fits_at:
+            fits_at[r] = outputs_need(voxelize_at(r), outputs) <= usable
+        return fits_at[r]
+
+    for _ in range(12):  # down while the exact counts do not fit
+        if runs(best):
+            break
+        best = best - max(1, best // 32)
+        if best < 2:
+            return None
+    else:
+        return None
+    for _ in range(12):  # up while the next size fits
+        if best + 1 >= r0 or not runs(best + 1):
+            break
+        best += 1
+    return best
+
+
+def check_outputs(result, spec: GridSpec, outputs, faces=None, usable=None, voxelize_at=None) -> None:
+    """With the exact voxel count, before any per-voxel array exists: refuse outputs that
+    do not fit, naming the largest longest side that does (``largest_outputs_size``,
+    checked with ``voxelize_at`` where given)."""
+    usable = backend.usable_bytes(np) if usable is None else int(usable)
+    need = outputs_need(result, outputs, faces)
     if need <= usable:
         return
     r0 = max(spec.shape)
-    best = int(r0 * (usable / need) ** 0.5)
-    raise InputError(f"The {n:,} voxels of a sparse {'×'.join(map(str, spec.shape))} grid with their outputs "
-                     f"({', '.join(sorted(outputs))}) need about {backend.format_bytes(need)} of host memory but only "
-                     f"{backend.format_bytes(usable)} is usable. The largest size that fits is about {best} voxels "
-                     f"along the longest side (voxel size {spec.voxel_size * r0 / max(best, 1):.4g} m)")
+    best = largest_outputs_size(result, spec, outputs, usable, voxelize_at, faces)
+    what = (f"The {result.count():,} voxels of a sparse {'×'.join(map(str, spec.shape))} grid with their outputs "
+            f"({', '.join(sorted(outputs))}) need about {backend.format_bytes(need)} of host memory but only "
+            f"{backend.format_bytes(usable)} is usable")
+    if best is None:
+        raise InputError(f"{what}; not even the smallest grid fits")
+    about = "" if voxelize_at is not None else "about "
+    raise InputError(f"{what}. The largest size that fits is {about}{best} voxels along the longest side "
+                     f"(voxel size {spec.voxel_size * r0 / best:.4g} m)")
 
 
 class DenseRefused(InputError):

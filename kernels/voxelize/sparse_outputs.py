@@ -150,9 +150,16 @@ def compute_group_sparse(base, soup, spec, request, vote, table=None, progress=N
     if "vox" in request.outputs:  # over the file's 32-bit bound: name the largest resolution under it
         _check_vox_count(soup, segments, spec, request, vote, out.count)
     if per_voxel:
-        from .sparse_guard import check_outputs
+        from .sparse_guard import check_outputs, scaled_spec
 
-        check_outputs(result, spec, request.outputs)  # the exact count, before any per-voxel array
+        def voxelize_at(r):  # the group at longest side r, as here: what a refusal's named size is checked on
+            at = voxelize(soup.vertices, soup.triangles, scaled_spec(spec, r), request.mode, vote=vote, xp=xp,
+                          sparse=True)
+            if segments is not None:
+                add_segments(at, segments.starts, segments.ends)
+            return at
+
+        check_outputs(result, spec, request.outputs, voxelize_at=voxelize_at)  # exact count, before per-voxel arrays
     cover = None  # the solid modes' coverage (Volume density, points' coverage)
     if request.mode in ("solid", "solid+surface") and request.outputs & {"points", "volume"}:
         try:

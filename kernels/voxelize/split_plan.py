@@ -127,9 +127,11 @@ OWNERS_PER_VOXEL = 120
 ART_RGBA_PER_VOXEL = 16  # a slab voxel's float32 colour (SlabArt.colors)
 # texture colours (``TexturedMesh.recolor``): per voxel its centre, owner, image, colours and
 # their copy (96 B), beside the slab's int64 coordinates (24) and owners (8); per candidate
-# triangle of a block of ``texture._CHUNK`` voxels (the owner and the triangles around its
-# corners, 19 on a mesh of valence 6) its index, point, corners, barycentrics, distance
-# and sort (200 B: measured 200.5–202.5 with 2^16–2^19 voxels on a shared-vertex mesh)
+# triangle of a block (the owner and the triangles around its corners, 19 on a mesh of
+# valence 6; ``texture.CANDIDATES_PER_BLOCK`` a block at most) its index, point, corners,
+# barycentrics, distance and sort (200 B: measured 200.5–202.5 with 2^16–2^19 voxels on a
+# shared-vertex mesh). Only textured voxels look up (untextured triangles' voxels keep
+# their colour): the candidates per voxel are counted over the textured triangles.
 ART_TEXTURE_PER_VOXEL = 96 + 24 + 8
 TEXTURE_PER_CANDIDATE = 205
 GREEDY_KEPT_PER_FACE = 65  # GreedyBuilder: the runs of every face added, with their colour (64.3 B)
@@ -156,7 +158,9 @@ class ArtCost:
     face_colors: bool = False
     histogram: bool = False
     max_colors: int = 0
-    candidates: float = 0.0  # texture colours: candidate triangles per voxel (owner and its corners' rings)
+    candidates: float = 0.0  # texture colours: candidate triangles per voxel of a textured triangle, averaged
+    # over all triangles (an untextured one's voxels count none: they are not looked up)
+    most_candidates: int = 0  # the most one voxel has (a block holds at least one voxel)
 
     @classmethod
     def of(cls, settings, outputs, triangles) -> "ArtCost":
@@ -171,21 +175,31 @@ class ArtCost:
         histogram = "vox" in outputs and settings.palette is None
         # colours per owner triangle (attribute mean or material) unless textured
         most = TEXTURE_COLORS if texture else len(triangles) + 1
-        candidates = 0.0
+        candidates, most_candidates = 0.0, 0
         if texture and len(triangles) and backend.xp() is np:  # on a GPU the lookup is one kernel, per voxel
+            from .texture import candidates_per_triangle
+
             tris = np.asarray(triangles).astype(np.int64, copy=False)
-            valence = np.bincount(tris.ravel())
-            candidates = 1.0 + float(valence[tris].sum(axis=1).mean())
-        return cls(greedy or face or "vox" in outputs, texture, greedy, face, histogram, most, candidates)
+            ring_start = np.zeros(int(tris.max()) + 2, np.int64)
+            np.cumsum(np.bincount(tris.ravel(), minlength=len(ring_start) - 1), out=ring_start[1:])
+            per = candidates_per_triangle(tris, ring_start)
+            image = getattr(settings.textured, "image_of_triangle", None)
+            looked_up = np.asarray(image) >= 0 if image is not None and len(image) == len(tris) else np.ones(len(tris),
+                                                                                                          bool)
+            candidates = float(per[looked_up].sum()) / len(tris)
+            most_candidates = int(per[looked_up].max(initial=0))
+        return cls(greedy or face or "vox" in outputs, texture, greedy, face, histogram, most, candidates,
+                   most_candidates)
 
     def texture_bytes(self, voxels: int) -> int:
         """Peak of the texture colours of *voxels* voxels (``TexturedMesh.recolor``)."""
-        from .texture import _CHUNK
+        from .texture import CANDIDATES_PER_BLOCK
 
         if not self.texture:
             return 0
         n = int(voxels)
-        return int(ART_TEXTURE_PER_VOXEL * n + TEXTURE_PER_CANDIDATE * self.candidates * min(n, _CHUNK))
+        block = min(self.candidates * n, max(CANDIDATES_PER_BLOCK, self.most_candidates))
+        return int(ART_TEXTURE_PER_VOXEL * n + TEXTURE_PER_CANDIDATE * block)
 
 
 def art_bytes(art: "ArtCost | None", voxels: int, n_slab: int, faces: int, f_slab: int):

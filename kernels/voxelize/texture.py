@@ -176,7 +176,11 @@ extern "C" __global__ void texture_colors(const float* centres, const int* owner
 
 _OPTIONS = ("--fmad=false", "--std=c++14")
 _THREADS = 256
-_CHUNK = 1 << 18  # voxels per NumPy block (about 20 candidate triangles each)
+# Candidate triangles per NumPy block (a voxel's owner and the triangles around its
+# corners, about 19 on a mesh of valence 6, at ~205 B each: ~200 MiB a block). Blocks were
+# 2^18 voxels, ~1 GiB on such a mesh and more where valences are high; cut by the
+# candidates, the block's memory no longer depends on the mesh.
+CANDIDATES_PER_BLOCK = 1 << 20
 
 
 def voxel_centres(ijk, spec, xp=np):
@@ -331,8 +335,7 @@ def _texture_colors_numpy(centres, owner, mesh, uvs, image_of_triangle, packed):
     textured = image >= 0
     out = np.full((n, 4), np.nan, np.float32)
     rows = np.flatnonzero(textured)
-    for s in range(0, len(rows), _CHUNK):
-        chunk = rows[s:s + _CHUNK]
+    for chunk in _blocks(rows, owner, tris, ring_start):
         p = np.asarray(centres, np.float32)[chunk]
         t, (u, v, w) = _nearest_triangle(p, owner[chunk], image[chunk], corners, tris, ring_start, ring,
                                          image_of_triangle)
@@ -397,6 +400,30 @@ def texel_at(pixels, base, W, i, j):
     outside = (i < 0) | (j < 0)
     values = pixels[base + (4 * (np.maximum(j, 0) * W + np.maximum(i, 0)))[:, None]]
     return np.where(outside[:, None], np.float32(0), values)
+
+
+def candidates_per_triangle(tris, ring_start):
+    """(T,) int64: the candidates a voxel owned by each triangle looks at in
+    ``_nearest_triangle`` (itself and the triangles around its three corners, before the
+    image filter)."""
+    valence = np.diff(ring_start)
+    return 1 + valence[np.asarray(tris, np.int64)].sum(axis=1) if len(tris) else np.zeros(0, np.int64)
+
+
+def _blocks(rows, owner, tris, ring_start):
+    """*rows* (textured voxels) cut in consecutive blocks of at most CANDIDATES_PER_BLOCK
+    candidates (a voxel with more alone in its block): each voxel's result does not depend
+    on its block, so the colours are the same for any cut."""
+    if len(rows) == 0:
+        return []
+    ends = np.cumsum(candidates_per_triangle(tris, ring_start)[owner[rows]])
+    cuts, at = [0], 0
+    while at < len(rows):
+        base = ends[at - 1] if at else 0
+        nxt = int(np.searchsorted(ends, base + CANDIDATES_PER_BLOCK, side="right"))
+        at = max(nxt, at + 1)
+        cuts.append(at)
+    return [rows[a:b] for a, b in zip(cuts[:-1], cuts[1:])]
 
 
 def _nearest_triangle(p, owner, image, corners, tris, ring_start, ring, image_of_triangle):
