@@ -337,3 +337,99 @@ def test_gpu_predicted_iterations_give_the_blocks_pressure_bit_for_bit(monkeypat
     sparse_pressure_gpu.release_gpu_solvers()
     for (p_blocks, s_blocks), (p_predicted, s_predicted) in zip(runs[False], runs[True]):
         assert s_blocks == s_predicted and np.array_equal(p_blocks, p_predicted)
+
+
+@pytest.mark.parametrize("preconditioner, vcycle", [("mg", "fused"), ("mg", "split"), ("jacobi", "fused"),
+                                                    ("none", "fused")])
+def test_gpu_fused_iteration_gives_the_same_pressure_bit_for_bit(monkeypatch, preconditioner, vcycle):
+    """FUSE (VOXFX_SPARSE_PCG_FUSE): d = z + β d inside the Laplacian's kernel (two direction
+    buffers), α and β in the last block of the kernels before them (the finish_* kernels'
+    order of the sums): the same iterations, residual and pressure bit for bit as the
+    kernels one by one, over two solves (the second starts with predicted single
+    iterations, so from either direction buffer)."""
+    import cupy
+
+    monkeypatch.setattr(sparse_pressure_gpu, "VCYCLE", vcycle)
+    rng = np.random.default_rng()
+    spec, pos, vel, obstacle = random_scene(rng)
+    runs = {}
+    for fuse in (False, True):
+        monkeypatch.setattr(sparse_pressure_gpu, "FUSE", fuse)
+        sparse_pressure_gpu.release_gpu_solvers()
+        g = tank(cupy, pos, vel, spec, obstacle)
+        runs[fuse] = []
+        for _ in range(2):
+            p, stats = sparse_pressure.solve_pressure(g, 0.01, tolerance=1e-5, preconditioner=preconditioner,
+                                                      max_iterations=3000)
+            runs[fuse].append((host(p), stats))
+        (solver,) = sparse_pressure_gpu._solvers.values()
+        assert solver.fuse == fuse and int(solver.counter.get()[0]) == 0
+    sparse_pressure_gpu.release_gpu_solvers()
+    for (p_split, s_split), (p_fused, s_fused) in zip(runs[False], runs[True]):
+        assert s_split["converged"] and s_split == s_fused
+        assert np.abs(p_split).max() > 0 and np.array_equal(p_split, p_fused)
+
+
+@pytest.mark.parametrize("preconditioner", ["mg", "jacobi"])
+def test_gpu_fused_iteration_launches_three_kernels_fewer(monkeypatch, preconditioner):
+    """One iteration launch by launch: FUSE drops finish_alpha, finish_beta and
+    update_direction (counted on the Kernels' launch calls)."""
+    import cupy
+
+    from voxfx.kernels.grid import launch
+
+    rng = np.random.default_rng()
+    spec, pos, vel, obstacle = random_scene(rng)
+    counts = {}
+    for fuse in (False, True):
+        monkeypatch.setattr(sparse_pressure_gpu, "FUSE", fuse)
+        sparse_pressure_gpu.release_gpu_solvers()
+        g = tank(cupy, pos, vel, spec, obstacle)
+        sparse_pressure.solve_pressure(g, 0.01, tolerance=1e-5, preconditioner=preconditioner)
+        (solver,) = sparse_pressure_gpu._solvers.values()
+        names = []
+        plain = launch.Kernels.launch_grid
+        monkeypatch.setattr(launch.Kernels, "launch_grid",
+                            lambda self, name, *a, _names=names, _plain=plain: (_names.append(name),
+                                                                                _plain(self, name, *a)))
+        solver._iteration()  # the solve stopped: every kernel returns at once
+        monkeypatch.setattr(launch.Kernels, "launch_grid", plain)
+        counts[fuse] = names
+    sparse_pressure_gpu.release_gpu_solvers()
+    assert {"finish_alpha", "finish_beta", "update_direction"} <= set(counts[False])
+    assert not {"finish_alpha", "finish_beta", "update_direction"} & set(counts[True])
+    assert len(counts[True]) == len(counts[False]) - 3
+
+
+def test_gpu_fused_graphs_are_captured_once_and_replayed_across_substeps(monkeypatch):
+    """Five substeps of a moving tank on the fused loop: one solver; each of its graphs (a
+    block and a single iteration, from either direction buffer) captured at most once,
+    then replayed; every solve still converges to the CPU's pressure."""
+    import cupy
+
+    monkeypatch.setattr(sparse_pressure_gpu, "FUSE", True)
+    sparse_pressure_gpu.release_gpu_solvers()
+    rng = np.random.default_rng()
+    spec, pos, vel, obstacle = random_scene(rng)
+    solvers, replays = set(), []
+    for step in range(5):
+        moved = np.clip(pos + rng.normal(0, 0.01, pos.shape).astype(np.float32), 0.0, 0.999 * np.asarray(spec.upper))
+        keep = rng.random(len(pos)) < 0.98 - 0.01 * step
+        results = []
+        for xp in (np, cupy):
+            g = tank(xp, moved[keep].astype(np.float32), vel[keep], spec, obstacle)
+            results.append(sparse_pressure.solve_pressure(g, 0.01, tolerance=1e-5))
+        (pc, sc), (pg, sg) = results
+        assert sg["converged"] and abs(sg["iterations"] - sc["iterations"]) <= 1
+        assert np.abs(host(pg) - host(pc)).max() <= 1e-3 * np.abs(host(pc)).max()
+        (solver,) = sparse_pressure_gpu._solvers.values()
+        solvers.add(id(solver))
+        loops = solver.loop.loops + solver.single.loops
+        if any(g.failed for g in loops):
+            pytest.skip("no CUDA graph capture on this CuPy/driver")
+        assert all(g.captures <= 1 for g in loops) and 1 <= solver.captures <= 4
+        replays.append(solver.loop.launches + solver.single.launches)
+    sparse_pressure_gpu.release_gpu_solvers()
+    assert len(solvers) == 1
+    assert replays == sorted(replays) and replays[-1] > replays[0] > 0
+    cupy.cuda.Device().synchronize()
