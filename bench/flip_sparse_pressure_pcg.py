@@ -7,7 +7,7 @@ on each side), its iterations, ms per iteration, the launches of one iteration (
 the Kernels' launch calls, the iteration launched kernel by kernel), the graphs captured
 (each once: replays do not capture), and whether the pressures are equal bit for bit.
 
-    python3 bench/flip_sparse_pressure_pcg.py [--n 256] [--particles 8e6] [--repeats 20]
+    python3 bench/flip_sparse_pressure_pcg.py [--n 256] [--particles 8e6] [--repeats 20] [--fuse 0 finish 1]
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def main():
     ap.add_argument("--n", type=int, default=256)
     ap.add_argument("--particles", type=float, default=8e6)
     ap.add_argument("--repeats", type=int, default=20)
-    ap.add_argument("--fuse", nargs="+", default=["0", "1"], help="sparse_pressure_gpu.FUSE values, in turn")
+    ap.add_argument("--fuse", nargs="+", default=["0", "finish", "1"], help="sparse_pressure_gpu.FUSE values, in turn")
     args = ap.parse_args()
     import cupy as cp
 
@@ -72,7 +72,7 @@ def main():
     out = {}
     for rep in range(args.repeats + 1):  # the first: compile and capture
         for f in args.fuse:
-            sparse_pressure_gpu.FUSE = f != "0"
+            sparse_pressure_gpu.FUSE = f
             cp.cuda.Device().synchronize()
             t0 = time.perf_counter()
             x, its, res, ok = sparse_pressure_gpu.solve_unknowns(level, M, bc, s.pressure_tolerance,
@@ -86,7 +86,7 @@ def main():
     print("FUSE | solve ms | iterations | ms / iteration | launches / iteration | graphs captured | p equal to first")
     first = out[args.fuse[0]][0]
     for f in args.fuse:
-        sparse_pressure_gpu.FUSE = f != "0"
+        sparse_pressure_gpu.FUSE = f
         solver = sparse_pressure_gpu._solver([L.m + 1 for L in M.levels], "mg", 10)
         its = out[f][1]
         med = float(np.median(ms[f]))

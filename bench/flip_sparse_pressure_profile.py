@@ -17,7 +17,7 @@ V-cycle's one-block tail (``sparse_pressure_gpu.TAIL_UNKNOWNS``, 0 off), the set
 (``sparse_pressure.PROJECT``: "kernel" or "reference") and the PCG's guess of its
 iterations (``sparse_pressure_gpu.PREDICT``: "1" or "0") and the set-up's one-block coarse
 levels (``sparse_pressure_setup.TAIL_BOUND``, 0 off) and the PCG iteration's fused kernels
-(``sparse_pressure_gpu.FUSE``: "1" or "0"); each on the same simulation state,
+(``sparse_pressure_gpu.FUSE``: "0", "finish" or "1"); each on the same simulation state,
 in turn, per substep (A/B in one run).
 """
 
@@ -202,8 +202,8 @@ def _use(variant):
         sparse_pressure_gpu.PREDICT = rest[2] != "0"
     if len(rest) > 3:  # the set-up's one-block coarse levels: their finer level's bound, 0 off
         sparse_pressure_setup.TAIL_BOUND = int(rest[3])
-    if len(rest) > 4:  # the PCG iteration's fused kernels: "1" or "0"
-        sparse_pressure_gpu.FUSE = rest[4] != "0"
+    if len(rest) > 4:  # the PCG iteration's fused kernels: "0", "finish" or "1"
+        sparse_pressure_gpu.FUSE = rest[4]
 
 
 def main():

@@ -4,6 +4,7 @@
 //
 //   direction_laplacian  d = z + β d_old (into the other direction buffer), q = A d, d·q;
 //                        its last block: α = r·z / d·q                     (was 3 launches)
+//   apply_laplacian_alpha  q = A d, d·q; its last block: α                 (was 2 launches)
 //   update_solution_beta / dot_rz_beta / mg_smooth_red_dot_beta: as their namesakes, and
 //                        their last block: β, ‖r‖² against tol²‖b‖², the limit (was 2)
 //
@@ -86,6 +87,16 @@ __device__ void finish_beta_last(const double* partials, double* scalars, int* s
     scalars[D_RZ] = rz_new;
 }
 
+// finish_alpha in the last block: α = r·z / Σ partials[0..blocks).
+__device__ void finish_alpha_last(const double* partials, double* scalars, unsigned int* counter)
+{
+    if (!last_block(counter)) return;
+    const double total = total_as_finish(partials, gridDim.x);
+    if (threadIdx.x != 0) return;
+    *counter = 0;
+    scalars[D_ALPHA] = total > 0.0 ? scalars[D_RZ] / total : 0.0;
+}
+
 // d_j = z_j + β d_old,j as update_direction writes it; the sentinel (j = n) stays 0.
 __device__ __forceinline__ float direction_value(const float* __restrict__ z, const float* __restrict__ d_old,
                                                  float beta, int j, int n)
@@ -117,11 +128,29 @@ extern "C" __global__ void direction_laplacian(const float* __restrict__ z, cons
         dq += (double)dc * qc;
     }
     block_sum2(dq, 0.0, partials, nullptr);
-    if (!last_block(counter)) return;
-    const double total = total_as_finish(partials, gridDim.x);
-    if (threadIdx.x != 0) return;
-    *counter = 0;
-    scalars[D_ALPHA] = total > 0.0 ? scalars[D_RZ] / total : 0.0;
+    finish_alpha_last(partials, scalars, counter);
+}
+
+// apply_laplacian (q = A d, partial d·q) and α in its last block (FUSE "finish": the
+// direction update stays its own launch).
+extern "C" __global__ void apply_laplacian_alpha(const float* __restrict__ d, float* __restrict__ q,
+                                                 const int* __restrict__ nbr, const float* __restrict__ diag,
+                                                 int stride, const int* __restrict__ sizes,
+                                                 double* __restrict__ partials, double* __restrict__ scalars,
+                                                 const int* __restrict__ state, unsigned int* __restrict__ counter)
+{
+    if (state[S_STOPPED]) return;
+    const int n = sizes[1];
+    double dq = 0.0;
+    RANGE(c, 0, n)
+    {
+        const float dc = d[c];
+        const float qc = diag[c] * dc - compact_neighbour_sum(d, nbr, stride, c);
+        q[c] = qc;
+        dq += (double)dc * qc;
+    }
+    block_sum2(dq, 0.0, partials, nullptr);
+    finish_alpha_last(partials, scalars, counter);
 }
 
 // update_solution (Jacobi or none: z and r·z with it) and the iteration's end in its last block.

@@ -36,16 +36,21 @@ _K = Kernels(_CU, ("--fmad=false",), THREADS, defines={
     "S_STOPPED": _S_STOPPED, "D_ALPHA": _D_ALPHA, "D_BETA": _D_BETA, "MG_COARSE_SWEEPS": MG_COARSE_SWEEPS,
     "MG_SWEEPS": MG_SWEEPS, "KEY_BITS": KEY_BITS,
     **{f"PRE_{name.upper()}": i for i, name in enumerate(_MODES)}})
-# The iteration in fewer launches (cuda/flip_sparse_pressure_pcg.cu): the direction update in
-# the Laplacian's kernel (two direction buffers, alternating), α and β in the last block of
-# the kernels before them instead of two one-block launches; the same values bit for bit
-# (tests/gpu/test_flip_sparse_pressure_gpu.py). "0": the kernels one by one.
-FUSE = os.environ.get("VOXFX_SPARSE_PCG_FUSE", "1") != "0"
+# The iteration in fewer launches (cuda/flip_sparse_pressure_pcg.cu): "finish": α and β in the
+# last block of the kernels before them instead of two one-block launches; "1": that and the
+# direction update in the Laplacian's kernel (two direction buffers, alternating); the same
+# values bit for bit (tests/gpu/test_flip_sparse_pressure_gpu.py). "0" (default): the
+# kernels one by one — on an H100 at 8M "1" measured 0.338 ms an iteration against 0.330
+# (36 → 33 launches: the Laplacian's gathers from z and d_old cost more than the launches
+# saved); "finish" not measured yet (bench/flip_sparse_pressure_pcg.py --fuse 0 finish 1).
+FUSE = os.environ.get("VOXFX_SPARSE_PCG_FUSE", "0")
+_FUSE_MODES = ("0", "finish", "1")
 _FUSED = Kernels("flip_sparse_pressure_pcg.cu", ("--fmad=false",), THREADS, defines={
     **{f"S_{k}": getattr(_dense, f"_S_{k}") for k in ("IT", "STOPPED", "CONVERGED", "MAXIT")},
     **{f"D_{k}": getattr(_dense, f"_D_{k}") for k in ("THRESH", "RR", "RZ", "ALPHA", "BETA")},
     "MG_COARSE_SWEEPS": MG_COARSE_SWEEPS, **{f"PRE_{name.upper()}": i for i, name in enumerate(_MODES)}})
-_FUSED_KERNELS = ("direction_laplacian", "update_solution_beta", "dot_rz_beta", "mg_smooth_red_dot_beta")
+_FUSED_KERNELS = ("direction_laplacian", "apply_laplacian_alpha", "update_solution_beta", "dot_rz_beta",
+                  "mg_smooth_red_dot_beta")
 _LOOP_KERNELS = ("cg_init", "apply_laplacian", "update_solution", "dot_rz", "update_direction", "mg_smooth",
                  "mg_residual", "mg_restrict", "mg_prolong_add", "mg_coarse_solve", "mg_smooth_first",
                  "mg_smooth_red_dot", "mg_restrict_coarse_solve", "mg_smooth_black_residual", "mg_tail_vcycle")
@@ -200,7 +205,11 @@ class SparsePressureSolverGPU:
         self.mode = np.int32(_MODES.index(preconditioner))
         self.check_every = int(check_every)
         self.vcycle = VCYCLE
-        self.fuse = FUSE if fuse is None else bool(fuse)
+        fuse = FUSE if fuse is None else str(fuse)
+        if fuse not in _FUSE_MODES:
+            raise ValueError(f"VOXFX_SPARSE_PCG_FUSE must be one of {', '.join(_FUSE_MODES)}, not {fuse!r}")
+        self.fuse = fuse != "0"  # α and β in last blocks
+        self.fuse_direction = fuse == "1"  # and d = z + β d in the Laplacian (two buffers)
         if self.vcycle not in ("fused", "split"):
             raise ValueError(f"VOXFX_SPARSE_MG_VCYCLE must be fused or split, not {self.vcycle!r}")
         self.strides = tuple(int(s) for s in strides)
@@ -209,7 +218,7 @@ class SparsePressureSolverGPU:
         s0 = self.strides[0]
         self.b, self.x, self.r, self.z, self.d, self.q = (vec(s0) for _ in range(6))
         # fused: the iteration writes d = z + β d into the other buffer; parity: which holds d
-        self.directions, self.parity = (self.d, vec(s0) if self.fuse else None), 0
+        self.directions, self.parity = (self.d, vec(s0) if self.fuse_direction else None), 0
         self.counter = cp.zeros(1, cp.uint32)  # the fused kernels' arrivals (their last block resets it)
         self.red_blocks = min(_MAX_BLOCKS, (s0 + THREADS - 1) // THREADS)
         self.partials = cp.zeros(2 * self.red_blocks, cp.float64)
@@ -231,6 +240,7 @@ class SparsePressureSolverGPU:
         _DENSE.load("finish_init", "finish_alpha", "finish_beta")
         if self.fuse:
             _FUSED.load(*_FUSED_KERNELS)
+        if self.fuse_direction:
             self.loop = _Alternating(self, self._block, use_graph, self.check_every)
             self.single = _Alternating(self, self._iteration, use_graph, 1)  # PREDICT's iterations
         else:
@@ -385,13 +395,20 @@ class SparsePressureSolverGPU:
         self._reduce("update_direction", (self.d, self._z(), self.sizes, self.scalars, self.state))  # d = z + β d
 
     def _iteration_fused(self):
-        """The same iteration in 2 + V-cycle launches (FUSE): d = z + β d, q = A d, α; x, r
-        (Jacobi / none: z, β); z = M r, β (MG). The direction moves to the other buffer."""
+        """The same iteration in 2 + V-cycle launches (FUSE "1"): d = z + β d, q = A d, α; x,
+        r (Jacobi / none: z, β); z = M r, β (MG); the direction moves to the other buffer.
+        FUSE "finish": q = A d, α; x, r; z = M r, β; d = z + β d (3 + V-cycle)."""
         L0 = self.levels[0]
-        d_old, d = self.directions[self.parity], self.directions[1 - self.parity]
-        _FUSED.launch_grid("direction_laplacian", (self.red_blocks,), (THREADS,),
-                           (self._z(), d_old, d, self.q, L0.nbr, L0.diag, np.int32(L0.stride), self.sizes,
-                            self.partials, self.scalars, self.state, self.counter))  # d = z + β d; q = A d; α
+        if self.fuse_direction:
+            d_old, d = self.directions[self.parity], self.directions[1 - self.parity]
+            _FUSED.launch_grid("direction_laplacian", (self.red_blocks,), (THREADS,),
+                               (self._z(), d_old, d, self.q, L0.nbr, L0.diag, np.int32(L0.stride), self.sizes,
+                                self.partials, self.scalars, self.state, self.counter))  # d = z + β d; q = A d; α
+        else:
+            d = self.d
+            _FUSED.launch_grid("apply_laplacian_alpha", (self.red_blocks,), (THREADS,),
+                               (d, self.q, L0.nbr, L0.diag, np.int32(L0.stride), self.sizes, self.partials,
+                                self.scalars, self.state, self.counter))  # q = A d; α
         args = (self.x, self.r, d, self.q, self.z, L0.diag, self.sizes, self.mode, self.scalars, self.partials,
                 self.state)
         if self.preconditioner == "mg":
@@ -399,7 +416,10 @@ class SparsePressureSolverGPU:
             self._precondition_and_dot(fused=True)  # z = M r; β, ‖r‖² test
         else:  # x, r, z and β in one
             _FUSED.launch_grid("update_solution_beta", (self.red_blocks,), (THREADS,), (*args, self.counter))
-        self.parity = 1 - self.parity
+        if self.fuse_direction:
+            self.parity = 1 - self.parity
+        else:
+            self._reduce("update_direction", (self.d, self._z(), self.sizes, self.scalars, self.state))  # d = z + β d
 
     def _block(self):
         for _ in range(self.check_every):
@@ -450,7 +470,7 @@ class SparsePressureSolverGPU:
         self._finish("finish_init", (self.partials, G, self.scalars, self.state, np.float64(tolerance)))
         self._precondition_and_dot()  # z = M r, r·z
         self._finish("finish_beta", (self.partials, G, self.scalars, self.state, np.int32(1)))  # rz, β = 0
-        if not self.fuse:  # fused: the first iteration's d = z + 0·0, as this launch computes it
+        if not self.fuse_direction:  # fused: the first iteration's d = z + 0·0, as this launch computes it
             self._reduce("update_direction", (self.d, self._z(), self.sizes, self.scalars, self.state))  # d = z
         predicted = min(self.last_iterations, max_iterations) if PREDICT else 0
         iterations, residual, converged = run_blocks(self, max_iterations, progress, predicted, self.single)

@@ -1,10 +1,11 @@
 """The fused PCG kernels (cuda/flip_sparse_pressure_pcg.cu, sparse_pressure_gpu.FUSE) on the
 host without a GPU, as tests/unit/test_cuda_sparse_pressure_host.py builds them: the
-direction update folded into the Laplacian gives the d and q that update_direction then
-apply_laplacian (flip_sparse_pressure.cu) give, and both equal NumPy's float32 operations
-bit for bit; the arrival counter is back at 0 after each launch; a stopped solve writes
-nothing. α and β (the last block's sums in the 1024-thread order of finish_*) need real
-warps: tests/gpu/test_flip_sparse_pressure_gpu.py compares whole solves bit for bit."""
+direction update folded into the Laplacian (FUSE "1") gives the d and q that
+update_direction then apply_laplacian (flip_sparse_pressure.cu) give, apply_laplacian_alpha
+(FUSE "finish") the same q, and all equal NumPy's float32 operations bit for bit; the
+arrival counter is back at 0 after each launch; a stopped solve writes nothing. α and β
+(the last block's sums in the 1024-thread order of finish_*) need real warps:
+tests/gpu/test_flip_sparse_pressure_gpu.py compares whole solves bit for bit."""
 
 import numpy as np
 import pytest
@@ -15,7 +16,7 @@ from voxfx.kernels.flip.sparse_pressure_gpu import _FUSED, _K
 
 # Input: m stride stopped beta(hex double), nbr (6 × stride), diag, z, d_old (stride each,
 # hex floats). Output: d and q (m each) by update_direction + apply_laplacian, then d and q
-# by direction_laplacian, then its counter.
+# by direction_laplacian, then its counter; q by apply_laplacian_alpha, then its counter.
 HARNESS = PREAMBLE.replace('#include "flip_sparse_pressure.cu"', r"""
 #define __threadfence() ((void)0)
 #define __ldcg(p) (*(p))
@@ -52,6 +53,11 @@ int main() {
                                        sizes, partials.data(), scalars, state, &counter));
     for (int c = 0; c < m; ++c) printf("%a %a\n", d2[c], q2[c]);
     printf("%u\n", counter);
+    std::vector<float> q3(stride, -7.0f);  // apply_laplacian_alpha on update_direction's d
+    LAUNCH(stride, apply_laplacian_alpha(d.data(), q3.data(), nbr.data(), diag.data(), stride, sizes, partials.data(),
+                                         scalars, state, &counter));
+    for (int c = 0; c < m; ++c) printf("%a\n", q3[c]);
+    printf("%u\n", counter);
     return 0;
 }
 """)
@@ -80,14 +86,15 @@ def _case(rng, m, stride, beta, stopped=0):
 def _parse(text, m):
     rows = text.split()
     vals = np.array([float.fromhex(v) for v in rows[:4 * m]], np.float32).reshape(2, m, 2)
-    return vals[0], vals[1], int(rows[4 * m])
+    q3 = np.array([float.fromhex(v) for v in rows[4 * m + 1:5 * m + 1]], np.float32)
+    return vals[0], vals[1], int(rows[4 * m]), q3, int(rows[5 * m + 1])
 
 
 @pytest.mark.parametrize("m, stride, beta", [(1, 2, 0.0), (37, 64, 0.3712), (500, 700, 1.9e-3), (900, 901, 0.0)])
 def test_direction_in_the_laplacian_equals_update_then_apply_bit_for_bit(fused, m, stride, beta):
     rng = np.random.default_rng(m)
     lines, nbr, diag, z, d_old = _case(rng, m, stride, beta)
-    split, joined, counter = _parse(fused.raw(lines), m)
+    split, joined, counter, q_alpha, counter_alpha = _parse(fused.raw(lines), m)
     b = np.float32(beta)  # the kernels' (float)β
     d = np.append(z[:m] + b * d_old[:m], np.float32(0))  # update_direction; the sentinel stays 0
     s = d[nbr[0, :m]]
@@ -97,13 +104,14 @@ def test_direction_in_the_laplacian_equals_update_then_apply_bit_for_bit(fused, 
     assert split[:, 0].view(np.uint32).tolist() == d[:m].view(np.uint32).tolist()
     assert split[:, 1].view(np.uint32).tolist() == q.view(np.uint32).tolist()
     assert joined.view(np.uint32).tolist() == split.view(np.uint32).tolist()
-    assert counter == 0  # the last block reset it for the next launch
+    assert q_alpha.view(np.uint32).tolist() == q.view(np.uint32).tolist()  # apply_laplacian_alpha
+    assert counter == counter_alpha == 0  # the last block reset it for the next launch
 
 
 def test_a_stopped_solve_writes_no_direction(fused):
     rng = np.random.default_rng(5)
     m = 40
     lines, *_ = _case(rng, m, 64, 0.5, stopped=1)
-    split, joined, counter = _parse(fused.raw(lines), m)
-    assert (joined == -7.0).all() and counter == 0
+    split, joined, counter, q_alpha, counter_alpha = _parse(fused.raw(lines), m)
+    assert (joined == -7.0).all() and (q_alpha == -7.0).all() and counter == counter_alpha == 0
     assert (split[:, 1] == -7.0).all()  # the old kernels are masked alike
