@@ -337,3 +337,102 @@ def test_gpu_predicted_iterations_give_the_blocks_pressure_bit_for_bit(monkeypat
     sparse_pressure_gpu.release_gpu_solvers()
     for (p_blocks, s_blocks), (p_predicted, s_predicted) in zip(runs[False], runs[True]):
         assert s_blocks == s_predicted and np.array_equal(p_blocks, p_predicted)
+
+
+@pytest.mark.parametrize("fuse", ["finish", "1"])
+@pytest.mark.parametrize("preconditioner, vcycle", [("mg", "fused"), ("mg", "split"), ("jacobi", "fused"),
+                                                    ("none", "fused")])
+def test_gpu_fused_iteration_gives_the_same_pressure_bit_for_bit(monkeypatch, preconditioner, vcycle, fuse):
+    """FUSE (VOXFX_SPARSE_PCG_FUSE) "finish": α and β in the last block of the kernels
+    before them (the finish_* kernels' order of the sums); "1": and d = z + β d inside the
+    Laplacian's kernel (two direction buffers): the same iterations, residual and pressure
+    bit for bit as the kernels one by one ("0"), over two solves (the second starts with
+    predicted single iterations, so from either direction buffer)."""
+    import cupy
+
+    monkeypatch.setattr(sparse_pressure_gpu, "VCYCLE", vcycle)
+    rng = np.random.default_rng()
+    spec, pos, vel, obstacle = random_scene(rng)
+    runs = {}
+    for mode in ("0", fuse):
+        monkeypatch.setattr(sparse_pressure_gpu, "FUSE", mode)
+        sparse_pressure_gpu.release_gpu_solvers()
+        g = tank(cupy, pos, vel, spec, obstacle)
+        runs[mode] = []
+        for _ in range(2):
+            p, stats = sparse_pressure.solve_pressure(g, 0.01, tolerance=1e-5, preconditioner=preconditioner,
+                                                      max_iterations=3000)
+            runs[mode].append((host(p), stats))
+        (solver,) = sparse_pressure_gpu._solvers.values()
+        assert solver.fuse == (mode != "0") and int(solver.counter.get()[0]) == 0
+    sparse_pressure_gpu.release_gpu_solvers()
+    for (p_split, s_split), (p_fused, s_fused) in zip(runs["0"], runs[fuse]):
+        assert s_split["converged"] and s_split == s_fused
+        assert np.abs(p_split).max() > 0 and np.array_equal(p_split, p_fused)
+
+
+@pytest.mark.parametrize("fuse, dropped", [("finish", {"finish_alpha", "finish_beta"}),
+                                           ("1", {"finish_alpha", "finish_beta", "update_direction"})])
+@pytest.mark.parametrize("preconditioner", ["mg", "jacobi"])
+def test_gpu_fused_iteration_launches_fewer_kernels(monkeypatch, preconditioner, fuse, dropped):
+    """One iteration launch by launch: FUSE "finish" drops finish_alpha and finish_beta, "1"
+    update_direction too (counted on the Kernels' launch calls)."""
+    import cupy
+
+    from voxfx.kernels.grid import launch
+
+    rng = np.random.default_rng()
+    spec, pos, vel, obstacle = random_scene(rng)
+    counts = {}
+    for mode in ("0", fuse):
+        monkeypatch.setattr(sparse_pressure_gpu, "FUSE", mode)
+        sparse_pressure_gpu.release_gpu_solvers()
+        g = tank(cupy, pos, vel, spec, obstacle)
+        sparse_pressure.solve_pressure(g, 0.01, tolerance=1e-5, preconditioner=preconditioner)
+        (solver,) = sparse_pressure_gpu._solvers.values()
+        names = []
+        plain = launch.Kernels.launch_grid
+        monkeypatch.setattr(launch.Kernels, "launch_grid",
+                            lambda self, name, *a, _names=names, _plain=plain: (_names.append(name),
+                                                                                _plain(self, name, *a)))
+        solver._iteration()  # the solve stopped: every kernel returns at once
+        monkeypatch.setattr(launch.Kernels, "launch_grid", plain)
+        counts[mode] = names
+    sparse_pressure_gpu.release_gpu_solvers()
+    assert dropped <= set(counts["0"]) and not dropped & set(counts[fuse])
+    assert len(counts[fuse]) == len(counts["0"]) - len(dropped)
+
+
+@pytest.mark.parametrize("fuse", ["0", "finish", "1"])
+def test_gpu_graphs_are_captured_once_and_replayed_across_substeps(monkeypatch, fuse):
+    """Five substeps of a moving tank: one solver; each of its graphs (a block and a single
+    iteration; FUSE "1": from either direction buffer) captured at most once, then
+    replayed; every solve still converges to the CPU's pressure."""
+    import cupy
+
+    monkeypatch.setattr(sparse_pressure_gpu, "FUSE", fuse)
+    sparse_pressure_gpu.release_gpu_solvers()
+    rng = np.random.default_rng()
+    spec, pos, vel, obstacle = random_scene(rng)
+    solvers, replays = set(), []
+    for step in range(5):
+        moved = np.clip(pos + rng.normal(0, 0.01, pos.shape).astype(np.float32), 0.0, 0.999 * np.asarray(spec.upper))
+        keep = rng.random(len(pos)) < 0.98 - 0.01 * step
+        results = []
+        for xp in (np, cupy):
+            g = tank(xp, moved[keep].astype(np.float32), vel[keep], spec, obstacle)
+            results.append(sparse_pressure.solve_pressure(g, 0.01, tolerance=1e-5))
+        (pc, sc), (pg, sg) = results
+        assert sg["converged"] and abs(sg["iterations"] - sc["iterations"]) <= 1
+        assert np.abs(host(pg) - host(pc)).max() <= 1e-3 * np.abs(host(pc)).max()
+        (solver,) = sparse_pressure_gpu._solvers.values()
+        solvers.add(id(solver))
+        loops = [g for a in (solver.loop, solver.single) for g in getattr(a, "loops", [a])]
+        if any(g.failed for g in loops):
+            pytest.skip("no CUDA graph capture on this CuPy/driver")
+        assert all(g.captures <= 1 for g in loops) and 1 <= solver.captures <= 4
+        replays.append(solver.loop.launches + solver.single.launches)
+    sparse_pressure_gpu.release_gpu_solvers()
+    assert len(solvers) == 1
+    assert replays == sorted(replays) and replays[-1] > replays[0] > 0
+    cupy.cuda.Device().synchronize()
