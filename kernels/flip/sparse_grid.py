@@ -95,8 +95,8 @@ class SparseFlipGrid(SparseMacGrid):
         xp = self.xp
         self.bins = None  # the bricks (and the particles) may change
         found = None
-        if sparse_gpu.available(self, pos) and (extra_cells is None or len(extra_cells) == 0):
-            found = sparse_gpu.incremental_keys(self, pos, margin)
+        if sparse_gpu.can_build(self, pos) and (extra_cells is None or len(extra_cells) == 0):
+            found = sparse_gpu.incremental_keys(self, pos, margin)  # the first build too (no brick yet)
         plain = (obstacle is None or len(obstacle) == 0) and all(b.count == 0 for b in bodies)
         if found is not None and found[1]:  # the same bricks: same slots, tables and marks
             added = freed = xp.zeros(0, xp.int32)
