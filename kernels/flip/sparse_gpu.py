@@ -216,7 +216,7 @@ def _reached(cp, mask, coords, flags):
     add to flags[1])."""
     mask, radius = mask
     offsets = (2 * radius + 1) ** 3
-    cap = int(coords.shape[0]) // 3
+    cap = int(coords.shape[0])  # coords: (capacity, 3)
     reached = cp.empty(offsets * cap, cp.int64)
     KERNELS.launch("reach_keys", offsets * cap, (mask, coords, _I64(cap), _I32(radius), reached, flags[1:2]))
     return reached[reached >= 0]
