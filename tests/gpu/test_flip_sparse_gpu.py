@@ -409,3 +409,26 @@ def test_gpu_first_build_and_wide_margins_are_the_array_paths(monkeypatch, close
     legacy.update(cupy.asarray(pos), margin)
     assert np.array_equal(host(legacy.topology.keys), grids(spec, pos, closed, margin=margin)[0].topology.keys)
     assert (sparse_gpu.incremental_keys(legacy, cupy.asarray(moved), margin) is None) == (margin > 8)
+
+
+@pytest.mark.parametrize("boundary", ["closed", "open"])
+def test_gpu_fast_liquid_substeps_keep_the_array_paths_bricks(boundary):
+    """A blob thrown at 5 m/s on a 1/64 m grid with 1/60 s substeps needs a margin of two
+    bricks' reach (> 8 cells): every substep's device topology (the first build included)
+    is the bricks of topology_keys on the same positions."""
+    import cupy
+
+    from voxfx.kernels.flip import sparse_gpu, transfer
+    from voxfx.kernels.flip.sparse_grid import substep_margin
+
+    spec = GridSpec((0.0, 0.0, 0.0), 1 / 64, (64, 64, 64))
+    v, t = box((0.2, 0.3, 0.3), (0.4, 0.5, 0.5))
+    sim = FlipSimulation(spec, FlipSettings(gravity=(0.0, 0.0, 0.0), boundary=boundary), v, t, xp=cupy, sparse=True)
+    sim.vel[:, 0] = cupy.float32(5.0)
+    g, dt = sim.grid, 1 / 60
+    for _ in range(3):
+        margin = substep_margin(float(transfer.max_speed(sim.vel)), dt, spec.voxel_size, 0.0)
+        assert 8 < margin <= sparse_gpu.MAX_MARGIN and sparse_gpu.can_build(g, sim.pos)
+        want = host(g.topology_keys(sim.pos, margin))
+        sim.substep(dt)
+        assert np.array_equal(host(g.topology.keys), want)
