@@ -173,8 +173,10 @@ extern "C" __global__ void mark_occupied(const float* __restrict__ pos, long lon
 }
 
 // Brick offsets within `radius` bricks (R = 1: the 27 around a brick; R = 2: 125, for a
-// margin of 9–16 cells): offset (dx, dy, dz) ∈ [−R, R]³ has index ((dz + R)·(2R + 1) + dy + R)·
+// margin of 9–16 cells; R = 3: 343, up to 24 cells, REACH_MAX_RADIUS): offset (dx, dy, dz) ∈ [−R, R]³ has index ((dz + R)·(2R + 1) + dy + R)·
 // (2R + 1) + dx + R (R = 1: sparse_offset_index), and a slot's mask is reach_words(R) words.
+#define REACH_MAX_RADIUS 3
+#define REACH_MAX_WORDS 11  // reach_words(REACH_MAX_RADIUS)
 __device__ __forceinline__ int reach_side(int radius) { return 2 * radius + 1; }
 __device__ __forceinline__ int reach_offsets(int radius) { return reach_side(radius) * reach_side(radius) * reach_side(radius); }
 __device__ __forceinline__ int reach_words(int radius) { return (reach_offsets(radius) + 31) >> 5; }
@@ -214,7 +216,7 @@ extern "C" __global__ void brick_reach(const unsigned char* __restrict__ occupie
     const unsigned long long bytes = reinterpret_cast<const unsigned long long*>(occupied + slot * SPARSE_CELLS)[row];
     if (!bytes) return;
     const long long b[3] = {coords[3 * slot], coords[3 * slot + 1], coords[3 * slot + 2]};
-    unsigned int rx = 0, out[4] = {0u, 0u, 0u, 0u};
+    unsigned int rx = 0, out[REACH_MAX_WORDS] = {0u};
     for (int lx = 0; lx < 8; ++lx)
         if ((bytes >> (8 * lx)) & 0xFFull) rx |= axis_reach(b[0], lx, margin, closed, nx, radius);
     const unsigned int ry = axis_reach(b[1], row & 7, margin, closed, ny, radius);

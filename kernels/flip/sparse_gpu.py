@@ -22,10 +22,11 @@ nothing is sorted or rebuilt, and the update is a handful of launches and one ho
 When a particle lies outside the current topology (the first substep, an inflow, a
 restore) the same pipeline runs on the bricks that hold particles (``full_keys``: one sort
 of a key per particle); the first substep's build (no brick yet) is this one too, so no
-per-(particle, brick) key list is ever expanded on the device. A margin of 9–16 cells (a
-fast liquid on a fine grid: 512³ at 1/120 s) reaches two bricks away: the masks then hold
-the 125 offsets within two bricks (``reach_radius``: four words a brick instead of one).
-The array path builds instead when the margin exceeds two bricks, with extra cells
+per-(particle, brick) key list is ever expanded on the device. A margin of 9–24 cells (a
+fast liquid on a fine grid: 512³ at 1/120 s, or substeps held by their cap) reaches two or
+three bricks away: the masks then hold the 125 or 343 offsets within two or three bricks
+(``reach_radius``: 4 or 11 words a brick instead of one). The array path builds instead
+when the margin exceeds three bricks, with extra cells
 (narrow band) or beyond the key range (its error). ``VOXFX_SPARSE_TOPOLOGY=legacy`` keeps
 the earlier limits (one brick; the first build on the array path) for A/B timing.
 
@@ -71,7 +72,7 @@ from .particles import PUSH_EPSILON, THREADS
 
 KERNELS = Kernels("flip_sparse_transfer.cu", ("--fmad=false",), THREADS,
                   defines={**mac.CELL_TYPES, "PUSH_EPSILON": PUSH_EPSILON})
-MAX_MARGIN = 16  # cells: the incremental topology reaches the 124 bricks within two of each brick only
+MAX_MARGIN = 24  # cells: the device topology reaches the bricks within three of each brick only (REACH_MAX_RADIUS)
 TOPOLOGY_MODES = ("device", "legacy")
 CELLS = 512
 _I64, _I32 = np.int64, np.int32
@@ -169,8 +170,9 @@ def topology_mode() -> str:
 
 def reach_radius(margin: int) -> int:
     """Bricks a cell's box (cell ± *margin*) may reach from the cell's brick: 1 up to 8
-    cells (27 offsets, one mask word a brick), 2 up to 16 (125 offsets, four words)."""
-    return 1 if margin <= 8 else 2
+    cells (27 offsets, one mask word a brick), 2 up to 16 (125 offsets, four words), 3 up
+    to ``MAX_MARGIN`` = 24 (343 offsets, eleven words)."""
+    return max(1, -(-int(margin) // 8))
 
 
 def can_build(grid, pos) -> bool:

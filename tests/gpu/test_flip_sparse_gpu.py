@@ -359,7 +359,7 @@ def test_gpu_incremental_topology_is_the_array_paths(closed):
     cpu, gpu = grids(spec, pos, closed, margin=5)
     assert sparse_gpu.incremental_keys(gpu, cupy.asarray(pos), 5) == (None, True)  # the same bricks
     moved = pos + rng.normal(0, 0.02, pos.shape).astype(np.float32)
-    for margin in (1, 3, 5, 8, 9, 12, 16):  # one brick of reach, then two (125 offsets)
+    for margin in (1, 3, 5, 8, 9, 12, 16, 17, 24):  # one brick of reach, then two (125 offsets), three (343)
         found = sparse_gpu.incremental_keys(gpu, cupy.asarray(moved), margin)
         assert found is not None
         keys, same = found
@@ -378,14 +378,14 @@ def test_gpu_incremental_topology_is_the_array_paths(closed):
         far[0] = (2.0, 2.0, 0.5)  # outside the topology
         keys, same = sparse_gpu.incremental_keys(gpu, cupy.asarray(far), 5)  # built from the particles' bricks
         assert not same and np.array_equal(np.unique(host(keys)), cpu.topology_keys(far, 5))
-    assert sparse_gpu.incremental_keys(gpu, cupy.asarray(moved), 17) is None  # beyond two bricks: array path
+    assert sparse_gpu.incremental_keys(gpu, cupy.asarray(moved), 25) is None  # beyond three bricks: array path
 
 
 @pytest.mark.parametrize("closed", [True, False], ids=["closed", "open"])
-@pytest.mark.parametrize("margin", [4, 12])
+@pytest.mark.parametrize("margin", [4, 12, 20])
 def test_gpu_first_build_and_wide_margins_are_the_array_paths(monkeypatch, closed, margin):
     """The first substep's topology (no brick yet) is built on the device from the
-    particles' bricks, also with a margin of two bricks' reach: the CPU's keys, slots and
+    particles' bricks, also with margins of two and three bricks' reach: the CPU's keys, slots and
     tables; VOXFX_SPARSE_TOPOLOGY=legacy (the earlier limits) gives the same bricks."""
     import cupy
 

@@ -19,7 +19,7 @@ from voxfx.kernels.flip import sparse_gpu, sparse_transfer
 from voxfx.kernels.flip.sparse_grid import SparseFlipGrid
 from voxfx.kernels.grid import GridSpec
 
-# Input: closed nx ny nz apic margin margin2; ox oy oz h inv_h flip pic dt half_dt, gravity·dt (3)
+# Input: closed nx ny nz apic margin margin2 margin3; ox oy oz h inv_h flip pic dt half_dt, gravity·dt (3)
 # (%a); n_keys cap, keys, slots; N, pos, vel (, C); per pool cell solid (int), solid_u,
 # solid_v, solid_w (%a).
 # Output, one value a line: the tables' nbr (6 × cells), exists_u/v/w and wall; P2G u v w
@@ -29,7 +29,7 @@ from voxfx.kernels.grid import GridSpec
 # then the bins'); then, for those positions, the incremental topology's added and freed
 # counts against the current one, missed and beyond counts, and its sorted unique keys;
 # then the same from a full build; all of it for margin (≤ 8: one brick of reach), then
-# margin2 (9–16: two bricks, sparse_gpu.reach_radius).
+# margin2 (9–16: two bricks, sparse_gpu.reach_radius) and margin3 (17–24: three).
 HARNESS = r"""
 #include <algorithm>
 #include <cmath>
@@ -62,8 +62,8 @@ static float rf() { float x; scanf("%a", &x); return x; }
 template <class T> static void pr(const std::vector<T>& a) { for (auto x : a) printf("%d\n", (int)x); }
 static void pf(const std::vector<float>& a) { for (float x : a) printf("%a\n", x); }
 int main() {
-    int closed, nx, ny, nz, apic, margin, margin2;
-    if (scanf("%d %d %d %d %d %d %d", &closed, &nx, &ny, &nz, &apic, &margin, &margin2) != 7) return 1;
+    int closed, nx, ny, nz, apic, margin, margin2, margin3;
+    if (scanf("%d %d %d %d %d %d %d %d", &closed, &nx, &ny, &nz, &apic, &margin, &margin2, &margin3) != 8) return 1;
     float ox = rf(), oy = rf(), oz = rf(), h = rf(), inv_h = rf(), flip = rf(), pic = rf(), dt = rf(), half_dt = rf();
     const float gravity[3] = {rf(), rf(), rf()};
     ll nk, cap;
@@ -171,8 +171,8 @@ int main() {
                                 order.data(), cell_of.data(), cells, 1));
     pf(pos2); pf(vel2);
     if (apic) pf(c2);
-    for (int m : {margin, margin2}) {  // one brick (R = 1) and two (R = 2) of reach
-    const int radius = m <= 8 ? 1 : 2, offsets = (2 * radius + 1) * (2 * radius + 1) * (2 * radius + 1);
+    for (int m : {margin, margin2, margin3}) {  // one brick (R = 1), two and three of reach
+    const int radius = std::max(1, (m + 7) / 8), offsets = (2 * radius + 1) * (2 * radius + 1) * (2 * radius + 1);
     const int words = (offsets + 31) / 32;
     // incremental topology of the moved particles
     std::vector<u8> occupied(cells, 0);
@@ -302,7 +302,7 @@ def scene(closed, apic, seed):
 def test_sparse_flip_kernels_match_the_numpy_reference(harness, closed, apic):
     spec, grid, pos, vel, c = scene(closed, apic, 11 + 2 * closed + apic)
     assert grid.topology.free.shape[0] > 0  # free slots take part
-    margin, margin2, dt = 4, 13, 0.01
+    margin, margin2, margin3, dt = 4, 13, 20, 0.01
     flip = np.float32(0.0 if apic else 0.95)
     pic = np.float32(1) - flip
     dt32 = np.float32(dt)
@@ -310,7 +310,7 @@ def test_sparse_flip_kernels_match_the_numpy_reference(harness, closed, apic):
     t = grid.topology
     cells = grid.size
     gravity = [np.float32(a * dt) for a in (0.5, -9.81, 0.25)]
-    lines = [f"{int(closed)} {nx} {ny} {nz} {int(apic)} {margin} {margin2}",
+    lines = [f"{int(closed)} {nx} {ny} {nz} {int(apic)} {margin} {margin2} {margin3}",
              _hex([*spec.origin, grid.h, 1.0 / grid.h, flip, pic, dt32, np.float32(0.5) * dt32, *gravity]),
              f"{t.count} {grid.capacity}", " ".join(str(int(k)) for k in t.keys),
              " ".join(str(int(s)) for s in t.slots), str(len(pos)), _hex(pos), _hex(vel)]
@@ -367,8 +367,8 @@ def test_sparse_flip_kernels_match_the_numpy_reference(harness, closed, apic):
     for want in (pos, vel, c) if apic else (pos, vel):  # in the bins' order: the same bits
         assert np.array_equal(out.floats(want.size).reshape(want.shape), want)
     # the incremental topology of the moved particles is topology_keys', and says what changed;
-    # for a margin of one brick of reach, then of two (9–16 cells: 125 offsets a brick)
-    for m in (margin, margin2):
+    # for a margin of one brick of reach, then of two (9–16 cells: 125 offsets a brick) and three
+    for m in (margin, margin2, margin3):
         added, freed, missed, beyond, count = out.ints(5)
         want = grid.topology_keys(pos, m)
         assert missed == 0 and beyond == 0
