@@ -15,7 +15,8 @@ CFL the solver keeps), not a frame's (up to 8 substeps' worth), so the pool — 
 stage that sweeps it, pressure first — stays about a brick ring smaller; on CuPy the
 update costs a few small kernels and host syncs (``sparse_gpu.incremental_keys``: the
 particles mark their cells in the current topology, each brick turns its marked cells into
-the bricks their boxes reach — the same bricks as ``topology_keys``, no particle sort), and
+the bricks their boxes reach — the same bricks as ``topology_keys``, no particle sort; for
+margins up to 24 cells, and the first substep's build from the particles' bricks), and
 a substep that changes no brick keeps the neighbour tables.
 
 Boundaries. A closed domain (``GridSpec`` box with walls, as the dense solver) clips the
