@@ -8,6 +8,7 @@ from the particle count before baking) beside the measured ones.
     python3 bench/flip_sparse.py [--quick] [--dense] [--steps N] [--res N ...] [--particles P ...]
                                  [--max-cg N] [--gather brick cell] [--g2p cell input]
                                  [--memory-trace] [--row 8m|65m|river] [--frames N] [--time-cap S]
+                                 [--topology device legacy]
 
 Big-scene rows (issue 12), each within ``--time-cap`` seconds of simulating (default 90;
 set-up, seeding included, is timed and printed apart):
@@ -45,7 +46,11 @@ P2G gather kernel (``sparse_gpu.gather_mode``: one block per brick with its halo
 memory, or one thread per cell), in the same process: an A/B of the two; every row names
 the gather it ran (default: ``VOXFX_SPARSE_GATHER``, else brick). ``--g2p cell input``
 likewise runs G2P + advection over the particles in P2G's sorted order or in their own
-(``sparse_gpu.g2p_order``); with both options, every pair.
+(``sparse_gpu.g2p_order``); with both options, every pair. ``--topology device legacy``
+runs each row with the device topology (``VOXFX_SPARSE_TOPOLOGY``: margins up to 16 cells
+and the first build on the device) and with the earlier limits (one brick of margin, the
+first build on the array path): an A/B in one process, the solver column naming the
+legacy rows.
 
 Each row is followed by the stages' bandwidth floors (H100 HBM3, 3.35 TB/s) and the
 measured/floor ratios: the bytes a stage must at least move — topology: positions read
@@ -320,6 +325,8 @@ def main():
                     help="P2G gather kernels to run each row with (A/B in one process)")
     ap.add_argument("--g2p", nargs="+", choices=sparse_gpu.G2P_ORDERS, default=None,
                     help="G2P particle orders to run each row with (A/B in one process)")
+    ap.add_argument("--topology", nargs="+", choices=sparse_gpu.TOPOLOGY_MODES, default=None,
+                    help="device topology modes to run each row with (A/B in one process)")
     ap.add_argument("--row", choices=sorted(ROWS), help="a big-scene row (module notes)")
     ap.add_argument("--frames", type=int, default=0, help="time N user frames (step(1/24)) instead of substeps")
     ap.add_argument("--level-set", action="store_true", help="with --frames: the frame's level set too")
@@ -353,12 +360,15 @@ def main():
         "CG it", "substep ms", "bricks", "grid MiB", "pool peak MiB", "estimate: bricks", "estimate MiB"]
     print(" | ".join(header))
     print(" | ".join("---" for _ in header))
-    runs = [(True, g, o) for g in gathers for o in orders] + ([(False, "-", "-")] if args.dense else [])
+    topologies = args.topology or [sparse_gpu.topology_mode()]
+    runs = [(True, g, o, m) for m in topologies for g in gathers for o in orders] + (
+        [(False, "-", "-", "-")] if args.dense else [])
     for n, particles in configs:
-        for sparse, gather, order in runs:
+        for sparse, gather, order, topology in runs:
             if sparse:
                 os.environ["VOXFX_SPARSE_GATHER"] = gather  # read at each P2G
                 os.environ["VOXFX_SPARSE_G2P"] = order  # and at each G2P
+                os.environ["VOXFX_SPARSE_TOPOLOGY"] = topology  # and at each topology update
             if trace is not None:
                 trace.__init__()
                 with trace.hook:
@@ -367,7 +377,8 @@ def main():
             else:
                 count, med, it, peak, extra = run(n, particles, args.steps, args.warm, sparse, args.max_cg, kind,
                                                   None, args.time_cap)
-            row = ["sparse" if sparse else "dense", gather, order, f"{n}³", f"{count:,}"]
+            solver = ("sparse" if topology == "device" else f"sparse ({topology} topology)") if sparse else "dense"
+            row = [solver, gather, order, f"{n}³", f"{count:,}"]
             row += [f"{m:.2f}" for m in med] + [
                 str(it) + (f" (cap {args.max_cg})" if args.max_cg else ""), f"{sum(med):.1f}",
                 str(extra.get("bricks", "")), f"{extra['grid MiB']:.0f}" if extra else "", f"{peak / 2 ** 20:.0f}",

@@ -172,10 +172,19 @@ extern "C" __global__ void mark_occupied(const float* __restrict__ pos, long lon
     occupied[(long long)s * SPARSE_CELLS + sparse_local(c[0], c[1], c[2])] = 1;
 }
 
-// Bits (off + 1) of the brick offsets off ∈ {−1, 0, 1} that the box c ± margin of lattice cell
+// Brick offsets within `radius` bricks (R = 1: the 27 around a brick; R = 2: 125, for a
+// margin of 9–16 cells; R = 3: 343, up to 24 cells, REACH_MAX_RADIUS): offset (dx, dy, dz) ∈ [−R, R]³ has index ((dz + R)·(2R + 1) + dy + R)·
+// (2R + 1) + dx + R (R = 1: sparse_offset_index), and a slot's mask is reach_words(R) words.
+#define REACH_MAX_RADIUS 3
+#define REACH_MAX_WORDS 11  // reach_words(REACH_MAX_RADIUS)
+__device__ __forceinline__ int reach_side(int radius) { return 2 * radius + 1; }
+__device__ __forceinline__ int reach_offsets(int radius) { return reach_side(radius) * reach_side(radius) * reach_side(radius); }
+__device__ __forceinline__ int reach_words(int radius) { return (reach_offsets(radius) + 31) >> 5; }
+
+// Bits (off + R) of the brick offsets off ∈ [−R, R] that the box c ± margin of lattice cell
 // c = 8·b + l reaches along one axis (closed: clipped to [−1, n], the box and its wall ring).
-// margin ≤ 8, so the box never reaches two bricks away.
-__device__ __forceinline__ unsigned int axis_reach(long long b, int l, int margin, int closed, int n)
+// margin ≤ 8·R, so the box never reaches more than R bricks away.
+__device__ __forceinline__ unsigned int axis_reach(long long b, int l, int margin, int closed, int n, int radius)
 {
     const long long c = 8 * b + l;
     long long lo = c - margin, hi = c + margin;
@@ -184,20 +193,20 @@ __device__ __forceinline__ unsigned int axis_reach(long long b, int l, int margi
         hi = min(hi, (long long)n);
     }
     unsigned int bits = 0;
-    for (long long o = (lo >> 3) - b; o <= (hi >> 3) - b; ++o) bits |= 1u << (o + 1);
+    for (long long o = (lo >> 3) - b; o <= (hi >> 3) - b; ++o) bits |= 1u << (o + radius);
     return bits;
 }
 
-// Step 2, one thread per (pool slot, row (y, z) of its cells): mask[slot] bit
-// sparse_offset_index(dx, dy, dz) set where some occupied cell's box reaches the brick at
-// that offset (the union over cells of products of per-axis ranges: the row's x-ranges are
-// merged first), OR-ed in with an integer atomic (the same bits in any order). 64 threads
-// per brick instead of one walking its 64 rows: a few hundred operations each, and
-// enough threads to fill the device at 20k bricks. Zero mask first.
+// Step 2, one thread per (pool slot, row (y, z) of its cells): mask bit o of the slot's
+// reach_words(R) words set where some occupied cell's box reaches the brick at offset o
+// (the union over cells of products of per-axis ranges: the row's x-ranges are merged
+// first), OR-ed in with integer atomics (the same bits in any order). 64 threads per brick
+// instead of one walking its 64 rows: a few hundred operations each, and enough threads to
+// fill the device at 20k bricks. Zero mask first.
 extern "C" __global__ void brick_reach(const unsigned char* __restrict__ occupied,
                                        const unsigned char* __restrict__ used,
                                        const int* __restrict__ coords, long long capacity, int margin, int closed,
-                                       int nx, int ny, int nz, unsigned int* __restrict__ mask)
+                                       int nx, int ny, int nz, int radius, unsigned int* __restrict__ mask)
 {
     const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= 64 * capacity) return;
@@ -207,34 +216,48 @@ extern "C" __global__ void brick_reach(const unsigned char* __restrict__ occupie
     const unsigned long long bytes = reinterpret_cast<const unsigned long long*>(occupied + slot * SPARSE_CELLS)[row];
     if (!bytes) return;
     const long long b[3] = {coords[3 * slot], coords[3 * slot + 1], coords[3 * slot + 2]};
-    unsigned int rx = 0, out = 0;
+    unsigned int rx = 0, out[REACH_MAX_WORDS] = {0u};
     for (int lx = 0; lx < 8; ++lx)
-        if ((bytes >> (8 * lx)) & 0xFFull) rx |= axis_reach(b[0], lx, margin, closed, nx);
-    const unsigned int ry = axis_reach(b[1], row & 7, margin, closed, ny);
-    const unsigned int rz = axis_reach(b[2], row >> 3, margin, closed, nz);
-    for (int dz = -1; dz <= 1; ++dz)
-        for (int dy = -1; dy <= 1; ++dy)
-            for (int dx = -1; dx <= 1; ++dx)
-                if (((rz >> (dz + 1)) & (ry >> (dy + 1)) & (rx >> (dx + 1))) & 1u)
-                    out |= 1u << sparse_offset_index(dx, dy, dz);
-    atomicOr(mask + slot, out);
+        if ((bytes >> (8 * lx)) & 0xFFull) rx |= axis_reach(b[0], lx, margin, closed, nx, radius);
+    const unsigned int ry = axis_reach(b[1], row & 7, margin, closed, ny, radius);
+    const unsigned int rz = axis_reach(b[2], row >> 3, margin, closed, nz, radius);
+    const int side = reach_side(radius), words = reach_words(radius);
+    for (int z = 0; z < side; ++z)
+        for (int y = 0; y < side; ++y)
+            for (int x = 0; x < side; ++x)
+                if (((rz >> z) & (ry >> y) & (rx >> x)) & 1u) {
+                    const int o = (z * side + y) * side + x;
+                    out[o >> 5] |= 1u << (o & 31);
+                }
+    for (int w = 0; w < words; ++w)
+        if (out[w]) atomicOr(mask + slot * words + w, out[w]);
+}
+
+// The brick at offset o of `slot` for R = radius, and whether the slot's mask reaches it.
+__device__ __forceinline__ bool reached_brick(const unsigned int* __restrict__ mask, const int* __restrict__ coords,
+                                              long long slot, int o, int radius, long long b[3])
+{
+    const int side = reach_side(radius);
+    if (!((mask[slot * reach_words(radius) + (o >> 5)] >> (o & 31)) & 1u)) return false;
+    b[0] = (long long)coords[3 * slot] + o % side - radius;
+    b[1] = (long long)coords[3 * slot + 1] + (o / side) % side - radius;
+    b[2] = (long long)coords[3 * slot + 2] + o / (side * side) - radius;
+    return true;
 }
 
 // Step 3, one thread per (slot, offset): the key of each reached brick, −1 elsewhere; a
 // brick beyond the key range sets *beyond (the caller's array path reports it).
 extern "C" __global__ void reach_keys(const unsigned int* __restrict__ mask, const int* __restrict__ coords,
-                                      long long capacity, long long* __restrict__ out,
+                                      long long capacity, int radius, long long* __restrict__ out,
                                       unsigned long long* __restrict__ beyond)
 {
     const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= 27 * capacity) return;
-    const long long slot = t / 27;
-    const int o = (int)(t - 27 * slot);
-    long long key = -1;
-    if ((mask[slot] >> o) & 1u) {
-        key = sparse_key_of_voxel(8 * ((long long)coords[3 * slot] + o % 3 - 1),
-                                  8 * ((long long)coords[3 * slot + 1] + (o / 3) % 3 - 1),
-                                  8 * ((long long)coords[3 * slot + 2] + o / 9 - 1));
+    const int offsets = reach_offsets(radius);
+    if (t >= offsets * capacity) return;
+    const long long slot = t / offsets;
+    long long key = -1, b[3];
+    if (reached_brick(mask, coords, slot, (int)(t - offsets * slot), radius, b)) {
+        key = sparse_key_of_voxel(8 * b[0], 8 * b[1], 8 * b[2]);
         if (key < 0) atomicAdd(beyond, 1ULL);
     }
     out[t] = key;
@@ -245,23 +268,22 @@ extern "C" __global__ void reach_keys(const unsigned int* __restrict__ mask, con
 // *added counts those that are not, *beyond those past the key range; then count_unkept.
 // All zero: no brick changes (reach_keys then lists the keys only when they do).
 extern "C" __global__ void reach_compare(const unsigned int* __restrict__ mask, const int* __restrict__ coords,
-                                         long long capacity, const long long* __restrict__ keys,
+                                         long long capacity, int radius, const long long* __restrict__ keys,
                                          const int* __restrict__ slots, long long n_keys, BRICK_INDEX_ARGS,
                                          unsigned char* __restrict__ kept, unsigned long long* __restrict__ added,
                                          unsigned long long* __restrict__ beyond)
 {
     const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= 27 * capacity) return;
-    const long long slot = t / 27;
-    const int o = (int)(t - 27 * slot);
-    if (!((mask[slot] >> o) & 1u)) return;
-    const long long bx = (long long)coords[3 * slot] + o % 3 - 1, by = (long long)coords[3 * slot + 1] + (o / 3) % 3 - 1,
-                    bz = (long long)coords[3 * slot + 2] + o / 9 - 1;
-    if (sparse_key_of_voxel(8 * bx, 8 * by, 8 * bz) < 0) {
+    const int offsets = reach_offsets(radius);
+    if (t >= offsets * capacity) return;
+    const long long slot = t / offsets;
+    long long b[3];
+    if (!reached_brick(mask, coords, slot, (int)(t - offsets * slot), radius, b)) return;
+    if (sparse_key_of_voxel(8 * b[0], 8 * b[1], 8 * b[2]) < 0) {
         atomicAdd(beyond, 1ULL);
         return;
     }
-    const int s = INDEXED_SLOT(bx, by, bz);
+    const int s = INDEXED_SLOT(b[0], b[1], b[2]);
     if (s < 0) atomicAdd(added, 1ULL);
     else kept[s] = 1;
 }

@@ -21,9 +21,14 @@ without sorting the particles. Most substeps change no brick (``reach_compare``)
 nothing is sorted or rebuilt, and the update is a handful of launches and one host sync.
 When a particle lies outside the current topology (the first substep, an inflow, a
 restore) the same pipeline runs on the bricks that hold particles (``full_keys``: one sort
-of a key per particle). The array path builds instead when the margin exceeds a brick (8
-cells: the mask would need 125 bits), with extra cells (narrow band) or beyond the key
-range (its error).
+of a key per particle); the first substep's build (no brick yet) is this one too, so no
+per-(particle, brick) key list is ever expanded on the device. A margin of 9–24 cells (a
+fast liquid on a fine grid: 512³ at 1/120 s, or substeps held by their cap) reaches two or
+three bricks away: the masks then hold the 125 or 343 offsets within two or three bricks
+(``reach_radius``: 4 or 11 words a brick instead of one). The array path builds instead
+when the margin exceeds three bricks, with extra cells
+(narrow band) or beyond the key range (its error). ``VOXFX_SPARSE_TOPOLOGY=legacy`` keeps
+the earlier limits (one brick; the first build on the array path) for A/B timing.
 
 P2G (§6–7): particles binned by pool cell (counting sort: ``count_particles_sparse`` +
 ``flip_transfer.cu``'s ``place_particles``/``sort_cell_segments``/``copy_sorted_particles``,
@@ -67,7 +72,8 @@ from .particles import PUSH_EPSILON, THREADS
 
 KERNELS = Kernels("flip_sparse_transfer.cu", ("--fmad=false",), THREADS,
                   defines={**mac.CELL_TYPES, "PUSH_EPSILON": PUSH_EPSILON})
-MAX_MARGIN = 8  # cells: the incremental topology reaches the 26 bricks around each brick only
+MAX_MARGIN = 24  # cells: the device topology reaches the bricks within three of each brick only (REACH_MAX_RADIUS)
+TOPOLOGY_MODES = ("device", "legacy")
 CELLS = 512
 _I64, _I32 = np.int64, np.int32
 GATHERS = ("brick", "cell")
@@ -152,36 +158,69 @@ def mark_walls(grid) -> None:
         grid[name] = a
 
 
+def topology_mode() -> str:
+    """``VOXFX_SPARSE_TOPOLOGY``: ``device`` (default: margins up to ``MAX_MARGIN``, the
+    first build from the particles' bricks) or ``legacy`` (the A/B baseline: margins up to
+    one brick, the first build on the array path)."""
+    mode = os.environ.get("VOXFX_SPARSE_TOPOLOGY", "").strip().lower() or TOPOLOGY_MODES[0]
+    if mode not in TOPOLOGY_MODES:
+        raise ValueError(f"VOXFX_SPARSE_TOPOLOGY must be one of {', '.join(TOPOLOGY_MODES)}, not {mode!r}")
+    return mode
+
+
+def reach_radius(margin: int) -> int:
+    """Bricks a cell's box (cell ± *margin*) may reach from the cell's brick: 1 up to 8
+    cells (27 offsets, one mask word a brick), 2 up to 16 (125 offsets, four words), 3 up
+    to ``MAX_MARGIN`` = 24 (343 offsets, eleven words)."""
+    return max(1, -(-int(margin) // 8))
+
+
+def can_build(grid, pos) -> bool:
+    """The device topology serves *grid* and *pos*: CuPy, float32 C-contiguous positions,
+    and the current topology's brick tables built (or no brick yet: the first build)."""
+    if grid.xp is np or pos.dtype != np.float32 or not pos.flags.c_contiguous:
+        return False
+    if grid.topology.count == 0:
+        return topology_mode() == "device"
+    return available(grid, pos)
+
+
 def _reach(grid, pos, margin, keys, slots, used, coords, compare, index):
     """The marking pipeline (module notes) on the bricks *keys* in *slots* (*used*,
-    *coords*: per slot; *index*: their ``brick_index``): the reach masks per slot and the
-    flags [missed, beyond, added, freed] (beyond, added, freed against *keys* when
-    *compare*, straight from the masks; ``_reached`` lists the keys)."""
+    *coords*: per slot; *index*: their ``brick_index``): the reach masks per slot
+    (``reach_radius(margin)``'s words each) and the flags [missed, beyond, added, freed]
+    (beyond, added, freed against *keys* when *compare*, straight from the masks;
+    ``_reached`` lists the keys)."""
     cp = grid.xp
     n, cap = int(pos.shape[0]), int(used.shape[0])
+    radius = reach_radius(margin)
+    offsets, words = (2 * radius + 1) ** 3, -(-(2 * radius + 1) ** 3 // 32)
     nk = _I64(keys.shape[0])
     occupied = cp.zeros(cap * CELLS, cp.uint8)
     flags = cp.zeros(4, cp.uint64)
     ox, oy, oz, _, inv_h = _frame(grid)
     KERNELS.launch("mark_occupied", n, (pos, _I64(n), ox, oy, oz, inv_h, _I32(grid.closed), *_dims(grid), keys,
                                         slots, nk, *index, occupied, flags[0:1]))
-    mask = cp.zeros(cap, cp.uint32)
+    mask = cp.zeros(cap * words, cp.uint32)
     KERNELS.launch("brick_reach", 64 * cap, (occupied, used, coords, _I64(cap), _I32(margin), _I32(grid.closed),
-                                        *_dims(grid), mask))
+                                        *_dims(grid), _I32(radius), mask))
     del occupied
     if compare:
         kept = cp.zeros(cap, cp.uint8)
-        KERNELS.launch("reach_compare", 27 * cap, (mask, coords, _I64(cap), keys, slots, nk, *index, kept,
-                                                   flags[2:3], flags[1:2]))
+        KERNELS.launch("reach_compare", offsets * cap, (mask, coords, _I64(cap), _I32(radius), keys, slots, nk,
+                                                        *index, kept, flags[2:3], flags[1:2]))
         KERNELS.launch("count_unkept", cap, (used, kept, _I64(cap), flags[3:4]))
-    return mask, flags
+    return (mask, radius), flags
 
 
 def _reached(cp, mask, coords, flags):
-    """The keys the masks reach (bricks past the key range add to flags[1])."""
-    cap = int(mask.shape[0])
-    reached = cp.empty(27 * cap, cp.int64)
-    KERNELS.launch("reach_keys", 27 * cap, (mask, coords, _I64(cap), reached, flags[1:2]))
+    """The keys the masks (``_reach``'s (mask, radius)) reach (bricks past the key range
+    add to flags[1])."""
+    mask, radius = mask
+    offsets = (2 * radius + 1) ** 3
+    cap = int(coords.shape[0])  # coords: (capacity, 3)
+    reached = cp.empty(offsets * cap, cp.int64)
+    KERNELS.launch("reach_keys", offsets * cap, (mask, coords, _I64(cap), _I32(radius), reached, flags[1:2]))
     return reached[reached >= 0]
 
 
@@ -192,7 +231,8 @@ def incremental_keys(grid, pos, margin: int):
     or, when a particle lies outside it (or there is none), from the bricks holding
     particles (``full_keys``)."""
     margin = int(margin)
-    if margin > MAX_MARGIN or margin < 0 or int(pos.shape[0]) == 0:
+    limit = MAX_MARGIN if topology_mode() == "device" else 8
+    if margin > limit or margin < 0 or int(pos.shape[0]) == 0:
         return None
     t = grid.topology
     if t.count:

@@ -15,7 +15,8 @@ CFL the solver keeps), not a frame's (up to 8 substeps' worth), so the pool — 
 stage that sweeps it, pressure first — stays about a brick ring smaller; on CuPy the
 update costs a few small kernels and host syncs (``sparse_gpu.incremental_keys``: the
 particles mark their cells in the current topology, each brick turns its marked cells into
-the bricks their boxes reach — the same bricks as ``topology_keys``, no particle sort), and
+the bricks their boxes reach — the same bricks as ``topology_keys``, no particle sort; for
+margins up to 24 cells, and the first substep's build from the particles' bricks), and
 a substep that changes no brick keeps the neighbour tables.
 
 Boundaries. A closed domain (``GridSpec`` box with walls, as the dense solver) clips the
@@ -95,8 +96,8 @@ class SparseFlipGrid(SparseMacGrid):
         xp = self.xp
         self.bins = None  # the bricks (and the particles) may change
         found = None
-        if sparse_gpu.available(self, pos) and (extra_cells is None or len(extra_cells) == 0):
-            found = sparse_gpu.incremental_keys(self, pos, margin)
+        if sparse_gpu.can_build(self, pos) and (extra_cells is None or len(extra_cells) == 0):
+            found = sparse_gpu.incremental_keys(self, pos, margin)  # the first build too (no brick yet)
         plain = (obstacle is None or len(obstacle) == 0) and all(b.count == 0 for b in bodies)
         if found is not None and found[1]:  # the same bricks: same slots, tables and marks
             added = freed = xp.zeros(0, xp.int32)

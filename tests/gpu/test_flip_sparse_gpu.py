@@ -359,7 +359,7 @@ def test_gpu_incremental_topology_is_the_array_paths(closed):
     cpu, gpu = grids(spec, pos, closed, margin=5)
     assert sparse_gpu.incremental_keys(gpu, cupy.asarray(pos), 5) == (None, True)  # the same bricks
     moved = pos + rng.normal(0, 0.02, pos.shape).astype(np.float32)
-    for margin in (1, 3, 5, 8):
+    for margin in (1, 3, 5, 8, 9, 12, 16, 17, 24):  # one brick of reach, then two (125 offsets), three (343)
         found = sparse_gpu.incremental_keys(gpu, cupy.asarray(moved), margin)
         assert found is not None
         keys, same = found
@@ -378,4 +378,57 @@ def test_gpu_incremental_topology_is_the_array_paths(closed):
         far[0] = (2.0, 2.0, 0.5)  # outside the topology
         keys, same = sparse_gpu.incremental_keys(gpu, cupy.asarray(far), 5)  # built from the particles' bricks
         assert not same and np.array_equal(np.unique(host(keys)), cpu.topology_keys(far, 5))
-    assert sparse_gpu.incremental_keys(gpu, cupy.asarray(moved), 9) is None  # beyond one brick: array path
+    assert sparse_gpu.incremental_keys(gpu, cupy.asarray(moved), 25) is None  # beyond three bricks: array path
+
+
+@pytest.mark.parametrize("closed", [True, False], ids=["closed", "open"])
+@pytest.mark.parametrize("margin", [4, 12, 20])
+def test_gpu_first_build_and_wide_margins_are_the_array_paths(monkeypatch, closed, margin):
+    """The first substep's topology (no brick yet) is built on the device from the
+    particles' bricks, also with margins of two and three bricks' reach: the CPU's keys, slots and
+    tables; VOXFX_SPARSE_TOPOLOGY=legacy (the earlier limits) gives the same bricks."""
+    import cupy
+
+    from voxfx.kernels.flip import sparse_gpu
+
+    rng = np.random.default_rng()
+    spec = GridSpec((0.0, 0.0, 0.0), 0.025, (80, 60, 40))
+    pos, _ = random_particles(spec, 30000, rng, 0.0 if closed else -0.1, 0.5)
+    assert sparse_gpu.full_keys(SparseFlipGrid(spec, cupy, closed=closed), cupy.asarray(pos), margin) is not None
+    cpu, gpu = grids(spec, pos, closed, margin=margin)
+    assert np.array_equal(host(gpu.topology.keys), cpu.topology.keys)
+    assert np.array_equal(host(gpu.topology.slots), cpu.topology.slots)
+    assert np.array_equal(host(gpu.nbr), cpu.nbr)
+    moved = pos + rng.normal(0, 0.03, pos.shape).astype(np.float32)
+    for g, xp in ((cpu, np), (gpu, cupy)):
+        g.update(xp.asarray(moved), margin)
+    assert np.array_equal(host(gpu.topology.keys), cpu.topology.keys)
+    assert np.array_equal(host(gpu.topology.slots), cpu.topology.slots)
+    monkeypatch.setenv("VOXFX_SPARSE_TOPOLOGY", "legacy")
+    legacy = SparseFlipGrid(spec, cupy, closed=closed)
+    legacy.update(cupy.asarray(pos), margin)
+    assert np.array_equal(host(legacy.topology.keys), grids(spec, pos, closed, margin=margin)[0].topology.keys)
+    assert (sparse_gpu.incremental_keys(legacy, cupy.asarray(moved), margin) is None) == (margin > 8)
+
+
+@pytest.mark.parametrize("boundary", ["closed", "open"])
+def test_gpu_fast_liquid_substeps_keep_the_array_paths_bricks(boundary):
+    """A blob thrown at 5 m/s on a 1/64 m grid with 1/60 s substeps needs a margin of two
+    bricks' reach (> 8 cells): every substep's device topology (the first build included)
+    is the bricks of topology_keys on the same positions."""
+    import cupy
+
+    from voxfx.kernels.flip import sparse_gpu, transfer
+    from voxfx.kernels.flip.sparse_grid import substep_margin
+
+    spec = GridSpec((0.0, 0.0, 0.0), 1 / 64, (64, 64, 64))
+    v, t = box((0.2, 0.3, 0.3), (0.4, 0.5, 0.5))
+    sim = FlipSimulation(spec, FlipSettings(gravity=(0.0, 0.0, 0.0), boundary=boundary), v, t, xp=cupy, sparse=True)
+    sim.vel[:, 0] = cupy.float32(5.0)
+    g, dt = sim.grid, 1 / 60
+    for _ in range(3):
+        margin = substep_margin(float(transfer.max_speed(sim.vel)), dt, spec.voxel_size, 0.0)
+        assert 8 < margin <= sparse_gpu.MAX_MARGIN and sparse_gpu.can_build(g, sim.pos)
+        want = host(g.topology_keys(sim.pos, margin))
+        sim.substep(dt)
+        assert np.array_equal(host(g.topology.keys), want)

@@ -19,7 +19,7 @@ from voxfx.kernels.flip import sparse_gpu, sparse_transfer
 from voxfx.kernels.flip.sparse_grid import SparseFlipGrid
 from voxfx.kernels.grid import GridSpec
 
-# Input: closed nx ny nz apic margin; ox oy oz h inv_h flip pic dt half_dt, gravity·dt (3)
+# Input: closed nx ny nz apic margin margin2 margin3; ox oy oz h inv_h flip pic dt half_dt, gravity·dt (3)
 # (%a); n_keys cap, keys, slots; N, pos, vel (, C); per pool cell solid (int), solid_u,
 # solid_v, solid_w (%a).
 # Output, one value a line: the tables' nbr (6 × cells), exists_u/v/w and wall; P2G u v w
@@ -28,7 +28,8 @@ from voxfx.kernels.grid import GridSpec
 # fluid faces; positions, velocities (, C) after G2P + advection, twice (particle order,
 # then the bins'); then, for those positions, the incremental topology's added and freed
 # counts against the current one, missed and beyond counts, and its sorted unique keys;
-# then the same from a full build.
+# then the same from a full build; all of it for margin (≤ 8: one brick of reach), then
+# margin2 (9–16: two bricks, sparse_gpu.reach_radius) and margin3 (17–24: three).
 HARNESS = r"""
 #include <algorithm>
 #include <cmath>
@@ -61,8 +62,8 @@ static float rf() { float x; scanf("%a", &x); return x; }
 template <class T> static void pr(const std::vector<T>& a) { for (auto x : a) printf("%d\n", (int)x); }
 static void pf(const std::vector<float>& a) { for (float x : a) printf("%a\n", x); }
 int main() {
-    int closed, nx, ny, nz, apic, margin;
-    if (scanf("%d %d %d %d %d %d", &closed, &nx, &ny, &nz, &apic, &margin) != 6) return 1;
+    int closed, nx, ny, nz, apic, margin, margin2, margin3;
+    if (scanf("%d %d %d %d %d %d %d %d", &closed, &nx, &ny, &nz, &apic, &margin, &margin2, &margin3) != 8) return 1;
     float ox = rf(), oy = rf(), oz = rf(), h = rf(), inv_h = rf(), flip = rf(), pic = rf(), dt = rf(), half_dt = rf();
     const float gravity[3] = {rf(), rf(), rf()};
     ll nk, cap;
@@ -170,21 +171,24 @@ int main() {
                                 order.data(), cell_of.data(), cells, 1));
     pf(pos2); pf(vel2);
     if (apic) pf(c2);
+    for (int m : {margin, margin2, margin3}) {  // one brick (R = 1), two and three of reach
+    const int radius = std::max(1, (m + 7) / 8), offsets = (2 * radius + 1) * (2 * radius + 1) * (2 * radius + 1);
+    const int words = (offsets + 31) / 32;
     // incremental topology of the moved particles
     std::vector<u8> occupied(cells, 0);
     unsigned long long missed = 0, beyond = 0;
     LAUNCH(n, mark_occupied(pos.data(), n, ox, oy, oz, inv_h, closed, nx, ny, nz, keys.data(), slots.data(), nk, INDEX,
                             occupied.data(), &missed));
-    std::vector<unsigned int> mask(cap, 0);
-    LAUNCH(64 * cap, brick_reach(occupied.data(), used.data(), coords.data(), cap, margin, closed, nx, ny, nz,
+    std::vector<unsigned int> mask(words * cap, 0);
+    LAUNCH(64 * cap, brick_reach(occupied.data(), used.data(), coords.data(), cap, m, closed, nx, ny, nz, radius,
                             mask.data()));
-    std::vector<ll> reached(27 * cap);
-    LAUNCH(27 * cap, reach_keys(mask.data(), coords.data(), cap, reached.data(), &beyond));
+    std::vector<ll> reached(offsets * cap);
+    LAUNCH(offsets * cap, reach_keys(mask.data(), coords.data(), cap, radius, reached.data(), &beyond));
     std::vector<u8> kept(cap, 0);
     unsigned long long added = 0, freed = 0;
     unsigned long long beyond2 = 0;
-    LAUNCH(27 * cap, reach_compare(mask.data(), coords.data(), cap, keys.data(), slots.data(), nk, INDEX, kept.data(),
-                                   &added, &beyond2));
+    LAUNCH(offsets * cap, reach_compare(mask.data(), coords.data(), cap, radius, keys.data(), slots.data(), nk, INDEX,
+                                        kept.data(), &added, &beyond2));
     beyond += beyond2;
     LAUNCH(cap, count_unkept(used.data(), kept.data(), cap, &freed));
     printf("%llu\n%llu\n", added, freed);
@@ -210,17 +214,18 @@ int main() {
     LAUNCH(n, mark_occupied(pos.data(), n, ox, oy, oz, inv_h, closed, nx, ny, nz, bk.data(), s0.data(), c0,
                             nullptr, 0, 0, 0, 0, 0, 0,
                             occ0.data(), &missed0));
-    std::vector<unsigned int> mask0(c0, 0);
-    LAUNCH(64 * c0, brick_reach(occ0.data(), used0.data(), coords0.data(), c0, margin, closed, nx, ny, nz,
+    std::vector<unsigned int> mask0(words * c0, 0);
+    LAUNCH(64 * c0, brick_reach(occ0.data(), used0.data(), coords0.data(), c0, m, closed, nx, ny, nz, radius,
                                 mask0.data()));
-    std::vector<ll> reached0(27 * c0);
-    LAUNCH(27 * c0, reach_keys(mask0.data(), coords0.data(), c0, reached0.data(), &far));
+    std::vector<ll> reached0(offsets * c0);
+    LAUNCH(offsets * c0, reach_keys(mask0.data(), coords0.data(), c0, radius, reached0.data(), &far));
     std::vector<ll> full;
     for (ll k : reached0) if (k >= 0) full.push_back(k);
     std::sort(full.begin(), full.end());
     full.erase(std::unique(full.begin(), full.end()), full.end());
     printf("%llu\n%llu\n%zu\n", missed0, far, full.size());
     for (ll k : full) printf("%lld\n", k);
+    }
     return 0;
 }
 """
@@ -297,7 +302,7 @@ def scene(closed, apic, seed):
 def test_sparse_flip_kernels_match_the_numpy_reference(harness, closed, apic):
     spec, grid, pos, vel, c = scene(closed, apic, 11 + 2 * closed + apic)
     assert grid.topology.free.shape[0] > 0  # free slots take part
-    margin, dt = 4, 0.01
+    margin, margin2, margin3, dt = 4, 13, 20, 0.01
     flip = np.float32(0.0 if apic else 0.95)
     pic = np.float32(1) - flip
     dt32 = np.float32(dt)
@@ -305,7 +310,7 @@ def test_sparse_flip_kernels_match_the_numpy_reference(harness, closed, apic):
     t = grid.topology
     cells = grid.size
     gravity = [np.float32(a * dt) for a in (0.5, -9.81, 0.25)]
-    lines = [f"{int(closed)} {nx} {ny} {nz} {int(apic)} {margin}",
+    lines = [f"{int(closed)} {nx} {ny} {nz} {int(apic)} {margin} {margin2} {margin3}",
              _hex([*spec.origin, grid.h, 1.0 / grid.h, flip, pic, dt32, np.float32(0.5) * dt32, *gravity]),
              f"{t.count} {grid.capacity}", " ".join(str(int(k)) for k in t.keys),
              " ".join(str(int(s)) for s in t.slots), str(len(pos)), _hex(pos), _hex(vel)]
@@ -361,13 +366,17 @@ def test_sparse_flip_kernels_match_the_numpy_reference(harness, closed, apic):
         assert np.array_equal(out.floats(c.size).reshape(c.shape), c)
     for want in (pos, vel, c) if apic else (pos, vel):  # in the bins' order: the same bits
         assert np.array_equal(out.floats(want.size).reshape(want.shape), want)
-    # the incremental topology of the moved particles is topology_keys', and says what changed
-    added, freed, missed, beyond, m = out.ints(5)
-    want = grid.topology_keys(pos, margin)
-    assert missed == 0 and beyond == 0
-    assert np.array_equal(out.ints(m), want)
-    assert added == np.setdiff1d(want, t.keys).size and freed == np.setdiff1d(t.keys, want).size
-    assert added + freed > 0  # the margin changed from 3 to 4: bricks were added
-    missed, beyond, m = out.ints(3)  # built from nothing: the same bricks
-    assert missed == 0 and beyond == 0
-    assert np.array_equal(out.ints(m), want)
+    # the incremental topology of the moved particles is topology_keys', and says what changed;
+    # for a margin of one brick of reach, then of two (9–16 cells: 125 offsets a brick) and three
+    for m in (margin, margin2, margin3):
+        added, freed, missed, beyond, count = out.ints(5)
+        want = grid.topology_keys(pos, m)
+        assert missed == 0 and beyond == 0
+        assert np.array_equal(out.ints(count), want), m
+        new = np.setdiff1d(want, t.keys).size  # added counts reaches of new bricks (a brick may be reached twice)
+        assert (added >= new) and (added > 0) == (new > 0) and freed == np.setdiff1d(t.keys, want).size
+        assert added + freed > 0  # the margin changed from 3: bricks were added
+        missed, beyond, count = out.ints(3)  # built from nothing: the same bricks
+        assert missed == 0 and beyond == 0
+        assert np.array_equal(out.ints(count), want), m
+    assert out.at == len(out.tokens)

@@ -1,0 +1,144 @@
+"""Sparse FLIP topology and P2G split into their launches (issue 24, item 3: where
+"bin+gather" and "update" spend their time), on the GPU, in one process:
+
+    python3 bench/flip_sparse_p2g.py [--res 256] [--particles 8e6] [--substeps 4] [--repeat 5]
+
+The dam break of ``bench/flip.py`` runs *substeps* substeps of 1/120 s (the particles
+spread, the bricks move), then each call of ``sparse_gpu.bin_particles`` and the gather
+is timed with CUDA events, *repeat* times, medians printed in ms beside the launch's
+bytes at the H100's 3.35 TB/s; then the topology update of the next substep (the
+device's marking pipeline, and ``VOXFX_SPARSE_TOPOLOGY=legacy``'s path for the same
+positions where its margin allows).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from tools.package import load  # noqa: E402
+
+load()
+from voxfx.kernels.flip import sparse_gpu, transfer  # noqa: E402
+from voxfx.kernels.flip.grid import FlipSettings  # noqa: E402
+from voxfx.kernels.flip.particles import KERNELS as DENSE  # noqa: E402
+from voxfx.kernels.flip.sim import FlipSimulation  # noqa: E402
+from voxfx.kernels.flip.sparse_grid import substep_margin  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "bench"))
+from flip import dam_break  # noqa: E402
+
+BANDWIDTH = 3.35e12
+
+
+def timed(cp, fn, repeat):
+    a, b = cp.cuda.Event(), cp.cuda.Event()
+    out = []
+    for _ in range(repeat):
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        out.append(cp.cuda.get_elapsed_time(a, b))
+    return float(np.median(out))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--res", type=int, default=256)
+    ap.add_argument("--particles", type=float, default=8e6)
+    ap.add_argument("--substeps", type=int, default=4)
+    ap.add_argument("--repeat", type=int, default=5)
+    args = ap.parse_args()
+    import cupy as cp
+
+    from voxfx.kernels.flip.sparse_gpu import _I32, _I64, KERNELS, _frame, _topo, brick_index
+
+    print(f"device: {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}")
+    spec, v, t = dam_break(args.res, int(args.particles))
+    sim = FlipSimulation(spec, FlipSettings(), v, t, xp=cp, sparse=True)
+    dt = 1 / 120
+    for _ in range(args.substeps):
+        sim.substep(dt)
+    cp.cuda.Device().synchronize()
+    g, pos, vel = sim.grid, sim.pos, sim.vel
+    n, cells = int(pos.shape[0]), g.size
+    print(f"{args.res}³, {n:,} particles, {g.brick_count()} bricks ({cells:,} pool cells)")
+    keys, slots, nk = _topo(g)
+    ox, oy, oz, _, inv_h = _frame(g)
+    index = brick_index(g)
+    count = cp.zeros(cells + 1, cp.int32)
+    cell_of, rank, order = (cp.empty(n, cp.int32) for _ in range(3))
+    state = {}
+
+    def count_pass():
+        count.fill(0)
+        KERNELS.launch("count_particles_sparse", n, (pos, _I64(n), ox, oy, oz, inv_h, keys, slots, nk, *index,
+                                                     _I64(cells), count, cell_of, rank))
+
+    def scan():
+        state["start"] = cp.cumsum(count, dtype=cp.int32) - count
+
+    def place():
+        DENSE.launch("place_particles", n, (cell_of, rank, state["start"], _I64(n), order))
+
+    def segments():
+        DENSE.launch("sort_cell_segments", cells + 1, (order, state["start"], count, _I64(cells + 1)))
+
+    spos, svel = cp.empty_like(pos), cp.empty_like(vel)
+    dummy = cp.zeros(1, cp.float32)
+
+    def copy():
+        DENSE.launch("copy_sorted_particles", n, (order, _I64(n), pos, vel, dummy, _I32(0), spos, svel, dummy))
+
+    faces = tuple(cp.empty(cells, cp.float32) for _ in range(3))
+    valid = tuple(cp.empty(cells, cp.uint8) for _ in range(3))
+
+    def gather(mode):
+        args_ = (spos, svel, dummy, _I32(0), state["start"], count, g.brick_slot, g.slot_coords, g.brick_nbr,
+                 _I64(cells), _I32(g.closed), *sparse_gpu._dims(g), *_frame(g), *faces, *valid)
+        if mode == "brick":
+            KERNELS.launch_grid("p2g_gather_brick", (cells // 512,), (sparse_gpu.GATHER_THREADS,), args_)
+        else:
+            KERNELS.launch("p2g_gather_sparse", cells, args_)
+
+    rows = [("count_particles_sparse", count_pass, 12 * n + 12 * n + 4 * cells),
+            ("cumsum (exclusive scan)", scan, 8 * cells),
+            ("place_particles", place, 16 * n),
+            ("sort_cell_segments", segments, 8 * n + 8 * cells),
+            ("copy_sorted_particles", copy, 52 * n),
+            ("gather brick", lambda: gather("brick"), 24 * n + 8 * cells + 15 * cells),
+            ("gather cell", lambda: gather("cell"), 24 * n + 8 * cells + 15 * cells),
+            ("bin_particles (whole)", lambda: sparse_gpu.bin_particles(g, pos, vel, None), 0),
+            ("particles_to_grid (whole)", lambda: sparse_gpu.particles_to_grid(g, pos, vel, None), 0)]
+    print("launch | ms | floor ms | ratio")
+    for name, fn, nbytes in rows:
+        fn()  # warm (compiles)
+        ms = timed(cp, fn, args.repeat)
+        floor = nbytes / BANDWIDTH * 1e3
+        print(f"{name} | {ms:.3f} | {floor:.3f} | {ms / floor:.0f}×" if nbytes else f"{name} | {ms:.3f} | - | -")
+    c = count[:-1]
+    print(f"particles per occupied cell: mean {float(c[c > 0].mean()):.2f}, max {int(c.max())}; "
+          f"unbinned {int(count[-1])}")
+    margin = substep_margin(float(transfer.max_speed(vel)), dt, spec.voxel_size, 9.81)
+    print(f"topology (margin {margin}, reach radius {sparse_gpu.reach_radius(margin)}):")
+    moved = pos + cp.float32(0.25 * spec.voxel_size)  # a quarter cell: some bricks change
+    for label, p in (("same positions", pos), ("moved ¼ cell", moved)):
+        ms = timed(cp, lambda p=p: sparse_gpu.incremental_keys(g, p, margin), args.repeat)
+        print(f"  incremental_keys, {label} | {ms:.3f}")
+    ms = timed(cp, lambda: g.topology_keys(moved, margin), args.repeat)
+    print(f"  topology_keys (array path, keys_of_boxes), moved | {ms:.3f}")
+    found = sparse_gpu.incremental_keys(g, moved, margin)
+    if found is not None and found[0] is not None:
+        ms = timed(cp, lambda: g.topology.update(found[0]), args.repeat)
+        print(f"  Topology.update of those keys | {ms:.3f}")
+    print(f"pool: {cp.get_default_memory_pool().total_bytes() / 2 ** 20:.0f} MiB")
+
+
+if __name__ == "__main__":
+    main()
