@@ -51,6 +51,7 @@ BYTES_PER_INSIDE_BRICK = 16
 #   pool rows (64 B) and numbers (8 B), about 1.5 S candidates (the conservative brick
 #   test keeps more bricks than the fine surface sets); the row index (8 B a brick row).
 DEVICE_SETUP_BYTES = 696 + 48
+DEVICE_SURFACE_BASE = 4 << 20  # small arrays, sort scratch (1024³ surface: 80.4 MiB measured, 78.9 without it)
 DEVICE_CANDIDATES_PER_SURFACE_BRICK = 1.5
 DEVICE_BYTES_PER_CANDIDATE = 72
 # - Solid: the flip crossings, one key each (4 B where a sort group of 32-bit keys holds
@@ -66,9 +67,10 @@ DEVICE_SOLID_BASE = 4 << 20
 # - The vote: the three axes' solids (partial bricks and runs) held while the third is
 #   built and through the vote; then per surface brick U's world coordinates and numbers
 #   (the union of the three axes' partial bricks, sorted unique), its slots, rows, the
-#   kept bricks' copies and the bitmaps' share: 680 B (fitted, bunny 1024³–4096³); a
+#   kept bricks' copies and the bitmaps' share: 560 B (fitted, bunny 1024³–4096³, peaks of
+#   bench/voxelize_sparse_vote.py and of tests/gpu/test_sparse_device_estimate_gpu.py: 1024³ 39–46 MiB); a
 #   second copy of the vertices (the permuted frame).
-DEVICE_VOTE_PER_SURFACE_BRICK = 680
+DEVICE_VOTE_PER_SURFACE_BRICK = 560
 # Kept beside the outputs: a stored brick's rows and key (72 B); an inside brick lies in a
 # run (32 B), and a run ends at a stored brick or the grid's end: at most one per stored brick.
 KEPT_PER_BRICK = 72
@@ -153,7 +155,7 @@ def device_bytes(surface_bricks: int, inside_bricks: int, n_vertices: int, n_tri
 
     def surface_stage():
         rows = 1 if shape is None else (-(-int(shape[1]) // BRICK)) * (-(-int(shape[2]) // BRICK)) + 1
-        return (DEVICE_SETUP_BYTES * min(n_triangles, SETUP_CHUNK) + 8 * rows
+        return (DEVICE_SURFACE_BASE + DEVICE_SETUP_BYTES * min(n_triangles, SETUP_CHUNK) + 8 * rows
                 + DEVICE_BYTES_PER_CANDIDATE * DEVICE_CANDIDATES_PER_SURFACE_BRICK * s)
 
     def solid_stage(frame):  # the crossings' keys held until the walk has written its bricks and runs
@@ -168,8 +170,12 @@ def device_bytes(surface_bricks: int, inside_bricks: int, n_vertices: int, n_tri
         frames = [None] * 3 if shape is None else [tuple(int(shape[(f + a) % 3]) for f in range(3)) for a in range(3)]
         build = max(a * kept + solid_stage(frames[a]) for a in range(3))
         solid = mesh + 24 * n_vertices + max(build, 3 * kept + DEVICE_SOLID_BASE + DEVICE_VOTE_PER_SURFACE_BRICK * s)
-    # solid+surface: the surface's arrays, of other sizes than the solid's, mostly add to its freed blocks
-    return int(solid + (surface_stage() if mode == "solid+surface" else 0))
+    # solid+surface: the surface's arrays, of other sizes than the solid's, mostly add to its freed
+    # blocks; after the vote's many sizes, about one more candidate row a surface brick
+    # (4096³: 976 MiB measured against 753 for the vote's solid alone)
+    if mode != "solid+surface":
+        return int(solid)
+    return int(solid + surface_stage() + (DEVICE_BYTES_PER_CANDIDATE * s if vote else 0))
 
 
 def sparse_bytes(surface_bricks: int, inside_bricks: int, n_vertices: int, n_triangles: int, xp=np,
