@@ -7,7 +7,7 @@ The dam break of ``bench/flip.py`` runs *substeps* substeps of 1/120 s (the part
 spread, the bricks move), then each call of ``sparse_gpu.bin_particles`` and the gather
 is timed with CUDA events, *repeat* times, medians printed in ms beside the launch's
 bytes at the H100's 3.35 TB/s (the gathers: brick, cell, and column at runs of 2, 4, 8
-nodes built for 768, 512 and 1024 threads an SM, whose bits are then checked against the
+nodes built for 768 and 512 threads an SM, whose bits are then checked against the
 brick gather's); then the topology update of the next substep (the
 device's marking pipeline, and ``VOXFX_SPARSE_TOPOLOGY=legacy``'s path for the same
 positions where its margin allows).
@@ -54,7 +54,7 @@ def check_bits(cp, gather, outputs):
     """The column gathers' faces and masks against the brick gather's, on this scene."""
     gather("brick")
     want = [cp.asnumpy(a) for a in outputs]
-    for sm in (768, 512, 1024):
+    for sm in (768, 512):
         for run in sparse_gpu.COLUMN_RUNS:
             for a in outputs:
                 a.fill(7)
@@ -120,7 +120,7 @@ def main():
     # the column gather built for other occupancies (COLUMN_SM_THREADS; the module's: 768)
     builds = {sm: Kernels("flip_sparse_transfer.cu", ("--fmad=false",), THREADS,
                           defines={**mac.CELL_TYPES, "PUSH_EPSILON": PUSH_EPSILON, "COLUMN_SM_THREADS": sm})
-              for sm in (512, 1024)}
+              for sm in (512,)}
     builds[768] = KERNELS
 
     def gather(mode, run=4, sm=768):
@@ -142,7 +142,7 @@ def main():
             ("gather brick", lambda: gather("brick"), 24 * n + 8 * cells + 15 * cells),
             ("gather cell", lambda: gather("cell"), 24 * n + 8 * cells + 15 * cells),
             *((f"gather column run {run} ({sm} threads/SM)", lambda run=run, sm=sm: gather("column", run, sm),
-               24 * n + 8 * cells + 15 * cells) for sm in (768, 512, 1024) for run in sparse_gpu.COLUMN_RUNS),
+               24 * n + 8 * cells + 15 * cells) for sm in (768, 512) for run in sparse_gpu.COLUMN_RUNS),
             ("bin_particles (whole)", lambda: sparse_gpu.bin_particles(g, pos, vel, None), 0),
             ("particles_to_grid (whole)", lambda: sparse_gpu.particles_to_grid(g, pos, vel, None), 0)]
     print("launch | ms | floor ms | ratio")
