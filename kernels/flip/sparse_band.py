@@ -86,13 +86,35 @@ def _member(keys, sorted_keys, xp):
     return sorted_keys[at] == keys
 
 
-def _particle_cell_axes(sim):
-    """The particles' lattice cells as three int64 arrays (x, y, z), one axis at a time
-    (``sim._lattice_cells_of_particles`` without its (n, 3) temporaries)."""
+def _particle_cell_bounds(sim):
+    """Low and high lattice cells (NumPy (3,) int64) of the particles, None for none: the
+    cell of each axis's extreme position (the cell map is monotonic)."""
+    xp = sim.xp
+    if len(sim.pos) == 0:
+        return None
+    origin = xp.asarray(sim.spec.origin, dtype=xp.float32)
+    h = np.float32(sim.spec.voxel_size)
+    return tuple(backend.to_numpy(xp.floor((p - origin) / h).astype(xp.int64))
+                 for p in (sim.pos.min(axis=0), sim.pos.max(axis=0)))
+
+
+def _particle_keys(sim, frame):
+    """Each particle's lattice cell (as ``sim._lattice_cells_of_particles``) as one key of
+    *frame*, built an axis at a time in place: ~24 B a particle at the peak, not (n, 3) rows."""
     xp = sim.xp
     origin = xp.asarray(sim.spec.origin, dtype=xp.float32)
     h = np.float32(sim.spec.voxel_size)
-    return tuple(xp.floor((sim.pos[:, a] - origin[a]) / h).astype(xp.int64) for a in range(3))
+    key = None
+    for a in (2, 1, 0):
+        c = xp.floor((sim.pos[:, a] - origin[a]) / h).astype(xp.int64)
+        c -= int(frame.lo[a])
+        if key is None:
+            key = c
+        else:
+            key *= int(frame.span[a])
+            key += c
+        del c
+    return key
 
 
 class _Frame:
@@ -109,17 +131,17 @@ class _Frame:
             raise InputError("the narrow band's liquid spans more cells than it can index")
 
     @classmethod
-    def around(cls, rows, axes, pad: int, xp):
-        """The box of the (n, 3) *rows* and the cells given as three arrays *axes*, grown
+    def around(cls, rows, bounds, pad: int, xp):
+        """The box of the (n, 3) *rows* and the cells *bounds* (low, high) or None, grown
         by *pad* cells; None when there are no cells."""
         lo, hi = [], []
         for r in rows:
             if len(r):
                 lo.append(backend.to_numpy(r.min(axis=0)))
                 hi.append(backend.to_numpy(r.max(axis=0)))
-        if axes is not None and len(axes[0]):
-            lo.append(np.array([int(a.min()) for a in axes], np.int64))
-            hi.append(np.array([int(a.max()) for a in axes], np.int64))
+        if bounds is not None:
+            lo.append(bounds[0])
+            hi.append(bounds[1])
         if not lo:
             return None
         return cls(np.min(lo, axis=0) - pad, np.max(hi, axis=0) + pad, xp)
@@ -209,14 +231,12 @@ class NarrowBand:
         xp, g = self.xp, sim.grid
         reach = int(np.ceil(float(transfer.max_speed(sim.vel)) * dt / g.h))
         pad = max(0, reach - RINGS) + RINGS + 1  # dilation, air rings and a neighbour step
-        axes = _particle_cell_axes(sim)
-        frame = _Frame.around([self.lattice, self.deep], axes, pad, xp)
+        frame = _Frame.around([self.lattice, self.deep], _particle_cell_bounds(sim), pad, xp)
         if frame is None:  # no liquid anywhere
             self.lattice, self.phi = xp.zeros((0, 3), xp.int64), xp.zeros(0, xp.float32)
             self.deep, self.mass = xp.zeros((0, 3), xp.int64), xp.zeros(0, xp.float64)
             return
-        pkeys = frame.key_axes(*axes)  # one int64 per particle
-        del axes
+        pkeys = _particle_keys(sim, frame)  # one int64 per particle
         taken = xp.unique(pkeys)  # the particles' cells (~particles per cell fewer rows)
         cand = xp.unique(xp.concatenate([frame.key(self.lattice), taken]))  # liquid + two air rings + particles
         for _ in range(max(0, reach - RINGS)):  # a trace longer than the rings: look farther

@@ -162,3 +162,56 @@ def test_the_keyed_update_matches_in_an_open_domain_leaving_the_box():
         old.step(1 / 24)
         _assert_same(new, old, frame)
     assert (new.band.lattice < 0).any()
+
+
+def _band_update_peaks(sim, frames):
+    """tracemalloc peak (bytes above what was held) of each band update over *frames*."""
+    import tracemalloc
+
+    update, peaks = sim.band.update, []
+
+    def traced(s, dt):
+        tracemalloc.start()
+        held = tracemalloc.get_traced_memory()[0]
+        try:
+            update(s, dt)
+        finally:
+            peaks.append(tracemalloc.get_traced_memory()[1] - held)
+            tracemalloc.stop()
+
+    sim.band.update = traced
+    for _ in range(frames):
+        sim.step(1 / 24)
+    return peaks
+
+
+def test_the_band_updates_measured_peak_lies_within_its_estimate():
+    """A dam break of 0.33M particles, 4-cell band, one substep a frame (the candidates
+    dilated): the update's NumPy peak under the estimate's band bytes and above half of them."""
+    from voxfx.kernels.flip import sparse_memory
+
+    n = 64
+    spec = GridSpec((0.0, 0.0, 0.0), 1.0 / n, (n, n // 2, n))
+    sim = FlipSimulation(spec, FlipSettings(narrow_band=4, seed=1, max_substeps=1),
+                         *box((0.0, 0.0, 0.0), (0.4, 0.5, 0.8)), xp=np, sparse=True)
+    particles = len(sim.pos)
+    peak = max(_band_update_peaks(sim, 2))
+    band = sparse_memory.CPU_BAND_PARTICLE * particles + sparse_memory.CPU_BAND_CELL * particles / 8
+    assert 0.5 * band < peak < band, (peak, band)
+    stages = sparse_memory.sparse_flip_memory(spec, particles, narrow_band=4, parts=True, xp=np)
+    assert stages["narrow band"] == stages["state"] + int(band)
+
+
+def test_the_sparse_estimate_counts_the_narrow_band_only_when_it_is_on():
+    from voxfx.kernels.flip.sparse_memory import sparse_flip_memory
+
+    spec = GridSpec((0.0, 0.0, 0.0), 1 / 512, (512, 512, 512))
+    particles = 65_536_000
+    gpu = object()  # any module but NumPy: the estimate's device branch
+    off = sparse_flip_memory(spec, particles, xp=gpu, parts=True)
+    on = sparse_flip_memory(spec, particles, xp=gpu, parts=True, narrow_band=4)
+    assert "narrow band" not in off and {k: v for k, v in on.items() if k not in ("narrow band", "total")} == \
+        {k: v for k, v in off.items() if k != "total"}
+    assert on["narrow band"] > on["state"] and on["total"] == max(on["substep"], on["frame output"],
+                                                                    on["narrow band"])
+    assert on["narrow band"] < 12 * 2 ** 30  # the 65M row's band fits the issue's budget with room
