@@ -28,10 +28,12 @@ NumPy path, dam breaks, a blob and a pool at 6k–50k particles) and rounded up:
   cell its candidates, their dilation one axis at a time, φ's samples and the air rings.
   Measured on the NumPy path (tracemalloc, dam breaks of 0.34M and 1.1M particles, band of
   4 cells, capped substeps so the candidates are dilated): 46–55 B per particle at 8 per
-  cell (370–440 B per liquid cell), taken as 24 B a particle and 400 B a liquid cell; the
-  GPU's sorts keep a second buffer, taken as 32 and 600 until measured. (Before the keys,
-  (n, 3) rows per particle and 27 shifted copies: 255–571 B per particle on the CPU and a
-  70 GiB pool at 65M particles on an H100.)
+  cell (370–440 B per liquid cell), taken as 24 B a particle and 400 B a liquid cell. On
+  an H100 (``bench/flip_sparse.py --row 65m --frames 2 --narrow-band 4``: 65.5M particles,
+  3.4M kept) the pool peaked at 10.04 GiB, the deep cells' grid work included; taken as
+  40 B a particle and 960 B a liquid cell beside the state (11.7 GiB estimated: 1.17×).
+  (Before the keys, (n, 3) rows per particle and 27 shifted copies: 255–571 B per
+  particle on the CPU and a 70.1 GiB pool on that row.)
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ SPREAD = 1.5  # bricks of the moving liquid over those of its start (module text
 CPU_CELL, CPU_PARTICLE, CPU_APIC = 120, 720, 80
 GPU_CELL, GPU_PARTICLE, GPU_APIC = 64, 100, 36
 CPU_BAND_PARTICLE, CPU_BAND_CELL = 24, 400
-GPU_BAND_PARTICLE, GPU_BAND_CELL = 32, 600
+GPU_BAND_PARTICLE, GPU_BAND_CELL = 40, 960
 CLOSED_IMAGES = 4  # a closed level set's particles with their mirrors (a tank's liquid touches 3–5 walls)
 
 

@@ -214,4 +214,5 @@ def test_the_sparse_estimate_counts_the_narrow_band_only_when_it_is_on():
         {k: v for k, v in off.items() if k != "total"}
     assert on["narrow band"] > on["state"] and on["total"] == max(on["substep"], on["frame output"],
                                                                     on["narrow band"])
-    assert on["narrow band"] < 12 * 2 ** 30  # the 65M row's band fits the budget with room
+    # the 65M row's pool on an H100 with a 4-cell band peaked at 10.04 GiB (70.1 before the keys)
+    assert 10.04 * 2 ** 30 < on["narrow band"] < 1.25 * 10.04 * 2 ** 30
