@@ -60,7 +60,8 @@ def memory_need(spec, particles: int, f, xp=None, usable=None) -> int:
     sparse, _ = choose_solver(spec, particles, f, usable=usable, xp=xp)
     if sparse:
         return sparse_flip_memory(spec, particles, int(f.particles_per_cell), apic,
-                                  closed=getattr(f, "boundary", "closed") == "closed", xp=xp)
+                                  closed=getattr(f, "boundary", "closed") == "closed", xp=xp,
+                                  narrow_band=int(getattr(f, "narrow_band", 0)))
     return flip_memory(spec, particles, apic, xp=xp)
 
 

@@ -285,7 +285,7 @@ def run_frames(n, particles, frames, kind, time_cap, level_set=False, trace=None
     cp.cuda.Device().synchronize()
     print(f"{kind} {'×'.join(map(str, spec.shape))}: {len(sim.pos):,} particles, set-up "
           f"{time.perf_counter() - start:.1f} s, pool {pool.total_bytes() / 2 ** 30:.2f} GiB; estimate "
-          f"{sparse_flip_memory(spec, len(sim.pos), xp=cp) / 2 ** 30:.2f} GiB", flush=True)
+          f"{sparse_flip_memory(spec, len(sim.pos), xp=cp, narrow_band=narrow_band) / 2 ** 30:.2f} GiB", flush=True)
     print(f"narrow band: {int(narrow_band)} cells" if narrow_band else "narrow band: off")
     print("frame | substeps (why) | step ms | ms/substep | level set ms | CG it (frame) | bricks | particles (liquid) "
           "| pool GiB")

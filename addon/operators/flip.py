@@ -104,7 +104,8 @@ def bake_memory_need(spec, particles: int, f, compact: bool, xp=None, usable=Non
     sparse, _ = choose_solver(spec, particles, f, usable=usable, xp=xp)
     if sparse:
         stages = sparse_flip_memory(spec, particles, int(f.particles_per_cell), apic,
-                                    closed=getattr(f, "boundary", "closed") == "closed", parts=True, xp=xp)
+                                    closed=getattr(f, "boundary", "closed") == "closed", parts=True, xp=xp,
+                                    narrow_band=int(getattr(f, "narrow_band", 0)))
     else:
         stages = flip_memory(spec, particles, apic, parts=True, xp=xp)
     return max(need, compact_points.with_device_encoder(stages, particles))

@@ -52,19 +52,18 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import backend
 from ..errors import InputError
 from ..grid.sparse_mac import DIRECTIONS
 from . import sparse_bodies, transfer
 from .grid import FLUID, SOLID
 from .particles import seed_particles
-from .sparse_grid import unique_rows
 
 _F = np.float32
 FAR = 2.0  # φ of a cell the level set does not store: air, beyond its rings (cells)
 RINGS = 2  # air rings stored around the liquid: a trace of up to 2 cells finds its value
 SHRINK = 1.0  # the grid's φ shrunk by a cell before the particles' surface layer joins it (§4.2)
 CORNERS = tuple((a, b, c) for c in (0, 1) for b in (0, 1) for a in (0, 1))
-NEIGHBOURS_27 = tuple((a, b, c) for c in (-1, 0, 1) for b in (-1, 0, 1) for a in (-1, 0, 1))
 
 
 def check(cells: int) -> int:
@@ -79,14 +78,92 @@ def _isin(a, b, xp):
     return xp.isin(ka, kb)
 
 
-def _find(a, b, xp):
-    """Row of *b* (unique lattice cells) holding each cell of *a*, −1 where none."""
-    if len(b) == 0:
-        return xp.full(len(a), -1, xp.int64)
-    ka, kb = sparse_bodies.lattice_keys(a, b, xp)
-    order = xp.argsort(kb)
-    at = xp.minimum(xp.searchsorted(kb[order], ka), len(kb) - 1)
-    return xp.where(kb[order][at] == ka, order[at], -1)
+def _member(keys, sorted_keys, xp):
+    """bool per int64 key: is it in *sorted_keys* (sorted, one frame)?"""
+    if len(sorted_keys) == 0:
+        return xp.zeros(len(keys), bool)
+    at = xp.minimum(xp.searchsorted(sorted_keys, keys), len(sorted_keys) - 1)
+    return sorted_keys[at] == keys
+
+
+def _particle_cell_bounds(sim):
+    """Low and high lattice cells (NumPy (3,) int64) of the particles, None for none: the
+    cell of each axis's extreme position (the cell map is monotonic)."""
+    xp = sim.xp
+    if len(sim.pos) == 0:
+        return None
+    origin = xp.asarray(sim.spec.origin, dtype=xp.float32)
+    h = np.float32(sim.spec.voxel_size)
+    return tuple(backend.to_numpy(xp.floor((p - origin) / h).astype(xp.int64))
+                 for p in (sim.pos.min(axis=0), sim.pos.max(axis=0)))
+
+
+def _particle_keys(sim, frame):
+    """Each particle's lattice cell (as ``sim._lattice_cells_of_particles``) as one key of
+    *frame*, built an axis at a time in place: ~24 B a particle at the peak, not (n, 3) rows."""
+    xp = sim.xp
+    origin = xp.asarray(sim.spec.origin, dtype=xp.float32)
+    h = np.float32(sim.spec.voxel_size)
+    key = None
+    for a in (2, 1, 0):
+        c = xp.floor((sim.pos[:, a] - origin[a]) / h).astype(xp.int64)
+        c -= int(frame.lo[a])
+        if key is None:
+            key = c
+        else:
+            key *= int(frame.span[a])
+            key += c
+        del c
+    return key
+
+
+class _Frame:
+    """Lattice cells as int64 keys over a box: (k·ny + j)·nx + i from its low corner, so
+    sorted keys are rows in ``unique_rows``'s order (z, y, x) and a neighbour's key is the
+    key plus its offset's (``offset``) while both lie in the box."""
+
+    def __init__(self, lo, hi, xp):
+        self.xp = xp
+        self.lo = np.asarray(lo, np.int64)
+        self.span = np.asarray(hi, np.int64) - self.lo + 1
+        self.stride = (1, int(self.span[0]), int(self.span[0] * self.span[1]))
+        if float(self.span[0]) * float(self.span[1]) * float(self.span[2]) >= 2.0 ** 62:
+            raise InputError("the narrow band's liquid spans more cells than it can index")
+
+    @classmethod
+    def around(cls, rows, bounds, pad: int, xp):
+        """The box of the (n, 3) *rows* and the cells *bounds* (low, high) or None, grown
+        by *pad* cells; None when there are no cells."""
+        lo, hi = [], []
+        for r in rows:
+            if len(r):
+                lo.append(backend.to_numpy(r.min(axis=0)))
+                hi.append(backend.to_numpy(r.max(axis=0)))
+        if bounds is not None:
+            lo.append(bounds[0])
+            hi.append(bounds[1])
+        if not lo:
+            return None
+        return cls(np.min(lo, axis=0) - pad, np.max(hi, axis=0) + pad, xp)
+
+    def key_axes(self, i, j, k):
+        return ((k - int(self.lo[2])) * int(self.span[1]) + (j - int(self.lo[1]))) * self.stride[1] \
+            + (i - int(self.lo[0]))
+
+    def key(self, ijk):
+        return self.key_axes(ijk[:, 0], ijk[:, 1], ijk[:, 2])
+
+    def offset(self, o) -> int:
+        return int(o[0]) + int(o[1]) * self.stride[1] + int(o[2]) * self.stride[2]
+
+    def inside(self, ijk):
+        xp = self.xp
+        return ((ijk >= xp.asarray(self.lo)) & (ijk < xp.asarray(self.lo + self.span))).all(axis=1)
+
+    def cells(self, keys):
+        xp = self.xp
+        nx, ny = self.stride[1], int(self.span[1])
+        return xp.stack([keys % nx, (keys // nx) % ny, keys // self.stride[2]], axis=1) + xp.asarray(self.lo)
 
 
 class NarrowBand:
@@ -148,36 +225,59 @@ class NarrowBand:
     def update(self, sim, dt: float) -> None:
         """The deep-region level set (Ferstl et al. 2016 §4.2) after advection: the grid's
         φ advected along the grid, the top cell layer taken from the particles, depths
-        anew; particles in deep cells deleted, band cells the grid calls liquid refilled."""
+        anew; particles in deep cells deleted, band cells the grid calls liquid refilled.
+        Cells are int64 keys of one frame (``_Frame``) and the particles' cells are made
+        unique first, so its memory follows the liquid's cells, not its particles × 3."""
         xp, g = self.xp, sim.grid
-        pcells = sim._lattice_cells_of_particles()
-        cand = unique_rows(xp.concatenate([self.lattice, pcells]), xp)  # liquid + two air rings + particles
         reach = int(np.ceil(float(transfer.max_speed(sim.vel)) * dt / g.h))
+        pad = max(0, reach - RINGS) + RINGS + 1  # dilation, air rings and a neighbour step
+        frame = _Frame.around([self.lattice, self.deep], _particle_cell_bounds(sim), pad, xp)
+        if frame is None:  # no liquid anywhere
+            self.lattice, self.phi = xp.zeros((0, 3), xp.int64), xp.zeros(0, xp.float32)
+            self.deep, self.mass = xp.zeros((0, 3), xp.int64), xp.zeros(0, xp.float64)
+            return
+        pkeys = _particle_keys(sim, frame)  # one int64 per particle
+        taken = xp.unique(pkeys)  # the particles' cells (~particles per cell fewer rows)
+        cand = xp.unique(xp.concatenate([frame.key(self.lattice), taken]))  # liquid + two air rings + particles
         for _ in range(max(0, reach - RINGS)):  # a trace longer than the rings: look farther
-            cand = unique_rows(xp.concatenate([cand + xp.asarray(o, xp.int64) for o in NEIGHBOURS_27]), xp)
-        cand = cand[~self._solid(sim, cand)]
+            for a in range(3):  # the 27-neighbourhood, one axis at a time
+                step = frame.stride[a]
+                cand = xp.unique(xp.concatenate([cand - step, cand, cand + step]))
+        cells = frame.cells(cand)
+        open_ = ~self._solid(sim, cells)
+        cand, cells = cand[open_], cells[open_]
+        del open_
         # φ̃(x) = φ(x − Δt·u(x)), semi-Lagrangian, trilinear over the stored cells (§4.2)
-        x = [cand[:, a].astype(xp.float32) + _F(0.5) for a in range(3)]
+        x = [cells[:, a].astype(xp.float32) + _F(0.5) for a in range(3)]
         u = g.sample_faces(g.faces(), *x, boxes=g.boxes if g.closed else None)
         back = xp.stack([x[a] - u[a] * _F(dt / g.h) for a in range(3)], axis=1)
+        del x, u
         advected = self.sample(sim, back)
+        del back
         # φ = min(φ̃ + 1, φ_particles): the grid shrunk by a cell, so the surface layer is the
         # particles' own and the grid's liquid below it (§4.2, as Mantaflow's narrow band)
-        liquid = cand[_isin(cand, pcells, xp) | (advected + _F(SHRINK) < 0)]
-        depth = self._depths(sim, liquid)
-        self._store(sim, liquid, depth)
-        deep = liquid[depth >= self.cells]
+        wet = _member(cand, taken, xp) | (advected + _F(SHRINK) < 0)
+        liquid, lkeys = cells[wet], cand[wet]  # sorted by key, as ``unique_rows``
+        del cand, cells, advected, wet, taken
+        depth = self._depths(sim, liquid, lkeys, frame)
+        self._store(sim, liquid, lkeys, depth, frame)
+        is_deep = depth >= self.cells
+        deep, dkeys = liquid[is_deep], lkeys[is_deep]
         if len(deep):  # particles under the band: the deep cell stands for them (a full cell)
-            sim._keep(~_isin(pcells, deep, xp))
-            pcells = sim._lattice_cells_of_particles()
+            keep = ~_member(pkeys, dkeys, xp)
+            sim._keep(keep)
+            pkeys = pkeys[keep]
+            del keep
         inner = (depth >= 1) & (depth < self.cells)  # band cells under the surface layer
-        refill = liquid[inner]
-        was = _isin(refill, self.deep, xp) if len(self.deep) else xp.zeros(len(refill), bool)
+        refill, rkeys = liquid[inner], lkeys[inner]
+        del liquid, lkeys, depth, is_deep, inner
+        was = _member(rkeys, xp.sort(frame.key(self.deep)), xp) if len(self.deep) else xp.zeros(len(refill), bool)
         ppc = float(sim.settings.particles_per_cell)
         self.deep, self.mass = deep, xp.full(len(deep), ppc, xp.float64)
         if len(refill):
-            at = _find(pcells, refill, xp)
-            have = xp.bincount(at[at >= 0], minlength=len(refill)).astype(xp.float64)
+            at = xp.minimum(xp.searchsorted(rkeys, pkeys), len(rkeys) - 1)
+            at = at[rkeys[at] == pkeys]
+            have = xp.bincount(at, minlength=len(refill)).astype(xp.float64)
             want = xp.where(was | (have == 0), xp.maximum(ppc - have, 0.0), 0.0)
             pick = want > 0
             if bool(pick.any()):
@@ -186,7 +286,8 @@ class NarrowBand:
     def sample(self, sim, x):
         """φ (cells) at points *x* (M, 3) in cell units: trilinear over the stored cells,
         unknown cells air (``FAR``); solid and outside-the-walls corners are left out and
-        the weights renormalised, so a wall or an obstacle is neither liquid nor air."""
+        the weights renormalised, so a wall or an obstacle is neither liquid nor air.
+        One corner at a time, so its memory is a few arrays of M."""
         xp = self.xp
         m = int(x.shape[0])
         if m == 0 or len(self.lattice) == 0:
@@ -194,53 +295,67 @@ class NarrowBand:
         t = x - _F(0.5)
         base = xp.floor(t)
         frac = (t - base).astype(xp.float32)
+        del t
         base = base.astype(xp.int64)
-        corners = xp.concatenate([base + xp.asarray(o, xp.int64) for o in CORNERS])
-        at = _find(corners, self.lattice, xp)
-        value = xp.where(at >= 0, self.phi[xp.maximum(at, 0)], _F(FAR)).reshape(8, m)
-        open_ = (~self._solid(sim, corners)).reshape(8, m)
+        frame = _Frame.around([self.lattice], None, 0, xp)
+        stored = frame.key(self.lattice)
+        order = xp.argsort(stored)
+        stored = stored[order]
         total = xp.zeros(m, xp.float32)
         weights = xp.zeros(m, xp.float32)
-        for c, o in enumerate(CORNERS):
+        for o in CORNERS:
+            corner = base + xp.asarray(o, xp.int64)
+            inside = frame.inside(corner)
+            key = xp.where(inside, frame.key(corner), 0)
+            at = xp.minimum(xp.searchsorted(stored, key), len(stored) - 1)
+            found = inside & (stored[at] == key)
+            value = xp.where(found, self.phi[order[at]], _F(FAR))
+            del key, at, found, inside
             w = xp.ones(m, xp.float32)
             for a in range(3):
                 w = w * (frac[:, a] if o[a] else _F(1) - frac[:, a])
-            w = xp.where(open_[c], w, _F(0))
-            total += w * value[c]
+            w = xp.where(~self._solid(sim, corner), w, _F(0))
+            total += w * value
             weights += w
         return xp.where(weights > 0, total / xp.maximum(weights, _F(1e-12)), _F(FAR)).astype(xp.float32)
 
-    def _depths(self, sim, liquid):
-        """6-neighbour steps from each liquid cell to the air, up to the band's depth
-        (solids count as liquid: a floor is no surface)."""
+    def _depths(self, sim, liquid, keys, frame):
+        """6-neighbour steps from each liquid cell (*keys*: their sorted keys in *frame*) to
+        the air, up to the band's depth (solids count as liquid: a floor is no surface)."""
         xp = self.xp
         depth = xp.zeros(len(liquid), xp.int64)
-        level = liquid
+        level, lkeys = liquid, keys
         for k in range(1, self.cells + 1):  # erosion: cells whose 6 neighbours are all liquid (or solid)
             if len(level) == 0:
                 break
             keep = xp.ones(len(level), bool)
             for o in DIRECTIONS:
-                nb = level + xp.asarray(o, xp.int64)
-                keep &= _isin(nb, level, xp) | self._solid(sim, nb)
-            level = level[keep]
-            depth[_isin(liquid, level, xp)] = k
+                wet = _member(lkeys + frame.offset(o), lkeys, xp)
+                dry = xp.nonzero(~wet)[0]
+                if len(dry):  # only cells with a non-liquid neighbour ask whether it is solid
+                    wet[dry] = self._solid(sim, level[dry] + xp.asarray(o, xp.int64))
+                keep &= wet
+            level, lkeys = level[keep], lkeys[keep]
+            depth[_member(keys, lkeys, xp)] = k
         return depth
 
-    def _store(self, sim, liquid, depth):
+    def _store(self, sim, liquid, keys, depth, frame):
         """φ after the redistancing, kept on the liquid and ``RINGS`` air rings: −(depth + ½)
         inside, +(ring − ½) outside, in cells."""
         xp = self.xp
         cells, phi = [liquid], [-(depth.astype(xp.float32) + _F(0.5))]
-        known = liquid
+        known = keys  # sorted
         for ring in range(1, RINGS + 1):
-            grown = unique_rows(xp.concatenate([known + xp.asarray(o, xp.int64) for o in DIRECTIONS]), xp) \
-                if len(known) else known
-            new = grown[~_isin(grown, known, xp)] if len(known) else grown
+            if len(known):
+                grown = xp.unique(xp.concatenate([known + frame.offset(o) for o in DIRECTIONS]))
+                grown = grown[~_member(grown, known, xp)]
+            else:
+                grown = known
+            new = frame.cells(grown)
             new = new[~self._solid(sim, new)]
             cells.append(new)
             phi.append(xp.full(len(new), _F(ring - 0.5), xp.float32))
-            known = xp.concatenate([known, new])
+            known = xp.sort(xp.concatenate([known, frame.key(new)]))
         self.lattice, self.phi = xp.concatenate(cells), xp.concatenate(phi)
 
     def _solid(self, sim, ijk):
@@ -253,8 +368,6 @@ class NarrowBand:
         """Particles for band cells the grid calls liquid: up to round(want) of the cell's
         seeding (at most ``particles_per_cell``), only where φ says liquid (§4.2: sampled
         to the cell's fill), at the grid's velocity."""
-        from .. import backend
-
         xp, g = self.xp, sim.grid
         ppc = int(sim.settings.particles_per_cell)
         host = backend.to_numpy(cells)

@@ -22,7 +22,18 @@ NumPy path, dam breaks, a blob and a pool at 6k–50k particles) and rounded up:
   node) pairs at 42 B; closed, the particles seen include their wall mirrors
   (``CLOSED_IMAGES``: a narrow tank's liquid touches 4 walls);
 * on the GPU (not yet measured on a device): 64 B per pool cell of state and solver
-  vectors, 100 B per particle, and ``surface.estimate_gpu_bytes`` for the level set.
+  vectors, 100 B per particle, and ``surface.estimate_gpu_bytes`` for the level set;
+* the narrow band's update after advection (``sparse_band.NarrowBand.update``, when the
+  band is on), beside the state: a key per particle and its sort (~24 B), and per liquid
+  cell its candidates, their dilation one axis at a time, φ's samples and the air rings.
+  Measured on the NumPy path (tracemalloc, dam breaks of 0.34M and 1.1M particles, band of
+  4 cells, capped substeps so the candidates are dilated): 46–55 B per particle at 8 per
+  cell (370–440 B per liquid cell), taken as 24 B a particle and 400 B a liquid cell. On
+  an H100 (``bench/flip_sparse.py --row 65m --frames 2 --narrow-band 4``: 65.5M particles,
+  3.4M kept) the pool peaked at 10.04 GiB, the deep cells' grid work included; taken as
+  40 B a particle and 960 B a liquid cell beside the state (11.7 GiB estimated: 1.17×).
+  (Before the keys, (n, 3) rows per particle and 27 shifted copies: 255–571 B per
+  particle on the CPU and a 70.1 GiB pool on that row.)
 """
 
 from __future__ import annotations
@@ -41,6 +52,8 @@ MARGIN = 5  # cells around the liquid at rest (``sparse_grid.substep_margin``: 1
 SPREAD = 1.5  # bricks of the moving liquid over those of its start (module text)
 CPU_CELL, CPU_PARTICLE, CPU_APIC = 120, 720, 80
 GPU_CELL, GPU_PARTICLE, GPU_APIC = 64, 100, 36
+CPU_BAND_PARTICLE, CPU_BAND_CELL = 24, 400
+GPU_BAND_PARTICLE, GPU_BAND_CELL = 40, 960
 CLOSED_IMAGES = 4  # a closed level set's particles with their mirrors (a tank's liquid touches 3–5 walls)
 
 
@@ -65,10 +78,11 @@ def liquid_region_cells(liquid_cells: float, spec: GridSpec, ppc: int) -> GridSp
 
 
 def sparse_flip_memory(spec: GridSpec, particles: int, particles_per_cell: int = 8, apic: bool = False,
-                       closed: bool = True, parts: bool = False, xp=None):
+                       closed: bool = True, parts: bool = False, xp=None, narrow_band: int = 0):
     """Peak bytes of a sparse FLIP bake (``FlipSimulation(..., sparse=True)``) of
     *particles* particles on the device of *xp* (default the backend's), estimated from the
-    liquid's volume (module text); ``parts=True``: the dict of stages with ``bricks``."""
+    liquid's volume (module text); *narrow_band* > 0: with the band's update (its cells);
+    ``parts=True``: the dict of stages with ``bricks``."""
     from .surface import (CHUNK_PAIRS, KERNEL_PER_RADIUS, _reachable_offsets, estimate_gpu_bytes, surface_grid,
                           surface_radii)
 
@@ -77,7 +91,8 @@ def sparse_flip_memory(spec: GridSpec, particles: int, particles_per_cell: int =
     bricks = estimate_bricks(P / ppc, spec, closed)
     cells = bricks * CELLS
     surface = surface_grid(spec) if closed and box_outputs(spec) else liquid_region_cells(P / ppc, spec, ppc)
-    if (xp or backend.xp()) is np:
+    cpu = (xp or backend.xp()) is np
+    if cpu:
         state = 60 * cells + (24 + (36 if apic else 0)) * P
         substep = CPU_CELL * cells + (CPU_PARTICLE + (CPU_APIC if apic else 0)) * P
         r, R = surface_radii(spec.voxel_size, ppc)
@@ -91,6 +106,9 @@ def sparse_flip_memory(spec: GridSpec, particles: int, particles_per_cell: int =
         output = state + max(estimate_gpu_bytes(P, surface, KERNEL_PER_RADIUS * r) + 4 * surface.voxel_count,
                              12 * surface.voxel_count)
     stages = {"substep": int(substep), "frame output": int(output)}
+    if int(narrow_band) > 0:
+        per_particle, per_cell = (CPU_BAND_PARTICLE, CPU_BAND_CELL) if cpu else (GPU_BAND_PARTICLE, GPU_BAND_CELL)
+        stages["narrow band"] = int(state + per_particle * P + per_cell * P / ppc)
     if parts:
         return {"bricks": bricks, "state": int(state), **stages, "total": max(stages.values())}
     return int(max(stages.values()))

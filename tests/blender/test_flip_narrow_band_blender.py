@@ -75,3 +75,28 @@ def test_cli_narrow_band_option(tank):
     assert "Solver: sparse (Auto: the narrow band)" in r.stdout
     r = subprocess.run(args + ["--narrow-band", "-1"], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert r.returncode != 0 and "Traceback" not in r.stderr and "--narrow-band" in r.stderr
+
+
+def test_the_bakes_memory_estimate_counts_the_narrow_bands_update(tank):
+    """The guard's estimate (Domain panel and bake) includes the band's update when the
+    band is on (65M particles at 512³): on the GPU it is the largest stage; on the CPU
+    the substep's particles outweigh it."""
+    import numpy as np
+
+    from voxfx.addon.flip_sparse import memory_need
+    from voxfx.addon.operators.flip import bake_memory_need, domain_spec
+    from voxfx.kernels.flip.sparse_memory import sparse_flip_memory
+
+    scene, f, folder = tank
+    f.solver = "SPARSE"
+    spec = domain_spec(f.domain, 512)
+    particles = 65_536_000
+    gpu = object()  # any module but NumPy: the device branch
+    for xp in (np, gpu):
+        f.narrow_band = 0
+        off = memory_need(spec, particles, f, xp=xp)
+        f.narrow_band = 4
+        on = memory_need(spec, particles, f, xp=xp)
+        assert on == sparse_flip_memory(spec, particles, int(f.particles_per_cell), narrow_band=4, xp=xp)
+        assert on > off if xp is gpu else on == off
+        assert bake_memory_need(spec, particles, f, True, xp=xp) >= on  # Compact frames encoded beside it

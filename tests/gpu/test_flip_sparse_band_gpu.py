@@ -72,3 +72,27 @@ def test_gpu_narrow_band_dam_break_keeps_the_full_runs_centre_of_mass_after_one_
         band.step(1 / 60)
     assert len(band.band.deep) > 0
     assert np.linalg.norm(band.centre_of_mass() - full.centre_of_mass()) < 0.01
+
+
+def test_gpu_keyed_band_update_matches_the_row_list_update():
+    """The band's update on packed keys (bounded memory at 65M particles) keeps the deep
+    cells, φ and particles of the row-list update it replaced, on the device, with the
+    candidates dilated (one substep a frame)."""
+    import cupy
+
+    from tests.unit.test_flip_sparse_band_memory import RowListBand
+
+    h = 0.05
+    spec = GridSpec((0.0, 0.0, 0.0), h, (24, 10, 16))
+    water = box((0.0, 0.0, 0.0), (8 * h, 10 * h, 12 * h))
+    settings = FlipSettings(narrow_band=4, seed=2, max_substeps=1)
+    new, old = (FlipSimulation(spec, settings, *water, xp=cupy, sparse=True) for _ in range(2))
+    old.band = RowListBand(4, cupy)
+    for frame in range(6):
+        new.step(1 / 24)
+        old.step(1 / 24)
+        for name in ("deep", "lattice", "phi", "mass"):
+            assert np.array_equal(backend.to_numpy(getattr(new.band, name)),
+                                  backend.to_numpy(getattr(old.band, name))), (frame, name)
+        assert np.array_equal(backend.to_numpy(new.pos), backend.to_numpy(old.pos)), frame
+    assert max(old.band.reaches) > 2 and len(new.band.deep) > 0
