@@ -6,9 +6,7 @@
 The dam break of ``bench/flip.py`` runs *substeps* substeps of 1/120 s (the particles
 spread, the bricks move), then each call of ``sparse_gpu.bin_particles`` and the gather
 is timed with CUDA events, *repeat* times, medians printed in ms beside the launch's
-bytes at the H100's 3.35 TB/s (the gathers: brick, cell, and column at runs of 2, 4, 8
-nodes built for 768 and 512 threads an SM, whose bits are then checked against the
-brick gather's); then the topology update of the next substep (the
+bytes at the H100's 3.35 TB/s; then the topology update of the next substep (the
 device's marking pipeline, and ``VOXFX_SPARSE_TOPOLOGY=legacy``'s path for the same
 positions where its margin allows).
 """
@@ -50,19 +48,6 @@ def timed(cp, fn, repeat):
     return float(np.median(out))
 
 
-def check_bits(cp, gather, outputs):
-    """The column gathers' faces and masks against the brick gather's, on this scene."""
-    gather("brick")
-    want = [cp.asnumpy(a) for a in outputs]
-    for sm in (768, 512):
-        for run in sparse_gpu.COLUMN_RUNS:
-            for a in outputs:
-                a.fill(7)
-            gather("column", run, sm)
-            same = all(np.array_equal(cp.asnumpy(a).view(np.uint8), b.view(np.uint8)) for a, b in zip(outputs, want))
-            print(f"column run {run} ({sm} threads/SM): the brick gather's bits: {'yes' if same else 'NO'}")
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--res", type=int, default=256)
@@ -72,10 +57,7 @@ def main():
     args = ap.parse_args()
     import cupy as cp
 
-    from voxfx.kernels.flip.particles import PUSH_EPSILON, THREADS
     from voxfx.kernels.flip.sparse_gpu import _I32, _I64, KERNELS, _frame, _topo, brick_index
-    from voxfx.kernels.grid import mac
-    from voxfx.kernels.grid.launch import Kernels
 
     print(f"device: {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}")
     spec, v, t = dam_break(args.res, int(args.particles))
@@ -117,20 +99,11 @@ def main():
     faces = tuple(cp.empty(cells, cp.float32) for _ in range(3))
     valid = tuple(cp.empty(cells, cp.uint8) for _ in range(3))
 
-    # the column gather built for other occupancies (COLUMN_SM_THREADS; the module's: 768)
-    builds = {sm: Kernels("flip_sparse_transfer.cu", ("--fmad=false",), THREADS,
-                          defines={**mac.CELL_TYPES, "PUSH_EPSILON": PUSH_EPSILON, "COLUMN_SM_THREADS": sm})
-              for sm in (512,)}
-    builds[768] = KERNELS
-
-    def gather(mode, run=4, sm=768):
+    def gather(mode):
         args_ = (spos, svel, dummy, _I32(0), state["start"], count, g.brick_slot, g.slot_coords, g.brick_nbr,
                  _I64(cells), _I32(g.closed), *sparse_gpu._dims(g), *_frame(g), *faces, *valid)
         if mode == "brick":
             KERNELS.launch_grid("p2g_gather_brick", (cells // 512,), (sparse_gpu.GATHER_THREADS,), args_)
-        elif mode == "column":
-            builds[sm].launch_grid(f"p2g_gather_column{run}", (cells // 512,), (sparse_gpu.column_threads(run),),
-                                   args_)
         else:
             KERNELS.launch("p2g_gather_sparse", cells, args_)
 
@@ -141,8 +114,6 @@ def main():
             ("copy_sorted_particles", copy, 52 * n),
             ("gather brick", lambda: gather("brick"), 24 * n + 8 * cells + 15 * cells),
             ("gather cell", lambda: gather("cell"), 24 * n + 8 * cells + 15 * cells),
-            *((f"gather column run {run} ({sm} threads/SM)", lambda run=run, sm=sm: gather("column", run, sm),
-               24 * n + 8 * cells + 15 * cells) for sm in (768, 512) for run in sparse_gpu.COLUMN_RUNS),
             ("bin_particles (whole)", lambda: sparse_gpu.bin_particles(g, pos, vel, None), 0),
             ("particles_to_grid (whole)", lambda: sparse_gpu.particles_to_grid(g, pos, vel, None), 0)]
     print("launch | ms | floor ms | ratio")
@@ -151,7 +122,6 @@ def main():
         ms = timed(cp, fn, args.repeat)
         floor = nbytes / BANDWIDTH * 1e3
         print(f"{name} | {ms:.3f} | {floor:.3f} | {ms / floor:.0f}×" if nbytes else f"{name} | {ms:.3f} | - | -")
-    check_bits(cp, gather, (*faces, *valid))
     c = count[:-1]
     print(f"particles per occupied cell: mean {float(c[c > 0].mean()):.2f}, max {int(c.max())}; "
           f"unbinned {int(count[-1])}")

@@ -352,67 +352,6 @@ struct GatherFrame {
     float o[3], h, inv_h;
 };
 
-// Particle s's contributions to the three faces of node `node` (its cell at offset d from
-// the node, has: the faces that exist), with own/half the hat weights of this node along
-// each axis on the component's own lattice (g) and on the half-shifted ones (g − ½):
-// num += w·q, den += w in double. The one place P2G's arithmetic lives: every gather kernel
-// calls it per (node, particle) in the same order, so all give the same bits.
-__device__ __forceinline__ void add_particle(const float* __restrict__ svel, const float* __restrict__ sc,
-                                             const GatherFrame& F, long long s, const long long node[3],
-                                             const int d[3], const bool has[3], const float g[3],
-                                             const float w_own[3], const bool own[3], const float w_half[3],
-                                             const bool half[3], double num[3], double den[3])
-{
-    for (int comp = 0; comp < 3; ++comp) {
-        // a particle one cell beyond the face along its axis has both its nodes past it:
-        // only offsets −1 and 0 along comp's axis reach
-        if (!has[comp] || d[comp] > 0) continue;
-        float f[3], wt[3];  // the particle on comp's face lattice
-        bool touches = true;
-        for (int a = 0; a < 3; ++a) {
-            f[a] = a == comp ? g[a] : g[a] - 0.5f;
-            wt[a] = a == comp ? w_own[a] : w_half[a];
-            touches = touches && (a == comp ? own[a] : half[a]);
-        }
-        if (!touches) continue;
-        const float weight = wt[0] * wt[1] * wt[2];
-        float q = svel[3 * s + comp];
-        if (F.apic) {
-            const float* r = sc + 9LL * s + 3 * comp;
-            const float d0 = ((float)node[0] - f[0]) * F.h, d1 = ((float)node[1] - f[1]) * F.h,
-                        d2 = ((float)node[2] - f[2]) * F.h;
-            q = q + (r[0] * d0 + r[1] * d1 + r[2] * d2);
-        }
-        num[comp] += (double)(weight * q);
-        den[comp] += (double)weight;
-    }
-}
-
-// The faces of `node` that exist (closed: the face lattices, n + 1 along a, n across).
-__device__ __forceinline__ void node_faces(const GatherFrame& F, const long long node[3], bool has[3])
-{
-    for (int a = 0; a < 3; ++a) {
-        has[a] = true;
-        if (F.closed)
-            for (int b = 0; b < 3; ++b) has[a] = has[a] && node[b] >= 0 && node[b] < F.n[b] + (a == b);
-    }
-}
-
-// A node's sums into its faces: num/den where Σw > 0, else 0 and invalid.
-__device__ __forceinline__ void store_node(long long t, const double num[3], const double den[3],
-                                           float* __restrict__ u, float* __restrict__ v, float* __restrict__ w,
-                                           unsigned char* __restrict__ valid_u, unsigned char* __restrict__ valid_v,
-                                           unsigned char* __restrict__ valid_w)
-{
-    float* const out[3] = {u, v, w};
-    unsigned char* const valid[3] = {valid_u, valid_v, valid_w};
-    for (int a = 0; a < 3; ++a) {
-        const bool ok = den[a] > 0.0;
-        out[a][t] = ok ? (float)(num[a] / den[a]) : 0.0f;
-        valid[a][t] = ok;
-    }
-}
-
 template <class Span>
 __device__ __forceinline__ void gather_cell(const float* __restrict__ spos, const float* __restrict__ svel,
                                             const float* __restrict__ sc, const GatherFrame& F,
@@ -425,31 +364,65 @@ __device__ __forceinline__ void gather_cell(const float* __restrict__ spos, cons
     const int l = (int)(t & (SPARSE_CELLS - 1));
     const int lx = l & 7, ly = (l >> 3) & 7, lz = l >> 6;
     double num[3] = {0.0, 0.0, 0.0}, den[3] = {0.0, 0.0, 0.0};
+    bool has[3] = {false, false, false};
     if (active) {
         const long long node[3] = {8LL * coords[3 * slot] + lx, 8LL * coords[3 * slot + 1] + ly,
                                    8LL * coords[3 * slot + 2] + lz};
-        bool has[3];
-        node_faces(F, node, has);
+        for (int a = 0; a < 3; ++a) {  // closed: the face lattices (n + 1 along a, n across)
+            has[a] = true;
+            if (F.closed)
+                for (int b = 0; b < 3; ++b) has[a] = has[a] && node[b] >= 0 && node[b] < F.n[b] + (a == b);
+        }
         for (int dz = -1; dz <= 1; ++dz)
             for (int dy = -1; dy <= 1; ++dy)
                 for (int dx = -1; dx <= 1; ++dx) {
                     int first, last;
                     span(lx + dx, ly + dy, lz + dz, first, last);
-                    const int d[3] = {dx, dy, dz};
                     for (int s = first; s < last; ++s) {
                         const float g[3] = {(spos[3 * s] - F.o[0]) * F.inv_h, (spos[3 * s + 1] - F.o[1]) * F.inv_h,
                                             (spos[3 * s + 2] - F.o[2]) * F.inv_h};
+                        // the hat weights of this node along each axis, on the component's own
+                        // lattice (g) and on the half-shifted ones (g − ½): shared by u, v, w
                         float w_own[3] = {0.0f, 0.0f, 0.0f}, w_half[3] = {0.0f, 0.0f, 0.0f};
                         bool own[3], half[3];
                         for (int a = 0; a < 3; ++a) {
                             own[a] = hat_weight(g[a], F.closed, F.n[a], node[a], w_own[a]);
                             half[a] = hat_weight(g[a] - 0.5f, F.closed, F.n[a], node[a], w_half[a]);
                         }
-                        add_particle(svel, sc, F, s, node, d, has, g, w_own, own, w_half, half, num, den);
+                        const int d[3] = {dx, dy, dz};
+                        for (int comp = 0; comp < 3; ++comp) {
+                            // a particle one cell beyond the face along its axis has both its
+                            // nodes past it: only offsets −1 and 0 along comp's axis reach
+                            if (!has[comp] || d[comp] > 0) continue;
+                            float f[3], wt[3];  // the particle on comp's face lattice
+                            bool touches = true;
+                            for (int a = 0; a < 3; ++a) {
+                                f[a] = a == comp ? g[a] : g[a] - 0.5f;
+                                wt[a] = a == comp ? w_own[a] : w_half[a];
+                                touches = touches && (a == comp ? own[a] : half[a]);
+                            }
+                            if (!touches) continue;
+                            const float weight = wt[0] * wt[1] * wt[2];
+                            float q = svel[3 * s + comp];
+                            if (F.apic) {
+                                const float* r = sc + 9LL * s + 3 * comp;
+                                const float d0 = ((float)node[0] - f[0]) * F.h, d1 = ((float)node[1] - f[1]) * F.h,
+                                            d2 = ((float)node[2] - f[2]) * F.h;
+                                q = q + (r[0] * d0 + r[1] * d1 + r[2] * d2);
+                            }
+                            num[comp] += (double)(weight * q);
+                            den[comp] += (double)weight;
+                        }
                     }
                 }
     }
-    store_node(t, num, den, u, v, w, valid_u, valid_v, valid_w);
+    float* const out[3] = {u, v, w};
+    unsigned char* const valid[3] = {valid_u, valid_v, valid_w};
+    for (int a = 0; a < 3; ++a) {
+        const bool ok = den[a] > 0.0;
+        out[a][t] = ok ? (float)(num[a] / den[a]) : 0.0f;
+        valid[a][t] = ok;
+    }
 }
 
 // The neighbourhood's cells from global memory: one table read and two loads per cell.
@@ -481,22 +454,6 @@ struct SharedSpan {
         l = last[q];
     }
 };
-
-// The block's copy of the particle spans of its brick's 10³ halo (threads share the work).
-__device__ __forceinline__ void stage_halo(const int* __restrict__ start, const int* __restrict__ count,
-                                           const int* __restrict__ nbr27, int slot, bool active, int* first,
-                                           int* last)
-{
-    if (active) {
-        for (int q = threadIdx.x; q < GATHER_HALO; q += blockDim.x) {
-            const int cell = sparse_cell_near(nbr27, slot, q % 10 - 1, (q / 10) % 10 - 1, q / 100 - 1);
-            const int f = cell < 0 ? 0 : start[cell];
-            first[q] = f;
-            last[q] = cell < 0 ? 0 : f + count[cell];
-        }
-    }
-    __syncthreads();
-}
 
 // One thread per pool cell (VOXFX_SPARSE_GATHER=cell).
 extern "C" __global__ void p2g_gather_sparse(const float* __restrict__ spos, const float* __restrict__ svel,
@@ -536,139 +493,21 @@ extern "C" __global__ void p2g_gather_brick(const float* __restrict__ spos, cons
     const int slot = (int)blockIdx.x;
     if ((long long)slot * SPARSE_CELLS >= cells) return;
     const bool active = used[slot] != 0;  // the same for the whole block
-    stage_halo(start, count, nbr27, slot, active, first, last);
+    if (active) {
+        for (int q = threadIdx.x; q < GATHER_HALO; q += blockDim.x) {
+            const int cell = sparse_cell_near(nbr27, slot, q % 10 - 1, (q / 10) % 10 - 1, q / 100 - 1);
+            const int f = cell < 0 ? 0 : start[cell];
+            first[q] = f;
+            last[q] = cell < 0 ? 0 : f + count[cell];
+        }
+    }
+    __syncthreads();
     const GatherFrame F = {apic, closed, {nx, ny, nz}, {ox, oy, oz}, h, inv_h};
     const SharedSpan span = {first, last};
     for (int l = threadIdx.x; l < SPARSE_CELLS; l += blockDim.x)
         gather_cell(spos, svel, sc, F, coords, slot, active, (long long)slot * SPARSE_CELLS + l, span, u, v, w,
                     valid_u, valid_v, valid_w);
 }
-
-// One thread per run of RUN nodes along z of a brick column (x, y) (VOXFX_SPARSE_GATHER=
-// column; grid = slots, block = 64·8/RUN threads, a warp's 32 columns on the same run): the
-// thread walks the cell layers Z = z0 − 1 … z0 + RUN once, and each particle of layer Z
-// adds to the nodes Z + 1, Z and Z − 1 of its run that it reaches (offset dz = −1, 0, +1),
-// a window of three nodes' sums in registers; node Z − 1 is complete after layer Z. The
-// brick gather reads 27 cells' particles per node, this one 9·(RUN + 2)/RUN (13.5 at
-// RUN = 4, 11.25 at 8), and computes the x and y hat weights once for the three. The order per node is the cell gather's: layers
-// in z (dz ascending), then (dy, dx), then the sorted particles, so add_particle's sums are
-// the same, bit for bit.
-template <int RUN, class Span>
-__device__ __forceinline__ void gather_column(const float* __restrict__ spos, const float* __restrict__ svel,
-                                              const float* __restrict__ sc, const GatherFrame& F,
-                                              const int* __restrict__ coords, int slot, bool active, int lx, int ly,
-                                              int z0, const Span& span, float* __restrict__ u,
-                                              float* __restrict__ v, float* __restrict__ w,
-                                              unsigned char* __restrict__ valid_u,
-                                              unsigned char* __restrict__ valid_v,
-                                              unsigned char* __restrict__ valid_w)
-{
-    const long long base = (long long)slot * SPARSE_CELLS + ly * 8 + lx;  // + 64·lz: node (lx, ly, lz)
-    double num[3][3], den[3][3];  // [k]: node z = Z + 1 − k, the cell layer's offset dz = k − 1
-    for (int k = 0; k < 3; ++k)
-        for (int a = 0; a < 3; ++a) num[k][a] = den[k][a] = 0.0;
-    if (!active) {
-        for (int lz = z0; lz < z0 + RUN; ++lz) store_node(base + 64 * lz, num[0], den[0], u, v, w, valid_u, valid_v,
-                                                          valid_w);
-        return;
-    }
-    const long long nx = 8LL * coords[3 * slot] + lx, ny = 8LL * coords[3 * slot + 1] + ly,
-                    nz0 = 8LL * coords[3 * slot + 2];
-    for (int Z = z0 - 1; Z <= z0 + RUN; ++Z) {
-        unsigned int live = 0, has = 0;  // bit k: node Z + 1 − k in the run; bit 3k + a: its face a exists
-        for (int k = 0; k < 3; ++k) {
-            const int lz = Z + 1 - k;
-            const long long node[3] = {nx, ny, nz0 + lz};
-            bool faces[3];
-            node_faces(F, node, faces);
-            live |= (unsigned int)(lz >= z0 && lz < z0 + RUN) << k;
-            for (int a = 0; a < 3; ++a) has |= (unsigned int)faces[a] << (3 * k + a);
-        }
-        for (int dy = -1; dy <= 1; ++dy)
-            for (int dx = -1; dx <= 1; ++dx) {
-                int first, last;
-                span(lx + dx, ly + dy, Z, first, last);
-                for (int s = first; s < last; ++s) {
-                    const float g[3] = {(spos[3 * s] - F.o[0]) * F.inv_h, (spos[3 * s + 1] - F.o[1]) * F.inv_h,
-                                        (spos[3 * s + 2] - F.o[2]) * F.inv_h};
-                    float w_own[3] = {0.0f, 0.0f, 0.0f}, w_half[3] = {0.0f, 0.0f, 0.0f};
-                    bool own[3], half[3];
-                    // x and y: the same nodes for the whole window
-                    own[0] = hat_weight(g[0], F.closed, F.n[0], nx, w_own[0]);
-                    half[0] = hat_weight(g[0] - 0.5f, F.closed, F.n[0], nx, w_half[0]);
-                    own[1] = hat_weight(g[1], F.closed, F.n[1], ny, w_own[1]);
-                    half[1] = hat_weight(g[1] - 0.5f, F.closed, F.n[1], ny, w_half[1]);
-                    for (int k = 0; k < 3; ++k) {
-                        if (!((live >> k) & 1u)) continue;
-                        const long long node[3] = {nx, ny, nz0 + Z + 1 - k};
-                        w_own[2] = w_half[2] = 0.0f;
-                        own[2] = hat_weight(g[2], F.closed, F.n[2], node[2], w_own[2]);
-                        half[2] = hat_weight(g[2] - 0.5f, F.closed, F.n[2], node[2], w_half[2]);
-                        const int d[3] = {dx, dy, k - 1};
-                        const bool faces[3] = {((has >> (3 * k)) & 1u) != 0, ((has >> (3 * k + 1)) & 1u) != 0,
-                                               ((has >> (3 * k + 2)) & 1u) != 0};
-                        add_particle(svel, sc, F, s, node, d, faces, g, w_own, own, w_half, half, num[k], den[k]);
-                    }
-                }
-            }
-        if ((live >> 2) & 1u) store_node(base + 64 * (Z - 1), num[2], den[2], u, v, w, valid_u, valid_v, valid_w);
-        for (int a = 0; a < 3; ++a) {  // slide the window up one layer
-            num[2][a] = num[1][a];
-            den[2][a] = den[1][a];
-            num[1][a] = num[0][a];
-            den[1][a] = den[0][a];
-            num[0][a] = den[0][a] = 0.0;
-        }
-    }
-}
-
-template <int RUN>
-__device__ __forceinline__ void p2g_gather_column(const float* __restrict__ spos, const float* __restrict__ svel,
-                                                  const float* __restrict__ sc, int apic,
-                                                  const int* __restrict__ start, const int* __restrict__ count,
-                                                  const unsigned char* __restrict__ used,
-                                                  const int* __restrict__ coords, const int* __restrict__ nbr27,
-                                                  long long cells, int closed, int nx, int ny, int nz, float ox,
-                                                  float oy, float oz, float h, float inv_h, float* __restrict__ u,
-                                                  float* __restrict__ v, float* __restrict__ w,
-                                                  unsigned char* __restrict__ valid_u,
-                                                  unsigned char* __restrict__ valid_v,
-                                                  unsigned char* __restrict__ valid_w)
-{
-    __shared__ int first[GATHER_HALO], last[GATHER_HALO];
-    const int slot = (int)blockIdx.x;
-    if ((long long)slot * SPARSE_CELLS >= cells) return;
-    const bool active = used[slot] != 0;  // the same for the whole block
-    stage_halo(start, count, nbr27, slot, active, first, last);
-    const GatherFrame F = {apic, closed, {nx, ny, nz}, {ox, oy, oz}, h, inv_h};
-    const SharedSpan span = {first, last};
-    for (int c = threadIdx.x; c < 64 * (8 / RUN); c += blockDim.x)
-        gather_column<RUN>(spos, svel, sc, F, coords, slot, active, c & 7, (c >> 3) & 7, (c >> 6) * RUN, span, u, v,
-                           w, valid_u, valid_v, valid_w);
-}
-
-// Threads per SM the column kernels are built for (__launch_bounds__; -D from Python to time
-// others): 768 keeps the brick gather's occupancy at 80 registers with ~180 B of spills to
-// L1 (ptxas -v); 512 spills nothing at 113 registers; 1024 caps at 64 and spills ~380 B.
-#ifndef COLUMN_SM_THREADS
-#define COLUMN_SM_THREADS 768
-#endif
-#define COLUMN_BLOCKS(RUN) (COLUMN_SM_THREADS / (64 * 8 / RUN))
-#define GATHER_COLUMN(RUN)                                                                                          \
-    extern "C" __global__ void __launch_bounds__(64 * 8 / RUN, COLUMN_BLOCKS(RUN)) p2g_gather_column##RUN(        \
-        const float* __restrict__ spos, const float* __restrict__ svel, const float* __restrict__ sc, int apic,     \
-        const int* __restrict__ start, const int* __restrict__ count, const unsigned char* __restrict__ used,       \
-        const int* __restrict__ coords, const int* __restrict__ nbr27, long long cells, int closed, int nx, int ny, \
-        int nz, float ox, float oy, float oz, float h, float inv_h, float* __restrict__ u, float* __restrict__ v,   \
-        float* __restrict__ w, unsigned char* __restrict__ valid_u, unsigned char* __restrict__ valid_v,            \
-        unsigned char* __restrict__ valid_w)                                                                        \
-    {                                                                                                               \
-        p2g_gather_column<RUN>(spos, svel, sc, apic, start, count, used, coords, nbr27, cells, closed, nx, ny, nz, \
-                               ox, oy, oz, h, inv_h, u, v, w, valid_u, valid_v, valid_w);                           \
-    }
-GATHER_COLUMN(2)
-GATHER_COLUMN(4)
-GATHER_COLUMN(8)
 
 // ------------------------------------------------------------------------------ cell types, boundaries
 

@@ -36,15 +36,9 @@ the dense solver's), then one thread per pool cell gathers its three faces from 
 cells around it in a fixed order: no float atomics, no per-pair temporaries (24 + 12 B
 per particle for the sorted copy and the sort, 8 B per cell for start and count). Two
 gather kernels, the same sums bit for bit: ``brick`` (default), one thread block per
-brick with its 10³ halo's particle spans in shared memory, ``cell``, one thread per
-pool cell looking its 27 cells up in global memory, and ``column``, ``brick``'s blocks with
-one thread per run of ``COLUMN_RUN`` nodes along z of a brick column: it walks the cell
-layers once with a window of three nodes' sums, so each particle it reads adds to the
-three nodes above, at and below it (27 cells' particles read per node → 9·(run + 2)/run:
-13.5 at a run of 4), in
-the same per-node order (layers in z, then y, x, then the sorted particles);
-``VOXFX_SPARSE_GATHER=cell|brick|column`` (or ``particles_to_grid(..., gather=)``) picks
-one, so all can be timed in one run.
+brick with its 10³ halo's particle spans in shared memory, and ``cell``, one thread per
+pool cell looking its 27 cells up in global memory; ``VOXFX_SPARSE_GATHER=cell|brick``
+(or ``particles_to_grid(..., gather=)``) picks one, so both can be timed in one run.
 
 Classify (§6) comes from the binning: the count per pool cell says which cells hold a
 particle (``classify_counts_sparse``, one pass over the pool) when the bins are those of
@@ -82,10 +76,8 @@ MAX_MARGIN = 24  # cells: the device topology reaches the bricks within three of
 TOPOLOGY_MODES = ("device", "legacy")
 CELLS = 512
 _I64, _I32 = np.int64, np.int32
-GATHERS = ("brick", "cell", "column")
+GATHERS = ("brick", "cell")
 GATHER_THREADS = 256  # brick gather: threads per brick (each takes 512 / 256 = 2 cells)
-COLUMN_RUNS = (2, 4, 8)  # column gather: nodes along z per thread (p2g_gather_column2/4/8)
-COLUMN_RUN = 4
 G2P_ORDERS = ("cell", "input")
 
 
@@ -95,12 +87,6 @@ def gather_mode(gather=None) -> str:
     if mode not in GATHERS:
         raise ValueError(f"VOXFX_SPARSE_GATHER must be one of {', '.join(GATHERS)}, not {mode!r}")
     return mode
-
-
-def column_threads(run: int) -> int:
-    """The column gather's block: a thread per run of *run* nodes along z of each of a
-    brick's 64 columns."""
-    return 64 * (8 // run)
 
 
 def g2p_order(order=None) -> str:
@@ -335,10 +321,6 @@ def particles_to_grid(grid, pos, vel, c, gather=None):
     if mode == "brick":
         if size:  # (an empty pool: no blocks to launch)
             KERNELS.launch_grid("p2g_gather_brick", (size // CELLS,), (GATHER_THREADS,), args)
-    elif mode == "column":
-        if size:
-            KERNELS.launch_grid(f"p2g_gather_column{COLUMN_RUN}", (size // CELLS,), (column_threads(COLUMN_RUN),),
-                                args)
     else:
         KERNELS.launch("p2g_gather_sparse", size, args)
     grid.bins = (pos, count, order, cell_of)

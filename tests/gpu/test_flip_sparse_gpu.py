@@ -324,36 +324,7 @@ def test_gpu_g2p_in_the_bins_order_gives_the_same_bits(monkeypatch, apic):
     assert not np.array_equal(results[0][0], pos)
 
 
-@pytest.mark.parametrize("closed", [True, False], ids=["closed", "open"])
-@pytest.mark.parametrize("apic", [False, True], ids=["flip", "apic"])
-def test_gpu_column_gather_gives_the_brick_gathers_bits(monkeypatch, closed, apic):
-    """The column gather (every run length) sums each face in the brick gather's order: the
-    same faces and masks bit for bit, on dense cells (~8 particles each, as a dam break's)
-    spread over several bricks with free slots and, open, particles beyond the box."""
-    import cupy
-
-    from voxfx.kernels.flip import sparse_gpu
-
-    rng = np.random.default_rng()
-    spec = GridSpec((0.0, 0.0, 0.0), 0.05, (40, 26, 22))
-    lo = 0.0 if closed else -0.1
-    pos, vel = random_particles(spec, 36000, rng, lo, 0.55)
-    _, gpu = grids(spec, pos, closed)
-    c = rng.normal(0, 1, (len(pos), 3, 3)).astype(np.float32) if apic else None
-    dev = [cupy.asarray(a) if a is not None else None for a in (pos, vel, c)]
-    brick = sparse_gpu.particles_to_grid(gpu, *dev, gather="brick")
-    want = [host(gpu[n]) for n in gpu.FACES]
-    assert all(np.count_nonzero(f) > 1000 for f in want)
-    for run in sparse_gpu.COLUMN_RUNS:
-        monkeypatch.setattr(sparse_gpu, "COLUMN_RUN", run)
-        got = sparse_gpu.particles_to_grid(gpu, *dev, gather="column")
-        for name, faces in zip(gpu.FACES, want):
-            assert np.array_equal(host(gpu[name]).view(np.uint32), faces.view(np.uint32)), (run, name)
-        for a, b in zip(got, brick):
-            assert np.array_equal(host(a), host(b))
-
-
-@pytest.mark.parametrize("gather", ["brick", "cell", "column"])
+@pytest.mark.parametrize("gather", ["brick", "cell"])
 def test_gpu_p2g_gives_the_same_bits_every_run_and_any_particle_order(gather):
     import cupy
 

@@ -417,10 +417,8 @@ def test_gpu_gather_choice_comes_from_the_argument_or_the_environment(monkeypatc
     monkeypatch.setenv("VOXFX_SPARSE_GATHER", " Cell ")
     assert sparse_gpu.gather_mode() == "cell"
     assert sparse_gpu.gather_mode("brick") == "brick"
-    monkeypatch.setenv("VOXFX_SPARSE_GATHER", "column")
-    assert sparse_gpu.gather_mode() == "column"
     monkeypatch.setenv("VOXFX_SPARSE_GATHER", "warp")
-    with pytest.raises(ValueError, match="brick, cell, column"):
+    with pytest.raises(ValueError, match="brick, cell"):
         sparse_gpu.gather_mode()
     monkeypatch.delenv("VOXFX_SPARSE_G2P", raising=False)
     assert sparse_gpu.g2p_order() == "cell"
