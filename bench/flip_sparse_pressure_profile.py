@@ -9,15 +9,14 @@ graph) with an event pair per launch, and the other stages of the substep.
     python3 bench/flip_sparse_pressure_profile.py [--n 256] [--particles 8e6] [--substeps 3]
         [--variants reference:0 fused:8192]
 
-``--variants`` SETUP:TAIL[:SCAN[:PROJECT[:PREDICT[:SETUP_TAIL[:FUSE]]]]]: the pressure set-up
+``--variants`` SETUP:TAIL[:SCAN[:PROJECT[:PREDICT[:SETUP_TAIL]]]]: the pressure set-up
 (``sparse_pressure.SETUP_KERNELS``:
 "reference", the array code, or "fused", ``sparse_pressure_cells``' four kernels), the
 V-cycle's one-block tail (``sparse_pressure_gpu.TAIL_UNKNOWNS``, 0 off), the set-up's scans
 (``sparse_pressure_setup.SCAN``: "kernel" or "cupy") and the projection
 (``sparse_pressure.PROJECT``: "kernel" or "reference") and the PCG's guess of its
 iterations (``sparse_pressure_gpu.PREDICT``: "1" or "0") and the set-up's one-block coarse
-levels (``sparse_pressure_setup.TAIL_BOUND``, 0 off) and the PCG iteration's fused kernels
-(``sparse_pressure_gpu.FUSE``: "0", "finish" or "1"); each on the same simulation state,
+levels (``sparse_pressure_setup.TAIL_BOUND``, 0 off); each on the same simulation state,
 in turn, per substep (A/B in one run).
 """
 
@@ -202,8 +201,6 @@ def _use(variant):
         sparse_pressure_gpu.PREDICT = rest[2] != "0"
     if len(rest) > 3:  # the set-up's one-block coarse levels: their finer level's bound, 0 off
         sparse_pressure_setup.TAIL_BOUND = int(rest[3])
-    if len(rest) > 4:  # the PCG iteration's fused kernels: "0", "finish" or "1"
-        sparse_pressure_gpu.FUSE = rest[4]
 
 
 def main():

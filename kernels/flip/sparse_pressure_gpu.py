@@ -26,7 +26,6 @@ from .. import backend
 from ..grid.launch import THREADS, GraphLoop, Kernels
 from .pressure import MG_COARSE_SWEEPS, MG_SWEEPS
 from .sparse_multigrid import KEY_BITS, _CellSet, _Level
-from . import pressure_gpu as _dense
 from .pressure_gpu import _D_ALPHA, _D_BETA, _MAX_BLOCKS, _S_STOPPED, run_blocks
 from .pressure_gpu import _K as _DENSE  # finish_init, finish_alpha, finish_beta
 
@@ -36,21 +35,6 @@ _K = Kernels(_CU, ("--fmad=false",), THREADS, defines={
     "S_STOPPED": _S_STOPPED, "D_ALPHA": _D_ALPHA, "D_BETA": _D_BETA, "MG_COARSE_SWEEPS": MG_COARSE_SWEEPS,
     "MG_SWEEPS": MG_SWEEPS, "KEY_BITS": KEY_BITS,
     **{f"PRE_{name.upper()}": i for i, name in enumerate(_MODES)}})
-# The iteration in fewer launches (cuda/flip_sparse_pressure_pcg.cu): "finish": α and β in the
-# last block of the kernels before them instead of two one-block launches; "1": that and the
-# direction update in the Laplacian's kernel (two direction buffers, alternating); the same
-# values bit for bit (tests/gpu/test_flip_sparse_pressure_gpu.py). "0" (default): the
-# kernels one by one — on an H100 at 8M "1" measured 0.338 ms an iteration against 0.330
-# (36 → 33 launches: the Laplacian's gathers from z and d_old cost more than the launches
-# saved); "finish" not measured yet (bench/flip_sparse_pressure_pcg.py --fuse 0 finish 1).
-FUSE = os.environ.get("VOXFX_SPARSE_PCG_FUSE", "0")
-_FUSE_MODES = ("0", "finish", "1")
-_FUSED = Kernels("flip_sparse_pressure_pcg.cu", ("--fmad=false",), THREADS, defines={
-    **{f"S_{k}": getattr(_dense, f"_S_{k}") for k in ("IT", "STOPPED", "CONVERGED", "MAXIT")},
-    **{f"D_{k}": getattr(_dense, f"_D_{k}") for k in ("THRESH", "RR", "RZ", "ALPHA", "BETA")},
-    "MG_COARSE_SWEEPS": MG_COARSE_SWEEPS, **{f"PRE_{name.upper()}": i for i, name in enumerate(_MODES)}})
-_FUSED_KERNELS = ("direction_laplacian", "apply_laplacian_alpha", "update_solution_beta", "dot_rz_beta",
-                  "mg_smooth_red_dot_beta")
 _LOOP_KERNELS = ("cg_init", "apply_laplacian", "update_solution", "dot_rz", "update_direction", "mg_smooth",
                  "mg_residual", "mg_restrict", "mg_prolong_add", "mg_coarse_solve", "mg_smooth_first",
                  "mg_smooth_red_dot", "mg_restrict_coarse_solve", "mg_smooth_black_residual", "mg_tail_vcycle")
@@ -197,7 +181,7 @@ class SparsePressureSolverGPU:
     ``check_every`` iterations. Every kernel of the loop first reads the device's
     ``stopped`` flag, so iterations after convergence (or the iteration limit) are no-ops."""
 
-    def __init__(self, strides, preconditioner="mg", check_every=10, use_graph=True, fuse=None):
+    def __init__(self, strides, preconditioner="mg", check_every=10, use_graph=True):
         import cupy as cp
 
         self.cp = cp
@@ -205,11 +189,6 @@ class SparsePressureSolverGPU:
         self.mode = np.int32(_MODES.index(preconditioner))
         self.check_every = int(check_every)
         self.vcycle = VCYCLE
-        fuse = FUSE if fuse is None else str(fuse)
-        if fuse not in _FUSE_MODES:
-            raise ValueError(f"VOXFX_SPARSE_PCG_FUSE must be one of {', '.join(_FUSE_MODES)}, not {fuse!r}")
-        self.fuse = fuse != "0"  # α and β in last blocks
-        self.fuse_direction = fuse == "1"  # and d = z + β d in the Laplacian (two buffers)
         if self.vcycle not in ("fused", "split"):
             raise ValueError(f"VOXFX_SPARSE_MG_VCYCLE must be fused or split, not {self.vcycle!r}")
         self.strides = tuple(int(s) for s in strides)
@@ -217,9 +196,6 @@ class SparsePressureSolverGPU:
         vec = lambda n: cp.zeros(n, cp.float32)  # noqa: E731
         s0 = self.strides[0]
         self.b, self.x, self.r, self.z, self.d, self.q = (vec(s0) for _ in range(6))
-        # fused: the iteration writes d = z + β d into the other buffer; parity: which holds d
-        self.directions, self.parity = (self.d, vec(s0) if self.fuse_direction else None), 0
-        self.counter = cp.zeros(1, cp.uint32)  # the fused kernels' arrivals (their last block resets it)
         self.red_blocks = min(_MAX_BLOCKS, (s0 + THREADS - 1) // THREADS)
         self.partials = cp.zeros(2 * self.red_blocks, cp.float64)
         self.scalars = cp.zeros(8, cp.float64)
@@ -238,14 +214,8 @@ class SparsePressureSolverGPU:
         self.tail = self._tail_table() if preconditioner == "mg" and self.vcycle == "fused" else None
         _K.load(*_LOOP_KERNELS)  # compile and load before any capture
         _DENSE.load("finish_init", "finish_alpha", "finish_beta")
-        if self.fuse:
-            _FUSED.load(*_FUSED_KERNELS)
-        if self.fuse_direction:
-            self.loop = _Alternating(self, self._block, use_graph, self.check_every)
-            self.single = _Alternating(self, self._iteration, use_graph, 1)  # PREDICT's iterations
-        else:
-            self.loop = GraphLoop(self._block, enabled=use_graph)
-            self.single = GraphLoop(self._iteration, enabled=use_graph)  # PREDICT's iterations
+        self.loop = GraphLoop(self._block, enabled=use_graph)
+        self.single = GraphLoop(self._iteration, enabled=use_graph)  # PREDICT's iterations
         self.last_iterations = 0  # of the last solve: PREDICT's guess
 
     def _tail_table(self):
@@ -285,8 +255,8 @@ class SparsePressureSolverGPU:
         self._launch("mg_smooth", B.stride, (B.x, B.b, *self._level_args(level), np.int32(colour), np.int32(first),
                                             self.state))
 
-    def _vcycle_fused(self, fused=False):
-        """z = V-cycle(r) and the partial sums of r·z (*fused*: and β), VCYCLE "fused": per level down
+    def _vcycle_fused(self):
+        """z = V-cycle(r) and the partial sums of r·z, VCYCLE "fused": per level down
         2·MG_SWEEPS − 1 sweeps (the last with the black residuals), the red residuals,
         restriction; the coarsest level's restriction and
         solve in one block; per level up prolongation (red) and 2·MG_SWEEPS sweeps, the
@@ -326,23 +296,12 @@ class SparsePressureSolverGPU:
                                                       np.int32(0), L.x, self.state))  # the red ones
             for sweep in range(MG_SWEEPS):
                 self._smooth(level, 1)
-                if level == 0 and sweep == MG_SWEEPS - 1 and fused:  # and the iteration's end (β)
-                    _FUSED.launch_grid("mg_smooth_red_dot_beta", (self.red_blocks,), (THREADS,),
-                                       (L.x, L.b, L.nbr, L.diag, np.int32(L.stride), self.sizes, self.partials,
-                                        self.scalars, self.state, self.counter))
-                elif level == 0 and sweep == MG_SWEEPS - 1:
+                if level == 0 and sweep == MG_SWEEPS - 1:
                     self._reduce("mg_smooth_red_dot", (L.x, L.b, L.nbr, L.diag, np.int32(L.stride), self.sizes,
                                                        self.partials[self.red_blocks:], self.state))
                 else:
                     self._smooth(level, 0)
         if not last:  # one level: no post-smoothing to fold r·z into
-            self._dot_rz(fused)
-
-    def _dot_rz(self, fused):
-        if fused:  # and the iteration's end (β)
-            _FUSED.launch_grid("dot_rz_beta", (self.red_blocks,), (THREADS,), (self.r, self.z, self.sizes,
-                               self.partials, self.scalars, self.state, self.counter))
-        else:
             self._reduce("dot_rz", (self.r, self.z, self.sizes, self.partials[self.red_blocks:], self.state))
 
     def _vcycle(self):
@@ -367,22 +326,20 @@ class SparsePressureSolverGPU:
                 self._smooth(level, 1)
                 self._smooth(level, 0)
 
-    def _precondition_and_dot(self, fused=False):
-        """z = M r (MG) and the partial sums of r·z (*fused*: and β in the last kernel's
-        last block); for Jacobi / none, update_solution (or cg_init) already did both."""
+    def _precondition_and_dot(self):
+        """z = M r (MG) and the partial sums of r·z; for Jacobi / none, update_solution
+        (or cg_init) already did both."""
         if self.preconditioner == "mg" and self.vcycle == "fused":
-            self._vcycle_fused(fused)
+            self._vcycle_fused()
         elif self.preconditioner == "mg":
             self._vcycle()
-            self._dot_rz(fused)
+            self._reduce("dot_rz", (self.r, self.z, self.sizes, self.partials[self.red_blocks:], self.state))
 
     def _z(self):
         return self.r if self.preconditioner == "none" else self.z
 
     def _iteration(self):
         """One PCG iteration (Alg. 2 body with z = M r), every scalar on the device."""
-        if self.fuse:
-            return self._iteration_fused()
         G = np.int32(self.red_blocks)
         L0 = self.levels[0]
         self._reduce("apply_laplacian", (self.d, self.q, L0.nbr, L0.diag, np.int32(L0.stride), self.sizes,
@@ -394,43 +351,9 @@ class SparsePressureSolverGPU:
         self._finish("finish_beta", (self.partials, G, self.scalars, self.state, np.int32(0)))  # β, ‖r‖² test
         self._reduce("update_direction", (self.d, self._z(), self.sizes, self.scalars, self.state))  # d = z + β d
 
-    def _iteration_fused(self):
-        """The same iteration in 2 + V-cycle launches (FUSE "1"): d = z + β d, q = A d, α; x,
-        r (Jacobi / none: z, β); z = M r, β (MG); the direction moves to the other buffer.
-        FUSE "finish": q = A d, α; x, r; z = M r, β; d = z + β d (3 + V-cycle)."""
-        L0 = self.levels[0]
-        if self.fuse_direction:
-            d_old, d = self.directions[self.parity], self.directions[1 - self.parity]
-            _FUSED.launch_grid("direction_laplacian", (self.red_blocks,), (THREADS,),
-                               (self._z(), d_old, d, self.q, L0.nbr, L0.diag, np.int32(L0.stride), self.sizes,
-                                self.partials, self.scalars, self.state, self.counter))  # d = z + β d; q = A d; α
-        else:
-            d = self.d
-            _FUSED.launch_grid("apply_laplacian_alpha", (self.red_blocks,), (THREADS,),
-                               (d, self.q, L0.nbr, L0.diag, np.int32(L0.stride), self.sizes, self.partials,
-                                self.scalars, self.state, self.counter))  # q = A d; α
-        args = (self.x, self.r, d, self.q, self.z, L0.diag, self.sizes, self.mode, self.scalars, self.partials,
-                self.state)
-        if self.preconditioner == "mg":
-            self._reduce("update_solution", args)  # x += α d, r −= α q
-            self._precondition_and_dot(fused=True)  # z = M r; β, ‖r‖² test
-        else:  # x, r, z and β in one
-            _FUSED.launch_grid("update_solution_beta", (self.red_blocks,), (THREADS,), (*args, self.counter))
-        if self.fuse_direction:
-            self.parity = 1 - self.parity
-        else:
-            self._reduce("update_direction", (self.d, self._z(), self.sizes, self.scalars, self.state))  # d = z + β d
-
     def _block(self):
         for _ in range(self.check_every):
             self._iteration()
-
-    @property
-    def captures(self) -> int:
-        """CUDA graphs captured by this solver so far (replays do not count)."""
-        loops = [self.loop, self.single]
-        loops = [g for a in loops for g in (a.loops if isinstance(a, _Alternating) else [a])]
-        return sum(g.captures for g in loops)
 
     # ------------------------------------------------------------------ solve
 
@@ -449,9 +372,8 @@ class SparsePressureSolverGPU:
                 B.up[:, :n] = vcycle.up[level]
                 B.down[:, :levels[level + 1].m + 1] = vcycle.down[level]
             sizes += [L.m_red, L.m]
-        for a in (self.b, self.x, self.q, *(d for d in self.directions if d is not None)):
+        for a in (self.b, self.x, self.d, self.q):
             a.fill(0)
-        self.parity = 0
         self.sizes[...] = cp.asarray(np.array(sizes, np.int32))
 
     def solve(self, levels, vcycle, b, tolerance, max_iterations, progress=None):
@@ -470,51 +392,11 @@ class SparsePressureSolverGPU:
         self._finish("finish_init", (self.partials, G, self.scalars, self.state, np.float64(tolerance)))
         self._precondition_and_dot()  # z = M r, r·z
         self._finish("finish_beta", (self.partials, G, self.scalars, self.state, np.int32(1)))  # rz, β = 0
-        if not self.fuse_direction:  # fused: the first iteration's d = z + 0·0, as this launch computes it
-            self._reduce("update_direction", (self.d, self._z(), self.sizes, self.scalars, self.state))  # d = z
+        self._reduce("update_direction", (self.d, self._z(), self.sizes, self.scalars, self.state))  # d = z
         predicted = min(self.last_iterations, max_iterations) if PREDICT else 0
         iterations, residual, converged = run_blocks(self, max_iterations, progress, predicted, self.single)
         self.last_iterations = iterations
         return self.x[:m + 1].copy(), iterations, residual, converged
-
-
-class _Alternating:
-    """A fused loop's launch sequence (*iterations* iterations) as two CUDA graphs, one per
-    direction buffer it starts from (``GraphLoop``'s capture()/run(), each graph captured
-    once and replayed): run() replays the one for the solver's parity and leaves the parity
-    the sequence ends on."""
-
-    def __init__(self, solver, record, enabled, iterations):
-        self.solver, self.iterations = solver, int(iterations)
-        self.loops = [GraphLoop(lambda p=p: self._record(record, p), enabled=enabled) for p in (0, 1)]
-
-    def _record(self, record, parity):
-        self.solver.parity = parity
-        record()
-
-    def capture(self):
-        parity = self.solver.parity
-        graph = self.loops[parity].capture()
-        self.solver.parity = parity  # capturing launches nothing
-        return graph
-
-    def run(self) -> None:
-        parity = self.solver.parity
-        self.loops[parity].run()
-        self.solver.parity = (parity + self.iterations) % 2
-
-    @property
-    def launches(self) -> int:
-        return sum(g.launches for g in self.loops)
-
-    @property
-    def graph(self):
-        """The first graph captured (parity 0's: a solve starts there), as GraphLoop.graph."""
-        return self.loops[0].graph if self.loops[0].graph is not None else self.loops[1].graph
-
-    @property
-    def failed(self) -> bool:
-        return any(g.failed for g in self.loops)
 
 
 _solvers: "OrderedDict[tuple, SparsePressureSolverGPU]" = OrderedDict()
@@ -528,7 +410,7 @@ def release_gpu_solvers():
 def _solver(needs, preconditioner, check_every):
     import cupy as cp
 
-    key = (len(needs), preconditioner, int(check_every), VCYCLE, TAIL_UNKNOWNS, FUSE, cp.cuda.Device().id)
+    key = (len(needs), preconditioner, int(check_every), VCYCLE, TAIL_UNKNOWNS, cp.cuda.Device().id)
     solver = _solvers.pop(key, None)
     if solver is None or not solver.fits(needs):
         solver = None  # its buffers go before the new ones are taken

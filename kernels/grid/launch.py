@@ -110,8 +110,8 @@ def compiles() -> dict:
 class GraphLoop:
     """A fixed launch sequence, ``record()``, captured once as a CUDA graph and replayed
     by ``run()`` on the current stream; launched directly where capture fails or when
-    *enabled* is False. ``graph`` (None until captured), ``failed``, ``launches`` (graph
-    replays) and ``captures`` say which happened."""
+    *enabled* is False. ``graph`` (None until captured), ``failed`` and ``launches``
+    (graph replays) say which happened."""
 
     def __init__(self, record, enabled: bool = True):
         self.record = record
@@ -119,7 +119,6 @@ class GraphLoop:
         self.graph = None
         self.failed = False
         self.launches = 0
-        self.captures = 0
 
     def capture(self):
         """Record the sequence into a graph now (once); None if capture is not available."""
@@ -135,7 +134,6 @@ class GraphLoop:
                     finally:
                         graph = stream.end_capture()
                 self.graph = graph
-                self.captures += 1
             except Exception:  # noqa: BLE001 - no capture on this CuPy/driver: launch one by one
                 self.failed = True
         return self.graph
