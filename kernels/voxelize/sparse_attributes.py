@@ -178,18 +178,19 @@ def add_channels(result: SparseVoxels, vertices, triangles, material_index=None,
     return result
 
 
-def _chunk_channels(result, owner_mesh, start, stop, material_index, colour_args):
-    """The channels of bricks start … stop (whole rows of bricks): {"keys", "rows",
-    "runs", name: (pool (n, 8, 8, 8[, 4]), per-row values (m, 8, 8[, 4]))}."""
+def fill_entries(keys, rows, runs, owner_mesh):
+    """The owners' fill of a chunk (host arrays): run bricks holding a voxel a triangle
+    touches become stored full bricks; then the entries — each set voxel of the stored
+    bricks (brick index *b*, voxel *ijk* int64) and the first voxel of each voxel row of a
+    run (*row_start*). Returns (keys, rows, runs, b, ijk, row_start, context)."""
     from .sparse import merged_runs
 
-    keys, rows, runs = (np.asarray(backend.to_numpy(a)) for a in result.parts_of(start, stop))
     run_keys = Tiles(runs, 1).keys(np)
     both = brick_coords(np.concatenate([keys, run_keys]), np)
     lo, hi = owner_mesh.box_of(both.min(axis=0), both.max(axis=0))
     context = owner_mesh.context(lo, hi)
-    if len(run_keys):  # run bricks holding a voxel a triangle touches are stored
-        touched = owner_mesh.touched(run_keys, context)
+    if len(run_keys):
+        touched = np.asarray(owner_mesh.touched(run_keys, context), bool)
         if touched.any():
             keys = np.concatenate([keys, run_keys[touched]])
             rows = np.concatenate([rows, np.full((int(touched.sum()), BRICK, BRICK), 0xFF, np.uint8)])
@@ -197,13 +198,20 @@ def _chunk_channels(result, owner_mesh, start, stop, material_index, colour_args
             keys, rows = keys[order], rows[order]
             c = brick_coords(run_keys[~touched], np)
             runs = merged_runs([np.stack([c[:, 0], c[:, 0] + 1, c[:, 1], c[:, 2]], axis=1)], np)
-    # the entries of the fill: each set voxel of the stored bricks, each voxel row of a run once
     b, z, y, x = np.nonzero(unpack_rows(rows, np))
     ijk = brick_coords(keys, np)[b] * BRICK + np.stack([x, y, z], axis=1)
     zz, yy = (a.ravel() for a in np.meshgrid(np.arange(BRICK), np.arange(BRICK), indexing="ij"))
-    row_start = np.repeat(runs[:, [0, 2, 3]] * BRICK, BRICK * BRICK, axis=0)  # first voxel of each row
+    row_start = np.repeat(runs[:, [0, 2, 3]] * BRICK, BRICK * BRICK, axis=0)
     row_start[:, 1] += np.tile(yy, len(runs))
     row_start[:, 2] += np.tile(zz, len(runs))
+    return keys, rows, runs, b, ijk, row_start, context
+
+
+def _chunk_channels(result, owner_mesh, start, stop, material_index, colour_args):
+    """The channels of bricks start … stop (whole rows of bricks): {"keys", "rows",
+    "runs", name: (pool (n, 8, 8, 8[, 4]), per-row values (m, 8, 8[, 4]))}."""
+    keys, rows, runs = (np.asarray(backend.to_numpy(a)) for a in result.parts_of(start, stop))
+    keys, rows, runs, b, ijk, row_start, context = fill_entries(keys, rows, runs, owner_mesh)
     owner = owner_mesh.owners(np.concatenate([ijk, row_start]), box=context)
     values = {"owner": owner}
     if material_index is not None:
@@ -211,6 +219,8 @@ def _chunk_channels(result, owner_mesh, start, stop, material_index, colour_args
         if color is not None:
             values["color"] = color
     out = {"keys": keys, "rows": rows, "runs": runs}
+    local = ijk - brick_coords(keys, np)[b] * BRICK  # each entry's place in its brick
+    x, y, z = local[:, 0], local[:, 1], local[:, 2]
     for name, v in values.items():
         comp = v.shape[1:]
         pool = np.full((len(keys), BRICK, BRICK, BRICK) + comp, BACKGROUNDS[name], v.dtype)

@@ -24,8 +24,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import backend
-from ..grid.sparse import BRICK, Tiles, brick_coords, brick_keys
-from .sparse import merged_runs, unpack_rows
+from ..grid.sparse import BRICK, brick_keys
+from .sparse_attributes import fill_entries
 
 _Z, _Y, _X = np.meshgrid(np.arange(BRICK), np.arange(BRICK), np.arange(BRICK), indexing="ij")
 LOCAL = np.stack([_X.ravel(), _Y.ravel(), _Z.ravel()], axis=1).astype(np.int32)  # (512, 3) x y z, brick order
@@ -38,27 +38,9 @@ def chunk_points(result, owner_mesh, start: int, stop: int):
     keys, rows, runs = (np.asarray(backend.to_numpy(a)) for a in result.parts_of(start, stop))
     if len(keys) == 0 and len(runs) == 0:
         return np.zeros((0, 3), np.int32), np.zeros(0, np.int32)
-    run_keys = Tiles(runs, 1).keys(np)
-    both = brick_coords(np.concatenate([keys, run_keys]), np)
-    lo, hi = owner_mesh.box_of(both.min(axis=0), both.max(axis=0))
-    context = owner_mesh.context(lo, hi)
-    if len(run_keys):  # run bricks a triangle may touch: listed voxel by voxel
-        touched = np.asarray(owner_mesh.touched(run_keys, context), bool)
-        if touched.any():
-            keys = np.concatenate([keys, run_keys[touched]])
-            rows = np.concatenate([rows, np.full((int(touched.sum()), BRICK, BRICK), 0xFF, np.uint8)])
-            order = np.argsort(keys)
-            keys, rows = keys[order], rows[order]
-            c = brick_coords(run_keys[~touched], np)
-            runs = merged_runs([np.stack([c[:, 0], c[:, 0] + 1, c[:, 1], c[:, 2]], axis=1)], np)
-    # stored voxels, brick order; one entry per voxel row of each run (its first voxel)
-    b, z, y, x = np.nonzero(unpack_rows(rows, np))
-    stored = (brick_coords(keys, np)[b] * BRICK + np.stack([x, y, z], axis=1)).astype(np.int32)
-    zz, yy = (a.ravel() for a in np.meshgrid(np.arange(BRICK), np.arange(BRICK), indexing="ij"))
-    row_start = np.repeat(runs[:, [0, 2, 3]] * BRICK, BRICK * BRICK, axis=0)
-    row_start[:, 1] += np.tile(yy, len(runs))
-    row_start[:, 2] += np.tile(zz, len(runs))
-    owner = owner_mesh.owners(np.concatenate([stored.astype(np.int64), row_start]), box=context)
+    keys, rows, runs, b, ijk, row_start, context = fill_entries(keys, rows, runs, owner_mesh)
+    stored = ijk.astype(np.int32)  # stored voxels, brick order; row_start: each run row's first voxel
+    owner = owner_mesh.owners(np.concatenate([ijk, row_start]), box=context)
     owner_stored, owner_rows = owner[:len(stored)], owner[len(stored):].reshape(len(runs), BRICK, BRICK)
     # the runs' voxels: each brick's corner plus the offset table; owners one per row, along x
     length = runs[:, 1] - runs[:, 0]
