@@ -97,6 +97,7 @@ CHUNK_PAIRS = 1 << 21  # CPU: (particle, node offset) pairs tested at once
 LEVEL_SET_MODES = ("bricks", "legacy")  # GPU level set (module text); VOXFX_LEVEL_SET picks, default the first
 BRICK = 8  # "bricks": nodes along a node brick's edge (BRICK in cuda/flip_surface.cu)
 SORT_CELL_MAX = 1024  # "bricks": a binning cell with more points than this is ordered by a global sort
+PROFILE = None  # a list: the GPU level set appends (stage, CUDA event) as each stage is queued (benches)
 SUBDIVISIONS = 8  # liquid_volume: sub-samples per axis in a dual cell the surface crosses
 CHUNK_CELLS = 1 << 14  # liquid_volume: crossed cells sub-sampled at once
 
@@ -141,7 +142,18 @@ def particle_level_set(pos, spec: GridSpec, radius, kernel_radius=None, xp=None,
     pos = _positions(xp.asarray(pos), xp)
     if not scalar:
         radii = xp.asarray(radii)
+    _mark("finite check")
     return _level_set_gpu(pos, radii, spec, R, band, smooth_iterations)
+
+
+def _mark(stage):
+    """Note the end of *stage* of a GPU level set in ``PROFILE`` (when it is a list)."""
+    if PROFILE is not None:
+        import cupy as cp
+
+        event = cp.cuda.Event()
+        event.record()
+        PROFILE.append((stage, event))
 
 
 def level_set_mode(mode=None) -> str:
@@ -207,10 +219,13 @@ def closed_level_set(pos, spec: GridSpec, radius, kernel_radius=None, xp=None, s
     ghosts, source = mirror_at_walls(pos, spec, R + h, xp)
     if not scalar:
         radii = xp.concatenate([xp.asarray(radii), xp.asarray(radii)[source]])
-    phi = particle_level_set(xp.concatenate([pos.astype(xp.float32), ghosts]), grown,
-                             radii if not scalar else radius, R, xp=xp, smooth_iterations=smooth_iterations,
-                             band=band, progress=progress)
-    return xp.maximum(phi, box_distance(grown, spec, band, xp))
+    points = xp.concatenate([pos.astype(xp.float32), ghosts])
+    _mark("mirror images")
+    phi = particle_level_set(points, grown, radii if not scalar else radius, R, xp=xp,
+                             smooth_iterations=smooth_iterations, band=band, progress=progress)
+    phi = xp.maximum(phi, box_distance(grown, spec, band, xp))
+    _mark("box cut")
+    return phi
 
 
 def mirror_at_walls(pos, spec: GridSpec, reach: float, xp):
@@ -525,12 +540,14 @@ def _level_set_gpu(pos, radii, spec, R, band, smooth_iterations):
             pos, np.int64(n), f32(cox), f32(coy), f32(coz), f32(1.0 / edge), np.int32(cx), np.int32(cy),
             np.int32(cz), keys))
     order = cp.argsort(keys)
+    _mark("bin + argsort")
     # 2. Cell start offsets: an exclusive scan of the per-cell counts.
     starts = cp.zeros(n_cells + 1, dtype=cp.int32)
     if n:  # keys below cell c, by binary search in the sorted keys: no histogram of n_cells
         # bins (CuPy's bincount takes a CUB histogram there, whose per-block copies of the
         # bins cost 250 MiB at 64³ on an H100 — measured, bench/memory_gpu.py).
         starts[1:] = cp.searchsorted(keys[order], cp.arange(1, n_cells + 1, dtype=cp.int32), side="left")
+    _mark("cell starts")
     # 3. Particles as float4 (x, y, z, r) in cell order.
     packed = cp.empty((n, 4), dtype=cp.float32)
     if n:
@@ -538,12 +555,14 @@ def _level_set_gpu(pos, radii, spec, R, band, smooth_iterations):
         radii = cp.full(1, radii, dtype=cp.float32) if scalar else radii
         _K.launch("pack_particles", n, (
             pos, radii, np.int32(0 if scalar else 1), order, np.int64(n), packed))
+    _mark("pack")
     # 4. Gather per node: one fused kernel, no atomics.
     ox, oy, oz = spec.origin
     _K.launch("particle_level_set", spec.voxel_count, (
         packed, starts, np.int32(nx), np.int32(ny), np.int32(nz), f32(ox), f32(oy), f32(oz),
         f32(spec.voxel_size), f32(cox), f32(coy), f32(coz), f32(1.0 / edge), np.int32(cx), np.int32(cy),
         np.int32(cz), f32(R), f32(band), phi))
+    _mark("gather")
     # 5. Smoothing, double-buffered.
     if smooth_iterations:
         other = cp.empty_like(phi)
@@ -552,6 +571,7 @@ def _level_set_gpu(pos, radii, spec, R, band, smooth_iterations):
                 phi, np.int32(nx), np.int32(ny), np.int32(nz), SMOOTH_STEP, f32(FLAT_GRADIENT * spec.voxel_size) ** 2,
                 f32(band), other))
             phi, other = other, phi
+    _mark("smooth")
     return phi
 
 
@@ -583,11 +603,13 @@ def _bricks_gpu(pos, radii, spec, R, band, smooth_iterations, walls=None, reach=
     counts = cp.zeros(n_cells, cp.int32)
     bad = cp.zeros(1, cp.int32)
     _K.launch("surface_count", n, (pos, np.int64(n), *wall_args, *cell_args, counts, bad))
+    _mark("count")
     # 2. Cell starts: an exclusive scan; the one host read (points, non-finite, fullest cell).
     starts = cp.empty(n_cells + 1, cp.int32)
     starts[0] = 0
     starts[1:] = cp.cumsum(counts, dtype=cp.int32)
     points, bad, fullest = (int(v) for v in cp.concatenate([starts[-1:], bad, counts.max(keepdims=True)]).get())
+    _mark("scan + read")
     if bad:
         raise _non_finite(bad)
     # 3. Place them in their cells (any order within a cell), then each cell in tag order.
@@ -598,6 +620,7 @@ def _bricks_gpu(pos, radii, spec, R, band, smooth_iterations, walls=None, reach=
     _K.launch("surface_place", n, (pos, radii, i32(0 if scalar else 1), np.int64(n), *wall_args, *cell_args, starts,
                                    counts, packed, tags))
     del counts
+    _mark("place")
     if fullest <= SORT_CELL_MAX:
         _K.launch("surface_sort_cells", n_cells, (starts, np.int64(n_cells), packed, tags))
     elif points:  # a crowded cell: one stable sort by (cell, tag)
@@ -606,17 +629,20 @@ def _bricks_gpu(pos, radii, spec, R, band, smooth_iterations, walls=None, reach=
         order = order[cp.argsort(cell[order])]
         packed = packed[order]
     del tags
+    _mark("sort cells")
     # 4. The node bricks some point may reach; the gather there, +band elsewhere.
     nb = tuple(-(-a // BRICK) for a in (nx, ny, nz))
     active = cp.empty(int(np.prod(nb)), cp.uint8)
     grid_args = (i32(nx), i32(ny), i32(nz), *(f32(o) for o in spec.origin), f32(spec.voxel_size))
     _K.launch("mark_level_set_bricks", active.size, (starts, *(i32(b) for b in nb), *grid_args, *cell_args, f32(R),
                                                      active))
+    _mark("mark bricks")
     phi = cp.empty(spec.array_shape, dtype=cp.float32)
     if phi.size:
         _K.launch_grid("particle_level_set_bricks", (active.size,), (BRICK ** 3,), (
             packed, starts, active, i32(nb[0]), i32(nb[1]), *grid_args, *cell_args, f32(R), f32(band), phi))
     del packed, starts
+    _mark("gather")
     # 5. Smoothing, double-buffered; 6. the walls' cut.
     if smooth_iterations:
         other = cp.empty_like(phi)
@@ -625,6 +651,8 @@ def _bricks_gpu(pos, radii, spec, R, band, smooth_iterations, walls=None, reach=
                 phi, i32(nx), i32(ny), i32(nz), SMOOTH_STEP, f32(FLAT_GRADIENT * spec.voxel_size) ** 2,
                 f32(band), other))
             phi, other = other, phi
+    _mark("smooth")
     if walls is not None:
         _K.launch("cut_by_box", spec.voxel_count, (phi, *grid_args, *lo, *hi, f32(band)))
+    _mark("box cut")
     return phi
