@@ -6,10 +6,11 @@
 // node, no atomics. Two ways to get there (surface.LEVEL_SET):
 //   "bricks" (default): the walls' mirror images made on the fly (surface_count /
 //     surface_place), a counting sort by cell whose cells are then put in the order of a
-//     stable sort (surface_sort_cells), the nodes gathered brick by brick (8³ nodes a
+//     stable sort (surface_order_cells), the nodes gathered brick by brick (8³ nodes a
 //     block) and only in the bricks some particle's R-sphere may reach
-//     (mark_level_set_bricks; the rest is +band, "outside, far", by construction), the box
-//     cut in one pass (cut_by_box);
+//     (mark_level_set_bricks; the rest is +band, "outside, far", by construction), the
+//     smoothing only over those bricks and their neighbours, the box cut fused into its
+//     last step (smooth_level_set_bricks);
 //   "legacy": bin_particles → argsort → searchsorted → pack_particles, the gather over every
 //     node (particle_level_set), images and cut as CuPy array code.
 // Both put the same particles in the same order in every cell and share the node's sum
@@ -137,14 +138,9 @@ extern "C" __global__ void particle_level_set(const float4* __restrict__ packed,
 // κ|∇phi| = Δphi − ∇phiᵀ(∇²phi)∇phi / |∇phi|², central differences in voxel units, the edge
 // value repeated outside the grid; nodes with |∇phi|² ≤ flat are left as they are. The
 // same operations in the same order as surface._smooth_cpu.
-extern "C" __global__ void smooth_level_set(const float* __restrict__ phi, int nx, int ny, int nz, float step,
-                                            float flat, float band, float* __restrict__ out)
+__device__ __forceinline__ float smoothed(const float* __restrict__ phi, int i, int j, int k, int nx, int ny,
+                                          int nz, float step, float flat, float band)
 {
-    long long node = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (node >= (long long)nx * ny * nz) return;
-    int i = (int)(node % nx);
-    int j = (int)((node / nx) % ny);
-    int k = (int)(node / ((long long)nx * ny));
     int im = max(i - 1, 0), ip = min(i + 1, nx - 1);
     int jm = max(j - 1, 0), jp = min(j + 1, ny - 1);
     int km = max(k - 1, 0), kp = min(k + 1, nz - 1);
@@ -163,7 +159,18 @@ extern "C" __global__ void smooth_level_set(const float* __restrict__ phi, int n
     float num = (((fyy + fzz) * (fx * fx) + (fxx + fzz) * (fy * fy)) + (fxx + fyy) * (fz * fz))
               - 2.0f * (((fx * fy) * fxy + (fx * fz) * fxz) + (fy * fz) * fyz);
     float move = g2 > flat ? num / g2 : 0.0f;
-    out[node] = fminf(fmaxf(c + step * move, -band), band);
+    return fminf(fmaxf(c + step * move, -band), band);
+}
+
+extern "C" __global__ void smooth_level_set(const float* __restrict__ phi, int nx, int ny, int nz, float step,
+                                            float flat, float band, float* __restrict__ out)
+{
+    long long node = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (node >= (long long)nx * ny * nz) return;
+    int i = (int)(node % nx);
+    int j = (int)((node / nx) % ny);
+    int k = (int)(node / ((long long)nx * ny));
+    out[node] = smoothed(phi, i, j, k, nx, ny, nz, step, flat, band);
 }
 
 // ---------------------------------------------------------------- the "bricks" level set
@@ -259,26 +266,23 @@ extern "C" __global__ void surface_place(const float* __restrict__ pos, const fl
 }
 
 // Each cell's points in tag order (the atomics above placed them in any order): the order a
-// stable sort of the list by cell gives, so the sums are the same every run. Insertion sort
-// (a cell holds about 8–30 points; surface.py sorts globally past SORT_CELL_MAX).
-extern "C" __global__ void surface_sort_cells(const int* __restrict__ starts, long long n_cells,
-                                              float4* __restrict__ packed, long long* __restrict__ tags)
+// stable sort of the list by cell gives, so the sums are the same every run. One thread a
+// point: its rank among its cell's tags (the cell from its own position, as surface_place
+// found it) is its place in *out* (surface.py sorts globally past SORT_CELL_MAX a cell).
+extern "C" __global__ void surface_order_cells(const float4* __restrict__ packed, const long long* __restrict__ tags,
+                                               const int* __restrict__ starts, long long points, float cox,
+                                               float coy, float coz, float inv_edge, int cx, int cy, int cz,
+                                               float4* __restrict__ out)
 {
-    long long c = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (c >= n_cells) return;
-    int first = starts[c], last = starts[c + 1];
-    for (int s = first + 1; s < last; ++s) {
-        long long t = tags[s];
-        float4 q = packed[s];
-        int u = s - 1;
-        while (u >= first && tags[u] > t) {
-            tags[u + 1] = tags[u];
-            packed[u + 1] = packed[u];
-            --u;
-        }
-        tags[u + 1] = t;
-        packed[u + 1] = q;
-    }
+    long long s = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (s >= points) return;
+    float4 q = packed[s];
+    int key = cell_key(q.x, q.y, q.z, cox, coy, coz, inv_edge, cx, cy, cz);
+    int first = starts[key], last = starts[key + 1];
+    long long t = tags[s];
+    int rank = 0;
+    for (int u = first; u < last; ++u) rank += tags[u] < t ? 1 : 0;
+    out[first + rank] = q;
 }
 
 // Node bricks of BRICK³ nodes (x fastest). active[b] = 1 where some cell that a node of
@@ -352,6 +356,19 @@ extern "C" __global__ void particle_level_set_bricks(const float4* __restrict__ 
 // phi ← max(phi, d_box): the cut by the walls (surface.closed_level_set step 3), d_box the
 // signed distance from the node to the box lo..hi clamped to ±band, in surface.box_distance's
 // float32 operations and order.
+__device__ __forceinline__ float box_distance_at(int i, int j, int k, float ox, float oy, float oz, float h,
+                                                 float lox, float loy, float loz, float hix, float hiy, float hiz,
+                                                 float band)
+{
+    float x = ((float)i + 0.5f) * h + ox, y = ((float)j + 0.5f) * h + oy, z = ((float)k + 0.5f) * h + oz;
+    float dx = fmaxf(lox - x, x - hix), dy = fmaxf(loy - y, y - hiy), dz = fmaxf(loz - z, z - hiz);
+    float mx = fmaxf(dx, 0.0f), my = fmaxf(dy, 0.0f), mz = fmaxf(dz, 0.0f);
+    float outside2 = ((0.0f + mx * mx) + my * my) + mz * mz;
+    float inside = fmaxf(fmaxf(dx, dy), dz);
+    float d = outside2 > 0.0f ? sqrtf(outside2) : fminf(inside, 0.0f);
+    return fminf(fmaxf(d, -band), band);
+}
+
 extern "C" __global__ void cut_by_box(float* __restrict__ phi, int nx, int ny, int nz, float ox, float oy, float oz,
                                       float h, float lox, float loy, float loz, float hix, float hiy, float hiz,
                                       float band)
@@ -361,12 +378,47 @@ extern "C" __global__ void cut_by_box(float* __restrict__ phi, int nx, int ny, i
     int i = (int)(node % nx);
     int j = (int)((node / nx) % ny);
     int k = (int)(node / ((long long)nx * ny));
-    float x = ((float)i + 0.5f) * h + ox, y = ((float)j + 0.5f) * h + oy, z = ((float)k + 0.5f) * h + oz;
-    float dx = fmaxf(lox - x, x - hix), dy = fmaxf(loy - y, y - hiy), dz = fmaxf(loz - z, z - hiz);
-    float mx = fmaxf(dx, 0.0f), my = fmaxf(dy, 0.0f), mz = fmaxf(dz, 0.0f);
-    float outside2 = ((0.0f + mx * mx) + my * my) + mz * mz;
-    float inside = fmaxf(fmaxf(dx, dy), dz);
-    float d = outside2 > 0.0f ? sqrtf(outside2) : fminf(inside, 0.0f);
-    d = fminf(fmaxf(d, -band), band);
-    phi[node] = fmaxf(phi[node], d);
+    phi[node] = fmaxf(phi[node], box_distance_at(i, j, k, ox, oy, oz, h, lox, loy, loz, hix, hiy, hiz, band));
+}
+
+// near[b] = some brick of the 3 × 3 × 3 around b is active: a smoothing step changes no node
+// farther than one node from where phi is not +band, so up to BRICK steps leave every other
+// brick at +band.
+extern "C" __global__ void dilate_bricks(const unsigned char* __restrict__ active, int nbx, int nby, int nbz,
+                                         unsigned char* __restrict__ near)
+{
+    long long b = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (b >= (long long)nbx * nby * nbz) return;
+    int bi = (int)(b % nbx), bj = (int)((b / nbx) % nby), bk = (int)(b / ((long long)nbx * nby));
+    unsigned char any = 0;
+    for (int dk = max(bk - 1, 0); dk <= min(bk + 1, nbz - 1); ++dk)
+        for (int dj = max(bj - 1, 0); dj <= min(bj + 1, nby - 1); ++dj)
+            for (int di = max(bi - 1, 0); di <= min(bi + 1, nbx - 1); ++di)
+                any |= active[((long long)dk * nby + dj) * nbx + di];
+    near[b] = any;
+}
+
+// smooth_level_set over the bricks near the liquid (the others +band, as that step leaves
+// them), one block of BRICK³ threads a brick; cut = 1: then the walls' cut as cut_by_box.
+extern "C" __global__ void smooth_level_set_bricks(const float* __restrict__ phi,
+                                                   const unsigned char* __restrict__ near, int nbx, int nby, int nx,
+                                                   int ny, int nz, float step, float flat, float band, int cut,
+                                                   float ox, float oy, float oz, float h, float lox, float loy,
+                                                   float loz, float hix, float hiy, float hiz,
+                                                   float* __restrict__ out)
+{
+    long long b = blockIdx.x;
+    int t = threadIdx.x;
+    int i = (int)(b % nbx) * BRICK + (t % BRICK);
+    int j = (int)((b / nbx) % nby) * BRICK + ((t / BRICK) % BRICK);
+    int k = (int)(b / ((long long)nbx * nby)) * BRICK + t / (BRICK * BRICK);
+    if (i >= nx || j >= ny || k >= nz) return;
+    long long node = ((long long)k * ny + j) * nx + i;
+    if (!near[b]) {
+        out[node] = band;  // a cut leaves it: the box distance is at most +band
+        return;
+    }
+    float value = smoothed(phi, i, j, k, nx, ny, nz, step, flat, band);
+    if (cut) value = fmaxf(value, box_distance_at(i, j, k, ox, oy, oz, h, lox, loy, loz, hix, hiy, hiz, band));
+    out[node] = value;
 }

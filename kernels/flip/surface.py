@@ -41,8 +41,9 @@ on the CPU, float32 on the GPU), so φ agrees to float32 accuracy (about 1e-6·R
   ``VOXFX_LEVEL_SET`` picks): the walls' mirror images are made inside the binning
   kernels (no image arrays), the binning is a counting sort whose cells are then put in a
   stable sort's order, only the 8³-node bricks that some particle's sphere may reach are
-  gathered (the rest is +band by construction), and the box cut is one pass; one host
-  read (the point count) in all. "legacy": key per particle, ``argsort``, cell starts by
+  gathered (the rest is +band by construction), smoothed only there and in the bricks
+  beside them, with the box cut fused into the last smoothing step; one host read (the
+  point count) in all. "legacy": key per particle, ``argsort``, cell starts by
   ``searchsorted``, the gather over every node, mirror images and box cut as array code.
   Both put the same particles in the same order into every cell and sum a node alike:
   the same φ to the bit.
@@ -622,14 +623,16 @@ def _bricks_gpu(pos, radii, spec, R, band, smooth_iterations, walls=None, reach=
     del counts
     _mark("place")
     if fullest <= SORT_CELL_MAX:
-        _K.launch("surface_sort_cells", n_cells, (starts, np.int64(n_cells), packed, tags))
+        ordered = cp.empty_like(packed)
+        _K.launch("surface_order_cells", points, (packed, tags, starts, np.int64(points), *cell_args, ordered))
+        packed = ordered
     elif points:  # a crowded cell: one stable sort by (cell, tag)
         cell = cp.searchsorted(starts, cp.arange(points, dtype=cp.int32), side="right") - 1
         order = cp.argsort(tags)
         order = order[cp.argsort(cell[order])]
         packed = packed[order]
     del tags
-    _mark("sort cells")
+    _mark("order cells")
     # 4. The node bricks some point may reach; the gather there, +band elsewhere.
     nb = tuple(-(-a // BRICK) for a in (nx, ny, nz))
     active = cp.empty(int(np.prod(nb)), cp.uint8)
@@ -643,16 +646,22 @@ def _bricks_gpu(pos, radii, spec, R, band, smooth_iterations, walls=None, reach=
             packed, starts, active, i32(nb[0]), i32(nb[1]), *grid_args, *cell_args, f32(R), f32(band), phi))
     del packed, starts
     _mark("gather")
-    # 5. Smoothing, double-buffered; 6. the walls' cut.
+    # 5. Smoothing, double-buffered, over the bricks near the active ones (the others stay
+    # +band); the walls' cut fused into its last step (or alone without smoothing).
     if smooth_iterations:
+        near = cp.empty_like(active)
+        if smooth_iterations > BRICK:  # changes may spread past the next brick: smooth every brick
+            near.fill(1)
+        else:
+            _K.launch("dilate_bricks", active.size, (active, *(i32(b) for b in nb), near))
         other = cp.empty_like(phi)
-        for _ in range(smooth_iterations):
-            _K.launch("smooth_level_set", spec.voxel_count, (
-                phi, i32(nx), i32(ny), i32(nz), SMOOTH_STEP, f32(FLAT_GRADIENT * spec.voxel_size) ** 2,
-                f32(band), other))
+        for step in range(smooth_iterations):
+            cut = walls is not None and step == smooth_iterations - 1
+            _K.launch_grid("smooth_level_set_bricks", (active.size,), (BRICK ** 3,), (
+                phi, near, i32(nb[0]), i32(nb[1]), i32(nx), i32(ny), i32(nz), SMOOTH_STEP,
+                f32(FLAT_GRADIENT * spec.voxel_size) ** 2, f32(band), i32(cut), *grid_args[3:], *lo, *hi, other))
             phi, other = other, phi
-    _mark("smooth")
-    if walls is not None:
+    elif walls is not None:
         _K.launch("cut_by_box", spec.voxel_count, (phi, *grid_args, *lo, *hi, f32(band)))
-    _mark("box cut")
+    _mark("smooth + box cut")
     return phi

@@ -36,7 +36,7 @@ def liquid_in_a_box(rng):
     return spec, np.clip(np.concatenate(parts), lo + 1e-3 * h, hi - 1e-3 * h).astype(np.float32)
 
 
-@pytest.mark.parametrize("smooth_iterations", [0, 1, 2])
+@pytest.mark.parametrize("smooth_iterations", [0, 1, 2, 9])
 def test_closed_level_set_bricks_equals_legacy(monkeypatch, smooth_iterations):
     import cupy
 
