@@ -6,10 +6,10 @@
 // node, no atomics. Two ways to get there (surface.LEVEL_SET):
 //   "bricks" (default): the walls' mirror images made on the fly (surface_count /
 //     surface_place), a counting sort by cell whose cells are then put in the order of a
-//     stable sort (surface_order_cells), the nodes gathered brick by brick (8³ nodes a
-//     block) and only in the bricks some particle's R-sphere may reach
+//     stable sort (surface_order_cells), the nodes gathered tile by tile (TILE_X × TILE_Y ×
+//     TILE_Z nodes a block) and only in the tiles some particle's R-sphere may reach
 //     (mark_level_set_bricks; the rest is +band, "outside, far", by construction), the
-//     smoothing only over those bricks and their neighbours, the box cut fused into its
+//     smoothing only over those tiles and their neighbours, the box cut fused into its
 //     last step (smooth_level_set_bricks);
 //   "legacy": bin_particles → argsort → searchsorted → pack_particles, the gather over every
 //     node (particle_level_set), images and cut as CuPy array code.
@@ -285,9 +285,11 @@ extern "C" __global__ void surface_order_cells(const float4* __restrict__ packed
     out[first + rank] = q;
 }
 
-// Node bricks of BRICK³ nodes (x fastest). active[b] = 1 where some cell that a node of
-// brick b could read (node_phi's cell ranges, one more cell each side) holds a point.
-#define BRICK 8
+// Node tiles ("bricks") of TILE_X × TILE_Y × TILE_Z nodes (-D from surface.TILE), tiles and
+// their nodes x fastest; a warp is one row of 32 nodes along x, as in particle_level_set,
+// so its threads walk the same rows of cells with the same trip counts. active[b] = 1
+// where some cell that a node of tile b could read (node_phi's cell ranges, one more cell
+// each side) holds a point.
 
 __device__ __forceinline__ void cell_span(int n0, int n1, float o, float h, float co, float inv_edge, float Rc,
                                           int cn, int* lo, int* hi)
@@ -308,9 +310,9 @@ extern "C" __global__ void mark_level_set_bricks(const int* __restrict__ starts,
     int bi = (int)(b % nbx), bj = (int)((b / nbx) % nby), bk = (int)(b / ((long long)nbx * nby));
     float Rc = R * inv_edge + SLACK;
     int ilo, ihi, jlo, jhi, klo, khi;
-    cell_span(bi * BRICK, min(bi * BRICK + BRICK - 1, nx - 1), ox, h, cox, inv_edge, Rc, cx, &ilo, &ihi);
-    cell_span(bj * BRICK, min(bj * BRICK + BRICK - 1, ny - 1), oy, h, coy, inv_edge, Rc, cy, &jlo, &jhi);
-    cell_span(bk * BRICK, min(bk * BRICK + BRICK - 1, nz - 1), oz, h, coz, inv_edge, Rc, cz, &klo, &khi);
+    cell_span(bi * TILE_X, min(bi * TILE_X + TILE_X - 1, nx - 1), ox, h, cox, inv_edge, Rc, cx, &ilo, &ihi);
+    cell_span(bj * TILE_Y, min(bj * TILE_Y + TILE_Y - 1, ny - 1), oy, h, coy, inv_edge, Rc, cy, &jlo, &jhi);
+    cell_span(bk * TILE_Z, min(bk * TILE_Z + TILE_Z - 1, nz - 1), oz, h, coz, inv_edge, Rc, cz, &klo, &khi);
     unsigned char any = 0;
     if (ilo <= ihi) {
         for (int ck = klo; ck <= khi && !any; ++ck) {
@@ -326,9 +328,8 @@ extern "C" __global__ void mark_level_set_bricks(const int* __restrict__ starts,
     active[b] = any;
 }
 
-// One block of BRICK³ threads per node brick (blockIdx.x = brick, x fastest; a warp is an
-// 8 × 4 patch of a layer, so its nodes read nearly the same cells): an active brick's nodes
-// gather as particle_level_set's, the others are +band.
+// One block of TILE_X·TILE_Y·TILE_Z threads per node tile (blockIdx.x = tile): an active
+// tile's nodes gather as particle_level_set's, the others are +band.
 extern "C" __global__ void particle_level_set_bricks(const float4* __restrict__ packed,
                                                      const int* __restrict__ starts,
                                                      const unsigned char* __restrict__ active, int nbx, int nby,
@@ -338,9 +339,9 @@ extern "C" __global__ void particle_level_set_bricks(const float4* __restrict__ 
 {
     long long b = blockIdx.x;
     int t = threadIdx.x;
-    int i = (int)(b % nbx) * BRICK + (t % BRICK);
-    int j = (int)((b / nbx) % nby) * BRICK + ((t / BRICK) % BRICK);
-    int k = (int)(b / ((long long)nbx * nby)) * BRICK + t / (BRICK * BRICK);
+    int i = (int)(b % nbx) * TILE_X + (t % TILE_X);
+    int j = (int)((b / nbx) % nby) * TILE_Y + ((t / TILE_X) % TILE_Y);
+    int k = (int)(b / ((long long)nbx * nby)) * TILE_Z + t / (TILE_X * TILE_Y);
     if (i >= nx || j >= ny || k >= nz) return;
     long long node = ((long long)k * ny + j) * nx + i;
     if (!active[b]) {
@@ -381,9 +382,9 @@ extern "C" __global__ void cut_by_box(float* __restrict__ phi, int nx, int ny, i
     phi[node] = fmaxf(phi[node], box_distance_at(i, j, k, ox, oy, oz, h, lox, loy, loz, hix, hiy, hiz, band));
 }
 
-// near[b] = some brick of the 3 × 3 × 3 around b is active: a smoothing step changes no node
-// farther than one node from where phi is not +band, so up to BRICK steps leave every other
-// brick at +band.
+// near[b] = some tile of the 3 × 3 × 3 around b is active: a smoothing step changes no node
+// farther than one node from where phi is not +band, so up to min(TILE_X, TILE_Y, TILE_Z)
+// steps leave every other tile at +band.
 extern "C" __global__ void dilate_bricks(const unsigned char* __restrict__ active, int nbx, int nby, int nbz,
                                          unsigned char* __restrict__ near)
 {
@@ -398,8 +399,8 @@ extern "C" __global__ void dilate_bricks(const unsigned char* __restrict__ activ
     near[b] = any;
 }
 
-// smooth_level_set over the bricks near the liquid (the others +band, as that step leaves
-// them), one block of BRICK³ threads a brick; cut = 1: then the walls' cut as cut_by_box.
+// smooth_level_set over the tiles near the liquid (the others +band, as that step leaves
+// them), one block a tile; cut = 1: then the walls' cut as cut_by_box.
 extern "C" __global__ void smooth_level_set_bricks(const float* __restrict__ phi,
                                                    const unsigned char* __restrict__ near, int nbx, int nby, int nx,
                                                    int ny, int nz, float step, float flat, float band, int cut,
@@ -409,9 +410,9 @@ extern "C" __global__ void smooth_level_set_bricks(const float* __restrict__ phi
 {
     long long b = blockIdx.x;
     int t = threadIdx.x;
-    int i = (int)(b % nbx) * BRICK + (t % BRICK);
-    int j = (int)((b / nbx) % nby) * BRICK + ((t / BRICK) % BRICK);
-    int k = (int)(b / ((long long)nbx * nby)) * BRICK + t / (BRICK * BRICK);
+    int i = (int)(b % nbx) * TILE_X + (t % TILE_X);
+    int j = (int)((b / nbx) % nby) * TILE_Y + ((t / TILE_X) % TILE_Y);
+    int k = (int)(b / ((long long)nbx * nby)) * TILE_Z + t / (TILE_X * TILE_Y);
     if (i >= nx || j >= ny || k >= nz) return;
     long long node = ((long long)k * ny + j) * nx + i;
     if (!near[b]) {

@@ -40,11 +40,12 @@ on the CPU, float32 on the GPU), so φ agrees to float32 accuracy (about 1e-6·R
   the sphere) and writes φ — no atomics. ``LEVEL_SET`` "bricks" (default;
   ``VOXFX_LEVEL_SET`` picks): the walls' mirror images are made inside the binning
   kernels (no image arrays), the binning is a counting sort whose cells are then put in a
-  stable sort's order, only the 8³-node bricks that some particle's sphere may reach are
-  gathered (the rest is +band by construction), smoothed only there and in the bricks
-  beside them, with the box cut fused into the last smoothing step; one host read (the
-  point count) in all. "legacy": key per particle, ``argsort``, cell starts by
-  ``searchsorted``, the gather over every node, mirror images and box cut as array code.
+  stable sort's order, only the node tiles (``TILE``, 32 × 4 × 4 nodes: a warp is a row
+  of 32 along x) that some particle's sphere may reach are gathered (the rest is +band by
+  construction), smoothed only there and in the tiles beside them, with the box cut
+  fused into the last smoothing step; one host read (the point count) in all. "legacy":
+  key per particle, ``argsort``, cell starts by ``searchsorted``, the gather over every
+  node, mirror images and box cut as array code.
   Both put the same particles in the same order into every cell and sum a node alike:
   the same φ to the bit.
 
@@ -96,7 +97,7 @@ KERNEL_PER_RADIUS = 4.0  # R = 4 r: a flat surface lands on the liquid's boundar
 SLAB_VOXELS = 1 << 21  # CPU: nodes accumulated at once (5 float64 sums each)
 CHUNK_PAIRS = 1 << 21  # CPU: (particle, node offset) pairs tested at once
 LEVEL_SET_MODES = ("bricks", "legacy")  # GPU level set (module text); VOXFX_LEVEL_SET picks, default the first
-BRICK = 8  # "bricks": nodes along a node brick's edge (BRICK in cuda/flip_surface.cu)
+TILE = (32, 4, 4)  # "bricks": nodes of a node tile along x, y, z (a block; a warp is a row of 32 along x)
 SORT_CELL_MAX = 1024  # "bricks": a binning cell with more points than this is ordered by a global sort
 PROFILE = None  # a list: the GPU level set appends (stage, CUDA event) as each stage is queued (benches)
 SUBDIVISIONS = 8  # liquid_volume: sub-samples per axis in a dual cell the surface crosses
@@ -498,7 +499,7 @@ def _smooth_cpu(phi, spec, band):
 
 # --------------------------------------------------------------------------- GPU (cuda/flip_surface.cu)
 
-_K = Kernels(_CU, _OPTIONS, _THREADS)
+_K = Kernels(_CU, _OPTIONS, _THREADS, defines={"TILE_X": TILE[0], "TILE_Y": TILE[1], "TILE_Z": TILE[2]})
 
 
 def estimate_gpu_bytes(n_particles: int, spec: GridSpec, kernel_radius: float) -> int:
@@ -634,7 +635,7 @@ def _bricks_gpu(pos, radii, spec, R, band, smooth_iterations, walls=None, reach=
     del tags
     _mark("order cells")
     # 4. The node bricks some point may reach; the gather there, +band elsewhere.
-    nb = tuple(-(-a // BRICK) for a in (nx, ny, nz))
+    nb = tuple(-(-a // t) for a, t in zip((nx, ny, nz), TILE))
     active = cp.empty(int(np.prod(nb)), cp.uint8)
     grid_args = (i32(nx), i32(ny), i32(nz), *(f32(o) for o in spec.origin), f32(spec.voxel_size))
     _K.launch("mark_level_set_bricks", active.size, (starts, *(i32(b) for b in nb), *grid_args, *cell_args, f32(R),
@@ -642,7 +643,7 @@ def _bricks_gpu(pos, radii, spec, R, band, smooth_iterations, walls=None, reach=
     _mark("mark bricks")
     phi = cp.empty(spec.array_shape, dtype=cp.float32)
     if phi.size:
-        _K.launch_grid("particle_level_set_bricks", (active.size,), (BRICK ** 3,), (
+        _K.launch_grid("particle_level_set_bricks", (active.size,), (int(np.prod(TILE)),), (
             packed, starts, active, i32(nb[0]), i32(nb[1]), *grid_args, *cell_args, f32(R), f32(band), phi))
     del packed, starts
     _mark("gather")
@@ -650,14 +651,14 @@ def _bricks_gpu(pos, radii, spec, R, band, smooth_iterations, walls=None, reach=
     # +band); the walls' cut fused into its last step (or alone without smoothing).
     if smooth_iterations:
         near = cp.empty_like(active)
-        if smooth_iterations > BRICK:  # changes may spread past the next brick: smooth every brick
+        if smooth_iterations > min(TILE):  # changes may spread past the next tile: smooth every tile
             near.fill(1)
         else:
             _K.launch("dilate_bricks", active.size, (active, *(i32(b) for b in nb), near))
         other = cp.empty_like(phi)
         for step in range(smooth_iterations):
             cut = walls is not None and step == smooth_iterations - 1
-            _K.launch_grid("smooth_level_set_bricks", (active.size,), (BRICK ** 3,), (
+            _K.launch_grid("smooth_level_set_bricks", (active.size,), (int(np.prod(TILE)),), (
                 phi, near, i32(nb[0]), i32(nb[1]), i32(nx), i32(ny), i32(nz), SMOOTH_STEP,
                 f32(FLAT_GRADIENT * spec.voxel_size) ** 2, f32(band), i32(cut), *grid_args[3:], *lo, *hi, other))
             phi, other = other, phi
