@@ -75,7 +75,7 @@ def level_set(sim, progress=None, on_device=False):
                                grid=grown)
     else:
         phi = particle_level_set(sim.pos, grown, radius=r, kernel_radius=R, xp=sim.xp, progress=progress)
-    return phi_out(phi, on_device)
+    return phi_out(phi, on_device, pinned=False)  # the region changes size: no pinned block per size
 
 
 def cell_velocity(grid, region: GridSpec, spec: GridSpec):
