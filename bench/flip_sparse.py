@@ -8,7 +8,7 @@ from the particle count before baking) beside the measured ones.
     python3 bench/flip_sparse.py [--quick] [--dense] [--steps N] [--res N ...] [--particles P ...]
                                  [--max-cg N] [--gather brick cell] [--g2p cell input]
                                  [--memory-trace] [--row 8m|65m|river] [--frames N] [--time-cap S]
-                                 [--topology device legacy]
+                                 [--topology device legacy] [--cfl X ...] [--level-set-modes bricks legacy]
 
 Big-scene rows (issue 12), each within ``--time-cap`` seconds of simulating (default 90;
 set-up, seeding included, is timed and printed apart):
@@ -28,6 +28,14 @@ then frames until 12 or 45 s).
 ``--frames N`` times the user's frame instead of substeps: ``step(1/24)`` (adaptive
 substeps, the reason each frame's count is what it is) and, with ``--level-set``, the
 frame's level set, each frame's pool bytes, until N frames or the time cap;
+``--cfl X ...`` runs the frames once per CFL number (a fresh simulation each; default
+the setting's 2); ``--level-set-modes bricks legacy`` computes each frame's level set
+once per GPU way (``surface.LEVEL_SET``, ``VOXFX_LEVEL_SET``) — the level set column is
+then each way's ms on the device (synchronized, ``level_set(on_device=True)``) + the copy
+to the host through pinned memory (``backend.to_host``, what ``level_set()`` returns),
+with the pageable ``.get()`` beside it, a line per frame with each way's stages
+(``surface.PROFILE``: CUDA events as each stage is queued) and whether the ways' φ are
+equal to the bit;
 ``--narrow-band C`` runs it with a narrow band of C cells (the particles kept beside the
 liquid's count), for the issue's narrow band row against the same command without it.
 ``--memory-trace`` records every pool allocation (a CuPy memory hook): the high-water
@@ -78,7 +86,8 @@ sys.path.insert(0, str(ROOT))
 from tools.package import load  # noqa: E402
 
 load()
-from voxfx.kernels.flip import sparse_gpu, sparse_pressure, sparse_transfer, transfer  # noqa: E402
+from voxfx.kernels import backend  # noqa: E402
+from voxfx.kernels.flip import sparse_gpu, sparse_pressure, sparse_transfer, surface, transfer  # noqa: E402
 from voxfx.kernels.flip.grid import FlipSettings  # noqa: E402
 from voxfx.kernels.flip.sim import FlipSimulation  # noqa: E402
 from voxfx.kernels.flip.sparse_grid import substep_margin  # noqa: E402
@@ -270,9 +279,37 @@ def run(n, particles, steps, warm, sparse, max_cg=None, kind="dam", trace=None, 
     return len(sim.pos), med, int(np.median(its)), pool.total_bytes(), extra
 
 
-def run_frames(n, particles, frames, kind, time_cap, level_set=False, trace=None, narrow_band=0):
+def timed_level_set(sim, mode):
+    """(device ms, pinned copy ms, pageable copy ms, [(stage, ms)], φ on the device) of
+    one level set the GPU way *mode*."""
+    import time
+
+    import cupy as cp
+
+    os.environ["VOXFX_LEVEL_SET"] = mode
+    cp.cuda.Device().synchronize()
+    first = cp.cuda.Event()
+    first.record()
+    surface.PROFILE = [("start", first)]
+    a = time.perf_counter()
+    phi = sim.level_set(on_device=True)
+    cp.cuda.Device().synchronize()
+    b = time.perf_counter()
+    marks, surface.PROFILE = surface.PROFILE, None
+    stages = [(name, cp.cuda.get_elapsed_time(e0, e1)) for (_, e0), (name, e1) in zip(marks, marks[1:])]
+    host = backend.to_host(phi)
+    c = time.perf_counter()
+    del host
+    phi.get()
+    d = time.perf_counter()
+    return (b - a) * 1e3, (c - b) * 1e3, (d - c) * 1e3, stages, phi
+
+
+def run_frames(n, particles, frames, kind, time_cap, level_set=False, trace=None, narrow_band=0, cfl=None,
+               modes=None):
     """The user's frame: ``step(1/24)`` (+ the level set), until *frames* or *time_cap* s;
-    *narrow_band* cells (0: every particle) with the particles kept and the liquid's."""
+    *narrow_band* cells (0: every particle) with the particles kept and the liquid's; *cfl*
+    the CFL number (None: the setting's default); *modes* the GPU level set ways to time."""
     import time
 
     import cupy as cp
@@ -281,7 +318,10 @@ def run_frames(n, particles, frames, kind, time_cap, level_set=False, trace=None
     pool.free_all_blocks()
     spec, v, t = scene(n, particles, kind)
     start = time.perf_counter()
-    sim = FlipSimulation(spec, FlipSettings(narrow_band=int(narrow_band)), v, t, xp=cp, sparse=True)
+    settings = FlipSettings(narrow_band=int(narrow_band)) if cfl is None else FlipSettings(
+        narrow_band=int(narrow_band), cfl=float(cfl))
+    sim = FlipSimulation(spec, settings, v, t, xp=cp, sparse=True)
+    print(f"CFL {settings.cfl:g}, Max Substeps {settings.max_substeps}")
     cp.cuda.Device().synchronize()
     print(f"{kind} {'×'.join(map(str, spec.shape))}: {len(sim.pos):,} particles, set-up "
           f"{time.perf_counter() - start:.1f} s, pool {pool.total_bytes() / 2 ** 30:.2f} GiB; estimate "
@@ -290,6 +330,8 @@ def run_frames(n, particles, frames, kind, time_cap, level_set=False, trace=None
     print("frame | substeps (why) | step ms | ms/substep | level set ms | CG it (frame) | bricks | particles (liquid) "
           "| pool GiB")
     print("--- | --- | --- | --- | --- | --- | --- | --- | ---")
+    for mode in (modes or []) if level_set else []:  # compile the level set's kernels before the frames
+        timed_level_set(sim, mode)
     begin = time.perf_counter()
     for frame in range(frames):
         if trace is not None:
@@ -298,15 +340,35 @@ def run_frames(n, particles, frames, kind, time_cap, level_set=False, trace=None
         stats = sim.step(1 / 24)
         cp.cuda.Device().synchronize()
         b = time.perf_counter()
-        if level_set:
+        detail = []
+        if level_set and modes:
+            cells, phis = [], []
+            for mode in modes:
+                dev, pinned, pageable, stages, phi = timed_level_set(sim, mode)
+                phis.append(phi)
+                cells.append(f"{mode} {dev:.1f} + {pinned:.1f}")
+                detail.append(f"   {mode}: device {dev:.2f} ms, to host pinned {pinned:.2f} / pageable {pageable:.2f} "
+                              f"ms; " + ", ".join(f"{k} {v:.2f}" for k, v in stages))
+            if len(phis) > 1:
+                diff = [int((p != phis[0]).sum()) for p in phis[1:]]
+                worst = [float(cp.abs(p - phis[0]).max()) for p in phis[1:]]
+                detail.append(f"   φ against {modes[0]}: nodes differing {diff}, max |Δφ| {worst} "
+                              f"({phis[0].size:,} nodes, {int((phis[0] < 0).sum()):,} inside)")
+            del phis
+            surface_text = "; ".join(cells)
+        elif level_set:
             sim.level_set()
-        c = time.perf_counter()
-        surface = f"{(c - b) * 1e3:.0f}" if level_set else "-"
-        print(f"{frame} | {stats['substeps']} ({stats.get('limit', '')}) | {(b - a) * 1e3:.0f} | "
-              f"{(b - a) * 1e3 / max(1, stats['substeps']):.0f} | {surface} | "
+            surface_text = f"{(time.perf_counter() - b) * 1e3:.0f}"
+        else:
+            surface_text = "-"
+        print(f"{frame} | {stats['substeps']} ({stats.get('limit', '')}, CFL asks {stats.get('cfl_substeps', '')}) | "
+              f"{(b - a) * 1e3:.0f} | "
+              f"{(b - a) * 1e3 / max(1, stats['substeps']):.0f} | {surface_text} | "
               f"{stats.get('iterations', '')} | {sim.grid.brick_count()} | {len(sim.pos):,} "
               f"({sim.liquid_particles():,}) | {pool.total_bytes() / 2 ** 30:.2f}",
               flush=True)
+        for line in detail:
+            print(line, flush=True)
         if time.perf_counter() - begin > time_cap:
             print(f"(time cap {time_cap:.0f} s reached after {frame + 1} frames)")
             break
@@ -333,6 +395,9 @@ def main():
     ap.add_argument("--time-cap", type=float, default=90.0, help="seconds of simulating per row (set-up apart)")
     ap.add_argument("--memory-trace", action="store_true", help="live-bytes high-water mark and its arrays")
     ap.add_argument("--narrow-band", type=int, default=0, help="with --frames: cells of narrow band (0: off)")
+    ap.add_argument("--cfl", type=float, nargs="+", default=None, help="with --frames: CFL numbers to run each")
+    ap.add_argument("--level-set-modes", nargs="+", choices=surface.LEVEL_SET_MODES, default=None,
+                    help="with --frames --level-set: GPU level set ways to time each frame (A/B)")
     args = ap.parse_args()
     import cupy as cp
 
@@ -341,12 +406,15 @@ def main():
     kind = "river" if args.row == "river" else "dam"
     if args.frames:
         n, particles = ROWS[args.row or "8m"]
-        if trace is not None:
-            with trace.hook:
-                run_frames(n, particles, args.frames, kind, args.time_cap, args.level_set, trace, args.narrow_band)
-            print(trace.report())
-        else:
-            run_frames(n, particles, args.frames, kind, args.time_cap, args.level_set, None, args.narrow_band)
+        for cfl in args.cfl or [None]:
+            if trace is not None:
+                with trace.hook:
+                    run_frames(n, particles, args.frames, kind, args.time_cap, args.level_set, trace, args.narrow_band,
+                               cfl, args.level_set_modes)
+                print(trace.report())
+            else:
+                run_frames(n, particles, args.frames, kind, args.time_cap, args.level_set, None, args.narrow_band,
+                           cfl, args.level_set_modes)
         return
     configs = [(64, 1_000_000)] if args.quick else [(64, 1_000_000), (128, 4_000_000), (256, 8_000_000)]
     if args.row:

@@ -1,9 +1,20 @@
 // The liquid surface from FLIP particles (kernels/flip/surface.py): the Zhu–Bridson particle
 // level set on the voxel centres of a GridSpec, and its light smoothing.
 //
-// Particles are binned into cells of edge max(R/2, voxel) (bin_particles → sort by key →
-// cell starts by a scan, in Python), packed in cell order as float4 (x, y, z, r), and every
-// node gathers over the cells its R-sphere touches: one thread per node, no atomics.
+// Particles are binned into cells of edge max(R/2, voxel), packed in cell order as float4
+// (x, y, z, r), and every node gathers over the cells its R-sphere touches: one thread per
+// node, no atomics. Two ways to get there (surface.LEVEL_SET):
+//   "bricks" (default): the walls' mirror images made on the fly (surface_count /
+//     surface_place), a counting sort by cell whose cells are then put in the order of a
+//     stable sort (surface_order_cells), the nodes gathered tile by tile (TILE_X × TILE_Y ×
+//     TILE_Z nodes a block) and only in the tiles some particle's R-sphere may reach
+//     (mark_level_set_bricks; the rest is +band, "outside, far", by construction), the
+//     smoothing only over those tiles and their neighbours, the box cut fused into its
+//     last step (smooth_level_set_bricks);
+//   "legacy": bin_particles → argsort → searchsorted → pack_particles, the gather over every
+//     node (particle_level_set), images and cut as CuPy array code.
+// Both put the same particles in the same order in every cell and share the node's sum
+// (node_phi): their phi is the same to the bit.
 // Compiled with --fmad=false: node positions and particle offsets round as NumPy's, so a
 // node sums exactly the particles the CPU reference sums.
 
@@ -58,19 +69,10 @@ __device__ __forceinline__ float gap_to_cell(float u, int c)  // distance from u
 // phi = |x − x̄| − r̄ with x̄, r̄ the k(s) = (1 − s²)³ weighted means of the particles within R
 // (Zhu & Bridson 2005, §4); summed as offsets x_p − x so far-from-origin worlds keep their
 // precision. No particle within R: +band. Clamped to ±band.
-extern "C" __global__ void particle_level_set(const float4* __restrict__ packed, const int* __restrict__ starts,
-                                              int nx, int ny, int nz, float ox, float oy, float oz, float h,
-                                              float cox, float coy, float coz, float inv_edge, int cx, int cy,
-                                              int cz, float R, float band, float* __restrict__ phi)
+__device__ __forceinline__ float node_phi(const float4* __restrict__ packed, const int* __restrict__ starts,
+                                          float x, float y, float z, float cox, float coy, float coz,
+                                          float inv_edge, int cx, int cy, int cz, float R, float band)
 {
-    long long node = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (node >= (long long)nx * ny * nz) return;
-    int i = (int)(node % nx);
-    int j = (int)((node / nx) % ny);
-    int k = (int)(node / ((long long)nx * ny));
-    float x = ((float)i + 0.5f) * h + ox;  // as surface._node_coordinate
-    float y = ((float)j + 0.5f) * h + oy;
-    float z = ((float)k + 0.5f) * h + oz;
     float R2 = R * R;
     float ux = (x - cox) * inv_edge, uy = (y - coy) * inv_edge, uz = (z - coz) * inv_edge;
     float Rc = R * inv_edge + SLACK;
@@ -110,7 +112,24 @@ extern "C" __global__ void particle_level_set(const float4* __restrict__ packed,
     }
     float value = band;
     if (W > 0.0f) value = sqrtf((sx * sx + sy * sy) + sz * sz) / W - sr / W;
-    phi[node] = fminf(fmaxf(value, -band), band);
+    return fminf(fmaxf(value, -band), band);
+}
+
+// Legacy: one thread per node of the whole grid.
+extern "C" __global__ void particle_level_set(const float4* __restrict__ packed, const int* __restrict__ starts,
+                                              int nx, int ny, int nz, float ox, float oy, float oz, float h,
+                                              float cox, float coy, float coz, float inv_edge, int cx, int cy,
+                                              int cz, float R, float band, float* __restrict__ phi)
+{
+    long long node = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (node >= (long long)nx * ny * nz) return;
+    int i = (int)(node % nx);
+    int j = (int)((node / nx) % ny);
+    int k = (int)(node / ((long long)nx * ny));
+    float x = ((float)i + 0.5f) * h + ox;  // as surface._node_coordinate
+    float y = ((float)j + 0.5f) * h + oy;
+    float z = ((float)k + 0.5f) * h + oz;
+    phi[node] = node_phi(packed, starts, x, y, z, cox, coy, coz, inv_edge, cx, cy, cz, R, band);
 }
 
 // ---------------------------------------------------------------- smoothing
@@ -119,14 +138,9 @@ extern "C" __global__ void particle_level_set(const float4* __restrict__ packed,
 // κ|∇phi| = Δphi − ∇phiᵀ(∇²phi)∇phi / |∇phi|², central differences in voxel units, the edge
 // value repeated outside the grid; nodes with |∇phi|² ≤ flat are left as they are. The
 // same operations in the same order as surface._smooth_cpu.
-extern "C" __global__ void smooth_level_set(const float* __restrict__ phi, int nx, int ny, int nz, float step,
-                                            float flat, float band, float* __restrict__ out)
+__device__ __forceinline__ float smoothed(const float* __restrict__ phi, int i, int j, int k, int nx, int ny,
+                                          int nz, float step, float flat, float band)
 {
-    long long node = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (node >= (long long)nx * ny * nz) return;
-    int i = (int)(node % nx);
-    int j = (int)((node / nx) % ny);
-    int k = (int)(node / ((long long)nx * ny));
     int im = max(i - 1, 0), ip = min(i + 1, nx - 1);
     int jm = max(j - 1, 0), jp = min(j + 1, ny - 1);
     int km = max(k - 1, 0), kp = min(k + 1, nz - 1);
@@ -145,5 +159,267 @@ extern "C" __global__ void smooth_level_set(const float* __restrict__ phi, int n
     float num = (((fyy + fzz) * (fx * fx) + (fxx + fzz) * (fy * fy)) + (fxx + fyy) * (fz * fz))
               - 2.0f * (((fx * fy) * fxy + (fx * fz) * fxz) + (fy * fz) * fyz);
     float move = g2 > flat ? num / g2 : 0.0f;
-    out[node] = fminf(fmaxf(c + step * move, -band), band);
+    return fminf(fmaxf(c + step * move, -band), band);
+}
+
+extern "C" __global__ void smooth_level_set(const float* __restrict__ phi, int nx, int ny, int nz, float step,
+                                            float flat, float band, float* __restrict__ out)
+{
+    long long node = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (node >= (long long)nx * ny * nz) return;
+    int i = (int)(node % nx);
+    int j = (int)((node / nx) % ny);
+    int k = (int)(node / ((long long)nx * ny));
+    out[node] = smoothed(phi, i, j, k, nx, ny, nz, step, flat, band);
+}
+
+// ---------------------------------------------------------------- the "bricks" level set
+
+// The walls' mirror images of a particle (surface.mirror_at_walls, made on the fly): on each
+// axis a choice c ∈ {0: as is, 1: mirrored across the low wall, 2: across the high wall}, a
+// mirror allowed where the particle lies within reach of that wall (x < lo + reach,
+// x > hi − reach, float32 as NumPy's); image = one combination of choices other than all 0,
+// numbered combo = (cz·3 + cy)·3 + cx. mirror_at_walls lists the images axis by axis, wall by
+// wall, each pass over the particles and the images so far: that list is in the order of
+// (combo, particle), which the tags below keep. x' = 2·wall − x as there.
+__device__ __forceinline__ int wall_choices(float x, float lo, float hi, float reach, int walls)
+{
+    if (!walls) return 0;
+    return (x < lo + reach ? 1 : 0) | (x > hi - reach ? 2 : 0);
+}
+
+__device__ __forceinline__ bool allowed(int c, int choices) { return c == 0 || ((choices >> (c - 1)) & 1); }
+
+__device__ __forceinline__ float mirrored(float x, int c, float lo, float hi)
+{
+    return c == 0 ? x : (c == 1 ? 2.0f * lo - x : 2.0f * hi - x);
+}
+
+__device__ __forceinline__ int cell_key(float x, float y, float z, float cox, float coy, float coz, float inv_edge,
+                                        int cx, int cy, int cz)
+{
+    int i = cell_of(x, cox, inv_edge, cx);
+    int j = cell_of(y, coy, inv_edge, cy);
+    int k = cell_of(z, coz, inv_edge, cz);
+    return (i < 0 || j < 0 || k < 0) ? -1 : (k * cy + j) * cx + i;
+}
+
+#define COMBOS 27
+
+// counts[cell] += the particle and its images in that cell (outside every cell: dropped, no
+// node is within R of it); bad[0] += 1 for a particle with a non-finite coordinate (then
+// none of it is counted: surface.py refuses the input).
+extern "C" __global__ void surface_count(const float* __restrict__ pos, long long n, int walls, float lox,
+                                         float loy, float loz, float hix, float hiy, float hiz, float reach,
+                                         float cox, float coy, float coz, float inv_edge, int cx, int cy, int cz,
+                                         int* __restrict__ counts, int* __restrict__ bad)
+{
+    long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (p >= n) return;
+    float x = pos[3 * p + 0], y = pos[3 * p + 1], z = pos[3 * p + 2];
+    if (!(isfinite(x) && isfinite(y) && isfinite(z))) {
+        atomicAdd(bad, 1);
+        return;
+    }
+    int mx = wall_choices(x, lox, hix, reach, walls);
+    int my = wall_choices(y, loy, hiy, reach, walls);
+    int mz = wall_choices(z, loz, hiz, reach, walls);
+    int last = (mx | my | mz) ? COMBOS : 1;
+    for (int combo = 0; combo < last; ++combo) {
+        int c0 = combo % 3, c1 = (combo / 3) % 3, c2 = combo / 9;
+        if (!(allowed(c0, mx) && allowed(c1, my) && allowed(c2, mz))) continue;
+        int key = cell_key(mirrored(x, c0, lox, hix), mirrored(y, c1, loy, hiy), mirrored(z, c2, loz, hiz),
+                           cox, coy, coz, inv_edge, cx, cy, cz);
+        if (key >= 0) atomicAdd(&counts[key], 1);
+    }
+}
+
+// The particle and its images into their cells' slots, starts[cell] + a running count
+// (fill, zeroed), as float4 (x, y, z, r) with tag combo·n + p: the position the point has in
+// the list [particles, images in mirror_at_walls' order].
+extern "C" __global__ void surface_place(const float* __restrict__ pos, const float* __restrict__ radii,
+                                         int radius_stride, long long n, int walls, float lox, float loy, float loz,
+                                         float hix, float hiy, float hiz, float reach, float cox, float coy,
+                                         float coz, float inv_edge, int cx, int cy, int cz,
+                                         const int* __restrict__ starts, int* __restrict__ fill,
+                                         float4* __restrict__ packed, long long* __restrict__ tags)
+{
+    long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (p >= n) return;
+    float x = pos[3 * p + 0], y = pos[3 * p + 1], z = pos[3 * p + 2];
+    if (!(isfinite(x) && isfinite(y) && isfinite(z))) return;
+    float r = radii[p * radius_stride];
+    int mx = wall_choices(x, lox, hix, reach, walls);
+    int my = wall_choices(y, loy, hiy, reach, walls);
+    int mz = wall_choices(z, loz, hiz, reach, walls);
+    int last = (mx | my | mz) ? COMBOS : 1;
+    for (int combo = 0; combo < last; ++combo) {
+        int c0 = combo % 3, c1 = (combo / 3) % 3, c2 = combo / 9;
+        if (!(allowed(c0, mx) && allowed(c1, my) && allowed(c2, mz))) continue;
+        float px = mirrored(x, c0, lox, hix), py = mirrored(y, c1, loy, hiy), pz = mirrored(z, c2, loz, hiz);
+        int key = cell_key(px, py, pz, cox, coy, coz, inv_edge, cx, cy, cz);
+        if (key < 0) continue;
+        int slot = starts[key] + atomicAdd(&fill[key], 1);
+        packed[slot] = make_float4(px, py, pz, r);
+        tags[slot] = (long long)combo * n + p;
+    }
+}
+
+// Each cell's points in tag order (the atomics above placed them in any order): the order a
+// stable sort of the list by cell gives, so the sums are the same every run. One thread a
+// point: its rank among its cell's tags (the cell from its own position, as surface_place
+// found it) is its place in *out* (surface.py sorts globally past SORT_CELL_MAX a cell).
+extern "C" __global__ void surface_order_cells(const float4* __restrict__ packed, const long long* __restrict__ tags,
+                                               const int* __restrict__ starts, long long points, float cox,
+                                               float coy, float coz, float inv_edge, int cx, int cy, int cz,
+                                               float4* __restrict__ out)
+{
+    long long s = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (s >= points) return;
+    float4 q = packed[s];
+    int key = cell_key(q.x, q.y, q.z, cox, coy, coz, inv_edge, cx, cy, cz);
+    int first = starts[key], last = starts[key + 1];
+    long long t = tags[s];
+    int rank = 0;
+    for (int u = first; u < last; ++u) rank += tags[u] < t ? 1 : 0;
+    out[first + rank] = q;
+}
+
+// Node tiles ("bricks") of TILE_X × TILE_Y × TILE_Z nodes (-D from surface.TILE), tiles and
+// their nodes x fastest; a warp is one row of 32 nodes along x, as in particle_level_set,
+// so its threads walk the same rows of cells with the same trip counts. active[b] = 1
+// where some cell that a node of tile b could read (node_phi's cell ranges, one more cell
+// each side) holds a point.
+
+__device__ __forceinline__ void cell_span(int n0, int n1, float o, float h, float co, float inv_edge, float Rc,
+                                          int cn, int* lo, int* hi)
+{
+    float u0 = ((((float)n0 + 0.5f) * h + o) - co) * inv_edge;
+    float u1 = ((((float)n1 + 0.5f) * h + o) - co) * inv_edge;
+    *lo = max((int)floorf(u0 - Rc - SLACK) - 1, 0);
+    *hi = min((int)floorf(u1 + Rc + SLACK) + 1, cn - 1);
+}
+
+extern "C" __global__ void mark_level_set_bricks(const int* __restrict__ starts, int nbx, int nby, int nbz, int nx,
+                                                 int ny, int nz, float ox, float oy, float oz, float h, float cox,
+                                                 float coy, float coz, float inv_edge, int cx, int cy, int cz,
+                                                 float R, unsigned char* __restrict__ active)
+{
+    long long b = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (b >= (long long)nbx * nby * nbz) return;
+    int bi = (int)(b % nbx), bj = (int)((b / nbx) % nby), bk = (int)(b / ((long long)nbx * nby));
+    float Rc = R * inv_edge + SLACK;
+    int ilo, ihi, jlo, jhi, klo, khi;
+    cell_span(bi * TILE_X, min(bi * TILE_X + TILE_X - 1, nx - 1), ox, h, cox, inv_edge, Rc, cx, &ilo, &ihi);
+    cell_span(bj * TILE_Y, min(bj * TILE_Y + TILE_Y - 1, ny - 1), oy, h, coy, inv_edge, Rc, cy, &jlo, &jhi);
+    cell_span(bk * TILE_Z, min(bk * TILE_Z + TILE_Z - 1, nz - 1), oz, h, coz, inv_edge, Rc, cz, &klo, &khi);
+    unsigned char any = 0;
+    if (ilo <= ihi) {
+        for (int ck = klo; ck <= khi && !any; ++ck) {
+            for (int cj = jlo; cj <= jhi; ++cj) {
+                int row = (ck * cy + cj) * cx;
+                if (starts[row + ilo] < starts[row + ihi + 1]) {
+                    any = 1;
+                    break;
+                }
+            }
+        }
+    }
+    active[b] = any;
+}
+
+// One block of TILE_X·TILE_Y·TILE_Z threads per node tile (blockIdx.x = tile): an active
+// tile's nodes gather as particle_level_set's, the others are +band.
+extern "C" __global__ void particle_level_set_bricks(const float4* __restrict__ packed,
+                                                     const int* __restrict__ starts,
+                                                     const unsigned char* __restrict__ active, int nbx, int nby,
+                                                     int nx, int ny, int nz, float ox, float oy, float oz, float h,
+                                                     float cox, float coy, float coz, float inv_edge, int cx, int cy,
+                                                     int cz, float R, float band, float* __restrict__ phi)
+{
+    long long b = blockIdx.x;
+    int t = threadIdx.x;
+    int i = (int)(b % nbx) * TILE_X + (t % TILE_X);
+    int j = (int)((b / nbx) % nby) * TILE_Y + ((t / TILE_X) % TILE_Y);
+    int k = (int)(b / ((long long)nbx * nby)) * TILE_Z + t / (TILE_X * TILE_Y);
+    if (i >= nx || j >= ny || k >= nz) return;
+    long long node = ((long long)k * ny + j) * nx + i;
+    if (!active[b]) {
+        phi[node] = band;
+        return;
+    }
+    float x = ((float)i + 0.5f) * h + ox;
+    float y = ((float)j + 0.5f) * h + oy;
+    float z = ((float)k + 0.5f) * h + oz;
+    phi[node] = node_phi(packed, starts, x, y, z, cox, coy, coz, inv_edge, cx, cy, cz, R, band);
+}
+
+// phi ← max(phi, d_box): the cut by the walls (surface.closed_level_set step 3), d_box the
+// signed distance from the node to the box lo..hi clamped to ±band, in surface.box_distance's
+// float32 operations and order.
+__device__ __forceinline__ float box_distance_at(int i, int j, int k, float ox, float oy, float oz, float h,
+                                                 float lox, float loy, float loz, float hix, float hiy, float hiz,
+                                                 float band)
+{
+    float x = ((float)i + 0.5f) * h + ox, y = ((float)j + 0.5f) * h + oy, z = ((float)k + 0.5f) * h + oz;
+    float dx = fmaxf(lox - x, x - hix), dy = fmaxf(loy - y, y - hiy), dz = fmaxf(loz - z, z - hiz);
+    float mx = fmaxf(dx, 0.0f), my = fmaxf(dy, 0.0f), mz = fmaxf(dz, 0.0f);
+    float outside2 = ((0.0f + mx * mx) + my * my) + mz * mz;
+    float inside = fmaxf(fmaxf(dx, dy), dz);
+    float d = outside2 > 0.0f ? sqrtf(outside2) : fminf(inside, 0.0f);
+    return fminf(fmaxf(d, -band), band);
+}
+
+extern "C" __global__ void cut_by_box(float* __restrict__ phi, int nx, int ny, int nz, float ox, float oy, float oz,
+                                      float h, float lox, float loy, float loz, float hix, float hiy, float hiz,
+                                      float band)
+{
+    long long node = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (node >= (long long)nx * ny * nz) return;
+    int i = (int)(node % nx);
+    int j = (int)((node / nx) % ny);
+    int k = (int)(node / ((long long)nx * ny));
+    phi[node] = fmaxf(phi[node], box_distance_at(i, j, k, ox, oy, oz, h, lox, loy, loz, hix, hiy, hiz, band));
+}
+
+// near[b] = some tile of the 3 × 3 × 3 around b is active: a smoothing step changes no node
+// farther than one node from where phi is not +band, so up to min(TILE_X, TILE_Y, TILE_Z)
+// steps leave every other tile at +band.
+extern "C" __global__ void dilate_bricks(const unsigned char* __restrict__ active, int nbx, int nby, int nbz,
+                                         unsigned char* __restrict__ near)
+{
+    long long b = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (b >= (long long)nbx * nby * nbz) return;
+    int bi = (int)(b % nbx), bj = (int)((b / nbx) % nby), bk = (int)(b / ((long long)nbx * nby));
+    unsigned char any = 0;
+    for (int dk = max(bk - 1, 0); dk <= min(bk + 1, nbz - 1); ++dk)
+        for (int dj = max(bj - 1, 0); dj <= min(bj + 1, nby - 1); ++dj)
+            for (int di = max(bi - 1, 0); di <= min(bi + 1, nbx - 1); ++di)
+                any |= active[((long long)dk * nby + dj) * nbx + di];
+    near[b] = any;
+}
+
+// smooth_level_set over the tiles near the liquid (the others +band, as that step leaves
+// them), one block a tile; cut = 1: then the walls' cut as cut_by_box.
+extern "C" __global__ void smooth_level_set_bricks(const float* __restrict__ phi,
+                                                   const unsigned char* __restrict__ near, int nbx, int nby, int nx,
+                                                   int ny, int nz, float step, float flat, float band, int cut,
+                                                   float ox, float oy, float oz, float h, float lox, float loy,
+                                                   float loz, float hix, float hiy, float hiz,
+                                                   float* __restrict__ out)
+{
+    long long b = blockIdx.x;
+    int t = threadIdx.x;
+    int i = (int)(b % nbx) * TILE_X + (t % TILE_X);
+    int j = (int)((b / nbx) % nby) * TILE_Y + ((t / TILE_X) % TILE_Y);
+    int k = (int)(b / ((long long)nbx * nby)) * TILE_Z + t / (TILE_X * TILE_Y);
+    if (i >= nx || j >= ny || k >= nz) return;
+    long long node = ((long long)k * ny + j) * nx + i;
+    if (!near[b]) {
+        out[node] = band;  // a cut leaves it: the box distance is at most +band
+        return;
+    }
+    float value = smoothed(phi, i, j, k, nx, ny, nz, step, flat, band);
+    if (cut) value = fmaxf(value, box_distance_at(i, j, k, ox, oy, oz, h, lox, loy, loz, hix, hiy, hiz, band));
+    out[node] = value;
 }

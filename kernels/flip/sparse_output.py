@@ -61,9 +61,11 @@ def offset(region: GridSpec, spec: GridSpec):
     return tuple(int(round((a - b) / spec.voxel_size)) for a, b in zip(region.origin, spec.origin))
 
 
-def level_set(sim, progress=None):
-    """φ (NumPy float32) over ``surface_grid(liquid_region(sim))``: an open domain's, or a
-    large closed box's, there still closed against its walls (``closed_level_set``)."""
+def level_set(sim, progress=None, on_device=False):
+    """φ (NumPy float32; *on_device*: as computed) over ``surface_grid(liquid_region(sim))``:
+    an open domain's, or a large closed box's, there still closed against its walls
+    (``closed_level_set``)."""
+    from .sim import phi_out
     from .surface import closed_level_set, particle_level_set
 
     r, R = surface_radii(sim.spec.voxel_size, sim.settings.particles_per_cell)
@@ -73,7 +75,7 @@ def level_set(sim, progress=None):
                                grid=grown)
     else:
         phi = particle_level_set(sim.pos, grown, radius=r, kernel_radius=R, xp=sim.xp, progress=progress)
-    return np.asarray(backend.to_numpy(phi), dtype=np.float32)
+    return phi_out(phi, on_device, pinned=False)  # the region changes size: no pinned block per size
 
 
 def cell_velocity(grid, region: GridSpec, spec: GridSpec):

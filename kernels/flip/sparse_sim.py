@@ -247,7 +247,7 @@ class SparseFlipSimulation(FlipSimulation):
 
         return surface_grid(sparse_output.liquid_region(self))
 
-    def level_set(self, progress=None):
+    def level_set(self, progress=None, on_device=False):
         """The liquid's level set over ``surface_spec`` (NumPy, negative inside): closed
         against the walls in a closed box (``FlipSimulation.level_set``), the particles'
         own in an open domain. A narrow band's deep cells count as cells full of
@@ -259,8 +259,8 @@ class SparseFlipSimulation(FlipSimulation):
                                                                              self.settings.particles_per_cell)])
         try:
             if self.boundary == "closed" and sparse_output.box_outputs(self.spec):
-                return super().level_set(progress)
-            return sparse_output.level_set(self, progress)
+                return super().level_set(progress, on_device)
+            return sparse_output.level_set(self, progress, on_device)
         finally:
             self.pos = pos
 

@@ -35,10 +35,19 @@ on the CPU, float32 on the GPU), so φ agrees to float32 accuracy (about 1e-6·R
   reachable node offsets), summed per slab with ``bincount`` — chunked, so memory stays
   bounded.
 * **GPU** (``cuda/flip_surface.cu``): particles are binned into cells of edge
-  max(R/2, voxel) (key per particle, sort by key, cell start offsets by a scan of the cell
-  counts), packed as float4 (x, y, z, r) in cell order, then one fused kernel gathers for
-  every node over the cells its R-sphere touches (rows of cells culled against the
-  sphere) and writes φ — no atomics.
+  max(R/2, voxel), packed as float4 (x, y, z, r) in cell order, then one fused kernel
+  gathers for every node over the cells its R-sphere touches (rows of cells culled against
+  the sphere) and writes φ — no atomics. ``LEVEL_SET`` "bricks" (default;
+  ``VOXFX_LEVEL_SET`` picks): the walls' mirror images are made inside the binning
+  kernels (no image arrays), the binning is a counting sort whose cells are then put in a
+  stable sort's order, only the node tiles (``TILE``, 32 × 4 × 4 nodes: a warp is a row
+  of 32 along x) that some particle's sphere may reach are gathered (the rest is +band by
+  construction), smoothed only there and in the tiles beside them, with the box cut
+  fused into the last smoothing step; one host read (the point count) in all. "legacy":
+  key per particle, ``argsort``, cell starts by ``searchsorted``, the gather over every
+  node, mirror images and box cut as array code.
+  Both put the same particles in the same order into every cell and sum a node alike:
+  the same φ to the bit.
 
 Closed against the walls (``closed_level_set``, what a bake writes): the liquid lives in a
 closed box, so its surface must be closed where it touches the walls and meet them there.
@@ -66,6 +75,7 @@ exactly +band.
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
 
@@ -86,6 +96,10 @@ WALL_CELLS = 3  # closed_level_set: cells of the surface grid beyond each wall (
 KERNEL_PER_RADIUS = 4.0  # R = 4 r: a flat surface lands on the liquid's boundary (module text)
 SLAB_VOXELS = 1 << 21  # CPU: nodes accumulated at once (5 float64 sums each)
 CHUNK_PAIRS = 1 << 21  # CPU: (particle, node offset) pairs tested at once
+LEVEL_SET_MODES = ("bricks", "legacy")  # GPU level set (module text); VOXFX_LEVEL_SET picks, default the first
+TILE = (32, 4, 4)  # "bricks": nodes of a node tile along x, y, z (a block; a warp is a row of 32 along x)
+SORT_CELL_MAX = 1024  # "bricks": a binning cell with more points than this is ordered by a global sort
+PROFILE = None  # a list: the GPU level set appends (stage, CUDA event) as each stage is queued (benches)
 SUBDIVISIONS = 8  # liquid_volume: sub-samples per axis in a dual cell the surface crosses
 CHUNK_CELLS = 1 << 14  # liquid_volume: crossed cells sub-sampled at once
 
@@ -124,10 +138,32 @@ def particle_level_set(pos, spec: GridSpec, radius, kernel_radius=None, xp=None,
         for _ in range(smooth_iterations):
             phi = _smooth_cpu(phi, spec, band)
         return phi
+    if level_set_mode() == "bricks":
+        return _bricks_gpu(_shape_checked(xp.asarray(pos), xp), radii if scalar else xp.asarray(radii), spec, R,
+                           band, smooth_iterations)
     pos = _positions(xp.asarray(pos), xp)
     if not scalar:
         radii = xp.asarray(radii)
+    _mark("finite check")
     return _level_set_gpu(pos, radii, spec, R, band, smooth_iterations)
+
+
+def _mark(stage):
+    """Note the end of *stage* of a GPU level set in ``PROFILE`` (when it is a list)."""
+    if PROFILE is not None:
+        import cupy as cp
+
+        event = cp.cuda.Event()
+        event.record()
+        PROFILE.append((stage, event))
+
+
+def level_set_mode(mode=None) -> str:
+    """The GPU level set's way (module text): *mode*, else ``VOXFX_LEVEL_SET``, else bricks."""
+    mode = mode or os.environ.get("VOXFX_LEVEL_SET", "").strip().lower() or LEVEL_SET_MODES[0]
+    if mode not in LEVEL_SET_MODES:
+        raise ValueError(f"VOXFX_LEVEL_SET must be one of {', '.join(LEVEL_SET_MODES)}, not {mode!r}")
+    return mode
 
 
 def surface_grid(spec: GridSpec, padding: int = None) -> GridSpec:
@@ -172,14 +208,26 @@ def closed_level_set(pos, spec: GridSpec, radius, kernel_radius=None, xp=None, s
     R = float(KERNEL_PER_RADIUS * r_max if kernel_radius is None else kernel_radius)
     h = float(spec.voxel_size)
     band = BAND_VOXELS * h if band is None else float(band)
+    if xp is not np and level_set_mode() == "bricks":  # images, level set and cut in the kernels
+        if not (math.isfinite(R) and R > 0.0):
+            raise InputError(f"the surface kernel radius must be a positive number of metres, not {kernel_radius!r}")
+        if not (math.isfinite(band) and band > 0.0):
+            raise InputError(f"the level set band must be a positive number of metres, not {band!r}")
+        if int(smooth_iterations) < 0:
+            raise InputError(f"smoothing iterations must be 0 or more, not {int(smooth_iterations)}")
+        return _bricks_gpu(_shape_checked(xp.asarray(pos), xp), radii if scalar else xp.asarray(radii), grown, R,
+                           band, int(smooth_iterations), walls=spec, reach=R + h)
     pos = xp.asarray(pos)
     ghosts, source = mirror_at_walls(pos, spec, R + h, xp)
     if not scalar:
         radii = xp.concatenate([xp.asarray(radii), xp.asarray(radii)[source]])
-    phi = particle_level_set(xp.concatenate([pos.astype(xp.float32), ghosts]), grown,
-                             radii if not scalar else radius, R, xp=xp, smooth_iterations=smooth_iterations,
-                             band=band, progress=progress)
-    return xp.maximum(phi, box_distance(grown, spec, band, xp))
+    points = xp.concatenate([pos.astype(xp.float32), ghosts])
+    _mark("mirror images")
+    phi = particle_level_set(points, grown, radii if not scalar else radius, R, xp=xp,
+                             smooth_iterations=smooth_iterations, band=band, progress=progress)
+    phi = xp.maximum(phi, box_distance(grown, spec, band, xp))
+    _mark("box cut")
+    return phi
 
 
 def mirror_at_walls(pos, spec: GridSpec, reach: float, xp):
@@ -287,14 +335,23 @@ def _trilinear_weights(s: int) -> np.ndarray:
 # --------------------------------------------------------------------------- inputs
 
 def _positions(pos, xp):
-    if pos.ndim != 2 or pos.shape[1] != 3:
-        raise InputError(f"particle positions must be an (N, 3) array, not shape {tuple(pos.shape)}")
-    pos = xp.ascontiguousarray(pos, dtype=xp.float32)
+    pos = _shape_checked(pos, xp)
     bad = int((~xp.isfinite(pos).all(axis=1)).sum()) if len(pos) else 0
     if bad:
-        raise InputError(f"{bad} particles have non-finite (NaN or infinite) positions; "
-                         "the simulation diverged: reduce the time step or check the sources")
+        raise _non_finite(bad)
     return pos
+
+
+def _shape_checked(pos, xp):
+    """*pos* as C-contiguous float32 (N, 3), finiteness left to the kernels (one host read)."""
+    if pos.ndim != 2 or pos.shape[1] != 3:
+        raise InputError(f"particle positions must be an (N, 3) array, not shape {tuple(pos.shape)}")
+    return xp.ascontiguousarray(pos, dtype=xp.float32)
+
+
+def _non_finite(bad):
+    return InputError(f"{bad} particles have non-finite (NaN or infinite) positions; "
+                      "the simulation diverged: reduce the time step or check the sources")
 
 
 def _radii(radius, pos):
@@ -442,7 +499,7 @@ def _smooth_cpu(phi, spec, band):
 
 # --------------------------------------------------------------------------- GPU (cuda/flip_surface.cu)
 
-_K = Kernels(_CU, _OPTIONS, _THREADS)
+_K = Kernels(_CU, _OPTIONS, _THREADS, defines={"TILE_X": TILE[0], "TILE_Y": TILE[1], "TILE_Z": TILE[2]})
 
 
 def estimate_gpu_bytes(n_particles: int, spec: GridSpec, kernel_radius: float) -> int:
@@ -485,12 +542,14 @@ def _level_set_gpu(pos, radii, spec, R, band, smooth_iterations):
             pos, np.int64(n), f32(cox), f32(coy), f32(coz), f32(1.0 / edge), np.int32(cx), np.int32(cy),
             np.int32(cz), keys))
     order = cp.argsort(keys)
+    _mark("bin + argsort")
     # 2. Cell start offsets: an exclusive scan of the per-cell counts.
     starts = cp.zeros(n_cells + 1, dtype=cp.int32)
     if n:  # keys below cell c, by binary search in the sorted keys: no histogram of n_cells
         # bins (CuPy's bincount takes a CUB histogram there, whose per-block copies of the
         # bins cost 250 MiB at 64³ on an H100 — measured, bench/memory_gpu.py).
         starts[1:] = cp.searchsorted(keys[order], cp.arange(1, n_cells + 1, dtype=cp.int32), side="left")
+    _mark("cell starts")
     # 3. Particles as float4 (x, y, z, r) in cell order.
     packed = cp.empty((n, 4), dtype=cp.float32)
     if n:
@@ -498,12 +557,14 @@ def _level_set_gpu(pos, radii, spec, R, band, smooth_iterations):
         radii = cp.full(1, radii, dtype=cp.float32) if scalar else radii
         _K.launch("pack_particles", n, (
             pos, radii, np.int32(0 if scalar else 1), order, np.int64(n), packed))
+    _mark("pack")
     # 4. Gather per node: one fused kernel, no atomics.
     ox, oy, oz = spec.origin
     _K.launch("particle_level_set", spec.voxel_count, (
         packed, starts, np.int32(nx), np.int32(ny), np.int32(nz), f32(ox), f32(oy), f32(oz),
         f32(spec.voxel_size), f32(cox), f32(coy), f32(coz), f32(1.0 / edge), np.int32(cx), np.int32(cy),
         np.int32(cz), f32(R), f32(band), phi))
+    _mark("gather")
     # 5. Smoothing, double-buffered.
     if smooth_iterations:
         other = cp.empty_like(phi)
@@ -512,4 +573,96 @@ def _level_set_gpu(pos, radii, spec, R, band, smooth_iterations):
                 phi, np.int32(nx), np.int32(ny), np.int32(nz), SMOOTH_STEP, f32(FLAT_GRADIENT * spec.voxel_size) ** 2,
                 f32(band), other))
             phi, other = other, phi
+    _mark("smooth")
+    return phi
+
+
+def _bricks_gpu(pos, radii, spec, R, band, smooth_iterations, walls=None, reach=0.0):
+    """The "bricks" GPU level set (module text) of the particles *pos* (float32 (N, 3) on
+    the device) over *spec*'s nodes: with *walls* (the box's GridSpec) closed as
+    ``closed_level_set`` — mirror images of the particles within *reach* of a wall, the
+    level set, smoothing, the box cut; without, ``particle_level_set``'s."""
+    import cupy as cp
+
+    nx, ny, nz = spec.shape
+    n = int(pos.shape[0])
+    scalar = isinstance(radii, (float, np.floating))
+    backend.ensure_fits(estimate_gpu_bytes(n, spec, R), "the liquid surface level set", xp=cp)
+    (cox, coy, coz), edge, (cx, cy, cz) = _cell_grid(spec, R)
+    n_cells = cx * cy * cz
+    if n_cells >= 2 ** 31 - 1:
+        raise InputError("the surfacing grid is too large for its kernel radius (over 2³¹ binning cells); "
+                         "use a larger kernel radius or a smaller grid")
+    f32, i32 = np.float32, np.int32
+    if walls is not None:
+        lo = [f32(o) for o in walls.origin]
+        hi = [f32(o + c * walls.voxel_size) for o, c in zip(walls.origin, walls.shape)]
+    else:
+        lo, hi = [f32(0)] * 3, [f32(0)] * 3
+    wall_args = (i32(walls is not None), *lo, *hi, f32(reach))
+    cell_args = (f32(cox), f32(coy), f32(coz), f32(1.0 / edge), i32(cx), i32(cy), i32(cz))
+    # 1. Count the particles and their images per binning cell; the non-finite ones.
+    counts = cp.zeros(n_cells, cp.int32)
+    bad = cp.zeros(1, cp.int32)
+    _K.launch("surface_count", n, (pos, np.int64(n), *wall_args, *cell_args, counts, bad))
+    _mark("count")
+    # 2. Cell starts: an exclusive scan; the one host read (points, non-finite, fullest cell).
+    starts = cp.empty(n_cells + 1, cp.int32)
+    starts[0] = 0
+    starts[1:] = cp.cumsum(counts, dtype=cp.int32)
+    points, bad, fullest = (int(v) for v in cp.concatenate([starts[-1:], bad, counts.max(keepdims=True)]).get())
+    _mark("scan + read")
+    if bad:
+        raise _non_finite(bad)
+    # 3. Place them in their cells (any order within a cell), then each cell in tag order.
+    packed = cp.empty((points, 4), cp.float32)
+    tags = cp.empty(points, cp.int64)
+    counts.fill(0)
+    radii = cp.full(1, radii, cp.float32) if scalar else cp.ascontiguousarray(radii, dtype=cp.float32)
+    _K.launch("surface_place", n, (pos, radii, i32(0 if scalar else 1), np.int64(n), *wall_args, *cell_args, starts,
+                                   counts, packed, tags))
+    del counts
+    _mark("place")
+    if fullest <= SORT_CELL_MAX:
+        ordered = cp.empty_like(packed)
+        _K.launch("surface_order_cells", points, (packed, tags, starts, np.int64(points), *cell_args, ordered))
+        packed = ordered
+    elif points:  # a crowded cell: one stable sort by (cell, tag)
+        cell = cp.searchsorted(starts, cp.arange(points, dtype=cp.int32), side="right") - 1
+        order = cp.argsort(tags)
+        order = order[cp.argsort(cell[order])]
+        packed = packed[order]
+    del tags
+    _mark("order cells")
+    # 4. The node bricks some point may reach; the gather there, +band elsewhere.
+    nb = tuple(-(-a // t) for a, t in zip((nx, ny, nz), TILE))
+    active = cp.empty(int(np.prod(nb)), cp.uint8)
+    grid_args = (i32(nx), i32(ny), i32(nz), *(f32(o) for o in spec.origin), f32(spec.voxel_size))
+    _K.launch("mark_level_set_bricks", active.size, (starts, *(i32(b) for b in nb), *grid_args, *cell_args, f32(R),
+                                                     active))
+    _mark("mark bricks")
+    phi = cp.empty(spec.array_shape, dtype=cp.float32)
+    if phi.size:
+        _K.launch_grid("particle_level_set_bricks", (active.size,), (int(np.prod(TILE)),), (
+            packed, starts, active, i32(nb[0]), i32(nb[1]), *grid_args, *cell_args, f32(R), f32(band), phi))
+    del packed, starts
+    _mark("gather")
+    # 5. Smoothing, double-buffered, over the bricks near the active ones (the others stay
+    # +band); the walls' cut fused into its last step (or alone without smoothing).
+    if smooth_iterations:
+        near = cp.empty_like(active)
+        if smooth_iterations > min(TILE):  # changes may spread past the next tile: smooth every tile
+            near.fill(1)
+        else:
+            _K.launch("dilate_bricks", active.size, (active, *(i32(b) for b in nb), near))
+        other = cp.empty_like(phi)
+        for step in range(smooth_iterations):
+            cut = walls is not None and step == smooth_iterations - 1
+            _K.launch_grid("smooth_level_set_bricks", (active.size,), (int(np.prod(TILE)),), (
+                phi, near, i32(nb[0]), i32(nb[1]), i32(nx), i32(ny), i32(nz), SMOOTH_STEP,
+                f32(FLAT_GRADIENT * spec.voxel_size) ** 2, f32(band), i32(cut), *grid_args[3:], *lo, *hi, other))
+            phi, other = other, phi
+    elif walls is not None:
+        _K.launch("cut_by_box", spec.voxel_count, (phi, *grid_args, *lo, *hi, f32(band)))
+    _mark("smooth + box cut")
     return phi

@@ -1,0 +1,100 @@
+"""The GPU level set's "bricks" way against its "legacy" way (surface.LEVEL_SET) on the
+device: the same particles in the same order in every binning cell and the same node sum,
+so φ is equal to the bit — closed against the walls and open, with per-particle radii, in
+a crowded cell (the global sort) — and the bricks a particle cannot reach are +band. The
+CPU comparisons of both are test_flip_surface_gpu.py and test_flip_closed_surface_gpu.py
+(they run the default way)."""
+
+import numpy as np
+import pytest
+
+from tests.meshes import box
+from tests.unit.test_flip_surface import seeded_ball
+from voxfx.kernels.errors import InputError
+from voxfx.kernels.flip import surface
+from voxfx.kernels.flip.grid import FlipSettings
+from voxfx.kernels.flip.sim import FlipSimulation
+from voxfx.kernels.flip.surface import closed_level_set, particle_level_set, surface_radii
+from voxfx.kernels.grid import GridSpec
+
+
+def both_ways(monkeypatch, call):
+    out = []
+    for mode in ("legacy", "bricks"):
+        monkeypatch.setenv("VOXFX_LEVEL_SET", mode)
+        out.append(call().get())
+    return out
+
+
+def liquid_in_a_box(rng):
+    h = float(rng.uniform(0.02, 0.06))
+    spec = GridSpec(tuple(rng.uniform(-2, 2, 3)), h, tuple(int(a) for a in rng.integers(16, 48, 3)))
+    lo, hi = np.asarray(spec.origin), np.asarray(spec.upper)
+    parts = [seeded_ball(rng.uniform(lo, hi), float(rng.uniform(3, 8)) * h, h / 2, rng) for _ in range(3)]
+    parts.append(seeded_ball(hi - 2 * h, 5 * h, h / 2, rng))  # a corner: 7 images a particle there
+    parts.append(rng.uniform(lo, hi, (300, 3)))
+    return spec, np.clip(np.concatenate(parts), lo + 1e-3 * h, hi - 1e-3 * h).astype(np.float32)
+
+
+@pytest.mark.parametrize("smooth_iterations", [0, 1, 2, 9])
+def test_closed_level_set_bricks_equals_legacy(monkeypatch, smooth_iterations):
+    import cupy
+
+    rng = np.random.default_rng()
+    spec, pos = liquid_in_a_box(rng)
+    r, R = surface_radii(spec.voxel_size, 8)
+    legacy, bricks = both_ways(monkeypatch, lambda: closed_level_set(cupy.asarray(pos), spec, r, R, xp=cupy,
+                                                                     smooth_iterations=smooth_iterations))
+    np.testing.assert_array_equal(bricks, legacy)
+    assert (bricks < 0).any()
+
+
+def test_open_level_set_with_radii_bricks_equals_legacy_and_far_bricks_are_band(monkeypatch):
+    import cupy
+
+    rng = np.random.default_rng()
+    h = 0.05
+    spec = GridSpec((0.0, 0.0, 0.0), h, (40, 33, 50))
+    pos = np.concatenate([seeded_ball(np.array([0.4, 0.4, 0.4]), 6 * h, h / 2, rng),
+                          rng.uniform(-0.1, 0.8, (200, 3)), rng.uniform(20, 30, (10, 3))]).astype(np.float32)
+    radii = cupy.asarray((rng.uniform(0.3, 0.7, len(pos)) * h).astype(np.float32))
+    legacy, bricks = both_ways(monkeypatch, lambda: particle_level_set(cupy.asarray(pos), spec, radii, xp=cupy))
+    np.testing.assert_array_equal(bricks, legacy)
+    band = np.float32(3 * h)
+    assert (bricks[-10:, -10:, -10:] == band).all() and (bricks < 0).any()
+
+
+def test_a_crowded_cell_takes_the_global_sort_and_gives_the_same_bits(monkeypatch):
+    import cupy
+
+    rng = np.random.default_rng()
+    spec, pos = liquid_in_a_box(rng)
+    r, R = surface_radii(spec.voxel_size, 8)
+    monkeypatch.setattr(surface, "SORT_CELL_MAX", 2)
+    legacy, bricks = both_ways(monkeypatch, lambda: closed_level_set(cupy.asarray(pos), spec, r, R, xp=cupy))
+    np.testing.assert_array_equal(bricks, legacy)
+
+
+def test_bricks_refuse_non_finite_particles_of_a_closed_box(monkeypatch):
+    import cupy
+
+    monkeypatch.setenv("VOXFX_LEVEL_SET", "bricks")
+    spec = GridSpec((0.0, 0.0, 0.0), 0.1, (8, 8, 8))
+    pos = cupy.full((5, 3), 0.4, cupy.float32)
+    pos[1, 2] = cupy.nan
+    pos[3, 0] = -cupy.inf
+    with pytest.raises(InputError, match="2 particles have non-finite"):
+        closed_level_set(pos, spec, 0.05, 0.2, xp=cupy)
+
+
+def test_level_set_on_device_is_what_the_host_copy_holds():
+    import cupy
+
+    spec = GridSpec((0.0, 0.0, 0.0), 0.5 / 24, (24, 24, 24))
+    sim = FlipSimulation(spec, FlipSettings(), *box((0, 0, 0), (0.25, 0.5, 0.4)), xp=cupy)
+    sim.step(1 / 24)
+    on_device = sim.level_set(on_device=True)
+    host = sim.level_set()
+    assert isinstance(on_device, cupy.ndarray) and isinstance(host, np.ndarray) and host.dtype == np.float32
+    np.testing.assert_array_equal(on_device.get(), host)
+    assert (host < 0).any()

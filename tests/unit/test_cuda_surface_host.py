@@ -1,0 +1,257 @@
+"""The GPU particle level set's two ways (cuda/flip_surface.cu, surface.LEVEL_SET) checked
+on the host without a GPU: nvcc builds the kernels as host functions (one "thread" per
+call, atomics plain, no FMA contraction as --fmad=false) and a C++ driver runs them in the
+order surface.py launches them — "bricks" (images made in the binning kernels, counting
+sort, cells put in tag order, the gather over the marked node bricks only, smoothing, the
+box cut) and "legacy" (keys, a stable sort, cell starts by binary search, the gather over
+every node, smoothing; its images from ``mirror_at_walls`` and its cut ``box_distance``,
+as surface.py's array code). The two agree to the bit, and both agree with the NumPy
+reference (``closed_level_set`` / ``particle_level_set``) to float32 accuracy; the device
+comparison is tests/gpu/test_flip_surface_gpu.py and test_flip_closed_surface_gpu.py."""
+
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from tests.unit.test_flip_surface import seeded_ball
+from voxfx.kernels import backend
+from voxfx.kernels.flip import surface
+from voxfx.kernels.flip.surface import (box_distance, closed_level_set, mirror_at_walls, particle_level_set,
+                                        surface_grid, surface_radii)
+from voxfx.kernels.grid import GridSpec
+
+# Input: walls smooth radius_stride; lo (3) hi (3) reach; nx ny nz; ox oy oz h; cox coy coz
+# inv_edge; cx cy cz; R band step flat (%a); n, pos (3n), radii (n or 1); the legacy list m,
+# points (3m), radii (m or 1). Output: bricks phi (cut when walls), legacy phi (uncut), the
+# non-finite count, the active bricks.
+HARNESS = r"""
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <numeric>
+#include <vector>
+#undef __device__
+#define __device__ __attribute__((host))
+#define __global__
+struct HostDim { unsigned x, y, z; };
+static HostDim h_block, h_dim, h_thread;
+#define blockIdx h_block
+#define blockDim h_dim
+#define threadIdx h_thread
+template <typename T> T plain_add(T* p, T v) { T o = *p; *p = o + v; return o; }
+#define atomicAdd plain_add
+using std::isfinite;
+#include "flip_surface.cu"
+typedef long long ll;
+static void at(ll i) { h_block.x = (unsigned)i; h_dim.x = 1; h_thread.x = 0; }
+#define LAUNCH(n, call) for (ll t_ = 0; t_ < (ll)(n); ++t_) { at(t_); call; }
+static float rf() { float x; scanf("%a", &x); return x; }
+static int ri() { int x; scanf("%d", &x); return x; }
+static void pf(const std::vector<float>& a) { for (float x : a) printf("%a\n", x); }
+static void smooth(std::vector<float>& phi, int nx, int ny, int nz, float step, float flat, float band, int times) {
+    std::vector<float> other(phi.size());
+    for (int s = 0; s < times; ++s) {
+        LAUNCH(phi.size(), smooth_level_set(phi.data(), nx, ny, nz, step, flat, band, other.data()));
+        phi.swap(other);
+    }
+}
+int main() {
+    int walls = ri(), times = ri(), stride = ri();
+    float lox = rf(), loy = rf(), loz = rf(), hix = rf(), hiy = rf(), hiz = rf(), reach = rf();
+    int nx = ri(), ny = ri(), nz = ri();
+    float ox = rf(), oy = rf(), oz = rf(), h = rf(), cox = rf(), coy = rf(), coz = rf(), inv_edge = rf();
+    int cx = ri(), cy = ri(), cz = ri();
+    float R = rf(), band = rf(), step = rf(), flat = rf();
+    ll n; scanf("%lld", &n);
+    std::vector<float> pos(3 * n), radii(stride ? n : 1);
+    for (auto& x : pos) x = rf();
+    for (auto& x : radii) x = rf();
+    ll m; scanf("%lld", &m);
+    std::vector<float> pts(3 * m), pr(stride ? m : 1);
+    for (auto& x : pts) x = rf();
+    for (auto& x : pr) x = rf();
+    ll cells = (ll)cx * cy * cz, V = (ll)nx * ny * nz;
+
+    // bricks
+    std::vector<int> counts(cells, 0), starts(cells + 1, 0), bad(1, 0);
+    LAUNCH(n, surface_count(pos.data(), n, walls, lox, loy, loz, hix, hiy, hiz, reach, cox, coy, coz, inv_edge,
+                            cx, cy, cz, counts.data(), bad.data()));
+    std::partial_sum(counts.begin(), counts.end(), starts.begin() + 1);
+    ll points = starts[cells];
+    std::vector<float4> packed(points);
+    std::vector<ll> tags(points);
+    std::fill(counts.begin(), counts.end(), 0);
+    LAUNCH(n, surface_place(pos.data(), radii.data(), stride, n, walls, lox, loy, loz, hix, hiy, hiz, reach, cox,
+                            coy, coz, inv_edge, cx, cy, cz, starts.data(), counts.data(), packed.data(),
+                            tags.data()));
+    std::vector<float4> ordered(points);
+    LAUNCH(points, surface_order_cells(packed.data(), tags.data(), starts.data(), points, cox, coy, coz, inv_edge, cx,
+                                       cy, cz, ordered.data()));
+    packed.swap(ordered);
+    int nbx = (nx + TILE_X - 1) / TILE_X, nby = (ny + TILE_Y - 1) / TILE_Y, nbz = (nz + TILE_Z - 1) / TILE_Z;
+    std::vector<unsigned char> active((ll)nbx * nby * nbz);
+    LAUNCH(active.size(), mark_level_set_bricks(starts.data(), nbx, nby, nbz, nx, ny, nz, ox, oy, oz, h, cox, coy,
+                                                coz, inv_edge, cx, cy, cz, R, active.data()));
+    std::vector<float> phi(V, NAN);
+    for (ll b = 0; b < (ll)active.size(); ++b)
+        for (unsigned t = 0; t < TILE_X * TILE_Y * TILE_Z; ++t) {
+            h_block.x = (unsigned)b; h_dim.x = TILE_X * TILE_Y * TILE_Z; h_thread.x = t;
+            particle_level_set_bricks(packed.data(), starts.data(), active.data(), nbx, nby, nx, ny, nz, ox, oy, oz,
+                                      h, cox, coy, coz, inv_edge, cx, cy, cz, R, band, phi.data());
+        }
+    std::vector<unsigned char> near(active.size());
+    LAUNCH(active.size(), dilate_bricks(active.data(), nbx, nby, nbz, near.data()));
+    if (times > std::min(TILE_X, std::min(TILE_Y, TILE_Z))) std::fill(near.begin(), near.end(), 1);
+    std::vector<float> other(V, NAN);
+    for (int s = 0; s < times; ++s) {
+        int cut = walls && s == times - 1;
+        for (ll b = 0; b < (ll)active.size(); ++b)
+            for (unsigned t = 0; t < TILE_X * TILE_Y * TILE_Z; ++t) {
+                h_block.x = (unsigned)b; h_dim.x = TILE_X * TILE_Y * TILE_Z; h_thread.x = t;
+                smooth_level_set_bricks(phi.data(), near.data(), nbx, nby, nx, ny, nz, step, flat, band, cut, ox, oy,
+                                        oz, h, lox, loy, loz, hix, hiy, hiz, other.data());
+            }
+        phi.swap(other);
+    }
+    if (walls && times == 0)
+        LAUNCH(V, cut_by_box(phi.data(), nx, ny, nz, ox, oy, oz, h, lox, loy, loz, hix, hiy, hiz, band));
+
+    // legacy
+    std::vector<int> keys(m);
+    LAUNCH(m, bin_particles(pts.data(), m, cox, coy, coz, inv_edge, cx, cy, cz, keys.data()));
+    std::vector<ll> order(m);
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](ll a, ll b) { return keys[a] < keys[b]; });
+    std::vector<int> sorted(m), lstarts(cells + 1, 0);
+    for (ll s = 0; s < m; ++s) sorted[s] = keys[order[s]];
+    for (ll c = 1; c <= cells; ++c)
+        lstarts[c] = (int)(std::lower_bound(sorted.begin(), sorted.end(), (int)c) - sorted.begin());
+    std::vector<float4> lpacked(m);
+    LAUNCH(m, pack_particles(pts.data(), pr.data(), stride, order.data(), m, lpacked.data()));
+    std::vector<float> legacy(V);
+    LAUNCH(V, particle_level_set(lpacked.data(), lstarts.data(), nx, ny, nz, ox, oy, oz, h, cox, coy, coz, inv_edge,
+                                 cx, cy, cz, R, band, legacy.data()));
+    smooth(legacy, nx, ny, nz, step, flat, band, times);
+
+    pf(phi);
+    pf(legacy);
+    printf("%d\n", bad[0]);
+    for (auto a : active) printf("%d\n", (int)a);
+    return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def harness(tmp_path_factory):
+    if shutil.which("nvcc") is None:
+        pytest.skip("nvcc is not on PATH")
+    d = tmp_path_factory.mktemp("surface")
+    src, exe = d / "harness.cu", d / "harness"
+    src.write_text(HARNESS)
+    defines = [o for o in surface._K.options if o.startswith("-D")]
+    r = subprocess.run(["nvcc", "--std=c++17", "-Xcompiler", "-ffp-contract=off", f"-I{backend.CUDA_DIR}",
+                        f"-I{backend.CUDA_INCLUDE}", *defines, "-o", str(exe), str(src)], capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+
+    def run(text):
+        out = subprocess.run([str(exe)], input=text, capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, out.stderr
+        return out.stdout.split()
+
+    return run
+
+
+def _hex(a):
+    return " ".join(float(x).hex() for x in np.asarray(a, np.float32).ravel())
+
+
+def host_level_sets(run, pos, radii, grid, R, band, smooth, walls=None):
+    """(bricks φ, legacy φ (cut as surface.py cuts it), non-finite count, active bricks)."""
+    f = np.float32
+    h = grid.voxel_size
+    if walls is not None:
+        lo = [f(o) for o in walls.origin]
+        hi = [f(o + c * walls.voxel_size) for o, c in zip(walls.origin, walls.shape)]
+        ghosts, source = mirror_at_walls(pos, walls, R + walls.voxel_size, np)
+        pts = np.concatenate([pos, ghosts])
+        pr = radii if np.ndim(radii) == 0 else np.concatenate([radii, radii[source]])
+    else:
+        lo = hi = [f(0)] * 3
+        pts, pr = pos, radii
+    (cox, coy, coz), edge, (cx, cy, cz) = surface._cell_grid(grid, R)
+    stride = int(np.ndim(radii) > 0)
+    nx, ny, nz = grid.shape
+    text = "\n".join([
+        f"{int(walls is not None)} {smooth} {stride}", _hex(lo + hi + [f(R + h if walls is not None else 0.0)]),
+        f"{nx} {ny} {nz}", _hex([*grid.origin, h, cox, coy, coz, 1.0 / edge]), f"{cx} {cy} {cz}",
+        _hex([R, band, surface.SMOOTH_STEP, f(surface.FLAT_GRADIENT * h) ** 2]),
+        str(len(pos)), _hex(pos), _hex(np.atleast_1d(radii)), str(len(pts)), _hex(pts), _hex(np.atleast_1d(pr))])
+    out = run(text)
+    V = grid.voxel_count
+    bricks = np.array([float.fromhex(x) for x in out[:V]], np.float32).reshape(grid.array_shape)
+    legacy = np.array([float.fromhex(x) for x in out[V:2 * V]], np.float32).reshape(grid.array_shape)
+    if walls is not None:
+        legacy = np.maximum(legacy, box_distance(grid, walls, band, np))
+    bad = int(out[2 * V])
+    active = np.array([int(x) for x in out[2 * V + 1:]])
+    return bricks, legacy, bad, active
+
+
+def liquid_in_a_box(rng, h):
+    spec = GridSpec(tuple(rng.uniform(-2, 2, 3)), h, tuple(int(a) for a in rng.integers(14, 26, 3)))
+    lo, hi = np.asarray(spec.origin), np.asarray(spec.upper)
+    parts = [seeded_ball(rng.uniform(lo, hi), float(rng.uniform(3, 6)) * h, h / 2, rng) for _ in range(2)]
+    parts.append(seeded_ball(lo + 2 * h, 4 * h, h / 2, rng))  # in a corner: up to 7 images a particle
+    parts.append(rng.uniform(lo, hi, (200, 3)))
+    return spec, np.clip(np.concatenate(parts), lo + 1e-3 * h, hi - 1e-3 * h).astype(np.float32)
+
+
+@pytest.mark.parametrize("smooth", [0, 1, 5])
+def test_bricks_closed_level_set_equals_legacy_and_the_reference(harness, smooth):
+    rng = np.random.default_rng()
+    h = float(rng.uniform(0.02, 0.06))
+    spec, pos = liquid_in_a_box(rng, h)
+    r, R = surface_radii(h, 8)
+    band = 3.0 * h
+    grown = surface_grid(spec)
+    bricks, legacy, bad, active = host_level_sets(harness, pos, np.float32(r), grown, R, band, smooth, walls=spec)
+    assert bad == 0
+    np.testing.assert_array_equal(bricks, legacy)  # the same particles in the same order: the same bits
+    reference = closed_level_set(pos, spec, r, R, xp=np, smooth_iterations=smooth)
+    np.testing.assert_allclose(bricks, reference, rtol=0, atol=2e-5 * R if smooth == 0 else 1e-4 * h * smooth)
+    assert (bricks < 0).any() and 0 < active.sum() <= active.size
+
+
+def test_bricks_open_level_set_with_per_particle_radii_and_far_particles(harness):
+    """No walls; particles off the grid, far away and sparse: skipped bricks are +band."""
+    rng = np.random.default_rng()
+    h = float(rng.uniform(0.02, 0.06))
+    spec = GridSpec(tuple(rng.uniform(-2, 2, 3)), h, tuple(int(a) for a in rng.integers(20, 40, 3)))
+    lo, hi = np.asarray(spec.origin), np.asarray(spec.upper)
+    pos = np.concatenate([seeded_ball(rng.uniform(lo, lo + 0.4 * (hi - lo)), 4 * h, h / 2, rng),
+                          rng.uniform(lo - 3 * h, lo + 0.5 * (hi - lo), (100, 3)),  # spray, off the grid too
+                          hi + rng.uniform(20 * h, 50 * h, (20, 3))])  # far away
+    pos = pos.astype(np.float32)
+    radii = (rng.uniform(0.3, 0.7, len(pos)) * h).astype(np.float32)
+    R = 4 * float(radii.max())
+    band = 3.0 * h
+    bricks, legacy, bad, active = host_level_sets(harness, pos, radii, spec, R, band, 1)
+    np.testing.assert_array_equal(bricks, legacy)
+    reference = particle_level_set(pos, spec, radii, R, xp=np)
+    np.testing.assert_allclose(bricks, reference, rtol=0, atol=1e-4 * h)
+    assert 0 < active.sum() < active.size  # some bricks skipped, and they are the far field
+    assert (bricks == np.float32(band)).any()
+
+
+def test_non_finite_particles_are_counted_and_left_out(harness):
+    rng = np.random.default_rng()
+    h = 0.05
+    spec, pos = liquid_in_a_box(rng, h)
+    pos[[3, 10, 11]] = [np.nan, 0.0, 0.0], [0.0, np.inf, 0.0], [0.0, 0.0, -np.inf]
+    r, R = surface_radii(h, 8)
+    _, _, bad, _ = host_level_sets(harness, pos[:20], np.float32(r), surface_grid(spec), R, 3 * h, 0, walls=spec)
+    assert bad == 3
