@@ -30,11 +30,11 @@ substeps, the reason each frame's count is what it is) and, with ``--level-set``
 frame's level set, each frame's pool bytes, until N frames or the time cap;
 ``--cfl X ...`` runs the frames once per CFL number (a fresh simulation each; default
 the setting's 2); ``--level-set-modes bricks legacy`` computes each frame's level set
-once per GPU way (``surface.LEVEL_SET``, ``VOXFX_LEVEL_SET``) — the level set column is
+once per GPU way (``surface_gpu.LEVEL_SET_MODES``, ``VOXFX_LEVEL_SET``) — the level set column is
 then each way's ms on the device (synchronized, ``level_set(on_device=True)``) + the copy
 to the host through pinned memory (``backend.to_host``, what ``level_set()`` returns),
 with the pageable ``.get()`` beside it, a line per frame with each way's stages
-(``surface.PROFILE``: CUDA events as each stage is queued) and whether the ways' φ are
+(``surface_gpu.PROFILE``: CUDA events as each stage is queued) and whether the ways' φ are
 equal to the bit;
 ``--narrow-band C`` runs it with a narrow band of C cells (the particles kept beside the
 liquid's count), for the issue's narrow band row against the same command without it.
@@ -87,7 +87,7 @@ from tools.package import load  # noqa: E402
 
 load()
 from voxfx.kernels import backend  # noqa: E402
-from voxfx.kernels.flip import sparse_gpu, sparse_pressure, sparse_transfer, surface, transfer  # noqa: E402
+from voxfx.kernels.flip import sparse_gpu, sparse_pressure, sparse_transfer, surface_gpu, transfer  # noqa: E402
 from voxfx.kernels.flip.grid import FlipSettings  # noqa: E402
 from voxfx.kernels.flip.sim import FlipSimulation  # noqa: E402
 from voxfx.kernels.flip.sparse_grid import substep_margin  # noqa: E402
@@ -290,12 +290,12 @@ def timed_level_set(sim, mode):
     cp.cuda.Device().synchronize()
     first = cp.cuda.Event()
     first.record()
-    surface.PROFILE = [("start", first)]
+    surface_gpu.PROFILE = [("start", first)]
     a = time.perf_counter()
     phi = sim.level_set(on_device=True)
     cp.cuda.Device().synchronize()
     b = time.perf_counter()
-    marks, surface.PROFILE = surface.PROFILE, None
+    marks, surface_gpu.PROFILE = surface_gpu.PROFILE, None
     stages = [(name, cp.cuda.get_elapsed_time(e0, e1)) for (_, e0), (name, e1) in zip(marks, marks[1:])]
     host = backend.to_host(phi)
     c = time.perf_counter()
@@ -396,7 +396,7 @@ def main():
     ap.add_argument("--memory-trace", action="store_true", help="live-bytes high-water mark and its arrays")
     ap.add_argument("--narrow-band", type=int, default=0, help="with --frames: cells of narrow band (0: off)")
     ap.add_argument("--cfl", type=float, nargs="+", default=None, help="with --frames: CFL numbers to run each")
-    ap.add_argument("--level-set-modes", nargs="+", choices=surface.LEVEL_SET_MODES, default=None,
+    ap.add_argument("--level-set-modes", nargs="+", choices=surface_gpu.LEVEL_SET_MODES, default=None,
                     help="with --frames --level-set: GPU level set ways to time each frame (A/B)")
     args = ap.parse_args()
     import cupy as cp

@@ -59,10 +59,11 @@ def flip_memory(spec: GridSpec, particles: int, apic: bool = False, parts: bool 
     * velocity extrapolation into the air: the old velocities, a fluid mask, per
       component a padded mask, two shifted takes and their union (5 B/cell) and the
       double buffers of the largest component (5 B/face / 3);
-    * frame output: the particle level set (``surface.estimate_gpu_bytes``), then the
+    * frame output: the particle level set (``surface_gpu.estimate_gpu_bytes``), then the
       cell-centred velocity (three averages and their stack, 24 B/cell).
     """
-    from .surface import KERNEL_PER_RADIUS, estimate_gpu_bytes
+    from .surface import KERNEL_PER_RADIUS
+    from .surface_gpu import estimate_gpu_bytes
 
     if (xp or backend.xp()) is np:
         return _flip_memory_cpu(spec, particles, apic, parts)

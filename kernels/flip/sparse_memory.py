@@ -22,7 +22,7 @@ NumPy path, dam breaks, a blob and a pool at 6k–50k particles) and rounded up:
   node) pairs at 42 B; closed, the particles seen include their wall mirrors
   (``CLOSED_IMAGES``: a narrow tank's liquid touches 4 walls);
 * on the GPU (not yet measured on a device): 64 B per pool cell of state and solver
-  vectors, 100 B per particle, and ``surface.estimate_gpu_bytes`` for the level set;
+  vectors, 100 B per particle, and ``surface_gpu.estimate_gpu_bytes`` for the level set;
 * the narrow band's update after advection (``sparse_band.NarrowBand.update``, when the
   band is on), beside the state: a key per particle and its sort (~24 B), and per liquid
   cell its candidates, their dilation one axis at a time, φ's samples and the air rings.
@@ -83,7 +83,8 @@ def sparse_flip_memory(spec: GridSpec, particles: int, particles_per_cell: int =
     *particles* particles on the device of *xp* (default the backend's), estimated from the
     liquid's volume (module text); *narrow_band* > 0: with the band's update (its cells);
     ``parts=True``: the dict of stages with ``bricks``."""
-    from .surface import (CHUNK_PAIRS, KERNEL_PER_RADIUS, _reachable_offsets, estimate_gpu_bytes, surface_grid,
+    from .surface_gpu import estimate_gpu_bytes
+    from .surface import (CHUNK_PAIRS, KERNEL_PER_RADIUS, _reachable_offsets, surface_grid,
                           surface_radii)
 
     P = int(particles)

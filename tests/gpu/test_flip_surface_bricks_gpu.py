@@ -1,4 +1,4 @@
-"""The GPU level set's "bricks" way against its "legacy" way (surface.LEVEL_SET) on the
+"""The GPU level set's "bricks" way against its "legacy" way (surface_gpu.LEVEL_SET_MODES) on the
 device: the same particles in the same order in every binning cell and the same node sum,
 so φ is equal to the bit — closed against the walls and open, with per-particle radii, in
 a crowded cell (the global sort) — and the bricks a particle cannot reach are +band. The
@@ -11,7 +11,7 @@ import pytest
 from tests.meshes import box
 from tests.unit.test_flip_surface import seeded_ball
 from voxfx.kernels.errors import InputError
-from voxfx.kernels.flip import surface
+from voxfx.kernels.flip import surface_gpu
 from voxfx.kernels.flip.grid import FlipSettings
 from voxfx.kernels.flip.sim import FlipSimulation
 from voxfx.kernels.flip.surface import closed_level_set, particle_level_set, surface_radii
@@ -70,7 +70,7 @@ def test_a_crowded_cell_takes_the_global_sort_and_gives_the_same_bits(monkeypatc
     rng = np.random.default_rng()
     spec, pos = liquid_in_a_box(rng)
     r, R = surface_radii(spec.voxel_size, 8)
-    monkeypatch.setattr(surface, "SORT_CELL_MAX", 2)
+    monkeypatch.setattr(surface_gpu, "SORT_CELL_MAX", 2)
     legacy, bricks = both_ways(monkeypatch, lambda: closed_level_set(cupy.asarray(pos), spec, r, R, xp=cupy))
     np.testing.assert_array_equal(bricks, legacy)
 

@@ -40,9 +40,9 @@ def both(pos, spec, radius, kernel_radius=None, smooth_iterations=1):
 @pytest.mark.parametrize("cells_per_radius", [1, 2, 2, 3])
 def test_random_particles_match_cpu(cells_per_radius, monkeypatch):
     """Whatever the binning cell size, the culled gather takes every particle within R."""
-    from voxfx.kernels.flip import surface
+    from voxfx.kernels.flip import surface_gpu
 
-    monkeypatch.setattr(surface, "CELLS_PER_RADIUS", cells_per_radius)
+    monkeypatch.setattr(surface_gpu, "CELLS_PER_RADIUS", cells_per_radius)
     rng = np.random.default_rng()
     spec = random_spec(rng)
     pos = random_particles(spec, rng)
@@ -71,7 +71,7 @@ def test_smoothing_alone_rounds_like_cpu():
     """Same input field, same float32 operations: the smoothing steps agree to the last bits."""
     import cupy
 
-    from voxfx.kernels.flip import surface
+    from voxfx.kernels.flip import surface, surface_gpu
 
     rng = np.random.default_rng()
     spec = random_spec(rng)
@@ -80,7 +80,7 @@ def test_smoothing_alone_rounds_like_cpu():
     cpu = surface._smooth_cpu(phi, spec, band)
     out = cupy.empty(spec.array_shape, cupy.float32)
     nx, ny, nz = spec.shape
-    surface._K.launch("smooth_level_set", spec.voxel_count, (
+    surface_gpu._K.launch("smooth_level_set", spec.voxel_count, (
         cupy.asarray(phi), np.int32(nx), np.int32(ny), np.int32(nz), surface.SMOOTH_STEP,
         np.float32(surface.FLAT_GRADIENT * spec.voxel_size) ** 2, np.float32(band), out))
     np.testing.assert_array_equal(out.get(), cpu)

@@ -1,4 +1,4 @@
-"""The GPU particle level set's two ways (cuda/flip_surface.cu, surface.LEVEL_SET) checked
+"""The GPU particle level set's two ways (cuda/flip_surface.cu, surface_gpu.LEVEL_SET_MODES) checked
 on the host without a GPU: nvcc builds the kernels as host functions (one "thread" per
 call, atomics plain, no FMA contraction as --fmad=false) and a C++ driver runs them in the
 order surface.py launches them — "bricks" (images made in the binning kernels, counting
@@ -17,7 +17,7 @@ import pytest
 
 from tests.unit.test_flip_surface import seeded_ball
 from voxfx.kernels import backend
-from voxfx.kernels.flip import surface
+from voxfx.kernels.flip import surface, surface_gpu
 from voxfx.kernels.flip.surface import (box_distance, closed_level_set, mirror_at_walls, particle_level_set,
                                         surface_grid, surface_radii)
 from voxfx.kernels.grid import GridSpec
@@ -151,7 +151,7 @@ def harness(tmp_path_factory):
     d = tmp_path_factory.mktemp("surface")
     src, exe = d / "harness.cu", d / "harness"
     src.write_text(HARNESS)
-    defines = [o for o in surface._K.options if o.startswith("-D")]
+    defines = [o for o in surface_gpu._K.options if o.startswith("-D")]
     r = subprocess.run(["nvcc", "--std=c++17", "-Xcompiler", "-ffp-contract=off", f"-I{backend.CUDA_DIR}",
                         f"-I{backend.CUDA_INCLUDE}", *defines, "-o", str(exe), str(src)], capture_output=True,
                        text=True, timeout=300)
@@ -182,7 +182,7 @@ def host_level_sets(run, pos, radii, grid, R, band, smooth, walls=None):
     else:
         lo = hi = [f(0)] * 3
         pts, pr = pos, radii
-    (cox, coy, coz), edge, (cx, cy, cz) = surface._cell_grid(grid, R)
+    (cox, coy, coz), edge, (cx, cy, cz) = surface_gpu._cell_grid(grid, R)
     stride = int(np.ndim(radii) > 0)
     nx, ny, nz = grid.shape
     text = "\n".join([

@@ -1,0 +1,217 @@
+"""The particle level set on the GPU (``cuda/flip_surface.cu``): the device half of
+``surface.particle_level_set`` and ``surface.closed_level_set``, whose module text states
+the method, the two ways (``LEVEL_SET_MODES``: "bricks", the default, and "legacy") and why
+both give the CPU reference's particles per node and the same φ to the bit as each other.
+``estimate_gpu_bytes`` is the level set's device memory for the guards; ``PROFILE`` lets a
+bench time the stages (``bench/flip_sparse.py --level-set-modes``).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+
+from .. import backend
+from ..errors import InputError
+from ..grid import GridSpec
+from ..grid.launch import Kernels
+from .surface import FLAT_GRADIENT, SMOOTH_STEP, _non_finite
+
+_CU = "flip_surface.cu"
+_OPTIONS = ("--fmad=false",)  # node positions and offsets round as NumPy's: same particles per node
+_THREADS = 256
+CELLS_PER_RADIUS = 2  # GPU binning cells per kernel radius: finer cells test fewer particles per node
+LEVEL_SET_MODES = ("bricks", "legacy")  # GPU level set (module text); VOXFX_LEVEL_SET picks, default the first
+TILE = (32, 4, 4)  # "bricks": nodes of a node tile along x, y, z (a block; a warp is a row of 32 along x)
+SORT_CELL_MAX = 1024  # "bricks": a binning cell with more points than this is ordered by a global sort
+PROFILE = None  # a list: the GPU level set appends (stage, CUDA event) as each stage is queued (benches)
+
+
+def _mark(stage):
+    """Note the end of *stage* of a GPU level set in ``PROFILE`` (when it is a list)."""
+    if PROFILE is not None:
+        import cupy as cp
+
+        event = cp.cuda.Event()
+        event.record()
+        PROFILE.append((stage, event))
+
+
+
+def level_set_mode(mode=None) -> str:
+    """The GPU level set's way (module text): *mode*, else ``VOXFX_LEVEL_SET``, else bricks."""
+    mode = mode or os.environ.get("VOXFX_LEVEL_SET", "").strip().lower() or LEVEL_SET_MODES[0]
+    if mode not in LEVEL_SET_MODES:
+        raise ValueError(f"VOXFX_LEVEL_SET must be one of {', '.join(LEVEL_SET_MODES)}, not {mode!r}")
+    return mode
+
+
+_K = Kernels(_CU, _OPTIONS, _THREADS, defines={"TILE_X": TILE[0], "TILE_Y": TILE[1], "TILE_Z": TILE[2]})
+
+
+def estimate_gpu_bytes(n_particles: int, spec: GridSpec, kernel_radius: float) -> int:
+    """Peak device memory of ``particle_level_set`` on the GPU beyond its inputs."""
+    cells = _cell_grid(spec, kernel_radius)[2]
+    n = int(n_particles)
+    per_particle = 4 + 16 + 8 + 16 + 8 + 4  # key, argsort copies + scratch, order, float4, checks, sorted key
+    per_cell = 4 + 8 + 4  # the searched cell ids (int32), their int64 positions, starts (int32)
+    return n * per_particle + (int(np.prod(cells)) + 2) * per_cell + 2 * 4 * spec.voxel_count
+
+
+def _cell_grid(spec, R):
+    """(origin, edge, (cx, cy, cz)) of the binning cells: edge max(R / CELLS_PER_RADIUS,
+    voxel) (no more cells than voxels), covering the grid plus R and one spare cell on
+    every side (so float rounding at the fringe never drops a particle the node test
+    would take)."""
+    edge = max(float(R) / CELLS_PER_RADIUS, spec.voxel_size)
+    origin = tuple(o - R - edge for o in spec.origin)
+    counts = tuple(int(math.ceil((n * spec.voxel_size + 2.0 * (R + edge)) / edge)) for n in spec.shape)
+    return origin, edge, counts
+
+
+def _level_set_gpu(pos, radii, spec, R, band, smooth_iterations):
+    import cupy as cp
+
+    nx, ny, nz = spec.shape
+    n = int(pos.shape[0])
+    backend.ensure_fits(estimate_gpu_bytes(n, spec, R), "the liquid surface level set", xp=cp)
+    phi = cp.empty(spec.array_shape, dtype=cp.float32)
+    (cox, coy, coz), edge, (cx, cy, cz) = _cell_grid(spec, R)
+    n_cells = cx * cy * cz
+    if n_cells >= 2 ** 31 - 1:
+        raise InputError("the surfacing grid is too large for its kernel radius (over 2³¹ binning cells); "
+                         "use a larger kernel radius or a smaller grid")
+    f32 = np.float32
+    # 1. Bin: one key per particle (n_cells = outside every cell), then sort by key.
+    keys = cp.empty(n, dtype=cp.int32)
+    if n:
+        _K.launch("bin_particles", n, (
+            pos, np.int64(n), f32(cox), f32(coy), f32(coz), f32(1.0 / edge), np.int32(cx), np.int32(cy),
+            np.int32(cz), keys))
+    order = cp.argsort(keys)
+    _mark("bin + argsort")
+    # 2. Cell start offsets: an exclusive scan of the per-cell counts.
+    starts = cp.zeros(n_cells + 1, dtype=cp.int32)
+    if n:  # keys below cell c, by binary search in the sorted keys: no histogram of n_cells
+        # bins (CuPy's bincount takes a CUB histogram there, whose per-block copies of the
+        # bins cost 250 MiB at 64³ on an H100 — measured, bench/memory_gpu.py).
+        starts[1:] = cp.searchsorted(keys[order], cp.arange(1, n_cells + 1, dtype=cp.int32), side="left")
+    _mark("cell starts")
+    # 3. Particles as float4 (x, y, z, r) in cell order.
+    packed = cp.empty((n, 4), dtype=cp.float32)
+    if n:
+        scalar = isinstance(radii, np.floating)
+        radii = cp.full(1, radii, dtype=cp.float32) if scalar else radii
+        _K.launch("pack_particles", n, (
+            pos, radii, np.int32(0 if scalar else 1), order, np.int64(n), packed))
+    _mark("pack")
+    # 4. Gather per node: one fused kernel, no atomics.
+    ox, oy, oz = spec.origin
+    _K.launch("particle_level_set", spec.voxel_count, (
+        packed, starts, np.int32(nx), np.int32(ny), np.int32(nz), f32(ox), f32(oy), f32(oz),
+        f32(spec.voxel_size), f32(cox), f32(coy), f32(coz), f32(1.0 / edge), np.int32(cx), np.int32(cy),
+        np.int32(cz), f32(R), f32(band), phi))
+    _mark("gather")
+    # 5. Smoothing, double-buffered.
+    if smooth_iterations:
+        other = cp.empty_like(phi)
+        for _ in range(smooth_iterations):
+            _K.launch("smooth_level_set", spec.voxel_count, (
+                phi, np.int32(nx), np.int32(ny), np.int32(nz), SMOOTH_STEP, f32(FLAT_GRADIENT * spec.voxel_size) ** 2,
+                f32(band), other))
+            phi, other = other, phi
+    _mark("smooth")
+    return phi
+
+
+def _bricks_gpu(pos, radii, spec, R, band, smooth_iterations, walls=None, reach=0.0):
+    """The "bricks" GPU level set (module text) of the particles *pos* (float32 (N, 3) on
+    the device) over *spec*'s nodes: with *walls* (the box's GridSpec) closed as
+    ``closed_level_set`` — mirror images of the particles within *reach* of a wall, the
+    level set, smoothing, the box cut; without, ``particle_level_set``'s."""
+    import cupy as cp
+
+    nx, ny, nz = spec.shape
+    n = int(pos.shape[0])
+    scalar = isinstance(radii, (float, np.floating))
+    backend.ensure_fits(estimate_gpu_bytes(n, spec, R), "the liquid surface level set", xp=cp)
+    (cox, coy, coz), edge, (cx, cy, cz) = _cell_grid(spec, R)
+    n_cells = cx * cy * cz
+    if n_cells >= 2 ** 31 - 1:
+        raise InputError("the surfacing grid is too large for its kernel radius (over 2³¹ binning cells); "
+                         "use a larger kernel radius or a smaller grid")
+    f32, i32 = np.float32, np.int32
+    if walls is not None:
+        lo = [f32(o) for o in walls.origin]
+        hi = [f32(o + c * walls.voxel_size) for o, c in zip(walls.origin, walls.shape)]
+    else:
+        lo, hi = [f32(0)] * 3, [f32(0)] * 3
+    wall_args = (i32(walls is not None), *lo, *hi, f32(reach))
+    cell_args = (f32(cox), f32(coy), f32(coz), f32(1.0 / edge), i32(cx), i32(cy), i32(cz))
+    # 1. Count the particles and their images per binning cell; the non-finite ones.
+    counts = cp.zeros(n_cells, cp.int32)
+    bad = cp.zeros(1, cp.int32)
+    _K.launch("surface_count", n, (pos, np.int64(n), *wall_args, *cell_args, counts, bad))
+    _mark("count")
+    # 2. Cell starts: an exclusive scan; the one host read (points, non-finite, fullest cell).
+    starts = cp.empty(n_cells + 1, cp.int32)
+    starts[0] = 0
+    starts[1:] = cp.cumsum(counts, dtype=cp.int32)
+    points, bad, fullest = (int(v) for v in cp.concatenate([starts[-1:], bad, counts.max(keepdims=True)]).get())
+    _mark("scan + read")
+    if bad:
+        raise _non_finite(bad)
+    # 3. Place them in their cells (any order within a cell), then each cell in tag order.
+    packed = cp.empty((points, 4), cp.float32)
+    tags = cp.empty(points, cp.int64)
+    counts.fill(0)
+    radii = cp.full(1, radii, cp.float32) if scalar else cp.ascontiguousarray(radii, dtype=cp.float32)
+    _K.launch("surface_place", n, (pos, radii, i32(0 if scalar else 1), np.int64(n), *wall_args, *cell_args, starts,
+                                   counts, packed, tags))
+    del counts
+    _mark("place")
+    if fullest <= SORT_CELL_MAX:
+        ordered = cp.empty_like(packed)
+        _K.launch("surface_order_cells", points, (packed, tags, starts, np.int64(points), *cell_args, ordered))
+        packed = ordered
+    elif points:  # a crowded cell: one stable sort by (cell, tag)
+        cell = cp.searchsorted(starts, cp.arange(points, dtype=cp.int32), side="right") - 1
+        order = cp.argsort(tags)
+        order = order[cp.argsort(cell[order])]
+        packed = packed[order]
+    del tags
+    _mark("order cells")
+    # 4. The node bricks some point may reach; the gather there, +band elsewhere.
+    nb = tuple(-(-a // t) for a, t in zip((nx, ny, nz), TILE))
+    active = cp.empty(int(np.prod(nb)), cp.uint8)
+    grid_args = (i32(nx), i32(ny), i32(nz), *(f32(o) for o in spec.origin), f32(spec.voxel_size))
+    _K.launch("mark_level_set_bricks", active.size, (starts, *(i32(b) for b in nb), *grid_args, *cell_args, f32(R),
+                                                     active))
+    _mark("mark bricks")
+    phi = cp.empty(spec.array_shape, dtype=cp.float32)
+    if phi.size:
+        _K.launch_grid("particle_level_set_bricks", (active.size,), (int(np.prod(TILE)),), (
+            packed, starts, active, i32(nb[0]), i32(nb[1]), *grid_args, *cell_args, f32(R), f32(band), phi))
+    del packed, starts
+    _mark("gather")
+    # 5. Smoothing, double-buffered, over the bricks near the active ones (the others stay
+    # +band); the walls' cut fused into its last step (or alone without smoothing).
+    if smooth_iterations:
+        near = cp.empty_like(active)
+        if smooth_iterations > min(TILE):  # changes may spread past the next tile: smooth every tile
+            near.fill(1)
+        else:
+            _K.launch("dilate_bricks", active.size, (active, *(i32(b) for b in nb), near))
+        other = cp.empty_like(phi)
+        for step in range(smooth_iterations):
+            cut = walls is not None and step == smooth_iterations - 1
+            _K.launch_grid("smooth_level_set_bricks", (active.size,), (int(np.prod(TILE)),), (
+                phi, near, i32(nb[0]), i32(nb[1]), i32(nx), i32(ny), i32(nz), SMOOTH_STEP,
+                f32(FLAT_GRADIENT * spec.voxel_size) ** 2, f32(band), i32(cut), *grid_args[3:], *lo, *hi, other))
+            phi, other = other, phi
+    elif walls is not None:
+        _K.launch("cut_by_box", spec.voxel_count, (phi, *grid_args, *lo, *hi, f32(band)))
+    _mark("smooth + box cut")
+    return phi
