@@ -26,10 +26,12 @@
 #endif
 
 // Per level-1 candidate t < n (n = capacity·64): flag 0 (not in level 1), 1 (SOLID: its 8
-// children are in level 0's set, none FLUID) or 2 (FLUID: one is); take = flag ≠ 0. A level-0
-// cell is in the set when its brick is active and it is not AIR (sparse_multigrid's level 0).
+// children are in level 0's set, none FLUID) or 2 (FLUID: one is); take = flag ≠ 0; map1 = −1
+// (mgb_sorted fills in the set's). A level-0 cell is in the set when its brick is active and
+// it is not AIR (sparse_multigrid's level 0).
 extern "C" __global__ void mgb_coarsen(const unsigned char* __restrict__ kind, const bool* __restrict__ brick_active,
-                                       int n, unsigned char* __restrict__ flag, int* __restrict__ take)
+                                       int n, unsigned char* __restrict__ flag, int* __restrict__ take,
+                                       int* __restrict__ map1)
 {
     RANGE(t, 0, n)
     {
@@ -48,20 +50,23 @@ extern "C" __global__ void mgb_coarsen(const unsigned char* __restrict__ kind, c
         }
         flag[t] = f;
         take[t] = f != 0;
+        map1[t] = -1;
     }
 }
 
 // Level 1's cells in candidate order at their scan positions (scan: inclusive scan of take):
-// key (relative to base cb), FLUID flag, candidate; ccnt[0] = their count. Launched over
-// max(n, 1) items.
+// key (relative to base cb), FLUID flag, candidate; ccnt[0] = their count; keys[count, bound)
+// = the largest key (they sort last). Launched over max(n, bound, 1) items.
 extern "C" __global__ void mgb_parents(const unsigned char* __restrict__ flag, const int* __restrict__ scan, int n,
-                                       const int* __restrict__ slot_coords, int cbx, int cby, int cbz,
+                                       const int* __restrict__ slot_coords, int cbx, int cby, int cbz, int bound,
                                        long long* __restrict__ keys, unsigned char* __restrict__ fluid,
                                        int* __restrict__ cand, int* __restrict__ ccnt)
 {
-    RANGE(t, 0, n > 0 ? n : 1)
+    const int count = n > 0 ? scan[n - 1] : 0;
+    RANGE(t, 0, max(max(n, bound), 1))
     {
-        if (t == 0) ccnt[0] = n > 0 ? scan[n - 1] : 0;
+        if (t == 0) ccnt[0] = count;
+        if (t >= count && t < bound) keys[t] = 0x7fffffffffffffffLL;
         if (t < n && flag[t]) {
             const int at = scan[t] - 1, slot = t >> 6, q = t & 63;
             keys[at] = cell_key(4 * slot_coords[3 * slot] + (q & 3), 4 * slot_coords[3 * slot + 1] + ((q >> 2) & 3),

@@ -51,7 +51,6 @@ _DEFINES = {"KEY_BITS": KEY_BITS, "CELL_AIR": AIR, "CELL_FLUID": FLUID, "CELL_SO
 _K = Kernels("flip_sparse_pressure_setup.cu", (), THREADS, defines=_DEFINES)
 _B = Kernels("flip_sparse_pressure_bricks.cu", (), THREADS, defines=_DEFINES)
 BRICKS = os.environ.get("VOXFX_SPARSE_MG_BRICKS", "1") != "0"  # level 1 by brick look-ups (module notes)
-_NO_KEY = np.iinfo(np.int64).max  # pads level 1's keys before the sort: they sort last
 assert BRICK == 8  # unk_classify reads a cell's parity from its brick-local coordinates
 SCAN = os.environ.get("VOXFX_SPARSE_PRESSURE_SCAN", "kernel")  # inclusive_scan: "kernel" or "cupy"
 _SCAN_TILES = 1024  # at most this many tiles a row: scan_tiles sums the earlier ones per block
@@ -137,10 +136,10 @@ def build(grid, kind, level0):
         n0, base = int(cells.keys.shape[0]), cells.base
     bounds = level_bounds(n0)
     count = len(bounds)
-    init = np.zeros((count, 4), np.int32)
-    init[0, :3] = (n0, level0.m_red, level0.m)
-    cnt = cp.asarray(init)
-    span = cp.full((count, 6), _NO_SPAN, cp.int32)
+    init = np.concatenate([np.zeros(4 * count, np.int32), np.full(6 * count, _NO_SPAN, np.int32)])
+    init[:3] = (n0, level0.m_red, level0.m)
+    sizes = cp.asarray(init)  # per level the counts cnt (4 each), then the spans (6 each): one read at the end
+    cnt, span = sizes[:4 * count].reshape(count, 4), sizes[4 * count:].reshape(count, 6)
     stride = level0.m + 1  # the finer level's table rows
     built = []  # per coarse level: nbr, diag, up (onto the finer level), down (into it)
     first = 1
@@ -177,7 +176,7 @@ def build(grid, kind, level0):
         _widening("mgs_key_span", nb, (cukeys, cnt[level], span[level]))
         built.append((nbr, diag, up, down))
         fine, ukeys, stride = coarse, cukeys, nb + 1
-    sizes = cp.concatenate([cnt.ravel(), span.ravel()]).get()  # the one host sync
+    sizes = sizes.get()  # the one host sync
     cnt_h, span_h = sizes[:4 * count].reshape(count, 4), sizes[4 * count:].reshape(count, 6)
     extents = [0 if cnt_h[level, 2] == 0 else int(max(span_h[level, a] + span_h[level, a + 3] for a in range(3))) + 1
                for level in range(count)]
@@ -226,17 +225,18 @@ def _level1_by_bricks(grid, kind, level0, base, nb, cnt, span):
 
     cand_count = int(grid.brick_slot.shape[0]) * 64  # a 4³ block of level-1 candidates per pool slot
     coords, nbr27 = grid.slot_coords, grid.brick_nbr
-    flag, take = cp.empty(cand_count, cp.uint8), cp.empty(cand_count, cp.int32)
+    flag, take, map1 = cp.empty(cand_count, cp.uint8), cp.empty(cand_count, cp.int32), cp.empty(cand_count, cp.int32)
     active = grid.brick_slot.astype(cp.bool_, copy=False)
-    _B.launch("mgb_coarsen", cand_count, (kind.astype(cp.uint8, copy=False), active, np.int32(cand_count), flag, take))
+    _B.launch("mgb_coarsen", cand_count, (kind.astype(cp.uint8, copy=False), active, np.int32(cand_count), flag, take,
+                                          map1))
     scan = inclusive_scan(take)
     room = max(nb, 1)
-    keys, fluid, cand = cp.full(room, _NO_KEY, cp.int64), cp.empty(room, cp.uint8), cp.empty(room, cp.int32)
+    keys, fluid, cand = cp.empty(room, cp.int64), cp.empty(room, cp.uint8), cp.empty(room, cp.int32)
     coarse = _CellSet(cp.empty(room, cp.int64), cp.empty(room, cp.uint8), _CellSet(None, None, base).coarser_base())
-    _B.launch("mgb_parents", max(cand_count, 1), (flag, scan, np.int32(cand_count), coords, *_ints(coarse.base), keys,
-                                                  fluid, cand, cnt[1]))
-    order = cp.argsort(keys)  # the padding last: the first cnt[1][0] are the set in key order
-    scand, map1 = cp.empty(room, cp.int32), cp.full(cand_count, -1, cp.int32)
+    _B.launch("mgb_parents", max(cand_count, room), (flag, scan, np.int32(cand_count), coords, *_ints(coarse.base),
+                                                     np.int32(room), keys, fluid, cand, cnt[1]))
+    order = cp.argsort(keys)  # the padding (the largest key) last: the first cnt[1][0] are the set in key order
+    scand = cp.empty(room, cp.int32)
     _B.launch("mgb_sorted", nb, (order, keys, fluid, cand, cnt[1], np.int32(nb), coarse.keys, coarse.fluid, scand,
                                  map1))
     nbr, diag, ukeys, uorder = _level_tables(coarse, cnt[1], nb)
@@ -315,15 +315,16 @@ def unknowns(grid, kind):
             or getattr(grid, "slot_coords", None) is None):  # 64-bit indices: the host's path
         return Unknowns(grid, kind)
     diag8, flags = cp.empty(size, cp.uint8), cp.empty((3, size), cp.int32)
-    box = cp.asarray(np.array([2 ** 31 - 1] * 3 + [-(2 ** 31)] * 3, np.int32))
+    read = cp.asarray(np.array([0] * 3 + [2 ** 31 - 1] * 3 + [-(2 ** 31)] * 3, np.int32))  # sizes, then the box
+    sizes, box = read[:3], read[3:]
     _widening("unk_classify", size, (kind.astype(cp.uint8, copy=False), grid.nbr, np.int32(size),
                                      grid.brick_slot.astype(cp.bool_, copy=False), grid.slot_coords, diag8, flags,
                                      box))
     scans = inclusive_scan(flags)
-    sizes, position = cp.empty(3, cp.int32), cp.empty(size, cp.int32)
+    position = cp.empty(size, cp.int32)
     cells, in_set = cp.empty(size, cp.int64), cp.empty(size, cp.int64)
     _K.launch("unk_order", size, (flags, scans, np.int32(size), sizes, position, cells, in_set))
-    read = cp.concatenate([sizes, box]).get()  # the one host sync: m sizes the tables
+    read = read.get()  # the one host sync: m sizes the tables
     m_red, m, n_set = (int(v) for v in read[:3])
     lo, hi = [int(v) for v in read[3:6]], [int(v) for v in read[6:9]]
     bricks = BRICKS and getattr(grid, "brick_nbr", None) is not None

@@ -82,19 +82,20 @@ int main() {
     const int cand = cap * 64, nb1 = bounds[1], room = std::max(nb1, 1);
     std::vector<unsigned char> flag(cand, 9), fluid(room, 7);
     std::vector<int> take(cand, -7), scan, candv(room, -7);
-    ONE_PER_ITEM(cand, mgb_coarsen(kind.data(), active, cand, flag.data(), take.data()));
+    std::vector<int> map1(cand, -7);
+    ONE_PER_ITEM(cand, mgb_coarsen(kind.data(), active, cand, flag.data(), take.data(), map1.data()));
     scan_rows(take, scan, 1, cand);
     Set f;
     f.bx = coarser(lo[0] - margin, margin); f.by = coarser(lo[1] - margin, margin);
     f.bz = coarser(lo[2] - margin, margin);
-    std::vector<ll> keys(room, LLONG_MAX);
-    ONE_PER_ITEM(std::max(cand, 1), mgb_parents(flag.data(), scan.data(), cand, coords.data(), f.bx, f.by, f.bz,
-                                                keys.data(), fluid.data(), candv.data(), &cnt[4]));
+    std::vector<ll> keys(room, -7);
+    ONE_PER_ITEM(std::max(cand, room), mgb_parents(flag.data(), scan.data(), cand, coords.data(), f.bx, f.by, f.bz,
+                                                   room, keys.data(), fluid.data(), candv.data(), &cnt[4]));
     std::vector<ll> order(room);
     std::iota(order.begin(), order.end(), 0LL);
     std::stable_sort(order.begin(), order.end(), [&](ll a, ll b) { return keys[a] < keys[b]; });
     f.keys.assign(room, -1); f.fluid.assign(room, 7);
-    std::vector<int> scand(room, -7), map1(cand, -1), uorder;
+    std::vector<int> scand(room, -7), uorder;
     ONE_PER_ITEM(nb1, mgb_sorted(order.data(), keys.data(), fluid.data(), candv.data(), &cnt[4], nb1, f.keys.data(),
                                  f.fluid.data(), scand.data(), map1.data()));
     std::vector<ll> ukeys;
