@@ -62,10 +62,10 @@ _NO_SPAN = -(2 ** 31 - 1)
 _WIDEN_BLOCKS = 264  # grid of the kernels that widen a span or box (grid-stride: 6 atomics a thread)
 
 
-def _widening(name, n, args):
-    """*name* over *n* items on at most _WIDEN_BLOCKS blocks (nothing for n = 0)."""
+def _widening(kernels, name, n, args):
+    """*name* of *kernels* over *n* items on at most _WIDEN_BLOCKS blocks (nothing for n = 0)."""
     if int(n) > 0:
-        _K.launch_grid(name, (min(_WIDEN_BLOCKS, blocks(n)[0]),), (THREADS,), args)
+        kernels.launch_grid(name, (min(_WIDEN_BLOCKS, blocks(n)[0]),), (THREADS,), args)
 
 
 def scan_tile(n) -> int:
@@ -144,14 +144,14 @@ def build(grid, kind, level0):
     built = []  # per coarse level: nbr, diag, up (onto the finer level), down (into it)
     first = 1
     if box is not None:
-        _widening("mgb_unknown_span", level0.m, (level0.cells, cnt[0], grid.slot_coords, span[0]))
+        _widening(_B, "mgb_unknown_span", level0.m, (level0.cells, cnt[0], grid.slot_coords, span[0]))
         if count > 1:
             fine, ukeys, tables = _level1_by_bricks(grid, kind, level0, base, bounds[1], cnt, span)
             built.append(tables)
             stride, first = bounds[1] + 1, 2
     else:
         ukeys = _pack(*level0.lattice, base)  # level 0's unknowns, in order
-        _widening("mgs_key_span", level0.m, (ukeys, cnt[0], span[0]))
+        _widening(_K, "mgs_key_span", level0.m, (ukeys, cnt[0], span[0]))
         fine = _CellSet(cells.keys, cells.fluid.astype(cp.uint8), base)
         fine.position = cells.position
     for level in range(first, count):
@@ -173,7 +173,7 @@ def build(grid, kind, level0):
         down = cp.empty((64, nb + 1), cp.int32)
         _K.launch("mgs_restrict_table", nb + 1, (cukeys, cnt[level], np.int32(nb + 1), *_ints(coarse.base), fine.keys,
                                                  cnt[level - 1], fine.position, *_ints(fine.base), down))
-        _widening("mgs_key_span", nb, (cukeys, cnt[level], span[level]))
+        _widening(_K, "mgs_key_span", nb, (cukeys, cnt[level], span[level]))
         built.append((nbr, diag, up, down))
         fine, ukeys, stride = coarse, cukeys, nb + 1
     sizes = sizes.get()  # the one host sync
@@ -245,7 +245,7 @@ def _level1_by_bricks(grid, kind, level0, base, nb, cnt, span):
                                             cnt[1], up))
     down = cp.empty((64, nb + 1), cp.int32)
     _B.launch("mgb_restrict", nb + 1, (scand, uorder, cnt[1], np.int32(nb + 1), nbr27, level0.position, cnt[0], down))
-    _widening("mgs_key_span", nb, (ukeys, cnt[1], span[1]))
+    _widening(_K, "mgs_key_span", nb, (ukeys, cnt[1], span[1]))
     return coarse, ukeys, (nbr, diag, up, down)
 
 
@@ -317,7 +317,7 @@ def unknowns(grid, kind):
     diag8, flags = cp.empty(size, cp.uint8), cp.empty((3, size), cp.int32)
     read = cp.asarray(np.array([0] * 3 + [2 ** 31 - 1] * 3 + [-(2 ** 31)] * 3, np.int32))  # sizes, then the box
     sizes, box = read[:3], read[3:]
-    _widening("unk_classify", size, (kind.astype(cp.uint8, copy=False), grid.nbr, np.int32(size),
+    _widening(_K, "unk_classify", size, (kind.astype(cp.uint8, copy=False), grid.nbr, np.int32(size),
                                      grid.brick_slot.astype(cp.bool_, copy=False), grid.slot_coords, diag8, flags,
                                      box))
     scans = inclusive_scan(flags)

@@ -297,3 +297,49 @@ def test_brick_tables_of_the_harness_are_the_grids_neighbours():
     used = g.active()
     assert np.array_equal((coords[slot, 0] * 8 + lx)[used], i[used])
     assert np.array_equal((coords[slot, 2] * 8 + lz)[used], k[used])
+
+
+def _kernel_params(source):
+    """{kernel name: parameter count} of the extern "C" kernels of a .cu file."""
+    import re
+
+    out = {}
+    for m in re.finditer(r'extern "C" __global__ void (?:__launch_bounds__\([^)]*\) )?(\w+)\(([^)]*)\)', source):
+        out[m.group(1)] = len([p for p in m.group(2).split(",") if p.strip()])
+    return out
+
+
+def test_every_setup_launch_names_a_kernel_of_its_module_with_its_arguments():
+    """Each launch in sparse_pressure_setup.py (``_K``: flip_sparse_pressure_setup.cu, ``_B``:
+    flip_sparse_pressure_bricks.cu, directly or through ``_widening``) names a kernel of that
+    module's source and passes as many arguments as the kernel takes (``*_ints(base)``: 3):
+    a wrong module or a missing argument fails here, not on the device."""
+    import ast
+    from pathlib import Path
+
+    from voxfx.kernels import backend
+    from voxfx.kernels.flip import sparse_pressure_setup as setup
+
+    params = {name: _kernel_params((backend.CUDA_DIR / k.filename).read_text())
+              for name, k in (("_K", setup._K), ("_B", setup._B))}
+    tree = ast.parse(Path(setup.__file__).read_text())
+    seen = set()
+    for call in ast.walk(tree):
+        if not isinstance(call, ast.Call):
+            continue
+        f = call.func
+        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id in params \
+                and f.attr in ("launch", "launch_grid"):
+            module, name = f.value.id, call.args[0].value
+            args = call.args[2] if f.attr == "launch" else call.args[3]
+        elif isinstance(f, ast.Name) and f.id == "_widening":
+            module, name, args = call.args[0].id, call.args[1].value, call.args[3]
+        else:
+            continue
+        if not isinstance(name, str) or name not in params[module]:
+            raise AssertionError(f"{module} launches {name!r}, not a kernel of {module}'s source")
+        count = sum(3 if isinstance(a, ast.Starred) else 1 for a in args.elts)
+        assert count == params[module][name], (name, count, params[module][name])
+        seen.add(name)
+    assert {"mgb_coarsen", "mgb_parents", "mgb_sorted", "mgb_prolong", "mgb_restrict", "mgb_unknown_span",
+            "unk_classify", "mgs_level_cells", "mgs_tail_levels"} <= seen
