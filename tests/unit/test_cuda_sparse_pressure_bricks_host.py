@@ -343,3 +343,62 @@ def test_every_setup_launch_names_a_kernel_of_its_module_with_its_arguments():
         seen.add(name)
     assert {"mgb_coarsen", "mgb_parents", "mgb_sorted", "mgb_prolong", "mgb_restrict", "mgb_unknown_span",
             "unk_classify", "mgs_level_cells", "mgs_tail_levels"} <= seen
+
+
+# Input: records, grid width; per record: rows cols sstride dstride has_src, then (has_src)
+# rows × sstride source ints. Output: per record its rows × dstride destination ints after
+# copy_rows (destinations start at −7).
+COPY = PREAMBLE.replace('#include "flip_sparse_pressure.cu"', '#include "flip_sparse_pressure_setup.cu"') + r"""
+int main() {
+    int n, width;
+    if (scanf("%d %d", &n, &width) != 2) return 1;
+    std::vector<std::vector<int>> src(n), dst(n);
+    std::vector<long long> rec(6 * (size_t)n);
+    for (int r = 0; r < n; ++r) {
+        long long rows, cols, ss, ds;
+        int has;
+        scanf("%lld %lld %lld %lld %d", &rows, &cols, &ss, &ds, &has);
+        if (has) { src[r].resize(rows * ss); for (auto& v : src[r]) scanf("%d", &v); }
+        dst[r].assign(rows * ds, -7);
+        long long* x = &rec[6 * (size_t)r];
+        x[0] = has ? (long long)(size_t)src[r].data() : 0; x[1] = (long long)(size_t)dst[r].data();
+        x[2] = rows; x[3] = cols; x[4] = ss; x[5] = ds;
+    }
+    h_dim.x = 1; h_thread.x = 0; h_grid.x = (unsigned)width; h_grid.y = (unsigned)n;
+    for (unsigned y = 0; y < (unsigned)n; ++y)
+        for (unsigned b = 0; b < (unsigned)width; ++b) { h_block.x = b; h_block.y = y; copy_rows(rec.data()); }
+    for (auto& d : dst) for (int v : d) printf("%d\n", v);
+    return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def copy_rows(tmp_path_factory):
+    from voxfx.kernels.flip.sparse_pressure_setup import _K
+
+    defines = [f"#define {o[2:].replace('=', ' ', 1)}" for o in _K.options if o.startswith("-D")]
+    return _build(tmp_path_factory, COPY.replace("// DEFINES", "\n".join(defines)))
+
+
+def test_copy_rows_copies_strided_rows_and_zeroes(copy_rows):
+    """copy_rows (sparse_pressure_setup.copy_into, the solver's _load in one launch): each
+    record's rows × cols items from a strided source into a strided destination, the rest of
+    each destination row untouched; a record without a source zeroes its rows × cols."""
+    rng = np.random.default_rng(4)
+    records = [(6, 5, 9, 12, True), (1, 7, 7, 20, True), (64, 3, 3, 4, True), (1, 11, 0, 11, False),
+               (2, 1, 5, 1, True)]
+    lines = [f"{len(records)} 3"]
+    want = []
+    for rows, cols, ss, ds, has in records:
+        lines.append(f"{rows} {cols} {ss} {ds} {int(has)}")
+        out = np.full((rows, ds), -7, np.int64)
+        if has:
+            src = rng.integers(-1000, 1000, (rows, ss))
+            lines += map(str, src.ravel())
+            out[:, :cols] = src[:, :cols]
+        else:
+            out[:, :cols] = 0
+        want.append(out.ravel())
+    got = np.array(copy_rows.raw(lines).split(), np.int64)
+    assert np.array_equal(got, np.concatenate(want))
