@@ -9,7 +9,7 @@ graph) with an event pair per launch, and the other stages of the substep.
     python3 bench/flip_sparse_pressure_profile.py [--n 256] [--particles 8e6] [--substeps 3]
         [--variants reference:0 fused:8192]
 
-``--variants`` SETUP:TAIL[:SCAN[:PROJECT[:PREDICT[:SETUP_TAIL[:BRICKS[:LOAD]]]]]]: the pressure set-up
+``--variants`` SETUP:TAIL[:SCAN[:PROJECT[:PREDICT[:SETUP_TAIL[:BRICKS]]]]]: the pressure set-up
 (``sparse_pressure.SETUP_KERNELS``:
 "reference", the array code, or "fused", ``sparse_pressure_cells``' four kernels), the
 V-cycle's one-block tail (``sparse_pressure_gpu.TAIL_UNKNOWNS``, 0 off), the set-up's scans
@@ -17,10 +17,9 @@ V-cycle's one-block tail (``sparse_pressure_gpu.TAIL_UNKNOWNS``, 0 off), the set
 (``sparse_pressure.PROJECT``: "kernel" or "reference") and the PCG's guess of its
 iterations (``sparse_pressure_gpu.PREDICT``: "1" or "0") and the set-up's one-block coarse
 levels (``sparse_pressure_setup.TAIL_BOUND``, 0 off) and its level 1 by brick look-ups
-(``sparse_pressure_setup.BRICKS``: "1" or "0", level 0 sorted by key) and the solver's
-table copies (``sparse_pressure_setup.LOAD``: "kernel", one launch, or "cupy"); each on the same
+(``sparse_pressure_setup.BRICKS``: "1" or "0", level 0 sorted by key); each on the same
 simulation state, in turn, per substep (A/B in one run). E.g. the brick A/B:
-``--variants fused:8192:kernel:kernel:1:16384:0:cupy fused:8192:kernel:kernel:1:16384:1:kernel``.
+``--variants fused:8192:kernel:kernel:1:16384:0 fused:8192:kernel:kernel:1:16384:1``.
 """
 
 from __future__ import annotations
@@ -206,8 +205,6 @@ def _use(variant):
         sparse_pressure_setup.TAIL_BOUND = int(rest[3])
     if len(rest) > 4:  # level 1 by brick look-ups: "1" or "0"
         sparse_pressure_setup.BRICKS = rest[4] != "0"
-    if len(rest) > 5:  # the solver's table copies: "kernel" or "cupy"
-        sparse_pressure_setup.LOAD = rest[5]
 
 
 def main():

@@ -451,21 +451,3 @@ extern "C" __global__ void __launch_bounds__(1024) mgs_tail_levels(const long lo
         __syncthreads();
     }
 }
-
-// ---- The solver's tables and vectors in one launch (sparse_pressure_setup.copy_into, for
-// sparse_pressure_gpu's _load: ~45 CuPy copies and fills a solve before). Record y
-// (blockIdx.y) of rec: 6 int64s src, dst, rows, cols, src row stride, dst row stride (items
-// of 4 bytes): dst[row][col] = src[row][col] for row < rows, col < cols, or 0 where src is
-// null (int 0 is float 0.0f). Records write disjoint buffers.
-extern "C" __global__ void copy_rows(const long long* __restrict__ rec)
-{
-    const long long* r = rec + 6 * (size_t)blockIdx.y;
-    const int* src = (const int*)(size_t)r[0];
-    int* dst = (int*)(size_t)r[1];
-    const long long rows = r[2], cols = r[3], sstride = r[4], dstride = r[5];
-    for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < rows * cols;
-         t += (long long)gridDim.x * blockDim.x) {
-        const long long row = t / cols, col = t - row * cols;
-        dst[row * dstride + col] = src ? src[row * sstride + col] : 0;
-    }
-}

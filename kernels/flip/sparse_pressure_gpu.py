@@ -358,22 +358,9 @@ class SparsePressureSolverGPU:
     # ------------------------------------------------------------------ solve
 
     def _load(self, levels, vcycle):
-        """Copy the tables into the buffers, zero the vectors (sentinels 0), set sizes: in one
-        launch (sparse_pressure_setup.copy_into) where its LOAD is "kernel"."""
-        from . import sparse_pressure_setup
-
+        """Copy the tables into the buffers, zero the vectors (sentinels 0), set sizes."""
         cp = self.cp
         sizes = []
-        if sparse_pressure_setup.LOAD == "kernel":
-            pairs = [(a, None) for a in (self.b, self.x, self.d, self.q)]
-            for level, (L, B) in enumerate(zip(levels, self.levels)):
-                pairs += [(B.nbr, L.nbr), (B.diag, L.diag)] + [(a, None) for a in (B.b, B.x, B.r) if a is not None]
-                if vcycle is not None and level < len(levels) - 1:
-                    pairs += [(B.up, vcycle.up[level]), (B.down, vcycle.down[level])]
-                sizes += [L.m_red, L.m]
-            sparse_pressure_setup.copy_into(pairs)
-            self.sizes[...] = cp.asarray(np.array(sizes, np.int32))
-            return
         for level, (L, B) in enumerate(zip(levels, self.levels)):
             n = L.m + 1
             B.nbr[:, :n] = L.nbr

@@ -58,10 +58,6 @@ _SCAN_TILES = 1024  # at most this many tiles a row: scan_tiles sums the earlier
 # one block (mgs_tail_levels), the rest launch by launch; 0: every level launch by launch.
 TAIL_BOUND = int(os.environ.get("VOXFX_SPARSE_MG_SETUP_TAIL", "16384"))
 _TAIL_THREADS = 1024
-# sparse_pressure_gpu's _load: "kernel", the tables and zeroed vectors by copy_into (one
-# launch), or "cupy", a CuPy copy or fill per array (~45 a solve at 7 levels); the same bits.
-LOAD = os.environ.get("VOXFX_SPARSE_PRESSURE_LOAD", "kernel")
-_COPY_BLOCKS = 1024
 _NO_SPAN = -(2 ** 31 - 1)
 _WIDEN_BLOCKS = 264  # grid of the kernels that widen a span or box (grid-stride: 6 atomics a thread)
 
@@ -95,33 +91,6 @@ def inclusive_scan(a):
     _K.launch_grid("scan_tile_sums", grid, (THREADS,), (a, np.int32(n), np.int32(tile), sums))
     _K.launch_grid("scan_tiles", grid, (THREADS,), (a, np.int32(n), np.int32(tile), sums, out))
     return out
-
-
-def copy_into(pairs):
-    """``dst[..., :n] = src`` (n: src's last extent) for each (dst, src) of 4-byte arrays of
-    1 or 2 dimensions (rows strided, items contiguous), ``dst[...] = 0`` where src is None:
-    one launch of copy_rows (sparse_pressure_gpu's _load, ``LOAD`` "kernel")."""
-    import cupy as cp
-
-    rec, keep = [], []
-    for dst, src in pairs:
-        d = dst if dst.ndim == 2 else dst.reshape(1, -1)
-        s = d if src is None else (src if src.ndim == 2 else src.reshape(1, -1))
-        if src is not None and s.shape[1] > 1 and s.strides[1] != s.itemsize:  # items not contiguous: a copy
-            s = cp.ascontiguousarray(s)
-            keep.append(s)
-        for a in (d, s):
-            if a.itemsize != 4 or (a.shape[1] > 1 and a.strides[1] != 4) or a.shape[0] > d.shape[0]:
-                raise ValueError(f"copy_into takes rows of 4-byte items, not {a.dtype} strides {a.strides}")
-        if s.shape[1] > d.shape[1]:
-            raise ValueError(f"copy_into: {s.shape} does not fit {d.shape}")
-        if s.size:
-            rec.append((0 if src is None else s.data.ptr, d.data.ptr, s.shape[0], s.shape[1], s.strides[0] // 4,
-                        d.strides[0] // 4))
-    if rec:
-        work = max(r[2] * r[3] for r in rec)
-        _K.launch_grid("copy_rows", (min(_COPY_BLOCKS, blocks(work)[0]), len(rec)), (THREADS,),
-                       (cp.asarray(np.array(rec, np.int64)),))
 
 
 def level_bounds(n0) -> list:

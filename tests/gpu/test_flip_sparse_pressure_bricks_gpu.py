@@ -108,28 +108,3 @@ def test_gpu_brick_setup_gives_the_sorted_key_pressure_bit_for_bit(monkeypatch):
         assert np.abs(out[0][0]).max() > 0
     finally:
         sparse_pressure.REUSE_TABLES = keep
-
-
-def test_gpu_one_launch_load_gives_the_copies_pressure_bit_for_bit(monkeypatch):
-    """The solver's _load by copy_rows (sparse_pressure_setup.LOAD "kernel": the tables and
-    zeroed vectors in one launch) and by a CuPy copy or fill per array ("cupy"): the same
-    pressure and iterations, over two liquids in turn (the buffers hold the first's tables
-    when the second loads)."""
-    import cupy
-
-    sparse_pressure.REUSE_TABLES, keep = False, sparse_pressure.REUSE_TABLES
-    try:
-        seed = int(np.random.default_rng().integers(1 << 30))
-        out = {}
-        for mode in ("kernel", "cupy"):
-            monkeypatch.setattr(sparse_pressure_setup, "LOAD", mode)
-            for name in ("sealed", "tank"):
-                g = liquid(cupy, name, seed)
-                p, stats = sparse_pressure.solve_pressure(g, 0.01, tolerance=1e-5)
-                out[mode, name] = (host(p), stats["iterations"])
-        for name in ("sealed", "tank"):
-            (pk, ik), (pc, ic) = out["kernel", name], out["cupy", name]
-            assert ik == ic and np.array_equal(pk, pc), f"{name}, seed {seed}"
-            assert np.abs(pk).max() > 0
-    finally:
-        sparse_pressure.REUSE_TABLES = keep
