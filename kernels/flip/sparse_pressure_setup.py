@@ -22,11 +22,14 @@ integers.
 
 Level 1 and its tables to and from level 0 by brick look-ups (``BRICKS``,
 ``VOXFX_SPARSE_MG_BRICKS``, "1" the default; ``cuda/flip_sparse_pressure_bricks.cu``): a
-level-1 cell is a 2×2×2 block of one 8³ brick, so its children, neighbours and stencils are
-read through the grid's brick table (``slot_coords``, ``brick_nbr``) in O(1) — no sort of
-level 0's million cells, no binary search into them, no whole-grid lattice; level 1's cells
-(an eighth as many) are sorted by key so that the unknowns keep their order. "0": level 0's
-set sorted by key and every level by the sorted-key kernels. The same integers.
+level-1 cell's 8 children lie in one 8³ brick and its prolongation and restriction stencils
+in that brick or a neighbour, so they are read through the grid's brick table
+(``slot_coords``, ``brick_nbr``) in O(1) — no sort of level 0's million cells, no binary
+search into them, no whole-grid lattice; level 1's cells (an eighth as many) are sorted by
+key so that the unknowns keep their order, and its own neighbour table and the coarser
+levels come from the sorted-key kernels. "0": level 0's set sorted by key and every level
+by the sorted-key kernels. The same integers (H200, 8M-particle dam break, 3,848 bricks:
+unknowns 0.85 → 0.37 ms, tables 2.19 → 1.88 ms, the whole solve 9.20 → 7.76 ms).
 
 ``SETUP`` (``VOXFX_SPARSE_PRESSURE_SETUP``): "host" — ``Unknowns`` and ``TableKernels``,
 "device" — this module; both give the same integers (tests/unit/test_cuda_sparse_pressure_host.py).
