@@ -9,15 +9,17 @@ graph) with an event pair per launch, and the other stages of the substep.
     python3 bench/flip_sparse_pressure_profile.py [--n 256] [--particles 8e6] [--substeps 3]
         [--variants reference:0 fused:8192]
 
-``--variants`` SETUP:TAIL[:SCAN[:PROJECT[:PREDICT[:SETUP_TAIL]]]]: the pressure set-up
+``--variants`` SETUP:TAIL[:SCAN[:PROJECT[:PREDICT[:SETUP_TAIL[:BRICKS]]]]]: the pressure set-up
 (``sparse_pressure.SETUP_KERNELS``:
 "reference", the array code, or "fused", ``sparse_pressure_cells``' four kernels), the
 V-cycle's one-block tail (``sparse_pressure_gpu.TAIL_UNKNOWNS``, 0 off), the set-up's scans
 (``sparse_pressure_setup.SCAN``: "kernel" or "cupy") and the projection
 (``sparse_pressure.PROJECT``: "kernel" or "reference") and the PCG's guess of its
 iterations (``sparse_pressure_gpu.PREDICT``: "1" or "0") and the set-up's one-block coarse
-levels (``sparse_pressure_setup.TAIL_BOUND``, 0 off); each on the same simulation state,
-in turn, per substep (A/B in one run).
+levels (``sparse_pressure_setup.TAIL_BOUND``, 0 off) and its level 1 by brick look-ups
+(``sparse_pressure_setup.BRICKS``: "1" or "0", level 0 sorted by key); each on the same
+simulation state, in turn, per substep (A/B in one run). E.g. the brick A/B:
+``--variants fused:8192:kernel:kernel:1:16384:0 fused:8192:kernel:kernel:1:16384:1``.
 """
 
 from __future__ import annotations
@@ -201,6 +203,8 @@ def _use(variant):
         sparse_pressure_gpu.PREDICT = rest[2] != "0"
     if len(rest) > 3:  # the set-up's one-block coarse levels: their finer level's bound, 0 off
         sparse_pressure_setup.TAIL_BOUND = int(rest[3])
+    if len(rest) > 4:  # level 1 by brick look-ups: "1" or "0"
+        sparse_pressure_setup.BRICKS = rest[4] != "0"
 
 
 def main():

@@ -217,10 +217,10 @@ extern "C" __global__ void mgs_key_span(const long long* __restrict__ keys, cons
 // Per flat cell: the diagonal (FLUID: the non-SOLID neighbours, a missing one being AIR;
 // else 0) and the scan flags flags[c] = red unknown, flags[size + c] = black unknown,
 // flags[2·size + c] = in the multigrid's level-0 set (an active brick's cell not AIR), whose
-// lattice box (i, j, k of every set cell: box[0..2] = min, box[3..5] = max) it widens.
+// lattice box (i, j, k of every set cell: box[0..2] = min, box[3..5] = max) it widens;
+// slot_coords[3·slot + a]: the brick coordinates of each pool slot (grid.slot_coords).
 extern "C" __global__ void unk_classify(const unsigned char* __restrict__ kind, const int* __restrict__ nbr, int size,
-                                        const bool* __restrict__ brick_active, const long long* __restrict__ li,
-                                        const long long* __restrict__ lj, const long long* __restrict__ lk,
+                                        const bool* __restrict__ brick_active, const int* __restrict__ slot_coords,
                                         unsigned char* __restrict__ diag, int* __restrict__ flags, int* box)
 {
     int b[6];
@@ -242,7 +242,9 @@ extern "C" __global__ void unk_classify(const unsigned char* __restrict__ kind, 
         flags[size + c] = count > 0 && !red;
         flags[2 * (long long)size + c] = in_set;
         if (in_set) {
-            const int v[6] = {(int)li[c], (int)lj[c], (int)lk[c], (int)li[c], (int)lj[c], (int)lk[c]};
+            const int* b0 = slot_coords + 3 * (c >> 9);  // the cell's lattice (i, j, k): brick · 8 + local
+            const int i = 8 * b0[0] + (local & 7), j = 8 * b0[1] + ((local >> 3) & 7), k = 8 * b0[2] + (local >> 6);
+            const int v[6] = {i, j, k, i, j, k};
             for (int a = 0; a < 6; ++a)
                 b[a] = !any ? v[a] : a < 3 ? (b[a] < v[a] ? b[a] : v[a]) : (b[a] > v[a] ? b[a] : v[a]);
             any = true;

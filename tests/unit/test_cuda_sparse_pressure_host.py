@@ -469,8 +469,8 @@ def tables_device(tmp_path_factory):
     return _build(tmp_path_factory, SETUP.replace("// DEFINES", "\n".join(defines + ["#include <algorithm>"])))
 
 
-# Input: size, kind (size), nbr (6 × size), the size / 512 bricks' active flags, the lattice
-# i, j, k (size each). Output: m_red m n_set, the set's box (min i j k, max i j k), the m
+# Input: size, kind (size), nbr (6 × size), the size / 512 bricks' active flags, their brick
+# coordinates (3 each: grid.slot_coords). Output: m_red m n_set, the set's box (min i j k, max i j k), the m
 # cells, the size positions, nbr (6 × (m + 1)), diag (m + 1, hex), the n_set set cells:
 # sparse_pressure_setup.unknowns.
 UNKNOWNS = SETUP.split("typedef long long ll;")[0] + r"""
@@ -486,11 +486,11 @@ int main() {
     std::vector<char> active_bytes(size / 512);
     for (auto& a : active_bytes) { int t; scanf("%d", &t); a = (char)t; }
     bool* active = reinterpret_cast<bool*>(active_bytes.data());
-    std::vector<long long> li(size), lj(size), lk(size);
-    for (auto* v : {&li, &lj, &lk}) for (auto& x : *v) scanf("%lld", &x);
+    std::vector<int> slot_coords(3 * (size_t)(size / 512));
+    for (auto& x : slot_coords) scanf("%d", &x);
     int box[6] = {2147483647, 2147483647, 2147483647, -2147483647 - 1, -2147483647 - 1, -2147483647 - 1};
-    ONE_PER_ITEM(size, unk_classify(kind.data(), nbr.data(), size, active, li.data(), lj.data(), lk.data(),
-                                    diag8.data(), flags.data(), box));
+    ONE_PER_ITEM(size, unk_classify(kind.data(), nbr.data(), size, active, slot_coords.data(), diag8.data(),
+                                    flags.data(), box));
     for (int r = 0; r < 3; ++r) {
         int s = 0;
         for (int c = 0; c < size; ++c) scans[(size_t)r * size + c] = (s += flags[(size_t)r * size + c]);
@@ -651,8 +651,10 @@ def test_device_unknowns_are_the_numpy_unknowns(unknowns_device, scene):
     want = sparse_pressure.Unknowns(g, kind)
     assert g.nbr.dtype == np.int32 and 0 < want.m_red < want.m
     lattice = g.lattice()
+    slot_coords = np.zeros((g.capacity, 3), np.int64)
+    slot_coords[g.topology.slots] = g.topology.coords()
     out = unknowns_device.raw([str(g.size), *map(str, kind.astype(int)), *map(str, g.nbr.ravel()),
-                               *map(str, g.brick_slot.astype(int)), *(str(v) for a in lattice for v in a)]).split()
+                               *map(str, g.brick_slot.astype(int)), *map(str, slot_coords.ravel())]).split()
     in_set = np.flatnonzero(g.active() & (kind != 0))  # sparse_multigrid._level0_cells' set
     box = [int(f(a[in_set])) for f in (np.min, np.max) for a in lattice]
     m_red, m, n_set = int(out[0]), int(out[1]), int(out[2])

@@ -1,0 +1,170 @@
+// The sparse multigrid's first coarse level and its tables to and from level 0 by brick
+// look-ups (issue 24): every query O(1), no sort of level 0's cells, no binary search into
+// them. Launched by kernels/flip/sparse_pressure_setup.py (BRICKS); the same integers as
+// the sorted-key kernels of flip_sparse_pressure_setup.cu (mgs_coarsen … mgs_restrict_table)
+// and the NumPy TableBuilder, the reference.
+//
+// Why it works: the grid's bricks are 8 cells wide and 8-aligned, so the level-1 cells
+// (I, J, K) = (i, j, k) >> 1 of level-0 brick `slot` are a 4 × 4 × 4 block of their own:
+// candidate t = slot·64 + (qz·4 + qy)·4 + qx, I = 4·bx + qx. A level-1 cell's 8 children lie
+// in its brick; its neighbours, its prolongation partners and its restriction stencil
+// (2I − 1 … 2I + 2) lie in the brick or one of its 26 neighbours, read through the grid's
+// brick table nbr27 (include/voxfx_sparse.cuh). Level 1's set is emitted in candidate
+// order, sorted by key on the host side (cupy.argsort: 1/8 of level 0's cells), and
+// map1[t] (−1: none) gives each candidate's index in the sorted set.
+//
+// Layout: flat cells c = slot·512 + (lz·8 + ly)·8 + lx; slot_coords[3·slot + a] the brick's
+// coordinates; cnt[4·l + 0..2] = (n, m_red, m) of level l as flip_sparse_pressure_setup.cu.
+// Constants from Python (-D): KEY_BITS, CELL_AIR, CELL_FLUID.
+
+#include "voxfx_mg_keys.cuh"  // cell_key, key_cell
+#include "voxfx_sparse.cuh"   // sparse_cell_near, sparse_offset_index
+
+#ifndef RANGE
+#define RANGE(c, lo, hi) \
+    for (int c = (lo) + (int)(blockIdx.x * blockDim.x + threadIdx.x); c < (hi); c += (int)(gridDim.x * blockDim.x))
+#endif
+
+// Per level-1 candidate t < n (n = capacity·64): flag 0 (not in level 1), 1 (SOLID: its 8
+// children are in level 0's set, none FLUID) or 2 (FLUID: one is); take = flag ≠ 0; map1 = −1
+// (mgb_sorted fills in the set's). A level-0 cell is in the set when its brick is active and
+// it is not AIR (sparse_multigrid's level 0).
+extern "C" __global__ void mgb_coarsen(const unsigned char* __restrict__ kind, const bool* __restrict__ brick_active,
+                                       int n, unsigned char* __restrict__ flag, int* __restrict__ take,
+                                       int* __restrict__ map1)
+{
+    RANGE(t, 0, n)
+    {
+        const int slot = t >> 6, q = t & 63;
+        unsigned char f = 0;
+        if (brick_active[slot]) {
+            const int x = 2 * (q & 3), y = 2 * ((q >> 2) & 3), z = 2 * (q >> 4);
+            bool all = true, any_fluid = false;
+            for (int child = 0; child < 8; ++child) {
+                const int c = slot * SPARSE_CELLS + (((z + (child >> 2)) * 8 + y + ((child >> 1) & 1)) * 8) + x +
+                              (child & 1);
+                all = all && kind[c] != CELL_AIR;
+                any_fluid = any_fluid || kind[c] == CELL_FLUID;
+            }
+            f = all ? (any_fluid ? 2 : 1) : 0;
+        }
+        flag[t] = f;
+        take[t] = f != 0;
+        map1[t] = -1;
+    }
+}
+
+// Level 1's cells in candidate order at their scan positions (scan: inclusive scan of take):
+// key (relative to base cb), FLUID flag, candidate; ccnt[0] = their count; keys[count, bound)
+// = the largest key (they sort last). Launched over max(n, bound, 1) items.
+extern "C" __global__ void mgb_parents(const unsigned char* __restrict__ flag, const int* __restrict__ scan, int n,
+                                       const int* __restrict__ slot_coords, int cbx, int cby, int cbz, int bound,
+                                       long long* __restrict__ keys, unsigned char* __restrict__ fluid,
+                                       int* __restrict__ cand, int* __restrict__ ccnt)
+{
+    const int count = n > 0 ? scan[n - 1] : 0;
+    RANGE(t, 0, max(max(n, bound), 1))
+    {
+        if (t == 0) ccnt[0] = count;
+        if (t >= count && t < bound) keys[t] = 0x7fffffffffffffffLL;
+        if (t < n && flag[t]) {
+            const int at = scan[t] - 1, slot = t >> 6, q = t & 63;
+            keys[at] = cell_key(4 * slot_coords[3 * slot] + (q & 3), 4 * slot_coords[3 * slot + 1] + ((q >> 2) & 3),
+                                4 * slot_coords[3 * slot + 2] + (q >> 4), cbx, cby, cbz);
+            fluid[at] = flag[t] == 2;
+            cand[at] = t;
+        }
+    }
+}
+
+// The sorted set (order: the argsort of keys, ccnt[0] of them first): its keys, FLUID flags
+// and candidates, and map1[candidate] = sorted index (map1 −1 on entry).
+extern "C" __global__ void mgb_sorted(const long long* __restrict__ order, const long long* __restrict__ keys,
+                                      const unsigned char* __restrict__ fluid, const int* __restrict__ cand,
+                                      const int* __restrict__ ccnt, int bound, long long* __restrict__ skeys,
+                                      unsigned char* __restrict__ sfluid, int* __restrict__ scand,
+                                      int* __restrict__ map1)
+{
+    const int n = ccnt[0];
+    RANGE(s, 0, bound < n ? bound : n)
+    {
+        const long long o = order[s];
+        skeys[s] = keys[o];
+        sfluid[s] = fluid[o];
+        scand[s] = cand[o];
+        map1[cand[o]] = s;
+    }
+}
+
+// span[0..2] = max, span[3..5] = −min of the lattice coordinates of level 0's fcnt[2]
+// unknowns (cells: their flat cells): mgs_key_span's extent without their keys.
+extern "C" __global__ void mgb_unknown_span(const long long* __restrict__ cells, const int* __restrict__ fcnt,
+                                            const int* __restrict__ slot_coords, int* span)
+{
+    int s[6];
+    bool any = false;
+    RANGE(u, 0, fcnt[2])
+    {
+        const int c = (int)cells[u], slot = c >> 9, l = c & (SPARSE_CELLS - 1);
+        const int i = 8 * slot_coords[3 * slot] + (l & 7), j = 8 * slot_coords[3 * slot + 1] + ((l >> 3) & 7),
+                  k = 8 * slot_coords[3 * slot + 2] + (l >> 6);
+        const int v[6] = {i, j, k, -i, -j, -k};
+        for (int a = 0; a < 6; ++a) s[a] = any && s[a] > v[a] ? s[a] : v[a];
+        any = true;
+    }
+    if (any)
+        for (int a = 0; a < 6; ++a) atomicMax(span + a, s[a]);
+}
+
+// Column f ≤ mf of up[0] (8 rows of stride): level-0 unknown f's (flat cell cells[f]) parent
+// and its neighbours on the child's side, row (oz·2 + oy)·2 + ox (prolong_column's rows), as
+// level-1 unknowns (cposition: sorted index → unknown); the level-1 sentinel where none.
+extern "C" __global__ void mgb_prolong(const long long* __restrict__ cells, const int* __restrict__ fcnt, int stride,
+                                       const int* __restrict__ nbr27, const int* __restrict__ map1,
+                                       const int* __restrict__ cposition, const int* __restrict__ ccnt,
+                                       int* __restrict__ up)
+{
+    const int mf = fcnt[2], mc = ccnt[2];
+    RANGE(f, 0, mf + 1)
+    {
+        if (f == mf) {
+            for (int row = 0; row < 8; ++row) up[row * stride + f] = mc;
+            continue;
+        }
+        const int c = (int)cells[f], slot = c >> 9, l = c & (SPARSE_CELLS - 1);
+        const int lx = l & 7, ly = (l >> 3) & 7, lz = l >> 6;
+        const int sx = (lx & 1) ? 1 : -1, sy = (ly & 1) ? 1 : -1, sz = (lz & 1) ? 1 : -1;
+        for (int row = 0; row < 8; ++row) {
+            const int qx = (lx >> 1) + (row & 1) * sx, qy = (ly >> 1) + ((row >> 1) & 1) * sy,
+                      qz = (lz >> 1) + (row >> 2) * sz;  // in [−1, 4]: this brick's 4³ block or a neighbour's
+            const int s = nbr27[27 * slot + sparse_offset_index(qx >> 2, qy >> 2, qz >> 2)];
+            const int at = s < 0 ? -1 : map1[s * 64 + ((qz & 3) * 4 + (qy & 3)) * 4 + (qx & 3)];
+            up[row * stride + f] = at >= 0 ? cposition[at] : mc;
+        }
+    }
+}
+
+// Column u ≤ mc of down[0] (64 rows of stride): level-1 unknown u's (sorted index uorder[u],
+// candidate scand[·]) level-0 cells 2I + (−1, 0, 1, 2) per axis, row (iz·4 + iy)·4 + ix
+// (restrict_column's rows), as level-0 unknowns (position: flat → unknown, mf where none);
+// mf where the cell's brick is inactive.
+extern "C" __global__ void mgb_restrict(const int* __restrict__ scand, const int* __restrict__ uorder,
+                                        const int* __restrict__ ccnt, int stride, const int* __restrict__ nbr27,
+                                        const int* __restrict__ position, const int* __restrict__ fcnt,
+                                        int* __restrict__ down)
+{
+    const int mc = ccnt[2], mf = fcnt[2];
+    RANGE(u, 0, mc + 1)
+    {
+        if (u == mc) {
+            for (int row = 0; row < 64; ++row) down[row * stride + u] = mf;
+            continue;
+        }
+        const int t = scand[uorder[u]], slot = t >> 6, q = t & 63;
+        const int x0 = 2 * (q & 3) - 1, y0 = 2 * ((q >> 2) & 3) - 1, z0 = 2 * (q >> 4) - 1;
+        for (int row = 0; row < 64; ++row) {
+            const int c = sparse_cell_near(nbr27, slot, x0 + (row & 3), y0 + ((row >> 2) & 3), z0 + (row >> 4));
+            down[row * stride + u] = c < 0 ? mf : position[c];
+        }
+    }
+}

@@ -1,0 +1,345 @@
+"""The multigrid set-up's brick path (sparse_pressure_setup.BRICKS: level 1 and its tables to
+and from level 0 by the brick look-ups of cuda/flip_sparse_pressure_bricks.cu, then the
+sorted-key kernels of flip_sparse_pressure_setup.cu from level 2 on) against the NumPy
+reference (sparse_multigrid.VCycle), on the host without a GPU: nvcc builds the kernels as
+host functions (one "thread" a block, atomics plain) and a C++ driver launches them in
+sparse_pressure_setup.build's order, a stable sort standing in for cupy.argsort. Every
+level's m, m_red, nbr, diag, up and down must be the reference's integers. The device run
+is tests/gpu/test_flip_sparse_pressure_bricks_gpu.py."""
+
+import numpy as np
+import pytest
+
+from tests.unit.test_cuda_exact import _build
+from tests.unit.test_cuda_sparse_pressure_host import PREAMBLE, _tank
+from voxfx.kernels.flip import sparse_multigrid, sparse_pressure
+from voxfx.kernels.flip.grid import FLUID, SOLID
+from voxfx.kernels.flip.sparse_multigrid import VCycle
+
+# Input: MG_MIN_SIDE MAX_LEVELS MARGIN TAIL (0: every level launch by launch, else the first
+# level of mgs_tail_levels, ≥ 2), size capacity, kind (size), the capacity active flags,
+# slot coordinates (3 × capacity), the brick table nbr27 (27 × capacity); level 0's m_red m,
+# its m cells, the size positions, its set's size and lattice box min (3). Output per kept
+# coarse level: m m_red, nbr, diag (hex), up (8 × (m_fine + 1)), down (64 × (m + 1)).
+BRICKS = PREAMBLE.replace('#include "flip_sparse_pressure.cu"', '#include "flip_sparse_pressure_setup.cu"\n'
+                          '#include "flip_sparse_pressure_bricks.cu"') + r"""
+#include <algorithm>
+#include <climits>
+#include <numeric>
+typedef long long ll;
+#define ONE_PER_ITEM(n, call) do { h_dim.x = 1; h_thread.x = 0; h_grid.x = (unsigned)(n); \
+    for (unsigned blk = 0; blk < (unsigned)(n); ++blk) { h_block.x = blk; call; } } while (0)
+struct Set { int bx, by, bz; std::vector<ll> keys; std::vector<unsigned char> fluid; std::vector<int> position; };
+struct Built { int stride_f, stride; std::vector<int> nbr, up, down; std::vector<float> diag; };
+static void scan_rows(const std::vector<int>& a, std::vector<int>& out, int rows, int n) {
+    out.assign(a.size(), 0);
+    for (int r = 0; r < rows; ++r) {
+        int s = 0;
+        for (int i = 0; i < n; ++i) out[(size_t)r * n + i] = (s += a[(size_t)r * n + i]);
+    }
+}
+static int coarser(int b, int margin) { return ((b + margin) >> 1) - margin; }
+// mgs_level_cells, scans, mgs_order, mgs_level_tables (sparse_pressure_setup._level_tables)
+static void level_tables(Set& c, int* cc, int nb, Built& B, std::vector<ll>& cukeys, std::vector<int>& order) {
+    std::vector<int> around(6 * (size_t)nb, -7), flags(2 * (size_t)nb), scans;
+    std::vector<unsigned char> diag8(nb, 99), cls(nb);
+    ONE_PER_ITEM(nb, mgs_level_cells(c.keys.data(), c.fluid.data(), cc, nb, c.bx, c.by, c.bz, around.data(),
+                                     diag8.data(), cls.data(), flags.data()));
+    scan_rows(flags, scans, 2, nb);
+    c.position.assign(std::max(nb, 1), -7);
+    order.assign(std::max(nb, 1), -7);
+    ONE_PER_ITEM(std::max(nb, 1), mgs_order(cls.data(), scans.data(), cc, nb, c.position.data(), order.data()));
+    B.stride = nb + 1;
+    B.nbr.assign(6 * (size_t)(nb + 1), -7); B.diag.assign(nb + 1, -7.0f);
+    cukeys.assign(std::max(nb, 1), -1);
+    ONE_PER_ITEM(nb + 1, mgs_level_tables(order.data(), cc, nb, around.data(), c.position.data(), diag8.data(),
+                                          c.keys.data(), B.nbr.data(), B.diag.data(), cukeys.data()));
+}
+int main() {
+    int min_side, max_levels, margin, tail, size, cap, m_red0, m0, n0, lo[3];
+    if (scanf("%d %d %d %d %d %d", &min_side, &max_levels, &margin, &tail, &size, &cap) != 6) return 1;
+    std::vector<unsigned char> kind(size);
+    for (auto& k : kind) { int t; scanf("%d", &t); k = (unsigned char)t; }
+    std::vector<char> active_bytes(cap);
+    for (auto& a : active_bytes) { int t; scanf("%d", &t); a = (char)t; }
+    const bool* active = reinterpret_cast<const bool*>(active_bytes.data());
+    std::vector<int> coords(3 * (size_t)cap), nbr27(27 * (size_t)cap), position0(size);
+    for (auto& v : coords) scanf("%d", &v);
+    for (auto& v : nbr27) scanf("%d", &v);
+    scanf("%d %d", &m_red0, &m0);
+    std::vector<ll> cells0(std::max(m0, 1));
+    for (int u = 0; u < m0; ++u) scanf("%lld", &cells0[u]);
+    for (auto& v : position0) scanf("%d", &v);
+    scanf("%d %d %d %d", &n0, &lo[0], &lo[1], &lo[2]);
+    std::vector<int> bounds{n0};
+    while ((int)bounds.size() < max_levels && bounds.back() > 0) bounds.push_back(bounds.back() / 8);
+    const int count = (int)bounds.size();
+    std::vector<int> cnt(4 * count, 0), span(6 * count, -2147483647);
+    cnt[0] = n0; cnt[1] = m_red0; cnt[2] = m0;
+    ONE_PER_ITEM(m0, mgb_unknown_span(cells0.data(), &cnt[0], coords.data(), &span[0]));
+    std::vector<Built> built(count);
+    // level 1 by the bricks (sparse_pressure_setup._level1_by_bricks)
+    const int cand = cap * 64, nb1 = bounds[1], room = std::max(nb1, 1);
+    std::vector<unsigned char> flag(cand, 9), fluid(room, 7);
+    std::vector<int> take(cand, -7), scan, candv(room, -7);
+    std::vector<int> map1(cand, -7);
+    ONE_PER_ITEM(cand, mgb_coarsen(kind.data(), active, cand, flag.data(), take.data(), map1.data()));
+    scan_rows(take, scan, 1, cand);
+    Set f;
+    f.bx = coarser(lo[0] - margin, margin); f.by = coarser(lo[1] - margin, margin);
+    f.bz = coarser(lo[2] - margin, margin);
+    std::vector<ll> keys(room, -7);
+    ONE_PER_ITEM(std::max(cand, room), mgb_parents(flag.data(), scan.data(), cand, coords.data(), f.bx, f.by, f.bz,
+                                                   room, keys.data(), fluid.data(), candv.data(), &cnt[4]));
+    std::vector<ll> order(room);
+    std::iota(order.begin(), order.end(), 0LL);
+    std::stable_sort(order.begin(), order.end(), [&](ll a, ll b) { return keys[a] < keys[b]; });
+    f.keys.assign(room, -1); f.fluid.assign(room, 7);
+    std::vector<int> scand(room, -7), uorder;
+    ONE_PER_ITEM(nb1, mgb_sorted(order.data(), keys.data(), fluid.data(), candv.data(), &cnt[4], nb1, f.keys.data(),
+                                 f.fluid.data(), scand.data(), map1.data()));
+    std::vector<ll> ukeys;
+    Built& B1 = built[1];
+    level_tables(f, &cnt[4], nb1, B1, ukeys, uorder);
+    B1.stride_f = m0 + 1;
+    B1.up.assign(8 * (size_t)(m0 + 1), -7);
+    ONE_PER_ITEM(m0 + 1, mgb_prolong(cells0.data(), &cnt[0], m0 + 1, nbr27.data(), map1.data(), f.position.data(),
+                                     &cnt[4], B1.up.data()));
+    B1.down.assign(64 * (size_t)(nb1 + 1), -7);
+    ONE_PER_ITEM(nb1 + 1, mgb_restrict(scand.data(), uorder.data(), &cnt[4], nb1 + 1, nbr27.data(), position0.data(),
+                                       &cnt[0], B1.down.data()));
+    ONE_PER_ITEM(nb1, mgs_key_span(ukeys.data(), &cnt[4], &span[6]));
+    int stride = nb1 + 1;
+    // levels 2 … by the sorted-key kernels (sparse_pressure_setup.build's loop)
+    struct TailLevel {
+        std::vector<ll> keys, ukeys;
+        std::vector<unsigned char> fluid, flag, diag8, cls;
+        std::vector<int> position, take, scan, around, flags, scans, order;
+    };
+    std::vector<TailLevel> T(count);
+    for (int l = 2; l < count; ++l) {
+        if (tail > 0 && l >= tail) {  // the rest in mgs_tail_levels' one launch
+            std::vector<long long> rec(22 * (size_t)count, 0);
+            auto put = [&](int lv, int k, const void* p) { rec[(size_t)lv * 22 + k] = (long long)(size_t)p; };
+            auto ints = [&](int lv, int b, int x, int y, int z, int s) {
+                long long* r = &rec[(size_t)lv * 22 + 17];
+                r[0] = b; r[1] = x; r[2] = y; r[3] = z; r[4] = s;
+            };
+            put(l - 1, 0, f.keys.data()); put(l - 1, 1, f.fluid.data()); put(l - 1, 2, f.position.data());
+            put(l - 1, 3, ukeys.data());
+            ints(l - 1, bounds[l - 1], f.bx, f.by, f.bz, stride);
+            int bx = f.bx, by = f.by, bz = f.bz, fs = stride;
+            for (int lv = l; lv < count; ++lv) {
+                const int fb = bounds[lv - 1], nb = bounds[lv];
+                TailLevel& t = T[lv];
+                Built& B = built[lv];
+                bx = coarser(bx, margin); by = coarser(by, margin); bz = coarser(bz, margin);
+                t.keys.assign(nb, -1); t.ukeys.assign(nb, -1); t.fluid.assign(nb, 7); t.position.assign(nb, -7);
+                t.flag.assign(fb, 9); t.take.assign(fb, -7); t.scan.assign(fb, -7); t.around.assign(6 * (size_t)nb, -7);
+                t.diag8.assign(nb, 99); t.cls.assign(nb, 9); t.flags.assign(2 * (size_t)nb, -7);
+                t.scans.assign(2 * (size_t)nb, -7); t.order.assign(nb, -7);
+                B.stride_f = fs; B.stride = nb + 1;
+                B.nbr.assign(6 * (size_t)(nb + 1), -7); B.diag.assign(nb + 1, -7.0f);
+                B.up.assign(8 * (size_t)fs, -7); B.down.assign(64 * (size_t)(nb + 1), -7);
+                const void* ptrs[17] = {t.keys.data(), t.fluid.data(), t.position.data(), t.ukeys.data(), t.flag.data(),
+                                        t.take.data(), t.scan.data(), t.around.data(), t.diag8.data(), t.cls.data(),
+                                        t.flags.data(), t.scans.data(), t.order.data(), B.nbr.data(), B.diag.data(),
+                                        B.up.data(), B.down.data()};
+                for (int k = 0; k < 17; ++k) put(lv, k, ptrs[k]);
+                ints(lv, nb, bx, by, bz, nb + 1);
+                fs = nb + 1;
+            }
+            h_dim.x = 1; h_thread.x = 0; h_grid.x = 1; h_block.x = 0;
+            mgs_tail_levels(rec.data(), l, count, cnt.data(), span.data());
+            break;
+        }
+        const int fb = bounds[l - 1], nb = bounds[l];
+        int* fc = &cnt[4 * (l - 1)]; int* cc = &cnt[4 * l];
+        Set c;
+        c.bx = coarser(f.bx, margin); c.by = coarser(f.by, margin); c.bz = coarser(f.bz, margin);
+        std::vector<unsigned char> cflag(fb);
+        std::vector<int> ctake(fb), cscan;
+        ONE_PER_ITEM(fb, mgs_coarsen(f.keys.data(), f.fluid.data(), fc, fb, f.bx, f.by, f.bz, cflag.data(),
+                                     ctake.data()));
+        scan_rows(ctake, cscan, 1, fb);
+        c.keys.assign(std::max(nb, 1), -1); c.fluid.assign(std::max(nb, 1), 7);
+        ONE_PER_ITEM(std::max(fb, 1), mgs_parents(f.keys.data(), cflag.data(), cscan.data(), fc, fb, f.bx, f.by, f.bz,
+                                                  c.bx, c.by, c.bz, c.keys.data(), c.fluid.data(), cc));
+        Built& B = built[l];
+        std::vector<ll> cukeys;
+        std::vector<int> corder;
+        level_tables(c, cc, nb, B, cukeys, corder);
+        B.stride_f = stride;
+        B.up.assign(8 * (size_t)stride, -7);
+        ONE_PER_ITEM(stride, mgs_prolong_table(ukeys.data(), fc, stride, f.bx, f.by, f.bz, c.keys.data(), cc,
+                                               c.position.data(), c.bx, c.by, c.bz, B.up.data()));
+        B.down.assign(64 * (size_t)(nb + 1), -7);
+        ONE_PER_ITEM(nb + 1, mgs_restrict_table(cukeys.data(), cc, nb + 1, c.bx, c.by, c.bz, f.keys.data(), fc,
+                                                f.position.data(), f.bx, f.by, f.bz, B.down.data()));
+        ONE_PER_ITEM(nb, mgs_key_span(cukeys.data(), cc, &span[6 * l]));
+        f = c;
+        ukeys = cukeys;
+        stride = nb + 1;
+    }
+    int kept = 1;  // sparse_pressure_setup.levels_kept
+    while (kept < count) {
+        const int* s = &span[6 * (kept - 1)];
+        int e = 0;
+        for (int a = 0; a < 3; ++a) e = std::max(e, s[a] + s[a + 3]);
+        if (cnt[4 * (kept - 1) + 2] == 0 || e + 1 < min_side) break;
+        ++kept;
+    }
+    for (int l = 1; l < kept; ++l) {
+        const Built& B = built[l];
+        const int mc = cnt[4 * l + 2], mf = cnt[4 * (l - 1) + 2];
+        printf("%d %d\n", mc, cnt[4 * l + 1]);
+        for (int d = 0; d < 6; ++d) for (int u = 0; u <= mc; ++u) printf("%d\n", B.nbr[(size_t)d * B.stride + u]);
+        for (int u = 0; u <= mc; ++u) printf("%a\n", B.diag[u]);
+        for (int r = 0; r < 8; ++r) for (int u = 0; u <= mf; ++u) printf("%d\n", B.up[(size_t)r * B.stride_f + u]);
+        for (int r = 0; r < 64; ++r) for (int u = 0; u <= mc; ++u) printf("%d\n", B.down[(size_t)r * B.stride + u]);
+    }
+    return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def bricks(tmp_path_factory):
+    from voxfx.kernels.flip.sparse_pressure_setup import _B
+
+    defines = [f"#define {o[2:].replace('=', ' ', 1)}" for o in _B.options if o.startswith("-D")]
+    return _build(tmp_path_factory, BRICKS.replace("// DEFINES", "\n".join(defines)))
+
+
+def brick_tables(g):
+    """(slot_coords (capacity, 3), nbr27 (capacity, 27)) of a NumPy grid, as the device's
+    sparse_mac.brick_tables: each slot's brick coordinates and the slots of the 27 bricks
+    around it (offset index (dz + 1)·9 + (dy + 1)·3 + dx + 1; −1 inactive or free)."""
+    cap, topo = g.capacity, g.topology
+    coords = np.zeros((cap, 3), np.int64)
+    coords[topo.slots] = topo.coords()
+    nbr27 = np.full((cap, 27), -1, np.int32)
+    for o in range(27):
+        off = np.array([o % 3 - 1, (o // 3) % 3 - 1, o // 9 - 1], np.int64)
+        nbr27[topo.slots, o] = g.slots_of_bricks(topo.coords() + off)
+    return coords.astype(np.int32), nbr27
+
+
+def scene(name):
+    g = _tank()
+    active = g.active()
+    if name == "sealed":  # fluid up to the lid: one pinned cell, deep hierarchy
+        g["cell"] = np.where(active & (g["cell"] != SOLID), np.uint8(FLUID), g["cell"]).astype(np.uint8)
+    elif name == "sheet":  # one layer of fluid in air, no walls: level 1 is empty
+        k = g.lattice()[2]
+        g["cell"] = np.where(active & (k == 0), np.uint8(FLUID), np.uint8(0)).astype(np.uint8)
+    elif name == "puddle":  # a 3-cell-deep puddle on the floor: too thin to coarsen, one level
+        i, j, k = g.lattice()
+        inside = active & (i >= 4) & (i < 7) & (j >= 3) & (j < 6) & (k >= 1) & (k < 4)
+        g["cell"] = np.where(inside, np.uint8(FLUID), np.where(g["cell"] == SOLID, g["cell"], 0)).astype(np.uint8)
+    return g
+
+
+@pytest.mark.parametrize("tail", [0, 2, 3])
+@pytest.mark.parametrize("name", ["tank", "sealed", "sheet", "puddle"])
+def test_brick_setup_builds_the_numpy_multigrid_tables(bricks, name, tail):
+    """Level 1 by mgb_coarsen … mgb_restrict (one brick read a query), levels 2 … by the
+    sorted-key kernels (launch by launch, or from level *tail* in mgs_tail_levels): every
+    kept level's m, m_red, nbr, diag, up and down are VCycle's, and as many levels."""
+    g = scene(name)
+    kind, _, _ = sparse_pressure.solver_cells(g)
+    level = sparse_pressure.Unknowns(g, kind)
+    M = VCycle(g, kind, level)
+    if name == "puddle":
+        assert len(M.levels) == 1 and level.m > 0
+    elif name == "sheet":
+        assert len(M.levels) == 2 and M.levels[1].m == 0
+    else:
+        assert len(M.levels) >= 3
+    lattice = g.lattice()
+    in_set = np.flatnonzero(g.active() & (kind != 0))  # sparse_multigrid._level0_cells' set
+    coords, nbr27 = brick_tables(g)
+    lines = [f"{sparse_multigrid.MG_MIN_SIDE} {sparse_multigrid.MAX_LEVELS} {sparse_multigrid._MARGIN} {tail}",
+             f"{g.size} {g.capacity}", *map(str, kind.astype(int)), *map(str, g.brick_slot.astype(int)),
+             *map(str, coords.ravel()), *map(str, nbr27.ravel()), f"{level.m_red} {level.m}",
+             *map(str, level.cells), *map(str, level.position), str(len(in_set)),
+             *(str(int(a[in_set].min())) for a in lattice)]
+    out = bricks.raw(lines).split()
+    at = 0
+    for L, up, down in zip(M.levels[1:], M.up, M.down):
+        m, m_red = int(out[at]), int(out[at + 1])
+        at += 2
+        assert (m, m_red) == (L.m, L.m_red)
+        for want, count, parse in ((L.nbr, 6 * (m + 1), int), (L.diag, m + 1, float.fromhex), (up, up.size, int),
+                                   (down, 64 * (m + 1), int)):
+            got = np.array([parse(x) for x in out[at:at + count]], dtype=want.dtype).reshape(want.shape)
+            at += count
+            assert np.array_equal(got, want)
+    assert at == len(out)  # the same number of levels
+
+
+def test_brick_tables_of_the_harness_are_the_grids_neighbours():
+    """The NumPy stand-in for the device's brick table agrees with the grid's own cell
+    neighbour index (nbr): the harness feeds the kernels what the device builds."""
+    g = _tank()
+    coords, nbr27 = brick_tables(g)
+    slot = np.repeat(np.arange(g.capacity), 512)
+    local = np.tile(np.arange(512), g.capacity)
+    lx, ly, lz = local & 7, (local >> 3) & 7, local >> 6
+    for d, (dx, dy, dz) in enumerate(((-1, 0, 0), (1, 0, 0), (0, -1, 0), (0, 1, 0), (0, 0, -1), (0, 0, 1))):
+        x, y, z = lx + dx, ly + dy, lz + dz
+        o = ((z >> 3) + 1) * 9 + ((y >> 3) + 1) * 3 + (x >> 3) + 1
+        s = nbr27[slot, o]
+        want = np.where(s < 0, -1, s * 512 + ((z & 7) * 8 + (y & 7)) * 8 + (x & 7))
+        used = g.brick_slot[slot]
+        assert np.array_equal(want[used], g.nbr[d][used])
+    i, j, k = g.lattice()
+    used = g.active()
+    assert np.array_equal((coords[slot, 0] * 8 + lx)[used], i[used])
+    assert np.array_equal((coords[slot, 2] * 8 + lz)[used], k[used])
+
+
+def _kernel_params(source):
+    """{kernel name: parameter count} of the extern "C" kernels of a .cu file."""
+    import re
+
+    out = {}
+    for m in re.finditer(r'extern "C" __global__ void (?:__launch_bounds__\([^)]*\) )?(\w+)\(([^)]*)\)', source):
+        out[m.group(1)] = len([p for p in m.group(2).split(",") if p.strip()])
+    return out
+
+
+def test_every_setup_launch_names_a_kernel_of_its_module_with_its_arguments():
+    """Each launch in sparse_pressure_setup.py (``_K``: flip_sparse_pressure_setup.cu, ``_B``:
+    flip_sparse_pressure_bricks.cu, directly or through ``_widening``) names a kernel of that
+    module's source and passes as many arguments as the kernel takes (``*_ints(base)``: 3):
+    a wrong module or a missing argument fails here, not on the device."""
+    import ast
+    from pathlib import Path
+
+    from voxfx.kernels import backend
+    from voxfx.kernels.flip import sparse_pressure_setup as setup
+
+    params = {name: _kernel_params((backend.CUDA_DIR / k.filename).read_text())
+              for name, k in (("_K", setup._K), ("_B", setup._B))}
+    tree = ast.parse(Path(setup.__file__).read_text())
+    seen = set()
+    for call in ast.walk(tree):
+        if not isinstance(call, ast.Call):
+            continue
+        f = call.func
+        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id in params \
+                and f.attr in ("launch", "launch_grid"):
+            module, name = f.value.id, call.args[0].value
+            args = call.args[2] if f.attr == "launch" else call.args[3]
+        elif isinstance(f, ast.Name) and f.id == "_widening":
+            module, name, args = call.args[0].id, call.args[1].value, call.args[3]
+        else:
+            continue
+        if not isinstance(name, str) or name not in params[module]:
+            raise AssertionError(f"{module} launches {name!r}, not a kernel of {module}'s source")
+        count = sum(3 if isinstance(a, ast.Starred) else 1 for a in args.elts)
+        assert count == params[module][name], (name, count, params[module][name])
+        seen.add(name)
+    assert {"mgb_coarsen", "mgb_parents", "mgb_sorted", "mgb_prolong", "mgb_restrict", "mgb_unknown_span",
+            "unk_classify", "mgs_level_cells", "mgs_tail_levels"} <= seen
