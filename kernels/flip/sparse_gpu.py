@@ -34,11 +34,16 @@ P2G (§6–7): particles binned by pool cell (counting sort: ``count_particles_s
 ``flip_transfer.cu``'s ``place_particles``/``sort_cell_segments``/``copy_sorted_particles``,
 the dense solver's), then one thread per pool cell gathers its three faces from the 27
 cells around it in a fixed order: no float atomics, no per-pair temporaries (24 + 12 B
-per particle for the sorted copy and the sort, 8 B per cell for start and count). Two
-gather kernels, the same sums bit for bit: ``brick`` (default), one thread block per
-brick with its 10³ halo's particle spans in shared memory, and ``cell``, one thread per
-pool cell looking its 27 cells up in global memory; ``VOXFX_SPARSE_GATHER=cell|brick``
-(or ``particles_to_grid(..., gather=)``) picks one, so both can be timed in one run.
+per particle for the sorted copy and the sort, 8 B per cell for start and count). Three
+gather kernels (``kernels/cuda/flip_sparse_gather.cu``), the same sums bit for bit:
+``brick`` (default), one thread block per brick with its 10³ halo's particle spans in
+shared memory; ``cell``, one thread per pool cell looking its 27 cells up in global
+memory; ``staged``, one block per brick that copies the particles of a slab of its cell
+layers into shared memory with coalesced loads (weights' floors and fractions computed
+once a particle), then one thread per (component, face) sums from there (a slab that does
+not fit halves; a layer that still does not fit is gathered from global memory).
+``VOXFX_SPARSE_GATHER=brick|cell|staged`` (or ``particles_to_grid(..., gather=)``) picks
+one, so all can be timed in one run.
 
 Classify (§6) comes from the binning: the count per pool cell says which cells hold a
 particle (``classify_counts_sparse``, one pass over the pool) when the bins are those of
@@ -72,12 +77,18 @@ from .particles import PUSH_EPSILON, THREADS
 
 KERNELS = Kernels("flip_sparse_transfer.cu", ("--fmad=false",), THREADS,
                   defines={**mac.CELL_TYPES, "PUSH_EPSILON": PUSH_EPSILON})
+GATHER = Kernels("flip_sparse_gather.cu", ("--fmad=false",), THREADS)
 MAX_MARGIN = 24  # cells: the device topology reaches the bricks within three of each brick only (REACH_MAX_RADIUS)
 TOPOLOGY_MODES = ("device", "legacy")
 CELLS = 512
 _I64, _I32 = np.int64, np.int32
-GATHERS = ("brick", "cell")
+GATHERS = ("brick", "cell", "staged")
 GATHER_THREADS = 256  # brick gather: threads per brick (each takes 512 / 256 = 2 cells)
+STAGED_SLAB = 4  # staged gather: cell layers a slab (192 threads a layer: 3 components × 64 faces), 1–4
+STAGED_SHARED = None  # staged gather: shared bytes a block (None: all a block may have)
+# flip_sparse_gather.cu's shared words: first, pre (GATHER_HALO, + 1), part (STAGE_PARTS);
+# per staged particle STAGE_WORDS (+ STAGE_APIC_WORDS with C)
+_STAGE_FIXED, _STAGE_WORDS, _STAGE_APIC_WORDS = 1000 + 1001 + 256, 10, 12
 G2P_ORDERS = ("cell", "input")
 
 
@@ -307,6 +318,52 @@ def bin_particles(grid, pos, vel, c):
     return spos, svel, sc, start, count, order, cell_of
 
 
+_SHARED_LIMIT: dict = {}
+
+
+def shared_limit() -> int:
+    """Bytes of dynamic shared memory a block may opt in to on this device (48 KiB where
+    the device does not say)."""
+    import cupy as cp
+
+    dev = cp.cuda.Device().id
+    if dev not in _SHARED_LIMIT:
+        props = cp.cuda.runtime.getDeviceProperties(dev)
+        _SHARED_LIMIT[dev] = int(props.get("sharedMemPerBlockOptin", 0) or 48 * 1024)
+    return _SHARED_LIMIT[dev]
+
+
+def staged_capacity(apic: bool, shared_bytes=None) -> tuple:
+    """(particles a slab may stage, dynamic shared bytes) of the staged gather: all the
+    shared memory a block may have (one block per SM), or *shared_bytes*."""
+    limit = shared_limit() if shared_bytes is None else min(int(shared_bytes), shared_limit())
+    words = _STAGE_WORDS + (_STAGE_APIC_WORDS if apic else 0)
+    capacity = max(0, (limit // 4 - _STAGE_FIXED) // words)
+    return capacity, 4 * (_STAGE_FIXED + capacity * words)
+
+
+def launch_gather(mode: str, size: int, args, apic: bool, slab=None, shared_bytes=None) -> None:
+    """One gather kernel (*mode*, ``GATHERS``) over the pool of *size* cells; *args* as
+    ``particles_to_grid`` passes them; *slab* and *shared_bytes*: the staged gather's
+    layers a slab and shared memory (default ``STAGED_SLAB``, ``STAGED_SHARED``)."""
+    if size == 0:  # an empty pool: no blocks to launch
+        return
+    slab = int(STAGED_SLAB if slab is None else slab)
+    shared_bytes = STAGED_SHARED if shared_bytes is None else shared_bytes
+    if not 1 <= slab <= 4:
+        raise ValueError(f"the staged gather's slab must be 1 to 4 cell layers, not {slab}")
+    if mode == "cell":
+        GATHER.launch("p2g_gather_sparse", size, args)
+    elif mode == "brick":
+        GATHER.launch_grid("p2g_gather_brick", (size // CELLS,), (GATHER_THREADS,), args)
+    else:
+        capacity, nbytes = staged_capacity(apic, shared_bytes)
+        kernel = GATHER.get("p2g_gather_staged")
+        if kernel.max_dynamic_shared_size_bytes < nbytes:
+            kernel.max_dynamic_shared_size_bytes = nbytes
+        kernel((size // CELLS,), (192 * slab,), (*args, _I32(slab), _I32(capacity)), shared_mem=nbytes)
+
+
 def particles_to_grid(grid, pos, vel, c, gather=None):
     """``sparse_transfer.particles_to_grid`` (gather: ``gather_mode``); returns the valid
     masks. Keeps the bins' counts for ``classify`` (``grid.bins``)."""
@@ -318,11 +375,7 @@ def particles_to_grid(grid, pos, vel, c, gather=None):
     spos, svel, sc, start, count, order, cell_of = bin_particles(grid, pos, vel, c)
     args = (spos, svel, sc, _I32(c is not None), start, count, grid.brick_slot, grid.slot_coords, grid.brick_nbr,
             _I64(size), _I32(grid.closed), *_dims(grid), *_frame(grid), *faces, *valid)
-    if mode == "brick":
-        if size:  # (an empty pool: no blocks to launch)
-            KERNELS.launch_grid("p2g_gather_brick", (size // CELLS,), (GATHER_THREADS,), args)
-    else:
-        KERNELS.launch("p2g_gather_sparse", size, args)
+    launch_gather(mode, size, args, c is not None)
     grid.bins = (pos, count, order, cell_of)
     for name, f in zip(grid.FACES, faces):
         grid[name] = f
