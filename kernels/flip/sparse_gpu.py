@@ -326,11 +326,12 @@ def shared_limit() -> int:
     the device does not say)."""
     import cupy as cp
 
-    dev = cp.cuda.Device().id
-    if dev not in _SHARED_LIMIT:
-        props = cp.cuda.runtime.getDeviceProperties(dev)
-        _SHARED_LIMIT[dev] = int(props.get("sharedMemPerBlockOptin", 0) or 48 * 1024)
-    return _SHARED_LIMIT[dev]
+    dev = cp.cuda.Device()
+    if dev.id not in _SHARED_LIMIT:
+        limit = cp.cuda.runtime.getDeviceProperties(dev.id).get("sharedMemPerBlockOptin", 0)
+        limit = limit or dev.attributes.get("MaxSharedMemoryPerBlockOptin", 0)
+        _SHARED_LIMIT[dev.id] = int(limit or 48 * 1024)
+    return _SHARED_LIMIT[dev.id]
 
 
 def staged_capacity(apic: bool, shared_bytes=None) -> tuple:

@@ -29,7 +29,7 @@ def liquid_block(closed, apic, rng):
     """A block of liquid, 8 particles a cell (the dam break's seeding, jittered), with
     random velocities (and C): full bricks, the staged gather's usual case."""
     spec = GridSpec((-0.3, 0.1, 0.2), 0.04, (48, 40, 32))
-    cells = np.stack(np.meshgrid(*(np.arange(4, 36), np.arange(3, 27), np.arange(2, 26)), indexing="ij"), -1)
+    cells = np.stack(np.meshgrid(*(np.arange(4, 28), np.arange(3, 19), np.arange(2, 18)), indexing="ij"), -1)
     sub = np.stack(np.meshgrid(*([np.array([0.25, 0.75])] * 3), indexing="ij"), -1).reshape(-1, 3)
     g = (cells.reshape(-1, 1, 3) + sub + rng.uniform(-0.2, 0.2, (cells.size // 3, 8, 3))).reshape(-1, 3)
     if not closed:
