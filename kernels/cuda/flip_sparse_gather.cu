@@ -212,8 +212,12 @@ extern "C" __global__ void p2g_gather_brick(const float* __restrict__ spos, cons
 // its order: the same operations on the same values, the same bits.
 //
 // Slabs: output layers z0 … z0 + s − 1 read halo layers z0 … z0 + s + 1 (halo z = local
-// z + 1); s starts at `slab` and halves while the slab's particles exceed `capacity`; a
+// z + 1); s starts at `slab` and halves while the slab's entries exceed `capacity`; a
 // single layer that still does not fit is gathered by gather_cell from global memory.
+// Each staged cell's run of particles is followed by one unused entry: with 8 particles a
+// cell (the usual seeding) the 32 lanes of a warp, 32 neighbouring nodes each reading
+// particle k of its own cell, would otherwise read entries 8 apart, 8 lanes to a shared
+// memory bank (8-way conflicts on every load); 9 apart, at most 2.
 //
 // Shared memory (dynamic, 4-byte words; sparse_gpu.staged_shared_bytes):
 //   first[GATHER_HALO]    each halo cell's first particle in the sorted arrays
@@ -297,31 +301,38 @@ struct PrefixSpan {
     }
 };
 
-// The slab's staged particles (structure of arrays, `capacity` apart) and the offset of its
-// first particle in the prefix sums.
+// The slab's staged particles (structure of arrays, `capacity` apart): particle k of the
+// prefix sums (of halo cell q) at entry k − lo + q − q_lo (one unused entry after each cell).
 struct Staged {
     int* bases;
     float *f_own, *f_half, *vel, *g, *c;
-    int capacity, lo;
+    int capacity, lo, q_lo;
 };
 
-// Stage the sorted particles [pre[q_lo], pre[q_hi]) of halo cells q_lo … q_hi − 1: entry i
-// takes particle k = pre[q_lo] + i of the range, whose cell q is found by binary search on
-// pre[] (the last q with pre[q] ≤ k), at first[q] + k − pre[q] in the sorted arrays.
+// Entries the slab of halo cells q_lo … q_hi − 1 takes: its particles and one a cell.
+__device__ __forceinline__ int staged_entries(const int* pre, int q_lo, int q_hi)
+{
+    return pre[q_hi] - pre[q_lo] + (q_hi - q_lo);
+}
+
+// Stage the sorted particles [pre[q_lo], pre[q_hi]) of halo cells q_lo … q_hi − 1: thread
+// i takes particle k = pre[q_lo] + i of the range, whose cell q is found by binary search
+// on pre[] (the last q with pre[q] ≤ k), at first[q] + k − pre[q] in the sorted arrays.
 __device__ void stage_particles(const float* __restrict__ spos, const float* __restrict__ svel,
                                 const float* __restrict__ sc, const GatherFrame& F, const long long brick[3],
-                                const int* first, const int* pre, int q_lo, int q_hi, const Staged& S)
+                                const int* first, const int* pre, int q_hi, const Staged& S)
 {
     const int total = pre[q_hi] - S.lo;
-    for (int i = threadIdx.x; i < total; i += blockDim.x) {
-        const int k = S.lo + i;
-        int a = q_lo, b = q_hi;
+    for (int t = threadIdx.x; t < total; t += blockDim.x) {
+        const int k = S.lo + t;
+        int a = S.q_lo, b = q_hi;
         while (b - a > 1) {
             const int m = (a + b) >> 1;
             if (pre[m] <= k) a = m;
             else b = m;
         }
         const long long p = (long long)first[a] + (k - pre[a]);
+        const int i = t + (a - S.q_lo);
         int bits = 0;
         for (int ax = 0; ax < 3; ++ax) {
             const float g = (spos[3 * p + ax] - F.o[ax]) * F.inv_h;
@@ -356,8 +367,8 @@ __device__ void staged_face(const GatherFrame& F, const long long brick[3], cons
                 for (int dx = -1; dx <= 1; ++dx) {
                     if ((comp == 0 ? dx : comp == 1 ? dy : dz) > 0) continue;  // both its nodes past the face
                     const int q = halo_index(lc[0] + dx, lc[1] + dy, lc[2] + dz);
-                    const int end = pre[q + 1] - S.lo;
-                    for (int s = pre[q] - S.lo; s < end; ++s) {
+                    const int shift = q - S.q_lo - S.lo, end = pre[q + 1] + shift;
+                    for (int s = pre[q] + shift; s < end; ++s) {
                         const int bits = S.bases[s];
                         float wt[3];
                         bool touches = true;
@@ -437,9 +448,10 @@ extern "C" __global__ void __launch_bounds__(STAGED_THREADS)
     const int per_comp = 64 * slab;
     for (int z0 = 0; z0 < 8;) {
         int s = min(slab, 8 - z0);
-        while (s > 1 && pre[100 * (z0 + s + 2)] - pre[100 * z0] > capacity) s >>= 1;
-        S.lo = pre[100 * z0];
-        if (pre[100 * (z0 + 3)] - S.lo > capacity) {  // one layer does not fit: from global memory
+        while (s > 1 && staged_entries(pre, 100 * z0, 100 * (z0 + s + 2)) > capacity) s >>= 1;
+        S.q_lo = 100 * z0;
+        S.lo = pre[S.q_lo];
+        if (staged_entries(pre, S.q_lo, S.q_lo + 300) > capacity) {  // one layer does not fit: from global memory
             const PrefixSpan span = {first, pre};
             for (int l = threadIdx.x; l < 64; l += blockDim.x)
                 gather_cell(spos, svel, sc, F, coords, slot, true, cell0 + 64 * z0 + l, span, u, v, w, valid_u,
@@ -447,7 +459,7 @@ extern "C" __global__ void __launch_bounds__(STAGED_THREADS)
             z0 += 1;
             continue;
         }
-        stage_particles(spos, svel, sc, F, brick, first, pre, 100 * z0, 100 * (z0 + s + 2), S);
+        stage_particles(spos, svel, sc, F, brick, first, pre, 100 * (z0 + s + 2), S);
         __syncthreads();
         for (int item = threadIdx.x; item < 3 * per_comp; item += blockDim.x) {
             const int comp = item / per_comp, j = item - comp * per_comp;

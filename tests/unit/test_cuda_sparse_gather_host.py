@@ -195,10 +195,10 @@ def plan(layers, slab, capacity):
         z0 = 0
         while z0 < 8:
             s = min(slab, 8 - z0)
-            while s > 1 and counts[z0:z0 + s + 2].sum() > capacity:
+            while s > 1 and counts[z0:z0 + s + 2].sum() + 100 * (s + 2) > capacity:  # one spare entry a cell
                 s >>= 1
                 halved = True
-            if counts[z0:z0 + 3].sum() > capacity:
+            if counts[z0:z0 + 3].sum() + 300 > capacity:
                 from_global, s = True, 1
             z0 += s
     return halved, from_global
