@@ -11,9 +11,9 @@ device's marking pipeline, and ``VOXFX_SPARSE_TOPOLOGY=legacy``'s path for the s
 positions where its margin allows).
 
 The gathers (``sparse_gpu.GATHERS``): brick, cell, and the staged gather with
-``--staged SLAB:KIB ...`` (layers a slab, shared memory a block in KiB, 0: all a block
-may have), each checked to give the brick gather's bits; with APIC (a random C) for the
-brick gather and the first staged variant too.
+``--staged SLAB:KIB:FILTER ...`` (layers a slab, shared memory a block in KiB, 0: all a
+block may have; 1: the cells' masks), each checked to give the brick gather's bits; with
+APIC (a random C) for the brick gather and the first two staged variants too.
 """
 
 from __future__ import annotations
@@ -59,8 +59,8 @@ def main():
     ap.add_argument("--particles", type=float, default=8e6)
     ap.add_argument("--substeps", type=int, default=4)
     ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--staged", nargs="*", default=["4:0", "2:0", "2:112", "3:0", "1:74"],
-                    help="staged gather variants SLAB:KIB (KiB 0: all a block may have)")
+    ap.add_argument("--staged", nargs="*", default=["4:0:1", "4:0:0", "3:0:1", "2:0:1"],
+                    help="staged gather variants SLAB:KIB:FILTER (KiB 0: all a block may have)")
     args = ap.parse_args()
     import cupy as cp
 
@@ -127,18 +127,18 @@ def main():
     DENSE.launch("copy_sorted_particles", n, (order, _I64(n), pos, vel, c, _I32(1), spos, svel, sc))
     del c
 
-    def gather(mode, apic=False, slab=None, kib=None):
+    def gather(mode, apic=False, slab=None, kib=None, masks=None):
         args_ = (spos, svel, sc if apic else dummy, _I32(apic), state["start"], count, g.brick_slot, g.slot_coords,
                  g.brick_nbr, _I64(cells), _I32(g.closed), *sparse_gpu._dims(g), *_frame(g), *faces, *valid)
-        sparse_gpu.launch_gather(mode, cells, args_, apic, slab, kib * 1024 if kib else None)
+        sparse_gpu.launch_gather(mode, cells, args_, apic, slab, kib * 1024 if kib else None, masks)
 
     staged = [tuple(int(x) for x in v.split(":")) for v in args.staged]
     gathers = [("gather brick", dict(mode="brick")), ("gather cell", dict(mode="cell"))]
-    gathers += [(f"gather staged, slab {slab}, {kib or 'all'} KiB", dict(mode="staged", slab=slab, kib=kib))
-                for slab, kib in staged]
+    gathers += [(f"gather staged, slab {slab}, {kib or 'all'} KiB, masks {masks}",
+                 dict(mode="staged", slab=slab, kib=kib, masks=masks)) for slab, kib, masks in staged]
     gathers += [("gather brick, APIC", dict(mode="brick", apic=True))]
-    gathers += [(f"gather staged, slab {slab}, {kib or 'all'} KiB, APIC",
-                 dict(mode="staged", apic=True, slab=slab, kib=kib)) for slab, kib in staged[:1]]
+    gathers += [(f"gather staged, slab {slab}, {kib or 'all'} KiB, masks {masks}, APIC",
+                 dict(mode="staged", apic=True, slab=slab, kib=kib, masks=masks)) for slab, kib, masks in staged[:2]]
     gather_bytes = {False: 24 * n + 8 * cells + 15 * cells, True: 60 * n + 8 * cells + 15 * cells}
     reference = {}
     for name, kw in gathers:

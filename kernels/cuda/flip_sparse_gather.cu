@@ -306,7 +306,7 @@ struct PrefixSpan {
 struct Staged {
     int* bases;
     float *f_own, *f_half, *vel, *g, *c;
-    int capacity, lo, q_lo;
+    int capacity, lo, q_lo, filter;
 };
 
 // Entries the slab of halo cells q_lo … q_hi − 1 takes: its particles and one a cell.
@@ -350,6 +350,76 @@ __device__ void stage_particles(const float* __restrict__ spos, const float* __r
     }
 }
 
+// One staged particle s for component comp of local node lc: gather_cell's terms.
+__device__ __forceinline__ void staged_visit(const GatherFrame& F, const Staged& S, int comp, const int lc[3],
+                                             const float node_f[3], int s, double& num, double& den)
+{
+    const int bits = S.bases[s];
+    float wt[3];
+    bool touches = true;
+    for (int a = 0; a < 3 && touches; ++a) {
+        const bool own = a == comp;
+        const float f = own ? S.f_own[a * S.capacity + s] : S.f_half[a * S.capacity + s];
+        touches = staged_weight((bits >> (own ? 4 * a : 4 * (a + 3))) & 15, f, lc[a], wt[a]);
+    }
+    if (!touches) return;
+    const float weight = wt[0] * wt[1] * wt[2];
+    float q = S.vel[comp * S.capacity + s];
+    if (F.apic) {
+        float fa[3];
+        for (int a = 0; a < 3; ++a) {
+            const float g = S.g[a * S.capacity + s];
+            fa[a] = a == comp ? g : g - 0.5f;
+        }
+        const float* r = S.c + 3 * comp * S.capacity + s;
+        const float d0 = (node_f[0] - fa[0]) * F.h, d1 = (node_f[1] - fa[1]) * F.h, d2 = (node_f[2] - fa[2]) * F.h;
+        q = q + (r[0] * d0 + r[S.capacity] * d1 + r[2 * S.capacity] * d2);
+    }
+    num += (double)(weight * q);
+    den += (double)weight;
+}
+
+// Index of the lowest set bit of m ≠ 0.
+__device__ __forceinline__ int lowest_bit(unsigned int m)
+{
+#ifdef __CUDA_ARCH__
+    return __ffs((int)m) - 1;
+#else
+    return __builtin_ctz(m);
+#endif
+}
+
+// The cells' masks (`filter`): a particle of cell c is regular when its floors are those
+// of its cell (own lattice: c; half-shifted: c − 1 or c, each axis); then along a
+// half-shifted axis it reaches node c + 1 only when its floor there is c ("up") and node
+// c − 1 only when it is c − 1, while the own axis' two nodes (offsets −1, 0) and node c
+// are always reached. Per cell of ≤ 32 particles, in its spare entry: bases = the
+// irregular ones (clamped into a closed box: always visited), f_own[a] (as bits) = the up
+// ones along a and the irregular ones. A node then skips the particles these say it does
+// not reach (about half of its visits) and visits the rest in order: the same terms.
+__device__ void cell_masks(const int* pre, int q_hi, const Staged& S)
+{
+    int* const up = reinterpret_cast<int*>(S.f_own);
+    for (int q = S.q_lo + threadIdx.x; q < q_hi; q += blockDim.x) {
+        const int n = pre[q + 1] - pre[q], first = pre[q] + (q - S.q_lo) - S.lo;
+        if (n > 32) continue;  // visited in full
+        const int cell[3] = {q % 10 - 1, (q / 10) % 10 - 1, q / 100 - 1};
+        unsigned int irregular = 0u, ups[3] = {0u, 0u, 0u};
+        for (int j = 0; j < n; ++j) {
+            const int bits = S.bases[first + j];
+            bool regular = true;
+            for (int a = 0; a < 3; ++a) {
+                const int own = ((bits >> (4 * a)) & 15) - 2, half = ((bits >> (4 * (a + 3))) & 15) - 2;
+                regular = regular && own == cell[a] && (half == cell[a] || half == cell[a] - 1);
+                if (half == cell[a]) ups[a] |= 1u << j;
+            }
+            if (!regular) irregular |= 1u << j;
+        }
+        S.bases[first + n] = (int)irregular;
+        for (int a = 0; a < 3; ++a) up[a * S.capacity + first + n] = (int)(ups[a] | irregular);
+    }
+}
+
 // Component comp of local node l from the staged particles: gather_cell's sum for comp.
 __device__ void staged_face(const GatherFrame& F, const long long brick[3], const int* pre, const Staged& S, int comp,
                             int l, float* __restrict__ out, unsigned char* __restrict__ valid)
@@ -362,37 +432,29 @@ __device__ void staged_face(const GatherFrame& F, const long long brick[3], cons
     double num = 0.0, den = 0.0;
     if (has) {
         const float node_f[3] = {(float)node[0], (float)node[1], (float)node[2]};
+        const int* const up = reinterpret_cast<const int*>(S.f_own);
         for (int dz = -1; dz <= 1; ++dz)
             for (int dy = -1; dy <= 1; ++dy)
                 for (int dx = -1; dx <= 1; ++dx) {
+                    const int d[3] = {dx, dy, dz};
                     if ((comp == 0 ? dx : comp == 1 ? dy : dz) > 0) continue;  // both its nodes past the face
                     const int q = halo_index(lc[0] + dx, lc[1] + dy, lc[2] + dz);
-                    const int shift = q - S.q_lo - S.lo, end = pre[q + 1] + shift;
-                    for (int s = pre[q] + shift; s < end; ++s) {
-                        const int bits = S.bases[s];
-                        float wt[3];
-                        bool touches = true;
-                        for (int a = 0; a < 3 && touches; ++a) {
-                            const bool own = a == comp;
-                            const float f = own ? S.f_own[a * S.capacity + s] : S.f_half[a * S.capacity + s];
-                            touches = staged_weight((bits >> (own ? 4 * a : 4 * (a + 3))) & 15, f, lc[a], wt[a]);
+                    const int shift = q - S.q_lo - S.lo, first = pre[q] + shift, end = pre[q + 1] + shift;
+                    if (S.filter && end - first <= 32) {
+                        unsigned int m = end - first == 32 ? 0xffffffffu : (1u << (end - first)) - 1u;
+                        const unsigned int irregular = (unsigned int)S.bases[end];
+                        for (int a = 0; a < 3; ++a) {
+                            if (a == comp || d[a] == 0) continue;
+                            const unsigned int ups = (unsigned int)up[a * S.capacity + end];
+                            m &= d[a] < 0 ? ups : (~ups | irregular);
                         }
-                        if (!touches) continue;
-                        const float weight = wt[0] * wt[1] * wt[2];
-                        float q_ = S.vel[comp * S.capacity + s];
-                        if (F.apic) {
-                            float fa[3];
-                            for (int a = 0; a < 3; ++a) {
-                                const float g = S.g[a * S.capacity + s];
-                                fa[a] = a == comp ? g : g - 0.5f;
-                            }
-                            const float* r = S.c + 3 * comp * S.capacity + s;
-                            const float d0 = (node_f[0] - fa[0]) * F.h, d1 = (node_f[1] - fa[1]) * F.h,
-                                        d2 = (node_f[2] - fa[2]) * F.h;
-                            q_ = q_ + (r[0] * d0 + r[S.capacity] * d1 + r[2 * S.capacity] * d2);
+                        while (m) {
+                            const int j = lowest_bit(m);
+                            m &= m - 1u;
+                            staged_visit(F, S, comp, lc, node_f, first + j, num, den);
                         }
-                        num += (double)(weight * q_);
-                        den += (double)weight;
+                    } else {
+                        for (int s = first; s < end; ++s) staged_visit(F, S, comp, lc, node_f, s, num, den);
                     }
                 }
     }
@@ -403,7 +465,8 @@ __device__ void staged_face(const GatherFrame& F, const long long brick[3], cons
 
 // One thread block per pool slot (VOXFX_SPARSE_GATHER=staged; grid = slots, block of up to
 // STAGED_THREADS threads, 192·slab for one (component, node) item a thread; dynamic shared
-// memory for `capacity` staged particles): p2g_gather_brick's bits.
+// memory for `capacity` staged entries; `filter`: skip by the cells' masks, cell_masks):
+// p2g_gather_brick's bits.
 extern "C" __global__ void __launch_bounds__(STAGED_THREADS)
     p2g_gather_staged(const float* __restrict__ spos, const float* __restrict__ svel, const float* __restrict__ sc,
                       int apic, const int* __restrict__ start, const int* __restrict__ count,
@@ -412,7 +475,7 @@ extern "C" __global__ void __launch_bounds__(STAGED_THREADS)
                       float oy, float oz, float h, float inv_h, float* __restrict__ u, float* __restrict__ v,
                       float* __restrict__ w, unsigned char* __restrict__ valid_u,
                       unsigned char* __restrict__ valid_v, unsigned char* __restrict__ valid_w, int slab,
-                      int capacity)
+                      int capacity, int filter)
 {
     GATHER_SHARED(shared);
     const int slot = (int)blockIdx.x;
@@ -430,6 +493,7 @@ extern "C" __global__ void __launch_bounds__(STAGED_THREADS)
     int* const part = pre + GATHER_HALO + 1;
     Staged S;
     S.capacity = capacity;
+    S.filter = filter;
     S.bases = part + STAGE_PARTS;
     S.f_own = reinterpret_cast<float*>(S.bases + capacity);
     S.f_half = S.f_own + 3 * capacity;
@@ -461,6 +525,10 @@ extern "C" __global__ void __launch_bounds__(STAGED_THREADS)
         }
         stage_particles(spos, svel, sc, F, brick, first, pre, 100 * (z0 + s + 2), S);
         __syncthreads();
+        if (filter) {
+            cell_masks(pre, 100 * (z0 + s + 2), S);
+            __syncthreads();
+        }
         for (int item = threadIdx.x; item < 3 * per_comp; item += blockDim.x) {
             const int comp = item / per_comp, j = item - comp * per_comp;
             const long long at = cell0 + 64 * z0 + j;

@@ -86,6 +86,7 @@ GATHERS = ("brick", "cell", "staged")
 GATHER_THREADS = 256  # brick gather: threads per brick (each takes 512 / 256 = 2 cells)
 STAGED_SLAB = 4  # staged gather: cell layers a slab (192 threads a layer: 3 components × 64 faces), 1–4
 STAGED_SHARED = None  # staged gather: shared bytes a block (None: all a block may have)
+STAGED_FILTER = True  # staged gather: skip the particles the cells' masks say a face does not reach
 # flip_sparse_gather.cu's shared words: first, pre (GATHER_HALO, + 1), part (STAGE_PARTS);
 # per staged particle STAGE_WORDS (+ STAGE_APIC_WORDS with C)
 _STAGE_FIXED, _STAGE_WORDS, _STAGE_APIC_WORDS = 1000 + 1001 + 256, 10, 12
@@ -343,14 +344,16 @@ def staged_capacity(apic: bool, shared_bytes=None) -> tuple:
     return capacity, 4 * (_STAGE_FIXED + capacity * words)
 
 
-def launch_gather(mode: str, size: int, args, apic: bool, slab=None, shared_bytes=None) -> None:
+def launch_gather(mode: str, size: int, args, apic: bool, slab=None, shared_bytes=None, filter=None) -> None:
     """One gather kernel (*mode*, ``GATHERS``) over the pool of *size* cells; *args* as
-    ``particles_to_grid`` passes them; *slab* and *shared_bytes*: the staged gather's
-    layers a slab and shared memory (default ``STAGED_SLAB``, ``STAGED_SHARED``)."""
+    ``particles_to_grid`` passes them; *slab*, *shared_bytes* and *filter*: the staged
+    gather's layers a slab, shared memory and masks (default ``STAGED_SLAB``,
+    ``STAGED_SHARED``, ``STAGED_FILTER``)."""
     if size == 0:  # an empty pool: no blocks to launch
         return
     slab = int(STAGED_SLAB if slab is None else slab)
     shared_bytes = STAGED_SHARED if shared_bytes is None else shared_bytes
+    filter = STAGED_FILTER if filter is None else filter
     if not 1 <= slab <= 4:
         raise ValueError(f"the staged gather's slab must be 1 to 4 cell layers, not {slab}")
     if mode == "cell":
@@ -362,7 +365,8 @@ def launch_gather(mode: str, size: int, args, apic: bool, slab=None, shared_byte
         kernel = GATHER.get("p2g_gather_staged")
         if kernel.max_dynamic_shared_size_bytes < nbytes:
             kernel.max_dynamic_shared_size_bytes = nbytes
-        kernel((size // CELLS,), (192 * slab,), (*args, _I32(slab), _I32(capacity)), shared_mem=nbytes)
+        kernel((size // CELLS,), (192 * slab,), (*args, _I32(slab), _I32(capacity), _I32(bool(filter))),
+               shared_mem=nbytes)
 
 
 def particles_to_grid(grid, pos, vel, c, gather=None):

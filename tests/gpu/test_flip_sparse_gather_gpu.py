@@ -1,7 +1,7 @@
 """The staged P2G gather (flip_sparse_gather.cu's p2g_gather_staged) on the device: the
 brick and cell gathers' bits and the NumPy reference's faces within float32 rounding, for
 slabs that fit, slabs that halve and layers gathered from global memory (a brick packed
-with ~30 particles a cell), on fresh random particles."""
+with ~30 particles a cell), with and without the cells' masks, on fresh random particles."""
 
 import numpy as np
 import pytest
@@ -40,14 +40,15 @@ def liquid_block(closed, apic, rng):
     return spec, pos, vel, c
 
 
-def faces_of(monkeypatch, grid, dev, gather, slab=None, shared=None):
+def faces_of(monkeypatch, grid, dev, gather, slab=None, shared=None, filter=True):
     monkeypatch.setattr(sparse_gpu, "STAGED_SLAB", slab or 4)
     monkeypatch.setattr(sparse_gpu, "STAGED_SHARED", shared)
+    monkeypatch.setattr(sparse_gpu, "STAGED_FILTER", filter)
     valid = sparse_gpu.particles_to_grid(grid, *dev, gather=gather)
     return [host(grid[n]) for n in grid.FACES], [host(m) for m in valid]
 
 
-CONFIGS = [(4, None), (2, 96 * 1024), (3, 40 * 1024), (1, 12 * 1024)]
+CONFIGS = [(4, None, True), (4, None, False), (2, 96 * 1024, True), (3, 40 * 1024, False), (1, 12 * 1024, True)]
 
 
 @pytest.mark.parametrize("closed", [True, False], ids=["closed", "open"])
@@ -65,7 +66,7 @@ def test_gpu_staged_gather_gives_the_brick_gathers_bits(monkeypatch, closed, api
     cpu = SparseFlipGrid(spec, np, closed=closed)  # the same bricks in the same slots
     cpu.update(pos, 3)
     layers = layer_counts(cpu, pos)
-    plans = [plan(layers, slab, sparse_gpu.staged_capacity(apic, shared)[0]) for slab, shared in CONFIGS]
+    plans = [plan(layers, slab, sparse_gpu.staged_capacity(apic, shared)[0]) for slab, shared, _ in CONFIGS]
     if case == "packed":
         assert plans[0][1]  # the packed brick's layers come from global memory
     assert any(p[0] for p in plans) and plans[-1][1]  # slabs halve; layers from global memory
@@ -81,12 +82,12 @@ def test_gpu_staged_gather_gives_the_brick_gathers_bits(monkeypatch, closed, api
     for a, b in zip(brick_valid, want):
         assert np.array_equal(a, b)
     assert all(np.count_nonzero(m) > 1000 for m in brick_valid)
-    for slab, shared in CONFIGS:
-        staged, staged_valid = faces_of(monkeypatch, grid, dev, "staged", slab, shared)
+    for config in CONFIGS:
+        staged, staged_valid = faces_of(monkeypatch, grid, dev, "staged", *config)
         for got, ref in zip(staged, brick):
-            assert np.array_equal(got.view(np.uint32), ref.view(np.uint32)), (slab, shared)
+            assert np.array_equal(got.view(np.uint32), ref.view(np.uint32)), config
         for a, b in zip(staged_valid, brick_valid):
-            assert np.array_equal(a, b), (slab, shared)
+            assert np.array_equal(a, b), config
 
 
 def test_gpu_staged_gather_is_picked_by_the_environment_and_gives_the_same_bits_in_any_order(monkeypatch):

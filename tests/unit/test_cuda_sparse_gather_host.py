@@ -4,9 +4,10 @@ functions (one block at a time, its one "thread" taking every item, barriers no-
 --fmad=false as -ffp-contract=off) and a C++ driver bins the particles as
 kernels/flip/sparse_gpu.py does (count_particles_sparse, then a stable sort by cell),
 runs p2g_gather_brick, then p2g_gather_staged with several slabs and shared-memory
-capacities: slabs that fit, slabs that halve, and a brick so full that one layer does not
-fit (gathered from global memory). Every result is the brick gather's, bit for bit, and
-within float32 rounding of the NumPy reference. The device comparison is
+capacities, with and without the cells' masks: slabs that fit, slabs that halve, and a
+brick so full that one layer does not fit (gathered from global memory); in the closed box
+particles beyond the walls, whose clamped weights the masks must not skip. Every result is
+the brick gather's, bit for bit, and within float32 rounding of the NumPy reference. The device comparison is
 tests/gpu/test_flip_sparse_gather_gpu.py."""
 
 import shutil
@@ -21,9 +22,9 @@ from voxfx.kernels.flip.sparse_grid import SparseFlipGrid
 from voxfx.kernels.grid import GridSpec
 
 # Input: closed nx ny nz apic; ox oy oz h inv_h (%a); n_keys cap, keys, slots; N, pos, vel
-# (, C); K, then K lines "slab capacity".
+# (, C); K, then K lines "slab capacity filter".
 # Output, one value a line: u v w (%a) and valid u v w of the brick gather, then the same
-# from the staged gather for each of the K (slab, capacity).
+# from the staged gather for each of the K (slab, capacity, filter).
 HARNESS = r"""
 #include <algorithm>
 #include <cmath>
@@ -108,15 +109,15 @@ int main() {
     int configs;
     scanf("%d", &configs);
     for (int k = 0; k < configs; ++k) {
-        int slab, capacity;
-        scanf("%d %d", &slab, &capacity);
+        int slab, capacity, filter;
+        scanf("%d %d %d", &slab, &capacity, &filter);
         host_shared.assign(STAGE_PARTS + 2 * GATHER_HALO + 1 + (ll)capacity * (STAGE_WORDS + STAGE_APIC_WORDS), -7);
         for (auto* a : {&u, &v, &w}) std::fill(a->begin(), a->end(), -9.0f);  // stale: the kernel writes all
         for (auto* a : {&mu, &mv, &mw}) std::fill(a->begin(), a->end(), (u8)7);
         LAUNCH(cap, p2g_gather_staged(spos.data(), svel.data(), sc.data(), apic, start.data(), count.data(),
                                       used.data(), coords.data(), nbr27.data(), cells, closed, nx, ny, nz, ox, oy,
                                       oz, h, inv_h, u.data(), v.data(), w.data(), mu.data(), mv.data(), mw.data(),
-                                      slab, capacity));
+                                      slab, capacity, filter));
         pf(u); pf(v); pf(w); pr(mu); pr(mv); pr(mw);
     }
     return 0;
@@ -164,12 +165,24 @@ def scene(closed, apic, seed):
     grid.update((origin + cells(2000, lo, 30) * h).astype(np.float32), 3)
     spread = cells(5000, (lo, lo, lo), (36, 22, 18))
     packed = 16 + rng.uniform(0, 8, (16000, 3))  # the brick of cells 16 … 23 along each axis
-    pos = (origin + np.concatenate([spread, packed]) * h).astype(np.float32)
+    beyond = cells(300, (-7.9, 0, 0), (-2.5, 22, 18))  # closed: beyond the wall, clamped to −2 cells
+    beyond[150:, 1] += 26.5  # and beyond ny + 2
+    pos = (origin + np.concatenate([spread, packed, beyond]) * h).astype(np.float32)
     grid.update(pos, 2)
     n = len(pos)
     vel = rng.normal(0, 0.4, (n, 3)).astype(np.float32)
     c = rng.normal(0, 1, (n, 3, 3)).astype(np.float32) if apic else None
     return spec, grid, pos, vel, c
+
+
+def clamped(grid, pos):
+    """The particles a closed box's P2G clamps (more than 2 cells beyond it) that lie in
+    active cells: the staged gather's irregular ones (none when open: no clamp)."""
+    if not grid.closed:
+        return 0
+    g = (pos - np.asarray(grid.origin, np.float32)) / np.float32(grid.h)
+    out = np.any((g < -2) | (g > np.asarray(grid.shape) + 2), axis=1)
+    return int(np.count_nonzero(out & (grid.locate(*np.floor(g).astype(np.int64).T) >= 0)))
 
 
 def layer_counts(grid, pos):
@@ -204,7 +217,7 @@ def plan(layers, slab, capacity):
     return halved, from_global
 
 
-CONFIGS = [(4, 200000), (4, 3000), (2, 1200), (3, 700), (1, 0)]
+CONFIGS = [(4, 200000, 1), (4, 200000, 0), (4, 3000, 1), (2, 1200, 1), (3, 700, 0), (1, 0, 1)]
 
 
 @pytest.mark.parametrize("closed", [True, False], ids=["closed", "open"])
@@ -213,12 +226,13 @@ def test_staged_gather_gives_the_brick_gathers_bits(harness, closed, apic):
     spec, grid, pos, vel, c = scene(closed, apic, 5 + 2 * closed + apic)
     t = grid.topology
     assert t.free.shape[0] > 0  # free slots take part
+    assert (clamped(grid, pos) > 50) == closed
     layers = layer_counts(grid, pos)
     assert layers.max() > 1500  # the packed brick: one halo layer holds ~2,000
-    plans = [plan(layers, slab, capacity) for slab, capacity in CONFIGS]
-    assert plans[0] == (False, False)  # everything fits
-    assert all(p[1] for p in plans[1:])  # the packed brick's layers from global memory
-    assert all(p[0] for p in plans[1:4])  # slabs halve
+    plans = [plan(layers, slab, capacity) for slab, capacity, _ in CONFIGS]
+    assert plans[0] == plans[1] == (False, False)  # everything fits
+    assert all(p[1] for p in plans[2:])  # the packed brick's layers from global memory
+    assert all(p[0] for p in plans[2:5])  # slabs halve
     nx, ny, nz = spec.shape
     cells = grid.size
     lines = [f"{int(closed)} {nx} {ny} {nz} {int(apic)}", _hex([*spec.origin, grid.h, 1.0 / grid.h]),
@@ -226,7 +240,7 @@ def test_staged_gather_gives_the_brick_gathers_bits(harness, closed, apic):
              " ".join(str(int(s)) for s in t.slots), str(len(pos)), _hex(pos), _hex(vel)]
     if apic:
         lines.append(_hex(c))
-    lines += [str(len(CONFIGS)), *(f"{slab} {capacity}" for slab, capacity in CONFIGS)]
+    lines += [str(len(CONFIGS)), *(" ".join(str(x) for x in config) for config in CONFIGS)]
     tokens = harness(lines)
 
     at = 0
@@ -246,10 +260,10 @@ def test_staged_gather_gives_the_brick_gathers_bits(harness, closed, apic):
     for got, want in zip(brick_masks, valid):
         assert np.array_equal(got, want)
     assert all(np.count_nonzero(m) > 1000 for m in brick_masks)
-    for slab, capacity in CONFIGS:
+    for config in CONFIGS:
         faces, masks = read()
         for got, want in zip(faces, brick_faces):
-            assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), (slab, capacity)
+            assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), config
         for got, want in zip(masks, brick_masks):
-            assert np.array_equal(got, want), (slab, capacity)
+            assert np.array_equal(got, want), config
     assert at == len(tokens)
