@@ -211,15 +211,22 @@ extern "C" __global__ void p2g_gather_brick(const float* __restrict__ spos, cons
 // cells (offsets ≤ 0 along the component's axis) in gather_cell's z-y-x order and sums in
 // its order: the same operations on the same values, the same bits.
 //
+// Measured (H200, 8M particles, bench/flip_sparse_p2g.py): 1.83 ms against the brick
+// gather's 2.33; without the cells' masks (cell_masks) 2.48, so the loads were not what
+// bound the brick gather: the walks are, 54 weight tests a particle of which 24 reach.
+// With APIC a slab's particles and their C do not fit (22 words each): layers fall back
+// to gather_cell one at a time, 23 ms, so APIC keeps the brick gather (sparse_gpu).
+//
 // Slabs: output layers z0 … z0 + s − 1 read halo layers z0 … z0 + s + 1 (halo z = local
 // z + 1); s starts at `slab` and halves while the slab's entries exceed `capacity`; a
 // single layer that still does not fit is gathered by gather_cell from global memory.
 // Each staged cell's run of particles is followed by one unused entry: with 8 particles a
 // cell (the usual seeding) the 32 lanes of a warp, 32 neighbouring nodes each reading
 // particle k of its own cell, would otherwise read entries 8 apart, 8 lanes to a shared
-// memory bank (8-way conflicts on every load); 9 apart, at most 2.
+// memory bank (8-way conflicts on every load); 9 apart, at most 2 (measured: 2.57 → 2.48
+// ms without the masks). The spare entry also holds the cell's masks (cell_masks).
 //
-// Shared memory (dynamic, 4-byte words; sparse_gpu.staged_shared_bytes):
+// Shared memory (dynamic, 4-byte words; sparse_gpu.staged_capacity):
 //   first[GATHER_HALO]    each halo cell's first particle in the sorted arrays
 //   pre[GATHER_HALO + 1]  exclusive prefix sum of the halo cells' counts in halo order
 //                         (z-major: the cells of consecutive halo layers are one range)

@@ -36,12 +36,17 @@ the dense solver's), then one thread per pool cell gathers its three faces from 
 cells around it in a fixed order: no float atomics, no per-pair temporaries (24 + 12 B
 per particle for the sorted copy and the sort, 8 B per cell for start and count). Three
 gather kernels (``kernels/cuda/flip_sparse_gather.cu``), the same sums bit for bit:
-``brick`` (default), one thread block per brick with its 10³ halo's particle spans in
-shared memory; ``cell``, one thread per pool cell looking its 27 cells up in global
-memory; ``staged``, one block per brick that copies the particles of a slab of its cell
-layers into shared memory with coalesced loads (weights' floors and fractions computed
-once a particle), then one thread per (component, face) sums from there (a slab that does
-not fit halves; a layer that still does not fit is gathered from global memory).
+``staged`` (default, FLIP), one block per brick that copies the particles of a slab of
+four cell layers (and their halo) into shared memory with coalesced loads (the weights'
+floors and fractions computed once a particle), then one thread per (component, face)
+sums from there, skipping the particles its cells' masks say do not reach it (a slab that
+does not fit halves; a layer that still does not fit is gathered from global memory);
+``brick`` (default with APIC: C does not fit), one thread block per brick with its 10³
+halo's particle spans in shared memory; ``cell``, one thread per pool cell looking its 27
+cells up in global memory. On an H200 at 8M particles (``bench/flip_sparse_p2g.py``):
+staged 1.83 ms, brick 2.33, cell 2.60; the 0.07 ms floor is far off because each
+particle is visited by 54 (face, component) walks that test its weights, not because of
+its loads (staged without the masks: 2.48 ms).
 ``VOXFX_SPARSE_GATHER=brick|cell|staged`` (or ``particles_to_grid(..., gather=)``) picks
 one, so all can be timed in one run.
 
@@ -93,9 +98,11 @@ _STAGE_FIXED, _STAGE_WORDS, _STAGE_APIC_WORDS = 1000 + 1001 + 256, 10, 12
 G2P_ORDERS = ("cell", "input")
 
 
-def gather_mode(gather=None) -> str:
-    """The P2G gather kernel to run: *gather*, else ``VOXFX_SPARSE_GATHER``, else brick."""
-    mode = gather or os.environ.get("VOXFX_SPARSE_GATHER", "").strip().lower() or GATHERS[0]
+def gather_mode(gather=None, apic: bool = False) -> str:
+    """The P2G gather kernel to run: *gather*, else ``VOXFX_SPARSE_GATHER``, else staged
+    (brick with APIC: a slab's particles with their C do not fit a block's shared memory,
+    and the staged gather's layer-by-layer fallback measured 23 ms against 3.6)."""
+    mode = gather or os.environ.get("VOXFX_SPARSE_GATHER", "").strip().lower() or ("brick" if apic else "staged")
     if mode not in GATHERS:
         raise ValueError(f"VOXFX_SPARSE_GATHER must be one of {', '.join(GATHERS)}, not {mode!r}")
     return mode
@@ -374,7 +381,7 @@ def particles_to_grid(grid, pos, vel, c, gather=None):
     masks. Keeps the bins' counts for ``classify`` (``grid.bins``)."""
     cp = grid.xp
     size = grid.size
-    mode = gather_mode(gather)
+    mode = gather_mode(gather, c is not None)
     valid = tuple(cp.empty(size, cp.uint8) for _ in range(3))
     faces = tuple(cp.empty(size, cp.float32) for _ in range(3))
     spos, svel, sc, start, count, order, cell_of = bin_particles(grid, pos, vel, c)
