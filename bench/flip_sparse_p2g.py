@@ -9,6 +9,11 @@ is timed with CUDA events, *repeat* times, medians printed in ms beside the laun
 bytes at the H100's 3.35 TB/s; then the topology update of the next substep (the
 device's marking pipeline, and ``VOXFX_SPARSE_TOPOLOGY=legacy``'s path for the same
 positions where its margin allows).
+
+The gathers (``sparse_gpu.GATHERS``): brick, cell, and the staged gather with
+``--staged SLAB:KIB:FILTER ...`` (layers a slab, shared memory a block in KiB, 0: all a
+block may have; 1: the cells' masks), each checked to give the brick gather's bits; with
+APIC (a random C) for the brick gather and the first two staged variants too.
 """
 
 from __future__ import annotations
@@ -54,6 +59,8 @@ def main():
     ap.add_argument("--particles", type=float, default=8e6)
     ap.add_argument("--substeps", type=int, default=4)
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--staged", nargs="*", default=["4:0:1", "4:0:0", "3:0:1", "2:0:1"],
+                    help="staged gather variants SLAB:KIB:FILTER (KiB 0: all a block may have)")
     args = ap.parse_args()
     import cupy as cp
 
@@ -98,30 +105,53 @@ def main():
 
     faces = tuple(cp.empty(cells, cp.float32) for _ in range(3))
     valid = tuple(cp.empty(cells, cp.uint8) for _ in range(3))
-
-    def gather(mode):
-        args_ = (spos, svel, dummy, _I32(0), state["start"], count, g.brick_slot, g.slot_coords, g.brick_nbr,
-                 _I64(cells), _I32(g.closed), *sparse_gpu._dims(g), *_frame(g), *faces, *valid)
-        if mode == "brick":
-            KERNELS.launch_grid("p2g_gather_brick", (cells // 512,), (sparse_gpu.GATHER_THREADS,), args_)
-        else:
-            KERNELS.launch("p2g_gather_sparse", cells, args_)
-
     rows = [("count_particles_sparse", count_pass, 12 * n + 12 * n + 4 * cells),
             ("cumsum (exclusive scan)", scan, 8 * cells),
             ("place_particles", place, 16 * n),
             ("sort_cell_segments", segments, 8 * n + 8 * cells),
             ("copy_sorted_particles", copy, 52 * n),
-            ("gather brick", lambda: gather("brick"), 24 * n + 8 * cells + 15 * cells),
-            ("gather cell", lambda: gather("cell"), 24 * n + 8 * cells + 15 * cells),
             ("bin_particles (whole)", lambda: sparse_gpu.bin_particles(g, pos, vel, None), 0),
-            ("particles_to_grid (whole)", lambda: sparse_gpu.particles_to_grid(g, pos, vel, None), 0)]
+            ("particles_to_grid (whole, brick)", lambda: sparse_gpu.particles_to_grid(g, pos, vel, None, "brick"), 0),
+            ("particles_to_grid (whole, staged)", lambda: sparse_gpu.particles_to_grid(g, pos, vel, None, "staged"),
+             0)]
     print("launch | ms | floor ms | ratio")
     for name, fn, nbytes in rows:
         fn()  # warm (compiles)
         ms = timed(cp, fn, args.repeat)
         floor = nbytes / BANDWIDTH * 1e3
         print(f"{name} | {ms:.3f} | {floor:.3f} | {ms / floor:.0f}×" if nbytes else f"{name} | {ms:.3f} | - | -")
+
+    # the gathers, on the sorted copies of these positions (with a random C for APIC)
+    c = cp.random.default_rng(1).standard_normal((n, 3, 3), dtype=cp.float32)
+    sc = cp.empty_like(c)
+    DENSE.launch("copy_sorted_particles", n, (order, _I64(n), pos, vel, c, _I32(1), spos, svel, sc))
+    del c
+
+    def gather(mode, apic=False, slab=None, kib=None, masks=None):
+        args_ = (spos, svel, sc if apic else dummy, _I32(apic), state["start"], count, g.brick_slot, g.slot_coords,
+                 g.brick_nbr, _I64(cells), _I32(g.closed), *sparse_gpu._dims(g), *_frame(g), *faces, *valid)
+        sparse_gpu.launch_gather(mode, cells, args_, apic, slab, kib * 1024 if kib else None, masks)
+
+    staged = [tuple(int(x) for x in v.split(":")) for v in args.staged]
+    gathers = [("gather brick", dict(mode="brick")), ("gather cell", dict(mode="cell"))]
+    gathers += [(f"gather staged, slab {slab}, {kib or 'all'} KiB, masks {masks}",
+                 dict(mode="staged", slab=slab, kib=kib, masks=masks)) for slab, kib, masks in staged]
+    gathers += [("gather brick, APIC", dict(mode="brick", apic=True))]
+    gathers += [(f"gather staged, slab {slab}, {kib or 'all'} KiB, masks {masks}, APIC",
+                 dict(mode="staged", apic=True, slab=slab, kib=kib, masks=masks)) for slab, kib, masks in staged[:2]]
+    gather_bytes = {False: 24 * n + 8 * cells + 15 * cells, True: 60 * n + 8 * cells + 15 * cells}
+    reference = {}
+    for name, kw in gathers:
+        gather(**kw)  # warm (compiles), then the bits against the brick gather's
+        out = [cp.concatenate([f.view(cp.uint32) for f in faces]), cp.concatenate(valid)]
+        apic = kw.get("apic", False)
+        if kw["mode"] == "brick":
+            reference[apic] = out
+        same = all(bool((a == b).all()) for a, b in zip(out, reference[apic]))
+        ms = timed(cp, lambda kw=kw: gather(**kw), args.repeat)
+        floor = gather_bytes[apic] / BANDWIDTH * 1e3
+        print(f"{name} | {ms:.3f} | {floor:.3f} | {ms / floor:.0f}× | {'same bits' if same else 'BITS DIFFER'}")
+    del reference
     c = count[:-1]
     print(f"particles per occupied cell: mean {float(c[c > 0].mean()):.2f}, max {int(c.max())}; "
           f"unbinned {int(count[-1])}")

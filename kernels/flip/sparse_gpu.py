@@ -34,11 +34,21 @@ P2G (§6–7): particles binned by pool cell (counting sort: ``count_particles_s
 ``flip_transfer.cu``'s ``place_particles``/``sort_cell_segments``/``copy_sorted_particles``,
 the dense solver's), then one thread per pool cell gathers its three faces from the 27
 cells around it in a fixed order: no float atomics, no per-pair temporaries (24 + 12 B
-per particle for the sorted copy and the sort, 8 B per cell for start and count). Two
-gather kernels, the same sums bit for bit: ``brick`` (default), one thread block per
-brick with its 10³ halo's particle spans in shared memory, and ``cell``, one thread per
-pool cell looking its 27 cells up in global memory; ``VOXFX_SPARSE_GATHER=cell|brick``
-(or ``particles_to_grid(..., gather=)``) picks one, so both can be timed in one run.
+per particle for the sorted copy and the sort, 8 B per cell for start and count). Three
+gather kernels (``kernels/cuda/flip_sparse_gather.cu``), the same sums bit for bit:
+``staged`` (default, FLIP), one block per brick that copies the particles of a slab of
+four cell layers (and their halo) into shared memory with coalesced loads (the weights'
+floors and fractions computed once a particle), then one thread per (component, face)
+sums from there, skipping the particles its cells' masks say do not reach it (a slab that
+does not fit halves; a layer that still does not fit is gathered from global memory);
+``brick`` (default with APIC: C does not fit), one thread block per brick with its 10³
+halo's particle spans in shared memory; ``cell``, one thread per pool cell looking its 27
+cells up in global memory. On an H200 at 8M particles (``bench/flip_sparse_p2g.py``):
+staged 1.83 ms, brick 2.33, cell 2.60; the 0.07 ms floor is far off because each
+particle is visited by 54 (face, component) walks that test its weights, not because of
+its loads (staged without the masks: 2.48 ms).
+``VOXFX_SPARSE_GATHER=brick|cell|staged`` (or ``particles_to_grid(..., gather=)``) picks
+one, so all can be timed in one run.
 
 Classify (§6) comes from the binning: the count per pool cell says which cells hold a
 particle (``classify_counts_sparse``, one pass over the pool) when the bins are those of
@@ -72,18 +82,27 @@ from .particles import PUSH_EPSILON, THREADS
 
 KERNELS = Kernels("flip_sparse_transfer.cu", ("--fmad=false",), THREADS,
                   defines={**mac.CELL_TYPES, "PUSH_EPSILON": PUSH_EPSILON})
+GATHER = Kernels("flip_sparse_gather.cu", ("--fmad=false",), THREADS)
 MAX_MARGIN = 24  # cells: the device topology reaches the bricks within three of each brick only (REACH_MAX_RADIUS)
 TOPOLOGY_MODES = ("device", "legacy")
 CELLS = 512
 _I64, _I32 = np.int64, np.int32
-GATHERS = ("brick", "cell")
+GATHERS = ("brick", "cell", "staged")
 GATHER_THREADS = 256  # brick gather: threads per brick (each takes 512 / 256 = 2 cells)
+STAGED_SLAB = 4  # staged gather: cell layers a slab (192 threads a layer: 3 components × 64 faces), 1–4
+STAGED_SHARED = None  # staged gather: shared bytes a block (None: all a block may have)
+STAGED_FILTER = True  # staged gather: skip the particles the cells' masks say a face does not reach
+# flip_sparse_gather.cu's shared words: first, pre (GATHER_HALO, + 1), part (STAGE_PARTS);
+# per staged particle STAGE_WORDS (+ STAGE_APIC_WORDS with C)
+_STAGE_FIXED, _STAGE_WORDS, _STAGE_APIC_WORDS = 1000 + 1001 + 256, 10, 12
 G2P_ORDERS = ("cell", "input")
 
 
-def gather_mode(gather=None) -> str:
-    """The P2G gather kernel to run: *gather*, else ``VOXFX_SPARSE_GATHER``, else brick."""
-    mode = gather or os.environ.get("VOXFX_SPARSE_GATHER", "").strip().lower() or GATHERS[0]
+def gather_mode(gather=None, apic: bool = False) -> str:
+    """The P2G gather kernel to run: *gather*, else ``VOXFX_SPARSE_GATHER``, else staged
+    (brick with APIC: a slab's particles with their C do not fit a block's shared memory,
+    and the staged gather's layer-by-layer fallback measured 23 ms against 3.6)."""
+    mode = gather or os.environ.get("VOXFX_SPARSE_GATHER", "").strip().lower() or ("brick" if apic else "staged")
     if mode not in GATHERS:
         raise ValueError(f"VOXFX_SPARSE_GATHER must be one of {', '.join(GATHERS)}, not {mode!r}")
     return mode
@@ -307,22 +326,68 @@ def bin_particles(grid, pos, vel, c):
     return spos, svel, sc, start, count, order, cell_of
 
 
+_SHARED_LIMIT: dict = {}
+
+
+def shared_limit() -> int:
+    """Bytes of dynamic shared memory a block may opt in to on this device (48 KiB where
+    the device does not say)."""
+    import cupy as cp
+
+    dev = cp.cuda.Device()
+    if dev.id not in _SHARED_LIMIT:
+        limit = cp.cuda.runtime.getDeviceProperties(dev.id).get("sharedMemPerBlockOptin", 0)
+        limit = limit or dev.attributes.get("MaxSharedMemoryPerBlockOptin", 0)
+        _SHARED_LIMIT[dev.id] = int(limit or 48 * 1024)
+    return _SHARED_LIMIT[dev.id]
+
+
+def staged_capacity(apic: bool, shared_bytes=None) -> tuple:
+    """(particles a slab may stage, dynamic shared bytes) of the staged gather: all the
+    shared memory a block may have (one block per SM), or *shared_bytes*."""
+    limit = shared_limit() if shared_bytes is None else min(int(shared_bytes), shared_limit())
+    words = _STAGE_WORDS + (_STAGE_APIC_WORDS if apic else 0)
+    capacity = max(0, (limit // 4 - _STAGE_FIXED) // words)
+    return capacity, 4 * (_STAGE_FIXED + capacity * words)
+
+
+def launch_gather(mode: str, size: int, args, apic: bool, slab=None, shared_bytes=None, filter=None) -> None:
+    """One gather kernel (*mode*, ``GATHERS``) over the pool of *size* cells; *args* as
+    ``particles_to_grid`` passes them; *slab*, *shared_bytes* and *filter*: the staged
+    gather's layers a slab, shared memory and masks (default ``STAGED_SLAB``,
+    ``STAGED_SHARED``, ``STAGED_FILTER``)."""
+    if size == 0:  # an empty pool: no blocks to launch
+        return
+    slab = int(STAGED_SLAB if slab is None else slab)
+    shared_bytes = STAGED_SHARED if shared_bytes is None else shared_bytes
+    filter = STAGED_FILTER if filter is None else filter
+    if not 1 <= slab <= 4:
+        raise ValueError(f"the staged gather's slab must be 1 to 4 cell layers, not {slab}")
+    if mode == "cell":
+        GATHER.launch("p2g_gather_sparse", size, args)
+    elif mode == "brick":
+        GATHER.launch_grid("p2g_gather_brick", (size // CELLS,), (GATHER_THREADS,), args)
+    else:
+        capacity, nbytes = staged_capacity(apic, shared_bytes)
+        kernel = GATHER.get("p2g_gather_staged")
+        if kernel.max_dynamic_shared_size_bytes < nbytes:
+            kernel.max_dynamic_shared_size_bytes = nbytes
+        kernel((size // CELLS,), (192 * slab,), (*args, _I32(slab), _I32(capacity), _I32(bool(filter))),
+               shared_mem=nbytes)
+
+
 def particles_to_grid(grid, pos, vel, c, gather=None):
     """``sparse_transfer.particles_to_grid`` (gather: ``gather_mode``); returns the valid
     masks. Keeps the bins' counts for ``classify`` (``grid.bins``)."""
     cp = grid.xp
     size = grid.size
-    mode = gather_mode(gather)
+    mode = gather_mode(gather, c is not None)
     valid = tuple(cp.empty(size, cp.uint8) for _ in range(3))
     faces = tuple(cp.empty(size, cp.float32) for _ in range(3))
     spos, svel, sc, start, count, order, cell_of = bin_particles(grid, pos, vel, c)
     args = (spos, svel, sc, _I32(c is not None), start, count, grid.brick_slot, grid.slot_coords, grid.brick_nbr,
             _I64(size), _I32(grid.closed), *_dims(grid), *_frame(grid), *faces, *valid)
-    if mode == "brick":
-        if size:  # (an empty pool: no blocks to launch)
-            KERNELS.launch_grid("p2g_gather_brick", (size // CELLS,), (GATHER_THREADS,), args)
-    else:
-        KERNELS.launch("p2g_gather_sparse", size, args)
+    launch_gather(mode, size, args, c is not None)
     grid.bins = (pos, count, order, cell_of)
     for name, f in zip(grid.FACES, faces):
         grid[name] = f

@@ -1,7 +1,7 @@
-"""The sparse FLIP kernels (cuda/flip_sparse_transfer.cu, and cuda/sparse.cu's brick
-tables) give the NumPy reference's results, checked on the host without a GPU: nvcc
-builds the kernels as host functions (one "thread" per call, atomics plain, no FMA
-contraction as --fmad=false), and a C++ driver runs them in the order
+"""The sparse FLIP kernels (cuda/flip_sparse_transfer.cu and flip_sparse_gather.cu, and
+cuda/sparse.cu's brick tables) give the NumPy reference's results, checked on the host
+without a GPU: nvcc builds the kernels as host functions (one "thread" per call, atomics
+plain, no FMA contraction as --fmad=false), and a C++ driver runs them in the order
 kernels/flip/sparse_gpu.py launches them (CuPy's scan and flip_transfer.cu's counting
 sort: std::partial_sum and a stable sort by cell). Bit for bit where the arithmetic is
 the same (tables, masks, cell types, extrapolation, boundaries, G2P and advection, the
@@ -39,6 +39,8 @@ HARNESS = r"""
 #undef __device__
 #define __device__ __attribute__((host))
 #define __global__
+#undef __launch_bounds__
+#define __launch_bounds__(...)
 struct HostDim { unsigned x, y, z; };
 static HostDim h_block, h_dim, h_thread;
 #define blockIdx h_block
@@ -54,6 +56,8 @@ template <typename T> T plain_or(T* p, T v) { T o = *p; *p = o | v; return o; }
 using std::isfinite;
 #include "sparse.cu"
 #include "flip_sparse_transfer.cu"
+#define GATHER_SHARED(name) static int name[1]  // the staged gather: tests/unit/test_cuda_sparse_gather_host.py
+#include "flip_sparse_gather.cu"
 typedef long long ll;
 typedef unsigned char u8;
 static void at(ll i) { h_block.x = (unsigned)i; h_dim.x = 1; h_thread.x = 0; }

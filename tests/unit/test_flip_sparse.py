@@ -407,13 +407,14 @@ def test_sparse_stops_on_nan_and_cancels_between_stages():
 
 
 def test_gpu_gather_choice_comes_from_the_argument_or_the_environment(monkeypatch):
-    """``VOXFX_SPARSE_GATHER`` picks the P2G gather kernel (brick by default) and
-    ``VOXFX_SPARSE_G2P`` G2P's particle order (cell by default); a wrong name is refused
-    with the choices, not silently replaced."""
+    """``VOXFX_SPARSE_GATHER`` picks the P2G gather kernel (staged by default, brick with
+    APIC) and ``VOXFX_SPARSE_G2P`` G2P's particle order (cell by default); a wrong name is
+    refused with the choices, not silently replaced."""
     from voxfx.kernels.flip import sparse_gpu
 
     monkeypatch.delenv("VOXFX_SPARSE_GATHER", raising=False)
-    assert sparse_gpu.gather_mode() == "brick"
+    assert sparse_gpu.gather_mode() == "staged"
+    assert sparse_gpu.gather_mode(apic=True) == "brick"
     monkeypatch.setenv("VOXFX_SPARSE_GATHER", " Cell ")
     assert sparse_gpu.gather_mode() == "cell"
     assert sparse_gpu.gather_mode("brick") == "brick"
