@@ -103,8 +103,7 @@ def test_a_full_disk_on_the_writer_thread_is_the_bakes_one_line_error(tmp_path, 
         return {".ply": lambda p: Path(p).write_bytes(data)}
 
     fsio.reset_faults()
-    run_inline(sim_bake.simulate(cache, plan, Counter, advance, writers, first_frame_is_initial=False,
-                                 background=False))
+    run_inline(sim_bake.simulate(cache, plan, Counter, advance, writers, first_frame_is_initial=False))
     labels = fsio.fault_labels()
     cache, plan = start(tmp_path / "cut")
     monkeypatch.setenv(fsio.FAULT_ENV, str(labels.index("liquid_0002.ply written") + 1))
@@ -186,3 +185,41 @@ def test_start_and_finish_frame_are_write_frame(tmp_path):
     with pytest.raises(CacheError, match="not"):
         cache.start_frame(3, {".sh": lambda p: Path(p).write_bytes(b"x")})
     assert not [p.name for p in cache.folder.iterdir() if fsio.is_temporary(p.name)]
+
+
+def test_a_frames_checkpoint_is_recorded_before_the_next_frame_steps_and_kept_until_the_frame_is(tmp_path):
+    """Issue 21 §1 with the writer thread: frame N's checkpoint is durable and recorded
+    before frame N + 1 is simulated (a kill then costs at most N + 1), and stays while
+    N's files are written even once N + 1's checkpoint is the newest (Checkpoint Every 0:
+    the newest only, once its frame is recorded)."""
+    import time
+
+    cache = BakeCache(tmp_path, "liquid", kind="flip", checkpoint_every=0)
+    plan = cache.begin({"test": 1}, 1, 4)
+    at_step, while_writing = {}, {}
+
+    def advance(sim, frame):
+        at_step[frame] = sorted(cache.read_manifest()["checkpoints"])
+        sim.frames += 1
+        return ""
+
+    def writers(sim, progress=None):
+        frame = sim.frames
+
+        def write(path):
+            if frame == 2:  # held until frame 3's checkpoint is recorded: then two are unrecorded
+                deadline = time.monotonic() + WAIT
+                while 3 not in cache.read_manifest()["checkpoints"] and time.monotonic() < deadline:
+                    time.sleep(0.01)
+                data = cache.read_manifest()
+                while_writing.update(checkpoints=sorted(data["checkpoints"]), frames=sorted(data["frames"]),
+                                     on_disk=sorted(p.name for p in tmp_path.glob("liquid_state_*.npz")))
+            Path(path).write_bytes(b"frame %d" % frame)
+        return {".ply": write}
+
+    run_inline(sim_bake.simulate(cache, plan, Counter, advance, writers, first_frame_is_initial=False))
+    assert at_step == {1: [], 2: [1], 3: [2], 4: [3]}  # the frame before's checkpoint, before each step
+    assert while_writing == {"checkpoints": [2, 3], "frames": [1],
+                             "on_disk": ["liquid_state_0002.npz", "liquid_state_0003.npz"]}
+    assert sorted(cache.read_manifest()["checkpoints"]) == [4] and cache.frames_done() == [1, 2, 3, 4]
+    assert sorted(p.name for p in tmp_path.glob("liquid_state_*.npz")) == ["liquid_state_0004.npz"]
