@@ -167,10 +167,17 @@ class SparseFlipGrid(SparseMacGrid):
 
     # ------------------------------------------------------------------ the velocity in checkpoints
     def velocity_bricks(self):
-        """(keys, (u, v, w)): the active bricks' keys (ascending, int64) and their faces,
-        (bricks, 512) float32 each in key order: the grid velocity without the pool's slots."""
-        slots = self.topology.slots.astype(self.xp.int64)
-        return self.topology.keys, tuple(self[n].reshape(-1, CELLS)[slots] for n in self.FACES)
+        """(keys, (u, v, w)): the keys (ascending, int64) of the active bricks whose faces
+        are not all +0 and those faces, (bricks, 512) float32 each in key order: the grid
+        velocity without the pool's slots. The bricks left out (the margin beyond the
+        extrapolated band, the wall ring) read the same +0 when missing."""
+        xp = self.xp
+        slots = self.topology.slots.astype(xp.int64)
+        faces = [self[n].reshape(-1, CELLS)[slots] for n in self.FACES]
+        moving = xp.zeros(len(slots), bool)
+        for f in faces:  # by bit pattern: a −0 is kept as it is
+            moving |= (f.view(xp.uint32) != 0).any(axis=1)
+        return self.topology.keys[moving], tuple(f[moving] for f in faces)
 
     @classmethod
     def of_velocity_bricks(cls, spec: GridSpec, xp, closed: bool, keys, faces) -> "SparseFlipGrid":

@@ -319,8 +319,8 @@ class SparseFlipSimulation(FlipSimulation):
     VELOCITY_KEYS = ("grid_bricks", "grid_u", "grid_v", "grid_w")
 
     def _velocity_state(self) -> dict:
-        """The grid velocity the frame's outputs read, on the active bricks only (8 bytes
-        of key and 6 KiB of faces a brick)."""
+        """The grid velocity the frame's outputs read, on the active bricks that hold any
+        (``SparseFlipGrid.velocity_bricks``: 8 bytes of key and 6 KiB of faces a brick)."""
         restored = self._restored_velocity()
         keys, faces = (self.grid if restored is None else restored).velocity_bricks()
         return dict(zip(self.VELOCITY_KEYS, (keys, *faces)))

@@ -122,7 +122,7 @@ def test_the_checkpoint_adds_twelve_bytes_a_cell_dense_and_six_kib_a_brick_spars
     nx, ny, nz = SPEC.shape
     faces = (nx + 1) * ny * nz + nx * (ny + 1) * nz + nx * ny * (nz + 1)
     assert sum(dense.checkpoint()[k].nbytes for k in ("grid_u", "grid_v", "grid_w")) == 4 * faces
-    bricks = sparse.grid.brick_count()
     state = sparse.checkpoint()
-    assert bricks > 0 and state["grid_bricks"].shape == (bricks,)
+    bricks = len(state["grid_bricks"])
+    assert 0 < bricks < sparse.grid.brick_count()  # bricks of +0 faces only (margin, wall ring) are left out
     assert sum(state[k].nbytes for k in ("grid_bricks", "grid_u", "grid_v", "grid_w")) == bricks * (8 + 3 * 512 * 4)
