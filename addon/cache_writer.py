@@ -14,8 +14,10 @@ checkpoint recorded and its files not: the next Bake rewrites them from the chec
 (``sim_bake``) and simulates again only frame N + 1, which was being simulated. The
 previous checkpoints stay until the frame is recorded (``BakeCache._prune_checkpoints``
 keeps those of frames not recorded yet). Frames are recorded one after another, in
-order: ``write`` waits for the frame before (the queue holds one frame) after writing
-this frame's checkpoint, so the manifest never records frame N + 1 before frame N.
+order: ``write`` waits for the frame before (the queue holds one frame) before it writes
+this frame's checkpoint, so the manifest never records frame N + 1 before frame N and
+the cache's writes are one sequence (the fault-injection steps of ``fsio`` too); what
+overlaps the next frame's simulation is the frame's files.
 
 Writers that use ``bpy`` (marked ``cache.on_main_thread``) run in ``write``, on the
 bake's thread (``BakeCache.start_frame``). An error in the writer thread (a full disk:
@@ -48,15 +50,13 @@ class FrameWriter:
         self._error: Optional[BaseException] = None
 
     def write(self, frame: int, writers: Mapping[str, Callable[[str], None]], state: Mapping | None = None):
-        """Hand frame *frame* over (``BakeCache.write_frame``'s arguments): write its
-        *state* durably (None: its checkpoint is recorded already), wait for the frame
-        before (raising its error), run the writers that need this thread, and finish
-        the frame on a writer thread."""
-        if self._thread is not None and not self._thread.is_alive():
-            self.wait()  # the frame before has ended: its error, if any, before more is written
+        """Hand frame *frame* over (``BakeCache.write_frame``'s arguments): wait for the
+        frame before (raising its error), write this frame's *state* durably (None: its
+        checkpoint is recorded already), run the writers that need this thread, and
+        finish the frame on a writer thread."""
+        self.wait()  # one write at a time, in order: the fault steps of issue 21 §1 stay one sequence
         if state is not None:
             self.cache.write_state(frame, state)  # durable before the next frame is simulated
-        self.wait()
         pending = self.cache.start_frame(frame, writers)
         self._thread = threading.Thread(target=self._finish, args=(pending, state), name=f"voxfx-frame-{frame}")
         self._thread.start()

@@ -187,13 +187,10 @@ def test_start_and_finish_frame_are_write_frame(tmp_path):
     assert not [p.name for p in cache.folder.iterdir() if fsio.is_temporary(p.name)]
 
 
-def test_a_frames_checkpoint_is_recorded_before_the_next_frame_steps_and_kept_until_the_frame_is(tmp_path):
+def test_a_frames_checkpoint_is_recorded_before_the_next_frame_steps(tmp_path):
     """Issue 21 §1 with the writer thread: frame N's checkpoint is durable and recorded
-    before frame N + 1 is simulated (a kill then costs at most N + 1), and stays while
-    N's files are written even once N + 1's checkpoint is the newest (Checkpoint Every 0:
-    the newest only, once its frame is recorded)."""
-    import time
-
+    before frame N + 1 is simulated (a kill then costs at most N + 1), and while the
+    thread writes N's files N is not recorded but its checkpoint is."""
     cache = BakeCache(tmp_path, "liquid", kind="flip", checkpoint_every=0)
     plan = cache.begin({"test": 1}, 1, 4)
     at_step, while_writing = {}, {}
@@ -207,19 +204,31 @@ def test_a_frames_checkpoint_is_recorded_before_the_next_frame_steps_and_kept_un
         frame = sim.frames
 
         def write(path):
-            if frame == 2:  # held until frame 3's checkpoint is recorded: then two are unrecorded
-                deadline = time.monotonic() + WAIT
-                while 3 not in cache.read_manifest()["checkpoints"] and time.monotonic() < deadline:
-                    time.sleep(0.01)
-                data = cache.read_manifest()
-                while_writing.update(checkpoints=sorted(data["checkpoints"]), frames=sorted(data["frames"]),
-                                     on_disk=sorted(p.name for p in tmp_path.glob("liquid_state_*.npz")))
+            data = cache.read_manifest()
+            while_writing[frame] = (frame in data["checkpoints"], frame in data["frames"])
             Path(path).write_bytes(b"frame %d" % frame)
         return {".ply": write}
 
     run_inline(sim_bake.simulate(cache, plan, Counter, advance, writers, first_frame_is_initial=False))
-    assert at_step == {1: [], 2: [1], 3: [2], 4: [3]}  # the frame before's checkpoint, before each step
-    assert while_writing == {"checkpoints": [2, 3], "frames": [1],
-                             "on_disk": ["liquid_state_0002.npz", "liquid_state_0003.npz"]}
+    assert all(frame - 1 in at_step[frame] for frame in (2, 3, 4)), at_step
+    assert while_writing == {f: (True, False) for f in (1, 2, 3, 4)}
     assert sorted(cache.read_manifest()["checkpoints"]) == [4] and cache.frames_done() == [1, 2, 3, 4]
     assert sorted(p.name for p in tmp_path.glob("liquid_state_*.npz")) == ["liquid_state_0004.npz"]
+
+
+def test_a_checkpoint_is_kept_until_its_frame_is_recorded(tmp_path):
+    """Checkpoint Every 0 keeps the newest state only, but never removes the checkpoint
+    of a frame not recorded yet: that frame is rewritten from it after a crash."""
+    cache = BakeCache(tmp_path, "liquid", kind="flip", checkpoint_every=0)
+    cache.begin({"test": 1}, 1, 4)
+    cache.write_state(1, {"v": np.int64(1)})
+    cache.write_state(2, {"v": np.int64(2)})
+    cache.write_frame(1, {".ply": lambda p: Path(p).write_bytes(b"1")})
+    assert sorted(cache.read_manifest()["checkpoints"]) == [2]  # frame 1 recorded: its state goes
+    cache.write_state(3, {"v": np.int64(3)})
+    cache.write_frame(3, {".ply": lambda p: Path(p).write_bytes(b"3")})
+    assert sorted(cache.read_manifest()["checkpoints"]) == [2, 3]  # frame 2 is not recorded: its state stays
+    assert sorted(p.name for p in tmp_path.glob("liquid_state_*.npz")) == ["liquid_state_0002.npz",
+                                                                         "liquid_state_0003.npz"]
+    plan = cache.begin({"test": 1}, 1, 4)
+    assert plan.todo == [2, 4] and plan.checkpoints == [2, 3]
