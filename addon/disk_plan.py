@@ -45,8 +45,8 @@ PARTICLE_FILE = 1024  # header, column table, the compressor's own framing
 LIQUID_VDB = {"COMPACT": (24e3, 16.0, 400.0), "PLY_VDB": (34e3, 23.0, 580.0)}
 LIQUID_STATE_PARTICLE = 24.0  # checkpoint: float32 position and velocity
 # checkpoint: the grid velocity the frame's VDB is written from (issue 21 §1): dense, a float32
-# per MAC face; sparse, the bricks that hold any, per liquid cell (measured 29–42 on dam breaks
-# of 32–64 cells, bench/checkpoint_size.py)
+# per MAC face; sparse, the bricks that hold any, per liquid cell (measured 27–42 on dam breaks
+# of 32–96 cells, bench/checkpoint_size.py)
 LIQUID_STATE_FACE = 4.0
 LIQUID_STATE_SPARSE_CELL = 48.0
 SNOW_FLAKE = {"COMPACT": 12.0, "PLY_VDB": 32.0}
