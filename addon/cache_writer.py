@@ -58,12 +58,12 @@ class FrameWriter:
         if state is not None:
             self.cache.write_state(frame, state)  # durable before the next frame is simulated
         pending = self.cache.start_frame(frame, writers)
-        self._thread = threading.Thread(target=self._finish, args=(pending, state), name=f"voxfx-frame-{frame}")
+        self._thread = threading.Thread(target=self._finish, args=(pending,), name=f"voxfx-frame-{frame}")
         self._thread.start()
 
-    def _finish(self, pending, state) -> None:
+    def _finish(self, pending) -> None:
         try:
-            self.cache.finish_frame(pending, state)
+            self.cache.finish_frame(pending)  # its state is recorded already
         except BaseException as e:  # noqa: BLE001 - raised on the bake's thread by wait()
             self._error = e
 

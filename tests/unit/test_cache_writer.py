@@ -209,7 +209,10 @@ def test_a_frames_checkpoint_is_recorded_before_the_next_frame_steps(tmp_path):
             Path(path).write_bytes(b"frame %d" % frame)
         return {".ply": write}
 
+    fsio.reset_faults()
     run_inline(sim_bake.simulate(cache, plan, Counter, advance, writers, first_frame_is_initial=False))
+    assert [label for label in fsio.fault_labels() if label.startswith("state ")] == \
+        [f"state {f} written" for f in (1, 2, 3, 4)]  # each checkpoint written once, in order
     assert all(frame - 1 in at_step[frame] for frame in (2, 3, 4)), at_step
     assert while_writing == {f: (True, False) for f in (1, 2, 3, 4)}
     assert sorted(cache.read_manifest()["checkpoints"]) == [4] and cache.frames_done() == [1, 2, 3, 4]
