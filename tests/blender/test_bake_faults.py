@@ -179,6 +179,35 @@ def test_snow_bake_killed_after_a_frame_is_renamed_and_after_its_state(snow_scen
         bpy.ops.voxfx.snow_free()
 
 
+def test_liquid_killed_while_a_frames_files_are_written_rewrites_that_frame_without_simulating_it(liquid_scene,
+                                                                                                  monkeypatch):
+    """kill -9 in a child Blender (the CLI, Write While Simulating on) while the writer
+    thread writes frame 2's files and after it renamed them: frame 2's checkpoint is
+    recorded, so the next Bake rewrites frame 2 from it and simulates only frame 3."""
+    folder, job = liquid_scene
+    fsio.reset_faults()
+    assert run(job()).state == "FINISHED"
+    labels = fsio.fault_labels()
+    reference = frame_files(folder)
+    bpy.ops.voxfx.flip_free()
+    bpy.ops.wm.save_mainfile()
+    first_file = next(i for i, label in enumerate(labels) if label.startswith("liquid_0002."))
+    assert labels[first_file - 2:first_file] == ["state 2 written", "manifest saved"]  # the checkpoint came first
+    stepped = count_steps(monkeypatch, "liquid_scene")
+    for k in (first_file + 1, labels.index("frame 2 renamed") + 1):
+        env = dict(os.environ, VOXFX_BACKEND="cpu", **{fsio.FAULT_ENV: f"{k}:exit"})
+        r = subprocess.run([sys.executable, "-m", "tools.cli", "--blend", bpy.data.filepath, "flip"], cwd=ROOT,
+                           capture_output=True, text=True, timeout=300, env=env)
+        assert r.returncode == 137, r.stdout[-800:] + r.stderr[-800:]
+        assert BakeCache(folder, "liquid", kind="flip").frames_done() == [1], k
+        stepped.clear()
+        resumed = run(job())
+        assert resumed.state == "FINISHED", resumed.error
+        assert resumed.result.summary == "baked frames 2-3" and stepped == [3], (k, resumed.result.summary, stepped)
+        assert frame_files(folder) == reference, k
+        bpy.ops.voxfx.flip_free()
+
+
 @pytest.mark.parametrize("value", ["on", "off"])
 def test_cli_sets_write_while_simulating(value):
     """``--write-while-simulating on|off`` sets the scene's setting for the snow and liquid
