@@ -24,11 +24,19 @@ checkpoint the same way; only then is the frame recorded in the manifest (itself
 written atomically), and only after that are checkpoints no longer kept removed. A kill
 or an I/O error at any instant therefore leaves a manifest whose every frame is whole
 and a checkpoint for its last frame: the next bake resumes there and re-bakes at most
-the frame in flight (with ``cache_writer.FrameWriter``, the frame being written and the
-frame being simulated meanwhile). A frame is done only when its files have the recorded size and
+the frame in flight. With ``cache_writer.FrameWriter`` (files written while the next
+frame simulates) a frame's checkpoint comes first instead (``write_state``: durable and
+recorded before the next frame is simulated), then its files on the writer thread, then
+the frame's record: a checkpoint holds everything its frame's files are computed from,
+so a frame whose checkpoint is recorded but whose files are not is rewritten from the
+checkpoint on resume, not simulated again (``sim_bake``), and a kill costs at most the
+frame being simulated. Checkpoints of frames not yet recorded are never pruned. The
+manifest is read, changed and saved under one lock (the two threads both record). A
+frame is done only when its files have the recorded size and
 checksum (``verify_frame``); a damaged frame is re-baked from the nearest checkpoint
 before it (one is kept every ``checkpoint_every`` frames, plus the latest; with 0, the
-latest only, and a repair before it simulates again from the first frame).
+latest only, and a repair before it simulates again from the first frame), or rewritten
+from its own if it has one.
 
 The only ``bpy`` use is resolving ``//`` paths (``resolve_folder``).
 
@@ -43,6 +51,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import threading
 import time
 import zipfile
 from dataclasses import dataclass, field
@@ -101,6 +110,10 @@ class BakeCache(CacheReader):
     """The cache of one bake: a folder, a base name, a manifest; read (``CacheReader``)
     and written."""
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._manifest_lock = threading.RLock()  # the bake's thread and the writer thread both record
+
     # ------------------------------------------------------------------ bake life
     def check_writable(self) -> None:
         """Create the folder and prove a file can be written and removed there."""
@@ -158,6 +171,8 @@ class BakeCache(CacheReader):
                 f"'{self.owner}.blend': choose another Cache Folder, or Free that bake first"
             )
         self.remove_temporaries()
+        if data:
+            self._remove_unrecorded_states(data)
         if resume and data and data["settings_hash"] == digest and data["frame_start"] == frame_start:
             return self._resume_plan(data, frame_start, frame_end)
         if data and data.get("settings_hash") != digest:
@@ -218,27 +233,51 @@ class BakeCache(CacheReader):
 
     def finish_frame(self, pending: "PendingFrame", state: Mapping | None = None) -> dict:
         """The rest of ``write_frame`` (any thread): the other files, the renames, the
-        state, the manifest, old checkpoints pruned. On any failure the frame's
-        temporaries are removed and it is not recorded."""
+        state (None: none, or written before by ``write_state``), the manifest, old
+        checkpoints pruned. On any failure the frame's temporaries are removed and it is
+        not recorded."""
         frame, finals, temps = pending.frame, pending.finals, pending.temps
         try:
-            data = self.read_manifest()
-            if data is None:
+            if self.read_manifest() is None:
                 raise CacheError(f"The cache in '{self.folder}' was freed while frame {frame} was written")
             self._run_writers(pending, [s for s in pending.writers if s not in pending.done])
             for suffix, final in finals.items():
                 os.replace(temps[suffix], final)
             fsio.fsync_folder(self.folder)
             fsio.fault_point(f"frame {frame} renamed")
-            if state is not None:
-                data["checkpoints"][frame] = list(self._write_state(frame, state))
-            data["frames"][frame] = {finals[s].name: pending.records[finals[s].name] for s in pending.writers}
-            data["updated"] = time.time()
-            self._save(data)
+            record = list(self._write_state(frame, state)) if state is not None else None
+            with self._manifest_lock:
+                data = self._current_manifest(frame)
+                if record is not None:
+                    data["checkpoints"][frame] = record
+                data["frames"][frame] = {finals[s].name: pending.records[finals[s].name] for s in pending.writers}
+                data["updated"] = time.time()
+                self._save(data)
         except BaseException as e:
             self._abandon(pending, e)  # raises
-        self._prune_checkpoints(data)
+        self._prune_checkpoints()
         return finals
+
+    def write_state(self, frame: int, state: Mapping) -> None:
+        """Write the simulation *state* after *frame* durably and record it as a checkpoint
+        before the frame's files (``cache_writer.FrameWriter``): the frame can then be
+        rewritten from it on resume. The previous checkpoints stay until the frame is
+        recorded. A full disk is the cache's one-line ``CacheError``, no temporary left."""
+        try:
+            record = list(self._write_state(frame, state))
+            with self._manifest_lock:
+                data = self._current_manifest(frame)
+                data["checkpoints"][frame] = record
+                data["updated"] = time.time()
+                self._save(data)
+        except OSError as e:
+            raise CacheError(f"{explain(e, self.folder)}; frames up to the last recorded one are kept") from e
+
+    def _current_manifest(self, frame: int) -> dict:
+        data = self.read_manifest()
+        if data is None:
+            raise CacheError(f"The cache in '{self.folder}' was freed while frame {frame} was written")
+        return data
 
     def _run_writers(self, pending: "PendingFrame", suffixes) -> None:
         """Write, flush and checksum the files of *suffixes* under their temporary names."""
@@ -279,39 +318,52 @@ class BakeCache(CacheReader):
         fsio.fault_point(f"state {frame} written")
         return fsio.checksum(path)
 
-    def _prune_checkpoints(self, data: dict) -> None:
-        """Remove states no longer kept: all but every K-th frame's and the newest (K = 0:
-        the newest only)."""
-        if not data["checkpoints"]:
+    def _prune_checkpoints(self) -> None:
+        """Remove states no longer kept: all but every K-th frame's, the newest (K = 0: the
+        newest only) and those of frames not recorded yet (a frame still being written,
+        or whose files a kill cut short: it is rewritten from its state)."""
+        with self._manifest_lock:
+            data = self.read_manifest()
+            if not data or not data["checkpoints"]:
+                return
+            newest, start = max(data["checkpoints"]), data["frame_start"]
+            every = self.checkpoint_every  # 0: only the last complete frame's state
+            keep = {f for f in data["checkpoints"]
+                    if f == newest or (every and (f - start) % every == 0) or f not in data["frames"]}
+            gone = sorted(set(data["checkpoints"]) - keep)
+            if not gone:
+                return
+            for f in gone:
+                data["checkpoints"].pop(f, None)
+            self._save(data)  # forget them first: a missing recorded state would only cost a check
+        self._remove_states(gone)
+
+    def _remove_unrecorded_states(self, data: dict) -> None:
+        """Remove state files the manifest never recorded (a kill between a state's rename
+        and its record); before a bake writes, so no state is being recorded meanwhile."""
+        self._remove_states([int(m.group(1)) for e in _entries(self.folder)
+                             if (m := self._state_re.fullmatch(e.name)) and int(m.group(1)) not in data["checkpoints"]
+                             and e.is_file(follow_symlinks=False)])
+
+    def _remove_states(self, frames) -> None:
+        if not frames:
             return
-        newest, start = max(data["checkpoints"]), data["frame_start"]
-        every = self.checkpoint_every  # 0: only the last complete frame's state
-        keep = {f for f in data["checkpoints"] if f == newest or (every and (f - start) % every == 0)}
-        gone = sorted(set(data["checkpoints"]) - keep)
-        for entry in _entries(self.folder):  # states the manifest never recorded, too
-            m = self._state_re.fullmatch(entry.name)
-            if m and int(m.group(1)) not in keep and entry.is_file(follow_symlinks=False):
-                gone.append(int(m.group(1)))
-        if not gone:
-            return
-        for f in gone:
-            data["checkpoints"].pop(f, None)
-        self._save(data)  # forget them first: a missing recorded state would only cost a check
         try:
-            for f in set(gone):
+            for f in set(frames):
                 if _regular_file(self.checkpoint_path(f)):
                     self.checkpoint_path(f).unlink(missing_ok=True)
             fsio.fault_point("states pruned")
         except OSError as e:
             raise CacheError(f"{explain(e, self.folder)}; the frames are kept") from e
 
-    def states(self, plan: ResumePlan, before: int):
-        """Yield (frame, arrays) for the readable states of frames < *before*, newest
-        first. Each unreadable checkpoint is noted and skipped."""
+    def states(self, plan: ResumePlan, before: int, after: int | None = None):
+        """Yield (frame, arrays) for the readable states of frames < *before* (and >
+        *after*), newest first. Each unreadable checkpoint is noted and skipped."""
         import numpy as np
 
         data = self.read_manifest() or {"checkpoints": {}}
-        for frame in sorted((f for f in plan.checkpoints if f < before), reverse=True):
+        low = float("-inf") if after is None else after
+        for frame in sorted((f for f in plan.checkpoints if low < f < before), reverse=True):
             record = data["checkpoints"].get(frame)
             path = self.checkpoint_path(frame)
             problem = self._verify(path.name, record) if record else f"{path.name} is not recorded"

@@ -1,18 +1,23 @@
 """A bake's frames written on a thread of their own, one frame in flight.
 
-Writing an 8M-particle liquid frame (compress, fsync, the VDB, the checkpoint) takes
-seconds of CPU; the simulation's next frame needs none of it. ``FrameWriter.write``
-therefore returns as soon as the frame is handed over, and the bake steps the next frame
-while a thread finishes this one (``BakeCache.finish_frame``). The order of issue 21 is
-kept, because it is the cache's own: a frame's files are made durable, then its state,
-and only then is it recorded in the manifest. Frames are written one after another, in
-order: ``write`` first waits for the frame before (the queue holds one frame), so the
-manifest never records frame N + 1 before frame N and a kill at any instant loses at
-most the frames not yet recorded, which the next Bake re-bakes: the frame being written
-and the frame simulated meanwhile, two frames of work where the synchronous
-``BakeCache.write_frame`` loses one (the scene's Write While Simulating chooses; the
-liquid's grid velocity, which its frame files need, is not in its checkpoint, so a
-frame cannot be re-written from its state alone without re-simulating it).
+Writing an 8M-particle liquid frame (compress, fsync, the VDB) takes seconds of CPU; the
+simulation's next frame needs none of it. ``FrameWriter.write`` therefore returns as
+soon as the frame is handed over, and the bake steps the next frame while a thread
+finishes this one (``BakeCache.finish_frame``).
+
+What a kill costs stays at most the frame being simulated (issue 21 §1), as without the
+thread: ``write`` first makes the frame's checkpoint durable and records it
+(``BakeCache.write_state``, on the bake's thread, before the next frame steps), and a
+checkpoint holds everything the frame's files are computed from (the liquid's grid
+velocity too). A kill while the thread writes frame N's files leaves frame N's
+checkpoint recorded and its files not: the next Bake rewrites them from the checkpoint
+(``sim_bake``) and simulates again only frame N + 1, which was being simulated. The
+previous checkpoints stay until the frame is recorded (``BakeCache._prune_checkpoints``
+keeps those of frames not recorded yet). Frames are recorded one after another, in
+order: ``write`` waits for the frame before (the queue holds one frame) before it writes
+this frame's checkpoint, so the manifest never records frame N + 1 before frame N and
+the cache's writes are one sequence (the fault-injection steps of ``fsio`` too); what
+overlaps the next frame's simulation is the frame's files.
 
 Writers that use ``bpy`` (marked ``cache.on_main_thread``) run in ``write``, on the
 bake's thread (``BakeCache.start_frame``). An error in the writer thread (a full disk:
@@ -46,16 +51,19 @@ class FrameWriter:
 
     def write(self, frame: int, writers: Mapping[str, Callable[[str], None]], state: Mapping | None = None):
         """Hand frame *frame* over (``BakeCache.write_frame``'s arguments): wait for the
-        frame before (raising its error), run the writers that need this thread, and
+        frame before (raising its error), write this frame's *state* durably (None: its
+        checkpoint is recorded already), run the writers that need this thread, and
         finish the frame on a writer thread."""
-        self.wait()
+        self.wait()  # one write at a time, in order: the fault steps of issue 21 §1 stay one sequence
+        if state is not None:
+            self.cache.write_state(frame, state)  # durable before the next frame is simulated
         pending = self.cache.start_frame(frame, writers)
-        self._thread = threading.Thread(target=self._finish, args=(pending, state), name=f"voxfx-frame-{frame}")
+        self._thread = threading.Thread(target=self._finish, args=(pending,), name=f"voxfx-frame-{frame}")
         self._thread.start()
 
-    def _finish(self, pending, state) -> None:
+    def _finish(self, pending) -> None:
         try:
-            self.cache.finish_frame(pending, state)
+            self.cache.finish_frame(pending)  # its state is recorded already
         except BaseException as e:  # noqa: BLE001 - raised on the bake's thread by wait()
             self._error = e
 

@@ -342,8 +342,8 @@ def _cache_format_option(p: argparse.ArgumentParser) -> None:
                    help="particles as compact .vxp frames (under 8 bytes each) or PLY files other tools read "
                         "(default: the scene setting)")
     p.add_argument("--write-while-simulating", choices=["on", "off"],
-                   help="write each frame's files while the next frame is simulated (faster; a kill then costs "
-                        "up to two frames of work instead of one; default: the scene setting)")
+                   help="write each frame's files while the next frame is simulated (faster; a kill costs at "
+                        "most the frame being simulated either way; default: the scene setting)")
 
 
 def _set_cache_format(args, scene) -> None:

@@ -44,6 +44,11 @@ PARTICLE_FILE = 1024  # header, column table, the compressor's own framing
 # surface); fitted above two dam breaks (20³ and 32³ grids) and rounded up.
 LIQUID_VDB = {"COMPACT": (24e3, 16.0, 400.0), "PLY_VDB": (34e3, 23.0, 580.0)}
 LIQUID_STATE_PARTICLE = 24.0  # checkpoint: float32 position and velocity
+# checkpoint: the grid velocity the frame's VDB is written from (issue 21 §1): dense, a float32
+# per MAC face; sparse, the bricks that hold any, per liquid cell (measured 27–42 on dam breaks
+# of 32–96 cells, bench/checkpoint_size.py)
+LIQUID_STATE_FACE = 4.0
+LIQUID_STATE_SPARSE_CELL = 48.0
 SNOW_FLAKE = {"COMPACT": 12.0, "PLY_VDB": 32.0}
 SNOW_GROUND_CELL = {"COMPACT": 17.0, "PLY_VDB": 18.0}  # the depth VDB and the EXR
 SNOW_STATE_FLAKE = 32.0
@@ -104,15 +109,22 @@ class DiskPlan:
 
 def liquid_plan(frames: int, particles: int, cache_format: str, checkpoint_every: int,
                 particles_per_cell: float = 8.0, inflow: tuple = (0.0, 0.0), after: int = 0,
-                most: Optional[float] = None) -> DiskPlan:
+                most: Optional[float] = None, grid_faces: Optional[int] = None) -> DiskPlan:
     """A liquid bake: *particles* (its start), about particles / *particles_per_cell* liquid
     cells. *inflow*: (particles the inflows add each frame, particles of their first
     fill) — the first frame shows the liquid as it starts, the second adds the fill, each
     later one the rate (FlipBake.inflow_emission); *after*: frames of the bake already
     done before these *frames* (a resumed bake has grown); *most*: particles of a
-    domain full of liquid, where growth stops."""
+    domain full of liquid, where growth stops; *grid_faces*: the dense solver's MAC faces
+    (its grid velocity is in every checkpoint), None for the sparse solver (its bricks
+    follow the liquid)."""
     rate, fill = inflow
     fixed, per_cell, per_surface = LIQUID_VDB[cache_format]
+
+    def state_bytes(count):
+        grid = (grid_faces * LIQUID_STATE_FACE if grid_faces is not None
+                else count / max(particles_per_cell, 1e-6) * LIQUID_STATE_SPARSE_CELL)
+        return count * LIQUID_STATE_PARTICLE + grid
 
     def frame_bytes(count):
         cells = count / max(particles_per_cell, 1e-6)
@@ -120,13 +132,12 @@ def liquid_plan(frames: int, particles: int, cache_format: str, checkpoint_every
             cells ** (2 / 3) * per_surface
 
     if frames <= 0 or not (rate or fill):
-        return DiskPlan(frames, frame_bytes(particles), particles * LIQUID_STATE_PARTICLE, checkpoint_every,
-                        cache_format)
+        return DiskPlan(frames, frame_bytes(particles), state_bytes(particles), checkpoint_every, cache_format)
     k = np.arange(after, after + frames, dtype=np.float64)  # frames since the first
     count = particles + np.minimum(k, 1.0) * fill + np.maximum(k - 1.0, 0.0) * rate
     if most is not None:
         count = np.minimum(count, max(float(most), float(particles)))
-    sizes, states = frame_bytes(count), count * LIQUID_STATE_PARTICLE
+    sizes, states = frame_bytes(count), state_bytes(count)
     return DiskPlan(frames, float(sizes[0]), float(states[0]), checkpoint_every, cache_format,
                     sizes.tolist(), states.tolist())
 

@@ -239,8 +239,9 @@ class VoxFXSceneSettings(bpy.types.PropertyGroup):
     write_while_simulating: bpy.props.BoolProperty(
         name="Write While Simulating",
         description="Write each baked frame's files on a thread of their own while the next frame is simulated "
-        "(faster bakes). A crash or kill then costs at most two frames of work, the frame being written and the "
-        "frame being simulated; off, at most the frame in flight. Recorded frames are never lost either way",
+        "(faster bakes; each frame's checkpoint is still saved before the next frame starts). A crash or kill "
+        "costs at most the frame being simulated either way: a frame whose files were cut short is rewritten "
+        "from its checkpoint on the next Bake. Recorded frames are never lost",
         default=True)
     cache_format: bpy.props.EnumProperty(
         name="Cache Format",

@@ -2,12 +2,20 @@
 
 ``simulate`` is the frame loop that the snow and liquid bakes share. Given the cache's
 ``ResumePlan`` (frames missing or damaged, checkpoints that check out) it restores the
-newest usable state before the first frame to do (an unreadable or ill-fitting
+newest usable state up to the first frame to do (an unreadable or ill-fitting
 checkpoint is noted and an older one, or frame 1, used instead), then advances frame by
 frame up to the last frame to do, writing each frame to do with its state. Frames that
-are already whole are stepped through, not rewritten. A bake killed at any instant
-therefore resumes after its last recorded frame, and a damaged frame N is re-baked from
-the nearest checkpoint before N, not from the start.
+are already whole are stepped through, not rewritten. A frame to do that has a
+checkpoint of its own (written before its files, which a kill cut short) is rewritten
+from it, not simulated: a checkpoint holds everything the frame's files are computed
+from (``restored_outputs``, below). A bake killed at any instant therefore resumes
+after its last recorded frame, simulating again at most the frame that was being
+simulated, and a damaged frame N is re-baked from the nearest checkpoint before N, not
+from the start.
+
+A simulation whose ``restore`` may leave its frame's outputs unknown (a liquid
+checkpoint written before it held the grid velocity) sets ``restored_outputs`` False;
+that checkpoint then only serves to simulate the frames after it.
 
 ``run`` is how an effect's operator uses it: read settings → extract → run → write back.
 The operator builds the effect's kernel-side bake object (``kernels/flip/bake.py``,
@@ -45,27 +53,18 @@ def simulate(cache: BakeCache, plan: ResumePlan, make_sim: Callable[..., object]
     With *first_frame_is_initial* the plan's first frame shows the initial state (the
     liquid); otherwise the first frame is already one frame of simulation (the snow).
     With *background* the files are written on a writer thread while the next frame is
-    simulated (``cache_writer.FrameWriter``: one frame in flight, recorded in order); the
+    simulated (``cache_writer.FrameWriter``: the frame's checkpoint first, durable before
+    the next frame steps, then its files in the background, recorded in order); the
     frames are all recorded when this returns, and a cancel or error waits for the frame
-    in flight. What a kill costs (never a recorded frame): with *background* at most two
-    frames of work, the frame being written and the frame being simulated; without, at
-    most the frame in flight (simulated or being written), as the next frame only starts
-    once this one is recorded.
+    in flight. What a kill costs (never a recorded frame): at most the frame being
+    simulated, in both modes (with *background* a frame whose files were cut short is
+    rewritten from its checkpoint; without, the next frame only starts once this one is
+    recorded).
     """
     if not plan.todo:
         sim = yield Kernel(make_sim, "setting up", 0.0, 1.0)
         return [], sim
-    sim, at = None, None
-    for frame, state in cache.states(plan, before=plan.todo[0]):
-        candidate = yield Kernel(make_sim, "setting up", 0.0, 0.0)
-        try:
-            candidate.restore(state)
-        except (ValueError, KeyError, TypeError, IndexError) as e:
-            cache.note(f"The checkpoint of frame {frame} does not fit this bake "
-                       f"({type(e).__name__}: {str(e)[:100]}); using an older one")
-            continue
-        sim, at = candidate, frame
-        break
+    sim, at = yield from _restore(cache, plan, make_sim, before=plan.todo[0] + 1)
     writer = FrameWriter(cache) if background else None
     write = writer.write if writer is not None else cache.write_frame
     try:
@@ -81,11 +80,33 @@ def simulate(cache: BakeCache, plan: ResumePlan, make_sim: Callable[..., object]
     return written, sim
 
 
+def _restore(cache, plan, make_sim, before: int, after: int | None = None):
+    """(simulation, frame): a fresh simulation restored from the newest usable checkpoint
+    of a frame < *before* (and > *after*), or (None, None). A frame to do is only restored
+    from its own checkpoint if that gives its outputs (``restored_outputs``)."""
+    todo = set(plan.todo)
+    for frame, state in cache.states(plan, before=before, after=after):
+        candidate = yield Kernel(make_sim, "setting up", 0.0, 0.0)
+        try:
+            candidate.restore(state)
+        except (ValueError, KeyError, TypeError, IndexError) as e:
+            cache.note(f"The checkpoint of frame {frame} does not fit this bake "
+                       f"({type(e).__name__}: {str(e)[:100]}); using an older one")
+            continue
+        if frame in todo and not getattr(candidate, "restored_outputs", True):
+            continue  # it resumes the frames after it, but cannot rewrite its own: simulate that one
+        return candidate, frame
+    return None, None
+
+
 def _frames(cache, plan, sim, at, make_sim, advance, writers, write, first_frame_is_initial):
     """``simulate``'s frame loop from the restored simulation (None: a fresh one); returns
-    (frames written, the simulation). *write(frame, files, state)* records a frame."""
+    (frames written, the simulation). *write(frame, files, state)* records a frame (state
+    None: its checkpoint is already recorded, the frame is rewritten from it)."""
     todo = set(plan.todo)
     written = []
+    if sim is not None and at in todo:  # restored from the checkpoint of a frame whose files were cut short
+        yield from _rewrite(sim, at, writers, write, written)
     if sim is None:
         if plan.todo[0] > plan.start:
             cache.note(f"No usable checkpoint before frame {plan.todo[0]}: the simulation runs again from "
@@ -101,18 +122,34 @@ def _frames(cache, plan, sim, at, make_sim, advance, writers, write, first_frame
                 written.append(plan.start)
                 yield 1 / max(1, plan.last_todo - plan.start + 1), f"frame {plan.start}: initial state"
     last = plan.last_todo
+    own = set(plan.checkpoints) & todo
     for frame in range(at + 1, last + 1):
         a, b = (frame - at - 1) / max(1, last - at), (frame - at) / max(1, last - at)
+        if frame in own:  # its checkpoint is recorded, its files are not: rewrite it, no step
+            restored, _ = yield from _restore(cache, plan, make_sim, before=frame + 1, after=frame - 1)
+            if restored is not None:
+                sim = restored
+                yield from _rewrite(sim, frame, writers, write, written)
+                yield b, f"frame {frame}: rewritten from its checkpoint"
+                continue
         message = advance(sim, frame)  # the scene's part of the step, here
         if callable(message):
             message = yield Kernel(message, f"frame {frame}", a, a + 0.9 * (b - a))
         if frame in todo:  # a complete frame only: a cancel above leaves the cache as it was
-            files, state = yield Kernel(lambda progress: (writers(sim, progress), sim.checkpoint()),
+            files, state = yield Kernel(lambda progress, sim=sim: (writers(sim, progress), sim.checkpoint()),
                                         f"frame {frame}: output", a + 0.9 * (b - a), b)
             write(frame, files, state)
             written.append(frame)
         yield b, message
     return written, sim
+
+
+def _rewrite(sim, frame, writers, write, written):
+    """Write *frame*'s files from *sim*, just restored from the frame's own checkpoint."""
+    files = yield Kernel(lambda progress: writers(sim, progress), f"frame {frame}: output from its checkpoint",
+                         0.0, 0.0)
+    write(frame, files, None)
+    written.append(frame)
 
 
 def run(cache: BakeCache, plan: ResumePlan, bake, writers: Callable[[dict], dict],

@@ -59,9 +59,20 @@ def disk_estimate(scene):
     lo = np.maximum(corners.min(axis=0), spec.origin)
     hi = np.minimum(corners.max(axis=0), spec.upper)
     approx = int(f.particles_per_cell * np.prod(np.clip((hi - lo) / spec.voxel_size, 1, None)))
+    try:
+        sparse, _ = choose_solver(spec, approx, f)
+    except InputError:
+        return None
     return disk_plan.liquid_plan(scene.frame_end - scene.frame_start + 1, approx, scene.voxfx.cache_format,
                                  scene.voxfx.checkpoint_every, f.particles_per_cell, box_inflows(scene, spec, f),
-                                 most=spec.voxel_count * f.particles_per_cell)
+                                 most=spec.voxel_count * f.particles_per_cell,
+                                 grid_faces=None if sparse else face_count(spec))
+
+
+def face_count(spec) -> int:
+    """MAC faces of the dense grid of *spec* (its velocity is in every checkpoint)."""
+    nx, ny, nz = spec.shape
+    return (nx + 1) * ny * nz + nx * (ny + 1) * nz + nx * ny * (nz + 1)
 
 
 def box_inflows(scene, spec, f) -> tuple[float, int]:
@@ -301,7 +312,8 @@ def _flip_job(context, f, cache_dir, frame_start, frame_end, resume):
     disk = disk_plan.liquid_plan(len(plan.todo), approx, scene.voxfx.cache_format, scene.voxfx.checkpoint_every,
                                  f.particles_per_cell, bake.inflow_emission(inflow_velocity),
                                  after=plan.todo[0] - frame_start if plan.todo else 0,
-                                 most=spec.voxel_count * f.particles_per_cell)
+                                 most=spec.voxel_count * f.particles_per_cell,
+                                 grid_faces=None if sparse else face_count(spec))
     # refuses when it cannot fit; says which grid and why (Auto)
     yield 0.0, f"{disk_plan.summary(disk, disk_plan.check(disk, folder))}; {solver}"
     poses = Poses(context, (obstacles if obstacles_move else []) + (inflows + outflows if ports_move else []))

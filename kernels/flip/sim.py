@@ -430,10 +430,11 @@ class FlipSimulation:
         """Grid velocity at cell centres (nz, ny, nx, 3), averaged from the faces (NumPy);
         *padding* cells beyond every wall repeat the cell inside it (``surface_spec``'s
         layout with padding = ``surface.WALL_CELLS``)."""
-        g, xp = self.grid, self.xp
-        cu = 0.5 * (g.u[:, :, :-1] + g.u[:, :, 1:])
-        cv = 0.5 * (g.v[:, :-1, :] + g.v[:, 1:, :])
-        cw = 0.5 * (g.w[:-1, :, :] + g.w[1:, :, :])
+        xp = self.xp
+        u, v, w = self._restored_velocity() or self.grid.faces()
+        cu = 0.5 * (u[:, :, :-1] + u[:, :, 1:])
+        cv = 0.5 * (v[:, :-1, :] + v[:, 1:, :])
+        cw = 0.5 * (w[:-1, :, :] + w[1:, :, :])
         cells = np.ascontiguousarray(backend.to_numpy(xp.stack([cu, cv, cw], axis=-1)), dtype=np.float32)
         if padding:
             cells = np.pad(cells, ((padding, padding),) * 3 + ((0, 0),), mode="edge")
@@ -455,12 +456,38 @@ class FlipSimulation:
             raise SimulationError(f"{bad} particles became NaN/inf at frame {self.frames}")
 
     def checkpoint(self) -> dict:
+        """The state after the last step as NumPy copies: what the next step reads
+        (particles, time, inflow seeds) and what this frame's outputs read besides the
+        particles, the grid velocity (``cell_velocity``: the VDB's velocity), so a bake
+        can write the frame's files again from its checkpoint alone."""
         to = lambda a: np.array(backend.to_numpy(a), copy=True)  # noqa: E731
         state = {"pos": to(self.pos), "vel": to(self.vel), "t": np.float64(self.t), "frames": np.int64(self.frames),
                  "emitted": np.int64(getattr(self, "emitted", 0))}
         if self.c is not None:
             state["c"] = to(self.c)
+        state.update({k: to(a) for k, a in self._velocity_state().items()})
         return state
+
+    # ------------------------------------------------------------------ the frame's grid velocity in checkpoints
+    VELOCITY_KEYS = ("grid_u", "grid_v", "grid_w")
+
+    def _velocity_state(self) -> dict:
+        """The grid velocity the frame's outputs read: the MAC faces (12 bytes a cell)."""
+        return dict(zip(self.VELOCITY_KEYS, self._restored_velocity() or self.grid.faces()))
+
+    def _restore_velocity(self, state: dict):
+        """The faces of *state* (checked, on the device), or None when it has none."""
+        if not all(k in state for k in self.VELOCITY_KEYS):
+            return None
+        faces = self.grid.faces()
+        check_state(state, {k: (tuple(f.shape), "f") for k, f in zip(self.VELOCITY_KEYS, faces)})
+        return tuple(self.xp.array(state[k], dtype=self.xp.float32) for k in self.VELOCITY_KEYS)
+
+    def _restored_velocity(self):
+        """The restored checkpoint's grid velocity while no substep has run since (the
+        simulation's own grid is rebuilt by the next substep and never reads it)."""
+        restored = getattr(self, "_restored", None)
+        return restored[1] if restored is not None and restored[0] == self.t else None
 
     def restore(self, state: dict) -> None:
         """Continue from ``checkpoint()``'s arrays. A state read back from a file is
@@ -471,6 +498,7 @@ class FlipSimulation:
         if self.c is not None:
             want["c"] = ((n, 3, 3), "f")
         check_state(state, want)
+        velocity = self._restore_velocity(state)
         self.pos = xp.array(state["pos"], dtype=xp.float32)
         self.vel = xp.array(state["vel"], dtype=xp.float32)
         if self.c is not None:
@@ -478,3 +506,7 @@ class FlipSimulation:
         self.t = float(state["t"])
         self.frames = int(state["frames"])
         self.emitted = int(state.get("emitted", 0))  # inflow seeds continue where they were
+        # the outputs are the checkpointed frame's only with its grid velocity (older
+        # checkpoints lack it: the bake resumes from them but cannot rewrite their frame)
+        self.restored_outputs = velocity is not None
+        self._restored = (self.t, velocity) if velocity is not None else None

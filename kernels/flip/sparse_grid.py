@@ -38,8 +38,8 @@ import math
 import numpy as np
 
 from ..grid import GridSpec
-from ..grid.sparse import keys_of_boxes
-from ..grid.sparse_mac import SparseMacGrid, check_lattice, face_boxes
+from ..grid.sparse import BITS, keys_of_boxes
+from ..grid.sparse_mac import CELLS, SparseMacGrid, check_lattice, face_boxes
 from . import sparse_bodies, sparse_gpu
 
 EXTRAPOLATION_LAYERS = 2
@@ -164,6 +164,34 @@ class SparseFlipGrid(SparseMacGrid):
 
     def brick_count(self) -> int:
         return int(self.topology.count)
+
+    # ------------------------------------------------------------------ the velocity in checkpoints
+    def velocity_bricks(self):
+        """(keys, (u, v, w)): the keys (ascending, int64) of the active bricks whose faces
+        are not all +0 and those faces, (bricks, 512) float32 each in key order: the grid
+        velocity without the pool's slots. The bricks left out (the margin beyond the
+        extrapolated band, the wall ring) read the same +0 when missing."""
+        xp = self.xp
+        slots = self.topology.slots.astype(xp.int64)
+        faces = [self[n].reshape(-1, CELLS)[slots] for n in self.FACES]
+        moving = xp.zeros(len(slots), bool)
+        for f in faces:  # by bit pattern: a −0 is kept as it is
+            moving |= (f.view(xp.uint32) != 0).any(axis=1)
+        return self.topology.keys[moving], tuple(f[moving] for f in faces)
+
+    @classmethod
+    def of_velocity_bricks(cls, spec: GridSpec, xp, closed: bool, keys, faces) -> "SparseFlipGrid":
+        """A grid holding ``velocity_bricks()``'s bricks and faces (the other channels at
+        their background): for reading that velocity back, not for stepping. *keys* are
+        untrusted (a checkpoint): ascending and on the lattice, else ``ValueError``."""
+        keys = np.asarray(keys, np.int64)
+        if len(keys) and (keys.min() < 0 or keys.max() >= 1 << (3 * BITS) or (np.diff(keys) <= 0).any()):
+            raise ValueError("'grid_bricks' are not ascending brick keys of the lattice")
+        grid = cls(spec, xp, closed)
+        grid.retopologize(xp.asarray(keys))  # from no brick: brick i in slot i
+        for name, values in zip(cls.FACES, faces):
+            grid[name] = xp.array(values, dtype=xp.float32).reshape(-1)
+        return grid
 
 
 def unique_rows(cells, xp):

@@ -43,6 +43,7 @@ from .. import backend
 from ..checkpoint import check_state
 from ..errors import InputError
 from ..grid import GridSpec
+from ..grid.sparse_mac import CELLS
 from ..progress import report, scaled
 from . import bodies, sparse_bodies, sparse_output, sparse_pressure, sparse_transfer, transfer
 from .grid import FLUID, FlipSettings
@@ -273,9 +274,11 @@ class SparseFlipSimulation(FlipSimulation):
         from .surface import surface_grid
 
         region = sparse_output.liquid_region(self)
+        restored = self._restored_velocity()  # a checkpoint's bricks until the next substep
+        grid = self.grid if restored is None else restored
         if region is not self.spec and padding:  # the liquid's region: its own cells beyond it
-            return sparse_output.cell_velocity(self.grid, surface_grid(region, padding), self.spec)
-        cells = sparse_output.cell_velocity(self.grid, region, self.spec)
+            return sparse_output.cell_velocity(grid, surface_grid(region, padding), self.spec)
+        cells = sparse_output.cell_velocity(grid, region, self.spec)
         if padding:
             cells = np.pad(cells, ((padding, padding),) * 3 + ((0, 0),), mode="edge")
         return cells
@@ -304,11 +307,32 @@ class SparseFlipSimulation(FlipSimulation):
         state = super().checkpoint()
         if self.band is not None:
             state["deep"] = np.array(backend.to_numpy(self.band.deep), np.int64)
-            state["deep_faces"] = np.array(backend.to_numpy(self.band.low_faces(self.grid)), np.float32)
+            restored = self._restored_velocity()  # a restored frame's faces until its next substep
+            grid = self.grid if restored is None else restored
+            state["deep_faces"] = np.array(backend.to_numpy(self.band.low_faces(grid)), np.float32)
             state["deep_mass"] = np.array(backend.to_numpy(self.band.mass), np.float64)
             state["band_cells"] = np.array(backend.to_numpy(self.band.lattice), np.int64)
             state["band_phi"] = np.array(backend.to_numpy(self.band.phi), np.float32)
         return state
+
+    # the grid velocity on its bricks: their keys (ascending) and each brick's 512 u, v, w
+    VELOCITY_KEYS = ("grid_bricks", "grid_u", "grid_v", "grid_w")
+
+    def _velocity_state(self) -> dict:
+        """The grid velocity the frame's outputs read, on the active bricks that hold any
+        (``SparseFlipGrid.velocity_bricks``: 8 bytes of key and 6 KiB of faces a brick)."""
+        restored = self._restored_velocity()
+        keys, faces = (self.grid if restored is None else restored).velocity_bricks()
+        return dict(zip(self.VELOCITY_KEYS, (keys, *faces)))
+
+    def _restore_velocity(self, state: dict):
+        """A grid of *state*'s bricks and faces (checked) for the outputs, or None."""
+        if not all(k in state for k in self.VELOCITY_KEYS):
+            return None
+        n = np.shape(state["grid_bricks"])[0] if np.ndim(state["grid_bricks"]) == 1 else -1
+        check_state(state, {"grid_bricks": ((n,), "i"), **{k: ((n, CELLS), "f") for k in self.VELOCITY_KEYS[1:]}})
+        return SparseFlipGrid.of_velocity_bricks(self.spec, self.xp, self.boundary == "closed", state["grid_bricks"],
+                                                 [state[k] for k in self.VELOCITY_KEYS[1:]])
 
     def restore(self, state: dict) -> None:
         """``FlipSimulation.restore``; a narrow band's deep cells and their faces too."""

@@ -4,10 +4,11 @@ A small deterministic simulation is baked through the real cache and the real fr
 loop (``sim_bake.simulate``). ``VOXFX_FAULT_AT=k`` makes the k-th write step fail: as a
 full disk (``OSError``, in-process) or as ``kill -9`` (``os._exit`` in a child process,
 no clean-up at all), with the writer thread (Write While Simulating) and without. After
-each, the next bake must resume from the last recorded frame (re-baking at most the
-frames in flight: with the thread the frame being written and the frame simulated
-meanwhile, without it one frame; never restarting from the first frame), leave
-no temporaries, and end with frame files byte-identical to an uninterrupted bake.
+each, the next bake must resume from the last recorded frame, simulating again at most
+the frame in flight in both modes (with the thread, a frame whose files were cut short
+is rewritten from its checkpoint, not simulated; never restarting from the first
+frame), leave no temporaries, and end with frame files byte-identical to an
+uninterrupted bake.
 The same for Free: cut at any step, the next Free finishes it.
 """
 
@@ -79,9 +80,9 @@ def bake(folder, first_frame_is_initial=False, background=True, log=None):
     return written, cache.notes
 
 
-# frames of simulation a failure may cost beyond the recorded ones: with the writer thread
-# the frame being written and the one simulated meanwhile, without it the frame in flight
-LOST = {True: 2, False: 1}
+def resimulated(before, after):
+    """Frames a failure cost: simulated by the failed bake and again by the resumed one."""
+    return len(set(before) & set(after))
 
 
 def frame_files(folder):
@@ -96,9 +97,13 @@ def count_steps(folder, fn):
 
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory):
+    """The uninterrupted bake's frames, and its write steps with the writer thread (a
+    frame's checkpoint is recorded before its files: one manifest write more a frame)
+    and without."""
     folder = tmp_path_factory.mktemp("reference")
     steps = count_steps(folder, bake)
-    return frame_files(folder), steps
+    synchronous = count_steps(tmp_path_factory.mktemp("synchronous"), lambda f: bake(f, background=False))
+    return frame_files(folder), {True: steps, False: synchronous}
 
 
 def recorded(folder):
@@ -107,33 +112,35 @@ def recorded(folder):
 
 def test_reference_bake_is_whole(reference):
     files, steps = reference
+    steps = steps[True]
     assert sorted(files) == [f"liquid_{f:04d}{s}" for f in range(START, END + 1) for s in (".ply", ".vdb")]
     assert steps >= 6 * (END - START + 1)  # each frame: 2 files, rename, state, manifest, prune
 
 
 @pytest.mark.parametrize("background", [True, False], ids=["write_while_simulating", "synchronous"])
 def test_io_error_at_every_step_loses_nothing(reference, tmp_path, monkeypatch, background):
-    files, steps = reference
+    files, steps = reference[0], reference[1][background]
     lost = []
     for k in range(1, steps + 1):
         folder = tmp_path / f"k{k}"
         monkeypatch.setenv(fsio.FAULT_ENV, str(k))
         fsio.reset_faults()
-        simulated = []
+        simulated, again = [], []
         with pytest.raises(CacheError, match="full"):
             bake(folder, background=background, log=simulated)
         monkeypatch.delenv(fsio.FAULT_ENV)
-        lost.append(len(simulated) - len(recorded(folder)))
         left = [p.name for p in folder.iterdir() if fsio.is_temporary(p.name)]
         assert left == [], f"step {k}: temporaries left: {left}"
         done = recorded(folder)
         assert done == list(range(START, START + len(done))), f"step {k}: recorded frames {done}"
-        written, _ = bake(folder, background=background)
+        written, _ = bake(folder, background=background, log=again)
         assert written == list(range(START + len(done), END + 1)), f"step {k}: re-baked {written} after {done}"
+        assert again == list(range(again[0], END + 1)) if again else True, f"step {k}: simulated {again}"
+        lost.append(resimulated(simulated, again))
         assert frame_files(folder) == files, f"step {k}: frames differ from an uninterrupted bake"
-    assert 0 <= min(lost) and max(lost) <= LOST[background], lost
-    if not background:
-        assert max(lost) == 1, lost  # the frame in flight, and a failure while writing it costs it
+    # at most the frame in flight is simulated again, in both modes, and a failure while
+    # simulating or checkpointing it does cost it
+    assert max(lost) == 1, lost
 
 
 def _child_bake(folder, k, background=True, log=None):
@@ -146,26 +153,25 @@ def _child_bake(folder, k, background=True, log=None):
 
 
 @pytest.mark.parametrize("background", [True, False], ids=["write_while_simulating", "synchronous"])
-def test_kill_at_every_step_loses_at_most_the_frames_in_flight(reference, tmp_path, background):
-    files, steps = reference
+def test_kill_at_every_step_loses_at_most_the_frame_in_flight(reference, tmp_path, background):
+    files, steps = reference[0], reference[1][background]
     lost = []
     for k in range(1, steps + 1):
         folder, log = tmp_path / f"k{k}", tmp_path / f"k{k}.log"
         r = _child_bake(folder, k, background, log)
         assert r.returncode == 137, f"step {k}: the child was not killed at the step ({r.stderr[-500:]})"
         done = recorded(folder)
-        simulated = log.read_text().split() if log.exists() else []
-        lost.append(len(simulated) - len(done))
+        simulated = [int(f) for f in log.read_text().split()] if log.exists() else []
         assert done == list(range(START, START + len(done))), f"step {k}: recorded frames {done}"
         # everything whose manifest entry became durable is kept: only unrecorded frames are baked again
-        written, notes = bake(folder, background=background)
+        again = []
+        written, notes = bake(folder, background=background, log=again)
         assert written == list(range(START + len(done), END + 1)), f"step {k}: re-baked {written} after {done}"
         assert not any("runs again from frame" in n for n in notes) or not done, notes
         assert [p.name for p in folder.iterdir() if fsio.is_temporary(p.name)] == []
         assert frame_files(folder) == files, f"step {k}: frames differ from an uninterrupted bake"
-    assert 0 <= min(lost) and max(lost) <= LOST[background], lost
-    if not background:
-        assert max(lost) == 1, lost
+        lost.append(resimulated(simulated, again))
+    assert max(lost) == 1, lost  # the frame in flight at most, in both modes
 
 
 def test_a_damaged_frame_is_rebaked_from_the_nearest_checkpoint(reference, tmp_path):
@@ -179,12 +185,25 @@ def test_a_damaged_frame_is_rebaked_from_the_nearest_checkpoint(reference, tmp_p
     assert frame_files(tmp_path) == files
 
 
+def test_a_damaged_frame_with_a_checkpoint_of_its_own_is_rewritten_without_simulating(reference, tmp_path):
+    files, _ = reference
+    bake(tmp_path)
+    with open(tmp_path / "liquid_0003.vdb", "r+b") as f:  # frame 3 keeps its state (every 2nd from 1)
+        f.truncate(3)
+    simulated = []
+    written, notes = bake(tmp_path, log=simulated)
+    assert written == [3] and simulated == []
+    assert frame_files(tmp_path) == files
+
+
 def test_liquid_style_initial_frame_resumes_too(tmp_path):
     ref = tmp_path / "ref"
+    fsio.reset_faults()
     bake(ref, first_frame_is_initial=True)
+    at = fsio.fault_labels().index("liquid_0003.ply written") + 1  # frames 1 and 2 are recorded by then
     folder = tmp_path / "cut"
     fsio.reset_faults()
-    os.environ[fsio.FAULT_ENV] = "9"
+    os.environ[fsio.FAULT_ENV] = str(at)
     try:
         with pytest.raises(CacheError):
             bake(folder, first_frame_is_initial=True)

@@ -103,8 +103,7 @@ def test_a_full_disk_on_the_writer_thread_is_the_bakes_one_line_error(tmp_path, 
         return {".ply": lambda p: Path(p).write_bytes(data)}
 
     fsio.reset_faults()
-    run_inline(sim_bake.simulate(cache, plan, Counter, advance, writers, first_frame_is_initial=False,
-                                 background=False))
+    run_inline(sim_bake.simulate(cache, plan, Counter, advance, writers, first_frame_is_initial=False))
     labels = fsio.fault_labels()
     cache, plan = start(tmp_path / "cut")
     monkeypatch.setenv(fsio.FAULT_ENV, str(labels.index("liquid_0002.ply written") + 1))
@@ -186,3 +185,53 @@ def test_start_and_finish_frame_are_write_frame(tmp_path):
     with pytest.raises(CacheError, match="not"):
         cache.start_frame(3, {".sh": lambda p: Path(p).write_bytes(b"x")})
     assert not [p.name for p in cache.folder.iterdir() if fsio.is_temporary(p.name)]
+
+
+def test_a_frames_checkpoint_is_recorded_before_the_next_frame_steps(tmp_path):
+    """Issue 21 §1 with the writer thread: frame N's checkpoint is durable and recorded
+    before frame N + 1 is simulated (a kill then costs at most N + 1), and while the
+    thread writes N's files N is not recorded but its checkpoint is."""
+    cache = BakeCache(tmp_path, "liquid", kind="flip", checkpoint_every=0)
+    plan = cache.begin({"test": 1}, 1, 4)
+    at_step, while_writing = {}, {}
+
+    def advance(sim, frame):
+        at_step[frame] = sorted(cache.read_manifest()["checkpoints"])
+        sim.frames += 1
+        return ""
+
+    def writers(sim, progress=None):
+        frame = sim.frames
+
+        def write(path):
+            data = cache.read_manifest()
+            while_writing[frame] = (frame in data["checkpoints"], frame in data["frames"])
+            Path(path).write_bytes(b"frame %d" % frame)
+        return {".ply": write}
+
+    fsio.reset_faults()
+    run_inline(sim_bake.simulate(cache, plan, Counter, advance, writers, first_frame_is_initial=False))
+    assert [label for label in fsio.fault_labels() if label.startswith("state ")] == \
+        [f"state {f} written" for f in (1, 2, 3, 4)]  # each checkpoint written once, in order
+    assert all(frame - 1 in at_step[frame] for frame in (2, 3, 4)), at_step
+    assert while_writing == {f: (True, False) for f in (1, 2, 3, 4)}
+    assert sorted(cache.read_manifest()["checkpoints"]) == [4] and cache.frames_done() == [1, 2, 3, 4]
+    assert sorted(p.name for p in tmp_path.glob("liquid_state_*.npz")) == ["liquid_state_0004.npz"]
+
+
+def test_a_checkpoint_is_kept_until_its_frame_is_recorded(tmp_path):
+    """Checkpoint Every 0 keeps the newest state only, but never removes the checkpoint
+    of a frame not recorded yet: that frame is rewritten from it after a crash."""
+    cache = BakeCache(tmp_path, "liquid", kind="flip", checkpoint_every=0)
+    cache.begin({"test": 1}, 1, 4)
+    cache.write_state(1, {"v": np.int64(1)})
+    cache.write_state(2, {"v": np.int64(2)})
+    cache.write_frame(1, {".ply": lambda p: Path(p).write_bytes(b"1")})
+    assert sorted(cache.read_manifest()["checkpoints"]) == [2]  # frame 1 recorded: its state goes
+    cache.write_state(3, {"v": np.int64(3)})
+    cache.write_frame(3, {".ply": lambda p: Path(p).write_bytes(b"3")})
+    assert sorted(cache.read_manifest()["checkpoints"]) == [2, 3]  # frame 2 is not recorded: its state stays
+    assert sorted(p.name for p in tmp_path.glob("liquid_state_*.npz")) == ["liquid_state_0002.npz",
+                                                                         "liquid_state_0003.npz"]
+    plan = cache.begin({"test": 1}, 1, 4)
+    assert plan.todo == [2, 4] and plan.checkpoints == [2, 3]

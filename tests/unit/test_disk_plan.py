@@ -95,3 +95,17 @@ def test_inflows_make_the_frames_and_checkpoints_grow_up_to_a_full_domain():
         assert fit == 0 or flowing.bytes_for(fit) + disk_plan.RESERVE <= free
         assert fit == flowing.frames or flowing.bytes_for(fit + 1) + disk_plan.RESERVE > free
     assert "growing to" in disk_plan.summary(flowing, 10 ** 12) and "growing" not in disk_plan.summary(still, 1)
+
+
+def test_liquid_checkpoints_count_the_grid_velocity_dense_per_face_and_sparse_per_liquid_cell():
+    """A liquid checkpoint holds the grid velocity its frame's VDB is written from (issue
+    21 §1): 4 bytes a MAC face on the dense grid, about 48 a liquid cell on the sparse one."""
+    particles, faces = 1_000_000, 3 * 128 ** 3
+    dense = disk_plan.liquid_plan(100, particles, "COMPACT", 10, 8.0, grid_faces=faces)
+    sparse = disk_plan.liquid_plan(100, particles, "COMPACT", 10, 8.0)
+    assert dense.per_checkpoint == particles * disk_plan.LIQUID_STATE_PARTICLE + 4 * faces
+    assert sparse.per_checkpoint == particles * disk_plan.LIQUID_STATE_PARTICLE + particles / 8 * 48
+    growing = disk_plan.liquid_plan(100, particles, "COMPACT", 10, 8.0, inflow=(1000.0, 5000), grid_faces=faces)
+    assert growing.checkpoint_sizes[0] == dense.per_checkpoint  # the grid's part does not grow with the liquid
+    assert growing.checkpoint_sizes[-1] - growing.checkpoint_sizes[0] == \
+        pytest.approx((5000 + 98 * 1000.0) * disk_plan.LIQUID_STATE_PARTICLE)
