@@ -105,3 +105,56 @@ def estimate_line(context, f) -> str:
     """The Liquid panel's memory line ("Memory ≈ 1.2 GiB (sparse, 3.4M particles)"), or ""."""
     lines = estimate_lines(context, f)
     return lines[-1] if len(lines) == 2 else ""
+
+
+def frame_check(spec, f, sparse: bool, compact: bool, particles: int, xp=None):
+    """The bake's ``sparse_memory.FrameCheck`` for the Liquid settings *f*: sparse, the
+    bricks it holds (``memory_at``; before its grid is built, the estimate's for
+    *particles*); dense, the box's grid (``flip_memory``); with the device encoder of
+    Compact frames on a GPU (*compact*, as ``bake_memory_need``)."""
+    from ..kernels.flip.sparse_memory import FrameCheck, box_bricks, estimate_bricks, memory_at
+    from . import compact_points
+
+    xp = xp or backend.xp()
+    apic = bool(getattr(f, "apic", False))
+    closed = getattr(f, "boundary", "closed") == "closed"
+    band = int(getattr(f, "narrow_band", 0))
+
+    def memory(bricks, particles, parts=False):
+        if sparse:
+            stages = memory_at(spec, bricks, particles, int(f.particles_per_cell), apic, closed, True, xp, band)
+        else:
+            stages = flip_memory(spec, particles, apic, parts=True, xp=xp)
+        if compact and xp is not np:
+            stages = {**stages, "total": compact_points.with_device_encoder(stages, particles)}
+        return stages if parts else stages["total"]
+
+    first = estimate_bricks(int(particles) / max(1, int(f.particles_per_cell)), spec, closed) if sparse else 0
+    return FrameCheck(memory, closed, box_bricks(spec), xp=xp, first=first)
+
+
+class GuardedBake:
+    """*bake* (``kernels.flip.bake.FlipBake``) with its memory looked at again before
+    each frame (``frame_check``): where the bricks held now plus the next frame's growth
+    would not fit what is usable then (beside what the simulation already holds), the
+    bake stops before stepping, in one line; the frames before it, their checkpoint and
+    the cache stay as a cancel leaves them, and the next Bake resumes after them."""
+
+    def __init__(self, bake, check, frame_start: int, usable=None):
+        self.bake, self.check, self.frame_start = bake, check, int(frame_start)
+        self.usable = usable or usable_bytes
+
+    def __getattr__(self, name):
+        return getattr(self.bake, name)
+
+    def step(self, sim, frame: int, progress=None, **inputs) -> str:
+        need, held = self.check.need(sim)
+        fits = int(self.usable()) + held
+        if need > fits:
+            done = (f"frame {self.frame_start} is" if frame - 1 == self.frame_start
+                    else f"frames {self.frame_start}–{frame - 1} are")
+            raise InputError(f"Frame {frame}: the liquid now needs {backend.format_bytes(need)}, "
+                             f"{backend.format_bytes(fits)} fits; {done} baked and resume from there")
+        line = self.bake.step(sim, frame, progress=progress, **inputs)
+        self.check.seen(sim)
+        return line

@@ -19,7 +19,7 @@ from ...kernels.settings import from_source
 from ...kernels.grid import GridSpec
 from .. import compact_points, disk_plan, frame_loader, materials, node_setups, scene_io, sim_bake, writeback
 from ..cache import BakeCache, blend_name, resolve_folder
-from ..flip_sparse import choose_solver, memory_need
+from ..flip_sparse import GuardedBake, choose_solver, frame_check, memory_need
 from ..jobs import BakeResult, JobOperator, keep_frame_on_abort
 from ..ply import write_points
 from .cache import free_bake
@@ -312,7 +312,9 @@ def _flip_job(context, f, cache_dir, frame_start, frame_end, resume):
         moved = (poses.at(frame - 1), poses.at(frame)) if obstacles_move or ports_move else None
         return {"poses": moved, "velocities": {o.name: tuple(o.voxfx_flip.initial_velocity) for o in inflows}}
 
-    written, sim = yield from sim_bake.run(cache, plan, bake, lambda arrays: writers_of(arrays, spec, compact),
+    # the memory looked at again before each frame: a liquid that spreads past the limit stops cleanly
+    guarded = GuardedBake(bake, frame_check(spec, f, sparse, compact, approx, xp), frame_start)
+    written, sim = yield from sim_bake.run(cache, plan, guarded, lambda arrays: writers_of(arrays, spec, compact),
                                            scene_inputs, background=scene.voxfx.write_while_simulating)
     particles, _, _ = attach_outputs(cache, frame_start, frame_end - frame_start + 1, f.particle_display,
                                      compact_points.SUFFIX if compact else ".ply")

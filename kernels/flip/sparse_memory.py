@@ -3,12 +3,25 @@ volume, not the box: what the Domain panel shows and the bake's guard checks.
 
 Bricks. The grid holds the bricks of the particles' influence boxes (``sparse_grid``):
 the liquid's cells grown by the substep margin (``MARGIN`` cells at rest, ~5). Before
-baking only the liquid's volume is known (C = particles / particles per cell), so the
-liquid is taken as a cube of side s = ∛C cells grown by the margin on every side, in
-bricks: ((s + 2·MARGIN)/8 + 1)³ (the +1: a box rarely starts on a brick border), times
-``SPREAD`` for the liquid spreading out as it moves (a dam break flattening on the floor
-has ~1.3× the bricks of its start in the measured cases). A closed domain never holds
-more than its box and wall ring.
+baking only the liquid's volume is known (C = particles / particles per cell). At the
+start the liquid is taken as a cube of side s = ∛C cells grown by the margin on every
+side, in bricks: ((s + 2·MARGIN)/8 + 1)³ (the +1: a box rarely starts on a brick border).
+A liquid spreads as it moves: a dam break flattens over the floor, a river's wave runs
+down its channel (the start's count ×1.5 held the 8M dam break over its first steps,
+1.28×, but the 100M river passed it by frame 5, 0.86×). So in a closed box the bricks it can reach are
+the start's and those of its volume spread as a layer over the box floor (gravity along
+−z), ``layer_bricks``: the floor area it can cover (the whole floor, or C / ``MIN_DEPTH``
+cells² where a thinner sheet would be needed to cover it), times the layer's depth grown
+by the margin upwards and the wall ring below, in bricks. The column and the sheet
+coexist while it collapses, so the two are added; a closed domain never holds more than
+its box and wall ring (the cap). An open domain's liquid may leave: it keeps the cube
+×``SPREAD``.
+
+During the bake ``FrameCheck`` looks again before every frame, from the bricks and
+particles the simulation holds now: the next frame's bricks are those held plus up to
+``GROWTH``× the last frame's new ones (a wave speeds up), the particles likewise (inflows),
+and the same bytes per brick and particle give the need, against what is usable then
+plus what the simulation already holds.
 
 Bytes, fitted to measured peaks (``bench/flip_sparse.py --memory``: tracemalloc on the
 NumPy path, dam breaks, a blob and a pool at 6k–50k particles) and rounded up:
@@ -49,7 +62,9 @@ from ..grid.sparse_mac import CELLS
 from .sparse_output import box_outputs
 
 MARGIN = 5  # cells around the liquid at rest (``sparse_grid.substep_margin``: 1 + 2 + reach + 1)
-SPREAD = 1.5  # bricks of the moving liquid over those of its start (module text)
+SPREAD = 1.5  # an open domain: bricks of the moving liquid over those of its start (module text)
+MIN_DEPTH = 2.0  # cells: the thinnest sheet a spreading liquid is counted as (8 particles a cell)
+GROWTH = 2.0  # FrameCheck: the next frame's new bricks (and particles), at most this many times the last's
 CPU_CELL, CPU_PARTICLE, CPU_APIC = 120, 720, 80
 GPU_CELL, GPU_PARTICLE, GPU_APIC = 64, 100, 36
 CPU_BAND_PARTICLE, CPU_BAND_CELL = 24, 400
@@ -57,13 +72,48 @@ GPU_BAND_PARTICLE, GPU_BAND_CELL = 40, 960
 CLOSED_IMAGES = 4  # a closed level set's particles with their mirrors (a tank's liquid touches 3–5 walls)
 
 
-def estimate_bricks(liquid_cells: float, spec: GridSpec, closed: bool = True) -> int:
-    """Bricks a sparse bake of *liquid_cells* cells of liquid needs at its peak."""
+def _bricks_across(n: float) -> float:
+    """Bricks along an axis of *n* cells with the wall ring (+1: rarely on a brick border)."""
+    return -(-(int(math.ceil(n)) + 2) // BRICK) + 1
+
+
+def box_bricks(spec: GridSpec) -> int:
+    """A closed box's bricks with its wall ring: the most a closed liquid can hold."""
+    return int(math.prod(_bricks_across(n) for n in spec.shape))
+
+
+def start_bricks(liquid_cells: float) -> float:
+    """The liquid at rest as a cube of ∛C cells grown by the margin, in bricks."""
     s = max(float(liquid_cells), 1.0) ** (1.0 / 3.0)
-    bricks = SPREAD * ((s + 2 * MARGIN) / BRICK + 1) ** 3
-    if closed:
-        bricks = min(bricks, math.prod(-(-(n + 2) // BRICK) + 1 for n in spec.shape))
-    return int(math.ceil(bricks))
+    return ((s + 2 * MARGIN) / BRICK + 1) ** 3
+
+
+def layer_bricks(liquid_cells: float, spec: GridSpec) -> float:
+    """The liquid spread as a layer over the closed box's floor (z), in bricks: the floor
+    it covers (all of it, or C / MIN_DEPTH cells² where that is less) times its depth
+    grown by the margin above and the wall ring below."""
+    nx, ny, nz = spec.shape
+    cells = max(float(liquid_cells), 1.0)
+    floor = float(nx) * float(ny)
+    depth = min(float(nz), max(cells / floor, MIN_DEPTH))
+    area = min(floor, cells / depth)
+    if area >= floor:
+        across = _bricks_across(nx) * _bricks_across(ny)
+    else:  # as square as the floor lets it be
+        narrow, wide = sorted((float(nx), float(ny)))
+        a = min(narrow, math.sqrt(area))
+        across = (a / BRICK + 1) * (min(wide, area / a) / BRICK + 1)
+    return across * ((depth + MARGIN + 1) / BRICK + 1)
+
+
+def estimate_bricks(liquid_cells: float, spec: GridSpec, closed: bool = True) -> int:
+    """Bricks a sparse bake of *liquid_cells* cells of liquid needs at its peak (module
+    text): closed, its start and its volume spread over the floor, capped by the box;
+    open, its start ×SPREAD."""
+    if not closed:
+        return int(math.ceil(SPREAD * start_bricks(liquid_cells)))
+    bricks = start_bricks(liquid_cells) + layer_bricks(liquid_cells, spec)
+    return int(math.ceil(min(bricks, box_bricks(spec))))
 
 
 def liquid_region_cells(liquid_cells: float, spec: GridSpec, ppc: int) -> GridSpec:
@@ -83,12 +133,21 @@ def sparse_flip_memory(spec: GridSpec, particles: int, particles_per_cell: int =
     *particles* particles on the device of *xp* (default the backend's), estimated from the
     liquid's volume (module text); *narrow_band* > 0: with the band's update (its cells);
     ``parts=True``: the dict of stages with ``bricks``."""
+    ppc = max(1, int(particles_per_cell))
+    bricks = estimate_bricks(int(particles) / ppc, spec, closed)
+    return memory_at(spec, bricks, particles, ppc, apic, closed, parts, xp, narrow_band)
+
+
+def memory_at(spec: GridSpec, bricks: int, particles: int, particles_per_cell: int = 8, apic: bool = False,
+              closed: bool = True, parts: bool = False, xp=None, narrow_band: int = 0):
+    """``sparse_flip_memory``'s bytes with *bricks* bricks (estimated before the bake,
+    or held during it: ``FrameCheck``)."""
     from .surface import (CHUNK_PAIRS, KERNEL_PER_RADIUS, _reachable_offsets, estimate_gpu_bytes, surface_grid,
                           surface_radii)
 
     P = int(particles)
     ppc = max(1, int(particles_per_cell))
-    bricks = estimate_bricks(P / ppc, spec, closed)
+    bricks = int(bricks)
     cells = bricks * CELLS
     surface = surface_grid(spec) if closed and box_outputs(spec) else liquid_region_cells(P / ppc, spec, ppc)
     cpu = (xp or backend.xp()) is np
@@ -112,3 +171,49 @@ def sparse_flip_memory(spec: GridSpec, particles: int, particles_per_cell: int =
     if parts:
         return {"bricks": bricks, "state": int(state), **stages, "total": max(stages.values())}
     return int(max(stages.values()))
+
+
+def next_frame(now: int, before: int | None) -> int:
+    """Bricks (or particles) the next frame may hold: *now* plus up to ``GROWTH`` times
+    what the last frame added (*before*: the count a frame ago; None: not known yet)."""
+    now = int(now)
+    grown = 0 if before is None else max(0, now - int(before))
+    return int(math.ceil(now + GROWTH * grown))
+
+
+class FrameCheck:
+    """The liquid's memory looked at again before each frame of a bake (module text).
+
+    ``need(sim)`` → (bytes the next frame needs, bytes the simulation holds now) from the
+    bricks (sparse) or the box (dense) and the particles it holds, with ``next_frame``'s
+    growth. *memory(bricks, particles, parts=True)* gives the stages (``memory_at`` or
+    ``flip_memory``), whose ``state`` is what is held between frames; on a GPU (*xp*
+    CuPy) held is at least the pool's bytes in use (the state and the cached solver,
+    which the next frame reuses). Call ``seen(sim)`` after each frame (the counts a frame
+    ago)."""
+
+    def __init__(self, memory, closed: bool = True, box: int | None = None, xp=None, first: int = 0):
+        self.memory, self.closed, self.box, self.xp = memory, closed, box, xp
+        self.first = int(first)  # bricks before the grid is built (a new or restored simulation): the estimate's
+        self.bricks = self.particles = None
+
+    @staticmethod
+    def counts(sim) -> tuple[int, int]:
+        grid = sim.grid
+        bricks = int(grid.brick_count()) if hasattr(grid, "brick_count") else 0
+        return bricks, int(len(sim.pos))
+
+    def need(self, sim) -> tuple[int, int]:
+        bricks, particles = self.counts(sim)
+        bricks = bricks or self.first
+        later = next_frame(bricks, self.bricks)
+        if self.closed and self.box is not None:
+            later = min(later, int(self.box))
+        stages = self.memory(later, next_frame(particles, self.particles), parts=True)
+        held = self.memory(bricks, particles, parts=True)["state"]
+        if self.xp is not None and self.xp is not np:  # on a GPU: what VoxFX's pool holds in use
+            held = max(held, int(self.xp.get_default_memory_pool().used_bytes()))
+        return int(stages["total"]), int(held)
+
+    def seen(self, sim) -> None:
+        self.bricks, self.particles = self.counts(sim)
