@@ -216,7 +216,14 @@ def main():
     if "river" in args.rows and left() > 45:
         spec, v, t = river(river_n, river_p)
         run_row("river 100M", spec, v, t, 1000, left() - 40, out, rows, xp=xp)  # set-up ~25 s, a frame ~1-2 s
-    print(f"total {time.perf_counter() - start:.0f} s")
+    print(f"total {time.perf_counter() - start:.0f} s; rows:")
+    for key, row in rows.items():
+        s = row.get("summary") if isinstance(row, dict) else None
+        if s:
+            print(f"  {key}: {row['particles']:,} particles, {len(row['frames'])} frames, bricks {row['start bricks']} "
+                  f"-> max {s['bricks max']} (old {row['old']['bricks']}, new {row['new']['bricks']}); in-use peak "
+                  f"{s['peak'] / GIB:.3f} GiB; old {row['old']['total'] / GIB:.3f} GiB ({s['old/peak']:.2f}x), new "
+                  f"{row['new']['total'] / GIB:.3f} GiB ({s['new/peak']:.2f}x)")
 
 
 if __name__ == "__main__":
