@@ -97,6 +97,37 @@ def old_bricks(liquid_cells, spec):
     return int(math.ceil(min(M.SPREAD * M.start_bricks(liquid_cells), M.box_bricks(spec))))
 
 
+# The estimate's bytes before this change (GPU): 64 B a pool cell, 32 B of state; the band
+# beside the state, 40 B a particle and 960 B a liquid cell
+OLD_GPU = {"GPU_CELL": 64, "GPU_PARTICLE": 100, "GPU_STATE_CELL": 32, "GPU_STATE_PARTICLE": 24}
+OLD_BAND = 40, 960
+
+
+def estimates(spec, vertices, particles, ppc, band, xp):
+    """(new, old) estimates (stage dicts) of a closed box's liquid at rest: new climbs to
+    ``climb_cells`` of the liquid's top, old is the start's cube ×1.5 at the old bytes."""
+    import numpy as np
+
+    top = (float(np.asarray(vertices)[:, 2].max()) - spec.origin[2]) / spec.voxel_size
+    new = M.sparse_flip_memory(spec, particles, ppc, xp=xp, narrow_band=band, parts=True,
+                               climb=M.climb_cells(top, 0.0, spec))
+    kept = {k: getattr(M, k) for k in OLD_GPU}
+    try:
+        if xp is not np:
+            for k, value in OLD_GPU.items():
+                setattr(M, k, value)
+        old = M.memory_at(spec, old_bricks(particles / ppc, spec), particles, ppc, xp=xp, parts=True)
+        if band and xp is not np:
+            old["narrow band"] = int(old["state"] + OLD_BAND[0] * particles + OLD_BAND[1] * particles / ppc)
+            old["total"] = max(old["substep"], old["frame output"], old["narrow band"])
+        elif band:
+            old = M.memory_at(spec, old["bricks"], particles, ppc, xp=xp, narrow_band=band, parts=True)
+    finally:
+        for k, value in kept.items():
+            setattr(M, k, value)
+    return new, old
+
+
 def run_row(name, spec, v, t, frames, cap, out, rows, band=0, ppc=8, xp=None):
     watch = rows["_watch"]
     watch.start()
@@ -122,9 +153,7 @@ def _run_row(name, spec, v, t, frames, cap, out, rows, band, ppc, xp, watch):
     sync()
     P0 = len(sim.pos)
     setup_peak = watch.peak
-    liquid = P0 / ppc
-    new = M.sparse_flip_memory(spec, P0, ppc, xp=xp, narrow_band=band, parts=True)
-    old = M.memory_at(spec, old_bricks(liquid, spec), P0, ppc, xp=xp, narrow_band=band, parts=True)
+    new, old = estimates(spec, v, P0, ppc, band, xp)
     check = M.FrameCheck(lambda b, p, parts=False: M.memory_at(spec, b, p, ppc, False, True, parts, xp, band),
                          True, M.box_bricks(spec), xp=xp, first=new["bricks"])
     row = {"row": name, "shape": list(spec.shape), "particles": P0, "band": band, "setup s":
@@ -138,8 +167,8 @@ def _run_row(name, spec, v, t, frames, cap, out, rows, band, ppc, xp, watch):
     begin = time.perf_counter()
     for frame in range(1, frames + 1):
         need, held = check.need(sim)
-        bricks_before, _ = check.counts(sim)
-        predicted = M.next_frame(bricks_before or check.first, check.bricks)
+        bricks_before, capacity, _ = check.counts(sim)
+        predicted = max(capacity, M.next_frame(bricks_before, check.bricks)) if bricks_before else check.first
         a = time.perf_counter()
         watch.reset()
         stats = sim.step(1 / 24)
@@ -171,6 +200,37 @@ def _run_row(name, spec, v, t, frames, cap, out, rows, band, ppc, xp, watch):
         pool.free_all_blocks()
 
 
+def replay(path):
+    """The estimates of this code against a saved run's per-frame counts and peaks (no
+    device needed): est / peak for the start estimates and the per-frame check."""
+    import json
+
+    gpu = object()  # any module but NumPy: the estimates' device branch
+    data = json.loads(Path(path).read_text())
+    for name, row in data.items():
+        if name.startswith("river"):
+            spec, v, _ = river(row["shape"][0], row["particles"])
+        else:
+            spec, v, _ = dam_break(row["shape"][0], row["particles"])
+        P0, band, frames = row["particles"], row["band"], row["frames"]
+        new, old = estimates(spec, v, P0, 8, band, gpu)
+        check = M.FrameCheck(lambda b, p, parts=False, spec=spec, band=band: M.memory_at(spec, b, p, 8, False, True,
+                                                                                         parts, gpu, band),
+                             True, M.box_bricks(spec), first=new["bricks"])
+        ratios, capacity, bricks, liquid = [], 0, 0, P0
+        for f in frames:
+            need, _ = check.plan(bricks, capacity, liquid if bricks else P0)
+            ratios.append(need / f["peak"])
+            bricks, capacity, liquid = f["bricks"], max(capacity, f["bricks"]), f["liquid"]
+            check.saw(bricks, liquid)
+        peak = max([f["peak"] for f in frames] + [row["setup peak"]])
+        late = ratios[1:] or ratios
+        print(f"{name}: {len(frames)} frames, bricks max {max(f['bricks'] for f in frames)} (estimate {new['bricks']},"
+              f" old {old['bricks']}); peak {peak / GIB:.3f} GiB; new {new['total'] / GIB:.3f} GiB "
+              f"({new['total'] / peak:.2f}x), old {old['total'] / GIB:.3f} GiB ({old['total'] / peak:.2f}x); "
+              f"per-frame check {min(late):.2f}-{max(late):.2f}x of the frame's peak (frame 1: {ratios[0]:.2f}x)")
+
+
 def save(out, rows):
     if out:
         data = {k: v for k, v in rows.items() if not k.startswith("_")}
@@ -187,7 +247,10 @@ def main():
     ap.add_argument("--dam-cap", type=float, default=40.0, help="seconds of frames for the dam row")
     ap.add_argument("--band-cap", type=float, default=8.0, help="seconds of frames per band row")
     ap.add_argument("--smoke", action="store_true", help="NumPy, small scenes: the script's paths, no GPU")
+    ap.add_argument("--replay", help="a saved memory_liquid.json: this code's estimates against its counts")
     args = ap.parse_args()
+    if args.replay:
+        return replay(args.replay)
     if args.smoke:
         import numpy as xp
 

@@ -64,11 +64,13 @@ from .sparse_output import box_outputs
 MARGIN = 5  # cells around the liquid at rest (``sparse_grid.substep_margin``: 1 + 2 + reach + 1)
 SPREAD = 1.5  # an open domain: bricks of the moving liquid over those of its start (module text)
 MIN_DEPTH = 2.0  # cells: the thinnest sheet a spreading liquid is counted as (8 particles a cell)
+SPLASH = 1.5  # how far above its energy's height a wave's jets climb a wall (module text)
 GROWTH = 2.0  # FrameCheck: the next frame's new bricks (and particles), at most this many times the last's
 CPU_CELL, CPU_PARTICLE, CPU_APIC = 120, 720, 80
-GPU_CELL, GPU_PARTICLE, GPU_APIC = 64, 100, 36
+GPU_CELL, GPU_PARTICLE, GPU_APIC = 200, 120, 36
+GPU_STATE_CELL, GPU_STATE_PARTICLE = 120, 48  # what stays in use between frames (channels, solver, particles)
 CPU_BAND_PARTICLE, CPU_BAND_CELL = 24, 400
-GPU_BAND_PARTICLE, GPU_BAND_CELL = 40, 960
+GPU_BAND_PARTICLE, GPU_BAND_CELL = 16, 512  # beyond the substep's (module text)
 CLOSED_IMAGES = 4  # a closed level set's particles with their mirrors (a tank's liquid touches 3–5 walls)
 
 
@@ -88,31 +90,46 @@ def start_bricks(liquid_cells: float) -> float:
     return ((s + 2 * MARGIN) / BRICK + 1) ** 3
 
 
-def layer_bricks(liquid_cells: float, spec: GridSpec) -> float:
-    """The liquid spread as a layer over the closed box's floor (z), in bricks: the floor
-    it covers (all of it, or C / MIN_DEPTH cells² where that is less) times its depth
-    grown by the margin above and the wall ring below."""
+def climb_cells(top: float, speed: float, spec: GridSpec, gravity: float = 9.81) -> float:
+    """How high (cells above the box floor) the liquid can reach: its top plus what its
+    speed can lift it (v²/2g), ×``SPLASH`` for the jets a wave throws up a wall, capped
+    by the box; without gravity, the box's height."""
+    h = spec.voxel_size
+    if gravity <= 0:
+        return float(spec.shape[2])
+    lift = float(speed) ** 2 / (2.0 * float(gravity)) / h
+    return min(float(spec.shape[2]), SPLASH * (max(float(top), 0.0) + lift))
+
+
+def layer_bricks(liquid_cells: float, spec: GridSpec, climb: float | None = None) -> float:
+    """The liquid spread as a sheet over the closed box's floor (z) and up its four
+    walls to *climb* cells (``climb_cells``; None: the box's height), in bricks: each
+    sheet as thick as the volume allows (at least ``MIN_DEPTH``), grown by the margin
+    inside and the wall ring outside. A liquid too small to cover the floor so thinly
+    covers a patch of it (as square as the floor lets it be) and no wall."""
     nx, ny, nz = spec.shape
     cells = max(float(liquid_cells), 1.0)
-    floor = float(nx) * float(ny)
-    depth = min(float(nz), max(cells / floor, MIN_DEPTH))
-    area = min(floor, cells / depth)
-    if area >= floor:
-        across = _bricks_across(nx) * _bricks_across(ny)
-    else:  # as square as the floor lets it be
+    climb = float(nz) if climb is None else min(float(nz), max(float(climb), 0.0))
+    floor, perimeter = float(nx) * float(ny), 2.0 * (float(nx) + float(ny))
+    depth = min(float(nz), max(cells / (floor + perimeter * climb), MIN_DEPTH))
+    thick = (depth + MARGIN + 1) / BRICK + 1  # a sheet's bricks across it
+    area = cells / depth
+    if area < floor:  # a patch of the floor
         narrow, wide = sorted((float(nx), float(ny)))
         a = min(narrow, math.sqrt(area))
-        across = (a / BRICK + 1) * (min(wide, area / a) / BRICK + 1)
-    return across * ((depth + MARGIN + 1) / BRICK + 1)
+        return (a / BRICK + 1) * (min(wide, area / a) / BRICK + 1) * thick
+    bx, by = _bricks_across(nx), _bricks_across(ny)
+    height = min(climb, (area - floor) / perimeter)  # the walls' sheet, as high as the volume reaches
+    return bx * by * thick + 2 * (bx + by) * ((height + MARGIN) / BRICK + 1) * thick
 
 
-def estimate_bricks(liquid_cells: float, spec: GridSpec, closed: bool = True) -> int:
+def estimate_bricks(liquid_cells: float, spec: GridSpec, closed: bool = True, climb: float | None = None) -> int:
     """Bricks a sparse bake of *liquid_cells* cells of liquid needs at its peak (module
-    text): closed, its start and its volume spread over the floor, capped by the box;
-    open, its start ×SPREAD."""
+    text): closed, its start and its volume spread over the floor and up the walls to
+    *climb* cells (``layer_bricks``), capped by the box; open, its start ×SPREAD."""
     if not closed:
         return int(math.ceil(SPREAD * start_bricks(liquid_cells)))
-    bricks = start_bricks(liquid_cells) + layer_bricks(liquid_cells, spec)
+    bricks = start_bricks(liquid_cells) + layer_bricks(liquid_cells, spec, climb)
     return int(math.ceil(min(bricks, box_bricks(spec))))
 
 
@@ -128,13 +145,15 @@ def liquid_region_cells(liquid_cells: float, spec: GridSpec, ppc: int) -> GridSp
 
 
 def sparse_flip_memory(spec: GridSpec, particles: int, particles_per_cell: int = 8, apic: bool = False,
-                       closed: bool = True, parts: bool = False, xp=None, narrow_band: int = 0):
+                       closed: bool = True, parts: bool = False, xp=None, narrow_band: int = 0,
+                       climb: float | None = None):
     """Peak bytes of a sparse FLIP bake (``FlipSimulation(..., sparse=True)``) of
     *particles* particles on the device of *xp* (default the backend's), estimated from the
     liquid's volume (module text); *narrow_band* > 0: with the band's update (its cells);
-    ``parts=True``: the dict of stages with ``bricks``."""
+    *climb*: cells above the floor the liquid can reach (``climb_cells``; None: the box's
+    height); ``parts=True``: the dict of stages with ``bricks``."""
     ppc = max(1, int(particles_per_cell))
-    bricks = estimate_bricks(int(particles) / ppc, spec, closed)
+    bricks = estimate_bricks(int(particles) / ppc, spec, closed, climb)
     return memory_at(spec, bricks, particles, ppc, apic, closed, parts, xp, narrow_band)
 
 
@@ -159,15 +178,17 @@ def memory_at(spec: GridSpec, bricks: int, particles: int, particles_per_cell: i
         pairs = min(CHUNK_PAIRS, seen * len(_reachable_offsets(R, spec.voxel_size)[1]))
         output = state + 90 * seen + 48 * surface.voxel_count + 42 * pairs
     else:
-        state = 32 * cells + (24 + (36 if apic else 0)) * P
+        state = GPU_STATE_CELL * cells + (GPU_STATE_PARTICLE + (36 if apic else 0)) * P
         substep = GPU_CELL * cells + (GPU_PARTICLE + (GPU_APIC if apic else 0)) * P
         r, _ = surface_radii(spec.voxel_size, ppc)
         output = state + max(estimate_gpu_bytes(P, surface, KERNEL_PER_RADIUS * r) + 4 * surface.voxel_count,
                              12 * surface.voxel_count)
     stages = {"substep": int(substep), "frame output": int(output)}
     if int(narrow_band) > 0:
-        per_particle, per_cell = (CPU_BAND_PARTICLE, CPU_BAND_CELL) if cpu else (GPU_BAND_PARTICLE, GPU_BAND_CELL)
-        stages["narrow band"] = int(state + per_particle * P + per_cell * P / ppc)
+        if cpu:  # the update after advection, beside the state
+            stages["narrow band"] = int(state + CPU_BAND_PARTICLE * P + CPU_BAND_CELL * P / ppc)
+        else:  # on the device, measured beside the frame's substep peak
+            stages["narrow band"] = int(substep + GPU_BAND_PARTICLE * P + GPU_BAND_CELL * P / ppc)
     if parts:
         return {"bricks": bricks, "state": int(state), **stages, "total": max(stages.values())}
     return int(max(stages.values()))
@@ -198,22 +219,38 @@ class FrameCheck:
         self.bricks = self.particles = None
 
     @staticmethod
-    def counts(sim) -> tuple[int, int]:
+    def counts(sim) -> tuple[int, int, int]:
+        """(bricks in use, bricks allocated, particles): the grid's channels keep their
+        capacity (the most bricks it held) when bricks are freed; the particles are the
+        liquid's (with a narrow band, those its deep cells stand for too: its update
+        works on the whole liquid, as the estimate before the bake counts it)."""
         grid = sim.grid
         bricks = int(grid.brick_count()) if hasattr(grid, "brick_count") else 0
-        return bricks, int(len(sim.pos))
+        liquid = getattr(sim, "liquid_particles", None)
+        particles = max(int(len(sim.pos)), int(liquid()) if liquid is not None else 0)
+        return bricks, max(bricks, int(getattr(grid, "capacity", 0) or 0)), particles
 
     def need(self, sim) -> tuple[int, int]:
-        bricks, particles = self.counts(sim)
-        bricks = bricks or self.first
-        later = next_frame(bricks, self.bricks)
-        if self.closed and self.box is not None:
-            later = min(later, int(self.box))
-        stages = self.memory(later, next_frame(particles, self.particles), parts=True)
-        held = self.memory(bricks, particles, parts=True)["state"]
+        need, held = self.plan(*self.counts(sim))
         if self.xp is not None and self.xp is not np:  # on a GPU: what VoxFX's pool holds in use
             held = max(held, int(self.xp.get_default_memory_pool().used_bytes()))
+        return need, held
+
+    def plan(self, bricks: int, capacity: int, particles: int) -> tuple[int, int]:
+        """``need`` from the counts (``counts``): (the next frame's bytes, the state's now)."""
+        if not bricks:  # not built yet (a new or restored simulation)
+            bricks = capacity = self.first
+        later = max(capacity, next_frame(bricks, self.bricks))
+        if self.closed and self.box is not None:
+            later = min(later, max(capacity, int(self.box)))
+        stages = self.memory(later, next_frame(particles, self.particles), parts=True)
+        held = self.memory(capacity, particles, parts=True)["state"]
         return int(stages["total"]), int(held)
 
     def seen(self, sim) -> None:
-        self.bricks, self.particles = self.counts(sim)
+        """After a frame: its counts are the next frame's 'a frame ago'."""
+        bricks, _, particles = self.counts(sim)
+        self.saw(bricks, particles)
+
+    def saw(self, bricks: int, particles: int) -> None:
+        self.bricks, self.particles = int(bricks), int(particles)
