@@ -34,19 +34,27 @@ NumPy path, dam breaks, a blob and a pool at 6k–50k particles) and rounded up:
   ``sparse_output.BOX_NODES``, else the liquid's region) and its batch of (particle,
   node) pairs at 42 B; closed, the particles seen include their wall mirrors
   (``CLOSED_IMAGES``: a narrow tank's liquid touches 4 walls);
-* on the GPU (not yet measured on a device): 64 B per pool cell of state and solver
-  vectors, 100 B per particle, and ``surface.estimate_gpu_bytes`` for the level set;
+* on the GPU, fitted to the pool's bytes in use per frame (a CuPy memory hook;
+  ``bench/memory_liquid.py`` on an H200: the 8M dam break at 256³ over 60 frames, bricks
+  3,247 → 13,893 and down to ~5k, in use 1.03 → 2.01 GiB; the 100M river over 31 frames,
+  36,530 → 90,733 bricks, 10.5 → 16.2 GiB): a frame peaks at 152–242 B per pool cell and
+  60–114 B per particle, taken as ``GPU_CELL`` 200 and ``GPU_PARTICLE`` 120; between
+  frames 113–115 B per cell and 34–43 B per particle stay in use (the channels, at the
+  grid's capacity: it keeps the most bricks it held; the cached solver; the particles),
+  taken as 120 and 48 (the state); the level set ``surface.estimate_gpu_bytes`` beside
+  the state;
 * the narrow band's update after advection (``sparse_band.NarrowBand.update``, when the
-  band is on), beside the state: a key per particle and its sort (~24 B), and per liquid
-  cell its candidates, their dilation one axis at a time, φ's samples and the air rings.
-  Measured on the NumPy path (tracemalloc, dam breaks of 0.34M and 1.1M particles, band of
-  4 cells, capped substeps so the candidates are dilated): 46–55 B per particle at 8 per
-  cell (370–440 B per liquid cell), taken as 24 B a particle and 400 B a liquid cell. On
-  an H100 (``bench/flip_sparse.py --row 65m --frames 2 --narrow-band 4``: 65.5M particles,
-  3.4M kept) the pool peaked at 10.04 GiB, the deep cells' grid work included; taken as
-  40 B a particle and 960 B a liquid cell beside the state (11.7 GiB estimated: 1.17×).
+  band is on): a key per particle and its sort, and per liquid cell its candidates, their
+  dilation one axis at a time, φ's samples and the air rings. On the NumPy path, beside
+  the state (tracemalloc, dam breaks of 0.34M and 1.1M particles, band of 4 cells, capped
+  substeps so the candidates are dilated): 46–55 B per particle at 8 per cell (370–440 B
+  per liquid cell), taken as 24 B a particle and 400 B a liquid cell. On the GPU the band
+  frame's peak is the substep's plus 70–73 B per liquid particle (8M, bands of 2, 4 and 8
+  cells, 0.37M–1.7M particles kept: 1.549–1.585 GiB in use against 1.027–1.039 without
+  the band at the same bricks; the 65M row's pool, cached blocks included, 10.04 against
+  6.87 GiB: 52 B), taken as 14 B a particle and 512 B a liquid cell (78 B at 8 a cell).
   (Before the keys, (n, 3) rows per particle and 27 shifted copies: 255–571 B per
-  particle on the CPU and a 70.1 GiB pool on that row.)
+  particle on the CPU and a 70.1 GiB pool on the 65M row.)
 """
 
 from __future__ import annotations
@@ -70,7 +78,7 @@ CPU_CELL, CPU_PARTICLE, CPU_APIC = 120, 720, 80
 GPU_CELL, GPU_PARTICLE, GPU_APIC = 200, 120, 36
 GPU_STATE_CELL, GPU_STATE_PARTICLE = 120, 48  # what stays in use between frames (channels, solver, particles)
 CPU_BAND_PARTICLE, CPU_BAND_CELL = 24, 400
-GPU_BAND_PARTICLE, GPU_BAND_CELL = 16, 512  # beyond the substep's (module text)
+GPU_BAND_PARTICLE, GPU_BAND_CELL = 14, 512  # beyond the substep's (module text)
 CLOSED_IMAGES = 4  # a closed level set's particles with their mirrors (a tank's liquid touches 3–5 walls)
 
 
