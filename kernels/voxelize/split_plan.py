@@ -16,7 +16,7 @@ largest that runs whole or split (``split_search``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -148,9 +148,11 @@ ART_RGBA_PER_VOXEL = 16  # a slab voxel's float32 colour (SlabArt.colors)
 ART_TEXTURE_PER_VOXEL = 96 + 24 + 8
 TEXTURE_PER_CANDIDATE = 20
 TEXTURE_PER_KEPT = 185
-# Voxels follow the triangles' area, so the textured voxels' share is the textured area's;
-# one slab may hold more of them than the whole mesh (Suzanne with a third of its triangles
-# untextured at random: 70% of the voxels textured, 81% in the fullest of 6-row slabs)
+# Voxels follow the triangles' area, so the textured voxels' share is the textured area's.
+# The split plan counts the slab that looks up the most (``ArtCost.slab_density``: one slab
+# of Suzanne held 81% textured voxels where the mesh has 70%, and one kept 69% of its
+# candidates where the mesh keeps 53%); without slabs (the unsplit job) the mesh's share
+# is taken 1.2× for it
 TEXTURED_SHARE_MARGIN = 1.2
 GREEDY_KEPT_PER_FACE = 65  # GreedyBuilder: the runs of every face added, with their colour (64.3 B)
 GREEDY_ADD_PER_FACE = 72  # one slab's exposed faces on their way in: ijk, rank, label, colour, words
@@ -188,6 +190,9 @@ class ArtCost:
     # their colour, they are not looked up
     most_candidates: int = 0  # the most one voxel has (a block holds at least one voxel)
     kept: float = 1.0  # the share of the candidates the image filter keeps (over the textured triangles)
+    # per triangle (world z low and high, area, candidates and kept ones a voxel: 0 untextured), for the
+    # split plan's slab by slab count (``slab_density``)
+    by_triangle: tuple | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def of(cls, settings, outputs, triangles) -> "ArtCost":
@@ -222,24 +227,59 @@ class ArtCost:
                 share = min(1.0, TEXTURED_SHARE_MARGIN * textured_area / float(area.sum()))
                 candidates = float((area * per)[looked_up].sum()) / textured_area * share
             most_candidates = int(per[looked_up].max(initial=0))
+            kept_per = survivors_per_triangle(tris, image) if known else per
             if known and looked_up.any():  # the image filter's survivors, counted before planning
-                kept_per = survivors_per_triangle(tris, image)
                 kept = float((area * kept_per)[looked_up].sum()) / float((area * per)[looked_up].sum())
+            if corners is not None and len(corners) == len(tris):
+                z = np.asarray(corners)[:, :, 2]
+                by_triangle = (z.min(axis=1).astype(np.float64), z.max(axis=1).astype(np.float64), area,
+                               np.where(looked_up, per, 0), np.where(looked_up, kept_per, 0))
+                return cls(greedy or face or "vox" in outputs, texture, greedy, face, histogram, most, candidates,
+                           most_candidates, kept, by_triangle)
         return cls(greedy or face or "vox" in outputs, texture, greedy, face, histogram, most, candidates,
                    most_candidates, kept)
 
-    def texture_bytes(self, voxels: int) -> int:
-        """Peak of the texture colours of *voxels* voxels (``TexturedMesh.recolor``)."""
+    def slab_density(self, spec, layers: int):
+        """(candidates a voxel, share kept) of the z-slab of *layers* rows of *spec* whose
+        voxels look up the most: the area-weighted means over the triangles that reach each
+        slab (a voxel's owner lies in its z row, or a row away), the largest lookup bytes;
+        None without the triangles (then the mesh-wide ``candidates`` and ``kept``)."""
+        if self.by_triangle is None or not self.texture:
+            return None
+        z_lo, z_hi, area, cands, kept = self.by_triangle
+        h, nz = spec.voxel_size, spec.shape[2]
+        k0 = np.arange(0, nz, max(1, int(layers)), dtype=np.float64)
+        lo = spec.origin[2] + (k0 - 1) * h
+        hi = spec.origin[2] + (np.minimum(k0 + layers, nz) + 1) * h
+        by_lo, by_hi = np.argsort(z_lo), np.argsort(z_hi)
+
+        def overlap(w):  # Σ w over the triangles with z_lo < hi and z_hi >= lo, per slab
+            below_hi = np.concatenate([[0.0], np.cumsum(w[by_lo])])[np.searchsorted(z_lo[by_lo], hi, "left")]
+            under_lo = np.concatenate([[0.0], np.cumsum(w[by_hi])])[np.searchsorted(z_hi[by_hi], lo, "left")]
+            return below_hi - under_lo
+
+        a, c, k = overlap(area), overlap(area * cands), overlap(area * kept)
+        ok = (a > 0) & (c > 0)
+        if not ok.any():
+            return 0.0, 1.0
+        per_voxel, share = c[ok] / a[ok], k[ok] / c[ok]
+        best = int(np.argmax(per_voxel * (TEXTURE_PER_CANDIDATE + TEXTURE_PER_KEPT * share)))
+        return float(per_voxel[best]), float(min(1.0, share[best]))
+
+    def texture_bytes(self, voxels: int, density=None) -> int:
+        """Peak of the texture colours of *voxels* voxels (``TexturedMesh.recolor``);
+        *density*: (candidates a voxel, share kept) of a slab (``slab_density``)."""
         from .texture import CANDIDATES_PER_BLOCK
 
         if not self.texture:
             return 0
         n = int(voxels)
-        block = min(self.candidates * n, max(CANDIDATES_PER_BLOCK, self.most_candidates))
-        return int(ART_TEXTURE_PER_VOXEL * n + (TEXTURE_PER_CANDIDATE + TEXTURE_PER_KEPT * self.kept) * block)
+        candidates, kept = density if density is not None else (self.candidates, self.kept)
+        block = min(candidates * n, max(CANDIDATES_PER_BLOCK, self.most_candidates))
+        return int(ART_TEXTURE_PER_VOXEL * n + (TEXTURE_PER_CANDIDATE + TEXTURE_PER_KEPT * kept) * block)
 
 
-def art_bytes(art: "ArtCost | None", voxels: int, n_slab: int, faces: int, f_slab: int):
+def art_bytes(art: "ArtCost | None", voxels: int, n_slab: int, faces: int, f_slab: int, density=None):
     """(kept, slab, finishing, writing) host bytes of the voxel art of a split Blocks/.vox
     job: kept through the slabs (the merged faces' runs or the face colours, the colour
     histogram), one slab's transients (after its owners), the end (``GreedyBuilder.finish``
@@ -248,7 +288,7 @@ def art_bytes(art: "ArtCost | None", voxels: int, n_slab: int, faces: int, f_sla
         return 0, 0, 0, 0
     colors = min(int(voxels), art.max_colors)
     kept = HISTOGRAM_PER_COLOR * colors if art.histogram else 0
-    slab = (art.texture_bytes(n_slab) if art.texture else 8 * n_slab) + ART_RGBA_PER_VOXEL * n_slab
+    slab = (art.texture_bytes(n_slab, density) if art.texture else 8 * n_slab) + ART_RGBA_PER_VOXEL * n_slab
     if art.histogram:  # the merge of a slab's colours into the histogram (first pass)
         slab += HISTOGRAM_MERGE * (min(int(n_slab), colors) + colors) - HISTOGRAM_PER_COLOR * colors
     finishing = writing = 0
@@ -342,8 +382,10 @@ def attribute_split_estimate(spec: GridSpec, request, mesh: SplitMesh, rows, fac
     vox = (1 + 12 + 24 + 24 + 8 + 8 + 8 + 4) * n_slab if "vox" in request.outputs else 0
     # voxel art (request.art, ``ArtCost``): kept through the slabs, its slab stage after owners_box
     f_exposed = slab_maxima(faces_per_row, layers) if faces_per_row is not None else 6 * n_slab
-    art_kept, art_slab, art_finishing, art_writing = art_bytes(getattr(request, "art", None),
-                                                               int(np.sum(voxels_per_row)), n_slab, F, f_exposed)
+    art = getattr(request, "art", None)
+    density = art.slab_density(spec, layers) if art is not None else None  # the slab that looks up the most
+    art_kept, art_slab, art_finishing, art_writing = art_bytes(art, int(np.sum(voxels_per_row)), n_slab, F, f_exposed,
+                                                               density)
     slab = built + art_kept + max(owners, 4 * n_slab + vox, faces_stage, art_slab)  # .vox arrays after owners_box
     finishing = art_kept + max(finishing, built + art_finishing)
     writing = built + BLENDER_MESH_PER_FACE * F + art_writing
