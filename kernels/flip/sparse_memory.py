@@ -8,20 +8,25 @@ start the liquid is taken as a cube of side s = ∛C cells grown by the margin o
 side, in bricks: ((s + 2·MARGIN)/8 + 1)³ (the +1: a box rarely starts on a brick border).
 A liquid spreads as it moves: a dam break flattens over the floor, a river's wave runs
 down its channel (the start's count ×1.5 held the 8M dam break over its first steps,
-1.28×, but the 100M river passed it by frame 5, 0.86×). So in a closed box the bricks it can reach are
-the start's and those of its volume spread as a layer over the box floor (gravity along
-−z), ``layer_bricks``: the floor area it can cover (the whole floor, or C / ``MIN_DEPTH``
-cells² where a thinner sheet would be needed to cover it), times the layer's depth grown
-by the margin upwards and the wall ring below, in bricks. The column and the sheet
-coexist while it collapses, so the two are added; a closed domain never holds more than
-its box and wall ring (the cap). An open domain's liquid may leave: it keeps the cube
-×``SPREAD``.
+1.28×, but the 100M river passed it by frame 5, 0.86×, and on an H200 the dam break's
+bricks grew 3,247 → 13,893 by frame 21 as it splashed up the far wall). So in a closed box
+the bricks it can reach are the start's and those of its volume spread as a sheet over the
+box floor (gravity along −z) and up its four walls as high as it can climb (``climb_cells``:
+its top plus v²/2g, ×``SPLASH`` for the jets a wave throws up a wall), ``layer_bricks``:
+each sheet as thick as the volume allows (at least ``MIN_DEPTH`` cells; a liquid too small
+to cover the floor so thinly covers a patch of it), grown by the margin inside and the wall
+ring outside. The column and the sheet coexist while it collapses, so the two are added; a
+closed domain never holds more than its box and wall ring (the cap). Measured: the 8M dam
+break's most bricks 13,893 against 14,895 estimated, the river's 90,733 by frame 31 (still
+spreading) against 130,538. An open domain's liquid may leave: it keeps the cube ×``SPREAD``.
 
 During the bake ``FrameCheck`` looks again before every frame, from the bricks and
-particles the simulation holds now: the next frame's bricks are those held plus up to
+particles the simulation holds now: the next frame's bricks are the most of the grid's
+capacity (its channels keep the most bricks it held) and those in use plus up to
 ``GROWTH``× the last frame's new ones (a wave speeds up), the particles likewise (inflows),
 and the same bytes per brick and particle give the need, against what is usable then
-plus what the simulation already holds.
+plus what the simulation already holds (on the H200 rows the check was 1.10–1.41× each
+frame's in-use peak from the second frame on).
 
 Bytes, fitted to measured peaks (``bench/flip_sparse.py --memory``: tracemalloc on the
 NumPy path, dam breaks, a blob and a pool at 6k–50k particles) and rounded up:
