@@ -52,17 +52,51 @@ def choose_solver(spec, particles: int, f, usable=None, xp=None) -> tuple[bool, 
                   f"{backend.format_bytes(usable)} usable)")
 
 
-def memory_need(spec, particles: int, f, xp=None, usable=None) -> int:
+def liquid_reach(top: float, velocity, gravity):
+    """(top, speed, g) of the liquid for ``climb``: the world height of its top (m), its
+    initial speed (m/s) and gravity's pull (m/s²) where gravity points down −z (the box
+    floor is its lowest face); None otherwise (the estimate then counts the walls to the
+    box's top)."""
+    g = np.asarray(gravity, dtype=float)
+    if g[2] >= 0 or np.hypot(g[0], g[1]) > 1e-3 * abs(g[2]):
+        return None
+    return float(top), float(np.linalg.norm(np.asarray(velocity, dtype=float))), float(-g[2])
+
+
+def climb(spec, reach):
+    """Cells above *spec*'s floor the liquid can reach (``sparse_memory.climb_cells``) from
+    ``liquid_reach``'s *reach*; None (the box's height) without one."""
+    from ..kernels.flip.sparse_memory import climb_cells
+
+    if reach is None:
+        return None
+    top, speed, g = reach
+    return climb_cells((top - spec.origin[2]) / spec.voxel_size, speed, spec, g)
+
+
+def memory_need(spec, particles: int, f, xp=None, usable=None, reach=None) -> int:
     """Peak bytes of the bake the Liquid settings *f* ask for: the sparse estimate (from
-    the liquid's volume) when the solver is sparse (``choose_solver``), else the dense one
-    (from the box)."""
+    the liquid's volume, spread over the floor and up the walls as high as *reach* lets it
+    climb: ``liquid_reach``) when the solver is sparse (``choose_solver``), else the dense
+    one (from the box)."""
     apic = bool(getattr(f, "apic", False))
     sparse, _ = choose_solver(spec, particles, f, usable=usable, xp=xp)
     if sparse:
         return sparse_flip_memory(spec, particles, int(f.particles_per_cell), apic,
                                   closed=getattr(f, "boundary", "closed") == "closed", xp=xp,
-                                  narrow_band=int(getattr(f, "narrow_band", 0)))
+                                  narrow_band=int(getattr(f, "narrow_band", 0)), climb=climb(spec, reach))
     return flip_memory(spec, particles, apic, xp=xp)
+
+
+def liquids_reach(scene, liquids):
+    """``liquid_reach`` of the Liquid objects: their world bounding boxes' top, the
+    fastest initial velocity, the scene's gravity."""
+    if not liquids:
+        return None
+    top = max((o.matrix_world @ Vector(c))[2] for o in liquids for c in o.bound_box)
+    speed = max(np.linalg.norm(np.asarray(o.voxfx_flip.initial_velocity, float)) for o in liquids)
+    gravity = tuple(scene.gravity) if scene.use_gravity else (0.0, 0.0, 0.0)
+    return liquid_reach(top, (speed, 0.0, 0.0), gravity)
 
 
 def liquid_particles_estimate(liquids, spec, particles_per_cell: int) -> int:
@@ -88,7 +122,8 @@ def estimate_lines(context, f) -> list:
         spec = domain_spec(f.domain, f.resolution)
     except Exception:  # noqa: BLE001 - a domain without volume: the bake says so
         return []
-    particles = liquid_particles_estimate(role_objects(context.scene, "LIQUID"), spec, f.particles_per_cell)
+    liquids = role_objects(context.scene, "LIQUID")
+    particles = liquid_particles_estimate(liquids, spec, f.particles_per_cell)
     if not particles:
         return []
     try:
@@ -96,7 +131,7 @@ def estimate_lines(context, f) -> list:
         sparse, why = choose_solver(spec, particles, f, usable=usable)  # on the backend the bake uses
     except InputError as e:
         return [str(e)]
-    need = memory_need(spec, particles, f, usable=usable)
+    need = memory_need(spec, particles, f, usable=usable, reach=liquids_reach(context.scene, liquids))
     kind = "sparse" if sparse else "dense"
     return [why, f"Memory ≈ {backend.format_bytes(need)} ({kind}, {particles / 1e6:.1f}M particles)"]
 
@@ -105,3 +140,57 @@ def estimate_line(context, f) -> str:
     """The Liquid panel's memory line ("Memory ≈ 1.2 GiB (sparse, 3.4M particles)"), or ""."""
     lines = estimate_lines(context, f)
     return lines[-1] if len(lines) == 2 else ""
+
+
+def frame_check(spec, f, sparse: bool, compact: bool, particles: int, xp=None, reach=None):
+    """The bake's ``sparse_memory.FrameCheck`` for the Liquid settings *f*: sparse, the
+    bricks it holds (``memory_at``; before its grid is built, the estimate's for
+    *particles*); dense, the box's grid (``flip_memory``); with the device encoder of
+    Compact frames on a GPU (*compact*, as ``bake_memory_need``)."""
+    from ..kernels.flip.sparse_memory import FrameCheck, box_bricks, estimate_bricks, memory_at
+    from . import compact_points
+
+    xp = xp or backend.xp()
+    apic = bool(getattr(f, "apic", False))
+    closed = getattr(f, "boundary", "closed") == "closed"
+    band = int(getattr(f, "narrow_band", 0))
+
+    def memory(bricks, particles, parts=False):
+        if sparse:
+            stages = memory_at(spec, bricks, particles, int(f.particles_per_cell), apic, closed, True, xp, band)
+        else:
+            stages = flip_memory(spec, particles, apic, parts=True, xp=xp)
+        if compact and xp is not np:
+            stages = {**stages, "total": compact_points.with_device_encoder(stages, particles)}
+        return stages if parts else stages["total"]
+
+    first = estimate_bricks(int(particles) / max(1, int(f.particles_per_cell)), spec, closed,
+                            climb(spec, reach)) if sparse else 0
+    return FrameCheck(memory, closed, box_bricks(spec), xp=xp, first=first)
+
+
+class GuardedBake:
+    """*bake* (``kernels.flip.bake.FlipBake``) with its memory looked at again before
+    each frame (``frame_check``): where the bricks held now plus the next frame's growth
+    would not fit what is usable then (beside what the simulation already holds), the
+    bake stops before stepping, in one line; the frames before it, their checkpoint and
+    the cache stay as a cancel leaves them, and the next Bake resumes after them."""
+
+    def __init__(self, bake, check, frame_start: int, usable=None):
+        self.bake, self.check, self.frame_start = bake, check, int(frame_start)
+        self.usable = usable or usable_bytes
+
+    def __getattr__(self, name):
+        return getattr(self.bake, name)
+
+    def step(self, sim, frame: int, progress=None, **inputs) -> str:
+        need, held = self.check.need(sim)
+        fits = int(self.usable()) + held
+        if need > fits:
+            done = (f"frame {self.frame_start} is" if frame - 1 == self.frame_start
+                    else f"frames {self.frame_start}–{frame - 1} are")
+            raise InputError(f"Frame {frame}: the liquid now needs {backend.format_bytes(need)}, "
+                             f"{backend.format_bytes(fits)} fits; {done} baked and resume from there")
+        line = self.bake.step(sim, frame, progress=progress, **inputs)
+        self.check.seen(sim)
+        return line

@@ -253,11 +253,35 @@ def art_rows() -> dict:
     per_voxel = (texture[1 << 19] - texture[1 << 18]) / (1 << 18)  # the second block reuses the first's room
     # a block holds CANDIDATES_PER_BLOCK candidates (2^18 voxels fill several)
     per_candidate = (texture[1 << 18] - per_voxel * (1 << 18)) / min(candidates * (1 << 18), CANDIDATES_PER_BLOCK)
+    # the image filter: one block of 2^16 voxels with 1 and 6 images at random: b + c = x1,
+    # b + c·kept6 = x6 (b per candidate, c per kept candidate; recolor's own 96 B a voxel aside)
+    from voxfx.kernels.voxelize import texture as texture_module
+
+    per_image = {}
+    n = 1 << 16
+    for images in (1, 6):
+        image = rng.integers(0, images, t).astype(np.int32)
+        mesh = TexturedMesh(verts, tris, rng.random((t, 3, 2)).astype(np.float32), image,
+                            [rng.random((64, 64, 4)).astype(np.float32) for _ in range(images)])
+        owner = rng.integers(0, t, n)
+        K = int(texture_module.candidates_per_triangle(mesh.mesh[1], mesh.mesh[2])[owner].sum())
+        S = int(texture_module.survivors_per_triangle(tris, image)[owner].sum())
+        args = (tspec, rng.integers(0, 64, (n, 3)).astype(np.int64), owner, rng.random((n, 4)).astype(np.float32))
+        kept_block, texture_module.CANDIDATES_PER_BLOCK = texture_module.CANDIDATES_PER_BLOCK, 1 << 30
+        try:
+            peak = traced(lambda args=args, mesh=mesh: mesh.recolor(*args, xp=np))[2]
+        finally:
+            texture_module.CANDIDATES_PER_BLOCK = kept_block
+        per_image[images] = ((peak - 96 * n) / K, S / K)
+    (x1, _), (x6, f6) = per_image[1], per_image[6]
+    per_kept = (x1 - x6) / (1 - f6)
     rows = {"faces": F, "greedy kept B/face": kept / F, "greedy finish B/face beyond kept": finish / F,
             "face colours kept B/face": face_kept / F, "face colours peak B/face": face_peak / F,
             "histogram colours": K, "histogram kept B/colour": hist_kept / K, "histogram peak B/colour": hist_peak / K,
             "texture candidates/voxel": candidates, "texture B/voxel": per_voxel,
-            "texture B/candidate": per_candidate}
+            "texture B/candidate": per_candidate, "texture B/candidate, 6 images": x6,
+            "texture share kept, 6 images": f6, "texture B/candidate before the filter": x1 - per_kept,
+            "texture B/kept candidate": per_kept}
     print("voxel art item | measured")
     print("--- | ---")
     for k, v in rows.items():

@@ -3,7 +3,8 @@ voxelized slab by slab, or the Block mesh / MagicaVoxel attributes computed slab
 
 Each case runs in a fresh headless-Blender (bpy) subprocess: a 1 m cube (or Suzanne,
 optionally with *materials* alternating over its faces, or voxel art: *texture* colours
-from an image, *greedy* Merge Block Faces; *old_plan* plans the split without the art's
+from an image (``"random"``: two images and a plain material, face by face at random),
+*greedy* Merge Block Faces; *old_plan* plans the split without the art's
 bytes, as before they were counted), the operator's job
 (``voxelize_job``) with the given *outputs* (default Volume), under ``RLIMIT_AS`` =
 *limit* (absolute, bytes) or VmSize + *headroom*, set just before the job. Optionally the
@@ -39,18 +40,28 @@ CHILD = textwrap.dedent(CHILD_SETUP + """
     for poly in obj.data.polygons if case.get("materials") else ():
         poly.material_index = poly.index % case["materials"]
 
-    if case.get("texture"):  # voxel art: texture colours from an image on the object's UVs
-        image = bpy.data.images.new("noise", 128, 128, alpha=True)
-        image.pixels.foreach_set(np.random.default_rng(5).random(128 * 128 * 4).astype(np.float32))
-        mat = bpy.data.materials.new("Textured")
+    def textured_material(name, seed):
+        image = bpy.data.images.new(name, 128, 128, alpha=True)
+        image.pixels.foreach_set(np.random.default_rng(seed).random(128 * 128 * 4).astype(np.float32))
+        mat = bpy.data.materials.new(name)
         if mat.node_tree is None:
             mat.use_nodes = True
         tex = mat.node_tree.nodes.new("ShaderNodeTexImage")
         tex.image = image
         bsdf = next(n for n in mat.node_tree.nodes if n.type == "BSDF_PRINCIPLED")
         mat.node_tree.links.new(tex.outputs["Color"], bsdf.inputs["Base Color"])
+        return mat
+
+    if case.get("texture"):  # voxel art: texture colours from an image on the object's UVs
         obj.data.materials.clear()
-        obj.data.materials.append(mat)
+        obj.data.materials.append(textured_material("noise", 5))
+        if case["texture"] == "random":  # two images and a plain material, face by face at random
+            obj.data.materials.append(textured_material("noise2", 6))
+            plain = bpy.data.materials.new("Plain")
+            plain.diffuse_color = (0.8, 0.3, 0.2, 1.0)
+            obj.data.materials.append(plain)
+            pick = np.random.default_rng(7).integers(0, 3, len(obj.data.polygons)).astype(np.int32)
+            obj.data.polygons.foreach_set("material_index", pick)
         bpy.context.scene.voxfx.voxelize.color_source = "TEXTURE"
     bpy.context.scene.voxfx.voxelize.greedy_blocks = bool(case.get("greedy"))
     if case.get("old_plan"):  # the split plan as it was before it counted the voxel art's bytes

@@ -19,7 +19,7 @@ from ...kernels.settings import from_source
 from ...kernels.grid import GridSpec
 from .. import compact_points, disk_plan, frame_loader, materials, node_setups, scene_io, sim_bake, writeback
 from ..cache import BakeCache, blend_name, resolve_folder
-from ..flip_sparse import choose_solver, memory_need
+from ..flip_sparse import GuardedBake, choose_solver, climb, frame_check, liquid_reach, memory_need
 from ..jobs import BakeResult, JobOperator, keep_frame_on_abort
 from ..ply import write_points
 from .cache import free_bake
@@ -99,7 +99,7 @@ def kernel_settings(f, scene, sparse=None) -> FlipSettings:
     return from_source(FlipSettings, f, gravity=gravity, sparse=sparse)
 
 
-def bake_memory_need(spec, particles: int, f, compact: bool, xp=None, usable=None) -> int:
+def bake_memory_need(spec, particles: int, f, compact: bool, xp=None, usable=None, reach=None) -> int:
     """Peak bytes of the liquid bake (``memory_need``: dense or sparse as ``choose_solver``
     picks with *usable* bytes) on the device of *xp* (default: the backend's); a GPU bake
     writing Compact frames also encodes each frame on the device
@@ -108,7 +108,7 @@ def bake_memory_need(spec, particles: int, f, compact: bool, xp=None, usable=Non
     from ...kernels.flip.sim import flip_memory
 
     xp = xp or backend.xp()
-    need = memory_need(spec, particles, f, xp=xp, usable=usable)  # sparse: from the liquid's volume (issue 12)
+    need = memory_need(spec, particles, f, xp=xp, usable=usable, reach=reach)  # sparse: the liquid's volume (issue 12)
     if not compact or xp is np:
         return need
     apic = bool(getattr(f, "apic", False))
@@ -116,29 +116,31 @@ def bake_memory_need(spec, particles: int, f, compact: bool, xp=None, usable=Non
     if sparse:
         stages = sparse_flip_memory(spec, particles, int(f.particles_per_cell), apic,
                                     closed=getattr(f, "boundary", "closed") == "closed", parts=True, xp=xp,
-                                    narrow_band=int(getattr(f, "narrow_band", 0)))
+                                    narrow_band=int(getattr(f, "narrow_band", 0)), climb=climb(spec, reach))
     else:
         stages = flip_memory(spec, particles, apic, parts=True, xp=xp)
     return max(need, compact_points.with_device_encoder(stages, particles))
 
 
-def check_memory(spec, particles, f, domain_obj, compact: bool = False):
+def check_memory(spec, particles, f, domain_obj, compact: bool = False, reach=None):
     """Refuse before allocating, naming the largest resolution that fits (particles scale
     with the cell count). The limit is the device's free memory plus VoxFX's own pool's
     free blocks (``backend.device_info``), after earlier bakes' blocks and cached solvers
-    were given back. *compact*: frames are encoded on the device (``bake_memory_need``)."""
+    were given back. *compact*: frames are encoded on the device (``bake_memory_need``);
+    *reach*: how high the liquid can climb (``flip_sparse.liquid_reach``)."""
     from ...kernels.memory import largest_that_fits, release_gpu_pool
 
     release_gpu_pool()
     info = backend.device_info()
     free = int(info.free_bytes * backend.SAFETY_FRACTION)
-    need = bake_memory_need(spec, particles, f, compact, usable=free)
+    need = bake_memory_need(spec, particles, f, compact, usable=free, reach=reach)
     if need <= free:
         return
 
     def trial(res):
         t = domain_spec(domain_obj, res)
-        return bake_memory_need(t, int(particles * t.voxel_count / spec.voxel_count), f, compact, usable=free)
+        return bake_memory_need(t, int(particles * t.voxel_count / spec.voxel_count), f, compact, usable=free,
+                                reach=reach)
 
     best = largest_that_fits(trial, free, 8, f.resolution - 1)
     raise InputError(f"A {'×'.join(map(str, spec.shape))} liquid grid with about {particles:,} particles needs "
@@ -283,7 +285,10 @@ def _flip_job(context, f, cache_dir, frame_start, frame_end, resume):
         raise InputError(f"The liquid ({', '.join(o.name for o in liquids)}) lies outside the domain '{f.domain.name}'")
     obstacle = scene_io.extract_triangles(obstacles, depsgraph) if obstacles else None
     approx = int(f.particles_per_cell * np.prod(np.clip((hi - lo) / spec.voxel_size, 1, None)))
-    check_memory(spec, approx, f, f.domain, compact=scene.voxfx.cache_format == "COMPACT")
+    gravity = tuple(scene.gravity) if scene.use_gravity else (0.0, 0.0, 0.0)
+    speed = max(np.linalg.norm(np.asarray(o.voxfx_flip.initial_velocity, float)) for o in liquids)
+    reach = liquid_reach(float(hi[2]), (speed, 0.0, 0.0), gravity)  # how high it can splash (sparse estimate)
+    check_memory(spec, approx, f, f.domain, compact=scene.voxfx.cache_format == "COMPACT", reach=reach)
     sparse, solver = choose_solver(spec, approx, f)  # Auto: dense where it fits, else sparse (issue 12)
     settings = kernel_settings(f, scene, sparse)
     velocity = tuple(liquids[0].voxfx_flip.initial_velocity)
@@ -324,7 +329,9 @@ def _flip_job(context, f, cache_dir, frame_start, frame_end, resume):
         moved = (poses.at(frame - 1), poses.at(frame)) if obstacles_move or ports_move else None
         return {"poses": moved, "velocities": {o.name: tuple(o.voxfx_flip.initial_velocity) for o in inflows}}
 
-    written, sim = yield from sim_bake.run(cache, plan, bake, lambda arrays: writers_of(arrays, spec, compact),
+    # the memory looked at again before each frame: a liquid that spreads past the limit stops cleanly
+    guarded = GuardedBake(bake, frame_check(spec, f, sparse, compact, approx, xp, reach), frame_start)
+    written, sim = yield from sim_bake.run(cache, plan, guarded, lambda arrays: writers_of(arrays, spec, compact),
                                            scene_inputs, background=scene.voxfx.write_while_simulating)
     particles, _, _ = attach_outputs(cache, frame_start, frame_end - frame_start + 1, f.particle_display,
                                      compact_points.SUFFIX if compact else ".ply")

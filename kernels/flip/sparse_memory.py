@@ -3,12 +3,30 @@ volume, not the box: what the Domain panel shows and the bake's guard checks.
 
 Bricks. The grid holds the bricks of the particles' influence boxes (``sparse_grid``):
 the liquid's cells grown by the substep margin (``MARGIN`` cells at rest, ~5). Before
-baking only the liquid's volume is known (C = particles / particles per cell), so the
-liquid is taken as a cube of side s = ∛C cells grown by the margin on every side, in
-bricks: ((s + 2·MARGIN)/8 + 1)³ (the +1: a box rarely starts on a brick border), times
-``SPREAD`` for the liquid spreading out as it moves (a dam break flattening on the floor
-has ~1.3× the bricks of its start in the measured cases). A closed domain never holds
-more than its box and wall ring.
+baking only the liquid's volume is known (C = particles / particles per cell). At the
+start the liquid is taken as a cube of side s = ∛C cells grown by the margin on every
+side, in bricks: ((s + 2·MARGIN)/8 + 1)³ (the +1: a box rarely starts on a brick border).
+A liquid spreads as it moves: a dam break flattens over the floor, a river's wave runs
+down its channel (the start's count ×1.5 held the 8M dam break over its first steps,
+1.28×, but the 100M river passed it by frame 5, 0.86×, and on an H200 the dam break's
+bricks grew 3,247 → 13,893 by frame 21 as it splashed up the far wall). So in a closed box
+the bricks it can reach are the start's and those of its volume spread as a sheet over the
+box floor (gravity along −z) and up its four walls as high as it can climb (``climb_cells``:
+its top plus v²/2g, ×``SPLASH`` for the jets a wave throws up a wall), ``layer_bricks``:
+each sheet as thick as the volume allows (at least ``MIN_DEPTH`` cells; a liquid too small
+to cover the floor so thinly covers a patch of it), grown by the margin inside and the wall
+ring outside. The column and the sheet coexist while it collapses, so the two are added; a
+closed domain never holds more than its box and wall ring (the cap). Measured: the 8M dam
+break's most bricks 13,893 against 14,895 estimated, the river's 90,733 by frame 31 (still
+spreading) against 130,538. An open domain's liquid may leave: it keeps the cube ×``SPREAD``.
+
+During the bake ``FrameCheck`` looks again before every frame, from the bricks and
+particles the simulation holds now: the next frame's bricks are the most of the grid's
+capacity (its channels keep the most bricks it held) and those in use plus up to
+``GROWTH``× the last frame's new ones (a wave speeds up), the particles likewise (inflows),
+and the same bytes per brick and particle give the need, against what is usable then
+plus what the simulation already holds (on the H200 rows the check was 1.10–1.41× each
+frame's in-use peak from the second frame on).
 
 Bytes, fitted to measured peaks (``bench/flip_sparse.py --memory``: tracemalloc on the
 NumPy path, dam breaks, a blob and a pool at 6k–50k particles) and rounded up:
@@ -21,19 +39,27 @@ NumPy path, dam breaks, a blob and a pool at 6k–50k particles) and rounded up:
   ``sparse_output.BOX_NODES``, else the liquid's region) and its batch of (particle,
   node) pairs at 42 B; closed, the particles seen include their wall mirrors
   (``CLOSED_IMAGES``: a narrow tank's liquid touches 4 walls);
-* on the GPU (not yet measured on a device): 64 B per pool cell of state and solver
-  vectors, 100 B per particle, and ``surface_gpu.estimate_gpu_bytes`` for the level set;
+* on the GPU, fitted to the pool's bytes in use per frame (a CuPy memory hook;
+  ``bench/memory_liquid.py`` on an H200: the 8M dam break at 256³ over 60 frames, bricks
+  3,247 → 13,893 and down to ~5k, in use 1.03 → 2.01 GiB; the 100M river over 31 frames,
+  36,530 → 90,733 bricks, 10.5 → 16.2 GiB): a frame peaks at 152–242 B per pool cell and
+  60–114 B per particle, taken as ``GPU_CELL`` 200 and ``GPU_PARTICLE`` 120; between
+  frames 113–115 B per cell and 34–43 B per particle stay in use (the channels, at the
+  grid's capacity: it keeps the most bricks it held; the cached solver; the particles),
+  taken as 120 and 48 (the state); the level set ``surface_gpu.estimate_gpu_bytes`` beside
+  the state;
 * the narrow band's update after advection (``sparse_band.NarrowBand.update``, when the
-  band is on), beside the state: a key per particle and its sort (~24 B), and per liquid
-  cell its candidates, their dilation one axis at a time, φ's samples and the air rings.
-  Measured on the NumPy path (tracemalloc, dam breaks of 0.34M and 1.1M particles, band of
-  4 cells, capped substeps so the candidates are dilated): 46–55 B per particle at 8 per
-  cell (370–440 B per liquid cell), taken as 24 B a particle and 400 B a liquid cell. On
-  an H100 (``bench/flip_sparse.py --row 65m --frames 2 --narrow-band 4``: 65.5M particles,
-  3.4M kept) the pool peaked at 10.04 GiB, the deep cells' grid work included; taken as
-  40 B a particle and 960 B a liquid cell beside the state (11.7 GiB estimated: 1.17×).
+  band is on): a key per particle and its sort, and per liquid cell its candidates, their
+  dilation one axis at a time, φ's samples and the air rings. On the NumPy path, beside
+  the state (tracemalloc, dam breaks of 0.34M and 1.1M particles, band of 4 cells, capped
+  substeps so the candidates are dilated): 46–55 B per particle at 8 per cell (370–440 B
+  per liquid cell), taken as 24 B a particle and 400 B a liquid cell. On the GPU the band
+  frame's peak is the substep's plus 70–73 B per liquid particle (8M, bands of 2, 4 and 8
+  cells, 0.37M–1.7M particles kept: 1.549–1.585 GiB in use against 1.027–1.039 without
+  the band at the same bricks; the 65M row's pool, cached blocks included, 10.04 against
+  6.87 GiB: 52 B), taken as 14 B a particle and 512 B a liquid cell (78 B at 8 a cell).
   (Before the keys, (n, 3) rows per particle and 27 shifted copies: 255–571 B per
-  particle on the CPU and a 70.1 GiB pool on that row.)
+  particle on the CPU and a 70.1 GiB pool on the 65M row.)
 """
 
 from __future__ import annotations
@@ -49,21 +75,75 @@ from ..grid.sparse_mac import CELLS
 from .sparse_output import box_outputs
 
 MARGIN = 5  # cells around the liquid at rest (``sparse_grid.substep_margin``: 1 + 2 + reach + 1)
-SPREAD = 1.5  # bricks of the moving liquid over those of its start (module text)
+SPREAD = 1.5  # an open domain: bricks of the moving liquid over those of its start (module text)
+MIN_DEPTH = 2.0  # cells: the thinnest sheet a spreading liquid is counted as (8 particles a cell)
+SPLASH = 1.5  # how far above its energy's height a wave's jets climb a wall (module text)
+GROWTH = 2.0  # FrameCheck: the next frame's new bricks (and particles), at most this many times the last's
 CPU_CELL, CPU_PARTICLE, CPU_APIC = 120, 720, 80
-GPU_CELL, GPU_PARTICLE, GPU_APIC = 64, 100, 36
+GPU_CELL, GPU_PARTICLE, GPU_APIC = 200, 120, 36
+GPU_STATE_CELL, GPU_STATE_PARTICLE = 120, 48  # what stays in use between frames (channels, solver, particles)
 CPU_BAND_PARTICLE, CPU_BAND_CELL = 24, 400
-GPU_BAND_PARTICLE, GPU_BAND_CELL = 40, 960
+GPU_BAND_PARTICLE, GPU_BAND_CELL = 14, 512  # beyond the substep's (module text)
 CLOSED_IMAGES = 4  # a closed level set's particles with their mirrors (a tank's liquid touches 3–5 walls)
 
 
-def estimate_bricks(liquid_cells: float, spec: GridSpec, closed: bool = True) -> int:
-    """Bricks a sparse bake of *liquid_cells* cells of liquid needs at its peak."""
+def _bricks_across(n: float) -> float:
+    """Bricks along an axis of *n* cells with the wall ring (+1: rarely on a brick border)."""
+    return -(-(int(math.ceil(n)) + 2) // BRICK) + 1
+
+
+def box_bricks(spec: GridSpec) -> int:
+    """A closed box's bricks with its wall ring: the most a closed liquid can hold."""
+    return int(math.prod(_bricks_across(n) for n in spec.shape))
+
+
+def start_bricks(liquid_cells: float) -> float:
+    """The liquid at rest as a cube of ∛C cells grown by the margin, in bricks."""
     s = max(float(liquid_cells), 1.0) ** (1.0 / 3.0)
-    bricks = SPREAD * ((s + 2 * MARGIN) / BRICK + 1) ** 3
-    if closed:
-        bricks = min(bricks, math.prod(-(-(n + 2) // BRICK) + 1 for n in spec.shape))
-    return int(math.ceil(bricks))
+    return ((s + 2 * MARGIN) / BRICK + 1) ** 3
+
+
+def climb_cells(top: float, speed: float, spec: GridSpec, gravity: float = 9.81) -> float:
+    """How high (cells above the box floor) the liquid can reach: its top plus what its
+    speed can lift it (v²/2g), ×``SPLASH`` for the jets a wave throws up a wall, capped
+    by the box; without gravity, the box's height."""
+    h = spec.voxel_size
+    if gravity <= 0:
+        return float(spec.shape[2])
+    lift = float(speed) ** 2 / (2.0 * float(gravity)) / h
+    return min(float(spec.shape[2]), SPLASH * (max(float(top), 0.0) + lift))
+
+
+def layer_bricks(liquid_cells: float, spec: GridSpec, climb: float | None = None) -> float:
+    """The liquid spread as a sheet over the closed box's floor (z) and up its four
+    walls to *climb* cells (``climb_cells``; None: the box's height), in bricks: each
+    sheet as thick as the volume allows (at least ``MIN_DEPTH``), grown by the margin
+    inside and the wall ring outside. A liquid too small to cover the floor so thinly
+    covers a patch of it (as square as the floor lets it be) and no wall."""
+    nx, ny, nz = spec.shape
+    cells = max(float(liquid_cells), 1.0)
+    climb = float(nz) if climb is None else min(float(nz), max(float(climb), 0.0))
+    floor, perimeter = float(nx) * float(ny), 2.0 * (float(nx) + float(ny))
+    depth = min(float(nz), max(cells / (floor + perimeter * climb), MIN_DEPTH))
+    thick = (depth + MARGIN + 1) / BRICK + 1  # a sheet's bricks across it
+    area = cells / depth
+    if area < floor:  # a patch of the floor
+        narrow, wide = sorted((float(nx), float(ny)))
+        a = min(narrow, math.sqrt(area))
+        return (a / BRICK + 1) * (min(wide, area / a) / BRICK + 1) * thick
+    bx, by = _bricks_across(nx), _bricks_across(ny)
+    height = min(climb, (area - floor) / perimeter)  # the walls' sheet, as high as the volume reaches
+    return bx * by * thick + 2 * (bx + by) * ((height + MARGIN) / BRICK + 1) * thick
+
+
+def estimate_bricks(liquid_cells: float, spec: GridSpec, closed: bool = True, climb: float | None = None) -> int:
+    """Bricks a sparse bake of *liquid_cells* cells of liquid needs at its peak (module
+    text): closed, its start and its volume spread over the floor and up the walls to
+    *climb* cells (``layer_bricks``), capped by the box; open, its start ×SPREAD."""
+    if not closed:
+        return int(math.ceil(SPREAD * start_bricks(liquid_cells)))
+    bricks = start_bricks(liquid_cells) + layer_bricks(liquid_cells, spec, climb)
+    return int(math.ceil(min(bricks, box_bricks(spec))))
 
 
 def liquid_region_cells(liquid_cells: float, spec: GridSpec, ppc: int) -> GridSpec:
@@ -78,18 +158,28 @@ def liquid_region_cells(liquid_cells: float, spec: GridSpec, ppc: int) -> GridSp
 
 
 def sparse_flip_memory(spec: GridSpec, particles: int, particles_per_cell: int = 8, apic: bool = False,
-                       closed: bool = True, parts: bool = False, xp=None, narrow_band: int = 0):
+                       closed: bool = True, parts: bool = False, xp=None, narrow_band: int = 0,
+                       climb: float | None = None):
     """Peak bytes of a sparse FLIP bake (``FlipSimulation(..., sparse=True)``) of
     *particles* particles on the device of *xp* (default the backend's), estimated from the
     liquid's volume (module text); *narrow_band* > 0: with the band's update (its cells);
-    ``parts=True``: the dict of stages with ``bricks``."""
+    *climb*: cells above the floor the liquid can reach (``climb_cells``; None: the box's
+    height); ``parts=True``: the dict of stages with ``bricks``."""
+    ppc = max(1, int(particles_per_cell))
+    bricks = estimate_bricks(int(particles) / ppc, spec, closed, climb)
+    return memory_at(spec, bricks, particles, ppc, apic, closed, parts, xp, narrow_band)
+
+
+def memory_at(spec: GridSpec, bricks: int, particles: int, particles_per_cell: int = 8, apic: bool = False,
+              closed: bool = True, parts: bool = False, xp=None, narrow_band: int = 0):
+    """``sparse_flip_memory``'s bytes with *bricks* bricks (estimated before the bake,
+    or held during it: ``FrameCheck``)."""
+    from .surface import CHUNK_PAIRS, KERNEL_PER_RADIUS, _reachable_offsets, surface_grid, surface_radii
     from .surface_gpu import estimate_gpu_bytes
-    from .surface import (CHUNK_PAIRS, KERNEL_PER_RADIUS, _reachable_offsets, surface_grid,
-                          surface_radii)
 
     P = int(particles)
     ppc = max(1, int(particles_per_cell))
-    bricks = estimate_bricks(P / ppc, spec, closed)
+    bricks = int(bricks)
     cells = bricks * CELLS
     surface = surface_grid(spec) if closed and box_outputs(spec) else liquid_region_cells(P / ppc, spec, ppc)
     cpu = (xp or backend.xp()) is np
@@ -101,15 +191,79 @@ def sparse_flip_memory(spec: GridSpec, particles: int, particles_per_cell: int =
         pairs = min(CHUNK_PAIRS, seen * len(_reachable_offsets(R, spec.voxel_size)[1]))
         output = state + 90 * seen + 48 * surface.voxel_count + 42 * pairs
     else:
-        state = 32 * cells + (24 + (36 if apic else 0)) * P
+        state = GPU_STATE_CELL * cells + (GPU_STATE_PARTICLE + (36 if apic else 0)) * P
         substep = GPU_CELL * cells + (GPU_PARTICLE + (GPU_APIC if apic else 0)) * P
         r, _ = surface_radii(spec.voxel_size, ppc)
         output = state + max(estimate_gpu_bytes(P, surface, KERNEL_PER_RADIUS * r) + 4 * surface.voxel_count,
                              12 * surface.voxel_count)
     stages = {"substep": int(substep), "frame output": int(output)}
     if int(narrow_band) > 0:
-        per_particle, per_cell = (CPU_BAND_PARTICLE, CPU_BAND_CELL) if cpu else (GPU_BAND_PARTICLE, GPU_BAND_CELL)
-        stages["narrow band"] = int(state + per_particle * P + per_cell * P / ppc)
+        if cpu:  # the update after advection, beside the state
+            stages["narrow band"] = int(state + CPU_BAND_PARTICLE * P + CPU_BAND_CELL * P / ppc)
+        else:  # on the device, measured beside the frame's substep peak
+            stages["narrow band"] = int(substep + GPU_BAND_PARTICLE * P + GPU_BAND_CELL * P / ppc)
     if parts:
         return {"bricks": bricks, "state": int(state), **stages, "total": max(stages.values())}
     return int(max(stages.values()))
+
+
+def next_frame(now: int, before: int | None) -> int:
+    """Bricks (or particles) the next frame may hold: *now* plus up to ``GROWTH`` times
+    what the last frame added (*before*: the count a frame ago; None: not known yet)."""
+    now = int(now)
+    grown = 0 if before is None else max(0, now - int(before))
+    return int(math.ceil(now + GROWTH * grown))
+
+
+class FrameCheck:
+    """The liquid's memory looked at again before each frame of a bake (module text).
+
+    ``need(sim)`` → (bytes the next frame needs, bytes the simulation holds now) from the
+    bricks (sparse) or the box (dense) and the particles it holds, with ``next_frame``'s
+    growth. *memory(bricks, particles, parts=True)* gives the stages (``memory_at`` or
+    ``flip_memory``), whose ``state`` is what is held between frames; on a GPU (*xp*
+    CuPy) held is at least the pool's bytes in use (the state and the cached solver,
+    which the next frame reuses). Call ``seen(sim)`` after each frame (the counts a frame
+    ago)."""
+
+    def __init__(self, memory, closed: bool = True, box: int | None = None, xp=None, first: int = 0):
+        self.memory, self.closed, self.box, self.xp = memory, closed, box, xp
+        self.first = int(first)  # bricks before the grid is built (a new or restored simulation): the estimate's
+        self.bricks = self.particles = None
+
+    @staticmethod
+    def counts(sim) -> tuple[int, int, int]:
+        """(bricks in use, bricks allocated, particles): the grid's channels keep their
+        capacity (the most bricks it held) when bricks are freed; the particles are the
+        liquid's (with a narrow band, those its deep cells stand for too: its update
+        works on the whole liquid, as the estimate before the bake counts it)."""
+        grid = sim.grid
+        bricks = int(grid.brick_count()) if hasattr(grid, "brick_count") else 0
+        liquid = getattr(sim, "liquid_particles", None)
+        particles = max(int(len(sim.pos)), int(liquid()) if liquid is not None else 0)
+        return bricks, max(bricks, int(getattr(grid, "capacity", 0) or 0)), particles
+
+    def need(self, sim) -> tuple[int, int]:
+        need, held = self.plan(*self.counts(sim))
+        if self.xp is not None and self.xp is not np:  # on a GPU: what VoxFX's pool holds in use
+            held = max(held, int(self.xp.get_default_memory_pool().used_bytes()))
+        return need, held
+
+    def plan(self, bricks: int, capacity: int, particles: int) -> tuple[int, int]:
+        """``need`` from the counts (``counts``): (the next frame's bytes, the state's now)."""
+        if not bricks:  # not built yet (a new or restored simulation)
+            bricks = capacity = self.first
+        later = max(capacity, next_frame(bricks, self.bricks))
+        if self.closed and self.box is not None:
+            later = min(later, max(capacity, int(self.box)))
+        stages = self.memory(later, next_frame(particles, self.particles), parts=True)
+        held = self.memory(capacity, particles, parts=True)["state"]
+        return int(stages["total"]), int(held)
+
+    def seen(self, sim) -> None:
+        """After a frame: its counts are the next frame's 'a frame ago'."""
+        bricks, _, particles = self.counts(sim)
+        self.saw(bricks, particles)
+
+    def saw(self, bricks: int, particles: int) -> None:
+        self.bricks, self.particles = int(bricks), int(particles)

@@ -30,7 +30,7 @@ import numpy as np
 from ..errors import InputError
 
 MAX_COLORS = 255
-_CHUNK = 1 << 16  # colours per distance block: (chunk, 255) float32 is 64 MiB at most
+_CHUNK = 1 << 12  # colours per distance block: its (chunk, 255) float64 product and distances, 16 MiB
 
 # linear sRGB → LMS, and cube-rooted LMS → Lab (Ottosson 2020, "A perceptual colour space")
 _M1 = np.array([[0.4122214708, 0.5363325363, 0.0514459929],

@@ -16,7 +16,7 @@ largest that runs whole or split (``split_search``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -46,6 +46,15 @@ def splittable(request, segments) -> bool:
 def surface_area(mesh: SplitMesh) -> float:
     """The mesh's area in voxel units² (sets the size of the VDB tree kept)."""
     return triangle_area(mesh.pv, mesh.triangles)
+
+
+def corner_areas(corners) -> np.ndarray:
+    """(T,) float64 area of each triangle from its (T, 3, 3) corners, 65 536 at a time."""
+    out = np.empty(len(corners), np.float64)
+    for t0 in range(0, len(corners), 1 << 16):
+        v = np.asarray(corners[t0:t0 + (1 << 16)], np.float64)
+        out[t0:t0 + len(v)] = 0.5 * np.linalg.norm(np.cross(v[:, 1] - v[:, 0], v[:, 2] - v[:, 0]), axis=1)
+    return out
 
 
 def triangle_area(vertices, triangles) -> float:
@@ -128,12 +137,23 @@ ART_RGBA_PER_VOXEL = 16  # a slab voxel's float32 colour (SlabArt.colors)
 # texture colours (``TexturedMesh.recolor``): per voxel its centre, owner, image, colours and
 # their copy (96 B), beside the slab's int64 coordinates (24) and owners (8); per candidate
 # triangle of a block (the owner and the triangles around its corners, 19 on a mesh of
-# valence 6; ``texture.CANDIDATES_PER_BLOCK`` a block at most) its index, point, corners,
-# barycentrics, distance and sort (200 B: measured 200.5–202.5 with 2^16–2^19 voxels on a
-# shared-vertex mesh). Only textured voxels look up (untextured triangles' voxels keep
-# their colour): the candidates per voxel are counted over the textured triangles.
+# valence 6; ``texture.CANDIDATES_PER_BLOCK`` a block at most) its index and point before
+# the image filter, and for those the filter keeps (the triangles with the owner's image:
+# ``texture.survivors_per_triangle``) their corners, barycentrics, distance and sort.
+# Measured (``bench/memory.py --art``: 2^16–2^17 voxels, one block, on a shared-vertex
+# sheet with 1, 2, 3 and 6 images at random, 34–100% of the candidates kept) 18 B a
+# candidate and 181 B a kept one (198.7–199.0 B a candidate with one image, 79.8–79.9 with
+# six): taken as 20 and 185. Only textured voxels look up (untextured triangles' voxels
+# keep their colour): the candidates per voxel are counted over the textured triangles.
 ART_TEXTURE_PER_VOXEL = 96 + 24 + 8
-TEXTURE_PER_CANDIDATE = 205
+TEXTURE_PER_CANDIDATE = 20
+TEXTURE_PER_KEPT = 185
+# Voxels follow the triangles' area, so the textured voxels' share is the textured area's.
+# The split plan counts the slab that looks up the most (``ArtCost.slab_density``: one slab
+# of Suzanne held 81% textured voxels where the mesh has 70%, and one kept 69% of its
+# candidates where the mesh keeps 53%); without slabs (the unsplit job) the mesh's share
+# is taken 1.2× for it
+TEXTURED_SHARE_MARGIN = 1.2
 GREEDY_KEPT_PER_FACE = 65  # GreedyBuilder: the runs of every face added, with their colour (64.3 B)
 GREEDY_ADD_PER_FACE = 72  # one slab's exposed faces on their way in: ijk, rank, label, colour, words
 GREEDY_FINISH_PER_FACE = 315  # finish(): joins, stacking, quads, welding, beyond the runs kept (310.4 B)
@@ -144,6 +164,13 @@ BLENDER_FACE_COLOR = 16  # Blender's FLOAT_COLOR face attribute
 HISTOGRAM_PER_COLOR = 48  # ColorHistogram: key, count and four fixed-point sums per distinct colour
 HISTOGRAM_MERGE = 180  # add(): the kept and the new rows concatenated, argsorted, reduced (144–180 B a row)
 TEXTURE_COLORS = 1 << 24  # distinct 8-bit sRGB colours (alpha aside): a texture's .vox histogram at most
+# The .vox palette's k-means over the histogram's K distinct colours (``palette.quantize_histogram``),
+# between the passes: per colour its means, keys, buckets, OKLab and labels, and the nearest-centre
+# search's block of min(K, palette._CHUNK) rows × 255 centres, three float64 arrays of it alive at
+# once (the product, twice it, the distances). Traced (random colours, 4,096-row blocks):
+# K = 1,000 / 3,000 / 9,000 / 20,000 / 100,000 / 400,000 → 4.4 / 12.9 / 26.8 / 28.7 / 40.7 / 77.3 MB.
+QUANTIZE_PER_COLOR = 200
+QUANTIZE_BLOCK_PER_COLOR = 3 * 8 * 255
 
 
 @dataclass(frozen=True)
@@ -158,9 +185,14 @@ class ArtCost:
     face_colors: bool = False
     histogram: bool = False
     max_colors: int = 0
-    candidates: float = 0.0  # texture colours: candidate triangles per voxel of a textured triangle, averaged
-    # over all triangles (an untextured one's voxels count none: they are not looked up)
+    candidates: float = 0.0  # texture colours: candidate triangles per voxel of a slab, the textured triangles'
+    # area-weighted mean times the textured share of the area (×TEXTURED_SHARE_MARGIN): untextured voxels keep
+    # their colour, they are not looked up
     most_candidates: int = 0  # the most one voxel has (a block holds at least one voxel)
+    kept: float = 1.0  # the share of the candidates the image filter keeps (over the textured triangles)
+    # per triangle (world z low and high, area, candidates and kept ones a voxel: 0 untextured), for the
+    # split plan's slab by slab count (``slab_density``)
+    by_triangle: tuple | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def of(cls, settings, outputs, triangles) -> "ArtCost":
@@ -175,34 +207,79 @@ class ArtCost:
         histogram = "vox" in outputs and settings.palette is None
         # colours per owner triangle (attribute mean or material) unless textured
         most = TEXTURE_COLORS if texture else len(triangles) + 1
-        candidates, most_candidates = 0.0, 0
+        candidates, most_candidates, kept = 0.0, 0, 1.0
         if texture and len(triangles) and backend.xp() is np:  # on a GPU the lookup is one kernel, per voxel
-            from .texture import candidates_per_triangle
+            from .texture import candidates_per_triangle, survivors_per_triangle
 
             tris = np.asarray(triangles).astype(np.int64, copy=False)
             ring_start = np.zeros(int(tris.max()) + 2, np.int64)
             np.cumsum(np.bincount(tris.ravel(), minlength=len(ring_start) - 1), out=ring_start[1:])
             per = candidates_per_triangle(tris, ring_start)
             image = getattr(settings.textured, "image_of_triangle", None)
-            looked_up = np.asarray(image) >= 0 if image is not None and len(image) == len(tris) else np.ones(len(tris),
-                                                                                                          bool)
-            candidates = float(per[looked_up].sum()) / len(tris)
+            known = image is not None and len(image) == len(tris)
+            looked_up = np.asarray(image) >= 0 if known else np.ones(len(tris), bool)
+            corners = getattr(settings.textured, "mesh", (None,))[0]  # (T, 3, 3) the triangles' corners
+            area = corner_areas(corners) if corners is not None and len(corners) == len(tris) else None
+            if area is None or not area.sum() > 0:
+                area = np.ones(len(tris))
+            textured_area = float(area[looked_up].sum())
+            if textured_area > 0:  # voxels follow the area; a slab's textured share may pass the mesh's
+                share = min(1.0, TEXTURED_SHARE_MARGIN * textured_area / float(area.sum()))
+                candidates = float((area * per)[looked_up].sum()) / textured_area * share
             most_candidates = int(per[looked_up].max(initial=0))
+            kept_per = survivors_per_triangle(tris, image) if known else per
+            if known and looked_up.any():  # the image filter's survivors, counted before planning
+                kept = float((area * kept_per)[looked_up].sum()) / float((area * per)[looked_up].sum())
+            if corners is not None and len(corners) == len(tris):
+                z = np.asarray(corners)[:, :, 2]
+                by_triangle = (z.min(axis=1).astype(np.float64), z.max(axis=1).astype(np.float64), area,
+                               np.where(looked_up, per, 0), np.where(looked_up, kept_per, 0))
+                return cls(greedy or face or "vox" in outputs, texture, greedy, face, histogram, most, candidates,
+                           most_candidates, kept, by_triangle)
         return cls(greedy or face or "vox" in outputs, texture, greedy, face, histogram, most, candidates,
-                   most_candidates)
+                   most_candidates, kept)
 
-    def texture_bytes(self, voxels: int) -> int:
-        """Peak of the texture colours of *voxels* voxels (``TexturedMesh.recolor``)."""
+    def slab_density(self, spec, layers: int):
+        """(candidates a voxel, share kept) of the z-slab of *layers* rows of *spec* whose
+        voxels look up the most: the area-weighted means over the triangles that reach each
+        slab (a voxel's owner lies in its z row, or a row away), the largest lookup bytes;
+        None without the triangles (then the mesh-wide ``candidates`` and ``kept``)."""
+        if self.by_triangle is None or not self.texture:
+            return None
+        z_lo, z_hi, area, cands, kept = self.by_triangle
+        h, nz = spec.voxel_size, spec.shape[2]
+        k0 = np.arange(0, nz, max(1, int(layers)), dtype=np.float64)
+        lo = spec.origin[2] + (k0 - 1) * h
+        hi = spec.origin[2] + (np.minimum(k0 + layers, nz) + 1) * h
+        by_lo, by_hi = np.argsort(z_lo), np.argsort(z_hi)
+
+        def overlap(w):  # Σ w over the triangles with z_lo < hi and z_hi >= lo, per slab
+            below_hi = np.concatenate([[0.0], np.cumsum(w[by_lo])])[np.searchsorted(z_lo[by_lo], hi, "left")]
+            under_lo = np.concatenate([[0.0], np.cumsum(w[by_hi])])[np.searchsorted(z_hi[by_hi], lo, "left")]
+            return below_hi - under_lo
+
+        a, c, k = overlap(area), overlap(area * cands), overlap(area * kept)
+        ok = (a > 0) & (c > 0)
+        if not ok.any():
+            return 0.0, 1.0
+        per_voxel, share = c[ok] / a[ok], k[ok] / c[ok]
+        best = int(np.argmax(per_voxel * (TEXTURE_PER_CANDIDATE + TEXTURE_PER_KEPT * share)))
+        return float(per_voxel[best]), float(min(1.0, share[best]))
+
+    def texture_bytes(self, voxels: int, density=None) -> int:
+        """Peak of the texture colours of *voxels* voxels (``TexturedMesh.recolor``);
+        *density*: (candidates a voxel, share kept) of a slab (``slab_density``)."""
         from .texture import CANDIDATES_PER_BLOCK
 
         if not self.texture:
             return 0
         n = int(voxels)
-        block = min(self.candidates * n, max(CANDIDATES_PER_BLOCK, self.most_candidates))
-        return int(ART_TEXTURE_PER_VOXEL * n + TEXTURE_PER_CANDIDATE * block)
+        candidates, kept = density if density is not None else (self.candidates, self.kept)
+        block = min(candidates * n, max(CANDIDATES_PER_BLOCK, self.most_candidates))
+        return int(ART_TEXTURE_PER_VOXEL * n + (TEXTURE_PER_CANDIDATE + TEXTURE_PER_KEPT * kept) * block)
 
 
-def art_bytes(art: "ArtCost | None", voxels: int, n_slab: int, faces: int, f_slab: int):
+def art_bytes(art: "ArtCost | None", voxels: int, n_slab: int, faces: int, f_slab: int, density=None):
     """(kept, slab, finishing, writing) host bytes of the voxel art of a split Blocks/.vox
     job: kept through the slabs (the merged faces' runs or the face colours, the colour
     histogram), one slab's transients (after its owners), the end (``GreedyBuilder.finish``
@@ -211,7 +288,7 @@ def art_bytes(art: "ArtCost | None", voxels: int, n_slab: int, faces: int, f_sla
         return 0, 0, 0, 0
     colors = min(int(voxels), art.max_colors)
     kept = HISTOGRAM_PER_COLOR * colors if art.histogram else 0
-    slab = (art.texture_bytes(n_slab) if art.texture else 8 * n_slab) + ART_RGBA_PER_VOXEL * n_slab
+    slab = (art.texture_bytes(n_slab, density) if art.texture else 8 * n_slab) + ART_RGBA_PER_VOXEL * n_slab
     if art.histogram:  # the merge of a slab's colours into the histogram (first pass)
         slab += HISTOGRAM_MERGE * (min(int(n_slab), colors) + colors) - HISTOGRAM_PER_COLOR * colors
     finishing = writing = 0
@@ -222,9 +299,19 @@ def art_bytes(art: "ArtCost | None", voxels: int, n_slab: int, faces: int, f_sla
     elif art.face_colors:
         kept += FACE_COLOR_KEPT * faces
         finishing = FACE_COLOR_FINISH * faces
+    if art.histogram:  # the palette, between the passes, beside what the slabs built
+        finishing = max(finishing, quantize_bytes(colors))
     if art.face_colors or art.greedy:
         writing = (FACE_COLOR_KEPT + BLENDER_FACE_COLOR) * faces
     return int(kept), int(slab), int(finishing), int(writing)
+
+
+def quantize_bytes(colors: int) -> int:
+    """The .vox palette's k-means over *colors* distinct colours (``QUANTIZE_*``)."""
+    from .palette import _CHUNK
+
+    colors = int(colors)
+    return QUANTIZE_PER_COLOR * colors + QUANTIZE_BLOCK_PER_COLOR * min(colors, _CHUNK)
 
 
 def art_whole_bytes(art: "ArtCost | None", voxels: int, faces: int) -> int:
@@ -295,8 +382,10 @@ def attribute_split_estimate(spec: GridSpec, request, mesh: SplitMesh, rows, fac
     vox = (1 + 12 + 24 + 24 + 8 + 8 + 8 + 4) * n_slab if "vox" in request.outputs else 0
     # voxel art (request.art, ``ArtCost``): kept through the slabs, its slab stage after owners_box
     f_exposed = slab_maxima(faces_per_row, layers) if faces_per_row is not None else 6 * n_slab
-    art_kept, art_slab, art_finishing, art_writing = art_bytes(getattr(request, "art", None),
-                                                               int(np.sum(voxels_per_row)), n_slab, F, f_exposed)
+    art = getattr(request, "art", None)
+    density = art.slab_density(spec, layers) if art is not None else None  # the slab that looks up the most
+    art_kept, art_slab, art_finishing, art_writing = art_bytes(art, int(np.sum(voxels_per_row)), n_slab, F, f_exposed,
+                                                               density)
     slab = built + art_kept + max(owners, 4 * n_slab + vox, faces_stage, art_slab)  # .vox arrays after owners_box
     finishing = art_kept + max(finishing, built + art_finishing)
     writing = built + BLENDER_MESH_PER_FACE * F + art_writing

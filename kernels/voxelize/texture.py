@@ -410,6 +410,20 @@ def candidates_per_triangle(tris, ring_start):
     return 1 + valence[np.asarray(tris, np.int64)].sum(axis=1) if len(tris) else np.zeros(0, np.int64)
 
 
+def survivors_per_triangle(tris, image_of_triangle):
+    """(T,) int64: of each triangle's candidates (``candidates_per_triangle``) those the
+    image filter of ``_nearest_triangle`` keeps: itself and the triangles around its
+    corners with its own image (counted per (vertex, image) from the corners)."""
+    tris = np.asarray(tris, np.int64)
+    if not len(tris):
+        return np.zeros(0, np.int64)
+    image = np.asarray(image_of_triangle, np.int64) + 1  # untextured (−1) is a value of its own
+    width = int(image.max()) + 1
+    keys = (tris * width + image[:, None]).ravel()  # (corner vertex, the triangle's image)
+    unique, counts = np.unique(keys, return_counts=True)
+    return 1 + counts[np.searchsorted(unique, keys)].reshape(-1, 3).sum(axis=1)
+
+
 def _blocks(rows, owner, tris, ring_start):
     """*rows* (textured voxels) cut in consecutive blocks of at most CANDIDATES_PER_BLOCK
     candidates (a voxel with more alone in its block): each voxel's result does not depend

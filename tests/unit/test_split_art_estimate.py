@@ -44,8 +44,8 @@ def test_split_estimate_with_the_art_holds_the_traced_peak(outputs):
         tracemalloc.stop()
         need = attribute_split_estimate(spec, with_art, mesh, rows, faces, layers)
         old = attribute_split_estimate(spec, plain, mesh, rows, faces, layers)
-        # a third untextured: only the textured triangles' candidates are counted (counted
-        # for all, the estimate was 2.3-2.8x the peak); the rest of the excess: the image
-        # filter drops about two thirds of this random mesh's candidates, not counted
-        assert peak <= need <= 2.1 * peak, (layers, peak / 2**20, need / 2**20)
+        # a third untextured and two images at random: the image filter keeps under half
+        # of the candidates (counted before planning: ``texture.survivors_per_triangle``;
+        # counted as all kept, the estimate was 2.05x the peak)
+        assert peak <= need <= 1.5 * peak, (layers, peak / 2**20, need / 2**20)
         assert old < peak, (layers, peak / 2**20, old / 2**20)  # the plan without the art fell short

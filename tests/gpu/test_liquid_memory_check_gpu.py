@@ -1,0 +1,59 @@
+"""The sparse liquid's memory on the device against its estimates (issue 21 §6): the
+estimate before the bake covers every frame's in-use peak of a spreading dam break, and
+the bake's check before each frame (``sparse_memory.FrameCheck``: the bricks the grid
+holds, their growth, what the pool already holds) covers that frame's peak."""
+
+import sys
+
+import numpy as np
+import pytest
+
+from tests.conftest import ROOT
+from voxfx.kernels.flip import sparse_memory as M
+from voxfx.kernels.flip.grid import FlipSettings
+from voxfx.kernels.flip.sim import FlipSimulation
+
+cp = pytest.importorskip("cupy")
+
+
+def test_the_estimate_and_the_frame_check_cover_each_frames_peak_as_the_liquid_spreads():
+    from cupy.cuda import memory_hook
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    from flip import dam_break
+
+    pool = cp.get_default_memory_pool()
+    pool.free_all_blocks()
+    spec, v, t = dam_break(128, 1_000_000)
+    sim = FlipSimulation(spec, FlipSettings(), v, t, xp=cp, sparse=True)
+    P = len(sim.pos)
+    top = (float(np.asarray(v)[:, 2].max()) - spec.origin[2]) / spec.voxel_size
+    estimate = M.sparse_flip_memory(spec, P, xp=cp, climb=M.climb_cells(top, 0.0, spec), parts=True)
+    check = M.FrameCheck(lambda b, p, parts=False: M.memory_at(spec, b, p, 8, parts=parts, xp=cp), True,
+                         M.box_bricks(spec), xp=cp, first=estimate["bricks"])
+
+    class Peak(memory_hook.MemoryHook):
+        name = "VoxFXLiquidPeak"
+        peak = 0
+
+        def malloc_postprocess(self, **kwargs):
+            self.peak = max(self.peak, pool.used_bytes())
+
+    bricks = []
+    for frame in range(12):
+        cp.cuda.Device().synchronize()
+        need, held = check.need(sim)
+        assert held >= pool.used_bytes()  # what the pool holds is counted as the simulation's
+        with Peak() as hook:
+            hook.peak = pool.used_bytes()
+            sim.step(1 / 24)
+            sim.level_set()
+            cp.cuda.Device().synchronize()
+        check.seen(sim)
+        bricks.append(sim.grid.brick_count())
+        assert hook.peak <= need, (frame, hook.peak / 2 ** 20, need / 2 ** 20)
+        assert hook.peak <= estimate["total"], (frame, hook.peak / 2 ** 20, estimate["total"] / 2 ** 20)
+        if frame:  # after the first frame (the estimate's bricks) the check follows the grid
+            assert need <= 2 * hook.peak, (frame, hook.peak / 2 ** 20, need / 2 ** 20)
+    assert max(bricks) > 1.5 * bricks[0]  # it spread
+    assert max(bricks) <= estimate["bricks"]
