@@ -12,6 +12,7 @@ from ..kernels import backend
 from ..kernels.errors import InputError
 from ..kernels.flip.sim import flip_memory
 from ..kernels.flip.sparse_memory import sparse_flip_memory
+from ..kernels.memory import trim_gpu_pool
 
 SOLVERS = [
     ("AUTO", "Auto", "Dense where its memory estimate fits the GPU (or this computer's memory), sparse where it "
@@ -184,6 +185,8 @@ class GuardedBake:
         return getattr(self.bake, name)
 
     def step(self, sim, frame: int, progress=None, **inputs) -> str:
+        if self.check.xp is not None and self.check.xp is not np:
+            trim_gpu_pool()  # the last frame's outgrown free blocks
         need, held = self.check.need(sim)
         fits = int(self.usable()) + held
         if need > fits:

@@ -116,3 +116,24 @@ def test_a_sparse_bake_leaves_the_pool_as_it_found_it():
     del sim
     memory.release_gpu_pool()
     assert len(sparse_pressure_gpu._solvers) == 0 and pool.total_bytes() <= (8 << 20)
+
+
+def test_the_pool_is_trimmed_between_frames_where_free_blocks_outgrow_the_bytes_in_use():
+    """A spreading liquid allocates larger arrays each frame; the blocks it outgrew go back
+    (``trim_gpu_pool``, called by the bake before each frame), the arrays in use stay."""
+    import cupy as cp
+
+    memory.release_gpu_pool()
+    pool = cp.get_default_memory_pool()
+    held = [cp.ones(1 << 20, cp.float32)]  # 4 MiB in use throughout
+    for size in range(1, 9):  # each "frame" a larger array, freed after it
+        a = cp.zeros(size * (16 << 20), cp.uint8)
+        del a
+    assert pool.free_bytes() > (256 << 20)  # the outgrown blocks are cached
+    assert memory.trim_gpu_pool(floor=64 << 20) > (256 << 20)
+    assert pool.free_bytes() == 0 and pool.used_bytes() >= (4 << 20)
+    assert float(held[0].sum()) == float(1 << 20)  # the array in use is untouched
+    b = cp.zeros(32 << 20, cp.uint8)  # little cached: nothing to give back
+    del b
+    assert memory.trim_gpu_pool(floor=64 << 20) == 0
+    memory.release_gpu_pool()
