@@ -9,6 +9,11 @@ from the particle count before baking) beside the measured ones.
                                  [--max-cg N] [--gather brick cell] [--g2p cell input]
                                  [--memory-trace] [--row 8m|65m|river] [--frames N] [--time-cap S]
                                  [--topology device legacy] [--cfl X ...] [--level-set-modes bricks legacy]
+                                 [--pressure-warm 0 1]
+
+``--pressure-warm 0 1`` runs each row with the PCG's warm start off, then on
+(``VOXFX_PRESSURE_WARM``, issue 24) in one process, and prints the CG iterations and the
+pressure stage's ms of every timed substep.
 
 Big-scene rows (issue 12), each within ``--time-cap`` seconds of simulating (default 90;
 set-up, seeding included, is timed and printed apart):
@@ -214,7 +219,8 @@ def timed_sparse_substep(sim, dt, ev, sub, trace=None):
     stage("pressure")
     p, stats = sparse_pressure.solve_pressure(g, dt, tolerance=s.pressure_tolerance,
                                               max_iterations=s.pressure_max_iterations,
-                                              preconditioner=sim.preconditioner)
+                                              preconditioner=sim.preconditioner,
+                                              warm_start=s.warm_start_pressure)  # VOXFX_PRESSURE_WARM overrides
     ev[3].record()
     stage("project")
     sparse_pressure.project(g, p, dt)
@@ -275,6 +281,7 @@ def run(n, particles, steps, warm, sparse, max_cg=None, kind="dam", trace=None, 
              "estimate": sparse_flip_memory(spec, len(sim.pos), xp=cp, parts=True),
              "fluid": sim.fluid_cell_count(), "parts": list(np.median(np.array(parts), axis=0)),
              "changed": int(sum(p[-1] for p in parts)), "topology max": max(r[0] for r in rows),
+             "its": its, "pressure ms": [r[2] for r in rows],
              "setup s": setup, "steps": len(rows)} if sparse else {"setup s": setup, "steps": len(rows)}
     return len(sim.pos), med, int(np.median(its)), pool.total_bytes(), extra
 
@@ -396,6 +403,8 @@ def main():
     ap.add_argument("--memory-trace", action="store_true", help="live-bytes high-water mark and its arrays")
     ap.add_argument("--narrow-band", type=int, default=0, help="with --frames: cells of narrow band (0: off)")
     ap.add_argument("--cfl", type=float, nargs="+", default=None, help="with --frames: CFL numbers to run each")
+    ap.add_argument("--pressure-warm", nargs="+", choices=("0", "1"), default=None,
+                    help="A/B of the PCG's warm start (VOXFX_PRESSURE_WARM) in one process: each row per value")
     ap.add_argument("--level-set-modes", nargs="+", choices=surface_gpu.LEVEL_SET_MODES, default=None,
                     help="with --frames --level-set: GPU level set ways to time each frame (A/B)")
     args = ap.parse_args()
@@ -429,10 +438,12 @@ def main():
     print(" | ".join(header))
     print(" | ".join("---" for _ in header))
     topologies = args.topology or [sparse_gpu.topology_mode()]
-    runs = [(True, g, o, m) for m in topologies for g in gathers for o in orders] + (
-        [(False, "-", "-", "-")] if args.dense else [])
+    runs = [(True, g, o, m, w) for w in args.pressure_warm or [None] for m in topologies for g in gathers
+            for o in orders] + ([(False, "-", "-", "-", None)] if args.dense else [])
     for n, particles in configs:
-        for sparse, gather, order, topology in runs:
+        for sparse, gather, order, topology, warm in runs:
+            if warm is not None:
+                os.environ["VOXFX_PRESSURE_WARM"] = warm  # read at each solve
             if sparse:
                 os.environ["VOXFX_SPARSE_GATHER"] = gather  # read at each P2G
                 os.environ["VOXFX_SPARSE_G2P"] = order  # and at each G2P
@@ -446,6 +457,7 @@ def main():
                 count, med, it, peak, extra = run(n, particles, args.steps, args.warm, sparse, args.max_cg, kind,
                                                   None, args.time_cap)
             solver = ("sparse" if topology == "device" else f"sparse ({topology} topology)") if sparse else "dense"
+            solver += "" if warm is None else f" (warm start {'on' if warm == '1' else 'off'})"
             row = [solver, gather, order, f"{n}³", f"{count:,}"]
             row += [f"{m:.2f}" for m in med] + [
                 str(it) + (f" (cap {args.max_cg})" if args.max_cg else ""), f"{sum(med):.1f}",
@@ -460,6 +472,8 @@ def main():
                 print("   sub-stages (ms): " + ", ".join(f"{k} {v:.3f}" for k, v in zip(SUBSTAGES, extra["parts"]))
                       + f"; bricks changed in {extra['changed']} of {extra['steps']} substeps, topology max "
                       f"{extra['topology max']:.2f} ms", flush=True)
+                print(f"   CG iterations per substep: {extra['its']}; pressure ms per substep: "
+                      + ", ".join(f"{v:.2f}" for v in extra["pressure ms"]), flush=True)
                 e = extra["estimate"]
                 print(f"   set-up {extra['setup s']:.1f} s; estimate (MiB): substep {e['substep'] / 2 ** 20:.0f}, "
                       f"frame output {e['frame output'] / 2 ** 20:.0f}, state {e['state'] / 2 ** 20:.0f}", flush=True)
