@@ -20,6 +20,7 @@ set-up, seeding included, is timed and printed apart):
 
     --row 8m      dam break, 8M particles at 256³ (the issue's ≤ 20 ms, ≤ 1.2 GB row)
     --row 65m     dam break, 65.5M particles at 512³ (goal ≤ 150 ms a substep, ≤ 10 GB)
+    --row 8m-still  still water over a 256³ box's floor, ~8M particles (the warm start's case)
     --row river   a scene dense cannot hold: a 2048 × 1024 × 512-cell long box (4 × 2 × 1 m;
                   dense: 1.07G cells, ~100 GiB by its estimate, ~150 GiB at 512³'s measured
                   151 B a cell) with a 256.5 × 1024 × 48.5-cell block of water (~102M
@@ -105,7 +106,7 @@ from tests.meshes import box  # noqa: E402
 from voxfx.kernels.grid import GridSpec  # noqa: E402
 
 STAGES = ["topology", "p2g", "pressure", "project", "g2p+advect"]
-ROWS = {"8m": (256, 8_000_000), "65m": (512, 65_536_000), "river": (2048, 100_663_296)}
+ROWS = {"8m": (256, 8_000_000), "65m": (512, 65_536_000), "river": (2048, 100_663_296), "8m-still": (256, 8_000_000)}
 
 
 def river(n, particles):
@@ -120,6 +121,16 @@ def river(n, particles):
     long = max(1, round(particles / 8 / (wide * deep)))
     v, t = box((-h, -h, -h), ((long + 0.5) * h, (wide + 1) * h, (deep + 0.5) * h))
     return GridSpec((0.0, 0.0, 0.0), h, (n, wide, n // 4)), v, t
+
+
+def still_tank(n, particles):
+    """An n³ box of 1 m with still water over its whole floor holding about *particles*
+    particles (the warm start's case, issue 24: liquid whose pressure changes little); its
+    surface mid-cell and its sides a cell past the walls, as ``river``'s block."""
+    h = 1.0 / n
+    deep = max(1, round(particles / 8 / n ** 2))
+    v, t = box((-h, -h, -h), ((n + 1) * h, (n + 1) * h, (deep + 0.5) * h))
+    return GridSpec((0.0, 0.0, 0.0), h, (n, n, n)), v, t
 
 
 class MemoryTrace:
@@ -241,7 +252,7 @@ def timed_sparse_substep(sim, dt, ev, sub, trace=None):
 
 
 def scene(n, particles, kind):
-    return river(n, particles) if kind == "river" else dam_break(n, particles)
+    return {"river": river, "still": still_tank}.get(kind, dam_break)(n, particles)
 
 
 def run(n, particles, steps, warm, sparse, max_cg=None, kind="dam", trace=None, time_cap=None):
@@ -412,7 +423,7 @@ def main():
 
     print(f"device: {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}")
     trace = MemoryTrace() if args.memory_trace else None
-    kind = "river" if args.row == "river" else "dam"
+    kind = {"river": "river", "8m-still": "still"}.get(args.row, "dam")
     if args.frames:
         n, particles = ROWS[args.row or "8m"]
         for cfl in args.cfl or [None]:
