@@ -478,7 +478,8 @@ def main():
             print(" | ".join(row), flush=True)
             if sparse:
                 fl = floors(count, extra["bricks"] * 512, extra["fluid"], it, binned=order == "cell")
-                print("   floors (ms): " + ", ".join(f"{k} {v:.3f} ({m / v:.0f}×)" for (k, v), m in
+                print("   floors (ms): " + ", ".join(f"{k} {v:.3f} ({m / v:.0f}×)" if v else f"{k} 0 (no work)"
+                                                     for (k, v), m in
                                                      zip(fl.items(), med)), flush=True)
                 print("   sub-stages (ms): " + ", ".join(f"{k} {v:.3f}" for k, v in zip(SUBSTAGES, extra["parts"]))
                       + f"; bricks changed in {extra['changed']} of {extra['steps']} substeps, topology max "

@@ -308,7 +308,10 @@ class SparseFlipSimulation(FlipSimulation):
         (k,): optional, absent means a cold start), so a resumed bake goes on as it would have."""
         state = super().checkpoint()
         g = self.grid
-        if sparse_pressure.CARRIED in g.channels:
+        pending = getattr(self, "carried_pressure", None)  # restored, no substep since
+        if pending is not None:
+            state["pressure_cells"], state["pressure_values"] = (np.array(a, copy=True) for a in pending)
+        elif sparse_pressure.CARRIED in g.channels:
             xp = self.xp
             at = xp.flatnonzero(xp.isfinite(g[sparse_pressure.CARRIED]))
             i, j, k = g.lattice()
