@@ -12,7 +12,9 @@ stays valid from substep to substep while the unknowns change; a solve that need
 room, or another number of levels, takes a new solver (its buffers, a new capture). The
 host syncs once per ``check_every`` iterations (the convergence read) and never inside
 the loop. A solve starts with as many single iterations as the last one took (``PREDICT``)
-before its first check.
+before its first check. A warm start (``sparse_pressure``'s module notes) puts x₀ in x and
+begins with cg_init_warm (r = b − A x₀, ‖b‖², ‖r‖²), finish_init_warm and cg_warm_select
+(back to x = 0, r = b where ‖r‖ > ‖b‖) instead of cg_init and finish_init.
 """
 
 from __future__ import annotations
