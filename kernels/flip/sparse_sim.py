@@ -304,18 +304,20 @@ class SparseFlipSimulation(FlipSimulation):
 
     def checkpoint(self) -> dict:
         """``FlipSimulation.checkpoint``; a narrow band's state; the pressure carried for
-        the next solve's warm start ("pressure_cells" (k, 3) lattice cells, "pressure_values"
-        (k,): optional, absent means a cold start), so a resumed bake goes on as it would have."""
+        the next solve's warm start ("pressure_cells" (k, 3) int32 lattice cells,
+        "pressure_values" (k,), 16 bytes a FLUID cell: optional, absent means a cold
+        start), so a resumed bake goes on as it would have."""
         state = super().checkpoint()
         g = self.grid
         pending = getattr(self, "carried_pressure", None)  # restored, no substep since
         if pending is not None:
-            state["pressure_cells"], state["pressure_values"] = (np.array(a, copy=True) for a in pending)
+            state["pressure_cells"], state["pressure_values"] = np.array(pending[0], np.int32), pending[1].copy()
         elif sparse_pressure.CARRIED in g.channels:
             xp = self.xp
             at = xp.flatnonzero(xp.isfinite(g[sparse_pressure.CARRIED]))
             i, j, k = g.lattice()
-            state["pressure_cells"] = np.array(backend.to_numpy(xp.stack([i[at], j[at], k[at]], axis=1)), np.int64)
+            cells = xp.stack([i[at], j[at], k[at]], axis=1).astype(xp.int32)  # the lattice is ±2²³ cells
+            state["pressure_cells"] = np.array(backend.to_numpy(cells), np.int32)
             state["pressure_values"] = np.array(backend.to_numpy(g[sparse_pressure.CARRIED][at]), np.float32)
         if self.band is not None:
             state["deep"] = np.array(backend.to_numpy(self.band.deep), np.int64)
