@@ -195,6 +195,9 @@ class VOXFX_PT_flip(bpy.types.Panel):
         layout.prop(f, "max_substeps")
         layout.prop(f, "max_time_step")
         layout.prop(f, "pressure_tolerance")
+        row = layout.row()
+        row.active = f.solver != "DENSE"
+        row.prop(f, "warm_start_pressure")
         layout.prop(f, "seed")
         layout.prop(f, "particle_display")
         layout.prop(f, "render_particles")

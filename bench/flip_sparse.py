@@ -9,12 +9,18 @@ from the particle count before baking) beside the measured ones.
                                  [--max-cg N] [--gather brick staged cell] [--g2p cell input]
                                  [--memory-trace] [--row 8m|65m|river] [--frames N] [--time-cap S]
                                  [--topology device legacy] [--cfl X ...] [--level-set-modes bricks legacy]
+                                 [--pressure-warm 0 1]
+
+``--pressure-warm 0 1`` runs each row with the PCG's warm start off, then on
+(``VOXFX_PRESSURE_WARM``, issue 24) in one process, and prints the CG iterations and the
+pressure stage's ms of every timed substep.
 
 Big-scene rows (issue 12), each within ``--time-cap`` seconds of simulating (default 90;
 set-up, seeding included, is timed and printed apart):
 
     --row 8m      dam break, 8M particles at 256³ (the issue's ≤ 20 ms, ≤ 1.2 GB row)
     --row 65m     dam break, 65.5M particles at 512³ (goal ≤ 150 ms a substep, ≤ 10 GB)
+    --row 8m-still  still water over a 256³ box's floor, ~8M particles (the warm start's case)
     --row river   a scene dense cannot hold: a 2048 × 1024 × 512-cell long box (4 × 2 × 1 m;
                   dense: 1.07G cells, ~100 GiB by its estimate, ~150 GiB at 512³'s measured
                   151 B a cell) with a 256.5 × 1024 × 48.5-cell block of water (~102M
@@ -101,7 +107,7 @@ from tests.meshes import box  # noqa: E402
 from voxfx.kernels.grid import GridSpec  # noqa: E402
 
 STAGES = ["topology", "p2g", "pressure", "project", "g2p+advect"]
-ROWS = {"8m": (256, 8_000_000), "65m": (512, 65_536_000), "river": (2048, 100_663_296)}
+ROWS = {"8m": (256, 8_000_000), "65m": (512, 65_536_000), "river": (2048, 100_663_296), "8m-still": (256, 8_000_000)}
 
 
 def river(n, particles):
@@ -116,6 +122,16 @@ def river(n, particles):
     long = max(1, round(particles / 8 / (wide * deep)))
     v, t = box((-h, -h, -h), ((long + 0.5) * h, (wide + 1) * h, (deep + 0.5) * h))
     return GridSpec((0.0, 0.0, 0.0), h, (n, wide, n // 4)), v, t
+
+
+def still_tank(n, particles):
+    """An n³ box of 1 m with still water over its whole floor holding about *particles*
+    particles (the warm start's case, issue 24: liquid whose pressure changes little); its
+    surface mid-cell and its sides a cell past the walls, as ``river``'s block."""
+    h = 1.0 / n
+    deep = max(1, round(particles / 8 / n ** 2))
+    v, t = box((-h, -h, -h), ((n + 1) * h, (n + 1) * h, (deep + 0.5) * h))
+    return GridSpec((0.0, 0.0, 0.0), h, (n, n, n)), v, t
 
 
 class MemoryTrace:
@@ -215,7 +231,8 @@ def timed_sparse_substep(sim, dt, ev, sub, trace=None):
     stage("pressure")
     p, stats = sparse_pressure.solve_pressure(g, dt, tolerance=s.pressure_tolerance,
                                               max_iterations=s.pressure_max_iterations,
-                                              preconditioner=sim.preconditioner)
+                                              preconditioner=sim.preconditioner,
+                                              warm_start=s.warm_start_pressure)  # VOXFX_PRESSURE_WARM overrides
     ev[3].record()
     stage("project")
     sparse_pressure.project(g, p, dt)
@@ -236,7 +253,7 @@ def timed_sparse_substep(sim, dt, ev, sub, trace=None):
 
 
 def scene(n, particles, kind):
-    return river(n, particles) if kind == "river" else dam_break(n, particles)
+    return {"river": river, "still": still_tank}.get(kind, dam_break)(n, particles)
 
 
 def run(n, particles, steps, warm, sparse, max_cg=None, kind="dam", trace=None, time_cap=None):
@@ -276,6 +293,7 @@ def run(n, particles, steps, warm, sparse, max_cg=None, kind="dam", trace=None, 
              "estimate": sparse_flip_memory(spec, len(sim.pos), xp=cp, parts=True),
              "fluid": sim.fluid_cell_count(), "parts": list(np.median(np.array(parts), axis=0)),
              "changed": int(sum(p[-1] for p in parts)), "topology max": max(r[0] for r in rows),
+             "its": its, "pressure ms": [r[2] for r in rows],
              "setup s": setup, "steps": len(rows)} if sparse else {"setup s": setup, "steps": len(rows)}
     return len(sim.pos), med, int(np.median(its)), pool.total_bytes(), extra
 
@@ -397,6 +415,8 @@ def main():
     ap.add_argument("--memory-trace", action="store_true", help="live-bytes high-water mark and its arrays")
     ap.add_argument("--narrow-band", type=int, default=0, help="with --frames: cells of narrow band (0: off)")
     ap.add_argument("--cfl", type=float, nargs="+", default=None, help="with --frames: CFL numbers to run each")
+    ap.add_argument("--pressure-warm", nargs="+", choices=("0", "1"), default=None,
+                    help="A/B of the PCG's warm start (VOXFX_PRESSURE_WARM) in one process: each row per value")
     ap.add_argument("--level-set-modes", nargs="+", choices=surface_gpu.LEVEL_SET_MODES, default=None,
                     help="with --frames --level-set: GPU level set ways to time each frame (A/B)")
     args = ap.parse_args()
@@ -404,7 +424,7 @@ def main():
 
     print(f"device: {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}")
     trace = MemoryTrace() if args.memory_trace else None
-    kind = "river" if args.row == "river" else "dam"
+    kind = {"river": "river", "8m-still": "still"}.get(args.row, "dam")
     if args.frames:
         n, particles = ROWS[args.row or "8m"]
         for cfl in args.cfl or [None]:
@@ -430,10 +450,12 @@ def main():
     print(" | ".join(header))
     print(" | ".join("---" for _ in header))
     topologies = args.topology or [sparse_gpu.topology_mode()]
-    runs = [(True, g, o, m) for m in topologies for g in gathers for o in orders] + (
-        [(False, "-", "-", "-")] if args.dense else [])
+    runs = [(True, g, o, m, w) for w in args.pressure_warm or [None] for m in topologies for g in gathers
+            for o in orders] + ([(False, "-", "-", "-", None)] if args.dense else [])
     for n, particles in configs:
-        for sparse, gather, order, topology in runs:
+        for sparse, gather, order, topology, warm in runs:
+            if warm is not None:
+                os.environ["VOXFX_PRESSURE_WARM"] = warm  # read at each solve
             if sparse:
                 os.environ["VOXFX_SPARSE_GATHER"] = gather  # read at each P2G
                 os.environ["VOXFX_SPARSE_G2P"] = order  # and at each G2P
@@ -447,6 +469,7 @@ def main():
                 count, med, it, peak, extra = run(n, particles, args.steps, args.warm, sparse, args.max_cg, kind,
                                                   None, args.time_cap)
             solver = ("sparse" if topology == "device" else f"sparse ({topology} topology)") if sparse else "dense"
+            solver += "" if warm is None else f" (warm start {'on' if warm == '1' else 'off'})"
             row = [solver, gather, order, f"{n}³", f"{count:,}"]
             row += [f"{m:.2f}" for m in med] + [
                 str(it) + (f" (cap {args.max_cg})" if args.max_cg else ""), f"{sum(med):.1f}",
@@ -456,11 +479,14 @@ def main():
             print(" | ".join(row), flush=True)
             if sparse:
                 fl = floors(count, extra["bricks"] * 512, extra["fluid"], it, binned=order == "cell")
-                print("   floors (ms): " + ", ".join(f"{k} {v:.3f} ({m / v:.0f}×)" for (k, v), m in
+                print("   floors (ms): " + ", ".join(f"{k} {v:.3f} ({m / v:.0f}×)" if v else f"{k} 0 (no work)"
+                                                     for (k, v), m in
                                                      zip(fl.items(), med)), flush=True)
                 print("   sub-stages (ms): " + ", ".join(f"{k} {v:.3f}" for k, v in zip(SUBSTAGES, extra["parts"]))
                       + f"; bricks changed in {extra['changed']} of {extra['steps']} substeps, topology max "
                       f"{extra['topology max']:.2f} ms", flush=True)
+                print(f"   CG iterations per substep: {extra['its']}; pressure ms per substep: "
+                      + ", ".join(f"{v:.2f}" for v in extra["pressure ms"]), flush=True)
                 e = extra["estimate"]
                 print(f"   set-up {extra['setup s']:.1f} s; estimate (MiB): substep {e['substep'] / 2 ** 20:.0f}, "
                       f"frame output {e['frame output'] / 2 ** 20:.0f}, state {e['state'] / 2 ** 20:.0f}", flush=True)

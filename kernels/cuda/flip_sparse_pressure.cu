@@ -15,9 +15,10 @@
 // restriction into the level from the next finer one); an entry that is not an unknown is
 // the sentinel. sizes[2·level] = m_red, sizes[2·level + 1] = m, on the device.
 //
-// Constants from Python, as -D options (kernels/flip/sparse_pressure_gpu.py): S_STOPPED,
-// D_ALPHA, D_BETA (the state[] and scalars[] layout of flip_pressure.cu, whose finish_*
-// kernels close this loop's reductions), PRE_MG, PRE_JACOBI, PRE_NONE (preconditioners),
+// Constants from Python, as -D options (kernels/flip/sparse_pressure_gpu.py): S_IT,
+// S_STOPPED, S_CONVERGED, D_BB, D_THRESH, D_RR, D_RZ, D_ALPHA, D_BETA (the state[] and
+// scalars[] layout of flip_pressure.cu, whose finish_* kernels close this loop's
+// reductions; finish_init_warm here closes a warm start's) and D_COLD (the warm start's choice), PRE_MG, PRE_JACOBI, PRE_NONE (preconditioners),
 // MG_SWEEPS (pre- and post-smoothing sweeps), MG_COARSE_SWEEPS (forward and as many backward
 // sweeps on the coarsest level), KEY_BITS
 // (bits per axis of a multigrid cell key).
@@ -54,6 +55,84 @@ extern "C" __global__ void cg_init(const float* __restrict__ b, float* __restric
     }
     if (mode == PRE_NONE) rz = bb;
     block_sum2(bb, rz, partials, partials + gridDim.x);
+}
+
+// A warm start from the x₀ in x (sparse_pressure's module notes): r = b − A x₀ (one
+// Laplacian), d = 0; partial ‖b‖² and ‖r‖².
+extern "C" __global__ void cg_init_warm(const float* __restrict__ b, const float* __restrict__ x,
+                                        float* __restrict__ r, float* __restrict__ d, const int* __restrict__ nbr,
+                                        const float* __restrict__ diag, int stride, const int* __restrict__ sizes,
+                                        double* __restrict__ partials)
+{
+    const int n = sizes[1];
+    double bb = 0.0, rr = 0.0;
+    RANGE(c, 0, n)
+    {
+        const float bc = b[c];
+        const float rc = residual_value(x, b, nbr, diag, stride, c);
+        d[c] = 0.0f;
+        r[c] = rc;
+        bb += (double)bc * bc;
+        rr += (double)rc * rc;
+    }
+    block_sum2(bb, rr, partials, partials + gridDim.x);
+}
+
+// finish_init for a warm start: ‖b‖², tol²‖b‖², iteration 0, and the start's ‖r‖² — x₀'s, or
+// ‖b‖² where x₀ is no better than 0 (‖r‖² > ‖b‖² or not finite: scalars[D_COLD] = 1 and
+// cg_warm_select starts from 0; a zero b so gives p = 0 at once).
+extern "C" __global__ void finish_init_warm(const double* __restrict__ partials, int blocks,
+                                            double* __restrict__ scalars, int* __restrict__ state, double tol)
+{
+    const double bb = block_total(partials, blocks);
+    const double rr = block_total(partials + blocks, blocks);
+    if (threadIdx.x != 0) return;
+    const bool cold = !(rr <= bb);
+    const double start = cold ? bb : rr;
+    const double thresh = tol * tol * bb;
+    scalars[D_BB] = bb;
+    scalars[D_RR] = start;
+    scalars[D_THRESH] = thresh;
+    scalars[D_RZ] = 0.0;
+    scalars[D_ALPHA] = 0.0;
+    scalars[D_BETA] = 0.0;
+    scalars[D_COLD] = cold ? 1.0 : 0.0;
+    state[S_IT] = 0;
+    if (!isfinite(bb)) {
+        state[S_STOPPED] = 1;
+    } else if (start <= thresh) {
+        state[S_STOPPED] = 1;
+        state[S_CONVERGED] = 1;
+    }
+}
+
+// The warm start's choice: where finish_init_warm chose 0, x = 0 and r = b; then Jacobi:
+// z = r·(1/diag) and partial r·z; none: partial ‖r‖² (cg_init's values on a cold start).
+extern "C" __global__ void cg_warm_select(const float* __restrict__ b, float* __restrict__ x, float* __restrict__ r,
+                                          float* __restrict__ z, const float* __restrict__ diag,
+                                          const int* __restrict__ sizes, int mode, const double* __restrict__ scalars,
+                                          double* __restrict__ partials_rz)
+{
+    const int n = sizes[1];
+    const bool cold = scalars[D_COLD] != 0.0;
+    double rz = 0.0;
+    RANGE(c, 0, n)
+    {
+        float rc = r[c];
+        if (cold) {
+            rc = b[c];
+            x[c] = 0.0f;
+            r[c] = rc;
+        }
+        if (mode == PRE_JACOBI) {
+            const float zc = rc * (1.0f / diag[c]);
+            z[c] = zc;
+            rz += (double)rc * zc;
+        } else if (mode == PRE_NONE) {
+            rz += (double)rc * rc;
+        }
+    }
+    block_sum2(rz, 0.0, partials_rz, nullptr);
 }
 
 // q = A d (diag·d − Σ neighbours) and partial d·q.

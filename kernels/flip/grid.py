@@ -62,6 +62,9 @@ class FlipSettings:
                                    min=0.0, soft_max=0.1, precision=4, subtype="TIME_ABSOLUTE", unit="TIME_ABSOLUTE")
     pressure_tolerance: float = setting(1e-4, "Pressure Tolerance", "Relative residual at which the pressure "
                                         "solve stops", min=1e-8, max=1e-1, precision=6)
+    warm_start_pressure: bool = setting(True, "Warm Start Pressure", "Start each substep's pressure solve from the "
+                                        "last substep's pressure (sparse solver): fewer iterations to the same "
+                                        "tolerance")
     seed: int = setting(0, "Seed", "Seed of the particle jitter", min=0)
     boundary: str = setting("closed", "Boundary", "Domain walls (sparse solver): closed walls, or open sides the "
                             "liquid may leave (it is deleted Kill Distance beyond the box)",

@@ -12,7 +12,9 @@ stays valid from substep to substep while the unknowns change; a solve that need
 room, or another number of levels, takes a new solver (its buffers, a new capture). The
 host syncs once per ``check_every`` iterations (the convergence read) and never inside
 the loop. A solve starts with as many single iterations as the last one took (``PREDICT``)
-before its first check.
+before its first check. A warm start (``sparse_pressure``'s module notes) puts x₀ in x and
+begins with cg_init_warm (r = b − A x₀, ‖b‖², ‖r‖²), finish_init_warm and cg_warm_select
+(back to x = 0, r = b where ‖r‖ > ‖b‖) instead of cg_init and finish_init.
 """
 
 from __future__ import annotations
@@ -26,16 +28,21 @@ from .. import backend
 from ..grid.launch import THREADS, GraphLoop, Kernels
 from .pressure import MG_COARSE_SWEEPS, MG_SWEEPS
 from .sparse_multigrid import KEY_BITS, _CellSet, _Level
-from .pressure_gpu import _D_ALPHA, _D_BETA, _MAX_BLOCKS, _S_STOPPED, run_blocks
+from .pressure_gpu import (_D_ALPHA, _D_BB, _D_BETA, _D_RR, _D_RZ, _D_THRESH, _MAX_BLOCKS, _S_CONVERGED, _S_IT,
+                           _S_STOPPED, run_blocks)
 from .pressure_gpu import _K as _DENSE  # finish_init, finish_alpha, finish_beta
 
 _CU = "flip_sparse_pressure.cu"
 _MODES = ("mg", "jacobi", "none")  # sparse_pressure.PRECONDITIONERS, in order
+_D_COLD = 6  # scalars[]: the warm start fell back to x₀ = 0 (finish_init_warm)
 _K = Kernels(_CU, ("--fmad=false",), THREADS, defines={
-    "S_STOPPED": _S_STOPPED, "D_ALPHA": _D_ALPHA, "D_BETA": _D_BETA, "MG_COARSE_SWEEPS": MG_COARSE_SWEEPS,
+    "S_IT": _S_IT, "S_STOPPED": _S_STOPPED, "S_CONVERGED": _S_CONVERGED, "D_BB": _D_BB, "D_THRESH": _D_THRESH,
+    "D_RR": _D_RR, "D_RZ": _D_RZ, "D_ALPHA": _D_ALPHA, "D_BETA": _D_BETA, "D_COLD": _D_COLD,
+    "MG_COARSE_SWEEPS": MG_COARSE_SWEEPS,
     "MG_SWEEPS": MG_SWEEPS, "KEY_BITS": KEY_BITS,
     **{f"PRE_{name.upper()}": i for i, name in enumerate(_MODES)}})
-_LOOP_KERNELS = ("cg_init", "apply_laplacian", "update_solution", "dot_rz", "update_direction", "mg_smooth",
+_LOOP_KERNELS = ("cg_init", "cg_init_warm", "finish_init_warm", "cg_warm_select",
+                 "apply_laplacian", "update_solution", "dot_rz", "update_direction", "mg_smooth",
                  "mg_residual", "mg_restrict", "mg_prolong_add", "mg_coarse_solve", "mg_smooth_first",
                  "mg_smooth_red_dot", "mg_restrict_coarse_solve", "mg_smooth_black_residual", "mg_tail_vcycle")
 # The V-cycle's launches: "fused" (default) folds the first pre-smoothing sweep's two colours
@@ -376,9 +383,10 @@ class SparsePressureSolverGPU:
             a.fill(0)
         self.sizes[...] = cp.asarray(np.array(sizes, np.int32))
 
-    def solve(self, levels, vcycle, b, tolerance, max_iterations, progress=None):
+    def solve(self, levels, vcycle, b, tolerance, max_iterations, progress=None, x0=None):
         """x (m + 1, sentinel 0), iterations, relative residual, converged for the
-        compacted right-hand side *b* (m + 1, sentinel 0)."""
+        compacted right-hand side *b* (m + 1, sentinel 0), from x = 0 or from *x0* (m + 1,
+        sentinel 0: a warm start, ``sparse_pressure._start``)."""
         cp = self.cp
         m = levels[0].m
         self._load(levels, vcycle)
@@ -386,10 +394,18 @@ class SparsePressureSolverGPU:
         self.state[...] = cp.asarray(np.array([0, 0, 0, max_iterations], dtype=np.int32))
         G = np.int32(self.red_blocks)
         L0 = self.levels[0]
-        # x = 0, d = 0, r = b, ‖b‖²; stop at once if b = 0
-        self._reduce("cg_init", (self.b, self.x, self.r, self.d, self.z, L0.diag, self.sizes, self.mode,
-                                 self.partials))
-        self._finish("finish_init", (self.partials, G, self.scalars, self.state, np.float64(tolerance)))
+        if x0 is None:  # x = 0, d = 0, r = b, ‖b‖²; stop at once if b = 0
+            self._reduce("cg_init", (self.b, self.x, self.r, self.d, self.z, L0.diag, self.sizes, self.mode,
+                                     self.partials))
+            self._finish("finish_init", (self.partials, G, self.scalars, self.state, np.float64(tolerance)))
+        else:  # x = x₀, r = b − A x₀, back to x = 0 where that is no better (‖r‖ > ‖b‖)
+            self.x[:m + 1] = x0
+            self._reduce("cg_init_warm", (self.b, self.x, self.r, self.d, L0.nbr, L0.diag, np.int32(L0.stride),
+                                          self.sizes, self.partials))
+            _K.launch_grid("finish_init_warm", (1,), (1024,), (self.partials, G, self.scalars, self.state,
+                                                                np.float64(tolerance)))
+            self._reduce("cg_warm_select", (self.b, self.x, self.r, self.z, L0.diag, self.sizes, self.mode,
+                                            self.scalars, self.partials[self.red_blocks:]))
         self._precondition_and_dot()  # z = M r, r·z
         self._finish("finish_beta", (self.partials, G, self.scalars, self.state, np.int32(1)))  # rz, β = 0
         self._reduce("update_direction", (self.d, self._z(), self.sizes, self.scalars, self.state))  # d = z
@@ -421,12 +437,13 @@ def _solver(needs, preconditioner, check_every):
     return solver
 
 
-def solve_unknowns(level0, vcycle, b, tolerance, max_iterations, preconditioner="mg", check_every=10, progress=None):
+def solve_unknowns(level0, vcycle, b, tolerance, max_iterations, preconditioner="mg", check_every=10, progress=None,
+                   x0=None):
     """PCG on the compacted unknowns *level0* (``sparse_pressure.Unknowns``) with the tables
-    of *vcycle* (``sparse_multigrid.VCycle``, "mg") or none: (x, iterations, relative
-    residual, converged), x compacted with its sentinel."""
+    of *vcycle* (``sparse_multigrid.VCycle``, "mg") or none, from 0 or *x0* (compacted, a
+    warm start): (x, iterations, relative residual, converged), x compacted with its sentinel."""
     if level0.m == 0:
         return level0.xp.zeros(1, level0.xp.float32), 0, 0.0, True
     levels = vcycle.levels if vcycle is not None else [level0]
     solver = _solver([L.m + 1 for L in levels], preconditioner, check_every)
-    return solver.solve(levels, vcycle, b, float(tolerance), int(max_iterations), progress)
+    return solver.solve(levels, vcycle, b, float(tolerance), int(max_iterations), progress, x0)

@@ -213,6 +213,7 @@ class SparseFlipSimulation(FlipSimulation):
         band = self.band
         g.update(self.pos, margin, self.obstacle, self.obstacle_velocity, bodies=self.obstacle_bodies,  # §5.1 / §5.2
                  extra_cells=band.deep if band else None)
+        self._restore_carried_pressure()
         report(progress, 0.05, "particles to grid")
         carried = band.snapshot(g) if band else None  # narrow band: the deep cells' grid velocity
         sparse_transfer.particles_to_grid(g, self.pos, self.vel, self.c)  # gather (§6–7)
@@ -226,7 +227,8 @@ class SparseFlipSimulation(FlipSimulation):
         p, stats = sparse_pressure.solve_pressure(g, dt, tolerance=s.pressure_tolerance,  # PCG (§8, Alg. 2)
                                                   max_iterations=s.pressure_max_iterations,
                                                   preconditioner=self.preconditioner,
-                                                  progress=scaled(progress, 0.2, 0.8))
+                                                  progress=scaled(progress, 0.2, 0.8),
+                                                  warm_start=s.warm_start_pressure)  # from the last p
         sparse_pressure.project(g, p, dt)
         report(progress, 0.8, "grid to particles")
         sparse_transfer.extrapolate(g, valid=sparse_transfer.fluid_faces(g))
@@ -304,7 +306,22 @@ class SparseFlipSimulation(FlipSimulation):
         return backend.to_numpy(total / (len(self.pos) + float(m.sum())))
 
     def checkpoint(self) -> dict:
+        """``FlipSimulation.checkpoint``; a narrow band's state; the pressure carried for
+        the next solve's warm start ("pressure_cells" (k, 3) int32 lattice cells,
+        "pressure_values" (k,), 16 bytes a FLUID cell: optional, absent means a cold
+        start), so a resumed bake goes on as it would have."""
         state = super().checkpoint()
+        g = self.grid
+        pending = getattr(self, "carried_pressure", None)  # restored, no substep since
+        if pending is not None:
+            state["pressure_cells"], state["pressure_values"] = np.array(pending[0], np.int32), pending[1].copy()
+        elif sparse_pressure.CARRIED in g.channels:
+            xp = self.xp
+            at = xp.flatnonzero(xp.isfinite(g[sparse_pressure.CARRIED]))
+            i, j, k = g.lattice()
+            cells = xp.stack([i[at], j[at], k[at]], axis=1).astype(xp.int32)  # the lattice is ±2²³ cells
+            state["pressure_cells"] = np.array(backend.to_numpy(cells), np.int32)
+            state["pressure_values"] = np.array(backend.to_numpy(g[sparse_pressure.CARRIED][at]), np.float32)
         if self.band is not None:
             state["deep"] = np.array(backend.to_numpy(self.band.deep), np.int64)
             restored = self._restored_velocity()  # a restored frame's faces until its next substep
@@ -335,19 +352,39 @@ class SparseFlipSimulation(FlipSimulation):
                                                  [state[k] for k in self.VELOCITY_KEYS[1:]])
 
     def restore(self, state: dict) -> None:
-        """``FlipSimulation.restore``; a narrow band's deep cells and their faces too."""
+        """``FlipSimulation.restore``; a narrow band's deep cells and their faces too; the
+        carried pressure (optional: without it the next solve starts cold)."""
         if self.band is not None:
             n = np.shape(state.get("deep", np.zeros((0, 3))))[0]
             m = np.shape(state.get("band_cells", np.zeros((0, 3))))[0]
             check_state(state, {"deep": ((n, 3), "i"), "deep_faces": ((n, 3), "f"), "deep_mass": ((n,), "f"),
                                 "band_cells": ((m, 3), "i"), "band_phi": ((m,), "f")})
+        carried = None
+        if "pressure_cells" in state or "pressure_values" in state:
+            k = np.shape(state.get("pressure_cells", np.zeros((0, 3))))[0]
+            check_state(state, {"pressure_cells": ((k, 3), "i"), "pressure_values": ((k,), "f")})
+            carried = (np.asarray(state["pressure_cells"], np.int64), np.asarray(state["pressure_values"], np.float32))
         super().restore(state)
+        self.grid.channels.pop(sparse_pressure.CARRIED, None)  # the old liquid's pressure goes
+        self.carried_pressure = carried  # written into the grid after the next topology update
         if self.band is not None:
             self.band.deep = self.xp.asarray(state["deep"], dtype=self.xp.int64)
             self.band.pending = self.xp.asarray(state["deep_faces"], dtype=self.xp.float32)
             self.band.mass = self.xp.asarray(state["deep_mass"], dtype=self.xp.float64)
             self.band.lattice = self.xp.asarray(state["band_cells"], dtype=self.xp.int64)
             self.band.phi = self.xp.asarray(state["band_phi"], dtype=self.xp.float32)
+
+    def _restore_carried_pressure(self) -> None:
+        """After a restore, the saved carried pressure onto the cells of the new topology
+        (the same bricks an uninterrupted run keeps: its values there are these)."""
+        carried, self.carried_pressure = getattr(self, "carried_pressure", None), None
+        if carried is None:
+            return
+        xp, g = self.xp, self.grid
+        cells, values = (xp.asarray(a) for a in carried)
+        channel = g.add(sparse_pressure.CARRIED, xp.float32, np.nan)
+        at = g.locate(cells[:, 0], cells[:, 1], cells[:, 2])
+        channel[at[at >= 0]] = values[at >= 0]
 
     def fluid_cell_count(self) -> int:
         return int((self.grid["cell"] == FLUID).sum())
