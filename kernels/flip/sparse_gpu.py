@@ -83,11 +83,14 @@ from .particles import PUSH_EPSILON, THREADS
 KERNELS = Kernels("flip_sparse_transfer.cu", ("--fmad=false",), THREADS,
                   defines={**mac.CELL_TYPES, "PUSH_EPSILON": PUSH_EPSILON})
 GATHER = Kernels("flip_sparse_gather.cu", ("--fmad=false",), THREADS)
+SCATTER = Kernels("flip_sparse_scatter.cu", ("--fmad=false",), THREADS)
 MAX_MARGIN = 24  # cells: the device topology reaches the bricks within three of each brick only (REACH_MAX_RADIUS)
 TOPOLOGY_MODES = ("device", "legacy")
 CELLS = 512
 _I64, _I32 = np.int64, np.int32
-GATHERS = ("brick", "cell", "staged")
+GATHERS = ("brick", "cell", "staged", "scatter")
+SCATTER_THREADS = 256  # scatter: threads a brick (flip_sparse_scatter.cu's SCATTER_THREADS at most)
+SCATTER_SPREAD = 8  # scatter: a warp's lanes take particles this far apart (flip_sparse_scatter.cu)
 GATHER_THREADS = 256  # brick gather: threads per brick (each takes 512 / 256 = 2 cells)
 STAGED_SLAB = 4  # staged gather: cell layers a slab (192 threads a layer: 3 components × 64 faces), 1–4
 STAGED_SHARED = None  # staged gather: shared bytes a block (None: all a block may have)
@@ -363,7 +366,9 @@ def launch_gather(mode: str, size: int, args, apic: bool, slab=None, shared_byte
     filter = STAGED_FILTER if filter is None else filter
     if not 1 <= slab <= 4:
         raise ValueError(f"the staged gather's slab must be 1 to 4 cell layers, not {slab}")
-    if mode == "cell":
+    if mode == "scatter":
+        launch_scatter(size, args)
+    elif mode == "cell":
         GATHER.launch("p2g_gather_sparse", size, args)
     elif mode == "brick":
         GATHER.launch_grid("p2g_gather_brick", (size // CELLS,), (GATHER_THREADS,), args)
@@ -374,6 +379,38 @@ def launch_gather(mode: str, size: int, args, apic: bool, slab=None, shared_byte
             kernel.max_dynamic_shared_size_bytes = nbytes
         kernel((size // CELLS,), (192 * slab,), (*args, _I32(slab), _I32(capacity), _I32(bool(filter))),
                shared_mem=nbytes)
+
+
+def launch_scatter(size: int, args, spread=None):
+    """The scatter (``kernels/cuda/flip_sparse_scatter.cu``) over the pool of *size* cells
+    with ``launch_gather``'s *args*: the bounds that fix its scales, one block per brick
+    adding 64-bit fixed-point terms, then the faces and masks. Returns (acc, bounds): the
+    fixed-point sums (``acc[(comp·size + cell)·2 + {0: Σw·q, 1: Σw}]``) and [Q's float
+    bits, max particles a cell] (``scatter_scales``)."""
+    import cupy as cp
+
+    spread = int(SCATTER_SPREAD if spread is None else spread)
+    if spread < 1:
+        raise ValueError(f"the scatter's spread must be at least 1, not {spread}")
+    spos, svel, sc, apic, _, count = args[:6]
+    h, n = args[17], int(spos.shape[0])
+    bounds = cp.zeros(2, cp.uint32)
+    acc = cp.zeros(6 * size, cp.uint64)
+    SCATTER.launch("scatter_bounds", max(n, size, 1), (svel, sc, apic, _I64(n), count, _I64(size), h, bounds))
+    SCATTER.launch_grid("p2g_scatter_brick", (size // CELLS,), (SCATTER_THREADS,),
+                        (*args[:19], bounds, _I32(spread), acc))
+    SCATTER.launch("p2g_scatter_finish", size, (acc, _I64(size), bounds, *args[19:]))
+    return acc, bounds
+
+
+def scatter_scales(bounds) -> tuple:
+    """(k_q, k_w) of ``flip_sparse_scatter.cu``'s scatter_scales from its two bounds: w·q
+    is scaled by 2^k_q and w by 2^k_w (for the error bound in the tests)."""
+    q = np.uint32(bounds[0]).view(np.float32)
+    e_r = (18 * max(1, int(bounds[1])) - 1).bit_length()  # ⌈log2⌉
+    e_q = int(np.frexp(q)[1]) if q > 0 else 0
+    e_q = min(max(e_q, -160), 160)
+    return 61 - e_r - e_q, 61 - e_r
 
 
 def particles_to_grid(grid, pos, vel, c, gather=None):

@@ -1,0 +1,255 @@
+// The sparse FLIP solver's P2G as a deterministic scatter (seed 003 §6–7;
+// kernels/flip/sparse_gpu.py launches it after its counting sort by pool cell,
+// VOXFX_SPARSE_GATHER=scatter; kernels/flip/sparse_transfer.py's particles_to_grid is the
+// NumPy reference; compiled with --fmad=false so each float operation rounds as NumPy's).
+//
+// The gathers (flip_sparse_gather.cu) walk ~54 (face, component) candidates a particle of
+// which 24 reach; a scatter does only the 24. To stay deterministic without a fixed order
+// of float sums, every term is added as a 64-bit fixed-point integer: integer addition is
+// associative (modulo 2^64, so only the final sum must fit), and the sums are the same
+// bits whatever order the atomics land in.
+//
+//   scatter_bounds     max over particles of a bound on |q| (q = v_a, APIC v_a + C_a·d with
+//                      |d_b| < 2h for every term the window below admits) and max
+//                      particles a cell, by integer atomicMax into bounds[2] (zeroed).
+//   p2g_scatter_brick  one block per pool slot: its particles (one contiguous run of the
+//                      sorted arrays) add (w·q, w) of their 24 (component, node) terms to
+//                      the brick's faces plus a one-node halo in shared memory (64-bit
+//                      integer atomics), then the block adds its non-zero nodes into the
+//                      global accumulators of the bricks that own them (64-bit integer
+//                      atomics; acc zeroed first).
+//   p2g_scatter_finish one thread per pool cell: value = Σw·q / Σw and valid = Σw > 0.
+//
+// Terms (gather_cell's, float32, the same operations): the particle of cell c (its bin:
+// ⌊(x − o)/h⌋) reaches node n of component a's lattice when n − c ∈ {0, 1} along a and
+// {−1, 0, 1} across (the gathers' 27-cell window with offsets ≤ 0 along a; in a closed box
+// the clamp can put a particle's nodes outside it: those are skipped, as the gathers never
+// visit them), the node lies on the face lattice (closed) and the node's brick is active.
+//
+// Fixed point (scatter_scales): R = 18 · (max particles a cell) particles can reach one
+// face, Q ≥ |q| of every term; e_R = ⌈log2 R⌉, Q < 2^e_Q. Weights w ∈ [0, 1] are scaled by
+// 2^k_w, k_w = 61 − e_R, and rounded up (a term with w > 0 adds ≥ 1: Σw > 0 exactly where
+// the gathers' float64 Σw > 0, so the valid masks are theirs); w·q by 2^k_q, k_q = 61 − e_R
+// − e_Q, rounded to nearest. Every sum then stays below R·(2^61/R + 1) < 2^62: no overflow.
+// Error against the exact sums of the same float32 terms (the gathers' float64 sums are
+// exact to 2^-53 relative): |ΔΣw·q| ≤ n·2^-(k_q+1), 0 ≤ ΔΣw ≤ n·2^-k_w for n terms, so
+//   |v_scatter − v| ≤ (n·2^-(k_q+1) + |v|·n·2^-k_w) / Σw  (+ float32 rounding of v)
+//                   ≤ R² · (Q + |v|) · 2^-59 / Σw,
+// at 8M particles (R ≈ 18 · 30, Q ≈ 5 m/s) ~1e-11 m/s / Σw: below float32's rounding of v
+// wherever Σw ≳ 1e-4 (a face that a particle touches with weight 1e-4 or more).
+
+#include "voxfx_sparse.cuh"  // SPARSE_CELLS, sparse_cell_near
+
+#define SCATTER_THREADS 256
+#define SCATTER_NODES 900      // a component's nodes: 9 along its axis (0 … 8), 10 across (−1 … 8)
+#define SCATTER_WINDOW 18      // cells whose particles reach one face: 2 along its axis, 3 across
+#define SCATTER_E_MIN (-160)   // e_Q clamped to [SCATTER_E_MIN, SCATTER_E_MAX]: k_q stays in double's range
+#define SCATTER_E_MAX 160
+
+#ifdef __CUDA_ARCH__
+__device__ __forceinline__ long long scatter_round(double x) { return __double2ll_rn(x); }
+__device__ __forceinline__ unsigned int scatter_bits(float x) { return __float_as_uint(x); }
+__device__ __forceinline__ float scatter_float(unsigned int x) { return __uint_as_float(x); }
+#else  // the host harness (tests/unit/test_cuda_sparse_scatter_host.py)
+__device__ __forceinline__ long long scatter_round(double x) { return llrint(x); }
+__device__ __forceinline__ unsigned int scatter_bits(float x) { unsigned int u; memcpy(&u, &x, 4); return u; }
+__device__ __forceinline__ float scatter_float(unsigned int x) { float f; memcpy(&f, &x, 4); return f; }
+#endif
+
+// Smallest e ≥ 0 with 2^e ≥ x (x ≥ 1).
+__device__ __forceinline__ int scatter_ceil_log2(long long x)
+{
+    int e = 0;
+    while ((1LL << e) < x) ++e;
+    return e;
+}
+
+// k_q and k_w (module notes) from bounds[0] (Q's float bits) and bounds[1] (max particles a cell).
+__device__ __forceinline__ void scatter_scales(const unsigned int* __restrict__ bounds, int& k_q, int& k_w)
+{
+    const int e_r = scatter_ceil_log2((long long)SCATTER_WINDOW * (long long)max(1u, bounds[1]));
+    int e_q = 0;
+    frexpf(scatter_float(bounds[0]), &e_q);  // Q = m·2^e_q, m ∈ [½, 1): Q < 2^e_q (0 for Q = 0)
+    e_q = min(max(e_q, SCATTER_E_MIN), SCATTER_E_MAX);
+    k_w = 61 - e_r;
+    k_q = 61 - e_r - e_q;
+}
+
+// Block-wide max of v (unsigned), then one atomicMax by thread 0 (any block size ≤ 1024).
+__device__ void scatter_block_max(unsigned int v, unsigned int* __restrict__ out)
+{
+    __shared__ unsigned int part[1024];
+    part[threadIdx.x] = v;
+    __syncthreads();
+    for (unsigned int s = 1; s < blockDim.x; s <<= 1) {
+        const unsigned int other = (threadIdx.x % (2 * s) == 0 && threadIdx.x + s < blockDim.x)
+                                   ? part[threadIdx.x + s] : 0u;
+        __syncthreads();
+        if (threadIdx.x % (2 * s) == 0) part[threadIdx.x] = max(part[threadIdx.x], other);
+        __syncthreads();
+    }
+    if (threadIdx.x == 0 && part[0]) atomicMax(out, part[0]);
+}
+
+// bounds[0] = max over sorted particles s < n of max_a |v_a| + 2h·Σ_b |C_ab| (as float bits:
+// for floats ≥ 0 the bits order as the values), times 1 + 2^-10 against the rounding of q;
+// bounds[1] = max count over the pool's cells (the last bin, particles without an active
+// cell, is not scattered). One thread per item of max(n, cells); bounds zeroed first.
+extern "C" __global__ void scatter_bounds(const float* __restrict__ svel, const float* __restrict__ sc, int apic,
+                                          long long n, const int* __restrict__ count, long long cells, float h,
+                                          unsigned int* __restrict__ bounds)
+{
+    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    float q = 0.0f;
+    if (t < n)
+        for (int a = 0; a < 3; ++a) {
+            float b = fabsf(svel[3 * t + a]);
+            if (apic)
+                b += 2.0f * h * (fabsf(sc[9 * t + 3 * a]) + fabsf(sc[9 * t + 3 * a + 1]) + fabsf(sc[9 * t + 3 * a + 2]));
+            q = fmaxf(q, b);
+        }
+    scatter_block_max(scatter_bits(q * (1.0f + 1.0f / 1024.0f)), bounds);
+    scatter_block_max(t < cells ? (unsigned int)max(count[t], 0) : 0u, bounds + 1);
+}
+
+// Shared-memory node of component comp at brick-local (x, y, z): x ∈ [0, 9) along comp,
+// [−1, 9) across.
+__device__ __forceinline__ int scatter_node(int comp, int x, int y, int z)
+{
+    const int ex = comp == 0 ? 9 : 10, ey = comp == 1 ? 9 : 10;
+    return comp * SCATTER_NODES + ((z + (comp != 2)) * ey + (y + (comp != 1))) * ex + (x + (comp != 0));
+}
+
+// A hat weight's base ⌊g⌋ and fraction on a lattice (hat_weight's operations: closed, g
+// clamped to [−2, n + 2] first).
+__device__ __forceinline__ long long scatter_base(float g, int closed, int n, float& f)
+{
+    if (closed) g = fminf(fmaxf(g, -2.0f), (float)(n + 2));
+    const float b = floorf(g);
+    f = g - b;
+    return (long long)b;
+}
+
+// One particle's 24 terms into the shared accumulators (acc: num then den, 3·SCATTER_NODES each).
+__device__ void scatter_particle(const float* __restrict__ spos, const float* __restrict__ svel,
+                                 const float* __restrict__ sc, int apic, long long p, const long long brick[3],
+                                 int closed, const int n[3], const float o[3], float h, float inv_h, double scale_q,
+                                 double scale_w, unsigned long long* acc)
+{
+    float g[3], f_own[3], f_half[3];
+    long long cell[3], b_own[3], b_half[3];
+    for (int a = 0; a < 3; ++a) {
+        g[a] = (spos[3 * p + a] - o[a]) * inv_h;
+        cell[a] = (long long)floorf(g[a]);  // its bin (count_particles_sparse)
+        b_own[a] = scatter_base(g[a], closed, n[a], f_own[a]);
+        b_half[a] = scatter_base(g[a] - 0.5f, closed, n[a], f_half[a]);
+    }
+    for (int comp = 0; comp < 3; ++comp) {
+        const float vq = svel[3 * p + comp];
+        for (int corner = 0; corner < 8; ++corner) {
+            long long node[3];
+            float wt[3];
+            bool ok = true;
+            for (int a = 0; a < 3; ++a) {
+                const int up = (corner >> a) & 1;
+                const bool own = a == comp;
+                node[a] = (own ? b_own[a] : b_half[a]) + up;
+                const float f = own ? f_own[a] : f_half[a];
+                wt[a] = up ? f : 1.0f - f;
+                const long long r = node[a] - cell[a];  // the gathers' window
+                ok = ok && (own ? (r == 0 || r == 1) : (r >= -1 && r <= 1));
+                if (closed) ok = ok && node[a] >= 0 && node[a] < n[a] + own;
+            }
+            if (!ok) continue;
+            const float weight = wt[0] * wt[1] * wt[2];
+            if (weight == 0.0f) continue;  // adds nothing to either sum
+            float q = vq;
+            if (apic) {
+                const float* r = sc + 9 * p + 3 * comp;
+                float fa[3];
+                for (int a = 0; a < 3; ++a) fa[a] = a == comp ? g[a] : g[a] - 0.5f;
+                const float d0 = ((float)node[0] - fa[0]) * h, d1 = ((float)node[1] - fa[1]) * h,
+                            d2 = ((float)node[2] - fa[2]) * h;
+                q = q + (r[0] * d0 + r[1] * d1 + r[2] * d2);
+            }
+            const int at = scatter_node(comp, (int)(node[0] - brick[0]), (int)(node[1] - brick[1]),
+                                        (int)(node[2] - brick[2]));
+            atomicAdd(acc + at, (unsigned long long)scatter_round((double)(weight * q) * scale_q));
+            atomicAdd(acc + 3 * SCATTER_NODES + at, (unsigned long long)(long long)ceil((double)weight * scale_w));
+        }
+    }
+}
+
+// One block per pool slot (grid = slots, block ≤ SCATTER_THREADS). `spread`: lane j of a
+// warp takes particles tile + j·spread + r (r < spread), so that the lanes' particles lie
+// in different cells (fewer shared atomics on one node) while each lane's loads stay close
+// (1: consecutive particles). acc[(comp·cells + cell)·2 + {0: Σw·q, 1: Σw}], zeroed first.
+extern "C" __global__ void __launch_bounds__(SCATTER_THREADS)
+    p2g_scatter_brick(const float* __restrict__ spos, const float* __restrict__ svel, const float* __restrict__ sc,
+                      int apic, const int* __restrict__ start, const int* __restrict__ count,
+                      const unsigned char* __restrict__ used, const int* __restrict__ coords,
+                      const int* __restrict__ nbr27, long long cells, int closed, int nx, int ny, int nz, float ox,
+                      float oy, float oz, float h, float inv_h, const unsigned int* __restrict__ bounds, int spread,
+                      unsigned long long* __restrict__ acc)
+{
+    __shared__ unsigned long long shared_acc[6 * SCATTER_NODES];
+    const int slot = (int)blockIdx.x;
+    if ((long long)slot * SPARSE_CELLS >= cells || !used[slot]) return;  // a free slot: no particles
+    const long long cell0 = (long long)slot * SPARSE_CELLS;
+    const long long p0 = start[cell0], p1 = (long long)start[cell0 + SPARSE_CELLS - 1] + count[cell0 + SPARSE_CELLS - 1];
+    if (p1 <= p0) return;
+    for (int i = threadIdx.x; i < 6 * SCATTER_NODES; i += blockDim.x) shared_acc[i] = 0ull;
+    int k_q, k_w;
+    scatter_scales(bounds, k_q, k_w);
+    const double scale_q = ldexp(1.0, k_q), scale_w = ldexp(1.0, k_w);
+    const long long brick[3] = {8LL * coords[3 * slot], 8LL * coords[3 * slot + 1], 8LL * coords[3 * slot + 2]};
+    const int n[3] = {nx, ny, nz};
+    const float o[3] = {ox, oy, oz};
+    __syncthreads();
+    const long long total = p1 - p0, tile = 32LL * spread;
+    const long long items = (total + tile - 1) / tile * tile;
+    for (long long i = threadIdx.x; i < items; i += blockDim.x) {
+        const long long lane = i & 31, row = i >> 5;
+        const long long k = row / spread * tile + lane * spread + row % spread;
+        if (k < total)
+            scatter_particle(spos, svel, sc, apic, p0 + k, brick, closed, n, o, h, inv_h, scale_q, scale_w,
+                             shared_acc);
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < 3 * SCATTER_NODES; i += blockDim.x) {
+        const unsigned long long den = shared_acc[3 * SCATTER_NODES + i];
+        if (!den) continue;  // no term reached it (w > 0 adds ≥ 1)
+        const int comp = i / SCATTER_NODES, j = i - comp * SCATTER_NODES;
+        const int ex = comp == 0 ? 9 : 10, ey = comp == 1 ? 9 : 10;
+        const int x = j % ex - (comp != 0), y = (j / ex) % ey - (comp != 1), z = j / (ex * ey) - (comp != 2);
+        const int cell = sparse_cell_near(nbr27, slot, x, y, z);
+        if (cell < 0) continue;  // an inactive brick: the gathers have no such face either
+        unsigned long long* const to = acc + ((long long)comp * cells + cell) * 2;
+        atomicAdd(to, shared_acc[i]);
+        atomicAdd(to + 1, den);
+    }
+}
+
+// One thread per pool cell: the faces from the fixed-point sums (module notes); Σw = 0
+// (no term, a free slot, beyond a closed box's face lattice): 0 and invalid.
+extern "C" __global__ void p2g_scatter_finish(const unsigned long long* __restrict__ acc, long long cells,
+                                              const unsigned int* __restrict__ bounds, float* __restrict__ u,
+                                              float* __restrict__ v, float* __restrict__ w,
+                                              unsigned char* __restrict__ valid_u,
+                                              unsigned char* __restrict__ valid_v,
+                                              unsigned char* __restrict__ valid_w)
+{
+    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= cells) return;
+    int k_q, k_w;
+    scatter_scales(bounds, k_q, k_w);
+    const double unscale = ldexp(1.0, k_w - k_q);
+    float* const out[3] = {u, v, w};
+    unsigned char* const valid[3] = {valid_u, valid_v, valid_w};
+    for (int a = 0; a < 3; ++a) {
+        const long long num = (long long)acc[(a * cells + t) * 2], den = (long long)acc[(a * cells + t) * 2 + 1];
+        const bool ok = den > 0;
+        out[a][t] = ok ? (float)((double)num / (double)den * unscale) : 0.0f;
+        valid[a][t] = ok;
+    }
+}
