@@ -133,8 +133,9 @@ def main():
     DENSE.launch("copy_sorted_particles", n, (order, _I64(n), pos, vel, c, _I32(1), spos, svel, sc))
     del c
 
-    def gather(mode, apic=False, slab=None, kib=None, masks=None, spread=None):
+    def gather(mode, apic=False, slab=None, kib=None, masks=None, spread=None, blocks=None):
         sparse_gpu.SCATTER_SPREAD = spread or 8
+        sparse_gpu.SCATTER_MIN_BLOCKS = blocks or 3
         args_ = (spos, svel, sc if apic else dummy, _I32(apic), state["start"], count, g.brick_slot, g.slot_coords,
                  g.brick_nbr, _I64(cells), _I32(g.closed), *sparse_gpu._dims(g), *_frame(g), *faces, *valid)
         sparse_gpu.launch_gather(mode, cells, args_, apic, slab, kib * 1024 if kib else None, masks)
@@ -147,6 +148,8 @@ def main():
     gathers += [(f"gather staged, slab {slab}, {kib or 'all'} KiB, masks {masks}, APIC",
                  dict(mode="staged", apic=True, slab=slab, kib=kib, masks=masks)) for slab, kib, masks in staged[:2]]
     gathers += [(f"scatter, spread {s}", dict(mode="scatter", spread=s)) for s in args.spread]
+    gathers += [(f"scatter, spread {s}, 4 blocks an SM", dict(mode="scatter", spread=s, blocks=4))
+                for s in args.spread[:1]]
     gathers += [(f"scatter, spread {args.spread[0]}, APIC", dict(mode="scatter", apic=True, spread=args.spread[0]))]
     gather_bytes = {False: 24 * n + 8 * cells + 15 * cells, True: 60 * n + 8 * cells + 15 * cells}
     reference = {}
@@ -171,6 +174,24 @@ def main():
             same = "same bits" if same else "BITS DIFFER"
         print(f"{name} | {ms:.3f} | {floor:.3f} | {ms / floor:.0f}× | {same}")
     del reference
+    # the scatter's launches (spread 8, three blocks an SM; FLIP)
+    sparse_gpu.SCATTER_SPREAD, sparse_gpu.SCATTER_MIN_BLOCKS = 8, 3
+    scatter_in = (spos, svel, dummy, _I32(0), state["start"], count, g.brick_slot, g.slot_coords, g.brick_nbr,
+                  _I64(cells), _I32(g.closed), *sparse_gpu._dims(g), *_frame(g))
+    bounds, acc = cp.zeros(2, cp.uint32), cp.zeros(6 * cells, cp.uint64)
+    scatter = sparse_gpu.SCATTER
+    pieces = [("scatter_bounds", lambda: scatter.launch("scatter_bounds", max(n, cells), (
+                  svel, dummy, _I32(0), _I64(n), count, _I64(cells), _frame(g)[3], bounds)), 12 * n + 4 * cells),
+              ("scatter sums zeroed", lambda: acc.fill(0), 48 * cells),
+              ("p2g_scatter_brick", lambda: scatter.launch_grid("p2g_scatter_brick", (cells // 512,), (
+                  sparse_gpu.SCATTER_THREADS,), (*scatter_in, bounds, _I32(8), acc)), 24 * n + 8 * cells + 48 * cells),
+              ("p2g_scatter_finish", lambda: scatter.launch("p2g_scatter_finish", cells, (
+                  acc, _I64(cells), bounds, *faces, *valid)), 48 * cells + 15 * cells)]
+    for name, fn, nbytes in pieces:
+        fn()
+        ms = timed(cp, fn, args.repeat)
+        floor = nbytes / BANDWIDTH * 1e3
+        print(f"{name} | {ms:.3f} | {floor:.3f} | {ms / floor:.0f}×")
     c = count[:-1]
     print(f"particles per occupied cell: mean {float(c[c > 0].mean()):.2f}, max {int(c.max())}; "
           f"unbinned {int(count[-1])}")

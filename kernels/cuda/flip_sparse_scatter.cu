@@ -41,6 +41,9 @@
 #include "voxfx_sparse.cuh"  // SPARSE_CELLS, sparse_cell_near
 
 #define SCATTER_THREADS 256
+#ifndef SCATTER_MIN_BLOCKS  // blocks an SM should hold (registers a thread: 75 at 3, 64 with a small spill at 4)
+#define SCATTER_MIN_BLOCKS 3
+#endif
 #define SCATTER_NODES 900      // a component's nodes: 9 along its axis (0 … 8), 10 across (−1 … 8)
 #define SCATTER_WINDOW 18      // cells whose particles reach one face: 2 along its axis, 3 across
 #define SCATTER_E_MIN (-160)   // e_Q clamped to [SCATTER_E_MIN, SCATTER_E_MAX]: k_q stays in double's range
@@ -204,7 +207,7 @@ __device__ void scatter_particle(const float* __restrict__ spos, const float* __
 // warp takes particles tile + j·spread + r (r < spread), so that the lanes' particles lie
 // in different cells (fewer shared atomics on one node) while each lane's loads stay close
 // (1: consecutive particles). acc[(comp·cells + cell)·2 + {0: Σw·q, 1: Σw}], zeroed first.
-extern "C" __global__ void __launch_bounds__(SCATTER_THREADS)
+extern "C" __global__ void __launch_bounds__(SCATTER_THREADS, SCATTER_MIN_BLOCKS)
     p2g_scatter_brick(const float* __restrict__ spos, const float* __restrict__ svel, const float* __restrict__ sc,
                       int apic, const int* __restrict__ start, const int* __restrict__ count,
                       const unsigned char* __restrict__ used, const int* __restrict__ coords,

@@ -91,6 +91,8 @@ _I64, _I32 = np.int64, np.int32
 GATHERS = ("brick", "cell", "staged", "scatter")
 SCATTER_THREADS = 256  # scatter: threads a brick (flip_sparse_scatter.cu's SCATTER_THREADS at most)
 SCATTER_SPREAD = 8  # scatter: a warp's lanes take particles this far apart (flip_sparse_scatter.cu)
+SCATTER_MIN_BLOCKS = 3  # scatter: blocks an SM should hold (flip_sparse_scatter.cu's __launch_bounds__)
+_SCATTER_BUILDS: dict = {}
 GATHER_THREADS = 256  # brick gather: threads per brick (each takes 512 / 256 = 2 cells)
 STAGED_SLAB = 4  # staged gather: cell layers a slab (192 threads a layer: 3 components × 64 faces), 1–4
 STAGED_SHARED = None  # staged gather: shared bytes a block (None: all a block may have)
@@ -381,12 +383,13 @@ def launch_gather(mode: str, size: int, args, apic: bool, slab=None, shared_byte
                shared_mem=nbytes)
 
 
-def launch_scatter(size: int, args, spread=None):
+def launch_scatter(size: int, args, spread=None, min_blocks=None):
     """The scatter (``kernels/cuda/flip_sparse_scatter.cu``) over the pool of *size* cells
     with ``launch_gather``'s *args*: the bounds that fix its scales, one block per brick
     adding 64-bit fixed-point terms, then the faces and masks. Returns (acc, bounds): the
     fixed-point sums (``acc[(comp·size + cell)·2 + {0: Σw·q, 1: Σw}]``) and [Q's float
-    bits, max particles a cell] (``scatter_scales``)."""
+    bits, max particles a cell] (``scatter_scales``). *min_blocks* 4: the kernel built for
+    four blocks an SM (the A/B of ``bench/flip_sparse_p2g.py``; default three)."""
     import cupy as cp
 
     spread = int(SCATTER_SPREAD if spread is None else spread)
@@ -394,12 +397,18 @@ def launch_scatter(size: int, args, spread=None):
         raise ValueError(f"the scatter's spread must be at least 1, not {spread}")
     spos, svel, sc, apic, _, count = args[:6]
     h, n = args[17], int(spos.shape[0])
+    min_blocks = int(SCATTER_MIN_BLOCKS if min_blocks is None else min_blocks)
+    kernels = SCATTER
+    if min_blocks != 3:  # another build (compiled on first use)
+        kernels = _SCATTER_BUILDS.get(min_blocks) or _SCATTER_BUILDS.setdefault(
+            min_blocks, Kernels("flip_sparse_scatter.cu", ("--fmad=false",), THREADS,
+                                defines={"SCATTER_MIN_BLOCKS": min_blocks}))
     bounds = cp.zeros(2, cp.uint32)
     acc = cp.zeros(6 * size, cp.uint64)
-    SCATTER.launch("scatter_bounds", max(n, size, 1), (svel, sc, apic, _I64(n), count, _I64(size), h, bounds))
-    SCATTER.launch_grid("p2g_scatter_brick", (size // CELLS,), (SCATTER_THREADS,),
+    kernels.launch("scatter_bounds", max(n, size, 1), (svel, sc, apic, _I64(n), count, _I64(size), h, bounds))
+    kernels.launch_grid("p2g_scatter_brick", (size // CELLS,), (SCATTER_THREADS,),
                         (*args[:19], bounds, _I32(spread), acc))
-    SCATTER.launch("p2g_scatter_finish", size, (acc, _I64(size), bounds, *args[19:]))
+    kernels.launch("p2g_scatter_finish", size, (acc, _I64(size), bounds, *args[19:]))
     return acc, bounds
 
 
