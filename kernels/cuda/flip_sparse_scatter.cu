@@ -14,10 +14,10 @@
 //                      particles a cell, by integer atomicMax into bounds[2] (zeroed).
 //   p2g_scatter_brick  one block per pool slot: its particles (one contiguous run of the
 //                      sorted arrays) add (w·q, w) of their 24 (component, node) terms to
-//                      the brick's faces plus a one-node halo in shared memory (64-bit
-//                      integer atomics), then the block adds its non-zero nodes into the
-//                      global accumulators of the bricks that own them (64-bit integer
-//                      atomics; acc zeroed first).
+//                      the brick's faces plus a one-node halo in shared memory (each
+//                      64-bit sum as two 32-bit words: scatter_add), then the block adds
+//                      its non-zero nodes into the global accumulators of the bricks that
+//                      own them (64-bit integer atomics; acc zeroed first).
 //   p2g_scatter_finish one thread per pool cell: value = Σw·q / Σw and valid = Σw > 0.
 //
 // Terms (gather_cell's, float32, the same operations): the particle of cell c (its bin:
@@ -30,7 +30,8 @@
 // face, Q ≥ |q| of every term; e_R = ⌈log2 R⌉, Q < 2^e_Q. Weights w ∈ [0, 1] are scaled by
 // 2^k_w, k_w = 61 − e_R, and rounded up (a term with w > 0 adds ≥ 1: Σw > 0 exactly where
 // the gathers' float64 Σw > 0, so the valid masks are theirs); w·q by 2^k_q, k_q = 61 − e_R
-// − e_Q, rounded to nearest. Every sum then stays below R·(2^61/R + 1) < 2^62: no overflow.
+// − e_Q, rounded to nearest (both scalings by a power of two in float32: exact; e_Q is
+// clamped to [−60, 60], so 2^k is a normal float). Every sum then stays below R·(2^61/R + 1) < 2^62: no overflow.
 // Error against the exact sums of the same float32 terms (the gathers' float64 sums are
 // exact to 2^-53 relative): |ΔΣw·q| ≤ n·2^-(k_q+1), 0 ≤ ΔΣw ≤ n·2^-k_w for n terms, so
 //   |v_scatter − v| ≤ (n·2^-(k_q+1) + |v|·n·2^-k_w) / Σw  (+ float32 rounding of v)
@@ -41,20 +42,22 @@
 #include "voxfx_sparse.cuh"  // SPARSE_CELLS, sparse_cell_near
 
 #define SCATTER_THREADS 256
-#ifndef SCATTER_MIN_BLOCKS  // blocks an SM should hold (registers a thread: 75 at 3, 64 with a small spill at 4)
+#ifndef SCATTER_MIN_BLOCKS  // blocks an SM should hold (__launch_bounds__; sparse_gpu.SCATTER_MIN_BLOCKS)
 #define SCATTER_MIN_BLOCKS 3
 #endif
 #define SCATTER_NODES 900      // a component's nodes: 9 along its axis (0 … 8), 10 across (−1 … 8)
 #define SCATTER_WINDOW 18      // cells whose particles reach one face: 2 along its axis, 3 across
-#define SCATTER_E_MIN (-160)   // e_Q clamped to [SCATTER_E_MIN, SCATTER_E_MAX]: k_q stays in double's range
-#define SCATTER_E_MAX 160
+#define SCATTER_E_MIN (-60)    // e_Q clamped to [SCATTER_E_MIN, SCATTER_E_MAX]: 2^k_q is a normal float
+#define SCATTER_E_MAX 60       // (a bound over 2^60 m/s is no simulation: its sums may overflow)
 
 #ifdef __CUDA_ARCH__
-__device__ __forceinline__ long long scatter_round(double x) { return __double2ll_rn(x); }
+__device__ __forceinline__ long long scatter_round(float x) { return __float2ll_rn(x); }
+__device__ __forceinline__ long long scatter_round_up(float x) { return __float2ll_ru(x); }
 __device__ __forceinline__ unsigned int scatter_bits(float x) { return __float_as_uint(x); }
 __device__ __forceinline__ float scatter_float(unsigned int x) { return __uint_as_float(x); }
 #else  // the host harness (tests/unit/test_cuda_sparse_scatter_host.py)
-__device__ __forceinline__ long long scatter_round(double x) { return llrint(x); }
+__device__ __forceinline__ long long scatter_round(float x) { return llrintf(x); }
+__device__ __forceinline__ long long scatter_round_up(float x) { return (long long)ceilf(x); }
 __device__ __forceinline__ unsigned int scatter_bits(float x) { unsigned int u; memcpy(&u, &x, 4); return u; }
 __device__ __forceinline__ float scatter_float(unsigned int x) { float f; memcpy(&f, &x, 4); return f; }
 #endif
@@ -142,63 +145,66 @@ __device__ __forceinline__ int scatter_node(int comp, int x, int y, int z)
     return comp * SCATTER_NODES + ((z + (comp != 2)) * ey + (y + (comp != 1))) * ex + (x + (comp != 0));
 }
 
-// A hat weight's base ⌊g⌋ and fraction on a lattice (hat_weight's operations: closed, g
-// clamped to [−2, n + 2] first).
-__device__ __forceinline__ long long scatter_base(float g, int closed, int n, float& f)
-{
-    if (closed) g = fminf(fmaxf(g, -2.0f), (float)(n + 2));
-    const float b = floorf(g);
-    f = g - b;
-    return (long long)b;
-}
-
 // One particle's 24 terms into the shared accumulators (acc: num then den, 3·SCATTER_NODES
-// each, as scatter_add's two words).
-__device__ void scatter_particle(const float* __restrict__ spos, const float* __restrict__ svel,
-                                 const float* __restrict__ sc, int apic, long long p, const long long brick[3],
-                                 int closed, const int n[3], const float o[3], float h, float inv_h, double scale_q,
-                                 double scale_w, unsigned int* acc)
+// each, as scatter_add's two words). Per axis a, lattice L (0: the component's own, g; 1:
+// half-shifted, g − ½) and node u ∈ {0, 1} of the hat (hat_weight's operations: closed, the
+// coordinate clamped to [−2, n + 2]; base ⌊·⌋, weights 1 − f and f) the weight, the node's
+// brick-local coordinate and whether it may take the term (the window, the closed face
+// lattice) are computed once; a term is then three of each. Terms are scaled in float32
+// (w·q and w times a power of two: exact) and rounded to integers (nearest; w up).
+template <bool APIC>
+__device__ __forceinline__ void scatter_particle(const float* __restrict__ spos, const float* __restrict__ svel,
+                                                 const float* __restrict__ sc, int p, const int brick[3],
+                                                 int closed, const int n[3], const float o[3], float h, float inv_h,
+                                                 float scale_q, float scale_w, unsigned int* acc)
 {
-    float g[3], f_own[3], f_half[3];
-    long long cell[3], b_own[3], b_half[3];
+    float g[3], wt[3][2][2], node_f[3][2][2];
+    int local[3][2][2];
+    bool ok[3][2][2];
+#pragma unroll
     for (int a = 0; a < 3; ++a) {
-        g[a] = (spos[3 * p + a] - o[a]) * inv_h;
-        cell[a] = (long long)floorf(g[a]);  // its bin (count_particles_sparse)
-        b_own[a] = scatter_base(g[a], closed, n[a], f_own[a]);
-        b_half[a] = scatter_base(g[a] - 0.5f, closed, n[a], f_half[a]);
-    }
-    for (int comp = 0; comp < 3; ++comp) {
-        const float vq = svel[3 * p + comp];
-        for (int corner = 0; corner < 8; ++corner) {
-            long long node[3];
-            float wt[3];
-            bool ok = true;
-            for (int a = 0; a < 3; ++a) {
-                const int up = (corner >> a) & 1;
-                const bool own = a == comp;
-                node[a] = (own ? b_own[a] : b_half[a]) + up;
-                const float f = own ? f_own[a] : f_half[a];
-                wt[a] = up ? f : 1.0f - f;
-                const long long r = node[a] - cell[a];  // the gathers' window
-                ok = ok && (own ? (r == 0 || r == 1) : (r >= -1 && r <= 1));
-                if (closed) ok = ok && node[a] >= 0 && node[a] < n[a] + own;
+        g[a] = (spos[3LL * p + a] - o[a]) * inv_h;
+        const int cell = (int)floorf(g[a]);  // its bin (count_particles_sparse)
+#pragma unroll
+        for (int L = 0; L < 2; ++L) {
+            float x = L ? g[a] - 0.5f : g[a];
+            if (closed) x = fminf(fmaxf(x, -2.0f), (float)(n[a] + 2));
+            const float b = floorf(x), f = x - b;
+#pragma unroll
+            for (int u = 0; u < 2; ++u) {
+                const int node = (int)b + u, r = node - cell;
+                wt[a][L][u] = u ? f : 1.0f - f;
+                local[a][L][u] = node - brick[a];
+                node_f[a][L][u] = (float)node;
+                ok[a][L][u] = (L ? (r >= -1 && r <= 1) : (r == 0 || r == 1)) &&  // the gathers' window
+                              (!closed || (node >= 0 && node < n[a] + 1 - L));    // the face lattice
             }
-            if (!ok) continue;
-            const float weight = wt[0] * wt[1] * wt[2];
+        }
+    }
+#pragma unroll
+    for (int comp = 0; comp < 3; ++comp) {
+        const float vq = svel[3LL * p + comp];
+        const int ex = comp == 0 ? 9 : 10, ey = comp == 1 ? 9 : 10;
+        const int l0 = comp != 0, l1 = comp != 1, l2 = comp != 2;  // each axis' lattice
+#pragma unroll
+        for (int corner = 0; corner < 8; ++corner) {
+            const int u0 = corner & 1, u1 = (corner >> 1) & 1, u2 = corner >> 2;
+            if (!(ok[0][l0][u0] && ok[1][l1][u1] && ok[2][l2][u2])) continue;
+            const float weight = wt[0][l0][u0] * wt[1][l1][u1] * wt[2][l2][u2];
             if (weight == 0.0f) continue;  // adds nothing to either sum
             float q = vq;
-            if (apic) {
-                const float* r = sc + 9 * p + 3 * comp;
-                float fa[3];
-                for (int a = 0; a < 3; ++a) fa[a] = a == comp ? g[a] : g[a] - 0.5f;
-                const float d0 = ((float)node[0] - fa[0]) * h, d1 = ((float)node[1] - fa[1]) * h,
-                            d2 = ((float)node[2] - fa[2]) * h;
+            if (APIC) {
+                const float* r = sc + 9LL * p + 3 * comp;
+                const float d0 = (node_f[0][l0][u0] - (l0 ? g[0] - 0.5f : g[0])) * h,
+                            d1 = (node_f[1][l1][u1] - (l1 ? g[1] - 0.5f : g[1])) * h,
+                            d2 = (node_f[2][l2][u2] - (l2 ? g[2] - 0.5f : g[2])) * h;
                 q = q + (r[0] * d0 + r[1] * d1 + r[2] * d2);
             }
-            const int at = scatter_node(comp, (int)(node[0] - brick[0]), (int)(node[1] - brick[1]),
-                                        (int)(node[2] - brick[2]));
-            scatter_add(acc, at, scatter_round((double)(weight * q) * scale_q));
-            scatter_add(acc, 3 * SCATTER_NODES + at, (long long)ceil((double)weight * scale_w));
+            const float term = weight * q;
+            const int at = comp * SCATTER_NODES + ((local[2][l2][u2] + l2) * ey + (local[1][l1][u1] + l1)) * ex +
+                           (local[0][l0][u0] + l0);
+            scatter_add(acc, at, scatter_round(term * scale_q));
+            scatter_add(acc, 3 * SCATTER_NODES + at, scatter_round_up(weight * scale_w));
         }
     }
 }
@@ -224,8 +230,8 @@ extern "C" __global__ void __launch_bounds__(SCATTER_THREADS, SCATTER_MIN_BLOCKS
     for (int i = threadIdx.x; i < 2 * SCATTER_WORDS; i += blockDim.x) shared_acc[i] = 0u;
     int k_q, k_w;
     scatter_scales(bounds, k_q, k_w);
-    const double scale_q = ldexp(1.0, k_q), scale_w = ldexp(1.0, k_w);
-    const long long brick[3] = {8LL * coords[3 * slot], 8LL * coords[3 * slot + 1], 8LL * coords[3 * slot + 2]};
+    const float scale_q = ldexpf(1.0f, k_q), scale_w = ldexpf(1.0f, k_w);
+    const int brick[3] = {8 * coords[3 * slot], 8 * coords[3 * slot + 1], 8 * coords[3 * slot + 2]};
     const int n[3] = {nx, ny, nz};
     const float o[3] = {ox, oy, oz};
     __syncthreads();
@@ -234,9 +240,12 @@ extern "C" __global__ void __launch_bounds__(SCATTER_THREADS, SCATTER_MIN_BLOCKS
     for (int i = threadIdx.x; i < items; i += blockDim.x) {
         const int lane = i & 31, row = i >> 5;
         const int k = row / spread * tile + lane * spread + row % spread;
-        if (k < total)
-            scatter_particle(spos, svel, sc, apic, p0 + k, brick, closed, n, o, h, inv_h, scale_q, scale_w,
-                             shared_acc);
+        if (k >= total) continue;
+        const int p = (int)p0 + k;
+        if (apic)
+            scatter_particle<true>(spos, svel, sc, p, brick, closed, n, o, h, inv_h, scale_q, scale_w, shared_acc);
+        else
+            scatter_particle<false>(spos, svel, sc, p, brick, closed, n, o, h, inv_h, scale_q, scale_w, shared_acc);
     }
     __syncthreads();
     for (int i = threadIdx.x; i < 3 * SCATTER_NODES; i += blockDim.x) {

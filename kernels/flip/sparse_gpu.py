@@ -47,8 +47,13 @@ cells up in global memory. On an H200 at 8M particles (``bench/flip_sparse_p2g.p
 staged 1.83 ms, brick 2.33, cell 2.60; the 0.07 ms floor is far off because each
 particle is visited by 54 (face, component) walks that test its weights, not because of
 its loads (staged without the masks: 2.48 ms).
-``VOXFX_SPARSE_GATHER=brick|cell|staged`` (or ``particles_to_grid(..., gather=)``) picks
-one, so all can be timed in one run.
+``scatter`` (``kernels/cuda/flip_sparse_scatter.cu``) instead does only the 24 terms a
+particle has: one block per brick adds them as 64-bit fixed-point integers (scales from a
+device-side bound on |q| and on particles a cell) with shared-memory integer atomics, then
+into the owning bricks' global sums; integer sums are the same bits in any order, within a
+stated bound of the gathers' (the .cu's notes), the gathers' valid masks exactly.
+``VOXFX_SPARSE_GATHER=brick|cell|staged|scatter`` (or ``particles_to_grid(..., gather=)``)
+picks one, so all can be timed in one run.
 
 Classify (§6) comes from the binning: the count per pool cell says which cells hold a
 particle (``classify_counts_sparse``, one pass over the pool) when the bins are those of
@@ -418,7 +423,7 @@ def scatter_scales(bounds) -> tuple:
     q = np.uint32(bounds[0]).view(np.float32)
     e_r = (18 * max(1, int(bounds[1])) - 1).bit_length()  # ⌈log2⌉
     e_q = int(np.frexp(q)[1]) if q > 0 else 0
-    e_q = min(max(e_q, -160), 160)
+    e_q = min(max(e_q, -60), 60)
     return 61 - e_r - e_q, 61 - e_r
 
 

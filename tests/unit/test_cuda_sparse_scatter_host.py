@@ -224,8 +224,9 @@ def test_scatter_matches_the_gather_within_its_bound_and_is_order_independent(ha
 
 def test_scatter_scales_keep_every_sum_below_two_to_the_62():
     """The scales of the notes: with R particles all reaching one face with w = 1 and
-    |q| = Q, the fixed-point sums stay below 2^62 (no overflow), for Q from tiny to huge."""
-    for q in (0.0, 1e-30, 0.37, 1.0, 7.9, 1e3, 3e38):
+    |q| = Q, the fixed-point sums stay below 2^62 (no overflow), for Q from tiny to 1e17 m/s
+    (the scales' range: bounds beyond 2^60 m/s are clamped), and 2^k_q, 2^k_w are normal floats."""
+    for q in (0.0, 1e-30, 1e-15, 0.37, 1.0, 7.9, 1e3, 1e17):
         for per_cell in (1, 8, 30, 5000, 1 << 20):
             bounds = (int(np.float32(q).view(np.uint32)), per_cell)
             k_q, k_w = sparse_gpu.scatter_scales(bounds)
@@ -233,3 +234,4 @@ def test_scatter_scales_keep_every_sum_below_two_to_the_62():
             assert reach * (2.0 ** k_w + 1) < 2.0 ** 62
             assert reach * (np.float64(np.float32(q)) * 2.0 ** k_q + 0.5) < 2.0 ** 62
             assert reach * 2.0 ** k_w >= 2.0 ** 59  # and no coarser than needed
+            assert -126 <= k_q <= 127 and -126 <= k_w <= 127
