@@ -65,6 +65,8 @@ def main():
     ap.add_argument("--staged", nargs="*", default=["4:0:1", "4:0:0", "3:0:1", "2:0:1"],
                     help="staged gather variants SLAB:KIB:FILTER (KiB 0: all a block may have)")
     ap.add_argument("--spread", nargs="*", type=int, default=[8, 1, 32], help="scatter variants (lanes' spread)")
+    ap.add_argument("--blocks", nargs="*", type=int, default=[4, 5],
+                    help="scatter variants built for these blocks an SM (default build: 3)")
     args = ap.parse_args()
     import cupy as cp
 
@@ -148,8 +150,8 @@ def main():
     gathers += [(f"gather staged, slab {slab}, {kib or 'all'} KiB, masks {masks}, APIC",
                  dict(mode="staged", apic=True, slab=slab, kib=kib, masks=masks)) for slab, kib, masks in staged[:2]]
     gathers += [(f"scatter, spread {s}", dict(mode="scatter", spread=s)) for s in args.spread]
-    gathers += [(f"scatter, spread {s}, 4 blocks an SM", dict(mode="scatter", spread=s, blocks=4))
-                for s in args.spread[:1]]
+    gathers += [(f"scatter, spread {args.spread[0]}, {b} blocks an SM", dict(mode="scatter", spread=args.spread[0],
+                                                                            blocks=b)) for b in args.blocks]
     gathers += [(f"scatter, spread {args.spread[0]}, APIC", dict(mode="scatter", apic=True, spread=args.spread[0]))]
     gather_bytes = {False: 24 * n + 8 * cells + 15 * cells, True: 60 * n + 8 * cells + 15 * cells}
     reference = {}
