@@ -65,8 +65,8 @@ def main():
     ap.add_argument("--staged", nargs="*", default=["4:0:1", "4:0:0", "3:0:1", "2:0:1"],
                     help="staged gather variants SLAB:KIB:FILTER (KiB 0: all a block may have)")
     ap.add_argument("--spread", nargs="*", type=int, default=[8, 1, 32], help="scatter variants (lanes' spread)")
-    ap.add_argument("--blocks", nargs="*", type=int, default=[4, 5],
-                    help="scatter variants built for these blocks an SM (default build: 3)")
+    ap.add_argument("--blocks", nargs="*", type=int, default=[3, 5],
+                    help="scatter variants built for these blocks an SM (default build: 4)")
     args = ap.parse_args()
     import cupy as cp
 
@@ -137,7 +137,7 @@ def main():
 
     def gather(mode, apic=False, slab=None, kib=None, masks=None, spread=None, blocks=None):
         sparse_gpu.SCATTER_SPREAD = spread or 8
-        sparse_gpu.SCATTER_MIN_BLOCKS = blocks or 3
+        sparse_gpu.SCATTER_MIN_BLOCKS = blocks or 4
         args_ = (spos, svel, sc if apic else dummy, _I32(apic), state["start"], count, g.brick_slot, g.slot_coords,
                  g.brick_nbr, _I64(cells), _I32(g.closed), *sparse_gpu._dims(g), *_frame(g), *faces, *valid)
         sparse_gpu.launch_gather(mode, cells, args_, apic, slab, kib * 1024 if kib else None, masks)
@@ -176,13 +176,14 @@ def main():
             same = "same bits" if same else "BITS DIFFER"
         print(f"{name} | {ms:.3f} | {floor:.3f} | {ms / floor:.0f}× | {same}")
     del reference
-    # the scatter's launches (spread 8, three blocks an SM; FLIP)
-    sparse_gpu.SCATTER_SPREAD, sparse_gpu.SCATTER_MIN_BLOCKS = 8, 3
+    # the scatter's launches (spread 8, four blocks an SM; FLIP)
+    sparse_gpu.SCATTER_SPREAD, sparse_gpu.SCATTER_MIN_BLOCKS = 8, 4
     scatter_in = (spos, svel, dummy, _I32(0), state["start"], count, g.brick_slot, g.slot_coords, g.brick_nbr,
                   _I64(cells), _I32(g.closed), *sparse_gpu._dims(g), *_frame(g))
     bounds, acc = cp.zeros(2, cp.uint32), cp.zeros(6 * cells, cp.uint64)
     scatter = sparse_gpu.SCATTER
-    pieces = [("scatter_bounds", lambda: scatter.launch("scatter_bounds", max(n, cells), (
+    bound_grid = (min(sparse_gpu.BOUND_BLOCKS, -(-max(n, cells) // 256)),)
+    pieces = [("scatter_bounds", lambda: scatter.launch_grid("scatter_bounds", bound_grid, (256,), (
                   svel, dummy, _I32(0), _I64(n), count, _I64(cells), _frame(g)[3], bounds)), 12 * n + 4 * cells),
               ("scatter sums zeroed", lambda: acc.fill(0), 48 * cells),
               ("p2g_scatter_brick", lambda: scatter.launch_grid("p2g_scatter_brick", (cells // 512,), (

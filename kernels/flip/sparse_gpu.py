@@ -96,7 +96,8 @@ _I64, _I32 = np.int64, np.int32
 GATHERS = ("brick", "cell", "staged", "scatter")
 SCATTER_THREADS = 256  # scatter: threads a brick (flip_sparse_scatter.cu's SCATTER_THREADS at most)
 SCATTER_SPREAD = 8  # scatter: a warp's lanes take particles this far apart (flip_sparse_scatter.cu)
-SCATTER_MIN_BLOCKS = 3  # scatter: blocks an SM should hold (flip_sparse_scatter.cu's __launch_bounds__)
+SCATTER_MIN_BLOCKS = 4  # scatter: blocks an SM should hold (flip_sparse_scatter.cu's __launch_bounds__)
+BOUND_BLOCKS = 1024  # scatter_bounds: blocks of its grid-stride loop
 _SCATTER_BUILDS: dict = {}
 GATHER_THREADS = 256  # brick gather: threads per brick (each takes 512 / 256 = 2 cells)
 STAGED_SLAB = 4  # staged gather: cell layers a slab (192 threads a layer: 3 components × 64 faces), 1–4
@@ -404,13 +405,15 @@ def launch_scatter(size: int, args, spread=None, min_blocks=None):
     h, n = args[17], int(spos.shape[0])
     min_blocks = int(SCATTER_MIN_BLOCKS if min_blocks is None else min_blocks)
     kernels = SCATTER
-    if min_blocks != 3:  # another build (compiled on first use)
+    if min_blocks != 4:  # another build (compiled on first use)
         kernels = _SCATTER_BUILDS.get(min_blocks) or _SCATTER_BUILDS.setdefault(
             min_blocks, Kernels("flip_sparse_scatter.cu", ("--fmad=false",), THREADS,
                                 defines={"SCATTER_MIN_BLOCKS": min_blocks}))
     bounds = cp.zeros(2, cp.uint32)
     acc = cp.zeros(6 * size, cp.uint64)
-    kernels.launch("scatter_bounds", max(n, size, 1), (svel, sc, apic, _I64(n), count, _I64(size), h, bounds))
+    blocks = min(BOUND_BLOCKS, -(-max(n, size, 1) // THREADS))
+    kernels.launch_grid("scatter_bounds", (blocks,), (THREADS,), (svel, sc, apic, _I64(n), count, _I64(size), h,
+                                                                  bounds))
     kernels.launch_grid("p2g_scatter_brick", (size // CELLS,), (SCATTER_THREADS,),
                         (*args[:19], bounds, _I32(spread), acc))
     kernels.launch("p2g_scatter_finish", size, (acc, _I64(size), bounds, *args[19:]))

@@ -36,7 +36,8 @@ HARNESS = r"""
 #undef __launch_bounds__
 #define __launch_bounds__(...)
 struct HostDim { unsigned x, y, z; };
-static HostDim h_block, h_dim, h_thread;
+static HostDim h_block, h_dim, h_thread, h_grid = {1, 1, 1};
+#define gridDim h_grid
 #define blockIdx h_block
 #define blockDim h_dim
 #define threadIdx h_thread
@@ -113,7 +114,7 @@ int main() {
     for (auto* a : {&mu, &mv, &mw}) std::fill(a->begin(), a->end(), (u8)7);
     std::vector<unsigned int> bounds(2, 0u);
     std::vector<unsigned long long> acc(6 * cells, 0ull);
-    LAUNCH(std::max(n, cells), scatter_bounds(svel.data(), sc.data(), apic, n, count.data(), cells, h, bounds.data()));
+    LAUNCH(1, scatter_bounds(svel.data(), sc.data(), apic, n, count.data(), cells, h, bounds.data()));
     LAUNCH(cap, p2g_scatter_brick(spos.data(), svel.data(), sc.data(), apic, start.data(), count.data(), used.data(),
                                   coords.data(), nbr27.data(), cells, closed, nx, ny, nz, ox, oy, oz, h, inv_h,
                                   bounds.data(), spread, acc.data()));
