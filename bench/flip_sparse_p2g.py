@@ -14,7 +14,8 @@ The gathers (``sparse_gpu.GATHERS``): brick, cell, and the staged gather with
 ``--staged SLAB:KIB:FILTER ...`` (layers a slab, shared memory a block in KiB, 0: all a
 block may have; 1: the cells' masks), each checked to give the brick gather's bits; with
 APIC (a random C) for the brick gather and the first two staged variants too. The scatter
-(``--spread N ...``: a warp's lanes take particles N apart) is checked against the brick
+(``--spread N ...``: a warp's lanes take particles N apart; ``--blocks B ...``: also built
+for B blocks an SM, default build 4) is checked against the brick
 gather's masks and its faces' largest difference printed (fixed point: not the same bits),
 and two scatters of the same particles against each other (the same bits).
 """

@@ -8,7 +8,8 @@ cell, in the closed box particles beyond the walls whose weights are clamped): t
 scatter's valid masks are the gather's, its faces are within the stated fixed-point bound
 (flip_sparse_scatter.cu's notes) of the gather's, within float32 rounding of the NumPy
 reference, and the same bits when the particles come in another order (another order
-within each cell). The device comparison is tests/gpu/test_flip_sparse_scatter_gpu.py."""
+within each cell) or the lanes another spread; the bounds' grid-stride loop gives the same
+bounds over 1 and 7 blocks. The device comparison is tests/gpu/test_flip_sparse_scatter_gpu.py."""
 
 import shutil
 import subprocess
@@ -115,6 +116,11 @@ int main() {
     std::vector<unsigned int> bounds(2, 0u);
     std::vector<unsigned long long> acc(6 * cells, 0ull);
     LAUNCH(1, scatter_bounds(svel.data(), sc.data(), apic, n, count.data(), cells, h, bounds.data()));
+    std::vector<unsigned int> strided(2, 0u);  // the grid-stride loop over 7 blocks: the same bounds
+    h_grid.x = 7;
+    LAUNCH(7, scatter_bounds(svel.data(), sc.data(), apic, n, count.data(), cells, h, strided.data()));
+    h_grid.x = 1;
+    if (strided != bounds) return 3;
     LAUNCH(cap, p2g_scatter_brick(spos.data(), svel.data(), sc.data(), apic, start.data(), count.data(), used.data(),
                                   coords.data(), nbr27.data(), cells, closed, nx, ny, nz, ox, oy, oz, h, inv_h,
                                   bounds.data(), spread, acc.data()));
