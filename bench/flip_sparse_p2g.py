@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 from tools.package import load  # noqa: E402
 
 load()
-from voxfx.kernels.flip import sparse_gpu, transfer  # noqa: E402
+from voxfx.kernels.flip import sparse_gpu, sparse_scatter, transfer  # noqa: E402
 from voxfx.kernels.flip.grid import FlipSettings  # noqa: E402
 from voxfx.kernels.flip.particles import KERNELS as DENSE  # noqa: E402
 from voxfx.kernels.flip.sim import FlipSimulation  # noqa: E402
@@ -137,8 +137,8 @@ def main():
     del c
 
     def gather(mode, apic=False, slab=None, kib=None, masks=None, spread=None, blocks=None):
-        sparse_gpu.SCATTER_SPREAD = spread or 8
-        sparse_gpu.SCATTER_MIN_BLOCKS = blocks or 4
+        sparse_scatter.SCATTER_SPREAD = spread or 8
+        sparse_scatter.SCATTER_MIN_BLOCKS = blocks or 4
         args_ = (spos, svel, sc if apic else dummy, _I32(apic), state["start"], count, g.brick_slot, g.slot_coords,
                  g.brick_nbr, _I64(cells), _I32(g.closed), *sparse_gpu._dims(g), *_frame(g), *faces, *valid)
         sparse_gpu.launch_gather(mode, cells, args_, apic, slab, kib * 1024 if kib else None, masks)
@@ -178,17 +178,17 @@ def main():
         print(f"{name} | {ms:.3f} | {floor:.3f} | {ms / floor:.0f}× | {same}")
     del reference
     # the scatter's launches (spread 8, four blocks an SM; FLIP)
-    sparse_gpu.SCATTER_SPREAD, sparse_gpu.SCATTER_MIN_BLOCKS = 8, 4
+    sparse_scatter.SCATTER_SPREAD, sparse_scatter.SCATTER_MIN_BLOCKS = 8, 4
     scatter_in = (spos, svel, dummy, _I32(0), state["start"], count, g.brick_slot, g.slot_coords, g.brick_nbr,
                   _I64(cells), _I32(g.closed), *sparse_gpu._dims(g), *_frame(g))
     bounds, acc = cp.zeros(2, cp.uint32), cp.zeros(6 * cells, cp.uint64)
-    scatter = sparse_gpu.SCATTER
-    bound_grid = (min(sparse_gpu.BOUND_BLOCKS, -(-max(n, cells) // 256)),)
+    scatter, scatter_threads = sparse_scatter.SCATTER, sparse_scatter.SCATTER_THREADS
+    bound_grid = (min(sparse_scatter.BOUND_BLOCKS, -(-max(n, cells) // 256)),)
     pieces = [("scatter_bounds", lambda: scatter.launch_grid("scatter_bounds", bound_grid, (256,), (
                   svel, dummy, _I32(0), _I64(n), count, _I64(cells), _frame(g)[3], bounds)), 12 * n + 4 * cells),
               ("scatter sums zeroed", lambda: acc.fill(0), 48 * cells),
               ("p2g_scatter_brick", lambda: scatter.launch_grid("p2g_scatter_brick", (cells // 512,), (
-                  sparse_gpu.SCATTER_THREADS,), (*scatter_in, bounds, _I32(8), acc)), 24 * n + 8 * cells + 48 * cells),
+                  scatter_threads,), (*scatter_in, bounds, _I32(8), acc)), 24 * n + 8 * cells + 48 * cells),
               ("p2g_scatter_finish", lambda: scatter.launch("p2g_scatter_finish", cells, (
                   acc, _I64(cells), bounds, *faces, *valid)), 48 * cells + 15 * cells)]
     for name, fn, nbytes in pieces:

@@ -36,7 +36,7 @@ the dense solver's; 24 + 12 B per particle for the sorted copy and the sort, 8 B
 for start and count), then one of four kernels, ``VOXFX_SPARSE_GATHER=scatter|staged|brick|cell``
 (or ``particles_to_grid(..., gather=)``), so all can be timed in one run:
 
-``scatter`` (default, FLIP and APIC; ``kernels/cuda/flip_sparse_scatter.cu``) does only
+``scatter`` (default, FLIP and APIC; ``sparse_scatter.py``, ``flip_sparse_scatter.cu``) does only
 the 24 (component, face) terms each particle has: one block per brick adds them as 64-bit
 fixed-point integers (scales from a device-side bound on |q| and on particles a cell) with
 shared-memory integer atomics into its faces and a one-face halo, then into the owning
@@ -90,23 +90,18 @@ import numpy as np
 from ..grid import mac
 from ..grid.launch import Kernels
 from ..grid.sparse_mac import brick_tables
+from . import sparse_scatter
 from .particles import KERNELS as DENSE
 from .particles import PUSH_EPSILON, THREADS
 
 KERNELS = Kernels("flip_sparse_transfer.cu", ("--fmad=false",), THREADS,
                   defines={**mac.CELL_TYPES, "PUSH_EPSILON": PUSH_EPSILON})
 GATHER = Kernels("flip_sparse_gather.cu", ("--fmad=false",), THREADS)
-SCATTER = Kernels("flip_sparse_scatter.cu", ("--fmad=false",), THREADS)
 MAX_MARGIN = 24  # cells: the device topology reaches the bricks within three of each brick only (REACH_MAX_RADIUS)
 TOPOLOGY_MODES = ("device", "legacy")
 CELLS = 512
 _I64, _I32 = np.int64, np.int32
 GATHERS = ("brick", "cell", "staged", "scatter")
-SCATTER_THREADS = 256  # scatter: threads a brick (flip_sparse_scatter.cu's SCATTER_THREADS at most)
-SCATTER_SPREAD = 8  # scatter: a warp's lanes take particles this far apart (flip_sparse_scatter.cu)
-SCATTER_MIN_BLOCKS = 4  # scatter: blocks an SM should hold (flip_sparse_scatter.cu's __launch_bounds__)
-BOUND_BLOCKS = 1024  # scatter_bounds: blocks of its grid-stride loop
-_SCATTER_BUILDS: dict = {}
 GATHER_THREADS = 256  # brick gather: threads per brick (each takes 512 / 256 = 2 cells)
 STAGED_SLAB = 4  # staged gather: cell layers a slab (192 threads a layer: 3 components × 64 faces), 1–4
 STAGED_SHARED = None  # staged gather: shared bytes a block (None: all a block may have)
@@ -383,7 +378,7 @@ def launch_gather(mode: str, size: int, args, apic: bool, slab=None, shared_byte
     if not 1 <= slab <= 4:
         raise ValueError(f"the staged gather's slab must be 1 to 4 cell layers, not {slab}")
     if mode == "scatter":
-        launch_scatter(size, args)
+        sparse_scatter.launch(size, args)
     elif mode == "cell":
         GATHER.launch("p2g_gather_sparse", size, args)
     elif mode == "brick":
@@ -395,48 +390,6 @@ def launch_gather(mode: str, size: int, args, apic: bool, slab=None, shared_byte
             kernel.max_dynamic_shared_size_bytes = nbytes
         kernel((size // CELLS,), (192 * slab,), (*args, _I32(slab), _I32(capacity), _I32(bool(filter))),
                shared_mem=nbytes)
-
-
-def launch_scatter(size: int, args, spread=None, min_blocks=None):
-    """The scatter (``kernels/cuda/flip_sparse_scatter.cu``) over the pool of *size* cells
-    with ``launch_gather``'s *args*: the bounds that fix its scales, one block per brick
-    adding 64-bit fixed-point terms, then the faces and masks. Returns (acc, bounds): the
-    fixed-point sums (``acc[(comp·size + cell)·2 + {0: Σw·q, 1: Σw}]``) and [Q's float
-    bits, max particles a cell] (``scatter_scales``). *spread*: ``SCATTER_SPREAD`` unless
-    given; *min_blocks*: the kernel built for that many blocks an SM (``SCATTER_MIN_BLOCKS``
-    unless given; the A/B of ``bench/flip_sparse_p2g.py``)."""
-    import cupy as cp
-
-    spread = int(SCATTER_SPREAD if spread is None else spread)
-    if spread < 1:
-        raise ValueError(f"the scatter's spread must be at least 1, not {spread}")
-    spos, svel, sc, apic, _, count = args[:6]
-    h, n = args[17], int(spos.shape[0])
-    min_blocks = int(SCATTER_MIN_BLOCKS if min_blocks is None else min_blocks)
-    kernels = SCATTER
-    if min_blocks != 4:  # another build (compiled on first use)
-        kernels = _SCATTER_BUILDS.get(min_blocks) or _SCATTER_BUILDS.setdefault(
-            min_blocks, Kernels("flip_sparse_scatter.cu", ("--fmad=false",), THREADS,
-                                defines={"SCATTER_MIN_BLOCKS": min_blocks}))
-    bounds = cp.zeros(2, cp.uint32)
-    acc = cp.zeros(6 * size, cp.uint64)
-    blocks = min(BOUND_BLOCKS, -(-max(n, size, 1) // THREADS))
-    kernels.launch_grid("scatter_bounds", (blocks,), (THREADS,), (svel, sc, apic, _I64(n), count, _I64(size), h,
-                                                                  bounds))
-    kernels.launch_grid("p2g_scatter_brick", (size // CELLS,), (SCATTER_THREADS,),
-                        (*args[:19], bounds, _I32(spread), acc))
-    kernels.launch("p2g_scatter_finish", size, (acc, _I64(size), bounds, *args[19:]))
-    return acc, bounds
-
-
-def scatter_scales(bounds) -> tuple:
-    """(k_q, k_w) of ``flip_sparse_scatter.cu``'s scatter_scales from its two bounds: w·q
-    is scaled by 2^k_q and w by 2^k_w (for the error bound in the tests)."""
-    q = np.uint32(bounds[0]).view(np.float32)
-    e_r = (18 * max(1, int(bounds[1])) - 1).bit_length()  # ⌈log2⌉
-    e_q = int(np.frexp(q)[1]) if q > 0 else 0
-    e_q = min(max(e_q, -60), 60)
-    return 61 - e_r - e_q, 61 - e_r
 
 
 def particles_to_grid(grid, pos, vel, c, gather=None):

@@ -10,7 +10,7 @@ import pytest
 from tests.gpu.test_flip_sparse_gather_gpu import gpu_grid, host, liquid_block
 from tests.unit.test_cuda_sparse_gather_host import scene
 from tests.unit.test_cuda_sparse_scatter_host import check_scatter_against_gather
-from voxfx.kernels.flip import sparse_gpu, sparse_transfer
+from voxfx.kernels.flip import sparse_gpu, sparse_scatter, sparse_transfer
 from voxfx.kernels.flip.sparse_grid import SparseFlipGrid
 
 
@@ -26,7 +26,7 @@ def scatter(grid, pos, vel, c, spread=None):
     args = (spos, svel, sc, sparse_gpu._I32(c is not None), start, count, grid.brick_slot, grid.slot_coords,
             grid.brick_nbr, sparse_gpu._I64(size), sparse_gpu._I32(grid.closed), *sparse_gpu._dims(grid),
             *sparse_gpu._frame(grid), *faces, *valid)
-    acc, bounds = sparse_gpu.launch_scatter(size, args, spread)
+    acc, bounds = sparse_scatter.launch(size, args, spread)
     out = ([host(f) for f in faces], [host(m).astype(np.int64) for m in valid])
     return out, host(acc).view(np.int64).reshape(3, size, 2), host(bounds).astype(np.int64)
 

@@ -19,7 +19,7 @@ import pytest
 
 from tests.unit.test_cuda_sparse_gather_host import _hex, clamped, scene
 from voxfx.kernels import backend
-from voxfx.kernels.flip import sparse_gpu, sparse_transfer
+from voxfx.kernels.flip import sparse_gpu, sparse_scatter, sparse_transfer
 
 # Input: closed nx ny nz apic spread; ox oy oz h inv_h (%a); n_keys cap, keys, slots; N,
 # pos, vel (, C). Output, one value a line: the brick gather's u v w (%a) and valid u v w;
@@ -179,7 +179,7 @@ def harness(tmp_path_factory):
 def fixed_point_bound(values, acc, bounds):
     """Per face, the scatter's stated bound against the exact sums of the same float32
     terms: (R·2^-(k_q+1) + |v|·R·2^-k_w) / Σw, R = 18 · (max particles a cell)."""
-    k_q, k_w = sparse_gpu.scatter_scales(bounds)
+    k_q, k_w = sparse_scatter.scales(bounds)
     reach = 18 * int(bounds[1])
     weight = acc[:, 1].astype(np.float64) * 2.0 ** -k_w
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -236,7 +236,7 @@ def test_scatter_scales_keep_every_sum_below_two_to_the_62():
     for q in (0.0, 1e-30, 1e-15, 0.37, 1.0, 7.9, 1e3, 1e17):
         for per_cell in (1, 8, 30, 5000, 1 << 20):
             bounds = (int(np.float32(q).view(np.uint32)), per_cell)
-            k_q, k_w = sparse_gpu.scatter_scales(bounds)
+            k_q, k_w = sparse_scatter.scales(bounds)
             reach = 18 * per_cell
             assert reach * (2.0 ** k_w + 1) < 2.0 ** 62
             assert reach * (np.float64(np.float32(q)) * 2.0 ** k_q + 0.5) < 2.0 ** 62
