@@ -6,7 +6,7 @@ the last columns are ``sparse_memory.sparse_flip_memory``'s bricks and bytes (es
 from the particle count before baking) beside the measured ones.
 
     python3 bench/flip_sparse.py [--quick] [--dense] [--steps N] [--res N ...] [--particles P ...]
-                                 [--max-cg N] [--gather brick staged cell] [--g2p cell input]
+                                 [--max-cg N] [--gather scatter staged brick cell] [--g2p cell input]
                                  [--memory-trace] [--row 8m|65m|river] [--frames N] [--time-cap S]
                                  [--topology device legacy] [--cfl X ...] [--level-set-modes bricks legacy]
                                  [--pressure-warm 0 1]
@@ -55,11 +55,12 @@ extrapolate, gravity, boundaries), pressure, projection (+ extrapolation into th
 G2P + advection. Topology, P2G and G2P are the kernels of ``sparse_gpu.py`` (issue 12,
 second increment). ``--res 256 --particles 8e6`` is issue 24's 8M-particle row;
 ``--max-cg`` caps the CG iterations (transfer timings of a large row without waiting
-for a slow solve; the row then says so). ``--gather brick staged cell`` runs each row once
-per P2G gather kernel (``sparse_gpu.gather_mode``: one block per brick with its halo in
-shared memory, one block per brick with its particles staged in shared memory a slab of
-cell layers at a time, or one thread per cell), in the same process: an A/B; every row
-names the gather it ran (default: ``VOXFX_SPARSE_GATHER``, else staged, brick with APIC). ``--g2p cell input``
+for a slow solve; the row then says so). ``--gather scatter staged brick cell`` runs each row once
+per P2G kernel (``sparse_gpu.gather_mode``: the fixed-point scatter, one block per brick;
+the gathers, one block per brick with its particles staged in shared memory a slab of
+cell layers at a time, one block per brick with its halo in shared memory, or one thread
+per cell), in the same process: an A/B; every row names the kernel it ran (default:
+``VOXFX_SPARSE_GATHER``, else the scatter). ``--g2p cell input``
 likewise runs G2P + advection over the particles in P2G's sorted order or in their own
 (``sparse_gpu.g2p_order``); with both options, every pair. ``--topology device legacy``
 runs each row with the device topology (``VOXFX_SPARSE_TOPOLOGY``: margins up to 16 cells

@@ -13,7 +13,11 @@ positions where its margin allows).
 The gathers (``sparse_gpu.GATHERS``): brick, cell, and the staged gather with
 ``--staged SLAB:KIB:FILTER ...`` (layers a slab, shared memory a block in KiB, 0: all a
 block may have; 1: the cells' masks), each checked to give the brick gather's bits; with
-APIC (a random C) for the brick gather and the first two staged variants too.
+APIC (a random C) for the brick gather and the first two staged variants too. The scatter
+(``--spread N ...``: a warp's lanes take particles N apart; ``--blocks B ...``: also built
+for B blocks an SM, default build 4) is checked against the brick
+gather's masks and its faces' largest difference printed (fixed point: not the same bits),
+and two scatters of the same particles against each other (the same bits).
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 from tools.package import load  # noqa: E402
 
 load()
-from voxfx.kernels.flip import sparse_gpu, transfer  # noqa: E402
+from voxfx.kernels.flip import sparse_gpu, sparse_scatter, transfer  # noqa: E402
 from voxfx.kernels.flip.grid import FlipSettings  # noqa: E402
 from voxfx.kernels.flip.particles import KERNELS as DENSE  # noqa: E402
 from voxfx.kernels.flip.sim import FlipSimulation  # noqa: E402
@@ -61,6 +65,9 @@ def main():
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--staged", nargs="*", default=["4:0:1", "4:0:0", "3:0:1", "2:0:1"],
                     help="staged gather variants SLAB:KIB:FILTER (KiB 0: all a block may have)")
+    ap.add_argument("--spread", nargs="*", type=int, default=[8, 1, 32], help="scatter variants (lanes' spread)")
+    ap.add_argument("--blocks", nargs="*", type=int, default=[3, 5],
+                    help="scatter variants built for these blocks an SM (default build: 4)")
     args = ap.parse_args()
     import cupy as cp
 
@@ -113,6 +120,8 @@ def main():
             ("bin_particles (whole)", lambda: sparse_gpu.bin_particles(g, pos, vel, None), 0),
             ("particles_to_grid (whole, brick)", lambda: sparse_gpu.particles_to_grid(g, pos, vel, None, "brick"), 0),
             ("particles_to_grid (whole, staged)", lambda: sparse_gpu.particles_to_grid(g, pos, vel, None, "staged"),
+             0),
+            ("particles_to_grid (whole, scatter)", lambda: sparse_gpu.particles_to_grid(g, pos, vel, None, "scatter"),
              0)]
     print("launch | ms | floor ms | ratio")
     for name, fn, nbytes in rows:
@@ -127,7 +136,9 @@ def main():
     DENSE.launch("copy_sorted_particles", n, (order, _I64(n), pos, vel, c, _I32(1), spos, svel, sc))
     del c
 
-    def gather(mode, apic=False, slab=None, kib=None, masks=None):
+    def gather(mode, apic=False, slab=None, kib=None, masks=None, spread=None, blocks=None):
+        sparse_scatter.SCATTER_SPREAD = spread or 8
+        sparse_scatter.SCATTER_MIN_BLOCKS = blocks or 4
         args_ = (spos, svel, sc if apic else dummy, _I32(apic), state["start"], count, g.brick_slot, g.slot_coords,
                  g.brick_nbr, _I64(cells), _I32(g.closed), *sparse_gpu._dims(g), *_frame(g), *faces, *valid)
         sparse_gpu.launch_gather(mode, cells, args_, apic, slab, kib * 1024 if kib else None, masks)
@@ -139,6 +150,10 @@ def main():
     gathers += [("gather brick, APIC", dict(mode="brick", apic=True))]
     gathers += [(f"gather staged, slab {slab}, {kib or 'all'} KiB, masks {masks}, APIC",
                  dict(mode="staged", apic=True, slab=slab, kib=kib, masks=masks)) for slab, kib, masks in staged[:2]]
+    gathers += [(f"scatter, spread {s}", dict(mode="scatter", spread=s)) for s in args.spread]
+    gathers += [(f"scatter, spread {args.spread[0]}, {b} blocks an SM", dict(mode="scatter", spread=args.spread[0],
+                                                                            blocks=b)) for b in args.blocks]
+    gathers += [(f"scatter, spread {args.spread[0]}, APIC", dict(mode="scatter", apic=True, spread=args.spread[0]))]
     gather_bytes = {False: 24 * n + 8 * cells + 15 * cells, True: 60 * n + 8 * cells + 15 * cells}
     reference = {}
     for name, kw in gathers:
@@ -150,8 +165,37 @@ def main():
         same = all(bool((a == b).all()) for a, b in zip(out, reference[apic]))
         ms = timed(cp, lambda kw=kw: gather(**kw), args.repeat)
         floor = gather_bytes[apic] / BANDWIDTH * 1e3
-        print(f"{name} | {ms:.3f} | {floor:.3f} | {ms / floor:.0f}× | {'same bits' if same else 'BITS DIFFER'}")
+        if kw["mode"] == "scatter":  # fixed point: the brick gather's masks, faces within rounding
+            masks = bool((out[1] == reference[apic][1]).all())
+            diff = float(cp.abs(out[0].view(cp.float32) - reference[apic][0].view(cp.float32)).max())
+            gather(**kw)
+            again = all(bool((a == b).all()) for a, b in zip(out, [cp.concatenate([f.view(cp.uint32) for f in faces]),
+                                                                   cp.concatenate(valid)]))
+            same = f"{'same masks' if masks else 'MASKS DIFFER'}, max |Δ| {diff:.2e} m/s, " + (
+                "same bits run to run" if again else "NOT DETERMINISTIC")
+        else:
+            same = "same bits" if same else "BITS DIFFER"
+        print(f"{name} | {ms:.3f} | {floor:.3f} | {ms / floor:.0f}× | {same}")
     del reference
+    # the scatter's launches (spread 8, four blocks an SM; FLIP)
+    sparse_scatter.SCATTER_SPREAD, sparse_scatter.SCATTER_MIN_BLOCKS = 8, 4
+    scatter_in = (spos, svel, dummy, _I32(0), state["start"], count, g.brick_slot, g.slot_coords, g.brick_nbr,
+                  _I64(cells), _I32(g.closed), *sparse_gpu._dims(g), *_frame(g))
+    bounds, acc = cp.zeros(2, cp.uint32), cp.zeros(6 * cells, cp.uint64)
+    scatter, scatter_threads = sparse_scatter.SCATTER, sparse_scatter.SCATTER_THREADS
+    bound_grid = (min(sparse_scatter.BOUND_BLOCKS, -(-max(n, cells) // 256)),)
+    pieces = [("scatter_bounds", lambda: scatter.launch_grid("scatter_bounds", bound_grid, (256,), (
+                  svel, dummy, _I32(0), _I64(n), count, _I64(cells), _frame(g)[3], bounds)), 12 * n + 4 * cells),
+              ("scatter sums zeroed", lambda: acc.fill(0), 48 * cells),
+              ("p2g_scatter_brick", lambda: scatter.launch_grid("p2g_scatter_brick", (cells // 512,), (
+                  scatter_threads,), (*scatter_in, bounds, _I32(8), acc)), 24 * n + 8 * cells + 48 * cells),
+              ("p2g_scatter_finish", lambda: scatter.launch("p2g_scatter_finish", cells, (
+                  acc, _I64(cells), bounds, *faces, *valid)), 48 * cells + 15 * cells)]
+    for name, fn, nbytes in pieces:
+        fn()
+        ms = timed(cp, fn, args.repeat)
+        floor = nbytes / BANDWIDTH * 1e3
+        print(f"{name} | {ms:.3f} | {floor:.3f} | {ms / floor:.0f}×")
     c = count[:-1]
     print(f"particles per occupied cell: mean {float(c[c > 0].mean()):.2f}, max {int(c.max())}; "
           f"unbinned {int(count[-1])}")

@@ -32,23 +32,36 @@ the earlier limits (one brick; the first build on the array path) for A/B timing
 
 P2G (§6–7): particles binned by pool cell (counting sort: ``count_particles_sparse`` +
 ``flip_transfer.cu``'s ``place_particles``/``sort_cell_segments``/``copy_sorted_particles``,
-the dense solver's), then one thread per pool cell gathers its three faces from the 27
-cells around it in a fixed order: no float atomics, no per-pair temporaries (24 + 12 B
-per particle for the sorted copy and the sort, 8 B per cell for start and count). Three
-gather kernels (``kernels/cuda/flip_sparse_gather.cu``), the same sums bit for bit:
-``staged`` (default, FLIP), one block per brick that copies the particles of a slab of
-four cell layers (and their halo) into shared memory with coalesced loads (the weights'
-floors and fractions computed once a particle), then one thread per (component, face)
-sums from there, skipping the particles its cells' masks say do not reach it (a slab that
-does not fit halves; a layer that still does not fit is gathered from global memory);
-``brick`` (default with APIC: C does not fit), one thread block per brick with its 10³
-halo's particle spans in shared memory; ``cell``, one thread per pool cell looking its 27
-cells up in global memory. On an H200 at 8M particles (``bench/flip_sparse_p2g.py``):
-staged 1.83 ms, brick 2.33, cell 2.60; the 0.07 ms floor is far off because each
-particle is visited by 54 (face, component) walks that test its weights, not because of
-its loads (staged without the masks: 2.48 ms).
-``VOXFX_SPARSE_GATHER=brick|cell|staged`` (or ``particles_to_grid(..., gather=)``) picks
-one, so all can be timed in one run.
+the dense solver's; 24 + 12 B per particle for the sorted copy and the sort, 8 B per cell
+for start and count), then one of four kernels, ``VOXFX_SPARSE_GATHER=scatter|staged|brick|cell``
+(or ``particles_to_grid(..., gather=)``), so all can be timed in one run:
+
+``scatter`` (default, FLIP and APIC; ``sparse_scatter.py``, ``flip_sparse_scatter.cu``) does only
+the 24 (component, face) terms each particle has: one block per brick adds them as 64-bit
+fixed-point integers (scales from a device-side bound on |q| and on particles a cell) with
+shared-memory integer atomics into its faces and a one-face halo, then into the owning
+bricks' global sums (48 B a pool cell while P2G runs), and a pass per cell divides. Integer
+sums are the same bits in any order (a GPU bake stays deterministic), within the .cu's
+stated bound of the gathers' float64 sums (far below float32 rounding wherever Σw ≳ 1e-4),
+and the gathers' valid masks exactly. On an H200 at 8M particles (``bench/flip_sparse_p2g.py``):
+0.69 ms built for four blocks an SM (0.81 for three, of which the bounds 0.18 — one thread
+an item then; a grid-stride loop since, not yet timed —, the sums 0.51, zeroing and the
+division 0.06) against the staged gather's 1.83; with APIC 1.31 against the brick gather's 3.55; the
+whole P2G with binning 1.21 ms against 2.31, the 8M substep 11.8 against 15.7 ms, the 65M
+P2G 9.3 against 17.1 ms.
+
+The gathers (``kernels/cuda/flip_sparse_gather.cu``), one thread per face summing the
+particles of the 27 cells around it in a fixed order, the same sums bit for bit (no float
+atomics): ``staged``, one block per brick that copies the particles of a slab of four cell
+layers (and their halo) into shared memory with coalesced loads (the weights' floors and
+fractions computed once a particle), then one thread per (component, face) sums from
+there, skipping the particles its cells' masks say do not reach it (a slab that does not
+fit halves; a layer that still does not fit is gathered from global memory); ``brick``,
+one thread block per brick with its 10³ halo's particle spans in shared memory; ``cell``,
+one thread per pool cell looking its 27 cells up in global memory. On an H200 at 8M
+particles: staged 1.83 ms, brick 2.33, cell 2.60; each particle is visited by 54 (face,
+component) walks that test its weights, of which 24 reach (staged without the masks:
+2.48 ms); with APIC the staged gather's slab does not fit (23 ms).
 
 Classify (§6) comes from the binning: the count per pool cell says which cells hold a
 particle (``classify_counts_sparse``, one pass over the pool) when the bins are those of
@@ -77,6 +90,7 @@ import numpy as np
 from ..grid import mac
 from ..grid.launch import Kernels
 from ..grid.sparse_mac import brick_tables
+from . import sparse_scatter
 from .particles import KERNELS as DENSE
 from .particles import PUSH_EPSILON, THREADS
 
@@ -87,7 +101,7 @@ MAX_MARGIN = 24  # cells: the device topology reaches the bricks within three of
 TOPOLOGY_MODES = ("device", "legacy")
 CELLS = 512
 _I64, _I32 = np.int64, np.int32
-GATHERS = ("brick", "cell", "staged")
+GATHERS = ("brick", "cell", "staged", "scatter")
 GATHER_THREADS = 256  # brick gather: threads per brick (each takes 512 / 256 = 2 cells)
 STAGED_SLAB = 4  # staged gather: cell layers a slab (192 threads a layer: 3 components × 64 faces), 1–4
 STAGED_SHARED = None  # staged gather: shared bytes a block (None: all a block may have)
@@ -99,10 +113,10 @@ G2P_ORDERS = ("cell", "input")
 
 
 def gather_mode(gather=None, apic: bool = False) -> str:
-    """The P2G gather kernel to run: *gather*, else ``VOXFX_SPARSE_GATHER``, else staged
-    (brick with APIC: a slab's particles with their C do not fit a block's shared memory,
-    and the staged gather's layer-by-layer fallback measured 23 ms against 3.6)."""
-    mode = gather or os.environ.get("VOXFX_SPARSE_GATHER", "").strip().lower() or ("brick" if apic else "staged")
+    """The P2G kernel to run: *gather*, else ``VOXFX_SPARSE_GATHER``, else the scatter,
+    with APIC too (H200, 8M particles: 0.69 ms against the staged gather's 1.83; APIC 1.31
+    against the brick gather's 3.55). *apic* is kept for callers: every kernel takes C."""
+    mode = gather or os.environ.get("VOXFX_SPARSE_GATHER", "").strip().lower() or "scatter"
     if mode not in GATHERS:
         raise ValueError(f"VOXFX_SPARSE_GATHER must be one of {', '.join(GATHERS)}, not {mode!r}")
     return mode
@@ -363,7 +377,9 @@ def launch_gather(mode: str, size: int, args, apic: bool, slab=None, shared_byte
     filter = STAGED_FILTER if filter is None else filter
     if not 1 <= slab <= 4:
         raise ValueError(f"the staged gather's slab must be 1 to 4 cell layers, not {slab}")
-    if mode == "cell":
+    if mode == "scatter":
+        sparse_scatter.launch(size, args)
+    elif mode == "cell":
         GATHER.launch("p2g_gather_sparse", size, args)
     elif mode == "brick":
         GATHER.launch_grid("p2g_gather_brick", (size // CELLS,), (GATHER_THREADS,), args)

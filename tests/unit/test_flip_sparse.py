@@ -407,14 +407,14 @@ def test_sparse_stops_on_nan_and_cancels_between_stages():
 
 
 def test_gpu_gather_choice_comes_from_the_argument_or_the_environment(monkeypatch):
-    """``VOXFX_SPARSE_GATHER`` picks the P2G gather kernel (staged by default, brick with
-    APIC) and ``VOXFX_SPARSE_G2P`` G2P's particle order (cell by default); a wrong name is
+    """``VOXFX_SPARSE_GATHER`` picks the P2G kernel (the scatter by default, APIC too) and
+    ``VOXFX_SPARSE_G2P`` G2P's particle order (cell by default); a wrong name is
     refused with the choices, not silently replaced."""
     from voxfx.kernels.flip import sparse_gpu
 
     monkeypatch.delenv("VOXFX_SPARSE_GATHER", raising=False)
-    assert sparse_gpu.gather_mode() == "staged"
-    assert sparse_gpu.gather_mode(apic=True) == "brick"
+    assert sparse_gpu.gather_mode() == "scatter"
+    assert sparse_gpu.gather_mode(apic=True) == "scatter"
     monkeypatch.setenv("VOXFX_SPARSE_GATHER", " Cell ")
     assert sparse_gpu.gather_mode() == "cell"
     assert sparse_gpu.gather_mode("brick") == "brick"

@@ -1,0 +1,292 @@
+// The sparse FLIP solver's P2G as a deterministic scatter (seed 003 §6–7;
+// kernels/flip/sparse_gpu.py launches it after its counting sort by pool cell,
+// VOXFX_SPARSE_GATHER=scatter; kernels/flip/sparse_transfer.py's particles_to_grid is the
+// NumPy reference; compiled with --fmad=false so each float operation rounds as NumPy's).
+//
+// The gathers (flip_sparse_gather.cu) walk ~54 (face, component) candidates a particle of
+// which 24 reach; a scatter does only the 24. To stay deterministic without a fixed order
+// of float sums, every term is added as a 64-bit fixed-point integer: integer addition is
+// associative (modulo 2^64, so only the final sum must fit), and the sums are the same
+// bits whatever order the atomics land in.
+//
+//   scatter_bounds     max over particles of a bound on |q| (q = v_a, APIC v_a + C_a·d with
+//                      |d_b| < 2h for every term the window below admits) and max
+//                      particles a cell, by integer atomicMax into bounds[2] (zeroed).
+//   p2g_scatter_brick  one block per pool slot: its particles (one contiguous run of the
+//                      sorted arrays) add (w·q, w) of their 24 (component, node) terms to
+//                      the brick's faces plus a one-node halo in shared memory (each
+//                      64-bit sum as two 32-bit words: scatter_add), then the block adds
+//                      its non-zero nodes into the global accumulators of the bricks that
+//                      own them (64-bit integer atomics; acc zeroed first).
+//   p2g_scatter_finish one thread per pool cell: value = Σw·q / Σw and valid = Σw > 0.
+//
+// Terms (gather_cell's, float32, the same operations): the particle of cell c (its bin:
+// ⌊(x − o)/h⌋) reaches node n of component a's lattice when n − c ∈ {0, 1} along a and
+// {−1, 0, 1} across (the gathers' 27-cell window with offsets ≤ 0 along a; in a closed box
+// the clamp can put a particle's nodes outside it: those are skipped, as the gathers never
+// visit them), the node lies on the face lattice (closed) and the node's brick is active.
+//
+// Fixed point (scatter_scales): R = 18 · (max particles a cell) particles can reach one
+// face, Q ≥ |q| of every term; e_R = ⌈log2 R⌉, Q < 2^e_Q. Weights w ∈ [0, 1] are scaled by
+// 2^k_w, k_w = 61 − e_R, and rounded up (a term with w > 0 adds ≥ 1: Σw > 0 exactly where
+// the gathers' float64 Σw > 0, so the valid masks are theirs); w·q by 2^k_q, k_q = 61 − e_R
+// − e_Q, rounded to nearest (both scalings by a power of two in float32: exact; e_Q is
+// clamped to [−60, 60], so 2^k is a normal float). Every sum then stays below R·(2^61/R + 1) < 2^62: no overflow.
+// Error against the exact sums of the same float32 terms (the gathers' float64 sums are
+// exact to 2^-53 relative): |ΔΣw·q| ≤ n·2^-(k_q+1), 0 ≤ ΔΣw ≤ n·2^-k_w for n terms, so
+//   |v_scatter − v| ≤ (n·2^-(k_q+1) + |v|·n·2^-k_w) / Σw  (+ float32 rounding of v)
+//                   ≤ R² · (Q + |v|) · 2^-59 / Σw,
+// at 8M particles (R ≈ 18 · 30, Q ≈ 5 m/s) ~1e-11 m/s / Σw: below float32's rounding of v
+// wherever Σw ≳ 1e-4 (a face that a particle touches with weight 1e-4 or more).
+
+#include "voxfx_sparse.cuh"  // SPARSE_CELLS, sparse_cell_near
+
+#define SCATTER_THREADS 256
+#ifndef SCATTER_MIN_BLOCKS  // blocks an SM should hold (__launch_bounds__; sparse_gpu.SCATTER_MIN_BLOCKS):
+#define SCATTER_MIN_BLOCKS 4  // 64 registers, no spill; H200, 8M: 0.69 ms against 0.81 at 3 (67 registers), 0.70 at 5
+#endif
+#define SCATTER_NODES 900      // a component's nodes: 9 along its axis (0 … 8), 10 across (−1 … 8)
+#define SCATTER_WINDOW 18      // cells whose particles reach one face: 2 along its axis, 3 across
+#define SCATTER_E_MIN (-60)    // e_Q clamped to [SCATTER_E_MIN, SCATTER_E_MAX]: 2^k_q is a normal float
+#define SCATTER_E_MAX 60       // (a bound over 2^60 m/s is no simulation: its sums may overflow)
+
+#ifdef __CUDA_ARCH__
+__device__ __forceinline__ long long scatter_round(float x) { return __float2ll_rn(x); }
+__device__ __forceinline__ long long scatter_round_up(float x) { return __float2ll_ru(x); }
+__device__ __forceinline__ unsigned int scatter_bits(float x) { return __float_as_uint(x); }
+__device__ __forceinline__ float scatter_float(unsigned int x) { return __uint_as_float(x); }
+#else  // the host harness (tests/unit/test_cuda_sparse_scatter_host.py)
+__device__ __forceinline__ long long scatter_round(float x) { return llrintf(x); }
+__device__ __forceinline__ long long scatter_round_up(float x) { return (long long)ceilf(x); }
+__device__ __forceinline__ unsigned int scatter_bits(float x) { unsigned int u; memcpy(&u, &x, 4); return u; }
+__device__ __forceinline__ float scatter_float(unsigned int x) { float f; memcpy(&f, &x, 4); return f; }
+#endif
+
+// Smallest e ≥ 0 with 2^e ≥ x (x ≥ 1).
+__device__ __forceinline__ int scatter_ceil_log2(long long x)
+{
+    int e = 0;
+    while ((1LL << e) < x) ++e;
+    return e;
+}
+
+// k_q and k_w (module notes) from bounds[0] (Q's float bits) and bounds[1] (max particles a cell).
+__device__ __forceinline__ void scatter_scales(const unsigned int* __restrict__ bounds, int& k_q, int& k_w)
+{
+    const int e_r = scatter_ceil_log2((long long)SCATTER_WINDOW * (long long)max(1u, bounds[1]));
+    int e_q = 0;
+    frexpf(scatter_float(bounds[0]), &e_q);  // Q = m·2^e_q, m ∈ [½, 1): Q < 2^e_q (0 for Q = 0)
+    e_q = min(max(e_q, SCATTER_E_MIN), SCATTER_E_MAX);
+    k_w = 61 - e_r;
+    k_q = 61 - e_r - e_q;
+}
+
+// Block-wide max of v (unsigned), then one atomicMax by thread 0 (any block size ≤ 1024).
+__device__ void scatter_block_max(unsigned int v, unsigned int* __restrict__ out)
+{
+    __shared__ unsigned int part[1024];
+    part[threadIdx.x] = v;
+    __syncthreads();
+    for (unsigned int s = 1; s < blockDim.x; s <<= 1) {
+        const unsigned int other = (threadIdx.x % (2 * s) == 0 && threadIdx.x + s < blockDim.x)
+                                   ? part[threadIdx.x + s] : 0u;
+        __syncthreads();
+        if (threadIdx.x % (2 * s) == 0) part[threadIdx.x] = max(part[threadIdx.x], other);
+        __syncthreads();
+    }
+    if (threadIdx.x == 0 && part[0]) atomicMax(out, part[0]);
+}
+
+// bounds[0] = max over sorted particles s < n of max_a |v_a| + 2h·Σ_b |C_ab| (as float bits:
+// for floats ≥ 0 the bits order as the values), times 1 + 2^-10 against the rounding of q;
+// bounds[1] = max count over the pool's cells (the last bin, particles without an active
+// cell, is not scattered). A grid-stride loop over a fixed grid (sparse_gpu.BOUND_BLOCKS),
+// then one atomicMax a block for each: one thread per item with a block's reduction and
+// atomics each measured 0.18 ms at 8M particles (H200), 6× the loads. bounds zeroed first.
+extern "C" __global__ void scatter_bounds(const float* __restrict__ svel, const float* __restrict__ sc, int apic,
+                                          long long n, const int* __restrict__ count, long long cells, float h,
+                                          unsigned int* __restrict__ bounds)
+{
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    float q = 0.0f;
+    unsigned int most = 0u;
+    for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < n; t += stride)
+        for (int a = 0; a < 3; ++a) {
+            float b = fabsf(svel[3 * t + a]);
+            if (apic)
+                b += 2.0f * h * (fabsf(sc[9 * t + 3 * a]) + fabsf(sc[9 * t + 3 * a + 1]) + fabsf(sc[9 * t + 3 * a + 2]));
+            q = fmaxf(q, b);
+        }
+    for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < cells; t += stride)
+        most = max(most, (unsigned int)max(count[t], 0));
+    scatter_block_max(scatter_bits(q * (1.0f + 1.0f / 1024.0f)), bounds);
+    scatter_block_max(most, bounds + 1);
+}
+
+// A 64-bit integer added to a shared accumulator kept as two 32-bit words (lo, hi =
+// lo + SCATTER_WORDS): 64-bit shared atomicAdd is a compare-and-swap loop on sm_90
+// (ATOMS.CAST.SPIN.64, measured 2.14 ms at 8M particles), 32-bit adds are native. The low
+// word's old value gives the carry, added with the high word: Σ (hi·2^32 + lo) is the sum
+// modulo 2^64 whatever the order, as with one 64-bit word.
+#define SCATTER_WORDS (6 * SCATTER_NODES)
+
+__device__ __forceinline__ void scatter_add(unsigned int* acc, int at, long long x)
+{
+    const unsigned int lo = (unsigned int)(unsigned long long)x, hi = (unsigned int)((unsigned long long)x >> 32);
+    const unsigned int old = atomicAdd(acc + at, lo);
+    atomicAdd(acc + SCATTER_WORDS + at, hi + (old + lo < old ? 1u : 0u));
+}
+
+__device__ __forceinline__ unsigned long long scatter_word(const unsigned int* acc, int at)
+{
+    return ((unsigned long long)acc[SCATTER_WORDS + at] << 32) | acc[at];
+}
+
+// Shared-memory node of component comp at brick-local (x, y, z): x ∈ [0, 9) along comp,
+// [−1, 9) across.
+__device__ __forceinline__ int scatter_node(int comp, int x, int y, int z)
+{
+    const int ex = comp == 0 ? 9 : 10, ey = comp == 1 ? 9 : 10;
+    return comp * SCATTER_NODES + ((z + (comp != 2)) * ey + (y + (comp != 1))) * ex + (x + (comp != 0));
+}
+
+// One particle's 24 terms into the shared accumulators (acc: num then den, 3·SCATTER_NODES
+// each, as scatter_add's two words). Per axis a, lattice L (0: the component's own, g; 1:
+// half-shifted, g − ½) and node u ∈ {0, 1} of the hat (hat_weight's operations: closed, the
+// coordinate clamped to [−2, n + 2]; base ⌊·⌋, weights 1 − f and f) the weight, the node's
+// brick-local coordinate and whether it may take the term (the window, the closed face
+// lattice) are computed once; a term is then three of each. Terms are scaled in float32
+// (w·q and w times a power of two: exact) and rounded to integers (nearest; w up).
+template <bool APIC>
+__device__ __forceinline__ void scatter_particle(const float* __restrict__ spos, const float* __restrict__ svel,
+                                                 const float* __restrict__ sc, int p, const int brick[3],
+                                                 int closed, const int n[3], const float o[3], float h, float inv_h,
+                                                 float scale_q, float scale_w, unsigned int* acc)
+{
+    float g[3], wt[3][2][2], node_f[3][2][2];
+    int local[3][2][2];
+    bool ok[3][2][2];
+#pragma unroll
+    for (int a = 0; a < 3; ++a) {
+        g[a] = (spos[3LL * p + a] - o[a]) * inv_h;
+        const int cell = (int)floorf(g[a]);  // its bin (count_particles_sparse)
+#pragma unroll
+        for (int L = 0; L < 2; ++L) {
+            float x = L ? g[a] - 0.5f : g[a];
+            if (closed) x = fminf(fmaxf(x, -2.0f), (float)(n[a] + 2));
+            const float b = floorf(x), f = x - b;
+#pragma unroll
+            for (int u = 0; u < 2; ++u) {
+                const int node = (int)b + u, r = node - cell;
+                wt[a][L][u] = u ? f : 1.0f - f;
+                local[a][L][u] = node - brick[a];
+                node_f[a][L][u] = (float)node;
+                ok[a][L][u] = (L ? (r >= -1 && r <= 1) : (r == 0 || r == 1)) &&  // the gathers' window
+                              (!closed || (node >= 0 && node < n[a] + 1 - L));    // the face lattice
+            }
+        }
+    }
+#pragma unroll
+    for (int comp = 0; comp < 3; ++comp) {
+        const float vq = svel[3LL * p + comp];
+        const int ex = comp == 0 ? 9 : 10, ey = comp == 1 ? 9 : 10;
+        const int l0 = comp != 0, l1 = comp != 1, l2 = comp != 2;  // each axis' lattice
+#pragma unroll
+        for (int corner = 0; corner < 8; ++corner) {
+            const int u0 = corner & 1, u1 = (corner >> 1) & 1, u2 = corner >> 2;
+            if (!(ok[0][l0][u0] && ok[1][l1][u1] && ok[2][l2][u2])) continue;
+            const float weight = wt[0][l0][u0] * wt[1][l1][u1] * wt[2][l2][u2];
+            if (weight == 0.0f) continue;  // adds nothing to either sum
+            float q = vq;
+            if (APIC) {
+                const float* r = sc + 9LL * p + 3 * comp;
+                const float d0 = (node_f[0][l0][u0] - (l0 ? g[0] - 0.5f : g[0])) * h,
+                            d1 = (node_f[1][l1][u1] - (l1 ? g[1] - 0.5f : g[1])) * h,
+                            d2 = (node_f[2][l2][u2] - (l2 ? g[2] - 0.5f : g[2])) * h;
+                q = q + (r[0] * d0 + r[1] * d1 + r[2] * d2);
+            }
+            const float term = weight * q;
+            const int at = comp * SCATTER_NODES + ((local[2][l2][u2] + l2) * ey + (local[1][l1][u1] + l1)) * ex +
+                           (local[0][l0][u0] + l0);
+            scatter_add(acc, at, scatter_round(term * scale_q));
+            scatter_add(acc, 3 * SCATTER_NODES + at, scatter_round_up(weight * scale_w));
+        }
+    }
+}
+
+// One block per pool slot (grid = slots, block ≤ SCATTER_THREADS). `spread`: lane j of a
+// warp takes particles tile + j·spread + r (r < spread), so that the lanes' particles lie
+// in different cells (fewer shared atomics on one node) while each lane's loads stay close
+// (1: consecutive particles). acc[(comp·cells + cell)·2 + {0: Σw·q, 1: Σw}], zeroed first.
+extern "C" __global__ void __launch_bounds__(SCATTER_THREADS, SCATTER_MIN_BLOCKS)
+    p2g_scatter_brick(const float* __restrict__ spos, const float* __restrict__ svel, const float* __restrict__ sc,
+                      int apic, const int* __restrict__ start, const int* __restrict__ count,
+                      const unsigned char* __restrict__ used, const int* __restrict__ coords,
+                      const int* __restrict__ nbr27, long long cells, int closed, int nx, int ny, int nz, float ox,
+                      float oy, float oz, float h, float inv_h, const unsigned int* __restrict__ bounds, int spread,
+                      unsigned long long* __restrict__ acc)
+{
+    __shared__ unsigned int shared_acc[2 * SCATTER_WORDS];
+    const int slot = (int)blockIdx.x;
+    if ((long long)slot * SPARSE_CELLS >= cells || !used[slot]) return;  // a free slot: no particles
+    const long long cell0 = (long long)slot * SPARSE_CELLS;
+    const long long p0 = start[cell0], p1 = (long long)start[cell0 + SPARSE_CELLS - 1] + count[cell0 + SPARSE_CELLS - 1];
+    if (p1 <= p0) return;
+    for (int i = threadIdx.x; i < 2 * SCATTER_WORDS; i += blockDim.x) shared_acc[i] = 0u;
+    int k_q, k_w;
+    scatter_scales(bounds, k_q, k_w);
+    const float scale_q = ldexpf(1.0f, k_q), scale_w = ldexpf(1.0f, k_w);
+    const int brick[3] = {8 * coords[3 * slot], 8 * coords[3 * slot + 1], 8 * coords[3 * slot + 2]};
+    const int n[3] = {nx, ny, nz};
+    const float o[3] = {ox, oy, oz};
+    __syncthreads();
+    const int total = (int)(p1 - p0), tile = 32 * spread;  // a brick's particles: fewer than 2^31
+    const int items = (total + tile - 1) / tile * tile;
+    for (int i = threadIdx.x; i < items; i += blockDim.x) {
+        const int lane = i & 31, row = i >> 5;
+        const int k = row / spread * tile + lane * spread + row % spread;
+        if (k >= total) continue;
+        const int p = (int)p0 + k;
+        if (apic)
+            scatter_particle<true>(spos, svel, sc, p, brick, closed, n, o, h, inv_h, scale_q, scale_w, shared_acc);
+        else
+            scatter_particle<false>(spos, svel, sc, p, brick, closed, n, o, h, inv_h, scale_q, scale_w, shared_acc);
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < 3 * SCATTER_NODES; i += blockDim.x) {
+        const unsigned long long den = scatter_word(shared_acc, 3 * SCATTER_NODES + i);
+        if (!den) continue;  // no term reached it (w > 0 adds ≥ 1)
+        const int comp = i / SCATTER_NODES, j = i - comp * SCATTER_NODES;
+        const int ex = comp == 0 ? 9 : 10, ey = comp == 1 ? 9 : 10;
+        const int x = j % ex - (comp != 0), y = (j / ex) % ey - (comp != 1), z = j / (ex * ey) - (comp != 2);
+        const int cell = sparse_cell_near(nbr27, slot, x, y, z);
+        if (cell < 0) continue;  // an inactive brick: the gathers have no such face either
+        unsigned long long* const to = acc + ((long long)comp * cells + cell) * 2;
+        atomicAdd(to, scatter_word(shared_acc, i));
+        atomicAdd(to + 1, den);
+    }
+}
+
+// One thread per pool cell: the faces from the fixed-point sums (module notes); Σw = 0
+// (no term, a free slot, beyond a closed box's face lattice): 0 and invalid.
+extern "C" __global__ void p2g_scatter_finish(const unsigned long long* __restrict__ acc, long long cells,
+                                              const unsigned int* __restrict__ bounds, float* __restrict__ u,
+                                              float* __restrict__ v, float* __restrict__ w,
+                                              unsigned char* __restrict__ valid_u,
+                                              unsigned char* __restrict__ valid_v,
+                                              unsigned char* __restrict__ valid_w)
+{
+    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= cells) return;
+    int k_q, k_w;
+    scatter_scales(bounds, k_q, k_w);
+    const double unscale = ldexp(1.0, k_w - k_q);
+    float* const out[3] = {u, v, w};
+    unsigned char* const valid[3] = {valid_u, valid_v, valid_w};
+    for (int a = 0; a < 3; ++a) {
+        const long long num = (long long)acc[(a * cells + t) * 2], den = (long long)acc[(a * cells + t) * 2 + 1];
+        const bool ok = den > 0;
+        out[a][t] = ok ? (float)((double)num / (double)den * unscale) : 0.0f;
+        valid[a][t] = ok;
+    }
+}

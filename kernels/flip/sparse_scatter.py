@@ -1,0 +1,63 @@
+"""The sparse FLIP solver's P2G scatter (``kernels/cuda/flip_sparse_scatter.cu``; the
+default of ``sparse_gpu.gather_mode``, whose module text gives the measurements): after
+``sparse_gpu.bin_particles``, a bound on |q| and on particles a cell fixes the 64-bit
+fixed-point scales on the device, one block per brick adds each particle's 24 (component,
+face) terms with shared-memory integer atomics and then into the owning bricks' global
+sums, and a pass per cell divides. Integer sums: the same bits in any particle order."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..grid.launch import THREADS, Kernels
+
+SCATTER = Kernels("flip_sparse_scatter.cu", ("--fmad=false",), THREADS)
+CELLS = 512
+SCATTER_THREADS = 256  # threads a brick (flip_sparse_scatter.cu's SCATTER_THREADS at most)
+SCATTER_SPREAD = 8  # a warp's lanes take particles this far apart (flip_sparse_scatter.cu)
+SCATTER_MIN_BLOCKS = 4  # blocks an SM should hold (flip_sparse_scatter.cu's __launch_bounds__)
+BOUND_BLOCKS = 1024  # scatter_bounds: blocks of its grid-stride loop
+_BUILDS: dict = {}
+_I64, _I32 = np.int64, np.int32
+
+
+def launch(size: int, args, spread=None, min_blocks=None):
+    """The scatter (``kernels/cuda/flip_sparse_scatter.cu``) over the pool of *size* cells
+    with ``sparse_gpu.launch_gather``'s *args*: the bounds that fix its scales, one block per brick
+    adding 64-bit fixed-point terms, then the faces and masks. Returns (acc, bounds): the
+    fixed-point sums (``acc[(comp·size + cell)·2 + {0: Σw·q, 1: Σw}]``) and [Q's float
+    bits, max particles a cell] (``scales``). *spread*: ``SCATTER_SPREAD`` unless
+    given; *min_blocks*: the kernel built for that many blocks an SM (``SCATTER_MIN_BLOCKS``
+    unless given; the A/B of ``bench/flip_sparse_p2g.py``)."""
+    import cupy as cp
+
+    spread = int(SCATTER_SPREAD if spread is None else spread)
+    if spread < 1:
+        raise ValueError(f"the scatter's spread must be at least 1, not {spread}")
+    spos, svel, sc, apic, _, count = args[:6]
+    h, n = args[17], int(spos.shape[0])
+    min_blocks = int(SCATTER_MIN_BLOCKS if min_blocks is None else min_blocks)
+    kernels = SCATTER
+    if min_blocks != 4:  # another build (compiled on first use)
+        kernels = _BUILDS.get(min_blocks) or _BUILDS.setdefault(
+            min_blocks, Kernels("flip_sparse_scatter.cu", ("--fmad=false",), THREADS,
+                                defines={"SCATTER_MIN_BLOCKS": min_blocks}))
+    bounds = cp.zeros(2, cp.uint32)
+    acc = cp.zeros(6 * size, cp.uint64)
+    blocks = min(BOUND_BLOCKS, -(-max(n, size, 1) // THREADS))
+    kernels.launch_grid("scatter_bounds", (blocks,), (THREADS,), (svel, sc, apic, _I64(n), count, _I64(size), h,
+                                                                  bounds))
+    kernels.launch_grid("p2g_scatter_brick", (size // CELLS,), (SCATTER_THREADS,),
+                        (*args[:19], bounds, _I32(spread), acc))
+    kernels.launch("p2g_scatter_finish", size, (acc, _I64(size), bounds, *args[19:]))
+    return acc, bounds
+
+
+def scales(bounds) -> tuple:
+    """(k_q, k_w) of ``flip_sparse_scatter.cu``'s scatter_scales from its two bounds: w·q
+    is scaled by 2^k_q and w by 2^k_w (for the error bound in the tests)."""
+    q = np.uint32(bounds[0]).view(np.float32)
+    e_r = (18 * max(1, int(bounds[1])) - 1).bit_length()  # ⌈log2⌉
+    e_q = int(np.frexp(q)[1]) if q > 0 else 0
+    e_q = min(max(e_q, -60), 60)
+    return 61 - e_r - e_q, 61 - e_r

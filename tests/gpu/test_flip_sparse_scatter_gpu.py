@@ -1,0 +1,84 @@
+"""The P2G scatter (flip_sparse_scatter.cu, VOXFX_SPARSE_GATHER=scatter) on the device:
+the gathers' valid masks, faces within the scatter's stated fixed-point bound of the brick
+and staged gathers and within float32 rounding of the NumPy reference (the gather tests'
+tolerance), with and without APIC, open and closed, on fresh random particles; and the
+same bits run to run whatever the particles' order and the lanes' spread."""
+
+import numpy as np
+import pytest
+
+from tests.gpu.test_flip_sparse_gather_gpu import gpu_grid, host, liquid_block
+from tests.unit.test_cuda_sparse_gather_host import scene
+from tests.unit.test_cuda_sparse_scatter_host import check_scatter_against_gather
+from voxfx.kernels.flip import sparse_gpu, sparse_scatter, sparse_transfer
+from voxfx.kernels.flip.sparse_grid import SparseFlipGrid
+
+
+def scatter(grid, pos, vel, c, spread=None):
+    """(faces, masks), acc (3, cells, 2) and bounds of one scatter of these particles."""
+    import cupy
+
+    size = grid.size
+    dev = [cupy.asarray(a) if a is not None else None for a in (pos, vel, c)]
+    spos, svel, sc, start, count, _, _ = sparse_gpu.bin_particles(grid, *dev)
+    faces = tuple(cupy.empty(size, cupy.float32) for _ in range(3))
+    valid = tuple(cupy.empty(size, cupy.uint8) for _ in range(3))
+    args = (spos, svel, sc, sparse_gpu._I32(c is not None), start, count, grid.brick_slot, grid.slot_coords,
+            grid.brick_nbr, sparse_gpu._I64(size), sparse_gpu._I32(grid.closed), *sparse_gpu._dims(grid),
+            *sparse_gpu._frame(grid), *faces, *valid)
+    acc, bounds = sparse_scatter.launch(size, args, spread)
+    out = ([host(f) for f in faces], [host(m).astype(np.int64) for m in valid])
+    return out, host(acc).view(np.int64).reshape(3, size, 2), host(bounds).astype(np.int64)
+
+
+def gathered(grid, pos, vel, c, mode):
+    import cupy
+
+    dev = [cupy.asarray(a) if a is not None else None for a in (pos, vel, c)]
+    valid = sparse_gpu.particles_to_grid(grid, *dev, gather=mode)
+    return [host(grid[n]) for n in grid.FACES], [host(m).astype(np.int64) for m in valid]
+
+
+@pytest.mark.parametrize("closed", [True, False], ids=["closed", "open"])
+@pytest.mark.parametrize("apic", [False, True], ids=["flip", "apic"])
+@pytest.mark.parametrize("case", ["liquid", "packed"])
+def test_gpu_scatter_matches_the_gathers_within_its_bound(closed, apic, case):
+    rng = np.random.default_rng()
+    if case == "liquid":
+        spec, pos, vel, c = liquid_block(closed, apic, rng)
+    else:
+        spec, _, pos, vel, c = scene(closed, apic, int(rng.integers(1 << 30)))
+    grid = gpu_grid(spec, pos, closed, 3)
+    cpu = SparseFlipGrid(spec, np, closed=closed)  # the same bricks in the same slots
+    cpu.update(pos, 3)
+    assert np.array_equal(host(grid.topology.slots), cpu.topology.slots)
+    got, acc, bounds = scatter(grid, pos, vel, c)
+    for mode in ("brick", "staged"):
+        check_scatter_against_gather(gathered(grid, pos, vel, c, mode), got, acc, bounds)
+    want = sparse_transfer.particles_to_grid(cpu, pos, vel, c)
+    for face, name in zip(got[0], cpu.FACES):
+        assert np.abs(face - cpu[name]).max() <= 1e-6 * max(1.0, np.abs(cpu[name]).max())
+    for a, b in zip(got[1], want):
+        assert np.array_equal(a, b)
+    assert all(np.count_nonzero(m) > 1000 for m in got[1])
+
+
+def test_gpu_scatter_gives_the_same_bits_in_any_particle_order_and_spread(monkeypatch):
+    import cupy
+
+    rng = np.random.default_rng()
+    spec, pos, vel, c = liquid_block(True, True, rng)
+    grid = gpu_grid(spec, pos, True, 3)
+    first, acc, bounds = scatter(grid, pos, vel, c)
+    for spread in (1, 3, 32):
+        order = rng.permutation(len(pos))  # another order within every cell
+        again, acc2, bounds2 = scatter(grid, pos[order], vel[order], c[order], spread)
+        assert np.array_equal(bounds2, bounds) and np.array_equal(acc2, acc)
+        for a, b in zip(again[0], first[0]):
+            assert np.array_equal(a.view(np.uint32), b.view(np.uint32)), spread
+        for a, b in zip(again[1], first[1]):
+            assert np.array_equal(a, b)
+    monkeypatch.setenv("VOXFX_SPARSE_GATHER", "scatter")  # the environment picks it, APIC too
+    sparse_transfer.particles_to_grid(grid, cupy.asarray(pos), cupy.asarray(vel), cupy.asarray(c))
+    for name, b in zip(grid.FACES, first[0]):
+        assert np.array_equal(host(grid[name]).view(np.uint32), b.view(np.uint32))

@@ -1,0 +1,244 @@
+"""The P2G scatter (cuda/flip_sparse_scatter.cu: scatter_bounds, p2g_scatter_brick,
+p2g_scatter_finish) checked on the host without a GPU: nvcc builds the kernels as host
+functions (one block at a time, its one "thread" taking every item, barriers no-ops, atomics
+plain adds, --fmad=false as -ffp-contract=off) and a C++ driver bins the particles as
+kernels/flip/sparse_gpu.py does, then runs the brick gather and the scatter. On
+test_cuda_sparse_gather_host's scenes (free slots, a brick packed with ~30 particles a
+cell, in the closed box particles beyond the walls whose weights are clamped): the
+scatter's valid masks are the gather's, its faces are within the stated fixed-point bound
+(flip_sparse_scatter.cu's notes) of the gather's, within float32 rounding of the NumPy
+reference, and the same bits when the particles come in another order (another order
+within each cell) or the lanes another spread; the bounds' grid-stride loop gives the same
+bounds over 1 and 7 blocks. The device comparison is tests/gpu/test_flip_sparse_scatter_gpu.py."""
+
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from tests.unit.test_cuda_sparse_gather_host import _hex, clamped, scene
+from voxfx.kernels import backend
+from voxfx.kernels.flip import sparse_gpu, sparse_scatter, sparse_transfer
+
+# Input: closed nx ny nz apic spread; ox oy oz h inv_h (%a); n_keys cap, keys, slots; N,
+# pos, vel (, C). Output, one value a line: the brick gather's u v w (%a) and valid u v w;
+# the scatter's u v w, valid u v w, bounds[2], then acc (6·cells, as signed integers).
+HARNESS = r"""
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <numeric>
+#include <vector>
+#undef __device__
+#define __device__ __attribute__((host))
+#define __global__
+#undef __launch_bounds__
+#define __launch_bounds__(...)
+struct HostDim { unsigned x, y, z; };
+static HostDim h_block, h_dim, h_thread, h_grid = {1, 1, 1};
+#define gridDim h_grid
+#define blockIdx h_block
+#define blockDim h_dim
+#define threadIdx h_thread
+template <typename T> T plain_add(T* p, T v) { T o = *p; *p = o + v; return o; }
+#define atomicAdd plain_add
+template <typename T> T plain_or(T* p, T v) { T o = *p; *p = o | v; return o; }
+#define atomicOr plain_or
+template <typename T> T plain_max(T* p, T v) { T o = *p; *p = o > v ? o : v; return o; }
+#define atomicMax plain_max
+#undef __shared__
+#define __shared__ static
+#define __syncthreads()
+using std::isfinite;
+using std::min;
+using std::max;
+static std::vector<int> host_shared;  // the staged gather's (unused here)
+#define GATHER_SHARED(name) int* name = host_shared.data()
+#include "sparse.cu"
+#include "flip_sparse_transfer.cu"
+#include "flip_sparse_gather.cu"
+#include "flip_sparse_scatter.cu"
+typedef long long ll;
+typedef unsigned char u8;
+static void at(ll i) { h_block.x = (unsigned)i; h_dim.x = 1; h_thread.x = 0; }
+#define LAUNCH(n, call) for (ll t_ = 0; t_ < (ll)(n); ++t_) { at(t_); call; }
+static float rf() { float x; scanf("%a", &x); return x; }
+template <class T> static void pr(const std::vector<T>& a) { for (auto x : a) printf("%d\n", (int)x); }
+static void pf(const std::vector<float>& a) { for (float x : a) printf("%a\n", x); }
+int main() {
+    int closed, nx, ny, nz, apic, spread;
+    if (scanf("%d %d %d %d %d %d", &closed, &nx, &ny, &nz, &apic, &spread) != 6) return 1;
+    float ox = rf(), oy = rf(), oz = rf(), h = rf(), inv_h = rf();
+    ll nk, cap;
+    scanf("%lld %lld", &nk, &cap);
+    std::vector<ll> keys(nk);
+    std::vector<int> slots(nk);
+    for (auto& k : keys) scanf("%lld", &k);
+    for (auto& s : slots) scanf("%d", &s);
+    ll n;
+    scanf("%lld", &n);
+    std::vector<float> pos(3 * n), vel(3 * n), c(apic ? 9 * n : 1, 0.0f);
+    for (auto& x : pos) x = rf();
+    for (auto& x : vel) x = rf();
+    if (apic) for (auto& x : c) x = rf();
+    const ll cells = cap * 512;
+    std::vector<int> coords(3 * cap, 0), nbr27(27 * cap, -1);
+    std::vector<u8> used(cap, 0);
+    for (int s : slots) used[s] = 1;
+    LAUNCH(27 * nk, brick_tables(keys.data(), slots.data(), nk, coords.data(), nbr27.data()));
+    std::vector<int> count(cells + 1, 0), cell_of(n), rank(n), start(cells + 1), order(n);
+    std::vector<int> no_index(1, -1);
+    LAUNCH(n, count_particles_sparse(pos.data(), n, ox, oy, oz, inv_h, keys.data(), slots.data(), nk,
+                                     no_index.data(), 0, 0, 0, 0, 0, 0, cells, count.data(), cell_of.data(),
+                                     rank.data()));
+    std::partial_sum(count.begin(), count.end(), start.begin());
+    for (ll q = 0; q <= cells; ++q) start[q] -= count[q];
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return cell_of[a] < cell_of[b]; });
+    std::vector<float> spos(3 * n), svel(3 * n), sc(apic ? 9 * n : 1, 0.0f);
+    for (ll s = 0; s < n; ++s) {
+        for (int a = 0; a < 3; ++a) {
+            spos[3 * s + a] = pos[3 * order[s] + a];
+            svel[3 * s + a] = vel[3 * order[s] + a];
+        }
+        if (apic) for (int a = 0; a < 9; ++a) sc[9 * s + a] = c[9 * order[s] + a];
+    }
+    std::vector<float> u(cells), v(cells), w(cells);
+    std::vector<u8> mu(cells), mv(cells), mw(cells);
+    LAUNCH(cap, p2g_gather_brick(spos.data(), svel.data(), sc.data(), apic, start.data(), count.data(), used.data(),
+                                 coords.data(), nbr27.data(), cells, closed, nx, ny, nz, ox, oy, oz, h, inv_h,
+                                 u.data(), v.data(), w.data(), mu.data(), mv.data(), mw.data()));
+    pf(u); pf(v); pf(w); pr(mu); pr(mv); pr(mw);
+    for (auto* a : {&u, &v, &w}) std::fill(a->begin(), a->end(), -9.0f);  // stale: the kernels write all
+    for (auto* a : {&mu, &mv, &mw}) std::fill(a->begin(), a->end(), (u8)7);
+    std::vector<unsigned int> bounds(2, 0u);
+    std::vector<unsigned long long> acc(6 * cells, 0ull);
+    LAUNCH(1, scatter_bounds(svel.data(), sc.data(), apic, n, count.data(), cells, h, bounds.data()));
+    std::vector<unsigned int> strided(2, 0u);  // the grid-stride loop over 7 blocks: the same bounds
+    h_grid.x = 7;
+    LAUNCH(7, scatter_bounds(svel.data(), sc.data(), apic, n, count.data(), cells, h, strided.data()));
+    h_grid.x = 1;
+    if (strided != bounds) return 3;
+    LAUNCH(cap, p2g_scatter_brick(spos.data(), svel.data(), sc.data(), apic, start.data(), count.data(), used.data(),
+                                  coords.data(), nbr27.data(), cells, closed, nx, ny, nz, ox, oy, oz, h, inv_h,
+                                  bounds.data(), spread, acc.data()));
+    LAUNCH(cells, p2g_scatter_finish(acc.data(), cells, bounds.data(), u.data(), v.data(), w.data(), mu.data(),
+                                     mv.data(), mw.data()));
+    pf(u); pf(v); pf(w); pr(mu); pr(mv); pr(mw);
+    printf("%u\n%u\n", bounds[0], bounds[1]);
+    for (auto x : acc) printf("%lld\n", (ll)x);
+    return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def harness(tmp_path_factory):
+    if shutil.which("nvcc") is None:
+        pytest.skip("nvcc is not on PATH")
+    d = tmp_path_factory.mktemp("sparse_scatter")
+    src, exe = d / "harness.cu", d / "harness"
+    src.write_text(HARNESS)
+    defines = [o for o in sparse_gpu.KERNELS.options if o.startswith("-D")]
+    r = subprocess.run(["nvcc", "--std=c++17", "-Xcompiler", "-ffp-contract=off", f"-I{backend.CUDA_DIR}",
+                        f"-I{backend.CUDA_INCLUDE}", *defines, "-o", str(exe), str(src)], capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+
+    def run(grid, pos, vel, c, spread):
+        spec_shape, t = grid.shape, grid.topology
+        lines = [f"{int(grid.closed)} {' '.join(str(int(x)) for x in spec_shape)} {int(c is not None)} {spread}",
+                 _hex([*grid.origin, grid.h, 1.0 / grid.h]), f"{t.count} {grid.capacity}",
+                 " ".join(str(int(k)) for k in t.keys), " ".join(str(int(s)) for s in t.slots), str(len(pos)),
+                 _hex(pos), _hex(vel)]
+        if c is not None:
+            lines.append(_hex(c))
+        out = subprocess.run([str(exe)], input="\n".join(lines), capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, out.stderr
+        tokens = out.stdout.split()
+        cells = grid.size
+
+        def faces_masks(at):
+            faces = [np.array([float.fromhex(x) for x in tokens[at + k * cells:at + (k + 1) * cells]], np.float32)
+                     for k in range(3)]
+            masks = [np.array(tokens[at + (3 + k) * cells:at + (4 + k) * cells], np.int64) for k in range(3)]
+            return faces, masks
+
+        gather = faces_masks(0)
+        scatter = faces_masks(6 * cells)
+        bounds = np.array(tokens[12 * cells:12 * cells + 2], np.int64)
+        acc = np.array(tokens[12 * cells + 2:], np.int64)
+        assert acc.shape[0] == 6 * cells
+        return gather, scatter, bounds, acc.reshape(3, cells, 2)
+
+    return run
+
+
+def fixed_point_bound(values, acc, bounds):
+    """Per face, the scatter's stated bound against the exact sums of the same float32
+    terms: (R·2^-(k_q+1) + |v|·R·2^-k_w) / Σw, R = 18 · (max particles a cell)."""
+    k_q, k_w = sparse_scatter.scales(bounds)
+    reach = 18 * int(bounds[1])
+    weight = acc[:, 1].astype(np.float64) * 2.0 ** -k_w
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return (reach * 2.0 ** -(k_q + 1) + np.abs(values) * reach * 2.0 ** -k_w) / weight
+
+
+def check_scatter_against_gather(gather, scatter, acc, bounds):
+    for comp, (g, gm, s, sm) in enumerate(zip(*gather, *scatter)):
+        assert np.array_equal(sm, gm)
+        ok = gm > 0
+        assert np.array_equal(ok, acc[comp, :, 1] > 0)
+        assert np.all(s[~ok] == 0)
+        bound = fixed_point_bound(g.astype(np.float64), acc[comp], bounds)
+        diff = np.abs(s.astype(np.float64) - g)
+        # the bound, plus float32 rounding of the two (different) float64 quotients
+        assert np.all(diff[ok] <= bound[ok] + 2 * np.spacing(np.abs(g[ok]))), comp
+
+
+@pytest.mark.parametrize("closed", [True, False], ids=["closed", "open"])
+@pytest.mark.parametrize("apic", [False, True], ids=["flip", "apic"])
+def test_scatter_matches_the_gather_within_its_bound_and_is_order_independent(harness, closed, apic):
+    spec, grid, pos, vel, c = scene(closed, apic, 11 + 2 * closed + apic)
+    assert grid.topology.free.shape[0] > 0  # free slots take part
+    assert (clamped(grid, pos) > 50) == closed
+    gather, scatter, bounds, acc = harness(grid, pos, vel, c, 8)
+    # the bounds: the max particles a cell (the packed brick's ~30) and Q ≥ every |v_a|
+    cell = np.floor((pos - np.asarray(grid.origin, np.float32)) / np.float32(grid.h)).astype(np.int64)
+    flat = grid.locate(*cell.T)
+    assert int(bounds[1]) == np.bincount(flat[flat >= 0]).max() > 20
+    assert np.uint32(bounds[0]).view(np.float32) >= np.abs(vel).max()
+    check_scatter_against_gather(gather, scatter, acc, bounds)
+    valid = sparse_transfer.particles_to_grid(grid, pos, vel, c)  # the NumPy reference
+    for got, name in zip(scatter[0], grid.FACES):
+        assert np.abs(got - grid[name]).max() <= 1e-6 * max(1.0, np.abs(grid[name]).max())
+    for got, want in zip(scatter[1], valid):
+        assert np.array_equal(got, want)
+    assert all(np.count_nonzero(m) > 1000 for m in scatter[1])
+    # another particle order (so another order within each cell) and another lane spread:
+    # the same integer sums, the same bits
+    perm = np.random.default_rng(3).permutation(len(pos))
+    _, again, bounds2, acc2 = harness(grid, pos[perm], vel[perm], None if c is None else c[perm], 1)
+    assert np.array_equal(bounds2, bounds)
+    assert np.array_equal(acc2, acc)
+    for a, b in zip(again[0], scatter[0]):
+        assert np.array_equal(a.view(np.uint32), b.view(np.uint32))
+    for a, b in zip(again[1], scatter[1]):
+        assert np.array_equal(a, b)
+
+
+def test_scatter_scales_keep_every_sum_below_two_to_the_62():
+    """The scales of the notes: with R particles all reaching one face with w = 1 and
+    |q| = Q, the fixed-point sums stay below 2^62 (no overflow), for Q from tiny to 1e17 m/s
+    (the scales' range: bounds beyond 2^60 m/s are clamped), and 2^k_q, 2^k_w are normal floats."""
+    for q in (0.0, 1e-30, 1e-15, 0.37, 1.0, 7.9, 1e3, 1e17):
+        for per_cell in (1, 8, 30, 5000, 1 << 20):
+            bounds = (int(np.float32(q).view(np.uint32)), per_cell)
+            k_q, k_w = sparse_scatter.scales(bounds)
+            reach = 18 * per_cell
+            assert reach * (2.0 ** k_w + 1) < 2.0 ** 62
+            assert reach * (np.float64(np.float32(q)) * 2.0 ** k_q + 0.5) < 2.0 ** 62
+            assert reach * 2.0 ** k_w >= 2.0 ** 59  # and no coarser than needed
+            assert -126 <= k_q <= 127 and -126 <= k_w <= 127
