@@ -79,6 +79,9 @@ _I64, _I32 = np.int64, np.int32
 GATHERS = ("brick", "cell")
 GATHER_THREADS = 256  # brick gather: threads per brick (each takes 512 / 256 = 2 cells)
 G2P_ORDERS = ("cell", "input")
+G2P_KERNELS = ("bricks", "walk")  # flip_sparse_g2p.cu: g2p_advect_bricks, g2p_advect_sparse
+G2P = Kernels("flip_sparse_g2p.cu", ("--fmad=false",), THREADS,
+              defines={**mac.CELL_TYPES, "PUSH_EPSILON": PUSH_EPSILON})
 
 
 def gather_mode(gather=None) -> str:
@@ -94,6 +97,14 @@ def g2p_order(order=None) -> str:
     mode = order or os.environ.get("VOXFX_SPARSE_G2P", "").strip().lower() or G2P_ORDERS[0]
     if mode not in G2P_ORDERS:
         raise ValueError(f"VOXFX_SPARSE_G2P must be one of {', '.join(G2P_ORDERS)}, not {mode!r}")
+    return mode
+
+
+def g2p_kernel(kernel=None) -> str:
+    """The G2P kernel: *kernel*, else ``VOXFX_SPARSE_G2P_KERNEL``, else bricks (the same bits)."""
+    mode = kernel or os.environ.get("VOXFX_SPARSE_G2P_KERNEL", "").strip().lower() or G2P_KERNELS[0]
+    if mode not in G2P_KERNELS:
+        raise ValueError(f"VOXFX_SPARSE_G2P_KERNEL must be one of {', '.join(G2P_KERNELS)}, not {mode!r}")
     return mode
 
 
@@ -389,17 +400,23 @@ def extrapolate(grid, layers: int, valid):
 # ------------------------------------------------------------------ grid → particles
 
 
-def g2p_advect(grid, old, pos, vel, flip, pic, dt, half_dt, c, order=None) -> None:
-    """``sparse_transfer.g2p_advect`` in one kernel (float32 scalars given), in the bins'
-    order where ``g2p_order(order)`` says cell and the bins are *pos*'s."""
+def g2p_advect(grid, old, pos, vel, flip, pic, dt, half_dt, c, order=None, kernel=None) -> None:
+    """``sparse_transfer.g2p_advect`` in one kernel (float32 scalars given; ``g2p_kernel``),
+    in the bins' order where ``g2p_order(order)`` says cell and the bins are *pos*'s."""
     bins, grid.bins = grid.bins, None  # the particles move: the bins are stale
     sorted_ = g2p_order(order) == "cell" and bins is not None and bins[0] is pos and bins[2].shape[0] == pos.shape[0]
     n = int(pos.shape[0])
     keys, slots, nk = _topo(grid)
     apic = c is not None
     dummy = c if apic else grid.xp.zeros(1, grid.xp.float32)
+    if g2p_kernel(kernel) == "bricks":
+        G2P.launch("g2p_advect_bricks", n, (pos, vel, dummy, _I64(n), _I32(apic), *grid.faces(), *old, grid["solid"],
+                                            keys, slots, nk, grid.brick_nbr, *brick_index(grid), _I32(grid.closed),
+                                            *_dims(grid), *_frame(grid), flip, pic, dt, half_dt,
+                                            bins[2] if sorted_ else dummy, _I32(sorted_)))
+        return
     order_cells = bins[2:4] if sorted_ else (dummy, dummy)
-    KERNELS.launch("g2p_advect_sparse", n, (pos, vel, dummy, _I64(n), _I32(apic), *grid.faces(), *old, grid["solid"],
-                                            keys, slots, nk, grid.brick_nbr, _I32(grid.closed), *_dims(grid),
-                                            *_frame(grid), flip, pic, dt, half_dt, *order_cells, _I64(grid.size),
-                                            _I32(sorted_)))
+    G2P.launch("g2p_advect_sparse", n, (pos, vel, dummy, _I64(n), _I32(apic), *grid.faces(), *old, grid["solid"],
+                                        keys, slots, nk, grid.brick_nbr, _I32(grid.closed), *_dims(grid),
+                                        *_frame(grid), flip, pic, dt, half_dt, *order_cells, _I64(grid.size),
+                                        _I32(sorted_)))
