@@ -16,8 +16,9 @@ stage that sweeps it, pressure first — stays about a brick ring smaller; on Cu
 update costs a few small kernels and host syncs (``sparse_gpu.incremental_keys``: the
 particles mark their cells in the current topology, each brick turns its marked cells into
 the bricks their boxes reach — the same bricks as ``topology_keys``, no particle sort; for
-margins up to 24 cells, and the first substep's build from the particles' bricks), and
-a substep that changes no brick keeps the neighbour tables.
+margins up to 24 cells, and the first substep's build from the particles' bricks; the new
+slots in a few kernels with one host read, ``sparse_gpu.update_topology``, the same as
+``Topology.update``), and a substep that changes no brick keeps the neighbour tables.
 
 Boundaries. A closed domain (``GridSpec`` box with walls, as the dense solver) clips the
 influence boxes to the box plus one ring of cells: the cells of that ring (beyond the
@@ -97,12 +98,14 @@ class SparseFlipGrid(SparseMacGrid):
         self.bins = None  # the bricks (and the particles) may change
         found = None
         if sparse_gpu.can_build(self, pos) and (extra_cells is None or len(extra_cells) == 0):
-            found = sparse_gpu.incremental_keys(self, pos, margin)  # the first build too (no brick yet)
+            found = sparse_gpu.incremental_keys(self, pos, margin, prebuilt=True)  # the first build too
         plain = (obstacle is None or len(obstacle) == 0) and all(b.count == 0 for b in bodies)
         if found is not None and found[1]:  # the same bricks: same slots, tables and marks
             added = freed = xp.zeros(0, xp.int32)
             if plain and self.plain_marks:
                 return added, freed
+        elif found is not None and isinstance(found[0], tuple):  # the update made on the device
+            added, freed = self.retopologize(None, rewritten=self.MARKS, update=found[0])
         else:
             keys = self.topology_keys(pos, margin, extra_cells) if found is None else found[0]
             added, freed = self.retopologize(keys, rewritten=self.MARKS)  # the marks are written below
