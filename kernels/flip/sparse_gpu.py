@@ -267,10 +267,10 @@ def update_topology(grid, mask, flags, kept, freed_count: int):
     m = int(reached.shape[0])
     marks = cp.empty(m, cp.int64)
     TOPOLOGY.launch("topology_heads", m, (reached, _I64(m), t.keys, t.slots, nk, marks))
-    cp.cumsum(marks, out=marks)
+    marks = cp.cumsum(marks)
     free = cp.empty(cap, cp.int64)
     TOPOLOGY.launch("topology_free", cap, (grid.brick_slot, kept, _I64(cap), free))
-    cp.cumsum(free, out=free)
+    free = cp.cumsum(free)
     n_add = int(marks[-1]) >> 32 if m else 0  # the one host read
     n_pool = cap - count + int(freed_count)
     pool, freed = cp.empty(n_pool, cp.int32), cp.empty(int(freed_count), cp.int32)
