@@ -50,6 +50,7 @@ class SparseFlipGrid(SparseMacGrid):
     FACES = ("u", "v", "w")
     EXISTS = ("exists_u", "exists_v", "exists_w")
     MARKS = (*EXISTS, "wall", "solid", "solid_u", "solid_v", "solid_w")  # update writes them whole
+    FLOW = ("u", "v", "w", "cell")  # a substep's P2G and classify write them whole (``update(scratch=True)``)
 
     def __init__(self, spec: GridSpec, xp=np, closed: bool = True):
         super().__init__(spec.origin, spec.voxel_size, xp)
@@ -89,11 +90,14 @@ class SparseFlipGrid(SparseMacGrid):
             hi = xp.minimum(hi, xp.asarray(self.shape, dtype=xp.int64))
         return keys_of_boxes(lo, hi, xp)
 
-    def update(self, pos, margin: int, obstacle=None, obstacle_velocity=None, extra_cells=None, bodies=()):
+    def update(self, pos, margin: int, obstacle=None, obstacle_velocity=None, extra_cells=None, bodies=(),
+               scratch=False):
         """Retopologize to the particles (+ *extra_cells*), then mark walls and obstacles
         (*obstacle*: (M, 3) lattice cells, *obstacle_velocity*: (M, 3) or None; *bodies*:
         ``sparse_bodies.BrickBody`` obstacles) and the faces that exist. Returns (added,
-        freed) slots."""
+        freed) slots. *scratch*: the flow channels (``FLOW``) are the caller's to write whole
+        before it reads them (a substep's P2G and classify), so fresh and freed bricks are not
+        filled, nor their data copied when the pool grows."""
         xp = self.xp
         self.bins = None  # the bricks (and the particles) may change
         found = None
@@ -104,11 +108,13 @@ class SparseFlipGrid(SparseMacGrid):
             added = freed = xp.zeros(0, xp.int32)
             if plain and self.plain_marks:
                 return added, freed
-        elif found is not None and isinstance(found[0], tuple):  # the update made on the device
-            added, freed = self.retopologize(None, rewritten=self.MARKS, update=found[0])
         else:
-            keys = self.topology_keys(pos, margin, extra_cells) if found is None else found[0]
-            added, freed = self.retopologize(keys, rewritten=self.MARKS)  # the marks are written below
+            rewritten = self.MARKS + (self.FLOW if scratch else ())  # the marks are written below
+            if found is not None and isinstance(found[0], tuple):  # the update made on the device
+                added, freed = self.retopologize(None, rewritten=rewritten, update=found[0])
+            else:
+                keys = self.topology_keys(pos, margin, extra_cells) if found is None else found[0]
+                added, freed = self.retopologize(keys, rewritten=rewritten)
         self.plain_marks = plain
         if sparse_gpu.available(self):
             sparse_gpu.mark_walls(self)  # exists, wall, solid = wall
