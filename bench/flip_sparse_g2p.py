@@ -2,6 +2,7 @@
 + advection ≤ 0.4 ms and the topology update at 8M), on the GPU, in one process:
 
     python3 bench/flip_sparse_g2p.py [--res 256] [--particles 8e6] [--substeps 4] [--steps 12] [--repeat 5]
+                                     [--frames N]
 
 The dam break of ``bench/flip.py`` runs *substeps* substeps of 1/120 s, then:
 
@@ -17,7 +18,10 @@ The dam break of ``bench/flip.py`` runs *substeps* substeps of 1/120 s, then:
    the same bits either way): the stages' medians per mode, and the topology stage split
    by CUDA events around its calls (margin, ``incremental_keys`` with the device update
    inside it, ``Topology.update``, ``retopologize``, the tables, the marks), apart for
-   substeps whose bricks changed and those whose did not.
+   substeps whose bricks changed and those whose did not. The old mode also fills the flow
+   channels at each update (``update(scratch=False)``).
+3. With ``--frames N``, N user frames (``step(1/24)``) alternating between the modes, the old
+   one measuring the fastest particle again for the margin: ms a substep.
 """
 
 from __future__ import annotations
@@ -155,6 +159,25 @@ def g2p_variants(cp, sim, dt, repeat):
 
 MODES = {"new": {"VOXFX_SPARSE_G2P_KERNEL": "bricks", "VOXFX_SPARSE_TOPOLOGY_UPDATE": "device"},
          "old": {"VOXFX_SPARSE_G2P_KERNEL": "walk", "VOXFX_SPARSE_TOPOLOGY_UPDATE": "array"}}
+SCRATCH = {"new": True, "old": False}  # update(scratch=): the old mode fills the flow channels
+_UPDATE = sparse_grid_module.SparseFlipGrid.update
+
+
+def use_mode(mode, sim=None):
+    """The environment and the update's scratch of *mode*; with *sim*, its margin measured
+    again in the old mode (``step``'s CFL speed not reused)."""
+    os.environ.update(MODES[mode])
+
+    def update(self, *args, **kwargs):
+        kwargs["scratch"] = kwargs.get("scratch", False) and SCRATCH[mode]
+        return _UPDATE(self, *args, **kwargs)
+
+    sparse_grid_module.SparseFlipGrid.update = update
+    if sim is not None:
+        if mode == "old":
+            sim._margin_speed = lambda: float(transfer.max_speed(sim.vel))
+        else:
+            sim.__dict__.pop("_margin_speed", None)
 
 
 def substeps(cp, sim, dt, steps):
@@ -174,7 +197,7 @@ def substeps(cp, sim, dt, steps):
     names = list(MODES)
     for i in range(steps):
         mode = names[i % 2]
-        os.environ.update(MODES[mode])
+        use_mode(mode)
         ms, it, part = timed_sparse_substep(sim, dt, ev, sub)
         changed = bool(part[-1])
         rows[mode].append(ms + [sum(ms), it, changed])
@@ -183,8 +206,6 @@ def substeps(cp, sim, dt, steps):
         got["topology stage"] = ms[0]
         for k, v in got.items():
             parts[(mode, changed)][k].append(v)
-    for name in MODES["new"]:
-        os.environ.pop(name, None)
     print("mode | substeps | " + " | ".join(f"{s} ms" for s in STAGES) + " | substep ms | CG it | bricks changed")
     print("--- | " * (len(STAGES) + 4) + "---")
     for mode, r in rows.items():
@@ -199,6 +220,24 @@ def substeps(cp, sim, dt, steps):
                                                                    for k, v in sorted(got.items())))
 
 
+def frames(cp, sim, count):
+    """Part 3: user frames (``step(1/24)``: the CFL's speed reused by the margin in the new
+    mode), alternating between MODES: ms a substep per mode."""
+    import time
+
+    out = defaultdict(list)
+    for i in range(count):
+        mode = list(MODES)[i % 2]
+        use_mode(mode, sim)
+        cp.cuda.Device().synchronize()
+        a = time.perf_counter()
+        stats = sim.step(1 / 24)
+        cp.cuda.Device().synchronize()
+        out[mode].append((time.perf_counter() - a) * 1e3 / stats["substeps"])
+        print(f"frame {i} ({mode}): {stats['substeps']} substeps, {out[mode][-1]:.2f} ms a substep", flush=True)
+    print("frames, ms a substep (median): " + ", ".join(f"{m} {np.median(v):.2f}" for m, v in out.items()))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--res", type=int, default=256)
@@ -206,6 +245,7 @@ def main():
     ap.add_argument("--substeps", type=int, default=4)
     ap.add_argument("--steps", type=int, default=12)
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--frames", type=int, default=0, help="part 3: user frames, alternating old and new")
     args = ap.parse_args()
     import cupy as cp
 
@@ -218,6 +258,11 @@ def main():
     cp.cuda.Device().synchronize()
     g2p_variants(cp, sim, dt, args.repeat)
     substeps(cp, sim, dt, args.steps)
+    if args.frames:
+        frames(cp, sim, args.frames)
+    use_mode("new", sim)
+    for name in MODES["new"]:
+        os.environ.pop(name, None)
     print(f"pool: {cp.get_default_memory_pool().total_bytes() / 2 ** 20:.0f} MiB")
 
 
