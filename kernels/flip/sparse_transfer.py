@@ -20,8 +20,8 @@ One ``xp`` code path for NumPy and CuPy:
 ``g2p_advect``         FLIP/PIC blend or APIC, then RK2 and the push out of solids, via the
                        brick sampler (``SparseMacGrid.sample_faces``).
 
-CuPy runs each stage as one kernel of ``kernels/cuda/flip_sparse_transfer.cu``
-(``sparse_gpu.py``): the same arithmetic, P2G as a gather over particles sorted by cell
+CuPy runs each stage as one kernel of ``kernels/cuda/flip_sparse_transfer.cu`` (G2P:
+``flip_sparse_g2p.cu``; ``sparse_gpu.py``): the same arithmetic, P2G as a gather over particles sorted by cell
 (float64 sums in another fixed order: float32 rounding apart, the same bits every run).
 
 In a closed domain the sampler clamps to the dense face lattices and the transfers skip
