@@ -216,7 +216,8 @@ def timed_sparse_substep(sim, dt, ev, sub, trace=None):
     margin = substep_margin(float(transfer.max_speed(sim.vel)), dt, sim.spec.voxel_size,
                             float(np.linalg.norm(s.gravity)))
     sub[0].record()
-    added, freed = g.update(sim.pos, margin, sim.obstacle, sim.obstacle_velocity, bodies=sim.obstacle_bodies)
+    added, freed = g.update(sim.pos, margin, sim.obstacle, sim.obstacle_velocity, bodies=sim.obstacle_bodies,
+                            scratch=sim.band is None)
     ev[1].record()
     stage("p2g")
     sparse_transfer.particles_to_grid(g, sim.pos, sim.vel, sim.c)

@@ -69,10 +69,20 @@ the same positions (``bins``: kept from P2G until the particles move or the bric
 change); otherwise the two-pass form (``cells_from_solid_sparse`` + ``mark_fluid_sparse``).
 Gravity is added in the boundaries kernel (``enforce_boundaries(grid, add)``).
 
-G2P + advection runs over the particles in P2G's sorted order when the bins are still
-those of the positions (``VOXFX_SPARSE_G2P=cell``, the default; ``input``: in the
-particles' own order): neighbouring threads read neighbouring faces, and each particle's
-home brick is its bin's (no search). The same bits.
+G2P + advection (``flip_sparse_g2p.cu``) runs over the particles in P2G's sorted order
+when the bins are still those of the positions (``VOXFX_SPARSE_G2P=cell``, the default;
+``input``: in the particles' own order): neighbouring threads read neighbouring faces.
+Two kernels, the same bits (``VOXFX_SPARSE_G2P_KERNEL``): ``bricks`` (default) takes each
+sample's corners from the home brick's table, 1–8 distinct bricks a sample, in 32-bit
+index arithmetic, the home brick from the brick index; ``walk`` is the earlier kernel
+(7 table-read steps a sample from the bin's brick). 8M particles, H200: 0.93 → 0.87 ms
+at the fourth substep, 1.52 → 1.26 ms at the 120th (the liquid spread over 8.8k bricks);
+in the particles' own order the bricks kernel is faster early (0.79 ms) and slower once
+the liquid mixes (1.65 ms), so cell stays the default.
+
+The topology update, when bricks change, is ``update_topology`` (``flip_sparse_topology.cu``:
+a sort of the reached keys, two packed scans, one host read; ``Topology.update``'s topology)
+unless ``VOXFX_SPARSE_TOPOLOGY_UPDATE=array``.
 
 Particle order: the state is not kept sorted between substeps. Cache frames write the
 particles in the simulation's order, and that order is each particle's identity from
@@ -110,6 +120,12 @@ STAGED_FILTER = True  # staged gather: skip the particles the cells' masks say a
 # per staged particle STAGE_WORDS (+ STAGE_APIC_WORDS with C)
 _STAGE_FIXED, _STAGE_WORDS, _STAGE_APIC_WORDS = 1000 + 1001 + 256, 10, 12
 G2P_ORDERS = ("cell", "input")
+TOPOLOGY = Kernels("flip_sparse_topology.cu", (), THREADS)
+TOPOLOGY_UPDATES = ("device", "array")  # VOXFX_SPARSE_TOPOLOGY_UPDATE: update_topology, or Topology.update
+G2P_KERNELS = ("bricks", "walk")  # flip_sparse_g2p.cu: g2p_advect_bricks, g2p_advect_sparse
+G2P_THREADS = 512  # a block of G2P: 2–4% faster than 256 at 8M (H200, bench/flip_sparse_g2p.py), the same bits
+G2P = Kernels("flip_sparse_g2p.cu", ("--fmad=false",), G2P_THREADS,
+              defines={**mac.CELL_TYPES, "PUSH_EPSILON": PUSH_EPSILON})
 
 
 def gather_mode(gather=None, apic: bool = False) -> str:
@@ -127,6 +143,14 @@ def g2p_order(order=None) -> str:
     mode = order or os.environ.get("VOXFX_SPARSE_G2P", "").strip().lower() or G2P_ORDERS[0]
     if mode not in G2P_ORDERS:
         raise ValueError(f"VOXFX_SPARSE_G2P must be one of {', '.join(G2P_ORDERS)}, not {mode!r}")
+    return mode
+
+
+def g2p_kernel(kernel=None) -> str:
+    """The G2P kernel: *kernel*, else ``VOXFX_SPARSE_G2P_KERNEL``, else bricks (the same bits)."""
+    mode = kernel or os.environ.get("VOXFX_SPARSE_G2P_KERNEL", "").strip().lower() or G2P_KERNELS[0]
+    if mode not in G2P_KERNELS:
+        raise ValueError(f"VOXFX_SPARSE_G2P_KERNEL must be one of {', '.join(G2P_KERNELS)}, not {mode!r}")
     return mode
 
 
@@ -221,9 +245,9 @@ def can_build(grid, pos) -> bool:
 def _reach(grid, pos, margin, keys, slots, used, coords, compare, index):
     """The marking pipeline (module notes) on the bricks *keys* in *slots* (*used*,
     *coords*: per slot; *index*: their ``brick_index``): the reach masks per slot
-    (``reach_radius(margin)``'s words each) and the flags [missed, beyond, added, freed]
+    (``reach_radius(margin)``'s words each), the flags [missed, beyond, added, freed]
     (beyond, added, freed against *keys* when *compare*, straight from the masks;
-    ``_reached`` lists the keys)."""
+    ``_reached`` lists the keys) and, when *compare*, the kept mark per slot (else None)."""
     cp = grid.xp
     n, cap = int(pos.shape[0]), int(used.shape[0])
     radius = reach_radius(margin)
@@ -238,45 +262,96 @@ def _reach(grid, pos, margin, keys, slots, used, coords, compare, index):
     KERNELS.launch("brick_reach", 64 * cap, (occupied, used, coords, _I64(cap), _I32(margin), _I32(grid.closed),
                                         *_dims(grid), _I32(radius), mask))
     del occupied
+    kept = None
     if compare:
         kept = cp.zeros(cap, cp.uint8)
         KERNELS.launch("reach_compare", offsets * cap, (mask, coords, _I64(cap), _I32(radius), keys, slots, nk,
                                                         *index, kept, flags[2:3], flags[1:2]))
         KERNELS.launch("count_unkept", cap, (used, kept, _I64(cap), flags[3:4]))
-    return (mask, radius), flags
+    return (mask, radius), flags, kept
 
 
-def _reached(cp, mask, coords, flags):
-    """The keys the masks (``_reach``'s (mask, radius)) reach (bricks past the key range
-    add to flags[1])."""
+def _reach_list(cp, mask, coords, flags):
+    """A key per (slot, offset) of the masks (``_reach``'s (mask, radius)): the brick's where
+    reached, else −1 (bricks past the key range add to flags[1])."""
     mask, radius = mask
     offsets = (2 * radius + 1) ** 3
     cap = int(coords.shape[0])  # coords: (capacity, 3)
     reached = cp.empty(offsets * cap, cp.int64)
     KERNELS.launch("reach_keys", offsets * cap, (mask, coords, _I64(cap), _I32(radius), reached, flags[1:2]))
+    return reached
+
+
+def _reached(cp, mask, coords, flags):
+    """The keys the masks reach (repeats kept)."""
+    reached = _reach_list(cp, mask, coords, flags)
     return reached[reached >= 0]
 
 
-def incremental_keys(grid, pos, margin: int):
+def topology_update_mode() -> str:
+    """``VOXFX_SPARSE_TOPOLOGY_UPDATE``: ``device`` (default: ``update_topology``) or
+    ``array`` (``Topology.update`` of the reached keys, the A/B baseline): the same topology."""
+    mode = os.environ.get("VOXFX_SPARSE_TOPOLOGY_UPDATE", "").strip().lower() or TOPOLOGY_UPDATES[0]
+    if mode not in TOPOLOGY_UPDATES:
+        raise ValueError(f"VOXFX_SPARSE_TOPOLOGY_UPDATE must be one of {', '.join(TOPOLOGY_UPDATES)}, not {mode!r}")
+    return mode
+
+
+def update_topology(grid, mask, flags, kept, freed_count: int):
+    """``grid.topology.update(keys)`` of the keys the masks reach (``_reach``'s mask and
+    kept marks, *freed_count* the slots no reached brick kept), in the kernels of
+    ``flip_sparse_topology.cu`` with one host read: (topology, added slots, freed slots), the
+    same topology (freed slots ascending)."""
+    from ..grid.sparse import Topology
+
+    cp = grid.xp
+    t = grid.topology
+    cap, count, nk = grid.capacity, t.count, _I64(t.count)
+    reached = cp.sort(_reach_list(cp, mask, grid.slot_coords, flags))
+    m = int(reached.shape[0])
+    marks = cp.empty(m, cp.int64)
+    TOPOLOGY.launch("topology_heads", m, (reached, _I64(m), t.keys, t.slots, nk, marks))
+    marks = cp.cumsum(marks)
+    free = cp.empty(cap, cp.int64)
+    TOPOLOGY.launch("topology_free", cap, (grid.brick_slot, kept, _I64(cap), free))
+    free = cp.cumsum(free)
+    n_add = int(marks[-1]) >> 32 if m else 0  # the one host read
+    n_pool = cap - count + int(freed_count)
+    pool, freed = cp.empty(n_pool, cp.int32), cp.empty(int(freed_count), cp.int32)
+    TOPOLOGY.launch("topology_pool", cap, (free, _I64(cap), pool, freed))
+    n_new = count - int(freed_count) + n_add
+    keys, slots, fresh = cp.empty(n_new, cp.int64), cp.empty(n_new, cp.int32), cp.empty(n_add, cp.int32)
+    TOPOLOGY.launch("topology_place", m, (reached, _I64(m), marks, t.keys, t.slots, nk, pool, _I64(n_pool),
+                                          _I64(cap), keys, slots, fresh))
+    grow = max(0, n_add - n_pool)
+    topo = Topology(keys, slots, cap + grow, pool[n_add:] if n_add < n_pool else cp.zeros(0, cp.int32), cp)
+    return topo, fresh, freed
+
+
+def incremental_keys(grid, pos, margin: int, prebuilt: bool = False):
     """The keys of ``grid.topology_keys(pos, margin)``, as ``(keys, same)``: *same* when
     they are the current bricks (then *keys* is None: nothing to update); None where the
     array path must build them (module notes). From the current topology (one host sync),
     or, when a particle lies outside it (or there is none), from the bricks holding
-    particles (``full_keys``)."""
+    particles (``full_keys``). With *prebuilt* (and ``topology_update_mode()`` device),
+    an update of the current topology comes as ``update_topology``'s (topology, added,
+    freed) tuple in place of *keys*."""
     margin = int(margin)
     limit = MAX_MARGIN if topology_mode() == "device" else 8
     if margin > limit or margin < 0 or int(pos.shape[0]) == 0:
         return None
     t = grid.topology
     if t.count:
-        mask, flags = _reach(grid, pos, margin, t.keys, t.slots, grid.brick_slot, grid.slot_coords, True,
-                             brick_index(grid))
+        mask, flags, kept = _reach(grid, pos, margin, t.keys, t.slots, grid.brick_slot, grid.slot_coords, True,
+                                   brick_index(grid))
         missed, beyond, added, freed = (int(f) for f in flags.get())  # the one host sync
         if beyond:
             return None
         if not missed:
             if added == 0 and freed == 0:
                 return None, True
+            if prebuilt and topology_update_mode() == "device":
+                return update_topology(grid, mask, flags, kept, freed), False
             return _reached(grid.xp, mask, grid.slot_coords, flags), False
     keys = full_keys(grid, pos, margin)
     return None if keys is None else (keys, False)
@@ -301,8 +376,8 @@ def full_keys(grid, pos, margin: int):
         return None
     slots = cp.arange(cap, dtype=cp.int32)
     coords, _ = brick_tables(keys, slots, cap, cp)
-    mask, flags = _reach(grid, pos, margin, keys, slots, cp.ones(cap, cp.uint8), coords, False,
-                         (cp.zeros(1, cp.int32), *_NO_INDEX))
+    mask, flags, _ = _reach(grid, pos, margin, keys, slots, cp.ones(cap, cp.uint8), coords, False,
+                            (cp.zeros(1, cp.int32), *_NO_INDEX))
     reached = _reached(cp, mask, coords, flags)
     if int(flags[:2].any()):
         return None
@@ -470,17 +545,23 @@ def extrapolate(grid, layers: int, valid):
 # ------------------------------------------------------------------ grid → particles
 
 
-def g2p_advect(grid, old, pos, vel, flip, pic, dt, half_dt, c, order=None) -> None:
-    """``sparse_transfer.g2p_advect`` in one kernel (float32 scalars given), in the bins'
-    order where ``g2p_order(order)`` says cell and the bins are *pos*'s."""
+def g2p_advect(grid, old, pos, vel, flip, pic, dt, half_dt, c, order=None, kernel=None) -> None:
+    """``sparse_transfer.g2p_advect`` in one kernel (float32 scalars given; ``g2p_kernel``),
+    in the bins' order where ``g2p_order(order)`` says cell and the bins are *pos*'s."""
     bins, grid.bins = grid.bins, None  # the particles move: the bins are stale
     sorted_ = g2p_order(order) == "cell" and bins is not None and bins[0] is pos and bins[2].shape[0] == pos.shape[0]
     n = int(pos.shape[0])
     keys, slots, nk = _topo(grid)
     apic = c is not None
     dummy = c if apic else grid.xp.zeros(1, grid.xp.float32)
+    if g2p_kernel(kernel) == "bricks":
+        G2P.launch("g2p_advect_bricks", n, (pos, vel, dummy, _I64(n), _I32(apic), *grid.faces(), *old, grid["solid"],
+                                            keys, slots, nk, grid.brick_nbr, *brick_index(grid), _I32(grid.closed),
+                                            *_dims(grid), *_frame(grid), flip, pic, dt, half_dt,
+                                            bins[2] if sorted_ else dummy, _I32(sorted_)))
+        return
     order_cells = bins[2:4] if sorted_ else (dummy, dummy)
-    KERNELS.launch("g2p_advect_sparse", n, (pos, vel, dummy, _I64(n), _I32(apic), *grid.faces(), *old, grid["solid"],
-                                            keys, slots, nk, grid.brick_nbr, _I32(grid.closed), *_dims(grid),
-                                            *_frame(grid), flip, pic, dt, half_dt, *order_cells, _I64(grid.size),
-                                            _I32(sorted_)))
+    G2P.launch("g2p_advect_sparse", n, (pos, vel, dummy, _I64(n), _I32(apic), *grid.faces(), *old, grid["solid"],
+                                        keys, slots, nk, grid.brick_nbr, _I32(grid.closed), *_dims(grid),
+                                        *_frame(grid), flip, pic, dt, half_dt, *order_cells, _I64(grid.size),
+                                        _I32(sorted_)))

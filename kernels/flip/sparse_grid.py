@@ -16,8 +16,9 @@ stage that sweeps it, pressure first — stays about a brick ring smaller; on Cu
 update costs a few small kernels and host syncs (``sparse_gpu.incremental_keys``: the
 particles mark their cells in the current topology, each brick turns its marked cells into
 the bricks their boxes reach — the same bricks as ``topology_keys``, no particle sort; for
-margins up to 24 cells, and the first substep's build from the particles' bricks), and
-a substep that changes no brick keeps the neighbour tables.
+margins up to 24 cells, and the first substep's build from the particles' bricks; the new
+slots in a few kernels with one host read, ``sparse_gpu.update_topology``, the same as
+``Topology.update``), and a substep that changes no brick keeps the neighbour tables.
 
 Boundaries. A closed domain (``GridSpec`` box with walls, as the dense solver) clips the
 influence boxes to the box plus one ring of cells: the cells of that ring (beyond the
@@ -49,6 +50,7 @@ class SparseFlipGrid(SparseMacGrid):
     FACES = ("u", "v", "w")
     EXISTS = ("exists_u", "exists_v", "exists_w")
     MARKS = (*EXISTS, "wall", "solid", "solid_u", "solid_v", "solid_w")  # update writes them whole
+    FLOW = ("u", "v", "w", "cell")  # a substep's P2G and classify write them whole (``update(scratch=True)``)
 
     def __init__(self, spec: GridSpec, xp=np, closed: bool = True):
         super().__init__(spec.origin, spec.voxel_size, xp)
@@ -88,24 +90,31 @@ class SparseFlipGrid(SparseMacGrid):
             hi = xp.minimum(hi, xp.asarray(self.shape, dtype=xp.int64))
         return keys_of_boxes(lo, hi, xp)
 
-    def update(self, pos, margin: int, obstacle=None, obstacle_velocity=None, extra_cells=None, bodies=()):
+    def update(self, pos, margin: int, obstacle=None, obstacle_velocity=None, extra_cells=None, bodies=(),
+               scratch=False):
         """Retopologize to the particles (+ *extra_cells*), then mark walls and obstacles
         (*obstacle*: (M, 3) lattice cells, *obstacle_velocity*: (M, 3) or None; *bodies*:
         ``sparse_bodies.BrickBody`` obstacles) and the faces that exist. Returns (added,
-        freed) slots."""
+        freed) slots. *scratch*: the flow channels (``FLOW``) are the caller's to write whole
+        before it reads them (a substep's P2G and classify), so fresh and freed bricks are not
+        filled, nor their data copied when the pool grows."""
         xp = self.xp
         self.bins = None  # the bricks (and the particles) may change
         found = None
         if sparse_gpu.can_build(self, pos) and (extra_cells is None or len(extra_cells) == 0):
-            found = sparse_gpu.incremental_keys(self, pos, margin)  # the first build too (no brick yet)
+            found = sparse_gpu.incremental_keys(self, pos, margin, prebuilt=True)  # the first build too
         plain = (obstacle is None or len(obstacle) == 0) and all(b.count == 0 for b in bodies)
         if found is not None and found[1]:  # the same bricks: same slots, tables and marks
             added = freed = xp.zeros(0, xp.int32)
             if plain and self.plain_marks:
                 return added, freed
         else:
-            keys = self.topology_keys(pos, margin, extra_cells) if found is None else found[0]
-            added, freed = self.retopologize(keys, rewritten=self.MARKS)  # the marks are written below
+            rewritten = self.MARKS + (self.FLOW if scratch else ())  # the marks are written below
+            if found is not None and isinstance(found[0], tuple):  # the update made on the device
+                added, freed = self.retopologize(None, rewritten=rewritten, update=found[0])
+            else:
+                keys = self.topology_keys(pos, margin, extra_cells) if found is None else found[0]
+                added, freed = self.retopologize(keys, rewritten=rewritten)
         self.plain_marks = plain
         if sparse_gpu.available(self):
             sparse_gpu.mark_walls(self)  # exists, wall, solid = wall

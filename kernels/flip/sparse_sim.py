@@ -205,14 +205,26 @@ class SparseFlipSimulation(FlipSimulation):
         return removed
 
     # ------------------------------------------------------------------ the method
+    def _substep_speed(self) -> float:
+        """``FlipSimulation._substep_speed``, kept for the substep that follows (its margin
+        needs the same speed: one host read a substep instead of two)."""
+        speed = super()._substep_speed()
+        self._speed = (self.vel, speed)
+        return speed
+
+    def _margin_speed(self) -> float:
+        """The fastest particle's speed: ``_substep_speed``'s when it was taken of these very
+        velocities just before this substep (``step``), else measured (one host read)."""
+        known, self._speed = getattr(self, "_speed", None), None
+        return known[1] if known is not None and known[0] is self.vel else float(transfer.max_speed(self.vel))
+
     def substep(self, dt: float, progress=None) -> dict:
         g, s = self.grid, self.settings
         report(progress, 0.0, "topology")
-        margin = substep_margin(float(transfer.max_speed(self.vel)), dt, self.spec.voxel_size,
-                                float(np.linalg.norm(s.gravity)))
+        margin = substep_margin(self._margin_speed(), dt, self.spec.voxel_size, float(np.linalg.norm(s.gravity)))
         band = self.band
         g.update(self.pos, margin, self.obstacle, self.obstacle_velocity, bodies=self.obstacle_bodies,  # §5.1 / §5.2
-                 extra_cells=band.deep if band else None)
+                 extra_cells=band.deep if band else None, scratch=band is None)
         self._restore_carried_pressure()
         report(progress, 0.05, "particles to grid")
         carried = band.snapshot(g) if band else None  # narrow band: the deep cells' grid velocity

@@ -96,14 +96,15 @@ class SparseMacGrid:
                    + t.slots.nbytes + t.free.nbytes + tables)
 
     # ------------------------------------------------------------------ topology (seed 003 §5.2)
-    def retopologize(self, keys, rewritten=()):
+    def retopologize(self, keys, rewritten=(), update=None):
         """Move to the bricks of *keys* (``Topology.update``: kept bricks keep their slots
         and data, new ones start at each channel's background, freed slots are reused
         first) and rebuild the neighbour index. Returns (added, freed) slots. The channels
         named in *rewritten* are the caller's to write whole next: they are only resized
-        (to the background) when the pool grows, their slots not filled."""
+        (to the background) when the pool grows, their slots not filled. *update*: that
+        update's (topology, added, freed) already made (keys then unused)."""
         xp = self.xp
-        topo, added, freed = self.topology.update(keys)
+        topo, added, freed = self.topology.update(keys) if update is None else update
         old = self.capacity
         # fresh bricks and freed slots hold the background: one fill per channel
         fill = freed if not added.shape[0] else added if not freed.shape[0] else xp.concatenate([added, freed])

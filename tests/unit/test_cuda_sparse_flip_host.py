@@ -1,7 +1,7 @@
-"""The sparse FLIP kernels (cuda/flip_sparse_transfer.cu and flip_sparse_gather.cu, and
-cuda/sparse.cu's brick tables) give the NumPy reference's results, checked on the host
-without a GPU: nvcc builds the kernels as host functions (one "thread" per call, atomics
-plain, no FMA contraction as --fmad=false), and a C++ driver runs them in the order
+"""The sparse FLIP kernels (cuda/flip_sparse_transfer.cu, flip_sparse_gather.cu and
+flip_sparse_g2p.cu, and cuda/sparse.cu's brick tables) give the NumPy reference's results,
+checked on the host without a GPU: nvcc builds the kernels as host functions (one "thread"
+per call, atomics plain, no FMA contraction as --fmad=false), and a C++ driver runs them in the order
 kernels/flip/sparse_gpu.py launches them (CuPy's scan and flip_transfer.cu's counting
 sort: std::partial_sum and a stable sort by cell). Bit for bit where the arithmetic is
 the same (tables, masks, cell types, extrapolation, boundaries, G2P and advection, the
@@ -18,6 +18,7 @@ from voxfx.kernels import backend
 from voxfx.kernels.flip import sparse_gpu, sparse_transfer
 from voxfx.kernels.flip.sparse_grid import SparseFlipGrid
 from voxfx.kernels.grid import GridSpec
+from voxfx.kernels.grid.sparse import brick_coords
 
 # Input: closed nx ny nz apic margin margin2 margin3; ox oy oz h inv_h flip pic dt half_dt, gravity·dt (3)
 # (%a); n_keys cap, keys, slots; N, pos, vel (, C); per pool cell solid (int), solid_u,
@@ -26,10 +27,11 @@ from voxfx.kernels.grid import GridSpec
 # and valid (the cell gather), the same from the brick gather; cell, from the particles and
 # from the bins' counts; extrapolated u v w and masks; enforced u v w (gravity added);
 # fluid faces; positions, velocities (, C) after G2P + advection, twice (particle order,
-# then the bins'); then, for those positions, the incremental topology's added and freed
-# counts against the current one, missed and beyond counts, and its sorted unique keys;
-# then the same from a full build; all of it for margin (≤ 8: one brick of reach), then
-# margin2 (9–16: two bricks, sparse_gpu.reach_radius) and margin3 (17–24: three).
+# then the bins'), then the same twice from g2p_advect_bricks; then, for those positions,
+# the incremental topology's added and freed counts against the current one, missed and
+# beyond counts, and its sorted unique keys; then the same from a full build; all of it
+# for margin (≤ 8: one brick of reach), then margin2 (9–16: two bricks,
+# sparse_gpu.reach_radius) and margin3 (17–24: three).
 HARNESS = r"""
 #include <algorithm>
 #include <cmath>
@@ -58,6 +60,7 @@ using std::isfinite;
 #include "flip_sparse_transfer.cu"
 #define GATHER_SHARED(name) static int name[1]  // the staged gather: tests/unit/test_cuda_sparse_gather_host.py
 #include "flip_sparse_gather.cu"
+#include "flip_sparse_g2p.cu"
 typedef long long ll;
 typedef unsigned char u8;
 static void at(ll i) { h_block.x = (unsigned)i; h_dim.x = 1; h_thread.x = 0; }
@@ -161,7 +164,7 @@ int main() {
     std::vector<u8> fu(cells), fv(cells), fw(cells);
     LAUNCH(cells, fluid_faces_sparse(cell.data(), nbr27.data(), cells, fu.data(), fv.data(), fw.data()));
     pr(fu); pr(fv); pr(fw);
-    std::vector<float> pos2 = pos, vel2 = vel, c2 = c;
+    std::vector<float> pos2 = pos, vel2 = vel, c2 = c, pos_in = pos, vel_in = vel, c_in = c;
     LAUNCH(n, g2p_advect_sparse(pos.data(), vel.data(), c.data(), n, apic, u.data(), v.data(), w.data(),
                                 old_u.data(), old_v.data(), old_w.data(), solid.data(), keys.data(), slots.data(),
                                 nk, nbr27.data(), closed, nx, ny, nz, ox, oy, oz, h, inv_h, flip, pic, dt, half_dt,
@@ -175,6 +178,16 @@ int main() {
                                 order.data(), cell_of.data(), cells, 1));
     pf(pos2); pf(vel2);
     if (apic) pf(c2);
+    // g2p_advect_bricks (the default kernel), in the particles' order, then the bins'
+    for (int use_order : {0, 1}) {
+        std::vector<float> pos3 = pos_in, vel3 = vel_in, c3 = c_in;
+        LAUNCH(n, g2p_advect_bricks(pos3.data(), vel3.data(), c3.data(), n, apic, u.data(), v.data(), w.data(),
+                                    old_u.data(), old_v.data(), old_w.data(), solid.data(), keys.data(),
+                                    slots.data(), nk, nbr27.data(), INDEX, closed, nx, ny, nz, ox, oy, oz, h, inv_h,
+                                    flip, pic, dt, half_dt, order.data(), use_order));
+        pf(pos3); pf(vel3);
+        if (apic) pf(c3);
+    }
     for (int m : {margin, margin2, margin3}) {  // one brick (R = 1), two and three of reach
     const int radius = std::max(1, (m + 7) / 8), offsets = (2 * radius + 1) * (2 * radius + 1) * (2 * radius + 1);
     const int words = (offsets + 31) / 32;
@@ -301,10 +314,17 @@ def scene(closed, apic, seed):
     return spec, grid, pos, vel, c
 
 
+@pytest.mark.parametrize("holes", [False, True], ids=["bricks", "holes"])
 @pytest.mark.parametrize("closed", [True, False], ids=["closed", "open"])
 @pytest.mark.parametrize("apic", [False, True], ids=["flip", "apic"])
-def test_sparse_flip_kernels_match_the_numpy_reference(harness, closed, apic):
+def test_sparse_flip_kernels_match_the_numpy_reference(harness, closed, apic, holes):
+    """With *holes* the bricks of odd bx + by + bz are dropped (a checkerboard): samples
+    reach missing bricks, and corners whose walk from the lower corner passes a missing
+    brick (diagonal bricks active, the sides not) read 0, as the reference's walk says."""
     spec, grid, pos, vel, c = scene(closed, apic, 11 + 2 * closed + apic)
+    if holes:
+        keys = grid.topology.keys
+        grid.retopologize(keys[brick_coords(keys).sum(axis=1) % 2 == 0])
     assert grid.topology.free.shape[0] > 0  # free slots take part
     margin, margin2, margin3, dt = 4, 13, 20, 0.01
     flip = np.float32(0.0 if apic else 0.95)
@@ -332,10 +352,12 @@ def test_sparse_flip_kernels_match_the_numpy_reference(harness, closed, apic):
     faces = [out.floats(cells) for _ in range(3)]
     masks = [out.ints(cells) for _ in range(3)]
     for got, name in zip(faces, grid.FACES):
-        assert np.abs(got - grid[name]).max() <= 1e-6 * max(1.0, np.abs(grid[name]).max())
+        # (holes: particles outside the bricks, which the solver's margin never leaves, reach
+        # faces in the reference's P2G and not in the gather, which bins them nowhere)
+        assert holes or np.abs(got - grid[name]).max() <= 1e-6 * max(1.0, np.abs(grid[name]).max())
         assert np.count_nonzero(got)
     for got, want in zip(masks, valid):
-        assert np.array_equal(got, want)
+        assert holes or np.array_equal(got, want)
     brick_faces = [out.floats(cells) for _ in range(3)]  # the brick gather: the cell gather's bits
     for got, want in zip(brick_faces, faces):
         assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
@@ -343,6 +365,7 @@ def test_sparse_flip_kernels_match_the_numpy_reference(harness, closed, apic):
         assert np.array_equal(out.ints(cells), want)
     for got, name in zip(faces, grid.FACES):  # the rest from the kernel's faces: bit for bit from here
         grid[name] = got
+    grid.valid = tuple(m.astype(np.uint8) for m in masks)
     sparse_transfer.classify(grid, pos)
     assert np.array_equal(out.ints(cells), grid["cell"])
     assert np.array_equal(out.ints(cells), grid["cell"])  # from the bins' counts
@@ -360,6 +383,37 @@ def test_sparse_flip_kernels_match_the_numpy_reference(harness, closed, apic):
         assert not np.array_equal(got, before)
     for want in sparse_transfer.fluid_faces(grid):
         assert np.array_equal(out.ints(cells), want)
+    _check_g2p(out, grid, old, pos, vel, flip, dt, c)
+    _check_topology(out, grid, pos, t, (margin, margin2, margin3), holes)
+    assert out.at == len(out.tokens)
+
+
+def _check_topology(out, grid, pos, t, margins, holes):
+    """The incremental topology of the moved particles is topology_keys', and says what
+    changed; for a margin of one brick of reach, then of two (9–16 cells: 125 offsets a
+    brick) and three; from nothing, the same bricks. *holes*: particles outside the bricks
+    (the caller then builds from nothing)."""
+    for m in margins:
+        added, freed, missed, beyond, count = out.ints(5)
+        want = grid.topology_keys(pos, m)
+        if holes:
+            assert missed > 0
+            out.ints(count)
+        else:
+            assert missed == 0 and beyond == 0
+            assert np.array_equal(out.ints(count), want), m
+            new = np.setdiff1d(want, t.keys).size  # added counts reaches of new bricks (a brick may be reached twice)
+            assert (added >= new) and (added > 0) == (new > 0) and freed == np.setdiff1d(t.keys, want).size
+            assert added + freed > 0  # the margin changed from 3: bricks were added
+        missed, beyond, count = out.ints(3)  # built from nothing: the same bricks
+        assert missed == 0 and beyond == 0
+        assert np.array_equal(out.ints(count), want), m
+
+
+def _check_g2p(out, grid, old, pos, vel, flip, dt, c):
+    """G2P + advection (in place): the NumPy reference's bits from g2p_advect_sparse in the
+    particles' order and the bins', then from g2p_advect_bricks in both."""
+    apic = c is not None
     x0 = pos.copy()
     sparse_transfer.g2p_advect(grid, old, pos, vel, flip, dt, c)
     got_pos, got_vel = out.floats(pos.size).reshape(-1, 3), out.floats(vel.size).reshape(-1, 3)
@@ -370,17 +424,6 @@ def test_sparse_flip_kernels_match_the_numpy_reference(harness, closed, apic):
         assert np.array_equal(out.floats(c.size).reshape(c.shape), c)
     for want in (pos, vel, c) if apic else (pos, vel):  # in the bins' order: the same bits
         assert np.array_equal(out.floats(want.size).reshape(want.shape), want)
-    # the incremental topology of the moved particles is topology_keys', and says what changed;
-    # for a margin of one brick of reach, then of two (9–16 cells: 125 offsets a brick) and three
-    for m in (margin, margin2, margin3):
-        added, freed, missed, beyond, count = out.ints(5)
-        want = grid.topology_keys(pos, m)
-        assert missed == 0 and beyond == 0
-        assert np.array_equal(out.ints(count), want), m
-        new = np.setdiff1d(want, t.keys).size  # added counts reaches of new bricks (a brick may be reached twice)
-        assert (added >= new) and (added > 0) == (new > 0) and freed == np.setdiff1d(t.keys, want).size
-        assert added + freed > 0  # the margin changed from 3: bricks were added
-        missed, beyond, count = out.ints(3)  # built from nothing: the same bricks
-        assert missed == 0 and beyond == 0
-        assert np.array_equal(out.ints(count), want), m
-    assert out.at == len(out.tokens)
+    for _ in ("particle order", "bins' order"):  # g2p_advect_bricks: the same bits
+        for want in (pos, vel, c) if apic else (pos, vel):
+            assert np.array_equal(out.floats(want.size).reshape(want.shape).view(np.uint32), want.view(np.uint32))

@@ -1,0 +1,61 @@
+"""The device topology update (``sparse_gpu.update_topology``, issue 24) against
+``Topology.update`` (``VOXFX_SPARSE_TOPOLOGY_UPDATE=array``) and the CPU grid: particles
+that move, spread and gather over several substeps give the same keys, slots, free list,
+capacity, neighbour tables and channels every time, through bricks added, freed, reused
+and a growing pool."""
+
+import numpy as np
+import pytest
+
+from voxfx.kernels import backend
+from voxfx.kernels.flip import sparse_gpu
+from voxfx.kernels.flip.sparse_grid import SparseFlipGrid
+from voxfx.kernels.grid import GridSpec
+
+
+def host(a):
+    return backend.to_numpy(a)
+
+
+@pytest.mark.parametrize("closed", [True, False], ids=["closed", "open"])
+def test_device_update_gives_the_array_update_and_the_cpus(monkeypatch, closed):
+    import cupy
+
+    calls = []
+    original = sparse_gpu.update_topology
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(sparse_gpu, "update_topology", counted)
+    rng = np.random.default_rng(int(np.random.default_rng().integers(1 << 30)))
+    spec = GridSpec((0.0, 0.0, 0.0), 0.05, (64, 48, 40))
+    up = np.asarray(spec.upper)
+    centre = np.array([0.3, 0.4, 0.5]) * up
+    spread = rng.normal(0, 1, (20000, 3))
+    grids = {"cpu": SparseFlipGrid(spec, np, closed), "device": SparseFlipGrid(spec, cupy, closed),
+             "array": SparseFlipGrid(spec, cupy, closed)}
+    changed = 0
+    for step in range(8):  # the blob drifts, spreads, then gathers (< 3 cells a step): bricks come and go
+        scale = [0.10, 0.11, 0.12, 0.12, 0.11, 0.11, 0.11, 0.10][step] * up
+        pos = (centre + np.array([0.02, 0.01, -0.01]) * up * step + spread * scale).astype(np.float32)
+        for name, g in grids.items():
+            if name != "cpu":
+                monkeypatch.setenv("VOXFX_SPARSE_TOPOLOGY_UPDATE", name)
+            xp = np if name == "cpu" else cupy
+            added, freed = g.update(xp.asarray(pos), 4)
+            if name == "cpu":
+                changed += int(len(added) + len(freed) > 0)
+        want = grids["cpu"]
+        for name in ("device", "array"):
+            g = grids[name]
+            t = g.topology
+            assert np.array_equal(host(t.keys), want.topology.keys), (name, step)
+            assert np.array_equal(host(t.slots), want.topology.slots), (name, step)
+            assert np.array_equal(host(t.free), want.topology.free), (name, step)
+            assert t.capacity == want.topology.capacity
+            assert np.array_equal(host(g.nbr), want.nbr)
+            for channel in ("exists_u", "exists_v", "exists_w", "wall", "solid", "u", "cell"):
+                assert np.array_equal(host(g[channel]), want[channel]), (name, channel)
+    assert changed >= 6 and len(calls) >= 5  # the device update ran (the first build is not an update)

@@ -1,0 +1,135 @@
+"""The device topology update (cuda/flip_sparse_topology.cu, ``sparse_gpu.update_topology``)
+gives ``Topology.update``'s topology, checked on the host without a GPU: nvcc builds the
+kernels as host functions (one "thread" per call), and a C++ driver runs them in the order
+update_topology launches them (CuPy's sort and scans: std::sort and std::partial_sum). The
+device comparison is tests/gpu/test_flip_sparse_topology_gpu.py."""
+
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from voxfx.kernels import backend
+from voxfx.kernels.grid.sparse import Topology, brick_keys
+
+# Input: m, the reached keys (−1: none; repeats); n_keys, capacity, keys, slots; per slot
+# used and kept. Output: n_add, then the new keys, slots, fresh (n_add), the pool (free
+# slots ascending), freed.
+HARNESS = r"""
+#include <algorithm>
+#include <cstdio>
+#include <numeric>
+#include <vector>
+#undef __device__
+#define __device__ __attribute__((host))
+#define __global__
+struct HostDim { unsigned x, y, z; };
+static HostDim h_block, h_dim, h_thread;
+#define blockIdx h_block
+#define blockDim h_dim
+#define threadIdx h_thread
+#include "flip_sparse_topology.cu"
+typedef long long ll;
+static void at(ll i) { h_block.x = (unsigned)i; h_dim.x = 1; h_thread.x = 0; }
+#define LAUNCH(n, call) for (ll t_ = 0; t_ < (ll)(n); ++t_) { at(t_); call; }
+int main() {
+    ll m, nk, cap;
+    if (scanf("%lld", &m) != 1) return 1;
+    std::vector<ll> reached(m);
+    for (auto& k : reached) scanf("%lld", &k);
+    scanf("%lld %lld", &nk, &cap);
+    std::vector<ll> keys(nk);
+    std::vector<int> slots(nk);
+    for (auto& k : keys) scanf("%lld", &k);
+    for (auto& s : slots) scanf("%d", &s);
+    std::vector<unsigned char> used(cap), kept(cap);
+    for (auto& x : used) { int t; scanf("%d", &t); x = (unsigned char)t; }
+    for (auto& x : kept) { int t; scanf("%d", &t); x = (unsigned char)t; }
+    ll freed_count = 0;
+    for (ll s = 0; s < cap; ++s) freed_count += used[s] && !kept[s];  // count_unkept's flag
+    std::sort(reached.begin(), reached.end());
+    std::vector<ll> marks(m), free(cap);
+    LAUNCH(m, topology_heads(reached.data(), m, keys.data(), slots.data(), nk, marks.data()));
+    std::partial_sum(marks.begin(), marks.end(), marks.begin());
+    LAUNCH(cap, topology_free(used.data(), kept.data(), cap, free.data()));
+    std::partial_sum(free.begin(), free.end(), free.begin());
+    const ll n_add = m ? marks[m - 1] >> 32 : 0, n_pool = cap - nk + freed_count;
+    std::vector<int> pool(n_pool), freed(freed_count);
+    LAUNCH(cap, topology_pool(free.data(), cap, pool.data(), freed.data()));
+    const ll n_new = nk - freed_count + n_add;
+    std::vector<ll> new_keys(n_new, -7);
+    std::vector<int> new_slots(n_new, -7), fresh(n_add, -7);
+    LAUNCH(m, topology_place(reached.data(), m, marks.data(), keys.data(), slots.data(), nk, pool.data(), n_pool, cap,
+                             new_keys.data(), new_slots.data(), fresh.data()));
+    printf("%lld\n", n_add);
+    for (ll k : new_keys) printf("%lld\n", k);
+    for (int s : new_slots) printf("%d\n", s);
+    for (int s : fresh) printf("%d\n", s);
+    for (int s : pool) printf("%d\n", s);
+    for (int s : freed) printf("%d\n", s);
+    return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def harness(tmp_path_factory):
+    if shutil.which("nvcc") is None:
+        pytest.skip("nvcc is not on PATH")
+    d = tmp_path_factory.mktemp("sparse_topology")
+    src, exe = d / "harness.cu", d / "harness"
+    src.write_text(HARNESS)
+    r = subprocess.run(["nvcc", "--std=c++17", f"-I{backend.CUDA_DIR}", f"-I{backend.CUDA_INCLUDE}", "-o", str(exe),
+                        str(src)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+
+    def run(lines):
+        out = subprocess.run([str(exe)], input="\n".join(lines), capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, out.stderr
+        return np.array([int(x) for x in out.stdout.split()], np.int64)
+
+    return run
+
+
+def keys_of(rng, n):
+    return np.unique(brick_keys(rng.integers(-6, 6, (n, 3))))
+
+
+@pytest.mark.parametrize("case", ["grow", "reuse", "shrink"])
+def test_device_update_gives_topology_update(harness, case):
+    """grow: more bricks added than free slots (the pool reused, then the capacity grows);
+    reuse: fewer; shrink: none added."""
+    rng = np.random.default_rng(["grow", "reuse", "shrink"].index(case) + 5)
+    topo = Topology.from_keys(keys_of(rng, 300))
+    topo, _, _ = topo.update(np.concatenate([topo.keys[::3], keys_of(rng, 40)]))  # free slots to reuse
+    assert topo.free.shape[0] > 0
+    kept_keys = topo.keys[rng.random(topo.count) < {"grow": 0.9, "reuse": 0.6, "shrink": 0.3}[case]]
+    extra = {"grow": 600, "reuse": 40, "shrink": 0}[case]
+    new = np.setdiff1d(keys_of(rng, extra), topo.keys) if extra else np.zeros(0, np.int64)
+    want_keys = np.union1d(kept_keys, new)
+    reached = np.concatenate([np.repeat(want_keys, rng.integers(1, 4, want_keys.shape[0])),
+                              np.full(500, -1, np.int64)])
+    rng.shuffle(reached)
+    used = np.zeros(topo.capacity, np.uint8)
+    used[topo.slots] = 1
+    kept = np.zeros(topo.capacity, np.uint8)
+    kept[topo.slots[np.isin(topo.keys, want_keys)]] = 1
+    lines = [str(reached.size), " ".join(map(str, reached)), f"{topo.count} {topo.capacity}",
+             " ".join(map(str, topo.keys)), " ".join(map(str, topo.slots)), " ".join(map(str, used)),
+             " ".join(map(str, kept))]
+    out = harness(lines)
+    ref, added, freed = topo.update(reached[reached >= 0])
+    n_add = int(out[0])
+    assert n_add == added.shape[0]
+    n_new, n_freed = ref.count, freed.shape[0]
+    n_pool = topo.capacity - topo.count + n_freed
+    got = np.split(out[1:], np.cumsum([n_new, n_new, n_add, n_pool]))
+    assert np.array_equal(got[0], ref.keys)
+    assert np.array_equal(got[1], ref.slots)
+    assert np.array_equal(got[2], added)
+    assert np.array_equal(got[3][n_add:], ref.free)  # the new free list: the pool past the reused
+    assert ref.capacity == topo.capacity + max(0, n_add - n_pool)
+    assert np.array_equal(got[4], np.sort(freed))
+    assert {"grow": n_add > n_pool, "reuse": 0 < n_add < n_pool, "shrink": n_add == 0}[case]
+    assert n_freed > 0
