@@ -121,7 +121,9 @@ STAGED_FILTER = True  # staged gather: skip the particles the cells' masks say a
 _STAGE_FIXED, _STAGE_WORDS, _STAGE_APIC_WORDS = 1000 + 1001 + 256, 10, 12
 G2P_ORDERS = ("cell", "input")
 TOPOLOGY = Kernels("flip_sparse_topology.cu", (), THREADS)
-TOPOLOGY_UPDATES = ("device", "array")  # VOXFX_SPARSE_TOPOLOGY_UPDATE: update_topology, or Topology.update
+# VOXFX_SPARSE_TOPOLOGY_UPDATE: update_topology_table (where a brick index is: else device), update_topology,
+# or Topology.update
+TOPOLOGY_UPDATES = ("table", "device", "array")
 G2P_KERNELS = ("bricks", "walk")  # flip_sparse_g2p.cu: g2p_advect_bricks, g2p_advect_sparse
 G2P_THREADS = 512  # a block of G2P: 2–4% faster than 256 at 8M (H200, bench/flip_sparse_g2p.py), the same bits
 G2P = Kernels("flip_sparse_g2p.cu", ("--fmad=false",), G2P_THREADS,
@@ -242,12 +244,15 @@ def can_build(grid, pos) -> bool:
     return available(grid, pos)
 
 
-def _reach(grid, pos, margin, keys, slots, used, coords, compare, index):
+def _reach(grid, pos, margin, keys, slots, used, coords, compare, index, claimed=None):
     """The marking pipeline (module notes) on the bricks *keys* in *slots* (*used*,
     *coords*: per slot; *index*: their ``brick_index``): the reach masks per slot
     (``reach_radius(margin)``'s words each), the flags [missed, beyond, added, freed]
     (beyond, added, freed against *keys* when *compare*, straight from the masks;
-    ``_reached`` lists the keys) and, when *compare*, the kept mark per slot (else None)."""
+    ``_reached`` lists the keys) and, when *compare*, the kept mark per slot (else None).
+    With *claimed* (zeroed uint32, one word an index entry) the comparison is over the
+    index (``reach_compare_table``): added counts each added brick once and *claimed* marks
+    them, for ``update_topology_table``."""
     cp = grid.xp
     n, cap = int(pos.shape[0]), int(used.shape[0])
     radius = reach_radius(margin)
@@ -265,6 +270,11 @@ def _reach(grid, pos, margin, keys, slots, used, coords, compare, index):
     kept = None
     if compare:
         kept = cp.zeros(cap, cp.uint8)
+        if claimed is not None:
+            TOPOLOGY.launch("reach_compare_table", offsets * cap, (mask, coords, _I64(cap), _I32(radius), *index,
+                                                                  kept, claimed, flags[2:3], flags[1:2]))
+            KERNELS.launch("count_unkept", cap, (used, kept, _I64(cap), flags[3:4]))
+            return (mask, radius), flags, kept
         KERNELS.launch("reach_compare", offsets * cap, (mask, coords, _I64(cap), _I32(radius), keys, slots, nk,
                                                         *index, kept, flags[2:3], flags[1:2]))
         KERNELS.launch("count_unkept", cap, (used, kept, _I64(cap), flags[3:4]))
@@ -289,7 +299,8 @@ def _reached(cp, mask, coords, flags):
 
 
 def topology_update_mode() -> str:
-    """``VOXFX_SPARSE_TOPOLOGY_UPDATE``: ``device`` (default: ``update_topology``) or
+    """``VOXFX_SPARSE_TOPOLOGY_UPDATE``: ``table`` (default: ``update_topology_table`` where
+    the grid has a brick index, else ``device``), ``device`` (``update_topology``) or
     ``array`` (``Topology.update`` of the reached keys, the A/B baseline): the same topology."""
     mode = os.environ.get("VOXFX_SPARSE_TOPOLOGY_UPDATE", "").strip().lower() or TOPOLOGY_UPDATES[0]
     if mode not in TOPOLOGY_UPDATES:
@@ -328,6 +339,36 @@ def update_topology(grid, mask, flags, kept, freed_count: int):
     return topo, fresh, freed
 
 
+def update_topology_table(grid, claimed, kept, n_add: int, freed_count: int):
+    """``update_topology`` over the grid's brick index (``flip_sparse_topology.cu``'s table
+    update: *claimed* and *kept* from ``_reach``, *n_add* and *freed_count* its flags, so the
+    sizes need no host read of their own; no key list, no sort): (topology, added slots,
+    freed slots), the same topology."""
+    from ..grid.sparse import Topology
+
+    cp = grid.xp
+    t = grid.topology
+    cap, count = grid.capacity, t.count
+    index = brick_index(grid)
+    entries = int(index[4]) * int(index[5]) * int(index[6])
+    marks = cp.empty(entries, cp.int64)
+    TOPOLOGY.launch("topology_table_marks", entries, (index[0], _I64(entries), kept, claimed, marks))
+    marks = cp.cumsum(marks)
+    free = cp.empty(cap, cp.int64)
+    TOPOLOGY.launch("topology_free", cap, (grid.brick_slot, kept, _I64(cap), free))
+    free = cp.cumsum(free)
+    n_pool = cap - count + freed_count
+    pool, freed = cp.empty(n_pool, cp.int32), cp.empty(freed_count, cp.int32)
+    TOPOLOGY.launch("topology_pool", cap, (free, _I64(cap), pool, freed))
+    n_new = count - freed_count + n_add
+    keys, slots, fresh = cp.empty(n_new, cp.int64), cp.empty(n_new, cp.int32), cp.empty(n_add, cp.int32)
+    TOPOLOGY.launch("topology_table_place", entries, (marks, *index, pool, _I64(n_pool), _I64(cap), keys, slots,
+                                                      fresh))
+    grow = max(0, n_add - n_pool)
+    topo = Topology(keys, slots, cap + grow, pool[n_add:] if n_add < n_pool else cp.zeros(0, cp.int32), cp)
+    return topo, fresh, freed
+
+
 def incremental_keys(grid, pos, margin: int, prebuilt: bool = False):
     """The keys of ``grid.topology_keys(pos, margin)``, as ``(keys, same)``: *same* when
     they are the current bricks (then *keys* is None: nothing to update); None where the
@@ -342,15 +383,21 @@ def incremental_keys(grid, pos, margin: int, prebuilt: bool = False):
         return None
     t = grid.topology
     if t.count:
+        index = brick_index(grid)
+        mode = topology_update_mode() if prebuilt else "array"
+        table = mode == "table" and int(index[4]) > 0
+        claimed = grid.xp.zeros(int(index[4]) * int(index[5]) * int(index[6]), grid.xp.uint32) if table else None
         mask, flags, kept = _reach(grid, pos, margin, t.keys, t.slots, grid.brick_slot, grid.slot_coords, True,
-                                   brick_index(grid))
+                                   index, claimed)
         missed, beyond, added, freed = (int(f) for f in flags.get())  # the one host sync
         if beyond:
             return None
         if not missed:
             if added == 0 and freed == 0:
                 return None, True
-            if prebuilt and topology_update_mode() == "device":
+            if table:  # added: each brick once, so the sizes are known
+                return update_topology_table(grid, claimed, kept, added, freed), False
+            if mode != "array":
                 return update_topology(grid, mask, flags, kept, freed), False
             return _reached(grid.xp, mask, grid.slot_coords, flags), False
     keys = full_keys(grid, pos, margin)
