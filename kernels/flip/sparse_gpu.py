@@ -78,11 +78,21 @@ index arithmetic, the home brick from the brick index; ``walk`` is the earlier k
 (7 table-read steps a sample from the bin's brick). 8M particles, H200: 0.93 → 0.87 ms
 at the fourth substep, 1.52 → 1.26 ms at the 120th (the liquid spread over 8.8k bricks);
 in the particles' own order the bricks kernel is faster early (0.79 ms) and slower once
-the liquid mixes (1.65 ms), so cell stays the default.
+the liquid mixes (1.65 ms), so cell stays the default. A third kernel, ``staged`` (one
+block a brick over its bins, the brick's new and old faces with a one-cell halo in shared
+memory, 24 KB), gives the same bits and was measured slower (H200, 8M, fourth substep:
+1.31 ms against the bricks kernel's 0.92 at 256 threads, 0.87 at 512): the particles'
+scattered 12 B reads and writes and the dependent look-ups bound G2P, not the face reads,
+and a block of ~2,500 particles leaves the SM's warps idle behind its staging; kept for A/B.
 
-The topology update, when bricks change, is ``update_topology`` (``flip_sparse_topology.cu``:
-a sort of the reached keys, two packed scans, one host read; ``Topology.update``'s topology)
-unless ``VOXFX_SPARSE_TOPOLOGY_UPDATE=array``.
+The topology update, when bricks change, is ``update_topology_table`` in a closed domain
+with a brick index (``flip_sparse_topology.cu``: the comparison claims each added brick's
+index entry, so the one flags read already holds the new sizes; a scan over the index lists
+the new keys in key order: no key list, no sort, no second host read; H200, 8M: 0.28 ms
+against 0.52), else ``update_topology`` (a sort of the reached keys, two packed scans, a
+second host read for the added count), or ``Topology.update``
+(``VOXFX_SPARSE_TOPOLOGY_UPDATE=array``; ``device`` forces ``update_topology``): the same
+topology every way.
 
 Particle order: the state is not kept sorted between substeps. Cache frames write the
 particles in the simulation's order, and that order is each particle's identity from
@@ -377,9 +387,9 @@ def incremental_keys(grid, pos, margin: int, prebuilt: bool = False):
     they are the current bricks (then *keys* is None: nothing to update); None where the
     array path must build them (module notes). From the current topology (one host sync),
     or, when a particle lies outside it (or there is none), from the bricks holding
-    particles (``full_keys``). With *prebuilt* (and ``topology_update_mode()`` device),
-    an update of the current topology comes as ``update_topology``'s (topology, added,
-    freed) tuple in place of *keys*."""
+    particles (``full_keys``). With *prebuilt* (and ``topology_update_mode()`` table or
+    device), an update of the current topology comes as ``update_topology_table``'s or
+    ``update_topology``'s (topology, added, freed) tuple in place of *keys*."""
     margin = int(margin)
     limit = MAX_MARGIN if topology_mode() == "device" else 8
     if margin > limit or margin < 0 or int(pos.shape[0]) == 0:
