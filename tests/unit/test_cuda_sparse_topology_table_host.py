@@ -174,3 +174,15 @@ def test_a_brick_past_the_index_sends_the_update_elsewhere(harness):
     _, _, lines = scenario(rng, 1, 0.5, reach_out=True)
     out = harness(lines)
     assert out[1] == 1 and out.size == 3  # beyond counted: no update written
+
+
+def test_topology_update_modes_are_checked(monkeypatch):
+    from voxfx.kernels.flip import sparse_gpu
+
+    monkeypatch.delenv("VOXFX_SPARSE_TOPOLOGY_UPDATE", raising=False)
+    assert sparse_gpu.topology_update_mode() == "table"  # the default (device where there is no brick index)
+    monkeypatch.setenv("VOXFX_SPARSE_TOPOLOGY_UPDATE", "Device")
+    assert sparse_gpu.topology_update_mode() == "device"
+    monkeypatch.setenv("VOXFX_SPARSE_TOPOLOGY_UPDATE", "sorted")
+    with pytest.raises(ValueError, match="VOXFX_SPARSE_TOPOLOGY_UPDATE"):
+        sparse_gpu.topology_update_mode()
