@@ -18,6 +18,18 @@
 //
 // The same keys, slots, capacity and free list as Topology.update (freed ascending: the
 // reference lists them in key order; only the set is used).
+//
+// The table update (a closed domain with a brick index, `sparse_gpu.update_topology_table`):
+// no key list, no sort and no host read of its own. The index's order (z, y, x) is the keys'
+// order (key = bz·2^2B + by·2^B + bx), so a scan over the index lists the new keys ascending.
+//
+//   reach_compare_table  reach_compare (flip_sparse_transfer.cu) over the index: a reached
+//                        brick with a slot marks it kept; one without claims its index entry
+//                        (atomicExch), so *added counts each added brick once: the flags the
+//                        incremental pipeline reads anyway hold the new sizes
+//   topology_table_marks per index entry: in the new topology (kept, or claimed) | added << 32,
+//                        then one inclusive scan
+//   topology_free, topology_pool as above; topology_table_place as topology_place
 
 #include "voxfx_sparse.cuh"  // keys, slots, binary search
 
@@ -77,5 +89,77 @@ extern "C" __global__ void topology_place(const long long* __restrict__ sorted, 
         fresh[r] = s;
     } else {
         new_slots[at] = sparse_slot(keys, slots, n_keys, sorted[i]);
+    }
+}
+
+// ------------------------------------------------------------------------------ the table update
+
+// One thread per (slot, offset o of the radius-R masks, R = radius): as reach_compare, over a
+// closed domain's brick index (dims d, lowest brick l) only: a reached brick outside it (or
+// past the key range) counts in *beyond (the caller builds on the array path). claimed: the
+// index's size in words, zeroed first.
+extern "C" __global__ void reach_compare_table(const unsigned int* __restrict__ mask, const int* __restrict__ coords,
+                                               long long capacity, int radius, const int* __restrict__ index,
+                                               int lx, int ly, int lz, int dx, int dy, int dz,
+                                               unsigned char* __restrict__ kept, unsigned int* __restrict__ claimed,
+                                               unsigned long long* __restrict__ added,
+                                               unsigned long long* __restrict__ beyond)
+{
+    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    const int side = 2 * radius + 1, offsets = side * side * side, words = (offsets + 31) >> 5;
+    if (t >= offsets * capacity) return;
+    const long long slot = t / offsets;
+    const int o = (int)(t - offsets * slot);
+    if (!((mask[slot * words + (o >> 5)] >> (o & 31)) & 1u)) return;
+    const long long bx = (long long)coords[3 * slot] + o % side - radius,
+                    by = (long long)coords[3 * slot + 1] + (o / side) % side - radius,
+                    bz = (long long)coords[3 * slot + 2] + o / (side * side) - radius;
+    const long long x = bx - lx, y = by - ly, z = bz - lz;
+    if (sparse_key_of_voxel(8 * bx, 8 * by, 8 * bz) < 0 || x < 0 || x >= dx || y < 0 || y >= dy || z < 0 ||
+        z >= dz) {
+        atomicAdd(beyond, 1ULL);
+        return;
+    }
+    const long long at = (z * dy + y) * dx + x;
+    const int s = index[at];
+    if (s >= 0) kept[s] = 1;
+    else if (atomicExch(claimed + at, 1u) == 0u) atomicAdd(added, 1ULL);
+}
+
+// Per index entry: in the new topology (a brick with a slot that was kept, or one claimed)
+// | added (claimed) << 32; then one inclusive scan.
+extern "C" __global__ void topology_table_marks(const int* __restrict__ index, long long entries,
+                                                const unsigned char* __restrict__ kept,
+                                                const unsigned int* __restrict__ claimed, long long* __restrict__ marks)
+{
+    const long long at = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (at >= entries) return;
+    const int s = index[at];
+    const bool added = s < 0 && claimed[at];
+    marks[at] = (long long)(s >= 0 ? kept[s] != 0 : added) | ((long long)added << 32);
+}
+
+// marks: topology_table_marks', scanned; pool, capacity, fresh as topology_place. A kept brick
+// keeps its slot, the r-th added brick (key order) takes pool[r].
+extern "C" __global__ void topology_table_place(const long long* __restrict__ marks, const int* __restrict__ index,
+                                                int lx, int ly, int lz, int dx, int dy, int dz,
+                                                const int* __restrict__ pool, long long n_pool, long long capacity,
+                                                long long* __restrict__ new_keys, int* __restrict__ new_slots,
+                                                int* __restrict__ fresh)
+{
+    const long long at = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (at >= (long long)dx * dy * dz) return;
+    const long long before = at ? marks[at - 1] : 0LL, here = marks[at];
+    if (LOW32(here) == LOW32(before)) return;  // not in the new topology
+    const long long to = LOW32(here) - 1;
+    const long long x = at % dx, y = (at / dx) % dy, z = at / ((long long)dx * dy);
+    new_keys[to] = sparse_key_of_voxel(8 * (x + lx), 8 * (y + ly), 8 * (z + lz));
+    if ((here >> 32) != (before >> 32)) {
+        const long long r = (here >> 32) - 1;
+        const int s = r < n_pool ? pool[r] : (int)(capacity + (r - n_pool));
+        new_slots[to] = s;
+        fresh[r] = s;
+    } else {
+        new_slots[to] = index[at];
     }
 }

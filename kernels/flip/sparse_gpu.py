@@ -78,11 +78,21 @@ index arithmetic, the home brick from the brick index; ``walk`` is the earlier k
 (7 table-read steps a sample from the bin's brick). 8M particles, H200: 0.93 → 0.87 ms
 at the fourth substep, 1.52 → 1.26 ms at the 120th (the liquid spread over 8.8k bricks);
 in the particles' own order the bricks kernel is faster early (0.79 ms) and slower once
-the liquid mixes (1.65 ms), so cell stays the default.
+the liquid mixes (1.65 ms), so cell stays the default. A third kernel, ``staged`` (one
+block a brick over its bins, the brick's new and old faces with a one-cell halo in shared
+memory, 24 KB), gives the same bits and was measured slower (H200, 8M, fourth substep:
+1.31 ms against the bricks kernel's 0.92 at 256 threads, 0.87 at 512): the particles'
+scattered 12 B reads and writes and the dependent look-ups bound G2P, not the face reads,
+and a block of ~2,500 particles leaves the SM's warps idle behind its staging; kept for A/B.
 
-The topology update, when bricks change, is ``update_topology`` (``flip_sparse_topology.cu``:
-a sort of the reached keys, two packed scans, one host read; ``Topology.update``'s topology)
-unless ``VOXFX_SPARSE_TOPOLOGY_UPDATE=array``.
+The topology update, when bricks change, is ``update_topology_table`` in a closed domain
+with a brick index (``flip_sparse_topology.cu``: the comparison claims each added brick's
+index entry, so the one flags read already holds the new sizes; a scan over the index lists
+the new keys in key order: no key list, no sort, no second host read; H200, 8M: 0.28 ms
+against 0.52), else ``update_topology`` (a sort of the reached keys, two packed scans, a
+second host read for the added count), or ``Topology.update``
+(``VOXFX_SPARSE_TOPOLOGY_UPDATE=array``; ``device`` forces ``update_topology``): the same
+topology every way.
 
 Particle order: the state is not kept sorted between substeps. Cache frames write the
 particles in the simulation's order, and that order is each particle's identity from
@@ -121,8 +131,12 @@ STAGED_FILTER = True  # staged gather: skip the particles the cells' masks say a
 _STAGE_FIXED, _STAGE_WORDS, _STAGE_APIC_WORDS = 1000 + 1001 + 256, 10, 12
 G2P_ORDERS = ("cell", "input")
 TOPOLOGY = Kernels("flip_sparse_topology.cu", (), THREADS)
-TOPOLOGY_UPDATES = ("device", "array")  # VOXFX_SPARSE_TOPOLOGY_UPDATE: update_topology, or Topology.update
-G2P_KERNELS = ("bricks", "walk")  # flip_sparse_g2p.cu: g2p_advect_bricks, g2p_advect_sparse
+# VOXFX_SPARSE_TOPOLOGY_UPDATE: update_topology_table (where a brick index is: else device), update_topology,
+# or Topology.update
+TOPOLOGY_UPDATES = ("table", "device", "array")
+G2P_KERNELS = ("bricks", "walk", "staged")  # flip_sparse_g2p.cu: g2p_advect_bricks, _sparse, _staged
+G2P_STAGED_THREADS = 256  # a block of g2p_advect_staged (its __launch_bounds__)
+G2P_LEFTOVER_BLOCKS = 64  # g2p_advect_staged's blocks for the particles binned in no brick
 G2P_THREADS = 512  # a block of G2P: 2–4% faster than 256 at 8M (H200, bench/flip_sparse_g2p.py), the same bits
 G2P = Kernels("flip_sparse_g2p.cu", ("--fmad=false",), G2P_THREADS,
               defines={**mac.CELL_TYPES, "PUSH_EPSILON": PUSH_EPSILON})
@@ -147,7 +161,8 @@ def g2p_order(order=None) -> str:
 
 
 def g2p_kernel(kernel=None) -> str:
-    """The G2P kernel: *kernel*, else ``VOXFX_SPARSE_G2P_KERNEL``, else bricks (the same bits)."""
+    """The G2P kernel: *kernel*, else ``VOXFX_SPARSE_G2P_KERNEL``, else bricks (the same bits;
+    staged: each brick's faces in shared memory, where the bins are current, else bricks)."""
     mode = kernel or os.environ.get("VOXFX_SPARSE_G2P_KERNEL", "").strip().lower() or G2P_KERNELS[0]
     if mode not in G2P_KERNELS:
         raise ValueError(f"VOXFX_SPARSE_G2P_KERNEL must be one of {', '.join(G2P_KERNELS)}, not {mode!r}")
@@ -242,12 +257,15 @@ def can_build(grid, pos) -> bool:
     return available(grid, pos)
 
 
-def _reach(grid, pos, margin, keys, slots, used, coords, compare, index):
+def _reach(grid, pos, margin, keys, slots, used, coords, compare, index, claimed=None):
     """The marking pipeline (module notes) on the bricks *keys* in *slots* (*used*,
     *coords*: per slot; *index*: their ``brick_index``): the reach masks per slot
     (``reach_radius(margin)``'s words each), the flags [missed, beyond, added, freed]
     (beyond, added, freed against *keys* when *compare*, straight from the masks;
-    ``_reached`` lists the keys) and, when *compare*, the kept mark per slot (else None)."""
+    ``_reached`` lists the keys) and, when *compare*, the kept mark per slot (else None).
+    With *claimed* (zeroed uint32, one word an index entry) the comparison is over the
+    index (``reach_compare_table``): added counts each added brick once and *claimed* marks
+    them, for ``update_topology_table``."""
     cp = grid.xp
     n, cap = int(pos.shape[0]), int(used.shape[0])
     radius = reach_radius(margin)
@@ -265,6 +283,11 @@ def _reach(grid, pos, margin, keys, slots, used, coords, compare, index):
     kept = None
     if compare:
         kept = cp.zeros(cap, cp.uint8)
+        if claimed is not None:
+            TOPOLOGY.launch("reach_compare_table", offsets * cap, (mask, coords, _I64(cap), _I32(radius), *index,
+                                                                  kept, claimed, flags[2:3], flags[1:2]))
+            KERNELS.launch("count_unkept", cap, (used, kept, _I64(cap), flags[3:4]))
+            return (mask, radius), flags, kept
         KERNELS.launch("reach_compare", offsets * cap, (mask, coords, _I64(cap), _I32(radius), keys, slots, nk,
                                                         *index, kept, flags[2:3], flags[1:2]))
         KERNELS.launch("count_unkept", cap, (used, kept, _I64(cap), flags[3:4]))
@@ -289,7 +312,8 @@ def _reached(cp, mask, coords, flags):
 
 
 def topology_update_mode() -> str:
-    """``VOXFX_SPARSE_TOPOLOGY_UPDATE``: ``device`` (default: ``update_topology``) or
+    """``VOXFX_SPARSE_TOPOLOGY_UPDATE``: ``table`` (default: ``update_topology_table`` where
+    the grid has a brick index, else ``device``), ``device`` (``update_topology``) or
     ``array`` (``Topology.update`` of the reached keys, the A/B baseline): the same topology."""
     mode = os.environ.get("VOXFX_SPARSE_TOPOLOGY_UPDATE", "").strip().lower() or TOPOLOGY_UPDATES[0]
     if mode not in TOPOLOGY_UPDATES:
@@ -328,29 +352,65 @@ def update_topology(grid, mask, flags, kept, freed_count: int):
     return topo, fresh, freed
 
 
+def update_topology_table(grid, claimed, kept, n_add: int, freed_count: int):
+    """``update_topology`` over the grid's brick index (``flip_sparse_topology.cu``'s table
+    update: *claimed* and *kept* from ``_reach``, *n_add* and *freed_count* its flags, so the
+    sizes need no host read of their own; no key list, no sort): (topology, added slots,
+    freed slots), the same topology."""
+    from ..grid.sparse import Topology
+
+    cp = grid.xp
+    t = grid.topology
+    cap, count = grid.capacity, t.count
+    index = brick_index(grid)
+    entries = int(index[4]) * int(index[5]) * int(index[6])
+    marks = cp.empty(entries, cp.int64)
+    TOPOLOGY.launch("topology_table_marks", entries, (index[0], _I64(entries), kept, claimed, marks))
+    marks = cp.cumsum(marks)
+    free = cp.empty(cap, cp.int64)
+    TOPOLOGY.launch("topology_free", cap, (grid.brick_slot, kept, _I64(cap), free))
+    free = cp.cumsum(free)
+    n_pool = cap - count + freed_count
+    pool, freed = cp.empty(n_pool, cp.int32), cp.empty(freed_count, cp.int32)
+    TOPOLOGY.launch("topology_pool", cap, (free, _I64(cap), pool, freed))
+    n_new = count - freed_count + n_add
+    keys, slots, fresh = cp.empty(n_new, cp.int64), cp.empty(n_new, cp.int32), cp.empty(n_add, cp.int32)
+    TOPOLOGY.launch("topology_table_place", entries, (marks, *index, pool, _I64(n_pool), _I64(cap), keys, slots,
+                                                      fresh))
+    grow = max(0, n_add - n_pool)
+    topo = Topology(keys, slots, cap + grow, pool[n_add:] if n_add < n_pool else cp.zeros(0, cp.int32), cp)
+    return topo, fresh, freed
+
+
 def incremental_keys(grid, pos, margin: int, prebuilt: bool = False):
     """The keys of ``grid.topology_keys(pos, margin)``, as ``(keys, same)``: *same* when
     they are the current bricks (then *keys* is None: nothing to update); None where the
     array path must build them (module notes). From the current topology (one host sync),
     or, when a particle lies outside it (or there is none), from the bricks holding
-    particles (``full_keys``). With *prebuilt* (and ``topology_update_mode()`` device),
-    an update of the current topology comes as ``update_topology``'s (topology, added,
-    freed) tuple in place of *keys*."""
+    particles (``full_keys``). With *prebuilt* (and ``topology_update_mode()`` table or
+    device), an update of the current topology comes as ``update_topology_table``'s or
+    ``update_topology``'s (topology, added, freed) tuple in place of *keys*."""
     margin = int(margin)
     limit = MAX_MARGIN if topology_mode() == "device" else 8
     if margin > limit or margin < 0 or int(pos.shape[0]) == 0:
         return None
     t = grid.topology
     if t.count:
+        index = brick_index(grid)
+        mode = topology_update_mode() if prebuilt else "array"
+        table = mode == "table" and int(index[4]) > 0
+        claimed = grid.xp.zeros(int(index[4]) * int(index[5]) * int(index[6]), grid.xp.uint32) if table else None
         mask, flags, kept = _reach(grid, pos, margin, t.keys, t.slots, grid.brick_slot, grid.slot_coords, True,
-                                   brick_index(grid))
+                                   index, claimed)
         missed, beyond, added, freed = (int(f) for f in flags.get())  # the one host sync
         if beyond:
             return None
         if not missed:
             if added == 0 and freed == 0:
                 return None, True
-            if prebuilt and topology_update_mode() == "device":
+            if table:  # added: each brick once, so the sizes are known
+                return update_topology_table(grid, claimed, kept, added, freed), False
+            if mode != "array":
                 return update_topology(grid, mask, flags, kept, freed), False
             return _reached(grid.xp, mask, grid.slot_coords, flags), False
     keys = full_keys(grid, pos, margin)
@@ -479,7 +539,7 @@ def particles_to_grid(grid, pos, vel, c, gather=None):
     args = (spos, svel, sc, _I32(c is not None), start, count, grid.brick_slot, grid.slot_coords, grid.brick_nbr,
             _I64(size), _I32(grid.closed), *_dims(grid), *_frame(grid), *faces, *valid)
     launch_gather(mode, size, args, c is not None)
-    grid.bins = (pos, count, order, cell_of)
+    grid.bins = (pos, count, order, cell_of, start)
     for name, f in zip(grid.FACES, faces):
         grid[name] = f
     return valid
@@ -554,7 +614,14 @@ def g2p_advect(grid, old, pos, vel, flip, pic, dt, half_dt, c, order=None, kerne
     keys, slots, nk = _topo(grid)
     apic = c is not None
     dummy = c if apic else grid.xp.zeros(1, grid.xp.float32)
-    if g2p_kernel(kernel) == "bricks":
+    mode = g2p_kernel(kernel)
+    if mode == "staged" and sorted_ and len(bins) > 4:  # one block a brick over its bins
+        G2P.launch_grid("g2p_advect_staged", (grid.capacity + G2P_LEFTOVER_BLOCKS,), (G2P_STAGED_THREADS,),
+                        (pos, vel, dummy, _I64(n), _I32(apic), *grid.faces(), *old, grid["solid"], keys, slots, nk,
+                         grid.brick_nbr, *brick_index(grid), _I32(grid.closed), *_dims(grid), *_frame(grid), flip,
+                         pic, dt, half_dt, bins[2], bins[4], bins[1], grid.brick_slot, _I64(grid.capacity)))
+        return
+    if mode in ("bricks", "staged"):  # staged without current bins: the bricks kernel
         G2P.launch("g2p_advect_bricks", n, (pos, vel, dummy, _I64(n), _I32(apic), *grid.faces(), *old, grid["solid"],
                                             keys, slots, nk, grid.brick_nbr, *brick_index(grid), _I32(grid.closed),
                                             *_dims(grid), *_frame(grid), flip, pic, dt, half_dt,

@@ -17,8 +17,9 @@ update costs a few small kernels and host syncs (``sparse_gpu.incremental_keys``
 particles mark their cells in the current topology, each brick turns its marked cells into
 the bricks their boxes reach — the same bricks as ``topology_keys``, no particle sort; for
 margins up to 24 cells, and the first substep's build from the particles' bricks; the new
-slots in a few kernels with one host read, ``sparse_gpu.update_topology``, the same as
-``Topology.update``), and a substep that changes no brick keeps the neighbour tables.
+slots in a few kernels, ``sparse_gpu.update_topology_table`` (closed: no host read beyond
+the pipeline's one) or ``update_topology`` (one more), the same as ``Topology.update``), and
+a substep that changes no brick keeps the neighbour tables.
 
 Boundaries. A closed domain (``GridSpec`` box with walls, as the dense solver) clips the
 influence boxes to the box plus one ring of cells: the cells of that ring (beyond the

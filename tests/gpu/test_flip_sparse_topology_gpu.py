@@ -1,4 +1,5 @@
-"""The device topology update (``sparse_gpu.update_topology``, issue 24) against
+"""The device topology updates (``sparse_gpu.update_topology``, and
+``update_topology_table`` over a closed domain's brick index, issue 24) against
 ``Topology.update`` (``VOXFX_SPARSE_TOPOLOGY_UPDATE=array``) and the CPU grid: particles
 that move, spread and gather over several substeps give the same keys, slots, free list,
 capacity, neighbour tables and channels every time, through bricks added, freed, reused
@@ -21,21 +22,26 @@ def host(a):
 def test_device_update_gives_the_array_update_and_the_cpus(monkeypatch, closed):
     import cupy
 
-    calls = []
-    original = sparse_gpu.update_topology
+    calls = {"update_topology": [], "update_topology_table": []}
 
-    def counted(*args, **kwargs):
-        calls.append(1)
-        return original(*args, **kwargs)
+    def counting(name):
+        original = getattr(sparse_gpu, name)
 
-    monkeypatch.setattr(sparse_gpu, "update_topology", counted)
+        def counted(*args, **kwargs):
+            calls[name].append(1)
+            return original(*args, **kwargs)
+
+        monkeypatch.setattr(sparse_gpu, name, counted)
+
+    counting("update_topology")
+    counting("update_topology_table")
     rng = np.random.default_rng(int(np.random.default_rng().integers(1 << 30)))
     spec = GridSpec((0.0, 0.0, 0.0), 0.05, (64, 48, 40))
     up = np.asarray(spec.upper)
     centre = np.array([0.3, 0.4, 0.5]) * up
     spread = rng.normal(0, 1, (20000, 3))
-    grids = {"cpu": SparseFlipGrid(spec, np, closed), "device": SparseFlipGrid(spec, cupy, closed),
-             "array": SparseFlipGrid(spec, cupy, closed)}
+    grids = {"cpu": SparseFlipGrid(spec, np, closed), "table": SparseFlipGrid(spec, cupy, closed),
+             "device": SparseFlipGrid(spec, cupy, closed), "array": SparseFlipGrid(spec, cupy, closed)}
     changed = 0
     for step in range(8):  # the blob drifts, spreads, then gathers (< 3 cells a step): bricks come and go
         scale = [0.10, 0.11, 0.12, 0.12, 0.11, 0.11, 0.11, 0.10][step] * up
@@ -48,7 +54,7 @@ def test_device_update_gives_the_array_update_and_the_cpus(monkeypatch, closed):
             if name == "cpu":
                 changed += int(len(added) + len(freed) > 0)
         want = grids["cpu"]
-        for name in ("device", "array"):
+        for name in ("table", "device", "array"):
             g = grids[name]
             t = g.topology
             assert np.array_equal(host(t.keys), want.topology.keys), (name, step)
@@ -58,4 +64,7 @@ def test_device_update_gives_the_array_update_and_the_cpus(monkeypatch, closed):
             assert np.array_equal(host(g.nbr), want.nbr)
             for channel in ("exists_u", "exists_v", "exists_w", "wall", "solid", "u", "cell"):
                 assert np.array_equal(host(g[channel]), want[channel]), (name, channel)
-    assert changed >= 6 and len(calls) >= 5  # the device update ran (the first build is not an update)
+    # the device updates ran (the first build is not an update); open domains have no index: no table
+    table_calls = len(calls["update_topology_table"])
+    assert changed >= 6 and len(calls["update_topology"]) >= (5 if closed else 10)
+    assert (table_calls >= 5) if closed else (table_calls == 0)

@@ -29,6 +29,10 @@ static HostDim h_block, h_dim, h_thread;
 #define blockIdx h_block
 #define blockDim h_dim
 #define threadIdx h_thread
+template <typename T> T plain_add(T* p, T v) { T o = *p; *p = o + v; return o; }
+template <typename T> T plain_exch(T* p, T v) { T o = *p; *p = v; return o; }
+#define atomicAdd plain_add
+#define atomicExch plain_exch
 #include "flip_sparse_topology.cu"
 typedef long long ll;
 static void at(ll i) { h_block.x = (unsigned)i; h_dim.x = 1; h_thread.x = 0; }
