@@ -12,16 +12,15 @@ The dam break of ``bench/flip.py`` runs *substeps* substeps of 1/120 s, then:
    (positions and velocities read and written, 48 B a particle, + 4 B of order in the bins'
    order, + the new and old faces, 24 B a cell, at 3.35 TB/s); every variant's positions
    and velocities compared bit for bit with the first's (the earlier walk in cell order).
-2. *steps* whole substeps (``flip_sparse.timed_sparse_substep``) cycling through ``MODES``
-   (staged: the staged G2P and the table update; new: the bricks G2P and the sorted device
-   update; old: the walk and ``Topology.update``; the G2P kernel, ``VOXFX_SPARSE_G2P_KERNEL``,
-   and the topology update, ``VOXFX_SPARSE_TOPOLOGY_UPDATE``; the particles and bricks follow
-   the same bits every way): the stages' medians per mode, and the topology stage split
+2. *steps* whole substeps (``flip_sparse.timed_sparse_substep``) alternating between the
+   new code and the earlier one (``MODES``: the G2P kernel, ``VOXFX_SPARSE_G2P_KERNEL``, and
+   the topology update, ``VOXFX_SPARSE_TOPOLOGY_UPDATE``; the particles and bricks follow
+   the same bits either way): the stages' medians per mode, and the topology stage split
    by CUDA events around its calls (margin, ``incremental_keys`` with the device update
    inside it, ``Topology.update``, ``retopologize``, the tables, the marks), apart for
    substeps whose bricks changed and those whose did not. The old mode also fills the flow
    channels at each update (``update(scratch=False)``).
-3. With ``--frames N``, N user frames (``step(1/24)``) cycling through the modes, the old
+3. With ``--frames N``, N user frames (``step(1/24)``) alternating between the modes, the old
    one measuring the fastest particle again for the margin: ms a substep.
 """
 
@@ -125,13 +124,10 @@ def g2p_variants(cp, sim, dt, repeat):
     print("--- | --- | --- | --- | --- | --- | ---")
     first = None
     state = {}
-    kernels = ["walk"] + [k for k in sparse_gpu.G2P_KERNELS if k != "walk"]  # walk (the earlier) first: the reference
-    for kernel in kernels:
+    for kernel in sparse_gpu.G2P_KERNELS[::-1]:  # walk (the earlier kernel) first: the reference
         for order in sparse_gpu.G2P_ORDERS:
             for threads in (256, 128, 512):
-                if kernel in ("walk", "staged") and threads != 256:  # staged: its own block of 256
-                    continue
-                if kernel == "staged" and order != "cell":  # (it runs on the bins only)
+                if kernel == "walk" and threads != 256:
                     continue
 
                 def prepare(order=order):
@@ -161,10 +157,9 @@ def g2p_variants(cp, sim, dt, repeat):
     g.bins = None
 
 
-MODES = {"staged": {"VOXFX_SPARSE_G2P_KERNEL": "staged", "VOXFX_SPARSE_TOPOLOGY_UPDATE": "table"},
-         "new": {"VOXFX_SPARSE_G2P_KERNEL": "bricks", "VOXFX_SPARSE_TOPOLOGY_UPDATE": "device"},
+MODES = {"new": {"VOXFX_SPARSE_G2P_KERNEL": "bricks", "VOXFX_SPARSE_TOPOLOGY_UPDATE": "device"},
          "old": {"VOXFX_SPARSE_G2P_KERNEL": "walk", "VOXFX_SPARSE_TOPOLOGY_UPDATE": "array"}}
-SCRATCH = {"staged": True, "new": True, "old": False}  # update(scratch=): the old mode fills the flow channels
+SCRATCH = {"new": True, "old": False}  # update(scratch=): the old mode fills the flow channels
 _UPDATE = sparse_grid_module.SparseFlipGrid.update
 
 
@@ -190,7 +185,6 @@ def substeps(cp, sim, dt, steps):
     spans = Spans(cp)
     spans.wrap(sparse_gpu, "incremental_keys", "incremental_keys (device update inside)")
     spans.wrap(sparse_gpu, "update_topology", "update_topology (device)")
-    spans.wrap(sparse_gpu, "update_topology_table", "update_topology_table (table)")
     spans.wrap(sparse_module.Topology, "update", "Topology.update (array)")
     spans.wrap(sparse_mac.SparseMacGrid, "retopologize", "retopologize (all)")
     spans.wrap(sparse_mac.SparseMacGrid, "_neighbours", "tables (_neighbours)")
@@ -202,7 +196,7 @@ def substeps(cp, sim, dt, steps):
     parts = defaultdict(lambda: defaultdict(list))
     names = list(MODES)
     for i in range(steps):
-        mode = names[i % len(names)]
+        mode = names[i % 2]
         use_mode(mode)
         ms, it, part = timed_sparse_substep(sim, dt, ev, sub)
         changed = bool(part[-1])
@@ -233,7 +227,7 @@ def frames(cp, sim, count):
 
     out = defaultdict(list)
     for i in range(count):
-        mode = list(MODES)[i % len(MODES)]
+        mode = list(MODES)[i % 2]
         use_mode(mode, sim)
         cp.cuda.Device().synchronize()
         a = time.perf_counter()
@@ -266,8 +260,8 @@ def main():
     substeps(cp, sim, dt, args.steps)
     if args.frames:
         frames(cp, sim, args.frames)
-    use_mode("staged", sim)
-    for name in MODES["staged"]:
+    use_mode("new", sim)
+    for name in MODES["new"]:
         os.environ.pop(name, None)
     print(f"pool: {cp.get_default_memory_pool().total_bytes() / 2 ** 20:.0f} MiB")
 

@@ -266,11 +266,8 @@ __device__ __forceinline__ int pick8(const int s[8], int r)
 // base → +x → +y → +z is, is per brick: corner (x, y, z) exists when the bricks of
 // corners (0, 0, 0), (x, 0, 0), (x, y, 0) and (x, y, z) are active. Open: a ⌊c⌋ beyond the
 // key range has no brick (all corners −1, as the walk's look-up answers).
-// With a window (g2p_advect_staged), win[q] is also corner q's place in the home brick's
-// staged 10³ window (cells −1 … 8 of the brick on each axis), −1 outside it or missing.
-template <bool Window>
-__device__ __forceinline__ void corner_cells_at(const Home& H, int closed, const int s[3], const float at[3],
-                                                int idx[8], float t[3], int win[8])
+__device__ __forceinline__ void corner_cells_fast(const Home& H, int closed, const int s[3], const float at[3],
+                                                  int idx[8], float t[3])
 {
     int i0[3], up[3], cross[3];
     bool inside = true;
@@ -293,8 +290,6 @@ __device__ __forceinline__ void corner_cells_at(const Home& H, int closed, const
     }
     if (!inside) {
         for (int q = 0; q < 8; ++q) idx[q] = -1;
-        if (Window)
-            for (int q = 0; q < 8; ++q) win[q] = -1;
         return;
     }
     const int b[3] = {i0[0] >> 3, i0[1] >> 3, i0[2] >> 3};
@@ -311,23 +306,11 @@ __device__ __forceinline__ void corner_cells_at(const Home& H, int closed, const
         const int rx = x & cross[0], ry = (y & cross[1]) << 1, rz = (z & cross[2]) << 2;
         if (pick8(slot, 0) < 0 || pick8(slot, rx) < 0 || pick8(slot, rx | ry) < 0 || pick8(slot, rx | ry | rz) < 0) {
             idx[q] = -1;
-            if (Window) win[q] = -1;
             continue;
         }
         const int i = i0[0] + (x & up[0]), j = i0[1] + (y & up[1]), k = i0[2] + (z & up[2]);
         idx[q] = pick8(slot, rx | ry | rz) * SPARSE_CELLS + (((k & 7) << 6) | ((j & 7) << 3) | (i & 7));
-        if (Window) {
-            const int lx = i - 8 * H.hb[0] + 1, ly = j - 8 * H.hb[1] + 1, lz = k - 8 * H.hb[2] + 1;
-            win[q] = H.slot >= 0 && (unsigned)lx < 10u && (unsigned)ly < 10u && (unsigned)lz < 10u
-                         ? (lz * 10 + ly) * 10 + lx : -1;
-        }
     }
-}
-
-__device__ __forceinline__ void corner_cells_fast(const Home& H, int closed, const int s[3], const float at[3],
-                                                  int idx[8], float t[3])
-{
-    corner_cells_at<false>(H, closed, s, at, idx, t, nullptr);
 }
 
 // sample_faces_brick with corner_cells_fast: the same corners, fractions and blends.
@@ -349,80 +332,36 @@ __device__ __forceinline__ void sample_faces_fast(const float* __restrict__ u, c
     }
 }
 
-// sample_faces_fast reading the corners inside the home brick's staged window from shared
-// memory (window: u, v, w, old u, v, w, WINDOW_CELLS each; the same values as the faces' at
-// those corners), the others from the faces.
-#define WINDOW_CELLS 1000
-__device__ __forceinline__ void sample_faces_window(const float* __restrict__ u, const float* __restrict__ v,
-                                                    const float* __restrict__ w, const Home& H, int closed,
-                                                    const int n[3], const float g[3], float out[3], float* grad,
-                                                    const float* window, const float* const* old = nullptr,
-                                                    float* out_old = nullptr)
+// g2p_advect_sparse's update with corner_cells_fast (file notes): one thread per particle,
+// thread t on particle order[t] where use_order (P2G's counting sort: a warp's particles in
+// a few neighbouring cells, so their face reads share cache lines), else t. The home brick
+// is ⌊(x − o)/h⌋'s, its slot from the brick index (one load, closed) or a binary search.
+// The push-out is push_out_brick's, on the same home.
+extern "C" __global__ void g2p_advect_bricks(float* __restrict__ pos, float* __restrict__ vel, float* __restrict__ c,
+                                             long long n, int apic, const float* __restrict__ u,
+                                             const float* __restrict__ v, const float* __restrict__ w,
+                                             const float* __restrict__ old_u, const float* __restrict__ old_v,
+                                             const float* __restrict__ old_w, const unsigned char* __restrict__ solid,
+                                             const long long* __restrict__ keys, const int* __restrict__ slots,
+                                             long long n_keys, const int* __restrict__ nbr27, BRICK_INDEX_ARGS,
+                                             int closed, int nx, int ny, int nz, float ox, float oy, float oz,
+                                             float h, float inv_h, float flip, float pic, float dt, float half_dt,
+                                             const int* __restrict__ order, int use_order)
 {
-    const float* const f[3] = {u, v, w};
-#pragma unroll
-    for (int a = 0; a < 3; ++a) {
-        const int s[3] = {n[0] + (a == 0), n[1] + (a == 1), n[2] + (a == 2)};
-        const float at[3] = {a == 0 ? g[0] : g[0] - 0.5f, a == 1 ? g[1] : g[1] - 0.5f, a == 2 ? g[2] : g[2] - 0.5f};
-        int idx[8], win[8];
-        float t[3], p[8];
-        corner_cells_at<true>(H, closed, s, at, idx, t, win);
-        for (int q = 0; q < 8; ++q) p[q] = idx[q] < 0 ? 0.0f : win[q] >= 0 ? window[a * WINDOW_CELLS + win[q]]
-                                                                         : f[a][idx[q]];
-        out[a] = trilinear_blend(p, t[0], t[1], t[2], grad ? grad + 3 * a : nullptr);
-        if (old) {
-            for (int q = 0; q < 8; ++q)
-                p[q] = idx[q] < 0 ? 0.0f : win[q] >= 0 ? window[(3 + a) * WINDOW_CELLS + win[q]] : old[a][idx[q]];
-            out_old[a] = trilinear_blend(p, t[0], t[1], t[2], nullptr);
-        }
-    }
-}
-
-// The particle update of g2p_advect_bricks and g2p_advect_staged (particle p): G2P, RK2,
-// push-out. home: the slot of p's brick when the caller knows it (staged: the block's), else
-// −2 (from the brick index or a search). window: the home brick's staged faces, or nullptr.
-struct G2PArgs {
-    float* __restrict__ pos;
-    float* __restrict__ vel;
-    float* __restrict__ c;
-    int apic;
-    const float* __restrict__ u;
-    const float* __restrict__ v;
-    const float* __restrict__ w;
-    const float* __restrict__ old_u;
-    const float* __restrict__ old_v;
-    const float* __restrict__ old_w;
-    const unsigned char* __restrict__ solid;
-    const long long* __restrict__ keys;
-    const int* __restrict__ slots;
-    long long n_keys;
-    const int* __restrict__ nbr27;
-    int closed, nx, ny, nz;
-    float ox, oy, oz, h, inv_h, flip, pic, dt, half_dt;
-};
-
-template <bool Staged>
-__device__ __forceinline__ void advect_particle(const G2PArgs& A, long long p, int home, const float* window,
-                                                const int* __restrict__ index, int index_lx, int index_ly,
-                                                int index_lz, int index_dx, int index_dy, int index_dz)
-{
-    const long long* __restrict__ keys = A.keys;
-    const int* __restrict__ slots = A.slots;
-    const long long n_keys = A.n_keys;
-    float* __restrict__ pos = A.pos;
-    float* __restrict__ vel = A.vel;
-    const float o[3] = {A.ox, A.oy, A.oz};
-    const float inv_h = A.inv_h;
+    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n) return;
+    const long long p = use_order ? (long long)order[t] : t;
+    const float o[3] = {ox, oy, oz};
     const float x0[3] = {pos[3 * p], pos[3 * p + 1], pos[3 * p + 2]};
-    const float g[3] = {(x0[0] - A.ox) * inv_h, (x0[1] - A.oy) * inv_h, (x0[2] - A.oz) * inv_h};
-    const int dims[3] = {A.nx, A.ny, A.nz};
-    Home H{keys, slots, n_keys, A.nbr27, -1, {0, 0, 0}};
+    const float g[3] = {(x0[0] - ox) * inv_h, (x0[1] - oy) * inv_h, (x0[2] - oz) * inv_h};
+    const int dims[3] = {nx, ny, nz};
+    Home H{keys, slots, n_keys, nbr27, -1, {0, 0, 0}};
     Sampler S;  // push_out_brick's: the same home
-    S.b = Bricks{keys, slots, n_keys, A.nbr27};
-    S.closed = A.closed;
-    S.n[0] = A.nx;
-    S.n[1] = A.ny;
-    S.n[2] = A.nz;
+    S.b = Bricks{keys, slots, n_keys, nbr27};
+    S.closed = closed;
+    S.n[0] = nx;
+    S.n[1] = ny;
+    S.n[2] = nz;
     S.home = -1;
     S.hb[0] = S.hb[1] = S.hb[2] = 0;
     if (isfinite(g[0]) && isfinite(g[1]) && isfinite(g[2])) {
@@ -434,104 +373,22 @@ __device__ __forceinline__ void advect_particle(const G2PArgs& A, long long p, i
         }
         if (inside) {  // (beyond the key range: no brick, every look-up searches and misses)
             for (int a = 0; a < 3; ++a) H.hb[a] = (int)S.hb[a];
-            H.slot = S.home = home != -2 ? home : INDEXED_SLOT(S.hb[0], S.hb[1], S.hb[2]);
+            H.slot = S.home = INDEXED_SLOT(S.hb[0], S.hb[1], S.hb[2]);
         }
     }
     float un[3], uo[3], grad[9];
-    const float* const old[3] = {A.old_u, A.old_v, A.old_w};
-    if (Staged)  // new and old at one look-up
-        sample_faces_window(A.u, A.v, A.w, H, A.closed, dims, g, un, A.apic ? grad : nullptr, window, old, uo);
-    else
-        sample_faces_fast(A.u, A.v, A.w, H, A.closed, dims, g, un, A.apic ? grad : nullptr, old, uo);
-    for (int a = 0; a < 3; ++a) vel[3 * p + a] = A.flip * (vel[3 * p + a] + (un[a] - uo[a])) + A.pic * un[a];
-    if (A.apic)
-        for (int a = 0; a < 9; ++a) A.c[9 * p + a] = grad[a] * inv_h;
+    const float* const old[3] = {old_u, old_v, old_w};
+    sample_faces_fast(u, v, w, H, closed, dims, g, un, apic ? grad : nullptr, old, uo);  // new and old at one look-up
+    for (int a = 0; a < 3; ++a) vel[3 * p + a] = flip * (vel[3 * p + a] + (un[a] - uo[a])) + pic * un[a];
+    if (apic)
+        for (int a = 0; a < 9; ++a) c[9 * p + a] = grad[a] * inv_h;
     float xm[3], gm[3], v2[3], x1[3];
     for (int a = 0; a < 3; ++a) {
-        xm[a] = x0[a] + A.half_dt * un[a];
+        xm[a] = x0[a] + half_dt * un[a];
         gm[a] = (xm[a] - o[a]) * inv_h;
     }
-    if (Staged)
-        sample_faces_window(A.u, A.v, A.w, H, A.closed, dims, gm, v2, nullptr, window);
-    else
-        sample_faces_fast(A.u, A.v, A.w, H, A.closed, dims, gm, v2, nullptr);
-    for (int a = 0; a < 3; ++a) x1[a] = x0[a] + A.dt * v2[a];
-    push_out_brick(x1, x0, A.solid, S, o, A.h, inv_h);
+    sample_faces_fast(u, v, w, H, closed, dims, gm, v2, nullptr);
+    for (int a = 0; a < 3; ++a) x1[a] = x0[a] + dt * v2[a];
+    push_out_brick(x1, x0, solid, S, o, h, inv_h);
     for (int a = 0; a < 3; ++a) pos[3 * p + a] = x1[a];
-}
-
-#define G2P_ARGS_LIST                                                                                               \
-    float *__restrict__ pos, float *__restrict__ vel, float *__restrict__ c, long long n, int apic,                 \
-        const float *__restrict__ u, const float *__restrict__ v, const float *__restrict__ w,                      \
-        const float *__restrict__ old_u, const float *__restrict__ old_v, const float *__restrict__ old_w,          \
-        const unsigned char *__restrict__ solid, const long long *__restrict__ keys, const int *__restrict__ slots, \
-        long long n_keys, const int *__restrict__ nbr27, BRICK_INDEX_ARGS, int closed, int nx, int ny, int nz,     \
-        float ox, float oy, float oz, float h, float inv_h, float flip, float pic, float dt, float half_dt
-#define G2P_ARGS_OF                                                                                            \
-    G2PArgs{pos,   vel,    c,     apic,  u,  v,  w,  old_u, old_v, old_w, solid, keys, slots, n_keys, nbr27, \
-            closed, nx, ny, nz, ox, oy, oz, h, inv_h, flip, pic, dt, half_dt}
-#define INDEX_ARGS_OF index, index_lx, index_ly, index_lz, index_dx, index_dy, index_dz
-
-// g2p_advect_sparse's update with corner_cells_fast (file notes): one thread per particle,
-// thread t on particle order[t] where use_order (P2G's counting sort: a warp's particles in
-// a few neighbouring cells, so their face reads share cache lines), else t. The home brick
-// is ⌊(x − o)/h⌋'s, its slot from the brick index (one load, closed) or a binary search.
-// The push-out is push_out_brick's, on the same home.
-extern "C" __global__ void g2p_advect_bricks(G2P_ARGS_LIST, const int* __restrict__ order, int use_order)
-{
-    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= n) return;
-    advect_particle<false>(G2P_ARGS_OF, use_order ? (long long)order[t] : t, -2, nullptr, INDEX_ARGS_OF);
-}
-
-// g2p_advect_bricks with each brick's faces staged in shared memory: block b < capacity
-// takes pool slot b and the particles P2G's counting sort binned in its cells (order[start
-// of its first cell … end of its last]: the positions have not moved since P2G), first
-// copying the faces (new and old) of the brick and a one-cell halo around it, cells −1 … 8
-// on each axis from the brick and its 26 neighbours (0 where a neighbour is inactive), so
-// most of a particle's 48 corner reads are shared-memory reads; the corners outside the
-// window (a fast particle's midpoint sample) read the faces. Blocks from `capacity` on take
-// the particles without a brick (order[start[cells] …]) as g2p_advect_bricks does. The same
-// corners, values and arithmetic as g2p_advect_bricks: the same bits.
-#ifndef G2P_STAGED_THREADS
-#define G2P_STAGED_THREADS 256  // a block of g2p_advect_staged (sparse_gpu.G2P_STAGED_THREADS)
-#endif
-#ifndef G2P_STAGED_BLOCKS
-#define G2P_STAGED_BLOCKS 4  // blocks an SM it is built for (64 registers a thread)
-#endif
-extern "C" __global__ void __launch_bounds__(G2P_STAGED_THREADS, G2P_STAGED_BLOCKS)
-    g2p_advect_staged(G2P_ARGS_LIST, const int* __restrict__ order,
-                                             const int* __restrict__ start, const int* __restrict__ count,
-                                             const unsigned char* __restrict__ used, long long capacity)
-{
-    __shared__ float window[6 * WINDOW_CELLS];
-    __shared__ int nb[27];
-    const long long b = blockIdx.x;
-    const long long cells = capacity * SPARSE_CELLS;
-    if (b >= capacity) {  // the particles binned in no brick
-        const long long stride = ((long long)gridDim.x - capacity) * blockDim.x;
-        for (long long t = start[cells] + (b - capacity) * blockDim.x + threadIdx.x; t < n; t += stride)
-            advect_particle<false>(G2P_ARGS_OF, (long long)order[t], -2, nullptr, INDEX_ARGS_OF);
-        return;
-    }
-    if (!used[b]) return;
-    const long long first = start[b * SPARSE_CELLS];
-    const long long last = start[b * SPARSE_CELLS + SPARSE_CELLS - 1] + count[b * SPARSE_CELLS + SPARSE_CELLS - 1];
-    if (first == last) return;  // the same for the whole block: no barrier is skipped by some threads only
-    for (int i = threadIdx.x; i < 27; i += blockDim.x) nb[i] = nbr27[27 * b + i];
-    __syncthreads();
-    for (int r = threadIdx.x; r < WINDOW_CELLS; r += blockDim.x) {
-        const int lx = r % 10 - 1, ly = (r / 10) % 10 - 1, lz = r / 100 - 1;
-        const int s = nb[sparse_offset_index(lx >> 3, ly >> 3, lz >> 3)];
-        const long long at = (long long)s * SPARSE_CELLS + (((lz & 7) << 6) | ((ly & 7) << 3) | (lx & 7));
-        window[r] = s >= 0 ? u[at] : 0.0f;
-        window[WINDOW_CELLS + r] = s >= 0 ? v[at] : 0.0f;
-        window[2 * WINDOW_CELLS + r] = s >= 0 ? w[at] : 0.0f;
-        window[3 * WINDOW_CELLS + r] = s >= 0 ? old_u[at] : 0.0f;
-        window[4 * WINDOW_CELLS + r] = s >= 0 ? old_v[at] : 0.0f;
-        window[5 * WINDOW_CELLS + r] = s >= 0 ? old_w[at] : 0.0f;
-    }
-    __syncthreads();
-    for (long long t = first + threadIdx.x; t < last; t += blockDim.x)
-        advect_particle<true>(G2P_ARGS_OF, (long long)order[t], (int)b, window, INDEX_ARGS_OF);
 }

@@ -134,9 +134,7 @@ TOPOLOGY = Kernels("flip_sparse_topology.cu", (), THREADS)
 # VOXFX_SPARSE_TOPOLOGY_UPDATE: update_topology_table (where a brick index is: else device), update_topology,
 # or Topology.update
 TOPOLOGY_UPDATES = ("table", "device", "array")
-G2P_KERNELS = ("bricks", "walk", "staged")  # flip_sparse_g2p.cu: g2p_advect_bricks, _sparse, _staged
-G2P_STAGED_THREADS = 256  # a block of g2p_advect_staged (its __launch_bounds__)
-G2P_LEFTOVER_BLOCKS = 64  # g2p_advect_staged's blocks for the particles binned in no brick
+G2P_KERNELS = ("bricks", "walk")  # flip_sparse_g2p.cu: g2p_advect_bricks, g2p_advect_sparse
 G2P_THREADS = 512  # a block of G2P: 2–4% faster than 256 at 8M (H200, bench/flip_sparse_g2p.py), the same bits
 G2P = Kernels("flip_sparse_g2p.cu", ("--fmad=false",), G2P_THREADS,
               defines={**mac.CELL_TYPES, "PUSH_EPSILON": PUSH_EPSILON})
@@ -161,8 +159,7 @@ def g2p_order(order=None) -> str:
 
 
 def g2p_kernel(kernel=None) -> str:
-    """The G2P kernel: *kernel*, else ``VOXFX_SPARSE_G2P_KERNEL``, else bricks (the same bits;
-    staged: each brick's faces in shared memory, where the bins are current, else bricks)."""
+    """The G2P kernel: *kernel*, else ``VOXFX_SPARSE_G2P_KERNEL``, else bricks (the same bits)."""
     mode = kernel or os.environ.get("VOXFX_SPARSE_G2P_KERNEL", "").strip().lower() or G2P_KERNELS[0]
     if mode not in G2P_KERNELS:
         raise ValueError(f"VOXFX_SPARSE_G2P_KERNEL must be one of {', '.join(G2P_KERNELS)}, not {mode!r}")
@@ -539,7 +536,7 @@ def particles_to_grid(grid, pos, vel, c, gather=None):
     args = (spos, svel, sc, _I32(c is not None), start, count, grid.brick_slot, grid.slot_coords, grid.brick_nbr,
             _I64(size), _I32(grid.closed), *_dims(grid), *_frame(grid), *faces, *valid)
     launch_gather(mode, size, args, c is not None)
-    grid.bins = (pos, count, order, cell_of, start)
+    grid.bins = (pos, count, order, cell_of)
     for name, f in zip(grid.FACES, faces):
         grid[name] = f
     return valid
@@ -614,14 +611,7 @@ def g2p_advect(grid, old, pos, vel, flip, pic, dt, half_dt, c, order=None, kerne
     keys, slots, nk = _topo(grid)
     apic = c is not None
     dummy = c if apic else grid.xp.zeros(1, grid.xp.float32)
-    mode = g2p_kernel(kernel)
-    if mode == "staged" and sorted_ and len(bins) > 4:  # one block a brick over its bins
-        G2P.launch_grid("g2p_advect_staged", (grid.capacity + G2P_LEFTOVER_BLOCKS,), (G2P_STAGED_THREADS,),
-                        (pos, vel, dummy, _I64(n), _I32(apic), *grid.faces(), *old, grid["solid"], keys, slots, nk,
-                         grid.brick_nbr, *brick_index(grid), _I32(grid.closed), *_dims(grid), *_frame(grid), flip,
-                         pic, dt, half_dt, bins[2], bins[4], bins[1], grid.brick_slot, _I64(grid.capacity)))
-        return
-    if mode in ("bricks", "staged"):  # staged without current bins: the bricks kernel
+    if g2p_kernel(kernel) == "bricks":
         G2P.launch("g2p_advect_bricks", n, (pos, vel, dummy, _I64(n), _I32(apic), *grid.faces(), *old, grid["solid"],
                                             keys, slots, nk, grid.brick_nbr, *brick_index(grid), _I32(grid.closed),
                                             *_dims(grid), *_frame(grid), flip, pic, dt, half_dt,

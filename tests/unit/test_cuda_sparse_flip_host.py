@@ -27,7 +27,7 @@ from voxfx.kernels.grid.sparse import brick_coords
 # and valid (the cell gather), the same from the brick gather; cell, from the particles and
 # from the bins' counts; extrapolated u v w and masks; enforced u v w (gravity added);
 # fluid faces; positions, velocities (, C) after G2P + advection, twice (particle order,
-# then the bins'), then the same twice from g2p_advect_bricks, then from g2p_advect_staged; then, for those positions,
+# then the bins'), then the same twice from g2p_advect_bricks; then, for those positions,
 # the incremental topology's added and freed counts against the current one, missed and
 # beyond counts, and its sorted unique keys; then the same from a full build; all of it
 # for margin (≤ 8: one brick of reach), then margin2 (9–16: two bricks,
@@ -44,8 +44,7 @@ HARNESS = r"""
 #undef __launch_bounds__
 #define __launch_bounds__(...)
 struct HostDim { unsigned x, y, z; };
-static HostDim h_block, h_dim, h_thread, h_grid;
-#define gridDim h_grid
+static HostDim h_block, h_dim, h_thread;
 #define blockIdx h_block
 #define blockDim h_dim
 #define threadIdx h_thread
@@ -188,17 +187,6 @@ int main() {
                                     flip, pic, dt, half_dt, order.data(), use_order));
         pf(pos3); pf(vel3);
         if (apic) pf(c3);
-    }
-    {  // g2p_advect_staged: a block (of one thread here) a brick over its bins, two for the particles in none
-        std::vector<float> pos4 = pos_in, vel4 = vel_in, c4 = c_in;
-        h_grid.x = (unsigned)(cap + 2);
-        LAUNCH(cap + 2, g2p_advect_staged(pos4.data(), vel4.data(), c4.data(), n, apic, u.data(), v.data(), w.data(),
-                                          old_u.data(), old_v.data(), old_w.data(), solid.data(), keys.data(),
-                                          slots.data(), nk, nbr27.data(), INDEX, closed, nx, ny, nz, ox, oy, oz, h,
-                                          inv_h, flip, pic, dt, half_dt, order.data(), start.data(), count.data(),
-                                          used.data(), cap));
-        pf(pos4); pf(vel4);
-        if (apic) pf(c4);
     }
     for (int m : {margin, margin2, margin3}) {  // one brick (R = 1), two and three of reach
     const int radius = std::max(1, (m + 7) / 8), offsets = (2 * radius + 1) * (2 * radius + 1) * (2 * radius + 1);
@@ -424,8 +412,7 @@ def _check_topology(out, grid, pos, t, margins, holes):
 
 def _check_g2p(out, grid, old, pos, vel, flip, dt, c):
     """G2P + advection (in place): the NumPy reference's bits from g2p_advect_sparse in the
-    particles' order and the bins', then from g2p_advect_bricks in both, then from
-    g2p_advect_staged (a block a brick over the bins)."""
+    particles' order and the bins', then from g2p_advect_bricks in both."""
     apic = c is not None
     x0 = pos.copy()
     sparse_transfer.g2p_advect(grid, old, pos, vel, flip, dt, c)
@@ -437,6 +424,6 @@ def _check_g2p(out, grid, old, pos, vel, flip, dt, c):
         assert np.array_equal(out.floats(c.size).reshape(c.shape), c)
     for want in (pos, vel, c) if apic else (pos, vel):  # in the bins' order: the same bits
         assert np.array_equal(out.floats(want.size).reshape(want.shape), want)
-    for _ in ("particle order", "bins' order", "staged"):  # g2p_advect_bricks, then _staged: the same bits
+    for _ in ("particle order", "bins' order"):  # g2p_advect_bricks: the same bits
         for want in (pos, vel, c) if apic else (pos, vel):
             assert np.array_equal(out.floats(want.size).reshape(want.shape).view(np.uint32), want.view(np.uint32))
