@@ -78,12 +78,12 @@ index arithmetic, the home brick from the brick index; ``walk`` is the earlier k
 (7 table-read steps a sample from the bin's brick). 8M particles, H200: 0.93 → 0.87 ms
 at the fourth substep, 1.52 → 1.26 ms at the 120th (the liquid spread over 8.8k bricks);
 in the particles' own order the bricks kernel is faster early (0.79 ms) and slower once
-the liquid mixes (1.65 ms), so cell stays the default. A third kernel, ``staged`` (one
-block a brick over its bins, the brick's new and old faces with a one-cell halo in shared
-memory, 24 KB), gives the same bits and was measured slower (H200, 8M, fourth substep:
-1.31 ms against the bricks kernel's 0.92 at 256 threads, 0.87 at 512): the particles'
-scattered 12 B reads and writes and the dependent look-ups bound G2P, not the face reads,
-and a block of ~2,500 particles leaves the SM's warps idle behind its staging; kept for A/B.
+the liquid mixes (1.65 ms), so cell stays the default. A third kernel (one block a
+brick over its bins, the brick's new and old faces with a one-cell halo in shared memory,
+24 KB) gave the same bits and measured slower (H200, 8M, fourth substep: 1.31 ms against
+the bricks kernel's 0.92 at 256 threads, 0.87 at 512; not kept, bench/RESULTS.md): the
+particles' scattered 12 B reads and writes and the dependent look-ups bound G2P, not the
+face reads, and a block of ~2,500 particles leaves the SM's warps idle behind its staging.
 
 The topology update, when bricks change, is ``update_topology_table`` in a closed domain
 with a brick index (``flip_sparse_topology.cu``: the comparison claims each added brick's
