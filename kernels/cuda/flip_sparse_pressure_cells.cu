@@ -136,13 +136,19 @@ extern "C" __global__ void cells_label(const unsigned char* __restrict__ cell, c
     }
 }
 
-// count[0] = FLUID cells whose component reaches no AIR (sealed), after cells_label.
+// count[0] = FLUID cells whose component reaches no AIR (sealed), after cells_label, and the
+// solver's cell types: kind[c] = cell[c], but AIR for each sealed region's pin, its lowest
+// cell (label[c] = c; sparse_pressure.solver_cells) — so the unknowns need no host read of
+// the count first.
 extern "C" __global__ void cells_sealed(const unsigned char* __restrict__ cell, const int* __restrict__ label, int n,
-                                        const unsigned char* __restrict__ reach, int* __restrict__ count)
+                                        const unsigned char* __restrict__ reach, int* __restrict__ count,
+                                        unsigned char* __restrict__ kind)
 {
     RANGE(c, 0, n)
     {
-        if (cell[c] == CELL_FLUID && !reach[label[c]]) atomicAdd(count, 1);
+        const bool sealed = cell[c] == CELL_FLUID && !reach[label[c]];
+        if (sealed) atomicAdd(count, 1);
+        kind[c] = sealed && label[c] == c ? (unsigned char)CELL_AIR : cell[c];
     }
 }
 

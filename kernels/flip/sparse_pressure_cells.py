@@ -9,7 +9,8 @@ it the compaction and union-find of the labels), by the kernels of
   cells_hook    union-find over FLUID cells' +x, +y, +z FLUID links, straight on the flat
                 cells (no compaction), roots the lowest flat index of their component;
   cells_label   each FLUID cell's root, and reach[root] for cells that touch AIR;
-  cells_sealed  the count of FLUID cells whose component reaches no AIR.
+  cells_sealed  the count of FLUID cells whose component reaches no AIR, and the solver's
+                cell types (each sealed region's pin AIR).
 
 and after the solve
 
@@ -17,8 +18,9 @@ and after the solve
                 (``sparse_pressure.project``: ~60 array operations, ~1.9 ms at 8M particles
                 on an H100, for a pass whose bandwidth floor is ~0.02 ms).
 
-One host read (the count) decides: no sealed region (the usual substep) and the result is
-(b, cell types, None, None); otherwise ``assemble`` pins each sealed region's lowest cell
+One host read (the count) decides (``stage`` has none: the solve reads the count with the
+unknowns' sizes, ``sparse_pressure_setup.staged_setup``): no sealed region (the usual
+substep) and the result is (b, cell types, None, None); otherwise ``assemble`` pins each sealed region's lowest cell
 and makes b compatible as ``sparse_pressure.solver_cells`` / ``pressure_rhs`` do (the same
 values: b bit for bit, the kernels compiled without FMA contraction).
 
@@ -64,6 +66,20 @@ def pressure_rhs(grid, dt):
     read; None where the grid's tables are not the kernels' (64-bit indices, no cells)."""
     import cupy as cp
 
+    staged = stage(grid, dt)
+    if staged is None:
+        return None
+    b, _, label, reach, count = staged
+    return assemble(grid, b, label, reach, int(count.get()[0]), cp)  # the one host read
+
+
+def stage(grid, dt):
+    """The four kernels without a host read: (raw b, kind, label, reach, count) — *kind* the
+    solver's cell types with the sealed regions' pins (``assemble``'s), *count* (device,
+    1 int32) the sealed FLUID cells, read later with the unknowns' sizes
+    (``sparse_pressure_setup.staged_setup``); None as ``pressure_rhs``."""
+    import cupy as cp
+
     n = grid.size
     if n == 0 or grid.nbr.dtype != cp.int32 or grid.nbr.shape != (6, n):
         return None
@@ -77,8 +93,9 @@ def pressure_rhs(grid, dt):
     _K.launch("cells_hook", n, (cell, nbr, np.int32(n), parent))
     label, reach, count = cp.empty(n, cp.int32), cp.zeros(n + 1, cp.uint8), cp.zeros(1, cp.int32)
     _K.launch("cells_label", n, (cell, touch, np.int32(n), parent, label, reach))
-    _K.launch("cells_sealed", n, (cell, label, np.int32(n), reach, count))
-    return assemble(grid, b, label, reach, int(count.get()[0]), cp)  # the one host read
+    kind = cp.empty(n, cp.uint8)
+    _K.launch("cells_sealed", n, (cell, label, np.int32(n), reach, count, kind))
+    return b, kind.astype(grid["cell"].dtype, copy=False), label, reach, count
 
 
 def project(grid, p, dt) -> bool:

@@ -50,6 +50,9 @@ from .sparse_pressure import Unknowns
 from .sparse_multigrid import _MARGIN, KEY_BITS, MAX_LEVELS, _CellSet, _Level, _level0_cells, _pack, level0_set
 
 SETUP = os.environ.get("VOXFX_SPARSE_PRESSURE_SETUP", "device")  # H200: 64³ pressure 6.9 ms (device) vs 9.0 ms (host)
+# staged_setup: the set-up kernels' sealed count read with the unknowns' sizes ("1"), or a
+# read each (sparse_pressure_cells.pressure_rhs, then unknowns: "0"); the same values.
+ONE_READ = os.environ.get("VOXFX_SPARSE_PRESSURE_ONE_READ", "1") != "0"
 _DEFINES = {"KEY_BITS": KEY_BITS, "CELL_AIR": AIR, "CELL_FLUID": FLUID, "CELL_SOLID": SOLID}
 _K = Kernels("flip_sparse_pressure_setup.cu", (), THREADS, defines=_DEFINES)
 _B = Kernels("flip_sparse_pressure_bricks.cu", (), THREADS, defines=_DEFINES)
@@ -308,18 +311,31 @@ def _tail_levels(first, fine, ukeys, stride, bounds, cnt, span):
     return [views(*entry) for entry in layout]
 
 
-def unknowns(grid, kind):
+def _device_tables(grid) -> bool:
+    """Whether the grid's tables are the kernels' (32-bit indices, pool slots' coordinates)."""
+    import cupy as cp
+
+    return (grid.nbr.dtype == cp.int32 and grid.nbr.shape == (6, grid.size) and grid.size > 0
+            and getattr(grid, "slot_coords", None) is not None)
+
+
+def unknowns(grid, kind, extra=()):
     """``sparse_pressure.Unknowns(grid, kind)`` on CuPy by unk_classify, a scan, unk_order
-    and unk_tables: the same cells, position, nbr, diag and lattice; one host read (m)."""
+    and unk_tables: the same cells, position, nbr, diag and lattice; one host read (m),
+    which brings *extra* (device int32 arrays of one value each) back too, as
+    ``level.extra`` (host ints)."""
     import cupy as cp
 
     size = grid.size
-    if (grid.nbr.dtype != cp.int32 or grid.nbr.shape != (6, size) or size == 0
-            or getattr(grid, "slot_coords", None) is None):  # 64-bit indices: the host's path
-        return Unknowns(grid, kind)
+    if not _device_tables(grid):  # 64-bit indices: the host's path
+        level = Unknowns(grid, kind)
+        level.extra = tuple(int(e.get()[0]) for e in extra)
+        return level
     diag8, flags = cp.empty(size, cp.uint8), cp.empty((3, size), cp.int32)
-    read = cp.asarray(np.array([0] * 3 + [2 ** 31 - 1] * 3 + [-(2 ** 31)] * 3, np.int32))  # sizes, then the box
-    sizes, box = read[:3], read[3:]
+    read = cp.asarray(np.array([0] * 3 + [2 ** 31 - 1] * 3 + [-(2 ** 31)] * 3 + [0] * len(extra), np.int32))
+    sizes, box = read[:3], read[3:9]  # sizes, the box, then the extra values
+    for at, value in enumerate(extra):
+        read[9 + at:10 + at] = value
     _widening(_K, "unk_classify", size, (kind.astype(cp.uint8, copy=False), grid.nbr, np.int32(size),
                                      grid.brick_slot.astype(cp.bool_, copy=False), grid.slot_coords, diag8, flags,
                                      box))
@@ -332,6 +348,7 @@ def unknowns(grid, kind):
     lo, hi = [int(v) for v in read[3:6]], [int(v) for v in read[6:9]]
     bricks = BRICKS and getattr(grid, "brick_nbr", None) is not None
     level = Unknowns.__new__(_BrickUnknowns if bricks else Unknowns)
+    level.extra = tuple(int(v) for v in read[9:])
     level.xp, level.m, level.m_red, level.position = cp, m, m_red, position
     level.cells = cells[:m]
     if bricks:  # build() reads the brick tables: no whole-grid lattice
@@ -357,3 +374,38 @@ class _BrickUnknowns(Unknowns):
         slot, local = self.cells >> 9, self.cells & 511
         at = self.slot_coords[slot].astype(cp.int64) * BRICK
         return at[:, 0] + (local & 7), at[:, 1] + ((local >> 3) & 7), at[:, 2] + (local >> 6)
+
+
+def staged_setup(grid, dt, preconditioner):
+    """``sparse_pressure.pressure_rhs`` and the unknowns with one host read between them
+    (``ONE_READ``): the four set-up kernels (``sparse_pressure_cells.stage``, the solver's
+    cell types pinned on the device), then ``unknowns``, whose read brings back the sealed
+    count and, where the grid's topology is the last solve's, whether the cell types are
+    too (``sparse_pressure.solver_tables``' reuse test). Where the last solve's tables were
+    kept (still liquid: a likely reuse), the count and that test are read alone and the
+    unknowns left to ``solver_tables`` (None). (b, kind, enclosed, labels, level or None,
+    same) — the values of the separate calls — or None where the grid's tables are not the
+    kernels' (the separate calls then)."""
+    import cupy as cp
+
+    from . import sparse_pressure, sparse_pressure_cells
+
+    if not (ONE_READ and SETUP == "device" and sparse_pressure.SETUP_KERNELS == "fused" and _device_tables(grid)):
+        return None
+    staged = sparse_pressure_cells.stage(grid, dt)
+    if staged is None:
+        return None
+    b, kind, label, reach, count = staged
+    memo = getattr(grid, "_pressure_memo", None)  # solver_tables' (nbr, kind, key, tables or None)
+    extra = [count]
+    if (sparse_pressure.REUSE_TABLES and memo is not None and memo[0] is grid.nbr
+            and memo[2] == (preconditioner, False) and memo[1].shape == kind.shape):
+        extra.append((memo[1] == kind).all().astype(cp.int32).reshape(1))
+    if len(extra) > 1 and memo[3] is not None:  # the tables were kept: the unknowns only if the types changed
+        level, values = None, tuple(int(v) for v in cp.concatenate(extra).get())  # the one host read
+    else:
+        level = unknowns(grid, kind, extra)
+        values = level.extra
+    same = len(values) > 1 and bool(values[1])
+    b, _, enclosed, labels = sparse_pressure_cells.assemble(grid, b, label, reach, values[0], cp)
+    return b, kind, enclosed, labels, level, same
