@@ -9,7 +9,7 @@ graph) with an event pair per launch, and the other stages of the substep.
     python3 bench/flip_sparse_pressure_profile.py [--n 256] [--particles 8e6] [--substeps 3]
         [--variants reference:0 fused:8192]
 
-``--variants`` SETUP:TAIL[:SCAN[:PROJECT[:PREDICT[:SETUP_TAIL[:BRICKS[:WARM]]]]]]: the pressure set-up
+``--variants`` SETUP:TAIL[:SCAN[:PROJECT[:PREDICT[:SETUP_TAIL[:BRICKS[:WARM[:ONE_READ]]]]]]]: the pressure set-up
 (``sparse_pressure.SETUP_KERNELS``:
 "reference", the array code, or "fused", ``sparse_pressure_cells``' four kernels), the
 V-cycle's one-block tail (``sparse_pressure_gpu.TAIL_UNKNOWNS``, 0 off), the set-up's scans
@@ -19,7 +19,8 @@ iterations (``sparse_pressure_gpu.PREDICT``: "1" or "0") and the set-up's one-bl
 levels (``sparse_pressure_setup.TAIL_BOUND``, 0 off) and its level 1 by brick look-ups
 (``sparse_pressure_setup.BRICKS``: "1" or "0", level 0 sorted by key) and the warm start
 (``VOXFX_PRESSURE_WARM``: "1" or "0"; a warm variant starts from the pressure the warm
-variants carried from the substep before, a cold one carries nothing); each on the same
+variants carried from the substep before, a cold one carries nothing) and the set-up's one
+host read (``sparse_pressure_setup.ONE_READ``: "1" or "0"); each on the same
 simulation state, in turn, per substep (A/B in one run). E.g. the brick A/B:
 ``--variants fused:8192:kernel:kernel:1:16384:0 fused:8192:kernel:kernel:1:16384:1``.
 
@@ -120,10 +121,17 @@ def pressure_pieces(sim, dt, rows):
     g, s = sim.grid, sim.settings
     xp = g.xp
     warm = sparse_pressure.warm_start_on(s.warm_start_pressure)
-    setup = piece(rows, "cells+labels+rhs", lambda: sparse_pressure.pressure_rhs(g, dt))
-    b, kind, enclosed, labels = setup
+    staged = None
+    if sparse_pressure_setup.ONE_READ:  # solve_pressure's path: the set-up and the unknowns, one read
+        staged = piece(rows, "cells+labels+rhs+unknowns (one read)",
+                       lambda: sparse_pressure_setup.staged_setup(g, dt, "mg"))
+    if staged is None:
+        b, kind, enclosed, labels = piece(rows, "cells+labels+rhs", lambda: sparse_pressure.pressure_rhs(g, dt))
+    else:
+        b, kind, enclosed, labels, level, _ = staged
     x0 = piece(rows, "warm x0", lambda: sparse_pressure.initial_guess(g, enclosed, labels)) if warm else None
-    level = piece(rows, "unknowns", lambda: sparse_pressure.compact_unknowns(g, kind))
+    if staged is None:
+        level = piece(rows, "unknowns", lambda: sparse_pressure.compact_unknowns(g, kind))
     M = piece(rows, "mg tables", lambda: VCycle(g, kind, level))
     bc = piece(rows, "gather b", lambda: level.gather(b))
     x0c = None if x0 is None else piece(rows, "gather x0", lambda: level.gather(x0))
@@ -217,6 +225,8 @@ def _use(variant):
         sparse_pressure_setup.BRICKS = rest[4] != "0"
     if len(rest) > 5:  # the warm start: "1" or "0" (read at each solve)
         os.environ["VOXFX_PRESSURE_WARM"] = rest[5]
+    if len(rest) > 6:  # the set-up's sealed count read with the unknowns' sizes: "1" or "0"
+        sparse_pressure_setup.ONE_READ = rest[6] != "0"
 
 
 def _carried(grid, keep=None):
@@ -269,6 +279,23 @@ def sweep_study(sim, dt, counts, repeats):
     sparse_pressure_gpu.release_gpu_solvers()
 
 
+def whole_substeps(sim, dt, variants, runs, alternate):
+    """[(variant, stage ms, CG iterations)] of whole substeps as the bench times them: per
+    variant *runs* after one not kept (its carry is another variant's), or with *alternate*
+    the variants in turn each substep (the same simulated time for all)."""
+    import cupy as cp
+
+    ev, sub = [cp.cuda.Event() for _ in range(6)], [cp.cuda.Event() for _ in range(6)]
+    stages = []
+    order = [v for _ in range(runs) for v in variants] if alternate else [v for v in variants for _ in range(runs + 1)]
+    for at, variant in enumerate(order):
+        _use(variant)
+        ms, its, _ = timed_sparse_substep(sim, dt, ev, sub)
+        if alternate or at % (runs + 1):
+            stages.append((variant, ms, its))
+    return stages
+
+
 def print_stages(variants, stages):
     """The whole substeps' stage times, each and their medians per variant."""
     print("\nsubstep stages (ms): variant | topology | p2g+classify+extrapolate+boundaries | pressure | project | "
@@ -296,6 +323,8 @@ def main():
     ap.add_argument("--sweeps", type=int, nargs="*", default=[], help="the V-cycle sweep study (module notes)")
     ap.add_argument("--sweep-repeats", type=int, default=5)
     ap.add_argument("--substep-runs", type=int, default=2, help="whole substeps timed per variant, in turn")
+    ap.add_argument("--alternate", action="store_true", help="the whole substeps' variants in turn each substep "
+                    "(the same simulated time for all; only where they agree on the warm start)")
     ap.add_argument("--reuse", action="store_true",
                     help="let solve_pressure reuse the tables (sparse_pressure.REUSE_TABLES): off by default, as "
                     "the variants solve the same cells in turn and would reuse each other's")
@@ -319,8 +348,6 @@ def main():
         after_pressure(sim, dt, old, p)
     rows = {variant: defaultdict(list) for variant in args.variants}
     kernels = {variant: defaultdict(list) for variant in args.variants}
-    stages = []
-    ev, sub = [cp.cuda.Event() for _ in range(6)], [cp.cuda.Event() for _ in range(6)]
     pressures = {}
     for _step in range(args.substeps):
         old = before_pressure(sim, dt)
@@ -340,12 +367,7 @@ def main():
             [max(float(abs(cp.asnumpy(p) - first).max()) for p in pressures.values())] * 4))
         sparse_pressure.carry(sim.grid, pressures[args.variants[-1]])
         after_pressure(sim, dt, old, pressures[args.variants[-1]])
-    for variant in args.variants:  # the whole substep as the bench times it, per variant
-        _use(variant)
-        for run in range(args.substep_runs + 1):  # the first after another variant: its carry is not there
-            ms, its, _ = timed_sparse_substep(sim, dt, ev, sub)
-            if run:
-                stages.append((variant, ms, its))
+    stages = whole_substeps(sim, dt, args.variants, args.substep_runs, args.alternate)
     print(f"{args.n}³, {len(sim.pos):,} particles, {sim.grid.brick_count()} bricks, "
           f"{sim.fluid_cell_count():,} fluid cells; medians of {args.substeps} substeps")
     for variant in args.variants:
