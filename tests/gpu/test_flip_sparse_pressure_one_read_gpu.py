@@ -85,3 +85,24 @@ def test_one_read_solves_give_the_same_pressure_bit_for_bit(monkeypatch, name):
         assert it1 == it0 and kept1 == kept0 and np.array_equal(p1.view(np.uint32), p0.view(np.uint32)), f"seed {seed}"
     assert [kept for _, _, kept in one] == [False, True, True, False]
     assert np.abs(one[0][0]).max() > 0
+
+
+@pytest.mark.parametrize("name", ("moved", "speckled", "sheet"))
+def test_level_one_by_ranks_builds_the_sorted_tables(monkeypatch, name):
+    """Level 1's set in key order by brick-row ranks (sparse_pressure_setup.RANKS) or by a
+    sort: the same tables as each other and the NumPy reference, on a pool whose slots are
+    out of key order ("moved")."""
+    import cupy
+
+    seed = int(np.random.default_rng().integers(1 << 30))
+    ref = scene(np, name, seed)
+    ref_kind = sparse_pressure.solver_cells(ref)[0]
+    ref_level = sparse_pressure.compact_unknowns(ref, ref_kind)
+    want = tables(ref_level, VCycle(ref, ref_kind, ref_level))
+    for ranks in (True, False):
+        monkeypatch.setattr(sparse_pressure_setup, "RANKS", ranks)
+        g = scene(cupy, name, seed)
+        kind = sparse_pressure.solver_cells(g)[0]
+        level = sparse_pressure.compact_unknowns(g, kind)
+        assert isinstance(level, sparse_pressure_setup._BrickUnknowns)
+        assert same(tables(level, VCycle(g, kind, level)), want), f"ranks {ranks}, seed {seed}"
