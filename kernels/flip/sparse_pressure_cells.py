@@ -5,7 +5,8 @@ it the compaction and union-find of the labels), by the kernels of
 ``cuda/flip_sparse_pressure_cells.cu``:
 
   cells_rhs     b = −(h/Δt)·D on FLUID cells (seed 003 §8; D over the faces as the
-                projection sees them), "touches AIR", parent = self;
+                projection sees them), "touches AIR", parent = self or the lowest FLUID
+                neighbour below (``LINK_INIT``);
   cells_hook    union-find over FLUID cells' +x, +y, +z FLUID links, straight on the flat
                 cells (no compaction), roots the lowest flat index of their component;
   cells_label   each FLUID cell's root, and reach[root] for cells that touch AIR;
@@ -31,6 +32,8 @@ tests/unit/test_cuda_sparse_pressure_cells_host.py; device: tests/gpu/test_flip_
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from ..grid.launch import THREADS, Kernels
@@ -39,6 +42,9 @@ from .grid import AIR, FLUID
 _K = Kernels("flip_sparse_pressure_cells.cu", ("--fmad=false",), THREADS,
              defines={"CELL_AIR": AIR, "CELL_FLUID": FLUID})
 KERNELS = ("cells_rhs", "cells_hook", "cells_label", "cells_sealed", "project_faces")
+# cells_rhs starts each FLUID cell's tree at its lowest FLUID neighbour below it ("1") or at
+# itself ("0"): the same labels (each component's lowest flat index) either way.
+LINK_INIT = os.environ.get("VOXFX_SPARSE_LABEL_LINK_INIT", "1") != "0"
 
 
 def assemble(grid, b, label, reach, sealed, xp):
@@ -89,7 +95,8 @@ def stage(grid, dt):
     nbr = cp.ascontiguousarray(grid.nbr)
     b, touch, parent = cp.empty(n, cp.float32), cp.empty(n, cp.uint8), cp.empty(n, cp.int32)
     scale = np.float32(-grid.h / float(dt))  # as pressure_rhs: −(h/Δt) rounded to float32 once
-    _K.launch("cells_rhs", n, (cell, solid, *faces, *exists, nbr, np.int32(n), scale, b, touch, parent))
+    _K.launch("cells_rhs", n, (cell, solid, *faces, *exists, nbr, np.int32(n), scale, np.int32(LINK_INIT), b, touch,
+                               parent))
     _K.launch("cells_hook", n, (cell, nbr, np.int32(n), parent))
     label, reach, count = cp.empty(n, cp.int32), cp.zeros(n + 1, cp.uint8), cp.zeros(1, cp.int32)
     _K.launch("cells_label", n, (cell, touch, np.int32(n), parent, label, reach))

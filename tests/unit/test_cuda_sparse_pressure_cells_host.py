@@ -37,11 +37,12 @@ int main() {
     std::vector<int> nbr(6 * (size_t)n), parent(n, -7), label(n, -7);
     for (auto& x : nbr) scanf("%d", &x);
     float scale;
-    scanf("%a", &scale);
+    int link_init;
+    scanf("%a %d", &scale, &link_init);
     int count = 0;
     ONE_PER_ITEM(n, cells_rhs(cell.data(), solid.data(), u.data(), v.data(), w.data(), su.data(), sv.data(), sw.data(),
-                              eu.data(), ev.data(), ew.data(), nbr.data(), n, scale, b.data(), touch.data(),
-                              parent.data()));
+                              eu.data(), ev.data(), ew.data(), nbr.data(), n, scale, link_init, b.data(),
+                              touch.data(), parent.data()));
     ONE_PER_ITEM(n, cells_hook(cell.data(), nbr.data(), n, parent.data()));
     ONE_PER_ITEM(n, cells_label(cell.data(), touch.data(), n, parent.data(), label.data(), reach.data()));
     ONE_PER_ITEM(n, cells_sealed(cell.data(), label.data(), n, reach.data(), &count, kind.data()));
@@ -84,14 +85,14 @@ def _tank(sealed: bool, seed: int):
     return g
 
 
-def _run(harness, g, dt):
+def _run(harness, g, dt, link_init=1):
     n = g.size
     lines = [str(n)] + [str(int(x)) for name in ("cell", "solid") for x in g[name]]
     for name in ("u", "v", "w", "solid_u", "solid_v", "solid_w"):
         lines += [float(x).hex() for x in g[name]]
     lines += [str(int(x)) for name in g.EXISTS for x in g[name]]
     lines += [str(int(x)) for x in g.nbr.ravel()]
-    lines.append(float(np.float32(-g.h / dt)).hex())
+    lines.append(f"{float(np.float32(-g.h / dt)).hex()} {int(link_init)}")
     out = harness.raw(lines).split()
     b = np.array([float.fromhex(x) for x in out[:n]], np.float32)
     touch = np.array(out[n:2 * n], np.uint8)
@@ -100,11 +101,12 @@ def _run(harness, g, dt):
     return b, touch, label, reach, int(out[4 * n + 1]), np.array(out[4 * n + 2:5 * n + 2], np.uint8)
 
 
+@pytest.mark.parametrize("link_init", [1, 0])
 @pytest.mark.parametrize("sealed", [False, True])
-def test_fused_setup_kernels_equal_pressure_rhs(cells_device, sealed):
+def test_fused_setup_kernels_equal_pressure_rhs(cells_device, sealed, link_init):
     g = _tank(sealed, seed=3 + sealed)
     dt = 1 / 97
-    b, touch, label, reach, count, device_kind = _run(cells_device, g, dt)
+    b, touch, label, reach, count, device_kind = _run(cells_device, g, dt, link_init)
     fluid = g["cell"] == FLUID
     # the raw right-hand side, bit for bit
     raw = np.where(fluid, sparse_pressure.face_sum(g, *sparse_pressure.boundary_faces(g)) * np.float32(-g.h / dt),
