@@ -9,8 +9,8 @@ graph) with an event pair per launch, and the other stages of the substep.
     python3 bench/flip_sparse_pressure_profile.py [--n 256] [--particles 8e6] [--substeps 3]
         [--variants reference:0 fused:8192]
 
-``--variants`` SETUP:TAIL[:SCAN[:PROJECT[:PREDICT[:SETUP_TAIL[:BRICKS[:WARM[:ONE_READ]]]]]]]: the pressure set-up
-(``sparse_pressure.SETUP_KERNELS``:
+``--variants`` SETUP:TAIL[:SCAN[:PROJECT[:PREDICT[:SETUP_TAIL[:BRICKS[:WARM[:ONE_READ[:RANKS[:LINK]]]]]]]]]:
+the pressure set-up (``sparse_pressure.SETUP_KERNELS``:
 "reference", the array code, or "fused", ``sparse_pressure_cells``' four kernels), the
 V-cycle's one-block tail (``sparse_pressure_gpu.TAIL_UNKNOWNS``, 0 off), the set-up's scans
 (``sparse_pressure_setup.SCAN``: "kernel" or "cupy") and the projection
@@ -20,13 +20,15 @@ levels (``sparse_pressure_setup.TAIL_BOUND``, 0 off) and its level 1 by brick lo
 (``sparse_pressure_setup.BRICKS``: "1" or "0", level 0 sorted by key) and the warm start
 (``VOXFX_PRESSURE_WARM``: "1" or "0"; a warm variant starts from the pressure the warm
 variants carried from the substep before, a cold one carries nothing) and the set-up's one
-host read (``sparse_pressure_setup.ONE_READ``: "1" or "0"); each on the same
+host read (``sparse_pressure_setup.ONE_READ``: "1" or "0"), level 1's key order by ranks
+(``sparse_pressure_setup.RANKS``: "1") or a sort ("0"), and the labels' union-find start
+(``sparse_pressure_cells.LINK_INIT``: "1" or "0"); each on the same
 simulation state, in turn, per substep (A/B in one run). E.g. the brick A/B:
 ``--variants fused:8192:kernel:kernel:1:16384:0 fused:8192:kernel:kernel:1:16384:1``.
 
 ``--sweeps 1 2 3``: after the rest, the V-cycle's smoothing sweeps (``MG_SWEEPS``, shared with
-the dense solver; patched here for the sparse solver alone, its kernels recompiled) on the
-last state: per count the CG iterations and wall ms of cold and warm solves (medians of
+the dense solver; patched here for the sparse solver alone, its kernels recompiled) on one
+more substep's state before its solve: per count the CG iterations and wall ms of cold and warm solves (medians of
 ``--sweep-repeats``) and max |Δp| against the default count.
 """
 
@@ -46,7 +48,8 @@ sys.path.insert(0, str(ROOT))
 from tools.package import load  # noqa: E402
 
 load()
-from voxfx.kernels.flip import sparse_pressure, sparse_pressure_gpu, sparse_pressure_setup  # noqa: E402
+from voxfx.kernels.flip import (sparse_pressure, sparse_pressure_cells, sparse_pressure_gpu,  # noqa: E402
+                                sparse_pressure_setup)
 from voxfx.kernels.flip.grid import FlipSettings  # noqa: E402
 from voxfx.kernels.flip.sim import FlipSimulation  # noqa: E402
 from voxfx.kernels.flip.sparse_multigrid import VCycle  # noqa: E402
@@ -227,6 +230,10 @@ def _use(variant):
         os.environ["VOXFX_PRESSURE_WARM"] = rest[5]
     if len(rest) > 6:  # the set-up's sealed count read with the unknowns' sizes: "1" or "0"
         sparse_pressure_setup.ONE_READ = rest[6] != "0"
+    if len(rest) > 7:  # level 1 in key order by ranks ("1") or a sort ("0")
+        sparse_pressure_setup.RANKS = rest[7] != "0"
+    if len(rest) > 8:  # the labels' union-find trees start at a lower FLUID neighbour: "1" or "0"
+        sparse_pressure_cells.LINK_INIT = rest[8] != "0"
 
 
 def _carried(grid, keep=None):
@@ -246,6 +253,7 @@ def sweep_study(sim, dt, counts, repeats):
     from voxfx.kernels.flip import sparse_multigrid
 
     g, s = sim.grid, sim.settings
+    before_pressure(sim, dt)  # a substep's state up to its solve; warm solves start from the last substep's p
     carried = _carried(g, False)
     default = sparse_pressure_gpu.MG_SWEEPS
     plain_k = sparse_pressure_gpu._K
