@@ -237,12 +237,14 @@ def _use(variant):
 
 
 def _carried(grid, keep=None):
-    """The warm start's carried channel (a copy), or put *keep* back (None: drop it)."""
+    """The warm start's carried channel (a copy of its entry: [array, …]), or put *keep*
+    back (None: drop it)."""
+    name = sparse_pressure.CARRIED
     if keep is False:
-        return grid.channels[sparse_pressure.CARRIED].copy() if sparse_pressure.CARRIED in grid.channels else None
-    grid.channels.pop(sparse_pressure.CARRIED, None)
+        return [grid.channels[name][0].copy(), *grid.channels[name][1:]] if name in grid.channels else None
+    grid.channels.pop(name, None)
     if keep is not None:
-        grid.channels[sparse_pressure.CARRIED] = keep.copy()
+        grid.channels[name] = [keep[0].copy(), *keep[1:]]
     return None
 
 
