@@ -30,9 +30,12 @@ order so that the unknowns keep their order — by ranks from brick-row segments
 ``VOXFX_SPARSE_MG_RANKS``, "1" the default: each brick's (qz, qy) row of 4 candidates holds
 consecutive ranks, placed by the topology's sorted brick keys; no sort) or, "0", by
 cupy.argsort of their keys — and its own neighbour table and the coarser levels come from
-the sorted-key kernels. "0": level 0's set sorted by key and every level
-by the sorted-key kernels. The same integers (H200, 8M-particle dam break, 3,848 bricks:
-unknowns 0.85 → 0.37 ms, tables 2.19 → 1.88 ms, the whole solve 9.20 → 7.76 ms).
+the sorted-key kernels. (H200, 8M dam break, 6,227 bricks: tables 2.11 → 1.75 ms by the
+ranks; the one read of ``staged_setup``: cells + unknowns 1.18 → 1.02 ms; with the labels'
+link start of sparse_pressure_cells the whole solve 8.68 → 7.65 ms, the same bits.)
+BRICKS "0": level 0's set sorted by key and every level by the sorted-key kernels. The same
+integers (H200, 8M-particle dam break, 3,848 bricks: unknowns 0.85 → 0.37 ms, tables 2.19 →
+1.88 ms, the whole solve 9.20 → 7.76 ms).
 
 ``SETUP`` (``VOXFX_SPARSE_PRESSURE_SETUP``): "host" — ``Unknowns`` and ``TableKernels``,
 "device" — this module; both give the same integers (tests/unit/test_cuda_sparse_pressure_host.py).
