@@ -9,17 +9,27 @@ graph) with an event pair per launch, and the other stages of the substep.
     python3 bench/flip_sparse_pressure_profile.py [--n 256] [--particles 8e6] [--substeps 3]
         [--variants reference:0 fused:8192]
 
-``--variants`` SETUP:TAIL[:SCAN[:PROJECT[:PREDICT[:SETUP_TAIL[:BRICKS]]]]]: the pressure set-up
-(``sparse_pressure.SETUP_KERNELS``:
+``--variants`` SETUP:TAIL[:SCAN[:PROJECT[:PREDICT[:SETUP_TAIL[:BRICKS[:WARM[:ONE_READ[:RANKS[:LINK]]]]]]]]]:
+the pressure set-up (``sparse_pressure.SETUP_KERNELS``:
 "reference", the array code, or "fused", ``sparse_pressure_cells``' four kernels), the
 V-cycle's one-block tail (``sparse_pressure_gpu.TAIL_UNKNOWNS``, 0 off), the set-up's scans
 (``sparse_pressure_setup.SCAN``: "kernel" or "cupy") and the projection
 (``sparse_pressure.PROJECT``: "kernel" or "reference") and the PCG's guess of its
 iterations (``sparse_pressure_gpu.PREDICT``: "1" or "0") and the set-up's one-block coarse
 levels (``sparse_pressure_setup.TAIL_BOUND``, 0 off) and its level 1 by brick look-ups
-(``sparse_pressure_setup.BRICKS``: "1" or "0", level 0 sorted by key); each on the same
+(``sparse_pressure_setup.BRICKS``: "1" or "0", level 0 sorted by key) and the warm start
+(``VOXFX_PRESSURE_WARM``: "1" or "0"; a warm variant starts from the pressure the warm
+variants carried from the substep before, a cold one carries nothing) and the set-up's one
+host read (``sparse_pressure_setup.ONE_READ``: "1" or "0"), level 1's key order by ranks
+(``sparse_pressure_setup.RANKS``: "1") or a sort ("0"), and the labels' union-find start
+(``sparse_pressure_cells.LINK_INIT``: "1" or "0"); each on the same
 simulation state, in turn, per substep (A/B in one run). E.g. the brick A/B:
 ``--variants fused:8192:kernel:kernel:1:16384:0 fused:8192:kernel:kernel:1:16384:1``.
+
+``--sweeps 1 2 3``: after the rest, the V-cycle's smoothing sweeps (``MG_SWEEPS``, shared with
+the dense solver; patched here for the sparse solver alone, its kernels recompiled) on one
+more substep's state before its solve: per count the CG iterations and wall ms of cold and warm solves (medians of
+``--sweep-repeats``) and max |Δp| against the default count.
 """
 
 from __future__ import annotations
@@ -38,7 +48,8 @@ sys.path.insert(0, str(ROOT))
 from tools.package import load  # noqa: E402
 
 load()
-from voxfx.kernels.flip import sparse_pressure, sparse_pressure_gpu, sparse_pressure_setup  # noqa: E402
+from voxfx.kernels.flip import (sparse_pressure, sparse_pressure_cells, sparse_pressure_gpu,  # noqa: E402
+                                sparse_pressure_setup)
 from voxfx.kernels.flip.grid import FlipSettings  # noqa: E402
 from voxfx.kernels.flip.sim import FlipSimulation  # noqa: E402
 from voxfx.kernels.flip.sparse_multigrid import VCycle  # noqa: E402
@@ -112,13 +123,23 @@ def pressure_pieces(sim, dt, rows):
     """The pieces of ``sparse_pressure.solve_pressure`` (its order), each timed; p."""
     g, s = sim.grid, sim.settings
     xp = g.xp
-    setup = piece(rows, "cells+labels+rhs", lambda: sparse_pressure.pressure_rhs(g, dt))
-    b, kind, enclosed, labels = setup
-    level = piece(rows, "unknowns", lambda: sparse_pressure.compact_unknowns(g, kind))
+    warm = sparse_pressure.warm_start_on(s.warm_start_pressure)
+    staged = None
+    if sparse_pressure_setup.ONE_READ:  # solve_pressure's path: the set-up and the unknowns, one read
+        staged = piece(rows, "cells+labels+rhs+unknowns (one read)",
+                       lambda: sparse_pressure_setup.staged_setup(g, dt, "mg"))
+    if staged is None:
+        b, kind, enclosed, labels = piece(rows, "cells+labels+rhs", lambda: sparse_pressure.pressure_rhs(g, dt))
+    else:
+        b, kind, enclosed, labels, level, _ = staged
+    x0 = piece(rows, "warm x0", lambda: sparse_pressure.initial_guess(g, enclosed, labels)) if warm else None
+    if staged is None:
+        level = piece(rows, "unknowns", lambda: sparse_pressure.compact_unknowns(g, kind))
     M = piece(rows, "mg tables", lambda: VCycle(g, kind, level))
     bc = piece(rows, "gather b", lambda: level.gather(b))
+    x0c = None if x0 is None else piece(rows, "gather x0", lambda: level.gather(x0))
     x, its, _, _ = piece(rows, "PCG loop", lambda: sparse_pressure_gpu.solve_unknowns(
-        level, M, bc, s.pressure_tolerance, s.pressure_max_iterations, "mg"))
+        level, M, bc, s.pressure_tolerance, s.pressure_max_iterations, "mg", x0=x0c))
     rows["iterations"].append((its, its, its, its))
 
     def finish():
@@ -205,6 +226,97 @@ def _use(variant):
         sparse_pressure_setup.TAIL_BOUND = int(rest[3])
     if len(rest) > 4:  # level 1 by brick look-ups: "1" or "0"
         sparse_pressure_setup.BRICKS = rest[4] != "0"
+    if len(rest) > 5:  # the warm start: "1" or "0" (read at each solve)
+        os.environ["VOXFX_PRESSURE_WARM"] = rest[5]
+    if len(rest) > 6:  # the set-up's sealed count read with the unknowns' sizes: "1" or "0"
+        sparse_pressure_setup.ONE_READ = rest[6] != "0"
+    if len(rest) > 7:  # level 1 in key order by ranks ("1") or a sort ("0")
+        sparse_pressure_setup.RANKS = rest[7] != "0"
+    if len(rest) > 8:  # the labels' union-find trees start at a lower FLUID neighbour: "1" or "0"
+        sparse_pressure_cells.LINK_INIT = rest[8] != "0"
+
+
+def _carried(grid, keep=None):
+    """The warm start's carried channel (a copy of its entry: [array, …]), or put *keep*
+    back (None: drop it)."""
+    name = sparse_pressure.CARRIED
+    if keep is False:
+        return [grid.channels[name][0].copy(), *grid.channels[name][1:]] if name in grid.channels else None
+    grid.channels.pop(name, None)
+    if keep is not None:
+        grid.channels[name] = [keep[0].copy(), *keep[1:]]
+    return None
+
+
+def sweep_study(sim, dt, counts, repeats):
+    """MG_SWEEPS patched for the sparse solver (module notes): iterations and ms per solve."""
+    import cupy as cp
+
+    from voxfx.kernels.flip import sparse_multigrid
+
+    g, s = sim.grid, sim.settings
+    before_pressure(sim, dt)  # a substep's state up to its solve; warm solves start from the last substep's p
+    carried = _carried(g, False)
+    default = sparse_pressure_gpu.MG_SWEEPS
+    plain_k = sparse_pressure_gpu._K
+    ref = {}
+    print(f"\nV-cycle sweeps (MG_SWEEPS, default {default}; coarse {sparse_pressure_gpu.MG_COARSE_SWEEPS}), "
+          f"{repeats} solves each: sweeps | start | CG it | wall ms (median) | max |p - p(default)|")
+    for count in [default] + [c for c in counts if c != default]:
+        sparse_pressure_gpu.MG_SWEEPS = sparse_multigrid.MG_SWEEPS = count
+        options = tuple(f"-DMG_SWEEPS={count}" if o.startswith("-DMG_SWEEPS=") else o for o in plain_k.options)
+        assert f"-DMG_SWEEPS={count}" in options, plain_k.options
+        sparse_pressure_gpu._K = launch.Kernels(plain_k.filename, options, plain_k.threads)
+        sparse_pressure_gpu.release_gpu_solvers()
+        for start in ("cold", "warm"):
+            os.environ["VOXFX_PRESSURE_WARM"] = "1" if start == "warm" else "0"
+            walls, its = [], []
+            for _ in range(repeats + 1):  # the first compiles and captures
+                _carried(g, carried)
+                cp.cuda.Device().synchronize()
+                t0 = time.perf_counter()
+                p, stats = sparse_pressure.solve_pressure(g, dt, tolerance=s.pressure_tolerance,
+                                                          max_iterations=s.pressure_max_iterations)
+                cp.cuda.Device().synchronize()
+                walls.append((time.perf_counter() - t0) * 1e3)
+                its.append(stats["iterations"])
+            p = cp.asnumpy(p)
+            ref.setdefault(start, p)
+            print(f"  {count} | {start} | {its[1:]} | {np.median(walls[1:]):.3f} | "
+                  f"{float(np.abs(p - ref[start]).max()):.3g}", flush=True)
+    sparse_pressure_gpu.MG_SWEEPS = sparse_multigrid.MG_SWEEPS = default
+    sparse_pressure_gpu._K = plain_k
+    sparse_pressure_gpu.release_gpu_solvers()
+
+
+def whole_substeps(sim, dt, variants, runs, alternate):
+    """[(variant, stage ms, CG iterations)] of whole substeps as the bench times them: per
+    variant *runs* after one not kept (its carry is another variant's), or with *alternate*
+    the variants in turn each substep (the same simulated time for all)."""
+    import cupy as cp
+
+    ev, sub = [cp.cuda.Event() for _ in range(6)], [cp.cuda.Event() for _ in range(6)]
+    stages = []
+    order = [v for _ in range(runs) for v in variants] if alternate else [v for v in variants for _ in range(runs + 1)]
+    for at, variant in enumerate(order):
+        _use(variant)
+        ms, its, _ = timed_sparse_substep(sim, dt, ev, sub)
+        if alternate or at % (runs + 1):
+            stages.append((variant, ms, its))
+    return stages
+
+
+def print_stages(variants, stages):
+    """The whole substeps' stage times, each and their medians per variant."""
+    print("\nsubstep stages (ms): variant | topology | p2g+classify+extrapolate+boundaries | pressure | project | "
+          "g2p+advect | CG it")
+    for variant, ms, its in stages:
+        print(f"  {variant} | " + " | ".join(f"{m:.2f}" for m in ms) + f" | {its}")
+    for variant in variants:
+        mine = [(ms, its) for v, ms, its in stages if v == variant]
+        med = np.median(np.array([ms[:5] for ms, _ in mine], float), axis=0)
+        print(f"  median {variant} | " + " | ".join(f"{m:.2f}" for m in med) + f" | substep {med.sum():.2f} | "
+              f"CG it {[its for _, its in mine]}")
 
 
 def main():
@@ -218,6 +330,11 @@ def main():
     ap.add_argument("--host-profile", type=int, default=0, metavar="N",
                     help="after the timings, cProfile N whole solves of the last variant (no events) and print "
                     "the host calls by own time: what the host spends between kernels")
+    ap.add_argument("--sweeps", type=int, nargs="*", default=[], help="the V-cycle sweep study (module notes)")
+    ap.add_argument("--sweep-repeats", type=int, default=5)
+    ap.add_argument("--substep-runs", type=int, default=2, help="whole substeps timed per variant, in turn")
+    ap.add_argument("--alternate", action="store_true", help="the whole substeps' variants in turn each substep "
+                    "(the same simulated time for all; only where they agree on the warm start)")
     ap.add_argument("--reuse", action="store_true",
                     help="let solve_pressure reuse the tables (sparse_pressure.REUSE_TABLES): off by default, as "
                     "the variants solve the same cells in turn and would reuse each other's")
@@ -232,19 +349,22 @@ def main():
     dt = 1 / 120
     for _ in range(args.warm):
         old = before_pressure(sim, dt)
+        carried = _carried(sim.grid, False)
         for variant in args.variants:  # compile every variant's kernels, capture its graph
             _use(variant)
+            _carried(sim.grid, carried)
             p, _ = sparse_pressure.solve_pressure(sim.grid, dt)
+        sparse_pressure.carry(sim.grid, p)  # what a warm solve of the next substep starts from
         after_pressure(sim, dt, old, p)
     rows = {variant: defaultdict(list) for variant in args.variants}
     kernels = {variant: defaultdict(list) for variant in args.variants}
-    stages = []
-    ev, sub = [cp.cuda.Event() for _ in range(6)], [cp.cuda.Event() for _ in range(6)]
     pressures = {}
     for _step in range(args.substeps):
         old = before_pressure(sim, dt)
+        carried = _carried(sim.grid, False)
         for variant in args.variants:
             _use(variant)
+            _carried(sim.grid, carried)
             _by_kernel.clear()
             pressures[variant], per_kernel = pressure_pieces(sim, dt, rows[variant])
             for name, ms in per_kernel.items():
@@ -255,12 +375,9 @@ def main():
         first = cp.asnumpy(pressures[args.variants[0]])
         rows[args.variants[0]]["max |p - p(first variant)| of others"].append(tuple(
             [max(float(abs(cp.asnumpy(p) - first).max()) for p in pressures.values())] * 4))
+        sparse_pressure.carry(sim.grid, pressures[args.variants[-1]])
         after_pressure(sim, dt, old, pressures[args.variants[-1]])
-    for variant in args.variants:  # the whole substep as the bench times it, per variant
-        _use(variant)
-        for _ in range(2):
-            ms, its, _ = timed_sparse_substep(sim, dt, ev, sub)
-            stages.append((variant, ms, its))
+    stages = whole_substeps(sim, dt, args.variants, args.substep_runs, args.alternate)
     print(f"{args.n}³, {len(sim.pos):,} particles, {sim.grid.brick_count()} bricks, "
           f"{sim.fluid_cell_count():,} fluid cells; medians of {args.substeps} substeps")
     for variant in args.variants:
@@ -270,12 +387,11 @@ def main():
             print(f"  {name} | {med[0]:.3f} | {med[1]:.3f} | {med[2]:.3f} | {med[3]:.0f}")
         top = sorted(((float(np.median(ms)), name) for name, ms in kernels[variant].items()), reverse=True)[:12]
         print("  set-up + loop RawKernels (ms, median per solve): " + ", ".join(f"{n} {m:.3f}" for m, n in top))
-    print("\nsubstep stages (ms): variant | topology | p2g+classify+extrapolate+boundaries | pressure | project | "
-          "g2p+advect | CG it")
-    for variant, ms, its in stages:
-        print(f"  {variant} | " + " | ".join(f"{m:.2f}" for m in ms) + f" | {its}")
+    print_stages(args.variants, stages)
     if args.host_profile:
         host_profile(sim, dt, args.host_profile)
+    if args.sweeps:
+        sweep_study(sim, dt, args.sweeps, args.sweep_repeats)
     print(f"pool: {cp.get_default_memory_pool().total_bytes() / 2 ** 20:.0f} MiB; "
           f"VOXFX env: {({k: v for k, v in os.environ.items() if k.startswith('VOXFX')})}")
 

@@ -9,13 +9,15 @@
 // candidate t = slot·64 + (qz·4 + qy)·4 + qx, I = 4·bx + qx. A level-1 cell's 8 children lie
 // in its brick; its neighbours, its prolongation partners and its restriction stencil
 // (2I − 1 … 2I + 2) lie in the brick or one of its 26 neighbours, read through the grid's
-// brick table nbr27 (include/voxfx_sparse.cuh). Level 1's set is emitted in candidate
-// order, sorted by key on the host side (cupy.argsort: 1/8 of level 0's cells), and
-// map1[t] (−1: none) gives each candidate's index in the sorted set.
+// brick table nbr27 (include/voxfx_sparse.cuh). Level 1's set comes in key order from ranks
+// by brick-row segments (mgb_segment_counts, a scan, mgb_ranked; RANKS), or is emitted in
+// candidate order and sorted by key on the host side (mgb_parents, cupy.argsort, mgb_sorted),
+// and map1[t] (−1: none) gives each candidate's index in the sorted set.
 //
 // Layout: flat cells c = slot·512 + (lz·8 + ly)·8 + lx; slot_coords[3·slot + a] the brick's
 // coordinates; cnt[4·l + 0..2] = (n, m_red, m) of level l as flip_sparse_pressure_setup.cu.
-// Constants from Python (-D): KEY_BITS, CELL_AIR, CELL_FLUID.
+// Constants from Python (-D): KEY_BITS, BRICK_BITS (a brick key's bits a coordinate), CELL_AIR,
+// CELL_FLUID.
 
 #include "voxfx_mg_keys.cuh"  // cell_key, key_cell
 #include "voxfx_sparse.cuh"   // sparse_cell_near, sparse_offset_index
@@ -93,6 +95,80 @@ extern "C" __global__ void mgb_sorted(const long long* __restrict__ order, const
         sfluid[s] = fluid[o];
         scand[s] = cand[o];
         map1[cand[o]] = s;
+    }
+}
+
+// ---- Level 1 in key order without a sort (RANKS): the key order of level-1 cells (K, J, I)
+// = (4·bz + qz, 4·by + qy, 4·bx + qx) is the order (bz, qz, by, qy, bx, qx), so a segment —
+// the 4 candidates qx = 0…3 of one brick's (qz, qy) — holds consecutive ranks, and the
+// segments' order follows from the bricks' sorted keys (the topology's: (bz, by, bx) order,
+// BRICK_BITS bits a coordinate): in the plane of bricks [P0, P0 + nP) of brick p's bz, qz
+// major, then its row of bricks [R0, R0 + nR) (same by), qy, then p's place in its row.
+// A scan of the segments' counts in that order gives each segment's first rank.
+
+__device__ __forceinline__ int mgb_lower_key(const long long* __restrict__ keys, int n, long long q)
+{
+    int lo = 0, hi = n;
+    while (lo < hi) {
+        const int mid = (lo + hi) >> 1;
+        if (keys[mid] < q)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+// The place of segment (p, qz, qy) in key order; bkeys: the nb active bricks' sorted keys.
+__device__ __forceinline__ int mgb_segment_order(const long long* __restrict__ bkeys, int nb, int p, int qz, int qy)
+{
+    const long long plane_step = 1LL << (2 * BRICK_BITS), row_step = 1LL << BRICK_BITS;
+    const long long plane = bkeys[p] & ~(plane_step - 1), row = bkeys[p] & ~(row_step - 1);
+    const int p0 = mgb_lower_key(bkeys, nb, plane), in_plane = mgb_lower_key(bkeys, nb, plane + plane_step) - p0;
+    const int r0 = mgb_lower_key(bkeys, nb, row), in_row = mgb_lower_key(bkeys, nb, row + row_step) - r0;
+    return 16 * p0 + qz * 4 * in_plane + 4 * (r0 - p0) + qy * in_row + (p - r0);
+}
+
+// seg[order of segment (p, qz, qy)] = its level-1 cells (flag ≠ 0), s = p·16 + qz·4 + qy < 16·nb;
+// bslots[p]: brick p's pool slot.
+extern "C" __global__ void mgb_segment_counts(const long long* __restrict__ bkeys, const int* __restrict__ bslots,
+                                              int nb, const unsigned char* __restrict__ flag, int* __restrict__ seg)
+{
+    RANGE(s, 0, 16 * nb)
+    {
+        const int p = s >> 4, qz = (s >> 2) & 3, qy = s & 3;
+        const int t = bslots[p] * 64 + (qz * 4 + qy) * 4;
+        seg[mgb_segment_order(bkeys, nb, p, qz, qy)] = (flag[t] != 0) + (flag[t + 1] != 0) + (flag[t + 2] != 0) +
+                                                       (flag[t + 3] != 0);
+    }
+}
+
+// Level 1's set in key order (mgb_parents + a sort + mgb_sorted in one pass; scan: the
+// inclusive scan of seg): keys (relative to base cb), FLUID flags, candidates, map1[candidate]
+// = its index; ccnt[0] = the count. Launched over max(16·nb, 1) items.
+extern "C" __global__ void mgb_ranked(const long long* __restrict__ bkeys, const int* __restrict__ bslots, int nb,
+                                      const unsigned char* __restrict__ flag, const int* __restrict__ seg,
+                                      const int* __restrict__ scan, const int* __restrict__ slot_coords, int cbx,
+                                      int cby, int cbz, long long* __restrict__ keys, unsigned char* __restrict__ fluid,
+                                      int* __restrict__ cand, int* __restrict__ map1, int* __restrict__ ccnt)
+{
+    RANGE(s, 0, max(16 * nb, 1))
+    {
+        if (s == 0) ccnt[0] = nb > 0 ? scan[16 * nb - 1] : 0;
+        if (s >= 16 * nb) continue;
+        const int p = s >> 4, qz = (s >> 2) & 3, qy = s & 3, slot = bslots[p];
+        const int o = mgb_segment_order(bkeys, nb, p, qz, qy);
+        int at = scan[o] - seg[o];
+        for (int qx = 0; qx < 4; ++qx) {
+            const int t = slot * 64 + (qz * 4 + qy) * 4 + qx;
+            if (!flag[t]) continue;
+            keys[at] = cell_key(4 * slot_coords[3 * slot] + qx, 4 * slot_coords[3 * slot + 1] + qy,
+                                4 * slot_coords[3 * slot + 2] + qz, cbx, cby, cbz);
+            fluid[at] = flag[t] == 2;
+            cand[at] = t;
+            map1[t] = at;
+            ++at;
+        }
     }
 }
 

@@ -39,7 +39,9 @@ __device__ __forceinline__ float face_above(const float* __restrict__ f, const f
 
 // Per cell: b = D·scale on FLUID cells, 0 elsewhere, D the outgoing minus incoming face
 // velocities added x, y, then z (sparse_pressure.face_sum); touch = a FLUID cell with a
-// missing or AIR neighbour; parent = c (every cell its own root before cells_hook).
+// missing or AIR neighbour; parent = c (every cell its own root before cells_hook) or, with
+// link_init, a FLUID cell's lowest FLUID neighbour below its own index (a union cells_hook
+// need not make: shallower trees, fewer hooks and CAS retries; parents still point down).
 extern "C" __global__ void cells_rhs(const unsigned char* __restrict__ cell, const unsigned char* __restrict__ solid,
                                      const float* __restrict__ u, const float* __restrict__ v,
                                      const float* __restrict__ w, const float* __restrict__ solid_u,
@@ -47,18 +49,20 @@ extern "C" __global__ void cells_rhs(const unsigned char* __restrict__ cell, con
                                      const unsigned char* __restrict__ exists_u,
                                      const unsigned char* __restrict__ exists_v,
                                      const unsigned char* __restrict__ exists_w, const int* __restrict__ nbr, int n,
-                                     float scale, float* __restrict__ b, unsigned char* __restrict__ touch,
-                                     int* __restrict__ parent)
+                                     float scale, int link_init, float* __restrict__ b,
+                                     unsigned char* __restrict__ touch, int* __restrict__ parent)
 {
     RANGE(c, 0, n)
     {
-        parent[c] = c;
         const bool fluid = cell[c] == CELL_FLUID;
         bool air = false;
+        int low = c;
         for (int d = 0; d < 6; ++d) {
             const int o = nbr[(size_t)d * n + c];
             air = air || o < 0 || cell[o] == CELL_AIR;
+            if (link_init && fluid && o >= 0 && o < low && cell[o] == CELL_FLUID) low = o;
         }
+        parent[c] = low;
         touch[c] = fluid && air;
         if (!fluid) {
             b[c] = 0.0f;
@@ -136,13 +140,19 @@ extern "C" __global__ void cells_label(const unsigned char* __restrict__ cell, c
     }
 }
 
-// count[0] = FLUID cells whose component reaches no AIR (sealed), after cells_label.
+// count[0] = FLUID cells whose component reaches no AIR (sealed), after cells_label, and the
+// solver's cell types: kind[c] = cell[c], but AIR for each sealed region's pin, its lowest
+// cell (label[c] = c; sparse_pressure.solver_cells) — so the unknowns need no host read of
+// the count first.
 extern "C" __global__ void cells_sealed(const unsigned char* __restrict__ cell, const int* __restrict__ label, int n,
-                                        const unsigned char* __restrict__ reach, int* __restrict__ count)
+                                        const unsigned char* __restrict__ reach, int* __restrict__ count,
+                                        unsigned char* __restrict__ kind)
 {
     RANGE(c, 0, n)
     {
-        if (cell[c] == CELL_FLUID && !reach[label[c]]) atomicAdd(count, 1);
+        const bool sealed = cell[c] == CELL_FLUID && !reach[label[c]];
+        if (sealed) atomicAdd(count, 1);
+        kind[c] = sealed && label[c] == c ? (unsigned char)CELL_AIR : cell[c];
     }
 }
 

@@ -32,7 +32,8 @@ the four kernels of ``sparse_pressure_cells.py`` (``SETUP_KERNELS`` "fused", the
 "reference": the array code below, the same values); the index tables (``Unknowns``, the
 multigrid's) by flatnonzero, sort and binary search (on CuPy with
 ``VOXFX_SPARSE_PRESSURE_SETUP=device``, the kernels of ``sparse_pressure_setup.py``: the same
-integers, sizes kept on the device, one host read for level 0's m and one for the
+integers, sizes kept on the device, one host read for level 0's m — which brings the
+sealed count back too, ``sparse_pressure_setup.staged_setup`` — and one for the
 hierarchy), reused across substeps while the topology and cell types stay the same
 (``solver_tables``); sealed regions by connected components of the FLUID cells on their
 compacted neighbour table (SciPy's ``connected_components`` on NumPy, a union-find kernel
@@ -281,22 +282,26 @@ def compact_unknowns(grid, kind):
     return Unknowns(grid, kind)
 
 
-def solver_tables(grid, kind, preconditioner):
+def solver_tables(grid, kind, preconditioner, level=None, same=None):
     """(unknowns, preconditioner) of a solve: ``compact_unknowns`` and the preconditioner's
     tables (on CuPy the V-cycle's for "mg", None otherwise: the kernels apply Jacobi and none
     themselves). Kept on the grid and reused while its topology (the neighbour table) and
     the cell types stay the same — still or settled liquid: building them is ~4 ms of an 8M
     substep (H200). They are kept only once a substep finds the cell types of the one
     before, so liquid that changes every substep keeps nothing but a copy of the types.
-    ``REUSE_TABLES`` (``VOXFX_SPARSE_PRESSURE_REUSE``, "1"): "0" builds them every solve."""
+    ``REUSE_TABLES`` (``VOXFX_SPARSE_PRESSURE_REUSE``, "1"): "0" builds them every solve.
+    *level* (the unknowns) and *same* (the reuse test's answer), where
+    ``sparse_pressure_setup.staged_setup`` found them with its one read."""
     xp = grid.xp
     key = (preconditioner, xp is np)
     memo = getattr(grid, "_pressure_memo", None)  # (nbr, kind, key, tables or None)
-    same = (REUSE_TABLES and memo is not None and memo[0] is grid.nbr and memo[2] == key
-            and memo[1].shape == kind.shape and bool((memo[1] == kind).all()))
+    if same is None:
+        same = (REUSE_TABLES and memo is not None and memo[0] is grid.nbr and memo[2] == key
+                and memo[1].shape == kind.shape and bool((memo[1] == kind).all()))
     if same and memo[3] is not None:
         return memo[3]
-    level = compact_unknowns(grid, kind)
+    if level is None:
+        level = compact_unknowns(grid, kind)
     if xp is np:
         M = PRECONDITIONERS[preconditioner](grid, kind, level)
     else:
@@ -325,12 +330,14 @@ def _start(level, b, bb, x0):
     return xp.zeros_like(b), b.copy(), bb
 
 
-def pcg(grid, kind, b, tolerance, max_iterations, preconditioner="mg", check_every=10, progress=None, x0=None):
+def pcg(grid, kind, b, tolerance, max_iterations, preconditioner="mg", check_every=10, progress=None, x0=None,
+        tables=()):
     """PCG on A p = b (Alg. 2) over the compacted unknowns, with the device-side
     convergence flag (module notes), from p = 0 or from *x0* (flat, a warm start: module
-    notes). Returns (p flat, iterations, relative residual, converged)."""
+    notes); *tables*: ``solver_tables``' level and same, where found. Returns (p flat,
+    iterations, relative residual, converged)."""
     xp = grid.xp
-    level, M = solver_tables(grid, kind, preconditioner)
+    level, M = solver_tables(grid, kind, preconditioner, *tables)
     if xp is not np:  # the same tables, the kernels of cuda/flip_sparse_pressure.cu
         from .sparse_pressure_gpu import solve_unknowns
 
@@ -429,10 +436,15 @@ def solve_pressure(grid, dt, tolerance=1e-4, max_iterations=500, preconditioner=
     warm = warm_start_on(warm_start)
     if not warm:
         grid.channels.pop(CARRIED, None)
-    b, kind, enclosed, labels = pressure_rhs(grid, dt)
+    staged = None
+    if xp is not np:  # the set-up and the unknowns with one host read (sparse_pressure_setup.ONE_READ)
+        from .sparse_pressure_setup import staged_setup
+
+        staged = staged_setup(grid, dt, preconditioner)
+    b, kind, enclosed, labels, *tables = pressure_rhs(grid, dt) if staged is None else staged
     x0 = initial_guess(grid, enclosed, labels) if warm else None
     p, iterations, residual, converged = pcg(grid, kind, b, tolerance, int(max_iterations), preconditioner,
-                                             int(check_every), progress, x0=x0)
+                                             int(check_every), progress, x0=x0, tables=tables)
     if enclosed is not None:
         p = _region_mean_removed(p, enclosed, labels, xp)
     p = xp.where(grid["cell"] == FLUID, p, _F32(0)).astype(xp.float32)

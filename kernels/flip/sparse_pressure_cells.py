@@ -5,11 +5,13 @@ it the compaction and union-find of the labels), by the kernels of
 ``cuda/flip_sparse_pressure_cells.cu``:
 
   cells_rhs     b = −(h/Δt)·D on FLUID cells (seed 003 §8; D over the faces as the
-                projection sees them), "touches AIR", parent = self;
+                projection sees them), "touches AIR", parent = self or the lowest FLUID
+                neighbour below (``LINK_INIT``);
   cells_hook    union-find over FLUID cells' +x, +y, +z FLUID links, straight on the flat
                 cells (no compaction), roots the lowest flat index of their component;
   cells_label   each FLUID cell's root, and reach[root] for cells that touch AIR;
-  cells_sealed  the count of FLUID cells whose component reaches no AIR.
+  cells_sealed  the count of FLUID cells whose component reaches no AIR, and the solver's
+                cell types (each sealed region's pin AIR).
 
 and after the solve
 
@@ -17,8 +19,9 @@ and after the solve
                 (``sparse_pressure.project``: ~60 array operations, ~1.9 ms at 8M particles
                 on an H100, for a pass whose bandwidth floor is ~0.02 ms).
 
-One host read (the count) decides: no sealed region (the usual substep) and the result is
-(b, cell types, None, None); otherwise ``assemble`` pins each sealed region's lowest cell
+One host read (the count) decides (``stage`` has none: the solve reads the count with the
+unknowns' sizes, ``sparse_pressure_setup.staged_setup``): no sealed region (the usual
+substep) and the result is (b, cell types, None, None); otherwise ``assemble`` pins each sealed region's lowest cell
 and makes b compatible as ``sparse_pressure.solver_cells`` / ``pressure_rhs`` do (the same
 values: b bit for bit, the kernels compiled without FMA contraction).
 
@@ -29,6 +32,8 @@ tests/unit/test_cuda_sparse_pressure_cells_host.py; device: tests/gpu/test_flip_
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from ..grid.launch import THREADS, Kernels
@@ -37,6 +42,9 @@ from .grid import AIR, FLUID
 _K = Kernels("flip_sparse_pressure_cells.cu", ("--fmad=false",), THREADS,
              defines={"CELL_AIR": AIR, "CELL_FLUID": FLUID})
 KERNELS = ("cells_rhs", "cells_hook", "cells_label", "cells_sealed", "project_faces")
+# cells_rhs starts each FLUID cell's tree at its lowest FLUID neighbour below it ("1") or at
+# itself ("0"): the same labels (each component's lowest flat index) either way.
+LINK_INIT = os.environ.get("VOXFX_SPARSE_LABEL_LINK_INIT", "1") != "0"
 
 
 def assemble(grid, b, label, reach, sealed, xp):
@@ -64,6 +72,20 @@ def pressure_rhs(grid, dt):
     read; None where the grid's tables are not the kernels' (64-bit indices, no cells)."""
     import cupy as cp
 
+    staged = stage(grid, dt)
+    if staged is None:
+        return None
+    b, _, label, reach, count = staged
+    return assemble(grid, b, label, reach, int(count.get()[0]), cp)  # the one host read
+
+
+def stage(grid, dt):
+    """The four kernels without a host read: (raw b, kind, label, reach, count) — *kind* the
+    solver's cell types with the sealed regions' pins (``assemble``'s), *count* (device,
+    1 int32) the sealed FLUID cells, read later with the unknowns' sizes
+    (``sparse_pressure_setup.staged_setup``); None as ``pressure_rhs``."""
+    import cupy as cp
+
     n = grid.size
     if n == 0 or grid.nbr.dtype != cp.int32 or grid.nbr.shape != (6, n):
         return None
@@ -73,12 +95,14 @@ def pressure_rhs(grid, dt):
     nbr = cp.ascontiguousarray(grid.nbr)
     b, touch, parent = cp.empty(n, cp.float32), cp.empty(n, cp.uint8), cp.empty(n, cp.int32)
     scale = np.float32(-grid.h / float(dt))  # as pressure_rhs: −(h/Δt) rounded to float32 once
-    _K.launch("cells_rhs", n, (cell, solid, *faces, *exists, nbr, np.int32(n), scale, b, touch, parent))
+    _K.launch("cells_rhs", n, (cell, solid, *faces, *exists, nbr, np.int32(n), scale, np.int32(LINK_INIT), b, touch,
+                               parent))
     _K.launch("cells_hook", n, (cell, nbr, np.int32(n), parent))
     label, reach, count = cp.empty(n, cp.int32), cp.zeros(n + 1, cp.uint8), cp.zeros(1, cp.int32)
     _K.launch("cells_label", n, (cell, touch, np.int32(n), parent, label, reach))
-    _K.launch("cells_sealed", n, (cell, label, np.int32(n), reach, count))
-    return assemble(grid, b, label, reach, int(count.get()[0]), cp)  # the one host read
+    kind = cp.empty(n, cp.uint8)
+    _K.launch("cells_sealed", n, (cell, label, np.int32(n), reach, count, kind))
+    return b, kind.astype(grid["cell"].dtype, copy=False), label, reach, count
 
 
 def project(grid, p, dt) -> bool:

@@ -25,11 +25,17 @@ Level 1 and its tables to and from level 0 by brick look-ups (``BRICKS``,
 level-1 cell's 8 children lie in one 8³ brick and its prolongation and restriction stencils
 in that brick or a neighbour, so they are read through the grid's brick table
 (``slot_coords``, ``brick_nbr``) in O(1) — no sort of level 0's million cells, no binary
-search into them, no whole-grid lattice; level 1's cells (an eighth as many) are sorted by
-key so that the unknowns keep their order, and its own neighbour table and the coarser
-levels come from the sorted-key kernels. "0": level 0's set sorted by key and every level
-by the sorted-key kernels. The same integers (H200, 8M-particle dam break, 3,848 bricks:
-unknowns 0.85 → 0.37 ms, tables 2.19 → 1.88 ms, the whole solve 9.20 → 7.76 ms).
+search into them, no whole-grid lattice; level 1's cells (an eighth as many) come in key
+order so that the unknowns keep their order — by ranks from brick-row segments (``RANKS``,
+``VOXFX_SPARSE_MG_RANKS``, "1" the default: each brick's (qz, qy) row of 4 candidates holds
+consecutive ranks, placed by the topology's sorted brick keys; no sort) or, "0", by
+cupy.argsort of their keys — and its own neighbour table and the coarser levels come from
+the sorted-key kernels. (H200, 8M dam break, 6,227 bricks: tables 2.11 → 1.75 ms by the
+ranks; the one read of ``staged_setup``: cells + unknowns 1.18 → 1.02 ms; with the labels'
+link start of sparse_pressure_cells the whole solve 8.68 → 7.65 ms, the same bits.)
+BRICKS "0": level 0's set sorted by key and every level by the sorted-key kernels. The same
+integers (H200, 8M-particle dam break, 3,848 bricks: unknowns 0.85 → 0.37 ms, tables 2.19 →
+1.88 ms, the whole solve 9.20 → 7.76 ms).
 
 ``SETUP`` (``VOXFX_SPARSE_PRESSURE_SETUP``): "host" — ``Unknowns`` and ``TableKernels``,
 "device" — this module; both give the same integers (tests/unit/test_cuda_sparse_pressure_host.py).
@@ -43,6 +49,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..grid.launch import THREADS, Kernels, blocks
+from ..grid.sparse import BITS as BRICK_BITS
 from ..grid.sparse import BRICK
 from .grid import AIR, FLUID, SOLID
 from .pressure import MG_MIN_SIDE
@@ -50,10 +57,15 @@ from .sparse_pressure import Unknowns
 from .sparse_multigrid import _MARGIN, KEY_BITS, MAX_LEVELS, _CellSet, _Level, _level0_cells, _pack, level0_set
 
 SETUP = os.environ.get("VOXFX_SPARSE_PRESSURE_SETUP", "device")  # H200: 64³ pressure 6.9 ms (device) vs 9.0 ms (host)
+# staged_setup: the set-up kernels' sealed count read with the unknowns' sizes ("1"), or a
+# read each (sparse_pressure_cells.pressure_rhs, then unknowns: "0"); the same values.
+ONE_READ = os.environ.get("VOXFX_SPARSE_PRESSURE_ONE_READ", "1") != "0"
 _DEFINES = {"KEY_BITS": KEY_BITS, "CELL_AIR": AIR, "CELL_FLUID": FLUID, "CELL_SOLID": SOLID}
+_B_DEFINES = {**_DEFINES, "BRICK_BITS": BRICK_BITS}
 _K = Kernels("flip_sparse_pressure_setup.cu", (), THREADS, defines=_DEFINES)
-_B = Kernels("flip_sparse_pressure_bricks.cu", (), THREADS, defines=_DEFINES)
+_B = Kernels("flip_sparse_pressure_bricks.cu", (), THREADS, defines=_B_DEFINES)
 BRICKS = os.environ.get("VOXFX_SPARSE_MG_BRICKS", "1") != "0"  # level 1 by brick look-ups (module notes)
+RANKS = os.environ.get("VOXFX_SPARSE_MG_RANKS", "1") != "0"  # level 1's key order by ranks, not a sort
 assert BRICK == 8  # unk_classify reads a cell's parity from its brick-local coordinates
 SCAN = os.environ.get("VOXFX_SPARSE_PRESSURE_SCAN", "kernel")  # inclusive_scan: "kernel" or "cupy"
 _SCAN_TILES = 1024  # at most this many tiles a row: scan_tiles sums the earlier ones per block
@@ -232,16 +244,28 @@ def _level1_by_bricks(grid, kind, level0, base, nb, cnt, span):
     active = grid.brick_slot.astype(cp.bool_, copy=False)
     _B.launch("mgb_coarsen", cand_count, (kind.astype(cp.uint8, copy=False), active, np.int32(cand_count), flag, take,
                                           map1))
-    scan = inclusive_scan(take)
     room = max(nb, 1)
-    keys, fluid, cand = cp.empty(room, cp.int64), cp.empty(room, cp.uint8), cp.empty(room, cp.int32)
     coarse = _CellSet(cp.empty(room, cp.int64), cp.empty(room, cp.uint8), _CellSet(None, None, base).coarser_base())
-    _B.launch("mgb_parents", max(cand_count, room), (flag, scan, np.int32(cand_count), coords, *_ints(coarse.base),
-                                                     np.int32(room), keys, fluid, cand, cnt[1]))
-    order = cp.argsort(keys)  # the padding (the largest key) last: the first cnt[1][0] are the set in key order
     scand = cp.empty(room, cp.int32)
-    _B.launch("mgb_sorted", nb, (order, keys, fluid, cand, cnt[1], np.int32(nb), coarse.keys, coarse.fluid, scand,
-                                 map1))
+    topo = grid.topology
+    if RANKS:  # in key order by brick-row segments: no sort
+        bkeys = cp.ascontiguousarray(topo.keys, dtype=cp.int64)  # sorted: (bz, by, bx) order
+        bslots = cp.ascontiguousarray(topo.slots, dtype=cp.int32)
+        bricks = int(bkeys.shape[0])
+        seg = cp.empty(max(16 * bricks, 1), cp.int32)
+        _B.launch("mgb_segment_counts", 16 * bricks, (bkeys, bslots, np.int32(bricks), flag, seg))
+        _B.launch("mgb_ranked", max(16 * bricks, 1), (bkeys, bslots, np.int32(bricks), flag, seg,
+                                                      inclusive_scan(seg[:16 * bricks]), coords, *_ints(coarse.base),
+                                                      coarse.keys, coarse.fluid, scand, map1, cnt[1]))
+    else:
+        scan = inclusive_scan(take)
+        keys, fluid, cand = cp.empty(room, cp.int64), cp.empty(room, cp.uint8), cp.empty(room, cp.int32)
+        _B.launch("mgb_parents", max(cand_count, room), (flag, scan, np.int32(cand_count), coords,
+                                                         *_ints(coarse.base), np.int32(room), keys, fluid, cand,
+                                                         cnt[1]))
+        order = cp.argsort(keys)  # the padding (the largest key) last: the first cnt[1][0] are the set in key order
+        _B.launch("mgb_sorted", nb, (order, keys, fluid, cand, cnt[1], np.int32(nb), coarse.keys, coarse.fluid, scand,
+                                     map1))
     nbr, diag, ukeys, uorder = _level_tables(coarse, cnt[1], nb)
     up = cp.empty((8, level0.m + 1), cp.int32)
     _B.launch("mgb_prolong", level0.m + 1, (level0.cells, cnt[0], np.int32(level0.m + 1), nbr27, map1, coarse.position,
@@ -308,18 +332,31 @@ def _tail_levels(first, fine, ukeys, stride, bounds, cnt, span):
     return [views(*entry) for entry in layout]
 
 
-def unknowns(grid, kind):
+def _device_tables(grid) -> bool:
+    """Whether the grid's tables are the kernels' (32-bit indices, pool slots' coordinates)."""
+    import cupy as cp
+
+    return (grid.nbr.dtype == cp.int32 and grid.nbr.shape == (6, grid.size) and grid.size > 0
+            and getattr(grid, "slot_coords", None) is not None)
+
+
+def unknowns(grid, kind, extra=()):
     """``sparse_pressure.Unknowns(grid, kind)`` on CuPy by unk_classify, a scan, unk_order
-    and unk_tables: the same cells, position, nbr, diag and lattice; one host read (m)."""
+    and unk_tables: the same cells, position, nbr, diag and lattice; one host read (m),
+    which brings *extra* (device int32 arrays of one value each) back too, as
+    ``level.extra`` (host ints)."""
     import cupy as cp
 
     size = grid.size
-    if (grid.nbr.dtype != cp.int32 or grid.nbr.shape != (6, size) or size == 0
-            or getattr(grid, "slot_coords", None) is None):  # 64-bit indices: the host's path
-        return Unknowns(grid, kind)
+    if not _device_tables(grid):  # 64-bit indices: the host's path
+        level = Unknowns(grid, kind)
+        level.extra = tuple(int(e.get()[0]) for e in extra)
+        return level
     diag8, flags = cp.empty(size, cp.uint8), cp.empty((3, size), cp.int32)
-    read = cp.asarray(np.array([0] * 3 + [2 ** 31 - 1] * 3 + [-(2 ** 31)] * 3, np.int32))  # sizes, then the box
-    sizes, box = read[:3], read[3:]
+    read = cp.asarray(np.array([0] * 3 + [2 ** 31 - 1] * 3 + [-(2 ** 31)] * 3 + [0] * len(extra), np.int32))
+    sizes, box = read[:3], read[3:9]  # sizes, the box, then the extra values
+    for at, value in enumerate(extra):
+        read[9 + at:10 + at] = value
     _widening(_K, "unk_classify", size, (kind.astype(cp.uint8, copy=False), grid.nbr, np.int32(size),
                                      grid.brick_slot.astype(cp.bool_, copy=False), grid.slot_coords, diag8, flags,
                                      box))
@@ -332,6 +369,7 @@ def unknowns(grid, kind):
     lo, hi = [int(v) for v in read[3:6]], [int(v) for v in read[6:9]]
     bricks = BRICKS and getattr(grid, "brick_nbr", None) is not None
     level = Unknowns.__new__(_BrickUnknowns if bricks else Unknowns)
+    level.extra = tuple(int(v) for v in read[9:])
     level.xp, level.m, level.m_red, level.position = cp, m, m_red, position
     level.cells = cells[:m]
     if bricks:  # build() reads the brick tables: no whole-grid lattice
@@ -357,3 +395,38 @@ class _BrickUnknowns(Unknowns):
         slot, local = self.cells >> 9, self.cells & 511
         at = self.slot_coords[slot].astype(cp.int64) * BRICK
         return at[:, 0] + (local & 7), at[:, 1] + ((local >> 3) & 7), at[:, 2] + (local >> 6)
+
+
+def staged_setup(grid, dt, preconditioner):
+    """``sparse_pressure.pressure_rhs`` and the unknowns with one host read between them
+    (``ONE_READ``): the four set-up kernels (``sparse_pressure_cells.stage``, the solver's
+    cell types pinned on the device), then ``unknowns``, whose read brings back the sealed
+    count and, where the grid's topology is the last solve's, whether the cell types are
+    too (``sparse_pressure.solver_tables``' reuse test). Where the last solve's tables were
+    kept (still liquid: a likely reuse), the count and that test are read alone and the
+    unknowns left to ``solver_tables`` (None). (b, kind, enclosed, labels, level or None,
+    same) — the values of the separate calls — or None where the grid's tables are not the
+    kernels' (the separate calls then)."""
+    import cupy as cp
+
+    from . import sparse_pressure, sparse_pressure_cells
+
+    if not (ONE_READ and SETUP == "device" and sparse_pressure.SETUP_KERNELS == "fused" and _device_tables(grid)):
+        return None
+    staged = sparse_pressure_cells.stage(grid, dt)
+    if staged is None:
+        return None
+    b, kind, label, reach, count = staged
+    memo = getattr(grid, "_pressure_memo", None)  # solver_tables' (nbr, kind, key, tables or None)
+    extra = [count]
+    if (sparse_pressure.REUSE_TABLES and memo is not None and memo[0] is grid.nbr
+            and memo[2] == (preconditioner, False) and memo[1].shape == kind.shape):
+        extra.append((memo[1] == kind).all().astype(cp.int32).reshape(1))
+    if len(extra) > 1 and memo[3] is not None:  # the tables were kept: the unknowns only if the types changed
+        level, values = None, tuple(int(v) for v in cp.concatenate(extra).get())  # the one host read
+    else:
+        level = unknowns(grid, kind, extra)
+        values = level.extra
+    same = len(values) > 1 and bool(values[1])
+    b, _, enclosed, labels = sparse_pressure_cells.assemble(grid, b, label, reach, values[0], cp)
+    return b, kind, enclosed, labels, level, same

@@ -12,14 +12,17 @@ import pytest
 
 from tests.unit.test_cuda_exact import _build
 from tests.unit.test_cuda_sparse_pressure_host import PREAMBLE, _tank
-from voxfx.kernels.flip import sparse_multigrid, sparse_pressure
+from voxfx.kernels.flip import sparse_multigrid, sparse_pressure, sparse_transfer
 from voxfx.kernels.flip.grid import FLUID, SOLID
+from voxfx.kernels.flip.sparse_grid import SparseFlipGrid
 from voxfx.kernels.flip.sparse_multigrid import VCycle
+from voxfx.kernels.grid import GridSpec
 
 # Input: MG_MIN_SIDE MAX_LEVELS MARGIN TAIL (0: every level launch by launch, else the first
 # level of mgs_tail_levels, ≥ 2), size capacity, kind (size), the capacity active flags,
 # slot coordinates (3 × capacity), the brick table nbr27 (27 × capacity); level 0's m_red m,
-# its m cells, the size positions, its set's size and lattice box min (3). Output per kept
+# its m cells, the size positions, its set's size and lattice box min (3); RANKS (1: level 1 by
+# ranks, 0: sorted) and the topology's brick count, sorted keys and their slots. Output per kept
 # coarse level: m m_red, nbr, diag (hex), up (8 × (m_fine + 1)), down (64 × (m + 1)).
 BRICKS = PREAMBLE.replace('#include "flip_sparse_pressure.cu"', '#include "flip_sparse_pressure_setup.cu"\n'
                           '#include "flip_sparse_pressure_bricks.cu"') + r"""
@@ -71,6 +74,12 @@ int main() {
     for (int u = 0; u < m0; ++u) scanf("%lld", &cells0[u]);
     for (auto& v : position0) scanf("%d", &v);
     scanf("%d %d %d %d", &n0, &lo[0], &lo[1], &lo[2]);
+    int ranked, nbk;
+    scanf("%d %d", &ranked, &nbk);
+    std::vector<ll> bkeys(std::max(nbk, 1));
+    std::vector<int> bslots(std::max(nbk, 1));
+    for (int p = 0; p < nbk; ++p) scanf("%lld", &bkeys[p]);
+    for (int p = 0; p < nbk; ++p) scanf("%d", &bslots[p]);
     std::vector<int> bounds{n0};
     while ((int)bounds.size() < max_levels && bounds.back() > 0) bounds.push_back(bounds.back() / 8);
     const int count = (int)bounds.size();
@@ -89,15 +98,26 @@ int main() {
     f.bx = coarser(lo[0] - margin, margin); f.by = coarser(lo[1] - margin, margin);
     f.bz = coarser(lo[2] - margin, margin);
     std::vector<ll> keys(room, -7);
-    ONE_PER_ITEM(std::max(cand, room), mgb_parents(flag.data(), scan.data(), cand, coords.data(), f.bx, f.by, f.bz,
-                                                   room, keys.data(), fluid.data(), candv.data(), &cnt[4]));
-    std::vector<ll> order(room);
-    std::iota(order.begin(), order.end(), 0LL);
-    std::stable_sort(order.begin(), order.end(), [&](ll a, ll b) { return keys[a] < keys[b]; });
     f.keys.assign(room, -1); f.fluid.assign(room, 7);
     std::vector<int> scand(room, -7), uorder;
-    ONE_PER_ITEM(nb1, mgb_sorted(order.data(), keys.data(), fluid.data(), candv.data(), &cnt[4], nb1, f.keys.data(),
-                                 f.fluid.data(), scand.data(), map1.data()));
+    if (ranked) {  // sparse_pressure_setup.RANKS: mgb_segment_counts, a scan, mgb_ranked
+        std::vector<int> seg(std::max(16 * nbk, 1), -7), segscan;
+        ONE_PER_ITEM(16 * nbk, mgb_segment_counts(bkeys.data(), bslots.data(), nbk, flag.data(), seg.data()));
+        seg.resize(16 * nbk);
+        scan_rows(seg, segscan, 1, 16 * nbk);
+        segscan.resize(std::max(16 * nbk, 1));
+        ONE_PER_ITEM(std::max(16 * nbk, 1), mgb_ranked(bkeys.data(), bslots.data(), nbk, flag.data(), seg.data(),
+                                                       segscan.data(), coords.data(), f.bx, f.by, f.bz, f.keys.data(),
+                                                       f.fluid.data(), scand.data(), map1.data(), &cnt[4]));
+    } else {
+        ONE_PER_ITEM(std::max(cand, room), mgb_parents(flag.data(), scan.data(), cand, coords.data(), f.bx, f.by, f.bz,
+                                                       room, keys.data(), fluid.data(), candv.data(), &cnt[4]));
+        std::vector<ll> order(room);
+        std::iota(order.begin(), order.end(), 0LL);
+        std::stable_sort(order.begin(), order.end(), [&](ll a, ll b) { return keys[a] < keys[b]; });
+        ONE_PER_ITEM(nb1, mgb_sorted(order.data(), keys.data(), fluid.data(), candv.data(), &cnt[4], nb1,
+                                     f.keys.data(), f.fluid.data(), scand.data(), map1.data()));
+    }
     std::vector<ll> ukeys;
     Built& B1 = built[1];
     level_tables(f, &cnt[4], nb1, B1, ukeys, uorder);
@@ -225,8 +245,24 @@ def brick_tables(g):
     return coords.astype(np.int32), nbr27
 
 
+def _moved_tank():
+    """``_tank``'s liquid on a pool whose slots are out of key order: the grid held liquid
+    elsewhere first (level 1's ranks then differ from the candidates' slot order)."""
+    rng = np.random.default_rng(8)
+    spec = GridSpec((0.0, 0.0, 0.0), 0.1, (20, 12, 18))
+    up = np.asarray(spec.upper)
+    pos = np.concatenate([(rng.uniform(0.0, 0.4, (6000, 3)) * up), (rng.uniform(0.7, 0.95, (3000, 3)) * up)])
+    pos = pos.astype(np.float32)
+    g = SparseFlipGrid(spec, np, closed=True)
+    g.update((up - pos[:3000]).astype(np.float32), 3)
+    g.update(pos, 3, obstacle=np.array([(i, j, 2) for i in range(3, 7) for j in range(2, 5)]))
+    sparse_transfer.classify(g, pos)
+    assert not np.all(np.diff(g.topology.slots) > 0)  # slots out of key order
+    return g
+
+
 def scene(name):
-    g = _tank()
+    g = _moved_tank() if name == "moved" else _tank()
     active = g.active()
     if name == "sealed":  # fluid up to the lid: one pinned cell, deep hierarchy
         g["cell"] = np.where(active & (g["cell"] != SOLID), np.uint8(FLUID), g["cell"]).astype(np.uint8)
@@ -240,12 +276,14 @@ def scene(name):
     return g
 
 
+@pytest.mark.parametrize("ranked", [True, False])
 @pytest.mark.parametrize("tail", [0, 2, 3])
-@pytest.mark.parametrize("name", ["tank", "sealed", "sheet", "puddle"])
-def test_brick_setup_builds_the_numpy_multigrid_tables(bricks, name, tail):
-    """Level 1 by mgb_coarsen … mgb_restrict (one brick read a query), levels 2 … by the
-    sorted-key kernels (launch by launch, or from level *tail* in mgs_tail_levels): every
-    kept level's m, m_red, nbr, diag, up and down are VCycle's, and as many levels."""
+@pytest.mark.parametrize("name", ["tank", "sealed", "sheet", "puddle", "moved"])
+def test_brick_setup_builds_the_numpy_multigrid_tables(bricks, name, tail, ranked):
+    """Level 1 by mgb_coarsen … mgb_restrict (one brick read a query; its set in key order by
+    ranks from brick-row segments, or sorted), levels 2 … by the sorted-key kernels (launch
+    by launch, or from level *tail* in mgs_tail_levels): every kept level's m, m_red, nbr,
+    diag, up and down are VCycle's, and as many levels."""
     g = scene(name)
     kind, _, _ = sparse_pressure.solver_cells(g)
     level = sparse_pressure.Unknowns(g, kind)
@@ -263,7 +301,8 @@ def test_brick_setup_builds_the_numpy_multigrid_tables(bricks, name, tail):
              f"{g.size} {g.capacity}", *map(str, kind.astype(int)), *map(str, g.brick_slot.astype(int)),
              *map(str, coords.ravel()), *map(str, nbr27.ravel()), f"{level.m_red} {level.m}",
              *map(str, level.cells), *map(str, level.position), str(len(in_set)),
-             *(str(int(a[in_set].min())) for a in lattice)]
+             *(str(int(a[in_set].min())) for a in lattice), f"{int(ranked)} {g.topology.count}",
+             *map(str, g.topology.keys), *map(str, g.topology.slots)]
     out = bricks.raw(lines).split()
     at = 0
     for L, up, down in zip(M.levels[1:], M.up, M.down):
@@ -341,5 +380,5 @@ def test_every_setup_launch_names_a_kernel_of_its_module_with_its_arguments():
         count = sum(3 if isinstance(a, ast.Starred) else 1 for a in args.elts)
         assert count == params[module][name], (name, count, params[module][name])
         seen.add(name)
-    assert {"mgb_coarsen", "mgb_parents", "mgb_sorted", "mgb_prolong", "mgb_restrict", "mgb_unknown_span",
-            "unk_classify", "mgs_level_cells", "mgs_tail_levels"} <= seen
+    assert {"mgb_coarsen", "mgb_parents", "mgb_sorted", "mgb_segment_counts", "mgb_ranked", "mgb_prolong",
+            "mgb_restrict", "mgb_unknown_span", "unk_classify", "mgs_level_cells", "mgs_tail_levels"} <= seen

@@ -18,7 +18,7 @@ from voxfx.kernels.grid import GridSpec
 
 # Input: n, cell, solid (n each), u v w solid_u solid_v solid_w (n hex floats each),
 # exists_u exists_v exists_w (n each), nbr (6 × n), scale (hex). Output: b (n hex), touch
-# (n), label (n), reach (n + 1), the sealed count.
+# (n), label (n), reach (n + 1), the sealed count, kind (n).
 HARNESS = PREAMBLE.replace('#include "flip_sparse_pressure.cu"', '#include "flip_sparse_pressure_cells.cu"') + r"""
 #define ONE_PER_ITEM(n, call) do { h_dim.x = 1; h_thread.x = 0; h_grid.x = (unsigned)(n); \
     for (unsigned blk = 0; blk < (unsigned)(n); ++blk) { h_block.x = blk; call; } } while (0)
@@ -29,7 +29,7 @@ static void read_floats(std::vector<float>& v) { for (auto& x : v) scanf("%a", &
 int main() {
     int n;
     if (scanf("%d", &n) != 1) return 1;
-    std::vector<unsigned char> cell(n), solid(n), eu(n), ev(n), ew(n), touch(n, 7), reach(n + 1, 0);
+    std::vector<unsigned char> cell(n), solid(n), eu(n), ev(n), ew(n), touch(n, 7), reach(n + 1, 0), kind(n, 7);
     std::vector<float> u(n), v(n), w(n), su(n), sv(n), sw(n), b(n, -7.0f);
     read_bytes(cell); read_bytes(solid);
     for (auto* f : {&u, &v, &w, &su, &sv, &sw}) read_floats(*f);
@@ -37,19 +37,21 @@ int main() {
     std::vector<int> nbr(6 * (size_t)n), parent(n, -7), label(n, -7);
     for (auto& x : nbr) scanf("%d", &x);
     float scale;
-    scanf("%a", &scale);
+    int link_init;
+    scanf("%a %d", &scale, &link_init);
     int count = 0;
     ONE_PER_ITEM(n, cells_rhs(cell.data(), solid.data(), u.data(), v.data(), w.data(), su.data(), sv.data(), sw.data(),
-                              eu.data(), ev.data(), ew.data(), nbr.data(), n, scale, b.data(), touch.data(),
-                              parent.data()));
+                              eu.data(), ev.data(), ew.data(), nbr.data(), n, scale, link_init, b.data(),
+                              touch.data(), parent.data()));
     ONE_PER_ITEM(n, cells_hook(cell.data(), nbr.data(), n, parent.data()));
     ONE_PER_ITEM(n, cells_label(cell.data(), touch.data(), n, parent.data(), label.data(), reach.data()));
-    ONE_PER_ITEM(n, cells_sealed(cell.data(), label.data(), n, reach.data(), &count));
+    ONE_PER_ITEM(n, cells_sealed(cell.data(), label.data(), n, reach.data(), &count, kind.data()));
     for (float x : b) printf("%a\n", x);
     for (auto x : touch) printf("%d\n", (int)x);
     for (int x : label) printf("%d\n", x);
     for (auto x : reach) printf("%d\n", (int)x);
     printf("%d\n", count);
+    for (auto x : kind) printf("%d\n", (int)x);
     return 0;
 }
 """
@@ -83,27 +85,28 @@ def _tank(sealed: bool, seed: int):
     return g
 
 
-def _run(harness, g, dt):
+def _run(harness, g, dt, link_init=1):
     n = g.size
     lines = [str(n)] + [str(int(x)) for name in ("cell", "solid") for x in g[name]]
     for name in ("u", "v", "w", "solid_u", "solid_v", "solid_w"):
         lines += [float(x).hex() for x in g[name]]
     lines += [str(int(x)) for name in g.EXISTS for x in g[name]]
     lines += [str(int(x)) for x in g.nbr.ravel()]
-    lines.append(float(np.float32(-g.h / dt)).hex())
+    lines.append(f"{float(np.float32(-g.h / dt)).hex()} {int(link_init)}")
     out = harness.raw(lines).split()
     b = np.array([float.fromhex(x) for x in out[:n]], np.float32)
     touch = np.array(out[n:2 * n], np.uint8)
     label = np.array(out[2 * n:3 * n], np.int32)
     reach = np.array(out[3 * n:4 * n + 1], np.uint8)
-    return b, touch, label, reach, int(out[4 * n + 1])
+    return b, touch, label, reach, int(out[4 * n + 1]), np.array(out[4 * n + 2:5 * n + 2], np.uint8)
 
 
+@pytest.mark.parametrize("link_init", [1, 0])
 @pytest.mark.parametrize("sealed", [False, True])
-def test_fused_setup_kernels_equal_pressure_rhs(cells_device, sealed):
+def test_fused_setup_kernels_equal_pressure_rhs(cells_device, sealed, link_init):
     g = _tank(sealed, seed=3 + sealed)
     dt = 1 / 97
-    b, touch, label, reach, count = _run(cells_device, g, dt)
+    b, touch, label, reach, count, device_kind = _run(cells_device, g, dt, link_init)
     fluid = g["cell"] == FLUID
     # the raw right-hand side, bit for bit
     raw = np.where(fluid, sparse_pressure.face_sum(g, *sparse_pressure.boundary_faces(g)) * np.float32(-g.h / dt),
@@ -119,6 +122,7 @@ def test_fused_setup_kernels_equal_pressure_rhs(cells_device, sealed):
     fb, kind, enclosed, labels = sparse_pressure_cells.assemble(g, b, label, reach, count, np)
     assert np.array_equal(fb.view(np.uint32), ref_b.view(np.uint32))
     assert np.array_equal(kind, ref_kind)
+    assert np.array_equal(device_kind, ref_kind)  # cells_sealed's pins: the unknowns need no read of the count
     if sealed:
         assert np.array_equal(enclosed, ref_enclosed) and np.array_equal(labels, ref_labels)
         assert int((kind != g["cell"]).sum()) == len(np.unique(labels[enclosed]))  # one pin per sealed region
