@@ -58,6 +58,12 @@ NumPy path, dam breaks, a blob and a pool at 6k–50k particles) and rounded up:
   cells, 0.37M–1.7M particles kept: 1.549–1.585 GiB in use against 1.027–1.039 without
   the band at the same bricks; the 65M row's pool, cached blocks included, 10.04 against
   6.87 GiB: 52 B), taken as 14 B a particle and 512 B a liquid cell (78 B at 8 a cell).
+  Over whole runs the band costs more as the liquid spreads and more of it lies near its
+  surface (8M on an H100, ``bench/memory_liquid.py``, 15–17 frames, 1.7M → 6.7M particles
+  kept): in use at the peak 2.04 / 2.98 / 3.85 GiB with bands of 2 / 4 / 8 cells against
+  the dam's 2.05 without a band over 60 frames, i.e. up to ~140 B (4 cells) and ~270 B
+  (8 cells) per liquid particle beyond the substep: counted as the larger of the 78 B above
+  and ``GPU_BAND_WIDTH`` 36 B per particle per cell of band.
   (Before the keys, (n, 3) rows per particle and 27 shifted copies: 255–571 B per
   particle on the CPU and a 70.1 GiB pool on the 65M row.)
 """
@@ -84,6 +90,7 @@ GPU_CELL, GPU_PARTICLE, GPU_APIC = 200, 120, 36
 GPU_STATE_CELL, GPU_STATE_PARTICLE = 120, 48  # what stays in use between frames (channels, solver, particles)
 CPU_BAND_PARTICLE, CPU_BAND_CELL = 24, 400
 GPU_BAND_PARTICLE, GPU_BAND_CELL = 14, 512  # beyond the substep's (module text)
+GPU_BAND_WIDTH = 36  # B per liquid particle per cell of band, beyond the substep's, over a whole run (module text)
 CLOSED_IMAGES = 4  # a closed level set's particles with their mirrors (a tank's liquid touches 3–5 walls)
 
 
@@ -201,7 +208,8 @@ def memory_at(spec: GridSpec, bricks: int, particles: int, particles_per_cell: i
         if cpu:  # the update after advection, beside the state
             stages["narrow band"] = int(state + CPU_BAND_PARTICLE * P + CPU_BAND_CELL * P / ppc)
         else:  # on the device, measured beside the frame's substep peak
-            stages["narrow band"] = int(substep + GPU_BAND_PARTICLE * P + GPU_BAND_CELL * P / ppc)
+            band = max(GPU_BAND_PARTICLE * P + GPU_BAND_CELL * P / ppc, GPU_BAND_WIDTH * int(narrow_band) * P)
+            stages["narrow band"] = int(substep + band)
     if parts:
         return {"bricks": bricks, "state": int(state), **stages, "total": max(stages.values())}
     return int(max(stages.values()))
