@@ -59,7 +59,7 @@ class Peak:
         class Hook(memory_hook.MemoryHook):
             name = "peak"
 
-            def malloc_postprocess(hook, device_id, size, mem_size, mem_ptr, pmem_id):
+            def malloc_postprocess(hook, **kwargs):
                 import cupy as cp
 
                 self.peak = max(self.peak, cp.get_default_memory_pool().used_bytes())
