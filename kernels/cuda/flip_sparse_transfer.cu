@@ -292,6 +292,8 @@ extern "C" __global__ void count_particles_sparse(const float* __restrict__ pos,
 // bounds[1], the max particles a cell, comes from the scan (bin_scan_sums). Then
 // bin_scan_sums + bin_scan (start), flip_transfer.cu's place_particles (order); no
 // per-cell sort and no sorted copies: the scatter reads the particles through order.
+// H200, 8M particles: 0.162 ms against count_particles_sparse's 0.103 + scatter_bounds' 0.040
+// (the fusion saves a launch, not time); the scan 0.031 against cupy.cumsum's 0.049.
 extern "C" __global__ void count_particles_bounds(const float* __restrict__ pos, const float* __restrict__ vel,
                                                   const float* __restrict__ c, int apic, long long n, float ox,
                                                   float oy, float oz, float inv_h, float h,
