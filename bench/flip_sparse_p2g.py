@@ -17,12 +17,17 @@ APIC (a random C) for the brick gather and the first two staged variants too. Th
 (``--spread N ...``: a warp's lanes take particles N apart; ``--blocks B ...``: also built
 for B blocks an SM, default build 4) is checked against the brick
 gather's masks and its faces' largest difference printed (fixed point: not the same bits),
-and two scatters of the same particles against each other (the same bits).
+and two scatters of the same particles against each other (the same bits). The scatter's
+two binnings (``VOXFX_SPARSE_BINNING`` sorted / order: count + cumsum + place + per-cell
+sort + sorted copies, or the count with the bound fused + the two-launch scan + place, the
+scatter reading through the order) are timed launch by launch and whole, alternately,
+checked for the same faces bit for bit, and their P2G's live memory peak printed.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -45,6 +50,31 @@ from flip import dam_break  # noqa: E402
 BANDWIDTH = 3.35e12
 
 
+class Peak:
+    """CuPy memory hook: the pool's most bytes in use while it is on."""
+
+    def __enter__(self):
+        from cupy.cuda import memory_hook
+
+        class Hook(memory_hook.MemoryHook):
+            name = "peak"
+
+            def malloc_postprocess(hook, **kwargs):
+                import cupy as cp
+
+                self.peak = max(self.peak, cp.get_default_memory_pool().used_bytes())
+
+        import cupy as cp
+
+        self.peak = cp.get_default_memory_pool().used_bytes()
+        self._hook = Hook()
+        self._hook.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        self._hook.__exit__(*exc)
+
+
 def timed(cp, fn, repeat):
     a, b = cp.cuda.Event(), cp.cuda.Event()
     out = []
@@ -57,7 +87,64 @@ def timed(cp, fn, repeat):
     return float(np.median(out))
 
 
-def main():
+def compare_binnings(cp, g, p2g_binning):
+    """The two binnings' P2G: the same faces and counts bit for bit, and each one's live peak."""
+    out = {}
+    for mode in ("sorted", "order"):
+        p2g_binning(mode)()
+        out[mode] = [cp.concatenate([g[f].view(cp.uint32) for f in g.FACES]), g.bins[1].copy()]
+    os.environ.pop("VOXFX_SPARSE_BINNING", None)
+    print("order binning's P2G: " + ("the same faces and counts bit for bit" if all(
+        bool((a == b).all()) for a, b in zip(out["sorted"], out["order"])) else "FACES DIFFER"))
+    del out
+    pool = cp.get_default_memory_pool()
+    for mode in ("sorted", "order"):  # the live bytes P2G adds (its arrays while the scatter runs)
+        g.bins = None
+        pool.free_all_blocks()
+        before = pool.used_bytes()
+        hook = Peak()
+        with hook:
+            p2g_binning(mode)()
+        print(f"P2G live peak over the state, {mode} binning: {(hook.peak - before) / 2 ** 20:.1f} MiB")
+    os.environ.pop("VOXFX_SPARSE_BINNING", None)
+
+
+def scatter_pieces(cp, g, pos, vel, binned, faces, valid, repeat):
+    """The scatter's launches one by one (spread 8, four blocks an SM; FLIP), on the sorted
+    copies *binned* (spos, svel, dummy, start, count), and through the order binning's order."""
+    from voxfx.kernels.flip.sparse_gpu import _I32, _I64, _frame
+
+    spos, svel, dummy, start, count = binned
+    n, cells = int(pos.shape[0]), g.size
+    # the scatter's launches (spread 8, four blocks an SM; FLIP)
+    sparse_scatter.SCATTER_SPREAD, sparse_scatter.SCATTER_MIN_BLOCKS = 8, 4
+    scatter_in = (spos, svel, dummy, _I32(0), start, count, g.brick_slot, g.slot_coords, g.brick_nbr,
+                  _I64(cells), _I32(g.closed), *sparse_gpu._dims(g), *_frame(g))
+    start_o, count_o, order_o, _, _ = sparse_gpu.bin_particles_order(g, pos, vel, None)
+    scatter_in_o = (pos, vel, dummy, _I32(0), start_o, count_o, *scatter_in[6:])
+    bounds, acc = cp.zeros(2, cp.uint32), cp.zeros(6 * cells, cp.uint64)
+    scatter, scatter_threads = sparse_scatter.SCATTER, sparse_scatter.SCATTER_THREADS
+    bound_grid = (min(sparse_scatter.BOUND_BLOCKS, -(-max(n, cells) // 256)),)
+    pieces = [("scatter_bounds", lambda: scatter.launch_grid("scatter_bounds", bound_grid, (256,), (
+                  svel, dummy, _I32(0), _I64(n), count, _I64(cells), _frame(g)[3], bounds)), 12 * n + 4 * cells),
+              ("scatter sums zeroed", lambda: acc.fill(0), 48 * cells),
+              ("p2g_scatter_brick", lambda: scatter.launch_grid("p2g_scatter_brick", (cells // 512,), (
+                  scatter_threads,), (*scatter_in, bounds, _I32(8), count, _I32(0), acc)),
+               24 * n + 8 * cells + 48 * cells),
+              ("p2g_scatter_brick through the order (order binning)", lambda: scatter.launch_grid(
+                  "p2g_scatter_brick", (cells // 512,), (scatter_threads,), (*scatter_in_o, bounds, _I32(8), order_o,
+                                                                             _I32(1), acc)),
+               28 * n + 8 * cells + 48 * cells),
+              ("p2g_scatter_finish", lambda: scatter.launch("p2g_scatter_finish", cells, (
+                  acc, _I64(cells), bounds, *faces, *valid)), 48 * cells + 15 * cells)]
+    for name, fn, nbytes in pieces:
+        fn()
+        ms = timed(cp, fn, repeat)
+        floor = nbytes / BANDWIDTH * 1e3
+        print(f"{name} | {ms:.3f} | {floor:.3f} | {ms / floor:.0f}×")
+
+
+def main():  # noqa: C901 (one bench: its launches timed in turn, each a small closure)
     ap = argparse.ArgumentParser()
     ap.add_argument("--res", type=int, default=256)
     ap.add_argument("--particles", type=float, default=8e6)
@@ -112,7 +199,27 @@ def main():
 
     faces = tuple(cp.empty(cells, cp.float32) for _ in range(3))
     valid = tuple(cp.empty(cells, cp.uint8) for _ in range(3))
+    bounds_o = cp.zeros(2, cp.uint32)
+
+    def count_bounds():  # the "order" binning's count, the scatter's |q| bound fused in
+        count.fill(0)
+        bounds_o.fill(0)
+        KERNELS.launch("count_particles_bounds", n, (pos, vel, count, _I32(0), _I64(n), ox, oy, oz, inv_h,
+                                                     _frame(g)[3], keys, slots, nk, *index, _I64(cells), count,
+                                                     cell_of, rank, bounds_o))
+
+    def scan_kernels():
+        state["start_o"] = sparse_gpu.scan_counts(cp, count, cells, bounds_o)
+
+    def p2g_binning(mode):
+        def run():
+            os.environ["VOXFX_SPARSE_BINNING"] = mode
+            sparse_gpu.particles_to_grid(g, pos, vel, None, "scatter")
+        return run
+
     rows = [("count_particles_sparse", count_pass, 12 * n + 12 * n + 4 * cells),
+            ("count_particles_bounds (order binning: + |q| bound)", count_bounds, 24 * n + 12 * n + 4 * cells),
+            ("bin_scan_sums + bin_scan (+ max count)", scan_kernels, 12 * cells),
             ("cumsum (exclusive scan)", scan, 8 * cells),
             ("place_particles", place, 16 * n),
             ("sort_cell_segments", segments, 8 * n + 8 * cells),
@@ -121,14 +228,22 @@ def main():
             ("particles_to_grid (whole, brick)", lambda: sparse_gpu.particles_to_grid(g, pos, vel, None, "brick"), 0),
             ("particles_to_grid (whole, staged)", lambda: sparse_gpu.particles_to_grid(g, pos, vel, None, "staged"),
              0),
-            ("particles_to_grid (whole, scatter)", lambda: sparse_gpu.particles_to_grid(g, pos, vel, None, "scatter"),
-             0)]
+            ("bin_particles_order (whole)", lambda: sparse_gpu.bin_particles_order(g, pos, vel, None), 0),
+            ("particles_to_grid (whole, scatter, sorted binning)", p2g_binning("sorted"), 0),
+            ("particles_to_grid (whole, scatter, order binning)", p2g_binning("order"), 0),
+            ("particles_to_grid (whole, scatter, sorted binning) again", p2g_binning("sorted"), 0),
+            ("particles_to_grid (whole, scatter, order binning) again", p2g_binning("order"), 0)]
     print("launch | ms | floor ms | ratio")
     for name, fn, nbytes in rows:
         fn()  # warm (compiles)
         ms = timed(cp, fn, args.repeat)
         floor = nbytes / BANDWIDTH * 1e3
         print(f"{name} | {ms:.3f} | {floor:.3f} | {ms / floor:.0f}×" if nbytes else f"{name} | {ms:.3f} | - | -")
+    scan()
+    count_bounds()
+    scan_kernels()
+    print("bin_scan == cumsum − count:", bool((state["start_o"] == state["start"]).all()))
+    compare_binnings(cp, g, p2g_binning)
 
     # the gathers, on the sorted copies of these positions (with a random C for APIC)
     c = cp.random.default_rng(1).standard_normal((n, 3, 3), dtype=cp.float32)
@@ -177,25 +292,7 @@ def main():
             same = "same bits" if same else "BITS DIFFER"
         print(f"{name} | {ms:.3f} | {floor:.3f} | {ms / floor:.0f}× | {same}")
     del reference
-    # the scatter's launches (spread 8, four blocks an SM; FLIP)
-    sparse_scatter.SCATTER_SPREAD, sparse_scatter.SCATTER_MIN_BLOCKS = 8, 4
-    scatter_in = (spos, svel, dummy, _I32(0), state["start"], count, g.brick_slot, g.slot_coords, g.brick_nbr,
-                  _I64(cells), _I32(g.closed), *sparse_gpu._dims(g), *_frame(g))
-    bounds, acc = cp.zeros(2, cp.uint32), cp.zeros(6 * cells, cp.uint64)
-    scatter, scatter_threads = sparse_scatter.SCATTER, sparse_scatter.SCATTER_THREADS
-    bound_grid = (min(sparse_scatter.BOUND_BLOCKS, -(-max(n, cells) // 256)),)
-    pieces = [("scatter_bounds", lambda: scatter.launch_grid("scatter_bounds", bound_grid, (256,), (
-                  svel, dummy, _I32(0), _I64(n), count, _I64(cells), _frame(g)[3], bounds)), 12 * n + 4 * cells),
-              ("scatter sums zeroed", lambda: acc.fill(0), 48 * cells),
-              ("p2g_scatter_brick", lambda: scatter.launch_grid("p2g_scatter_brick", (cells // 512,), (
-                  scatter_threads,), (*scatter_in, bounds, _I32(8), acc)), 24 * n + 8 * cells + 48 * cells),
-              ("p2g_scatter_finish", lambda: scatter.launch("p2g_scatter_finish", cells, (
-                  acc, _I64(cells), bounds, *faces, *valid)), 48 * cells + 15 * cells)]
-    for name, fn, nbytes in pieces:
-        fn()
-        ms = timed(cp, fn, args.repeat)
-        floor = nbytes / BANDWIDTH * 1e3
-        print(f"{name} | {ms:.3f} | {floor:.3f} | {ms / floor:.0f}×")
+    scatter_pieces(cp, g, pos, vel, (spos, svel, dummy, state["start"], count), faces, valid, args.repeat)
     c = count[:-1]
     print(f"particles per occupied cell: mean {float(c[c > 0].mean()):.2f}, max {int(c.max())}; "
           f"unbinned {int(count[-1])}")

@@ -39,6 +39,7 @@
 // at 8M particles (R ≈ 18 · 30, Q ≈ 5 m/s) ~1e-11 m/s / Σw: below float32's rounding of v
 // wherever Σw ≳ 1e-4 (a face that a particle touches with weight 1e-4 or more).
 
+#include "voxfx_bin.cuh"  // scatter_q_bound, scatter_q_bits, scatter_bits, scatter_float
 #include "voxfx_sparse.cuh"  // SPARSE_CELLS, sparse_cell_near
 
 #define SCATTER_THREADS 256
@@ -53,13 +54,9 @@
 #ifdef __CUDA_ARCH__
 __device__ __forceinline__ long long scatter_round(float x) { return __float2ll_rn(x); }
 __device__ __forceinline__ long long scatter_round_up(float x) { return __float2ll_ru(x); }
-__device__ __forceinline__ unsigned int scatter_bits(float x) { return __float_as_uint(x); }
-__device__ __forceinline__ float scatter_float(unsigned int x) { return __uint_as_float(x); }
 #else  // the host harness (tests/unit/test_cuda_sparse_scatter_host.py)
 __device__ __forceinline__ long long scatter_round(float x) { return llrintf(x); }
 __device__ __forceinline__ long long scatter_round_up(float x) { return (long long)ceilf(x); }
-__device__ __forceinline__ unsigned int scatter_bits(float x) { unsigned int u; memcpy(&u, &x, 4); return u; }
-__device__ __forceinline__ float scatter_float(unsigned int x) { float f; memcpy(&f, &x, 4); return f; }
 #endif
 
 // Smallest e ≥ 0 with 2^e ≥ x (x ≥ 1).
@@ -111,15 +108,10 @@ extern "C" __global__ void scatter_bounds(const float* __restrict__ svel, const 
     float q = 0.0f;
     unsigned int most = 0u;
     for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < n; t += stride)
-        for (int a = 0; a < 3; ++a) {
-            float b = fabsf(svel[3 * t + a]);
-            if (apic)
-                b += 2.0f * h * (fabsf(sc[9 * t + 3 * a]) + fabsf(sc[9 * t + 3 * a + 1]) + fabsf(sc[9 * t + 3 * a + 2]));
-            q = fmaxf(q, b);
-        }
+        q = fmaxf(q, scatter_q_bound(svel, sc, apic, t, h));
     for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < cells; t += stride)
         most = max(most, (unsigned int)max(count[t], 0));
-    scatter_block_max(scatter_bits(q * (1.0f + 1.0f / 1024.0f)), bounds);
+    scatter_block_max(scatter_q_bits(q), bounds);
     scatter_block_max(most, bounds + 1);
 }
 
@@ -218,13 +210,16 @@ __device__ __forceinline__ void scatter_particle(const float* __restrict__ spos,
 // warp takes particles tile + j·spread + r (r < spread), so that the lanes' particles lie
 // in different cells (fewer shared atomics on one node) while each lane's loads stay close
 // (1: consecutive particles). acc[(comp·cells + cell)·2 + {0: Σw·q, 1: Σw}], zeroed first.
+// use_order = 0: spos, svel, sc are the binned copies (sorted position s is the particle);
+// 1: they are the particles' own arrays, read through order[s] (sparse_gpu's "order"
+// binning: no copies, and no per-cell sort either, as the integer sums take any order).
 extern "C" __global__ void __launch_bounds__(SCATTER_THREADS, SCATTER_MIN_BLOCKS)
     p2g_scatter_brick(const float* __restrict__ spos, const float* __restrict__ svel, const float* __restrict__ sc,
                       int apic, const int* __restrict__ start, const int* __restrict__ count,
                       const unsigned char* __restrict__ used, const int* __restrict__ coords,
                       const int* __restrict__ nbr27, long long cells, int closed, int nx, int ny, int nz, float ox,
                       float oy, float oz, float h, float inv_h, const unsigned int* __restrict__ bounds, int spread,
-                      unsigned long long* __restrict__ acc)
+                      const int* __restrict__ order, int use_order, unsigned long long* __restrict__ acc)
 {
     __shared__ unsigned int shared_acc[2 * SCATTER_WORDS];
     const int slot = (int)blockIdx.x;
@@ -246,7 +241,7 @@ extern "C" __global__ void __launch_bounds__(SCATTER_THREADS, SCATTER_MIN_BLOCKS
         const int lane = i & 31, row = i >> 5;
         const int k = row / spread * tile + lane * spread + row % spread;
         if (k >= total) continue;
-        const int p = (int)p0 + k;
+        const int p = use_order ? order[p0 + k] : (int)p0 + k;
         if (apic)
             scatter_particle<true>(spos, svel, sc, p, brick, closed, n, o, h, inv_h, scale_q, scale_w, shared_acc);
         else

@@ -16,6 +16,7 @@
 // Constants from Python (-D): AIR, FLUID, SOLID (kernels/grid/mac.py), PUSH_EPSILON
 // (kernels/flip/particles.py).
 
+#include "voxfx_bin.cuh"  // the scatter's |q| bound, warp and block sums and scans
 #include "voxfx_sparse.cuh"  // keys, slots, binary search
 #include "voxfx_sparse_index.cuh"  // BRICK_INDEX_ARGS, INDEXED_SLOT: a closed domain's brick index
 
@@ -254,6 +255,22 @@ extern "C" __global__ void count_unkept(const unsigned char* __restrict__ used, 
 // and its rank there; a particle without an active cell (or not finite) goes to the extra
 // cell `cells`, which no stage reads. Zero count (cells + 1) first. The gathers that read
 // the sorted particles are flip_sparse_gather.cu's.
+// Particle p's pool cell, or `cells` (module notes above).
+__device__ __forceinline__ long long bin_cell(const float* __restrict__ pos, long long p, float ox, float oy,
+                                              float oz, float inv_h, const long long* __restrict__ keys,
+                                              const int* __restrict__ slots, long long n_keys, BRICK_INDEX_ARGS,
+                                              long long cells)
+{
+    const float gx = (pos[3 * p] - ox) * inv_h, gy = (pos[3 * p + 1] - oy) * inv_h, gz = (pos[3 * p + 2] - oz) * inv_h;
+    long long c = cells;
+    if (isfinite(gx) && isfinite(gy) && isfinite(gz)) {
+        const long long i = (long long)floorf(gx), j = (long long)floorf(gy), k = (long long)floorf(gz);
+        const int s = INDEXED_SLOT(i >> 3, j >> 3, k >> 3);
+        if (s >= 0) c = (long long)s * SPARSE_CELLS + sparse_local(i, j, k);
+    }
+    return c;
+}
+
 extern "C" __global__ void count_particles_sparse(const float* __restrict__ pos, long long n, float ox, float oy,
                                                   float oz, float inv_h, const long long* __restrict__ keys,
                                                   const int* __restrict__ slots, long long n_keys, BRICK_INDEX_ARGS,
@@ -262,15 +279,80 @@ extern "C" __global__ void count_particles_sparse(const float* __restrict__ pos,
 {
     const long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (p >= n) return;
-    const float gx = (pos[3 * p] - ox) * inv_h, gy = (pos[3 * p + 1] - oy) * inv_h, gz = (pos[3 * p + 2] - oz) * inv_h;
-    long long c = cells;
-    if (isfinite(gx) && isfinite(gy) && isfinite(gz)) {
-        const long long i = (long long)floorf(gx), j = (long long)floorf(gy), k = (long long)floorf(gz);
-        const int s = INDEXED_SLOT(i >> 3, j >> 3, k >> 3);
-        if (s >= 0) c = (long long)s * SPARSE_CELLS + sparse_local(i, j, k);
-    }
+    const long long c = bin_cell(pos, p, ox, oy, oz, inv_h, keys, slots, n_keys, index, index_lx, index_ly, index_lz,
+                                 index_dx, index_dy, index_dz, cells);
     cell_of[p] = (int)c;
     rank[p] = atomicAdd(count + c, 1);
+}
+
+// The scatter's binning (sparse_gpu.bin_particles_order), step 1: count_particles_sparse
+// with the scatter's bound on |q| fused in (flip_sparse_scatter.cu's scatter_bounds, the
+// same bits: a max does not depend on the order): per warp the max of scatter_q_bits, one
+// atomicMax into bounds[0] where it beats the value there (bounds zeroed first).
+// bounds[1], the max particles a cell, comes from the scan (bin_scan_sums). Then
+// bin_scan_sums + bin_scan (start), flip_transfer.cu's place_particles (order); no
+// per-cell sort and no sorted copies: the scatter reads the particles through order.
+// H200, 8M particles: 0.162 ms against count_particles_sparse's 0.103 + scatter_bounds' 0.040
+// (the fusion saves a launch, not time); the scan 0.031 against cupy.cumsum's 0.049.
+extern "C" __global__ void count_particles_bounds(const float* __restrict__ pos, const float* __restrict__ vel,
+                                                  const float* __restrict__ c, int apic, long long n, float ox,
+                                                  float oy, float oz, float inv_h, float h,
+                                                  const long long* __restrict__ keys, const int* __restrict__ slots,
+                                                  long long n_keys, BRICK_INDEX_ARGS, long long cells,
+                                                  int* __restrict__ count, int* __restrict__ cell_of,
+                                                  int* __restrict__ rank, unsigned int* __restrict__ bounds)
+{
+    const long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    float q = 0.0f;
+    if (p < n) {
+        const long long cell = bin_cell(pos, p, ox, oy, oz, inv_h, keys, slots, n_keys, index, index_lx, index_ly,
+                                        index_lz, index_dx, index_dy, index_dz, cells);
+        cell_of[p] = (int)cell;
+        rank[p] = atomicAdd(count + cell, 1);
+        q = scatter_q_bound(vel, c, apic, p, h);
+    }
+    const unsigned int bits = bin_warp_max(scatter_q_bits(q));  // every lane present: no return above
+    if ((threadIdx.x & 31) == 0 && bits > *(volatile unsigned int*)bounds) atomicMax(bounds, bits);
+}
+
+// Step 2, the exclusive scan of count (n = cells + 1 entries) in two launches over tiles of
+// `tile` entries: sums[b] = Σ of tile b, and bounds[1] = max count over the pool's cells
+// (i < cells: the last bin, particles without an active cell, is not scattered).
+extern "C" __global__ void bin_scan_sums(const int* __restrict__ count, int n, int tile, int cells,
+                                         int* __restrict__ sums, unsigned int* __restrict__ bounds)
+{
+    const int lo = (int)blockIdx.x * tile, hi = min(n, lo + tile);
+    int sum = 0;
+    unsigned int most = 0u;
+    for (int i = lo + (int)threadIdx.x; i < hi; i += (int)blockDim.x) {
+        const int k = count[i];
+        sum += k;
+        if (i < cells) most = max(most, (unsigned int)max(k, 0));
+    }
+    bin_block_sum_max(sum, most);
+    if (threadIdx.x == 0) {
+        sums[blockIdx.x] = sum;
+        if (most) atomicMax(bounds + 1, most);
+    }
+}
+
+// start[i] = Σ count[0..i) from the earlier tiles' sums and a block scan of the tile.
+extern "C" __global__ void bin_scan(const int* __restrict__ count, int n, int tile, const int* __restrict__ sums,
+                                    int* __restrict__ start)
+{
+    int carry = 0;
+    unsigned int unused = 0u;
+    for (int t = (int)threadIdx.x; t < (int)blockIdx.x; t += (int)blockDim.x) carry += sums[t];
+    bin_block_sum_max(carry, unused);
+    const int lo = (int)blockIdx.x * tile, hi = min(n, lo + tile);
+    for (int at = lo; at < hi; at += (int)blockDim.x) {  // the same trip count in every thread
+        const int i = at + (int)threadIdx.x;
+        const int v = i < hi ? count[i] : 0;
+        int chunk;
+        const int x = bin_block_inclusive(v, chunk);
+        if (i < hi) start[i] = carry + x - v;
+        carry += chunk;
+    }
 }
 
 // ------------------------------------------------------------------------------ cell types, boundaries

@@ -63,6 +63,23 @@ particles: staged 1.83 ms, brick 2.33, cell 2.60; each particle is visited by 54
 component) walks that test its weights, of which 24 reach (staged without the masks:
 2.48 ms); with APIC the staged gather's slab does not fit (23 ms).
 
+The scatter bins otherwise (``VOXFX_SPARSE_BINNING=order``, the default; ``sorted``: the
+gathers' binning above, for A/B): its integer sums take the particles in any order, and
+G2P's results are per particle, so the per-cell sort (which only makes the float gathers
+reproducible) is skipped, and the scatter reads the particles through ``order`` instead of
+sorted copies (24 B a particle written and read again, and 2 × 12 B a particle of live
+memory while P2G runs); the bound on |q| is fused into the count (``count_particles_bounds``)
+and the exclusive scan is two launches that also give the max particles a cell
+(``bin_scan_sums``, ``bin_scan``) instead of ``cupy.cumsum`` and a subtraction. The same
+scales, the same sums, the same particle state bit for bit (tests/gpu/test_flip_sparse_binning_gpu.py).
+Nothing keeps the binned order: the state stays in the particles' own order (below).
+H200, 8M particles (``bench/flip_sparse_p2g.py``, one call): binning 0.485 → 0.234 ms (the
+scan 0.049 → 0.031, no sort 0.075, no copies 0.174; the fused count 0.162 against the
+count's 0.103 + scatter_bounds' 0.040), the scatter through the order 0.483 against 0.466
+on the copies, the whole P2G 1.067 → 0.777 ms, its live peak 355 → 172 MiB;
+``bench/flip_sparse.py --row 8m``: P2G 1.25 → 0.98 ms, substep 9.8 → 9.6 ms, pool peak
+1,195 → 840 MiB.
+
 Classify (§6) comes from the binning: the count per pool cell says which cells hold a
 particle (``classify_counts_sparse``, one pass over the pool) when the bins are those of
 the same positions (``bins``: kept from P2G until the particles move or the bricks
@@ -130,6 +147,10 @@ STAGED_FILTER = True  # staged gather: skip the particles the cells' masks say a
 # per staged particle STAGE_WORDS (+ STAGE_APIC_WORDS with C)
 _STAGE_FIXED, _STAGE_WORDS, _STAGE_APIC_WORDS = 1000 + 1001 + 256, 10, 12
 G2P_ORDERS = ("cell", "input")
+# VOXFX_SPARSE_BINNING, the scatter's binning (bin_particles_order, module notes): "order" (no per-cell sort, no
+# sorted copies, the bound fused into the count, a two-launch scan) or "sorted" (bin_particles, the gathers' binning)
+BINNINGS = ("order", "sorted")
+BIN_SCAN_TILES = 8192  # bin_scan: at most this many tiles (a block sums the earlier tiles' sums)
 TOPOLOGY = Kernels("flip_sparse_topology.cu", (), THREADS)
 # VOXFX_SPARSE_TOPOLOGY_UPDATE: update_topology_table (where a brick index is: else device), update_topology,
 # or Topology.update
@@ -147,6 +168,16 @@ def gather_mode(gather=None, apic: bool = False) -> str:
     mode = gather or os.environ.get("VOXFX_SPARSE_GATHER", "").strip().lower() or "scatter"
     if mode not in GATHERS:
         raise ValueError(f"VOXFX_SPARSE_GATHER must be one of {', '.join(GATHERS)}, not {mode!r}")
+    return mode
+
+
+def binning_mode(mode=None) -> str:
+    """The scatter's binning: *mode*, else ``VOXFX_SPARSE_BINNING``, else ``BINNINGS[0]``
+    (H200, 8M: the whole P2G 0.78 against 1.07 ms sorted, the same faces; the gathers
+    always bin sorted: their float sums need the order)."""
+    mode = mode or os.environ.get("VOXFX_SPARSE_BINNING", "").strip().lower() or BINNINGS[0]
+    if mode not in BINNINGS:
+        raise ValueError(f"VOXFX_SPARSE_BINNING must be one of {', '.join(BINNINGS)}, not {mode!r}")
     return mode
 
 
@@ -472,6 +503,47 @@ def bin_particles(grid, pos, vel, c):
     return spos, svel, sc, start, count, order, cell_of
 
 
+def scan_counts(cp, count, cells: int, bounds):
+    """The exclusive scan of *count* (int32, cells + 1 entries) by ``bin_scan_sums`` and
+    ``bin_scan`` (two launches); bounds[1] ← max(bounds[1], the max count over the pool's
+    *cells*)."""
+    n = int(count.shape[0])
+    start = cp.empty(n, cp.int32)
+    tile = max(8 * THREADS, -(-n // (BIN_SCAN_TILES * THREADS)) * THREADS)
+    tiles = -(-n // tile)
+    sums = cp.empty(tiles, cp.int32)
+    KERNELS.launch_grid("bin_scan_sums", (tiles,), (THREADS,), (count, _I32(n), _I32(tile), _I32(cells), sums, bounds))
+    KERNELS.launch_grid("bin_scan", (tiles,), (THREADS,), (count, _I32(n), _I32(tile), sums, start))
+    return start
+
+
+def bin_particles_order(grid, pos, vel, c):
+    """The scatter's binning (``VOXFX_SPARSE_BINNING=order``): per pool cell start and count
+    (cells + 1, as ``bin_particles``), the order (binned position → particle), each
+    particle's cell and the scatter's bounds (``sparse_scatter.launch``), from
+    ``count_particles_bounds`` (the bound on |q| fused in), ``scan_counts`` and
+    ``place_particles``. The order within a cell is the atomics' (not reproducible): the
+    scatter's integer sums and G2P's per-particle results do not depend on it, so there is
+    no per-cell sort, and no sorted copies (the scatter reads through the order)."""
+    cp = grid.xp
+    n = int(pos.shape[0])
+    cells = grid.size
+    keys, slots, nk = _topo(grid)
+    ox, oy, oz, h, inv_h = _frame(grid)
+    count = cp.zeros(cells + 1, cp.int32)
+    cell_of = cp.empty(n, cp.int32)
+    rank = cp.empty(n, cp.int32)
+    bounds = cp.zeros(2, cp.uint32)
+    apic = c is not None
+    KERNELS.launch("count_particles_bounds", n, (pos, vel, c if apic else count, _I32(apic), _I64(n), ox, oy, oz,
+                                                 inv_h, h, keys, slots, nk, *brick_index(grid), _I64(cells), count,
+                                                 cell_of, rank, bounds))
+    start = scan_counts(cp, count, cells, bounds)
+    order = cp.empty(n, cp.int32)
+    DENSE.launch("place_particles", n, (cell_of, rank, start, _I64(n), order))
+    return start, count, order, cell_of, bounds
+
+
 _SHARED_LIMIT: dict = {}
 
 
@@ -532,10 +604,18 @@ def particles_to_grid(grid, pos, vel, c, gather=None):
     mode = gather_mode(gather, c is not None)
     valid = tuple(cp.empty(size, cp.uint8) for _ in range(3))
     faces = tuple(cp.empty(size, cp.float32) for _ in range(3))
-    spos, svel, sc, start, count, order, cell_of = bin_particles(grid, pos, vel, c)
-    args = (spos, svel, sc, _I32(c is not None), start, count, grid.brick_slot, grid.slot_coords, grid.brick_nbr,
-            _I64(size), _I32(grid.closed), *_dims(grid), *_frame(grid), *faces, *valid)
-    launch_gather(mode, size, args, c is not None)
+    tail = (grid.brick_slot, grid.slot_coords, grid.brick_nbr, _I64(size), _I32(grid.closed), *_dims(grid),
+            *_frame(grid), *faces, *valid)
+    if mode == "scatter" and binning_mode() == "order":
+        start, count, order, cell_of, bounds = bin_particles_order(grid, pos, vel, c)
+        args = (pos, vel, c if c is not None else count, _I32(c is not None), start, count, *tail)
+        if size:
+            sparse_scatter.launch(size, args, order=order, bounds=bounds)
+    else:
+        spos, svel, sc, start, count, order, cell_of = bin_particles(grid, pos, vel, c)
+        args = (spos, svel, sc, _I32(c is not None), start, count, *tail)
+        launch_gather(mode, size, args, c is not None)
+        del spos, svel, sc
     grid.bins = (pos, count, order, cell_of)
     for name, f in zip(grid.FACES, faces):
         grid[name] = f

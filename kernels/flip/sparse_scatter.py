@@ -21,14 +21,17 @@ _BUILDS: dict = {}
 _I64, _I32 = np.int64, np.int32
 
 
-def launch(size: int, args, spread=None, min_blocks=None):
+def launch(size: int, args, spread=None, min_blocks=None, order=None, bounds=None):
     """The scatter (``kernels/cuda/flip_sparse_scatter.cu``) over the pool of *size* cells
     with ``sparse_gpu.launch_gather``'s *args*: the bounds that fix its scales, one block per brick
     adding 64-bit fixed-point terms, then the faces and masks. Returns (acc, bounds): the
     fixed-point sums (``acc[(comp·size + cell)·2 + {0: Σw·q, 1: Σw}]``) and [Q's float
     bits, max particles a cell] (``scales``). *spread*: ``SCATTER_SPREAD`` unless
     given; *min_blocks*: the kernel built for that many blocks an SM (``SCATTER_MIN_BLOCKS``
-    unless given; the A/B of ``bench/flip_sparse_p2g.py``)."""
+    unless given; the A/B of ``bench/flip_sparse_p2g.py``). *order*: the particles
+    (args' first three arrays: their own, unsorted) are read through it (binned position →
+    particle; ``sparse_gpu.bin_particles_order``); *bounds*: already computed (its fused
+    count), so ``scatter_bounds`` is not launched."""
     import cupy as cp
 
     spread = int(SCATTER_SPREAD if spread is None else spread)
@@ -42,13 +45,15 @@ def launch(size: int, args, spread=None, min_blocks=None):
         kernels = _BUILDS.get(min_blocks) or _BUILDS.setdefault(
             min_blocks, Kernels("flip_sparse_scatter.cu", ("--fmad=false",), THREADS,
                                 defines={"SCATTER_MIN_BLOCKS": min_blocks}))
-    bounds = cp.zeros(2, cp.uint32)
     acc = cp.zeros(6 * size, cp.uint64)
-    blocks = min(BOUND_BLOCKS, -(-max(n, size, 1) // THREADS))
-    kernels.launch_grid("scatter_bounds", (blocks,), (THREADS,), (svel, sc, apic, _I64(n), count, _I64(size), h,
-                                                                  bounds))
+    if bounds is None:
+        bounds = cp.zeros(2, cp.uint32)
+        blocks = min(BOUND_BLOCKS, -(-max(n, size, 1) // THREADS))
+        kernels.launch_grid("scatter_bounds", (blocks,), (THREADS,), (svel, sc, apic, _I64(n), count, _I64(size), h,
+                                                                      bounds))
+    use_order = order is not None
     kernels.launch_grid("p2g_scatter_brick", (size // CELLS,), (SCATTER_THREADS,),
-                        (*args[:19], bounds, _I32(spread), acc))
+                        (*args[:19], bounds, _I32(spread), order if use_order else count, _I32(use_order), acc))
     kernels.launch("p2g_scatter_finish", size, (acc, _I64(size), bounds, *args[19:]))
     return acc, bounds
 

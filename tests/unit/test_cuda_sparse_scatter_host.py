@@ -9,7 +9,10 @@ scatter's valid masks are the gather's, its faces are within the stated fixed-po
 (flip_sparse_scatter.cu's notes) of the gather's, within float32 rounding of the NumPy
 reference, and the same bits when the particles come in another order (another order
 within each cell) or the lanes another spread; the bounds' grid-stride loop gives the same
-bounds over 1 and 7 blocks. The device comparison is tests/gpu/test_flip_sparse_scatter_gpu.py."""
+bounds over 1 and 7 blocks; the "order" binning (count with the bound fused, the two-launch
+scan, no per-cell sort, the scatter reading the particles through the order) gives the same
+bounds and integer sums, and its scan the exclusive prefix sums of the counts. The device comparison is
+tests/gpu/test_flip_sparse_scatter_gpu.py."""
 
 import shutil
 import subprocess
@@ -123,12 +126,36 @@ int main() {
     if (strided != bounds) return 3;
     LAUNCH(cap, p2g_scatter_brick(spos.data(), svel.data(), sc.data(), apic, start.data(), count.data(), used.data(),
                                   coords.data(), nbr27.data(), cells, closed, nx, ny, nz, ox, oy, oz, h, inv_h,
-                                  bounds.data(), spread, acc.data()));
+                                  bounds.data(), spread, order.data(), 0, acc.data()));
     LAUNCH(cells, p2g_scatter_finish(acc.data(), cells, bounds.data(), u.data(), v.data(), w.data(), mu.data(),
                                      mv.data(), mw.data()));
     pf(u); pf(v); pf(w); pr(mu); pr(mv); pr(mw);
     printf("%u\n%u\n", bounds[0], bounds[1]);
     for (auto x : acc) printf("%lld\n", (ll)x);
+    // The "order" binning (sparse_gpu.bin_particles_order): the count with the bound fused,
+    // the two-launch scan over tiles of 7 entries, place, and the scatter through the order
+    // on the particles' own arrays; each particle's rank reversed within its cell (another
+    // arrival order of the atomics). Prints bounds, start (cells + 1), then acc.
+    std::vector<int> count2(cells + 1, 0), cell2(n), rank2(n), start2(cells + 1, -1), order2(n);
+    std::vector<unsigned int> bounds2(2, 0u);
+    LAUNCH(n, count_particles_bounds(pos.data(), vel.data(), c.data(), apic, n, ox, oy, oz, inv_h, h, keys.data(),
+                                     slots.data(), nk, no_index.data(), 0, 0, 0, 0, 0, 0, cells, count2.data(),
+                                     cell2.data(), rank2.data(), bounds2.data()));
+    for (ll p = 0; p < n; ++p) rank2[p] = count2[cell2[p]] - 1 - rank2[p];
+    const int tile = 7, tiles = (int)((cells + 1 + tile - 1) / tile);
+    std::vector<int> sums(tiles);
+    h_grid.x = tiles;
+    LAUNCH(tiles, bin_scan_sums(count2.data(), (int)(cells + 1), tile, (int)cells, sums.data(), bounds2.data()));
+    LAUNCH(tiles, bin_scan(count2.data(), (int)(cells + 1), tile, sums.data(), start2.data()));
+    h_grid.x = 1;
+    for (ll p = 0; p < n; ++p) order2[start2[cell2[p]] + rank2[p]] = (int)p;
+    std::vector<unsigned long long> acc2(6 * cells, 0ull);
+    LAUNCH(cap, p2g_scatter_brick(pos.data(), vel.data(), c.data(), apic, start2.data(), count2.data(), used.data(),
+                                  coords.data(), nbr27.data(), cells, closed, nx, ny, nz, ox, oy, oz, h, inv_h,
+                                  bounds2.data(), spread, order2.data(), 1, acc2.data()));
+    printf("%u\n%u\n", bounds2[0], bounds2[1]);
+    for (auto x : start2) printf("%d\n", x);
+    for (auto x : acc2) printf("%lld\n", (ll)x);
     return 0;
 }
 """
@@ -169,8 +196,15 @@ def harness(tmp_path_factory):
         gather = faces_masks(0)
         scatter = faces_masks(6 * cells)
         bounds = np.array(tokens[12 * cells:12 * cells + 2], np.int64)
-        acc = np.array(tokens[12 * cells + 2:], np.int64)
-        assert acc.shape[0] == 6 * cells
+        at = 12 * cells + 2
+        acc = np.array(tokens[at:at + 6 * cells], np.int64)
+        at += 6 * cells
+        # the "order" binning: its bounds, start and sums
+        bounds2 = np.array(tokens[at:at + 2], np.int64)
+        start2 = np.array(tokens[at + 2:at + 3 + cells], np.int64)
+        acc2 = np.array(tokens[at + 3 + cells:], np.int64)
+        assert acc2.shape[0] == 6 * cells
+        run.order_binning = (bounds2, start2, acc2.reshape(3, cells, 2))
         return gather, scatter, bounds, acc.reshape(3, cells, 2)
 
     return run
@@ -211,6 +245,15 @@ def test_scatter_matches_the_gather_within_its_bound_and_is_order_independent(ha
     assert int(bounds[1]) == np.bincount(flat[flat >= 0]).max() > 20
     assert np.uint32(bounds[0]).view(np.float32) >= np.abs(vel).max()
     check_scatter_against_gather(gather, scatter, acc, bounds)
+    # the "order" binning (fused bound, tiled scan, no sort, no copies, another order in
+    # every cell): the same bounds and the same integer sums, start the exclusive scan
+    bounds2, start2, acc2 = harness.order_binning
+    assert np.array_equal(bounds2, bounds)
+    assert np.array_equal(acc2, acc)
+    binned = np.floor((pos - np.asarray(grid.origin, np.float32)) * np.float32(1.0 / grid.h)).astype(np.int64)
+    binned = grid.locate(*binned.T)  # the kernels' cell: ⌊(x − o)·(1/h)⌋
+    counts = np.bincount(np.where(binned >= 0, binned, grid.size), minlength=grid.size + 1)
+    assert np.array_equal(start2, np.concatenate([[0], np.cumsum(counts)[:-1]]))
     valid = sparse_transfer.particles_to_grid(grid, pos, vel, c)  # the NumPy reference
     for got, name in zip(scatter[0], grid.FACES):
         assert np.abs(got - grid[name]).max() <= 1e-6 * max(1.0, np.abs(grid[name]).max())
