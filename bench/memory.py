@@ -166,7 +166,8 @@ def art_rows() -> dict:
     """Per-item host bytes of the voxel art on split results (``split_plan``'s ART_*,
     GREEDY_*, FACE_COLOR_*, HISTOGRAM_* and TEXTURE_PER_CANDIDATE), traced with
     tracemalloc in this process: a solid sphere at 200³ in 20-row slabs with random
-    colours (no face merges: the most runs), 2M distinct colours in 8 parts, and texture
+    colours (no face merges: the most runs), 2M distinct colours in 8 parts, a slab of
+    5k and of 40k rows added to 400k kept colours (the add's per row and per kept colour), and texture
     colours of 2^16–2^19 voxels on a 79k-triangle mesh of shared vertices (valence 6)."""
     import tracemalloc
 
@@ -234,7 +235,18 @@ def art_rows() -> dict:
         return h
 
     h, hist_kept, hist_peak = traced(histogram)
-    K = len(h.keys)
+    colours = len(h.keys)
+    del h
+
+    def merge(kept, rows):  # one slab's *rows* random colours added to *kept* distinct colours
+        h = ColorHistogram()
+        h.add(rng.random((kept, 4)).astype(np.float32))
+        part = rng.random((rows, 4)).astype(np.float32)
+        return traced(lambda: h.add(part))[2]
+
+    small, large = merge(400_000, 5_000), merge(400_000, 40_000)
+    merge_per_row = (large - small) / 35_000
+    merge_per_kept = (small - merge_per_row * 5_000) / 400_000
     m = 200
     yy, xx = np.mgrid[0:m, 0:m]
     verts = np.stack([xx.ravel() / m, yy.ravel() / m, 0.1 * np.sin(xx.ravel() / 7.0)], 1).astype(np.float32)
@@ -277,7 +289,9 @@ def art_rows() -> dict:
     per_kept = (x1 - x6) / (1 - f6)
     rows = {"faces": F, "greedy kept B/face": kept / F, "greedy finish B/face beyond kept": finish / F,
             "face colours kept B/face": face_kept / F, "face colours peak B/face": face_peak / F,
-            "histogram colours": K, "histogram kept B/colour": hist_kept / K, "histogram peak B/colour": hist_peak / K,
+            "histogram colours": colours, "histogram kept B/colour": hist_kept / colours,
+            "histogram peak B/colour": hist_peak / colours, "histogram add B/row": merge_per_row,
+            "histogram merge B/kept colour": merge_per_kept,
             "texture candidates/voxel": candidates, "texture B/voxel": per_voxel,
             "texture B/candidate": per_candidate, "texture B/candidate, 6 images": x6,
             "texture share kept, 6 images": f6, "texture B/candidate before the filter": x1 - per_kept,

@@ -17,11 +17,14 @@ beside it) and three estimates:
 Rows (each within its time cap; the whole run within ``--budget`` seconds):
 
     dam     the 8M dam break at 256³ (``bench/flip.py``'s), up to --frames frames
+    dam65   the 65M dam break at 512³ (``bench/flip_sparse.py --row 65m``'s scene), up to
+            --frames frames within --dam65-cap seconds of frames (set-up ~10-20 s before)
     band    the same with a narrow band of 2, 4 and 8 cells, --band-frames frames each
     river   ``bench/flip_sparse.py``'s 100M river (2048 × 1024 × 512 box), as many
             frames as fit
 
     OUT=/tmp/out python3 bench/memory_liquid.py [--rows dam band river] [--frames 60] [--budget 165]
+    OUT=/tmp/out python3 bench/memory_liquid.py --rows dam65 --budget 150    (not in the default rows)
 
 Writes ``$OUT/memory_liquid.json`` after every frame (a run cut short keeps its rows)
 and prints one line per frame and a summary per row: the largest in-use peak against
@@ -49,7 +52,7 @@ from voxfx.kernels.flip.sim import FlipSimulation  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "bench"))
 from flip import dam_break  # noqa: E402
-from flip_sparse import river  # noqa: E402
+from flip_sparse import ROWS, river, scene  # noqa: E402
 
 GIB = 2 ** 30
 
@@ -239,12 +242,13 @@ def save(out, rows):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rows", nargs="+", default=["dam", "band", "river"], choices=["dam", "band", "river"])
+    ap.add_argument("--rows", nargs="+", default=["dam", "band", "river"], choices=["dam", "dam65", "band", "river"])
     ap.add_argument("--frames", type=int, default=60)
     ap.add_argument("--band-frames", type=int, default=3)
     ap.add_argument("--bands", type=int, nargs="+", default=[2, 4, 8])
     ap.add_argument("--budget", type=float, default=160.0, help="seconds for the whole run")
     ap.add_argument("--dam-cap", type=float, default=40.0, help="seconds of frames for the dam row")
+    ap.add_argument("--dam65-cap", type=float, default=60.0, help="seconds of frames for the dam65 row")
     ap.add_argument("--band-cap", type=float, default=8.0, help="seconds of frames per band row")
     ap.add_argument("--smoke", action="store_true", help="NumPy, small scenes: the script's paths, no GPU")
     ap.add_argument("--replay", help="a saved memory_liquid.json: this code's estimates against its counts")
@@ -255,10 +259,12 @@ def main():
         import numpy as xp
 
         dam_n, dam_p, river_n, river_p, name = 32, 20_000, 128, 300_000, "NumPy (smoke)"
+        dam65_n, dam65_p = 48, 65_536  # the 65M row's scene at 1/1000 of its particles
     else:
         import cupy as xp
 
         dam_n, dam_p, river_n, river_p = 256, 8_000_000, 2048, 100_663_296
+        dam65_n, dam65_p = ROWS["65m"]  # 512³, 65,536,000 particles
         name = xp.cuda.runtime.getDeviceProperties(0)["name"].decode()
     start = time.perf_counter()
     out = os.environ.get("OUT")
@@ -268,6 +274,12 @@ def main():
     if "dam" in args.rows:
         spec, v, t = dam_break(dam_n, dam_p)
         run_row("dam 8M", spec, v, t, args.frames, min(args.dam_cap, left() - 5), out, rows, xp=xp)
+    if "dam65" in args.rows:
+        if left() < 30:  # set-up alone is 10-20 s on an H100
+            print("(budget: dam65 not run)")
+        else:
+            spec, v, t = scene(dam65_n, dam65_p, "dam")
+            run_row("dam65 65M", spec, v, t, args.frames, min(args.dam65_cap, left() - 5), out, rows, xp=xp)
     if "band" in args.rows:
         for cells in args.bands:
             if left() < 25:

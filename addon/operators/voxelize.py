@@ -152,7 +152,8 @@ def _with_art(request, art, soup):
 
     from ...kernels.voxelize.split_plan import ArtCost
 
-    return replace(request, art=ArtCost.of(art.settings(), request.outputs, soup.triangles))
+    return replace(request, art=ArtCost.of(art.settings(), request.outputs, soup.triangles,
+                                           getattr(soup, "material_index", None)))
 
 
 def _extract(group, depsgraph, request, warnings, frame):

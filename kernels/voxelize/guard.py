@@ -264,6 +264,7 @@ class MemoryGuard:
         mesh = SplitMesh(self.soup.vertices, self.soup.triangles, spec)
         items = work_items(self.soup.vertices, self.soup.triangles, spec, self.request.mode)
         rows = row_counts(np.asarray(bits), "blocks" in self.request.outputs)
+        self._sample_colors(spec, bits, mesh, rows)
         layers = choose_mixed_layers(spec, self.request, mesh, self.vote, rows, faces or 0, self.usable, items,
                                      base=BASE_BYTES)
         if layers is None:
@@ -284,6 +285,15 @@ class MemoryGuard:
                            f"{backend.format_bytes(self.usable)} is usable, split needs {backend.format_bytes(need)}")
         return True
 
+    def _sample_colors(self, spec, bits, mesh, rows) -> None:
+        """The voxel art's .vox colours estimated from a sample of the grid (texture colours:
+        ``split_plan.ArtCost.sampled``) before the split is planned."""
+        from dataclasses import replace
+
+        art = getattr(self.request, "art", None)
+        if art is not None and hasattr(art, "sampled"):
+            self.request = replace(self.request, art=art.sampled(spec, np.asarray(bits), mesh, rows[0]))
+
     def plan_attribute_split(self, spec, whole, bits, faces) -> bool:
         """The Blocks/.vox attributes do not fit for the whole grid: compute them z-slab by
         z-slab from the bit grid (``slab_outputs``) if a slab fits (setting
@@ -294,6 +304,7 @@ class MemoryGuard:
 
         mesh = SplitMesh(self.soup.vertices, self.soup.triangles, spec)
         rows = row_counts(np.asarray(bits), "blocks" in self.request.outputs)
+        self._sample_colors(spec, bits, mesh, rows)
         layers = choose_attribute_layers(spec, self.request, mesh, rows, faces or 0, self.usable, base=BASE_BYTES)
         if layers is None:
             self._split_rows = rows  # the refusal searches the largest size that runs split from these

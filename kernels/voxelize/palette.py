@@ -106,17 +106,29 @@ class ColorHistogram:
         self._merge(color_keys(rgba), np.ones(len(rgba), np.int64), fixed)
 
     def _merge(self, keys, counts, sums) -> None:
-        keys = np.concatenate([self.keys, keys])
-        counts = np.concatenate([self.counts, counts])
-        sums = np.concatenate([self.sums, sums])
+        """The new rows reduced to their distinct keys, then added where a key is kept and
+        inserted in order where it is new: beside the kept rows only one of their arrays
+        is copied at a time (their sums, 32 B a colour), never the kept rows re-sorted.
+        The sums are integers, so the result is the same in any order of adding."""
         if len(keys) == 0:
             return
         order = np.argsort(keys, kind="stable")
         keys = keys[order]
         first = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
-        self.keys = keys[first]
-        self.counts = np.add.reduceat(counts[order], first)
-        self.sums = np.add.reduceat(sums[order], first, axis=0)
+        keys, counts, sums = keys[first], np.add.reduceat(counts[order], first), np.add.reduceat(sums[order], first,
+                                                                                                 axis=0)
+        del order, first
+        at = np.searchsorted(self.keys, keys)
+        kept = at < len(self.keys)
+        kept[kept] = self.keys[at[kept]] == keys[kept]
+        self.counts[at[kept]] += counts[kept]  # distinct keys: distinct rows
+        self.sums[at[kept]] += sums[kept]
+        new = ~kept
+        if new.any():
+            where = at[new]
+            self.keys = np.insert(self.keys, where, keys[new])
+            self.counts = np.insert(self.counts, where, counts[new])
+            self.sums = np.insert(self.sums, where, sums[new], axis=0)
 
     @property
     def means(self) -> np.ndarray:
