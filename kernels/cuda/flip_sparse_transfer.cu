@@ -311,7 +311,7 @@ extern "C" __global__ void count_particles_bounds(const float* __restrict__ pos,
         rank[p] = atomicAdd(count + cell, 1);
         q = scatter_q_bound(vel, c, apic, p, h);
     }
-    const unsigned int bits = bin_warp_max(scatter_q_bits(q));  // every lane present: no return above
+    const unsigned int bits = warp_all_max(scatter_q_bits(q));  // every lane present: no return above
     if ((threadIdx.x & 31) == 0 && bits > *(volatile unsigned int*)bounds) atomicMax(bounds, bits);
 }
 

@@ -47,6 +47,12 @@ static HostDim h_block, h_dim, h_thread, h_grid = {1, 1, 1};
 #define threadIdx h_thread
 template <typename T> T plain_add(T* p, T v) { T o = *p; *p = o + v; return o; }
 #define atomicAdd plain_add
+// include/voxfx_reduce.cuh's warp functions are compiled but not called on the host
+#define __shfl_down_sync(mask, v, offset) ((v) * 0)
+#define __ballot_sync(mask, flag) ((unsigned)(flag))
+#define __popc __builtin_popcount
+static unsigned host_float_as_uint(float f) { unsigned u; std::memcpy(&u, &f, 4); return u; }
+#define __float_as_uint host_float_as_uint
 template <typename T> T plain_or(T* p, T v) { T o = *p; *p = o | v; return o; }
 #define atomicOr plain_or
 template <typename T> T plain_max(T* p, T v) { T o = *p; *p = o > v ? o : v; return o; }

@@ -6,6 +6,8 @@
 // (tests/unit/test_cuda_sparse_scatter_host.py: one thread a block) a warp is that thread.
 #pragma once
 
+#include "voxfx_reduce.cuh"  // warp_all_sum, warp_all_max, warp_inclusive_scan
+
 #ifdef __CUDA_ARCH__
 __device__ __forceinline__ unsigned int scatter_bits(float x) { return __float_as_uint(x); }
 __device__ __forceinline__ float scatter_float(unsigned int x) { return __uint_as_float(x); }
@@ -32,44 +34,14 @@ __device__ __forceinline__ float scatter_q_bound(const float* __restrict__ vel, 
 // Rounding is monotonic, so the max of the scaled bits is the scaled bits of the max.
 __device__ __forceinline__ unsigned int scatter_q_bits(float q) { return scatter_bits(q * (1.0f + 1.0f / 1024.0f)); }
 
-// Over the warp, every lane gets the result (butterfly).
-__device__ __forceinline__ int bin_warp_sum(int v)
-{
-#ifdef __CUDA_ARCH__
-    for (int d = 16; d > 0; d >>= 1) v += __shfl_xor_sync(0xffffffffu, v, d);
-#endif
-    return v;
-}
-
-__device__ __forceinline__ unsigned int bin_warp_max(unsigned int v)
-{
-#ifdef __CUDA_ARCH__
-    for (int d = 16; d > 0; d >>= 1) v = max(v, __shfl_xor_sync(0xffffffffu, v, d));
-#endif
-    return v;
-}
-
-// Inclusive scan over the warp's lanes.
-__device__ __forceinline__ int bin_warp_inclusive(int v)
-{
-#ifdef __CUDA_ARCH__
-    const int lane = (int)(threadIdx.x & 31);
-    for (int d = 1; d < 32; d <<= 1) {
-        const int o = __shfl_up_sync(0xffffffffu, v, d);
-        if (lane >= d) v += o;
-    }
-#endif
-    return v;
-}
-
 // Block-wide sum and max (every thread gets both; every thread must call it).
 __device__ __forceinline__ void bin_block_sum_max(int& sum, unsigned int& most)
 {
     __shared__ int part_sum[32];
     __shared__ unsigned int part_max[32];
     const int lane = (int)(threadIdx.x & 31), warp = (int)(threadIdx.x >> 5), warps = (int)((blockDim.x + 31) >> 5);
-    const int s = bin_warp_sum(sum);
-    const unsigned int m = bin_warp_max(most);
+    const int s = warp_all_sum(sum);
+    const unsigned int m = warp_all_max(most);
     __syncthreads();  // the parts may still be read by a previous call
     if (lane == 0) {
         part_sum[warp] = s;
@@ -89,7 +61,7 @@ __device__ __forceinline__ int bin_block_inclusive(int v, int& total)
 {
     __shared__ int part[32];
     const int lane = (int)(threadIdx.x & 31), warp = (int)(threadIdx.x >> 5), warps = (int)((blockDim.x + 31) >> 5);
-    const int x = bin_warp_inclusive(v);
+    const int x = warp_inclusive_scan(v);
     __syncthreads();
     if (lane == 31 || threadIdx.x + 1 == blockDim.x) part[warp] = x;
     __syncthreads();

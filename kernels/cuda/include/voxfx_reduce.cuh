@@ -55,6 +55,38 @@ __device__ __forceinline__ void warp_count_into(T* count, bool flag)
     if ((threadIdx.x & 31u) == 0u && ballot != 0u) atomicAdd(count, (T)__popc(ballot));
 }
 
+// Σ v and max v over the warp, every lane getting the result (butterfly), and the warp's
+// inclusive scan in lane order (voxfx_bin.cuh's block sums and scans). On the host (a
+// harness's one-thread "warp") each is the value itself.
+__device__ __forceinline__ int warp_all_sum(int v)
+{
+#ifdef __CUDA_ARCH__
+    for (int d = 16; d > 0; d >>= 1) v += __shfl_xor_sync(0xffffffffu, v, d);
+#endif
+    return v;
+}
+
+__device__ __forceinline__ unsigned int warp_all_max(unsigned int v)
+{
+#ifdef __CUDA_ARCH__
+    for (int d = 16; d > 0; d >>= 1) v = max(v, __shfl_xor_sync(0xffffffffu, v, d));
+#endif
+    return v;
+}
+
+// Inclusive scan over the warp's lanes.
+__device__ __forceinline__ int warp_inclusive_scan(int v)
+{
+#ifdef __CUDA_ARCH__
+    const int lane = (int)(threadIdx.x & 31);
+    for (int d = 1; d < 32; d <<= 1) {
+        const int o = __shfl_up_sync(0xffffffffu, v, d);
+        if (lane >= d) v += o;
+    }
+#endif
+    return v;
+}
+
 // Block sums of a and b → out_a[blockIdx.x], out_b[blockIdx.x] (thread 0 writes; a null
 // output is skipped). Every thread of the block must call it.
 __device__ void block_sum2(double a, double b, double* out_a, double* out_b)
