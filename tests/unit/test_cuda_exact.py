@@ -70,23 +70,27 @@ int main() {
 """
 
 
-def _build(tmp_path_factory, source):
+def _build(tmp_path_factory, source, defines=None, name="exact"):
+    """The host harness *source* built with nvcc (skipped without it): ``run(lines)`` → the
+    printed integers, ``run.raw(lines, check=False)`` → the printed text (*check*: the
+    harness must exit 0). *defines*: the kernel module's ``-D`` options (default
+    voxelize.cu's, as its kernel module passes them)."""
     if shutil.which("nvcc") is None:
         pytest.skip("nvcc is not on PATH")
-    d = tmp_path_factory.mktemp("exact")
+    d = tmp_path_factory.mktemp(name)
     src, exe = d / "harness.cu", d / "harness"
     src.write_text(source)
     # host code without FMA contraction, as the device code is compiled (--fmad=false)
-    # voxelize.cu's constants as the kernel module passes them (-D options from Python)
-    defines = launch.define_options(gpu.DEFINES)
+    defines = launch.define_options(gpu.DEFINES) if defines is None else tuple(defines)
     r = subprocess.run(["nvcc", "--std=c++17", "-Xcompiler", "-ffp-contract=off", f"-I{backend.CUDA_DIR}",
                         f"-I{backend.CUDA_INCLUDE}", *defines, "-o", str(exe), str(src)], capture_output=True,
                        text=True, timeout=300)
     assert r.returncode == 0, r.stderr
 
-    def raw(lines):
-        return subprocess.run([str(exe)], input="\n".join(lines), capture_output=True, text=True,
-                              timeout=300).stdout
+    def raw(lines, check=False):
+        out = subprocess.run([str(exe)], input="\n".join(lines), capture_output=True, text=True, timeout=300)
+        assert not check or out.returncode == 0, (out.returncode, out.stderr)
+        return out.stdout
 
     def run(lines):
         return [int(x) for x in raw(lines).split()]

@@ -8,13 +8,11 @@ the same (tables, masks, cell types, extrapolation, boundaries, G2P and advectio
 incremental topology); P2G within float32 rounding (float64 sums in another order). The
 device comparison is tests/gpu/test_flip_sparse_gpu.py."""
 
-import shutil
-import subprocess
 
 import numpy as np
 import pytest
 
-from voxfx.kernels import backend
+from tests.unit.test_cuda_exact import _build
 from voxfx.kernels.flip import sparse_gpu, sparse_transfer
 from voxfx.kernels.flip.sparse_grid import SparseFlipGrid
 from voxfx.kernels.grid import GridSpec
@@ -259,21 +257,11 @@ int main() {
 
 @pytest.fixture(scope="module")
 def harness(tmp_path_factory):
-    if shutil.which("nvcc") is None:
-        pytest.skip("nvcc is not on PATH")
-    d = tmp_path_factory.mktemp("sparse_flip")
-    src, exe = d / "harness.cu", d / "harness"
-    src.write_text(HARNESS)
     defines = [o for o in sparse_gpu.KERNELS.options if o.startswith("-D")]
-    r = subprocess.run(["nvcc", "--std=c++17", "-Xcompiler", "-ffp-contract=off", f"-I{backend.CUDA_DIR}",
-                        f"-I{backend.CUDA_INCLUDE}", *defines, "-o", str(exe), str(src)], capture_output=True,
-                       text=True, timeout=300)
-    assert r.returncode == 0, r.stderr
+    build = _build(tmp_path_factory, HARNESS, defines, "sparse_flip")
 
     def run(lines):
-        out = subprocess.run([str(exe)], input="\n".join(lines), capture_output=True, text=True, timeout=300)
-        assert out.returncode == 0, out.stderr
-        return out.stdout.split()
+        return build.raw(lines, check=True).split()
 
     return run
 

@@ -63,7 +63,7 @@ def _run(device, level, mode, b, x0, tol=1e-4):
     m = level.m
     lines = [str(MODES[mode]), float(tol).hex(), f"{level.m_red} {m}", *map(str, level.nbr.ravel()),
              *_hex(level.diag), *_hex(b), *_hex(x0)]
-    out = device.raw(lines).split()
+    out = device.raw(lines, check=True).split()  # exit 2: d was not 0
     f = [float.fromhex(v) for v in out[:3 * m + 1 + 8]]
     x, r, z = (np.array(f[i * m:(i + 1) * m], np.float32) for i in range(3))
     rz, scalars = f[3 * m], f[3 * m + 1:]

@@ -14,14 +14,12 @@ scan, no per-cell sort, the scatter reading the particles through the order) giv
 bounds and integer sums, and its scan the exclusive prefix sums of the counts. The device comparison is
 tests/gpu/test_flip_sparse_scatter_gpu.py."""
 
-import shutil
-import subprocess
 
 import numpy as np
 import pytest
 
 from tests.unit.test_cuda_sparse_gather_host import _hex, clamped, scene
-from voxfx.kernels import backend
+from tests.unit.test_cuda_exact import _build
 from voxfx.kernels.flip import sparse_gpu, sparse_scatter, sparse_transfer
 
 # Input: closed nx ny nz apic spread; ox oy oz h inv_h (%a); n_keys cap, keys, slots; N,
@@ -169,16 +167,8 @@ int main() {
 
 @pytest.fixture(scope="module")
 def harness(tmp_path_factory):
-    if shutil.which("nvcc") is None:
-        pytest.skip("nvcc is not on PATH")
-    d = tmp_path_factory.mktemp("sparse_scatter")
-    src, exe = d / "harness.cu", d / "harness"
-    src.write_text(HARNESS)
     defines = [o for o in sparse_gpu.KERNELS.options if o.startswith("-D")]
-    r = subprocess.run(["nvcc", "--std=c++17", "-Xcompiler", "-ffp-contract=off", f"-I{backend.CUDA_DIR}",
-                        f"-I{backend.CUDA_INCLUDE}", *defines, "-o", str(exe), str(src)], capture_output=True,
-                       text=True, timeout=300)
-    assert r.returncode == 0, r.stderr
+    build = _build(tmp_path_factory, HARNESS, defines, "sparse_scatter")
 
     def run(grid, pos, vel, c, spread):
         spec_shape, t = grid.shape, grid.topology
@@ -188,9 +178,7 @@ def harness(tmp_path_factory):
                  _hex(pos), _hex(vel)]
         if c is not None:
             lines.append(_hex(c))
-        out = subprocess.run([str(exe)], input="\n".join(lines), capture_output=True, text=True, timeout=300)
-        assert out.returncode == 0, out.stderr
-        tokens = out.stdout.split()
+        tokens = build.raw(lines, check=True).split()
         cells = grid.size
 
         def faces_masks(at):

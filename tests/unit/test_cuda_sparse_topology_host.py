@@ -4,13 +4,11 @@ kernels as host functions (one "thread" per call), and a C++ driver runs them in
 update_topology launches them (CuPy's sort and scans: std::sort and std::partial_sum). The
 device comparison is tests/gpu/test_flip_sparse_topology_gpu.py."""
 
-import shutil
-import subprocess
 
 import numpy as np
 import pytest
 
-from voxfx.kernels import backend
+from tests.unit.test_cuda_exact import _build
 from voxfx.kernels.grid.sparse import Topology, brick_keys
 
 # Input: m, the reached keys (−1: none; repeats); n_keys, capacity, keys, slots; per slot
@@ -79,19 +77,10 @@ int main() {
 
 @pytest.fixture(scope="module")
 def harness(tmp_path_factory):
-    if shutil.which("nvcc") is None:
-        pytest.skip("nvcc is not on PATH")
-    d = tmp_path_factory.mktemp("sparse_topology")
-    src, exe = d / "harness.cu", d / "harness"
-    src.write_text(HARNESS)
-    r = subprocess.run(["nvcc", "--std=c++17", f"-I{backend.CUDA_DIR}", f"-I{backend.CUDA_INCLUDE}", "-o", str(exe),
-                        str(src)], capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr
+    build = _build(tmp_path_factory, HARNESS, (), "sparse_topology")
 
     def run(lines):
-        out = subprocess.run([str(exe)], input="\n".join(lines), capture_output=True, text=True, timeout=300)
-        assert out.returncode == 0, out.stderr
-        return np.array([int(x) for x in out.stdout.split()], np.int64)
+        return np.array([int(x) for x in build.raw(lines, check=True).split()], np.int64)
 
     return run
 

@@ -9,14 +9,12 @@ as surface.py's array code). The two agree to the bit, and both agree with the N
 reference (``closed_level_set`` / ``particle_level_set``) to float32 accuracy; the device
 comparison is tests/gpu/test_flip_surface_gpu.py and test_flip_closed_surface_gpu.py."""
 
-import shutil
-import subprocess
 
 import numpy as np
 import pytest
 
 from tests.unit.test_flip_surface import seeded_ball
-from voxfx.kernels import backend
+from tests.unit.test_cuda_exact import _build
 from voxfx.kernels.flip import surface, surface_gpu
 from voxfx.kernels.flip.surface import (box_distance, closed_level_set, mirror_at_walls, particle_level_set,
                                         surface_grid, surface_radii)
@@ -146,21 +144,10 @@ int main() {
 
 @pytest.fixture(scope="module")
 def harness(tmp_path_factory):
-    if shutil.which("nvcc") is None:
-        pytest.skip("nvcc is not on PATH")
-    d = tmp_path_factory.mktemp("surface")
-    src, exe = d / "harness.cu", d / "harness"
-    src.write_text(HARNESS)
-    defines = [o for o in surface_gpu._K.options if o.startswith("-D")]
-    r = subprocess.run(["nvcc", "--std=c++17", "-Xcompiler", "-ffp-contract=off", f"-I{backend.CUDA_DIR}",
-                        f"-I{backend.CUDA_INCLUDE}", *defines, "-o", str(exe), str(src)], capture_output=True,
-                       text=True, timeout=300)
-    assert r.returncode == 0, r.stderr
+    build = _build(tmp_path_factory, HARNESS, [o for o in surface_gpu._K.options if o.startswith("-D")], "surface")
 
     def run(text):
-        out = subprocess.run([str(exe)], input=text, capture_output=True, text=True, timeout=300)
-        assert out.returncode == 0, out.stderr
-        return out.stdout.split()
+        return build.raw([text], check=True).split()
 
     return run
 
