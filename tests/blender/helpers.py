@@ -25,6 +25,28 @@ def voxfx_registered():
         voxfx.unregister()
 
 
+@contextlib.contextmanager
+def dam_scene(blend_path, resolution: int):
+    """The liquid tests' dam break: a 1 × 0.5 × 1 m domain with a 0.3 m cube of water in its
+    corner, frames 1..4, saved as *blend_path*, VoxFX registered, the Liquid panel set to
+    the domain at *resolution*. Yields (scene, the Liquid settings)."""
+    import bpy
+
+    bpy.ops.mesh.primitive_cube_add(size=1, location=(0.5, 0.25, 0.5))  # domain 1 × 0.5 × 1 m
+    domain = bpy.context.active_object
+    domain.scale = (1.0, 0.5, 1.0)
+    bpy.ops.mesh.primitive_cube_add(size=0.3, location=(0.15, 0.25, 0.15))
+    water = bpy.context.active_object
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, 4
+    bpy.ops.wm.save_as_mainfile(filepath=str(blend_path))
+    with voxfx_registered():
+        water.voxfx_flip.role = "LIQUID"
+        f = scene.voxfx.flip
+        f.domain, f.resolution = domain, resolution
+        yield scene, f
+
+
 def snow_receivers(blend_path, plane_size: float, *, cube: bool = False, frames: int = 3):
     """A saved scene whose Receivers collection holds a plane of *plane_size* (and a 2 m
     cube standing on it), frames 1..*frames*: the snow tests' common set-up. Returns

@@ -11,7 +11,7 @@ import pytest
 
 from voxfx.addon.jobs import CANCELLED, FINISHED, RUNNING, JobRunner
 
-from .helpers import set_snow, snow_receivers, voxfx_registered
+from .helpers import dam_scene, set_snow, snow_receivers, voxfx_registered
 
 
 @contextmanager
@@ -73,18 +73,7 @@ def folder_state(folder):
 
 @pytest.fixture
 def dam(tmp_path):
-    bpy.ops.mesh.primitive_cube_add(size=1, location=(0.5, 0.25, 0.5))
-    domain = bpy.context.active_object
-    domain.scale = (1.0, 0.5, 1.0)
-    bpy.ops.mesh.primitive_cube_add(size=0.3, location=(0.15, 0.25, 0.15))
-    water = bpy.context.active_object
-    scene = bpy.context.scene
-    scene.frame_start, scene.frame_end = 1, 4
-    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "dam.blend"))
-    with voxfx_registered():
-        water.voxfx_flip.role = "LIQUID"
-        f = scene.voxfx.flip
-        f.domain, f.resolution = domain, 16
+    with dam_scene(tmp_path / "dam.blend", 16) as (scene, f):
         yield scene, f, tmp_path / "voxfx_cache" / "dam"
 
 

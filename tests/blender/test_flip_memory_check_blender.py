@@ -14,25 +14,14 @@ import pytest
 
 from voxfx.addon.jobs import JobRunner
 
-from .helpers import voxfx_registered
+from .helpers import dam_scene
 
 MiB = 1 << 20
 
 
 @pytest.fixture
 def dam(tmp_path):
-    bpy.ops.mesh.primitive_cube_add(size=1, location=(0.5, 0.25, 0.5))  # domain 1 × 0.5 × 1 m
-    domain = bpy.context.active_object
-    domain.scale = (1.0, 0.5, 1.0)
-    bpy.ops.mesh.primitive_cube_add(size=0.3, location=(0.15, 0.25, 0.15))
-    water = bpy.context.active_object
-    scene = bpy.context.scene
-    scene.frame_start, scene.frame_end = 1, 4
-    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "dam.blend"))
-    with voxfx_registered():
-        water.voxfx_flip.role = "LIQUID"
-        f = scene.voxfx.flip
-        f.domain, f.resolution = domain, 20
+    with dam_scene(tmp_path / "dam.blend", 20) as (scene, f):
         scene.voxfx.write_while_simulating = False  # frame 2's files on disk: the job is between frames
         yield scene, f, tmp_path
 
