@@ -159,6 +159,34 @@ G2P_KERNELS = ("bricks", "walk")  # flip_sparse_g2p.cu: g2p_advect_bricks, g2p_a
 G2P_THREADS = 512  # a block of G2P: 2–4% faster than 256 at 8M (H200, bench/flip_sparse_g2p.py), the same bits
 G2P = Kernels("flip_sparse_g2p.cu", ("--fmad=false",), G2P_THREADS,
               defines={**mac.CELL_TYPES, "PUSH_EPSILON": PUSH_EPSILON})
+# VOXFX_SPARSE_G2P_MIN_BLOCKS: g2p_advect_bricks built for that many blocks of G2P_THREADS an SM
+# (__launch_bounds__: fewer registers, more warps to hide the scattered reads; 0 or unset: the default
+# build, 64 registers, 2 blocks of 512); bench/flip_sparse_g2p.py --min-blocks times the builds
+G2P_MIN_BLOCKS = 0
+_G2P_BUILDS: dict = {}
+
+
+def g2p_build(min_blocks=None, threads=None):
+    """The G2P ``Kernels`` for *min_blocks* blocks of *threads* an SM (``G2P_MIN_BLOCKS``,
+    else ``VOXFX_SPARSE_G2P_MIN_BLOCKS``, else the default build; *threads*: ``G2P.threads``),
+    compiled on first use. The same arithmetic in every build (the same bits)."""
+    if min_blocks is None:
+        env = os.environ.get("VOXFX_SPARSE_G2P_MIN_BLOCKS", "").strip()
+        try:
+            min_blocks = int(env) if env else G2P_MIN_BLOCKS
+        except ValueError:
+            raise ValueError(f"VOXFX_SPARSE_G2P_MIN_BLOCKS must be a whole number, not {env!r}") from None
+    min_blocks, threads = int(min_blocks), int(G2P.threads if threads is None else threads)
+    if min_blocks < 0:
+        raise ValueError(f"G2P's blocks an SM must be 0 (the default build) or more, not {min_blocks}")
+    if min_blocks == 0:
+        return G2P
+    key = (min_blocks, threads)
+    if key not in _G2P_BUILDS:
+        _G2P_BUILDS[key] = Kernels("flip_sparse_g2p.cu", ("--fmad=false",), threads,
+                                   defines={**mac.CELL_TYPES, "PUSH_EPSILON": PUSH_EPSILON,
+                                            "G2P_MIN_BLOCKS": min_blocks, "G2P_BLOCK": threads})
+    return _G2P_BUILDS[key]
 
 
 def gather_mode(gather=None, apic: bool = False) -> str:
@@ -692,10 +720,10 @@ def g2p_advect(grid, old, pos, vel, flip, pic, dt, half_dt, c, order=None, kerne
     apic = c is not None
     dummy = c if apic else grid.xp.zeros(1, grid.xp.float32)
     if g2p_kernel(kernel) == "bricks":
-        G2P.launch("g2p_advect_bricks", n, (pos, vel, dummy, _I64(n), _I32(apic), *grid.faces(), *old, grid["solid"],
-                                            keys, slots, nk, grid.brick_nbr, *brick_index(grid), _I32(grid.closed),
-                                            *_dims(grid), *_frame(grid), flip, pic, dt, half_dt,
-                                            bins[2] if sorted_ else dummy, _I32(sorted_)))
+        g2p_build().launch("g2p_advect_bricks", n, (pos, vel, dummy, _I64(n), _I32(apic), *grid.faces(), *old,
+                                                    grid["solid"], keys, slots, nk, grid.brick_nbr, *brick_index(grid),
+                                                    _I32(grid.closed), *_dims(grid), *_frame(grid), flip, pic, dt,
+                                                    half_dt, bins[2] if sorted_ else dummy, _I32(sorted_)))
         return
     order_cells = bins[2:4] if sorted_ else (dummy, dummy)
     G2P.launch("g2p_advect_sparse", n, (pos, vel, dummy, _I64(n), _I32(apic), *grid.faces(), *old, grid["solid"],
