@@ -100,8 +100,7 @@ class Spans:
 def g2p_variants(cp, sim, dt, repeat, builds=()):
     """Part 1 (module notes): one substep up to its G2P, then every variant on copies;
     *builds* ((blocks an SM, threads), ...): the bricks kernel in cell order also built for
-    that many blocks of that many threads an SM (``sparse_gpu.g2p_build``). Returns
-    {(kernel, order, threads, blocks an SM or 0): (ms, the same bits)}."""
+    that many blocks of that many threads an SM (``sparse_gpu.g2p_build``)."""
     from voxfx.kernels.flip import sparse_pressure
 
     g, s = sim.grid, sim.settings
@@ -126,7 +125,7 @@ def g2p_variants(cp, sim, dt, repeat, builds=()):
     print("kernel | order | threads | ms | floor ms | ratio | same bits as walk/cell/256")
     print("--- | --- | --- | --- | --- | --- | ---")
     first = None
-    state, results = {}, {}
+    state = {}
     variants = [(kernel, order, threads, 0) for kernel in sparse_gpu.G2P_KERNELS[::-1]  # walk first: the reference
                 for order in sparse_gpu.G2P_ORDERS for threads in (256, 128, 512)
                 if kernel != "walk" or threads == 256]
@@ -154,12 +153,10 @@ def g2p_variants(cp, sim, dt, repeat, builds=()):
             first = out
         same = all(np.array_equal(a.view(np.uint32), b.view(np.uint32)) for a, b in zip(out, first))
         floor = ((48 + 4 * (order == "cell")) * n + 24 * cells) / BANDWIDTH * 1e3
-        results[(kernel, order, threads, blocks)] = (ms, same)
         label = f"{threads}, built for {blocks} an SM" if blocks else f"{threads}"
         print(f"{kernel} | {order} | {label} | {ms:.3f} | {floor:.3f} | {ms / floor:.1f}× | {same}",
               flush=True)
     g.bins = None
-    return results
 
 
 MODES = {"new": {"VOXFX_SPARSE_G2P_KERNEL": "bricks", "VOXFX_SPARSE_TOPOLOGY_UPDATE": "device"},
