@@ -18,11 +18,6 @@
 //                      64-bit sum as two 32-bit words: scatter_add), then the block adds
 //                      its non-zero nodes into the global accumulators of the bricks that
 //                      own them (64-bit integer atomics; acc zeroed first).
-//   p2g_scatter_cells  (VOXFX_SPARSE_SCATTER=cells) the same sums with one thread per
-//                      (component, cell) of a brick: the cell's particles' terms summed in
-//                      64-bit registers by node (18 a component), then one shared add per
-//                      reached node instead of one per term (~8 particles a cell: ~a third of
-//                      the shared atomics), ~127 registers (2 blocks an SM).
 //   p2g_scatter_finish one thread per pool cell: value = Σw·q / Σw and valid = Σw > 0.
 //
 // Terms (gather_cell's, float32, the same operations): the particle of cell c (its bin:
@@ -147,39 +142,6 @@ __device__ __forceinline__ int scatter_node(int comp, int x, int y, int z)
     return comp * SCATTER_NODES + ((z + (comp != 2)) * ey + (y + (comp != 1))) * ex + (x + (comp != 0));
 }
 
-// Both P2G kernels' start of a block: its shared sums zeroed (then a barrier) and the scales
-// 2^k_q, 2^k_w (scatter_scales).
-__device__ __forceinline__ void scatter_block_begin(unsigned int* shared_acc, const unsigned int* __restrict__ bounds,
-                                                    float& scale_q, float& scale_w)
-{
-    for (int i = threadIdx.x; i < 2 * SCATTER_WORDS; i += blockDim.x) shared_acc[i] = 0u;
-    int k_q, k_w;
-    scatter_scales(bounds, k_q, k_w);
-    scale_q = ldexpf(1.0f, k_q);
-    scale_w = ldexpf(1.0f, k_w);
-    __syncthreads();
-}
-
-// Both P2G kernels' end of a block (after a barrier): its non-zero nodes into the global
-// sums of the bricks that own them (64-bit integer atomics).
-__device__ __forceinline__ void scatter_block_flush(const unsigned int* shared_acc, const int* __restrict__ nbr27,
-                                                    int slot, long long cells, unsigned long long* __restrict__ acc)
-{
-    __syncthreads();
-    for (int i = threadIdx.x; i < 3 * SCATTER_NODES; i += blockDim.x) {
-        const unsigned long long den = scatter_word(shared_acc, 3 * SCATTER_NODES + i);
-        if (!den) continue;  // no term reached it (w > 0 adds ≥ 1)
-        const int comp = i / SCATTER_NODES, j = i - comp * SCATTER_NODES;
-        const int ex = comp == 0 ? 9 : 10, ey = comp == 1 ? 9 : 10;
-        const int x = j % ex - (comp != 0), y = (j / ex) % ey - (comp != 1), z = j / (ex * ey) - (comp != 2);
-        const int cell = sparse_cell_near(nbr27, slot, x, y, z);
-        if (cell < 0) continue;  // an inactive brick: the gathers have no such face either
-        unsigned long long* const to = acc + ((long long)comp * cells + cell) * 2;
-        atomicAdd(to, scatter_word(shared_acc, i));
-        atomicAdd(to + 1, den);
-    }
-}
-
 // One particle's 24 terms into the shared accumulators (acc: num then den, 3·SCATTER_NODES
 // each, as scatter_add's two words). Per axis a, lattice L (0: the component's own, g; 1:
 // half-shifted, g − ½) and node u ∈ {0, 1} of the hat (hat_weight's operations: closed, the
@@ -265,11 +227,14 @@ extern "C" __global__ void __launch_bounds__(SCATTER_THREADS, SCATTER_MIN_BLOCKS
     const long long cell0 = (long long)slot * SPARSE_CELLS;
     const long long p0 = start[cell0], p1 = (long long)start[cell0 + SPARSE_CELLS - 1] + count[cell0 + SPARSE_CELLS - 1];
     if (p1 <= p0) return;
-    float scale_q, scale_w;
-    scatter_block_begin(shared_acc, bounds, scale_q, scale_w);
+    for (int i = threadIdx.x; i < 2 * SCATTER_WORDS; i += blockDim.x) shared_acc[i] = 0u;
+    int k_q, k_w;
+    scatter_scales(bounds, k_q, k_w);
+    const float scale_q = ldexpf(1.0f, k_q), scale_w = ldexpf(1.0f, k_w);
     const int brick[3] = {8 * coords[3 * slot], 8 * coords[3 * slot + 1], 8 * coords[3 * slot + 2]};
     const int n[3] = {nx, ny, nz};
     const float o[3] = {ox, oy, oz};
+    __syncthreads();
     const int total = (int)(p1 - p0), tile = 32 * spread;  // a brick's particles: fewer than 2^31
     const int items = (total + tile - 1) / tile * tile;
     for (int i = threadIdx.x; i < items; i += blockDim.x) {
@@ -282,151 +247,19 @@ extern "C" __global__ void __launch_bounds__(SCATTER_THREADS, SCATTER_MIN_BLOCKS
         else
             scatter_particle<false>(spos, svel, sc, p, brick, closed, n, o, h, inv_h, scale_q, scale_w, shared_acc);
     }
-    scatter_block_flush(shared_acc, nbr27, slot, cells, acc);
-}
-
-// ------------------------------------------------------------------------------ p2g_scatter_cells
-
-#ifndef SCATTER_CELLS_MIN_BLOCKS  // p2g_scatter_cells' blocks an SM (its 18 register sums need ~100 registers)
-#define SCATTER_CELLS_MIN_BLOCKS 2
-#endif
-
-// scatter_particle's weights of one particle along axis a for component COMP, by window
-// position: W[j] is the hat weight of node cell + j (own axis: j ∈ {0, 1}) or cell + j − 1
-// (across: j ∈ {0, 1, 2}) where one of the hat's two nodes lands there and is admitted (the
-// window, the closed face lattice), else 0. The same float operations as scatter_particle,
-// so a term's weight, a product of three of these in axis order, is its weight there.
-template <int COMP>
-__device__ __forceinline__ void scatter_window(float g, int a, int closed, int na, float W[3])
-{
-    const int L = a != COMP, cell = (int)floorf(g);
-    float x = L ? g - 0.5f : g;
-    if (closed) x = fminf(fmaxf(x, -2.0f), (float)(na + 2));
-    const float b = floorf(x), f = x - b;
-    int j_of[2];
-    bool ok[2];
-#pragma unroll
-    for (int u = 0; u < 2; ++u) {
-        const int node = (int)b + u, r = node - cell;
-        ok[u] = (L ? (r >= -1 && r <= 1) : (r == 0 || r == 1)) && (!closed || (node >= 0 && node < na + 1 - L));
-        j_of[u] = L ? r + 1 : r;
+    __syncthreads();
+    for (int i = threadIdx.x; i < 3 * SCATTER_NODES; i += blockDim.x) {
+        const unsigned long long den = scatter_word(shared_acc, 3 * SCATTER_NODES + i);
+        if (!den) continue;  // no term reached it (w > 0 adds ≥ 1)
+        const int comp = i / SCATTER_NODES, j = i - comp * SCATTER_NODES;
+        const int ex = comp == 0 ? 9 : 10, ey = comp == 1 ? 9 : 10;
+        const int x = j % ex - (comp != 0), y = (j / ex) % ey - (comp != 1), z = j / (ex * ey) - (comp != 2);
+        const int cell = sparse_cell_near(nbr27, slot, x, y, z);
+        if (cell < 0) continue;  // an inactive brick: the gathers have no such face either
+        unsigned long long* const to = acc + ((long long)comp * cells + cell) * 2;
+        atomicAdd(to, scatter_word(shared_acc, i));
+        atomicAdd(to + 1, den);
     }
-#pragma unroll
-    for (int j = 0; j < 3; ++j) W[j] = (ok[0] && j_of[0] == j) ? 1.0f - f : (ok[1] && j_of[1] == j) ? f : 0.0f;
-}
-
-// Component COMP's terms of the `cnt` particles of one cell (binned positions p0 …, brick-local
-// cell `lc`, global `gc`) summed in 64-bit integer registers by node (the 2 × 3 × 3 nodes a
-// particle of the cell may reach: scatter_particle's window), then each node's two sums into
-// the shared accumulators once: the same integer terms as scatter_particle's, so the same sums
-// (integer addition in any grouping) with about a third of the shared atomics at ~8
-// particles a cell.
-template <int COMP, bool APIC>
-__device__ __forceinline__ void scatter_cell(const float* __restrict__ spos, const float* __restrict__ svel,
-                                             const float* __restrict__ sc, const int* __restrict__ order,
-                                             int use_order, int p0, int cnt, const int lc[3], const int gc[3],
-                                             int closed, const int n[3], const float o[3], float h, float inv_h,
-                                             float scale_q, float scale_w, unsigned int* acc)
-{
-    constexpr int J0 = COMP == 0 ? 2 : 3, J1 = COMP == 1 ? 2 : 3, J2 = COMP == 2 ? 2 : 3;
-    unsigned long long num[J0 * J1 * J2], den[J0 * J1 * J2];
-#pragma unroll
-    for (int s = 0; s < J0 * J1 * J2; ++s) num[s] = den[s] = 0ull;
-    for (int k = 0; k < cnt; ++k) {
-        const int p = use_order ? order[p0 + k] : p0 + k;
-        float g[3], W[3][3];
-#pragma unroll
-        for (int a = 0; a < 3; ++a) {
-            g[a] = (spos[3LL * p + a] - o[a]) * inv_h;
-            scatter_window<COMP>(g[a], a, closed, n[a], W[a]);
-        }
-        const float vq = svel[3LL * p + COMP];
-        float r[3] = {0.0f, 0.0f, 0.0f};
-        if (APIC)
-#pragma unroll
-            for (int b = 0; b < 3; ++b) r[b] = sc[9LL * p + 3 * COMP + b];
-#pragma unroll
-        for (int j2 = 0; j2 < J2; ++j2)
-#pragma unroll
-            for (int j1 = 0; j1 < J1; ++j1)
-#pragma unroll
-                for (int j0 = 0; j0 < J0; ++j0) {
-                    const float weight = W[0][j0] * W[1][j1] * W[2][j2];
-                    if (weight == 0.0f) continue;  // no term (scatter_particle skips it too)
-                    float q = vq;
-                    if (APIC) {  // node − the particle on the component's lattice, as scatter_particle's d
-                        const int p_0 = COMP == 0 ? j0 : j0 - 1, p_1 = COMP == 1 ? j1 : j1 - 1,
-                                  p_2 = COMP == 2 ? j2 : j2 - 1;
-                        const float d0 = ((float)(gc[0] + p_0) - (COMP != 0 ? g[0] - 0.5f : g[0])) * h,
-                                    d1 = ((float)(gc[1] + p_1) - (COMP != 1 ? g[1] - 0.5f : g[1])) * h,
-                                    d2 = ((float)(gc[2] + p_2) - (COMP != 2 ? g[2] - 0.5f : g[2])) * h;
-                        q = q + (r[0] * d0 + r[1] * d1 + r[2] * d2);
-                    }
-                    const float term = weight * q;
-                    const int s = (j2 * J1 + j1) * J0 + j0;
-                    num[s] += (unsigned long long)scatter_round(term * scale_q);
-                    den[s] += (unsigned long long)scatter_round_up(weight * scale_w);
-                }
-    }
-#pragma unroll
-    for (int j2 = 0; j2 < J2; ++j2)
-#pragma unroll
-        for (int j1 = 0; j1 < J1; ++j1)
-#pragma unroll
-            for (int j0 = 0; j0 < J0; ++j0) {
-                const int s = (j2 * J1 + j1) * J0 + j0;
-                if (!den[s]) continue;  // no term reached it (w > 0 adds ≥ 1)
-                const int at = scatter_node(COMP, lc[0] + (COMP == 0 ? j0 : j0 - 1), lc[1] + (COMP == 1 ? j1 : j1 - 1),
-                                            lc[2] + (COMP == 2 ? j2 : j2 - 1));
-                scatter_add(acc, at, (long long)num[s]);
-                scatter_add(acc, 3 * SCATTER_NODES + at, (long long)den[s]);
-            }
-}
-
-// p2g_scatter_brick's sums (the same bits) with one thread per (component, cell) of the
-// brick instead of one per particle (VOXFX_SPARSE_SCATTER=cells, sparse_scatter.SCATTER_KINDS):
-// the thread sums its cell's particles' terms in registers (scatter_cell) and adds each
-// reached node once. Item i of the block: component i / 512 (the same in a warp), cell i % 512.
-extern "C" __global__ void __launch_bounds__(SCATTER_THREADS, SCATTER_CELLS_MIN_BLOCKS)
-    p2g_scatter_cells(const float* __restrict__ spos, const float* __restrict__ svel, const float* __restrict__ sc,
-                      int apic, const int* __restrict__ start, const int* __restrict__ count,
-                      const unsigned char* __restrict__ used, const int* __restrict__ coords,
-                      const int* __restrict__ nbr27, long long cells, int closed, int nx, int ny, int nz, float ox,
-                      float oy, float oz, float h, float inv_h, const unsigned int* __restrict__ bounds,
-                      const int* __restrict__ order, int use_order, unsigned long long* __restrict__ acc)
-{
-    __shared__ unsigned int shared_acc[2 * SCATTER_WORDS];
-    const int slot = (int)blockIdx.x;
-    if ((long long)slot * SPARSE_CELLS >= cells || !used[slot]) return;  // a free slot: no particles
-    const long long cell0 = (long long)slot * SPARSE_CELLS;
-    const long long p0 = start[cell0], p1 = (long long)start[cell0 + SPARSE_CELLS - 1] + count[cell0 + SPARSE_CELLS - 1];
-    if (p1 <= p0) return;
-    float scale_q, scale_w;
-    scatter_block_begin(shared_acc, bounds, scale_q, scale_w);
-    const int brick[3] = {8 * coords[3 * slot], 8 * coords[3 * slot + 1], 8 * coords[3 * slot + 2]};
-    const int n[3] = {nx, ny, nz};
-    const float o[3] = {ox, oy, oz};
-    for (int i = threadIdx.x; i < 3 * SPARSE_CELLS; i += blockDim.x) {
-        const int comp = i / SPARSE_CELLS, l = i - comp * SPARSE_CELLS;
-        const int cnt = count[cell0 + l];
-        if (cnt <= 0) continue;
-        const int first = start[cell0 + l];
-        const int lc[3] = {l & 7, (l >> 3) & 7, l >> 6};
-        const int gc[3] = {brick[0] + lc[0], brick[1] + lc[1], brick[2] + lc[2]};
-#define SCATTER_CELL(C, A) scatter_cell<C, A>(spos, svel, sc, order, use_order, first, cnt, lc, gc, closed, n, o, h, \
-                                              inv_h, scale_q, scale_w, shared_acc)
-        if (apic) {
-            if (comp == 0) SCATTER_CELL(0, true);
-            else if (comp == 1) SCATTER_CELL(1, true);
-            else SCATTER_CELL(2, true);
-        } else {
-            if (comp == 0) SCATTER_CELL(0, false);
-            else if (comp == 1) SCATTER_CELL(1, false);
-            else SCATTER_CELL(2, false);
-        }
-#undef SCATTER_CELL
-    }
-    scatter_block_flush(shared_acc, nbr27, slot, cells, acc);
 }
 
 // One thread per pool cell: the faces from the fixed-point sums (module notes); Σw = 0

@@ -7,8 +7,6 @@ sums, and a pass per cell divides. Integer sums: the same bits in any particle o
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 
 from ..grid.launch import THREADS, Kernels
@@ -19,23 +17,11 @@ SCATTER_THREADS = 256  # threads a brick (flip_sparse_scatter.cu's SCATTER_THREA
 SCATTER_SPREAD = 8  # a warp's lanes take particles this far apart (flip_sparse_scatter.cu)
 SCATTER_MIN_BLOCKS = 4  # blocks an SM should hold (flip_sparse_scatter.cu's __launch_bounds__)
 BOUND_BLOCKS = 1024  # scatter_bounds: blocks of its grid-stride loop
-# VOXFX_SPARSE_SCATTER: "particles" (p2g_scatter_brick: a thread per particle, 96 shared atomics each) or
-# "cells" (p2g_scatter_cells: a thread per (component, cell) summing its particles' terms in registers, then one
-# add per reached node); the same integer sums (tests/unit/test_cuda_sparse_scatter_host.py)
-SCATTER_KINDS = ("particles", "cells")
 _BUILDS: dict = {}
 _I64, _I32 = np.int64, np.int32
 
 
-def scatter_kind(kind=None) -> str:
-    """The scatter kernel: *kind*, else ``VOXFX_SPARSE_SCATTER``, else ``SCATTER_KINDS[0]``."""
-    mode = kind or os.environ.get("VOXFX_SPARSE_SCATTER", "").strip().lower() or SCATTER_KINDS[0]
-    if mode not in SCATTER_KINDS:
-        raise ValueError(f"VOXFX_SPARSE_SCATTER must be one of {', '.join(SCATTER_KINDS)}, not {mode!r}")
-    return mode
-
-
-def launch(size: int, args, spread=None, min_blocks=None, order=None, bounds=None, kind=None):
+def launch(size: int, args, spread=None, min_blocks=None, order=None, bounds=None):
     """The scatter (``kernels/cuda/flip_sparse_scatter.cu``) over the pool of *size* cells
     with ``sparse_gpu.launch_gather``'s *args*: the bounds that fix its scales, one block per brick
     adding 64-bit fixed-point terms, then the faces and masks. Returns (acc, bounds): the
@@ -45,8 +31,7 @@ def launch(size: int, args, spread=None, min_blocks=None, order=None, bounds=Non
     unless given; the A/B of ``bench/flip_sparse_p2g.py``). *order*: the particles
     (args' first three arrays: their own, unsorted) are read through it (binned position →
     particle; ``sparse_gpu.bin_particles_order``); *bounds*: already computed (its fused
-    count), so ``scatter_bounds`` is not launched; *kind*: ``scatter_kind`` (with "cells"
-    *spread* and *min_blocks* do not apply)."""
+    count), so ``scatter_bounds`` is not launched."""
     import cupy as cp
 
     spread = int(SCATTER_SPREAD if spread is None else spread)
@@ -67,12 +52,8 @@ def launch(size: int, args, spread=None, min_blocks=None, order=None, bounds=Non
         kernels.launch_grid("scatter_bounds", (blocks,), (THREADS,), (svel, sc, apic, _I64(n), count, _I64(size), h,
                                                                       bounds))
     use_order = order is not None
-    if scatter_kind(kind) == "cells":
-        kernels.launch_grid("p2g_scatter_cells", (size // CELLS,), (SCATTER_THREADS,),
-                            (*args[:19], bounds, order if use_order else count, _I32(use_order), acc))
-    else:
-        kernels.launch_grid("p2g_scatter_brick", (size // CELLS,), (SCATTER_THREADS,),
-                            (*args[:19], bounds, _I32(spread), order if use_order else count, _I32(use_order), acc))
+    kernels.launch_grid("p2g_scatter_brick", (size // CELLS,), (SCATTER_THREADS,),
+                        (*args[:19], bounds, _I32(spread), order if use_order else count, _I32(use_order), acc))
     kernels.launch("p2g_scatter_finish", size, (acc, _I64(size), bounds, *args[19:]))
     return acc, bounds
 

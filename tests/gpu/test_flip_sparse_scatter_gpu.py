@@ -2,9 +2,7 @@
 the gathers' valid masks, faces within the scatter's stated fixed-point bound of the brick
 and staged gathers and within float32 rounding of the NumPy reference (the gather tests'
 tolerance), with and without APIC, open and closed, on fresh random particles; and the
-same bits run to run whatever the particles' order and the lanes' spread; the scatter by
-cells (p2g_scatter_cells, VOXFX_SPARSE_SCATTER=cells) gives the particles' kernel's sums
-and faces bit for bit on both binnings."""
+same bits run to run whatever the particles' order and the lanes' spread."""
 
 import numpy as np
 import pytest
@@ -16,7 +14,7 @@ from voxfx.kernels.flip import sparse_gpu, sparse_scatter, sparse_transfer
 from voxfx.kernels.flip.sparse_grid import SparseFlipGrid
 
 
-def scatter(grid, pos, vel, c, spread=None, kind=None):
+def scatter(grid, pos, vel, c, spread=None):
     """(faces, masks), acc (3, cells, 2) and bounds of one scatter of these particles."""
     import cupy
 
@@ -28,7 +26,7 @@ def scatter(grid, pos, vel, c, spread=None, kind=None):
     args = (spos, svel, sc, sparse_gpu._I32(c is not None), start, count, grid.brick_slot, grid.slot_coords,
             grid.brick_nbr, sparse_gpu._I64(size), sparse_gpu._I32(grid.closed), *sparse_gpu._dims(grid),
             *sparse_gpu._frame(grid), *faces, *valid)
-    acc, bounds = sparse_scatter.launch(size, args, spread, kind=kind)
+    acc, bounds = sparse_scatter.launch(size, args, spread)
     out = ([host(f) for f in faces], [host(m).astype(np.int64) for m in valid])
     return out, host(acc).view(np.int64).reshape(3, size, 2), host(bounds).astype(np.int64)
 
@@ -84,45 +82,3 @@ def test_gpu_scatter_gives_the_same_bits_in_any_particle_order_and_spread(monkey
     sparse_transfer.particles_to_grid(grid, cupy.asarray(pos), cupy.asarray(vel), cupy.asarray(c))
     for name, b in zip(grid.FACES, first[0]):
         assert np.array_equal(host(grid[name]).view(np.uint32), b.view(np.uint32))
-
-
-@pytest.mark.parametrize("closed", [True, False], ids=["closed", "open"])
-@pytest.mark.parametrize("apic", [False, True], ids=["flip", "apic"])
-@pytest.mark.parametrize("case", ["liquid", "packed"])
-def test_gpu_scatter_by_cells_gives_the_same_sums_bit_for_bit(monkeypatch, closed, apic, case):
-    import cupy
-
-    rng = np.random.default_rng()
-    if case == "liquid":
-        spec, pos, vel, c = liquid_block(closed, apic, rng)
-    else:
-        spec, _, pos, vel, c = scene(closed, apic, int(rng.integers(1 << 30)))
-    grid = gpu_grid(spec, pos, closed, 3)
-    first, acc, bounds = scatter(grid, pos, vel, c, kind="particles")
-    again, acc2, bounds2 = scatter(grid, pos, vel, c, kind="cells")
-    assert np.array_equal(bounds2, bounds) and np.array_equal(acc2, acc)
-    assert np.count_nonzero(acc[:, :, 1]) > 1000
-    for a, b in zip(again[0], first[0]):
-        assert np.array_equal(a.view(np.uint32), b.view(np.uint32))
-    for a, b in zip(again[1], first[1]):
-        assert np.array_equal(a, b)
-    dev = [cupy.asarray(a) if a is not None else None for a in (pos, vel, c)]
-    out = {}
-    monkeypatch.setenv("VOXFX_SPARSE_BINNING", "order")  # the scatter through the order too
-    for kind in sparse_scatter.SCATTER_KINDS:
-        monkeypatch.setenv("VOXFX_SPARSE_SCATTER", kind)
-        valid = sparse_gpu.particles_to_grid(grid, *dev, gather="scatter")
-        out[kind] = [host(grid[n]).view(np.uint32) for n in grid.FACES] + [host(m) for m in valid]
-    for a, b in zip(out["cells"], out["particles"]):
-        assert np.array_equal(a, b)
-    for a, b in zip(out["particles"][:3], first[0]):
-        assert np.array_equal(a, b.view(np.uint32))
-
-
-def test_scatter_kind_names_are_checked(monkeypatch):
-    monkeypatch.setenv("VOXFX_SPARSE_SCATTER", "cells")
-    assert sparse_scatter.scatter_kind() == "cells"
-    assert sparse_scatter.scatter_kind("particles") == "particles"
-    monkeypatch.setenv("VOXFX_SPARSE_SCATTER", "warps")
-    with pytest.raises(ValueError, match="VOXFX_SPARSE_SCATTER"):
-        sparse_scatter.scatter_kind()
