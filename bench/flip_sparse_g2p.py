@@ -97,10 +97,8 @@ class Spans:
         return dict(out)
 
 
-def g2p_variants(cp, sim, dt, repeat, builds=()):
-    """Part 1 (module notes): one substep up to its G2P, then every variant on copies;
-    *builds* ((blocks an SM, threads), ...): the bricks kernel in cell order also built for
-    that many blocks of that many threads an SM (``sparse_gpu.g2p_build``)."""
+def g2p_variants(cp, sim, dt, repeat):
+    """Part 1 (module notes): one substep up to its G2P, then every variant on copies."""
     from voxfx.kernels.flip import sparse_pressure
 
     g, s = sim.grid, sim.settings
@@ -126,36 +124,36 @@ def g2p_variants(cp, sim, dt, repeat, builds=()):
     print("--- | --- | --- | --- | --- | --- | ---")
     first = None
     state = {}
-    variants = [(kernel, order, threads, 0) for kernel in sparse_gpu.G2P_KERNELS[::-1]  # walk first: the reference
-                for order in sparse_gpu.G2P_ORDERS for threads in (256, 128, 512)
-                if kernel != "walk" or threads == 256]
-    variants += [("bricks", "cell", threads, blocks) for blocks, threads in builds]
-    for kernel, order, threads, blocks in variants:
-        def prepare(order=order):
-            state["pos"], state["vel"] = sim.pos.copy(), sim.vel.copy()
-            g.bins = (state["pos"], *bins[1:]) if order == "cell" else None
+    for kernel in sparse_gpu.G2P_KERNELS[::-1]:  # walk (the earlier kernel) first: the reference
+        for order in sparse_gpu.G2P_ORDERS:
+            for threads in (256, 128, 512):
+                if kernel == "walk" and threads != 256:
+                    continue
 
-        def run(kernel=kernel, order=order, threads=threads, blocks=blocks):
-            module = sparse_gpu.G2P
-            saved = module.threads, sparse_gpu.G2P_MIN_BLOCKS
-            module.threads, sparse_gpu.G2P_MIN_BLOCKS = threads, blocks
-            try:
-                sparse_gpu.g2p_advect(g, old, state["pos"], state["vel"], *scalars, sim.c, order=order,
-                                      kernel=kernel)
-            finally:
-                module.threads, sparse_gpu.G2P_MIN_BLOCKS = saved
+                def prepare(order=order):
+                    state["pos"], state["vel"] = sim.pos.copy(), sim.vel.copy()
+                    g.bins = (state["pos"], *bins[1:]) if order == "cell" else None
 
-        prepare()
-        run()  # warm (compiles)
-        ms = timed(cp, run, repeat, prepare)
-        out = (cp.asnumpy(state["pos"]), cp.asnumpy(state["vel"]))
-        if first is None:
-            first = out
-        same = all(np.array_equal(a.view(np.uint32), b.view(np.uint32)) for a, b in zip(out, first))
-        floor = ((48 + 4 * (order == "cell")) * n + 24 * cells) / BANDWIDTH * 1e3
-        label = f"{threads}, built for {blocks} an SM" if blocks else f"{threads}"
-        print(f"{kernel} | {order} | {label} | {ms:.3f} | {floor:.3f} | {ms / floor:.1f}× | {same}",
-              flush=True)
+                def run(kernel=kernel, order=order, threads=threads):
+                    module = sparse_gpu.G2P
+                    saved = module.threads
+                    module.threads = threads
+                    try:
+                        sparse_gpu.g2p_advect(g, old, state["pos"], state["vel"], *scalars, sim.c, order=order,
+                                              kernel=kernel)
+                    finally:
+                        module.threads = saved
+
+                prepare()
+                run()  # warm (compiles)
+                ms = timed(cp, run, repeat, prepare)
+                out = (cp.asnumpy(state["pos"]), cp.asnumpy(state["vel"]))
+                if first is None:
+                    first = out
+                same = all(np.array_equal(a.view(np.uint32), b.view(np.uint32)) for a, b in zip(out, first))
+                floor = ((48 + 4 * (order == "cell")) * n + 24 * cells) / BANDWIDTH * 1e3
+                print(f"{kernel} | {order} | {threads} | {ms:.3f} | {floor:.3f} | {ms / floor:.1f}× | {same}",
+                      flush=True)
     g.bins = None
 
 
@@ -248,8 +246,6 @@ def main():
     ap.add_argument("--steps", type=int, default=12)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--frames", type=int, default=0, help="part 3: user frames, alternating old and new")
-    ap.add_argument("--builds", nargs="*", default=["3:512", "5:256", "6:256"],
-                    help="part 1: the bricks kernel also built for BLOCKS:THREADS (blocks an SM of that many threads)")
     args = ap.parse_args()
     import cupy as cp
 
@@ -260,9 +256,8 @@ def main():
     for _ in range(args.substeps):
         sim.substep(dt)
     cp.cuda.Device().synchronize()
-    g2p_variants(cp, sim, dt, args.repeat, [tuple(int(x) for x in b.split(":")) for b in args.builds])
-    if args.steps:
-        substeps(cp, sim, dt, args.steps)
+    g2p_variants(cp, sim, dt, args.repeat)
+    substeps(cp, sim, dt, args.steps)
     if args.frames:
         frames(cp, sim, args.frames)
     use_mode("new", sim)

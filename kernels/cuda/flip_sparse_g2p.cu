@@ -357,12 +357,7 @@ __device__ __forceinline__ void sample_faces_fast(const float* __restrict__ u, c
 // a few neighbouring cells, so their face reads share cache lines), else t. The home brick
 // is ⌊(x − o)/h⌋'s, its slot from the brick index (one load, closed) or a binary search.
 // The push-out is push_out_brick's, on the same home.
-#ifdef G2P_MIN_BLOCKS  // a build for G2P_MIN_BLOCKS blocks of G2P_BLOCK threads an SM (sparse_gpu.g2p_build)
-#define G2P_BOUNDS __launch_bounds__(G2P_BLOCK, G2P_MIN_BLOCKS)
-#else  // the default build: 64 registers, 2 blocks of 512 an SM
-#define G2P_BOUNDS
-#endif
-extern "C" __global__ void G2P_BOUNDS g2p_advect_bricks(float* __restrict__ pos, float* __restrict__ vel, float* __restrict__ c,
+extern "C" __global__ void g2p_advect_bricks(float* __restrict__ pos, float* __restrict__ vel, float* __restrict__ c,
                                              long long n, int apic, const float* __restrict__ u,
                                              const float* __restrict__ v, const float* __restrict__ w,
                                              const float* __restrict__ old_u, const float* __restrict__ old_v,

@@ -101,6 +101,10 @@ brick over its bins, the brick's new and old faces with a one-cell halo in share
 the bricks kernel's 0.92 at 256 threads, 0.87 at 512; not kept, bench/RESULTS.md): the
 particles' scattered 12 B reads and writes and the dependent look-ups bound G2P, not the
 face reads, and a block of ~2,500 particles leaves the SM's warps idle behind its staging.
+Fewer registers did not help either (helper i24t, H200, 8M, fourth substep, the same bits):
+the bricks kernel uses 64 registers (2 blocks of 512 an SM, 0.860 ms); built with
+``__launch_bounds__`` for 3 blocks of 512 (40 registers, 244 B spilled) 0.865 ms, for 6 of
+256 0.890 ms (0.909 at 256 without); not kept.
 
 The topology update, when bricks change, is ``update_topology_table`` in a closed domain
 with a brick index (``flip_sparse_topology.cu``: the comparison claims each added brick's
@@ -159,34 +163,6 @@ G2P_KERNELS = ("bricks", "walk")  # flip_sparse_g2p.cu: g2p_advect_bricks, g2p_a
 G2P_THREADS = 512  # a block of G2P: 2–4% faster than 256 at 8M (H200, bench/flip_sparse_g2p.py), the same bits
 G2P = Kernels("flip_sparse_g2p.cu", ("--fmad=false",), G2P_THREADS,
               defines={**mac.CELL_TYPES, "PUSH_EPSILON": PUSH_EPSILON})
-# VOXFX_SPARSE_G2P_MIN_BLOCKS: g2p_advect_bricks built for that many blocks of G2P_THREADS an SM
-# (__launch_bounds__: fewer registers, more warps to hide the scattered reads; 0 or unset: the default
-# build, 64 registers, 2 blocks of 512); bench/flip_sparse_g2p.py --min-blocks times the builds
-G2P_MIN_BLOCKS = 0
-_G2P_BUILDS: dict = {}
-
-
-def g2p_build(min_blocks=None, threads=None):
-    """The G2P ``Kernels`` for *min_blocks* blocks of *threads* an SM (``G2P_MIN_BLOCKS``,
-    else ``VOXFX_SPARSE_G2P_MIN_BLOCKS``, else the default build; *threads*: ``G2P.threads``),
-    compiled on first use. The same arithmetic in every build (the same bits)."""
-    if min_blocks is None:
-        env = os.environ.get("VOXFX_SPARSE_G2P_MIN_BLOCKS", "").strip()
-        try:
-            min_blocks = int(env) if env else G2P_MIN_BLOCKS
-        except ValueError:
-            raise ValueError(f"VOXFX_SPARSE_G2P_MIN_BLOCKS must be a whole number, not {env!r}") from None
-    min_blocks, threads = int(min_blocks), int(G2P.threads if threads is None else threads)
-    if min_blocks < 0:
-        raise ValueError(f"G2P's blocks an SM must be 0 (the default build) or more, not {min_blocks}")
-    if min_blocks == 0:
-        return G2P
-    key = (min_blocks, threads)
-    if key not in _G2P_BUILDS:
-        _G2P_BUILDS[key] = Kernels("flip_sparse_g2p.cu", ("--fmad=false",), threads,
-                                   defines={**mac.CELL_TYPES, "PUSH_EPSILON": PUSH_EPSILON,
-                                            "G2P_MIN_BLOCKS": min_blocks, "G2P_BLOCK": threads})
-    return _G2P_BUILDS[key]
 
 
 def gather_mode(gather=None, apic: bool = False) -> str:
@@ -534,7 +510,9 @@ def bin_particles(grid, pos, vel, c):
 def scan_counts(cp, count, cells: int, bounds):
     """The exclusive scan of *count* (int32, cells + 1 entries) by ``bin_scan_sums`` and
     ``bin_scan`` (two launches); bounds[1] ← max(bounds[1], the max count over the pool's
-    *cells*)."""
+    *cells*). Not ``sparse_pressure_setup.inclusive_scan`` (scan_tile_sums + scan_tiles): it
+    would need a subtraction and a max after its two launches (H200, 8M particles, 1.64M
+    pool cells: 0.076 ms against these two launches' 0.031, the same starts and max)."""
     n = int(count.shape[0])
     start = cp.empty(n, cp.int32)
     tile = max(8 * THREADS, -(-n // (BIN_SCAN_TILES * THREADS)) * THREADS)
@@ -720,10 +698,10 @@ def g2p_advect(grid, old, pos, vel, flip, pic, dt, half_dt, c, order=None, kerne
     apic = c is not None
     dummy = c if apic else grid.xp.zeros(1, grid.xp.float32)
     if g2p_kernel(kernel) == "bricks":
-        g2p_build().launch("g2p_advect_bricks", n, (pos, vel, dummy, _I64(n), _I32(apic), *grid.faces(), *old,
-                                                    grid["solid"], keys, slots, nk, grid.brick_nbr, *brick_index(grid),
-                                                    _I32(grid.closed), *_dims(grid), *_frame(grid), flip, pic, dt,
-                                                    half_dt, bins[2] if sorted_ else dummy, _I32(sorted_)))
+        G2P.launch("g2p_advect_bricks", n, (pos, vel, dummy, _I64(n), _I32(apic), *grid.faces(), *old, grid["solid"],
+                                            keys, slots, nk, grid.brick_nbr, *brick_index(grid), _I32(grid.closed),
+                                            *_dims(grid), *_frame(grid), flip, pic, dt, half_dt,
+                                            bins[2] if sorted_ else dummy, _I32(sorted_)))
         return
     order_cells = bins[2:4] if sorted_ else (dummy, dummy)
     G2P.launch("g2p_advect_sparse", n, (pos, vel, dummy, _I64(n), _I32(apic), *grid.faces(), *old, grid["solid"],

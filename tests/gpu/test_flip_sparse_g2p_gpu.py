@@ -92,35 +92,3 @@ def test_g2p_kernel_names_are_checked(monkeypatch):
     monkeypatch.setenv("VOXFX_SPARSE_G2P_KERNEL", "fast")
     with pytest.raises(ValueError, match="VOXFX_SPARSE_G2P_KERNEL"):
         sparse_gpu.g2p_kernel()
-
-
-@pytest.mark.parametrize("build", [(3, 512), (6, 256)], ids=["3x512", "6x256"])
-@pytest.mark.parametrize("apic", [False, True], ids=["flip", "apic"])
-def test_g2p_builds_for_more_blocks_an_sm_give_the_reference_bits(build, apic):
-    """g2p_advect_bricks built with __launch_bounds__ (fewer registers, some spilled:
-    sparse_gpu.g2p_build) in P2G's order: the NumPy reference's bits, as the default build."""
-    import cupy
-
-    blocks, threads = build
-    seed = int(np.random.default_rng().integers(1 << 30))
-    spec, cpu, gpu, pos, vel, c, (old_cpu, old_gpu) = scene(True, True, apic, seed)
-    ratio, dt = (0.0 if apic else 0.95), 0.05
-    want = [pos.copy(), vel.copy()] + ([c.copy()] if apic else [])
-    sparse_transfer.g2p_advect(cpu, old_cpu, *want[:2], ratio, dt, want[2] if apic else None)
-    faces = [gpu[n].copy() for n in gpu.FACES]
-    dev = [cupy.asarray(a) for a in (pos, vel)] + ([cupy.asarray(c)] if apic else [])
-    sparse_gpu.particles_to_grid(gpu, dev[0], dev[1], dev[2] if apic else None)
-    for name, f in zip(gpu.FACES, faces):
-        gpu[name] = f.copy()
-    kernels = sparse_gpu.g2p_build(blocks, threads)
-    assert kernels is not sparse_gpu.G2P and f"-DG2P_MIN_BLOCKS={blocks}" in kernels.options
-    saved = sparse_gpu.G2P.threads, sparse_gpu.G2P_MIN_BLOCKS
-    sparse_gpu.G2P.threads, sparse_gpu.G2P_MIN_BLOCKS = threads, blocks
-    try:
-        f32 = np.float32
-        sparse_gpu.g2p_advect(gpu, old_gpu, dev[0], dev[1], f32(ratio), f32(1) - f32(ratio), f32(dt),
-                              f32(0.5) * f32(dt), dev[2] if apic else None, order="cell", kernel="bricks")
-    finally:
-        sparse_gpu.G2P.threads, sparse_gpu.G2P_MIN_BLOCKS = saved
-    for got, ref in zip(dev, want):
-        assert np.array_equal(host(got).view(np.uint32), ref.view(np.uint32)), build
