@@ -3,11 +3,11 @@
 // VOXFX_SPARSE_GATHER=scatter; kernels/flip/sparse_transfer.py's particles_to_grid is the
 // NumPy reference; compiled with --fmad=false so each float operation rounds as NumPy's).
 //
-// The gathers (flip_sparse_gather.cu) walk ~54 (face, component) candidates a particle of
-// which 24 reach; a scatter does only the 24. To stay deterministic without a fixed order
-// of float sums, every term is added as a 64-bit fixed-point integer: integer addition is
-// associative (modulo 2^64, so only the final sum must fit), and the sums are the same
-// bits whatever order the atomics land in.
+// The gathers (flip_sparse_gather.cu, flip_sparse_gather_staged.cu) walk ~54 (face,
+// component) candidates a particle of which 24 reach; a scatter does only the 24. To stay
+// deterministic without a fixed order of float sums, every term is added as a 64-bit
+// fixed-point integer: integer addition is associative (modulo 2^64, so only the final sum
+// must fit), and the sums are the same bits whatever order the atomics land in.
 //
 //   scatter_bounds     max over particles of a bound on |q| (q = v_a, APIC v_a + C_a·d with
 //                      |d_b| < 2h for every term the window below admits) and max
