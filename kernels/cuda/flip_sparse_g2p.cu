@@ -57,6 +57,35 @@ struct Sampler {
     long long hb[3];
 };
 
+#define LATTICE_LIMIT 8388608.0f  // 2^23: |voxel index| bound of the keys (kernels/grid/sparse.py LIMIT)
+
+// Both kernels' Sampler for the point g (cell units): the bricks and the box, no home yet
+// (−1), and hb = ⌊g⌋ >> 3 where g is finite (else 0). *finite*: g is; *inside*: also every
+// ⌊g_a⌋ lies within the key range (g2p_advect_bricks takes a home only then). The caller
+// sets S.home (the bins' cell, a binary search or the brick index).
+__device__ __forceinline__ Sampler sampler_at(const long long* __restrict__ keys, const int* __restrict__ slots,
+                                              long long n_keys, const int* __restrict__ nbr27, int closed, int nx,
+                                              int ny, int nz, const float g[3], bool& finite, bool& inside)
+{
+    Sampler S;
+    S.b = Bricks{keys, slots, n_keys, nbr27};
+    S.closed = closed;
+    S.n[0] = nx;
+    S.n[1] = ny;
+    S.n[2] = nz;
+    S.home = -1;
+    S.hb[0] = S.hb[1] = S.hb[2] = 0;
+    finite = isfinite(g[0]) && isfinite(g[1]) && isfinite(g[2]);
+    inside = finite;
+    if (finite)
+        for (int a = 0; a < 3; ++a) {
+            const float f = floorf(g[a]);
+            inside = inside && f >= -LATTICE_LIMIT && f < LATTICE_LIMIT;
+            S.hb[a] = ((long long)f) >> 3;
+        }
+    return S;
+}
+
 // SparseMacGrid.sample's look-up on the lattice of box s (closed; else unbounded) at
 // (fx, fy, fz): per axis closed c clamped to [0, s − 1], i0 = max(min(⌊c⌋, s − 2), 0),
 // i1 = min(i0 + 1, s − 1); open c (NaN → 0), i0 = ⌊c⌋, i1 = i0 + 1; the 8 corner cells
@@ -190,16 +219,9 @@ extern "C" __global__ void g2p_advect_sparse(float* __restrict__ pos, float* __r
     const float o[3] = {ox, oy, oz};
     const float x0[3] = {pos[3 * p], pos[3 * p + 1], pos[3 * p + 2]};
     const float g[3] = {(x0[0] - ox) * inv_h, (x0[1] - oy) * inv_h, (x0[2] - oz) * inv_h};
-    Sampler S;
-    S.b = Bricks{keys, slots, n_keys, nbr27};
-    S.closed = closed;
-    S.n[0] = nx;
-    S.n[1] = ny;
-    S.n[2] = nz;
-    S.home = -1;
-    S.hb[0] = S.hb[1] = S.hb[2] = 0;
-    if (isfinite(g[0]) && isfinite(g[1]) && isfinite(g[2])) {
-        for (int a = 0; a < 3; ++a) S.hb[a] = ((long long)floorf(g[a])) >> 3;
+    bool finite, inside;
+    Sampler S = sampler_at(keys, slots, n_keys, nbr27, closed, nx, ny, nz, g, finite, inside);
+    if (finite) {
         if (use_bins) {
             const int at = cell_of[p];
             S.home = at < cells ? at >> 9 : -1;
@@ -256,8 +278,6 @@ __device__ __forceinline__ int pick8(const int s[8], int r)
     const int e = (r & 2) ? b : a, f = (r & 2) ? d : c;
     return (r & 4) ? f : e;
 }
-
-#define LATTICE_LIMIT 8388608.0f  // 2^23: |voxel index| bound of the keys (kernels/grid/sparse.py LIMIT)
 
 // corner_cells' cells and fractions without the walk. Per axis the corners are i0 and
 // i1 = i0 + 1 (i0 itself on a one-sample side, `same`); i1 lies in the next brick only when
@@ -356,25 +376,11 @@ extern "C" __global__ void g2p_advect_bricks(float* __restrict__ pos, float* __r
     const float g[3] = {(x0[0] - ox) * inv_h, (x0[1] - oy) * inv_h, (x0[2] - oz) * inv_h};
     const int dims[3] = {nx, ny, nz};
     Home H{keys, slots, n_keys, nbr27, -1, {0, 0, 0}};
-    Sampler S;  // push_out_brick's: the same home
-    S.b = Bricks{keys, slots, n_keys, nbr27};
-    S.closed = closed;
-    S.n[0] = nx;
-    S.n[1] = ny;
-    S.n[2] = nz;
-    S.home = -1;
-    S.hb[0] = S.hb[1] = S.hb[2] = 0;
-    if (isfinite(g[0]) && isfinite(g[1]) && isfinite(g[2])) {
-        bool inside = true;
-        for (int a = 0; a < 3; ++a) {
-            const float f = floorf(g[a]);
-            inside = inside && f >= -LATTICE_LIMIT && f < LATTICE_LIMIT;
-            S.hb[a] = ((long long)f) >> 3;
-        }
-        if (inside) {  // (beyond the key range: no brick, every look-up searches and misses)
-            for (int a = 0; a < 3; ++a) H.hb[a] = (int)S.hb[a];
-            H.slot = S.home = INDEXED_SLOT(S.hb[0], S.hb[1], S.hb[2]);
-        }
+    bool finite, inside;  // push_out_brick's Sampler: the same home
+    Sampler S = sampler_at(keys, slots, n_keys, nbr27, closed, nx, ny, nz, g, finite, inside);
+    if (inside) {  // (beyond the key range: no brick, every look-up searches and misses)
+        for (int a = 0; a < 3; ++a) H.hb[a] = (int)S.hb[a];
+        H.slot = S.home = INDEXED_SLOT(S.hb[0], S.hb[1], S.hb[2]);
     }
     float un[3], uo[3], grad[9];
     const float* const old[3] = {old_u, old_v, old_w};

@@ -254,7 +254,7 @@ extern "C" __global__ void count_unkept(const unsigned char* __restrict__ used, 
 // sort_cell_segments, copy_sorted_particles): each particle's cell ⌊(x − o)/h⌋ in the pool
 // and its rank there; a particle without an active cell (or not finite) goes to the extra
 // cell `cells`, which no stage reads. Zero count (cells + 1) first. The gathers that read
-// the sorted particles are flip_sparse_gather.cu's.
+// the sorted particles are flip_sparse_gather.cu's and flip_sparse_gather_staged.cu's.
 // Particle p's pool cell, or `cells` (module notes above).
 __device__ __forceinline__ long long bin_cell(const float* __restrict__ pos, long long p, float ox, float oy,
                                               float oz, float inv_h, const long long* __restrict__ keys,

@@ -50,7 +50,8 @@ division 0.06) against the staged gather's 1.83; with APIC 1.31 against the bric
 whole P2G with binning 1.21 ms against 2.31, the 8M substep 11.8 against 15.7 ms, the 65M
 P2G 9.3 against 17.1 ms.
 
-The gathers (``kernels/cuda/flip_sparse_gather.cu``), one thread per face summing the
+The gathers (``kernels/cuda/flip_sparse_gather.cu``; the staged one in
+``flip_sparse_gather_staged.cu``), one thread per face summing the
 particles of the 27 cells around it in a fixed order, the same sums bit for bit (no float
 atomics): ``staged``, one block per brick that copies the particles of a slab of four cell
 layers (and their halo) into shared memory with coalesced loads (the weights' floors and
@@ -101,6 +102,10 @@ brick over its bins, the brick's new and old faces with a one-cell halo in share
 the bricks kernel's 0.92 at 256 threads, 0.87 at 512; not kept, bench/RESULTS.md): the
 particles' scattered 12 B reads and writes and the dependent look-ups bound G2P, not the
 face reads, and a block of ~2,500 particles leaves the SM's warps idle behind its staging.
+Fewer registers did not help either (helper i24t, H200, 8M, fourth substep, the same bits):
+the bricks kernel uses 64 registers (2 blocks of 512 an SM, 0.860 ms); built with
+``__launch_bounds__`` for 3 blocks of 512 (40 registers, 244 B spilled) 0.865 ms, for 6 of
+256 0.890 ms (0.909 at 256 without); not kept.
 
 The topology update, when bricks change, is ``update_topology_table`` in a closed domain
 with a brick index (``flip_sparse_topology.cu``: the comparison claims each added brick's
@@ -134,6 +139,7 @@ from .particles import PUSH_EPSILON, THREADS
 KERNELS = Kernels("flip_sparse_transfer.cu", ("--fmad=false",), THREADS,
                   defines={**mac.CELL_TYPES, "PUSH_EPSILON": PUSH_EPSILON})
 GATHER = Kernels("flip_sparse_gather.cu", ("--fmad=false",), THREADS)
+STAGED = Kernels("flip_sparse_gather_staged.cu", ("--fmad=false",), THREADS)  # p2g_gather_staged
 MAX_MARGIN = 24  # cells: the device topology reaches the bricks within three of each brick only (REACH_MAX_RADIUS)
 TOPOLOGY_MODES = ("device", "legacy")
 CELLS = 512
@@ -143,7 +149,7 @@ GATHER_THREADS = 256  # brick gather: threads per brick (each takes 512 / 256 = 
 STAGED_SLAB = 4  # staged gather: cell layers a slab (192 threads a layer: 3 components × 64 faces), 1–4
 STAGED_SHARED = None  # staged gather: shared bytes a block (None: all a block may have)
 STAGED_FILTER = True  # staged gather: skip the particles the cells' masks say a face does not reach
-# flip_sparse_gather.cu's shared words: first, pre (GATHER_HALO, + 1), part (STAGE_PARTS);
+# flip_sparse_gather_staged.cu's shared words: first, pre (GATHER_HALO, + 1), part (STAGE_PARTS);
 # per staged particle STAGE_WORDS (+ STAGE_APIC_WORDS with C)
 _STAGE_FIXED, _STAGE_WORDS, _STAGE_APIC_WORDS = 1000 + 1001 + 256, 10, 12
 G2P_ORDERS = ("cell", "input")
@@ -506,7 +512,9 @@ def bin_particles(grid, pos, vel, c):
 def scan_counts(cp, count, cells: int, bounds):
     """The exclusive scan of *count* (int32, cells + 1 entries) by ``bin_scan_sums`` and
     ``bin_scan`` (two launches); bounds[1] ← max(bounds[1], the max count over the pool's
-    *cells*)."""
+    *cells*). Not ``sparse_pressure_setup.inclusive_scan`` (scan_tile_sums + scan_tiles): it
+    would need a subtraction and a max after its two launches (H200, 8M particles, 1.64M
+    pool cells: 0.076 ms against these two launches' 0.031, the same starts and max)."""
     n = int(count.shape[0])
     start = cp.empty(n, cp.int32)
     tile = max(8 * THREADS, -(-n // (BIN_SCAN_TILES * THREADS)) * THREADS)
@@ -589,7 +597,7 @@ def launch_gather(mode: str, size: int, args, apic: bool, slab=None, shared_byte
         GATHER.launch_grid("p2g_gather_brick", (size // CELLS,), (GATHER_THREADS,), args)
     else:
         capacity, nbytes = staged_capacity(apic, shared_bytes)
-        kernel = GATHER.get("p2g_gather_staged")
+        kernel = STAGED.get("p2g_gather_staged")
         if kernel.max_dynamic_shared_size_bytes < nbytes:
             kernel.max_dynamic_shared_size_bytes = nbytes
         kernel((size // CELLS,), (192 * slab,), (*args, _I32(slab), _I32(capacity), _I32(bool(filter))),

@@ -22,9 +22,10 @@ One ``xp`` code path for NumPy and CuPy:
 
 CuPy runs each stage as one kernel of ``kernels/cuda/flip_sparse_transfer.cu``
 (``sparse_gpu.py``; P2G's scatter in ``flip_sparse_scatter.cu``, its gathers in
-``flip_sparse_gather.cu``, G2P in ``flip_sparse_g2p.cu``): the same arithmetic, P2G over
-particles sorted by cell as 64-bit fixed-point sums (the default scatter) or float64 sums
-in another fixed order (the gathers): float32 rounding apart, the same bits every run.
+``flip_sparse_gather.cu`` and ``flip_sparse_gather_staged.cu``, G2P in
+``flip_sparse_g2p.cu``): the same arithmetic, P2G over particles sorted by cell as 64-bit
+fixed-point sums (the default scatter) or float64 sums in another fixed order (the
+gathers): float32 rounding apart, the same bits every run.
 
 In a closed domain the sampler clamps to the dense face lattices and the transfers skip
 the faces outside them, so sparse and dense runs of one scene do the same arithmetic up

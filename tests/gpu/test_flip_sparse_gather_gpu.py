@@ -1,4 +1,4 @@
-"""The staged P2G gather (flip_sparse_gather.cu's p2g_gather_staged) on the device: the
+"""The staged P2G gather (flip_sparse_gather_staged.cu's p2g_gather_staged) on the device: the
 brick and cell gathers' bits and the NumPy reference's faces within float32 rounding, for
 slabs that fit, slabs that halve and layers gathered from global memory (a brick packed
 with ~30 particles a cell), with and without the cells' masks, on fresh random particles."""

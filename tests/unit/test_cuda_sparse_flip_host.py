@@ -65,7 +65,6 @@ template <typename T> T plain_or(T* p, T v) { T o = *p; *p = o | v; return o; }
 using std::isfinite;
 #include "sparse.cu"
 #include "flip_sparse_transfer.cu"
-#define GATHER_SHARED(name) static int name[1]  // the staged gather: tests/unit/test_cuda_sparse_gather_host.py
 #include "flip_sparse_gather.cu"
 #include "flip_sparse_g2p.cu"
 typedef long long ll;

@@ -1,4 +1,4 @@
-"""The staged P2G gather (cuda/flip_sparse_gather.cu's p2g_gather_staged) gives the brick
+"""The staged P2G gather (cuda/flip_sparse_gather_staged.cu's p2g_gather_staged) gives the brick
 gather's bits, checked on the host without a GPU: nvcc builds the kernels as host
 functions (one block at a time, its one "thread" taking every item, barriers no-ops,
 --fmad=false as -ffp-contract=off) and a C++ driver bins the particles as
@@ -61,6 +61,7 @@ static std::vector<int> host_shared;  // the staged gather's dynamic shared memo
 #include "sparse.cu"
 #include "flip_sparse_transfer.cu"
 #include "flip_sparse_gather.cu"
+#include "flip_sparse_gather_staged.cu"
 typedef long long ll;
 typedef unsigned char u8;
 static void at(ll i) { h_block.x = (unsigned)i; h_dim.x = 1; h_thread.x = 0; }

@@ -61,8 +61,6 @@ template <typename T> T plain_max(T* p, T v) { T o = *p; *p = o > v ? o : v; ret
 using std::isfinite;
 using std::min;
 using std::max;
-static std::vector<int> host_shared;  // the staged gather's (unused here)
-#define GATHER_SHARED(name) int* name = host_shared.data()
 #include "sparse.cu"
 #include "flip_sparse_transfer.cu"
 #include "flip_sparse_gather.cu"
