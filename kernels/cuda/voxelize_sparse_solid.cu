@@ -22,15 +22,11 @@ __device__ __forceinline__ K crossing_key(long long bz, long long z0, long long 
     return (K)((((((bz - z0) << ybits) | by) << (xbits + 6)) | (x << 6)) | r);
 }
 
-// The group of key index i: the last g with gstart[g] ≤ i (a handful of groups).
+// The group of key index i: the last g with gstart[g] ≤ i (a handful of groups), the owner
+// of item i whose ends are gstart[1 ..] (gstart[n_groups] = n > i).
 __device__ __forceinline__ long long key_group(const long long* __restrict__ gstart, long long n_groups, long long i)
 {
-    long long lo = 0, hi = n_groups - 1;
-    while (lo < hi) {
-        long long mid = (lo + hi + 1) >> 1;
-        if (gstart[mid] <= i) lo = mid; else hi = mid - 1;
-    }
-    return lo;
+    return owner_of(gstart + 1, n_groups, i);
 }
 
 // solid_flip_starts over the whole grid (no box, nothing dropped), appending each flip

@@ -4,6 +4,8 @@
 // column) and voxelize_sparse_tiles.cu (one warp a tile).
 #pragma once
 
+#include "voxfx_search.cuh"  // lower_bound
+
 // Sorted brick numbers, with the first index of each brick row (bz·nby + by) in row_start
 // (nby·nbz + 1 entries): a brick is found by a short binary search inside its row.
 struct BrickIndex {
@@ -15,16 +17,13 @@ struct BrickIndex {
     long long last_lin, last_slot;
 };
 
-// Slot of brick (bx, by, bz), or -1 where it is not listed.
+// Slot of brick (bx, by, bz), or -1 where it is not listed: a search of its brick row.
 __device__ __forceinline__ long long find_brick(const BrickIndex& ix, long long bx, long long by, long long bz)
 {
     long long brow = bz * ix.nby + by, lin = brow * ix.nbx + bx;
-    long long lo = ix.row_start[brow], end = ix.row_start[brow + 1], hi = end;
-    while (lo < hi) {
-        long long mid = (lo + hi) >> 1;
-        if (ix.lin[mid] < lin) lo = mid + 1; else hi = mid;
-    }
-    return (lo < end && ix.lin[lo] == lin) ? lo : -1;
+    long long start = ix.row_start[brow], end = ix.row_start[brow + 1];
+    long long at = start + lower_bound(ix.lin + start, end - start, lin);
+    return (at < end && ix.lin[at] == lin) ? at : -1;
 }
 
 // Word and bit of voxel (i, j, k) inside its brick.
