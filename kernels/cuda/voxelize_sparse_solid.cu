@@ -29,11 +29,12 @@ __device__ __forceinline__ long long key_group(const long long* __restrict__ gst
     return owner_of(gstart + 1, n_groups, i);
 }
 
-// solid_flip_starts over the whole grid (no box, nothing dropped), appending each flip
-// start as one key. At most one key per work item. Keys are grouped by brick slice bz:
-// slice_at[bz] counts the slice's keys (write = 0), or holds where its next key goes
-// (write = 1: the counts' exclusive scan), so that the list is allocated at its size and
-// sorted a group of slices at a time.
+// solid_flip_starts over the whole grid (no box, nothing dropped; its centre test and
+// crossing line for line: a function shared with it gives that kernel other PTX), appending
+// each flip start as one key. At most one key per work item. Keys are grouped by brick
+// slice bz: slice_at[bz] counts the slice's keys (write = 0), or holds where its next key
+// goes (write = 1: the counts' exclusive scan), so that the list is allocated at its size
+// and sorted a group of slices at a time.
 template <typename K>
 __device__ __forceinline__ void solid_crossings(const double* __restrict__ pv, const int* __restrict__ tris,
                                                 const long long* __restrict__ ends,
