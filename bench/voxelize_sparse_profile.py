@@ -119,7 +119,7 @@ def instrumented(v, t, spec, mode, cp):
     modules = list(gpu_sparse._K.values())  # one Kernels per kernel file
     plain = [k.launch for k in modules]
 
-    def timed(plain_launch):
+    def with_events(plain_launch):
         def launch(name, n, args):
             a, b = cp.cuda.Event(), cp.cuda.Event()
             a.record()
@@ -130,7 +130,7 @@ def instrumented(v, t, spec, mode, cp):
         return launch
 
     for k, plain_launch in zip(modules, plain):
-        k.launch = timed(plain_launch)
+        k.launch = with_events(plain_launch)
     gpu_sparse.STAGES = []
     cp.get_default_memory_pool().free_all_blocks()
     peak = PeakHook(cp)
