@@ -163,7 +163,7 @@ def coverage_rows() -> int:
 
 
 def art_rows() -> dict:
-    """Per-item host bytes of the voxel art on split results (``split_plan``'s ART_*,
+    """Per-item host bytes of the voxel art on split results (``art_cost``'s ART_*,
     GREEDY_*, FACE_COLOR_*, HISTOGRAM_* and TEXTURE_PER_CANDIDATE), traced with
     tracemalloc in this process: a solid sphere at 200³ in 20-row slabs with random
     colours (no face merges: the most runs), 2M distinct colours in 8 parts, a slab of
@@ -357,7 +357,7 @@ def main(argv=None) -> int:
     ap.add_argument("--json", type=Path)
     ap.add_argument("--bake-only", action="store_true", help="only the Bake Frames cases")
     ap.add_argument("--coverage-slabs", action="store_true", help="only the coverage slab rows (vote)")
-    ap.add_argument("--art", action="store_true", help="only the voxel art's per-item bytes (split_plan constants)")
+    ap.add_argument("--art", action="store_true", help="only the voxel art's per-item bytes (art_cost constants)")
     args = ap.parse_args(argv)
     if args.coverage_slabs:
         return 1 if coverage_rows() else 0

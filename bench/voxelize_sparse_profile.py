@@ -116,17 +116,21 @@ def timed(v, t, spec, mode, cp, repeat):
 def instrumented(v, t, spec, mode, cp):
     """(stages [(name, ms)], launches {name: (ms, count)}, live peak bytes, where)."""
     launches = []
-    k = gpu_sparse._K
-    plain = k.launch
+    modules = list(gpu_sparse._K.values())  # one Kernels per kernel file
+    plain = [k.launch for k in modules]
 
-    def launch(name, n, args):
-        a, b = cp.cuda.Event(), cp.cuda.Event()
-        a.record()
-        plain(name, n, args)
-        b.record()
-        launches.append((name, a, b))
+    def with_events(plain_launch):
+        def launch(name, n, args):
+            a, b = cp.cuda.Event(), cp.cuda.Event()
+            a.record()
+            plain_launch(name, n, args)
+            b.record()
+            launches.append((name, a, b))
 
-    k.launch = launch
+        return launch
+
+    for k, plain_launch in zip(modules, plain):
+        k.launch = with_events(plain_launch)
     gpu_sparse.STAGES = []
     cp.get_default_memory_pool().free_all_blocks()
     peak = PeakHook(cp)
@@ -139,7 +143,8 @@ def instrumented(v, t, spec, mode, cp):
         end.record()
         end.synchronize()
     finally:
-        k.launch = plain
+        for k, plain_launch in zip(modules, plain):
+            k.launch = plain_launch
         stages_raw, gpu_sparse.STAGES = gpu_sparse.STAGES, None
     stages, last = [], start
     for name, ev in stages_raw:

@@ -145,12 +145,12 @@ def _voxelize_job(context, objects, request, warnings, frame, temporaries):
 
 
 def _with_art(request, art, soup):
-    """*request* with its voxel art's memory (``split_plan.ArtCost``) for the guard's split plan."""
+    """*request* with its voxel art's memory (``art_cost.ArtCost``) for the guard's split plan."""
     if art is None or soup is None:
         return request
     from dataclasses import replace
 
-    from ...kernels.voxelize.split_plan import ArtCost
+    from ...kernels.voxelize.art_cost import ArtCost
 
     return replace(request, art=ArtCost.of(art.settings(), request.outputs, soup.triangles,
                                            getattr(soup, "material_index", None)))

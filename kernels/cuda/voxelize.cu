@@ -11,6 +11,11 @@
 // voxel columns it covers; an inclusive scan of those (`ends`) maps a global work item to
 // its triangle by binary search; each item tests the few candidate voxels of its column.
 
+// Included by the sparse voxelizer's kernel files (voxelize_sparse.cu, _tiles.cu, _solid.cu), by
+// several of them at once in the host harnesses: the guard keeps one copy.
+#ifndef VOXFX_VOXELIZE_CU
+#define VOXFX_VOXELIZE_CU
+
 // Every array index below is a compile-time constant (unrolled loops, templates on the
 // dominant axis), so the setup lives in registers rather than in local memory.
 
@@ -354,6 +359,19 @@ __device__ __forceinline__ void column_depths(const Setup& s, long long cu, long
     }
 }
 
+// The tests of candidate voxel q of a column along D whose own projection passed, as
+// column<D, false> below makes them (the same tests in the same order): the sparse surface
+// kernels' (voxelize_sparse.cu, voxelize_sparse_tiles.cu). column keeps its own lines:
+// calling this there gives the same floating-point operations but other PTX (nvcc 13.0).
+template <int D>
+__device__ __forceinline__ bool voxel_set(const Setup& s, const double* q)
+{
+    constexpr int pc = plane_of_axis(D), p1 = (pc + 1) % 3, p2 = (pc + 2) % 3;
+    if (!projection_test<p1>(s, q) || !projection_test<p2>(s, q)) return false;
+    if (s.thin && !thin_test(s, q)) return false;
+    return plane_test(s, q);
+}
+
 template <int D, bool OWNER>
 __device__ __forceinline__ void column(const Setup& s, long long t, long long local, const Box& box,
                                        unsigned int* __restrict__ words, OwnerList list)
@@ -544,3 +562,5 @@ extern "C" __global__ void prefix_xor_rows(unsigned int* __restrict__ words, lon
     int tail = nx & 31;
     if (tail) w[wx - 1] &= (1u << tail) - 1u;
 }
+
+#endif  // VOXFX_VOXELIZE_CU

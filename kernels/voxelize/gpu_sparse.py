@@ -3,9 +3,9 @@ seed 004 §5), for surface, thin, solid and solid+surface (the 3-axis vote stays
 tile path of ``sparse.py``).
 
 Every voxel is decided by the dense kernels' own device functions (``cuda/voxelize.cu``,
-included by ``cuda/voxelize_sparse.cu``) over the same columns as the dense launch of the
-whole grid, so the set voxels are the dense voxelizer's bit for bit; only where a bit is
-stored differs.
+included by the stages' files ``cuda/voxelize_sparse.cu``, ``_tiles.cu`` and ``_solid.cu``)
+over the same columns as the dense launch of the whole grid, so the set voxels are the
+dense voxelizer's bit for bit; only where a bit is stored differs.
 
 * **Triangle setups** are built once per chunk of ``SETUP_CHUNK`` triangles into device
   memory and shared by the threads of a triangle (built per thread a setup lives in local
@@ -63,9 +63,11 @@ from ..grid.sparse import BITS, OFFSET, Tiles
 from ..progress import report
 from . import gpu
 
-_CU = "voxelize_sparse.cu"
-# voxelize.cu is #included: its digest in the options recompiles when it changes (CuPy's
-# cache keys on this file's text and the options only).
+# The kernel files by stage: the setups, the surface topology and the surface one thread per
+# column; the surface one warp per tile; the solid.
+_CU = {"surface": "voxelize_sparse.cu", "tiles": "voxelize_sparse_tiles.cu", "solid": "voxelize_sparse_solid.cu"}
+# voxelize.cu is #included by each: its digest in the options recompiles when it changes (CuPy's
+# cache keys on the file's text and the options only).
 _DIGEST = zlib.crc32((backend.CUDA_DIR / "voxelize.cu").read_bytes()) & 0x7FFFFFFF
 THREADS = 128  # per block: sparse_surface_tiles' shared windows, one per warp (VOXFX_TILE_WARPS)
 DEPTH_BRICKS = 4  # bricks along the dominant axis in a tile's shared window (a plane crosses ≤ 4)
@@ -84,12 +86,15 @@ COMPACT_CHUNK = 1 << 19  # kept brick rows moved at once to the pool's front (32
 TRIM_WASTE = 0.25  # the result's rows copied out of the pool where more of it would be held empty
 
 
-def kernels() -> Kernels:
-    """The module's kernels compiled with its settings (a bench may change them, then call it)."""
-    return Kernels(_CU, ("--fmad=false", f"-I{backend.CUDA_DIR}"), THREADS,
-                   defines={**gpu.DEFINES, "VOXFX_VOXELIZE_DIGEST": _DIGEST, "VOXFX_SPARSE_DEPTH_BRICKS": DEPTH_BRICKS,
-                            "VOXFX_TILE_WARPS": THREADS // 32, "VOXFX_TILE3_BLOCKS": TILE3_BLOCKS,
-                            "VOXFX_TILE3_SHARED_SETUP": TILE3_SHARED_SETUP})
+def kernels() -> dict:
+    """{stage: Kernels} of the module's kernel files (``_CU``) compiled with its settings (a
+    bench may change them, then call it); the tile constants go to the tiles' file alone."""
+    options = ("--fmad=false", f"-I{backend.CUDA_DIR}")
+    defines = {**gpu.DEFINES, "VOXFX_VOXELIZE_DIGEST": _DIGEST}
+    tiles = {"VOXFX_SPARSE_DEPTH_BRICKS": DEPTH_BRICKS, "VOXFX_TILE_WARPS": THREADS // 32,
+             "VOXFX_TILE3_BLOCKS": TILE3_BLOCKS, "VOXFX_TILE3_SHARED_SETUP": TILE3_SHARED_SETUP}
+    return {stage: Kernels(name, options, THREADS, defines={**defines, **(tiles if stage == "tiles" else {})})
+            for stage, name in _CU.items()}
 
 
 _K = kernels()
@@ -116,7 +121,7 @@ def setup_bytes(cp) -> int:
     dev = cp.cuda.Device().id
     if dev not in _SIZES:
         out = cp.zeros(1, cp.int64)
-        _K.launch("sparse_setup_size", 1, (out,))
+        _K["surface"].launch("sparse_setup_size", 1, (out,))
         _SIZES[dev] = int(out[0])
     return _SIZES[dev]
 
@@ -180,11 +185,11 @@ def _chunks(mesh, thin: bool, cp):
     for first in range(0, T, SETUP_CHUNK):
         n = min(SETUP_CHUNK, T - first)
         setups = cp.empty(n * size, cp.uint8)
-        _K.launch("sparse_surface_setups", n, (mesh.pv, mesh.tris, np.int64(first), np.int64(n),
+        _K["surface"].launch("sparse_surface_setups", n, (mesh.pv, mesh.tris, np.int64(first), np.int64(n),
                                                np.int64(mesh.pv.shape[0]), np.int32(nx), np.int32(ny), np.int32(nz),
                                                np.int32(1 if thin else 0), setups, mesh.flags))
         counts = cp.empty((len(_WORK), n), cp.int64)
-        _K.launch("sparse_surface_counts", n, (setups, np.int64(n), *counts))
+        _K["surface"].launch("sparse_surface_counts", n, (setups, np.int64(n), *counts))
         ends = cp.cumsum(counts, axis=1)
         host = cp.concatenate([mesh.flags.view(cp.int64), ends[:, -1]]).get()  # sync
         gpu.check_flags(host)
@@ -215,7 +220,7 @@ def _candidates(chunks, nb, extra, cp):
             args = (setups, ends, counts, np.int64(n), np.int64(first), np.int64(items), np.int64(nb[0]),
                     np.int64(nb[1]))
             n_out.fill(0)
-            _K.launch(kernel, items, args + (np.int32(1), buf, n_out))
+            _K["surface"].launch(kernel, items, args + (np.int32(1), buf, n_out))
             m = int(n_out[0])  # sync
             if m:
                 parts.append(_unique_sorted(buf[:m], cp))  # a new array: buf is free again
@@ -242,9 +247,10 @@ def _surface_voxels(chunks, cand, row_start, pool, nb, cp):
         tiles = kernel != "columns"
         counts, ends, total = work["tiles" if tiles else "columns"]
         if total:
-            _K.launch(f"sparse_surface_{kernel}", 32 * total if tiles else total,
-                      (setups, ends, counts, np.int64(n), np.int64(total), cand, row_start, np.int64(nb[0]),
-                       np.int64(nb[1]), pool, missing))
+            _K["tiles" if tiles else "surface"].launch(
+                f"sparse_surface_{kernel}", 32 * total if tiles else total,
+                (setups, ends, counts, np.int64(n), np.int64(total), cand, row_start, np.int64(nb[0]), np.int64(nb[1]),
+                 pool, missing))
     _stage("surface voxels")
     return missing
 
@@ -275,7 +281,7 @@ def _slice_groups(starts, limit, max_slices):
 
 def _key_plan(starts, xbits: int, ybits: int, cp):
     """The crossing keys' layout: (dtype, key ranges sorted one at a time, slice_z0 per slice,
-    gstart, gz0) on the device (voxelize_sparse.cu, crossing keys). 32-bit keys where
+    gstart, gz0) on the device (voxelize_sparse_solid.cu, crossing keys). 32-bit keys where
     SOLID_KEYS asks and a group can hold at least MIN_GROUP_SLICES slices, else 64-bit."""
     nbz = len(starts) - 1
     n = int(starts[-1])
@@ -296,6 +302,7 @@ def _key_plan(starts, xbits: int, ybits: int, cp):
 def _solid(mesh, work, nb, cp):
     """(brick numbers, (n, 8, 8) uint8 rows, (m, 4) int64 full runs) of the solid."""
     counts, ends, total = work
+    k = _K["solid"]
     nx, ny, nz = mesh.shape
     xbits = max(1, (nx - 1).bit_length())
     ybits = (nb[1] - 1).bit_length()
@@ -306,7 +313,7 @@ def _solid(mesh, work, nb, cp):
     args = (mesh.pv, mesh.tris, ends, counts, np.int64(mesh.n_tris), np.int64(total), np.int32(nx), np.int32(ny),
             np.int32(nz), np.int32(xbits), np.int32(ybits))
     dummy = cp.zeros(1, cp.int64)
-    _K.launch("sparse_solid_crossings", total, args + (dummy, np.int32(0), slice_at, dummy))  # count per slice
+    k.launch("sparse_solid_crossings", total, args + (dummy, np.int32(0), slice_at, dummy))  # count per slice
     starts = np.concatenate([[0], np.cumsum(slice_at.get().astype(np.int64))])  # sync
     n = int(starts[-1])
     if n == 0:
@@ -316,7 +323,7 @@ def _solid(mesh, work, nb, cp):
     sfx = "32" if dtype == cp.uint32 else ""
     slice_at.set(starts[:-1].astype(np.uint64))
     keys = cp.empty(n, dtype)
-    _K.launch("sparse_solid_crossings" + sfx, total, args + (slice_z0, np.int32(1), slice_at, keys))
+    k.launch("sparse_solid_crossings" + sfx, total, args + (slice_z0, np.int32(1), slice_at, keys))
     del slice_at, slice_z0
     _stage("solid keys")
     for a, b in ranges:  # slices are in key order: each group sorted in place sorts the list
@@ -325,21 +332,21 @@ def _solid(mesh, work, nb, cp):
     n_groups = np.int64(gz0.shape[0])
     seg = cp.empty(min(n, nb[1] * nb[2]), cp.int64)
     n_seg = cp.zeros(1, cp.uint64)
-    _K.launch("sparse_row_segments" + sfx, n, (keys, np.int64(n), np.int32(xbits), gstart, n_groups, seg, n_seg))
+    k.launch("sparse_row_segments" + sfx, n, (keys, np.int64(n), np.int32(xbits), gstart, n_groups, seg, n_seg))
     n_segs = int(n_seg[0])  # sync
     seg = cp.concatenate([cp.sort(seg[:n_segs]), cp.asarray([n], cp.int64)])
     nbk, nrn = cp.zeros(n_segs, cp.int64), cp.zeros(n_segs, cp.int64)
     args = (keys, seg, np.int64(n_segs), np.int32(xbits), np.int32(ybits), gstart, gz0, n_groups, np.int64(nb[0]),
             np.int64(nb[1]))
     rows_kernel = "sparse_solid_rows" + sfx
-    _K.launch(rows_kernel, n_segs, args + (np.int32(0), nbk, nrn, dummy, dummy.view(cp.uint8), dummy))
+    k.launch(rows_kernel, n_segs, args + (np.int32(0), nbk, nrn, dummy, dummy.view(cp.uint8), dummy))
     bk_end, rn_end = cp.cumsum(nbk), cp.cumsum(nrn)
     n_bricks, n_runs = (int(x) for x in cp.concatenate([bk_end[-1:], rn_end[-1:]]).get())  # sync
     _stage("solid rows counted")
     lin = cp.empty(n_bricks, cp.int64)
     rows = cp.empty((n_bricks, 8, 8), cp.uint8)
     runs = cp.empty((n_runs, 4), cp.int64)
-    _K.launch(rows_kernel, n_segs, args + (np.int32(1), bk_end - nbk, rn_end - nrn, lin if n_bricks else dummy,
+    k.launch(rows_kernel, n_segs, args + (np.int32(1), bk_end - nbk, rn_end - nrn, lin if n_bricks else dummy,
                                            rows if n_bricks else dummy.view(cp.uint8), runs if n_runs else dummy))
     _stage("solid rows")
     return lin, rows, runs

@@ -100,10 +100,10 @@ def peak_estimate(spec, request, n_vertices, n_triangles, vote, voxels=None, fac
         kept += 60 * F
     if "vox" in outs:
         stages["vox"] = live + kept + coords + VOX_PER_VOXEL * N
-    art = getattr(request, "art", None)  # voxel art (split_plan.ArtCost), after the outputs' arrays
+    art = getattr(request, "art", None)  # voxel art (art_cost.ArtCost), after the outputs' arrays
     if art is not None and art.colors and outs & {"blocks", "vox", "points"}:
         from .slab_outputs import block_output_bytes
-        from .split_plan import art_whole_bytes
+        from .art_cost import art_whole_bytes
 
         F = int(faces if faces is not None else blocks_mod.max_face_count(spec, N)) if "blocks" in outs else 0
         stages["art"] = live + kept + block_output_bytes(F)[0] + art_whole_bytes(art, N, F)
@@ -287,7 +287,7 @@ class MemoryGuard:
 
     def _sample_colors(self, spec, bits, mesh, rows) -> None:
         """The voxel art's .vox colours estimated from a sample of the grid (texture colours:
-        ``split_plan.ArtCost.sampled``) before the split is planned."""
+        ``art_cost.ArtCost.sampled``) before the split is planned."""
         from dataclasses import replace
 
         art = getattr(self.request, "art", None)

@@ -22,7 +22,7 @@ class Request:
     vox_path: str = ""
     cache_dir: str = "//voxfx_cache/{blend_name}/"
     sparse: str = "auto"  # "auto", "always" or "never" (the sparse voxelizer, issue 11)
-    art: object = None  # the voxel art's memory (``split_plan.ArtCost``), for the guard; not a setting
+    art: object = None  # the voxel art's memory (``art_cost.ArtCost``), for the guard; not a setting
 
     def settings(self) -> dict:
         return {k: (sorted(v) if isinstance(v, set) else v) for k, v in self.__dict__.items() if k != "art"}

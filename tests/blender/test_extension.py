@@ -43,6 +43,16 @@ def test_built_zip_has_the_addon_and_not_the_dev_tree(built_zip):
         assert not any(n.startswith(excluded) for n in names), excluded
 
 
+def test_built_zip_ships_every_cuda_source_and_header(built_zip):
+    """Every kernel file and shared header is in the zip (a module split into new files, a
+    new header: the built extension compiles them on the user's GPU)."""
+    names = set(zipfile.ZipFile(built_zip).namelist())
+    cuda = ROOT / "kernels" / "cuda"
+    sources = sorted(p.relative_to(ROOT).as_posix() for p in [*cuda.glob("*.cu"), *cuda.glob("include/*.cuh")])
+    assert any(s.endswith(".cu") for s in sources) and any(s.endswith(".cuh") for s in sources)
+    assert [s for s in sources if s not in names] == []
+
+
 def registered_voxfx_types(bpy):
     return sorted(n for n in dir(bpy.types) if n.startswith("VOXFX_") or n.startswith("VoxFX"))
 

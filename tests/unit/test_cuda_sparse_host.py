@@ -1,6 +1,6 @@
-"""The device sparse voxelizer's kernels (cuda/voxelize_sparse.cu) give the NumPy sparse
-voxelizer's bricks, checked on the host without a GPU: nvcc builds the kernels as host
-functions (one "thread" per call, atomics plain), and a C++ driver runs them in the
+"""The device sparse voxelizer's kernels (cuda/voxelize_sparse.cu, _tiles.cu, _solid.cu)
+give the NumPy sparse voxelizer's bricks, checked on the host without a GPU: nvcc builds
+the kernels as host functions (one "thread" per call, atomics plain), and a C++ driver runs them in the
 order gpu_sparse.py launches them (sort = std::sort; the warp of sparse_surface_tiles as
 its 32 lanes one phase after the other), with both surface launches, in one piece and in
 small chunks. Full runs are expanded before the comparison. The device comparisons are
@@ -61,6 +61,8 @@ static unsigned host_float_as_uint(float f) { unsigned u; std::memcpy(&u, &f, 4)
 static long long direct_sets = 0;  // tile voxels outside their window (stored one by one)
 #define VOXFX_SPARSE_DIRECT_HOOK() ++direct_sets
 #include "voxelize_sparse.cu"
+#include "voxelize_sparse_tiles.cu"
+#include "voxelize_sparse_solid.cu"
 typedef long long ll;
 static void at(ll i) { h_block.x = (unsigned)i; h_dim.x = 1; h_thread.x = 0; }
 static void scan(const std::vector<ll>& c, std::vector<ll>& e) { ll s = 0; e.resize(c.size());

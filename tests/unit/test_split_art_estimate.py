@@ -1,6 +1,6 @@
 """The split Blocks/.vox estimate counts the voxel art (issue 21 §6): texture colours and
 Merge Block Faces on z-slabs allocate more than the owners and faces alone, and the
-split plan's estimate with the art (``split_plan.ArtCost``) stays above the traced peak
+split plan's estimate with the art (``art_cost.ArtCost``) stays above the traced peak
 of the real split job, where the estimate without it falls below."""
 
 import tracemalloc
@@ -20,7 +20,8 @@ from voxfx.kernels.voxelize.palette import color_keys
 from voxfx.kernels.voxelize.request import Request
 from voxfx.kernels.voxelize.slab_outputs import row_counts, split_attribute_outputs
 from voxfx.kernels.voxelize.slabs import SplitMesh
-from voxfx.kernels.voxelize.split_plan import ArtCost, attribute_split_estimate
+from voxfx.kernels.voxelize.art_cost import ArtCost
+from voxfx.kernels.voxelize.split_plan import attribute_split_estimate
 from voxfx.kernels.voxelize.texture import TexturedMesh, sampler_code, voxel_centres
 
 

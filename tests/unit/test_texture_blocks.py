@@ -1,7 +1,7 @@
 """The CPU texture lookup (``texture._texture_colors_numpy``) works in blocks cut by their
 candidate triangles (``texture.CANDIDATES_PER_BLOCK``), not by a fixed voxel count (2^18
 voxels took ~1 GB, more on high valences): the colours are the same for any cut, the
-peak follows the block, and the art estimate (``split_plan.ArtCost``) holds it."""
+peak follows the block, and the art estimate (``art_cost.ArtCost``) holds it."""
 
 import tracemalloc
 
@@ -14,7 +14,7 @@ from tests.unit.test_voxelize_slabs import primitive
 from voxfx.kernels.grid import GridSpec
 from voxfx.kernels.voxelize import texture
 from voxfx.kernels.voxelize.art_outputs import ArtSettings
-from voxfx.kernels.voxelize.split_plan import ART_TEXTURE_PER_VOXEL, TEXTURE_PER_CANDIDATE, TEXTURE_PER_KEPT, ArtCost
+from voxfx.kernels.voxelize.art_cost import ART_TEXTURE_PER_VOXEL, TEXTURE_PER_CANDIDATE, TEXTURE_PER_KEPT, ArtCost
 from voxfx.kernels.voxelize.texture import TexturedMesh
 
 
