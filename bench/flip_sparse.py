@@ -95,7 +95,7 @@ from tools.package import load  # noqa: E402
 
 load()
 from voxfx.kernels import backend  # noqa: E402
-from voxfx.kernels.flip import sparse_gpu, sparse_pressure, sparse_transfer, surface_gpu, transfer  # noqa: E402
+from voxfx.kernels.flip import sparse_gpu, sparse_pressure, sparse_topology_gpu, sparse_transfer, surface_gpu, transfer  # noqa: E402,E501
 from voxfx.kernels.flip.grid import FlipSettings  # noqa: E402
 from voxfx.kernels.flip.sim import FlipSimulation  # noqa: E402
 from voxfx.kernels.flip.sparse_grid import substep_margin  # noqa: E402
@@ -408,7 +408,7 @@ def main():
                     help="P2G gather kernels to run each row with (A/B in one process)")
     ap.add_argument("--g2p", nargs="+", choices=sparse_gpu.G2P_ORDERS, default=None,
                     help="G2P particle orders to run each row with (A/B in one process)")
-    ap.add_argument("--topology", nargs="+", choices=sparse_gpu.TOPOLOGY_MODES, default=None,
+    ap.add_argument("--topology", nargs="+", choices=sparse_topology_gpu.TOPOLOGY_MODES, default=None,
                     help="device topology modes to run each row with (A/B in one process)")
     ap.add_argument("--row", choices=sorted(ROWS), help="a big-scene row (module notes)")
     ap.add_argument("--frames", type=int, default=0, help="time N user frames (step(1/24)) instead of substeps")
@@ -451,7 +451,7 @@ def main():
         "CG it", "substep ms", "bricks", "grid MiB", "pool peak MiB", "estimate: bricks", "estimate MiB"]
     print(" | ".join(header))
     print(" | ".join("---" for _ in header))
-    topologies = args.topology or [sparse_gpu.topology_mode()]
+    topologies = args.topology or [sparse_topology_gpu.topology_mode()]
     runs = [(True, g, o, m, w) for w in args.pressure_warm or [None] for m in topologies for g in gathers
             for o in orders] + ([(False, "-", "-", "-", None)] if args.dense else [])
     for n, particles in configs:

@@ -106,11 +106,18 @@ extern "C" __global__ void particle_brick_keys(const float* __restrict__ pos, lo
 // Incremental topology, step 1 (§5.2): every particle marks its cell in the current
 // topology (plain stores of 1: no race on the result). A particle whose cell has no brick
 // there counts in *missed* (the caller then builds from scratch). Zero `occupied` first.
+// With `speeds` (per-brick margins, sparse_grid.BrickReach): speed2[slot] ← the largest |v|²
+// of its particles, (vx·vx + vy·vy) + vz·vz in float32 as NumPy sums it, as float bits by
+// integer atomicMax (|v|² ≥ 0: the bits' integer order is the floats' order; a NaN's bits
+// sort above +inf and make the margin past any radius). The plain read first skips the
+// atomic once a faster particle holds the slot (most of them, at a few hundred a brick).
+// Zero speed2 first.
 extern "C" __global__ void mark_occupied(const float* __restrict__ pos, long long n, float ox, float oy, float oz,
                                          float inv_h, int closed, int nx, int ny, int nz,
                                          const long long* __restrict__ keys, const int* __restrict__ slots,
                                          long long n_keys, BRICK_INDEX_ARGS, unsigned char* __restrict__ occupied,
-                                         unsigned long long* __restrict__ missed)
+                                         unsigned long long* __restrict__ missed, const float* __restrict__ vel,
+                                         unsigned int* __restrict__ speed2, int speeds)
 {
     const long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (p >= n) return;
@@ -122,20 +129,76 @@ extern "C" __global__ void mark_occupied(const float* __restrict__ pos, long lon
         return;
     }
     occupied[(long long)s * SPARSE_CELLS + sparse_local(c[0], c[1], c[2])] = 1;
+    if (speeds) {
+        const float vx = vel[3 * p], vy = vel[3 * p + 1], vz = vel[3 * p + 2];
+        const unsigned int bits = __float_as_uint(vx * vx + vy * vy + vz * vz);
+        if (bits > speed2[s]) atomicMax(speed2 + s, bits);
+    }
+}
+
+// The float of bits b (the host harnesses build this file as host code).
+__device__ __forceinline__ float float_of_bits(unsigned int b)
+{
+#ifdef __CUDA_ARCH__
+    return __uint_as_float(b);
+#else
+    float f;
+    __builtin_memcpy(&f, &b, sizeof f);
+    return f;
+#endif
+}
+
+// Step 1b, one thread per pool slot: its margin (sparse_grid.BrickReach.margins, the same
+// float64 arithmetic) from the largest |v|² of the 27 bricks around it (nbr27; itself
+// included), base + ⌈(s + |g|·dt)·dt/h⌉ with s = √(that |v|²) rounded to float32 as
+// NumPy's sqrt does, then widened. A margin past 2^20 (or not finite) is written as 2^30:
+// brick_reach then reports it beyond its radius.
+extern "C" __global__ void slot_margins(const unsigned int* __restrict__ speed2, const unsigned char* __restrict__ used,
+                                        const int* __restrict__ nbr27, long long capacity, double dt, double gdt,
+                                        double h, int base, int* __restrict__ margins)
+{
+    const long long slot = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (slot >= capacity) return;
+    unsigned int bits = 0;
+    if (used[slot])
+        for (int o = 0; o < 27; ++o) {
+            const int s = nbr27[27 * slot + o];
+            if (s >= 0 && speed2[s] > bits) bits = speed2[s];
+        }
+    const double reach = ((double)sqrtf(float_of_bits(bits)) + gdt) * dt / h;
+    margins[slot] = reach <= 1048576.0 ? base + (int)ceil(reach) : 1 << 30;
 }
 
 // Brick offsets within `radius` bricks (R = 1: the 27 around a brick; R = 2: 125, for a
-// margin of 9–16 cells; R = 3: 343, up to 24 cells, REACH_MAX_RADIUS): offset (dx, dy, dz) ∈ [−R, R]³ has index ((dz + R)·(2R + 1) + dy + R)·
-// (2R + 1) + dx + R (R = 1: sparse_offset_index), and a slot's mask is reach_words(R) words.
-#define REACH_MAX_RADIUS 3
-#define REACH_MAX_WORDS 11  // reach_words(REACH_MAX_RADIUS)
+// margin of 9–16 cells; … R = 8: 4,913, up to 64 cells, sparse_topology_gpu.MAX_MARGIN):
+// offset (dx, dy, dz) ∈ [−R, R]³ has index ((dz + R)·(2R + 1) + dy + R)·(2R + 1) + dx + R
+// (R = 1: sparse_offset_index), and a slot's mask is reach_words(R) words.
 __device__ __forceinline__ int reach_side(int radius) { return 2 * radius + 1; }
 __device__ __forceinline__ int reach_offsets(int radius) { return reach_side(radius) * reach_side(radius) * reach_side(radius); }
 __device__ __forceinline__ int reach_words(int radius) { return (reach_offsets(radius) + 31) >> 5; }
 
+// The lowest and highest set bit of x ≠ 0 (the host harnesses build this file as host code).
+__device__ __forceinline__ int reach_low_bit(unsigned int x)
+{
+#ifdef __CUDA_ARCH__
+    return __ffs(x) - 1;
+#else
+    return __builtin_ctz(x);
+#endif
+}
+__device__ __forceinline__ int reach_high_bit(unsigned int x)
+{
+#ifdef __CUDA_ARCH__
+    return 31 - __clz(x);
+#else
+    return 31 - __builtin_clz(x);
+#endif
+}
+
 // Bits (off + R) of the brick offsets off ∈ [−R, R] that the box c ± margin of lattice cell
 // c = 8·b + l reaches along one axis (closed: clipped to [−1, n], the box and its wall ring).
-// margin ≤ 8·R, so the box never reaches more than R bricks away.
+// margin ≤ 8·R, so the box never reaches more than R bricks away; the bits are one run
+// holding bit R (the box holds c, in brick b).
 __device__ __forceinline__ unsigned int axis_reach(long long b, int l, int margin, int closed, int n, int radius)
 {
     const long long c = 8 * b + l;
@@ -144,21 +207,25 @@ __device__ __forceinline__ unsigned int axis_reach(long long b, int l, int margi
         lo = max(lo, -1LL);
         hi = min(hi, (long long)n);
     }
-    unsigned int bits = 0;
-    for (long long o = (lo >> 3) - b; o <= (hi >> 3) - b; ++o) bits |= 1u << (o + radius);
-    return bits;
+    const int first = (int)((lo >> 3) - b) + radius, last = (int)((hi >> 3) - b) + radius;
+    return (last >= 31 ? 0xFFFFFFFFu : (1u << (last + 1)) - 1u) & ~((1u << first) - 1u);
 }
 
 // Step 2, one thread per (pool slot, row (y, z) of its cells): mask bit o of the slot's
-// reach_words(R) words set where some occupied cell's box reaches the brick at offset o
-// (the union over cells of products of per-axis ranges: the row's x-ranges are merged
-// first), OR-ed in with integer atomics (the same bits in any order). 64 threads per brick
-// instead of one walking its 64 rows: a few hundred operations each, and enough threads to
-// fill the device at 20k bricks. Zero mask first.
+// reach_words(R) words set where some occupied cell's box (cell ± the slot's margin) reaches
+// the brick at offset o — the union over cells of products of per-axis runs: the row's
+// x-runs merge into one run (each holds bit R), so for every set bit of the z and y runs the
+// reached offsets are one run of ≤ 2R + 1 ≤ 17 bits, at most two words. Those are OR-ed into a
+// word held in a register, flushed by an integer atomicOr when the word changes (the offsets
+// only grow along the walk): no per-radius register array, any radius up to 8 (the mask
+// words of R = 8 are 154). A margin past 8·R (the caller's radius is too small: sparse_
+// topology_gpu then builds on the array path) counts in *beyond. Zero mask first.
 extern "C" __global__ void brick_reach(const unsigned char* __restrict__ occupied,
                                        const unsigned char* __restrict__ used,
-                                       const int* __restrict__ coords, long long capacity, int margin, int closed,
-                                       int nx, int ny, int nz, int radius, unsigned int* __restrict__ mask)
+                                       const int* __restrict__ coords, long long capacity,
+                                       const int* __restrict__ margins, int closed, int nx, int ny, int nz,
+                                       int radius, unsigned int* __restrict__ mask,
+                                       unsigned long long* __restrict__ beyond)
 {
     const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= 64 * capacity) return;
@@ -167,22 +234,38 @@ extern "C" __global__ void brick_reach(const unsigned char* __restrict__ occupie
     if (!used[slot]) return;
     const unsigned long long bytes = reinterpret_cast<const unsigned long long*>(occupied + slot * SPARSE_CELLS)[row];
     if (!bytes) return;
+    const int margin = margins[slot];
+    if (margin < 0 || margin > 8 * radius) {
+        atomicAdd(beyond, 1ULL);
+        return;
+    }
     const long long b[3] = {coords[3 * slot], coords[3 * slot + 1], coords[3 * slot + 2]};
-    unsigned int rx = 0, out[REACH_MAX_WORDS] = {0u};
+    unsigned int rx = 0;
     for (int lx = 0; lx < 8; ++lx)
         if ((bytes >> (8 * lx)) & 0xFFull) rx |= axis_reach(b[0], lx, margin, closed, nx, radius);
     const unsigned int ry = axis_reach(b[1], row & 7, margin, closed, ny, radius);
     const unsigned int rz = axis_reach(b[2], row >> 3, margin, closed, nz, radius);
-    const int side = reach_side(radius), words = reach_words(radius);
-    for (int z = 0; z < side; ++z)
-        for (int y = 0; y < side; ++y)
-            for (int x = 0; x < side; ++x)
-                if (((rz >> z) & (ry >> y) & (rx >> x)) & 1u) {
-                    const int o = (z * side + y) * side + x;
-                    out[o >> 5] |= 1u << (o & 31);
+    const int side = reach_side(radius), x0 = reach_low_bit(rx), run = reach_high_bit(rx) - x0 + 1;
+    unsigned int* const out = mask + slot * reach_words(radius);
+    int word = -1;
+    unsigned int held = 0u;
+    for (unsigned int zs = rz; zs; zs &= zs - 1u)
+        for (unsigned int ys = ry; ys; ys &= ys - 1u) {
+            const int o = (reach_low_bit(zs) * side + reach_low_bit(ys)) * side + x0;  // offsets o … o + run − 1
+            for (int at = o, left = run; left > 0;) {
+                const int w = at >> 5, bit = at & 31, take = min(left, 32 - bit);
+                const unsigned int piece = (take == 32 ? 0xFFFFFFFFu : (1u << take) - 1u) << bit;
+                if (w != word) {
+                    if (held) atomicOr(out + word, held);
+                    word = w;
+                    held = 0u;
                 }
-    for (int w = 0; w < words; ++w)
-        if (out[w]) atomicOr(mask + slot * words + w, out[w]);
+                held |= piece;
+                at += take;
+                left -= take;
+            }
+        }
+    if (held) atomicOr(out + word, held);
 }
 
 // The brick at offset o of `slot` for R = radius, and whether the slot's mask reaches it.

@@ -1,4 +1,4 @@
-"""The device topology update (cuda/flip_sparse_topology.cu, ``sparse_gpu.update_topology``)
+"""The device topology update (cuda/flip_sparse_topology.cu, ``sparse_topology_gpu.update_topology``)
 gives ``Topology.update``'s topology, checked on the host without a GPU: nvcc builds the
 kernels as host functions (one "thread" per call), and a C++ driver runs them in the order
 update_topology launches them (CuPy's sort and scans: std::sort and std::partial_sum). The
