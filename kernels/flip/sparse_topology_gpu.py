@@ -58,6 +58,9 @@ TOPOLOGY = Kernels("flip_sparse_topology.cu", (), THREADS)
 # VOXFX_SPARSE_TOPOLOGY_UPDATE: update_topology_table (where a brick index is: else device), update_topology,
 # or Topology.update
 TOPOLOGY_UPDATES = ("table", "device", "array")
+# VOXFX_SPARSE_SPEED_MAX: how mark_occupied keeps each slot's largest |v|² (per-brick margins): one atomicMax a warp
+# per slot (warp, sm_80+; plain below) or one a particle (plain, the A/B baseline). The same maxima.
+SPEED_MAXIMA = ("warp", "plain")
 
 
 def mark_walls(grid) -> None:
@@ -85,6 +88,14 @@ def reach_radius(margin: int) -> int:
     at least 1 ((2R + 1)³ offsets: 27 up to 8 cells, one mask word a brick; 4,913 at
     ``MAX_MARGIN`` = 64, 154 words)."""
     return max(1, -(-int(margin) // 8))
+
+
+def speed_max_mode() -> str:
+    """``VOXFX_SPARSE_SPEED_MAX`` (``SPEED_MAXIMA``; default warp)."""
+    mode = os.environ.get("VOXFX_SPARSE_SPEED_MAX", "").strip().lower() or SPEED_MAXIMA[0]
+    if mode not in SPEED_MAXIMA:
+        raise ValueError(f"VOXFX_SPARSE_SPEED_MAX must be one of {', '.join(SPEED_MAXIMA)}, not {mode!r}")
+    return mode
 
 
 def can_build(grid, pos) -> bool:
@@ -131,7 +142,7 @@ def _reach(grid, pos, margin, keys, slots, used, coords, nbr, compare, index, cl
     ox, oy, oz, _, inv_h = _frame(grid)
     KERNELS.launch("mark_occupied", n, (pos, _I64(n), ox, oy, oz, inv_h, _I32(grid.closed), *_dims(grid), keys,
                                         slots, nk, *index, occupied, flags[0:1], vel, speed2,
-                                        _I32(reach is not None)))
+                                        _I32(0 if reach is None else 2 if speed_max_mode() == "warp" else 1)))
     margins = _margins(grid, margin, reach, used, nbr, cap, speed2)
     del speed2
     mask = cp.zeros(cap * words, cp.uint32)

@@ -62,6 +62,7 @@ def test_device_per_brick_topology_is_the_numpys(monkeypatch, closed, fast):
     import cupy
 
     monkeypatch.delenv("VOXFX_SPARSE_TOPOLOGY", raising=False)
+    monkeypatch.delenv("VOXFX_SPARSE_SPEED_MAX", raising=False)  # warp-aggregated maxima
     served = counting(monkeypatch)
     rng = np.random.default_rng(int(np.random.default_rng().integers(1 << 30)))
     spec, pos, vel = scene(rng, closed, fast)
@@ -85,6 +86,26 @@ def test_device_per_brick_topology_is_the_numpys(monkeypatch, closed, fast):
         assert cpu.brick_count() < everywhere.brick_count()
     if fast >= 27.5:
         assert margins[0] > 56  # the device served eight bricks of reach
+
+
+def test_plain_atomics_give_the_warp_aggregated_maxima(monkeypatch):
+    """VOXFX_SPARSE_SPEED_MAX=plain (one atomicMax a particle) and warp: the same bricks,
+    with the particles in seeding order (warps share slots) and shuffled (they do not)."""
+    import cupy
+
+    rng = np.random.default_rng(int(np.random.default_rng().integers(1 << 30)))
+    spec, pos, vel = scene(rng, True, 20.0)
+    order = np.lexsort(np.floor(pos / spec.voxel_size).T)  # by cell: a warp's lanes share bricks
+    dt = 1 / 30
+    margin = substep_margin(float(np.sqrt(speed_squared(vel, np).max())), dt, spec.voxel_size, 9.81)
+    cpu = SparseFlipGrid(spec, np, True)
+    cpu.update(pos, margin, reach=BrickReach(vel, dt, 9.81, spec.voxel_size))
+    for p, v in ((pos[order], vel[order]), (pos, vel)):
+        for mode in ("plain", "warp"):
+            monkeypatch.setenv("VOXFX_SPARSE_SPEED_MAX", mode)
+            gpu = SparseFlipGrid(spec, cupy, True)
+            gpu.update(cupy.asarray(p), margin, reach=BrickReach(cupy.asarray(v), dt, 9.81, spec.voxel_size))
+            assert np.array_equal(host(gpu.topology.keys), cpu.topology.keys), mode
 
 
 def test_a_short_global_margin_falls_back_to_the_same_bricks(monkeypatch):
@@ -112,12 +133,12 @@ def test_global_mode_keeps_the_fastest_particles_margin_everywhere(monkeypatch):
     from voxfx.kernels.flip.sim import FlipSimulation
 
     spec = GridSpec((0.0, 0.0, 0.0), 1 / 64, (64, 64, 64))
-    v, t = box((0.2, 0.3, 0.3), (0.4, 0.5, 0.5))
+    v, t = box((0.05, 0.3, 0.3), (0.95, 0.5, 0.5))  # seven bricks long: most of them far from the fast particles
     bricks = {}
     for mode in ("global", "brick"):
         monkeypatch.setenv("VOXFX_SPARSE_MARGIN", mode)
         sim = FlipSimulation(spec, FlipSettings(gravity=(0.0, 0.0, 0.0)), v, t, xp=cupy, sparse=True)
-        sim.vel[:7, 0] = cupy.float32(6.0)  # a few fast particles
+        sim.vel[:7, 0] = cupy.float32(6.0)  # a few fast particles (seeded first: at one end)
         g, dt = sim.grid, 1 / 60
         margin = substep_margin(float(transfer.max_speed(sim.vel)), dt, spec.voxel_size, 0.0)
         reach = None if mode == "global" else BrickReach(sim.vel, dt, 0.0, spec.voxel_size)
