@@ -1,8 +1,8 @@
 """The sparse FLIP topology on the device (seed 003 §5.1–5.2): ``SparseFlipGrid.update``'s
 bricks from the particles without sorting them, launched from ``sparse_grid.py`` (the
 NumPy reference is ``SparseFlipGrid.topology_keys`` and ``Topology.update``; the kernels
-are ``flip_sparse_transfer.cu``'s marking pipeline and ``flip_sparse_topology.cu``'s
-update). The other stages' launches are ``sparse_gpu.py``'s.
+are ``flip_sparse_topology.cu``'s: the marking pipeline, then the update). The other
+stages' launches are ``sparse_gpu.py``'s.
 
 Per substep, incremental: each particle marks its cell in the current topology
 (``mark_occupied``), one thread per row of a brick's cells turns its marked cells into
@@ -54,7 +54,7 @@ from .sparse_gpu import _I32, _I64, _NO_INDEX, CELLS, KERNELS, _dims, _frame, av
 
 MAX_MARGIN = 64  # cells: brick_reach serves reach radii up to eight bricks (154 mask words a slot)
 TOPOLOGY_MODES = ("device", "legacy")
-TOPOLOGY = Kernels("flip_sparse_topology.cu", (), THREADS)
+TOPOLOGY = Kernels("flip_sparse_topology.cu", ("--fmad=false",), THREADS)  # |v|² rounds as NumPy's
 # VOXFX_SPARSE_TOPOLOGY_UPDATE: update_topology_table (where a brick index is: else device), update_topology,
 # or Topology.update
 TOPOLOGY_UPDATES = ("table", "device", "array")
@@ -115,7 +115,7 @@ def _margins(grid, margin, reach, used, nbr, cap, speed2):
     if reach is None:
         return cp.full(cap, int(margin), cp.int32)
     out = cp.empty(cap, cp.int32)
-    KERNELS.launch("slot_margins", cap, (speed2, used, nbr, _I64(cap), np.float64(reach.dt), np.float64(reach.gdt),
+    TOPOLOGY.launch("slot_margins", cap, (speed2, used, nbr, _I64(cap), np.float64(reach.dt), np.float64(reach.gdt),
                                          np.float64(reach.h), _I32(reach.base), out))
     return out
 
@@ -140,13 +140,13 @@ def _reach(grid, pos, margin, keys, slots, used, coords, nbr, compare, index, cl
     speed2 = cp.zeros(cap if reach is not None else 1, cp.uint32)
     vel = reach.vel if reach is not None else cp.zeros(1, cp.float32)
     ox, oy, oz, _, inv_h = _frame(grid)
-    KERNELS.launch("mark_occupied", n, (pos, _I64(n), ox, oy, oz, inv_h, _I32(grid.closed), *_dims(grid), keys,
+    TOPOLOGY.launch("mark_occupied", n, (pos, _I64(n), ox, oy, oz, inv_h, _I32(grid.closed), *_dims(grid), keys,
                                         slots, nk, *index, occupied, flags[0:1], vel, speed2,
                                         _I32(0 if reach is None else 2 if speed_max_mode() == "warp" else 1)))
     margins = _margins(grid, margin, reach, used, nbr, cap, speed2)
     del speed2
     mask = cp.zeros(cap * words, cp.uint32)
-    KERNELS.launch("brick_reach", 64 * cap, (occupied, used, coords, _I64(cap), margins, _I32(grid.closed),
+    TOPOLOGY.launch("brick_reach", 64 * cap, (occupied, used, coords, _I64(cap), margins, _I32(grid.closed),
                                              *_dims(grid), _I32(radius), mask, flags[1:2]))
     del occupied, margins
     kept = None
@@ -155,11 +155,11 @@ def _reach(grid, pos, margin, keys, slots, used, coords, nbr, compare, index, cl
         if claimed is not None:
             TOPOLOGY.launch("reach_compare_table", offsets * cap, (mask, coords, _I64(cap), _I32(radius), *index,
                                                                   kept, claimed, flags[2:3], flags[1:2]))
-            KERNELS.launch("count_unkept", cap, (used, kept, _I64(cap), flags[3:4]))
+            TOPOLOGY.launch("count_unkept", cap, (used, kept, _I64(cap), flags[3:4]))
             return (mask, radius), flags, kept
-        KERNELS.launch("reach_compare", offsets * cap, (mask, coords, _I64(cap), _I32(radius), keys, slots, nk,
+        TOPOLOGY.launch("reach_compare", offsets * cap, (mask, coords, _I64(cap), _I32(radius), keys, slots, nk,
                                                         *index, kept, flags[2:3], flags[1:2]))
-        KERNELS.launch("count_unkept", cap, (used, kept, _I64(cap), flags[3:4]))
+        TOPOLOGY.launch("count_unkept", cap, (used, kept, _I64(cap), flags[3:4]))
     return (mask, radius), flags, kept
 
 
@@ -170,7 +170,7 @@ def _reach_list(cp, mask, coords, flags):
     offsets = (2 * radius + 1) ** 3
     cap = int(coords.shape[0])  # coords: (capacity, 3)
     reached = cp.empty(offsets * cap, cp.int64)
-    KERNELS.launch("reach_keys", offsets * cap, (mask, coords, _I64(cap), _I32(radius), reached, flags[1:2]))
+    TOPOLOGY.launch("reach_keys", offsets * cap, (mask, coords, _I64(cap), _I32(radius), reached, flags[1:2]))
     return reached
 
 
@@ -307,7 +307,7 @@ def full_keys(grid, pos, margin: int, reach=None):
     bricks = cp.empty(n, cp.int64)
     beyond = cp.zeros(1, cp.uint64)
     ox, oy, oz, _, inv_h = _frame(grid)
-    KERNELS.launch("particle_brick_keys", n, (pos, _I64(n), ox, oy, oz, inv_h, _I32(grid.closed), *_dims(grid),
+    TOPOLOGY.launch("particle_brick_keys", n, (pos, _I64(n), ox, oy, oz, inv_h, _I32(grid.closed), *_dims(grid),
                                               bricks, beyond))
     keys = cp.unique(bricks)
     del bricks

@@ -1,8 +1,9 @@
-"""The sparse FLIP kernels (cuda/flip_sparse_transfer.cu, flip_sparse_gather.cu and
-flip_sparse_g2p.cu, and cuda/sparse.cu's brick tables) give the NumPy reference's results,
-checked on the host without a GPU: nvcc builds the kernels as host functions (one "thread"
-per call, atomics plain, no FMA contraction as --fmad=false), and a C++ driver runs them in the order
-kernels/flip/sparse_gpu.py launches them (CuPy's scan and flip_transfer.cu's counting
+"""The sparse FLIP kernels (cuda/flip_sparse_transfer.cu, flip_sparse_topology.cu's
+marking pipeline, flip_sparse_gather.cu and flip_sparse_g2p.cu, and cuda/sparse.cu's brick
+tables) give the NumPy reference's results, checked on the host without a GPU: nvcc builds
+the kernels as host functions (one "thread" per call, atomics plain, no FMA contraction as
+--fmad=false), and a C++ driver runs them in the order kernels/flip/sparse_gpu.py and
+sparse_topology_gpu.py launch them (CuPy's scan and flip_transfer.cu's counting
 sort: std::partial_sum and a stable sort by cell). Bit for bit where the arithmetic is
 the same (tables, masks, cell types, extrapolation, boundaries, G2P and advection, the
 incremental topology); P2G within float32 rounding (float64 sums in another order). The
@@ -65,6 +66,9 @@ template <typename T> T plain_or(T* p, T v) { T o = *p; *p = o | v; return o; }
 using std::isfinite;
 #include "sparse.cu"
 #include "flip_sparse_transfer.cu"
+template <typename T> T plain_exch(T* p, T v) { T o = *p; *p = v; return o; }
+#define atomicExch plain_exch
+#include "flip_sparse_topology.cu"  // the topology's marking pipeline
 #define GATHER_SHARED(name) static int name[1]  // the staged gather: tests/unit/test_cuda_sparse_gather_host.py
 #include "flip_sparse_gather.cu"
 #include "flip_sparse_g2p.cu"
