@@ -66,7 +66,9 @@ likewise runs G2P + advection over the particles in P2G's sorted order or in the
 runs each row with the device topology (``VOXFX_SPARSE_TOPOLOGY``: margins up to 16 cells
 and the first build on the device) and with the earlier limits (one brick of margin, the
 first build on the array path): an A/B in one process, the solver column naming the
-legacy rows.
+legacy rows. The topology's margins are per brick (``sparse_grid.BrickReach``) unless
+``VOXFX_SPARSE_MARGIN=global`` (every particle the fastest one's margin: the A/B baseline,
+one process per mode).
 
 Each row is followed by the stages' bandwidth floors (H100 HBM3, 3.35 TB/s) and the
 measured/floor ratios: the bytes a stage must at least move — topology: positions read
@@ -95,10 +97,10 @@ from tools.package import load  # noqa: E402
 
 load()
 from voxfx.kernels import backend  # noqa: E402
-from voxfx.kernels.flip import sparse_gpu, sparse_pressure, sparse_transfer, surface_gpu, transfer  # noqa: E402
+from voxfx.kernels.flip import sparse_gpu, sparse_pressure, sparse_topology_gpu, sparse_transfer, surface_gpu, transfer  # noqa: E402,E501
 from voxfx.kernels.flip.grid import FlipSettings  # noqa: E402
 from voxfx.kernels.flip.sim import FlipSimulation  # noqa: E402
-from voxfx.kernels.flip.sparse_grid import substep_margin  # noqa: E402
+from voxfx.kernels.flip.sparse_grid import BrickReach, margin_mode, substep_margin  # noqa: E402
 from voxfx.kernels.flip.sparse_memory import sparse_flip_memory  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "bench"))
@@ -215,9 +217,10 @@ def timed_sparse_substep(sim, dt, ev, sub, trace=None):
     ev[0].record()
     margin = substep_margin(float(transfer.max_speed(sim.vel)), dt, sim.spec.voxel_size,
                             float(np.linalg.norm(s.gravity)))
+    reach = BrickReach(sim.vel, dt, float(np.linalg.norm(s.gravity)), sim.spec.voxel_size)  # as SparseFlipSimulation
     sub[0].record()
     added, freed = g.update(sim.pos, margin, sim.obstacle, sim.obstacle_velocity, bodies=sim.obstacle_bodies,
-                            scratch=sim.band is None)
+                            scratch=sim.band is None, reach=reach if margin_mode() == "brick" else None)
     ev[1].record()
     stage("p2g")
     sparse_transfer.particles_to_grid(g, sim.pos, sim.vel, sim.c)
@@ -408,7 +411,7 @@ def main():
                     help="P2G gather kernels to run each row with (A/B in one process)")
     ap.add_argument("--g2p", nargs="+", choices=sparse_gpu.G2P_ORDERS, default=None,
                     help="G2P particle orders to run each row with (A/B in one process)")
-    ap.add_argument("--topology", nargs="+", choices=sparse_gpu.TOPOLOGY_MODES, default=None,
+    ap.add_argument("--topology", nargs="+", choices=sparse_topology_gpu.TOPOLOGY_MODES, default=None,
                     help="device topology modes to run each row with (A/B in one process)")
     ap.add_argument("--row", choices=sorted(ROWS), help="a big-scene row (module notes)")
     ap.add_argument("--frames", type=int, default=0, help="time N user frames (step(1/24)) instead of substeps")
@@ -451,7 +454,7 @@ def main():
         "CG it", "substep ms", "bricks", "grid MiB", "pool peak MiB", "estimate: bricks", "estimate MiB"]
     print(" | ".join(header))
     print(" | ".join("---" for _ in header))
-    topologies = args.topology or [sparse_gpu.topology_mode()]
+    topologies = args.topology or [sparse_topology_gpu.topology_mode()]
     runs = [(True, g, o, m, w) for w in args.pressure_warm or [None] for m in topologies for g in gathers
             for o in orders] + ([(False, "-", "-", "-", None)] if args.dense else [])
     for n, particles in configs:

@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT))
 from tools.package import load  # noqa: E402
 
 load()
-from voxfx.kernels.flip import sparse_gpu, sparse_transfer, transfer  # noqa: E402
+from voxfx.kernels.flip import sparse_gpu, sparse_topology_gpu, sparse_transfer, transfer  # noqa: E402
 from voxfx.kernels.flip import sparse_grid as sparse_grid_module  # noqa: E402
 from voxfx.kernels.flip.grid import FlipSettings  # noqa: E402
 from voxfx.kernels.flip.sim import FlipSimulation  # noqa: E402
@@ -183,12 +183,12 @@ def use_mode(mode, sim=None):
 def substeps(cp, sim, dt, steps):
     """Part 2 (module notes): the substeps alternate between MODES."""
     spans = Spans(cp)
-    spans.wrap(sparse_gpu, "incremental_keys", "incremental_keys (device update inside)")
-    spans.wrap(sparse_gpu, "update_topology", "update_topology (device)")
+    spans.wrap(sparse_topology_gpu, "incremental_keys", "incremental_keys (device update inside)")
+    spans.wrap(sparse_topology_gpu, "update_topology", "update_topology (device)")
     spans.wrap(sparse_module.Topology, "update", "Topology.update (array)")
     spans.wrap(sparse_mac.SparseMacGrid, "retopologize", "retopologize (all)")
     spans.wrap(sparse_mac.SparseMacGrid, "_neighbours", "tables (_neighbours)")
-    spans.wrap(sparse_gpu, "mark_walls", "mark_walls")
+    spans.wrap(sparse_topology_gpu, "mark_walls", "mark_walls")
     spans.wrap(sparse_grid_module.SparseFlipGrid, "_solid_faces", "_solid_faces")
     ev = [cp.cuda.Event() for _ in range(6)]
     sub = [cp.cuda.Event() for _ in range(6)]

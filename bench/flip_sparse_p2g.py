@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 from tools.package import load  # noqa: E402
 
 load()
-from voxfx.kernels.flip import sparse_gpu, sparse_scatter, transfer  # noqa: E402
+from voxfx.kernels.flip import sparse_gpu, sparse_scatter, sparse_topology_gpu, transfer  # noqa: E402
 from voxfx.kernels.flip.grid import FlipSettings  # noqa: E402
 from voxfx.kernels.flip.particles import KERNELS as DENSE  # noqa: E402
 from voxfx.kernels.flip.sim import FlipSimulation  # noqa: E402
@@ -297,14 +297,14 @@ def main():  # noqa: C901 (one bench: its launches timed in turn, each a small c
     print(f"particles per occupied cell: mean {float(c[c > 0].mean()):.2f}, max {int(c.max())}; "
           f"unbinned {int(count[-1])}")
     margin = substep_margin(float(transfer.max_speed(vel)), dt, spec.voxel_size, 9.81)
-    print(f"topology (margin {margin}, reach radius {sparse_gpu.reach_radius(margin)}):")
+    print(f"topology (margin {margin}, reach radius {sparse_topology_gpu.reach_radius(margin)}):")
     moved = pos + cp.float32(0.25 * spec.voxel_size)  # a quarter cell: some bricks change
     for label, p in (("same positions", pos), ("moved ¼ cell", moved)):
-        ms = timed(cp, lambda p=p: sparse_gpu.incremental_keys(g, p, margin), args.repeat)
+        ms = timed(cp, lambda p=p: sparse_topology_gpu.incremental_keys(g, p, margin), args.repeat)
         print(f"  incremental_keys, {label} | {ms:.3f}")
     ms = timed(cp, lambda: g.topology_keys(moved, margin), args.repeat)
     print(f"  topology_keys (array path, keys_of_boxes), moved | {ms:.3f}")
-    found = sparse_gpu.incremental_keys(g, moved, margin)
+    found = sparse_topology_gpu.incremental_keys(g, moved, margin)
     if found is not None and found[0] is not None:
         ms = timed(cp, lambda: g.topology.update(found[0]), args.repeat)
         print(f"  Topology.update of those keys | {ms:.3f}")

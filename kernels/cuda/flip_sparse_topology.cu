@@ -1,5 +1,11 @@
-// The sparse FLIP topology's update on the device (seed 003 §5.2; kernels/flip/sparse_gpu.py
-// update_topology launches them; kernels/grid/sparse.py Topology.update is the reference):
+// The sparse FLIP topology on the device (seed 003 §5.1–5.2; kernels/flip/sparse_topology_gpu.py
+// launches these kernels; kernels/flip/sparse_grid.py topology_keys and kernels/grid/sparse.py
+// Topology.update are the reference; compiled with --fmad=false, as the |v|² of the per-brick
+// margins must round as NumPy's). First the marking pipeline: the bricks the particles' boxes
+// reach (particle_brick_keys, mark_occupied, slot_margins, brick_reach, reach_keys,
+// reach_compare, count_unkept); then the update of the topology to them.
+//
+// The update (sparse_topology_gpu.update_topology; Topology.update is the reference):
 // the new topology from the incremental pipeline's reached keys (reach_keys: a key per
 // (slot, offset), −1 where not reached, repeats) and its per-slot `kept` marks
 // (reach_compare), with one host read (how many bricks are added) instead of
@@ -19,11 +25,11 @@
 // The same keys, slots, capacity and free list as Topology.update (freed ascending: the
 // reference lists them in key order; only the set is used).
 //
-// The table update (a closed domain with a brick index, `sparse_gpu.update_topology_table`):
+// The table update (a closed domain with a brick index, `sparse_topology_gpu.update_topology_table`):
 // no key list, no sort and no host read of its own. The index's order (z, y, x) is the keys'
 // order (key = bz·2^2B + by·2^B + bx), so a scan over the index lists the new keys ascending.
 //
-//   reach_compare_table  reach_compare (flip_sparse_transfer.cu) over the index: a reached
+//   reach_compare_table  reach_compare (above) over the index: a reached
 //                        brick with a slot marks it kept; one without claims its index entry
 //                        (atomicExch), so *added counts each added brick once: the flags the
 //                        incremental pipeline reads anyway hold the new sizes
@@ -32,6 +38,276 @@
 //   topology_free, topology_pool as above; topology_table_place as topology_place
 
 #include "voxfx_sparse.cuh"  // keys, slots, binary search
+#include "voxfx_sparse_index.cuh"  // BRICK_INDEX_ARGS, INDEXED_SLOT: a closed domain's brick index
+#include "voxfx_reduce.cuh"  // group_max_into: the per-slot speed maxima
+
+// ------------------------------------------------------------------------------ topology (§5.1–5.2)
+
+// The lattice cell of a particle for the topology (SparseFlipGrid.topology_keys): ⌊(x − o)/h⌋,
+// clamped into the box when closed; false for a position that is not finite.
+__device__ __forceinline__ bool topology_cell(const float* __restrict__ pos, long long p, float ox, float oy,
+                                             float oz, float inv_h, int closed, int nx, int ny, int nz,
+                                             long long c[3])
+{
+    const float g[3] = {(pos[3 * p] - ox) * inv_h, (pos[3 * p + 1] - oy) * inv_h, (pos[3 * p + 2] - oz) * inv_h};
+    if (!(isfinite(g[0]) && isfinite(g[1]) && isfinite(g[2]))) return false;
+    const int n[3] = {nx, ny, nz};
+    for (int a = 0; a < 3; ++a) {
+        c[a] = (long long)floorf(g[a]);
+        if (closed) c[a] = min(max(c[a], 0LL), (long long)(n[a] - 1));
+    }
+    return true;
+}
+
+// A full build (§5.1) starts from the bricks that hold particles: each particle's brick key
+// (its topology_cell's), −1 where not finite; a brick beyond the key range counts in
+// *beyond. Their sorted unique keys are the topology that mark_occupied then marks.
+extern "C" __global__ void particle_brick_keys(const float* __restrict__ pos, long long n, float ox, float oy,
+                                               float oz, float inv_h, int closed, int nx, int ny, int nz,
+                                               long long* __restrict__ keys, unsigned long long* __restrict__ beyond)
+{
+    const long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (p >= n) return;
+    long long c[3], key = -1;
+    if (topology_cell(pos, p, ox, oy, oz, inv_h, closed, nx, ny, nz, c)) {
+        key = sparse_key_of_voxel(c[0], c[1], c[2]);
+        if (key < 0) atomicAdd(beyond, 1ULL);
+    }
+    keys[p] = key;
+}
+
+// Incremental topology, step 1 (§5.2): every particle marks its cell in the current
+// topology (plain stores of 1: no race on the result). A particle whose cell has no brick
+// there counts in *missed* (the caller then builds from scratch). Zero `occupied` first.
+// With `speeds` (per-brick margins, sparse_grid.BrickReach): speed2[slot] ← the largest |v|²
+// of its particles, (vx·vx + vy·vy) + vz·vz in float32 as NumPy sums it, as float bits by
+// integer atomicMax (|v|² ≥ 0: the bits' integer order is the floats' order; a NaN's bits
+// sort above +inf and make the margin past any radius). The plain read first skips the
+// atomic once a faster particle holds the slot. speeds = 2 (sm_80+; sparse_topology_gpu.
+// SPEED_MAXIMA "warp"; voxfx_reduce.cuh group_max_into): the lanes of a warp on one slot take
+// their max and one atomic adds it — the particles keep their seeding's spatial
+// order, so a warp's 32 lanes mostly share a brick and would otherwise queue 32 atomics on
+// one address (H200, 8M: the plain atomics made the update 0.37 ms slower a substep).
+// Zero speed2 first.
+extern "C" __global__ void mark_occupied(const float* __restrict__ pos, long long n, float ox, float oy, float oz,
+                                         float inv_h, int closed, int nx, int ny, int nz,
+                                         const long long* __restrict__ keys, const int* __restrict__ slots,
+                                         long long n_keys, BRICK_INDEX_ARGS, unsigned char* __restrict__ occupied,
+                                         unsigned long long* __restrict__ missed, const float* __restrict__ vel,
+                                         unsigned int* __restrict__ speed2, int speeds)
+{
+    const long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (p >= n) return;
+    long long c[3];
+    if (!topology_cell(pos, p, ox, oy, oz, inv_h, closed, nx, ny, nz, c)) return;
+    const int s = INDEXED_SLOT(c[0] >> 3, c[1] >> 3, c[2] >> 3);
+    if (s < 0) {
+        atomicAdd(missed, 1ULL);
+        return;
+    }
+    occupied[(long long)s * SPARSE_CELLS + sparse_local(c[0], c[1], c[2])] = 1;
+    if (speeds) {
+        const float vx = vel[3 * p], vy = vel[3 * p + 1], vz = vel[3 * p + 2];
+        group_max_into(speed2 + s, __float_as_uint(vx * vx + vy * vy + vz * vz), s, speeds == 2);
+    }
+}
+
+// The float of bits b (the host harnesses build this file as host code).
+__device__ __forceinline__ float float_of_bits(unsigned int b)
+{
+#ifdef __CUDA_ARCH__
+    return __uint_as_float(b);
+#else
+    float f;
+    __builtin_memcpy(&f, &b, sizeof f);
+    return f;
+#endif
+}
+
+// Step 1b, one thread per pool slot: its margin (sparse_grid.BrickReach.margins, the same
+// float64 arithmetic) from the largest |v|² of the 27 bricks around it (nbr27; itself
+// included), base + ⌈(s + |g|·dt)·dt/h⌉ with s = √(that |v|²) rounded to float32 as
+// NumPy's sqrt does, then widened. A margin past 2^20 (or not finite) is written as 2^30:
+// brick_reach then reports it beyond its radius.
+extern "C" __global__ void slot_margins(const unsigned int* __restrict__ speed2, const unsigned char* __restrict__ used,
+                                        const int* __restrict__ nbr27, long long capacity, double dt, double gdt,
+                                        double h, int base, int* __restrict__ margins)
+{
+    const long long slot = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (slot >= capacity) return;
+    unsigned int bits = 0;
+    if (used[slot])
+        for (int o = 0; o < 27; ++o) {
+            const int s = nbr27[27 * slot + o];
+            if (s >= 0 && speed2[s] > bits) bits = speed2[s];
+        }
+    const double reach = ((double)sqrtf(float_of_bits(bits)) + gdt) * dt / h;
+    margins[slot] = reach <= 1048576.0 ? base + (int)ceil(reach) : 1 << 30;
+}
+
+// Brick offsets within `radius` bricks (R = 1: the 27 around a brick; R = 2: 125, for a
+// margin of 9–16 cells; … R = 8: 4,913, up to 64 cells, sparse_topology_gpu.MAX_MARGIN):
+// offset (dx, dy, dz) ∈ [−R, R]³ has index ((dz + R)·(2R + 1) + dy + R)·(2R + 1) + dx + R
+// (R = 1: sparse_offset_index), and a slot's mask is reach_words(R) words.
+__device__ __forceinline__ int reach_side(int radius) { return 2 * radius + 1; }
+__device__ __forceinline__ int reach_offsets(int radius) { return reach_side(radius) * reach_side(radius) * reach_side(radius); }
+__device__ __forceinline__ int reach_words(int radius) { return (reach_offsets(radius) + 31) >> 5; }
+
+// The lowest and highest set bit of x ≠ 0 (the host harnesses build this file as host code).
+__device__ __forceinline__ int reach_low_bit(unsigned int x)
+{
+#ifdef __CUDA_ARCH__
+    return __ffs(x) - 1;
+#else
+    return __builtin_ctz(x);
+#endif
+}
+__device__ __forceinline__ int reach_high_bit(unsigned int x)
+{
+#ifdef __CUDA_ARCH__
+    return 31 - __clz(x);
+#else
+    return 31 - __builtin_clz(x);
+#endif
+}
+
+// Bits (off + R) of the brick offsets off ∈ [−R, R] that the box c ± margin of lattice cell
+// c = 8·b + l reaches along one axis (closed: clipped to [−1, n], the box and its wall ring).
+// margin ≤ 8·R, so the box never reaches more than R bricks away; the bits are one run
+// holding bit R (the box holds c, in brick b).
+__device__ __forceinline__ unsigned int axis_reach(long long b, int l, int margin, int closed, int n, int radius)
+{
+    const long long c = 8 * b + l;
+    long long lo = c - margin, hi = c + margin;
+    if (closed) {
+        lo = max(lo, -1LL);
+        hi = min(hi, (long long)n);
+    }
+    const int first = (int)((lo >> 3) - b) + radius, last = (int)((hi >> 3) - b) + radius;
+    return (last >= 31 ? 0xFFFFFFFFu : (1u << (last + 1)) - 1u) & ~((1u << first) - 1u);
+}
+
+// Step 2, one thread per (pool slot, row (y, z) of its cells): mask bit o of the slot's
+// reach_words(R) words set where some occupied cell's box (cell ± the slot's margin) reaches
+// the brick at offset o — the union over cells of products of per-axis runs: the row's
+// x-runs merge into one run (each holds bit R), so for every set bit of the z and y runs the
+// reached offsets are one run of ≤ 2R + 1 ≤ 17 bits, at most two words. Those are OR-ed into a
+// word held in a register, flushed by an integer atomicOr when the word changes (the offsets
+// only grow along the walk): no per-radius register array, any radius up to 8 (the mask
+// words of R = 8 are 154). A margin past 8·R (the caller's radius is too small: sparse_
+// topology_gpu then builds on the array path) counts in *beyond. Zero mask first.
+extern "C" __global__ void brick_reach(const unsigned char* __restrict__ occupied,
+                                       const unsigned char* __restrict__ used,
+                                       const int* __restrict__ coords, long long capacity,
+                                       const int* __restrict__ margins, int closed, int nx, int ny, int nz,
+                                       int radius, unsigned int* __restrict__ mask,
+                                       unsigned long long* __restrict__ beyond)
+{
+    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= 64 * capacity) return;
+    const long long slot = t >> 6;
+    const int row = (int)(t & 63);
+    if (!used[slot]) return;
+    const unsigned long long bytes = reinterpret_cast<const unsigned long long*>(occupied + slot * SPARSE_CELLS)[row];
+    if (!bytes) return;
+    const int margin = margins[slot];
+    if (margin < 0 || margin > 8 * radius) {
+        atomicAdd(beyond, 1ULL);
+        return;
+    }
+    const long long b[3] = {coords[3 * slot], coords[3 * slot + 1], coords[3 * slot + 2]};
+    unsigned int rx = 0;
+    for (int lx = 0; lx < 8; ++lx)
+        if ((bytes >> (8 * lx)) & 0xFFull) rx |= axis_reach(b[0], lx, margin, closed, nx, radius);
+    const unsigned int ry = axis_reach(b[1], row & 7, margin, closed, ny, radius);
+    const unsigned int rz = axis_reach(b[2], row >> 3, margin, closed, nz, radius);
+    const int side = reach_side(radius), x0 = reach_low_bit(rx), run = reach_high_bit(rx) - x0 + 1;
+    unsigned int* const out = mask + slot * reach_words(radius);
+    int word = -1;
+    unsigned int held = 0u;
+    for (unsigned int zs = rz; zs; zs &= zs - 1u)
+        for (unsigned int ys = ry; ys; ys &= ys - 1u) {
+            const int o = (reach_low_bit(zs) * side + reach_low_bit(ys)) * side + x0;  // offsets o … o + run − 1
+            for (int at = o, left = run; left > 0;) {
+                const int w = at >> 5, bit = at & 31, take = min(left, 32 - bit);
+                const unsigned int piece = (take == 32 ? 0xFFFFFFFFu : (1u << take) - 1u) << bit;
+                if (w != word) {
+                    if (held) atomicOr(out + word, held);
+                    word = w;
+                    held = 0u;
+                }
+                held |= piece;
+                at += take;
+                left -= take;
+            }
+        }
+    if (held) atomicOr(out + word, held);
+}
+
+// The brick at offset o of `slot` for R = radius, and whether the slot's mask reaches it.
+__device__ __forceinline__ bool reached_brick(const unsigned int* __restrict__ mask, const int* __restrict__ coords,
+                                              long long slot, int o, int radius, long long b[3])
+{
+    const int side = reach_side(radius);
+    if (!((mask[slot * reach_words(radius) + (o >> 5)] >> (o & 31)) & 1u)) return false;
+    b[0] = (long long)coords[3 * slot] + o % side - radius;
+    b[1] = (long long)coords[3 * slot + 1] + (o / side) % side - radius;
+    b[2] = (long long)coords[3 * slot + 2] + o / (side * side) - radius;
+    return true;
+}
+
+// Step 3, one thread per (slot, offset): the key of each reached brick, −1 elsewhere; a
+// brick beyond the key range sets *beyond (the caller's array path reports it).
+extern "C" __global__ void reach_keys(const unsigned int* __restrict__ mask, const int* __restrict__ coords,
+                                      long long capacity, int radius, long long* __restrict__ out,
+                                      unsigned long long* __restrict__ beyond)
+{
+    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    const int offsets = reach_offsets(radius);
+    if (t >= offsets * capacity) return;
+    const long long slot = t / offsets;
+    long long key = -1, b[3];
+    if (reached_brick(mask, coords, slot, (int)(t - offsets * slot), radius, b)) {
+        key = sparse_key_of_voxel(8 * b[0], 8 * b[1], 8 * b[2]);
+        if (key < 0) atomicAdd(beyond, 1ULL);
+    }
+    out[t] = key;
+}
+
+// Step 4, against the current topology, straight from the masks (no key list written):
+// one thread per (slot, offset); each reached brick that is active marks its slot kept,
+// *added counts those that are not, *beyond those past the key range; then count_unkept.
+// All zero: no brick changes (reach_keys then lists the keys only when they do).
+extern "C" __global__ void reach_compare(const unsigned int* __restrict__ mask, const int* __restrict__ coords,
+                                         long long capacity, int radius, const long long* __restrict__ keys,
+                                         const int* __restrict__ slots, long long n_keys, BRICK_INDEX_ARGS,
+                                         unsigned char* __restrict__ kept, unsigned long long* __restrict__ added,
+                                         unsigned long long* __restrict__ beyond)
+{
+    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    const int offsets = reach_offsets(radius);
+    if (t >= offsets * capacity) return;
+    const long long slot = t / offsets;
+    long long b[3];
+    if (!reached_brick(mask, coords, slot, (int)(t - offsets * slot), radius, b)) return;
+    if (sparse_key_of_voxel(8 * b[0], 8 * b[1], 8 * b[2]) < 0) {
+        atomicAdd(beyond, 1ULL);
+        return;
+    }
+    const int s = INDEXED_SLOT(b[0], b[1], b[2]);
+    if (s < 0) atomicAdd(added, 1ULL);
+    else kept[s] = 1;
+}
+
+// *freed += the active slots that no reached brick kept.
+extern "C" __global__ void count_unkept(const unsigned char* __restrict__ used, const unsigned char* __restrict__ kept,
+                                        long long capacity, unsigned long long* __restrict__ freed)
+{
+    const long long slot = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (slot < capacity && used[slot] && !kept[slot]) atomicAdd(freed, 1ULL);
+}
+
+// ------------------------------------------------------------------------------ the update (§5.2)
 
 #define LOW32(x) ((x) & 0xFFFFFFFFLL)
 

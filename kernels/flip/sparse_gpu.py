@@ -1,9 +1,8 @@
 """The sparse FLIP solver's CuPy launches (``kernels/cuda/flip_sparse_transfer.cu``): the
-stages of ``sparse_transfer.py`` and the topology of ``sparse_grid.py`` as one kernel per
-stage over the brick pool or the particles, mirroring the NumPy reference term by term
-(``--fmad=false``). Results: integer work (topology, neighbours, masks, cell types) and
-G2P/advection bit-identical to the NumPy path; P2G to float32 rounding (float64 sums in
-another order).
+stages of ``sparse_transfer.py`` as one kernel per stage over the brick pool or the
+particles, mirroring the NumPy reference term by term (``--fmad=false``). Results:
+integer work (neighbours, masks, cell types) and G2P/advection bit-identical to the NumPy
+path; P2G to float32 rounding (float64 sums in another order).
 
 The kernels read ``SparseMacGrid``'s brick tables (``slot_coords``, ``brick_nbr``: a
 stencil crosses a brick border with one table read); a point finds its brick by binary
@@ -12,23 +11,8 @@ particle passes (``mark_occupied``, ``count_particles_sparse``) read a dense bri
 over the box instead (``brick_index``: one load, no search), and G2P takes each
 particle's brick from its P2G bin.
 
-Topology (§5.1–5.2), per substep, incremental: each particle marks its cell in the
-current topology (``mark_occupied``), one thread per row of a brick's cells turns its
-marked cells into the bricks their boxes (cell ± margin) reach (``brick_reach``: a
-27-bit mask per brick, OR-ed by integer atomics), and those
-bricks' keys are the new topology: the bricks of ``SparseFlipGrid.topology_keys`` exactly,
-without sorting the particles. Most substeps change no brick (``reach_compare``): then
-nothing is sorted or rebuilt, and the update is a handful of launches and one host sync.
-When a particle lies outside the current topology (the first substep, an inflow, a
-restore) the same pipeline runs on the bricks that hold particles (``full_keys``: one sort
-of a key per particle); the first substep's build (no brick yet) is this one too, so no
-per-(particle, brick) key list is ever expanded on the device. A margin of 9–24 cells (a
-fast liquid on a fine grid: 512³ at 1/120 s, or substeps held by their cap) reaches two or
-three bricks away: the masks then hold the 125 or 343 offsets within two or three bricks
-(``reach_radius``: 4 or 11 words a brick instead of one). The array path builds instead
-when the margin exceeds three bricks, with extra cells
-(narrow band) or beyond the key range (its error). ``VOXFX_SPARSE_TOPOLOGY=legacy`` keeps
-the earlier limits (one brick; the first build on the array path) for A/B timing.
+The topology (§5.1–5.2, per substep, incremental, with per-brick margins) is
+``sparse_topology_gpu.py``'s.
 
 P2G (§6–7): particles binned by pool cell (counting sort: ``count_particles_sparse`` +
 ``flip_transfer.cu``'s ``place_particles``/``sort_cell_segments``/``copy_sorted_particles``,
@@ -107,15 +91,6 @@ the bricks kernel uses 64 registers (2 blocks of 512 an SM, 0.860 ms); built wit
 ``__launch_bounds__`` for 3 blocks of 512 (40 registers, 244 B spilled) 0.865 ms, for 6 of
 256 0.890 ms (0.909 at 256 without); not kept.
 
-The topology update, when bricks change, is ``update_topology_table`` in a closed domain
-with a brick index (``flip_sparse_topology.cu``: the comparison claims each added brick's
-index entry, so the one flags read already holds the new sizes; a scan over the index lists
-the new keys in key order: no key list, no sort, no second host read; H200, 8M: 0.28 ms
-against 0.52), else ``update_topology`` (a sort of the reached keys, two packed scans, a
-second host read for the added count), or ``Topology.update``
-(``VOXFX_SPARSE_TOPOLOGY_UPDATE=array``; ``device`` forces ``update_topology``): the same
-topology every way.
-
 Particle order: the state is not kept sorted between substeps. Cache frames write the
 particles in the simulation's order, and that order is each particle's identity from
 frame to frame (emitters append, the kill pass compacts stably); sorting the state by
@@ -131,7 +106,6 @@ import numpy as np
 
 from ..grid import mac
 from ..grid.launch import Kernels
-from ..grid.sparse_mac import brick_tables
 from . import sparse_scatter
 from .particles import KERNELS as DENSE
 from .particles import PUSH_EPSILON, THREADS
@@ -140,8 +114,6 @@ KERNELS = Kernels("flip_sparse_transfer.cu", ("--fmad=false",), THREADS,
                   defines={**mac.CELL_TYPES, "PUSH_EPSILON": PUSH_EPSILON})
 GATHER = Kernels("flip_sparse_gather.cu", ("--fmad=false",), THREADS)
 STAGED = Kernels("flip_sparse_gather_staged.cu", ("--fmad=false",), THREADS)  # p2g_gather_staged
-MAX_MARGIN = 24  # cells: the device topology reaches the bricks within three of each brick only (REACH_MAX_RADIUS)
-TOPOLOGY_MODES = ("device", "legacy")
 CELLS = 512
 _I64, _I32 = np.int64, np.int32
 GATHERS = ("brick", "cell", "staged", "scatter")
@@ -157,10 +129,6 @@ G2P_ORDERS = ("cell", "input")
 # sorted copies, the bound fused into the count, a two-launch scan) or "sorted" (bin_particles, the gathers' binning)
 BINNINGS = ("order", "sorted")
 BIN_SCAN_TILES = 8192  # bin_scan: at most this many tiles (a block sums the earlier tiles' sums)
-TOPOLOGY = Kernels("flip_sparse_topology.cu", (), THREADS)
-# VOXFX_SPARSE_TOPOLOGY_UPDATE: update_topology_table (where a brick index is: else device), update_topology,
-# or Topology.update
-TOPOLOGY_UPDATES = ("table", "device", "array")
 G2P_KERNELS = ("bricks", "walk")  # flip_sparse_g2p.cu: g2p_advect_bricks, g2p_advect_sparse
 G2P_THREADS = 512  # a block of G2P: 2–4% faster than 256 at 8M (H200, bench/flip_sparse_g2p.py), the same bits
 G2P = Kernels("flip_sparse_g2p.cu", ("--fmad=false",), G2P_THREADS,
@@ -249,233 +217,6 @@ def brick_index(grid):
         out = (table, *lo, *(_I32(d) for d in dims))
     grid._brick_index = (t, out)
     return out
-
-
-# ------------------------------------------------------------------ topology (§5.2)
-
-
-def mark_walls(grid) -> None:
-    """exists_u/v/w, wall and solid (= wall) of ``SparseFlipGrid.update``."""
-    size = grid.size
-    out = [grid.xp.empty(size, grid.xp.uint8) for _ in range(5)]
-    KERNELS.launch("mark_walls", size, (grid.brick_slot, grid.slot_coords, _I64(size), _I32(grid.closed),
-                                        *_dims(grid), *out))
-    for name, a in zip((*grid.EXISTS, "wall", "solid"), out):
-        grid[name] = a
-
-
-def topology_mode() -> str:
-    """``VOXFX_SPARSE_TOPOLOGY``: ``device`` (default: margins up to ``MAX_MARGIN``, the
-    first build from the particles' bricks) or ``legacy`` (the A/B baseline: margins up to
-    one brick, the first build on the array path)."""
-    mode = os.environ.get("VOXFX_SPARSE_TOPOLOGY", "").strip().lower() or TOPOLOGY_MODES[0]
-    if mode not in TOPOLOGY_MODES:
-        raise ValueError(f"VOXFX_SPARSE_TOPOLOGY must be one of {', '.join(TOPOLOGY_MODES)}, not {mode!r}")
-    return mode
-
-
-def reach_radius(margin: int) -> int:
-    """Bricks a cell's box (cell ± *margin*) may reach from the cell's brick: 1 up to 8
-    cells (27 offsets, one mask word a brick), 2 up to 16 (125 offsets, four words), 3 up
-    to ``MAX_MARGIN`` = 24 (343 offsets, eleven words)."""
-    return max(1, -(-int(margin) // 8))
-
-
-def can_build(grid, pos) -> bool:
-    """The device topology serves *grid* and *pos*: CuPy, float32 C-contiguous positions,
-    and the current topology's brick tables built (or no brick yet: the first build)."""
-    if grid.xp is np or pos.dtype != np.float32 or not pos.flags.c_contiguous:
-        return False
-    if grid.topology.count == 0:
-        return topology_mode() == "device"
-    return available(grid, pos)
-
-
-def _reach(grid, pos, margin, keys, slots, used, coords, compare, index, claimed=None):
-    """The marking pipeline (module notes) on the bricks *keys* in *slots* (*used*,
-    *coords*: per slot; *index*: their ``brick_index``): the reach masks per slot
-    (``reach_radius(margin)``'s words each), the flags [missed, beyond, added, freed]
-    (beyond, added, freed against *keys* when *compare*, straight from the masks;
-    ``_reached`` lists the keys) and, when *compare*, the kept mark per slot (else None).
-    With *claimed* (zeroed uint32, one word an index entry) the comparison is over the
-    index (``reach_compare_table``): added counts each added brick once and *claimed* marks
-    them, for ``update_topology_table``."""
-    cp = grid.xp
-    n, cap = int(pos.shape[0]), int(used.shape[0])
-    radius = reach_radius(margin)
-    offsets, words = (2 * radius + 1) ** 3, -(-(2 * radius + 1) ** 3 // 32)
-    nk = _I64(keys.shape[0])
-    occupied = cp.zeros(cap * CELLS, cp.uint8)
-    flags = cp.zeros(4, cp.uint64)
-    ox, oy, oz, _, inv_h = _frame(grid)
-    KERNELS.launch("mark_occupied", n, (pos, _I64(n), ox, oy, oz, inv_h, _I32(grid.closed), *_dims(grid), keys,
-                                        slots, nk, *index, occupied, flags[0:1]))
-    mask = cp.zeros(cap * words, cp.uint32)
-    KERNELS.launch("brick_reach", 64 * cap, (occupied, used, coords, _I64(cap), _I32(margin), _I32(grid.closed),
-                                        *_dims(grid), _I32(radius), mask))
-    del occupied
-    kept = None
-    if compare:
-        kept = cp.zeros(cap, cp.uint8)
-        if claimed is not None:
-            TOPOLOGY.launch("reach_compare_table", offsets * cap, (mask, coords, _I64(cap), _I32(radius), *index,
-                                                                  kept, claimed, flags[2:3], flags[1:2]))
-            KERNELS.launch("count_unkept", cap, (used, kept, _I64(cap), flags[3:4]))
-            return (mask, radius), flags, kept
-        KERNELS.launch("reach_compare", offsets * cap, (mask, coords, _I64(cap), _I32(radius), keys, slots, nk,
-                                                        *index, kept, flags[2:3], flags[1:2]))
-        KERNELS.launch("count_unkept", cap, (used, kept, _I64(cap), flags[3:4]))
-    return (mask, radius), flags, kept
-
-
-def _reach_list(cp, mask, coords, flags):
-    """A key per (slot, offset) of the masks (``_reach``'s (mask, radius)): the brick's where
-    reached, else −1 (bricks past the key range add to flags[1])."""
-    mask, radius = mask
-    offsets = (2 * radius + 1) ** 3
-    cap = int(coords.shape[0])  # coords: (capacity, 3)
-    reached = cp.empty(offsets * cap, cp.int64)
-    KERNELS.launch("reach_keys", offsets * cap, (mask, coords, _I64(cap), _I32(radius), reached, flags[1:2]))
-    return reached
-
-
-def _reached(cp, mask, coords, flags):
-    """The keys the masks reach (repeats kept)."""
-    reached = _reach_list(cp, mask, coords, flags)
-    return reached[reached >= 0]
-
-
-def topology_update_mode() -> str:
-    """``VOXFX_SPARSE_TOPOLOGY_UPDATE``: ``table`` (default: ``update_topology_table`` where
-    the grid has a brick index, else ``device``), ``device`` (``update_topology``) or
-    ``array`` (``Topology.update`` of the reached keys, the A/B baseline): the same topology."""
-    mode = os.environ.get("VOXFX_SPARSE_TOPOLOGY_UPDATE", "").strip().lower() or TOPOLOGY_UPDATES[0]
-    if mode not in TOPOLOGY_UPDATES:
-        raise ValueError(f"VOXFX_SPARSE_TOPOLOGY_UPDATE must be one of {', '.join(TOPOLOGY_UPDATES)}, not {mode!r}")
-    return mode
-
-
-def update_topology(grid, mask, flags, kept, freed_count: int):
-    """``grid.topology.update(keys)`` of the keys the masks reach (``_reach``'s mask and
-    kept marks, *freed_count* the slots no reached brick kept), in the kernels of
-    ``flip_sparse_topology.cu`` with one host read: (topology, added slots, freed slots), the
-    same topology (freed slots ascending)."""
-    from ..grid.sparse import Topology
-
-    cp = grid.xp
-    t = grid.topology
-    cap, count, nk = grid.capacity, t.count, _I64(t.count)
-    reached = cp.sort(_reach_list(cp, mask, grid.slot_coords, flags))
-    m = int(reached.shape[0])
-    marks = cp.empty(m, cp.int64)
-    TOPOLOGY.launch("topology_heads", m, (reached, _I64(m), t.keys, t.slots, nk, marks))
-    marks = cp.cumsum(marks)
-    free = cp.empty(cap, cp.int64)
-    TOPOLOGY.launch("topology_free", cap, (grid.brick_slot, kept, _I64(cap), free))
-    free = cp.cumsum(free)
-    n_add = int(marks[-1]) >> 32 if m else 0  # the one host read
-    n_pool = cap - count + int(freed_count)
-    pool, freed = cp.empty(n_pool, cp.int32), cp.empty(int(freed_count), cp.int32)
-    TOPOLOGY.launch("topology_pool", cap, (free, _I64(cap), pool, freed))
-    n_new = count - int(freed_count) + n_add
-    keys, slots, fresh = cp.empty(n_new, cp.int64), cp.empty(n_new, cp.int32), cp.empty(n_add, cp.int32)
-    TOPOLOGY.launch("topology_place", m, (reached, _I64(m), marks, t.keys, t.slots, nk, pool, _I64(n_pool),
-                                          _I64(cap), keys, slots, fresh))
-    grow = max(0, n_add - n_pool)
-    topo = Topology(keys, slots, cap + grow, pool[n_add:] if n_add < n_pool else cp.zeros(0, cp.int32), cp)
-    return topo, fresh, freed
-
-
-def update_topology_table(grid, claimed, kept, n_add: int, freed_count: int):
-    """``update_topology`` over the grid's brick index (``flip_sparse_topology.cu``'s table
-    update: *claimed* and *kept* from ``_reach``, *n_add* and *freed_count* its flags, so the
-    sizes need no host read of their own; no key list, no sort): (topology, added slots,
-    freed slots), the same topology."""
-    from ..grid.sparse import Topology
-
-    cp = grid.xp
-    t = grid.topology
-    cap, count = grid.capacity, t.count
-    index = brick_index(grid)
-    entries = int(index[4]) * int(index[5]) * int(index[6])
-    marks = cp.empty(entries, cp.int64)
-    TOPOLOGY.launch("topology_table_marks", entries, (index[0], _I64(entries), kept, claimed, marks))
-    marks = cp.cumsum(marks)
-    free = cp.empty(cap, cp.int64)
-    TOPOLOGY.launch("topology_free", cap, (grid.brick_slot, kept, _I64(cap), free))
-    free = cp.cumsum(free)
-    n_pool = cap - count + freed_count
-    pool, freed = cp.empty(n_pool, cp.int32), cp.empty(freed_count, cp.int32)
-    TOPOLOGY.launch("topology_pool", cap, (free, _I64(cap), pool, freed))
-    n_new = count - freed_count + n_add
-    keys, slots, fresh = cp.empty(n_new, cp.int64), cp.empty(n_new, cp.int32), cp.empty(n_add, cp.int32)
-    TOPOLOGY.launch("topology_table_place", entries, (marks, *index, pool, _I64(n_pool), _I64(cap), keys, slots,
-                                                      fresh))
-    grow = max(0, n_add - n_pool)
-    topo = Topology(keys, slots, cap + grow, pool[n_add:] if n_add < n_pool else cp.zeros(0, cp.int32), cp)
-    return topo, fresh, freed
-
-
-def incremental_keys(grid, pos, margin: int, prebuilt: bool = False):
-    """The keys of ``grid.topology_keys(pos, margin)``, as ``(keys, same)``: *same* when
-    they are the current bricks (then *keys* is None: nothing to update); None where the
-    array path must build them (module notes). From the current topology (one host sync),
-    or, when a particle lies outside it (or there is none), from the bricks holding
-    particles (``full_keys``). With *prebuilt* (and ``topology_update_mode()`` table or
-    device), an update of the current topology comes as ``update_topology_table``'s or
-    ``update_topology``'s (topology, added, freed) tuple in place of *keys*."""
-    margin = int(margin)
-    limit = MAX_MARGIN if topology_mode() == "device" else 8
-    if margin > limit or margin < 0 or int(pos.shape[0]) == 0:
-        return None
-    t = grid.topology
-    if t.count:
-        index = brick_index(grid)
-        mode = topology_update_mode() if prebuilt else "array"
-        table = mode == "table" and int(index[4]) > 0
-        claimed = grid.xp.zeros(int(index[4]) * int(index[5]) * int(index[6]), grid.xp.uint32) if table else None
-        mask, flags, kept = _reach(grid, pos, margin, t.keys, t.slots, grid.brick_slot, grid.slot_coords, True,
-                                   index, claimed)
-        missed, beyond, added, freed = (int(f) for f in flags.get())  # the one host sync
-        if beyond:
-            return None
-        if not missed:
-            if added == 0 and freed == 0:
-                return None, True
-            if table:  # added: each brick once, so the sizes are known
-                return update_topology_table(grid, claimed, kept, added, freed), False
-            if mode != "array":
-                return update_topology(grid, mask, flags, kept, freed), False
-            return _reached(grid.xp, mask, grid.slot_coords, flags), False
-    keys = full_keys(grid, pos, margin)
-    return None if keys is None else (keys, False)
-
-
-def full_keys(grid, pos, margin: int):
-    """``topology_keys`` built from nothing (§5.1): the sorted unique bricks holding
-    particles are a topology every particle lies in; the marking pipeline on it gives the
-    bricks of their influence boxes. None where the array path must build them."""
-    cp = grid.xp
-    n = int(pos.shape[0])
-    bricks = cp.empty(n, cp.int64)
-    beyond = cp.zeros(1, cp.uint64)
-    ox, oy, oz, _, inv_h = _frame(grid)
-    KERNELS.launch("particle_brick_keys", n, (pos, _I64(n), ox, oy, oz, inv_h, _I32(grid.closed), *_dims(grid),
-                                              bricks, beyond))
-    keys = cp.unique(bricks)
-    del bricks
-    keys = keys[keys >= 0]
-    cap = int(keys.shape[0])
-    if int(beyond[0]) or cap == 0:
-        return None
-    slots = cp.arange(cap, dtype=cp.int32)
-    coords, _ = brick_tables(keys, slots, cap, cp)
-    mask, flags, _ = _reach(grid, pos, margin, keys, slots, cp.ones(cap, cp.uint8), coords, False,
-                            (cp.zeros(1, cp.int32), *_NO_INDEX))
-    reached = _reached(cp, mask, coords, flags)
-    if int(flags[:2].any()):
-        return None
-    return reached
 
 
 # ------------------------------------------------------------------ particles → grid

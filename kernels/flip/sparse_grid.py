@@ -10,16 +10,32 @@ the velocity extrapolation rings (2) and the distance a particle travels in the 
 brick. The first substep builds the topology from nothing; each later one is
 ``Topology.update``: kept bricks keep their slots, freed slots are reused first.
 
+Margins per brick (``BrickReach``). One fast splash particle must not dilate the whole
+liquid: a particle's box is its cell ± the margin of its brick b,
+1 + EXTRAPOLATION_LAYERS + ⌈(s_b + |g|·Δt)·Δt/h⌉ + 1, with s_b the largest particle speed
+in the 27 bricks around b (b among them). The neighbours count because a particle of b
+samples the grid velocity (G2P, RK2) at faces that the transfer and the extrapolation fill
+from particles up to 1 + EXTRAPOLATION_LAYERS = 3 < 8 cells away, so from b's neighbour
+bricks at most: what moves it this substep is bounded by the speeds there (plus gravity's
+Δv), not by the fastest particle anywhere. The reach is computed in float64 from the
+float32 speed (|v|² summed (vx·vx + vy·vy) + vz·vz in float32, its root rounded to
+float32), as ``substep_margin`` does, so both backends ceil the same number; a brick's
+margin is ``substep_margin`` of its neighbourhood's fastest particle, and the fastest
+brick's is the global margin (``VOXFX_SPARSE_MARGIN=global`` gives every particle that,
+the A/B baseline). Extra cells (inflows, the narrow band's deep cells) keep the scalar
+margin the caller gives.
+
 Per substep, not per frame: the margin then covers one substep's reach (5 cells at the
 CFL the solver keeps), not a frame's (up to 8 substeps' worth), so the pool — and every
 stage that sweeps it, pressure first — stays about a brick ring smaller; on CuPy the
-update costs a few small kernels and host syncs (``sparse_gpu.incremental_keys``: the
-particles mark their cells in the current topology, each brick turns its marked cells into
-the bricks their boxes reach — the same bricks as ``topology_keys``, no particle sort; for
-margins up to 24 cells, and the first substep's build from the particles' bricks; the new
-slots in a few kernels, ``sparse_gpu.update_topology_table`` (closed: no host read beyond
-the pipeline's one) or ``update_topology`` (one more), the same as ``Topology.update``), and
-a substep that changes no brick keeps the neighbour tables.
+update costs a few small kernels and host syncs (``sparse_topology_gpu.incremental_keys``:
+the particles mark their cells and their bricks' speeds in the current topology, each
+brick turns its marked cells into the bricks their boxes reach — the same bricks as
+``topology_keys``, no particle sort; for margins up to 64 cells, and the first substep's
+build from the particles' bricks; the new slots in a few kernels, ``update_topology_table``
+(closed: no host read beyond the pipeline's one) or ``update_topology`` (one more), the
+same as ``Topology.update``), and a substep that changes no brick keeps the neighbour
+tables.
 
 Boundaries. A closed domain (``GridSpec`` box with walls, as the dense solver) clips the
 influence boxes to the box plus one ring of cells: the cells of that ring (beyond the
@@ -36,15 +52,85 @@ exists_u/v/w uint8.
 from __future__ import annotations
 
 import math
+import os
+from typing import NamedTuple
 
 import numpy as np
 
 from ..grid import GridSpec
-from ..grid.sparse import BITS, keys_of_boxes
+from ..grid.sparse import BITS, OFFSET, brick_coords, brick_keys, keys_of_boxes
 from ..grid.sparse_mac import CELLS, SparseMacGrid, check_lattice, face_boxes
 from . import sparse_bodies, sparse_gpu
+from . import sparse_topology_gpu as topology_gpu
 
 EXTRAPOLATION_LAYERS = 2
+MARGIN_MODES = ("brick", "global")  # VOXFX_SPARSE_MARGIN: per-brick margins (default) or the fastest particle's
+
+
+def margin_mode() -> str:
+    """``VOXFX_SPARSE_MARGIN``: ``brick`` (default: ``BrickReach``, module notes) or
+    ``global`` (every particle takes the fastest particle's margin: the A/B baseline)."""
+    mode = os.environ.get("VOXFX_SPARSE_MARGIN", "").strip().lower() or MARGIN_MODES[0]
+    if mode not in MARGIN_MODES:
+        raise ValueError(f"VOXFX_SPARSE_MARGIN must be one of {', '.join(MARGIN_MODES)}, not {mode!r}")
+    return mode
+
+
+class BrickReach(NamedTuple):
+    """What per-brick margins need (module notes): the particles' velocities ((n, 3)
+    float32, the positions' rows), the substep *dt*, |g| and the cell size *h* (metres)."""
+    vel: object
+    dt: float
+    gravity: float
+    h: float
+
+    @property
+    def gdt(self) -> float:
+        return abs(float(self.gravity)) * float(self.dt)
+
+    @property
+    def base(self) -> int:
+        return 1 + EXTRAPOLATION_LAYERS + 1  # transfer stencil, extrapolation rings, one spare
+
+    def margins(self, speed2, xp):
+        """int64 margins of float32 squared speeds *speed2* (``substep_margin`` of their
+        roots, elementwise: the same float64 arithmetic)."""
+        speed = xp.sqrt(xp.asarray(speed2, dtype=xp.float32)).astype(xp.float64)
+        reach = (speed + self.gdt) * float(self.dt) / float(self.h)
+        return self.base + xp.ceil(reach).astype(xp.int64)
+
+
+def speed_squared(vel, xp):
+    """float32 |v|² per row of (n, 3) *vel*, summed (vx·vx + vy·vy) + vz·vz as the kernels do."""
+    v = xp.asarray(vel, dtype=xp.float32)
+    return v[:, 0] * v[:, 0] + v[:, 1] * v[:, 1] + v[:, 2] * v[:, 2]
+
+
+def brick_margins(bricks, speed2, reach: BrickReach, xp):
+    """(keys, margins): the sorted unique brick keys of the rows of *bricks* ((n, 3) brick
+    coordinates, one per particle, the particles' float32 |v|² *speed2*) and each one's
+    margin: ``reach.margins`` of the largest |v|² over the 27 bricks around it."""
+    keys, inverse = xp.unique(brick_keys(bricks, xp), return_inverse=True)
+    bits = speed2.view(xp.uint32).astype(xp.int64)  # |v|² ≥ 0: the bits' order is the values' (NaN: past +inf)
+    runs = xp.sort((inverse.reshape(-1).astype(xp.int64) << 32) | bits)
+    last = xp.ones(runs.shape[0], bool)
+    last[:-1] = (runs[1:] >> 32) != (runs[:-1] >> 32)
+    own = runs[last] & 0xFFFFFFFF  # each brick's largest |v|² bits, in key order
+    coords = brick_coords(keys, xp)
+    most = own.copy()
+    for dz in (-1, 0, 1):
+        for dy in (-1, 0, 1):
+            for dx in (-1, 0, 1):
+                nb = coords + xp.asarray([dx, dy, dz], dtype=xp.int64)
+                inside = ((nb >= -OFFSET) & (nb < OFFSET)).all(axis=1)
+                nk = brick_keys(xp.where(inside[:, None], nb, coords), xp)
+                at = xp.minimum(xp.searchsorted(keys, nk), keys.shape[0] - 1)
+                hit = inside & (keys[at] == nk)
+                most = xp.where(hit, xp.maximum(most, own[at]), most)
+    speed2_most = most.astype(xp.uint32).view(xp.float32)
+    if not bool(xp.isfinite(speed2_most).all()):
+        raise ValueError("a liquid particle's velocity is not finite")
+    return keys, reach.margins(speed2_most, xp)
 
 
 class SparseFlipGrid(SparseMacGrid):
@@ -71,29 +157,49 @@ class SparseFlipGrid(SparseMacGrid):
         return tuple(self[n] for n in self.FACES)
 
     # ------------------------------------------------------------------ topology
-    def topology_keys(self, pos, margin: int, extra_cells=None):
-        """Brick keys of the particles' influence boxes (cell ± *margin*) and *extra_cells*
-        ((M, 3) lattice cells), clipped to the box and its wall ring when closed."""
+    def topology_keys(self, pos, margin: int, extra_cells=None, reach: BrickReach | None = None):
+        """Brick keys of the particles' influence boxes (cell ± *margin*, or with *reach*
+        cell ± its brick's margin, module notes) and *extra_cells* ((M, 3) lattice cells, ±
+        *margin*), clipped to the box and its wall ring when closed."""
         xp = self.xp
         g = self.cell_coords(pos)
         ok = xp.isfinite(g[0]) & xp.isfinite(g[1]) & xp.isfinite(g[2])
         cells = xp.stack([xp.floor(a[ok]).astype(xp.int64) for a in g], axis=1)
+        extra = xp.zeros((0, 3), xp.int64)
         if extra_cells is not None and len(extra_cells):
-            cells = xp.concatenate([cells, xp.asarray(extra_cells, dtype=xp.int64)])
-        if self.closed:
-            hi = xp.asarray([n - 1 for n in self.shape], dtype=xp.int64)
-            cells = xp.minimum(xp.maximum(cells, 0), hi)
-        cells = unique_rows(cells, xp)
-        check_lattice(*(cells[:, a] for a in range(3)), xp)
-        lo, hi = cells - margin, cells + margin
+            extra = xp.asarray(extra_cells, dtype=xp.int64).reshape(-1, 3)
+        if reach is None:
+            cells, extra = xp.concatenate([cells, extra]), extra[:0]
+        cells, extra = self._clamped(cells), self._clamped(extra)
+        check_lattice(*(xp.concatenate([cells, extra])[:, a] for a in range(3)), xp)
+        if reach is None or cells.shape[0] == 0:
+            cells = unique_rows(cells, xp)
+            lo, hi = cells - margin, cells + margin
+        else:
+            speed2 = speed_squared(xp.asarray(reach.vel)[ok], xp)
+            keys, margins = brick_margins(cells >> 3, speed2, reach, xp)
+            cells = unique_rows(cells, xp)
+            m = margins[xp.searchsorted(keys, brick_keys(cells >> 3, xp))][:, None]
+            lo, hi = cells - m, cells + m
+        extra = unique_rows(extra, xp)
+        lo, hi = xp.concatenate([lo, extra - margin]), xp.concatenate([hi, extra + margin])
         if self.closed:
             lo = xp.maximum(lo, -1)
             hi = xp.minimum(hi, xp.asarray(self.shape, dtype=xp.int64))
         return keys_of_boxes(lo, hi, xp)
 
+    def _clamped(self, cells):
+        """*cells* clamped into the box when closed."""
+        xp = self.xp
+        if self.closed:
+            top = xp.asarray([n - 1 for n in self.shape], dtype=xp.int64)
+            cells = xp.minimum(xp.maximum(cells, 0), top)
+        return cells
+
     def update(self, pos, margin: int, obstacle=None, obstacle_velocity=None, extra_cells=None, bodies=(),
-               scratch=False):
-        """Retopologize to the particles (+ *extra_cells*), then mark walls and obstacles
+               scratch=False, reach: BrickReach | None = None):
+        """Retopologize to the particles (+ *extra_cells*; margins: ``topology_keys``'
+        *margin* and *reach*, *margin* at least the bricks' largest), then mark walls and obstacles
         (*obstacle*: (M, 3) lattice cells, *obstacle_velocity*: (M, 3) or None; *bodies*:
         ``sparse_bodies.BrickBody`` obstacles) and the faces that exist. Returns (added,
         freed) slots. *scratch*: the flow channels (``FLOW``) are the caller's to write whole
@@ -102,8 +208,8 @@ class SparseFlipGrid(SparseMacGrid):
         xp = self.xp
         self.bins = None  # the bricks (and the particles) may change
         found = None
-        if sparse_gpu.can_build(self, pos) and (extra_cells is None or len(extra_cells) == 0):
-            found = sparse_gpu.incremental_keys(self, pos, margin, prebuilt=True)  # the first build too
+        if topology_gpu.can_build(self, pos) and (extra_cells is None or len(extra_cells) == 0):
+            found = topology_gpu.incremental_keys(self, pos, margin, prebuilt=True, reach=reach)  # first build too
         plain = (obstacle is None or len(obstacle) == 0) and all(b.count == 0 for b in bodies)
         if found is not None and found[1]:  # the same bricks: same slots, tables and marks
             added = freed = xp.zeros(0, xp.int32)
@@ -114,11 +220,11 @@ class SparseFlipGrid(SparseMacGrid):
             if found is not None and isinstance(found[0], tuple):  # the update made on the device
                 added, freed = self.retopologize(None, rewritten=rewritten, update=found[0])
             else:
-                keys = self.topology_keys(pos, margin, extra_cells) if found is None else found[0]
+                keys = self.topology_keys(pos, margin, extra_cells, reach) if found is None else found[0]
                 added, freed = self.retopologize(keys, rewritten=rewritten)
         self.plain_marks = plain
         if sparse_gpu.available(self):
-            sparse_gpu.mark_walls(self)  # exists, wall, solid = wall
+            topology_gpu.mark_walls(self)  # exists, wall, solid = wall
             if plain:
                 self._solid_faces(None, None, None)
                 return added, freed

@@ -50,7 +50,7 @@ from .grid import FLUID, FlipSettings
 from .particles import seed_particles
 from .sim import FlipSimulation, obstacle_speed, source_cells
 from .sparse_band import NarrowBand
-from .sparse_grid import SparseFlipGrid, source_window, substep_margin
+from .sparse_grid import BrickReach, SparseFlipGrid, margin_mode, source_window, substep_margin
 
 BOUNDARIES = ("closed", "open")
 
@@ -221,10 +221,12 @@ class SparseFlipSimulation(FlipSimulation):
     def substep(self, dt: float, progress=None) -> dict:
         g, s = self.grid, self.settings
         report(progress, 0.0, "topology")
-        margin = substep_margin(self._margin_speed(), dt, self.spec.voxel_size, float(np.linalg.norm(s.gravity)))
+        gravity = float(np.linalg.norm(s.gravity))
+        margin = substep_margin(self._margin_speed(), dt, self.spec.voxel_size, gravity)  # the fastest brick's
+        reach = BrickReach(self.vel, dt, gravity, self.spec.voxel_size) if margin_mode() == "brick" else None
         band = self.band
         g.update(self.pos, margin, self.obstacle, self.obstacle_velocity, bodies=self.obstacle_bodies,  # §5.1 / §5.2
-                 extra_cells=band.deep if band else None, scratch=band is None)
+                 extra_cells=band.deep if band else None, scratch=band is None, reach=reach)  # margins per brick
         self._restore_carried_pressure()
         report(progress, 0.05, "particles to grid")
         carried = band.snapshot(g) if band else None  # narrow band: the deep cells' grid velocity

@@ -351,16 +351,16 @@ def test_gpu_incremental_topology_is_the_array_paths(closed):
     topology they are built from the particles' bricks, still topology_keys'."""
     import cupy
 
-    from voxfx.kernels.flip import sparse_gpu
+    from voxfx.kernels.flip import sparse_topology_gpu
 
     rng = np.random.default_rng()
     spec = GridSpec((0.0, 0.0, 0.0), 0.05, (40, 30, 20))
     pos, _ = random_particles(spec, 20000, rng, 0.0 if closed else -0.1, 0.7)
     cpu, gpu = grids(spec, pos, closed, margin=5)
-    assert sparse_gpu.incremental_keys(gpu, cupy.asarray(pos), 5) == (None, True)  # the same bricks
+    assert sparse_topology_gpu.incremental_keys(gpu, cupy.asarray(pos), 5) == (None, True)  # the same bricks
     moved = pos + rng.normal(0, 0.02, pos.shape).astype(np.float32)
-    for margin in (1, 3, 5, 8, 9, 12, 16, 17, 24):  # one brick of reach, then two (125 offsets), three (343)
-        found = sparse_gpu.incremental_keys(gpu, cupy.asarray(moved), margin)
+    for margin in (1, 3, 5, 8, 9, 12, 16, 17, 24, 33):  # one brick of reach, two (125 offsets), … five
+        found = sparse_topology_gpu.incremental_keys(gpu, cupy.asarray(moved), margin)
         assert found is not None
         keys, same = found
         want = cpu.topology_keys(moved, margin)
@@ -376,9 +376,9 @@ def test_gpu_incremental_topology_is_the_array_paths(closed):
     if not closed:  # (closed, the margin covers the whole box: no particle can be outside)
         far = moved.copy()
         far[0] = (2.0, 2.0, 0.5)  # outside the topology
-        keys, same = sparse_gpu.incremental_keys(gpu, cupy.asarray(far), 5)  # built from the particles' bricks
+        keys, same = sparse_topology_gpu.incremental_keys(gpu, cupy.asarray(far), 5)  # built from the particles' bricks
         assert not same and np.array_equal(np.unique(host(keys)), cpu.topology_keys(far, 5))
-    assert sparse_gpu.incremental_keys(gpu, cupy.asarray(moved), 25) is None  # beyond three bricks: array path
+    assert sparse_topology_gpu.incremental_keys(gpu, cupy.asarray(moved), 65) is None  # past eight bricks: array path
 
 
 @pytest.mark.parametrize("closed", [True, False], ids=["closed", "open"])
@@ -389,12 +389,13 @@ def test_gpu_first_build_and_wide_margins_are_the_array_paths(monkeypatch, close
     tables; VOXFX_SPARSE_TOPOLOGY=legacy (the earlier limits) gives the same bricks."""
     import cupy
 
-    from voxfx.kernels.flip import sparse_gpu
+    from voxfx.kernels.flip import sparse_topology_gpu
 
     rng = np.random.default_rng()
     spec = GridSpec((0.0, 0.0, 0.0), 0.025, (80, 60, 40))
     pos, _ = random_particles(spec, 30000, rng, 0.0 if closed else -0.1, 0.5)
-    assert sparse_gpu.full_keys(SparseFlipGrid(spec, cupy, closed=closed), cupy.asarray(pos), margin) is not None
+    fresh = SparseFlipGrid(spec, cupy, closed=closed)
+    assert sparse_topology_gpu.full_keys(fresh, cupy.asarray(pos), margin) is not None
     cpu, gpu = grids(spec, pos, closed, margin=margin)
     assert np.array_equal(host(gpu.topology.keys), cpu.topology.keys)
     assert np.array_equal(host(gpu.topology.slots), cpu.topology.slots)
@@ -408,18 +409,18 @@ def test_gpu_first_build_and_wide_margins_are_the_array_paths(monkeypatch, close
     legacy = SparseFlipGrid(spec, cupy, closed=closed)
     legacy.update(cupy.asarray(pos), margin)
     assert np.array_equal(host(legacy.topology.keys), grids(spec, pos, closed, margin=margin)[0].topology.keys)
-    assert (sparse_gpu.incremental_keys(legacy, cupy.asarray(moved), margin) is None) == (margin > 8)
+    assert (sparse_topology_gpu.incremental_keys(legacy, cupy.asarray(moved), margin) is None) == (margin > 8)
 
 
 @pytest.mark.parametrize("boundary", ["closed", "open"])
 def test_gpu_fast_liquid_substeps_keep_the_array_paths_bricks(boundary):
     """A blob thrown at 5 m/s on a 1/64 m grid with 1/60 s substeps needs a margin of two
     bricks' reach (> 8 cells): every substep's device topology (the first build included)
-    is the bricks of topology_keys on the same positions."""
+    is the bricks of topology_keys on the same positions and velocities (per-brick margins)."""
     import cupy
 
-    from voxfx.kernels.flip import sparse_gpu, transfer
-    from voxfx.kernels.flip.sparse_grid import substep_margin
+    from voxfx.kernels.flip import sparse_topology_gpu, transfer
+    from voxfx.kernels.flip.sparse_grid import BrickReach, substep_margin
 
     spec = GridSpec((0.0, 0.0, 0.0), 1 / 64, (64, 64, 64))
     v, t = box((0.2, 0.3, 0.3), (0.4, 0.5, 0.5))
@@ -428,7 +429,7 @@ def test_gpu_fast_liquid_substeps_keep_the_array_paths_bricks(boundary):
     g, dt = sim.grid, 1 / 60
     for _ in range(3):
         margin = substep_margin(float(transfer.max_speed(sim.vel)), dt, spec.voxel_size, 0.0)
-        assert 8 < margin <= sparse_gpu.MAX_MARGIN and sparse_gpu.can_build(g, sim.pos)
-        want = host(g.topology_keys(sim.pos, margin))
+        assert 8 < margin <= sparse_topology_gpu.MAX_MARGIN and sparse_topology_gpu.can_build(g, sim.pos)
+        want = host(g.topology_keys(sim.pos, margin, reach=BrickReach(sim.vel, dt, 0.0, spec.voxel_size)))
         sim.substep(dt)
         assert np.array_equal(host(g.topology.keys), want)

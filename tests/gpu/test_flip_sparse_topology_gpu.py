@@ -1,4 +1,4 @@
-"""The device topology updates (``sparse_gpu.update_topology``, and
+"""The device topology updates (``sparse_topology_gpu.update_topology``, and
 ``update_topology_table`` over a closed domain's brick index, issue 24) against
 ``Topology.update`` (``VOXFX_SPARSE_TOPOLOGY_UPDATE=array``) and the CPU grid: particles
 that move, spread and gather over several substeps give the same keys, slots, free list,
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from voxfx.kernels import backend
-from voxfx.kernels.flip import sparse_gpu
+from voxfx.kernels.flip import sparse_topology_gpu
 from voxfx.kernels.flip.sparse_grid import SparseFlipGrid
 from voxfx.kernels.grid import GridSpec
 
@@ -25,13 +25,13 @@ def test_device_update_gives_the_array_update_and_the_cpus(monkeypatch, closed):
     calls = {"update_topology": [], "update_topology_table": []}
 
     def counting(name):
-        original = getattr(sparse_gpu, name)
+        original = getattr(sparse_topology_gpu, name)
 
         def counted(*args, **kwargs):
             calls[name].append(1)
             return original(*args, **kwargs)
 
-        monkeypatch.setattr(sparse_gpu, name, counted)
+        monkeypatch.setattr(sparse_topology_gpu, name, counted)
 
     counting("update_topology")
     counting("update_topology_table")

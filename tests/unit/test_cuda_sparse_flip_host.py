@@ -1,8 +1,9 @@
-"""The sparse FLIP kernels (cuda/flip_sparse_transfer.cu, flip_sparse_gather.cu and
-flip_sparse_g2p.cu, and cuda/sparse.cu's brick tables) give the NumPy reference's results,
-checked on the host without a GPU: nvcc builds the kernels as host functions (one "thread"
-per call, atomics plain, no FMA contraction as --fmad=false), and a C++ driver runs them in the order
-kernels/flip/sparse_gpu.py launches them (CuPy's scan and flip_transfer.cu's counting
+"""The sparse FLIP kernels (cuda/flip_sparse_transfer.cu, flip_sparse_topology.cu's
+marking pipeline, flip_sparse_gather.cu and flip_sparse_g2p.cu, and cuda/sparse.cu's brick
+tables) give the NumPy reference's results, checked on the host without a GPU: nvcc builds
+the kernels as host functions (one "thread" per call, atomics plain, no FMA contraction as
+--fmad=false), and a C++ driver runs them in the order kernels/flip/sparse_gpu.py and
+sparse_topology_gpu.py launch them (CuPy's scan and flip_transfer.cu's counting
 sort: std::partial_sum and a stable sort by cell). Bit for bit where the arithmetic is
 the same (tables, masks, cell types, extrapolation, boundaries, G2P and advection, the
 incremental topology); P2G within float32 rounding (float64 sums in another order). The
@@ -14,7 +15,7 @@ import pytest
 
 from tests.unit.test_cuda_exact import _build
 from voxfx.kernels.flip import sparse_gpu, sparse_transfer
-from voxfx.kernels.flip.sparse_grid import SparseFlipGrid
+from voxfx.kernels.flip.sparse_grid import BrickReach, SparseFlipGrid, brick_margins, speed_squared, substep_margin
 from voxfx.kernels.grid import GridSpec
 from voxfx.kernels.grid.sparse import brick_coords
 
@@ -65,6 +66,9 @@ template <typename T> T plain_or(T* p, T v) { T o = *p; *p = o | v; return o; }
 using std::isfinite;
 #include "sparse.cu"
 #include "flip_sparse_transfer.cu"
+template <typename T> T plain_exch(T* p, T v) { T o = *p; *p = v; return o; }
+#define atomicExch plain_exch
+#include "flip_sparse_topology.cu"  // the topology's marking pipeline
 #include "flip_sparse_gather.cu"
 #include "flip_sparse_g2p.cu"
 typedef long long ll;
@@ -194,17 +198,29 @@ int main() {
         pf(pos3); pf(vel3);
         if (apic) pf(c3);
     }
-    for (int m : {margin, margin2, margin3}) {  // one brick (R = 1), two and three of reach
-    const int radius = std::max(1, (m + 7) / 8), offsets = (2 * radius + 1) * (2 * radius + 1) * (2 * radius + 1);
+    double rdt, rgdt, rh;  // per-brick margins (sparse_grid.BrickReach): dt, |g|·dt, h, base, the largest margin
+    int rbase, rmax;
+    if (scanf("%la %la %la %d %d", &rdt, &rgdt, &rh, &rbase, &rmax) != 5) return 1;
+    // the scalar margins (one brick of reach, R = 1, then two and three), then the per-brick ones (radius of rmax)
+    for (int m : {margin, margin2, margin3, -1}) {
+    const bool per_brick = m < 0;
+    const int top = per_brick ? rmax : m;
+    const int radius = std::max(1, (top + 7) / 8), offsets = (2 * radius + 1) * (2 * radius + 1) * (2 * radius + 1);
     const int words = (offsets + 31) / 32;
     // incremental topology of the moved particles
     std::vector<u8> occupied(cells, 0);
+    std::vector<unsigned int> speed2(cap, 0u);
+    std::vector<int> margins(cap, m);
     unsigned long long missed = 0, beyond = 0;
     LAUNCH(n, mark_occupied(pos.data(), n, ox, oy, oz, inv_h, closed, nx, ny, nz, keys.data(), slots.data(), nk, INDEX,
-                            occupied.data(), &missed));
+                            occupied.data(), &missed, vel.data(), speed2.data(), per_brick));
+    if (per_brick) {
+        LAUNCH(cap, slot_margins(speed2.data(), used.data(), nbr27.data(), cap, rdt, rgdt, rh, rbase, margins.data()));
+        for (ll s = 0; s < cap; ++s) if (used[s]) printf("%d\n", margins[s]);
+    }
     std::vector<unsigned int> mask(words * cap, 0);
-    LAUNCH(64 * cap, brick_reach(occupied.data(), used.data(), coords.data(), cap, m, closed, nx, ny, nz, radius,
-                            mask.data()));
+    LAUNCH(64 * cap, brick_reach(occupied.data(), used.data(), coords.data(), cap, margins.data(), closed, nx, ny, nz,
+                                 radius, mask.data(), &beyond));
     std::vector<ll> reached(offsets * cap);
     LAUNCH(offsets * cap, reach_keys(mask.data(), coords.data(), cap, radius, reached.data(), &beyond));
     std::vector<u8> kept(cap, 0);
@@ -221,7 +237,7 @@ int main() {
     out.erase(std::unique(out.begin(), out.end()), out.end());
     printf("%llu\n%llu\n%zu\n", missed, beyond, out.size());
     for (ll k : out) printf("%lld\n", k);
-    // the full build (sparse_gpu.full_keys): the bricks holding particles, then the same marking
+    // the full build (sparse_topology_gpu.full_keys): the bricks holding particles, then the same marking
     std::vector<ll> bk(n);
     unsigned long long far = 0;
     LAUNCH(n, particle_brick_keys(pos.data(), n, ox, oy, oz, inv_h, closed, nx, ny, nz, bk.data(), &far));
@@ -229,17 +245,20 @@ int main() {
     bk.erase(std::unique(bk.begin(), bk.end()), bk.end());
     bk.erase(std::remove(bk.begin(), bk.end(), -1LL), bk.end());
     const ll c0 = bk.size();
-    std::vector<int> s0(c0), coords0(3 * c0, 0), nbr0(27 * c0, -1);
+    std::vector<int> s0(c0), coords0(3 * c0, 0), nbr0(27 * c0, -1), margins0(c0, m);
     std::iota(s0.begin(), s0.end(), 0);
     std::vector<u8> used0(c0, 1), occ0(c0 * 512, 0);
+    std::vector<unsigned int> speed0(c0, 0u);
     LAUNCH(27 * c0, brick_tables(bk.data(), s0.data(), c0, coords0.data(), nbr0.data()));
     unsigned long long missed0 = 0;
     LAUNCH(n, mark_occupied(pos.data(), n, ox, oy, oz, inv_h, closed, nx, ny, nz, bk.data(), s0.data(), c0,
                             nullptr, 0, 0, 0, 0, 0, 0,
-                            occ0.data(), &missed0));
+                            occ0.data(), &missed0, vel.data(), speed0.data(), per_brick));
+    if (per_brick)
+        LAUNCH(c0, slot_margins(speed0.data(), used0.data(), nbr0.data(), c0, rdt, rgdt, rh, rbase, margins0.data()));
     std::vector<unsigned int> mask0(words * c0, 0);
-    LAUNCH(64 * c0, brick_reach(occ0.data(), used0.data(), coords0.data(), c0, m, closed, nx, ny, nz, radius,
-                                mask0.data()));
+    LAUNCH(64 * c0, brick_reach(occ0.data(), used0.data(), coords0.data(), c0, margins0.data(), closed, nx, ny, nz,
+                                radius, mask0.data(), &far));
     std::vector<ll> reached0(offsets * c0);
     LAUNCH(offsets * c0, reach_keys(mask0.data(), coords0.data(), c0, radius, reached0.data(), &far));
     std::vector<ll> full;
@@ -337,6 +356,8 @@ def test_sparse_flip_kernels_match_the_numpy_reference(harness, closed, apic, ho
     if apic:
         lines.append(_hex(c))
     lines += [" ".join(str(int(x)) for x in grid["solid"]), *(_hex(grid["solid_" + n]) for n in "uvw")]
+    reach = _reach(grid)  # the per-brick pass (velocities after G2P: the same bits on both sides)
+    lines.append(f"{float(reach.dt).hex()} {reach.gdt.hex()} {float(reach.h).hex()} {reach.base} {LARGEST}")
     out = Reader(harness(lines))
 
     # brick tables and marks
@@ -380,18 +401,49 @@ def test_sparse_flip_kernels_match_the_numpy_reference(harness, closed, apic, ho
     for want in sparse_transfer.fluid_faces(grid):
         assert np.array_equal(out.ints(cells), want)
     _check_g2p(out, grid, old, pos, vel, flip, dt, c)
-    _check_topology(out, grid, pos, t, (margin, margin2, margin3), holes)
+    _check_topology(out, grid, pos, vel, t, (margin, margin2, margin3), holes)
     assert out.at == len(out.tokens)
 
 
-def _check_topology(out, grid, pos, t, margins, holes):
+LARGEST = 20  # the per-brick pass's largest margin, for its radius (3: larger than the margins need)
+
+
+def _reach(grid):
+    """The per-brick pass's ``BrickReach`` (velocities set later): 0.15 s substeps on a
+    0.05 m grid, so the particles' speeds (~0.4 m/s) give margins of 9–15 cells."""
+    return BrickReach(None, 0.15, 9.81, grid.h)
+
+
+def _cells(grid, pos):
+    """The particles' lattice cells as ``topology_keys`` takes them (clamped when closed)."""
+    cells = np.stack([np.floor(a) for a in grid.cell_coords(pos)], axis=1).astype(np.int64)
+    return np.clip(cells, 0, np.asarray(grid.shape) - 1) if grid.closed else cells
+
+
+def _check_topology(out, grid, pos, vel, t, margins, holes):
     """The incremental topology of the moved particles is topology_keys', and says what
     changed; for a margin of one brick of reach, then of two (9–16 cells: 125 offsets a
-    brick) and three; from nothing, the same bricks. *holes*: particles outside the bricks
-    (the caller then builds from nothing)."""
-    for m in margins:
+    brick) and three, then per brick (``BrickReach``: each used slot's margin first, those
+    of the bricks holding particles ``brick_margins``'); from nothing, the same bricks.
+    *holes*: particles outside the bricks (the caller then builds from nothing)."""
+    reach = _reach(grid)._replace(vel=vel)
+    for m in (*margins, None):
+        if m is None:
+            m = substep_margin(float(np.sqrt(speed_squared(vel, np).max())), reach.dt, reach.h, reach.gravity)
+            assert 8 < m <= LARGEST  # two bricks of reach at least; the harness's radius (3) serves it
+            got = out.ints(int(t.count))  # per used slot, in slot order
+            want_keys, want = brick_margins(_cells(grid, pos) >> 3, speed_squared(vel, np), reach, np)
+            if not holes:
+                keys_by_slot = np.empty(grid.capacity, np.int64)
+                keys_by_slot[t.slots] = t.keys
+                slot_keys = keys_by_slot[np.sort(t.slots)]
+                held = np.isin(slot_keys, want_keys)
+                assert held.any() and (got >= reach.base).all()
+                assert np.array_equal(got[held], want[np.searchsorted(want_keys, slot_keys[held])])
+            want = grid.topology_keys(pos, m, reach=reach)
+        else:
+            want = grid.topology_keys(pos, m)
         added, freed, missed, beyond, count = out.ints(5)
-        want = grid.topology_keys(pos, m)
         if holes:
             assert missed > 0
             out.ints(count)

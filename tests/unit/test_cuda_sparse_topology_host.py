@@ -1,4 +1,4 @@
-"""The device topology update (cuda/flip_sparse_topology.cu, ``sparse_gpu.update_topology``)
+"""The device topology update (cuda/flip_sparse_topology.cu, ``sparse_topology_gpu.update_topology``)
 gives ``Topology.update``'s topology, checked on the host without a GPU: nvcc builds the
 kernels as host functions (one "thread" per call), and a C++ driver runs them in the order
 update_topology launches them (CuPy's sort and scans: std::sort and std::partial_sum). The
@@ -31,6 +31,22 @@ template <typename T> T plain_add(T* p, T v) { T o = *p; *p = o + v; return o; }
 template <typename T> T plain_exch(T* p, T v) { T o = *p; *p = v; return o; }
 #define atomicAdd plain_add
 #define atomicExch plain_exch
+// the marking pipeline's (compiled, not called here)
+template <typename T> T plain_max(T* p, T v) { T o = *p; *p = o > v ? o : v; return o; }
+template <typename T> T plain_or(T* p, T v) { T o = *p; *p = o | v; return o; }
+#define atomicMax plain_max
+#define atomicOr plain_or
+static unsigned host_float_as_uint(float f) { unsigned u; __builtin_memcpy(&u, &f, 4); return u; }
+#define __float_as_uint host_float_as_uint
+#include <cmath>
+using std::isfinite;
+// include/voxfx_reduce.cuh's warp functions are compiled but not called on the host
+#define __shfl_down_sync(mask, v, offset) ((v) * 0)
+#define __ballot_sync(mask, flag) ((unsigned)(flag))
+#define __popc __builtin_popcount
+#undef __shared__
+#define __shared__ static
+#define __syncthreads()
 #include "flip_sparse_topology.cu"
 typedef long long ll;
 static void at(ll i) { h_block.x = (unsigned)i; h_dim.x = 1; h_thread.x = 0; }

@@ -1,10 +1,10 @@
 """The table update of the sparse FLIP topology (cuda/flip_sparse_topology.cu's
-reach_compare_table, topology_table_marks, topology_table_place: ``sparse_gpu``'s update
+reach_compare_table, topology_table_marks, topology_table_place: ``sparse_topology_gpu``'s update
 over a closed domain's brick index, no key list, no sort, no host read of its own) gives
 ``Topology.update``'s topology of the bricks the reach masks name, and counts each added
 brick once (the flags the pipeline reads hold the new sizes). Checked on the host without
 a GPU: nvcc builds the kernels as host functions (one "thread" per call, atomics plain),
-and a C++ driver runs them in the order ``sparse_gpu`` launches them (CuPy's scans:
+and a C++ driver runs them in the order ``sparse_topology_gpu`` launches them (CuPy's scans:
 std::partial_sum). The device comparison is tests/gpu/test_flip_sparse_topology_gpu.py."""
 
 
@@ -33,6 +33,22 @@ template <typename T> T plain_add(T* p, T v) { T o = *p; *p = o + v; return o; }
 template <typename T> T plain_exch(T* p, T v) { T o = *p; *p = v; return o; }
 #define atomicAdd plain_add
 #define atomicExch plain_exch
+// the marking pipeline's (compiled, not called here)
+template <typename T> T plain_max(T* p, T v) { T o = *p; *p = o > v ? o : v; return o; }
+template <typename T> T plain_or(T* p, T v) { T o = *p; *p = o | v; return o; }
+#define atomicMax plain_max
+#define atomicOr plain_or
+static unsigned host_float_as_uint(float f) { unsigned u; __builtin_memcpy(&u, &f, 4); return u; }
+#define __float_as_uint host_float_as_uint
+#include <cmath>
+using std::isfinite;
+// include/voxfx_reduce.cuh's warp functions are compiled but not called on the host
+#define __shfl_down_sync(mask, v, offset) ((v) * 0)
+#define __ballot_sync(mask, flag) ((unsigned)(flag))
+#define __popc __builtin_popcount
+#undef __shared__
+#define __shared__ static
+#define __syncthreads()
 #include "flip_sparse_topology.cu"
 typedef long long ll;
 static void at(ll i) { h_block.x = (unsigned)i; h_dim.x = 1; h_thread.x = 0; }
@@ -166,12 +182,12 @@ def test_a_brick_past_the_index_sends_the_update_elsewhere(harness):
 
 
 def test_topology_update_modes_are_checked(monkeypatch):
-    from voxfx.kernels.flip import sparse_gpu
+    from voxfx.kernels.flip import sparse_topology_gpu
 
     monkeypatch.delenv("VOXFX_SPARSE_TOPOLOGY_UPDATE", raising=False)
-    assert sparse_gpu.topology_update_mode() == "table"  # the default (device where there is no brick index)
+    assert sparse_topology_gpu.topology_update_mode() == "table"  # the default (device where there is no brick index)
     monkeypatch.setenv("VOXFX_SPARSE_TOPOLOGY_UPDATE", "Device")
-    assert sparse_gpu.topology_update_mode() == "device"
+    assert sparse_topology_gpu.topology_update_mode() == "device"
     monkeypatch.setenv("VOXFX_SPARSE_TOPOLOGY_UPDATE", "sorted")
     with pytest.raises(ValueError, match="VOXFX_SPARSE_TOPOLOGY_UPDATE"):
-        sparse_gpu.topology_update_mode()
+        sparse_topology_gpu.topology_update_mode()

@@ -55,6 +55,23 @@ __device__ __forceinline__ void warp_count_into(T* count, bool flag)
     if ((threadIdx.x & 31u) == 0u && ballot != 0u) atomicAdd(count, (T)__popc(ballot));
 }
 
+// *slot ← max(*slot, v) (non-negative float bits, as atomic_max_nonneg) for lanes that may
+// share slots, not all present: with *grouped* (sm_80+) the lanes of one `key`
+// (__match_any_sync) take their max (__reduce_max_sync) and the lowest adds it — one atomic
+// a slot a warp instead of one a lane; otherwise (or on the host) one a lane. The plain read
+// first skips the atomic where *slot already holds as much.
+__device__ __forceinline__ void group_max_into(unsigned int* slot, unsigned int v, int key, bool grouped)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    if (grouped) {
+        const unsigned int peers = __match_any_sync(__activemask(), key);
+        v = __reduce_max_sync(peers, v);
+        if ((int)(threadIdx.x & 31u) != __ffs(peers) - 1) return;
+    }
+#endif
+    if (v > *slot) atomicMax(slot, v);
+}
+
 // Σ v and max v over the warp, every lane getting the result (butterfly), and the warp's
 // inclusive scan in lane order (voxfx_bin.cuh's block sums and scans). On the host (a
 // harness's one-thread "warp") each is the value itself.

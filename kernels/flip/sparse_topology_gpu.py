@@ -1,0 +1,325 @@
+"""The sparse FLIP topology on the device (seed 003 §5.1–5.2): ``SparseFlipGrid.update``'s
+bricks from the particles without sorting them, launched from ``sparse_grid.py`` (the
+NumPy reference is ``SparseFlipGrid.topology_keys`` and ``Topology.update``; the kernels
+are ``flip_sparse_topology.cu``'s: the marking pipeline, then the update). The other
+stages' launches are ``sparse_gpu.py``'s.
+
+Per substep, incremental: each particle marks its cell in the current topology
+(``mark_occupied``), one thread per row of a brick's cells turns its marked cells into
+the bricks their boxes (cell ± the brick's margin) reach (``brick_reach``: a mask of the
+(2R + 1)³ brick offsets within R bricks, OR-ed by integer atomics), and those bricks' keys
+are the new topology: the bricks of ``SparseFlipGrid.topology_keys`` exactly. Most
+substeps change no brick (``reach_compare``): then nothing is sorted or rebuilt, and the
+update is a handful of launches and one host sync. When a particle lies outside the
+current topology (the first substep, an inflow, a restore) the same pipeline runs on the
+bricks that hold particles (``full_keys``: one sort of a key per particle); the first
+substep's build (no brick yet) is this one too, so no per-(particle, brick) key list is
+ever expanded on the device.
+
+Margins per brick (``sparse_grid.BrickReach``): with the particles' velocities,
+``mark_occupied`` also keeps each slot's largest |v|² (float bits by integer atomicMax),
+``slot_margins`` takes the largest over the 27 bricks around each slot and turns it into
+the slot's margin in the reference's float64 arithmetic (the same integers), and
+``brick_reach`` reads the margin of the row's slot. A margin of up to ``MAX_MARGIN`` = 64
+cells reaches at most eight bricks away (``reach_radius``: R = ⌈margin/8⌉ of the largest
+margin, the caller's global one; the masks are (2R + 1)³ bits a slot, 1 word at R = 1, 154
+at R = 8): ``brick_reach`` walks the runs of reached offsets (any R, no register array),
+and ``reach_keys``/``reach_compare``/``reach_compare_table`` take R as an argument. A slot
+whose margin passes 8R (the caller's global margin was below a brick's: a last-bit
+difference of two maxima) counts as beyond: the array path builds then, as it does past
+``MAX_MARGIN``, with extra cells (the narrow band's deep cells) or beyond the key range
+(its error). ``VOXFX_SPARSE_TOPOLOGY=legacy`` keeps the earliest limits (one brick; the
+first build on the array path) for A/B timing.
+
+The topology update, when bricks change, is ``update_topology_table`` in a closed domain
+with a brick index (``flip_sparse_topology.cu``: the comparison claims each added brick's
+index entry, so the one flags read already holds the new sizes; a scan over the index lists
+the new keys in key order: no key list, no sort, no second host read; H200, 8M: 0.28 ms
+against 0.52), else ``update_topology`` (a sort of the reached keys, two packed scans, a
+second host read for the added count), or ``Topology.update``
+(``VOXFX_SPARSE_TOPOLOGY_UPDATE=array``; ``device`` forces ``update_topology``): the same
+topology every way.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from ..grid.launch import Kernels
+from ..grid.sparse_mac import brick_tables
+from .particles import THREADS
+from .sparse_gpu import _I32, _I64, _NO_INDEX, CELLS, KERNELS, _dims, _frame, available, brick_index
+
+MAX_MARGIN = 64  # cells: brick_reach serves reach radii up to eight bricks (154 mask words a slot)
+TOPOLOGY_MODES = ("device", "legacy")
+TOPOLOGY = Kernels("flip_sparse_topology.cu", ("--fmad=false",), THREADS)  # |v|² rounds as NumPy's
+# VOXFX_SPARSE_TOPOLOGY_UPDATE: update_topology_table (where a brick index is: else device), update_topology,
+# or Topology.update
+TOPOLOGY_UPDATES = ("table", "device", "array")
+# VOXFX_SPARSE_SPEED_MAX: how mark_occupied keeps each slot's largest |v|² (per-brick margins): one atomicMax a warp
+# per slot (warp, sm_80+; plain below) or one a particle (plain, the A/B baseline). The same maxima.
+SPEED_MAXIMA = ("warp", "plain")
+
+
+def mark_walls(grid) -> None:
+    """exists_u/v/w, wall and solid (= wall) of ``SparseFlipGrid.update``."""
+    size = grid.size
+    out = [grid.xp.empty(size, grid.xp.uint8) for _ in range(5)]
+    KERNELS.launch("mark_walls", size, (grid.brick_slot, grid.slot_coords, _I64(size), _I32(grid.closed),
+                                        *_dims(grid), *out))
+    for name, a in zip((*grid.EXISTS, "wall", "solid"), out):
+        grid[name] = a
+
+
+def topology_mode() -> str:
+    """``VOXFX_SPARSE_TOPOLOGY``: ``device`` (default: margins up to ``MAX_MARGIN``, the
+    first build from the particles' bricks) or ``legacy`` (the A/B baseline: margins up to
+    one brick, the first build on the array path)."""
+    mode = os.environ.get("VOXFX_SPARSE_TOPOLOGY", "").strip().lower() or TOPOLOGY_MODES[0]
+    if mode not in TOPOLOGY_MODES:
+        raise ValueError(f"VOXFX_SPARSE_TOPOLOGY must be one of {', '.join(TOPOLOGY_MODES)}, not {mode!r}")
+    return mode
+
+
+def reach_radius(margin: int) -> int:
+    """Bricks a cell's box (cell ± *margin*) may reach from the cell's brick: ⌈margin/8⌉,
+    at least 1 ((2R + 1)³ offsets: 27 up to 8 cells, one mask word a brick; 4,913 at
+    ``MAX_MARGIN`` = 64, 154 words)."""
+    return max(1, -(-int(margin) // 8))
+
+
+def speed_max_mode() -> str:
+    """``VOXFX_SPARSE_SPEED_MAX`` (``SPEED_MAXIMA``; default warp)."""
+    mode = os.environ.get("VOXFX_SPARSE_SPEED_MAX", "").strip().lower() or SPEED_MAXIMA[0]
+    if mode not in SPEED_MAXIMA:
+        raise ValueError(f"VOXFX_SPARSE_SPEED_MAX must be one of {', '.join(SPEED_MAXIMA)}, not {mode!r}")
+    return mode
+
+
+def can_build(grid, pos) -> bool:
+    """The device topology serves *grid* and *pos*: CuPy, float32 C-contiguous positions,
+    and the current topology's brick tables built (or no brick yet: the first build)."""
+    if grid.xp is np or pos.dtype != np.float32 or not pos.flags.c_contiguous:
+        return False
+    if grid.topology.count == 0:
+        return topology_mode() == "device"
+    return available(grid, pos)
+
+
+def _margins(grid, margin, reach, used, nbr, cap, speed2):
+    """Per slot int32 margins: *margin* everywhere, or with *reach* ``slot_margins``' of the
+    slots' largest |v|² (*speed2*, from ``mark_occupied``) over their 27 bricks (*nbr*)."""
+    cp = grid.xp
+    if reach is None:
+        return cp.full(cap, int(margin), cp.int32)
+    out = cp.empty(cap, cp.int32)
+    TOPOLOGY.launch("slot_margins", cap, (speed2, used, nbr, _I64(cap), np.float64(reach.dt), np.float64(reach.gdt),
+                                         np.float64(reach.h), _I32(reach.base), out))
+    return out
+
+
+def _reach(grid, pos, margin, keys, slots, used, coords, nbr, compare, index, claimed=None, reach=None):
+    """The marking pipeline (module notes) on the bricks *keys* in *slots* (*used*,
+    *coords*, *nbr*: per slot; *index*: their ``brick_index``): the reach masks per slot
+    (``reach_radius(margin)``'s words each), the flags [missed, beyond, added, freed]
+    (beyond, added, freed against *keys* when *compare*, straight from the masks;
+    ``_reached`` lists the keys) and, when *compare*, the kept mark per slot (else None).
+    Margins: *margin* for every brick, or with *reach* (``sparse_grid.BrickReach``) per
+    brick (*margin*: their largest, for the radius). With *claimed* (zeroed uint32, one word
+    an index entry) the comparison is over the index (``reach_compare_table``): added counts
+    each added brick once and *claimed* marks them, for ``update_topology_table``."""
+    cp = grid.xp
+    n, cap = int(pos.shape[0]), int(used.shape[0])
+    radius = reach_radius(margin)
+    offsets, words = (2 * radius + 1) ** 3, -(-(2 * radius + 1) ** 3 // 32)
+    nk = _I64(keys.shape[0])
+    occupied = cp.zeros(cap * CELLS, cp.uint8)
+    flags = cp.zeros(4, cp.uint64)
+    speed2 = cp.zeros(cap if reach is not None else 1, cp.uint32)
+    vel = reach.vel if reach is not None else cp.zeros(1, cp.float32)
+    ox, oy, oz, _, inv_h = _frame(grid)
+    TOPOLOGY.launch("mark_occupied", n, (pos, _I64(n), ox, oy, oz, inv_h, _I32(grid.closed), *_dims(grid), keys,
+                                        slots, nk, *index, occupied, flags[0:1], vel, speed2,
+                                        _I32(0 if reach is None else 2 if speed_max_mode() == "warp" else 1)))
+    margins = _margins(grid, margin, reach, used, nbr, cap, speed2)
+    del speed2
+    mask = cp.zeros(cap * words, cp.uint32)
+    TOPOLOGY.launch("brick_reach", 64 * cap, (occupied, used, coords, _I64(cap), margins, _I32(grid.closed),
+                                             *_dims(grid), _I32(radius), mask, flags[1:2]))
+    del occupied, margins
+    kept = None
+    if compare:
+        kept = cp.zeros(cap, cp.uint8)
+        if claimed is not None:
+            TOPOLOGY.launch("reach_compare_table", offsets * cap, (mask, coords, _I64(cap), _I32(radius), *index,
+                                                                  kept, claimed, flags[2:3], flags[1:2]))
+            TOPOLOGY.launch("count_unkept", cap, (used, kept, _I64(cap), flags[3:4]))
+            return (mask, radius), flags, kept
+        TOPOLOGY.launch("reach_compare", offsets * cap, (mask, coords, _I64(cap), _I32(radius), keys, slots, nk,
+                                                        *index, kept, flags[2:3], flags[1:2]))
+        TOPOLOGY.launch("count_unkept", cap, (used, kept, _I64(cap), flags[3:4]))
+    return (mask, radius), flags, kept
+
+
+def _reach_list(cp, mask, coords, flags):
+    """A key per (slot, offset) of the masks (``_reach``'s (mask, radius)): the brick's where
+    reached, else −1 (bricks past the key range add to flags[1])."""
+    mask, radius = mask
+    offsets = (2 * radius + 1) ** 3
+    cap = int(coords.shape[0])  # coords: (capacity, 3)
+    reached = cp.empty(offsets * cap, cp.int64)
+    TOPOLOGY.launch("reach_keys", offsets * cap, (mask, coords, _I64(cap), _I32(radius), reached, flags[1:2]))
+    return reached
+
+
+def _reached(cp, mask, coords, flags):
+    """The keys the masks reach (repeats kept)."""
+    reached = _reach_list(cp, mask, coords, flags)
+    return reached[reached >= 0]
+
+
+def topology_update_mode() -> str:
+    """``VOXFX_SPARSE_TOPOLOGY_UPDATE``: ``table`` (default: ``update_topology_table`` where
+    the grid has a brick index, else ``device``), ``device`` (``update_topology``) or
+    ``array`` (``Topology.update`` of the reached keys, the A/B baseline): the same topology."""
+    mode = os.environ.get("VOXFX_SPARSE_TOPOLOGY_UPDATE", "").strip().lower() or TOPOLOGY_UPDATES[0]
+    if mode not in TOPOLOGY_UPDATES:
+        raise ValueError(f"VOXFX_SPARSE_TOPOLOGY_UPDATE must be one of {', '.join(TOPOLOGY_UPDATES)}, not {mode!r}")
+    return mode
+
+
+def update_topology(grid, mask, flags, kept, freed_count: int):
+    """``grid.topology.update(keys)`` of the keys the masks reach (``_reach``'s mask and
+    kept marks, *freed_count* the slots no reached brick kept), in the kernels of
+    ``flip_sparse_topology.cu`` with one host read: (topology, added slots, freed slots), the
+    same topology (freed slots ascending)."""
+    from ..grid.sparse import Topology
+
+    cp = grid.xp
+    t = grid.topology
+    cap, count, nk = grid.capacity, t.count, _I64(t.count)
+    reached = cp.sort(_reach_list(cp, mask, grid.slot_coords, flags))
+    m = int(reached.shape[0])
+    marks = cp.empty(m, cp.int64)
+    TOPOLOGY.launch("topology_heads", m, (reached, _I64(m), t.keys, t.slots, nk, marks))
+    marks = cp.cumsum(marks)
+    free = cp.empty(cap, cp.int64)
+    TOPOLOGY.launch("topology_free", cap, (grid.brick_slot, kept, _I64(cap), free))
+    free = cp.cumsum(free)
+    n_add = int(marks[-1]) >> 32 if m else 0  # the one host read
+    n_pool = cap - count + int(freed_count)
+    pool, freed = cp.empty(n_pool, cp.int32), cp.empty(int(freed_count), cp.int32)
+    TOPOLOGY.launch("topology_pool", cap, (free, _I64(cap), pool, freed))
+    n_new = count - int(freed_count) + n_add
+    keys, slots, fresh = cp.empty(n_new, cp.int64), cp.empty(n_new, cp.int32), cp.empty(n_add, cp.int32)
+    TOPOLOGY.launch("topology_place", m, (reached, _I64(m), marks, t.keys, t.slots, nk, pool, _I64(n_pool),
+                                          _I64(cap), keys, slots, fresh))
+    grow = max(0, n_add - n_pool)
+    topo = Topology(keys, slots, cap + grow, pool[n_add:] if n_add < n_pool else cp.zeros(0, cp.int32), cp)
+    return topo, fresh, freed
+
+
+def update_topology_table(grid, claimed, kept, n_add: int, freed_count: int):
+    """``update_topology`` over the grid's brick index (``flip_sparse_topology.cu``'s table
+    update: *claimed* and *kept* from ``_reach``, *n_add* and *freed_count* its flags, so the
+    sizes need no host read of their own; no key list, no sort): (topology, added slots,
+    freed slots), the same topology."""
+    from ..grid.sparse import Topology
+
+    cp = grid.xp
+    t = grid.topology
+    cap, count = grid.capacity, t.count
+    index = brick_index(grid)
+    entries = int(index[4]) * int(index[5]) * int(index[6])
+    marks = cp.empty(entries, cp.int64)
+    TOPOLOGY.launch("topology_table_marks", entries, (index[0], _I64(entries), kept, claimed, marks))
+    marks = cp.cumsum(marks)
+    free = cp.empty(cap, cp.int64)
+    TOPOLOGY.launch("topology_free", cap, (grid.brick_slot, kept, _I64(cap), free))
+    free = cp.cumsum(free)
+    n_pool = cap - count + freed_count
+    pool, freed = cp.empty(n_pool, cp.int32), cp.empty(freed_count, cp.int32)
+    TOPOLOGY.launch("topology_pool", cap, (free, _I64(cap), pool, freed))
+    n_new = count - freed_count + n_add
+    keys, slots, fresh = cp.empty(n_new, cp.int64), cp.empty(n_new, cp.int32), cp.empty(n_add, cp.int32)
+    TOPOLOGY.launch("topology_table_place", entries, (marks, *index, pool, _I64(n_pool), _I64(cap), keys, slots,
+                                                      fresh))
+    grow = max(0, n_add - n_pool)
+    topo = Topology(keys, slots, cap + grow, pool[n_add:] if n_add < n_pool else cp.zeros(0, cp.int32), cp)
+    return topo, fresh, freed
+
+
+def _serves(reach) -> bool:
+    """*reach* (or none) holds velocities the kernels read: float32, C-contiguous, (n, 3)."""
+    if reach is None:
+        return True
+    v = reach.vel
+    return v.dtype == np.float32 and v.flags.c_contiguous and v.ndim == 2 and v.shape[1] == 3
+
+
+def incremental_keys(grid, pos, margin: int, prebuilt: bool = False, reach=None):
+    """The keys of ``grid.topology_keys(pos, margin, reach=reach)``, as ``(keys, same)``:
+    *same* when they are the current bricks (then *keys* is None: nothing to update); None
+    where the array path must build them (module notes). With *reach* the margins are per
+    brick and *margin* is their largest (``substep_margin`` of the fastest particle). From
+    the current topology (one host sync), or, when a particle lies outside it (or there is
+    none), from the bricks holding particles (``full_keys``). With *prebuilt* (and
+    ``topology_update_mode()`` table or device), an update of the current topology comes as
+    ``update_topology_table``'s or ``update_topology``'s (topology, added, freed) tuple in
+    place of *keys*."""
+    margin = int(margin)
+    limit = MAX_MARGIN if topology_mode() == "device" else 8
+    if margin > limit or margin < 0 or int(pos.shape[0]) == 0 or not _serves(reach):
+        return None
+    if reach is not None and int(reach.vel.shape[0]) != int(pos.shape[0]):
+        return None
+    t = grid.topology
+    if t.count:
+        index = brick_index(grid)
+        mode = topology_update_mode() if prebuilt else "array"
+        table = mode == "table" and int(index[4]) > 0
+        claimed = grid.xp.zeros(int(index[4]) * int(index[5]) * int(index[6]), grid.xp.uint32) if table else None
+        mask, flags, kept = _reach(grid, pos, margin, t.keys, t.slots, grid.brick_slot, grid.slot_coords,
+                                   grid.brick_nbr, True, index, claimed, reach)
+        missed, beyond, added, freed = (int(f) for f in flags.get())  # the one host sync
+        if beyond:
+            return None
+        if not missed:
+            if added == 0 and freed == 0:
+                return None, True
+            if table:  # added: each brick once, so the sizes are known
+                return update_topology_table(grid, claimed, kept, added, freed), False
+            if mode != "array":
+                return update_topology(grid, mask, flags, kept, freed), False
+            return _reached(grid.xp, mask, grid.slot_coords, flags), False
+    keys = full_keys(grid, pos, margin, reach)
+    return None if keys is None else (keys, False)
+
+
+def full_keys(grid, pos, margin: int, reach=None):
+    """``topology_keys`` built from nothing (§5.1): the sorted unique bricks holding
+    particles are a topology every particle lies in; the marking pipeline on it gives the
+    bricks of their influence boxes. None where the array path must build them."""
+    cp = grid.xp
+    n = int(pos.shape[0])
+    bricks = cp.empty(n, cp.int64)
+    beyond = cp.zeros(1, cp.uint64)
+    ox, oy, oz, _, inv_h = _frame(grid)
+    TOPOLOGY.launch("particle_brick_keys", n, (pos, _I64(n), ox, oy, oz, inv_h, _I32(grid.closed), *_dims(grid),
+                                              bricks, beyond))
+    keys = cp.unique(bricks)
+    del bricks
+    keys = keys[keys >= 0]
+    cap = int(keys.shape[0])
+    if int(beyond[0]) or cap == 0:
+        return None
+    slots = cp.arange(cap, dtype=cp.int32)
+    coords, nbr = brick_tables(keys, slots, cap, cp)
+    mask, flags, _ = _reach(grid, pos, margin, keys, slots, cp.ones(cap, cp.uint8), coords, nbr, False,
+                            (cp.zeros(1, cp.int32), *_NO_INDEX), reach=reach)
+    reached = _reached(cp, mask, coords, flags)
+    if int(flags[:2].any()):
+        return None
+    return reached
