@@ -66,6 +66,17 @@ _MAX_GRID = 8192  # blocks of a grid-stride launch
 PREDICT = os.environ.get("VOXFX_SPARSE_PCG_PREDICT", "1") != "0"
 _SOLVER_CACHE = 2  # solvers (buffers + graph) kept per process, most recent first
 _HEADROOM = 1.25  # buffers take this much more than the solve needs
+# Persistent buffers (issue 24, the set-up's launches): "1" (default) — every float vector of
+# a solver carved out of one allocation (zeroed by one launch a solve), the device scalars,
+# state and sizes in one (one H2D write a solve, one D2H read a check: the state read brings
+# the scalars too), the tables copied only when they are not the ones already loaded, the
+# right-hand side gathered and the pressure scattered straight from the solver's vectors,
+# and a solver that outgrows its buffers replaced by one with strides grown geometrically
+# (``grown_strides``: never smaller within a process). "0": the earlier allocations and
+# copies. The same kernels in the same order: the same values and iterations.
+PERSIST = os.environ.get("VOXFX_SPARSE_PCG_PERSIST", "1") != "0"
+_GROWTH = 1.5  # a solver that outgrows its strides: at least this factor more
+_ALIGN = 64  # float32 entries (256 B) between the starts of carved vectors
 
 
 def component_roots(links):
@@ -156,6 +167,27 @@ class TableKernels:
         return max(s[a] + s[a + 3] for a in range(3)) + 1
 
 
+def grown_strides(needs, old=None, headroom=_HEADROOM, growth=_GROWTH) -> list:
+    """Buffer strides for levels that need *needs* entries: *headroom* more than needed plus
+    64; where an *old* solver of as many levels had strides, a level keeps its old stride
+    while it fits and otherwise grows to at least *growth* times it (``PERSIST``)."""
+    fresh = [int(int(n) * headroom) + 64 for n in needs]
+    if old is None or len(old) != len(fresh):
+        return fresh
+    return [int(s) if int(n) <= int(s) else max(f, int(int(s) * growth)) for n, s, f in zip(needs, old, fresh)]
+
+
+def carve(xp, lengths, dtype, align=_ALIGN):
+    """(arena, views): one zeroed allocation holding arrays of *lengths* entries, each view
+    starting *align* entries apart at least (``PERSIST``: one fill zeroes them all)."""
+    starts, total = [], 0
+    for n in lengths:
+        starts.append(total)
+        total += -(-int(n) // align) * align
+    arena = xp.zeros(max(total, 1), dtype)
+    return arena, [arena[at:at + int(n)] for at, n in zip(starts, lengths)]
+
+
 def _grid(n) -> tuple:
     return (max(1, min(_MAX_GRID, (int(n) + THREADS - 1) // THREADS)),)
 
@@ -200,24 +232,38 @@ class SparsePressureSolverGPU:
             raise ValueError(f"VOXFX_SPARSE_MG_VCYCLE must be fused or split, not {self.vcycle!r}")
         self.strides = tuple(int(s) for s in strides)
         backend.ensure_fits(solver_memory_bytes(self.strides, preconditioner), "the sparse FLIP pressure solve", cp)
-        vec = lambda n: cp.zeros(n, cp.float32)  # noqa: E731
         s0 = self.strides[0]
-        self.b, self.x, self.r, self.z, self.d, self.q = (vec(s0) for _ in range(6))
+        last = len(self.strides) - 1
+        lengths = [s0] * 6 + ([s0] if last else [])  # b, x, r, z, d, q; level 0's r
+        for level, stride in enumerate(self.strides[1:], start=1):
+            lengths += [stride, stride] + ([stride] if level < last else [])
+        self.persist = PERSIST
+        if self.persist:  # one arena of vectors, one of control values (PERSIST)
+            self.vectors, views = carve(cp, lengths, cp.float32)
+            ints = 4 + 2 * len(self.strides)
+            self.control = cp.zeros(8 + (ints + 1) // 2, cp.float64)
+            self.scalars = self.control[:8]
+            self.ints = self.control[8:].view(cp.int32)[:ints]
+            self.state, self.sizes = self.ints[:4], self.ints[4:]
+        else:
+            views = [cp.zeros(n, cp.float32) for n in lengths]
+            self.scalars = cp.zeros(8, cp.float64)
+            self.state = cp.zeros(4, cp.int32)
+            self.sizes = cp.zeros(2 * len(self.strides), cp.int32)
+        views = iter(views)
+        self.b, self.x, self.r, self.z, self.d, self.q = (next(views) for _ in range(6))
         self.red_blocks = min(_MAX_BLOCKS, (s0 + THREADS - 1) // THREADS)
         self.partials = cp.zeros(2 * self.red_blocks, cp.float64)
-        self.scalars = cp.zeros(8, cp.float64)
-        self.state = cp.zeros(4, cp.int32)
-        self.sizes = cp.zeros(2 * len(self.strides), cp.int32)
         self.levels = [_Buffers(cp, s) for s in self.strides]
-        last = len(self.levels) - 1
         for level, B in enumerate(self.levels):
             if level == 0:  # the V-cycle maps the CG residual r to z
-                B.b, B.x, B.r = self.r, self.z, (vec(s0) if last else None)
+                B.b, B.x, B.r = self.r, self.z, (next(views) if last else None)
             else:
-                B.b, B.x, B.r = vec(B.stride), vec(B.stride), (vec(B.stride) if level < last else None)
+                B.b, B.x, B.r = next(views), next(views), (next(views) if level < last else None)
             if level < last:
                 B.up = cp.zeros((8, B.stride), cp.int32)
                 B.down = cp.zeros((64, self.levels[level + 1].stride), cp.int32)  # into level + 1
+        self._loaded = None  # PERSIST: the tables last copied in (kept alive: compared by identity)
         self.tail = self._tail_table() if preconditioner == "mg" and self.vcycle == "fused" else None
         _K.load(*_LOOP_KERNELS)  # compile and load before any capture
         _DENSE.load("finish_init", "finish_alpha", "finish_beta")
@@ -383,15 +429,57 @@ class SparsePressureSolverGPU:
             a.fill(0)
         self.sizes[...] = cp.asarray(np.array(sizes, np.int32))
 
-    def solve(self, levels, vcycle, b, tolerance, max_iterations, progress=None, x0=None):
+    def _load_persist(self, levels, vcycle, max_iterations):
+        """``_load`` and the state's reset for ``PERSIST``: one fill zeroes every vector,
+        the tables are copied where they are not the arrays loaded last, one write sets the
+        state and the sizes."""
+        self.vectors.fill(0)
+        tables = [(L.nbr, L.diag) + ((vcycle.up[level], vcycle.down[level])
+                                     if vcycle is not None and level < len(levels) - 1 else ())
+                  for level, L in enumerate(levels)]
+        same = self._loaded is not None and len(self._loaded) == len(tables) and all(
+            len(a) == len(b) and all(x is y for x, y in zip(a, b)) for a, b in zip(self._loaded, tables))
+        if not same:
+            for level, (L, B, t) in enumerate(zip(levels, self.levels, tables)):
+                n = L.m + 1
+                B.nbr[:, :n] = t[0]
+                B.diag[:n] = t[1]
+                if len(t) > 2:
+                    B.up[:, :n] = t[2]
+                    B.down[:, :levels[level + 1].m + 1] = t[3]
+            self._loaded = tables
+        values = [0, 0, 0, max_iterations]
+        for L in levels:
+            values += [L.m_red, L.m]
+        self.ints.set(np.array(values, np.int32))
+
+    def read_control(self):
+        """(state, scalars) on the host by one read (``PERSIST``; ``run_blocks``' check)."""
+        host = self.control.get()
+        return host[8:].view(np.int32)[:4], host[:8]
+
+    def solve(self, levels, vcycle, b, tolerance, max_iterations, progress=None, x0=None, cells=None, size=None,
+              keep=False):
         """x (m + 1, sentinel 0), iterations, relative residual, converged for the
         compacted right-hand side *b* (m + 1, sentinel 0), from x = 0 or from *x0* (m + 1,
-        sentinel 0: a warm start, ``sparse_pressure._start``)."""
+        sentinel 0: a warm start, ``sparse_pressure._start``). With *cells* (level 0's flat
+        cells) and *size* (``PERSIST``): *b* and *x0* flat, gathered straight into the
+        solver's vectors, and x flat (0 off the unknowns), scattered straight from them.
+        *keep*: the tables are kept by the caller for later solves (``solver_tables``' memo):
+        the next solve skips their copies if it gets the same arrays; otherwise the solver
+        lets go of them now (no table outlives its solve here)."""
         cp = self.cp
         m = levels[0].m
-        self._load(levels, vcycle)
-        self.b[:m + 1] = b
-        self.state[...] = cp.asarray(np.array([0, 0, 0, max_iterations], dtype=np.int32))
+        if self.persist:
+            self._load_persist(levels, vcycle, max_iterations)
+            if cells is None:
+                self.b[:m + 1] = b
+            else:  # the sentinel b[m] stays 0 from the fill
+                cp.take(b.astype(cp.float32, copy=False), cells, out=self.b[:m])
+        else:
+            self._load(levels, vcycle)
+            self.b[:m + 1] = b
+            self.state[...] = cp.asarray(np.array([0, 0, 0, max_iterations], dtype=np.int32))
         G = np.int32(self.red_blocks)
         L0 = self.levels[0]
         if x0 is None:  # x = 0, d = 0, r = b, ‖b‖²; stop at once if b = 0
@@ -399,7 +487,10 @@ class SparsePressureSolverGPU:
                                      self.partials))
             self._finish("finish_init", (self.partials, G, self.scalars, self.state, np.float64(tolerance)))
         else:  # x = x₀, r = b − A x₀, back to x = 0 where that is no better (‖r‖ > ‖b‖)
-            self.x[:m + 1] = x0
+            if cells is None:
+                self.x[:m + 1] = x0
+            else:
+                cp.take(x0.astype(cp.float32, copy=False), cells, out=self.x[:m])
             self._reduce("cg_init_warm", (self.b, self.x, self.r, self.d, L0.nbr, L0.diag, np.int32(L0.stride),
                                           self.sizes, self.partials))
             _K.launch_grid("finish_init_warm", (1,), (1024,), (self.partials, G, self.scalars, self.state,
@@ -412,7 +503,13 @@ class SparsePressureSolverGPU:
         predicted = min(self.last_iterations, max_iterations) if PREDICT else 0
         iterations, residual, converged = run_blocks(self, max_iterations, progress, predicted, self.single)
         self.last_iterations = iterations
-        return self.x[:m + 1].copy(), iterations, residual, converged
+        if not keep:
+            self._loaded = None
+        if cells is None:
+            return self.x[:m + 1].copy(), iterations, residual, converged
+        out = cp.zeros(int(size), cp.float32)  # Unknowns.scatter
+        out[cells] = self.x[:m]
+        return out, iterations, residual, converged
 
 
 _solvers: "OrderedDict[tuple, SparsePressureSolverGPU]" = OrderedDict()
@@ -426,13 +523,16 @@ def release_gpu_solvers():
 def _solver(needs, preconditioner, check_every):
     import cupy as cp
 
-    key = (len(needs), preconditioner, int(check_every), VCYCLE, TAIL_UNKNOWNS, cp.cuda.Device().id)
+    key = (len(needs), preconditioner, int(check_every), VCYCLE, TAIL_UNKNOWNS, PERSIST, cp.cuda.Device().id)
     solver = _solvers.pop(key, None)
     if solver is None or not solver.fits(needs):
+        old, guess = (None, 0) if solver is None else (solver.strides, solver.last_iterations)
         solver = None  # its buffers go before the new ones are taken
         while len(_solvers) >= _SOLVER_CACHE:
             _solvers.popitem(last=False)
-        solver = SparsePressureSolverGPU([int(n * _HEADROOM) + 64 for n in needs], preconditioner, check_every)
+        strides = grown_strides(needs, old if PERSIST else None)
+        solver = SparsePressureSolverGPU(strides, preconditioner, check_every)
+        solver.last_iterations = guess if PERSIST else 0
     _solvers[key] = solver
     return solver
 
@@ -447,3 +547,18 @@ def solve_unknowns(level0, vcycle, b, tolerance, max_iterations, preconditioner=
     levels = vcycle.levels if vcycle is not None else [level0]
     solver = _solver([L.m + 1 for L in levels], preconditioner, check_every)
     return solver.solve(levels, vcycle, b, float(tolerance), int(max_iterations), progress, x0)
+
+
+def solve_flat(level0, vcycle, b, size, tolerance, max_iterations, preconditioner="mg", check_every=10, progress=None,
+               x0=None, keep=False):
+    """``solve_unknowns`` on flat arrays (``PERSIST``): *b* and *x0* per flat cell (*size*
+    of them), gathered into the solver's vectors; (p flat — 0 off the unknowns —,
+    iterations, relative residual, converged), what ``sparse_pressure.pcg`` makes of
+    ``solve_unknowns``' result by ``Unknowns.gather`` and ``scatter``; *keep* as
+    ``SparsePressureSolverGPU.solve``'s."""
+    if level0.m == 0:
+        return level0.xp.zeros(int(size), level0.xp.float32), 0, 0.0, True
+    levels = vcycle.levels if vcycle is not None else [level0]
+    solver = _solver([L.m + 1 for L in levels], preconditioner, check_every)
+    return solver.solve(levels, vcycle, b, float(tolerance), int(max_iterations), progress, x0, cells=level0.cells,
+                        size=size, keep=keep)
