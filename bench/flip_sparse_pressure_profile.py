@@ -9,7 +9,7 @@ graph) with an event pair per launch, and the other stages of the substep.
     python3 bench/flip_sparse_pressure_profile.py [--n 256] [--particles 8e6] [--substeps 3]
         [--variants reference:0 fused:8192]
 
-``--variants`` SETUP:TAIL[:SCAN[:PROJECT[:PREDICT[:SETUP_TAIL[:BRICKS[:WARM[:ONE_READ[:RANKS[:LINK]]]]]]]]]:
+``--variants`` SETUP:TAIL[:SCAN[:PROJECT[:PREDICT[:SETUP_TAIL[:BRICKS[:WARM[:ONE_READ[:RANKS[:LINK[:PERSIST]]]]]]]]]]:
 the pressure set-up (``sparse_pressure.SETUP_KERNELS``:
 "reference", the array code, or "fused", ``sparse_pressure_cells``' four kernels), the
 V-cycle's one-block tail (``sparse_pressure_gpu.TAIL_UNKNOWNS``, 0 off), the set-up's scans
@@ -22,9 +22,15 @@ levels (``sparse_pressure_setup.TAIL_BOUND``, 0 off) and its level 1 by brick lo
 variants carried from the substep before, a cold one carries nothing) and the set-up's one
 host read (``sparse_pressure_setup.ONE_READ``: "1" or "0"), level 1's key order by ranks
 (``sparse_pressure_setup.RANKS``: "1") or a sort ("0"), and the labels' union-find start
-(``sparse_pressure_cells.LINK_INIT``: "1" or "0"); each on the same
+(``sparse_pressure_cells.LINK_INIT``: "1" or "0") and the PCG's persistent buffers
+(``sparse_pressure_gpu.PERSIST``: "1" or "0"); each on the same
 simulation state, in turn, per substep (A/B in one run). E.g. the brick A/B:
 ``--variants fused:8192:kernel:kernel:1:16384:0 fused:8192:kernel:kernel:1:16384:1``.
+
+``--count``: after the timings, one whole ``solve_pressure`` per variant with counters (no
+events): RawKernel launches outside graphs (by name), graph replays, pool allocations
+and their bytes (a CuPy memory hook), split into the set-up (everything before the PCG's
+first graph replay) and the rest.
 
 ``--sweeps 1 2 3``: after the rest, the V-cycle's smoothing sweeps (``MG_SWEEPS``, shared with
 the dense solver; patched here for the sparse solver alone, its kernels recompiled) on one
@@ -62,6 +68,7 @@ from flip_sparse_pressure import after_pressure, before_pressure  # noqa: E402
 
 _kernel_ms = defaultdict(list)  # name → [(start event, end event)] while recording
 _recording = [False]
+_counting = [None]  # --count: the counters of the solve being counted (no events)
 _plain = (launch.Kernels.launch, launch.Kernels.launch_grid)
 
 
@@ -69,6 +76,8 @@ def _timed(plain):
     def wrapped(self, name, *args):
         import cupy as cp
 
+        if _counting[0] is not None and not cp.cuda.get_current_stream().is_capturing():
+            _counting[0].launch(name)
         if not _recording[0] or cp.cuda.get_current_stream().is_capturing():  # no events inside a graph
             return plain(self, name, *args)
 
@@ -212,6 +221,66 @@ def host_profile(sim, dt, count):
     pstats.Stats(prof).sort_stats("tottime").print_stats(28)
 
 
+class _Counts:
+    """--count's counters: launches by name, graph replays, pool allocations (count, bytes),
+    each in the set-up (before the first replay) or after it."""
+
+    def __init__(self):
+        self.replays = 0
+        self.parts = {"set-up": defaultdict(int), "loop": defaultdict(int)}
+
+    def part(self):
+        return self.parts["loop" if self.replays else "set-up"]
+
+    def launch(self, name):
+        self.part()["launches"] += 1
+        self.part()["kernel " + name] += 1
+
+    def malloc(self, size):
+        self.part()["allocations"] += 1
+        self.part()["bytes"] += int(size)
+
+
+def count_solve(sim, dt):
+    """One solve_pressure with --count's counters; the _Counts."""
+    import cupy as cp
+    from cupy.cuda import memory_hook
+
+    counts = _Counts()
+
+    class Hook(memory_hook.MemoryHook):
+        name = "count"
+
+        def malloc_preprocess(self, **kw):
+            counts.malloc(kw["size"])
+
+    plain_run = launch.GraphLoop.run
+
+    def run(self):
+        counts.replays += 1
+        counts.part()["graph replays"] += 1
+        return plain_run(self)
+
+    cp.cuda.Device().synchronize()
+    launch.GraphLoop.run, _counting[0] = run, counts
+    try:
+        with Hook():
+            sparse_pressure.solve_pressure(sim.grid, dt, tolerance=sim.settings.pressure_tolerance,
+                                           max_iterations=sim.settings.pressure_max_iterations)
+        cp.cuda.Device().synchronize()
+    finally:
+        launch.GraphLoop.run, _counting[0] = plain_run, None
+    return counts
+
+
+def print_counts(variant, counts):
+    for part, c in counts.parts.items():
+        kernels = sorted((k[7:], v) for k, v in c.items() if k.startswith("kernel "))
+        print(f"  count {variant!r} {part}: {c['launches']} RawKernel launches, {c['graph replays']} graph replays, "
+              f"{c['allocations']} pool allocations ({c['bytes'] / 2 ** 20:.1f} MiB); "
+              + ", ".join(f"{k} {v}" for k, v in kernels), flush=True)
+
+
 def _use(variant):
     setup, tail, *rest = variant.split(":")
     sparse_pressure.SETUP_KERNELS = setup
@@ -234,6 +303,8 @@ def _use(variant):
         sparse_pressure_setup.RANKS = rest[7] != "0"
     if len(rest) > 8:  # the labels' union-find trees start at a lower FLUID neighbour: "1" or "0"
         sparse_pressure_cells.LINK_INIT = rest[8] != "0"
+    if len(rest) > 9:  # the PCG's persistent buffers: "1" or "0"
+        sparse_pressure_gpu.PERSIST = rest[9] != "0"
 
 
 def _carried(grid, keep=None):
@@ -330,6 +401,8 @@ def main():
     ap.add_argument("--host-profile", type=int, default=0, metavar="N",
                     help="after the timings, cProfile N whole solves of the last variant (no events) and print "
                     "the host calls by own time: what the host spends between kernels")
+    ap.add_argument("--count", action="store_true", help="launches, graph replays and allocations of one solve "
+                    "per variant (module notes)")
     ap.add_argument("--sweeps", type=int, nargs="*", default=[], help="the V-cycle sweep study (module notes)")
     ap.add_argument("--sweep-repeats", type=int, default=5)
     ap.add_argument("--substep-runs", type=int, default=2, help="whole substeps timed per variant, in turn")
@@ -388,6 +461,10 @@ def main():
         top = sorted(((float(np.median(ms)), name) for name, ms in kernels[variant].items()), reverse=True)[:12]
         print("  set-up + loop RawKernels (ms, median per solve): " + ", ".join(f"{n} {m:.3f}" for m, n in top))
     print_stages(args.variants, stages)
+    if args.count:
+        for variant in args.variants:
+            _use(variant)
+            print_counts(variant, count_solve(sim, dt))
     if args.host_profile:
         host_profile(sim, dt, args.host_profile)
     if args.sweeps:
