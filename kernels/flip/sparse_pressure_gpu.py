@@ -72,8 +72,9 @@ _HEADROOM = 1.25  # buffers take this much more than the solve needs
 # the scalars too), the tables copied only when they are not the ones already loaded, the
 # right-hand side gathered and the pressure scattered straight from the solver's vectors,
 # and a solver that outgrows its buffers replaced by one with strides grown geometrically
-# (``grown_strides``: never smaller within a process). "0": the earlier allocations and
-# copies. The same kernels in the same order: the same values and iterations.
+# (``grown_strides``: never smaller within a process); the start (cg_init … the first V-cycle
+# … d = z, ~35 launches) one graph replay. "0": the earlier allocations, copies and launches.
+# The same kernels in the same order: the same values and iterations.
 PERSIST = os.environ.get("VOXFX_SPARSE_PCG_PERSIST", "1") != "0"
 _GROWTH = 1.5  # a solver that outgrows its strides: at least this factor more
 _ALIGN = 64  # float32 entries (256 B) between the starts of carved vectors
@@ -267,8 +268,10 @@ class SparsePressureSolverGPU:
         self.tail = self._tail_table() if preconditioner == "mg" and self.vcycle == "fused" else None
         _K.load(*_LOOP_KERNELS)  # compile and load before any capture
         _DENSE.load("finish_init", "finish_alpha", "finish_beta")
+        self.use_graph = bool(use_graph)
         self.loop = GraphLoop(self._block, enabled=use_graph)
         self.single = GraphLoop(self._iteration, enabled=use_graph)  # PREDICT's iterations
+        self._starts = {}  # PERSIST: (warm, tolerance) → the start's GraphLoop
         self.last_iterations = 0  # of the last solve: PREDICT's guess
 
     def _tail_table(self):
@@ -429,6 +432,26 @@ class SparsePressureSolverGPU:
             a.fill(0)
         self.sizes[...] = cp.asarray(np.array(sizes, np.int32))
 
+    def _start(self, warm, tolerance):
+        """Alg. 2 up to its loop: r = b (x = 0) or r = b − A x₀ (*warm*: x holds x₀), the
+        stopping threshold from *tolerance*, z = M r, r·z, d = z."""
+        G = np.int32(self.red_blocks)
+        L0 = self.levels[0]
+        if not warm:  # x = 0, d = 0, r = b, ‖b‖²; stop at once if b = 0
+            self._reduce("cg_init", (self.b, self.x, self.r, self.d, self.z, L0.diag, self.sizes, self.mode,
+                                     self.partials))
+            self._finish("finish_init", (self.partials, G, self.scalars, self.state, np.float64(tolerance)))
+        else:  # r = b − A x₀, back to x = 0 where that is no better (‖r‖ > ‖b‖)
+            self._reduce("cg_init_warm", (self.b, self.x, self.r, self.d, L0.nbr, L0.diag, np.int32(L0.stride),
+                                          self.sizes, self.partials))
+            _K.launch_grid("finish_init_warm", (1,), (1024,), (self.partials, G, self.scalars, self.state,
+                                                                np.float64(tolerance)))
+            self._reduce("cg_warm_select", (self.b, self.x, self.r, self.z, L0.diag, self.sizes, self.mode,
+                                            self.scalars, self.partials[self.red_blocks:]))
+        self._precondition_and_dot()  # z = M r, r·z
+        self._finish("finish_beta", (self.partials, G, self.scalars, self.state, np.int32(1)))  # rz, β = 0
+        self._reduce("update_direction", (self.d, self._z(), self.sizes, self.scalars, self.state))  # d = z
+
     def _load_persist(self, levels, vcycle, max_iterations):
         """``_load`` and the state's reset for ``PERSIST``: one fill zeroes every vector,
         the tables are copied where they are not the arrays loaded last, one write sets the
@@ -480,26 +503,19 @@ class SparsePressureSolverGPU:
             self._load(levels, vcycle)
             self.b[:m + 1] = b
             self.state[...] = cp.asarray(np.array([0, 0, 0, max_iterations], dtype=np.int32))
-        G = np.int32(self.red_blocks)
-        L0 = self.levels[0]
-        if x0 is None:  # x = 0, d = 0, r = b, ‖b‖²; stop at once if b = 0
-            self._reduce("cg_init", (self.b, self.x, self.r, self.d, self.z, L0.diag, self.sizes, self.mode,
-                                     self.partials))
-            self._finish("finish_init", (self.partials, G, self.scalars, self.state, np.float64(tolerance)))
-        else:  # x = x₀, r = b − A x₀, back to x = 0 where that is no better (‖r‖ > ‖b‖)
+        if x0 is not None:  # x = x₀ (a warm start)
             if cells is None:
                 self.x[:m + 1] = x0
             else:
                 cp.take(x0.astype(cp.float32, copy=False), cells, out=self.x[:m])
-            self._reduce("cg_init_warm", (self.b, self.x, self.r, self.d, L0.nbr, L0.diag, np.int32(L0.stride),
-                                          self.sizes, self.partials))
-            _K.launch_grid("finish_init_warm", (1,), (1024,), (self.partials, G, self.scalars, self.state,
-                                                                np.float64(tolerance)))
-            self._reduce("cg_warm_select", (self.b, self.x, self.r, self.z, L0.diag, self.sizes, self.mode,
-                                            self.scalars, self.partials[self.red_blocks:]))
-        self._precondition_and_dot()  # z = M r, r·z
-        self._finish("finish_beta", (self.partials, G, self.scalars, self.state, np.int32(1)))  # rz, β = 0
-        self._reduce("update_direction", (self.d, self._z(), self.sizes, self.scalars, self.state))  # d = z
+        if self.persist:  # the start's ~35 launches as one graph replay
+            key = (x0 is not None, float(tolerance))
+            start = self._starts.get(key)
+            if start is None:
+                start = self._starts[key] = GraphLoop(lambda: self._start(*key), enabled=self.use_graph)
+            start.run()
+        else:
+            self._start(x0 is not None, tolerance)
         predicted = min(self.last_iterations, max_iterations) if PREDICT else 0
         iterations, residual, converged = run_blocks(self, max_iterations, progress, predicted, self.single)
         self.last_iterations = iterations
