@@ -265,6 +265,7 @@ class SparsePressureSolverGPU:
                 B.up = cp.zeros((8, B.stride), cp.int32)
                 B.down = cp.zeros((64, self.levels[level + 1].stride), cp.int32)  # into level + 1
         self._loaded = None  # PERSIST: the tables last copied in (kept alive: compared by identity)
+        self.tables_skipped = 0  # PERSIST: solves whose tables were already loaded
         self.tail = self._tail_table() if preconditioner == "mg" and self.vcycle == "fused" else None
         _K.load(*_LOOP_KERNELS)  # compile and load before any capture
         _DENSE.load("finish_init", "finish_alpha", "finish_beta")
@@ -471,6 +472,8 @@ class SparsePressureSolverGPU:
                     B.up[:, :n] = t[2]
                     B.down[:, :levels[level + 1].m + 1] = t[3]
             self._loaded = tables
+        else:
+            self.tables_skipped += 1
         values = [0, 0, 0, max_iterations]
         for L in levels:
             values += [L.m_red, L.m]

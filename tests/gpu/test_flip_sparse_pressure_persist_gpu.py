@@ -48,9 +48,8 @@ def _runs(monkeypatch, make, frames):
         monkeypatch.setattr(sparse_pressure_gpu, "PERSIST", persist)
         sparse_pressure_gpu.release_gpu_solvers()
         runs[persist] = solves(make(cupy), frames)
-        if persist:
-            (solver,) = sparse_pressure_gpu._solvers.values()
-            assert solver.persist and solver.vectors.dtype == cupy.float32
+        solvers = list(sparse_pressure_gpu._solvers.values())
+        assert solvers and all(s.persist == persist for s in solvers)
     sparse_pressure_gpu.release_gpu_solvers()
     return runs[False], runs[True]
 
@@ -74,9 +73,7 @@ def test_gpu_persistent_buffers_give_the_dam_breaks_iterations_and_pressure(monk
     assert max(s["iterations"] for _, s in new) >= 3  # a real solve each substep
 
 
-def test_gpu_persistent_buffers_give_the_resting_tanks_and_skip_reused_tables(monkeypatch):
-    import cupy
-
+def test_gpu_persistent_buffers_give_the_resting_tanks_iterations_and_pressure(monkeypatch):
     monkeypatch.setenv("VOXFX_PRESSURE_WARM", "1")
     monkeypatch.setattr(sparse_pressure, "REUSE_TABLES", True)
     spec = GridSpec((0.0, 0.0, 0.0), 1 / 32, (32, 16, 32))
@@ -85,14 +82,32 @@ def test_gpu_persistent_buffers_give_the_resting_tanks_and_skip_reused_tables(mo
                                      sparse=True)
     old, new = _runs(monkeypatch, make, 3)
     _same(old, new)
-    # a resting tank's tables are reused by later solves: the solver keeps them loaded
-    monkeypatch.setattr(sparse_pressure_gpu, "PERSIST", True)
-    sim = make(cupy)
-    solves(sim, 3)
-    memo = sim.grid._pressure_memo
-    (solver,) = sparse_pressure_gpu._solvers.values()
-    assert memo[3] is not None and solver._loaded is not None and solver._loaded[0][0] is memo[3][0].nbr
+
+
+def test_gpu_reused_tables_are_not_copied_again_and_give_the_same_pressure(monkeypatch):
+    """Three cold solves of one unchanged grid with the table reuse on: the second keeps its
+    tables, the third gets them back and skips their copies; every pressure equal bit for
+    bit to the earlier path's."""
+    import cupy
+
+    monkeypatch.setenv("VOXFX_PRESSURE_WARM", "0")
+    monkeypatch.setattr(sparse_pressure, "REUSE_TABLES", True)
+    rng = np.random.default_rng()
+    spec, pos, vel, obstacle = random_scene(rng)
+    runs = {}
+    for persist in (False, True):
+        monkeypatch.setattr(sparse_pressure_gpu, "PERSIST", persist)
+        sparse_pressure_gpu.release_gpu_solvers()
+        g = tank(cupy, pos, vel, spec, obstacle)
+        runs[persist] = [sparse_pressure.solve_pressure(g, 0.01, tolerance=1e-5) for _ in range(3)]
+        assert g._pressure_memo[3] is not None
+        (solver,) = sparse_pressure_gpu._solvers.values()
+        if persist:
+            assert solver.tables_skipped == 1 and solver._loaded[0][0] is g._pressure_memo[3][0].nbr
     sparse_pressure_gpu.release_gpu_solvers()
+    for (p_old, s_old), (p_new, s_new) in zip(runs[False], runs[True]):
+        assert s_new == s_old
+        assert float(abs(p_new - p_old).max()) <= TOLERANCE * float(abs(p_old).max())
 
 
 @pytest.mark.parametrize("persist", [False, True])
