@@ -15,6 +15,12 @@ the loop. A solve starts with as many single iterations as the last one took (``
 before its first check. A warm start (``sparse_pressure``'s module notes) puts x₀ in x and
 begins with cg_init_warm (r = b − A x₀, ‖b‖², ‖r‖²), finish_init_warm and cg_warm_select
 (back to x = 0, r = b where ‖r‖ > ‖b‖) instead of cg_init and finish_init.
+
+``PERSIST`` (default): the vectors in one allocation zeroed by one fill, one control array
+(one write a solve, one read a check), the start up to the loop as one graph replay, the
+tables copied only when new (H200, 8M dam break, alternating substeps: pressure stage 6.72 →
+6.17 ms, set-up RawKernel launches 84 → 48, 14 iterations, Δp = 0; still water 2.3–3.3 →
+0.9–1.8 ms).
 """
 
 from __future__ import annotations
