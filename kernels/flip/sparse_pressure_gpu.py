@@ -33,7 +33,8 @@ import numpy as np
 from .. import backend
 from ..grid.launch import THREADS, GraphLoop, Kernels
 from .pressure import MG_COARSE_SWEEPS, MG_SWEEPS
-from .sparse_multigrid import KEY_BITS, _CellSet, _Level
+from .sparse_multigrid import KEY_BITS
+from .sparse_pressure_buffers import _Buffers, carve, grown_strides, solver_memory_bytes
 from .pressure_gpu import (_D_ALPHA, _D_BB, _D_BETA, _D_RR, _D_RZ, _D_THRESH, _MAX_BLOCKS, _S_CONVERGED, _S_IT,
                            _S_STOPPED, run_blocks)
 from .pressure_gpu import _K as _DENSE  # finish_init, finish_alpha, finish_beta
@@ -71,7 +72,6 @@ _MAX_GRID = 8192  # blocks of a grid-stride launch
 # start. The same iterations and values either way (masked iterations change nothing).
 PREDICT = os.environ.get("VOXFX_SPARSE_PCG_PREDICT", "1") != "0"
 _SOLVER_CACHE = 2  # solvers (buffers + graph) kept per process, most recent first
-_HEADROOM = 1.25  # buffers take this much more than the solve needs
 # Persistent buffers (issue 24, the set-up's launches): "1" (default) — every float vector of
 # a solver carved out of one allocation (zeroed by one launch a solve), the device scalars,
 # state and sizes in one (one H2D write a solve, one D2H read a check: the state read brings
@@ -82,8 +82,6 @@ _HEADROOM = 1.25  # buffers take this much more than the solve needs
 # … d = z, ~35 launches) one graph replay. "0": the earlier allocations, copies and launches.
 # The same kernels in the same order: the same values and iterations.
 PERSIST = os.environ.get("VOXFX_SPARSE_PCG_PERSIST", "1") != "0"
-_GROWTH = 1.5  # a solver that outgrows its strides: at least this factor more
-_ALIGN = 64  # float32 entries (256 B) between the starts of carved vectors
 
 
 def component_roots(links):
@@ -99,126 +97,8 @@ def component_roots(links):
     return parent
 
 
-def _ints(values):
-    return tuple(np.int32(v) for v in values)
-
-
-def _bytes(flags):
-    """A bool array as the uint8 the kernels read."""
-    return flags.astype(np.uint8)
-
-
-class TableKernels:
-    """``sparse_multigrid.TableBuilder``'s tables by the kernels of flip_sparse_pressure.cu:
-    the same integers, a handful of launches per level instead of a few hundred array
-    operations (the host syncs only for the sizes of compactions)."""
-
-    def __init__(self):
-        import cupy as cp
-
-        self.cp = cp
-
-    def coarser(self, cells):
-        cp = self.cp
-        n = int(cells.keys.shape[0])
-        base = cells.coarser_base()
-        flag = cp.zeros(n, cp.uint8)
-        _K.launch("mg_coarsen", n, (cells.keys, _bytes(cells.fluid), np.int32(n), *_ints(cells.base), flag))
-        picked = cp.flatnonzero(flag)
-        k = int(picked.shape[0])
-        parents = cp.empty(k, cp.int64)
-        _K.launch("mg_parent_keys", k, (cells.keys, picked, np.int32(k), *_ints(cells.base), *_ints(base), parents))
-        return _CellSet(parents, flag[picked] == 2, base)
-
-    def level(self, cells):
-        cp = self.cp
-        keys = cells.keys
-        n = int(keys.shape[0])
-        around = cp.empty((6, n), cp.int32)
-        diag8 = cp.zeros(n, cp.uint8)
-        cls = cp.zeros(n, cp.uint8)
-        _K.launch("mg_level_cells", n, (keys, _bytes(cells.fluid), np.int32(n), *_ints(cells.base), around, diag8, cls))
-        reds, blacks = cp.flatnonzero(cls == 1), cp.flatnonzero(cls == 2)
-        order = cp.concatenate([reds, blacks])
-        m = int(order.shape[0])
-        cells.position = cp.full(n, m, cp.int32)
-        cells.position[order] = cp.arange(m, dtype=cp.int32)
-        nbr = cp.empty((6, m + 1), cp.int32)
-        diag = cp.empty(m + 1, cp.float32)
-        _K.launch("mg_level_tables", m + 1, (order, np.int32(m), around, np.int32(n), cells.position, diag8, nbr, diag))
-        return _Level(m, reds.shape[0], nbr, diag, keys[order])
-
-    def prolong(self, fine_keys, fine_base, coarse, m_coarse):
-        mf = int(fine_keys.shape[0])
-        up = self.cp.empty((8, mf + 1), self.cp.int32)
-        _K.launch("mg_prolong_table", mf + 1, (fine_keys, np.int32(mf), *_ints(fine_base), coarse.keys,
-                                               np.int32(coarse.keys.shape[0]), coarse.position, *_ints(coarse.base),
-                                               np.int32(m_coarse), up))
-        return up
-
-    def restrict(self, coarse_keys, coarse_base, fine, m_fine):
-        mc = int(coarse_keys.shape[0])
-        down = self.cp.empty((64, mc + 1), self.cp.int32)
-        _K.launch("mg_restrict_table", mc + 1, (coarse_keys, np.int32(mc), *_ints(coarse_base), fine.keys,
-                                                np.int32(fine.keys.shape[0]), fine.position, *_ints(fine.base),
-                                                np.int32(m_fine), down))
-        return down
-
-    def extent(self, keys, base) -> int:
-        m = int(keys.shape[0])
-        if m == 0:
-            return 0
-        span = self.cp.full(6, -(2 ** 31 - 1), self.cp.int32)
-        _K.launch("mg_key_span", m, (keys, np.int32(m), span))
-        s = [int(v) for v in span.get()]
-        return max(s[a] + s[a + 3] for a in range(3)) + 1
-
-
-def grown_strides(needs, old=None, headroom=_HEADROOM, growth=_GROWTH) -> list:
-    """Buffer strides for levels that need *needs* entries: *headroom* more than needed plus
-    64; where an *old* solver of as many levels had strides, a level keeps its old stride
-    while it fits and otherwise grows to at least *growth* times it (``PERSIST``)."""
-    fresh = [int(int(n) * headroom) + 64 for n in needs]
-    if old is None or len(old) != len(fresh):
-        return fresh
-    return [int(s) if int(n) <= int(s) else max(f, int(int(s) * growth)) for n, s, f in zip(needs, old, fresh)]
-
-
-def carve(xp, lengths, dtype, align=_ALIGN):
-    """(arena, views): one zeroed allocation holding arrays of *lengths* entries, each view
-    starting *align* entries apart at least (``PERSIST``: one fill zeroes them all)."""
-    starts, total = [], 0
-    for n in lengths:
-        starts.append(total)
-        total += -(-int(n) // align) * align
-    arena = xp.zeros(max(total, 1), dtype)
-    return arena, [arena[at:at + int(n)] for at, n in zip(starts, lengths)]
-
-
 def _grid(n) -> tuple:
     return (max(1, min(_MAX_GRID, (int(n) + THREADS - 1) // THREADS)),)
-
-
-def solver_memory_bytes(strides, preconditioner="mg") -> int:
-    """Device bytes of a solver with these level strides: per level nbr (24 B), diag (4 B),
-    b, x, r (12 B), the tables up (32 B) and down (256 B per coarse entry); the CG's six
-    vectors on level 0."""
-    total = 6 * 4 * strides[0] + 28 * strides[0]
-    if preconditioner == "mg":
-        total += 4 * strides[0]
-        for s in strides[1:]:
-            total += s * (28 + 12 + 256) + 32 * strides[0]
-    return int(total + 2 * 8 * _MAX_BLOCKS + 1024)
-
-
-class _Buffers:
-    """One level's device buffers."""
-
-    def __init__(self, cp, stride):
-        self.stride = int(stride)
-        self.nbr = cp.zeros((6, self.stride), cp.int32)
-        self.diag = cp.ones(self.stride, cp.float32)
-        self.b = self.x = self.r = self.up = self.down = None
 
 
 class SparsePressureSolverGPU:

@@ -1,10 +1,10 @@
-"""The sparse GPU solver's buffer sizing (sparse_pressure_gpu.grown_strides, carve: NumPy
+"""The sparse GPU solver's buffer sizing (sparse_pressure_buffers.grown_strides, carve: NumPy
 here; the device runs are tests/gpu/test_flip_sparse_pressure_persist_gpu.py)."""
 
 import numpy as np
 
 from voxfx.kernels.flip import sparse_pressure_gpu
-from voxfx.kernels.flip.sparse_pressure_gpu import carve, grown_strides
+from voxfx.kernels.flip.sparse_pressure_buffers import carve, grown_strides
 
 
 def test_fresh_strides_take_the_headroom():
