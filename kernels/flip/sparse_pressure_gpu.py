@@ -1,10 +1,11 @@
 """The sparse FLIP pressure solve on the device (CuPy, kernels of
-``cuda/flip_sparse_pressure.cu``): the PCG loop of seed 003 Alg. 2 on the compacted
-unknowns with every scalar on the device, the multigrid V-cycle over the sparse hierarchy,
-and a block of ``check_every`` iterations as one CUDA graph; the union-find of the sealed
-regions. ``sparse_pressure.py`` (the loop) and ``sparse_multigrid.py`` (the tables and the
-V-cycle) are the NumPy reference it follows; ``pressure_gpu.py`` is the dense twin, whose
-``finish_*`` kernels close the reductions here too (same state and scalar layout).
+``cuda/flip_sparse_pressure.cu`` and, for the V-cycle, ``flip_sparse_pressure_vcycle.cu``):
+the PCG loop of seed 003 Alg. 2 on the compacted unknowns with every scalar on the device,
+the multigrid V-cycle over the sparse hierarchy, and a block of ``check_every`` iterations
+as one CUDA graph; the union-find of the sealed regions. ``sparse_pressure.py`` (the loop)
+and ``sparse_multigrid.py`` (the tables and the V-cycle) are the NumPy reference it follows;
+``pressure_gpu.py`` is the dense twin, whose ``finish_*`` kernels close the reductions here
+too (same state and scalar layout).
 
 Buffers outlive a solve: each level's vectors and tables are ``stride`` long, a little more
 than its m + 1 entries, and the kernels read m from a device array, so the captured graph
@@ -42,16 +43,18 @@ from .pressure_gpu import _K as _DENSE  # finish_init, finish_alpha, finish_beta
 _CU = "flip_sparse_pressure.cu"
 _MODES = ("mg", "jacobi", "none")  # sparse_pressure.PRECONDITIONERS, in order
 _D_COLD = 6  # scalars[]: the warm start fell back to x₀ = 0 (finish_init_warm)
-_K = Kernels(_CU, ("--fmad=false",), THREADS, defines={
+_DEFINES = {
     "S_IT": _S_IT, "S_STOPPED": _S_STOPPED, "S_CONVERGED": _S_CONVERGED, "D_BB": _D_BB, "D_THRESH": _D_THRESH,
     "D_RR": _D_RR, "D_RZ": _D_RZ, "D_ALPHA": _D_ALPHA, "D_BETA": _D_BETA, "D_COLD": _D_COLD,
     "MG_COARSE_SWEEPS": MG_COARSE_SWEEPS,
     "MG_SWEEPS": MG_SWEEPS, "KEY_BITS": KEY_BITS,
-    **{f"PRE_{name.upper()}": i for i, name in enumerate(_MODES)}})
+    **{f"PRE_{name.upper()}": i for i, name in enumerate(_MODES)}}
+_K = Kernels(_CU, ("--fmad=false",), THREADS, defines=_DEFINES)  # PCG, labels, tables
+_MG = Kernels("flip_sparse_pressure_vcycle.cu", ("--fmad=false",), THREADS, defines=_DEFINES)  # the V-cycle
 _LOOP_KERNELS = ("cg_init", "cg_init_warm", "finish_init_warm", "cg_warm_select",
-                 "apply_laplacian", "update_solution", "dot_rz", "update_direction", "mg_smooth",
-                 "mg_residual", "mg_restrict", "mg_prolong_add", "mg_coarse_solve", "mg_smooth_first",
-                 "mg_smooth_red_dot", "mg_restrict_coarse_solve", "mg_smooth_black_residual", "mg_tail_vcycle")
+                 "apply_laplacian", "update_solution", "dot_rz", "update_direction")
+_VCYCLE_KERNELS = ("mg_smooth", "mg_residual", "mg_restrict", "mg_prolong_add", "mg_coarse_solve", "mg_smooth_first",
+                   "mg_smooth_red_dot", "mg_restrict_coarse_solve", "mg_smooth_black_residual", "mg_tail_vcycle")
 # The V-cycle's launches: "fused" (default) folds the first pre-smoothing sweep's two colours
 # into one launch, the black residuals into the last pre-smoothing sweep, the coarsest level's
 # restriction into its solve and r·z into level 0's last sweep, and prolongs onto the red
@@ -154,6 +157,7 @@ class SparsePressureSolverGPU:
         self.tables_skipped = 0  # PERSIST: solves whose tables were already loaded
         self.tail = self._tail_table() if preconditioner == "mg" and self.vcycle == "fused" else None
         _K.load(*_LOOP_KERNELS)  # compile and load before any capture
+        _MG.load(*_VCYCLE_KERNELS)
         _DENSE.load("finish_init", "finish_alpha", "finish_beta")
         self.use_graph = bool(use_graph)
         self.loop = GraphLoop(self._block, enabled=use_graph)
@@ -181,10 +185,10 @@ class SparsePressureSolverGPU:
     # ------------------------------------------------------------------ launches
 
     def _launch(self, name, n, args):
-        _K.launch_grid(name, _grid(n), (THREADS,), args)
+        (_MG if name.startswith("mg_") else _K).launch_grid(name, _grid(n), (THREADS,), args)
 
     def _reduce(self, name, args):
-        _K.launch_grid(name, (self.red_blocks,), (THREADS,), args)
+        (_MG if name.startswith("mg_") else _K).launch_grid(name, (self.red_blocks,), (THREADS,), args)
 
     def _finish(self, name, args):
         _DENSE.launch_grid(name, (1,), (1024,), args)
@@ -225,14 +229,15 @@ class SparsePressureSolverGPU:
         C = levels[last]
         if self.tail:
             _, table, strides = self.tail
-            _K.launch_grid("mg_tail_vcycle", (1,), (_TAIL_THREADS,), (table, strides, np.int32(first), np.int32(last),
+            _MG.launch_grid("mg_tail_vcycle", (1,), (_TAIL_THREADS,), (table, strides, np.int32(first), np.int32(last),
                                                                       self.sizes, self.state))
         elif last:
             F = levels[last - 1]
-            _K.launch_grid("mg_restrict_coarse_solve", (1,), (_COARSE_THREADS,),
+            _MG.launch_grid("mg_restrict_coarse_solve", (1,), (_COARSE_THREADS,),
                            (F.r, F.down, C.x, C.b, *self._level_args(last), self.state))
         else:
-            _K.launch_grid("mg_coarse_solve", (1,), (_COARSE_THREADS,), (C.x, C.b, *self._level_args(last), self.state))
+            _MG.launch_grid("mg_coarse_solve", (1,), (_COARSE_THREADS,),
+                            (C.x, C.b, *self._level_args(last), self.state))
         for level in range(first - 1, -1, -1):
             L, C = levels[level], levels[level + 1]
             self._launch("mg_prolong_add", L.stride, (C.x, L.up, np.int32(L.stride), self.sizes, np.int32(level),
@@ -260,7 +265,7 @@ class SparsePressureSolverGPU:
             self._launch("mg_restrict", C.stride, (L.r, L.down, np.int32(C.stride), self.sizes, np.int32(level + 1),
                                                    C.b, self.state))
         C = levels[last]
-        _K.launch_grid("mg_coarse_solve", (1,), (_COARSE_THREADS,), (C.x, C.b, *self._level_args(last), self.state))
+        _MG.launch_grid("mg_coarse_solve", (1,), (_COARSE_THREADS,), (C.x, C.b, *self._level_args(last), self.state))
         for level in range(last - 1, -1, -1):  # up: prolong-add; post-smooth black, red
             L, C = levels[level], levels[level + 1]
             self._launch("mg_prolong_add", L.stride, (C.x, L.up, np.int32(L.stride), self.sizes, np.int32(level),

@@ -1,6 +1,7 @@
-"""The device kernels of the sparse pressure solve (cuda/flip_sparse_pressure.cu) against
-the NumPy reference (sparse_pressure.Unknowns, sparse_multigrid.VCycle, the component
-labels), checked on the host without a GPU: nvcc builds the kernels as host functions (one
+"""The device kernels of the sparse pressure solve (cuda/flip_sparse_pressure.cu, the
+V-cycle's cuda/flip_sparse_pressure_vcycle.cu) against the NumPy reference
+(sparse_pressure.Unknowns, sparse_multigrid.VCycle, the component labels), checked on the
+host without a GPU: nvcc builds the kernels as host functions (one
 "thread" per block, atomics plain, warp shuffles of a one-lane warp, no FMA contraction as
 the module is compiled) and a C++ driver launches them in the order sparse_pressure_gpu.py
 does. The Laplacian, the Gauss-Seidel sweeps, residual, restriction, prolongation and the
@@ -63,6 +64,7 @@ template <typename T> T plain_cas(T* p, T cmp, T v) { T o = *p; if (o == cmp) *p
 """
 
 HARNESS = PREAMBLE + r"""
+#include "flip_sparse_pressure_vcycle.cu"
 struct Level { int m_red, m, stride; std::vector<int> nbr, up, down; std::vector<float> diag, b, x, r; };
 static std::vector<Level> L;
 static int state[4] = {0, 0, 0, 0};
