@@ -9,7 +9,8 @@ graph) with an event pair per launch, and the other stages of the substep.
     python3 bench/flip_sparse_pressure_profile.py [--n 256] [--particles 8e6] [--substeps 3]
         [--variants reference:0 fused:8192]
 
-``--variants`` SETUP:TAIL[:SCAN[:PROJECT[:PREDICT[:SETUP_TAIL[:BRICKS[:WARM[:ONE_READ[:RANKS[:LINK[:PERSIST]]]]]]]]]]:
+``--variants``
+SETUP:TAIL[:SCAN[:PROJECT[:PREDICT[:SETUP_TAIL[:BRICKS[:WARM[:ONE_READ[:RANKS[:LINK[:PERSIST[:CLUSTER]]]]]]]]]]]:
 the pressure set-up (``sparse_pressure.SETUP_KERNELS``:
 "reference", the array code, or "fused", ``sparse_pressure_cells``' four kernels), the
 V-cycle's one-block tail (``sparse_pressure_gpu.TAIL_UNKNOWNS``, 0 off), the set-up's scans
@@ -23,7 +24,9 @@ variants carried from the substep before, a cold one carries nothing) and the se
 host read (``sparse_pressure_setup.ONE_READ``: "1" or "0"), level 1's key order by ranks
 (``sparse_pressure_setup.RANKS``: "1") or a sort ("0"), and the labels' union-find start
 (``sparse_pressure_cells.LINK_INIT``: "1" or "0") and the PCG's persistent buffers
-(``sparse_pressure_gpu.PERSIST``: "1" or "0"); each on the same
+(``sparse_pressure_gpu.PERSIST``: "1" or "0") and the V-cycle's levels above the tail in one
+cluster launch (``sparse_pressure_gpu.CLUSTER_UNKNOWNS``, 0 off; the "it:" rows count one
+iteration's launches per kernel); each on the same
 simulation state, in turn, per substep (A/B in one run). E.g. the brick A/B:
 ``--variants fused:8192:kernel:kernel:1:16384:0 fused:8192:kernel:kernel:1:16384:1``.
 
@@ -305,6 +308,8 @@ def _use(variant):
         sparse_pressure_cells.LINK_INIT = rest[8] != "0"
     if len(rest) > 9:  # the PCG's persistent buffers: "1" or "0"
         sparse_pressure_gpu.PERSIST = rest[9] != "0"
+    if len(rest) > 10:  # the V-cycle's levels above the tail in one cluster: their stride bound, 0 off
+        sparse_pressure_gpu.CLUSTER_UNKNOWNS = int(rest[10])
 
 
 def _carried(grid, keep=None):

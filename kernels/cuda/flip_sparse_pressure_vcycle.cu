@@ -1,6 +1,7 @@
 // Sparse FLIP pressure (seed 003 §8, Alg. 2): the multigrid V-cycle over the sparse
 // hierarchy — red-black Gauss-Seidel, residual, restriction, prolongation, the coarsest level
-// in one block, and the coarse levels' whole V-cycle in one block (mg_tail_vcycle). Moved out
+// in one block, and the coarse levels' whole V-cycle in one block (mg_tail_vcycle) or one
+// cluster of blocks (mg_tail_cluster, sm_90). Moved out
 // of flip_sparse_pressure.cu (its layout notes — levels, strides, tables, sizes[] — hold
 // here too), compiled with the same options and -D constants; launched by
 // kernels/flip/sparse_pressure_gpu.py, following sparse_multigrid.VCycle operation by
@@ -156,61 +157,118 @@ extern "C" __global__ void mg_restrict_coarse_solve(const float* __restrict__ rf
     block_coarse_sweeps(x, b, nbr, diag, stride, m_red, m);
 }
 
-// The fused V-cycle's levels first..last (first ≥ 1, their unknowns few) in one block of
-// threads, synchronised between the passes that each launch of sparse_pressure_gpu's
-// _vcycle_fused makes on these levels, in the same order and with the same per-unknown values
-// (so z is the same bit for bit; one launch instead of ~10 per level). Level l's buffers are
-// at ptrs[TAIL_PTRS·l + k]: x, b, r, nbr, diag, up (onto l from l + 1), down (into l + 1);
-// strides[l] their row length. On entry level first's b holds the restricted residual; on
-// exit its x the post-smoothed correction.
+// The fused V-cycle's coarse levels in one launch: a group of threads runs each level's
+// passes in the order and with the per-unknown values of sparse_pressure_gpu's _vcycle_fused
+// launches, synchronised between passes (so z is the same bit for bit; one launch instead of
+// ~10 per level). The group is one block (mg_tail_vcycle: __syncthreads) or one cluster of
+// TAIL_CLUSTER blocks (mg_tail_cluster, sm_90: the cluster's hardware barrier, whose arrive
+// releases and wait acquires every earlier access of the cluster's threads, global memory
+// included; the cluster's blocks are scheduled together, so it cannot deadlock as a
+// grid-wide spin barrier can). Level l's buffers are at ptrs[TAIL_PTRS·l + k]: x, b, r, nbr,
+// diag, up (onto l from l + 1), down (into l + 1); strides[l] their row length.
 #define TAIL_PTRS 7
 #define TAIL_F(l, k) ((float*)ptrs[TAIL_PTRS * (l) + (k)])
 #define TAIL_I(l, k) ((const int*)ptrs[TAIL_PTRS * (l) + (k)])
-#define BLOCK_RANGE(c, lo, hi) for (int c = (lo) + (int)threadIdx.x; c < (hi); c += (int)blockDim.x)
-extern "C" __global__ void __launch_bounds__(1024) mg_tail_vcycle(const unsigned long long* __restrict__ ptrs, const int* __restrict__ strides,
-                                          int first, int last, const int* __restrict__ sizes,
-                                          const int* __restrict__ state)
+#define GROUP_RANGE(g, c, lo, hi) for (int c = (lo) + (g).rank(); c < (hi); c += (g).size())
+
+struct BlockGroup {  // one block
+    __device__ int rank() const { return (int)threadIdx.x; }
+    __device__ int size() const { return (int)blockDim.x; }
+    __device__ void sync() const { __syncthreads(); }
+};
+
+// A grid of one cluster (mg_tail_cluster's launch: TAIL_CLUSTER blocks). Before sm_90 (and in
+// the host harness's one-thread launches) the barrier is the block's: sparse_pressure_gpu
+// launches mg_tail_cluster only on devices of compute capability 9.0 or later.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define TAIL_CLUSTER_DIMS __cluster_dims__(TAIL_CLUSTER, 1, 1)
+#define CLUSTER_BARRIER() asm volatile("barrier.cluster.arrive;\n\tbarrier.cluster.wait;" ::: "memory")
+#else
+#define TAIL_CLUSTER_DIMS
+#define CLUSTER_BARRIER() __syncthreads()
+#endif
+struct ClusterGroup {
+    __device__ int rank() const { return (int)(blockIdx.x * blockDim.x + threadIdx.x); }
+    __device__ int size() const { return (int)(gridDim.x * blockDim.x); }
+    __device__ void sync() const { CLUSTER_BARRIER(); }
+};
+
+// Level l on the way down (l < last): pre-smoothing (mg_smooth_first, the sweeps, the last
+// black one with the black residuals: mg_smooth_black_residual), the residual
+// (mg_residual), the restriction into l + 1 (mg_restrict) unless l + 1 is the coarsest.
+template <class Group>
+__device__ __forceinline__ void tail_down(const Group& g, const unsigned long long* __restrict__ ptrs,
+                                          const int* __restrict__ strides, const int* __restrict__ sizes, int l,
+                                          int last)
 {
-    if (state[S_STOPPED]) return;
-    for (int l = first; l < last; ++l) {  // down: pre-smoothing, residual, restriction
-        float *x = TAIL_F(l, 0), *b = TAIL_F(l, 1), *r = TAIL_F(l, 2);
-        const int* nbr = TAIL_I(l, 3);
-        const float* diag = TAIL_F(l, 4);
-        const int stride = strides[l], m_red = sizes[2 * l], m = sizes[2 * l + 1];
-        BLOCK_RANGE(c, 0, m) x[c] = first_sweep_value(b, nbr, diag, stride, m_red, c);  // mg_smooth_first
-        __syncthreads();
-        for (int sweep = 1; sweep < MG_SWEEPS; ++sweep) {
-            BLOCK_RANGE(c, 0, m_red) x[c] = gs_value(x, b, nbr, diag, stride, c);
-            __syncthreads();
-            if (sweep < MG_SWEEPS - 1) {
-                BLOCK_RANGE(c, m_red, m) x[c] = gs_value(x, b, nbr, diag, stride, c);
-            } else {  // mg_smooth_black_residual
-                BLOCK_RANGE(c, m_red, m)
-                {
-                    const float s = compact_neighbour_sum(x, nbr, stride, c);
-                    const float xc = (b[c] + s) / diag[c];
-                    x[c] = xc;
-                    r[c] = b[c] - (diag[c] * xc - s);
-                }
+    float *x = TAIL_F(l, 0), *b = TAIL_F(l, 1), *r = TAIL_F(l, 2);
+    const int* nbr = TAIL_I(l, 3);
+    const float* diag = TAIL_F(l, 4);
+    const int stride = strides[l], m_red = sizes[2 * l], m = sizes[2 * l + 1];
+    GROUP_RANGE(g, c, 0, m) x[c] = first_sweep_value(b, nbr, diag, stride, m_red, c);  // mg_smooth_first
+    g.sync();
+    for (int sweep = 1; sweep < MG_SWEEPS; ++sweep) {
+        GROUP_RANGE(g, c, 0, m_red) x[c] = gs_value(x, b, nbr, diag, stride, c);
+        g.sync();
+        if (sweep < MG_SWEEPS - 1) {
+            GROUP_RANGE(g, c, m_red, m) x[c] = gs_value(x, b, nbr, diag, stride, c);
+        } else {  // mg_smooth_black_residual
+            GROUP_RANGE(g, c, m_red, m)
+            {
+                const float s = compact_neighbour_sum(x, nbr, stride, c);
+                const float xc = (b[c] + s) / diag[c];
+                x[c] = xc;
+                r[c] = b[c] - (diag[c] * xc - s);
             }
-            __syncthreads();
         }
-        BLOCK_RANGE(c, 0, MG_SWEEPS == 1 ? m : m_red) r[c] = residual_value(x, b, nbr, diag, stride, c);
-        __syncthreads();
-        if (l + 1 < last) {  // mg_restrict into l + 1
-            float* bc = TAIL_F(l + 1, 1);
-            const int* down = TAIL_I(l, 6);
-            const int cstride = strides[l + 1];
-            BLOCK_RANGE(c, 0, sizes[2 * (l + 1) + 1]) bc[c] = restrict_value(r, down, cstride, c);
-            __syncthreads();
-        }
+        g.sync();
     }
+    GROUP_RANGE(g, c, 0, MG_SWEEPS == 1 ? m : m_red) r[c] = residual_value(x, b, nbr, diag, stride, c);
+    g.sync();
+    if (l + 1 < last) {  // mg_restrict into l + 1
+        float* bc = TAIL_F(l + 1, 1);
+        const int* down = TAIL_I(l, 6);
+        const int cstride = strides[l + 1];
+        GROUP_RANGE(g, c, 0, sizes[2 * (l + 1) + 1]) bc[c] = restrict_value(r, down, cstride, c);
+        g.sync();
+    }
+}
+
+// Level l on the way up: prolongation onto the red unknowns (mg_prolong_add), post-smoothing
+// black then red.
+template <class Group>
+__device__ __forceinline__ void tail_up(const Group& g, const unsigned long long* __restrict__ ptrs,
+                                        const int* __restrict__ strides, const int* __restrict__ sizes, int l)
+{
+    float *x = TAIL_F(l, 0), *b = TAIL_F(l, 1);
+    const float* xc = TAIL_F(l + 1, 0);
+    const int* nbr = TAIL_I(l, 3);
+    const int* up = TAIL_I(l, 5);
+    const float* diag = TAIL_F(l, 4);
+    const int stride = strides[l], m_red = sizes[2 * l], m = sizes[2 * l + 1];
+    GROUP_RANGE(g, f, 0, m_red) x[f] = x[f] + prolong_value(xc, up, stride, f);
+    g.sync();
+    for (int sweep = 0; sweep < MG_SWEEPS; ++sweep) {
+        GROUP_RANGE(g, c, m_red, m) x[c] = gs_value(x, b, nbr, diag, stride, c);
+        g.sync();
+        GROUP_RANGE(g, c, 0, m_red) x[c] = gs_value(x, b, nbr, diag, stride, c);
+        g.sync();
+    }
+}
+
+// Levels first..last in one block (first ≥ 1, first < last, their unknowns few). On entry
+// level first's b holds the restricted residual; on exit its x the post-smoothed correction.
+__device__ __forceinline__ void block_tail(const unsigned long long* __restrict__ ptrs, const int* __restrict__ strides,
+                                           int first, int last, const int* __restrict__ sizes)
+{
+    const BlockGroup g;
+    for (int l = first; l < last; ++l) tail_down(g, ptrs, strides, sizes, l, last);
     {  // mg_restrict_coarse_solve
         float *x = TAIL_F(last, 0), *b = TAIL_F(last, 1);
         const float* rf = TAIL_F(last - 1, 2);
         const int* down = TAIL_I(last - 1, 6);
         const int stride = strides[last], m_red = sizes[2 * last], m = sizes[2 * last + 1];
-        BLOCK_RANGE(c, 0, m)
+        GROUP_RANGE(g, c, 0, m)
         {
             b[c] = restrict_value(rf, down, stride, c);
             x[c] = 0.0f;
@@ -218,20 +276,30 @@ extern "C" __global__ void __launch_bounds__(1024) mg_tail_vcycle(const unsigned
         __syncthreads();
         block_coarse_sweeps(x, b, TAIL_I(last, 3), TAIL_F(last, 4), stride, m_red, m);
     }
-    for (int l = last - 1; l >= first; --l) {  // up: prolongation (red), post-smoothing black, red
-        float *x = TAIL_F(l, 0), *b = TAIL_F(l, 1);
-        const float* xc = TAIL_F(l + 1, 0);
-        const int* nbr = TAIL_I(l, 3);
-        const int* up = TAIL_I(l, 5);
-        const float* diag = TAIL_F(l, 4);
-        const int stride = strides[l], m_red = sizes[2 * l], m = sizes[2 * l + 1];
-        BLOCK_RANGE(f, 0, m_red) x[f] = x[f] + prolong_value(xc, up, stride, f);
-        __syncthreads();
-        for (int sweep = 0; sweep < MG_SWEEPS; ++sweep) {
-            BLOCK_RANGE(c, m_red, m) x[c] = gs_value(x, b, nbr, diag, stride, c);
-            __syncthreads();
-            BLOCK_RANGE(c, 0, m_red) x[c] = gs_value(x, b, nbr, diag, stride, c);
-            __syncthreads();
-        }
-    }
+    for (int l = last - 1; l >= first; --l) tail_up(g, ptrs, strides, sizes, l);
+}
+
+extern "C" __global__ void __launch_bounds__(1024) mg_tail_vcycle(const unsigned long long* __restrict__ ptrs,
+                                                                  const int* __restrict__ strides, int first, int last,
+                                                                  const int* __restrict__ sizes,
+                                                                  const int* __restrict__ state)
+{
+    if (state[S_STOPPED]) return;
+    block_tail(ptrs, strides, first, last, sizes);
+}
+
+// Levels from..last (1 ≤ from < first < last) in one launch of one cluster
+// (VOXFX_SPARSE_MG_CLUSTER): levels from..first − 1, whose unknowns are too many for one
+// block, down and up by the whole cluster; levels first..last by its block 0 as
+// mg_tail_vcycle, the other blocks waiting at the cluster's barrier.
+extern "C" __global__ void TAIL_CLUSTER_DIMS __launch_bounds__(1024)
+    mg_tail_cluster(const unsigned long long* __restrict__ ptrs, const int* __restrict__ strides, int from, int first,
+                    int last, const int* __restrict__ sizes, const int* __restrict__ state)
+{
+    if (state[S_STOPPED]) return;  // the same for every block: none waits at a barrier for another
+    const ClusterGroup g;
+    for (int l = from; l < first; ++l) tail_down(g, ptrs, strides, sizes, l, last);
+    if (blockIdx.x == 0) block_tail(ptrs, strides, first, last, sizes);
+    g.sync();
+    for (int l = first - 1; l >= from; --l) tail_up(g, ptrs, strides, sizes, l);
 }

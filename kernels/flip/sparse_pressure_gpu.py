@@ -50,11 +50,14 @@ _DEFINES = {
     "MG_SWEEPS": MG_SWEEPS, "KEY_BITS": KEY_BITS,
     **{f"PRE_{name.upper()}": i for i, name in enumerate(_MODES)}}
 _K = Kernels(_CU, ("--fmad=false",), THREADS, defines=_DEFINES)  # PCG, labels, tables
-_MG = Kernels("flip_sparse_pressure_vcycle.cu", ("--fmad=false",), THREADS, defines=_DEFINES)  # the V-cycle
+_TAIL_CLUSTER = 8  # blocks of mg_tail_cluster's one cluster (the portable limit)
+_MG = Kernels("flip_sparse_pressure_vcycle.cu", ("--fmad=false",), THREADS,  # the V-cycle
+              defines={**_DEFINES, "TAIL_CLUSTER": _TAIL_CLUSTER})
 _LOOP_KERNELS = ("cg_init", "cg_init_warm", "finish_init_warm", "cg_warm_select",
                  "apply_laplacian", "update_solution", "dot_rz", "update_direction")
 _VCYCLE_KERNELS = ("mg_smooth", "mg_residual", "mg_restrict", "mg_prolong_add", "mg_coarse_solve", "mg_smooth_first",
                    "mg_smooth_red_dot", "mg_restrict_coarse_solve", "mg_smooth_black_residual", "mg_tail_vcycle")
+_CLUSTER_KERNELS = ("mg_tail_cluster",)  # compute capability 9.0 on (CLUSTER_UNKNOWNS)
 # The V-cycle's launches: "fused" (default) folds the first pre-smoothing sweep's two colours
 # into one launch, the black residuals into the last pre-smoothing sweep, the coarsest level's
 # restriction into its solve and r·z into level 0's last sweep, and prolongs onto the red
@@ -65,6 +68,12 @@ VCYCLE = os.environ.get("VOXFX_SPARSE_MG_VCYCLE", "fused")
 # whose buffers hold at most this many unknowns (fixed per solver: its graph stays valid);
 # 0: every level launch by launch. The same z bit for bit (host harness).
 TAIL_UNKNOWNS = int(os.environ.get("VOXFX_SPARSE_MG_TAIL", "8192"))
+# The levels above the one-block tail whose buffers hold at most this many unknowns (from
+# level 1) in the same launch, one cluster of _TAIL_CLUSTER blocks synchronised by the
+# cluster's barrier (mg_tail_cluster, compute capability 9.0 on; issue 24: the ~10 launches
+# a level of 10⁴ unknowns takes). 0 (default): today's launches. The same z bit for bit (host
+# harness).
+CLUSTER_UNKNOWNS = int(os.environ.get("VOXFX_SPARSE_MG_CLUSTER", "0"))
 _TAIL_THREADS = 1024
 _COARSE_THREADS = 256
 _MAX_GRID = 8192  # blocks of a grid-stride launch
@@ -156,8 +165,9 @@ class SparsePressureSolverGPU:
         self._loaded = None  # PERSIST: the tables last copied in (kept alive: compared by identity)
         self.tables_skipped = 0  # PERSIST: solves whose tables were already loaded
         self.tail = self._tail_table() if preconditioner == "mg" and self.vcycle == "fused" else None
+        self.cluster_from = self._cluster_from()
         _K.load(*_LOOP_KERNELS)  # compile and load before any capture
-        _MG.load(*_VCYCLE_KERNELS)
+        _MG.load(*_VCYCLE_KERNELS, *(_CLUSTER_KERNELS if self.cluster_from else ()))
         _DENSE.load("finish_init", "finish_alpha", "finish_beta")
         self.use_graph = bool(use_graph)
         self.loop = GraphLoop(self._block, enabled=use_graph)
@@ -178,6 +188,13 @@ class SparsePressureSolverGPU:
         table = [ptr(a) for B in self.levels for a in (B.x, B.b, B.r, B.nbr, B.diag, B.up, B.down)]
         return (first, cp.asarray(np.array(table, np.uint64)),
                 cp.asarray(np.array([B.stride for B in self.levels], np.int32)))
+
+    def _cluster_from(self):
+        """mg_tail_cluster's first level, or None: the lowest level ≥ 1 above the tail's
+        whose stride is at most CLUSTER_UNKNOWNS, on a device of compute capability 9.0 on."""
+        if not self.tail or CLUSTER_UNKNOWNS <= 0 or int(self.cp.cuda.Device().compute_capability) < 90:
+            return None
+        return next((lv for lv in range(1, self.tail[0]) if self.levels[lv].stride <= CLUSTER_UNKNOWNS), None)
 
     def fits(self, needs) -> bool:
         return len(needs) == len(self.strides) and all(n <= s for n, s in zip(needs, self.strides))
@@ -211,7 +228,8 @@ class SparsePressureSolverGPU:
         levels = self.levels
         last = len(levels) - 1
         first = self.tail[0] if self.tail else last  # levels from here on: one block
-        for level in range(first):
+        lead = self.cluster_from or first  # levels from here on: one launch
+        for level in range(lead):
             L, C = levels[level], levels[level + 1]
             self._launch("mg_smooth_first", L.stride, (L.x, L.b, *self._level_args(level), self.state))
             for sweep in range(1, MG_SWEEPS):
@@ -229,8 +247,12 @@ class SparsePressureSolverGPU:
         C = levels[last]
         if self.tail:
             _, table, strides = self.tail
-            _MG.launch_grid("mg_tail_vcycle", (1,), (_TAIL_THREADS,), (table, strides, np.int32(first), np.int32(last),
-                                                                      self.sizes, self.state))
+            if self.cluster_from:
+                _MG.launch_grid("mg_tail_cluster", (_TAIL_CLUSTER,), (_TAIL_THREADS,), (
+                    table, strides, np.int32(lead), np.int32(first), np.int32(last), self.sizes, self.state))
+            else:
+                _MG.launch_grid("mg_tail_vcycle", (1,), (_TAIL_THREADS,), (table, strides, np.int32(first),
+                                                                          np.int32(last), self.sizes, self.state))
         elif last:
             F = levels[last - 1]
             _MG.launch_grid("mg_restrict_coarse_solve", (1,), (_COARSE_THREADS,),
@@ -238,7 +260,7 @@ class SparsePressureSolverGPU:
         else:
             _MG.launch_grid("mg_coarse_solve", (1,), (_COARSE_THREADS,),
                             (C.x, C.b, *self._level_args(last), self.state))
-        for level in range(first - 1, -1, -1):
+        for level in range(lead - 1, -1, -1):
             L, C = levels[level], levels[level + 1]
             self._launch("mg_prolong_add", L.stride, (C.x, L.up, np.int32(L.stride), self.sizes, np.int32(level),
                                                       np.int32(0), L.x, self.state))  # the red ones
@@ -433,7 +455,8 @@ def release_gpu_solvers():
 def _solver(needs, preconditioner, check_every):
     import cupy as cp
 
-    key = (len(needs), preconditioner, int(check_every), VCYCLE, TAIL_UNKNOWNS, PERSIST, cp.cuda.Device().id)
+    key = (len(needs), preconditioner, int(check_every), VCYCLE, TAIL_UNKNOWNS, CLUSTER_UNKNOWNS, PERSIST,
+           cp.cuda.Device().id)
     solver = _solvers.pop(key, None)
     if solver is None or not solver.fits(needs):
         old, guess = (None, 0) if solver is None else (solver.strides, solver.last_iterations)

@@ -18,7 +18,7 @@ from voxfx.kernels.flip.pressure import MG_SWEEPS
 from voxfx.kernels.flip.sparse_grid import SparseFlipGrid
 from voxfx.kernels.flip import sparse_multigrid
 from voxfx.kernels.flip.sparse_multigrid import VCycle
-from voxfx.kernels.flip.sparse_pressure_gpu import _K
+from voxfx.kernels.flip.sparse_pressure_gpu import _K, _MG
 from voxfx.kernels.grid import GridSpec
 
 # Input: L, per level "m_red m", its nbr (6 × (m + 1)) and diag (m + 1, hex floats), per
@@ -100,11 +100,13 @@ static void vcycle_split() {
 }
 
 // sparse_pressure_gpu._vcycle_fused (at least two levels); the partial sums of r·z into rz;
-// levels tail..last in mg_tail_vcycle's one block where tail > 0
-static void vcycle_fused(std::vector<double>& rz, int tail = 0) {
+// levels tail..last in mg_tail_vcycle's one block where tail > 0, and with from > 0 (from <
+// tail) levels from..last in mg_tail_cluster
+static void vcycle_fused(std::vector<double>& rz, int tail = 0, int from = 0) {
     const int last = (int)L.size() - 1;
     const int first = tail > 0 ? tail : last;
-    for (int l = 0; l < first; ++l) {
+    const int lead = from > 0 ? from : first;  // the levels launch by launch
+    for (int l = 0; l < lead; ++l) {
         Level &A = L[l], &C = L[l + 1];
         LAUNCH(A.stride, mg_smooth_first(A.x.data(), A.b.data(), A.nbr.data(), A.diag.data(), A.stride, sizes.data(),
                                          l, state));
@@ -130,12 +132,13 @@ static void vcycle_fused(std::vector<double>& rz, int tail = 0) {
                 ptrs.push_back((unsigned long long)p);
             strides.push_back(A.stride);
         }
-        mg_tail_vcycle(ptrs.data(), strides.data(), first, last, sizes.data(), state);
+        if (from > 0) mg_tail_cluster(ptrs.data(), strides.data(), from, first, last, sizes.data(), state);
+        else mg_tail_vcycle(ptrs.data(), strides.data(), first, last, sizes.data(), state);
     } else {
         mg_restrict_coarse_solve(F.r.data(), F.down.data(), C.x.data(), C.b.data(), C.nbr.data(), C.diag.data(),
                                  C.stride, sizes.data(), last, state);
     }
-    for (int l = first - 1; l >= 0; --l) {
+    for (int l = lead - 1; l >= 0; --l) {
         Level &A = L[l], &C2 = L[l + 1];
         LAUNCH(A.stride, mg_prolong_add(C2.x.data(), A.up.data(), A.stride, sizes.data(), l, 0, A.x.data(), state));
         for (int s = 0; s < MG_SWEEPS; ++s) {
@@ -204,6 +207,13 @@ int main() {
         vcycle_fused(tail_partials, tail);
         z_tails.emplace_back(F.x.begin(), F.x.begin() + F.m);
     }
+    std::vector<std::vector<float>> z_clusters;  // mg_tail_cluster from level 1, its block from 2 … the last but one
+    for (int tail = 2; tail + 1 < (int)L.size(); ++tail) {
+        poison();
+        std::vector<double> cluster_partials(F.stride, 0.0);
+        vcycle_fused(cluster_partials, tail, 1);
+        z_clusters.emplace_back(F.x.begin(), F.x.begin() + F.m);
+    }
     int n;
     scanf("%d", &n);
     std::vector<int> links, parent(n);
@@ -218,6 +228,8 @@ int main() {
     printf("%a\n", rz);
     for (auto& z : z_tails) for (int c = 0; c < F.m; ++c) printf("%a\n", z[c]);
     for (int v = 0; v < n; ++v) printf("%d\n", parent[v]);
+    printf("%d\n", (int)z_clusters.size());
+    for (auto& z : z_clusters) for (int c = 0; c < F.m; ++c) printf("%a\n", z[c]);
     return 0;
 }
 """
@@ -225,8 +237,8 @@ int main() {
 
 @pytest.fixture(scope="module")
 def device(tmp_path_factory):
-    # the module's -D constants (sparse_pressure_gpu._K) and the V-cycle's sweeps
-    defines = [f"#define {o[2:].replace('=', ' ', 1)}" for o in _K.options if o.startswith("-D")]
+    # the modules' -D constants (sparse_pressure_gpu._K, _MG: the same and TAIL_CLUSTER) and the V-cycle's sweeps
+    defines = [f"#define {o[2:].replace('=', ' ', 1)}" for o in _MG.options if o.startswith("-D")]
     defines.append(f"#define MG_SWEEPS {MG_SWEEPS}")
     return _build(tmp_path_factory, HARNESS.replace("// DEFINES", "\n".join(defines)))
 
@@ -526,12 +538,14 @@ def unknowns_device(tmp_path_factory):
     return _build(tmp_path_factory, UNKNOWNS.replace("// DEFINES", "\n".join(defines + ["#include <algorithm>"])))
 
 
-def _tank():
-    """A closed tank with walls, an obstacle, air and two separate puddles, on bricks."""
+def _tank(shape=(20, 12, 18), scale=1):
+    """A closed tank with walls, an obstacle, air and two separate puddles, on bricks (scale:
+    particles per cell as the default's)."""
     rng = np.random.default_rng(8)
-    spec = GridSpec((0.0, 0.0, 0.0), 0.1, (20, 12, 18))
+    spec = GridSpec((0.0, 0.0, 0.0), 0.1, shape)
     up = np.asarray(spec.upper)
-    pos = np.concatenate([(rng.uniform(0.0, 0.4, (6000, 3)) * up), (rng.uniform(0.7, 0.95, (3000, 3)) * up)])
+    pos = np.concatenate([(rng.uniform(0.0, 0.4, (6000 * scale, 3)) * up),
+                          (rng.uniform(0.7, 0.95, (3000 * scale, 3)) * up)])
     pos = pos.astype(np.float32)
     g = SparseFlipGrid(spec, np, closed=True)
     g.update(pos, 3, obstacle=np.array([(i, j, 2) for i in range(3, 7) for j in range(2, 5)]))
@@ -543,8 +557,10 @@ def _hex(values):
     return [float(x).hex() for x in np.asarray(values, np.float32)]
 
 
-def test_sparse_pressure_kernels_equal_the_numpy_tables_bit_for_bit(device):
-    g = _tank()
+@pytest.mark.parametrize("scene", [(), ((40, 24, 36), 8)], ids=["tank", "big-tank"])
+def test_sparse_pressure_kernels_equal_the_numpy_tables_bit_for_bit(device, scene):
+    """The big tank has four levels: mg_tail_cluster from level 1 with its block from 2."""
+    g = _tank(*scene)
     kind, _, _ = sparse_pressure.solver_cells(g)
     level = sparse_pressure.Unknowns(g, kind)
     M = VCycle(g, kind, level)
@@ -571,7 +587,10 @@ def test_sparse_pressure_kernels_equal_the_numpy_tables_bit_for_bit(device):
     z_fused = np.array([float.fromhex(x) for x in out[2 * m + 1:3 * m + 1]], np.float32)
     rz = float.fromhex(out[3 * m + 1])
     z_tails = np.array([float.fromhex(x) for x in out[3 * m + 2:5 * m + 2]], np.float32).reshape(2, m)
-    labels = np.array([int(x) for x in out[5 * m + 2:]])
+    n = len(cells)
+    labels = np.array([int(x) for x in out[5 * m + 2:5 * m + 2 + n]])
+    z_clusters = np.array([float.fromhex(x) for x in out[5 * m + 3 + n:]], np.float32).reshape(-1, m)
+    assert len(z_clusters) == int(out[5 * m + 2 + n]) == max(0, len(M.levels) - 3)
     want_q = level.apply(d)
     assert np.array_equal(q, want_q[:m])
     assert dq == pytest.approx(float(np.dot(d.astype(np.float64), want_q)), rel=1e-12)
@@ -580,6 +599,9 @@ def test_sparse_pressure_kernels_equal_the_numpy_tables_bit_for_bit(device):
     assert np.array_equal(z_fused, want_z[:m])  # the fused launches: the same values
     for z_tail in z_tails:  # the coarse levels in mg_tail_vcycle's one block (from level 1, from the last but one)
         assert np.array_equal(z_tail, want_z[:m])
+    for z_cluster in z_clusters:  # levels from 1 in mg_tail_cluster (VOXFX_SPARSE_MG_CLUSTER)
+        assert np.array_equal(z_cluster, want_z[:m])
+    assert len(z_clusters) >= (1 if scene else 0)
     assert np.abs(z).max() > 0
     assert rz == pytest.approx(float(np.dot(r.astype(np.float64), want_z)), rel=1e-12)
     want_labels = sparse_pressure._component_roots(links)
