@@ -328,7 +328,7 @@ def sweep_study(sim, dt, counts, repeats):
     """MG_SWEEPS patched for the sparse solver (module notes): iterations and ms per solve."""
     import cupy as cp
 
-    from voxfx.kernels.flip import sparse_multigrid
+    from voxfx.kernels.flip import sparse_multigrid, sparse_pressure_vcycle
 
     g, s = sim.grid, sim.settings
     before_pressure(sim, dt)  # a substep's state up to its solve; warm solves start from the last substep's p
@@ -339,7 +339,7 @@ def sweep_study(sim, dt, counts, repeats):
     print(f"\nV-cycle sweeps (MG_SWEEPS, default {default}; coarse {sparse_pressure_gpu.MG_COARSE_SWEEPS}), "
           f"{repeats} solves each: sweeps | start | CG it | wall ms (median) | max |p - p(default)|")
     for count in [default] + [c for c in counts if c != default]:
-        sparse_pressure_gpu.MG_SWEEPS = sparse_multigrid.MG_SWEEPS = count
+        sparse_pressure_gpu.MG_SWEEPS = sparse_multigrid.MG_SWEEPS = sparse_pressure_vcycle.MG_SWEEPS = count
         options = tuple(f"-DMG_SWEEPS={count}" if o.startswith("-DMG_SWEEPS=") else o for o in plain_k.options)
         assert f"-DMG_SWEEPS={count}" in options, plain_k.options
         sparse_pressure_gpu._K = launch.Kernels(plain_k.filename, options, plain_k.threads)
@@ -361,7 +361,7 @@ def sweep_study(sim, dt, counts, repeats):
             ref.setdefault(start, p)
             print(f"  {count} | {start} | {its[1:]} | {np.median(walls[1:]):.3f} | "
                   f"{float(np.abs(p - ref[start]).max()):.3g}", flush=True)
-    sparse_pressure_gpu.MG_SWEEPS = sparse_multigrid.MG_SWEEPS = default
+    sparse_pressure_gpu.MG_SWEEPS = sparse_multigrid.MG_SWEEPS = sparse_pressure_vcycle.MG_SWEEPS = default
     sparse_pressure_gpu._K, sparse_pressure_gpu._MG = plain_k, plain_mg
     sparse_pressure_gpu.release_gpu_solvers()
 

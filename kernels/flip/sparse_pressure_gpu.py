@@ -36,6 +36,7 @@ from ..grid.launch import THREADS, GraphLoop, Kernels
 from .pressure import MG_COARSE_SWEEPS, MG_SWEEPS
 from .sparse_multigrid import KEY_BITS
 from .sparse_pressure_buffers import _Buffers, carve, grown_strides, solver_memory_bytes
+from .sparse_pressure_vcycle import _TAIL_CLUSTER, VCycleLaunches
 from .pressure_gpu import (_D_ALPHA, _D_BB, _D_BETA, _D_RR, _D_RZ, _D_THRESH, _MAX_BLOCKS, _S_CONVERGED, _S_IT,
                            _S_STOPPED, run_blocks)
 from .pressure_gpu import _K as _DENSE  # finish_init, finish_alpha, finish_beta
@@ -50,7 +51,6 @@ _DEFINES = {
     "MG_SWEEPS": MG_SWEEPS, "KEY_BITS": KEY_BITS,
     **{f"PRE_{name.upper()}": i for i, name in enumerate(_MODES)}}
 _K = Kernels(_CU, ("--fmad=false",), THREADS, defines=_DEFINES)  # PCG, labels, tables
-_TAIL_CLUSTER = 8  # blocks of mg_tail_cluster's one cluster (the portable limit)
 _MG = Kernels("flip_sparse_pressure_vcycle.cu", ("--fmad=false",), THREADS,  # the V-cycle
               defines={**_DEFINES, "TAIL_CLUSTER": _TAIL_CLUSTER})
 _LOOP_KERNELS = ("cg_init", "cg_init_warm", "finish_init_warm", "cg_warm_select",
@@ -74,8 +74,6 @@ TAIL_UNKNOWNS = int(os.environ.get("VOXFX_SPARSE_MG_TAIL", "8192"))
 # a level of 10⁴ unknowns takes). 0 (default): today's launches. The same z bit for bit (host
 # harness).
 CLUSTER_UNKNOWNS = int(os.environ.get("VOXFX_SPARSE_MG_CLUSTER", "0"))
-_TAIL_THREADS = 1024
-_COARSE_THREADS = 256
 _MAX_GRID = 8192  # blocks of a grid-stride launch
 # A solve's first iterations as one-iteration graph replays, as many as the solver's last
 # solve took (substeps change the liquid a little: the count moves by a few), then one
@@ -113,7 +111,7 @@ def _grid(n) -> tuple:
     return (max(1, min(_MAX_GRID, (int(n) + THREADS - 1) // THREADS)),)
 
 
-class SparsePressureSolverGPU:
+class SparsePressureSolverGPU(VCycleLaunches):
     """The PCG loop of Alg. 2 on the device for a number of levels and buffer strides:
     owns the vectors, tables, device scalars and the CUDA graph of one block of
     ``check_every`` iterations. Every kernel of the loop first reads the device's
@@ -164,8 +162,8 @@ class SparsePressureSolverGPU:
                 B.down = cp.zeros((64, self.levels[level + 1].stride), cp.int32)  # into level + 1
         self._loaded = None  # PERSIST: the tables last copied in (kept alive: compared by identity)
         self.tables_skipped = 0  # PERSIST: solves whose tables were already loaded
-        self.tail = self._tail_table() if preconditioner == "mg" and self.vcycle == "fused" else None
-        self.cluster_from = self._cluster_from()
+        self.tail = self._tail_table(TAIL_UNKNOWNS) if preconditioner == "mg" and self.vcycle == "fused" else None
+        self.cluster_from = self._cluster_from(CLUSTER_UNKNOWNS)
         _K.load(*_LOOP_KERNELS)  # compile and load before any capture
         _MG.load(*_VCYCLE_KERNELS, *(_CLUSTER_KERNELS if self.cluster_from else ()))
         _DENSE.load("finish_init", "finish_alpha", "finish_beta")
@@ -174,27 +172,6 @@ class SparsePressureSolverGPU:
         self.single = GraphLoop(self._iteration, enabled=use_graph)  # PREDICT's iterations
         self._starts = {}  # PERSIST: (warm, tolerance) → the start's GraphLoop
         self.last_iterations = 0  # of the last solve: PREDICT's guess
-
-    def _tail_table(self):
-        """(first, pointer table, strides) of mg_tail_vcycle, or None: levels first..last
-        in one block, first the lowest level ≥ 1 whose stride is at most TAIL_UNKNOWNS, at
-        least two levels (the coarsest alone is one launch already)."""
-        cp = self.cp
-        last = len(self.levels) - 1
-        first = next((lv for lv in range(1, last) if self.levels[lv].stride <= TAIL_UNKNOWNS), None)
-        if first is None:
-            return None
-        ptr = lambda a: 0 if a is None else a.data.ptr  # noqa: E731
-        table = [ptr(a) for B in self.levels for a in (B.x, B.b, B.r, B.nbr, B.diag, B.up, B.down)]
-        return (first, cp.asarray(np.array(table, np.uint64)),
-                cp.asarray(np.array([B.stride for B in self.levels], np.int32)))
-
-    def _cluster_from(self):
-        """mg_tail_cluster's first level, or None: the lowest level ≥ 1 above the tail's
-        whose stride is at most CLUSTER_UNKNOWNS, on a device of compute capability 9.0 on."""
-        if not self.tail or CLUSTER_UNKNOWNS <= 0 or int(self.cp.cuda.Device().compute_capability) < 90:
-            return None
-        return next((lv for lv in range(1, self.tail[0]) if self.levels[lv].stride <= CLUSTER_UNKNOWNS), None)
 
     def fits(self, needs) -> bool:
         return len(needs) == len(self.strides) and all(n <= s for n, s in zip(needs, self.strides))
@@ -207,94 +184,11 @@ class SparsePressureSolverGPU:
     def _reduce(self, name, args):
         (_MG if name.startswith("mg_") else _K).launch_grid(name, (self.red_blocks,), (THREADS,), args)
 
+    def _one(self, name, grid, block, args):
+        (_MG if name.startswith("mg_") else _K).launch_grid(name, grid, block, args)
+
     def _finish(self, name, args):
         _DENSE.launch_grid(name, (1,), (1024,), args)
-
-    def _level_args(self, level):
-        B = self.levels[level]
-        return (B.nbr, B.diag, np.int32(B.stride), self.sizes, np.int32(level))
-
-    def _smooth(self, level, colour, first=False):
-        B = self.levels[level]
-        self._launch("mg_smooth", B.stride, (B.x, B.b, *self._level_args(level), np.int32(colour), np.int32(first),
-                                            self.state))
-
-    def _vcycle_fused(self):
-        """z = V-cycle(r) and the partial sums of r·z, VCYCLE "fused": per level down
-        2·MG_SWEEPS − 1 sweeps (the last with the black residuals), the red residuals,
-        restriction; the coarsest level's restriction and
-        solve in one block; per level up prolongation (red) and 2·MG_SWEEPS sweeps, the
-        last one of level 0 with r·z."""
-        levels = self.levels
-        last = len(levels) - 1
-        first = self.tail[0] if self.tail else last  # levels from here on: one block
-        lead = self.cluster_from or first  # levels from here on: one launch
-        for level in range(lead):
-            L, C = levels[level], levels[level + 1]
-            self._launch("mg_smooth_first", L.stride, (L.x, L.b, *self._level_args(level), self.state))
-            for sweep in range(1, MG_SWEEPS):
-                self._smooth(level, 0)
-                if sweep < MG_SWEEPS - 1:
-                    self._smooth(level, 1)
-                else:  # the last black sweep with the black residuals
-                    self._launch("mg_smooth_black_residual", L.stride, (L.x, L.b, *self._level_args(level), L.r,
-                                                                        self.state))
-            self._launch("mg_residual", L.stride, (L.x, L.b, *self._level_args(level), np.int32(MG_SWEEPS == 1), L.r,
-                                                   self.state))
-            if level + 1 < last:
-                self._launch("mg_restrict", C.stride, (L.r, L.down, np.int32(C.stride), self.sizes,
-                                                       np.int32(level + 1), C.b, self.state))
-        C = levels[last]
-        if self.tail:
-            _, table, strides = self.tail
-            if self.cluster_from:
-                _MG.launch_grid("mg_tail_cluster", (_TAIL_CLUSTER,), (_TAIL_THREADS,), (
-                    table, strides, np.int32(lead), np.int32(first), np.int32(last), self.sizes, self.state))
-            else:
-                _MG.launch_grid("mg_tail_vcycle", (1,), (_TAIL_THREADS,), (table, strides, np.int32(first),
-                                                                          np.int32(last), self.sizes, self.state))
-        elif last:
-            F = levels[last - 1]
-            _MG.launch_grid("mg_restrict_coarse_solve", (1,), (_COARSE_THREADS,),
-                           (F.r, F.down, C.x, C.b, *self._level_args(last), self.state))
-        else:
-            _MG.launch_grid("mg_coarse_solve", (1,), (_COARSE_THREADS,),
-                            (C.x, C.b, *self._level_args(last), self.state))
-        for level in range(lead - 1, -1, -1):
-            L, C = levels[level], levels[level + 1]
-            self._launch("mg_prolong_add", L.stride, (C.x, L.up, np.int32(L.stride), self.sizes, np.int32(level),
-                                                      np.int32(0), L.x, self.state))  # the red ones
-            for sweep in range(MG_SWEEPS):
-                self._smooth(level, 1)
-                if level == 0 and sweep == MG_SWEEPS - 1:
-                    self._reduce("mg_smooth_red_dot", (L.x, L.b, L.nbr, L.diag, np.int32(L.stride), self.sizes,
-                                                       self.partials[self.red_blocks:], self.state))
-                else:
-                    self._smooth(level, 0)
-        if not last:  # one level: no post-smoothing to fold r·z into
-            self._reduce("dot_rz", (self.r, self.z, self.sizes, self.partials[self.red_blocks:], self.state))
-
-    def _vcycle(self):
-        """z = V-cycle(r): the sequence of ``sparse_multigrid.VCycle._cycle``."""
-        levels = self.levels
-        last = len(levels) - 1
-        for level in range(last):  # down: pre-smooth red, black; residual; restrict
-            L, C = levels[level], levels[level + 1]
-            for sweep in range(MG_SWEEPS):
-                self._smooth(level, 0, first=sweep == 0)
-                self._smooth(level, 1)
-            self._launch("mg_residual", L.stride, (L.x, L.b, *self._level_args(level), np.int32(1), L.r, self.state))
-            self._launch("mg_restrict", C.stride, (L.r, L.down, np.int32(C.stride), self.sizes, np.int32(level + 1),
-                                                   C.b, self.state))
-        C = levels[last]
-        _MG.launch_grid("mg_coarse_solve", (1,), (_COARSE_THREADS,), (C.x, C.b, *self._level_args(last), self.state))
-        for level in range(last - 1, -1, -1):  # up: prolong-add; post-smooth black, red
-            L, C = levels[level], levels[level + 1]
-            self._launch("mg_prolong_add", L.stride, (C.x, L.up, np.int32(L.stride), self.sizes, np.int32(level),
-                                                      np.int32(1), L.x, self.state))  # all unknowns
-            for _ in range(MG_SWEEPS):
-                self._smooth(level, 1)
-                self._smooth(level, 0)
 
     def _precondition_and_dot(self):
         """z = M r (MG) and the partial sums of r·z; for Jacobi / none, update_solution
