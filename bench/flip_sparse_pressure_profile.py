@@ -10,7 +10,7 @@ graph) with an event pair per launch, and the other stages of the substep.
         [--variants reference:0 fused:8192]
 
 ``--variants``
-SETUP:TAIL[:SCAN[:PROJECT[:PREDICT[:SETUP_TAIL[:BRICKS[:WARM[:ONE_READ[:RANKS[:LINK[:PERSIST[:CLUSTER]]]]]]]]]]]:
+SETUP:TAIL[:SCAN[:PROJECT[:PREDICT[:SETUP_TAIL[:BRICKS[:WARM[:ONE_READ[:RANKS[:LINK[:PERSIST[:CLUSTER[:FIRST2]]]]]]]]]]]]:
 the pressure set-up (``sparse_pressure.SETUP_KERNELS``:
 "reference", the array code, or "fused", ``sparse_pressure_cells``' four kernels), the
 V-cycle's one-block tail (``sparse_pressure_gpu.TAIL_UNKNOWNS``, 0 off), the set-up's scans
@@ -25,8 +25,9 @@ host read (``sparse_pressure_setup.ONE_READ``: "1" or "0"), level 1's key order 
 (``sparse_pressure_setup.RANKS``: "1") or a sort ("0"), and the labels' union-find start
 (``sparse_pressure_cells.LINK_INIT``: "1" or "0") and the PCG's persistent buffers
 (``sparse_pressure_gpu.PERSIST``: "1" or "0") and the V-cycle's levels above the tail in one
-cluster launch (``sparse_pressure_gpu.CLUSTER_UNKNOWNS``, 0 off; the "it:" rows count one
-iteration's launches per kernel); each on the same
+cluster launch (``sparse_pressure_gpu.CLUSTER_UNKNOWNS``, 0 off) and the first pre-smoothing
+sweep with the second's red pass in one launch (``sparse_pressure_gpu.FIRST2_UNKNOWNS``, 0
+off; the "it:" rows count one iteration's launches per kernel); each on the same
 simulation state, in turn, per substep (A/B in one run). E.g. the brick A/B:
 ``--variants fused:8192:kernel:kernel:1:16384:0 fused:8192:kernel:kernel:1:16384:1``.
 
@@ -310,6 +311,8 @@ def _use(variant):
         sparse_pressure_gpu.PERSIST = rest[9] != "0"
     if len(rest) > 10:  # the V-cycle's levels above the tail in one cluster: their stride bound, 0 off
         sparse_pressure_gpu.CLUSTER_UNKNOWNS = int(rest[10])
+    if len(rest) > 11:  # the first sweep and the second's red pass in one launch: their stride bound, 0 off
+        sparse_pressure_gpu.FIRST2_UNKNOWNS = int(rest[11])
 
 
 def _carried(grid, keep=None):

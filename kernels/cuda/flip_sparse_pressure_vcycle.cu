@@ -46,6 +46,22 @@ extern "C" __global__ void mg_smooth_first(float* __restrict__ x, const float* _
     RANGE(c, 0, m) x[c] = first_sweep_value(b, nbr, diag, stride, m_red, c);
 }
 
+// The first pre-smoothing sweep from x = 0 and the second sweep's red pass in one launch
+// (VOXFX_SPARSE_MG_FIRST2): a black unknown takes its first-sweep value (as mg_smooth_first), a
+// red one its value after the second sweep's red pass, computed from b through its black
+// neighbours' first-sweep values (second_red_value) — what mg_smooth_first then mg_smooth
+// (colour 0) leave, rounded alike. It reads b alone and writes x: no unknown waits for another.
+extern "C" __global__ void mg_smooth_first2(float* __restrict__ x, const float* __restrict__ b,
+                                            const int* __restrict__ nbr, const float* __restrict__ diag, int stride,
+                                            const int* __restrict__ sizes, int level, const int* __restrict__ state)
+{
+    if (state[S_STOPPED]) return;
+    const int m_red = sizes[2 * level], m = sizes[2 * level + 1];
+    RANGE(c, 0, m)
+    x[c] = c < m_red ? second_red_value(b, nbr, diag, stride, m_red, m, c)
+                     : first_sweep_value(b, nbr, diag, stride, m_red, c);
+}
+
 // The last post-smoothing sweep of level 0 (red) and the partial r·z of the V-cycle's
 // result z = x (the fused V-cycle: dot_rz folded in). Launched on the reduction grid over all m
 // unknowns, so each thread adds the same products in the same order as dot_rz: red ones

@@ -3,9 +3,9 @@ derives from ``VCycleLaunches``; kernels of ``cuda/flip_sparse_pressure_vcycle.c
 sequence of ``sparse_multigrid.VCycle._cycle`` launch by launch ("split") or fused, the
 coarse levels in one block (``mg_tail_vcycle``) or, above them, one cluster
 (``mg_tail_cluster``). Moved out of ``sparse_pressure_gpu.py`` (issue 24: under 500 lines);
-the switches (``VCYCLE``, ``TAIL_UNKNOWNS``, ``CLUSTER_UNKNOWNS``) stay there, the solver
+the switches (``VCYCLE``, ``TAIL_UNKNOWNS``, ``CLUSTER_UNKNOWNS``, ``FIRST2_UNKNOWNS``) stay there, the solver
 passes their values in. The solver provides ``levels`` (``_Buffers``), ``sizes``, ``state``,
-``partials``, ``red_blocks``, ``r``, ``z``, ``tail``, ``cluster_from`` and the launchers
+``partials``, ``red_blocks``, ``r``, ``z``, ``tail``, ``cluster_from``, ``first2`` and the launchers
 ``_launch`` (a grid-stride launch over n), ``_reduce`` (the reduction grid) and ``_one``
 (an explicit grid and block)."""
 
@@ -45,6 +45,12 @@ class VCycleLaunches:
             return None
         return next((lv for lv in range(1, self.tail[0]) if self.levels[lv].stride <= bound), None)
 
+    def _first2_levels(self, bound):
+        """Per level whether its pre-smoothing starts with mg_smooth_first2 (the first sweep
+        and the second's red pass in one launch): the levels launched one by one whose stride
+        is at most *bound* (``FIRST2_UNKNOWNS``), where there is a second sweep."""
+        return tuple(bound > 0 and MG_SWEEPS > 1 and B.stride <= bound for B in self.levels)
+
     def _level_args(self, level):
         B = self.levels[level]
         return (B.nbr, B.diag, np.int32(B.stride), self.sizes, np.int32(level))
@@ -66,9 +72,12 @@ class VCycleLaunches:
         lead = self.cluster_from or first  # levels from here on: one launch
         for level in range(lead):
             L, C = levels[level], levels[level + 1]
-            self._launch("mg_smooth_first", L.stride, (L.x, L.b, *self._level_args(level), self.state))
+            two = self.first2[level]  # the first sweep and the second's red pass in one launch
+            self._launch("mg_smooth_first2" if two else "mg_smooth_first", L.stride,
+                         (L.x, L.b, *self._level_args(level), self.state))
             for sweep in range(1, MG_SWEEPS):
-                self._smooth(level, 0)
+                if not (two and sweep == 1):
+                    self._smooth(level, 0)
                 if sweep < MG_SWEEPS - 1:
                     self._smooth(level, 1)
                 else:  # the last black sweep with the black residuals
@@ -86,15 +95,14 @@ class VCycleLaunches:
                 self._one("mg_tail_cluster", (_TAIL_CLUSTER,), (_TAIL_THREADS,), (
                     table, strides, np.int32(lead), np.int32(first), np.int32(last), self.sizes, self.state))
             else:
-                self._one("mg_tail_vcycle", (1,), (_TAIL_THREADS,), (table, strides, np.int32(first),
-                                                                          np.int32(last), self.sizes, self.state))
+                self._one("mg_tail_vcycle", (1,), (_TAIL_THREADS,), (table, strides, np.int32(first), np.int32(last),
+                                                                     self.sizes, self.state))
         elif last:
             F = levels[last - 1]
             self._one("mg_restrict_coarse_solve", (1,), (_COARSE_THREADS,),
-                           (F.r, F.down, C.x, C.b, *self._level_args(last), self.state))
+                      (F.r, F.down, C.x, C.b, *self._level_args(last), self.state))
         else:
-            self._one("mg_coarse_solve", (1,), (_COARSE_THREADS,),
-                            (C.x, C.b, *self._level_args(last), self.state))
+            self._one("mg_coarse_solve", (1,), (_COARSE_THREADS,), (C.x, C.b, *self._level_args(last), self.state))
         for level in range(lead - 1, -1, -1):
             L, C = levels[level], levels[level + 1]
             self._launch("mg_prolong_add", L.stride, (C.x, L.up, np.int32(L.stride), self.sizes, np.int32(level),

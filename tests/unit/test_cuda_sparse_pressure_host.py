@@ -101,17 +101,21 @@ static void vcycle_split() {
 
 // sparse_pressure_gpu._vcycle_fused (at least two levels); the partial sums of r·z into rz;
 // levels tail..last in mg_tail_vcycle's one block where tail > 0, and with from > 0 (from <
-// tail) levels from..last in mg_tail_cluster
-static void vcycle_fused(std::vector<double>& rz, int tail = 0, int from = 0) {
+// tail) levels from..last in mg_tail_cluster; the levels whose bit is set in first2 start with
+// mg_smooth_first2 (sparse_pressure_gpu.FIRST2_UNKNOWNS)
+static void vcycle_fused(std::vector<double>& rz, int tail = 0, int from = 0, unsigned first2 = 0) {
     const int last = (int)L.size() - 1;
     const int first = tail > 0 ? tail : last;
     const int lead = from > 0 ? from : first;  // the levels launch by launch
     for (int l = 0; l < lead; ++l) {
         Level &A = L[l], &C = L[l + 1];
-        LAUNCH(A.stride, mg_smooth_first(A.x.data(), A.b.data(), A.nbr.data(), A.diag.data(), A.stride, sizes.data(),
-                                         l, state));
+        const bool two = MG_SWEEPS > 1 && (first2 >> l & 1u);
+        if (two) LAUNCH(A.stride, mg_smooth_first2(A.x.data(), A.b.data(), A.nbr.data(), A.diag.data(), A.stride,
+                                                   sizes.data(), l, state));
+        else LAUNCH(A.stride, mg_smooth_first(A.x.data(), A.b.data(), A.nbr.data(), A.diag.data(), A.stride,
+                                              sizes.data(), l, state));
         for (int s = 1; s < MG_SWEEPS; ++s) {
-            smooth(l, 0, 0);
+            if (!(two && s == 1)) smooth(l, 0, 0);
             if (s < MG_SWEEPS - 1) smooth(l, 1, 0);
             else LAUNCH(A.stride, mg_smooth_black_residual(A.x.data(), A.b.data(), A.nbr.data(), A.diag.data(),
                                                            A.stride, sizes.data(), l, A.r.data(), state));
@@ -214,6 +218,18 @@ int main() {
         vcycle_fused(cluster_partials, tail, 1);
         z_clusters.emplace_back(F.x.begin(), F.x.begin() + F.m);
     }
+    std::vector<std::vector<float>> z_first2;  // mg_smooth_first2 on every level, on level 1, with the tail from 1
+    for (int variant = 0; variant < 3; ++variant) {
+        poison();
+        std::vector<double> first2_partials(F.stride, 0.0);
+        vcycle_fused(first2_partials, variant == 2 ? 1 : 0, 0, variant == 1 ? 2u : ~0u);
+        z_first2.emplace_back(F.x.begin(), F.x.begin() + F.m);
+        if (variant == 0) {
+            double rz2 = 0.0;
+            for (double p : first2_partials) rz2 += p;
+            if (rz2 != rz) return 2;  // the same r·z partials, added in the same order
+        }
+    }
     int n;
     scanf("%d", &n);
     std::vector<int> links, parent(n);
@@ -230,6 +246,7 @@ int main() {
     for (int v = 0; v < n; ++v) printf("%d\n", parent[v]);
     printf("%d\n", (int)z_clusters.size());
     for (auto& z : z_clusters) for (int c = 0; c < F.m; ++c) printf("%a\n", z[c]);
+    for (auto& z : z_first2) for (int c = 0; c < F.m; ++c) printf("%a\n", z[c]);
     return 0;
 }
 """
@@ -579,7 +596,7 @@ def test_sparse_pressure_kernels_equal_the_numpy_tables_bit_for_bit(device, scen
     for up, down in zip(M.up, M.down):
         lines += [*map(str, up.ravel()), *map(str, down.ravel())]
     lines += [*_hex(r), *_hex(d), str(len(cells)), *map(str, links.ravel())]
-    out = device.raw(lines).split()
+    out = device.raw(lines, check=True).split()
     m = level.m
     q = np.array([float.fromhex(x) for x in out[:m]], np.float32)
     dq = float.fromhex(out[m])
@@ -589,8 +606,11 @@ def test_sparse_pressure_kernels_equal_the_numpy_tables_bit_for_bit(device, scen
     z_tails = np.array([float.fromhex(x) for x in out[3 * m + 2:5 * m + 2]], np.float32).reshape(2, m)
     n = len(cells)
     labels = np.array([int(x) for x in out[5 * m + 2:5 * m + 2 + n]])
-    z_clusters = np.array([float.fromhex(x) for x in out[5 * m + 3 + n:]], np.float32).reshape(-1, m)
-    assert len(z_clusters) == int(out[5 * m + 2 + n]) == max(0, len(M.levels) - 3)
+    k = int(out[5 * m + 2 + n])
+    assert k == max(0, len(M.levels) - 3)
+    z_clusters = np.array([float.fromhex(x) for x in out[5 * m + 3 + n:5 * m + 3 + n + k * m]], np.float32)
+    z_clusters = z_clusters.reshape(-1, m)
+    z_first2 = np.array([float.fromhex(x) for x in out[5 * m + 3 + n + k * m:]], np.float32).reshape(3, m)
     want_q = level.apply(d)
     assert np.array_equal(q, want_q[:m])
     assert dq == pytest.approx(float(np.dot(d.astype(np.float64), want_q)), rel=1e-12)
@@ -601,6 +621,8 @@ def test_sparse_pressure_kernels_equal_the_numpy_tables_bit_for_bit(device, scen
         assert np.array_equal(z_tail, want_z[:m])
     for z_cluster in z_clusters:  # levels from 1 in mg_tail_cluster (VOXFX_SPARSE_MG_CLUSTER)
         assert np.array_equal(z_cluster, want_z[:m])
+    for z2 in z_first2:  # mg_smooth_first2 (VOXFX_SPARSE_MG_FIRST2): every level, level 1, with the tail
+        assert np.array_equal(z2, want_z[:m])
     assert len(z_clusters) >= (1 if scene else 0)
     assert np.abs(z).max() > 0
     assert rz == pytest.approx(float(np.dot(r.astype(np.float64), want_z)), rel=1e-12)
