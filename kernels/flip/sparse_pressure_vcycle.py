@@ -23,13 +23,17 @@ _COARSE_THREADS = 256
 class VCycleLaunches:
     """z = V-cycle(r) on the device, launch by launch."""
 
-    def _tail_table(self, bound):
-        """(first, pointer table, strides) of mg_tail_vcycle, or None: levels first..last
-        in one block, first the lowest level ≥ 1 whose stride is at most *bound*
-        (``TAIL_UNKNOWNS``), at least two levels (the coarsest alone is one launch already)."""
-        cp = self.cp
+    def _tail_first(self, bound):
+        """mg_tail_vcycle's first level, or None: levels first..last in one block, first the
+        lowest level ≥ 1 whose stride is at most *bound* (``TAIL_UNKNOWNS``), at least two
+        levels (the coarsest alone is one launch already)."""
         last = len(self.levels) - 1
-        first = next((lv for lv in range(1, last) if self.levels[lv].stride <= bound), None)
+        return next((lv for lv in range(1, last) if self.levels[lv].stride <= bound), None)
+
+    def _tail_table(self, bound):
+        """(first, pointer table, strides) of mg_tail_vcycle (``_tail_first``), or None."""
+        cp = self.cp
+        first = self._tail_first(bound)
         if first is None:
             return None
         ptr = lambda a: 0 if a is None else a.data.ptr  # noqa: E731
@@ -37,11 +41,11 @@ class VCycleLaunches:
         return (first, cp.asarray(np.array(table, np.uint64)),
                 cp.asarray(np.array([B.stride for B in self.levels], np.int32)))
 
-    def _cluster_from(self, bound):
+    def _cluster_from(self, bound, capability):
         """mg_tail_cluster's first level, or None: the lowest level ≥ 1 above the tail's
         whose stride is at most *bound* (``CLUSTER_UNKNOWNS``), on a device of compute
-        capability 9.0 on."""
-        if not self.tail or bound <= 0 or int(self.cp.cuda.Device().compute_capability) < 90:
+        *capability* (major·10 + minor) 9.0 on."""
+        if not self.tail or bound <= 0 or capability < 90:
             return None
         return next((lv for lv in range(1, self.tail[0]) if self.levels[lv].stride <= bound), None)
 
