@@ -201,7 +201,9 @@ struct BlockGroup {  // one block
 #define CLUSTER_BARRIER() asm volatile("barrier.cluster.arrive;\n\tbarrier.cluster.wait;" ::: "memory")
 #else
 #define TAIL_CLUSTER_DIMS
+#ifndef CLUSTER_BARRIER  // a threaded host harness brings its own
 #define CLUSTER_BARRIER() __syncthreads()
+#endif
 #endif
 struct ClusterGroup {
     __device__ int rank() const { return (int)(blockIdx.x * blockDim.x + threadIdx.x); }
