@@ -1,10 +1,10 @@
 // Sparse FLIP pressure (seed 003 §8, Alg. 2): the multigrid V-cycle over the sparse
 // hierarchy — red-black Gauss-Seidel, residual, restriction, prolongation, the coarsest level
 // in one block, and the coarse levels' whole V-cycle in one block (mg_tail_vcycle) or one
-// cluster of blocks (mg_tail_cluster, sm_90). Moved out
-// of flip_sparse_pressure.cu (its layout notes — levels, strides, tables, sizes[] — hold
-// here too), compiled with the same options and -D constants; launched by
-// kernels/flip/sparse_pressure_gpu.py, following sparse_multigrid.VCycle operation by
+// cluster of blocks (mg_tail_cluster, sm_90). Moved out of flip_sparse_pressure.cu (its
+// layout notes — levels, strides, tables, sizes[] — hold here too), compiled with the same
+// options and -D constants and TAIL_CLUSTER (blocks of mg_tail_cluster's cluster); launched
+// by kernels/flip/sparse_pressure_vcycle.py, following sparse_multigrid.VCycle operation by
 // operation (no FMA contraction: each value rounds as NumPy rounds it).
 
 #include "voxfx_mg_cell.cuh"  // gs_value, residual_value, restrict_value, prolong_value, ...: per unknown
