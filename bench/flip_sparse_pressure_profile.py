@@ -9,7 +9,8 @@ graph) with an event pair per launch, and the other stages of the substep.
     python3 bench/flip_sparse_pressure_profile.py [--n 256] [--particles 8e6] [--substeps 3]
         [--variants reference:0 fused:8192]
 
-``--variants`` SETUP:TAIL[:SCAN[:PROJECT[:PREDICT[:SETUP_TAIL[:BRICKS[:WARM[:ONE_READ[:RANKS[:LINK]]]]]]]]]:
+``--variants``
+SETUP:TAIL[:SCAN[:PROJECT[:PREDICT[:SETUP_TAIL[:BRICKS[:WARM[:ONE_READ[:RANKS[:LINK[:PERSIST[:CLUSTER[:FIRST2]]]]]]]]]]]]:
 the pressure set-up (``sparse_pressure.SETUP_KERNELS``:
 "reference", the array code, or "fused", ``sparse_pressure_cells``' four kernels), the
 V-cycle's one-block tail (``sparse_pressure_gpu.TAIL_UNKNOWNS``, 0 off), the set-up's scans
@@ -22,9 +23,18 @@ levels (``sparse_pressure_setup.TAIL_BOUND``, 0 off) and its level 1 by brick lo
 variants carried from the substep before, a cold one carries nothing) and the set-up's one
 host read (``sparse_pressure_setup.ONE_READ``: "1" or "0"), level 1's key order by ranks
 (``sparse_pressure_setup.RANKS``: "1") or a sort ("0"), and the labels' union-find start
-(``sparse_pressure_cells.LINK_INIT``: "1" or "0"); each on the same
+(``sparse_pressure_cells.LINK_INIT``: "1" or "0") and the PCG's persistent buffers
+(``sparse_pressure_gpu.PERSIST``: "1" or "0") and the V-cycle's levels above the tail in one
+cluster launch (``sparse_pressure_gpu.CLUSTER_UNKNOWNS``, 0 off) and the first pre-smoothing
+sweep with the second's red pass in one launch (``sparse_pressure_gpu.FIRST2_UNKNOWNS``, 0
+off; the "it:" rows count one iteration's launches per kernel); each on the same
 simulation state, in turn, per substep (A/B in one run). E.g. the brick A/B:
 ``--variants fused:8192:kernel:kernel:1:16384:0 fused:8192:kernel:kernel:1:16384:1``.
+
+``--count``: after the timings, one whole ``solve_pressure`` per variant with counters (no
+events): RawKernel launches outside graphs (by name), graph replays, pool allocations
+and their bytes (a CuPy memory hook), split into the set-up (everything before the PCG's
+first graph replay) and the rest.
 
 ``--sweeps 1 2 3``: after the rest, the V-cycle's smoothing sweeps (``MG_SWEEPS``, shared with
 the dense solver; patched here for the sparse solver alone, its kernels recompiled) on one
@@ -62,6 +72,7 @@ from flip_sparse_pressure import after_pressure, before_pressure  # noqa: E402
 
 _kernel_ms = defaultdict(list)  # name → [(start event, end event)] while recording
 _recording = [False]
+_counting = [None]  # --count: the counters of the solve being counted (no events)
 _plain = (launch.Kernels.launch, launch.Kernels.launch_grid)
 
 
@@ -69,6 +80,8 @@ def _timed(plain):
     def wrapped(self, name, *args):
         import cupy as cp
 
+        if _counting[0] is not None and not cp.cuda.get_current_stream().is_capturing():
+            _counting[0].launch(name)
         if not _recording[0] or cp.cuda.get_current_stream().is_capturing():  # no events inside a graph
             return plain(self, name, *args)
 
@@ -186,9 +199,12 @@ def one_iteration(rows):
     solver._iteration()
     cp.cuda.Device().synchronize()
     _recording[0] = False
+    total = [0.0, 0]
     for name, pairs in _kernel_ms.items():
-        rows["it: " + name].append(tuple(sum(cp.cuda.get_elapsed_time(a, b) for a, b in pairs) for _ in range(3))
-                                   + (len(pairs),))
+        ms = sum(cp.cuda.get_elapsed_time(a, b) for a, b in pairs)
+        rows["it: " + name].append((ms,) * 3 + (len(pairs),))
+        total = [total[0] + ms, total[1] + len(pairs)]
+    rows["it: (every kernel)"].append((total[0],) * 3 + (total[1],))  # one iteration's RawKernel launches
     _kernel_ms.clear()
     solver.state[1] = 1
 
@@ -210,6 +226,66 @@ def host_profile(sim, dt, count):
     cp.cuda.Device().synchronize()
     print(f"\nhost profile of {count} solve_pressure calls (the last variant), by own time:")
     pstats.Stats(prof).sort_stats("tottime").print_stats(28)
+
+
+class _Counts:
+    """--count's counters: launches by name, graph replays, pool allocations (count, bytes),
+    each in the set-up (before the first replay) or after it."""
+
+    def __init__(self):
+        self.replays = 0
+        self.parts = {"set-up": defaultdict(int), "loop": defaultdict(int)}
+
+    def part(self):
+        return self.parts["loop" if self.replays else "set-up"]
+
+    def launch(self, name):
+        self.part()["launches"] += 1
+        self.part()["kernel " + name] += 1
+
+    def malloc(self, size):
+        self.part()["allocations"] += 1
+        self.part()["bytes"] += int(size)
+
+
+def count_solve(sim, dt):
+    """One solve_pressure with --count's counters; the _Counts."""
+    import cupy as cp
+    from cupy.cuda import memory_hook
+
+    counts = _Counts()
+
+    class Hook(memory_hook.MemoryHook):
+        name = "count"
+
+        def malloc_preprocess(self, **kw):
+            counts.malloc(kw["size"])
+
+    plain_run = launch.GraphLoop.run
+
+    def run(self):
+        counts.replays += 1
+        counts.part()["graph replays"] += 1
+        return plain_run(self)
+
+    cp.cuda.Device().synchronize()
+    launch.GraphLoop.run, _counting[0] = run, counts
+    try:
+        with Hook():
+            sparse_pressure.solve_pressure(sim.grid, dt, tolerance=sim.settings.pressure_tolerance,
+                                           max_iterations=sim.settings.pressure_max_iterations)
+        cp.cuda.Device().synchronize()
+    finally:
+        launch.GraphLoop.run, _counting[0] = plain_run, None
+    return counts
+
+
+def print_counts(variant, counts):
+    for part, c in counts.parts.items():
+        kernels = sorted((k[7:], v) for k, v in c.items() if k.startswith("kernel "))
+        print(f"  count {variant!r} {part}: {c['launches']} RawKernel launches, {c['graph replays']} graph replays, "
+              f"{c['allocations']} pool allocations ({c['bytes'] / 2 ** 20:.1f} MiB); "
+              + ", ".join(f"{k} {v}" for k, v in kernels), flush=True)
 
 
 def _use(variant):
@@ -234,6 +310,12 @@ def _use(variant):
         sparse_pressure_setup.RANKS = rest[7] != "0"
     if len(rest) > 8:  # the labels' union-find trees start at a lower FLUID neighbour: "1" or "0"
         sparse_pressure_cells.LINK_INIT = rest[8] != "0"
+    if len(rest) > 9:  # the PCG's persistent buffers: "1" or "0"
+        sparse_pressure_gpu.PERSIST = rest[9] != "0"
+    if len(rest) > 10:  # the V-cycle's levels above the tail in one cluster: their stride bound, 0 off
+        sparse_pressure_gpu.CLUSTER_UNKNOWNS = int(rest[10])
+    if len(rest) > 11:  # the first sweep and the second's red pass in one launch: their stride bound, 0 off
+        sparse_pressure_gpu.FIRST2_UNKNOWNS = int(rest[11])
 
 
 def _carried(grid, keep=None):
@@ -252,21 +334,22 @@ def sweep_study(sim, dt, counts, repeats):
     """MG_SWEEPS patched for the sparse solver (module notes): iterations and ms per solve."""
     import cupy as cp
 
-    from voxfx.kernels.flip import sparse_multigrid
+    from voxfx.kernels.flip import sparse_multigrid, sparse_pressure_vcycle
 
     g, s = sim.grid, sim.settings
     before_pressure(sim, dt)  # a substep's state up to its solve; warm solves start from the last substep's p
     carried = _carried(g, False)
     default = sparse_pressure_gpu.MG_SWEEPS
-    plain_k = sparse_pressure_gpu._K
+    plain_k, plain_mg = sparse_pressure_gpu._K, sparse_pressure_gpu._MG
     ref = {}
     print(f"\nV-cycle sweeps (MG_SWEEPS, default {default}; coarse {sparse_pressure_gpu.MG_COARSE_SWEEPS}), "
           f"{repeats} solves each: sweeps | start | CG it | wall ms (median) | max |p - p(default)|")
     for count in [default] + [c for c in counts if c != default]:
-        sparse_pressure_gpu.MG_SWEEPS = sparse_multigrid.MG_SWEEPS = count
+        sparse_pressure_gpu.MG_SWEEPS = sparse_multigrid.MG_SWEEPS = sparse_pressure_vcycle.MG_SWEEPS = count
         options = tuple(f"-DMG_SWEEPS={count}" if o.startswith("-DMG_SWEEPS=") else o for o in plain_k.options)
         assert f"-DMG_SWEEPS={count}" in options, plain_k.options
         sparse_pressure_gpu._K = launch.Kernels(plain_k.filename, options, plain_k.threads)
+        sparse_pressure_gpu._MG = launch.Kernels(plain_mg.filename, options, plain_mg.threads)  # the V-cycle's
         sparse_pressure_gpu.release_gpu_solvers()
         for start in ("cold", "warm"):
             os.environ["VOXFX_PRESSURE_WARM"] = "1" if start == "warm" else "0"
@@ -284,8 +367,8 @@ def sweep_study(sim, dt, counts, repeats):
             ref.setdefault(start, p)
             print(f"  {count} | {start} | {its[1:]} | {np.median(walls[1:]):.3f} | "
                   f"{float(np.abs(p - ref[start]).max()):.3g}", flush=True)
-    sparse_pressure_gpu.MG_SWEEPS = sparse_multigrid.MG_SWEEPS = default
-    sparse_pressure_gpu._K = plain_k
+    sparse_pressure_gpu.MG_SWEEPS = sparse_multigrid.MG_SWEEPS = sparse_pressure_vcycle.MG_SWEEPS = default
+    sparse_pressure_gpu._K, sparse_pressure_gpu._MG = plain_k, plain_mg
     sparse_pressure_gpu.release_gpu_solvers()
 
 
@@ -330,6 +413,8 @@ def main():
     ap.add_argument("--host-profile", type=int, default=0, metavar="N",
                     help="after the timings, cProfile N whole solves of the last variant (no events) and print "
                     "the host calls by own time: what the host spends between kernels")
+    ap.add_argument("--count", action="store_true", help="launches, graph replays and allocations of one solve "
+                    "per variant (module notes)")
     ap.add_argument("--sweeps", type=int, nargs="*", default=[], help="the V-cycle sweep study (module notes)")
     ap.add_argument("--sweep-repeats", type=int, default=5)
     ap.add_argument("--substep-runs", type=int, default=2, help="whole substeps timed per variant, in turn")
@@ -388,6 +473,10 @@ def main():
         top = sorted(((float(np.median(ms)), name) for name, ms in kernels[variant].items()), reverse=True)[:12]
         print("  set-up + loop RawKernels (ms, median per solve): " + ", ".join(f"{n} {m:.3f}" for m, n in top))
     print_stages(args.variants, stages)
+    if args.count:
+        for variant in args.variants:
+            _use(variant)
+            print_counts(variant, count_solve(sim, dt))
     if args.host_profile:
         host_profile(sim, dt, args.host_profile)
     if args.sweeps:

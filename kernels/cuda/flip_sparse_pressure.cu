@@ -1,11 +1,12 @@
 // Sparse FLIP pressure (seed 003 §8, Alg. 2) on compacted unknowns: the PCG loop's vector
-// kernels, the 7-point Laplacian read through a neighbour table, the multigrid V-cycle over
-// the sparse hierarchy (red-black Gauss-Seidel, residual, restriction, prolongation, the
-// coarsest level in one block, and the coarse levels' whole V-cycle in one block:
-// mg_tail_vcycle) and the union-find of the sealed-region labels. Launched by
-// kernels/flip/sparse_pressure_gpu.py; the NumPy code of sparse_pressure.py and
-// sparse_multigrid.py is the reference these kernels follow operation by operation (they
-// are compiled without FMA contraction, so each value rounds as NumPy rounds it).
+// kernels, the 7-point Laplacian read through a neighbour table, the union-find of the
+// sealed-region labels and the multigrid tables (the "host" set-up's). The multigrid V-cycle
+// (red-black Gauss-Seidel, residual, restriction, prolongation, the coarsest level in one
+// block, the coarse levels' whole V-cycle in one block: mg_tail_vcycle) is
+// flip_sparse_pressure_vcycle.cu. Launched by kernels/flip/sparse_pressure_gpu.py; the NumPy
+// code of sparse_pressure.py and sparse_multigrid.py is the reference these kernels follow
+// operation by operation (they are compiled without FMA contraction, so each value rounds as
+// NumPy rounds it).
 //
 // Layout. A level's vectors hold its m unknowns — red (i + j + k even) in [0, m_red), black
 // in [m_red, m) — and a sentinel at m that stays 0; buffers are `stride` entries long
@@ -15,15 +16,15 @@
 // restriction into the level from the next finer one); an entry that is not an unknown is
 // the sentinel. sizes[2·level] = m_red, sizes[2·level + 1] = m, on the device.
 //
-// Constants from Python, as -D options (kernels/flip/sparse_pressure_gpu.py): S_IT,
-// S_STOPPED, S_CONVERGED, D_BB, D_THRESH, D_RR, D_RZ, D_ALPHA, D_BETA (the state[] and
-// scalars[] layout of flip_pressure.cu, whose finish_* kernels close this loop's
-// reductions; finish_init_warm here closes a warm start's) and D_COLD (the warm start's choice), PRE_MG, PRE_JACOBI, PRE_NONE (preconditioners),
-// MG_SWEEPS (pre- and post-smoothing sweeps), MG_COARSE_SWEEPS (forward and as many backward
-// sweeps on the coarsest level), KEY_BITS
-// (bits per axis of a multigrid cell key).
+// Constants from Python, as -D options (kernels/flip/sparse_pressure_gpu.py, the same for
+// both files): S_IT, S_STOPPED, S_CONVERGED, D_BB, D_THRESH, D_RR, D_RZ, D_ALPHA, D_BETA (the
+// state[] and scalars[] layout of flip_pressure.cu, whose finish_* kernels close this loop's
+// reductions; finish_init_warm here closes a warm start's) and D_COLD (the warm start's
+// choice), PRE_MG, PRE_JACOBI, PRE_NONE (preconditioners), MG_SWEEPS (pre- and post-smoothing
+// sweeps), MG_COARSE_SWEEPS (forward and as many backward sweeps on the coarsest level),
+// KEY_BITS (bits per axis of a multigrid cell key).
 
-#include "voxfx_mg_cell.cuh"  // gs_value, residual_value, restrict_value, prolong_value, ...: per unknown
+#include "voxfx_mg_cell.cuh"  // compact_neighbour_sum, residual_value, the tables' columns: per unknown
 #include "voxfx_mg_keys.cuh"  // cell_key, key_cell, find_key: the multigrid cell keys
 #include "voxfx_reduce.cuh"  // block_sum2: the fixed-order double sums
 
@@ -202,229 +203,6 @@ extern "C" __global__ void update_direction(float* __restrict__ d, const float* 
     const int n = sizes[1];
     const float beta = (float)scalars[D_BETA];
     RANGE(c, 0, n) d[c] = z[c] + beta * d[c];
-}
-
-// ------------------------------------------------------------------------ multigrid V-cycle
-
-// One colour of Gauss-Seidel on a level, x_c = (b_c + Σ x_n)/diag_c over the colour's range
-// (the other colour is all it reads). first = 1: the sweep from x = 0 — red b/diag, black 0,
-// every unknown written, so no clearing pass is needed.
-extern "C" __global__ void mg_smooth(float* __restrict__ x, const float* __restrict__ b, const int* __restrict__ nbr,
-                                     const float* __restrict__ diag, int stride, const int* __restrict__ sizes,
-                                     int level, int colour, int first, const int* __restrict__ state)
-{
-    if (state[S_STOPPED]) return;
-    const int m_red = sizes[2 * level], m = sizes[2 * level + 1];
-    if (first) {
-        RANGE(c, 0, m) x[c] = c < m_red ? b[c] / diag[c] : 0.0f;
-        return;
-    }
-    const int lo = colour ? m_red : 0, hi = colour ? m : m_red;
-    RANGE(c, lo, hi) x[c] = gs_value(x, b, nbr, diag, stride, c);
-}
-
-// The first pre-smoothing sweep from x = 0, red and black in one launch (the fused V-cycle): a
-// red unknown takes b/diag, a black one (b + Σ b_n/diag_n)/diag over its neighbours, all red
-// or the sentinel (b 0, diag 1: 0) — the values the red-then-black launches of mg_smooth
-// (first = 1, then colour 1) give, rounded alike, without reading x.
-extern "C" __global__ void mg_smooth_first(float* __restrict__ x, const float* __restrict__ b,
-                                           const int* __restrict__ nbr, const float* __restrict__ diag, int stride,
-                                           const int* __restrict__ sizes, int level, const int* __restrict__ state)
-{
-    if (state[S_STOPPED]) return;
-    const int m_red = sizes[2 * level], m = sizes[2 * level + 1];
-    RANGE(c, 0, m) x[c] = first_sweep_value(b, nbr, diag, stride, m_red, c);
-}
-
-// The last post-smoothing sweep of level 0 (red) and the partial r·z of the V-cycle's
-// result z = x (the fused V-cycle: dot_rz folded in). Launched on the reduction grid over all m
-// unknowns, so each thread adds the same products in the same order as dot_rz: red ones
-// take their new value, black ones are read (the red sweep does not change them).
-extern "C" __global__ void mg_smooth_red_dot(float* __restrict__ x, const float* __restrict__ b,
-                                             const int* __restrict__ nbr, const float* __restrict__ diag, int stride,
-                                             const int* __restrict__ sizes, double* __restrict__ partials_rz,
-                                             const int* __restrict__ state)
-{
-    if (state[S_STOPPED]) return;
-    const int m_red = sizes[0], m = sizes[1];
-    double rz = 0.0;
-    RANGE(c, 0, m)
-    {
-        float xc;
-        if (c < m_red) {
-            xc = gs_value(x, b, nbr, diag, stride, c);
-            x[c] = xc;
-        } else {
-            xc = x[c];
-        }
-        rz += (double)b[c] * xc;
-    }
-    block_sum2(rz, 0.0, partials_rz, nullptr);
-}
-
-// The last pre-smoothing sweep's black colour and the black unknowns' residual r = b − A x
-// (the fused V-cycle: their x is in hand; mg_residual then does the red ones alone).
-extern "C" __global__ void mg_smooth_black_residual(float* __restrict__ x, const float* __restrict__ b,
-                                                    const int* __restrict__ nbr, const float* __restrict__ diag,
-                                                    int stride, const int* __restrict__ sizes, int level,
-                                                    float* __restrict__ r, const int* __restrict__ state)
-{
-    if (state[S_STOPPED]) return;
-    const int m_red = sizes[2 * level], m = sizes[2 * level + 1];
-    RANGE(c, m_red, m)
-    {
-        const float s = compact_neighbour_sum(x, nbr, stride, c);  // red neighbours: not written here
-        const float xc = (b[c] + s) / diag[c];
-        x[c] = xc;
-        r[c] = b[c] - (diag[c] * xc - s);
-    }
-}
-
-// r = b − A x on a level's unknowns (all_unknowns = 0: the red ones alone).
-extern "C" __global__ void mg_residual(const float* __restrict__ x, const float* __restrict__ b,
-                                       const int* __restrict__ nbr, const float* __restrict__ diag, int stride,
-                                       const int* __restrict__ sizes, int level, int all_unknowns,
-                                       float* __restrict__ r, const int* __restrict__ state)
-{
-    if (state[S_STOPPED]) return;
-    const int m = sizes[2 * level + all_unknowns];
-    RANGE(c, 0, m) r[c] = residual_value(x, b, nbr, diag, stride, c);
-}
-
-// Restriction into coarse level `level`: b_c = ½·Σ_row w_row·r_f[down[row][c]], rows
-// (iz·4 + iy)·4 + ix added in order (Pᵀ of mg_prolong_add, times ½: the average Pᵀ/8 scaled
-// by (2h/h)² for the unscaled coarse operator).
-extern "C" __global__ void mg_restrict(const float* __restrict__ rf, const int* __restrict__ down, int stride,
-                                       const int* __restrict__ sizes, int level, float* __restrict__ bc,
-                                       const int* __restrict__ state)
-{
-    if (state[S_STOPPED]) return;
-    const int m = sizes[2 * level + 1];
-    RANGE(c, 0, m) bc[c] = restrict_value(rf, down, stride, c);
-}
-
-// Prolongation onto fine level `level`: x_f += Σ_row w_row·x_c[up[row][f]], rows
-// (oz·2 + oy)·2 + ox: per axis ¾ of the parent (o = 0) and ¼ of its neighbour on the
-// child's side (o = 1). all_unknowns = 0 (the fused V-cycle): the red unknowns alone — the
-// black sweep that follows overwrites every black value without reading it.
-extern "C" __global__ void mg_prolong_add(const float* __restrict__ xc, const int* __restrict__ up, int stride,
-                                          const int* __restrict__ sizes, int level, int all_unknowns,
-                                          float* __restrict__ xf, const int* __restrict__ state)
-{
-    if (state[S_STOPPED]) return;
-    const int m = sizes[2 * level + all_unknowns];
-    RANGE(f, 0, m) xf[f] = xf[f] + prolong_value(xc, up, stride, f);
-}
-
-// The coarsest level in one block: x = 0, then MG_COARSE_SWEEPS sweeps red → black and as
-// many black → red, the block synchronised between colours (one launch, not 4·sweeps).
-extern "C" __global__ void mg_coarse_solve(float* __restrict__ x, const float* __restrict__ b,
-                                           const int* __restrict__ nbr, const float* __restrict__ diag, int stride,
-                                           const int* __restrict__ sizes, int level, const int* __restrict__ state)
-{
-    if (state[S_STOPPED]) return;
-    const int m_red = sizes[2 * level], m = sizes[2 * level + 1];
-    for (int c = threadIdx.x; c < m; c += blockDim.x) x[c] = 0.0f;
-    __syncthreads();
-    block_coarse_sweeps(x, b, nbr, diag, stride, m_red, m);
-}
-
-// The restriction into the coarsest level (as mg_restrict) and its solve (as
-// mg_coarse_solve) in one block (the fused V-cycle): the coarsest level has a few dozen unknowns.
-extern "C" __global__ void mg_restrict_coarse_solve(const float* __restrict__ rf, const int* __restrict__ down,
-                                                    float* __restrict__ x, float* __restrict__ b,
-                                                    const int* __restrict__ nbr, const float* __restrict__ diag,
-                                                    int stride, const int* __restrict__ sizes, int level,
-                                                    const int* __restrict__ state)
-{
-    if (state[S_STOPPED]) return;
-    const int m_red = sizes[2 * level], m = sizes[2 * level + 1];
-    for (int c = threadIdx.x; c < m; c += blockDim.x) {
-        b[c] = restrict_value(rf, down, stride, c);
-        x[c] = 0.0f;
-    }
-    __syncthreads();
-    block_coarse_sweeps(x, b, nbr, diag, stride, m_red, m);
-}
-
-// The fused V-cycle's levels first..last (first ≥ 1, their unknowns few) in one block of
-// threads, synchronised between the passes that each launch of sparse_pressure_gpu's
-// _vcycle_fused makes on these levels, in the same order and with the same per-unknown values
-// (so z is the same bit for bit; one launch instead of ~10 per level). Level l's buffers are
-// at ptrs[TAIL_PTRS·l + k]: x, b, r, nbr, diag, up (onto l from l + 1), down (into l + 1);
-// strides[l] their row length. On entry level first's b holds the restricted residual; on
-// exit its x the post-smoothed correction.
-#define TAIL_PTRS 7
-#define TAIL_F(l, k) ((float*)ptrs[TAIL_PTRS * (l) + (k)])
-#define TAIL_I(l, k) ((const int*)ptrs[TAIL_PTRS * (l) + (k)])
-#define BLOCK_RANGE(c, lo, hi) for (int c = (lo) + (int)threadIdx.x; c < (hi); c += (int)blockDim.x)
-extern "C" __global__ void __launch_bounds__(1024) mg_tail_vcycle(const unsigned long long* __restrict__ ptrs, const int* __restrict__ strides,
-                                          int first, int last, const int* __restrict__ sizes,
-                                          const int* __restrict__ state)
-{
-    if (state[S_STOPPED]) return;
-    for (int l = first; l < last; ++l) {  // down: pre-smoothing, residual, restriction
-        float *x = TAIL_F(l, 0), *b = TAIL_F(l, 1), *r = TAIL_F(l, 2);
-        const int* nbr = TAIL_I(l, 3);
-        const float* diag = TAIL_F(l, 4);
-        const int stride = strides[l], m_red = sizes[2 * l], m = sizes[2 * l + 1];
-        BLOCK_RANGE(c, 0, m) x[c] = first_sweep_value(b, nbr, diag, stride, m_red, c);  // mg_smooth_first
-        __syncthreads();
-        for (int sweep = 1; sweep < MG_SWEEPS; ++sweep) {
-            BLOCK_RANGE(c, 0, m_red) x[c] = gs_value(x, b, nbr, diag, stride, c);
-            __syncthreads();
-            if (sweep < MG_SWEEPS - 1) {
-                BLOCK_RANGE(c, m_red, m) x[c] = gs_value(x, b, nbr, diag, stride, c);
-            } else {  // mg_smooth_black_residual
-                BLOCK_RANGE(c, m_red, m)
-                {
-                    const float s = compact_neighbour_sum(x, nbr, stride, c);
-                    const float xc = (b[c] + s) / diag[c];
-                    x[c] = xc;
-                    r[c] = b[c] - (diag[c] * xc - s);
-                }
-            }
-            __syncthreads();
-        }
-        BLOCK_RANGE(c, 0, MG_SWEEPS == 1 ? m : m_red) r[c] = residual_value(x, b, nbr, diag, stride, c);
-        __syncthreads();
-        if (l + 1 < last) {  // mg_restrict into l + 1
-            float* bc = TAIL_F(l + 1, 1);
-            const int* down = TAIL_I(l, 6);
-            const int cstride = strides[l + 1];
-            BLOCK_RANGE(c, 0, sizes[2 * (l + 1) + 1]) bc[c] = restrict_value(r, down, cstride, c);
-            __syncthreads();
-        }
-    }
-    {  // mg_restrict_coarse_solve
-        float *x = TAIL_F(last, 0), *b = TAIL_F(last, 1);
-        const float* rf = TAIL_F(last - 1, 2);
-        const int* down = TAIL_I(last - 1, 6);
-        const int stride = strides[last], m_red = sizes[2 * last], m = sizes[2 * last + 1];
-        BLOCK_RANGE(c, 0, m)
-        {
-            b[c] = restrict_value(rf, down, stride, c);
-            x[c] = 0.0f;
-        }
-        __syncthreads();
-        block_coarse_sweeps(x, b, TAIL_I(last, 3), TAIL_F(last, 4), stride, m_red, m);
-    }
-    for (int l = last - 1; l >= first; --l) {  // up: prolongation (red), post-smoothing black, red
-        float *x = TAIL_F(l, 0), *b = TAIL_F(l, 1);
-        const float* xc = TAIL_F(l + 1, 0);
-        const int* nbr = TAIL_I(l, 3);
-        const int* up = TAIL_I(l, 5);
-        const float* diag = TAIL_F(l, 4);
-        const int stride = strides[l], m_red = sizes[2 * l], m = sizes[2 * l + 1];
-        BLOCK_RANGE(f, 0, m_red) x[f] = x[f] + prolong_value(xc, up, stride, f);
-        __syncthreads();
-        for (int sweep = 0; sweep < MG_SWEEPS; ++sweep) {
-            BLOCK_RANGE(c, m_red, m) x[c] = gs_value(x, b, nbr, diag, stride, c);
-            __syncthreads();
-            BLOCK_RANGE(c, 0, m_red) x[c] = gs_value(x, b, nbr, diag, stride, c);
-            __syncthreads();
-        }
-    }
 }
 
 // ------------------------------------------------------------------------ sealed regions

@@ -111,8 +111,13 @@ def run_blocks(solver, max_iterations: int, progress=None, predicted: int = 0, s
         for _ in range(predicted):
             single.run()
         launched = predicted
+    read = getattr(solver, "read_control", None) if getattr(solver, "persist", False) else None
+    scal = None
     while True:
-        host_state = solver.state.get()  # the one host sync per check (Alg. 2)
+        if read is not None:  # the state and the scalars in one read (sparse_pressure_gpu.PERSIST)
+            host_state, scal = read()
+        else:
+            host_state = solver.state.get()  # the one host sync per check (Alg. 2)
         if host_state[_S_STOPPED] or launched >= max_iterations:
             break
         if launched:  # between blocks, on the state this check read anyway: no extra sync
@@ -123,7 +128,8 @@ def run_blocks(solver, max_iterations: int, progress=None, predicted: int = 0, s
         else:
             solver.loop.run()  # check_every iterations (the graph, or launch by launch)
             launched += solver.check_every
-    scal = solver.scalars.get()
+    if scal is None:
+        scal = solver.scalars.get()
     bb, rr = float(scal[_D_BB]), float(scal[_D_RR])
     residual = 0.0 if bb == 0.0 else math.sqrt(rr / bb) if math.isfinite(rr) else math.inf
     return int(host_state[_S_IT]), residual, bool(host_state[_S_CONVERGED])

@@ -265,7 +265,7 @@ class VCycle:
         if xp is np:
             build = TableBuilder(xp)
         else:
-            from .sparse_pressure_gpu import TableKernels
+            from .sparse_pressure_tables import TableKernels
 
             build = TableKernels()
         cells = _level0_cells(grid, kind, level0, xp)

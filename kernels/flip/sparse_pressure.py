@@ -339,7 +339,14 @@ def pcg(grid, kind, b, tolerance, max_iterations, preconditioner="mg", check_eve
     xp = grid.xp
     level, M = solver_tables(grid, kind, preconditioner, *tables)
     if xp is not np:  # the same tables, the kernels of cuda/flip_sparse_pressure.cu
+        from . import sparse_pressure_gpu
         from .sparse_pressure_gpu import solve_unknowns
+
+        if sparse_pressure_gpu.PERSIST:  # gathered into and scattered from the solver's vectors
+            kept = getattr(grid, "_pressure_memo", (None,) * 4)[3]
+            keep = kept is not None and kept[0] is level and kept[1] is M
+            return sparse_pressure_gpu.solve_flat(level, M, b, grid.size, tolerance, max_iterations, preconditioner,
+                                                  check_every, progress, x0=x0, keep=keep)
 
         x, iterations, residual, converged = solve_unknowns(level, M, level.gather(b), tolerance, max_iterations,
                                                             preconditioner, check_every, progress,

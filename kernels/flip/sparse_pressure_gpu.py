@@ -1,10 +1,11 @@
 """The sparse FLIP pressure solve on the device (CuPy, kernels of
-``cuda/flip_sparse_pressure.cu``): the PCG loop of seed 003 Alg. 2 on the compacted
-unknowns with every scalar on the device, the multigrid V-cycle over the sparse hierarchy,
-and a block of ``check_every`` iterations as one CUDA graph; the union-find of the sealed
-regions. ``sparse_pressure.py`` (the loop) and ``sparse_multigrid.py`` (the tables and the
-V-cycle) are the NumPy reference it follows; ``pressure_gpu.py`` is the dense twin, whose
-``finish_*`` kernels close the reductions here too (same state and scalar layout).
+``cuda/flip_sparse_pressure.cu`` and, for the V-cycle, ``flip_sparse_pressure_vcycle.cu``):
+the PCG loop of seed 003 Alg. 2 on the compacted unknowns with every scalar on the device,
+the multigrid V-cycle over the sparse hierarchy, and a block of ``check_every`` iterations
+as one CUDA graph; the union-find of the sealed regions. ``sparse_pressure.py`` (the loop)
+and ``sparse_multigrid.py`` (the tables and the V-cycle) are the NumPy reference it follows;
+``pressure_gpu.py`` is the dense twin, whose ``finish_*`` kernels close the reductions here
+too (same state and scalar layout).
 
 Buffers outlive a solve: each level's vectors and tables are ``stride`` long, a little more
 than its m + 1 entries, and the kernels read m from a device array, so the captured graph
@@ -15,6 +16,12 @@ the loop. A solve starts with as many single iterations as the last one took (``
 before its first check. A warm start (``sparse_pressure``'s module notes) puts x₀ in x and
 begins with cg_init_warm (r = b − A x₀, ‖b‖², ‖r‖²), finish_init_warm and cg_warm_select
 (back to x = 0, r = b where ‖r‖ > ‖b‖) instead of cg_init and finish_init.
+
+``PERSIST`` (default): the vectors in one allocation zeroed by one fill, one control array
+(one write a solve, one read a check), the start up to the loop as one graph replay, the
+tables copied only when new (H200, 8M dam break, alternating substeps: pressure stage 6.72 →
+6.17 ms, set-up RawKernel launches 84 → 48, 14 iterations, Δp = 0; still water 2.3–3.3 →
+0.9–1.8 ms).
 """
 
 from __future__ import annotations
@@ -27,7 +34,9 @@ import numpy as np
 from .. import backend
 from ..grid.launch import THREADS, GraphLoop, Kernels
 from .pressure import MG_COARSE_SWEEPS, MG_SWEEPS
-from .sparse_multigrid import KEY_BITS, _CellSet, _Level
+from .sparse_multigrid import KEY_BITS
+from .sparse_pressure_buffers import _Buffers, carve, grown_strides, solver_memory_bytes
+from .sparse_pressure_vcycle import _TAIL_CLUSTER, VCycleLaunches
 from .pressure_gpu import (_D_ALPHA, _D_BB, _D_BETA, _D_RR, _D_RZ, _D_THRESH, _MAX_BLOCKS, _S_CONVERGED, _S_IT,
                            _S_STOPPED, run_blocks)
 from .pressure_gpu import _K as _DENSE  # finish_init, finish_alpha, finish_beta
@@ -35,16 +44,21 @@ from .pressure_gpu import _K as _DENSE  # finish_init, finish_alpha, finish_beta
 _CU = "flip_sparse_pressure.cu"
 _MODES = ("mg", "jacobi", "none")  # sparse_pressure.PRECONDITIONERS, in order
 _D_COLD = 6  # scalars[]: the warm start fell back to x₀ = 0 (finish_init_warm)
-_K = Kernels(_CU, ("--fmad=false",), THREADS, defines={
+_DEFINES = {
     "S_IT": _S_IT, "S_STOPPED": _S_STOPPED, "S_CONVERGED": _S_CONVERGED, "D_BB": _D_BB, "D_THRESH": _D_THRESH,
     "D_RR": _D_RR, "D_RZ": _D_RZ, "D_ALPHA": _D_ALPHA, "D_BETA": _D_BETA, "D_COLD": _D_COLD,
     "MG_COARSE_SWEEPS": MG_COARSE_SWEEPS,
     "MG_SWEEPS": MG_SWEEPS, "KEY_BITS": KEY_BITS,
-    **{f"PRE_{name.upper()}": i for i, name in enumerate(_MODES)}})
+    **{f"PRE_{name.upper()}": i for i, name in enumerate(_MODES)}}
+_K = Kernels(_CU, ("--fmad=false",), THREADS, defines=_DEFINES)  # PCG, labels, tables
+_MG = Kernels("flip_sparse_pressure_vcycle.cu", ("--fmad=false",), THREADS,  # the V-cycle
+              defines={**_DEFINES, "TAIL_CLUSTER": _TAIL_CLUSTER})
 _LOOP_KERNELS = ("cg_init", "cg_init_warm", "finish_init_warm", "cg_warm_select",
-                 "apply_laplacian", "update_solution", "dot_rz", "update_direction", "mg_smooth",
-                 "mg_residual", "mg_restrict", "mg_prolong_add", "mg_coarse_solve", "mg_smooth_first",
-                 "mg_smooth_red_dot", "mg_restrict_coarse_solve", "mg_smooth_black_residual", "mg_tail_vcycle")
+                 "apply_laplacian", "update_solution", "dot_rz", "update_direction")
+_VCYCLE_KERNELS = ("mg_smooth", "mg_residual", "mg_restrict", "mg_prolong_add", "mg_coarse_solve", "mg_smooth_first",
+                   "mg_smooth_red_dot", "mg_restrict_coarse_solve", "mg_smooth_black_residual", "mg_tail_vcycle",
+                   "mg_smooth_first2")
+_CLUSTER_KERNELS = ("mg_tail_cluster",)  # compute capability 9.0 on (CLUSTER_UNKNOWNS)
 # The V-cycle's launches: "fused" (default) folds the first pre-smoothing sweep's two colours
 # into one launch, the black residuals into the last pre-smoothing sweep, the coarsest level's
 # restriction into its solve and r·z into level 0's last sweep, and prolongs onto the red
@@ -55,8 +69,18 @@ VCYCLE = os.environ.get("VOXFX_SPARSE_MG_VCYCLE", "fused")
 # whose buffers hold at most this many unknowns (fixed per solver: its graph stays valid);
 # 0: every level launch by launch. The same z bit for bit (host harness).
 TAIL_UNKNOWNS = int(os.environ.get("VOXFX_SPARSE_MG_TAIL", "8192"))
-_TAIL_THREADS = 1024
-_COARSE_THREADS = 256
+# The levels above the one-block tail whose buffers hold at most this many unknowns (from
+# level 1) in the same launch, one cluster of _TAIL_CLUSTER blocks synchronised by the
+# cluster's barrier (mg_tail_cluster, compute capability 9.0 on; issue 24: the ~10 launches
+# a level of 10⁴ unknowns takes). 0 (default): today's launches. The same z bit for bit (host
+# harness).
+CLUSTER_UNKNOWNS = int(os.environ.get("VOXFX_SPARSE_MG_CLUSTER", "0"))
+# The fused V-cycle's levels launched one by one whose buffers hold at most this many
+# unknowns start their pre-smoothing with one launch for the first sweep and the second's
+# red pass (mg_smooth_first2: from b alone, each red unknown through its black neighbours'
+# first-sweep values; one launch fewer a level). 0 (default): today's launches. The same z
+# bit for bit (host harness).
+FIRST2_UNKNOWNS = int(os.environ.get("VOXFX_SPARSE_MG_FIRST2", "0"))
 _MAX_GRID = 8192  # blocks of a grid-stride launch
 # A solve's first iterations as one-iteration graph replays, as many as the solver's last
 # solve took (substeps change the liquid a little: the count moves by a few), then one
@@ -65,7 +89,16 @@ _MAX_GRID = 8192  # blocks of a grid-stride launch
 # start. The same iterations and values either way (masked iterations change nothing).
 PREDICT = os.environ.get("VOXFX_SPARSE_PCG_PREDICT", "1") != "0"
 _SOLVER_CACHE = 2  # solvers (buffers + graph) kept per process, most recent first
-_HEADROOM = 1.25  # buffers take this much more than the solve needs
+# Persistent buffers (issue 24, the set-up's launches): "1" (default) — every float vector of
+# a solver carved out of one allocation (zeroed by one launch a solve), the device scalars,
+# state and sizes in one (one H2D write a solve, one D2H read a check: the state read brings
+# the scalars too), the tables copied only when they are not the ones already loaded, the
+# right-hand side gathered and the pressure scattered straight from the solver's vectors,
+# and a solver that outgrows its buffers replaced by one with strides grown geometrically
+# (``grown_strides``: never smaller within a process); the start (cg_init … the first V-cycle
+# … d = z, ~35 launches) one graph replay. "0": the earlier allocations, copies and launches.
+# The same kernels in the same order: the same values and iterations.
+PERSIST = os.environ.get("VOXFX_SPARSE_PCG_PERSIST", "1") != "0"
 
 
 def component_roots(links):
@@ -81,108 +114,11 @@ def component_roots(links):
     return parent
 
 
-def _ints(values):
-    return tuple(np.int32(v) for v in values)
-
-
-def _bytes(flags):
-    """A bool array as the uint8 the kernels read."""
-    return flags.astype(np.uint8)
-
-
-class TableKernels:
-    """``sparse_multigrid.TableBuilder``'s tables by the kernels of flip_sparse_pressure.cu:
-    the same integers, a handful of launches per level instead of a few hundred array
-    operations (the host syncs only for the sizes of compactions)."""
-
-    def __init__(self):
-        import cupy as cp
-
-        self.cp = cp
-
-    def coarser(self, cells):
-        cp = self.cp
-        n = int(cells.keys.shape[0])
-        base = cells.coarser_base()
-        flag = cp.zeros(n, cp.uint8)
-        _K.launch("mg_coarsen", n, (cells.keys, _bytes(cells.fluid), np.int32(n), *_ints(cells.base), flag))
-        picked = cp.flatnonzero(flag)
-        k = int(picked.shape[0])
-        parents = cp.empty(k, cp.int64)
-        _K.launch("mg_parent_keys", k, (cells.keys, picked, np.int32(k), *_ints(cells.base), *_ints(base), parents))
-        return _CellSet(parents, flag[picked] == 2, base)
-
-    def level(self, cells):
-        cp = self.cp
-        keys = cells.keys
-        n = int(keys.shape[0])
-        around = cp.empty((6, n), cp.int32)
-        diag8 = cp.zeros(n, cp.uint8)
-        cls = cp.zeros(n, cp.uint8)
-        _K.launch("mg_level_cells", n, (keys, _bytes(cells.fluid), np.int32(n), *_ints(cells.base), around, diag8, cls))
-        reds, blacks = cp.flatnonzero(cls == 1), cp.flatnonzero(cls == 2)
-        order = cp.concatenate([reds, blacks])
-        m = int(order.shape[0])
-        cells.position = cp.full(n, m, cp.int32)
-        cells.position[order] = cp.arange(m, dtype=cp.int32)
-        nbr = cp.empty((6, m + 1), cp.int32)
-        diag = cp.empty(m + 1, cp.float32)
-        _K.launch("mg_level_tables", m + 1, (order, np.int32(m), around, np.int32(n), cells.position, diag8, nbr, diag))
-        return _Level(m, reds.shape[0], nbr, diag, keys[order])
-
-    def prolong(self, fine_keys, fine_base, coarse, m_coarse):
-        mf = int(fine_keys.shape[0])
-        up = self.cp.empty((8, mf + 1), self.cp.int32)
-        _K.launch("mg_prolong_table", mf + 1, (fine_keys, np.int32(mf), *_ints(fine_base), coarse.keys,
-                                               np.int32(coarse.keys.shape[0]), coarse.position, *_ints(coarse.base),
-                                               np.int32(m_coarse), up))
-        return up
-
-    def restrict(self, coarse_keys, coarse_base, fine, m_fine):
-        mc = int(coarse_keys.shape[0])
-        down = self.cp.empty((64, mc + 1), self.cp.int32)
-        _K.launch("mg_restrict_table", mc + 1, (coarse_keys, np.int32(mc), *_ints(coarse_base), fine.keys,
-                                                np.int32(fine.keys.shape[0]), fine.position, *_ints(fine.base),
-                                                np.int32(m_fine), down))
-        return down
-
-    def extent(self, keys, base) -> int:
-        m = int(keys.shape[0])
-        if m == 0:
-            return 0
-        span = self.cp.full(6, -(2 ** 31 - 1), self.cp.int32)
-        _K.launch("mg_key_span", m, (keys, np.int32(m), span))
-        s = [int(v) for v in span.get()]
-        return max(s[a] + s[a + 3] for a in range(3)) + 1
-
-
 def _grid(n) -> tuple:
     return (max(1, min(_MAX_GRID, (int(n) + THREADS - 1) // THREADS)),)
 
 
-def solver_memory_bytes(strides, preconditioner="mg") -> int:
-    """Device bytes of a solver with these level strides: per level nbr (24 B), diag (4 B),
-    b, x, r (12 B), the tables up (32 B) and down (256 B per coarse entry); the CG's six
-    vectors on level 0."""
-    total = 6 * 4 * strides[0] + 28 * strides[0]
-    if preconditioner == "mg":
-        total += 4 * strides[0]
-        for s in strides[1:]:
-            total += s * (28 + 12 + 256) + 32 * strides[0]
-    return int(total + 2 * 8 * _MAX_BLOCKS + 1024)
-
-
-class _Buffers:
-    """One level's device buffers."""
-
-    def __init__(self, cp, stride):
-        self.stride = int(stride)
-        self.nbr = cp.zeros((6, self.stride), cp.int32)
-        self.diag = cp.ones(self.stride, cp.float32)
-        self.b = self.x = self.r = self.up = self.down = None
-
-
-class SparsePressureSolverGPU:
+class SparsePressureSolverGPU(VCycleLaunches):
     """The PCG loop of Alg. 2 on the device for a number of levels and buffer strides:
     owns the vectors, tables, device scalars and the CUDA graph of one block of
     ``check_every`` iterations. Every kernel of the loop first reads the device's
@@ -200,44 +136,50 @@ class SparsePressureSolverGPU:
             raise ValueError(f"VOXFX_SPARSE_MG_VCYCLE must be fused or split, not {self.vcycle!r}")
         self.strides = tuple(int(s) for s in strides)
         backend.ensure_fits(solver_memory_bytes(self.strides, preconditioner), "the sparse FLIP pressure solve", cp)
-        vec = lambda n: cp.zeros(n, cp.float32)  # noqa: E731
         s0 = self.strides[0]
-        self.b, self.x, self.r, self.z, self.d, self.q = (vec(s0) for _ in range(6))
+        last = len(self.strides) - 1
+        lengths = [s0] * 6 + ([s0] if last else [])  # b, x, r, z, d, q; level 0's r
+        for level, stride in enumerate(self.strides[1:], start=1):
+            lengths += [stride, stride] + ([stride] if level < last else [])
+        self.persist = PERSIST
+        if self.persist:  # one arena of vectors, one of control values (PERSIST)
+            self.vectors, views = carve(cp, lengths, cp.float32)
+            ints = 4 + 2 * len(self.strides)
+            self.control = cp.zeros(8 + (ints + 1) // 2, cp.float64)
+            self.scalars = self.control[:8]
+            self.ints = self.control[8:].view(cp.int32)[:ints]
+            self.state, self.sizes = self.ints[:4], self.ints[4:]
+        else:
+            views = [cp.zeros(n, cp.float32) for n in lengths]
+            self.scalars = cp.zeros(8, cp.float64)
+            self.state = cp.zeros(4, cp.int32)
+            self.sizes = cp.zeros(2 * len(self.strides), cp.int32)
+        views = iter(views)
+        self.b, self.x, self.r, self.z, self.d, self.q = (next(views) for _ in range(6))
         self.red_blocks = min(_MAX_BLOCKS, (s0 + THREADS - 1) // THREADS)
         self.partials = cp.zeros(2 * self.red_blocks, cp.float64)
-        self.scalars = cp.zeros(8, cp.float64)
-        self.state = cp.zeros(4, cp.int32)
-        self.sizes = cp.zeros(2 * len(self.strides), cp.int32)
         self.levels = [_Buffers(cp, s) for s in self.strides]
-        last = len(self.levels) - 1
         for level, B in enumerate(self.levels):
             if level == 0:  # the V-cycle maps the CG residual r to z
-                B.b, B.x, B.r = self.r, self.z, (vec(s0) if last else None)
+                B.b, B.x, B.r = self.r, self.z, (next(views) if last else None)
             else:
-                B.b, B.x, B.r = vec(B.stride), vec(B.stride), (vec(B.stride) if level < last else None)
+                B.b, B.x, B.r = next(views), next(views), (next(views) if level < last else None)
             if level < last:
                 B.up = cp.zeros((8, B.stride), cp.int32)
                 B.down = cp.zeros((64, self.levels[level + 1].stride), cp.int32)  # into level + 1
-        self.tail = self._tail_table() if preconditioner == "mg" and self.vcycle == "fused" else None
+        self._loaded = None  # PERSIST: the tables last copied in (kept alive: compared by identity)
+        self.tables_skipped = 0  # PERSIST: solves whose tables were already loaded
+        self.tail = self._tail_table(TAIL_UNKNOWNS) if preconditioner == "mg" and self.vcycle == "fused" else None
+        self.cluster_from = self._cluster_from(CLUSTER_UNKNOWNS, int(cp.cuda.Device().compute_capability))
+        self.first2 = self._first2_levels(FIRST2_UNKNOWNS if self.vcycle == "fused" else 0)
         _K.load(*_LOOP_KERNELS)  # compile and load before any capture
+        _MG.load(*_VCYCLE_KERNELS, *(_CLUSTER_KERNELS if self.cluster_from else ()))
         _DENSE.load("finish_init", "finish_alpha", "finish_beta")
+        self.use_graph = bool(use_graph)
         self.loop = GraphLoop(self._block, enabled=use_graph)
         self.single = GraphLoop(self._iteration, enabled=use_graph)  # PREDICT's iterations
+        self._starts = {}  # PERSIST: (warm, tolerance) → the start's GraphLoop
         self.last_iterations = 0  # of the last solve: PREDICT's guess
-
-    def _tail_table(self):
-        """(first, pointer table, strides) of mg_tail_vcycle, or None: levels first..last
-        in one block, first the lowest level ≥ 1 whose stride is at most TAIL_UNKNOWNS, at
-        least two levels (the coarsest alone is one launch already)."""
-        cp = self.cp
-        last = len(self.levels) - 1
-        first = next((lv for lv in range(1, last) if self.levels[lv].stride <= TAIL_UNKNOWNS), None)
-        if first is None:
-            return None
-        ptr = lambda a: 0 if a is None else a.data.ptr  # noqa: E731
-        table = [ptr(a) for B in self.levels for a in (B.x, B.b, B.r, B.nbr, B.diag, B.up, B.down)]
-        return (first, cp.asarray(np.array(table, np.uint64)),
-                cp.asarray(np.array([B.stride for B in self.levels], np.int32)))
 
     def fits(self, needs) -> bool:
         return len(needs) == len(self.strides) and all(n <= s for n, s in zip(needs, self.strides))
@@ -245,93 +187,16 @@ class SparsePressureSolverGPU:
     # ------------------------------------------------------------------ launches
 
     def _launch(self, name, n, args):
-        _K.launch_grid(name, _grid(n), (THREADS,), args)
+        (_MG if name.startswith("mg_") else _K).launch_grid(name, _grid(n), (THREADS,), args)
 
     def _reduce(self, name, args):
-        _K.launch_grid(name, (self.red_blocks,), (THREADS,), args)
+        (_MG if name.startswith("mg_") else _K).launch_grid(name, (self.red_blocks,), (THREADS,), args)
+
+    def _one(self, name, grid, block, args):
+        (_MG if name.startswith("mg_") else _K).launch_grid(name, grid, block, args)
 
     def _finish(self, name, args):
         _DENSE.launch_grid(name, (1,), (1024,), args)
-
-    def _level_args(self, level):
-        B = self.levels[level]
-        return (B.nbr, B.diag, np.int32(B.stride), self.sizes, np.int32(level))
-
-    def _smooth(self, level, colour, first=False):
-        B = self.levels[level]
-        self._launch("mg_smooth", B.stride, (B.x, B.b, *self._level_args(level), np.int32(colour), np.int32(first),
-                                            self.state))
-
-    def _vcycle_fused(self):
-        """z = V-cycle(r) and the partial sums of r·z, VCYCLE "fused": per level down
-        2·MG_SWEEPS − 1 sweeps (the last with the black residuals), the red residuals,
-        restriction; the coarsest level's restriction and
-        solve in one block; per level up prolongation (red) and 2·MG_SWEEPS sweeps, the
-        last one of level 0 with r·z."""
-        levels = self.levels
-        last = len(levels) - 1
-        first = self.tail[0] if self.tail else last  # levels from here on: one block
-        for level in range(first):
-            L, C = levels[level], levels[level + 1]
-            self._launch("mg_smooth_first", L.stride, (L.x, L.b, *self._level_args(level), self.state))
-            for sweep in range(1, MG_SWEEPS):
-                self._smooth(level, 0)
-                if sweep < MG_SWEEPS - 1:
-                    self._smooth(level, 1)
-                else:  # the last black sweep with the black residuals
-                    self._launch("mg_smooth_black_residual", L.stride, (L.x, L.b, *self._level_args(level), L.r,
-                                                                        self.state))
-            self._launch("mg_residual", L.stride, (L.x, L.b, *self._level_args(level), np.int32(MG_SWEEPS == 1), L.r,
-                                                   self.state))
-            if level + 1 < last:
-                self._launch("mg_restrict", C.stride, (L.r, L.down, np.int32(C.stride), self.sizes,
-                                                       np.int32(level + 1), C.b, self.state))
-        C = levels[last]
-        if self.tail:
-            _, table, strides = self.tail
-            _K.launch_grid("mg_tail_vcycle", (1,), (_TAIL_THREADS,), (table, strides, np.int32(first), np.int32(last),
-                                                                      self.sizes, self.state))
-        elif last:
-            F = levels[last - 1]
-            _K.launch_grid("mg_restrict_coarse_solve", (1,), (_COARSE_THREADS,),
-                           (F.r, F.down, C.x, C.b, *self._level_args(last), self.state))
-        else:
-            _K.launch_grid("mg_coarse_solve", (1,), (_COARSE_THREADS,), (C.x, C.b, *self._level_args(last), self.state))
-        for level in range(first - 1, -1, -1):
-            L, C = levels[level], levels[level + 1]
-            self._launch("mg_prolong_add", L.stride, (C.x, L.up, np.int32(L.stride), self.sizes, np.int32(level),
-                                                      np.int32(0), L.x, self.state))  # the red ones
-            for sweep in range(MG_SWEEPS):
-                self._smooth(level, 1)
-                if level == 0 and sweep == MG_SWEEPS - 1:
-                    self._reduce("mg_smooth_red_dot", (L.x, L.b, L.nbr, L.diag, np.int32(L.stride), self.sizes,
-                                                       self.partials[self.red_blocks:], self.state))
-                else:
-                    self._smooth(level, 0)
-        if not last:  # one level: no post-smoothing to fold r·z into
-            self._reduce("dot_rz", (self.r, self.z, self.sizes, self.partials[self.red_blocks:], self.state))
-
-    def _vcycle(self):
-        """z = V-cycle(r): the sequence of ``sparse_multigrid.VCycle._cycle``."""
-        levels = self.levels
-        last = len(levels) - 1
-        for level in range(last):  # down: pre-smooth red, black; residual; restrict
-            L, C = levels[level], levels[level + 1]
-            for sweep in range(MG_SWEEPS):
-                self._smooth(level, 0, first=sweep == 0)
-                self._smooth(level, 1)
-            self._launch("mg_residual", L.stride, (L.x, L.b, *self._level_args(level), np.int32(1), L.r, self.state))
-            self._launch("mg_restrict", C.stride, (L.r, L.down, np.int32(C.stride), self.sizes, np.int32(level + 1),
-                                                   C.b, self.state))
-        C = levels[last]
-        _K.launch_grid("mg_coarse_solve", (1,), (_COARSE_THREADS,), (C.x, C.b, *self._level_args(last), self.state))
-        for level in range(last - 1, -1, -1):  # up: prolong-add; post-smooth black, red
-            L, C = levels[level], levels[level + 1]
-            self._launch("mg_prolong_add", L.stride, (C.x, L.up, np.int32(L.stride), self.sizes, np.int32(level),
-                                                      np.int32(1), L.x, self.state))  # all unknowns
-            for _ in range(MG_SWEEPS):
-                self._smooth(level, 1)
-                self._smooth(level, 0)
 
     def _precondition_and_dot(self):
         """z = M r (MG) and the partial sums of r·z; for Jacobi / none, update_solution
@@ -383,23 +248,16 @@ class SparsePressureSolverGPU:
             a.fill(0)
         self.sizes[...] = cp.asarray(np.array(sizes, np.int32))
 
-    def solve(self, levels, vcycle, b, tolerance, max_iterations, progress=None, x0=None):
-        """x (m + 1, sentinel 0), iterations, relative residual, converged for the
-        compacted right-hand side *b* (m + 1, sentinel 0), from x = 0 or from *x0* (m + 1,
-        sentinel 0: a warm start, ``sparse_pressure._start``)."""
-        cp = self.cp
-        m = levels[0].m
-        self._load(levels, vcycle)
-        self.b[:m + 1] = b
-        self.state[...] = cp.asarray(np.array([0, 0, 0, max_iterations], dtype=np.int32))
+    def _start(self, warm, tolerance):
+        """Alg. 2 up to its loop: r = b (x = 0) or r = b − A x₀ (*warm*: x holds x₀), the
+        stopping threshold from *tolerance*, z = M r, r·z, d = z."""
         G = np.int32(self.red_blocks)
         L0 = self.levels[0]
-        if x0 is None:  # x = 0, d = 0, r = b, ‖b‖²; stop at once if b = 0
+        if not warm:  # x = 0, d = 0, r = b, ‖b‖²; stop at once if b = 0
             self._reduce("cg_init", (self.b, self.x, self.r, self.d, self.z, L0.diag, self.sizes, self.mode,
                                      self.partials))
             self._finish("finish_init", (self.partials, G, self.scalars, self.state, np.float64(tolerance)))
-        else:  # x = x₀, r = b − A x₀, back to x = 0 where that is no better (‖r‖ > ‖b‖)
-            self.x[:m + 1] = x0
+        else:  # r = b − A x₀, back to x = 0 where that is no better (‖r‖ > ‖b‖)
             self._reduce("cg_init_warm", (self.b, self.x, self.r, self.d, L0.nbr, L0.diag, np.int32(L0.stride),
                                           self.sizes, self.partials))
             _K.launch_grid("finish_init_warm", (1,), (1024,), (self.partials, G, self.scalars, self.state,
@@ -409,10 +267,83 @@ class SparsePressureSolverGPU:
         self._precondition_and_dot()  # z = M r, r·z
         self._finish("finish_beta", (self.partials, G, self.scalars, self.state, np.int32(1)))  # rz, β = 0
         self._reduce("update_direction", (self.d, self._z(), self.sizes, self.scalars, self.state))  # d = z
+
+    def _load_persist(self, levels, vcycle, max_iterations):
+        """``_load`` and the state's reset for ``PERSIST``: one fill zeroes every vector,
+        the tables are copied where they are not the arrays loaded last, one write sets the
+        state and the sizes."""
+        self.vectors.fill(0)
+        tables = [(L.nbr, L.diag) + ((vcycle.up[level], vcycle.down[level])
+                                     if vcycle is not None and level < len(levels) - 1 else ())
+                  for level, L in enumerate(levels)]
+        same = self._loaded is not None and len(self._loaded) == len(tables) and all(
+            len(a) == len(b) and all(x is y for x, y in zip(a, b)) for a, b in zip(self._loaded, tables))
+        if not same:
+            for level, (L, B, t) in enumerate(zip(levels, self.levels, tables)):
+                n = L.m + 1
+                B.nbr[:, :n] = t[0]
+                B.diag[:n] = t[1]
+                if len(t) > 2:
+                    B.up[:, :n] = t[2]
+                    B.down[:, :levels[level + 1].m + 1] = t[3]
+            self._loaded = tables
+        else:
+            self.tables_skipped += 1
+        values = [0, 0, 0, max_iterations]
+        for L in levels:
+            values += [L.m_red, L.m]
+        self.ints.set(np.array(values, np.int32))
+
+    def read_control(self):
+        """(state, scalars) on the host by one read (``PERSIST``; ``run_blocks``' check)."""
+        host = self.control.get()
+        return host[8:].view(np.int32)[:4], host[:8]
+
+    def solve(self, levels, vcycle, b, tolerance, max_iterations, progress=None, x0=None, cells=None, size=None,
+              keep=False):
+        """x (m + 1, sentinel 0), iterations, relative residual, converged for the
+        compacted right-hand side *b* (m + 1, sentinel 0), from x = 0 or from *x0* (m + 1,
+        sentinel 0: a warm start, ``sparse_pressure._start``). With *cells* (level 0's flat
+        cells) and *size* (``PERSIST``): *b* and *x0* flat, gathered straight into the
+        solver's vectors, and x flat (0 off the unknowns), scattered straight from them.
+        *keep*: the tables are kept by the caller for later solves (``solver_tables``' memo):
+        the next solve skips their copies if it gets the same arrays; otherwise the solver
+        lets go of them now (no table outlives its solve here)."""
+        cp = self.cp
+        m = levels[0].m
+        if self.persist:
+            self._load_persist(levels, vcycle, max_iterations)
+            if cells is None:
+                self.b[:m + 1] = b
+            else:  # the sentinel b[m] stays 0 from the fill
+                cp.take(b.astype(cp.float32, copy=False), cells, out=self.b[:m])
+        else:
+            self._load(levels, vcycle)
+            self.b[:m + 1] = b
+            self.state[...] = cp.asarray(np.array([0, 0, 0, max_iterations], dtype=np.int32))
+        if x0 is not None:  # x = x₀ (a warm start)
+            if cells is None:
+                self.x[:m + 1] = x0
+            else:
+                cp.take(x0.astype(cp.float32, copy=False), cells, out=self.x[:m])
+        if self.persist:  # the start's ~35 launches as one graph replay
+            key = (x0 is not None, float(tolerance))
+            start = self._starts.get(key)
+            if start is None:
+                start = self._starts[key] = GraphLoop(lambda: self._start(*key), enabled=self.use_graph)
+            start.run()
+        else:
+            self._start(x0 is not None, tolerance)
         predicted = min(self.last_iterations, max_iterations) if PREDICT else 0
         iterations, residual, converged = run_blocks(self, max_iterations, progress, predicted, self.single)
         self.last_iterations = iterations
-        return self.x[:m + 1].copy(), iterations, residual, converged
+        if not keep:
+            self._loaded = None
+        if cells is None:
+            return self.x[:m + 1].copy(), iterations, residual, converged
+        out = cp.zeros(int(size), cp.float32)  # Unknowns.scatter
+        out[cells] = self.x[:m]
+        return out, iterations, residual, converged
 
 
 _solvers: "OrderedDict[tuple, SparsePressureSolverGPU]" = OrderedDict()
@@ -426,13 +357,17 @@ def release_gpu_solvers():
 def _solver(needs, preconditioner, check_every):
     import cupy as cp
 
-    key = (len(needs), preconditioner, int(check_every), VCYCLE, TAIL_UNKNOWNS, cp.cuda.Device().id)
+    key = (len(needs), preconditioner, int(check_every), VCYCLE, TAIL_UNKNOWNS, CLUSTER_UNKNOWNS, FIRST2_UNKNOWNS,
+           PERSIST, cp.cuda.Device().id)
     solver = _solvers.pop(key, None)
     if solver is None or not solver.fits(needs):
+        old, guess = (None, 0) if solver is None else (solver.strides, solver.last_iterations)
         solver = None  # its buffers go before the new ones are taken
         while len(_solvers) >= _SOLVER_CACHE:
             _solvers.popitem(last=False)
-        solver = SparsePressureSolverGPU([int(n * _HEADROOM) + 64 for n in needs], preconditioner, check_every)
+        strides = grown_strides(needs, old if PERSIST else None)
+        solver = SparsePressureSolverGPU(strides, preconditioner, check_every)
+        solver.last_iterations = guess if PERSIST else 0
     _solvers[key] = solver
     return solver
 
@@ -447,3 +382,18 @@ def solve_unknowns(level0, vcycle, b, tolerance, max_iterations, preconditioner=
     levels = vcycle.levels if vcycle is not None else [level0]
     solver = _solver([L.m + 1 for L in levels], preconditioner, check_every)
     return solver.solve(levels, vcycle, b, float(tolerance), int(max_iterations), progress, x0)
+
+
+def solve_flat(level0, vcycle, b, size, tolerance, max_iterations, preconditioner="mg", check_every=10, progress=None,
+               x0=None, keep=False):
+    """``solve_unknowns`` on flat arrays (``PERSIST``): *b* and *x0* per flat cell (*size*
+    of them), gathered into the solver's vectors; (p flat — 0 off the unknowns —,
+    iterations, relative residual, converged), what ``sparse_pressure.pcg`` makes of
+    ``solve_unknowns``' result by ``Unknowns.gather`` and ``scatter``; *keep* as
+    ``SparsePressureSolverGPU.solve``'s."""
+    if level0.m == 0:
+        return level0.xp.zeros(int(size), level0.xp.float32), 0, 0.0, True
+    levels = vcycle.levels if vcycle is not None else [level0]
+    solver = _solver([L.m + 1 for L in levels], preconditioner, check_every)
+    return solver.solve(levels, vcycle, b, float(tolerance), int(max_iterations), progress, x0, cells=level0.cells,
+                        size=size, keep=keep)

@@ -428,5 +428,7 @@ def staged_setup(grid, dt, preconditioner):
         level = unknowns(grid, kind, extra)
         values = level.extra
     same = len(values) > 1 and bool(values[1])
+    if values[0] == 0:  # no sealed region (the usual substep): assemble would copy the types and drop them
+        return b, kind, None, None, level, same
     b, _, enclosed, labels = sparse_pressure_cells.assemble(grid, b, label, reach, values[0], cp)
     return b, kind, enclosed, labels, level, same

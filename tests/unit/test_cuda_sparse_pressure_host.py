@@ -1,6 +1,7 @@
-"""The device kernels of the sparse pressure solve (cuda/flip_sparse_pressure.cu) against
-the NumPy reference (sparse_pressure.Unknowns, sparse_multigrid.VCycle, the component
-labels), checked on the host without a GPU: nvcc builds the kernels as host functions (one
+"""The device kernels of the sparse pressure solve (cuda/flip_sparse_pressure.cu, the
+V-cycle's cuda/flip_sparse_pressure_vcycle.cu) against the NumPy reference
+(sparse_pressure.Unknowns, sparse_multigrid.VCycle, the component labels), checked on the
+host without a GPU: nvcc builds the kernels as host functions (one
 "thread" per block, atomics plain, warp shuffles of a one-lane warp, no FMA contraction as
 the module is compiled) and a C++ driver launches them in the order sparse_pressure_gpu.py
 does. The Laplacian, the Gauss-Seidel sweeps, residual, restriction, prolongation and the
@@ -17,7 +18,7 @@ from voxfx.kernels.flip.pressure import MG_SWEEPS
 from voxfx.kernels.flip.sparse_grid import SparseFlipGrid
 from voxfx.kernels.flip import sparse_multigrid
 from voxfx.kernels.flip.sparse_multigrid import VCycle
-from voxfx.kernels.flip.sparse_pressure_gpu import _K
+from voxfx.kernels.flip.sparse_pressure_gpu import _K, _MG
 from voxfx.kernels.grid import GridSpec
 
 # Input: L, per level "m_red m", its nbr (6 × (m + 1)) and diag (m + 1, hex floats), per
@@ -63,6 +64,7 @@ template <typename T> T plain_cas(T* p, T cmp, T v) { T o = *p; if (o == cmp) *p
 """
 
 HARNESS = PREAMBLE + r"""
+#include "flip_sparse_pressure_vcycle.cu"
 struct Level { int m_red, m, stride; std::vector<int> nbr, up, down; std::vector<float> diag, b, x, r; };
 static std::vector<Level> L;
 static int state[4] = {0, 0, 0, 0};
@@ -98,16 +100,22 @@ static void vcycle_split() {
 }
 
 // sparse_pressure_gpu._vcycle_fused (at least two levels); the partial sums of r·z into rz;
-// levels tail..last in mg_tail_vcycle's one block where tail > 0
-static void vcycle_fused(std::vector<double>& rz, int tail = 0) {
+// levels tail..last in mg_tail_vcycle's one block where tail > 0, and with from > 0 (from <
+// tail) levels from..last in mg_tail_cluster; the levels whose bit is set in first2 start with
+// mg_smooth_first2 (sparse_pressure_gpu.FIRST2_UNKNOWNS)
+static void vcycle_fused(std::vector<double>& rz, int tail = 0, int from = 0, unsigned first2 = 0) {
     const int last = (int)L.size() - 1;
     const int first = tail > 0 ? tail : last;
-    for (int l = 0; l < first; ++l) {
+    const int lead = from > 0 ? from : first;  // the levels launch by launch
+    for (int l = 0; l < lead; ++l) {
         Level &A = L[l], &C = L[l + 1];
-        LAUNCH(A.stride, mg_smooth_first(A.x.data(), A.b.data(), A.nbr.data(), A.diag.data(), A.stride, sizes.data(),
-                                         l, state));
+        const bool two = MG_SWEEPS > 1 && (first2 >> l & 1u);
+        if (two) LAUNCH(A.stride, mg_smooth_first2(A.x.data(), A.b.data(), A.nbr.data(), A.diag.data(), A.stride,
+                                                   sizes.data(), l, state));
+        else LAUNCH(A.stride, mg_smooth_first(A.x.data(), A.b.data(), A.nbr.data(), A.diag.data(), A.stride,
+                                              sizes.data(), l, state));
         for (int s = 1; s < MG_SWEEPS; ++s) {
-            smooth(l, 0, 0);
+            if (!(two && s == 1)) smooth(l, 0, 0);
             if (s < MG_SWEEPS - 1) smooth(l, 1, 0);
             else LAUNCH(A.stride, mg_smooth_black_residual(A.x.data(), A.b.data(), A.nbr.data(), A.diag.data(),
                                                            A.stride, sizes.data(), l, A.r.data(), state));
@@ -128,12 +136,13 @@ static void vcycle_fused(std::vector<double>& rz, int tail = 0) {
                 ptrs.push_back((unsigned long long)p);
             strides.push_back(A.stride);
         }
-        mg_tail_vcycle(ptrs.data(), strides.data(), first, last, sizes.data(), state);
+        if (from > 0) mg_tail_cluster(ptrs.data(), strides.data(), from, first, last, sizes.data(), state);
+        else mg_tail_vcycle(ptrs.data(), strides.data(), first, last, sizes.data(), state);
     } else {
         mg_restrict_coarse_solve(F.r.data(), F.down.data(), C.x.data(), C.b.data(), C.nbr.data(), C.diag.data(),
                                  C.stride, sizes.data(), last, state);
     }
-    for (int l = first - 1; l >= 0; --l) {
+    for (int l = lead - 1; l >= 0; --l) {
         Level &A = L[l], &C2 = L[l + 1];
         LAUNCH(A.stride, mg_prolong_add(C2.x.data(), A.up.data(), A.stride, sizes.data(), l, 0, A.x.data(), state));
         for (int s = 0; s < MG_SWEEPS; ++s) {
@@ -202,6 +211,25 @@ int main() {
         vcycle_fused(tail_partials, tail);
         z_tails.emplace_back(F.x.begin(), F.x.begin() + F.m);
     }
+    std::vector<std::vector<float>> z_clusters;  // mg_tail_cluster from level 1, its block from 2 … the last but one
+    for (int tail = 2; tail + 1 < (int)L.size(); ++tail) {
+        poison();
+        std::vector<double> cluster_partials(F.stride, 0.0);
+        vcycle_fused(cluster_partials, tail, 1);
+        z_clusters.emplace_back(F.x.begin(), F.x.begin() + F.m);
+    }
+    std::vector<std::vector<float>> z_first2;  // mg_smooth_first2 on every level, on level 1, with the tail from 1
+    for (int variant = 0; variant < 3; ++variant) {
+        poison();
+        std::vector<double> first2_partials(F.stride, 0.0);
+        vcycle_fused(first2_partials, variant == 2 ? 1 : 0, 0, variant == 1 ? 2u : ~0u);
+        z_first2.emplace_back(F.x.begin(), F.x.begin() + F.m);
+        if (variant == 0) {
+            double rz2 = 0.0;
+            for (double p : first2_partials) rz2 += p;
+            if (rz2 != rz) return 2;  // the same r·z partials, added in the same order
+        }
+    }
     int n;
     scanf("%d", &n);
     std::vector<int> links, parent(n);
@@ -216,6 +244,9 @@ int main() {
     printf("%a\n", rz);
     for (auto& z : z_tails) for (int c = 0; c < F.m; ++c) printf("%a\n", z[c]);
     for (int v = 0; v < n; ++v) printf("%d\n", parent[v]);
+    printf("%d\n", (int)z_clusters.size());
+    for (auto& z : z_clusters) for (int c = 0; c < F.m; ++c) printf("%a\n", z[c]);
+    for (auto& z : z_first2) for (int c = 0; c < F.m; ++c) printf("%a\n", z[c]);
     return 0;
 }
 """
@@ -223,8 +254,8 @@ int main() {
 
 @pytest.fixture(scope="module")
 def device(tmp_path_factory):
-    # the module's -D constants (sparse_pressure_gpu._K) and the V-cycle's sweeps
-    defines = [f"#define {o[2:].replace('=', ' ', 1)}" for o in _K.options if o.startswith("-D")]
+    # the modules' -D constants (sparse_pressure_gpu._K, _MG: the same and TAIL_CLUSTER) and the V-cycle's sweeps
+    defines = [f"#define {o[2:].replace('=', ' ', 1)}" for o in _MG.options if o.startswith("-D")]
     defines.append(f"#define MG_SWEEPS {MG_SWEEPS}")
     return _build(tmp_path_factory, HARNESS.replace("// DEFINES", "\n".join(defines)))
 
@@ -524,12 +555,14 @@ def unknowns_device(tmp_path_factory):
     return _build(tmp_path_factory, UNKNOWNS.replace("// DEFINES", "\n".join(defines + ["#include <algorithm>"])))
 
 
-def _tank():
-    """A closed tank with walls, an obstacle, air and two separate puddles, on bricks."""
+def _tank(shape=(20, 12, 18), scale=1):
+    """A closed tank with walls, an obstacle, air and two separate puddles, on bricks (scale:
+    particles per cell as the default's)."""
     rng = np.random.default_rng(8)
-    spec = GridSpec((0.0, 0.0, 0.0), 0.1, (20, 12, 18))
+    spec = GridSpec((0.0, 0.0, 0.0), 0.1, shape)
     up = np.asarray(spec.upper)
-    pos = np.concatenate([(rng.uniform(0.0, 0.4, (6000, 3)) * up), (rng.uniform(0.7, 0.95, (3000, 3)) * up)])
+    pos = np.concatenate([(rng.uniform(0.0, 0.4, (6000 * scale, 3)) * up),
+                          (rng.uniform(0.7, 0.95, (3000 * scale, 3)) * up)])
     pos = pos.astype(np.float32)
     g = SparseFlipGrid(spec, np, closed=True)
     g.update(pos, 3, obstacle=np.array([(i, j, 2) for i in range(3, 7) for j in range(2, 5)]))
@@ -541,8 +574,10 @@ def _hex(values):
     return [float(x).hex() for x in np.asarray(values, np.float32)]
 
 
-def test_sparse_pressure_kernels_equal_the_numpy_tables_bit_for_bit(device):
-    g = _tank()
+@pytest.mark.parametrize("scene", [(), ((40, 24, 36), 8)], ids=["tank", "big-tank"])
+def test_sparse_pressure_kernels_equal_the_numpy_tables_bit_for_bit(device, scene):
+    """The big tank has four levels: mg_tail_cluster from level 1 with its block from 2."""
+    g = _tank(*scene)
     kind, _, _ = sparse_pressure.solver_cells(g)
     level = sparse_pressure.Unknowns(g, kind)
     M = VCycle(g, kind, level)
@@ -561,7 +596,7 @@ def test_sparse_pressure_kernels_equal_the_numpy_tables_bit_for_bit(device):
     for up, down in zip(M.up, M.down):
         lines += [*map(str, up.ravel()), *map(str, down.ravel())]
     lines += [*_hex(r), *_hex(d), str(len(cells)), *map(str, links.ravel())]
-    out = device.raw(lines).split()
+    out = device.raw(lines, check=True).split()
     m = level.m
     q = np.array([float.fromhex(x) for x in out[:m]], np.float32)
     dq = float.fromhex(out[m])
@@ -569,7 +604,13 @@ def test_sparse_pressure_kernels_equal_the_numpy_tables_bit_for_bit(device):
     z_fused = np.array([float.fromhex(x) for x in out[2 * m + 1:3 * m + 1]], np.float32)
     rz = float.fromhex(out[3 * m + 1])
     z_tails = np.array([float.fromhex(x) for x in out[3 * m + 2:5 * m + 2]], np.float32).reshape(2, m)
-    labels = np.array([int(x) for x in out[5 * m + 2:]])
+    n = len(cells)
+    labels = np.array([int(x) for x in out[5 * m + 2:5 * m + 2 + n]])
+    k = int(out[5 * m + 2 + n])
+    assert k == max(0, len(M.levels) - 3)
+    z_clusters = np.array([float.fromhex(x) for x in out[5 * m + 3 + n:5 * m + 3 + n + k * m]], np.float32)
+    z_clusters = z_clusters.reshape(-1, m)
+    z_first2 = np.array([float.fromhex(x) for x in out[5 * m + 3 + n + k * m:]], np.float32).reshape(3, m)
     want_q = level.apply(d)
     assert np.array_equal(q, want_q[:m])
     assert dq == pytest.approx(float(np.dot(d.astype(np.float64), want_q)), rel=1e-12)
@@ -578,6 +619,11 @@ def test_sparse_pressure_kernels_equal_the_numpy_tables_bit_for_bit(device):
     assert np.array_equal(z_fused, want_z[:m])  # the fused launches: the same values
     for z_tail in z_tails:  # the coarse levels in mg_tail_vcycle's one block (from level 1, from the last but one)
         assert np.array_equal(z_tail, want_z[:m])
+    for z_cluster in z_clusters:  # levels from 1 in mg_tail_cluster (VOXFX_SPARSE_MG_CLUSTER)
+        assert np.array_equal(z_cluster, want_z[:m])
+    for z2 in z_first2:  # mg_smooth_first2 (VOXFX_SPARSE_MG_FIRST2): every level, level 1, with the tail
+        assert np.array_equal(z2, want_z[:m])
+    assert len(z_clusters) >= (1 if scene else 0)
     assert np.abs(z).max() > 0
     assert rz == pytest.approx(float(np.dot(r.astype(np.float64), want_z)), rel=1e-12)
     want_labels = sparse_pressure._component_roots(links)

@@ -37,6 +37,22 @@ __device__ __forceinline__ float first_sweep_value(const float* __restrict__ b, 
     return (b[c] + s) / diag[c];
 }
 
+// The second sweep's red value from x = 0, from b alone (mg_smooth_first2): gs_value over the
+// x that mg_smooth_first leaves — red unknown c's neighbours (black, or the sentinel m, whose
+// x stays 0) at their first-sweep values, added in compact_neighbour_sum's order.
+__device__ __forceinline__ float second_red_value(const float* __restrict__ b, const int* __restrict__ nbr,
+                                                  const float* __restrict__ diag, int stride, int m_red, int m,
+                                                  int c)
+{
+    int n = nbr[c];
+    float s = n < m ? first_sweep_value(b, nbr, diag, stride, m_red, n) : 0.0f;
+    for (int d = 1; d < 6; ++d) {
+        n = nbr[d * stride + c];
+        s = s + (n < m ? first_sweep_value(b, nbr, diag, stride, m_red, n) : 0.0f);
+    }
+    return (b[c] + s) / diag[c];
+}
+
 // r_c = b_c − A x at unknown c.
 __device__ __forceinline__ float residual_value(const float* __restrict__ x, const float* __restrict__ b,
                                                 const int* __restrict__ nbr, const float* __restrict__ diag,

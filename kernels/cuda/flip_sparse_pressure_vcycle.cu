@@ -1,0 +1,323 @@
+// Sparse FLIP pressure (seed 003 §8, Alg. 2): the multigrid V-cycle over the sparse
+// hierarchy — red-black Gauss-Seidel, residual, restriction, prolongation, the coarsest level
+// in one block, and the coarse levels' whole V-cycle in one block (mg_tail_vcycle) or one
+// cluster of blocks (mg_tail_cluster, sm_90). Moved out of flip_sparse_pressure.cu (its
+// layout notes — levels, strides, tables, sizes[] — hold here too), compiled with the same
+// options and -D constants and TAIL_CLUSTER (blocks of mg_tail_cluster's cluster); launched
+// by kernels/flip/sparse_pressure_vcycle.py, following sparse_multigrid.VCycle operation by
+// operation (no FMA contraction: each value rounds as NumPy rounds it).
+
+#include "voxfx_mg_cell.cuh"  // gs_value, residual_value, restrict_value, prolong_value, ...: per unknown
+#include "voxfx_reduce.cuh"  // block_sum2: the fixed-order double sums
+
+// c over [lo, hi) with a grid-stride loop (launches are sized by the buffers, not by m).
+#define RANGE(c, lo, hi) \
+    for (int c = (lo) + (int)(blockIdx.x * blockDim.x + threadIdx.x); c < (hi); c += (int)(gridDim.x * blockDim.x))
+
+// ------------------------------------------------------------------------ multigrid V-cycle
+
+// One colour of Gauss-Seidel on a level, x_c = (b_c + Σ x_n)/diag_c over the colour's range
+// (the other colour is all it reads). first = 1: the sweep from x = 0 — red b/diag, black 0,
+// every unknown written, so no clearing pass is needed.
+extern "C" __global__ void mg_smooth(float* __restrict__ x, const float* __restrict__ b, const int* __restrict__ nbr,
+                                     const float* __restrict__ diag, int stride, const int* __restrict__ sizes,
+                                     int level, int colour, int first, const int* __restrict__ state)
+{
+    if (state[S_STOPPED]) return;
+    const int m_red = sizes[2 * level], m = sizes[2 * level + 1];
+    if (first) {
+        RANGE(c, 0, m) x[c] = c < m_red ? b[c] / diag[c] : 0.0f;
+        return;
+    }
+    const int lo = colour ? m_red : 0, hi = colour ? m : m_red;
+    RANGE(c, lo, hi) x[c] = gs_value(x, b, nbr, diag, stride, c);
+}
+
+// The first pre-smoothing sweep from x = 0, red and black in one launch (the fused V-cycle): a
+// red unknown takes b/diag, a black one (b + Σ b_n/diag_n)/diag over its neighbours, all red
+// or the sentinel (b 0, diag 1: 0) — the values the red-then-black launches of mg_smooth
+// (first = 1, then colour 1) give, rounded alike, without reading x.
+extern "C" __global__ void mg_smooth_first(float* __restrict__ x, const float* __restrict__ b,
+                                           const int* __restrict__ nbr, const float* __restrict__ diag, int stride,
+                                           const int* __restrict__ sizes, int level, const int* __restrict__ state)
+{
+    if (state[S_STOPPED]) return;
+    const int m_red = sizes[2 * level], m = sizes[2 * level + 1];
+    RANGE(c, 0, m) x[c] = first_sweep_value(b, nbr, diag, stride, m_red, c);
+}
+
+// The first pre-smoothing sweep from x = 0 and the second sweep's red pass in one launch
+// (VOXFX_SPARSE_MG_FIRST2): a black unknown takes its first-sweep value (as mg_smooth_first), a
+// red one its value after the second sweep's red pass, computed from b through its black
+// neighbours' first-sweep values (second_red_value) — what mg_smooth_first then mg_smooth
+// (colour 0) leave, rounded alike. It reads b alone and writes x: no unknown waits for another.
+extern "C" __global__ void mg_smooth_first2(float* __restrict__ x, const float* __restrict__ b,
+                                            const int* __restrict__ nbr, const float* __restrict__ diag, int stride,
+                                            const int* __restrict__ sizes, int level, const int* __restrict__ state)
+{
+    if (state[S_STOPPED]) return;
+    const int m_red = sizes[2 * level], m = sizes[2 * level + 1];
+    RANGE(c, 0, m)
+    x[c] = c < m_red ? second_red_value(b, nbr, diag, stride, m_red, m, c)
+                     : first_sweep_value(b, nbr, diag, stride, m_red, c);
+}
+
+// The last post-smoothing sweep of level 0 (red) and the partial r·z of the V-cycle's
+// result z = x (the fused V-cycle: dot_rz folded in). Launched on the reduction grid over all m
+// unknowns, so each thread adds the same products in the same order as dot_rz: red ones
+// take their new value, black ones are read (the red sweep does not change them).
+extern "C" __global__ void mg_smooth_red_dot(float* __restrict__ x, const float* __restrict__ b,
+                                             const int* __restrict__ nbr, const float* __restrict__ diag, int stride,
+                                             const int* __restrict__ sizes, double* __restrict__ partials_rz,
+                                             const int* __restrict__ state)
+{
+    if (state[S_STOPPED]) return;
+    const int m_red = sizes[0], m = sizes[1];
+    double rz = 0.0;
+    RANGE(c, 0, m)
+    {
+        float xc;
+        if (c < m_red) {
+            xc = gs_value(x, b, nbr, diag, stride, c);
+            x[c] = xc;
+        } else {
+            xc = x[c];
+        }
+        rz += (double)b[c] * xc;
+    }
+    block_sum2(rz, 0.0, partials_rz, nullptr);
+}
+
+// The last pre-smoothing sweep's black colour and the black unknowns' residual r = b − A x
+// (the fused V-cycle: their x is in hand; mg_residual then does the red ones alone).
+extern "C" __global__ void mg_smooth_black_residual(float* __restrict__ x, const float* __restrict__ b,
+                                                    const int* __restrict__ nbr, const float* __restrict__ diag,
+                                                    int stride, const int* __restrict__ sizes, int level,
+                                                    float* __restrict__ r, const int* __restrict__ state)
+{
+    if (state[S_STOPPED]) return;
+    const int m_red = sizes[2 * level], m = sizes[2 * level + 1];
+    RANGE(c, m_red, m)
+    {
+        const float s = compact_neighbour_sum(x, nbr, stride, c);  // red neighbours: not written here
+        const float xc = (b[c] + s) / diag[c];
+        x[c] = xc;
+        r[c] = b[c] - (diag[c] * xc - s);
+    }
+}
+
+// r = b − A x on a level's unknowns (all_unknowns = 0: the red ones alone).
+extern "C" __global__ void mg_residual(const float* __restrict__ x, const float* __restrict__ b,
+                                       const int* __restrict__ nbr, const float* __restrict__ diag, int stride,
+                                       const int* __restrict__ sizes, int level, int all_unknowns,
+                                       float* __restrict__ r, const int* __restrict__ state)
+{
+    if (state[S_STOPPED]) return;
+    const int m = sizes[2 * level + all_unknowns];
+    RANGE(c, 0, m) r[c] = residual_value(x, b, nbr, diag, stride, c);
+}
+
+// Restriction into coarse level `level`: b_c = ½·Σ_row w_row·r_f[down[row][c]], rows
+// (iz·4 + iy)·4 + ix added in order (Pᵀ of mg_prolong_add, times ½: the average Pᵀ/8 scaled
+// by (2h/h)² for the unscaled coarse operator).
+extern "C" __global__ void mg_restrict(const float* __restrict__ rf, const int* __restrict__ down, int stride,
+                                       const int* __restrict__ sizes, int level, float* __restrict__ bc,
+                                       const int* __restrict__ state)
+{
+    if (state[S_STOPPED]) return;
+    const int m = sizes[2 * level + 1];
+    RANGE(c, 0, m) bc[c] = restrict_value(rf, down, stride, c);
+}
+
+// Prolongation onto fine level `level`: x_f += Σ_row w_row·x_c[up[row][f]], rows
+// (oz·2 + oy)·2 + ox: per axis ¾ of the parent (o = 0) and ¼ of its neighbour on the
+// child's side (o = 1). all_unknowns = 0 (the fused V-cycle): the red unknowns alone — the
+// black sweep that follows overwrites every black value without reading it.
+extern "C" __global__ void mg_prolong_add(const float* __restrict__ xc, const int* __restrict__ up, int stride,
+                                          const int* __restrict__ sizes, int level, int all_unknowns,
+                                          float* __restrict__ xf, const int* __restrict__ state)
+{
+    if (state[S_STOPPED]) return;
+    const int m = sizes[2 * level + all_unknowns];
+    RANGE(f, 0, m) xf[f] = xf[f] + prolong_value(xc, up, stride, f);
+}
+
+// The coarsest level in one block: x = 0, then MG_COARSE_SWEEPS sweeps red → black and as
+// many black → red, the block synchronised between colours (one launch, not 4·sweeps).
+extern "C" __global__ void mg_coarse_solve(float* __restrict__ x, const float* __restrict__ b,
+                                           const int* __restrict__ nbr, const float* __restrict__ diag, int stride,
+                                           const int* __restrict__ sizes, int level, const int* __restrict__ state)
+{
+    if (state[S_STOPPED]) return;
+    const int m_red = sizes[2 * level], m = sizes[2 * level + 1];
+    for (int c = threadIdx.x; c < m; c += blockDim.x) x[c] = 0.0f;
+    __syncthreads();
+    block_coarse_sweeps(x, b, nbr, diag, stride, m_red, m);
+}
+
+// The restriction into the coarsest level (as mg_restrict) and its solve (as
+// mg_coarse_solve) in one block (the fused V-cycle): the coarsest level has a few dozen unknowns.
+extern "C" __global__ void mg_restrict_coarse_solve(const float* __restrict__ rf, const int* __restrict__ down,
+                                                    float* __restrict__ x, float* __restrict__ b,
+                                                    const int* __restrict__ nbr, const float* __restrict__ diag,
+                                                    int stride, const int* __restrict__ sizes, int level,
+                                                    const int* __restrict__ state)
+{
+    if (state[S_STOPPED]) return;
+    const int m_red = sizes[2 * level], m = sizes[2 * level + 1];
+    for (int c = threadIdx.x; c < m; c += blockDim.x) {
+        b[c] = restrict_value(rf, down, stride, c);
+        x[c] = 0.0f;
+    }
+    __syncthreads();
+    block_coarse_sweeps(x, b, nbr, diag, stride, m_red, m);
+}
+
+// The fused V-cycle's coarse levels in one launch: a group of threads runs each level's
+// passes in the order and with the per-unknown values of sparse_pressure_gpu's _vcycle_fused
+// launches, synchronised between passes (so z is the same bit for bit; one launch instead of
+// ~10 per level). The group is one block (mg_tail_vcycle: __syncthreads) or one cluster of
+// TAIL_CLUSTER blocks (mg_tail_cluster, sm_90: the cluster's hardware barrier, whose arrive
+// releases and wait acquires every earlier access of the cluster's threads, global memory
+// included; the cluster's blocks are scheduled together, so it cannot deadlock as a
+// grid-wide spin barrier can). Level l's buffers are at ptrs[TAIL_PTRS·l + k]: x, b, r, nbr,
+// diag, up (onto l from l + 1), down (into l + 1); strides[l] their row length.
+#define TAIL_PTRS 7
+#define TAIL_F(l, k) ((float*)ptrs[TAIL_PTRS * (l) + (k)])
+#define TAIL_I(l, k) ((const int*)ptrs[TAIL_PTRS * (l) + (k)])
+#define GROUP_RANGE(g, c, lo, hi) for (int c = (lo) + (g).rank(); c < (hi); c += (g).size())
+
+struct BlockGroup {  // one block
+    __device__ int rank() const { return (int)threadIdx.x; }
+    __device__ int size() const { return (int)blockDim.x; }
+    __device__ void sync() const { __syncthreads(); }
+};
+
+// A grid of one cluster (mg_tail_cluster's launch: TAIL_CLUSTER blocks). Before sm_90 (and in
+// the host harness's one-thread launches) the barrier is the block's: sparse_pressure_gpu
+// launches mg_tail_cluster only on devices of compute capability 9.0 or later.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define TAIL_CLUSTER_DIMS __cluster_dims__(TAIL_CLUSTER, 1, 1)
+#define CLUSTER_BARRIER() asm volatile("barrier.cluster.arrive;\n\tbarrier.cluster.wait;" ::: "memory")
+#else
+#define TAIL_CLUSTER_DIMS
+#ifndef CLUSTER_BARRIER  // a threaded host harness brings its own
+#define CLUSTER_BARRIER() __syncthreads()
+#endif
+#endif
+struct ClusterGroup {
+    __device__ int rank() const { return (int)(blockIdx.x * blockDim.x + threadIdx.x); }
+    __device__ int size() const { return (int)(gridDim.x * blockDim.x); }
+    __device__ void sync() const { CLUSTER_BARRIER(); }
+};
+
+// Level l on the way down (l < last): pre-smoothing (mg_smooth_first, the sweeps, the last
+// black one with the black residuals: mg_smooth_black_residual), the residual
+// (mg_residual), the restriction into l + 1 (mg_restrict) unless l + 1 is the coarsest.
+template <class Group>
+__device__ __forceinline__ void tail_down(const Group& g, const unsigned long long* __restrict__ ptrs,
+                                          const int* __restrict__ strides, const int* __restrict__ sizes, int l,
+                                          int last)
+{
+    float *x = TAIL_F(l, 0), *b = TAIL_F(l, 1), *r = TAIL_F(l, 2);
+    const int* nbr = TAIL_I(l, 3);
+    const float* diag = TAIL_F(l, 4);
+    const int stride = strides[l], m_red = sizes[2 * l], m = sizes[2 * l + 1];
+    GROUP_RANGE(g, c, 0, m) x[c] = first_sweep_value(b, nbr, diag, stride, m_red, c);  // mg_smooth_first
+    g.sync();
+    for (int sweep = 1; sweep < MG_SWEEPS; ++sweep) {
+        GROUP_RANGE(g, c, 0, m_red) x[c] = gs_value(x, b, nbr, diag, stride, c);
+        g.sync();
+        if (sweep < MG_SWEEPS - 1) {
+            GROUP_RANGE(g, c, m_red, m) x[c] = gs_value(x, b, nbr, diag, stride, c);
+        } else {  // mg_smooth_black_residual
+            GROUP_RANGE(g, c, m_red, m)
+            {
+                const float s = compact_neighbour_sum(x, nbr, stride, c);
+                const float xc = (b[c] + s) / diag[c];
+                x[c] = xc;
+                r[c] = b[c] - (diag[c] * xc - s);
+            }
+        }
+        g.sync();
+    }
+    GROUP_RANGE(g, c, 0, MG_SWEEPS == 1 ? m : m_red) r[c] = residual_value(x, b, nbr, diag, stride, c);
+    g.sync();
+    if (l + 1 < last) {  // mg_restrict into l + 1
+        float* bc = TAIL_F(l + 1, 1);
+        const int* down = TAIL_I(l, 6);
+        const int cstride = strides[l + 1];
+        GROUP_RANGE(g, c, 0, sizes[2 * (l + 1) + 1]) bc[c] = restrict_value(r, down, cstride, c);
+        g.sync();
+    }
+}
+
+// Level l on the way up: prolongation onto the red unknowns (mg_prolong_add), post-smoothing
+// black then red.
+template <class Group>
+__device__ __forceinline__ void tail_up(const Group& g, const unsigned long long* __restrict__ ptrs,
+                                        const int* __restrict__ strides, const int* __restrict__ sizes, int l)
+{
+    float *x = TAIL_F(l, 0), *b = TAIL_F(l, 1);
+    const float* xc = TAIL_F(l + 1, 0);
+    const int* nbr = TAIL_I(l, 3);
+    const int* up = TAIL_I(l, 5);
+    const float* diag = TAIL_F(l, 4);
+    const int stride = strides[l], m_red = sizes[2 * l], m = sizes[2 * l + 1];
+    GROUP_RANGE(g, f, 0, m_red) x[f] = x[f] + prolong_value(xc, up, stride, f);
+    g.sync();
+    for (int sweep = 0; sweep < MG_SWEEPS; ++sweep) {
+        GROUP_RANGE(g, c, m_red, m) x[c] = gs_value(x, b, nbr, diag, stride, c);
+        g.sync();
+        GROUP_RANGE(g, c, 0, m_red) x[c] = gs_value(x, b, nbr, diag, stride, c);
+        g.sync();
+    }
+}
+
+// Levels first..last in one block (first ≥ 1, first < last, their unknowns few). On entry
+// level first's b holds the restricted residual; on exit its x the post-smoothed correction.
+__device__ __forceinline__ void block_tail(const unsigned long long* __restrict__ ptrs, const int* __restrict__ strides,
+                                           int first, int last, const int* __restrict__ sizes)
+{
+    const BlockGroup g;
+    for (int l = first; l < last; ++l) tail_down(g, ptrs, strides, sizes, l, last);
+    {  // mg_restrict_coarse_solve
+        float *x = TAIL_F(last, 0), *b = TAIL_F(last, 1);
+        const float* rf = TAIL_F(last - 1, 2);
+        const int* down = TAIL_I(last - 1, 6);
+        const int stride = strides[last], m_red = sizes[2 * last], m = sizes[2 * last + 1];
+        GROUP_RANGE(g, c, 0, m)
+        {
+            b[c] = restrict_value(rf, down, stride, c);
+            x[c] = 0.0f;
+        }
+        __syncthreads();
+        block_coarse_sweeps(x, b, TAIL_I(last, 3), TAIL_F(last, 4), stride, m_red, m);
+    }
+    for (int l = last - 1; l >= first; --l) tail_up(g, ptrs, strides, sizes, l);
+}
+
+extern "C" __global__ void __launch_bounds__(1024) mg_tail_vcycle(const unsigned long long* __restrict__ ptrs,
+                                                                  const int* __restrict__ strides, int first, int last,
+                                                                  const int* __restrict__ sizes,
+                                                                  const int* __restrict__ state)
+{
+    if (state[S_STOPPED]) return;
+    block_tail(ptrs, strides, first, last, sizes);
+}
+
+// Levels from..last (1 ≤ from < first < last) in one launch of one cluster
+// (VOXFX_SPARSE_MG_CLUSTER): levels from..first − 1, whose unknowns are too many for one
+// block, down and up by the whole cluster; levels first..last by its block 0 as
+// mg_tail_vcycle, the other blocks waiting at the cluster's barrier.
+extern "C" __global__ void TAIL_CLUSTER_DIMS __launch_bounds__(1024)
+    mg_tail_cluster(const unsigned long long* __restrict__ ptrs, const int* __restrict__ strides, int from, int first,
+                    int last, const int* __restrict__ sizes, const int* __restrict__ state)
+{
+    if (state[S_STOPPED]) return;  // the same for every block: none waits at a barrier for another
+    const ClusterGroup g;
+    for (int l = from; l < first; ++l) tail_down(g, ptrs, strides, sizes, l, last);
+    if (blockIdx.x == 0) block_tail(ptrs, strides, first, last, sizes);
+    g.sync();
+    for (int l = first - 1; l >= from; --l) tail_up(g, ptrs, strides, sizes, l);
+}

@@ -1,0 +1,155 @@
+"""The multigrid V-cycle's launches of the sparse PCG (``sparse_pressure_gpu``'s solver
+derives from ``VCycleLaunches``; kernels of ``cuda/flip_sparse_pressure_vcycle.cu``): the
+sequence of ``sparse_multigrid.VCycle._cycle`` launch by launch ("split") or fused, the
+coarse levels in one block (``mg_tail_vcycle``) or, above them, one cluster
+(``mg_tail_cluster``). Moved out of ``sparse_pressure_gpu.py`` (issue 24: under 500 lines);
+the switches (``VCYCLE``, ``TAIL_UNKNOWNS``, ``CLUSTER_UNKNOWNS``, ``FIRST2_UNKNOWNS``) stay there, the solver
+passes their values in. The solver provides ``levels`` (``_Buffers``), ``sizes``, ``state``,
+``partials``, ``red_blocks``, ``r``, ``z``, ``tail``, ``cluster_from``, ``first2`` and the launchers
+``_launch`` (a grid-stride launch over n), ``_reduce`` (the reduction grid) and ``_one``
+(an explicit grid and block).
+
+Fewer launches an iteration (issue 24; a level launched one by one takes 4·MG_SWEEPS + 2).
+Two fusions that need no grid-wide barrier and recompute little, both off by default until
+measured: ``CLUSTER_UNKNOWNS`` takes whole levels above the one-block tail into the tail's
+launch, one cluster of blocks with the cluster's hardware barrier between passes (no
+unknown computed twice); ``FIRST2_UNKNOWNS`` starts pre-smoothing with the first sweep and
+the second's red pass in one launch (it reads b alone: each red unknown recomputes its six
+black neighbours' first-sweep values). Not the per-cell folds measured slower before (RESULTS:
+i24h's residual + restriction per coarse cell, 32 residuals serial in a thread; prolongation
++ first post-smoothing sweep; i24f's PCG fusion): a residual needs its neighbours' smoothed
+values, a restriction 64 residuals, so without a barrier each fold recomputes those."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .pressure import MG_SWEEPS
+
+_TAIL_THREADS = 1024
+_TAIL_CLUSTER = 8  # blocks of mg_tail_cluster's one cluster (the portable limit)
+_COARSE_THREADS = 256
+
+
+class VCycleLaunches:
+    """z = V-cycle(r) on the device, launch by launch."""
+
+    def _tail_first(self, bound):
+        """mg_tail_vcycle's first level, or None: levels first..last in one block, first the
+        lowest level ≥ 1 whose stride is at most *bound* (``TAIL_UNKNOWNS``), at least two
+        levels (the coarsest alone is one launch already)."""
+        last = len(self.levels) - 1
+        return next((lv for lv in range(1, last) if self.levels[lv].stride <= bound), None)
+
+    def _tail_table(self, bound):
+        """(first, pointer table, strides) of mg_tail_vcycle (``_tail_first``), or None."""
+        cp = self.cp
+        first = self._tail_first(bound)
+        if first is None:
+            return None
+        ptr = lambda a: 0 if a is None else a.data.ptr  # noqa: E731
+        table = [ptr(a) for B in self.levels for a in (B.x, B.b, B.r, B.nbr, B.diag, B.up, B.down)]
+        return (first, cp.asarray(np.array(table, np.uint64)),
+                cp.asarray(np.array([B.stride for B in self.levels], np.int32)))
+
+    def _cluster_from(self, bound, capability):
+        """mg_tail_cluster's first level, or None: the lowest level ≥ 1 above the tail's
+        whose stride is at most *bound* (``CLUSTER_UNKNOWNS``), on a device of compute
+        *capability* (major·10 + minor) 9.0 on."""
+        if not self.tail or bound <= 0 or capability < 90:
+            return None
+        return next((lv for lv in range(1, self.tail[0]) if self.levels[lv].stride <= bound), None)
+
+    def _first2_levels(self, bound):
+        """Per level whether its pre-smoothing starts with mg_smooth_first2 (the first sweep
+        and the second's red pass in one launch): the levels launched one by one whose stride
+        is at most *bound* (``FIRST2_UNKNOWNS``), where there is a second sweep."""
+        return tuple(bound > 0 and MG_SWEEPS > 1 and B.stride <= bound for B in self.levels)
+
+    def _level_args(self, level):
+        B = self.levels[level]
+        return (B.nbr, B.diag, np.int32(B.stride), self.sizes, np.int32(level))
+
+    def _smooth(self, level, colour, first=False):
+        B = self.levels[level]
+        self._launch("mg_smooth", B.stride, (B.x, B.b, *self._level_args(level), np.int32(colour), np.int32(first),
+                                            self.state))
+
+    def _vcycle_fused(self):
+        """z = V-cycle(r) and the partial sums of r·z, VCYCLE "fused": per level down
+        2·MG_SWEEPS − 1 sweeps (the last with the black residuals), the red residuals,
+        restriction; the coarsest level's restriction and
+        solve in one block; per level up prolongation (red) and 2·MG_SWEEPS sweeps, the
+        last one of level 0 with r·z."""
+        levels = self.levels
+        last = len(levels) - 1
+        first = self.tail[0] if self.tail else last  # levels from here on: one block
+        lead = self.cluster_from or first  # levels from here on: one launch
+        for level in range(lead):
+            L, C = levels[level], levels[level + 1]
+            two = self.first2[level]  # the first sweep and the second's red pass in one launch
+            self._launch("mg_smooth_first2" if two else "mg_smooth_first", L.stride,
+                         (L.x, L.b, *self._level_args(level), self.state))
+            for sweep in range(1, MG_SWEEPS):
+                if not (two and sweep == 1):
+                    self._smooth(level, 0)
+                if sweep < MG_SWEEPS - 1:
+                    self._smooth(level, 1)
+                else:  # the last black sweep with the black residuals
+                    self._launch("mg_smooth_black_residual", L.stride, (L.x, L.b, *self._level_args(level), L.r,
+                                                                        self.state))
+            self._launch("mg_residual", L.stride, (L.x, L.b, *self._level_args(level), np.int32(MG_SWEEPS == 1), L.r,
+                                                   self.state))
+            if level + 1 < last:
+                self._launch("mg_restrict", C.stride, (L.r, L.down, np.int32(C.stride), self.sizes,
+                                                       np.int32(level + 1), C.b, self.state))
+        C = levels[last]
+        if self.tail:
+            _, table, strides = self.tail
+            if self.cluster_from:
+                self._one("mg_tail_cluster", (_TAIL_CLUSTER,), (_TAIL_THREADS,), (
+                    table, strides, np.int32(lead), np.int32(first), np.int32(last), self.sizes, self.state))
+            else:
+                self._one("mg_tail_vcycle", (1,), (_TAIL_THREADS,), (table, strides, np.int32(first), np.int32(last),
+                                                                     self.sizes, self.state))
+        elif last:
+            F = levels[last - 1]
+            self._one("mg_restrict_coarse_solve", (1,), (_COARSE_THREADS,),
+                      (F.r, F.down, C.x, C.b, *self._level_args(last), self.state))
+        else:
+            self._one("mg_coarse_solve", (1,), (_COARSE_THREADS,), (C.x, C.b, *self._level_args(last), self.state))
+        for level in range(lead - 1, -1, -1):
+            L, C = levels[level], levels[level + 1]
+            self._launch("mg_prolong_add", L.stride, (C.x, L.up, np.int32(L.stride), self.sizes, np.int32(level),
+                                                      np.int32(0), L.x, self.state))  # the red ones
+            for sweep in range(MG_SWEEPS):
+                self._smooth(level, 1)
+                if level == 0 and sweep == MG_SWEEPS - 1:
+                    self._reduce("mg_smooth_red_dot", (L.x, L.b, L.nbr, L.diag, np.int32(L.stride), self.sizes,
+                                                       self.partials[self.red_blocks:], self.state))
+                else:
+                    self._smooth(level, 0)
+        if not last:  # one level: no post-smoothing to fold r·z into
+            self._reduce("dot_rz", (self.r, self.z, self.sizes, self.partials[self.red_blocks:], self.state))
+
+    def _vcycle(self):
+        """z = V-cycle(r): the sequence of ``sparse_multigrid.VCycle._cycle``."""
+        levels = self.levels
+        last = len(levels) - 1
+        for level in range(last):  # down: pre-smooth red, black; residual; restrict
+            L, C = levels[level], levels[level + 1]
+            for sweep in range(MG_SWEEPS):
+                self._smooth(level, 0, first=sweep == 0)
+                self._smooth(level, 1)
+            self._launch("mg_residual", L.stride, (L.x, L.b, *self._level_args(level), np.int32(1), L.r, self.state))
+            self._launch("mg_restrict", C.stride, (L.r, L.down, np.int32(C.stride), self.sizes, np.int32(level + 1),
+                                                   C.b, self.state))
+        C = levels[last]
+        self._one("mg_coarse_solve", (1,), (_COARSE_THREADS,), (C.x, C.b, *self._level_args(last), self.state))
+        for level in range(last - 1, -1, -1):  # up: prolong-add; post-smooth black, red
+            L, C = levels[level], levels[level + 1]
+            self._launch("mg_prolong_add", L.stride, (C.x, L.up, np.int32(L.stride), self.sizes, np.int32(level),
+                                                      np.int32(1), L.x, self.state))  # all unknowns
+            for _ in range(MG_SWEEPS):
+                self._smooth(level, 1)
+                self._smooth(level, 0)

@@ -1,0 +1,286 @@
+"""The V-cycle's launches as sparse_pressure_vcycle.VCycleLaunches makes them — the Python
+sequence itself, for each of its switches (split, fused, the one-block tail from each level,
+the cluster tail, mg_smooth_first2) — run on the host by the nvcc harness of
+test_cuda_sparse_pressure_host.py (cuda/flip_sparse_pressure_vcycle.cu as host functions,
+one "thread" a block), and z = V-cycle(r) compared bit for bit with the NumPy reference
+(sparse_multigrid.VCycle), r·z with its float64 dot; the launch counts of one V-cycle say
+what each switch saves. The solver's launch hooks record the launches (name, its argument
+buffers by name); the harness reads them back and calls the kernels in that order."""
+
+import numpy as np
+import pytest
+
+from tests.unit.test_cuda_exact import _build
+from tests.unit.test_cuda_sparse_pressure_host import PREAMBLE, _hex, _tank
+from voxfx.kernels.flip import sparse_pressure
+from voxfx.kernels.flip.pressure import MG_SWEEPS
+from voxfx.kernels.flip.sparse_multigrid import VCycle
+from voxfx.kernels.flip.sparse_pressure_gpu import _MG
+from voxfx.kernels.flip.sparse_pressure_vcycle import VCycleLaunches
+
+# Input: L, per level "m_red m stride", nbr (6 × stride), diag (stride, hex), per level but
+# the last up (8 × stride) and down (64 × stride of the next); r (level 0's stride, hex);
+# the launch count, then per launch "name kind nargs" and its arguments: "B buffer level
+# offset" (a level's x b r nbr diag up down, or partials sizes state ptrs strides) or
+# "I value". kind: 0 one thread per item over the first count ("n"), 1 the reduction grid,
+# 2 one block (the one-block and cluster kernels: their passes in order, as one thread).
+# Output: z (m0, hex), Σ of the r·z partials.
+HARNESS = PREAMBLE + r"""
+#include "flip_sparse_pressure_vcycle.cu"
+#include <map>
+#include <string>
+struct Level { int m_red, m, stride; std::vector<int> nbr, up, down; std::vector<float> diag, b, x, r; };
+static std::vector<Level> L;
+static int state[4] = {0, 0, 0, 0};
+static std::vector<int> sizes, strides;
+static std::vector<unsigned long long> ptrs;
+static std::vector<double> partials;
+struct Arg { void* p; int i; };
+
+static void* buffer(const std::string& name, int l, int offset) {
+    if (name == "partials") return partials.data() + offset;
+    if (name == "sizes") return sizes.data() + offset;
+    if (name == "state") return state + offset;
+    if (name == "ptrs") return ptrs.data() + offset;
+    if (name == "strides") return strides.data() + offset;
+    Level& A = L[l];
+    if (name == "x") return A.x.data() + offset;
+    if (name == "b") return A.b.data() + offset;
+    if (name == "r") return A.r.data() + offset;
+    if (name == "nbr") return A.nbr.data() + offset;
+    if (name == "diag") return A.diag.data() + offset;
+    if (name == "up") return A.up.data() + offset;
+    if (name == "down") return A.down.data() + offset;
+    fprintf(stderr, "unknown buffer %s\n", name.c_str());
+    exit(3);
+}
+
+#define F(k) ((float*)a[k].p)
+#define CF(k) ((const float*)a[k].p)
+#define I(k) ((const int*)a[k].p)
+#define N(k) (a[k].i)
+static void call(const std::string& k, const std::vector<Arg>& a) {
+    if (k == "mg_smooth") mg_smooth(F(0), CF(1), I(2), CF(3), N(4), I(5), N(6), N(7), N(8), I(9));
+    else if (k == "mg_smooth_first") mg_smooth_first(F(0), CF(1), I(2), CF(3), N(4), I(5), N(6), I(7));
+    else if (k == "mg_smooth_first2") mg_smooth_first2(F(0), CF(1), I(2), CF(3), N(4), I(5), N(6), I(7));
+    else if (k == "mg_smooth_red_dot") mg_smooth_red_dot(F(0), CF(1), I(2), CF(3), N(4), I(5), (double*)a[6].p, I(7));
+    else if (k == "mg_smooth_black_residual")
+        mg_smooth_black_residual(F(0), CF(1), I(2), CF(3), N(4), I(5), N(6), F(7), I(8));
+    else if (k == "mg_residual") mg_residual(CF(0), CF(1), I(2), CF(3), N(4), I(5), N(6), N(7), F(8), I(9));
+    else if (k == "mg_restrict") mg_restrict(CF(0), I(1), N(2), I(3), N(4), F(5), I(6));
+    else if (k == "mg_prolong_add") mg_prolong_add(CF(0), I(1), N(2), I(3), N(4), N(5), F(6), I(7));
+    else if (k == "mg_coarse_solve") mg_coarse_solve(F(0), CF(1), I(2), CF(3), N(4), I(5), N(6), I(7));
+    else if (k == "mg_restrict_coarse_solve")
+        mg_restrict_coarse_solve(CF(0), I(1), F(2), F(3), I(4), CF(5), N(6), I(7), N(8), I(9));
+    else if (k == "mg_tail_vcycle")
+        mg_tail_vcycle((const unsigned long long*)a[0].p, I(1), N(2), N(3), I(4), I(5));
+    else if (k == "mg_tail_cluster")
+        mg_tail_cluster((const unsigned long long*)a[0].p, I(1), N(2), N(3), N(4), I(5), I(6));
+    else { fprintf(stderr, "unknown kernel %s\n", k.c_str()); exit(4); }
+}
+
+static void read_ints(std::vector<int>& v, size_t n) { v.resize(n); for (auto& a : v) scanf("%d", &a); }
+static void read_floats(std::vector<float>& v, size_t n) { v.resize(n); for (auto& a : v) scanf("%a", &a); }
+
+int main() {
+    int nl;
+    if (scanf("%d", &nl) != 1) return 1;
+    L.resize(nl);
+    for (auto& A : L) {
+        scanf("%d %d %d", &A.m_red, &A.m, &A.stride);
+        read_ints(A.nbr, 6 * (size_t)A.stride);
+        read_floats(A.diag, A.stride);
+        A.x.assign(A.stride, __builtin_nanf(""));  // written before read, but the sentinels
+        A.r.assign(A.stride, __builtin_nanf(""));
+        A.b.assign(A.stride, __builtin_nanf(""));
+        for (int c = A.m; c < A.stride; ++c) A.x[c] = A.r[c] = A.b[c] = 0.0f;
+        sizes.push_back(A.m_red);
+        sizes.push_back(A.m);
+        strides.push_back(A.stride);
+    }
+    for (int l = 0; l + 1 < nl; ++l) {
+        read_ints(L[l].up, 8 * (size_t)L[l].stride);
+        read_ints(L[l].down, 64 * (size_t)L[l + 1].stride);
+    }
+    for (auto& A : L) {  // mg_tail_vcycle's table, as sparse_pressure_vcycle._tail_table lays it out
+        for (void* p : {(void*)A.x.data(), (void*)A.b.data(), (void*)A.r.data(), (void*)A.nbr.data(),
+                        (void*)A.diag.data(), (void*)A.up.data(), (void*)A.down.data()})
+            ptrs.push_back((unsigned long long)p);
+    }
+    read_floats(L[0].b, L[0].stride);
+    partials.assign(2048, 0.0);  // two reductions of up to 1024 blocks
+    int launches;
+    scanf("%d", &launches);
+    int blocks = 0;
+    for (int i = 0; i < launches; ++i) {
+        char name[64];
+        int kind, nargs;
+        scanf("%63s %d %d", name, &kind, &nargs);
+        std::vector<Arg> a(nargs);
+        for (auto& x : a) {
+            char t[16];
+            scanf("%15s", t);
+            if (t[0] == 'I') { x.p = nullptr; scanf("%d", &x.i); }
+            else { char buf[32]; int l, off; scanf("%31s %d %d", buf, &l, &off); x.p = buffer(buf, l, off); x.i = 0; }
+        }
+        int n = 1;
+        if (kind == 0) scanf("%d", &n);
+        if (kind == 1) {
+            scanf("%d", &n);
+            blocks = n;
+        }
+        h_dim.x = 1; h_thread.x = 0; h_grid.x = (unsigned)n;
+        for (int blk = 0; blk < n; ++blk) { h_block.x = blk; call(name, a); }
+    }
+    for (int c = 0; c < L[0].m; ++c) printf("%a\n", L[0].x[c]);
+    double rz = 0.0;
+    for (int k = 0; k < blocks; ++k) rz += partials[blocks + k];
+    printf("%a\n", rz);
+    return 0;
+}
+"""
+
+
+class Buffer:
+    """A device buffer by name (and level, and offset: ``partials[blocks:]``)."""
+
+    def __init__(self, name, level=0, offset=0):
+        self.name, self.level, self.offset = name, level, offset
+
+    def __getitem__(self, part):
+        return Buffer(self.name, self.level, self.offset + part.start)
+
+
+class _LevelBuffers:
+    def __init__(self, level, stride, last):
+        self.stride = stride
+        for name in ("x", "b", "r", "nbr", "diag"):
+            setattr(self, name, Buffer(name, level))
+        self.up, self.down = (Buffer("up", level), Buffer("down", level)) if level < last else (None, None)
+
+
+class Recorded(VCycleLaunches):
+    """VCycleLaunches with launch hooks that record, for levels of *strides* (the harness
+    gives each level's buffers that stride)."""
+
+    def __init__(self, strides, tail=0, cluster=0, first2=0, capability=90, red_blocks=7):
+        last = len(strides) - 1
+        self.levels = [_LevelBuffers(level, s, last) for level, s in enumerate(strides)]
+        self.sizes, self.state, self.partials = Buffer("sizes"), Buffer("state"), Buffer("partials")
+        self.red_blocks = red_blocks
+        self.r, self.z = self.levels[0].b, self.levels[0].x
+        first = self._tail_first(tail) if tail else None
+        self.tail = None if first is None else (first, Buffer("ptrs"), Buffer("strides"))
+        self.cluster_from = self._cluster_from(cluster, capability)
+        self.first2 = self._first2_levels(first2)
+        self.launches = []
+
+    def _launch(self, name, n, args):
+        self.launches.append((name, 0, int(n), args))
+
+    def _reduce(self, name, args):
+        self.launches.append((name, 1, self.red_blocks, args))
+
+    def _one(self, name, grid, block, args):
+        self.launches.append((name, 2, 1, args))
+
+    def lines(self):
+        out = [str(len(self.launches))]
+        for name, kind, n, args in self.launches:
+            words = [name, str(kind), str(len(args))]
+            for a in args:
+                words += (["B", a.name, str(a.level), str(a.offset)] if isinstance(a, Buffer) else ["I", str(int(a))])
+            if kind < 2:
+                words.append(str(n))
+            out.append(" ".join(words))
+        return out
+
+
+@pytest.fixture(scope="module")
+def plan_harness(tmp_path_factory):
+    defines = [f"#define {o[2:].replace('=', ' ', 1)}" for o in _MG.options if o.startswith("-D")]
+    return _build(tmp_path_factory, HARNESS.replace("// DEFINES", "\n".join(defines)), name="plan")
+
+
+@pytest.fixture(scope="module")
+def hierarchy():
+    """The four-level tank of test_cuda_sparse_pressure_host, its r and NumPy z, and the
+    harness's input up to the launches (strides a little over m + 1, as the solver's)."""
+    g = _tank((40, 24, 36), 8)
+    kind, _, _ = sparse_pressure.solver_cells(g)
+    level = sparse_pressure.Unknowns(g, kind)
+    M = VCycle(g, kind, level)
+    assert len(M.levels) == 4
+    strides = [L.m + 1 + 3 for L in M.levels]
+    r = np.append(np.random.default_rng(5).normal(0, 1, level.m), 0).astype(np.float32)
+    lines = [str(len(M.levels))]
+    for L, s in zip(M.levels, strides):
+        nbr = np.full((6, s), L.m, np.int64)
+        nbr[:, :L.m + 1] = L.nbr
+        diag = np.ones(s, np.float32)
+        diag[:L.m + 1] = L.diag
+        lines += [f"{L.m_red} {L.m} {s}", *map(str, nbr.ravel()), *_hex(diag)]
+    for lv, (up, down) in enumerate(zip(M.up, M.down)):
+        up_s = np.full((8, strides[lv]), M.levels[lv + 1].m, np.int64)
+        up_s[:, :up.shape[1]] = up
+        down_s = np.full((64, strides[lv + 1]), M.levels[lv].m, np.int64)
+        down_s[:, :down.shape[1]] = down
+        lines += [*map(str, up_s.ravel()), *map(str, down_s.ravel())]
+    lines += _hex(np.append(r, np.zeros(strides[0] - len(r), np.float32)))
+    return strides, r, M(r), lines
+
+
+# VCYCLE and the levels whose strides bound TAIL, CLUSTER and FIRST2 (None: 0, off)
+CASES = {
+    "split": ("split", None, None, None),
+    "fused": ("fused", None, None, None),
+    "fused-tail1": ("fused", 1, None, None),
+    "fused-tail2": ("fused", 2, None, None),
+    "cluster1-tail2": ("fused", 2, 1, None),
+    "first2-all": ("fused", None, None, 0),
+    "first2-1-tail2": ("fused", 2, None, 1),
+    "cluster1-tail2-first2": ("fused", 2, 1, 0),
+}
+
+
+def _bound(strides, level):
+    return 0 if level is None else int(strides[level])
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_vcycle_launch_plan_gives_the_numpy_z_bit_for_bit(plan_harness, hierarchy, case):
+    strides, r, want_z, lines = hierarchy
+    vcycle, tail, cluster, first2 = CASES[case]
+    plan = Recorded(strides, _bound(strides, tail), _bound(strides, cluster), _bound(strides, first2))
+    if vcycle == "split":
+        plan._vcycle()
+    else:
+        plan._vcycle_fused()
+    if cluster is not None:
+        assert plan.cluster_from == 1 and plan.tail[0] == 2
+    out = plan_harness.raw(lines + plan.lines(), check=True).split()
+    m = len(r) - 1
+    z = np.array([float.fromhex(x) for x in out[:m]], np.float32)
+    assert np.abs(z).max() > 0 and np.array_equal(z, want_z[:m])
+    if vcycle == "fused":
+        assert float.fromhex(out[m]) == pytest.approx(float(np.dot(r.astype(np.float64), want_z)), rel=1e-12)
+
+
+def test_vcycle_switches_launch_less(hierarchy):
+    """One V-cycle's launches on the four levels: 4·MG_SWEEPS + 2 a level launched one by one
+    and one for the rest; the cluster takes its levels' launches, first2 saves one a level."""
+    strides = hierarchy[0]
+
+    def count(tail=0, cluster=0, first2=0, capability=90):
+        plan = Recorded(strides, tail, cluster, first2, capability)
+        plan._vcycle_fused()
+        return len(plan.launches)
+
+    per_level = 4 * MG_SWEEPS + 2  # down: 2·sweeps − 1 sweeps, residual, restriction; up: prolongation, 2·sweeps
+    tail2 = count(strides[2])
+    assert count(strides[1]) == per_level + 1
+    assert tail2 == 2 * per_level + 1
+    assert count(strides[2], strides[1]) == per_level + 1  # level 1 in the cluster
+    assert count(strides[2], strides[1], capability=89) == tail2  # no clusters before sm_90
+    assert count(strides[2], first2=strides[0]) == tail2 - 2  # levels 0 and 1
+    assert count(strides[2], first2=strides[1]) == tail2 - 1  # level 1
