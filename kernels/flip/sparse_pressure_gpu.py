@@ -72,9 +72,10 @@ TAIL_UNKNOWNS = int(os.environ.get("VOXFX_SPARSE_MG_TAIL", "8192"))
 # The levels above the one-block tail whose buffers hold at most this many unknowns (from
 # level 1) in the same launch, one cluster of _TAIL_CLUSTER blocks synchronised by the
 # cluster's barrier (mg_tail_cluster, compute capability 9.0 on; issue 24: the ~10 launches
-# a level of 10⁴ unknowns takes). 0 (default): today's launches. The same z bit for bit (host
-# harness).
-CLUSTER_UNKNOWNS = int(os.environ.get("VOXFX_SPARSE_MG_CLUSTER", "0"))
+# a level of 10⁴ unknowns takes). 0: every such level launch by launch. The same z bit for bit
+# (host harness, GPU test). Default 65536 (H200, 8M dam break, same call: 36 → 26 launches an
+# iteration, the PCG loop 3.94 → 3.75 ms, the substep 9.93 → 9.27 ms; bench/RESULTS.md).
+CLUSTER_UNKNOWNS = int(os.environ.get("VOXFX_SPARSE_MG_CLUSTER", "65536"))
 # The fused V-cycle's levels launched one by one whose buffers hold at most this many
 # unknowns start their pre-smoothing with one launch for the first sweep and the second's
 # red pass (mg_smooth_first2: from b alone, each red unknown through its black neighbours'

@@ -10,15 +10,21 @@ passes their values in. The solver provides ``levels`` (``_Buffers``), ``sizes``
 (an explicit grid and block).
 
 Fewer launches an iteration (issue 24; a level launched one by one takes 4·MG_SWEEPS + 2).
-Two fusions that need no grid-wide barrier and recompute little, both off by default until
-measured: ``CLUSTER_UNKNOWNS`` takes whole levels above the one-block tail into the tail's
+Two fusions that need no grid-wide barrier and recompute little: ``CLUSTER_UNKNOWNS`` (on by
+default on compute capability 9.0 and later: measured faster, below) takes whole levels above the one-block tail into the tail's
 launch, one cluster of blocks with the cluster's hardware barrier between passes (no
 unknown computed twice); ``FIRST2_UNKNOWNS`` starts pre-smoothing with the first sweep and
 the second's red pass in one launch (it reads b alone: each red unknown recomputes its six
 black neighbours' first-sweep values). Not the per-cell folds measured slower before (RESULTS:
 i24h's residual + restriction per coarse cell, 32 residuals serial in a thread; prolongation
 + first post-smoothing sweep; i24f's PCG fusion): a residual needs its neighbours' smoothed
-values, a restriction 64 residuals, so without a barrier each fold recomputes those."""
+values, a restriction 64 residuals, so without a barrier each fold recomputes those.
+
+Measured (H200, 8M dam break, 4 variants alternating in one process, the same pressure to
+the bit and the same CG iterations): an iteration's kernels 0.510 ms in 36 launches; with the
+cluster (levels up to 65536 unknowns) 0.375 ms in 26, the PCG loop 3.94 → 3.75 ms, the substep
+9.93 → 9.27 ms; FIRST2 on every level 0.461 ms in 33 launches but the PCG loop 4.40 ms (slower:
+off); both 0.367 ms in 25, the substep 9.38 ms (no gain over the cluster alone)."""
 
 from __future__ import annotations
 
