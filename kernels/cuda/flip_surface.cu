@@ -268,17 +268,19 @@ extern "C" __global__ void surface_place(const float* __restrict__ pos, const fl
 // Each cell's points in tag order (the atomics above placed them in any order): the order a
 // stable sort of the list by cell gives, so the sums are the same every run. One thread a
 // point: its rank among its cell's tags (the cell from its own position, as surface_place
-// found it) is its place in *out* (surface.py sorts globally past SORT_CELL_MAX a cell).
+// found it) is its place in *out*. A cell of more than *limit* points is left alone (the
+// rank would take its size squared): surface_gpu.py sorts those cells' points by themselves.
 extern "C" __global__ void surface_order_cells(const float4* __restrict__ packed, const long long* __restrict__ tags,
                                                const int* __restrict__ starts, long long points, float cox,
                                                float coy, float coz, float inv_edge, int cx, int cy, int cz,
-                                               float4* __restrict__ out)
+                                               int limit, float4* __restrict__ out)
 {
     long long s = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (s >= points) return;
     float4 q = packed[s];
     int key = cell_key(q.x, q.y, q.z, cox, coy, coz, inv_edge, cx, cy, cz);
     int first = starts[key], last = starts[key + 1];
+    if (last - first > limit) return;
     long long t = tags[s];
     int rank = 0;
     for (int u = first; u < last; ++u) rank += tags[u] < t ? 1 : 0;

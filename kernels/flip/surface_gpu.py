@@ -25,7 +25,7 @@ _THREADS = 256
 CELLS_PER_RADIUS = 2  # GPU binning cells per kernel radius: finer cells test fewer particles per node
 LEVEL_SET_MODES = ("bricks", "legacy")  # GPU level set (module text); VOXFX_LEVEL_SET picks, default the first
 TILE = (32, 4, 4)  # "bricks": nodes of a node tile along x, y, z (a block; a warp is a row of 32 along x)
-SORT_CELL_MAX = 1024  # "bricks": a binning cell with more points than this is ordered by a global sort
+SORT_CELL_MAX = 1024  # "bricks": a binning cell with more points than this is ordered by a sort of its points
 PROFILE = None  # a list: the GPU level set appends (stage, CUDA event) as each stage is queued (benches)
 
 
@@ -126,6 +126,27 @@ def _level_set_gpu(pos, radii, spec, R, band, smooth_iterations):
     return phi
 
 
+def _order_crowded(packed, tags, starts, ordered, cp):
+    """``surface_order_cells`` for the cells of more than ``SORT_CELL_MAX`` points, which it
+    leaves alone: their points (contiguous per cell, any order within it) go to
+    *ordered*'s same slots in tag order, by a stable sort of those points alone — (group,
+    tag) — so the memory is theirs, not the whole list's (a sort of every point by (cell,
+    tag) took ~4 GiB at 65M particles; issue 21 §6)."""
+    sizes = starts[1:] - starts[:-1]
+    crowded = cp.flatnonzero(sizes > SORT_CELL_MAX)
+    lengths = sizes[crowded].astype(cp.int64)
+    del sizes
+    ends = cp.cumsum(lengths)
+    m = int(ends[-1])  # a host read, only when a cell is crowded
+    group = cp.zeros(m, cp.int64)
+    group[ends[:-1]] = 1
+    group = cp.cumsum(group)  # each point's crowded cell (0 … k − 1)
+    slot = starts[crowded].astype(cp.int64)[group] + cp.arange(m, dtype=cp.int64) - (ends - lengths)[group]
+    order = cp.argsort(tags[slot], kind="stable")  # the tags are unique; then by group, stably
+    order = order[cp.argsort(group[order], kind="stable")]
+    ordered[slot] = packed[slot[order]]
+
+
 def _bricks_gpu(pos, radii, spec, R, band, smooth_iterations, walls=None, reach=0.0):
     """The "bricks" GPU level set (module text) of the particles *pos* (float32 (N, 3) on
     the device) over *spec*'s nodes: with *walls* (the box's GridSpec) closed as
@@ -172,15 +193,12 @@ def _bricks_gpu(pos, radii, spec, R, band, smooth_iterations, walls=None, reach=
                                    counts, packed, tags))
     del counts
     _mark("place")
-    if fullest <= SORT_CELL_MAX:
-        ordered = cp.empty_like(packed)
-        _K.launch("surface_order_cells", points, (packed, tags, starts, np.int64(points), *cell_args, ordered))
-        packed = ordered
-    elif points:  # a crowded cell: one stable sort by (cell, tag)
-        cell = cp.searchsorted(starts, cp.arange(points, dtype=cp.int32), side="right") - 1
-        order = cp.argsort(tags)
-        order = order[cp.argsort(cell[order])]
-        packed = packed[order]
+    ordered = cp.empty_like(packed)
+    _K.launch("surface_order_cells", points, (packed, tags, starts, np.int64(points), *cell_args, i32(SORT_CELL_MAX),
+                                              ordered))
+    if fullest > SORT_CELL_MAX:  # crowded cells (a splash piled into a corner): sorted apart
+        _order_crowded(packed, tags, starts, ordered, cp)
+    packed = ordered
     del tags
     _mark("order cells")
     # 4. The node bricks some point may reach; the gather there, +band elsewhere.

@@ -1,7 +1,7 @@
 """The GPU level set's "bricks" way against its "legacy" way (surface_gpu.LEVEL_SET_MODES) on the
 device: the same particles in the same order in every binning cell and the same node sum,
 so φ is equal to the bit — closed against the walls and open, with per-particle radii, in
-a crowded cell (the global sort) — and the bricks a particle cannot reach are +band. The
+crowded cells (sorted apart) — and the bricks a particle cannot reach are +band. The
 CPU comparisons of both are test_flip_surface_gpu.py and test_flip_closed_surface_gpu.py
 (they run the default way)."""
 
@@ -64,13 +64,14 @@ def test_open_level_set_with_radii_bricks_equals_legacy_and_far_bricks_are_band(
     assert (bricks[-10:, -10:, -10:] == band).all() and (bricks < 0).any()
 
 
-def test_a_crowded_cell_takes_the_global_sort_and_gives_the_same_bits(monkeypatch):
+@pytest.mark.parametrize("limit", [2, 40])
+def test_crowded_cells_sorted_apart_give_the_same_bits(monkeypatch, limit):
     import cupy
 
     rng = np.random.default_rng()
     spec, pos = liquid_in_a_box(rng)
     r, R = surface_radii(spec.voxel_size, 8)
-    monkeypatch.setattr(surface_gpu, "SORT_CELL_MAX", 2)
+    monkeypatch.setattr(surface_gpu, "SORT_CELL_MAX", limit)  # 2: nearly every cell; 40: some
     legacy, bricks = both_ways(monkeypatch, lambda: closed_level_set(cupy.asarray(pos), spec, r, R, xp=cupy))
     np.testing.assert_array_equal(bricks, legacy)
 

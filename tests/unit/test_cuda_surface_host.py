@@ -86,7 +86,7 @@ int main() {
                             tags.data()));
     std::vector<float4> ordered(points);
     LAUNCH(points, surface_order_cells(packed.data(), tags.data(), starts.data(), points, cox, coy, coz, inv_edge, cx,
-                                       cy, cz, ordered.data()));
+                                       cy, cz, 1 << 30, ordered.data()));
     packed.swap(ordered);
     int nbx = (nx + TILE_X - 1) / TILE_X, nby = (ny + TILE_Y - 1) / TILE_Y, nbz = (nz + TILE_Z - 1) / TILE_Z;
     std::vector<unsigned char> active((ll)nbx * nby * nbz);
