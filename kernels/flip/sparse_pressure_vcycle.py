@@ -13,11 +13,12 @@ Fewer launches an iteration (issue 24; a level launched one by one takes 4·MG_S
 Two fusions that need no grid-wide barrier and recompute little: ``CLUSTER_UNKNOWNS`` (on by
 default on compute capability 9.0 and later: measured faster, below) takes whole levels
 above the one-block tail into the tail's launch, one cluster of blocks with the cluster's
-hardware barrier between passes (no unknown computed twice); ``FIRST2_UNKNOWNS`` starts pre-smoothing with the first sweep and
-the second's red pass in one launch (it reads b alone: each red unknown recomputes its six
-black neighbours' first-sweep values). Not the per-cell folds measured slower before (RESULTS:
-i24h's residual + restriction per coarse cell, 32 residuals serial in a thread; prolongation
-+ first post-smoothing sweep; i24f's PCG fusion): a residual needs its neighbours' smoothed
+hardware barrier between passes (no unknown computed twice); ``FIRST2_UNKNOWNS`` starts pre-
+smoothing with the first sweep and the second's red pass in one launch (it reads b alone:
+each red unknown recomputes its six black neighbours' first-sweep values). Not the per-cell
+folds measured slower before (RESULTS: i24h's residual + restriction per coarse cell, 32
+residuals serial in a thread; prolongation + first post-smoothing sweep; i24f's PCG fusion):
+a residual needs its neighbours' smoothed
 values, a restriction 64 residuals, so without a barrier each fold recomputes those.
 
 Measured (H200, 8M dam break, 4 variants alternating in one process, the same pressure to
