@@ -5,7 +5,7 @@
 // voxelize_sparse.cu's head says) and runs of full bricks. Compiled with --fmad=false, as
 // voxelize.cu.
 
-#include "voxelize.cu"
+#include "voxfx_voxelize.cuh"  // the dense kernels' device functions (make_yz_setup, owner_of)
 
 // Crossing keys. A flip start at voxel (x, j, k) of brick slice bz = k / 8, brick row
 // by = j / 8, row r = (k mod 8)·8 + (j mod 8) inside the brick row, is the key
