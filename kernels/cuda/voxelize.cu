@@ -183,14 +183,8 @@ extern "C" __global__ void solid_flip_starts(const double* __restrict__ pv, cons
     long long wj = s.jhi - s.jlo + 1;
     long long j = s.jlo + local % wj, k = s.klo + local / wj;
     double yc = (double)j + 0.5, zc = (double)k + 0.5;
-#pragma unroll
-    for (int i = 0; i < 3; ++i) {  // top-left fill rule: a centre on an edge counts once
-        // Shared edges give both triangles exactly ±F (solid.py, edge_function).
-        double E = s.sign[i] * ((s.q[i][0] - s.p[i][0]) * (zc - s.p[i][1]) - (s.q[i][1] - s.p[i][1]) * (yc - s.p[i][0]));
-        if (!(E > 0 || (E == 0 && s.tl[i]))) return;
-    }
-    double q = ((s.nv0 - s.ny * yc) - s.nz * zc) / s.nx;
-    double qbar = floor(q + 0.5);
+    if (!centre_inside(s, yc, zc)) return;  // top-left fill rule: a centre on an edge counts once
+    double qbar = flip_start(s, yc, zc);
     if (qbar >= (double)hx) return;  // flips nothing in the box
     // A crossing before the box starts at its first voxel, unless the caller carries it in.
     if (drop_before && qbar < (double)lx) return;

@@ -352,3 +352,24 @@ __device__ void make_yz_setup(const double* __restrict__ pv, const int* __restri
     a = (long long)ceil(zmin - 0.5);  s.klo = a > lz ? a : lz;
     a = (long long)floor(zmax - 0.5); s.khi = a < hz - 1 ? a : hz - 1;
 }
+
+// Column centre (yc, zc) inside the triangle's yz projection (solid.py, flip_starts_cpu): each
+// edge function E > 0, or E = 0 on a top-left edge, so a centre on an edge counts once.
+// Shared edges give both triangles exactly ±E (solid.py, edge_function).
+__device__ __forceinline__ bool centre_inside(const YZSetup& s, double yc, double zc)
+{
+#pragma unroll
+    for (int i = 0; i < 3; ++i) {
+        double E = s.sign[i] * ((s.q[i][0] - s.p[i][0]) * (zc - s.p[i][1]) - (s.q[i][1] - s.p[i][1]) * (yc - s.p[i][0]));
+        if (!(E > 0 || (E == 0 && s.tl[i]))) return false;
+    }
+    return true;
+}
+
+// The flip start of a column whose centre is inside: the centre projected along x onto the
+// triangle's plane at q, every voxel i >= q̄ = ⌊q + ½⌋ flips (§4.1; solid.py).
+__device__ __forceinline__ double flip_start(const YZSetup& s, double yc, double zc)
+{
+    double q = ((s.nv0 - s.ny * yc) - s.nz * zc) / s.nx;
+    return floor(q + 0.5);
+}
