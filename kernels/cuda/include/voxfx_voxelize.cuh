@@ -296,7 +296,9 @@ __device__ __forceinline__ void column_depths(const Setup& s, long long cu, long
 // The tests of candidate voxel q of a column along D whose own projection passed, as
 // voxelize.cu's column<D, false> makes them (the same tests in the same order): the sparse
 // surface kernels' (voxelize_sparse.cu, voxelize_sparse_tiles.cu). column keeps its own
-// lines: calling this there gives the same floating-point operations but other PTX (nvcc 13.0).
+// lines: calling this there (as `if (!voxel_set<D>(s, q)) continue;`, `if (voxel_set<D>(s, q))
+// {...}` or through a bool) gives the same floating-point operations but other PTX: 42 more
+// mov.u16 in surface_columns, 36 in surface_owners (nvcc 13.0, sm_90).
 template <int D>
 __device__ __forceinline__ bool voxel_set(const Setup& s, const double* q)
 {
