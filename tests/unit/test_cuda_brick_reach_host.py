@@ -8,13 +8,13 @@ tests/unit/test_cuda_sparse_flip_host.py (its prelude: the same stubs and source
 import numpy as np
 import pytest
 
+from tests.cuda_host import DRIVER, STUBS
 from tests.unit.test_cuda_exact import _build
-from tests.unit.test_cuda_sparse_flip_host import HARNESS as FLIP_HARNESS
 from voxfx.kernels.flip import sparse_gpu
 
 # Input: closed nx ny nz radius cap; per slot: used, bx by bz, margin; per slot 512 occupied bytes.
 # Output: beyond, then the cap · reach_words(radius) mask words.
-HARNESS = FLIP_HARNESS[:FLIP_HARNESS.index("typedef long long ll;")] + r"""
+HARNESS = STUBS + '#include "flip_sparse_topology.cu"\n' + DRIVER + r"""
 int main() {
     int closed, nx, ny, nz, radius;
     long long cap;
@@ -31,7 +31,7 @@ int main() {
     std::vector<unsigned int> mask(words * cap, 0u);
     unsigned long long beyond = 0;
     for (long long t = 0; t < 64 * cap; ++t) {
-        h_block.x = (unsigned)t; h_dim.x = 1; h_thread.x = 0;
+        at(t);
         brick_reach(occupied.data(), used.data(), coords.data(), cap, margins.data(), closed, nx, ny, nz, radius,
                     mask.data(), &beyond);
     }

@@ -13,6 +13,7 @@ device comparison is tests/gpu/test_flip_sparse_gpu.py."""
 import numpy as np
 import pytest
 
+from tests.cuda_host import DRIVER, STUBS
 from tests.unit.test_cuda_exact import _build
 from voxfx.kernels.flip import sparse_gpu, sparse_transfer
 from voxfx.kernels.flip.sparse_grid import BrickReach, SparseFlipGrid, brick_margins, speed_squared, substep_margin
@@ -31,53 +32,13 @@ from voxfx.kernels.grid.sparse import brick_coords
 # beyond counts, and its sorted unique keys; then the same from a full build; all of it
 # for margin (≤ 8: one brick of reach), then margin2 (9–16: two bricks,
 # sparse_gpu.reach_radius) and margin3 (17–24: three).
-HARNESS = r"""
-#include <algorithm>
-#include <cmath>
-#include <cstdio>
-#include <numeric>
-#include <vector>
-#include <cstring>
-#undef __device__
-#define __device__ __attribute__((host))
-#define __global__
-#undef __launch_bounds__
-#define __launch_bounds__(...)
-struct HostDim { unsigned x, y, z; };
-static HostDim h_block, h_dim, h_thread;
-#define blockIdx h_block
-#define blockDim h_dim
-#define threadIdx h_thread
-template <typename T> T plain_add(T* p, T v) { T o = *p; *p = o + v; return o; }
-#define atomicAdd plain_add
-template <typename T> T plain_max(T* p, T v) { T o = *p; *p = o > v ? o : v; return o; }
-#define atomicMax plain_max
-// include/voxfx_reduce.cuh's warp functions are compiled but not called on the host
-#define __shfl_down_sync(mask, v, offset) ((v) * 0)
-#define __ballot_sync(mask, flag) ((unsigned)(flag))
-#define __popc __builtin_popcount
-static unsigned host_float_as_uint(float f) { unsigned u; std::memcpy(&u, &f, 4); return u; }
-#define __float_as_uint host_float_as_uint
-template <typename T> T plain_or(T* p, T v) { T o = *p; *p = o | v; return o; }
-#define atomicOr plain_or
-#undef __shared__
-#define __shared__ static
-#define __syncthreads()
-using std::isfinite;
+HARNESS = STUBS + r"""
 #include "sparse.cu"
 #include "flip_sparse_transfer.cu"
-template <typename T> T plain_exch(T* p, T v) { T o = *p; *p = v; return o; }
-#define atomicExch plain_exch
 #include "flip_sparse_topology.cu"  // the topology's marking pipeline
 #include "flip_sparse_gather.cu"
 #include "flip_sparse_g2p.cu"
-typedef long long ll;
-typedef unsigned char u8;
-static void at(ll i) { h_block.x = (unsigned)i; h_dim.x = 1; h_thread.x = 0; }
-#define LAUNCH(n, call) for (ll t_ = 0; t_ < (ll)(n); ++t_) { at(t_); call; }
-static float rf() { float x; scanf("%a", &x); return x; }
-template <class T> static void pr(const std::vector<T>& a) { for (auto x : a) printf("%d\n", (int)x); }
-static void pf(const std::vector<float>& a) { for (float x : a) printf("%a\n", x); }
+""" + DRIVER + r"""
 int main() {
     int closed, nx, ny, nz, apic, margin, margin2, margin3;
     if (scanf("%d %d %d %d %d %d %d %d", &closed, &nx, &ny, &nz, &apic, &margin, &margin2, &margin3) != 8) return 1;

@@ -14,6 +14,7 @@ tests/gpu/test_flip_sparse_gather_gpu.py."""
 import numpy as np
 import pytest
 
+from tests.cuda_host import DRIVER, STUBS
 from tests.unit.test_cuda_exact import _build
 from voxfx.kernels.flip import sparse_gpu, sparse_transfer
 from voxfx.kernels.flip.sparse_grid import SparseFlipGrid
@@ -23,52 +24,14 @@ from voxfx.kernels.grid import GridSpec
 # (, C); K, then K lines "slab capacity filter".
 # Output, one value a line: u v w (%a) and valid u v w of the brick gather, then the same
 # from the staged gather for each of the K (slab, capacity, filter).
-HARNESS = r"""
-#include <algorithm>
-#include <cmath>
-#include <cstdio>
-#include <numeric>
-#include <vector>
-#include <cstring>
-#undef __device__
-#define __device__ __attribute__((host))
-#define __global__
-#undef __launch_bounds__
-#define __launch_bounds__(...)
-struct HostDim { unsigned x, y, z; };
-static HostDim h_block, h_dim, h_thread;
-#define blockIdx h_block
-#define blockDim h_dim
-#define threadIdx h_thread
-template <typename T> T plain_add(T* p, T v) { T o = *p; *p = o + v; return o; }
-#define atomicAdd plain_add
-template <typename T> T plain_max(T* p, T v) { T o = *p; *p = o > v ? o : v; return o; }
-#define atomicMax plain_max
-// include/voxfx_reduce.cuh's warp functions are compiled but not called on the host
-#define __shfl_down_sync(mask, v, offset) ((v) * 0)
-#define __ballot_sync(mask, flag) ((unsigned)(flag))
-#define __popc __builtin_popcount
-static unsigned host_float_as_uint(float f) { unsigned u; std::memcpy(&u, &f, 4); return u; }
-#define __float_as_uint host_float_as_uint
-template <typename T> T plain_or(T* p, T v) { T o = *p; *p = o | v; return o; }
-#define atomicOr plain_or
-#undef __shared__
-#define __shared__ static
-#define __syncthreads()
-using std::isfinite;
+HARNESS = STUBS + r"""
 static std::vector<int> host_shared;  // the staged gather's dynamic shared memory
 #define GATHER_SHARED(name) int* name = host_shared.data()
 #include "sparse.cu"
 #include "flip_sparse_transfer.cu"
 #include "flip_sparse_gather.cu"
 #include "flip_sparse_gather_staged.cu"
-typedef long long ll;
-typedef unsigned char u8;
-static void at(ll i) { h_block.x = (unsigned)i; h_dim.x = 1; h_thread.x = 0; }
-#define LAUNCH(n, call) for (ll t_ = 0; t_ < (ll)(n); ++t_) { at(t_); call; }
-static float rf() { float x; scanf("%a", &x); return x; }
-template <class T> static void pr(const std::vector<T>& a) { for (auto x : a) printf("%d\n", (int)x); }
-static void pf(const std::vector<float>& a) { for (float x : a) printf("%a\n", x); }
+""" + DRIVER + r"""
 int main() {
     int closed, nx, ny, nz, apic;
     if (scanf("%d %d %d %d %d", &closed, &nx, &ny, &nz, &apic) != 5) return 1;

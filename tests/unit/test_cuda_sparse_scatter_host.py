@@ -19,59 +19,21 @@ import numpy as np
 import pytest
 
 from tests.unit.test_cuda_sparse_gather_host import _hex, clamped, scene
+from tests.cuda_host import DRIVER, STUBS
 from tests.unit.test_cuda_exact import _build
 from voxfx.kernels.flip import sparse_gpu, sparse_scatter, sparse_transfer
 
 # Input: closed nx ny nz apic spread; ox oy oz h inv_h (%a); n_keys cap, keys, slots; N,
 # pos, vel (, C). Output, one value a line: the brick gather's u v w (%a) and valid u v w;
 # the scatter's u v w, valid u v w, bounds[2], then acc (6·cells, as signed integers).
-HARNESS = r"""
-#include <algorithm>
-#include <cmath>
-#include <cstdio>
-#include <cstring>
-#include <numeric>
-#include <vector>
-#undef __device__
-#define __device__ __attribute__((host))
-#define __global__
-#undef __launch_bounds__
-#define __launch_bounds__(...)
-struct HostDim { unsigned x, y, z; };
-static HostDim h_block, h_dim, h_thread, h_grid = {1, 1, 1};
-#define gridDim h_grid
-#define blockIdx h_block
-#define blockDim h_dim
-#define threadIdx h_thread
-template <typename T> T plain_add(T* p, T v) { T o = *p; *p = o + v; return o; }
-#define atomicAdd plain_add
-// include/voxfx_reduce.cuh's warp functions are compiled but not called on the host
-#define __shfl_down_sync(mask, v, offset) ((v) * 0)
-#define __ballot_sync(mask, flag) ((unsigned)(flag))
-#define __popc __builtin_popcount
-static unsigned host_float_as_uint(float f) { unsigned u; std::memcpy(&u, &f, 4); return u; }
-#define __float_as_uint host_float_as_uint
-template <typename T> T plain_or(T* p, T v) { T o = *p; *p = o | v; return o; }
-#define atomicOr plain_or
-template <typename T> T plain_max(T* p, T v) { T o = *p; *p = o > v ? o : v; return o; }
-#define atomicMax plain_max
-#undef __shared__
-#define __shared__ static
-#define __syncthreads()
-using std::isfinite;
+HARNESS = STUBS + r"""
 using std::min;
 using std::max;
 #include "sparse.cu"
 #include "flip_sparse_transfer.cu"
 #include "flip_sparse_gather.cu"
 #include "flip_sparse_scatter.cu"
-typedef long long ll;
-typedef unsigned char u8;
-static void at(ll i) { h_block.x = (unsigned)i; h_dim.x = 1; h_thread.x = 0; }
-#define LAUNCH(n, call) for (ll t_ = 0; t_ < (ll)(n); ++t_) { at(t_); call; }
-static float rf() { float x; scanf("%a", &x); return x; }
-template <class T> static void pr(const std::vector<T>& a) { for (auto x : a) printf("%d\n", (int)x); }
-static void pf(const std::vector<float>& a) { for (float x : a) printf("%a\n", x); }
+""" + DRIVER + r"""
 int main() {
     int closed, nx, ny, nz, apic, spread;
     if (scanf("%d %d %d %d %d %d", &closed, &nx, &ny, &nz, &apic, &spread) != 6) return 1;

@@ -11,48 +11,16 @@ std::partial_sum). The device comparison is tests/gpu/test_flip_sparse_topology_
 import numpy as np
 import pytest
 
+from tests.cuda_host import DRIVER, STUBS
 from tests.unit.test_cuda_exact import _build
 from voxfx.kernels.grid.sparse import Topology, brick_coords, brick_keys
 
 # Input: radius, index lowest brick and dims, the index (slot or −1); capacity, per slot
 # used, coords (x y z), mask words; n_keys. Output: added, beyond, freed (count_unkept),
 # then the new keys, slots, fresh (added), the pool (free slots ascending), freed.
-HARNESS = r"""
-#include <cstdio>
-#include <numeric>
-#include <vector>
-#undef __device__
-#define __device__ __attribute__((host))
-#define __global__
-struct HostDim { unsigned x, y, z; };
-static HostDim h_block, h_dim, h_thread;
-#define blockIdx h_block
-#define blockDim h_dim
-#define threadIdx h_thread
-template <typename T> T plain_add(T* p, T v) { T o = *p; *p = o + v; return o; }
-template <typename T> T plain_exch(T* p, T v) { T o = *p; *p = v; return o; }
-#define atomicAdd plain_add
-#define atomicExch plain_exch
-// the marking pipeline's (compiled, not called here)
-template <typename T> T plain_max(T* p, T v) { T o = *p; *p = o > v ? o : v; return o; }
-template <typename T> T plain_or(T* p, T v) { T o = *p; *p = o | v; return o; }
-#define atomicMax plain_max
-#define atomicOr plain_or
-static unsigned host_float_as_uint(float f) { unsigned u; __builtin_memcpy(&u, &f, 4); return u; }
-#define __float_as_uint host_float_as_uint
-#include <cmath>
-using std::isfinite;
-// include/voxfx_reduce.cuh's warp functions are compiled but not called on the host
-#define __shfl_down_sync(mask, v, offset) ((v) * 0)
-#define __ballot_sync(mask, flag) ((unsigned)(flag))
-#define __popc __builtin_popcount
-#undef __shared__
-#define __shared__ static
-#define __syncthreads()
+HARNESS = STUBS + r"""
 #include "flip_sparse_topology.cu"
-typedef long long ll;
-static void at(ll i) { h_block.x = (unsigned)i; h_dim.x = 1; h_thread.x = 0; }
-#define LAUNCH(n, call) for (ll t_ = 0; t_ < (ll)(n); ++t_) { at(t_); call; }
+""" + DRIVER + r"""
 int main() {
     int radius, lx, ly, lz, dx, dy, dz;
     ll cap, nk;

@@ -1,0 +1,59 @@
+"""What the sparse FLIP host harnesses (tests/unit/test_cuda_sparse_{flip,gather,scatter,
+topology,topology_table}_host.py, test_cuda_brick_reach_host.py) compile the CUDA kernels
+with, so that nvcc builds them as host functions: one block at a time, its one "thread"
+taking every item (``LAUNCH``), atomics plain read-modify-writes, barriers no-ops, shared
+memory static, the warp functions of include/voxfx_reduce.cuh compiled but not called.
+
+    harness = STUBS + '#include "the kernels.cu"' + DRIVER + the driver's main()
+
+(``tests.unit.test_cuda_exact._build`` builds and runs it.)"""
+
+# Before the kernel files.
+STUBS = r"""
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <numeric>
+#include <vector>
+#undef __device__
+#define __device__ __attribute__((host))
+#define __global__
+#undef __launch_bounds__
+#define __launch_bounds__(...)
+struct HostDim { unsigned x, y, z; };
+static HostDim h_block, h_dim, h_thread, h_grid = {1, 1, 1};
+#define gridDim h_grid
+#define blockIdx h_block
+#define blockDim h_dim
+#define threadIdx h_thread
+template <typename T> T plain_add(T* p, T v) { T o = *p; *p = o + v; return o; }
+#define atomicAdd plain_add
+template <typename T> T plain_max(T* p, T v) { T o = *p; *p = o > v ? o : v; return o; }
+#define atomicMax plain_max
+template <typename T> T plain_or(T* p, T v) { T o = *p; *p = o | v; return o; }
+#define atomicOr plain_or
+template <typename T> T plain_exch(T* p, T v) { T o = *p; *p = v; return o; }
+#define atomicExch plain_exch
+// include/voxfx_reduce.cuh's warp functions are compiled but not called on the host
+#define __shfl_down_sync(mask, v, offset) ((v) * 0)
+#define __ballot_sync(mask, flag) ((unsigned)(flag))
+#define __popc __builtin_popcount
+static unsigned host_float_as_uint(float f) { unsigned u; std::memcpy(&u, &f, 4); return u; }
+#define __float_as_uint host_float_as_uint
+#undef __shared__
+#define __shared__ static
+#define __syncthreads()
+using std::isfinite;
+"""
+
+# After the kernel files: the launch loop and the drivers' input and output helpers.
+DRIVER = r"""
+typedef long long ll;
+typedef unsigned char u8;
+static void at(ll i) { h_block.x = (unsigned)i; h_dim.x = 1; h_thread.x = 0; }
+#define LAUNCH(n, call) for (ll t_ = 0; t_ < (ll)(n); ++t_) { at(t_); call; }
+static float rf() { float x; scanf("%a", &x); return x; }
+template <class T> static void pr(const std::vector<T>& a) { for (auto x : a) printf("%d\n", (int)x); }
+static void pf(const std::vector<float>& a) { for (float x : a) printf("%a\n", x); }
+"""
