@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from tests.unit.test_cuda_exact import _build
-from tests.unit.test_cuda_sparse_pressure_host import PREAMBLE, _tank
+from tests.unit.test_cuda_sparse_pressure_host import PREAMBLE, SETUP_LEVELS, _tank, assert_levels
 from voxfx.kernels.flip import sparse_multigrid, sparse_pressure, sparse_transfer
 from voxfx.kernels.flip.grid import FLUID, SOLID
 from voxfx.kernels.flip.sparse_grid import SparseFlipGrid
@@ -29,35 +29,7 @@ BRICKS = PREAMBLE.replace('#include "flip_sparse_pressure.cu"', '#include "flip_
 #include <algorithm>
 #include <climits>
 #include <numeric>
-typedef long long ll;
-#define ONE_PER_ITEM(n, call) do { h_dim.x = 1; h_thread.x = 0; h_grid.x = (unsigned)(n); \
-    for (unsigned blk = 0; blk < (unsigned)(n); ++blk) { h_block.x = blk; call; } } while (0)
-struct Set { int bx, by, bz; std::vector<ll> keys; std::vector<unsigned char> fluid; std::vector<int> position; };
-struct Built { int stride_f, stride; std::vector<int> nbr, up, down; std::vector<float> diag; };
-static void scan_rows(const std::vector<int>& a, std::vector<int>& out, int rows, int n) {
-    out.assign(a.size(), 0);
-    for (int r = 0; r < rows; ++r) {
-        int s = 0;
-        for (int i = 0; i < n; ++i) out[(size_t)r * n + i] = (s += a[(size_t)r * n + i]);
-    }
-}
-static int coarser(int b, int margin) { return ((b + margin) >> 1) - margin; }
-// mgs_level_cells, scans, mgs_order, mgs_level_tables (sparse_pressure_setup._level_tables)
-static void level_tables(Set& c, int* cc, int nb, Built& B, std::vector<ll>& cukeys, std::vector<int>& order) {
-    std::vector<int> around(6 * (size_t)nb, -7), flags(2 * (size_t)nb), scans;
-    std::vector<unsigned char> diag8(nb, 99), cls(nb);
-    ONE_PER_ITEM(nb, mgs_level_cells(c.keys.data(), c.fluid.data(), cc, nb, c.bx, c.by, c.bz, around.data(),
-                                     diag8.data(), cls.data(), flags.data()));
-    scan_rows(flags, scans, 2, nb);
-    c.position.assign(std::max(nb, 1), -7);
-    order.assign(std::max(nb, 1), -7);
-    ONE_PER_ITEM(std::max(nb, 1), mgs_order(cls.data(), scans.data(), cc, nb, c.position.data(), order.data()));
-    B.stride = nb + 1;
-    B.nbr.assign(6 * (size_t)(nb + 1), -7); B.diag.assign(nb + 1, -7.0f);
-    cukeys.assign(std::max(nb, 1), -1);
-    ONE_PER_ITEM(nb + 1, mgs_level_tables(order.data(), cc, nb, around.data(), c.position.data(), diag8.data(),
-                                          c.keys.data(), B.nbr.data(), B.diag.data(), cukeys.data()));
-}
+""" + SETUP_LEVELS + r"""
 int main() {
     int min_side, max_levels, margin, tail, size, cap, m_red0, m0, n0, lo[3];
     if (scanf("%d %d %d %d %d %d", &min_side, &max_levels, &margin, &tail, &size, &cap) != 6) return 1;
@@ -131,93 +103,8 @@ int main() {
     ONE_PER_ITEM(nb1, mgs_key_span(ukeys.data(), &cnt[4], &span[6]));
     int stride = nb1 + 1;
     // levels 2 … by the sorted-key kernels (sparse_pressure_setup.build's loop)
-    struct TailLevel {
-        std::vector<ll> keys, ukeys;
-        std::vector<unsigned char> fluid, flag, diag8, cls;
-        std::vector<int> position, take, scan, around, flags, scans, order;
-    };
-    std::vector<TailLevel> T(count);
-    for (int l = 2; l < count; ++l) {
-        if (tail > 0 && l >= tail) {  // the rest in mgs_tail_levels' one launch
-            std::vector<long long> rec(22 * (size_t)count, 0);
-            auto put = [&](int lv, int k, const void* p) { rec[(size_t)lv * 22 + k] = (long long)(size_t)p; };
-            auto ints = [&](int lv, int b, int x, int y, int z, int s) {
-                long long* r = &rec[(size_t)lv * 22 + 17];
-                r[0] = b; r[1] = x; r[2] = y; r[3] = z; r[4] = s;
-            };
-            put(l - 1, 0, f.keys.data()); put(l - 1, 1, f.fluid.data()); put(l - 1, 2, f.position.data());
-            put(l - 1, 3, ukeys.data());
-            ints(l - 1, bounds[l - 1], f.bx, f.by, f.bz, stride);
-            int bx = f.bx, by = f.by, bz = f.bz, fs = stride;
-            for (int lv = l; lv < count; ++lv) {
-                const int fb = bounds[lv - 1], nb = bounds[lv];
-                TailLevel& t = T[lv];
-                Built& B = built[lv];
-                bx = coarser(bx, margin); by = coarser(by, margin); bz = coarser(bz, margin);
-                t.keys.assign(nb, -1); t.ukeys.assign(nb, -1); t.fluid.assign(nb, 7); t.position.assign(nb, -7);
-                t.flag.assign(fb, 9); t.take.assign(fb, -7); t.scan.assign(fb, -7); t.around.assign(6 * (size_t)nb, -7);
-                t.diag8.assign(nb, 99); t.cls.assign(nb, 9); t.flags.assign(2 * (size_t)nb, -7);
-                t.scans.assign(2 * (size_t)nb, -7); t.order.assign(nb, -7);
-                B.stride_f = fs; B.stride = nb + 1;
-                B.nbr.assign(6 * (size_t)(nb + 1), -7); B.diag.assign(nb + 1, -7.0f);
-                B.up.assign(8 * (size_t)fs, -7); B.down.assign(64 * (size_t)(nb + 1), -7);
-                const void* ptrs[17] = {t.keys.data(), t.fluid.data(), t.position.data(), t.ukeys.data(), t.flag.data(),
-                                        t.take.data(), t.scan.data(), t.around.data(), t.diag8.data(), t.cls.data(),
-                                        t.flags.data(), t.scans.data(), t.order.data(), B.nbr.data(), B.diag.data(),
-                                        B.up.data(), B.down.data()};
-                for (int k = 0; k < 17; ++k) put(lv, k, ptrs[k]);
-                ints(lv, nb, bx, by, bz, nb + 1);
-                fs = nb + 1;
-            }
-            h_dim.x = 1; h_thread.x = 0; h_grid.x = 1; h_block.x = 0;
-            mgs_tail_levels(rec.data(), l, count, cnt.data(), span.data());
-            break;
-        }
-        const int fb = bounds[l - 1], nb = bounds[l];
-        int* fc = &cnt[4 * (l - 1)]; int* cc = &cnt[4 * l];
-        Set c;
-        c.bx = coarser(f.bx, margin); c.by = coarser(f.by, margin); c.bz = coarser(f.bz, margin);
-        std::vector<unsigned char> cflag(fb);
-        std::vector<int> ctake(fb), cscan;
-        ONE_PER_ITEM(fb, mgs_coarsen(f.keys.data(), f.fluid.data(), fc, fb, f.bx, f.by, f.bz, cflag.data(),
-                                     ctake.data()));
-        scan_rows(ctake, cscan, 1, fb);
-        c.keys.assign(std::max(nb, 1), -1); c.fluid.assign(std::max(nb, 1), 7);
-        ONE_PER_ITEM(std::max(fb, 1), mgs_parents(f.keys.data(), cflag.data(), cscan.data(), fc, fb, f.bx, f.by, f.bz,
-                                                  c.bx, c.by, c.bz, c.keys.data(), c.fluid.data(), cc));
-        Built& B = built[l];
-        std::vector<ll> cukeys;
-        std::vector<int> corder;
-        level_tables(c, cc, nb, B, cukeys, corder);
-        B.stride_f = stride;
-        B.up.assign(8 * (size_t)stride, -7);
-        ONE_PER_ITEM(stride, mgs_prolong_table(ukeys.data(), fc, stride, f.bx, f.by, f.bz, c.keys.data(), cc,
-                                               c.position.data(), c.bx, c.by, c.bz, B.up.data()));
-        B.down.assign(64 * (size_t)(nb + 1), -7);
-        ONE_PER_ITEM(nb + 1, mgs_restrict_table(cukeys.data(), cc, nb + 1, c.bx, c.by, c.bz, f.keys.data(), fc,
-                                                f.position.data(), f.bx, f.by, f.bz, B.down.data()));
-        ONE_PER_ITEM(nb, mgs_key_span(cukeys.data(), cc, &span[6 * l]));
-        f = c;
-        ukeys = cukeys;
-        stride = nb + 1;
-    }
-    int kept = 1;  // sparse_pressure_setup.levels_kept
-    while (kept < count) {
-        const int* s = &span[6 * (kept - 1)];
-        int e = 0;
-        for (int a = 0; a < 3; ++a) e = std::max(e, s[a] + s[a + 3]);
-        if (cnt[4 * (kept - 1) + 2] == 0 || e + 1 < min_side) break;
-        ++kept;
-    }
-    for (int l = 1; l < kept; ++l) {
-        const Built& B = built[l];
-        const int mc = cnt[4 * l + 2], mf = cnt[4 * (l - 1) + 2];
-        printf("%d %d\n", mc, cnt[4 * l + 1]);
-        for (int d = 0; d < 6; ++d) for (int u = 0; u <= mc; ++u) printf("%d\n", B.nbr[(size_t)d * B.stride + u]);
-        for (int u = 0; u <= mc; ++u) printf("%a\n", B.diag[u]);
-        for (int r = 0; r < 8; ++r) for (int u = 0; u <= mf; ++u) printf("%d\n", B.up[(size_t)r * B.stride_f + u]);
-        for (int r = 0; r < 64; ++r) for (int u = 0; u <= mc; ++u) printf("%d\n", B.down[(size_t)r * B.stride + u]);
-    }
+    build_levels(2, count, bounds, margin, tail, f, ukeys, stride, cnt, span, built);
+    print_kept(min_side, count, cnt, span, built);
     return 0;
 }
 """
@@ -303,18 +190,7 @@ def test_brick_setup_builds_the_numpy_multigrid_tables(bricks, name, tail, ranke
              *map(str, level.cells), *map(str, level.position), str(len(in_set)),
              *(str(int(a[in_set].min())) for a in lattice), f"{int(ranked)} {g.topology.count}",
              *map(str, g.topology.keys), *map(str, g.topology.slots)]
-    out = bricks.raw(lines).split()
-    at = 0
-    for L, up, down in zip(M.levels[1:], M.up, M.down):
-        m, m_red = int(out[at]), int(out[at + 1])
-        at += 2
-        assert (m, m_red) == (L.m, L.m_red)
-        for want, count, parse in ((L.nbr, 6 * (m + 1), int), (L.diag, m + 1, float.fromhex), (up, up.size, int),
-                                   (down, 64 * (m + 1), int)):
-            got = np.array([parse(x) for x in out[at:at + count]], dtype=want.dtype).reshape(want.shape)
-            at += count
-            assert np.array_equal(got, want)
-    assert at == len(out)  # the same number of levels
+    assert_levels(bricks.raw(lines).split(), M)
 
 
 def test_brick_tables_of_the_harness_are_the_grids_neighbours():

@@ -349,11 +349,11 @@ def tables(tmp_path_factory):
     return _build(tmp_path_factory, TABLES.replace("// DEFINES", "\n".join(defines + ["#include <algorithm>"])))
 
 
-# The same input and output as TABLES; the driver builds the levels as
-# sparse_pressure_setup.build launches the kernels of flip_sparse_pressure_setup.cu (sizes
-# in the cnt array, arrays of the bound's size, compactions by inclusive scans), then keeps
-# the levels as sparse_pressure_setup.levels_kept and prints their tables' leading columns.
-SETUP = PREAMBLE.replace('#include "flip_sparse_pressure.cu"', '#include "flip_sparse_pressure_setup.cu"') + r"""
+# The set-up drivers' shared part (this file's SETUP, test_cuda_sparse_pressure_bricks_host's
+# BRICKS): the launch loop, the level tables of one level, the sorted-key levels and the kept
+# levels' output.
+SETUP_LEVELS = r"""
+#include <algorithm>
 typedef long long ll;
 #define ONE_PER_ITEM(n, call) do { h_dim.x = 1; h_thread.x = 0; h_grid.x = (unsigned)(n); \
     for (unsigned blk = 0; blk < (unsigned)(n); ++blk) { h_block.x = blk; call; } } while (0)
@@ -366,35 +366,37 @@ static void scan_rows(const std::vector<int>& a, std::vector<int>& out, int rows
         for (int i = 0; i < n; ++i) out[(size_t)r * n + i] = (s += a[(size_t)r * n + i]);
     }
 }
-int main() {
-    int min_side, max_levels, margin, n, m;
-    Set f;
-    if (scanf("%d %d %d %d %d %d %d", &min_side, &max_levels, &margin, &f.bx, &f.by, &f.bz, &n) != 7) return 1;
-    f.keys.resize(n); f.fluid.resize(n); f.position.resize(n);
-    for (auto& k : f.keys) scanf("%lld", &k);
-    for (auto& x : f.fluid) { int t; scanf("%d", &t); x = (unsigned char)t; }
-    for (auto& p : f.position) scanf("%d", &p);
-    scanf("%d", &m);
-    std::vector<ll> ukeys(m);
-    for (auto& k : ukeys) scanf("%lld", &k);
-    int tail = 0;  // > 0: levels from this one by mgs_tail_levels
-    if (scanf("%d", &tail) != 1) tail = 0;
-    std::vector<int> bounds{n};
-    while ((int)bounds.size() < max_levels && bounds.back() > 0) bounds.push_back(bounds.back() / 8);
-    const int count = (int)bounds.size();
-    std::vector<int> cnt(4 * count, 0), span(6 * count, -2147483647);
-    cnt[0] = n; cnt[2] = m;
-    ONE_PER_ITEM(m, mgs_key_span(ukeys.data(), &cnt[0], &span[0]));
-    int stride = m + 1;
-    std::vector<Built> built(count);
+static int coarser(int b, int margin) { return ((b + margin) >> 1) - margin; }
+// mgs_level_cells, scans, mgs_order, mgs_level_tables (sparse_pressure_setup._level_tables)
+static void level_tables(Set& c, int* cc, int nb, Built& B, std::vector<ll>& cukeys, std::vector<int>& order) {
+    std::vector<int> around(6 * (size_t)nb, -7), flags(2 * (size_t)nb), scans;
+    std::vector<unsigned char> diag8(nb, 99), cls(nb);
+    ONE_PER_ITEM(nb, mgs_level_cells(c.keys.data(), c.fluid.data(), cc, nb, c.bx, c.by, c.bz, around.data(),
+                                     diag8.data(), cls.data(), flags.data()));
+    scan_rows(flags, scans, 2, nb);
+    c.position.assign(std::max(nb, 1), -7);
+    order.assign(std::max(nb, 1), -7);
+    ONE_PER_ITEM(std::max(nb, 1), mgs_order(cls.data(), scans.data(), cc, nb, c.position.data(), order.data()));
+    B.stride = nb + 1;
+    B.nbr.assign(6 * (size_t)(nb + 1), -7); B.diag.assign(nb + 1, -7.0f);
+    cukeys.assign(std::max(nb, 1), -1);
+    ONE_PER_ITEM(nb + 1, mgs_level_tables(order.data(), cc, nb, around.data(), c.position.data(), diag8.data(),
+                                          c.keys.data(), B.nbr.data(), B.diag.data(), cukeys.data()));
+}
+// Levels first … count − 1 from level first − 1 (f, its unique keys, its stride) by the
+// sorted-key kernels, as sparse_pressure_setup.build's loop; from level `tail` (> 0) on, in
+// mgs_tail_levels' one launch (one "thread"), as sparse_pressure_setup._tail_levels.
+static void build_levels(int first, int count, const std::vector<int>& bounds, int margin, int tail, Set f,
+                         std::vector<ll> ukeys, int stride, std::vector<int>& cnt, std::vector<int>& span,
+                         std::vector<Built>& built) {
     struct TailLevel {
         std::vector<ll> keys, ukeys;
         std::vector<unsigned char> fluid, flag, diag8, cls;
         std::vector<int> position, take, scan, around, flags, scans, order;
     };
     std::vector<TailLevel> T(count);
-    for (int l = 1; l < count; ++l) {
-        if (tail > 0 && l >= tail) {  // the rest in one launch (one "thread"), as sparse_pressure_setup._tail_levels
+    for (int l = first; l < count; ++l) {
+        if (tail > 0 && l >= tail) {  // the rest in mgs_tail_levels' one launch
             std::vector<long long> rec(22 * (size_t)count, 0);
             auto put = [&](int lv, int k, const void* p) { rec[(size_t)lv * 22 + k] = (long long)(size_t)p; };
             auto ints = [&](int lv, int b, int x, int y, int z, int s) {
@@ -409,9 +411,7 @@ int main() {
                 const int fb = bounds[lv - 1], nb = bounds[lv];
                 TailLevel& t = T[lv];
                 Built& B = built[lv];
-                bx = ((bx + margin) >> 1) - margin;
-                by = ((by + margin) >> 1) - margin;
-                bz = ((bz + margin) >> 1) - margin;
+                bx = coarser(bx, margin); by = coarser(by, margin); bz = coarser(bz, margin);
                 t.keys.assign(nb, -1); t.ukeys.assign(nb, -1); t.fluid.assign(nb, 7); t.position.assign(nb, -7);
                 t.flag.assign(fb, 9); t.take.assign(fb, -7); t.scan.assign(fb, -7); t.around.assign(6 * (size_t)nb, -7);
                 t.diag8.assign(nb, 99); t.cls.assign(nb, 9); t.flags.assign(2 * (size_t)nb, -7);
@@ -434,31 +434,20 @@ int main() {
         const int fb = bounds[l - 1], nb = bounds[l];
         int* fc = &cnt[4 * (l - 1)]; int* cc = &cnt[4 * l];
         Set c;
-        c.bx = ((f.bx + margin) >> 1) - margin;
-        c.by = ((f.by + margin) >> 1) - margin;
-        c.bz = ((f.bz + margin) >> 1) - margin;
-        std::vector<unsigned char> flag(fb);
-        std::vector<int> take(fb), scan;
-        ONE_PER_ITEM(fb, mgs_coarsen(f.keys.data(), f.fluid.data(), fc, fb, f.bx, f.by, f.bz, flag.data(),
-                                     take.data()));
-        scan_rows(take, scan, 1, fb);
-        c.keys.assign(nb, -1); c.fluid.assign(nb, 7);
-        ONE_PER_ITEM(std::max(fb, 1), mgs_parents(f.keys.data(), flag.data(), scan.data(), fc, fb, f.bx, f.by, f.bz,
+        c.bx = coarser(f.bx, margin); c.by = coarser(f.by, margin); c.bz = coarser(f.bz, margin);
+        std::vector<unsigned char> cflag(fb);
+        std::vector<int> ctake(fb), cscan;
+        ONE_PER_ITEM(fb, mgs_coarsen(f.keys.data(), f.fluid.data(), fc, fb, f.bx, f.by, f.bz, cflag.data(),
+                                     ctake.data()));
+        scan_rows(ctake, cscan, 1, fb);
+        c.keys.assign(std::max(nb, 1), -1); c.fluid.assign(std::max(nb, 1), 7);
+        ONE_PER_ITEM(std::max(fb, 1), mgs_parents(f.keys.data(), cflag.data(), cscan.data(), fc, fb, f.bx, f.by, f.bz,
                                                   c.bx, c.by, c.bz, c.keys.data(), c.fluid.data(), cc));
-        std::vector<int> around(6 * (size_t)nb, -7), flags(2 * (size_t)nb), scans;
-        std::vector<unsigned char> diag8(nb, 99), cls(nb);
-        ONE_PER_ITEM(nb, mgs_level_cells(c.keys.data(), c.fluid.data(), cc, nb, c.bx, c.by, c.bz, around.data(),
-                                         diag8.data(), cls.data(), flags.data()));
-        scan_rows(flags, scans, 2, nb);
-        c.position.assign(nb, -7);
-        std::vector<int> order(nb, -7);
-        ONE_PER_ITEM(std::max(nb, 1), mgs_order(cls.data(), scans.data(), cc, nb, c.position.data(), order.data()));
         Built& B = built[l];
-        B.stride_f = stride; B.stride = nb + 1;
-        B.nbr.assign(6 * (size_t)(nb + 1), -7); B.diag.assign(nb + 1, -7.0f);
-        std::vector<ll> cukeys(nb, -1);
-        ONE_PER_ITEM(nb + 1, mgs_level_tables(order.data(), cc, nb, around.data(), c.position.data(), diag8.data(),
-                                              c.keys.data(), B.nbr.data(), B.diag.data(), cukeys.data()));
+        std::vector<ll> cukeys;
+        std::vector<int> corder;
+        level_tables(c, cc, nb, B, cukeys, corder);
+        B.stride_f = stride;
         B.up.assign(8 * (size_t)stride, -7);
         ONE_PER_ITEM(stride, mgs_prolong_table(ukeys.data(), fc, stride, f.bx, f.by, f.bz, c.keys.data(), cc,
                                                c.position.data(), c.bx, c.by, c.bz, B.up.data()));
@@ -470,7 +459,12 @@ int main() {
         ukeys = cukeys;
         stride = nb + 1;
     }
-    int kept = 1;
+}
+// The levels sparse_pressure_setup.levels_kept keeps; per kept coarse level: m m_red, nbr, diag
+// (hex), up (8 × (m_fine + 1)), down (64 × (m + 1)).
+static void print_kept(int min_side, int count, const std::vector<int>& cnt, const std::vector<int>& span,
+                       const std::vector<Built>& built) {
+    int kept = 1;  // sparse_pressure_setup.levels_kept
     while (kept < count) {
         const int* s = &span[6 * (kept - 1)];
         int e = 0;
@@ -487,6 +481,37 @@ int main() {
         for (int r = 0; r < 8; ++r) for (int u = 0; u <= mf; ++u) printf("%d\n", B.up[(size_t)r * B.stride_f + u]);
         for (int r = 0; r < 64; ++r) for (int u = 0; u <= mc; ++u) printf("%d\n", B.down[(size_t)r * B.stride + u]);
     }
+}
+"""
+# The same input and output as TABLES; the driver builds the levels as
+# sparse_pressure_setup.build launches the kernels of flip_sparse_pressure_setup.cu (sizes
+# in the cnt array, arrays of the bound's size, compactions by inclusive scans), then keeps
+# the levels as sparse_pressure_setup.levels_kept and prints their tables' leading columns.
+SETUP = PREAMBLE.replace('#include "flip_sparse_pressure.cu"',
+                         '#include "flip_sparse_pressure_setup.cu"') + SETUP_LEVELS + r"""
+int main() {
+    int min_side, max_levels, margin, n, m;
+    Set f;
+    if (scanf("%d %d %d %d %d %d %d", &min_side, &max_levels, &margin, &f.bx, &f.by, &f.bz, &n) != 7) return 1;
+    f.keys.resize(n); f.fluid.resize(n); f.position.resize(n);
+    for (auto& k : f.keys) scanf("%lld", &k);
+    for (auto& x : f.fluid) { int t; scanf("%d", &t); x = (unsigned char)t; }
+    for (auto& p : f.position) scanf("%d", &p);
+    scanf("%d", &m);
+    std::vector<ll> ukeys(m);
+    for (auto& k : ukeys) scanf("%lld", &k);
+    int tail = 0;  // > 0: levels from this one by mgs_tail_levels
+    if (scanf("%d", &tail) != 1) tail = 0;
+    std::vector<int> bounds{n};
+    while ((int)bounds.size() < max_levels && bounds.back() > 0) bounds.push_back(bounds.back() / 8);
+    const int count = (int)bounds.size();
+    std::vector<int> cnt(4 * count, 0), span(6 * count, -2147483647);
+    cnt[0] = n; cnt[2] = m;
+    ONE_PER_ITEM(m, mgs_key_span(ukeys.data(), &cnt[0], &span[0]));
+    int stride = m + 1;
+    std::vector<Built> built(count);
+    build_levels(1, count, bounds, margin, tail, f, ukeys, stride, cnt, span, built);
+    print_kept(min_side, count, cnt, span, built);
     return 0;
 }
 """
@@ -497,7 +522,7 @@ def tables_device(tmp_path_factory):
     from voxfx.kernels.flip.sparse_pressure_setup import _K as setup_kernels
 
     defines = [f"#define {o[2:].replace('=', ' ', 1)}" for o in setup_kernels.options if o.startswith("-D")]
-    return _build(tmp_path_factory, SETUP.replace("// DEFINES", "\n".join(defines + ["#include <algorithm>"])))
+    return _build(tmp_path_factory, SETUP.replace("// DEFINES", "\n".join(defines)))
 
 
 # Input: size, kind (size), nbr (6 × size), the size / 512 bricks' active flags, their brick
@@ -657,7 +682,12 @@ def test_multigrid_table_kernels_build_the_numpy_tables(request, scene, setup):
              *map(str, cells.fluid.astype(int)), *map(str, cells.position), str(level.m), *map(str, keys0)]
     if setup.startswith("tail"):
         lines.append(setup[4:])
-    out = tables.raw(lines).split()
+    assert_levels(tables.raw(lines).split(), M)
+
+
+def assert_levels(out, M):
+    """The set-up drivers' output (*out*, split: per kept coarse level m m_red, nbr, diag,
+    up, down) is VCycle *M*'s coarse levels and transfer tables, level for level."""
     at = 0
     for L, up, down in zip(M.levels[1:], M.up, M.down):
         m, m_red = int(out[at]), int(out[at + 1])
