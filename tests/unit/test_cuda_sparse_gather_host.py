@@ -20,21 +20,12 @@ from voxfx.kernels.flip import sparse_gpu, sparse_transfer
 from voxfx.kernels.flip.sparse_grid import SparseFlipGrid
 from voxfx.kernels.grid import GridSpec
 
-# Input: closed nx ny nz apic; ox oy oz h inv_h (%a); n_keys cap, keys, slots; N, pos, vel
-# (, C); K, then K lines "slab capacity filter".
-# Output, one value a line: u v w (%a) and valid u v w of the brick gather, then the same
-# from the staged gather for each of the K (slab, capacity, filter).
-HARNESS = STUBS + r"""
-static std::vector<int> host_shared;  // the staged gather's dynamic shared memory
-#define GATHER_SHARED(name) int* name = host_shared.data()
-#include "sparse.cu"
-#include "flip_sparse_transfer.cu"
-#include "flip_sparse_gather.cu"
-#include "flip_sparse_gather_staged.cu"
-""" + DRIVER + r"""
-int main() {
-    int closed, nx, ny, nz, apic;
-    if (scanf("%d %d %d %d %d", &closed, &nx, &ny, &nz, &apic) != 5) return 1;
+# The part of main() the gather and scatter harnesses share: after the header's ints, the
+# frame (ox oy oz h inv_h, %a), the bricks (n_keys cap, keys, slots) and the particles (N, pos,
+# vel, C with apic); the brick tables; the particles binned by pool cell as
+# kernels/flip/sparse_gpu.py bins them and copied in that order (spos, svel, sc); the brick
+# gather's u v w and valid u v w, printed.
+SCENE_AND_BRICK_GATHER = r"""
     float ox = rf(), oy = rf(), oz = rf(), h = rf(), inv_h = rf();
     ll nk, cap;
     scanf("%lld %lld", &nk, &cap);
@@ -77,6 +68,24 @@ int main() {
                                  coords.data(), nbr27.data(), cells, closed, nx, ny, nz, ox, oy, oz, h, inv_h,
                                  u.data(), v.data(), w.data(), mu.data(), mv.data(), mw.data()));
     pf(u); pf(v); pf(w); pr(mu); pr(mv); pr(mw);
+"""
+
+# Input: closed nx ny nz apic; ox oy oz h inv_h (%a); n_keys cap, keys, slots; N, pos, vel
+# (, C); K, then K lines "slab capacity filter".
+# Output, one value a line: u v w (%a) and valid u v w of the brick gather, then the same
+# from the staged gather for each of the K (slab, capacity, filter).
+HARNESS = STUBS + r"""
+static std::vector<int> host_shared;  // the staged gather's dynamic shared memory
+#define GATHER_SHARED(name) int* name = host_shared.data()
+#include "sparse.cu"
+#include "flip_sparse_transfer.cu"
+#include "flip_sparse_gather.cu"
+#include "flip_sparse_gather_staged.cu"
+""" + DRIVER + r"""
+int main() {
+    int closed, nx, ny, nz, apic;
+    if (scanf("%d %d %d %d %d", &closed, &nx, &ny, &nz, &apic) != 5) return 1;
+""" + SCENE_AND_BRICK_GATHER + r"""
     int configs;
     scanf("%d", &configs);
     for (int k = 0; k < configs; ++k) {

@@ -18,7 +18,7 @@ tests/gpu/test_flip_sparse_scatter_gpu.py."""
 import numpy as np
 import pytest
 
-from tests.unit.test_cuda_sparse_gather_host import _hex, clamped, scene
+from tests.unit.test_cuda_sparse_gather_host import SCENE_AND_BRICK_GATHER, _hex, clamped, scene
 from tests.cuda_host import DRIVER, STUBS
 from tests.unit.test_cuda_exact import _build
 from voxfx.kernels.flip import sparse_gpu, sparse_scatter, sparse_transfer
@@ -37,47 +37,7 @@ using std::max;
 int main() {
     int closed, nx, ny, nz, apic, spread;
     if (scanf("%d %d %d %d %d %d", &closed, &nx, &ny, &nz, &apic, &spread) != 6) return 1;
-    float ox = rf(), oy = rf(), oz = rf(), h = rf(), inv_h = rf();
-    ll nk, cap;
-    scanf("%lld %lld", &nk, &cap);
-    std::vector<ll> keys(nk);
-    std::vector<int> slots(nk);
-    for (auto& k : keys) scanf("%lld", &k);
-    for (auto& s : slots) scanf("%d", &s);
-    ll n;
-    scanf("%lld", &n);
-    std::vector<float> pos(3 * n), vel(3 * n), c(apic ? 9 * n : 1, 0.0f);
-    for (auto& x : pos) x = rf();
-    for (auto& x : vel) x = rf();
-    if (apic) for (auto& x : c) x = rf();
-    const ll cells = cap * 512;
-    std::vector<int> coords(3 * cap, 0), nbr27(27 * cap, -1);
-    std::vector<u8> used(cap, 0);
-    for (int s : slots) used[s] = 1;
-    LAUNCH(27 * nk, brick_tables(keys.data(), slots.data(), nk, coords.data(), nbr27.data()));
-    std::vector<int> count(cells + 1, 0), cell_of(n), rank(n), start(cells + 1), order(n);
-    std::vector<int> no_index(1, -1);
-    LAUNCH(n, count_particles_sparse(pos.data(), n, ox, oy, oz, inv_h, keys.data(), slots.data(), nk,
-                                     no_index.data(), 0, 0, 0, 0, 0, 0, cells, count.data(), cell_of.data(),
-                                     rank.data()));
-    std::partial_sum(count.begin(), count.end(), start.begin());
-    for (ll q = 0; q <= cells; ++q) start[q] -= count[q];
-    std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return cell_of[a] < cell_of[b]; });
-    std::vector<float> spos(3 * n), svel(3 * n), sc(apic ? 9 * n : 1, 0.0f);
-    for (ll s = 0; s < n; ++s) {
-        for (int a = 0; a < 3; ++a) {
-            spos[3 * s + a] = pos[3 * order[s] + a];
-            svel[3 * s + a] = vel[3 * order[s] + a];
-        }
-        if (apic) for (int a = 0; a < 9; ++a) sc[9 * s + a] = c[9 * order[s] + a];
-    }
-    std::vector<float> u(cells), v(cells), w(cells);
-    std::vector<u8> mu(cells), mv(cells), mw(cells);
-    LAUNCH(cap, p2g_gather_brick(spos.data(), svel.data(), sc.data(), apic, start.data(), count.data(), used.data(),
-                                 coords.data(), nbr27.data(), cells, closed, nx, ny, nz, ox, oy, oz, h, inv_h,
-                                 u.data(), v.data(), w.data(), mu.data(), mv.data(), mw.data()));
-    pf(u); pf(v); pf(w); pr(mu); pr(mv); pr(mw);
+""" + SCENE_AND_BRICK_GATHER + r"""
     for (auto* a : {&u, &v, &w}) std::fill(a->begin(), a->end(), -9.0f);  // stale: the kernels write all
     for (auto* a : {&mu, &mv, &mw}) std::fill(a->begin(), a->end(), (u8)7);
     std::vector<unsigned int> bounds(2, 0u);
