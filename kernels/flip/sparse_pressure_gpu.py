@@ -364,6 +364,12 @@ def _solver(needs, preconditioner, check_every):
     if solver is None or not solver.fits(needs):
         old, guess = (None, 0) if solver is None else (solver.strides, solver.last_iterations)
         solver = None  # its buffers go before the new ones are taken
+        # One of the same configuration for another number of levels is stale: the liquid's
+        # hierarchy gained or lost a level (issue 21 §6: at 65M the frame-0 solver, ~0.9 GiB,
+        # stayed cached beside the frame-4 one). The cache's second place is for another
+        # configuration (another simulation, preconditioner or device).
+        for other in [k for k in _solvers if k[1:] == key[1:]]:
+            del _solvers[other]
         while len(_solvers) >= _SOLVER_CACHE:
             _solvers.popitem(last=False)
         strides = grown_strides(needs, old if PERSIST else None)

@@ -134,3 +134,21 @@ def test_gpu_solver_strides_grow_geometrically_and_never_shrink(monkeypatch, per
         assert strides[3] == strides[2]  # never smaller
         assert all(b >= a for a, b in zip(strides[0], strides[2]))
     sparse_pressure_gpu.release_gpu_solvers()
+
+
+def test_gpu_a_hierarchy_that_gains_a_level_drops_the_stale_solver():
+    """Issue 21 §6: at 65M particles the multigrid hierarchy gained a level at frame 4 and the
+    frame-0 solver (~0.9 GiB) stayed cached beside the new one. A solver of the same
+    configuration for another number of levels goes when the new one is built; another
+    configuration (here the preconditioner) keeps its place."""
+    sparse_pressure_gpu.release_gpu_solvers()
+    try:
+        other = sparse_pressure_gpu._solver([4000], "none", 10)
+        three = sparse_pressure_gpu._solver([4000, 600, 80], "mg", 10)
+        assert len(sparse_pressure_gpu._solvers) == 2
+        four = sparse_pressure_gpu._solver([4000, 600, 80, 12], "mg", 10)
+        held = list(sparse_pressure_gpu._solvers.values())
+        assert len(held) == 2 and four in held and other in held and three not in held
+        assert sparse_pressure_gpu._solver([4000], "none", 10) is other  # still cached
+    finally:
+        sparse_pressure_gpu.release_gpu_solvers()
