@@ -321,7 +321,14 @@ class FlipSimulation:
         report(progress, 0.8, "grid to particles")
         transfer.extrapolate(g, valid=transfer.fluid_faces(g))  # into the air band around the liquid
         ratio = 0.0 if s.apic else s.flip_ratio  # APIC carries the affine part itself
-        transfer.grid_to_particles_and_advect(g, *old, self.pos, self.vel, ratio, dt, self.c)  # FLIP/PIC or APIC; RK2
+        before = None
+        if s.time_centred_advection:  # u_n: the last substep's faces (RK2 in time too)
+            fluid = transfer.fluid_faces(g)
+            before = transfer.start_velocity(g.faces(), fluid, getattr(self, "_kept", None))
+        transfer.grid_to_particles_and_advect(g, *old, self.pos, self.vel, ratio, dt, self.c,  # FLIP/PIC or APIC;
+                                              before=before)  # RK2
+        if s.time_centred_advection:
+            self._kept = (tuple(f.copy() for f in g.faces()), fluid)
         self.t += dt
         return stats
 
@@ -504,6 +511,7 @@ class FlipSimulation:
         if self.c is not None:
             self.c = xp.array(state["c"], dtype=xp.float32)
         self.t = float(state["t"])
+        self._kept = None  # the time-centred advection starts again from the restored frame
         self.frames = int(state["frames"])
         self.emitted = int(state.get("emitted", 0))  # inflow seeds continue where they were
         # the outputs are the checkpointed frame's only with its grid velocity (older

@@ -247,13 +247,42 @@ class SparseFlipSimulation(FlipSimulation):
         report(progress, 0.8, "grid to particles")
         sparse_transfer.extrapolate(g, valid=sparse_transfer.fluid_faces(g))
         ratio = 0.0 if s.apic else s.flip_ratio
-        sparse_transfer.g2p_advect(g, old, self.pos, self.vel, ratio, dt, self.c)  # FLIP/PIC or APIC; RK2
+        before = self._start_velocity() if s.time_centred_advection else None  # u_n (RK2 in time too)
+        sparse_transfer.g2p_advect(g, old, self.pos, self.vel, ratio, dt, self.c, before=before)  # FLIP/PIC, APIC
+        if s.time_centred_advection:
+            self._keep_velocity()
         if band:
             band.update(self, dt)  # deep region moves; particles only in the band
         if self.boundary == "open":
             self._kill_far()
         self.t += dt
         return {**stats, "bricks": g.brick_count(), "deep_cells": len(band.deep) if band else 0}
+
+    # ------------------------------------------------------------------ time-centred advection
+    KEPT = ("kept_u", "kept_v", "kept_w", "kept_fluid_u", "kept_fluid_v", "kept_fluid_w")
+
+    def _start_velocity(self):
+        """u_n (``transfer.start_velocity``) from the channels the last substep kept: kept
+        bricks keep their slots and data across the topology update, new ones read a fluid
+        mask of 0 (u_{n+1} there). None on the first substep."""
+        g = self.grid
+        if self.KEPT[0] not in g.channels:
+            return None
+        kept = (tuple(g[n] for n in self.KEPT[:3]), tuple(g[n] for n in self.KEPT[3:]))
+        return transfer.start_velocity(g.faces(), sparse_transfer.fluid_faces(g), kept)
+
+    def _keep_velocity(self) -> None:
+        """This substep's projected, extrapolated faces and fluid-face masks, for the next."""
+        g, xp = self.grid, self.xp
+        if self.KEPT[0] not in g.channels:
+            for n in self.KEPT:
+                g.add(n, xp.uint8 if "fluid" in n else xp.float32, 0)
+        for n, f in zip(self.KEPT, (*g.faces(), *sparse_transfer.fluid_faces(g))):
+            g[n] = f.copy()
+
+    def _drop_kept_velocity(self) -> None:
+        for n in self.KEPT:
+            self.grid.channels.pop(n, None)
 
     # ------------------------------------------------------------------ outputs
     @property
@@ -380,6 +409,7 @@ class SparseFlipSimulation(FlipSimulation):
             carried = (np.asarray(state["pressure_cells"], np.int64), np.asarray(state["pressure_values"], np.float32))
         super().restore(state)
         self.grid.channels.pop(sparse_pressure.CARRIED, None)  # the old liquid's pressure goes
+        self._drop_kept_velocity()  # and its faces: the time-centred advection starts again
         self.carried_pressure = carried  # written into the grid after the next topology update
         if self.band is not None:
             self.band.deep = self.xp.asarray(state["deep"], dtype=self.xp.int64)
