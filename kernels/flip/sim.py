@@ -9,7 +9,8 @@
     project               subtract the pressure gradient: divergence-free in the fluid
     extrapolate           valid velocities into the air band around the liquid
     grid → particles      FLIP/PIC blend of the change (or APIC)
-    advect                RK2 through the grid velocity; push out of solids
+    advect                RK2 through the grid velocity (time-centred: through the velocity
+                          linear in time from the last substep's); push out of solids
 
 Substeps per frame follow the CFL number from the fastest particle (one host sync per
 frame step). State stays on the backend's device. ``step`` and ``substep`` take a
