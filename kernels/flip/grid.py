@@ -88,8 +88,10 @@ class FlipSettings:
     # time and space (``transfer.grid_to_particles_and_advect``'s *before*) instead of through
     # the end velocity for the whole substep, whose aΔt²/2 a substep set the Martin–Moyce front
     # ahead the more the larger the CFL (16 cells: +10.6% at CFL 2, +13.0% at CFL 4 against the
-    # test's 12%; centred +9.1 / +10.5%: ``bench/flip_advection.py``). Off: today's advection.
-    # Keeps the last substep's faces and fluid-face masks (15 bytes a face) between substeps.
+    # test's 12%; time-centred +8.7% / +9.9%, and +9.9% where Max Substeps 2 caps a 24 fps frame
+    # that CFL 2 would give 4–7 substeps, today's +14.2%: ``bench/flip_advection.py``). Off:
+    # today's advection. Keeps the last substep's faces and fluid-face masks (15 bytes a face)
+    # between substeps (not in checkpoints: a resumed bake's first substep advects as today's).
     time_centred_advection: bool = False
 
 
