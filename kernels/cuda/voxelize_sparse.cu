@@ -1,8 +1,9 @@
 // The sparse voxelizer on the device (issue 11; seed 003 §5.1, seed 004 §5): every voxel is
-// decided by the exact device functions of voxelize.cu (make_setup, projection_test,
-// plane_test, thin_test, make_yz_setup), over the whole grid's columns as the dense kernels
-// test them; only where a set bit is stored differs: an 8³ brick of a sorted list of bricks
-// instead of a dense bit grid. Compiled with --fmad=false, as voxelize.cu.
+// decided by the exact device functions of the dense kernels (voxelize.cu), from their header
+// include/voxfx_voxelize.cuh (make_setup, projection_test, plane_test, thin_test,
+// make_yz_setup), over the whole grid's columns as the dense kernels test them; only where a
+// set bit is stored differs: an 8³ brick of a sorted list of bricks instead of a dense bit
+// grid. Compiled with --fmad=false, as voxelize.cu.
 //
 // Bricks are numbered lin = (bz·nby + by)·nbx + bx over the grid's nbx × nby × nbz bricks
 // (sorted lin = sorted SparseGrid keys). A brick's bits are 64 bytes: byte (z·8 + y), bit x;
@@ -17,7 +18,7 @@
 // per column; voxelize_sparse_tiles.cu the surface voxels one warp per 8 × 8 column tile;
 // voxelize_sparse_solid.cu the solid. The brick pool's look-up: include/voxfx_brick_pool.cuh.
 
-#include "voxelize.cu"
+#include "voxfx_voxelize.cuh"  // the dense kernels' device functions (Setup, make_setup, the exact tests)
 #include "voxfx_brick_pool.cuh"  // BrickIndex, set_voxel: a set voxel into its candidate brick
 
 // ------------------------------------------------------------------ triangle setups

@@ -5,7 +5,7 @@
 // voxelize_sparse.cu's head says) and runs of full bricks. Compiled with --fmad=false, as
 // voxelize.cu.
 
-#include "voxelize.cu"
+#include "voxfx_voxelize.cuh"  // the dense kernels' device functions (make_yz_setup, owner_of)
 
 // Crossing keys. A flip start at voxel (x, j, k) of brick slice bz = k / 8, brick row
 // by = j / 8, row r = (k mod 8)·8 + (j mod 8) inside the brick row, is the key
@@ -29,12 +29,11 @@ __device__ __forceinline__ long long key_group(const long long* __restrict__ gst
     return owner_of(gstart + 1, n_groups, i);
 }
 
-// solid_flip_starts over the whole grid (no box, nothing dropped; its centre test and
-// crossing line for line: a function shared with it gives that kernel other PTX), appending
-// each flip start as one key. At most one key per work item. Keys are grouped by brick
-// slice bz: slice_at[bz] counts the slice's keys (write = 0), or holds where its next key
-// goes (write = 1: the counts' exclusive scan), so that the list is allocated at its size
-// and sorted a group of slices at a time.
+// solid_flip_starts over the whole grid (no box, nothing dropped; the same centre_inside and
+// flip_start), appending each flip start as one key. At most one key per work item. Keys are
+// grouped by brick slice bz: slice_at[bz] counts the slice's keys (write = 0), or holds where
+// its next key goes (write = 1: the counts' exclusive scan), so that the list is allocated at
+// its size and sorted a group of slices at a time.
 template <typename K>
 __device__ __forceinline__ void solid_crossings(const double* __restrict__ pv, const int* __restrict__ tris,
                                                 const long long* __restrict__ ends,
@@ -52,13 +51,8 @@ __device__ __forceinline__ void solid_crossings(const double* __restrict__ pv, c
     long long wj = s.jhi - s.jlo + 1;
     long long j = s.jlo + local % wj, k = s.klo + local / wj;
     double yc = (double)j + 0.5, zc = (double)k + 0.5;
-#pragma unroll
-    for (int i = 0; i < 3; ++i) {
-        double E = s.sign[i] * ((s.q[i][0] - s.p[i][0]) * (zc - s.p[i][1]) - (s.q[i][1] - s.p[i][1]) * (yc - s.p[i][0]));
-        if (!(E > 0 || (E == 0 && s.tl[i]))) return;
-    }
-    double q = ((s.nv0 - s.ny * yc) - s.nz * zc) / s.nx;
-    double qbar = floor(q + 0.5);
+    if (!centre_inside(s, yc, zc)) return;  // top-left fill rule: a centre on an edge counts once
+    double qbar = flip_start(s, yc, zc);
     if (qbar >= (double)nx) return;
     long long x = qbar < 0.0 ? 0 : (long long)qbar;
     unsigned long long at = atomicAdd(slice_at + (k >> 3), 1ull);

@@ -4,7 +4,7 @@
 // layout, chunks). Every column is tested as voxelize.cu's column<D, false> tests it, so
 // both set the bits of sparse_surface_columns. Compiled with --fmad=false, as voxelize.cu.
 
-#include "voxelize.cu"
+#include "voxfx_voxelize.cuh"  // the dense kernels' device functions (Setup, make_setup, the exact tests)
 #include "voxfx_brick_pool.cuh"  // BrickIndex, find_brick, brick_word, brick_bit, set_voxel
 #include "voxfx_reduce.cuh"      // warp_ballot: tiles3's owner search
 

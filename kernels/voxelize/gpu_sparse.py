@@ -2,10 +2,10 @@
 seed 004 §5), for surface, thin, solid and solid+surface (the 3-axis vote stays on the
 tile path of ``sparse.py``).
 
-Every voxel is decided by the dense kernels' own device functions (``cuda/voxelize.cu``,
-included by the stages' files ``cuda/voxelize_sparse.cu``, ``_tiles.cu`` and ``_solid.cu``)
-over the same columns as the dense launch of the whole grid, so the set voxels are the
-dense voxelizer's bit for bit; only where a bit is stored differs.
+Every voxel is decided by the dense kernels' own device functions (``cuda/voxelize.cu``'s, in
+``cuda/include/voxfx_voxelize.cuh``, included by the stages' files ``cuda/voxelize_sparse.cu``,
+``_tiles.cu`` and ``_solid.cu``) over the same columns as the dense launch of the whole grid,
+so the set voxels are the dense voxelizer's bit for bit; only where a bit is stored differs.
 
 * **Triangle setups** are built once per chunk of ``SETUP_CHUNK`` triangles into device
   memory and shared by the threads of a triangle (built per thread a setup lives in local
@@ -53,11 +53,8 @@ launch: 0.5 s at 16384³).
 
 from __future__ import annotations
 
-import zlib
-
 import numpy as np
 
-from .. import backend
 from ..grid.launch import Kernels
 from ..grid.sparse import BITS, OFFSET, Tiles
 from ..progress import report
@@ -66,9 +63,8 @@ from . import gpu
 # The kernel files by stage: the setups, the surface topology and the surface one thread per
 # column; the surface one warp per tile; the solid.
 _CU = {"surface": "voxelize_sparse.cu", "tiles": "voxelize_sparse_tiles.cu", "solid": "voxelize_sparse_solid.cu"}
-# voxelize.cu is #included by each: its digest in the options recompiles when it changes (CuPy's
-# cache keys on the file's text and the options only).
-_DIGEST = zlib.crc32((backend.CUDA_DIR / "voxelize.cu").read_bytes()) & 0x7FFFFFFF
+# Each includes the dense kernels' device functions from include/voxfx_voxelize.cuh, whose bytes
+# are in the compiled text's headers digest (backend.cuda_source): a change to them recompiles.
 THREADS = 128  # per block: sparse_surface_tiles' shared windows, one per warp (VOXFX_TILE_WARPS)
 DEPTH_BRICKS = 4  # bricks along the dominant axis in a tile's shared window (a plane crosses ≤ 4)
 SURFACE_KERNEL = "auto"  # "tiles", "tiles3", "columns", or per chunk: TILED where tiles hold TILE_MIN_COLUMNS
@@ -89,8 +85,8 @@ TRIM_WASTE = 0.25  # the result's rows copied out of the pool where more of it w
 def kernels() -> dict:
     """{stage: Kernels} of the module's kernel files (``_CU``) compiled with its settings (a
     bench may change them, then call it); the tile constants go to the tiles' file alone."""
-    options = ("--fmad=false", f"-I{backend.CUDA_DIR}")
-    defines = {**gpu.DEFINES, "VOXFX_VOXELIZE_DIGEST": _DIGEST}
+    options = ("--fmad=false",)
+    defines = gpu.DEFINES
     tiles = {"VOXFX_SPARSE_DEPTH_BRICKS": DEPTH_BRICKS, "VOXFX_TILE_WARPS": THREADS // 32,
              "VOXFX_TILE3_BLOCKS": TILE3_BLOCKS, "VOXFX_TILE3_SHARED_SETUP": TILE3_SHARED_SETUP}
     return {stage: Kernels(name, options, THREADS, defines={**defines, **(tiles if stage == "tiles" else {})})

@@ -39,3 +39,19 @@ def test_every_module_text_carries_the_shared_headers_digest():
         text = backend.cuda_source(name)
         assert text.startswith((backend.CUDA_DIR / name).read_text(encoding="utf-8"))
         assert text.rstrip().endswith(f"// voxfx headers {digest}")
+
+
+def test_kernel_files_include_only_shared_headers():
+    """The digest covers include/*.cuh alone: a kernel file that #included another .cu
+    (outside the digest) could load a binary built from that file's old text. Shared device
+    code therefore lives in the headers (the voxelizer's: include/voxfx_voxelize.cuh)."""
+    import re
+
+    sources = sorted(backend.CUDA_DIR.glob("*.cu")) + sorted(backend.CUDA_INCLUDE.glob("*.cuh"))
+    included = {}
+    for path in sources:
+        for name in re.findall(r'^\s*#\s*include\s*"([^"]+)"', path.read_text(encoding="utf-8"), re.M):
+            included.setdefault(name, []).append(path.name)
+    assert "voxfx_search.cuh" in included  # the pattern finds the includes
+    outside = {name: users for name, users in included.items() if not (backend.CUDA_INCLUDE / name).is_file()}
+    assert outside == {}

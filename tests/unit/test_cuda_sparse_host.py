@@ -60,6 +60,7 @@ static unsigned host_float_as_uint(float f) { unsigned u; std::memcpy(&u, &f, 4)
 #define __float_as_uint host_float_as_uint
 static long long direct_sets = 0;  // tile voxels outside their window (stored one by one)
 #define VOXFX_SPARSE_DIRECT_HOOK() ++direct_sets
+#include "voxelize.cu"  // solid_column_counts: the sparse solid's work counts are the dense kernel's
 #include "voxelize_sparse.cu"
 #include "voxelize_sparse_tiles.cu"
 #include "voxelize_sparse_solid.cu"

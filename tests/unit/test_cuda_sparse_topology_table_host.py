@@ -137,6 +137,18 @@ def scenario(rng, radius, kept_share, reach_out=False):
         target = coords[s] + step
         inside = ((target >= LOW) & (target < LOW + np.array(DIMS))).all(1)
         bits[s] = inside & (rng.random(offsets) < kept_share / 4)
+    # Both kinds of change, whatever the draw: the last slot's brick is reached by none (freed),
+    # and a slot reaches a brick of the index outside the topology (added).
+    victim = coords[topo.slots[-1]]
+    for s in topo.slots:
+        bits[s] &= ~(coords[s] + step == victim).all(1)
+    for s in topo.slots:
+        target = coords[s] + step
+        inside = ((target >= LOW) & (target < LOW + np.array(DIMS))).all(1)
+        absent = np.flatnonzero(inside & ~np.isin(brick_keys(target), topo.keys) & ~(target == victim).all(1))
+        if absent.size:
+            bits[s, absent[0]] = True
+            break
     if reach_out:
         s = topo.slots[0]
         outside = np.flatnonzero(~((coords[s] + step >= LOW) & (coords[s] + step < LOW + np.array(DIMS))).all(1))

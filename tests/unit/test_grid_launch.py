@@ -32,17 +32,20 @@ def test_double_defines_are_the_float64_value_exactly():
 
 
 def test_voxelizer_constants_reach_the_kernels_from_python():
-    """voxelize.cu and lines.cu define no constants of their own: the kernel modules pass
-    the filter factor and the candidate margin, as doubles, from their Python value."""
+    """voxelize.cu (with its device functions' header) and lines.cu define no constants of
+    their own: the kernel modules pass the filter factor and the candidate margin, as
+    doubles, from their Python value."""
     from voxfx.kernels import backend
     from voxfx.kernels.voxelize import exact, gpu, lines
 
-    for module, name, value, source in ((gpu, "VOXFX_FILTER", exact.FILTER, "voxelize.cu"),
-                                        (lines, "CANDIDATE_MARGIN", lines._MARGIN, "lines.cu")):
+    for module, name, value, sources in ((gpu, "VOXFX_FILTER", exact.FILTER, ("voxelize.cu",
+                                                                             "include/voxfx_voxelize.cuh")),
+                                         (lines, "CANDIDATE_MARGIN", lines._MARGIN, ("lines.cu",))):
         (opt,) = launch.define_options({name: module.DEFINES[name]})
         assert float.fromhex(opt.split("=")[1]) == value
         assert opt in module._K.options
-        assert f"#define {name}" not in (backend.CUDA_DIR / source).read_text()
+        for source in sources:
+            assert f"#define {name}" not in (backend.CUDA_DIR / source).read_text()
 
 
 def test_kernels_fold_defines_into_their_options_and_register_them(monkeypatch):
