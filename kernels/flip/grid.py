@@ -91,7 +91,8 @@ class FlipSettings:
     # test's 12%; time-centred +8.7% / +9.9%, and +9.9% where Max Substeps 2 caps a 24 fps frame
     # that CFL 2 would give 4–7 substeps, today's +14.2%: ``bench/flip_advection.py``). Off:
     # today's advection. Keeps the last substep's faces and fluid-face masks (15 bytes a face)
-    # between substeps (not in checkpoints: a resumed bake's first substep advects as today's).
+    # between substeps, counted in the memory estimates and saved in checkpoints (a resumed
+    # bake goes on bit for bit; an older checkpoint's first substep advects as today's).
     time_centred_advection: bool = False
 
 

@@ -474,7 +474,31 @@ class FlipSimulation:
         if self.c is not None:
             state["c"] = to(self.c)
         state.update({k: to(a) for k, a in self._velocity_state().items()})
+        state.update({k: to(a) for k, a in self._kept_state().items()})
         return state
+
+    # ------------------------------------------------------------------ the time-centred advection's kept faces
+    KEPT_KEYS = ("kept_u", "kept_v", "kept_w", "kept_fluid_u", "kept_fluid_v", "kept_fluid_w")
+
+    def _kept_state(self) -> dict:
+        """The last substep's faces and fluid-face masks the time-centred advection keeps
+        for the next substep's u_n (15 bytes a face), so a resumed bake goes on as it
+        would have; none when nothing is kept (the setting off)."""
+        kept = getattr(self, "_kept", None)
+        return {} if kept is None else dict(zip(self.KEPT_KEYS, (*kept[0], *kept[1])))
+
+    def _restore_kept(self, state: dict):
+        """*state*'s kept faces and masks (checked, on the device), or None: the setting
+        off, or a checkpoint without them (older ones: the next substep advects as today's)."""
+        if not self.settings.time_centred_advection or not any(k in state for k in self.KEPT_KEYS):
+            return None
+        faces = self.grid.faces()
+        shapes = [tuple(f.shape) for f in faces] * 2
+        check_state(state, {k: (shape, "f" if i < 3 else "u")
+                            for i, (k, shape) in enumerate(zip(self.KEPT_KEYS, shapes))})
+        xp = self.xp
+        return (tuple(xp.array(state[k], dtype=xp.float32) for k in self.KEPT_KEYS[:3]),
+                tuple(xp.array(state[k], dtype=xp.uint8) for k in self.KEPT_KEYS[3:]))
 
     # ------------------------------------------------------------------ the frame's grid velocity in checkpoints
     VELOCITY_KEYS = ("grid_u", "grid_v", "grid_w")
@@ -507,12 +531,13 @@ class FlipSimulation:
             want["c"] = ((n, 3, 3), "f")
         check_state(state, want)
         velocity = self._restore_velocity(state)
+        kept = self._restore_kept(state)
         self.pos = xp.array(state["pos"], dtype=xp.float32)
         self.vel = xp.array(state["vel"], dtype=xp.float32)
         if self.c is not None:
             self.c = xp.array(state["c"], dtype=xp.float32)
         self.t = float(state["t"])
-        self._kept = None  # the time-centred advection starts again from the restored frame
+        self._kept = kept  # the time-centred advection's u_n (None: it starts again from this frame)
         self.frames = int(state["frames"])
         self.emitted = int(state.get("emitted", 0))  # inflow seeds continue where they were
         # the outputs are the checkpointed frame's only with its grid velocity (older
