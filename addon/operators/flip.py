@@ -19,7 +19,7 @@ from ...kernels.settings import from_source
 from ...kernels.grid import GridSpec
 from .. import compact_points, disk_plan, frame_loader, materials, node_setups, scene_io, sim_bake, writeback
 from ..cache import BakeCache, blend_name, resolve_folder
-from ..flip_sparse import GuardedBake, choose_solver, climb, frame_check, liquid_reach, memory_need
+from ..flip_sparse import GuardedBake, choose_solver, climb, frame_check, liquid_reach, memory_need, time_centred
 from ..jobs import BakeResult, JobOperator, keep_frame_on_abort
 from ..ply import write_points
 from .cache import free_bake
@@ -116,9 +116,10 @@ def bake_memory_need(spec, particles: int, f, compact: bool, xp=None, usable=Non
     if sparse:
         stages = sparse_flip_memory(spec, particles, int(f.particles_per_cell), apic,
                                     closed=getattr(f, "boundary", "closed") == "closed", parts=True, xp=xp,
-                                    narrow_band=int(getattr(f, "narrow_band", 0)), climb=climb(spec, reach))
+                                    narrow_band=int(getattr(f, "narrow_band", 0)), climb=climb(spec, reach),
+                                    time_centred=time_centred(f))
     else:
-        stages = flip_memory(spec, particles, apic, parts=True, xp=xp)
+        stages = flip_memory(spec, particles, apic, parts=True, xp=xp, time_centred=time_centred(f))
     return max(need, compact_points.with_device_encoder(stages, particles))
 
 
