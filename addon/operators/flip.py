@@ -297,7 +297,9 @@ def _flip_job(context, f, cache_dir, frame_start, frame_end, resume):
     folder = resolve_folder(cache_dir) / "liquid"
     cache = BakeCache(folder, "liquid", kind="flip", checkpoint_every=scene.voxfx.checkpoint_every,
                       owner=blend_name())
-    key = {"settings": settings.__dict__, "grid": [list(spec.origin), spec.voxel_size, list(spec.shape)],
+    # the time-centred advection off (today's advection) leaves the settings, and so the hash, older bakes have
+    recorded = {k: v for k, v in settings.__dict__.items() if v or k != "time_centred_advection"}
+    key = {"settings": recorded, "grid": [list(spec.origin), spec.voxel_size, list(spec.shape)],
            "liquids": sorted(o.name for o in liquids), "obstacles": sorted(o.name for o in obstacles), "fps": fps,
            "inflows": sorted(o.name for o in inflows), "outflows": sorted(o.name for o in outflows),
            "velocity": velocity}
