@@ -66,7 +66,7 @@ def disk_estimate(scene):
     return disk_plan.liquid_plan(scene.frame_end - scene.frame_start + 1, approx, scene.voxfx.cache_format,
                                  scene.voxfx.checkpoint_every, f.particles_per_cell, box_inflows(scene, spec, f),
                                  most=spec.voxel_count * f.particles_per_cell,
-                                 grid_faces=None if sparse else face_count(spec))
+                                 grid_faces=None if sparse else face_count(spec), time_centred=time_centred(f))
 
 
 def face_count(spec) -> int:
@@ -321,7 +321,7 @@ def _flip_job(context, f, cache_dir, frame_start, frame_end, resume):
                                  f.particles_per_cell, bake.inflow_emission(inflow_velocity),
                                  after=plan.todo[0] - frame_start if plan.todo else 0,
                                  most=spec.voxel_count * f.particles_per_cell,
-                                 grid_faces=None if sparse else face_count(spec))
+                                 grid_faces=None if sparse else face_count(spec), time_centred=time_centred(f))
     # refuses when it cannot fit; says which grid and why (Auto)
     yield 0.0, f"{disk_plan.summary(disk, disk_plan.check(disk, folder))}; {solver}"
     poses = Poses(context, (obstacles if obstacles_move else []) + (inflows + outflows if ports_move else []))

@@ -253,3 +253,25 @@ def test_the_gpu_memory_estimate_counts_the_kept_faces_and_the_advection():
     assert on["state"] - off["state"] == 15 * cells and on["substep"] - off["substep"] == 30 * cells
     assert (sparse_flip_memory(spec, 8_000_000, xp=gpu, time_centred=True)
             > sparse_flip_memory(spec, 8_000_000, xp=gpu))
+
+
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
+def test_the_disk_plan_counts_the_kept_faces_in_each_checkpoint(sparse):
+    """A real checkpoint's kept arrays against what the disk estimate adds per checkpoint:
+    dense exactly 5 bytes a face; sparse per liquid cell, at least what it holds."""
+    from voxfx.addon import disk_plan
+
+    sim = _dam(sparse)
+    for _ in range(6):
+        sim.step(1 / 24)
+    state = sim.checkpoint()
+    kept = sum(np.asarray(v).nbytes for k, v in state.items() if k.startswith("kept"))
+    faces = None if sparse else sum(f.size for f in sim.grid.faces())
+    off, on = (disk_plan.liquid_plan(10, len(sim.pos), "COMPACT", 5, 8.0, grid_faces=faces, time_centred=flag)
+               for flag in (False, True))
+    added = on.per_checkpoint - off.per_checkpoint
+    print(f"\nkept faces in a checkpoint: {kept:,} B, the plan adds {added:,.0f} B")
+    if sparse:
+        assert kept <= added <= 4 * kept
+    else:
+        assert added == kept
