@@ -85,3 +85,132 @@ def test_gpu_sloshing_period_at_cfl_4(sparse):
     print(f"\nGPU sloshing period at CFL 4, time-centred: {period / expected - 1:+.1%}")
     assert 0.97 * expected <= period <= 1.10 * expected
     assert beta < 2.0
+
+
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
+def test_gpu_resume_with_the_kept_faces_matches_an_uninterrupted_run(sparse):
+    """The checkpoint's kept faces (written to and read from disk as NumPy) restored on the
+    device: the resumed run follows the uninterrupted one (bit for bit on the CPU:
+    tests/unit/test_flip_centred_advection.py); an older checkpoint without them does not."""
+    from tests.meshes import box
+    from voxfx.kernels.flip.grid import FlipSettings
+    from voxfx.kernels.flip.sim import FlipSimulation
+    from voxfx.kernels.grid import GridSpec
+
+    spec = GridSpec((0.0, 0.0, 0.0), 0.05, (16, 8, 12))
+    make = lambda: FlipSimulation(spec, FlipSettings(time_centred_advection=True, cfl=4.0),  # noqa: E731
+                                  *box((0.0, 0.0, 0.0), (0.3, 0.4, 0.4)), xp=cp, sparse=sparse)
+    a = make()
+    for _ in range(3):
+        a.step(1 / 60)
+    state = {k: np.array(v) for k, v in a.checkpoint().items()}
+    resumed, older = make(), make()
+    resumed.restore(state)
+    older.restore({k: v for k, v in state.items() if not k.startswith("kept")})
+    for _ in range(3):
+        for sim in (a, resumed, older):
+            sim.step(1 / 60)
+    want = a.particles_host()["position"]
+    assert np.abs(resumed.particles_host()["position"] - want).max() <= 1e-5
+    assert np.abs(older.particles_host()["position"] - want).max() > 1e-4
+
+
+def _pool_peak(run):
+    """(pool bytes in use at the peak of *run*() above where it started, its result)."""
+    from cupy.cuda import memory_hook
+
+    from voxfx.kernels import memory
+
+    pool = cp.get_default_memory_pool()
+
+    class Peak(memory_hook.MemoryHook):
+        name = "VoxFXCentredPeak"
+        peak = 0
+
+        def malloc_postprocess(self, **kwargs):
+            self.peak = max(self.peak, pool.used_bytes())
+
+    memory.release_gpu_pool()
+    base = pool.used_bytes()
+    with Peak() as hook:
+        hook.peak = base
+        out = run()
+        cp.cuda.Device().synchronize()
+    return hook.peak - base, out
+
+
+def test_gpu_dense_memory_estimate_with_the_kept_faces_covers_the_peak():
+    """A 64³ dam break's frames with the setting on (pool bytes in use, every malloc) within
+    [0.67, 1.5]× ``flip_memory(time_centred=True)``, as tests/gpu/test_memory_release_gpu.py
+    holds the setting off to it; the estimate's added bytes cover the peak's (counted, not
+    measured before this test)."""
+    import functools
+    import sys
+
+    from tests.conftest import ROOT
+    from voxfx.kernels.flip.grid import FlipSettings
+    from voxfx.kernels.flip.sim import FlipSimulation, flip_memory
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    from flip import dam_break
+
+    def bake(on):
+        spec, v, t = dam_break(64, 400_000)
+        sim = FlipSimulation(spec, FlipSettings(time_centred_advection=on, cfl=4.0), v, t, xp=cp)
+        for _ in range(3):
+            sim.step(1 / 24)
+        return sim
+
+    bake(True)  # the kernels' modules load outside the measurement
+    peaks, sims = zip(*(_pool_peak(functools.partial(bake, on)) for on in (False, True)))
+    estimates = [flip_memory(sims[1].spec, len(sims[1].pos), xp=cp, time_centred=on) for on in (False, True)]
+    print(f"\ndense 64³ peak off/on {peaks[0] / 2**20:.1f} / {peaks[1] / 2**20:.1f} MiB, "
+          f"estimate {estimates[0] / 2**20:.1f} / {estimates[1] / 2**20:.1f} MiB")
+    assert 0.67 <= peaks[1] / estimates[1] <= 1.5
+    assert estimates[1] - estimates[0] >= 0.9 * (peaks[1] - peaks[0])
+
+
+def test_gpu_sparse_frame_check_with_the_kept_faces_covers_each_frames_peak():
+    """tests/gpu/test_liquid_memory_check_gpu.py's spreading dam break (1M particles at
+    128³) with the setting on: the estimate before the bake and the check before each frame
+    (``memory_at(..., time_centred=True)``) cover each frame's in-use peak."""
+    import sys
+
+    from cupy.cuda import memory_hook
+
+    from tests.conftest import ROOT
+    from voxfx.kernels.flip import sparse_memory as M
+    from voxfx.kernels.flip.grid import FlipSettings
+    from voxfx.kernels.flip.sim import FlipSimulation
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    from flip import dam_break
+
+    pool = cp.get_default_memory_pool()
+    pool.free_all_blocks()
+    spec, v, t = dam_break(128, 1_000_000)
+    sim = FlipSimulation(spec, FlipSettings(time_centred_advection=True), v, t, xp=cp, sparse=True)
+    top = (float(np.asarray(v)[:, 2].max()) - spec.origin[2]) / spec.voxel_size
+    estimate = M.sparse_flip_memory(spec, len(sim.pos), xp=cp, climb=M.climb_cells(top, 0.0, spec), parts=True,
+                                    time_centred=True)
+    check = M.FrameCheck(lambda b, p, parts=False: M.memory_at(spec, b, p, 8, parts=parts, xp=cp, time_centred=True),
+                         True, M.box_bricks(spec), xp=cp, first=estimate["bricks"])
+
+    class Peak(memory_hook.MemoryHook):
+        name = "VoxFXCentredSparsePeak"
+        peak = 0
+
+        def malloc_postprocess(self, **kwargs):
+            self.peak = max(self.peak, pool.used_bytes())
+
+    for frame in range(8):
+        cp.cuda.Device().synchronize()
+        need, _ = check.need(sim)
+        with Peak() as hook:
+            hook.peak = pool.used_bytes()
+            sim.step(1 / 24)
+            sim.level_set()
+            cp.cuda.Device().synchronize()
+        check.seen(sim)
+        assert hook.peak <= need, (frame, hook.peak / 2 ** 20, need / 2 ** 20)
+        assert hook.peak <= estimate["total"], (frame, hook.peak / 2 ** 20, estimate["total"] / 2 ** 20)
