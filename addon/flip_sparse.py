@@ -29,6 +29,12 @@ def usable_bytes() -> int:
     return int(backend.device_info().free_bytes * backend.SAFETY_FRACTION)
 
 
+def time_centred(f) -> bool:
+    """Whether the Liquid settings *f* ask for the time-centred advection (its kept faces
+    count in the memory estimates)."""
+    return bool(getattr(f, "time_centred_advection", False))
+
+
 def choose_solver(spec, particles: int, f, usable=None, xp=None) -> tuple[bool, str]:
     """(sparse, why) for the Liquid settings *f* (``solver``: AUTO, DENSE or SPARSE): Auto
     takes dense when its estimate fits *usable* bytes (default ``usable_bytes()``),
@@ -46,7 +52,7 @@ def choose_solver(spec, particles: int, f, usable=None, xp=None) -> tuple[bool, 
     if needs:
         return True, f"Solver: sparse (Auto: {needs})"
     usable = usable_bytes() if usable is None else int(usable)
-    dense = flip_memory(spec, particles, bool(getattr(f, "apic", False)), xp=xp)
+    dense = flip_memory(spec, particles, bool(getattr(f, "apic", False)), xp=xp, time_centred=time_centred(f))
     if dense <= usable:
         return False, f"Solver: dense (Auto: {backend.format_bytes(dense)} fits)"
     return True, (f"Solver: sparse (Auto: dense would need {backend.format_bytes(dense)}, "
@@ -85,8 +91,9 @@ def memory_need(spec, particles: int, f, xp=None, usable=None, reach=None) -> in
     if sparse:
         return sparse_flip_memory(spec, particles, int(f.particles_per_cell), apic,
                                   closed=getattr(f, "boundary", "closed") == "closed", xp=xp,
-                                  narrow_band=int(getattr(f, "narrow_band", 0)), climb=climb(spec, reach))
-    return flip_memory(spec, particles, apic, xp=xp)
+                                  narrow_band=int(getattr(f, "narrow_band", 0)), climb=climb(spec, reach),
+                                  time_centred=time_centred(f))
+    return flip_memory(spec, particles, apic, xp=xp, time_centred=time_centred(f))
 
 
 def liquids_reach(scene, liquids):
@@ -158,9 +165,10 @@ def frame_check(spec, f, sparse: bool, compact: bool, particles: int, xp=None, r
 
     def memory(bricks, particles, parts=False):
         if sparse:
-            stages = memory_at(spec, bricks, particles, int(f.particles_per_cell), apic, closed, True, xp, band)
+            stages = memory_at(spec, bricks, particles, int(f.particles_per_cell), apic, closed, True, xp, band,
+                               time_centred(f))
         else:
-            stages = flip_memory(spec, particles, apic, parts=True, xp=xp)
+            stages = flip_memory(spec, particles, apic, parts=True, xp=xp, time_centred=time_centred(f))
         if compact and xp is not np:
             stages = {**stages, "total": compact_points.with_device_encoder(stages, particles)}
         return stages if parts else stages["total"]

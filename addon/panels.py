@@ -194,6 +194,7 @@ class VOXFX_PT_flip(bpy.types.Panel):
         layout.prop(f, "cfl")
         layout.prop(f, "max_substeps")
         layout.prop(f, "max_time_step")
+        layout.prop(f, "time_centred_advection")
         layout.prop(f, "pressure_tolerance")
         row = layout.row()
         row.active = f.solver != "DENSE"

@@ -54,14 +54,16 @@ def settings(gravity: float, **overrides) -> FlipSettings:
     return FlipSettings(gravity=(0.0, 0.0, -gravity), **overrides)
 
 
-def dam_break_front(xp=np, sparse=False, gravity=G, cells_per_a=8, fps=60.0, until_T=2.55, a=0.2):
+def dam_break_front(xp=np, sparse=False, gravity=G, cells_per_a=8, fps=60.0, until_T=2.55, a=0.2, **overrides):
     """Surge front of a Martin–Moyce column (width *a*, height 2a, *cells_per_a* cells
     across it) stepped at *fps* frames per second: arrays (T, Z) after each frame, T with
     the nominal g (so a wrong gravity shows as a wrong front), Z from the 99.5th percentile
-    of the particles' x (a few spray particles ahead of the sheet do not count)."""
+    of the particles' x (a few spray particles ahead of the sheet do not count);
+    *overrides*: other settings (``FlipSettings`` fields)."""
     h = a / cells_per_a
     spec = GridSpec((0.0, 0.0, 0.0), h, (5 * cells_per_a, 2, round(2.5 * cells_per_a)))
-    sim = FlipSimulation(spec, settings(gravity), *box((0.0, 0.0, 0.0), (a, 2 * h, 2 * a)), xp=xp, sparse=sparse)
+    sim = FlipSimulation(spec, settings(gravity, **overrides), *box((0.0, 0.0, 0.0), (a, 2 * h, 2 * a)), xp=xp,
+                         sparse=sparse)
     scale = math.sqrt(2 * G / a)
     T, Z, t = [0.0], [1.0], 0.0
     while t * scale < until_T:

@@ -19,7 +19,7 @@ from ...kernels.settings import from_source
 from ...kernels.grid import GridSpec
 from .. import compact_points, disk_plan, frame_loader, materials, node_setups, scene_io, sim_bake, writeback
 from ..cache import BakeCache, blend_name, resolve_folder
-from ..flip_sparse import GuardedBake, choose_solver, climb, frame_check, liquid_reach, memory_need
+from ..flip_sparse import GuardedBake, choose_solver, climb, frame_check, liquid_reach, memory_need, time_centred
 from ..jobs import BakeResult, JobOperator, keep_frame_on_abort
 from ..ply import write_points
 from .cache import free_bake
@@ -66,7 +66,7 @@ def disk_estimate(scene):
     return disk_plan.liquid_plan(scene.frame_end - scene.frame_start + 1, approx, scene.voxfx.cache_format,
                                  scene.voxfx.checkpoint_every, f.particles_per_cell, box_inflows(scene, spec, f),
                                  most=spec.voxel_count * f.particles_per_cell,
-                                 grid_faces=None if sparse else face_count(spec))
+                                 grid_faces=None if sparse else face_count(spec), time_centred=time_centred(f))
 
 
 def face_count(spec) -> int:
@@ -116,9 +116,10 @@ def bake_memory_need(spec, particles: int, f, compact: bool, xp=None, usable=Non
     if sparse:
         stages = sparse_flip_memory(spec, particles, int(f.particles_per_cell), apic,
                                     closed=getattr(f, "boundary", "closed") == "closed", parts=True, xp=xp,
-                                    narrow_band=int(getattr(f, "narrow_band", 0)), climb=climb(spec, reach))
+                                    narrow_band=int(getattr(f, "narrow_band", 0)), climb=climb(spec, reach),
+                                    time_centred=time_centred(f))
     else:
-        stages = flip_memory(spec, particles, apic, parts=True, xp=xp)
+        stages = flip_memory(spec, particles, apic, parts=True, xp=xp, time_centred=time_centred(f))
     return max(need, compact_points.with_device_encoder(stages, particles))
 
 
@@ -296,7 +297,9 @@ def _flip_job(context, f, cache_dir, frame_start, frame_end, resume):
     folder = resolve_folder(cache_dir) / "liquid"
     cache = BakeCache(folder, "liquid", kind="flip", checkpoint_every=scene.voxfx.checkpoint_every,
                       owner=blend_name())
-    key = {"settings": settings.__dict__, "grid": [list(spec.origin), spec.voxel_size, list(spec.shape)],
+    # the time-centred advection off (today's advection) leaves the settings, and so the hash, older bakes have
+    recorded = {k: v for k, v in settings.__dict__.items() if v or k != "time_centred_advection"}
+    key = {"settings": recorded, "grid": [list(spec.origin), spec.voxel_size, list(spec.shape)],
            "liquids": sorted(o.name for o in liquids), "obstacles": sorted(o.name for o in obstacles), "fps": fps,
            "inflows": sorted(o.name for o in inflows), "outflows": sorted(o.name for o in outflows),
            "velocity": velocity}
@@ -318,7 +321,7 @@ def _flip_job(context, f, cache_dir, frame_start, frame_end, resume):
                                  f.particles_per_cell, bake.inflow_emission(inflow_velocity),
                                  after=plan.todo[0] - frame_start if plan.todo else 0,
                                  most=spec.voxel_count * f.particles_per_cell,
-                                 grid_faces=None if sparse else face_count(spec))
+                                 grid_faces=None if sparse else face_count(spec), time_centred=time_centred(f))
     # refuses when it cannot fit; says which grid and why (Auto)
     yield 0.0, f"{disk_plan.summary(disk, disk_plan.check(disk, folder))}; {solver}"
     poses = Poses(context, (obstacles if obstacles_move else []) + (inflows + outflows if ports_move else []))

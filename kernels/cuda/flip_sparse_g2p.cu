@@ -211,7 +211,9 @@ extern "C" __global__ void g2p_advect_sparse(float* __restrict__ pos, float* __r
                                              int ny, int nz, float ox, float oy, float oz, float h, float inv_h,
                                              float flip, float pic, float dt, float half_dt,
                                              const int* __restrict__ order, const int* __restrict__ cell_of,
-                                             long long cells, int use_bins)
+                                             long long cells, int use_bins, int centred,
+                                             const float* __restrict__ b_u, const float* __restrict__ b_v,
+                                             const float* __restrict__ b_w)
 {
     const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= n) return;
@@ -235,12 +237,18 @@ extern "C" __global__ void g2p_advect_sparse(float* __restrict__ pos, float* __r
     for (int a = 0; a < 3; ++a) vel[3 * p + a] = flip * (vel[3 * p + a] + (un[a] - uo[a])) + pic * un[a];
     if (apic)
         for (int a = 0; a < 9; ++a) c[9 * p + a] = grad[a] * inv_h;
-    float xm[3], gm[3], v2[3], x1[3];
+    // centred (the time-centred advection, b = u_n): x_m = x + ½Δt·u_n(x),
+    // x' = x + Δt·½(u_n + u_{n+1})(x_m)
+    float xm[3], gm[3], v2[3], x1[3], b1[3], b2[3];
+    const float* const before[3] = {b_u, b_v, b_w};
+    if (centred) sample_faces_brick(b_u, b_v, b_w, S, g, b1, nullptr);
     for (int a = 0; a < 3; ++a) {
-        xm[a] = x0[a] + half_dt * un[a];
+        xm[a] = x0[a] + half_dt * (centred ? b1[a] : un[a]);
         gm[a] = (xm[a] - o[a]) * inv_h;
     }
-    sample_faces_brick(u, v, w, S, gm, v2, nullptr);
+    sample_faces_brick(u, v, w, S, gm, v2, nullptr, centred ? before : nullptr, b2);
+    if (centred)
+        for (int a = 0; a < 3; ++a) v2[a] = 0.5f * (v2[a] + b2[a]);
     for (int a = 0; a < 3; ++a) x1[a] = x0[a] + dt * v2[a];
     push_out_brick(x1, x0, solid, S, o, h, inv_h);
     for (int a = 0; a < 3; ++a) pos[3 * p + a] = x1[a];
@@ -366,7 +374,9 @@ extern "C" __global__ void g2p_advect_bricks(float* __restrict__ pos, float* __r
                                              long long n_keys, const int* __restrict__ nbr27, BRICK_INDEX_ARGS,
                                              int closed, int nx, int ny, int nz, float ox, float oy, float oz,
                                              float h, float inv_h, float flip, float pic, float dt, float half_dt,
-                                             const int* __restrict__ order, int use_order)
+                                             const int* __restrict__ order, int use_order, int centred,
+                                             const float* __restrict__ b_u, const float* __restrict__ b_v,
+                                             const float* __restrict__ b_w)
 {
     const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= n) return;
@@ -388,12 +398,16 @@ extern "C" __global__ void g2p_advect_bricks(float* __restrict__ pos, float* __r
     for (int a = 0; a < 3; ++a) vel[3 * p + a] = flip * (vel[3 * p + a] + (un[a] - uo[a])) + pic * un[a];
     if (apic)
         for (int a = 0; a < 9; ++a) c[9 * p + a] = grad[a] * inv_h;
-    float xm[3], gm[3], v2[3], x1[3];
+    float xm[3], gm[3], v2[3], x1[3], b1[3], b2[3];  // centred: as g2p_advect_sparse
+    const float* const before[3] = {b_u, b_v, b_w};
+    if (centred) sample_faces_fast(b_u, b_v, b_w, H, closed, dims, g, b1, nullptr);
     for (int a = 0; a < 3; ++a) {
-        xm[a] = x0[a] + half_dt * un[a];
+        xm[a] = x0[a] + half_dt * (centred ? b1[a] : un[a]);
         gm[a] = (xm[a] - o[a]) * inv_h;
     }
-    sample_faces_fast(u, v, w, H, closed, dims, gm, v2, nullptr);
+    sample_faces_fast(u, v, w, H, closed, dims, gm, v2, nullptr, centred ? before : nullptr, b2);
+    if (centred)
+        for (int a = 0; a < 3; ++a) v2[a] = 0.5f * (v2[a] + b2[a]);
     for (int a = 0; a < 3; ++a) x1[a] = x0[a] + dt * v2[a];
     push_out_brick(x1, x0, solid, S, o, h, inv_h);
     for (int a = 0; a < 3; ++a) pos[3 * p + a] = x1[a];

@@ -397,7 +397,8 @@ extern "C" __global__ void g2p_advect(float* __restrict__ pos, float* __restrict
                                       const float* __restrict__ old_u, const float* __restrict__ old_v,
                                       const float* __restrict__ old_w, const unsigned char* __restrict__ solid, int nx,
                                       int ny, int nz, float ox, float oy, float oz, float h, float inv_h, float flip,
-                                      float pic, float dt, float half_dt)
+                                      float pic, float dt, float half_dt, int centred, const float* __restrict__ b_u,
+                                      const float* __restrict__ b_v, const float* __restrict__ b_w)
 {
     long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (p >= n) return;
@@ -413,13 +414,23 @@ extern "C" __global__ void g2p_advect(float* __restrict__ pos, float* __restrict
             for (int a = 0; a < 9; ++a) c[9 * p + a] = grad[a] * inv_h;
     }
     if (do_advect) {
+        // centred (transfer.grid_to_particles_and_advect's *before* b = u_n): RK2 in time
+        // too, x_m = x + ½Δt·u_n(x), x' = x + Δt·½(u_n + u_{n+1})(x_m)
         float v1[3], v2[3], xm[3], gm[3], x1[3];
-        sample_faces(u, v, w, nx, ny, nz, g[0], g[1], g[2], v1);
+        if (centred)
+            sample_faces(b_u, b_v, b_w, nx, ny, nz, g[0], g[1], g[2], v1);
+        else
+            sample_faces(u, v, w, nx, ny, nz, g[0], g[1], g[2], v1);
         for (int a = 0; a < 3; ++a) {
             xm[a] = x0[a] + half_dt * v1[a];
             gm[a] = (xm[a] - o[a]) * inv_h;
         }
         sample_faces(u, v, w, nx, ny, nz, gm[0], gm[1], gm[2], v2);
+        if (centred) {
+            float b2[3];
+            sample_faces(b_u, b_v, b_w, nx, ny, nz, gm[0], gm[1], gm[2], b2);
+            for (int a = 0; a < 3; ++a) v2[a] = 0.5f * (v2[a] + b2[a]);
+        }
         for (int a = 0; a < 3; ++a) x1[a] = x0[a] + dt * v2[a];
         push_out(x1, x0, solid, nx, ny, nz, o, h, inv_h);
         for (int a = 0; a < 3; ++a) pos[3 * p + a] = x1[a];

@@ -9,7 +9,8 @@
     project               subtract the pressure gradient: divergence-free in the fluid
     extrapolate           valid velocities into the air band around the liquid
     grid → particles      FLIP/PIC blend of the change (or APIC)
-    advect                RK2 through the grid velocity; push out of solids
+    advect                RK2 through the grid velocity (time-centred: through the velocity
+                          linear in time from the last substep's); push out of solids
 
 Substeps per frame follow the CFL number from the fastest particle (one host sync per
 frame step). State stays on the backend's device. ``step`` and ``substep`` take a
@@ -41,7 +42,8 @@ class SimulationError(VoxFXError):
     """The simulation became invalid (NaN): the bake stops and keeps the last good frame."""
 
 
-def flip_memory(spec: GridSpec, particles: int, apic: bool = False, parts: bool = False, xp=None):
+def flip_memory(spec: GridSpec, particles: int, apic: bool = False, parts: bool = False, xp=None,
+                time_centred: bool = False):
     """Peak bytes of a FLIP bake (``FlipSimulation``) on the device of *xp* (default: the
     current backend's), stage by stage; the largest stage is the peak (``parts=True``: the
     dict of stages). On the CPU see ``_flip_memory_cpu``. On the GPU, with C cells, F faces
@@ -60,33 +62,39 @@ def flip_memory(spec: GridSpec, particles: int, apic: bool = False, parts: bool 
       component a padded mask, two shifted takes and their union (5 B/cell) and the
       double buffers of the largest component (5 B/face / 3);
     * frame output: the particle level set (``surface_gpu.estimate_gpu_bytes``), then the
-      cell-centred velocity (three averages and their stack, 24 B/cell).
+      cell-centred velocity (three averages and their stack, 24 B/cell);
+    * *time_centred* (``FlipSettings.time_centred_advection``): the kept faces and their
+      fluid masks in the state (5 B/face), and at the advection the old velocities, this
+      substep's fluid masks, u_n (the kept faces' select), the new kept copies and the
+      select's masks (14 B/face beyond the state). Counted, not yet measured on a GPU.
     """
     from .surface import KERNEL_PER_RADIUS
     from .surface_gpu import estimate_gpu_bytes
 
     if (xp or backend.xp()) is np:
-        return _flip_memory_cpu(spec, particles, apic, parts)
+        return _flip_memory_cpu(spec, particles, apic, parts, time_centred)
     nx, ny, nz = spec.shape
     C = spec.voxel_count
     F = (nx + 1) * ny * nz + nx * (ny + 1) * nz + nx * ny * (nz + 1)
     P = int(particles)
     per_p = 24 + (36 if apic else 0)
     solver = pressure.pressure_memory_bytes(spec.shape)
-    state = 8 * F + 2 * C + F + per_p * P + solver
+    state = 8 * F + 2 * C + F + per_p * P + solver + (5 * F if time_centred else 0)
     stages = {
         "particles to grid": state + F + 12 * C + (36 + (36 if apic else 0)) * P,
         "pressure": state + 4 * F + pressure.pressure_stage_bytes(spec.shape) - solver,
         "extrapolate": state + 4 * F + C + 5 * C + (5 * F) // 3 + F,
         "frame output": state + max(estimate_gpu_bytes(P, spec, KERNEL_PER_RADIUS * 0.5 * spec.voxel_size), 24 * C),
     }
+    if time_centred:
+        stages["advection"] = state + 14 * F
     if parts:
         return {"state": state, **stages, "total": max(stages.values())}
     return int(max(stages.values()))
 
 
 
-def _flip_memory_cpu(spec: GridSpec, particles: int, apic: bool, parts: bool):
+def _flip_memory_cpu(spec: GridSpec, particles: int, apic: bool, parts: bool, time_centred: bool = False):
     """Peak host bytes of a FLIP bake on the NumPy path, fitted to tracemalloc and RSS
     measurements stage by stage (``bench/memory_sim.py``, 32³–96³, two fill heights) and
     rounded up:
@@ -95,18 +103,22 @@ def _flip_memory_cpu(spec: GridSpec, particles: int, apic: bool, parts: bool):
       the transfers, the counting sort and the solve), +72 B per particle with APIC;
     * the frame's closed level set: the state, ~76 B per particle and its wall mirrors,
       48 B per node of the grown grid, and its batches of (particle, node) pairs
-      (``surface.CHUNK_PAIRS`` at ~42 B per pair, fewer when the particles make fewer).
+      (``surface.CHUNK_PAIRS`` at ~42 B per pair, fewer when the particles make fewer);
+    * *time_centred*: the kept faces and masks, 15 B per cell in the state, and the substep
+      55 B per cell more (tracemalloc from the start, a 48×24×32 dam break, two frames at
+      CFL 4: the peak 51.0 B per cell above the setting off's, at the advection: the kept
+      faces, u_n, this substep's masks and the new kept copies).
     """
     from .surface import CHUNK_PAIRS, _reachable_offsets, surface_grid, surface_radii
 
     C = spec.voxel_count
     P = int(particles)
     extra = 80 if apic else 0
-    state = 24 * P + 24 * C + (36 * P if apic else 0)
+    state = 24 * P + 24 * C + (36 * P if apic else 0) + (15 * C if time_centred else 0)
     r, R = surface_radii(spec.voxel_size, 8)
     pairs = min(CHUNK_PAIRS, 2 * P * len(_reachable_offsets(R, spec.voxel_size)[1]))
     stages = {
-        "substep": (300 + extra) * P + 60 * C,
+        "substep": (300 + extra) * P + (115 if time_centred else 60) * C,
         "frame output": state + 90 * P + 48 * surface_grid(spec).voxel_count + 42 * pairs,
     }
     if parts:
@@ -321,7 +333,14 @@ class FlipSimulation:
         report(progress, 0.8, "grid to particles")
         transfer.extrapolate(g, valid=transfer.fluid_faces(g))  # into the air band around the liquid
         ratio = 0.0 if s.apic else s.flip_ratio  # APIC carries the affine part itself
-        transfer.grid_to_particles_and_advect(g, *old, self.pos, self.vel, ratio, dt, self.c)  # FLIP/PIC or APIC; RK2
+        before = None
+        if s.time_centred_advection:  # u_n: the last substep's faces (RK2 in time too)
+            fluid = transfer.fluid_faces(g)
+            before = transfer.start_velocity(g.faces(), fluid, getattr(self, "_kept", None))
+        transfer.grid_to_particles_and_advect(g, *old, self.pos, self.vel, ratio, dt, self.c,  # FLIP/PIC or APIC;
+                                              before=before)  # RK2
+        if s.time_centred_advection:
+            self._kept = (tuple(f.copy() for f in g.faces()), fluid)
         self.t += dt
         return stats
 
@@ -466,7 +485,31 @@ class FlipSimulation:
         if self.c is not None:
             state["c"] = to(self.c)
         state.update({k: to(a) for k, a in self._velocity_state().items()})
+        state.update({k: to(a) for k, a in self._kept_state().items()})
         return state
+
+    # ------------------------------------------------------------------ the time-centred advection's kept faces
+    KEPT_KEYS = ("kept_u", "kept_v", "kept_w", "kept_fluid_u", "kept_fluid_v", "kept_fluid_w")
+
+    def _kept_state(self) -> dict:
+        """The last substep's faces and fluid-face masks the time-centred advection keeps
+        for the next substep's u_n (15 bytes a face), so a resumed bake goes on as it
+        would have; none when nothing is kept (the setting off)."""
+        kept = getattr(self, "_kept", None)
+        return {} if kept is None else dict(zip(self.KEPT_KEYS, (*kept[0], *kept[1])))
+
+    def _restore_kept(self, state: dict):
+        """*state*'s kept faces and masks (checked, on the device), or None: the setting
+        off, or a checkpoint without them (older ones: the next substep advects as today's)."""
+        if not self.settings.time_centred_advection or not any(k in state for k in self.KEPT_KEYS):
+            return None
+        faces = self.grid.faces()
+        shapes = [tuple(f.shape) for f in faces] * 2
+        check_state(state, {k: (shape, "f" if i < 3 else "u")
+                            for i, (k, shape) in enumerate(zip(self.KEPT_KEYS, shapes))})
+        xp = self.xp
+        return (tuple(xp.array(state[k], dtype=xp.float32) for k in self.KEPT_KEYS[:3]),
+                tuple(xp.array(state[k], dtype=xp.uint8) for k in self.KEPT_KEYS[3:]))
 
     # ------------------------------------------------------------------ the frame's grid velocity in checkpoints
     VELOCITY_KEYS = ("grid_u", "grid_v", "grid_w")
@@ -499,11 +542,13 @@ class FlipSimulation:
             want["c"] = ((n, 3, 3), "f")
         check_state(state, want)
         velocity = self._restore_velocity(state)
+        kept = self._restore_kept(state)
         self.pos = xp.array(state["pos"], dtype=xp.float32)
         self.vel = xp.array(state["vel"], dtype=xp.float32)
         if self.c is not None:
             self.c = xp.array(state["c"], dtype=xp.float32)
         self.t = float(state["t"])
+        self._kept = kept  # the time-centred advection's u_n (None: it starts again from this frame)
         self.frames = int(state["frames"])
         self.emitted = int(state.get("emitted", 0))  # inflow seeds continue where they were
         # the outputs are the checkpointed frame's only with its grid velocity (older

@@ -431,23 +431,25 @@ def extrapolate(grid, layers: int, valid):
 # ------------------------------------------------------------------ grid → particles
 
 
-def g2p_advect(grid, old, pos, vel, flip, pic, dt, half_dt, c, order=None, kernel=None) -> None:
+def g2p_advect(grid, old, pos, vel, flip, pic, dt, half_dt, c, order=None, kernel=None, before=None) -> None:
     """``sparse_transfer.g2p_advect`` in one kernel (float32 scalars given; ``g2p_kernel``),
-    in the bins' order where ``g2p_order(order)`` says cell and the bins are *pos*'s."""
+    in the bins' order where ``g2p_order(order)`` says cell and the bins are *pos*'s;
+    *before*: u_n's faces (the time-centred advection)."""
     bins, grid.bins = grid.bins, None  # the particles move: the bins are stale
     sorted_ = g2p_order(order) == "cell" and bins is not None and bins[0] is pos and bins[2].shape[0] == pos.shape[0]
     n = int(pos.shape[0])
     keys, slots, nk = _topo(grid)
     apic = c is not None
     dummy = c if apic else grid.xp.zeros(1, grid.xp.float32)
+    centred = (_I32(before is not None), *(before if before is not None else (dummy, dummy, dummy)))
     if g2p_kernel(kernel) == "bricks":
         G2P.launch("g2p_advect_bricks", n, (pos, vel, dummy, _I64(n), _I32(apic), *grid.faces(), *old, grid["solid"],
                                             keys, slots, nk, grid.brick_nbr, *brick_index(grid), _I32(grid.closed),
                                             *_dims(grid), *_frame(grid), flip, pic, dt, half_dt,
-                                            bins[2] if sorted_ else dummy, _I32(sorted_)))
+                                            bins[2] if sorted_ else dummy, _I32(sorted_), *centred))
         return
     order_cells = bins[2:4] if sorted_ else (dummy, dummy)
     G2P.launch("g2p_advect_sparse", n, (pos, vel, dummy, _I64(n), _I32(apic), *grid.faces(), *old, grid["solid"],
                                         keys, slots, nk, grid.brick_nbr, _I32(grid.closed), *_dims(grid),
                                         *_frame(grid), flip, pic, dt, half_dt, *order_cells, _I64(grid.size),
-                                        _I32(sorted_)))
+                                        _I32(sorted_), *centred))

@@ -66,6 +66,13 @@ NumPy path, dam breaks, a blob and a pool at 6k–50k particles) and rounded up:
   and ``GPU_BAND_WIDTH`` 36 B per particle per cell of band.
   (Before the keys, (n, 3) rows per particle and 27 shifted copies: 255–571 B per
   particle on the CPU and a 70.1 GiB pool on the 65M row.)
+* the time-centred advection (``FlipSettings.time_centred_advection``): the kept faces
+  and fluid masks, three float32 and three uint8 channels over the pool (``KEPT_CELL``
+  15 B per pool cell, in the state and the substep; on the NumPy path the substep's peak
+  rose 14.8 B per pool cell: tracemalloc from the start, a 48×24×32 dam break, two frames
+  at CFL 4, its u_n, masks and new kept copies at the advection below the pressure's
+  peak). On the GPU, not yet measured, the advection's u_n, masks and copies are counted
+  too (``KEPT_ADVECTION`` 15 B per pool cell).
 """
 
 from __future__ import annotations
@@ -91,6 +98,7 @@ GPU_STATE_CELL, GPU_STATE_PARTICLE = 120, 48  # what stays in use between frames
 CPU_BAND_PARTICLE, CPU_BAND_CELL = 24, 400
 GPU_BAND_PARTICLE, GPU_BAND_CELL = 14, 512  # beyond the substep's (module text)
 GPU_BAND_WIDTH = 36  # B per liquid particle per cell of band, beyond the substep's, over a whole run (module text)
+KEPT_CELL, KEPT_ADVECTION = 15, 15  # the time-centred advection's channels; its advection on the GPU (module text)
 CLOSED_IMAGES = 4  # a closed level set's particles with their mirrors (a tank's liquid touches 3–5 walls)
 
 
@@ -166,19 +174,20 @@ def liquid_region_cells(liquid_cells: float, spec: GridSpec, ppc: int) -> GridSp
 
 def sparse_flip_memory(spec: GridSpec, particles: int, particles_per_cell: int = 8, apic: bool = False,
                        closed: bool = True, parts: bool = False, xp=None, narrow_band: int = 0,
-                       climb: float | None = None):
+                       climb: float | None = None, time_centred: bool = False):
     """Peak bytes of a sparse FLIP bake (``FlipSimulation(..., sparse=True)``) of
     *particles* particles on the device of *xp* (default the backend's), estimated from the
     liquid's volume (module text); *narrow_band* > 0: with the band's update (its cells);
     *climb*: cells above the floor the liquid can reach (``climb_cells``; None: the box's
-    height); ``parts=True``: the dict of stages with ``bricks``."""
+    height); *time_centred*: with the time-centred advection's kept faces;
+    ``parts=True``: the dict of stages with ``bricks``."""
     ppc = max(1, int(particles_per_cell))
     bricks = estimate_bricks(int(particles) / ppc, spec, closed, climb)
-    return memory_at(spec, bricks, particles, ppc, apic, closed, parts, xp, narrow_band)
+    return memory_at(spec, bricks, particles, ppc, apic, closed, parts, xp, narrow_band, time_centred)
 
 
 def memory_at(spec: GridSpec, bricks: int, particles: int, particles_per_cell: int = 8, apic: bool = False,
-              closed: bool = True, parts: bool = False, xp=None, narrow_band: int = 0):
+              closed: bool = True, parts: bool = False, xp=None, narrow_band: int = 0, time_centred: bool = False):
     """``sparse_flip_memory``'s bytes with *bricks* bricks (estimated before the bake,
     or held during it: ``FrameCheck``)."""
     from .surface import CHUNK_PAIRS, KERNEL_PER_RADIUS, _reachable_offsets, surface_grid, surface_radii
@@ -190,19 +199,22 @@ def memory_at(spec: GridSpec, bricks: int, particles: int, particles_per_cell: i
     cells = bricks * CELLS
     surface = surface_grid(spec) if closed and box_outputs(spec) else liquid_region_cells(P / ppc, spec, ppc)
     cpu = (xp or backend.xp()) is np
+    kept = KEPT_CELL * cells if time_centred else 0
     if cpu:
-        state = 60 * cells + (24 + (36 if apic else 0)) * P
+        state = 60 * cells + (24 + (36 if apic else 0)) * P + kept
         substep = CPU_CELL * cells + (CPU_PARTICLE + (CPU_APIC if apic else 0)) * P
         r, R = surface_radii(spec.voxel_size, ppc)
         seen = (CLOSED_IMAGES if closed else 1) * P  # particles and their wall mirrors
         pairs = min(CHUNK_PAIRS, seen * len(_reachable_offsets(R, spec.voxel_size)[1]))
         output = state + 90 * seen + 48 * surface.voxel_count + 42 * pairs
     else:
-        state = GPU_STATE_CELL * cells + (GPU_STATE_PARTICLE + (36 if apic else 0)) * P
+        state = GPU_STATE_CELL * cells + (GPU_STATE_PARTICLE + (36 if apic else 0)) * P + kept
         substep = GPU_CELL * cells + (GPU_PARTICLE + (GPU_APIC if apic else 0)) * P
         r, _ = surface_radii(spec.voxel_size, ppc)
         output = state + max(estimate_gpu_bytes(P, surface, KERNEL_PER_RADIUS * r) + 4 * surface.voxel_count,
                              12 * surface.voxel_count)
+    if time_centred:
+        substep += kept + (0 if cpu else KEPT_ADVECTION * cells)
     stages = {"substep": int(substep), "frame output": int(output)}
     if int(narrow_band) > 0:
         if cpu:  # the update after advection, beside the state

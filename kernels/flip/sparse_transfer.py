@@ -230,17 +230,19 @@ def extrapolate(grid, layers: int = 2, valid=None):
     return grid.valid
 
 
-def g2p_advect(grid, old, pos, vel, flip_ratio, dt, c=None):
+def g2p_advect(grid, old, pos, vel, flip_ratio, dt, c=None, before=None):
     """FLIP/PIC (or APIC with *c*, ratio 0) update of *vel*, then RK2 through the new faces
-    and the push out of solids, in place (``transfer.grid_to_particles_and_advect``)."""
+    and the push out of solids, in place (``transfer.grid_to_particles_and_advect``; with
+    *before*, u_n's flat faces, RK2 in time too: x_m = x + ½Δt·u_n(x),
+    x' = x + Δt·½(u_n + u_{n+1})(x_m))."""
     if int(pos.shape[0]) == 0:
         return pos, vel
     flip = _F(flip_ratio)
     pic = _F(1) - flip
     dt32 = _F(dt)
     half_dt = _F(0.5) * dt32
-    if sparse_gpu.available(grid, pos, vel, c, *old):
-        sparse_gpu.g2p_advect(grid, old, pos, vel, flip, pic, dt32, half_dt, c)
+    if sparse_gpu.available(grid, pos, vel, c, *old, *(before or ())):
+        sparse_gpu.g2p_advect(grid, old, pos, vel, flip, pic, dt32, half_dt, c, before=before)
         return pos, vel
     faces = tuple(grid[n] for n in grid.FACES)
     boxes = grid.boxes if grid.closed else None
@@ -258,9 +260,13 @@ def g2p_advect(grid, old, pos, vel, flip_ratio, dt, c=None):
         vel[:, a] = flip * (vel[:, a] + (new[a] - prev[a])) + pic * new[a]
     origin = (ox, oy, oz)
     x0 = [pos[:, a].copy() for a in range(3)]
-    v1 = grid.sample_faces(faces, *g, boxes=boxes)
+    v1 = grid.sample_faces(faces if before is None else before, *g, boxes=boxes)
     xm = [x0[a] + half_dt * v1[a] for a in range(3)]
-    v2 = grid.sample_faces(faces, *[(xm[a] - origin[a]) * inv_h for a in range(3)], boxes=boxes)
+    gm = [(xm[a] - origin[a]) * inv_h for a in range(3)]
+    v2 = grid.sample_faces(faces, *gm, boxes=boxes)
+    if before is not None:  # ½(u_n + u_{n+1})(x_m)
+        b2 = grid.sample_faces(before, *gm, boxes=boxes)
+        v2 = [_F(0.5) * (v2[a] + b2[a]) for a in range(3)]
     x1 = [x0[a] + dt32 * v2[a] for a in range(3)]
     for a, p in enumerate(push_out(grid, x1, x0)):
         pos[:, a] = p

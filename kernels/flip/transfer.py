@@ -19,7 +19,9 @@ Stages, in the order of a FLIP step:
   ``grid_to_particles`` v_p ← r·(v_p + (u_new − u_old)(x_p)) + (1 − r)·u_new(x_p), r the FLIP
                         ratio; APIC: C_p,a = ∇(u_new,a)(x_p) (the gradient of the weights).
   ``advect``           RK2 (midpoint) through u_new, then out of SOLID cells and walls.
-  ``grid_to_particles_and_advect`` the two above fused (one GPU kernel).
+  ``grid_to_particles_and_advect`` the two above fused (one GPU kernel); with *before*
+                        (``start_velocity``, ``FlipSettings.time_centred_advection``) RK2 in
+                        time too: x_m = x + ½Δt·u_n(x), x' = x + Δt·½(u_n + u_new)(x_m).
   ``max_speed``        max |v_p| on the device (CFL substeps).
 
 Particle-to-grid on the GPU (seed 003 §6–7). The paper rasterises by *gather*: scatter
@@ -352,13 +354,36 @@ def advect(grid: DenseGrid, pos, dt):
     return pos
 
 
-def grid_to_particles_and_advect(grid: DenseGrid, old_u, old_v, old_w, pos, vel, flip_ratio, dt, c=None):
-    """``grid_to_particles`` then ``advect``, fused into one pass (one GPU kernel)."""
-    _g2p_advect(grid, (old_u, old_v, old_w), pos, vel, flip_ratio, dt, c)
+def grid_to_particles_and_advect(grid: DenseGrid, old_u, old_v, old_w, pos, vel, flip_ratio, dt, c=None,
+                                 before=None):
+    """``grid_to_particles`` then ``advect``, fused into one pass (one GPU kernel).
+    *before*: the faces of u_n, the velocity at the substep's start (``start_velocity``):
+    the particles then move through the velocity linear in time from u_n to the grid's
+    u_{n+1}, RK2 in time and space, x_m = x + ½Δt·u_n(x), x' = x + Δt·½(u_n + u_{n+1})(x_m),
+    instead of through u_{n+1} for the whole Δt (x + Δt·(v + aΔt) where the liquid
+    accelerates, aΔt²/2 ahead each substep: ``bench/flip_advection.py``)."""
+    if before is not None:
+        _check_faces(grid, before, "Substep start velocity")
+    _g2p_advect(grid, (old_u, old_v, old_w), pos, vel, flip_ratio, dt, c, before)
     return pos, vel
 
 
-def _g2p_advect(grid: DenseGrid, old, pos, vel, flip_ratio, dt, c):
+def start_velocity(faces, fluid, kept):
+    """u_n for the time-centred advection (``grid_to_particles_and_advect``'s *before*),
+    dense or sparse faces alike: *kept* = (faces, fluid-face masks) of the last substep's
+    projected, extrapolated velocity where a face touched FLUID then and touches it now
+    (*fluid*: this substep's masks), the new *faces* (u_{n+1}) elsewhere — in the air
+    band and where the liquid arrived or left u_n is an extrapolation of another liquid's
+    shape, not divergence-free here (``bench/flip_advection.py``'s ``prev`` lost 6.5% of
+    the dam break's volume at CFL 4). None when nothing was kept: today's advection."""
+    if kept is None:
+        return None
+    xp = array_module(faces[0])
+    prev, was = kept
+    return tuple(xp.where((a != 0) & (b != 0), p, f) for p, a, b, f in zip(prev, was, fluid, faces))
+
+
+def _g2p_advect(grid: DenseGrid, old, pos, vel, flip_ratio, dt, c, before=None):
     do_g2p, do_advect = old is not None, dt is not None
     n = _check_particles(grid, pos, vel if do_g2p else None, c if do_g2p else None)
     if do_g2p:
@@ -382,11 +407,13 @@ def _g2p_advect(grid: DenseGrid, old, pos, vel, flip_ratio, dt, c):
         dummy = cp.zeros(1, cp.float32)
         nx, ny, nz = grid.shape
         old = old if do_g2p else (dummy, dummy, dummy)
+        centred = do_advect and before is not None
         KERNELS.launch("g2p_advect", n,
                        (pos, vel if do_g2p else dummy, c if (do_g2p and c is not None) else dummy,
                         np.int64(n), np.int32(do_g2p), np.int32(do_g2p and c is not None),
                         np.int32(do_advect), grid.u, grid.v, grid.w, *old, grid.solid,
-                        np.int32(nx), np.int32(ny), np.int32(nz), *_frame(grid), flip, pic, dt32, half_dt))
+                        np.int32(nx), np.int32(ny), np.int32(nz), *_frame(grid), flip, pic, dt32, half_dt,
+                        np.int32(centred), *(before if centred else (dummy, dummy, dummy))))
         return
     faces = grid.faces()
     g = grid.cell_coords(pos)
@@ -406,9 +433,13 @@ def _g2p_advect(grid: DenseGrid, old, pos, vel, flip_ratio, dt, c):
         ox, oy, oz, _, inv_h = _frame(grid)
         origin = (ox, oy, oz)
         x0 = [pos[:, a].copy() for a in range(3)]
-        v1 = sample_faces(faces, *g)
+        v1 = sample_faces(faces if before is None else before, *g)  # u_n(x) (centred)
         xm = [x0[a] + half_dt * v1[a] for a in range(3)]
-        v2 = sample_faces(faces, *[(xm[a] - origin[a]) * inv_h for a in range(3)])
+        gm = [(xm[a] - origin[a]) * inv_h for a in range(3)]
+        v2 = sample_faces(faces, *gm)
+        if before is not None:  # ½(u_n + u_{n+1})(x_m): the velocity at the substep's middle
+            b2 = sample_faces(before, *gm)
+            v2 = [_F(0.5) * (v2[a] + b2[a]) for a in range(3)]
         x1 = [x0[a] + dt32 * v2[a] for a in range(3)]
         for a, p in enumerate(push_out(grid, x1, x0)):
             pos[:, a] = p

@@ -139,14 +139,14 @@ int main() {
     LAUNCH(n, g2p_advect_sparse(pos.data(), vel.data(), c.data(), n, apic, u.data(), v.data(), w.data(),
                                 old_u.data(), old_v.data(), old_w.data(), solid.data(), keys.data(), slots.data(),
                                 nk, nbr27.data(), closed, nx, ny, nz, ox, oy, oz, h, inv_h, flip, pic, dt, half_dt,
-                                nullptr, nullptr, cells, 0));
+                                nullptr, nullptr, cells, 0, 0, nullptr, nullptr, nullptr));
     pf(pos); pf(vel);
     if (apic) pf(c);
     // the same in the bins' order (thread t: particle order[t])
     LAUNCH(n, g2p_advect_sparse(pos2.data(), vel2.data(), c2.data(), n, apic, u.data(), v.data(), w.data(),
                                 old_u.data(), old_v.data(), old_w.data(), solid.data(), keys.data(), slots.data(),
                                 nk, nbr27.data(), closed, nx, ny, nz, ox, oy, oz, h, inv_h, flip, pic, dt, half_dt,
-                                order.data(), cell_of.data(), cells, 1));
+                                order.data(), cell_of.data(), cells, 1, 0, nullptr, nullptr, nullptr));
     pf(pos2); pf(vel2);
     if (apic) pf(c2);
     // g2p_advect_bricks (the default kernel), in the particles' order, then the bins'
@@ -155,9 +155,24 @@ int main() {
         LAUNCH(n, g2p_advect_bricks(pos3.data(), vel3.data(), c3.data(), n, apic, u.data(), v.data(), w.data(),
                                     old_u.data(), old_v.data(), old_w.data(), solid.data(), keys.data(),
                                     slots.data(), nk, nbr27.data(), INDEX, closed, nx, ny, nz, ox, oy, oz, h, inv_h,
-                                    flip, pic, dt, half_dt, order.data(), use_order));
+                                    flip, pic, dt, half_dt, order.data(), use_order, 0, nullptr, nullptr, nullptr));
         pf(pos3); pf(vel3);
         if (apic) pf(c3);
+    }
+    // the time-centred advection (u_n: the old faces stand in), g2p_advect_sparse then _bricks
+    {
+        std::vector<float> pos4 = pos_in, vel4 = vel_in, c4 = c_in, pos5 = pos_in, vel5 = vel_in, c5 = c_in;
+        LAUNCH(n, g2p_advect_sparse(pos4.data(), vel4.data(), c4.data(), n, apic, u.data(), v.data(), w.data(),
+                                    old_u.data(), old_v.data(), old_w.data(), solid.data(), keys.data(), slots.data(),
+                                    nk, nbr27.data(), closed, nx, ny, nz, ox, oy, oz, h, inv_h, flip, pic, dt,
+                                    half_dt, nullptr, nullptr, cells, 0, 1, old_u.data(), old_v.data(), old_w.data()));
+        pf(pos4);
+        LAUNCH(n, g2p_advect_bricks(pos5.data(), vel5.data(), c5.data(), n, apic, u.data(), v.data(), w.data(),
+                                    old_u.data(), old_v.data(), old_w.data(), solid.data(), keys.data(),
+                                    slots.data(), nk, nbr27.data(), INDEX, closed, nx, ny, nz, ox, oy, oz, h, inv_h,
+                                    flip, pic, dt, half_dt, order.data(), 0, 1, old_u.data(), old_v.data(),
+                                    old_w.data()));
+        pf(pos5);
     }
     double rdt, rgdt, rh;  // per-brick margins (sparse_grid.BrickReach): dt, |g|·dt, h, base, the largest margin
     int rbase, rmax;
@@ -423,7 +438,7 @@ def _check_g2p(out, grid, old, pos, vel, flip, dt, c):
     """G2P + advection (in place): the NumPy reference's bits from g2p_advect_sparse in the
     particles' order and the bins', then from g2p_advect_bricks in both."""
     apic = c is not None
-    x0 = pos.copy()
+    x0, v0, c0 = pos.copy(), vel.copy(), None if c is None else c.copy()
     sparse_transfer.g2p_advect(grid, old, pos, vel, flip, dt, c)
     got_pos, got_vel = out.floats(pos.size).reshape(-1, 3), out.floats(vel.size).reshape(-1, 3)
     assert np.array_equal(got_pos, pos)
@@ -436,3 +451,8 @@ def _check_g2p(out, grid, old, pos, vel, flip, dt, c):
     for _ in ("particle order", "bins' order"):  # g2p_advect_bricks: the same bits
         for want in (pos, vel, c) if apic else (pos, vel):
             assert np.array_equal(out.floats(want.size).reshape(want.shape).view(np.uint32), want.view(np.uint32))
+    centred = x0.copy()  # the time-centred advection, the old faces as u_n: both kernels, the same bits
+    sparse_transfer.g2p_advect(grid, old, centred, v0, flip, dt, c0, before=old)
+    assert not np.array_equal(centred, pos)
+    for _ in ("g2p_advect_sparse", "g2p_advect_bricks"):
+        assert np.array_equal(out.floats(pos.size).reshape(-1, 3).view(np.uint32), centred.view(np.uint32))

@@ -16,8 +16,9 @@ def test_dam_break_front_follows_martin_and_moyce(sparse):
     (NumPy, dense and sparse alike): −5.4% to +9.4% of the experiment over T ∈ [0.4, 2.5];
     the simulation leads, as inviscid simulations of this experiment generally do (the
     experiment's first instants include the release of the column). With gravity halved
-    the front falls 9–27% behind: the test fails. At 24 fps (up to 3 substeps at CFL 2)
-    the lead grows to +13.5%."""
+    the front falls 9–27% behind: the test fails. At 24 fps (2–4 substeps at CFL 2, Max
+    Time Step 1/30 s) −5.6% to +8.1%; at CFL 3–5 the 16-cell front leads by 12.4–13.0%
+    (``bench/flip_advection.py``: the end-of-substep velocity's aΔt²/2 a substep)."""
     T, Z = scenes.dam_break_front(sparse=sparse)
     assert_front_follows_martin_moyce(T, Z)
 
@@ -35,8 +36,10 @@ def test_sloshing_period_follows_linear_theory(sparse):
     A = 3 cm (A/d < 0.1), frames at 60 fps, fitted over two periods: linear theory gives
     T = 1.098 s; measured +7.1% (dense) and +7.6% (sparse), the coarse grid lengthening
     it (+2.4% at twice the resolution), the mode decaying at β ≈ 0.8 /s. Allowed:
-    −3% to +10%. With gravity halved the period is +50%: the test fails. At 24 fps (one
-    substep a frame: the CFL does not ask for more) it is +15%."""
+    −3% to +10%. With gravity halved the period is +50%: the test fails. At 24 fps (two
+    substeps a frame: Max Time Step 1/30 s) +5.3%; with one substep a frame +15%. Not
+    monotonic in the substep: at 60 fps 2 substeps a frame give +7.1%, 3 +20.6%, 4 +22.9%
+    (Max Time Step 1/120–1/240 s, ``bench/flip_advection.py``'s notes)."""
     expected = scenes.linear_sloshing_period(0.8, 0.32)
     period, beta = scenes.sloshing(sparse=sparse)
     print(f"\nsloshing period {period:.4f} s against {expected:.4f} s ({period / expected - 1:+.1%}), "
