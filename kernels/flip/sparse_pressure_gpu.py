@@ -331,7 +331,7 @@ class SparsePressureSolverGPU(VCycleLaunches):
             key = (x0 is not None, float(tolerance))
             start = self._starts.get(key)
             if start is None:
-                start = self._starts[key] = GraphLoop(lambda: self._start(*key), enabled=self.use_graph)
+                start = self._starts[key] = GraphLoop(self._start, self.use_graph, key)
             start.run()
         else:
             self._start(x0 is not None, tolerance)

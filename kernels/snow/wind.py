@@ -432,7 +432,7 @@ class WindField:
         loop = self._loops.get(mode)
         if loop is None:
             _K.load("sor_sweep", "clear_stats", "residual")  # compile and load before capturing
-            loop = self._loops[mode] = GraphLoop(lambda: self._launch_sweeps(omegas))
+            loop = self._loops[mode] = GraphLoop(self._launch_sweeps, args=(omegas,))
         loop.run()
 
     def _launch_sweeps(self, omegas) -> None:

@@ -62,3 +62,39 @@ def test_graph_loop_without_capture_launches_the_sequence_each_time():
     for _ in range(3):
         loop.run()
     assert calls == [1, 1, 1] and loop.graph is None and loop.launches == 0 and not loop.failed
+
+
+class _Owner:
+    """A solver-like owner: a buffer and a loop that records its own method."""
+
+    def __init__(self, calls):
+        self.calls = calls
+        self.buffer = np.zeros(1 << 16, np.float32)
+        self.loop = launch.GraphLoop(self._step, enabled=False, args=(2,))
+
+    def _step(self, k):
+        self.calls.append(k)
+
+
+def test_graph_loop_passes_its_args_and_does_not_keep_its_owner_alive():
+    """Issue 21 §6: an owner holding a loop over its own method must go (and its buffers with
+    it) as soon as the last outside reference does, without a cyclic collection."""
+    import gc
+    import weakref
+
+    calls = []
+    owner = _Owner(calls)
+    owner.loop.run()
+    owner.loop.run()
+    assert calls == [2, 2]
+    loop, gone = owner.loop, weakref.ref(owner)
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        del owner
+        assert gone() is None  # freed by reference counting alone
+    finally:
+        if enabled:
+            gc.enable()
+    with pytest.raises(ReferenceError):
+        loop.run()  # the owner's launches are gone with it
