@@ -40,14 +40,18 @@ NumPy path, dam breaks, a blob and a pool at 6k–50k particles) and rounded up:
   node) pairs at 42 B; closed, the particles seen include their wall mirrors
   (``CLOSED_IMAGES``: a narrow tank's liquid touches 4 walls);
 * on the GPU, fitted to the pool's bytes in use per frame (a CuPy memory hook;
-  ``bench/memory_liquid.py`` on an H200: the 8M dam break at 256³ over 60 frames, bricks
-  3,247 → 13,893 and down to ~5k, in use 1.03 → 2.01 GiB; the 100M river over 31 frames,
-  36,530 → 90,733 bricks, 10.5 → 16.2 GiB): a frame peaks at 152–242 B per pool cell and
-  60–114 B per particle, taken as ``GPU_CELL`` 200 and ``GPU_PARTICLE`` 120; between
-  frames 113–115 B per cell and 34–43 B per particle stay in use (the channels, at the
-  grid's capacity: it keeps the most bricks it held; the cached solver; the particles),
-  taken as 120 and 48 (the state); the level set ``surface_gpu.estimate_gpu_bytes`` beside
-  the state;
+  ``bench/memory_liquid.py`` on an H100, after the solvers stopped sitting in reference
+  cycles — ``GraphLoop`` — so a dropped solver no longer stays allocated until Python's
+  cyclic collection: the 8M dam break at 256³ over 60 frames, bricks 3,247 → 12,317, in
+  use at the peak 0.83 → 1.31 GiB; the 65M dam break at 512³ over 40 frames, 20,763 →
+  52,622 bricks, 5.98 → 8.07 GiB; the 100M river over 179 frames, 36,400 → 108,098 bricks,
+  9.7 → 16.2 GiB): a frame peaks at ~154 B per pool cell and 55–87 B per particle, taken
+  as ``GPU_CELL`` 170 and ``GPU_PARTICLE`` 90; the state (the channels, at the grid's
+  capacity: it keeps the most bricks it held; the cached solver; the particles) as 80 B
+  per cell and 32 per particle; the level set ``surface_gpu.estimate_gpu_bytes`` beside
+  the state. Replayed on those runs' counts (``--replay``), the estimate before the bake
+  is 1.18–1.43× of the run's peak and the check before each frame 1.05–1.51× of that
+  frame's. (Fitted before on an H200 with the leaked solvers: 200, 120, 120 and 48.)
 * the narrow band's update after advection (``sparse_band.NarrowBand.update``, when the
   band is on): a key per particle and its sort, and per liquid cell its candidates, their
   dilation one axis at a time, φ's samples and the air rings. On the NumPy path, beside
@@ -61,9 +65,11 @@ NumPy path, dam breaks, a blob and a pool at 6k–50k particles) and rounded up:
   Over whole runs the band costs more as the liquid spreads and more of it lies near its
   surface (8M on an H100, ``bench/memory_liquid.py``, 15–17 frames, 1.7M → 6.7M particles
   kept): in use at the peak 2.04 / 2.98 / 3.85 GiB with bands of 2 / 4 / 8 cells against
-  the dam's 2.05 without a band over 60 frames, i.e. up to ~140 B (4 cells) and ~270 B
-  (8 cells) per liquid particle beyond the substep: counted as the larger of the 78 B above
-  and ``GPU_BAND_WIDTH`` 36 B per particle per cell of band.
+  the dam's 2.05 without a band over 60 frames (those peaks held the leaked solvers too;
+  without them, H100, 11–14 frames: 1.17 / 1.88 / 2.55 GiB against the dam's 1.31 over 60),
+  i.e. up to ~140 B (4 cells) and ~270 B (8 cells) per liquid particle beyond the substep:
+  counted as the larger of the 78 B above and ``GPU_BAND_WIDTH`` 30 B per particle per cell
+  of band (36 before the refit: 1.59× of the later peaks).
   (Before the keys, (n, 3) rows per particle and 27 shifted copies: 255–571 B per
   particle on the CPU and a 70.1 GiB pool on the 65M row.)
 * the time-centred advection (``FlipSettings.time_centred_advection``): the kept faces
@@ -93,11 +99,11 @@ MIN_DEPTH = 2.0  # cells: the thinnest sheet a spreading liquid is counted as (8
 SPLASH = 1.5  # how far above its energy's height a wave's jets climb a wall (module text)
 GROWTH = 2.0  # FrameCheck: the next frame's new bricks (and particles), at most this many times the last's
 CPU_CELL, CPU_PARTICLE, CPU_APIC = 120, 720, 80
-GPU_CELL, GPU_PARTICLE, GPU_APIC = 200, 120, 36
-GPU_STATE_CELL, GPU_STATE_PARTICLE = 120, 48  # what stays in use between frames (channels, solver, particles)
+GPU_CELL, GPU_PARTICLE, GPU_APIC = 170, 90, 36
+GPU_STATE_CELL, GPU_STATE_PARTICLE = 80, 32  # what stays in use between frames (channels, solver, particles)
 CPU_BAND_PARTICLE, CPU_BAND_CELL = 24, 400
 GPU_BAND_PARTICLE, GPU_BAND_CELL = 14, 512  # beyond the substep's (module text)
-GPU_BAND_WIDTH = 36  # B per liquid particle per cell of band, beyond the substep's, over a whole run (module text)
+GPU_BAND_WIDTH = 30  # B per liquid particle per cell of band, beyond the substep's, over a whole run (module text)
 KEPT_CELL, KEPT_ADVECTION = 15, 15  # the time-centred advection's channels; its advection on the GPU (module text)
 CLOSED_IMAGES = 4  # a closed level set's particles with their mirrors (a tank's liquid touches 3–5 walls)
 

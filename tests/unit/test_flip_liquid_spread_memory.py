@@ -1,10 +1,11 @@
 """The sparse liquid's memory estimate covers the liquid's spread, and the bake's check
 before every frame (``sparse_memory.FrameCheck``) covers the next frame (issue 21 §6).
 
-Device rows: ``bench/memory_liquid.py`` on an NVIDIA H200 (CuPy 14.2, 2026-11-26), the
-pool's bytes in use per frame (a memory hook), the user's frame (step(1/24) and the level
-set). The start-only estimate (the start's bricks ×1.5) was 0.58× the dam break's peak
-and 0.68× the river's; the CPU rows are measured here with tracemalloc."""
+Device rows: ``bench/memory_liquid.py`` on an NVIDIA H100 (CuPy 14.2, 2026-11-26, after the
+solvers left their reference cycles: ``GraphLoop``), the pool's bytes in use per frame (a
+memory hook), the user's frame (step(1/24) and the level set). The start-only estimate (the
+start's bricks ×1.5) was 0.58× the dam break's peak and 0.68× the river's (H200, before);
+the CPU rows are measured here with tracemalloc."""
 
 import tracemalloc
 
@@ -21,9 +22,10 @@ from voxfx.kernels.grid import GridSpec
 GPU = object()  # any module but NumPy: the estimates' device branch
 GIB = 2 ** 30
 
-# (row, particles, most bricks held, the largest in-use peak GiB, frames): H200 rows
-MEASURED = [("dam 8M", 8_000_033, 13_893, 2.011, 60),  # peak at frame 21, bricks 3,247 at frame 1
-            ("river 100M", 101_910_528, 90_733, 16.162, 31)]  # still spreading at frame 31 (36,530 at frame 1)
+# (row, particles, most bricks held, the largest in-use peak GiB, frames): H100 rows
+MEASURED = [("dam 8M", 8_000_033, 12_317, 1.310, 60),  # peak at frame 23, bricks 3,247 at frame 1
+            ("dam 65M", 65_536_000, 52_622, 8.073, 40),  # peak at frame 18, bricks 20,763 at frame 1
+            ("river 100M", 101_910_528, 108_098, 16.230, 179)]  # 36,400 bricks at frame 1, the most at frame 90
 
 
 def scene(row):
@@ -33,7 +35,9 @@ def scene(row):
     from flip import dam_break
     from flip_sparse import river
 
-    return dam_break(256, 8_000_000) if row.startswith("dam") else river(2048, 100_663_296)
+    if row.startswith("dam"):
+        return dam_break(512, 65_536_000) if "65M" in row else dam_break(256, 8_000_000)
+    return river(2048, 100_663_296)
 
 
 @pytest.mark.parametrize("row, particles, bricks, peak, frames", MEASURED, ids=[m[0] for m in MEASURED])

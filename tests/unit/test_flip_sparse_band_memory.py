@@ -223,15 +223,19 @@ def test_the_sparse_estimate_counts_the_narrow_band_only_when_it_is_on():
 
 
 def test_the_gpu_band_estimate_covers_whole_runs_of_each_band_width():
-    """bench/memory_liquid.py on an H100 (8M dam break at 256³, 15–17 frames with the band,
-    60 without; in-use peaks): the estimate before the bake lies within [1, 1.5]× of each
-    row's peak (before this fit the 4- and 8-cell bands were at 0.97× and 0.75×)."""
+    """bench/memory_liquid.py on an H100 (8M dam break at 256³, 11–14 frames with the band,
+    60 without; in-use peaks, the solvers no longer held by reference cycles): the estimate
+    before the bake lies within [1, 1.5]× of each row's peak (before the first fit the 4- and
+    8-cell bands were at 0.97× and 0.75×). The 2-cell band's 11 frames reached 6,300
+    bricks of the whole run's ~12,300 (its update is array code, ~2 s a frame): its peak
+    is only a floor for the estimate."""
     from voxfx.kernels.flip.sparse_memory import sparse_flip_memory
 
     spec = GridSpec((0.0, 0.0, 0.0), 1 / 256, (256, 256, 256))
     particles = 8_000_033
     gpu = object()
-    peaks = {0: 2.047, 2: 2.039, 4: 2.982, 8: 3.850}  # GiB in use
+    peaks = {0: 1.310, 4: 1.884, 8: 2.552}  # GiB in use
     for band, peak in peaks.items():
         estimate = sparse_flip_memory(spec, particles, xp=gpu, narrow_band=band) / 2 ** 30
         assert peak <= estimate <= 1.5 * peak, (band, estimate, peak)
+    assert sparse_flip_memory(spec, particles, xp=gpu, narrow_band=2) >= 1.172 * 2 ** 30
