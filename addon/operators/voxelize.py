@@ -175,8 +175,6 @@ def _bounds(soup, segments):
     return np.min(los, axis=0), np.max(his, axis=0)
 
 
-
-
 # ------------------------------------------------------------------------- operators
 
 def _poll_selection(cls, context):

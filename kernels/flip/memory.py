@@ -61,7 +61,6 @@ def flip_memory(spec: GridSpec, particles: int, apic: bool = False, parts: bool 
     return int(max(stages.values()))
 
 
-
 def _flip_memory_cpu(spec: GridSpec, particles: int, apic: bool, parts: bool, time_centred: bool = False):
     """Peak host bytes of a FLIP bake on the NumPy path, fitted to tracemalloc and RSS
     measurements stage by stage (``bench/memory_sim.py``, 32³–96³, two fill heights) and
