@@ -1,5 +1,7 @@
 """The sparse FLIP benches' scenes (``flip_sparse.ROWS``: ``bench/flip.py``'s dam break, a
-long river box, a still tank)."""
+long river box, a still tank), and the dam break stepped a few substeps on the GPU (the
+particles spread, the bricks moved) that ``flip_sparse_g2p.py`` and ``flip_sparse_p2g.py``
+time their stages' launches on."""
 
 from __future__ import annotations
 
@@ -11,6 +13,8 @@ sys.path.insert(0, str(ROOT))
 from tools.package import load  # noqa: E402
 
 load()
+from voxfx.kernels.flip.grid import FlipSettings  # noqa: E402
+from voxfx.kernels.flip.sim import FlipSimulation  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "bench"))
 from flip import dam_break  # noqa: E402
@@ -45,3 +49,25 @@ def still_tank(n, particles):
 
 def scene(n, particles, kind):
     return {"river": river, "still": still_tank}.get(kind, dam_break)(n, particles)
+
+
+def add_scene_arguments(ap):
+    """The stepped dam break's options: its grid, particles and substeps before timing."""
+    ap.add_argument("--res", type=int, default=256)
+    ap.add_argument("--particles", type=float, default=8e6)
+    ap.add_argument("--substeps", type=int, default=4)
+
+
+def stepped_dam_break(args, dt=1 / 120):
+    """(spec, sim, dt): the dam break of ``args.res`` cells and ``args.particles`` on the
+    sparse solver on the GPU, ``args.substeps`` substeps of *dt* on, the device idle (the
+    device's name printed first)."""
+    import cupy as cp
+
+    print(f"device: {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}")
+    spec, v, t = dam_break(args.res, int(args.particles))
+    sim = FlipSimulation(spec, FlipSettings(), v, t, xp=cp, sparse=True)
+    for _ in range(args.substeps):
+        sim.substep(dt)
+    cp.cuda.Device().synchronize()
+    return spec, sim, dt
