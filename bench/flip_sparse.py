@@ -104,89 +104,12 @@ from voxfx.kernels.flip.sparse_grid import BrickReach, margin_mode, substep_marg
 from voxfx.kernels.flip.sparse_memory import sparse_flip_memory  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "bench"))
-from flip import dam_break, timed_substep  # noqa: E402
-
-from tests.meshes import box  # noqa: E402
-from voxfx.kernels.grid import GridSpec  # noqa: E402
+from _memory_trace import MemoryTrace  # noqa: E402
+from _sparse_scene import river, scene, still_tank  # noqa: E402,F401  (imported from here by other benches and tests)
+from flip import timed_substep  # noqa: E402
 
 STAGES = ["topology", "p2g", "pressure", "project", "g2p+advect"]
 ROWS = {"8m": (256, 8_000_000), "65m": (512, 65_536_000), "river": (2048, 100_663_296), "8m-still": (256, 8_000_000)}
-
-
-def river(n, particles):
-    """A long closed box n × n/2 × n/4 cells (h = 4 m / n: 4 × 2 × 1 m at any n) with a
-    block of water the full width at one end, 3/128 of the length deep (48.5 cells at
-    2048), holding about *particles* particles: the dam-break wave runs down the box's
-    length. The block reaches a cell past the walls it touches and its free faces lie
-    mid-cell, so only one layer of cells under those two faces needs the seeding's inside
-    test on the host (~2.5M points at 2048), not the walls' too."""
-    h = 4.0 / n
-    wide, deep = n // 2, 3 * n // 128
-    long = max(1, round(particles / 8 / (wide * deep)))
-    v, t = box((-h, -h, -h), ((long + 0.5) * h, (wide + 1) * h, (deep + 0.5) * h))
-    return GridSpec((0.0, 0.0, 0.0), h, (n, wide, n // 4)), v, t
-
-
-def still_tank(n, particles):
-    """An n³ box of 1 m with still water over its whole floor holding about *particles*
-    particles (the warm start's case, issue 24: liquid whose pressure changes little); its
-    surface mid-cell and its sides a cell past the walls, as ``river``'s block."""
-    h = 1.0 / n
-    deep = max(1, round(particles / 8 / n ** 2))
-    v, t = box((-h, -h, -h), ((n + 1) * h, (n + 1) * h, (deep + 0.5) * h))
-    return GridSpec((0.0, 0.0, 0.0), h, (n, n, n)), v, t
-
-
-class MemoryTrace:
-    """Live pool bytes per allocation (a CuPy memory hook): the high-water mark, the stage
-    it was reached in and the largest live arrays then, by allocating source line."""
-
-    def __init__(self):
-        import cupy as cp
-        from cupy.cuda import memory_hook
-
-        class Hook(memory_hook.MemoryHook):
-            name = "voxfx_trace"
-
-            def malloc_postprocess(hook, **kw):
-                self.malloc(kw.get("mem_ptr"), int(kw.get("mem_size", kw.get("size", 0))))
-
-            def free_postprocess(hook, **kw):
-                self.free(kw.get("mem_ptr"), int(kw.get("mem_size", kw.get("size", 0))))
-
-        self.cp, self.hook = cp, Hook()
-        self.live, self.bytes, self.peak, self.stage, self.at_peak = {}, 0, 0, "set-up", []
-        self.peak_stage = self.stage
-
-    def where(self):
-        import traceback
-
-        for frame in reversed(traceback.extract_stack()[:-3]):
-            if "/kernels/" in frame.filename or "/bench/" in frame.filename:
-                return f"{Path(frame.filename).name}:{frame.lineno} {frame.name}"
-        return "?"
-
-    def malloc(self, ptr, size):
-        self.live[ptr] = (size, self.stage, self.where())
-        self.bytes += size
-        if self.bytes > self.peak:
-            self.peak = self.bytes
-            self.peak_stage = self.stage
-            self.at_peak = None  # taken lazily: the largest live arrays at the peak
-
-    def free(self, ptr, size):
-        if ptr in self.live:
-            if self.at_peak is None:
-                self.at_peak = sorted(self.live.values(), reverse=True)[:12]
-            self.bytes -= self.live.pop(ptr)[0]
-
-    def report(self):
-        pool = self.cp.get_default_memory_pool()
-        top = self.at_peak if self.at_peak is not None else sorted(self.live.values(), reverse=True)[:12]
-        lines = [f"   memory trace: live peak {self.peak / 2 ** 20:.0f} MiB in stage {self.peak_stage}, pool "
-                 f"{pool.total_bytes() / 2 ** 20:.0f} MiB (cached blocks included); largest live then:"]
-        lines += [f"     {size / 2 ** 20:8.1f} MiB  {stage:12s} {where}" for size, stage, where in top]
-        return "\n".join(lines)
 
 
 BANDWIDTH = 3.35e12  # bytes/s, H100 SXM HBM3
@@ -255,10 +178,6 @@ def timed_sparse_substep(sim, dt, ev, sub, trace=None):
     parts = [t(a, b) for a, b in zip(order, order[1:])] + [t(ev[3], sub[5]), t(sub[5], ev[4])]
     parts.append(float(len(added) + len(freed) > 0))  # the bricks changed
     return [t(ev[i], ev[i + 1]) for i in range(5)], stats["iterations"], parts
-
-
-def scene(n, particles, kind):
-    return {"river": river, "still": still_tank}.get(kind, dam_break)(n, particles)
 
 
 def run(n, particles, steps, warm, sparse, max_cg=None, kind="dam", trace=None, time_cap=None):

@@ -41,13 +41,11 @@ from tools.package import load  # noqa: E402
 load()
 from voxfx.kernels.flip import sparse_gpu, sparse_topology_gpu, sparse_transfer, transfer  # noqa: E402
 from voxfx.kernels.flip import sparse_grid as sparse_grid_module  # noqa: E402
-from voxfx.kernels.flip.grid import FlipSettings  # noqa: E402
-from voxfx.kernels.flip.sim import FlipSimulation  # noqa: E402
 from voxfx.kernels.grid import sparse as sparse_module  # noqa: E402
 from voxfx.kernels.grid import sparse_mac  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "bench"))
-from flip import dam_break  # noqa: E402
+from _sparse_scene import add_scene_arguments, stepped_dam_break  # noqa: E402
 from flip_sparse import STAGES, timed_sparse_substep  # noqa: E402
 
 BANDWIDTH = 3.35e12
@@ -240,22 +238,14 @@ def frames(cp, sim, count):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--res", type=int, default=256)
-    ap.add_argument("--particles", type=float, default=8e6)
-    ap.add_argument("--substeps", type=int, default=4)
+    add_scene_arguments(ap)
     ap.add_argument("--steps", type=int, default=12)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--frames", type=int, default=0, help="part 3: user frames, alternating old and new")
     args = ap.parse_args()
     import cupy as cp
 
-    print(f"device: {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}")
-    spec, v, t = dam_break(args.res, int(args.particles))
-    sim = FlipSimulation(spec, FlipSettings(), v, t, xp=cp, sparse=True)
-    dt = 1 / 120
-    for _ in range(args.substeps):
-        sim.substep(dt)
-    cp.cuda.Device().synchronize()
+    _, sim, dt = stepped_dam_break(args)
     g2p_variants(cp, sim, dt, args.repeat)
     substeps(cp, sim, dt, args.steps)
     if args.frames:

@@ -39,13 +39,11 @@ from tools.package import load  # noqa: E402
 
 load()
 from voxfx.kernels.flip import sparse_gpu, sparse_scatter, sparse_topology_gpu, transfer  # noqa: E402
-from voxfx.kernels.flip.grid import FlipSettings  # noqa: E402
 from voxfx.kernels.flip.particles import KERNELS as DENSE  # noqa: E402
-from voxfx.kernels.flip.sim import FlipSimulation  # noqa: E402
 from voxfx.kernels.flip.sparse_grid import substep_margin  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "bench"))
-from flip import dam_break  # noqa: E402
+from _sparse_scene import add_scene_arguments, stepped_dam_break  # noqa: E402
 
 BANDWIDTH = 3.35e12
 
@@ -146,9 +144,7 @@ def scatter_pieces(cp, g, pos, vel, binned, faces, valid, repeat):
 
 def main():  # noqa: C901 (one bench: its launches timed in turn, each a small closure)
     ap = argparse.ArgumentParser()
-    ap.add_argument("--res", type=int, default=256)
-    ap.add_argument("--particles", type=float, default=8e6)
-    ap.add_argument("--substeps", type=int, default=4)
+    add_scene_arguments(ap)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--staged", nargs="*", default=["4:0:1", "4:0:0", "3:0:1", "2:0:1"],
                     help="staged gather variants SLAB:KIB:FILTER (KiB 0: all a block may have)")
@@ -160,13 +156,7 @@ def main():  # noqa: C901 (one bench: its launches timed in turn, each a small c
 
     from voxfx.kernels.flip.sparse_gpu import _I32, _I64, KERNELS, _frame, _topo, brick_index
 
-    print(f"device: {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}")
-    spec, v, t = dam_break(args.res, int(args.particles))
-    sim = FlipSimulation(spec, FlipSettings(), v, t, xp=cp, sparse=True)
-    dt = 1 / 120
-    for _ in range(args.substeps):
-        sim.substep(dt)
-    cp.cuda.Device().synchronize()
+    spec, sim, dt = stepped_dam_break(args)
     g, pos, vel = sim.grid, sim.pos, sim.vel
     n, cells = int(pos.shape[0]), g.size
     print(f"{args.res}³, {n:,} particles, {g.brick_count()} bricks ({cells:,} pool cells)")

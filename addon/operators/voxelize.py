@@ -10,35 +10,31 @@ from __future__ import annotations
 import json
 import os
 import re
-import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import bpy
 import numpy as np
 
 from ...kernels import backend
-from ...kernels.errors import BadGeometryError, InputError, VoxFXError
-from ...kernels.grid import GridSpec
+from ...kernels.errors import BadGeometryError, InputError
 from ...kernels.memory import trim_heap
 from ...kernels.voxelize.guard import (LAST_ESTIMATE, bake_estimate, bake_split, check_memory,  # noqa: F401
                                        peak_estimate)
-from ...kernels.voxelize.outputs import (GroupArrays, compute_group, compute_group_split, default_material_table,
-                                         volume_density, volume_density_split)
+from ...kernels.voxelize.outputs import compute_group, compute_group_split, volume_density, volume_density_split
 from ...kernels.voxelize.request import Request, grid_for
 from ...kernels.voxelize.sparse_guard import DenseRefused, plan_group, sparse_instead
 from ...kernels.voxelize.sparse_outputs import compute_group_sparse
 from ...kernels.voxelize.topology import open_objects
-from .. import materials, scene_io, voxel_art, writeback
+from .. import scene_io, voxel_art, writeback
 from ..cache import MANIFEST, BakeCache, CacheError, blend_name, explain, resolve_folder
 from ..jobs import BakeResult, JobOperator, Kernel, keep_frame_on_abort
 from ..sim_bake import summary as bake_summary
 from ..sparse_vdb import SparseVolume
 from ..vdb_stream import SlabVolume
-from ..vox_export import write_vox_slabs
+from ..voxelize_outputs import (COLLECTION, Result, _collection, _material_table, _safe,  # noqa: F401
+                                _vox_path, _vox_writer, _write_group, vox_output_path)
 
 KERNEL_MODE = {"SURFACE": "surface", "THIN": "thin", "SOLID": "solid", "SOLID_SURFACE": "solid+surface"}
-COLLECTION = "VoxFX Voxels"
 
 
 def plan(settings, cache_dir: str) -> Request:
@@ -54,15 +50,6 @@ def plan(settings, cache_dir: str) -> Request:
                    voxel_size=settings.voxel_size if by_size else None, fill_holes=settings.fill_holes,
                    include_edges=settings.include_edges, combine=settings.combine, outputs=outputs,
                    vox_path=settings.vox_path, cache_dir=cache_dir, sparse=settings.sparse.lower())
-
-
-@dataclass
-class Result:
-    name: str
-    spec: GridSpec
-    count: int
-    objects: list = field(default_factory=list)
-    files: list = field(default_factory=list)
 
 
 def voxelize_job(context, objects, request: Request, warnings: list, frame=None):
@@ -186,167 +173,6 @@ def _bounds(soup, segments):
         los.append(pts.min(axis=0))
         his.append(pts.max(axis=0))
     return np.min(los, axis=0), np.max(his, axis=0)
-
-
-def _write_group(base, soup, spec, arrays: GroupArrays, request, art=None) -> Result:
-    """Write one group's outputs into the scene and files (main thread)."""
-    result = Result(base, spec, arrays.count)
-    if arrays.count == 0:
-        return result
-    ijk, material = arrays.ijk, arrays.material
-    if "points" in request.outputs:
-        # Cycles draws a point cloud with its first material only (5.0 ignores material_index),
-        # so points carry their source's colour, and a selection of several materials gets a
-        # first material that shows it (VoxFX Voxel Color); indices shift by one to match.
-        several = soup is not None and (len(set(np.unique(material).tolist())) > 1 or
-                                        (len(soup.materials) > 0 and (material < 0).any()))
-        attrs = {"material_index": material + 1 if several else material, "coverage": arrays.coverage,
-                 "color": arrays.rgba}
-        obj = writeback.write_point_cloud(f"{base}_voxels", spec.centers(ijk), attrs,
-                                          radius=np.full(len(ijk), 0.5 * spec.voxel_size, np.float32),
-                                          collection=_collection())
-        _copy_materials(soup, obj, first=materials.voxel_color() if several else None)
-        if art is not None:
-            voxel_art.show_colors(obj, art)  # issue 15
-        result.objects.append(obj.name)
-    if "volume" in request.outputs:
-        path = _write_volume(resolve_folder(request.cache_dir) / "voxelize", _safe(base), arrays.dense, spec,
-                             volume=arrays.volume)
-        arrays.dense = arrays.volume = None
-        obj = writeback.load_volume(f"{base}_volume", str(path), collection=_collection())
-        if not obj.data.materials:
-            obj.data.materials.append(materials.volume())
-        result.objects.append(obj.name)
-        result.files.append(str(path))
-    if "blocks" in request.outputs or "vox" in request.outputs:
-        _block_outputs(base, arrays, spec, soup, request, result, art)
-    return result
-
-
-def _write_volume(folder: Path, stem: str, dense, spec, volume=None) -> Path:
-    """Write this result's density VDB and remove the ones earlier runs wrote for it.
-
-    Blender caches a VDB by path for the whole session, so each run needs a new name
-    (``<stem>_<run>.vdb``); the older files of the same stem are then deleted, so the
-    folder holds one volume per result, and Free (``cache_free`` of ``voxelize``)
-    removes it.
-    """
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise CacheError(explain(e, folder)) from e
-    pattern = re.compile(rf"{re.escape(stem)}_(\d+)\.vdb")
-    older = [e for e in os.scandir(folder) if pattern.fullmatch(e.name) and e.is_file(follow_symlinks=False)]
-    run = max([int(pattern.fullmatch(e.name).group(1)) for e in older] + [int(time.time() * 1000)]) + 1
-    path = folder / f"{stem}_{run}.vdb"
-    try:
-        if volume is not None:  # a tree built slab by slab (vdb_stream.SlabVolume)
-            volume.write(path)
-        else:
-            writeback.write_vdb(path, {"density": dense}, spec)
-    except VoxFXError as e:
-        if isinstance(e.__cause__, OSError):
-            raise CacheError(explain(e.__cause__, folder)) from e
-        raise
-    for entry in older:
-        os.unlink(entry.path)
-    return path
-
-
-def _block_outputs(base, arrays: GroupArrays, spec, soup, request, result, art=None):
-    if "blocks" in request.outputs:
-        blocks = arrays.blocks
-        face_material = getattr(arrays, "face_material", None)  # split jobs carry it per face (sparse: none)
-        if face_material is None:
-            face_material = np.maximum(arrays.material[blocks.voxel_of_face], 0)
-        obj = writeback.write_mesh(f"{base}_blocks", blocks.vertices, blocks.quads,
-                                   material_indices=face_material, collection=_collection(),
-                                   face_attributes=voxel_art.face_attributes(arrays))  # issue 15: face colour
-        _copy_materials(soup, obj)
-        if art is not None:
-            voxel_art.show_colors(obj, art)  # issue 15
-        result.objects.append(obj.name)
-    if "vox" in request.outputs:
-        from ..vox_export import finish_vox
-
-        path = _vox_path(base, request)
-        if getattr(arrays, "vox_file", None) is not None:  # written slab by slab (issue 21): put in place
-            finish_vox(arrays.vox_file, path)
-        else:
-            voxel_art.write_vox(path, arrays, spec)  # issue 15: the palette of voxel_art.apply
-        result.files.append(str(path))
-
-
-def _vox_writer(path, spec, temporaries):
-    """``slab_outputs``' *write_vox*: the .vox file into a temporary beside *path*, listed
-    in *temporaries* (renamed when the outputs are written, else removed)."""
-    def write(per_tile, owner_counts, owner_colors, slabs, palette=None):
-        temporaries.append(write_vox_slabs(path, spec.shape, per_tile, owner_counts, owner_colors, slabs,
-                                           palette=palette))
-        return temporaries[-1]
-    return write
-
-
-def _vox_path(base, request) -> Path:
-    path = vox_output_path(request.vox_path)
-    if not request.combine:
-        path = path.with_name(f"{path.stem}_{_safe(base)}{path.suffix}")
-    return path
-
-
-def vox_output_path(text: str) -> Path:
-    """The absolute .vox path for the setting *text*; '//' needs a saved .blend."""
-    if not text:
-        raise InputError("Set a .vox file path to export MagicaVoxel")
-    if text.startswith("//") and not bpy.data.filepath:
-        raise InputError(f"The .vox path '{text}' is relative to the .blend file, which is not saved yet: "
-                         "save the file or choose an absolute path")
-    return Path(os.path.abspath(bpy.path.abspath(text)))
-
-
-def _material_table(soup):
-    """RGBA per material of the selection (``materials.surface_color``), then Blender's
-    default grey for voxels without one: read from ``bpy`` on the main thread."""
-    table = default_material_table(soup)
-    if soup:
-        for i, name in enumerate(soup.materials):
-            mat = bpy.data.materials.get(name)
-            if mat is not None:
-                table[i] = materials.surface_color(mat)
-    return table
-
-
-def _copy_materials(soup, obj, first=None):
-    """Give *obj* the selection's material slots (after *first*, if given), keeping its
-    per-face material indices (Blender drops a mesh's ``material_index`` attribute when its
-    slots are cleared)."""
-    if soup is None:
-        return
-    data = obj.data
-    kept = data.attributes.get("material_index") if isinstance(data, bpy.types.Mesh) else None
-    saved = None
-    if kept is not None:
-        saved = np.empty(len(kept.data), np.int32)
-        kept.data.foreach_get("value", saved)
-    data.materials.clear()
-    if first is not None:
-        data.materials.append(first)
-    for name in soup.materials:
-        data.materials.append(bpy.data.materials.get(name))
-    if saved is not None:
-        attr = data.attributes.get("material_index") or data.attributes.new("material_index", "INT", "FACE")
-        attr.data.foreach_set("value", saved)
-
-
-def _collection():
-    return writeback.ensure_collection(COLLECTION)
-
-
-def _safe(name: str) -> str:
-    """*name* as a file name part: ASCII letters, digits, '-', '_', '.'; starts with a
-    letter or digit (cache names must)."""
-    safe = "".join(c if (c.isascii() and c.isalnum()) or c in "-_." else "_" for c in name)
-    return safe if safe[:1].isalnum() else f"v{safe}"
 
 
 # ------------------------------------------------------------------------- operators

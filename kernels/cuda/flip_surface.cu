@@ -330,6 +330,20 @@ extern "C" __global__ void mark_level_set_bricks(const int* __restrict__ starts,
     active[b] = any;
 }
 
+// The node (i, j, k) that thread t of tile b stands for (a block a tile, its threads x
+// fastest) and its linear index *node*; false past the grid's far edges (a tile that
+// overhangs them).
+__device__ __forceinline__ bool tile_node(long long b, int t, int nbx, int nby, int nx, int ny, int nz, int* i,
+                                          int* j, int* k, long long* node)
+{
+    *i = (int)(b % nbx) * TILE_X + (t % TILE_X);
+    *j = (int)((b / nbx) % nby) * TILE_Y + ((t / TILE_X) % TILE_Y);
+    *k = (int)(b / ((long long)nbx * nby)) * TILE_Z + t / (TILE_X * TILE_Y);
+    if (*i >= nx || *j >= ny || *k >= nz) return false;
+    *node = ((long long)*k * ny + *j) * nx + *i;
+    return true;
+}
+
 // One block of TILE_X·TILE_Y·TILE_Z threads per node tile (blockIdx.x = tile): an active
 // tile's nodes gather as particle_level_set's, the others are +band.
 extern "C" __global__ void particle_level_set_bricks(const float4* __restrict__ packed,
@@ -339,13 +353,9 @@ extern "C" __global__ void particle_level_set_bricks(const float4* __restrict__ 
                                                      float cox, float coy, float coz, float inv_edge, int cx, int cy,
                                                      int cz, float R, float band, float* __restrict__ phi)
 {
-    long long b = blockIdx.x;
-    int t = threadIdx.x;
-    int i = (int)(b % nbx) * TILE_X + (t % TILE_X);
-    int j = (int)((b / nbx) % nby) * TILE_Y + ((t / TILE_X) % TILE_Y);
-    int k = (int)(b / ((long long)nbx * nby)) * TILE_Z + t / (TILE_X * TILE_Y);
-    if (i >= nx || j >= ny || k >= nz) return;
-    long long node = ((long long)k * ny + j) * nx + i;
+    long long b = blockIdx.x, node;
+    int i, j, k;
+    if (!tile_node(b, threadIdx.x, nbx, nby, nx, ny, nz, &i, &j, &k, &node)) return;
     if (!active[b]) {
         phi[node] = band;
         return;
@@ -410,13 +420,9 @@ extern "C" __global__ void smooth_level_set_bricks(const float* __restrict__ phi
                                                    float loz, float hix, float hiy, float hiz,
                                                    float* __restrict__ out)
 {
-    long long b = blockIdx.x;
-    int t = threadIdx.x;
-    int i = (int)(b % nbx) * TILE_X + (t % TILE_X);
-    int j = (int)((b / nbx) % nby) * TILE_Y + ((t / TILE_X) % TILE_Y);
-    int k = (int)(b / ((long long)nbx * nby)) * TILE_Z + t / (TILE_X * TILE_Y);
-    if (i >= nx || j >= ny || k >= nz) return;
-    long long node = ((long long)k * ny + j) * nx + i;
+    long long b = blockIdx.x, node;
+    int i, j, k;
+    if (!tile_node(b, threadIdx.x, nbx, nby, nx, ny, nz, &i, &j, &k, &node)) return;
     if (!near[b]) {
         out[node] = band;  // a cut leaves it: the box distance is at most +band
         return;

@@ -13,7 +13,7 @@ particle uniform over the whole cell.
 
 A liquid *object* seeds the cells its voxelization touches (solid + surface) and keeps,
 in the cells its surface crosses, only the particles that lie inside it (``voxelize.inside.points_inside``,
-called by ``sim.keep_inside``): its particle volume is its own, within 2% for objects 8
+called by ``source.keep_inside``): its particle volume is its own, within 2% for objects 8
 cells across, not the whole cells its surface touches. Inflow (``sim.emit``) fills whole
 cells.
 

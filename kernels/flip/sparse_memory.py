@@ -34,7 +34,7 @@ NumPy path, dam breaks, a blob and a pool at 6k–50k particles) and rounded up:
 * a substep on the CPU: ~120 B per pool cell (the channels, neighbour index, the
   compacted pressure unknowns and multigrid levels, transfer temporaries) and ~720 B
   per particle (the gather's sorted pairs and weights, RK2 samples), +80 with APIC;
-* the frame's level set (as ``sim._flip_memory_cpu``): 90 B per particle seen and 48 B
+* the frame's level set (as ``memory._flip_memory_cpu``): 90 B per particle seen and 48 B
   per node of the surface grid (the box's in a closed domain up to
   ``sparse_output.BOX_NODES``, else the liquid's region) and its batch of (particle,
   node) pairs at 42 B; closed, the particles seen include their wall mirrors
