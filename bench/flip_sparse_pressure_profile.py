@@ -470,7 +470,7 @@ def main():
         for name, vals in rows[variant].items():
             med = np.median(np.array(vals, dtype=float), axis=0)
             print(f"  {name} | {med[0]:.3f} | {med[1]:.3f} | {med[2]:.3f} | {med[3]:.0f}")
-        top = sorted(((float(np.median(ms)), name) for name, ms in kernels[variant].items()), reverse=True)[:12]
+        top = sorted(((float(np.median(ms)), name) for name, ms in kernels[variant].items()), reverse=True)
         print("  set-up + loop RawKernels (ms, median per solve): " + ", ".join(f"{n} {m:.3f}" for m, n in top))
     print_stages(args.variants, stages)
     if args.count:
