@@ -22,6 +22,10 @@ begins with cg_init_warm (r = b − A x₀, ‖b‖², ‖r‖²), finish_init_w
 tables copied only when new (H200, 8M dam break, alternating substeps: pressure stage 6.72 →
 6.17 ms, set-up RawKernel launches 84 → 48, 14 iterations, Δp = 0; still water 2.3–3.3 →
 0.9–1.8 ms).
+
+``sparse_pressure_workspace`` (``VOXFX_SPARSE_SETUP=workspace``): the set-up builds the coarse
+levels' tables straight into buffers a solver takes as its own (no copies) and level 0's into
+the solver's (``Level0.fill``); such a solver is keyed by the workspace's generation as well.
 """
 
 from __future__ import annotations

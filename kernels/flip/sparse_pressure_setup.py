@@ -37,6 +37,10 @@ BRICKS "0": level 0's set sorted by key and every level by the sorted-key kernel
 integers (H200, 8M-particle dam break, 3,848 bricks: unknowns 0.85 → 0.37 ms, tables 2.19 →
 1.88 ms, the whole solve 9.20 → 7.76 ms).
 
+``sparse_pressure_workspace`` (``VOXFX_SPARSE_SETUP=workspace``): ``unknowns`` and ``build``
+with their scratch and tables in buffers kept from solve to solve (the same launches and
+integers; no allocations, no table copies into the solver).
+
 ``SETUP`` (``VOXFX_SPARSE_PRESSURE_SETUP``): "host" — ``Unknowns`` and ``TableKernels``,
 "device" — this module; both give the same integers (tests/unit/test_cuda_sparse_pressure_host.py).
 """
