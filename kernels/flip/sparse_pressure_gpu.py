@@ -416,6 +416,8 @@ def _solver(needs, preconditioner, check_every, levels=None):
             from .sparse_pressure_workspace import workspace
 
             ws = workspace()
+            if ws.generation != generation:
+                raise RuntimeError("sparse pressure tables of an earlier set-up workspace than the current one")
             strides = grown_strides(needs[:1], old[:1] if old is not None and len(old) == len(needs) else None)
             strides += list(ws.caps[1:len(needs)])
             solver = SparsePressureSolverGPU(strides, preconditioner, check_every, tables=ws.solver_tables(len(needs)),

@@ -20,7 +20,7 @@ solve to solve:
   (new buffers, so a new solver and graph capture, as a solver that outgrows its buffers).
 
 Tables that ``sparse_pressure.solver_tables`` keeps for reuse live in the workspace: they are
-reused only while no later set-up rebuilt it (``current``; ``serial`` counts set-ups).
+reused only while no later set-up rebuilt it (``current``; each set-up has its own ``serial``).
 Level 0 by the brick path only (``sparse_pressure_setup.BRICKS`` and ``RANKS``, the
 defaults); other grids take ``build``'s path. The same host reads as ``build`` (level 0's
 sizes, then the hierarchy's).
@@ -35,6 +35,7 @@ each substep in one process (``bench/flip_sparse_setup_call.sh``): multigrid tab
 
 from __future__ import annotations
 
+import itertools
 import os
 
 import numpy as np
@@ -49,7 +50,8 @@ _GROWTH = 1.5
 _LEVEL_ARRAYS = ("keys", "fluid", "position", "ukeys", "flag", "take", "scan", "around", "diag8", "cls", "flags",
                  "scans", "order", "nbr", "diag", "up", "down")  # sparse_pressure_setup._TAIL_ARRAYS' order
 _workspaces = {}  # device id → Workspace
-_generation = [0]
+_generation = [0]  # table buffers made in this process (a solver's key holds theirs)
+_serial = itertools.count(1)  # set-ups started in this process: never the same twice, across releases
 
 
 def enabled() -> bool:
@@ -92,7 +94,7 @@ class Workspace:
     def __init__(self, cp):
         self.cp = cp
         self.device = cp.cuda.Device().id
-        self.serial = 0  # set-ups started on this workspace
+        self.serial = 0  # of the last set-up started on this workspace (unique in the process)
         self.size_cap = self.cand_cap = self.seg_cap = -1
         self.caps = None  # per level C_l
         self.generation = None
@@ -188,7 +190,7 @@ def unknowns(grid, kind, extra):
     ws = workspace()
     size = int(grid.size)
     ws.flat(size)
-    ws.serial += 1
+    ws.serial = next(_serial)
     flags = ws.flags_flat[:3 * size].reshape(3, size)
     scans = ws.scans_flat[:3 * size].reshape(3, size)
     read = ws.read[:9 + len(extra)]
