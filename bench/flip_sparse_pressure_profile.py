@@ -10,7 +10,7 @@ graph) with an event pair per launch, and the other stages of the substep.
         [--variants reference:0 fused:8192]
 
 ``--variants``
-SETUP:TAIL[:SCAN[:PROJECT[:PREDICT[:SETUP_TAIL[:BRICKS[:WARM[:ONE_READ[:RANKS[:LINK[:PERSIST[:CLUSTER[:FIRST2]]]]]]]]]]]]:
+SETUP:TAIL[:SCAN[:PROJECT[:PREDICT[:SETUP_TAIL[:BRICKS[:WARM[:ONE_READ[:RANKS[:LINK[:PERSIST[:CLUSTER[:FIRST2[:BUFFERS]]]]]]]]]]]]]:
 the pressure set-up (``sparse_pressure.SETUP_KERNELS``:
 "reference", the array code, or "fused", ``sparse_pressure_cells``' four kernels), the
 V-cycle's one-block tail (``sparse_pressure_gpu.TAIL_UNKNOWNS``, 0 off), the set-up's scans
@@ -27,7 +27,8 @@ host read (``sparse_pressure_setup.ONE_READ``: "1" or "0"), level 1's key order 
 (``sparse_pressure_gpu.PERSIST``: "1" or "0") and the V-cycle's levels above the tail in one
 cluster launch (``sparse_pressure_gpu.CLUSTER_UNKNOWNS``, 0 off) and the first pre-smoothing
 sweep with the second's red pass in one launch (``sparse_pressure_gpu.FIRST2_UNKNOWNS``, 0
-off; the "it:" rows count one iteration's launches per kernel); each on the same
+off; the "it:" rows count one iteration's launches per kernel) and the set-up's buffers
+(``sparse_pressure_workspace.MODE``: "fresh" or "workspace"); each on the same
 simulation state, in turn, per substep (A/B in one run). E.g. the brick A/B:
 ``--variants fused:8192:kernel:kernel:1:16384:0 fused:8192:kernel:kernel:1:16384:1``.
 
@@ -59,7 +60,7 @@ from tools.package import load  # noqa: E402
 
 load()
 from voxfx.kernels.flip import (sparse_pressure, sparse_pressure_cells, sparse_pressure_gpu,  # noqa: E402
-                                sparse_pressure_setup)
+                                sparse_pressure_setup, sparse_pressure_workspace)
 from voxfx.kernels.flip.grid import FlipSettings  # noqa: E402
 from voxfx.kernels.flip.sim import FlipSimulation  # noqa: E402
 from voxfx.kernels.flip.sparse_multigrid import VCycle  # noqa: E402
@@ -316,6 +317,8 @@ def _use(variant):
         sparse_pressure_gpu.CLUSTER_UNKNOWNS = int(rest[10])
     if len(rest) > 11:  # the first sweep and the second's red pass in one launch: their stride bound, 0 off
         sparse_pressure_gpu.FIRST2_UNKNOWNS = int(rest[11])
+    if len(rest) > 12:  # the set-up's buffers: "fresh" or "workspace"
+        sparse_pressure_workspace.MODE = rest[12]
 
 
 def _carried(grid, keep=None):
@@ -470,7 +473,7 @@ def main():
         for name, vals in rows[variant].items():
             med = np.median(np.array(vals, dtype=float), axis=0)
             print(f"  {name} | {med[0]:.3f} | {med[1]:.3f} | {med[2]:.3f} | {med[3]:.0f}")
-        top = sorted(((float(np.median(ms)), name) for name, ms in kernels[variant].items()), reverse=True)[:12]
+        top = sorted(((float(np.median(ms)), name) for name, ms in kernels[variant].items()), reverse=True)
         print("  set-up + loop RawKernels (ms, median per solve): " + ", ".join(f"{n} {m:.3f}" for m, n in top))
     print_stages(args.variants, stages)
     if args.count:

@@ -285,13 +285,13 @@ extern "C" __global__ void unk_order(const int* __restrict__ flags, const int* _
     }
 }
 
-// The unknowns' nbr (6 × (m + 1)) and diag (m + 1), sentinel column m (diag 1).
-extern "C" __global__ void unk_tables(const long long* __restrict__ cells, const int* __restrict__ sizes,
-                                      const int* __restrict__ nbr, int size, const int* __restrict__ position,
-                                      const unsigned char* __restrict__ diag8, int* __restrict__ unbr,
-                                      float* __restrict__ udiag)
+// The unknowns' nbr (6 rows of stride) and diag (m + 1), sentinel column m (diag 1).
+__device__ __forceinline__ void unk_tables_body(const long long* __restrict__ cells, int m, int stride,
+                                                const int* __restrict__ nbr, int size,
+                                                const int* __restrict__ position,
+                                                const unsigned char* __restrict__ diag8, int* __restrict__ unbr,
+                                                float* __restrict__ udiag)
 {
-    const int m = sizes[1], stride = m + 1;
     RANGE(u, 0, m + 1)
     {
         if (u == m) {
@@ -306,6 +306,26 @@ extern "C" __global__ void unk_tables(const long long* __restrict__ cells, const
         }
         udiag[u] = (float)diag8[c];
     }
+}
+
+// unk_tables_body with rows m + 1 long (m = sizes[1]).
+extern "C" __global__ void unk_tables(const long long* __restrict__ cells, const int* __restrict__ sizes,
+                                      const int* __restrict__ nbr, int size, const int* __restrict__ position,
+                                      const unsigned char* __restrict__ diag8, int* __restrict__ unbr,
+                                      float* __restrict__ udiag)
+{
+    unk_tables_body(cells, sizes[1], sizes[1] + 1, nbr, size, position, diag8, unbr, udiag);
+}
+
+// unk_tables_body with rows `stride` long (≥ m + 1): straight into a solver's level-0 buffers
+// (sparse_pressure_workspace.py).
+extern "C" __global__ void unk_tables_strided(const long long* __restrict__ cells, const int* __restrict__ sizes,
+                                              int stride, const int* __restrict__ nbr, int size,
+                                              const int* __restrict__ position,
+                                              const unsigned char* __restrict__ diag8, int* __restrict__ unbr,
+                                              float* __restrict__ udiag)
+{
+    unk_tables_body(cells, sizes[1], stride, nbr, size, position, diag8, unbr, udiag);
 }
 
 // ---- Inclusive prefix sums of int rows (cupy.cumsum(a, axis=1) of a (rows, n) array, the

@@ -298,7 +298,7 @@ def solver_tables(grid, kind, preconditioner, level=None, same=None):
     if same is None:
         same = (REUSE_TABLES and memo is not None and memo[0] is grid.nbr and memo[2] == key
                 and memo[1].shape == kind.shape and bool((memo[1] == kind).all()))
-    if same and memo[3] is not None:
+    if same and memo[3] is not None and tables_hold(memo[3]):
         return memo[3]
     if level is None:
         level = compact_unknowns(grid, kind)
@@ -312,6 +312,16 @@ def solver_tables(grid, kind, preconditioner, level=None, same=None):
     if REUSE_TABLES:
         grid._pressure_memo = (grid.nbr, kind.copy(), key, (level, M) if same else None)
     return level, M
+
+
+def tables_hold(tables) -> bool:
+    """Whether kept (unknowns, preconditioner) still hold: not built into a set-up workspace
+    that a later set-up rebuilt (``sparse_pressure_workspace.current``)."""
+    if getattr(tables[0], "ws_serial", None) is None:
+        return True
+    from .sparse_pressure_workspace import current
+
+    return current(tables[0])
 
 
 def _dot(xp, a, b):

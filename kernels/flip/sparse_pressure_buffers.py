@@ -45,10 +45,14 @@ def solver_memory_bytes(strides, preconditioner="mg") -> int:
 
 
 class _Buffers:
-    """One level's device buffers."""
+    """One level's device buffers; *tables* (nbr, diag) where the caller owns them
+    (``sparse_pressure_workspace``)."""
 
-    def __init__(self, cp, stride):
+    def __init__(self, cp, stride, tables=None):
         self.stride = int(stride)
-        self.nbr = cp.zeros((6, self.stride), cp.int32)
-        self.diag = cp.ones(self.stride, cp.float32)
+        if tables is None:
+            self.nbr = cp.zeros((6, self.stride), cp.int32)
+            self.diag = cp.ones(self.stride, cp.float32)
+        else:
+            self.nbr, self.diag = tables
         self.b = self.x = self.r = self.up = self.down = None

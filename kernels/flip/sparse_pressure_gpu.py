@@ -22,6 +22,10 @@ begins with cg_init_warm (r = b − A x₀, ‖b‖², ‖r‖²), finish_init_w
 tables copied only when new (H200, 8M dam break, alternating substeps: pressure stage 6.72 →
 6.17 ms, set-up RawKernel launches 84 → 48, 14 iterations, Δp = 0; still water 2.3–3.3 →
 0.9–1.8 ms).
+
+``sparse_pressure_workspace`` (``VOXFX_SPARSE_SETUP=workspace``): the set-up builds the coarse
+levels' tables straight into buffers a solver takes as its own (no copies) and level 0's into
+the solver's (``Level0.fill``); such a solver is keyed by the workspace's generation as well.
 """
 
 from __future__ import annotations
@@ -125,7 +129,7 @@ class SparsePressureSolverGPU(VCycleLaunches):
     ``check_every`` iterations. Every kernel of the loop first reads the device's
     ``stopped`` flag, so iterations after convergence (or the iteration limit) are no-ops."""
 
-    def __init__(self, strides, preconditioner="mg", check_every=10, use_graph=True):
+    def __init__(self, strides, preconditioner="mg", check_every=10, use_graph=True, tables=None, generation=None):
         import cupy as cp
 
         self.cp = cp
@@ -159,15 +163,23 @@ class SparsePressureSolverGPU(VCycleLaunches):
         self.b, self.x, self.r, self.z, self.d, self.q = (next(views) for _ in range(6))
         self.red_blocks = min(_MAX_BLOCKS, (s0 + THREADS - 1) // THREADS)
         self.partials = cp.zeros(2 * self.red_blocks, cp.float64)
-        self.levels = [_Buffers(cp, s) for s in self.strides]
+        # tables: per level (nbr, diag, up, down), a set-up workspace's buffers of these
+        # strides or None (sparse_pressure_workspace; generation: theirs): the set-up builds
+        # into them, no copies; level 0's own are filled in place (Level0.fill).
+        self.generation = generation if tables is not None else None
+        tables = tables or [(None,) * 4] * len(self.strides)
+        self.levels = [_Buffers(cp, s, None if tables[level][0] is None else tables[level][:2])
+                       for level, s in enumerate(self.strides)]
         for level, B in enumerate(self.levels):
             if level == 0:  # the V-cycle maps the CG residual r to z
                 B.b, B.x, B.r = self.r, self.z, (next(views) if last else None)
             else:
                 B.b, B.x, B.r = next(views), next(views), (next(views) if level < last else None)
             if level < last:
-                B.up = cp.zeros((8, B.stride), cp.int32)
-                B.down = cp.zeros((64, self.levels[level + 1].stride), cp.int32)  # into level + 1
+                up, down = tables[level][2:]
+                B.up = cp.zeros((8, B.stride), cp.int32) if up is None else up
+                B.down = cp.zeros((64, self.levels[level + 1].stride), cp.int32) if down is None else down
+        self._filled = None  # a workspace solver: the level 0 whose tables it holds
         self._loaded = None  # PERSIST: the tables last copied in (kept alive: compared by identity)
         self.tables_skipped = 0  # PERSIST: solves whose tables were already loaded
         self.tail = self._tail_table(TAIL_UNKNOWNS) if preconditioner == "mg" and self.vcycle == "fused" else None
@@ -274,6 +286,17 @@ class SparsePressureSolverGPU(VCycleLaunches):
         the tables are copied where they are not the arrays loaded last, one write sets the
         state and the sizes."""
         self.vectors.fill(0)
+        if self.generation is not None:  # the coarse tables built in place, level 0's filled here
+            if any(getattr(L, "ws_generation", None) != self.generation for L in levels):
+                raise RuntimeError("sparse pressure tables of another set-up workspace than the solver's")
+            if self._filled is not levels[0]:
+                B = self.levels[0]
+                levels[0].fill(B.nbr, B.diag, B.stride, B.up if len(levels) > 1 else None)
+                self._filled = levels[0]
+            else:
+                self.tables_skipped += 1
+            self._set_state(levels, max_iterations)
+            return
         tables = [(L.nbr, L.diag) + ((vcycle.up[level], vcycle.down[level])
                                      if vcycle is not None and level < len(levels) - 1 else ())
                   for level, L in enumerate(levels)]
@@ -290,6 +313,9 @@ class SparsePressureSolverGPU(VCycleLaunches):
             self._loaded = tables
         else:
             self.tables_skipped += 1
+        self._set_state(levels, max_iterations)
+
+    def _set_state(self, levels, max_iterations):
         values = [0, 0, 0, max_iterations]
         for L in levels:
             values += [L.m_red, L.m]
@@ -339,7 +365,7 @@ class SparsePressureSolverGPU(VCycleLaunches):
         iterations, residual, converged = run_blocks(self, max_iterations, progress, predicted, self.single)
         self.last_iterations = iterations
         if not keep:
-            self._loaded = None
+            self._loaded = self._filled = None
         if cells is None:
             return self.x[:m + 1].copy(), iterations, residual, converged
         out = cp.zeros(int(size), cp.float32)  # Unknowns.scatter
@@ -351,29 +377,51 @@ _solvers: "OrderedDict[tuple, SparsePressureSolverGPU]" = OrderedDict()
 
 
 def release_gpu_solvers():
-    """Drop the cached sparse GPU solvers (their buffers and graphs)."""
+    """Drop the cached sparse GPU solvers (their buffers and graphs) and the set-up's
+    workspaces (``sparse_pressure_workspace``)."""
+    from . import sparse_pressure_workspace
+
     _solvers.clear()
+    sparse_pressure_workspace.release()
 
 
-def _solver(needs, preconditioner, check_every):
+def _solver(needs, preconditioner, check_every, levels=None):
+    """The cached solver for levels needing *needs* entries; where *levels* were built into
+    a set-up workspace (``PERSIST``), one whose tables are that workspace's buffers."""
     import cupy as cp
 
+    generation = getattr(levels[0], "ws_generation", None) if PERSIST and levels else None
     key = (len(needs), preconditioner, int(check_every), VCYCLE, TAIL_UNKNOWNS, CLUSTER_UNKNOWNS, FIRST2_UNKNOWNS,
-           PERSIST, cp.cuda.Device().id)
+           PERSIST, cp.cuda.Device().id, generation)
     solver = _solvers.pop(key, None)
     if solver is None or not solver.fits(needs):
         old, guess = (None, 0) if solver is None else (solver.strides, solver.last_iterations)
         solver = None  # its buffers go before the new ones are taken
         # One of the same configuration for another number of levels is stale: the liquid's
         # hierarchy gained or lost a level (issue 21 §6: at 65M the frame-0 solver, ~0.9 GiB,
-        # stayed cached beside the frame-4 one). The cache's second place is for another
-        # configuration (another simulation, preconditioner or device).
-        for other in [k for k in _solvers if k[1:] == key[1:]]:
+        # stayed cached beside the frame-4 one); so is one on an older workspace generation.
+        # The cache's second place is for another configuration (another simulation,
+        # preconditioner or device).
+        stale = [k for k in _solvers if k[1:-1] == key[1:-1] and (generation is None) == (k[-1] is None)]
+        for other in stale:
+            if generation is not None and other[0] == key[0]:  # outgrown: as a solver that does not fit
+                old, guess = _solvers[other].strides, _solvers[other].last_iterations
             del _solvers[other]
         while len(_solvers) >= _SOLVER_CACHE:
             _solvers.popitem(last=False)
-        strides = grown_strides(needs, old if PERSIST else None)
-        solver = SparsePressureSolverGPU(strides, preconditioner, check_every)
+        if generation is None:
+            strides = grown_strides(needs, old if PERSIST else None)
+            solver = SparsePressureSolverGPU(strides, preconditioner, check_every)
+        else:  # level 0's stride as above, the coarse levels' the workspace's capacities (≥ the needs)
+            from .sparse_pressure_workspace import workspace
+
+            ws = workspace()
+            if ws.generation != generation:
+                raise RuntimeError("sparse pressure tables of an earlier set-up workspace than the current one")
+            strides = grown_strides(needs[:1], old[:1] if old is not None and len(old) == len(needs) else None)
+            strides += list(ws.caps[1:len(needs)])
+            solver = SparsePressureSolverGPU(strides, preconditioner, check_every, tables=ws.solver_tables(len(needs)),
+                                             generation=generation)
         solver.last_iterations = guess if PERSIST else 0
     _solvers[key] = solver
     return solver
@@ -387,7 +435,7 @@ def solve_unknowns(level0, vcycle, b, tolerance, max_iterations, preconditioner=
     if level0.m == 0:
         return level0.xp.zeros(1, level0.xp.float32), 0, 0.0, True
     levels = vcycle.levels if vcycle is not None else [level0]
-    solver = _solver([L.m + 1 for L in levels], preconditioner, check_every)
+    solver = _solver([L.m + 1 for L in levels], preconditioner, check_every, levels)
     return solver.solve(levels, vcycle, b, float(tolerance), int(max_iterations), progress, x0)
 
 
@@ -401,6 +449,6 @@ def solve_flat(level0, vcycle, b, size, tolerance, max_iterations, preconditione
     if level0.m == 0:
         return level0.xp.zeros(int(size), level0.xp.float32), 0, 0.0, True
     levels = vcycle.levels if vcycle is not None else [level0]
-    solver = _solver([L.m + 1 for L in levels], preconditioner, check_every)
+    solver = _solver([L.m + 1 for L in levels], preconditioner, check_every, levels)
     return solver.solve(levels, vcycle, b, float(tolerance), int(max_iterations), progress, x0, cells=level0.cells,
                         size=size, keep=keep)

@@ -37,6 +37,10 @@ BRICKS "0": level 0's set sorted by key and every level by the sorted-key kernel
 integers (H200, 8M-particle dam break, 3,848 bricks: unknowns 0.85 → 0.37 ms, tables 2.19 →
 1.88 ms, the whole solve 9.20 → 7.76 ms).
 
+``sparse_pressure_workspace`` (``VOXFX_SPARSE_SETUP=workspace``): ``unknowns`` and ``build``
+with their scratch and tables in buffers kept from solve to solve (the same launches and
+integers; no allocations, no table copies into the solver).
+
 ``SETUP`` (``VOXFX_SPARSE_PRESSURE_SETUP``): "host" — ``Unknowns`` and ``TableKernels``,
 "device" — this module; both give the same integers (tests/unit/test_cuda_sparse_pressure_host.py).
 """
@@ -89,20 +93,22 @@ def scan_tile(n) -> int:
     return max(8 * THREADS, -(-int(n) // (_SCAN_TILES * THREADS)) * THREADS)
 
 
-def inclusive_scan(a):
+def inclusive_scan(a, out=None, sums=None):
     """``cupy.cumsum(a, axis=-1, dtype=int32)`` of a C-contiguous int32 array of one row
-    (n,) or several (rows, n): scan_tile_sums and scan_tiles, or cupy.cumsum (``SCAN``)."""
+    (n,) or several (rows, n): scan_tile_sums and scan_tiles, or cupy.cumsum (``SCAN``);
+    *out* (a's shape, int32) and *sums* (int32, ``_SCAN_TILES`` a row at least) where the
+    caller keeps them (``sparse_pressure_workspace``), else new arrays."""
     import cupy as cp
 
     if SCAN != "kernel" or a.dtype != cp.int32 or a.ndim not in (1, 2) or not a.flags.c_contiguous:
-        return cp.cumsum(a, axis=-1, dtype=cp.int32)
+        return cp.cumsum(a, axis=-1, dtype=cp.int32, out=out)
     n, rows = int(a.shape[-1]), 1 if a.ndim == 1 else int(a.shape[0])
-    out = cp.empty(a.shape, cp.int32)
+    out = cp.empty(a.shape, cp.int32) if out is None else out
     if n == 0 or rows == 0:
         return out
     tile = scan_tile(n)
     grid = (-(-n // tile), rows)
-    sums = cp.empty(grid[0] * rows, cp.int32)
+    sums = cp.empty(grid[0] * rows, cp.int32) if sums is None else sums
     _K.launch_grid("scan_tile_sums", grid, (THREADS,), (a, np.int32(n), np.int32(tile), sums))
     _K.launch_grid("scan_tiles", grid, (THREADS,), (a, np.int32(n), np.int32(tile), sums, out))
     return out
@@ -137,6 +143,10 @@ def build(grid, kind, level0):
     ``unknowns`` took the brick path), one host read at the end."""
     import cupy as cp
 
+    if getattr(level0, "ws_serial", None) is not None:  # unknowns() into the workspace: build there too
+        from . import sparse_pressure_workspace
+
+        return sparse_pressure_workspace.build(grid, kind, level0)
     box = getattr(level0, "level0_box", None)  # by unknowns() on the brick path: (lo, hi, set size)
     found = getattr(level0, "level0_set", None)  # by unknowns(), read with its sizes
     if box is not None:
@@ -352,6 +362,10 @@ def unknowns(grid, kind, extra=()):
         level = Unknowns(grid, kind)
         level.extra = tuple(int(e.get()[0]) for e in extra)
         return level
+    from . import sparse_pressure_workspace
+
+    if sparse_pressure_workspace.enabled() and BRICKS and RANKS and getattr(grid, "brick_nbr", None) is not None:
+        return sparse_pressure_workspace.unknowns(grid, kind, extra)  # its buffers, the solver's tables
     diag8, flags = cp.empty(size, cp.uint8), cp.empty((3, size), cp.int32)
     read = cp.asarray(np.array([0] * 3 + [2 ** 31 - 1] * 3 + [-(2 ** 31)] * 3 + [0] * len(extra), np.int32))
     sizes, box = read[:3], read[3:9]  # sizes, the box, then the extra values
@@ -422,7 +436,8 @@ def staged_setup(grid, dt, preconditioner):
     if (sparse_pressure.REUSE_TABLES and memo is not None and memo[0] is grid.nbr
             and memo[2] == (preconditioner, False) and memo[1].shape == kind.shape):
         extra.append((memo[1] == kind).all().astype(cp.int32).reshape(1))
-    if len(extra) > 1 and memo[3] is not None:  # the tables were kept: the unknowns only if the types changed
+    if len(extra) > 1 and memo[3] is not None and sparse_pressure.tables_hold(memo[3]):
+        # the tables were kept: the unknowns only if the types changed
         level, values = None, tuple(int(v) for v in cp.concatenate(extra).get())  # the one host read
     else:
         level = unknowns(grid, kind, extra)

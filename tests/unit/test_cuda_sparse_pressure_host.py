@@ -567,6 +567,13 @@ int main() {
     for (int v : unbr) printf("%d\n", v);
     for (float v : udiag) printf("%a\n", v);
     for (int u = 0; u < sizes[2]; ++u) printf("%lld\n", set[u]);
+    const int stride = m + 6;  // unk_tables_strided: rows 5 entries longer, the rest left alone
+    std::vector<int> snbr(6 * (size_t)stride, -7);
+    std::vector<float> sdiag(stride, -7.0f);
+    ONE_PER_ITEM(m + 1, unk_tables_strided(cells.data(), sizes.data(), stride, nbr.data(), size, position.data(),
+                                           diag8.data(), snbr.data(), sdiag.data()));
+    for (int v : snbr) printf("%d\n", v);
+    for (float v : sdiag) printf("%a\n", v);
     return 0;
 }
 """
@@ -719,7 +726,8 @@ def test_device_setup_bounds_and_kept_levels():
 def test_device_unknowns_are_the_numpy_unknowns(unknowns_device, scene):
     """unk_classify, a scan, unk_order and unk_tables (sparse_pressure_setup.unknowns) give
     Unknowns' m_red, m, cells, position, nbr and diag exactly, and the multigrid's level-0
-    set (its flat cells and lattice box)."""
+    set (its flat cells and lattice box); unk_tables_strided (sparse_pressure_workspace) the
+    same nbr and diag in rows of a longer stride, nothing written past column m."""
     g = _tank()
     if scene == "full":  # every active cell but the obstacle's water
         g["cell"] = np.where(g.active() & (g["cell"] != 2), np.uint8(FLUID), g["cell"]).astype(np.uint8)
@@ -740,6 +748,15 @@ def test_device_unknowns_are_the_numpy_unknowns(unknowns_device, scene):
     for expect, count, parse in ((want.cells, m, int), (want.position, g.size, int),
                                  (want.nbr.ravel(), 6 * (m + 1), int), (want.diag, m + 1, float.fromhex),
                                  (in_set, n_set, int)):
+        got = np.array([parse(x) for x in out[at:at + count]])
+        at += count
+        assert np.array_equal(got, np.asarray(expect))
+    stride = m + 6
+    wide_nbr = np.full((6, stride), -7)
+    wide_nbr[:, :m + 1] = want.nbr
+    wide_diag = np.full(stride, -7.0, np.float32)
+    wide_diag[:m + 1] = want.diag
+    for expect, count, parse in ((wide_nbr.ravel(), 6 * stride, int), (wide_diag, stride, float.fromhex)):
         got = np.array([parse(x) for x in out[at:at + count]])
         at += count
         assert np.array_equal(got, np.asarray(expect))

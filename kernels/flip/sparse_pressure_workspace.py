@@ -1,0 +1,421 @@
+"""The sparse pressure set-up's tables built straight into capacity-sized buffers that the
+PCG solver owns (issue 24: the set-up's allocations and copies). ``sparse_pressure_setup``'s
+``unknowns`` and ``build`` allocate every scratch array and table afresh each solve (~80 pool
+allocations) and the solver then copies the tables into its own buffers (~20 copies a solve,
+``sparse_pressure_gpu._load_persist``); here one ``Workspace`` per device keeps them from
+solve to solve:
+
+* level 0's scratch (classification, scans, order: ``grid.size`` entries) and the candidates
+  and brick-row segments of level 1, grown geometrically, never shrunk within a process;
+* per level l the tables and scratch of ``build`` at a capacity C_l (``grown_strides`` of
+  m₀ + 1 on level 0 and of the host bound + 1 on the coarse levels, where a coarse level's
+  set is at most an eighth of the one below), each coarse level's kernels launched with
+  bound C_l − 1, so that every table row is C_l long: the solver's stride. The kernels
+  read their counts from the device and treat entries past the count as padding (zero
+  flags, the sentinel column at m), so the same integers come out as with the host bounds
+  (``build``); which levels go into the one-block tail is decided on the host bounds as
+  in ``build``;
+* a solver for these capacities (``sparse_pressure_gpu``, ``PERSIST``) takes the tables of
+  its levels as its own buffers: no copies. Capacities that grow make a new generation
+  (new buffers, so a new solver and graph capture, as a solver that outgrows its buffers).
+
+Tables that ``sparse_pressure.solver_tables`` keeps for reuse live in the workspace: they are
+reused only while no later set-up rebuilt it (``current``; each set-up has its own ``serial``).
+Level 0 by the brick path only (``sparse_pressure_setup.BRICKS`` and ``RANKS``, the
+defaults); other grids take ``build``'s path. The same host reads as ``build`` (level 0's
+sizes, then the hierarchy's).
+
+``MODE`` (``VOXFX_SPARSE_SETUP``): "fresh" (default: ``build``'s arrays, copied into the
+solver) or "workspace" (this module). The same tables, pressure and iterations bit for bit
+(tests/gpu/test_flip_sparse_pressure_workspace_gpu.py). H200, 8M dam break, the two in turn
+each substep in one process (``bench/flip_sparse_setup_call.sh``): multigrid tables 1.52 →
+0.95 ms, pressure stage 6.73 → 5.67 ms, substep 10.40 → 9.19 ms, set-up pool allocations 85 →
+9, 14 iterations either way, max |Δp| = 0; the same 48 launches and 3 host reads a solve.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+
+import numpy as np
+
+from .. import backend
+from . import sparse_pressure_setup as setup
+from .sparse_multigrid import _CellSet, _Level
+from .sparse_pressure_buffers import grown_strides
+
+MODE = os.environ.get("VOXFX_SPARSE_SETUP", "fresh")
+_GROWTH = 1.5
+_LEVEL_ARRAYS = ("keys", "fluid", "position", "ukeys", "flag", "take", "scan", "around", "diag8", "cls", "flags",
+                 "scans", "order", "nbr", "diag", "up", "down")  # sparse_pressure_setup._TAIL_ARRAYS' order
+_workspaces = {}  # device id → Workspace
+_generation = [0]  # table buffers made in this process (a solver's key holds theirs)
+_serial = itertools.count(1)  # set-ups started in this process: never the same twice, across releases
+
+
+def enabled() -> bool:
+    if MODE not in ("fresh", "workspace"):
+        raise ValueError(f"VOXFX_SPARSE_SETUP must be fresh or workspace, not {MODE!r}")
+    return MODE == "workspace"
+
+
+def workspace():
+    import cupy as cp
+
+    device = cp.cuda.Device().id
+    ws = _workspaces.get(device)
+    if ws is None:
+        ws = _workspaces[device] = Workspace(cp)
+    return ws
+
+
+def release():
+    """Drop every workspace (``sparse_pressure_gpu.release_gpu_solvers``)."""
+    _workspaces.clear()
+
+
+def current(level) -> bool:
+    """Whether *level*'s tables still hold (not from a workspace, or from its last set-up)."""
+    serial = getattr(level, "ws_serial", None)
+    if serial is None:
+        return True
+    ws = _workspaces.get(getattr(level, "ws_device", None))
+    return ws is not None and ws.serial == serial
+
+
+def _grow(cap, n) -> int:
+    return cap if n <= cap else max(int(n * 1.25) + 64, int(cap * _GROWTH))
+
+
+class Workspace:
+    """One device's set-up buffers (module notes)."""
+
+    def __init__(self, cp):
+        self.cp = cp
+        self.device = cp.cuda.Device().id
+        self.serial = 0  # of the last set-up started on this workspace (unique in the process)
+        self.size_cap = self.cand_cap = self.seg_cap = -1
+        self.caps = None  # per level C_l
+        self.generation = None
+        self.sums = cp.empty(3 * 1024, cp.int32)  # inclusive_scan's tile sums (_SCAN_TILES a row)
+        self.read = cp.empty(16, cp.int32)  # unknowns' sizes, box and extra values
+
+    # ------------------------------------------------------------------ buffers
+
+    def flat(self, size):
+        """Level 0's scratch for *size* flat cells."""
+        cp = self.cp
+        if size > self.size_cap:
+            cap = self.size_cap = _grow(max(self.size_cap, 0), size)
+            self.diag8, self.position = cp.empty(cap, cp.uint8), cp.empty(cap, cp.int32)
+            self.cells, self.in_set = cp.empty(cap, cp.int64), cp.empty(cap, cp.int64)
+            self.flags_flat, self.scans_flat = cp.empty(3 * cap, cp.int32), cp.empty(3 * cap, cp.int32)
+
+    def candidates(self, count, segments):
+        """Level 1's candidates (*count*) and brick-row segments (*segments*)."""
+        cp = self.cp
+        if count > self.cand_cap:
+            cap = self.cand_cap = _grow(max(self.cand_cap, 0), count)
+            self.flag1, self.take1 = cp.empty(cap, cp.uint8), cp.empty(cap, cp.int32)
+            self.map1 = cp.empty(cap, cp.int32)
+        if segments > self.seg_cap:
+            cap = self.seg_cap = _grow(max(self.seg_cap, 0), segments)
+            self.seg, self.seg_scan = cp.empty(cap, cp.int32), cp.empty(cap, cp.int32)
+
+    def tables(self, needs):
+        """Capacities C_1 … of the coarse levels needing *needs* entries (``grown_strides``;
+        ``caps[0]`` is 0: level 0's tables are the solver's); a new generation of table
+        buffers where they change."""
+        caps = (0,) + tuple(grown_strides(needs, None if self.caps is None else self.caps[1:]))
+        if caps == self.caps:
+            return caps
+        cp = self.cp
+        backend.ensure_fits(tables_bytes(caps), "the sparse FLIP pressure set-up", cp)
+        self.caps, self.levels = None, None  # the old buffers go before the new ones are taken
+        levels = [None]
+        for level in range(1, len(caps)):
+            c, k, fk = caps[level], caps[level] - 1, max(caps[level - 1] - 1, 0)
+            shapes = {"keys": (k, cp.int64), "fluid": (k, cp.uint8), "position": (k, cp.int32),
+                      "ukeys": (k, cp.int64), "flag": (fk, cp.uint8), "take": (fk, cp.int32),
+                      "scan": (fk, cp.int32), "around": ((6, k), cp.int32), "diag8": (k, cp.uint8),
+                      "cls": (k, cp.uint8), "flags": ((2, k), cp.int32), "scans": ((2, k), cp.int32),
+                      "order": (k, cp.int32), "nbr": ((6, c), cp.int32), "up": ((8, caps[level - 1]), cp.int32),
+                      "down": ((64, c), cp.int32), "scand": (k if level == 1 else 0, cp.int32)}
+            arrays = {name: cp.zeros(shape, dtype) for name, (shape, dtype) in shapes.items()}
+            arrays["diag"] = cp.ones(c, cp.float32)
+            levels.append(arrays)
+        self.levels, self.caps = levels, caps
+        count = len(caps)
+        self.sizes = cp.empty(10 * count, cp.int32)  # per level cnt (4 each), then spans (6 each)
+        cnt, span = self.sizes[:4 * count].reshape(count, 4), self.sizes[4 * count:].reshape(count, 6)
+        self.cnt, self.span = [cnt[level] for level in range(count)], [span[level] for level in range(count)]
+        self.rec = cp.empty((count, len(_LEVEL_ARRAYS) + 5), cp.int64)  # mgs_tail_levels' record
+        self.pointers = np.zeros((count, len(_LEVEL_ARRAYS)), np.int64)
+        for level in range(1, count):
+            self.pointers[level] = [levels[level][name].data.ptr for name in _LEVEL_ARRAYS]
+        _generation[0] += 1
+        self.generation = _generation[0]
+        return caps
+
+    def solver_tables(self, kept):
+        """Per level of a *kept*-level solver its (nbr, diag, up, down) buffers, None where
+        the solver keeps its own (level 0's nbr, diag and up: ``Level0.fill``)."""
+        out = []
+        for level in range(kept):
+            t = self.levels[level]
+            below = self.levels[level + 1] if level < kept - 1 else None
+            out.append((None if t is None else t["nbr"], None if t is None else t["diag"],
+                        None if below is None or level == 0 else below["up"], None if below is None else below["down"]))
+        return out
+
+
+def tables_bytes(caps) -> int:
+    """Device bytes of ``Workspace.tables`` for capacities *caps*."""
+    total = 0
+    for level in range(1, len(caps)):
+        total += caps[level] * (8 + 1 + 4 + 8 + 24 + 1 + 1 + 8 + 8 + 4 + 24 + 4 + 256 + 4) + caps[level - 1] * (9 + 32)
+    return int(total)
+
+
+# ---------------------------------------------------------------------- the set-up
+
+
+def unknowns(grid, kind, extra):
+    """``sparse_pressure_setup.unknowns`` into the workspace: the same kernels and read; level
+    0's tables are made where they are needed (``Level0.fill``: straight into the solver's
+    buffers)."""
+    import cupy as cp
+
+    ws = workspace()
+    size = int(grid.size)
+    ws.flat(size)
+    ws.serial = next(_serial)
+    flags = ws.flags_flat[:3 * size].reshape(3, size)
+    scans = ws.scans_flat[:3 * size].reshape(3, size)
+    read = ws.read[:9 + len(extra)]
+    read.set(np.array([0] * 3 + [2 ** 31 - 1] * 3 + [-(2 ** 31)] * 3 + [0] * len(extra), np.int32))
+    for at, value in enumerate(extra):
+        read[9 + at:10 + at] = value
+    sizes, box = read[:3], read[3:9]
+    setup._widening(setup._K, "unk_classify", size, (kind.astype(cp.uint8, copy=False), grid.nbr, np.int32(size),
+                                                     grid.brick_slot.astype(cp.bool_, copy=False), grid.slot_coords,
+                                                     ws.diag8, flags, box))
+    setup.inclusive_scan(flags, scans, ws.sums)
+    setup._K.launch("unk_order", size, (flags, scans, np.int32(size), sizes, ws.position, ws.cells, ws.in_set))
+    host = read.get()  # the host read: m and the set's size bound the tables
+    m_red, m, n_set = (int(v) for v in host[:3])
+    lo, hi = [int(v) for v in host[3:6]], [int(v) for v in host[6:9]]
+    bounds = setup.level_bounds(n_set)
+    ws.tables([b + 1 for b in bounds[1:]])
+    level = Level0.__new__(Level0)
+    level.extra = tuple(int(v) for v in host[9:])
+    level.xp, level.m, level.m_red, level.position = cp, m, m_red, ws.position
+    level.cells = ws.cells[:m]
+    level.slot_coords, level.level0_box = grid.slot_coords, (lo, hi, n_set)
+    level.ws_serial, level.ws_device, level.ws_generation, level.bounds = ws.serial, ws.device, ws.generation, bounds
+    level._tables_args = (ws.cells, sizes, grid.nbr, np.int32(size), ws.position, ws.diag8)
+    level._prolong_args = level._nbr = level._diag = None
+    return level
+
+
+class Level0(setup._BrickUnknowns):
+    """Level 0's unknowns found into the workspace (``unknowns``). Its nbr, diag and the
+    prolongation onto it (``VCycle.up[0]``) are filled in where needed: ``fill`` straight into
+    a solver's buffers of its stride, or (``nbr``, ``diag``, ``up``) into arrays of their own
+    the first time they are read (the earlier path's shapes)."""
+
+    def _check(self):
+        if not current(self):
+            raise RuntimeError("the sparse pressure set-up's workspace was rebuilt since these unknowns were found")
+
+    def fill(self, nbr, diag, stride, up=None):
+        """nbr (6 rows of *stride*), diag and, with *up* (8 rows of *stride*), the
+        prolongation from level 1, by unk_tables_strided and mgb_prolong."""
+        self._check()
+        cells, sizes, grid_nbr, size, position, diag8 = self._tables_args
+        setup._K.launch("unk_tables_strided", self.m + 1, (cells, sizes, np.int32(stride), grid_nbr, size, position,
+                                                          diag8, nbr, diag))
+        if up is not None:
+            cnt0, nbr27, map1, position1, cnt1 = self._prolong_args
+            setup._B.launch("mgb_prolong", self.m + 1, (cells, cnt0, np.int32(stride), nbr27, map1, position1, cnt1,
+                                                        up))
+
+    def _own(self):
+        import cupy as cp
+
+        if self._nbr is None:
+            nbr, diag = cp.empty((6, self.m + 1), cp.int32), cp.empty(self.m + 1, cp.float32)
+            self.fill(nbr, diag, self.m + 1)
+            self._nbr, self._diag = nbr, diag
+
+    @property
+    def nbr(self):
+        self._own()
+        return self._nbr
+
+    @property
+    def diag(self):
+        self._own()
+        return self._diag
+
+    def up(self):
+        """The prolongation from level 1 onto this level, (8, m + 1) of its own."""
+        import cupy as cp
+
+        self._check()
+        out = cp.empty((8, self.m + 1), cp.int32)
+        cells, _, _, _, _, _ = self._tables_args
+        cnt0, nbr27, map1, position1, cnt1 = self._prolong_args
+        setup._B.launch("mgb_prolong", self.m + 1, (cells, cnt0, np.int32(self.m + 1), nbr27, map1, position1, cnt1,
+                                                    out))
+        return out
+
+
+class _Up(list):
+    """``VCycle.up`` whose first table (onto level 0) is made when read (``Level0.up``): a
+    solver of the workspace fills its own instead."""
+
+    def __init__(self, items, level0):
+        super().__init__([None] + items)
+        self.level0 = level0
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        if i in (0, -len(self)) and list.__getitem__(self, 0) is None:
+            list.__setitem__(self, 0, self.level0.up())
+        return list.__getitem__(self, i)
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
+
+
+def build(grid, kind, level0):
+    """``sparse_pressure_setup.build`` for *level0* from ``unknowns`` above: the same
+    launches (coarse bounds C_l − 1), into the workspace; (levels, up, down), views of its
+    buffers (``up[0]`` made when read: ``_Up``)."""
+    ws = workspace()
+    level0._check()
+    if level0.ws_generation != ws.generation:
+        raise RuntimeError("the sparse pressure set-up's workspace was rebuilt since these unknowns were found")
+    lo, hi, n0 = level0.level0_box
+    base = setup._level0_base(lo, hi)
+    bounds = level0.bounds
+    count = len(bounds)
+    init = np.concatenate([np.zeros(4 * count, np.int32), np.full(6 * count, setup._NO_SPAN, np.int32)])
+    init[:3] = (n0, level0.m_red, level0.m)
+    ws.sizes.set(init)
+    cnt, span = ws.cnt, ws.span
+    setup._widening(setup._B, "mgb_unknown_span", level0.m, (ws.cells, cnt[0], grid.slot_coords, span[0]))
+    if count > 1:
+        fine = _level1(grid, kind, base, ws)
+        level0._prolong_args = (cnt[0], grid.brick_nbr, ws.map1, ws.levels[1]["position"], cnt[1])
+        for level in range(2, count):
+            if setup.TAIL_BOUND and bounds[level - 1] <= setup.TAIL_BOUND:  # build's test, on the host bounds
+                _tail(level, fine, ws)
+                break
+            fine = _coarse_level(level, fine, ws)
+    sizes = ws.sizes.get()  # the one host sync
+    cnt_h, span_h = sizes[:4 * count].reshape(count, 4), sizes[4 * count:].reshape(count, 6)
+    extents = [0 if cnt_h[level, 2] == 0 else int(max(span_h[level, a] + span_h[level, a + 3] for a in range(3))) + 1
+               for level in range(count)]
+    kept = setup.levels_kept(extents, count)
+    levels, up, down = [level0], [], []
+    for level in range(1, kept):
+        t = ws.levels[level]
+        m, m_red = int(cnt_h[level, 2]), int(cnt_h[level, 1])
+        coarse = _Level(m, m_red, t["nbr"][:, :m + 1], t["diag"][:m + 1], None)
+        coarse.ws_generation = ws.generation
+        levels.append(coarse)
+        if level > 1:
+            up.append(t["up"][:, :levels[level - 1].m + 1])
+        down.append(t["down"][:, :m + 1])
+    return levels, (_Up(up, level0) if kept > 1 else []), down
+
+
+def _ints(values):
+    return tuple(np.int32(v) for v in values)
+
+
+def _level_tables(t, base, cnt, k, sums):
+    """``sparse_pressure_setup._level_tables`` on level buffers *t* with bound *k*."""
+    K = setup._K
+    K.launch("mgs_level_cells", k, (t["keys"], t["fluid"], cnt, np.int32(k), *_ints(base), t["around"], t["diag8"],
+                                    t["cls"], t["flags"]))
+    setup.inclusive_scan(t["flags"], t["scans"], sums)
+    K.launch("mgs_order", max(k, 1), (t["cls"], t["scans"], cnt, np.int32(k), t["position"], t["order"]))
+    K.launch("mgs_level_tables", k + 1, (t["order"], cnt, np.int32(k), t["around"], t["position"], t["diag8"],
+                                         t["keys"], t["nbr"], t["diag"], t["ukeys"]))
+
+
+def _level1(grid, kind, base, ws):
+    """Level 1 by brick look-ups and ranks (``sparse_pressure_setup._level1_by_bricks``):
+    (1, its key base)."""
+    import cupy as cp
+
+    B = setup._B
+    cand_count = int(grid.brick_slot.shape[0]) * 64
+    topo = grid.topology
+    bkeys = cp.ascontiguousarray(topo.keys, dtype=cp.int64)  # sorted: (bz, by, bx) order
+    bslots = cp.ascontiguousarray(topo.slots, dtype=cp.int32)
+    bricks = int(bkeys.shape[0])
+    ws.candidates(cand_count, max(16 * bricks, 1))
+    flag, take, map1 = ws.flag1, ws.take1, ws.map1
+    active = grid.brick_slot.astype(cp.bool_, copy=False)
+    B.launch("mgb_coarsen", cand_count, (kind.astype(cp.uint8, copy=False), active, np.int32(cand_count), flag, take,
+                                         map1))
+    t, c1 = ws.levels[1], ws.caps[1]
+    k1 = c1 - 1
+    cbase = _CellSet(None, None, base).coarser_base()
+    cnt, span = ws.cnt, ws.span
+    seg = ws.seg
+    B.launch("mgb_segment_counts", 16 * bricks, (bkeys, bslots, np.int32(bricks), flag, seg))
+    scan = setup.inclusive_scan(seg[:16 * bricks], ws.seg_scan[:16 * bricks], ws.sums)
+    B.launch("mgb_ranked", max(16 * bricks, 1), (bkeys, bslots, np.int32(bricks), flag, seg, scan, grid.slot_coords,
+                                                 *_ints(cbase), t["keys"], t["fluid"], t["scand"], map1, cnt[1]))
+    _level_tables(t, cbase, cnt[1], k1, ws.sums)
+    # up onto level 0 (mgb_prolong) is Level0.fill's, at the solver's stride
+    B.launch("mgb_restrict", k1 + 1, (t["scand"], t["order"], cnt[1], np.int32(c1), grid.brick_nbr, ws.position,
+                                      cnt[0], t["down"]))
+    setup._widening(setup._K, "mgs_key_span", k1, (t["ukeys"], cnt[1], span[1]))
+    return 1, cbase
+
+
+def _coarse_level(level, fine, ws):
+    """One coarse level launch by launch (``build``'s loop body); (level, its key base)."""
+    K = setup._K
+    f, fbase = fine
+    tf, t = ws.levels[f], ws.levels[level]
+    cf, c = ws.caps[f], ws.caps[level]
+    fk, k = cf - 1, c - 1
+    cbase = _CellSet(None, None, fbase).coarser_base()
+    cnt, span = ws.cnt, ws.span
+    K.launch("mgs_coarsen", fk, (tf["keys"], tf["fluid"], cnt[f], np.int32(fk), *_ints(fbase), t["flag"], t["take"]))
+    scan = setup.inclusive_scan(t["take"], t["scan"], ws.sums)
+    K.launch("mgs_parents", max(fk, 1), (tf["keys"], t["flag"], scan, cnt[f], np.int32(fk), *_ints(fbase),
+                                         *_ints(cbase), t["keys"], t["fluid"], cnt[level]))
+    _level_tables(t, cbase, cnt[level], k, ws.sums)
+    K.launch("mgs_prolong_table", cf, (tf["ukeys"], cnt[f], np.int32(cf), *_ints(fbase), t["keys"], cnt[level],
+                                       t["position"], *_ints(cbase), t["up"]))
+    K.launch("mgs_restrict_table", c, (t["ukeys"], cnt[level], np.int32(c), *_ints(cbase), tf["keys"], cnt[f],
+                                       tf["position"], *_ints(fbase), t["down"]))
+    setup._widening(K, "mgs_key_span", k, (t["ukeys"], cnt[level], span[level]))
+    return level, cbase
+
+
+def _tail(first, fine, ws):
+    """Levels first … of the workspace by mgs_tail_levels (``sparse_pressure_setup._tail_levels``)."""
+    f, fbase = fine
+    count = len(ws.caps)
+    rec = np.zeros((count, len(_LEVEL_ARRAYS) + 5), np.int64)
+    rec[:, :len(_LEVEL_ARRAYS)] = ws.pointers
+    rec[f, -5:] = [ws.caps[f] - 1, *fbase, ws.caps[f]]
+    base = fbase
+    for level in range(first, count):
+        base = _CellSet(None, None, base).coarser_base()
+        rec[level, -5:] = [ws.caps[level] - 1, *base, ws.caps[level]]
+    ws.rec.set(rec)
+    setup._K.launch_grid("mgs_tail_levels", (1,), (setup._TAIL_THREADS,), (ws.rec, np.int32(first), np.int32(count),
+                                                                           ws.sizes[:4 * count], ws.sizes[4 * count:]))
+

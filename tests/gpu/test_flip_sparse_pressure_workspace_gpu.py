@@ -1,0 +1,176 @@
+"""The sparse pressure set-up built into a workspace (sparse_pressure_workspace, issue 24:
+capacity-sized buffers kept from solve to solve, the coarse tables the solver's own buffers,
+level 0's filled straight into the solver's) against the fresh arrays and copies of
+``VOXFX_SPARSE_SETUP=fresh``, in the same process: the same tables, and the same pressure
+bit for bit and the same iterations over a dam break's substeps, a sequence of liquids whose
+hierarchy gains a level and whose solver must grow, reused tables, and tables that another
+grid's set-up made stale."""
+
+import numpy as np
+
+from tests.gpu.test_flip_sparse_pressure_gpu import random_scene, tank
+from tests.meshes import box
+from voxfx.kernels import backend
+from voxfx.kernels.flip import sparse_pressure, sparse_pressure_gpu, sparse_pressure_workspace
+from voxfx.kernels.flip.grid import FlipSettings
+from voxfx.kernels.flip.sim import FlipSimulation
+from voxfx.kernels.flip.sparse_multigrid import VCycle
+from voxfx.kernels.grid import GridSpec
+
+MODES = ("fresh", "workspace")
+
+
+def _mode(monkeypatch, mode):
+    monkeypatch.setattr(sparse_pressure_workspace, "MODE", mode)
+    sparse_pressure_gpu.release_gpu_solvers()
+
+
+def _same(old, new):
+    """Every solve's iterations, convergence and residual equal, and p bit for bit."""
+    assert len(old) == len(new) and len(old) > 0
+    for (p_old, s_old), (p_new, s_new) in zip(old, new):
+        assert s_new == s_old
+        assert p_new.dtype == p_old.dtype and np.array_equal(p_new, p_old)
+
+
+def _solver():
+    return next(reversed(sparse_pressure_gpu._solvers.values()))
+
+
+def test_gpu_workspace_tables_are_the_fresh_ones(monkeypatch):
+    """VCycle's levels, prolongations (the first made when read) and restrictions, and the
+    unknowns' tables, equal entry for entry."""
+    import cupy
+
+    monkeypatch.setattr(sparse_pressure, "REUSE_TABLES", False)
+    spec, pos, vel, obstacle = random_scene(np.random.default_rng(4))
+    got = {}
+    for mode in MODES:
+        _mode(monkeypatch, mode)
+        g = tank(cupy, pos, vel, spec, obstacle)
+        _, kind, _, _ = sparse_pressure.pressure_rhs(g, 0.01)
+        level = sparse_pressure.compact_unknowns(g, kind)
+        M = VCycle(g, kind, level)
+        got[mode] = ([(L.m, L.m_red, backend.to_numpy(L.nbr), backend.to_numpy(L.diag)) for L in M.levels],
+                     [backend.to_numpy(u) for u in M.up], [backend.to_numpy(d) for d in M.down],
+                     backend.to_numpy(level.cells), backend.to_numpy(level.position)[:g.size])
+        if mode == "workspace":
+            assert isinstance(level, sparse_pressure_workspace.Level0) and len(M.levels) >= 3
+    (levels_f, up_f, down_f, cells_f, pos_f), (levels_w, up_w, down_w, cells_w, pos_w) = got["fresh"], got["workspace"]
+    assert len(levels_f) == len(levels_w) and len(up_f) == len(up_w) == len(down_f) == len(down_w)
+    for a, b in zip(levels_f, levels_w):
+        assert a[:2] == b[:2] and np.array_equal(a[2], b[2]) and np.array_equal(a[3], b[3])
+    for a, b in zip(up_f + down_f, up_w + down_w):
+        assert a.shape == b.shape and np.array_equal(a, b)
+    assert np.array_equal(cells_f, cells_w) and np.array_equal(pos_f, pos_w)
+    sparse_pressure_gpu.release_gpu_solvers()
+
+
+def _solves(sim, frames, fps=24):
+    """(p on the host, stats) of every pressure solve of *frames* frames of *sim*."""
+    out = []
+    solve = sparse_pressure.solve_pressure
+
+    def spy(*args, **kwargs):
+        p, stats = solve(*args, **kwargs)
+        out.append((backend.to_numpy(p), stats))
+        return p, stats
+
+    sparse_pressure.solve_pressure = spy
+    try:
+        for _ in range(frames):
+            sim.step(1 / fps)
+    finally:
+        sparse_pressure.solve_pressure = solve
+    return out
+
+
+def test_gpu_workspace_gives_the_dam_breaks_iterations_and_pressure_bit_for_bit(monkeypatch):
+    """A dam break (warm start and table reuse on, the defaults) frame by frame: its
+    topology changes from substep to substep."""
+    import cupy
+
+    spec = GridSpec((0.0, 0.0, 0.0), 1 / 32, (32, 24, 24))
+    v, t = box((0.0, 0.0, 0.0), (0.35, 0.55, 0.7))
+    runs = {}
+    for mode in MODES:
+        _mode(monkeypatch, mode)
+        runs[mode] = _solves(FlipSimulation(spec, FlipSettings(seed=5), v, t, xp=cupy, sparse=True), 3)
+        assert (_solver().generation is not None) == (mode == "workspace")
+    sparse_pressure_gpu.release_gpu_solvers()
+    _same(runs["fresh"], runs["workspace"])
+    assert len(runs["fresh"]) >= 6 and max(s["iterations"] for _, s in runs["fresh"]) >= 3
+
+
+def _growing(side, n):
+    """A block of water *side* of the tank long (the scenes of the sequence below)."""
+    rng = np.random.default_rng(1)
+    spec = GridSpec((0.0, 0.0, 0.0), 0.05, (48, 24, 40))
+    pos = (rng.uniform(0.0, 1.0, (n, 3)) * np.array([side, 0.5, 0.5]) * np.asarray(spec.upper)).astype(np.float32)
+    return spec, pos, rng.normal(0, 1, pos.shape).astype(np.float32)
+
+
+def test_gpu_workspace_over_a_hierarchy_that_gains_a_level_and_a_solver_that_grows(monkeypatch):
+    """Four liquids in turn (NumPy: 3, 4, 4, 4 levels; the third fits the second's
+    buffers; the fourth builds one level more and needs more room): the same pressure bit
+    for bit and iterations as the fresh path, the same level-0 strides (so the same
+    reduction grids), and the events themselves."""
+    import cupy
+
+    monkeypatch.setattr(sparse_pressure, "REUSE_TABLES", False)
+    monkeypatch.setenv("VOXFX_PRESSURE_WARM", "0")
+    sequence = [(0.15, 4000), (0.5, 20000), (0.6, 26000), (1.0, 50000)]
+    runs, strides, solvers, generations = {}, {}, {}, []
+    for mode in MODES:
+        _mode(monkeypatch, mode)
+        runs[mode], strides[mode], solvers[mode] = [], [], []
+        for side, n in sequence:
+            spec, pos, vel = _growing(side, n)
+            g = tank(cupy, pos, vel, spec)
+            p, stats = sparse_pressure.solve_pressure(g, 0.01, tolerance=1e-5)
+            runs[mode].append((backend.to_numpy(p), stats))
+            solver = _solver()
+            strides[mode].append(solver.strides)
+            solvers[mode].append(solver)
+            if mode == "workspace":
+                generations.append(sparse_pressure_workspace.workspace().generation)
+    sparse_pressure_gpu.release_gpu_solvers()
+    _same(runs["fresh"], runs["workspace"])
+    assert [s[0] for s in strides["fresh"]] == [s[0] for s in strides["workspace"]]
+    assert [len(s) for s in strides["fresh"]] == [len(s) for s in strides["workspace"]]
+    counts = [len(s) for s in strides["workspace"]]
+    assert counts[0] < counts[1]  # the hierarchy gains a level
+    ws = solvers["workspace"]
+    assert ws[2] is ws[1] and generations[2] == generations[1]  # the unknowns changed, the buffers held
+    assert counts[3] == counts[2] and ws[3] is not ws[2] and generations[3] != generations[2]  # it grew
+    assert strides["workspace"][3][0] > strides["workspace"][2][0]
+
+
+def test_gpu_workspace_reuses_tables_and_drops_ones_another_grid_made_stale(monkeypatch):
+    """Table reuse on: three cold solves of grid A (the third reuses the kept tables and
+    skips filling level 0 again), then grid B's set-up (which rebuilds the workspace), then A
+    again: its kept tables are stale and rebuilt. Every pressure equal bit for bit to the
+    fresh path's."""
+    import cupy
+
+    monkeypatch.setenv("VOXFX_PRESSURE_WARM", "0")
+    monkeypatch.setattr(sparse_pressure, "REUSE_TABLES", True)
+    scene_a = random_scene(np.random.default_rng(2))
+    scene_b = random_scene(np.random.default_rng(3), shape=(36, 28, 30), n=40000)
+    runs = {}
+    for mode in MODES:
+        _mode(monkeypatch, mode)
+        a, b = (tank(cupy, pos, vel, spec, obstacle) for spec, pos, vel, obstacle in (scene_a, scene_b))
+        out = [sparse_pressure.solve_pressure(a, 0.01, tolerance=1e-5) for _ in range(3)]
+        kept = a._pressure_memo[3]
+        assert kept is not None
+        if mode == "workspace":
+            assert _solver().tables_skipped == 1 and _solver()._filled is kept[0]
+            assert sparse_pressure.tables_hold(kept)
+        out.append(sparse_pressure.solve_pressure(b, 0.01, tolerance=1e-5))
+        if mode == "workspace":
+            assert not sparse_pressure.tables_hold(kept)  # B's set-up rebuilt the workspace
+        out.append(sparse_pressure.solve_pressure(a, 0.01, tolerance=1e-5))
+        runs[mode] = [(backend.to_numpy(p), stats) for p, stats in out]
+    sparse_pressure_gpu.release_gpu_solvers()
+    _same(runs["fresh"], runs["workspace"])
