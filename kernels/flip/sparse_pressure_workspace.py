@@ -31,6 +31,14 @@ solver) or "workspace" (this module). The same tables, pressure and iterations b
 each substep in one process (``bench/flip_sparse_setup_call.sh``): multigrid tables 1.52 →
 0.95 ms, pressure stage 6.73 → 5.67 ms, substep 10.40 → 9.19 ms, set-up pool allocations 85 →
 9, 14 iterations either way, max |Δp| = 0; the same 48 launches and 3 host reads a solve.
+H100 (coordinator's call 20, separate processes, ``bench/flip_sparse.py --row 8m``): pressure
+6.38 → 5.69 ms, substep 9.7 → 9.1 ms. Not the default, for its memory: the kept scratch and
+tables (grown 1.5×, never shrunk) raise the in-use peak (``bench/memory_liquid.py``, H100)
+of the 8M dam break over 60 frames 1.31 → 1.69 GiB and of the 65M one over 40 frames 8.07 →
+9.81 GiB, which ``sparse_memory`` does not count (its check before a frame then falls to
+0.88× of the frame's peak); and a solver bound to an older generation stays in the solver
+cache (another key) until the cache drops it. Left: count the workspace in the estimate,
+release a generation's solver with it, bound the kept scratch.
 """
 
 from __future__ import annotations
