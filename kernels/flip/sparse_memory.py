@@ -79,6 +79,15 @@ NumPy path, dam breaks, a blob and a pool at 6k–50k particles) and rounded up:
   at CFL 4, its u_n, masks and new kept copies at the advection below the pressure's
   peak). On the GPU, not yet measured, the advection's u_n, masks and copies are counted
   too (``KEPT_ADVECTION`` 15 B per pool cell).
+* the pressure set-up's workspace (``sparse_pressure_workspace``, the default; GPU only):
+  the coarse multigrid tables at their capacities and level 1's candidates, kept from
+  substep to substep, ``WORKSPACE_CELL`` 24 B per pool cell in the state and the substep.
+  Measured (H200, ``bench/workspace_memory_call.sh``, the 8M dam break over 60 frames beside
+  a fresh-set-up run of the same bits): the workspace held 20.4 B per pool cell at the
+  largest grid (48 on the start's small one, where the solver's own tables are most of it),
+  and its in-use peak lay 10–25 B per pool cell above the fresh run's frame by frame (11.4
+  at the peak, 1.379 against 1.310 GiB); counted, the estimate before the bake is 1.49× of
+  the peak and the check before each frame 1.22–2.39× (frame 1: the estimate's bricks).
 """
 
 from __future__ import annotations

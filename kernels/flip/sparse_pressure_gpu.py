@@ -23,9 +23,11 @@ tables copied only when new (H200, 8M dam break, alternating substeps: pressure 
 6.17 ms, set-up RawKernel launches 84 → 48, 14 iterations, Δp = 0; still water 2.3–3.3 →
 0.9–1.8 ms).
 
-``sparse_pressure_workspace`` (``VOXFX_SPARSE_SETUP=workspace``): the set-up builds the coarse
-levels' tables straight into buffers a solver takes as its own (no copies) and level 0's into
-the solver's (``Level0.fill``); such a solver is keyed by the workspace's generation as well.
+``sparse_pressure_workspace`` (``VOXFX_SPARSE_SETUP``, "workspace" by default with ``PERSIST``):
+the set-up builds the coarse levels' tables straight into buffers a solver takes as its own
+(no copies) and level 0's into the solver's (``Level0.fill``); such a solver is keyed by the
+workspace's generation as well, and dropped (``drop_workspace_solvers``) before a new
+generation's tables are taken.
 """
 
 from __future__ import annotations

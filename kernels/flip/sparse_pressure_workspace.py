@@ -39,20 +39,25 @@ Level 0 by the brick path only (``sparse_pressure_setup.BRICKS`` and ``RANKS``, 
 defaults); other grids take ``build``'s path. The same host reads as ``build`` (level 0's
 sizes, then the hierarchy's).
 
-``MODE`` (``VOXFX_SPARSE_SETUP``): "fresh" (default: ``build``'s arrays, copied into the
-solver) or "workspace" (this module). The same tables, pressure and iterations bit for bit
+``MODE`` (``VOXFX_SPARSE_SETUP``): "workspace" (default: this module, with the solver's
+persistent buffers, ``sparse_pressure_gpu.PERSIST``) or "fresh" (``build``'s arrays, copied
+into the solver). The same tables, pressure and iterations bit for bit
 (tests/gpu/test_flip_sparse_pressure_workspace_gpu.py). H200, 8M dam break, the two in turn
-each substep in one process (``bench/flip_sparse_setup_call.sh``): multigrid tables 1.52 →
-0.95 ms, pressure stage 6.73 → 5.67 ms, substep 10.40 → 9.19 ms, set-up pool allocations 85 →
-9, 14 iterations either way, max |Δp| = 0; the same 48 launches and 3 host reads a solve.
-H100 (coordinator's call 20, separate processes, ``bench/flip_sparse.py --row 8m``): pressure
-6.38 → 5.69 ms, substep 9.7 → 9.1 ms. Not the default, for its memory: the kept scratch and
-tables (grown 1.5×, never shrunk) raise the in-use peak (``bench/memory_liquid.py``, H100)
-of the 8M dam break over 60 frames 1.31 → 1.69 GiB and of the 65M one over 40 frames 8.07 →
-9.81 GiB, which ``sparse_memory`` does not count (its check before a frame then falls to
-0.88× of the frame's peak); and a solver bound to an older generation stays in the solver
-cache (another key) until the cache drops it. Left: count the workspace in the estimate,
-release a generation's solver with it, bound the kept scratch.
+each substep in one process (``bench/flip_sparse_setup_call.sh``, before the lean changes):
+multigrid tables 1.52 → 0.95 ms, pressure stage 6.73 → 5.67 ms, substep 10.40 → 9.19 ms,
+set-up pool allocations 85 → 9, 14 iterations either way, max |Δp| = 0. It stayed opt-in
+for its memory: the kept level-0 arrays and tables raised the in-use peak
+(``bench/memory_liquid.py``, H100) of the 8M dam break over 60 frames 1.31 → 1.69 GiB and
+of the 65M one over 40 frames 8.07 → 9.81 GiB, uncounted by ``sparse_memory`` (its check
+before a frame fell to 0.88× of the frame's peak), and a solver bound to an older
+generation could stay cached. Lean (the notes above; ``bench/workspace_memory_call.sh``,
+H200, separate processes): the 8M dam break over 60 frames peaks at 1.379 GiB in use
+against the fresh path's 1.310 (+5.3%; the coarse scratch kept a generation,
+``SCRATCH`` "kept": 1.405, +7.3%), the workspace holding 124 MiB at the end (20.4 B a pool
+cell; 48 B on the start's small pool); counted (``WORKSPACE_CELL``), the estimate before
+the bake is 1.49× of that peak and the check before each frame 1.22–2.39×. Pressure stage
+(``bench/flip_sparse.py --row 8m --steps 8 --warm 2``, same call): fresh 5.63 ms, workspace
+5.38 ms ("kept" scratch 5.23), substep 8.7 → 8.5 ms, 14 CG iterations either way.
 """
 
 from __future__ import annotations
@@ -67,7 +72,7 @@ from . import sparse_pressure_setup as setup
 from .sparse_multigrid import _CellSet, _Level
 from .sparse_pressure_buffers import grown_strides
 
-MODE = os.environ.get("VOXFX_SPARSE_SETUP", "fresh")
+MODE = os.environ.get("VOXFX_SPARSE_SETUP", "workspace")
 # The coarse levels' scratch: "set-up" (default) one allocation a set-up, freed at its end;
 # "kept": one a generation, kept with the tables (no allocation or views a set-up). The same
 # launches and integers.
@@ -83,9 +88,14 @@ _serial = itertools.count(1)  # set-ups started in this process: never the same 
 
 
 def enabled() -> bool:
+    """Whether set-ups go into the workspace: ``MODE`` "workspace" with the solver's
+    persistent buffers (``sparse_pressure_gpu.PERSIST``: its tables are the workspace's;
+    without them the solver copies every table, the fresh path's)."""
     if MODE not in ("fresh", "workspace"):
         raise ValueError(f"VOXFX_SPARSE_SETUP must be fresh or workspace, not {MODE!r}")
-    return MODE == "workspace"
+    from . import sparse_pressure_gpu
+
+    return MODE == "workspace" and sparse_pressure_gpu.PERSIST
 
 
 def workspace():
@@ -386,6 +396,12 @@ class _Up(list):
 
     def __iter__(self):
         return (self[i] for i in range(len(self)))
+
+    def __add__(self, other):  # list's own would copy the first table unmade (None)
+        return list(self) + list(other)
+
+    def __radd__(self, other):
+        return list(other) + list(self)
 
 
 def build(grid, kind, level0):
