@@ -5,59 +5,38 @@ allocations) and the solver then copies the tables into its own buffers (~20 cop
 ``sparse_pressure_gpu._load_persist``); here one ``Workspace`` per device keeps them from
 solve to solve:
 
-* level 0's arrays of ``grid.size`` entries are not kept: each set-up takes two allocations
-  from the pool, one for what its unknowns keep (cells, position, diag8: 13 B a pool cell,
-  freed with them, as ``build``'s unknowns keep theirs) and one for the scratch
-  (classification flags, scans, the set: 32 B, freed before any new tables are taken).
-  Kept here (grown 1.5×, never shrunk) they held 45 B a pool cell through every stage,
-  also at the substep's peak in P2G: most of the +29% in-use peak measured before;
+* level 0's arrays of ``grid.size`` entries are made each set-up, not kept: one allocation
+  for what its unknowns keep (cells, position, diag8: 13 B a pool cell, freed with them) and
+  one for the scratch (flags, scans, the set: 32 B, freed before any new tables are taken);
+  kept here before (45 B a pool cell, grown 1.5×) they stood at every stage's peak;
 * level 1's candidates and brick-row segments (~1 B a pool cell), grown geometrically;
-* per level l the tables of ``build`` (nbr, diag, up, down and the set's positions) at a
-  capacity C_l (``grown_strides`` of
-  m₀ + 1 on level 0 and of the host bound + 1 on the coarse levels, where a coarse level's
-  set is at most an eighth of the one below), each coarse level's kernels launched with
-  bound C_l − 1, so that every table row is C_l long: the solver's stride. The kernels
-  read their counts from the device and treat entries past the count as padding (zero
-  flags, the sentinel column at m), so the same integers come out as with the host bounds
-  (``build``); which levels go into the one-block tail is decided on the host bounds as
-  in ``build``. Their scratch (keys, classes, scans, orders: ~67 B a coarse entry, ~19% of
-  the level's bytes) is one allocation a set-up (``Workspace.scratch``), freed at its end;
-* a solver for these capacities (``sparse_pressure_gpu``, ``PERSIST``) takes the tables of
-  its levels as its own buffers: no copies. Capacities that grow make a new generation
-  (new buffers, so a new solver and graph capture, as a solver that outgrows its buffers);
-  the solvers bound to the older generation's tables are dropped first
-  (``sparse_pressure_gpu.drop_workspace_solvers``: their vectors and the old tables are
-  freed before the new ones are taken; the next solver grows from their strides).
+* per coarse level l the tables of ``build`` (nbr, diag, up, down, the set's positions) at a
+  capacity C_l (``grown_strides`` of its host bound + 1: a coarse set is at most an eighth
+  of the one below), its kernels launched with bound C_l − 1 so that every row is C_l long,
+  the solver's stride (the kernels read their counts from the device and pad past them:
+  the same integers as ``build``'s; the one-block tail decided on the host bounds, as
+  there). Their scratch (keys, classes, scans, orders: ~19% of a level's bytes) is one
+  allocation a set-up (``Workspace.scratch``; ``SCRATCH`` "kept": one a generation);
+* a solver for these capacities (``sparse_pressure_gpu``, ``PERSIST``) takes them as its own
+  buffers: no copies. Capacities that grow make a new generation (new buffers, a new
+  solver and capture); the solvers bound to the older one go first
+  (``sparse_pressure_gpu.drop_workspace_solvers``), the next growing from their strides.
 
-What stays between set-ups (``held_bytes``: the coarse tables at their capacities, the
-candidates) is counted by ``sparse_memory`` (``WORKSPACE_CELL`` per pool cell,
-in the state and the substep) when this mode is on.
+What stays between set-ups (``held_bytes``) is counted by ``sparse_memory``
+(``WORKSPACE_CELL`` per pool cell, state and substep) when this mode is on. Tables that
+``sparse_pressure.solver_tables`` keeps are reused only while no later set-up rebuilt the
+workspace (``current``: each set-up has its own ``serial``). Level 0 by the brick path only
+(``sparse_pressure_setup.BRICKS`` and ``RANKS``, the defaults); the same host reads as
+``build``.
 
-Tables that ``sparse_pressure.solver_tables`` keeps for reuse live in the workspace: they are
-reused only while no later set-up rebuilt it (``current``; each set-up has its own ``serial``).
-Level 0 by the brick path only (``sparse_pressure_setup.BRICKS`` and ``RANKS``, the
-defaults); other grids take ``build``'s path. The same host reads as ``build`` (level 0's
-sizes, then the hierarchy's).
-
-``MODE`` (``VOXFX_SPARSE_SETUP``): "workspace" (default: this module, with the solver's
-persistent buffers, ``sparse_pressure_gpu.PERSIST``) or "fresh" (``build``'s arrays, copied
-into the solver). The same tables, pressure and iterations bit for bit
-(tests/gpu/test_flip_sparse_pressure_workspace_gpu.py). H200, 8M dam break, the two in turn
-each substep in one process (``bench/flip_sparse_setup_call.sh``, before the lean changes):
-multigrid tables 1.52 → 0.95 ms, pressure stage 6.73 → 5.67 ms, substep 10.40 → 9.19 ms,
-set-up pool allocations 85 → 9, 14 iterations either way, max |Δp| = 0. It stayed opt-in
-for its memory: the kept level-0 arrays and tables raised the in-use peak
-(``bench/memory_liquid.py``, H100) of the 8M dam break over 60 frames 1.31 → 1.69 GiB and
-of the 65M one over 40 frames 8.07 → 9.81 GiB, uncounted by ``sparse_memory`` (its check
-before a frame fell to 0.88× of the frame's peak), and a solver bound to an older
-generation could stay cached. Lean (the notes above; ``bench/workspace_memory_call.sh``,
-H200, separate processes): the 8M dam break over 60 frames peaks at 1.379 GiB in use
-against the fresh path's 1.310 (+5.3%; the coarse scratch kept a generation,
-``SCRATCH`` "kept": 1.405, +7.3%), the workspace holding 124 MiB at the end (20.4 B a pool
-cell; 48 B on the start's small pool); counted (``WORKSPACE_CELL``), the estimate before
-the bake is 1.49× of that peak and the check before each frame 1.22–2.39×. Pressure stage
-(``bench/flip_sparse.py --row 8m --steps 8 --warm 2``, same call): fresh 5.63 ms, workspace
-5.38 ms ("kept" scratch 5.23), substep 8.7 → 8.5 ms, 14 CG iterations either way.
+``MODE`` (``VOXFX_SPARSE_SETUP``): "workspace" (default, with ``sparse_pressure_gpu.PERSIST``)
+or "fresh" (``build``'s arrays, copied into the solver): the same pressure and iterations bit
+for bit (tests/gpu/test_flip_sparse_pressure_workspace_gpu.py). H200, 8M dam break
+(``bench/workspace_memory_call.sh``, separate processes; bench/RESULTS.md): pressure stage
+5.63 → 5.38 ms (scratch "kept": 5.23), substep 8.7 → 8.5 ms; in-use peak over 60 frames
+1.310 → 1.379 GiB (+5.3%; "kept" +7.3%; before these notes' changes +29%, H100), the
+workspace holding 20.4 B a pool cell at the end; counted, the estimate before the bake is
+1.49× of the peak and the check before each frame 1.22–2.39×.
 """
 
 from __future__ import annotations
@@ -70,7 +49,7 @@ import numpy as np
 from .. import backend
 from . import sparse_pressure_setup as setup
 from .sparse_multigrid import _CellSet, _Level
-from .sparse_pressure_buffers import grown_strides
+from .sparse_pressure_buffers import _BYTE_ALIGN, carve_bytes, grown_strides
 
 MODE = os.environ.get("VOXFX_SPARSE_SETUP", "workspace")
 # The coarse levels' scratch: "set-up" (default) one allocation a set-up, freed at its end;
@@ -81,7 +60,6 @@ _GROWTH = 1.5
 _LEVEL_ARRAYS = ("keys", "fluid", "position", "ukeys", "flag", "take", "scan", "around", "diag8", "cls", "flags",
                  "scans", "order", "nbr", "diag", "up", "down")  # sparse_pressure_setup._TAIL_ARRAYS' order
 _KEPT = ("position", "nbr", "diag", "up", "down")  # a coarse level's arrays kept between set-ups (the rest: scratch)
-_ALIGN = 256  # bytes between the starts of arrays carved out of one allocation
 _workspaces = {}  # device id → Workspace
 _generation = [0]  # table buffers made in this process (a solver's key holds theirs)
 _serial = itertools.count(1)  # set-ups started in this process: never the same twice, across releases
@@ -199,7 +177,7 @@ class Workspace:
                     arrays[name] = cp.zeros(shape, dtype)
                 else:  # carved out of the set-up's scratch (``scratch``)
                     spots[name] = (shape, dtype, total)
-                    total += -(-nbytes // _ALIGN) * _ALIGN
+                    total += -(-nbytes // _BYTE_ALIGN) * _BYTE_ALIGN
             arrays["diag"] = cp.ones(c, cp.float32)
             levels.append(arrays)
             layout.append(spots)
@@ -261,17 +239,6 @@ class _Work(dict):
             arrays[name] = self.cp.ndarray(shape, dtype, memptr=self.arena.data + at)
         self[level] = arrays
         return arrays
-
-
-def carve_bytes(cp, layout, align=_ALIGN):
-    """Arrays of *layout* ((shape, dtype) each) carved out of one allocation, each starting
-    *align* bytes apart at least; the allocation lives while any of them does."""
-    starts, total = [], 0
-    for shape, dtype in layout:
-        starts.append(total)
-        total += -(-int(np.prod(shape)) * np.dtype(dtype).itemsize // align) * align
-    arena = cp.empty(max(total, 1), cp.uint8)
-    return [cp.ndarray(shape, dtype, memptr=arena.data + at) for (shape, dtype), at in zip(layout, starts)]
 
 
 def tables_bytes(caps) -> int:
