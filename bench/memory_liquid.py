@@ -47,6 +47,7 @@ from tools.package import load  # noqa: E402
 
 load()
 from voxfx.kernels.flip import sparse_memory as M  # noqa: E402
+from voxfx.kernels.flip import sparse_pressure_workspace  # noqa: E402
 from voxfx.kernels.flip.grid import FlipSettings  # noqa: E402
 from voxfx.kernels.flip.sim import FlipSimulation  # noqa: E402
 
@@ -161,12 +162,14 @@ def _run_row(name, spec, v, t, frames, cap, out, rows, band, ppc, xp, watch):
                          True, M.box_bricks(spec), xp=xp, first=new["bricks"])
     row = {"row": name, "shape": list(spec.shape), "particles": P0, "band": band, "setup s":
            time.perf_counter() - t0, "setup peak": setup_peak, "old": old, "new": new,
-           "start bricks": sim.grid.brick_count(), "frames": []}
+           "start bricks": sim.grid.brick_count(), "setup mode": sparse_pressure_workspace.MODE, "frames": []}
     rows[name] = row
-    print(f"{name}: {'×'.join(map(str, spec.shape))}, {P0:,} particles, band {band}; set-up {row['setup s']:.1f} s, "
+    print(f"{name}: pressure set-up {row['setup mode']}; {'×'.join(map(str, spec.shape))}, {P0:,} particles, "
+          f"band {band}; set-up {row['setup s']:.1f} s, "
           f"peak {setup_peak / GIB:.2f} GiB, {row['start bricks']} bricks; estimate old {old['total'] / GIB:.2f} GiB "
           f"({old['bricks']} bricks), new {new['total'] / GIB:.2f} GiB ({new['bricks']} bricks)", flush=True)
-    print("frame | substeps | s | bricks | particles (liquid) | in-use peak GiB | pool GiB | check GiB (bricks)")
+    print("frame | substeps | s | bricks | particles (liquid) | in-use peak GiB | pool GiB | check GiB (bricks) | "
+          "workspace MiB")
     begin = time.perf_counter()
     for frame in range(1, frames + 1):
         need, held = check.need(sim)
@@ -180,10 +183,12 @@ def _run_row(name, spec, v, t, frames, cap, out, rows, band, ppc, xp, watch):
         check.seen(sim)
         f = {"frame": frame, "substeps": stats["substeps"], "s": time.perf_counter() - a,
              "bricks": sim.grid.brick_count(), "particles": len(sim.pos), "liquid": sim.liquid_particles(),
-             "peak": watch.peak, "pool": pool_total(), "check": need, "held": held, "check bricks": predicted}
+             "peak": watch.peak, "pool": pool_total(), "check": need, "held": held, "check bricks": predicted,
+             "capacity": max(check.counts(sim)[1], 0), "workspace": sparse_pressure_workspace.held_bytes()}
         row["frames"].append(f)
         print(f"{frame} | {f['substeps']} | {f['s']:.2f} | {f['bricks']} | {f['particles']:,} ({f['liquid']:,}) | "
-              f"{f['peak'] / GIB:.3f} | {f['pool'] / GIB:.2f} | {need / GIB:.3f} ({predicted})", flush=True)
+              f"{f['peak'] / GIB:.3f} | {f['pool'] / GIB:.2f} | {need / GIB:.3f} ({predicted}) | "
+              f"{f['workspace'] / 2 ** 20:.1f}", flush=True)
         save(out, rows)
         if time.perf_counter() - begin > cap:
             print(f"(cap {cap:.0f} s after {frame} frames)")
@@ -217,8 +222,9 @@ def replay(path):
             spec, v, _ = dam_break(row["shape"][0], row["particles"])
         P0, band, frames = row["particles"], row["band"], row["frames"]
         new, old = estimates(spec, v, P0, 8, band, gpu)
-        check = M.FrameCheck(lambda b, p, parts=False, spec=spec, band=band: M.memory_at(spec, b, p, 8, False, True,
-                                                                                         parts, gpu, band),
+        ws = row.get("setup mode") == "workspace"  # the set-up's workspace counted as the run's mode
+        check = M.FrameCheck(lambda b, p, parts=False, spec=spec, band=band, ws=ws: M.memory_at(
+                                 spec, b, p, 8, False, True, parts, gpu, band, workspace=ws),
                              True, M.box_bricks(spec), first=new["bricks"])
         ratios, capacity, bricks, liquid = [], 0, 0, P0
         for f in frames:

@@ -79,6 +79,15 @@ NumPy path, dam breaks, a blob and a pool at 6k–50k particles) and rounded up:
   at CFL 4, its u_n, masks and new kept copies at the advection below the pressure's
   peak). On the GPU, not yet measured, the advection's u_n, masks and copies are counted
   too (``KEPT_ADVECTION`` 15 B per pool cell).
+* the pressure set-up's workspace (``sparse_pressure_workspace``, the default; GPU only):
+  the coarse multigrid tables at their capacities and level 1's candidates, kept from
+  substep to substep, ``WORKSPACE_CELL`` 24 B per pool cell in the state and the substep.
+  Measured (H200, ``bench/workspace_memory_call.sh``, the 8M dam break over 60 frames beside
+  a fresh-set-up run of the same bits): the workspace held 20.4 B per pool cell at the
+  largest grid (48 on the start's small one, where the solver's own tables are most of it),
+  and its in-use peak lay 10–25 B per pool cell above the fresh run's frame by frame (11.4
+  at the peak, 1.379 against 1.310 GiB); counted, the estimate before the bake is 1.49× of
+  the peak and the check before each frame 1.22–2.39× (frame 1: the estimate's bricks).
 """
 
 from __future__ import annotations
@@ -105,6 +114,7 @@ CPU_BAND_PARTICLE, CPU_BAND_CELL = 24, 400
 GPU_BAND_PARTICLE, GPU_BAND_CELL = 14, 512  # beyond the substep's (module text)
 GPU_BAND_WIDTH = 30  # B per liquid particle per cell of band, beyond the substep's, over a whole run (module text)
 KEPT_CELL, KEPT_ADVECTION = 15, 15  # the time-centred advection's channels; its advection on the GPU (module text)
+WORKSPACE_CELL = 24  # B per pool cell the pressure set-up's workspace keeps on the GPU (module text)
 CLOSED_IMAGES = 4  # a closed level set's particles with their mirrors (a tank's liquid touches 3–5 walls)
 
 
@@ -180,22 +190,32 @@ def liquid_region_cells(liquid_cells: float, spec: GridSpec, ppc: int) -> GridSp
 
 def sparse_flip_memory(spec: GridSpec, particles: int, particles_per_cell: int = 8, apic: bool = False,
                        closed: bool = True, parts: bool = False, xp=None, narrow_band: int = 0,
-                       climb: float | None = None, time_centred: bool = False):
+                       climb: float | None = None, time_centred: bool = False, workspace: bool | None = None):
     """Peak bytes of a sparse FLIP bake (``FlipSimulation(..., sparse=True)``) of
     *particles* particles on the device of *xp* (default the backend's), estimated from the
     liquid's volume (module text); *narrow_band* > 0: with the band's update (its cells);
     *climb*: cells above the floor the liquid can reach (``climb_cells``; None: the box's
-    height); *time_centred*: with the time-centred advection's kept faces;
+    height); *time_centred*: with the time-centred advection's kept faces; *workspace*: with
+    the pressure set-up's workspace (``memory_at``);
     ``parts=True``: the dict of stages with ``bricks``."""
     ppc = max(1, int(particles_per_cell))
     bricks = estimate_bricks(int(particles) / ppc, spec, closed, climb)
-    return memory_at(spec, bricks, particles, ppc, apic, closed, parts, xp, narrow_band, time_centred)
+    return memory_at(spec, bricks, particles, ppc, apic, closed, parts, xp, narrow_band, time_centred, workspace)
+
+
+def workspace_on() -> bool:
+    """Whether the pressure set-up keeps its workspace (``sparse_pressure_workspace.MODE``)."""
+    from . import sparse_pressure_workspace
+
+    return sparse_pressure_workspace.enabled()
 
 
 def memory_at(spec: GridSpec, bricks: int, particles: int, particles_per_cell: int = 8, apic: bool = False,
-              closed: bool = True, parts: bool = False, xp=None, narrow_band: int = 0, time_centred: bool = False):
+              closed: bool = True, parts: bool = False, xp=None, narrow_band: int = 0, time_centred: bool = False,
+              workspace: bool | None = None):
     """``sparse_flip_memory``'s bytes with *bricks* bricks (estimated before the bake,
-    or held during it: ``FrameCheck``)."""
+    or held during it: ``FrameCheck``); *workspace*: with the pressure set-up's workspace
+    (GPU only; None: as ``VOXFX_SPARSE_SETUP`` says, ``workspace_on``)."""
     from .surface import CHUNK_PAIRS, KERNEL_PER_RADIUS, _reachable_offsets, surface_grid, surface_radii
     from .surface_gpu import estimate_gpu_bytes
 
@@ -214,8 +234,10 @@ def memory_at(spec: GridSpec, bricks: int, particles: int, particles_per_cell: i
         pairs = min(CHUNK_PAIRS, seen * len(_reachable_offsets(R, spec.voxel_size)[1]))
         output = state + 90 * seen + 48 * surface.voxel_count + 42 * pairs
     else:
-        state = GPU_STATE_CELL * cells + (GPU_STATE_PARTICLE + (36 if apic else 0)) * P + kept
-        substep = GPU_CELL * cells + (GPU_PARTICLE + (GPU_APIC if apic else 0)) * P
+        # the set-up's workspace, held from substep to substep: in the state and every substep
+        held = WORKSPACE_CELL * cells if (workspace_on() if workspace is None else workspace) else 0
+        state = GPU_STATE_CELL * cells + (GPU_STATE_PARTICLE + (36 if apic else 0)) * P + kept + held
+        substep = GPU_CELL * cells + (GPU_PARTICLE + (GPU_APIC if apic else 0)) * P + held
         r, _ = surface_radii(spec.voxel_size, ppc)
         output = state + max(estimate_gpu_bytes(P, surface, KERNEL_PER_RADIUS * r) + 4 * surface.voxel_count,
                              12 * surface.voxel_count)

@@ -23,9 +23,11 @@ tables copied only when new (H200, 8M dam break, alternating substeps: pressure 
 6.17 ms, set-up RawKernel launches 84 → 48, 14 iterations, Δp = 0; still water 2.3–3.3 →
 0.9–1.8 ms).
 
-``sparse_pressure_workspace`` (``VOXFX_SPARSE_SETUP=workspace``): the set-up builds the coarse
-levels' tables straight into buffers a solver takes as its own (no copies) and level 0's into
-the solver's (``Level0.fill``); such a solver is keyed by the workspace's generation as well.
+``sparse_pressure_workspace`` (``VOXFX_SPARSE_SETUP``, "workspace" by default with ``PERSIST``):
+the set-up builds the coarse levels' tables straight into buffers a solver takes as its own
+(no copies) and level 0's into the solver's (``Level0.fill``); such a solver is keyed by the
+workspace's generation as well, and dropped (``drop_workspace_solvers``) before a new
+generation's tables are taken.
 """
 
 from __future__ import annotations
@@ -374,6 +376,10 @@ class SparsePressureSolverGPU(VCycleLaunches):
 
 
 _solvers: "OrderedDict[tuple, SparsePressureSolverGPU]" = OrderedDict()
+# Solvers of a set-up workspace dropped when it took new buffers (``drop_workspace_solvers``):
+# per key without the generation their (strides, last iterations), for the next generation's
+# solver of as many levels to grow from, as one that outgrew its buffers does
+_outgrown: dict = {}
 
 
 def release_gpu_solvers():
@@ -382,7 +388,19 @@ def release_gpu_solvers():
     from . import sparse_pressure_workspace
 
     _solvers.clear()
+    _outgrown.clear()
     sparse_pressure_workspace.release()
+
+
+def drop_workspace_solvers(device):
+    """Drop every cached solver bound to a set-up workspace's tables on *device*: the
+    workspace is about to replace them (a new generation). Their buffers go at once
+    (``GraphLoop`` holds no cycle), before the new tables are taken."""
+    for key in [k for k in _outgrown if k[-1] == device]:  # only the last generation's (as a stale one: not kept)
+        del _outgrown[key]
+    for key in [k for k in _solvers if k[-1] is not None and k[-2] == device]:
+        solver = _solvers.pop(key)
+        _outgrown[key[:-1]] = (solver.strides, solver.last_iterations)
 
 
 def _solver(needs, preconditioner, check_every, levels=None):
@@ -402,11 +420,16 @@ def _solver(needs, preconditioner, check_every, levels=None):
         # stayed cached beside the frame-4 one); so is one on an older workspace generation.
         # The cache's second place is for another configuration (another simulation,
         # preconditioner or device).
-        stale = [k for k in _solvers if k[1:-1] == key[1:-1] and (generation is None) == (k[-1] is None)]
+        # Of the same level count, a solver of the other set-up mode stays (an A/B in one process).
+        stale = [k for k in _solvers
+                 if k[1:-1] == key[1:-1] and (k[0] != key[0] or (generation is None) == (k[-1] is None))]
         for other in stale:
             if generation is not None and other[0] == key[0]:  # outgrown: as a solver that does not fit
                 old, guess = _solvers[other].strides, _solvers[other].last_iterations
             del _solvers[other]
+        dropped = _outgrown.pop(key[:-1], None) if generation is not None else None
+        if dropped is not None and old is None:  # dropped by the workspace when it grew (drop_workspace_solvers)
+            old, guess = dropped
         while len(_solvers) >= _SOLVER_CACHE:
             _solvers.popitem(last=False)
         if generation is None:

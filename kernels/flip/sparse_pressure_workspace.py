@@ -5,40 +5,38 @@ allocations) and the solver then copies the tables into its own buffers (~20 cop
 ``sparse_pressure_gpu._load_persist``); here one ``Workspace`` per device keeps them from
 solve to solve:
 
-* level 0's scratch (classification, scans, order: ``grid.size`` entries) and the candidates
-  and brick-row segments of level 1, grown geometrically, never shrunk within a process;
-* per level l the tables and scratch of ``build`` at a capacity C_l (``grown_strides`` of
-  m₀ + 1 on level 0 and of the host bound + 1 on the coarse levels, where a coarse level's
-  set is at most an eighth of the one below), each coarse level's kernels launched with
-  bound C_l − 1, so that every table row is C_l long: the solver's stride. The kernels
-  read their counts from the device and treat entries past the count as padding (zero
-  flags, the sentinel column at m), so the same integers come out as with the host bounds
-  (``build``); which levels go into the one-block tail is decided on the host bounds as
-  in ``build``;
-* a solver for these capacities (``sparse_pressure_gpu``, ``PERSIST``) takes the tables of
-  its levels as its own buffers: no copies. Capacities that grow make a new generation
-  (new buffers, so a new solver and graph capture, as a solver that outgrows its buffers).
+* level 0's arrays of ``grid.size`` entries are made each set-up, not kept: one allocation
+  for what its unknowns keep (cells, position, diag8: 13 B a pool cell, freed with them) and
+  one for the scratch (flags, scans, the set: 32 B, freed before any new tables are taken);
+  kept here before (45 B a pool cell, grown 1.5×) they stood at every stage's peak;
+* level 1's candidates and brick-row segments (~1 B a pool cell), grown geometrically;
+* per coarse level l the tables of ``build`` (nbr, diag, up, down, the set's positions) at a
+  capacity C_l (``grown_strides`` of its host bound + 1: a coarse set is at most an eighth
+  of the one below), its kernels launched with bound C_l − 1 so that every row is C_l long,
+  the solver's stride (the kernels read their counts from the device and pad past them:
+  the same integers as ``build``'s; the one-block tail decided on the host bounds, as
+  there). Their scratch (keys, classes, scans, orders: ~19% of a level's bytes) is one
+  allocation a set-up (``Workspace.scratch``; ``SCRATCH`` "kept": one a generation);
+* a solver for these capacities (``sparse_pressure_gpu``, ``PERSIST``) takes them as its own
+  buffers: no copies. Capacities that grow make a new generation (new buffers, a new
+  solver and capture); the solvers bound to the older one go first
+  (``sparse_pressure_gpu.drop_workspace_solvers``), the next growing from their strides.
 
-Tables that ``sparse_pressure.solver_tables`` keeps for reuse live in the workspace: they are
-reused only while no later set-up rebuilt it (``current``; each set-up has its own ``serial``).
-Level 0 by the brick path only (``sparse_pressure_setup.BRICKS`` and ``RANKS``, the
-defaults); other grids take ``build``'s path. The same host reads as ``build`` (level 0's
-sizes, then the hierarchy's).
+What stays between set-ups (``held_bytes``) is counted by ``sparse_memory``
+(``WORKSPACE_CELL`` per pool cell, state and substep) when this mode is on. Tables that
+``sparse_pressure.solver_tables`` keeps are reused only while no later set-up rebuilt the
+workspace (``current``: each set-up has its own ``serial``). Level 0 by the brick path only
+(``sparse_pressure_setup.BRICKS`` and ``RANKS``, the defaults); the same host reads as
+``build``.
 
-``MODE`` (``VOXFX_SPARSE_SETUP``): "fresh" (default: ``build``'s arrays, copied into the
-solver) or "workspace" (this module). The same tables, pressure and iterations bit for bit
-(tests/gpu/test_flip_sparse_pressure_workspace_gpu.py). H200, 8M dam break, the two in turn
-each substep in one process (``bench/flip_sparse_setup_call.sh``): multigrid tables 1.52 →
-0.95 ms, pressure stage 6.73 → 5.67 ms, substep 10.40 → 9.19 ms, set-up pool allocations 85 →
-9, 14 iterations either way, max |Δp| = 0; the same 48 launches and 3 host reads a solve.
-H100 (coordinator's call 20, separate processes, ``bench/flip_sparse.py --row 8m``): pressure
-6.38 → 5.69 ms, substep 9.7 → 9.1 ms. Not the default, for its memory: the kept scratch and
-tables (grown 1.5×, never shrunk) raise the in-use peak (``bench/memory_liquid.py``, H100)
-of the 8M dam break over 60 frames 1.31 → 1.69 GiB and of the 65M one over 40 frames 8.07 →
-9.81 GiB, which ``sparse_memory`` does not count (its check before a frame then falls to
-0.88× of the frame's peak); and a solver bound to an older generation stays in the solver
-cache (another key) until the cache drops it. Left: count the workspace in the estimate,
-release a generation's solver with it, bound the kept scratch.
+``MODE`` (``VOXFX_SPARSE_SETUP``): "workspace" (default, with ``sparse_pressure_gpu.PERSIST``)
+or "fresh" (``build``'s arrays, copied into the solver): the same pressure and iterations bit
+for bit (tests/gpu/test_flip_sparse_pressure_workspace_gpu.py). H200, 8M dam break
+(``bench/workspace_memory_call.sh``, separate processes; bench/RESULTS.md): pressure stage
+5.63 → 5.38 ms (scratch "kept": 5.23), substep 8.7 → 8.5 ms; in-use peak over 60 frames
+1.310 → 1.379 GiB (+5.3%; "kept" +7.3%; before these notes' changes +29%, H100), the
+workspace holding 20.4 B a pool cell at the end; counted, the estimate before the bake is
+1.49× of the peak and the check before each frame 1.22–2.39×.
 """
 
 from __future__ import annotations
@@ -51,21 +49,31 @@ import numpy as np
 from .. import backend
 from . import sparse_pressure_setup as setup
 from .sparse_multigrid import _CellSet, _Level
-from .sparse_pressure_buffers import grown_strides
+from .sparse_pressure_buffers import _BYTE_ALIGN, carve_bytes, grown_strides
 
-MODE = os.environ.get("VOXFX_SPARSE_SETUP", "fresh")
+MODE = os.environ.get("VOXFX_SPARSE_SETUP", "workspace")
+# The coarse levels' scratch: "set-up" (default) one allocation a set-up, freed at its end;
+# "kept": one a generation, kept with the tables (no allocation or views a set-up). The same
+# launches and integers.
+SCRATCH = os.environ.get("VOXFX_SPARSE_SETUP_SCRATCH", "set-up")
 _GROWTH = 1.5
 _LEVEL_ARRAYS = ("keys", "fluid", "position", "ukeys", "flag", "take", "scan", "around", "diag8", "cls", "flags",
                  "scans", "order", "nbr", "diag", "up", "down")  # sparse_pressure_setup._TAIL_ARRAYS' order
+_KEPT = ("position", "nbr", "diag", "up", "down")  # a coarse level's arrays kept between set-ups (the rest: scratch)
 _workspaces = {}  # device id → Workspace
 _generation = [0]  # table buffers made in this process (a solver's key holds theirs)
 _serial = itertools.count(1)  # set-ups started in this process: never the same twice, across releases
 
 
 def enabled() -> bool:
+    """Whether set-ups go into the workspace: ``MODE`` "workspace" with the solver's
+    persistent buffers (``sparse_pressure_gpu.PERSIST``: its tables are the workspace's;
+    without them the solver copies every table, the fresh path's)."""
     if MODE not in ("fresh", "workspace"):
         raise ValueError(f"VOXFX_SPARSE_SETUP must be fresh or workspace, not {MODE!r}")
-    return MODE == "workspace"
+    from . import sparse_pressure_gpu
+
+    return MODE == "workspace" and sparse_pressure_gpu.PERSIST
 
 
 def workspace():
@@ -81,6 +89,12 @@ def workspace():
 def release():
     """Drop every workspace (``sparse_pressure_gpu.release_gpu_solvers``)."""
     _workspaces.clear()
+
+
+def held_bytes() -> int:
+    """Device bytes the workspaces hold between set-ups (their tables, level 1's candidates
+    and segments): what ``sparse_memory`` counts as ``WORKSPACE_CELL``."""
+    return sum(ws.held_bytes() for ws in _workspaces.values())
 
 
 def current(level) -> bool:
@@ -103,22 +117,21 @@ class Workspace:
         self.cp = cp
         self.device = cp.cuda.Device().id
         self.serial = 0  # of the last set-up started on this workspace (unique in the process)
-        self.size_cap = self.cand_cap = self.seg_cap = -1
+        self.cand_cap = self.seg_cap = -1
         self.caps = None  # per level C_l
         self.generation = None
+        self.arena = self.work = None  # the coarse scratch (``scratch``)
         self.sums = cp.empty(3 * 1024, cp.int32)  # inclusive_scan's tile sums (_SCAN_TILES a row)
         self.read = cp.empty(16, cp.int32)  # unknowns' sizes, box and extra values
 
-    # ------------------------------------------------------------------ buffers
+    def held_bytes(self) -> int:
+        """Bytes of this workspace's buffers (``held_bytes``)."""
+        small = self.sums.nbytes + self.read.nbytes + (0 if self.arena is None else self.arena.nbytes)
+        if self.caps is not None:
+            small += self.sizes.nbytes + self.rec.nbytes + self.kept_bytes
+        return int(small + 9 * max(self.cand_cap, 0) + 8 * max(self.seg_cap, 0))
 
-    def flat(self, size):
-        """Level 0's scratch for *size* flat cells."""
-        cp = self.cp
-        if size > self.size_cap:
-            cap = self.size_cap = _grow(max(self.size_cap, 0), size)
-            self.diag8, self.position = cp.empty(cap, cp.uint8), cp.empty(cap, cp.int32)
-            self.cells, self.in_set = cp.empty(cap, cp.int64), cp.empty(cap, cp.int64)
-            self.flags_flat, self.scans_flat = cp.empty(3 * cap, cp.int32), cp.empty(3 * cap, cp.int32)
+    # ------------------------------------------------------------------ buffers
 
     def candidates(self, count, segments):
         """Level 1's candidates (*count*) and brick-row segments (*segments*)."""
@@ -139,10 +152,17 @@ class Workspace:
         if caps == self.caps:
             return caps
         cp = self.cp
+        # the old buffers go before the new ones are taken: ours and the solvers bound to them
+        self.caps, self.levels, self.generation, self.arena, self.work = None, None, None, None, None
+        from .sparse_pressure_gpu import drop_workspace_solvers
+
+        drop_workspace_solvers(self.device)
         backend.ensure_fits(tables_bytes(caps), "the sparse FLIP pressure set-up", cp)
-        self.caps, self.levels = None, None  # the old buffers go before the new ones are taken
-        levels = [None]
-        for level in range(1, len(caps)):
+        count = len(caps)
+        levels, layout, total = [None], [None], 0
+        base = np.zeros((count, len(_LEVEL_ARRAYS)), np.int64)  # a kept array's pointer or a scratch offset
+        scratch = np.zeros((count, len(_LEVEL_ARRAYS)), bool)
+        for level in range(1, count):
             c, k, fk = caps[level], caps[level] - 1, max(caps[level - 1] - 1, 0)
             shapes = {"keys": (k, cp.int64), "fluid": (k, cp.uint8), "position": (k, cp.int32),
                       "ukeys": (k, cp.int64), "flag": (fk, cp.uint8), "take": (fk, cp.int32),
@@ -150,21 +170,48 @@ class Workspace:
                       "cls": (k, cp.uint8), "flags": ((2, k), cp.int32), "scans": ((2, k), cp.int32),
                       "order": (k, cp.int32), "nbr": ((6, c), cp.int32), "up": ((8, caps[level - 1]), cp.int32),
                       "down": ((64, c), cp.int32), "scand": (k if level == 1 else 0, cp.int32)}
-            arrays = {name: cp.zeros(shape, dtype) for name, (shape, dtype) in shapes.items()}
+            arrays, spots = {}, {}
+            for name, (shape, dtype) in shapes.items():
+                nbytes = int(np.prod(shape)) * np.dtype(dtype).itemsize
+                if name in _KEPT or nbytes == 0:
+                    arrays[name] = cp.zeros(shape, dtype)
+                else:  # carved out of the set-up's scratch (``scratch``)
+                    spots[name] = (shape, dtype, total)
+                    total += -(-nbytes // _BYTE_ALIGN) * _BYTE_ALIGN
             arrays["diag"] = cp.ones(c, cp.float32)
             levels.append(arrays)
+            layout.append(spots)
+            for at, name in enumerate(_LEVEL_ARRAYS):
+                if name in spots:
+                    base[level, at], scratch[level, at] = spots[name][2], True
+                else:
+                    base[level, at] = arrays[name].data.ptr
         self.levels, self.caps = levels, caps
-        count = len(caps)
+        self.kept_bytes = sum(a.nbytes for arrays in levels[1:] for a in arrays.values())
+        self.layout, self.scratch_bytes, self.base, self.scratch_mask = layout, total, base, scratch
         self.sizes = cp.empty(10 * count, cp.int32)  # per level cnt (4 each), then spans (6 each)
         cnt, span = self.sizes[:4 * count].reshape(count, 4), self.sizes[4 * count:].reshape(count, 6)
         self.cnt, self.span = [cnt[level] for level in range(count)], [span[level] for level in range(count)]
         self.rec = cp.empty((count, len(_LEVEL_ARRAYS) + 5), cp.int64)  # mgs_tail_levels' record
-        self.pointers = np.zeros((count, len(_LEVEL_ARRAYS)), np.int64)
-        for level in range(1, count):
-            self.pointers[level] = [levels[level][name].data.ptr for name in _LEVEL_ARRAYS]
         _generation[0] += 1
         self.generation = _generation[0]
         return caps
+
+    def scratch(self):
+        """The coarse levels' scratch for one set-up (``build``): one allocation, freed when
+        the set-up ends (``work`` None); ``work[l]``, level l's arrays (its kept tables and
+        its scratch views, made when first asked for: the one-block tail's levels need only
+        their ``pointers``)."""
+        if SCRATCH not in ("set-up", "kept"):
+            raise ValueError(f"VOXFX_SPARSE_SETUP_SCRATCH must be set-up or kept, not {SCRATCH!r}")
+        if self.arena is None:  # "kept": the generation's
+            self.arena = self.cp.empty(max(self.scratch_bytes, 1), self.cp.uint8)
+            self.pointers = self.base + np.where(self.scratch_mask, np.int64(self.arena.data.ptr), np.int64(0))
+            self.work = _Work(self.cp, self.levels, self.layout, self.arena)
+
+    def end_scratch(self):
+        if SCRATCH != "kept":
+            self.arena = self.work = None
 
     def solver_tables(self, kept):
         """Per level of a *kept*-level solver its (nbr, diag, up, down) buffers, None where
@@ -176,6 +223,22 @@ class Workspace:
             out.append((None if t is None else t["nbr"], None if t is None else t["diag"],
                         None if below is None or level == 0 else below["up"], None if below is None else below["down"]))
         return out
+
+
+class _Work(dict):
+    """Per coarse level its arrays for one set-up (``Workspace.scratch``), made when asked
+    for: its kept tables and its views of *arena* (no reference back to the workspace)."""
+
+    def __init__(self, cp, levels, layout, arena):
+        super().__init__()
+        self.cp, self.levels, self.layout, self.arena = cp, levels, layout, arena
+
+    def __missing__(self, level):
+        arrays = dict(self.levels[level])
+        for name, (shape, dtype, at) in self.layout[level].items():
+            arrays[name] = self.cp.ndarray(shape, dtype, memptr=self.arena.data + at)
+        self[level] = arrays
+        return arrays
 
 
 def tables_bytes(caps) -> int:
@@ -197,10 +260,12 @@ def unknowns(grid, kind, extra):
 
     ws = workspace()
     size = int(grid.size)
-    ws.flat(size)
     ws.serial = next(_serial)
-    flags = ws.flags_flat[:3 * size].reshape(3, size)
-    scans = ws.scans_flat[:3 * size].reshape(3, size)
+    # level 0's arrays of grid.size entries, made each set-up (one allocation for what the
+    # unknowns keep, one for the scratch, freed on return): kept in the workspace they held
+    # 45 B a pool cell between substeps (×1.5 growth), the largest part of its memory
+    cells, position, diag8 = carve_bytes(cp, ((size, cp.int64), (size, cp.int32), (size, cp.uint8)))
+    in_set, flags, scans = carve_bytes(cp, ((size, cp.int64), ((3, size), cp.int32), ((3, size), cp.int32)))
     read = ws.read[:9 + len(extra)]
     read.set(np.array([0] * 3 + [2 ** 31 - 1] * 3 + [-(2 ** 31)] * 3 + [0] * len(extra), np.int32))
     for at, value in enumerate(extra):
@@ -208,21 +273,22 @@ def unknowns(grid, kind, extra):
     sizes, box = read[:3], read[3:9]
     setup._widening(setup._K, "unk_classify", size, (kind.astype(cp.uint8, copy=False), grid.nbr, np.int32(size),
                                                      grid.brick_slot.astype(cp.bool_, copy=False), grid.slot_coords,
-                                                     ws.diag8, flags, box))
+                                                     diag8, flags, box))
     setup.inclusive_scan(flags, scans, ws.sums)
-    setup._K.launch("unk_order", size, (flags, scans, np.int32(size), sizes, ws.position, ws.cells, ws.in_set))
+    setup._K.launch("unk_order", size, (flags, scans, np.int32(size), sizes, position, cells, in_set))
     host = read.get()  # the host read: m and the set's size bound the tables
+    del in_set, flags, scans  # before any new tables are taken
     m_red, m, n_set = (int(v) for v in host[:3])
     lo, hi = [int(v) for v in host[3:6]], [int(v) for v in host[6:9]]
     bounds = setup.level_bounds(n_set)
     ws.tables([b + 1 for b in bounds[1:]])
     level = Level0.__new__(Level0)
     level.extra = tuple(int(v) for v in host[9:])
-    level.xp, level.m, level.m_red, level.position = cp, m, m_red, ws.position
-    level.cells = ws.cells[:m]
+    level.xp, level.m, level.m_red, level.position = cp, m, m_red, position
+    level.cells = cells[:m]
     level.slot_coords, level.level0_box = grid.slot_coords, (lo, hi, n_set)
     level.ws_serial, level.ws_device, level.ws_generation, level.bounds = ws.serial, ws.device, ws.generation, bounds
-    level._tables_args = (ws.cells, sizes, grid.nbr, np.int32(size), ws.position, ws.diag8)
+    level._tables_args = (cells, sizes, grid.nbr, np.int32(size), position, diag8)
     level._prolong_args = level._nbr = level._diag = None
     return level
 
@@ -298,6 +364,12 @@ class _Up(list):
     def __iter__(self):
         return (self[i] for i in range(len(self)))
 
+    def __add__(self, other):  # list's own would copy the first table unmade (None)
+        return list(self) + list(other)
+
+    def __radd__(self, other):
+        return list(other) + list(self)
+
 
 def build(grid, kind, level0):
     """``sparse_pressure_setup.build`` for *level0* from ``unknowns`` above: the same
@@ -315,15 +387,19 @@ def build(grid, kind, level0):
     init[:3] = (n0, level0.m_red, level0.m)
     ws.sizes.set(init)
     cnt, span = ws.cnt, ws.span
-    setup._widening(setup._B, "mgb_unknown_span", level0.m, (ws.cells, cnt[0], grid.slot_coords, span[0]))
+    setup._widening(setup._B, "mgb_unknown_span", level0.m, (level0.cells, cnt[0], grid.slot_coords, span[0]))
     if count > 1:
-        fine = _level1(grid, kind, base, ws)
-        level0._prolong_args = (cnt[0], grid.brick_nbr, ws.map1, ws.levels[1]["position"], cnt[1])
-        for level in range(2, count):
-            if setup.TAIL_BOUND and bounds[level - 1] <= setup.TAIL_BOUND:  # build's test, on the host bounds
-                _tail(level, fine, ws)
-                break
-            fine = _coarse_level(level, fine, ws)
+        ws.scratch()
+        try:
+            fine = _level1(grid, kind, base, ws, level0.position)
+            level0._prolong_args = (cnt[0], grid.brick_nbr, ws.map1, ws.levels[1]["position"], cnt[1])
+            for level in range(2, count):
+                if setup.TAIL_BOUND and bounds[level - 1] <= setup.TAIL_BOUND:  # build's test, on the host bounds
+                    _tail(level, fine, ws)
+                    break
+                fine = _coarse_level(level, fine, ws)
+        finally:
+            ws.end_scratch()  # freed in stream order: the launches above still read it
     sizes = ws.sizes.get()  # the one host sync
     cnt_h, span_h = sizes[:4 * count].reshape(count, 4), sizes[4 * count:].reshape(count, 6)
     extents = [0 if cnt_h[level, 2] == 0 else int(max(span_h[level, a] + span_h[level, a + 3] for a in range(3))) + 1
@@ -357,9 +433,9 @@ def _level_tables(t, base, cnt, k, sums):
                                          t["keys"], t["nbr"], t["diag"], t["ukeys"]))
 
 
-def _level1(grid, kind, base, ws):
-    """Level 1 by brick look-ups and ranks (``sparse_pressure_setup._level1_by_bricks``):
-    (1, its key base)."""
+def _level1(grid, kind, base, ws, position0):
+    """Level 1 by brick look-ups and ranks (``sparse_pressure_setup._level1_by_bricks``;
+    *position0*: level 0's flat cell → unknown): (1, its key base)."""
     import cupy as cp
 
     B = setup._B
@@ -373,7 +449,7 @@ def _level1(grid, kind, base, ws):
     active = grid.brick_slot.astype(cp.bool_, copy=False)
     B.launch("mgb_coarsen", cand_count, (kind.astype(cp.uint8, copy=False), active, np.int32(cand_count), flag, take,
                                          map1))
-    t, c1 = ws.levels[1], ws.caps[1]
+    t, c1 = ws.work[1], ws.caps[1]
     k1 = c1 - 1
     cbase = _CellSet(None, None, base).coarser_base()
     cnt, span = ws.cnt, ws.span
@@ -384,7 +460,7 @@ def _level1(grid, kind, base, ws):
                                                  *_ints(cbase), t["keys"], t["fluid"], t["scand"], map1, cnt[1]))
     _level_tables(t, cbase, cnt[1], k1, ws.sums)
     # up onto level 0 (mgb_prolong) is Level0.fill's, at the solver's stride
-    B.launch("mgb_restrict", k1 + 1, (t["scand"], t["order"], cnt[1], np.int32(c1), grid.brick_nbr, ws.position,
+    B.launch("mgb_restrict", k1 + 1, (t["scand"], t["order"], cnt[1], np.int32(c1), grid.brick_nbr, position0,
                                       cnt[0], t["down"]))
     setup._widening(setup._K, "mgs_key_span", k1, (t["ukeys"], cnt[1], span[1]))
     return 1, cbase
@@ -394,7 +470,7 @@ def _coarse_level(level, fine, ws):
     """One coarse level launch by launch (``build``'s loop body); (level, its key base)."""
     K = setup._K
     f, fbase = fine
-    tf, t = ws.levels[f], ws.levels[level]
+    tf, t = ws.work[f], ws.work[level]
     cf, c = ws.caps[f], ws.caps[level]
     fk, k = cf - 1, c - 1
     cbase = _CellSet(None, None, fbase).coarser_base()

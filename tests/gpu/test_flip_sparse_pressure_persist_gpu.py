@@ -13,7 +13,7 @@ import pytest
 from tests.gpu.test_flip_sparse_pressure_gpu import random_scene, tank
 from tests.meshes import box
 from voxfx.kernels import backend
-from voxfx.kernels.flip import sparse_pressure, sparse_pressure_gpu
+from voxfx.kernels.flip import sparse_pressure, sparse_pressure_gpu, sparse_pressure_workspace
 from voxfx.kernels.flip.grid import FlipSettings
 from voxfx.kernels.flip.sim import FlipSimulation
 from voxfx.kernels.grid import GridSpec
@@ -92,6 +92,9 @@ def test_gpu_reused_tables_are_not_copied_again_and_give_the_same_pressure(monke
 
     monkeypatch.setenv("VOXFX_PRESSURE_WARM", "0")
     monkeypatch.setattr(sparse_pressure, "REUSE_TABLES", True)
+    # the copies PERSIST skips are the fresh set-up's (the workspace's solver takes its tables
+    # without copies: test_flip_sparse_pressure_workspace_gpu.py)
+    monkeypatch.setattr(sparse_pressure_workspace, "MODE", "fresh")
     rng = np.random.default_rng()
     spec, pos, vel, obstacle = random_scene(rng)
     runs = {}

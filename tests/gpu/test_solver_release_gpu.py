@@ -3,7 +3,10 @@ cache full, ``release_gpu_solvers`` after a bake, Free or Cancel) gives its devi
 back at once. Its CUDA-graph loops record its own methods; held strongly they made a
 reference cycle, and the buffers stayed allocated until Python's next cyclic collection (at
 65M particles the frame-0 and frame-4 solvers, ~1.2 GiB, were both still held at frame 14).
-The cyclic collector is off in these tests: only reference counting may free them."""
+The cyclic collector is off in these tests: only reference counting may free them. The
+sparse solver in both set-up modes (``sparse_pressure_workspace.MODE``): with the workspace,
+a solver bound to its tables goes when its hierarchy changes, and when the workspace takes
+new tables (its capacities grew) the older generation's solver goes before them."""
 
 import gc
 import weakref
@@ -12,9 +15,10 @@ import numpy as np
 import pytest
 
 from tests.gpu.test_flip_sparse_pressure_gpu import random_scene, tank
-from voxfx.kernels.flip import pressure_gpu, sparse_pressure, sparse_pressure_gpu
+from voxfx.kernels.flip import pressure_gpu, sparse_pressure, sparse_pressure_gpu, sparse_pressure_workspace
 
 pytestmark = pytest.mark.gpu
+MODES = ("fresh", "workspace")
 
 
 @pytest.fixture
@@ -29,9 +33,11 @@ def no_cyclic_gc():
             gc.enable()
 
 
-def test_gpu_a_dropped_sparse_solver_frees_its_buffers_at_once(no_cyclic_gc):
+@pytest.mark.parametrize("mode", MODES)
+def test_gpu_a_dropped_sparse_solver_frees_its_buffers_at_once(no_cyclic_gc, monkeypatch, mode):
     import cupy
 
+    monkeypatch.setattr(sparse_pressure_workspace, "MODE", mode)
     sparse_pressure_gpu.release_gpu_solvers()
     pool = cupy.get_default_memory_pool()
     spec, pos, vel, obstacle = random_scene(np.random.default_rng(5))
@@ -40,6 +46,7 @@ def test_gpu_a_dropped_sparse_solver_frees_its_buffers_at_once(no_cyclic_gc):
     assert stats["converged"] and stats["iterations"] > 0
     del p
     ((key, solver),) = sparse_pressure_gpu._solvers.items()
+    assert (key[-1] is not None) == (mode == "workspace")  # bound to the workspace's tables or not
     assert solver.loop.graph is not None or solver.single.graph is not None  # a captured graph holds it too
     gone, levels = weakref.ref(solver), key[0]
     del solver
@@ -53,6 +60,41 @@ def test_gpu_a_dropped_sparse_solver_frees_its_buffers_at_once(no_cyclic_gc):
     sparse_pressure_gpu.release_gpu_solvers()  # after a bake, Free, Cancel
     assert held() is None
     assert pool.used_bytes() < before  # both solvers' buffers are back in the pool's free blocks
+
+
+def test_gpu_a_workspace_that_grows_drops_the_older_generations_solver_first(no_cyclic_gc, monkeypatch):
+    """Two liquids, the second larger (the workspace's capacities grow: a new generation):
+    the first's solver is gone once the second's set-up took new tables (the cache holds
+    the new generation's alone), and a release gives back every byte the two solves kept."""
+    import cupy
+
+    monkeypatch.setattr(sparse_pressure_workspace, "MODE", "workspace")
+    monkeypatch.setenv("VOXFX_PRESSURE_WARM", "0")
+    monkeypatch.setattr(sparse_pressure, "REUSE_TABLES", False)
+    pool = cupy.get_default_memory_pool()
+    grids = [tank(cupy, pos, vel, spec, obstacle) for spec, pos, vel, obstacle in
+             (random_scene(np.random.default_rng(2)), random_scene(np.random.default_rng(3), (48, 40, 40), 120000))]
+    for g in grids:  # whatever a solve leaves on its grid or caches, before the count
+        sparse_pressure.solve_pressure(g, 0.01, tolerance=1e-5, max_iterations=3000)
+    sparse_pressure_gpu.release_gpu_solvers()
+    cupy.cuda.Device().synchronize()
+    with_grids = pool.used_bytes()
+    p, stats = sparse_pressure.solve_pressure(grids[0], 0.01, tolerance=1e-5, max_iterations=3000)
+    assert stats["converged"]
+    del p
+    ((_, first),) = sparse_pressure_gpu._solvers.items()
+    gone, generation = weakref.ref(first), sparse_pressure_workspace.workspace().generation
+    del first
+    p, stats = sparse_pressure.solve_pressure(grids[1], 0.01, tolerance=1e-5, max_iterations=3000)
+    assert stats["converged"]
+    del p
+    now = sparse_pressure_workspace.workspace().generation
+    assert now != generation  # it grew
+    assert gone() is None  # the older generation's solver went with its tables
+    assert [k[-1] for k in sparse_pressure_gpu._solvers] == [now]
+    sparse_pressure_gpu.release_gpu_solvers()
+    cupy.cuda.Device().synchronize()
+    assert pool.used_bytes() <= with_grids  # nothing of either solve stays
 
 
 def test_gpu_a_dropped_dense_solver_frees_its_buffers_at_once(no_cyclic_gc):

@@ -5,7 +5,10 @@ Device rows: ``bench/memory_liquid.py`` on an NVIDIA H100 (CuPy 14.2, 2026-11-26
 solvers left their reference cycles: ``GraphLoop``), the pool's bytes in use per frame (a
 memory hook), the user's frame (step(1/24) and the level set). The start-only estimate (the
 start's bricks ×1.5) was 0.58× the dam break's peak and 0.68× the river's (H200, before);
-the CPU rows are measured here with tracemalloc."""
+the CPU rows are measured here with tracemalloc. Those rows ran with the pressure set-up's
+fresh arrays (``VOXFX_SPARSE_SETUP=fresh``); the set-up's workspace (the default now) was
+measured on an H200 (``bench/workspace_memory_call.sh``) beside a fresh run of the same
+scene."""
 
 import tracemalloc
 
@@ -46,7 +49,7 @@ def test_the_spread_estimate_covers_the_measured_rows(row, particles, bricks, pe
     top = (float(v[:, 2].max()) - spec.origin[2]) / spec.voxel_size
     climb = M.climb_cells(top, 0.0, spec)
     assert M.estimate_bricks(particles / 8, spec, True, climb) >= bricks
-    estimate = M.sparse_flip_memory(spec, particles, xp=GPU, climb=climb)
+    estimate = M.sparse_flip_memory(spec, particles, xp=GPU, climb=climb, workspace=False)  # fresh set-up rows
     assert peak * GIB <= estimate <= 1.5 * peak * GIB, estimate / GIB
     start_only = M.SPREAD * M.start_bricks(particles / 8)  # the estimate before the spread was counted
     assert start_only < bricks
@@ -102,3 +105,79 @@ def test_the_frame_check_covers_each_frames_traced_peak_on_the_cpu():
             tracemalloc.stop()
         check.seen(sim)
         assert peak <= need - held <= 1.5 * peak, (peak / 2 ** 20, (need - held) / 2 ** 20)
+
+
+# bench/workspace_memory_call.sh on an NVIDIA H200 (CuPy 14, 2026-11-26): the 8M dam break at 256³
+# over 60 frames in separate processes, the set-up fresh and in its workspace; per frame the
+# bricks held after it (the same in both: the same bits) and the in-use peak (MiB)
+DAM_BRICKS = [3247, 3297, 3495, 3688, 3933, 4242, 4580, 4904, 5187, 5683, 6300, 6976, 7757, 8416, 8971, 9515, 9978,
+              10768, 11439, 12065, 12317, 12238, 11593, 10232, 8508, 7271, 7236, 7097, 6856, 6349, 5857, 5605, 5587,
+              5518, 5414, 5315, 5154, 5056, 5062, 5105, 5140, 5319, 5506, 5714, 5883, 5960, 5920, 5659, 5397, 5172,
+              4991, 4811, 4631, 4622, 4597, 4587, 4600, 4632, 4677, 4649]
+FRESH_MIB = [854.2, 857.3, 865.6, 872.8, 883.8, 898.1, 914.7, 932.8, 954.4, 1077.5, 1113.4, 1150.2, 1186.9, 1217.3,
+             1199.1, 1216.9, 1230.8, 1252.6, 1267.8, 1315.7, 1335.3, 1336.8, 1341.1, 1336.2, 1335.2, 1334.4, 1334.9,
+             1335.4, 1335.4, 1335.3, 1334.7, 1334.0, 1334.1, 1334.2, 1334.3, 1327.1, 1327.6, 1327.6, 1327.9, 1328.2,
+             1328.6, 1329.3, 1329.9, 1330.0, 1330.1, 1330.2, 1330.2, 1330.2, 1330.2, 1330.2, 1330.2, 1330.2, 1330.2,
+             1330.2, 1330.3, 1330.3, 1330.3, 1330.4, 1330.4, 1330.4]
+WORKSPACE_MIB = [876.3, 879.5, 887.8, 896.3, 907.3, 922.9, 939.5, 957.6, 1017.0, 1140.1, 1178.0, 1214.8, 1251.5,
+                 1287.5, 1292.4, 1310.2, 1324.1, 1345.9, 1361.0, 1384.3, 1403.9, 1405.7, 1411.8, 1407.9, 1406.9,
+                 1406.9, 1406.9, 1406.9, 1406.9, 1406.9, 1406.9, 1406.9, 1406.9, 1406.9, 1406.9, 1397.7, 1397.7,
+                 1397.7, 1397.6, 1397.7, 1397.9, 1398.2, 1398.7, 1398.7, 1398.7, 1398.7, 1398.7, 1398.7, 1398.7,
+                 1398.7, 1398.6, 1398.6, 1398.6, 1398.6, 1398.6, 1398.6, 1398.6, 1398.6, 1398.6, 1398.6]
+
+
+def _dam_8m():
+    spec, v, _ = scene("dam 8M")
+    top = (float(v[:, 2].max()) - spec.origin[2]) / spec.voxel_size
+    return spec, M.climb_cells(top, 0.0, spec)
+
+
+def test_the_estimate_counts_the_setup_workspace_where_it_is_on():
+    """The workspace's estimate (``WORKSPACE_CELL`` a pool cell, in the state and the
+    substep) covers its run's peak within [1, 1.5]×; off (fresh), the bytes of the fresh
+    rows' fit; on the CPU there is no workspace."""
+    spec, climb = _dam_8m()
+    particles, peak = 8_000_033, max(WORKSPACE_MIB) * 2 ** 20
+    on = M.sparse_flip_memory(spec, particles, xp=GPU, climb=climb, workspace=True, parts=True)
+    off = M.sparse_flip_memory(spec, particles, xp=GPU, climb=climb, workspace=False, parts=True)
+    assert peak <= on["total"] <= 1.5 * peak, on["total"] / peak
+    cells = on["bricks"] * 512
+    assert on["state"] - off["state"] == on["substep"] - off["substep"] == M.WORKSPACE_CELL * cells
+    assert off["total"] <= 1.5 * max(FRESH_MIB) * 2 ** 20  # the fresh rows' fit, untouched
+    assert M.sparse_flip_memory(spec, particles, xp=np, workspace=True) == M.sparse_flip_memory(spec, particles,
+                                                                                                   xp=np)  # GPU only
+
+
+def test_the_workspace_term_covers_what_the_workspace_adds_at_the_runs_peak():
+    """Frame by frame the workspace's peak minus the fresh path's, per pool cell of the grid's
+    capacity (the most bricks held so far): at most ``WORKSPACE_CELL`` from the frame the
+    liquid stops spreading on (the frames before: its tables grow a generation while the
+    fresh path's transient arrays do not peak with them, up to 25 B; the frame check's
+    margin covers them, next test)."""
+    capacity, added = 0, []
+    for bricks, fresh, held in zip(DAM_BRICKS, FRESH_MIB, WORKSPACE_MIB):
+        capacity = max(capacity, bricks)
+        added.append((held - fresh) * 2 ** 20 / (capacity * 512))
+    assert min(added) > 0  # the workspace does add
+    peak_frame = WORKSPACE_MIB.index(max(WORKSPACE_MIB))
+    assert max(added[peak_frame:]) <= M.WORKSPACE_CELL
+    assert max(added) <= 1.1 * M.WORKSPACE_CELL
+
+
+def test_the_frame_check_covers_each_frame_of_the_workspace_run():
+    """``FrameCheck`` replayed on the workspace run's counts (the bricks a frame ago, the
+    grid's capacity, their growth): its need before each frame is at least that frame's
+    in-use peak, and from the second frame on at most 1.6× it."""
+    spec, climb = _dam_8m()
+    particles = 8_000_033
+    check = M.FrameCheck(lambda b, p, parts=False: M.memory_at(spec, b, p, 8, parts=parts, xp=GPU, workspace=True),
+                         True, M.box_bricks(spec), first=M.estimate_bricks(particles / 8, spec, True, climb))
+    bricks = capacity = 0
+    ratios = []
+    for after, peak in zip(DAM_BRICKS, WORKSPACE_MIB):
+        need, _ = check.plan(bricks, capacity, particles)
+        ratios.append(need / (peak * 2 ** 20))
+        bricks, capacity = after, max(capacity, after)
+        check.saw(bricks, particles)
+    assert min(ratios) >= 1.0, min(ratios)
+    assert max(ratios[1:]) <= 1.6, max(ratios[1:])
