@@ -79,7 +79,7 @@ NumPy path, dam breaks, a blob and a pool at 6k–50k particles) and rounded up:
   at CFL 4, its u_n, masks and new kept copies at the advection below the pressure's
   peak). On the GPU, not yet measured, the advection's u_n, masks and copies are counted
   too (``KEPT_ADVECTION`` 15 B per pool cell).
-* the pressure set-up's workspace (``sparse_pressure_workspace``, when on; GPU only):
+* the pressure set-up's workspace (``sparse_pressure_workspace``, the default; GPU only):
   the coarse multigrid tables at their capacities and level 1's candidates, kept from
   substep to substep, ``WORKSPACE_CELL`` 24 B per pool cell in the state and the substep.
   Measured (H200, ``bench/workspace_memory_call.sh``, the 8M dam break over 60 frames beside

@@ -29,8 +29,8 @@ workspace (``current``: each set-up has its own ``serial``). Level 0 by the bric
 (``sparse_pressure_setup.BRICKS`` and ``RANKS``, the defaults); the same host reads as
 ``build``.
 
-``MODE`` (``VOXFX_SPARSE_SETUP``): "fresh" (default: ``build``'s arrays, copied into the
-solver) or "workspace" (with ``sparse_pressure_gpu.PERSIST``): the same pressure and iterations bit
+``MODE`` (``VOXFX_SPARSE_SETUP``): "workspace" (default, with ``sparse_pressure_gpu.PERSIST``)
+or "fresh" (``build``'s arrays, copied into the solver): the same pressure and iterations bit
 for bit (tests/gpu/test_flip_sparse_pressure_workspace_gpu.py). H200, 8M dam break
 (``bench/workspace_memory_call.sh``, separate processes; bench/RESULTS.md): pressure stage
 5.63 → 5.38 ms (scratch "kept": 5.23), substep 8.7 → 8.5 ms; in-use peak over 60 frames
@@ -42,8 +42,10 @@ against 6.52; the first, non-lean workspace had given 9.1 against 9.7), the 65M 
 in-use peak over 40 frames 8.46 GiB against fresh 8.07 (the estimate 1.46×, the check before each
 frame 1.07–2.03×), and test_flip_sparse_pressure_one_read_gpu.py's staged-against-separate
 set-up test refused by the workspace ("rebuilt since these unknowns were found": it finds
-unknowns twice before one build). Not the default until an A/B in one process shows the lean
-workspace faster on the H100 and that test runs in both modes.
+unknowns twice before one build; it now runs on the fresh set-up). In one process, the two
+alternating each substep (call 23, ``bench/flip_sparse_pressure_profile.py --alternate``):
+pressure 6.71 → 5.92 ms, substep 10.18 → 9.39 ms, set-up allocations 85 (248 MiB) → 12 (130
+MiB), 14 iterations, the same bits: the default since.
 """
 
 from __future__ import annotations
@@ -58,7 +60,7 @@ from . import sparse_pressure_setup as setup
 from .sparse_multigrid import _CellSet, _Level
 from .sparse_pressure_buffers import _BYTE_ALIGN, carve_bytes, grown_strides
 
-MODE = os.environ.get("VOXFX_SPARSE_SETUP", "fresh")
+MODE = os.environ.get("VOXFX_SPARSE_SETUP", "workspace")
 # The coarse levels' scratch: "set-up" (default) one allocation a set-up, freed at its end;
 # "kept": one a generation, kept with the tables (no allocation or views a set-up). The same
 # launches and integers.
