@@ -66,10 +66,15 @@ NumPy path, dam breaks, a blob and a pool at 6k–50k particles) and rounded up:
   surface (8M on an H100, ``bench/memory_liquid.py``, 15–17 frames, 1.7M → 6.7M particles
   kept): in use at the peak 2.04 / 2.98 / 3.85 GiB with bands of 2 / 4 / 8 cells against
   the dam's 2.05 without a band over 60 frames (those peaks held the leaked solvers too;
-  without them, H100, 11–14 frames: 1.17 / 1.88 / 2.55 GiB against the dam's 1.31 over 60),
-  i.e. up to ~140 B (4 cells) and ~270 B (8 cells) per liquid particle beyond the substep:
-  counted as the larger of the 78 B above and ``GPU_BAND_WIDTH`` 30 B per particle per cell
-  of band (36 before the refit: 1.59× of the later peaks).
+  without them, H100, 30 frames, past the dam's most bricks at frame 23, the set-up's
+  workspace on: 1.55 / 2.87 / 3.12 GiB against the dam's 1.31 over 60; the bands hold more
+  bricks than the dam, up to 17,319 with 4 cells against 12,317), i.e. up to ~140 B (4
+  cells) and ~270 B (8 cells) per liquid particle beyond the substep: counted as the larger
+  of the 78 B above and ``GPU_BAND_WIDTH`` 36 B per particle per cell of band. The estimate
+  before the bake is then 1.09× (4 cells) and 1.34× (8 cells) of those runs' peaks, the check
+  before each frame 1.03–1.81× and 1.20–2.65×; but 1.69× with 2 cells, as the substep's
+  ``GPU_PARTICLE`` counts every liquid particle while a 2-cell band keeps at most 2.3M of
+  8M (the particles a band keeps are not estimated before the bake).
   (Before the keys, (n, 3) rows per particle and 27 shifted copies: 255–571 B per
   particle on the CPU and a 70.1 GiB pool on the 65M row.)
 * the time-centred advection (``FlipSettings.time_centred_advection``): the kept faces
@@ -112,7 +117,7 @@ GPU_CELL, GPU_PARTICLE, GPU_APIC = 170, 90, 36
 GPU_STATE_CELL, GPU_STATE_PARTICLE = 80, 32  # what stays in use between frames (channels, solver, particles)
 CPU_BAND_PARTICLE, CPU_BAND_CELL = 24, 400
 GPU_BAND_PARTICLE, GPU_BAND_CELL = 14, 512  # beyond the substep's (module text)
-GPU_BAND_WIDTH = 30  # B per liquid particle per cell of band, beyond the substep's, over a whole run (module text)
+GPU_BAND_WIDTH = 36  # B per liquid particle per cell of band, beyond the substep's, over a whole run (module text)
 KEPT_CELL, KEPT_ADVECTION = 15, 15  # the time-centred advection's channels; its advection on the GPU (module text)
 WORKSPACE_CELL = 24  # B per pool cell the pressure set-up's workspace keeps on the GPU (module text)
 CLOSED_IMAGES = 4  # a closed level set's particles with their mirrors (a tank's liquid touches 3–5 walls)
