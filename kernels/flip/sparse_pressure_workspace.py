@@ -36,16 +36,11 @@ for bit (tests/gpu/test_flip_sparse_pressure_workspace_gpu.py). H200, 8M dam bre
 5.63 → 5.38 ms (scratch "kept": 5.23), substep 8.7 → 8.5 ms; in-use peak over 60 frames
 1.310 → 1.379 GiB (+5.3%; "kept" +7.3%; before these notes' changes +29%, H100), the
 workspace holding 20.4 B a pool cell at the end; counted, the estimate before the bake is
-1.49× of the peak and the check before each frame 1.22–2.39×. H100 (coordinator's call 22,
-separate processes, the workspace's run first): substep 10.9 against fresh 9.9 ms (pressure 6.69
-against 6.52; the first, non-lean workspace had given 9.1 against 9.7), the 65M dam break's
-in-use peak over 40 frames 8.46 GiB against fresh 8.07 (the estimate 1.46×, the check before each
-frame 1.07–2.03×), and test_flip_sparse_pressure_one_read_gpu.py's staged-against-separate
-set-up test refused by the workspace ("rebuilt since these unknowns were found": it finds
-unknowns twice before one build; it now runs on the fresh set-up). In one process, the two
-alternating each substep (call 23, ``bench/flip_sparse_pressure_profile.py --alternate``):
-pressure 6.71 → 5.92 ms, substep 10.18 → 9.39 ms, set-up allocations 85 (248 MiB) → 12 (130
-MiB), 14 iterations, the same bits: the default since.
+1.49× of the peak and the check before each frame 1.22–2.39×. H100, the two alternating each
+substep in one process (bench/RESULTS.md, call 23): pressure 6.71 → 5.92 ms, substep 10.18 →
+9.39 ms, the same bits; the 65M dam break's in-use peak over 40 frames 8.07 → 8.46 GiB. Two
+``unknowns`` before one ``build`` are refused ("rebuilt since these unknowns were found"):
+its buffers hold one set-up at a time.
 """
 
 from __future__ import annotations
