@@ -9,6 +9,7 @@ grid's set-up made stale."""
 import numpy as np
 
 from tests.gpu.test_flip_sparse_pressure_gpu import random_scene, tank
+from tests.gpu.test_flip_sparse_pressure_persist_gpu import solves as _solves
 from tests.meshes import box
 from voxfx.kernels import backend
 from voxfx.kernels.flip import sparse_pressure, sparse_pressure_gpu, sparse_pressure_workspace
@@ -64,25 +65,6 @@ def test_gpu_workspace_tables_are_the_fresh_ones(monkeypatch):
         assert a.shape == b.shape and np.array_equal(a, b)
     assert np.array_equal(cells_f, cells_w) and np.array_equal(pos_f, pos_w)
     sparse_pressure_gpu.release_gpu_solvers()
-
-
-def _solves(sim, frames, fps=24):
-    """(p on the host, stats) of every pressure solve of *frames* frames of *sim*."""
-    out = []
-    solve = sparse_pressure.solve_pressure
-
-    def spy(*args, **kwargs):
-        p, stats = solve(*args, **kwargs)
-        out.append((backend.to_numpy(p), stats))
-        return p, stats
-
-    sparse_pressure.solve_pressure = spy
-    try:
-        for _ in range(frames):
-            sim.step(1 / fps)
-    finally:
-        sparse_pressure.solve_pressure = solve
-    return out
 
 
 def test_gpu_workspace_gives_the_dam_breaks_iterations_and_pressure_bit_for_bit(monkeypatch):
