@@ -163,10 +163,10 @@ def frame_check(spec, f, sparse: bool, compact: bool, particles: int, xp=None, r
     closed = getattr(f, "boundary", "closed") == "closed"
     band = int(getattr(f, "narrow_band", 0))
 
-    def memory(bricks, particles, parts=False):
+    def memory(bricks, particles, parts=False, kept=None):
         if sparse:
             stages = memory_at(spec, bricks, particles, int(f.particles_per_cell), apic, closed, True, xp, band,
-                               time_centred(f))
+                               time_centred(f), kept=kept)
         else:
             stages = flip_memory(spec, particles, apic, parts=True, xp=xp, time_centred=time_centred(f))
         if compact and xp is not np:
@@ -175,7 +175,7 @@ def frame_check(spec, f, sparse: bool, compact: bool, particles: int, xp=None, r
 
     first = estimate_bricks(int(particles) / max(1, int(f.particles_per_cell)), spec, closed,
                             climb(spec, reach)) if sparse else 0
-    return FrameCheck(memory, closed, box_bricks(spec), xp=xp, first=first)
+    return FrameCheck(memory, closed, box_bricks(spec), xp=xp, first=first, band=sparse and band > 0)
 
 
 class GuardedBake:

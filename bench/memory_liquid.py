@@ -158,8 +158,9 @@ def _run_row(name, spec, v, t, frames, cap, out, rows, band, ppc, xp, watch):
     P0 = len(sim.pos)
     setup_peak = watch.peak
     new, old = estimates(spec, v, P0, ppc, band, xp)
-    check = M.FrameCheck(lambda b, p, parts=False: M.memory_at(spec, b, p, ppc, False, True, parts, xp, band),
-                         True, M.box_bricks(spec), xp=xp, first=new["bricks"])
+    check = M.FrameCheck(lambda b, p, parts=False, kept=None: M.memory_at(spec, b, p, ppc, False, True, parts, xp,
+                                                                          band, kept=kept),
+                         True, M.box_bricks(spec), xp=xp, first=new["bricks"], band=band > 0)
     row = {"row": name, "shape": list(spec.shape), "particles": P0, "band": band, "setup s":
            time.perf_counter() - t0, "setup peak": setup_peak, "old": old, "new": new,
            "start bricks": sim.grid.brick_count(), "setup mode": sparse_pressure_workspace.MODE, "frames": []}
@@ -173,7 +174,7 @@ def _run_row(name, spec, v, t, frames, cap, out, rows, band, ppc, xp, watch):
     begin = time.perf_counter()
     for frame in range(1, frames + 1):
         need, held = check.need(sim)
-        bricks_before, capacity, _ = check.counts(sim)
+        bricks_before, capacity, _, _ = check.counts(sim)
         predicted = max(capacity, M.next_frame(bricks_before, check.bricks)) if bricks_before else check.first
         a = time.perf_counter()
         watch.reset()
@@ -223,15 +224,16 @@ def replay(path):
         P0, band, frames = row["particles"], row["band"], row["frames"]
         new, old = estimates(spec, v, P0, 8, band, gpu)
         ws = row.get("setup mode") == "workspace"  # the set-up's workspace counted as the run's mode
-        check = M.FrameCheck(lambda b, p, parts=False, spec=spec, band=band, ws=ws: M.memory_at(
-                                 spec, b, p, 8, False, True, parts, gpu, band, workspace=ws),
-                             True, M.box_bricks(spec), first=new["bricks"])
-        ratios, capacity, bricks, liquid = [], 0, 0, P0
+        check = M.FrameCheck(lambda b, p, parts=False, kept=None, spec=spec, band=band, ws=ws: M.memory_at(
+                                 spec, b, p, 8, False, True, parts, gpu, band, workspace=ws, kept=kept),
+                             True, M.box_bricks(spec), first=new["bricks"], band=band > 0)
+        ratios, capacity, bricks, liquid, kept = [], 0, 0, P0, P0  # before frame 1: every particle held
         for f in frames:
-            need, _ = check.plan(bricks, capacity, liquid if bricks else P0)
+            need, _ = check.plan(bricks, capacity, liquid, kept)
             ratios.append(need / f["peak"])
             bricks, capacity, liquid = f["bricks"], max(capacity, f["bricks"]), f["liquid"]
-            check.saw(bricks, liquid)
+            kept = f.get("particles", liquid)  # the particles held after the frame (a band keeps fewer)
+            check.saw(bricks, liquid, kept)
         peak = max([f["peak"] for f in frames] + [row["setup peak"]])
         late = ratios[1:] or ratios
         print(f"{name}: {len(frames)} frames, bricks max {max(f['bricks'] for f in frames)} (estimate {new['bricks']},"

@@ -57,24 +57,37 @@ NumPy path, dam breaks, a blob and a pool at 6k–50k particles) and rounded up:
   dilation one axis at a time, φ's samples and the air rings. On the NumPy path, beside
   the state (tracemalloc, dam breaks of 0.34M and 1.1M particles, band of 4 cells, capped
   substeps so the candidates are dilated): 46–55 B per particle at 8 per cell (370–440 B
-  per liquid cell), taken as 24 B a particle and 400 B a liquid cell. On the GPU the band
-  frame's peak is the substep's plus 70–73 B per liquid particle (8M, bands of 2, 4 and 8
-  cells, 0.37M–1.7M particles kept: 1.549–1.585 GiB in use against 1.027–1.039 without
-  the band at the same bricks; the 65M row's pool, cached blocks included, 10.04 against
-  6.87 GiB: 52 B), taken as 14 B a particle and 512 B a liquid cell (78 B at 8 a cell).
-  Over whole runs the band costs more as the liquid spreads and more of it lies near its
-  surface (8M on an H100, ``bench/memory_liquid.py``, 15–17 frames, 1.7M → 6.7M particles
-  kept): in use at the peak 2.04 / 2.98 / 3.85 GiB with bands of 2 / 4 / 8 cells against
-  the dam's 2.05 without a band over 60 frames (those peaks held the leaked solvers too;
-  without them, H100, 30 frames, past the dam's most bricks at frame 23, the set-up's
-  workspace on: 1.55 / 2.87 / 3.12 GiB against the dam's 1.31 over 60; the bands hold more
-  bricks than the dam, up to 17,319 with 4 cells against 12,317), i.e. up to ~140 B (4
-  cells) and ~270 B (8 cells) per liquid particle beyond the substep: counted as the larger
-  of the 78 B above and ``GPU_BAND_WIDTH`` 36 B per particle per cell of band. The estimate
-  before the bake is then 1.09× (4 cells) and 1.34× (8 cells) of those runs' peaks, the check
-  before each frame 1.03–1.81× and 1.20–2.65×; but 1.69× with 2 cells, as the substep's
-  ``GPU_PARTICLE`` counts every liquid particle while a 2-cell band keeps at most 2.3M of
-  8M (the particles a band keeps are not estimated before the bake).
+  per liquid cell), taken as 24 B a particle and 400 B a liquid cell (the CPU's estimate
+  counts every liquid particle in its substep: not measured with a band).
+  On the GPU a band holds only the particles within its cells of the surface (the deep
+  cells stand for the rest), so its state and substep count the particles kept, the
+  level set every liquid particle (it sees the deep cells as particles), and the band's
+  update is added to the substep: ``GPU_BAND_CELL`` 736 B per liquid cell (92 B a liquid
+  particle at 8 a cell: the candidates, φ's samples and the depths over the whole
+  liquid's cells) and ``GPU_BAND_DEEP`` 300 B per particle kept × (N − 2)/N for a band of
+  N cells. Fitted to whole runs (8M dam break at 256³ on an H100, ``bench/memory_liquid.py
+  --rows band --band-frames 30``, past the dam's most bricks at frame 23, the set-up's
+  workspace on): bands of 2 / 4 / 8 cells peaked at 1.554 / 2.870 / 3.124 GiB in use
+  (10,208 / 17,319 / 16,335 bricks at most, more than the dam's 12,317 without a band)
+  keeping at most 2.28M / 5.36M / 7.11M of the 8M particles. Beyond the substep at the
+  particles kept, each frame's peak held ~80–100 B per liquid particle while the liquid
+  is a block (the first frames: few particles kept, the update's cells the whole
+  liquid's) and per particle kept about nothing more with 2 cells, ~130 B with 4 and
+  ~205 B with 8 (the (N − 2)/N: a fit to the three widths, not derived). Before the
+  bake the particles kept are estimated (``band_kept``) as the band's cells of a sheet
+  ``BAND_DEPTH`` (2) times as deep as the layer ``layer_bricks`` spreads the liquid into
+  (3.2 cells for the 8M dam: 2.48M / 4.95M / 8M, against the runs' 2.28M / 5.36M /
+  7.11M; the runs' liquid lay ~5–6 cells deep per cell of surface), at most all of them
+  (an open domain: all). During the bake ``FrameCheck`` gives the memory the particles
+  held (``len(sim.pos)``) beside the liquid's, each grown as a frame ago within the
+  liquid's. Replayed on those runs (``--replay``): the estimate before the bake 1.46× /
+  1.10× / 1.41× of the peaks, the check before each frame (from the second) 1.03–1.33× /
+  1.06–1.25× / 1.04–1.31× (counting every liquid particle as held, with 36 B per particle
+  per cell of band: 1.69× / 1.09× / 1.34×, the check 1.18–1.59× / 1.03–1.81× / 1.20–2.65×).
+  On the earlier rows of the fresh set-up (11–14 frames) the check is 1.13–1.18× /
+  1.09–1.20× / 1.01–1.23×. The 65M dam break at 512³ with a 4-cell band is estimated at
+  16.9 GiB (19.9M particles kept; its pool over its first frames, cached blocks included,
+  held 10.04 GiB: a partial run, not a peak).
   (Before the keys, (n, 3) rows per particle and 27 shifted copies: 255–571 B per
   particle on the CPU and a 70.1 GiB pool on the 65M row.)
 * the time-centred advection (``FlipSettings.time_centred_advection``): the kept faces
@@ -116,8 +129,9 @@ CPU_CELL, CPU_PARTICLE, CPU_APIC = 120, 720, 80
 GPU_CELL, GPU_PARTICLE, GPU_APIC = 170, 90, 36
 GPU_STATE_CELL, GPU_STATE_PARTICLE = 80, 32  # what stays in use between frames (channels, solver, particles)
 CPU_BAND_PARTICLE, CPU_BAND_CELL = 24, 400
-GPU_BAND_PARTICLE, GPU_BAND_CELL = 14, 512  # beyond the substep's (module text)
-GPU_BAND_WIDTH = 36  # B per liquid particle per cell of band, beyond the substep's, over a whole run (module text)
+GPU_BAND_CELL = 736  # B per liquid cell (its particles and deep cells'), beyond the substep's (module text)
+GPU_BAND_DEEP = 300  # B per particle kept × (N − 2)/N for a band of N cells, beyond the substep's (module text)
+BAND_DEPTH = 2.0  # a band's kept share: N cells of a sheet this many times ``layer_depth`` deep (module text)
 KEPT_CELL, KEPT_ADVECTION = 15, 15  # the time-centred advection's channels; its advection on the GPU (module text)
 WORKSPACE_CELL = 24  # B per pool cell the pressure set-up's workspace keeps on the GPU (module text)
 CLOSED_IMAGES = 4  # a closed level set's particles with their mirrors (a tank's liquid touches 3–5 walls)
@@ -150,6 +164,15 @@ def climb_cells(top: float, speed: float, spec: GridSpec, gravity: float = 9.81)
     return min(float(spec.shape[2]), SPLASH * (max(float(top), 0.0) + lift))
 
 
+def layer_depth(liquid_cells: float, spec: GridSpec, climb: float | None = None) -> float:
+    """Cells deep the sheet of ``layer_bricks`` is: the volume over the floor and the
+    walls up to *climb* cells, at least ``MIN_DEPTH``, at most the box's height."""
+    nx, ny, nz = spec.shape
+    climb = float(nz) if climb is None else min(float(nz), max(float(climb), 0.0))
+    floor, perimeter = float(nx) * float(ny), 2.0 * (float(nx) + float(ny))
+    return min(float(nz), max(max(float(liquid_cells), 1.0) / (floor + perimeter * climb), MIN_DEPTH))
+
+
 def layer_bricks(liquid_cells: float, spec: GridSpec, climb: float | None = None) -> float:
     """The liquid spread as a sheet over the closed box's floor (z) and up its four
     walls to *climb* cells (``climb_cells``; None: the box's height), in bricks: each
@@ -160,7 +183,7 @@ def layer_bricks(liquid_cells: float, spec: GridSpec, climb: float | None = None
     cells = max(float(liquid_cells), 1.0)
     climb = float(nz) if climb is None else min(float(nz), max(float(climb), 0.0))
     floor, perimeter = float(nx) * float(ny), 2.0 * (float(nx) + float(ny))
-    depth = min(float(nz), max(cells / (floor + perimeter * climb), MIN_DEPTH))
+    depth = layer_depth(liquid_cells, spec, climb)
     thick = (depth + MARGIN + 1) / BRICK + 1  # a sheet's bricks across it
     area = cells / depth
     if area < floor:  # a patch of the floor
@@ -205,7 +228,22 @@ def sparse_flip_memory(spec: GridSpec, particles: int, particles_per_cell: int =
     ``parts=True``: the dict of stages with ``bricks``."""
     ppc = max(1, int(particles_per_cell))
     bricks = estimate_bricks(int(particles) / ppc, spec, closed, climb)
-    return memory_at(spec, bricks, particles, ppc, apic, closed, parts, xp, narrow_band, time_centred, workspace)
+    kept = band_kept(int(particles), ppc, narrow_band, spec, closed, climb)
+    return memory_at(spec, bricks, particles, ppc, apic, closed, parts, xp, narrow_band, time_centred, workspace,
+                     kept)
+
+
+def band_kept(particles: int, particles_per_cell: int, narrow_band: int, spec: GridSpec, closed: bool = True,
+              climb: float | None = None) -> int:
+    """Particles a narrow band of *narrow_band* cells keeps at most of a liquid of
+    *particles* (module text): those within the band of the surface of the sheet that
+    ``layer_bricks`` spreads it into (``layer_depth`` × ``BAND_DEPTH``), all of them
+    without a band, in an open domain or where the band reaches the sheet's floor."""
+    particles = int(particles)
+    if int(narrow_band) <= 0 or not closed:
+        return particles
+    depth = BAND_DEPTH * layer_depth(particles / max(1, int(particles_per_cell)), spec, climb)
+    return int(math.ceil(particles * min(1.0, int(narrow_band) / depth)))
 
 
 def workspace_on() -> bool:
@@ -217,22 +255,27 @@ def workspace_on() -> bool:
 
 def memory_at(spec: GridSpec, bricks: int, particles: int, particles_per_cell: int = 8, apic: bool = False,
               closed: bool = True, parts: bool = False, xp=None, narrow_band: int = 0, time_centred: bool = False,
-              workspace: bool | None = None):
+              workspace: bool | None = None, kept: int | None = None):
     """``sparse_flip_memory``'s bytes with *bricks* bricks (estimated before the bake,
     or held during it: ``FrameCheck``); *workspace*: with the pressure set-up's workspace
-    (GPU only; None: as ``VOXFX_SPARSE_SETUP`` says, ``workspace_on``)."""
+    (GPU only; None: as ``VOXFX_SPARSE_SETUP`` says, ``workspace_on``); *kept*: with a
+    narrow band, the particles the simulation holds of the liquid's *particles*
+    (``band_kept`` before the bake, ``len(sim.pos)`` during it; None: all of them; GPU only:
+    the CPU's band bytes were measured per liquid particle)."""
     from .surface import CHUNK_PAIRS, KERNEL_PER_RADIUS, _reachable_offsets, surface_grid, surface_radii
     from .surface_gpu import estimate_gpu_bytes
 
     P = int(particles)
+    band_on = int(narrow_band) > 0
+    Pk = P if kept is None or not band_on else min(P, int(kept))  # the particles held (a band keeps fewer)
     ppc = max(1, int(particles_per_cell))
     bricks = int(bricks)
     cells = bricks * CELLS
     surface = surface_grid(spec) if closed and box_outputs(spec) else liquid_region_cells(P / ppc, spec, ppc)
     cpu = (xp or backend.xp()) is np
-    kept = KEPT_CELL * cells if time_centred else 0
+    kept_faces = KEPT_CELL * cells if time_centred else 0
     if cpu:
-        state = 60 * cells + (24 + (36 if apic else 0)) * P + kept
+        state = 60 * cells + (24 + (36 if apic else 0)) * P + kept_faces
         substep = CPU_CELL * cells + (CPU_PARTICLE + (CPU_APIC if apic else 0)) * P
         r, R = surface_radii(spec.voxel_size, ppc)
         seen = (CLOSED_IMAGES if closed else 1) * P  # particles and their wall mirrors
@@ -241,20 +284,23 @@ def memory_at(spec: GridSpec, bricks: int, particles: int, particles_per_cell: i
     else:
         # the set-up's workspace, held from substep to substep: in the state and every substep
         held = WORKSPACE_CELL * cells if (workspace_on() if workspace is None else workspace) else 0
-        state = GPU_STATE_CELL * cells + (GPU_STATE_PARTICLE + (36 if apic else 0)) * P + kept + held
-        substep = GPU_CELL * cells + (GPU_PARTICLE + (GPU_APIC if apic else 0)) * P + held
+        state = GPU_STATE_CELL * cells + (GPU_STATE_PARTICLE + (36 if apic else 0)) * Pk + kept_faces + held
+        substep = GPU_CELL * cells + (GPU_PARTICLE + (GPU_APIC if apic else 0)) * Pk + held
         r, _ = surface_radii(spec.voxel_size, ppc)
-        output = state + max(estimate_gpu_bytes(P, surface, KERNEL_PER_RADIUS * r) + 4 * surface.voxel_count,
-                             12 * surface.voxel_count)
+        # the level set sees every liquid particle: a band's deep cells as particles (``virtual_particles``)
+        seen = state + (GPU_STATE_PARTICLE + (36 if apic else 0)) * (P - Pk)
+        output = seen + max(estimate_gpu_bytes(P, surface, KERNEL_PER_RADIUS * r) + 4 * surface.voxel_count,
+                            12 * surface.voxel_count)
     if time_centred:
-        substep += kept + (0 if cpu else KEPT_ADVECTION * cells)
+        substep += kept_faces + (0 if cpu else KEPT_ADVECTION * cells)
     stages = {"substep": int(substep), "frame output": int(output)}
-    if int(narrow_band) > 0:
+    if band_on:
         if cpu:  # the update after advection, beside the state
             stages["narrow band"] = int(state + CPU_BAND_PARTICLE * P + CPU_BAND_CELL * P / ppc)
-        else:  # on the device, measured beside the frame's substep peak
-            band = max(GPU_BAND_PARTICLE * P + GPU_BAND_CELL * P / ppc, GPU_BAND_WIDTH * int(narrow_band) * P)
-            stages["narrow band"] = int(substep + band)
+        else:  # on the device, beside the frame's substep peak (its particles the kept): per liquid cell and
+            # per particle kept, the latter growing with the band's width (fitted to 2, 4 and 8 cells)
+            wide = (int(narrow_band) - 2) / int(narrow_band)
+            stages["narrow band"] = int(substep + GPU_BAND_CELL * P / ppc + GPU_BAND_DEEP * wide * Pk)
     if parts:
         return {"bricks": bricks, "state": int(state), **stages, "total": max(stages.values())}
     return int(max(stages.values()))
@@ -274,27 +320,30 @@ class FrameCheck:
     ``need(sim)`` → (bytes the next frame needs, bytes the simulation holds now) from the
     bricks (sparse) or the box (dense) and the particles it holds, with ``next_frame``'s
     growth. *memory(bricks, particles, parts=True)* gives the stages (``memory_at`` or
-    ``flip_memory``), whose ``state`` is what is held between frames; on a GPU (*xp*
-    CuPy) held is at least the pool's bytes in use (the state and the cached solver,
-    which the next frame reuses). Call ``seen(sim)`` after each frame (the counts a frame
-    ago)."""
+    ``flip_memory``), whose ``state`` is what is held between frames; with *band* (a
+    narrow band) it is also given ``kept=``, the particles the simulation holds of the
+    liquid's. On a GPU (*xp* CuPy) held is at least the pool's bytes in use (the state and
+    the cached solver, which the next frame reuses). Call ``seen(sim)`` after each frame
+    (the counts a frame ago)."""
 
-    def __init__(self, memory, closed: bool = True, box: int | None = None, xp=None, first: int = 0):
-        self.memory, self.closed, self.box, self.xp = memory, closed, box, xp
+    def __init__(self, memory, closed: bool = True, box: int | None = None, xp=None, first: int = 0,
+                 band: bool = False):
+        self.memory, self.closed, self.box, self.xp, self.band = memory, closed, box, xp, bool(band)
         self.first = int(first)  # bricks before the grid is built (a new or restored simulation): the estimate's
-        self.bricks = self.particles = None
+        self.bricks = self.particles = self.kept = None
 
     @staticmethod
-    def counts(sim) -> tuple[int, int, int]:
-        """(bricks in use, bricks allocated, particles): the grid's channels keep their
-        capacity (the most bricks it held) when bricks are freed; the particles are the
-        liquid's (with a narrow band, those its deep cells stand for too: its update
-        works on the whole liquid, as the estimate before the bake counts it)."""
+    def counts(sim) -> tuple[int, int, int, int]:
+        """(bricks in use, bricks allocated, liquid particles, particles held): the grid's
+        channels keep their capacity (the most bricks it held) when bricks are freed; the
+        liquid's particles count those a narrow band's deep cells stand for (its update
+        works on the whole liquid's cells), the particles held only the band's."""
         grid = sim.grid
         bricks = int(grid.brick_count()) if hasattr(grid, "brick_count") else 0
         liquid = getattr(sim, "liquid_particles", None)
-        particles = max(int(len(sim.pos)), int(liquid()) if liquid is not None else 0)
-        return bricks, max(bricks, int(getattr(grid, "capacity", 0) or 0)), particles
+        held = int(len(sim.pos))
+        particles = max(held, int(liquid()) if liquid is not None else 0)
+        return bricks, max(bricks, int(getattr(grid, "capacity", 0) or 0)), particles, held
 
     def need(self, sim) -> tuple[int, int]:
         need, held = self.plan(*self.counts(sim))
@@ -302,21 +351,30 @@ class FrameCheck:
             held = max(held, int(self.xp.get_default_memory_pool().used_bytes()))
         return need, held
 
-    def plan(self, bricks: int, capacity: int, particles: int) -> tuple[int, int]:
-        """``need`` from the counts (``counts``): (the next frame's bytes, the state's now)."""
+    def plan(self, bricks: int, capacity: int, particles: int, kept: int | None = None) -> tuple[int, int]:
+        """``need`` from the counts (``counts``; *kept* None: all *particles* held): (the
+        next frame's bytes, the state's now)."""
         if not bricks:  # not built yet (a new or restored simulation)
             bricks = capacity = self.first
         later = max(capacity, next_frame(bricks, self.bricks))
         if self.closed and self.box is not None:
             later = min(later, max(capacity, int(self.box)))
-        stages = self.memory(later, next_frame(particles, self.particles), parts=True)
-        held = self.memory(capacity, particles, parts=True)["state"]
+        grown = next_frame(particles, self.particles)
+        if self.band:  # the band's particles grow as its liquid spreads (a frame ago's growth), within the liquid
+            kept = particles if kept is None else int(kept)
+            more = {"kept": min(grown, next_frame(kept, self.kept))}
+            now = {"kept": kept}
+        else:
+            more = now = {}
+        stages = self.memory(later, grown, parts=True, **more)
+        held = self.memory(capacity, particles, parts=True, **now)["state"]
         return int(stages["total"]), int(held)
 
     def seen(self, sim) -> None:
         """After a frame: its counts are the next frame's 'a frame ago'."""
-        bricks, _, particles = self.counts(sim)
-        self.saw(bricks, particles)
+        bricks, _, particles, kept = self.counts(sim)
+        self.saw(bricks, particles, kept)
 
-    def saw(self, bricks: int, particles: int) -> None:
+    def saw(self, bricks: int, particles: int, kept: int | None = None) -> None:
         self.bricks, self.particles = int(bricks), int(particles)
+        self.kept = self.particles if kept is None else int(kept)

@@ -57,3 +57,55 @@ def test_the_estimate_and_the_frame_check_cover_each_frames_peak_as_the_liquid_s
             assert need <= 2 * hook.peak, (frame, hook.peak / 2 ** 20, need / 2 ** 20)
     assert max(bricks) > 1.5 * bricks[0]  # it spread
     assert max(bricks) <= estimate["bricks"]
+
+
+@pytest.mark.parametrize("band", [2, 4, 8])
+def test_the_band_estimate_and_check_count_the_particles_the_band_keeps(band):
+    """With a narrow band the simulation holds only the band's particles: the estimate
+    before the bake (``band_kept``'s share) and the check before each frame (the particles
+    held, ``FrameCheck(band=True)``) cover each frame's in-use peak, the check within 2×
+    of it after the first frame (fitted on the 8M dam break at 256³; here 1M at 128³)."""
+    from cupy.cuda import memory_hook
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    from flip import dam_break
+
+    pool = cp.get_default_memory_pool()
+    pool.free_all_blocks()
+    spec, v, t = dam_break(128, 1_000_000)
+    sim = FlipSimulation(spec, FlipSettings(narrow_band=band), v, t, xp=cp, sparse=True)
+    P = len(sim.pos)
+    top = (float(np.asarray(v)[:, 2].max()) - spec.origin[2]) / spec.voxel_size
+    estimate = M.sparse_flip_memory(spec, P, xp=cp, climb=M.climb_cells(top, 0.0, spec), parts=True,
+                                    narrow_band=band)
+    asked = []
+
+    def memory(b, p, parts=False, kept=None):
+        asked.append(kept)
+        return M.memory_at(spec, b, p, 8, parts=parts, xp=cp, narrow_band=band, kept=kept)
+
+    check = M.FrameCheck(memory, True, M.box_bricks(spec), xp=cp, first=estimate["bricks"], band=True)
+
+    class Peak(memory_hook.MemoryHook):
+        name = "VoxFXBandPeak"
+        peak = 0
+
+        def malloc_postprocess(self, **kwargs):
+            self.peak = max(self.peak, pool.used_bytes())
+
+    for frame in range(12):
+        cp.cuda.Device().synchronize()
+        asked.clear()
+        need, held = check.need(sim)
+        assert asked[-1] == len(sim.pos)  # the state held now: the band's particles
+        with Peak() as hook:
+            hook.peak = pool.used_bytes()
+            sim.step(1 / 24)
+            sim.level_set()
+            cp.cuda.Device().synchronize()
+        check.seen(sim)
+        assert len(sim.pos) < sim.liquid_particles()  # the band keeps fewer
+        assert hook.peak <= need, (frame, hook.peak / 2 ** 20, need / 2 ** 20)
+        assert hook.peak <= estimate["total"], (frame, hook.peak / 2 ** 20, estimate["total"] / 2 ** 20)
+        if frame:
+            assert need <= 2 * hook.peak, (frame, hook.peak / 2 ** 20, need / 2 ** 20)
