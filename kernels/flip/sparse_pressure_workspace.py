@@ -31,16 +31,11 @@ workspace (``current``: each set-up has its own ``serial``). Level 0 by the bric
 
 ``MODE`` (``VOXFX_SPARSE_SETUP``): "workspace" (default, with ``sparse_pressure_gpu.PERSIST``)
 or "fresh" (``build``'s arrays, copied into the solver): the same pressure and iterations bit
-for bit (tests/gpu/test_flip_sparse_pressure_workspace_gpu.py). H200, 8M dam break
-(``bench/workspace_memory_call.sh``, separate processes; bench/RESULTS.md): pressure stage
-5.63 → 5.38 ms (scratch "kept": 5.23), substep 8.7 → 8.5 ms; in-use peak over 60 frames
-1.310 → 1.379 GiB (+5.3%; "kept" +7.3%; before these notes' changes +29%, H100), the
-workspace holding 20.4 B a pool cell at the end; counted, the estimate before the bake is
-1.49× of the peak and the check before each frame 1.22–2.39×. H100, the two alternating each
-substep in one process (bench/RESULTS.md, call 23): pressure 6.71 → 5.92 ms, substep 10.18 →
-9.39 ms, the same bits; the 65M dam break's in-use peak over 40 frames 8.07 → 8.46 GiB. Two
-``unknowns`` before one ``build`` are refused ("rebuilt since these unknowns were found"):
-its buffers hold one set-up at a time.
+for bit (tests/gpu/test_flip_sparse_pressure_workspace_gpu.py). 8M dam break, the two
+alternating each substep in one process on an H100: pressure 6.71 → 5.92 ms, substep 10.18 →
+9.39 ms; in-use peak +5% (8M over 60 frames, H200: 1.310 → 1.379 GiB; 65M over 40, H100: 8.07
+→ 8.46 GiB; bench/RESULTS.md). Two ``unknowns`` before one ``build`` are refused ("rebuilt
+since these unknowns were found"): its buffers hold one set-up at a time.
 """
 
 from __future__ import annotations
