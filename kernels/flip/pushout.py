@@ -43,38 +43,58 @@ def push_out(grid: DenseGrid, x, fallback):
     particle goes back to *fallback* (its position at the start of the step). NumPy."""
     from .transfer import _frame  # transfer imports this module
 
-    ox, oy, oz, h, inv_h = _frame(grid)
-    origin = (ox, oy, oz)
     nx, ny, nz = grid.shape
-    dims = (nx, ny, nz)
-    eps = _F(PUSH_EPSILON)
-    x = [np.array(a, np.float32, copy=True) for a in x]
-    with np.errstate(invalid="ignore"):
-        finite = np.isfinite(x[0]) & np.isfinite(x[1]) & np.isfinite(x[2])
-        g = [(x[a] - origin[a]) * inv_h for a in range(3)]
-        gc = [np.fmin(np.fmax(g[a], eps), _F(dims[a]) - eps) for a in range(3)]
-    moved = finite & ((gc[0] != g[0]) | (gc[1] != g[1]) | (gc[2] != g[2]))
-    cell = [np.minimum(np.where(finite, gc[a], 0).astype(np.int64), dims[a] - 1) for a in range(3)]
     solid = grid.solid.reshape(-1) != 0
-    inside_solid = finite & solid[(cell[2] * ny + cell[1]) * nx + cell[0]]
+
+    def solid_at(i, j, k):  # False outside the box
+        inside = (i >= 0) & (i < nx) & (j >= 0) & (j < ny) & (k >= 0) & (k < nz)
+        lin = (np.clip(k, 0, nz - 1) * ny + np.clip(j, 0, ny - 1)) * nx + np.clip(i, 0, nx - 1)
+        return inside & solid[lin]
+
+    return push_out_of(x, fallback, _frame(grid), grid.shape, True, solid_at, np)
+
+
+def push_out_of(x, fallback, frame, shape, closed: bool, solid_at, xp):
+    """``push_out`` for any grid (the dense one's, ``sparse_transfer.push_out`` on bricks):
+    *frame* (ox, oy, oz, h, 1/h) float32, *shape* the grid's cells, *closed*: clamped into
+    them (else an open domain: not clamped), *solid_at(i, j, k)* whether those cells are
+    SOLID (False outside the grid's cells)."""
+    ox, oy, oz, h, inv_h = frame
+    origin = (ox, oy, oz)
+    eps = _F(PUSH_EPSILON)
+    x = [xp.array(a, dtype=xp.float32, copy=True) for a in x]
+    with np.errstate(invalid="ignore"):
+        finite = xp.isfinite(x[0]) & xp.isfinite(x[1]) & xp.isfinite(x[2])
+        g = [(x[a] - origin[a]) * inv_h for a in range(3)]
+        if closed:
+            gc = [xp.fmin(xp.fmax(g[a], eps), _F(shape[a]) - eps) for a in range(3)]
+        else:
+            gc = [xp.where(finite, g[a], _F(0)) for a in range(3)]
+    moved = finite & ((gc[0] != g[0]) | (gc[1] != g[1]) | (gc[2] != g[2]))
+    cell = [xp.floor(xp.where(finite, gc[a], _F(0))).astype(xp.int64) for a in range(3)]
+    if closed:
+        cell = [xp.minimum(cell[a], shape[a] - 1) for a in range(3)]
+    inside_solid = finite & solid_at(*cell)
     back = ~finite
-    idx = np.flatnonzero(inside_solid)
+    idx = xp.flatnonzero(inside_solid)
     if idx.size:
         c = [cell[a][idx] for a in range(3)]
         p = [gc[a][idx] for a in range(3)]
 
         def free(nb):
-            ok = (nb[0] >= 0) & (nb[0] < nx) & (nb[1] >= 0) & (nb[1] < ny) & (nb[2] >= 0) & (nb[2] < nz)
-            lin = (np.clip(nb[2], 0, nz - 1) * ny + np.clip(nb[1], 0, ny - 1)) * nx + np.clip(nb[0], 0, nx - 1)
-            return ok & ~solid[lin]
+            ok = ~solid_at(*nb)
+            if closed:
+                for a in range(3):
+                    ok &= (nb[a] >= 0) & (nb[a] < shape[a])
+            return ok
 
-        target, best = nearest_free_point(c, p, free, eps, np)
-        found = np.isfinite(best)
+        target, best = nearest_free_point(c, p, free, eps, xp)
+        found = xp.isfinite(best)
         for a in range(3):
             gc[a][idx] = target[a]
         moved[idx] = found
         back[idx[~found]] = True
     for a in range(3):
-        x[a] = np.where(moved, origin[a] + gc[a] * h, x[a])
-        x[a] = np.where(back, fallback[a], x[a])
+        x[a] = xp.where(moved, origin[a] + gc[a] * h, x[a])
+        x[a] = xp.where(back, fallback[a], x[a])
     return x

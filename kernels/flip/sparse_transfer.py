@@ -39,8 +39,7 @@ import numpy as np
 from ..errors import InputError
 from ..grid.sample import face_lattice
 from .grid import AIR, FLUID, SOLID
-from .particles import PUSH_EPSILON
-from . import sparse_gpu, transfer
+from . import pushout, sparse_gpu
 
 _F = np.float32
 
@@ -276,49 +275,13 @@ def g2p_advect(grid, old, pos, vel, flip_ratio, dt, c=None, before=None):
 def push_out(grid, x, fallback):
     """``transfer.push_out`` on bricks: clamped into a closed domain (PUSH_EPSILON cells
     inside), then out of SOLID cells to the nearest free point of the 26 neighbours
-    (ties to the first in z-y-x order); no free neighbour or not finite: *fallback*."""
+    (ties to the first in z-y-x order); no free neighbour or not finite: *fallback*
+    (``pushout.push_out_of``, a cell outside the bricks being free)."""
     xp = grid.xp
-    ox, oy, oz, h, inv_h = _frame(grid)
-    origin = (ox, oy, oz)
-    eps = _F(PUSH_EPSILON)
-    x = [xp.array(a, dtype=xp.float32, copy=True) for a in x]
-    finite = xp.isfinite(x[0]) & xp.isfinite(x[1]) & xp.isfinite(x[2])
-    g = [(x[a] - origin[a]) * inv_h for a in range(3)]
-    if grid.closed:
-        gc = [xp.fmin(xp.fmax(g[a], eps), _F(grid.shape[a]) - eps) for a in range(3)]
-    else:
-        gc = [xp.where(finite, g[a], _F(0)) for a in range(3)]
-    moved = finite & ((gc[0] != g[0]) | (gc[1] != g[1]) | (gc[2] != g[2]))
-    cell = [xp.floor(xp.where(finite, gc[a], _F(0))).astype(xp.int64) for a in range(3)]
-    if grid.closed:
-        cell = [xp.minimum(cell[a], grid.shape[a] - 1) for a in range(3)]
     solid = grid["solid"]
 
     def solid_at(i, j, k):
         at = grid.locate(i, j, k)
         return (at >= 0) & (solid[xp.maximum(at, 0)] != 0)
 
-    inside_solid = finite & solid_at(*cell)
-    back = ~finite
-    idx = xp.flatnonzero(inside_solid)
-    if idx.size:
-        c = [cell[a][idx] for a in range(3)]
-        p = [gc[a][idx] for a in range(3)]
-
-        def free(nb):
-            ok = ~solid_at(*nb)
-            if grid.closed:
-                for a in range(3):
-                    ok &= (nb[a] >= 0) & (nb[a] < grid.shape[a])
-            return ok
-
-        target, best = transfer.nearest_free_point(c, p, free, eps, xp)
-        found = xp.isfinite(best)
-        for a in range(3):
-            gc[a][idx] = target[a]
-        moved[idx] = found
-        back[idx[~found]] = True
-    for a in range(3):
-        x[a] = xp.where(moved, origin[a] + gc[a] * h, x[a])
-        x[a] = xp.where(back, fallback[a], x[a])
-    return x
+    return pushout.push_out_of(x, fallback, _frame(grid), grid.shape, grid.closed, solid_at, xp)
