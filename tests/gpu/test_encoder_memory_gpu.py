@@ -5,6 +5,7 @@ own arrays, at 8 particles a cell (a liquid) and at one (spray)."""
 import numpy as np
 import pytest
 
+from tests.gpu.pool_peak import pool_peak
 from voxfx.addon import compact_points
 from voxfx.kernels import memory
 
@@ -13,8 +14,6 @@ cp = pytest.importorskip("cupy")
 
 @pytest.mark.parametrize("per_cell", [8, 1])
 def test_device_encoder_peak_is_within_its_count(per_cell):
-    from cupy.cuda import memory_hook
-
     n = 4 << 20
     rng = np.random.default_rng(3)
     side = int(round((n / per_cell) ** (1 / 3)))
@@ -23,17 +22,9 @@ def test_device_encoder_peak_is_within_its_count(per_cell):
                "size": cp.full(n, 0.0025, cp.float32)}
     pool = cp.get_default_memory_pool()
 
-    class Peak(memory_hook.MemoryHook):
-        name = "VoxFXEncoderPeak"
-        peak = 0
-
-        def malloc_postprocess(self, **kwargs):
-            self.peak = max(self.peak, pool.used_bytes())
-
     cp.cuda.Device().synchronize()
     base = pool.used_bytes()
-    with Peak() as hook:
-        hook.peak = base
+    with pool_peak() as hook:
         encoded = compact_points.encode_here(pos, columns, cell=0.01)
     measured = hook.peak - base
     estimate = compact_points.device_encoder_bytes(n)

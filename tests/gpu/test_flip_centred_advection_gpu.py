@@ -11,6 +11,7 @@ import pytest
 from tests import flip_accuracy as scenes
 from tests.flip_accuracy import assert_front_follows_martin_moyce
 from tests.gpu.test_flip_sparse_g2p_gpu import host, scene
+from tests.gpu.pool_peak import pool_peak
 from tests.gpu.test_flip_transfer_gpu import on_gpu, random_grid, random_particles
 from voxfx.kernels.flip import sparse_gpu, sparse_transfer
 from voxfx.kernels.flip import transfer as ft
@@ -117,23 +118,13 @@ def test_gpu_resume_with_the_kept_faces_matches_an_uninterrupted_run(sparse):
 
 def _pool_peak(run):
     """(pool bytes in use at the peak of *run*() above where it started, its result)."""
-    from cupy.cuda import memory_hook
-
     from voxfx.kernels import memory
 
     pool = cp.get_default_memory_pool()
 
-    class Peak(memory_hook.MemoryHook):
-        name = "VoxFXCentredPeak"
-        peak = 0
-
-        def malloc_postprocess(self, **kwargs):
-            self.peak = max(self.peak, pool.used_bytes())
-
     memory.release_gpu_pool()
     base = pool.used_bytes()
-    with Peak() as hook:
-        hook.peak = base
+    with pool_peak() as hook:
         out = run()
         cp.cuda.Device().synchronize()
     return hook.peak - base, out
@@ -177,8 +168,6 @@ def test_gpu_sparse_frame_check_with_the_kept_faces_covers_each_frames_peak():
     (``memory_at(..., time_centred=True)``) cover each frame's in-use peak."""
     import sys
 
-    from cupy.cuda import memory_hook
-
     from tests.conftest import ROOT
     from voxfx.kernels.flip import sparse_memory as M
     from voxfx.kernels.flip.grid import FlipSettings
@@ -197,18 +186,10 @@ def test_gpu_sparse_frame_check_with_the_kept_faces_covers_each_frames_peak():
     check = M.FrameCheck(lambda b, p, parts=False: M.memory_at(spec, b, p, 8, parts=parts, xp=cp, time_centred=True),
                          True, M.box_bricks(spec), xp=cp, first=estimate["bricks"])
 
-    class Peak(memory_hook.MemoryHook):
-        name = "VoxFXCentredSparsePeak"
-        peak = 0
-
-        def malloc_postprocess(self, **kwargs):
-            self.peak = max(self.peak, pool.used_bytes())
-
     for frame in range(8):
         cp.cuda.Device().synchronize()
         need, _ = check.need(sim)
-        with Peak() as hook:
-            hook.peak = pool.used_bytes()
+        with pool_peak() as hook:
             sim.step(1 / 24)
             sim.level_set()
             cp.cuda.Device().synchronize()

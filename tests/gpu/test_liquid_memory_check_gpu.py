@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import ROOT
+from tests.gpu.pool_peak import pool_peak
 from voxfx.kernels.flip import sparse_memory as M
 from voxfx.kernels.flip.grid import FlipSettings
 from voxfx.kernels.flip.sim import FlipSimulation
@@ -17,8 +18,6 @@ cp = pytest.importorskip("cupy")
 
 
 def test_the_estimate_and_the_frame_check_cover_each_frames_peak_as_the_liquid_spreads():
-    from cupy.cuda import memory_hook
-
     sys.path.insert(0, str(ROOT / "bench"))
     from flip import dam_break
 
@@ -32,20 +31,12 @@ def test_the_estimate_and_the_frame_check_cover_each_frames_peak_as_the_liquid_s
     check = M.FrameCheck(lambda b, p, parts=False: M.memory_at(spec, b, p, 8, parts=parts, xp=cp), True,
                          M.box_bricks(spec), xp=cp, first=estimate["bricks"])
 
-    class Peak(memory_hook.MemoryHook):
-        name = "VoxFXLiquidPeak"
-        peak = 0
-
-        def malloc_postprocess(self, **kwargs):
-            self.peak = max(self.peak, pool.used_bytes())
-
     bricks = []
     for frame in range(12):
         cp.cuda.Device().synchronize()
         need, held = check.need(sim)
         assert held >= pool.used_bytes()  # what the pool holds is counted as the simulation's
-        with Peak() as hook:
-            hook.peak = pool.used_bytes()
+        with pool_peak() as hook:
             sim.step(1 / 24)
             sim.level_set()
             cp.cuda.Device().synchronize()
@@ -65,8 +56,6 @@ def test_the_band_estimate_and_check_count_the_particles_the_band_keeps(band):
     before the bake (``band_kept``'s share) and the check before each frame (the particles
     held, ``FrameCheck(band=True)``) cover each frame's in-use peak, the check within 2×
     of it after the first frame (fitted on the 8M dam break at 256³; here 1M at 128³)."""
-    from cupy.cuda import memory_hook
-
     sys.path.insert(0, str(ROOT / "bench"))
     from flip import dam_break
 
@@ -86,20 +75,12 @@ def test_the_band_estimate_and_check_count_the_particles_the_band_keeps(band):
 
     check = M.FrameCheck(memory, True, M.box_bricks(spec), xp=cp, first=estimate["bricks"], band=True)
 
-    class Peak(memory_hook.MemoryHook):
-        name = "VoxFXBandPeak"
-        peak = 0
-
-        def malloc_postprocess(self, **kwargs):
-            self.peak = max(self.peak, pool.used_bytes())
-
     for frame in range(12):
         cp.cuda.Device().synchronize()
         asked.clear()
         need, held = check.need(sim)
         assert asked[-1] == len(sim.pos)  # the state held now: the band's particles
-        with Peak() as hook:
-            hook.peak = pool.used_bytes()
+        with pool_peak() as hook:
             sim.step(1 / 24)
             sim.level_set()
             cp.cuda.Device().synchronize()

@@ -3,6 +3,7 @@ a second bake gets the same limit as the first (issue 21 §6)."""
 
 import numpy as np
 
+from tests.gpu.pool_peak import pool_peak
 from voxfx.kernels import backend, memory
 from voxfx.kernels.flip import pressure
 from voxfx.kernels.flip.grid import FlipSettings
@@ -69,23 +70,14 @@ def test_small_bake_peak_is_what_the_guard_says():
     [0.67, 1.5]× ``flip_memory``: the surface's cell offsets once took a CUB histogram of
     every binning cell, 250 MiB where the formula said 55 MiB (issue 21 §6)."""
     import cupy as cp
-    from cupy.cuda import memory_hook
 
     from voxfx.kernels.flip.sim import flip_memory
 
     pool = cp.get_default_memory_pool()
 
-    class Peak(memory_hook.MemoryHook):
-        name = "VoxFXTestPeak"
-        peak = 0
-
-        def malloc_postprocess(self, **kwargs):
-            self.peak = max(self.peak, pool.used_bytes())
-
     memory.release_gpu_pool()
     base = pool.used_bytes()
-    with Peak() as hook:
-        hook.peak = base
+    with pool_peak() as hook:
         sim = _bake(cp, res=64)
         sim.step(1 / 24)
         sim.level_set()
