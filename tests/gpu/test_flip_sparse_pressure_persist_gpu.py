@@ -12,6 +12,7 @@ import pytest
 
 from tests.gpu.test_flip_sparse_pressure_gpu import random_scene, tank
 from tests.meshes import box
+from tests.pressure_solves import solves
 from voxfx.kernels import backend
 from voxfx.kernels.flip import sparse_pressure, sparse_pressure_gpu, sparse_pressure_workspace
 from voxfx.kernels.flip.grid import FlipSettings
@@ -19,25 +20,6 @@ from voxfx.kernels.flip.sim import FlipSimulation
 from voxfx.kernels.grid import GridSpec
 
 TOLERANCE = 2.0 ** -20  # of max |p|: float32 rounding
-
-
-def solves(sim, frames, fps=24):
-    """(p on the host, stats) of every pressure solve of *frames* frames of *sim*."""
-    out = []
-    solve = sparse_pressure.solve_pressure
-
-    def spy(*args, **kwargs):
-        p, stats = solve(*args, **kwargs)
-        out.append((backend.to_numpy(p), stats))
-        return p, stats
-
-    sparse_pressure.solve_pressure = spy
-    try:
-        for _ in range(frames):
-            sim.step(1 / fps)
-    finally:
-        sparse_pressure.solve_pressure = solve
-    return out
 
 
 def _runs(monkeypatch, make, frames):

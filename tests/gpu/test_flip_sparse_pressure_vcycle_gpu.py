@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from tests.gpu.test_flip_sparse_pressure_gpu import random_scene, tank
-from tests.gpu.test_flip_sparse_pressure_persist_gpu import solves
+from tests.pressure_solves import solves
 from tests.meshes import box
 from voxfx.kernels import backend
 from voxfx.kernels.flip import sparse_pressure, sparse_pressure_gpu

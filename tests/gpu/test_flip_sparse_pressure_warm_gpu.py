@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from tests.meshes import box
-from tests.unit.test_flip_sparse_pressure_warm import iterations_of
+from tests.pressure_solves import iterations_of
 from voxfx.kernels import backend
 from voxfx.kernels.flip import sparse_pressure
 from voxfx.kernels.flip.grid import FLUID, SOLID, FlipSettings

@@ -9,7 +9,7 @@ grid's set-up made stale."""
 import numpy as np
 
 from tests.gpu.test_flip_sparse_pressure_gpu import random_scene, tank
-from tests.gpu.test_flip_sparse_pressure_persist_gpu import solves as _solves
+from tests.pressure_solves import solves as _solves
 from tests.meshes import box
 from voxfx.kernels import backend
 from voxfx.kernels.flip import sparse_pressure, sparse_pressure_gpu, sparse_pressure_workspace

@@ -7,30 +7,12 @@ import numpy as np
 import pytest
 
 from tests.meshes import box
+from tests.pressure_solves import iterations_of
 from voxfx.kernels.flip import sparse_pressure, sparse_transfer
 from voxfx.kernels.flip.grid import FLUID, FlipSettings
 from voxfx.kernels.flip.sim import FlipSimulation
 from voxfx.kernels.flip.sparse_grid import SparseFlipGrid
 from voxfx.kernels.grid import GridSpec
-
-
-def iterations_of(sim, frames, fps=24):
-    """PCG iterations of every substep of *frames* frames of *sim*."""
-    its = []
-    solve = sparse_pressure.solve_pressure
-
-    def spy(*args, **kwargs):
-        p, stats = solve(*args, **kwargs)
-        its.append(stats["iterations"])
-        return p, stats
-
-    sparse_pressure.solve_pressure = spy
-    try:
-        for _ in range(frames):
-            sim.step(1 / fps)
-    finally:
-        sparse_pressure.solve_pressure = solve
-    return its
 
 
 def tank(warm, liquid=(1.0, 0.5, 0.5), n=16, seed=3):
