@@ -26,6 +26,12 @@ from voxfx.kernels.grid import GridSpec
 # (m0 + 1 each, hex floats); n, then the links (3 × n) of the labelling. Output: q = A d
 # (m0), Σ of the partial d·q, z = V-cycle(r) (m0) by the split launches, then by the fused
 # ones (sparse_pressure_gpu.VCYCLE) with Σ of their partial r·z, the n labels.
+# The drivers' readers of sized int and hex-float rows (after PREAMBLE's includes).
+READERS = r"""
+static void read_ints(std::vector<int>& v, size_t n) { v.resize(n); for (auto& a : v) scanf("%d", &a); }
+static void read_floats(std::vector<float>& v, size_t n) { v.resize(n); for (auto& a : v) scanf("%a", &a); }
+"""
+
 PREAMBLE = r"""
 #include <cstdio>
 #include <cstring>
@@ -61,7 +67,7 @@ template <typename T> T plain_cas(T* p, T cmp, T v) { T o = *p; if (o == cmp) *p
 #define atomicAdd plain_add
 #define atomicCAS plain_cas
 #include "flip_sparse_pressure.cu"
-"""
+""" + READERS
 
 HARNESS = PREAMBLE + r"""
 #include "flip_sparse_pressure_vcycle.cu"
@@ -167,8 +173,6 @@ static void poison() {
     }
 }
 
-static void read_ints(std::vector<int>& v, size_t n) { v.resize(n); for (auto& a : v) scanf("%d", &a); }
-static void read_floats(std::vector<float>& v, size_t n) { v.resize(n); for (auto& a : v) scanf("%a", &a); }
 
 int main() {
     int nl;
@@ -264,6 +268,24 @@ def device(tmp_path_factory):
 # positions; m0 and the m0 keys of its unknowns. The driver builds the coarser levels as
 # sparse_pressure_gpu.TableKernels launches the kernels. Output per coarse level: m m_red,
 # nbr (6 × (m + 1)), diag (m + 1, hex), then up (8 × (m_fine + 1)) and down (64 × (m + 1)).
+# The level-0 set and the unknowns' keys, as the TABLES and SETUP drivers read them (after
+# their ``struct Set``): min_side max_levels margin, the set's base and its n cells (keys,
+# fluid flags, positions), then the m unknowns' keys.
+READ_SET = r"""
+static bool read_set(int& min_side, int& max_levels, int& margin, Set& f, std::vector<ll>& ukeys) {
+    int n, m;
+    if (scanf("%d %d %d %d %d %d %d", &min_side, &max_levels, &margin, &f.bx, &f.by, &f.bz, &n) != 7) return false;
+    f.keys.resize(n); f.fluid.resize(n); f.position.resize(n);
+    for (auto& k : f.keys) scanf("%lld", &k);
+    for (auto& x : f.fluid) { int t; scanf("%d", &t); x = (unsigned char)t; }
+    for (auto& p : f.position) scanf("%d", &p);
+    if (scanf("%d", &m) != 1) return false;
+    ukeys.resize(m);
+    for (auto& k : ukeys) scanf("%lld", &k);
+    return true;
+}
+"""
+
 TABLES = PREAMBLE + r"""
 typedef long long ll;
 #define ONE_PER_ITEM(n, call) do { h_dim.x = 1; h_thread.x = 0; h_grid.x = (unsigned)(n); \
@@ -278,17 +300,12 @@ static int extent(const std::vector<ll>& keys) {
     for (int a = 0; a < 3; ++a) e = std::max(e, span[a] + span[a + 3]);
     return e + 1;
 }
+""" + READ_SET + r"""
 int main() {
-    int min_side, max_levels, margin, n, m;
+    int min_side, max_levels, margin;
     Set f;
-    if (scanf("%d %d %d %d %d %d %d", &min_side, &max_levels, &margin, &f.bx, &f.by, &f.bz, &n) != 7) return 1;
-    f.keys.resize(n); f.fluid.resize(n); f.position.resize(n);
-    for (auto& k : f.keys) scanf("%lld", &k);
-    for (auto& x : f.fluid) { int t; scanf("%d", &t); x = (unsigned char)t; }
-    for (auto& p : f.position) scanf("%d", &p);
-    scanf("%d", &m);
-    std::vector<ll> ukeys(m);
-    for (auto& k : ukeys) scanf("%lld", &k);
+    std::vector<ll> ukeys;
+    if (!read_set(min_side, max_levels, margin, f, ukeys)) return 1;
     int ubx = f.bx, uby = f.by, ubz = f.bz, levels = 1;
     while (levels < max_levels && extent(ukeys) >= min_side) {
         Set c;
@@ -488,18 +505,13 @@ static void print_kept(int min_side, int count, const std::vector<int>& cnt, con
 # in the cnt array, arrays of the bound's size, compactions by inclusive scans), then keeps
 # the levels as sparse_pressure_setup.levels_kept and prints their tables' leading columns.
 SETUP = PREAMBLE.replace('#include "flip_sparse_pressure.cu"',
-                         '#include "flip_sparse_pressure_setup.cu"') + SETUP_LEVELS + r"""
+                         '#include "flip_sparse_pressure_setup.cu"') + SETUP_LEVELS + READ_SET + r"""
 int main() {
-    int min_side, max_levels, margin, n, m;
+    int min_side, max_levels, margin;
     Set f;
-    if (scanf("%d %d %d %d %d %d %d", &min_side, &max_levels, &margin, &f.bx, &f.by, &f.bz, &n) != 7) return 1;
-    f.keys.resize(n); f.fluid.resize(n); f.position.resize(n);
-    for (auto& k : f.keys) scanf("%lld", &k);
-    for (auto& x : f.fluid) { int t; scanf("%d", &t); x = (unsigned char)t; }
-    for (auto& p : f.position) scanf("%d", &p);
-    scanf("%d", &m);
-    std::vector<ll> ukeys(m);
-    for (auto& k : ukeys) scanf("%lld", &k);
+    std::vector<ll> ukeys;
+    if (!read_set(min_side, max_levels, margin, f, ukeys)) return 1;
+    const int n = (int)f.keys.size(), m = (int)ukeys.size();
     int tail = 0;  // > 0: levels from this one by mgs_tail_levels
     if (scanf("%d", &tail) != 1) tail = 0;
     std::vector<int> bounds{n};

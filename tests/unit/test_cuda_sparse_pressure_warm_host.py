@@ -16,7 +16,6 @@ from voxfx.kernels.flip.sparse_pressure_gpu import _D_COLD, _K
 # Input: mode, tol (hex), m_red m, nbr (6 × (m + 1)), diag, b, x0 (m + 1 each, hex). Output:
 # x (m), r (m), z (m), Σ of the partial r·z, the 8 scalars, the 4 state integers.
 HARNESS = PREAMBLE + r"""
-static void read_floats(std::vector<float>& v, size_t n) { v.resize(n); for (auto& a : v) scanf("%a", &a); }
 #define LAUNCH(n, call) do { h_dim.x = 1; h_thread.x = 0; h_grid.x = (unsigned)(n); \
     for (unsigned blk = 0; blk < (unsigned)(n); ++blk) { h_block.x = blk; call; } } while (0)
 int main() {

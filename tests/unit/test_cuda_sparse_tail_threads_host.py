@@ -11,6 +11,7 @@ that another has not written yet."""
 import pytest
 
 from tests.unit.test_cuda_exact import _build
+from tests.unit.test_cuda_sparse_pressure_host import READERS
 from tests.unit.test_cuda_sparse_vcycle_plan_host import hierarchy  # noqa: F401 (a fixture)
 from voxfx.kernels.flip.sparse_pressure_gpu import _MG
 
@@ -67,8 +68,7 @@ static int state[4] = {0, 0, 0, 0};
 static std::vector<int> sizes, strides;
 static std::vector<unsigned long long> ptrs;
 
-static void read_ints(std::vector<int>& v, size_t n) { v.resize(n); for (auto& a : v) scanf("%d", &a); }
-static void read_floats(std::vector<float>& v, size_t n) { v.resize(n); for (auto& a : v) scanf("%a", &a); }
+""" + READERS + r"""
 
 static void reset() {  // level 1's b a pattern, the rest NaN but the sentinels
     for (size_t l = 0; l < L.size(); ++l) {

@@ -79,8 +79,6 @@ static void call(const std::string& k, const std::vector<Arg>& a) {
     else { fprintf(stderr, "unknown kernel %s\n", k.c_str()); exit(4); }
 }
 
-static void read_ints(std::vector<int>& v, size_t n) { v.resize(n); for (auto& a : v) scanf("%d", &a); }
-static void read_floats(std::vector<float>& v, size_t n) { v.resize(n); for (auto& a : v) scanf("%a", &a); }
 
 int main() {
     int nl;
