@@ -118,6 +118,7 @@ from .. import backend
 from ..grid import GridSpec
 from ..grid.sparse import BRICK
 from ..grid.sparse_mac import CELLS
+from . import sparse_pressure_workspace
 from .sparse_output import box_outputs
 
 MARGIN = 5  # cells around the liquid at rest (``sparse_grid.substep_margin``: 1 + 2 + reach + 1)
@@ -246,19 +247,12 @@ def band_kept(particles: int, particles_per_cell: int, narrow_band: int, spec: G
     return int(math.ceil(particles * min(1.0, int(narrow_band) / depth)))
 
 
-def workspace_on() -> bool:
-    """Whether the pressure set-up keeps its workspace (``sparse_pressure_workspace.MODE``)."""
-    from . import sparse_pressure_workspace
-
-    return sparse_pressure_workspace.enabled()
-
-
 def memory_at(spec: GridSpec, bricks: int, particles: int, particles_per_cell: int = 8, apic: bool = False,
               closed: bool = True, parts: bool = False, xp=None, narrow_band: int = 0, time_centred: bool = False,
               workspace: bool | None = None, kept: int | None = None):
     """``sparse_flip_memory``'s bytes with *bricks* bricks (estimated before the bake,
     or held during it: ``FrameCheck``); *workspace*: with the pressure set-up's workspace
-    (GPU only; None: as ``VOXFX_SPARSE_SETUP`` says, ``workspace_on``); *kept*: with a
+    (GPU only; None: as ``VOXFX_SPARSE_SETUP`` says, ``sparse_pressure_workspace.enabled``); *kept*: with a
     narrow band, the particles the simulation holds of the liquid's *particles*
     (``band_kept`` before the bake, ``len(sim.pos)`` during it; None: all of them; GPU only:
     the CPU's band bytes were measured per liquid particle)."""
@@ -283,7 +277,8 @@ def memory_at(spec: GridSpec, bricks: int, particles: int, particles_per_cell: i
         output = state + 90 * seen + 48 * surface.voxel_count + 42 * pairs
     else:
         # the set-up's workspace, held from substep to substep: in the state and every substep
-        held = WORKSPACE_CELL * cells if (workspace_on() if workspace is None else workspace) else 0
+        on = sparse_pressure_workspace.enabled() if workspace is None else workspace
+        held = WORKSPACE_CELL * cells if on else 0
         state = GPU_STATE_CELL * cells + (GPU_STATE_PARTICLE + (36 if apic else 0)) * Pk + kept_faces + held
         substep = GPU_CELL * cells + (GPU_PARTICLE + (GPU_APIC if apic else 0)) * Pk + held
         r, _ = surface_radii(spec.voxel_size, ppc)
