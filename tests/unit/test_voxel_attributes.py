@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from tests.meshes import rotation, torus, uv_sphere, winding_inside
+from tests.meshes import rotation, torus, uv_sphere, winding_inside_lattice
 from voxfx.kernels.grid import GridSpec
 from voxfx.kernels.voxelize import voxelize
 from voxfx.kernels.voxelize.attributes import fill_along_rows, owner_triangles
@@ -18,10 +18,9 @@ def test_coverage_equals_winding_number_fraction_of_sub_voxel_centres():
     spec = GridSpec.around((-1.2, -1.2, -0.5), (1.2, 1.2, 0.5), 0.2)
     cov = coverage(v, t, spec, xp=np, slab_bytes=4096)  # tiny slabs: several passes
     nx, ny, nz = spec.shape
-    sub = (np.arange(4) + 0.5) / 4
-    i, j, k, a, b, c = np.meshgrid(np.arange(nx), np.arange(ny), np.arange(nz), sub, sub, sub, indexing="ij")
-    pts = np.stack([i + a, j + b, k + c], axis=-1).reshape(-1, 3) * spec.voxel_size + spec.origin
-    inside = winding_inside(pts, v, t).reshape(nx, ny, nz, 64).mean(axis=-1).transpose(2, 1, 0)
+    fine = winding_inside_lattice(np.asarray(spec.origin) + spec.voxel_size / 8, spec.voxel_size / 4,
+                                  (4 * nx, 4 * ny, 4 * nz), v, t)  # 4³ sub-voxel centres a voxel
+    inside = fine.reshape(nx, 4, ny, 4, nz, 4).mean(axis=(1, 3, 5)).transpose(2, 1, 0)
     assert np.allclose(cov, inside, atol=1 / 64 + 1e-9)  # a sample exactly on the surface may differ
     assert (cov == inside).mean() > 0.99
     assert 0 < cov.min() + 1 and cov.max() == 1.0

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from tests.meshes import bunny, distance_to_mesh, rotation, torus, uv_sphere, winding_inside
+from tests.meshes import bunny, distance_to_mesh, rotation, torus, uv_sphere, winding_inside, winding_inside_lattice
 from voxfx.kernels.errors import InputError
 from voxfx.kernels.grid import GridSpec
 from voxfx.kernels.voxelize import voxelize
@@ -87,10 +87,15 @@ def centres(shape):
     return np.stack([i, j, k], axis=-1).reshape(-1, 3) + 0.5
 
 
+def inside_centres(v, t, shape):
+    """``winding_inside`` of ``centres(shape)``, in their order (z slowest, x fastest)."""
+    return winding_inside_lattice((0.5, 0.5, 0.5), 1.0, shape, v, t).transpose(2, 1, 0).reshape(-1)
+
+
 def assert_solid_matches_winding(v, t, shape):
     solid = cpu(v, t, unit_spec(shape), "solid").reshape(-1)
     c = centres(shape)
-    truth = winding_inside(c, v, t)
+    truth = inside_centres(v, t, shape)
     wrong = np.flatnonzero(solid != truth)
     if len(wrong):  # allowed only where the centre is (numerically) on the surface
         assert distance_to_mesh(c[wrong], v, t).max() < 1e-6
@@ -103,6 +108,19 @@ def test_solid_sphere_matches_winding_number(size, angles):
     v, t = uv_sphere(r, 32, 16)
     v = v @ rotation(*angles).T + size / 2 + 0.0137
     assert_solid_matches_winding(v, t, (size, size + 1, size + 2))
+
+
+@pytest.mark.parametrize("origin,step", [((0.0, 0.0, 0.0), 1.0), ((0.13, -0.29, 0.41), 0.8)])
+def test_the_lattice_oracle_is_the_winding_number_of_every_point(origin, step):
+    """``winding_inside_lattice`` (the winding number near the surface, once per region
+    away from it) gives each lattice point its own winding number."""
+    v, t = torus(5.0, 2.0, 24, 12)
+    v = v @ rotation(0.5, 0.1, 0.9).T + 8.0
+    shape = tuple(int(np.ceil(n / step)) for n in (17, 16, 15))
+    fast = winding_inside_lattice(origin, step, shape, v, t)
+    points = np.asarray(origin) + np.indices(shape).reshape(3, -1).T * step
+    assert np.array_equal(fast.reshape(-1), winding_inside(points, v, t))
+    assert 100 < fast.sum() < fast.size - 100
 
 
 @pytest.mark.parametrize("size,angles", [(28, (0, 0, 0)), (36, (0.9, 0.2, -0.3))])
@@ -143,7 +161,7 @@ def test_thin_is_a_subset_of_conservative_and_6_separating_on_a_closed_mesh():
     thin = cpu(v, t, spec, "thin")
     cons = cpu(v, t, spec, "surface")
     assert thin.sum() < cons.sum() and not (thin & ~cons).any()
-    inside = winding_inside(centres(spec.shape), v, t).reshape(thin.shape)
+    inside = inside_centres(v, t, spec.shape).reshape(thin.shape)
     free = ~thin
     for axis in range(3):  # no face-neighbour pair crosses the surface outside the thin shell
         a = [slice(None)] * 3
