@@ -262,7 +262,7 @@ def replay(path):
                              True, M.box_bricks(spec), first=new["bricks"], band=band > 0)
         ratios, capacity, bricks, liquid, kept = [], 0, 0, P0, P0  # before frame 1: every particle held
         for f in frames:
-            need, _ = check.plan(bricks, capacity, liquid, kept)
+            need, _ = check.plan(bricks, capacity, liquid, kept, used=f.get("before", {}).get("used"))  # pool in use
             ratios.append(need / f["peak"])
             bricks, capacity, liquid = f["bricks"], max(capacity, f["bricks"]), f["liquid"]
             kept = f.get("particles", liquid)  # the particles held after the frame (a band keeps fewer)
