@@ -118,7 +118,10 @@ NumPy path, dam breaks, a blob and a pool at 6k–50k particles) and rounded up:
   1.04–1.26× (2M) from the second frame (the traced 8M frames 1.41–1.47×), where it had
   been 0.52–0.84× and 0.56–0.81×; the estimate before the bake 1.67–2.21× (1M), 1.54–2.14×
   (2M) of the rows' peaks (their first 3–7 frames, not the runs' peaks). The 30-frame 8M
-  rows replay as before (the band's update stage is larger there).
+  rows replay as before (the band's update stage is larger there). Confirmed on an H100 by
+  fresh untraced rows (1M and 2M, 5–6 frames: the check 1.09–1.74× from the second frame,
+  0.58–0.84× before) and ``tests/gpu/test_liquid_memory_check_gpu.py`` (12 frames at 1M,
+  bands 2 / 4 / 8), which failed before at its second frame (292 MiB in use against 183).
 * the time-centred advection (``FlipSettings.time_centred_advection``): the kept faces
   and fluid masks, three float32 and three uint8 channels over the pool (``KEPT_CELL``
   15 B per pool cell, in the state and the substep; on the NumPy path the substep's peak
