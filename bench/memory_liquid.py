@@ -22,6 +22,12 @@ Rows (each within its time cap; the whole run within ``--budget`` seconds):
     band    the same with a narrow band of 2, 4 and 8 cells, --band-frames frames each
     river   ``bench/flip_sparse.py``'s 100M river (2048 × 1024 × 512 box), as many
             frames as fit
+    band-sizes  the narrow band's rows at other sizes (``--band-sizes 128:1000000
+            160:2000000``: dam breaks of n³ cells and P particles), --band-frames frames each
+
+``--stages`` names what each frame allocates by stage (``_stage_trace.py``: the highest
+bytes in use while each stage ran, the live bytes at the frame's peak by stage and source
+line) into each frame's ``stages`` in the JSON.
 
     OUT=/tmp/out python3 bench/memory_liquid.py [--rows dam band river] [--frames 60] [--budget 165]
     OUT=/tmp/out python3 bench/memory_liquid.py --rows dam65 --budget 150    (not in the default rows)
@@ -133,9 +139,11 @@ def estimates(spec, vertices, particles, ppc, band, xp):
 
 
 def run_row(name, spec, v, t, frames, cap, out, rows, band=0, ppc=8, xp=None):
+    import contextlib
+
     watch = rows["_watch"]
     watch.start()
-    with watch.hook:
+    with watch.hook, (watch.stages() if hasattr(watch, "stages") else contextlib.nullcontext()):
         _run_row(name, spec, v, t, frames, cap, out, rows, band, ppc, xp, watch)
 
 
@@ -158,9 +166,14 @@ def _run_row(name, spec, v, t, frames, cap, out, rows, band, ppc, xp, watch):
     P0 = len(sim.pos)
     setup_peak = watch.peak
     new, old = estimates(spec, v, P0, ppc, band, xp)
-    check = M.FrameCheck(lambda b, p, parts=False, kept=None: M.memory_at(spec, b, p, ppc, False, True, parts, xp,
-                                                                          band, kept=kept),
-                         True, M.box_bricks(spec), xp=xp, first=new["bricks"], band=band > 0)
+    asked = []  # the check's stages (its first call of a frame: the next frame's need)
+
+    def memory(b, p, parts=False, kept=None):
+        stages = M.memory_at(spec, b, p, ppc, False, True, parts, xp, band, kept=kept)
+        asked.append(stages)
+        return stages
+
+    check = M.FrameCheck(memory, True, M.box_bricks(spec), xp=xp, first=new["bricks"], band=band > 0)
     row = {"row": name, "shape": list(spec.shape), "particles": P0, "band": band, "setup s":
            time.perf_counter() - t0, "setup peak": setup_peak, "old": old, "new": new,
            "start bricks": sim.grid.brick_count(), "setup mode": sparse_pressure_workspace.MODE, "frames": []}
@@ -173,7 +186,11 @@ def _run_row(name, spec, v, t, frames, cap, out, rows, band, ppc, xp, watch):
           "workspace MiB")
     begin = time.perf_counter()
     for frame in range(1, frames + 1):
+        before = {"bricks": sim.grid.brick_count(), "particles": len(sim.pos), "liquid": sim.liquid_particles(),
+                  "deep": len(sim.band.deep) if sim.band is not None else 0, "used": pool.used_bytes() if gpu else 0}
+        asked.clear()
         need, held = check.need(sim)
+        need_parts = dict(asked[0]) if asked else {}
         bricks_before, capacity, _, _ = check.counts(sim)
         predicted = max(capacity, M.next_frame(bricks_before, check.bricks)) if bricks_before else check.first
         a = time.perf_counter()
@@ -185,11 +202,17 @@ def _run_row(name, spec, v, t, frames, cap, out, rows, band, ppc, xp, watch):
         f = {"frame": frame, "substeps": stats["substeps"], "s": time.perf_counter() - a,
              "bricks": sim.grid.brick_count(), "particles": len(sim.pos), "liquid": sim.liquid_particles(),
              "peak": watch.peak, "pool": pool_total(), "check": need, "held": held, "check bricks": predicted,
-             "capacity": max(check.counts(sim)[1], 0), "workspace": sparse_pressure_workspace.held_bytes()}
+             "capacity": max(check.counts(sim)[1], 0), "workspace": sparse_pressure_workspace.held_bytes(),
+             "before": before, "check parts": need_parts,
+             "deep": len(sim.band.deep) if sim.band is not None else 0}
+        if hasattr(watch, "frame_report"):
+            f["stages"] = watch.frame_report()
         row["frames"].append(f)
         print(f"{frame} | {f['substeps']} | {f['s']:.2f} | {f['bricks']} | {f['particles']:,} ({f['liquid']:,}) | "
               f"{f['peak'] / GIB:.3f} | {f['pool'] / GIB:.2f} | {need / GIB:.3f} ({predicted}) | "
               f"{f['workspace'] / 2 ** 20:.1f}", flush=True)
+        if "stages" in f:
+            print("   " + short(f["stages"], need_parts), flush=True)
         save(out, rows)
         if time.perf_counter() - begin > cap:
             print(f"(cap {cap:.0f} s after {frame} frames)")
@@ -207,6 +230,16 @@ def _run_row(name, spec, v, t, frames, cap, out, rows, band, ppc, xp, watch):
     del sim
     if gpu:
         pool.free_all_blocks()
+
+
+def short(report, parts):
+    """One line of a frame's stage report: its highest stages and what held the peak (MiB)."""
+    mib = lambda b: f"{b / 2 ** 20:.0f}"  # noqa: E731
+    top = ", ".join(f"{k} {mib(b)}" for k, b in list(report["stage peaks"].items())[:4])
+    held = ", ".join(f"{k.split(' | ')[-1]}[{k.split(' | ')[0]}] {mib(b)}" for k, b in
+                     list(report["at peak"].items())[:6])
+    want = ", ".join(f"{k} {mib(b)}" for k, b in parts.items() if k not in ("bricks", "total"))
+    return f"stages: {top} | at peak: {held} | check: {want}"
 
 
 def replay(path):
@@ -229,7 +262,7 @@ def replay(path):
                              True, M.box_bricks(spec), first=new["bricks"], band=band > 0)
         ratios, capacity, bricks, liquid, kept = [], 0, 0, P0, P0  # before frame 1: every particle held
         for f in frames:
-            need, _ = check.plan(bricks, capacity, liquid, kept)
+            need, _ = check.plan(bricks, capacity, liquid, kept, used=f.get("before", {}).get("used"))  # pool in use
             ratios.append(need / f["peak"])
             bricks, capacity, liquid = f["bricks"], max(capacity, f["bricks"]), f["liquid"]
             kept = f.get("particles", liquid)  # the particles held after the frame (a band keeps fewer)
@@ -248,9 +281,28 @@ def save(out, rows):
         Path(out, "memory_liquid.json").write_text(json.dumps(data, indent=1, default=float))
 
 
+def band_sizes(args, left, out, rows, xp):
+    """The band rows at ``--band-sizes``' dam breaks (smoke: small ones)."""
+    for size in args.band_sizes:
+        n, p = (int(x) for x in size.split(":"))
+        if args.smoke:
+            n, p = max(16, n // 8), max(4000, p // 500)
+        for cells in args.bands:
+            if left() < 10:
+                print(f"(budget: band {cells} at {n}³ not run)")
+                continue
+            spec, v, t = dam_break(n, p)
+            run_row(f"band {cells} {p / 1e6:g}M {n}", spec, v, t, args.band_frames, min(args.band_cap, left() - 8),
+                    out, rows, band=cells, xp=xp)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rows", nargs="+", default=["dam", "band", "river"], choices=["dam", "dam65", "band", "river"])
+    ap.add_argument("--rows", nargs="+", default=["dam", "band", "river"],
+                    choices=["dam", "dam65", "band", "band-sizes", "river"])
+    ap.add_argument("--band-sizes", nargs="+", default=["128:1000000", "160:2000000"],
+                    help="n:particles dam breaks for the band-sizes rows")
+    ap.add_argument("--stages", action="store_true", help="name each frame's allocations by stage (_stage_trace)")
     ap.add_argument("--frames", type=int, default=60)
     ap.add_argument("--band-frames", type=int, default=3)
     ap.add_argument("--bands", type=int, nargs="+", default=[2, 4, 8])
@@ -277,7 +329,12 @@ def main():
     start = time.perf_counter()
     out = os.environ.get("OUT")
     print(f"device: {name}", flush=True)
-    rows = {"_watch": InUse(None if args.smoke else xp)}
+    if args.stages and not args.smoke:
+        from _stage_trace import StageTrace
+
+        rows = {"_watch": StageTrace(xp)}
+    else:
+        rows = {"_watch": InUse(None if args.smoke else xp)}
     left = lambda: args.budget - (time.perf_counter() - start)  # noqa: E731
     if "dam" in args.rows:
         spec, v, t = dam_break(dam_n, dam_p)
@@ -296,6 +353,8 @@ def main():
             spec, v, t = dam_break(dam_n, dam_p)
             run_row(f"band {cells} 8M", spec, v, t, args.band_frames, min(args.band_cap, left() - 20), out, rows,
                     band=cells, xp=xp)
+    if "band-sizes" in args.rows:
+        band_sizes(args, left, out, rows, xp)
     if "river" in args.rows and left() > 45:
         spec, v, t = river(river_n, river_p)
         run_row("river 100M", spec, v, t, 1000, left() - 40, out, rows, xp=xp)  # set-up ~25 s, a frame ~1-2 s

@@ -90,6 +90,38 @@ NumPy path, dam breaks, a blob and a pool at 6k–50k particles) and rounded up:
   held 10.04 GiB: a partial run, not a peak).
   (Before the keys, (n, 3) rows per particle and 27 shifted copies: 255–571 B per
   particle on the CPU and a 70.1 GiB pool on the 65M row.)
+  The band's topology update is a stage of its own (``band_topology``): with deep cells
+  ``SparseFlipGrid.update`` leaves the device's incremental build for ``topology_keys``,
+  whose ``keys_of_boxes`` expands every liquid cell's box (the particles' cells and the deep
+  cells, ±margin) into (cell, brick) pairs ``BUILD_CHUNK`` (4.19M) at a time, ~116 B a pair
+  (the pair, item, local, extents and stacked coordinates, the keys' int64 copies) beside
+  ~200 B a box (its corners, brick corners, extents, counts and ends). Traced by stage on an
+  H100 (``bench/memory_liquid.py --rows band-sizes --stages``: a memory hook naming each
+  allocation by the stage running and its source line), it held every frame's peak of the
+  1M dam break at 128³ (bands 2 / 4 / 8: 287–402 MiB in use, ~1.02–1.05 boxes a liquid cell,
+  14–20 pairs a box: 1.8–2.6M pairs), of the 2M one at 160³ (562–684 MiB, 3.6M to one full
+  chunk) and of the 8M one's first 8 frames at 256³ (4 cells: 1.02–1.09 GiB, a full chunk).
+  A full chunk is ~0.5 GiB whatever the liquid's size, so at 8M the band's other terms
+  covered it, but at 1M (a chunk of 1.9M pairs against 1/8 of the liquid) the check missed
+  it by ~110–130 MiB. Counted: ``TOPOLOGY_CELL`` 240 B a liquid cell, ``TOPOLOGY_PAIR`` 132
+  B a pair and ``TOPOLOGY_PARTICLE`` 32 B a particle kept (least squares over the 36 traced
+  frames gave 199 B a box, 116 a pair, 22 a particle above the bytes in use before the
+  frame; rounded up to the frames' envelope: at 2M a frame's pressure set-up grew its
+  workspace before the topology), the pairs at most ``TOPOLOGY_PAIRS`` (27) a liquid cell
+  (a box of ±8 cells spans at most 3 bricks an axis; a substep's margin is 1 + 2 + reach + 1,
+  reach ≤ 4 cells within the CFL), at most one chunk. The pool also held more than the
+  state's estimate: another simulation's cached blocks (a test's or row's before: 27–61 MiB
+  at 1M–2M) and at 8M ~150–170 MiB more pressure solver and band state than ``state``
+  counts; so with a band ``FrameCheck`` adds the pool's bytes in use beyond the state's
+  estimate to its need (without a band it is as before). Replayed on the traced rows (their
+  bytes in use before each frame), the check covers every frame: 1.28–1.78× (1M) and
+  1.04–1.26× (2M) from the second frame (the traced 8M frames 1.41–1.47×), where it had
+  been 0.52–0.84× and 0.56–0.81×; the estimate before the bake 1.67–2.21× (1M), 1.54–2.14×
+  (2M) of the rows' peaks (their first 3–7 frames, not the runs' peaks). The 30-frame 8M
+  rows replay as before (the band's update stage is larger there). Confirmed on an H100 by
+  fresh untraced rows (1M and 2M, 5–6 frames: the check 1.09–1.74× from the second frame,
+  0.58–0.84× before) and ``tests/gpu/test_liquid_memory_check_gpu.py`` (12 frames at 1M,
+  bands 2 / 4 / 8), which failed before at its second frame (292 MiB in use against 183).
 * the time-centred advection (``FlipSettings.time_centred_advection``): the kept faces
   and fluid masks, three float32 and three uint8 channels over the pool (``KEPT_CELL``
   15 B per pool cell, in the state and the substep; on the NumPy path the substep's peak
@@ -116,7 +148,7 @@ import numpy as np
 
 from .. import backend
 from ..grid import GridSpec
-from ..grid.sparse import BRICK
+from ..grid.sparse import BRICK, BUILD_CHUNK
 from ..grid.sparse_mac import CELLS
 from . import sparse_pressure_workspace
 from .sparse_output import box_outputs
@@ -133,6 +165,9 @@ CPU_BAND_PARTICLE, CPU_BAND_CELL = 24, 400
 GPU_BAND_CELL = 736  # B per liquid cell (its particles and deep cells'), beyond the substep's (module text)
 GPU_BAND_DEEP = 300  # B per particle kept × (N − 2)/N for a band of N cells, beyond the substep's (module text)
 BAND_DEPTH = 2.0  # a band's kept share: N cells of a sheet this many times ``layer_depth`` deep (module text)
+# the band's topology (``SparseFlipGrid.topology_keys`` over the liquid's cells: ``keys_of_boxes``), GPU (module text)
+TOPOLOGY_CELL, TOPOLOGY_PAIR, TOPOLOGY_PARTICLE = 240, 132, 32  # B a liquid cell, (cell, brick) pair, particle kept
+TOPOLOGY_PAIRS = 27  # (cell, brick) pairs a liquid cell's box makes at most: 3 bricks an axis (margin ≤ 8 cells)
 KEPT_CELL, KEPT_ADVECTION = 15, 15  # the time-centred advection's channels; its advection on the GPU (module text)
 WORKSPACE_CELL = 24  # B per pool cell the pressure set-up's workspace keeps on the GPU (module text)
 CLOSED_IMAGES = 4  # a closed level set's particles with their mirrors (a tank's liquid touches 3–5 walls)
@@ -296,9 +331,18 @@ def memory_at(spec: GridSpec, bricks: int, particles: int, particles_per_cell: i
             # per particle kept, the latter growing with the band's width (fitted to 2, 4 and 8 cells)
             wide = (int(narrow_band) - 2) / int(narrow_band)
             stages["narrow band"] = int(substep + GPU_BAND_CELL * P / ppc + GPU_BAND_DEEP * wide * Pk)
+            stages["band topology"] = band_topology(state, P / ppc, Pk)
     if parts:
         return {"bricks": bricks, "state": int(state), **stages, "total": max(stages.values())}
     return int(max(stages.values()))
+
+
+def band_topology(state: int, liquid_cells: float, kept: int) -> int:
+    """A band's topology update on the GPU (module text): beside the *state*, the boxes of
+    the liquid's cells (its particles' and its deep cells', ±margin) and their (cell, brick)
+    pairs, expanded ``BUILD_CHUNK`` at a time (``grid.sparse.keys_of_boxes``)."""
+    pairs = min(float(BUILD_CHUNK), TOPOLOGY_PAIRS * float(liquid_cells))
+    return int(state + TOPOLOGY_CELL * float(liquid_cells) + TOPOLOGY_PAIR * pairs + TOPOLOGY_PARTICLE * int(kept))
 
 
 def next_frame(now: int, before: int | None) -> int:
@@ -341,14 +385,18 @@ class FrameCheck:
         return bricks, max(bricks, int(getattr(grid, "capacity", 0) or 0)), particles, held
 
     def need(self, sim) -> tuple[int, int]:
-        need, held = self.plan(*self.counts(sim))
+        used = None
         if self.xp is not None and self.xp is not np:  # on a GPU: what VoxFX's pool holds in use
-            held = max(held, int(self.xp.get_default_memory_pool().used_bytes()))
-        return need, held
+            used = int(self.xp.get_default_memory_pool().used_bytes())
+        need, held = self.plan(*self.counts(sim), used=used)
+        return need, held if used is None else max(held, used)
 
-    def plan(self, bricks: int, capacity: int, particles: int, kept: int | None = None) -> tuple[int, int]:
+    def plan(self, bricks: int, capacity: int, particles: int, kept: int | None = None,
+             used: int | None = None) -> tuple[int, int]:
         """``need`` from the counts (``counts``; *kept* None: all *particles* held): (the
-        next frame's bytes, the state's now)."""
+        next frame's bytes, the state's now). With a band, *used* (the pool's bytes in use
+        now, on a GPU) beyond the state's estimate is added to the need: the frame's work
+        comes on top of what is held, whatever holds it (module text)."""
         if not bricks:  # not built yet (a new or restored simulation)
             bricks = capacity = self.first
         later = max(capacity, next_frame(bricks, self.bricks))
@@ -363,7 +411,8 @@ class FrameCheck:
             more = now = {}
         stages = self.memory(later, grown, parts=True, **more)
         held = self.memory(capacity, particles, parts=True, **now)["state"]
-        return int(stages["total"]), int(held)
+        beyond = max(0, int(used) - int(held)) if self.band and used is not None else 0
+        return int(stages["total"]) + beyond, int(held)
 
     def seen(self, sim) -> None:
         """After a frame: its counts are the next frame's 'a frame ago'."""

@@ -367,3 +367,144 @@ def test_the_frame_check_gives_the_band_the_particles_the_simulation_holds():
     plain = M.FrameCheck(lambda b, p, parts=False: M.memory_at(spec, b, p, 8, parts=parts, xp=np), True,
                          M.box_bricks(spec), first=100)
     assert plain.need(sim)[0] > 0  # a memory without ``kept`` is called as before
+
+
+# the band at other sizes (dam breaks of 1M particles at 128³ and 2M at 160³): per frame the bricks, the
+# liquid's and the kept particles after it, the pool's bytes in use before it (MiB, rounded down: other
+# tests' and rows' blocks included) and its in-use peak (MiB, rounded up); ``bench/memory_liquid.py --rows
+# band-sizes --stages`` on an H100 (each frame's peak: the topology update's ``keys_of_boxes``)
+BAND_SIZES = {
+    (128, 1_000_117, 4): {
+        "bricks": [588, 642, 680, 721, 776, 832, 904],
+        "liquid": [995456, 992862, 991084, 988901, 983941, 978856, 969070],
+        "kept": [211192, 196510, 190604, 186517, 187773, 198744, 225342],
+        "used_mib": [49.8, 56.4, 57.8, 58.8, 60.0, 64.1, 66.1],
+        "peak_mib": [287.4, 288.7, 298.7, 301.7, 332.9, 336.0, 401.8],
+    },
+    (128, 1_000_117, 8): {
+        "bricks": [588, 642, 680, 721, 776, 833],
+        "liquid": [996242, 994345, 994015, 991577, 984751, 974015],
+        "kept": [406610, 388089, 373351, 362377, 360231, 374399],
+        "used_mib": [52.2, 60.4, 61.7, 62.6, 63.6, 67.4],
+        "peak_mib": [314.4, 316.0, 332.9, 336.9, 340.4, 387.8],
+    },
+    (160, 2_000_000, 2): {
+        "bricks": [963, 1046, 1106],
+        "liquid": [1992619, 1984890, 1984157],
+        "kept": [144107, 138274, 130885],
+        "used_mib": [75.1, 98.5, 99.1],
+        "peak_mib": [589.1, 594.9, 604.3],
+    },
+    (160, 2_000_000, 4): {
+        "bricks": [963, 1046, 1105, 1215, 1327, 1426, 1534],
+        "liquid": [1992824, 1986113, 1984738, 1982113, 1978205, 1970801, 1957866],
+        "kept": [324784, 314641, 303426, 303017, 308997, 324953, 368434],
+        "used_mib": [95.8, 102.3, 102.9, 104.7, 108.9, 111.3, 114.7],
+        "peak_mib": [562.4, 566.9, 577.2, 590.2, 614.7, 618.1, 683.5],
+    },
+    (160, 2_000_000, 8): {
+        "bricks": [963, 1046, 1098, 1215],
+        "liquid": [1993697, 1988708, 1987986, 1984559],
+        "kept": [652137, 634236, 609866, 602071],
+        "used_mib": [106.9, 119.7, 120.1, 123.1],
+        "peak_mib": [566.2, 573.2, 602.3, 612.1],
+    },
+}
+
+
+def _dam(n, particles):
+    import sys
+
+    from tests.conftest import ROOT
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    from flip import dam_break
+
+    from voxfx.kernels.flip import sparse_memory as M
+
+    spec, v, _ = dam_break(n, particles)
+    top = (float(v[:, 2].max()) - spec.origin[2]) / spec.voxel_size
+    return spec, M.climb_cells(top, 0.0, spec)
+
+
+def test_the_band_topology_stage_counts_the_liquids_boxes_and_their_brick_pairs():
+    """On the device a band's topology update (``keys_of_boxes`` over every liquid cell's
+    box) is a stage: beside the state, bytes per liquid cell, per (cell, brick) pair (27 a
+    cell at most, expanded ``BUILD_CHUNK`` at a time: a fixed cost once the liquid is large)
+    and per particle kept; no such stage without a band or on the CPU."""
+    from voxfx.kernels.flip import sparse_memory as M
+    from voxfx.kernels.grid.sparse import BUILD_CHUNK
+
+    gpu = object()
+    for n, particles in ((128, 1_000_117), (256, 8_000_033)):
+        spec, climb = _dam(n, particles)
+        kept = M.band_kept(particles, 8, 4, spec, True, climb)
+        on = M.sparse_flip_memory(spec, particles, xp=gpu, parts=True, narrow_band=4, climb=climb)
+        cells = particles / 8
+        pairs = min(BUILD_CHUNK, M.TOPOLOGY_PAIRS * cells)
+        assert on["band topology"] == int(on["state"] + M.TOPOLOGY_CELL * cells + M.TOPOLOGY_PAIR * pairs
+                                          + M.TOPOLOGY_PARTICLE * kept)
+        assert (pairs < BUILD_CHUNK) == (n == 128)  # 1M: 27 pairs a cell; 8M: one chunk at a time
+        assert "band topology" not in M.sparse_flip_memory(spec, particles, xp=gpu, parts=True, climb=climb)
+        assert "band topology" not in M.sparse_flip_memory(spec, particles, xp=np, parts=True, narrow_band=4,
+                                                           climb=climb)
+    # the 1M run's second frame (4 cells; kept 211k of 995k): its topology's 1.89M pairs (the trace's pair
+    # array, 14.5 MiB) took it from 56.4 MiB in use to 288.7; the bytes a cell, pair and particle cover that
+    # within 1.25×, and the bound of 27 pairs a cell (the check's) within 2×
+    measured = (288.7 - 56.4) * 2 ** 20
+    cells, kept = 995_456 / 8, 211_192
+    fitted = M.TOPOLOGY_CELL * cells + M.TOPOLOGY_PAIR * 1_890_000 + M.TOPOLOGY_PARTICLE * kept
+    assert measured <= fitted <= 1.25 * measured
+    assert fitted < M.band_topology(0, cells, kept) <= 2 * measured
+
+
+def test_the_band_check_adds_what_the_pool_holds_beyond_the_state():
+    """With a band, ``FrameCheck.plan(..., used=)`` adds the pool's bytes in use beyond the
+    state's estimate to the need (the frame's work comes on top of whatever holds them);
+    less in use than the state, or without a band, the need is as before."""
+    from voxfx.kernels.flip import sparse_memory as M
+
+    spec, _ = _dam(128, 1_000_117)
+    gpu = object()
+
+    def memory(b, p, parts=False, kept=None):
+        return M.memory_at(spec, b, p, 8, parts=parts, xp=gpu, narrow_band=4, kept=kept)
+
+    band = M.FrameCheck(memory, True, M.box_bricks(spec), first=3000, band=True)
+    band.saw(642, 992_862, 196_510)
+    bare, state = band.plan(680, 680, 991_084, 190_604)
+    assert band.plan(680, 680, 991_084, 190_604, used=state + 123_456) == (bare + 123_456, state)
+    assert band.plan(680, 680, 991_084, 190_604, used=state // 2) == (bare, state)
+    plain = M.FrameCheck(lambda b, p, parts=False: M.memory_at(spec, b, p, 8, parts=parts, xp=gpu), True,
+                         M.box_bricks(spec), first=3000)
+    plain.saw(642, 992_862)
+    assert plain.plan(680, 680, 991_084, used=10 * 2 ** 30) == plain.plan(680, 680, 991_084)
+
+
+def test_the_gpu_band_estimate_and_check_cover_the_runs_at_1m_and_2m_particles():
+    """Replayed on the 1M (128³) and 2M (160³) band runs (``BAND_SIZES``: each frame's
+    peak the topology update's), the estimate before the bake covers every frame and the
+    check before each frame (the counts a frame ago, the pool's bytes in use) covers it,
+    within 2× from the second frame. Without the topology stage and the pool's bytes the
+    check fell to 0.52× (1M, 4 cells) from the second frame."""
+    from voxfx.kernels.flip import sparse_memory as M
+
+    gpu = object()
+    for (n, particles, band), run in BAND_SIZES.items():
+        spec, climb = _dam(n, particles)
+        estimate = M.sparse_flip_memory(spec, particles, xp=gpu, narrow_band=band, climb=climb, workspace=True)
+        assert max(run["peak_mib"]) * 2 ** 20 <= estimate, (n, band)
+        check = M.FrameCheck(lambda b, p, parts=False, kept=None, spec=spec, band=band: M.memory_at(
+            spec, b, p, 8, False, True, parts, gpu, band, workspace=True, kept=kept),
+            True, M.box_bricks(spec), first=M.estimate_bricks(particles / 8, spec, True, climb), band=True)
+        bricks = capacity = 0
+        liquid = kept = particles
+        ratios = []
+        for frame, peak in enumerate(run["peak_mib"]):
+            need, _ = check.plan(bricks, capacity, liquid, kept, used=int(run["used_mib"][frame] * 2 ** 20))
+            ratios.append(need / (peak * 2 ** 20))
+            bricks, liquid, kept = run["bricks"][frame], run["liquid"][frame], run["kept"][frame]
+            capacity = max(capacity, bricks)
+            check.saw(bricks, liquid, kept)
+        assert min(ratios) >= 1.0, (n, band, ratios.index(min(ratios)) + 1, min(ratios))
+        assert max(ratios[1:]) <= 2.0, (n, band, max(ratios[1:]))
