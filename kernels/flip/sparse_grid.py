@@ -59,7 +59,7 @@ import numpy as np
 
 from ..grid import GridSpec
 from ..grid.sparse import BITS, OFFSET, brick_coords, brick_keys, keys_of_boxes
-from ..grid.sparse_mac import CELLS, SparseMacGrid, check_lattice, face_boxes
+from ..grid.sparse_mac import CELLS, SparseMacGrid, carve, check_lattice, face_boxes
 from . import sparse_bodies, sparse_gpu
 from . import sparse_topology_gpu as topology_gpu
 
@@ -218,15 +218,19 @@ class SparseFlipGrid(SparseMacGrid):
         else:
             rewritten = self.MARKS + (self.FLOW if scratch else ())  # the marks are written below
             if found is not None and isinstance(found[0], tuple):  # the update made on the device
-                added, freed = self.retopologize(None, rewritten=rewritten, update=found[0])
+                update = found[0]  # the fused update's also has the used slots: a lean retopologize
+                lean = len(update) > 3
+                added, freed = self.retopologize(None, rewritten=rewritten, update=update[:3],
+                                                 used=update[3] if lean else None, lean=lean)
             else:
                 keys = self.topology_keys(pos, margin, extra_cells, reach) if found is None else found[0]
                 added, freed = self.retopologize(keys, rewritten=rewritten)
         self.plain_marks = plain
         if sparse_gpu.available(self):
-            topology_gpu.mark_walls(self)  # exists, wall, solid = wall
+            lean = topology_gpu.topology_update_mode() == "fused"
+            topology_gpu.mark_walls(self, lean)  # exists, wall, solid = wall
             if plain:
-                self._solid_faces(None, None, None)
+                self._solid_faces(None, None, None, lean)
                 return added, freed
             wall = self["wall"] != 0
         else:
@@ -262,10 +266,16 @@ class SparseFlipGrid(SparseMacGrid):
             self[name] = (active & (i >= 0) & (i < sx) & (j >= 0) & (j < sy) & (k >= 0) & (k < sz)).astype(xp.uint8)
         return active & ~((i >= 0) & (i < nx) & (j >= 0) & (j < ny) & (k >= 0) & (k < nz))
 
-    def _solid_faces(self, obstacle, wall, cell_vel):
+    def _solid_faces(self, obstacle, wall, cell_vel, lean: bool = False):
         """solid_u/v/w: a face next to obstacle cells takes the mean velocity of those it
-        touches (``FlipSimulation.set_obstacles``); faces touching a wall 0."""
+        touches (``FlipSimulation.set_obstacles``); faces touching a wall 0. *lean* (without
+        obstacles): the three zeros are views of one zeroed allocation."""
         xp = self.xp
+        if cell_vel is None and lean:
+            zeros = carve(xp, {"solid_" + n: (np.float32, self.size) for n in self.FACES}, zero=True)
+            for name, a in zeros.items():
+                self[name] = a
+            return
         for comp, name in enumerate(self.FACES):
             if cell_vel is None:
                 self["solid_" + name] = xp.zeros(self.size, xp.float32)
