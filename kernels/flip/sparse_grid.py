@@ -32,10 +32,10 @@ update costs a few small kernels and host syncs (``sparse_topology_gpu.increment
 the particles mark their cells and their bricks' speeds in the current topology, each
 brick turns its marked cells into the bricks their boxes reach — the same bricks as
 ``topology_keys``, no particle sort; for margins up to 64 cells, and the first substep's
-build from the particles' bricks; the new slots in a few kernels, ``update_topology_table``
-(closed: no host read beyond the pipeline's one) or ``update_topology`` (one more), the
-same as ``Topology.update``), and a substep that changes no brick keeps the neighbour
-tables.
+build from the particles' bricks; the new slots in a few kernels, closed: ``update_topology_fused``
+(queued before the pipeline's one host read, then only slices) or ``update_topology_table``
+(after it, no read of its own), open: ``update_topology`` (one more read), the same as
+``Topology.update``), and a substep that changes no brick keeps the neighbour tables.
 
 Boundaries. A closed domain (``GridSpec`` box with walls, as the dense solver) clips the
 influence boxes to the box plus one ring of cells: the cells of that ring (beyond the
@@ -59,7 +59,7 @@ import numpy as np
 
 from ..grid import GridSpec
 from ..grid.sparse import BITS, OFFSET, brick_coords, brick_keys, keys_of_boxes
-from ..grid.sparse_mac import CELLS, SparseMacGrid, carve, check_lattice, face_boxes
+from ..grid.sparse_mac import CELLS, SparseMacGrid, check_lattice, face_boxes
 from . import sparse_bodies, sparse_gpu
 from . import sparse_topology_gpu as topology_gpu
 
@@ -227,10 +227,9 @@ class SparseFlipGrid(SparseMacGrid):
                 added, freed = self.retopologize(keys, rewritten=rewritten)
         self.plain_marks = plain
         if sparse_gpu.available(self):
-            lean = topology_gpu.topology_update_mode() == "fused"
-            topology_gpu.mark_walls(self, lean)  # exists, wall, solid = wall
+            topology_gpu.mark_walls(self)  # exists, wall, solid = wall
             if plain:
-                self._solid_faces(None, None, None, lean)
+                self._solid_faces(None, None, None)
                 return added, freed
             wall = self["wall"] != 0
         else:
@@ -266,16 +265,10 @@ class SparseFlipGrid(SparseMacGrid):
             self[name] = (active & (i >= 0) & (i < sx) & (j >= 0) & (j < sy) & (k >= 0) & (k < sz)).astype(xp.uint8)
         return active & ~((i >= 0) & (i < nx) & (j >= 0) & (j < ny) & (k >= 0) & (k < nz))
 
-    def _solid_faces(self, obstacle, wall, cell_vel, lean: bool = False):
+    def _solid_faces(self, obstacle, wall, cell_vel):
         """solid_u/v/w: a face next to obstacle cells takes the mean velocity of those it
-        touches (``FlipSimulation.set_obstacles``); faces touching a wall 0. *lean* (without
-        obstacles): the three zeros are views of one zeroed allocation."""
+        touches (``FlipSimulation.set_obstacles``); faces touching a wall 0."""
         xp = self.xp
-        if cell_vel is None and lean:
-            zeros = carve(xp, {"solid_" + n: (np.float32, self.size) for n in self.FACES}, zero=True)
-            for name, a in zeros.items():
-                self[name] = a
-            return
         for comp, name in enumerate(self.FACES):
             if cell_vel is None:
                 self["solid_" + name] = xp.zeros(self.size, xp.float32)

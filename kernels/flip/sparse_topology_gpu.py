@@ -63,23 +63,19 @@ from .sparse_gpu import _I32, _I64, _NO_INDEX, CELLS, KERNELS, _dims, _frame, av
 MAX_MARGIN = 64  # cells: brick_reach serves reach radii up to eight bricks (154 mask words a slot)
 TOPOLOGY_MODES = ("device", "legacy")
 TOPOLOGY = Kernels("flip_sparse_topology.cu", ("--fmad=false",), THREADS)  # |v|² rounds as NumPy's
-# VOXFX_SPARSE_TOPOLOGY_UPDATE: update_topology_table (where a brick index is: else device), update_topology,
-# Topology.update, or update_topology_fused (where a brick index is: else device)
-TOPOLOGY_UPDATES = ("table", "device", "array", "fused")
+# VOXFX_SPARSE_TOPOLOGY_UPDATE: update_topology_fused (the default; where a brick index is: else device),
+# update_topology_table (likewise), update_topology, or Topology.update
+TOPOLOGY_UPDATES = ("fused", "table", "device", "array")
 UPDATE_ITEMS = 8  # flip_sparse_topology.cu's: a fused update block's tile is UPDATE_ITEMS · THREADS items
 # VOXFX_SPARSE_SPEED_MAX: how mark_occupied keeps each slot's largest |v|² (per-brick margins): one atomicMax a warp
 # per slot (warp, sm_80+; plain below) or one a particle (plain, the A/B baseline). The same maxima.
 SPEED_MAXIMA = ("warp", "plain")
 
 
-def mark_walls(grid, lean: bool = False) -> None:
-    """exists_u/v/w, wall and solid (= wall) of ``SparseFlipGrid.update``; *lean*: views of
-    one allocation (the fused update's way)."""
+def mark_walls(grid) -> None:
+    """exists_u/v/w, wall and solid (= wall) of ``SparseFlipGrid.update``."""
     size = grid.size
-    if lean:
-        out = list(carve(grid.xp, {n: (np.uint8, size) for n in (*grid.EXISTS, "wall", "solid")}, zero=False).values())
-    else:
-        out = [grid.xp.empty(size, grid.xp.uint8) for _ in range(5)]
+    out = [grid.xp.empty(size, grid.xp.uint8) for _ in range(5)]
     KERNELS.launch("mark_walls", size, (grid.brick_slot, grid.slot_coords, _I64(size), _I32(grid.closed),
                                         *_dims(grid), *out))
     for name, a in zip((*grid.EXISTS, "wall", "solid"), out):
@@ -212,9 +208,10 @@ def _reached(cp, mask, coords, flags):
 
 
 def topology_update_mode() -> str:
-    """``VOXFX_SPARSE_TOPOLOGY_UPDATE``: ``table`` (default: ``update_topology_table`` where
-    the grid has a brick index, else ``device``), ``device`` (``update_topology``) or
-    ``array`` (``Topology.update`` of the reached keys, the A/B baseline): the same topology."""
+    """``VOXFX_SPARSE_TOPOLOGY_UPDATE``: ``fused`` (default: ``update_topology_fused`` where the
+    grid has a brick index, else ``device``), ``table`` (``update_topology_table``, likewise),
+    ``device`` (``update_topology``) or ``array`` (``Topology.update`` of the reached keys, the
+    A/B baseline): the same topology."""
     mode = os.environ.get("VOXFX_SPARSE_TOPOLOGY_UPDATE", "").strip().lower() or TOPOLOGY_UPDATES[0]
     if mode not in TOPOLOGY_UPDATES:
         raise ValueError(f"VOXFX_SPARSE_TOPOLOGY_UPDATE must be one of {', '.join(TOPOLOGY_UPDATES)}, not {mode!r}")

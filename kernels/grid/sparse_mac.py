@@ -111,15 +111,15 @@ class SparseMacGrid:
         old = self.capacity
         # fresh bricks and freed slots hold the background: one fill per channel
         fill = freed if not added.shape[0] else added if not freed.shape[0] else xp.concatenate([added, freed])
-        grown = {}
+        carved = {}
         if lean and topo.capacity > old:
-            grown = carve(xp, {n: (e[0].dtype, topo.capacity * CELLS) for n, e in self.channels.items()
+            carved = carve(xp, {n: (e[0].dtype, topo.capacity * CELLS) for n, e in self.channels.items()
                                if n in rewritten and e[1] == 0}, zero=True)
         for name, entry in self.channels.items():
             arr, bg = entry
             if name in rewritten:
                 if topo.capacity > old:
-                    entry[0] = grown[name] if name in grown else xp.full(topo.capacity * CELLS, bg, arr.dtype)
+                    entry[0] = carved[name] if name in carved else xp.full(topo.capacity * CELLS, bg, arr.dtype)
                 continue
             if topo.capacity > old:
                 grown = xp.full(topo.capacity * CELLS, bg, arr.dtype)
