@@ -9,7 +9,11 @@ from the particle count before baking) beside the measured ones.
                                  [--max-cg N] [--gather scatter staged brick cell] [--g2p cell input]
                                  [--memory-trace] [--row 8m|65m|river] [--frames N] [--time-cap S]
                                  [--topology device legacy] [--cfl X ...] [--level-set-modes bricks legacy]
-                                 [--pressure-warm 0 1]
+                                 [--pressure-warm 0 1] [--topology-update fused table]
+
+``--topology-update fused table`` runs each row once per topology update way
+(``VOXFX_SPARSE_TOPOLOGY_UPDATE``, ``sparse_topology_gpu.TOPOLOGY_UPDATES``) in one process;
+``bench/flip_sparse_topology.py`` times the ways on the same states, to the bit.
 
 ``--pressure-warm 0 1`` runs each row with the PCG's warm start off, then on
 (``VOXFX_PRESSURE_WARM``, issue 24) in one process, and prints the CG iterations and the
@@ -332,6 +336,8 @@ def main():
                     help="G2P particle orders to run each row with (A/B in one process)")
     ap.add_argument("--topology", nargs="+", choices=sparse_topology_gpu.TOPOLOGY_MODES, default=None,
                     help="device topology modes to run each row with (A/B in one process)")
+    ap.add_argument("--topology-update", nargs="+", choices=sparse_topology_gpu.TOPOLOGY_UPDATES, default=None,
+                    help="topology update ways (VOXFX_SPARSE_TOPOLOGY_UPDATE) to run each row with (A/B)")
     ap.add_argument("--row", choices=sorted(ROWS), help="a big-scene row (module notes)")
     ap.add_argument("--frames", type=int, default=0, help="time N user frames (step(1/24)) instead of substeps")
     ap.add_argument("--level-set", action="store_true", help="with --frames: the frame's level set too")
@@ -374,10 +380,13 @@ def main():
     print(" | ".join(header))
     print(" | ".join("---" for _ in header))
     topologies = args.topology or [sparse_topology_gpu.topology_mode()]
-    runs = [(True, g, o, m, w) for w in args.pressure_warm or [None] for m in topologies for g in gathers
-            for o in orders] + ([(False, "-", "-", "-", None)] if args.dense else [])
+    runs = [(True, g, o, m, w, u) for w in args.pressure_warm or [None] for m in topologies for g in gathers
+            for o in orders for u in args.topology_update or [None]] + (
+        [(False, "-", "-", "-", None, None)] if args.dense else [])
     for n, particles in configs:
-        for sparse, gather, order, topology, warm in runs:
+        for sparse, gather, order, topology, warm, update in runs:
+            if update is not None:
+                os.environ["VOXFX_SPARSE_TOPOLOGY_UPDATE"] = update  # read at each topology update
             if warm is not None:
                 os.environ["VOXFX_PRESSURE_WARM"] = warm  # read at each solve
             if sparse:
@@ -394,6 +403,7 @@ def main():
                                                   None, args.time_cap)
             solver = ("sparse" if topology == "device" else f"sparse ({topology} topology)") if sparse else "dense"
             solver += "" if warm is None else f" (warm start {'on' if warm == '1' else 'off'})"
+            solver += "" if update is None else f" (topology update {update})"
             row = [solver, gather, order, f"{n}³", f"{count:,}"]
             row += [f"{m:.2f}" for m in med] + [
                 str(it) + (f" (cap {args.max_cg})" if args.max_cg else ""), f"{sum(med):.1f}",

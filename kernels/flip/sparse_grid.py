@@ -32,10 +32,10 @@ update costs a few small kernels and host syncs (``sparse_topology_gpu.increment
 the particles mark their cells and their bricks' speeds in the current topology, each
 brick turns its marked cells into the bricks their boxes reach — the same bricks as
 ``topology_keys``, no particle sort; for margins up to 64 cells, and the first substep's
-build from the particles' bricks; the new slots in a few kernels, ``update_topology_table``
-(closed: no host read beyond the pipeline's one) or ``update_topology`` (one more), the
-same as ``Topology.update``), and a substep that changes no brick keeps the neighbour
-tables.
+build from the particles' bricks; the new slots in a few kernels, closed: ``update_topology_fused``
+(queued before the pipeline's one host read, then only slices) or ``update_topology_table``
+(after it, no read of its own), open: ``update_topology`` (one more read), the same as
+``Topology.update``), and a substep that changes no brick keeps the neighbour tables.
 
 Boundaries. A closed domain (``GridSpec`` box with walls, as the dense solver) clips the
 influence boxes to the box plus one ring of cells: the cells of that ring (beyond the
@@ -218,7 +218,10 @@ class SparseFlipGrid(SparseMacGrid):
         else:
             rewritten = self.MARKS + (self.FLOW if scratch else ())  # the marks are written below
             if found is not None and isinstance(found[0], tuple):  # the update made on the device
-                added, freed = self.retopologize(None, rewritten=rewritten, update=found[0])
+                update = found[0]  # the fused update's also has the used slots: a lean retopologize
+                lean = len(update) > 3
+                added, freed = self.retopologize(None, rewritten=rewritten, update=update[:3],
+                                                 used=update[3] if lean else None, lean=lean)
             else:
                 keys = self.topology_keys(pos, margin, extra_cells, reach) if found is None else found[0]
                 added, freed = self.retopologize(keys, rewritten=rewritten)

@@ -96,23 +96,30 @@ class SparseMacGrid:
                    + t.slots.nbytes + t.free.nbytes + tables)
 
     # ------------------------------------------------------------------ topology (seed 003 §5.2)
-    def retopologize(self, keys, rewritten=(), update=None):
+    def retopologize(self, keys, rewritten=(), update=None, used=None, lean=False):
         """Move to the bricks of *keys* (``Topology.update``: kept bricks keep their slots
         and data, new ones start at each channel's background, freed slots are reused
         first) and rebuild the neighbour index. Returns (added, freed) slots. The channels
         named in *rewritten* are the caller's to write whole next: they are only resized
         (to the background) when the pool grows, their slots not filled. *update*: that
-        update's (topology, added, freed) already made (keys then unused)."""
+        update's (topology, added, freed) already made (keys then unused); *used*: its used
+        slots (bool per slot) where it made them too. *lean*: the rewritten channels of
+        background 0 that grow are views of one zeroed allocation (one memset, the same
+        values; they are written whole next, so it is freed with the last of them)."""
         xp = self.xp
         topo, added, freed = self.topology.update(keys) if update is None else update
         old = self.capacity
         # fresh bricks and freed slots hold the background: one fill per channel
         fill = freed if not added.shape[0] else added if not freed.shape[0] else xp.concatenate([added, freed])
+        carved = {}
+        if lean and topo.capacity > old:
+            carved = carve(xp, {n: (e[0].dtype, topo.capacity * CELLS) for n, e in self.channels.items()
+                               if n in rewritten and e[1] == 0}, zero=True)
         for name, entry in self.channels.items():
             arr, bg = entry
             if name in rewritten:
                 if topo.capacity > old:
-                    entry[0] = xp.full(topo.capacity * CELLS, bg, arr.dtype)
+                    entry[0] = carved[name] if name in carved else xp.full(topo.capacity * CELLS, bg, arr.dtype)
                 continue
             if topo.capacity > old:
                 grown = xp.full(topo.capacity * CELLS, bg, arr.dtype)
@@ -124,15 +131,16 @@ class SparseMacGrid:
         changed = added.shape[0] or freed.shape[0] or topo.capacity != old
         self.topology = topo
         if changed or self.nbr.shape[1] != self.size:  # the same bricks in the same slots: same tables
-            self._neighbours()
+            self._neighbours(used)
         return added, freed
 
-    def _neighbours(self):
+    def _neighbours(self, used=None):
         xp, topo = self.xp, self.topology
         cap = self.capacity
         index = xp.int32 if cap * CELLS < 2 ** 31 - 1 else xp.int64
-        used = xp.zeros(cap, bool)
-        used[topo.slots] = True
+        if used is None:
+            used = xp.zeros(cap, bool)
+            used[topo.slots] = True
         self.brick_slot = used
         if xp is not np and index is xp.int32:
             self._brick_tables()
@@ -262,6 +270,18 @@ def brick_tables(keys, slots, capacity: int, xp):
     n = np.int64(keys.shape[0])
     _K.launch("brick_tables", 27 * int(n), (keys, slots, n, coords, nbr27))
     return coords, nbr27
+
+
+def carve(xp, parts, zero: bool):
+    """Views of one allocation (zeroed when *zero*): *parts* ``{name: (dtype, count)}``, each
+    at a 256-byte boundary (one allocation and at most one memset instead of one each)."""
+    at, offsets = 0, {}
+    for name, (dtype, count) in parts.items():
+        offsets[name] = at
+        at += -(-int(count) * np.dtype(dtype).itemsize // 256) * 256
+    buf = (xp.zeros if zero else xp.empty)(max(at, 256), xp.uint8)
+    return {name: buf[offsets[name]:offsets[name] + int(count) * np.dtype(dtype).itemsize].view(dtype)
+            for name, (dtype, count) in parts.items()}
 
 
 def _fill_slots(arr, slots, value, xp):

@@ -1,9 +1,10 @@
 """The device topology updates (``sparse_topology_gpu.update_topology``, and
-``update_topology_table`` over a closed domain's brick index, issue 24) against
+``update_topology_table`` and ``update_topology_fused`` over a closed domain's brick index,
+issue 24) against
 ``Topology.update`` (``VOXFX_SPARSE_TOPOLOGY_UPDATE=array``) and the CPU grid: particles
 that move, spread and gather over several substeps give the same keys, slots, free list,
 capacity, neighbour tables and channels every time, through bricks added, freed, reused
-and a growing pool."""
+and a growing pool; the fused update's brick index is the one ``brick_index`` builds."""
 
 import numpy as np
 import pytest
@@ -22,7 +23,7 @@ def host(a):
 def test_device_update_gives_the_array_update_and_the_cpus(monkeypatch, closed):
     import cupy
 
-    calls = {"update_topology": [], "update_topology_table": []}
+    calls = {"update_topology": [], "update_topology_table": [], "update_topology_fused": []}
 
     def counting(name):
         original = getattr(sparse_topology_gpu, name)
@@ -35,13 +36,15 @@ def test_device_update_gives_the_array_update_and_the_cpus(monkeypatch, closed):
 
     counting("update_topology")
     counting("update_topology_table")
+    counting("update_topology_fused")
     rng = np.random.default_rng(int(np.random.default_rng().integers(1 << 30)))
     spec = GridSpec((0.0, 0.0, 0.0), 0.05, (64, 48, 40))
     up = np.asarray(spec.upper)
     centre = np.array([0.3, 0.4, 0.5]) * up
     spread = rng.normal(0, 1, (20000, 3))
     grids = {"cpu": SparseFlipGrid(spec, np, closed), "table": SparseFlipGrid(spec, cupy, closed),
-             "device": SparseFlipGrid(spec, cupy, closed), "array": SparseFlipGrid(spec, cupy, closed)}
+             "device": SparseFlipGrid(spec, cupy, closed), "array": SparseFlipGrid(spec, cupy, closed),
+             "fused": SparseFlipGrid(spec, cupy, closed)}
     changed = 0
     for step in range(8):  # the blob drifts, spreads, then gathers (< 3 cells a step): bricks come and go
         scale = [0.10, 0.11, 0.12, 0.12, 0.11, 0.11, 0.11, 0.10][step] * up
@@ -54,7 +57,7 @@ def test_device_update_gives_the_array_update_and_the_cpus(monkeypatch, closed):
             if name == "cpu":
                 changed += int(len(added) + len(freed) > 0)
         want = grids["cpu"]
-        for name in ("table", "device", "array"):
+        for name in ("table", "device", "array", "fused"):
             g = grids[name]
             t = g.topology
             assert np.array_equal(host(t.keys), want.topology.keys), (name, step)
@@ -62,9 +65,14 @@ def test_device_update_gives_the_array_update_and_the_cpus(monkeypatch, closed):
             assert np.array_equal(host(t.free), want.topology.free), (name, step)
             assert t.capacity == want.topology.capacity
             assert np.array_equal(host(g.nbr), want.nbr)
+            assert np.array_equal(host(g.brick_slot), want.brick_slot), (name, step)
             for channel in ("exists_u", "exists_v", "exists_w", "wall", "solid", "u", "cell"):
                 assert np.array_equal(host(g[channel]), want[channel]), (name, channel)
+            if closed:  # the index the update left (fused: its own) is the one built afresh
+                cached = sparse_topology_gpu.brick_index(g)
+                g._brick_index = None
+                assert np.array_equal(host(cached[0]), host(sparse_topology_gpu.brick_index(g)[0])), (name, step)
     # the device updates ran (the first build is not an update); open domains have no index: no table
-    table_calls = len(calls["update_topology_table"])
-    assert changed >= 6 and len(calls["update_topology"]) >= (5 if closed else 10)
-    assert (table_calls >= 5) if closed else (table_calls == 0)
+    table_calls, fused_calls = len(calls["update_topology_table"]), len(calls["update_topology_fused"])
+    assert changed >= 6 and len(calls["update_topology"]) >= (5 if closed else 15)
+    assert (table_calls >= 5 and fused_calls >= 5) if closed else (table_calls == fused_calls == 0)

@@ -165,7 +165,7 @@ def test_topology_update_modes_are_checked(monkeypatch):
     from voxfx.kernels.flip import sparse_topology_gpu
 
     monkeypatch.delenv("VOXFX_SPARSE_TOPOLOGY_UPDATE", raising=False)
-    assert sparse_topology_gpu.topology_update_mode() == "table"  # the default (device where there is no brick index)
+    assert sparse_topology_gpu.topology_update_mode() == "fused"  # the default (device where there is no brick index)
     monkeypatch.setenv("VOXFX_SPARSE_TOPOLOGY_UPDATE", "Device")
     assert sparse_topology_gpu.topology_update_mode() == "device"
     monkeypatch.setenv("VOXFX_SPARSE_TOPOLOGY_UPDATE", "sorted")

@@ -1,0 +1,73 @@
+"""``SparseMacGrid.retopologize``'s lean way (the fused topology update's, issue 24): the
+rewritten channels of background 0 that grow are views of one zeroed allocation, and the used
+slots may come from the update; the channels, tables and used slots are those of the plain
+way, through growth and reuse, with rewritten and kept channels of several dtypes and a NaN
+background interleaved (a kept channel before a rewritten one once reused the name of the
+carved views)."""
+
+import numpy as np
+
+from voxfx.kernels.grid.sparse import brick_keys
+from voxfx.kernels.grid.sparse_mac import CELLS, SparseMacGrid, carve
+
+CHANNELS = (("u", np.float32, 0.0), ("mark", np.uint8, 0), ("p", np.float32, np.nan), ("solid_u", np.float32, 0.0),
+            ("exists", np.uint8, 0), ("kept", np.float32, 0.0))
+REWRITTEN = ("mark", "solid_u", "exists")
+
+
+def root(a):
+    while a.base is not None:
+        a = a.base
+    return a
+
+
+def grid_with(rng):
+    g = SparseMacGrid((0.0, 0.0, 0.0), 0.1, np)
+    for name, dtype, bg in CHANNELS:
+        g.add(name, dtype, bg)
+    return g
+
+
+def fill_random(g, rng):
+    for name, dtype, _ in CHANNELS:
+        g[name] = (rng.random(g.size) * 200).astype(dtype)
+
+
+def test_lean_retopologize_gives_the_plain_one():
+    rng = np.random.default_rng(int(np.random.default_rng().integers(1 << 30)))
+    plain, lean = grid_with(rng), grid_with(rng)
+    grew = 0
+    for step in range(6):
+        keys = brick_keys(rng.integers(-3, 4, (40 + 25 * step, 3)))
+        for g in (plain, lean):
+            fill_random(g, np.random.default_rng(step))  # the same data in both
+        update = plain.topology.update(keys)
+        topo = update[0]
+        used = np.zeros(topo.capacity, bool)
+        used[topo.slots] = True
+        old = plain.capacity
+        plain.retopologize(None, rewritten=REWRITTEN, update=update)
+        lean.retopologize(None, rewritten=REWRITTEN, update=update, used=used, lean=True)
+        grew += plain.capacity > old
+        if plain.capacity > old:  # the grown rewritten channels share one allocation; the others do not
+            assert len({id(root(lean[n])) for n in REWRITTEN}) == 1, step
+            assert root(lean["kept"]) is not root(lean["mark"]) and root(lean["u"]) is not root(lean["mark"])
+        assert plain.capacity == lean.capacity
+        assert np.array_equal(plain.brick_slot, lean.brick_slot)
+        assert np.array_equal(plain.nbr, lean.nbr)
+        for name, _, _ in CHANNELS:
+            a, b = plain[name], lean[name]
+            assert a.dtype == b.dtype and a.shape == b.shape == (plain.size,), name
+            assert a.tobytes() == b.tobytes(), (step, name)  # bit for bit (NaN backgrounds too)
+    assert grew >= 3
+
+
+def test_carve_gives_aligned_views_of_one_allocation():
+    parts = carve(np, {"a": (np.uint8, 5), "b": (np.uint64, 3), "c": (np.int32, CELLS)}, zero=True)
+    assert [p.dtype for p in parts.values()] == [np.uint8, np.uint64, np.int32]
+    assert [p.size for p in parts.values()] == [5, 3, CELLS]
+    base = parts["a"].__array_interface__["data"][0]
+    offsets = [p.__array_interface__["data"][0] - base for p in parts.values()]
+    assert offsets == [0, 256, 512] and all(not p.any() for p in parts.values())
+    parts["b"][:] = 7
+    assert parts["a"].sum() == 0 and parts["c"].sum() == 0  # no overlap
