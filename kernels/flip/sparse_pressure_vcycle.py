@@ -5,9 +5,10 @@ coarse levels in one block (``mg_tail_vcycle``) or, above them, one cluster
 (``mg_tail_cluster``). Moved out of ``sparse_pressure_gpu.py`` (issue 24: under 500 lines);
 the switches (``VCYCLE``, ``TAIL_UNKNOWNS``, ``CLUSTER_UNKNOWNS``, ``FIRST2_UNKNOWNS``) stay there, the solver
 passes their values in. The solver provides ``levels`` (``_Buffers``), ``sizes``, ``state``,
-``partials``, ``red_blocks``, ``r``, ``z``, ``tail``, ``cluster_from``, ``first2`` and the launchers
-``_launch`` (a grid-stride launch over n), ``_reduce`` (the reduction grid) and ``_one``
-(an explicit grid and block).
+``partials``, ``red_blocks``, ``r``, ``z``, ``tail``, ``cluster_from``, ``first2``, ``tail_shared``,
+``fuse_beta`` (with ``scalars``, ``tickets``, ``beta_first``) and the
+launchers ``_launch`` (a grid-stride launch over n), ``_reduce`` (the reduction grid) and ``_one``
+(an explicit grid and block, and dynamic shared memory).
 
 Fewer launches an iteration (issue 24; a level launched one by one takes 4·MG_SWEEPS + 2).
 Two fusions that need no grid-wide barrier and recompute little: ``CLUSTER_UNKNOWNS`` (on by
@@ -41,6 +42,10 @@ _COARSE_THREADS = 256
 class VCycleLaunches:
     """z = V-cycle(r) on the device, launch by launch."""
 
+    tail_shared = 0  # bytes of the one-block tail's shared memory (``_tail_shared_bytes``; 0: global vectors)
+    fuse_beta = False  # level 0's last sweep closes r·z and β too (mg_smooth_red_dot_beta: ``FUSE``)
+    beta_first = 0  # and with it the start's finish_beta (first = 1)
+
     def _tail_first(self, bound):
         """mg_tail_vcycle's first level, or None: levels first..last in one block, first the
         lowest level ≥ 1 whose stride is at most *bound* (``TAIL_UNKNOWNS``), at least two
@@ -58,6 +63,17 @@ class VCycleLaunches:
         table = [ptr(a) for B in self.levels for a in (B.x, B.b, B.r, B.nbr, B.diag, B.up, B.down)]
         return (first, cp.asarray(np.array(table, np.uint64)),
                 cp.asarray(np.array([B.stride for B in self.levels], np.int32)))
+
+    def _tail_shared_bytes(self, on, limit):
+        """Dynamic shared memory of mg_tail_vcycle_shared / mg_tail_cluster_shared (x, b and,
+        but on the coarsest level, r of each tail level, ``stride`` floats each), or 0: *on*
+        off (``TAIL_SHARED``), no one-block tail, or more than *limit* bytes (the device's
+        opt-in maximum per block: the tail's vectors then stay global)."""
+        if not on or not self.tail:
+            return 0
+        first, last = self.tail[0], len(self.levels) - 1
+        size = 4 * sum((3 if lv < last else 2) * self.levels[lv].stride for lv in range(first, last + 1))
+        return size if size <= limit else 0
 
     def _cluster_from(self, bound, capability):
         """mg_tail_cluster's first level, or None: the lowest level ≥ 1 above the tail's
@@ -113,12 +129,14 @@ class VCycleLaunches:
         C = levels[last]
         if self.tail:
             _, table, strides = self.tail
+            shared = "_shared" if self.tail_shared else ""  # the tail's vectors in shared memory (TAIL_SHARED)
             if self.cluster_from:
-                self._one("mg_tail_cluster", (_TAIL_CLUSTER,), (_TAIL_THREADS,), (
-                    table, strides, np.int32(lead), np.int32(first), np.int32(last), self.sizes, self.state))
+                self._one("mg_tail_cluster" + shared, (_TAIL_CLUSTER,), (_TAIL_THREADS,), (
+                    table, strides, np.int32(lead), np.int32(first), np.int32(last), self.sizes, self.state),
+                    self.tail_shared)
             else:
-                self._one("mg_tail_vcycle", (1,), (_TAIL_THREADS,), (table, strides, np.int32(first), np.int32(last),
-                                                                     self.sizes, self.state))
+                self._one("mg_tail_vcycle" + shared, (1,), (_TAIL_THREADS,), (
+                    table, strides, np.int32(first), np.int32(last), self.sizes, self.state), self.tail_shared)
         elif last:
             F = levels[last - 1]
             self._one("mg_restrict_coarse_solve", (1,), (_COARSE_THREADS,),
@@ -131,7 +149,11 @@ class VCycleLaunches:
                                                       np.int32(0), L.x, self.state))  # the red ones
             for sweep in range(MG_SWEEPS):
                 self._smooth(level, 1)
-                if level == 0 and sweep == MG_SWEEPS - 1:
+                if level == 0 and sweep == MG_SWEEPS - 1 and self.fuse_beta:  # and finish_beta in its last block
+                    self._reduce("mg_smooth_red_dot_beta", (L.x, L.b, L.nbr, L.diag, np.int32(L.stride), self.sizes,
+                                                            self.partials, self.scalars, self.state, self.tickets[1:],
+                                                            np.int32(self.beta_first)))
+                elif level == 0 and sweep == MG_SWEEPS - 1:
                     self._reduce("mg_smooth_red_dot", (L.x, L.b, L.nbr, L.diag, np.int32(L.stride), self.sizes,
                                                        self.partials[self.red_blocks:], self.state))
                 else:
