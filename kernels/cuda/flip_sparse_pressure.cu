@@ -27,7 +27,6 @@
 #include "voxfx_mg_cell.cuh"  // compact_neighbour_sum, residual_value, the tables' columns: per unknown
 #include "voxfx_mg_keys.cuh"  // cell_key, key_cell, find_key: the multigrid cell keys
 #include "voxfx_reduce.cuh"  // block_sum2: the fixed-order double sums
-#include "voxfx_pcg_finish.cuh"  // last_block_done, finish_alpha_step: FUSE's folded finish_alpha
 
 // c over [lo, hi) with a grid-stride loop (launches are sized by the buffers, not by m).
 #define RANGE(c, lo, hi) \
@@ -204,121 +203,6 @@ extern "C" __global__ void update_direction(float* __restrict__ d, const float* 
     const int n = sizes[1];
     const float beta = (float)scalars[D_BETA];
     RANGE(c, 0, n) d[c] = z[c] + beta * d[c];
-}
-
-// The loop's kernels on the reduction grid with each thread's grid-stride items taken UNROLL
-// at a time (VOXFX_SPARSE_PCG_UNROLL): every item's loads issued before any item's sum, the
-// partial sums then added item by item in the plain loop's order (the same bits). The grid is
-// ~a quarter of the unknowns (1024 blocks at 8M particles), so a plain loop waits on each
-// item's loads in turn (issue 24: latency-bound). ITEMS(c0, k, c) visits items c0 + k·G.
-#define PCG_UNROLL 4
-#define ITEMS(c0, n) \
-    for (int c0 = (int)(blockIdx.x * blockDim.x + threadIdx.x); c0 < (n); c0 += PCG_UNROLL * (int)(gridDim.x * blockDim.x))
-#define ITEM(c0, k) ((c0) + (k) * (int)(gridDim.x * blockDim.x))
-
-// q = A d over the unknowns, PCG_UNROLL items at a time; this thread's partial d·q.
-__device__ __forceinline__ double laplacian_unrolled(const float* __restrict__ d, float* __restrict__ q,
-                                                     const int* __restrict__ nbr, const float* __restrict__ diag,
-                                                     int stride, int n)
-{
-    double dq = 0.0;
-    ITEMS(c0, n)
-    {
-        float dc[PCG_UNROLL], qc[PCG_UNROLL];
-#pragma unroll
-        for (int k = 0; k < PCG_UNROLL; ++k) {
-            const int c = ITEM(c0, k);
-            if (c < n) {
-                dc[k] = d[c];
-                qc[k] = diag[c] * dc[k] - compact_neighbour_sum(d, nbr, stride, c);
-                q[c] = qc[k];
-            }
-        }
-#pragma unroll
-        for (int k = 0; k < PCG_UNROLL; ++k)
-            if (ITEM(c0, k) < n) dq += (double)dc[k] * qc[k];
-    }
-    return dq;
-}
-
-// apply_laplacian, PCG_UNROLL items at a time.
-extern "C" __global__ void apply_laplacian_unrolled(const float* __restrict__ d, float* __restrict__ q,
-                                                    const int* __restrict__ nbr, const float* __restrict__ diag,
-                                                    int stride, const int* __restrict__ sizes,
-                                                    double* __restrict__ partials, const int* __restrict__ state)
-{
-    if (state[S_STOPPED]) return;
-    block_sum2(laplacian_unrolled(d, q, nbr, diag, stride, sizes[1]), 0.0, partials, nullptr);
-}
-
-// apply_laplacian_unrolled and finish_alpha in one launch (VOXFX_SPARSE_PCG_FUSE): the last
-// block to finish (ticket) totals the partial d·q and sets α (voxfx_pcg_finish.cuh).
-extern "C" __global__ void apply_laplacian_alpha(const float* __restrict__ d, float* __restrict__ q,
-                                                 const int* __restrict__ nbr, const float* __restrict__ diag,
-                                                 int stride, const int* __restrict__ sizes, double* partials,
-                                                 double* __restrict__ scalars, const int* __restrict__ state,
-                                                 unsigned int* __restrict__ ticket)
-{
-    if (state[S_STOPPED]) return;
-    block_sum2(laplacian_unrolled(d, q, nbr, diag, stride, sizes[1]), 0.0, partials, nullptr);
-    if (last_block_done(ticket)) finish_alpha_step(partials, (int)gridDim.x, scalars);
-}
-
-// update_solution, PCG_UNROLL items at a time.
-extern "C" __global__ void update_solution_unrolled(float* __restrict__ x, float* __restrict__ r,
-                                                    const float* __restrict__ d, const float* __restrict__ q,
-                                                    float* __restrict__ z, const float* __restrict__ diag,
-                                                    const int* __restrict__ sizes, int mode,
-                                                    const double* __restrict__ scalars, double* __restrict__ partials,
-                                                    const int* __restrict__ state)
-{
-    if (state[S_STOPPED]) return;
-    const int n = sizes[1];
-    const float alpha = (float)scalars[D_ALPHA];
-    double rr = 0.0, rz = 0.0;
-    ITEMS(c0, n)
-    {
-        float rc[PCG_UNROLL], zc[PCG_UNROLL];
-#pragma unroll
-        for (int k = 0; k < PCG_UNROLL; ++k) {
-            const int c = ITEM(c0, k);
-            if (c < n) {
-                x[c] = x[c] + alpha * d[c];
-                rc[k] = r[c] - alpha * q[c];
-                r[c] = rc[k];
-                if (mode == PRE_JACOBI) {
-                    zc[k] = rc[k] * (1.0f / diag[c]);
-                    z[c] = zc[k];
-                }
-            }
-        }
-#pragma unroll
-        for (int k = 0; k < PCG_UNROLL; ++k)
-            if (ITEM(c0, k) < n) {
-                rr += (double)rc[k] * rc[k];
-                if (mode == PRE_JACOBI) rz += (double)rc[k] * zc[k];
-            }
-    }
-    if (mode == PRE_NONE) rz = rr;
-    block_sum2(rr, rz, partials, mode == PRE_MG ? nullptr : partials + gridDim.x);
-}
-
-// update_direction, PCG_UNROLL items at a time.
-extern "C" __global__ void update_direction_unrolled(float* __restrict__ d, const float* __restrict__ z,
-                                                     const int* __restrict__ sizes, const double* __restrict__ scalars,
-                                                     const int* __restrict__ state)
-{
-    if (state[S_STOPPED]) return;
-    const int n = sizes[1];
-    const float beta = (float)scalars[D_BETA];
-    ITEMS(c0, n)
-    {
-#pragma unroll
-        for (int k = 0; k < PCG_UNROLL; ++k) {
-            const int c = ITEM(c0, k);
-            if (c < n) d[c] = z[c] + beta * d[c];
-        }
-    }
 }
 
 // ------------------------------------------------------------------------ sealed regions

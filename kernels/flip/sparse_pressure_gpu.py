@@ -44,15 +44,15 @@ from .sparse_multigrid import KEY_BITS
 from .sparse_pressure_buffers import _Buffers, carve, grown_strides, solver_memory_bytes
 from .sparse_pressure_vcycle import _TAIL_CLUSTER, VCycleLaunches
 from .pressure_gpu import (_D_ALPHA, _D_BB, _D_BETA, _D_RR, _D_RZ, _D_THRESH, _MAX_BLOCKS, _S_CONVERGED, _S_IT,
-                           _S_MAXIT, _S_STOPPED, run_blocks)
+                           _S_STOPPED, run_blocks)
 from .pressure_gpu import _K as _DENSE  # finish_init, finish_alpha, finish_beta
 
 _CU = "flip_sparse_pressure.cu"
 _MODES = ("mg", "jacobi", "none")  # sparse_pressure.PRECONDITIONERS, in order
 _D_COLD = 6  # scalars[]: the warm start fell back to x₀ = 0 (finish_init_warm)
 _DEFINES = {
-    "S_IT": _S_IT, "S_STOPPED": _S_STOPPED, "S_CONVERGED": _S_CONVERGED, "S_MAXIT": _S_MAXIT, "D_BB": _D_BB,
-    "D_THRESH": _D_THRESH, "D_RR": _D_RR, "D_RZ": _D_RZ, "D_ALPHA": _D_ALPHA, "D_BETA": _D_BETA, "D_COLD": _D_COLD,
+    "S_IT": _S_IT, "S_STOPPED": _S_STOPPED, "S_CONVERGED": _S_CONVERGED, "D_BB": _D_BB, "D_THRESH": _D_THRESH,
+    "D_RR": _D_RR, "D_RZ": _D_RZ, "D_ALPHA": _D_ALPHA, "D_BETA": _D_BETA, "D_COLD": _D_COLD,
     "MG_COARSE_SWEEPS": MG_COARSE_SWEEPS,
     "MG_SWEEPS": MG_SWEEPS, "KEY_BITS": KEY_BITS,
     **{f"PRE_{name.upper()}": i for i, name in enumerate(_MODES)}}
@@ -61,12 +61,11 @@ _MG = Kernels("flip_sparse_pressure_vcycle.cu", ("--fmad=false",), THREADS,  # t
               defines={**_DEFINES, "TAIL_CLUSTER": _TAIL_CLUSTER})
 _LOOP_KERNELS = ("cg_init", "cg_init_warm", "finish_init_warm", "cg_warm_select",
                  "apply_laplacian", "update_solution", "dot_rz", "update_direction")
-_UNROLLED_KERNELS = ("apply_laplacian_unrolled", "update_solution_unrolled", "update_direction_unrolled",
-                     "apply_laplacian_alpha")
 _VCYCLE_KERNELS = ("mg_smooth", "mg_residual", "mg_restrict", "mg_prolong_add", "mg_coarse_solve", "mg_smooth_first",
                    "mg_smooth_red_dot", "mg_restrict_coarse_solve", "mg_smooth_black_residual", "mg_tail_vcycle",
-                   "mg_smooth_first2", "mg_smooth_red_dot_unrolled", "mg_tail_vcycle_shared", "mg_smooth_red_dot_beta")
-_CLUSTER_KERNELS = ("mg_tail_cluster", "mg_tail_cluster_shared")  # compute capability 9.0 on (CLUSTER_UNKNOWNS)
+                   "mg_smooth_first2", *(f"mg_tail_vcycle{s}" for s in ("_shared", "_unrolled", "_shared_unrolled")))
+# compute capability 9.0 on (CLUSTER_UNKNOWNS)
+_CLUSTER_KERNELS = tuple(f"mg_tail_cluster{s}" for s in ("", "_shared", "_unrolled", "_shared_unrolled"))
 # The V-cycle's launches: "fused" (default) folds the first pre-smoothing sweep's two colours
 # into one launch, the black residuals into the last pre-smoothing sweep, the coarsest level's
 # restriction into its solve and r·z into level 0's last sweep, and prolongs onto the red
@@ -93,21 +92,19 @@ FIRST2_UNKNOWNS = int(os.environ.get("VOXFX_SPARSE_MG_FIRST2", "0"))
 # The one-block tail's vectors (x, b, r of its levels) in the block's shared memory
 # (mg_tail_vcycle_shared, mg_tail_cluster_shared: block_tail<true>) where they fit the
 # device's opt-in limit per block; the tables stay global. The same passes on the same values:
-# z bit for bit (host harness, GPU test). "0": in global memory.
-TAIL_SHARED = os.environ.get("VOXFX_SPARSE_MG_TAIL_SHARED", "0") != "0"
-# The PCG's kernels on the reduction grid (apply_laplacian, update_solution, update_direction,
-# level 0's mg_smooth_red_dot) with each thread's grid-stride items taken four at a time
-# ("*_unrolled": the loads of four items in flight, the sums added in the plain order: the
-# same bits). "0": the plain loops.
-UNROLL = os.environ.get("VOXFX_SPARSE_PCG_UNROLL", "0") != "0"
-# finish_alpha and finish_beta folded into the kernels whose partial sums they close: the grid's
-# last block to finish (a ticket) adds the partials in the one-block launch's order and sets α,
-# or ‖r‖², r·z, β and the state (apply_laplacian_alpha, mg_smooth_red_dot_beta: the unrolled
-# loops; include/voxfx_pcg_finish.cuh). Two launches fewer an iteration, the same bits. "0": the
-# finish_* launches.
-FUSE = os.environ.get("VOXFX_SPARSE_PCG_FUSE", "0") != "0"
+# z bit for bit (host harness, GPU test). "0": in global memory. Default "1" (H100, 8M dam
+# break, same call: the loop's iteration 253.9 → 237.6 µs; sparse_pressure_vcycle's notes).
+TAIL_SHARED = os.environ.get("VOXFX_SPARSE_MG_TAIL_SHARED", "1") != "0"
+# The tails' passes (one block, one cluster) with each thread's next four unknowns computed
+# before it stores them (the _unrolled kernels: their loads in flight together; a pass never
+# reads what it writes, so the same values). "0": one unknown at a time.
+TAIL_UNROLL = os.environ.get("VOXFX_SPARSE_MG_TAIL_UNROLL", "0") != "0"
+# The fused V-cycle's one-colour launches (a colour's sweep, the red residuals, the red
+# prolongation) over stride / COLOUR_GRID threads, not stride: half a level's unknowns are of
+# one colour, so half the grid's blocks found nothing to do (the grid-stride loop covers any
+# colour larger than that; the same values). "1": the grid of every unknown.
+COLOUR_GRID = int(os.environ.get("VOXFX_SPARSE_MG_COLOUR_GRID", "1"))
 _MAX_GRID = 8192  # blocks of a grid-stride launch
-_UNROLLABLE = ("apply_laplacian", "update_solution", "update_direction", "mg_smooth_red_dot")  # UNROLL's
 # A solve's first iterations as one-iteration graph replays, as many as the solver's last
 # solve took (substeps change the liquid a little: the count moves by a few), then one
 # host check: a block of check_every iterations launches up to check_every − 1 masked
@@ -209,16 +206,11 @@ class SparsePressureSolverGPU(VCycleLaunches):
         limit = (backend._device_properties(cp.cuda.Device().id).get("sharedMemPerBlockOptin", 0)
                  or cp.cuda.Device().attributes.get("MaxSharedMemoryPerBlockOptin", 0))
         self.tail_shared = self._tail_shared_bytes(TAIL_SHARED, limit)
-        self.unroll = UNROLL
-        self.fuse = FUSE
-        # FUSE's finish_beta in level 0's last sweep (the fused V-cycle of at least two levels)
-        self.fuse_beta = FUSE and preconditioner == "mg" and self.vcycle == "fused" and len(self.strides) > 1
-        self.beta_first = 0  # mg_smooth_red_dot_beta's first: 1 while the start is recorded
-        self.tickets = cp.zeros(2, cp.uint32)  # FUSE's last-block tickets (0 between launches)
-        _K.load(*_LOOP_KERNELS, *_UNROLLED_KERNELS)  # compile and load before any capture
+        self.tail_unroll, self.colour_grid = TAIL_UNROLL, max(1, COLOUR_GRID)
+        _K.load(*_LOOP_KERNELS)  # compile and load before any capture
         _MG.load(*_VCYCLE_KERNELS, *(_CLUSTER_KERNELS if self.cluster_from else ()))
-        for name in ("mg_tail_cluster_shared",) if self.cluster_from else ("mg_tail_vcycle_shared",):
-            kernel = _MG.get(name)  # above 48 KiB a kernel must ask for its dynamic shared memory
+        if self.tail:  # above 48 KiB a kernel must ask for its dynamic shared memory
+            kernel = _MG.get(self._tail_kernel())
             if self.tail_shared and kernel.max_dynamic_shared_size_bytes < self.tail_shared:
                 kernel.max_dynamic_shared_size_bytes = self.tail_shared
         _DENSE.load("finish_init", "finish_alpha", "finish_beta")
@@ -237,8 +229,6 @@ class SparsePressureSolverGPU(VCycleLaunches):
         (_MG if name.startswith("mg_") else _K).launch_grid(name, _grid(n), (THREADS,), args)
 
     def _reduce(self, name, args):
-        if self.unroll and name in _UNROLLABLE:  # UNROLL: four items a thread at a time, the same sums
-            name += "_unrolled"
         (_MG if name.startswith("mg_") else _K).launch_grid(name, (self.red_blocks,), (THREADS,), args)
 
     def _one(self, name, grid, block, args, shared_mem=0):
@@ -263,18 +253,13 @@ class SparsePressureSolverGPU(VCycleLaunches):
         """One PCG iteration (Alg. 2 body with z = M r), every scalar on the device."""
         G = np.int32(self.red_blocks)
         L0 = self.levels[0]
-        if self.fuse:  # q = A d, α = r·z / d·q in its last block
-            self._reduce("apply_laplacian_alpha", (self.d, self.q, L0.nbr, L0.diag, np.int32(L0.stride), self.sizes,
-                                                   self.partials, self.scalars, self.state, self.tickets[:1]))
-        else:
-            self._reduce("apply_laplacian", (self.d, self.q, L0.nbr, L0.diag, np.int32(L0.stride), self.sizes,
-                                             self.partials, self.state))  # q = A d
-            self._finish("finish_alpha", (self.partials, G, self.scalars, self.state))  # α = r·z / d·q
+        self._reduce("apply_laplacian", (self.d, self.q, L0.nbr, L0.diag, np.int32(L0.stride), self.sizes,
+                                         self.partials, self.state))  # q = A d
+        self._finish("finish_alpha", (self.partials, G, self.scalars, self.state))  # α = r·z / d·q
         self._reduce("update_solution", (self.x, self.r, self.d, self.q, self.z, L0.diag, self.sizes, self.mode,
                                          self.scalars, self.partials, self.state))
-        self._precondition_and_dot()  # z = M r (fuse_beta: and β, the ‖r‖² test in its last kernel)
-        if not self.fuse_beta:
-            self._finish("finish_beta", (self.partials, G, self.scalars, self.state, np.int32(0)))  # β, ‖r‖² test
+        self._precondition_and_dot()  # z = M r
+        self._finish("finish_beta", (self.partials, G, self.scalars, self.state, np.int32(0)))  # β, ‖r‖² test
         self._reduce("update_direction", (self.d, self._z(), self.sizes, self.scalars, self.state))  # d = z + β d
 
     def _block(self):
@@ -318,11 +303,8 @@ class SparsePressureSolverGPU(VCycleLaunches):
                                                                 np.float64(tolerance)))
             self._reduce("cg_warm_select", (self.b, self.x, self.r, self.z, L0.diag, self.sizes, self.mode,
                                             self.scalars, self.partials[self.red_blocks:]))
-        self.beta_first = 1
-        self._precondition_and_dot()  # z = M r, r·z (fuse_beta: and rz, β = 0 in its last kernel)
-        self.beta_first = 0
-        if not self.fuse_beta:
-            self._finish("finish_beta", (self.partials, G, self.scalars, self.state, np.int32(1)))  # rz, β = 0
+        self._precondition_and_dot()  # z = M r, r·z
+        self._finish("finish_beta", (self.partials, G, self.scalars, self.state, np.int32(1)))  # rz, β = 0
         self._reduce("update_direction", (self.d, self._z(), self.sizes, self.scalars, self.state))  # d = z
 
     def _load_persist(self, levels, vcycle, max_iterations):
@@ -452,7 +434,7 @@ def _solver(needs, preconditioner, check_every, levels=None):
 
     generation = getattr(levels[0], "ws_generation", None) if PERSIST and levels else None
     key = (len(needs), preconditioner, int(check_every), VCYCLE, TAIL_UNKNOWNS, CLUSTER_UNKNOWNS, FIRST2_UNKNOWNS,
-           TAIL_SHARED, UNROLL, FUSE, PERSIST, cp.cuda.Device().id, generation)
+           TAIL_SHARED, TAIL_UNROLL, COLOUR_GRID, PERSIST, cp.cuda.Device().id, generation)
     solver = _solvers.pop(key, None)
     if solver is None or not solver.fits(needs):
         old, guess = (None, 0) if solver is None else (solver.strides, solver.last_iterations)

@@ -5,8 +5,7 @@ coarse levels in one block (``mg_tail_vcycle``) or, above them, one cluster
 (``mg_tail_cluster``). Moved out of ``sparse_pressure_gpu.py`` (issue 24: under 500 lines);
 the switches (``VCYCLE``, ``TAIL_UNKNOWNS``, ``CLUSTER_UNKNOWNS``, ``FIRST2_UNKNOWNS``) stay there, the solver
 passes their values in. The solver provides ``levels`` (``_Buffers``), ``sizes``, ``state``,
-``partials``, ``red_blocks``, ``r``, ``z``, ``tail``, ``cluster_from``, ``first2``, ``tail_shared``,
-``fuse_beta`` (with ``scalars``, ``tickets``, ``beta_first``) and the
+``partials``, ``red_blocks``, ``r``, ``z``, ``tail``, ``cluster_from``, ``first2``, ``tail_shared`` and the
 launchers ``_launch`` (a grid-stride launch over n), ``_reduce`` (the reduction grid) and ``_one``
 (an explicit grid and block, and dynamic shared memory).
 
@@ -43,8 +42,8 @@ class VCycleLaunches:
     """z = V-cycle(r) on the device, launch by launch."""
 
     tail_shared = 0  # bytes of the one-block tail's shared memory (``_tail_shared_bytes``; 0: global vectors)
-    fuse_beta = False  # level 0's last sweep closes r·z and β too (mg_smooth_red_dot_beta: ``FUSE``)
-    beta_first = 0  # and with it the start's finish_beta (first = 1)
+    tail_unroll = False  # the tails' passes four unknowns a thread at a time (the _unrolled kernels)
+    colour_grid = 1  # one-colour launches over stride / colour_grid threads
 
     def _tail_first(self, bound):
         """mg_tail_vcycle's first level, or None: levels first..last in one block, first the
@@ -75,6 +74,13 @@ class VCycleLaunches:
         size = 4 * sum((3 if lv < last else 2) * self.levels[lv].stride for lv in range(first, last + 1))
         return size if size <= limit else 0
 
+    def _tail_kernel(self):
+        """The tail's kernel: mg_tail_cluster (from ``cluster_from``) or mg_tail_vcycle, with its
+        vectors in shared memory (``tail_shared``) and four unknowns a thread at a time
+        (``tail_unroll``) or not."""
+        return ("mg_tail_cluster" if self.cluster_from else "mg_tail_vcycle") + (
+            "_shared" if self.tail_shared else "") + ("_unrolled" if self.tail_unroll else "")
+
     def _cluster_from(self, bound, capability):
         """mg_tail_cluster's first level, or None: the lowest level ≥ 1 above the tail's
         whose stride is at most *bound* (``CLUSTER_UNKNOWNS``), on a device of compute
@@ -93,10 +99,14 @@ class VCycleLaunches:
         B = self.levels[level]
         return (B.nbr, B.diag, np.int32(B.stride), self.sizes, np.int32(level))
 
-    def _smooth(self, level, colour, first=False):
+    def _smooth(self, level, colour, first=False, fused=False):
         B = self.levels[level]
-        self._launch("mg_smooth", B.stride, (B.x, B.b, *self._level_args(level), np.int32(colour), np.int32(first),
-                                            self.state))
+        self._launch("mg_smooth", self._colour_n(B.stride) if fused else B.stride,
+                     (B.x, B.b, *self._level_args(level), np.int32(colour), np.int32(first), self.state))
+
+    def _colour_n(self, stride):
+        """Threads of the fused V-cycle's one-colour launches (``colour_grid``)."""
+        return stride // self.colour_grid + 1 if self.colour_grid > 1 else stride
 
     def _vcycle_fused(self):
         """z = V-cycle(r) and the partial sums of r·z, VCYCLE "fused": per level down
@@ -115,27 +125,26 @@ class VCycleLaunches:
                          (L.x, L.b, *self._level_args(level), self.state))
             for sweep in range(1, MG_SWEEPS):
                 if not (two and sweep == 1):
-                    self._smooth(level, 0)
+                    self._smooth(level, 0, fused=True)
                 if sweep < MG_SWEEPS - 1:
-                    self._smooth(level, 1)
+                    self._smooth(level, 1, fused=True)
                 else:  # the last black sweep with the black residuals
-                    self._launch("mg_smooth_black_residual", L.stride, (L.x, L.b, *self._level_args(level), L.r,
-                                                                        self.state))
-            self._launch("mg_residual", L.stride, (L.x, L.b, *self._level_args(level), np.int32(MG_SWEEPS == 1), L.r,
-                                                   self.state))
+                    self._launch("mg_smooth_black_residual", self._colour_n(L.stride),
+                                 (L.x, L.b, *self._level_args(level), L.r, self.state))
+            self._launch("mg_residual", L.stride if MG_SWEEPS == 1 else self._colour_n(L.stride),
+                         (L.x, L.b, *self._level_args(level), np.int32(MG_SWEEPS == 1), L.r, self.state))
             if level + 1 < last:
                 self._launch("mg_restrict", C.stride, (L.r, L.down, np.int32(C.stride), self.sizes,
                                                        np.int32(level + 1), C.b, self.state))
         C = levels[last]
         if self.tail:
             _, table, strides = self.tail
-            shared = "_shared" if self.tail_shared else ""  # the tail's vectors in shared memory (TAIL_SHARED)
             if self.cluster_from:
-                self._one("mg_tail_cluster" + shared, (_TAIL_CLUSTER,), (_TAIL_THREADS,), (
+                self._one(self._tail_kernel(), (_TAIL_CLUSTER,), (_TAIL_THREADS,), (
                     table, strides, np.int32(lead), np.int32(first), np.int32(last), self.sizes, self.state),
                     self.tail_shared)
             else:
-                self._one("mg_tail_vcycle" + shared, (1,), (_TAIL_THREADS,), (
+                self._one(self._tail_kernel(), (1,), (_TAIL_THREADS,), (
                     table, strides, np.int32(first), np.int32(last), self.sizes, self.state), self.tail_shared)
         elif last:
             F = levels[last - 1]
@@ -145,19 +154,15 @@ class VCycleLaunches:
             self._one("mg_coarse_solve", (1,), (_COARSE_THREADS,), (C.x, C.b, *self._level_args(last), self.state))
         for level in range(lead - 1, -1, -1):
             L, C = levels[level], levels[level + 1]
-            self._launch("mg_prolong_add", L.stride, (C.x, L.up, np.int32(L.stride), self.sizes, np.int32(level),
-                                                      np.int32(0), L.x, self.state))  # the red ones
+            self._launch("mg_prolong_add", self._colour_n(L.stride), (
+                C.x, L.up, np.int32(L.stride), self.sizes, np.int32(level), np.int32(0), L.x, self.state))  # the red
             for sweep in range(MG_SWEEPS):
-                self._smooth(level, 1)
-                if level == 0 and sweep == MG_SWEEPS - 1 and self.fuse_beta:  # and finish_beta in its last block
-                    self._reduce("mg_smooth_red_dot_beta", (L.x, L.b, L.nbr, L.diag, np.int32(L.stride), self.sizes,
-                                                            self.partials, self.scalars, self.state, self.tickets[1:],
-                                                            np.int32(self.beta_first)))
-                elif level == 0 and sweep == MG_SWEEPS - 1:
+                self._smooth(level, 1, fused=True)
+                if level == 0 and sweep == MG_SWEEPS - 1:
                     self._reduce("mg_smooth_red_dot", (L.x, L.b, L.nbr, L.diag, np.int32(L.stride), self.sizes,
                                                        self.partials[self.red_blocks:], self.state))
                 else:
-                    self._smooth(level, 0)
+                    self._smooth(level, 0, fused=True)
         if not last:  # one level: no post-smoothing to fold r·z into
             self._reduce("dot_rz", (self.r, self.z, self.sizes, self.partials[self.red_blocks:], self.state))
 

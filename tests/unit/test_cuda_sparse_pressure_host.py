@@ -110,10 +110,10 @@ static void vcycle_split() {
 // sparse_pressure_gpu._vcycle_fused (at least two levels); the partial sums of r·z into rz;
 // levels tail..last in mg_tail_vcycle's one block where tail > 0, and with from > 0 (from <
 // tail) levels from..last in mg_tail_cluster; the levels whose bit is set in first2 start with
-// mg_smooth_first2 (sparse_pressure_gpu.FIRST2_UNKNOWNS); shared: the tails' _shared kernels
-// (sparse_pressure_gpu.TAIL_SHARED), their "shared memory" NaN on entry
-static void vcycle_fused(std::vector<double>& rz, int tail = 0, int from = 0, unsigned first2 = 0,
-                         bool shared = false) {
+// mg_smooth_first2 (sparse_pressure_gpu.FIRST2_UNKNOWNS); kind: the tails' kernels, bit 0
+// _shared (sparse_pressure_gpu.TAIL_SHARED: their "shared memory" NaN on entry), bit 1
+// _unrolled (TAIL_UNROLL)
+static void vcycle_fused(std::vector<double>& rz, int tail = 0, int from = 0, unsigned first2 = 0, int kind = 0) {
     const int last = (int)L.size() - 1;
     const int first = tail > 0 ? tail : last;
     const int lead = from > 0 ? from : first;  // the levels launch by launch
@@ -147,11 +147,14 @@ static void vcycle_fused(std::vector<double>& rz, int tail = 0, int from = 0, un
             strides.push_back(A.stride);
         }
         for (auto& v : host_tail_shared) v = __builtin_nanf("");
-        if (from > 0 && shared)
-            mg_tail_cluster_shared(ptrs.data(), strides.data(), from, first, last, sizes.data(), state);
-        else if (from > 0) mg_tail_cluster(ptrs.data(), strides.data(), from, first, last, sizes.data(), state);
-        else if (shared) mg_tail_vcycle_shared(ptrs.data(), strides.data(), first, last, sizes.data(), state);
-        else mg_tail_vcycle(ptrs.data(), strides.data(), first, last, sizes.data(), state);
+        typedef void (*Cluster)(const unsigned long long*, const int*, int, int, int, const int*, const int*);
+        typedef void (*Block)(const unsigned long long*, const int*, int, int, const int*, const int*);
+        const Cluster clusters[4] = {mg_tail_cluster, mg_tail_cluster_shared, mg_tail_cluster_unrolled,
+                                     mg_tail_cluster_shared_unrolled};
+        const Block blocks[4] = {mg_tail_vcycle, mg_tail_vcycle_shared, mg_tail_vcycle_unrolled,
+                                 mg_tail_vcycle_shared_unrolled};
+        if (from > 0) clusters[kind](ptrs.data(), strides.data(), from, first, last, sizes.data(), state);
+        else blocks[kind](ptrs.data(), strides.data(), first, last, sizes.data(), state);
     } else {
         mg_restrict_coarse_solve(F.r.data(), F.down.data(), C.x.data(), C.b.data(), C.nbr.data(), C.diag.data(),
                                  C.stride, sizes.data(), last, state);
@@ -181,86 +184,6 @@ static void poison() {
     }
 }
 
-#include <algorithm>
-// The _unrolled kernels (sparse_pressure_gpu.UNROLL) against the plain ones on level 0, both
-// on grids of a few one-thread "blocks" so that each thread takes several items: every
-// written vector and every partial sum equal bit for bit. 1 if so (d: a direction; the
-// level's b and x are taken as r and z).
-static int unrolled_kernels_equal(const std::vector<float>& d, const std::vector<int>& sz) {
-    Level& F = L[0];
-    const int m = F.m, s = F.stride;
-    bool same = true;
-    auto eq = [&](const std::vector<float>& a, const std::vector<float>& b) {
-        return memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0; };
-    auto eqd = [&](const std::vector<double>& a, const std::vector<double>& b) {
-        return memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0; };
-    for (int blocks : {1, 3, 7}) {
-        std::vector<float> q1(s, 0.0f), q2(s, 0.0f);
-        std::vector<double> p1(2 * blocks, 0.0), p2(2 * blocks, 0.0);
-        LAUNCH(blocks, apply_laplacian(d.data(), q1.data(), F.nbr.data(), F.diag.data(), s, sz.data(), p1.data(),
-                                       state));
-        LAUNCH(blocks, apply_laplacian_unrolled(d.data(), q2.data(), F.nbr.data(), F.diag.data(), s, sz.data(),
-                                                p2.data(), state));
-        same = same && eq(q1, q2) && eqd(p1, p2);
-        std::vector<double> scal(8, 0.0);
-        scal[D_ALPHA] = 0.37;
-        scal[D_BETA] = -1.7;
-        for (int mode : {PRE_MG, PRE_JACOBI, PRE_NONE}) {
-            std::vector<float> x1(F.b), r1(F.x), z1(s, 0.0f), x2(F.b), r2(F.x), z2(s, 0.0f);
-            std::fill(p1.begin(), p1.end(), 0.0); std::fill(p2.begin(), p2.end(), 0.0);
-            LAUNCH(blocks, update_solution(x1.data(), r1.data(), d.data(), q1.data(), z1.data(), F.diag.data(),
-                                           sz.data(), mode, scal.data(), p1.data(), state));
-            LAUNCH(blocks, update_solution_unrolled(x2.data(), r2.data(), d.data(), q1.data(), z2.data(),
-                                                    F.diag.data(), sz.data(), mode, scal.data(), p2.data(), state));
-            same = same && eq(x1, x2) && eq(r1, r2) && eq(z1, z2) && eqd(p1, p2);
-        }
-        std::vector<float> d1(d), d2(d);
-        LAUNCH(blocks, update_direction(d1.data(), q1.data(), sz.data(), scal.data(), state));
-        LAUNCH(blocks, update_direction_unrolled(d2.data(), q1.data(), sz.data(), scal.data(), state));
-        same = same && eq(d1, d2);
-        std::vector<float> x1(F.x), x2(F.x);
-        std::fill(p1.begin(), p1.end(), 0.0); std::fill(p2.begin(), p2.end(), 0.0);
-        LAUNCH(blocks, mg_smooth_red_dot(x1.data(), F.b.data(), F.nbr.data(), F.diag.data(), s, sz.data(), p1.data(),
-                                         state));
-        LAUNCH(blocks, mg_smooth_red_dot_unrolled(x2.data(), F.b.data(), F.nbr.data(), F.diag.data(), s, sz.data(),
-                                                  p2.data(), state));
-        same = same && eq(x1, x2) && eqd(p1, p2) && m > 3 * blocks;
-        // FUSE: apply_laplacian_alpha = apply_laplacian + finish_alpha, mg_smooth_red_dot_beta =
-        // mg_smooth_red_dot + finish_beta (first 0 and 1), their tickets back at 0
-        unsigned int ticket[2] = {0u, 0u};
-        std::vector<float> q3(s, 0.0f);
-        std::vector<double> p3(2 * blocks, 0.0), fs(scal);
-        fs[D_RZ] = 2.5;
-        LAUNCH(blocks, apply_laplacian_alpha(d.data(), q3.data(), F.nbr.data(), F.diag.data(), s, sz.data(), p3.data(),
-                                             fs.data(), state, ticket));
-        std::vector<double> p4(2 * blocks, 0.0);
-        LAUNCH(blocks, apply_laplacian(d.data(), q1.data(), F.nbr.data(), F.diag.data(), s, sz.data(), p4.data(),
-                                       state));
-        h_dim.x = 1; h_thread.x = 0;
-        const double dq = block_total(p4.data(), blocks);
-        same = same && eq(q3, q1) && eqd(p3, p4) && fs[D_ALPHA] == (dq > 0.0 ? 2.5 / dq : 0.0) && ticket[0] == 0u;
-        for (int first : {0, 1}) {
-            std::vector<float> x3(F.x), x4(F.x);
-            std::vector<double> p5(2 * blocks), p6(2 * blocks, 0.0), f5(scal);
-            for (int k = 0; k < 2 * blocks; ++k) p5[k] = 0.25 * k + 1.0;  // ‖r‖²'s partials in [0, G)
-            f5[D_RZ] = 3.0; f5[D_THRESH] = 1e-300;
-            int st[4] = {4, 0, 0, 100};
-            LAUNCH(blocks, mg_smooth_red_dot_beta(x3.data(), F.b.data(), F.nbr.data(), F.diag.data(), s, sz.data(),
-                                                  p5.data(), f5.data(), st, ticket + 1, first));
-            LAUNCH(blocks, mg_smooth_red_dot(x4.data(), F.b.data(), F.nbr.data(), F.diag.data(), s, sz.data(),
-                                             p6.data(), state));
-            h_dim.x = 1; h_thread.x = 0;
-            const double rz_new = block_total(p6.data(), blocks);
-            double rr = 0.0;
-            for (int k = 0; k < blocks; ++k) rr += 0.25 * k + 1.0;
-            same = same && eq(x3, x4) && memcmp(p5.data() + blocks, p6.data(), blocks * sizeof(double)) == 0;
-            same = same && f5[D_RZ] == rz_new && ticket[1] == 0u;
-            if (first) same = same && f5[D_BETA] == 0.0 && st[S_IT] == 4;
-            else same = same && f5[D_BETA] == rz_new / 3.0 && f5[D_RR] == rr && st[S_IT] == 5 && !st[S_STOPPED];
-        }
-    }
-    return same ? 1 : 0;
-}
 
 int main() {
     int nl;
@@ -322,17 +245,17 @@ int main() {
             if (rz2 != rz) return 2;  // the same r·z partials, added in the same order
         }
     }
-    std::vector<std::vector<float>> z_shared;  // the _shared tails: from 1, the last but one, the cluster's
-    for (int variant = 0; variant < (int)L.size() - 1; ++variant) {
-        const int tail = variant == 0 ? 1 : variant == 1 ? (int)L.size() - 2 : variant;
-        const int from = variant >= 2 ? 1 : 0;
-        if (variant >= 2 && tail + 1 >= (int)L.size()) break;
-        poison();
-        std::vector<double> shared_partials(F.stride, 0.0);
-        vcycle_fused(shared_partials, tail, from, 0, true);
-        z_shared.emplace_back(F.x.begin(), F.x.begin() + F.m);
+    std::vector<std::vector<float>> z_shared;  // the _shared, _unrolled, _shared_unrolled tails: from 1, the
+    for (int kind = 1; kind < 4; ++kind) {     // last but one, the cluster's from 1 with its block from 2 …
+        for (int variant = 0; variant < (int)L.size() - 1; ++variant) {
+            const int tail = variant == 0 ? 1 : variant == 1 ? (int)L.size() - 2 : variant;
+            const int from = variant >= 2 ? 1 : 0;
+            poison();
+            std::vector<double> shared_partials(F.stride, 0.0);
+            vcycle_fused(shared_partials, tail, from, 0, kind);
+            z_shared.emplace_back(F.x.begin(), F.x.begin() + F.m);
+        }
     }
-    const int unrolled_equal = unrolled_kernels_equal(d, sizes);  // sparse_pressure_gpu.UNROLL
     int n;
     scanf("%d", &n);
     std::vector<int> links, parent(n);
@@ -350,7 +273,7 @@ int main() {
     printf("%d\n", (int)z_clusters.size());
     for (auto& z : z_clusters) for (int c = 0; c < F.m; ++c) printf("%a\n", z[c]);
     for (auto& z : z_first2) for (int c = 0; c < F.m; ++c) printf("%a\n", z[c]);
-    printf("%d %d\n", unrolled_equal, (int)z_shared.size());
+    printf("%d\n", (int)z_shared.size());
     for (auto& z : z_shared) for (int c = 0; c < F.m; ++c) printf("%a\n", z[c]);
     return 0;
 }
@@ -757,8 +680,8 @@ def test_sparse_pressure_kernels_equal_the_numpy_tables_bit_for_bit(device, scen
     z_clusters = z_clusters.reshape(-1, m)
     at = 5 * m + 3 + n + k * m
     z_first2 = np.array([float.fromhex(x) for x in out[at:at + 3 * m]], np.float32).reshape(3, m)
-    unrolled_equal, shared_count = int(out[at + 3 * m]), int(out[at + 3 * m + 1])
-    z_shared = np.array([float.fromhex(x) for x in out[at + 3 * m + 2:]], np.float32).reshape(shared_count, m)
+    shared_count = int(out[at + 3 * m])
+    z_shared = np.array([float.fromhex(x) for x in out[at + 3 * m + 1:]], np.float32).reshape(shared_count, m)
     want_q = level.apply(d)
     assert np.array_equal(q, want_q[:m])
     assert dq == pytest.approx(float(np.dot(d.astype(np.float64), want_q)), rel=1e-12)
@@ -772,10 +695,9 @@ def test_sparse_pressure_kernels_equal_the_numpy_tables_bit_for_bit(device, scen
     for z2 in z_first2:  # mg_smooth_first2 (VOXFX_SPARSE_MG_FIRST2): every level, level 1, with the tail
         assert np.array_equal(z2, want_z[:m])
     assert len(z_clusters) >= (1 if scene else 0)
-    assert shared_count == 2 + len(z_clusters)
-    for z_tail in z_shared:  # the tails' vectors in shared memory (VOXFX_SPARSE_MG_TAIL_SHARED), with the cluster's
+    assert shared_count == 3 * (2 + len(z_clusters))
+    for z_tail in z_shared:  # the tails' vectors in shared memory, four unknowns at a time, both (TAIL_SHARED, _UNROLL)
         assert np.array_equal(z_tail, want_z[:m])
-    assert unrolled_equal == 1  # the _unrolled PCG kernels (VOXFX_SPARSE_PCG_UNROLL): the plain ones' bits
     assert np.abs(z).max() > 0
     assert rz == pytest.approx(float(np.dot(r.astype(np.float64), want_z)), rel=1e-12)
     want_labels = sparse_pressure._component_roots(links)

@@ -17,7 +17,8 @@ from voxfx.kernels.flip.sparse_pressure_gpu import _MG
 
 # Input: the hierarchy of test_cuda_sparse_vcycle_plan_host (levels, tables, r: unused), then
 # "kernel blocks threads repeats": kernel 0 mg_tail_vcycle from level 1, 1 mg_tail_cluster from
-# level 1 with its block from 2. Each repeat: level 1's b set to a fixed pattern, every other
+# level 1 with its block from 2, 2 and 3 their _unrolled kernels (compared with 0 and 1). Each
+# repeat: level 1's b set to a fixed pattern, every other
 # vector NaN off the sentinels, the kernel run. Output: per repeat whether every level's x and
 # r equal the one-thread run's bit for bit (1 or 0).
 HARNESS = r"""
@@ -96,7 +97,10 @@ static void run(int kernel, int blocks, int threads) {
                 h_block = {(unsigned)blk, 0, 0};
                 h_thread = {(unsigned)t, 0, 0};
                 if (kernel == 0) mg_tail_vcycle(ptrs.data(), strides.data(), 1, last, sizes.data(), state);
-                else mg_tail_cluster(ptrs.data(), strides.data(), 1, 2, last, sizes.data(), state);
+                else if (kernel == 1) mg_tail_cluster(ptrs.data(), strides.data(), 1, 2, last, sizes.data(), state);
+                else if (kernel == 2)
+                    mg_tail_vcycle_unrolled(ptrs.data(), strides.data(), 1, last, sizes.data(), state);
+                else mg_tail_cluster_unrolled(ptrs.data(), strides.data(), 1, 2, last, sizes.data(), state);
             });
     for (auto& th : pool) th.join();
     for (auto& b : block_barriers) pthread_barrier_destroy(&b);
@@ -133,7 +137,7 @@ int main() {
     int kernel, blocks, threads, repeats;
     while (scanf("%d %d %d %d", &kernel, &blocks, &threads, &repeats) == 4) {
         reset();
-        run(kernel, 1, 1);
+        run(kernel % 2, 1, 1);  // the plain kernel's one-thread run (the _unrolled ones' too)
         std::vector<std::vector<float>> want;
         for (size_t l = 1; l < L.size(); ++l) { want.push_back(L[l].x); want.push_back(L[l].r); }
         bool nonzero = false;
@@ -159,8 +163,10 @@ def threads_harness(tmp_path_factory):
     return _build(tmp_path_factory, HARNESS.replace("// DEFINES", "\n".join(defines)), name="tail_threads")
 
 
-@pytest.mark.parametrize("kernel,blocks,threads", [(0, 1, 5), (0, 1, 32), (1, 8, 3), (1, 8, 16), (1, 3, 7)],
-                         ids=["block-5", "block-32", "cluster-8x3", "cluster-8x16", "cluster-3x7"])
+@pytest.mark.parametrize("kernel,blocks,threads", [(0, 1, 5), (0, 1, 32), (1, 8, 3), (1, 8, 16), (1, 3, 7),
+                                                    (2, 1, 5), (3, 8, 3), (3, 3, 7)],
+                         ids=["block-5", "block-32", "cluster-8x3", "cluster-8x16", "cluster-3x7", "block-5-unrolled",
+                              "cluster-8x3-unrolled", "cluster-3x7-unrolled"])
 def test_tails_on_threads_give_the_one_thread_values(threads_harness, hierarchy, kernel, blocks, threads):  # noqa: F811
     lines = hierarchy[3] + [f"{kernel} {blocks} {threads} 6"]
     out = [int(v) for v in threads_harness.raw(lines, check=True).split()]
