@@ -3,12 +3,11 @@ GPU, its pressure solves timed with the loop's switches of ``sparse_pressure_gpu
 process, every variant on the same state in turn.
 
     python3 bench/flip_sparse_pcg_loop.py [--n 256] [--particles 8e6] [--warm 2] [--substeps 3]
-        [--repeats 5] [--replays 5] [--substep-runs 4] [--variants plain:0:0:1 shared:1:0:1 ...]
+        [--repeats 5] [--replays 5] [--substep-runs 4] [--variants plain:0:1 shared:1:1 shared-colour2:1:2]
 
-A variant is NAME:TAIL_SHARED:TAIL_UNROLL:COLOUR_GRID (``sparse_pressure_gpu.TAIL_SHARED``, the
-one-block tail's vectors in shared memory; ``TAIL_UNROLL``, the tails' passes four unknowns a
-thread at a time; ``COLOUR_GRID``, the one-colour launches over stride / COLOUR_GRID threads).
-Per substep, on its state before the solve (the warm start's carried pressure put back
+A variant is NAME:TAIL_SHARED:COLOUR_GRID (``sparse_pressure_gpu.TAIL_SHARED``, the one-block
+tail's vectors in shared memory; ``COLOUR_GRID``, the one-colour launches over stride /
+COLOUR_GRID threads). Per substep, on its state before the solve (the warm start's carried pressure put back
 before each solve, the tables built every solve as the profile bench does):
 
 - ``solve``: the whole ``solve_pressure`` (CUDA events, median of ``--repeats``), its CG
@@ -48,9 +47,8 @@ from flip_sparse_pressure import after_pressure, before_pressure  # noqa: E402
 
 
 def use(variant):
-    _, shared, unroll, colour = variant.split(":")
+    _, shared, colour = variant.split(":")
     sparse_pressure_gpu.TAIL_SHARED = shared != "0"
-    sparse_pressure_gpu.TAIL_UNROLL = unroll != "0"
     sparse_pressure_gpu.COLOUR_GRID = int(colour)
 
 
@@ -139,16 +137,15 @@ def main():
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--replays", type=int, default=5)
     ap.add_argument("--substep-runs", type=int, default=4)
-    ap.add_argument("--variants", nargs="+", default=["plain:0:0:1", "shared:1:0:1", "unrolled:0:1:1",
-                                                      "shared-unrolled:1:1:1", "shared-colour2:1:0:2",
-                                                      "all-colour2:1:1:2", "all-colour4:1:1:4"])
+    ap.add_argument("--variants", nargs="+", default=["plain:0:1", "shared:1:1", "shared-colour2:1:2",
+                                                      "shared-colour4:1:4"])
     args = ap.parse_args()
     import cupy as cp
 
     sparse_pressure.REUSE_TABLES = False  # the variants solve the same cells in turn
     sparse_pressure_gpu._SOLVER_CACHE = 2 * len(args.variants)
     print(f"device: {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}; variants "
-          "NAME:TAIL_SHARED:TAIL_UNROLL:COLOUR_GRID",
+          "NAME:TAIL_SHARED:COLOUR_GRID",
           flush=True)
     spec, v, t = dam_break(args.n, int(args.particles))
     sim = FlipSimulation(spec, FlipSettings(), v, t, xp=cp, sparse=True)

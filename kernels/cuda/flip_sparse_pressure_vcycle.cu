@@ -1,7 +1,8 @@
 // Sparse FLIP pressure (seed 003 §8, Alg. 2): the multigrid V-cycle over the sparse
 // hierarchy — red-black Gauss-Seidel, residual, restriction, prolongation, the coarsest level
 // in one block, and the coarse levels' whole V-cycle in one block (mg_tail_vcycle) or one
-// cluster of blocks (mg_tail_cluster, sm_90). Moved out of flip_sparse_pressure.cu (its
+// cluster of blocks (mg_tail_cluster, sm_90), the one block's levels in global or in its shared
+// memory (the _shared kernels). Moved out of flip_sparse_pressure.cu (its
 // layout notes — levels, strides, tables, sizes[] — hold here too), compiled with the same
 // options and -D constants and TAIL_CLUSTER (blocks of mg_tail_cluster's cluster); launched
 // by kernels/flip/sparse_pressure_vcycle.py, following sparse_multigrid.VCycle operation by
@@ -238,87 +239,57 @@ __device__ __forceinline__ TailLevel tail_global(const unsigned long long* __res
     return L;
 }
 
-// One pass of the tail over the unknowns [lo, hi): per unknown c its value(c), written by
-// store(c, value). No unknown of a pass reads what the pass writes (a colour reads the other
-// colour, a residual, restriction or prolongation writes another vector or only its own
-// entry), so a thread may compute its next UNROLL unknowns before storing any: their loads in
-// flight together (VOXFX_SPARSE_MG_TAIL_UNROLL: the group's few threads take several unknowns
-// each, latency-bound). The same values in any case; UNROLL = 1: one unknown at a time.
-template <int UNROLL, class Group, class Value, class Store>
-__device__ __forceinline__ void tail_pass(const Group& g, int lo, int hi, Value value, Store store)
-{
-    const int size = g.size();
-    for (int c0 = lo + g.rank(); c0 < hi; c0 += UNROLL * size) {
-        decltype(value(c0)) v[UNROLL];
-#pragma unroll
-        for (int k = 0; k < UNROLL; ++k)
-            if (c0 + k * size < hi) v[k] = value(c0 + k * size);
-#pragma unroll
-        for (int k = 0; k < UNROLL; ++k)
-            if (c0 + k * size < hi) store(c0 + k * size, v[k]);
-    }
-}
-
 // Level l on the way down (l < last): pre-smoothing (mg_smooth_first, the sweeps, the last
 // black one with the black residuals: mg_smooth_black_residual), the residual
 // (mg_residual), the restriction into C, level l + 1 (mg_restrict), unless C is the coarsest.
-template <int UNROLL, class Group>
+template <class Group>
 __device__ __forceinline__ void tail_down(const Group& g, const TailLevel& L, const TailLevel& C, bool restrict_next)
 {
     float *x = L.x, *b = L.b, *r = L.r;
     const int* nbr = L.nbr;
     const float* diag = L.diag;
     const int stride = L.stride, m_red = L.m_red, m = L.m;
-    auto to_x = [&](int c, float v) { x[c] = v; };
-    auto gs = [&](int c) { return gs_value(x, b, nbr, diag, stride, c); };
-    tail_pass<UNROLL>(g, 0, m, [&](int c) { return first_sweep_value(b, nbr, diag, stride, m_red, c); },
-                      to_x);  // mg_smooth_first
+    GROUP_RANGE(g, c, 0, m) x[c] = first_sweep_value(b, nbr, diag, stride, m_red, c);  // mg_smooth_first
     g.sync();
     for (int sweep = 1; sweep < MG_SWEEPS; ++sweep) {
-        tail_pass<UNROLL>(g, 0, m_red, gs, to_x);
+        GROUP_RANGE(g, c, 0, m_red) x[c] = gs_value(x, b, nbr, diag, stride, c);
         g.sync();
         if (sweep < MG_SWEEPS - 1) {
-            tail_pass<UNROLL>(g, m_red, m, gs, to_x);
+            GROUP_RANGE(g, c, m_red, m) x[c] = gs_value(x, b, nbr, diag, stride, c);
         } else {  // mg_smooth_black_residual
-            auto black_residual = [&](int c) {
+            GROUP_RANGE(g, c, m_red, m)
+            {
                 const float s = compact_neighbour_sum(x, nbr, stride, c);
                 const float xc = (b[c] + s) / diag[c];
-                return make_float2(xc, b[c] - (diag[c] * xc - s));
-            };
-            tail_pass<UNROLL>(g, m_red, m, black_residual, [&](int c, float2 v) {
-                x[c] = v.x;
-                r[c] = v.y;
-            });
+                x[c] = xc;
+                r[c] = b[c] - (diag[c] * xc - s);
+            }
         }
         g.sync();
     }
-    tail_pass<UNROLL>(g, 0, MG_SWEEPS == 1 ? m : m_red, [&](int c) { return residual_value(x, b, nbr, diag, stride, c); },
-                      [&](int c, float v) { r[c] = v; });
+    GROUP_RANGE(g, c, 0, MG_SWEEPS == 1 ? m : m_red) r[c] = residual_value(x, b, nbr, diag, stride, c);
     g.sync();
     if (restrict_next) {  // mg_restrict into l + 1
-        tail_pass<UNROLL>(g, 0, C.m, [&](int c) { return restrict_value(r, L.down, C.stride, c); },
-                          [&](int c, float v) { C.b[c] = v; });
+        GROUP_RANGE(g, c, 0, C.m) C.b[c] = restrict_value(r, L.down, C.stride, c);
         g.sync();
     }
 }
 
 // Level l on the way up: prolongation from C (level l + 1) onto the red unknowns
 // (mg_prolong_add), post-smoothing black then red.
-template <int UNROLL, class Group>
+template <class Group>
 __device__ __forceinline__ void tail_up(const Group& g, const TailLevel& L, const float* __restrict__ xc)
 {
     float *x = L.x, *b = L.b;
     const int* nbr = L.nbr;
     const float* diag = L.diag;
     const int stride = L.stride, m_red = L.m_red, m = L.m;
-    auto to_x = [&](int c, float v) { x[c] = v; };
-    auto gs = [&](int c) { return gs_value(x, b, nbr, diag, stride, c); };
-    tail_pass<UNROLL>(g, 0, m_red, [&](int f) { return x[f] + prolong_value(xc, L.up, stride, f); }, to_x);
+    GROUP_RANGE(g, f, 0, m_red) x[f] = x[f] + prolong_value(xc, L.up, stride, f);
     g.sync();
     for (int sweep = 0; sweep < MG_SWEEPS; ++sweep) {
-        tail_pass<UNROLL>(g, m_red, m, gs, to_x);
+        GROUP_RANGE(g, c, m_red, m) x[c] = gs_value(x, b, nbr, diag, stride, c);
         g.sync();
-        tail_pass<UNROLL>(g, 0, m_red, gs, to_x);
+        GROUP_RANGE(g, c, 0, m_red) x[c] = gs_value(x, b, nbr, diag, stride, c);
         g.sync();
     }
 }
@@ -346,7 +317,7 @@ __device__ __forceinline__ TailLevel tail_shared(const unsigned long long* __res
 // same passes in the same order, so the same values bit for bit): level first's b copied in,
 // every level's sentinels set to 0 (what the global buffers hold there), level first's x
 // copied out at the end.
-template <bool SHARED, int UNROLL>
+template <bool SHARED>
 __device__ __forceinline__ void block_tail(const unsigned long long* __restrict__ ptrs, const int* __restrict__ strides,
                                            int first, int last, const int* __restrict__ sizes, float* shared)
 {
@@ -368,7 +339,7 @@ __device__ __forceinline__ void block_tail(const unsigned long long* __restrict_
         GROUP_RANGE(g, c, 0, F.m) F.b[c] = b[c];
         __syncthreads();
     }
-    for (int l = first; l < last; ++l) tail_down<UNROLL>(g, level(l), level(l + 1), l + 1 < last);
+    for (int l = first; l < last; ++l) tail_down(g, level(l), level(l + 1), l + 1 < last);
     {  // mg_restrict_coarse_solve
         const TailLevel C = level(last), F = level(last - 1);
         GROUP_RANGE(g, c, 0, C.m)
@@ -379,7 +350,7 @@ __device__ __forceinline__ void block_tail(const unsigned long long* __restrict_
         __syncthreads();
         block_coarse_sweeps(C.x, C.b, C.nbr, C.diag, C.stride, C.m_red, C.m);
     }
-    for (int l = last - 1; l >= first; --l) tail_up<UNROLL>(g, level(l), level(l + 1).x);
+    for (int l = last - 1; l >= first; --l) tail_up(g, level(l), level(l + 1).x);
     if (SHARED) {  // tail_up ended with a barrier
         const TailLevel F = level(first);
         float* x = TAIL_F(first, 0);
@@ -396,54 +367,60 @@ __device__ __forceinline__ void block_tail(const unsigned long long* __restrict_
 #endif
 #endif
 
+extern "C" __global__ void __launch_bounds__(1024) mg_tail_vcycle(const unsigned long long* __restrict__ ptrs,
+                                                                  const int* __restrict__ strides, int first, int last,
+                                                                  const int* __restrict__ sizes,
+                                                                  const int* __restrict__ state)
+{
+    if (state[S_STOPPED]) return;
+    block_tail<false>(ptrs, strides, first, last, sizes, nullptr);
+}
+
+// mg_tail_vcycle with the levels' vectors in shared memory (block_tail<true>); launched with
+// 4·Σ (3, the coarsest 2)·strides[l] bytes of dynamic shared memory.
+extern "C" __global__ void __launch_bounds__(1024)
+    mg_tail_vcycle_shared(const unsigned long long* __restrict__ ptrs, const int* __restrict__ strides, int first,
+                          int last, const int* __restrict__ sizes, const int* __restrict__ state)
+{
+    if (state[S_STOPPED]) return;
+    TAIL_SHARED_ARRAY(shared);
+    block_tail<true>(ptrs, strides, first, last, sizes, shared);
+}
+
 // Levels from..last (1 ≤ from < first < last) in one launch of one cluster
 // (VOXFX_SPARSE_MG_CLUSTER): levels from..first − 1, whose unknowns are too many for one
 // block, down and up by the whole cluster; levels first..last by its block 0 as
-// mg_tail_vcycle (SHARED: in shared memory), the other blocks waiting at the cluster's barrier.
-template <bool SHARED, int UNROLL>
+// mg_tail_vcycle (SHARED: as mg_tail_vcycle_shared), the other blocks waiting at the
+// cluster's barrier.
+template <bool SHARED>
 __device__ __forceinline__ void cluster_tail(const unsigned long long* __restrict__ ptrs,
                                              const int* __restrict__ strides, int from, int first, int last,
                                              const int* __restrict__ sizes, float* shared)
 {
     const ClusterGroup g;
     for (int l = from; l < first; ++l)
-        tail_down<UNROLL>(g, tail_global(ptrs, strides, sizes, l), tail_global(ptrs, strides, sizes, l + 1),
-                          l + 1 < last);
-    if (blockIdx.x == 0) block_tail<SHARED, UNROLL>(ptrs, strides, first, last, sizes, shared);
+        tail_down(g, tail_global(ptrs, strides, sizes, l), tail_global(ptrs, strides, sizes, l + 1), l + 1 < last);
+    if (blockIdx.x == 0) block_tail<SHARED>(ptrs, strides, first, last, sizes, shared);
     g.sync();
     for (int l = first - 1; l >= from; --l)
-        tail_up<UNROLL>(g, tail_global(ptrs, strides, sizes, l), tail_global(ptrs, strides, sizes, l + 1).x);
+        tail_up(g, tail_global(ptrs, strides, sizes, l), tail_global(ptrs, strides, sizes, l + 1).x);
 }
 
-#ifndef TAIL_UNROLL
-#define TAIL_UNROLL 4  // unknowns a thread computes before it stores them (the _unrolled tails)
-#endif
+extern "C" __global__ void TAIL_CLUSTER_DIMS __launch_bounds__(1024)
+    mg_tail_cluster(const unsigned long long* __restrict__ ptrs, const int* __restrict__ strides, int from, int first,
+                    int last, const int* __restrict__ sizes, const int* __restrict__ state)
+{
+    if (state[S_STOPPED]) return;  // the same for every block: none waits at a barrier for another
+    cluster_tail<false>(ptrs, strides, from, first, last, sizes, nullptr);
+}
 
-// The tails' kernels: mg_tail_vcycle (levels first..last in one block) and mg_tail_cluster
-// (levels from..last in one cluster, sm_90), each with its vectors in global memory, in shared
-// memory (_shared: launched with 4·Σ (3, the coarsest 2)·strides[l] bytes of dynamic shared
-// memory, VOXFX_SPARSE_MG_TAIL_SHARED) and TAIL_UNROLL unknowns at a time (_unrolled,
-// VOXFX_SPARSE_MG_TAIL_UNROLL). The state is the same for every block: none waits at a barrier
-// for another.
-#define TAIL_KERNELS(SUFFIX, SHARED, UNROLL)                                                                     \
-    extern "C" __global__ void __launch_bounds__(1024)                                                         \
-        mg_tail_vcycle##SUFFIX(const unsigned long long* __restrict__ ptrs, const int* __restrict__ strides,   \
-                               int first, int last, const int* __restrict__ sizes, const int* __restrict__ state) \
-    {                                                                                                          \
-        if (state[S_STOPPED]) return;                                                                          \
-        TAIL_SHARED_ARRAY(shared);                                                                             \
-        block_tail<SHARED, UNROLL>(ptrs, strides, first, last, sizes, shared);                                 \
-    }                                                                                                          \
-    extern "C" __global__ void TAIL_CLUSTER_DIMS __launch_bounds__(1024)                                       \
-        mg_tail_cluster##SUFFIX(const unsigned long long* __restrict__ ptrs, const int* __restrict__ strides,  \
-                                int from, int first, int last, const int* __restrict__ sizes,                  \
-                                const int* __restrict__ state)                                                 \
-    {                                                                                                          \
-        if (state[S_STOPPED]) return;                                                                          \
-        TAIL_SHARED_ARRAY(shared);                                                                             \
-        cluster_tail<SHARED, UNROLL>(ptrs, strides, from, first, last, sizes, shared);                         \
-    }
-TAIL_KERNELS(, false, 1)
-TAIL_KERNELS(_shared, true, 1)
-TAIL_KERNELS(_unrolled, false, TAIL_UNROLL)
-TAIL_KERNELS(_shared_unrolled, true, TAIL_UNROLL)
+// mg_tail_cluster with block 0's levels first..last in shared memory (as mg_tail_vcycle_shared;
+// every block of the cluster is launched with the same dynamic shared memory).
+extern "C" __global__ void TAIL_CLUSTER_DIMS __launch_bounds__(1024)
+    mg_tail_cluster_shared(const unsigned long long* __restrict__ ptrs, const int* __restrict__ strides, int from,
+                           int first, int last, const int* __restrict__ sizes, const int* __restrict__ state)
+{
+    if (state[S_STOPPED]) return;
+    TAIL_SHARED_ARRAY(shared);
+    cluster_tail<true>(ptrs, strides, from, first, last, sizes, shared);
+}

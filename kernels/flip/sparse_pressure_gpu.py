@@ -63,9 +63,8 @@ _LOOP_KERNELS = ("cg_init", "cg_init_warm", "finish_init_warm", "cg_warm_select"
                  "apply_laplacian", "update_solution", "dot_rz", "update_direction")
 _VCYCLE_KERNELS = ("mg_smooth", "mg_residual", "mg_restrict", "mg_prolong_add", "mg_coarse_solve", "mg_smooth_first",
                    "mg_smooth_red_dot", "mg_restrict_coarse_solve", "mg_smooth_black_residual", "mg_tail_vcycle",
-                   "mg_smooth_first2", *(f"mg_tail_vcycle{s}" for s in ("_shared", "_unrolled", "_shared_unrolled")))
-# compute capability 9.0 on (CLUSTER_UNKNOWNS)
-_CLUSTER_KERNELS = tuple(f"mg_tail_cluster{s}" for s in ("", "_shared", "_unrolled", "_shared_unrolled"))
+                   "mg_smooth_first2", "mg_tail_vcycle_shared")
+_CLUSTER_KERNELS = ("mg_tail_cluster", "mg_tail_cluster_shared")  # compute capability 9.0 on (CLUSTER_UNKNOWNS)
 # The V-cycle's launches: "fused" (default) folds the first pre-smoothing sweep's two colours
 # into one launch, the black residuals into the last pre-smoothing sweep, the coarsest level's
 # restriction into its solve and r·z into level 0's last sweep, and prolongs onto the red
@@ -93,16 +92,14 @@ FIRST2_UNKNOWNS = int(os.environ.get("VOXFX_SPARSE_MG_FIRST2", "0"))
 # (mg_tail_vcycle_shared, mg_tail_cluster_shared: block_tail<true>) where they fit the
 # device's opt-in limit per block; the tables stay global. The same passes on the same values:
 # z bit for bit (host harness, GPU test). "0": in global memory. Default "1" (H100, 8M dam
-# break, same call: the loop's iteration 253.9 → 237.6 µs; sparse_pressure_vcycle's notes).
+# break, variants in turn in one process, two calls: the loop's iteration 253.9 → 237.6 and
+# 254.3 → 237.4 µs; sparse_pressure_vcycle's notes).
 TAIL_SHARED = os.environ.get("VOXFX_SPARSE_MG_TAIL_SHARED", "1") != "0"
-# The tails' passes (one block, one cluster) with each thread's next four unknowns computed
-# before it stores them (the _unrolled kernels: their loads in flight together; a pass never
-# reads what it writes, so the same values). "0": one unknown at a time.
-TAIL_UNROLL = os.environ.get("VOXFX_SPARSE_MG_TAIL_UNROLL", "0") != "0"
 # The fused V-cycle's one-colour launches (a colour's sweep, the red residuals, the red
 # prolongation) over stride / COLOUR_GRID threads, not stride: half a level's unknowns are of
 # one colour, so half the grid's blocks found nothing to do (the grid-stride loop covers any
-# colour larger than that; the same values). "1": the grid of every unknown.
+# colour larger than that; the same values). "1" (default): the grid of every unknown; 2
+# measured 237.4 → 233.8 µs an iteration (H100, one call) but not in the substep: off for now.
 COLOUR_GRID = int(os.environ.get("VOXFX_SPARSE_MG_COLOUR_GRID", "1"))
 _MAX_GRID = 8192  # blocks of a grid-stride launch
 # A solve's first iterations as one-iteration graph replays, as many as the solver's last
@@ -206,7 +203,7 @@ class SparsePressureSolverGPU(VCycleLaunches):
         limit = (backend._device_properties(cp.cuda.Device().id).get("sharedMemPerBlockOptin", 0)
                  or cp.cuda.Device().attributes.get("MaxSharedMemoryPerBlockOptin", 0))
         self.tail_shared = self._tail_shared_bytes(TAIL_SHARED, limit)
-        self.tail_unroll, self.colour_grid = TAIL_UNROLL, max(1, COLOUR_GRID)
+        self.colour_grid = max(1, COLOUR_GRID)
         _K.load(*_LOOP_KERNELS)  # compile and load before any capture
         _MG.load(*_VCYCLE_KERNELS, *(_CLUSTER_KERNELS if self.cluster_from else ()))
         if self.tail:  # above 48 KiB a kernel must ask for its dynamic shared memory
@@ -434,7 +431,7 @@ def _solver(needs, preconditioner, check_every, levels=None):
 
     generation = getattr(levels[0], "ws_generation", None) if PERSIST and levels else None
     key = (len(needs), preconditioner, int(check_every), VCYCLE, TAIL_UNKNOWNS, CLUSTER_UNKNOWNS, FIRST2_UNKNOWNS,
-           TAIL_SHARED, TAIL_UNROLL, COLOUR_GRID, PERSIST, cp.cuda.Device().id, generation)
+           TAIL_SHARED, COLOUR_GRID, PERSIST, cp.cuda.Device().id, generation)
     solver = _solvers.pop(key, None)
     if solver is None or not solver.fits(needs):
         old, guess = (None, 0) if solver is None else (solver.strides, solver.last_iterations)

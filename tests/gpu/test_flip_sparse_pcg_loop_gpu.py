@@ -1,11 +1,10 @@
 """The PCG loop's per-iteration switches against the plain kernels, in the same process: the
 one-block tail's vectors in shared memory (sparse_pressure_gpu.TAIL_SHARED,
-VOXFX_SPARSE_MG_TAIL_SHARED: the _shared tails), the tails' passes four unknowns a thread at a
-time (TAIL_UNROLL, VOXFX_SPARSE_MG_TAIL_UNROLL: the _unrolled tails) and the one-colour launches
-over part of the grid (COLOUR_GRID, VOXFX_SPARSE_MG_COLOUR_GRID). All compute the same values in
-the same order, so the same iterations and the pressure bit for bit — on a tank of five levels
-(the tail with and without the cluster, from two levels), and substep by substep on a dam
-break (cold and warm starts)."""
+VOXFX_SPARSE_MG_TAIL_SHARED: mg_tail_vcycle_shared, mg_tail_cluster_shared) and the one-colour
+launches over part of the grid (COLOUR_GRID, VOXFX_SPARSE_MG_COLOUR_GRID). Both compute the same
+values in the same order, so the same iterations and the pressure bit for bit — on a tank of
+five levels (the tail with and without the cluster, from two levels), and substep by substep on
+a dam break (cold and warm starts)."""
 
 import numpy as np
 import pytest
@@ -33,9 +32,8 @@ def scene():
     return random_scene(np.random.default_rng(), (64, 48, 56), 400000)
 
 
-def _switch(monkeypatch, shared=False, unroll=False, colour=1, tail=None, cluster=None):
+def _switch(monkeypatch, shared=False, colour=1, tail=None, cluster=None):
     monkeypatch.setattr(sparse_pressure_gpu, "TAIL_SHARED", shared)
-    monkeypatch.setattr(sparse_pressure_gpu, "TAIL_UNROLL", unroll)
     monkeypatch.setattr(sparse_pressure_gpu, "COLOUR_GRID", colour)
     if tail is not None:
         monkeypatch.setattr(sparse_pressure_gpu, "TAIL_UNKNOWNS", tail)
@@ -70,14 +68,13 @@ def test_gpu_tail_switches_give_the_plain_tails_pressure_bit_for_bit(monkeypatch
     for tail, cluster, want_from in cases:
         p_old, s_old, old = _solve(monkeypatch, scene, tail=tail, cluster=cluster)
         assert old.tail_shared == 0 and old.cluster_from == want_from
-        for shared, unroll in ((True, False), (False, True), (True, True)):
-            p, s, new = _solve(monkeypatch, scene, shared=shared, unroll=unroll, tail=tail, cluster=cluster)
-            first, last = new.tail[0], len(new.strides) - 1
-            want = 4 * sum((3 if lv < last else 2) * new.strides[lv] for lv in range(first, last + 1))
-            assert new.tail_shared == (want if shared else 0) and new.cluster_from == want_from
-            assert new._tail_kernel().endswith(("_shared" if shared else "") + ("_unrolled" if unroll else ""))
-            assert s["iterations"] == s_old["iterations"] == s0["iterations"] and s["converged"]
-            assert np.array_equal(p, p_old) and np.array_equal(p, p0), (tail, cluster, shared, unroll)
+        p, s, new = _solve(monkeypatch, scene, shared=True, tail=tail, cluster=cluster)
+        first, last = new.tail[0], len(new.strides) - 1
+        want = 4 * sum((3 if lv < last else 2) * new.strides[lv] for lv in range(first, last + 1))
+        assert new.tail_shared == want > 0 and new.cluster_from == want_from
+        assert new._tail_kernel().endswith("_shared")
+        assert s["iterations"] == s_old["iterations"] == s0["iterations"] and s["converged"]
+        assert np.array_equal(p, p_old) and np.array_equal(p, p0), (tail, cluster)
     assert new._tail_shared_bytes(True, want - 4) == 0  # past the device's limit: the global tail
 
 
@@ -99,11 +96,11 @@ def test_gpu_loop_switches_give_the_dam_breaks_iterations_and_pressure(monkeypat
     v, t = box((0.0, 0.0, 0.0), (0.4, 0.6, 0.8))
     runs = {}
     for on in (False, True):
-        _switch(monkeypatch, shared=on, unroll=on, colour=2 if on else 1, tail=512)  # a tail from level 2
+        _switch(monkeypatch, shared=on, colour=2 if on else 1, tail=512)  # a tail from level 2
         sim = FlipSimulation(spec, FlipSettings(seed=5, warm_start_pressure=warm == "1"), v, t, xp=cupy, sparse=True)
         runs[on] = solves(sim, 2)
         solvers = list(sparse_pressure_gpu._solvers.values())
-        assert solvers and all((s.tail_shared > 0) == on and s.tail_unroll == on for s in solvers)
+        assert solvers and all((s.tail_shared > 0) == on and s.colour_grid == (2 if on else 1) for s in solvers)
     old, new = runs.values()
     assert len(old) == len(new) > 0 and max(s["iterations"] for _, s in old) >= 3
     for (p_old, s_old), (p_new, s_new) in zip(old, new):

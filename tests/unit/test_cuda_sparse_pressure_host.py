@@ -110,10 +110,10 @@ static void vcycle_split() {
 // sparse_pressure_gpu._vcycle_fused (at least two levels); the partial sums of r·z into rz;
 // levels tail..last in mg_tail_vcycle's one block where tail > 0, and with from > 0 (from <
 // tail) levels from..last in mg_tail_cluster; the levels whose bit is set in first2 start with
-// mg_smooth_first2 (sparse_pressure_gpu.FIRST2_UNKNOWNS); kind: the tails' kernels, bit 0
-// _shared (sparse_pressure_gpu.TAIL_SHARED: their "shared memory" NaN on entry), bit 1
-// _unrolled (TAIL_UNROLL)
-static void vcycle_fused(std::vector<double>& rz, int tail = 0, int from = 0, unsigned first2 = 0, int kind = 0) {
+// mg_smooth_first2 (sparse_pressure_gpu.FIRST2_UNKNOWNS); shared: the tails' _shared kernels
+// (sparse_pressure_gpu.TAIL_SHARED), their "shared memory" NaN on entry
+static void vcycle_fused(std::vector<double>& rz, int tail = 0, int from = 0, unsigned first2 = 0,
+                         bool shared = false) {
     const int last = (int)L.size() - 1;
     const int first = tail > 0 ? tail : last;
     const int lead = from > 0 ? from : first;  // the levels launch by launch
@@ -147,14 +147,11 @@ static void vcycle_fused(std::vector<double>& rz, int tail = 0, int from = 0, un
             strides.push_back(A.stride);
         }
         for (auto& v : host_tail_shared) v = __builtin_nanf("");
-        typedef void (*Cluster)(const unsigned long long*, const int*, int, int, int, const int*, const int*);
-        typedef void (*Block)(const unsigned long long*, const int*, int, int, const int*, const int*);
-        const Cluster clusters[4] = {mg_tail_cluster, mg_tail_cluster_shared, mg_tail_cluster_unrolled,
-                                     mg_tail_cluster_shared_unrolled};
-        const Block blocks[4] = {mg_tail_vcycle, mg_tail_vcycle_shared, mg_tail_vcycle_unrolled,
-                                 mg_tail_vcycle_shared_unrolled};
-        if (from > 0) clusters[kind](ptrs.data(), strides.data(), from, first, last, sizes.data(), state);
-        else blocks[kind](ptrs.data(), strides.data(), first, last, sizes.data(), state);
+        if (from > 0 && shared)
+            mg_tail_cluster_shared(ptrs.data(), strides.data(), from, first, last, sizes.data(), state);
+        else if (from > 0) mg_tail_cluster(ptrs.data(), strides.data(), from, first, last, sizes.data(), state);
+        else if (shared) mg_tail_vcycle_shared(ptrs.data(), strides.data(), first, last, sizes.data(), state);
+        else mg_tail_vcycle(ptrs.data(), strides.data(), first, last, sizes.data(), state);
     } else {
         mg_restrict_coarse_solve(F.r.data(), F.down.data(), C.x.data(), C.b.data(), C.nbr.data(), C.diag.data(),
                                  C.stride, sizes.data(), last, state);
@@ -245,16 +242,14 @@ int main() {
             if (rz2 != rz) return 2;  // the same r·z partials, added in the same order
         }
     }
-    std::vector<std::vector<float>> z_shared;  // the _shared, _unrolled, _shared_unrolled tails: from 1, the
-    for (int kind = 1; kind < 4; ++kind) {     // last but one, the cluster's from 1 with its block from 2 …
-        for (int variant = 0; variant < (int)L.size() - 1; ++variant) {
-            const int tail = variant == 0 ? 1 : variant == 1 ? (int)L.size() - 2 : variant;
-            const int from = variant >= 2 ? 1 : 0;
-            poison();
-            std::vector<double> shared_partials(F.stride, 0.0);
-            vcycle_fused(shared_partials, tail, from, 0, kind);
-            z_shared.emplace_back(F.x.begin(), F.x.begin() + F.m);
-        }
+    std::vector<std::vector<float>> z_shared;  // the _shared tails: from 1, the last but one, the cluster's
+    for (int variant = 0; variant < (int)L.size() - 1; ++variant) {  // from 1 with its block from 2 …
+        const int tail = variant == 0 ? 1 : variant == 1 ? (int)L.size() - 2 : variant;
+        const int from = variant >= 2 ? 1 : 0;
+        poison();
+        std::vector<double> shared_partials(F.stride, 0.0);
+        vcycle_fused(shared_partials, tail, from, 0, true);
+        z_shared.emplace_back(F.x.begin(), F.x.begin() + F.m);
     }
     int n;
     scanf("%d", &n);
@@ -695,8 +690,8 @@ def test_sparse_pressure_kernels_equal_the_numpy_tables_bit_for_bit(device, scen
     for z2 in z_first2:  # mg_smooth_first2 (VOXFX_SPARSE_MG_FIRST2): every level, level 1, with the tail
         assert np.array_equal(z2, want_z[:m])
     assert len(z_clusters) >= (1 if scene else 0)
-    assert shared_count == 3 * (2 + len(z_clusters))
-    for z_tail in z_shared:  # the tails' vectors in shared memory, four unknowns at a time, both (TAIL_SHARED, _UNROLL)
+    assert shared_count == 2 + len(z_clusters)
+    for z_tail in z_shared:  # the tails' vectors in shared memory (TAIL_SHARED), with the cluster's
         assert np.array_equal(z_tail, want_z[:m])
     assert np.abs(z).max() > 0
     assert rz == pytest.approx(float(np.dot(r.astype(np.float64), want_z)), rel=1e-12)

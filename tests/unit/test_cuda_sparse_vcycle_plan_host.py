@@ -82,14 +82,7 @@ static void call(const std::string& k, const std::vector<Arg>& a) {
         mg_tail_vcycle_shared((const unsigned long long*)a[0].p, I(1), N(2), N(3), I(4), I(5));
     else if (k == "mg_tail_cluster_shared")
         mg_tail_cluster_shared((const unsigned long long*)a[0].p, I(1), N(2), N(3), N(4), I(5), I(6));
-    else if (k == "mg_tail_vcycle_unrolled")
-        mg_tail_vcycle_unrolled((const unsigned long long*)a[0].p, I(1), N(2), N(3), I(4), I(5));
-    else if (k == "mg_tail_cluster_unrolled")
-        mg_tail_cluster_unrolled((const unsigned long long*)a[0].p, I(1), N(2), N(3), N(4), I(5), I(6));
-    else if (k == "mg_tail_vcycle_shared_unrolled")
-        mg_tail_vcycle_shared_unrolled((const unsigned long long*)a[0].p, I(1), N(2), N(3), I(4), I(5));
-    else if (k == "mg_tail_cluster_shared_unrolled")
-        mg_tail_cluster_shared_unrolled((const unsigned long long*)a[0].p, I(1), N(2), N(3), N(4), I(5), I(6));
+
     else { fprintf(stderr, "unknown kernel %s\n", k.c_str()); exit(4); }
 }
 
@@ -176,7 +169,7 @@ class Recorded(VCycleLaunches):
     """VCycleLaunches with launch hooks that record, for levels of *strides* (the harness
     gives each level's buffers that stride)."""
 
-    def __init__(self, strides, tail=0, cluster=0, first2=0, capability=90, red_blocks=7, shared=False, unroll=False,
+    def __init__(self, strides, tail=0, cluster=0, first2=0, capability=90, red_blocks=7, shared=False,
                  colour_grid=1):
         last = len(strides) - 1
         self.levels = [_LevelBuffers(level, s, last) for level, s in enumerate(strides)]
@@ -188,7 +181,7 @@ class Recorded(VCycleLaunches):
         self.cluster_from = self._cluster_from(cluster, capability)
         self.first2 = self._first2_levels(first2)
         self.tail_shared = self._tail_shared_bytes(shared, 1 << 22)
-        self.tail_unroll, self.colour_grid = unroll, colour_grid
+        self.colour_grid = colour_grid
         self.launches = []
 
     def _launch(self, name, n, args):
@@ -248,7 +241,7 @@ def hierarchy():
 
 
 # VCYCLE and the levels whose strides bound TAIL, CLUSTER and FIRST2 (None: 0, off), and
-# where given TAIL_SHARED, TAIL_UNROLL and COLOUR_GRID
+# where given TAIL_SHARED and COLOUR_GRID
 CASES = {
     "split": ("split", None, None, None),
     "fused": ("fused", None, None, None),
@@ -261,10 +254,8 @@ CASES = {
     "fused-tail1-shared": ("fused", 1, None, None, True),
     "fused-tail2-shared": ("fused", 2, None, None, True),
     "cluster1-tail2-shared": ("fused", 2, 1, None, True),
-    "fused-tail1-unrolled": ("fused", 1, None, None, False, True),
-    "cluster1-tail2-shared-unrolled": ("fused", 2, 1, None, True, True),
-    "fused-colour2": ("fused", None, None, None, False, False, 2),
-    "cluster1-tail2-shared-unrolled-colour4": ("fused", 2, 1, None, True, True, 4),
+    "fused-colour2": ("fused", None, None, None, False, 2),
+    "cluster1-tail2-shared-colour4": ("fused", 2, 1, None, True, 4),
 }
 
 
@@ -276,9 +267,9 @@ def _bound(strides, level):
 def test_vcycle_launch_plan_gives_the_numpy_z_bit_for_bit(plan_harness, hierarchy, case):
     strides, r, want_z, lines = hierarchy
     vcycle, tail, cluster, first2, *more = CASES[case]
-    shared, unroll, colour = (more + [False, False, 1][len(more):])
+    shared, colour = (more + [False, 1][len(more):])
     plan = Recorded(strides, _bound(strides, tail), _bound(strides, cluster), _bound(strides, first2),
-                    shared=shared, unroll=unroll, colour_grid=colour)
+                    shared=shared, colour_grid=colour)
     assert (plan.tail_shared > 0) == shared
     if vcycle == "split":
         plan._vcycle()
@@ -287,7 +278,6 @@ def test_vcycle_launch_plan_gives_the_numpy_z_bit_for_bit(plan_harness, hierarch
     if cluster is not None:
         assert plan.cluster_from == 1 and plan.tail[0] == 2
     assert any("_shared" in name for name, *_ in plan.launches) == shared
-    assert any(name.endswith("_unrolled") for name, *_ in plan.launches) == (unroll and tail is not None)
     narrow = [n for _, kind, n, _ in plan.launches if kind == 0 and strides[1] < n < strides[0]]
     assert bool(narrow) == (colour > 1)  # level 0's one-colour launches over stride / colour threads
     out = plan_harness.raw(lines + plan.lines(), check=True).split()
