@@ -1,7 +1,8 @@
 // Sparse FLIP pressure (seed 003 §8, Alg. 2): the multigrid V-cycle over the sparse
 // hierarchy — red-black Gauss-Seidel, residual, restriction, prolongation, the coarsest level
 // in one block, and the coarse levels' whole V-cycle in one block (mg_tail_vcycle) or one
-// cluster of blocks (mg_tail_cluster, sm_90). Moved out of flip_sparse_pressure.cu (its
+// cluster of blocks (mg_tail_cluster, sm_90), the one block's levels in global or in its shared
+// memory (the _shared kernels). Moved out of flip_sparse_pressure.cu (its
 // layout notes — levels, strides, tables, sizes[] — hold here too), compiled with the same
 // options and -D constants and TAIL_CLUSTER (blocks of mg_tail_cluster's cluster); launched
 // by kernels/flip/sparse_pressure_vcycle.py, following sparse_multigrid.VCycle operation by
@@ -211,18 +212,43 @@ struct ClusterGroup {
     __device__ void sync() const { CLUSTER_BARRIER(); }
 };
 
+// One level of the tail: its vectors (the group's global buffers, or the block's shared
+// memory: TAIL_SHARED below), its tables (global) and sizes. Tables are rows of `stride`
+// entries whichever memory the vectors are in; vectors are indexed by unknown alike.
+struct TailLevel {
+    float *x, *b, *r;
+    const int *nbr, *up, *down;
+    const float* diag;
+    int stride, m_red, m;
+};
+
+__device__ __forceinline__ TailLevel tail_global(const unsigned long long* __restrict__ ptrs,
+                                                 const int* __restrict__ strides, const int* __restrict__ sizes, int l)
+{
+    TailLevel L;
+    L.x = TAIL_F(l, 0);
+    L.b = TAIL_F(l, 1);
+    L.r = TAIL_F(l, 2);
+    L.nbr = TAIL_I(l, 3);
+    L.diag = TAIL_F(l, 4);
+    L.up = TAIL_I(l, 5);
+    L.down = TAIL_I(l, 6);
+    L.stride = strides[l];
+    L.m_red = sizes[2 * l];
+    L.m = sizes[2 * l + 1];
+    return L;
+}
+
 // Level l on the way down (l < last): pre-smoothing (mg_smooth_first, the sweeps, the last
 // black one with the black residuals: mg_smooth_black_residual), the residual
-// (mg_residual), the restriction into l + 1 (mg_restrict) unless l + 1 is the coarsest.
+// (mg_residual), the restriction into C, level l + 1 (mg_restrict), unless C is the coarsest.
 template <class Group>
-__device__ __forceinline__ void tail_down(const Group& g, const unsigned long long* __restrict__ ptrs,
-                                          const int* __restrict__ strides, const int* __restrict__ sizes, int l,
-                                          int last)
+__device__ __forceinline__ void tail_down(const Group& g, const TailLevel& L, const TailLevel& C, bool restrict_next)
 {
-    float *x = TAIL_F(l, 0), *b = TAIL_F(l, 1), *r = TAIL_F(l, 2);
-    const int* nbr = TAIL_I(l, 3);
-    const float* diag = TAIL_F(l, 4);
-    const int stride = strides[l], m_red = sizes[2 * l], m = sizes[2 * l + 1];
+    float *x = L.x, *b = L.b, *r = L.r;
+    const int* nbr = L.nbr;
+    const float* diag = L.diag;
+    const int stride = L.stride, m_red = L.m_red, m = L.m;
     GROUP_RANGE(g, c, 0, m) x[c] = first_sweep_value(b, nbr, diag, stride, m_red, c);  // mg_smooth_first
     g.sync();
     for (int sweep = 1; sweep < MG_SWEEPS; ++sweep) {
@@ -243,28 +269,22 @@ __device__ __forceinline__ void tail_down(const Group& g, const unsigned long lo
     }
     GROUP_RANGE(g, c, 0, MG_SWEEPS == 1 ? m : m_red) r[c] = residual_value(x, b, nbr, diag, stride, c);
     g.sync();
-    if (l + 1 < last) {  // mg_restrict into l + 1
-        float* bc = TAIL_F(l + 1, 1);
-        const int* down = TAIL_I(l, 6);
-        const int cstride = strides[l + 1];
-        GROUP_RANGE(g, c, 0, sizes[2 * (l + 1) + 1]) bc[c] = restrict_value(r, down, cstride, c);
+    if (restrict_next) {  // mg_restrict into l + 1
+        GROUP_RANGE(g, c, 0, C.m) C.b[c] = restrict_value(r, L.down, C.stride, c);
         g.sync();
     }
 }
 
-// Level l on the way up: prolongation onto the red unknowns (mg_prolong_add), post-smoothing
-// black then red.
+// Level l on the way up: prolongation from C (level l + 1) onto the red unknowns
+// (mg_prolong_add), post-smoothing black then red.
 template <class Group>
-__device__ __forceinline__ void tail_up(const Group& g, const unsigned long long* __restrict__ ptrs,
-                                        const int* __restrict__ strides, const int* __restrict__ sizes, int l)
+__device__ __forceinline__ void tail_up(const Group& g, const TailLevel& L, const float* __restrict__ xc)
 {
-    float *x = TAIL_F(l, 0), *b = TAIL_F(l, 1);
-    const float* xc = TAIL_F(l + 1, 0);
-    const int* nbr = TAIL_I(l, 3);
-    const int* up = TAIL_I(l, 5);
-    const float* diag = TAIL_F(l, 4);
-    const int stride = strides[l], m_red = sizes[2 * l], m = sizes[2 * l + 1];
-    GROUP_RANGE(g, f, 0, m_red) x[f] = x[f] + prolong_value(xc, up, stride, f);
+    float *x = L.x, *b = L.b;
+    const int* nbr = L.nbr;
+    const float* diag = L.diag;
+    const int stride = L.stride, m_red = L.m_red, m = L.m;
+    GROUP_RANGE(g, f, 0, m_red) x[f] = x[f] + prolong_value(xc, L.up, stride, f);
     g.sync();
     for (int sweep = 0; sweep < MG_SWEEPS; ++sweep) {
         GROUP_RANGE(g, c, m_red, m) x[c] = gs_value(x, b, nbr, diag, stride, c);
@@ -274,28 +294,78 @@ __device__ __forceinline__ void tail_up(const Group& g, const unsigned long long
     }
 }
 
+// The one-block tail's level l with its vectors in the block's shared memory (VOXFX_SPARSE_MG_TAIL_SHARED):
+// per level first..last x, b and (but the coarsest) r, `stride` floats each, in level order
+// from `shared` (tail_shared_floats: the launch's dynamic shared memory). Every pass then reads
+// and writes shared memory; only the tables stay global (issue 24: the tail's ~60 passes are
+// latency-bound, a pass of a few thousand unknowns waiting on L2 loads between barriers).
+__device__ __forceinline__ TailLevel tail_shared(const unsigned long long* __restrict__ ptrs,
+                                                 const int* __restrict__ strides, const int* __restrict__ sizes,
+                                                 int first, int last, int l, float* shared)
+{
+    TailLevel L = tail_global(ptrs, strides, sizes, l);
+    for (int k = first; k < l; ++k) shared += (k < last ? 3 : 2) * strides[k];
+    L.x = shared;
+    L.b = shared + L.stride;
+    L.r = l < last ? shared + 2 * L.stride : nullptr;
+    return L;
+}
+
 // Levels first..last in one block (first ≥ 1, first < last, their unknowns few). On entry
-// level first's b holds the restricted residual; on exit its x the post-smoothed correction.
+// level first's b (global) holds the restricted residual; on exit its x (global) the
+// post-smoothed correction. SHARED: the levels' vectors in shared memory (tail_shared; the
+// same passes in the same order, so the same values bit for bit): level first's b copied in,
+// every level's sentinels set to 0 (what the global buffers hold there), level first's x
+// copied out at the end.
+template <bool SHARED>
 __device__ __forceinline__ void block_tail(const unsigned long long* __restrict__ ptrs, const int* __restrict__ strides,
-                                           int first, int last, const int* __restrict__ sizes)
+                                           int first, int last, const int* __restrict__ sizes, float* shared)
 {
     const BlockGroup g;
-    for (int l = first; l < last; ++l) tail_down(g, ptrs, strides, sizes, l, last);
+    auto level = [&](int l) {
+        return SHARED ? tail_shared(ptrs, strides, sizes, first, last, l, shared) : tail_global(ptrs, strides, sizes, l);
+    };
+    if (SHARED) {
+        for (int l = first; l <= last; ++l) {
+            const TailLevel L = level(l);
+            if (threadIdx.x == 0) {
+                L.x[L.m] = 0.0f;
+                L.b[L.m] = 0.0f;
+                if (l < last) L.r[L.m] = 0.0f;
+            }
+        }
+        const TailLevel F = level(first);
+        const float* b = TAIL_F(first, 1);
+        GROUP_RANGE(g, c, 0, F.m) F.b[c] = b[c];
+        __syncthreads();
+    }
+    for (int l = first; l < last; ++l) tail_down(g, level(l), level(l + 1), l + 1 < last);
     {  // mg_restrict_coarse_solve
-        float *x = TAIL_F(last, 0), *b = TAIL_F(last, 1);
-        const float* rf = TAIL_F(last - 1, 2);
-        const int* down = TAIL_I(last - 1, 6);
-        const int stride = strides[last], m_red = sizes[2 * last], m = sizes[2 * last + 1];
-        GROUP_RANGE(g, c, 0, m)
+        const TailLevel C = level(last), F = level(last - 1);
+        GROUP_RANGE(g, c, 0, C.m)
         {
-            b[c] = restrict_value(rf, down, stride, c);
-            x[c] = 0.0f;
+            C.b[c] = restrict_value(F.r, F.down, C.stride, c);
+            C.x[c] = 0.0f;
         }
         __syncthreads();
-        block_coarse_sweeps(x, b, TAIL_I(last, 3), TAIL_F(last, 4), stride, m_red, m);
+        block_coarse_sweeps(C.x, C.b, C.nbr, C.diag, C.stride, C.m_red, C.m);
     }
-    for (int l = last - 1; l >= first; --l) tail_up(g, ptrs, strides, sizes, l);
+    for (int l = last - 1; l >= first; --l) tail_up(g, level(l), level(l + 1).x);
+    if (SHARED) {  // tail_up ended with a barrier
+        const TailLevel F = level(first);
+        float* x = TAIL_F(first, 0);
+        GROUP_RANGE(g, c, 0, F.m) x[c] = F.x[c];
+    }
 }
+
+// The dynamic shared memory of the _shared tails (host harnesses bring their own array).
+#ifndef TAIL_SHARED_ARRAY
+#if defined(__CUDA_ARCH__) && !defined(__syncthreads)
+#define TAIL_SHARED_ARRAY(name) extern __shared__ float name[]
+#else  // the host pass, or a host harness (its __syncthreads a macro) that calls no _shared kernel
+#define TAIL_SHARED_ARRAY(name) float* name = nullptr
+#endif
+#endif
 
 extern "C" __global__ void __launch_bounds__(1024) mg_tail_vcycle(const unsigned long long* __restrict__ ptrs,
                                                                   const int* __restrict__ strides, int first, int last,
@@ -303,21 +373,54 @@ extern "C" __global__ void __launch_bounds__(1024) mg_tail_vcycle(const unsigned
                                                                   const int* __restrict__ state)
 {
     if (state[S_STOPPED]) return;
-    block_tail(ptrs, strides, first, last, sizes);
+    block_tail<false>(ptrs, strides, first, last, sizes, nullptr);
+}
+
+// mg_tail_vcycle with the levels' vectors in shared memory (block_tail<true>); launched with
+// 4·Σ (3, the coarsest 2)·strides[l] bytes of dynamic shared memory.
+extern "C" __global__ void __launch_bounds__(1024)
+    mg_tail_vcycle_shared(const unsigned long long* __restrict__ ptrs, const int* __restrict__ strides, int first,
+                          int last, const int* __restrict__ sizes, const int* __restrict__ state)
+{
+    if (state[S_STOPPED]) return;
+    TAIL_SHARED_ARRAY(shared);
+    block_tail<true>(ptrs, strides, first, last, sizes, shared);
 }
 
 // Levels from..last (1 ≤ from < first < last) in one launch of one cluster
 // (VOXFX_SPARSE_MG_CLUSTER): levels from..first − 1, whose unknowns are too many for one
 // block, down and up by the whole cluster; levels first..last by its block 0 as
-// mg_tail_vcycle, the other blocks waiting at the cluster's barrier.
+// mg_tail_vcycle (SHARED: as mg_tail_vcycle_shared), the other blocks waiting at the
+// cluster's barrier.
+template <bool SHARED>
+__device__ __forceinline__ void cluster_tail(const unsigned long long* __restrict__ ptrs,
+                                             const int* __restrict__ strides, int from, int first, int last,
+                                             const int* __restrict__ sizes, float* shared)
+{
+    const ClusterGroup g;
+    for (int l = from; l < first; ++l)
+        tail_down(g, tail_global(ptrs, strides, sizes, l), tail_global(ptrs, strides, sizes, l + 1), l + 1 < last);
+    if (blockIdx.x == 0) block_tail<SHARED>(ptrs, strides, first, last, sizes, shared);
+    g.sync();
+    for (int l = first - 1; l >= from; --l)
+        tail_up(g, tail_global(ptrs, strides, sizes, l), tail_global(ptrs, strides, sizes, l + 1).x);
+}
+
 extern "C" __global__ void TAIL_CLUSTER_DIMS __launch_bounds__(1024)
     mg_tail_cluster(const unsigned long long* __restrict__ ptrs, const int* __restrict__ strides, int from, int first,
                     int last, const int* __restrict__ sizes, const int* __restrict__ state)
 {
     if (state[S_STOPPED]) return;  // the same for every block: none waits at a barrier for another
-    const ClusterGroup g;
-    for (int l = from; l < first; ++l) tail_down(g, ptrs, strides, sizes, l, last);
-    if (blockIdx.x == 0) block_tail(ptrs, strides, first, last, sizes);
-    g.sync();
-    for (int l = first - 1; l >= from; --l) tail_up(g, ptrs, strides, sizes, l);
+    cluster_tail<false>(ptrs, strides, from, first, last, sizes, nullptr);
+}
+
+// mg_tail_cluster with block 0's levels first..last in shared memory (as mg_tail_vcycle_shared;
+// every block of the cluster is launched with the same dynamic shared memory).
+extern "C" __global__ void TAIL_CLUSTER_DIMS __launch_bounds__(1024)
+    mg_tail_cluster_shared(const unsigned long long* __restrict__ ptrs, const int* __restrict__ strides, int from,
+                           int first, int last, const int* __restrict__ sizes, const int* __restrict__ state)
+{
+    if (state[S_STOPPED]) return;
+    TAIL_SHARED_ARRAY(shared);
+    cluster_tail<true>(ptrs, strides, from, first, last, sizes, shared);
 }

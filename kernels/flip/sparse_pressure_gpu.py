@@ -63,8 +63,8 @@ _LOOP_KERNELS = ("cg_init", "cg_init_warm", "finish_init_warm", "cg_warm_select"
                  "apply_laplacian", "update_solution", "dot_rz", "update_direction")
 _VCYCLE_KERNELS = ("mg_smooth", "mg_residual", "mg_restrict", "mg_prolong_add", "mg_coarse_solve", "mg_smooth_first",
                    "mg_smooth_red_dot", "mg_restrict_coarse_solve", "mg_smooth_black_residual", "mg_tail_vcycle",
-                   "mg_smooth_first2")
-_CLUSTER_KERNELS = ("mg_tail_cluster",)  # compute capability 9.0 on (CLUSTER_UNKNOWNS)
+                   "mg_smooth_first2", "mg_tail_vcycle_shared")
+_CLUSTER_KERNELS = ("mg_tail_cluster", "mg_tail_cluster_shared")  # compute capability 9.0 on (CLUSTER_UNKNOWNS)
 # The V-cycle's launches: "fused" (default) folds the first pre-smoothing sweep's two colours
 # into one launch, the black residuals into the last pre-smoothing sweep, the coarsest level's
 # restriction into its solve and r·z into level 0's last sweep, and prolongs onto the red
@@ -88,6 +88,19 @@ CLUSTER_UNKNOWNS = int(os.environ.get("VOXFX_SPARSE_MG_CLUSTER", "65536"))
 # first-sweep values; one launch fewer a level). 0 (default): today's launches. The same z
 # bit for bit (host harness).
 FIRST2_UNKNOWNS = int(os.environ.get("VOXFX_SPARSE_MG_FIRST2", "0"))
+# The one-block tail's vectors (x, b, r of its levels) in the block's shared memory
+# (mg_tail_vcycle_shared, mg_tail_cluster_shared: block_tail<true>) where they fit the
+# device's opt-in limit per block; the tables stay global. The same passes on the same values:
+# z bit for bit (host harness, GPU test). "0": in global memory. Default "1" (H100, 8M dam
+# break, variants in turn in one process, two calls: the loop's iteration 253.9 → 237.6 and
+# 254.3 → 237.4 µs; sparse_pressure_vcycle's notes).
+TAIL_SHARED = os.environ.get("VOXFX_SPARSE_MG_TAIL_SHARED", "1") != "0"
+# The fused V-cycle's one-colour launches (a colour's sweep, the red residuals, the red
+# prolongation) over stride / COLOUR_GRID threads, not stride: half a level's unknowns are of
+# one colour, so half the grid's blocks found nothing to do (the grid-stride loop covers any
+# colour larger than that; the same values). "1" (default): the grid of every unknown; 2
+# measured 237.4 → 233.8 µs an iteration (H100, one call) but not in the substep: off for now.
+COLOUR_GRID = int(os.environ.get("VOXFX_SPARSE_MG_COLOUR_GRID", "1"))
 _MAX_GRID = 8192  # blocks of a grid-stride launch
 # A solve's first iterations as one-iteration graph replays, as many as the solver's last
 # solve took (substeps change the liquid a little: the count moves by a few), then one
@@ -187,8 +200,16 @@ class SparsePressureSolverGPU(VCycleLaunches):
         self.tail = self._tail_table(TAIL_UNKNOWNS) if preconditioner == "mg" and self.vcycle == "fused" else None
         self.cluster_from = self._cluster_from(CLUSTER_UNKNOWNS, int(cp.cuda.Device().compute_capability))
         self.first2 = self._first2_levels(FIRST2_UNKNOWNS if self.vcycle == "fused" else 0)
+        limit = (backend._device_properties(cp.cuda.Device().id).get("sharedMemPerBlockOptin", 0)
+                 or cp.cuda.Device().attributes.get("MaxSharedMemoryPerBlockOptin", 0))
+        self.tail_shared = self._tail_shared_bytes(TAIL_SHARED, limit)
+        self.colour_grid = max(1, COLOUR_GRID)
         _K.load(*_LOOP_KERNELS)  # compile and load before any capture
         _MG.load(*_VCYCLE_KERNELS, *(_CLUSTER_KERNELS if self.cluster_from else ()))
+        if self.tail:  # above 48 KiB a kernel must ask for its dynamic shared memory
+            kernel = _MG.get(self._tail_kernel())
+            if self.tail_shared and kernel.max_dynamic_shared_size_bytes < self.tail_shared:
+                kernel.max_dynamic_shared_size_bytes = self.tail_shared
         _DENSE.load("finish_init", "finish_alpha", "finish_beta")
         self.use_graph = bool(use_graph)
         self.loop = GraphLoop(self._block, enabled=use_graph)
@@ -207,8 +228,8 @@ class SparsePressureSolverGPU(VCycleLaunches):
     def _reduce(self, name, args):
         (_MG if name.startswith("mg_") else _K).launch_grid(name, (self.red_blocks,), (THREADS,), args)
 
-    def _one(self, name, grid, block, args):
-        (_MG if name.startswith("mg_") else _K).launch_grid(name, grid, block, args)
+    def _one(self, name, grid, block, args, shared_mem=0):
+        (_MG if name.startswith("mg_") else _K).launch_grid(name, grid, block, args, shared_mem)
 
     def _finish(self, name, args):
         _DENSE.launch_grid(name, (1,), (1024,), args)
@@ -410,7 +431,7 @@ def _solver(needs, preconditioner, check_every, levels=None):
 
     generation = getattr(levels[0], "ws_generation", None) if PERSIST and levels else None
     key = (len(needs), preconditioner, int(check_every), VCYCLE, TAIL_UNKNOWNS, CLUSTER_UNKNOWNS, FIRST2_UNKNOWNS,
-           PERSIST, cp.cuda.Device().id, generation)
+           TAIL_SHARED, COLOUR_GRID, PERSIST, cp.cuda.Device().id, generation)
     solver = _solvers.pop(key, None)
     if solver is None or not solver.fits(needs):
         old, guess = (None, 0) if solver is None else (solver.strides, solver.last_iterations)

@@ -3,11 +3,12 @@ derives from ``VCycleLaunches``; kernels of ``cuda/flip_sparse_pressure_vcycle.c
 sequence of ``sparse_multigrid.VCycle._cycle`` launch by launch ("split") or fused, the
 coarse levels in one block (``mg_tail_vcycle``) or, above them, one cluster
 (``mg_tail_cluster``). Moved out of ``sparse_pressure_gpu.py`` (issue 24: under 500 lines);
-the switches (``VCYCLE``, ``TAIL_UNKNOWNS``, ``CLUSTER_UNKNOWNS``, ``FIRST2_UNKNOWNS``) stay there, the solver
-passes their values in. The solver provides ``levels`` (``_Buffers``), ``sizes``, ``state``,
-``partials``, ``red_blocks``, ``r``, ``z``, ``tail``, ``cluster_from``, ``first2`` and the launchers
-``_launch`` (a grid-stride launch over n), ``_reduce`` (the reduction grid) and ``_one``
-(an explicit grid and block).
+the switches (``VCYCLE``, ``TAIL_UNKNOWNS``, ``CLUSTER_UNKNOWNS``, ``FIRST2_UNKNOWNS``,
+``TAIL_SHARED``, ``COLOUR_GRID``) stay there, the solver passes their values in. The solver
+provides ``levels`` (``_Buffers``), ``sizes``, ``state``, ``partials``, ``red_blocks``, ``r``,
+``z``, ``tail``, ``cluster_from``, ``first2``, ``tail_shared``, ``colour_grid`` and the launchers
+``_launch`` (a grid-stride launch over n), ``_reduce`` (the reduction grid) and ``_one`` (an
+explicit grid and block, and dynamic shared memory).
 
 Fewer launches an iteration (issue 24; a level launched one by one takes 4·MG_SWEEPS + 2).
 Two fusions that need no grid-wide barrier and recompute little: ``CLUSTER_UNKNOWNS`` (on by
@@ -25,7 +26,26 @@ Measured (H200, 8M dam break, 4 variants alternating in one process, the same pr
 the bit and the same CG iterations): an iteration's kernels 0.510 ms in 36 launches; with the
 cluster (levels up to 65536 unknowns) 0.375 ms in 26, the PCG loop 3.94 → 3.75 ms, the substep
 9.93 → 9.27 ms; FIRST2 on every level 0.461 ms in 33 launches but the PCG loop 4.40 ms (slower:
-off); both 0.367 ms in 25, the substep 9.38 ms (no gain over the cluster alone)."""
+off); both 0.367 ms in 25, the substep 9.38 ms (no gain over the cluster alone).
+
+The one-block tail in shared memory (``TAIL_SHARED``, default; issue 24, i24q): the tail
+kernel (mg_tail_cluster at 8M, ~0.1 ms, the largest of an iteration) runs ~60 passes between
+barriers, the coarsest level alone 4·MG_COARSE_SWEEPS, each waiting on L2 loads of a few
+thousand unknowns; with the block's levels' x, b, r in its shared memory (``_tail_shared_bytes``,
+tables still global) each pass reads shared memory. Measured (H100 80GB HBM3, 8M dam break,
+strides 1271869, 209200, 26206, 3332, 472, 115, 71: the cluster from level 2, its block from 3
+with 47,596 B of shared memory; ``bench/flip_sparse_pcg_loop.py``, variants in turn in one
+process, two calls): the loop graph's iteration 253.9 → 237.6 and 254.3 → 237.4 µs (−6.6%), the
+tail kernel 96 → 80 and 100 → 84 µs (an event pair a launch), the whole solve 6.07 → 5.73 and
+5.88 → 5.77 ms; 14–15 CG iterations either way, the pressure bit for bit. Measured in the same
+calls and not kept (the same bits every time): the reduction grid's kernels four unknowns a
+thread at a time (253.3 µs against 253.9: bandwidth-, not latency-bound), finish_alpha and
+finish_beta folded into the last block of the kernels before them (a ticket; 258.3 µs, slower:
+the last block's 1024-partial sum costs what the one-block launch did), the tails' passes four
+unknowns a thread at a time (global 253.0 µs; with the shared tail 260.0, slower: 64 registers a
+thread at 1024 threads). ``COLOUR_GRID`` 2 (one-colour launches over half the grid) gave 237.4 →
+233.8 µs in the loop but not in the substep's pressure over three substeps: off until a longer
+A/B."""
 
 from __future__ import annotations
 
@@ -40,6 +60,9 @@ _COARSE_THREADS = 256
 
 class VCycleLaunches:
     """z = V-cycle(r) on the device, launch by launch."""
+
+    tail_shared = 0  # bytes of the one-block tail's shared memory (``_tail_shared_bytes``; 0: global vectors)
+    colour_grid = 1  # one-colour launches over stride / colour_grid threads
 
     def _tail_first(self, bound):
         """mg_tail_vcycle's first level, or None: levels first..last in one block, first the
@@ -59,6 +82,22 @@ class VCycleLaunches:
         return (first, cp.asarray(np.array(table, np.uint64)),
                 cp.asarray(np.array([B.stride for B in self.levels], np.int32)))
 
+    def _tail_shared_bytes(self, on, limit):
+        """Dynamic shared memory of mg_tail_vcycle_shared / mg_tail_cluster_shared (x, b and,
+        but on the coarsest level, r of each tail level, ``stride`` floats each), or 0: *on*
+        off (``TAIL_SHARED``), no one-block tail, or more than *limit* bytes (the device's
+        opt-in maximum per block: the tail's vectors then stay global)."""
+        if not on or not self.tail:
+            return 0
+        first, last = self.tail[0], len(self.levels) - 1
+        size = 4 * sum((3 if lv < last else 2) * self.levels[lv].stride for lv in range(first, last + 1))
+        return size if size <= limit else 0
+
+    def _tail_kernel(self):
+        """The tail's kernel: mg_tail_cluster (from ``cluster_from``) or mg_tail_vcycle, with its
+        vectors in shared memory (``tail_shared``: the _shared kernels) or not."""
+        return ("mg_tail_cluster" if self.cluster_from else "mg_tail_vcycle") + ("_shared" if self.tail_shared else "")
+
     def _cluster_from(self, bound, capability):
         """mg_tail_cluster's first level, or None: the lowest level ≥ 1 above the tail's
         whose stride is at most *bound* (``CLUSTER_UNKNOWNS``), on a device of compute
@@ -77,10 +116,14 @@ class VCycleLaunches:
         B = self.levels[level]
         return (B.nbr, B.diag, np.int32(B.stride), self.sizes, np.int32(level))
 
-    def _smooth(self, level, colour, first=False):
+    def _smooth(self, level, colour, first=False, fused=False):
         B = self.levels[level]
-        self._launch("mg_smooth", B.stride, (B.x, B.b, *self._level_args(level), np.int32(colour), np.int32(first),
-                                            self.state))
+        self._launch("mg_smooth", self._colour_n(B.stride) if fused else B.stride,
+                     (B.x, B.b, *self._level_args(level), np.int32(colour), np.int32(first), self.state))
+
+    def _colour_n(self, stride):
+        """Threads of the fused V-cycle's one-colour launches (``colour_grid``)."""
+        return stride // self.colour_grid + 1 if self.colour_grid > 1 else stride
 
     def _vcycle_fused(self):
         """z = V-cycle(r) and the partial sums of r·z, VCYCLE "fused": per level down
@@ -99,14 +142,14 @@ class VCycleLaunches:
                          (L.x, L.b, *self._level_args(level), self.state))
             for sweep in range(1, MG_SWEEPS):
                 if not (two and sweep == 1):
-                    self._smooth(level, 0)
+                    self._smooth(level, 0, fused=True)
                 if sweep < MG_SWEEPS - 1:
-                    self._smooth(level, 1)
+                    self._smooth(level, 1, fused=True)
                 else:  # the last black sweep with the black residuals
-                    self._launch("mg_smooth_black_residual", L.stride, (L.x, L.b, *self._level_args(level), L.r,
-                                                                        self.state))
-            self._launch("mg_residual", L.stride, (L.x, L.b, *self._level_args(level), np.int32(MG_SWEEPS == 1), L.r,
-                                                   self.state))
+                    self._launch("mg_smooth_black_residual", self._colour_n(L.stride),
+                                 (L.x, L.b, *self._level_args(level), L.r, self.state))
+            self._launch("mg_residual", L.stride if MG_SWEEPS == 1 else self._colour_n(L.stride),
+                         (L.x, L.b, *self._level_args(level), np.int32(MG_SWEEPS == 1), L.r, self.state))
             if level + 1 < last:
                 self._launch("mg_restrict", C.stride, (L.r, L.down, np.int32(C.stride), self.sizes,
                                                        np.int32(level + 1), C.b, self.state))
@@ -114,11 +157,12 @@ class VCycleLaunches:
         if self.tail:
             _, table, strides = self.tail
             if self.cluster_from:
-                self._one("mg_tail_cluster", (_TAIL_CLUSTER,), (_TAIL_THREADS,), (
-                    table, strides, np.int32(lead), np.int32(first), np.int32(last), self.sizes, self.state))
+                self._one(self._tail_kernel(), (_TAIL_CLUSTER,), (_TAIL_THREADS,), (
+                    table, strides, np.int32(lead), np.int32(first), np.int32(last), self.sizes, self.state),
+                    self.tail_shared)
             else:
-                self._one("mg_tail_vcycle", (1,), (_TAIL_THREADS,), (table, strides, np.int32(first), np.int32(last),
-                                                                     self.sizes, self.state))
+                self._one(self._tail_kernel(), (1,), (_TAIL_THREADS,), (
+                    table, strides, np.int32(first), np.int32(last), self.sizes, self.state), self.tail_shared)
         elif last:
             F = levels[last - 1]
             self._one("mg_restrict_coarse_solve", (1,), (_COARSE_THREADS,),
@@ -127,15 +171,15 @@ class VCycleLaunches:
             self._one("mg_coarse_solve", (1,), (_COARSE_THREADS,), (C.x, C.b, *self._level_args(last), self.state))
         for level in range(lead - 1, -1, -1):
             L, C = levels[level], levels[level + 1]
-            self._launch("mg_prolong_add", L.stride, (C.x, L.up, np.int32(L.stride), self.sizes, np.int32(level),
-                                                      np.int32(0), L.x, self.state))  # the red ones
+            self._launch("mg_prolong_add", self._colour_n(L.stride), (
+                C.x, L.up, np.int32(L.stride), self.sizes, np.int32(level), np.int32(0), L.x, self.state))  # the red
             for sweep in range(MG_SWEEPS):
-                self._smooth(level, 1)
+                self._smooth(level, 1, fused=True)
                 if level == 0 and sweep == MG_SWEEPS - 1:
                     self._reduce("mg_smooth_red_dot", (L.x, L.b, L.nbr, L.diag, np.int32(L.stride), self.sizes,
                                                        self.partials[self.red_blocks:], self.state))
                 else:
-                    self._smooth(level, 0)
+                    self._smooth(level, 0, fused=True)
         if not last:  # one level: no post-smoothing to fold r·z into
             self._reduce("dot_rz", (self.r, self.z, self.sizes, self.partials[self.red_blocks:], self.state))
 

@@ -98,9 +98,9 @@ class Kernels:
         if n > 0:
             self.get(name)(blocks(n, self.threads), (self.threads,), args)
 
-    def launch_grid(self, name: str, grid: tuple, block: tuple, args) -> None:
-        """*name* with an explicit grid and block."""
-        self.get(name)(grid, block, args)
+    def launch_grid(self, name: str, grid: tuple, block: tuple, args, shared_mem: int = 0) -> None:
+        """*name* with an explicit grid and block (and *shared_mem* bytes of dynamic shared memory)."""
+        self.get(name)(grid, block, args, shared_mem=int(shared_mem))
 
 
 # The modules that launch kernels (each creates its ``Kernels`` at import).

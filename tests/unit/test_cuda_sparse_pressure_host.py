@@ -70,6 +70,8 @@ template <typename T> T plain_cas(T* p, T cmp, T v) { T o = *p; if (o == cmp) *p
 """ + READERS
 
 HARNESS = PREAMBLE + r"""
+static std::vector<float> host_tail_shared(1 << 21);  // the _shared tails' "dynamic shared memory"
+#define TAIL_SHARED_ARRAY(name) float* name = host_tail_shared.data()
 #include "flip_sparse_pressure_vcycle.cu"
 struct Level { int m_red, m, stride; std::vector<int> nbr, up, down; std::vector<float> diag, b, x, r; };
 static std::vector<Level> L;
@@ -108,8 +110,10 @@ static void vcycle_split() {
 // sparse_pressure_gpu._vcycle_fused (at least two levels); the partial sums of r·z into rz;
 // levels tail..last in mg_tail_vcycle's one block where tail > 0, and with from > 0 (from <
 // tail) levels from..last in mg_tail_cluster; the levels whose bit is set in first2 start with
-// mg_smooth_first2 (sparse_pressure_gpu.FIRST2_UNKNOWNS)
-static void vcycle_fused(std::vector<double>& rz, int tail = 0, int from = 0, unsigned first2 = 0) {
+// mg_smooth_first2 (sparse_pressure_gpu.FIRST2_UNKNOWNS); shared: the tails' _shared kernels
+// (sparse_pressure_gpu.TAIL_SHARED), their "shared memory" NaN on entry
+static void vcycle_fused(std::vector<double>& rz, int tail = 0, int from = 0, unsigned first2 = 0,
+                         bool shared = false) {
     const int last = (int)L.size() - 1;
     const int first = tail > 0 ? tail : last;
     const int lead = from > 0 ? from : first;  // the levels launch by launch
@@ -142,7 +146,11 @@ static void vcycle_fused(std::vector<double>& rz, int tail = 0, int from = 0, un
                 ptrs.push_back((unsigned long long)p);
             strides.push_back(A.stride);
         }
-        if (from > 0) mg_tail_cluster(ptrs.data(), strides.data(), from, first, last, sizes.data(), state);
+        for (auto& v : host_tail_shared) v = __builtin_nanf("");
+        if (from > 0 && shared)
+            mg_tail_cluster_shared(ptrs.data(), strides.data(), from, first, last, sizes.data(), state);
+        else if (from > 0) mg_tail_cluster(ptrs.data(), strides.data(), from, first, last, sizes.data(), state);
+        else if (shared) mg_tail_vcycle_shared(ptrs.data(), strides.data(), first, last, sizes.data(), state);
         else mg_tail_vcycle(ptrs.data(), strides.data(), first, last, sizes.data(), state);
     } else {
         mg_restrict_coarse_solve(F.r.data(), F.down.data(), C.x.data(), C.b.data(), C.nbr.data(), C.diag.data(),
@@ -234,6 +242,15 @@ int main() {
             if (rz2 != rz) return 2;  // the same r·z partials, added in the same order
         }
     }
+    std::vector<std::vector<float>> z_shared;  // the _shared tails: from 1, the last but one, the cluster's
+    for (int variant = 0; variant < (int)L.size() - 1; ++variant) {  // from 1 with its block from 2 …
+        const int tail = variant == 0 ? 1 : variant == 1 ? (int)L.size() - 2 : variant;
+        const int from = variant >= 2 ? 1 : 0;
+        poison();
+        std::vector<double> shared_partials(F.stride, 0.0);
+        vcycle_fused(shared_partials, tail, from, 0, true);
+        z_shared.emplace_back(F.x.begin(), F.x.begin() + F.m);
+    }
     int n;
     scanf("%d", &n);
     std::vector<int> links, parent(n);
@@ -251,6 +268,8 @@ int main() {
     printf("%d\n", (int)z_clusters.size());
     for (auto& z : z_clusters) for (int c = 0; c < F.m; ++c) printf("%a\n", z[c]);
     for (auto& z : z_first2) for (int c = 0; c < F.m; ++c) printf("%a\n", z[c]);
+    printf("%d\n", (int)z_shared.size());
+    for (auto& z : z_shared) for (int c = 0; c < F.m; ++c) printf("%a\n", z[c]);
     return 0;
 }
 """
@@ -654,7 +673,10 @@ def test_sparse_pressure_kernels_equal_the_numpy_tables_bit_for_bit(device, scen
     assert k == max(0, len(M.levels) - 3)
     z_clusters = np.array([float.fromhex(x) for x in out[5 * m + 3 + n:5 * m + 3 + n + k * m]], np.float32)
     z_clusters = z_clusters.reshape(-1, m)
-    z_first2 = np.array([float.fromhex(x) for x in out[5 * m + 3 + n + k * m:]], np.float32).reshape(3, m)
+    at = 5 * m + 3 + n + k * m
+    z_first2 = np.array([float.fromhex(x) for x in out[at:at + 3 * m]], np.float32).reshape(3, m)
+    shared_count = int(out[at + 3 * m])
+    z_shared = np.array([float.fromhex(x) for x in out[at + 3 * m + 1:]], np.float32).reshape(shared_count, m)
     want_q = level.apply(d)
     assert np.array_equal(q, want_q[:m])
     assert dq == pytest.approx(float(np.dot(d.astype(np.float64), want_q)), rel=1e-12)
@@ -668,6 +690,9 @@ def test_sparse_pressure_kernels_equal_the_numpy_tables_bit_for_bit(device, scen
     for z2 in z_first2:  # mg_smooth_first2 (VOXFX_SPARSE_MG_FIRST2): every level, level 1, with the tail
         assert np.array_equal(z2, want_z[:m])
     assert len(z_clusters) >= (1 if scene else 0)
+    assert shared_count == 2 + len(z_clusters)
+    for z_tail in z_shared:  # the tails' vectors in shared memory (TAIL_SHARED), with the cluster's
+        assert np.array_equal(z_tail, want_z[:m])
     assert np.abs(z).max() > 0
     assert rz == pytest.approx(float(np.dot(r.astype(np.float64), want_z)), rel=1e-12)
     want_labels = sparse_pressure._component_roots(links)

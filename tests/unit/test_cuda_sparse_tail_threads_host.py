@@ -1,5 +1,5 @@
 """The one-block and cluster tails of the V-cycle (cuda/flip_sparse_pressure_vcycle.cu:
-mg_tail_vcycle, mg_tail_cluster) run by real host threads: nvcc builds the kernels as host
+mg_tail_vcycle, mg_tail_cluster and their _shared kernels) run by real host threads: nvcc builds the kernels as host
 functions with thread-local block and thread indices, __syncthreads a barrier of a block's
 threads and the cluster's barrier one of every thread of every block, and the kernels run
 with several blocks of a few threads each. Each pass spreads its unknowns over the threads
@@ -17,9 +17,11 @@ from voxfx.kernels.flip.sparse_pressure_gpu import _MG
 
 # Input: the hierarchy of test_cuda_sparse_vcycle_plan_host (levels, tables, r: unused), then
 # "kernel blocks threads repeats": kernel 0 mg_tail_vcycle from level 1, 1 mg_tail_cluster from
-# level 1 with its block from 2. Each repeat: level 1's b set to a fixed pattern, every other
-# vector NaN off the sentinels, the kernel run. Output: per repeat whether every level's x and
-# r equal the one-thread run's bit for bit (1 or 0).
+# level 1 with its block from 2, 2 and 3 their _shared kernels (the vectors of the block's levels
+# in its "shared memory", NaN on entry). Each repeat: level 1's b set to a fixed pattern, every
+# other vector NaN off the sentinels, the kernel run. Output: per repeat whether every level's
+# x and r equal the one-thread run's of kernel 0 or 1 bit for bit (the _shared kernels: level
+# 1's x, their one result in global memory) (1 or 0).
 HARNESS = r"""
 #include <cstdio>
 #include <cstring>
@@ -60,6 +62,8 @@ template <typename T> T plain_add(T* p, T v) { T o = *p; *p = o + v; return o; }
 #define atomicMax plain_max  // the reductions' header needs them; the tails call none
 #define atomicMin plain_min
 #define atomicAdd plain_add
+static std::vector<float> host_tail_shared(1 << 20);  // the _shared tails' "dynamic shared memory"
+#define TAIL_SHARED_ARRAY(name) float* name = host_tail_shared.data()
 #include "flip_sparse_pressure_vcycle.cu"
 
 struct Level { int m_red, m, stride; std::vector<int> nbr, up, down; std::vector<float> diag, b, x, r; };
@@ -96,7 +100,9 @@ static void run(int kernel, int blocks, int threads) {
                 h_block = {(unsigned)blk, 0, 0};
                 h_thread = {(unsigned)t, 0, 0};
                 if (kernel == 0) mg_tail_vcycle(ptrs.data(), strides.data(), 1, last, sizes.data(), state);
-                else mg_tail_cluster(ptrs.data(), strides.data(), 1, 2, last, sizes.data(), state);
+                else if (kernel == 1) mg_tail_cluster(ptrs.data(), strides.data(), 1, 2, last, sizes.data(), state);
+                else if (kernel == 2) mg_tail_vcycle_shared(ptrs.data(), strides.data(), 1, last, sizes.data(), state);
+                else mg_tail_cluster_shared(ptrs.data(), strides.data(), 1, 2, last, sizes.data(), state);
             });
     for (auto& th : pool) th.join();
     for (auto& b : block_barriers) pthread_barrier_destroy(&b);
@@ -133,7 +139,7 @@ int main() {
     int kernel, blocks, threads, repeats;
     while (scanf("%d %d %d %d", &kernel, &blocks, &threads, &repeats) == 4) {
         reset();
-        run(kernel, 1, 1);
+        run(kernel % 2, 1, 1);  // the global kernel's one-thread run
         std::vector<std::vector<float>> want;
         for (size_t l = 1; l < L.size(); ++l) { want.push_back(L[l].x); want.push_back(L[l].r); }
         bool nonzero = false;
@@ -141,9 +147,10 @@ int main() {
         printf("%d\n", nonzero ? 1 : 0);
         for (int k = 0; k < repeats; ++k) {
             reset();
+            for (auto& v : host_tail_shared) v = __builtin_nanf("");
             run(kernel, blocks, threads);
-            bool ok = true;
-            for (size_t l = 1; l < L.size(); ++l)
+            bool ok = same(L[1].x, want[0]);
+            for (size_t l = 1; l < L.size() && kernel < 2; ++l)
                 ok = ok && same(L[l].x, want[2 * (l - 1)]) && same(L[l].r, want[2 * l - 1]);
             printf("%d\n", ok ? 1 : 0);
         }
@@ -159,8 +166,10 @@ def threads_harness(tmp_path_factory):
     return _build(tmp_path_factory, HARNESS.replace("// DEFINES", "\n".join(defines)), name="tail_threads")
 
 
-@pytest.mark.parametrize("kernel,blocks,threads", [(0, 1, 5), (0, 1, 32), (1, 8, 3), (1, 8, 16), (1, 3, 7)],
-                         ids=["block-5", "block-32", "cluster-8x3", "cluster-8x16", "cluster-3x7"])
+@pytest.mark.parametrize("kernel,blocks,threads", [(0, 1, 5), (0, 1, 32), (1, 8, 3), (1, 8, 16), (1, 3, 7),
+                                                    (2, 1, 5), (2, 1, 32), (3, 8, 3), (3, 3, 7)],
+                         ids=["block-5", "block-32", "cluster-8x3", "cluster-8x16", "cluster-3x7", "block-5-shared",
+                              "block-32-shared", "cluster-8x3-shared", "cluster-3x7-shared"])
 def test_tails_on_threads_give_the_one_thread_values(threads_harness, hierarchy, kernel, blocks, threads):  # noqa: F811
     lines = hierarchy[3] + [f"{kernel} {blocks} {threads} 6"]
     out = [int(v) for v in threads_harness.raw(lines, check=True).split()]

@@ -26,6 +26,8 @@ from voxfx.kernels.flip.sparse_pressure_vcycle import VCycleLaunches
 # 2 one block (the one-block and cluster kernels: their passes in order, as one thread).
 # Output: z (m0, hex), Σ of the r·z partials.
 HARNESS = PREAMBLE + r"""
+static std::vector<float> host_tail_shared(1 << 20);  // the _shared tails' "dynamic shared memory"
+#define TAIL_SHARED_ARRAY(name) float* name = host_tail_shared.data()
 #include "flip_sparse_pressure_vcycle.cu"
 #include <map>
 #include <string>
@@ -76,6 +78,11 @@ static void call(const std::string& k, const std::vector<Arg>& a) {
         mg_tail_vcycle((const unsigned long long*)a[0].p, I(1), N(2), N(3), I(4), I(5));
     else if (k == "mg_tail_cluster")
         mg_tail_cluster((const unsigned long long*)a[0].p, I(1), N(2), N(3), N(4), I(5), I(6));
+    else if (k == "mg_tail_vcycle_shared")
+        mg_tail_vcycle_shared((const unsigned long long*)a[0].p, I(1), N(2), N(3), I(4), I(5));
+    else if (k == "mg_tail_cluster_shared")
+        mg_tail_cluster_shared((const unsigned long long*)a[0].p, I(1), N(2), N(3), N(4), I(5), I(6));
+
     else { fprintf(stderr, "unknown kernel %s\n", k.c_str()); exit(4); }
 }
 
@@ -128,6 +135,7 @@ int main() {
             blocks = n;
         }
         h_dim.x = 1; h_thread.x = 0; h_grid.x = (unsigned)n;
+        for (auto& v : host_tail_shared) v = __builtin_nanf("");  // nothing carried over in shared memory
         for (int blk = 0; blk < n; ++blk) { h_block.x = blk; call(name, a); }
     }
     for (int c = 0; c < L[0].m; ++c) printf("%a\n", L[0].x[c]);
@@ -161,7 +169,8 @@ class Recorded(VCycleLaunches):
     """VCycleLaunches with launch hooks that record, for levels of *strides* (the harness
     gives each level's buffers that stride)."""
 
-    def __init__(self, strides, tail=0, cluster=0, first2=0, capability=90, red_blocks=7):
+    def __init__(self, strides, tail=0, cluster=0, first2=0, capability=90, red_blocks=7, shared=False,
+                 colour_grid=1):
         last = len(strides) - 1
         self.levels = [_LevelBuffers(level, s, last) for level, s in enumerate(strides)]
         self.sizes, self.state, self.partials = Buffer("sizes"), Buffer("state"), Buffer("partials")
@@ -171,6 +180,8 @@ class Recorded(VCycleLaunches):
         self.tail = None if first is None else (first, Buffer("ptrs"), Buffer("strides"))
         self.cluster_from = self._cluster_from(cluster, capability)
         self.first2 = self._first2_levels(first2)
+        self.tail_shared = self._tail_shared_bytes(shared, 1 << 22)
+        self.colour_grid = colour_grid
         self.launches = []
 
     def _launch(self, name, n, args):
@@ -179,7 +190,8 @@ class Recorded(VCycleLaunches):
     def _reduce(self, name, args):
         self.launches.append((name, 1, self.red_blocks, args))
 
-    def _one(self, name, grid, block, args):
+    def _one(self, name, grid, block, args, shared_mem=0):
+        assert shared_mem == self.tail_shared and shared_mem <= 4 << 20  # the harness's array
         self.launches.append((name, 2, 1, args))
 
     def lines(self):
@@ -228,7 +240,8 @@ def hierarchy():
     return strides, r, M(r), lines
 
 
-# VCYCLE and the levels whose strides bound TAIL, CLUSTER and FIRST2 (None: 0, off)
+# VCYCLE and the levels whose strides bound TAIL, CLUSTER and FIRST2 (None: 0, off), and
+# where given TAIL_SHARED and COLOUR_GRID
 CASES = {
     "split": ("split", None, None, None),
     "fused": ("fused", None, None, None),
@@ -238,6 +251,11 @@ CASES = {
     "first2-all": ("fused", None, None, 0),
     "first2-1-tail2": ("fused", 2, None, 1),
     "cluster1-tail2-first2": ("fused", 2, 1, 0),
+    "fused-tail1-shared": ("fused", 1, None, None, True),
+    "fused-tail2-shared": ("fused", 2, None, None, True),
+    "cluster1-tail2-shared": ("fused", 2, 1, None, True),
+    "fused-colour2": ("fused", None, None, None, False, 2),
+    "cluster1-tail2-shared-colour4": ("fused", 2, 1, None, True, 4),
 }
 
 
@@ -248,14 +266,20 @@ def _bound(strides, level):
 @pytest.mark.parametrize("case", CASES)
 def test_vcycle_launch_plan_gives_the_numpy_z_bit_for_bit(plan_harness, hierarchy, case):
     strides, r, want_z, lines = hierarchy
-    vcycle, tail, cluster, first2 = CASES[case]
-    plan = Recorded(strides, _bound(strides, tail), _bound(strides, cluster), _bound(strides, first2))
+    vcycle, tail, cluster, first2, *more = CASES[case]
+    shared, colour = (more + [False, 1][len(more):])
+    plan = Recorded(strides, _bound(strides, tail), _bound(strides, cluster), _bound(strides, first2),
+                    shared=shared, colour_grid=colour)
+    assert (plan.tail_shared > 0) == shared
     if vcycle == "split":
         plan._vcycle()
     else:
         plan._vcycle_fused()
     if cluster is not None:
         assert plan.cluster_from == 1 and plan.tail[0] == 2
+    assert any("_shared" in name for name, *_ in plan.launches) == shared
+    narrow = [n for _, kind, n, _ in plan.launches if kind == 0 and strides[1] < n < strides[0]]
+    assert bool(narrow) == (colour > 1)  # level 0's one-colour launches over stride / colour threads
     out = plan_harness.raw(lines + plan.lines(), check=True).split()
     m = len(r) - 1
     z = np.array([float.fromhex(x) for x in out[:m]], np.float32)

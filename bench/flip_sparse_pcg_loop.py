@@ -1,0 +1,223 @@
+"""The sparse PCG loop per iteration (issue 24): ``bench/flip_sparse.py``'s dam break on the
+GPU, its pressure solves timed with the loop's switches of ``sparse_pressure_gpu`` A/B in one
+process, every variant on the same state in turn.
+
+    python3 bench/flip_sparse_pcg_loop.py [--n 256] [--particles 8e6] [--warm 2] [--substeps 3]
+        [--repeats 5] [--replays 5] [--substep-runs 4] [--variants plain:0:1 shared:1:1 shared-colour2:1:2]
+
+A variant is NAME:TAIL_SHARED:COLOUR_GRID (``sparse_pressure_gpu.TAIL_SHARED``, the one-block
+tail's vectors in shared memory; ``COLOUR_GRID``, the one-colour launches over stride /
+COLOUR_GRID threads). Per substep, on its state before the solve (the warm start's carried pressure put back
+before each solve, the tables built every solve as the profile bench does):
+
+- ``solve``: the whole ``solve_pressure`` (CUDA events, median of ``--repeats``), its CG
+  iterations and max |p − p(first variant)| (0: the same bits);
+- ``loop/it``: the solver's loop graph (``check_every`` iterations) replayed ``--replays``
+  times with the convergence test off (threshold −1), per iteration: the loop's own pace;
+- ``kernels``: one iteration launched kernel by kernel, an event pair a launch (first substep).
+
+Then ``--substep-runs`` whole substeps with the variants in turn each substep
+(``flip_sparse.timed_sparse_substep``), their stages' medians.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from tools.package import load  # noqa: E402
+
+load()
+from voxfx.kernels.flip import sparse_pressure, sparse_pressure_gpu  # noqa: E402
+from voxfx.kernels.flip.grid import FlipSettings  # noqa: E402
+from voxfx.kernels.flip.sim import FlipSimulation  # noqa: E402
+from voxfx.kernels.grid import launch  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "bench"))
+from flip import dam_break  # noqa: E402
+from flip_sparse import timed_sparse_substep  # noqa: E402
+from flip_sparse_pressure import after_pressure, before_pressure  # noqa: E402
+
+
+def use(variant):
+    _, shared, colour = variant.split(":")
+    sparse_pressure_gpu.TAIL_SHARED = shared != "0"
+    sparse_pressure_gpu.COLOUR_GRID = int(colour)
+
+
+def carried(grid, keep=None):
+    """A copy of the warm start's carried channel (keep None), or put *keep* back."""
+    name = sparse_pressure.CARRIED
+    if keep is None:
+        return [grid.channels[name][0].copy(), *grid.channels[name][1:]] if name in grid.channels else False
+    grid.channels.pop(name, None)
+    if keep is not False:
+        grid.channels[name] = [keep[0].copy(), *keep[1:]]
+
+
+def the_solver():
+    return next(reversed(sparse_pressure_gpu._solvers.values()))  # the last used (moved to the end)
+
+
+def solve(sim, dt, keep):
+    import cupy as cp
+
+    carried(sim.grid, keep)
+    a, b = cp.cuda.Event(), cp.cuda.Event()
+    a.record()
+    p, stats = sparse_pressure.solve_pressure(sim.grid, dt, tolerance=sim.settings.pressure_tolerance,
+                                              max_iterations=sim.settings.pressure_max_iterations)
+    b.record()
+    b.synchronize()
+    return cp.cuda.get_elapsed_time(a, b), p, stats["iterations"]
+
+
+def loop_pace(replays):
+    """ms an iteration of the last solver's loop graph, the convergence test off; and whether
+    it ran to the end (not stopped: a stopped loop's kernels return at once)."""
+    import cupy as cp
+
+    solver = the_solver()
+    solver.state[1] = 0  # S_STOPPED
+    solver.state[3] = 10 ** 8  # S_MAXIT
+    solver.scalars[1] = -1.0  # D_THRESH: ‖r‖² ≤ −1 never holds
+    solver.loop.run()  # captured here if the solve never needed a whole block
+    a, b = cp.cuda.Event(), cp.cuda.Event()
+    a.record()
+    for _ in range(replays):
+        solver.loop.run()
+    b.record()
+    b.synchronize()
+    ran = int(solver.state[1].get()) == 0
+    solver.state[1] = 1
+    return cp.cuda.get_elapsed_time(a, b) / (replays * solver.check_every), ran
+
+
+def iteration_kernels():
+    """{kernel: (ms, launches)} of one iteration of the last solver, launched directly."""
+    import cupy as cp
+
+    solver = the_solver()
+    solver.state[1] = 0
+    solver.state[3] = 10 ** 8
+    solver.scalars[1] = -1.0
+    pairs = defaultdict(list)
+    plain = launch.Kernels.launch_grid
+
+    def timed(self, name, *args):
+        a, b = cp.cuda.Event(), cp.cuda.Event()
+        a.record()
+        plain(self, name, *args)
+        b.record()
+        pairs[name].append((a, b))
+    cp.cuda.Device().synchronize()
+    launch.Kernels.launch_grid = timed
+    try:
+        solver._iteration()
+    finally:
+        launch.Kernels.launch_grid = plain
+    cp.cuda.Device().synchronize()
+    solver.state[1] = 1
+    return {k: (sum(cp.cuda.get_elapsed_time(a, b) for a, b in v), len(v)) for k, v in pairs.items()}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=256)
+    ap.add_argument("--particles", type=float, default=8e6)
+    ap.add_argument("--warm", type=int, default=2)
+    ap.add_argument("--substeps", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--replays", type=int, default=5)
+    ap.add_argument("--substep-runs", type=int, default=4)
+    ap.add_argument("--variants", nargs="+", default=["plain:0:1", "shared:1:1", "shared-colour2:1:2",
+                                                      "shared-colour4:1:4"])
+    args = ap.parse_args()
+    import cupy as cp
+
+    sparse_pressure.REUSE_TABLES = False  # the variants solve the same cells in turn
+    sparse_pressure_gpu._SOLVER_CACHE = 2 * len(args.variants)
+    print(f"device: {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}; variants "
+          "NAME:TAIL_SHARED:COLOUR_GRID",
+          flush=True)
+    spec, v, t = dam_break(args.n, int(args.particles))
+    sim = FlipSimulation(spec, FlipSettings(), v, t, xp=cp, sparse=True)
+    dt = 1 / 120
+    for _ in range(args.warm):  # compile every variant's kernels, capture its graphs
+        old = before_pressure(sim, dt)
+        keep = carried(sim.grid)
+        for variant in args.variants:
+            use(variant)
+            _, p, _ = solve(sim, dt, keep)
+            loop_pace(1)
+        sparse_pressure.carry(sim.grid, p)
+        after_pressure(sim, dt, old, p)
+    rows = {variant: defaultdict(list) for variant in args.variants}
+    kernels = {}
+    for step in range(args.substeps):
+        old = before_pressure(sim, dt)
+        keep = carried(sim.grid)
+        first = None
+        for _ in range(args.repeats):
+            for variant in args.variants:
+                use(variant)
+                ms, p, its = solve(sim, dt, keep)
+                p = cp.asnumpy(p)
+                first = p if first is None else first
+                rows[variant]["solve"].append(ms)
+                rows[variant]["iterations"].append(its)
+                rows[variant]["max |dp|"].append(float(np.abs(p - first).max()))
+                rows[variant]["same bits"].append(bool(np.array_equal(p.view(np.int32), first.view(np.int32))))
+        for variant in args.variants:
+            use(variant)
+            solve(sim, dt, keep)
+            pace, ran = loop_pace(args.replays)
+            rows[variant]["loop/it"].append(pace)
+            rows[variant]["loop ran"].append(ran)
+            if step == 0:
+                kernels[variant] = iteration_kernels()
+        use(args.variants[-1])
+        _, p, _ = solve(sim, dt, keep)
+        sparse_pressure.carry(sim.grid, p)
+        after_pressure(sim, dt, old, p)
+    solver = the_solver()
+    print(f"{args.n}³, {len(sim.pos):,} particles, {sim.grid.brick_count()} bricks, {sim.fluid_cell_count():,} fluid "
+          f"cells; strides {solver.strides}, tail {solver.tail[0] if solver.tail else None}, cluster from "
+          f"{solver.cluster_from}, tail shared {solver.tail_shared} B")
+    print("\nvariant | solve ms (median) | loop ms an iteration (median) | CG iterations | max |dp| | same bits | "
+          "loop ran")
+    for variant, r in rows.items():
+        print(f"  {variant} | {np.median(r['solve']):.3f} | {np.median(r['loop/it']) * 1e3:.1f} µs | "
+              f"{sorted(set(r['iterations']))} | {max(r['max |dp|']):.3g} | {all(r['same bits'])} | "
+              f"{all(r['loop ran'])}")
+    print("\none iteration kernel by kernel (event pair a launch, first substep): kernel ms (launches)")
+    for variant, k in kernels.items():
+        total = sum(ms for ms, _ in k.values())
+        print(f"  {variant}: total {total:.3f} ms in {sum(n for _, n in k.values())} launches; "
+              + ", ".join(f"{name} {ms:.3f} ({n})" for name, (ms, n) in sorted(k.items(), key=lambda kv: -kv[1][0])))
+    if args.substep_runs:
+        ev, sub = [cp.cuda.Event() for _ in range(6)], [cp.cuda.Event() for _ in range(6)]
+        stages = defaultdict(list)
+        for _ in range(args.substep_runs):
+            for variant in args.variants:
+                use(variant)
+                ms, its, _ = timed_sparse_substep(sim, dt, ev, sub)
+                stages[variant].append((ms, its))
+        print("\nwhole substeps, variants in turn (ms medians): variant | topology | p2g | pressure | project | "
+              "g2p+advect | substep | CG it")
+        for variant, runs in stages.items():
+            med = np.median(np.array([ms[:5] for ms, _ in runs], float), axis=0)
+            print(f"  {variant} | " + " | ".join(f"{m:.2f}" for m in med) + f" | {med.sum():.2f} | "
+                  f"{[its for _, its in runs]}")
+    print(f"VOXFX env: {({k: v for k, v in os.environ.items() if k.startswith('VOXFX')})}")
+
+
+if __name__ == "__main__":
+    main()
