@@ -142,6 +142,145 @@ def scatter_pieces(cp, g, pos, vel, binned, faces, valid, repeat):
         print(f"{name} | {ms:.3f} | {floor:.3f} | {ms / floor:.0f}×")
 
 
+P2G_WAYS = (("atomic", "brick"), ("grouped", "brick"), ("atomic", "cells"), ("grouped", "cells"))
+
+
+def way(count_mode, kernel):
+    """The P2G way: ``VOXFX_SPARSE_BIN_COUNT`` and ``VOXFX_SPARSE_SCATTER``."""
+    os.environ["VOXFX_SPARSE_BIN_COUNT"], os.environ["VOXFX_SPARSE_SCATTER"] = count_mode, kernel
+
+
+def ab_bits(cp, g, pos, vel):
+    """Each way's faces, masks and counts against the first way's, bit for bit (FLIP, and
+    APIC with a random C)."""
+    n = int(pos.shape[0])
+    c = cp.random.default_rng(2).standard_normal((n, 3, 3), dtype=cp.float32)
+    for apic in (False, True):
+        want = None
+        for ways in P2G_WAYS:
+            way(*ways)
+            valid = sparse_gpu.particles_to_grid(g, pos, vel, c if apic else None, "scatter")
+            got = [cp.concatenate([g[f].view(cp.uint32) for f in g.FACES]), g.bins[1].copy(), cp.concatenate(valid)]
+            if want is None:
+                want = got
+                continue
+            same = all(bool((a == b).all()) for a, b in zip(got, want))
+            print(f"{'APIC' if apic else 'FLIP'} {ways[0]} count + {ways[1]} scatter: " +
+                  ("the same faces, masks and counts bit for bit" if same else "FACES DIFFER"))
+
+
+def ab_launches(cp, g, pos, vel, repeat):
+    """The counts and scatter kernels launch by launch on the same inputs (FLIP), and the
+    scatter kernels' sums through the grouped count's order against each other."""
+    from voxfx.kernels.flip.sparse_gpu import _I32, _I64, KERNELS, _dims, _frame, _topo, brick_index
+
+    n, cells = int(pos.shape[0]), g.size
+    keys, slots, nk = _topo(g)
+    ox, oy, oz, h, inv_h = _frame(g)
+    index = brick_index(g)
+    count = cp.zeros(cells + 1, cp.int32)
+    cell_of, rank, order = (cp.empty(n, cp.int32) for _ in range(3))
+    bounds = cp.zeros(2, cp.uint32)
+    acc = cp.zeros(6 * cells, cp.uint64)
+    state = {}
+
+    def count_pass(name):
+        def run():
+            count.fill(0)
+            bounds.fill(0)
+            KERNELS.launch(name, n, (pos, vel, count, _I32(0), _I64(n), ox, oy, oz, inv_h, h, keys, slots, nk,
+                                     *index, _I64(cells), count, cell_of, rank, bounds))
+        return run
+
+    def scan():
+        state["start"] = sparse_gpu.scan_counts(cp, count, cells, bounds)
+
+    def place():
+        DENSE.launch("place_particles", n, (cell_of, rank, state["start"], _I64(n), order))
+
+    def scatter(kernel, blocks=None):
+        def run():
+            kernels = sparse_scatter._build(sparse_scatter.SCATTER_MIN_BLOCKS,
+                                            blocks or sparse_scatter.CELLS_MIN_BLOCKS)
+            a = (pos, vel, count, _I32(0), state["start"], count, g.brick_slot, g.slot_coords, g.brick_nbr,
+                 _I64(cells), _I32(g.closed), *_dims(g), *_frame(g))
+            through = (order, _I32(1), acc)
+            if kernel == "cells":
+                kernels.launch_grid("p2g_scatter_cells", (cells // 512,), (sparse_scatter.SCATTER_THREADS,),
+                                    (*a[:3], *a[4:19], bounds, *through))
+            else:
+                kernels.launch_grid("p2g_scatter_brick", (cells // 512,), (sparse_scatter.SCATTER_THREADS,),
+                                    (*a[:19], bounds, _I32(sparse_scatter.SCATTER_SPREAD), *through))
+        return run
+
+    print(f"launch | ms (median of {repeat}) | floor ms")
+    kernels = [("brick", None), ("cells", 3), ("cells", 4), ("cells", 2)]
+    rows = [("count_particles_bounds (atomic)", count_pass("count_particles_bounds"), 32 * n + 4 * cells),
+            ("count_particles_grouped", count_pass("count_particles_grouped"), 32 * n + 4 * cells),
+            ("bin_scan_sums + bin_scan", scan, 12 * cells),
+            ("place_particles (after grouped)", place, 16 * n),
+            ("scatter sums zeroed", lambda: acc.fill(0), 48 * cells)]
+    rows += [(f"p2g_scatter_{k} through the order" + (f", {b} blocks an SM" if b else ""), scatter(k, b),
+              28 * n + 56 * cells) for k, b in kernels]
+    for name, fn, nbytes in rows:
+        fn()  # warm (compiles)
+        ms = timed(cp, fn, repeat)
+        print(f"{name} | {ms:.3f} | {nbytes / BANDWIDTH * 1e3:.3f}")
+    sums = []
+    for kernel, blocks in kernels:
+        acc.fill(0)
+        scatter(kernel, blocks)()
+        sums.append(acc.copy())
+    print("the scatter kernels' sums through the grouped order: " + (
+        "the same bits" if all(bool((s == sums[0]).all()) for s in sums[1:]) else "SUMS DIFFER"))
+
+
+def ab_substeps(cp, sim, dt, repeat, substeps):
+    """Whole P2G (the ways in turn, *repeat* rounds), then *substeps* whole substeps
+    (``flip_sparse.timed_sparse_substep``) the old and the new way in turn (two to warm)."""
+    g, pos, vel = sim.grid, sim.pos, sim.vel
+    whole = {w: [] for w in P2G_WAYS}
+    for _ in range(repeat):
+        for w in P2G_WAYS:
+            way(*w)
+            whole[w].append(timed(cp, lambda: sparse_gpu.particles_to_grid(g, pos, vel, None, "scatter"), 1))
+    for w in P2G_WAYS:
+        print(f"particles_to_grid (whole), {w[0]} count + {w[1]} scatter | {np.median(whole[w]):.3f}")
+    from flip_sparse import STAGES, SUBSTAGES, timed_sparse_substep
+
+    ev = [cp.cuda.Event() for _ in range(6)]
+    sub = [cp.cuda.Event() for _ in range(6)]
+    ab = (P2G_WAYS[0], P2G_WAYS[-1])
+    rows = {w: [] for w in ab}
+    for i in range(substeps + 2):
+        w = ab[i % 2]
+        way(*w)
+        ms, _, parts = timed_sparse_substep(sim, dt, ev, sub)
+        if i >= 2:
+            rows[w].append((ms, parts))
+    for w in ab:
+        ms = np.median(np.array([r[0] for r in rows[w]]), axis=0)
+        parts = np.median(np.array([r[1] for r in rows[w]]), axis=0)
+        print(f"substeps, {w[0]} count + {w[1]} scatter ({len(rows[w])}): " +
+              ", ".join(f"{k} {v:.3f}" for k, v in zip(STAGES, ms)) +
+              f", substep {sum(ms):.2f} ms; bin+gather {parts[SUBSTAGES.index('bin+gather')]:.3f}")
+
+
+def p2g_ab(cp, sim, dt, repeat, substeps):
+    """``--ab`` (helper i24y): the order binning's two counts (``VOXFX_SPARSE_BIN_COUNT``) and
+    the scatter's two kernels (``VOXFX_SPARSE_SCATTER``): their bits (``ab_bits``), launches
+    (``ab_launches``), whole P2G and whole substeps (``ab_substeps``)."""
+    saved = {k: os.environ.get(k) for k in ("VOXFX_SPARSE_BIN_COUNT", "VOXFX_SPARSE_SCATTER")}
+    ab_bits(cp, sim.grid, sim.pos, sim.vel)
+    ab_launches(cp, sim.grid, sim.pos, sim.vel, repeat)
+    ab_substeps(cp, sim, dt, repeat, substeps)
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+
+
 def main():  # noqa: C901 (one bench: its launches timed in turn, each a small closure)
     ap = argparse.ArgumentParser()
     add_scene_arguments(ap)
@@ -151,8 +290,16 @@ def main():  # noqa: C901 (one bench: its launches timed in turn, each a small c
     ap.add_argument("--spread", nargs="*", type=int, default=[8, 1, 32], help="scatter variants (lanes' spread)")
     ap.add_argument("--blocks", nargs="*", type=int, default=[3, 5],
                     help="scatter variants built for these blocks an SM (default build: 4)")
+    ap.add_argument("--ab", type=int, default=0, metavar="SUBSTEPS",
+                    help="only the counts' and scatter kernels' A/B (p2g_ab), then this many whole substeps")
     args = ap.parse_args()
     import cupy as cp
+
+    if args.ab:
+        _, sim, dt = stepped_dam_break(args)
+        print(f"{args.res}³, {int(sim.pos.shape[0]):,} particles, {sim.grid.brick_count()} bricks")
+        p2g_ab(cp, sim, dt, args.repeat, args.ab)
+        return
 
     from voxfx.kernels.flip.sparse_gpu import _I32, _I64, KERNELS, _frame, _topo, brick_index
 

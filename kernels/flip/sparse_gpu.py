@@ -129,6 +129,9 @@ G2P_ORDERS = ("cell", "input")
 # sorted copies, the bound fused into the count, a two-launch scan) or "sorted" (bin_particles, the gathers' binning)
 BINNINGS = ("order", "sorted")
 BIN_SCAN_TILES = 8192  # bin_scan: at most this many tiles (a block sums the earlier tiles' sums)
+# VOXFX_SPARSE_BIN_COUNT, the order binning's count: "atomic" (count_particles_bounds, an atomic a particle)
+# or "grouped" (count_particles_grouped: one a warp's run of particles in one cell; the same counts)
+BIN_COUNTS = ("atomic", "grouped")
 G2P_KERNELS = ("bricks", "walk")  # flip_sparse_g2p.cu: g2p_advect_bricks, g2p_advect_sparse
 G2P_THREADS = 512  # a block of G2P: 2–4% faster than 256 at 8M (H200, bench/flip_sparse_g2p.py), the same bits
 G2P = Kernels("flip_sparse_g2p.cu", ("--fmad=false",), G2P_THREADS,
@@ -152,6 +155,14 @@ def binning_mode(mode=None) -> str:
     mode = mode or os.environ.get("VOXFX_SPARSE_BINNING", "").strip().lower() or BINNINGS[0]
     if mode not in BINNINGS:
         raise ValueError(f"VOXFX_SPARSE_BINNING must be one of {', '.join(BINNINGS)}, not {mode!r}")
+    return mode
+
+
+def bin_count_mode(mode=None) -> str:
+    """The order binning's count kernel: *mode*, else ``VOXFX_SPARSE_BIN_COUNT``, else ``BIN_COUNTS[0]``."""
+    mode = mode or os.environ.get("VOXFX_SPARSE_BIN_COUNT", "").strip().lower() or BIN_COUNTS[0]
+    if mode not in BIN_COUNTS:
+        raise ValueError(f"VOXFX_SPARSE_BIN_COUNT must be one of {', '.join(BIN_COUNTS)}, not {mode!r}")
     return mode
 
 
@@ -284,9 +295,9 @@ def bin_particles_order(grid, pos, vel, c):
     rank = cp.empty(n, cp.int32)
     bounds = cp.zeros(2, cp.uint32)
     apic = c is not None
-    KERNELS.launch("count_particles_bounds", n, (pos, vel, c if apic else count, _I32(apic), _I64(n), ox, oy, oz,
-                                                 inv_h, h, keys, slots, nk, *brick_index(grid), _I64(cells), count,
-                                                 cell_of, rank, bounds))
+    name = "count_particles_grouped" if bin_count_mode() == "grouped" else "count_particles_bounds"
+    KERNELS.launch(name, n, (pos, vel, c if apic else count, _I32(apic), _I64(n), ox, oy, oz, inv_h, h, keys, slots,
+                             nk, *brick_index(grid), _I64(cells), count, cell_of, rank, bounds))
     start = scan_counts(cp, count, cells, bounds)
     order = cp.empty(n, cp.int32)
     DENSE.launch("place_particles", n, (cell_of, rank, start, _I64(n), order))

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# The device call for P2G's scatter by cells and grouped count (issue 24, branch i24y;
+# kernels/flip/sparse_scatter.py, sparse_gpu.bin_count_mode): bench/flip_sparse_p2g.py --ab on the
+# 8M dam break (bits, launches, whole P2G and whole substeps, the old and new way in one process),
+# then the P2G GPU files. Each part under its own timeout (≤ 160 s in all); logs under $OUT.
+OUT=${OUT:-out}; mkdir -p "$OUT"; export PYTHONUNBUFFERED=1
+nvidia-smi --query-gpu=name --format=csv,noheader
+timeout ${AB_S:-105} python3 bench/flip_sparse_p2g.py --ab ${AB_SUBSTEPS:-8} --repeat 7 > "$OUT/ab.log" 2>&1
+echo "ab rc=$? elapsed $SECONDS"
+grep -vE "^ *$" "$OUT/ab.log" | grep -vE "Warning|warn" | tail -40
+T=tests/gpu
+timeout ${TESTS_S:-55} python3 -m pytest -q -p no:cacheprovider -rf --durations=5 -x \
+    $T/test_flip_sparse_scatter_cells_gpu.py $T/test_flip_sparse_scatter_gpu.py $T/test_flip_sparse_binning_gpu.py \
+    > "$OUT/tests.log" 2>&1
+echo "tests rc=$?"; grep -E 'passed|failed|error' "$OUT/tests.log" | tail -1; grep -E '^(FAILED|ERROR)' "$OUT/tests.log" | head
+grep -E "^E  " "$OUT/tests.log" | head -20
+echo "elapsed $SECONDS"
