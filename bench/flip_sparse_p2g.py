@@ -198,10 +198,10 @@ def ab_launches(cp, g, pos, vel, repeat):
     def place():
         DENSE.launch("place_particles", n, (cell_of, rank, state["start"], _I64(n), order))
 
-    def scatter(kernel, blocks=None):
+    def scatter(kernel, blocks=None, **defines):
         def run():
             kernels = sparse_scatter._build(sparse_scatter.SCATTER_MIN_BLOCKS,
-                                            blocks or sparse_scatter.CELLS_MIN_BLOCKS)
+                                            blocks or sparse_scatter.CELLS_MIN_BLOCKS, **defines)
             a = (pos, vel, count, _I32(0), state["start"], count, g.brick_slot, g.slot_coords, g.brick_nbr,
                  _I64(cells), _I32(g.closed), *_dims(g), *_frame(g))
             through = (order, _I32(1), acc)
@@ -214,30 +214,37 @@ def ab_launches(cp, g, pos, vel, repeat):
         return run
 
     print(f"launch | ms (median of {repeat}) | floor ms")
-    kernels = [("brick", None), ("cells", 3), ("cells", 4), ("cells", 2)]
+    inline, major = {"SCATTER_CELLS_INLINE": 1}, {"SCATTER_CELLS_COMP_MAJOR": 1}
+    kernels = [("brick", None, {}), ("cells", 3, {}), ("cells", 3, inline), ("cells", 3, {**inline, **major}),
+               ("cells", 3, major), ("cells", 4, inline)]
     rows = [("count_particles_bounds (atomic)", count_pass("count_particles_bounds"), 32 * n + 4 * cells),
             ("count_particles_grouped", count_pass("count_particles_grouped"), 32 * n + 4 * cells),
             ("bin_scan_sums + bin_scan", scan, 12 * cells),
             ("place_particles (after grouped)", place, 16 * n),
             ("scatter sums zeroed", lambda: acc.fill(0), 48 * cells)]
-    rows += [(f"p2g_scatter_{k} through the order" + (f", {b} blocks an SM" if b else ""), scatter(k, b),
-              28 * n + 56 * cells) for k, b in kernels]
+    rows += [(f"p2g_scatter_{k} through the order" + (f", {b} blocks an SM" if b else "") +
+              "".join(f", {d[len('SCATTER_CELLS_'):].lower()}" for d in defs), scatter(k, b, **defs),
+              28 * n + 56 * cells) for k, b, defs in kernels]
     for name, fn, nbytes in rows:
         fn()  # warm (compiles)
         ms = timed(cp, fn, repeat)
         print(f"{name} | {ms:.3f} | {nbytes / BANDWIDTH * 1e3:.3f}")
     sums = []
-    for kernel, blocks in kernels:
+    for kernel, blocks, defs in kernels:
         acc.fill(0)
-        scatter(kernel, blocks)()
+        scatter(kernel, blocks, **defs)()
         sums.append(acc.copy())
     print("the scatter kernels' sums through the grouped order: " + (
         "the same bits" if all(bool((s == sums[0]).all()) for s in sums[1:]) else "SUMS DIFFER"))
+    best = min(range(1, len(kernels)), key=lambda i: timed(cp, scatter(kernels[i][0], kernels[i][1], **kernels[i][2]),
+                                                           repeat))
+    return kernels[best][1:]
 
 
 def ab_substeps(cp, sim, dt, repeat, substeps):
     """Whole P2G (the ways in turn, *repeat* rounds), then *substeps* whole substeps
-    (``flip_sparse.timed_sparse_substep``) the old and the new way in turn (two to warm)."""
+    (``flip_sparse.timed_sparse_substep``) three ways in turn (one round to warm): atomic count +
+    brick scatter (the old way), grouped count + brick, grouped count + cells."""
     g, pos, vel = sim.grid, sim.pos, sim.vel
     whole = {w: [] for w in P2G_WAYS}
     for _ in range(repeat):
@@ -250,13 +257,13 @@ def ab_substeps(cp, sim, dt, repeat, substeps):
 
     ev = [cp.cuda.Event() for _ in range(6)]
     sub = [cp.cuda.Event() for _ in range(6)]
-    ab = (P2G_WAYS[0], P2G_WAYS[-1])
+    ab = (P2G_WAYS[0], P2G_WAYS[1], P2G_WAYS[3])
     rows = {w: [] for w in ab}
-    for i in range(substeps + 2):
-        w = ab[i % 2]
+    for i in range(substeps + len(ab)):
+        w = ab[i % len(ab)]
         way(*w)
         ms, _, parts = timed_sparse_substep(sim, dt, ev, sub)
-        if i >= 2:
+        if i >= len(ab):
             rows[w].append((ms, parts))
     for w in ab:
         ms = np.median(np.array([r[0] for r in rows[w]]), axis=0)
@@ -272,7 +279,9 @@ def p2g_ab(cp, sim, dt, repeat, substeps):
     (``ab_launches``), whole P2G and whole substeps (``ab_substeps``)."""
     saved = {k: os.environ.get(k) for k in ("VOXFX_SPARSE_BIN_COUNT", "VOXFX_SPARSE_SCATTER")}
     ab_bits(cp, sim.grid, sim.pos, sim.vel)
-    ab_launches(cp, sim.grid, sim.pos, sim.vel, repeat)
+    blocks, defines = ab_launches(cp, sim.grid, sim.pos, sim.vel, repeat)
+    print(f"the cells kernel's fastest build (whole P2G and substeps below): {blocks} blocks an SM, {defines}")
+    sparse_scatter.CELLS_MIN_BLOCKS, sparse_scatter.CELLS_DEFINES = blocks, defines
     ab_substeps(cp, sim, dt, repeat, substeps)
     for k, v in saved.items():
         if v is None:

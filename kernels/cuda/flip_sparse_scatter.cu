@@ -324,8 +324,20 @@ __device__ __forceinline__ bool scatter_face(int closed, int node, int limit)
 
 // A particle that is not regular, one component (rare: out of line, so that its registers
 // do not weigh on the regular path's).
+#ifndef SCATTER_CELLS_COMP_MAJOR  // 1: items component-major (the A/B of bench/flip_sparse_p2g.py)
+#define SCATTER_CELLS_COMP_MAJOR 0
+#endif
+#ifndef SCATTER_CELLS_INLINE  // 1: scatter_irregular inlined (no call in the loop; the A/B of bench/flip_sparse_p2g.py)
+#define SCATTER_CELLS_INLINE 0
+#endif
+#if SCATTER_CELLS_INLINE
+#define SCATTER_IRREGULAR_INLINE __forceinline__
+#else
+#define SCATTER_IRREGULAR_INLINE __noinline__
+#endif
+
 template <bool APIC>
-__device__ __noinline__ void scatter_irregular(const float* __restrict__ spos, const float* __restrict__ svel,
+__device__ SCATTER_IRREGULAR_INLINE void scatter_irregular(const float* __restrict__ spos, const float* __restrict__ svel,
                                                const float* __restrict__ sc, int p, int comp, const int brick[3],
                                                int closed, const int n[3], const float o[3], float h, float inv_h,
                                                float scale_q, float scale_w, unsigned int* acc)
@@ -473,7 +485,11 @@ __device__ __forceinline__ void scatter_cells(const float* __restrict__ spos, co
                                               float scale_w, unsigned int* acc)
 {
     for (int item = threadIdx.x; item < 3 * SPARSE_CELLS; item += blockDim.x) {
+#if SCATTER_CELLS_COMP_MAJOR  // the block's warps on one component at a time (one code path hot)
+        const int comp = item >> 9, l = item & (SPARSE_CELLS - 1);
+#else
         const int chunk = item >> 5, comp = chunk % 3, l = (chunk / 3) * 32 + (item & 31);
+#endif
         const int k = count[cell0 + l];
         if (k <= 0) continue;
         const long long first = start[cell0 + l];

@@ -19,9 +19,12 @@ from voxfx.kernels.flip.sparse_grid import SparseFlipGrid
 from voxfx.kernels.grid import GridSpec
 
 
-def scattered(grid, dev, kernel, cells_blocks=None):
+def scattered(grid, dev, kernel, cells_blocks=None, defines=None, monkeypatch=None):
     """(acc, bounds, faces' bits, masks) of one scatter on the sorted binning's copies."""
     import cupy
+
+    if defines is not None:
+        monkeypatch.setattr(sparse_scatter, "CELLS_DEFINES", defines)
 
     size = grid.size
     spos, svel, sc, start, count, _, _ = sparse_gpu.bin_particles(grid, *dev)
@@ -65,16 +68,18 @@ def test_gpu_scatter_by_cells_gives_the_brick_scatters_sums_bit_for_bit(closed, 
         assert np.array_equal(a, b)
 
 
-def test_gpu_scatter_by_cells_gives_the_same_sums_in_every_build():
+@pytest.mark.parametrize("apic", [False, True], ids=["flip", "apic"])
+def test_gpu_scatter_by_cells_gives_the_same_sums_in_every_build(monkeypatch, apic):
     import cupy
 
     rng = np.random.default_rng()
-    spec, pos, vel, c = particles("packed", True, False, rng)
+    spec, pos, vel, c = particles("packed", True, apic, rng)  # irregular particles beyond the walls too
     grid = gpu_grid(spec, pos, True, 3)
     dev = [cupy.asarray(a) if a is not None else None for a in (pos, vel, c)]
     want = scattered(grid, dev, "brick")[0]
-    for blocks in (2, 4):  # 4 spills at 64 registers
-        assert np.array_equal(scattered(grid, dev, "cells", blocks)[0], want)
+    inline, major = {"SCATTER_CELLS_INLINE": 1}, {"SCATTER_CELLS_COMP_MAJOR": 1}
+    for blocks, defines in ((4, inline), (3, inline), (3, {**inline, **major}), (3, major)):  # 4: spills
+        assert np.array_equal(scattered(grid, dev, "cells", blocks, defines, monkeypatch)[0], want)
 
 
 def binned(monkeypatch, grid, dev, mode):
