@@ -145,9 +145,12 @@ def scatter_pieces(cp, g, pos, vel, binned, faces, valid, repeat):
 P2G_WAYS = (("atomic", "brick"), ("grouped", "brick"), ("atomic", "cells"), ("grouped", "cells"))
 
 
-def way(count_mode, kernel):
-    """The P2G way: ``VOXFX_SPARSE_BIN_COUNT`` and ``VOXFX_SPARSE_SCATTER``."""
+def way(count_mode, kernel, blocks=None, defines=None):
+    """The P2G way: ``VOXFX_SPARSE_BIN_COUNT``, ``VOXFX_SPARSE_SCATTER`` and the scatter's build
+    (the cells kernel's blocks an SM, the .cu's switches; defaults unless given)."""
     os.environ["VOXFX_SPARSE_BIN_COUNT"], os.environ["VOXFX_SPARSE_SCATTER"] = count_mode, kernel
+    sparse_scatter.CELLS_MIN_BLOCKS = blocks or 3
+    sparse_scatter.BUILD_DEFINES = dict(defines or {})
 
 
 def ab_bits(cp, g, pos, vel):
@@ -214,9 +217,10 @@ def ab_launches(cp, g, pos, vel, repeat):
         return run
 
     print(f"launch | ms (median of {repeat}) | floor ms")
-    inline, major = {"SCATTER_CELLS_INLINE": 1}, {"SCATTER_CELLS_COMP_MAJOR": 1}
-    kernels = [("brick", None, {}), ("cells", 3, {}), ("cells", 3, inline), ("cells", 3, {**inline, **major}),
-               ("cells", 3, major), ("cells", 4, inline)]
+    inline, major, store = {"SCATTER_CELLS_INLINE": 1}, {"SCATTER_CELLS_COMP_MAJOR": 1}, {"SCATTER_FLUSH_STORE": 1}
+    kernels = [("brick", None, {}), ("brick", None, store), ("cells", 3, {}), ("cells", 3, inline),
+               ("cells", 3, {**inline, **major}), ("cells", 3, major), ("cells", 4, inline),
+               ("cells", 3, {**inline, **store})]
     rows = [("count_particles_bounds (atomic)", count_pass("count_particles_bounds"), 32 * n + 4 * cells),
             ("count_particles_grouped", count_pass("count_particles_grouped"), 32 * n + 4 * cells),
             ("bin_scan_sums + bin_scan", scan, 12 * cells),
@@ -236,40 +240,47 @@ def ab_launches(cp, g, pos, vel, repeat):
         sums.append(acc.copy())
     print("the scatter kernels' sums through the grouped order: " + (
         "the same bits" if all(bool((s == sums[0]).all()) for s in sums[1:]) else "SUMS DIFFER"))
-    best = min(range(1, len(kernels)), key=lambda i: timed(cp, scatter(kernels[i][0], kernels[i][1], **kernels[i][2]),
-                                                           repeat))
-    return kernels[best][1:]
+    ms = [timed(cp, scatter(k, b, **d), repeat) for k, b, d in kernels]
+    best = {kind: min((i for i in range(len(kernels)) if kernels[i][0] == kind), key=ms.__getitem__)
+            for kind in ("brick", "cells")}
+    return {kind: kernels[i] for kind, i in best.items()}
 
 
-def ab_substeps(cp, sim, dt, repeat, substeps):
+def ab_substeps(cp, sim, dt, repeat, substeps, best):
     """Whole P2G (the ways in turn, *repeat* rounds), then *substeps* whole substeps
-    (``flip_sparse.timed_sparse_substep``) three ways in turn (one round to warm): atomic count +
-    brick scatter (the old way), grouped count + brick, grouped count + cells."""
+    (``flip_sparse.timed_sparse_substep``) the ways in turn (one round to warm): atomic count +
+    brick scatter (the old way), grouped count + brick (the default), and the fastest builds
+    of the brick and cells kernels (*best*: kind → (kind, blocks, defines)) with the grouped count."""
     g, pos, vel = sim.grid, sim.pos, sim.vel
-    whole = {w: [] for w in P2G_WAYS}
+    ways = {"atomic count + brick scatter (old)": ("atomic", "brick"),
+            "grouped count + brick scatter (default)": ("grouped", "brick"),
+            f"grouped count + fastest brick build {best['brick'][2]}": ("grouped", "brick", None, best["brick"][2]),
+            f"grouped count + fastest cells build {best['cells'][1:]}": ("grouped", *best["cells"])}
+    whole = {w: [] for w in ways}
     for _ in range(repeat):
-        for w in P2G_WAYS:
+        for name, w in ways.items():
             way(*w)
-            whole[w].append(timed(cp, lambda: sparse_gpu.particles_to_grid(g, pos, vel, None, "scatter"), 1))
-    for w in P2G_WAYS:
-        print(f"particles_to_grid (whole), {w[0]} count + {w[1]} scatter | {np.median(whole[w]):.3f}")
+            whole[name].append(timed(cp, lambda: sparse_gpu.particles_to_grid(g, pos, vel, None, "scatter"), 1))
+    for name in ways:
+        print(f"particles_to_grid (whole), {name} | {np.median(whole[name]):.3f}")
     from flip_sparse import STAGES, SUBSTAGES, timed_sparse_substep
 
     ev = [cp.cuda.Event() for _ in range(6)]
     sub = [cp.cuda.Event() for _ in range(6)]
-    ab = (P2G_WAYS[0], P2G_WAYS[1], P2G_WAYS[3])
-    rows = {w: [] for w in ab}
-    for i in range(substeps + len(ab)):
-        w = ab[i % len(ab)]
-        way(*w)
+    names = list(ways)[:3]  # the cells kernel left out of whole substeps when it is slower than the brick's
+    if np.median(whole[list(ways)[3]]) < np.median(whole[names[2]]):
+        names.append(list(ways)[3])
+    rows = {w: [] for w in names}
+    for i in range(substeps + len(names)):
+        name = names[i % len(names)]
+        way(*ways[name])
         ms, _, parts = timed_sparse_substep(sim, dt, ev, sub)
-        if i >= len(ab):
-            rows[w].append((ms, parts))
-    for w in ab:
-        ms = np.median(np.array([r[0] for r in rows[w]]), axis=0)
-        parts = np.median(np.array([r[1] for r in rows[w]]), axis=0)
-        print(f"substeps, {w[0]} count + {w[1]} scatter ({len(rows[w])}): " +
-              ", ".join(f"{k} {v:.3f}" for k, v in zip(STAGES, ms)) +
+        if i >= len(names):
+            rows[name].append((ms, parts))
+    for name in names:
+        ms = np.median(np.array([r[0] for r in rows[name]]), axis=0)
+        parts = np.median(np.array([r[1] for r in rows[name]]), axis=0)
+        print(f"substeps, {name} ({len(rows[name])}): " + ", ".join(f"{k} {v:.3f}" for k, v in zip(STAGES, ms)) +
               f", substep {sum(ms):.2f} ms; bin+gather {parts[SUBSTAGES.index('bin+gather')]:.3f}")
 
 
@@ -279,10 +290,10 @@ def p2g_ab(cp, sim, dt, repeat, substeps):
     (``ab_launches``), whole P2G and whole substeps (``ab_substeps``)."""
     saved = {k: os.environ.get(k) for k in ("VOXFX_SPARSE_BIN_COUNT", "VOXFX_SPARSE_SCATTER")}
     ab_bits(cp, sim.grid, sim.pos, sim.vel)
-    blocks, defines = ab_launches(cp, sim.grid, sim.pos, sim.vel, repeat)
-    print(f"the cells kernel's fastest build (whole P2G and substeps below): {blocks} blocks an SM, {defines}")
-    sparse_scatter.CELLS_MIN_BLOCKS, sparse_scatter.CELLS_DEFINES = blocks, defines
-    ab_substeps(cp, sim, dt, repeat, substeps)
+    best = ab_launches(cp, sim.grid, sim.pos, sim.vel, repeat)
+    print(f"fastest builds: {best}")
+    ab_substeps(cp, sim, dt, repeat, substeps, best)
+    way("grouped", "brick")
     for k, v in saved.items():
         if v is None:
             os.environ.pop(k, None)

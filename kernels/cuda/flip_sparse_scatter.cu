@@ -234,7 +234,14 @@ __device__ __forceinline__ void scatter_particle(const float* __restrict__ spos,
 }
 
 // The block's non-zero nodes into the global accumulators of the bricks that own them
-// (64-bit integer atomics; acc zeroed first), after the block's last term.
+// (64-bit integer atomics; acc zeroed first), after the block's last term. With
+// SCATTER_FLUSH_STORE, the brick's inner nodes (along the component's axis 1 … 7, across
+// 1 … 6), which no other brick's particles reach (a particle of cell c reaches c and c + 1
+// along, c − 1 … c + 1 across), are stored instead: the same sums, half the atomics.
+#ifndef SCATTER_FLUSH_STORE
+#define SCATTER_FLUSH_STORE 0
+#endif
+
 __device__ __forceinline__ void scatter_flush(const unsigned int* shared_acc, int slot, const int* __restrict__ nbr27,
                                               long long cells, unsigned long long* __restrict__ acc)
 {
@@ -247,6 +254,15 @@ __device__ __forceinline__ void scatter_flush(const unsigned int* shared_acc, in
         const int cell = sparse_cell_near(nbr27, slot, x, y, z);
         if (cell < 0) continue;  // an inactive brick: the gathers have no such face either
         unsigned long long* const to = acc + ((long long)comp * cells + cell) * 2;
+        if (SCATTER_FLUSH_STORE) {
+            const bool inner = x >= 1 && x <= (comp == 0 ? 7 : 6) && y >= 1 && y <= (comp == 1 ? 7 : 6) && z >= 1 &&
+                               z <= (comp == 2 ? 7 : 6);
+            if (inner) {  // this block's alone
+                to[0] = scatter_word(shared_acc, i);
+                to[1] = den;
+                continue;
+            }
+        }
         atomicAdd(to, scatter_word(shared_acc, i));
         atomicAdd(to + 1, den);
     }

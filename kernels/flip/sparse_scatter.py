@@ -25,7 +25,7 @@ BOUND_BLOCKS = 1024  # scatter_bounds: blocks of its grid-stride loop
 SCATTER_KERNELS = ("brick", "cells")
 CELLS_MIN_BLOCKS = 3  # p2g_scatter_cells' build: blocks an SM (4 spills at 64 registers)
 CELLS_APIC_MIN_BLOCKS = 2  # p2g_scatter_cells_apic's
-CELLS_DEFINES: dict = {}  # the cells kernel's build switches (_build), the bench's A/B
+BUILD_DEFINES: dict = {}  # the .cu's build switches (_build): the bench's A/B
 _DEFAULT_BUILD = (4, 3)  # the .cu's SCATTER_MIN_BLOCKS and SCATTER_CELLS_MIN_BLOCKS, which SCATTER is built with
 _BUILDS: dict = {}
 _I64, _I32 = np.int64, np.int32
@@ -41,7 +41,8 @@ def kernel_mode(mode=None) -> str:
 
 def _build(min_blocks: int, cells_blocks: int, **defines):
     """The scatter's kernels built for these blocks an SM and *defines* (the .cu's
-    SCATTER_CELLS_INLINE, SCATTER_CELLS_COMP_MAJOR; ``SCATTER`` for the defaults)."""
+    SCATTER_CELLS_INLINE, SCATTER_CELLS_COMP_MAJOR, SCATTER_FLUSH_STORE; ``SCATTER`` for the
+    defaults)."""
     key = (min_blocks, cells_blocks, *sorted(defines.items()))
     if key == _DEFAULT_BUILD:
         return SCATTER
@@ -76,7 +77,7 @@ def launch(size: int, args, spread=None, min_blocks=None, order=None, bounds=Non
     h, n = args[17], int(spos.shape[0])
     min_blocks = int(SCATTER_MIN_BLOCKS if min_blocks is None else min_blocks)
     cells_blocks = int(CELLS_MIN_BLOCKS if cells_blocks is None else cells_blocks)
-    kernels = _build(min_blocks, cells_blocks, **CELLS_DEFINES)  # another build is compiled on first use
+    kernels = _build(min_blocks, cells_blocks, **BUILD_DEFINES)  # another build is compiled on first use
     acc = cp.zeros(6 * size, cp.uint64)
     if bounds is None:
         bounds = cp.zeros(2, cp.uint32)

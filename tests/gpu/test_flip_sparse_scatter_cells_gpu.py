@@ -24,7 +24,7 @@ def scattered(grid, dev, kernel, cells_blocks=None, defines=None, monkeypatch=No
     import cupy
 
     if defines is not None:
-        monkeypatch.setattr(sparse_scatter, "CELLS_DEFINES", defines)
+        monkeypatch.setattr(sparse_scatter, "BUILD_DEFINES", defines)
 
     size = grid.size
     spos, svel, sc, start, count, _, _ = sparse_gpu.bin_particles(grid, *dev)
@@ -69,7 +69,7 @@ def test_gpu_scatter_by_cells_gives_the_brick_scatters_sums_bit_for_bit(closed, 
 
 
 @pytest.mark.parametrize("apic", [False, True], ids=["flip", "apic"])
-def test_gpu_scatter_by_cells_gives_the_same_sums_in_every_build(monkeypatch, apic):
+def test_gpu_scatter_builds_give_the_same_sums(monkeypatch, apic):
     import cupy
 
     rng = np.random.default_rng()
@@ -77,8 +77,10 @@ def test_gpu_scatter_by_cells_gives_the_same_sums_in_every_build(monkeypatch, ap
     grid = gpu_grid(spec, pos, True, 3)
     dev = [cupy.asarray(a) if a is not None else None for a in (pos, vel, c)]
     want = scattered(grid, dev, "brick")[0]
-    inline, major = {"SCATTER_CELLS_INLINE": 1}, {"SCATTER_CELLS_COMP_MAJOR": 1}
-    for blocks, defines in ((4, inline), (3, inline), (3, {**inline, **major}), (3, major)):  # 4: spills
+    inline, major, store = {"SCATTER_CELLS_INLINE": 1}, {"SCATTER_CELLS_COMP_MAJOR": 1}, {"SCATTER_FLUSH_STORE": 1}
+    assert np.array_equal(scattered(grid, dev, "brick", None, store, monkeypatch)[0], want)
+    for blocks, defines in ((4, inline), (3, inline), (3, {**inline, **major}), (3, major),
+                            (3, {**inline, **store})):  # 4: spills
         assert np.array_equal(scattered(grid, dev, "cells", blocks, defines, monkeypatch)[0], want)
 
 
