@@ -22,6 +22,12 @@ two binnings (``VOXFX_SPARSE_BINNING`` sorted / order: count + cumsum + place + 
 sort + sorted copies, or the count with the bound fused + the two-launch scan + place, the
 scatter reading through the order) are timed launch by launch and whole, alternately,
 checked for the same faces bit for bit, and their P2G's live memory peak printed.
+
+``--ab SUBSTEPS`` (helper i24y) runs only the order binning's two counts
+(``VOXFX_SPARSE_BIN_COUNT`` atomic / grouped): the same faces, masks and counts bit for bit
+(FLIP and APIC), the P2G launches one by one, whole P2G and SUBSTEPS whole substeps
+(``flip_sparse.timed_sparse_substep``) with the counts in turn;
+``bench/flip_sparse_p2g_call.sh`` is the device call that runs it with the P2G GPU files.
 """
 
 from __future__ import annotations
@@ -142,39 +148,29 @@ def scatter_pieces(cp, g, pos, vel, binned, faces, valid, repeat):
         print(f"{name} | {ms:.3f} | {floor:.3f} | {ms / floor:.0f}×")
 
 
-P2G_WAYS = (("atomic", "brick"), ("grouped", "brick"), ("atomic", "cells"), ("grouped", "cells"))
-
-
-def way(count_mode, kernel, blocks=None, defines=None):
-    """The P2G way: ``VOXFX_SPARSE_BIN_COUNT``, ``VOXFX_SPARSE_SCATTER`` and the scatter's build
-    (the cells kernel's blocks an SM, the .cu's switches; defaults unless given)."""
-    os.environ["VOXFX_SPARSE_BIN_COUNT"], os.environ["VOXFX_SPARSE_SCATTER"] = count_mode, kernel
-    sparse_scatter.CELLS_MIN_BLOCKS = blocks or 3
-    sparse_scatter.BUILD_DEFINES = dict(defines or {})
+COUNTS = ("atomic", "grouped")  # sparse_gpu.BIN_COUNTS: the old way first
 
 
 def ab_bits(cp, g, pos, vel):
-    """Each way's faces, masks and counts against the first way's, bit for bit (FLIP, and
-    APIC with a random C)."""
+    """The grouped count's faces, masks and counts against the atomic count's, bit for bit
+    (FLIP, and APIC with a random C)."""
     n = int(pos.shape[0])
     c = cp.random.default_rng(2).standard_normal((n, 3, 3), dtype=cp.float32)
     for apic in (False, True):
-        want = None
-        for ways in P2G_WAYS:
-            way(*ways)
+        out = []
+        for mode in COUNTS:
+            os.environ["VOXFX_SPARSE_BIN_COUNT"] = mode
             valid = sparse_gpu.particles_to_grid(g, pos, vel, c if apic else None, "scatter")
-            got = [cp.concatenate([g[f].view(cp.uint32) for f in g.FACES]), g.bins[1].copy(), cp.concatenate(valid)]
-            if want is None:
-                want = got
-                continue
-            same = all(bool((a == b).all()) for a, b in zip(got, want))
-            print(f"{'APIC' if apic else 'FLIP'} {ways[0]} count + {ways[1]} scatter: " +
-                  ("the same faces, masks and counts bit for bit" if same else "FACES DIFFER"))
+            out.append([cp.concatenate([g[f].view(cp.uint32) for f in g.FACES]), g.bins[1].copy(),
+                        cp.concatenate(valid)])
+        same = all(bool((a == b).all()) for a, b in zip(*out))
+        print(f"{'APIC' if apic else 'FLIP'} grouped count: " +
+              ("the atomic count's faces, masks and counts bit for bit" if same else "FACES DIFFER"))
 
 
 def ab_launches(cp, g, pos, vel, repeat):
-    """The counts and scatter kernels launch by launch on the same inputs (FLIP), and the
-    scatter kernels' sums through the grouped count's order against each other."""
+    """The order binning's and scatter's launches one by one on the same inputs (FLIP): both
+    counts, the scan, place, the sums zeroed and the brick scatter through the order."""
     from voxfx.kernels.flip.sparse_gpu import _I32, _I64, KERNELS, _dims, _frame, _topo, brick_index
 
     n, cells = int(pos.shape[0]), g.size
@@ -201,104 +197,65 @@ def ab_launches(cp, g, pos, vel, repeat):
     def place():
         DENSE.launch("place_particles", n, (cell_of, rank, state["start"], _I64(n), order))
 
-    def scatter(kernel, blocks=None, **defines):
-        def run():
-            kernels = sparse_scatter._build(sparse_scatter.SCATTER_MIN_BLOCKS,
-                                            blocks or sparse_scatter.CELLS_MIN_BLOCKS, **defines)
-            a = (pos, vel, count, _I32(0), state["start"], count, g.brick_slot, g.slot_coords, g.brick_nbr,
-                 _I64(cells), _I32(g.closed), *_dims(g), *_frame(g))
-            through = (order, _I32(1), acc)
-            if kernel == "cells":
-                kernels.launch_grid("p2g_scatter_cells", (cells // 512,), (sparse_scatter.SCATTER_THREADS,),
-                                    (*a[:3], *a[4:19], bounds, *through))
-            else:
-                kernels.launch_grid("p2g_scatter_brick", (cells // 512,), (sparse_scatter.SCATTER_THREADS,),
-                                    (*a[:19], bounds, _I32(sparse_scatter.SCATTER_SPREAD), *through))
-        return run
+    def scatter():
+        sparse_scatter.SCATTER.launch_grid("p2g_scatter_brick", (cells // 512,), (sparse_scatter.SCATTER_THREADS,), (
+            pos, vel, count, _I32(0), state["start"], count, g.brick_slot, g.slot_coords, g.brick_nbr, _I64(cells),
+            _I32(g.closed), *_dims(g), *_frame(g), bounds, _I32(sparse_scatter.SCATTER_SPREAD), order, _I32(1), acc))
 
     print(f"launch | ms (median of {repeat}) | floor ms")
-    inline, major, store = {"SCATTER_CELLS_INLINE": 1}, {"SCATTER_CELLS_COMP_MAJOR": 1}, {"SCATTER_FLUSH_STORE": 1}
-    kernels = [("brick", None, {}), ("brick", None, store), ("cells", 3, {}), ("cells", 3, inline),
-               ("cells", 3, {**inline, **major}), ("cells", 3, major), ("cells", 4, inline),
-               ("cells", 3, {**inline, **store})]
     rows = [("count_particles_bounds (atomic)", count_pass("count_particles_bounds"), 32 * n + 4 * cells),
             ("count_particles_grouped", count_pass("count_particles_grouped"), 32 * n + 4 * cells),
             ("bin_scan_sums + bin_scan", scan, 12 * cells),
             ("place_particles (after grouped)", place, 16 * n),
-            ("scatter sums zeroed", lambda: acc.fill(0), 48 * cells)]
-    rows += [(f"p2g_scatter_{k} through the order" + (f", {b} blocks an SM" if b else "") +
-              "".join(f", {d[len('SCATTER_CELLS_'):].lower()}" for d in defs), scatter(k, b, **defs),
-              28 * n + 56 * cells) for k, b, defs in kernels]
+            ("scatter sums zeroed", lambda: acc.fill(0), 48 * cells),
+            ("p2g_scatter_brick through the order", scatter, 28 * n + 56 * cells)]
     for name, fn, nbytes in rows:
         fn()  # warm (compiles)
         ms = timed(cp, fn, repeat)
         print(f"{name} | {ms:.3f} | {nbytes / BANDWIDTH * 1e3:.3f}")
-    sums = []
-    for kernel, blocks, defs in kernels:
-        acc.fill(0)
-        scatter(kernel, blocks, **defs)()
-        sums.append(acc.copy())
-    print("the scatter kernels' sums through the grouped order: " + (
-        "the same bits" if all(bool((s == sums[0]).all()) for s in sums[1:]) else "SUMS DIFFER"))
-    ms = [timed(cp, scatter(k, b, **d), repeat) for k, b, d in kernels]
-    best = {kind: min((i for i in range(len(kernels)) if kernels[i][0] == kind), key=ms.__getitem__)
-            for kind in ("brick", "cells")}
-    return {kind: kernels[i] for kind, i in best.items()}
 
 
-def ab_substeps(cp, sim, dt, repeat, substeps, best):
-    """Whole P2G (the ways in turn, *repeat* rounds), then *substeps* whole substeps
-    (``flip_sparse.timed_sparse_substep``) the ways in turn (one round to warm): atomic count +
-    brick scatter (the old way), grouped count + brick (the default), and the fastest builds
-    of the brick and cells kernels (*best*: kind → (kind, blocks, defines)) with the grouped count."""
+def ab_substeps(cp, sim, dt, repeat, substeps):
+    """Whole P2G with either count (in turn, *repeat* rounds), then *substeps* whole substeps
+    (``flip_sparse.timed_sparse_substep``) with either count in turn (one round to warm)."""
     g, pos, vel = sim.grid, sim.pos, sim.vel
-    ways = {"atomic count + brick scatter (old)": ("atomic", "brick"),
-            "grouped count + brick scatter (default)": ("grouped", "brick"),
-            f"grouped count + fastest brick build {best['brick'][2]}": ("grouped", "brick", None, best["brick"][2]),
-            f"grouped count + fastest cells build {best['cells'][1:]}": ("grouped", *best["cells"])}
-    whole = {w: [] for w in ways}
+    whole = {m: [] for m in COUNTS}
     for _ in range(repeat):
-        for name, w in ways.items():
-            way(*w)
-            whole[name].append(timed(cp, lambda: sparse_gpu.particles_to_grid(g, pos, vel, None, "scatter"), 1))
-    for name in ways:
-        print(f"particles_to_grid (whole), {name} | {np.median(whole[name]):.3f}")
+        for mode in COUNTS:
+            os.environ["VOXFX_SPARSE_BIN_COUNT"] = mode
+            whole[mode].append(timed(cp, lambda: sparse_gpu.particles_to_grid(g, pos, vel, None, "scatter"), 1))
+    for mode in COUNTS:
+        print(f"particles_to_grid (whole), {mode} count | {np.median(whole[mode]):.3f}")
     from flip_sparse import STAGES, SUBSTAGES, timed_sparse_substep
 
     ev = [cp.cuda.Event() for _ in range(6)]
     sub = [cp.cuda.Event() for _ in range(6)]
-    names = list(ways)[:3]  # the cells kernel left out of whole substeps when it is slower than the brick's
-    if np.median(whole[list(ways)[3]]) < np.median(whole[names[2]]):
-        names.append(list(ways)[3])
-    rows = {w: [] for w in names}
-    for i in range(substeps + len(names)):
-        name = names[i % len(names)]
-        way(*ways[name])
+    rows = {m: [] for m in COUNTS}
+    for i in range(substeps + len(COUNTS)):
+        mode = COUNTS[i % len(COUNTS)]
+        os.environ["VOXFX_SPARSE_BIN_COUNT"] = mode
         ms, _, parts = timed_sparse_substep(sim, dt, ev, sub)
-        if i >= len(names):
-            rows[name].append((ms, parts))
-    for name in names:
-        ms = np.median(np.array([r[0] for r in rows[name]]), axis=0)
-        parts = np.median(np.array([r[1] for r in rows[name]]), axis=0)
-        print(f"substeps, {name} ({len(rows[name])}): " + ", ".join(f"{k} {v:.3f}" for k, v in zip(STAGES, ms)) +
+        if i >= len(COUNTS):
+            rows[mode].append((ms, parts))
+    for mode in COUNTS:
+        ms = np.median(np.array([r[0] for r in rows[mode]]), axis=0)
+        parts = np.median(np.array([r[1] for r in rows[mode]]), axis=0)
+        print(f"substeps, {mode} count ({len(rows[mode])}): " + ", ".join(f"{k} {v:.3f}" for k, v in zip(STAGES, ms)) +
               f", substep {sum(ms):.2f} ms; bin+gather {parts[SUBSTAGES.index('bin+gather')]:.3f}")
 
 
 def p2g_ab(cp, sim, dt, repeat, substeps):
-    """``--ab`` (helper i24y): the order binning's two counts (``VOXFX_SPARSE_BIN_COUNT``) and
-    the scatter's two kernels (``VOXFX_SPARSE_SCATTER``): their bits (``ab_bits``), launches
-    (``ab_launches``), whole P2G and whole substeps (``ab_substeps``)."""
-    saved = {k: os.environ.get(k) for k in ("VOXFX_SPARSE_BIN_COUNT", "VOXFX_SPARSE_SCATTER")}
+    """``--ab`` (helper i24y): the order binning's two counts (``VOXFX_SPARSE_BIN_COUNT``): their
+    bits (``ab_bits``), the P2G launches (``ab_launches``), whole P2G and whole substeps
+    (``ab_substeps``)."""
+    saved = os.environ.get("VOXFX_SPARSE_BIN_COUNT")
     ab_bits(cp, sim.grid, sim.pos, sim.vel)
-    best = ab_launches(cp, sim.grid, sim.pos, sim.vel, repeat)
-    print(f"fastest builds: {best}")
-    ab_substeps(cp, sim, dt, repeat, substeps, best)
-    way("grouped", "brick")
-    for k, v in saved.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
+    ab_launches(cp, sim.grid, sim.pos, sim.vel, repeat)
+    ab_substeps(cp, sim, dt, repeat, substeps)
+    if saved is None:
+        os.environ.pop("VOXFX_SPARSE_BIN_COUNT", None)
+    else:
+        os.environ["VOXFX_SPARSE_BIN_COUNT"] = saved
 
 
 def main():  # noqa: C901 (one bench: its launches timed in turn, each a small closure)
@@ -311,7 +268,7 @@ def main():  # noqa: C901 (one bench: its launches timed in turn, each a small c
     ap.add_argument("--blocks", nargs="*", type=int, default=[3, 5],
                     help="scatter variants built for these blocks an SM (default build: 4)")
     ap.add_argument("--ab", type=int, default=0, metavar="SUBSTEPS",
-                    help="only the counts' and scatter kernels' A/B (p2g_ab), then this many whole substeps")
+                    help="only the two counts' A/B (p2g_ab), then this many whole substeps")
     args = ap.parse_args()
     import cupy as cp
 

@@ -47,6 +47,19 @@
 // SM), every particle evaluating all 18 window nodes (10 of them weight 0, predicated, with
 // their 64-bit conversions) and warps waiting on their fullest cell. The atomics are not
 // the whole cost: a register pre-sum has to come without more arithmetic per term.
+//
+// Measured and not kept either (helper i24y, H100, the same scene, 3,198 bricks; the kernels
+// on branch i24y-cells, bench/flip_sparse_p2g.py --ab there): a thread per (component, cell)
+// walking its cell's particles, six of a particle's eight terms a component summed in 64-bit
+// registers (the 10 nodes all the cell's particles share: the cell's node across both axes,
+// one side along one) and only the corners by shared atomics (~40% of the atomics), the
+// same 8 terms a component and these sums bit for bit: 0.82 ms against this kernel's 0.49
+// (2.63 with the irregular particles' path out of line, a call in the loop; 0.99 inlined;
+// 0.82 with a block's warps on one component at a time; 0.84 at 4 blocks an SM). Not
+// profiled; likely: each particle is read and set up three times (a dependent load chain
+// each), and a warp's lanes wait on its fullest cell while empty cells' lanes idle. Storing
+// a brick's inner nodes (which only its own particles reach) in the flush instead of adding
+// them: 0.506 against 0.491 ms.
 
 #include "voxfx_bin.cuh"  // scatter_q_bound, scatter_q_bits, scatter_bits, scatter_float
 #include "voxfx_sparse.cuh"  // SPARSE_CELLS, sparse_cell_near
@@ -151,120 +164,67 @@ __device__ __forceinline__ int scatter_node(int comp, int x, int y, int z)
     return comp * SCATTER_NODES + ((z + (comp != 2)) * ey + (y + (comp != 1))) * ex + (x + (comp != 0));
 }
 
-// A particle's hat weights (scatter_particle's set-up): per axis a, lattice L (0: the
-// component's own, g; 1: half-shifted, g − ½) and node u ∈ {0, 1} of the hat (hat_weight's
-// operations: closed, the coordinate clamped to [−2, n + 2]; base ⌊·⌋, weights 1 − f and f)
-// the weight, the node's brick-local coordinate and whether it may take the term (the
-// window, the closed face lattice), computed once; a term is then three of each.
-struct ScatterHat {
-    float g[3], wt[3][2][2], node_f[3][2][2];
-    int local[3][2][2];
-    bool ok[3][2][2];
-};
-
-__device__ __forceinline__ void scatter_hat(const float* __restrict__ spos, int p, const int brick[3], int closed,
-                                            const int n[3], const float o[3], float inv_h, ScatterHat& s)
-{
-#pragma unroll
-    for (int a = 0; a < 3; ++a) {
-        s.g[a] = (spos[3LL * p + a] - o[a]) * inv_h;
-        const int cell = (int)floorf(s.g[a]);  // its bin (count_particles_sparse)
-#pragma unroll
-        for (int L = 0; L < 2; ++L) {
-            float x = L ? s.g[a] - 0.5f : s.g[a];
-            if (closed) x = fminf(fmaxf(x, -2.0f), (float)(n[a] + 2));
-            const float b = floorf(x), f = x - b;
-#pragma unroll
-            for (int u = 0; u < 2; ++u) {
-                const int node = (int)b + u, r = node - cell;
-                s.wt[a][L][u] = u ? f : 1.0f - f;
-                s.local[a][L][u] = node - brick[a];
-                s.node_f[a][L][u] = (float)node;
-                s.ok[a][L][u] = (L ? (r >= -1 && r <= 1) : (r == 0 || r == 1)) &&  // the gathers' window
-                                (!closed || (node >= 0 && node < n[a] + 1 - L));    // the face lattice
-            }
-        }
-    }
-}
-
-// Component comp's 8 terms of a particle (its hat s) into the shared accumulators (acc: num
-// then den, 3·SCATTER_NODES each, as scatter_add's two words). Terms are scaled in float32
+// One particle's 24 terms into the shared accumulators (acc: num then den, 3·SCATTER_NODES
+// each, as scatter_add's two words). Per axis a, lattice L (0: the component's own, g; 1:
+// half-shifted, g − ½) and node u ∈ {0, 1} of the hat (hat_weight's operations: closed, the
+// coordinate clamped to [−2, n + 2]; base ⌊·⌋, weights 1 − f and f) the weight, the node's
+// brick-local coordinate and whether it may take the term (the window, the closed face
+// lattice) are computed once; a term is then three of each. Terms are scaled in float32
 // (w·q and w times a power of two: exact) and rounded to integers (nearest; w up).
-template <bool APIC>
-__device__ __forceinline__ void scatter_component(const ScatterHat& s, int comp, const float* __restrict__ svel,
-                                                  const float* __restrict__ sc, int p, float h, float scale_q,
-                                                  float scale_w, unsigned int* acc)
-{
-    const float vq = svel[3LL * p + comp];
-    const int ex = comp == 0 ? 9 : 10, ey = comp == 1 ? 9 : 10;
-    const int l0 = comp != 0, l1 = comp != 1, l2 = comp != 2;  // each axis' lattice
-#pragma unroll
-    for (int corner = 0; corner < 8; ++corner) {
-        const int u0 = corner & 1, u1 = (corner >> 1) & 1, u2 = corner >> 2;
-        if (!(s.ok[0][l0][u0] && s.ok[1][l1][u1] && s.ok[2][l2][u2])) continue;
-        const float weight = s.wt[0][l0][u0] * s.wt[1][l1][u1] * s.wt[2][l2][u2];
-        if (weight == 0.0f) continue;  // adds nothing to either sum
-        float q = vq;
-        if (APIC) {
-            const float* r = sc + 9LL * p + 3 * comp;
-            const float d0 = (s.node_f[0][l0][u0] - (l0 ? s.g[0] - 0.5f : s.g[0])) * h,
-                        d1 = (s.node_f[1][l1][u1] - (l1 ? s.g[1] - 0.5f : s.g[1])) * h,
-                        d2 = (s.node_f[2][l2][u2] - (l2 ? s.g[2] - 0.5f : s.g[2])) * h;
-            q = q + (r[0] * d0 + r[1] * d1 + r[2] * d2);
-        }
-        const float term = weight * q;
-        const int at = comp * SCATTER_NODES + ((s.local[2][l2][u2] + l2) * ey + (s.local[1][l1][u1] + l1)) * ex +
-                       (s.local[0][l0][u0] + l0);
-        scatter_add(acc, at, scatter_round(term * scale_q));
-        scatter_add(acc, 3 * SCATTER_NODES + at, scatter_round_up(weight * scale_w));
-    }
-}
-
-// One particle's 24 terms into the shared accumulators.
 template <bool APIC>
 __device__ __forceinline__ void scatter_particle(const float* __restrict__ spos, const float* __restrict__ svel,
                                                  const float* __restrict__ sc, int p, const int brick[3],
                                                  int closed, const int n[3], const float o[3], float h, float inv_h,
                                                  float scale_q, float scale_w, unsigned int* acc)
 {
-    ScatterHat s;
-    scatter_hat(spos, p, brick, closed, n, o, inv_h, s);
+    float g[3], wt[3][2][2], node_f[3][2][2];
+    int local[3][2][2];
+    bool ok[3][2][2];
 #pragma unroll
-    for (int comp = 0; comp < 3; ++comp) scatter_component<APIC>(s, comp, svel, sc, p, h, scale_q, scale_w, acc);
-}
-
-// The block's non-zero nodes into the global accumulators of the bricks that own them
-// (64-bit integer atomics; acc zeroed first), after the block's last term. With
-// SCATTER_FLUSH_STORE, the brick's inner nodes (along the component's axis 1 … 7, across
-// 1 … 6), which no other brick's particles reach (a particle of cell c reaches c and c + 1
-// along, c − 1 … c + 1 across), are stored instead: the same sums, half the atomics.
-#ifndef SCATTER_FLUSH_STORE
-#define SCATTER_FLUSH_STORE 0
-#endif
-
-__device__ __forceinline__ void scatter_flush(const unsigned int* shared_acc, int slot, const int* __restrict__ nbr27,
-                                              long long cells, unsigned long long* __restrict__ acc)
-{
-    for (int i = threadIdx.x; i < 3 * SCATTER_NODES; i += blockDim.x) {
-        const unsigned long long den = scatter_word(shared_acc, 3 * SCATTER_NODES + i);
-        if (!den) continue;  // no term reached it (w > 0 adds ≥ 1)
-        const int comp = i / SCATTER_NODES, j = i - comp * SCATTER_NODES;
-        const int ex = comp == 0 ? 9 : 10, ey = comp == 1 ? 9 : 10;
-        const int x = j % ex - (comp != 0), y = (j / ex) % ey - (comp != 1), z = j / (ex * ey) - (comp != 2);
-        const int cell = sparse_cell_near(nbr27, slot, x, y, z);
-        if (cell < 0) continue;  // an inactive brick: the gathers have no such face either
-        unsigned long long* const to = acc + ((long long)comp * cells + cell) * 2;
-        if (SCATTER_FLUSH_STORE) {
-            const bool inner = x >= 1 && x <= (comp == 0 ? 7 : 6) && y >= 1 && y <= (comp == 1 ? 7 : 6) && z >= 1 &&
-                               z <= (comp == 2 ? 7 : 6);
-            if (inner) {  // this block's alone
-                to[0] = scatter_word(shared_acc, i);
-                to[1] = den;
-                continue;
+    for (int a = 0; a < 3; ++a) {
+        g[a] = (spos[3LL * p + a] - o[a]) * inv_h;
+        const int cell = (int)floorf(g[a]);  // its bin (count_particles_sparse)
+#pragma unroll
+        for (int L = 0; L < 2; ++L) {
+            float x = L ? g[a] - 0.5f : g[a];
+            if (closed) x = fminf(fmaxf(x, -2.0f), (float)(n[a] + 2));
+            const float b = floorf(x), f = x - b;
+#pragma unroll
+            for (int u = 0; u < 2; ++u) {
+                const int node = (int)b + u, r = node - cell;
+                wt[a][L][u] = u ? f : 1.0f - f;
+                local[a][L][u] = node - brick[a];
+                node_f[a][L][u] = (float)node;
+                ok[a][L][u] = (L ? (r >= -1 && r <= 1) : (r == 0 || r == 1)) &&  // the gathers' window
+                              (!closed || (node >= 0 && node < n[a] + 1 - L));    // the face lattice
             }
         }
-        atomicAdd(to, scatter_word(shared_acc, i));
-        atomicAdd(to + 1, den);
+    }
+#pragma unroll
+    for (int comp = 0; comp < 3; ++comp) {
+        const float vq = svel[3LL * p + comp];
+        const int ex = comp == 0 ? 9 : 10, ey = comp == 1 ? 9 : 10;
+        const int l0 = comp != 0, l1 = comp != 1, l2 = comp != 2;  // each axis' lattice
+#pragma unroll
+        for (int corner = 0; corner < 8; ++corner) {
+            const int u0 = corner & 1, u1 = (corner >> 1) & 1, u2 = corner >> 2;
+            if (!(ok[0][l0][u0] && ok[1][l1][u1] && ok[2][l2][u2])) continue;
+            const float weight = wt[0][l0][u0] * wt[1][l1][u1] * wt[2][l2][u2];
+            if (weight == 0.0f) continue;  // adds nothing to either sum
+            float q = vq;
+            if (APIC) {
+                const float* r = sc + 9LL * p + 3 * comp;
+                const float d0 = (node_f[0][l0][u0] - (l0 ? g[0] - 0.5f : g[0])) * h,
+                            d1 = (node_f[1][l1][u1] - (l1 ? g[1] - 0.5f : g[1])) * h,
+                            d2 = (node_f[2][l2][u2] - (l2 ? g[2] - 0.5f : g[2])) * h;
+                q = q + (r[0] * d0 + r[1] * d1 + r[2] * d2);
+            }
+            const float term = weight * q;
+            const int at = comp * SCATTER_NODES + ((local[2][l2][u2] + l2) * ey + (local[1][l1][u1] + l1)) * ex +
+                           (local[0][l0][u0] + l0);
+            scatter_add(acc, at, scatter_round(term * scale_q));
+            scatter_add(acc, 3 * SCATTER_NODES + at, scatter_round_up(weight * scale_w));
+        }
     }
 }
 
@@ -310,280 +270,18 @@ extern "C" __global__ void __launch_bounds__(SCATTER_THREADS, SCATTER_MIN_BLOCKS
             scatter_particle<false>(spos, svel, sc, p, brick, closed, n, o, h, inv_h, scale_q, scale_w, shared_acc);
     }
     __syncthreads();
-    scatter_flush(shared_acc, slot, nbr27, cells, acc);
-}
-
-// ---------------------------------------------------------------- the scatter by cells
-//
-// p2g_scatter_cells (VOXFX_SPARSE_SCATTER=cells): p2g_scatter_brick's integer sums, bit for
-// bit (the same terms into the same nodes; integer addition takes any grouping), with a
-// third of the shared atomics. One thread per (component, cell) of the brick walks the cell's
-// particles (one run of the binned order). Of a component's 8 nodes a particle reaches, 2
-// lie along its axis (the cell's node and the next) and, across, its half-shifted floor is
-// the cell's or the one before, so along each across axis it reaches the cell's node and one
-// side (−1 or +1). Six of its eight terms (cell node across both; one side along one axis)
-// land on 10 nodes that every particle of the cell shares: the thread sums those in 64-bit
-// registers (the side chosen by a select) and adds each of the 10 once; only the corner
-// terms (a side along both) take shared atomics per particle. The terms are
-// scatter_component's, the same operations and roundings on the same values (the weight
-// as w_x·w_y·w_z in that order); a zero weight adds nothing, as there. A particle that is
-// not regular (its clamped floors not those of its cell: beyond a closed box's walls) takes
-// scatter_component's path for that component. The closed face lattice is checked per node.
-// Lanes of a warp take 32 neighbouring cells of one component (the component changes from
-// warp to warp, so the three read the same particles at about the same time).
-
-// Whether an across-axis (half-shifted) node at offset d ∈ {−1, 0, 1} from cell c exists.
-__device__ __forceinline__ bool scatter_face(int closed, int node, int limit)
-{
-    return !closed || (node >= 0 && node < limit);
-}
-
-// A particle that is not regular, one component (rare: out of line, so that its registers
-// do not weigh on the regular path's).
-#ifndef SCATTER_CELLS_COMP_MAJOR  // 1: items component-major (the A/B of bench/flip_sparse_p2g.py)
-#define SCATTER_CELLS_COMP_MAJOR 0
-#endif
-#ifndef SCATTER_CELLS_INLINE  // 1: scatter_irregular inlined (no call in the loop; the A/B of bench/flip_sparse_p2g.py)
-#define SCATTER_CELLS_INLINE 0
-#endif
-#if SCATTER_CELLS_INLINE
-#define SCATTER_IRREGULAR_INLINE __forceinline__
-#else
-#define SCATTER_IRREGULAR_INLINE __noinline__
-#endif
-
-template <bool APIC>
-__device__ SCATTER_IRREGULAR_INLINE void scatter_irregular(const float* __restrict__ spos, const float* __restrict__ svel,
-                                               const float* __restrict__ sc, int p, int comp, const int brick[3],
-                                               int closed, const int n[3], const float o[3], float h, float inv_h,
-                                               float scale_q, float scale_w, unsigned int* acc)
-{
-    ScatterHat s;
-    scatter_hat(spos, p, brick, closed, n, o, inv_h, s);
-    scatter_component<APIC>(s, comp, svel, sc, p, h, scale_q, scale_w, acc);
-}
-
-template <int COMP, bool APIC>
-__device__ __forceinline__ void scatter_cell(const float* __restrict__ spos, const float* __restrict__ svel,
-                                             const float* __restrict__ sc, const int* __restrict__ order,
-                                             int use_order, long long first, int k, int l, const int brick[3],
-                                             int closed, const int n[3], const float o[3], float h, float inv_h,
-                                             float scale_q, float scale_w, unsigned int* acc)
-{
-    constexpr int B = COMP == 0 ? 1 : 0, C = COMP == 2 ? 1 : 2;  // the across axes, in axis order
-    constexpr int ex = COMP == 0 ? 9 : 10, ey = COMP == 1 ? 9 : 10;
-    const int lc[3] = {l & 7, (l >> 3) & 7, l >> 6};
-    const int cell[3] = {brick[0] + lc[0], brick[1] + lc[1], brick[2] + lc[2]};
-    // register sums by own-axis node u: [0] the cell's node across both axes, [1]/[2] B at
-    // −1/+1, [3]/[4] C at −1/+1 (the other across axis at the cell's node)
-    long long num[2][5], den[2][5];
-#pragma unroll
-    for (int u = 0; u < 2; ++u)
-#pragma unroll
-        for (int j = 0; j < 5; ++j) num[u][j] = den[u][j] = 0;
-    const int lim_a = n[COMP] + 1, lim_b = n[B], lim_c = n[C];  // the closed face lattice
-    for (int i = 0; i < k; ++i) {
-        const int p = use_order ? order[first + i] : (int)(first + i);
-        float g[3];
-#pragma unroll
-        for (int a = 0; a < 3; ++a) g[a] = (spos[3LL * p + a] - o[a]) * inv_h;
-        float xa = g[COMP], xb = g[B] - 0.5f, xc = g[C] - 0.5f;
-        if (closed) {
-            xa = fminf(fmaxf(xa, -2.0f), (float)(n[COMP] + 2));
-            xb = fminf(fmaxf(xb, -2.0f), (float)(n[B] + 2));
-            xc = fminf(fmaxf(xc, -2.0f), (float)(n[C] + 2));
-        }
-        const float ba = floorf(xa), bb = floorf(xb), bc = floorf(xc);
-        const int ib = (int)bb, ic = (int)bc;
-        const bool regular = (int)floorf(g[0]) == cell[0] && (int)floorf(g[1]) == cell[1] &&
-                             (int)floorf(g[2]) == cell[2] && (int)ba == cell[COMP] &&
-                             (ib == cell[B] || ib == cell[B] - 1) && (ic == cell[C] || ic == cell[C] - 1);
-        if (!regular) {  // scatter_component's window and lattice checks, term by term
-            scatter_irregular<APIC>(spos, svel, sc, p, COMP, brick, closed, n, o, h, inv_h, scale_q, scale_w, acc);
-            continue;
-        }
-        const float fa = xa - ba, fb = xb - bb, fc = xc - bc;
-        const bool low_b = ib != cell[B], low_c = ic != cell[C];  // the side: −1 (low) or +1
-        // weights at the cell's node ("mid") and at the side node, per across axis
-        const float wb_mid = low_b ? fb : 1.0f - fb, wb_side = low_b ? 1.0f - fb : fb;
-        const float wc_mid = low_c ? fc : 1.0f - fc, wc_side = low_c ? 1.0f - fc : fc;
-        const int side_b = low_b ? -1 : 1, side_c = low_c ? -1 : 1;
-        const float vq = svel[3LL * p + COMP];
-        float r0 = 0.0f, r1 = 0.0f, r2 = 0.0f;
-        if (APIC) {
-            const float* r = sc + 9LL * p + 3 * COMP;
-            r0 = r[0];
-            r1 = r[1];
-            r2 = r[2];
-        }
-#pragma unroll
-        for (int u = 0; u < 2; ++u) {
-            const float wa = u ? fa : 1.0f - fa;
-#pragma unroll
-            for (int t = 0; t < 4; ++t) {  // (b, c): (mid, mid), (side, mid), (mid, side), (side, side)
-                const bool sb = t & 1, scn = t >> 1;
-                float w3[3];
-                w3[COMP] = wa;
-                w3[B] = sb ? wb_side : wb_mid;
-                w3[C] = scn ? wc_side : wc_mid;
-                const float weight = w3[0] * w3[1] * w3[2];
-                const int db = sb ? side_b : 0, dc = scn ? side_c : 0;
-                float q = vq;
-                if (APIC) {
-                    float node[3], lat[3];
-                    node[COMP] = (float)(cell[COMP] + u);
-                    node[B] = (float)(cell[B] + db);
-                    node[C] = (float)(cell[C] + dc);
-                    lat[COMP] = g[COMP];
-                    lat[B] = g[B] - 0.5f;
-                    lat[C] = g[C] - 0.5f;
-                    const float d0 = (node[0] - lat[0]) * h, d1 = (node[1] - lat[1]) * h, d2 = (node[2] - lat[2]) * h;
-                    q = q + (r0 * d0 + r1 * d1 + r2 * d2);
-                }
-                const bool adds = weight != 0.0f;  // a zero weight adds nothing (scatter_component)
-                const long long tq = adds ? scatter_round((weight * q) * scale_q) : 0LL;
-                const long long tw = adds ? scatter_round_up(weight * scale_w) : 0LL;
-                if (t == 0) {
-                    num[u][0] += tq;
-                    den[u][0] += tw;
-                } else if (t == 1) {
-                    num[u][1] += low_b ? tq : 0LL;
-                    den[u][1] += low_b ? tw : 0LL;
-                    num[u][2] += low_b ? 0LL : tq;
-                    den[u][2] += low_b ? 0LL : tw;
-                } else if (t == 2) {
-                    num[u][3] += low_c ? tq : 0LL;
-                    den[u][3] += low_c ? tw : 0LL;
-                    num[u][4] += low_c ? 0LL : tq;
-                    den[u][4] += low_c ? 0LL : tw;
-                } else if (adds && scatter_face(closed, cell[COMP] + u, lim_a) &&
-                           scatter_face(closed, cell[B] + db, lim_b) && scatter_face(closed, cell[C] + dc, lim_c)) {
-                    int local[3];
-                    local[COMP] = lc[COMP] + u;
-                    local[B] = lc[B] + db;
-                    local[C] = lc[C] + dc;
-                    const int at = COMP * SCATTER_NODES + ((local[2] + (COMP != 2)) * ey + (local[1] + (COMP != 1))) * ex +
-                                   (local[0] + (COMP != 0));
-                    scatter_add(acc, at, tq);
-                    scatter_add(acc, 3 * SCATTER_NODES + at, tw);
-                }
-            }
-        }
+    for (int i = threadIdx.x; i < 3 * SCATTER_NODES; i += blockDim.x) {
+        const unsigned long long den = scatter_word(shared_acc, 3 * SCATTER_NODES + i);
+        if (!den) continue;  // no term reached it (w > 0 adds ≥ 1)
+        const int comp = i / SCATTER_NODES, j = i - comp * SCATTER_NODES;
+        const int ex = comp == 0 ? 9 : 10, ey = comp == 1 ? 9 : 10;
+        const int x = j % ex - (comp != 0), y = (j / ex) % ey - (comp != 1), z = j / (ex * ey) - (comp != 2);
+        const int cell = sparse_cell_near(nbr27, slot, x, y, z);
+        if (cell < 0) continue;  // an inactive brick: the gathers have no such face either
+        unsigned long long* const to = acc + ((long long)comp * cells + cell) * 2;
+        atomicAdd(to, scatter_word(shared_acc, i));
+        atomicAdd(to + 1, den);
     }
-#pragma unroll
-    for (int u = 0; u < 2; ++u) {
-#pragma unroll
-        for (int j = 0; j < 5; ++j) {
-            if (!den[u][j]) continue;  // no term (w > 0 adds ≥ 1)
-            const int db = j == 1 ? -1 : j == 2 ? 1 : 0, dc = j == 3 ? -1 : j == 4 ? 1 : 0;
-            if (!(scatter_face(closed, cell[COMP] + u, lim_a) && scatter_face(closed, cell[B] + db, lim_b) &&
-                  scatter_face(closed, cell[C] + dc, lim_c)))
-                continue;  // beyond the closed face lattice: no term may reach it
-            int local[3];
-            local[COMP] = lc[COMP] + u;
-            local[B] = lc[B] + db;
-            local[C] = lc[C] + dc;
-            const int at = COMP * SCATTER_NODES + ((local[2] + (COMP != 2)) * ey + (local[1] + (COMP != 1))) * ex +
-                           (local[0] + (COMP != 0));
-            scatter_add(acc, at, num[u][j]);
-            scatter_add(acc, 3 * SCATTER_NODES + at, den[u][j]);
-        }
-    }
-}
-
-// The (component, cell) items of one brick (module notes above), FLIP or APIC.
-template <bool APIC>
-__device__ __forceinline__ void scatter_cells(const float* __restrict__ spos, const float* __restrict__ svel,
-                                              const float* __restrict__ sc, const int* __restrict__ start,
-                                              const int* __restrict__ count, const int* __restrict__ order,
-                                              int use_order, long long cell0, const int brick[3], int closed,
-                                              const int n[3], const float o[3], float h, float inv_h, float scale_q,
-                                              float scale_w, unsigned int* acc)
-{
-    for (int item = threadIdx.x; item < 3 * SPARSE_CELLS; item += blockDim.x) {
-#if SCATTER_CELLS_COMP_MAJOR  // the block's warps on one component at a time (one code path hot)
-        const int comp = item >> 9, l = item & (SPARSE_CELLS - 1);
-#else
-        const int chunk = item >> 5, comp = chunk % 3, l = (chunk / 3) * 32 + (item & 31);
-#endif
-        const int k = count[cell0 + l];
-        if (k <= 0) continue;
-        const long long first = start[cell0 + l];
-        if (comp == 0)
-            scatter_cell<0, APIC>(spos, svel, sc, order, use_order, first, k, l, brick, closed, n, o, h, inv_h,
-                                  scale_q, scale_w, acc);
-        else if (comp == 1)
-            scatter_cell<1, APIC>(spos, svel, sc, order, use_order, first, k, l, brick, closed, n, o, h, inv_h,
-                                  scale_q, scale_w, acc);
-        else
-            scatter_cell<2, APIC>(spos, svel, sc, order, use_order, first, k, l, brick, closed, n, o, h, inv_h,
-                                  scale_q, scale_w, acc);
-    }
-}
-
-#ifndef SCATTER_CELLS_MIN_BLOCKS  // blocks an SM (__launch_bounds__; sparse_scatter.CELLS_MIN_BLOCKS)
-#define SCATTER_CELLS_MIN_BLOCKS 3  // 4 spills at 64 registers
-#endif
-#ifndef SCATTER_CELLS_APIC_MIN_BLOCKS
-#define SCATTER_CELLS_APIC_MIN_BLOCKS 2
-#endif
-
-// One block per pool slot (grid = slots, block ≤ SCATTER_THREADS, a multiple of 32): the
-// scatter by cells (notes above); p2g_scatter_brick's arguments without apic and the
-// spread, its sums. Two kernels, p2g_scatter_cells (FLIP) and p2g_scatter_cells_apic, so
-// that each has its own registers.
-template <bool APIC>
-__device__ __forceinline__ void scatter_cells_brick(const float* __restrict__ spos, const float* __restrict__ svel,
-                                                    const float* __restrict__ sc, const int* __restrict__ start,
-                                                    const int* __restrict__ count,
-                                                    const unsigned char* __restrict__ used,
-                                                    const int* __restrict__ coords, const int* __restrict__ nbr27,
-                                                    long long cells, int closed, int nx, int ny, int nz, float ox,
-                                                    float oy, float oz, float h, float inv_h,
-                                                    const unsigned int* __restrict__ bounds,
-                                                    const int* __restrict__ order, int use_order,
-                                                    unsigned long long* __restrict__ acc)
-{
-    __shared__ unsigned int shared_acc[2 * SCATTER_WORDS];
-    const int slot = (int)blockIdx.x;
-    if ((long long)slot * SPARSE_CELLS >= cells || !used[slot]) return;  // a free slot: no particles
-    const long long cell0 = (long long)slot * SPARSE_CELLS;
-    const long long p0 = start[cell0], p1 = (long long)start[cell0 + SPARSE_CELLS - 1] + count[cell0 + SPARSE_CELLS - 1];
-    if (p1 <= p0) return;
-    for (int i = threadIdx.x; i < 2 * SCATTER_WORDS; i += blockDim.x) shared_acc[i] = 0u;
-    int k_q, k_w;
-    scatter_scales(bounds, k_q, k_w);
-    const float scale_q = ldexpf(1.0f, k_q), scale_w = ldexpf(1.0f, k_w);
-    const int brick[3] = {8 * coords[3 * slot], 8 * coords[3 * slot + 1], 8 * coords[3 * slot + 2]};
-    const int n[3] = {nx, ny, nz};
-    const float o[3] = {ox, oy, oz};
-    __syncthreads();
-    scatter_cells<APIC>(spos, svel, sc, start, count, order, use_order, cell0, brick, closed, n, o, h, inv_h,
-                        scale_q, scale_w, shared_acc);
-    __syncthreads();
-    scatter_flush(shared_acc, slot, nbr27, cells, acc);
-}
-
-#define SCATTER_CELLS_ARGS                                                                                          \
-    const float *__restrict__ spos, const float *__restrict__ svel, const float *__restrict__ sc,                \
-        const int *__restrict__ start, const int *__restrict__ count, const unsigned char *__restrict__ used,    \
-        const int *__restrict__ coords, const int *__restrict__ nbr27, long long cells, int closed, int nx, int ny, \
-        int nz, float ox, float oy, float oz, float h, float inv_h, const unsigned int *__restrict__ bounds,      \
-        const int *__restrict__ order, int use_order, unsigned long long *__restrict__ acc
-#define SCATTER_CELLS_PASS \
-    spos, svel, sc, start, count, used, coords, nbr27, cells, closed, nx, ny, nz, ox, oy, oz, h, inv_h, bounds, order, \
-        use_order, acc
-
-extern "C" __global__ void __launch_bounds__(SCATTER_THREADS, SCATTER_CELLS_MIN_BLOCKS)
-    p2g_scatter_cells(SCATTER_CELLS_ARGS)
-{
-    scatter_cells_brick<false>(SCATTER_CELLS_PASS);
-}
-
-extern "C" __global__ void __launch_bounds__(SCATTER_THREADS, SCATTER_CELLS_APIC_MIN_BLOCKS)
-    p2g_scatter_cells_apic(SCATTER_CELLS_ARGS)
-{
-    scatter_cells_brick<true>(SCATTER_CELLS_PASS);
 }
 
 // One thread per pool cell: the faces from the fixed-point sums (module notes); Σw = 0

@@ -71,9 +71,10 @@ by cell) and move less than a cell a substep, so a warp's 32 particles lie in a 
 lanes of one cell (``__match_any_sync``) take one atomicAdd and consecutive ranks
 (``voxfx_reduce.cuh``'s ``warp_grouped_rank``). The same counts, starts, cells and bounds; the
 order within a cell is another (the atomics' order before, the lanes' now), which nothing
-reads (tests/gpu/test_flip_sparse_scatter_cells_gpu.py). H100, 8M dam break after 4 substeps
-(``bench/flip_sparse_p2g.py --ab``, one call): the count 0.185 → 0.146 ms, the whole P2G
-0.819 → 0.788 ms.
+reads (tests/gpu/test_flip_sparse_grouped_count_gpu.py). H100 80GB HBM3, 8M dam break after
+4 substeps (``bench/flip_sparse_p2g.py --ab``, two calls): the count 0.185 / 0.171 → 0.146 /
+0.136 ms, the whole P2G 0.819 / 0.818 → 0.788 / 0.790 ms; ``bench/flip_sparse.py --row 8m``
+(separate processes, one call): bin+gather 0.952 → 0.894 ms, the P2G stage 1.11 → 1.06 ms.
 
 Classify (§6) comes from the binning: the count per pool cell says which cells hold a
 particle (``classify_counts_sparse``, one pass over the pool) when the bins are those of

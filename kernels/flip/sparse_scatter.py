@@ -7,77 +7,44 @@ sums, and a pass per cell divides. Integer sums: the same bits in any particle o
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 
 from ..grid.launch import THREADS, Kernels
 
-SCATTER = Kernels("flip_sparse_scatter.cu", ("--fmad=false",), THREADS)  # the default builds (_build)
+SCATTER = Kernels("flip_sparse_scatter.cu", ("--fmad=false",), THREADS)
 CELLS = 512
 SCATTER_THREADS = 256  # threads a brick (flip_sparse_scatter.cu's SCATTER_THREADS at most)
 SCATTER_SPREAD = 8  # a warp's lanes take particles this far apart (flip_sparse_scatter.cu)
 SCATTER_MIN_BLOCKS = 4  # blocks an SM should hold (flip_sparse_scatter.cu's __launch_bounds__)
 BOUND_BLOCKS = 1024  # scatter_bounds: blocks of its grid-stride loop
-# VOXFX_SPARSE_SCATTER, the kernel: "brick" (p2g_scatter_brick: every term a shared atomic) or
-# "cells" (p2g_scatter_cells: a thread per (component, cell), six of a particle's eight terms
-# a component summed in registers; the same integer sums, flip_sparse_scatter.cu's notes)
-SCATTER_KERNELS = ("brick", "cells")
-CELLS_MIN_BLOCKS = 3  # p2g_scatter_cells' build: blocks an SM (4 spills at 64 registers)
-CELLS_APIC_MIN_BLOCKS = 2  # p2g_scatter_cells_apic's
-BUILD_DEFINES: dict = {}  # the .cu's build switches (_build): the bench's A/B
-_DEFAULT_BUILD = (4, 3)  # the .cu's SCATTER_MIN_BLOCKS and SCATTER_CELLS_MIN_BLOCKS, which SCATTER is built with
 _BUILDS: dict = {}
 _I64, _I32 = np.int64, np.int32
 
 
-def kernel_mode(mode=None) -> str:
-    """The scatter's kernel: *mode*, else ``VOXFX_SPARSE_SCATTER``, else ``SCATTER_KERNELS[0]``."""
-    mode = mode or os.environ.get("VOXFX_SPARSE_SCATTER", "").strip().lower() or SCATTER_KERNELS[0]
-    if mode not in SCATTER_KERNELS:
-        raise ValueError(f"VOXFX_SPARSE_SCATTER must be one of {', '.join(SCATTER_KERNELS)}, not {mode!r}")
-    return mode
-
-
-def _build(min_blocks: int, cells_blocks: int, **defines):
-    """The scatter's kernels built for these blocks an SM and *defines* (the .cu's
-    SCATTER_CELLS_INLINE, SCATTER_CELLS_COMP_MAJOR, SCATTER_FLUSH_STORE; ``SCATTER`` for the
-    defaults)."""
-    key = (min_blocks, cells_blocks, *sorted(defines.items()))
-    if key == _DEFAULT_BUILD:
-        return SCATTER
-    if key not in _BUILDS:
-        _BUILDS[key] = Kernels("flip_sparse_scatter.cu", ("--fmad=false",), THREADS,
-                               defines={"SCATTER_MIN_BLOCKS": min_blocks, "SCATTER_CELLS_MIN_BLOCKS": cells_blocks,
-                                        "SCATTER_CELLS_APIC_MIN_BLOCKS": CELLS_APIC_MIN_BLOCKS, **defines})
-    return _BUILDS[key]
-
-
-def launch(size: int, args, spread=None, min_blocks=None, order=None, bounds=None, kernel=None,
-           cells_blocks=None):
+def launch(size: int, args, spread=None, min_blocks=None, order=None, bounds=None):
     """The scatter (``kernels/cuda/flip_sparse_scatter.cu``) over the pool of *size* cells
     with ``sparse_gpu.launch_gather``'s *args*: the bounds that fix its scales, one block per brick
     adding 64-bit fixed-point terms, then the faces and masks. Returns (acc, bounds): the
     fixed-point sums (``acc[(comp·size + cell)·2 + {0: Σw·q, 1: Σw}]``) and [Q's float
-    bits, max particles a cell] (``scales``). *kernel*: ``kernel_mode``'s (brick or cells:
-    the same sums); *spread*: the brick kernel's, ``SCATTER_SPREAD`` unless given;
-    *min_blocks*, *cells_blocks*: the brick and cells kernels built for that many blocks an
-    SM (``SCATTER_MIN_BLOCKS``, ``CELLS_MIN_BLOCKS`` unless given; the A/B of
-    ``bench/flip_sparse_p2g.py``). *order*: the particles (args' first three arrays: their
-    own, unsorted) are read through it (binned position → particle;
-    ``sparse_gpu.bin_particles_order``); *bounds*: already computed (its fused count), so
-    ``scatter_bounds`` is not launched."""
+    bits, max particles a cell] (``scales``). *spread*: ``SCATTER_SPREAD`` unless
+    given; *min_blocks*: the kernel built for that many blocks an SM (``SCATTER_MIN_BLOCKS``
+    unless given; the A/B of ``bench/flip_sparse_p2g.py``). *order*: the particles
+    (args' first three arrays: their own, unsorted) are read through it (binned position →
+    particle; ``sparse_gpu.bin_particles_order``); *bounds*: already computed (its fused
+    count), so ``scatter_bounds`` is not launched."""
     import cupy as cp
 
     spread = int(SCATTER_SPREAD if spread is None else spread)
     if spread < 1:
         raise ValueError(f"the scatter's spread must be at least 1, not {spread}")
-    mode = kernel_mode(kernel)
     spos, svel, sc, apic, _, count = args[:6]
     h, n = args[17], int(spos.shape[0])
     min_blocks = int(SCATTER_MIN_BLOCKS if min_blocks is None else min_blocks)
-    cells_blocks = int(CELLS_MIN_BLOCKS if cells_blocks is None else cells_blocks)
-    kernels = _build(min_blocks, cells_blocks, **BUILD_DEFINES)  # another build is compiled on first use
+    kernels = SCATTER
+    if min_blocks != 4:  # another build (compiled on first use)
+        kernels = _BUILDS.get(min_blocks) or _BUILDS.setdefault(
+            min_blocks, Kernels("flip_sparse_scatter.cu", ("--fmad=false",), THREADS,
+                                defines={"SCATTER_MIN_BLOCKS": min_blocks}))
     acc = cp.zeros(6 * size, cp.uint64)
     if bounds is None:
         bounds = cp.zeros(2, cp.uint32)
@@ -85,13 +52,8 @@ def launch(size: int, args, spread=None, min_blocks=None, order=None, bounds=Non
         kernels.launch_grid("scatter_bounds", (blocks,), (THREADS,), (svel, sc, apic, _I64(n), count, _I64(size), h,
                                                                       bounds))
     use_order = order is not None
-    through = (order if use_order else count, _I32(use_order), acc)
-    if mode == "cells":
-        name = "p2g_scatter_cells_apic" if int(apic) else "p2g_scatter_cells"
-        kernels.launch_grid(name, (size // CELLS,), (SCATTER_THREADS,), (*args[:3], *args[4:19], bounds, *through))
-    else:
-        kernels.launch_grid("p2g_scatter_brick", (size // CELLS,), (SCATTER_THREADS,),
-                            (*args[:19], bounds, _I32(spread), *through))
+    kernels.launch_grid("p2g_scatter_brick", (size // CELLS,), (SCATTER_THREADS,),
+                        (*args[:19], bounds, _I32(spread), order if use_order else count, _I32(use_order), acc))
     kernels.launch("p2g_scatter_finish", size, (acc, _I64(size), bounds, *args[19:]))
     return acc, bounds
 

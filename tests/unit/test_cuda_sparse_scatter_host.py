@@ -11,11 +11,10 @@ reference, and the same bits when the particles come in another order (another o
 within each cell) or the lanes another spread; the bounds' grid-stride loop gives the same
 bounds over 1 and 7 blocks; the "order" binning (count with the bound fused, the two-launch
 scan, no per-cell sort, the scatter reading the particles through the order) gives the same
-bounds and integer sums, and its scan the exclusive prefix sums of the counts; the scatter by
-cells (p2g_scatter_cells, _apic) gives the brick scatter's integer sums on either binning, and
-the grouped count (count_particles_grouped, one lane a "warp" here) count_particles_bounds'
-counts, cells, ranks and bounds. The device comparisons are
-tests/gpu/test_flip_sparse_scatter_gpu.py and test_flip_sparse_scatter_cells_gpu.py."""
+bounds and integer sums, and its scan the exclusive prefix sums of the counts; the grouped count
+(count_particles_grouped, one lane a "warp" here) count_particles_bounds' counts, cells, ranks
+and bounds. The device comparisons are tests/gpu/test_flip_sparse_scatter_gpu.py and
+test_flip_sparse_grouped_count_gpu.py."""
 
 
 import numpy as np
@@ -83,26 +82,6 @@ int main() {
     printf("%u\n%u\n", bounds2[0], bounds2[1]);
     for (auto x : start2) printf("%d\n", x);
     for (auto x : acc2) printf("%lld\n", (ll)x);
-    // The scatter by cells (p2g_scatter_cells, _apic): on the sorted copies, then through
-    // the order binning's order. Prints both sums (6·cells each).
-    std::vector<unsigned long long> acc3(6 * cells, 0ull), acc4(6 * cells, 0ull);
-    if (apic) {
-        LAUNCH(cap, p2g_scatter_cells_apic(spos.data(), svel.data(), sc.data(), start.data(), count.data(), used.data(),
-                                           coords.data(), nbr27.data(), cells, closed, nx, ny, nz, ox, oy, oz, h,
-                                           inv_h, bounds.data(), order.data(), 0, acc3.data()));
-        LAUNCH(cap, p2g_scatter_cells_apic(pos.data(), vel.data(), c.data(), start2.data(), count2.data(), used.data(),
-                                           coords.data(), nbr27.data(), cells, closed, nx, ny, nz, ox, oy, oz, h,
-                                           inv_h, bounds2.data(), order2.data(), 1, acc4.data()));
-    } else {
-        LAUNCH(cap, p2g_scatter_cells(spos.data(), svel.data(), sc.data(), start.data(), count.data(), used.data(),
-                                      coords.data(), nbr27.data(), cells, closed, nx, ny, nz, ox, oy, oz, h, inv_h,
-                                      bounds.data(), order.data(), 0, acc3.data()));
-        LAUNCH(cap, p2g_scatter_cells(pos.data(), vel.data(), c.data(), start2.data(), count2.data(), used.data(),
-                                      coords.data(), nbr27.data(), cells, closed, nx, ny, nz, ox, oy, oz, h, inv_h,
-                                      bounds2.data(), order2.data(), 1, acc4.data()));
-    }
-    for (auto x : acc3) printf("%lld\n", (ll)x);
-    for (auto x : acc4) printf("%lld\n", (ll)x);
     // The grouped count (count_particles_grouped; on the host a "warp" of one lane): the
     // same counts, cells and bounds as count_particles_bounds. Prints 1 if so.
     std::vector<int> count3(cells + 1, 0), cell3(n), rank3(n);
@@ -121,8 +100,9 @@ int main() {
 """
 
 
-def _harness(tmp_path_factory, switches=()):
-    defines = [o for o in sparse_gpu.KERNELS.options if o.startswith("-D")] + [f"-D{d}=1" for d in switches]
+@pytest.fixture(scope="module")
+def harness(tmp_path_factory):
+    defines = [o for o in sparse_gpu.KERNELS.options if o.startswith("-D")]
     build = _build(tmp_path_factory, HARNESS, defines, "sparse_scatter")
 
     def run(grid, pos, vel, c, spread):
@@ -153,28 +133,12 @@ def _harness(tmp_path_factory, switches=()):
         start2 = np.array(tokens[at + 2:at + 3 + cells], np.int64)
         at += 3 + cells
         acc2 = np.array(tokens[at:at + 6 * cells], np.int64)
-        at += 6 * cells
-        # the scatter by cells: on the sorted copies, and through the order binning's order
-        by_cells = [np.array(tokens[at + k * 6 * cells:at + (k + 1) * 6 * cells], np.int64).reshape(3, cells, 2)
-                    for k in range(2)]
-        assert at + 12 * cells + 1 == len(tokens)
+        assert at + 6 * cells + 1 == len(tokens)
         run.order_binning = (bounds2, start2, acc2.reshape(3, cells, 2))
-        run.by_cells = by_cells
         run.grouped_count_same = tokens[-1] == "1"
         return gather, scatter, bounds, acc.reshape(3, cells, 2)
 
     return run
-
-
-@pytest.fixture(scope="module")
-def harness(tmp_path_factory):
-    return _harness(tmp_path_factory)
-
-
-@pytest.fixture(scope="module")
-def switched(tmp_path_factory):
-    """The harness built with every switch of flip_sparse_scatter.cu on (the bench's A/B)."""
-    return _harness(tmp_path_factory, ("SCATTER_FLUSH_STORE", "SCATTER_CELLS_INLINE", "SCATTER_CELLS_COMP_MAJOR"))
 
 
 def fixed_point_bound(values, acc, bounds):
@@ -217,10 +181,6 @@ def test_scatter_matches_the_gather_within_its_bound_and_is_order_independent(ha
     bounds2, start2, acc2 = harness.order_binning
     assert np.array_equal(bounds2, bounds)
     assert np.array_equal(acc2, acc)
-    # the scatter by cells (p2g_scatter_cells: register sums per cell, the corners by
-    # atomics, irregular particles term by term): the same integer sums, either binning
-    for by_cells in harness.by_cells:
-        assert np.array_equal(by_cells, acc)
     assert harness.grouped_count_same  # count_particles_grouped bins as count_particles_bounds
     binned = np.floor((pos - np.asarray(grid.origin, np.float32)) * np.float32(1.0 / grid.h)).astype(np.int64)
     binned = grid.locate(*binned.T)  # the kernels' cell: ⌊(x − o)·(1/h)⌋
@@ -257,18 +217,3 @@ def test_scatter_scales_keep_every_sum_below_two_to_the_62():
             assert reach * (np.float64(np.float32(q)) * 2.0 ** k_q + 0.5) < 2.0 ** 62
             assert reach * 2.0 ** k_w >= 2.0 ** 59  # and no coarser than needed
             assert -126 <= k_q <= 127 and -126 <= k_w <= 127
-
-
-@pytest.mark.parametrize("apic", [False, True], ids=["flip", "apic"])
-def test_scatter_switches_give_the_same_sums(harness, switched, apic):
-    """SCATTER_FLUSH_STORE (the brick's inner nodes stored, not added: only its own particles
-    reach them), SCATTER_CELLS_INLINE and SCATTER_CELLS_COMP_MAJOR: the same integer sums, from
-    both kernels and both binnings, as the default build (bricks flushed one after another
-    here, so a store over another brick's sum would show)."""
-    spec, grid, pos, vel, c = scene(True, apic, 21 + apic)
-    _, _, bounds, acc = harness(grid, pos, vel, c, 8)
-    _, _, bounds2, acc2 = switched(grid, pos, vel, c, 8)
-    assert np.array_equal(bounds2, bounds)
-    assert np.count_nonzero(acc) > 1000
-    for got in (acc2, switched.order_binning[2], *switched.by_cells):
-        assert np.array_equal(got, acc)
