@@ -22,6 +22,12 @@ two binnings (``VOXFX_SPARSE_BINNING`` sorted / order: count + cumsum + place + 
 sort + sorted copies, or the count with the bound fused + the two-launch scan + place, the
 scatter reading through the order) are timed launch by launch and whole, alternately,
 checked for the same faces bit for bit, and their P2G's live memory peak printed.
+
+``--ab SUBSTEPS`` (helper i24y) runs only the order binning's two counts
+(``VOXFX_SPARSE_BIN_COUNT`` atomic / grouped): the same faces, masks and counts bit for bit
+(FLIP and APIC), the P2G launches one by one, whole P2G and SUBSTEPS whole substeps
+(``flip_sparse.timed_sparse_substep``) with the counts in turn;
+``bench/flip_sparse_p2g_call.sh`` is the device call that runs it with the P2G GPU files.
 """
 
 from __future__ import annotations
@@ -142,6 +148,116 @@ def scatter_pieces(cp, g, pos, vel, binned, faces, valid, repeat):
         print(f"{name} | {ms:.3f} | {floor:.3f} | {ms / floor:.0f}×")
 
 
+COUNTS = ("atomic", "grouped")  # sparse_gpu.BIN_COUNTS: the old way first
+
+
+def ab_bits(cp, g, pos, vel):
+    """The grouped count's faces, masks and counts against the atomic count's, bit for bit
+    (FLIP, and APIC with a random C)."""
+    n = int(pos.shape[0])
+    c = cp.random.default_rng(2).standard_normal((n, 3, 3), dtype=cp.float32)
+    for apic in (False, True):
+        out = []
+        for mode in COUNTS:
+            os.environ["VOXFX_SPARSE_BIN_COUNT"] = mode
+            valid = sparse_gpu.particles_to_grid(g, pos, vel, c if apic else None, "scatter")
+            out.append([cp.concatenate([g[f].view(cp.uint32) for f in g.FACES]), g.bins[1].copy(),
+                        cp.concatenate(valid)])
+        same = all(bool((a == b).all()) for a, b in zip(*out))
+        print(f"{'APIC' if apic else 'FLIP'} grouped count: " +
+              ("the atomic count's faces, masks and counts bit for bit" if same else "FACES DIFFER"))
+
+
+def ab_launches(cp, g, pos, vel, repeat):
+    """The order binning's and scatter's launches one by one on the same inputs (FLIP): both
+    counts, the scan, place, the sums zeroed and the brick scatter through the order."""
+    from voxfx.kernels.flip.sparse_gpu import _I32, _I64, KERNELS, _dims, _frame, _topo, brick_index
+
+    n, cells = int(pos.shape[0]), g.size
+    keys, slots, nk = _topo(g)
+    ox, oy, oz, h, inv_h = _frame(g)
+    index = brick_index(g)
+    count = cp.zeros(cells + 1, cp.int32)
+    cell_of, rank, order = (cp.empty(n, cp.int32) for _ in range(3))
+    bounds = cp.zeros(2, cp.uint32)
+    acc = cp.zeros(6 * cells, cp.uint64)
+    state = {}
+
+    def count_pass(name):
+        def run():
+            count.fill(0)
+            bounds.fill(0)
+            KERNELS.launch(name, n, (pos, vel, count, _I32(0), _I64(n), ox, oy, oz, inv_h, h, keys, slots, nk,
+                                     *index, _I64(cells), count, cell_of, rank, bounds))
+        return run
+
+    def scan():
+        state["start"] = sparse_gpu.scan_counts(cp, count, cells, bounds)
+
+    def place():
+        DENSE.launch("place_particles", n, (cell_of, rank, state["start"], _I64(n), order))
+
+    def scatter():
+        sparse_scatter.SCATTER.launch_grid("p2g_scatter_brick", (cells // 512,), (sparse_scatter.SCATTER_THREADS,), (
+            pos, vel, count, _I32(0), state["start"], count, g.brick_slot, g.slot_coords, g.brick_nbr, _I64(cells),
+            _I32(g.closed), *_dims(g), *_frame(g), bounds, _I32(sparse_scatter.SCATTER_SPREAD), order, _I32(1), acc))
+
+    print(f"launch | ms (median of {repeat}) | floor ms")
+    rows = [("count_particles_bounds (atomic)", count_pass("count_particles_bounds"), 32 * n + 4 * cells),
+            ("count_particles_grouped", count_pass("count_particles_grouped"), 32 * n + 4 * cells),
+            ("bin_scan_sums + bin_scan", scan, 12 * cells),
+            ("place_particles (after grouped)", place, 16 * n),
+            ("scatter sums zeroed", lambda: acc.fill(0), 48 * cells),
+            ("p2g_scatter_brick through the order", scatter, 28 * n + 56 * cells)]
+    for name, fn, nbytes in rows:
+        fn()  # warm (compiles)
+        ms = timed(cp, fn, repeat)
+        print(f"{name} | {ms:.3f} | {nbytes / BANDWIDTH * 1e3:.3f}")
+
+
+def ab_substeps(cp, sim, dt, repeat, substeps):
+    """Whole P2G with either count (in turn, *repeat* rounds), then *substeps* whole substeps
+    (``flip_sparse.timed_sparse_substep``) with either count in turn (one round to warm)."""
+    g, pos, vel = sim.grid, sim.pos, sim.vel
+    whole = {m: [] for m in COUNTS}
+    for _ in range(repeat):
+        for mode in COUNTS:
+            os.environ["VOXFX_SPARSE_BIN_COUNT"] = mode
+            whole[mode].append(timed(cp, lambda: sparse_gpu.particles_to_grid(g, pos, vel, None, "scatter"), 1))
+    for mode in COUNTS:
+        print(f"particles_to_grid (whole), {mode} count | {np.median(whole[mode]):.3f}")
+    from flip_sparse import STAGES, SUBSTAGES, timed_sparse_substep
+
+    ev = [cp.cuda.Event() for _ in range(6)]
+    sub = [cp.cuda.Event() for _ in range(6)]
+    rows = {m: [] for m in COUNTS}
+    for i in range(substeps + len(COUNTS)):
+        mode = COUNTS[i % len(COUNTS)]
+        os.environ["VOXFX_SPARSE_BIN_COUNT"] = mode
+        ms, _, parts = timed_sparse_substep(sim, dt, ev, sub)
+        if i >= len(COUNTS):
+            rows[mode].append((ms, parts))
+    for mode in COUNTS:
+        ms = np.median(np.array([r[0] for r in rows[mode]]), axis=0)
+        parts = np.median(np.array([r[1] for r in rows[mode]]), axis=0)
+        print(f"substeps, {mode} count ({len(rows[mode])}): " + ", ".join(f"{k} {v:.3f}" for k, v in zip(STAGES, ms)) +
+              f", substep {sum(ms):.2f} ms; bin+gather {parts[SUBSTAGES.index('bin+gather')]:.3f}")
+
+
+def p2g_ab(cp, sim, dt, repeat, substeps):
+    """``--ab`` (helper i24y): the order binning's two counts (``VOXFX_SPARSE_BIN_COUNT``): their
+    bits (``ab_bits``), the P2G launches (``ab_launches``), whole P2G and whole substeps
+    (``ab_substeps``)."""
+    saved = os.environ.get("VOXFX_SPARSE_BIN_COUNT")
+    ab_bits(cp, sim.grid, sim.pos, sim.vel)
+    ab_launches(cp, sim.grid, sim.pos, sim.vel, repeat)
+    ab_substeps(cp, sim, dt, repeat, substeps)
+    if saved is None:
+        os.environ.pop("VOXFX_SPARSE_BIN_COUNT", None)
+    else:
+        os.environ["VOXFX_SPARSE_BIN_COUNT"] = saved
+
+
 def main():  # noqa: C901 (one bench: its launches timed in turn, each a small closure)
     ap = argparse.ArgumentParser()
     add_scene_arguments(ap)
@@ -151,8 +267,16 @@ def main():  # noqa: C901 (one bench: its launches timed in turn, each a small c
     ap.add_argument("--spread", nargs="*", type=int, default=[8, 1, 32], help="scatter variants (lanes' spread)")
     ap.add_argument("--blocks", nargs="*", type=int, default=[3, 5],
                     help="scatter variants built for these blocks an SM (default build: 4)")
+    ap.add_argument("--ab", type=int, default=0, metavar="SUBSTEPS",
+                    help="only the two counts' A/B (p2g_ab), then this many whole substeps")
     args = ap.parse_args()
     import cupy as cp
+
+    if args.ab:
+        _, sim, dt = stepped_dam_break(args)
+        print(f"{args.res}³, {int(sim.pos.shape[0]):,} particles, {sim.grid.brick_count()} bricks")
+        p2g_ab(cp, sim, dt, args.repeat, args.ab)
+        return
 
     from voxfx.kernels.flip.sparse_gpu import _I32, _I64, KERNELS, _frame, _topo, brick_index
 

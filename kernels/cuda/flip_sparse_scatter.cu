@@ -47,6 +47,19 @@
 // SM), every particle evaluating all 18 window nodes (10 of them weight 0, predicated, with
 // their 64-bit conversions) and warps waiting on their fullest cell. The atomics are not
 // the whole cost: a register pre-sum has to come without more arithmetic per term.
+//
+// Measured and not kept either (helper i24y, H100, the same scene, 3,198 bricks; the kernels
+// on branch i24y-cells, bench/flip_sparse_p2g.py --ab there): a thread per (component, cell)
+// walking its cell's particles, six of a particle's eight terms a component summed in 64-bit
+// registers (the 10 nodes all the cell's particles share: the cell's node across both axes,
+// one side along one) and only the corners by shared atomics (~40% of the atomics), the
+// same 8 terms a component and these sums bit for bit: 0.82 ms against this kernel's 0.49
+// (2.63 with the irregular particles' path out of line, a call in the loop; 0.99 inlined;
+// 0.82 with a block's warps on one component at a time; 0.84 at 4 blocks an SM). Not
+// profiled; likely: each particle is read and set up three times (a dependent load chain
+// each), and a warp's lanes wait on its fullest cell while empty cells' lanes idle. Storing
+// a brick's inner nodes (which only its own particles reach) in the flush instead of adding
+// them: 0.506 against 0.491 ms.
 
 #include "voxfx_bin.cuh"  // scatter_q_bound, scatter_q_bits, scatter_bits, scatter_float
 #include "voxfx_sparse.cuh"  // SPARSE_CELLS, sparse_cell_near

@@ -136,6 +136,36 @@ extern "C" __global__ void count_particles_bounds(const float* __restrict__ pos,
     if ((threadIdx.x & 31) == 0 && bits > *(volatile unsigned int*)bounds) atomicMax(bounds, bits);
 }
 
+// count_particles_bounds with the count's atomics grouped by warp (sparse_gpu.bin_count_mode
+// "grouped", helper i24y): the lanes whose particles share a cell (neighbours in the
+// particles' own order: seeded cell by cell, they stay together) take one atomicAdd for the
+// group, and each lane its rank from the group's base and its place among the group's
+// lanes (warp_grouped_rank). The same counts and bounds; the ranks another order within each
+// cell (which the order binning leaves to the atomics anyway). Every lane reaches the warp
+// functions (no return before them).
+extern "C" __global__ void count_particles_grouped(const float* __restrict__ pos, const float* __restrict__ vel,
+                                                   const float* __restrict__ c, int apic, long long n, float ox,
+                                                   float oy, float oz, float inv_h, float h,
+                                                   const long long* __restrict__ keys, const int* __restrict__ slots,
+                                                   long long n_keys, BRICK_INDEX_ARGS, long long cells,
+                                                   int* __restrict__ count, int* __restrict__ cell_of,
+                                                   int* __restrict__ rank, unsigned int* __restrict__ bounds)
+{
+    const long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    float q = 0.0f;
+    long long cell = -1;
+    if (p < n) {
+        cell = bin_cell(pos, p, ox, oy, oz, inv_h, keys, slots, n_keys, index, index_lx, index_ly, index_lz, index_dx,
+                        index_dy, index_dz, cells);
+        cell_of[p] = (int)cell;
+        q = scatter_q_bound(vel, c, apic, p, h);
+    }
+    const int r = warp_grouped_rank(count, cell);  // voxfx_reduce.cuh
+    if (p < n) rank[p] = r;
+    const unsigned int bits = warp_all_max(scatter_q_bits(q));
+    if ((threadIdx.x & 31) == 0 && bits > *(volatile unsigned int*)bounds) atomicMax(bounds, bits);
+}
+
 // Step 2, the exclusive scan of count (n = cells + 1 entries) in two launches over tiles of
 // `tile` entries: sums[b] = Σ of tile b, and bounds[1] = max count over the pool's cells
 // (i < cells: the last bin, particles without an active cell, is not scattered).

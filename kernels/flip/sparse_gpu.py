@@ -65,6 +65,17 @@ on the copies, the whole P2G 1.067 → 0.777 ms, its live peak 355 → 172 MiB;
 ``bench/flip_sparse.py --row 8m``: P2G 1.25 → 0.98 ms, substep 9.8 → 9.6 ms, pool peak
 1,195 → 840 MiB.
 
+The count groups its atomics by warp (``VOXFX_SPARSE_BIN_COUNT=grouped``, the default;
+``atomic``: one a particle, for A/B; helper i24y): the particles keep their seeding order (cell
+by cell) and move less than a cell a substep, so a warp's 32 particles lie in a few cells; the
+lanes of one cell (``__match_any_sync``) take one atomicAdd and consecutive ranks
+(``voxfx_reduce.cuh``'s ``warp_grouped_rank``). The same counts, starts, cells and bounds; the
+order within a cell is another (the atomics' order before, the lanes' now), which nothing
+reads (tests/gpu/test_flip_sparse_grouped_count_gpu.py). H100 80GB HBM3, 8M dam break after
+4 substeps (``bench/flip_sparse_p2g.py --ab``, two calls): the count 0.185 / 0.171 → 0.146 /
+0.136 ms, the whole P2G 0.819 / 0.818 → 0.788 / 0.790 ms; ``bench/flip_sparse.py --row 8m``
+(separate processes, one call): bin+gather 0.952 → 0.894 ms, the P2G stage 1.11 → 1.06 ms.
+
 Classify (§6) comes from the binning: the count per pool cell says which cells hold a
 particle (``classify_counts_sparse``, one pass over the pool) when the bins are those of
 the same positions (``bins``: kept from P2G until the particles move or the bricks
@@ -129,6 +140,9 @@ G2P_ORDERS = ("cell", "input")
 # sorted copies, the bound fused into the count, a two-launch scan) or "sorted" (bin_particles, the gathers' binning)
 BINNINGS = ("order", "sorted")
 BIN_SCAN_TILES = 8192  # bin_scan: at most this many tiles (a block sums the earlier tiles' sums)
+# VOXFX_SPARSE_BIN_COUNT, the order binning's count: "grouped" (count_particles_grouped: one atomic a warp's run
+# of particles in one cell) or "atomic" (count_particles_bounds, one a particle); the same counts (module notes)
+BIN_COUNTS = ("grouped", "atomic")
 G2P_KERNELS = ("bricks", "walk")  # flip_sparse_g2p.cu: g2p_advect_bricks, g2p_advect_sparse
 G2P_THREADS = 512  # a block of G2P: 2–4% faster than 256 at 8M (H200, bench/flip_sparse_g2p.py), the same bits
 G2P = Kernels("flip_sparse_g2p.cu", ("--fmad=false",), G2P_THREADS,
@@ -152,6 +166,14 @@ def binning_mode(mode=None) -> str:
     mode = mode or os.environ.get("VOXFX_SPARSE_BINNING", "").strip().lower() or BINNINGS[0]
     if mode not in BINNINGS:
         raise ValueError(f"VOXFX_SPARSE_BINNING must be one of {', '.join(BINNINGS)}, not {mode!r}")
+    return mode
+
+
+def bin_count_mode(mode=None) -> str:
+    """The order binning's count kernel: *mode*, else ``VOXFX_SPARSE_BIN_COUNT``, else ``BIN_COUNTS[0]``."""
+    mode = mode or os.environ.get("VOXFX_SPARSE_BIN_COUNT", "").strip().lower() or BIN_COUNTS[0]
+    if mode not in BIN_COUNTS:
+        raise ValueError(f"VOXFX_SPARSE_BIN_COUNT must be one of {', '.join(BIN_COUNTS)}, not {mode!r}")
     return mode
 
 
@@ -284,9 +306,9 @@ def bin_particles_order(grid, pos, vel, c):
     rank = cp.empty(n, cp.int32)
     bounds = cp.zeros(2, cp.uint32)
     apic = c is not None
-    KERNELS.launch("count_particles_bounds", n, (pos, vel, c if apic else count, _I32(apic), _I64(n), ox, oy, oz,
-                                                 inv_h, h, keys, slots, nk, *brick_index(grid), _I64(cells), count,
-                                                 cell_of, rank, bounds))
+    name = "count_particles_grouped" if bin_count_mode() == "grouped" else "count_particles_bounds"
+    KERNELS.launch(name, n, (pos, vel, c if apic else count, _I32(apic), _I64(n), ox, oy, oz, inv_h, h, keys, slots,
+                             nk, *brick_index(grid), _I64(cells), count, cell_of, rank, bounds))
     start = scan_counts(cp, count, cells, bounds)
     order = cp.empty(n, cp.int32)
     DENSE.launch("place_particles", n, (cell_of, rank, start, _I64(n), order))

@@ -11,8 +11,10 @@ reference, and the same bits when the particles come in another order (another o
 within each cell) or the lanes another spread; the bounds' grid-stride loop gives the same
 bounds over 1 and 7 blocks; the "order" binning (count with the bound fused, the two-launch
 scan, no per-cell sort, the scatter reading the particles through the order) gives the same
-bounds and integer sums, and its scan the exclusive prefix sums of the counts. The device comparison is
-tests/gpu/test_flip_sparse_scatter_gpu.py."""
+bounds and integer sums, and its scan the exclusive prefix sums of the counts; the grouped count
+(count_particles_grouped, one lane a "warp" here) count_particles_bounds' counts, cells, ranks
+and bounds. The device comparisons are tests/gpu/test_flip_sparse_scatter_gpu.py and
+test_flip_sparse_grouped_count_gpu.py."""
 
 
 import numpy as np
@@ -80,6 +82,19 @@ int main() {
     printf("%u\n%u\n", bounds2[0], bounds2[1]);
     for (auto x : start2) printf("%d\n", x);
     for (auto x : acc2) printf("%lld\n", (ll)x);
+    // The grouped count (count_particles_grouped; on the host a "warp" of one lane): the
+    // same counts, cells and bounds as count_particles_bounds. Prints 1 if so.
+    std::vector<int> count3(cells + 1, 0), cell3(n), rank3(n);
+    std::vector<unsigned int> bounds3(2, 0u);
+    LAUNCH(n, count_particles_grouped(pos.data(), vel.data(), c.data(), apic, n, ox, oy, oz, inv_h, h, keys.data(),
+                                      slots.data(), nk, no_index.data(), 0, 0, 0, 0, 0, 0, cells, count3.data(),
+                                      cell3.data(), rank3.data(), bounds3.data()));
+    std::vector<unsigned int> bounds_count(2, 0u);  // count_particles_bounds' bounds before the scan
+    std::vector<int> count4(cells + 1, 0), cell4(n), rank4(n);
+    LAUNCH(n, count_particles_bounds(pos.data(), vel.data(), c.data(), apic, n, ox, oy, oz, inv_h, h, keys.data(),
+                                     slots.data(), nk, no_index.data(), 0, 0, 0, 0, 0, 0, cells, count4.data(),
+                                     cell4.data(), rank4.data(), bounds_count.data()));
+    printf("%d\n", (int)(count3 == count4 && cell3 == cell4 && rank3 == rank4 && bounds3 == bounds_count));
     return 0;
 }
 """
@@ -116,9 +131,11 @@ def harness(tmp_path_factory):
         # the "order" binning: its bounds, start and sums
         bounds2 = np.array(tokens[at:at + 2], np.int64)
         start2 = np.array(tokens[at + 2:at + 3 + cells], np.int64)
-        acc2 = np.array(tokens[at + 3 + cells:], np.int64)
-        assert acc2.shape[0] == 6 * cells
+        at += 3 + cells
+        acc2 = np.array(tokens[at:at + 6 * cells], np.int64)
+        assert at + 6 * cells + 1 == len(tokens)
         run.order_binning = (bounds2, start2, acc2.reshape(3, cells, 2))
+        run.grouped_count_same = tokens[-1] == "1"
         return gather, scatter, bounds, acc.reshape(3, cells, 2)
 
     return run
@@ -164,6 +181,7 @@ def test_scatter_matches_the_gather_within_its_bound_and_is_order_independent(ha
     bounds2, start2, acc2 = harness.order_binning
     assert np.array_equal(bounds2, bounds)
     assert np.array_equal(acc2, acc)
+    assert harness.grouped_count_same  # count_particles_grouped bins as count_particles_bounds
     binned = np.floor((pos - np.asarray(grid.origin, np.float32)) * np.float32(1.0 / grid.h)).astype(np.int64)
     binned = grid.locate(*binned.T)  # the kernels' cell: ⌊(x − o)·(1/h)⌋
     counts = np.bincount(np.where(binned >= 0, binned, grid.size), minlength=grid.size + 1)

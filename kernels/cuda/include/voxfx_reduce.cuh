@@ -72,6 +72,28 @@ __device__ __forceinline__ void group_max_into(unsigned int* slot, unsigned int 
     if (v > *slot) atomicMax(slot, v);
 }
 
+// The old value of counter[key] plus this lane's place among the warp's lanes of the same
+// key (lane order): a counting sort's rank, with one atomicAdd a group of equal keys instead
+// of one a lane (the lanes of a group take consecutive ranks). Every lane of the warp must
+// call it; a lane with key < 0 adds nothing (its answer is not a rank). On the host (a
+// harness's one-thread "warp") the one lane's add.
+__device__ __forceinline__ int warp_grouped_rank(int* counter, long long key)
+{
+#ifdef __CUDA_ARCH__
+    const unsigned int group = __match_any_sync(0xffffffffu, key), lane = threadIdx.x & 31u;
+    const int leader = __ffs((int)group) - 1;
+    int base = 0;
+    if (key >= 0 && (int)lane == leader) base = atomicAdd(counter + key, __popc(group));
+    base = __shfl_sync(0xffffffffu, base, leader);
+    return base + __popc(group & ((1u << lane) - 1u));
+#else  // one thread: a plain read and write
+    if (key < 0) return 0;
+    const int old = counter[key];
+    counter[key] = old + 1;
+    return old;
+#endif
+}
+
 // Σ v and max v over the warp, every lane getting the result (butterfly), and the warp's
 // inclusive scan in lane order (voxfx_bin.cuh's block sums and scans). On the host (a
 // harness's one-thread "warp") each is the value itself.
