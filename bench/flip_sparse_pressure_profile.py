@@ -10,7 +10,7 @@ graph) with an event pair per launch, and the other stages of the substep.
         [--variants reference:0 fused:8192]
 
 ``--variants``
-SETUP:TAIL[:SCAN[:PROJECT[:PREDICT[:SETUP_TAIL[:BRICKS[:WARM[:ONE_READ[:RANKS[:LINK[:PERSIST[:CLUSTER[:FIRST2[:BUFFERS]]]]]]]]]]]]]:
+SETUP:TAIL[:SCAN[:PROJECT[:PREDICT[:SETUP_TAIL[:BRICKS[:WARM[:ONE_READ[:RANKS[:LINK[:PERSIST[:CLUSTER[:FIRST2[:BUFFERS[:AHEAD]]]]]]]]]]]]]]:
 the pressure set-up (``sparse_pressure.SETUP_KERNELS``:
 "reference", the array code, or "fused", ``sparse_pressure_cells``' four kernels), the
 V-cycle's one-block tail (``sparse_pressure_gpu.TAIL_UNKNOWNS``, 0 off), the set-up's scans
@@ -28,7 +28,8 @@ host read (``sparse_pressure_setup.ONE_READ``: "1" or "0"), level 1's key order 
 cluster launch (``sparse_pressure_gpu.CLUSTER_UNKNOWNS``, 0 off) and the first pre-smoothing
 sweep with the second's red pass in one launch (``sparse_pressure_gpu.FIRST2_UNKNOWNS``, 0
 off; the "it:" rows count one iteration's launches per kernel) and the set-up's buffers
-(``sparse_pressure_workspace.MODE``: "fresh" or "workspace"); each on the same
+(``sparse_pressure_workspace.MODE``: "fresh" or "workspace") and the workspace's coarse levels
+launched ahead of the unknowns' read (``sparse_pressure_workspace.AHEAD``: "1" or "0"); each on the same
 simulation state, in turn, per substep (A/B in one run). E.g. the brick A/B:
 ``--variants fused:8192:kernel:kernel:1:16384:0 fused:8192:kernel:kernel:1:16384:1``.
 
@@ -319,6 +320,8 @@ def _use(variant):
         sparse_pressure_gpu.FIRST2_UNKNOWNS = int(rest[11])
     if len(rest) > 12:  # the set-up's buffers: "fresh" or "workspace"
         sparse_pressure_workspace.MODE = rest[12]
+    if len(rest) > 13:  # the workspace's coarse levels launched before the unknowns' read: "1" or "0"
+        sparse_pressure_workspace.AHEAD = rest[13] != "0"
 
 
 def _carried(grid, keep=None):
