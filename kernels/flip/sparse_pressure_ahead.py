@@ -11,7 +11,12 @@ guess against the box and set size read: where it fails (the first set-up, a hie
 grows, a liquid ~2^20 cells from the last), the levels are built again the two-read way.
 The same tables entry for entry and the same pressure bit for bit
 (tests/gpu/test_flip_sparse_pressure_ahead_gpu.py; the tables on a guessed base on the host,
-tests/unit/test_cuda_sparse_pressure_bricks_host.py).
+tests/unit/test_cuda_sparse_pressure_bricks_host.py). The same 48 launches a solve.
+
+8M dam break on an H100 (``bench/flip_sparse_setup_ahead_call.sh``: the variants alternating
+each substep in one process, 6 substeps each, 14 CG iterations, max |Δp| = 0): the pressure
+stage 5.72 → 5.55 ms (medians; every substep 0.1–0.2 ms lower), the set-up's pieces with a
+sync on each side 1.80 → 1.64 ms.
 """
 
 from __future__ import annotations

@@ -50,7 +50,10 @@ KERNELS = ("cells_rhs", "cells_hook", "cells_hook_bricks", "cells_hook_faces", "
 LINK_INIT = os.environ.get("VOXFX_SPARSE_LABEL_LINK_INIT", "1") != "0"
 # The labels' union-find: "bricks" (each brick's links in shared memory, then the links
 # across brick faces: two launches) or "cells" (every link on the flat cells, one launch);
-# the same labels (each component's lowest flat index).
+# the same labels (each component's lowest flat index). 8M dam break on an H100, alternating
+# in one process: cells_hook 0.36 ms → cells_hook_bricks 0.08 + cells_hook_faces 0.02 ms, the
+# pressure stage 5.55 → 5.25 ms, the same pressure bit for bit
+# (tests/gpu/test_flip_sparse_pressure_hook_gpu.py).
 HOOK = os.environ.get("VOXFX_SPARSE_LABEL_HOOK", "bricks")
 _BRICK_THREADS = 128  # cells_hook_bricks' block: 4 of a brick's 512 cells a thread
 
