@@ -27,7 +27,8 @@ What stays between set-ups (``held_bytes``) is counted by ``sparse_memory``
 ``sparse_pressure.solver_tables`` keeps are reused only while no later set-up rebuilt the
 workspace (``current``: each set-up has its own ``serial``). Level 0 by the brick path only
 (``sparse_pressure_setup.BRICKS`` and ``RANKS``, the defaults); the same host reads as
-``build``.
+``build``, or one for the whole set-up where the coarse levels go ahead of the unknowns'
+read (``AHEAD``, ``sparse_pressure_ahead``).
 
 ``MODE`` (``VOXFX_SPARSE_SETUP``): "workspace" (default, with ``sparse_pressure_gpu.PERSIST``)
 or "fresh" (``build``'s arrays, copied into the solver): the same pressure and iterations bit
