@@ -10,7 +10,7 @@ graph) with an event pair per launch, and the other stages of the substep.
         [--variants reference:0 fused:8192]
 
 ``--variants``
-SETUP:TAIL[:SCAN[:PROJECT[:PREDICT[:SETUP_TAIL[:BRICKS[:WARM[:ONE_READ[:RANKS[:LINK[:PERSIST[:CLUSTER[:FIRST2[:BUFFERS]]]]]]]]]]]]]:
+SETUP:TAIL[:SCAN[:PROJECT[:PREDICT[:SETUP_TAIL[:BRICKS[:WARM[:ONE_READ[:RANKS[:LINK[:PERSIST[:CLUSTER[:FIRST2[:BUFFERS[:AHEAD]]]]]]]]]]]]]]:
 the pressure set-up (``sparse_pressure.SETUP_KERNELS``:
 "reference", the array code, or "fused", ``sparse_pressure_cells``' four kernels), the
 V-cycle's one-block tail (``sparse_pressure_gpu.TAIL_UNKNOWNS``, 0 off), the set-up's scans
@@ -28,7 +28,9 @@ host read (``sparse_pressure_setup.ONE_READ``: "1" or "0"), level 1's key order 
 cluster launch (``sparse_pressure_gpu.CLUSTER_UNKNOWNS``, 0 off) and the first pre-smoothing
 sweep with the second's red pass in one launch (``sparse_pressure_gpu.FIRST2_UNKNOWNS``, 0
 off; the "it:" rows count one iteration's launches per kernel) and the set-up's buffers
-(``sparse_pressure_workspace.MODE``: "fresh" or "workspace"); each on the same
+(``sparse_pressure_workspace.MODE``: "fresh" or "workspace") and the workspace's coarse levels
+launched ahead of the unknowns' read (``sparse_pressure_workspace.AHEAD``: "1" or "0") and the
+labels' union-find (``sparse_pressure_cells.HOOK``: "bricks" or "cells"); each on the same
 simulation state, in turn, per substep (A/B in one run). E.g. the brick A/B:
 ``--variants fused:8192:kernel:kernel:1:16384:0 fused:8192:kernel:kernel:1:16384:1``.
 
@@ -289,36 +291,42 @@ def print_counts(variant, counts):
               + ", ".join(f"{k} {v}" for k, v in kernels), flush=True)
 
 
+def _flag(text):
+    return text != "0"
+
+
+def _warm(text):
+    os.environ["VOXFX_PRESSURE_WARM"] = text  # read at each solve
+
+
+# --variants' fields after SETUP:TAIL, in order: (module, attribute or None, parse)
+_FIELDS = (
+    (sparse_pressure_setup, "SCAN", str),  # the set-up's scans: "kernel" or "cupy"
+    (sparse_pressure, "PROJECT", str),  # the projection: "kernel" or "reference"
+    (sparse_pressure_gpu, "PREDICT", _flag),  # the PCG's first iterations as the last solve's count
+    (sparse_pressure_setup, "TAIL_BOUND", int),  # the set-up's one-block coarse levels: their finer bound, 0 off
+    (sparse_pressure_setup, "BRICKS", _flag),  # level 1 by brick look-ups
+    (None, None, _warm),  # the warm start: "1" or "0"
+    (sparse_pressure_setup, "ONE_READ", _flag),  # the set-up's sealed count read with the unknowns' sizes
+    (sparse_pressure_setup, "RANKS", _flag),  # level 1 in key order by ranks ("1") or a sort ("0")
+    (sparse_pressure_cells, "LINK_INIT", _flag),  # the labels' union-find trees start at a lower FLUID neighbour
+    (sparse_pressure_gpu, "PERSIST", _flag),  # the PCG's persistent buffers
+    (sparse_pressure_gpu, "CLUSTER_UNKNOWNS", int),  # the V-cycle's levels above the tail in one cluster, 0 off
+    (sparse_pressure_gpu, "FIRST2_UNKNOWNS", int),  # the first sweep and the second's red pass in one launch, 0 off
+    (sparse_pressure_workspace, "MODE", str),  # the set-up's buffers: "fresh" or "workspace"
+    (sparse_pressure_workspace, "AHEAD", _flag),  # the coarse levels launched before the unknowns' read
+    (sparse_pressure_cells, "HOOK", str),  # the labels' union-find: "bricks" or "cells"
+)
+
+
 def _use(variant):
     setup, tail, *rest = variant.split(":")
     sparse_pressure.SETUP_KERNELS = setup
     sparse_pressure_gpu.TAIL_UNKNOWNS = int(tail)
-    if rest:  # the set-up's scans: "kernel" or "cupy"
-        sparse_pressure_setup.SCAN = rest[0]
-    if len(rest) > 1:  # the projection: "kernel" or "reference"
-        sparse_pressure.PROJECT = rest[1]
-    if len(rest) > 2:  # the PCG's first iterations as the last solve's count: "1" or "0"
-        sparse_pressure_gpu.PREDICT = rest[2] != "0"
-    if len(rest) > 3:  # the set-up's one-block coarse levels: their finer level's bound, 0 off
-        sparse_pressure_setup.TAIL_BOUND = int(rest[3])
-    if len(rest) > 4:  # level 1 by brick look-ups: "1" or "0"
-        sparse_pressure_setup.BRICKS = rest[4] != "0"
-    if len(rest) > 5:  # the warm start: "1" or "0" (read at each solve)
-        os.environ["VOXFX_PRESSURE_WARM"] = rest[5]
-    if len(rest) > 6:  # the set-up's sealed count read with the unknowns' sizes: "1" or "0"
-        sparse_pressure_setup.ONE_READ = rest[6] != "0"
-    if len(rest) > 7:  # level 1 in key order by ranks ("1") or a sort ("0")
-        sparse_pressure_setup.RANKS = rest[7] != "0"
-    if len(rest) > 8:  # the labels' union-find trees start at a lower FLUID neighbour: "1" or "0"
-        sparse_pressure_cells.LINK_INIT = rest[8] != "0"
-    if len(rest) > 9:  # the PCG's persistent buffers: "1" or "0"
-        sparse_pressure_gpu.PERSIST = rest[9] != "0"
-    if len(rest) > 10:  # the V-cycle's levels above the tail in one cluster: their stride bound, 0 off
-        sparse_pressure_gpu.CLUSTER_UNKNOWNS = int(rest[10])
-    if len(rest) > 11:  # the first sweep and the second's red pass in one launch: their stride bound, 0 off
-        sparse_pressure_gpu.FIRST2_UNKNOWNS = int(rest[11])
-    if len(rest) > 12:  # the set-up's buffers: "fresh" or "workspace"
-        sparse_pressure_workspace.MODE = rest[12]
+    for (module, name, parse), text in zip(_FIELDS, rest):
+        value = parse(text)
+        if module is not None:
+            setattr(module, name, value)
 
 
 def _carried(grid, keep=None):

@@ -145,16 +145,18 @@ extern "C" __global__ void mgb_segment_counts(const long long* __restrict__ bkey
 
 // Level 1's set in key order (mgb_parents + a sort + mgb_sorted in one pass; scan: the
 // inclusive scan of seg): keys (relative to base cb), FLUID flags, candidates, map1[candidate]
-// = its index; ccnt[0] = the count. Launched over max(16·nb, 1) items.
+// = its index, the first `bound` of them (the arrays' rows); ccnt[0] = the count, clamped to
+// bound (as mgs_parents). Launched over max(16·nb, 1) items.
 extern "C" __global__ void mgb_ranked(const long long* __restrict__ bkeys, const int* __restrict__ bslots, int nb,
                                       const unsigned char* __restrict__ flag, const int* __restrict__ seg,
                                       const int* __restrict__ scan, const int* __restrict__ slot_coords, int cbx,
-                                      int cby, int cbz, long long* __restrict__ keys, unsigned char* __restrict__ fluid,
-                                      int* __restrict__ cand, int* __restrict__ map1, int* __restrict__ ccnt)
+                                      int cby, int cbz, int bound, long long* __restrict__ keys,
+                                      unsigned char* __restrict__ fluid, int* __restrict__ cand,
+                                      int* __restrict__ map1, int* __restrict__ ccnt)
 {
     RANGE(s, 0, max(16 * nb, 1))
     {
-        if (s == 0) ccnt[0] = nb > 0 ? scan[16 * nb - 1] : 0;
+        if (s == 0) ccnt[0] = min(nb > 0 ? scan[16 * nb - 1] : 0, bound);
         if (s >= 16 * nb) continue;
         const int p = s >> 4, qz = (s >> 2) & 3, qy = s & 3, slot = bslots[p];
         const int o = mgb_segment_order(bkeys, nb, p, qz, qy);
@@ -162,6 +164,7 @@ extern "C" __global__ void mgb_ranked(const long long* __restrict__ bkeys, const
         for (int qx = 0; qx < 4; ++qx) {
             const int t = slot * 64 + (qz * 4 + qy) * 4 + qx;
             if (!flag[t]) continue;
+            if (at >= bound) break;
             keys[at] = cell_key(4 * slot_coords[3 * slot] + qx, 4 * slot_coords[3 * slot + 1] + qy,
                                 4 * slot_coords[3 * slot + 2] + qz, cbx, cby, cbz);
             fluid[at] = flag[t] == 2;

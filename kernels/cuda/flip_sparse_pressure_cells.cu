@@ -94,9 +94,27 @@ __device__ __forceinline__ int find_root_halving(int* parent, int v)
     return v;
 }
 
-// Union-find over the FLUID cells' +x, +y, +z links to FLUID neighbours: each link joins two
-// trees by hooking the larger root under the smaller (atomicCAS), so a root is its tree's
-// lowest flat index.
+// Join the trees of c and o by hooking the larger root under the smaller (atomicCAS, retried
+// where another thread hooked it first), so a root stays its tree's lowest index. parent:
+// global or shared memory.
+__device__ __forceinline__ void unite(int* parent, int c, int o)
+{
+    int a = find_root_halving(parent, c), z = find_root_halving(parent, o);
+    while (a != z) {
+        if (a < z) {
+            const int t = a;
+            a = z;
+            z = t;
+        }
+        const int old = atomicCAS(&parent[a], a, z);
+        if (old == a) break;
+        a = find_root_halving(parent, old);
+        z = find_root_halving(parent, z);
+    }
+}
+
+// Union-find over the FLUID cells' +x, +y, +z links to FLUID neighbours (unite), so a root
+// is its tree's lowest flat index.
 extern "C" __global__ void cells_hook(const unsigned char* __restrict__ cell, const int* __restrict__ nbr, int n,
                                       int* parent)
 {
@@ -105,20 +123,63 @@ extern "C" __global__ void cells_hook(const unsigned char* __restrict__ cell, co
         if (cell[c] != CELL_FLUID) continue;
         for (int d = 1; d < 6; d += 2) {
             const int o = nbr[(size_t)d * n + c];
-            if (o < 0 || cell[o] != CELL_FLUID) continue;
-            int a = find_root_halving(parent, c), z = find_root_halving(parent, o);
-            while (a != z) {
-                if (a < z) {
-                    const int t = a;
-                    a = z;
-                    z = t;
-                }
-                const int old = atomicCAS(&parent[a], a, z);
-                if (old == a) break;
-                a = find_root_halving(parent, old);
-                z = find_root_halving(parent, z);
-            }
+            if (o >= 0 && cell[o] == CELL_FLUID) unite(parent, c, o);
         }
+    }
+}
+
+// cells_hook in two launches (sparse_pressure_cells.HOOK "bricks"): the links inside each 8³
+// brick in shared memory, then those across brick faces on the flat cells. In one launch
+// every link walks trees that span the liquid, a million cells hooking towards one root;
+// here a brick's cells are joined to its own roots first (block-local atomics), so the
+// global union-find sees 192 links a brick, not 1,536. The same roots: each component's
+// lowest flat index, whatever the order of the unions. Flat cells are slot·512 + (lz·8 +
+// ly)·8 + lx.
+
+// One block a pool slot (n / 512 of them): each FLUID cell's parent its root among the
+// brick's FLUID cells it links to inside the brick (+x, +y, +z neighbours in the same slot);
+// the others keep cells_rhs's parent.
+extern "C" __global__ void cells_hook_bricks(const unsigned char* __restrict__ cell, const int* __restrict__ nbr, int n,
+                                             int* parent)
+{
+    __shared__ int up[512];
+    __shared__ int any;
+    const int first = (int)blockIdx.x * 512;
+    if (threadIdx.x == 0) any = 0;
+    __syncthreads();
+    for (int t = (int)threadIdx.x; t < 512; t += (int)blockDim.x) {
+        up[t] = t;
+        if (cell[first + t] == CELL_FLUID) any = 1;
+    }
+    __syncthreads();
+    if (!any) return;  // the whole block: any is shared
+    for (int t = (int)threadIdx.x; t < 512; t += (int)blockDim.x) {
+        if (cell[first + t] != CELL_FLUID) continue;
+        for (int d = 1; d < 6; d += 2) {
+            const int o = nbr[(size_t)d * n + first + t];
+            if (o >= first && o < first + 512 && cell[o] == CELL_FLUID) unite(up, t, o - first);
+        }
+    }
+    __syncthreads();
+    for (int t = (int)threadIdx.x; t < 512; t += (int)blockDim.x)
+        if (cell[first + t] == CELL_FLUID) parent[first + t] = first + find_root_halving(up, t);
+}
+
+// The links across brick faces: per pool slot its 3 × 64 cells on the +x, +y and +z faces,
+// each joined (unite) with its FLUID neighbour in the next brick (every other link of
+// cells_hook lies inside a brick: a cell's +x neighbour is the next flat cell but on the face).
+extern "C" __global__ void cells_hook_faces(const unsigned char* __restrict__ cell, const int* __restrict__ nbr, int n,
+                                            int* parent)
+{
+    RANGE(s, 0, (n / 512) * 192)
+    {
+        const int slot = s / 192, axis = (s % 192) >> 6, q = s & 63;
+        const int a = q & 7, b = q >> 3;  // the face's two other local coordinates, lower axis first
+        const int local = axis == 0 ? (b * 8 + a) * 8 + 7 : axis == 1 ? (b * 8 + 7) * 8 + a : (7 * 8 + b) * 8 + a;
+        const int c = slot * 512 + local;
+        if (cell[c] != CELL_FLUID) continue;
+        const int o = nbr[(size_t)(2 * axis + 1) * n + c];
+        if (o >= 0 && cell[o] == CELL_FLUID) unite(parent, c, o);
     }
 }
 

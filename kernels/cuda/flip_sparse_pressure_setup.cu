@@ -44,19 +44,21 @@ extern "C" __global__ void mgs_coarsen(const long long* __restrict__ keys, const
 }
 
 // The coarse set: the flagged fine cells' parent keys and FLUID flags at their scan
-// positions (scan: inclusive scan of take), key order kept; ccnt[0] = its size. Launched
-// over max(bound, 1) items: thread 0 writes the size even for an empty fine set.
+// positions (scan: inclusive scan of take), key order kept; ccnt[0] = its size, clamped to
+// cbound (the coarse arrays' rows: only tables built ahead of their sizes' read can be too
+// small, sparse_pressure_workspace.AHEAD, and those are rebuilt). Launched over max(bound,
+// 1) items: thread 0 writes the size even for an empty fine set.
 __device__ __forceinline__ void mgs_parents_body(const long long* __restrict__ keys,
                                                  const unsigned char* __restrict__ flag, const int* __restrict__ scan,
                                                  const int* __restrict__ fcnt, int bound, int bx, int by, int bz,
-                                                 int cbx, int cby, int cbz, long long* __restrict__ ckeys,
+                                                 int cbx, int cby, int cbz, int cbound, long long* __restrict__ ckeys,
                                                  unsigned char* __restrict__ cfluid, int* __restrict__ ccnt)
 {
     const int n = fcnt[0];
     RANGE(c, 0, bound > 0 ? bound : 1)
     {
-        if (c == 0) ccnt[0] = n > 0 ? scan[n - 1] : 0;
-        if (c < n && flag[c]) {
+        if (c == 0) ccnt[0] = min(n > 0 ? scan[n - 1] : 0, cbound);
+        if (c < n && flag[c] && scan[c] <= cbound) {
             const int at = scan[c] - 1;
             int i, j, k;
             key_cell(keys[c], bx, by, bz, i, j, k);
@@ -68,10 +70,11 @@ __device__ __forceinline__ void mgs_parents_body(const long long* __restrict__ k
 
 extern "C" __global__ void mgs_parents(const long long* __restrict__ keys, const unsigned char* __restrict__ flag,
                                        const int* __restrict__ scan, const int* __restrict__ fcnt, int bound, int bx,
-                                       int by, int bz, int cbx, int cby, int cbz, long long* __restrict__ ckeys,
-                                       unsigned char* __restrict__ cfluid, int* __restrict__ ccnt)
+                                       int by, int bz, int cbx, int cby, int cbz, int cbound,
+                                       long long* __restrict__ ckeys, unsigned char* __restrict__ cfluid,
+                                       int* __restrict__ ccnt)
 {
-    mgs_parents_body(keys, flag, scan, fcnt, bound, bx, by, bz, cbx, cby, cbz, ckeys, cfluid, ccnt);
+    mgs_parents_body(keys, flag, scan, fcnt, bound, bx, by, bz, cbx, cby, cbz, cbound, ckeys, cfluid, ccnt);
 }
 
 // mg_level_cells on a set of cnt[0] cells (around rows `bound` long), and the scan flags:
@@ -454,7 +457,7 @@ extern "C" __global__ void __launch_bounds__(1024) mgs_tail_levels(const long lo
         __syncthreads();
         scan_range(take, 0, fb, 0, scan);
         __syncthreads();
-        mgs_parents_body(fkeys, flag, scan, fc, fb, bx, by, bz, cbx, cby, cbz, ckeys, cfluid, cc);
+        mgs_parents_body(fkeys, flag, scan, fc, fb, bx, by, bz, cbx, cby, cbz, nb, ckeys, cfluid, cc);
         __syncthreads();
         mgs_level_cells_body(ckeys, cfluid, cc, nb, cbx, cby, cbz, around, diag8, cls, flags);
         __syncthreads();

@@ -190,7 +190,8 @@ def build(grid, kind, level0):
                                       take))
         scan = inclusive_scan(take)
         _K.launch("mgs_parents", max(fb, 1), (fine.keys, flag, scan, cnt[level - 1], np.int32(fb), *_ints(fine.base),
-                                              *_ints(coarse.base), coarse.keys, coarse.fluid, cnt[level]))
+                                              *_ints(coarse.base), np.int32(nb), coarse.keys, coarse.fluid,
+                                              cnt[level]))
         nbr, diag, cukeys, _ = _level_tables(coarse, cnt[level], nb)
         up = cp.empty((8, stride), cp.int32)
         _K.launch("mgs_prolong_table", stride, (ukeys, cnt[level - 1], np.int32(stride), *_ints(fine.base),
@@ -266,7 +267,7 @@ def _level1_by_bricks(grid, kind, level0, base, nb, cnt, span):
         _B.launch("mgb_segment_counts", 16 * bricks, (bkeys, bslots, np.int32(bricks), flag, seg))
         _B.launch("mgb_ranked", max(16 * bricks, 1), (bkeys, bslots, np.int32(bricks), flag, seg,
                                                       inclusive_scan(seg[:16 * bricks]), coords, *_ints(coarse.base),
-                                                      coarse.keys, coarse.fluid, scand, map1, cnt[1]))
+                                                      np.int32(room), coarse.keys, coarse.fluid, scand, map1, cnt[1]))
     else:
         scan = inclusive_scan(take)
         keys, fluid, cand = cp.empty(room, cp.int64), cp.empty(room, cp.uint8), cp.empty(room, cp.int32)
@@ -350,11 +351,12 @@ def _device_tables(grid) -> bool:
             and getattr(grid, "slot_coords", None) is not None)
 
 
-def unknowns(grid, kind, extra=()):
+def unknowns(grid, kind, extra=(), ahead=False):
     """``sparse_pressure.Unknowns(grid, kind)`` on CuPy by unk_classify, a scan, unk_order
     and unk_tables: the same cells, position, nbr, diag and lattice; one host read (m),
     which brings *extra* (device int32 arrays of one value each) back too, as
-    ``level.extra`` (host ints)."""
+    ``level.extra`` (host ints). *ahead*: the multigrid tables follow (the workspace may
+    launch them before that read: ``sparse_pressure_workspace.AHEAD``)."""
     import cupy as cp
 
     size = grid.size
@@ -365,7 +367,7 @@ def unknowns(grid, kind, extra=()):
     from . import sparse_pressure_workspace
 
     if sparse_pressure_workspace.enabled() and BRICKS and RANKS and getattr(grid, "brick_nbr", None) is not None:
-        return sparse_pressure_workspace.unknowns(grid, kind, extra)  # its buffers, the solver's tables
+        return sparse_pressure_workspace.unknowns(grid, kind, extra, ahead)  # its buffers, the solver's tables
     diag8, flags = cp.empty(size, cp.uint8), cp.empty((3, size), cp.int32)
     read = cp.asarray(np.array([0] * 3 + [2 ** 31 - 1] * 3 + [-(2 ** 31)] * 3 + [0] * len(extra), np.int32))
     sizes, box = read[:3], read[3:9]  # sizes, the box, then the extra values
@@ -440,7 +442,7 @@ def staged_setup(grid, dt, preconditioner):
         # the tables were kept: the unknowns only if the types changed
         level, values = None, tuple(int(v) for v in cp.concatenate(extra).get())  # the one host read
     else:
-        level = unknowns(grid, kind, extra)
+        level = unknowns(grid, kind, extra, ahead=preconditioner == "mg")
         values = level.extra
     same = len(values) > 1 and bool(values[1])
     if values[0] == 0:  # no sealed region (the usual substep): assemble would copy the types and drop them

@@ -27,7 +27,8 @@ What stays between set-ups (``held_bytes``) is counted by ``sparse_memory``
 ``sparse_pressure.solver_tables`` keeps are reused only while no later set-up rebuilt the
 workspace (``current``: each set-up has its own ``serial``). Level 0 by the brick path only
 (``sparse_pressure_setup.BRICKS`` and ``RANKS``, the defaults); the same host reads as
-``build``.
+``build``, or one for the whole set-up where the coarse levels go ahead of the unknowns'
+read (``AHEAD``, ``sparse_pressure_ahead``).
 
 ``MODE`` (``VOXFX_SPARSE_SETUP``): "workspace" (default, with ``sparse_pressure_gpu.PERSIST``)
 or "fresh" (``build``'s arrays, copied into the solver): the same pressure and iterations bit
@@ -48,6 +49,7 @@ import numpy as np
 from .. import backend
 from . import sparse_pressure_setup as setup
 from .sparse_multigrid import _CellSet, _Level
+from .sparse_pressure_ahead import guessed_base, tables_stand
 from .sparse_pressure_buffers import _BYTE_ALIGN, carve_bytes, grown_strides
 
 MODE = os.environ.get("VOXFX_SPARSE_SETUP", "workspace")
@@ -55,6 +57,10 @@ MODE = os.environ.get("VOXFX_SPARSE_SETUP", "workspace")
 # "kept": one a generation, kept with the tables (no allocation or views a set-up). The same
 # launches and integers.
 SCRATCH = os.environ.get("VOXFX_SPARSE_SETUP_SCRATCH", "set-up")
+# The coarse levels launched before the unknowns' host read, one read for both
+# (sparse_pressure_ahead): "1", or "0" (a read after the unknowns, another after the tables).
+AHEAD = os.environ.get("VOXFX_SPARSE_SETUP_AHEAD", "1") != "0"
+_EXTRA = 7  # values an ahead set-up reads back with the sizes (staged_setup's: 1 or 2)
 _GROWTH = 1.5
 _LEVEL_ARRAYS = ("keys", "fluid", "position", "ukeys", "flag", "take", "scan", "around", "diag8", "cls", "flags",
                  "scans", "order", "nbr", "diag", "up", "down")  # sparse_pressure_setup._TAIL_ARRAYS' order
@@ -122,6 +128,8 @@ class Workspace:
         self.arena = self.work = None  # the coarse scratch (``scratch``)
         self.sums = cp.empty(3 * 1024, cp.int32)  # inclusive_scan's tile sums (_SCAN_TILES a row)
         self.read = cp.empty(16, cp.int32)  # unknowns' sizes, box and extra values
+        self.last = None  # (lo, hi, bounds) of the last set-up's level-0 set: an ahead set-up's guess
+        self.ahead = [0, 0]  # set-ups launched ahead whose tables held, and those rebuilt (missed)
 
     def held_bytes(self) -> int:
         """Bytes of this workspace's buffers (``held_bytes``)."""
@@ -185,13 +193,14 @@ class Workspace:
                     base[level, at], scratch[level, at] = spots[name][2], True
                 else:
                     base[level, at] = arrays[name].data.ptr
-        self.levels, self.caps = levels, caps
         self.kept_bytes = sum(a.nbytes for arrays in levels[1:] for a in arrays.values())
         self.layout, self.scratch_bytes, self.base, self.scratch_mask = layout, total, base, scratch
-        self.sizes = cp.empty(10 * count, cp.int32)  # per level cnt (4 each), then spans (6 each)
-        cnt, span = self.sizes[:4 * count].reshape(count, 4), self.sizes[4 * count:].reshape(count, 6)
+        # per level cnt (4 each), then spans (6 each), then an ahead set-up's box and extra values
+        self.sizes = cp.empty(10 * count + 6 + _EXTRA, cp.int32)
+        cnt, span = self.sizes[:4 * count].reshape(count, 4), self.sizes[4 * count:10 * count].reshape(count, 6)
         self.cnt, self.span = [cnt[level] for level in range(count)], [span[level] for level in range(count)]
         self.rec = cp.empty((count, len(_LEVEL_ARRAYS) + 5), cp.int64)  # mgs_tail_levels' record
+        self.levels, self.caps = levels, caps  # last: a failure above leaves no half-made tables
         _generation[0] += 1
         self.generation = _generation[0]
         return caps
@@ -251,44 +260,79 @@ def tables_bytes(caps) -> int:
 # ---------------------------------------------------------------------- the set-up
 
 
-def unknowns(grid, kind, extra):
+def unknowns(grid, kind, extra, ahead=False):
     """``sparse_pressure_setup.unknowns`` into the workspace: the same kernels and read; level
     0's tables are made where they are needed (``Level0.fill``: straight into the solver's
-    buffers)."""
+    buffers). *ahead* (a multigrid solve follows, ``AHEAD`` on, a set-up before): the coarse
+    levels are launched before the read, which brings their sizes back too
+    (``sparse_pressure_ahead``)."""
     import cupy as cp
 
     ws = workspace()
     size = int(grid.size)
     ws.serial = next(_serial)
+    ahead = (ahead and AHEAD and ws.last is not None and ws.caps is not None and len(extra) <= _EXTRA
+             and len(ws.last[2]) == len(ws.caps))
     # level 0's arrays of grid.size entries, made each set-up (one allocation for what the
-    # unknowns keep, one for the scratch, freed on return): kept in the workspace they held
-    # 45 B a pool cell between substeps (×1.5 growth), the largest part of its memory
+    # unknowns keep, one for the scratch, freed once unk_order is queued): kept in the
+    # workspace they held 45 B a pool cell between substeps (×1.5 growth), the largest part
+    # of its memory
     cells, position, diag8 = carve_bytes(cp, ((size, cp.int64), (size, cp.int32), (size, cp.uint8)))
     in_set, flags, scans = carve_bytes(cp, ((size, cp.int64), ((3, size), cp.int32), ((3, size), cp.int32)))
-    read = ws.read[:9 + len(extra)]
-    read.set(np.array([0] * 3 + [2 ** 31 - 1] * 3 + [-(2 ** 31)] * 3 + [0] * len(extra), np.int32))
+    box_init = [2 ** 31 - 1] * 3 + [-(2 ** 31)] * 3 + [0] * len(extra)
+    if ahead:  # the sizes land in level 0's cnt row (m_red, m, set size at 1, 2, 3), then the spans, box, extra
+        count = len(ws.caps)
+        read = ws.sizes[:10 * count + 6 + len(extra)]
+        read.set(np.array([0] * (4 * count) + [setup._NO_SPAN] * (6 * count) + box_init, np.int32))
+        sizes, box, values = ws.cnt[0][1:], read[10 * count:10 * count + 6], read[10 * count + 6:]
+    else:
+        read = ws.read[:9 + len(extra)]
+        read.set(np.array([0] * 3 + box_init, np.int32))
+        sizes, box, values = read[:3], read[3:9], read[9:]
     for at, value in enumerate(extra):
-        read[9 + at:10 + at] = value
-    sizes, box = read[:3], read[3:9]
+        values[at:at + 1] = value
     setup._widening(setup._K, "unk_classify", size, (kind.astype(cp.uint8, copy=False), grid.nbr, np.int32(size),
                                                      grid.brick_slot.astype(cp.bool_, copy=False), grid.slot_coords,
                                                      diag8, flags, box))
     setup.inclusive_scan(flags, scans, ws.sums)
     setup._K.launch("unk_order", size, (flags, scans, np.int32(size), sizes, position, cells, in_set))
-    host = read.get()  # the host read: m and the set's size bound the tables
-    del in_set, flags, scans  # before any new tables are taken
-    m_red, m, n_set = (int(v) for v in host[:3])
-    lo, hi = [int(v) for v in host[3:6]], [int(v) for v in host[6:9]]
-    bounds = setup.level_bounds(n_set)
-    ws.tables([b + 1 for b in bounds[1:]])
+    del in_set, flags, scans  # freed in stream order: before the coarse levels' scratch is taken
     level = Level0.__new__(Level0)
-    level.extra = tuple(int(v) for v in host[9:])
-    level.xp, level.m, level.m_red, level.position = cp, m, m_red, position
-    level.cells = cells[:m]
-    level.slot_coords, level.level0_box = grid.slot_coords, (lo, hi, n_set)
-    level.ws_serial, level.ws_device, level.ws_generation, level.bounds = ws.serial, ws.device, ws.generation, bounds
+    level.xp, level.position, level.slot_coords, level.prebuilt = cp, position, grid.slot_coords, None
     level._tables_args = (cells, sizes, grid.nbr, np.int32(size), position, diag8)
     level._prolong_args = level._nbr = level._diag = None
+    level.ws_serial, level.ws_device = ws.serial, ws.device
+    if ahead:
+        lo, hi, bounds = ws.last
+        guess = guessed_base(lo, hi)
+        level.ws_generation, level.bounds = ws.generation, bounds
+        _launch_levels(grid, kind, ws, level, guess, bounds, size)
+        host = read.get()  # the one host read: the unknowns' and every level's sizes
+        cnt_h = host[:4 * count].reshape(count, 4)
+        m_red, m, n_set = (int(v) for v in cnt_h[0, 1:])
+        box = [int(v) for v in host[10 * count:10 * count + 6]]
+        lo, hi = box[:3], box[3:]
+        level.extra = tuple(int(v) for v in host[10 * count + 6:])
+        bounds = setup.level_bounds(n_set)
+        held = m > 0 and tables_stand(ws.caps, lo, hi, bounds, guess)
+        ws.ahead[0 if held else 1] += 1
+        if held:
+            level.prebuilt = host[:10 * count]
+        else:  # missed: the tables as the two-read path builds them (build, after its read)
+            sizes = cp.asarray(np.array([m_red, m, n_set], np.int32))
+            level._tables_args = (cells, sizes) + level._tables_args[2:]
+    else:
+        host = read.get()  # the host read: m and the set's size bound the tables
+        m_red, m, n_set = (int(v) for v in host[:3])
+        lo, hi = [int(v) for v in host[3:6]], [int(v) for v in host[6:9]]
+        level.extra = tuple(int(v) for v in host[9:])
+        bounds = setup.level_bounds(n_set)
+    if level.prebuilt is None:
+        ws.tables([b + 1 for b in bounds[1:]])
+        level.ws_generation, level.bounds = ws.generation, bounds
+    if m > 0:  # the next set-up's guess (its tail test on these bounds)
+        ws.last = (lo, hi, bounds)
+    level.m, level.m_red, level.cells, level.level0_box = m, m_red, cells[:m], (lo, hi, n_set)
     return level
 
 
@@ -372,34 +416,21 @@ class _Up(list):
 
 def build(grid, kind, level0):
     """``sparse_pressure_setup.build`` for *level0* from ``unknowns`` above: the same
-    launches (coarse bounds C_l − 1), into the workspace; (levels, up, down), views of its
-    buffers (``up[0]`` made when read: ``_Up``)."""
+    launches (coarse bounds C_l − 1), into the workspace, unless ``unknowns`` launched them
+    ahead; (levels, up, down), views of its buffers (``up[0]`` made when read: ``_Up``)."""
     ws = workspace()
     level0._check()
     if level0.ws_generation != ws.generation:
         raise RuntimeError("the sparse pressure set-up's workspace was rebuilt since these unknowns were found")
-    lo, hi, n0 = level0.level0_box
-    base = setup._level0_base(lo, hi)
-    bounds = level0.bounds
-    count = len(bounds)
-    init = np.concatenate([np.zeros(4 * count, np.int32), np.full(6 * count, setup._NO_SPAN, np.int32)])
-    init[:3] = (n0, level0.m_red, level0.m)
-    ws.sizes.set(init)
-    cnt, span = ws.cnt, ws.span
-    setup._widening(setup._B, "mgb_unknown_span", level0.m, (level0.cells, cnt[0], grid.slot_coords, span[0]))
-    if count > 1:
-        ws.scratch()
-        try:
-            fine = _level1(grid, kind, base, ws, level0.position)
-            level0._prolong_args = (cnt[0], grid.brick_nbr, ws.map1, ws.levels[1]["position"], cnt[1])
-            for level in range(2, count):
-                if setup.TAIL_BOUND and bounds[level - 1] <= setup.TAIL_BOUND:  # build's test, on the host bounds
-                    _tail(level, fine, ws)
-                    break
-                fine = _coarse_level(level, fine, ws)
-        finally:
-            ws.end_scratch()  # freed in stream order: the launches above still read it
-    sizes = ws.sizes.get()  # the one host sync
+    count = len(level0.bounds)
+    sizes, level0.prebuilt = level0.prebuilt, None
+    if sizes is None:
+        lo, hi, n0 = level0.level0_box
+        init = np.concatenate([np.zeros(4 * count, np.int32), np.full(6 * count, setup._NO_SPAN, np.int32)])
+        init[:3] = (n0, level0.m_red, level0.m)
+        ws.sizes[:10 * count].set(init)
+        _launch_levels(grid, kind, ws, level0, setup._level0_base(lo, hi), level0.bounds, level0.m)
+        sizes = ws.sizes[:10 * count].get()  # the one host sync
     cnt_h, span_h = sizes[:4 * count].reshape(count, 4), sizes[4 * count:].reshape(count, 6)
     extents = [0 if cnt_h[level, 2] == 0 else int(max(span_h[level, a] + span_h[level, a + 3] for a in range(3))) + 1
                for level in range(count)]
@@ -415,6 +446,25 @@ def build(grid, kind, level0):
             up.append(t["up"][:, :levels[level - 1].m + 1])
         down.append(t["down"][:, :m + 1])
     return levels, (_Up(up, level0) if kept > 1 else []), down
+
+
+def _launch_levels(grid, kind, ws, level0, base, bounds, most):
+    """The coarse levels' launches on level 0's key *base* (its set of host *bounds*; at most
+    *most* level-0 unknowns: the span kernel's grid), sizes into ``ws.cnt`` and ``ws.span``."""
+    cnt, span = ws.cnt, ws.span
+    setup._widening(setup._B, "mgb_unknown_span", most, (level0._tables_args[0], cnt[0], grid.slot_coords, span[0]))
+    if len(bounds) > 1:
+        ws.scratch()
+        try:
+            fine = _level1(grid, kind, base, ws, level0.position)
+            level0._prolong_args = (cnt[0], grid.brick_nbr, ws.map1, ws.levels[1]["position"], cnt[1])
+            for level in range(2, len(bounds)):
+                if setup.TAIL_BOUND and bounds[level - 1] <= setup.TAIL_BOUND:  # build's test, on the host bounds
+                    _tail(level, fine, ws)
+                    break
+                fine = _coarse_level(level, fine, ws)
+        finally:
+            ws.end_scratch()  # freed in stream order: the launches above still read it
 
 
 def _ints(values):
@@ -456,7 +506,8 @@ def _level1(grid, kind, base, ws, position0):
     B.launch("mgb_segment_counts", 16 * bricks, (bkeys, bslots, np.int32(bricks), flag, seg))
     scan = setup.inclusive_scan(seg[:16 * bricks], ws.seg_scan[:16 * bricks], ws.sums)
     B.launch("mgb_ranked", max(16 * bricks, 1), (bkeys, bslots, np.int32(bricks), flag, seg, scan, grid.slot_coords,
-                                                 *_ints(cbase), t["keys"], t["fluid"], t["scand"], map1, cnt[1]))
+                                                 *_ints(cbase), np.int32(k1), t["keys"], t["fluid"], t["scand"], map1,
+                                                 cnt[1]))
     _level_tables(t, cbase, cnt[1], k1, ws.sums)
     # up onto level 0 (mgb_prolong) is Level0.fill's, at the solver's stride
     B.launch("mgb_restrict", k1 + 1, (t["scand"], t["order"], cnt[1], np.int32(c1), grid.brick_nbr, position0,
@@ -477,7 +528,7 @@ def _coarse_level(level, fine, ws):
     K.launch("mgs_coarsen", fk, (tf["keys"], tf["fluid"], cnt[f], np.int32(fk), *_ints(fbase), t["flag"], t["take"]))
     scan = setup.inclusive_scan(t["take"], t["scan"], ws.sums)
     K.launch("mgs_parents", max(fk, 1), (tf["keys"], t["flag"], scan, cnt[f], np.int32(fk), *_ints(fbase),
-                                         *_ints(cbase), t["keys"], t["fluid"], cnt[level]))
+                                         *_ints(cbase), np.int32(k), t["keys"], t["fluid"], cnt[level]))
     _level_tables(t, cbase, cnt[level], k, ws.sums)
     K.launch("mgs_prolong_table", cf, (tf["ukeys"], cnt[f], np.int32(cf), *_ints(fbase), t["keys"], cnt[level],
                                        t["position"], *_ints(cbase), t["up"]))
@@ -499,6 +550,7 @@ def _tail(first, fine, ws):
         base = _CellSet(None, None, base).coarser_base()
         rec[level, -5:] = [ws.caps[level] - 1, *base, ws.caps[level]]
     ws.rec.set(rec)
+    sizes = ws.sizes[:10 * count]
     setup._K.launch_grid("mgs_tail_levels", (1,), (setup._TAIL_THREADS,), (ws.rec, np.int32(first), np.int32(count),
-                                                                           ws.sizes[:4 * count], ws.sizes[4 * count:]))
+                                                                           sizes[:4 * count], sizes[4 * count:]))
 

@@ -79,8 +79,9 @@ int main() {
         scan_rows(seg, segscan, 1, 16 * nbk);
         segscan.resize(std::max(16 * nbk, 1));
         ONE_PER_ITEM(std::max(16 * nbk, 1), mgb_ranked(bkeys.data(), bslots.data(), nbk, flag.data(), seg.data(),
-                                                       segscan.data(), coords.data(), f.bx, f.by, f.bz, f.keys.data(),
-                                                       f.fluid.data(), scand.data(), map1.data(), &cnt[4]));
+                                                       segscan.data(), coords.data(), f.bx, f.by, f.bz, room,
+                                                       f.keys.data(), f.fluid.data(), scand.data(), map1.data(),
+                                                       &cnt[4]));
     } else {
         ONE_PER_ITEM(std::max(cand, room), mgb_parents(flag.data(), scan.data(), cand, coords.data(), f.bx, f.by, f.bz,
                                                        room, keys.data(), fluid.data(), candv.data(), &cnt[4]));
@@ -193,6 +194,36 @@ def test_brick_setup_builds_the_numpy_multigrid_tables(bricks, name, tail, ranke
     assert_levels(bricks.raw(lines).split(), M)
 
 
+@pytest.mark.parametrize("tail", [0, 2])
+@pytest.mark.parametrize("name", ["tank", "sealed", "moved"])
+def test_brick_setup_on_a_guessed_key_base_builds_the_same_tables(bricks, name, tail):
+    """The tables built before the set's box is read (sparse_pressure_ahead) use a
+    key base guessed from an earlier box, ~2^20 cells below the liquid: every kept level's
+    integers are still the reference's (keys are compared and stepped, never decoded into a
+    parity or parent relative to the base). The guess from a box 37 cells off, as after the
+    liquid moved."""
+    from voxfx.kernels.flip.sparse_pressure_ahead import guessed_base
+
+    g = scene(name)
+    kind, _, _ = sparse_pressure.solver_cells(g)
+    level = sparse_pressure.Unknowns(g, kind)
+    M = VCycle(g, kind, level)
+    lattice = g.lattice()
+    in_set = np.flatnonzero(g.active() & (kind != 0))
+    lo = [int(a[in_set].min()) for a in lattice]
+    hi = [int(a[in_set].max()) for a in lattice]
+    guess = guessed_base([v + 37 for v in lo], [v + 37 for v in hi])
+    assert all(lo_ - g_ > 2 ** 19 for lo_, g_ in zip(lo, guess))  # far below the exact base
+    coords, nbr27 = brick_tables(g)
+    lines = [f"{sparse_multigrid.MG_MIN_SIDE} {sparse_multigrid.MAX_LEVELS} {sparse_multigrid._MARGIN} {tail}",
+             f"{g.size} {g.capacity}", *map(str, kind.astype(int)), *map(str, g.brick_slot.astype(int)),
+             *map(str, coords.ravel()), *map(str, nbr27.ravel()), f"{level.m_red} {level.m}",
+             *map(str, level.cells), *map(str, level.position), str(len(in_set)),
+             *(str(b + sparse_multigrid._MARGIN) for b in guess), f"1 {g.topology.count}",
+             *map(str, g.topology.keys), *map(str, g.topology.slots)]
+    assert_levels(bricks.raw(lines).split(), M)
+
+
 def test_brick_tables_of_the_harness_are_the_grids_neighbours():
     """The NumPy stand-in for the device's brick table agrees with the grid's own cell
     neighbour index (nbr): the harness feeds the kernels what the device builds."""
@@ -225,36 +256,46 @@ def _kernel_params(source):
 
 
 def test_every_setup_launch_names_a_kernel_of_its_module_with_its_arguments():
-    """Each launch in sparse_pressure_setup.py (``_K``: flip_sparse_pressure_setup.cu, ``_B``:
-    flip_sparse_pressure_bricks.cu, directly or through ``_widening``) names a kernel of that
-    module's source and passes as many arguments as the kernel takes (``*_ints(base)``: 3):
-    a wrong module or a missing argument fails here, not on the device."""
+    """Each launch in sparse_pressure_setup.py and sparse_pressure_workspace.py (``_K`` or
+    ``K``: flip_sparse_pressure_setup.cu, ``_B`` or ``B``: flip_sparse_pressure_bricks.cu,
+    directly or through ``_widening``) names a kernel of that module's source and passes as
+    many arguments as the kernel takes (``*_ints(base)``: 3): a wrong module or a missing
+    argument fails here, not on the device."""
     import ast
     from pathlib import Path
 
     from voxfx.kernels import backend
     from voxfx.kernels.flip import sparse_pressure_setup as setup
+    from voxfx.kernels.flip import sparse_pressure_workspace
 
     params = {name: _kernel_params((backend.CUDA_DIR / k.filename).read_text())
-              for name, k in (("_K", setup._K), ("_B", setup._B))}
-    tree = ast.parse(Path(setup.__file__).read_text())
-    seen = set()
-    for call in ast.walk(tree):
-        if not isinstance(call, ast.Call):
-            continue
-        f = call.func
-        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id in params \
-                and f.attr in ("launch", "launch_grid"):
-            module, name = f.value.id, call.args[0].value
-            args = call.args[2] if f.attr == "launch" else call.args[3]
-        elif isinstance(f, ast.Name) and f.id == "_widening":
-            module, name, args = call.args[0].id, call.args[1].value, call.args[3]
-        else:
-            continue
-        if not isinstance(name, str) or name not in params[module]:
-            raise AssertionError(f"{module} launches {name!r}, not a kernel of {module}'s source")
-        count = sum(3 if isinstance(a, ast.Starred) else 1 for a in args.elts)
-        assert count == params[module][name], (name, count, params[module][name])
-        seen.add(name)
+              for name, k in (("K", setup._K), ("B", setup._B))}
+
+    def module(node):  # _K, setup._K or K (the workspace's alias) → "K"
+        name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
+        return name.lstrip("_") if name.lstrip("_") in params else None
+
+    seen = {}
+    for source in (setup.__file__, sparse_pressure_workspace.__file__):
+        seen[source] = set()
+        for call in ast.walk(ast.parse(Path(source).read_text())):
+            if not isinstance(call, ast.Call):
+                continue
+            f = call.func
+            if isinstance(f, ast.Attribute) and f.attr in ("launch", "launch_grid") and module(f.value):
+                kernels, name = module(f.value), call.args[0].value
+                args = call.args[2] if f.attr == "launch" else call.args[3]
+            elif isinstance(f, (ast.Name, ast.Attribute)) and getattr(f, "id", getattr(f, "attr", "")) == "_widening":
+                kernels, name, args = module(call.args[0]), call.args[1].value, call.args[3]
+            else:
+                continue
+            if not isinstance(name, str) or name not in params[kernels]:
+                raise AssertionError(f"{source} launches {name!r}, not a kernel of {kernels}'s source")
+            count = sum(3 if isinstance(a, ast.Starred) else 1 for a in args.elts)
+            assert count == params[kernels][name], (source, name, count, params[kernels][name])
+            seen[source].add(name)
     assert {"mgb_coarsen", "mgb_parents", "mgb_sorted", "mgb_segment_counts", "mgb_ranked", "mgb_prolong",
-            "mgb_restrict", "mgb_unknown_span", "unk_classify", "mgs_level_cells", "mgs_tail_levels"} <= seen
+            "mgb_restrict", "mgb_unknown_span", "unk_classify", "mgs_level_cells",
+            "mgs_tail_levels"} <= seen[setup.__file__]
+    assert {"mgb_ranked", "mgs_parents", "mgs_coarsen", "mgs_prolong_table", "mgs_restrict_table", "unk_order",
+            "unk_tables_strided", "mgs_tail_levels"} <= seen[sparse_pressure_workspace.__file__]

@@ -17,8 +17,9 @@ from voxfx.kernels.flip.sparse_grid import SparseFlipGrid
 from voxfx.kernels.grid import GridSpec
 
 # Input: n, cell, solid (n each), u v w solid_u solid_v solid_w (n hex floats each),
-# exists_u exists_v exists_w (n each), nbr (6 × n), scale (hex). Output: b (n hex), touch
-# (n), label (n), reach (n + 1), the sealed count, kind (n).
+# exists_u exists_v exists_w (n each), nbr (6 × n), scale (hex), link_init, hook (0:
+# cells_hook, 1: cells_hook_bricks then cells_hook_faces). Output: b (n hex), touch (n),
+# label (n), reach (n + 1), the sealed count, kind (n).
 HARNESS = PREAMBLE.replace('#include "flip_sparse_pressure.cu"', '#include "flip_sparse_pressure_cells.cu"') + r"""
 #define ONE_PER_ITEM(n, call) do { h_dim.x = 1; h_thread.x = 0; h_grid.x = (unsigned)(n); \
     for (unsigned blk = 0; blk < (unsigned)(n); ++blk) { h_block.x = blk; call; } } while (0)
@@ -37,13 +38,18 @@ int main() {
     std::vector<int> nbr(6 * (size_t)n), parent(n, -7), label(n, -7);
     for (auto& x : nbr) scanf("%d", &x);
     float scale;
-    int link_init;
-    scanf("%a %d", &scale, &link_init);
+    int link_init, hook;
+    scanf("%a %d %d", &scale, &link_init, &hook);
     int count = 0;
     ONE_PER_ITEM(n, cells_rhs(cell.data(), solid.data(), u.data(), v.data(), w.data(), su.data(), sv.data(), sw.data(),
                               eu.data(), ev.data(), ew.data(), nbr.data(), n, scale, link_init, b.data(),
                               touch.data(), parent.data()));
-    ONE_PER_ITEM(n, cells_hook(cell.data(), nbr.data(), n, parent.data()));
+    if (hook) {  // sparse_pressure_cells.HOOK "bricks": a block a slot (its one thread walks the 512 cells)
+        ONE_PER_ITEM(n / 512, cells_hook_bricks(cell.data(), nbr.data(), n, parent.data()));
+        ONE_PER_ITEM(n / 512 * 192, cells_hook_faces(cell.data(), nbr.data(), n, parent.data()));
+    } else {
+        ONE_PER_ITEM(n, cells_hook(cell.data(), nbr.data(), n, parent.data()));
+    }
     ONE_PER_ITEM(n, cells_label(cell.data(), touch.data(), n, parent.data(), label.data(), reach.data()));
     ONE_PER_ITEM(n, cells_sealed(cell.data(), label.data(), n, reach.data(), &count, kind.data()));
     for (float x : b) printf("%a\n", x);
@@ -85,14 +91,14 @@ def _tank(sealed: bool, seed: int):
     return g
 
 
-def _run(harness, g, dt, link_init=1):
+def _run(harness, g, dt, link_init=1, hook=0):
     n = g.size
     lines = [str(n)] + [str(int(x)) for name in ("cell", "solid") for x in g[name]]
     for name in ("u", "v", "w", "solid_u", "solid_v", "solid_w"):
         lines += [float(x).hex() for x in g[name]]
     lines += [str(int(x)) for name in g.EXISTS for x in g[name]]
     lines += [str(int(x)) for x in g.nbr.ravel()]
-    lines.append(f"{float(np.float32(-g.h / dt)).hex()} {int(link_init)}")
+    lines.append(f"{float(np.float32(-g.h / dt)).hex()} {int(link_init)} {int(hook)}")
     out = harness.raw(lines).split()
     b = np.array([float.fromhex(x) for x in out[:n]], np.float32)
     touch = np.array(out[n:2 * n], np.uint8)
@@ -101,12 +107,16 @@ def _run(harness, g, dt, link_init=1):
     return b, touch, label, reach, int(out[4 * n + 1]), np.array(out[4 * n + 2:5 * n + 2], np.uint8)
 
 
-@pytest.mark.parametrize("link_init", [1, 0])
+@pytest.mark.parametrize("link_init, hook", [(1, 0), (0, 0), (1, 1)])
 @pytest.mark.parametrize("sealed", [False, True])
-def test_fused_setup_kernels_equal_pressure_rhs(cells_device, sealed, link_init):
+def test_fused_setup_kernels_equal_pressure_rhs(cells_device, sealed, link_init, hook):
+    """Every kernel's output against the reference; the labels' union-find on the flat cells
+    (cells_hook, its trees started at the cells themselves or at a neighbour below) or brick
+    by brick (*hook*: cells_hook_bricks and cells_hook_faces)."""
     g = _tank(sealed, seed=3 + sealed)
+    assert g.size % 512 == 0
     dt = 1 / 97
-    b, touch, label, reach, count, device_kind = _run(cells_device, g, dt, link_init)
+    b, touch, label, reach, count, device_kind = _run(cells_device, g, dt, link_init, hook)
     fluid = g["cell"] == FLUID
     # the raw right-hand side, bit for bit
     raw = np.where(fluid, sparse_pressure.face_sum(g, *sparse_pressure.boundary_faces(g)) * np.float32(-g.h / dt),

@@ -478,7 +478,7 @@ static void build_levels(int first, int count, const std::vector<int>& bounds, i
         scan_rows(ctake, cscan, 1, fb);
         c.keys.assign(std::max(nb, 1), -1); c.fluid.assign(std::max(nb, 1), 7);
         ONE_PER_ITEM(std::max(fb, 1), mgs_parents(f.keys.data(), cflag.data(), cscan.data(), fc, fb, f.bx, f.by, f.bz,
-                                                  c.bx, c.by, c.bz, c.keys.data(), c.fluid.data(), cc));
+                                                  c.bx, c.by, c.bz, nb, c.keys.data(), c.fluid.data(), cc));
         Built& B = built[l];
         std::vector<ll> cukeys;
         std::vector<int> corder;
