@@ -110,8 +110,13 @@ __device__ __forceinline__ float node_phi(const float4* __restrict__ packed, con
             }
         }
     }
+    // The means before their squares: a node whose particles all lie near R has sums of
+    // weights ~1e-22 whose squares would underflow float32 (|x − x̄| read as 0, φ as −r̄).
     float value = band;
-    if (W > 0.0f) value = sqrtf((sx * sx + sy * sy) + sz * sz) / W - sr / W;
+    if (W > 0.0f) {
+        float mx = sx / W, my = sy / W, mz = sz / W;
+        value = sqrtf((mx * mx + my * my) + mz * mz) - sr / W;
+    }
     return fminf(fmaxf(value, -band), band);
 }
 

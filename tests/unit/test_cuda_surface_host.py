@@ -242,3 +242,32 @@ def test_non_finite_particles_are_counted_and_left_out(harness):
     r, R = surface_radii(h, 8)
     _, _, bad, _ = host_level_sets(harness, pos[:20], np.float32(r), surface_grid(spec), R, 3 * h, 0, walls=spec)
     assert bad == 3
+
+
+def test_a_node_whose_only_particle_lies_just_inside_r_reads_its_distance(harness):
+    """A node whose one particle lies a float32 step inside R weighs it ~1e-21: the kernel's
+    weighted offsets (~1e-22 m) squared underflow float32, and the node read |x − x̄| = 0,
+    φ = −r (a speck of liquid far from it: seen on random inputs on the H100, 1 node in
+    ~10⁵). The means taken first give the reference's R − r."""
+    f = np.float32
+    h, r = 0.1, 0.03
+    R = 4 * r
+    R2 = f(R) * f(R)
+    spec = GridSpec((0.0, 0.0, 0.0), h, (9, 9, 9))
+    node = f(4.5) * f(h)  # node 4's coordinate on every axis, as _node_coordinate rounds it
+    x = node + f(R)  # a particle at (x, y, node): x a few float32 steps below node + R ...
+    while f(x - node) * f(x - node) >= R2:
+        x = np.nextafter(x, f(0))
+    # ... and y by micrometres, to the first offset with d² one float32 step below R² (t = 2⁻²⁴)
+    y = node + np.arange(2000, dtype=np.float32) * f(1e-6)
+    dy = (y - node).astype(np.float32)
+    d2 = f(x - node) * f(x - node) + dy * dy
+    t = np.where(d2 < R2, f(1) - d2 / R2, np.inf)
+    y = y[np.argmin(t)]
+    assert t.min() == f(2.0 ** -24)
+    pos = np.array([[x, y, node], [0.05, 0.05, 0.05]], np.float32)  # and one far from the node
+    bricks, legacy, bad, _ = host_level_sets(harness, pos, f(r), spec, R, 3 * h, 0)
+    reference = particle_level_set(pos, spec, f(r), R, xp=np, smooth_iterations=0)
+    assert bad == 0 and reference[4, 4, 4] == pytest.approx(R - r, abs=1e-6)  # one particle: |x − x_p| − r
+    np.testing.assert_array_equal(bricks, legacy)
+    np.testing.assert_allclose(bricks, reference, rtol=0, atol=2e-5 * R)
