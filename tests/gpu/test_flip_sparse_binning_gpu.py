@@ -9,12 +9,9 @@ particles' own order (the atomics' order within a cell changes nothing)."""
 import numpy as np
 import pytest
 
+from tests.gpu.sparse_runs import assert_runs_agree
 from tests.gpu.test_flip_sparse_gather_gpu import gpu_grid, host, liquid_block
-from tests.meshes import box
 from voxfx.kernels.flip import sparse_gpu
-from voxfx.kernels.flip.grid import FlipSettings
-from voxfx.kernels.flip.sim import FlipSimulation
-from voxfx.kernels.grid import GridSpec
 
 
 def p2g(monkeypatch, binning, grid, pos, vel, c):
@@ -68,25 +65,4 @@ def test_gpu_scan_counts_is_the_exclusive_scan_over_many_tiles():
 
 @pytest.mark.parametrize("apic", [False, True], ids=["flip", "apic"])
 def test_gpu_sparse_runs_give_the_same_particle_bits_with_either_binning(monkeypatch, apic):
-    import cupy
-
-    spec = GridSpec((0.0, 0.0, 0.0), 0.04, (40, 16, 24))
-    v, t = box((0.0, 0.0, 0.0), (0.6, 0.64, 0.5))
-    settings = FlipSettings(seed=int(np.random.default_rng().integers(1000)), apic=apic)
-    runs = []
-    for binning in ("order", "order", "sorted"):
-        monkeypatch.setenv("VOXFX_SPARSE_BINNING", binning)
-        sim = FlipSimulation(spec, settings, v, t, xp=cupy, sparse=True)
-        for _ in range(12):
-            sim.substep(1 / 120)
-        state = sim.particles_host()
-        if apic:
-            state["c"] = host(sim.c)
-        runs.append(state)
-    first = runs[0]
-    assert len(first["position"]) > 10000
-    assert np.abs(first["velocity"]).max() > 0.1  # the liquid moved
-    for other in runs[1:]:
-        assert sorted(other) == sorted(first)
-        for key in first:
-            assert np.array_equal(other[key].view(np.uint8), first[key].view(np.uint8)), key
+    assert_runs_agree(monkeypatch, apic, "VOXFX_SPARSE_BINNING", ("order", "order", "sorted"))
