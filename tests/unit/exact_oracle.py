@@ -222,14 +222,34 @@ def solid_voxels(pv, triangles, shape):
         if all(_side_perturbed(v[i], v[(i + 1) % 3], c) == orientation for i in range(3)):
             crossings.append((t, jj, kk))
 
-    for t, jj, kk in crossings:
-        first, exact_hit = _first_centre_beyond(V[t], exact, t, jj + 0.5, kk + 0.5, nx)
-        flips[kk, jj, first] ^= True
+    t, jj, kk = (np.array(c, dtype=np.int64) for c in zip(*crossings)) if crossings else (np.zeros(0, np.int64),) * 3
+    first, decided = _first_centres_beyond_float(V[t], jj + 0.5, kk + 0.5, nx)
+    for n in np.flatnonzero(~decided):  # within the filter's error bound of a centre: in rationals
+        first[n], exact_hit = _first_centre_beyond(V[t[n]], exact, int(t[n]), int(jj[n]) + 0.5, int(kk[n]) + 0.5, nx)
         if exact_hit is not None:
-            on_surface[kk, jj, exact_hit] = True
+            on_surface[kk[n], jj[n], exact_hit] = True
+    parity = np.zeros(flips.shape, np.int64)
+    np.add.at(parity, (kk, jj, first), 1)  # two crossings at one centre cancel, as flipping twice does
+    flips ^= parity % 2 == 1
     inside = (np.cumsum(flips, axis=2) % 2 == 1)[:, :, :nx]
     _mark_centres_on_surface(V, exact, shape, on_surface)
     return inside & ~on_surface, on_surface
+
+
+def _first_centres_beyond_float(v, cy, cz, nx):
+    """``_first_centre_beyond``'s float filter for many crossings at once: (first, decided);
+    *first* is trusted only where *decided* (the plane's x at the column is farther from
+    a centre than the bound on its float error)."""
+    n = np.cross(v[:, 1] - v[:, 0], v[:, 2] - v[:, 0])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        x = v[:, 0, 0] - (n[:, 1] * (cy - v[:, 0, 1]) + n[:, 2] * (cz - v[:, 0, 2])) / n[:, 0]
+        edges = np.abs(v[:, 1] - v[:, 0]).sum(axis=1) * np.abs(v[:, 2] - v[:, 0]).sum(axis=1)
+        size = np.abs(v).max(axis=(1, 2)) + np.abs(cy) + np.abs(cz) + 1
+        tol = FILTER + 2.0 ** -40 * (edges / np.abs(n[:, 0])) * size
+        r = x - 0.5 - np.floor(x - 0.5)
+        decided = (n[:, 0] != 0) & (tol < r) & (r < 1 - tol)
+    first = np.where(decided, np.clip(np.floor(np.where(decided, x, 0.0) - 0.5) + 1, 0, nx), 0).astype(np.int64)
+    return first, decided
 
 
 def _first_centre_beyond(v, exact, t, cy, cz, nx):
