@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from tests.unit.test_cuda_exact import _build
-from tests.unit.test_cuda_sparse_pressure_host import PREAMBLE, SETUP_LEVELS, _tank, assert_levels
+from tests.unit.test_cuda_sparse_pressure_host import PREAMBLE, _tank
+from tests.unit.test_cuda_sparse_pressure_setup_host import SETUP_LEVELS, assert_levels
 from voxfx.kernels.flip import sparse_multigrid, sparse_pressure, sparse_transfer
 from voxfx.kernels.flip.grid import FLUID, SOLID
 from voxfx.kernels.flip.sparse_grid import SparseFlipGrid
