@@ -42,7 +42,7 @@ with their scratch and tables in buffers kept from solve to solve (the same laun
 integers; no allocations, no table copies into the solver).
 
 ``SETUP`` (``VOXFX_SPARSE_PRESSURE_SETUP``): "host" — ``Unknowns`` and ``TableKernels``,
-"device" — this module; both give the same integers (tests/unit/test_cuda_sparse_pressure_host.py).
+"device" — this module; both give the same integers (tests/unit/test_cuda_sparse_pressure_setup_host.py).
 """
 
 from __future__ import annotations

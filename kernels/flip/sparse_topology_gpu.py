@@ -1,8 +1,8 @@
 """The sparse FLIP topology on the device (seed 003 §5.1–5.2): ``SparseFlipGrid.update``'s
 bricks from the particles without sorting them, launched from ``sparse_grid.py`` (the
 NumPy reference is ``SparseFlipGrid.topology_keys`` and ``Topology.update``; the kernels
-are ``flip_sparse_topology.cu``'s: the marking pipeline, then the update). The other
-stages' launches are ``sparse_gpu.py``'s.
+are ``flip_sparse_topology.cu``'s: the marking pipeline, then the update; the fused update's
+are ``flip_sparse_topology_fused.cu``'s). The other stages' launches are ``sparse_gpu.py``'s.
 
 Per substep, incremental: each particle marks its cell in the current topology
 (``mark_occupied``), one thread per row of a brick's cells turns its marked cells into
@@ -70,10 +70,11 @@ from .sparse_gpu import _I32, _I64, _NO_INDEX, CELLS, KERNELS, _dims, _frame, av
 MAX_MARGIN = 64  # cells: brick_reach serves reach radii up to eight bricks (154 mask words a slot)
 TOPOLOGY_MODES = ("device", "legacy")
 TOPOLOGY = Kernels("flip_sparse_topology.cu", ("--fmad=false",), THREADS)  # |v|² rounds as NumPy's
+FUSED = Kernels("flip_sparse_topology_fused.cu", ("--fmad=false",), THREADS)  # TOPOLOGY's options
 # VOXFX_SPARSE_TOPOLOGY_UPDATE: update_topology_fused (the default; where a brick index is: else device),
 # update_topology_table (likewise), update_topology, or Topology.update
 TOPOLOGY_UPDATES = ("fused", "table", "device", "array")
-UPDATE_ITEMS = 8  # flip_sparse_topology.cu's: a fused update block's tile is UPDATE_ITEMS · THREADS items
+UPDATE_ITEMS = 8  # flip_sparse_topology_fused.cu's: a fused update block's tile is UPDATE_ITEMS · THREADS items
 # VOXFX_SPARSE_SPEED_MAX: how mark_occupied keeps each slot's largest |v|² (per-brick margins): one atomicMax a warp
 # per slot (warp, sm_80+; plain below) or one a particle (plain, the A/B baseline). The same maxima.
 SPEED_MAXIMA = ("warp", "plain")
@@ -301,16 +302,16 @@ def launch_fused_update(grid, index, work):
                       "fresh": (np.int32, entries), "index": (np.int32, entries), "pool": (np.int32, cap),
                       "freed": (np.int32, cap), "used": (np.uint8, cap + entries)}, zero=False)
     flags, kept, claimed = work["flags"], work["kept"], work["claimed"]
-    TOPOLOGY.launch_grid("topology_fused_counts", (tiles,), (THREADS,),
-                         (flags, grid.brick_slot, kept, _I64(cap), index[0], claimed, _I64(entries),
-                          _I64(pool_tiles), _I64(tiles), out["totals"]))
-    TOPOLOGY.launch_grid("topology_fused_pool", (max(pool_tiles, 1),), (THREADS,),
-                         (flags, grid.brick_slot, kept, _I64(cap), out["totals"], _I64(tiles), out["pool"],
-                          out["freed"], out["used"]))
-    TOPOLOGY.launch_grid("topology_fused_place", (max(entry_tiles, 1),), (THREADS,),
-                         (flags, *index, kept, claimed, _I64(cap), _I64(t.count), out["totals"], _I64(pool_tiles),
-                          _I64(tiles), out["pool"], out["keys"], out["slots"], out["fresh"], out["index"],
-                          out["used"]))
+    FUSED.launch_grid("topology_fused_counts", (tiles,), (THREADS,),
+                      (flags, grid.brick_slot, kept, _I64(cap), index[0], claimed, _I64(entries),
+                       _I64(pool_tiles), _I64(tiles), out["totals"]))
+    FUSED.launch_grid("topology_fused_pool", (max(pool_tiles, 1),), (THREADS,),
+                      (flags, grid.brick_slot, kept, _I64(cap), out["totals"], _I64(tiles), out["pool"],
+                       out["freed"], out["used"]))
+    FUSED.launch_grid("topology_fused_place", (max(entry_tiles, 1),), (THREADS,),
+                      (flags, *index, kept, claimed, _I64(cap), _I64(t.count), out["totals"], _I64(pool_tiles),
+                       _I64(tiles), out["pool"], out["keys"], out["slots"], out["fresh"], out["index"],
+                       out["used"]))
     return out
 
 

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from tests.unit.test_cuda_exact import _build
-from tests.unit.test_cuda_sparse_pressure_host import PREAMBLE, SETUP_LEVELS, _tank, assert_levels
+from tests.unit.test_cuda_sparse_pressure_host import PREAMBLE, _tank
+from tests.unit.test_cuda_sparse_pressure_setup_host import SETUP_LEVELS, assert_levels
 from voxfx.kernels.flip import sparse_multigrid, sparse_pressure, sparse_transfer
 from voxfx.kernels.flip.grid import FLUID, SOLID
 from voxfx.kernels.flip.sparse_grid import SparseFlipGrid
@@ -256,17 +257,17 @@ def _kernel_params(source):
 
 
 def test_every_setup_launch_names_a_kernel_of_its_module_with_its_arguments():
-    """Each launch in sparse_pressure_setup.py and sparse_pressure_workspace.py (``_K`` or
-    ``K``: flip_sparse_pressure_setup.cu, ``_B`` or ``B``: flip_sparse_pressure_bricks.cu,
-    directly or through ``_widening``) names a kernel of that module's source and passes as
-    many arguments as the kernel takes (``*_ints(base)``: 3): a wrong module or a missing
-    argument fails here, not on the device."""
+    """Each launch in sparse_pressure_setup.py, sparse_pressure_workspace.py and
+    sparse_pressure_workspace_levels.py (``_K`` or ``K``: flip_sparse_pressure_setup.cu, ``_B``
+    or ``B``: flip_sparse_pressure_bricks.cu, directly or through ``_widening``) names a kernel of
+    that module's source and passes as many arguments as the kernel takes (``*_ints(base)``: 3):
+    a wrong module or a missing argument fails here, not on the device."""
     import ast
     from pathlib import Path
 
     from voxfx.kernels import backend
     from voxfx.kernels.flip import sparse_pressure_setup as setup
-    from voxfx.kernels.flip import sparse_pressure_workspace
+    from voxfx.kernels.flip import sparse_pressure_workspace, sparse_pressure_workspace_levels
 
     params = {name: _kernel_params((backend.CUDA_DIR / k.filename).read_text())
               for name, k in (("K", setup._K), ("B", setup._B))}
@@ -276,7 +277,7 @@ def test_every_setup_launch_names_a_kernel_of_its_module_with_its_arguments():
         return name.lstrip("_") if name.lstrip("_") in params else None
 
     seen = {}
-    for source in (setup.__file__, sparse_pressure_workspace.__file__):
+    for source in (setup.__file__, sparse_pressure_workspace.__file__, sparse_pressure_workspace_levels.__file__):
         seen[source] = set()
         for call in ast.walk(ast.parse(Path(source).read_text())):
             if not isinstance(call, ast.Call):
@@ -298,4 +299,5 @@ def test_every_setup_launch_names_a_kernel_of_its_module_with_its_arguments():
             "mgb_restrict", "mgb_unknown_span", "unk_classify", "mgs_level_cells",
             "mgs_tail_levels"} <= seen[setup.__file__]
     assert {"mgb_ranked", "mgs_parents", "mgs_coarsen", "mgs_prolong_table", "mgs_restrict_table", "unk_order",
-            "unk_tables_strided", "mgs_tail_levels"} <= seen[sparse_pressure_workspace.__file__]
+            "unk_tables_strided", "mgs_tail_levels"} <= (seen[sparse_pressure_workspace.__file__]
+                                                         | seen[sparse_pressure_workspace_levels.__file__])

@@ -1,4 +1,4 @@
-"""The fused table update of the sparse FLIP topology (cuda/flip_sparse_topology.cu's
+"""The fused table update of the sparse FLIP topology (cuda/flip_sparse_topology_fused.cu's
 topology_fused_counts, topology_fused_pool, topology_fused_place: ``sparse_topology_gpu``'s
 ``VOXFX_SPARSE_TOPOLOGY_UPDATE=fused``, queued before the host read, sizes from the flags on the
 device) gives ``Topology.update``'s topology of the bricks the reach masks name, the next
@@ -19,7 +19,8 @@ from tests.unit.test_cuda_sparse_topology_table_host import DIMS, LOW, scenario
 # Output: the flags (missed, beyond, added, freed), then (when an update was written) the new
 # keys, slots, fresh, the pool past the reused slots, freed, the new index, the new used slots.
 HARNESS = STUBS + r"""
-#include "flip_sparse_topology.cu"
+#include "flip_sparse_topology.cu"  // reach_compare_table, count_unkept: the flags, kept, claimed
+#include "flip_sparse_topology_fused.cu"
 """ + DRIVER + r"""
 int main() {
     int radius, lx, ly, lz, dx, dy, dz, same;

@@ -1,0 +1,127 @@
+"""The sparse pressure set-up's coarse levels launched into a ``sparse_pressure_workspace``
+(issue 24): ``sparse_pressure_setup.build``'s launches, level 1 by brick look-ups and ranks
+(``_level1``), each coarser level launch by launch (``_coarse_level``) and the one-block tail
+(``_tail``, decided on the host bounds, as there), into the workspace's tables of capacity
+C_l: each level's kernels launched with bound C_l − 1 so that every row is C_l long, the
+solver's stride (the kernels read their counts from the device and pad past them: the same
+integers as ``build``'s). ``sparse_pressure_workspace.unknowns`` (ahead of its host read) or
+``build`` (after it) calls ``_launch_levels``; the sizes land in ``Workspace.cnt`` and
+``span``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import sparse_pressure_setup as setup
+from .sparse_multigrid import _CellSet
+
+
+def _launch_levels(grid, kind, ws, level0, base, bounds, most):
+    """The coarse levels' launches on level 0's key *base* (its set of host *bounds*; at most
+    *most* level-0 unknowns: the span kernel's grid), sizes into ``ws.cnt`` and ``ws.span``."""
+    cnt, span = ws.cnt, ws.span
+    setup._widening(setup._B, "mgb_unknown_span", most, (level0._tables_args[0], cnt[0], grid.slot_coords, span[0]))
+    if len(bounds) > 1:
+        ws.scratch()
+        try:
+            fine = _level1(grid, kind, base, ws, level0.position)
+            level0._prolong_args = (cnt[0], grid.brick_nbr, ws.map1, ws.levels[1]["position"], cnt[1])
+            for level in range(2, len(bounds)):
+                if setup.TAIL_BOUND and bounds[level - 1] <= setup.TAIL_BOUND:  # build's test, on the host bounds
+                    _tail(level, fine, ws)
+                    break
+                fine = _coarse_level(level, fine, ws)
+        finally:
+            ws.end_scratch()  # freed in stream order: the launches above still read it
+
+
+def _ints(values):
+    return tuple(np.int32(v) for v in values)
+
+
+def _level_tables(t, base, cnt, k, sums):
+    """``sparse_pressure_setup._level_tables`` on level buffers *t* with bound *k*."""
+    K = setup._K
+    K.launch("mgs_level_cells", k, (t["keys"], t["fluid"], cnt, np.int32(k), *_ints(base), t["around"], t["diag8"],
+                                    t["cls"], t["flags"]))
+    setup.inclusive_scan(t["flags"], t["scans"], sums)
+    K.launch("mgs_order", max(k, 1), (t["cls"], t["scans"], cnt, np.int32(k), t["position"], t["order"]))
+    K.launch("mgs_level_tables", k + 1, (t["order"], cnt, np.int32(k), t["around"], t["position"], t["diag8"],
+                                         t["keys"], t["nbr"], t["diag"], t["ukeys"]))
+
+
+def _level1(grid, kind, base, ws, position0):
+    """Level 1 by brick look-ups and ranks (``sparse_pressure_setup._level1_by_bricks``;
+    *position0*: level 0's flat cell → unknown): (1, its key base)."""
+    import cupy as cp
+
+    B = setup._B
+    cand_count = int(grid.brick_slot.shape[0]) * 64
+    topo = grid.topology
+    bkeys = cp.ascontiguousarray(topo.keys, dtype=cp.int64)  # sorted: (bz, by, bx) order
+    bslots = cp.ascontiguousarray(topo.slots, dtype=cp.int32)
+    bricks = int(bkeys.shape[0])
+    ws.candidates(cand_count, max(16 * bricks, 1))
+    flag, take, map1 = ws.flag1, ws.take1, ws.map1
+    active = grid.brick_slot.astype(cp.bool_, copy=False)
+    B.launch("mgb_coarsen", cand_count, (kind.astype(cp.uint8, copy=False), active, np.int32(cand_count), flag, take,
+                                         map1))
+    t, c1 = ws.work[1], ws.caps[1]
+    k1 = c1 - 1
+    cbase = _CellSet(None, None, base).coarser_base()
+    cnt, span = ws.cnt, ws.span
+    seg = ws.seg
+    B.launch("mgb_segment_counts", 16 * bricks, (bkeys, bslots, np.int32(bricks), flag, seg))
+    scan = setup.inclusive_scan(seg[:16 * bricks], ws.seg_scan[:16 * bricks], ws.sums)
+    B.launch("mgb_ranked", max(16 * bricks, 1), (bkeys, bslots, np.int32(bricks), flag, seg, scan, grid.slot_coords,
+                                                 *_ints(cbase), np.int32(k1), t["keys"], t["fluid"], t["scand"], map1,
+                                                 cnt[1]))
+    _level_tables(t, cbase, cnt[1], k1, ws.sums)
+    # up onto level 0 (mgb_prolong) is Level0.fill's, at the solver's stride
+    B.launch("mgb_restrict", k1 + 1, (t["scand"], t["order"], cnt[1], np.int32(c1), grid.brick_nbr, position0,
+                                      cnt[0], t["down"]))
+    setup._widening(setup._K, "mgs_key_span", k1, (t["ukeys"], cnt[1], span[1]))
+    return 1, cbase
+
+
+def _coarse_level(level, fine, ws):
+    """One coarse level launch by launch (``build``'s loop body); (level, its key base)."""
+    K = setup._K
+    f, fbase = fine
+    tf, t = ws.work[f], ws.work[level]
+    cf, c = ws.caps[f], ws.caps[level]
+    fk, k = cf - 1, c - 1
+    cbase = _CellSet(None, None, fbase).coarser_base()
+    cnt, span = ws.cnt, ws.span
+    K.launch("mgs_coarsen", fk, (tf["keys"], tf["fluid"], cnt[f], np.int32(fk), *_ints(fbase), t["flag"], t["take"]))
+    scan = setup.inclusive_scan(t["take"], t["scan"], ws.sums)
+    K.launch("mgs_parents", max(fk, 1), (tf["keys"], t["flag"], scan, cnt[f], np.int32(fk), *_ints(fbase),
+                                         *_ints(cbase), np.int32(k), t["keys"], t["fluid"], cnt[level]))
+    _level_tables(t, cbase, cnt[level], k, ws.sums)
+    K.launch("mgs_prolong_table", cf, (tf["ukeys"], cnt[f], np.int32(cf), *_ints(fbase), t["keys"], cnt[level],
+                                       t["position"], *_ints(cbase), t["up"]))
+    K.launch("mgs_restrict_table", c, (t["ukeys"], cnt[level], np.int32(c), *_ints(cbase), tf["keys"], cnt[f],
+                                       tf["position"], *_ints(fbase), t["down"]))
+    setup._widening(K, "mgs_key_span", k, (t["ukeys"], cnt[level], span[level]))
+    return level, cbase
+
+
+def _tail(first, fine, ws):
+    """Levels first … of the workspace by mgs_tail_levels (``sparse_pressure_setup._tail_levels``)."""
+    from .sparse_pressure_workspace import _LEVEL_ARRAYS
+
+    f, fbase = fine
+    count = len(ws.caps)
+    rec = np.zeros((count, len(_LEVEL_ARRAYS) + 5), np.int64)
+    rec[:, :len(_LEVEL_ARRAYS)] = ws.pointers
+    rec[f, -5:] = [ws.caps[f] - 1, *fbase, ws.caps[f]]
+    base = fbase
+    for level in range(first, count):
+        base = _CellSet(None, None, base).coarser_base()
+        rec[level, -5:] = [ws.caps[level] - 1, *base, ws.caps[level]]
+    ws.rec.set(rec)
+    sizes = ws.sizes[:10 * count]
+    setup._K.launch_grid("mgs_tail_levels", (1,), (setup._TAIL_THREADS,), (ws.rec, np.int32(first), np.int32(count),
+                                                                           sizes[:4 * count], sizes[4 * count:]))
+
