@@ -44,7 +44,6 @@ class CacheReader:
         alternatives = "|".join(re.escape(s) for s in self.suffixes)
         self._frame_re = re.compile(rf"{re.escape(name)}_(-?\d+)({alternatives})")
         self._state_re = re.compile(rf"{re.escape(name)}_state_(-?\d+)\.npz")
-        self._frame_names: dict[tuple[int, str], str] = {}  # frame_path(...).name, read back with every manifest
 
     def note(self, text: str) -> None:
         if text not in self.notes:
@@ -57,15 +56,12 @@ class CacheReader:
 
     def frame_path(self, frame: int, suffix: str) -> Path:
         """Final path of one file of a frame, e.g. ``liquid_0007.vdb``."""
-        return self.folder / f"{self.name}_{int(frame):04d}{suffix}"
+        return self.folder / self.frame_name(frame, suffix)
 
-    def _frame_name(self, frame: int, suffix: str) -> str:
-        """``frame_path(frame, suffix).name``, remembered: every manifest read checks every
-        frame's names, and building the paths made long bakes quadratic in Path objects."""
-        key = (frame, suffix)
-        if key not in self._frame_names:
-            self._frame_names[key] = self.frame_path(frame, suffix).name
-        return self._frame_names[key]
+    def frame_name(self, frame: int, suffix: str) -> str:
+        """``frame_path``'s name, without a Path: every manifest read checks every frame's
+        names (a Path each made long bakes quadratic in Path objects)."""
+        return f"{self.name}_{int(frame):04d}{suffix}"
 
     def checkpoint_path(self, frame: int) -> Path:
         return self.folder / f"{self.name}_state_{int(frame):04d}.npz"
@@ -146,7 +142,7 @@ class CacheReader:
             return None
         for name, record in files.items():
             m = self._frame_re.fullmatch(name) if isinstance(name, str) else None
-            if (m is None or int(m.group(1)) != frame or name != self._frame_name(frame, m.group(2))
+            if (m is None or int(m.group(1)) != frame or name != self.frame_name(frame, m.group(2))
                     or not _is_record(record)):
                 return None
         return frame, {n: (int(r[0]), r[1]) for n, r in files.items()}
@@ -268,7 +264,7 @@ def shown_frame(prefix: str, frame: int, suffix: str) -> tuple[Path | None, str 
     cache, data = found
     if prefix_path.name != f"{cache.name}_" or suffix not in cache.suffixes:
         return None, None
-    baked = [f for f, files in data["frames"].items() if cache.frame_path(f, suffix).name in files]
+    baked = [f for f, files in data["frames"].items() if cache.frame_name(f, suffix) in files]
     if not baked or frame < data["frame_start"]:
         return None, None
     frame = min(int(frame), max(baked))
