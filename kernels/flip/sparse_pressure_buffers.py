@@ -4,14 +4,12 @@ allocation (``sparse_pressure_gpu.PERSIST``), the device bytes a solver takes.""
 
 from __future__ import annotations
 
-import numpy as np
 
 from .pressure_gpu import _MAX_BLOCKS
 
 _HEADROOM = 1.25  # buffers take this much more than the solve needs
 _GROWTH = 1.5  # a solver that outgrows its strides: at least this factor more
 _ALIGN = 64  # float32 entries (256 B) between the starts of carved vectors
-_BYTE_ALIGN = 256  # bytes between the starts of arrays of several types carved out of one allocation
 
 
 def grown_strides(needs, old=None, headroom=_HEADROOM, growth=_GROWTH) -> list:
@@ -33,17 +31,6 @@ def carve(xp, lengths, dtype, align=_ALIGN):
         total += -(-int(n) // align) * align
     arena = xp.zeros(max(total, 1), dtype)
     return arena, [arena[at:at + int(n)] for at, n in zip(starts, lengths)]
-
-
-def carve_bytes(xp, layout, align=_BYTE_ALIGN):
-    """Arrays of *layout* ((shape, dtype) each) carved out of one allocation, each starting
-    *align* bytes apart at least; the allocation lives while any of them does."""
-    starts, total = [], 0
-    for shape, dtype in layout:
-        starts.append(total)
-        total += -(-int(np.prod(shape)) * np.dtype(dtype).itemsize // align) * align
-    arena = xp.empty(max(total, 1), xp.uint8)
-    return [xp.ndarray(shape, dtype, memptr=arena.data + at) for (shape, dtype), at in zip(layout, starts)]
 
 
 def solver_memory_bytes(strides, preconditioner="mg") -> int:

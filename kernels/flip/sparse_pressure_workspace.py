@@ -46,10 +46,11 @@ import os
 import numpy as np
 
 from .. import backend
+from ..grid.sparse_mac import CARVE_ALIGN, carve
 from . import sparse_pressure_setup as setup
 from .sparse_multigrid import _Level
 from .sparse_pressure_ahead import guessed_base, tables_stand
-from .sparse_pressure_buffers import _BYTE_ALIGN, carve_bytes, grown_strides
+from .sparse_pressure_buffers import grown_strides
 from .sparse_pressure_workspace_levels import _launch_levels
 
 MODE = os.environ.get("VOXFX_SPARSE_SETUP", "workspace")
@@ -184,7 +185,7 @@ class Workspace:
                     arrays[name] = cp.zeros(shape, dtype)
                 else:  # carved out of the set-up's scratch (``scratch``)
                     spots[name] = (shape, dtype, total)
-                    total += -(-nbytes // _BYTE_ALIGN) * _BYTE_ALIGN
+                    total += -(-nbytes // CARVE_ALIGN) * CARVE_ALIGN
             arrays["diag"] = cp.ones(c, cp.float32)
             levels.append(arrays)
             layout.append(spots)
@@ -277,8 +278,10 @@ def unknowns(grid, kind, extra, ahead=False):
     # unknowns keep, one for the scratch, freed once unk_order is queued): kept in the
     # workspace they held 45 B a pool cell between substeps (×1.5 growth), the largest part
     # of its memory
-    cells, position, diag8 = carve_bytes(cp, ((size, cp.int64), (size, cp.int32), (size, cp.uint8)))
-    in_set, flags, scans = carve_bytes(cp, ((size, cp.int64), ((3, size), cp.int32), ((3, size), cp.int32)))
+    cells, position, diag8 = carve(cp, {"cells": (cp.int64, size), "position": (cp.int32, size),
+                                        "diag8": (cp.uint8, size)}).values()
+    in_set, flags, scans = carve(cp, {"in_set": (cp.int64, size), "flags": (cp.int32, (3, size)),
+                                      "scans": (cp.int32, (3, size))}).values()
     box_init = [2 ** 31 - 1] * 3 + [-(2 ** 31)] * 3 + [0] * len(extra)
     if ahead:  # the sizes land in level 0's cnt row (m_red, m, set size at 1, 2, 3), then the spans, box, extra
         count = len(ws.caps)

@@ -272,16 +272,20 @@ def brick_tables(keys, slots, capacity: int, xp):
     return coords, nbr27
 
 
-def carve(xp, parts, zero: bool):
-    """Views of one allocation (zeroed when *zero*): *parts* ``{name: (dtype, count)}``, each
-    at a 256-byte boundary (one allocation and at most one memset instead of one each)."""
+CARVE_ALIGN = 256  # bytes between the starts of arrays carved out of one allocation
+
+
+def carve(xp, parts, zero: bool = False):
+    """Views of one allocation (zeroed when *zero*): *parts* ``{name: (dtype, shape)}`` (a
+    shape or a count), each starting at a ``CARVE_ALIGN``-byte boundary (one allocation and
+    at most one memset instead of one each); the allocation lives while any view does."""
     at, offsets = 0, {}
-    for name, (dtype, count) in parts.items():
+    for name, (dtype, shape) in parts.items():
         offsets[name] = at
-        at += -(-int(count) * np.dtype(dtype).itemsize // 256) * 256
-    buf = (xp.zeros if zero else xp.empty)(max(at, 256), xp.uint8)
-    return {name: buf[offsets[name]:offsets[name] + int(count) * np.dtype(dtype).itemsize].view(dtype)
-            for name, (dtype, count) in parts.items()}
+        at += -(-int(np.prod(shape)) * np.dtype(dtype).itemsize // CARVE_ALIGN) * CARVE_ALIGN
+    buf = (xp.zeros if zero else xp.empty)(max(at, CARVE_ALIGN), xp.uint8)
+    return {name: buf[offsets[name]:offsets[name] + int(np.prod(shape)) * np.dtype(dtype).itemsize].view(dtype)
+            .reshape(shape) for name, (dtype, shape) in parts.items()}
 
 
 def _fill_slots(arr, slots, value, xp):

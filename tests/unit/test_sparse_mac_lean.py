@@ -71,3 +71,16 @@ def test_carve_gives_aligned_views_of_one_allocation():
     assert offsets == [0, 256, 512] and all(not p.any() for p in parts.values())
     parts["b"][:] = 7
     assert parts["a"].sum() == 0 and parts["c"].sum() == 0  # no overlap
+
+
+def test_carve_takes_shapes_and_leaves_memory_unset_unless_zeroed():
+    """The pressure set-up's level-0 arrays: (3, n) rows beside flat ones, not zeroed."""
+    n = 1000
+    parts = carve(np, {"keys": (np.int64, n), "flags": (np.int32, (3, n)), "scans": (np.int32, (3, n))})
+    assert [p.shape for p in parts.values()] == [(n,), (3, n), (3, n)]
+    assert all(p.flags.c_contiguous for p in parts.values())
+    base = parts["keys"].__array_interface__["data"][0]
+    offsets = [p.__array_interface__["data"][0] - base for p in parts.values()]
+    assert offsets == [0, 8192, 8192 + 12032]  # 8000 and 12000 bytes, each rounded up to 256
+    assert not any(np.shares_memory(a, b) for a, b in [(parts["keys"], parts["flags"]),
+                                                       (parts["flags"], parts["scans"])])
