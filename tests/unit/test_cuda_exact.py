@@ -99,6 +99,13 @@ def _build(tmp_path_factory, source, defines=None, name="exact"):
     return run
 
 
+def with_defines(source, kernels, extra=()):
+    """*source* with its ``// DEFINES`` line replaced by *kernels*' ``-D`` options as
+    ``#define`` lines (the values its kernel module compiles with), then *extra* lines."""
+    lines = [f"#define {o[2:].replace('=', ' ', 1)}" for o in kernels.options if o.startswith("-D")]
+    return source.replace("// DEFINES", "\n".join(lines + list(extra)))
+
+
 @pytest.fixture(scope="module")
 def harness(tmp_path_factory):
     return _build(tmp_path_factory, HARNESS)

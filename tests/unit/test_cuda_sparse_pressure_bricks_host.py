@@ -10,7 +10,7 @@ is tests/gpu/test_flip_sparse_pressure_bricks_gpu.py."""
 import numpy as np
 import pytest
 
-from tests.unit.test_cuda_exact import _build
+from tests.unit.test_cuda_exact import _build, with_defines
 from tests.unit.test_cuda_sparse_pressure_host import PREAMBLE, _tank
 from tests.unit.test_cuda_sparse_pressure_setup_host import SETUP_LEVELS, assert_levels
 from voxfx.kernels.flip import sparse_multigrid, sparse_pressure, sparse_transfer
@@ -116,8 +116,7 @@ int main() {
 def bricks(tmp_path_factory):
     from voxfx.kernels.flip.sparse_pressure_setup import _B
 
-    defines = [f"#define {o[2:].replace('=', ' ', 1)}" for o in _B.options if o.startswith("-D")]
-    return _build(tmp_path_factory, BRICKS.replace("// DEFINES", "\n".join(defines)))
+    return _build(tmp_path_factory, with_defines(BRICKS, _B))
 
 
 def brick_tables(g):

@@ -9,7 +9,7 @@ The device run is tests/gpu/test_flip_sparse_pressure_gpu.py."""
 import numpy as np
 import pytest
 
-from tests.unit.test_cuda_exact import _build
+from tests.unit.test_cuda_exact import _build, with_defines
 from tests.unit.test_cuda_sparse_pressure_host import PREAMBLE
 from voxfx.kernels.flip import sparse_pressure, sparse_pressure_cells, sparse_transfer
 from voxfx.kernels.flip.grid import AIR, FLUID, SOLID
@@ -66,8 +66,7 @@ int main() {
 @pytest.fixture(scope="module")
 def cells_device(tmp_path_factory):
     k = sparse_pressure_cells._K
-    defines = [f"#define {o[2:].replace('=', ' ', 1)}" for o in k.options if o.startswith("-D")]
-    return _build(tmp_path_factory, HARNESS.replace("// DEFINES", "\n".join(defines)))
+    return _build(tmp_path_factory, with_defines(HARNESS, k))
 
 
 def _tank(sealed: bool, seed: int):
@@ -167,8 +166,7 @@ int main() {
 @pytest.fixture(scope="module")
 def project_device(tmp_path_factory):
     k = sparse_pressure_cells._K
-    defines = [f"#define {o[2:].replace('=', ' ', 1)}" for o in k.options if o.startswith("-D")]
-    return _build(tmp_path_factory, PROJECT.replace("// DEFINES", "\n".join(defines)))
+    return _build(tmp_path_factory, with_defines(PROJECT, k))
 
 
 @pytest.mark.parametrize("sealed", [False, True])

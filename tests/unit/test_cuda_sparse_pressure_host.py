@@ -11,7 +11,7 @@ V-cycle's result is equal bit for bit. The device run is tests/gpu/test_flip_spa
 import numpy as np
 import pytest
 
-from tests.unit.test_cuda_exact import _build
+from tests.unit.test_cuda_exact import _build, with_defines
 from voxfx.kernels.flip import sparse_pressure, sparse_transfer
 from voxfx.kernels.flip.grid import FLUID
 from voxfx.kernels.flip.pressure import MG_SWEEPS
@@ -277,9 +277,7 @@ int main() {
 @pytest.fixture(scope="module")
 def device(tmp_path_factory):
     # the modules' -D constants (sparse_pressure_gpu._K, _MG: the same and TAIL_CLUSTER) and the V-cycle's sweeps
-    defines = [f"#define {o[2:].replace('=', ' ', 1)}" for o in _MG.options if o.startswith("-D")]
-    defines.append(f"#define MG_SWEEPS {MG_SWEEPS}")
-    return _build(tmp_path_factory, HARNESS.replace("// DEFINES", "\n".join(defines)))
+    return _build(tmp_path_factory, with_defines(HARNESS, _MG, [f"#define MG_SWEEPS {MG_SWEEPS}"]))
 
 
 def _tank(shape=(20, 12, 18), scale=1):

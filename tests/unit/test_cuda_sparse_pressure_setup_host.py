@@ -9,7 +9,7 @@ and values exactly."""
 import numpy as np
 import pytest
 
-from tests.unit.test_cuda_exact import _build
+from tests.unit.test_cuda_exact import _build, with_defines
 from tests.unit.test_cuda_sparse_pressure_host import PREAMBLE, _tank
 from voxfx.kernels.flip import sparse_multigrid, sparse_pressure
 from voxfx.kernels.flip.grid import FLUID
@@ -114,8 +114,7 @@ int main() {
 
 @pytest.fixture(scope="module")
 def tables(tmp_path_factory):
-    defines = [f"#define {o[2:].replace('=', ' ', 1)}" for o in _K.options if o.startswith("-D")]
-    return _build(tmp_path_factory, TABLES.replace("// DEFINES", "\n".join(defines + ["#include <algorithm>"])))
+    return _build(tmp_path_factory, with_defines(TABLES, _K, ["#include <algorithm>"]))
 
 
 # The set-up drivers' shared part (this file's SETUP, test_cuda_sparse_pressure_bricks_host's
@@ -285,8 +284,7 @@ int main() {
 def tables_device(tmp_path_factory):
     from voxfx.kernels.flip.sparse_pressure_setup import _K as setup_kernels
 
-    defines = [f"#define {o[2:].replace('=', ' ', 1)}" for o in setup_kernels.options if o.startswith("-D")]
-    return _build(tmp_path_factory, SETUP.replace("// DEFINES", "\n".join(defines)))
+    return _build(tmp_path_factory, with_defines(SETUP, setup_kernels))
 
 
 # Input: size, kind (size), nbr (6 × size), the size / 512 bricks' active flags, their brick
@@ -347,8 +345,7 @@ int main() {
 def unknowns_device(tmp_path_factory):
     from voxfx.kernels.flip.sparse_pressure_setup import _K as setup_kernels
 
-    defines = [f"#define {o[2:].replace('=', ' ', 1)}" for o in setup_kernels.options if o.startswith("-D")]
-    return _build(tmp_path_factory, UNKNOWNS.replace("// DEFINES", "\n".join(defines + ["#include <algorithm>"])))
+    return _build(tmp_path_factory, with_defines(UNKNOWNS, setup_kernels, ["#include <algorithm>"]))
 
 
 @pytest.mark.parametrize("setup", ["host", "device", "tail1", "tail2"])
@@ -482,8 +479,7 @@ int main() {
 def scan_device(tmp_path_factory):
     from voxfx.kernels.flip.sparse_pressure_setup import _K as setup_kernels
 
-    defines = [f"#define {o[2:].replace('=', ' ', 1)}" for o in setup_kernels.options if o.startswith("-D")]
-    return _build(tmp_path_factory, SCAN.replace("// DEFINES", "\n".join(defines + ["#include <algorithm>"])))
+    return _build(tmp_path_factory, with_defines(SCAN, setup_kernels, ["#include <algorithm>"]))
 
 
 @pytest.mark.parametrize("rows, n, tile", [(1, 1, 4), (3, 1000, 7), (2, 4096, 2048), (1, 517, 1000)])

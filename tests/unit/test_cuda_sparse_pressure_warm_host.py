@@ -7,7 +7,7 @@ and the Jacobi / none preconditioners' z and r·z as the cold start gives them."
 import numpy as np
 import pytest
 
-from tests.unit.test_cuda_exact import _build
+from tests.unit.test_cuda_exact import _build, with_defines
 from tests.unit.test_cuda_sparse_pressure_host import PREAMBLE, _hex, _tank
 from voxfx.kernels.flip import sparse_pressure
 from voxfx.kernels.flip.pressure_gpu import _D_BB, _D_RR, _D_THRESH, _S_CONVERGED, _S_STOPPED
@@ -54,8 +54,7 @@ MODES = {"mg": 0, "jacobi": 1, "none": 2}  # sparse_pressure_gpu._MODES
 
 @pytest.fixture(scope="module")
 def device(tmp_path_factory):
-    defines = [f"#define {o[2:].replace('=', ' ', 1)}" for o in _K.options if o.startswith("-D")]
-    return _build(tmp_path_factory, HARNESS.replace("// DEFINES", "\n".join(defines)))
+    return _build(tmp_path_factory, with_defines(HARNESS, _K))
 
 
 def _run(device, level, mode, b, x0, tol=1e-4):

@@ -10,7 +10,7 @@ that another has not written yet."""
 
 import pytest
 
-from tests.unit.test_cuda_exact import _build
+from tests.unit.test_cuda_exact import _build, with_defines
 from tests.unit.test_cuda_sparse_pressure_host import READERS
 from tests.unit.test_cuda_sparse_vcycle_plan_host import hierarchy  # noqa: F401 (a fixture)
 from voxfx.kernels.flip.sparse_pressure_gpu import _MG
@@ -162,8 +162,7 @@ int main() {
 
 @pytest.fixture(scope="module")
 def threads_harness(tmp_path_factory):
-    defines = [f"#define {o[2:].replace('=', ' ', 1)}" for o in _MG.options if o.startswith("-D")]
-    return _build(tmp_path_factory, HARNESS.replace("// DEFINES", "\n".join(defines)), name="tail_threads")
+    return _build(tmp_path_factory, with_defines(HARNESS, _MG), name="tail_threads")
 
 
 @pytest.mark.parametrize("kernel,blocks,threads", [(0, 1, 5), (0, 1, 32), (1, 8, 3), (1, 8, 16), (1, 3, 7),

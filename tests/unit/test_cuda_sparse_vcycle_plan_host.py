@@ -10,7 +10,7 @@ buffers by name); the harness reads them back and calls the kernels in that orde
 import numpy as np
 import pytest
 
-from tests.unit.test_cuda_exact import _build
+from tests.unit.test_cuda_exact import _build, with_defines
 from tests.unit.test_cuda_sparse_pressure_host import PREAMBLE, _hex, _tank
 from voxfx.kernels.flip import sparse_pressure
 from voxfx.kernels.flip.pressure import MG_SWEEPS
@@ -208,8 +208,7 @@ class Recorded(VCycleLaunches):
 
 @pytest.fixture(scope="module")
 def plan_harness(tmp_path_factory):
-    defines = [f"#define {o[2:].replace('=', ' ', 1)}" for o in _MG.options if o.startswith("-D")]
-    return _build(tmp_path_factory, HARNESS.replace("// DEFINES", "\n".join(defines)), name="plan")
+    return _build(tmp_path_factory, with_defines(HARNESS, _MG), name="plan")
 
 
 @pytest.fixture(scope="module")
