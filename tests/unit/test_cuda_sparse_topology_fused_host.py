@@ -13,7 +13,7 @@ import pytest
 
 from tests.cuda_host import DRIVER, STUBS
 from tests.unit.test_cuda_exact import _build
-from tests.unit.test_cuda_sparse_topology_table_host import DIMS, LOW, scenario
+from tests.unit.test_cuda_sparse_topology_table_host import DIMS, LOW, READ_SCENARIO, scenario
 
 # Input: the table harness's, then whether to clear the flags' added and freed (no change).
 # Output: the flags (missed, beyond, added, freed), then (when an update was written) the new
@@ -23,23 +23,9 @@ HARNESS = STUBS + r"""
 #include "flip_sparse_topology_fused.cu"
 """ + DRIVER + r"""
 int main() {
-    int radius, lx, ly, lz, dx, dy, dz, same;
-    ll cap, nk;
-    if (scanf("%d %d %d %d %d %d %d", &radius, &lx, &ly, &lz, &dx, &dy, &dz) != 7) return 1;
-    const ll entries = (ll)dx * dy * dz;
-    std::vector<int> index(entries);
-    for (auto& s : index) scanf("%d", &s);
-    scanf("%lld", &cap);
-    const int side = 2 * radius + 1, offsets = side * side * side, words = (offsets + 31) / 32;
-    std::vector<unsigned char> used(cap);
-    for (auto& x : used) { int t; scanf("%d", &t); x = (unsigned char)t; }
-    std::vector<int> coords(3 * cap);
-    for (auto& c : coords) scanf("%d", &c);
-    std::vector<unsigned> mask(cap * words);
-    for (auto& w : mask) scanf("%u", &w);
-    scanf("%lld %d", &nk, &same);
-    std::vector<unsigned char> kept(cap, 0);
-    std::vector<unsigned> claimed(entries, 0);
+""" + READ_SCENARIO + r"""
+    int same;
+    scanf("%d", &same);
     unsigned long long flags[4] = {0, 0, 0, 0};
     LAUNCH(offsets * cap, reach_compare_table(mask.data(), coords.data(), cap, radius, index.data(), lx, ly, lz, dx,
                                               dy, dz, kept.data(), claimed.data(), &flags[2], &flags[1]));

@@ -18,10 +18,8 @@ from voxfx.kernels.grid.sparse import Topology, brick_coords, brick_keys
 # Input: radius, index lowest brick and dims, the index (slot or −1); capacity, per slot
 # used, coords (x y z), mask words; n_keys. Output: added, beyond, freed (count_unkept),
 # then the new keys, slots, fresh (added), the pool (free slots ascending), freed.
-HARNESS = STUBS + r"""
-#include "flip_sparse_topology.cu"
-""" + DRIVER + r"""
-int main() {
+# The input read into a harness's main() (the fused update's harness reads the same).
+READ_SCENARIO = r"""
     int radius, lx, ly, lz, dx, dy, dz;
     ll cap, nk;
     if (scanf("%d %d %d %d %d %d %d", &radius, &lx, &ly, &lz, &dx, &dy, &dz) != 7) return 1;
@@ -39,6 +37,12 @@ int main() {
     scanf("%lld", &nk);
     std::vector<unsigned char> kept(cap, 0);
     std::vector<unsigned> claimed(entries, 0);
+"""
+HARNESS = STUBS + r"""
+#include "flip_sparse_topology.cu"
+""" + DRIVER + r"""
+int main() {
+""" + READ_SCENARIO + r"""
     unsigned long long added = 0, beyond = 0, freed_count = 0;
     LAUNCH(offsets * cap, reach_compare_table(mask.data(), coords.data(), cap, radius, index.data(), lx, ly, lz, dx,
                                               dy, dz, kept.data(), claimed.data(), &added, &beyond));
