@@ -29,6 +29,19 @@ class VOXFX_PT_system(bpy.types.Panel):
             layout.prop(settings, "cache_format")
 
 
+def _timing_row(layout, f) -> None:
+    """The Liquid panel's Timing buttons (``voxfx.flip_timing``): the one matching the four
+    settings below it shows pressed; neither where they were changed by hand."""
+    from ..kernels.flip.grid import timing_of
+
+    current = timing_of(f)
+    row = layout.row(align=True)
+    row.label(text="Timing")
+    for name, text in (("accurate", "Accurate"), ("fast", "Fast")):
+        op = row.operator("voxfx.flip_timing", text=text, depress=current == name)
+        op.timing = name
+
+
 def _bake_status(layout, context, name: str, kind: str) -> None:
     """What the bake's cache holds, and which frames are damaged (cheap size checks)."""
     from .cache import CacheError, resolve_folder, status_line
@@ -191,6 +204,7 @@ class VOXFX_PT_flip(bpy.types.Panel):
         row = layout.row()
         row.active = not f.apic
         row.prop(f, "flip_ratio")
+        _timing_row(layout, f)
         layout.prop(f, "cfl")
         layout.prop(f, "max_substeps")
         layout.prop(f, "max_time_step")

@@ -88,3 +88,33 @@ def test_the_cli_prints_the_substeps_after_the_frames(tank):
     assert r.returncode == 0, r.stdout + r.stderr
     last = r.stdout.strip().splitlines()[-1]
     assert last.startswith("baked frames 1-3 in ") and "substeps per frame" in last and "over 2 frames" in last
+
+
+def test_the_timing_buttons_set_the_four_settings_and_fast_takes_three_substeps(tank):
+    from voxfx.kernels.flip.grid import TIMINGS, timing_of
+
+    scene, f, water = tank
+    assert timing_of(f) == "accurate"
+    assert bpy.ops.voxfx.flip_timing(timing="fast") == {"FINISHED"}
+    assert timing_of(f) == "fast" and f.max_substeps == 3 and f.time_centred_advection
+    assert f.cfl == pytest.approx(TIMINGS["fast"]["cfl"]) and f.max_time_step == pytest.approx(1 / 72)
+    result, counts = bake(scene, f)
+    assert counts == [3, 3, 3]  # 1/24 s frames at most 1/72 s a substep, Max Substeps 3
+    f.cfl = 4.0
+    assert timing_of(f) == "custom"
+    assert bpy.ops.voxfx.flip_timing(timing="accurate") == {"FINISHED"}
+    assert timing_of(f) == "accurate" and not f.time_centred_advection
+
+
+def test_the_cli_timing_option(tank):
+    scene, f, water = tank
+    water.voxfx_flip.initial_velocity = (4.0, 0.0, 0.0)
+    bpy.ops.wm.save_mainfile()
+    r = subprocess.run([sys.executable, "-m", "tools.cli", "--blend", bpy.data.filepath, "flip", "--frames", "1-3",
+                        "--resolution", "12", "--timing", "fast"], cwd=ROOT, capture_output=True, text=True,
+                       timeout=600, env={"VOXFX_BACKEND": "cpu", "PATH": ""})
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "substeps per frame 3–3" in r.stdout.strip().splitlines()[-1]
+    r = subprocess.run([sys.executable, "-m", "tools.cli", "--blend", bpy.data.filepath, "flip", "--timing", "quick"],
+                       cwd=ROOT, capture_output=True, text=True, timeout=600, env={"VOXFX_BACKEND": "cpu", "PATH": ""})
+    assert r.returncode != 0 and "invalid choice: 'quick'" in r.stderr and "Traceback" not in r.stderr

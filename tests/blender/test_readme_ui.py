@@ -52,6 +52,12 @@ def ui_controls():
         idname = getattr(cls, "bl_idname", None)
         if isinstance(idname, str) and idname.startswith("voxfx."):
             add(cls.bl_label, idname)
+            module, op = idname.split(".")
+            for p in getattr(getattr(bpy.ops, module), op).get_rna_type().properties:
+                if p.type == "ENUM":  # an operator drawn once a choice (the Liquid panel's Timing buttons)
+                    add(p.name, idname)
+                    for item in p.enum_items:
+                        add(item.name, idname)
         elif name.startswith("VOXFX_PT_"):
             add(cls.bl_label, "")
             add(getattr(cls, "bl_category", ""), "")

@@ -12,7 +12,7 @@ from tests import flip_accuracy as scenes
 from tests.meshes import box
 from voxfx.kernels import backend
 from voxfx.kernels.flip import transfer
-from voxfx.kernels.flip.grid import DenseGrid, FlipSettings
+from voxfx.kernels.flip.grid import TIMINGS, DenseGrid, FlipSettings
 from voxfx.kernels.flip.sim import FlipSimulation
 from voxfx.kernels.flip.surface import liquid_volume
 from voxfx.kernels.grid import GridSpec
@@ -93,7 +93,7 @@ def test_thirty_two_cell_front_at_three_substeps_a_24_fps_frame():
     +10.8% and +10.3% today's, +9.9% and +9.8% time-centred). At 24 fps only ~5 frames fall
     in the test's window T ∈ [0.4, 2.5], so the frame count of
     ``assert_front_follows_martin_moyce`` is not asked here."""
-    policy = dict(cfl=5.0, max_time_step=1 / 72, max_substeps=3)
+    policy = {k: v for k, v in TIMINGS["fast"].items() if k != "time_centred_advection"}
     end = front_deviation(*scenes.dam_break_front(cells_per_a=32, fps=24.0, **policy))
     T, Z = scenes.dam_break_front(cells_per_a=32, fps=24.0, time_centred_advection=True, **policy)
     centred = front_deviation(T, Z)
@@ -102,7 +102,7 @@ def test_thirty_two_cell_front_at_three_substeps_a_24_fps_frame():
     assert centred <= 0.12 and (Z <= 1 + 2 * T + 1e-9).all()  # within the test's 12%, behind the Ritter front
 
 
-THREE_SUBSTEPS = dict(cfl=5.0, max_time_step=1 / 72, max_substeps=3, time_centred_advection=True)  # a 24 fps frame
+THREE_SUBSTEPS = TIMINGS["fast"]  # the Liquid panel's Fast timing: three substeps a 24 fps frame
 
 
 def test_sloshing_period_at_three_substeps_a_24_fps_frame():

@@ -131,3 +131,21 @@ def test_substeps_shrink_as_a_falling_blob_speeds_up():
     assert counts[-1] > counts[0] and counts == sorted(counts)
     summary = sim.substep_summary()
     assert f"{min(counts)}–{max(counts)}" in summary and "the liquid's speed" in summary
+
+
+def test_the_timings_name_their_values_as_the_panel_stores_them():
+    """``TIMINGS`` (the Liquid panel's Timing buttons): "accurate" is the defaults, "fast"
+    three substeps a 24 fps frame; ``timing_of`` knows them back from float32 properties and
+    calls anything else "custom"."""
+    from types import SimpleNamespace
+
+    from voxfx.kernels.flip.grid import TIMINGS, timing_of
+
+    assert timing_of(FlipSettings()) == "accurate"
+    stored = SimpleNamespace(**{k: float(np.float32(v)) if isinstance(v, float) else v
+                                for k, v in TIMINGS["fast"].items()})
+    assert stored.max_time_step != TIMINGS["fast"]["max_time_step"] and timing_of(stored) == "fast"
+    for key, other in (("cfl", 4.0), ("max_substeps", 4), ("max_time_step", 1 / 60), ("time_centred_advection", False)):
+        assert timing_of(SimpleNamespace(**{**vars(stored), key: other})) == "custom"
+    sim = FlipSimulation(SPEC, FlipSettings(**TIMINGS["fast"]), *box((0.0, 0.0, 0.0), (0.8, 0.4, 0.2)), xp=np)
+    assert sim.step(1 / 24)["substeps"] == 3 and sim.step(1 / 30)["substeps"] == 3
