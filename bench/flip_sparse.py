@@ -102,7 +102,9 @@ from tools.package import load  # noqa: E402
 load()
 from voxfx.kernels import backend  # noqa: E402
 from voxfx.kernels.flip import sparse_gpu, sparse_pressure, sparse_topology_gpu, sparse_transfer, surface_gpu, transfer  # noqa: E402,E501
-from voxfx.kernels.flip.grid import FlipSettings  # noqa: E402
+from voxfx.addon import compact_points  # noqa: E402
+from voxfx.kernels.flip.bake import frame_arrays  # noqa: E402
+from voxfx.kernels.flip.grid import TIMINGS, FlipSettings  # noqa: E402
 from voxfx.kernels.flip.sim import FlipSimulation  # noqa: E402
 from voxfx.kernels.flip.sparse_grid import BrickReach, margin_mode, substep_margin  # noqa: E402
 from voxfx.kernels.flip.sparse_memory import sparse_flip_memory  # noqa: E402
@@ -253,10 +255,15 @@ def timed_level_set(sim, mode):
 
 
 def run_frames(n, particles, frames, kind, time_cap, level_set=False, trace=None, narrow_band=0, cfl=None,
-               modes=None):
+               modes=None, timing=None, outputs=False):
     """The user's frame: ``step(1/24)`` (+ the level set), until *frames* or *time_cap* s;
     *narrow_band* cells (0: every particle) with the particles kept and the liquid's; *cfl*
-    the CFL number (None: the setting's default); *modes* the GPU level set ways to time."""
+    the CFL number (None: the setting's default); *modes* the GPU level set ways to time;
+    *timing* a name of ``TIMINGS`` (the Liquid panel's Timing buttons; None: the defaults);
+    *outputs*: also the frame's outputs as a compact-format GPU bake makes them before its
+    writer thread writes them (``frame_arrays`` with the particles on the device: the level
+    set closed against the walls, the cell velocity; the particles encoded on the device and
+    the grids copied to the host), instead of the level set alone."""
     import time
 
     import cupy as cp
@@ -265,10 +272,13 @@ def run_frames(n, particles, frames, kind, time_cap, level_set=False, trace=None
     pool.free_all_blocks()
     spec, v, t = scene(n, particles, kind)
     start = time.perf_counter()
-    settings = FlipSettings(narrow_band=int(narrow_band)) if cfl is None else FlipSettings(
-        narrow_band=int(narrow_band), cfl=float(cfl))
+    chosen = dict(TIMINGS[timing]) if timing else {}
+    if cfl is not None:
+        chosen["cfl"] = float(cfl)
+    settings = FlipSettings(narrow_band=int(narrow_band), **chosen)
     sim = FlipSimulation(spec, settings, v, t, xp=cp, sparse=True)
-    print(f"CFL {settings.cfl:g}, Max Substeps {settings.max_substeps}")
+    print(f"timing {timing or 'accurate'}: CFL {settings.cfl:g}, Max Substeps {settings.max_substeps}, Max Time Step "
+          f"{settings.max_time_step:.4f} s, time-centred {'on' if settings.time_centred_advection else 'off'}")
     cp.cuda.Device().synchronize()
     print(f"{kind} {'×'.join(map(str, spec.shape))}: {len(sim.pos):,} particles, set-up "
           f"{time.perf_counter() - start:.1f} s, pool {pool.total_bytes() / 2 ** 30:.2f} GiB; estimate "
@@ -303,6 +313,16 @@ def run_frames(n, particles, frames, kind, time_cap, level_set=False, trace=None
                               f"({phis[0].size:,} nodes, {int((phis[0] < 0).sum()):,} inside)")
             del phis
             surface_text = "; ".join(cells)
+        elif outputs:
+            arrays = frame_arrays(sim, spec, particles_on_device=True)
+            c = time.perf_counter()
+            encoded = compact_points.encode_here(arrays["position"], {"velocity": arrays["velocity"],
+                                                                      "size": arrays["size"]}, cell=spec.voxel_size)
+            d = time.perf_counter()
+            surface_text = f"outputs {(d - b) * 1e3:.0f}"
+            detail.append(f"   outputs: level set + cell velocity to the host {(c - b) * 1e3:.1f} ms, particles "
+                          f"encoded on the device {(d - c) * 1e3:.1f} ms ({len(encoded) / len(sim.pos):.1f} bytes a "
+                          f"particle); the frame {(d - a) * 1e3:.0f} ms")
         elif level_set:
             sim.level_set()
             surface_text = f"{(time.perf_counter() - b) * 1e3:.0f}"
@@ -345,6 +365,10 @@ def main():
     ap.add_argument("--memory-trace", action="store_true", help="live-bytes high-water mark and its arrays")
     ap.add_argument("--narrow-band", type=int, default=0, help="with --frames: cells of narrow band (0: off)")
     ap.add_argument("--cfl", type=float, nargs="+", default=None, help="with --frames: CFL numbers to run each")
+    ap.add_argument("--outputs", action="store_true", help="with --frames: the frame's outputs as a compact GPU bake "
+                    "makes them (level set, cell velocity, particles encoded) instead of the level set alone")
+    ap.add_argument("--timing", choices=sorted(TIMINGS), default=None,
+                    help="with --frames: the Liquid panel's Timing (fast: three substeps a 24 fps frame)")
     ap.add_argument("--pressure-warm", nargs="+", choices=("0", "1"), default=None,
                     help="A/B of the PCG's warm start (VOXFX_PRESSURE_WARM) in one process: each row per value")
     ap.add_argument("--level-set-modes", nargs="+", choices=surface_gpu.LEVEL_SET_MODES, default=None,
@@ -361,11 +385,11 @@ def main():
             if trace is not None:
                 with trace.hook:
                     run_frames(n, particles, args.frames, kind, args.time_cap, args.level_set, trace, args.narrow_band,
-                               cfl, args.level_set_modes)
+                               cfl, args.level_set_modes, args.timing, args.outputs)
                 print(trace.report())
             else:
                 run_frames(n, particles, args.frames, kind, args.time_cap, args.level_set, None, args.narrow_band,
-                           cfl, args.level_set_modes)
+                           cfl, args.level_set_modes, args.timing, args.outputs)
         return
     configs = [(64, 1_000_000)] if args.quick else [(64, 1_000_000), (128, 4_000_000), (256, 8_000_000)]
     if args.row:
