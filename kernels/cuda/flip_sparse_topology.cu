@@ -43,6 +43,7 @@
 #include "voxfx_sparse.cuh"  // keys, slots, binary search
 #include "voxfx_sparse_index.cuh"  // BRICK_INDEX_ARGS, INDEXED_SLOT: a closed domain's brick index
 #include "voxfx_reduce.cuh"  // group_max_into: the per-slot speed maxima
+#include "voxfx_sparse_marks.cuh"  // sparse_wall_marks: topology_cell_tables' marks
 
 // ------------------------------------------------------------------------------ topology (§5.1–5.2)
 
@@ -441,4 +442,72 @@ extern "C" __global__ void topology_table_place(const long long* __restrict__ ma
     } else {
         new_slots[to] = index[at];
     }
+}
+
+// ------------------------------------------------------------------------------ the tables after an update
+
+// The fused tables (`sparse_topology_gpu.fused_tables`, VOXFX_SPARSE_TOPOLOGY_TABLES=fused): the
+// new topology's slot tables, then its cell neighbours and marks, in two launches with no
+// memset (sparse.cu's brick_tables and cell_neighbours, flip_sparse_transfer.cu's mark_walls
+// and the zeroed solid faces of SparseFlipGrid._solid_faces: the same values).
+//
+// Slot tables: threads [0, 27·n) as brick_tables (key q's slot gets its coordinates and the
+// slots of its 27 neighbours, found in the new topology's brick index, by search outside it),
+// threads [27·n, 27·(n + capacity)) write a free slot's row (coordinates 0, neighbours −1):
+// every entry once, so the tables need no fill first. used: the new topology's slots.
+extern "C" __global__ void topology_slot_tables(const long long* __restrict__ keys, const int* __restrict__ slots,
+                                                long long n_keys, BRICK_INDEX_ARGS,
+                                                const unsigned char* __restrict__ used, long long capacity,
+                                                int* __restrict__ coords, int* __restrict__ nbr27)
+{
+    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t < 27 * n_keys) {
+        const long long q = t / 27;
+        const int o = (int)(t - 27 * q);
+        const long long mask = (1LL << SPARSE_KEY_BITS) - 1, key = keys[q];
+        const long long bx = (key & mask) - SPARSE_OFFSET, by = ((key >> SPARSE_KEY_BITS) & mask) - SPARSE_OFFSET,
+                        bz = (key >> (2 * SPARSE_KEY_BITS)) - SPARSE_OFFSET;
+        const int s = slots[q];
+        if (o == 13) {
+            coords[3LL * s] = (int)bx;
+            coords[3LL * s + 1] = (int)by;
+            coords[3LL * s + 2] = (int)bz;
+        }
+        nbr27[27LL * s + o] = INDEXED_SLOT(bx + o % 3 - 1, by + (o / 3) % 3 - 1, bz + o / 9 - 1);
+        return;
+    }
+    if (t >= 27 * (n_keys + capacity)) return;
+    const long long slot = (t - 27 * n_keys) / 27;
+    const int o = (int)(t - 27 * n_keys - 27 * slot);
+    if (used[slot]) return;
+    nbr27[27 * slot + o] = -1;
+    if (o < 3) coords[3 * slot + o] = 0;
+}
+
+// One thread per pool cell: its six face neighbours (grid.nbr, cell_neighbours') and, with
+// `marks`, its marks (mark_walls') with solid = wall and the solid faces 0 (a grid without
+// obstacles).
+extern "C" __global__ void topology_cell_tables(const int* __restrict__ nbr27, const unsigned char* __restrict__ used,
+                                                const int* __restrict__ coords, long long cells, int closed, int nx,
+                                                int ny, int nz, int* __restrict__ nbr, int marks,
+                                                unsigned char* __restrict__ exists_u,
+                                                unsigned char* __restrict__ exists_v,
+                                                unsigned char* __restrict__ exists_w, unsigned char* __restrict__ wall,
+                                                unsigned char* __restrict__ solid, float* __restrict__ solid_u,
+                                                float* __restrict__ solid_v, float* __restrict__ solid_w)
+{
+    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= cells) return;
+    for (int d = 0; d < 6; ++d) nbr[d * cells + t] = sparse_cell_step(nbr27, (int)t, d);
+    if (!marks) return;
+    unsigned char eu, ev, ew, wl;
+    sparse_wall_marks(used, coords, t, closed, nx, ny, nz, eu, ev, ew, wl);
+    exists_u[t] = eu;
+    exists_v[t] = ev;
+    exists_w[t] = ew;
+    wall[t] = wl;
+    solid[t] = wl;
+    solid_u[t] = 0.0f;
+    solid_v[t] = 0.0f;
+    solid_w[t] = 0.0f;
 }

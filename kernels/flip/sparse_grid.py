@@ -217,14 +217,22 @@ class SparseFlipGrid(SparseMacGrid):
                 return added, freed
         else:
             rewritten = self.MARKS + (self.FLOW if scratch else ())  # the marks are written below
-            if found is not None and isinstance(found[0], tuple):  # the update made on the device
-                update = found[0]  # the fused update's also has the used slots: a lean retopologize
-                lean = len(update) > 3
-                added, freed = self.retopologize(None, rewritten=rewritten, update=update[:3],
-                                                 used=update[3] if lean else None, lean=lean)
-            else:
-                keys = self.topology_keys(pos, margin, extra_cells, reach) if found is None else found[0]
-                added, freed = self.retopologize(keys, rewritten=rewritten)
+            self._tables_marks = plain and sparse_gpu.available(self)  # fused_tables may mark too
+            self._marked = False
+            try:
+                if found is not None and isinstance(found[0], tuple):  # the update made on the device
+                    update = found[0]  # the fused update's also has the used slots: a lean retopologize
+                    lean = len(update) > 3
+                    added, freed = self.retopologize(None, rewritten=rewritten, update=update[:3],
+                                                     used=update[3] if lean else None, lean=lean)
+                else:
+                    keys = self.topology_keys(pos, margin, extra_cells, reach) if found is None else found[0]
+                    added, freed = self.retopologize(keys, rewritten=rewritten)
+            finally:
+                self._tables_marks = False
+            if self._marked:  # fused_tables wrote the marks with the tables: walls, solid = wall, faces 0
+                self.plain_marks = plain
+                return added, freed
         self.plain_marks = plain
         if sparse_gpu.available(self):
             topology_gpu.mark_walls(self)  # exists, wall, solid = wall
@@ -249,6 +257,17 @@ class SparseFlipGrid(SparseMacGrid):
         self["solid"] = solid.astype(xp.uint8)
         self._solid_faces(solid & ~wall, wall, cell_vel)
         return added, freed
+
+    def _brick_tables(self):
+        """``SparseMacGrid._brick_tables``, or ``topology_gpu.fused_tables`` (the default,
+        ``VOXFX_SPARSE_TOPOLOGY_TABLES``; during ``update`` of a grid without obstacles with the
+        marks: ``_marked``)."""
+        if topology_gpu.tables_mode() != "fused":
+            super()._brick_tables()
+            return
+        marks = bool(getattr(self, "_tables_marks", False))
+        topology_gpu.fused_tables(self, marks)
+        self._marked = marks
 
     def _mark_walls(self):
         """exists_u/v/w: the faces that exist (closed: the box's face lattices; open: every

@@ -78,6 +78,9 @@ UPDATE_ITEMS = 8  # flip_sparse_topology_fused.cu's: a fused update block's tile
 # VOXFX_SPARSE_SPEED_MAX: how mark_occupied keeps each slot's largest |v|² (per-brick margins): one atomicMax a warp
 # per slot (warp, sm_80+; plain below) or one a particle (plain, the A/B baseline). The same maxima.
 SPEED_MAXIMA = ("warp", "plain")
+# VOXFX_SPARSE_TOPOLOGY_TABLES: after an update, the slot tables, neighbours and marks by fused_tables (two
+# launches, no fill) or the separate way (brick_tables' fills and launch, cell_neighbours, mark_walls, solid faces)
+TABLES = ("fused", "separate")
 
 
 def mark_walls(grid) -> None:
@@ -331,6 +334,49 @@ def update_topology_fused(grid, index, out, n_add: int, freed_count: int):
                     grid.xp)
     grid._brick_index = (topo, (out["index"], *index[1:]))  # brick_index's cache, for the topology installed next
     return topo, out["fresh"][:n_add], out["freed"][:freed_count], out["used"][:cap + grow].view(np.bool_)
+
+
+def tables_mode() -> str:
+    """``VOXFX_SPARSE_TOPOLOGY_TABLES``: ``fused`` (``fused_tables``) or ``separate`` (the A/B
+    baseline: ``brick_tables`` and ``cell_neighbours`` after their fills, then ``mark_walls``
+    and the zeroed solid faces): the same tables and marks."""
+    mode = os.environ.get("VOXFX_SPARSE_TOPOLOGY_TABLES", "").strip().lower() or TABLES[0]
+    if mode not in TABLES:
+        raise ValueError(f"VOXFX_SPARSE_TOPOLOGY_TABLES must be one of {', '.join(TABLES)}, not {mode!r}")
+    return mode
+
+
+def fused_tables(grid, marks: bool) -> None:
+    """``SparseMacGrid._brick_tables`` of the grid's topology (its ``brick_slot`` the used
+    slots) in two launches and two allocations, no fill (``flip_sparse_topology.cu``'s
+    ``topology_slot_tables``, ``topology_cell_tables``): slot_coords, brick_nbr and nbr, and
+    with *marks* ``mark_walls``' channels, solid = wall and the solid faces 0 (a grid without
+    obstacles) too. The neighbours are looked up in the topology's brick index where one is
+    cached for it (the fused update leaves it), else by search."""
+    cp, t = grid.xp, grid.topology
+    cap = grid.capacity
+    cached = getattr(grid, "_brick_index", None)
+    index = cached[1] if cached is not None and cached[0] is t else (cp.zeros(1, cp.int32), *_NO_INDEX)
+    tables = carve(cp, {"coords": (np.int32, (cap, 3)), "nbr27": (np.int32, (cap, 27))})
+    TOPOLOGY.launch("topology_slot_tables", 27 * (t.count + cap), (t.keys, t.slots, _I64(t.count), *index,
+                                                                   grid.brick_slot, _I64(cap), tables["coords"],
+                                                                   tables["nbr27"]))
+    grid.slot_coords, grid.brick_nbr = tables["coords"], tables["nbr27"]
+    cells = cap * CELLS
+    parts = {"nbr": (np.int32, (6, cells))}
+    if marks:
+        parts.update({name: (np.uint8, cells) for name in (*grid.EXISTS, "wall", "solid")})
+        parts.update({"solid_" + name: (np.float32, cells) for name in grid.FACES})
+    out = carve(cp, parts)
+    names = [*grid.EXISTS, "wall", "solid", *("solid_" + n for n in grid.FACES)]
+    channels = [out[n] for n in names] if marks else [out["nbr"]] * 5 + [tables["coords"]] * 3  # unused
+    TOPOLOGY.launch("topology_cell_tables", cells, (tables["nbr27"], grid.brick_slot, tables["coords"], _I64(cells),
+                                                    _I32(grid.closed), *_dims(grid), out["nbr"], _I32(marks),
+                                                    *channels))
+    grid.nbr = out["nbr"]
+    if marks:
+        for name in names:
+            grid[name] = out[name]
 
 
 def _serves(reach) -> bool:
