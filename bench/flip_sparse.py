@@ -83,7 +83,10 @@ project: pressure, cell and faces read, faces written (29 B/cell); G2P + advecti
 positions and velocities read and written (48, APIC +72 B/particle; in the bins' order +8
 for the order and the bins' cells), new and old faces read (24 B/cell). Cells are the
 active bricks' (bricks · 512). A last line splits the topology, P2G and projection stages
-into their calls (``SUBSTAGES``).
+into their calls (``SUBSTAGES``). With ``VOXFX_SPARSE_DEVICE_MARGIN=1`` (the default, as a
+``substep`` that does not know its speed) the margin is learned by the topology's own read
+(``sparse_topology_gpu.incremental_keys``): the margin sub-stage is then empty; ``=0`` reads the
+fastest particle's speed first.
 """
 
 from __future__ import annotations
@@ -142,9 +145,9 @@ def timed_sparse_substep(sim, dt, ev, sub, trace=None):
 
     stage("topology")
     ev[0].record()
-    margin = substep_margin(float(transfer.max_speed(sim.vel)), dt, sim.spec.voxel_size,
-                            float(np.linalg.norm(s.gravity)))
     reach = BrickReach(sim.vel, dt, float(np.linalg.norm(s.gravity)), sim.spec.voxel_size)  # as SparseFlipSimulation
+    margin = None if margin_mode() == "brick" and sparse_topology_gpu.device_margin() else substep_margin(
+        float(transfer.max_speed(sim.vel)), dt, sim.spec.voxel_size, float(np.linalg.norm(s.gravity)))  # as the sim
     sub[0].record()
     added, freed = g.update(sim.pos, margin, sim.obstacle, sim.obstacle_velocity, bodies=sim.obstacle_bodies,
                             scratch=sim.band is None, reach=reach if margin_mode() == "brick" else None)

@@ -132,10 +132,13 @@ __device__ __forceinline__ float float_of_bits(unsigned int b)
 // float64 arithmetic) from the largest |v|² of the 27 bricks around it (nbr27; itself
 // included), base + ⌈(s + |g|·dt)·dt/h⌉ with s = √(that |v|²) rounded to float32 as
 // NumPy's sqrt does, then widened. A margin past 2^20 (or not finite) is written as 2^30:
-// brick_reach then reports it beyond its radius.
+// brick_reach then reports it beyond its radius. With `most` (else null): *most ← the largest
+// |v|² bits of all (the fastest brick's margin is the global one: sparse_topology_gpu's device
+// margin learns it with the pipeline's one host read; plain read first, then atomicMax).
 extern "C" __global__ void slot_margins(const unsigned int* __restrict__ speed2, const unsigned char* __restrict__ used,
                                         const int* __restrict__ nbr27, long long capacity, double dt, double gdt,
-                                        double h, int base, int* __restrict__ margins)
+                                        double h, int base, int* __restrict__ margins,
+                                        unsigned long long* __restrict__ most)
 {
     const long long slot = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (slot >= capacity) return;
@@ -145,6 +148,7 @@ extern "C" __global__ void slot_margins(const unsigned int* __restrict__ speed2,
             const int s = nbr27[27 * slot + o];
             if (s >= 0 && speed2[s] > bits) bits = speed2[s];
         }
+    if (most && bits > *most) atomicMax(most, (unsigned long long)bits);
     const double reach = ((double)sqrtf(float_of_bits(bits)) + gdt) * dt / h;
     margins[slot] = reach <= 1048576.0 ? base + (int)ceil(reach) : 1 << 30;
 }

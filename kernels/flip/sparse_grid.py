@@ -199,7 +199,8 @@ class SparseFlipGrid(SparseMacGrid):
     def update(self, pos, margin: int, obstacle=None, obstacle_velocity=None, extra_cells=None, bodies=(),
                scratch=False, reach: BrickReach | None = None):
         """Retopologize to the particles (+ *extra_cells*; margins: ``topology_keys``'
-        *margin* and *reach*, *margin* at least the bricks' largest), then mark walls and obstacles
+        *margin* and *reach*, *margin* at least the bricks' largest, or None with *reach*: found on
+        the device, ``sparse_topology_gpu.incremental_keys``), then mark walls and obstacles
         (*obstacle*: (M, 3) lattice cells, *obstacle_velocity*: (M, 3) or None; *bodies*:
         ``sparse_bodies.BrickBody`` obstacles) and the faces that exist. Returns (added,
         freed) slots. *scratch*: the flow channels (``FLOW``) are the caller's to write whole
@@ -208,8 +209,15 @@ class SparseFlipGrid(SparseMacGrid):
         xp = self.xp
         self.bins = None  # the bricks (and the particles) may change
         found = None
-        if topology_gpu.can_build(self, pos) and (extra_cells is None or len(extra_cells) == 0):
+        device = topology_gpu.can_build(self, pos) and (extra_cells is None or len(extra_cells) == 0)
+        if margin is None and (reach is None or not device):  # no device margin here: the fastest particle's
+            if reach is None:
+                raise ValueError("SparseFlipGrid.update needs a margin, or reach to find it")
+            margin = topology_gpu.host_margin(reach)
+        if device:
             found = topology_gpu.incremental_keys(self, pos, margin, prebuilt=True, reach=reach)  # first build too
+        if found is None and margin is None:  # the array path after a device margin: the fastest particle's
+            margin = topology_gpu.host_margin(reach)
         plain = (obstacle is None or len(obstacle) == 0) and all(b.count == 0 for b in bodies)
         if found is not None and found[1]:  # the same bricks: same slots, tables and marks
             added = freed = xp.zeros(0, xp.int32)

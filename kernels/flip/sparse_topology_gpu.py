@@ -81,6 +81,9 @@ SPEED_MAXIMA = ("warp", "plain")
 # VOXFX_SPARSE_TOPOLOGY_TABLES: after an update, the slot tables, neighbours and marks by fused_tables (two
 # launches, no fill) or the separate way (brick_tables' fills and launch, cell_neighbours, mark_walls, solid faces)
 TABLES = ("fused", "separate")
+# VOXFX_SPARSE_DEVICE_MARGIN: 1 (a caller without the fastest speed passes margin None: incremental_keys takes the
+# last substep's radius and learns the margin with its one read, module notes) or 0 (the A/B baseline: a host read)
+DEVICE_MARGINS = ("1", "0")
 
 
 def mark_walls(grid) -> None:
@@ -128,10 +131,10 @@ def can_build(grid, pos) -> bool:
     return available(grid, pos)
 
 
-def _margins(grid, margin, reach, used, nbr, cap, speed2, out=None):
+def _margins(grid, margin, reach, used, nbr, cap, speed2, out=None, most=None):
     """Per slot int32 margins: *margin* everywhere, or with *reach* ``slot_margins``' of the
     slots' largest |v|² (*speed2*, from ``mark_occupied``) over their 27 bricks (*nbr*);
-    into *out* where given."""
+    into *out* where given; the largest |v|² bits of all into *most* (a uint64 flag, zeroed)."""
     cp = grid.xp
     if reach is None:
         if out is None:
@@ -139,8 +142,9 @@ def _margins(grid, margin, reach, used, nbr, cap, speed2, out=None):
         out.fill(int(margin))
         return out
     out = cp.empty(cap, cp.int32) if out is None else out
+    most = cp.zeros(1, cp.uint64) if most is None else most
     TOPOLOGY.launch("slot_margins", cap, (speed2, used, nbr, _I64(cap), np.float64(reach.dt), np.float64(reach.gdt),
-                                         np.float64(reach.h), _I32(reach.base), out))
+                                         np.float64(reach.h), _I32(reach.base), out, most))
     return out
 
 
@@ -150,7 +154,7 @@ def _reach_work(grid, margin, reach, entries: int):
     velocity."""
     cap = grid.capacity
     words = -(-(2 * reach_radius(margin) + 1) ** 3 // 32)
-    return carve(grid.xp, {"occupied": (np.uint8, cap * CELLS), "flags": (np.uint64, 4),
+    return carve(grid.xp, {"occupied": (np.uint8, cap * CELLS), "flags": (np.uint64, 5),
                             "speed2": (np.uint32, cap if reach is not None else 1), "mask": (np.uint32, cap * words),
                             "kept": (np.uint8, cap), "claimed": (np.uint32, entries), "margins": (np.int32, cap),
                             "vel": (np.float32, 1)}, zero=True)
@@ -159,8 +163,8 @@ def _reach_work(grid, margin, reach, entries: int):
 def _reach(grid, pos, margin, keys, slots, used, coords, nbr, compare, index, claimed=None, reach=None, work=None):
     """The marking pipeline (module notes) on the bricks *keys* in *slots* (*used*,
     *coords*, *nbr*: per slot; *index*: their ``brick_index``): the reach masks per slot
-    (``reach_radius(margin)``'s words each), the flags [missed, beyond, added, freed]
-    (beyond, added, freed against *keys* when *compare*, straight from the masks;
+    (``reach_radius(margin)``'s words each), the flags [missed, beyond, added, freed, the
+    largest |v|² bits (with *reach*)] (beyond, added, freed against *keys* when *compare*, straight from the masks;
     ``_reached`` lists the keys) and, when *compare*, the kept mark per slot (else None).
     Margins: *margin* for every brick, or with *reach* (``sparse_grid.BrickReach``) per
     brick (*margin*: their largest, for the radius). With *claimed* (zeroed uint32, one word
@@ -174,14 +178,14 @@ def _reach(grid, pos, margin, keys, slots, used, coords, nbr, compare, index, cl
     nk = _I64(keys.shape[0])
     w = work or {}
     occupied = w["occupied"] if work else cp.zeros(cap * CELLS, cp.uint8)
-    flags = w["flags"] if work else cp.zeros(4, cp.uint64)
+    flags = w["flags"] if work else cp.zeros(5, cp.uint64)
     speed2 = w["speed2"] if work else cp.zeros(cap if reach is not None else 1, cp.uint32)
     vel = reach.vel if reach is not None else w["vel"] if work else cp.zeros(1, cp.float32)
     ox, oy, oz, _, inv_h = _frame(grid)
     TOPOLOGY.launch("mark_occupied", n, (pos, _I64(n), ox, oy, oz, inv_h, _I32(grid.closed), *_dims(grid), keys,
                                         slots, nk, *index, occupied, flags[0:1], vel, speed2,
                                         _I32(0 if reach is None else 2 if speed_max_mode() == "warp" else 1)))
-    margins = _margins(grid, margin, reach, used, nbr, cap, speed2, w.get("margins"))
+    margins = _margins(grid, margin, reach, used, nbr, cap, speed2, w.get("margins"), flags[4:5])
     del speed2
     mask = w["mask"] if work else cp.zeros(cap * words, cp.uint32)
     TOPOLOGY.launch("brick_reach", 64 * cap, (occupied, used, coords, _I64(cap), margins, _I32(grid.closed),
@@ -387,23 +391,65 @@ def _serves(reach) -> bool:
     return v.dtype == np.float32 and v.flags.c_contiguous and v.ndim == 2 and v.shape[1] == 3
 
 
-def incremental_keys(grid, pos, margin: int, prebuilt: bool = False, reach=None):
+def _updated(grid, mode, mask, flags, kept, freed):
+    """``incremental_keys``' update without a brick index: ``update_topology``'s, or the keys."""
+    if mode != "array":
+        return update_topology(grid, mask, flags, kept, freed)
+    return _reached(grid.xp, mask, grid.slot_coords, flags)
+
+
+def device_margin() -> bool:
+    """``VOXFX_SPARSE_DEVICE_MARGIN`` (``DEVICE_MARGINS``, default 1): whether a substep that does
+    not know its fastest particle's speed lets the topology learn its margin (``incremental_keys``
+    with margin None) instead of reading the speed first."""
+    mode = os.environ.get("VOXFX_SPARSE_DEVICE_MARGIN", "").strip() or DEVICE_MARGINS[0]
+    if mode not in DEVICE_MARGINS:
+        raise ValueError(f"VOXFX_SPARSE_DEVICE_MARGIN must be one of {', '.join(DEVICE_MARGINS)}, not {mode!r}")
+    return mode == "1"
+
+
+def host_margin(reach) -> int:
+    """``sparse_grid.substep_margin`` of the fastest of *reach*'s particles (one host read)."""
+    from . import transfer
+    from .sparse_grid import substep_margin
+
+    return substep_margin(float(transfer.max_speed(reach.vel)), reach.dt, reach.h, reach.gravity)
+
+
+def _learned_margin(reach, most: int):
+    """The largest per-brick margin from the largest |v|² bits *most* (``BrickReach.margins``,
+    the same arithmetic as ``slot_margins``), None where not finite."""
+    speed2 = np.array([most], np.uint32).view(np.float32)
+    if not np.isfinite(speed2[0]):
+        return None
+    return int(reach.margins(speed2, np)[0])
+
+
+def incremental_keys(grid, pos, margin, prebuilt: bool = False, reach=None):
     """The keys of ``grid.topology_keys(pos, margin, reach=reach)``, as ``(keys, same)``:
     *same* when they are the current bricks (then *keys* is None: nothing to update); None
     where the array path must build them (module notes). With *reach* the margins are per
-    brick and *margin* is their largest (``substep_margin`` of the fastest particle). From
-    the current topology (one host sync), or, when a particle lies outside it (or there is
-    none), from the bricks holding particles (``full_keys``). With *prebuilt* (and
-    ``topology_update_mode()`` table or device), an update of the current topology comes as
-    ``update_topology_table``'s or ``update_topology``'s (topology, added, freed) tuple in
-    place of *keys*."""
-    margin = int(margin)
+    brick and *margin* is their largest (``substep_margin`` of the fastest particle), or None:
+    the margin on the device (the masks' radius the last substep's, ``grid.last_margin``; the
+    one host read brings the largest |v|², the true margin, kept for the next; a radius too
+    small shows as beyond and the pipeline runs again with the learned one; a first build or
+    a particle outside the bricks reads the speed first). From the current topology (one host
+    sync), or, when a particle lies outside it (or there is none), from the bricks holding
+    particles (``full_keys``). With *prebuilt* (and ``topology_update_mode()`` table or
+    device), an update of the current topology comes as ``update_topology_table``'s or
+    ``update_topology``'s (topology, added, freed) tuple in place of *keys*."""
+    guessed = margin is None
+    if guessed and (reach is None or not _serves(reach)):
+        return None
+    t = grid.topology
+    margin = int(margin if not guessed else host_margin(reach) if t.count == 0 or getattr(
+        grid, "last_margin", None) is None else grid.last_margin)
+    grid.last_margin = margin
     limit = MAX_MARGIN if topology_mode() == "device" else 8
     if margin > limit or margin < 0 or int(pos.shape[0]) == 0 or not _serves(reach):
         return None
     if reach is not None and int(reach.vel.shape[0]) != int(pos.shape[0]):
         return None
-    t = grid.topology
     if t.count:
         index = brick_index(grid)
         mode = topology_update_mode() if prebuilt else "array"
@@ -414,8 +460,13 @@ def incremental_keys(grid, pos, margin: int, prebuilt: bool = False, reach=None)
         mask, flags, kept = _reach(grid, pos, margin, t.keys, t.slots, grid.brick_slot, grid.slot_coords,
                                    grid.brick_nbr, True, index, claimed, reach, work)
         fused = launch_fused_update(grid, index, work) if work else None  # queued before the read
-        missed, beyond, added, freed = (int(f) for f in flags.get())  # the one host sync
+        missed, beyond, added, freed, most = (int(f) for f in flags.get())  # the one host sync
+        learned = _learned_margin(reach, most) if reach is not None and not missed else None
+        if learned is not None:
+            grid.last_margin = learned
         if beyond:
+            if guessed and learned is not None and reach_radius(learned) > reach_radius(margin):
+                return incremental_keys(grid, pos, learned, prebuilt, reach)  # the radius it needs
             return None
         if not missed:
             if added == 0 and freed == 0:
@@ -424,9 +475,12 @@ def incremental_keys(grid, pos, margin: int, prebuilt: bool = False, reach=None)
                 return update_topology_fused(grid, index, fused, added, freed), False
             if table:  # added: each brick once, so the sizes are known
                 return update_topology_table(grid, claimed, kept, added, freed), False
-            if mode != "array":
-                return update_topology(grid, mask, flags, kept, freed), False
-            return _reached(grid.xp, mask, grid.slot_coords, flags), False
+            return _updated(grid, mode, mask, flags, kept, freed), False
+    if guessed:
+        margin = host_margin(reach)
+        grid.last_margin = margin
+        if margin > limit:
+            return None
     keys = full_keys(grid, pos, margin, reach)
     return None if keys is None else (keys, False)
 
