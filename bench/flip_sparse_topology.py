@@ -8,11 +8,14 @@ index, brick index and every channel. The substep then goes on with the last way
 
     python3 bench/flip_sparse_topology.py [--row 8m|65m] [--steps 8] [--warm 2]
                                           [--modes table fused] [--tables separate fused]
+                                          [--speed-max warp uniform]
                                           [--profile] [--kernels]
 
 ``--tables``: each way is also run per ``VOXFX_SPARSE_TOPOLOGY_TABLES`` way (the slot tables,
 neighbours and marks after an update: ``sparse_topology_gpu.fused_tables`` or the separate
-launches); the ways are then "update/tables" pairs, every one against the first to the bit.
+launches), ``--speed-max`` per ``VOXFX_SPARSE_SPEED_MAX`` way (``mark_occupied``'s per-slot
+maxima); the ways are then "update/tables/speed" triples ("-": as set), every one against the
+first to the bit.
 
 ``--kernels``: CUDA events around every kernel launch of the timed updates (no sync), printed
 as median GPU µs a launch and launches an update per kernel and way, with the update's
@@ -146,11 +149,12 @@ def traced(cp, launches):
 
 
 def set_way(way):
-    """The environment of *way* ("update" or "update/tables")."""
-    update_way, _, tables_way = way.partition("/")
-    os.environ["VOXFX_SPARSE_TOPOLOGY_UPDATE"] = update_way
-    if tables_way:
-        os.environ["VOXFX_SPARSE_TOPOLOGY_TABLES"] = tables_way
+    """The environment of *way* ("update", "update/tables" or "update/tables/speed maxima";
+    a part "-" leaves its variable as it is)."""
+    for name, value in zip(("VOXFX_SPARSE_TOPOLOGY_UPDATE", "VOXFX_SPARSE_TOPOLOGY_TABLES",
+                            "VOXFX_SPARSE_SPEED_MAX"), way.split("/")):
+        if value != "-":
+            os.environ[name] = value
 
 
 def traced_update(cp, g, before, update, rec):
@@ -199,10 +203,12 @@ def main():
     ap.add_argument("--warm", type=int, default=2)
     ap.add_argument("--modes", nargs="+", choices=topo_gpu.TOPOLOGY_UPDATES, default=["table", "fused"])
     ap.add_argument("--tables", nargs="+", choices=topo_gpu.TABLES, default=None)
+    ap.add_argument("--speed-max", nargs="+", choices=topo_gpu.SPEED_MAXIMA, default=None)
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--kernels", action="store_true")
     args = ap.parse_args()
-    ways = args.modes if args.tables is None else [f"{m}/{t}" for m in args.modes for t in args.tables]
+    ways = args.modes if args.tables is None and args.speed_max is None else [
+        f"{m}/{t}/{v}" for m in args.modes for t in args.tables or ["-"] for v in args.speed_max or ["-"]]
     import cupy as cp
 
     print(f"device: {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}")

@@ -92,7 +92,8 @@ extern "C" __global__ void particle_brick_keys(const float* __restrict__ pos, lo
 // their max and one atomic adds it — the particles keep their seeding's spatial
 // order, so a warp's 32 lanes mostly share a brick and would otherwise queue 32 atomics on
 // one address (H200, 8M: the plain atomics made the update 0.37 ms slower a substep).
-// Zero speed2 first.
+// speeds = 3 ("uniform", group_max_into_uniform): a warp whose lanes share one slot skips the
+// __match_any_sync. Zero speed2 first.
 extern "C" __global__ void mark_occupied(const float* __restrict__ pos, long long n, float ox, float oy, float oz,
                                          float inv_h, int closed, int nx, int ny, int nz,
                                          const long long* __restrict__ keys, const int* __restrict__ slots,
@@ -112,7 +113,9 @@ extern "C" __global__ void mark_occupied(const float* __restrict__ pos, long lon
     occupied[(long long)s * SPARSE_CELLS + sparse_local(c[0], c[1], c[2])] = 1;
     if (speeds) {
         const float vx = vel[3 * p], vy = vel[3 * p + 1], vz = vel[3 * p + 2];
-        group_max_into(speed2 + s, __float_as_uint(vx * vx + vy * vy + vz * vz), s, speeds == 2);
+        const unsigned int bits = __float_as_uint(vx * vx + vy * vy + vz * vz);
+        if (speeds == 3) group_max_into_uniform(speed2 + s, bits, s);
+        else group_max_into(speed2 + s, bits, s, speeds == 2);
     }
 }
 

@@ -216,8 +216,8 @@ class SparseFlipGrid(SparseMacGrid):
             margin = topology_gpu.host_margin(reach)
         if device:
             found = topology_gpu.incremental_keys(self, pos, margin, prebuilt=True, reach=reach)  # first build too
-        if found is None and margin is None:  # the array path after a device margin: the fastest particle's
-            margin = topology_gpu.host_margin(reach)
+        if found is None and margin is None:  # the array path after a device margin: per brick (*reach*), the
+            margin = getattr(self, "last_margin", None) or topology_gpu.host_margin(reach)  # scalar for no cell
         plain = (obstacle is None or len(obstacle) == 0) and all(b.count == 0 for b in bodies)
         if found is not None and found[1]:  # the same bricks: same slots, tables and marks
             added = freed = xp.zeros(0, xp.int32)

@@ -77,7 +77,7 @@ TOPOLOGY_UPDATES = ("fused", "table", "device", "array")
 UPDATE_ITEMS = 8  # flip_sparse_topology_fused.cu's: a fused update block's tile is UPDATE_ITEMS · THREADS items
 # VOXFX_SPARSE_SPEED_MAX: how mark_occupied keeps each slot's largest |v|² (per-brick margins): one atomicMax a warp
 # per slot (warp, sm_80+; plain below) or one a particle (plain, the A/B baseline). The same maxima.
-SPEED_MAXIMA = ("warp", "plain")
+SPEED_MAXIMA = ("uniform", "warp", "plain")  # uniform: warp, a warp on one slot without __match_any_sync
 # VOXFX_SPARSE_TOPOLOGY_TABLES: after an update, the slot tables, neighbours and marks by fused_tables (two
 # launches, no fill) or the separate way (brick_tables' fills and launch, cell_neighbours, mark_walls, solid faces)
 TABLES = ("fused", "separate")
@@ -113,8 +113,11 @@ def reach_radius(margin: int) -> int:
     return max(1, -(-int(margin) // 8))
 
 
+SPEED_CODES = {"plain": 1, "warp": 2, "uniform": 3}  # mark_occupied's `speeds`
+
+
 def speed_max_mode() -> str:
-    """``VOXFX_SPARSE_SPEED_MAX`` (``SPEED_MAXIMA``; default warp)."""
+    """``VOXFX_SPARSE_SPEED_MAX`` (``SPEED_MAXIMA``; default uniform)."""
     mode = os.environ.get("VOXFX_SPARSE_SPEED_MAX", "").strip().lower() or SPEED_MAXIMA[0]
     if mode not in SPEED_MAXIMA:
         raise ValueError(f"VOXFX_SPARSE_SPEED_MAX must be one of {', '.join(SPEED_MAXIMA)}, not {mode!r}")
@@ -184,7 +187,7 @@ def _reach(grid, pos, margin, keys, slots, used, coords, nbr, compare, index, cl
     ox, oy, oz, _, inv_h = _frame(grid)
     TOPOLOGY.launch("mark_occupied", n, (pos, _I64(n), ox, oy, oz, inv_h, _I32(grid.closed), *_dims(grid), keys,
                                         slots, nk, *index, occupied, flags[0:1], vel, speed2,
-                                        _I32(0 if reach is None else 2 if speed_max_mode() == "warp" else 1)))
+                                        _I32(0 if reach is None else SPEED_CODES[speed_max_mode()])))
     margins = _margins(grid, margin, reach, used, nbr, cap, speed2, w.get("margins"), flags[4:5])
     del speed2
     mask = w["mask"] if work else cp.zeros(cap * words, cp.uint32)
@@ -352,26 +355,27 @@ def tables_mode() -> str:
 
 def fused_tables(grid, marks: bool) -> None:
     """``SparseMacGrid._brick_tables`` of the grid's topology (its ``brick_slot`` the used
-    slots) in two launches and two allocations, no fill (``flip_sparse_topology.cu``'s
-    ``topology_slot_tables``, ``topology_cell_tables``): slot_coords, brick_nbr and nbr, and
-    with *marks* ``mark_walls``' channels, solid = wall and the solid faces 0 (a grid without
-    obstacles) too. The neighbours are looked up in the topology's brick index where one is
-    cached for it (the fused update leaves it), else by search."""
+    slots) in two launches, no fill (``flip_sparse_topology.cu``'s ``topology_slot_tables``,
+    ``topology_cell_tables``): slot_coords, brick_nbr and nbr, and with *marks*
+    ``mark_walls``' channels, solid = wall and the solid faces 0 (a grid without obstacles)
+    too. Each array is its own allocation, as the separate way's (one allocation of them all
+    measured slower, H100: 0.27 against 0.20 ms synced: a fresh block of a new size each
+    time). The neighbours are looked up in the topology's brick index where one is cached
+    for it (the fused update leaves it), else by search."""
     cp, t = grid.xp, grid.topology
     cap = grid.capacity
     cached = getattr(grid, "_brick_index", None)
     index = cached[1] if cached is not None and cached[0] is t else (cp.zeros(1, cp.int32), *_NO_INDEX)
-    tables = carve(cp, {"coords": (np.int32, (cap, 3)), "nbr27": (np.int32, (cap, 27))})
+    tables = {"coords": cp.empty((cap, 3), cp.int32), "nbr27": cp.empty((cap, 27), cp.int32)}
     TOPOLOGY.launch("topology_slot_tables", 27 * (t.count + cap), (t.keys, t.slots, _I64(t.count), *index,
                                                                    grid.brick_slot, _I64(cap), tables["coords"],
                                                                    tables["nbr27"]))
     grid.slot_coords, grid.brick_nbr = tables["coords"], tables["nbr27"]
     cells = cap * CELLS
-    parts = {"nbr": (np.int32, (6, cells))}
+    out = {"nbr": cp.empty((6, cells), cp.int32)}  # one allocation each, as the separate way's (the pool's sizes)
     if marks:
-        parts.update({name: (np.uint8, cells) for name in (*grid.EXISTS, "wall", "solid")})
-        parts.update({"solid_" + name: (np.float32, cells) for name in grid.FACES})
-    out = carve(cp, parts)
+        out.update({name: cp.empty(cells, cp.uint8) for name in (*grid.EXISTS, "wall", "solid")})
+        out.update({"solid_" + name: cp.empty(cells, cp.float32) for name in grid.FACES})
     names = [*grid.EXISTS, "wall", "solid", *("solid_" + n for n in grid.FACES)]
     channels = [out[n] for n in names] if marks else [out["nbr"]] * 5 + [tables["coords"]] * 3  # unused
     TOPOLOGY.launch("topology_cell_tables", cells, (tables["nbr27"], grid.brick_slot, tables["coords"], _I64(cells),
@@ -442,8 +446,8 @@ def incremental_keys(grid, pos, margin, prebuilt: bool = False, reach=None):
     if guessed and (reach is None or not _serves(reach)):
         return None
     t = grid.topology
-    margin = int(margin if not guessed else host_margin(reach) if t.count == 0 or getattr(
-        grid, "last_margin", None) is None else grid.last_margin)
+    exact = not guessed or t.count == 0 or getattr(grid, "last_margin", None) is None  # else the last one's
+    margin = int(margin if not guessed else host_margin(reach) if exact else grid.last_margin)
     grid.last_margin = margin
     limit = MAX_MARGIN if topology_mode() == "device" else 8
     if margin > limit or margin < 0 or int(pos.shape[0]) == 0 or not _serves(reach):
@@ -476,7 +480,7 @@ def incremental_keys(grid, pos, margin, prebuilt: bool = False, reach=None):
             if table:  # added: each brick once, so the sizes are known
                 return update_topology_table(grid, claimed, kept, added, freed), False
             return _updated(grid, mode, mask, flags, kept, freed), False
-    if guessed:
+    if not exact:  # a particle outside the bricks: the full build's radius from the fastest particle
         margin = host_margin(reach)
         grid.last_margin = margin
         if margin > limit:

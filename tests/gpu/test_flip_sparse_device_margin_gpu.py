@@ -37,11 +37,20 @@ def test_device_margin_gives_the_read_margins_substeps(monkeypatch):
         return original(vel)
 
     monkeypatch.setattr(transfer, "max_speed", counted)
+    builds = {"1": 0, "0": 0}  # full_keys: a first build, or a particle outside the bricks
+    full_keys = sparse_topology_gpu.full_keys
+
+    def counted_builds(*args, **kwargs):
+        builds[way[0]] += 1
+        return full_keys(*args, **kwargs)
+
+    monkeypatch.setattr(sparse_topology_gpu, "full_keys", counted_builds)
     sims = {}
     for mode in ("1", "0"):
         way[0] = mode
         sims[mode] = FlipSimulation(spec, FlipSettings(seed=3), v, t, xp=cp, sparse=True)
     reads.update({"1": 0, "0": 0})
+    builds.update({"1": 0, "0": 0})
     for _ in range(10):
         for mode, sim in sims.items():
             way[0] = mode
@@ -52,7 +61,8 @@ def test_device_margin_gives_the_read_margins_substeps(monkeypatch):
                      (a.grid.topology.slots, b.grid.topology.slots)):
             assert host(x).tobytes() == host(y).tobytes()
         assert a.grid.capacity == b.grid.capacity
-    assert reads["0"] == 10 and reads["1"] <= 1  # one a substep, against the first build's at most
+    # one read a substep, against one a full build (the first substep's, a particle outside the bricks)
+    assert reads["0"] == 10 and reads["1"] == builds["1"] == builds["0"] <= 3
     assert sims["1"].grid.last_margin > 4  # learned (the liquid moves)
 
 
