@@ -458,7 +458,8 @@ extern "C" __global__ void max_speed_squared(const float* __restrict__ vel, long
 // over the particles (launch SPEED_ITEMS·blockDim particles a block) and taking its maximum
 // first: one atomicMax a block, none where *bits already holds as much, instead of one a warp
 // (8M particles: 250,000 atomics on one address; kernels/flip/transfer.py max_speed,
-// VOXFX_MAX_SPEED). Launch with blockDim a multiple of 32, at most 1024. Zero *bits first.
+// VOXFX_MAX_SPEED; NVIDIA H100 80GB HBM3, 8M: 62.6 against 230.8 µs). Launch with blockDim a
+// multiple of 32, at most 1024. Zero *bits first.
 extern "C" __global__ void max_speed_squared_blocks(const float* __restrict__ vel, long long n,
                                                     unsigned int* __restrict__ bits)
 {

@@ -54,6 +54,31 @@ ways on the same states, bit-identical every substep: update 0.80 → 0.53 ms me
 1.08 on another machine's call; ``bench/flip_sparse.py --row 8m --topology-update table fused``:
 topology stage 1.15 → 0.85 ms, substep 9.0 → 8.7 ms). What is left: the pipeline's one host read
 (its sizes make the Python arrays), the neighbour tables' rebuild and the pool's growth.
+
+The tables after an update (``fused_tables``, ``VOXFX_SPARSE_TOPOLOGY_TABLES=fused``, the default;
+``separate`` the A/B baseline): ``topology_slot_tables`` writes every slot's coordinates and 27
+neighbours (the keys' threads look them up in the new brick index the fused update left, the free
+slots' threads write their rows: no fill first), ``topology_cell_tables`` each cell's six
+neighbours and, without obstacles, the marks (``mark_walls``', the same ``voxfx_sparse_marks.cuh``)
+and the zeroed solid faces: two launches for brick_tables' two fills and launch,
+cell_neighbours, mark_walls and three zeroed faces, the same tables and marks to the bit. NVIDIA
+H100 80GB HBM3, 8M dam break, 3,337 bricks (``bench/flip_sparse_topology.py --modes fused
+--tables separate fused``, the same states, bit-identical every substep): the update 0.822 →
+0.773 ms median (mean 0.807 → 0.742), the tables' kernels 60 → 56 µs.
+
+The margin on the device (``VOXFX_SPARSE_DEVICE_MARGIN=1``, the default): a caller that does not
+know the fastest particle's speed (``SparseFlipSimulation.substep`` called alone, the benches)
+passes margin None; ``incremental_keys`` sizes the masks by the last substep's radius
+(``grid.last_margin``), ``slot_margins`` puts the largest |v|² bits in a fifth flag, and the
+pipeline's one read brings the true margin for the next substep; a radius too small reads as
+beyond and the pipeline runs again with the learned one; a first build or a particle outside the
+bricks reads the speed first. ``step`` still reads the speed once a substep for its CFL Δt, and
+the margin reuses it: there it changes nothing. The speed read itself (``transfer.max_speed``) is
+a block's maximum first now (one atomic a block; 8M: 62.6 against 230.8 µs). Same H100,
+``bench/flip_sparse.py --row 8m --ab`` (substeps alternating in one simulation, 8 a way): the
+topology stage 1.123 ms (margin 0.284, update 0.844) with all three off, 0.943 (margin 0.120,
+update 0.826) with the block maxima and the fused tables (what ``step`` sees), 0.892 (margin
+0.022, update 0.870) with the device margin too; the substep 8.31 → 8.16 ms.
 """
 
 from __future__ import annotations
@@ -77,7 +102,9 @@ TOPOLOGY_UPDATES = ("fused", "table", "device", "array")
 UPDATE_ITEMS = 8  # flip_sparse_topology_fused.cu's: a fused update block's tile is UPDATE_ITEMS · THREADS items
 # VOXFX_SPARSE_SPEED_MAX: how mark_occupied keeps each slot's largest |v|² (per-brick margins): one atomicMax a warp
 # per slot (warp, sm_80+; plain below) or one a particle (plain, the A/B baseline). The same maxima.
-SPEED_MAXIMA = ("uniform", "warp", "plain")  # uniform: warp, a warp on one slot without __match_any_sync
+# uniform: warp's, a warp on one slot without __match_any_sync: the same maxima, measured no faster (H100, 8M:
+# mark_occupied 141.8 / 131.5 against 135.1 / 137.8 µs, the update 0.856 / 0.794 against 0.822 / 0.773 ms): off
+SPEED_MAXIMA = ("warp", "uniform", "plain")
 # VOXFX_SPARSE_TOPOLOGY_TABLES: after an update, the slot tables, neighbours and marks by fused_tables (two
 # launches, no fill) or the separate way (brick_tables' fills and launch, cell_neighbours, mark_walls, solid faces)
 TABLES = ("fused", "separate")
@@ -117,7 +144,7 @@ SPEED_CODES = {"plain": 1, "warp": 2, "uniform": 3}  # mark_occupied's `speeds`
 
 
 def speed_max_mode() -> str:
-    """``VOXFX_SPARSE_SPEED_MAX`` (``SPEED_MAXIMA``; default uniform)."""
+    """``VOXFX_SPARSE_SPEED_MAX`` (``SPEED_MAXIMA``; default warp)."""
     mode = os.environ.get("VOXFX_SPARSE_SPEED_MAX", "").strip().lower() or SPEED_MAXIMA[0]
     if mode not in SPEED_MAXIMA:
         raise ValueError(f"VOXFX_SPARSE_SPEED_MAX must be one of {', '.join(SPEED_MAXIMA)}, not {mode!r}")

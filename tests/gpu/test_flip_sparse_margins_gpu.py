@@ -62,7 +62,7 @@ def test_device_per_brick_topology_is_the_numpys(monkeypatch, closed, fast):
     import cupy
 
     monkeypatch.delenv("VOXFX_SPARSE_TOPOLOGY", raising=False)
-    monkeypatch.delenv("VOXFX_SPARSE_SPEED_MAX", raising=False)  # warp-aggregated maxima (uniform)
+    monkeypatch.delenv("VOXFX_SPARSE_SPEED_MAX", raising=False)  # warp-aggregated maxima
     served = counting(monkeypatch)
     rng = np.random.default_rng(int(np.random.default_rng().integers(1 << 30)))
     spec, pos, vel = scene(rng, closed, fast)
@@ -102,7 +102,7 @@ def test_plain_atomics_give_the_warp_aggregated_maxima(monkeypatch):
     cpu = SparseFlipGrid(spec, np, True)
     cpu.update(pos, margin, reach=BrickReach(vel, dt, 9.81, spec.voxel_size))
     for p, v in ((pos[order], vel[order]), (pos, vel)):
-        for mode in sparse_topology_gpu.SPEED_MAXIMA:  # uniform (default), warp, plain
+        for mode in sparse_topology_gpu.SPEED_MAXIMA:  # warp (default), uniform, plain
             monkeypatch.setenv("VOXFX_SPARSE_SPEED_MAX", mode)
             gpu = SparseFlipGrid(spec, cupy, True)
             gpu.update(cupy.asarray(p), margin, reach=BrickReach(cupy.asarray(v), dt, 9.81, spec.voxel_size))
