@@ -10,6 +10,11 @@ from the particle count before baking) beside the measured ones.
                                  [--memory-trace] [--row 8m|65m|river] [--frames N] [--time-cap S]
                                  [--topology device legacy] [--cfl X ...] [--level-set-modes bricks legacy]
                                  [--pressure-warm 0 1] [--topology-update fused table]
+                                 [--ab NAME=VALUE ... --ab NAME=VALUE ...]
+
+``--ab A=1 B=2 --ab A=3 --ab ''`` runs one simulation of the row whose substeps alternate between
+the ways (their environment variables set before each substep; '' the defaults), the A/B on
+nearly the same states in one process: each way's median stages and sub-stages.
 
 ``--topology-update fused table`` runs each row once per topology update way
 (``VOXFX_SPARSE_TOPOLOGY_UPDATE``, ``sparse_topology_gpu.TOPOLOGY_UPDATES``) in one process;
@@ -83,7 +88,10 @@ project: pressure, cell and faces read, faces written (29 B/cell); G2P + advecti
 positions and velocities read and written (48, APIC +72 B/particle; in the bins' order +8
 for the order and the bins' cells), new and old faces read (24 B/cell). Cells are the
 active bricks' (bricks · 512). A last line splits the topology, P2G and projection stages
-into their calls (``SUBSTAGES``).
+into their calls (``SUBSTAGES``). With ``VOXFX_SPARSE_DEVICE_MARGIN=1`` (the default, as a
+``substep`` that does not know its speed) the margin is learned by the topology's own read
+(``sparse_topology_gpu.incremental_keys``): the margin sub-stage is then empty; ``=0`` reads the
+fastest particle's speed first.
 """
 
 from __future__ import annotations
@@ -144,9 +152,9 @@ def timed_sparse_substep(sim, dt, ev, sub, trace=None):
 
     stage("topology")
     ev[0].record()
-    margin = substep_margin(float(transfer.max_speed(sim.vel)), dt, sim.spec.voxel_size,
-                            float(np.linalg.norm(s.gravity)))
     reach = BrickReach(sim.vel, dt, float(np.linalg.norm(s.gravity)), sim.spec.voxel_size)  # as SparseFlipSimulation
+    margin = None if margin_mode() == "brick" and sparse_topology_gpu.device_margin() else substep_margin(
+        float(transfer.max_speed(sim.vel)), dt, sim.spec.voxel_size, float(np.linalg.norm(s.gravity)))  # as the sim
     sub[0].record()
     added, freed = g.update(sim.pos, margin, sim.obstacle, sim.obstacle_velocity, bodies=sim.obstacle_bodies,
                             scratch=sim.band is None, reach=reach if margin_mode() == "brick" else None)
@@ -226,6 +234,41 @@ def run(n, particles, steps, warm, sparse, max_cg=None, kind="dam", trace=None, 
              "its": its, "pressure ms": [r[2] for r in rows],
              "setup s": setup, "steps": len(rows)} if sparse else {"setup s": setup, "steps": len(rows)}
     return len(sim.pos), med, int(np.median(its)), pool.total_bytes(), extra
+
+
+def run_ab(n, particles, steps, warm, ways, kind="dam"):
+    """One simulation whose substeps alternate between the environments *ways* (each a list of
+    NAME=VALUE), the first way first on even substeps: {way: (median ms per stage, median
+    sub-stages, CG iterations)} over *steps* substeps a way after *warm* of each."""
+    import cupy as cp
+
+    spec, v, t = scene(n, particles, kind)
+    sim = FlipSimulation(spec, FlipSettings(), v, t, xp=cp, sparse=True)
+    ev = [cp.cuda.Event() for _ in range(6)]
+    sub = [cp.cuda.Event() for _ in range(6)]
+    rows = {w: [] for w in range(len(ways))}
+    for i in range(warm + steps):
+        order = range(len(ways)) if i % 2 == 0 else reversed(range(len(ways)))
+        for w in order:
+            for way in ways:  # a variable another way sets is unset (its default) unless this way sets it
+                for item in way:
+                    os.environ.pop(item.partition("=")[0], None)
+            for item in ways[w]:
+                name, _, value = item.partition("=")
+                os.environ[name] = value
+            ms, it, part = timed_sparse_substep(sim, 1 / 120, ev, sub)
+            if i >= warm:
+                rows[w].append((ms, it, part))
+    print(f"{n}³, {len(sim.pos):,} particles, {sim.grid.brick_count():,} bricks; substeps alternate between the ways")
+    out = {}
+    for w, way in enumerate(ways):
+        ms = np.median(np.array([r[0] for r in rows[w]]), axis=0)
+        parts = np.median(np.array([r[2] for r in rows[w]]), axis=0)
+        out[w] = (ms, parts, [r[1] for r in rows[w]])
+        print(f"{' '.join(way) or '(defaults)'} | " + " | ".join(f"{k} {m:.3f}" for k, m in zip(STAGES, ms))
+              + f" | substep {sum(ms):.2f} ms | CG it {out[w][2]}")
+        print("   sub-stages (ms): " + ", ".join(f"{k} {v:.3f}" for k, v in zip(SUBSTAGES, parts)))
+    return out
 
 
 def timed_level_set(sim, mode):
@@ -373,10 +416,17 @@ def main():
                     help="A/B of the PCG's warm start (VOXFX_PRESSURE_WARM) in one process: each row per value")
     ap.add_argument("--level-set-modes", nargs="+", choices=surface_gpu.LEVEL_SET_MODES, default=None,
                     help="with --frames --level-set: GPU level set ways to time each frame (A/B)")
+    ap.add_argument("--ab", nargs="+", action="append", default=None, metavar="NAME=VALUE",
+                    help="a way (environment variables) for an A/B in one simulation, substeps alternating; "
+                         "give --ab twice or more (--ab '' for the defaults)")
     args = ap.parse_args()
     import cupy as cp
 
     print(f"device: {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}")
+    if args.ab:
+        n, particles = ROWS[args.row or "8m"]
+        run_ab(n, particles, args.steps, args.warm, [[x for x in way if x] for way in args.ab])
+        return
     trace = MemoryTrace() if args.memory_trace else None
     kind = {"river": "river", "8m-still": "still"}.get(args.row, "dam")
     if args.frames:

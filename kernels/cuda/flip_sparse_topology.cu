@@ -43,6 +43,7 @@
 #include "voxfx_sparse.cuh"  // keys, slots, binary search
 #include "voxfx_sparse_index.cuh"  // BRICK_INDEX_ARGS, INDEXED_SLOT: a closed domain's brick index
 #include "voxfx_reduce.cuh"  // group_max_into: the per-slot speed maxima
+#include "voxfx_sparse_marks.cuh"  // sparse_wall_marks: topology_cell_tables' marks
 
 // ------------------------------------------------------------------------------ topology (§5.1–5.2)
 
@@ -91,7 +92,9 @@ extern "C" __global__ void particle_brick_keys(const float* __restrict__ pos, lo
 // their max and one atomic adds it — the particles keep their seeding's spatial
 // order, so a warp's 32 lanes mostly share a brick and would otherwise queue 32 atomics on
 // one address (H200, 8M: the plain atomics made the update 0.37 ms slower a substep).
-// Zero speed2 first.
+// speeds = 3 ("uniform", group_max_into_uniform): a warp whose lanes share one slot skips the
+// __match_any_sync (the same maxima; H100, 8M: no faster, 141.8 / 131.5 against 135.1 / 137.8 µs,
+// so "warp" stays the default). Zero speed2 first.
 extern "C" __global__ void mark_occupied(const float* __restrict__ pos, long long n, float ox, float oy, float oz,
                                          float inv_h, int closed, int nx, int ny, int nz,
                                          const long long* __restrict__ keys, const int* __restrict__ slots,
@@ -111,7 +114,9 @@ extern "C" __global__ void mark_occupied(const float* __restrict__ pos, long lon
     occupied[(long long)s * SPARSE_CELLS + sparse_local(c[0], c[1], c[2])] = 1;
     if (speeds) {
         const float vx = vel[3 * p], vy = vel[3 * p + 1], vz = vel[3 * p + 2];
-        group_max_into(speed2 + s, __float_as_uint(vx * vx + vy * vy + vz * vz), s, speeds == 2);
+        const unsigned int bits = __float_as_uint(vx * vx + vy * vy + vz * vz);
+        if (speeds == 3) group_max_into_uniform(speed2 + s, bits, s);
+        else group_max_into(speed2 + s, bits, s, speeds == 2);
     }
 }
 
@@ -131,10 +136,13 @@ __device__ __forceinline__ float float_of_bits(unsigned int b)
 // float64 arithmetic) from the largest |v|² of the 27 bricks around it (nbr27; itself
 // included), base + ⌈(s + |g|·dt)·dt/h⌉ with s = √(that |v|²) rounded to float32 as
 // NumPy's sqrt does, then widened. A margin past 2^20 (or not finite) is written as 2^30:
-// brick_reach then reports it beyond its radius.
+// brick_reach then reports it beyond its radius. With `most` (else null): *most ← the largest
+// |v|² bits of all (the fastest brick's margin is the global one: sparse_topology_gpu's device
+// margin learns it with the pipeline's one host read; plain read first, then atomicMax).
 extern "C" __global__ void slot_margins(const unsigned int* __restrict__ speed2, const unsigned char* __restrict__ used,
                                         const int* __restrict__ nbr27, long long capacity, double dt, double gdt,
-                                        double h, int base, int* __restrict__ margins)
+                                        double h, int base, int* __restrict__ margins,
+                                        unsigned long long* __restrict__ most)
 {
     const long long slot = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (slot >= capacity) return;
@@ -144,6 +152,7 @@ extern "C" __global__ void slot_margins(const unsigned int* __restrict__ speed2,
             const int s = nbr27[27 * slot + o];
             if (s >= 0 && speed2[s] > bits) bits = speed2[s];
         }
+    if (most && bits > *most) atomicMax(most, (unsigned long long)bits);
     const double reach = ((double)sqrtf(float_of_bits(bits)) + gdt) * dt / h;
     margins[slot] = reach <= 1048576.0 ? base + (int)ceil(reach) : 1 << 30;
 }
@@ -441,4 +450,72 @@ extern "C" __global__ void topology_table_place(const long long* __restrict__ ma
     } else {
         new_slots[to] = index[at];
     }
+}
+
+// ------------------------------------------------------------------------------ the tables after an update
+
+// The fused tables (`sparse_topology_gpu.fused_tables`, VOXFX_SPARSE_TOPOLOGY_TABLES=fused): the
+// new topology's slot tables, then its cell neighbours and marks, in two launches with no
+// memset (sparse.cu's brick_tables and cell_neighbours, flip_sparse_transfer.cu's mark_walls
+// and the zeroed solid faces of SparseFlipGrid._solid_faces: the same values).
+//
+// Slot tables: threads [0, 27·n) as brick_tables (key q's slot gets its coordinates and the
+// slots of its 27 neighbours, found in the new topology's brick index, by search outside it),
+// threads [27·n, 27·(n + capacity)) write a free slot's row (coordinates 0, neighbours −1):
+// every entry once, so the tables need no fill first. used: the new topology's slots.
+extern "C" __global__ void topology_slot_tables(const long long* __restrict__ keys, const int* __restrict__ slots,
+                                                long long n_keys, BRICK_INDEX_ARGS,
+                                                const unsigned char* __restrict__ used, long long capacity,
+                                                int* __restrict__ coords, int* __restrict__ nbr27)
+{
+    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t < 27 * n_keys) {
+        const long long q = t / 27;
+        const int o = (int)(t - 27 * q);
+        const long long mask = (1LL << SPARSE_KEY_BITS) - 1, key = keys[q];
+        const long long bx = (key & mask) - SPARSE_OFFSET, by = ((key >> SPARSE_KEY_BITS) & mask) - SPARSE_OFFSET,
+                        bz = (key >> (2 * SPARSE_KEY_BITS)) - SPARSE_OFFSET;
+        const int s = slots[q];
+        if (o == 13) {
+            coords[3LL * s] = (int)bx;
+            coords[3LL * s + 1] = (int)by;
+            coords[3LL * s + 2] = (int)bz;
+        }
+        nbr27[27LL * s + o] = INDEXED_SLOT(bx + o % 3 - 1, by + (o / 3) % 3 - 1, bz + o / 9 - 1);
+        return;
+    }
+    if (t >= 27 * (n_keys + capacity)) return;
+    const long long slot = (t - 27 * n_keys) / 27;
+    const int o = (int)(t - 27 * n_keys - 27 * slot);
+    if (used[slot]) return;
+    nbr27[27 * slot + o] = -1;
+    if (o < 3) coords[3 * slot + o] = 0;
+}
+
+// One thread per pool cell: its six face neighbours (grid.nbr, cell_neighbours') and, with
+// `marks`, its marks (mark_walls') with solid = wall and the solid faces 0 (a grid without
+// obstacles).
+extern "C" __global__ void topology_cell_tables(const int* __restrict__ nbr27, const unsigned char* __restrict__ used,
+                                                const int* __restrict__ coords, long long cells, int closed, int nx,
+                                                int ny, int nz, int* __restrict__ nbr, int marks,
+                                                unsigned char* __restrict__ exists_u,
+                                                unsigned char* __restrict__ exists_v,
+                                                unsigned char* __restrict__ exists_w, unsigned char* __restrict__ wall,
+                                                unsigned char* __restrict__ solid, float* __restrict__ solid_u,
+                                                float* __restrict__ solid_v, float* __restrict__ solid_w)
+{
+    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= cells) return;
+    for (int d = 0; d < 6; ++d) nbr[d * cells + t] = sparse_cell_step(nbr27, (int)t, d);
+    if (!marks) return;
+    unsigned char eu, ev, ew, wl;
+    sparse_wall_marks(used, coords, t, closed, nx, ny, nz, eu, ev, ew, wl);
+    exists_u[t] = eu;
+    exists_v[t] = ev;
+    exists_w[t] = ew;
+    wall[t] = wl;
+    solid[t] = wl;
+    solid_u[t] = 0.0f;
+    solid_v[t] = 0.0f;
+    solid_w[t] = 0.0f;
 }

@@ -20,6 +20,7 @@
 #include "voxfx_bin.cuh"  // the scatter's |q| bound, warp and block sums and scans
 #include "voxfx_sparse.cuh"  // keys, slots, binary search
 #include "voxfx_sparse_index.cuh"  // BRICK_INDEX_ARGS, INDEXED_SLOT: a closed domain's brick index
+#include "voxfx_sparse_marks.cuh"  // sparse_wall_marks: mark_walls' cell
 
 // One thread per key: its slot into the table (filled with −1 first); keys outside it skipped.
 extern "C" __global__ void brick_index_fill(const long long* __restrict__ keys, const int* __restrict__ slots,
@@ -46,22 +47,8 @@ extern "C" __global__ void mark_walls(const unsigned char* __restrict__ used, co
 {
     const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= cells) return;
-    const long long slot = t >> 9;
-    const int l = (int)(t & (SPARSE_CELLS - 1));
-    unsigned char eu = 0, ev = 0, ew = 0, wl = 0;
-    if (used[slot]) {
-        const int i = coords[3 * slot] * 8 + (l & 7), j = coords[3 * slot + 1] * 8 + ((l >> 3) & 7),
-                  k = coords[3 * slot + 2] * 8 + (l >> 6);
-        if (closed) {
-            const bool in_j = j >= 0 && j < ny, in_k = k >= 0 && k < nz, in_i = i >= 0 && i < nx;
-            wl = !(in_i && in_j && in_k);
-            eu = i >= 0 && i < nx + 1 && in_j && in_k;
-            ev = in_i && j >= 0 && j < ny + 1 && in_k;
-            ew = in_i && in_j && k >= 0 && k < nz + 1;
-        } else {
-            eu = ev = ew = 1;
-        }
-    }
+    unsigned char eu, ev, ew, wl;
+    sparse_wall_marks(used, coords, t, closed, nx, ny, nz, eu, ev, ew, wl);
     exists_u[t] = eu;
     exists_v[t] = ev;
     exists_w[t] = ew;

@@ -199,7 +199,8 @@ class SparseFlipGrid(SparseMacGrid):
     def update(self, pos, margin: int, obstacle=None, obstacle_velocity=None, extra_cells=None, bodies=(),
                scratch=False, reach: BrickReach | None = None):
         """Retopologize to the particles (+ *extra_cells*; margins: ``topology_keys``'
-        *margin* and *reach*, *margin* at least the bricks' largest), then mark walls and obstacles
+        *margin* and *reach*, *margin* at least the bricks' largest, or None with *reach*: found on
+        the device, ``sparse_topology_gpu.incremental_keys``), then mark walls and obstacles
         (*obstacle*: (M, 3) lattice cells, *obstacle_velocity*: (M, 3) or None; *bodies*:
         ``sparse_bodies.BrickBody`` obstacles) and the faces that exist. Returns (added,
         freed) slots. *scratch*: the flow channels (``FLOW``) are the caller's to write whole
@@ -208,8 +209,15 @@ class SparseFlipGrid(SparseMacGrid):
         xp = self.xp
         self.bins = None  # the bricks (and the particles) may change
         found = None
-        if topology_gpu.can_build(self, pos) and (extra_cells is None or len(extra_cells) == 0):
+        device = topology_gpu.can_build(self, pos) and (extra_cells is None or len(extra_cells) == 0)
+        if margin is None and (reach is None or not device):  # no device margin here: the fastest particle's
+            if reach is None:
+                raise ValueError("SparseFlipGrid.update needs a margin, or reach to find it")
+            margin = topology_gpu.host_margin(reach)
+        if device:
             found = topology_gpu.incremental_keys(self, pos, margin, prebuilt=True, reach=reach)  # first build too
+        if found is None and margin is None:  # the array path after a device margin: per brick (*reach*), the
+            margin = getattr(self, "last_margin", None) or topology_gpu.host_margin(reach)  # scalar for no cell
         plain = (obstacle is None or len(obstacle) == 0) and all(b.count == 0 for b in bodies)
         if found is not None and found[1]:  # the same bricks: same slots, tables and marks
             added = freed = xp.zeros(0, xp.int32)
@@ -217,14 +225,22 @@ class SparseFlipGrid(SparseMacGrid):
                 return added, freed
         else:
             rewritten = self.MARKS + (self.FLOW if scratch else ())  # the marks are written below
-            if found is not None and isinstance(found[0], tuple):  # the update made on the device
-                update = found[0]  # the fused update's also has the used slots: a lean retopologize
-                lean = len(update) > 3
-                added, freed = self.retopologize(None, rewritten=rewritten, update=update[:3],
-                                                 used=update[3] if lean else None, lean=lean)
-            else:
-                keys = self.topology_keys(pos, margin, extra_cells, reach) if found is None else found[0]
-                added, freed = self.retopologize(keys, rewritten=rewritten)
+            self._tables_marks = plain and sparse_gpu.available(self)  # fused_tables may mark too
+            self._marked = False
+            try:
+                if found is not None and isinstance(found[0], tuple):  # the update made on the device
+                    update = found[0]  # the fused update's also has the used slots: a lean retopologize
+                    lean = len(update) > 3
+                    added, freed = self.retopologize(None, rewritten=rewritten, update=update[:3],
+                                                     used=update[3] if lean else None, lean=lean)
+                else:
+                    keys = self.topology_keys(pos, margin, extra_cells, reach) if found is None else found[0]
+                    added, freed = self.retopologize(keys, rewritten=rewritten)
+            finally:
+                self._tables_marks = False
+            if self._marked:  # fused_tables wrote the marks with the tables: walls, solid = wall, faces 0
+                self.plain_marks = plain
+                return added, freed
         self.plain_marks = plain
         if sparse_gpu.available(self):
             topology_gpu.mark_walls(self)  # exists, wall, solid = wall
@@ -249,6 +265,17 @@ class SparseFlipGrid(SparseMacGrid):
         self["solid"] = solid.astype(xp.uint8)
         self._solid_faces(solid & ~wall, wall, cell_vel)
         return added, freed
+
+    def _brick_tables(self):
+        """``SparseMacGrid._brick_tables``, or ``topology_gpu.fused_tables`` (the default,
+        ``VOXFX_SPARSE_TOPOLOGY_TABLES``; during ``update`` of a grid without obstacles with the
+        marks: ``_marked``)."""
+        if topology_gpu.tables_mode() != "fused":
+            super()._brick_tables()
+            return
+        marks = bool(getattr(self, "_tables_marks", False))
+        topology_gpu.fused_tables(self, marks)
+        self._marked = marks
 
     def _mark_walls(self):
         """exists_u/v/w: the faces that exist (closed: the box's face lattices; open: every

@@ -47,6 +47,7 @@ from ..grid.sparse import BITS
 from ..grid.sparse_mac import CELLS
 from ..progress import report, scaled
 from . import bodies, sparse_bodies, sparse_output, sparse_pressure, sparse_transfer, transfer
+from . import sparse_topology_gpu as topology_gpu
 from .grid import FLUID, FlipSettings
 from .particles import seed_particles
 from .sim import FlipSimulation, obstacle_speed, source_cells
@@ -219,13 +220,23 @@ class SparseFlipSimulation(FlipSimulation):
         known, self._speed = getattr(self, "_speed", None), None
         return known[1] if known is not None and known[0] is self.vel else float(transfer.max_speed(self.vel))
 
+    def _device_margin(self, reach) -> bool:
+        """The margin is left to the device topology (``sparse_topology_gpu.device_margin``: no
+        read of its own): on CuPy, per-brick margins, no narrow band, the speed not known."""
+        known = getattr(self, "_speed", None)
+        if known is not None and known[0] is self.vel or self.xp is np or reach is None or self.band is not None:
+            return False
+        self._speed = None
+        return topology_gpu.device_margin()
+
     def substep(self, dt: float, progress=None) -> dict:
         g, s = self.grid, self.settings
         report(progress, 0.0, "topology")
         gravity = float(np.linalg.norm(s.gravity))
-        margin = substep_margin(self._margin_speed(), dt, self.spec.voxel_size, gravity)  # the fastest brick's
         reach = BrickReach(self.vel, dt, gravity, self.spec.voxel_size) if margin_mode() == "brick" else None
         band = self.band
+        margin = None if self._device_margin(reach) else substep_margin(  # the fastest brick's
+            self._margin_speed(), dt, self.spec.voxel_size, gravity)
         g.update(self.pos, margin, self.obstacle, self.obstacle_velocity, bodies=self.obstacle_bodies,  # §5.1 / §5.2
                  extra_cells=band.deep if band else None, scratch=band is None, reach=reach)  # margins per brick
         self._restore_carried_pressure()

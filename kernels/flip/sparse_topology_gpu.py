@@ -54,6 +54,31 @@ ways on the same states, bit-identical every substep: update 0.80 → 0.53 ms me
 1.08 on another machine's call; ``bench/flip_sparse.py --row 8m --topology-update table fused``:
 topology stage 1.15 → 0.85 ms, substep 9.0 → 8.7 ms). What is left: the pipeline's one host read
 (its sizes make the Python arrays), the neighbour tables' rebuild and the pool's growth.
+
+The tables after an update (``fused_tables``, ``VOXFX_SPARSE_TOPOLOGY_TABLES=fused``, the default;
+``separate`` the A/B baseline): ``topology_slot_tables`` writes every slot's coordinates and 27
+neighbours (the keys' threads look them up in the new brick index the fused update left, the free
+slots' threads write their rows: no fill first), ``topology_cell_tables`` each cell's six
+neighbours and, without obstacles, the marks (``mark_walls``', the same ``voxfx_sparse_marks.cuh``)
+and the zeroed solid faces: two launches for brick_tables' two fills and launch,
+cell_neighbours, mark_walls and three zeroed faces, the same tables and marks to the bit. NVIDIA
+H100 80GB HBM3, 8M dam break, 3,337 bricks (``bench/flip_sparse_topology.py --modes fused
+--tables separate fused``, the same states, bit-identical every substep): the update 0.822 →
+0.773 ms median (mean 0.807 → 0.742), the tables' kernels 60 → 56 µs.
+
+The margin on the device (``VOXFX_SPARSE_DEVICE_MARGIN=1``, the default): a caller that does not
+know the fastest particle's speed (``SparseFlipSimulation.substep`` called alone, the benches)
+passes margin None; ``incremental_keys`` sizes the masks by the last substep's radius
+(``grid.last_margin``), ``slot_margins`` puts the largest |v|² bits in a fifth flag, and the
+pipeline's one read brings the true margin for the next substep; a radius too small reads as
+beyond and the pipeline runs again with the learned one; a first build or a particle outside the
+bricks reads the speed first. ``step`` still reads the speed once a substep for its CFL Δt, and
+the margin reuses it: there it changes nothing. The speed read itself (``transfer.max_speed``) is
+a block's maximum first now (one atomic a block; 8M: 62.6 against 230.8 µs). Same H100,
+``bench/flip_sparse.py --row 8m --ab`` (substeps alternating in one simulation, 8 a way): the
+topology stage 1.123 ms (margin 0.284, update 0.844) with all three off, 0.943 (margin 0.120,
+update 0.826) with the block maxima and the fused tables (what ``step`` sees), 0.892 (margin
+0.022, update 0.870) with the device margin too; the substep 8.31 → 8.16 ms.
 """
 
 from __future__ import annotations
@@ -77,7 +102,15 @@ TOPOLOGY_UPDATES = ("fused", "table", "device", "array")
 UPDATE_ITEMS = 8  # flip_sparse_topology_fused.cu's: a fused update block's tile is UPDATE_ITEMS · THREADS items
 # VOXFX_SPARSE_SPEED_MAX: how mark_occupied keeps each slot's largest |v|² (per-brick margins): one atomicMax a warp
 # per slot (warp, sm_80+; plain below) or one a particle (plain, the A/B baseline). The same maxima.
-SPEED_MAXIMA = ("warp", "plain")
+# uniform: warp's, a warp on one slot without __match_any_sync: the same maxima, measured no faster (H100, 8M:
+# mark_occupied 141.8 / 131.5 against 135.1 / 137.8 µs, the update 0.856 / 0.794 against 0.822 / 0.773 ms): off
+SPEED_MAXIMA = ("warp", "uniform", "plain")
+# VOXFX_SPARSE_TOPOLOGY_TABLES: after an update, the slot tables, neighbours and marks by fused_tables (two
+# launches, no fill) or the separate way (brick_tables' fills and launch, cell_neighbours, mark_walls, solid faces)
+TABLES = ("fused", "separate")
+# VOXFX_SPARSE_DEVICE_MARGIN: 1 (a caller without the fastest speed passes margin None: incremental_keys takes the
+# last substep's radius and learns the margin with its one read, module notes) or 0 (the A/B baseline: a host read)
+DEVICE_MARGINS = ("1", "0")
 
 
 def mark_walls(grid) -> None:
@@ -107,6 +140,9 @@ def reach_radius(margin: int) -> int:
     return max(1, -(-int(margin) // 8))
 
 
+SPEED_CODES = {"plain": 1, "warp": 2, "uniform": 3}  # mark_occupied's `speeds`
+
+
 def speed_max_mode() -> str:
     """``VOXFX_SPARSE_SPEED_MAX`` (``SPEED_MAXIMA``; default warp)."""
     mode = os.environ.get("VOXFX_SPARSE_SPEED_MAX", "").strip().lower() or SPEED_MAXIMA[0]
@@ -125,10 +161,10 @@ def can_build(grid, pos) -> bool:
     return available(grid, pos)
 
 
-def _margins(grid, margin, reach, used, nbr, cap, speed2, out=None):
+def _margins(grid, margin, reach, used, nbr, cap, speed2, out=None, most=None):
     """Per slot int32 margins: *margin* everywhere, or with *reach* ``slot_margins``' of the
     slots' largest |v|² (*speed2*, from ``mark_occupied``) over their 27 bricks (*nbr*);
-    into *out* where given."""
+    into *out* where given; the largest |v|² bits of all into *most* (a uint64 flag, zeroed)."""
     cp = grid.xp
     if reach is None:
         if out is None:
@@ -136,8 +172,9 @@ def _margins(grid, margin, reach, used, nbr, cap, speed2, out=None):
         out.fill(int(margin))
         return out
     out = cp.empty(cap, cp.int32) if out is None else out
+    most = cp.zeros(1, cp.uint64) if most is None else most
     TOPOLOGY.launch("slot_margins", cap, (speed2, used, nbr, _I64(cap), np.float64(reach.dt), np.float64(reach.gdt),
-                                         np.float64(reach.h), _I32(reach.base), out))
+                                         np.float64(reach.h), _I32(reach.base), out, most))
     return out
 
 
@@ -147,7 +184,7 @@ def _reach_work(grid, margin, reach, entries: int):
     velocity."""
     cap = grid.capacity
     words = -(-(2 * reach_radius(margin) + 1) ** 3 // 32)
-    return carve(grid.xp, {"occupied": (np.uint8, cap * CELLS), "flags": (np.uint64, 4),
+    return carve(grid.xp, {"occupied": (np.uint8, cap * CELLS), "flags": (np.uint64, 5),
                             "speed2": (np.uint32, cap if reach is not None else 1), "mask": (np.uint32, cap * words),
                             "kept": (np.uint8, cap), "claimed": (np.uint32, entries), "margins": (np.int32, cap),
                             "vel": (np.float32, 1)}, zero=True)
@@ -156,8 +193,8 @@ def _reach_work(grid, margin, reach, entries: int):
 def _reach(grid, pos, margin, keys, slots, used, coords, nbr, compare, index, claimed=None, reach=None, work=None):
     """The marking pipeline (module notes) on the bricks *keys* in *slots* (*used*,
     *coords*, *nbr*: per slot; *index*: their ``brick_index``): the reach masks per slot
-    (``reach_radius(margin)``'s words each), the flags [missed, beyond, added, freed]
-    (beyond, added, freed against *keys* when *compare*, straight from the masks;
+    (``reach_radius(margin)``'s words each), the flags [missed, beyond, added, freed, the
+    largest |v|² bits (with *reach*)] (beyond, added, freed against *keys* when *compare*, straight from the masks;
     ``_reached`` lists the keys) and, when *compare*, the kept mark per slot (else None).
     Margins: *margin* for every brick, or with *reach* (``sparse_grid.BrickReach``) per
     brick (*margin*: their largest, for the radius). With *claimed* (zeroed uint32, one word
@@ -171,14 +208,14 @@ def _reach(grid, pos, margin, keys, slots, used, coords, nbr, compare, index, cl
     nk = _I64(keys.shape[0])
     w = work or {}
     occupied = w["occupied"] if work else cp.zeros(cap * CELLS, cp.uint8)
-    flags = w["flags"] if work else cp.zeros(4, cp.uint64)
+    flags = w["flags"] if work else cp.zeros(5, cp.uint64)
     speed2 = w["speed2"] if work else cp.zeros(cap if reach is not None else 1, cp.uint32)
     vel = reach.vel if reach is not None else w["vel"] if work else cp.zeros(1, cp.float32)
     ox, oy, oz, _, inv_h = _frame(grid)
     TOPOLOGY.launch("mark_occupied", n, (pos, _I64(n), ox, oy, oz, inv_h, _I32(grid.closed), *_dims(grid), keys,
                                         slots, nk, *index, occupied, flags[0:1], vel, speed2,
-                                        _I32(0 if reach is None else 2 if speed_max_mode() == "warp" else 1)))
-    margins = _margins(grid, margin, reach, used, nbr, cap, speed2, w.get("margins"))
+                                        _I32(0 if reach is None else SPEED_CODES[speed_max_mode()])))
+    margins = _margins(grid, margin, reach, used, nbr, cap, speed2, w.get("margins"), flags[4:5])
     del speed2
     mask = w["mask"] if work else cp.zeros(cap * words, cp.uint32)
     TOPOLOGY.launch("brick_reach", 64 * cap, (occupied, used, coords, _I64(cap), margins, _I32(grid.closed),
@@ -333,6 +370,50 @@ def update_topology_fused(grid, index, out, n_add: int, freed_count: int):
     return topo, out["fresh"][:n_add], out["freed"][:freed_count], out["used"][:cap + grow].view(np.bool_)
 
 
+def tables_mode() -> str:
+    """``VOXFX_SPARSE_TOPOLOGY_TABLES``: ``fused`` (``fused_tables``) or ``separate`` (the A/B
+    baseline: ``brick_tables`` and ``cell_neighbours`` after their fills, then ``mark_walls``
+    and the zeroed solid faces): the same tables and marks."""
+    mode = os.environ.get("VOXFX_SPARSE_TOPOLOGY_TABLES", "").strip().lower() or TABLES[0]
+    if mode not in TABLES:
+        raise ValueError(f"VOXFX_SPARSE_TOPOLOGY_TABLES must be one of {', '.join(TABLES)}, not {mode!r}")
+    return mode
+
+
+def fused_tables(grid, marks: bool) -> None:
+    """``SparseMacGrid._brick_tables`` of the grid's topology (its ``brick_slot`` the used
+    slots) in two launches, no fill (``flip_sparse_topology.cu``'s ``topology_slot_tables``,
+    ``topology_cell_tables``): slot_coords, brick_nbr and nbr, and with *marks*
+    ``mark_walls``' channels, solid = wall and the solid faces 0 (a grid without obstacles)
+    too. Each array is its own allocation, as the separate way's (one allocation of them all
+    measured slower, H100: 0.27 against 0.20 ms synced: a fresh block of a new size each
+    time). The neighbours are looked up in the topology's brick index where one is cached
+    for it (the fused update leaves it), else by search."""
+    cp, t = grid.xp, grid.topology
+    cap = grid.capacity
+    cached = getattr(grid, "_brick_index", None)
+    index = cached[1] if cached is not None and cached[0] is t else (cp.zeros(1, cp.int32), *_NO_INDEX)
+    tables = {"coords": cp.empty((cap, 3), cp.int32), "nbr27": cp.empty((cap, 27), cp.int32)}
+    TOPOLOGY.launch("topology_slot_tables", 27 * (t.count + cap), (t.keys, t.slots, _I64(t.count), *index,
+                                                                   grid.brick_slot, _I64(cap), tables["coords"],
+                                                                   tables["nbr27"]))
+    grid.slot_coords, grid.brick_nbr = tables["coords"], tables["nbr27"]
+    cells = cap * CELLS
+    out = {"nbr": cp.empty((6, cells), cp.int32)}  # one allocation each, as the separate way's (the pool's sizes)
+    if marks:
+        out.update({name: cp.empty(cells, cp.uint8) for name in (*grid.EXISTS, "wall", "solid")})
+        out.update({"solid_" + name: cp.empty(cells, cp.float32) for name in grid.FACES})
+    names = [*grid.EXISTS, "wall", "solid", *("solid_" + n for n in grid.FACES)]
+    channels = [out[n] for n in names] if marks else [out["nbr"]] * 5 + [tables["coords"]] * 3  # unused
+    TOPOLOGY.launch("topology_cell_tables", cells, (tables["nbr27"], grid.brick_slot, tables["coords"], _I64(cells),
+                                                    _I32(grid.closed), *_dims(grid), out["nbr"], _I32(marks),
+                                                    *channels))
+    grid.nbr = out["nbr"]
+    if marks:
+        for name in names:
+            grid[name] = out[name]
+
+
 def _serves(reach) -> bool:
     """*reach* (or none) holds velocities the kernels read: float32, C-contiguous, (n, 3)."""
     if reach is None:
@@ -341,23 +422,65 @@ def _serves(reach) -> bool:
     return v.dtype == np.float32 and v.flags.c_contiguous and v.ndim == 2 and v.shape[1] == 3
 
 
-def incremental_keys(grid, pos, margin: int, prebuilt: bool = False, reach=None):
+def _updated(grid, mode, mask, flags, kept, freed):
+    """``incremental_keys``' update without a brick index: ``update_topology``'s, or the keys."""
+    if mode != "array":
+        return update_topology(grid, mask, flags, kept, freed)
+    return _reached(grid.xp, mask, grid.slot_coords, flags)
+
+
+def device_margin() -> bool:
+    """``VOXFX_SPARSE_DEVICE_MARGIN`` (``DEVICE_MARGINS``, default 1): whether a substep that does
+    not know its fastest particle's speed lets the topology learn its margin (``incremental_keys``
+    with margin None) instead of reading the speed first."""
+    mode = os.environ.get("VOXFX_SPARSE_DEVICE_MARGIN", "").strip() or DEVICE_MARGINS[0]
+    if mode not in DEVICE_MARGINS:
+        raise ValueError(f"VOXFX_SPARSE_DEVICE_MARGIN must be one of {', '.join(DEVICE_MARGINS)}, not {mode!r}")
+    return mode == "1"
+
+
+def host_margin(reach) -> int:
+    """``sparse_grid.substep_margin`` of the fastest of *reach*'s particles (one host read)."""
+    from . import transfer
+    from .sparse_grid import substep_margin
+
+    return substep_margin(float(transfer.max_speed(reach.vel)), reach.dt, reach.h, reach.gravity)
+
+
+def _learned_margin(reach, most: int):
+    """The largest per-brick margin from the largest |v|² bits *most* (``BrickReach.margins``,
+    the same arithmetic as ``slot_margins``), None where not finite."""
+    speed2 = np.array([most], np.uint32).view(np.float32)
+    if not np.isfinite(speed2[0]):
+        return None
+    return int(reach.margins(speed2, np)[0])
+
+
+def incremental_keys(grid, pos, margin, prebuilt: bool = False, reach=None):
     """The keys of ``grid.topology_keys(pos, margin, reach=reach)``, as ``(keys, same)``:
     *same* when they are the current bricks (then *keys* is None: nothing to update); None
     where the array path must build them (module notes). With *reach* the margins are per
-    brick and *margin* is their largest (``substep_margin`` of the fastest particle). From
-    the current topology (one host sync), or, when a particle lies outside it (or there is
-    none), from the bricks holding particles (``full_keys``). With *prebuilt* (and
-    ``topology_update_mode()`` table or device), an update of the current topology comes as
-    ``update_topology_table``'s or ``update_topology``'s (topology, added, freed) tuple in
-    place of *keys*."""
-    margin = int(margin)
+    brick and *margin* is their largest (``substep_margin`` of the fastest particle), or None:
+    the margin on the device (the masks' radius the last substep's, ``grid.last_margin``; the
+    one host read brings the largest |v|², the true margin, kept for the next; a radius too
+    small shows as beyond and the pipeline runs again with the learned one; a first build or
+    a particle outside the bricks reads the speed first). From the current topology (one host
+    sync), or, when a particle lies outside it (or there is none), from the bricks holding
+    particles (``full_keys``). With *prebuilt* (and ``topology_update_mode()`` table or
+    device), an update of the current topology comes as ``update_topology_table``'s or
+    ``update_topology``'s (topology, added, freed) tuple in place of *keys*."""
+    guessed = margin is None
+    if guessed and (reach is None or not _serves(reach)):
+        return None
+    t = grid.topology
+    exact = not guessed or t.count == 0 or getattr(grid, "last_margin", None) is None  # else the last one's
+    margin = int(margin if not guessed else host_margin(reach) if exact else grid.last_margin)
+    grid.last_margin = margin
     limit = MAX_MARGIN if topology_mode() == "device" else 8
     if margin > limit or margin < 0 or int(pos.shape[0]) == 0 or not _serves(reach):
         return None
     if reach is not None and int(reach.vel.shape[0]) != int(pos.shape[0]):
         return None
-    t = grid.topology
     if t.count:
         index = brick_index(grid)
         mode = topology_update_mode() if prebuilt else "array"
@@ -368,8 +491,13 @@ def incremental_keys(grid, pos, margin: int, prebuilt: bool = False, reach=None)
         mask, flags, kept = _reach(grid, pos, margin, t.keys, t.slots, grid.brick_slot, grid.slot_coords,
                                    grid.brick_nbr, True, index, claimed, reach, work)
         fused = launch_fused_update(grid, index, work) if work else None  # queued before the read
-        missed, beyond, added, freed = (int(f) for f in flags.get())  # the one host sync
+        missed, beyond, added, freed, most = (int(f) for f in flags.get())  # the one host sync
+        learned = _learned_margin(reach, most) if reach is not None and not missed else None
+        if learned is not None:
+            grid.last_margin = learned
         if beyond:
+            if guessed and learned is not None and reach_radius(learned) > reach_radius(margin):
+                return incremental_keys(grid, pos, learned, prebuilt, reach)  # the radius it needs
             return None
         if not missed:
             if added == 0 and freed == 0:
@@ -378,9 +506,12 @@ def incremental_keys(grid, pos, margin: int, prebuilt: bool = False, reach=None)
                 return update_topology_fused(grid, index, fused, added, freed), False
             if table:  # added: each brick once, so the sizes are known
                 return update_topology_table(grid, claimed, kept, added, freed), False
-            if mode != "array":
-                return update_topology(grid, mask, flags, kept, freed), False
-            return _reached(grid.xp, mask, grid.slot_coords, flags), False
+            return _updated(grid, mode, mask, flags, kept, freed), False
+    if not exact:  # a particle outside the bricks: the full build's radius from the fastest particle
+        margin = host_margin(reach)
+        grid.last_margin = margin
+        if margin > limit:
+            return None
     keys = full_keys(grid, pos, margin, reach)
     return None if keys is None else (keys, False)
 

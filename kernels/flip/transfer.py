@@ -45,6 +45,8 @@ they are shuffled, as they become during a simulation; the gather on shuffled in
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from ..backend import array_module
@@ -444,6 +446,19 @@ def _g2p_advect(grid: DenseGrid, old, pos, vel, flip_ratio, dt, c, before=None):
             pos[:, a] = p
 
 
+SPEED_ITEMS = 8  # particles a thread of max_speed_squared_blocks
+SPEED_MAXIMA = ("blocks", "warps")  # VOXFX_MAX_SPEED: one atomicMax a block (default) or a warp (the A/B baseline)
+
+
+def speed_max_mode() -> str:
+    """``VOXFX_MAX_SPEED``: how ``max_speed`` reduces on the device (``SPEED_MAXIMA``; the same
+    bits either way)."""
+    mode = os.environ.get("VOXFX_MAX_SPEED", "").strip().lower() or SPEED_MAXIMA[0]
+    if mode not in SPEED_MAXIMA:
+        raise ValueError(f"VOXFX_MAX_SPEED must be one of {', '.join(SPEED_MAXIMA)}, not {mode!r}")
+    return mode
+
+
 def max_speed(vel):
     """max_p |v_p| as a 0-d float32 array on *vel*'s device (0 for no particles): the
     caller's ``float()`` is the one host sync of a CFL substep count."""
@@ -451,7 +466,10 @@ def max_speed(vel):
     n = int(vel.shape[0])
     if xp is not np:
         bits = xp.zeros(1, xp.uint32)
-        if n:
+        if n and speed_max_mode() == "blocks":  # a block's max first: one atomic a block (the same bits)
+            blocks = min(-(-n // (SPEED_ITEMS * KERNELS.threads)), 1 << 20)
+            KERNELS.launch_grid("max_speed_squared_blocks", (blocks,), (KERNELS.threads,), (vel, np.int64(n), bits))
+        elif n:
             KERNELS.launch("max_speed_squared", n, (vel, np.int64(n), bits))
         return xp.sqrt(bits.view(xp.float32)[0])
     if n == 0:

@@ -89,8 +89,9 @@ def test_device_per_brick_topology_is_the_numpys(monkeypatch, closed, fast):
 
 
 def test_plain_atomics_give_the_warp_aggregated_maxima(monkeypatch):
-    """VOXFX_SPARSE_SPEED_MAX=plain (one atomicMax a particle) and warp: the same bricks,
-    with the particles in seeding order (warps share slots) and shuffled (they do not)."""
+    """VOXFX_SPARSE_SPEED_MAX=plain (one atomicMax a particle), warp and uniform (a warp on one
+    slot without __match_any_sync): the same bricks, with the particles in seeding order (warps
+    share slots) and shuffled (they do not)."""
     import cupy
 
     rng = np.random.default_rng(int(np.random.default_rng().integers(1 << 30)))
@@ -101,7 +102,7 @@ def test_plain_atomics_give_the_warp_aggregated_maxima(monkeypatch):
     cpu = SparseFlipGrid(spec, np, True)
     cpu.update(pos, margin, reach=BrickReach(vel, dt, 9.81, spec.voxel_size))
     for p, v in ((pos[order], vel[order]), (pos, vel)):
-        for mode in ("plain", "warp"):
+        for mode in sparse_topology_gpu.SPEED_MAXIMA:  # warp (default), uniform, plain
             monkeypatch.setenv("VOXFX_SPARSE_SPEED_MAX", mode)
             gpu = SparseFlipGrid(spec, cupy, True)
             gpu.update(cupy.asarray(p), margin, reach=BrickReach(cupy.asarray(v), dt, 9.81, spec.voxel_size))

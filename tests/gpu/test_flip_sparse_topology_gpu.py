@@ -76,3 +76,44 @@ def test_device_update_gives_the_array_update_and_the_cpus(monkeypatch, closed):
     table_calls, fused_calls = len(calls["update_topology_table"]), len(calls["update_topology_fused"])
     assert changed >= 6 and len(calls["update_topology"]) >= (5 if closed else 15)
     assert (table_calls >= 5 and fused_calls >= 5) if closed else (table_calls == fused_calls == 0)
+
+
+@pytest.mark.parametrize("closed", [True, False], ids=["closed", "open"])
+def test_fused_tables_give_the_separate_tables_and_marks(monkeypatch, closed):
+    """``VOXFX_SPARSE_TOPOLOGY_TABLES=fused`` (``fused_tables``: the slot tables, neighbours and,
+    without obstacles, the marks in two launches) against ``separate`` over substeps whose
+    bricks come and go and whose pool grows: the same brick tables, neighbours, marks and solid
+    faces to the bit; with an obstacle the marks stay the separate way's (the tables fused)."""
+    import cupy
+
+    calls = []
+    original = sparse_topology_gpu.fused_tables
+
+    def counted(grid, marks):
+        calls.append(marks)
+        return original(grid, marks)
+
+    monkeypatch.setattr(sparse_topology_gpu, "fused_tables", counted)
+    rng = np.random.default_rng(int(np.random.default_rng().integers(1 << 30)))
+    spec = GridSpec((0.0, 0.0, 0.0), 0.05, (64, 48, 40))
+    up = np.asarray(spec.upper)
+    spread = rng.normal(0, 1, (20000, 3))
+    grids = {way: SparseFlipGrid(spec, cupy, closed) for way in sparse_topology_gpu.TABLES}
+    obstacle = np.array([[10, 10, 10], [11, 10, 10], [30, 20, 12]])
+    for step in range(8):
+        scale = [0.08, 0.10, 0.12, 0.13, 0.12, 0.11, 0.10, 0.09][step] * up
+        pos = cupy.asarray((0.4 * up + np.array([0.02, 0.01, -0.01]) * up * step + spread * scale).astype(np.float32))
+        ob = obstacle if step in (3, 4) else None
+        for way, g in grids.items():
+            monkeypatch.setenv("VOXFX_SPARSE_TOPOLOGY_TABLES", way)
+            g.update(pos, 4, obstacle=ob)
+        a, b = grids["fused"], grids["separate"]
+        assert a.capacity == b.capacity and np.array_equal(host(a.topology.slots), host(b.topology.slots))
+        for name in ("slot_coords", "brick_nbr", "nbr", "brick_slot"):
+            x, y = host(getattr(a, name)), host(getattr(b, name))
+            assert x.dtype == y.dtype and x.shape == y.shape and x.tobytes() == y.tobytes(), (name, step)
+        for name in (*SparseFlipGrid.MARKS, "cell", "u"):
+            x, y = host(a[name]), host(b[name])
+            assert x.dtype == y.dtype and x.shape == y.shape and x.tobytes() == y.tobytes(), (name, step)
+        assert a.plain_marks == b.plain_marks == (ob is None)
+    assert True in calls and False in calls  # marks fused without the obstacle, tables alone with it

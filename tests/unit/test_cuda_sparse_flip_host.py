@@ -191,8 +191,11 @@ int main() {
     LAUNCH(n, mark_occupied(pos.data(), n, ox, oy, oz, inv_h, closed, nx, ny, nz, keys.data(), slots.data(), nk, INDEX,
                             occupied.data(), &missed, vel.data(), speed2.data(), per_brick));
     if (per_brick) {
-        LAUNCH(cap, slot_margins(speed2.data(), used.data(), nbr27.data(), cap, rdt, rgdt, rh, rbase, margins.data()));
+        unsigned long long most = 0;  // the largest |v|² bits (the device margin's)
+        LAUNCH(cap, slot_margins(speed2.data(), used.data(), nbr27.data(), cap, rdt, rgdt, rh, rbase, margins.data(),
+                                 &most));
         for (ll s = 0; s < cap; ++s) if (used[s]) printf("%d\n", margins[s]);
+        printf("%llu\n", most);
     }
     std::vector<unsigned int> mask(words * cap, 0);
     LAUNCH(64 * cap, brick_reach(occupied.data(), used.data(), coords.data(), cap, margins.data(), closed, nx, ny, nz,
@@ -231,7 +234,8 @@ int main() {
                             nullptr, 0, 0, 0, 0, 0, 0,
                             occ0.data(), &missed0, vel.data(), speed0.data(), per_brick));
     if (per_brick)
-        LAUNCH(c0, slot_margins(speed0.data(), used0.data(), nbr0.data(), c0, rdt, rgdt, rh, rbase, margins0.data()));
+        LAUNCH(c0, slot_margins(speed0.data(), used0.data(), nbr0.data(), c0, rdt, rgdt, rh, rbase, margins0.data(),
+                                nullptr));
     std::vector<unsigned int> mask0(words * c0, 0);
     LAUNCH(64 * c0, brick_reach(occ0.data(), used0.data(), coords0.data(), c0, margins0.data(), closed, nx, ny, nz,
                                 radius, mask0.data(), &far));
@@ -408,6 +412,8 @@ def _check_topology(out, grid, pos, vel, t, margins, holes):
             m = substep_margin(float(np.sqrt(speed_squared(vel, np).max())), reach.dt, reach.h, reach.gravity)
             assert 8 < m <= LARGEST  # two bricks of reach at least; the harness's radius (3) serves it
             got = out.ints(int(t.count))  # per used slot, in slot order
+            most = int(out.ints(1)[0])  # slot_margins' largest |v|² bits: the fastest particle's (holes: of those in)
+            assert most == int(speed_squared(vel, np).max().view(np.uint32)) or holes
             want_keys, want = brick_margins(_cells(grid, pos) >> 3, speed_squared(vel, np), reach, np)
             if not holes:
                 keys_by_slot = np.empty(grid.capacity, np.int64)

@@ -72,6 +72,24 @@ __device__ __forceinline__ void group_max_into(unsigned int* slot, unsigned int 
     if (v > *slot) atomicMax(slot, v);
 }
 
+// group_max_into (grouped) with a fast path first (sm_80+): when every present lane holds the
+// same key — the particles keep their seeding's spatial order, so most warps lie in one brick —
+// one __reduce_max_sync over them and one atomic by the lowest lane, no __match_any_sync; mixed
+// warps take group_max_into's groups. The same maxima (a max is exact and order independent).
+__device__ __forceinline__ void group_max_into_uniform(unsigned int* slot, unsigned int v, int key)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    const unsigned int active = __activemask();
+    const int leader = __ffs(active) - 1;
+    if (__all_sync(active, key == __shfl_sync(active, key, leader))) {
+        v = __reduce_max_sync(active, v);
+        if ((int)(threadIdx.x & 31u) == leader && v > *slot) atomicMax(slot, v);
+        return;
+    }
+#endif
+    group_max_into(slot, v, key, true);
+}
+
 // The old value of counter[key] plus this lane's place among the warp's lanes of the same
 // key (lane order): a counting sort's rank, with one atomicAdd a group of equal keys instead
 // of one a lane (the lanes of a group take consecutive ranks). Every lane of the warp must
