@@ -71,8 +71,12 @@ _B = Kernels("flip_sparse_pressure_bricks.cu", (), THREADS, defines=_B_DEFINES)
 BRICKS = os.environ.get("VOXFX_SPARSE_MG_BRICKS", "1") != "0"  # level 1 by brick look-ups (module notes)
 RANKS = os.environ.get("VOXFX_SPARSE_MG_RANKS", "1") != "0"  # level 1's key order by ranks, not a sort
 assert BRICK == 8  # unk_classify reads a cell's parity from its brick-local coordinates
-SCAN = os.environ.get("VOXFX_SPARSE_PRESSURE_SCAN", "kernel")  # inclusive_scan: "kernel" or "cupy"
+# inclusive_scan: "kernel" (scan_tile_sums + scan_tiles: two launches), "lookback" (scan_lookback:
+# one launch, a single pass with decoupled look-back) or "cupy"; the same integers.
+SCAN = os.environ.get("VOXFX_SPARSE_PRESSURE_SCAN", "kernel")
 _SCAN_TILES = 1024  # at most this many tiles a row: scan_tiles sums the earlier ones per block
+_LOOKBACK_WORDS = 4 * _SCAN_TILES  # scan_lookback's status words (rows × tiles at most; more: two launches)
+_lookback = {}  # (device, stream) → (status words, ctrl): scan_lookback's state between launches
 # Coarse levels from the first whose finer level's bound is at most this many cells: all in
 # one block (mgs_tail_levels), the rest launch by launch; 0: every level launch by launch.
 TAIL_BOUND = int(os.environ.get("VOXFX_SPARSE_MG_SETUP_TAIL", "16384"))
@@ -100,7 +104,9 @@ def inclusive_scan(a, out=None, sums=None):
     caller keeps them (``sparse_pressure_workspace``), else new arrays."""
     import cupy as cp
 
-    if SCAN != "kernel" or a.dtype != cp.int32 or a.ndim not in (1, 2) or not a.flags.c_contiguous:
+    if SCAN not in ("kernel", "lookback") or a.dtype != cp.int32 or a.ndim not in (1, 2) or not a.flags.c_contiguous:
+        if SCAN not in ("kernel", "lookback", "cupy"):
+            raise ValueError(f"VOXFX_SPARSE_PRESSURE_SCAN must be kernel, lookback or cupy, not {SCAN!r}")
         return cp.cumsum(a, axis=-1, dtype=cp.int32, out=out)
     n, rows = int(a.shape[-1]), 1 if a.ndim == 1 else int(a.shape[0])
     out = cp.empty(a.shape, cp.int32) if out is None else out
@@ -108,10 +114,26 @@ def inclusive_scan(a, out=None, sums=None):
         return out
     tile = scan_tile(n)
     grid = (-(-n // tile), rows)
+    if SCAN == "lookback" and grid[0] * rows <= _LOOKBACK_WORDS:
+        status, ctrl = lookback_state(cp)
+        _K.launch_grid("scan_lookback", (grid[0] * rows,), (THREADS,), (a, np.int32(n), np.int32(tile),
+                                                                        np.int32(grid[0]), status, ctrl, out))
+        return out
     sums = cp.empty(grid[0] * rows, cp.int32) if sums is None else sums
     _K.launch_grid("scan_tile_sums", grid, (THREADS,), (a, np.int32(n), np.int32(tile), sums))
     _K.launch_grid("scan_tiles", grid, (THREADS,), (a, np.int32(n), np.int32(tile), sums, out))
     return out
+
+
+def lookback_state(cp):
+    """scan_lookback's status words (zeroed once) and ctrl (epoch 1, ticket 0, done 0) for the
+    current device and stream: kept, each launch leaves them ready for the next (the kernel's
+    notes); launches on one stream run in turn, so they never share a ticket counter."""
+    key = (cp.cuda.Device().id, cp.cuda.get_current_stream().ptr)
+    state = _lookback.get(key)
+    if state is None:
+        state = _lookback[key] = (cp.zeros(_LOOKBACK_WORDS, cp.uint64), cp.asarray(np.array([1, 0, 0], np.uint32)))
+    return state
 
 
 def level_bounds(n0) -> list:

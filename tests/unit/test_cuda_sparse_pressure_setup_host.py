@@ -500,3 +500,55 @@ def test_scan_tiles_are_wide_enough_for_every_row():
     for n in (1, 2048, 10 ** 6, 2 ** 31 - 1):
         tile = setup.scan_tile(n)
         assert tile % THREADS == 0 and tile >= 8 * THREADS and -(-n // tile) <= setup._SCAN_TILES
+
+
+# Input: rows n tile epoch, then rows × n ints, twice (two launches in turn). Output: per launch
+# the rows × n inclusive scans by scan_lookback (sparse_pressure_setup.SCAN "lookback"), then
+# ctrl after both (epoch, ticket, done). One-thread blocks run in ticket order here, so each
+# tile finds its predecessor's prefix; the look-back over aggregates runs in tests/gpu.
+SCAN_LOOKBACK = SETUP.split("typedef long long ll;")[0] + r"""
+int main() {
+    int rows, n, tile;
+    unsigned epoch;
+    if (scanf("%d %d %d %u", &rows, &n, &tile, &epoch) != 4) return 1;
+    const unsigned tiles = (unsigned)((n + tile - 1) / tile);
+    std::vector<unsigned long long> status((size_t)rows * tiles, 0);
+    unsigned ctrl[3] = {epoch, 0, 0};
+    for (int launch = 0; launch < 2; ++launch) {
+        std::vector<int> in((size_t)rows * n), out((size_t)rows * n, -7);
+        for (auto& v : in) scanf("%d", &v);
+        h_dim.x = 1; h_thread.x = 0; h_grid.x = rows * tiles; h_grid.y = 1;
+        for (unsigned b = 0; b < rows * tiles; ++b) {
+            h_block.x = b;
+            scan_lookback(in.data(), n, tile, (int)tiles, status.data(), ctrl, out.data());
+        }
+        for (int v : out) printf("%d\n", v);
+    }
+    printf("%u %u %u\n", ctrl[0], ctrl[1], ctrl[2]);
+    return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def lookback_device(tmp_path_factory):
+    from voxfx.kernels.flip.sparse_pressure_setup import _K as setup_kernels
+
+    return _build(tmp_path_factory, with_defines(SCAN_LOOKBACK, setup_kernels, ["#include <algorithm>"]))
+
+
+@pytest.mark.parametrize("rows, n, tile, epoch", [(1, 1, 4, 1), (3, 1000, 7, 5), (2, 4096, 2048, 1),
+                                                  (1, 517, 1000, 2 ** 31 - 1), (3, 70, 8, 9)])
+def test_lookback_scan_gives_the_cumulative_sums_and_readies_the_next_launch(lookback_device, rows, n, tile, epoch):
+    """scan_lookback, launched twice on fresh rows (the second on the status words the first
+    left): each launch equals np.cumsum per row, and ctrl ends with the ticket and done count
+    back at 0 and the epoch moved on twice (past 2^31 − 1 it wraps to 1, never 0)."""
+    rng = np.random.default_rng(n + rows)
+    a = [rng.integers(0, 4, (rows, n)).astype(np.int32) for _ in range(2)]
+    text = lookback_device.raw([f"{rows} {n} {tile} {epoch}", *map(str, a[0].ravel()), *map(str, a[1].ravel())])
+    values = np.array(text.split(), np.int64)
+    for k in range(2):
+        got = values[k * rows * n:(k + 1) * rows * n].reshape(rows, n)
+        assert np.array_equal(got, np.cumsum(a[k], axis=1)), k
+    step = lambda e: 1 if e == 2 ** 31 - 1 else e + 1  # noqa: E731
+    assert list(values[2 * rows * n:]) == [step(step(epoch)), 0, 0]
