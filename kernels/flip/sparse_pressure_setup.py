@@ -14,11 +14,15 @@ Level 0's unknowns (``unknowns``: ``sparse_pressure.Unknowns``) likewise: one ke
 classifies every flat cell (diagonal, red / black unknown), a scan orders them, one read
 brings m back to size the tables.
 
-Compactions scan their 0/1 flags with ``inclusive_scan``: two launches of the module's
-scan kernels whatever the size (``SCAN`` "kernel", ``VOXFX_SPARSE_PRESSURE_SCAN``), or
-``cupy.cumsum`` ("cupy": along an axis one launch per doubling of the distance, ~20 at a
-million cells, and the set-up scans once for level 0 and twice a coarse level); the same
-integers.
+Compactions scan their 0/1 flags with ``inclusive_scan``: one launch of scan_lookback, a
+single pass with decoupled look-back (``SCAN`` "lookback", the default,
+``VOXFX_SPARSE_PRESSURE_SCAN``), two launches of scan_tile_sums and scan_tiles whatever the
+size ("kernel"), or ``cupy.cumsum`` ("cupy": along an axis one launch per doubling of the
+distance, ~20 at a million cells, and the set-up scans once for level 0 and twice a coarse
+level); the same integers. 8M dam break on an H100 (3,606 bricks, the two alternating each
+substep in one process, 14 CG iterations each, max |Δp| = 0): the set-up's 7 scans 14 → 7
+launches (49 → 42 a solve), their kernels 0.252 → 0.186 ms a solve, the pressure stage
+5.54 → 5.43 ms and the substep 9.41 → 9.17 ms (medians of 6).
 
 Level 1 and its tables to and from level 0 by brick look-ups (``BRICKS``,
 ``VOXFX_SPARSE_MG_BRICKS``, "1" the default; ``cuda/flip_sparse_pressure_bricks.cu``): a
@@ -71,9 +75,9 @@ _B = Kernels("flip_sparse_pressure_bricks.cu", (), THREADS, defines=_B_DEFINES)
 BRICKS = os.environ.get("VOXFX_SPARSE_MG_BRICKS", "1") != "0"  # level 1 by brick look-ups (module notes)
 RANKS = os.environ.get("VOXFX_SPARSE_MG_RANKS", "1") != "0"  # level 1's key order by ranks, not a sort
 assert BRICK == 8  # unk_classify reads a cell's parity from its brick-local coordinates
-# inclusive_scan: "kernel" (scan_tile_sums + scan_tiles: two launches), "lookback" (scan_lookback:
-# one launch, a single pass with decoupled look-back) or "cupy"; the same integers.
-SCAN = os.environ.get("VOXFX_SPARSE_PRESSURE_SCAN", "kernel")
+# inclusive_scan: "lookback" (default; scan_lookback: one launch, a single pass with decoupled
+# look-back), "kernel" (scan_tile_sums + scan_tiles: two launches) or "cupy"; the same integers.
+SCAN = os.environ.get("VOXFX_SPARSE_PRESSURE_SCAN", "lookback")
 _SCAN_TILES = 1024  # at most this many tiles a row: scan_tiles sums the earlier ones per block
 _LOOKBACK_WORDS = 4 * _SCAN_TILES  # scan_lookback's status words (rows × tiles at most; more: two launches)
 _lookback = {}  # (device, stream) → (status words, ctrl): scan_lookback's state between launches
@@ -81,6 +85,13 @@ _lookback = {}  # (device, stream) → (status words, ctrl): scan_lookback's sta
 # one block (mgs_tail_levels), the rest launch by launch; 0: every level launch by launch.
 TAIL_BOUND = int(os.environ.get("VOXFX_SPARSE_MG_SETUP_TAIL", "16384"))
 _TAIL_THREADS = 1024
+# The workspace's coarse levels from 2 on (``sparse_pressure_workspace_levels``): the
+# restriction table by 64 key searches a coarse unknown ("search": mgs_restrict_table, in the
+# tail restrict_column) or as the prolongation's transpose ("scatter": down filled with the
+# sentinel with the level's tables, then each fine unknown writes itself where its up column
+# names a coarse unknown: mgs_level_tables_down, mgs_prolong_restrict, mgs_tail_levels_scatter;
+# one launch fewer a level). The same integers (host harness, GPU test).
+RESTRICT = os.environ.get("VOXFX_SPARSE_MG_RESTRICT", "search")
 _NO_SPAN = -(2 ** 31 - 1)
 _WIDEN_BLOCKS = 264  # grid of the kernels that widen a span or box (grid-stride: 6 atomics a thread)
 

@@ -298,5 +298,6 @@ def test_every_setup_launch_names_a_kernel_of_its_module_with_its_arguments():
             "mgb_restrict", "mgb_unknown_span", "unk_classify", "mgs_level_cells",
             "mgs_tail_levels"} <= seen[setup.__file__]
     assert {"mgb_ranked", "mgs_parents", "mgs_coarsen", "mgs_prolong_table", "mgs_restrict_table", "unk_order",
-            "unk_tables_strided", "mgs_tail_levels"} <= (seen[sparse_pressure_workspace.__file__]
+            "unk_tables_strided", "mgs_tail_levels", "mgs_level_tables_down", "mgs_prolong_restrict",
+            "mgs_tail_levels_scatter"} <= (seen[sparse_pressure_workspace.__file__]
                                                          | seen[sparse_pressure_workspace_levels.__file__])

@@ -287,6 +287,36 @@ def tables_device(tmp_path_factory):
     return _build(tmp_path_factory, with_defines(SETUP, setup_kernels))
 
 
+def scatter_driver(text):
+    """A set-up driver (SETUP's text) with the restriction as the prolongation's transpose
+    (sparse_pressure_setup.RESTRICT "scatter", as sparse_pressure_workspace_levels launches
+    it): mgs_level_tables_down fills down with the level's tables, mgs_prolong_restrict
+    writes it with up, mgs_tail_levels_scatter in the tail."""
+    import re
+
+    swaps = (  # (a launch's pattern, up to its ");"), its replacement
+        (r"ONE_PER_ITEM\(nb \+ 1, mgs_level_tables\(.*?\)\);",
+         "B.down.assign(64 * (size_t)(nb + 1), -7);  // cc − 4: the finer level's sizes (cnt rows in turn)\n"
+         "    ONE_PER_ITEM(nb + 1, mgs_level_tables_down(order.data(), cc, nb, around.data(), c.position.data(), "
+         "diag8.data(), c.keys.data(), B.nbr.data(), B.diag.data(), cukeys.data(), cc - 4, B.down.data()));"),
+        (r"ONE_PER_ITEM\(stride, mgs_prolong_table\(.*?\)\);\s*B\.down\.assign\(.*?\);\s*"
+         r"ONE_PER_ITEM\(nb \+ 1, mgs_restrict_table\(.*?\)\);",
+         "ONE_PER_ITEM(stride, mgs_prolong_restrict(ukeys.data(), fc, stride, f.bx, f.by, f.bz, c.keys.data(), cc, "
+         "c.position.data(), c.bx, c.by, c.bz, B.up.data(), nb + 1, B.down.data()));"),
+        (r"mgs_tail_levels\(rec\.data\(\)", "mgs_tail_levels_scatter(rec.data()"))
+    for pattern, new in swaps:
+        text, count = re.subn(pattern, lambda _, new=new: new, text, flags=re.S)
+        assert count == 1, pattern
+    return text
+
+
+@pytest.fixture(scope="module")
+def tables_scatter(tmp_path_factory):
+    from voxfx.kernels.flip.sparse_pressure_setup import _K as setup_kernels
+
+    return _build(tmp_path_factory, with_defines(scatter_driver(SETUP), setup_kernels))
+
+
 # Input: size, kind (size), nbr (6 × size), the size / 512 bricks' active flags, their brick
 # coordinates (3 each: grid.slot_coords). Output: m_red m n_set, the set's box (min i j k, max i j k), the m
 # cells, the size positions, nbr (6 × (m + 1)), diag (m + 1, hex), the n_set set cells:
@@ -348,15 +378,18 @@ def unknowns_device(tmp_path_factory):
     return _build(tmp_path_factory, with_defines(UNKNOWNS, setup_kernels, ["#include <algorithm>"]))
 
 
-@pytest.mark.parametrize("setup", ["host", "device", "tail1", "tail2"])
+@pytest.mark.parametrize("setup", ["host", "device", "tail1", "tail2", "scatter", "scatter-tail1", "scatter-tail2"])
 @pytest.mark.parametrize("scene", ["tank", "sealed", "sheet"])
 def test_multigrid_table_kernels_build_the_numpy_tables(request, scene, setup):
     """mg_coarsen … mg_restrict_table, launched as TableKernels launches them ("host"),
     and mgs_coarsen … mgs_key_span with the sizes on the device as sparse_pressure_setup
-    launches them ("device"; "tailL": levels from L on in mgs_tail_levels' one launch) give
+    launches them ("device"; "tailL": levels from L on in mgs_tail_levels' one launch;
+    "scatter…": the restriction as the prolongation's transpose, RESTRICT "scatter") give
     every level's m, m_red, nbr, diag, up and down of TableBuilder exactly, and the same
     number of levels."""
-    tables = request.getfixturevalue("tables" if setup == "host" else "tables_device")
+    fixture = {"host": "tables", "scatter": "tables_scatter"}.get(setup.split("-")[0], "tables_device")
+    tables = request.getfixturevalue(fixture)
+    setup = setup.split("-")[-1]
     g = _tank()
     if scene == "sealed":  # fluid up to the lid: one pinned cell, deep hierarchy
         g["cell"] = np.where(g.active() & (g["cell"] != 2), np.uint8(FLUID), g["cell"]).astype(np.uint8)
