@@ -19,10 +19,11 @@ single pass with decoupled look-back (``SCAN`` "lookback", the default,
 ``VOXFX_SPARSE_PRESSURE_SCAN``), two launches of scan_tile_sums and scan_tiles whatever the
 size ("kernel"), or ``cupy.cumsum`` ("cupy": along an axis one launch per doubling of the
 distance, ~20 at a million cells, and the set-up scans once for level 0 and twice a coarse
-level); the same integers. 8M dam break on an H100 (3,606 bricks, the two alternating each
-substep in one process, 14 CG iterations each, max |Δp| = 0): the set-up's 7 scans 14 → 7
-launches (49 → 42 a solve), their kernels 0.252 → 0.186 ms a solve, the pressure stage
-5.54 → 5.43 ms and the substep 9.41 → 9.17 ms (medians of 6).
+level); the same integers. 8M dam break on an H100 (the two alternating each substep in one
+process, 14 CG iterations each, max |Δp| = 0): the set-up's 7 scans 14 → 7 launches (49 → 42
+a solve), their kernels 0.252 → 0.186 ms a solve (3,606 bricks; another call, 4,411 bricks:
+0.266 → 0.182), the pressure stage 5.54 → 5.43 ms, the substep 9.41 → 9.17 ms (medians of
+6; the other call: 5.96 → 5.92 and 10.30 → 10.27 ms, medians of 8, within one substep's noise).
 
 Level 1 and its tables to and from level 0 by brick look-ups (``BRICKS``,
 ``VOXFX_SPARSE_MG_BRICKS``, "1" the default; ``cuda/flip_sparse_pressure_bricks.cu``): a
@@ -86,12 +87,17 @@ _lookback = {}  # (device, stream) → (status words, ctrl): scan_lookback's sta
 TAIL_BOUND = int(os.environ.get("VOXFX_SPARSE_MG_SETUP_TAIL", "16384"))
 _TAIL_THREADS = 1024
 # The workspace's coarse levels from 2 on (``sparse_pressure_workspace_levels``): the
-# restriction table by 64 key searches a coarse unknown ("search": mgs_restrict_table, in the
-# tail restrict_column) or as the prolongation's transpose ("scatter": down filled with the
-# sentinel with the level's tables, then each fine unknown writes itself where its up column
-# names a coarse unknown: mgs_level_tables_down, mgs_prolong_restrict, mgs_tail_levels_scatter;
-# one launch fewer a level). The same integers (host harness, GPU test).
-RESTRICT = os.environ.get("VOXFX_SPARSE_MG_RESTRICT", "search")
+# restriction table as the prolongation's transpose ("scatter", the default: down filled with
+# the sentinel with the level's tables, then each fine unknown writes itself where its up
+# column names a coarse unknown: mgs_level_tables_down, mgs_prolong_restrict,
+# mgs_tail_levels_scatter; 8 writes a fine unknown instead of 64 key searches a coarse one, one
+# launch fewer a level) or by the searches ("search": mgs_restrict_table, in the tail
+# restrict_column). The same integers (host harness against the NumPy VCycle, GPU test). 8M
+# dam break on an H100 (4,411 bricks, alternating each substep in one process, 14 CG
+# iterations, max |Δp| = 0): the tables' kernels (restriction, prolongation, level tables,
+# tail) 0.392 → 0.219 ms a solve, 42 → 40 launches, the pressure stage 5.92 → 5.58 ms and the
+# substep 10.27 → 9.91 ms (medians of 8). ``build``'s fresh arrays keep the searches.
+RESTRICT = os.environ.get("VOXFX_SPARSE_MG_RESTRICT", "scatter")
 _NO_SPAN = -(2 ** 31 - 1)
 _WIDEN_BLOCKS = 264  # grid of the kernels that widen a span or box (grid-stride: 6 atomics a thread)
 

@@ -6,7 +6,9 @@ C_l: each level's kernels launched with bound C_l − 1 so that every row is C_l
 solver's stride (the kernels read their counts from the device and pad past them: the same
 integers as ``build``'s). ``sparse_pressure_workspace.unknowns`` (ahead of its host read) or
 ``build`` (after it) calls ``_launch_levels``; the sizes land in ``Workspace.cnt`` and
-``span``.
+``span``. From level 2 on the restriction tables are the prolongations' transposes
+(``sparse_pressure_setup.RESTRICT`` "scatter", the default: no key searches, one launch fewer
+a level; "search": mgs_restrict_table's searches, as ``build``'s).
 """
 
 from __future__ import annotations
