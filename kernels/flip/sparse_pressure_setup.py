@@ -73,6 +73,7 @@ _DEFINES = {"KEY_BITS": KEY_BITS, "CELL_AIR": AIR, "CELL_FLUID": FLUID, "CELL_SO
 _B_DEFINES = {**_DEFINES, "BRICK_BITS": BRICK_BITS}
 _K = Kernels("flip_sparse_pressure_setup.cu", (), THREADS, defines=_DEFINES)
 _B = Kernels("flip_sparse_pressure_bricks.cu", (), THREADS, defines=_B_DEFINES)
+_S = Kernels("flip_sparse_pressure_scan.cu", (), THREADS)  # inclusive_scan's kernels
 BRICKS = os.environ.get("VOXFX_SPARSE_MG_BRICKS", "1") != "0"  # level 1 by brick look-ups (module notes)
 RANKS = os.environ.get("VOXFX_SPARSE_MG_RANKS", "1") != "0"  # level 1's key order by ranks, not a sort
 assert BRICK == 8  # unk_classify reads a cell's parity from its brick-local coordinates
@@ -133,12 +134,12 @@ def inclusive_scan(a, out=None, sums=None):
     grid = (-(-n // tile), rows)
     if SCAN == "lookback" and grid[0] * rows <= _LOOKBACK_WORDS:
         status, ctrl = lookback_state(cp)
-        _K.launch_grid("scan_lookback", (grid[0] * rows,), (THREADS,), (a, np.int32(n), np.int32(tile),
+        _S.launch_grid("scan_lookback", (grid[0] * rows,), (THREADS,), (a, np.int32(n), np.int32(tile),
                                                                         np.int32(grid[0]), status, ctrl, out))
         return out
     sums = cp.empty(grid[0] * rows, cp.int32) if sums is None else sums
-    _K.launch_grid("scan_tile_sums", grid, (THREADS,), (a, np.int32(n), np.int32(tile), sums))
-    _K.launch_grid("scan_tiles", grid, (THREADS,), (a, np.int32(n), np.int32(tile), sums, out))
+    _S.launch_grid("scan_tile_sums", grid, (THREADS,), (a, np.int32(n), np.int32(tile), sums))
+    _S.launch_grid("scan_tiles", grid, (THREADS,), (a, np.int32(n), np.int32(tile), sums, out))
     return out
 
 

@@ -483,7 +483,7 @@ def test_device_unknowns_are_the_numpy_unknowns(unknowns_device, scene):
 
 # Input: rows n tile, then rows × n ints. Output: their inclusive scans along each row by
 # scan_tile_sums + scan_tiles (sparse_pressure_setup.inclusive_scan), rows × n.
-SCAN = SETUP.split("typedef long long ll;")[0] + r"""
+SCAN = SETUP.split("typedef long long ll;")[0].replace("_setup.cu", "_scan.cu") + r"""
 static void grid_launch(unsigned tiles, unsigned rows, void (*call)(void)) {
     h_dim.x = 1; h_thread.x = 0; h_grid.x = tiles; h_grid.y = rows;
     for (unsigned r = 0; r < rows; ++r) for (unsigned t = 0; t < tiles; ++t) { h_block.x = t; h_block.y = r; call(); }
@@ -539,7 +539,7 @@ def test_scan_tiles_are_wide_enough_for_every_row():
 # the rows × n inclusive scans by scan_lookback (sparse_pressure_setup.SCAN "lookback"), then
 # ctrl after both (epoch, ticket, done). One-thread blocks run in ticket order here, so each
 # tile finds its predecessor's prefix; the look-back over aggregates runs in tests/gpu.
-SCAN_LOOKBACK = SETUP.split("typedef long long ll;")[0] + r"""
+SCAN_LOOKBACK = SCAN.split("static void grid_launch")[0] + r"""
 int main() {
     int rows, n, tile;
     unsigned epoch;
