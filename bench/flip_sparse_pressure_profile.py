@@ -10,11 +10,11 @@ graph) with an event pair per launch, and the other stages of the substep.
         [--variants reference:0 fused:8192]
 
 ``--variants``
-SETUP:TAIL[:SCAN[:PROJECT[:PREDICT[:SETUP_TAIL[:BRICKS[:WARM[:ONE_READ[:RANKS[:LINK[:PERSIST[:CLUSTER[:FIRST2[:BUFFERS[:AHEAD]]]]]]]]]]]]]]:
+SETUP:TAIL[:SCAN[:PROJECT[:PREDICT[:SETUP_TAIL[:BRICKS[:WARM[:ONE_READ[:RANKS[:LINK[:PERSIST[:CLUSTER[:FIRST2[:BUFFERS[:AHEAD[:HOOK[:RESTRICT]]]]]]]]]]]]]]]]]:
 the pressure set-up (``sparse_pressure.SETUP_KERNELS``:
 "reference", the array code, or "fused", ``sparse_pressure_cells``' four kernels), the
 V-cycle's one-block tail (``sparse_pressure_gpu.TAIL_UNKNOWNS``, 0 off), the set-up's scans
-(``sparse_pressure_setup.SCAN``: "kernel" or "cupy") and the projection
+(``sparse_pressure_setup.SCAN``: "kernel", "lookback" or "cupy") and the projection
 (``sparse_pressure.PROJECT``: "kernel" or "reference") and the PCG's guess of its
 iterations (``sparse_pressure_gpu.PREDICT``: "1" or "0") and the set-up's one-block coarse
 levels (``sparse_pressure_setup.TAIL_BOUND``, 0 off) and its level 1 by brick look-ups
@@ -30,7 +30,8 @@ sweep with the second's red pass in one launch (``sparse_pressure_gpu.FIRST2_UNK
 off; the "it:" rows count one iteration's launches per kernel) and the set-up's buffers
 (``sparse_pressure_workspace.MODE``: "fresh" or "workspace") and the workspace's coarse levels
 launched ahead of the unknowns' read (``sparse_pressure_workspace.AHEAD``: "1" or "0") and the
-labels' union-find (``sparse_pressure_cells.HOOK``: "bricks" or "cells"); each on the same
+labels' union-find (``sparse_pressure_cells.HOOK``: "bricks" or "cells") and the workspace's
+coarse restriction tables (``sparse_pressure_setup.RESTRICT``: "search" or "scatter"); each on the same
 simulation state, in turn, per substep (A/B in one run). E.g. the brick A/B:
 ``--variants fused:8192:kernel:kernel:1:16384:0 fused:8192:kernel:kernel:1:16384:1``.
 
@@ -316,6 +317,7 @@ _FIELDS = (
     (sparse_pressure_workspace, "MODE", str),  # the set-up's buffers: "fresh" or "workspace"
     (sparse_pressure_workspace, "AHEAD", _flag),  # the coarse levels launched before the unknowns' read
     (sparse_pressure_cells, "HOOK", str),  # the labels' union-find: "bricks" or "cells"
+    (sparse_pressure_setup, "RESTRICT", str),  # the workspace's coarse restrictions: "search" or "scatter"
 )
 
 

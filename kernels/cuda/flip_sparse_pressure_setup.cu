@@ -9,13 +9,14 @@
 // Arrays are allocated for a host bound of n (`bound`: the finer level's bound / 8, since a
 // coarse cell needs all 8 children in the finer set), and tables are row-major [rows][stride]
 // with stride = bound + 1 (level 0: m0 + 1), the sentinel column at m. Compactions are an
-// inclusive scan (scan_tile_sums + scan_tiles below, or
+// inclusive scan (flip_sparse_pressure_scan.cu, or
 // cupy.cumsum) of per-cell 0/1 flags, entries at and beyond n being 0.
 //
 // Constants from Python, as -D options: KEY_BITS (bits per axis of a cell key), CELL_AIR,
 // CELL_FLUID and CELL_SOLID (the cell types).
 
 #include "voxfx_mg_keys.cuh"  // cell_key, key_cell, find_key
+#include "voxfx_block_scan.cuh"  // scan_range: the one-block tail
 
 #define RANGE(c, lo, hi) \
     for (int c = (lo) + (int)(blockIdx.x * blockDim.x + threadIdx.x); c < (hi); c += (int)(gridDim.x * blockDim.x))
@@ -203,6 +204,82 @@ extern "C" __global__ void mgs_restrict_table(const long long* __restrict__ ckey
     mgs_restrict_table_body(ckeys, ccnt, cstride, cbx, cby, cbz, fkeys, fcnt, fposition, bx, by, bz, down);
 }
 
+// ---- The restriction as the prolongation's transpose (sparse_pressure_setup.RESTRICT
+// "scatter"): coarse unknown c's column of down lists the fine cells 2I + (−1, 0, 1, 2) per
+// axis, and fine unknown f's column of up lists its parent and the parent's neighbours on
+// its side — the coarse cells I with 2I − 1 ≤ i ≤ 2I + 2 — so f is in down's column c at
+// row (iz·4 + iy)·4 + ix, i − 2I + 1 = ix per axis, exactly where c is in up's column f.
+// Every other entry of down (a fine cell not in the set, or not an unknown: its position is
+// the sentinel mf) is mf. So down is filled with mf (with the level's tables: the columns
+// 0 … mc) and each fine unknown writes its own index where up names an unknown c < mc:
+// the same integers as restrict_column's 64 searches a column, by 8 writes a fine unknown.
+
+// Columns 0 … m (m = cnt[2]) of down (64 rows of stride): the fine sentinel fcnt[2].
+__device__ __forceinline__ void restrict_fill(int u, int mf, int stride, int* __restrict__ down)
+{
+#pragma unroll 8
+    for (int row = 0; row < 64; ++row) down[row * stride + u] = mf;
+}
+
+// Fine unknown f (< mf, key fkey) into down (cstride) from its column of up (fstride).
+__device__ __forceinline__ void restrict_scatter(int f, long long fkey, int bx, int by, int bz,
+                                                 const int* __restrict__ up, int fstride, int mc,
+                                                 int* __restrict__ down, int cstride)
+{
+    int i, j, k;
+    key_cell(fkey, bx, by, bz, i, j, k);
+    const int si = (i & 1) ? 1 : -1, sj = (j & 1) ? 1 : -1, sk = (k & 1) ? 1 : -1;
+    for (int row = 0; row < 8; ++row) {
+        const int c = up[row * fstride + f];
+        if (c >= mc) continue;
+        const int ix = i - 2 * ((i >> 1) + (row & 1) * si) + 1;
+        const int iy = j - 2 * ((j >> 1) + ((row >> 1) & 1) * sj) + 1;
+        const int iz = k - 2 * ((k >> 1) + (row >> 2) * sk) + 1;
+        down[((iz * 4 + iy) * 4 + ix) * cstride + c] = f;
+    }
+}
+
+// mgs_level_tables and down's columns 0 … cnt[2] filled with the fine sentinel fcnt[2]
+// (rows bound + 1 long, as nbr's).
+extern "C" __global__ void mgs_level_tables_down(const int* __restrict__ order, const int* __restrict__ cnt, int bound,
+                                                 const int* __restrict__ around, const int* __restrict__ position,
+                                                 const unsigned char* __restrict__ diag8,
+                                                 const long long* __restrict__ keys, int* __restrict__ nbr,
+                                                 float* __restrict__ diag, long long* __restrict__ ukeys,
+                                                 const int* __restrict__ fcnt, int* __restrict__ down)
+{
+    mgs_level_tables_body(order, cnt, bound, around, position, diag8, keys, nbr, diag, ukeys);
+    const int m = cnt[2], mf = fcnt[2];
+    RANGE(u, 0, m + 1) restrict_fill(u, mf, bound + 1, down);
+}
+
+// mgs_prolong_table, each fine unknown then writing itself into down (cstride; filled by
+// mgs_level_tables_down before).
+__device__ __forceinline__ void mgs_prolong_restrict_body(const long long* __restrict__ fkeys,
+                                                          const int* __restrict__ fcnt, int fstride, int bx, int by,
+                                                          int bz, const long long* __restrict__ ckeys,
+                                                          const int* __restrict__ ccnt,
+                                                          const int* __restrict__ cposition, int cbx, int cby, int cbz,
+                                                          int* __restrict__ up, int cstride, int* __restrict__ down)
+{
+    const int mf = fcnt[2], nc = ccnt[0], mc = ccnt[2];
+    RANGE(f, 0, mf + 1)
+    {
+        prolong_column(f, mf, fkeys, bx, by, bz, ckeys, nc, cposition, cbx, cby, cbz, mc, up, fstride);
+        if (f < mf) restrict_scatter(f, fkeys[f], bx, by, bz, up, fstride, mc, down, cstride);
+    }
+}
+
+extern "C" __global__ void mgs_prolong_restrict(const long long* __restrict__ fkeys, const int* __restrict__ fcnt,
+                                                int fstride, int bx, int by, int bz,
+                                                const long long* __restrict__ ckeys, const int* __restrict__ ccnt,
+                                                const int* __restrict__ cposition, int cbx, int cby, int cbz,
+                                                int* __restrict__ up, int cstride, int* __restrict__ down)
+{
+    mgs_prolong_restrict_body(fkeys, fcnt, fstride, bx, by, bz, ckeys, ccnt, cposition, cbx, cby, cbz, up, cstride,
+                              down);
+}
+
 // mg_key_span over the cnt[2] unknown keys: span[0..2] = max, span[3..5] = −min per axis
 // (span on entry −2^31 + 1).
 extern "C" __global__ void mgs_key_span(const long long* __restrict__ keys, const int* __restrict__ cnt,
@@ -331,84 +408,6 @@ extern "C" __global__ void unk_tables_strided(const long long* __restrict__ cell
     unk_tables_body(cells, sizes[1], stride, nbr, size, position, diag8, unbr, udiag);
 }
 
-// ---- Inclusive prefix sums of int rows (cupy.cumsum(a, axis=1) of a (rows, n) array, the
-// same integers) in two launches over a grid (tiles, rows) whatever n: cupy's scan along an
-// axis takes one launch per doubling of the distance (~20 at a million cells), and the
-// set-up scans twice a level. Each block owns `tile` items of its row (blockIdx.y); the
-// first launch sums every tile, the second adds the earlier tiles' sums of its row to a
-// running scan of its own tile, blockDim.x items at a time.
-
-// Σ v over the block (every thread gets it).
-__device__ __forceinline__ int scan_block_sum(int v)
-{
-    __shared__ int part[1024];
-    part[threadIdx.x] = v;
-    __syncthreads();
-    for (int half = 1; half < (int)blockDim.x; half <<= 1) {  // Hillis–Steele: part[t] = Σ part[0..t]
-        const int add = (int)threadIdx.x >= half ? part[threadIdx.x - half] : 0;
-        __syncthreads();
-        part[threadIdx.x] += add;
-        __syncthreads();
-    }
-    const int total = part[blockDim.x - 1];
-    __syncthreads();  // part is read again by the next call
-    return total;
-}
-
-// The inclusive scan of v over the block's threads; *total: the block's sum.
-__device__ __forceinline__ int scan_block_inclusive(int v, int* total)
-{
-    __shared__ int part[1024];
-    part[threadIdx.x] = v;
-    __syncthreads();
-    for (int half = 1; half < (int)blockDim.x; half <<= 1) {
-        const int add = (int)threadIdx.x >= half ? part[threadIdx.x - half] : 0;
-        __syncthreads();
-        part[threadIdx.x] += add;
-        __syncthreads();
-    }
-    const int mine = part[threadIdx.x];
-    *total = part[blockDim.x - 1];
-    __syncthreads();
-    return mine;
-}
-
-// o[i] = carry + Σ a[lo..i] for i in [lo, hi), by the whole block (every thread calls it).
-__device__ __forceinline__ void scan_range(const int* __restrict__ a, int lo, int hi, int carry, int* __restrict__ o)
-{
-    for (int at = lo; at < hi; at += (int)blockDim.x) {
-        const int i = at + (int)threadIdx.x;
-        int chunk;
-        const int v = scan_block_inclusive(i < hi ? a[i] : 0, &chunk);
-        if (i < hi) o[i] = carry + v;
-        carry += chunk;
-    }
-}
-
-// sums[row · gridDim.x + tile] = Σ of the tile's items of its row.
-extern "C" __global__ void scan_tile_sums(const int* __restrict__ in, int n, int tile, int* __restrict__ sums)
-{
-    const int* a = in + (size_t)blockIdx.y * n;
-    const int lo = (int)blockIdx.x * tile, hi = min(n, lo + tile);
-    int s = 0;
-    for (int i = lo + (int)threadIdx.x; i < hi; i += (int)blockDim.x) s += a[i];
-    s = scan_block_sum(s);
-    if (threadIdx.x == 0) sums[(size_t)blockIdx.y * gridDim.x + blockIdx.x] = s;
-}
-
-// out[row][i] = Σ in[row][0..i], from the tile sums of scan_tile_sums.
-extern "C" __global__ void scan_tiles(const int* __restrict__ in, int n, int tile, const int* __restrict__ sums,
-                                      int* __restrict__ out)
-{
-    const int* a = in + (size_t)blockIdx.y * n;
-    int* o = out + (size_t)blockIdx.y * n;
-    const int* row_sums = sums + (size_t)blockIdx.y * gridDim.x;
-    int before = 0;
-    for (int t = (int)threadIdx.x; t < (int)blockIdx.x; t += (int)blockDim.x) before += row_sums[t];
-    const int lo = (int)blockIdx.x * tile;
-    scan_range(a, lo, min(n, lo + tile), scan_block_sum(before), o);
-}
-
 // ---- The coarse levels first … count − 1 in one block (sparse_pressure_setup.TAIL_BOUND):
 // per level the launches above in their order (mgs_coarsen, scan, mgs_parents,
 // mgs_level_cells, scans, mgs_order, mgs_level_tables with mgs_prolong_table, then
@@ -422,9 +421,9 @@ extern "C" __global__ void scan_tiles(const int* __restrict__ in, int n, int til
 #define TAIL_PTR(l, k, T) ((T*)(size_t)rec[(size_t)(l) * TAIL_REC + (k)])
 #define TAIL_INT(l, k) ((int)rec[(size_t)(l) * TAIL_REC + 17 + (k)])
 
-extern "C" __global__ void __launch_bounds__(1024) mgs_tail_levels(const long long* __restrict__ rec, int first,
-                                                                   int count, int* __restrict__ cnt,
-                                                                   int* __restrict__ span)
+template <bool SCATTER>  // the restriction by restrict_scatter (RESTRICT "scatter") or restrict_column
+__device__ __forceinline__ void mgs_tail_levels_body(const long long* __restrict__ rec, int first, int count,
+                                                     int* __restrict__ cnt, int* __restrict__ span)
 {
     for (int l = first; l < count; ++l) {
         const int f = l - 1, fb = TAIL_INT(f, 0), nb = TAIL_INT(l, 0), fstride = TAIL_INT(f, 4);
@@ -467,10 +466,34 @@ extern "C" __global__ void __launch_bounds__(1024) mgs_tail_levels(const long lo
         mgs_order_body(cls, scans, cc, nb, cposition, order);
         __syncthreads();
         mgs_level_tables_body(order, cc, nb, around, cposition, diag8, ckeys, nbr, diag, cukeys);
-        mgs_prolong_table_body(fukeys, fc, fstride, bx, by, bz, ckeys, cc, cposition, cbx, cby, cbz, up);
+        if (SCATTER) {  // down filled here, each fine unknown's entries after the barrier
+            RANGE(u, 0, cc[2] + 1) restrict_fill(u, fc[2], nb + 1, down);
+        } else {
+            mgs_prolong_table_body(fukeys, fc, fstride, bx, by, bz, ckeys, cc, cposition, cbx, cby, cbz, up);
+        }
         __syncthreads();
-        mgs_restrict_table_body(cukeys, cc, nb + 1, cbx, cby, cbz, fkeys, fc, fposition, bx, by, bz, down);
+        if (SCATTER) {
+            mgs_prolong_restrict_body(fukeys, fc, fstride, bx, by, bz, ckeys, cc, cposition, cbx, cby, cbz, up, nb + 1,
+                                      down);
+        } else {
+            mgs_restrict_table_body(cukeys, cc, nb + 1, cbx, cby, cbz, fkeys, fc, fposition, bx, by, bz, down);
+        }
         widen_span_range(cukeys, 0, cc[2], span + 6 * l);
         __syncthreads();
     }
+}
+
+extern "C" __global__ void __launch_bounds__(1024) mgs_tail_levels(const long long* __restrict__ rec, int first,
+                                                                   int count, int* __restrict__ cnt,
+                                                                   int* __restrict__ span)
+{
+    mgs_tail_levels_body<false>(rec, first, count, cnt, span);
+}
+
+extern "C" __global__ void __launch_bounds__(1024) mgs_tail_levels_scatter(const long long* __restrict__ rec,
+                                                                           int first, int count,
+                                                                           int* __restrict__ cnt,
+                                                                           int* __restrict__ span)
+{
+    mgs_tail_levels_body<true>(rec, first, count, cnt, span);
 }

@@ -14,11 +14,16 @@ Level 0's unknowns (``unknowns``: ``sparse_pressure.Unknowns``) likewise: one ke
 classifies every flat cell (diagonal, red / black unknown), a scan orders them, one read
 brings m back to size the tables.
 
-Compactions scan their 0/1 flags with ``inclusive_scan``: two launches of the module's
-scan kernels whatever the size (``SCAN`` "kernel", ``VOXFX_SPARSE_PRESSURE_SCAN``), or
-``cupy.cumsum`` ("cupy": along an axis one launch per doubling of the distance, ~20 at a
-million cells, and the set-up scans once for level 0 and twice a coarse level); the same
-integers.
+Compactions scan their 0/1 flags with ``inclusive_scan``: one launch of scan_lookback, a
+single pass with decoupled look-back (``SCAN`` "lookback", the default,
+``VOXFX_SPARSE_PRESSURE_SCAN``), two launches of scan_tile_sums and scan_tiles whatever the
+size ("kernel"), or ``cupy.cumsum`` ("cupy": along an axis one launch per doubling of the
+distance, ~20 at a million cells, and the set-up scans once for level 0 and twice a coarse
+level); the same integers. 8M dam break on an H100 (the two alternating each substep in one
+process, 14 CG iterations each, max |Δp| = 0): the set-up's 7 scans 14 → 7 launches (49 → 42
+a solve), their kernels 0.252 → 0.186 ms a solve (3,606 bricks; another call, 4,411 bricks:
+0.266 → 0.182), the pressure stage 5.54 → 5.43 ms, the substep 9.41 → 9.17 ms (medians of
+6; the other call: 5.96 → 5.92 and 10.30 → 10.27 ms, medians of 8, within one substep's noise).
 
 Level 1 and its tables to and from level 0 by brick look-ups (``BRICKS``,
 ``VOXFX_SPARSE_MG_BRICKS``, "1" the default; ``cuda/flip_sparse_pressure_bricks.cu``): a
@@ -68,15 +73,32 @@ _DEFINES = {"KEY_BITS": KEY_BITS, "CELL_AIR": AIR, "CELL_FLUID": FLUID, "CELL_SO
 _B_DEFINES = {**_DEFINES, "BRICK_BITS": BRICK_BITS}
 _K = Kernels("flip_sparse_pressure_setup.cu", (), THREADS, defines=_DEFINES)
 _B = Kernels("flip_sparse_pressure_bricks.cu", (), THREADS, defines=_B_DEFINES)
+_S = Kernels("flip_sparse_pressure_scan.cu", (), THREADS)  # inclusive_scan's kernels
 BRICKS = os.environ.get("VOXFX_SPARSE_MG_BRICKS", "1") != "0"  # level 1 by brick look-ups (module notes)
 RANKS = os.environ.get("VOXFX_SPARSE_MG_RANKS", "1") != "0"  # level 1's key order by ranks, not a sort
 assert BRICK == 8  # unk_classify reads a cell's parity from its brick-local coordinates
-SCAN = os.environ.get("VOXFX_SPARSE_PRESSURE_SCAN", "kernel")  # inclusive_scan: "kernel" or "cupy"
+# inclusive_scan: "lookback" (default; scan_lookback: one launch, a single pass with decoupled
+# look-back), "kernel" (scan_tile_sums + scan_tiles: two launches) or "cupy"; the same integers.
+SCAN = os.environ.get("VOXFX_SPARSE_PRESSURE_SCAN", "lookback")
 _SCAN_TILES = 1024  # at most this many tiles a row: scan_tiles sums the earlier ones per block
+_LOOKBACK_WORDS = 4 * _SCAN_TILES  # scan_lookback's status words (rows × tiles at most; more: two launches)
+_lookback = {}  # (device, stream) → (status words, ctrl): scan_lookback's state between launches
 # Coarse levels from the first whose finer level's bound is at most this many cells: all in
 # one block (mgs_tail_levels), the rest launch by launch; 0: every level launch by launch.
 TAIL_BOUND = int(os.environ.get("VOXFX_SPARSE_MG_SETUP_TAIL", "16384"))
 _TAIL_THREADS = 1024
+# The workspace's coarse levels from 2 on (``sparse_pressure_workspace_levels``): the
+# restriction table as the prolongation's transpose ("scatter", the default: down filled with
+# the sentinel with the level's tables, then each fine unknown writes itself where its up
+# column names a coarse unknown: mgs_level_tables_down, mgs_prolong_restrict,
+# mgs_tail_levels_scatter; 8 writes a fine unknown instead of 64 key searches a coarse one, one
+# launch fewer a level) or by the searches ("search": mgs_restrict_table, in the tail
+# restrict_column). The same integers (host harness against the NumPy VCycle, GPU test). 8M
+# dam break on an H100 (4,411 bricks, alternating each substep in one process, 14 CG
+# iterations, max |Δp| = 0): the tables' kernels (restriction, prolongation, level tables,
+# tail) 0.392 → 0.219 ms a solve, 42 → 40 launches, the pressure stage 5.92 → 5.58 ms and the
+# substep 10.27 → 9.91 ms (medians of 8). ``build``'s fresh arrays keep the searches.
+RESTRICT = os.environ.get("VOXFX_SPARSE_MG_RESTRICT", "scatter")
 _NO_SPAN = -(2 ** 31 - 1)
 _WIDEN_BLOCKS = 264  # grid of the kernels that widen a span or box (grid-stride: 6 atomics a thread)
 
@@ -100,7 +122,9 @@ def inclusive_scan(a, out=None, sums=None):
     caller keeps them (``sparse_pressure_workspace``), else new arrays."""
     import cupy as cp
 
-    if SCAN != "kernel" or a.dtype != cp.int32 or a.ndim not in (1, 2) or not a.flags.c_contiguous:
+    if SCAN not in ("kernel", "lookback") or a.dtype != cp.int32 or a.ndim not in (1, 2) or not a.flags.c_contiguous:
+        if SCAN not in ("kernel", "lookback", "cupy"):
+            raise ValueError(f"VOXFX_SPARSE_PRESSURE_SCAN must be kernel, lookback or cupy, not {SCAN!r}")
         return cp.cumsum(a, axis=-1, dtype=cp.int32, out=out)
     n, rows = int(a.shape[-1]), 1 if a.ndim == 1 else int(a.shape[0])
     out = cp.empty(a.shape, cp.int32) if out is None else out
@@ -108,10 +132,26 @@ def inclusive_scan(a, out=None, sums=None):
         return out
     tile = scan_tile(n)
     grid = (-(-n // tile), rows)
+    if SCAN == "lookback" and grid[0] * rows <= _LOOKBACK_WORDS:
+        status, ctrl = lookback_state(cp)
+        _S.launch_grid("scan_lookback", (grid[0] * rows,), (THREADS,), (a, np.int32(n), np.int32(tile),
+                                                                        np.int32(grid[0]), status, ctrl, out))
+        return out
     sums = cp.empty(grid[0] * rows, cp.int32) if sums is None else sums
-    _K.launch_grid("scan_tile_sums", grid, (THREADS,), (a, np.int32(n), np.int32(tile), sums))
-    _K.launch_grid("scan_tiles", grid, (THREADS,), (a, np.int32(n), np.int32(tile), sums, out))
+    _S.launch_grid("scan_tile_sums", grid, (THREADS,), (a, np.int32(n), np.int32(tile), sums))
+    _S.launch_grid("scan_tiles", grid, (THREADS,), (a, np.int32(n), np.int32(tile), sums, out))
     return out
+
+
+def lookback_state(cp):
+    """scan_lookback's status words (zeroed once) and ctrl (epoch 1, ticket 0, done 0) for the
+    current device and stream: kept, each launch leaves them ready for the next (the kernel's
+    notes); launches on one stream run in turn, so they never share a ticket counter."""
+    key = (cp.cuda.Device().id, cp.cuda.get_current_stream().ptr)
+    state = _lookback.get(key)
+    if state is None:
+        state = _lookback[key] = (cp.zeros(_LOOKBACK_WORDS, cp.uint64), cp.asarray(np.array([1, 0, 0], np.uint32)))
+    return state
 
 
 def level_bounds(n0) -> list:

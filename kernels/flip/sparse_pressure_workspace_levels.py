@@ -6,7 +6,9 @@ C_l: each level's kernels launched with bound C_l − 1 so that every row is C_l
 solver's stride (the kernels read their counts from the device and pad past them: the same
 integers as ``build``'s). ``sparse_pressure_workspace.unknowns`` (ahead of its host read) or
 ``build`` (after it) calls ``_launch_levels``; the sizes land in ``Workspace.cnt`` and
-``span``.
+``span``. From level 2 on the restriction tables are the prolongations' transposes
+(``sparse_pressure_setup.RESTRICT`` "scatter", the default: no key searches, one launch fewer
+a level; "search": mgs_restrict_table's searches, as ``build``'s).
 """
 
 from __future__ import annotations
@@ -40,15 +42,21 @@ def _ints(values):
     return tuple(np.int32(v) for v in values)
 
 
-def _level_tables(t, base, cnt, k, sums):
-    """``sparse_pressure_setup._level_tables`` on level buffers *t* with bound *k*."""
+def _level_tables(t, base, cnt, k, sums, fcnt=None):
+    """``sparse_pressure_setup._level_tables`` on level buffers *t* with bound *k*; with
+    *fcnt* (the finer level's sizes: ``RESTRICT`` "scatter") down filled with its sentinel too."""
     K = setup._K
     K.launch("mgs_level_cells", k, (t["keys"], t["fluid"], cnt, np.int32(k), *_ints(base), t["around"], t["diag8"],
                                     t["cls"], t["flags"]))
     setup.inclusive_scan(t["flags"], t["scans"], sums)
     K.launch("mgs_order", max(k, 1), (t["cls"], t["scans"], cnt, np.int32(k), t["position"], t["order"]))
-    K.launch("mgs_level_tables", k + 1, (t["order"], cnt, np.int32(k), t["around"], t["position"], t["diag8"],
-                                         t["keys"], t["nbr"], t["diag"], t["ukeys"]))
+    if fcnt is None:
+        K.launch("mgs_level_tables", k + 1, (t["order"], cnt, np.int32(k), t["around"], t["position"], t["diag8"],
+                                             t["keys"], t["nbr"], t["diag"], t["ukeys"]))
+    else:
+        K.launch("mgs_level_tables_down", k + 1, (t["order"], cnt, np.int32(k), t["around"], t["position"],
+                                                  t["diag8"], t["keys"], t["nbr"], t["diag"], t["ukeys"], fcnt,
+                                                  t["down"]))
 
 
 def _level1(grid, kind, base, ws, position0):
@@ -98,11 +106,16 @@ def _coarse_level(level, fine, ws):
     scan = setup.inclusive_scan(t["take"], t["scan"], ws.sums)
     K.launch("mgs_parents", max(fk, 1), (tf["keys"], t["flag"], scan, cnt[f], np.int32(fk), *_ints(fbase),
                                          *_ints(cbase), np.int32(k), t["keys"], t["fluid"], cnt[level]))
-    _level_tables(t, cbase, cnt[level], k, ws.sums)
-    K.launch("mgs_prolong_table", cf, (tf["ukeys"], cnt[f], np.int32(cf), *_ints(fbase), t["keys"], cnt[level],
-                                       t["position"], *_ints(cbase), t["up"]))
-    K.launch("mgs_restrict_table", c, (t["ukeys"], cnt[level], np.int32(c), *_ints(cbase), tf["keys"], cnt[f],
-                                       tf["position"], *_ints(fbase), t["down"]))
+    if _scatter():  # down as up's transpose: no searches, one launch fewer
+        _level_tables(t, cbase, cnt[level], k, ws.sums, fcnt=cnt[f])
+        K.launch("mgs_prolong_restrict", cf, (tf["ukeys"], cnt[f], np.int32(cf), *_ints(fbase), t["keys"], cnt[level],
+                                              t["position"], *_ints(cbase), t["up"], np.int32(c), t["down"]))
+    else:
+        _level_tables(t, cbase, cnt[level], k, ws.sums)
+        K.launch("mgs_prolong_table", cf, (tf["ukeys"], cnt[f], np.int32(cf), *_ints(fbase), t["keys"], cnt[level],
+                                           t["position"], *_ints(cbase), t["up"]))
+        K.launch("mgs_restrict_table", c, (t["ukeys"], cnt[level], np.int32(c), *_ints(cbase), tf["keys"], cnt[f],
+                                           tf["position"], *_ints(fbase), t["down"]))
     setup._widening(K, "mgs_key_span", k, (t["ukeys"], cnt[level], span[level]))
     return level, cbase
 
@@ -122,6 +135,17 @@ def _tail(first, fine, ws):
         rec[level, -5:] = [ws.caps[level] - 1, *base, ws.caps[level]]
     ws.rec.set(rec)
     sizes = ws.sizes[:10 * count]
-    setup._K.launch_grid("mgs_tail_levels", (1,), (setup._TAIL_THREADS,), (ws.rec, np.int32(first), np.int32(count),
-                                                                           sizes[:4 * count], sizes[4 * count:]))
+    if _scatter():
+        setup._K.launch_grid("mgs_tail_levels_scatter", (1,), (setup._TAIL_THREADS,),
+                             (ws.rec, np.int32(first), np.int32(count), sizes[:4 * count], sizes[4 * count:]))
+    else:
+        setup._K.launch_grid("mgs_tail_levels", (1,), (setup._TAIL_THREADS,),
+                             (ws.rec, np.int32(first), np.int32(count), sizes[:4 * count], sizes[4 * count:]))
+
+
+def _scatter() -> bool:
+    """``sparse_pressure_setup.RESTRICT``: the restriction as the prolongation's transpose."""
+    if setup.RESTRICT not in ("search", "scatter"):
+        raise ValueError(f"VOXFX_SPARSE_MG_RESTRICT must be search or scatter, not {setup.RESTRICT!r}")
+    return setup.RESTRICT == "scatter"
 

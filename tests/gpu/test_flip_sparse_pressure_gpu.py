@@ -62,19 +62,21 @@ def test_gpu_sparse_pressure_matches_cpu_for_every_preconditioner(preconditioner
     assert np.abs(dg).max() * spec.voxel_size <= 1e-3 * max(1.0, float(np.abs(vel).max()))
 
 
-@pytest.mark.parametrize("setup", ["host", "device", "device:0", "device:4000", "device:1000000000", "device:cupy"])
+@pytest.mark.parametrize("setup", ["host", "device", "device:0", "device:4000", "device:1000000000", "device:cupy",
+                                   "device:kernel"])
 def test_gpu_multigrid_tables_and_unknowns_are_the_cpus(monkeypatch, setup):
     """Unknowns and TableKernels ("host"), sparse_pressure_setup ("device": level 0's
     unknowns by one classification kernel and a scan, the coarser levels' sizes on the
     device; the coarse levels in mgs_tail_levels' one block from the first whose finer
     level's bound is at most TAIL_BOUND: the default, ":0" none, ":4000" from a coarser
-    level, ":1000000000" every level; ":cupy" the scans by cupy.cumsum)."""
+    level, ":1000000000" every level; ":cupy" the scans by cupy.cumsum, ":kernel" by two
+    launches, not the default look-back)."""
     import cupy
 
     setup, _, option = setup.partition(":")
     monkeypatch.setattr(sparse_pressure_setup, "SETUP", setup)
-    if option == "cupy":
-        monkeypatch.setattr(sparse_pressure_setup, "SCAN", "cupy")
+    if option in ("cupy", "kernel"):
+        monkeypatch.setattr(sparse_pressure_setup, "SCAN", option)
     elif option:
         monkeypatch.setattr(sparse_pressure_setup, "TAIL_BOUND", int(option))
     rng = np.random.default_rng()
@@ -300,13 +302,13 @@ def test_gpu_project_kernel_gives_the_cpus_faces_bit_for_bit(monkeypatch):
 @pytest.mark.parametrize("rows, n", [(1, 1), (1, 300), (2, 70001), (3, 1_800_001)])
 def test_gpu_scan_kernels_equal_cumsum(monkeypatch, rows, n):
     """sparse_pressure_setup.inclusive_scan (SCAN "kernel": two launches, 256-thread block
-    scans) equals NumPy's cumsum per row, and cupy.cumsum ("cupy")."""
+    scans; "lookback": one) equals NumPy's cumsum per row, and cupy.cumsum ("cupy")."""
     import cupy
 
     rng = np.random.default_rng()
     a = rng.integers(0, 2, (rows, n)).astype(np.int32)
     want = np.cumsum(a, axis=1)
-    for mode in ("kernel", "cupy"):
+    for mode in ("kernel", "lookback", "cupy"):
         monkeypatch.setattr(sparse_pressure_setup, "SCAN", mode)
         d = cupy.asarray(a if rows > 1 else a[0])
         got = host(sparse_pressure_setup.inclusive_scan(d))

@@ -259,7 +259,8 @@ def test_every_setup_launch_names_a_kernel_of_its_module_with_its_arguments():
     """Each launch in sparse_pressure_setup.py, sparse_pressure_workspace.py and
     sparse_pressure_workspace_levels.py (``_K`` or ``K``: flip_sparse_pressure_setup.cu, ``_B``
     or ``B``: flip_sparse_pressure_bricks.cu, directly or through ``_widening``) names a kernel of
-    that module's source and passes as many arguments as the kernel takes (``*_ints(base)``: 3):
+    that module's source (``_S``: flip_sparse_pressure_scan.cu) and passes as many arguments as the
+    kernel takes (``*_ints(base)``: 3):
     a wrong module or a missing argument fails here, not on the device."""
     import ast
     from pathlib import Path
@@ -269,7 +270,7 @@ def test_every_setup_launch_names_a_kernel_of_its_module_with_its_arguments():
     from voxfx.kernels.flip import sparse_pressure_workspace, sparse_pressure_workspace_levels
 
     params = {name: _kernel_params((backend.CUDA_DIR / k.filename).read_text())
-              for name, k in (("K", setup._K), ("B", setup._B))}
+              for name, k in (("K", setup._K), ("B", setup._B), ("S", setup._S))}
 
     def module(node):  # _K, setup._K or K (the workspace's alias) → "K"
         name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
@@ -296,7 +297,8 @@ def test_every_setup_launch_names_a_kernel_of_its_module_with_its_arguments():
             seen[source].add(name)
     assert {"mgb_coarsen", "mgb_parents", "mgb_sorted", "mgb_segment_counts", "mgb_ranked", "mgb_prolong",
             "mgb_restrict", "mgb_unknown_span", "unk_classify", "mgs_level_cells",
-            "mgs_tail_levels"} <= seen[setup.__file__]
+            "mgs_tail_levels", "scan_tile_sums", "scan_tiles", "scan_lookback"} <= seen[setup.__file__]
     assert {"mgb_ranked", "mgs_parents", "mgs_coarsen", "mgs_prolong_table", "mgs_restrict_table", "unk_order",
-            "unk_tables_strided", "mgs_tail_levels"} <= (seen[sparse_pressure_workspace.__file__]
+            "unk_tables_strided", "mgs_tail_levels", "mgs_level_tables_down", "mgs_prolong_restrict",
+            "mgs_tail_levels_scatter"} <= (seen[sparse_pressure_workspace.__file__]
                                                          | seen[sparse_pressure_workspace_levels.__file__])

@@ -287,6 +287,36 @@ def tables_device(tmp_path_factory):
     return _build(tmp_path_factory, with_defines(SETUP, setup_kernels))
 
 
+def scatter_driver(text):
+    """A set-up driver (SETUP's text) with the restriction as the prolongation's transpose
+    (sparse_pressure_setup.RESTRICT "scatter", as sparse_pressure_workspace_levels launches
+    it): mgs_level_tables_down fills down with the level's tables, mgs_prolong_restrict
+    writes it with up, mgs_tail_levels_scatter in the tail."""
+    import re
+
+    swaps = (  # (a launch's pattern, up to its ");"), its replacement
+        (r"ONE_PER_ITEM\(nb \+ 1, mgs_level_tables\(.*?\)\);",
+         "B.down.assign(64 * (size_t)(nb + 1), -7);  // cc − 4: the finer level's sizes (cnt rows in turn)\n"
+         "    ONE_PER_ITEM(nb + 1, mgs_level_tables_down(order.data(), cc, nb, around.data(), c.position.data(), "
+         "diag8.data(), c.keys.data(), B.nbr.data(), B.diag.data(), cukeys.data(), cc - 4, B.down.data()));"),
+        (r"ONE_PER_ITEM\(stride, mgs_prolong_table\(.*?\)\);\s*B\.down\.assign\(.*?\);\s*"
+         r"ONE_PER_ITEM\(nb \+ 1, mgs_restrict_table\(.*?\)\);",
+         "ONE_PER_ITEM(stride, mgs_prolong_restrict(ukeys.data(), fc, stride, f.bx, f.by, f.bz, c.keys.data(), cc, "
+         "c.position.data(), c.bx, c.by, c.bz, B.up.data(), nb + 1, B.down.data()));"),
+        (r"mgs_tail_levels\(rec\.data\(\)", "mgs_tail_levels_scatter(rec.data()"))
+    for pattern, new in swaps:
+        text, count = re.subn(pattern, lambda _, new=new: new, text, flags=re.S)
+        assert count == 1, pattern
+    return text
+
+
+@pytest.fixture(scope="module")
+def tables_scatter(tmp_path_factory):
+    from voxfx.kernels.flip.sparse_pressure_setup import _K as setup_kernels
+
+    return _build(tmp_path_factory, with_defines(scatter_driver(SETUP), setup_kernels))
+
+
 # Input: size, kind (size), nbr (6 × size), the size / 512 bricks' active flags, their brick
 # coordinates (3 each: grid.slot_coords). Output: m_red m n_set, the set's box (min i j k, max i j k), the m
 # cells, the size positions, nbr (6 × (m + 1)), diag (m + 1, hex), the n_set set cells:
@@ -348,15 +378,18 @@ def unknowns_device(tmp_path_factory):
     return _build(tmp_path_factory, with_defines(UNKNOWNS, setup_kernels, ["#include <algorithm>"]))
 
 
-@pytest.mark.parametrize("setup", ["host", "device", "tail1", "tail2"])
+@pytest.mark.parametrize("setup", ["host", "device", "tail1", "tail2", "scatter", "scatter-tail1", "scatter-tail2"])
 @pytest.mark.parametrize("scene", ["tank", "sealed", "sheet"])
 def test_multigrid_table_kernels_build_the_numpy_tables(request, scene, setup):
     """mg_coarsen … mg_restrict_table, launched as TableKernels launches them ("host"),
     and mgs_coarsen … mgs_key_span with the sizes on the device as sparse_pressure_setup
-    launches them ("device"; "tailL": levels from L on in mgs_tail_levels' one launch) give
+    launches them ("device"; "tailL": levels from L on in mgs_tail_levels' one launch;
+    "scatter…": the restriction as the prolongation's transpose, RESTRICT "scatter") give
     every level's m, m_red, nbr, diag, up and down of TableBuilder exactly, and the same
     number of levels."""
-    tables = request.getfixturevalue("tables" if setup == "host" else "tables_device")
+    fixture = {"host": "tables", "scatter": "tables_scatter"}.get(setup.split("-")[0], "tables_device")
+    tables = request.getfixturevalue(fixture)
+    setup = setup.split("-")[-1]
     g = _tank()
     if scene == "sealed":  # fluid up to the lid: one pinned cell, deep hierarchy
         g["cell"] = np.where(g.active() & (g["cell"] != 2), np.uint8(FLUID), g["cell"]).astype(np.uint8)
@@ -450,7 +483,7 @@ def test_device_unknowns_are_the_numpy_unknowns(unknowns_device, scene):
 
 # Input: rows n tile, then rows × n ints. Output: their inclusive scans along each row by
 # scan_tile_sums + scan_tiles (sparse_pressure_setup.inclusive_scan), rows × n.
-SCAN = SETUP.split("typedef long long ll;")[0] + r"""
+SCAN = SETUP.split("typedef long long ll;")[0].replace("_setup.cu", "_scan.cu") + r"""
 static void grid_launch(unsigned tiles, unsigned rows, void (*call)(void)) {
     h_dim.x = 1; h_thread.x = 0; h_grid.x = tiles; h_grid.y = rows;
     for (unsigned r = 0; r < rows; ++r) for (unsigned t = 0; t < tiles; ++t) { h_block.x = t; h_block.y = r; call(); }
@@ -500,3 +533,55 @@ def test_scan_tiles_are_wide_enough_for_every_row():
     for n in (1, 2048, 10 ** 6, 2 ** 31 - 1):
         tile = setup.scan_tile(n)
         assert tile % THREADS == 0 and tile >= 8 * THREADS and -(-n // tile) <= setup._SCAN_TILES
+
+
+# Input: rows n tile epoch, then rows × n ints, twice (two launches in turn). Output: per launch
+# the rows × n inclusive scans by scan_lookback (sparse_pressure_setup.SCAN "lookback"), then
+# ctrl after both (epoch, ticket, done). One-thread blocks run in ticket order here, so each
+# tile finds its predecessor's prefix; the look-back over aggregates runs in tests/gpu.
+SCAN_LOOKBACK = SCAN.split("static void grid_launch")[0] + r"""
+int main() {
+    int rows, n, tile;
+    unsigned epoch;
+    if (scanf("%d %d %d %u", &rows, &n, &tile, &epoch) != 4) return 1;
+    const unsigned tiles = (unsigned)((n + tile - 1) / tile);
+    std::vector<unsigned long long> status((size_t)rows * tiles, 0);
+    unsigned ctrl[3] = {epoch, 0, 0};
+    for (int launch = 0; launch < 2; ++launch) {
+        std::vector<int> in((size_t)rows * n), out((size_t)rows * n, -7);
+        for (auto& v : in) scanf("%d", &v);
+        h_dim.x = 1; h_thread.x = 0; h_grid.x = rows * tiles; h_grid.y = 1;
+        for (unsigned b = 0; b < rows * tiles; ++b) {
+            h_block.x = b;
+            scan_lookback(in.data(), n, tile, (int)tiles, status.data(), ctrl, out.data());
+        }
+        for (int v : out) printf("%d\n", v);
+    }
+    printf("%u %u %u\n", ctrl[0], ctrl[1], ctrl[2]);
+    return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def lookback_device(tmp_path_factory):
+    from voxfx.kernels.flip.sparse_pressure_setup import _K as setup_kernels
+
+    return _build(tmp_path_factory, with_defines(SCAN_LOOKBACK, setup_kernels, ["#include <algorithm>"]))
+
+
+@pytest.mark.parametrize("rows, n, tile, epoch", [(1, 1, 4, 1), (3, 1000, 7, 5), (2, 4096, 2048, 1),
+                                                  (1, 517, 1000, 2 ** 31 - 1), (3, 70, 8, 9)])
+def test_lookback_scan_gives_the_cumulative_sums_and_readies_the_next_launch(lookback_device, rows, n, tile, epoch):
+    """scan_lookback, launched twice on fresh rows (the second on the status words the first
+    left): each launch equals np.cumsum per row, and ctrl ends with the ticket and done count
+    back at 0 and the epoch moved on twice (past 2^31 − 1 it wraps to 1, never 0)."""
+    rng = np.random.default_rng(n + rows)
+    a = [rng.integers(0, 4, (rows, n)).astype(np.int32) for _ in range(2)]
+    text = lookback_device.raw([f"{rows} {n} {tile} {epoch}", *map(str, a[0].ravel()), *map(str, a[1].ravel())])
+    values = np.array(text.split(), np.int64)
+    for k in range(2):
+        got = values[k * rows * n:(k + 1) * rows * n].reshape(rows, n)
+        assert np.array_equal(got, np.cumsum(a[k], axis=1)), k
+    step = lambda e: 1 if e == 2 ** 31 - 1 else e + 1  # noqa: E731
+    assert list(values[2 * rows * n:]) == [step(step(epoch)), 0, 0]

@@ -46,6 +46,17 @@ __device__ __forceinline__ unsigned int warp_ballot(bool flag)
     return __ballot_sync(0xFFFFFFFFu, flag);
 }
 
+// Whether every lane of the warp has flag set (all 32 lanes present); on the host (a
+// harness's one-thread "warp") the one lane's flag.
+__device__ __forceinline__ bool warp_all(bool flag)
+{
+#ifdef __CUDA_ARCH__
+    return __all_sync(0xFFFFFFFFu, flag);
+#else
+    return flag;
+#endif
+}
+
 // *count += the number of lanes of the warp with flag set: one atomic per warp (none when
 // no lane has it).
 template <class T>
