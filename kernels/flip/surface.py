@@ -130,7 +130,7 @@ def particle_level_set(pos, spec: GridSpec, radius, kernel_radius=None, xp=None,
         for _ in range(smooth_iterations):
             phi = _smooth_cpu(phi, spec, band)
         return phi
-    if level_set_mode() == "bricks":
+    if level_set_mode() != "legacy":  # bricks, lean
         return _bricks_gpu(_shape_checked(xp.asarray(pos), xp), radii if scalar else xp.asarray(radii), spec, R,
                            band, smooth_iterations)
     pos = _positions(xp.asarray(pos), xp)
@@ -184,7 +184,7 @@ def closed_level_set(pos, spec: GridSpec, radius, kernel_radius=None, xp=None, s
     R = float(KERNEL_PER_RADIUS * r_max if kernel_radius is None else kernel_radius)
     h = float(spec.voxel_size)
     band = BAND_VOXELS * h if band is None else float(band)
-    if xp is not np and level_set_mode() == "bricks":  # images, level set and cut in the kernels
+    if xp is not np and level_set_mode() != "legacy":  # images, level set and cut in the kernels
         if not (math.isfinite(R) and R > 0.0):
             raise InputError(f"the surface kernel radius must be a positive number of metres, not {kernel_radius!r}")
         if not (math.isfinite(band) and band > 0.0):

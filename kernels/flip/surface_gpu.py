@@ -17,15 +17,17 @@ from .. import backend
 from ..errors import InputError
 from ..grid import GridSpec
 from ..grid.launch import Kernels
+from . import sparse_gpu
 from .surface import FLAT_GRADIENT, SMOOTH_STEP, _non_finite
 
 _CU = "flip_surface.cu"
 _OPTIONS = ("--fmad=false",)  # node positions and offsets round as NumPy's: same particles per node
 _THREADS = 256
 CELLS_PER_RADIUS = 2  # GPU binning cells per kernel radius: finer cells test fewer particles per node
-LEVEL_SET_MODES = ("bricks", "legacy")  # GPU level set (module text); VOXFX_LEVEL_SET picks, default the first
+LEVEL_SET_MODES = ("bricks", "lean", "legacy")  # GPU level set (module text); VOXFX_LEVEL_SET picks, default the first
 TILE = (32, 4, 4)  # "bricks": nodes of a node tile along x, y, z (a block; a warp is a row of 32 along x)
 SORT_CELL_MAX = 1024  # "bricks": a binning cell with more points than this is ordered by a sort of its points
+COMBOS = 27  # a particle and its images (flip_surface.cu's COMBOS): tags combo·n + p below COMBOS·n
 PROFILE = None  # a list: the GPU level set appends (stage, CUDA event) as each stage is queued (benches)
 
 
@@ -126,6 +128,15 @@ def _level_set_gpu(pos, radii, spec, R, band, smooth_iterations):
     return phi
 
 
+def _gather_kernel(R) -> str:
+    """The node gather of the bricks ways: "lean"'s (``particle_level_set_lean``, the same φ
+    bit for bit) where its quotient step holds, R² in [2⁻⁶⁰, 2⁶⁰] (flip_surface.cu), else
+    "bricks"' own."""
+    R2 = float(np.float32(R) * np.float32(R))
+    lean = level_set_mode() == "lean" and 2.0 ** -60 <= R2 <= 2.0 ** 60
+    return "particle_level_set_lean" if lean else "particle_level_set_bricks"
+
+
 def _order_crowded(packed, tags, starts, ordered, cp):
     """``surface_order_cells`` for the cells of more than ``SORT_CELL_MAX`` points, which it
     leaves alone: their points (contiguous per cell, any order within it) go to
@@ -171,31 +182,39 @@ def _bricks_gpu(pos, radii, spec, R, band, smooth_iterations, walls=None, reach=
         lo, hi = [f32(0)] * 3, [f32(0)] * 3
     wall_args = (i32(walls is not None), *lo, *hi, f32(reach))
     cell_args = (f32(cox), f32(coy), f32(coz), f32(1.0 / edge), i32(cx), i32(cy), i32(cz))
+    lean = level_set_mode() == "lean" and COMBOS * n <= 2 ** 32  # 32-bit tags (module text)
     # 1. Count the particles and their images per binning cell; the non-finite ones.
-    counts = cp.zeros(n_cells, cp.int32)
+    counts = cp.zeros(n_cells + lean, cp.int32)  # lean: one more, the scan's total
     bad = cp.zeros(1, cp.int32)
-    _K.launch("surface_count", n, (pos, np.int64(n), *wall_args, *cell_args, counts, bad))
+    _K.launch("surface_count_lean" if lean else "surface_count", n, (pos, np.int64(n), *wall_args, *cell_args, counts,
+                                                                     bad))
     _mark("count")
     # 2. Cell starts: an exclusive scan; the one host read (points, non-finite, fullest cell).
-    starts = cp.empty(n_cells + 1, cp.int32)
-    starts[0] = 0
-    starts[1:] = cp.cumsum(counts, dtype=cp.int32)
-    points, bad, fullest = (int(v) for v in cp.concatenate([starts[-1:], bad, counts.max(keepdims=True)]).get())
+    if lean:  # the sparse solver's two-launch scan, which gives the fullest cell too
+        bounds = cp.zeros(2, cp.uint32)
+        starts = sparse_gpu.scan_counts(cp, counts, n_cells, bounds)
+        fullest = bounds[1:].view(cp.int32)
+    else:
+        starts = cp.empty(n_cells + 1, cp.int32)
+        starts[0] = 0
+        starts[1:] = cp.cumsum(counts, dtype=cp.int32)
+        fullest = counts.max(keepdims=True)
+    points, bad, fullest = (int(v) for v in cp.concatenate([starts[-1:], bad, fullest]).get())
     _mark("scan + read")
     if bad:
         raise _non_finite(bad)
     # 3. Place them in their cells (any order within a cell), then each cell in tag order.
     packed = cp.empty((points, 4), cp.float32)
-    tags = cp.empty(points, cp.int64)
+    tags = cp.empty(points, cp.uint32 if lean else cp.int64)
     counts.fill(0)
     radii = cp.full(1, radii, cp.float32) if scalar else cp.ascontiguousarray(radii, dtype=cp.float32)
-    _K.launch("surface_place", n, (pos, radii, i32(0 if scalar else 1), np.int64(n), *wall_args, *cell_args, starts,
-                                   counts, packed, tags))
+    _K.launch("surface_place_lean" if lean else "surface_place", n, (
+        pos, radii, i32(0 if scalar else 1), np.int64(n), *wall_args, *cell_args, starts, counts, packed, tags))
     del counts
     _mark("place")
     ordered = cp.empty_like(packed)
-    _K.launch("surface_order_cells", points, (packed, tags, starts, np.int64(points), *cell_args, i32(SORT_CELL_MAX),
-                                              ordered))
+    _K.launch("surface_order_cells_lean" if lean else "surface_order_cells", points, (
+        packed, tags, starts, np.int64(points), *cell_args, i32(SORT_CELL_MAX), ordered))
     if fullest > SORT_CELL_MAX:  # crowded cells (a splash piled into a corner): sorted apart
         _order_crowded(packed, tags, starts, ordered, cp)
     packed = ordered
@@ -210,7 +229,7 @@ def _bricks_gpu(pos, radii, spec, R, band, smooth_iterations, walls=None, reach=
     _mark("mark bricks")
     phi = cp.empty(spec.array_shape, dtype=cp.float32)
     if phi.size:
-        _K.launch_grid("particle_level_set_bricks", (active.size,), (int(np.prod(TILE)),), (
+        _K.launch_grid(_gather_kernel(R), (active.size,), (int(np.prod(TILE)),), (
             packed, starts, active, i32(nb[0]), i32(nb[1]), *grid_args, *cell_args, f32(R), f32(band), phi))
     del packed, starts
     _mark("gather")

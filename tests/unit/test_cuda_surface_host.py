@@ -6,41 +6,32 @@ sort, cells put in tag order, the gather over the marked node bricks only, smoot
 box cut) and "legacy" (keys, a stable sort, cell starts by binary search, the gather over
 every node, smoothing; its images from ``mirror_at_walls`` and its cut ``box_distance``,
 as surface.py's array code). The two agree to the bit, and both agree with the NumPy
-reference (``closed_level_set`` / ``particle_level_set``) to float32 accuracy; the device
-comparison is tests/gpu/test_flip_surface_gpu.py and test_flip_closed_surface_gpu.py."""
+reference (``closed_level_set`` / ``particle_level_set``) to float32 accuracy; "lean" (the
+count and placement grouped by warp — one lane a warp on the host —, 32-bit tags, the
+branch-free gather with its three-operation quotient) gives the bricks way's cell starts
+and gather bit for bit. The device comparison is tests/gpu/test_flip_surface_gpu.py,
+test_flip_closed_surface_gpu.py and test_flip_surface_bricks_gpu.py."""
 
 
 import numpy as np
 import pytest
 
 from tests.unit.test_flip_surface import seeded_ball
+from tests.cuda_host import STUBS
 from tests.unit.test_cuda_exact import _build
 from voxfx.kernels.flip import surface, surface_gpu
 from voxfx.kernels.flip.surface import (box_distance, closed_level_set, mirror_at_walls, particle_level_set,
                                         surface_grid, surface_radii)
 from voxfx.kernels.grid import GridSpec
 
-# Input: walls smooth radius_stride; lo (3) hi (3) reach; nx ny nz; ox oy oz h; cox coy coz
+# Input: 0 walls smooth radius_stride; lo (3) hi (3) reach; nx ny nz; ox oy oz h; cox coy coz
 # inv_edge; cx cy cz; R band step flat (%a); n, pos (3n), radii (n or 1); the legacy list m,
 # points (3m), radii (m or 1). Output: bricks phi (cut when walls), legacy phi (uncut), the
-# non-finite count, the active bricks.
-HARNESS = r"""
-#include <algorithm>
-#include <cmath>
-#include <cstdio>
-#include <numeric>
-#include <vector>
-#undef __device__
-#define __device__ __attribute__((host))
-#define __global__
-struct HostDim { unsigned x, y, z; };
-static HostDim h_block, h_dim, h_thread;
-#define blockIdx h_block
-#define blockDim h_dim
-#define threadIdx h_thread
-template <typename T> T plain_add(T* p, T v) { T o = *p; *p = o + v; return o; }
-#define atomicAdd plain_add
-using std::isfinite;
+# non-finite count, 1 where the lean way's starts and gather are the bricks way's bits, the
+# active bricks. Or "1 b e m0 n" (quotients()): quotient_mismatches' count.
+HARNESS = STUBS + r"""
+static float host_int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }
+#define __int_as_float host_int_as_float
 #include "flip_surface.cu"
 typedef long long ll;
 static void at(ll i) { h_block.x = (unsigned)i; h_dim.x = 1; h_thread.x = 0; }
@@ -55,7 +46,18 @@ static void smooth(std::vector<float>& phi, int nx, int ny, int nz, float step, 
         phi.swap(other);
     }
 }
+// Input "1 b e m0 n": quotient_mismatches over n mantissas from m0 at exponent e; prints the count.
+static int quotients() {
+    float b = rf();
+    int e = ri(), m0 = ri();
+    ll n; scanf("%lld", &n);
+    unsigned long long bad = 0;
+    LAUNCH(n, quotient_mismatches(b, e, m0, n, &bad));
+    printf("%llu\n", bad);
+    return 0;
+}
 int main() {
+    if (ri() == 1) return quotients();
     int walls = ri(), times = ri(), stride = ri();
     float lox = rf(), loy = rf(), loz = rf(), hix = rf(), hiy = rf(), hiz = rf(), reach = rf();
     int nx = ri(), ny = ri(), nz = ri();
@@ -99,6 +101,28 @@ int main() {
             particle_level_set_bricks(packed.data(), starts.data(), active.data(), nbx, nby, nx, ny, nz, ox, oy, oz,
                                       h, cox, coy, coz, inv_edge, cx, cy, cz, R, band, phi.data());
         }
+    // lean: grouped count and place, 32-bit tags, the branch-free gather (before smoothing)
+    std::vector<int> lcounts(cells + 1, 0), lstarts_(cells + 1, 0), lbad(1, 0);
+    LAUNCH(n, surface_count_lean(pos.data(), n, walls, lox, loy, loz, hix, hiy, hiz, reach, cox, coy, coz, inv_edge,
+                                 cx, cy, cz, lcounts.data(), lbad.data()));
+    std::partial_sum(lcounts.begin(), lcounts.end() - 1, lstarts_.begin() + 1);
+    std::vector<float4> lpk(lstarts_[cells]), lord(lstarts_[cells]);
+    std::vector<unsigned> ltags(lstarts_[cells]);
+    std::fill(lcounts.begin(), lcounts.end(), 0);
+    LAUNCH(n, surface_place_lean(pos.data(), radii.data(), stride, n, walls, lox, loy, loz, hix, hiy, hiz, reach, cox,
+                                 coy, coz, inv_edge, cx, cy, cz, lstarts_.data(), lcounts.data(), lpk.data(),
+                                 ltags.data()));
+    LAUNCH(lpk.size(), surface_order_cells_lean(lpk.data(), ltags.data(), lstarts_.data(), (ll)lpk.size(), cox, coy,
+                                                coz, inv_edge, cx, cy, cz, 1 << 30, lord.data()));
+    std::vector<float> lean(V, NAN);
+    for (ll b = 0; b < (ll)active.size(); ++b)
+        for (unsigned t = 0; t < TILE_X * TILE_Y * TILE_Z; ++t) {
+            h_block.x = (unsigned)b; h_dim.x = TILE_X * TILE_Y * TILE_Z; h_thread.x = t;
+            particle_level_set_lean(lord.data(), lstarts_.data(), active.data(), nbx, nby, nx, ny, nz, ox, oy, oz, h,
+                                    cox, coy, coz, inv_edge, cx, cy, cz, R, band, lean.data());
+        }
+    // phi: the bricks gather, not yet smoothed
+    int lean_same = lbad[0] == bad[0] && lstarts_ == starts && !std::memcmp(lean.data(), phi.data(), 4 * V);
     std::vector<unsigned char> near(active.size());
     LAUNCH(active.size(), dilate_bricks(active.data(), nbx, nby, nbz, near.data()));
     if (times > std::min(TILE_X, std::min(TILE_Y, TILE_Z))) std::fill(near.begin(), near.end(), 1);
@@ -136,6 +160,7 @@ int main() {
     pf(phi);
     pf(legacy);
     printf("%d\n", bad[0]);
+    printf("%d\n", lean_same);
     for (auto a : active) printf("%d\n", (int)a);
     return 0;
 }
@@ -173,7 +198,7 @@ def host_level_sets(run, pos, radii, grid, R, band, smooth, walls=None):
     stride = int(np.ndim(radii) > 0)
     nx, ny, nz = grid.shape
     text = "\n".join([
-        f"{int(walls is not None)} {smooth} {stride}", _hex(lo + hi + [f(R + h if walls is not None else 0.0)]),
+        f"0 {int(walls is not None)} {smooth} {stride}", _hex(lo + hi + [f(R + h if walls is not None else 0.0)]),
         f"{nx} {ny} {nz}", _hex([*grid.origin, h, cox, coy, coz, 1.0 / edge]), f"{cx} {cy} {cz}",
         _hex([R, band, surface.SMOOTH_STEP, f(surface.FLAT_GRADIENT * h) ** 2]),
         str(len(pos)), _hex(pos), _hex(np.atleast_1d(radii)), str(len(pts)), _hex(pts), _hex(np.atleast_1d(pr))])
@@ -184,7 +209,8 @@ def host_level_sets(run, pos, radii, grid, R, band, smooth, walls=None):
     if walls is not None:
         legacy = np.maximum(legacy, box_distance(grid, walls, band, np))
     bad = int(out[2 * V])
-    active = np.array([int(x) for x in out[2 * V + 1:]])
+    assert out[2 * V + 1] == "1"  # the lean way's starts and gather: the bricks way's bits
+    active = np.array([int(x) for x in out[2 * V + 2:]])
     return bricks, legacy, bad, active
 
 
@@ -271,3 +297,17 @@ def test_a_node_whose_only_particle_lies_just_inside_r_reads_its_distance(harnes
     assert bad == 0 and reference[4, 4, 4] == pytest.approx(R - r, abs=1e-6)  # one particle: |x − x_p| − r
     np.testing.assert_array_equal(bricks, legacy)
     np.testing.assert_allclose(bricks, reference, rtol=0, atol=2e-5 * R)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_lean_quotient_step_rounds_as_division_over_whole_binades(harness, seed):
+    """The lean gather's d2 / R2 in three operations (flip_surface.cu: y from 1/R2 rounded on
+    the host) equals the division in every bit for every d2 mantissa in a binade below R2
+    and one far below it (the quotient's bits repeat binade to binade), at random R2 of the
+    sizes a level set uses; the GPU test checks the device's y (rcp.approx)."""
+    rng = np.random.default_rng(seed)
+    for R2 in np.float32(2.0) ** rng.uniform(-40, 20, 2).astype(np.float32) * rng.uniform(1, 2, 2).astype(np.float32):
+        e = int(np.frexp(R2)[1]) - 1  # R2 = m·2^e with m in [1, 2)
+        for below in (1, 30):
+            out = harness(f"1 {float(R2).hex()} {e - below} 0 {1 << 23}")
+            assert out == ["0"], (R2, below)
