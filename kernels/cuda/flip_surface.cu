@@ -3,8 +3,11 @@
 //
 // Particles are binned into cells of edge max(R/2, voxel), packed in cell order as float4
 // (x, y, z, r), and every node gathers over the cells its R-sphere touches: one thread per
-// node, no atomics. Two ways to get there (surface.LEVEL_SET):
-//   "bricks" (default): the walls' mirror images made on the fly (surface_count /
+// node, no atomics. Three ways to get there (surface_gpu.LEVEL_SET_MODES):
+//   "lean" (default): "bricks" below with the particle's own point counted and placed by
+//     warp groups (surface_count_lean / surface_place_lean), 32-bit tags, and the gather
+//     branch-free with a three-operation quotient (particle_level_set_lean, node_phi_lean);
+//   "bricks": the walls' mirror images made on the fly (surface_count /
 //     surface_place), a counting sort by cell whose cells are then put in the order of a
 //     stable sort (surface_order_cells), the nodes gathered tile by tile (TILE_X × TILE_Y ×
 //     TILE_Z nodes a block) and only in the tiles some particle's R-sphere may reach
@@ -13,8 +16,8 @@
 //     last step (smooth_level_set_bricks);
 //   "legacy": bin_particles → argsort → searchsorted → pack_particles, the gather over every
 //     node (particle_level_set), images and cut as CuPy array code.
-// Both put the same particles in the same order in every cell and share the node's sum
-// (node_phi): their phi is the same to the bit.
+// All put the same particles in the same order in every cell and sum a node alike (node_phi,
+// node_phi_lean): their phi is the same to the bit.
 // Compiled with --fmad=false: node positions and particle offsets round as NumPy's, so a
 // node sums exactly the particles the CPU reference sums.
 
@@ -51,6 +54,39 @@ extern "C" __global__ void pack_particles(const float* __restrict__ pos, const f
     if (s >= n) return;
     long long p = order[s];
     packed[s] = make_float4(pos[3 * p + 0], pos[3 * p + 1], pos[3 * p + 2], radii[p * radius_stride]);
+}
+
+// The particles' bounding box for the level set's region (sparse_output.liquid_region, "lean"):
+// per axis the least and the greatest finite-or-infinite coordinate, NaN skipped (as nanmin /
+// nanmax), as order keys (ordered_key: unsigned, ordered as the floats), in one pass and one
+// host read; out = (min x, y, z, max x, y, z), min slots 0xffffffff and max slots 0 before.
+__device__ __forceinline__ unsigned int ordered_key(float f)
+{
+    unsigned int u = __float_as_uint(f);
+    return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+
+extern "C" __global__ void particle_bounds(const float* __restrict__ pos, long long n, unsigned int* __restrict__ out)
+{
+    float lo[3] = {NAN, NAN, NAN}, hi[3] = {NAN, NAN, NAN};
+    for (long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x; p < n; p += (long long)gridDim.x * blockDim.x)
+        for (int a = 0; a < 3; ++a) {
+            float x = pos[3 * p + a];
+            lo[a] = fminf(lo[a], x);  // fminf / fmaxf drop a NaN operand
+            hi[a] = fmaxf(hi[a], x);
+        }
+    for (int a = 0; a < 3; ++a) {
+        unsigned int low = isnan(lo[a]) ? 0xffffffffu : ordered_key(lo[a]);
+        unsigned int high = isnan(hi[a]) ? 0u : ordered_key(hi[a]);
+        for (int d = 16; d > 0; d >>= 1) {
+            low = min(low, __shfl_xor_sync(0xffffffffu, low, d));
+            high = max(high, __shfl_xor_sync(0xffffffffu, high, d));
+        }
+        if ((threadIdx.x & 31) == 0) {
+            atomicMin(out + a, low);
+            atomicMax(out + 3 + a, high);
+        }
+    }
 }
 
 // ---------------------------------------------------------------- level set

@@ -139,3 +139,27 @@ def test_level_set_on_device_is_what_the_host_copy_holds():
     assert isinstance(on_device, cupy.ndarray) and isinstance(host, np.ndarray) and host.dtype == np.float32
     np.testing.assert_array_equal(on_device.get(), host)
     assert (host < 0).any()
+
+
+def test_lean_region_bounds_are_the_cell_coordinates_extremes(monkeypatch):
+    """particle_bounds on the device (one pass, NaN skipped) against nanmin / nanmax, and an
+    open liquid's region (sparse_output.liquid_region) the same grid either way."""
+    import cupy
+
+    from voxfx.kernels.flip import sparse_output
+
+    rng = np.random.default_rng()
+    pos = cupy.asarray(rng.uniform(-3, 7, (100_003, 3)).astype(np.float32))
+    pos[cupy.asarray(rng.integers(0, len(pos), 50)), 1] = cupy.nan
+    want = np.stack([cupy.nanmin(pos, axis=0).get(), cupy.nanmax(pos, axis=0).get()])
+    np.testing.assert_array_equal(surface_gpu.particle_bounds(pos), want)
+    spec = GridSpec((0.0, 0.0, 0.0), 0.1, (8, 8, 8))
+    v, t = box((0.2, 0.2, 0.2), (0.6, 0.6, 0.6))
+    sim = FlipSimulation(spec, FlipSettings(gravity=(0.0, 0.0, 0.0)), v, t, xp=cupy, sparse=True, boundary="open",
+                         kill_distance=50.0, initial_velocity=(6.0, 0.0, 0.0))
+    sim.step(1 / 24)
+    regions = []
+    for mode in ("bricks", "lean"):
+        monkeypatch.setenv("VOXFX_LEVEL_SET", mode)
+        regions.append(sparse_output.liquid_region(sim))
+    assert regions[0] == regions[1] and regions[0].origin[0] > 0.2

@@ -28,10 +28,14 @@ from voxfx.kernels.grid import GridSpec
 # inv_edge; cx cy cz; R band step flat (%a); n, pos (3n), radii (n or 1); the legacy list m,
 # points (3m), radii (m or 1). Output: bricks phi (cut when walls), legacy phi (uncut), the
 # non-finite count, 1 where the lean way's starts and gather are the bricks way's bits, the
-# active bricks. Or "1 b e m0 n" (quotients()): quotient_mismatches' count.
+# active bricks. Or "1 b e m0 n" (quotients()): quotient_mismatches' count; or "2 n pos"
+# (bounds()): particle_bounds' six order keys.
 HARNESS = STUBS + r"""
 static float host_int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }
 #define __int_as_float host_int_as_float
+#define __shfl_xor_sync(mask, v, d) (v)
+template <typename T> T plain_min(T* p, T v) { T o = *p; *p = o < v ? o : v; return o; }
+#define atomicMin plain_min
 #include "flip_surface.cu"
 typedef long long ll;
 static void at(ll i) { h_block.x = (unsigned)i; h_dim.x = 1; h_thread.x = 0; }
@@ -56,8 +60,21 @@ static int quotients() {
     printf("%llu\n", bad);
     return 0;
 }
+// Input "2 n pos (3n, %a)": particle_bounds' six keys (one thread walks every particle).
+static int bounds() {
+    ll n; scanf("%lld", &n);
+    std::vector<float> pos(3 * n);
+    for (auto& x : pos) x = rf();
+    unsigned keys[6] = {0xffffffffu, 0xffffffffu, 0xffffffffu, 0u, 0u, 0u};
+    at(0);
+    particle_bounds(pos.data(), n, keys);
+    for (unsigned k : keys) printf("%u\n", k);
+    return 0;
+}
 int main() {
-    if (ri() == 1) return quotients();
+    int mode = ri();
+    if (mode == 1) return quotients();
+    if (mode == 2) return bounds();
     int walls = ri(), times = ri(), stride = ri();
     float lox = rf(), loy = rf(), loz = rf(), hix = rf(), hiy = rf(), hiz = rf(), reach = rf();
     int nx = ri(), ny = ri(), nz = ri();
@@ -311,3 +328,21 @@ def test_lean_quotient_step_rounds_as_division_over_whole_binades(harness, seed)
         for below in (1, 30):
             out = harness(f"1 {float(R2).hex()} {e - below} 0 {1 << 23}")
             assert out == ["0"], (R2, below)
+
+
+def test_particle_bounds_are_nanmin_and_nanmax_per_axis(harness):
+    """The lean region's bounds (flip_surface.cu particle_bounds, surface_gpu.bounds_from_keys):
+    per axis the least and greatest coordinate with NaN skipped, negative and −0 included,
+    as nanmin / nanmax; an axis of NaN alone reads NaN."""
+    rng = np.random.default_rng()
+    pos = rng.uniform(-5, 5, (300, 3)).astype(np.float32)
+    pos[rng.integers(0, 300, 20), rng.integers(0, 3, 20)] = np.nan
+    pos[7] = [-0.0, 1e-30, -np.inf]
+    out = harness(f"2 {len(pos)}\n{_hex(pos)}")
+    got = surface_gpu.bounds_from_keys([int(x) for x in out])
+    want = np.stack([np.nanmin(pos, axis=0), np.nanmax(pos, axis=0)])
+    np.testing.assert_array_equal(got, want)
+    only_nan = np.full((4, 3), np.nan, np.float32)
+    only_nan[:, 0] = [1.0, -2.0, 3.0, np.nan]
+    got = surface_gpu.bounds_from_keys([int(x) for x in harness(f"2 4\n{_hex(only_nan)}")])
+    assert got[:, 0].tolist() == [-2.0, 3.0] and np.isnan(got[:, 1:]).all()
