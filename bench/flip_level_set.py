@@ -2,7 +2,7 @@
 set), in one process:
 
     python3 bench/flip_level_set.py [--res 256] [--particles 8e6] [--substeps 4]
-                                    [--modes bricks lean] [--repeat 8]
+                                    [--modes bricks lean] [--lean-blocks 2 3] [--repeat 8]
 
 The dam break of ``bench/flip.py`` runs *substeps* substeps of 1/120 s on the sparse solver,
 then ``sim.level_set(on_device=True)`` (what a frame computes before its copy to the host)
@@ -11,7 +11,9 @@ ways alternating and their order reversed every other repeat; printed per way: t
 medians of the whole level set and of each stage (``surface_gpu.PROFILE``'s CUDA events),
 in ms, whether every way's φ has the first way's bits, and the bandwidth floor (the
 particles' positions read once, 12 B each, and φ written once, 4 B a node, at the H100's
-3.35 TB/s). The 65M row: ``--res 512 --particles 65.5e6``.
+3.35 TB/s). The 65M row: ``--res 512 --particles 65.5e6``. ``--lean-blocks 2 3`` times
+"lean" once per build of its gather (``surface_gpu.LEAN_BLOCKS``: 2 or 3 blocks an SM), as
+two ways ``lean/2`` and ``lean/3``.
 """
 
 from __future__ import annotations
@@ -37,11 +39,14 @@ from _sparse_scene import add_scene_arguments, stepped_dam_break  # noqa: E402
 BANDWIDTH = 3.35e12
 
 
-def timed(sim, mode):
-    """(ms on the device, {stage: ms}, φ) of one level set the way *mode*."""
+def timed(sim, way):
+    """(ms on the device, {stage: ms}, φ) of one level set the way *way* (a mode, or
+    "lean/B": lean with its gather built for B blocks an SM)."""
     import cupy as cp
 
+    mode, _, blocks = way.partition("/")
     os.environ["VOXFX_LEVEL_SET"] = mode
+    surface_gpu.LEAN_BLOCKS = int(blocks or 2)
     cp.cuda.Device().synchronize()
     first = cp.cuda.Event()
     first.record()
@@ -59,8 +64,12 @@ def main():
     ap = argparse.ArgumentParser()
     add_scene_arguments(ap)
     ap.add_argument("--modes", nargs="+", choices=surface_gpu.LEVEL_SET_MODES, default=["bricks", "lean"])
+    ap.add_argument("--lean-blocks", type=int, nargs="+", choices=(2, 3), default=None,
+                    help="time lean once per build of its gather (blocks an SM)")
     ap.add_argument("--repeat", type=int, default=8)
     args = ap.parse_args()
+    if args.lean_blocks:
+        args.modes = [w for m in args.modes for w in ([f"lean/{b}" for b in args.lean_blocks] if m == "lean" else [m])]
     import cupy as cp
 
     start = time.perf_counter()

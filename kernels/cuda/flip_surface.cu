@@ -200,11 +200,13 @@ extern "C" __global__ void quotient_mismatches(float b, int e, int m0, long long
         atomicAdd(mismatches, 1ull);
 }
 
-// One particle's terms, branch-free: a miss adds w = 0, which leaves every sum as it was
+// One particle's terms, branch-free: a miss adds w = ±0, which leaves every sum as it was
 // (x + 0 = x; x + (−0) = x but for the sign of a zero sum, which |x̄| and r̄ do not see), so
-// the sums are node_phi's bit for bit. A warp's 32 nodes each test their own particles
-// and nearly every test has some lane inside R: node_phi's branch ran the weight path for
-// the whole warp every test anyway, plus its divergence and the division's range check.
+// the sums are node_phi's bit for bit. A miss (d2 ≥ R2) has q ≥ 1 (q rounds d2/R2 ≥ 1),
+// t ≤ 0, t³ ≤ 0 (or NaN past float range): max(t³, 0) is its ±0; a particle inside R has
+// t ≥ 0 and keeps t³. A warp's 32 nodes each test their own particles and nearly every
+// test has some lane inside R: node_phi's branch ran the weight path for the whole warp
+// every test anyway, plus its divergence and the division's range check.
 struct NodeSums { float W, sx, sy, sz, sr; };
 
 __device__ __forceinline__ void add_particle(NodeSums& m, float4 q, float x, float y, float z, float R2,
@@ -213,8 +215,7 @@ __device__ __forceinline__ void add_particle(NodeSums& m, float4 q, float x, flo
     float dx = q.x - x, dy = q.y - y, dz = q.z - z;
     float d2 = (dx * dx + dy * dy) + dz * dz;
     float t = 1.0f - quotient_step(d2, R2, inv);
-    float w = (t * t) * t;
-    w = d2 < R2 ? w : 0.0f;
+    float w = fmaxf((t * t) * t, 0.0f);
     m.W += w;
     m.sx += w * dx;
     m.sy += w * dy;
@@ -614,11 +615,12 @@ extern "C" __global__ void particle_level_set_bricks(const float4* __restrict__ 
 }
 
 // particle_level_set_bricks with node_phi_lean (surface_gpu "lean"): the same φ bit for bit.
-extern "C" __global__ void particle_level_set_lean(const float4* __restrict__ packed, const int* __restrict__ starts,
-                                                   const unsigned char* __restrict__ active, int nbx, int nby,
-                                                   int nx, int ny, int nz, float ox, float oy, float oz, float h,
-                                                   float cox, float coy, float coz, float inv_edge, int cx, int cy,
-                                                   int cz, float R, float band, float* __restrict__ phi)
+// _3: built for three blocks of a tile an SM (≤ 42 registers; surface_gpu.LEAN_BLOCKS).
+__device__ __forceinline__ void gather_tile_lean(const float4* __restrict__ packed, const int* __restrict__ starts,
+                                                 const unsigned char* __restrict__ active, int nbx, int nby, int nx,
+                                                 int ny, int nz, float ox, float oy, float oz, float h, float cox,
+                                                 float coy, float coz, float inv_edge, int cx, int cy, int cz,
+                                                 float R, float band, float* __restrict__ phi)
 {
     long long b = blockIdx.x, node;
     int i, j, k;
@@ -631,6 +633,23 @@ extern "C" __global__ void particle_level_set_lean(const float4* __restrict__ pa
     float y = ((float)j + 0.5f) * h + oy;
     float z = ((float)k + 0.5f) * h + oz;
     phi[node] = node_phi_lean(packed, starts, x, y, z, cox, coy, coz, inv_edge, cx, cy, cz, R, band);
+}
+
+#define GATHER_LEAN_ARGS const float4* __restrict__ packed, const int* __restrict__ starts, \
+    const unsigned char* __restrict__ active, int nbx, int nby, int nx, int ny, int nz, float ox, float oy, float oz, \
+    float h, float cox, float coy, float coz, float inv_edge, int cx, int cy, int cz, float R, float band, \
+    float* __restrict__ phi
+
+extern "C" __global__ void particle_level_set_lean(GATHER_LEAN_ARGS)
+{
+    gather_tile_lean(packed, starts, active, nbx, nby, nx, ny, nz, ox, oy, oz, h, cox, coy, coz, inv_edge, cx, cy, cz,
+                     R, band, phi);
+}
+
+extern "C" __global__ void __launch_bounds__(TILE_X * TILE_Y * TILE_Z, 3) particle_level_set_lean_3(GATHER_LEAN_ARGS)
+{
+    gather_tile_lean(packed, starts, active, nbx, nby, nx, ny, nz, ox, oy, oz, h, cox, coy, coz, inv_edge, cx, cy, cz,
+                     R, band, phi);
 }
 
 // phi ← max(phi, d_box): the cut by the walls (surface.closed_level_set step 3), d_box the

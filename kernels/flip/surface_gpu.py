@@ -47,6 +47,7 @@ CELLS_PER_RADIUS = 2  # GPU binning cells per kernel radius: finer cells test fe
 LEVEL_SET_MODES = ("lean", "bricks", "legacy")  # GPU level set (module text); VOXFX_LEVEL_SET picks, default the first
 TILE = (32, 4, 4)  # "bricks": nodes of a node tile along x, y, z (a block; a warp is a row of 32 along x)
 SORT_CELL_MAX = 1024  # "bricks": a binning cell with more points than this is ordered by a sort of its points
+LEAN_BLOCKS = 2  # "lean" gather: 2 (no launch bounds, 48 registers) or 3 blocks of a tile an SM (_3, ≤ 42)
 COMBOS = 27  # a particle and its images (flip_surface.cu's COMBOS): tags combo·n + p below COMBOS·n
 PROFILE = None  # a list: the GPU level set appends (stage, CUDA event) as each stage is queued (benches)
 
@@ -174,8 +175,9 @@ def _gather_kernel(R) -> str:
     bit for bit) where its quotient step holds, R² in [2⁻⁶⁰, 2⁶⁰] (flip_surface.cu), else
     "bricks"' own."""
     R2 = float(np.float32(R) * np.float32(R))
-    lean = level_set_mode() == "lean" and 2.0 ** -60 <= R2 <= 2.0 ** 60
-    return "particle_level_set_lean" if lean else "particle_level_set_bricks"
+    if not (level_set_mode() == "lean" and 2.0 ** -60 <= R2 <= 2.0 ** 60):
+        return "particle_level_set_bricks"
+    return "particle_level_set_lean_3" if LEAN_BLOCKS == 3 else "particle_level_set_lean"
 
 
 def _order_crowded(packed, tags, starts, ordered, cp):

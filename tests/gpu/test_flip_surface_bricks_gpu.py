@@ -94,6 +94,18 @@ def test_lean_gather_after_the_wide_tag_binning_gives_the_same_bits(monkeypatch)
     both_ways(monkeypatch, lambda: closed_level_set(cupy.asarray(pos), spec, r, R, xp=cupy))
 
 
+@pytest.mark.parametrize("blocks", [2, 3])
+def test_lean_gather_built_for_two_or_three_blocks_gives_the_same_bits(monkeypatch, blocks):
+    import cupy
+
+    rng = np.random.default_rng()
+    spec, pos = liquid_in_a_box(rng)
+    r, R = surface_radii(spec.voxel_size, 8)
+    monkeypatch.setattr(surface_gpu, "LEAN_BLOCKS", blocks)
+    both_ways(monkeypatch, lambda: closed_level_set(cupy.asarray(pos), spec, r, R, xp=cupy, smooth_iterations=0),
+              modes=("legacy", "bricks", "lean"))
+
+
 def test_lean_quotient_step_rounds_as_division_over_whole_binades():
     """quotient_mismatches (flip_surface.cu) with the device's y (rcp.approx and a Newton
     step): every d2 mantissa in the binade below R2 and one 2³⁰ below, at R2 of the level
