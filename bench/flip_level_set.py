@@ -12,8 +12,11 @@ medians of the whole level set and of each stage (``surface_gpu.PROFILE``'s CUDA
 in ms, whether every way's φ has the first way's bits, and the bandwidth floor (the
 particles' positions read once, 12 B each, and φ written once, 4 B a node, at the H100's
 3.35 TB/s). The 65M row: ``--res 512 --particles 65.5e6``. ``--lean-blocks 2 3`` times
-"lean" once per build of its gather (``surface_gpu.LEAN_BLOCKS``: 2 or 3 blocks an SM), as
-two ways ``lean/2`` and ``lean/3``.
+"lean" once per build of its gather (``surface_gpu.LEAN_BLOCKS``: 2 or 3 blocks an SM) and
+``--region-bounds 0 1`` without and with the region from one pass over the particles
+(``surface_gpu.REGION_BOUNDS``, ``VOXFX_LEVEL_SET_BOUNDS``: the 65M row, whose box is too
+large for a box-sized level set), as ways ``lean/B/R``. Every way prints whether its φ has
+the first way's bits.
 """
 
 from __future__ import annotations
@@ -41,12 +44,14 @@ BANDWIDTH = 3.35e12
 
 def timed(sim, way):
     """(ms on the device, {stage: ms}, φ) of one level set the way *way* (a mode, or
-    "lean/B": lean with its gather built for B blocks an SM)."""
+    "lean/B/R": lean with its gather built for B blocks an SM, R = 1: the region from
+    ``particle_bounds``)."""
     import cupy as cp
 
-    mode, _, blocks = way.partition("/")
+    mode, blocks, bounds = (way.split("/") + ["2", "0"])[:3]
     os.environ["VOXFX_LEVEL_SET"] = mode
-    surface_gpu.LEAN_BLOCKS = int(blocks or 2)
+    surface_gpu.LEAN_BLOCKS = int(blocks)
+    surface_gpu.REGION_BOUNDS = bounds == "1"
     cp.cuda.Device().synchronize()
     first = cp.cuda.Event()
     first.record()
@@ -66,10 +71,13 @@ def main():
     ap.add_argument("--modes", nargs="+", choices=surface_gpu.LEVEL_SET_MODES, default=["bricks", "lean"])
     ap.add_argument("--lean-blocks", type=int, nargs="+", choices=(2, 3), default=None,
                     help="time lean once per build of its gather (blocks an SM)")
+    ap.add_argument("--region-bounds", type=int, nargs="+", choices=(0, 1), default=None,
+                    help="time lean without (0) and with (1) VOXFX_LEVEL_SET_BOUNDS (an open or large liquid's region)")
     ap.add_argument("--repeat", type=int, default=8)
     args = ap.parse_args()
-    if args.lean_blocks:
-        args.modes = [w for m in args.modes for w in ([f"lean/{b}" for b in args.lean_blocks] if m == "lean" else [m])]
+    if args.lean_blocks or args.region_bounds:
+        lean = [f"lean/{b}/{r}" for b in args.lean_blocks or [2] for r in args.region_bounds or [0]]
+        args.modes = [w for m in args.modes for w in (lean if m == "lean" else [m])]
     import cupy as cp
 
     start = time.perf_counter()

@@ -68,7 +68,8 @@ __device__ __forceinline__ unsigned int ordered_key(float f)
 
 extern "C" __global__ void particle_bounds(const float* __restrict__ pos, long long n, unsigned int* __restrict__ out)
 {
-    float lo[3] = {NAN, NAN, NAN}, hi[3] = {NAN, NAN, NAN};
+    const float nan = __int_as_float(0x7fc00000);  // NVRTC has no NAN macro
+    float lo[3] = {nan, nan, nan}, hi[3] = {nan, nan, nan};
     for (long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x; p < n; p += (long long)gridDim.x * blockDim.x)
         for (int a = 0; a < 3; ++a) {
             float x = pos[3 * p + a];
@@ -200,13 +201,13 @@ extern "C" __global__ void quotient_mismatches(float b, int e, int m0, long long
         atomicAdd(mismatches, 1ull);
 }
 
-// One particle's terms, branch-free: a miss adds w = ±0, which leaves every sum as it was
+// One particle's terms, branch-free: a miss adds w = 0, which leaves every sum as it was
 // (x + 0 = x; x + (−0) = x but for the sign of a zero sum, which |x̄| and r̄ do not see), so
-// the sums are node_phi's bit for bit. A miss (d2 ≥ R2) has q ≥ 1 (q rounds d2/R2 ≥ 1),
-// t ≤ 0, t³ ≤ 0 (or NaN past float range): max(t³, 0) is its ±0; a particle inside R has
-// t ≥ 0 and keeps t³. A warp's 32 nodes each test their own particles and nearly every
-// test has some lane inside R: node_phi's branch ran the weight path for the whole warp
-// every test anyway, plus its divergence and the division's range check.
+// the sums are node_phi's bit for bit. A warp's 32 nodes each test their own particles
+// and nearly every test has some lane inside R: node_phi's branch ran the weight path for
+// the whole warp every test anyway, plus its divergence and the division's range check.
+// (w = max(t³, 0) would save the select — a miss has q ≥ 1, t ≤ 0 — but has not run on a
+// device yet: not taken.)
 struct NodeSums { float W, sx, sy, sz, sr; };
 
 __device__ __forceinline__ void add_particle(NodeSums& m, float4 q, float x, float y, float z, float R2,
@@ -215,7 +216,8 @@ __device__ __forceinline__ void add_particle(NodeSums& m, float4 q, float x, flo
     float dx = q.x - x, dy = q.y - y, dz = q.z - z;
     float d2 = (dx * dx + dy * dy) + dz * dz;
     float t = 1.0f - quotient_step(d2, R2, inv);
-    float w = fmaxf((t * t) * t, 0.0f);
+    float w = (t * t) * t;
+    w = d2 < R2 ? w : 0.0f;
     m.W += w;
     m.sx += w * dx;
     m.sy += w * dy;
@@ -615,7 +617,8 @@ extern "C" __global__ void particle_level_set_bricks(const float4* __restrict__ 
 }
 
 // particle_level_set_bricks with node_phi_lean (surface_gpu "lean"): the same φ bit for bit.
-// _3: built for three blocks of a tile an SM (≤ 42 registers; surface_gpu.LEAN_BLOCKS).
+// _3: built for three blocks of a tile an SM (≤ 42 registers; surface_gpu.LEAN_BLOCKS, an
+// A/B build not yet timed on a device).
 __device__ __forceinline__ void gather_tile_lean(const float4* __restrict__ packed, const int* __restrict__ starts,
                                                  const unsigned char* __restrict__ active, int nbx, int nby, int nx,
                                                  int ny, int nz, float ox, float oy, float oz, float h, float cox,

@@ -34,10 +34,11 @@ def box_outputs(spec: GridSpec) -> bool:
 def liquid_region(sim) -> GridSpec:
     """The liquid's region (module text) as a grid on *sim*'s lattice: the box itself when
     it holds no particle, or is closed and small enough (``box_outputs``); clipped to the
-    box when closed. With the GPU level set's "lean" way the particles' bounds come from
-    one pass and one host read (``surface_gpu.particle_bounds``; at 65M particles the six
-    reductions and reads of the cell coordinates took ~3 ms of the frame's level set)."""
-    from .surface_gpu import level_set_mode, particle_bounds
+    box when closed. With ``VOXFX_LEVEL_SET_BOUNDS=1`` (``surface_gpu.REGION_BOUNDS``) the
+    particles' bounds come from one pass and one host read (``surface_gpu.particle_bounds``;
+    at 65M particles the six reductions and reads of the cell coordinates are ~3 ms of the
+    frame's level set, by the stage times: not yet timed on a device, so off)."""
+    from . import surface_gpu
 
     spec, xp = sim.spec, sim.xp
     closed = sim.boundary == "closed"
@@ -45,8 +46,8 @@ def liquid_region(sim) -> GridSpec:
         return spec
     r, _ = surface_radii(spec.voxel_size, sim.settings.particles_per_cell)
     pad = int(math.ceil(KERNEL_PER_RADIUS * r / spec.voxel_size)) + 1
-    if xp is not np and level_set_mode() == "lean":  # the particles' bounds in one pass and one host read;
-        ends = sim.grid.cell_coords(particle_bounds(sim.pos))  # cell units are monotone in them: the same cells
+    if xp is not np and surface_gpu.REGION_BOUNDS:  # the particles' bounds in one pass and one host read;
+        ends = sim.grid.cell_coords(surface_gpu.particle_bounds(sim.pos))  # cell units are monotone: the same cells
         bounds = [(float(a[0]), float(a[1])) for a in ends]
     else:
         bounds = [(float(xp.nanmin(a)), float(xp.nanmax(a))) for a in sim.grid.cell_coords(sim.pos)]

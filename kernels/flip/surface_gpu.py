@@ -9,9 +9,11 @@ as each other. ``estimate_gpu_bytes`` is the level set's device memory for the g
 "lean" is "bricks" with its gather branch-free (``particle_level_set_lean``: a miss adds a
 zero weight; d2/R2 by the compiler's own quotient step with 1/R2 made once a thread, exact
 for every d2, flip_surface.cu), each particle's own point counted and placed by warp groups,
-32-bit tags (below ``COMBOS``·n ≤ 2³²; else bricks' binning), the sparse solver's two-launch
-scan (``sparse_gpu.scan_counts``, which gives the fullest cell too), and an open or large
-liquid's region from one pass over the particles (``particle_bounds``). Measured on an
+32-bit tags (below ``COMBOS``·n ≤ 2³²; else bricks' binning) and the sparse solver's
+two-launch scan (``sparse_gpu.scan_counts``, which gives the fullest cell too). Not yet run
+on a device, so off: an open or large liquid's region from one pass over the particles
+(``particle_bounds``, ``VOXFX_LEVEL_SET_BOUNDS=1``) and the gather built for three blocks
+an SM (``LEAN_BLOCKS``). Measured on an
 NVIDIA H100 80GB HBM3 (``bench/flip_level_set.py``, the dam break after 24 substeps at 8M
 and 4 at 65M, the two ways alternating in one process, φ the same bits), ms on the device:
 
@@ -20,7 +22,7 @@ and 4 at 65M, the two ways alternating in one process, φ the same bits), ms on 
 | bricks | 3.11 (gather 1.75, place 0.40, count 0.29, scan + read 0.30) | 20.1 (gather 12.4, count 4.2, place 2.2) |
 | lean | 2.55 (gather 1.40, place 0.34, count 0.25, scan + read 0.17) | 17.7 (gather 10.5, count 4.2, place 1.7) |
 
-(65M's "count" there holds the region's six reductions, before ``particle_bounds``.) The
+(65M's "count" there holds the region's six reductions and host reads.) The
 floor, the positions read and φ written once, is 0.05 ms at 8M and 0.25 at 65M: the gather
 is bound by its instructions (~650 particles tested a node, ~27 instructions a test, every
 test taking the weight path for some lane of the warp), not by memory.
@@ -47,7 +49,10 @@ CELLS_PER_RADIUS = 2  # GPU binning cells per kernel radius: finer cells test fe
 LEVEL_SET_MODES = ("lean", "bricks", "legacy")  # GPU level set (module text); VOXFX_LEVEL_SET picks, default the first
 TILE = (32, 4, 4)  # "bricks": nodes of a node tile along x, y, z (a block; a warp is a row of 32 along x)
 SORT_CELL_MAX = 1024  # "bricks": a binning cell with more points than this is ordered by a sort of its points
-LEAN_BLOCKS = 2  # "lean" gather: 2 (no launch bounds, 48 registers) or 3 blocks of a tile an SM (_3, ≤ 42)
+LEAN_BLOCKS = 2  # "lean" gather: 2 (no launch bounds, 48 registers) or 3 blocks a tile an SM (_3; not yet timed)
+# VOXFX_LEVEL_SET_BOUNDS=1: an open or large liquid's region from particle_bounds (one pass, one host read) instead of
+# six reductions and reads of the cell coordinates (sparse_output.liquid_region); off until timed on a device
+REGION_BOUNDS = os.environ.get("VOXFX_LEVEL_SET_BOUNDS", "0").strip() == "1"
 COMBOS = 27  # a particle and its images (flip_surface.cu's COMBOS): tags combo·n + p below COMBOS·n
 PROFILE = None  # a list: the GPU level set appends (stage, CUDA event) as each stage is queued (benches)
 
@@ -92,7 +97,7 @@ def particle_bounds(pos) -> np.ndarray:
     pos = cp.ascontiguousarray(pos, dtype=cp.float32)
     n = int(pos.shape[0])
     keys = cp.array([0xFFFFFFFF] * 3 + [0] * 3, dtype=cp.uint32)
-    blocks = max(1, min(-(-n // _THREADS), 8 * cp.cuda.Device().attributes["MultiProcessorCount"]))
+    blocks = max(1, min(-(-n // _THREADS), 1024))  # a grid-stride loop: ~2 blocks a thread slot of an H100
     _K.launch_grid("particle_bounds", (blocks,), (_THREADS,), (pos, np.int64(n), keys))
     return bounds_from_keys(keys.get())
 

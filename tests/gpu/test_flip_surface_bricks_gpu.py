@@ -153,9 +153,10 @@ def test_level_set_on_device_is_what_the_host_copy_holds():
     assert (host < 0).any()
 
 
-def test_lean_region_bounds_are_the_cell_coordinates_extremes(monkeypatch):
+def test_region_bounds_are_the_cell_coordinates_extremes(monkeypatch):
     """particle_bounds on the device (one pass, NaN skipped) against nanmin / nanmax, and an
-    open liquid's region (sparse_output.liquid_region) the same grid either way."""
+    open liquid's region (sparse_output.liquid_region) the same grid with and without it
+    (VOXFX_LEVEL_SET_BOUNDS)."""
     import cupy
 
     from voxfx.kernels.flip import sparse_output
@@ -171,7 +172,7 @@ def test_lean_region_bounds_are_the_cell_coordinates_extremes(monkeypatch):
                          kill_distance=50.0, initial_velocity=(6.0, 0.0, 0.0))
     sim.step(1 / 24)
     regions = []
-    for mode in ("bricks", "lean"):
-        monkeypatch.setenv("VOXFX_LEVEL_SET", mode)
+    for bounds in (False, True):
+        monkeypatch.setattr(surface_gpu, "REGION_BOUNDS", bounds)
         regions.append(sparse_output.liquid_region(sim))
     assert regions[0] == regions[1] and regions[0].origin[0] > 0.2
