@@ -34,16 +34,25 @@ def box_outputs(spec: GridSpec) -> bool:
 def liquid_region(sim) -> GridSpec:
     """The liquid's region (module text) as a grid on *sim*'s lattice: the box itself when
     it holds no particle, or is closed and small enough (``box_outputs``); clipped to the
-    box when closed."""
+    box when closed. With ``VOXFX_LEVEL_SET_BOUNDS=1`` (``surface_gpu.REGION_BOUNDS``) the
+    particles' bounds come from one pass and one host read (``surface_gpu.particle_bounds``;
+    at 65M particles the six reductions and reads of the cell coordinates are ~3 ms of the
+    frame's level set, by the stage times: not yet timed on a device, so off)."""
+    from . import surface_gpu
+
     spec, xp = sim.spec, sim.xp
     closed = sim.boundary == "closed"
     if len(sim.pos) == 0 or (closed and box_outputs(spec)):
         return spec
     r, _ = surface_radii(spec.voxel_size, sim.settings.particles_per_cell)
     pad = int(math.ceil(KERNEL_PER_RADIUS * r / spec.voxel_size)) + 1
-    ijk = sim.grid.cell_coords(sim.pos)
-    lo = [int(math.floor(float(xp.nanmin(a)))) - pad for a in ijk]
-    hi = [int(math.floor(float(xp.nanmax(a)))) + pad for a in ijk]
+    if xp is not np and surface_gpu.REGION_BOUNDS:  # the particles' bounds in one pass and one host read;
+        ends = sim.grid.cell_coords(surface_gpu.particle_bounds(sim.pos))  # cell units are monotone: the same cells
+        bounds = [(float(a[0]), float(a[1])) for a in ends]
+    else:
+        bounds = [(float(xp.nanmin(a)), float(xp.nanmax(a))) for a in sim.grid.cell_coords(sim.pos)]
+    lo = [int(math.floor(a)) - pad for a, _ in bounds]
+    hi = [int(math.floor(b)) + pad for _, b in bounds]
     band = getattr(sim, "band", None)
     if band is not None and len(band.deep):  # a narrow band's deep cells are liquid too
         lo = [min(a, int(b) - pad) for a, b in zip(lo, band.deep.min(axis=0).tolist())]

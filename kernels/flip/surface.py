@@ -37,7 +37,8 @@ on the CPU, float32 on the GPU), so φ agrees to float32 accuracy (about 1e-6·R
 * **GPU** (``surface_gpu.py``, ``cuda/flip_surface.cu``): particles are binned into cells of edge
   max(R/2, voxel), packed as float4 (x, y, z, r) in cell order, then one fused kernel
   gathers for every node over the cells its R-sphere touches (rows of cells culled against
-  the sphere) and writes φ — no atomics. ``LEVEL_SET`` "bricks" (default;
+  the sphere) and writes φ — no atomics. ``LEVEL_SET`` "bricks" (and "lean", the default,
+  the same with a branch-free gather and a leaner binning, ``surface_gpu``'s module text;
   ``VOXFX_LEVEL_SET`` picks): the walls' mirror images are made inside the binning
   kernels (no image arrays), the binning is a counting sort whose cells are then put in a
   stable sort's order, only the node tiles (``surface_gpu.TILE``, 32 × 4 × 4 nodes: a warp is a row
@@ -46,7 +47,7 @@ on the CPU, float32 on the GPU), so φ agrees to float32 accuracy (about 1e-6·R
   fused into the last smoothing step; one host read (the point count) in all. "legacy":
   key per particle, ``argsort``, cell starts by ``searchsorted``, the gather over every
   node, mirror images and box cut as array code.
-  Both put the same particles in the same order into every cell and sum a node alike:
+  All put the same particles in the same order into every cell and sum a node alike:
   the same φ to the bit.
 
 Closed against the walls (``closed_level_set``, what a bake writes): the liquid lives in a
@@ -130,7 +131,7 @@ def particle_level_set(pos, spec: GridSpec, radius, kernel_radius=None, xp=None,
         for _ in range(smooth_iterations):
             phi = _smooth_cpu(phi, spec, band)
         return phi
-    if level_set_mode() == "bricks":
+    if level_set_mode() != "legacy":  # bricks, lean
         return _bricks_gpu(_shape_checked(xp.asarray(pos), xp), radii if scalar else xp.asarray(radii), spec, R,
                            band, smooth_iterations)
     pos = _positions(xp.asarray(pos), xp)
@@ -184,7 +185,7 @@ def closed_level_set(pos, spec: GridSpec, radius, kernel_radius=None, xp=None, s
     R = float(KERNEL_PER_RADIUS * r_max if kernel_radius is None else kernel_radius)
     h = float(spec.voxel_size)
     band = BAND_VOXELS * h if band is None else float(band)
-    if xp is not np and level_set_mode() == "bricks":  # images, level set and cut in the kernels
+    if xp is not np and level_set_mode() != "legacy":  # images, level set and cut in the kernels
         if not (math.isfinite(R) and R > 0.0):
             raise InputError(f"the surface kernel radius must be a positive number of metres, not {kernel_radius!r}")
         if not (math.isfinite(band) and band > 0.0):

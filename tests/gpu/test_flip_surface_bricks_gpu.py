@@ -1,9 +1,11 @@
-"""The GPU level set's "bricks" way against its "legacy" way (surface_gpu.LEVEL_SET_MODES) on the
-device: the same particles in the same order in every binning cell and the same node sum,
-so φ is equal to the bit — closed against the walls and open, with per-particle radii, in
-crowded cells (sorted apart) — and the bricks a particle cannot reach are +band. The
-CPU comparisons of both are test_flip_surface_gpu.py and test_flip_closed_surface_gpu.py
-(they run the default way)."""
+"""The GPU level set's "bricks" and "lean" ways against its "legacy" way
+(surface_gpu.LEVEL_SET_MODES) on the device: the same particles in the same order in every
+binning cell and the same node sum, so φ is equal to the bit — closed against the walls and
+open, with per-particle radii, in crowded cells (sorted apart), lean's gather after the
+64-bit-tag binning too — and the bricks a particle cannot reach are +band; lean's
+three-operation quotient (flip_surface.cu) rounds as the division over whole binades. The
+CPU comparisons are test_flip_surface_gpu.py and test_flip_closed_surface_gpu.py (they run
+the default way)."""
 
 import numpy as np
 import pytest
@@ -18,12 +20,16 @@ from voxfx.kernels.flip.surface import closed_level_set, particle_level_set, sur
 from voxfx.kernels.grid import GridSpec
 
 
-def both_ways(monkeypatch, call):
+def both_ways(monkeypatch, call, modes=("legacy", "bricks", "lean")):
+    """φ of *call* in each way (legacy first), after checking that every way gives legacy's
+    bits: (legacy, bricks) — the later ways were checked against it already."""
     out = []
-    for mode in ("legacy", "bricks"):
+    for mode in modes:
         monkeypatch.setenv("VOXFX_LEVEL_SET", mode)
         out.append(call().get())
-    return out
+    for mode, phi in zip(modes[2:], out[2:]):
+        assert phi.tobytes() == out[0].tobytes(), mode
+    return out[:2]
 
 
 def liquid_in_a_box(rng):
@@ -76,10 +82,56 @@ def test_crowded_cells_sorted_apart_give_the_same_bits(monkeypatch, limit):
     np.testing.assert_array_equal(bricks, legacy)
 
 
-def test_bricks_refuse_non_finite_particles_of_a_closed_box(monkeypatch):
+def test_lean_gather_after_the_wide_tag_binning_gives_the_same_bits(monkeypatch):
+    """Lean's 32-bit tags hold combo·n + p up to COMBOS·n ≤ 2³²; past it lean bins as bricks
+    (64-bit tags) and keeps its gather: made to here by a larger COMBOS."""
     import cupy
 
-    monkeypatch.setenv("VOXFX_LEVEL_SET", "bricks")
+    rng = np.random.default_rng()
+    spec, pos = liquid_in_a_box(rng)
+    r, R = surface_radii(spec.voxel_size, 8)
+    monkeypatch.setattr(surface_gpu, "COMBOS", 2 ** 32)
+    both_ways(monkeypatch, lambda: closed_level_set(cupy.asarray(pos), spec, r, R, xp=cupy))
+
+
+@pytest.mark.parametrize("blocks", [2, 3])
+def test_lean_gather_built_for_two_or_three_blocks_gives_the_same_bits(monkeypatch, blocks):
+    import cupy
+
+    rng = np.random.default_rng()
+    spec, pos = liquid_in_a_box(rng)
+    r, R = surface_radii(spec.voxel_size, 8)
+    monkeypatch.setattr(surface_gpu, "LEAN_BLOCKS", blocks)
+    both_ways(monkeypatch, lambda: closed_level_set(cupy.asarray(pos), spec, r, R, xp=cupy, smooth_iterations=0),
+              modes=("legacy", "bricks", "lean"))
+
+
+def test_lean_quotient_step_rounds_as_division_over_whole_binades():
+    """quotient_mismatches (flip_surface.cu) with the device's y (rcp.approx and a Newton
+    step): every d2 mantissa in the binade below R2 and one 2³⁰ below, at R2 of the level
+    set's sizes (the dam breaks' too) and random ones: no bit differs from d2 / R2."""
+    import cupy
+
+    rng = np.random.default_rng()
+    sizes = [surface_radii(1.0 / n, 8)[1] for n in (64, 128, 256, 512, 2048)]
+    R2s = [np.float32(R) * np.float32(R) for R in sizes]
+    R2s += list(np.float32(2.0) ** rng.uniform(-50, 50, 12).astype(np.float32) * rng.uniform(1, 2, 12).astype(
+        np.float32))
+    mismatches = cupy.zeros(1, cupy.uint64)
+    n = 1 << 23
+    for R2 in R2s:
+        e = int(np.frexp(R2)[1]) - 1
+        for below in (1, 30):
+            surface_gpu._K.launch("quotient_mismatches", n, (np.float32(R2), np.int32(e - below), np.int32(0),
+                                                             np.int64(n), mismatches))
+    assert int(mismatches.get()[0]) == 0
+
+
+@pytest.mark.parametrize("mode", ["bricks", "lean"])
+def test_bricks_refuse_non_finite_particles_of_a_closed_box(monkeypatch, mode):
+    import cupy
+
+    monkeypatch.setenv("VOXFX_LEVEL_SET", mode)
     spec = GridSpec((0.0, 0.0, 0.0), 0.1, (8, 8, 8))
     pos = cupy.full((5, 3), 0.4, cupy.float32)
     pos[1, 2] = cupy.nan
@@ -99,3 +151,28 @@ def test_level_set_on_device_is_what_the_host_copy_holds():
     assert isinstance(on_device, cupy.ndarray) and isinstance(host, np.ndarray) and host.dtype == np.float32
     np.testing.assert_array_equal(on_device.get(), host)
     assert (host < 0).any()
+
+
+def test_region_bounds_are_the_cell_coordinates_extremes(monkeypatch):
+    """particle_bounds on the device (one pass, NaN skipped) against nanmin / nanmax, and an
+    open liquid's region (sparse_output.liquid_region) the same grid with and without it
+    (VOXFX_LEVEL_SET_BOUNDS)."""
+    import cupy
+
+    from voxfx.kernels.flip import sparse_output
+
+    rng = np.random.default_rng()
+    pos = cupy.asarray(rng.uniform(-3, 7, (100_003, 3)).astype(np.float32))
+    pos[cupy.asarray(rng.integers(0, len(pos), 50)), 1] = cupy.nan
+    want = np.stack([cupy.nanmin(pos, axis=0).get(), cupy.nanmax(pos, axis=0).get()])
+    np.testing.assert_array_equal(surface_gpu.particle_bounds(pos), want)
+    spec = GridSpec((0.0, 0.0, 0.0), 0.1, (8, 8, 8))
+    v, t = box((0.2, 0.2, 0.2), (0.6, 0.6, 0.6))
+    sim = FlipSimulation(spec, FlipSettings(gravity=(0.0, 0.0, 0.0)), v, t, xp=cupy, sparse=True, boundary="open",
+                         kill_distance=50.0, initial_velocity=(6.0, 0.0, 0.0))
+    sim.step(1 / 24)
+    regions = []
+    for bounds in (False, True):
+        monkeypatch.setattr(surface_gpu, "REGION_BOUNDS", bounds)
+        regions.append(sparse_output.liquid_region(sim))
+    assert regions[0] == regions[1] and regions[0].origin[0] > 0.2

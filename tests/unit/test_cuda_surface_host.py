@@ -6,41 +6,36 @@ sort, cells put in tag order, the gather over the marked node bricks only, smoot
 box cut) and "legacy" (keys, a stable sort, cell starts by binary search, the gather over
 every node, smoothing; its images from ``mirror_at_walls`` and its cut ``box_distance``,
 as surface.py's array code). The two agree to the bit, and both agree with the NumPy
-reference (``closed_level_set`` / ``particle_level_set``) to float32 accuracy; the device
-comparison is tests/gpu/test_flip_surface_gpu.py and test_flip_closed_surface_gpu.py."""
+reference (``closed_level_set`` / ``particle_level_set``) to float32 accuracy; "lean" (the
+count and placement grouped by warp — one lane a warp on the host —, 32-bit tags, the
+branch-free gather with its three-operation quotient) gives the bricks way's cell starts
+and gather bit for bit. The device comparison is tests/gpu/test_flip_surface_gpu.py,
+test_flip_closed_surface_gpu.py and test_flip_surface_bricks_gpu.py."""
 
 
 import numpy as np
 import pytest
 
 from tests.unit.test_flip_surface import seeded_ball
+from tests.cuda_host import STUBS
 from tests.unit.test_cuda_exact import _build
 from voxfx.kernels.flip import surface, surface_gpu
 from voxfx.kernels.flip.surface import (box_distance, closed_level_set, mirror_at_walls, particle_level_set,
                                         surface_grid, surface_radii)
 from voxfx.kernels.grid import GridSpec
 
-# Input: walls smooth radius_stride; lo (3) hi (3) reach; nx ny nz; ox oy oz h; cox coy coz
+# Input: 0 walls smooth radius_stride; lo (3) hi (3) reach; nx ny nz; ox oy oz h; cox coy coz
 # inv_edge; cx cy cz; R band step flat (%a); n, pos (3n), radii (n or 1); the legacy list m,
 # points (3m), radii (m or 1). Output: bricks phi (cut when walls), legacy phi (uncut), the
-# non-finite count, the active bricks.
-HARNESS = r"""
-#include <algorithm>
-#include <cmath>
-#include <cstdio>
-#include <numeric>
-#include <vector>
-#undef __device__
-#define __device__ __attribute__((host))
-#define __global__
-struct HostDim { unsigned x, y, z; };
-static HostDim h_block, h_dim, h_thread;
-#define blockIdx h_block
-#define blockDim h_dim
-#define threadIdx h_thread
-template <typename T> T plain_add(T* p, T v) { T o = *p; *p = o + v; return o; }
-#define atomicAdd plain_add
-using std::isfinite;
+# non-finite count, 1 where the lean way's starts and gather are the bricks way's bits, the
+# active bricks. Or "1 b e m0 n" (quotients()): quotient_mismatches' count; or "2 n pos"
+# (bounds()): particle_bounds' six order keys.
+HARNESS = STUBS + r"""
+static float host_int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }
+#define __int_as_float host_int_as_float
+#define __shfl_xor_sync(mask, v, d) (v)
+template <typename T> T plain_min(T* p, T v) { T o = *p; *p = o < v ? o : v; return o; }
+#define atomicMin plain_min
 #include "flip_surface.cu"
 typedef long long ll;
 static void at(ll i) { h_block.x = (unsigned)i; h_dim.x = 1; h_thread.x = 0; }
@@ -55,7 +50,31 @@ static void smooth(std::vector<float>& phi, int nx, int ny, int nz, float step, 
         phi.swap(other);
     }
 }
+// Input "1 b e m0 n": quotient_mismatches over n mantissas from m0 at exponent e; prints the count.
+static int quotients() {
+    float b = rf();
+    int e = ri(), m0 = ri();
+    ll n; scanf("%lld", &n);
+    unsigned long long bad = 0;
+    LAUNCH(n, quotient_mismatches(b, e, m0, n, &bad));
+    printf("%llu\n", bad);
+    return 0;
+}
+// Input "2 n pos (3n, %a)": particle_bounds' six keys (one thread walks every particle).
+static int bounds() {
+    ll n; scanf("%lld", &n);
+    std::vector<float> pos(3 * n);
+    for (auto& x : pos) x = rf();
+    unsigned keys[6] = {0xffffffffu, 0xffffffffu, 0xffffffffu, 0u, 0u, 0u};
+    at(0);
+    particle_bounds(pos.data(), n, keys);
+    for (unsigned k : keys) printf("%u\n", k);
+    return 0;
+}
 int main() {
+    int mode = ri();
+    if (mode == 1) return quotients();
+    if (mode == 2) return bounds();
     int walls = ri(), times = ri(), stride = ri();
     float lox = rf(), loy = rf(), loz = rf(), hix = rf(), hiy = rf(), hiz = rf(), reach = rf();
     int nx = ri(), ny = ri(), nz = ri();
@@ -99,6 +118,28 @@ int main() {
             particle_level_set_bricks(packed.data(), starts.data(), active.data(), nbx, nby, nx, ny, nz, ox, oy, oz,
                                       h, cox, coy, coz, inv_edge, cx, cy, cz, R, band, phi.data());
         }
+    // lean: grouped count and place, 32-bit tags, the branch-free gather (before smoothing)
+    std::vector<int> lcounts(cells + 1, 0), lstarts_(cells + 1, 0), lbad(1, 0);
+    LAUNCH(n, surface_count_lean(pos.data(), n, walls, lox, loy, loz, hix, hiy, hiz, reach, cox, coy, coz, inv_edge,
+                                 cx, cy, cz, lcounts.data(), lbad.data()));
+    std::partial_sum(lcounts.begin(), lcounts.end() - 1, lstarts_.begin() + 1);
+    std::vector<float4> lpk(lstarts_[cells]), lord(lstarts_[cells]);
+    std::vector<unsigned> ltags(lstarts_[cells]);
+    std::fill(lcounts.begin(), lcounts.end(), 0);
+    LAUNCH(n, surface_place_lean(pos.data(), radii.data(), stride, n, walls, lox, loy, loz, hix, hiy, hiz, reach, cox,
+                                 coy, coz, inv_edge, cx, cy, cz, lstarts_.data(), lcounts.data(), lpk.data(),
+                                 ltags.data()));
+    LAUNCH(lpk.size(), surface_order_cells_lean(lpk.data(), ltags.data(), lstarts_.data(), (ll)lpk.size(), cox, coy,
+                                                coz, inv_edge, cx, cy, cz, 1 << 30, lord.data()));
+    std::vector<float> lean(V, NAN);
+    for (ll b = 0; b < (ll)active.size(); ++b)
+        for (unsigned t = 0; t < TILE_X * TILE_Y * TILE_Z; ++t) {
+            h_block.x = (unsigned)b; h_dim.x = TILE_X * TILE_Y * TILE_Z; h_thread.x = t;
+            particle_level_set_lean(lord.data(), lstarts_.data(), active.data(), nbx, nby, nx, ny, nz, ox, oy, oz, h,
+                                    cox, coy, coz, inv_edge, cx, cy, cz, R, band, lean.data());
+        }
+    // phi: the bricks gather, not yet smoothed
+    int lean_same = lbad[0] == bad[0] && lstarts_ == starts && !std::memcmp(lean.data(), phi.data(), 4 * V);
     std::vector<unsigned char> near(active.size());
     LAUNCH(active.size(), dilate_bricks(active.data(), nbx, nby, nbz, near.data()));
     if (times > std::min(TILE_X, std::min(TILE_Y, TILE_Z))) std::fill(near.begin(), near.end(), 1);
@@ -136,6 +177,7 @@ int main() {
     pf(phi);
     pf(legacy);
     printf("%d\n", bad[0]);
+    printf("%d\n", lean_same);
     for (auto a : active) printf("%d\n", (int)a);
     return 0;
 }
@@ -173,7 +215,7 @@ def host_level_sets(run, pos, radii, grid, R, band, smooth, walls=None):
     stride = int(np.ndim(radii) > 0)
     nx, ny, nz = grid.shape
     text = "\n".join([
-        f"{int(walls is not None)} {smooth} {stride}", _hex(lo + hi + [f(R + h if walls is not None else 0.0)]),
+        f"0 {int(walls is not None)} {smooth} {stride}", _hex(lo + hi + [f(R + h if walls is not None else 0.0)]),
         f"{nx} {ny} {nz}", _hex([*grid.origin, h, cox, coy, coz, 1.0 / edge]), f"{cx} {cy} {cz}",
         _hex([R, band, surface.SMOOTH_STEP, f(surface.FLAT_GRADIENT * h) ** 2]),
         str(len(pos)), _hex(pos), _hex(np.atleast_1d(radii)), str(len(pts)), _hex(pts), _hex(np.atleast_1d(pr))])
@@ -184,7 +226,8 @@ def host_level_sets(run, pos, radii, grid, R, band, smooth, walls=None):
     if walls is not None:
         legacy = np.maximum(legacy, box_distance(grid, walls, band, np))
     bad = int(out[2 * V])
-    active = np.array([int(x) for x in out[2 * V + 1:]])
+    assert out[2 * V + 1] == "1"  # the lean way's starts and gather: the bricks way's bits
+    active = np.array([int(x) for x in out[2 * V + 2:]])
     return bricks, legacy, bad, active
 
 
@@ -271,3 +314,35 @@ def test_a_node_whose_only_particle_lies_just_inside_r_reads_its_distance(harnes
     assert bad == 0 and reference[4, 4, 4] == pytest.approx(R - r, abs=1e-6)  # one particle: |x − x_p| − r
     np.testing.assert_array_equal(bricks, legacy)
     np.testing.assert_allclose(bricks, reference, rtol=0, atol=2e-5 * R)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_lean_quotient_step_rounds_as_division_over_whole_binades(harness, seed):
+    """The lean gather's d2 / R2 in three operations (flip_surface.cu: y from 1/R2 rounded on
+    the host) equals the division in every bit for every d2 mantissa in a binade below R2
+    and one far below it (the quotient's bits repeat binade to binade), at random R2 of the
+    sizes a level set uses; the GPU test checks the device's y (rcp.approx)."""
+    rng = np.random.default_rng(seed)
+    for R2 in np.float32(2.0) ** rng.uniform(-40, 20, 2).astype(np.float32) * rng.uniform(1, 2, 2).astype(np.float32):
+        e = int(np.frexp(R2)[1]) - 1  # R2 = m·2^e with m in [1, 2)
+        for below in (1, 30):
+            out = harness(f"1 {float(R2).hex()} {e - below} 0 {1 << 23}")
+            assert out == ["0"], (R2, below)
+
+
+def test_particle_bounds_are_nanmin_and_nanmax_per_axis(harness):
+    """The lean region's bounds (flip_surface.cu particle_bounds, surface_gpu.bounds_from_keys):
+    per axis the least and greatest coordinate with NaN skipped, negative and −0 included,
+    as nanmin / nanmax; an axis of NaN alone reads NaN."""
+    rng = np.random.default_rng()
+    pos = rng.uniform(-5, 5, (300, 3)).astype(np.float32)
+    pos[rng.integers(0, 300, 20), rng.integers(0, 3, 20)] = np.nan
+    pos[7] = [-0.0, 1e-30, -np.inf]
+    out = harness(f"2 {len(pos)}\n{_hex(pos)}")
+    got = surface_gpu.bounds_from_keys([int(x) for x in out])
+    want = np.stack([np.nanmin(pos, axis=0), np.nanmax(pos, axis=0)])
+    np.testing.assert_array_equal(got, want)
+    only_nan = np.full((4, 3), np.nan, np.float32)
+    only_nan[:, 0] = [1.0, -2.0, 3.0, np.nan]
+    got = surface_gpu.bounds_from_keys([int(x) for x in harness(f"2 4\n{_hex(only_nan)}")])
+    assert got[:, 0].tolist() == [-2.0, 3.0] and np.isnan(got[:, 1:]).all()
