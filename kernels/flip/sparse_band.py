@@ -64,6 +64,17 @@ FAR = 2.0  # φ of a cell the level set does not store: air, beyond its rings (c
 RINGS = 2  # air rings stored around the liquid: a trace of up to 2 cells finds its value
 SHRINK = 1.0  # the grid's φ shrunk by a cell before the particles' surface layer joins it (§4.2)
 CORNERS = tuple((a, b, c) for c in (0, 1) for b in (0, 1) for a in (0, 1))
+PROFILE = None  # a list: the band appends (piece, CUDA event) as each piece is queued (bench/flip_sparse_band.py)
+
+
+def _mark(piece):
+    """Note the end of *piece* of the band's work in ``PROFILE`` (when it is a list; CuPy only)."""
+    if PROFILE is not None:
+        import cupy as cp
+
+        event = cp.cuda.Event()
+        event.record()
+        PROFILE.append((piece, event))
 
 
 def check(cells: int) -> int:
@@ -232,6 +243,7 @@ class NarrowBand:
         reach = int(np.ceil(float(transfer.max_speed(sim.vel)) * dt / g.h))
         pad = max(0, reach - RINGS) + RINGS + 1  # dilation, air rings and a neighbour step
         frame = _Frame.around([self.lattice, self.deep], _particle_cell_bounds(sim), pad, xp)
+        _mark("update: reach and frame")
         if frame is None:  # no liquid anywhere
             self.lattice, self.phi = xp.zeros((0, 3), xp.int64), xp.zeros(0, xp.float32)
             self.deep, self.mass = xp.zeros((0, 3), xp.int64), xp.zeros(0, xp.float64)
@@ -247,20 +259,26 @@ class NarrowBand:
         open_ = ~self._solid(sim, cells)
         cand, cells = cand[open_], cells[open_]
         del open_
+        _mark("update: candidates")
         # φ̃(x) = φ(x − Δt·u(x)), semi-Lagrangian, trilinear over the stored cells (§4.2)
         x = [cells[:, a].astype(xp.float32) + _F(0.5) for a in range(3)]
         u = g.sample_faces(g.faces(), *x, boxes=g.boxes if g.closed else None)
         back = xp.stack([x[a] - u[a] * _F(dt / g.h) for a in range(3)], axis=1)
         del x, u
+        _mark("update: trace (grid velocity)")
         advected = self.sample(sim, back)
         del back
+        _mark("update: sample φ")
         # φ = min(φ̃ + 1, φ_particles): the grid shrunk by a cell, so the surface layer is the
         # particles' own and the grid's liquid below it (§4.2, as Mantaflow's narrow band)
         wet = _member(cand, taken, xp) | (advected + _F(SHRINK) < 0)
         liquid, lkeys = cells[wet], cand[wet]  # sorted by key, as ``unique_rows``
         del cand, cells, advected, wet, taken
+        _mark("update: union")
         depth = self._depths(sim, liquid, lkeys, frame)
+        _mark("update: depths")
         self._store(sim, liquid, lkeys, depth, frame)
+        _mark("update: store φ")
         is_deep = depth >= self.cells
         deep, dkeys = liquid[is_deep], lkeys[is_deep]
         if len(deep):  # particles under the band: the deep cell stands for them (a full cell)
@@ -268,6 +286,7 @@ class NarrowBand:
             sim._keep(keep)
             pkeys = pkeys[keep]
             del keep
+        _mark("update: delete deep particles")
         inner = (depth >= 1) & (depth < self.cells)  # band cells under the surface layer
         refill, rkeys = liquid[inner], lkeys[inner]
         del liquid, lkeys, depth, is_deep, inner
@@ -280,8 +299,10 @@ class NarrowBand:
             have = xp.bincount(at, minlength=len(refill)).astype(xp.float64)
             want = xp.where(was | (have == 0), xp.maximum(ppc - have, 0.0), 0.0)
             pick = want > 0
+            _mark("update: refill counts")
             if bool(pick.any()):
                 self._resample(sim, refill[pick], want[pick])
+        _mark("update: resample")
 
     def sample(self, sim, x):
         """φ (cells) at points *x* (M, 3) in cell units: trilinear over the stored cells,
