@@ -55,7 +55,7 @@ import numpy as np
 from .. import backend
 from ..errors import InputError
 from ..grid.sparse_mac import DIRECTIONS
-from . import sparse_bodies, transfer
+from . import sparse_band_gpu, sparse_bodies, sparse_gpu, transfer
 from .grid import FLUID, SOLID
 from .particles import seed_particles
 
@@ -187,6 +187,7 @@ class NarrowBand:
         self.mass = xp.zeros(0, xp.float64)  # particles each deep cell stands for (a full cell)
         self.pending = None  # restored low faces of the deep cells (D, 3), written at the next P2G
         self.resampled = 0
+        self._map = None  # the update's new φ on a dense map (kernels), for its refill
 
     # ------------------------------------------------------------------ inside a substep
     def snapshot(self, grid):
@@ -205,6 +206,9 @@ class NarrowBand:
         along itself (module text); marked valid. Then deep cells classify as FLUID."""
         xp = self.xp
         if len(self.deep) == 0:
+            return
+        if sparse_band_gpu.band_mode() == "kernels" and sparse_gpu.available(grid) and grid.valid is not None:
+            sparse_band_gpu.carry(grid, self.deep, carried, dt)  # the same, in two launches
             return
         boxes = grid.boxes if grid.closed else None
         d = self.deep
@@ -260,24 +264,34 @@ class NarrowBand:
         cand, cells = cand[open_], cells[open_]
         del open_
         _mark("update: candidates")
+        kernels = sparse_band_gpu.usable(sim) and sparse_band_gpu.map_fits(frame)  # dense maps over the frame
         # φ̃(x) = φ(x − Δt·u(x)), semi-Lagrangian, trilinear over the stored cells (§4.2)
-        x = [cells[:, a].astype(xp.float32) + _F(0.5) for a in range(3)]
-        u = g.sample_faces(g.faces(), *x, boxes=g.boxes if g.closed else None)
-        back = xp.stack([x[a] - u[a] * _F(dt / g.h) for a in range(3)], axis=1)
-        del x, u
-        _mark("update: trace (grid velocity)")
-        advected = self.sample(sim, back)
-        del back
-        _mark("update: sample φ")
+        if kernels:
+            advected = sparse_band_gpu.trace(g, cells, dt, sparse_band_gpu.phi_map(frame, self.lattice, self.phi),
+                                             frame)
+            _mark("update: trace (kernel)")
+        else:
+            x = [cells[:, a].astype(xp.float32) + _F(0.5) for a in range(3)]
+            u = g.sample_faces(g.faces(), *x, boxes=g.boxes if g.closed else None)
+            back = xp.stack([x[a] - u[a] * _F(dt / g.h) for a in range(3)], axis=1)
+            del x, u
+            _mark("update: trace (grid velocity)")
+            advected = self.sample(sim, back)
+            del back
+            _mark("update: sample φ")
         # φ = min(φ̃ + 1, φ_particles): the grid shrunk by a cell, so the surface layer is the
         # particles' own and the grid's liquid below it (§4.2, as Mantaflow's narrow band)
         wet = _member(cand, taken, xp) | (advected + _F(SHRINK) < 0)
         liquid, lkeys = cells[wet], cand[wet]  # sorted by key, as ``unique_rows``
         del cand, cells, advected, wet, taken
         _mark("update: union")
-        depth = self._depths(sim, liquid, lkeys, frame)
+        if kernels:
+            depth = sparse_band_gpu.depths(g, lkeys, self.cells, frame)
+        else:
+            depth = self._depths(sim, liquid, lkeys, frame)
         _mark("update: depths")
         self._store(sim, liquid, lkeys, depth, frame)
+        self._map = (sparse_band_gpu.phi_map(frame, self.lattice, self.phi), frame) if kernels else None
         _mark("update: store φ")
         is_deep = depth >= self.cells
         deep, dkeys = liquid[is_deep], lkeys[is_deep]
@@ -302,6 +316,7 @@ class NarrowBand:
             _mark("update: refill counts")
             if bool(pick.any()):
                 self._resample(sim, refill[pick], want[pick])
+        self._map = None
         _mark("update: resample")
 
     def sample(self, sim, x):
@@ -401,11 +416,17 @@ class NarrowBand:
         if len(pos) == 0:
             return
         x = g.cell_coords(pos)
-        pos = pos[self.sample(sim, xp.stack(x, axis=1)) < 0]
+        kept = getattr(self, "_map", None)  # the new φ's dense map (kernels) or None
+        phi = self.sample(sim, xp.stack(x, axis=1)) if kept is None else \
+            sparse_band_gpu.sample_points(g, xp.stack(x, axis=1), *kept)
+        pos = pos[phi < 0]
         if len(pos) == 0:
             return
         x = g.cell_coords(pos)
-        vel = xp.stack(g.sample_faces(g.faces(), *x, boxes=g.boxes if g.closed else None), axis=1)
+        if kept is None:
+            vel = xp.stack(g.sample_faces(g.faces(), *x, boxes=g.boxes if g.closed else None), axis=1)
+        else:
+            vel = sparse_band_gpu.sample_faces(g, xp.stack(x, axis=1))
         sim._append(pos, vel.astype(xp.float32))
 
     # ------------------------------------------------------------------ outputs and state

@@ -1,0 +1,45 @@
+"""The narrow band's kernel way (kernels/flip/sparse_band_gpu.py) on this machine: its switch,
+its constants against the array code's, and the CPU path untouched by it (the device
+comparison is tests/gpu/test_flip_sparse_band_kernels_gpu.py)."""
+
+import numpy as np
+import pytest
+
+from tests.meshes import box
+from voxfx.kernels.flip import sparse_band, sparse_band_gpu
+from voxfx.kernels.flip.grid import FlipSettings
+from voxfx.kernels.flip.sim import FlipSimulation
+from voxfx.kernels.grid import GridSpec
+
+
+def test_the_switch_names_the_two_ways_and_refuses_others(monkeypatch):
+    monkeypatch.delenv("VOXFX_SPARSE_BAND", raising=False)
+    assert sparse_band_gpu.band_mode() == "kernels"
+    monkeypatch.setenv("VOXFX_SPARSE_BAND", " Arrays ")
+    assert sparse_band_gpu.band_mode() == "arrays"
+    monkeypatch.setenv("VOXFX_SPARSE_BAND", "fast")
+    with pytest.raises(ValueError, match="VOXFX_SPARSE_BAND"):
+        sparse_band_gpu.band_mode()
+
+
+def test_the_kernels_far_value_is_the_array_codes():
+    assert sparse_band_gpu.FAR == sparse_band.FAR
+    text = (sparse_band_gpu.KERNELS.filename, open(sparse_band.__file__.replace("flip/sparse_band.py",
+                                                                                "cuda/flip_sparse_band.cu")).read())
+    assert f"#define BAND_FAR {sparse_band.FAR!r}f" in text[1]
+
+
+def test_a_numpy_band_never_takes_the_kernels_and_steps_the_same_with_either_setting(monkeypatch):
+    spec = GridSpec((0.0, 0.0, 0.0), 0.1, (10, 6, 8))
+    water = box((0.0, 0.0, 0.0), (0.5, 0.6, 0.6))
+    runs = []
+    for way in ("kernels", "arrays"):
+        monkeypatch.setenv("VOXFX_SPARSE_BAND", way)
+        sim = FlipSimulation(spec, FlipSettings(narrow_band=2, seed=7), *water, xp=np, sparse=True)
+        for _ in range(3):
+            sim.step(1 / 24)
+        assert not sparse_band_gpu.usable(sim)
+        runs.append((sim.band.deep.copy(), sim.band.phi.copy(), sim.pos.copy()))
+    for a, b in zip(*runs):
+        assert np.array_equal(a, b)
+    assert len(runs[0][0]) > 0
