@@ -153,6 +153,12 @@ class _Frame:
         if bounds is not None:
             lo.append(bounds[0])
             hi.append(bounds[1])
+        return cls.of_bounds(lo, hi, pad, xp)
+
+    @classmethod
+    def of_bounds(cls, lo, hi, pad: int, xp):
+        """The box of the low and high corners *lo*, *hi* (lists of (3,) int64), grown by
+        *pad*; None for none."""
         if not lo:
             return None
         return cls(np.min(lo, axis=0) - pad, np.max(hi, axis=0) + pad, xp)
@@ -244,9 +250,7 @@ class NarrowBand:
         Cells are int64 keys of one frame (``_Frame``) and the particles' cells are made
         unique first, so its memory follows the liquid's cells, not its particles × 3."""
         xp, g = self.xp, sim.grid
-        reach = int(np.ceil(float(transfer.max_speed(sim.vel)) * dt / g.h))
-        pad = max(0, reach - RINGS) + RINGS + 1  # dilation, air rings and a neighbour step
-        frame = _Frame.around([self.lattice, self.deep], _particle_cell_bounds(sim), pad, xp)
+        reach, frame = self._reach_and_frame(sim, dt)
         _mark("update: reach and frame")
         if frame is None:  # no liquid anywhere
             self.lattice, self.phi = xp.zeros((0, 3), xp.int64), xp.zeros(0, xp.float32)
@@ -318,6 +322,43 @@ class NarrowBand:
                 self._resample(sim, refill[pick], want[pick])
         self._map = None
         _mark("update: resample")
+
+    def _reach_and_frame(self, sim, dt: float):
+        """(cells the fastest particle moves in *dt*, rounded up; the update's ``_Frame``: the
+        stored cells, the deep cells and the particles' cells, grown by the dilation, the air
+        rings and a neighbour step). The kernel way reads the speed and every bound at once
+        (one host sync, not seven); the same numbers."""
+        xp, g = self.xp, sim.grid
+        if xp is np or sparse_band_gpu.band_mode() != "kernels":
+            reach = int(np.ceil(float(transfer.max_speed(sim.vel)) * dt / g.h))
+            pad = max(0, reach - RINGS) + RINGS + 1
+            return reach, _Frame.around([self.lattice, self.deep], _particle_cell_bounds(sim), pad, xp)
+        parts = [transfer.max_speed(sim.vel).astype(xp.float64).reshape(1)]
+        if len(sim.pos):
+            origin = xp.asarray(sim.spec.origin, dtype=xp.float32)
+            h = np.float32(sim.spec.voxel_size)
+            parts += [xp.floor((p - origin) / h).astype(xp.int64).astype(xp.float64)
+                      for p in (sim.pos.min(axis=0), sim.pos.max(axis=0))]
+        parts += [b.astype(xp.float64) for r in (self.lattice, self.deep) if len(r) for b in (r.min(axis=0),
+                                                                                               r.max(axis=0))]
+        host = backend.to_numpy(xp.concatenate(parts))  # int64 bounds within ±2²³: exact in float64
+        reach = int(np.ceil(float(np.float32(host[0])) * dt / g.h))
+        pad = max(0, reach - RINGS) + RINGS + 1  # dilation, air rings and a neighbour step
+        corners = host[1:].reshape(-1, 3).astype(np.int64)
+        return reach, _Frame.of_bounds(list(corners[0::2]), list(corners[1::2]), pad, xp)
+
+    def topology_cells(self, margin: int):
+        """Cells standing for the deep cells in the topology (``SparseFlipGrid.update``'s extra
+        cells, boxes of ± *margin*): per axis each deep cell moved down to the first cell of its
+        run with the same low and high brick of its box, c − min((c − m) mod 8, (c + m) mod 8),
+        so the boxes reach the same bricks (clamped or not: the bricks are a function of that
+        pair) from ~(2/8)³ as many distinct cells, which ``topology_keys`` makes unique before it
+        expands their boxes."""
+        xp, d = self.xp, self.deep
+        if len(d) == 0 or sparse_band_gpu.band_mode() != "kernels":
+            return d
+        m = int(margin)
+        return d - xp.minimum((d - m) % 8, (d + m) % 8)
 
     def sample(self, sim, x):
         """φ (cells) at points *x* (M, 3) in cell units: trilinear over the stored cells,

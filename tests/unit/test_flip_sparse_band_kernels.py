@@ -43,3 +43,25 @@ def test_a_numpy_band_never_takes_the_kernels_and_steps_the_same_with_either_set
     for a, b in zip(*runs):
         assert np.array_equal(a, b)
     assert len(runs[0][0]) > 0
+
+
+@pytest.mark.parametrize("closed", [True, False])
+def test_the_deep_cells_stand_ins_reach_the_same_bricks_with_far_fewer_boxes(monkeypatch, closed):
+    from voxfx.kernels.flip.sparse_grid import SparseFlipGrid
+
+    monkeypatch.delenv("VOXFX_SPARSE_BAND", raising=False)
+    rng = np.random.default_rng()
+    spec = GridSpec((0.0, 0.0, 0.0), 0.1, (40, 33, 29))
+    grid = SparseFlipGrid(spec, np, closed=closed)
+    lo = 0 if closed else -20
+    deep = np.unique(rng.integers(lo, [40, 33, 29], size=(3000, 3)), axis=0)
+    deep = np.concatenate([deep, np.stack(np.meshgrid(*(np.arange(3, 19),) * 3), -1).reshape(-1, 3)])  # a block
+    pos = rng.uniform(0.0, 2.9, size=(50, 3)).astype(np.float32)
+    band = sparse_band.NarrowBand(4, np)
+    band.deep = deep
+    for margin in (1, 3, 5, 6, 8, 9, 13):
+        stand_ins = band.topology_cells(margin)
+        assert len(np.unique(stand_ins, axis=0)) < len(deep) / 3
+        assert np.array_equal(grid.topology_keys(pos, margin, stand_ins), grid.topology_keys(pos, margin, deep))
+    monkeypatch.setenv("VOXFX_SPARSE_BAND", "arrays")
+    assert band.topology_cells(5) is deep
