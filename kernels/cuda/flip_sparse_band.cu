@@ -231,3 +231,101 @@ extern "C" __global__ void band_sample_faces(const float* __restrict__ x, long l
     const float* const f[3] = {u, v, w};
     for (int a = 0; a < 3; ++a) out[3 * t + a] = band_sample_face(BAND_GRID_PASS, f[a], a, p);
 }
+
+// ---------------------------------------------------------------- the update on the frame box's maps
+// flags: one byte a frame cell, these bits.
+#define BAND_CAND 1  // a candidate: stored last substep, a particle's cell, or within the dilation
+#define BAND_TAKEN 2  // a particle's cell
+#define BAND_WAS_DEEP 4  // deep before this update
+
+__device__ __forceinline__ bool band_in_box(const long long r[3], BAND_BOX_ARGS)
+{
+    return r[0] >= 0 && r[0] < span_x && r[1] >= 0 && r[1] < span_y && r[2] >= 0 && r[2] < span_z;
+}
+
+// flags |= bit at each of the cells (int64 (m, 3) lattice rows) inside the box.
+extern "C" __global__ void band_mark_rows(const long long* __restrict__ cells, long long m, BAND_BOX_ARGS,
+                                          unsigned char bit, unsigned char* __restrict__ flags)
+{
+    const long long t = blockDim.x * (long long)blockIdx.x + threadIdx.x;
+    if (t >= m) return;
+    const long long r[3] = {cells[3 * t] - lo_x, cells[3 * t + 1] - lo_y, cells[3 * t + 2] - lo_z};
+    if (!band_in_box(r, lo_x, lo_y, lo_z, span_x, span_y, span_z)) return;
+    const long long key = (r[2] * span_y + r[1]) * span_x + r[0];
+    flags[key] |= bit;  // threads of one launch write one bit: the same byte value
+}
+
+// Each particle's frame key (sparse_band._particle_keys: ⌊(p − origin)/h⌋ in float32, then the
+// box's key), its cell a candidate and taken; −1 (and no mark) outside the box.
+extern "C" __global__ void band_mark_particles(const float* __restrict__ pos, long long n, float ox, float oy,
+                                               float oz, float h, BAND_BOX_ARGS, unsigned char* __restrict__ flags,
+                                               long long* __restrict__ pkeys)
+{
+    const long long t = blockDim.x * (long long)blockIdx.x + threadIdx.x;
+    if (t >= n) return;
+    const float o[3] = {ox, oy, oz};
+    const long long lo[3] = {lo_x, lo_y, lo_z};
+    long long r[3];
+    for (int a = 0; a < 3; ++a) r[a] = (long long)floorf((pos[3 * t + a] - o[a]) / h) - lo[a];
+    if (!band_in_box(r, lo_x, lo_y, lo_z, span_x, span_y, span_z)) {
+        pkeys[t] = -1;
+        return;
+    }
+    const long long key = (r[2] * span_y + r[1]) * span_x + r[0];
+    pkeys[t] = key;
+    flags[key] |= BAND_CAND | BAND_TAKEN;
+}
+
+// One axis of the candidates' dilation (NarrowBand.update's 27-neighbourhood, `radius` times):
+// out = in, plus CAND where a cell within `radius` along `axis` is a candidate in `in`.
+extern "C" __global__ void band_dilate(const unsigned char* __restrict__ in, long long size, int axis, int radius,
+                                       BAND_BOX_ARGS, unsigned char* __restrict__ out)
+{
+    const long long t = blockDim.x * (long long)blockIdx.x + threadIdx.x;
+    if (t >= size) return;
+    const long long span[3] = {span_x, span_y, span_z};
+    const long long stride = axis == 0 ? 1 : axis == 1 ? span_x : span_x * span_y;
+    const long long c = (t / stride) % span[axis];
+    unsigned char f = in[t];
+    for (int s = -radius; s <= radius && !(f & BAND_CAND); ++s)
+        if (c + s >= 0 && c + s < span[axis] && (in[t + s * stride] & BAND_CAND)) f |= BAND_CAND;
+    out[t] = f;
+}
+
+// NarrowBand._store's air rings, one pass a ring over the box: a cell neither liquid
+// (depth_map ≥ 0) nor solid nor of an earlier ring, with a 6-neighbour that is liquid or of
+// the ring before (ring_map == ring − 1; liquid for ring 1), joins ring `ring`.
+extern "C" __global__ void band_rings(const signed char* __restrict__ depth_map, long long size, int ring,
+                                      BAND_BOX_ARGS, int closed, int nx, int ny, int nz,
+                                      unsigned char* __restrict__ ring_map)
+{
+    const long long t = blockDim.x * (long long)blockIdx.x + threadIdx.x;
+    if (t >= size || depth_map[t] >= 0 || ring_map[t] != 0) return;
+    const long long sxy = span_x * span_y;
+    const long long r[3] = {t % span_x, (t / span_x) % span_y, t / sxy};
+    if (band_solid(closed, nx, ny, nz, lo_x + r[0], lo_y + r[1], lo_z + r[2])) return;
+    const long long span[3] = {span_x, span_y, span_z}, step[3] = {1, span_x, sxy};
+    for (int d = 0; d < 6; ++d) {
+        const int a = d >> 1, s = (d & 1) ? 1 : -1;
+        if (r[a] + s < 0 || r[a] + s >= span[a]) continue;
+        const long long nb = t + s * step[a];
+        if (ring == 1 ? depth_map[nb] >= 0 : (depth_map[nb] >= 0 || ring_map[nb] == ring - 1)) {
+            ring_map[t] = (unsigned char)ring;
+            return;
+        }
+    }
+}
+
+// After the depths: a particle in a deep cell (depth ≥ cells) is not kept; a kept one in a band
+// cell under the surface layer (1 ≤ depth < cells) counts towards its cell's particles.
+extern "C" __global__ void band_particles(const long long* __restrict__ pkeys, long long n,
+                                          const signed char* __restrict__ depth_map, int cells,
+                                          unsigned char* __restrict__ keep, int* __restrict__ count)
+{
+    const long long t = blockDim.x * (long long)blockIdx.x + threadIdx.x;
+    if (t >= n) return;
+    const long long key = pkeys[t];
+    const int depth = key >= 0 ? depth_map[key] : -1;
+    keep[t] = depth < cells;
+    if (depth >= 1 && depth < cells) atomicAdd(count + key, 1);
+}

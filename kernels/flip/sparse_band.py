@@ -256,6 +256,10 @@ class NarrowBand:
             self.lattice, self.phi = xp.zeros((0, 3), xp.int64), xp.zeros(0, xp.float32)
             self.deep, self.mass = xp.zeros((0, 3), xp.int64), xp.zeros(0, xp.float64)
             return
+        if sparse_band_gpu.usable(sim) and sparse_band_gpu.map_fits(frame):  # the same, on the frame box's maps
+            sparse_band_gpu.update(self, sim, dt, reach, frame)
+            _mark("update: kernels")
+            return
         pkeys = _particle_keys(sim, frame)  # one int64 per particle
         taken = xp.unique(pkeys)  # the particles' cells (~particles per cell fewer rows)
         cand = xp.unique(xp.concatenate([frame.key(self.lattice), taken]))  # liquid + two air rings + particles
@@ -268,34 +272,24 @@ class NarrowBand:
         cand, cells = cand[open_], cells[open_]
         del open_
         _mark("update: candidates")
-        kernels = sparse_band_gpu.usable(sim) and sparse_band_gpu.map_fits(frame)  # dense maps over the frame
         # φ̃(x) = φ(x − Δt·u(x)), semi-Lagrangian, trilinear over the stored cells (§4.2)
-        if kernels:
-            advected = sparse_band_gpu.trace(g, cells, dt, sparse_band_gpu.phi_map(frame, self.lattice, self.phi),
-                                             frame)
-            _mark("update: trace (kernel)")
-        else:
-            x = [cells[:, a].astype(xp.float32) + _F(0.5) for a in range(3)]
-            u = g.sample_faces(g.faces(), *x, boxes=g.boxes if g.closed else None)
-            back = xp.stack([x[a] - u[a] * _F(dt / g.h) for a in range(3)], axis=1)
-            del x, u
-            _mark("update: trace (grid velocity)")
-            advected = self.sample(sim, back)
-            del back
-            _mark("update: sample φ")
+        x = [cells[:, a].astype(xp.float32) + _F(0.5) for a in range(3)]
+        u = g.sample_faces(g.faces(), *x, boxes=g.boxes if g.closed else None)
+        back = xp.stack([x[a] - u[a] * _F(dt / g.h) for a in range(3)], axis=1)
+        del x, u
+        _mark("update: trace (grid velocity)")
+        advected = self.sample(sim, back)
+        del back
+        _mark("update: sample φ")
         # φ = min(φ̃ + 1, φ_particles): the grid shrunk by a cell, so the surface layer is the
         # particles' own and the grid's liquid below it (§4.2, as Mantaflow's narrow band)
         wet = _member(cand, taken, xp) | (advected + _F(SHRINK) < 0)
         liquid, lkeys = cells[wet], cand[wet]  # sorted by key, as ``unique_rows``
         del cand, cells, advected, wet, taken
         _mark("update: union")
-        if kernels:
-            depth = sparse_band_gpu.depths(g, lkeys, self.cells, frame)
-        else:
-            depth = self._depths(sim, liquid, lkeys, frame)
+        depth = self._depths(sim, liquid, lkeys, frame)
         _mark("update: depths")
         self._store(sim, liquid, lkeys, depth, frame)
-        self._map = (sparse_band_gpu.phi_map(frame, self.lattice, self.phi), frame) if kernels else None
         _mark("update: store φ")
         is_deep = depth >= self.cells
         deep, dkeys = liquid[is_deep], lkeys[is_deep]
@@ -320,7 +314,6 @@ class NarrowBand:
             _mark("update: refill counts")
             if bool(pick.any()):
                 self._resample(sim, refill[pick], want[pick])
-        self._map = None
         _mark("update: resample")
 
     def _reach_and_frame(self, sim, dt: float):

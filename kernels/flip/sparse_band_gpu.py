@@ -137,18 +137,91 @@ def sample_faces(grid, x):
     return out
 
 
-def depths(grid, keys, cells: int, frame):
-    """``NarrowBand._depths`` of the liquid cells of sorted *keys* (their frame keys): 6-neighbour
-    erosions on a dense map, up to *cells* (the band's depth)."""
-    cp = grid.xp
-    k = _rows(cp, keys, cp.int64)
-    m = int(k.shape[0])
-    depth = cp.zeros(m, cp.int64)
-    if m == 0:
-        return depth
-    depth_map = cp.full(int(np.prod(frame.span)), -1, cp.int8)
-    depth_map[k] = 0
-    for level in range(1, int(cells) + 1):
-        KERNELS.launch("band_erode", m, (k, _I64(m), _I32(level), depth_map, *_box_args(frame), _I32(grid.closed),
-                                         *(_I32(n) for n in grid.shape), depth))
-    return depth
+CAND, TAKEN, WAS_DEEP = 1, 2, 4  # flip_sparse_band.cu's flag bits
+
+
+def update(band, sim, dt: float, reach: int, frame) -> None:
+    """``NarrowBand.update`` after its frame, on dense maps over the frame box (module notes):
+    the candidates marked and dilated, the trace, the union with the particles' cells, the
+    depths, the air rings, the deep particles dropped and the band cells counted for the
+    refill, each list compacted from a map in key order (the array code's sorted keys)."""
+    from .sparse_band import RINGS, SHRINK, _mark
+
+    cp, g = band.xp, sim.grid
+    size = int(np.prod(frame.span))
+    box = _box_args(frame)
+    walls = (_I32(g.closed), *(_I32(n) for n in g.shape))
+    flags = cp.zeros(size, cp.uint8)
+    n = int(sim.pos.shape[0])
+    pkeys = cp.empty(n, cp.int64)
+    KERNELS.launch("band_mark_rows", len(band.lattice), (_rows(cp, band.lattice, cp.int64), _I64(len(band.lattice)),
+                                                         *box, np.uint8(CAND), flags))
+    KERNELS.launch("band_mark_rows", len(band.deep), (_rows(cp, band.deep, cp.int64), _I64(len(band.deep)), *box,
+                                                      np.uint8(WAS_DEEP), flags))
+    h = _F(sim.spec.voxel_size)
+    pos = _rows(cp, sim.pos, cp.float32)
+    KERNELS.launch("band_mark_particles", n, (pos, _I64(n), *(_F(o) for o in sim.spec.origin), h, *box, flags, pkeys))
+    del pos
+    radius = max(0, reach - RINGS)  # a trace longer than the rings: look farther
+    if radius:
+        other = cp.empty_like(flags)
+        for axis in range(3):
+            KERNELS.launch("band_dilate", size, (flags, _I64(size), _I32(axis), _I32(radius), *box, other))
+            flags, other = other, flags
+        del other
+    cand = cp.flatnonzero(flags & CAND)  # sorted keys: the map's order
+    cells = frame.cells(cand)
+    open_ = ~band._solid(sim, cells)
+    cand, cells = cand[open_], cells[open_]
+    del open_
+    _mark("kernels: candidates")
+    phi = phi_map(frame, band.lattice, band.phi)
+    advected = trace(g, cells, dt, phi, frame)  # φ̃(x) = φ(x − Δt·u(x)) (§4.2)
+    # φ = min(φ̃ + 1, φ_particles): the surface layer the particles', the grid's liquid below it (§4.2)
+    wet = ((flags[cand] & TAKEN) != 0) | (advected + _F(SHRINK) < 0)
+    liquid, lkeys = cells[wet], cand[wet]
+    was_deep = (flags[lkeys] & WAS_DEEP) != 0
+    del cand, cells, advected, wet, flags
+    _mark("kernels: trace and union")
+    depth_map = cp.full(size, -1, cp.int8)
+    depth_map[lkeys] = 0
+    depth = cp.zeros(len(lkeys), cp.int64)
+    for level in range(1, int(band.cells) + 1):  # erosions: 6-neighbour steps to the air
+        KERNELS.launch("band_erode", len(lkeys), (lkeys, _I64(len(lkeys)), _I32(level), depth_map, *box, *walls, depth))
+    _mark("kernels: depths")
+    ring_map = cp.zeros(size, cp.uint8)  # φ on the liquid and RINGS air rings (NarrowBand._store)
+    stored, values = [liquid], [-(depth.astype(cp.float32) + _F(0.5))]
+    for ring in range(1, RINGS + 1):
+        KERNELS.launch("band_rings", size, (depth_map, _I64(size), _I32(ring), *box, *walls, ring_map))
+        new = frame.cells(cp.flatnonzero(ring_map == ring))
+        stored.append(new)
+        values.append(cp.full(len(new), _F(ring - 0.5), cp.float32))
+    del ring_map
+    band.lattice, band.phi = cp.concatenate(stored), cp.concatenate(values)
+    del stored, values
+    _mark("kernels: store φ")
+    cells_n = int(band.cells)
+    is_deep = depth >= cells_n
+    deep = liquid[is_deep]
+    count = phi.view(cp.int32)  # the old φ's map, reused for the band cells' particle counts
+    count.fill(0)
+    keep = cp.empty(n, cp.uint8)
+    KERNELS.launch("band_particles", n, (pkeys, _I64(n), depth_map, _I32(cells_n), keep, count))
+    if len(deep):  # particles under the band: the deep cell stands for them (a full cell)
+        sim._keep(keep.view(cp.bool_))
+    del keep, pkeys, depth_map
+    inner = (depth >= 1) & (depth < cells_n)  # band cells under the surface layer
+    refill, rkeys, was = liquid[inner], lkeys[inner], was_deep[inner]
+    have = count[rkeys].astype(cp.float64)
+    del liquid, lkeys, depth, is_deep, inner, count, phi, was_deep
+    ppc = float(sim.settings.particles_per_cell)
+    band.deep, band.mass = deep, cp.full(len(deep), ppc, cp.float64)
+    band._map = (phi_map(frame, band.lattice, band.phi), frame)  # the new φ, for the refill's samples
+    _mark("kernels: deep particles and counts")
+    if len(refill):
+        want = cp.where(was | (have == 0), cp.maximum(ppc - have, 0.0), 0.0)
+        pick = want > 0
+        if bool(pick.any()):
+            band._resample(sim, refill[pick], want[pick])
+    band._map = None
+    _mark("kernels: resample")
