@@ -51,7 +51,8 @@ class Pieces:
         self.marks = []  # (piece, start event, end event)
         self.inner = []  # lists of sparse_band.PROFILE of each update
         band, grid = sim.band, sim.grid
-        for owner, name, label in ((grid, "update", "topology"), (band, "snapshot", "snapshot"),
+        for owner, name, label in ((grid, "update", "topology"), (band, "topology", "topology: band keys"),
+                                   (band, "snapshot", "snapshot"),
                                    (band, "carry", "carry"), (band, "update", "update")):
             if owner is not None:
                 setattr(owner, name, self._wrapped(getattr(owner, name), label))
@@ -101,6 +102,9 @@ def same_state(a, b):
         x, y = (backend.to_numpy(getattr(s, name)) for s in (a, b))
         if x.shape != y.shape or not np.array_equal(x.view(np.uint32), y.view(np.uint32)):
             bad.append(name)
+    x, y = (backend.to_numpy(s.grid.topology.keys) for s in (a, b))
+    if x.shape != y.shape or not np.array_equal(x, y):
+        bad.append("bricks")
     return bad
 
 
@@ -137,10 +141,11 @@ def main():
             cp.cuda.Device().synchronize()
             ms = (time.perf_counter() - a) * 1e3
             parts = piece.frame()
-            band_ms = sum(parts.get(k, 0.0) for k in ("snapshot", "carry", "update"))
+            band_ms = sum(parts.get(k, 0.0) for k in ("snapshot", "carry", "update", "topology: band keys"))
             subs = max(1, stats["substeps"])
             print(f"frame {frame} {way}: {stats['substeps']} substeps, {ms:.0f} ms ({ms / subs:.1f} a substep); band "
-                  f"{band_ms:.1f} ms ({band_ms / subs:.2f} a substep), topology {parts.get('topology', 0):.1f} ms; "
+                  f"{band_ms:.1f} ms ({band_ms / subs:.2f} a substep, its topology keys included), topology "
+                  f"{parts.get('topology', 0):.1f} ms; "
                   f"{len(sim.pos):,} particles kept ({sim.liquid_particles():,}), {len(sim.band.deep):,} deep cells, "
                   f"{sim.grid.brick_count()} bricks", flush=True)
             print("   " + ", ".join(f"{k} {val / subs:.3f}" for k, val in parts.items()) + " (ms a substep)",

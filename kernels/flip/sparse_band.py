@@ -340,6 +340,13 @@ class NarrowBand:
         corners = host[1:].reshape(-1, 3).astype(np.int64)
         return reach, _Frame.of_bounds(list(corners[0::2]), list(corners[1::2]), pad, xp)
 
+    def topology(self, grid, pos, margin: int, reach=None):
+        """(extra cells, keys) for ``SparseFlipGrid.update``: the deep cells' stand-ins
+        (``topology_cells``) and, where the device pipeline serves, the substep's brick keys
+        already joined (``sparse_band_gpu.topology_keys``; else None: the array path)."""
+        keys = sparse_band_gpu.topology_keys(self, grid, pos, margin, reach) if self.xp is not np else None
+        return self.topology_cells(margin), keys
+
     def topology_cells(self, margin: int):
         """Cells standing for the deep cells in the topology (``SparseFlipGrid.update``'s extra
         cells, boxes of ± *margin*): per axis each deep cell moved down to the first cell of its

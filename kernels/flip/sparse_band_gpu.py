@@ -225,3 +225,28 @@ def update(band, sim, dt: float, reach: int, frame) -> None:
             band._resample(sim, refill[pick], want[pick])
     band._map = None
     _mark("kernels: resample")
+
+
+def topology_keys(band, grid, pos, margin: int, reach=None):
+    """The substep's brick keys with deep cells (``SparseFlipGrid.topology_keys(pos, margin,
+    band.deep, reach)``, the same keys) without the array path over every particle: the
+    particles' bricks from the device pipeline (``sparse_topology_gpu.full_keys``: per-brick
+    margins, no per-particle sort of cells), joined with the bricks of the deep cells'
+    stand-ins (``NarrowBand.topology_cells``, a few thousand boxes). None where the device
+    pipeline does not serve (the caller then takes the array path)."""
+    from . import sparse_topology_gpu as topology_gpu
+
+    cp, margin = grid.xp, int(margin)
+    if band_mode() != "kernels" or len(band.deep) == 0 or int(pos.shape[0]) == 0:
+        return None
+    if not topology_gpu.can_build(grid, pos) or topology_gpu.topology_mode() != "device":
+        return None
+    if not 0 <= margin <= topology_gpu.MAX_MARGIN or not topology_gpu._serves(reach):
+        return None
+    if reach is not None and int(reach.vel.shape[0]) != int(pos.shape[0]):
+        return None
+    keys = topology_gpu.full_keys(grid, pos, margin, reach)
+    if keys is None:
+        return None
+    deep = grid.topology_keys(pos[:0], margin, band.topology_cells(margin))  # the stand-ins' boxes, ± margin
+    return cp.unique(cp.concatenate([keys, deep]))

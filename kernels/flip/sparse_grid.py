@@ -197,18 +197,19 @@ class SparseFlipGrid(SparseMacGrid):
         return cells
 
     def update(self, pos, margin: int, obstacle=None, obstacle_velocity=None, extra_cells=None, bodies=(),
-               scratch=False, reach: BrickReach | None = None):
+               scratch=False, reach: BrickReach | None = None, keys=None):
         """Retopologize to the particles (+ *extra_cells*; margins: ``topology_keys``'
         *margin* and *reach*, *margin* at least the bricks' largest), then mark walls and obstacles
         (*obstacle*: (M, 3) lattice cells, *obstacle_velocity*: (M, 3) or None; *bodies*:
         ``sparse_bodies.BrickBody`` obstacles) and the faces that exist. Returns (added,
         freed) slots. *scratch*: the flow channels (``FLOW``) are the caller's to write whole
         before it reads them (a substep's P2G and classify), so fresh and freed bricks are not
-        filled, nor their data copied when the pool grows."""
+        filled, nor their data copied when the pool grows. *keys*: those bricks, when the caller has
+        them (the narrow band's, ``sparse_band_gpu.topology_keys``)."""
         xp = self.xp
         self.bins = None  # the bricks (and the particles) may change
-        found = None
-        if topology_gpu.can_build(self, pos) and (extra_cells is None or len(extra_cells) == 0):
+        found = None if keys is None else (keys, False)
+        if found is None and topology_gpu.can_build(self, pos) and (extra_cells is None or len(extra_cells) == 0):
             found = topology_gpu.incremental_keys(self, pos, margin, prebuilt=True, reach=reach)  # first build too
         plain = (obstacle is None or len(obstacle) == 0) and all(b.count == 0 for b in bodies)
         if found is not None and found[1]:  # the same bricks: same slots, tables and marks

@@ -226,9 +226,9 @@ class SparseFlipSimulation(FlipSimulation):
         margin = substep_margin(self._margin_speed(), dt, self.spec.voxel_size, gravity)  # the fastest brick's
         reach = BrickReach(self.vel, dt, gravity, self.spec.voxel_size) if margin_mode() == "brick" else None
         band = self.band
-        extra = band.topology_cells(margin) if band else None  # the deep cells' bricks (fewer boxes, the same bricks)
+        extra, keys = band.topology(g, self.pos, margin, reach) if band else (None, None)  # + the deep cells' bricks
         g.update(self.pos, margin, self.obstacle, self.obstacle_velocity, bodies=self.obstacle_bodies,  # §5.1 / §5.2
-                 extra_cells=extra, scratch=band is None, reach=reach)  # margins per brick
+                 extra_cells=extra, scratch=band is None, reach=reach, keys=keys)  # margins per brick
         self._restore_carried_pressure()
         self._restore_kept_velocity()
         report(progress, 0.05, "particles to grid")

@@ -35,6 +35,7 @@ def _assert_same(sims, frame):
         a, b = (_bits(getattr(s, name)) for s in sims)
         assert a.shape == b.shape and np.array_equal(a, b), (frame, name)
     assert old.band.resampled == new.band.resampled
+    assert np.array_equal(_bits(old.grid.topology.keys), _bits(new.grid.topology.keys)), frame
 
 
 @pytest.mark.parametrize("cells, seed", [(3, 1), (4, 2)])
@@ -90,3 +91,27 @@ def test_the_phi_map_samples_as_the_band_does_at_random_points():
     ref = cupy.stack(g.sample_faces(g.faces(), x[:, 0], x[:, 1], x[:, 2], boxes=g.boxes), axis=1)
     assert np.array_equal(_bits(faces), _bits(ref))
     assert float(cupy.abs(ref).max()) > 0
+
+
+def test_the_band_topology_keys_are_the_array_paths_with_every_deep_cell(monkeypatch):
+    import cupy
+
+    from voxfx.kernels.flip import transfer
+    from voxfx.kernels.flip.sparse_grid import BrickReach, substep_margin
+
+    monkeypatch.delenv("VOXFX_SPARSE_BAND", raising=False)
+    h = 0.05
+    spec = GridSpec((0.0, 0.0, 0.0), h, (24, 10, 16))
+    water = box((0.0, 0.0, 0.0), (8 * h, 10 * h, 12 * h))
+    sim = FlipSimulation(spec, FlipSettings(narrow_band=3, seed=3), *water, xp=cupy, sparse=True)
+    for _ in range(4):
+        sim.step(1 / 24)
+    g, band = sim.grid, sim.band
+    assert len(band.deep) > 0
+    for dt in (1 / 96, 1 / 48, 1 / 12):
+        margin = substep_margin(float(transfer.max_speed(sim.vel)), dt, h, 9.81)  # as the substep's
+        for reach in (None, BrickReach(sim.vel, dt, 9.81, h)):
+            got = sparse_band_gpu.topology_keys(band, g, sim.pos, margin, reach)
+            assert got is not None
+            assert np.array_equal(backend.to_numpy(got), backend.to_numpy(g.topology_keys(sim.pos, margin, band.deep,
+                                                                                          reach)))

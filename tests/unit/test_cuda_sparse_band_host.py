@@ -191,3 +191,182 @@ def test_the_band_kernels_give_the_array_codes_results_on_the_host(harness, clos
     got = take(len(lkeys), "i")
     assert np.array_equal(got, depth) and got.max() >= 1
     assert at == len(out)
+
+
+# The whole kernel update after its frame (kernels/flip/sparse_band_gpu.py update, the map
+# compactions as loops in key order). Input: closed nx ny nz; nk cap, keys, slots; per pool
+# cell u v w (%a); dt_h (%a); box lo (3) span (3); dilation radius, band cells N, particles per
+# cell; L, lattice rows, φ (%a); D, deep rows; n, positions (%a), origin (3) and h (%a).
+# Output: the new lattice (count, rows) and φ (%a); the deep cells (count, rows); each
+# particle's keep flag; the refill's cells (count, rows) and their wanted particles (%a).
+UPDATE = STUBS + r"""
+#include "sparse.cu"
+#include "flip_sparse_band.cu"
+""" + DRIVER + r"""
+static std::vector<ll> rows(ll n) { std::vector<ll> a(3 * n); for (auto& x : a) scanf("%lld", &x); return a; }
+static void prows(const std::vector<ll>& a) { printf("%lld\n", (ll)a.size() / 3); for (ll x : a) printf("%lld\n", x); }
+int main() {
+    int closed, nx, ny, nz;
+    if (scanf("%d %d %d %d", &closed, &nx, &ny, &nz) != 4) return 1;
+    ll nk, cap;
+    scanf("%lld %lld", &nk, &cap);
+    std::vector<ll> keys(nk);
+    std::vector<int> slots(nk);
+    for (auto& k : keys) scanf("%lld", &k);
+    for (auto& s : slots) scanf("%d", &s);
+    std::vector<float> f[3];
+    for (auto& a : f) { a.resize(cap * 512); for (auto& x : a) x = rf(); }
+    const float dt_h = rf();
+    ll lo[3], span[3];
+    for (auto& x : lo) scanf("%lld", &x);
+    for (auto& x : span) scanf("%lld", &x);
+    int radius, cells_n; double ppc;
+    scanf("%d %d %lf", &radius, &cells_n, &ppc);
+    ll l; scanf("%lld", &l);
+    std::vector<ll> lattice = rows(l);
+    std::vector<float> phi(l);
+    for (auto& x : phi) x = rf();
+    ll d; scanf("%lld", &d);
+    std::vector<ll> deep = rows(d);
+    ll n; scanf("%lld", &n);
+    std::vector<float> pos(3 * n);
+    for (auto& x : pos) x = rf();
+    const float ox = rf(), oy = rf(), oz = rf(), h = rf();
+    std::vector<int> coords(3 * cap, 0), nbr27(27 * cap, -1), index(1, -1);
+    LAUNCH(27 * nk, brick_tables(keys.data(), slots.data(), nk, coords.data(), nbr27.data()));
+#define BOX lo[0], lo[1], lo[2], span[0], span[1], span[2]
+#define WALLS closed, nx, ny, nz
+    const ll size = span[0] * span[1] * span[2];
+    std::vector<u8> flags(size, 0), other(size);
+    std::vector<ll> pkeys(n);
+    LAUNCH(l, band_mark_rows(lattice.data(), l, BOX, BAND_CAND, flags.data()));
+    LAUNCH(d, band_mark_rows(deep.data(), d, BOX, BAND_WAS_DEEP, flags.data()));
+    LAUNCH(n, band_mark_particles(pos.data(), n, ox, oy, oz, h, BOX, flags.data(), pkeys.data()));
+    if (radius)
+        for (int axis = 0; axis < 3; ++axis) {
+            LAUNCH(size, band_dilate(flags.data(), size, axis, radius, BOX, other.data()));
+            std::swap(flags, other);
+        }
+    auto cell_of = [&](ll t, ll* c) { c[0] = t % span[0] + lo[0]; c[1] = (t / span[0]) % span[1] + lo[1];
+                                      c[2] = t / (span[0] * span[1]) + lo[2]; };
+    std::vector<ll> cand, cand_keys;
+    for (ll t = 0; t < size; ++t) {
+        ll c[3];
+        cell_of(t, c);
+        if ((flags[t] & BAND_CAND) && !band_solid(WALLS, c[0], c[1], c[2])) {
+            cand.insert(cand.end(), c, c + 3);
+            cand_keys.push_back(t);
+        }
+    }
+    const ll m = cand_keys.size();
+    std::vector<float> map(size, BAND_FAR), advected(m);
+    LAUNCH(l, band_scatter_phi(lattice.data(), phi.data(), l, BOX, map.data()));
+    LAUNCH(m, band_trace(cand.data(), m, f[0].data(), f[1].data(), f[2].data(), keys.data(), slots.data(), nk,
+                         nbr27.data(), index.data(), 0, 0, 0, 0, 0, 0, WALLS, dt_h, map.data(), BOX,
+                         advected.data()));
+    std::vector<ll> liquid, lkeys;
+    std::vector<u8> was;
+    for (ll q = 0; q < m; ++q)
+        if ((flags[cand_keys[q]] & BAND_TAKEN) || advected[q] + 1.0f < 0) {
+            liquid.insert(liquid.end(), cand.begin() + 3 * q, cand.begin() + 3 * q + 3);
+            lkeys.push_back(cand_keys[q]);
+            was.push_back((flags[cand_keys[q]] & BAND_WAS_DEEP) != 0);
+        }
+    const ll k = lkeys.size();
+    std::vector<signed char> depth_map(size, -1);
+    for (ll key : lkeys) depth_map[key] = 0;
+    std::vector<ll> depth(k, 0);
+    for (int level = 1; level <= cells_n; ++level)
+        LAUNCH(k, band_erode(lkeys.data(), k, level, depth_map.data(), BOX, WALLS, depth.data()));
+    std::vector<u8> ring_map(size, 0);
+    std::vector<ll> out = liquid;
+    std::vector<float> out_phi;
+    for (ll q = 0; q < k; ++q) out_phi.push_back(-((float)depth[q] + 0.5f));
+    for (int ring = 1; ring <= 2; ++ring) {
+        LAUNCH(size, band_rings(depth_map.data(), size, ring, BOX, WALLS, ring_map.data()));
+        for (ll t = 0; t < size; ++t)
+            if (ring_map[t] == ring) {
+                ll c[3];
+                cell_of(t, c);
+                out.insert(out.end(), c, c + 3);
+                out_phi.push_back((float)ring - 0.5f);
+            }
+    }
+    prows(out);
+    pf(out_phi);
+    std::vector<ll> new_deep, refill;
+    std::vector<double> want;
+    std::vector<int> count(size, 0);
+    std::vector<u8> keep(n);
+    LAUNCH(n, band_particles(pkeys.data(), n, depth_map.data(), cells_n, keep.data(), count.data()));
+    for (ll q = 0; q < k; ++q) {
+        if (depth[q] >= cells_n) new_deep.insert(new_deep.end(), liquid.begin() + 3 * q, liquid.begin() + 3 * q + 3);
+        if (depth[q] >= 1 && depth[q] < cells_n) {
+            const double have = count[lkeys[q]];
+            const double w = (was[q] || have == 0) ? std::max(ppc - have, 0.0) : 0.0;
+            if (w > 0) {
+                refill.insert(refill.end(), liquid.begin() + 3 * q, liquid.begin() + 3 * q + 3);
+                want.push_back(w);
+            }
+        }
+    }
+    prows(new_deep);
+    pr(keep);
+    prows(refill);
+    for (double w : want) printf("%a\n", w);
+    return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def update_harness(tmp_path_factory):
+    return _build(tmp_path_factory, UPDATE, defines=launch.define_options(mac.CELL_TYPES), name="band_update")
+
+
+@pytest.mark.parametrize("closed, dt", [(True, 1 / 96), (True, 0.12), (False, 1 / 48), (False, 0.2)])
+def test_the_kernel_update_gives_the_array_updates_level_set_deep_cells_and_particles(update_harness, closed, dt):
+    sim = _band_state(closed)
+    band, g = sim.band, sim.grid
+    reach, frame = band._reach_and_frame(sim, dt)
+    inputs = (band.lattice.copy(), band.phi.copy(), band.deep.copy(), sim.pos.copy())
+    lines = [f"{int(closed)} {' '.join(str(n) for n in g.shape)}", f"{g.topology.count} {g.capacity}",
+             " ".join(_ints(g.topology.keys)), " ".join(_ints(g.topology.slots))]
+    lines += [" ".join(_a(f)) for f in g.faces()]
+    lines += [float(np.float32(dt / g.h)).hex(), " ".join(_ints(frame.lo)) + " " + " ".join(_ints(frame.span)),
+              f"{max(0, reach - sparse_band.RINGS)} {band.cells} {float(sim.settings.particles_per_cell)!r}",
+              str(len(inputs[0])), " ".join(_ints(inputs[0])), " ".join(_a(inputs[1])), str(len(inputs[2])),
+              " ".join(_ints(inputs[2])), str(len(inputs[3])), " ".join(_a(inputs[3])),
+              " ".join(_a(sim.spec.origin)), _a([sim.spec.voxel_size])[0]]
+    out = update_harness.raw(lines, check=True).split()
+    # the reference: the array update, its keep and refill recorded (no particles seeded)
+    kept, refills = [], []
+    keep_particles = sim._keep
+    sim._keep = lambda keep: (kept.append(keep.copy()), keep_particles(keep))
+    band._resample = lambda s, cells, want: refills.append((cells.copy(), want.copy()))
+    band.update(sim, dt)
+    at = 0
+
+    def take(n, kind):
+        nonlocal at
+        part = out[at:at + n]
+        at += n
+        if kind == "f":
+            return np.array([float.fromhex(v) for v in part], np.float32 if kind == "f" else np.float64)
+        return np.array([float.fromhex(v) for v in part]) if kind == "d" else np.array(part, np.int64)
+
+    def take_rows():
+        return take(3 * int(take(1, "i")[0]), "i").reshape(-1, 3)
+
+    assert np.array_equal(take_rows(), band.lattice)
+    assert np.array_equal(take(len(band.lattice), "f").view(np.uint32), band.phi.view(np.uint32))
+    assert np.array_equal(take_rows(), band.deep)
+    keep = take(len(inputs[3]), "i").astype(bool)
+    assert np.array_equal(keep, kept[0] if kept else np.ones(len(keep), bool))
+    cells, want = take_rows(), None
+    want = take(len(cells), "d")
+    assert len(refills) == (1 if len(cells) else 0)
+    if refills:
+        assert np.array_equal(cells, refills[0][0]) and np.array_equal(want, refills[0][1])
+    assert at == len(out)
+    assert len(band.deep) and len(band.lattice) > len(band.deep)
