@@ -10,8 +10,9 @@ path), against the same frame without a band.
 
 ``--ways arrays kernels`` steps one simulation per way (``VOXFX_SPARSE_BAND``, set before each
 way's frame), the same scene and seed, frame by frame in one process, and after each frame
-compares the ways' band state (deep cells, the level set's cells and φ, the deep mass) and
-particles to the bit: an A/B on the same states. ``--off`` adds a run without a band (the
+compares the ways' band state (deep cells, the level set's cells and φ, the deep mass),
+particles and bricks to the bit: an A/B on the same states. A way ``kernels/kernels`` also sets
+``VOXFX_SPARSE_BAND_REDUCE`` (the part after the slash): ``--ways kernels/arrays kernels/kernels``. ``--off`` adds a run without a band (the
 full-particle frame the band is meant to beat) after the band frames.
 """
 
@@ -133,8 +134,11 @@ def main():
           f"{time.perf_counter() - begin:.1f} s", flush=True)
     for frame in range(args.frames):
         for way, sim, piece in zip(ways, sims, pieces):
-            if way != "default":
-                os.environ["VOXFX_SPARSE_BAND"] = way
+            if way != "default":  # "band way" or "band way/reduce way" (VOXFX_SPARSE_BAND_REDUCE)
+                band_way, _, reduce_way = way.partition("/")
+                os.environ["VOXFX_SPARSE_BAND"] = band_way
+                if reduce_way:
+                    os.environ["VOXFX_SPARSE_BAND_REDUCE"] = reduce_way
             cp.cuda.Device().synchronize()
             a = time.perf_counter()
             stats = sim.step(1 / 24)

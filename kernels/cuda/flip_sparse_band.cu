@@ -329,3 +329,78 @@ extern "C" __global__ void band_particles(const long long* __restrict__ pkeys, l
     keep[t] = depth < cells;
     if (depth >= 1 && depth < cells) atomicAdd(count + key, 1);
 }
+
+// ---------------------------------------------------------------- bounds and the deep cells' bricks
+// (VOXFX_SPARSE_BAND_REDUCE=kernels: sparse_band_gpu.py's module notes)
+#define BAND_BOUNDS_THREADS 256
+#define BAND_LL_MAX 0x7fffffffffffffffLL  // (no <climits> under NVRTC)
+#define BAND_LL_MIN (-BAND_LL_MAX - 1)
+
+// The low and high corner (out[0..2] min, out[3..5] max, atomics; the caller fills them with
+// the int64 extremes) of int64 (m, 3) rows, or, with pos (rows null), of the particles'
+// cells ⌊(p − origin)/h⌋ (use_rows 0; float32, as sparse_band._particle_cell_bounds: the cell map is
+// monotonic, so the min of the cells is the cell of the min). Grid-stride, a block's
+// extremes reduced in shared memory before its atomics. 256 threads a block.
+extern "C" __global__ void band_bounds(const long long* __restrict__ rows, const float* __restrict__ pos, long long m,
+                                       int use_rows, float ox, float oy, float oz, float h,
+                                       long long* __restrict__ out)
+{
+    __shared__ long long lo_s[3][BAND_BOUNDS_THREADS], hi_s[3][BAND_BOUNDS_THREADS];
+    const float o[3] = {ox, oy, oz};
+    long long lo[3] = {BAND_LL_MAX, BAND_LL_MAX, BAND_LL_MAX}, hi[3] = {BAND_LL_MIN, BAND_LL_MIN, BAND_LL_MIN};
+    for (long long t = blockDim.x * (long long)blockIdx.x + threadIdx.x; t < m;
+         t += blockDim.x * (long long)gridDim.x)
+        for (int a = 0; a < 3; ++a) {
+            const long long c = use_rows ? rows[3 * t + a] : (long long)floorf((pos[3 * t + a] - o[a]) / h);
+            lo[a] = min(lo[a], c);
+            hi[a] = max(hi[a], c);
+        }
+    for (int a = 0; a < 3; ++a) {
+        lo_s[a][threadIdx.x] = lo[a];
+        hi_s[a][threadIdx.x] = hi[a];
+    }
+    __syncthreads();
+    for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {
+        if (threadIdx.x < s)
+            for (int a = 0; a < 3; ++a) {
+                lo_s[a][threadIdx.x] = min(lo_s[a][threadIdx.x], lo_s[a][threadIdx.x + s]);
+                hi_s[a][threadIdx.x] = max(hi_s[a][threadIdx.x], hi_s[a][threadIdx.x + s]);
+            }
+        __syncthreads();
+    }
+    if (threadIdx.x == 0)
+        for (int a = 0; a < 3; ++a) {
+            atomicMin(out + a, lo_s[a][0]);
+            atomicMax(out + 3 + a, hi_s[a][0]);
+        }
+}
+
+// The bricks the deep cells' boxes reach (SparseFlipGrid.topology_keys' extra cells: closed,
+// the cell clamped into the box, its box cell ± margin clipped to the box and its wall ring),
+// marked on a dense map over a box of bricks (low brick blo, span bspan; x fastest, so its
+// order is the brick keys'). Boxes of at most 17 bricks an axis (margin ≤ 64).
+extern "C" __global__ void band_deep_bricks(const long long* __restrict__ deep, long long d_count, int margin,
+                                            int closed, int nx, int ny, int nz, long long blo_x, long long blo_y,
+                                            long long blo_z, long long bspan_x, long long bspan_y,
+                                            long long bspan_z, unsigned char* __restrict__ map)
+{
+    const long long t = blockDim.x * (long long)blockIdx.x + threadIdx.x;
+    if (t >= d_count) return;
+    const long long n[3] = {nx, ny, nz}, blo[3] = {blo_x, blo_y, blo_z}, bspan[3] = {bspan_x, bspan_y, bspan_z};
+    long long b0[3], b1[3];
+    for (int a = 0; a < 3; ++a) {
+        long long c = deep[3 * t + a];
+        if (closed) c = min(max(c, 0LL), n[a] - 1);
+        long long lo = c - margin, hi = c + margin;
+        if (closed) {
+            lo = max(lo, -1LL);
+            hi = min(hi, n[a]);
+        }
+        b0[a] = (lo >> 3) - blo[a];
+        b1[a] = (hi >> 3) - blo[a];
+        if (b0[a] < 0 || b1[a] >= bspan[a]) return;  // outside the map: the caller's box holds every box
+    }
+    for (long long z = b0[2]; z <= b1[2]; ++z)
+        for (long long y = b0[1]; y <= b1[1]; ++y)
+            for (long long x = b0[0]; x <= b1[0]; ++x) map[(z * bspan_y + y) * bspan_x + x] = 1;
+}

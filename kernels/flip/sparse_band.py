@@ -322,6 +322,8 @@ class NarrowBand:
         rings and a neighbour step). The kernel way reads the speed and every bound at once
         (one host sync, not seven); the same numbers."""
         xp, g = self.xp, sim.grid
+        if xp is not np and sparse_band_gpu.band_mode() == "kernels" and sparse_band_gpu.reduce_mode() == "kernels":
+            return sparse_band_gpu.reach_and_frame(self, sim, dt)  # the bounds in kernels (not yet measured)
         if xp is np or sparse_band_gpu.band_mode() != "kernels":
             reach = int(np.ceil(float(transfer.max_speed(sim.vel)) * dt / g.h))
             pad = max(0, reach - RINGS) + RINGS + 1

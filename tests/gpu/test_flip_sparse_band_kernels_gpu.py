@@ -115,3 +115,27 @@ def test_the_band_topology_keys_are_the_array_paths_with_every_deep_cell(monkeyp
             assert got is not None
             assert np.array_equal(backend.to_numpy(got), backend.to_numpy(g.topology_keys(sim.pos, margin, band.deep,
                                                                                           reach)))
+
+
+@pytest.mark.parametrize("boundary", ["closed", "open"])
+def test_the_bounds_and_deep_brick_kernels_keep_the_measured_kernels_bits(monkeypatch, boundary):
+    """VOXFX_SPARSE_BAND_REDUCE=kernels (the update's bounds and the deep cells' bricks in
+    kernels, not yet measured) against the measured kernel way, frame by frame."""
+    import cupy
+
+    monkeypatch.setenv("VOXFX_SPARSE_BAND", "kernels")
+    if boundary == "closed":
+        h = 0.05
+        spec = GridSpec((0.0, 0.0, 0.0), h, (24, 10, 16))
+        water = box((0.0, 0.0, 0.0), (8 * h, 10 * h, 12 * h))
+    else:
+        spec = GridSpec((0.0, 0.0, 0.0), 0.1, (8, 8, 8))
+        water = box((0.0, 0.0, 0.2), (0.8, 0.8, 0.8))
+    settings = FlipSettings(narrow_band=3, seed=6, boundary=boundary)
+    sims = [FlipSimulation(spec, settings, *water, xp=cupy, sparse=True) for _ in range(2)]
+    for frame in range(8):
+        for way, sim in zip(("arrays", "kernels"), sims):
+            monkeypatch.setenv("VOXFX_SPARSE_BAND_REDUCE", way)
+            sim.step(1 / 24)
+        _assert_same(sims, frame)
+    assert len(sims[1].band.deep) > 0

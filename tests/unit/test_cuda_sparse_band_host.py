@@ -370,3 +370,72 @@ def test_the_kernel_update_gives_the_array_updates_level_set_deep_cells_and_part
         assert np.array_equal(cells, refills[0][0]) and np.array_equal(want, refills[0][1])
     assert at == len(out)
     assert len(band.deep) and len(band.lattice) > len(band.deep)
+
+
+# band_bounds and band_deep_bricks (VOXFX_SPARSE_BAND_REDUCE=kernels). Input: closed nx ny nz
+# margin; m, rows; n, positions (%a), origin (3) and h (%a); brick box low (3) and span (3).
+# Output: the rows' corners (6), the particles' cells' corners (6), the marked bricks' keys.
+BOUNDS = STUBS + r"""
+template <typename T> T plain_min(T* p, T v) { T o = *p; *p = o < v ? o : v; return o; }
+#define atomicMin plain_min
+#include "flip_sparse_band.cu"
+""" + DRIVER + r"""
+int main() {
+    int closed, nx, ny, nz, margin;
+    if (scanf("%d %d %d %d %d", &closed, &nx, &ny, &nz, &margin) != 5) return 1;
+    ll m; scanf("%lld", &m);
+    std::vector<ll> rows(3 * m);
+    for (auto& x : rows) scanf("%lld", &x);
+    ll n; scanf("%lld", &n);
+    std::vector<float> pos(3 * n);
+    for (auto& x : pos) x = rf();
+    const float ox = rf(), oy = rf(), oz = rf(), h = rf();
+    ll blo[3], bspan[3];
+    for (auto& x : blo) scanf("%lld", &x);
+    for (auto& x : bspan) scanf("%lld", &x);
+    for (int use = 1; use >= 0; --use) {
+        std::vector<ll> out = {BAND_LL_MAX, BAND_LL_MAX, BAND_LL_MAX, BAND_LL_MIN, BAND_LL_MIN, BAND_LL_MIN};
+        LAUNCH(1, band_bounds(rows.data(), pos.data(), use ? m : n, use, ox, oy, oz, h, out.data()));
+        for (ll x : out) printf("%lld\n", x);
+    }
+    std::vector<u8> map(bspan[0] * bspan[1] * bspan[2], 0);
+    LAUNCH(m, band_deep_bricks(rows.data(), m, margin, closed, nx, ny, nz, blo[0], blo[1], blo[2], bspan[0],
+                               bspan[1], bspan[2], map.data()));
+    for (ll t = 0; t < (ll)map.size(); ++t)
+        if (map[t]) {
+            const ll x = t % bspan[0] + blo[0], y = (t / bspan[0]) % bspan[1] + blo[1],
+                     z = t / (bspan[0] * bspan[1]) + blo[2];
+            printf("%lld\n", ((z + 1048576) << 42) | ((y + 1048576) << 21) | (x + 1048576));
+        }
+    return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def bounds_harness(tmp_path_factory):
+    return _build(tmp_path_factory, BOUNDS, defines=(), name="band_bounds")
+
+
+@pytest.mark.parametrize("closed", [True, False])
+def test_the_bounds_and_deep_brick_kernels_give_the_array_codes_corners_and_bricks(bounds_harness, closed):
+    from voxfx.kernels.flip.sparse_grid import SparseFlipGrid
+
+    sim = _band_state(closed)
+    band, g = sim.band, sim.grid
+    deep = band.deep
+    assert len(deep)
+    for margin in (3, 6, 9, 21):
+        lo, hi = deep.min(axis=0), deep.max(axis=0)
+        if closed:
+            top = np.asarray(g.shape) - 1
+            lo, hi = np.clip(lo, 0, top), np.clip(hi, 0, top)
+        blo, bhi = (lo - margin) >> 3, (hi + margin) >> 3
+        lines = [f"{int(closed)} {' '.join(str(n) for n in g.shape)} {margin}", str(len(deep)), " ".join(_ints(deep)),
+                 str(len(sim.pos)), " ".join(_a(sim.pos)), " ".join(_a(sim.spec.origin)), _a([sim.spec.voxel_size])[0],
+                 " ".join(_ints(blo)) + " " + " ".join(_ints(bhi - blo + 1))]
+        out = np.array(bounds_harness.raw(lines, check=True).split(), np.int64)
+        assert np.array_equal(out[:6], np.concatenate([deep.min(axis=0), deep.max(axis=0)]))
+        assert np.array_equal(out[6:12], np.concatenate(sparse_band._particle_cell_bounds(sim)))
+        expected = SparseFlipGrid(sim.spec, np, closed=closed).topology_keys(sim.pos[:0], margin, deep)
+        assert np.array_equal(out[12:], expected)

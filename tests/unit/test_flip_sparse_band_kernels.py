@@ -23,10 +23,11 @@ def test_the_switch_names_the_two_ways_and_refuses_others(monkeypatch):
 
 
 def test_the_kernels_far_value_is_the_array_codes():
+    from voxfx.kernels import backend
+
     assert sparse_band_gpu.FAR == sparse_band.FAR
-    text = (sparse_band_gpu.KERNELS.filename, open(sparse_band.__file__.replace("flip/sparse_band.py",
-                                                                                "cuda/flip_sparse_band.cu")).read())
-    assert f"#define BAND_FAR {sparse_band.FAR!r}f" in text[1]
+    source = backend.cuda_source(sparse_band_gpu.KERNELS.filename)
+    assert f"#define BAND_FAR {sparse_band.FAR!r}f" in source
 
 
 def test_a_numpy_band_never_takes_the_kernels_and_steps_the_same_with_either_setting(monkeypatch):
@@ -65,3 +66,13 @@ def test_the_deep_cells_stand_ins_reach_the_same_bricks_with_far_fewer_boxes(mon
         assert np.array_equal(grid.topology_keys(pos, margin, stand_ins), grid.topology_keys(pos, margin, deep))
     monkeypatch.setenv("VOXFX_SPARSE_BAND", "arrays")
     assert band.topology_cells(5) is deep
+
+
+def test_the_reduce_switch_defaults_to_the_measured_way_and_refuses_others(monkeypatch):
+    monkeypatch.delenv("VOXFX_SPARSE_BAND_REDUCE", raising=False)
+    assert sparse_band_gpu.reduce_mode() == "arrays"
+    monkeypatch.setenv("VOXFX_SPARSE_BAND_REDUCE", "kernels")
+    assert sparse_band_gpu.reduce_mode() == "kernels"
+    monkeypatch.setenv("VOXFX_SPARSE_BAND_REDUCE", "gpu")
+    with pytest.raises(ValueError, match="VOXFX_SPARSE_BAND_REDUCE"):
+        sparse_band_gpu.reduce_mode()
