@@ -12,7 +12,8 @@ path), against the same frame without a band.
 way's frame), the same scene and seed, frame by frame in one process, and after each frame
 compares the ways' band state (deep cells, the level set's cells and φ, the deep mass),
 particles and bricks to the bit: an A/B on the same states. A way ``kernels/kernels`` also sets
-``VOXFX_SPARSE_BAND_REDUCE`` (the part after the slash): ``--ways kernels/arrays kernels/kernels``. ``--off`` adds a run without a band (the
+``VOXFX_SPARSE_BAND_REDUCE`` (the part after the slash): ``--ways kernels/arrays kernels/kernels``.
+``--off`` adds a run without a band (the
 full-particle frame the band is meant to beat) after the band frames.
 """
 
