@@ -46,6 +46,29 @@ already), ~1,100 in ¼ s.
 The level set sees deep cells as cells full of particles (``virtual_particles``); mass
 and energy count each deep cell as a full cell (``mass`` = particles per cell) at its
 centre moving with the grid.
+
+On the GPU (issue 24) the carry, the update after its frame and the deep cells' bricks run
+in kernels (``sparse_band_gpu``, ``kernels/cuda/flip_sparse_band.cu``; ``VOXFX_SPARSE_BAND=
+kernels``, the default, or ``arrays``, this module's array code, the reference): the same
+deep cells, level set, mass, particles and bricks to the bit. The topology takes the deep
+cells' stand-ins (``topology_cells``: the same bricks from ~(2/8)³ of the boxes) and, on the
+device, the particles' bricks from the device pipeline joined with theirs (``topology``).
+H100 80GB HBM3, 8M dam break at 256³, band 4 cells, both ways stepped frame by frame in one
+process (``bench/flip_sparse_band.py --row 8m --frames 3 --narrow-band 4 --ways arrays kernels
+--off``), frames 1 and 2 (8 substeps each, ~0.8M particles kept of 7.96M, 0.9M deep cells):
+
+    way       frame ms     ms a substep  band pieces a substep               topology a substep
+    arrays    1239, 1305   155, 163      110, 115 (carry 46–48, update 64–67)  39–42
+    kernels   237, 246     29.6, 30.8    22.1, 23.0 (update 12.1–12.5, carry   1.4–1.6
+                                         0.42, the band's topology keys 9.6–10.0)
+    no band   65, 66       8.1, 8.2      —                                   —
+
+At 65M particles (512³, frame 0, 6 substeps): 785 → 203 ms a substep (band 540 → 164,
+topology 193 → 3.4 + 61 of band keys), the same bits. What is left on the kernel way: the
+update's bounds (6.2 ms a substep at 8M, 85 at 65M: CuPy's ``min(axis=0)`` of (n, 3) arrays)
+and the band's topology keys (the stand-ins' ``unique_rows``): ``VOXFX_SPARSE_BAND_REDUCE=
+kernels`` does both in kernels (the same bits on the host harness; not yet measured on a GPU,
+so off); then the update's ~6 ms of candidates, compactions and refill.
 """
 
 from __future__ import annotations

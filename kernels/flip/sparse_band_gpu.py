@@ -24,8 +24,16 @@ the same order).
 serve a CuPy grid with brick tables and no obstacles (cells or bodies: the array code checks
 those) whose frame box holds at most ``MAP_LIMIT`` cells; otherwise the array code runs.
 
-Measured (H100 80GB HBM3, ``bench/flip_sparse_band.py``; see the module text of
-``sparse_band.py`` for the numbers of each call).
+    topology     the substep's bricks with deep cells: the particles' from the device
+                 pipeline (``sparse_topology_gpu.full_keys``), joined with the deep cells'
+                 stand-ins' (``NarrowBand.topology_cells``; ``SparseFlipGrid.update(keys=)``);
+                 was ``topology_keys`` of every particle and every deep cell on the array path.
+
+Measured (H100 80GB HBM3, ``bench/flip_sparse_band.py --row 8m --frames 3 --narrow-band 4
+--ways arrays kernels --off``, both ways in one process, the same bits every frame): the 8M
+band frame 1,239–1,305 → 237–246 ms (a substep 155–163 → 29.6–30.8 ms; the band's pieces
+110–115 → 22–23 ms, its topology 39–42 → 1.4–1.6 ms); the frame without a band 65–66 ms. 65M:
+785 → 203 ms a substep. ``sparse_band.py``'s module text has the table and what is left.
 """
 
 from __future__ import annotations
