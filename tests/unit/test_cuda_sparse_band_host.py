@@ -23,7 +23,11 @@ from voxfx.kernels.grid import GridSpec
 # to trace; K N, liquid frame keys (sorted) and the band's depth; P, points (%a).
 # Output: after the carry u v w (%a), its valid masks and cell types (int); the traced φ (%a);
 # φ and the grid velocity at the points (%a); the depths (int).
-HARNESS = STUBS + r"""
+BAND_STUBS = STUBS + r"""
+template <typename T> T plain_min(T* p, T v) { T o = *p; *p = o < v ? o : v; return o; }
+#define atomicMin plain_min
+"""
+HARNESS = BAND_STUBS + r"""
 #include "sparse.cu"
 #include "flip_sparse_band.cu"
 """ + DRIVER + r"""
@@ -199,7 +203,7 @@ def test_the_band_kernels_give_the_array_codes_results_on_the_host(harness, clos
 # cell; L, lattice rows, φ (%a); D, deep rows; n, positions (%a), origin (3) and h (%a).
 # Output: the new lattice (count, rows) and φ (%a); the deep cells (count, rows); each
 # particle's keep flag; the refill's cells (count, rows) and their wanted particles (%a).
-UPDATE = STUBS + r"""
+UPDATE = BAND_STUBS + r"""
 #include "sparse.cu"
 #include "flip_sparse_band.cu"
 """ + DRIVER + r"""
@@ -375,9 +379,7 @@ def test_the_kernel_update_gives_the_array_updates_level_set_deep_cells_and_part
 # band_bounds and band_deep_bricks (VOXFX_SPARSE_BAND_REDUCE=kernels). Input: closed nx ny nz
 # margin; m, rows; n, positions (%a), origin (3) and h (%a); brick box low (3) and span (3).
 # Output: the rows' corners (6), the particles' cells' corners (6), the marked bricks' keys.
-BOUNDS = STUBS + r"""
-template <typename T> T plain_min(T* p, T v) { T o = *p; *p = o < v ? o : v; return o; }
-#define atomicMin plain_min
+BOUNDS = BAND_STUBS + r"""
 #include "flip_sparse_band.cu"
 """ + DRIVER + r"""
 int main() {
