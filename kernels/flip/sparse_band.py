@@ -279,7 +279,7 @@ class NarrowBand:
             self.lattice, self.phi = xp.zeros((0, 3), xp.int64), xp.zeros(0, xp.float32)
             self.deep, self.mass = xp.zeros((0, 3), xp.int64), xp.zeros(0, xp.float64)
             return
-        if sparse_band_gpu.usable(sim) and sparse_band_gpu.map_fits(frame):  # the same, on the frame box's maps
+        if sparse_band_gpu.usable(sim) and sparse_band_gpu.map_fits(frame, self, sim):  # the same, on the box's maps
             sparse_band_gpu.update(self, sim, dt, reach, frame)
             _mark("update: kernels")
             return

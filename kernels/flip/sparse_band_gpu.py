@@ -22,7 +22,8 @@ the same order).
 
 ``VOXFX_SPARSE_BAND=kernels|arrays`` chooses (``band_mode``; default kernels). The kernels
 serve a CuPy grid with brick tables and no obstacles (cells or bodies: the array code checks
-those) whose frame box holds at most ``MAP_LIMIT`` cells; otherwise the array code runs.
+those) whose frame box fits (``map_fits``: at most ``MAP_LIMIT`` cells, and ``MAP_CELLS`` a liquid
+cell); otherwise the array code runs.
 
     topology     the substep's bricks with deep cells: the particles' from the device
                  pipeline (``sparse_topology_gpu.full_keys``), joined with the deep cells'
@@ -49,6 +50,8 @@ from .grid import FLUID, SOLID
 KERNELS = Kernels("flip_sparse_band.cu", ("--fmad=false",))
 MODES = ("kernels", "arrays")
 MAP_LIMIT = 1 << 28  # frame box cells of the dense maps (1 GiB of float32 φ): beyond it the array code
+MAP_CELLS = 32  # box cells a liquid cell (map_fits): ~256 B a liquid cell, within the band's 736 B estimate
+MAP_FLOOR = 1 << 25  # box cells that always fit (~256 MiB of maps)
 FAR = 2.0  # sparse_band.FAR (kept equal by tests/unit/test_flip_sparse_band_kernels.py)
 _I32, _I64, _F = np.int32, np.int64, np.float32
 
@@ -70,8 +73,17 @@ def usable(sim) -> bool:
     return True
 
 
-def map_fits(frame) -> bool:
-    return float(np.prod(frame.span.astype(np.float64))) <= MAP_LIMIT
+def map_fits(frame, band=None, sim=None) -> bool:
+    """The frame box's maps (~8 bytes a box cell at the peak) fit: at most ``MAP_LIMIT`` cells
+    and, with *band* and *sim*, at most ``MAP_CELLS`` box cells for each cell the band stores,
+    holds deep or its particles fill (a splash that stretches the box keeps the array code's
+    memory, which follows the liquid's cells)."""
+    cells = float(np.prod(frame.span.astype(np.float64)))
+    if band is not None and sim is not None:
+        liquid = len(band.lattice) + len(band.deep) + len(sim.pos) // max(1, int(sim.settings.particles_per_cell))
+        if cells > max(float(MAP_FLOOR), MAP_CELLS * float(liquid)):
+            return False
+    return cells <= MAP_LIMIT
 
 
 def _grid_args(grid):

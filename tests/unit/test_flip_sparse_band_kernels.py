@@ -76,3 +76,19 @@ def test_the_reduce_switch_defaults_to_the_measured_way_and_refuses_others(monke
     monkeypatch.setenv("VOXFX_SPARSE_BAND_REDUCE", "gpu")
     with pytest.raises(ValueError, match="VOXFX_SPARSE_BAND_REDUCE"):
         sparse_band_gpu.reduce_mode()
+
+
+def test_the_maps_serve_boxes_that_follow_the_liquid_and_leave_a_stretched_box_to_the_arrays():
+    spec = GridSpec((0.0, 0.0, 0.0), 0.1, (10, 6, 8))
+    sim = FlipSimulation(spec, FlipSettings(narrow_band=2, seed=7), *box((0.0, 0.0, 0.0), (0.5, 0.6, 0.6)), xp=np,
+                         sparse=True)
+    sim.step(1 / 24)
+    band = sim.band
+    around = sparse_band._Frame.around([band.lattice, band.deep], None, 4, np)
+    assert sparse_band_gpu.map_fits(around, band, sim)
+    liquid = len(band.lattice) + len(band.deep) + len(sim.pos) // sim.settings.particles_per_cell
+    side = int(np.ceil(max(sparse_band_gpu.MAP_FLOOR, sparse_band_gpu.MAP_CELLS * liquid) ** (1 / 3))) + 1
+    stretched = sparse_band._Frame((0, 0, 0), (side, side, side), np)  # a splash far away
+    assert sparse_band_gpu.map_fits(stretched) and not sparse_band_gpu.map_fits(stretched, band, sim)
+    huge = sparse_band._Frame((0, 0, 0), (1 << 10, 1 << 10, 1 << 9), np)
+    assert not sparse_band_gpu.map_fits(huge)
