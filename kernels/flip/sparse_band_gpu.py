@@ -9,26 +9,31 @@ the same order).
                  cells FLUID (``band_deep_fluid``); was per component a concatenation,
                  ``grid.locate`` (searchsorted), a compaction and two ``sample_faces`` of
                  array code (~100 launches and host syncs).
-    trace        §4.2's φ̃(x) = φ(x − Δt·u(x)) of every candidate cell in one kernel
-                 (``band_trace``): the grid velocity as above, φ from a dense map of the
-                 stored φ over the update's frame box (``_Frame``: its key is the map's
-                 index), FAR elsewhere; was ``sample_faces`` and ``NarrowBand.sample`` (an
-                 argsort of the stored cells and eight searchsorted passes).
-    depths       the 6-neighbour erosion on a dense int8 map of the liquid's depths over the
-                 frame box, one launch an erosion (``band_erode``); was per erosion six
-                 searchsorted passes over the level's keys and a host sync each.
-    resample     the refilled particles' φ and grid velocity from the new φ's map and the
-                 bricks (``band_sample_points``, ``band_sample_faces``).
-
-``VOXFX_SPARSE_BAND=kernels|arrays`` chooses (``band_mode``; default kernels). The kernels
-serve a CuPy grid with brick tables and no obstacles (cells or bodies: the array code checks
-those) whose frame box fits (``map_fits``: at most ``MAP_LIMIT`` cells, and ``MAP_CELLS`` a liquid
-cell); otherwise the array code runs.
-
+    update       after its frame (``NarrowBand._reach_and_frame``: the speed and the bounds in
+                 one host read), on dense maps over the frame box (``_Frame``: its key is the
+                 maps' flat index, x fastest, so a map's nonzero cells are the array code's
+                 sorted keys): the candidates marked (stored cells, deep cells, the particles'
+                 cells) and dilated a box radius an axis (``band_mark_rows``,
+                 ``band_mark_particles``, ``band_dilate``); §4.2's trace φ(x − Δt·u(x)) with
+                 the grid velocity as above and φ from a map of the stored φ, FAR elsewhere
+                 (``band_trace``); the union with the particles' cells; the 6-neighbour
+                 erosions on an int8 depth map, a launch each (``band_erode``); the air rings
+                 (``band_rings``); the deep particles dropped and the band cells' particles
+                 counted (``band_particles``); the refill's φ and grid velocity from the new φ's
+                 map and the bricks (``band_sample_points``, ``band_sample_faces``). Was sorts,
+                 ``unique`` and ``searchsorted`` over cell keys (six a level of the erosion,
+                 eight for each φ sample) and a host sync for each compaction.
     topology     the substep's bricks with deep cells: the particles' from the device
                  pipeline (``sparse_topology_gpu.full_keys``), joined with the deep cells'
                  stand-ins' (``NarrowBand.topology_cells``; ``SparseFlipGrid.update(keys=)``);
                  was ``topology_keys`` of every particle and every deep cell on the array path.
+
+``VOXFX_SPARSE_BAND=kernels|arrays`` chooses (``band_mode``; default kernels). The kernels
+serve a CuPy grid with brick tables and no obstacles (cells or bodies: the array code checks
+those) whose frame box fits (``map_fits``: at most ``MAP_LIMIT`` cells, and ``MAP_CELLS`` a
+liquid cell); otherwise the array code runs. ``VOXFX_SPARSE_BAND_REDUCE=kernels`` (``reduce_mode``,
+default arrays: not yet measured on a GPU) also takes the update's bounds in one kernel an array
+and the deep cells' bricks from a dense brick map.
 
 Measured (H100 80GB HBM3, ``bench/flip_sparse_band.py --row 8m --frames 3 --narrow-band 4
 --ways arrays kernels --off``, both ways in one process, the same bits every frame): the 8M
