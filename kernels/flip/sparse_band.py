@@ -46,6 +46,29 @@ already), ~1,100 in ¼ s.
 The level set sees deep cells as cells full of particles (``virtual_particles``); mass
 and energy count each deep cell as a full cell (``mass`` = particles per cell) at its
 centre moving with the grid.
+
+On the GPU (issue 24) the carry, the update after its frame and the deep cells' bricks run
+in kernels (``sparse_band_gpu``, ``kernels/cuda/flip_sparse_band.cu``; ``VOXFX_SPARSE_BAND=
+kernels``, the default, or ``arrays``, this module's array code, the reference): the same
+deep cells, level set, mass, particles and bricks to the bit. The topology takes the deep
+cells' stand-ins (``topology_cells``: the same bricks from ~(2/8)³ of the boxes) and, on the
+device, the particles' bricks from the device pipeline joined with theirs (``topology``).
+H100 80GB HBM3, 8M dam break at 256³, band 4 cells, both ways stepped frame by frame in one
+process (``bench/flip_sparse_band.py --row 8m --frames 3 --narrow-band 4 --ways arrays kernels
+--off``), frames 1 and 2 (8 substeps each, ~0.8M particles kept of 7.96M, 0.9M deep cells):
+
+    way       frame ms     ms a substep  band pieces a substep               topology a substep
+    arrays    1239, 1305   155, 163      110, 115 (carry 46–48, update 64–67)  39–42
+    kernels   237, 246     29.6, 30.8    22.1, 23.0 (update 12.1–12.5, carry   1.4–1.6
+                                         0.42, the band's topology keys 9.6–10.0)
+    no band   65, 66       8.1, 8.2      —                                   —
+
+At 65M particles (512³, frame 0, 6 substeps): 785 → 203 ms a substep (band 540 → 164,
+topology 193 → 3.4 + 61 of band keys), the same bits. What is left on the kernel way: the
+update's bounds (6.2 ms a substep at 8M, 85 at 65M: CuPy's ``min(axis=0)`` of (n, 3) arrays)
+and the band's topology keys (the stand-ins' ``unique_rows``): ``VOXFX_SPARSE_BAND_REDUCE=
+kernels`` does both in kernels (the same bits on the host harness; not yet measured on a GPU,
+so off); then the update's ~6 ms of candidates, compactions and refill.
 """
 
 from __future__ import annotations
@@ -55,7 +78,7 @@ import numpy as np
 from .. import backend
 from ..errors import InputError
 from ..grid.sparse_mac import DIRECTIONS
-from . import sparse_bodies, transfer
+from . import sparse_band_gpu, sparse_bodies, sparse_gpu, transfer
 from .grid import FLUID, SOLID
 from .particles import seed_particles
 
@@ -64,6 +87,17 @@ FAR = 2.0  # φ of a cell the level set does not store: air, beyond its rings (c
 RINGS = 2  # air rings stored around the liquid: a trace of up to 2 cells finds its value
 SHRINK = 1.0  # the grid's φ shrunk by a cell before the particles' surface layer joins it (§4.2)
 CORNERS = tuple((a, b, c) for c in (0, 1) for b in (0, 1) for a in (0, 1))
+PROFILE = None  # a list: the band appends (piece, CUDA event) as each piece is queued (bench/flip_sparse_band.py)
+
+
+def _mark(piece):
+    """Note the end of *piece* of the band's work in ``PROFILE`` (when it is a list; CuPy only)."""
+    if PROFILE is not None:
+        import cupy as cp
+
+        event = cp.cuda.Event()
+        event.record()
+        PROFILE.append((piece, event))
 
 
 def check(cells: int) -> int:
@@ -142,6 +176,12 @@ class _Frame:
         if bounds is not None:
             lo.append(bounds[0])
             hi.append(bounds[1])
+        return cls.of_bounds(lo, hi, pad, xp)
+
+    @classmethod
+    def of_bounds(cls, lo, hi, pad: int, xp):
+        """The box of the low and high corners *lo*, *hi* (lists of (3,) int64), grown by
+        *pad*; None for none."""
         if not lo:
             return None
         return cls(np.min(lo, axis=0) - pad, np.max(hi, axis=0) + pad, xp)
@@ -176,6 +216,7 @@ class NarrowBand:
         self.mass = xp.zeros(0, xp.float64)  # particles each deep cell stands for (a full cell)
         self.pending = None  # restored low faces of the deep cells (D, 3), written at the next P2G
         self.resampled = 0
+        self._map = None  # the update's new φ on a dense map (kernels), for its refill
 
     # ------------------------------------------------------------------ inside a substep
     def snapshot(self, grid):
@@ -194,6 +235,9 @@ class NarrowBand:
         along itself (module text); marked valid. Then deep cells classify as FLUID."""
         xp = self.xp
         if len(self.deep) == 0:
+            return
+        if sparse_band_gpu.band_mode() == "kernels" and sparse_gpu.available(grid) and grid.valid is not None:
+            sparse_band_gpu.carry(grid, self.deep, carried, dt)  # the same, in two launches
             return
         boxes = grid.boxes if grid.closed else None
         d = self.deep
@@ -229,12 +273,15 @@ class NarrowBand:
         Cells are int64 keys of one frame (``_Frame``) and the particles' cells are made
         unique first, so its memory follows the liquid's cells, not its particles × 3."""
         xp, g = self.xp, sim.grid
-        reach = int(np.ceil(float(transfer.max_speed(sim.vel)) * dt / g.h))
-        pad = max(0, reach - RINGS) + RINGS + 1  # dilation, air rings and a neighbour step
-        frame = _Frame.around([self.lattice, self.deep], _particle_cell_bounds(sim), pad, xp)
+        reach, frame = self._reach_and_frame(sim, dt)
+        _mark("update: reach and frame")
         if frame is None:  # no liquid anywhere
             self.lattice, self.phi = xp.zeros((0, 3), xp.int64), xp.zeros(0, xp.float32)
             self.deep, self.mass = xp.zeros((0, 3), xp.int64), xp.zeros(0, xp.float64)
+            return
+        if sparse_band_gpu.usable(sim) and sparse_band_gpu.map_fits(frame, self, sim):  # the same, on the box's maps
+            sparse_band_gpu.update(self, sim, dt, reach, frame)
+            _mark("update: kernels")
             return
         pkeys = _particle_keys(sim, frame)  # one int64 per particle
         taken = xp.unique(pkeys)  # the particles' cells (~particles per cell fewer rows)
@@ -247,20 +294,26 @@ class NarrowBand:
         open_ = ~self._solid(sim, cells)
         cand, cells = cand[open_], cells[open_]
         del open_
+        _mark("update: candidates")
         # φ̃(x) = φ(x − Δt·u(x)), semi-Lagrangian, trilinear over the stored cells (§4.2)
         x = [cells[:, a].astype(xp.float32) + _F(0.5) for a in range(3)]
         u = g.sample_faces(g.faces(), *x, boxes=g.boxes if g.closed else None)
         back = xp.stack([x[a] - u[a] * _F(dt / g.h) for a in range(3)], axis=1)
         del x, u
+        _mark("update: trace (grid velocity)")
         advected = self.sample(sim, back)
         del back
+        _mark("update: sample φ")
         # φ = min(φ̃ + 1, φ_particles): the grid shrunk by a cell, so the surface layer is the
         # particles' own and the grid's liquid below it (§4.2, as Mantaflow's narrow band)
         wet = _member(cand, taken, xp) | (advected + _F(SHRINK) < 0)
         liquid, lkeys = cells[wet], cand[wet]  # sorted by key, as ``unique_rows``
         del cand, cells, advected, wet, taken
+        _mark("update: union")
         depth = self._depths(sim, liquid, lkeys, frame)
+        _mark("update: depths")
         self._store(sim, liquid, lkeys, depth, frame)
+        _mark("update: store φ")
         is_deep = depth >= self.cells
         deep, dkeys = liquid[is_deep], lkeys[is_deep]
         if len(deep):  # particles under the band: the deep cell stands for them (a full cell)
@@ -268,6 +321,7 @@ class NarrowBand:
             sim._keep(keep)
             pkeys = pkeys[keep]
             del keep
+        _mark("update: delete deep particles")
         inner = (depth >= 1) & (depth < self.cells)  # band cells under the surface layer
         refill, rkeys = liquid[inner], lkeys[inner]
         del liquid, lkeys, depth, is_deep, inner
@@ -280,8 +334,56 @@ class NarrowBand:
             have = xp.bincount(at, minlength=len(refill)).astype(xp.float64)
             want = xp.where(was | (have == 0), xp.maximum(ppc - have, 0.0), 0.0)
             pick = want > 0
+            _mark("update: refill counts")
             if bool(pick.any()):
                 self._resample(sim, refill[pick], want[pick])
+        _mark("update: resample")
+
+    def _reach_and_frame(self, sim, dt: float):
+        """(cells the fastest particle moves in *dt*, rounded up; the update's ``_Frame``: the
+        stored cells, the deep cells and the particles' cells, grown by the dilation, the air
+        rings and a neighbour step). The kernel way reads the speed and every bound at once
+        (one host sync, not seven); the same numbers."""
+        xp, g = self.xp, sim.grid
+        if xp is not np and sparse_band_gpu.band_mode() == "kernels" and sparse_band_gpu.reduce_mode() == "kernels":
+            return sparse_band_gpu.reach_and_frame(self, sim, dt)  # the bounds in kernels (not yet measured)
+        if xp is np or sparse_band_gpu.band_mode() != "kernels":
+            reach = int(np.ceil(float(transfer.max_speed(sim.vel)) * dt / g.h))
+            pad = max(0, reach - RINGS) + RINGS + 1
+            return reach, _Frame.around([self.lattice, self.deep], _particle_cell_bounds(sim), pad, xp)
+        parts = [transfer.max_speed(sim.vel).astype(xp.float64).reshape(1)]
+        if len(sim.pos):
+            origin = xp.asarray(sim.spec.origin, dtype=xp.float32)
+            h = np.float32(sim.spec.voxel_size)
+            parts += [xp.floor((p - origin) / h).astype(xp.int64).astype(xp.float64)
+                      for p in (sim.pos.min(axis=0), sim.pos.max(axis=0))]
+        parts += [b.astype(xp.float64) for r in (self.lattice, self.deep) if len(r) for b in (r.min(axis=0),
+                                                                                               r.max(axis=0))]
+        host = backend.to_numpy(xp.concatenate(parts))  # int64 bounds within ±2²³: exact in float64
+        reach = int(np.ceil(float(np.float32(host[0])) * dt / g.h))
+        pad = max(0, reach - RINGS) + RINGS + 1  # dilation, air rings and a neighbour step
+        corners = host[1:].reshape(-1, 3).astype(np.int64)
+        return reach, _Frame.of_bounds(list(corners[0::2]), list(corners[1::2]), pad, xp)
+
+    def topology(self, grid, pos, margin: int, reach=None):
+        """(extra cells, keys) for ``SparseFlipGrid.update``: the deep cells' stand-ins
+        (``topology_cells``) and, where the device pipeline serves, the substep's brick keys
+        already joined (``sparse_band_gpu.topology_keys``; else None: the array path)."""
+        keys = sparse_band_gpu.topology_keys(self, grid, pos, margin, reach) if self.xp is not np else None
+        return self.topology_cells(margin), keys
+
+    def topology_cells(self, margin: int):
+        """Cells standing for the deep cells in the topology (``SparseFlipGrid.update``'s extra
+        cells, boxes of ± *margin*): per axis each deep cell moved down to the first cell of its
+        run with the same low and high brick of its box, c − min((c − m) mod 8, (c + m) mod 8),
+        so the boxes reach the same bricks (clamped or not: the bricks are a function of that
+        pair) from ~(2/8)³ as many distinct cells, which ``topology_keys`` makes unique before it
+        expands their boxes."""
+        xp, d = self.xp, self.deep
+        if len(d) == 0 or sparse_band_gpu.band_mode() != "kernels":
+            return d
+        m = int(margin)
+        return d - xp.minimum((d - m) % 8, (d + m) % 8)
 
     def sample(self, sim, x):
         """φ (cells) at points *x* (M, 3) in cell units: trilinear over the stored cells,
@@ -380,11 +482,17 @@ class NarrowBand:
         if len(pos) == 0:
             return
         x = g.cell_coords(pos)
-        pos = pos[self.sample(sim, xp.stack(x, axis=1)) < 0]
+        kept = getattr(self, "_map", None)  # the new φ's dense map (kernels) or None
+        phi = self.sample(sim, xp.stack(x, axis=1)) if kept is None else \
+            sparse_band_gpu.sample_points(g, xp.stack(x, axis=1), *kept)
+        pos = pos[phi < 0]
         if len(pos) == 0:
             return
         x = g.cell_coords(pos)
-        vel = xp.stack(g.sample_faces(g.faces(), *x, boxes=g.boxes if g.closed else None), axis=1)
+        if kept is None:
+            vel = xp.stack(g.sample_faces(g.faces(), *x, boxes=g.boxes if g.closed else None), axis=1)
+        else:
+            vel = sparse_band_gpu.sample_faces(g, xp.stack(x, axis=1))
         sim._append(pos, vel.astype(xp.float32))
 
     # ------------------------------------------------------------------ outputs and state

@@ -197,7 +197,7 @@ class SparseFlipGrid(SparseMacGrid):
         return cells
 
     def update(self, pos, margin: int, obstacle=None, obstacle_velocity=None, extra_cells=None, bodies=(),
-               scratch=False, reach: BrickReach | None = None):
+               scratch=False, reach: BrickReach | None = None, keys=None):
         """Retopologize to the particles (+ *extra_cells*; margins: ``topology_keys``'
         *margin* and *reach*, *margin* at least the bricks' largest, or None with *reach*: found on
         the device, ``sparse_topology_gpu.incremental_keys``), then mark walls and obstacles
@@ -205,16 +205,17 @@ class SparseFlipGrid(SparseMacGrid):
         ``sparse_bodies.BrickBody`` obstacles) and the faces that exist. Returns (added,
         freed) slots. *scratch*: the flow channels (``FLOW``) are the caller's to write whole
         before it reads them (a substep's P2G and classify), so fresh and freed bricks are not
-        filled, nor their data copied when the pool grows."""
+        filled, nor their data copied when the pool grows. *keys*: those bricks, when the caller has
+        them (the narrow band's, ``sparse_band_gpu.topology_keys``)."""
         xp = self.xp
         self.bins = None  # the bricks (and the particles) may change
-        found = None
+        found = None if keys is None else (keys, False)
         device = topology_gpu.can_build(self, pos) and (extra_cells is None or len(extra_cells) == 0)
         if margin is None and (reach is None or not device):  # no device margin here: the fastest particle's
             if reach is None:
                 raise ValueError("SparseFlipGrid.update needs a margin, or reach to find it")
             margin = topology_gpu.host_margin(reach)
-        if device:
+        if found is None and device:
             found = topology_gpu.incremental_keys(self, pos, margin, prebuilt=True, reach=reach)  # first build too
         if found is None and margin is None:  # the array path after a device margin: per brick (*reach*), the
             margin = getattr(self, "last_margin", None) or topology_gpu.host_margin(reach)  # scalar for no cell

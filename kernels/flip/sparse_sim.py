@@ -237,8 +237,9 @@ class SparseFlipSimulation(FlipSimulation):
         band = self.band
         margin = None if self._device_margin(reach) else substep_margin(  # the fastest brick's
             self._margin_speed(), dt, self.spec.voxel_size, gravity)
+        extra, keys = band.topology(g, self.pos, margin, reach) if band else (None, None)  # + the deep cells' bricks
         g.update(self.pos, margin, self.obstacle, self.obstacle_velocity, bodies=self.obstacle_bodies,  # §5.1 / §5.2
-                 extra_cells=band.deep if band else None, scratch=band is None, reach=reach)  # margins per brick
+                 extra_cells=extra, scratch=band is None, reach=reach, keys=keys)  # margins per brick
         self._restore_carried_pressure()
         self._restore_kept_velocity()
         report(progress, 0.05, "particles to grid")
