@@ -143,10 +143,15 @@ BIN_SCAN_TILES = 8192  # bin_scan: at most this many tiles (a block sums the ear
 # VOXFX_SPARSE_BIN_COUNT, the order binning's count: "grouped" (count_particles_grouped: one atomic a warp's run
 # of particles in one cell) or "atomic" (count_particles_bounds, one a particle); the same counts (module notes)
 BIN_COUNTS = ("grouped", "atomic")
-G2P_KERNELS = ("bricks", "walk")  # flip_sparse_g2p.cu: g2p_advect_bricks, g2p_advect_sparse
+# flip_sparse_g2p.cu: g2p_advect_bricks, g2p_advect_sparse; flip_sparse_g2p_lean.cu: g2p_advect_lean (the same bits)
+G2P_KERNELS = ("bricks", "walk", "lean")
 G2P_THREADS = 512  # a block of G2P: 2–4% faster than 256 at 8M (H200, bench/flip_sparse_g2p.py), the same bits
 G2P = Kernels("flip_sparse_g2p.cu", ("--fmad=false",), G2P_THREADS,
               defines={**mac.CELL_TYPES, "PUSH_EPSILON": PUSH_EPSILON})
+G2P_LEAN_MIN_BLOCKS = 2  # flip_sparse_g2p_lean.cu's __launch_bounds__: blocks of G2P_THREADS an SM
+G2P_LEAN = Kernels("flip_sparse_g2p_lean.cu", ("--fmad=false",), G2P_THREADS,
+                   defines={**mac.CELL_TYPES, "PUSH_EPSILON": PUSH_EPSILON, "LEAN_THREADS": G2P_THREADS,
+                            "LEAN_MIN_BLOCKS": G2P_LEAN_MIN_BLOCKS})
 
 
 def gather_mode(gather=None, apic: bool = False) -> str:
@@ -464,11 +469,13 @@ def g2p_advect(grid, old, pos, vel, flip, pic, dt, half_dt, c, order=None, kerne
     apic = c is not None
     dummy = c if apic else grid.xp.zeros(1, grid.xp.float32)
     centred = (_I32(before is not None), *(before if before is not None else (dummy, dummy, dummy)))
-    if g2p_kernel(kernel) == "bricks":
-        G2P.launch("g2p_advect_bricks", n, (pos, vel, dummy, _I64(n), _I32(apic), *grid.faces(), *old, grid["solid"],
-                                            keys, slots, nk, grid.brick_nbr, *brick_index(grid), _I32(grid.closed),
-                                            *_dims(grid), *_frame(grid), flip, pic, dt, half_dt,
-                                            bins[2] if sorted_ else dummy, _I32(sorted_), *centred))
+    name = g2p_kernel(kernel)
+    if name in ("bricks", "lean"):  # the same arguments
+        module, entry = (G2P_LEAN, "g2p_advect_lean") if name == "lean" else (G2P, "g2p_advect_bricks")
+        module.launch(entry, n, (pos, vel, dummy, _I64(n), _I32(apic), *grid.faces(), *old, grid["solid"], keys,
+                                 slots, nk, grid.brick_nbr, *brick_index(grid), _I32(grid.closed), *_dims(grid),
+                                 *_frame(grid), flip, pic, dt, half_dt, bins[2] if sorted_ else dummy, _I32(sorted_),
+                                 *centred))
         return
     order_cells = bins[2:4] if sorted_ else (dummy, dummy)
     G2P.launch("g2p_advect_sparse", n, (pos, vel, dummy, _I64(n), _I32(apic), *grid.faces(), *old, grid["solid"],

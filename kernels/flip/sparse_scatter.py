@@ -17,7 +17,20 @@ SCATTER_THREADS = 256  # threads a brick (flip_sparse_scatter.cu's SCATTER_THREA
 SCATTER_SPREAD = 8  # a warp's lanes take particles this far apart (flip_sparse_scatter.cu)
 SCATTER_MIN_BLOCKS = 4  # blocks an SM should hold (flip_sparse_scatter.cu's __launch_bounds__)
 BOUND_BLOCKS = 1024  # scatter_bounds: blocks of its grid-stride loop
+# VOXFX_SPARSE_SCATTER_ATOMICS: "serial" (scatter_add: a sum's high word right after its low
+# word) or "paired" (scatter_add_pair: the Σw·q and Σw low words first); the same sums
+ATOMICS = ("serial", "paired")
 _BUILDS: dict = {}
+
+
+def atomics_mode(mode=None) -> str:
+    """The scatter's shared-atomic order: *mode*, else ``VOXFX_SPARSE_SCATTER_ATOMICS``, else ``ATOMICS[0]``."""
+    import os
+
+    mode = mode or os.environ.get("VOXFX_SPARSE_SCATTER_ATOMICS", "").strip().lower() or ATOMICS[0]
+    if mode not in ATOMICS:
+        raise ValueError(f"VOXFX_SPARSE_SCATTER_ATOMICS must be one of {', '.join(ATOMICS)}, not {mode!r}")
+    return mode
 _I64, _I32 = np.int64, np.int32
 
 
@@ -41,10 +54,11 @@ def launch(size: int, args, spread=None, min_blocks=None, order=None, bounds=Non
     h, n = args[17], int(spos.shape[0])
     min_blocks = int(SCATTER_MIN_BLOCKS if min_blocks is None else min_blocks)
     kernels = SCATTER
-    if min_blocks != 4:  # another build (compiled on first use)
-        kernels = _BUILDS.get(min_blocks) or _BUILDS.setdefault(
-            min_blocks, Kernels("flip_sparse_scatter.cu", ("--fmad=false",), THREADS,
-                                defines={"SCATTER_MIN_BLOCKS": min_blocks}))
+    paired = int(atomics_mode() == "paired")
+    if min_blocks != 4 or paired:  # another build (compiled on first use)
+        kernels = _BUILDS.get((min_blocks, paired)) or _BUILDS.setdefault(
+            (min_blocks, paired), Kernels("flip_sparse_scatter.cu", ("--fmad=false",), THREADS,
+                                          defines={"SCATTER_MIN_BLOCKS": min_blocks, "SCATTER_PAIRED": paired}))
     acc = cp.zeros(6 * size, cp.uint64)
     if bounds is None:
         bounds = cp.zeros(2, cp.uint32)
