@@ -7,18 +7,19 @@ The dam break of ``bench/flip.py`` runs *substeps* substeps of 1/120 s, then:
 
 1. G2P + advection alone at the state before a G2P (P2G, pressure and projection of the next
    substep done, ``flip_sparse_g2p.state_before_g2p``), on copies of the particles: the
-   kernels ``bricks`` (``flip_sparse_g2p.cu``) and ``lean`` (``flip_sparse_g2p_lean.cu``,
-   built for 2 blocks of 512 an SM, and for 1: ``lean/1``), end-of-substep (FLIP 0.95),
-   time-centred (a u_n of its own) and APIC; *rounds* rounds, the variants alternating in each,
+   kernels ``bricks`` (``flip_sparse_g2p.cu``) and ``shared`` (``flip_sparse_g2p_shared.cu``),
+   end-of-substep (FLIP 0.95), time-centred (a u_n of its own) and APIC; *rounds* rounds, the
+   variants alternating in each,
    CUDA events, medians; each variant's positions, velocities (and C) against bricks' bit for
    bit.
 2. P2G (the order binning and the scatter, ``sparse_gpu.particles_to_grid``) with the
    scatter's shared atomics ``serial`` and ``paired`` (``VOXFX_SPARSE_SCATTER_ATOMICS``),
    alternating: the whole P2G, and the faces and masks bit for bit.
 3. *steps* whole substeps (``flip_sparse.timed_sparse_substep``) alternating between the
-   old way (bricks, serial) and the new (lean, paired): the stages' medians.
+   old way (bricks, serial) and the new (shared, paired): the stages' medians; then
+   *centred-steps* time-centred substeps (``sim.substep``, the kept faces as u_n) timed whole.
 
-``--profile``: only one launch of each of bricks, lean, and the serial and paired scatter
+``--profile``: only one launch of each of bricks, shared, and the serial and paired scatter
 after the stepping (for ``ncu -k regex:'g2p_advect|p2g_scatter_brick'``).
 """
 
@@ -38,7 +39,6 @@ from tools.package import load  # noqa: E402
 
 load()
 from voxfx.kernels.flip import sparse_gpu  # noqa: E402
-from voxfx.kernels.grid.launch import Kernels  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "bench"))
 from _sparse_scene import add_scene_arguments, stepped_dam_break  # noqa: E402
@@ -46,7 +46,7 @@ from flip_sparse import STAGES, timed_sparse_substep  # noqa: E402
 from flip_sparse_g2p import state_before_g2p  # noqa: E402
 
 WAYS = {"old": {"VOXFX_SPARSE_G2P_KERNEL": "bricks", "VOXFX_SPARSE_SCATTER_ATOMICS": "serial"},
-        "new": {"VOXFX_SPARSE_G2P_KERNEL": "lean", "VOXFX_SPARSE_SCATTER_ATOMICS": "paired"}}
+        "new": {"VOXFX_SPARSE_G2P_KERNEL": "shared", "VOXFX_SPARSE_SCATTER_ATOMICS": "paired"}}
 
 
 def event_ms(cp, fn):
@@ -56,13 +56,6 @@ def event_ms(cp, fn):
     b.record()
     b.synchronize()
     return cp.cuda.get_elapsed_time(a, b)
-
-
-def lean_build(blocks):
-    """flip_sparse_g2p_lean.cu built for *blocks* blocks of G2P_THREADS an SM."""
-    module = sparse_gpu.G2P_LEAN
-    defines = [o for o in module.options if not o.startswith("-DLEAN_MIN_BLOCKS=")]
-    return Kernels("flip_sparse_g2p_lean.cu", (*defines, f"-DLEAN_MIN_BLOCKS={blocks}"), module.threads)
 
 
 def g2p_ab(cp, sim, dt, rounds, profile=False):
@@ -75,10 +68,7 @@ def g2p_ab(cp, sim, dt, rounds, profile=False):
     before = tuple(f + f32(0.01) * rng.standard_normal(f.shape, dtype=cp.float32) for f in g.faces())
     c0 = rng.standard_normal((n, 3, 3), dtype=cp.float32) * f32(0.1)
     print(f"G2P + advection: {n:,} particles, {g.brick_count()} bricks ({g.size:,} pool cells)")
-    saved = sparse_gpu.G2P_LEAN
-    builds = {"bricks": ("bricks", None), "lean": ("lean", saved), "lean/1": ("lean", lean_build(1))}
-    if profile:
-        builds.pop("lean/1")
+    builds = ("bricks", "shared")
     cases = {"end": dict(flip=f32(s.flip_ratio), apic=False, before=None),
              "centred": dict(flip=f32(s.flip_ratio), apic=False, before=before),
              "apic": dict(flip=f32(0), apic=True, before=None)}
@@ -92,15 +82,9 @@ def g2p_ab(cp, sim, dt, rounds, profile=False):
         g.bins = (state["pos"], *bins[1:])
 
     def run(name, case):
-        kernel, module = builds[name]
         k = cases[case]
-        if module is not None:
-            sparse_gpu.G2P_LEAN = module
-        try:
-            sparse_gpu.g2p_advect(g, old, state["pos"], state["vel"], k["flip"], f32(1) - k["flip"], f32(dt),
-                                  f32(0.5) * f32(dt), state["c"], order="cell", kernel=kernel, before=k["before"])
-        finally:
-            sparse_gpu.G2P_LEAN = saved
+        sparse_gpu.g2p_advect(g, old, state["pos"], state["vel"], k["flip"], f32(1) - k["flip"], f32(dt),
+                              f32(0.5) * f32(dt), state["c"], order="cell", kernel=name, before=k["before"])
 
     for r in range(rounds + 1):  # round 0 warms (compiles) and checks the bits
         for case in cases:
@@ -119,7 +103,7 @@ def g2p_ab(cp, sim, dt, rounds, profile=False):
         if profile:
             break
     if not profile:
-        print("case | " + " | ".join(f"{b} ms" for b in builds) + " | lean / bricks")
+        print("case | " + " | ".join(f"{b} ms" for b in builds) + " | shared / bricks")
         for case in cases:
             med = [float(np.median(times[case, b])) for b in builds]
             print(f"{case} | " + " | ".join(f"{m:.3f}" for m in med) + f" | {med[1] / med[0]:.3f}")
@@ -166,11 +150,30 @@ def substeps_ab(cp, sim, dt, steps):
         os.environ.pop(name, None)
 
 
+def centred_substeps_ab(cp, sim, dt, steps):
+    """Part 3, time-centred: ``sim.substep`` (the kept faces as u_n) timed whole, the ways alternating."""
+    sim.settings.time_centred_advection = True
+    times = defaultdict(list)
+    names = list(WAYS)
+    for i in range(steps + len(names)):
+        way = names[i % len(names)]
+        os.environ.update(WAYS[way])
+        ms = event_ms(cp, lambda: sim.substep(dt))
+        if i >= len(names):
+            times[way].append(ms)
+    print("time-centred substeps (sim.substep, median ms): " +
+          ", ".join(f"{w} {np.median(v):.2f} ({len(v)})" for w, v in times.items()))
+    for name in WAYS["new"]:
+        os.environ.pop(name, None)
+    sim.settings.time_centred_advection = False
+
+
 def main():
     ap = argparse.ArgumentParser()
     add_scene_arguments(ap)
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--steps", type=int, default=8)
+    ap.add_argument("--centred-steps", type=int, default=8, help="part 3 with the time-centred advection")
     ap.add_argument("--profile", action="store_true", help="one launch of each kernel (for ncu)")
     args = ap.parse_args()
     import cupy as cp
@@ -180,6 +183,8 @@ def main():
     p2g_ab(cp, sim, args.rounds, args.profile)
     if not args.profile and args.steps:
         substeps_ab(cp, sim, dt, args.steps)
+    if not args.profile and args.centred_steps:
+        centred_substeps_ab(cp, sim, dt, args.centred_steps)
     print(f"pool: {cp.get_default_memory_pool().total_bytes() / 2 ** 20:.0f} MiB")
 
 

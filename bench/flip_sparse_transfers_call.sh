@@ -2,10 +2,10 @@
 # The device call for the particle transfers' A/B (issue 24, helper i24p): bench/flip_sparse_transfers_ab.py
 # on the 8M dam break (G2P bricks / lean, the scatter's serial / paired atomics, whole substeps old / new, in one
 # process), the transfers' GPU files (the scatter files twice: serial and paired atomics), then, where ncu is on
-# the machine and time is left, one launch of each kernel profiled. Logs under $OUT; ≤ ~155 s in all.
+# the machine, NCU is set and time is left, one launch of each kernel profiled. Logs under $OUT; ≤ ~155 s in all.
 OUT=${OUT:-out}; mkdir -p "$OUT"; export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name --format=csv,noheader; echo "ncu: $(which ncu || echo none)"
-timeout ${AB_S:-75} python3 bench/flip_sparse_transfers_ab.py --rounds 7 --steps 8 > "$OUT/ab.log" 2>&1
+timeout ${AB_S:-80} python3 bench/flip_sparse_transfers_ab.py --rounds 7 --steps 8 --centred-steps 8 > "$OUT/ab.log" 2>&1
 echo "ab rc=$? elapsed $SECONDS"
 grep -vE "^ *$" "$OUT/ab.log" | grep -vE "Warning|warn" | tail -30
 T=tests/gpu
@@ -19,7 +19,7 @@ echo "tests (paired) rc=$?"; grep -E 'passed|failed|error' "$OUT/tests_paired.lo
 grep -E '^(FAILED|ERROR)|^E  ' "$OUT/tests_paired.log" | head -6
 echo "elapsed $SECONDS"
 LEFT=$(( ${TOTAL_S:-152} - SECONDS ))
-if command -v ncu > /dev/null && [ "$LEFT" -gt 25 ]; then
+if [ -n "$NCU" ] && command -v ncu > /dev/null && [ "$LEFT" -gt 25 ]; then
     timeout $LEFT ncu --set full -k regex:"g2p_advect|p2g_scatter_brick" --launch-skip 4 --launch-count 5 \
         -o "$OUT/prof" python3 bench/flip_sparse_transfers_ab.py --profile --substeps 2 > "$OUT/ncu_run.log" 2>&1
     echo "ncu rc=$? elapsed $SECONDS"; tail -3 "$OUT/ncu_run.log"

@@ -17,9 +17,9 @@ SCATTER_THREADS = 256  # threads a brick (flip_sparse_scatter.cu's SCATTER_THREA
 SCATTER_SPREAD = 8  # a warp's lanes take particles this far apart (flip_sparse_scatter.cu)
 SCATTER_MIN_BLOCKS = 4  # blocks an SM should hold (flip_sparse_scatter.cu's __launch_bounds__)
 BOUND_BLOCKS = 1024  # scatter_bounds: blocks of its grid-stride loop
-# VOXFX_SPARSE_SCATTER_ATOMICS: "serial" (scatter_add: a sum's high word right after its low
-# word) or "paired" (scatter_add_pair: the Σw·q and Σw low words first); the same sums
-ATOMICS = ("serial", "paired")
+# VOXFX_SPARSE_SCATTER_ATOMICS: "paired" (the default; scatter_add_pair: the Σw·q and Σw low
+# words first) or "serial" (scatter_add: a sum's high word right after its low word); the same sums
+ATOMICS = ("paired", "serial")
 _BUILDS: dict = {}
 
 
