@@ -7,19 +7,19 @@ The dam break of ``bench/flip.py`` runs *substeps* substeps of 1/120 s, then:
 
 1. G2P + advection alone at the state before a G2P (P2G, pressure and projection of the next
    substep done, ``flip_sparse_g2p.state_before_g2p``), on copies of the particles: the
-   kernels ``bricks`` (``flip_sparse_g2p.cu``) and ``shared`` (``flip_sparse_g2p_shared.cu``),
-   end-of-substep (FLIP 0.95), time-centred (a u_n of its own) and APIC; *rounds* rounds, the
-   variants alternating in each,
+   kernels ``bricks`` (``flip_sparse_g2p.cu``), ``shared``, ``quick``, ``masks`` and
+   ``quickmasks`` (``flip_sparse_g2p_shared.cu``), end-of-substep (FLIP 0.95), time-centred (a u_n of its own)
+   and APIC; *rounds* rounds, the variants alternating in each,
    CUDA events, medians; each variant's positions, velocities (and C) against bricks' bit for
    bit.
 2. P2G (the order binning and the scatter, ``sparse_gpu.particles_to_grid``) with the
    scatter's shared atomics ``serial`` and ``paired`` (``VOXFX_SPARSE_SCATTER_ATOMICS``),
    alternating: the whole P2G, and the faces and masks bit for bit.
 3. *steps* whole substeps (``flip_sparse.timed_sparse_substep``) alternating between the
-   old way (bricks, serial) and the new (shared, paired): the stages' medians; then
+   old way (bricks, serial) and the new ones (shared or quick, paired): the stages' medians; then
    *centred-steps* time-centred substeps (``sim.substep``, the kept faces as u_n) timed whole.
 
-``--profile``: only one launch of each of bricks, shared, and the serial and paired scatter
+``--profile``: only one launch of each G2P kernel, and of the serial and paired scatter
 after the stepping (for ``ncu -k regex:'g2p_advect|p2g_scatter_brick'``).
 """
 
@@ -46,7 +46,8 @@ from flip_sparse import STAGES, timed_sparse_substep  # noqa: E402
 from flip_sparse_g2p import state_before_g2p  # noqa: E402
 
 WAYS = {"old": {"VOXFX_SPARSE_G2P_KERNEL": "bricks", "VOXFX_SPARSE_SCATTER_ATOMICS": "serial"},
-        "new": {"VOXFX_SPARSE_G2P_KERNEL": "shared", "VOXFX_SPARSE_SCATTER_ATOMICS": "paired"}}
+        "shared": {"VOXFX_SPARSE_G2P_KERNEL": "shared", "VOXFX_SPARSE_SCATTER_ATOMICS": "paired"},
+        "quick": {"VOXFX_SPARSE_G2P_KERNEL": "quick", "VOXFX_SPARSE_SCATTER_ATOMICS": "paired"}}
 
 
 def event_ms(cp, fn):
@@ -68,7 +69,7 @@ def g2p_ab(cp, sim, dt, rounds, profile=False):
     before = tuple(f + f32(0.01) * rng.standard_normal(f.shape, dtype=cp.float32) for f in g.faces())
     c0 = rng.standard_normal((n, 3, 3), dtype=cp.float32) * f32(0.1)
     print(f"G2P + advection: {n:,} particles, {g.brick_count()} bricks ({g.size:,} pool cells)")
-    builds = ("bricks", "shared")
+    builds = ("bricks", "shared", "quick", "masks", "quickmasks")
     cases = {"end": dict(flip=f32(s.flip_ratio), apic=False, before=None),
              "centred": dict(flip=f32(s.flip_ratio), apic=False, before=before),
              "apic": dict(flip=f32(0), apic=True, before=None)}
@@ -103,10 +104,10 @@ def g2p_ab(cp, sim, dt, rounds, profile=False):
         if profile:
             break
     if not profile:
-        print("case | " + " | ".join(f"{b} ms" for b in builds) + " | shared / bricks")
+        print("case | " + " | ".join(f"{b} ms" for b in builds) + "".join(f" | {b} / bricks" for b in builds[1:]))
         for case in cases:
             med = [float(np.median(times[case, b])) for b in builds]
-            print(f"{case} | " + " | ".join(f"{m:.3f}" for m in med) + f" | {med[1] / med[0]:.3f}")
+            print(f"{case} | " + " | ".join(f"{m:.3f}" for m in med) + "".join(f" | {m / med[0]:.3f}" for m in med[1:]))
     g.bins = None
 
 

@@ -143,13 +143,14 @@ BIN_SCAN_TILES = 8192  # bin_scan: at most this many tiles (a block sums the ear
 # VOXFX_SPARSE_BIN_COUNT, the order binning's count: "grouped" (count_particles_grouped: one atomic a warp's run
 # of particles in one cell) or "atomic" (count_particles_bounds, one a particle); the same counts (module notes)
 BIN_COUNTS = ("grouped", "atomic")
-# flip_sparse_g2p.cu: g2p_advect_bricks, g2p_advect_sparse; flip_sparse_g2p_shared.cu: g2p_advect_shared (the same bits)
-G2P_KERNELS = ("shared", "bricks", "walk")  # the first: the default
+# flip_sparse_g2p_shared.cu: g2p_advect_shared, _quick, _masks, _quickmasks; flip_sparse_g2p.cu:
+# g2p_advect_bricks, g2p_advect_sparse (walk); all the same bits
+G2P_KERNELS = ("shared", "quick", "masks", "quickmasks", "bricks", "walk")  # the first: the default
 G2P_THREADS = 512  # a block of G2P: 2–4% faster than 256 at 8M (H200, bench/flip_sparse_g2p.py), the same bits
 G2P = Kernels("flip_sparse_g2p.cu", ("--fmad=false",), G2P_THREADS,
               defines={**mac.CELL_TYPES, "PUSH_EPSILON": PUSH_EPSILON})
 G2P_SHARED = Kernels("flip_sparse_g2p_shared.cu", ("--fmad=false",), G2P_THREADS,
-                     defines={**mac.CELL_TYPES, "PUSH_EPSILON": PUSH_EPSILON})
+                     defines={**mac.CELL_TYPES, "PUSH_EPSILON": PUSH_EPSILON, "SHARED_THREADS": G2P_THREADS})
 
 
 def gather_mode(gather=None, apic: bool = False) -> str:
@@ -468,8 +469,9 @@ def g2p_advect(grid, old, pos, vel, flip, pic, dt, half_dt, c, order=None, kerne
     dummy = c if apic else grid.xp.zeros(1, grid.xp.float32)
     centred = (_I32(before is not None), *(before if before is not None else (dummy, dummy, dummy)))
     name = g2p_kernel(kernel)
-    if name in ("bricks", "shared"):  # the same arguments
-        module, entry = (G2P_SHARED, "g2p_advect_shared") if name == "shared" else (G2P, "g2p_advect_bricks")
+    if name != "walk":  # the same arguments
+        module = G2P if name == "bricks" else G2P_SHARED
+        entry = "g2p_advect_" + name
         module.launch(entry, n, (pos, vel, dummy, _I64(n), _I32(apic), *grid.faces(), *old, grid["solid"], keys,
                                  slots, nk, grid.brick_nbr, *brick_index(grid), _I32(grid.closed), *_dims(grid),
                                  *_frame(grid), flip, pic, dt, half_dt, bins[2] if sorted_ else dummy, _I32(sorted_),
