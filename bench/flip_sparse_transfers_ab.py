@@ -7,19 +7,20 @@ The dam break of ``bench/flip.py`` runs *substeps* substeps of 1/120 s, then:
 
 1. G2P + advection alone at the state before a G2P (P2G, pressure and projection of the next
    substep done, ``flip_sparse_g2p.state_before_g2p``), on copies of the particles: the
-   kernels ``bricks`` (``flip_sparse_g2p.cu``), ``shared``, ``quick``, ``masks`` and
-   ``quickmasks`` (``flip_sparse_g2p_shared.cu``), end-of-substep (FLIP 0.95), time-centred (a u_n of its own)
-   and APIC; *rounds* rounds, the variants alternating in each,
+   kernels ``bricks`` (``flip_sparse_g2p.cu``) and ``lean`` (``flip_sparse_g2p_lean.cu``,
+   built for 2 blocks of 512 an SM, and for 1: ``lean/1``) and ``auto`` (the default: lean
+   time-centred without C, else bricks), end-of-substep (FLIP 0.95),
+   time-centred (a u_n of its own) and APIC; *rounds* rounds, the variants alternating in each,
    CUDA events, medians; each variant's positions, velocities (and C) against bricks' bit for
    bit.
 2. P2G (the order binning and the scatter, ``sparse_gpu.particles_to_grid``) with the
    scatter's shared atomics ``serial`` and ``paired`` (``VOXFX_SPARSE_SCATTER_ATOMICS``),
    alternating: the whole P2G, and the faces and masks bit for bit.
 3. *steps* whole substeps (``flip_sparse.timed_sparse_substep``) alternating between the
-   old way (bricks, serial) and the new ones (shared or quick, paired): the stages' medians; then
+   old way (bricks, serial) and the new (auto, paired): the stages' medians; then
    *centred-steps* time-centred substeps (``sim.substep``, the kept faces as u_n) timed whole.
 
-``--profile``: only one launch of each G2P kernel, and of the serial and paired scatter
+``--profile``: only one launch of each of bricks, lean, and the serial and paired scatter
 after the stepping (for ``ncu -k regex:'g2p_advect|p2g_scatter_brick'``).
 """
 
@@ -39,6 +40,7 @@ from tools.package import load  # noqa: E402
 
 load()
 from voxfx.kernels.flip import sparse_gpu  # noqa: E402
+from voxfx.kernels.grid.launch import Kernels  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "bench"))
 from _sparse_scene import add_scene_arguments, stepped_dam_break  # noqa: E402
@@ -46,8 +48,7 @@ from flip_sparse import STAGES, timed_sparse_substep  # noqa: E402
 from flip_sparse_g2p import state_before_g2p  # noqa: E402
 
 WAYS = {"old": {"VOXFX_SPARSE_G2P_KERNEL": "bricks", "VOXFX_SPARSE_SCATTER_ATOMICS": "serial"},
-        "shared": {"VOXFX_SPARSE_G2P_KERNEL": "shared", "VOXFX_SPARSE_SCATTER_ATOMICS": "paired"},
-        "quick": {"VOXFX_SPARSE_G2P_KERNEL": "quick", "VOXFX_SPARSE_SCATTER_ATOMICS": "paired"}}
+        "new": {"VOXFX_SPARSE_G2P_KERNEL": "auto", "VOXFX_SPARSE_SCATTER_ATOMICS": "paired"}}
 
 
 def event_ms(cp, fn):
@@ -57,6 +58,13 @@ def event_ms(cp, fn):
     b.record()
     b.synchronize()
     return cp.cuda.get_elapsed_time(a, b)
+
+
+def lean_build(blocks):
+    """flip_sparse_g2p_lean.cu built for *blocks* blocks of G2P_THREADS an SM."""
+    module = sparse_gpu.G2P_LEAN
+    defines = [o for o in module.options if not o.startswith("-DLEAN_MIN_BLOCKS=")]
+    return Kernels("flip_sparse_g2p_lean.cu", (*defines, f"-DLEAN_MIN_BLOCKS={blocks}"), module.threads)
 
 
 def g2p_ab(cp, sim, dt, rounds, profile=False):
@@ -69,7 +77,11 @@ def g2p_ab(cp, sim, dt, rounds, profile=False):
     before = tuple(f + f32(0.01) * rng.standard_normal(f.shape, dtype=cp.float32) for f in g.faces())
     c0 = rng.standard_normal((n, 3, 3), dtype=cp.float32) * f32(0.1)
     print(f"G2P + advection: {n:,} particles, {g.brick_count()} bricks ({g.size:,} pool cells)")
-    builds = ("bricks", "shared", "quick", "masks", "quickmasks")
+    saved = sparse_gpu.G2P_LEAN
+    builds = {"bricks": ("bricks", None), "lean": ("lean", saved), "lean/1": ("lean", lean_build(1)),
+              "auto": ("auto", None)}
+    if profile:
+        builds.pop("lean/1")
     cases = {"end": dict(flip=f32(s.flip_ratio), apic=False, before=None),
              "centred": dict(flip=f32(s.flip_ratio), apic=False, before=before),
              "apic": dict(flip=f32(0), apic=True, before=None)}
@@ -83,9 +95,15 @@ def g2p_ab(cp, sim, dt, rounds, profile=False):
         g.bins = (state["pos"], *bins[1:])
 
     def run(name, case):
+        kernel, module = builds[name]
         k = cases[case]
-        sparse_gpu.g2p_advect(g, old, state["pos"], state["vel"], k["flip"], f32(1) - k["flip"], f32(dt),
-                              f32(0.5) * f32(dt), state["c"], order="cell", kernel=name, before=k["before"])
+        if module is not None:
+            sparse_gpu.G2P_LEAN = module
+        try:
+            sparse_gpu.g2p_advect(g, old, state["pos"], state["vel"], k["flip"], f32(1) - k["flip"], f32(dt),
+                                  f32(0.5) * f32(dt), state["c"], order="cell", kernel=kernel, before=k["before"])
+        finally:
+            sparse_gpu.G2P_LEAN = saved
 
     for r in range(rounds + 1):  # round 0 warms (compiles) and checks the bits
         for case in cases:
@@ -104,7 +122,7 @@ def g2p_ab(cp, sim, dt, rounds, profile=False):
         if profile:
             break
     if not profile:
-        print("case | " + " | ".join(f"{b} ms" for b in builds) + "".join(f" | {b} / bricks" for b in builds[1:]))
+        print("case | " + " | ".join(f"{b} ms" for b in builds) + "".join(f" | {b} / bricks" for b in list(builds)[1:]))
         for case in cases:
             med = [float(np.median(times[case, b])) for b in builds]
             print(f"{case} | " + " | ".join(f"{m:.3f}" for m in med) + "".join(f" | {m / med[0]:.3f}" for m in med[1:]))

@@ -15,7 +15,6 @@
 // Constants from Python (-D): AIR, FLUID, SOLID (kernels/grid/mac.py), PUSH_EPSILON
 // (kernels/flip/particles.py).
 
-#define VOXFX_SPARSE_G2P_CU  // flip_sparse_g2p_shared.cu includes this file unless it is already in
 #include "voxfx_lattice.cuh"  // trilinear_blend: sample.blend's operation order
 #include "voxfx_push.cuh"  // nearest_free_point: the push-out's neighbour search
 #include "voxfx_sparse.cuh"  // keys, slots, binary search

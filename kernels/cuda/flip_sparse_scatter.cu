@@ -155,8 +155,8 @@ __device__ __forceinline__ void scatter_add(unsigned int* acc, int at, long long
 }
 
 // Two such adds with both low words first (SCATTER_PAIRED, sparse_scatter.atomics_mode
-// "paired"): two atomics in flight before either high word waits on its carry. The same
-// sums: integer adds in another order.
+// "paired", the default): two atomics in flight before either high word waits on its carry.
+// The same sums: integer adds in another order. H100, 8M: 552 against 559–562 µs (ncu).
 __device__ __forceinline__ void scatter_add_pair(unsigned int* acc, int at_x, long long x, int at_y, long long y)
 {
     const unsigned int lo_x = (unsigned int)(unsigned long long)x, hi_x = (unsigned int)((unsigned long long)x >> 32);

@@ -226,3 +226,14 @@ def test_scatter_scales_keep_every_sum_below_two_to_the_62():
             assert reach * (np.float64(np.float32(q)) * 2.0 ** k_q + 0.5) < 2.0 ** 62
             assert reach * 2.0 ** k_w >= 2.0 ** 59  # and no coarser than needed
             assert -126 <= k_q <= 127 and -126 <= k_w <= 127
+
+
+def test_scatter_atomics_names_are_checked(monkeypatch):
+    monkeypatch.delenv("VOXFX_SPARSE_SCATTER_ATOMICS", raising=False)
+    assert sparse_scatter.atomics_mode() == "paired"  # the default
+    monkeypatch.setenv("VOXFX_SPARSE_SCATTER_ATOMICS", " Serial ")
+    assert sparse_scatter.atomics_mode() == "serial"
+    assert sparse_scatter.atomics_mode("paired") == "paired"
+    monkeypatch.setenv("VOXFX_SPARSE_SCATTER_ATOMICS", "batched")
+    with pytest.raises(ValueError, match="VOXFX_SPARSE_SCATTER_ATOMICS"):
+        sparse_scatter.atomics_mode()
