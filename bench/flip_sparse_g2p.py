@@ -95,8 +95,9 @@ class Spans:
         return dict(out)
 
 
-def g2p_variants(cp, sim, dt, repeat):
-    """Part 1 (module notes): one substep up to its G2P, then every variant on copies."""
+def state_before_g2p(sim, dt):
+    """One substep of *sim* up to its G2P (topology, P2G, pressure, projection): the old
+    faces and P2G's bins of the positions (``grid.bins``)."""
     from voxfx.kernels.flip import sparse_pressure
 
     g, s = sim.grid, sim.settings
@@ -112,7 +113,13 @@ def g2p_variants(cp, sim, dt, repeat):
                                           max_iterations=s.pressure_max_iterations, preconditioner=sim.preconditioner)
     sparse_pressure.project(g, p, dt)
     sparse_transfer.extrapolate(g, valid=sparse_transfer.fluid_faces(g))
-    bins = g.bins
+    return old, g.bins
+
+
+def g2p_variants(cp, sim, dt, repeat):
+    """Part 1 (module notes): one substep up to its G2P, then every variant on copies."""
+    g, s = sim.grid, sim.settings
+    old, bins = state_before_g2p(sim, dt)
     n, cells = int(sim.pos.shape[0]), g.size
     f32 = np.float32
     flip = f32(s.flip_ratio)

@@ -76,6 +76,8 @@ reads (tests/gpu/test_flip_sparse_grouped_count_gpu.py). H100 80GB HBM3, 8M dam 
 0.136 ms, the whole P2G 0.819 / 0.818 → 0.788 / 0.790 ms; ``bench/flip_sparse.py --row 8m``
 (separate processes, one call): bin+gather 0.952 → 0.894 ms, the P2G stage 1.11 → 1.06 ms.
 
+The scatter's shared atomics: ``sparse_scatter.atomics_mode`` (paired by default; its notes).
+
 Classify (§6) comes from the binning: the count per pool cell says which cells hold a
 particle (``classify_counts_sparse``, one pass over the pool) when the bins are those of
 the same positions (``bins``: kept from P2G until the particles move or the bricks
@@ -101,6 +103,10 @@ Fewer registers did not help either (helper i24t, H200, 8M, fourth substep, the 
 the bricks kernel uses 64 registers (2 blocks of 512 an SM, 0.860 ms); built with
 ``__launch_bounds__`` for 3 blocks of 512 (40 registers, 244 B spilled) 0.865 ms, for 6 of
 256 0.890 ms (0.909 at 256 without); not kept.
+
+``lean`` (``flip_sparse_g2p_lean.cu``, helper i24p; its notes give the H100 figures): the same
+bits, slower at the end of the substep and with APIC, faster time-centred (1.35 against 1.67 ms
+at 8M); ``VOXFX_SPARSE_G2P_KERNEL=auto`` (the default) runs it only time-centred without APIC.
 
 Particle order: the state is not kept sorted between substeps. Cache frames write the
 particles in the simulation's order, and that order is each particle's identity from
@@ -143,10 +149,17 @@ BIN_SCAN_TILES = 8192  # bin_scan: at most this many tiles (a block sums the ear
 # VOXFX_SPARSE_BIN_COUNT, the order binning's count: "grouped" (count_particles_grouped: one atomic a warp's run
 # of particles in one cell) or "atomic" (count_particles_bounds, one a particle); the same counts (module notes)
 BIN_COUNTS = ("grouped", "atomic")
-G2P_KERNELS = ("bricks", "walk")  # flip_sparse_g2p.cu: g2p_advect_bricks, g2p_advect_sparse
+# VOXFX_SPARSE_G2P_KERNEL (all the same bits): "auto" (the default: lean for the time-centred
+# advection without APIC, else bricks, as measured; module notes), "lean" (flip_sparse_g2p_lean.cu),
+# "bricks" and "walk" (flip_sparse_g2p.cu's g2p_advect_bricks and g2p_advect_sparse)
+G2P_KERNELS = ("auto", "lean", "bricks", "walk")
 G2P_THREADS = 512  # a block of G2P: 2–4% faster than 256 at 8M (H200, bench/flip_sparse_g2p.py), the same bits
 G2P = Kernels("flip_sparse_g2p.cu", ("--fmad=false",), G2P_THREADS,
               defines={**mac.CELL_TYPES, "PUSH_EPSILON": PUSH_EPSILON})
+G2P_LEAN_MIN_BLOCKS = 2  # flip_sparse_g2p_lean.cu's __launch_bounds__: blocks of G2P_THREADS an SM
+G2P_LEAN = Kernels("flip_sparse_g2p_lean.cu", ("--fmad=false",), G2P_THREADS,
+                   defines={**mac.CELL_TYPES, "PUSH_EPSILON": PUSH_EPSILON, "LEAN_THREADS": G2P_THREADS,
+                            "LEAN_MIN_BLOCKS": G2P_LEAN_MIN_BLOCKS})
 
 
 def gather_mode(gather=None, apic: bool = False) -> str:
@@ -186,7 +199,7 @@ def g2p_order(order=None) -> str:
 
 
 def g2p_kernel(kernel=None) -> str:
-    """The G2P kernel: *kernel*, else ``VOXFX_SPARSE_G2P_KERNEL``, else bricks (the same bits)."""
+    """The G2P kernel: *kernel*, else ``VOXFX_SPARSE_G2P_KERNEL``, else auto (all the same bits)."""
     mode = kernel or os.environ.get("VOXFX_SPARSE_G2P_KERNEL", "").strip().lower() or G2P_KERNELS[0]
     if mode not in G2P_KERNELS:
         raise ValueError(f"VOXFX_SPARSE_G2P_KERNEL must be one of {', '.join(G2P_KERNELS)}, not {mode!r}")
@@ -464,11 +477,15 @@ def g2p_advect(grid, old, pos, vel, flip, pic, dt, half_dt, c, order=None, kerne
     apic = c is not None
     dummy = c if apic else grid.xp.zeros(1, grid.xp.float32)
     centred = (_I32(before is not None), *(before if before is not None else (dummy, dummy, dummy)))
-    if g2p_kernel(kernel) == "bricks":
-        G2P.launch("g2p_advect_bricks", n, (pos, vel, dummy, _I64(n), _I32(apic), *grid.faces(), *old, grid["solid"],
-                                            keys, slots, nk, grid.brick_nbr, *brick_index(grid), _I32(grid.closed),
-                                            *_dims(grid), *_frame(grid), flip, pic, dt, half_dt,
-                                            bins[2] if sorted_ else dummy, _I32(sorted_), *centred))
+    name = g2p_kernel(kernel)
+    if name == "auto":  # the faster kernel for the case (module notes): lean only time-centred without C
+        name = "lean" if before is not None and not apic else "bricks"
+    if name != "walk":  # the same arguments
+        module, entry = (G2P_LEAN, "g2p_advect_lean") if name == "lean" else (G2P, "g2p_advect_bricks")
+        module.launch(entry, n, (pos, vel, dummy, _I64(n), _I32(apic), *grid.faces(), *old, grid["solid"], keys,
+                                 slots, nk, grid.brick_nbr, *brick_index(grid), _I32(grid.closed), *_dims(grid),
+                                 *_frame(grid), flip, pic, dt, half_dt, bins[2] if sorted_ else dummy, _I32(sorted_),
+                                 *centred))
         return
     order_cells = bins[2:4] if sorted_ else (dummy, dummy)
     G2P.launch("g2p_advect_sparse", n, (pos, vel, dummy, _I64(n), _I32(apic), *grid.faces(), *old, grid["solid"],

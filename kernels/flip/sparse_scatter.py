@@ -3,7 +3,17 @@ default of ``sparse_gpu.gather_mode``, whose module text gives the measurements)
 ``sparse_gpu.bin_particles``, a bound on |q| and on particles a cell fixes the 64-bit
 fixed-point scales on the device, one block per brick adds each particle's 24 (component,
 face) terms with shared-memory integer atomics and then into the owning bricks' global
-sums, and a pass per cell divides. Integer sums: the same bits in any particle order."""
+sums, and a pass per cell divides. Integer sums: the same bits in any particle order.
+
+The shared atomics' order (``VOXFX_SPARSE_SCATTER_ATOMICS``, ``atomics_mode``): ``paired`` (the
+default) adds a term's Σw·q and Σw low words before either high word (two atomics in flight
+before a carry is waited on), ``serial`` the earlier order; the same sums. H100 80GB HBM3, 8M
+dam break after 4 substeps (helper i24p, ``bench/flip_sparse_transfers_ab.py``, one process
+alternating, medians of 7): the whole P2G 0.789 → 0.776 ms; ncu, one launch each: the scatter
+562 / 559 → 552 µs. Its profile: 302M warp instructions (~1,200 a warp of particles), IPC
+2.67, the XU pipe 34% busy (the 64-bit float → integer conversions), 79M shared-atomic
+wavefronts with 55M bank conflicts, 47% occupancy (64 registers, 43 KB of shared memory a
+block): issue-bound, as G2P (``flip_sparse_g2p_lean.cu``'s notes)."""
 
 from __future__ import annotations
 
@@ -17,7 +27,20 @@ SCATTER_THREADS = 256  # threads a brick (flip_sparse_scatter.cu's SCATTER_THREA
 SCATTER_SPREAD = 8  # a warp's lanes take particles this far apart (flip_sparse_scatter.cu)
 SCATTER_MIN_BLOCKS = 4  # blocks an SM should hold (flip_sparse_scatter.cu's __launch_bounds__)
 BOUND_BLOCKS = 1024  # scatter_bounds: blocks of its grid-stride loop
+# VOXFX_SPARSE_SCATTER_ATOMICS: "paired" (the default; scatter_add_pair: the Σw·q and Σw low
+# words first) or "serial" (scatter_add: a sum's high word right after its low word); the same sums
+ATOMICS = ("paired", "serial")
 _BUILDS: dict = {}
+
+
+def atomics_mode(mode=None) -> str:
+    """The scatter's shared-atomic order: *mode*, else ``VOXFX_SPARSE_SCATTER_ATOMICS``, else ``ATOMICS[0]``."""
+    import os
+
+    mode = mode or os.environ.get("VOXFX_SPARSE_SCATTER_ATOMICS", "").strip().lower() or ATOMICS[0]
+    if mode not in ATOMICS:
+        raise ValueError(f"VOXFX_SPARSE_SCATTER_ATOMICS must be one of {', '.join(ATOMICS)}, not {mode!r}")
+    return mode
 _I64, _I32 = np.int64, np.int32
 
 
@@ -41,10 +64,11 @@ def launch(size: int, args, spread=None, min_blocks=None, order=None, bounds=Non
     h, n = args[17], int(spos.shape[0])
     min_blocks = int(SCATTER_MIN_BLOCKS if min_blocks is None else min_blocks)
     kernels = SCATTER
-    if min_blocks != 4:  # another build (compiled on first use)
-        kernels = _BUILDS.get(min_blocks) or _BUILDS.setdefault(
-            min_blocks, Kernels("flip_sparse_scatter.cu", ("--fmad=false",), THREADS,
-                                defines={"SCATTER_MIN_BLOCKS": min_blocks}))
+    paired = int(atomics_mode() == "paired")
+    if min_blocks != 4 or paired:  # another build (compiled on first use)
+        kernels = _BUILDS.get((min_blocks, paired)) or _BUILDS.setdefault(
+            (min_blocks, paired), Kernels("flip_sparse_scatter.cu", ("--fmad=false",), THREADS,
+                                          defines={"SCATTER_MIN_BLOCKS": min_blocks, "SCATTER_PAIRED": paired}))
     acc = cp.zeros(6 * size, cp.uint64)
     if bounds is None:
         bounds = cp.zeros(2, cp.uint32)

@@ -82,3 +82,22 @@ def test_gpu_scatter_gives_the_same_bits_in_any_particle_order_and_spread(monkey
     sparse_transfer.particles_to_grid(grid, cupy.asarray(pos), cupy.asarray(vel), cupy.asarray(c))
     for name, b in zip(grid.FACES, first[0]):
         assert np.array_equal(host(grid[name]).view(np.uint32), b.view(np.uint32))
+
+
+@pytest.mark.parametrize("apic", [False, True], ids=["flip", "apic"])
+def test_gpu_scatter_sums_are_the_same_with_paired_and_serial_atomics(monkeypatch, apic):
+    """sparse_scatter.ATOMICS: the low words of Σw·q and Σw added before their high words
+    (paired, the default) or each high word right after its low word (serial): integer sums
+    in another order, the same bits."""
+    rng = np.random.default_rng()
+    spec, pos, vel, c = liquid_block(True, apic, rng)
+    grid = gpu_grid(spec, pos, True, 3)
+    out = {}
+    for mode in sparse_scatter.ATOMICS:
+        monkeypatch.setenv("VOXFX_SPARSE_SCATTER_ATOMICS", mode)
+        out[mode] = scatter(grid, pos, vel, c)
+    (faces, acc, bounds), (faces2, acc2, bounds2) = out.values()
+    assert np.array_equal(bounds2, bounds) and np.array_equal(acc2, acc)
+    assert np.count_nonzero(acc[:, :, 1]) > 1000
+    for a, b in zip(faces2[0] + faces2[1], faces[0] + faces[1]):
+        assert np.array_equal(np.asarray(a).view(np.uint8), np.asarray(b).view(np.uint8))

@@ -100,10 +100,12 @@ int main() {
 """
 
 
-@pytest.fixture(scope="module")
-def harness(tmp_path_factory):
-    defines = [o for o in sparse_gpu.KERNELS.options if o.startswith("-D")]
-    build = _build(tmp_path_factory, HARNESS, defines, "sparse_scatter")
+@pytest.fixture(scope="module", params=[0, 1], ids=["serial", "paired"])
+def harness(tmp_path_factory, request):
+    """The harness built with flip_sparse_scatter.cu's SCATTER_PAIRED = 0 and 1
+    (sparse_scatter.ATOMICS): the same integer sums either way."""
+    defines = [o for o in sparse_gpu.KERNELS.options if o.startswith("-D")] + [f"-DSCATTER_PAIRED={request.param}"]
+    build = _build(tmp_path_factory, HARNESS, defines, f"sparse_scatter_{request.param}")
 
     def run(grid, pos, vel, c, spread):
         spec_shape, t = grid.shape, grid.topology
@@ -138,7 +140,11 @@ def harness(tmp_path_factory):
         run.grouped_count_same = tokens[-1] == "1"
         return gather, scatter, bounds, acc.reshape(3, cells, 2)
 
+    run.paired = request.param
     return run
+
+
+_SUMS: dict = {}  # (closed, apic, paired) → the scatter's integer sums, for the builds' comparison
 
 
 def fixed_point_bound(values, acc, bounds):
@@ -176,6 +182,9 @@ def test_scatter_matches_the_gather_within_its_bound_and_is_order_independent(ha
     assert int(bounds[1]) == np.bincount(flat[flat >= 0]).max() > 20
     assert np.uint32(bounds[0]).view(np.float32) >= np.abs(vel).max()
     check_scatter_against_gather(gather, scatter, acc, bounds)
+    _SUMS[closed, apic, harness.paired] = acc  # the low words paired or not: the same sums
+    other = _SUMS.get((closed, apic, 1 - harness.paired))
+    assert other is None or np.array_equal(other, acc)
     # the "order" binning (fused bound, tiled scan, no sort, no copies, another order in
     # every cell): the same bounds and the same integer sums, start the exclusive scan
     bounds2, start2, acc2 = harness.order_binning
@@ -217,3 +226,14 @@ def test_scatter_scales_keep_every_sum_below_two_to_the_62():
             assert reach * (np.float64(np.float32(q)) * 2.0 ** k_q + 0.5) < 2.0 ** 62
             assert reach * 2.0 ** k_w >= 2.0 ** 59  # and no coarser than needed
             assert -126 <= k_q <= 127 and -126 <= k_w <= 127
+
+
+def test_scatter_atomics_names_are_checked(monkeypatch):
+    monkeypatch.delenv("VOXFX_SPARSE_SCATTER_ATOMICS", raising=False)
+    assert sparse_scatter.atomics_mode() == "paired"  # the default
+    monkeypatch.setenv("VOXFX_SPARSE_SCATTER_ATOMICS", " Serial ")
+    assert sparse_scatter.atomics_mode() == "serial"
+    assert sparse_scatter.atomics_mode("paired") == "paired"
+    monkeypatch.setenv("VOXFX_SPARSE_SCATTER_ATOMICS", "batched")
+    with pytest.raises(ValueError, match="VOXFX_SPARSE_SCATTER_ATOMICS"):
+        sparse_scatter.atomics_mode()
