@@ -62,6 +62,8 @@ class VCycleLaunches:
     """z = V-cycle(r) on the device, launch by launch."""
 
     tail_shared = 0  # bytes of the one-block tail's shared memory (``_tail_shared_bytes``; 0: global vectors)
+    warp_from = None  # the staged tail's levels by one warp from here (``_tail_staging``; None: none)
+    tables_from = None  # the staged tail's tables in shared memory from this level (None: none)
     colour_grid = 1  # one-colour launches over stride / colour_grid threads
 
     def _tail_first(self, bound):
@@ -93,10 +95,41 @@ class VCycleLaunches:
         size = 4 * sum((3 if lv < last else 2) * self.levels[lv].stride for lv in range(first, last + 1))
         return size if size <= limit else 0
 
+    def _tail_staging(self, warp_bound, tables, limit):
+        """(warp_from, tables_from, bytes) of the staged tail (mg_tail_*_staged) over the shared
+        tail (``tail_shared`` > 0): the lowest tail level whose stride is at most *warp_bound*
+        (``TAIL_WARP``) runs with the rest by one warp; with *tables* (``TAIL_TABLES``) the lowest
+        tail level from which every level's nbr and diag (7·stride values) fit beside the
+        vectors in *limit* bytes holds them in shared memory; None where none; bytes the
+        launch's dynamic shared memory with those tables."""
+        if not self.tail_shared:
+            return None, None, self.tail_shared
+        first, last = self.tail[0], len(self.levels) - 1
+        warp_from = next((lv for lv in range(first, last + 1) if warp_bound > 0
+                          and self.levels[lv].stride <= warp_bound), None)
+        tables_from, size = None, self.tail_shared
+        for lv in range(first, last + 1) if tables else ():
+            extra = 4 * 7 * sum(self.levels[k].stride for k in range(lv, last + 1))
+            if self.tail_shared + extra <= limit:
+                tables_from, size = lv, self.tail_shared + extra
+                break
+        return warp_from, tables_from, size
+
     def _tail_kernel(self):
         """The tail's kernel: mg_tail_cluster (from ``cluster_from``) or mg_tail_vcycle, with its
-        vectors in shared memory (``tail_shared``: the _shared kernels) or not."""
-        return ("mg_tail_cluster" if self.cluster_from else "mg_tail_vcycle") + ("_shared" if self.tail_shared else "")
+        vectors in shared memory (``tail_shared``: the _shared kernels) or not, and staged
+        (``warp_from`` or ``tables_from``: the _staged kernels, shared vectors)."""
+        staged = self.tail_shared and (self.warp_from is not None or self.tables_from is not None)
+        return ("mg_tail_cluster" if self.cluster_from else "mg_tail_vcycle") + (
+            "_staged" if staged else "_shared" if self.tail_shared else "")
+
+    def _tail_args(self, last):
+        """The staged kernels' (warp_from, tables_from) arguments (past *last*: none), or ()."""
+        if not self._tail_kernel().endswith("_staged"):
+            return ()
+        none = last + 1
+        return (np.int32(none if self.warp_from is None else self.warp_from),
+                np.int32(none if self.tables_from is None else self.tables_from))
 
     def _cluster_from(self, bound, capability):
         """mg_tail_cluster's first level, or None: the lowest level ≥ 1 above the tail's
@@ -156,13 +189,15 @@ class VCycleLaunches:
         C = levels[last]
         if self.tail:
             _, table, strides = self.tail
+            staging = self._tail_args(last)
             if self.cluster_from:
                 self._one(self._tail_kernel(), (_TAIL_CLUSTER,), (_TAIL_THREADS,), (
-                    table, strides, np.int32(lead), np.int32(first), np.int32(last), self.sizes, self.state),
-                    self.tail_shared)
+                    table, strides, np.int32(lead), np.int32(first), np.int32(last), *staging, self.sizes,
+                    self.state), self.tail_shared)
             else:
                 self._one(self._tail_kernel(), (1,), (_TAIL_THREADS,), (
-                    table, strides, np.int32(first), np.int32(last), self.sizes, self.state), self.tail_shared)
+                    table, strides, np.int32(first), np.int32(last), *staging, self.sizes, self.state),
+                    self.tail_shared)
         elif last:
             F = levels[last - 1]
             self._one("mg_restrict_coarse_solve", (1,), (_COARSE_THREADS,),
