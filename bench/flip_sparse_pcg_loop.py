@@ -5,12 +5,13 @@ process, every variant on the same state in turn.
     python3 bench/flip_sparse_pcg_loop.py [--n 256] [--particles 8e6] [--warm 2] [--substeps 3]
         [--repeats 5] [--replays 5] [--substep-runs 4] [--variants plain:0:1 shared:1:1 shared-colour2:1:2]
 
-A variant is NAME:TAIL_SHARED:COLOUR_GRID[:TAIL_WARP[:TAIL_TABLES[:CLUSTER_UNKNOWNS]]]
+A variant is NAME:TAIL_SHARED:COLOUR_GRID[:TAIL_WARP[:TAIL_TABLES[:CLUSTER_UNKNOWNS[:TAIL_PREFETCH]]]]
 (``sparse_pressure_gpu.TAIL_SHARED``, the one-block tail's vectors in shared memory;
 ``COLOUR_GRID``, the one-colour launches over stride / COLOUR_GRID threads; ``TAIL_WARP`` and
 ``TAIL_TABLES``, the staged tail: its levels of at most TAIL_WARP unknowns by one warp, its
 tables in shared memory; ``CLUSTER_UNKNOWNS``, the cluster's bound, 0: levels launch by launch;
-left out: 0, 0 and the module's value at start). Per substep, on its state before the solve
+``TAIL_PREFETCH``, the staged tail's tables prefetched; left out: 0, 0, the module's value at
+start, 0). Per substep, on its state before the solve
 (the warm start's carried pressure put back before each solve, the tables built every solve as
 the profile bench does):
 
@@ -55,12 +56,13 @@ _CLUSTER = sparse_pressure_gpu.CLUSTER_UNKNOWNS
 
 def use(variant):
     _, shared, colour, *more = variant.split(":")
-    warp, tables, cluster = (more + ["0", "0", str(_CLUSTER)][len(more):])[:3]
+    warp, tables, cluster, prefetch = (more + ["0", "0", str(_CLUSTER), "0"][len(more):])[:4]
     sparse_pressure_gpu.TAIL_SHARED = shared != "0"
     sparse_pressure_gpu.COLOUR_GRID = int(colour)
     sparse_pressure_gpu.TAIL_WARP = int(warp)
     sparse_pressure_gpu.TAIL_TABLES = tables != "0"
     sparse_pressure_gpu.CLUSTER_UNKNOWNS = int(cluster)
+    sparse_pressure_gpu.TAIL_PREFETCH = int(prefetch)
 
 
 def carried(grid, keep=None):
@@ -157,7 +159,7 @@ def main():
     sparse_pressure.REUSE_TABLES = False  # the variants solve the same cells in turn
     sparse_pressure_gpu._SOLVER_CACHE = 2 * len(args.variants)
     print(f"device: {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}; variants "
-          "NAME:TAIL_SHARED:COLOUR_GRID[:TAIL_WARP[:TAIL_TABLES[:CLUSTER_UNKNOWNS]]]",
+          "NAME:TAIL_SHARED:COLOUR_GRID[:TAIL_WARP[:TAIL_TABLES[:CLUSTER_UNKNOWNS[:TAIL_PREFETCH]]]]",
           flush=True)
     spec, v, t = dam_break(args.n, int(args.particles))
     sim = FlipSimulation(spec, FlipSettings(), v, t, xp=cp, sparse=True)
@@ -198,7 +200,7 @@ def main():
                 s = the_solver()
                 print(f"  {variant}: tail kernel {s._tail_kernel() if s.tail else None}, tail from "
                       f"{s.tail[0] if s.tail else None}, cluster from {s.cluster_from}, warp from {s.warp_from}, "
-                      f"tables from {s.tables_from}, {s.tail_shared} B shared", flush=True)
+                      f"tables from {s.tables_from}, prefetch {s.tail_prefetch}, {s.tail_shared} B shared", flush=True)
         use(args.variants[-1])
         _, p, _ = solve(sim, dt, keep)
         sparse_pressure.carry(sim.grid, p)

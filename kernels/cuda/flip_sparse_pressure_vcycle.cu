@@ -363,6 +363,46 @@ __device__ __forceinline__ void tail_coarse(const Group& g, const TailLevel& C, 
     }
 }
 
+// Rows [0, rows) of a table of `stride` entries a row, the first `count` of each, into the L2
+// cache (or the calling SM's L1), 128-byte lines spread over the group's threads: a prefetch
+// returns at once and changes no value. The host pass (harnesses) prefetches nothing.
+template <class Group>
+__device__ __forceinline__ void prefetch_rows(const Group& g, const void* table, int rows, int stride, int count,
+                                              bool l1)
+{
+#if defined(__CUDA_ARCH__)
+    const int lines = (4 * count + 127) / 128;  // a row's lines (it starts on a 4-byte boundary: one more at most)
+    for (int i = g.rank(); i < rows * (lines + 1); i += g.size()) {
+        const char* at = (const char*)table + 4LL * (i / (lines + 1)) * stride + 128LL * (i % (lines + 1));
+        if (l1)
+            asm volatile("prefetch.global.L1 [%0];" ::"l"(at));
+        else
+            asm volatile("prefetch.global.L2 [%0];" ::"l"(at));
+    }
+#endif
+}
+
+// The tables of levels from..last the tail reads (nbr and diag; up and down but on the
+// coarsest) prefetched into L2 (VOXFX_SPARSE_MG_TAIL_PREFETCH; issue 24: between two V-cycles
+// level 0's passes move ~100 MB through the 50 MB L2, so a tail pass's first touch of a table
+// line waits on DRAM, and the tail's ~70 passes run one after another), or, l1, the nbr and
+// diag of its block's levels into the block's L1.
+template <class Group>
+__device__ __forceinline__ void prefetch_tables(const Group& g, const unsigned long long* __restrict__ ptrs,
+                                                const int* __restrict__ strides, const int* __restrict__ sizes,
+                                                int from, int last, bool l1)
+{
+    for (int l = from; l <= last; ++l) {
+        const int stride = strides[l], m = sizes[2 * l + 1];
+        prefetch_rows(g, TAIL_I(l, 3), 6, stride, m, l1);
+        prefetch_rows(g, TAIL_F(l, 4), 1, stride, m + 1, l1);
+        if (l < last && !l1) {
+            prefetch_rows(g, TAIL_I(l, 5), 8, stride, sizes[2 * l], l1);  // up: the red unknowns' rows
+            prefetch_rows(g, TAIL_I(l, 6), 64, strides[l + 1], sizes[2 * l + 3], l1);
+        }
+    }
+}
+
 // The one-block tail's level l with its vectors in the block's shared memory (VOXFX_SPARSE_MG_TAIL_SHARED):
 // per level first..last x, b and (but the coarsest) r, `stride` floats each, in level order
 // from `shared` (tail_shared_floats: the launch's dynamic shared memory). Every pass then reads
@@ -403,10 +443,11 @@ __device__ __forceinline__ TailLevel tail_shared(const unsigned long long* __res
 template <bool SHARED, bool STAGED = false>
 __device__ __forceinline__ void block_tail(const unsigned long long* __restrict__ ptrs, const int* __restrict__ strides,
                                            int first, int last, const int* __restrict__ sizes, float* shared,
-                                           int warp_from = 0, int tables_from = 0)
+                                           int warp_from = 0, int tables_from = 0, int prefetch = 0)
 {
     const BlockGroup g;
     if (!STAGED) warp_from = tables_from = last + 1;  // none (compile-time: today's kernels unchanged)
+    if (STAGED && prefetch == 2) prefetch_tables(g, ptrs, strides, sizes, first, last, true);
     auto level = [&](int l) {  // its tables global
         return SHARED ? tail_shared<false>(ptrs, strides, sizes, first, last, l, shared)
                       : tail_global(ptrs, strides, sizes, l);
@@ -514,12 +555,14 @@ template <bool SHARED, bool STAGED = false>
 __device__ __forceinline__ void cluster_tail(const unsigned long long* __restrict__ ptrs,
                                              const int* __restrict__ strides, int from, int first, int last,
                                              const int* __restrict__ sizes, float* shared,
-                                             int warp_from = 0, int tables_from = 0)
+                                             int warp_from = 0, int tables_from = 0, int prefetch = 0)
 {
     const ClusterGroup g;
+    if (STAGED && prefetch) prefetch_tables(g, ptrs, strides, sizes, from, last, false);
     for (int l = from; l < first; ++l)
         tail_down(g, tail_global(ptrs, strides, sizes, l), tail_global(ptrs, strides, sizes, l + 1), l + 1 < last);
-    if (blockIdx.x == 0) block_tail<SHARED, STAGED>(ptrs, strides, first, last, sizes, shared, warp_from, tables_from);
+    if (blockIdx.x == 0)
+        block_tail<SHARED, STAGED>(ptrs, strides, first, last, sizes, shared, warp_from, tables_from, prefetch);
     g.sync();
     for (int l = first - 1; l >= from; --l)
         tail_up(g, tail_global(ptrs, strides, sizes, l), tail_global(ptrs, strides, sizes, l + 1).x);
@@ -544,27 +587,30 @@ extern "C" __global__ void TAIL_CLUSTER_DIMS __launch_bounds__(1024)
     cluster_tail<true>(ptrs, strides, from, first, last, sizes, shared);
 }
 
-// The staged tails (VOXFX_SPARSE_MG_TAIL_WARP, VOXFX_SPARSE_MG_TAIL_TABLES): mg_tail_vcycle_shared
-// and mg_tail_cluster_shared with levels warp_from..last by the block's first warp and the
+// The staged tails (VOXFX_SPARSE_MG_TAIL_WARP, _TABLES, _PREFETCH): mg_tail_vcycle_shared
+// and mg_tail_cluster_shared with levels warp_from..last by the block's first warp, the
 // tables of levels tables_from..last in shared memory too (block_tail; either > last: none),
+// and with prefetch ≥ 1 the tail's tables prefetched into L2 at the start (prefetch_tables; 2:
+// block 0 also its levels' nbr and diag into its L1),
 // launched with 4·Σ (3, the coarsest 2)·strides[l] + 4·7·Σ_{l ≥ tables_from} strides[l] bytes.
 // The same passes on the same values: z bit for bit.
 extern "C" __global__ void __launch_bounds__(1024)
     mg_tail_vcycle_staged(const unsigned long long* __restrict__ ptrs, const int* __restrict__ strides, int first,
-                          int last, int warp_from, int tables_from, const int* __restrict__ sizes,
+                          int last, int warp_from, int tables_from, int prefetch, const int* __restrict__ sizes,
                           const int* __restrict__ state)
 {
     if (state[S_STOPPED]) return;
     TAIL_SHARED_ARRAY(shared);
-    block_tail<true, true>(ptrs, strides, first, last, sizes, shared, warp_from, tables_from);
+    if (prefetch) prefetch_tables(BlockGroup(), ptrs, strides, sizes, first, last, false);
+    block_tail<true, true>(ptrs, strides, first, last, sizes, shared, warp_from, tables_from, prefetch);
 }
 
 extern "C" __global__ void TAIL_CLUSTER_DIMS __launch_bounds__(1024)
     mg_tail_cluster_staged(const unsigned long long* __restrict__ ptrs, const int* __restrict__ strides, int from,
-                           int first, int last, int warp_from, int tables_from, const int* __restrict__ sizes,
-                           const int* __restrict__ state)
+                           int first, int last, int warp_from, int tables_from, int prefetch,
+                           const int* __restrict__ sizes, const int* __restrict__ state)
 {
     if (state[S_STOPPED]) return;
     TAIL_SHARED_ARRAY(shared);
-    cluster_tail<true, true>(ptrs, strides, from, first, last, sizes, shared, warp_from, tables_from);
+    cluster_tail<true, true>(ptrs, strides, from, first, last, sizes, shared, warp_from, tables_from, prefetch);
 }

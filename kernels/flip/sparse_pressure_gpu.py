@@ -104,6 +104,9 @@ TAIL_SHARED = os.environ.get("VOXFX_SPARSE_MG_TAIL_SHARED", "1") != "0"
 # passes on the same values: z bit for bit (host harnesses, GPU test).
 TAIL_WARP = int(os.environ.get("VOXFX_SPARSE_MG_TAIL_WARP", "0"))
 TAIL_TABLES = os.environ.get("VOXFX_SPARSE_MG_TAIL_TABLES", "0") != "0"
+# The staged tail's tables (nbr, diag, up, down of its levels) prefetched into L2 at its start
+# (1; 2: block 0 also its levels' nbr and diag into its L1), 0: none. No value changes.
+TAIL_PREFETCH = int(os.environ.get("VOXFX_SPARSE_MG_TAIL_PREFETCH", "0"))
 # The fused V-cycle's one-colour launches (a colour's sweep, the red residuals, the red
 # prolongation) over stride / COLOUR_GRID threads, not stride: half a level's unknowns are of
 # one colour, so half the grid's blocks found nothing to do (the grid-stride loop covers any
@@ -213,6 +216,7 @@ class SparsePressureSolverGPU(VCycleLaunches):
                  or cp.cuda.Device().attributes.get("MaxSharedMemoryPerBlockOptin", 0))
         self.tail_shared = self._tail_shared_bytes(TAIL_SHARED, limit)
         self.warp_from, self.tables_from, self.tail_shared = self._tail_staging(TAIL_WARP, TAIL_TABLES, limit)
+        self.tail_prefetch = TAIL_PREFETCH if self.tail_shared else 0
         self.colour_grid = max(1, COLOUR_GRID)
         _K.load(*_LOOP_KERNELS)  # compile and load before any capture
         _MG.load(*_VCYCLE_KERNELS, *(_CLUSTER_KERNELS if self.cluster_from else ()))
@@ -441,7 +445,7 @@ def _solver(needs, preconditioner, check_every, levels=None):
 
     generation = getattr(levels[0], "ws_generation", None) if PERSIST and levels else None
     key = (len(needs), preconditioner, int(check_every), VCYCLE, TAIL_UNKNOWNS, CLUSTER_UNKNOWNS, FIRST2_UNKNOWNS,
-           TAIL_SHARED, TAIL_WARP, TAIL_TABLES, COLOUR_GRID, PERSIST, cp.cuda.Device().id, generation)
+           TAIL_SHARED, TAIL_WARP, TAIL_TABLES, TAIL_PREFETCH, COLOUR_GRID, PERSIST, cp.cuda.Device().id, generation)
     solver = _solvers.pop(key, None)
     if solver is None or not solver.fits(needs):
         old, guess = (None, 0) if solver is None else (solver.strides, solver.last_iterations)

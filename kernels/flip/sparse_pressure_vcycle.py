@@ -64,6 +64,7 @@ class VCycleLaunches:
     tail_shared = 0  # bytes of the one-block tail's shared memory (``_tail_shared_bytes``; 0: global vectors)
     warp_from = None  # the staged tail's levels by one warp from here (``_tail_staging``; None: none)
     tables_from = None  # the staged tail's tables in shared memory from this level (None: none)
+    tail_prefetch = 0  # the staged tail's tables prefetched: 1 into L2, 2 and its block's into L1 (0: none)
     colour_grid = 1  # one-colour launches over stride / colour_grid threads
 
     def _tail_first(self, bound):
@@ -118,18 +119,19 @@ class VCycleLaunches:
     def _tail_kernel(self):
         """The tail's kernel: mg_tail_cluster (from ``cluster_from``) or mg_tail_vcycle, with its
         vectors in shared memory (``tail_shared``: the _shared kernels) or not, and staged
-        (``warp_from`` or ``tables_from``: the _staged kernels, shared vectors)."""
-        staged = self.tail_shared and (self.warp_from is not None or self.tables_from is not None)
+        (``warp_from``, ``tables_from`` or ``tail_prefetch``: the _staged kernels, shared vectors)."""
+        staged = self.tail_shared and (self.warp_from is not None or self.tables_from is not None
+                                       or self.tail_prefetch)
         return ("mg_tail_cluster" if self.cluster_from else "mg_tail_vcycle") + (
             "_staged" if staged else "_shared" if self.tail_shared else "")
 
     def _tail_args(self, last):
-        """The staged kernels' (warp_from, tables_from) arguments (past *last*: none), or ()."""
+        """The staged kernels' (warp_from, tables_from, prefetch) arguments (past *last*: none), or ()."""
         if not self._tail_kernel().endswith("_staged"):
             return ()
         none = last + 1
         return (np.int32(none if self.warp_from is None else self.warp_from),
-                np.int32(none if self.tables_from is None else self.tables_from))
+                np.int32(none if self.tables_from is None else self.tables_from), np.int32(self.tail_prefetch))
 
     def _cluster_from(self, bound, capability):
         """mg_tail_cluster's first level, or None: the lowest level ≥ 1 above the tail's

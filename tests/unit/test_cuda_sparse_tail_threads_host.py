@@ -115,9 +115,9 @@ static void run(int kernel, int blocks, int threads) {
                 else if (kernel == 3)
                     mg_tail_cluster_shared(ptrs.data(), strides.data(), 1, 2, last, sizes.data(), state);
                 else if (kernel == 4)
-                    mg_tail_vcycle_staged(ptrs.data(), strides.data(), 1, last, warp_from, tables_from, sizes.data(),
-                                          state);
-                else mg_tail_cluster_staged(ptrs.data(), strides.data(), 1, 2, last, warp_from, tables_from,
+                    mg_tail_vcycle_staged(ptrs.data(), strides.data(), 1, last, warp_from, tables_from, 2,
+                                          sizes.data(), state);
+                else mg_tail_cluster_staged(ptrs.data(), strides.data(), 1, 2, last, warp_from, tables_from, 2,
                                             sizes.data(), state);
             });
     for (auto& th : pool) th.join();

@@ -83,9 +83,10 @@ static void call(const std::string& k, const std::vector<Arg>& a) {
     else if (k == "mg_tail_cluster_shared")
         mg_tail_cluster_shared((const unsigned long long*)a[0].p, I(1), N(2), N(3), N(4), I(5), I(6));
     else if (k == "mg_tail_vcycle_staged")
-        mg_tail_vcycle_staged((const unsigned long long*)a[0].p, I(1), N(2), N(3), N(4), N(5), I(6), I(7));
+        mg_tail_vcycle_staged((const unsigned long long*)a[0].p, I(1), N(2), N(3), N(4), N(5), N(6), I(7), I(8));
     else if (k == "mg_tail_cluster_staged")
-        mg_tail_cluster_staged((const unsigned long long*)a[0].p, I(1), N(2), N(3), N(4), N(5), N(6), I(7), I(8));
+        mg_tail_cluster_staged((const unsigned long long*)a[0].p, I(1), N(2), N(3), N(4), N(5), N(6), N(7), I(8),
+                               I(9));
 
     else { fprintf(stderr, "unknown kernel %s\n", k.c_str()); exit(4); }
 }
@@ -174,7 +175,7 @@ class Recorded(VCycleLaunches):
     gives each level's buffers that stride)."""
 
     def __init__(self, strides, tail=0, cluster=0, first2=0, capability=90, red_blocks=7, shared=False,
-                 colour_grid=1, warp=0, tables=False):
+                 colour_grid=1, warp=0, tables=False, prefetch=0):
         last = len(strides) - 1
         self.levels = [_LevelBuffers(level, s, last) for level, s in enumerate(strides)]
         self.sizes, self.state, self.partials = Buffer("sizes"), Buffer("state"), Buffer("partials")
@@ -186,6 +187,7 @@ class Recorded(VCycleLaunches):
         self.first2 = self._first2_levels(first2)
         self.tail_shared = self._tail_shared_bytes(shared, 1 << 22)
         self.warp_from, self.tables_from, self.tail_shared = self._tail_staging(warp, tables, 1 << 22)
+        self.tail_prefetch = prefetch if self.tail_shared else 0
         self.colour_grid = colour_grid
         self.launches = []
 
@@ -245,7 +247,8 @@ def hierarchy():
 
 
 # VCYCLE and the levels whose strides bound TAIL, CLUSTER and FIRST2 (None: 0, off), and
-# where given TAIL_SHARED, COLOUR_GRID, the level whose stride bounds TAIL_WARP and TAIL_TABLES
+# where given TAIL_SHARED, COLOUR_GRID, the level whose stride bounds TAIL_WARP, TAIL_TABLES and
+# TAIL_PREFETCH
 CASES = {
     "split": ("split", None, None, None),
     "fused": ("fused", None, None, None),
@@ -265,6 +268,8 @@ CASES = {
     "fused-tail1-staged-tables": ("fused", 1, None, None, True, 1, None, True),
     "cluster1-tail2-staged-warp3-tables": ("fused", 2, 1, None, True, 1, 3, True),
     "cluster1-tail2-staged-warp2": ("fused", 2, 1, None, True, 1, 2, False),
+    "cluster1-tail2-staged-prefetch": ("fused", 2, 1, None, True, 1, None, False, 1),
+    "fused-tail1-staged-prefetch2": ("fused", 1, None, None, True, 1, None, False, 2),
 }
 
 
@@ -276,16 +281,16 @@ def _bound(strides, level):
 def test_vcycle_launch_plan_gives_the_numpy_z_bit_for_bit(plan_harness, hierarchy, case):
     strides, r, want_z, lines = hierarchy
     vcycle, tail, cluster, first2, *more = CASES[case]
-    shared, colour, warp, tables = (more + [False, 1, None, False][len(more):])
+    shared, colour, warp, tables, prefetch = (more + [False, 1, None, False, 0][len(more):])
     plan = Recorded(strides, _bound(strides, tail), _bound(strides, cluster), _bound(strides, first2),
-                    shared=shared, colour_grid=colour, warp=_bound(strides, warp), tables=tables)
+                    shared=shared, colour_grid=colour, warp=_bound(strides, warp), tables=tables, prefetch=prefetch)
     assert (plan.tail_shared > 0) == shared
     assert plan.warp_from == warp and (plan.tables_from == plan.tail[0] if tables else plan.tables_from is None)
     if vcycle == "split":
         plan._vcycle()
     else:
         plan._vcycle_fused()
-    assert any(name.endswith("_staged") for name, *_ in plan.launches) == (warp is not None or tables)
+    assert any(name.endswith("_staged") for name, *_ in plan.launches) == (warp is not None or tables or prefetch > 0)
     if cluster is not None:
         assert plan.cluster_from == 1 and plan.tail[0] == 2
     assert any(("_shared" in name or "_staged" in name) for name, *_ in plan.launches) == shared
