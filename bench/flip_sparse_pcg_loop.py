@@ -3,26 +3,28 @@ GPU, its pressure solves timed with the loop's switches of ``sparse_pressure_gpu
 process, every variant on the same state in turn.
 
     python3 bench/flip_sparse_pcg_loop.py [--n 256] [--particles 8e6] [--warm 2] [--substeps 3]
-        [--repeats 5] [--replays 5] [--substep-runs 4] [--variants plain:0:1 shared:1:1 shared-colour2:1:2]
+        [--repeats 5] [--replays 5] [--pace-rounds 1] [--substep-runs 4]
+        [--variants plain:0:1 shared:1:1 shared-colour2:1:2 shared-launched:1:1:0]
 
-A variant is NAME:TAIL_SHARED:COLOUR_GRID[:TAIL_WARP[:TAIL_TABLES[:CLUSTER_UNKNOWNS[:TAIL_PREFETCH]]]]
-(``sparse_pressure_gpu.TAIL_SHARED``, the one-block tail's vectors in shared memory;
-``COLOUR_GRID``, the one-colour launches over stride / COLOUR_GRID threads; ``TAIL_WARP`` and
-``TAIL_TABLES``, the staged tail: its levels of at most TAIL_WARP unknowns by one warp, its
-tables in shared memory; ``CLUSTER_UNKNOWNS``, the cluster's bound, 0: levels launch by launch;
-``TAIL_PREFETCH``, the staged tail's tables prefetched; left out: 0, 0, the module's value at
-start, 0). Per substep, on its state before the solve
-(the warm start's carried pressure put back before each solve, the tables built every solve as
-the profile bench does):
+A variant is NAME:TAIL_SHARED:COLOUR_GRID[:CLUSTER_UNKNOWNS] (``sparse_pressure_gpu.TAIL_SHARED``,
+the one-block tail's vectors in shared memory; ``COLOUR_GRID``, the one-colour launches over
+stride / COLOUR_GRID threads; ``CLUSTER_UNKNOWNS``, the cluster tail's bound, 0: those levels
+launch by launch; left out: the module's value at start). Per substep, on its state before the
+solve (the warm start's carried pressure put back before each solve, the tables built every
+solve as the profile bench does):
 
 - ``solve``: the whole ``solve_pressure`` (CUDA events, median of ``--repeats``), its CG
   iterations and max |p − p(first variant)| (0: the same bits);
 - ``loop/it``: the solver's loop graph (``check_every`` iterations) replayed ``--replays``
-  times with the convergence test off (threshold −1), per iteration: the loop's own pace;
+  times with the convergence test off (threshold −1), per iteration: the loop's own pace, in
+  ``--pace-rounds`` rounds of the variants in turn (median and least);
 - ``kernels``: one iteration launched kernel by kernel, an event pair a launch (first substep).
 
 Then ``--substep-runs`` whole substeps with the variants in turn each substep
-(``flip_sparse.timed_sparse_substep``), their stages' medians.
+(``flip_sparse.timed_sparse_substep``), their stages' medians. These favour a round's later
+variants (issue 24, i24w's second call: substeps of 17.7, 13.8, 13.5, 11.0, 11.0, 10.2 ms in
+the variants' order, their loops within 3% of each other): the loop's pace is the A/B of a
+loop switch.
 """
 
 from __future__ import annotations
@@ -55,14 +57,10 @@ _CLUSTER = sparse_pressure_gpu.CLUSTER_UNKNOWNS
 
 
 def use(variant):
-    _, shared, colour, *more = variant.split(":")
-    warp, tables, cluster, prefetch = (more + ["0", "0", str(_CLUSTER), "0"][len(more):])[:4]
+    _, shared, colour, *cluster = variant.split(":")
     sparse_pressure_gpu.TAIL_SHARED = shared != "0"
     sparse_pressure_gpu.COLOUR_GRID = int(colour)
-    sparse_pressure_gpu.TAIL_WARP = int(warp)
-    sparse_pressure_gpu.TAIL_TABLES = tables != "0"
-    sparse_pressure_gpu.CLUSTER_UNKNOWNS = int(cluster)
-    sparse_pressure_gpu.TAIL_PREFETCH = int(prefetch)
+    sparse_pressure_gpu.CLUSTER_UNKNOWNS = int(cluster[0]) if cluster else _CLUSTER
 
 
 def carried(grid, keep=None):
@@ -159,7 +157,7 @@ def main():
     sparse_pressure.REUSE_TABLES = False  # the variants solve the same cells in turn
     sparse_pressure_gpu._SOLVER_CACHE = 2 * len(args.variants)
     print(f"device: {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}; variants "
-          "NAME:TAIL_SHARED:COLOUR_GRID[:TAIL_WARP[:TAIL_TABLES[:CLUSTER_UNKNOWNS[:TAIL_PREFETCH]]]]",
+          "NAME:TAIL_SHARED:COLOUR_GRID[:CLUSTER_UNKNOWNS]",
           flush=True)
     spec, v, t = dam_break(args.n, int(args.particles))
     sim = FlipSimulation(spec, FlipSettings(), v, t, xp=cp, sparse=True)
@@ -197,10 +195,6 @@ def main():
             rows[variant]["loop ran"].append(ran)
             if step == 0 and variant not in kernels:
                 kernels[variant] = iteration_kernels()
-                s = the_solver()
-                print(f"  {variant}: tail kernel {s._tail_kernel() if s.tail else None}, tail from "
-                      f"{s.tail[0] if s.tail else None}, cluster from {s.cluster_from}, warp from {s.warp_from}, "
-                      f"tables from {s.tables_from}, prefetch {s.tail_prefetch}, {s.tail_shared} B shared", flush=True)
         use(args.variants[-1])
         _, p, _ = solve(sim, dt, keep)
         sparse_pressure.carry(sim.grid, p)

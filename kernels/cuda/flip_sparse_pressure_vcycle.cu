@@ -212,46 +212,6 @@ struct ClusterGroup {
     __device__ void sync() const { CLUSTER_BARRIER(); }
 };
 
-// The first warp of a block (the staged tails' small levels, from warp_from: their passes
-// have a few dozen to a few hundred unknowns, so one warp runs them with __syncwarp between
-// passes and the block's other warps wait once, at the __syncthreads after them). A host
-// harness brings its own TAIL_WARP (threads a "warp") and WARP_BARRIER (a barrier of those).
-#ifndef TAIL_WARP
-#define TAIL_WARP 32
-#endif
-#if defined(__CUDA_ARCH__)
-#define WARP_BARRIER() __syncwarp()
-#elif !defined(WARP_BARRIER)
-#define WARP_BARRIER() __syncthreads()  // the one-thread harnesses: a no-op
-#endif
-struct WarpGroup {  // only threads rank() < size() run its passes
-    __device__ int rank() const { return (int)threadIdx.x; }
-    __device__ int size() const { return (int)blockDim.x < TAIL_WARP ? (int)blockDim.x : TAIL_WARP; }
-    __device__ void sync() const { WARP_BARRIER(); }
-};
-
-// One pass of the tail: out[c] = value(c) for c in [lo, hi) by the group. Every pass writes
-// values no other unknown of the same pass reads (a colour reads the other colour; a residual,
-// restriction or prolongation reads another vector), so the warp's lanes take two unknowns at a
-// time, both values before either store: their loads overlap (a few hundred unknowns a pass).
-template <class Group, class Value>
-__device__ __forceinline__ void group_pass(const Group& g, int lo, int hi, float* out, const Value& value)
-{
-    GROUP_RANGE(g, c, lo, hi) out[c] = value(c);
-}
-
-template <class Value>
-__device__ __forceinline__ void group_pass(const WarpGroup& g, int lo, int hi, float* out, const Value& value)
-{
-    const int step = g.size();
-    for (int c = lo + g.rank(); c < hi; c += 2 * step) {
-        const int d = c + step < hi ? c + step : c;  // d = c: its value twice
-        const float u = value(c), v = value(d);
-        out[c] = u;
-        out[d] = v;
-    }
-}
-
 // One level of the tail: its vectors (the group's global buffers, or the block's shared
 // memory: TAIL_SHARED below), its tables (global) and sizes. Tables are rows of `stride`
 // entries whichever memory the vectors are in; vectors are indexed by unknown alike.
@@ -289,14 +249,13 @@ __device__ __forceinline__ void tail_down(const Group& g, const TailLevel& L, co
     const int* nbr = L.nbr;
     const float* diag = L.diag;
     const int stride = L.stride, m_red = L.m_red, m = L.m;
-    group_pass(g, 0, m, x, [=](int c) { return first_sweep_value(b, nbr, diag, stride, m_red, c); });  // mg_smooth_first
+    GROUP_RANGE(g, c, 0, m) x[c] = first_sweep_value(b, nbr, diag, stride, m_red, c);  // mg_smooth_first
     g.sync();
-    const auto gs = [=](int c) { return gs_value(x, b, nbr, diag, stride, c); };
     for (int sweep = 1; sweep < MG_SWEEPS; ++sweep) {
-        group_pass(g, 0, m_red, x, gs);
+        GROUP_RANGE(g, c, 0, m_red) x[c] = gs_value(x, b, nbr, diag, stride, c);
         g.sync();
         if (sweep < MG_SWEEPS - 1) {
-            group_pass(g, m_red, m, x, gs);
+            GROUP_RANGE(g, c, m_red, m) x[c] = gs_value(x, b, nbr, diag, stride, c);
         } else {  // mg_smooth_black_residual
             GROUP_RANGE(g, c, m_red, m)
             {
@@ -308,12 +267,10 @@ __device__ __forceinline__ void tail_down(const Group& g, const TailLevel& L, co
         }
         g.sync();
     }
-    group_pass(g, 0, MG_SWEEPS == 1 ? m : m_red, r, [=](int c) { return residual_value(x, b, nbr, diag, stride, c); });
+    GROUP_RANGE(g, c, 0, MG_SWEEPS == 1 ? m : m_red) r[c] = residual_value(x, b, nbr, diag, stride, c);
     g.sync();
     if (restrict_next) {  // mg_restrict into l + 1
-        const int* down = L.down;
-        const int coarse_stride = C.stride;
-        group_pass(g, 0, C.m, C.b, [=](int c) { return restrict_value(r, down, coarse_stride, c); });
+        GROUP_RANGE(g, c, 0, C.m) C.b[c] = restrict_value(r, L.down, C.stride, c);
         g.sync();
     }
 }
@@ -327,79 +284,13 @@ __device__ __forceinline__ void tail_up(const Group& g, const TailLevel& L, cons
     const int* nbr = L.nbr;
     const float* diag = L.diag;
     const int stride = L.stride, m_red = L.m_red, m = L.m;
-    const int* up = L.up;
-    group_pass(g, 0, m_red, x, [=](int f) { return x[f] + prolong_value(xc, up, stride, f); });
+    GROUP_RANGE(g, f, 0, m_red) x[f] = x[f] + prolong_value(xc, L.up, stride, f);
     g.sync();
-    const auto gs = [=](int c) { return gs_value(x, b, nbr, diag, stride, c); };
     for (int sweep = 0; sweep < MG_SWEEPS; ++sweep) {
-        group_pass(g, m_red, m, x, gs);
+        GROUP_RANGE(g, c, m_red, m) x[c] = gs_value(x, b, nbr, diag, stride, c);
         g.sync();
-        group_pass(g, 0, m_red, x, gs);
+        GROUP_RANGE(g, c, 0, m_red) x[c] = gs_value(x, b, nbr, diag, stride, c);
         g.sync();
-    }
-}
-
-// The coarsest level C: the restriction from F (level last − 1) and x = 0, then
-// MG_COARSE_SWEEPS sweeps red → black and as many black → red (mg_restrict_coarse_solve's
-// passes, block_coarse_sweeps' colour order) by the group.
-template <class Group>
-__device__ __forceinline__ void tail_coarse(const Group& g, const TailLevel& C, const TailLevel& F)
-{
-    GROUP_RANGE(g, c, 0, C.m)
-    {
-        C.b[c] = restrict_value(F.r, F.down, C.stride, c);
-        C.x[c] = 0.0f;
-    }
-    g.sync();
-    const float *b = C.b, *diag = C.diag;
-    float* x = C.x;
-    const int* nbr = C.nbr;
-    const int stride = C.stride;
-    const auto gs = [=](int c) { return gs_value(x, b, nbr, diag, stride, c); };
-    for (int pass = 0; pass < 4 * MG_COARSE_SWEEPS; ++pass) {
-        const int colour = (pass & 1) ^ (pass >= 2 * MG_COARSE_SWEEPS);  // forward red, black; backward black, red
-        group_pass(g, colour ? C.m_red : 0, colour ? C.m : C.m_red, C.x, gs);
-        g.sync();
-    }
-}
-
-// Rows [0, rows) of a table of `stride` entries a row, the first `count` of each, into the L2
-// cache (or the calling SM's L1), 128-byte lines spread over the group's threads: a prefetch
-// returns at once and changes no value. The host pass (harnesses) prefetches nothing.
-template <class Group>
-__device__ __forceinline__ void prefetch_rows(const Group& g, const void* table, int rows, int stride, int count,
-                                              bool l1)
-{
-#if defined(__CUDA_ARCH__)
-    const int lines = (4 * count + 127) / 128;  // a row's lines (it starts on a 4-byte boundary: one more at most)
-    for (int i = g.rank(); i < rows * (lines + 1); i += g.size()) {
-        const char* at = (const char*)table + 4LL * (i / (lines + 1)) * stride + 128LL * (i % (lines + 1));
-        if (l1)
-            asm volatile("prefetch.global.L1 [%0];" ::"l"(at));
-        else
-            asm volatile("prefetch.global.L2 [%0];" ::"l"(at));
-    }
-#endif
-}
-
-// The tables of levels from..last the tail reads (nbr and diag; up and down but on the
-// coarsest) prefetched into L2 (VOXFX_SPARSE_MG_TAIL_PREFETCH; issue 24: between two V-cycles
-// level 0's passes move ~100 MB through the 50 MB L2, so a tail pass's first touch of a table
-// line waits on DRAM, and the tail's ~70 passes run one after another), or, l1, the nbr and
-// diag of its block's levels into the block's L1.
-template <class Group>
-__device__ __forceinline__ void prefetch_tables(const Group& g, const unsigned long long* __restrict__ ptrs,
-                                                const int* __restrict__ strides, const int* __restrict__ sizes,
-                                                int from, int last, bool l1)
-{
-    for (int l = from; l <= last; ++l) {
-        const int stride = strides[l], m = sizes[2 * l + 1];
-        prefetch_rows(g, TAIL_I(l, 3), 6, stride, m, l1);
-        prefetch_rows(g, TAIL_F(l, 4), 1, stride, m + 1, l1);
-        if (l < last && !l1) {
-            prefetch_rows(g, TAIL_I(l, 5), 8, stride, sizes[2 * l], l1);  // up: the red unknowns' rows
-            prefetch_rows(g, TAIL_I(l, 6), 64, strides[l + 1], sizes[2 * l + 3], l1);
-        }
     }
 }
 
@@ -407,27 +298,16 @@ __device__ __forceinline__ void prefetch_tables(const Group& g, const unsigned l
 // per level first..last x, b and (but the coarsest) r, `stride` floats each, in level order
 // from `shared` (tail_shared_floats: the launch's dynamic shared memory). Every pass then reads
 // and writes shared memory; only the tables stay global (issue 24: the tail's ~60 passes are
-// latency-bound, a pass of a few thousand unknowns waiting on L2 loads between barriers). The
-// staged tails (mg_tail_*_staged) also hold the neighbour tables and diagonals of levels
-// tables_from..last there, after every level's vectors: per level nbr (6·stride ints) then
-// diag (stride floats); levels below tables_from read theirs from global memory.
-template <bool STAGED = false>
+// latency-bound, a pass of a few thousand unknowns waiting on L2 loads between barriers).
 __device__ __forceinline__ TailLevel tail_shared(const unsigned long long* __restrict__ ptrs,
                                                  const int* __restrict__ strides, const int* __restrict__ sizes,
-                                                 int first, int last, int l, float* shared, int tables_from = 0)
+                                                 int first, int last, int l, float* shared)
 {
     TailLevel L = tail_global(ptrs, strides, sizes, l);
-    float* tables = shared;
     for (int k = first; k < l; ++k) shared += (k < last ? 3 : 2) * strides[k];
     L.x = shared;
     L.b = shared + L.stride;
     L.r = l < last ? shared + 2 * L.stride : nullptr;
-    if (STAGED && l >= tables_from) {  // (tables_from > last: none)
-        for (int k = first; k <= last; ++k) tables += (k < last ? 3 : 2) * strides[k];
-        for (int k = tables_from; k < l; ++k) tables += 7 * strides[k];
-        L.nbr = (const int*)tables;
-        L.diag = tables + 6 * L.stride;
-    }
     return L;
 }
 
@@ -435,30 +315,15 @@ __device__ __forceinline__ TailLevel tail_shared(const unsigned long long* __res
 // level first's b (global) holds the restricted residual; on exit its x (global) the
 // post-smoothed correction. SHARED: the levels' vectors in shared memory (tail_shared; the
 // same passes in the same order, so the same values bit for bit): level first's b copied in,
-// every level's sentinels set to 0 (what the global buffers hold there), the tables of levels
-// tables_from..last copied in (entries 0..m: the sentinel's diag too), level first's x copied
-// out at the end. Levels warp_from..last (warp_from > last: none) run by the block's first
-// warp (WarpGroup), the other warps waiting at one __syncthreads: the same passes, values and
-// order, with a warp's barrier between passes.
-template <bool SHARED, bool STAGED = false>
+// every level's sentinels set to 0 (what the global buffers hold there), level first's x
+// copied out at the end.
+template <bool SHARED>
 __device__ __forceinline__ void block_tail(const unsigned long long* __restrict__ ptrs, const int* __restrict__ strides,
-                                           int first, int last, const int* __restrict__ sizes, float* shared,
-                                           int warp_from = 0, int tables_from = 0, int prefetch = 0)
+                                           int first, int last, const int* __restrict__ sizes, float* shared)
 {
     const BlockGroup g;
-    if (!STAGED) warp_from = tables_from = last + 1;  // none (compile-time: today's kernels unchanged)
-    if (STAGED && prefetch == 2) prefetch_tables(g, ptrs, strides, sizes, first, last, true);
-    auto level = [&](int l) {  // its tables global
-        return SHARED ? tail_shared<false>(ptrs, strides, sizes, first, last, l, shared)
-                      : tail_global(ptrs, strides, sizes, l);
-    };
-    // f(level l) with its tables where they are: each way its own code, so that every load
-    // is of a known memory (shared or global), not a generic one
-    auto with_level = [&](int l, const auto& f) {
-        if (STAGED && SHARED && l >= tables_from)
-            f(tail_shared<true>(ptrs, strides, sizes, first, last, l, shared, tables_from));
-        else
-            f(level(l));
+    auto level = [&](int l) {
+        return SHARED ? tail_shared(ptrs, strides, sizes, first, last, l, shared) : tail_global(ptrs, strides, sizes, l);
     };
     if (SHARED) {
         for (int l = first; l <= last; ++l) {
@@ -468,38 +333,14 @@ __device__ __forceinline__ void block_tail(const unsigned long long* __restrict_
                 L.b[L.m] = 0.0f;
                 if (l < last) L.r[L.m] = 0.0f;
             }
-            if (STAGED && l >= tables_from) {  // rows of stride entries, the first m (nbr) or m + 1 (diag) of each
-                const TailLevel S = tail_shared<true>(ptrs, strides, sizes, first, last, l, shared, tables_from);
-                for (int d = 0; d < 6; ++d)
-                    GROUP_RANGE(g, c, 0, L.m)((int*)S.nbr)[d * L.stride + c] = L.nbr[d * L.stride + c];
-                GROUP_RANGE(g, c, 0, L.m + 1)((float*)S.diag)[c] = L.diag[c];
-            }
         }
         const TailLevel F = level(first);
         const float* b = TAIL_F(first, 1);
         GROUP_RANGE(g, c, 0, F.m) F.b[c] = b[c];
         __syncthreads();
     }
-    auto down = [&](const auto& group, int l) {
-        with_level(l, [&](const TailLevel& L) { tail_down(group, L, level(l + 1), l + 1 < last); });
-    };
-    auto up = [&](const auto& group, int l) {
-        with_level(l, [&](const TailLevel& L) { tail_up(group, L, level(l + 1).x); });
-    };
-    const int split = !STAGED ? last + 1 : warp_from < first ? first : warp_from;  // from here on: the first warp
-    const int block_last = split < last ? split : last;  // the block's levels: first..block_last − 1
-    for (int l = first; l < block_last; ++l) down(g, l);
-    if (STAGED && split <= last) {
-        const WarpGroup w;
-        if ((int)threadIdx.x < w.size()) {
-            for (int l = split; l < last; ++l) down(w, l);
-            with_level(last, [&](const TailLevel& C) { tail_coarse(w, C, level(last - 1)); });
-            for (int l = last - 1; l >= split; --l) up(w, l);
-        }
-        __syncthreads();
-    } else if (STAGED) {
-        with_level(last, [&](const TailLevel& C) { tail_coarse(g, C, level(last - 1)); });
-    } else {  // mg_restrict_coarse_solve
+    for (int l = first; l < last; ++l) tail_down(g, level(l), level(l + 1), l + 1 < last);
+    {  // mg_restrict_coarse_solve
         const TailLevel C = level(last), F = level(last - 1);
         GROUP_RANGE(g, c, 0, C.m)
         {
@@ -509,8 +350,8 @@ __device__ __forceinline__ void block_tail(const unsigned long long* __restrict_
         __syncthreads();
         block_coarse_sweeps(C.x, C.b, C.nbr, C.diag, C.stride, C.m_red, C.m);
     }
-    for (int l = block_last - 1; l >= first; --l) up(g, l);
-    if (SHARED) {  // tail_up (or the warp's levels) ended with a block barrier
+    for (int l = last - 1; l >= first; --l) tail_up(g, level(l), level(l + 1).x);
+    if (SHARED) {  // tail_up ended with a barrier
         const TailLevel F = level(first);
         float* x = TAIL_F(first, 0);
         GROUP_RANGE(g, c, 0, F.m) x[c] = F.x[c];
@@ -551,18 +392,15 @@ extern "C" __global__ void __launch_bounds__(1024)
 // block, down and up by the whole cluster; levels first..last by its block 0 as
 // mg_tail_vcycle (SHARED: as mg_tail_vcycle_shared), the other blocks waiting at the
 // cluster's barrier.
-template <bool SHARED, bool STAGED = false>
+template <bool SHARED>
 __device__ __forceinline__ void cluster_tail(const unsigned long long* __restrict__ ptrs,
                                              const int* __restrict__ strides, int from, int first, int last,
-                                             const int* __restrict__ sizes, float* shared,
-                                             int warp_from = 0, int tables_from = 0, int prefetch = 0)
+                                             const int* __restrict__ sizes, float* shared)
 {
     const ClusterGroup g;
-    if (STAGED && prefetch) prefetch_tables(g, ptrs, strides, sizes, from, last, false);
     for (int l = from; l < first; ++l)
         tail_down(g, tail_global(ptrs, strides, sizes, l), tail_global(ptrs, strides, sizes, l + 1), l + 1 < last);
-    if (blockIdx.x == 0)
-        block_tail<SHARED, STAGED>(ptrs, strides, first, last, sizes, shared, warp_from, tables_from, prefetch);
+    if (blockIdx.x == 0) block_tail<SHARED>(ptrs, strides, first, last, sizes, shared);
     g.sync();
     for (int l = first - 1; l >= from; --l)
         tail_up(g, tail_global(ptrs, strides, sizes, l), tail_global(ptrs, strides, sizes, l + 1).x);
@@ -585,32 +423,4 @@ extern "C" __global__ void TAIL_CLUSTER_DIMS __launch_bounds__(1024)
     if (state[S_STOPPED]) return;
     TAIL_SHARED_ARRAY(shared);
     cluster_tail<true>(ptrs, strides, from, first, last, sizes, shared);
-}
-
-// The staged tails (VOXFX_SPARSE_MG_TAIL_WARP, _TABLES, _PREFETCH): mg_tail_vcycle_shared
-// and mg_tail_cluster_shared with levels warp_from..last by the block's first warp, the
-// tables of levels tables_from..last in shared memory too (block_tail; either > last: none),
-// and with prefetch ≥ 1 the tail's tables prefetched into L2 at the start (prefetch_tables; 2:
-// block 0 also its levels' nbr and diag into its L1),
-// launched with 4·Σ (3, the coarsest 2)·strides[l] + 4·7·Σ_{l ≥ tables_from} strides[l] bytes.
-// The same passes on the same values: z bit for bit.
-extern "C" __global__ void __launch_bounds__(1024)
-    mg_tail_vcycle_staged(const unsigned long long* __restrict__ ptrs, const int* __restrict__ strides, int first,
-                          int last, int warp_from, int tables_from, int prefetch, const int* __restrict__ sizes,
-                          const int* __restrict__ state)
-{
-    if (state[S_STOPPED]) return;
-    TAIL_SHARED_ARRAY(shared);
-    if (prefetch) prefetch_tables(BlockGroup(), ptrs, strides, sizes, first, last, false);
-    block_tail<true, true>(ptrs, strides, first, last, sizes, shared, warp_from, tables_from, prefetch);
-}
-
-extern "C" __global__ void TAIL_CLUSTER_DIMS __launch_bounds__(1024)
-    mg_tail_cluster_staged(const unsigned long long* __restrict__ ptrs, const int* __restrict__ strides, int from,
-                           int first, int last, int warp_from, int tables_from, int prefetch,
-                           const int* __restrict__ sizes, const int* __restrict__ state)
-{
-    if (state[S_STOPPED]) return;
-    TAIL_SHARED_ARRAY(shared);
-    cluster_tail<true, true>(ptrs, strides, from, first, last, sizes, shared, warp_from, tables_from, prefetch);
 }

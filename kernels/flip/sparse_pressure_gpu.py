@@ -63,9 +63,8 @@ _LOOP_KERNELS = ("cg_init", "cg_init_warm", "finish_init_warm", "cg_warm_select"
                  "apply_laplacian", "update_solution", "dot_rz", "update_direction")
 _VCYCLE_KERNELS = ("mg_smooth", "mg_residual", "mg_restrict", "mg_prolong_add", "mg_coarse_solve", "mg_smooth_first",
                    "mg_smooth_red_dot", "mg_restrict_coarse_solve", "mg_smooth_black_residual", "mg_tail_vcycle",
-                   "mg_smooth_first2", "mg_tail_vcycle_shared", "mg_tail_vcycle_staged")
-_CLUSTER_KERNELS = ("mg_tail_cluster", "mg_tail_cluster_shared",  # compute capability 9.0 on (CLUSTER_UNKNOWNS)
-                    "mg_tail_cluster_staged")
+                   "mg_smooth_first2", "mg_tail_vcycle_shared")
+_CLUSTER_KERNELS = ("mg_tail_cluster", "mg_tail_cluster_shared")  # compute capability 9.0 on (CLUSTER_UNKNOWNS)
 # The V-cycle's launches: "fused" (default) folds the first pre-smoothing sweep's two colours
 # into one launch, the black residuals into the last pre-smoothing sweep, the coarsest level's
 # restriction into its solve and r·z into level 0's last sweep, and prolongs onto the red
@@ -96,17 +95,6 @@ FIRST2_UNKNOWNS = int(os.environ.get("VOXFX_SPARSE_MG_FIRST2", "0"))
 # break, variants in turn in one process, two calls: the loop's iteration 253.9 → 237.6 and
 # 254.3 → 237.4 µs; sparse_pressure_vcycle's notes).
 TAIL_SHARED = os.environ.get("VOXFX_SPARSE_MG_TAIL_SHARED", "1") != "0"
-# The shared tail staged (mg_tail_vcycle_staged, mg_tail_cluster_staged; ``TAIL_SHARED`` on):
-# its levels whose buffers hold at most TAIL_WARP unknowns (and all below) run by the block's
-# first warp with __syncwarp between passes, the other warps waiting once (0: none); with
-# TAIL_TABLES "1" the tail levels' neighbour tables and diagonals (from the lowest level from
-# which they fit beside the vectors) are copied into its shared memory at its start. The same
-# passes on the same values: z bit for bit (host harnesses, GPU test).
-TAIL_WARP = int(os.environ.get("VOXFX_SPARSE_MG_TAIL_WARP", "0"))
-TAIL_TABLES = os.environ.get("VOXFX_SPARSE_MG_TAIL_TABLES", "0") != "0"
-# The staged tail's tables (nbr, diag, up, down of its levels) prefetched into L2 at its start
-# (1; 2: block 0 also its levels' nbr and diag into its L1), 0: none. No value changes.
-TAIL_PREFETCH = int(os.environ.get("VOXFX_SPARSE_MG_TAIL_PREFETCH", "0"))
 # The fused V-cycle's one-colour launches (a colour's sweep, the red residuals, the red
 # prolongation) over stride / COLOUR_GRID threads, not stride: half a level's unknowns are of
 # one colour, so half the grid's blocks found nothing to do (the grid-stride loop covers any
@@ -215,8 +203,6 @@ class SparsePressureSolverGPU(VCycleLaunches):
         limit = (backend._device_properties(cp.cuda.Device().id).get("sharedMemPerBlockOptin", 0)
                  or cp.cuda.Device().attributes.get("MaxSharedMemoryPerBlockOptin", 0))
         self.tail_shared = self._tail_shared_bytes(TAIL_SHARED, limit)
-        self.warp_from, self.tables_from, self.tail_shared = self._tail_staging(TAIL_WARP, TAIL_TABLES, limit)
-        self.tail_prefetch = TAIL_PREFETCH if self.tail_shared else 0
         self.colour_grid = max(1, COLOUR_GRID)
         _K.load(*_LOOP_KERNELS)  # compile and load before any capture
         _MG.load(*_VCYCLE_KERNELS, *(_CLUSTER_KERNELS if self.cluster_from else ()))
@@ -445,7 +431,7 @@ def _solver(needs, preconditioner, check_every, levels=None):
 
     generation = getattr(levels[0], "ws_generation", None) if PERSIST and levels else None
     key = (len(needs), preconditioner, int(check_every), VCYCLE, TAIL_UNKNOWNS, CLUSTER_UNKNOWNS, FIRST2_UNKNOWNS,
-           TAIL_SHARED, TAIL_WARP, TAIL_TABLES, TAIL_PREFETCH, COLOUR_GRID, PERSIST, cp.cuda.Device().id, generation)
+           TAIL_SHARED, COLOUR_GRID, PERSIST, cp.cuda.Device().id, generation)
     solver = _solvers.pop(key, None)
     if solver is None or not solver.fits(needs):
         old, guess = (None, 0) if solver is None else (solver.strides, solver.last_iterations)

@@ -45,7 +45,23 @@ the last block's 1024-partial sum costs what the one-block launch did), the tail
 unknowns a thread at a time (global 253.0 µs; with the shared tail 260.0, slower: 64 registers a
 thread at 1024 threads). ``COLOUR_GRID`` 2 (one-colour launches over half the grid) gave 237.4 →
 233.8 µs in the loop but not in the substep's pressure over three substeps: off until a longer
-A/B."""
+A/B.
+
+Measured and not kept (issue 24, i24w; H100 80GB HBM3, 8M dam break, the strides above;
+``bench/flip_sparse_pcg_loop.py --pace-rounds 2`` and ``3``, variants in turn in one process,
+two calls; the same bits and 14 CG iterations every time; the kernels are in the branch's
+commits 8fab733 and 003d16c, reverted after): a "staged" shared tail — its levels of at most
+100 / 128 / 512 unknowns (the coarsest; the last two; the last three) by the block's first warp
+with __syncwarp between passes, each lane two unknowns at a time: the loop's iteration 236.4 →
+242.9 / 250.8 / 269.1 µs; the tail levels' nbr and diag copied into shared memory as well
+(159,316 B): 247.8 µs (with the last two levels by the warp 258.5, the last three 267.6); the
+tail's tables prefetched into L2 at its start: 237.5 → 239.2 µs (block 0's also into its L1
+241.0; with the coarsest by the warp 240.5; with the shared tables 243.3). Level 2 launch by
+launch instead of in the cluster (``CLUSTER_UNKNOWNS`` 0): 238.4 µs in 36 launches. So the
+tail's ~70 passes are bound neither by the block's barrier, nor by where the tables live, nor
+by DRAM misses, but by each pass's dependent chain (table, then vector loads; six serial adds;
+an IEEE divide): fewer passes (the coarsest level alone takes 4·MG_COARSE_SWEEPS = 32) would
+cut it, a change to the preconditioner, not to the launches."""
 
 from __future__ import annotations
 
@@ -62,9 +78,6 @@ class VCycleLaunches:
     """z = V-cycle(r) on the device, launch by launch."""
 
     tail_shared = 0  # bytes of the one-block tail's shared memory (``_tail_shared_bytes``; 0: global vectors)
-    warp_from = None  # the staged tail's levels by one warp from here (``_tail_staging``; None: none)
-    tables_from = None  # the staged tail's tables in shared memory from this level (None: none)
-    tail_prefetch = 0  # the staged tail's tables prefetched: 1 into L2, 2 and its block's into L1 (0: none)
     colour_grid = 1  # one-colour launches over stride / colour_grid threads
 
     def _tail_first(self, bound):
@@ -96,42 +109,10 @@ class VCycleLaunches:
         size = 4 * sum((3 if lv < last else 2) * self.levels[lv].stride for lv in range(first, last + 1))
         return size if size <= limit else 0
 
-    def _tail_staging(self, warp_bound, tables, limit):
-        """(warp_from, tables_from, bytes) of the staged tail (mg_tail_*_staged) over the shared
-        tail (``tail_shared`` > 0): the lowest tail level whose stride is at most *warp_bound*
-        (``TAIL_WARP``) runs with the rest by one warp; with *tables* (``TAIL_TABLES``) the lowest
-        tail level from which every level's nbr and diag (7·stride values) fit beside the
-        vectors in *limit* bytes holds them in shared memory; None where none; bytes the
-        launch's dynamic shared memory with those tables."""
-        if not self.tail_shared:
-            return None, None, self.tail_shared
-        first, last = self.tail[0], len(self.levels) - 1
-        warp_from = next((lv for lv in range(first, last + 1) if warp_bound > 0
-                          and self.levels[lv].stride <= warp_bound), None)
-        tables_from, size = None, self.tail_shared
-        for lv in range(first, last + 1) if tables else ():
-            extra = 4 * 7 * sum(self.levels[k].stride for k in range(lv, last + 1))
-            if self.tail_shared + extra <= limit:
-                tables_from, size = lv, self.tail_shared + extra
-                break
-        return warp_from, tables_from, size
-
     def _tail_kernel(self):
         """The tail's kernel: mg_tail_cluster (from ``cluster_from``) or mg_tail_vcycle, with its
-        vectors in shared memory (``tail_shared``: the _shared kernels) or not, and staged
-        (``warp_from``, ``tables_from`` or ``tail_prefetch``: the _staged kernels, shared vectors)."""
-        staged = self.tail_shared and (self.warp_from is not None or self.tables_from is not None
-                                       or self.tail_prefetch)
-        return ("mg_tail_cluster" if self.cluster_from else "mg_tail_vcycle") + (
-            "_staged" if staged else "_shared" if self.tail_shared else "")
-
-    def _tail_args(self, last):
-        """The staged kernels' (warp_from, tables_from, prefetch) arguments (past *last*: none), or ()."""
-        if not self._tail_kernel().endswith("_staged"):
-            return ()
-        none = last + 1
-        return (np.int32(none if self.warp_from is None else self.warp_from),
-                np.int32(none if self.tables_from is None else self.tables_from), np.int32(self.tail_prefetch))
+        vectors in shared memory (``tail_shared``: the _shared kernels) or not."""
+        return ("mg_tail_cluster" if self.cluster_from else "mg_tail_vcycle") + ("_shared" if self.tail_shared else "")
 
     def _cluster_from(self, bound, capability):
         """mg_tail_cluster's first level, or None: the lowest level ≥ 1 above the tail's
@@ -191,15 +172,13 @@ class VCycleLaunches:
         C = levels[last]
         if self.tail:
             _, table, strides = self.tail
-            staging = self._tail_args(last)
             if self.cluster_from:
                 self._one(self._tail_kernel(), (_TAIL_CLUSTER,), (_TAIL_THREADS,), (
-                    table, strides, np.int32(lead), np.int32(first), np.int32(last), *staging, self.sizes,
-                    self.state), self.tail_shared)
+                    table, strides, np.int32(lead), np.int32(first), np.int32(last), self.sizes, self.state),
+                    self.tail_shared)
             else:
                 self._one(self._tail_kernel(), (1,), (_TAIL_THREADS,), (
-                    table, strides, np.int32(first), np.int32(last), *staging, self.sizes, self.state),
-                    self.tail_shared)
+                    table, strides, np.int32(first), np.int32(last), self.sizes, self.state), self.tail_shared)
         elif last:
             F = levels[last - 1]
             self._one("mg_restrict_coarse_solve", (1,), (_COARSE_THREADS,),

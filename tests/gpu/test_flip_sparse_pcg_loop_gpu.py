@@ -1,9 +1,7 @@
 """The PCG loop's per-iteration switches against the plain kernels, in the same process: the
 one-block tail's vectors in shared memory (sparse_pressure_gpu.TAIL_SHARED,
 VOXFX_SPARSE_MG_TAIL_SHARED: mg_tail_vcycle_shared, mg_tail_cluster_shared) and the one-colour
-launches over part of the grid (COLOUR_GRID, VOXFX_SPARSE_MG_COLOUR_GRID), and the staged tail
-(TAIL_WARP, TAIL_TABLES, TAIL_PREFETCH: mg_tail_vcycle_staged, mg_tail_cluster_staged, the small
-levels by one warp, the tables in shared memory, the tables prefetched). All compute the same
+launches over part of the grid (COLOUR_GRID, VOXFX_SPARSE_MG_COLOUR_GRID). Both compute the same
 values in the same order, so the same iterations and the pressure bit for bit — on a tank of
 five levels (the tail with and without the cluster, from two levels), and substep by substep on
 a dam break (cold and warm starts)."""
@@ -34,12 +32,9 @@ def scene():
     return random_scene(np.random.default_rng(), (64, 48, 56), 400000)
 
 
-def _switch(monkeypatch, shared=False, colour=1, tail=None, cluster=None, warp=0, tables=False, prefetch=0):
+def _switch(monkeypatch, shared=False, colour=1, tail=None, cluster=None):
     monkeypatch.setattr(sparse_pressure_gpu, "TAIL_SHARED", shared)
     monkeypatch.setattr(sparse_pressure_gpu, "COLOUR_GRID", colour)
-    monkeypatch.setattr(sparse_pressure_gpu, "TAIL_WARP", warp)
-    monkeypatch.setattr(sparse_pressure_gpu, "TAIL_TABLES", tables)
-    monkeypatch.setattr(sparse_pressure_gpu, "TAIL_PREFETCH", prefetch)
     if tail is not None:
         monkeypatch.setattr(sparse_pressure_gpu, "TAIL_UNKNOWNS", tail)
     if cluster is not None:
@@ -106,57 +101,6 @@ def test_gpu_loop_switches_give_the_dam_breaks_iterations_and_pressure(monkeypat
         runs[on] = solves(sim, 2)
         solvers = list(sparse_pressure_gpu._solvers.values())
         assert solvers and all((s.tail_shared > 0) == on and s.colour_grid == (2 if on else 1) for s in solvers)
-    old, new = runs.values()
-    assert len(old) == len(new) > 0 and max(s["iterations"] for _, s in old) >= 3
-    for (p_old, s_old), (p_new, s_new) in zip(old, new):
-        assert s_new["iterations"] == s_old["iterations"] and np.array_equal(p_new, p_old)
-
-
-def test_gpu_staged_tails_give_the_shared_tails_pressure_bit_for_bit(monkeypatch, scene):
-    """The staged tail against the shared one on the five-level tank: the levels from each
-    tail level by one warp (real warps of a 1024-thread block, __syncwarp), the tables in
-    shared memory, both, the tables prefetched into L2 (and L1), with and without the cluster:
-    the same iterations and pressure."""
-    import cupy
-
-    hopper = int(cupy.cuda.Device().compute_capability) >= 90
-    _, _, solver = _solve(monkeypatch, scene, shared=True, cluster=0)
-    strides = solver.strides
-    last = len(strides) - 1
-    checked = 0
-    for tail, cluster in [(strides[2], 0)] + ([(strides[3], strides[2])] if hopper else []):
-        p0, s0, plain = _solve(monkeypatch, scene, shared=True, tail=tail, cluster=cluster)
-        assert plain._tail_kernel().endswith("_shared") and s0["converged"] and s0["iterations"] >= 3
-        first = plain.tail[0]
-        for warp_level, tables, prefetch in [(first, False, 0), (last, False, 0), (last - 1, True, 0),
-                                             (None, True, 0), (first, True, 0), (None, False, 1), (None, False, 2),
-                                             (last, False, 1)]:
-            warp = 0 if warp_level is None else strides[warp_level]
-            p, s, new = _solve(monkeypatch, scene, shared=True, tail=tail, cluster=cluster, warp=warp, tables=tables,
-                               prefetch=prefetch)
-            assert new._tail_kernel().endswith("_staged") and new.warp_from == warp_level
-            assert new.tail_prefetch == prefetch
-            assert (new.tables_from is not None) == tables and new.tail_shared >= plain.tail_shared
-            assert s["iterations"] == s0["iterations"] and s["residual"] == s0["residual"]
-            assert np.array_equal(p, p0), (tail, cluster, warp_level, tables, float(np.abs(p - p0).max()))
-            checked += 1
-    assert checked >= 5
-
-
-@pytest.mark.parametrize("warm", ["0", "1"])
-def test_gpu_staged_tail_gives_the_dam_breaks_iterations_and_pressure(monkeypatch, warm):
-    import cupy
-
-    monkeypatch.setenv("VOXFX_PRESSURE_WARM", warm)
-    spec = GridSpec((0.0, 0.0, 0.0), 1 / 48, (48, 32, 40))
-    v, t = box((0.0, 0.0, 0.0), (0.4, 0.6, 0.8))
-    runs = {}
-    for on in (False, True):
-        _switch(monkeypatch, shared=True, tail=512, prefetch=1 if on else 0)  # a tail from level 2
-        sim = FlipSimulation(spec, FlipSettings(seed=5, warm_start_pressure=warm == "1"), v, t, xp=cupy, sparse=True)
-        runs[on] = solves(sim, 2)
-        solvers = list(sparse_pressure_gpu._solvers.values())
-        assert solvers and all(s._tail_kernel().endswith("_staged" if on else "_shared") for s in solvers)
     old, new = runs.values()
     assert len(old) == len(new) > 0 and max(s["iterations"] for _, s in old) >= 3
     for (p_old, s_old), (p_new, s_new) in zip(old, new):

@@ -1,9 +1,8 @@
 """The one-block and cluster tails of the V-cycle (cuda/flip_sparse_pressure_vcycle.cu:
-mg_tail_vcycle, mg_tail_cluster, their _shared and _staged kernels) run by real host threads: nvcc builds the kernels
-as host functions with thread-local block and thread indices, __syncthreads a barrier of a block's
-threads, the cluster's barrier one of every thread of every block and the warp's barrier one of
-a block's first TAIL_WARP (here 4) threads, and the kernels run with several blocks of a few
-threads each. Each pass spreads its unknowns over the threads
+mg_tail_vcycle, mg_tail_cluster and their _shared kernels) run by real host threads: nvcc builds the kernels as host
+functions with thread-local block and thread indices, __syncthreads a barrier of a block's
+threads and the cluster's barrier one of every thread of every block, and the kernels run
+with several blocks of a few threads each. Each pass spreads its unknowns over the threads
 and reads only what the passes before it wrote, so every run gives the one-thread run's
 values bit for bit (test_cuda_sparse_pressure_host.py and test_cuda_sparse_vcycle_plan_host.py
 check that one against the NumPy V-cycle); a missing barrier would let a thread read a value
@@ -19,12 +18,10 @@ from voxfx.kernels.flip.sparse_pressure_gpu import _MG
 # Input: the hierarchy of test_cuda_sparse_vcycle_plan_host (levels, tables, r: unused), then
 # "kernel blocks threads repeats": kernel 0 mg_tail_vcycle from level 1, 1 mg_tail_cluster from
 # level 1 with its block from 2, 2 and 3 their _shared kernels (the vectors of the block's levels
-# in its "shared memory", NaN on entry), 4 and 5 their _staged kernels with the levels from
-# warp_from by the first "warp" and the tables from tables_from in shared memory (the two
-# numbers after repeats; past the last level: none). Each repeat: level 1's b set to a fixed pattern, every
+# in its "shared memory", NaN on entry). Each repeat: level 1's b set to a fixed pattern, every
 # other vector NaN off the sentinels, the kernel run. Output: per repeat whether every level's
 # x and r equal the one-thread run's of kernel 0 or 1 bit for bit (the _shared kernels: level
-# 1's x, their one result in global memory; the _staged kernels against 0 or 1 alike) (1 or 0).
+# 1's x, their one result in global memory) (1 or 0).
 HARNESS = r"""
 #include <cstdio>
 #include <cstring>
@@ -42,7 +39,6 @@ HARNESS = r"""
 #define __launch_bounds__(...)
 #undef __shared__
 #define __shared__ static
-#define TAIL_WARP 4
 struct HostDim { unsigned x, y, z; };
 static thread_local HostDim h_block, h_thread;
 static HostDim h_dim, h_grid;
@@ -51,10 +47,8 @@ static HostDim h_dim, h_grid;
 #define threadIdx h_thread
 #define gridDim h_grid
 static std::vector<pthread_barrier_t> block_barriers;
-static std::vector<pthread_barrier_t> warp_barriers;
 static pthread_barrier_t cluster_barrier;
 static void block_sync() { pthread_barrier_wait(&block_barriers[h_block.x]); }
-#define WARP_BARRIER() pthread_barrier_wait(&warp_barriers[h_block.x])
 #define __syncthreads() block_sync()
 #define CLUSTER_BARRIER() pthread_barrier_wait(&cluster_barrier)
 #define __shfl_down_sync(mask, v, offset) ((v) * 0)
@@ -92,15 +86,11 @@ static void reset() {  // level 1's b a pattern, the rest NaN but the sentinels
     }
 }
 
-static int warp_from = 99, tables_from = 99;
-
 static void run(int kernel, int blocks, int threads) {
     h_dim = {(unsigned)threads, 1, 1};
     h_grid = {(unsigned)blocks, 1, 1};
     block_barriers.assign(blocks, pthread_barrier_t());
     for (auto& b : block_barriers) pthread_barrier_init(&b, nullptr, threads);
-    warp_barriers.assign(blocks, pthread_barrier_t());
-    for (auto& b : warp_barriers) pthread_barrier_init(&b, nullptr, threads < TAIL_WARP ? threads : TAIL_WARP);
     pthread_barrier_init(&cluster_barrier, nullptr, blocks * threads);
     const int last = (int)L.size() - 1;
     std::vector<std::thread> pool;
@@ -112,17 +102,10 @@ static void run(int kernel, int blocks, int threads) {
                 if (kernel == 0) mg_tail_vcycle(ptrs.data(), strides.data(), 1, last, sizes.data(), state);
                 else if (kernel == 1) mg_tail_cluster(ptrs.data(), strides.data(), 1, 2, last, sizes.data(), state);
                 else if (kernel == 2) mg_tail_vcycle_shared(ptrs.data(), strides.data(), 1, last, sizes.data(), state);
-                else if (kernel == 3)
-                    mg_tail_cluster_shared(ptrs.data(), strides.data(), 1, 2, last, sizes.data(), state);
-                else if (kernel == 4)
-                    mg_tail_vcycle_staged(ptrs.data(), strides.data(), 1, last, warp_from, tables_from, 2,
-                                          sizes.data(), state);
-                else mg_tail_cluster_staged(ptrs.data(), strides.data(), 1, 2, last, warp_from, tables_from, 2,
-                                            sizes.data(), state);
+                else mg_tail_cluster_shared(ptrs.data(), strides.data(), 1, 2, last, sizes.data(), state);
             });
     for (auto& th : pool) th.join();
     for (auto& b : block_barriers) pthread_barrier_destroy(&b);
-    for (auto& b : warp_barriers) pthread_barrier_destroy(&b);
     pthread_barrier_destroy(&cluster_barrier);
 }
 
@@ -154,7 +137,7 @@ int main() {
                         (void*)A.diag.data(), (void*)A.up.data(), (void*)A.down.data()})
             ptrs.push_back((unsigned long long)p);
     int kernel, blocks, threads, repeats;
-    while (scanf("%d %d %d %d %d %d", &kernel, &blocks, &threads, &repeats, &warp_from, &tables_from) == 6) {
+    while (scanf("%d %d %d %d", &kernel, &blocks, &threads, &repeats) == 4) {
         reset();
         run(kernel % 2, 1, 1);  // the global kernel's one-thread run
         std::vector<std::vector<float>> want;
@@ -182,21 +165,12 @@ def threads_harness(tmp_path_factory):
     return _build(tmp_path_factory, with_defines(HARNESS, _MG), name="tail_threads")
 
 
-# kernel, blocks, threads and, for the _staged kernels (4, 5), warp_from and tables_from (4: none;
-# the hierarchy has levels 0..3)
-CASES = {"block-5": (0, 1, 5), "block-32": (0, 1, 32), "cluster-8x3": (1, 8, 3), "cluster-8x16": (1, 8, 16),
-         "cluster-3x7": (1, 3, 7), "block-5-shared": (2, 1, 5), "block-32-shared": (2, 1, 32),
-         "cluster-8x3-shared": (3, 8, 3), "cluster-3x7-shared": (3, 3, 7),
-         "block-7-staged-warp1": (4, 1, 7, 1, 4), "block-7-staged-warp2-tables1": (4, 1, 7, 2, 1),
-         "block-16-staged-warp3-tables2": (4, 1, 16, 3, 2), "block-5-staged-tables3": (4, 1, 5, 4, 3),
-         "cluster-8x7-staged-warp2-tables2": (5, 8, 7, 2, 2), "cluster-3x16-staged-warp3": (5, 3, 16, 3, 4),
-         "cluster-8x3-staged-tables3": (5, 8, 3, 4, 3), "cluster-3x6-staged-warp3-tables3": (5, 3, 6, 3, 3)}
-
-
-@pytest.mark.parametrize("case", CASES)
-def test_tails_on_threads_give_the_one_thread_values(threads_harness, hierarchy, case):  # noqa: F811
-    kernel, blocks, threads, warp_from, tables_from = (CASES[case] + (4, 4))[:5]
-    lines = hierarchy[3] + [f"{kernel} {blocks} {threads} 6 {warp_from} {tables_from}"]
+@pytest.mark.parametrize("kernel,blocks,threads", [(0, 1, 5), (0, 1, 32), (1, 8, 3), (1, 8, 16), (1, 3, 7),
+                                                    (2, 1, 5), (2, 1, 32), (3, 8, 3), (3, 3, 7)],
+                         ids=["block-5", "block-32", "cluster-8x3", "cluster-8x16", "cluster-3x7", "block-5-shared",
+                              "block-32-shared", "cluster-8x3-shared", "cluster-3x7-shared"])
+def test_tails_on_threads_give_the_one_thread_values(threads_harness, hierarchy, kernel, blocks, threads):  # noqa: F811
+    lines = hierarchy[3] + [f"{kernel} {blocks} {threads} 6"]
     out = [int(v) for v in threads_harness.raw(lines, check=True).split()]
     assert out[0] == 1  # the one-thread run computed something
     assert out[1:] == [1] * 6

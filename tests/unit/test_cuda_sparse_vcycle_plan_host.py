@@ -82,11 +82,6 @@ static void call(const std::string& k, const std::vector<Arg>& a) {
         mg_tail_vcycle_shared((const unsigned long long*)a[0].p, I(1), N(2), N(3), I(4), I(5));
     else if (k == "mg_tail_cluster_shared")
         mg_tail_cluster_shared((const unsigned long long*)a[0].p, I(1), N(2), N(3), N(4), I(5), I(6));
-    else if (k == "mg_tail_vcycle_staged")
-        mg_tail_vcycle_staged((const unsigned long long*)a[0].p, I(1), N(2), N(3), N(4), N(5), N(6), I(7), I(8));
-    else if (k == "mg_tail_cluster_staged")
-        mg_tail_cluster_staged((const unsigned long long*)a[0].p, I(1), N(2), N(3), N(4), N(5), N(6), N(7), I(8),
-                               I(9));
 
     else { fprintf(stderr, "unknown kernel %s\n", k.c_str()); exit(4); }
 }
@@ -175,7 +170,7 @@ class Recorded(VCycleLaunches):
     gives each level's buffers that stride)."""
 
     def __init__(self, strides, tail=0, cluster=0, first2=0, capability=90, red_blocks=7, shared=False,
-                 colour_grid=1, warp=0, tables=False, prefetch=0):
+                 colour_grid=1):
         last = len(strides) - 1
         self.levels = [_LevelBuffers(level, s, last) for level, s in enumerate(strides)]
         self.sizes, self.state, self.partials = Buffer("sizes"), Buffer("state"), Buffer("partials")
@@ -186,8 +181,6 @@ class Recorded(VCycleLaunches):
         self.cluster_from = self._cluster_from(cluster, capability)
         self.first2 = self._first2_levels(first2)
         self.tail_shared = self._tail_shared_bytes(shared, 1 << 22)
-        self.warp_from, self.tables_from, self.tail_shared = self._tail_staging(warp, tables, 1 << 22)
-        self.tail_prefetch = prefetch if self.tail_shared else 0
         self.colour_grid = colour_grid
         self.launches = []
 
@@ -247,8 +240,7 @@ def hierarchy():
 
 
 # VCYCLE and the levels whose strides bound TAIL, CLUSTER and FIRST2 (None: 0, off), and
-# where given TAIL_SHARED, COLOUR_GRID, the level whose stride bounds TAIL_WARP, TAIL_TABLES and
-# TAIL_PREFETCH
+# where given TAIL_SHARED and COLOUR_GRID
 CASES = {
     "split": ("split", None, None, None),
     "fused": ("fused", None, None, None),
@@ -263,13 +255,6 @@ CASES = {
     "cluster1-tail2-shared": ("fused", 2, 1, None, True),
     "fused-colour2": ("fused", None, None, None, False, 2),
     "cluster1-tail2-shared-colour4": ("fused", 2, 1, None, True, 4),
-    "fused-tail1-staged-warp2": ("fused", 1, None, None, True, 1, 2, False),
-    "fused-tail1-staged-warp1-tables": ("fused", 1, None, None, True, 1, 1, True),
-    "fused-tail1-staged-tables": ("fused", 1, None, None, True, 1, None, True),
-    "cluster1-tail2-staged-warp3-tables": ("fused", 2, 1, None, True, 1, 3, True),
-    "cluster1-tail2-staged-warp2": ("fused", 2, 1, None, True, 1, 2, False),
-    "cluster1-tail2-staged-prefetch": ("fused", 2, 1, None, True, 1, None, False, 1),
-    "fused-tail1-staged-prefetch2": ("fused", 1, None, None, True, 1, None, False, 2),
 }
 
 
@@ -281,19 +266,17 @@ def _bound(strides, level):
 def test_vcycle_launch_plan_gives_the_numpy_z_bit_for_bit(plan_harness, hierarchy, case):
     strides, r, want_z, lines = hierarchy
     vcycle, tail, cluster, first2, *more = CASES[case]
-    shared, colour, warp, tables, prefetch = (more + [False, 1, None, False, 0][len(more):])
+    shared, colour = (more + [False, 1][len(more):])
     plan = Recorded(strides, _bound(strides, tail), _bound(strides, cluster), _bound(strides, first2),
-                    shared=shared, colour_grid=colour, warp=_bound(strides, warp), tables=tables, prefetch=prefetch)
+                    shared=shared, colour_grid=colour)
     assert (plan.tail_shared > 0) == shared
-    assert plan.warp_from == warp and (plan.tables_from == plan.tail[0] if tables else plan.tables_from is None)
     if vcycle == "split":
         plan._vcycle()
     else:
         plan._vcycle_fused()
-    assert any(name.endswith("_staged") for name, *_ in plan.launches) == (warp is not None or tables or prefetch > 0)
     if cluster is not None:
         assert plan.cluster_from == 1 and plan.tail[0] == 2
-    assert any(("_shared" in name or "_staged" in name) for name, *_ in plan.launches) == shared
+    assert any("_shared" in name for name, *_ in plan.launches) == shared
     narrow = [n for _, kind, n, _ in plan.launches if kind == 0 and strides[1] < n < strides[0]]
     assert bool(narrow) == (colour > 1)  # level 0's one-colour launches over stride / colour threads
     out = plan_harness.raw(lines + plan.lines(), check=True).split()
@@ -322,20 +305,3 @@ def test_vcycle_switches_launch_less(hierarchy):
     assert count(strides[2], strides[1], capability=89) == tail2  # no clusters before sm_90
     assert count(strides[2], first2=strides[0]) == tail2 - 2  # levels 0 and 1
     assert count(strides[2], first2=strides[1]) == tail2 - 1  # level 1
-
-
-def test_staged_tail_takes_its_tables_from_the_lowest_level_that_fits(hierarchy):
-    """TAIL_TABLES: the tail levels' nbr and diag (7·stride values each) from the lowest tail
-    level from which they all fit beside the vectors in the device's limit; TAIL_WARP: the
-    lowest tail level whose stride is at most the bound."""
-    strides = hierarchy[0]
-    plan = Recorded(strides, strides[1], shared=True)
-    base = plan.tail_shared
-    assert plan.tail[0] == 1 and base > 0 and plan.warp_from is None and plan.tables_from is None
-    full = base + 4 * 7 * sum(strides[1:])
-    assert plan._tail_staging(0, True, full) == (None, 1, full)
-    assert plan._tail_staging(0, True, full - 4) == (None, 2, base + 4 * 7 * sum(strides[2:]))
-    assert plan._tail_staging(0, True, base + 4 * 7 * strides[3] - 4) == (None, None, base)
-    assert plan._tail_staging(strides[2], False, full) == (2, None, base)
-    assert plan._tail_staging(strides[3] - 1, False, full) == (None, None, base)
-    assert Recorded(strides, strides[1])._tail_staging(strides[1], True, full) == (None, None, 0)  # vectors global
