@@ -3,21 +3,28 @@ GPU, its pressure solves timed with the loop's switches of ``sparse_pressure_gpu
 process, every variant on the same state in turn.
 
     python3 bench/flip_sparse_pcg_loop.py [--n 256] [--particles 8e6] [--warm 2] [--substeps 3]
-        [--repeats 5] [--replays 5] [--substep-runs 4] [--variants plain:0:1 shared:1:1 shared-colour2:1:2]
+        [--repeats 5] [--replays 5] [--pace-rounds 1] [--substep-runs 4]
+        [--variants plain:0:1 shared:1:1 shared-colour2:1:2 shared-launched:1:1:0]
 
-A variant is NAME:TAIL_SHARED:COLOUR_GRID (``sparse_pressure_gpu.TAIL_SHARED``, the one-block
-tail's vectors in shared memory; ``COLOUR_GRID``, the one-colour launches over stride /
-COLOUR_GRID threads). Per substep, on its state before the solve (the warm start's carried pressure put back
-before each solve, the tables built every solve as the profile bench does):
+A variant is NAME:TAIL_SHARED:COLOUR_GRID[:CLUSTER_UNKNOWNS] (``sparse_pressure_gpu.TAIL_SHARED``,
+the one-block tail's vectors in shared memory; ``COLOUR_GRID``, the one-colour launches over
+stride / COLOUR_GRID threads; ``CLUSTER_UNKNOWNS``, the cluster tail's bound, 0: those levels
+launch by launch; left out: the module's value at start). Per substep, on its state before the
+solve (the warm start's carried pressure put back before each solve, the tables built every
+solve as the profile bench does):
 
 - ``solve``: the whole ``solve_pressure`` (CUDA events, median of ``--repeats``), its CG
   iterations and max |p − p(first variant)| (0: the same bits);
 - ``loop/it``: the solver's loop graph (``check_every`` iterations) replayed ``--replays``
-  times with the convergence test off (threshold −1), per iteration: the loop's own pace;
+  times with the convergence test off (threshold −1), per iteration: the loop's own pace, in
+  ``--pace-rounds`` rounds of the variants in turn (median and least);
 - ``kernels``: one iteration launched kernel by kernel, an event pair a launch (first substep).
 
 Then ``--substep-runs`` whole substeps with the variants in turn each substep
-(``flip_sparse.timed_sparse_substep``), their stages' medians.
+(``flip_sparse.timed_sparse_substep``), their stages' medians. These favour a round's later
+variants (issue 24, i24w's second call: substeps of 17.7, 13.8, 13.5, 11.0, 11.0, 10.2 ms in
+the variants' order, their loops within 3% of each other): the loop's pace is the A/B of a
+loop switch.
 """
 
 from __future__ import annotations
@@ -46,10 +53,14 @@ from flip_sparse import timed_sparse_substep  # noqa: E402
 from flip_sparse_pressure import after_pressure, before_pressure  # noqa: E402
 
 
+_CLUSTER = sparse_pressure_gpu.CLUSTER_UNKNOWNS
+
+
 def use(variant):
-    _, shared, colour = variant.split(":")
+    _, shared, colour, *cluster = variant.split(":")
     sparse_pressure_gpu.TAIL_SHARED = shared != "0"
     sparse_pressure_gpu.COLOUR_GRID = int(colour)
+    sparse_pressure_gpu.CLUSTER_UNKNOWNS = int(cluster[0]) if cluster else _CLUSTER
 
 
 def carried(grid, keep=None):
@@ -137,6 +148,7 @@ def main():
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--replays", type=int, default=5)
     ap.add_argument("--substep-runs", type=int, default=4)
+    ap.add_argument("--pace-rounds", type=int, default=1, help="rounds of the loop's pace, the variants in turn")
     ap.add_argument("--variants", nargs="+", default=["plain:0:1", "shared:1:1", "shared-colour2:1:2",
                                                       "shared-colour4:1:4"])
     args = ap.parse_args()
@@ -145,7 +157,7 @@ def main():
     sparse_pressure.REUSE_TABLES = False  # the variants solve the same cells in turn
     sparse_pressure_gpu._SOLVER_CACHE = 2 * len(args.variants)
     print(f"device: {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}; variants "
-          "NAME:TAIL_SHARED:COLOUR_GRID",
+          "NAME:TAIL_SHARED:COLOUR_GRID[:CLUSTER_UNKNOWNS]",
           flush=True)
     spec, v, t = dam_break(args.n, int(args.particles))
     sim = FlipSimulation(spec, FlipSettings(), v, t, xp=cp, sparse=True)
@@ -175,13 +187,13 @@ def main():
                 rows[variant]["iterations"].append(its)
                 rows[variant]["max |dp|"].append(float(np.abs(p - first).max()))
                 rows[variant]["same bits"].append(bool(np.array_equal(p.view(np.int32), first.view(np.int32))))
-        for variant in args.variants:
+        for variant in [v for _ in range(args.pace_rounds) for v in args.variants]:  # rounds of the variants in turn
             use(variant)
             solve(sim, dt, keep)
             pace, ran = loop_pace(args.replays)
             rows[variant]["loop/it"].append(pace)
             rows[variant]["loop ran"].append(ran)
-            if step == 0:
+            if step == 0 and variant not in kernels:
                 kernels[variant] = iteration_kernels()
         use(args.variants[-1])
         _, p, _ = solve(sim, dt, keep)
@@ -191,10 +203,11 @@ def main():
     print(f"{args.n}³, {len(sim.pos):,} particles, {sim.grid.brick_count()} bricks, {sim.fluid_cell_count():,} fluid "
           f"cells; strides {solver.strides}, tail {solver.tail[0] if solver.tail else None}, cluster from "
           f"{solver.cluster_from}, tail shared {solver.tail_shared} B")
-    print("\nvariant | solve ms (median) | loop ms an iteration (median) | CG iterations | max |dp| | same bits | "
+    print("\nvariant | solve ms (median) | loop ms an iteration (median, min) | CG iterations | max |dp| | same bits | "
           "loop ran")
     for variant, r in rows.items():
-        print(f"  {variant} | {np.median(r['solve']):.3f} | {np.median(r['loop/it']) * 1e3:.1f} µs | "
+        pace = np.array(r["loop/it"]) * 1e3
+        print(f"  {variant} | {np.median(r['solve']):.3f} | {np.median(pace):.1f}, {pace.min():.1f} µs | "
               f"{sorted(set(r['iterations']))} | {max(r['max |dp|']):.3g} | {all(r['same bits'])} | "
               f"{all(r['loop ran'])}")
     print("\none iteration kernel by kernel (event pair a launch, first substep): kernel ms (launches)")

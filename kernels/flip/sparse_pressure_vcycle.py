@@ -45,7 +45,23 @@ the last block's 1024-partial sum costs what the one-block launch did), the tail
 unknowns a thread at a time (global 253.0 µs; with the shared tail 260.0, slower: 64 registers a
 thread at 1024 threads). ``COLOUR_GRID`` 2 (one-colour launches over half the grid) gave 237.4 →
 233.8 µs in the loop but not in the substep's pressure over three substeps: off until a longer
-A/B."""
+A/B.
+
+Measured and not kept (issue 24, i24w; H100 80GB HBM3, 8M dam break, the strides above;
+``bench/flip_sparse_pcg_loop.py --pace-rounds 2`` and ``3``, variants in turn in one process,
+two calls; the same bits and 14 CG iterations every time; the kernels are in the branch's
+commits 8fab733 and 003d16c, reverted after): a "staged" shared tail — its levels of at most
+100 / 128 / 512 unknowns (the coarsest; the last two; the last three) by the block's first warp
+with __syncwarp between passes, each lane two unknowns at a time: the loop's iteration 236.4 →
+242.9 / 250.8 / 269.1 µs; the tail levels' nbr and diag copied into shared memory as well
+(159,316 B): 247.8 µs (with the last two levels by the warp 258.5, the last three 267.6); the
+tail's tables prefetched into L2 at its start: 237.5 → 239.2 µs (block 0's also into its L1
+241.0; with the coarsest by the warp 240.5; with the shared tables 243.3). Level 2 launch by
+launch instead of in the cluster (``CLUSTER_UNKNOWNS`` 0): 238.4 µs in 36 launches. So the
+tail's ~70 passes are bound neither by the block's barrier, nor by where the tables live, nor
+by DRAM misses, but by each pass's dependent chain (table, then vector loads; six serial adds;
+an IEEE divide): fewer passes (the coarsest level alone takes 4·MG_COARSE_SWEEPS = 32) would
+cut it, a change to the preconditioner, not to the launches."""
 
 from __future__ import annotations
 
