@@ -1,16 +1,43 @@
 """MGPCG iterations to 1e-4 per multigrid variant, on the dam break's own pressure systems
 (issue 24, helper i24m; CPU, NumPy): the sparse simulation steps on NumPy, and at chosen
 substeps every variant solves that substep's system (the same b, cell types and warm
-start) with ``sparse_pressure.pcg``; the simulation goes on with the default's pressure.
+start) with the PCG loop of ``sparse_pressure.pcg``; the simulation goes on with the
+default's pressure.
 
     python3 bench/flip_mg_iterations.py [--n 64 128] [--substeps 10] [--every 3]
-        [--variants base omega=1.15 ...] [--cold]
+        [--variants base omega=1 boundary_sweeps=2 ...] [--cold]
 
-A variant is ``name`` or ``key=value,key=value`` over ``mgv.MGOptions``'s
-fields. Printed per variant: the iterations at each captured substep, their sum, the
-relative change against the first variant, and the estimated cost of an iteration on the
-H100 (``cost``: today's 237 µs plus each extra launch at ~6 µs and its bytes at the
-measured ~6 µs a level-0 sweep).
+A variant is ``base`` (the default V-cycle) or ``key=value,key=value`` over
+``sparse_multigrid_variants.MGOptions``'s fields. Printed per variant: the iterations at
+each captured substep, their sum, the change against the first variant, and the estimated
+cost of an 8M iteration on the H100 (today's 237 µs plus each extra launch at ~6 µs and
+its bytes at ~6 µs a level-0 sweep).
+
+Measured (this 2-core CPU, 2026-11-26, before the default became ω = 1.3, so "base" is
+plain Gauss-Seidel; the 8M scene's 0.48 particles a box cell; warm starts; the sum over
+the captured substeps):
+
+| variant | 64³, 125k particles, substeps 1–10 | 128³, 1M, substeps 1 and 6 | est. µs an 8M iteration |
+|---|---|---|---|
+| base (ω = 1, 2 sweeps) | 29 | 17 | 237 |
+| ω = 1.3 | 28 (−3%); 40 vs 45 over substeps 1–41 (−11%) | 15 (−12%); 33 vs 39 over 1–13 (−15%) | 237 |
+| ω = 1.15 / 1.45 / 1.6 | — ; 44 / 43 / 46 vs 45 | 36 / 33 / 36 vs 39 | 237 |
+| boundary smoothing, 1 sweep | 26 (−10%) | 15 (−12%) | 287 |
+| boundary smoothing, 2 sweeps | 25 (−14%) | 13 (−24%) | 336 |
+| 2 sweeps, band of 2 cells | 24 (−17%) | — | 344 |
+| 2 sweeps next to AIR only | 30 (+3%) | — | 339 |
+| 2 sweeps on levels 0–1 / from level 1 / from level 2 | 26 / 28 / — | — / — / 17 | — |
+| 1 sweep on level 0 alone | — | 17 (0%) | 263 |
+| 3 sweeps (``MG_SWEEPS``) | 26 (−10%) | 15 (−12%) | ~285 (8 launches) |
+| 4 or 8 sweeps on levels ≥ 2 (the tail) | — | 17 (0%) | tail ×2–4 |
+| coarsest solved exactly / 32 coarsest sweeps | 29 / 29 | — | — |
+| coarse FLUID if ≥ 4 / ≥ 1 FLUID children | 33 (+14%) / 35 (+21%) | — | — |
+| coarse correction × 1.2 / 1.4 / 1.6 | 30 / 33 / 34 | — | — |
+| coarse free surface at the fine layer (1/θ) / every AIR coefficient 0.8, 0.9, 1.33, 2 | 30 / 33, 32, 32, 33 | — | — |
+
+Only ω costs nothing on the device (no launch; ~10% more bytes an iteration, measured), so
+it alone went into the kernels. On the H100 (``bench/flip_mg_omega_call.sh``): 8M 14 → 11
+iterations, pressure 5.15 / 4.99 → 4.50 / 4.64 ms; 65M 20–21 → 17, 32.0 / 32.2 → 30.1 / 30.3 ms.
 """
 
 from __future__ import annotations

@@ -25,9 +25,9 @@ Entries that are not unknowns point to the level's sentinel (last entry, always 
 every stencil is plain gathers. Smoother: red-black Gauss-Seidel, ``MG_SWEEPS`` red→black
 before and black→red after the coarse correction, ``MG_COARSE_SWEEPS`` each way on the
 coarsest level: a palindrome, so the V-cycle is symmetric positive definite and CG stays
-valid. ``MG_OMEGA`` (``VOXFX_SPARSE_MG_OMEGA``, default 1) over-relaxes every sweep above the
-coarsest level (issue 24, i24m: fewer CG iterations at no extra launch or byte; the variants
-measured against it are ``sparse_multigrid_variants``, the counts in
+valid. ``MG_OMEGA`` (``VOXFX_SPARSE_MG_OMEGA``, default 1.3) over-relaxes every sweep above
+the coarsest level (issue 24, i24m: fewer CG iterations at no extra launch; the variants
+measured against it are ``sparse_multigrid_variants``, their counts
 ``bench/flip_mg_iterations.py``). Reusing the tables across substeps when nothing changed is issue 24's.
 """
 
@@ -44,9 +44,16 @@ from .pressure import MG_COARSE_SWEEPS, MG_MIN_SIDE, MG_SWEEPS
 _F32 = np.float32
 # Over-relaxation of the smoothing sweeps above the coarsest level (issue 24, i24m):
 # x_c ← x_c + ω·((b_c + Σ x_n)/diag_c − x_c), the same ω before and after the coarse
-# correction (the V-cycle stays symmetric; positive definite for 0 < ω < 2). 1: plain
-# Gauss-Seidel. The device compiles the same ω into its kernels (MG_OMEGA).
-MG_OMEGA = float(os.environ.get("VOXFX_SPARSE_MG_OMEGA", "1"))
+# correction (the V-cycle stays symmetric; positive definite for 0 < ω < 2); the device
+# compiles the same ω into its kernels (MG_OMEGA). "1": plain Gauss-Seidel, the dense
+# solver's V-cycle. Default 1.3, measured on an H100 80GB HBM3 (bench/flip_mg_omega_call.sh,
+# processes alternating old, new, old, new in one call): the 8M dam break at 256³ 14 → 11 CG
+# iterations a substep, pressure 5.15 / 4.99 → 4.50 / 4.64 ms, substep 8.3 / 8.1 → 7.6 / 7.7
+# ms; the 65M one at 512³ 20–21 → 17 iterations, pressure 32.03 / 32.22 → 30.08 / 30.27 ms.
+# ω 1.2 gave 12 iterations (4.76 ms), 1.45 11 (5.14 ms). An iteration costs ~10% more: the
+# prolongation onto every unknown (the over-relaxed black sweep reads the black values) and
+# the sweeps' read of x_c.
+MG_OMEGA = float(os.environ.get("VOXFX_SPARSE_MG_OMEGA", "1.3"))
 if not 0.0 < MG_OMEGA < 2.0:
     raise ValueError(f"VOXFX_SPARSE_MG_OMEGA must lie in (0, 2), not {MG_OMEGA}")
 MAX_LEVELS = 16

@@ -45,7 +45,11 @@ the last block's 1024-partial sum costs what the one-block launch did), the tail
 unknowns a thread at a time (global 253.0 µs; with the shared tail 260.0, slower: 64 registers a
 thread at 1024 threads). ``COLOUR_GRID`` 2 (one-colour launches over half the grid) gave 237.4 →
 233.8 µs in the loop but not in the substep's pressure over three substeps: off until a longer
-A/B."""
+A/B.
+
+Over-relaxed sweeps (``sparse_multigrid.MG_OMEGA``, issue 24, i24m; the kernels compile ω in):
+the fused V-cycle then prolongs onto every unknown, not the red ones alone, since the
+over-relaxed black sweep after it reads the black values."""
 
 from __future__ import annotations
 

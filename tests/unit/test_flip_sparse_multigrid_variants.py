@@ -28,7 +28,7 @@ def test_default_variant_is_the_reference_vcycle_bit_for_bit(system):
 
 
 @pytest.mark.parametrize("options", [
-    MGOptions(omega=1.3), MGOptions(boundary_sweeps=2, boundary_width=2), MGOptions(boundary_sweeps=1,
+    MGOptions(omega=1.0), MGOptions(boundary_sweeps=2, boundary_width=2), MGOptions(boundary_sweeps=1,
                                                                                    boundary_air=True),
     MGOptions(coarse_exact=True), MGOptions(coarsen_fluid=4), MGOptions(correction=1.2),
     MGOptions(coarse_level_sweeps=4, coarse_from=1), MGOptions(surface="layer")],

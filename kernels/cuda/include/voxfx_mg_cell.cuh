@@ -7,7 +7,8 @@
 
 // Over-relaxation of the smoothing sweeps above the coarsest level (issue 24, i24m;
 // sparse_multigrid.MG_OMEGA, VOXFX_SPARSE_MG_OMEGA): x_c ← x_c + ω·(g − x_c), g the
-// Gauss-Seidel value. 1 (the default): g itself, today's values and loads.
+// Gauss-Seidel value (sparse_pressure_gpu passes -DMG_OMEGA where ω ≠ 1; default 1.3). 1 (no
+// define): g itself, plain Gauss-Seidel's values and loads.
 #ifndef MG_OMEGA
 #define MG_OMEGA 1.0f
 #endif
