@@ -8,7 +8,7 @@
 // by kernels/flip/sparse_pressure_vcycle.py, following sparse_multigrid.VCycle operation by
 // operation (no FMA contraction: each value rounds as NumPy rounds it).
 
-#include "voxfx_mg_cell.cuh"  // gs_value, residual_value, restrict_value, prolong_value, ...: per unknown
+#include "voxfx_mg_cell.cuh"  // smooth_value, residual_value, restrict_value, prolong_value, ...: per unknown
 #include "voxfx_reduce.cuh"  // block_sum2: the fixed-order double sums
 
 // c over [lo, hi) with a grid-stride loop (launches are sized by the buffers, not by m).
@@ -27,11 +27,11 @@ extern "C" __global__ void mg_smooth(float* __restrict__ x, const float* __restr
     if (state[S_STOPPED]) return;
     const int m_red = sizes[2 * level], m = sizes[2 * level + 1];
     if (first) {
-        RANGE(c, 0, m) x[c] = c < m_red ? b[c] / diag[c] : 0.0f;
+        RANGE(c, 0, m) x[c] = c < m_red ? first_red_value(b, diag, c) : 0.0f;
         return;
     }
     const int lo = colour ? m_red : 0, hi = colour ? m : m_red;
-    RANGE(c, lo, hi) x[c] = gs_value(x, b, nbr, diag, stride, c);
+    RANGE(c, lo, hi) x[c] = smooth_value(x, b, nbr, diag, stride, c);
 }
 
 // The first pre-smoothing sweep from x = 0, red and black in one launch (the fused V-cycle): a
@@ -79,7 +79,7 @@ extern "C" __global__ void mg_smooth_red_dot(float* __restrict__ x, const float*
     {
         float xc;
         if (c < m_red) {
-            xc = gs_value(x, b, nbr, diag, stride, c);
+            xc = smooth_value(x, b, nbr, diag, stride, c);
             x[c] = xc;
         } else {
             xc = x[c];
@@ -101,7 +101,8 @@ extern "C" __global__ void mg_smooth_black_residual(float* __restrict__ x, const
     RANGE(c, m_red, m)
     {
         const float s = compact_neighbour_sum(x, nbr, stride, c);  // red neighbours: not written here
-        const float xc = (b[c] + s) / diag[c];
+        const float g = (b[c] + s) / diag[c];
+        const float xc = MG_OMEGA == 1.0f ? g : relaxed(x[c], g);
         x[c] = xc;
         r[c] = b[c] - (diag[c] * xc - s);
     }
@@ -252,15 +253,16 @@ __device__ __forceinline__ void tail_down(const Group& g, const TailLevel& L, co
     GROUP_RANGE(g, c, 0, m) x[c] = first_sweep_value(b, nbr, diag, stride, m_red, c);  // mg_smooth_first
     g.sync();
     for (int sweep = 1; sweep < MG_SWEEPS; ++sweep) {
-        GROUP_RANGE(g, c, 0, m_red) x[c] = gs_value(x, b, nbr, diag, stride, c);
+        GROUP_RANGE(g, c, 0, m_red) x[c] = smooth_value(x, b, nbr, diag, stride, c);
         g.sync();
         if (sweep < MG_SWEEPS - 1) {
-            GROUP_RANGE(g, c, m_red, m) x[c] = gs_value(x, b, nbr, diag, stride, c);
+            GROUP_RANGE(g, c, m_red, m) x[c] = smooth_value(x, b, nbr, diag, stride, c);
         } else {  // mg_smooth_black_residual
             GROUP_RANGE(g, c, m_red, m)
             {
                 const float s = compact_neighbour_sum(x, nbr, stride, c);
-                const float xc = (b[c] + s) / diag[c];
+                const float gc = (b[c] + s) / diag[c];
+                const float xc = MG_OMEGA == 1.0f ? gc : relaxed(x[c], gc);
                 x[c] = xc;
                 r[c] = b[c] - (diag[c] * xc - s);
             }
@@ -276,7 +278,8 @@ __device__ __forceinline__ void tail_down(const Group& g, const TailLevel& L, co
 }
 
 // Level l on the way up: prolongation from C (level l + 1) onto the red unknowns
-// (mg_prolong_add), post-smoothing black then red.
+// (mg_prolong_add; onto all where MG_OMEGA ≠ 1: the over-relaxed black sweep reads the black
+// values), post-smoothing black then red.
 template <class Group>
 __device__ __forceinline__ void tail_up(const Group& g, const TailLevel& L, const float* __restrict__ xc)
 {
@@ -284,12 +287,12 @@ __device__ __forceinline__ void tail_up(const Group& g, const TailLevel& L, cons
     const int* nbr = L.nbr;
     const float* diag = L.diag;
     const int stride = L.stride, m_red = L.m_red, m = L.m;
-    GROUP_RANGE(g, f, 0, m_red) x[f] = x[f] + prolong_value(xc, L.up, stride, f);
+    GROUP_RANGE(g, f, 0, MG_OMEGA == 1.0f ? m_red : m) x[f] = x[f] + prolong_value(xc, L.up, stride, f);
     g.sync();
     for (int sweep = 0; sweep < MG_SWEEPS; ++sweep) {
-        GROUP_RANGE(g, c, m_red, m) x[c] = gs_value(x, b, nbr, diag, stride, c);
+        GROUP_RANGE(g, c, m_red, m) x[c] = smooth_value(x, b, nbr, diag, stride, c);
         g.sync();
-        GROUP_RANGE(g, c, 0, m_red) x[c] = gs_value(x, b, nbr, diag, stride, c);
+        GROUP_RANGE(g, c, 0, m_red) x[c] = smooth_value(x, b, nbr, diag, stride, c);
         g.sync();
     }
 }

@@ -22,7 +22,8 @@ it (α = β = 0, the counter stops), so iterations after convergence change noth
 host reads the flag once per ``check_every`` iterations and the iteration count is
 exact. Preconditioners (``PRECONDITIONERS``: name → (grid, kind, unknowns) → (r → z)):
 ``"mg"`` (default), the dense solver's multigrid V-cycle over a sparse hierarchy
-(``sparse_multigrid.py``; the same iteration counts as dense), ``"jacobi"`` (z = r ·
+(``sparse_multigrid.py``; the dense solver's iteration counts with
+``sparse_multigrid.MG_OMEGA`` 1, fewer with its over-relaxed default), ``"jacobi"`` (z = r ·
 (1/diag)) and ``"none"``. This module's loop is the NumPy reference; on CuPy the same
 tables go to ``sparse_pressure_gpu.py`` (RawKernels of ``cuda/flip_sparse_pressure.cu``,
 a CUDA graph per block of iterations).

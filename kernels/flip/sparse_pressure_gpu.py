@@ -40,7 +40,7 @@ import numpy as np
 from .. import backend
 from ..grid.launch import THREADS, GraphLoop, Kernels
 from .pressure import MG_COARSE_SWEEPS, MG_SWEEPS
-from .sparse_multigrid import KEY_BITS
+from .sparse_multigrid import KEY_BITS, MG_OMEGA
 from .sparse_pressure_buffers import _Buffers, carve, grown_strides, solver_memory_bytes
 from .sparse_pressure_vcycle import _TAIL_CLUSTER, VCycleLaunches
 from .pressure_gpu import (_D_ALPHA, _D_BB, _D_BETA, _D_RR, _D_RZ, _D_THRESH, _MAX_BLOCKS, _S_CONVERGED, _S_IT,
@@ -55,6 +55,7 @@ _DEFINES = {
     "D_RR": _D_RR, "D_RZ": _D_RZ, "D_ALPHA": _D_ALPHA, "D_BETA": _D_BETA, "D_COLD": _D_COLD,
     "MG_COARSE_SWEEPS": MG_COARSE_SWEEPS,
     "MG_SWEEPS": MG_SWEEPS, "KEY_BITS": KEY_BITS,
+    **({"MG_OMEGA": MG_OMEGA} if MG_OMEGA != 1.0 else {}),  # sparse_multigrid.MG_OMEGA (i24m)
     **{f"PRE_{name.upper()}": i for i, name in enumerate(_MODES)}}
 _K = Kernels(_CU, ("--fmad=false",), THREADS, defines=_DEFINES)  # PCG, labels, tables
 _MG = Kernels("flip_sparse_pressure_vcycle.cu", ("--fmad=false",), THREADS,  # the V-cycle

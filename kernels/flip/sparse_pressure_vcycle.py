@@ -61,13 +61,18 @@ launch instead of in the cluster (``CLUSTER_UNKNOWNS`` 0): 238.4 µs in 36 launc
 tail's ~70 passes are bound neither by the block's barrier, nor by where the tables live, nor
 by DRAM misses, but by each pass's dependent chain (table, then vector loads; six serial adds;
 an IEEE divide): fewer passes (the coarsest level alone takes 4·MG_COARSE_SWEEPS = 32) would
-cut it, a change to the preconditioner, not to the launches."""
+cut it, a change to the preconditioner, not to the launches.
+
+Over-relaxed sweeps (``sparse_multigrid.MG_OMEGA``, issue 24, i24m; the kernels compile ω in):
+the fused V-cycle then prolongs onto every unknown, not the red ones alone, since the
+over-relaxed black sweep after it reads the black values."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from .pressure import MG_SWEEPS
+from .sparse_multigrid import MG_OMEGA
 
 _TAIL_THREADS = 1024
 _TAIL_CLUSTER = 8  # blocks of mg_tail_cluster's one cluster (the portable limit)
@@ -187,8 +192,8 @@ class VCycleLaunches:
             self._one("mg_coarse_solve", (1,), (_COARSE_THREADS,), (C.x, C.b, *self._level_args(last), self.state))
         for level in range(lead - 1, -1, -1):
             L, C = levels[level], levels[level + 1]
-            self._launch("mg_prolong_add", self._colour_n(L.stride), (
-                C.x, L.up, np.int32(L.stride), self.sizes, np.int32(level), np.int32(0), L.x, self.state))  # the red
+            self._launch("mg_prolong_add", self._colour_n(L.stride), (  # the red (all: MG_OMEGA ≠ 1 reads black)
+                C.x, L.up, np.int32(L.stride), self.sizes, np.int32(level), np.int32(MG_OMEGA != 1), L.x, self.state))
             for sweep in range(MG_SWEEPS):
                 self._smooth(level, 1, fused=True)
                 if level == 0 and sweep == MG_SWEEPS - 1:

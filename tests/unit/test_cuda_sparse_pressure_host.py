@@ -157,7 +157,8 @@ static void vcycle_fused(std::vector<double>& rz, int tail = 0, int from = 0, un
     }
     for (int l = lead - 1; l >= 0; --l) {
         Level &A = L[l], &C2 = L[l + 1];
-        LAUNCH(A.stride, mg_prolong_add(C2.x.data(), A.up.data(), A.stride, sizes.data(), l, 0, A.x.data(), state));
+        LAUNCH(A.stride, mg_prolong_add(C2.x.data(), A.up.data(), A.stride, sizes.data(), l, MG_OMEGA != 1.0f,
+                                         A.x.data(), state));  // the red (all: sparse_multigrid.MG_OMEGA ≠ 1)
         for (int s = 0; s < MG_SWEEPS; ++s) {
             smooth(l, 1, 0);
             if (l == 0 && s == MG_SWEEPS - 1)

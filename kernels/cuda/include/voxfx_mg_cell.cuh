@@ -2,8 +2,19 @@
 // rule written once, called by the grid-wide launches of the V-cycle and by its one-block
 // kernels (the coarsest level's solve, mg_tail_vcycle), so both round alike (the including
 // module is compiled without FMA contraction). Layout as flip_sparse_pressure.cu's notes;
-// MG_COARSE_SWEEPS from the including module's -D options.
+// MG_COARSE_SWEEPS and MG_OMEGA from the including module's -D options.
 #pragma once
+
+// Over-relaxation of the smoothing sweeps above the coarsest level (issue 24, i24m;
+// sparse_multigrid.MG_OMEGA, VOXFX_SPARSE_MG_OMEGA): x_c ← x_c + ω·(g − x_c), g the
+// Gauss-Seidel value (sparse_pressure_gpu passes -DMG_OMEGA where ω ≠ 1; default 1.3). 1 (no
+// define): g itself, plain Gauss-Seidel's values and loads.
+#ifndef MG_OMEGA
+#define MG_OMEGA 1.0f
+#endif
+
+// x_old + ω·(g − x_old), rounded as sparse_multigrid.sweep (no FMA contraction); g where ω = 1.
+__device__ __forceinline__ float relaxed(float x_old, float g) { return x_old + MG_OMEGA * (g - x_old); }
 
 // Σ x over the six neighbours of unknown c, added −x, +x, −y, +y, −z, +z.
 __device__ __forceinline__ float compact_neighbour_sum(const float* __restrict__ x, const int* __restrict__ nbr,
@@ -22,19 +33,37 @@ __device__ __forceinline__ float gs_value(const float* __restrict__ x, const flo
     return (b[c] + compact_neighbour_sum(x, nbr, stride, c)) / diag[c];
 }
 
+// A smoothing sweep's value of unknown c above the coarsest level: gs_value over-relaxed
+// by MG_OMEGA (x[c] is read only where ω ≠ 1).
+__device__ __forceinline__ float smooth_value(const float* __restrict__ x, const float* __restrict__ b,
+                                              const int* __restrict__ nbr, const float* __restrict__ diag, int stride,
+                                              int c)
+{
+    const float g = gs_value(x, b, nbr, diag, stride, c);
+    return MG_OMEGA == 1.0f ? g : relaxed(x[c], g);
+}
+
+// A red unknown's first-sweep value from x = 0: b/diag (over-relaxed from 0 where ω ≠ 1).
+__device__ __forceinline__ float first_red_value(const float* __restrict__ b, const float* __restrict__ diag, int c)
+{
+    const float g = b[c] / diag[c];
+    return MG_OMEGA == 1.0f ? g : relaxed(0.0f, g);
+}
+
 // The first sweep from x = 0, red and black at once: red b/diag, black (b + Σ b_n/diag_n)/diag
-// (mg_smooth_first).
+// (mg_smooth_first; each over-relaxed from 0 where ω ≠ 1; the sentinel's b 0 gives 0).
 __device__ __forceinline__ float first_sweep_value(const float* __restrict__ b, const int* __restrict__ nbr,
                                                    const float* __restrict__ diag, int stride, int m_red, int c)
 {
-    if (c < m_red) return b[c] / diag[c];
+    if (c < m_red) return first_red_value(b, diag, c);
     int n = nbr[c];
-    float s = b[n] / diag[n];
+    float s = first_red_value(b, diag, n);
     for (int d = 1; d < 6; ++d) {
         n = nbr[d * stride + c];
-        s = s + b[n] / diag[n];
+        s = s + first_red_value(b, diag, n);
     }
-    return (b[c] + s) / diag[c];
+    const float g = (b[c] + s) / diag[c];
+    return MG_OMEGA == 1.0f ? g : relaxed(0.0f, g);
 }
 
 // The second sweep's red value from x = 0, from b alone (mg_smooth_first2): gs_value over the
@@ -50,7 +79,8 @@ __device__ __forceinline__ float second_red_value(const float* __restrict__ b, c
         n = nbr[d * stride + c];
         s = s + (n < m ? first_sweep_value(b, nbr, diag, stride, m_red, n) : 0.0f);
     }
-    return (b[c] + s) / diag[c];
+    const float g = (b[c] + s) / diag[c];
+    return MG_OMEGA == 1.0f ? g : relaxed(first_red_value(b, diag, c), g);
 }
 
 // r_c = b_c − A x at unknown c.

@@ -1,0 +1,196 @@
+"""MGPCG iterations to 1e-4 per multigrid variant, on the dam break's own pressure systems
+(issue 24, helper i24m; CPU, NumPy): the sparse simulation steps on NumPy, and at chosen
+substeps every variant solves that substep's system (the same b, cell types and warm
+start) with the PCG loop of ``sparse_pressure.pcg``; the simulation goes on with the
+default's pressure.
+
+    python3 bench/flip_mg_iterations.py [--n 64 128] [--substeps 10] [--every 3]
+        [--variants base omega=1 boundary_sweeps=2 ...] [--cold]
+
+A variant is ``base`` (the default V-cycle) or ``key=value,key=value`` over
+``sparse_multigrid_variants.MGOptions``'s fields. Printed per variant: the iterations at
+each captured substep, their sum, the change against the first variant, and the estimated
+cost of an 8M iteration on the H100 (today's 237 µs plus each extra launch at ~6 µs and
+its bytes at ~6 µs a level-0 sweep).
+
+Measured (this 2-core CPU, 2026-11-26, before the default became ω = 1.3, so "base" is
+plain Gauss-Seidel; the 8M scene's 0.48 particles a box cell; warm starts; the sum over
+the captured substeps):
+
+| variant | 64³, 125k particles, substeps 1–10 | 128³, 1M, substeps 1 and 6 | est. µs an 8M iteration |
+|---|---|---|---|
+| base (ω = 1, 2 sweeps) | 29 | 17 | 237 |
+| ω = 1.3 | 28 (−3%); 40 vs 45 over substeps 1–41 (−11%) | 15 (−12%); 33 vs 39 over 1–13 (−15%) | 237 |
+| ω = 1.15 / 1.45 / 1.6 | — ; 44 / 43 / 46 vs 45 | 36 / 33 / 36 vs 39 | 237 |
+| boundary smoothing, 1 sweep | 26 (−10%) | 15 (−12%) | 287 |
+| boundary smoothing, 2 sweeps | 25 (−14%) | 13 (−24%) | 336 |
+| 2 sweeps, band of 2 cells | 24 (−17%) | — | 344 |
+| 2 sweeps next to AIR only | 30 (+3%) | — | 339 |
+| 2 sweeps on levels 0–1 / from level 1 / from level 2 | 26 / 28 / — | — / — / 17 | — |
+| 1 sweep on level 0 alone | — | 17 (0%) | 263 |
+| 3 sweeps (``MG_SWEEPS``) | 26 (−10%) | 15 (−12%) | ~285 (8 launches) |
+| 4 or 8 sweeps on levels ≥ 2 (the tail) | — | 17 (0%) | tail ×2–4 |
+| coarsest solved exactly / 32 coarsest sweeps | 29 / 29 | — | — |
+| coarse FLUID if ≥ 4 / ≥ 1 FLUID children | 33 (+14%) / 35 (+21%) | — | — |
+| coarse correction × 1.2 / 1.4 / 1.6 | 30 / 33 / 34 | — | — |
+| coarse free surface at the fine layer (1/θ) / every AIR coefficient 0.8, 0.9, 1.33, 2 | 30 / 33, 32, 32, 33 | — | — |
+
+Only ω costs nothing on the device (no launch; ~10% more bytes an iteration, measured), so
+it alone went into the kernels. On the H100 (``bench/flip_mg_omega_call.sh``): 8M 14 → 11
+iterations, pressure 5.15 / 4.99 → 4.50 / 4.64 ms; 65M 20–21 → 17, 32.0 / 32.2 → 30.1 / 30.3 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from tools.package import load  # noqa: E402
+
+load()
+from voxfx.kernels.flip import sparse_multigrid_variants as mgv  # noqa: E402
+from voxfx.kernels.flip import sparse_pressure  # noqa: E402
+from voxfx.kernels.flip.grid import FlipSettings  # noqa: E402
+from voxfx.kernels.flip.sim import FlipSimulation  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "bench"))
+from flip import dam_break  # noqa: E402
+
+ITERATION_US = 237.0  # an 8M PCG iteration on the H100 (RESULTS, ninth session)
+LAUNCH_US = 6.0  # one extra launch
+SWEEP_US = 6.0  # one level-0 colour pass's bytes over all unknowns, both colours
+
+
+def parse_variant(text):
+    """(label, MGOptions) of 'base' or 'key=value,...'."""
+    if text == "base":
+        return text, mgv.MGOptions()
+    fields = {}
+    for part in text.split(","):
+        key, value = part.split("=")
+        kind = type(getattr(mgv.MGOptions(), key))
+        fields[key] = kind(value) if kind is not bool else value in ("1", "true", "True")
+    return text, mgv.MGOptions(**fields)
+
+
+def extra_cost_us(options, fraction):
+    """Estimated µs an 8M iteration gains from *options* against today's V-cycle."""
+    extra = 0.0
+    if options.boundary_sweeps:
+        passes = 4 * options.boundary_sweeps  # red and black, before and after
+        levels = 2 if options.boundary_levels < 0 else min(options.boundary_levels, 2)  # levels 0-1 launch by launch
+        extra += passes * levels * LAUNCH_US + passes * fraction * SWEEP_US / 2 * (1 + 1 / 8)
+    return extra
+
+
+def boundary_fraction(level, width):
+    unknown = mgv.boundary_unknowns(level, width)
+    return float(unknown.shape[0]) / max(level.m, 1)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--n", type=int, nargs="+", default=[64])
+    ap.add_argument("--density", type=float, default=0.477, help="particles per grid cell of the box (8M at 256³)")
+    ap.add_argument("--substeps", type=int, default=10)
+    ap.add_argument("--every", type=int, default=3, help="capture every k-th substep (from the second)")
+    ap.add_argument("--variants", nargs="+", default=["base"])
+    ap.add_argument("--cold", action="store_true", help="solve from 0 (default: the warm start)")
+    args = ap.parse_args()
+    variants = [parse_variant(v) for v in args.variants]
+    for n in args.n:
+        run_size(n, args, variants)
+
+
+def run_size(n, args, variants):
+    """Step the dam break at n³ and print every variant's iterations (module notes)."""
+    particles = int(args.density * n ** 3)
+    spec, v, t = dam_break(n, particles)
+    sim = FlipSimulation(spec, FlipSettings(), v, t, xp=np, sparse=True)
+    counts = {label: [] for label, _ in variants}
+    counts["solver"] = []
+    fractions = []
+    original = sparse_pressure.pcg
+    state = {"substep": 0}
+
+    def capture(grid, kind, b, tolerance, max_iterations, preconditioner="mg", check_every=10, progress=None,
+                x0=None, tables=()):
+        result = original(grid, kind, b, tolerance, max_iterations, preconditioner, check_every, progress,
+                          x0=x0, tables=tables)
+        s = state["substep"]
+        if args.every > 1 and s % args.every != 1:
+            return result
+        level = sparse_pressure.Unknowns(grid, kind)
+        start = None if args.cold else x0
+        for label, options in variants:
+            M = mgv.VariantVCycle(grid, kind, level, options)
+            counts[label].append(solve(level, M, b, tolerance, max_iterations, start)[0])
+        counts["solver"].append(result[1])  # sparse_pressure.pcg's own count (base's check)
+        fractions.append([boundary_fraction(level, w) for w in (1, 2, 3)])
+        print(f"  n {n} substep {s}: unknowns {level.m:,}, levels {len(M.levels)} "
+              f"(m {[L.m for L in M.levels]}), " + ", ".join(f"{lab} {counts[lab][-1]}" for lab, _ in variants),
+              flush=True)
+        return result
+
+    sparse_pressure.pcg = capture
+    try:
+        t0 = time.perf_counter()
+        for s in range(args.substeps):
+            state["substep"] = s
+            sim.substep(1 / 120)  # the 8M bench's substep
+        elapsed = time.perf_counter() - t0
+    finally:
+        sparse_pressure.pcg = original
+    f = np.mean(np.array(fractions), axis=0)
+    print(f"n {n}, {particles:,} particles, {args.substeps} substeps in {elapsed:.0f} s, "
+          f"{'cold' if args.cold else 'warm'} starts; boundary unknowns (width 1/2/3): "
+          + "/".join(f"{x:.1%}" for x in f))
+    base = sum(counts[variants[0][0]])
+    print(f"sparse_pressure.pcg (the default, check every 10): {counts['solver']}")
+    print(f"{'variant':44s} | iterations per captured substep | sum | vs first | est. µs/it | est. ms/solve")
+    for label, options in variants:
+        c = counts[label]
+        width = max(1, options.boundary_width)
+        cost = ITERATION_US + extra_cost_us(options, f[min(width, 3) - 1])
+        print(f"{label:44s} | {c} | {sum(c)} | {sum(c) / base - 1:+.1%} | {cost:.0f} | "
+              f"{cost * np.mean(c) / 1000:.2f}")
+
+
+def solve(level, M, b_flat, tolerance, max_iterations, x0_flat):
+    """(iterations, relative residual) of the NumPy PCG with preconditioner *M*
+    (``sparse_pressure.pcg``'s loop, check every iteration)."""
+    xp = np
+    b = level.gather(b_flat)
+    bb = sparse_pressure._dot(xp, b, b)
+    thresh = bb * float(tolerance) ** 2
+    x, r, rr = sparse_pressure._start(level, b, bb, None if x0_flat is None else level.gather(x0_flat))
+    if not rr > thresh:
+        return 0, 0.0
+    z = M(r)
+    d = z.copy()
+    rz = sparse_pressure._dot(xp, r, z)
+    it = 0
+    while it < max_iterations:
+        q = level.apply(d)
+        alpha = rz / sparse_pressure._dot(xp, d, q)
+        x = x + np.float32(alpha) * d
+        r = r - np.float32(alpha) * q
+        rr = sparse_pressure._dot(xp, r, r)
+        it += 1
+        if rr <= thresh:
+            break
+        z = M(r)
+        rz_new = sparse_pressure._dot(xp, r, z)
+        d = z + np.float32(rz_new / rz) * d
+        rz = rz_new
+    return it, float(np.sqrt(rr / bb))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,219 @@
+"""Variants of the sparse multigrid V-cycle (issue 24, helper i24m), NumPy only: what
+``bench/flip_mg_iterations.py`` counts CG iterations of on the dam break's own pressure
+systems, to find a stronger preconditioner at the same cost. ``VariantVCycle(grid, kind,
+level0, MGOptions(...))`` is ``sparse_multigrid.VCycle`` with the options' changes; with
+the defaults it gives the same z bit for bit (its passes are the reference's).
+
+Measured (bench/RESULTS.md paragraph of i24m; this 2-core CPU, dam break at 64³ and 128³,
+the 8M scene's particles per cell): only the over-relaxation is free on the device, and it
+alone went into the reference and the kernels (``sparse_multigrid.MG_OMEGA``); boundary
+smoothing (McAdams, Sifakis & Teran 2010: extra Gauss-Seidel sweeps on the unknowns next to
+the boundary before and after the interior ones) cuts iterations too but costs launches on
+levels 0 and 1 that the saved iterations do not pay for; a better coarsest solve, more
+sweeps on the coarse levels, other coarsening rules and other free-surface coefficients on
+the coarse levels gave no fewer iterations, or more.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .pressure import MG_COARSE_SWEEPS, MG_MIN_SIDE, MG_SWEEPS
+from .sparse_multigrid import MG_OMEGA, PROLONG_WEIGHTS, RESTRICT_WEIGHTS, VCycle, gather_sum, sweep
+
+_F32 = np.float32
+
+
+@dataclass(frozen=True)
+class MGOptions:
+    """Variants of the V-cycle (issue 24, i24m: ``bench/flip_mg_iterations.py`` counts the
+    CG iterations each takes; the defaults are today's V-cycle). All keep it a symmetric
+    positive definite operator, as CG needs.
+
+    ``omega``: over-relaxation of every smoothing sweep above the coarsest level,
+    x_c ← x_c + ω·((b_c + Σ x_n)/diag_c − x_c) (``MG_OMEGA``; 1: plain Gauss-Seidel).
+    ``boundary_sweeps``, ``boundary_width``, ``boundary_levels``, ``boundary_air``: boundary
+    smoothing (McAdams, Sifakis & Teran 2010): that many extra red-black sweeps over the
+    unknowns within ``boundary_width`` cells of a non-unknown neighbour (``boundary_air``:
+    of an AIR neighbour only) before pre-smoothing and after post-smoothing (in the adjoint
+    order), on levels ``boundary_from`` ≤ l < ``boundary_levels`` (−1: all but the coarsest).
+    ``coarse_sweeps``: the coarsest level's sweeps each way; ``coarse_exact``: solve it
+    exactly instead (pseudo-inverse; the measure of what a better coarsest solve can give).
+    ``coarsen_fluid``: a coarse cell is FLUID when at least this many of its 8 children are
+    FLUID even where others are AIR (9: never, today's rule — AIR if any child is AIR).
+    ``correction``: the coarse-grid correction scaled by this factor (the restriction's ½
+    becomes ½·correction). ``sweeps``, ``min_side``: ``MG_SWEEPS``, ``MG_MIN_SIDE``;
+    ``coarse_level_sweeps`` (0: ``sweeps``): the sweeps on levels ≥ ``coarse_from`` but the
+    coarsest (at 8M levels ≥ 2 run in the one tail launch: extra passes there add no launch)."""
+
+    omega: float = MG_OMEGA
+    boundary_sweeps: int = 0
+    boundary_width: int = 1
+    boundary_levels: int = -1
+    boundary_air: bool = False
+    boundary_from: int = 0
+    coarse_sweeps: int = MG_COARSE_SWEEPS
+    coarse_exact: bool = False
+    coarsen_fluid: int = 9
+    correction: float = 1.0
+    sweeps: int = MG_SWEEPS
+    min_side: int = MG_MIN_SIDE
+    coarse_level_sweeps: int = 0
+    coarse_from: int = 2
+    surface: str = "centre"
+
+
+DEFAULT_OPTIONS = MGOptions()
+
+
+def sweep_some(level, x, b, cells):
+    """Gauss-Seidel on the unknowns *cells* (all of one colour) alone."""
+    if cells.shape[0] == 0:
+        return
+    nbr = level.nbr[:, cells]
+    s = x[nbr[0]]
+    for d in range(1, 6):
+        s = s + x[nbr[d]]
+    x[cells] = (b[cells] + s) / level.diag[cells]
+
+
+def _layer_rows(d):
+    """The restriction table's rows (``down``) of the fine cells in the first layer of
+    the coarse neighbour in direction *d* (−x, +x, −y, +y, −z, +z): offset −1 or 2 along
+    its axis, 0 or 1 (rows 1, 2) along the other two."""
+    axis, side = d // 2, (0 if d % 2 == 0 else 3)
+    rows = []
+    for a in (1, 2):
+        for b_ in (1, 2):
+            idx = [0, 0, 0]
+            idx[axis] = side
+            others = [k for k in range(3) if k != axis]
+            idx[others[0]], idx[others[1]] = a, b_
+            rows.append((idx[2] * 4 + idx[1]) * 4 + idx[0])
+    return rows
+
+
+def surface_diag(level, down, m_fine, mode):
+    """A coarse level's diagonal with its free surface placed where the finer level has
+    it (issue 24, i24m): per AIR neighbour N of a coarse unknown, the coefficient 1/θ of
+    the Dirichlet condition at distance θ (coarse cells) instead of 1 (at N's centre):
+    θ = 0.75 where the fine cell of N's first layer next to it is not a fine unknown (the
+    fine surface at that cell's centre), 1.25 where it is one, averaged over N's four
+    first-layer cells as 1/θ (the flux's mean). Which sentinel neighbours are AIR and which
+    SOLID: a neighbour with a fine unknown in that layer is AIR (a SOLID coarse cell has no
+    FLUID child); the others share the remaining AIR count (diag − unknown neighbours) at
+    the coefficient of an empty layer, 1/0.75."""
+    m = level.m
+    nbr = level.nbr[:, :m]
+    diag = level.diag[:m].astype(np.float64)
+    unknown_nbrs = (nbr < m).sum(axis=0)
+    air = diag - unknown_nbrs  # AIR neighbours (pinned cells count as AIR)
+    far, near = 1.0 / 1.25, 1.0 / 0.75
+    total = unknown_nbrs.astype(np.float64)
+    seen_air = np.zeros(m)
+    for d in range(6):
+        sentinel = nbr[d] == m
+        k = sum((down[row, :m] < m_fine).astype(np.float64) for row in _layer_rows(d))
+        partial = sentinel & (k > 0)
+        total += np.where(partial, (k * far + (4 - k) * near) / 4, 0.0)
+        seen_air += partial
+    total += np.maximum(air - seen_air, 0) * near
+    if mode != "layer":  # "scale:c": every AIR neighbour's coefficient c (the bench's checks)
+        total = unknown_nbrs + air * float(mode.split(":")[1])
+    return np.concatenate([total.astype(np.float32), np.ones(1, np.float32)])
+
+
+def boundary_unknowns(level, width, air_only=False):
+    """Sorted unknowns within *width* cells (through unknowns) of a neighbour that is not
+    an unknown (*air_only*: of an AIR one: diag counts more non-SOLID neighbours than the
+    unknowns it has)."""
+    m = level.m
+    nbr = level.nbr[:, :m]
+    outside = (nbr == m).sum(axis=0)
+    if air_only:
+        seed = level.diag[:m] > (6 - outside)
+    else:
+        seed = outside > 0
+    near = np.concatenate([seed, [False]])
+    for _ in range(width - 1):
+        grown = near[:m].copy()
+        for d in range(6):
+            grown |= near[nbr[d]]
+        near = np.concatenate([grown, [False]])
+    return np.flatnonzero(near[:m])
+
+
+class VariantVCycle(VCycle):
+    """``VCycle`` with *options* (``MGOptions``) on NumPy."""
+
+    def __init__(self, grid, kind, level0, options=None):
+        if grid.xp is not np:
+            raise ValueError("the multigrid variants run on NumPy only")
+        self.options = options = options or DEFAULT_OPTIONS
+        super().__init__(grid, kind, level0, options.coarsen_fluid, options.min_side)
+        if level0.m == 0:
+            return
+        if options.surface != "centre":
+            for lv in range(1, len(self.levels)):
+                self.levels[lv].diag = surface_diag(self.levels[lv], self.down[lv - 1], self.levels[lv - 1].m,
+                                                    options.surface)
+        self._variant_tables(options)
+
+    def _variant_tables(self, options):
+        """The boundary unknowns per colour (boundary smoothing) and the coarsest level's
+        pseudo-inverse (``coarse_exact``)."""
+        last = len(self.levels) - 1
+        self.boundary = []
+        for lv, L in enumerate(self.levels):
+            on = (options.boundary_sweeps > 0 and options.boundary_from <= lv < last
+                  and (options.boundary_levels < 0 or lv < options.boundary_levels))
+            cells = boundary_unknowns(L, options.boundary_width, options.boundary_air) if on else np.zeros(0, int)
+            self.boundary.append((cells[cells < L.m_red], cells[cells >= L.m_red]))
+        self.coarse_inverse = None
+        if options.coarse_exact:
+            C = self.levels[last]
+            A = np.diag(C.diag[:C.m].astype(np.float64))
+            for d in range(6):
+                at = C.nbr[d, :C.m]
+                ok = at < C.m
+                A[np.flatnonzero(ok), at[ok]] -= 1.0
+            self.coarse_inverse = np.linalg.pinv(A)
+
+    def _cycle(self, b, level):
+        """``VCycle._cycle`` with ``self.options`` (``MGOptions``): the same passes, in the
+        same palindromic order, plus the variant's."""
+        o = self.options
+        L = self.levels[level]
+        x = np.zeros_like(b)
+        if level == len(self.levels) - 1:
+            if self.coarse_inverse is not None:
+                x[:L.m] = (self.coarse_inverse @ b[:L.m].astype(np.float64)).astype(np.float32)
+                return x
+            for _ in range(o.coarse_sweeps):
+                sweep(L, x, b, 0)
+                sweep(L, x, b, 1)
+            for _ in range(o.coarse_sweeps):
+                sweep(L, x, b, 1)
+                sweep(L, x, b, 0)
+            return x
+        red, black = self.boundary[level]
+        sweeps = o.coarse_level_sweeps if o.coarse_level_sweeps and level >= o.coarse_from else o.sweeps
+        for _ in range(o.boundary_sweeps if red.shape[0] + black.shape[0] else 0):  # boundary: red, black
+            sweep_some(L, x, b, red)
+            sweep_some(L, x, b, black)
+        for _ in range(sweeps):
+            sweep(L, x, b, 0, o.omega)
+            sweep(L, x, b, 1, o.omega)
+        r = b - L.apply(x)
+        bc = _F32(0.5 * o.correction) * gather_sum(r, self.down[level], RESTRICT_WEIGHTS)
+        xc = self._cycle(bc, level + 1)
+        x = x + gather_sum(xc, self.up[level], PROLONG_WEIGHTS)
+        for _ in range(sweeps):
+            sweep(L, x, b, 1, o.omega)
+            sweep(L, x, b, 0, o.omega)
+        for _ in range(o.boundary_sweeps if red.shape[0] + black.shape[0] else 0):  # boundary: black, red
+            sweep_some(L, x, b, black)
+            sweep_some(L, x, b, red)
+        return x

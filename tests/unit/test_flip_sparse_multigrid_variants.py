@@ -1,0 +1,44 @@
+"""The multigrid variants of bench/flip_mg_iterations.py (sparse_multigrid_variants, issue
+24, i24m) on NumPy: with the default options the variant V-cycle is the reference's bit for
+bit, and every variant stays a symmetric positive definite operator (u·M v = v·M u,
+u·M u > 0), the condition for CG."""
+
+import numpy as np
+import pytest
+
+from tests.unit.test_cuda_sparse_pressure_host import _tank
+from voxfx.kernels.flip import sparse_pressure
+from voxfx.kernels.flip.sparse_multigrid import VCycle
+from voxfx.kernels.flip.sparse_multigrid_variants import MGOptions, VariantVCycle
+
+
+@pytest.fixture(scope="module")
+def system():
+    g = _tank((40, 24, 36), 8)
+    kind, _, _ = sparse_pressure.solver_cells(g)
+    level = sparse_pressure.Unknowns(g, kind)
+    rng = np.random.default_rng(2)
+    u, v = (np.append(rng.normal(0, 1, level.m), 0).astype(np.float32) for _ in range(2))
+    return g, kind, level, u, v
+
+
+def test_default_variant_is_the_reference_vcycle_bit_for_bit(system):
+    g, kind, level, u, _ = system
+    assert np.array_equal(VariantVCycle(g, kind, level)(u), VCycle(g, kind, level)(u))
+
+
+@pytest.mark.parametrize("options", [
+    MGOptions(omega=1.0), MGOptions(boundary_sweeps=2, boundary_width=2), MGOptions(boundary_sweeps=1,
+                                                                                   boundary_air=True),
+    MGOptions(coarse_exact=True), MGOptions(coarsen_fluid=4), MGOptions(correction=1.2),
+    MGOptions(coarse_level_sweeps=4, coarse_from=1), MGOptions(surface="layer")],
+    ids=["omega", "boundary", "boundary-air", "coarse-exact", "coarsen-4", "correction", "coarse-sweeps", "surface"])
+def test_every_variant_is_a_symmetric_positive_definite_operator_that_differs(system, options):
+    g, kind, level, u, v = system
+    M = VariantVCycle(g, kind, level, options)
+    Mu, Mv = M(u).astype(np.float64), M(v).astype(np.float64)
+    uMv, vMu = float(u @ Mv), float(v @ Mu)
+    assert abs(uMv - vMu) <= 1e-4 * max(abs(uMv), 1.0)
+    assert float(u @ Mu) > 0 and float(v @ Mv) > 0
+    if not options.coarse_exact:  # (this tank's few coarsest unknowns: the sweeps solve them exactly already)
+        assert not np.array_equal(M(u), VCycle(g, kind, level)(u))
