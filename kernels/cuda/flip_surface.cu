@@ -4,9 +4,10 @@
 // Particles are binned into cells of edge max(R/2, voxel), packed in cell order as float4
 // (x, y, z, r), and every node gathers over the cells its R-sphere touches: one thread per
 // node, no atomics. Three ways to get there (surface_gpu.LEVEL_SET_MODES):
-//   "lean" (default): "bricks" below with the particle's own point counted and placed by
-//     warp groups (surface_count_lean / surface_place_lean), 32-bit tags, and the gather
-//     branch-free with a three-operation quotient (particle_level_set_lean, node_phi_lean);
+//   "lean" (default; flip_surface_lean.cu): "bricks" below with the particle's own point
+//     counted and placed by warp groups (surface_count_lean / surface_place_lean), 32-bit
+//     tags, and the gather branch-free with a three-operation quotient
+//     (particle_level_set_lean, node_phi_lean);
 //   "bricks": the walls' mirror images made on the fly (surface_count /
 //     surface_place), a counting sort by cell whose cells are then put in the order of a
 //     stable sort (surface_order_cells), the nodes gathered tile by tile (TILE_X × TILE_Y ×
@@ -21,15 +22,9 @@
 // Compiled with --fmad=false: node positions and particle offsets round as NumPy's, so a
 // node sums exactly the particles the CPU reference sums.
 
-#include "voxfx_reduce.cuh"  // warp_grouped_rank ("lean" binning)
+#include "voxfx_surface.cuh"  // cell_of, cell_key, gap_to_cell, the walls' images, order_point, tile_node
 
 // ---------------------------------------------------------------- binning
-
-__device__ __forceinline__ int cell_of(float x, float origin, float inv_edge, int n)
-{
-    float f = floorf((x - origin) * inv_edge);
-    return (f >= 0.0f && f < (float)n) ? (int)f : -1;
-}
 
 // key = linear cell index (x fastest), or n_cells for a particle outside every cell: it can
 // reach no node and sorts to the end.
@@ -56,54 +51,7 @@ extern "C" __global__ void pack_particles(const float* __restrict__ pos, const f
     packed[s] = make_float4(pos[3 * p + 0], pos[3 * p + 1], pos[3 * p + 2], radii[p * radius_stride]);
 }
 
-// The particles' bounding box for the level set's region (sparse_output.liquid_region, "lean"):
-// per axis the least and the greatest finite-or-infinite coordinate, NaN skipped (as nanmin /
-// nanmax), as order keys (ordered_key: unsigned, ordered as the floats), in one pass and one
-// host read; out = (min x, y, z, max x, y, z), min slots 0xffffffff and max slots 0 before.
-__device__ __forceinline__ unsigned int ordered_key(float f)
-{
-    unsigned int u = __float_as_uint(f);
-    return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
-}
-
-extern "C" __global__ void particle_bounds(const float* __restrict__ pos, long long n, unsigned int* __restrict__ out)
-{
-    const float nan = __int_as_float(0x7fc00000);  // NVRTC has no NAN macro
-    float lo[3] = {nan, nan, nan}, hi[3] = {nan, nan, nan};
-    for (long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x; p < n; p += (long long)gridDim.x * blockDim.x)
-        for (int a = 0; a < 3; ++a) {
-            float x = pos[3 * p + a];
-            lo[a] = fminf(lo[a], x);  // fminf / fmaxf drop a NaN operand
-            hi[a] = fmaxf(hi[a], x);
-        }
-    for (int a = 0; a < 3; ++a) {
-        unsigned int low = isnan(lo[a]) ? 0xffffffffu : ordered_key(lo[a]);
-        unsigned int high = isnan(hi[a]) ? 0u : ordered_key(hi[a]);
-        for (int d = 16; d > 0; d >>= 1) {
-            low = min(low, __shfl_xor_sync(0xffffffffu, low, d));
-            high = max(high, __shfl_xor_sync(0xffffffffu, high, d));
-        }
-        if ((threadIdx.x & 31) == 0) {
-            atomicMin(out + a, low);
-            atomicMax(out + 3 + a, high);
-        }
-    }
-}
-
 // ---------------------------------------------------------------- level set
-
-// Cells are searched in cell units u = (x − origin)/edge, the units bin_particles assigned
-// them in, so a particle of cell c has c ≤ u < c + 1 exactly as computed; the sphere of
-// radius R (Rc cells) is culled row by row: a (y, z) row of cells is skipped when its
-// nearest point is beyond Rc, and only the x-cells under the sphere's slice are read.
-// SLACK (cells) keeps float rounding from culling a particle the node test would take.
-#define SLACK 1e-3f
-
-__device__ __forceinline__ float gap_to_cell(float u, int c)  // distance from u to [c, c + 1], less SLACK
-{
-    float g = fmaxf(fmaxf((float)c - u, u - (float)(c + 1)), 0.0f);
-    return fmaxf(g - SLACK, 0.0f);
-}
 
 // phi = |x − x̄| − r̄ with x̄, r̄ the k(s) = (1 − s²)³ weighted means of the particles within R
 // (Zhu & Bridson 2005, §4); summed as offsets x_p − x so far-from-origin worlds keep their
@@ -155,117 +103,6 @@ __device__ __forceinline__ float node_phi(const float4* __restrict__ packed, con
     if (W > 0.0f) {
         float mx = sx / W, my = sy / W, mz = sz / W;
         value = sqrtf((mx * mx + my * my) + mz * mz) - sr / W;
-    }
-    return fminf(fmaxf(value, -band), band);
-}
-
-// ---------------------------------------------------------------- the "lean" gather
-
-// t = 1 − d2/R2 with d2/R2 rounded as "/" rounds it (IEEE), in three operations and no
-// branch: the quotient step of the compiler's own division (sm_90 SASS of node_phi:
-// MUFU.RCP and two FFMA for y ≈ 1/R2, then q0 = y·d2, r = d2 − q0·R2 exact by FMA,
-// q = q0 + r·y), whose q it returns as the quotient whenever its range check (FCHK)
-// passes, which it does for d2 ≥ R2·2⁻⁴⁰ with R2 in [2⁻⁶⁰, 2⁶⁰] (surface_gpu checks R2;
-// outside, the "bricks" gather): there d2, q and r stay far inside the normal range. Below
-// that, the true quotient and this q are both under 2⁻²⁵ (and not NaN), so 1 − q rounds to
-// 1 either way: t is node_phi's for every d2. y is made once a thread, not once a division.
-// quotient_mismatches checks the identity on the device over whole binades (GPU test); on
-// the host harness y comes from 1/R2 rounded (no rcp.approx there), the same q by
-// Markstein's theorem.
-__device__ __forceinline__ float reciprocal_step(float b)
-{
-#ifdef __CUDA_ARCH__
-    float r0;
-    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r0) : "f"(b));
-#else
-    float r0 = 1.0f / b;
-#endif
-    return fmaf(r0, fmaf(r0, -b, 1.0f), r0);
-}
-
-__device__ __forceinline__ float quotient_step(float a, float b, float y)
-{
-    float q0 = y * a;
-    return fmaf(y, fmaf(q0, -b, a), q0);
-}
-
-// mismatches[0] += the a = mantissa·2^e (a's mantissas m0 … m0 + n − 1, exponent of 2^e)
-// whose quotient_step(a, b) differs from a / b in any bit (GPU test of the identity above).
-extern "C" __global__ void quotient_mismatches(float b, int e, int m0, long long n,
-                                               unsigned long long* __restrict__ mismatches)
-{
-    long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= n) return;
-    float a = ldexpf(__int_as_float(0x3f800000 | ((m0 + (int)t) & 0x7fffff)), e);
-    if (__float_as_uint(quotient_step(a, b, reciprocal_step(b))) != __float_as_uint(a / b))
-        atomicAdd(mismatches, 1ull);
-}
-
-// One particle's terms, branch-free: a miss adds w = 0, which leaves every sum as it was
-// (x + 0 = x; x + (−0) = x but for the sign of a zero sum, which |x̄| and r̄ do not see), so
-// the sums are node_phi's bit for bit. A warp's 32 nodes each test their own particles
-// and nearly every test has some lane inside R: node_phi's branch ran the weight path for
-// the whole warp every test anyway, plus its divergence and the division's range check.
-// (w = max(t³, 0) would save the select — a miss has q ≥ 1, t ≤ 0 — but has not run on a
-// device yet: not taken.)
-struct NodeSums { float W, sx, sy, sz, sr; };
-
-__device__ __forceinline__ void add_particle(NodeSums& m, float4 q, float x, float y, float z, float R2,
-                                             float inv)
-{
-    float dx = q.x - x, dy = q.y - y, dz = q.z - z;
-    float d2 = (dx * dx + dy * dy) + dz * dz;
-    float t = 1.0f - quotient_step(d2, R2, inv);
-    float w = (t * t) * t;
-    w = d2 < R2 ? w : 0.0f;
-    m.W += w;
-    m.sx += w * dx;
-    m.sy += w * dy;
-    m.sz += w * dz;
-    m.sr += w * q.w;
-}
-
-// node_phi over the same cells, the same particles in the same order, the same φ bit for
-// bit; four particles' loads issued before their terms.
-__device__ __forceinline__ float node_phi_lean(const float4* __restrict__ packed, const int* __restrict__ starts,
-                                               float x, float y, float z, float cox, float coy, float coz,
-                                               float inv_edge, int cx, int cy, int cz, float R, float band)
-{
-    float R2 = R * R;
-    float inv = reciprocal_step(R2);
-    float ux = (x - cox) * inv_edge, uy = (y - coy) * inv_edge, uz = (z - coz) * inv_edge;
-    float Rc = R * inv_edge + SLACK;
-
-    int klo = max((int)floorf(uz - Rc), 0), khi = min((int)floorf(uz + Rc), cz - 1);
-    int jlo = max((int)floorf(uy - Rc), 0), jhi = min((int)floorf(uy + Rc), cy - 1);
-    NodeSums m = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
-    for (int ck = klo; ck <= khi; ++ck) {
-        float gz = gap_to_cell(uz, ck);
-        float left_z = Rc * Rc - gz * gz;
-        if (left_z <= 0.0f) continue;
-        for (int cj = jlo; cj <= jhi; ++cj) {
-            float gy = gap_to_cell(uy, cj);
-            float left = left_z - gy * gy;
-            if (left <= 0.0f) continue;
-            float half = sqrtf(left);
-            int ilo = max((int)floorf(ux - half - SLACK), 0), ihi = min((int)floorf(ux + half + SLACK), cx - 1);
-            if (ilo > ihi) continue;
-            int row = (ck * cy + cj) * cx;
-            int s = starts[row + ilo], last = starts[row + ihi + 1];
-            for (; s + 4 <= last; s += 4) {
-                float4 a = packed[s], b = packed[s + 1], c = packed[s + 2], d = packed[s + 3];
-                add_particle(m, a, x, y, z, R2, inv);
-                add_particle(m, b, x, y, z, R2, inv);
-                add_particle(m, c, x, y, z, R2, inv);
-                add_particle(m, d, x, y, z, R2, inv);
-            }
-            for (; s < last; ++s) add_particle(m, packed[s], x, y, z, R2, inv);
-        }
-    }
-    float value = band;
-    if (m.W > 0.0f) {  // the means before their squares, as node_phi
-        float mx = m.sx / m.W, my = m.sy / m.W, mz = m.sz / m.W;
-        value = sqrtf((mx * mx + my * my) + mz * mz) - m.sr / m.W;
     }
     return fminf(fmaxf(value, -band), band);
 }
@@ -330,37 +167,6 @@ extern "C" __global__ void smooth_level_set(const float* __restrict__ phi, int n
 
 // ---------------------------------------------------------------- the "bricks" level set
 
-// The walls' mirror images of a particle (surface.mirror_at_walls, made on the fly): on each
-// axis a choice c ∈ {0: as is, 1: mirrored across the low wall, 2: across the high wall}, a
-// mirror allowed where the particle lies within reach of that wall (x < lo + reach,
-// x > hi − reach, float32 as NumPy's); image = one combination of choices other than all 0,
-// numbered combo = (cz·3 + cy)·3 + cx. mirror_at_walls lists the images axis by axis, wall by
-// wall, each pass over the particles and the images so far: that list is in the order of
-// (combo, particle), which the tags below keep. x' = 2·wall − x as there.
-__device__ __forceinline__ int wall_choices(float x, float lo, float hi, float reach, int walls)
-{
-    if (!walls) return 0;
-    return (x < lo + reach ? 1 : 0) | (x > hi - reach ? 2 : 0);
-}
-
-__device__ __forceinline__ bool allowed(int c, int choices) { return c == 0 || ((choices >> (c - 1)) & 1); }
-
-__device__ __forceinline__ float mirrored(float x, int c, float lo, float hi)
-{
-    return c == 0 ? x : (c == 1 ? 2.0f * lo - x : 2.0f * hi - x);
-}
-
-__device__ __forceinline__ int cell_key(float x, float y, float z, float cox, float coy, float coz, float inv_edge,
-                                        int cx, int cy, int cz)
-{
-    int i = cell_of(x, cox, inv_edge, cx);
-    int j = cell_of(y, coy, inv_edge, cy);
-    int k = cell_of(z, coz, inv_edge, cz);
-    return (i < 0 || j < 0 || k < 0) ? -1 : (k * cy + j) * cx + i;
-}
-
-#define COMBOS 27
-
 // counts[cell] += the particle and its images in that cell (outside every cell: dropped, no
 // node is within R of it); bad[0] += 1 for a particle with a non-finite coordinate (then
 // none of it is counted: surface.py refuses the input).
@@ -420,121 +226,12 @@ extern "C" __global__ void surface_place(const float* __restrict__ pos, const fl
     }
 }
 
-// Each cell's points in tag order (the atomics above placed them in any order): the order a
-// stable sort of the list by cell gives, so the sums are the same every run. One thread a
-// point: its rank among its cell's tags (the cell from its own position, as surface_place
-// found it) is its place in *out*. A cell of more than *limit* points is left alone (the
-// rank would take its size squared): surface_gpu.py sorts those cells' points by themselves.
-template <typename Tag>
-__device__ __forceinline__ void order_point(const float4* __restrict__ packed, const Tag* __restrict__ tags,
-                                            const int* __restrict__ starts, long long points, float cox, float coy,
-                                            float coz, float inv_edge, int cx, int cy, int cz, int limit,
-                                            float4* __restrict__ out)
-{
-    long long s = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (s >= points) return;
-    float4 q = packed[s];
-    int key = cell_key(q.x, q.y, q.z, cox, coy, coz, inv_edge, cx, cy, cz);
-    int first = starts[key], last = starts[key + 1];
-    if (last - first > limit) return;
-    Tag t = tags[s];
-    int rank = 0;
-    for (int u = first; u < last; ++u) rank += tags[u] < t ? 1 : 0;
-    out[first + rank] = q;
-}
-
 extern "C" __global__ void surface_order_cells(const float4* __restrict__ packed, const long long* __restrict__ tags,
                                                const int* __restrict__ starts, long long points, float cox,
                                                float coy, float coz, float inv_edge, int cx, int cy, int cz,
                                                int limit, float4* __restrict__ out)
 {
     order_point(packed, tags, starts, points, cox, coy, coz, inv_edge, cx, cy, cz, limit, out);
-}
-
-// surface_order_cells over 32-bit tags ("lean": surface_place_lean's).
-extern "C" __global__ void surface_order_cells_lean(const float4* __restrict__ packed,
-                                                    const unsigned int* __restrict__ tags,
-                                                    const int* __restrict__ starts, long long points, float cox,
-                                                    float coy, float coz, float inv_edge, int cx, int cy, int cz,
-                                                    int limit, float4* __restrict__ out)
-{
-    order_point(packed, tags, starts, points, cox, coy, coz, inv_edge, cx, cy, cz, limit, out);
-}
-
-// "lean" binning: surface_count and surface_place with each particle's own point (combo 0)
-// counted and placed by warp groups (voxfx_reduce.cuh's warp_grouped_rank: the particles
-// keep their seeding order and move little, so a warp's 32 lie in a few cells — one atomic a
-// cell a warp, not one a particle), its images as there, and 32-bit tags (combo·n + p: the
-// caller keeps 27·n ≤ 2³²). The same counts; the same points in each cell, in another order
-// before surface_order_cells_lean puts them in tag order: the same list as surface_place's
-// after surface_order_cells. Every lane of a warp reaches warp_grouped_rank (no return before).
-extern "C" __global__ void surface_count_lean(const float* __restrict__ pos, long long n, int walls, float lox,
-                                              float loy, float loz, float hix, float hiy, float hiz, float reach,
-                                              float cox, float coy, float coz, float inv_edge, int cx, int cy,
-                                              int cz, int* __restrict__ counts, int* __restrict__ bad)
-{
-    long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    float x = 0.0f, y = 0.0f, z = 0.0f;
-    int key = -1, mx = 0, my = 0, mz = 0;
-    if (p < n) {
-        x = pos[3 * p + 0], y = pos[3 * p + 1], z = pos[3 * p + 2];
-        if (!(isfinite(x) && isfinite(y) && isfinite(z))) {
-            atomicAdd(bad, 1);
-        } else {
-            mx = wall_choices(x, lox, hix, reach, walls);
-            my = wall_choices(y, loy, hiy, reach, walls);
-            mz = wall_choices(z, loz, hiz, reach, walls);
-            key = cell_key(x, y, z, cox, coy, coz, inv_edge, cx, cy, cz);
-        }
-    }
-    warp_grouped_rank(counts, key);
-    if (!(mx | my | mz)) return;
-    for (int combo = 1; combo < COMBOS; ++combo) {
-        int c0 = combo % 3, c1 = (combo / 3) % 3, c2 = combo / 9;
-        if (!(allowed(c0, mx) && allowed(c1, my) && allowed(c2, mz))) continue;
-        int image = cell_key(mirrored(x, c0, lox, hix), mirrored(y, c1, loy, hiy), mirrored(z, c2, loz, hiz),
-                             cox, coy, coz, inv_edge, cx, cy, cz);
-        if (image >= 0) atomicAdd(&counts[image], 1);
-    }
-}
-
-extern "C" __global__ void surface_place_lean(const float* __restrict__ pos, const float* __restrict__ radii,
-                                              int radius_stride, long long n, int walls, float lox, float loy,
-                                              float loz, float hix, float hiy, float hiz, float reach, float cox,
-                                              float coy, float coz, float inv_edge, int cx, int cy, int cz,
-                                              const int* __restrict__ starts, int* __restrict__ fill,
-                                              float4* __restrict__ packed, unsigned int* __restrict__ tags)
-{
-    long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    float x = 0.0f, y = 0.0f, z = 0.0f, r = 0.0f;
-    int key = -1, mx = 0, my = 0, mz = 0;
-    if (p < n) {
-        x = pos[3 * p + 0], y = pos[3 * p + 1], z = pos[3 * p + 2];
-        if (isfinite(x) && isfinite(y) && isfinite(z)) {
-            r = radii[p * radius_stride];
-            mx = wall_choices(x, lox, hix, reach, walls);
-            my = wall_choices(y, loy, hiy, reach, walls);
-            mz = wall_choices(z, loz, hiz, reach, walls);
-            key = cell_key(x, y, z, cox, coy, coz, inv_edge, cx, cy, cz);
-        }
-    }
-    int rank = warp_grouped_rank(fill, key);
-    if (key >= 0) {
-        int slot = starts[key] + rank;
-        packed[slot] = make_float4(x, y, z, r);
-        tags[slot] = (unsigned int)p;
-    }
-    if (!(mx | my | mz)) return;
-    for (int combo = 1; combo < COMBOS; ++combo) {
-        int c0 = combo % 3, c1 = (combo / 3) % 3, c2 = combo / 9;
-        if (!(allowed(c0, mx) && allowed(c1, my) && allowed(c2, mz))) continue;
-        float px = mirrored(x, c0, lox, hix), py = mirrored(y, c1, loy, hiy), pz = mirrored(z, c2, loz, hiz);
-        int image = cell_key(px, py, pz, cox, coy, coz, inv_edge, cx, cy, cz);
-        if (image < 0) continue;
-        int slot = starts[image] + atomicAdd(&fill[image], 1);
-        packed[slot] = make_float4(px, py, pz, r);
-        tags[slot] = (unsigned int)((long long)combo * n + p);
-    }
 }
 
 // Node tiles ("bricks") of TILE_X × TILE_Y × TILE_Z nodes (-D from surface.TILE), tiles and
@@ -580,20 +277,6 @@ extern "C" __global__ void mark_level_set_bricks(const int* __restrict__ starts,
     active[b] = any;
 }
 
-// The node (i, j, k) that thread t of tile b stands for (a block a tile, its threads x
-// fastest) and its linear index *node*; false past the grid's far edges (a tile that
-// overhangs them).
-__device__ __forceinline__ bool tile_node(long long b, int t, int nbx, int nby, int nx, int ny, int nz, int* i,
-                                          int* j, int* k, long long* node)
-{
-    *i = (int)(b % nbx) * TILE_X + (t % TILE_X);
-    *j = (int)((b / nbx) % nby) * TILE_Y + ((t / TILE_X) % TILE_Y);
-    *k = (int)(b / ((long long)nbx * nby)) * TILE_Z + t / (TILE_X * TILE_Y);
-    if (*i >= nx || *j >= ny || *k >= nz) return false;
-    *node = ((long long)*k * ny + *j) * nx + *i;
-    return true;
-}
-
 // One block of TILE_X·TILE_Y·TILE_Z threads per node tile (blockIdx.x = tile): an active
 // tile's nodes gather as particle_level_set's, the others are +band.
 extern "C" __global__ void particle_level_set_bricks(const float4* __restrict__ packed,
@@ -614,45 +297,6 @@ extern "C" __global__ void particle_level_set_bricks(const float4* __restrict__ 
     float y = ((float)j + 0.5f) * h + oy;
     float z = ((float)k + 0.5f) * h + oz;
     phi[node] = node_phi(packed, starts, x, y, z, cox, coy, coz, inv_edge, cx, cy, cz, R, band);
-}
-
-// particle_level_set_bricks with node_phi_lean (surface_gpu "lean"): the same φ bit for bit.
-// _3: built for three blocks of a tile an SM (≤ 42 registers; surface_gpu.LEAN_BLOCKS, an
-// A/B build not yet timed on a device).
-__device__ __forceinline__ void gather_tile_lean(const float4* __restrict__ packed, const int* __restrict__ starts,
-                                                 const unsigned char* __restrict__ active, int nbx, int nby, int nx,
-                                                 int ny, int nz, float ox, float oy, float oz, float h, float cox,
-                                                 float coy, float coz, float inv_edge, int cx, int cy, int cz,
-                                                 float R, float band, float* __restrict__ phi)
-{
-    long long b = blockIdx.x, node;
-    int i, j, k;
-    if (!tile_node(b, threadIdx.x, nbx, nby, nx, ny, nz, &i, &j, &k, &node)) return;
-    if (!active[b]) {
-        phi[node] = band;
-        return;
-    }
-    float x = ((float)i + 0.5f) * h + ox;
-    float y = ((float)j + 0.5f) * h + oy;
-    float z = ((float)k + 0.5f) * h + oz;
-    phi[node] = node_phi_lean(packed, starts, x, y, z, cox, coy, coz, inv_edge, cx, cy, cz, R, band);
-}
-
-#define GATHER_LEAN_ARGS const float4* __restrict__ packed, const int* __restrict__ starts, \
-    const unsigned char* __restrict__ active, int nbx, int nby, int nx, int ny, int nz, float ox, float oy, float oz, \
-    float h, float cox, float coy, float coz, float inv_edge, int cx, int cy, int cz, float R, float band, \
-    float* __restrict__ phi
-
-extern "C" __global__ void particle_level_set_lean(GATHER_LEAN_ARGS)
-{
-    gather_tile_lean(packed, starts, active, nbx, nby, nx, ny, nz, ox, oy, oz, h, cox, coy, coz, inv_edge, cx, cy, cz,
-                     R, band, phi);
-}
-
-extern "C" __global__ void __launch_bounds__(TILE_X * TILE_Y * TILE_Z, 3) particle_level_set_lean_3(GATHER_LEAN_ARGS)
-{
-    gather_tile_lean(packed, starts, active, nbx, nby, nx, ny, nz, ox, oy, oz, h, cox, coy, coz, inv_edge, cx, cy, cz,
-                     R, band, phi);
 }
 
 // phi ← max(phi, d_box): the cut by the walls (surface.closed_level_set step 3), d_box the

@@ -34,8 +34,8 @@ on the CPU, float32 on the GPU), so φ agrees to float32 accuracy (about 1e-6·R
   nodes whose centre may lie within R of it (squared offsets per axis, summed over the
   reachable node offsets), summed per slab with ``bincount`` — chunked, so memory stays
   bounded.
-* **GPU** (``surface_gpu.py``, ``cuda/flip_surface.cu``): particles are binned into cells of edge
-  max(R/2, voxel), packed as float4 (x, y, z, r) in cell order, then one fused kernel
+* **GPU** (``surface_gpu.py``, ``cuda/flip_surface.cu``, ``flip_surface_lean.cu``): particles are
+  binned into cells of edge max(R/2, voxel), packed as float4 (x, y, z, r) in cell order, then one fused kernel
   gathers for every node over the cells its R-sphere touches (rows of cells culled against
   the sphere) and writes φ — no atomics. ``LEVEL_SET`` "bricks" (and "lean", the default,
   the same with a branch-free gather and a leaner binning, ``surface_gpu``'s module text;

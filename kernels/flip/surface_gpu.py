@@ -1,4 +1,5 @@
-"""The particle level set on the GPU (``cuda/flip_surface.cu``): the device half of
+"""The particle level set on the GPU (``cuda/flip_surface.cu``; "lean"'s kernels in
+``cuda/flip_surface_lean.cu``): the device half of
 ``surface.particle_level_set`` and ``surface.closed_level_set``, whose module text states
 the method, the three ways (``LEVEL_SET_MODES``: "lean", the default, "bricks" and
 "legacy") and why all give the CPU reference's particles per node and the same φ to the bit
@@ -8,7 +9,7 @@ as each other. ``estimate_gpu_bytes`` is the level set's device memory for the g
 
 "lean" is "bricks" with its gather branch-free (``particle_level_set_lean``: a miss adds a
 zero weight; d2/R2 by the compiler's own quotient step with 1/R2 made once a thread, exact
-for every d2, flip_surface.cu), each particle's own point counted and placed by warp groups,
+for every d2, flip_surface_lean.cu), each particle's own point counted and placed by warp groups,
 32-bit tags (below ``COMBOS``·n ≤ 2³²; else bricks' binning) and the sparse solver's
 two-launch scan (``sparse_gpu.scan_counts``, which gives the fullest cell too). Not yet run
 on a device, so off: an open or large liquid's region from one pass over the particles
@@ -43,6 +44,7 @@ from . import sparse_gpu
 from .surface import FLAT_GRADIENT, SMOOTH_STEP, _non_finite
 
 _CU = "flip_surface.cu"
+_CU_LEAN = "flip_surface_lean.cu"  # "lean"'s kernels and particle_bounds
 _OPTIONS = ("--fmad=false",)  # node positions and offsets round as NumPy's: same particles per node
 _THREADS = 256
 CELLS_PER_RADIUS = 2  # GPU binning cells per kernel radius: finer cells test fewer particles per node
@@ -53,7 +55,7 @@ LEAN_BLOCKS = 2  # "lean" gather: 2 (no launch bounds, 48 registers) or 3 blocks
 # VOXFX_LEVEL_SET_BOUNDS=1: an open or large liquid's region from particle_bounds (one pass, one host read) instead of
 # six reductions and reads of the cell coordinates (sparse_output.liquid_region); off until timed on a device
 REGION_BOUNDS = os.environ.get("VOXFX_LEVEL_SET_BOUNDS", "0").strip() == "1"
-COMBOS = 27  # a particle and its images (flip_surface.cu's COMBOS): tags combo·n + p below COMBOS·n
+COMBOS = 27  # a particle and its images (voxfx_surface.cuh's COMBOS): tags combo·n + p below COMBOS·n
 PROFILE = None  # a list: the GPU level set appends (stage, CUDA event) as each stage is queued (benches)
 
 
@@ -76,7 +78,9 @@ def level_set_mode(mode=None) -> str:
     return mode
 
 
-_K = Kernels(_CU, _OPTIONS, _THREADS, defines={"TILE_X": TILE[0], "TILE_Y": TILE[1], "TILE_Z": TILE[2]})
+_TILE_DEFINES = {"TILE_X": TILE[0], "TILE_Y": TILE[1], "TILE_Z": TILE[2]}
+_K = Kernels(_CU, _OPTIONS, _THREADS, defines=_TILE_DEFINES)
+_K_LEAN = Kernels(_CU_LEAN, _OPTIONS, _THREADS, defines=_TILE_DEFINES)
 
 
 def estimate_gpu_bytes(n_particles: int, spec: GridSpec, kernel_radius: float) -> int:
@@ -98,12 +102,12 @@ def particle_bounds(pos) -> np.ndarray:
     n = int(pos.shape[0])
     keys = cp.array([0xFFFFFFFF] * 3 + [0] * 3, dtype=cp.uint32)
     blocks = max(1, min(-(-n // _THREADS), 1024))  # a grid-stride loop: ~2 blocks a thread slot of an H100
-    _K.launch_grid("particle_bounds", (blocks,), (_THREADS,), (pos, np.int64(n), keys))
+    _K_LEAN.launch_grid("particle_bounds", (blocks,), (_THREADS,), (pos, np.int64(n), keys))
     return bounds_from_keys(keys.get())
 
 
 def bounds_from_keys(keys) -> np.ndarray:
-    """``particle_bounds``' six order keys (flip_surface.cu's ordered_key) as (2, 3) float32."""
+    """``particle_bounds``' six order keys (flip_surface_lean.cu's ordered_key) as (2, 3) float32."""
     k = np.asarray(keys, dtype=np.uint32)
     bits = np.where(k & np.uint32(0x80000000), k & np.uint32(0x7FFFFFFF), ~k).astype(np.uint32)
     return bits.view(np.float32).reshape(2, 3)
@@ -175,14 +179,14 @@ def _level_set_gpu(pos, radii, spec, R, band, smooth_iterations):
     return phi
 
 
-def _gather_kernel(R) -> str:
-    """The node gather of the bricks ways: "lean"'s (``particle_level_set_lean``, the same φ
-    bit for bit) where its quotient step holds, R² in [2⁻⁶⁰, 2⁶⁰] (flip_surface.cu), else
-    "bricks"' own."""
+def _gather_kernel(R) -> tuple:
+    """(kernels, name) of the node gather of the bricks ways: "lean"'s
+    (``particle_level_set_lean``, the same φ bit for bit) where its quotient step holds, R² in
+    [2⁻⁶⁰, 2⁶⁰] (flip_surface_lean.cu), else "bricks"' own."""
     R2 = float(np.float32(R) * np.float32(R))
     if not (level_set_mode() == "lean" and 2.0 ** -60 <= R2 <= 2.0 ** 60):
-        return "particle_level_set_bricks"
-    return "particle_level_set_lean_3" if LEAN_BLOCKS == 3 else "particle_level_set_lean"
+        return _K, "particle_level_set_bricks"
+    return _K_LEAN, "particle_level_set_lean_3" if LEAN_BLOCKS == 3 else "particle_level_set_lean"
 
 
 def _order_crowded(packed, tags, starts, ordered, cp):
@@ -234,8 +238,9 @@ def _bricks_gpu(pos, radii, spec, R, band, smooth_iterations, walls=None, reach=
     # 1. Count the particles and their images per binning cell; the non-finite ones.
     counts = cp.zeros(n_cells + lean, cp.int32)  # lean: one more, the scan's total
     bad = cp.zeros(1, cp.int32)
-    _K.launch("surface_count_lean" if lean else "surface_count", n, (pos, np.int64(n), *wall_args, *cell_args, counts,
-                                                                     bad))
+    binning = _K_LEAN if lean else _K
+    binning.launch("surface_count_lean" if lean else "surface_count", n, (pos, np.int64(n), *wall_args, *cell_args,
+                                                                         counts, bad))
     _mark("count")
     # 2. Cell starts: an exclusive scan; the one host read (points, non-finite, fullest cell).
     if lean:  # the sparse solver's two-launch scan, which gives the fullest cell too
@@ -256,12 +261,12 @@ def _bricks_gpu(pos, radii, spec, R, band, smooth_iterations, walls=None, reach=
     tags = cp.empty(points, cp.uint32 if lean else cp.int64)
     counts.fill(0)
     radii = cp.full(1, radii, cp.float32) if scalar else cp.ascontiguousarray(radii, dtype=cp.float32)
-    _K.launch("surface_place_lean" if lean else "surface_place", n, (
+    binning.launch("surface_place_lean" if lean else "surface_place", n, (
         pos, radii, i32(0 if scalar else 1), np.int64(n), *wall_args, *cell_args, starts, counts, packed, tags))
     del counts
     _mark("place")
     ordered = cp.empty_like(packed)
-    _K.launch("surface_order_cells_lean" if lean else "surface_order_cells", points, (
+    binning.launch("surface_order_cells_lean" if lean else "surface_order_cells", points, (
         packed, tags, starts, np.int64(points), *cell_args, i32(SORT_CELL_MAX), ordered))
     if fullest > SORT_CELL_MAX:  # crowded cells (a splash piled into a corner): sorted apart
         _order_crowded(packed, tags, starts, ordered, cp)
@@ -277,7 +282,8 @@ def _bricks_gpu(pos, radii, spec, R, band, smooth_iterations, walls=None, reach=
     _mark("mark bricks")
     phi = cp.empty(spec.array_shape, dtype=cp.float32)
     if phi.size:
-        _K.launch_grid(_gather_kernel(R), (active.size,), (int(np.prod(TILE)),), (
+        gather, name = _gather_kernel(R)
+        gather.launch_grid(name, (active.size,), (int(np.prod(TILE)),), (
             packed, starts, active, i32(nb[0]), i32(nb[1]), *grid_args, *cell_args, f32(R), f32(band), phi))
     del packed, starts
     _mark("gather")

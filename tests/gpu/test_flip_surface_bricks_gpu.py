@@ -3,7 +3,7 @@
 binning cell and the same node sum, so φ is equal to the bit — closed against the walls and
 open, with per-particle radii, in crowded cells (sorted apart), lean's gather after the
 64-bit-tag binning too — and the bricks a particle cannot reach are +band; lean's
-three-operation quotient (flip_surface.cu) rounds as the division over whole binades. The
+three-operation quotient (flip_surface_lean.cu) rounds as the division over whole binades. The
 CPU comparisons are test_flip_surface_gpu.py and test_flip_closed_surface_gpu.py (they run
 the default way)."""
 
@@ -107,7 +107,7 @@ def test_lean_gather_built_for_two_or_three_blocks_gives_the_same_bits(monkeypat
 
 
 def test_lean_quotient_step_rounds_as_division_over_whole_binades():
-    """quotient_mismatches (flip_surface.cu) with the device's y (rcp.approx and a Newton
+    """quotient_mismatches (flip_surface_lean.cu) with the device's y (rcp.approx and a Newton
     step): every d2 mantissa in the binade below R2 and one 2³⁰ below, at R2 of the level
     set's sizes (the dam breaks' too) and random ones: no bit differs from d2 / R2."""
     import cupy
@@ -122,8 +122,8 @@ def test_lean_quotient_step_rounds_as_division_over_whole_binades():
     for R2 in R2s:
         e = int(np.frexp(R2)[1]) - 1
         for below in (1, 30):
-            surface_gpu._K.launch("quotient_mismatches", n, (np.float32(R2), np.int32(e - below), np.int32(0),
-                                                             np.int64(n), mismatches))
+            surface_gpu._K_LEAN.launch("quotient_mismatches", n, (np.float32(R2), np.int32(e - below), np.int32(0),
+                                                                  np.int64(n), mismatches))
     assert int(mismatches.get()[0]) == 0
 
 

@@ -1,4 +1,4 @@
-"""The GPU particle level set's two ways (cuda/flip_surface.cu, surface_gpu.LEVEL_SET_MODES) checked
+"""The GPU particle level set's ways (cuda/flip_surface.cu, flip_surface_lean.cu, surface_gpu.LEVEL_SET_MODES) checked
 on the host without a GPU: nvcc builds the kernels as host functions (one "thread" per
 call, atomics plain, no FMA contraction as --fmad=false) and a C++ driver runs them in the
 order surface.py launches them — "bricks" (images made in the binning kernels, counting
@@ -37,6 +37,7 @@ static float host_int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return 
 template <typename T> T plain_min(T* p, T v) { T o = *p; *p = o < v ? o : v; return o; }
 #define atomicMin plain_min
 #include "flip_surface.cu"
+#include "flip_surface_lean.cu"
 typedef long long ll;
 static void at(ll i) { h_block.x = (unsigned)i; h_dim.x = 1; h_thread.x = 0; }
 #define LAUNCH(n, call) for (ll t_ = 0; t_ < (ll)(n); ++t_) { at(t_); call; }
@@ -318,7 +319,7 @@ def test_a_node_whose_only_particle_lies_just_inside_r_reads_its_distance(harnes
 
 @pytest.mark.parametrize("seed", [0, 1])
 def test_lean_quotient_step_rounds_as_division_over_whole_binades(harness, seed):
-    """The lean gather's d2 / R2 in three operations (flip_surface.cu: y from 1/R2 rounded on
+    """The lean gather's d2 / R2 in three operations (flip_surface_lean.cu: y from 1/R2 rounded on
     the host) equals the division in every bit for every d2 mantissa in a binade below R2
     and one far below it (the quotient's bits repeat binade to binade), at random R2 of the
     sizes a level set uses; the GPU test checks the device's y (rcp.approx)."""
@@ -331,7 +332,7 @@ def test_lean_quotient_step_rounds_as_division_over_whole_binades(harness, seed)
 
 
 def test_particle_bounds_are_nanmin_and_nanmax_per_axis(harness):
-    """The lean region's bounds (flip_surface.cu particle_bounds, surface_gpu.bounds_from_keys):
+    """The lean region's bounds (flip_surface_lean.cu particle_bounds, surface_gpu.bounds_from_keys):
     per axis the least and greatest coordinate with NaN skipped, negative and −0 included,
     as nanmin / nanmax; an axis of NaN alone reads NaN."""
     rng = np.random.default_rng()

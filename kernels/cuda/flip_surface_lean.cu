@@ -1,0 +1,287 @@
+// The "lean" particle level set (surface_gpu.LEVEL_SET_MODES' default; flip_surface.cu holds
+// "bricks" and "legacy" and states the method): "bricks" with the particle's own point counted
+// and placed by warp groups (surface_count_lean / surface_place_lean), 32-bit tags, and the
+// gather branch-free with a three-operation quotient (particle_level_set_lean, node_phi_lean);
+// and the particles' bounds for the level set's region (particle_bounds). Its cell starts and
+// φ are "bricks"' to the bit.
+// Compiled with --fmad=false as flip_surface.cu: node positions and particle offsets round as
+// NumPy's, so a node sums exactly the particles the CPU reference sums.
+
+#include "voxfx_reduce.cuh"  // warp_grouped_rank ("lean" binning)
+#include "voxfx_surface.cuh"  // cell_key, gap_to_cell, the walls' images, order_point, tile_node
+
+// ---------------------------------------------------------------- the particles' bounds
+
+// The particles' bounding box for the level set's region (sparse_output.liquid_region, "lean"):
+// per axis the least and the greatest finite-or-infinite coordinate, NaN skipped (as nanmin /
+// nanmax), as order keys (ordered_key: unsigned, ordered as the floats), in one pass and one
+// host read; out = (min x, y, z, max x, y, z), min slots 0xffffffff and max slots 0 before.
+__device__ __forceinline__ unsigned int ordered_key(float f)
+{
+    unsigned int u = __float_as_uint(f);
+    return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+
+extern "C" __global__ void particle_bounds(const float* __restrict__ pos, long long n, unsigned int* __restrict__ out)
+{
+    const float nan = __int_as_float(0x7fc00000);  // NVRTC has no NAN macro
+    float lo[3] = {nan, nan, nan}, hi[3] = {nan, nan, nan};
+    for (long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x; p < n; p += (long long)gridDim.x * blockDim.x)
+        for (int a = 0; a < 3; ++a) {
+            float x = pos[3 * p + a];
+            lo[a] = fminf(lo[a], x);  // fminf / fmaxf drop a NaN operand
+            hi[a] = fmaxf(hi[a], x);
+        }
+    for (int a = 0; a < 3; ++a) {
+        unsigned int low = isnan(lo[a]) ? 0xffffffffu : ordered_key(lo[a]);
+        unsigned int high = isnan(hi[a]) ? 0u : ordered_key(hi[a]);
+        for (int d = 16; d > 0; d >>= 1) {
+            low = min(low, __shfl_xor_sync(0xffffffffu, low, d));
+            high = max(high, __shfl_xor_sync(0xffffffffu, high, d));
+        }
+        if ((threadIdx.x & 31) == 0) {
+            atomicMin(out + a, low);
+            atomicMax(out + 3 + a, high);
+        }
+    }
+}
+
+// ---------------------------------------------------------------- the "lean" gather
+
+// t = 1 − d2/R2 with d2/R2 rounded as "/" rounds it (IEEE), in three operations and no
+// branch: the quotient step of the compiler's own division (sm_90 SASS of node_phi:
+// MUFU.RCP and two FFMA for y ≈ 1/R2, then q0 = y·d2, r = d2 − q0·R2 exact by FMA,
+// q = q0 + r·y), whose q it returns as the quotient whenever its range check (FCHK)
+// passes, which it does for d2 ≥ R2·2⁻⁴⁰ with R2 in [2⁻⁶⁰, 2⁶⁰] (surface_gpu checks R2;
+// outside, the "bricks" gather): there d2, q and r stay far inside the normal range. Below
+// that, the true quotient and this q are both under 2⁻²⁵ (and not NaN), so 1 − q rounds to
+// 1 either way: t is node_phi's for every d2. y is made once a thread, not once a division.
+// quotient_mismatches checks the identity on the device over whole binades (GPU test); on
+// the host harness y comes from 1/R2 rounded (no rcp.approx there), the same q by
+// Markstein's theorem.
+__device__ __forceinline__ float reciprocal_step(float b)
+{
+#ifdef __CUDA_ARCH__
+    float r0;
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r0) : "f"(b));
+#else
+    float r0 = 1.0f / b;
+#endif
+    return fmaf(r0, fmaf(r0, -b, 1.0f), r0);
+}
+
+__device__ __forceinline__ float quotient_step(float a, float b, float y)
+{
+    float q0 = y * a;
+    return fmaf(y, fmaf(q0, -b, a), q0);
+}
+
+// mismatches[0] += the a = mantissa·2^e (a's mantissas m0 … m0 + n − 1, exponent of 2^e)
+// whose quotient_step(a, b) differs from a / b in any bit (GPU test of the identity above).
+extern "C" __global__ void quotient_mismatches(float b, int e, int m0, long long n,
+                                               unsigned long long* __restrict__ mismatches)
+{
+    long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n) return;
+    float a = ldexpf(__int_as_float(0x3f800000 | ((m0 + (int)t) & 0x7fffff)), e);
+    if (__float_as_uint(quotient_step(a, b, reciprocal_step(b))) != __float_as_uint(a / b))
+        atomicAdd(mismatches, 1ull);
+}
+
+// One particle's terms, branch-free: a miss adds w = 0, which leaves every sum as it was
+// (x + 0 = x; x + (−0) = x but for the sign of a zero sum, which |x̄| and r̄ do not see), so
+// the sums are node_phi's bit for bit. A warp's 32 nodes each test their own particles
+// and nearly every test has some lane inside R: node_phi's branch ran the weight path for
+// the whole warp every test anyway, plus its divergence and the division's range check.
+// (w = max(t³, 0) would save the select — a miss has q ≥ 1, t ≤ 0 — but has not run on a
+// device yet: not taken.)
+struct NodeSums { float W, sx, sy, sz, sr; };
+
+__device__ __forceinline__ void add_particle(NodeSums& m, float4 q, float x, float y, float z, float R2,
+                                             float inv)
+{
+    float dx = q.x - x, dy = q.y - y, dz = q.z - z;
+    float d2 = (dx * dx + dy * dy) + dz * dz;
+    float t = 1.0f - quotient_step(d2, R2, inv);
+    float w = (t * t) * t;
+    w = d2 < R2 ? w : 0.0f;
+    m.W += w;
+    m.sx += w * dx;
+    m.sy += w * dy;
+    m.sz += w * dz;
+    m.sr += w * q.w;
+}
+
+// node_phi over the same cells, the same particles in the same order, the same φ bit for
+// bit; four particles' loads issued before their terms.
+__device__ __forceinline__ float node_phi_lean(const float4* __restrict__ packed, const int* __restrict__ starts,
+                                               float x, float y, float z, float cox, float coy, float coz,
+                                               float inv_edge, int cx, int cy, int cz, float R, float band)
+{
+    float R2 = R * R;
+    float inv = reciprocal_step(R2);
+    float ux = (x - cox) * inv_edge, uy = (y - coy) * inv_edge, uz = (z - coz) * inv_edge;
+    float Rc = R * inv_edge + SLACK;
+
+    int klo = max((int)floorf(uz - Rc), 0), khi = min((int)floorf(uz + Rc), cz - 1);
+    int jlo = max((int)floorf(uy - Rc), 0), jhi = min((int)floorf(uy + Rc), cy - 1);
+    NodeSums m = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+    for (int ck = klo; ck <= khi; ++ck) {
+        float gz = gap_to_cell(uz, ck);
+        float left_z = Rc * Rc - gz * gz;
+        if (left_z <= 0.0f) continue;
+        for (int cj = jlo; cj <= jhi; ++cj) {
+            float gy = gap_to_cell(uy, cj);
+            float left = left_z - gy * gy;
+            if (left <= 0.0f) continue;
+            float half = sqrtf(left);
+            int ilo = max((int)floorf(ux - half - SLACK), 0), ihi = min((int)floorf(ux + half + SLACK), cx - 1);
+            if (ilo > ihi) continue;
+            int row = (ck * cy + cj) * cx;
+            int s = starts[row + ilo], last = starts[row + ihi + 1];
+            for (; s + 4 <= last; s += 4) {
+                float4 a = packed[s], b = packed[s + 1], c = packed[s + 2], d = packed[s + 3];
+                add_particle(m, a, x, y, z, R2, inv);
+                add_particle(m, b, x, y, z, R2, inv);
+                add_particle(m, c, x, y, z, R2, inv);
+                add_particle(m, d, x, y, z, R2, inv);
+            }
+            for (; s < last; ++s) add_particle(m, packed[s], x, y, z, R2, inv);
+        }
+    }
+    float value = band;
+    if (m.W > 0.0f) {  // the means before their squares, as node_phi
+        float mx = m.sx / m.W, my = m.sy / m.W, mz = m.sz / m.W;
+        value = sqrtf((mx * mx + my * my) + mz * mz) - m.sr / m.W;
+    }
+    return fminf(fmaxf(value, -band), band);
+}
+
+// ---------------------------------------------------------------- the "lean" binning
+
+// surface_order_cells over 32-bit tags ("lean": surface_place_lean's).
+extern "C" __global__ void surface_order_cells_lean(const float4* __restrict__ packed,
+                                                    const unsigned int* __restrict__ tags,
+                                                    const int* __restrict__ starts, long long points, float cox,
+                                                    float coy, float coz, float inv_edge, int cx, int cy, int cz,
+                                                    int limit, float4* __restrict__ out)
+{
+    order_point(packed, tags, starts, points, cox, coy, coz, inv_edge, cx, cy, cz, limit, out);
+}
+
+// "lean" binning: surface_count and surface_place with each particle's own point (combo 0)
+// counted and placed by warp groups (voxfx_reduce.cuh's warp_grouped_rank: the particles
+// keep their seeding order and move little, so a warp's 32 lie in a few cells — one atomic a
+// cell a warp, not one a particle), its images as there, and 32-bit tags (combo·n + p: the
+// caller keeps 27·n ≤ 2³²). The same counts; the same points in each cell, in another order
+// before surface_order_cells_lean puts them in tag order: the same list as surface_place's
+// after surface_order_cells. Every lane of a warp reaches warp_grouped_rank (no return before).
+extern "C" __global__ void surface_count_lean(const float* __restrict__ pos, long long n, int walls, float lox,
+                                              float loy, float loz, float hix, float hiy, float hiz, float reach,
+                                              float cox, float coy, float coz, float inv_edge, int cx, int cy,
+                                              int cz, int* __restrict__ counts, int* __restrict__ bad)
+{
+    long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    float x = 0.0f, y = 0.0f, z = 0.0f;
+    int key = -1, mx = 0, my = 0, mz = 0;
+    if (p < n) {
+        x = pos[3 * p + 0], y = pos[3 * p + 1], z = pos[3 * p + 2];
+        if (!(isfinite(x) && isfinite(y) && isfinite(z))) {
+            atomicAdd(bad, 1);
+        } else {
+            mx = wall_choices(x, lox, hix, reach, walls);
+            my = wall_choices(y, loy, hiy, reach, walls);
+            mz = wall_choices(z, loz, hiz, reach, walls);
+            key = cell_key(x, y, z, cox, coy, coz, inv_edge, cx, cy, cz);
+        }
+    }
+    warp_grouped_rank(counts, key);
+    if (!(mx | my | mz)) return;
+    for (int combo = 1; combo < COMBOS; ++combo) {
+        int c0 = combo % 3, c1 = (combo / 3) % 3, c2 = combo / 9;
+        if (!(allowed(c0, mx) && allowed(c1, my) && allowed(c2, mz))) continue;
+        int image = cell_key(mirrored(x, c0, lox, hix), mirrored(y, c1, loy, hiy), mirrored(z, c2, loz, hiz),
+                             cox, coy, coz, inv_edge, cx, cy, cz);
+        if (image >= 0) atomicAdd(&counts[image], 1);
+    }
+}
+
+extern "C" __global__ void surface_place_lean(const float* __restrict__ pos, const float* __restrict__ radii,
+                                              int radius_stride, long long n, int walls, float lox, float loy,
+                                              float loz, float hix, float hiy, float hiz, float reach, float cox,
+                                              float coy, float coz, float inv_edge, int cx, int cy, int cz,
+                                              const int* __restrict__ starts, int* __restrict__ fill,
+                                              float4* __restrict__ packed, unsigned int* __restrict__ tags)
+{
+    long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    float x = 0.0f, y = 0.0f, z = 0.0f, r = 0.0f;
+    int key = -1, mx = 0, my = 0, mz = 0;
+    if (p < n) {
+        x = pos[3 * p + 0], y = pos[3 * p + 1], z = pos[3 * p + 2];
+        if (isfinite(x) && isfinite(y) && isfinite(z)) {
+            r = radii[p * radius_stride];
+            mx = wall_choices(x, lox, hix, reach, walls);
+            my = wall_choices(y, loy, hiy, reach, walls);
+            mz = wall_choices(z, loz, hiz, reach, walls);
+            key = cell_key(x, y, z, cox, coy, coz, inv_edge, cx, cy, cz);
+        }
+    }
+    int rank = warp_grouped_rank(fill, key);
+    if (key >= 0) {
+        int slot = starts[key] + rank;
+        packed[slot] = make_float4(x, y, z, r);
+        tags[slot] = (unsigned int)p;
+    }
+    if (!(mx | my | mz)) return;
+    for (int combo = 1; combo < COMBOS; ++combo) {
+        int c0 = combo % 3, c1 = (combo / 3) % 3, c2 = combo / 9;
+        if (!(allowed(c0, mx) && allowed(c1, my) && allowed(c2, mz))) continue;
+        float px = mirrored(x, c0, lox, hix), py = mirrored(y, c1, loy, hiy), pz = mirrored(z, c2, loz, hiz);
+        int image = cell_key(px, py, pz, cox, coy, coz, inv_edge, cx, cy, cz);
+        if (image < 0) continue;
+        int slot = starts[image] + atomicAdd(&fill[image], 1);
+        packed[slot] = make_float4(px, py, pz, r);
+        tags[slot] = (unsigned int)((long long)combo * n + p);
+    }
+}
+
+// ---------------------------------------------------------------- the "lean" gather's kernels
+
+// particle_level_set_bricks with node_phi_lean (surface_gpu "lean"): the same φ bit for bit.
+// _3: built for three blocks of a tile an SM (≤ 42 registers; surface_gpu.LEAN_BLOCKS, an
+// A/B build not yet timed on a device).
+__device__ __forceinline__ void gather_tile_lean(const float4* __restrict__ packed, const int* __restrict__ starts,
+                                                 const unsigned char* __restrict__ active, int nbx, int nby, int nx,
+                                                 int ny, int nz, float ox, float oy, float oz, float h, float cox,
+                                                 float coy, float coz, float inv_edge, int cx, int cy, int cz,
+                                                 float R, float band, float* __restrict__ phi)
+{
+    long long b = blockIdx.x, node;
+    int i, j, k;
+    if (!tile_node(b, threadIdx.x, nbx, nby, nx, ny, nz, &i, &j, &k, &node)) return;
+    if (!active[b]) {
+        phi[node] = band;
+        return;
+    }
+    float x = ((float)i + 0.5f) * h + ox;
+    float y = ((float)j + 0.5f) * h + oy;
+    float z = ((float)k + 0.5f) * h + oz;
+    phi[node] = node_phi_lean(packed, starts, x, y, z, cox, coy, coz, inv_edge, cx, cy, cz, R, band);
+}
+
+#define GATHER_LEAN_ARGS const float4* __restrict__ packed, const int* __restrict__ starts, \
+    const unsigned char* __restrict__ active, int nbx, int nby, int nx, int ny, int nz, float ox, float oy, float oz, \
+    float h, float cox, float coy, float coz, float inv_edge, int cx, int cy, int cz, float R, float band, \
+    float* __restrict__ phi
+
+extern "C" __global__ void particle_level_set_lean(GATHER_LEAN_ARGS)
+{
+    gather_tile_lean(packed, starts, active, nbx, nby, nx, ny, nz, ox, oy, oz, h, cox, coy, coz, inv_edge, cx, cy, cz,
+                     R, band, phi);
+}
+
+extern "C" __global__ void __launch_bounds__(TILE_X * TILE_Y * TILE_Z, 3) particle_level_set_lean_3(GATHER_LEAN_ARGS)
+{
+    gather_tile_lean(packed, starts, active, nbx, nby, nx, ny, nz, ox, oy, oz, h, cox, coy, coz, inv_edge, cx, cy, cz,
+                     R, band, phi);
+}

@@ -1,0 +1,93 @@
+// The particle level set's device pieces shared by its ways (surface_gpu.LEVEL_SET_MODES):
+// flip_surface.cu ("bricks", "legacy") and flip_surface_lean.cu ("lean") — the binning
+// cells, the cull's slack, the walls' mirror images, a cell's points in tag order and a node
+// tile's nodes. TILE_X, TILE_Y, TILE_Z are the including module's -D constants
+// (surface_gpu.TILE).
+#pragma once
+
+__device__ __forceinline__ int cell_of(float x, float origin, float inv_edge, int n)
+{
+    float f = floorf((x - origin) * inv_edge);
+    return (f >= 0.0f && f < (float)n) ? (int)f : -1;
+}
+
+// Cells are searched in cell units u = (x − origin)/edge, the units bin_particles assigned
+// them in, so a particle of cell c has c ≤ u < c + 1 exactly as computed; the sphere of
+// radius R (Rc cells) is culled row by row: a (y, z) row of cells is skipped when its
+// nearest point is beyond Rc, and only the x-cells under the sphere's slice are read.
+// SLACK (cells) keeps float rounding from culling a particle the node test would take.
+#define SLACK 1e-3f
+
+__device__ __forceinline__ float gap_to_cell(float u, int c)  // distance from u to [c, c + 1], less SLACK
+{
+    float g = fmaxf(fmaxf((float)c - u, u - (float)(c + 1)), 0.0f);
+    return fmaxf(g - SLACK, 0.0f);
+}
+
+// The walls' mirror images of a particle (surface.mirror_at_walls, made on the fly): on each
+// axis a choice c ∈ {0: as is, 1: mirrored across the low wall, 2: across the high wall}, a
+// mirror allowed where the particle lies within reach of that wall (x < lo + reach,
+// x > hi − reach, float32 as NumPy's); image = one combination of choices other than all 0,
+// numbered combo = (cz·3 + cy)·3 + cx. mirror_at_walls lists the images axis by axis, wall by
+// wall, each pass over the particles and the images so far: that list is in the order of
+// (combo, particle), which surface_place's tags keep. x' = 2·wall − x as there.
+__device__ __forceinline__ int wall_choices(float x, float lo, float hi, float reach, int walls)
+{
+    if (!walls) return 0;
+    return (x < lo + reach ? 1 : 0) | (x > hi - reach ? 2 : 0);
+}
+
+__device__ __forceinline__ bool allowed(int c, int choices) { return c == 0 || ((choices >> (c - 1)) & 1); }
+
+__device__ __forceinline__ float mirrored(float x, int c, float lo, float hi)
+{
+    return c == 0 ? x : (c == 1 ? 2.0f * lo - x : 2.0f * hi - x);
+}
+
+__device__ __forceinline__ int cell_key(float x, float y, float z, float cox, float coy, float coz, float inv_edge,
+                                        int cx, int cy, int cz)
+{
+    int i = cell_of(x, cox, inv_edge, cx);
+    int j = cell_of(y, coy, inv_edge, cy);
+    int k = cell_of(z, coz, inv_edge, cz);
+    return (i < 0 || j < 0 || k < 0) ? -1 : (k * cy + j) * cx + i;
+}
+
+#define COMBOS 27
+
+// Each cell's points in tag order (surface_place's atomics placed them in any order): the order a
+// stable sort of the list by cell gives, so the sums are the same every run. One thread a
+// point: its rank among its cell's tags (the cell from its own position, as surface_place
+// found it) is its place in *out*. A cell of more than *limit* points is left alone (the
+// rank would take its size squared): surface_gpu.py sorts those cells' points by themselves.
+template <typename Tag>
+__device__ __forceinline__ void order_point(const float4* __restrict__ packed, const Tag* __restrict__ tags,
+                                            const int* __restrict__ starts, long long points, float cox, float coy,
+                                            float coz, float inv_edge, int cx, int cy, int cz, int limit,
+                                            float4* __restrict__ out)
+{
+    long long s = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (s >= points) return;
+    float4 q = packed[s];
+    int key = cell_key(q.x, q.y, q.z, cox, coy, coz, inv_edge, cx, cy, cz);
+    int first = starts[key], last = starts[key + 1];
+    if (last - first > limit) return;
+    Tag t = tags[s];
+    int rank = 0;
+    for (int u = first; u < last; ++u) rank += tags[u] < t ? 1 : 0;
+    out[first + rank] = q;
+}
+
+// The node (i, j, k) that thread t of tile b stands for (a block a tile, its threads x
+// fastest) and its linear index *node*; false past the grid's far edges (a tile that
+// overhangs them).
+__device__ __forceinline__ bool tile_node(long long b, int t, int nbx, int nby, int nx, int ny, int nz, int* i,
+                                          int* j, int* k, long long* node)
+{
+    *i = (int)(b % nbx) * TILE_X + (t % TILE_X);
+    *j = (int)((b / nbx) % nby) * TILE_Y + ((t / TILE_X) % TILE_Y);
+    *k = (int)(b / ((long long)nbx * nby)) * TILE_Z + t / (TILE_X * TILE_Y);
+    if (*i >= nx || *j >= ny || *k >= nz) return false;
+    *node = ((long long)*k * ny + *j) * nx + *i;
+    return true;
+}
