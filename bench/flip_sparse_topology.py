@@ -12,7 +12,7 @@ index, brick index and every channel. The substep then goes on with the last way
                                           [--profile] [--kernels]
 
 ``--tables``: each way is also run per ``VOXFX_SPARSE_TOPOLOGY_TABLES`` way (the slot tables,
-neighbours and marks after an update: ``sparse_topology_gpu.fused_tables`` or the separate
+neighbours and marks after an update: ``sparse_topology_tables.fused_tables`` or the separate
 launches), ``--speed-max`` per ``VOXFX_SPARSE_SPEED_MAX`` way (``mark_occupied``'s per-slot
 maxima); the ways are then "update/tables/speed" triples ("-": as set), every one against the
 first to the bit.
@@ -45,6 +45,7 @@ from tools.package import load  # noqa: E402
 load()
 from voxfx.kernels import backend  # noqa: E402
 from voxfx.kernels.flip import sparse_topology_gpu as topo_gpu  # noqa: E402
+from voxfx.kernels.flip import sparse_topology_tables as topo_tables  # noqa: E402
 from voxfx.kernels.flip import transfer  # noqa: E402
 from voxfx.kernels.flip.grid import FlipSettings  # noqa: E402
 from voxfx.kernels.flip.sim import FlipSimulation  # noqa: E402
@@ -91,7 +92,7 @@ def bitwise_equal(a, b) -> bool:
 
 PIECES = [(topo_gpu, "_reach"), (topo_gpu, "launch_fused_update"), (topo_gpu, "update_topology_table"),
           (topo_gpu, "update_topology_fused"), (topo_gpu, "incremental_keys"), (SparseMacGrid, "retopologize"),
-          (SparseMacGrid, "_neighbours"), (topo_gpu, "fused_tables"), (topo_gpu, "mark_walls"),
+          (SparseMacGrid, "_neighbours"), (topo_tables, "fused_tables"), (topo_gpu, "mark_walls"),
           (SparseFlipGrid, "_solid_faces")]
 
 
@@ -202,7 +203,7 @@ def main():
     ap.add_argument("--steps", type=int, default=8)
     ap.add_argument("--warm", type=int, default=2)
     ap.add_argument("--modes", nargs="+", choices=topo_gpu.TOPOLOGY_UPDATES, default=["table", "fused"])
-    ap.add_argument("--tables", nargs="+", choices=topo_gpu.TABLES, default=None)
+    ap.add_argument("--tables", nargs="+", choices=topo_tables.TABLES, default=None)
     ap.add_argument("--speed-max", nargs="+", choices=topo_gpu.SPEED_MAXIMA, default=None)
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--kernels", action="store_true")

@@ -454,7 +454,7 @@ extern "C" __global__ void topology_table_place(const long long* __restrict__ ma
 
 // ------------------------------------------------------------------------------ the tables after an update
 
-// The fused tables (`sparse_topology_gpu.fused_tables`, VOXFX_SPARSE_TOPOLOGY_TABLES=fused): the
+// The fused tables (`sparse_topology_tables.fused_tables`, VOXFX_SPARSE_TOPOLOGY_TABLES=fused): the
 // new topology's slot tables, then its cell neighbours and marks, in two launches with no
 // memset (sparse.cu's brick_tables and cell_neighbours, flip_sparse_transfer.cu's mark_walls
 // and the zeroed solid faces of SparseFlipGrid._solid_faces: the same values).

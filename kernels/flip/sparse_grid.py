@@ -62,6 +62,7 @@ from ..grid.sparse import BITS, OFFSET, brick_coords, brick_keys, keys_of_boxes
 from ..grid.sparse_mac import CELLS, SparseMacGrid, check_lattice, face_boxes
 from . import sparse_bodies, sparse_gpu
 from . import sparse_topology_gpu as topology_gpu
+from . import sparse_topology_tables as topology_tables
 
 EXTRAPOLATION_LAYERS = 2
 MARGIN_MODES = ("brick", "global")  # VOXFX_SPARSE_MARGIN: per-brick margins (default) or the fastest particle's
@@ -268,14 +269,14 @@ class SparseFlipGrid(SparseMacGrid):
         return added, freed
 
     def _brick_tables(self):
-        """``SparseMacGrid._brick_tables``, or ``topology_gpu.fused_tables`` (the default,
+        """``SparseMacGrid._brick_tables``, or ``topology_tables.fused_tables`` (the default,
         ``VOXFX_SPARSE_TOPOLOGY_TABLES``; during ``update`` of a grid without obstacles with the
         marks: ``_marked``)."""
-        if topology_gpu.tables_mode() != "fused":
+        if topology_tables.tables_mode() != "fused":
             super()._brick_tables()
             return
         marks = bool(getattr(self, "_tables_marks", False))
-        topology_gpu.fused_tables(self, marks)
+        topology_tables.fused_tables(self, marks)
         self._marked = marks
 
     def _mark_walls(self):

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from voxfx.kernels import backend
-from voxfx.kernels.flip import sparse_topology_gpu
+from voxfx.kernels.flip import sparse_topology_gpu, sparse_topology_tables
 from voxfx.kernels.flip.sparse_grid import SparseFlipGrid
 from voxfx.kernels.grid import GridSpec
 
@@ -87,18 +87,18 @@ def test_fused_tables_give_the_separate_tables_and_marks(monkeypatch, closed):
     import cupy
 
     calls = []
-    original = sparse_topology_gpu.fused_tables
+    original = sparse_topology_tables.fused_tables
 
     def counted(grid, marks):
         calls.append(marks)
         return original(grid, marks)
 
-    monkeypatch.setattr(sparse_topology_gpu, "fused_tables", counted)
+    monkeypatch.setattr(sparse_topology_tables, "fused_tables", counted)
     rng = np.random.default_rng(int(np.random.default_rng().integers(1 << 30)))
     spec = GridSpec((0.0, 0.0, 0.0), 0.05, (64, 48, 40))
     up = np.asarray(spec.upper)
     spread = rng.normal(0, 1, (20000, 3))
-    grids = {way: SparseFlipGrid(spec, cupy, closed) for way in sparse_topology_gpu.TABLES}
+    grids = {way: SparseFlipGrid(spec, cupy, closed) for way in sparse_topology_tables.TABLES}
     obstacle = np.array([[10, 10, 10], [11, 10, 10], [30, 20, 12]])
     for step in range(8):
         scale = [0.08, 0.10, 0.12, 0.13, 0.12, 0.11, 0.10, 0.09][step] * up

@@ -1,5 +1,5 @@
 """The fused tables after a topology update (cuda/flip_sparse_topology.cu ``topology_slot_tables``
-and ``topology_cell_tables``, ``sparse_topology_gpu.fused_tables``) checked on the host without a
+and ``topology_cell_tables``, ``sparse_topology_tables.fused_tables``) checked on the host without a
 GPU (nvcc builds the kernels as host functions, tests/cuda_host.py): a topology with free slots
 and a grown pool, over a closed domain's brick index (bricks inside it and beyond it, looked up
 by search) or none; every entry of the slot tables, the six neighbours of every pool cell and
