@@ -7,7 +7,7 @@
 // Compiled with --fmad=false as flip_surface.cu: node positions and particle offsets round as
 // NumPy's, so a node sums exactly the particles the CPU reference sums.
 
-#include "voxfx_reduce.cuh"  // warp_grouped_rank ("lean" binning)
+#include "voxfx_reduce.cuh"  // warp_grouped_rank ("lean" binning), warp_all_min_max (particle_bounds)
 #include "voxfx_surface.cuh"  // cell_key, gap_to_cell, the walls' images, order_point, tile_node
 
 // ---------------------------------------------------------------- the particles' bounds
@@ -35,10 +35,7 @@ extern "C" __global__ void particle_bounds(const float* __restrict__ pos, long l
     for (int a = 0; a < 3; ++a) {
         unsigned int low = isnan(lo[a]) ? 0xffffffffu : ordered_key(lo[a]);
         unsigned int high = isnan(hi[a]) ? 0u : ordered_key(hi[a]);
-        for (int d = 16; d > 0; d >>= 1) {
-            low = min(low, __shfl_xor_sync(0xffffffffu, low, d));
-            high = max(high, __shfl_xor_sync(0xffffffffu, high, d));
-        }
+        warp_all_min_max(low, high);
         if ((threadIdx.x & 31) == 0) {
             atomicMin(out + a, low);
             atomicMax(out + 3 + a, high);

@@ -33,7 +33,6 @@ from voxfx.kernels.grid import GridSpec
 HARNESS = STUBS + r"""
 static float host_int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }
 #define __int_as_float host_int_as_float
-#define __shfl_xor_sync(mask, v, d) (v)
 template <typename T> T plain_min(T* p, T v) { T o = *p; *p = o < v ? o : v; return o; }
 #define atomicMin plain_min
 #include "flip_surface.cu"

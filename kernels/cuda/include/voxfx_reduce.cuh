@@ -142,6 +142,18 @@ __device__ __forceinline__ unsigned int warp_all_max(unsigned int v)
     return v;
 }
 
+// low ← min and high ← max of the warp's low and high, every lane getting both (one butterfly
+// for the two: flip_surface_lean.cu particle_bounds' per-axis keys).
+__device__ __forceinline__ void warp_all_min_max(unsigned int& low, unsigned int& high)
+{
+#ifdef __CUDA_ARCH__
+    for (int d = 16; d > 0; d >>= 1) {
+        low = min(low, __shfl_xor_sync(0xffffffffu, low, d));
+        high = max(high, __shfl_xor_sync(0xffffffffu, high, d));
+    }
+#endif
+}
+
 // Inclusive scan over the warp's lanes.
 __device__ __forceinline__ int warp_inclusive_scan(int v)
 {
