@@ -405,13 +405,15 @@ _outgrown: dict = {}
 
 
 def release_gpu_solvers():
-    """Drop the cached sparse GPU solvers (their buffers and graphs) and the set-up's
-    workspaces (``sparse_pressure_workspace``)."""
-    from . import sparse_pressure_workspace
+    """Drop the cached sparse GPU solvers (their buffers and graphs), the set-up's
+    workspaces (``sparse_pressure_workspace``) and the set-up scans' look-back state
+    (``sparse_pressure_setup.lookback_state``: made again, zeroed, at the next scan)."""
+    from . import sparse_pressure_setup, sparse_pressure_workspace
 
     _solvers.clear()
     _outgrown.clear()
     sparse_pressure_workspace.release()
+    sparse_pressure_setup._lookback.clear()
 
 
 def drop_workspace_solvers(device):
