@@ -32,7 +32,7 @@ the same order).
 serve a CuPy grid with brick tables and no obstacles (cells or bodies: the array code checks
 those) whose frame box fits (``map_fits``: at most ``MAP_LIMIT`` cells, and ``MAP_CELLS`` a
 liquid cell); otherwise the array code runs. ``VOXFX_SPARSE_BAND_REDUCE=kernels`` (``reduce_mode``,
-default arrays: not yet measured on a GPU) also takes the update's bounds in one kernel an array
+the default since it measured faster: 8 ms a substep of band pieces at 8M against 22–26) also takes the update's bounds in one kernel an array
 and the deep cells' bricks from a dense brick map.
 
 Measured (H100 80GB HBM3, ``bench/flip_sparse_band.py --row 8m --frames 3 --narrow-band 4
@@ -279,8 +279,12 @@ def topology_keys(band, grid, pos, margin: int, reach=None):
     return cp.unique(cp.concatenate([keys, deep]))
 
 
-# ------------------------------------------------------------------ VOXFX_SPARSE_BAND_REDUCE=kernels (not yet measured)
-REDUCES = ("arrays", "kernels")
+# ------------------------------------------------------------------ VOXFX_SPARSE_BAND_REDUCE=kernels (default)
+# Measured (H100 80GB HBM3, session 10 call B, `bench/flip_sparse_band.py --row 8m --frames 3 --narrow-band 4
+# --ways kernels` once a way in turn, frames 1–2): the band's pieces 26.1 / 22.0 → 8.2 / 8.1 ms a substep
+# (band keys 10.2 / 9.5 → 1.9 / 1.9, the update's reach and frame 6.5 / 6.4 → 0.27 / 0.26), the frames
+# 306 / 230 → 134 / 118 ms; tests/gpu/test_flip_sparse_band_kernels_gpu.py passed (the same bits).
+REDUCES = ("kernels", "arrays")
 _LL = np.iinfo(np.int64)
 
 
@@ -288,8 +292,9 @@ def reduce_mode(mode=None) -> str:
     """``VOXFX_SPARSE_BAND_REDUCE``: ``kernels`` takes the update's bounds in one kernel an array
     (``band_bounds``: CuPy's ``min(axis=0)`` of an (n, 3) array runs one block a column, ~6 ms a
     substep at 8M particles, 85 at 65M on the H100) and the deep cells' bricks from a dense brick
-    map (``band_deep_bricks``) instead of ``topology_keys`` of their stand-ins; ``arrays`` (default
-    until measured on a GPU) the code the module notes measured. The same numbers either way."""
+    map (``band_deep_bricks``) instead of ``topology_keys`` of their stand-ins (the default, measured
+    faster: the notes above ``REDUCES``); ``arrays`` the code the module notes measured first. The
+    same numbers either way."""
     mode = mode or os.environ.get("VOXFX_SPARSE_BAND_REDUCE", "").strip().lower() or REDUCES[0]
     if mode not in REDUCES:
         raise ValueError(f"VOXFX_SPARSE_BAND_REDUCE must be one of {', '.join(REDUCES)}, not {mode!r}")

@@ -70,9 +70,9 @@ def test_the_deep_cells_stand_ins_reach_the_same_bricks_with_far_fewer_boxes(mon
 
 def test_the_reduce_switch_defaults_to_the_measured_way_and_refuses_others(monkeypatch):
     monkeypatch.delenv("VOXFX_SPARSE_BAND_REDUCE", raising=False)
-    assert sparse_band_gpu.reduce_mode() == "arrays"
-    monkeypatch.setenv("VOXFX_SPARSE_BAND_REDUCE", "kernels")
     assert sparse_band_gpu.reduce_mode() == "kernels"
+    monkeypatch.setenv("VOXFX_SPARSE_BAND_REDUCE", "arrays")
+    assert sparse_band_gpu.reduce_mode() == "arrays"
     monkeypatch.setenv("VOXFX_SPARSE_BAND_REDUCE", "gpu")
     with pytest.raises(ValueError, match="VOXFX_SPARSE_BAND_REDUCE"):
         sparse_band_gpu.reduce_mode()
