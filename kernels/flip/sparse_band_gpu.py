@@ -32,8 +32,8 @@ the same order).
 serve a CuPy grid with brick tables and no obstacles (cells or bodies: the array code checks
 those) whose frame box fits (``map_fits``: at most ``MAP_LIMIT`` cells, and ``MAP_CELLS`` a
 liquid cell); otherwise the array code runs. ``VOXFX_SPARSE_BAND_REDUCE=kernels`` (``reduce_mode``,
-the default since it measured faster: 8 ms a substep of band pieces at 8M against 22–26) also takes the update's bounds in one kernel an array
-and the deep cells' bricks from a dense brick map.
+the default: it measured faster, 8 ms of band pieces a substep at 8M against 22–26) also takes
+the update's bounds in one kernel an array and the deep cells' bricks from a dense brick map.
 
 Measured (H100 80GB HBM3, ``bench/flip_sparse_band.py --row 8m --frames 3 --narrow-band 4
 --ways arrays kernels --off``, both ways in one process, the same bits every frame): the 8M
