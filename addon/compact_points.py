@@ -96,7 +96,40 @@ def encode(positions, attributes=None, *, cell: float, codec: int | None = None)
     """The bytes of one compact frame: *positions* (N, 3) in metres quantized on cells of
     *cell* metres, *attributes* name → (N,) or (N, k) arrays (floats as half, ints as
     int32). NumPy or CuPy arrays (the array work then runs on the device and only the
-    raw block comes back; the bytes are the same, tests/gpu/test_compact_points_gpu.py)."""
+    raw block comes back; the bytes are the same, tests/gpu/test_compact_points_gpu.py).
+    ``prepare(...).pack()``."""
+    return prepare(positions, attributes, cell=cell, codec=codec).pack()
+
+
+class RawFrame:
+    """A compact frame up to its compression (``prepare``): the raw block (NumPy, the
+    frame's own copy) and the header's fields. ``pack()`` compresses it and returns the
+    file's bytes (CRC-32, codec work: CPU only, any thread; the particles are no longer
+    needed), exactly ``encode``'s."""
+
+    __slots__ = ("raw", "n", "ncells", "columns", "origin", "cell", "dims", "codec")
+
+    def __init__(self, raw, n, ncells, columns, origin, cell, dims, codec):
+        self.raw, self.n, self.ncells, self.columns = raw, n, ncells, columns
+        self.origin, self.cell, self.dims, self.codec = origin, cell, dims, codec
+
+    def pack(self) -> bytes:
+        packed = _compress(self.raw, self.codec)
+        header = _HEADER.pack(MAGIC, VERSION, len(self.columns), self.n, self.ncells, self.codec, 0, len(self.raw),
+                              len(packed), zlib.crc32(self.raw) & 0xFFFFFFFF, *self.origin.tolist(), self.cell,
+                              *[int(d) for d in self.dims])
+        return header + b"".join(self.columns) + packed
+
+
+def prepare(positions, attributes=None, *, cell: float, codec: int | None = None) -> RawFrame:
+    """``encode`` up to the compression: the array work (on the device for CuPy arrays)
+    and the raw block's copy to the host; a bake calls it before the next step moves the
+    particles and leaves ``pack`` to its writer thread."""
+    codec = best_codec() if codec is None else codec
+    if codec not in (CODEC_ZLIB, CODEC_ZSTD):
+        raise VoxFXError(f"Unknown compact frame codec {codec}")
+    if codec == CODEC_ZSTD and _zstd() is None:  # said before the array work, as before the split
+        raise VoxFXError("Zstandard compression asked for, but the 'zstandard' module is missing")
     xp = backend.array_module(positions)
     positions = xp.asarray(positions).reshape(-1, 3)
     if positions.dtype not in (xp.float32, xp.float64):
@@ -147,12 +180,7 @@ def encode(positions, attributes=None, *, cell: float, codec: int | None = None)
     for values in stored:  # one 1-D gather per component (of a strided view): faster than gathering rows
         at = _put_planes(raw, at, [values[:, c][order] for c in range(values.shape[1])])
     assert at == raw_size
-    raw = backend.to_numpy(raw)
-    codec = best_codec() if codec is None else codec
-    packed = _compress(raw, codec)
-    header = _HEADER.pack(MAGIC, VERSION, len(columns), n, len(unique), codec, 0, raw_size, len(packed),
-                          zlib.crc32(raw) & 0xFFFFFFFF, *origin.tolist(), cell, *[int(d) for d in dims])
-    return header + b"".join(columns) + packed
+    return RawFrame(backend.to_numpy(raw), n, len(unique), columns, origin, cell, dims, codec)
 
 
 def _bounds(positions):
@@ -205,13 +233,19 @@ def encode_here(positions, attributes=None, *, cell: float) -> bytes:
     """``encode`` where the arrays are (a GPU bake's on the device: only the raw block
     comes back); a device that cannot spare the encoder's memory (about 50 bytes a
     particle) encodes a host copy instead: the same bytes, the bake goes on."""
+    return prepare_here(positions, attributes, cell=cell).pack()
+
+
+def prepare_here(positions, attributes=None, *, cell: float) -> RawFrame:
+    """``encode_here`` up to the compression (``prepare``): ``pack()`` the result for the
+    bytes, on any thread."""
     try:
-        return encode(positions, attributes, cell=cell)
+        return prepare(positions, attributes, cell=cell)
     except Exception as e:  # noqa: BLE001 - only running out of device memory is handled
         if backend.array_module(positions) is np or not is_out_of_memory(e):
             raise
     host = {name: backend.to_numpy(values) for name, values in (attributes or {}).items()}
-    return encode(backend.to_numpy(positions), host, cell=cell)
+    return prepare(backend.to_numpy(positions), host, cell=cell)
 
 
 def _quantize(positions, origin, cell, dims, key_type):

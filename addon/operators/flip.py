@@ -17,11 +17,11 @@ from ...kernels.flip.bodies import Body, emission_per_frame
 from ...kernels.flip.grid import TIMINGS, FlipSettings
 from ...kernels.settings import from_source
 from ...kernels.grid import GridSpec
-from .. import compact_points, disk_plan, frame_loader, materials, node_setups, scene_io, sim_bake, writeback
+from .. import (compact_points, disk_plan, frame_loader, liquid_files, materials, node_setups, scene_io, sim_bake,
+               writeback)
 from ..cache import BakeCache, blend_name, resolve_folder
 from ..flip_sparse import GuardedBake, choose_solver, climb, frame_check, liquid_reach, memory_need, time_centred
 from ..jobs import BakeResult, JobOperator, keep_frame_on_abort
-from ..ply import write_points
 from .cache import free_bake
 
 COLLECTION = "VoxFX Liquid"
@@ -190,28 +190,9 @@ def frame_writers(sim, spec, progress=None, compact=False):
 
 
 def writers_of(arrays, spec, compact=False):
-    """The files of one liquid frame (suffix → write(path)) from its arrays; *compact*:
-    the particles as a compact frame (``compact_points``) on the liquid's cells and the
-    grids as half floats (the level set within 1/1000 of a cell), else PLY and float grids.
-    Particles still on the GPU (``FlipBake(particles_on_device=True)``) are encoded here,
-    on the device, before the next step moves them; NumPy copies when their file is written."""
-    points = {"velocity": arrays["velocity"], "size": arrays["size"]}
-    if compact and backend.array_module(arrays["position"]) is not np:
-        encoded = compact_points.encode_here(arrays["position"], points, cell=spec.voxel_size)
-        particles = {compact_points.SUFFIX: lambda p: compact_points.write_encoded(p, encoded)}
-    elif compact:
-        particles = {compact_points.SUFFIX: lambda p: compact_points.write_points(p, arrays["position"], points,
-                                                                                 cell=spec.voxel_size)}
-    else:
-        particles = {".ply": lambda p: write_points(p, arrays["position"], points)}
-    return {
-        **particles,
-        ".vdb": lambda p: writeback.write_vdb(p, {"surface": arrays["surface"], "velocity": arrays["cell_velocity"]},
-                                              arrays["surface_spec"],
-                                              grid_class={"surface": "LEVEL_SET", "velocity": "FOG_VOLUME"},
-                                              background={"surface": 3.0 * spec.voxel_size, "velocity": 0.0},
-                                              half=compact),
-    }
+    """The files of one liquid frame (suffix → write(path)) from its arrays, the VDB too
+    (``liquid_files.writers_of``)."""
+    return liquid_files.writers_of(arrays, spec, compact, write_vdb=writeback.write_vdb)
 
 
 def _collection():

@@ -15,6 +15,7 @@ no walls cut the level set (``particle_level_set``).
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
 
@@ -87,14 +88,70 @@ def level_set(sim, progress=None, on_device=False):
     return phi_out(phi, on_device, pinned=False)  # the region changes size: no pinned block per size
 
 
-def cell_velocity(grid, region: GridSpec, spec: GridSpec):
+def cell_velocity(grid, region: GridSpec, spec: GridSpec, padding: int = 0, pinned: bool = False):
     """Grid velocity at the cell centres of *region* (nz, ny, nx, 3) float32 (NumPy),
-    averaged from the faces; missing bricks read 0. Chunked along z."""
+    averaged from the faces; missing bricks read 0. Chunked along z. *padding* cells
+    beyond every side of *region* repeat its nearest cell (``np.pad(mode="edge")``'s
+    values: each is that cell's own average, the same arithmetic); *pinned*: on a GPU
+    the chunks are copied straight into one page-locked block (CuPy's pinned pool: for
+    a grid of one shape frame after frame), else into pageable memory."""
+    xp = grid.xp
+    nx, ny, nz = region.shape
+    p = int(padding)
+    oi, oj, ok = offset(region, spec)
+    shape = (nz + 2 * p, ny + 2 * p, nx + 2 * p, 3)
+    if grid.size == 0:  # before the first step: no bricks yet, the liquid's initial velocity is on its particles
+        return np.zeros(shape, np.float32)
+    out = _host_block(shape, pinned and xp is not np)
+    mz, my, mx = shape[:3]
+    # padded index → the region's cell (clamped) → the lattice's (int64, as xp.indices gave)
+    i_of = xp.clip(xp.arange(mx, dtype=xp.int64) - p, 0, nx - 1) + oi
+    j_of = xp.clip(xp.arange(my, dtype=xp.int64) - p, 0, ny - 1) + oj
+    step = max(1, CHUNK_CELLS // max(1, mx * my))
+    for z0 in range(0, mz, step):
+        z1 = min(mz, z0 + step)
+        k_of = xp.clip(xp.arange(z0, z1, dtype=xp.int64) - p, 0, nz - 1) + ok
+        chunk = (z1 - z0, my, mx)
+        k = xp.broadcast_to(k_of[:, None, None], chunk).ravel()
+        j = xp.broadcast_to(j_of[None, :, None], chunk).ravel()
+        i = xp.broadcast_to(i_of[None, None, :], chunk).ravel()
+        lo = grid.locate(i, j, k)
+        comps = []
+        for comp, name in enumerate(grid.FACES):
+            f = grid[name]
+            hi = grid.locate(i + (comp == 0), j + (comp == 1), k + (comp == 2))
+            a = xp.where(lo >= 0, f[xp.maximum(lo, 0)], np.float32(0))
+            b = xp.where(hi >= 0, f[xp.maximum(hi, 0)], np.float32(0))
+            comps.append((np.float32(0.5) * (a + b)).reshape(chunk))
+        block = xp.stack(comps, axis=-1)
+        if xp is np:
+            out[z0:z1] = block
+        else:
+            block.get(out=out[z0:z1])
+    return out
+
+
+def _host_block(shape, pinned: bool):
+    """An uninitialised float32 host array of *shape*: page-locked (CuPy's pinned pool,
+    the block kept alive by the array) or an ordinary NumPy one."""
+    if not pinned:
+        return np.empty(shape, np.float32)
+    import cupy as cp
+
+    count = int(np.prod(shape))
+    return np.frombuffer(cp.cuda.alloc_pinned_memory(4 * count), np.float32, count).reshape(shape)
+
+
+def legacy_cell_velocity(grid, region: GridSpec, spec: GridSpec):
+    """``cell_velocity`` as it was before the direct copies (each chunk through a
+    pageable copy into a zeroed array, ``lo`` located per component; the caller pads
+    on the host): ``VOXFX_CELL_VELOCITY=legacy``, for the A/B (``bench/bake_frames.py``)
+    and the tests that compare the two bit for bit."""
     xp = grid.xp
     nx, ny, nz = region.shape
     oi, oj, ok = offset(region, spec)
     out = np.zeros((nz, ny, nx, 3), np.float32)
-    if grid.size == 0:  # before the first step: no bricks yet, the liquid's initial velocity is on its particles
+    if grid.size == 0:
         return out
     step = max(1, CHUNK_CELLS // max(1, nx * ny))
     for z0 in range(0, nz, step):
@@ -111,3 +168,13 @@ def cell_velocity(grid, region: GridSpec, spec: GridSpec):
             comps.append((np.float32(0.5) * (a + b)).reshape(z1 - z0, ny, nx))
         out[z0:z1] = backend.to_numpy(xp.stack(comps, axis=-1))
     return out
+
+
+def cell_velocity_mode() -> str:
+    """``VOXFX_CELL_VELOCITY``: ``direct`` (the default: padded on the device's indices,
+    copied straight into a pinned block) or ``legacy`` (``legacy_cell_velocity`` and a
+    host ``np.pad``); read per call, so one process can A/B both."""
+    mode = os.environ.get("VOXFX_CELL_VELOCITY", "direct").strip().lower() or "direct"
+    if mode not in ("direct", "legacy"):
+        raise ValueError(f"VOXFX_CELL_VELOCITY is 'direct' or 'legacy', not {mode!r}")
+    return mode

@@ -387,10 +387,13 @@ class SparseFlipSimulation(FlipSimulation):
         grid = self.grid if restored is None else restored
         if region is not self.spec and padding:  # the liquid's region: its own cells beyond it
             return sparse_output.cell_velocity(grid, surface_grid(region, padding), self.spec)
-        cells = sparse_output.cell_velocity(grid, region, self.spec)
-        if padding:
-            cells = np.pad(cells, ((padding, padding),) * 3 + ((0, 0),), mode="edge")
-        return cells
+        if sparse_output.cell_velocity_mode() == "legacy":  # the A/B's old way: pad on the host
+            cells = sparse_output.legacy_cell_velocity(grid, region, self.spec)
+            if padding:
+                cells = np.pad(cells, ((padding, padding),) * 3 + ((0, 0),), mode="edge")
+            return cells
+        # the box: one shape frame after frame, so a pinned block of CuPy's pool is reused
+        return sparse_output.cell_velocity(grid, region, self.spec, padding=padding, pinned=region is self.spec)
 
     # ------------------------------------------------------------------ the whole liquid (narrow band: + deep cells)
     def liquid_particles(self) -> int:

@@ -1,0 +1,69 @@
+"""The files of one liquid frame from its arrays (``kernels.flip.bake.frame_arrays``):
+suffix → write(path), what Bake Liquid hands its cache (``sim_bake.run``).
+
+No ``bpy`` here: the VDB writer (``writeback.write_vdb`` uses ``bpy``) is passed in by the
+operator (``operators/flip.py``), so a script or a bench on a machine without Blender
+drives the real frame loop with the particle files alone.
+
+A GPU bake's particles stay on the device (``FlipBake(particles_on_device=True)``) and
+are encoded there before the next step moves them. With ``VOXFX_DEFER_COMPRESSION=1``
+(the default) only the array work and the raw block's copy to the host happen then
+(``compact_points.prepare_here``); the compression (Zstandard or zlib) and the CRC-32
+run in the frame's writer, on the writer thread while the next frame is simulated
+(``cache_writer.FrameWriter``): the same file bytes, a kill or an I/O error still leaves
+complete frames only (the compression is part of the writer, before the atomic write).
+``VOXFX_DEFER_COMPRESSION=0``: compressed on the bake's thread, as before (for the A/B,
+``bench/bake_frames.py``).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Callable, Optional
+
+import numpy as np
+
+from ..kernels import backend
+from . import compact_points
+from .ply import write_points
+
+DEFER_ENV = "VOXFX_DEFER_COMPRESSION"
+
+
+def defer_compression() -> bool:
+    """Whether a device-encoded frame is compressed by its writer (module text); read
+    at each frame, so one process can A/B both ways."""
+    return os.environ.get(DEFER_ENV, "1").strip() != "0"
+
+
+def particle_writers(arrays, spec, compact=False) -> dict:
+    """The particle file of one liquid frame (suffix → write(path)), see ``writers_of``."""
+    points = {"velocity": arrays["velocity"], "size": arrays["size"]}
+    if compact and backend.array_module(arrays["position"]) is not np:
+        if defer_compression():
+            frame = compact_points.prepare_here(arrays["position"], points, cell=spec.voxel_size)
+            return {compact_points.SUFFIX: lambda p: compact_points.write_encoded(p, frame.pack())}
+        encoded = compact_points.encode_here(arrays["position"], points, cell=spec.voxel_size)
+        return {compact_points.SUFFIX: lambda p: compact_points.write_encoded(p, encoded)}
+    if compact:
+        return {compact_points.SUFFIX: lambda p: compact_points.write_points(p, arrays["position"], points,
+                                                                            cell=spec.voxel_size)}
+    return {".ply": lambda p: write_points(p, arrays["position"], points)}
+
+
+def writers_of(arrays, spec, compact=False, write_vdb: Optional[Callable] = None) -> dict:
+    """The files of one liquid frame (suffix → write(path)) from its arrays; *compact*:
+    the particles as a compact frame (``compact_points``) on the liquid's cells and the
+    grids as half floats (the level set within 1/1000 of a cell), else PLY and float
+    grids. Particles still on the GPU are encoded here, on the device, before the next
+    step moves them (module text); NumPy copies when their file is written.
+    *write_vdb(path, grids, spec, grid_class=, background=, half=)*: the VDB writer
+    (``writeback.write_vdb``); None: no ``.vdb`` file."""
+    files = particle_writers(arrays, spec, compact)
+    if write_vdb is not None:
+        files[".vdb"] = lambda p: write_vdb(p, {"surface": arrays["surface"], "velocity": arrays["cell_velocity"]},
+                                            arrays["surface_spec"],
+                                            grid_class={"surface": "LEVEL_SET", "velocity": "FOG_VOLUME"},
+                                            background={"surface": 3.0 * spec.voxel_size, "velocity": 0.0},
+                                            half=compact)
+    return files
