@@ -22,6 +22,15 @@ process, one after the other, so old and new are timed on one machine in one cal
 
     python bench/bake_frames.py --row 8m --frames 6 --ways "VOXFX_CELL_VELOCITY=legacy VOXFX_DEFER_COMPRESSION=0" ""
     python bench/bake_frames.py --res 32 --particles 40000 --frames 3 --cpu   # the loop on NumPy (a smoke run)
+
+Measured (H100 80GB HBM3, one call, ``--row 8m --frames 5``, 8,000,033 particles at 256³,
+Fast timing, Zstandard level 1 from a carried wheel, 5.82 bytes a particle, no VDB;
+medians of frames 3–5, ms):
+
+| way | step | level set | cell vel | encode | checkpoint | ckpt write | wait | writer | frame |
+| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
+| old (legacy, compressed on the bake's thread) | 34.7 | 4.4 | 317.7 | 245.5 | 158.9 | 545.6 | 0.7 | 38.2 | 1302 |
+| new (the defaults) | 33.8 | 4.1 | 42.5 | 90.4 | 161.3 | 470.5 | 0.7 | 233.5 | 836 |
 """
 
 from __future__ import annotations
