@@ -27,7 +27,8 @@ cancelled or failed bake never leaves a thread writing behind it.
 
 The frame handed over must not change afterwards: its writers' arrays are the frame's
 own (``kernels.flip.bake.frame_arrays`` and the snow's outputs are copies; device
-arrays are encoded before the hand-over), and checkpoints are copies
+arrays are encoded before the hand-over, a liquid's up to its raw block on the host,
+which its writer compresses here: ``liquid_files``), and checkpoints are copies
 (``checkpoint()``).
 
 No ``bpy`` here.

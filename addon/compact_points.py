@@ -19,7 +19,9 @@ particles). Here a frame stores:
   (level 1, on every core) when the ``zstandard`` module is importable (Blender ships it
   in its Python, as does the ``bpy`` wheel: nothing to bundle), else zlib (level 1) from
   the standard library. The header says which; a reader without ``zstandard`` says so in
-  one line.
+  one line. ``encode`` is ``prepare`` (the array work, on the device for CuPy arrays, and
+  the raw block's copy to the host) then ``RawFrame.pack`` (CRC-32 and compression, CPU
+  only): a GPU bake packs on its writer thread (``liquid_files``).
 
 Particle order is not kept (nothing downstream relies on it: motion blur comes from the
 ``velocity`` attribute).
