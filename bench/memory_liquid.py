@@ -176,9 +176,11 @@ def _run_row(name, spec, v, t, frames, cap, out, rows, band, ppc, xp, watch):
     check = M.FrameCheck(memory, True, M.box_bricks(spec), xp=xp, first=new["bricks"], band=band > 0)
     row = {"row": name, "shape": list(spec.shape), "particles": P0, "band": band, "setup s":
            time.perf_counter() - t0, "setup peak": setup_peak, "old": old, "new": new,
-           "start bricks": sim.grid.brick_count(), "setup mode": sparse_pressure_workspace.MODE, "frames": []}
+           "start bricks": sim.grid.brick_count(), "setup mode": sparse_pressure_workspace.MODE, "frames": [],
+           "band ways": list(M.band_ways()) if band else None}
     rows[name] = row
-    print(f"{name}: pressure set-up {row['setup mode']}; {'×'.join(map(str, spec.shape))}, {P0:,} particles, "
+    print(f"{name}: pressure set-up {row['setup mode']}; band ways {row['band ways']}; "
+          f"{'×'.join(map(str, spec.shape))}, {P0:,} particles, "
           f"band {band}; set-up {row['setup s']:.1f} s, "
           f"peak {setup_peak / GIB:.2f} GiB, {row['start bricks']} bricks; estimate old {old['total'] / GIB:.2f} GiB "
           f"({old['bricks']} bricks), new {new['total'] / GIB:.2f} GiB ({new['bricks']} bricks)", flush=True)
@@ -204,7 +206,7 @@ def _run_row(name, spec, v, t, frames, cap, out, rows, band, ppc, xp, watch):
              "peak": watch.peak, "pool": pool_total(), "check": need, "held": held, "check bricks": predicted,
              "capacity": max(check.counts(sim)[1], 0), "workspace": sparse_pressure_workspace.held_bytes(),
              "before": before, "check parts": need_parts,
-             "deep": len(sim.band.deep) if sim.band is not None else 0}
+             "deep": len(sim.band.deep) if sim.band is not None else 0, **band_box(sim)}
         if hasattr(watch, "frame_report"):
             f["stages"] = watch.frame_report()
         row["frames"].append(f)
@@ -230,6 +232,18 @@ def _run_row(name, spec, v, t, frames, cap, out, rows, band, ppc, xp, watch):
     del sim
     if gpu:
         pool.free_all_blocks()
+
+
+def band_box(sim):
+    """A band's stored cells and the box of its particles', stored and deep cells after the frame
+    (the next update's frame box before its padding: what the kernel way's maps span)."""
+    if sim.band is None:
+        return {}
+    from voxfx.kernels.flip.sparse_band import _Frame, _particle_cell_bounds
+
+    b = sim.band
+    frame = _Frame.around([b.lattice, b.deep], _particle_cell_bounds(sim), 0, sim.xp)
+    return {"lattice": len(b.lattice), "box cells": 0 if frame is None else int(math.prod(int(n) for n in frame.span))}
 
 
 def short(report, parts):

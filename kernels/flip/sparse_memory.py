@@ -168,6 +168,10 @@ BAND_DEPTH = 2.0  # a band's kept share: N cells of a sheet this many times ``la
 # the band's topology (``SparseFlipGrid.topology_keys`` over the liquid's cells: ``keys_of_boxes``), GPU (module text)
 TOPOLOGY_CELL, TOPOLOGY_PAIR, TOPOLOGY_PARTICLE = 240, 132, 32  # B a liquid cell, (cell, brick) pair, particle kept
 TOPOLOGY_PAIRS = 27  # (cell, brick) pairs a liquid cell's box makes at most: 3 bricks an axis (margin ≤ 8 cells)
+# the kernel way (``sparse_band_gpu``, the default; module text): B a frame-box cell of the update's maps, a
+# liquid cell of its lists, a particle kept of its keys and copies; the topology's B a particle kept
+BAND_MAP, BAND_LIST, BAND_KEPT, TOPOLOGY_KEYS = 8, 256, 64, 48
+MAP_PAD = 10  # cells a side the update's frame box reaches past a closed box (reach ≤ CFL, rings, a step)
 KEPT_CELL, KEPT_ADVECTION = 15, 15  # the time-centred advection's channels; its advection on the GPU (module text)
 WORKSPACE_CELL = 24  # B per pool cell the pressure set-up's workspace keeps on the GPU (module text)
 CLOSED_IMAGES = 4  # a closed level set's particles with their mirrors (a tank's liquid touches 3–5 walls)
@@ -327,14 +331,70 @@ def memory_at(spec: GridSpec, bricks: int, particles: int, particles_per_cell: i
     if band_on:
         if cpu:  # the update after advection, beside the state
             stages["narrow band"] = int(state + CPU_BAND_PARTICLE * P + CPU_BAND_CELL * P / ppc)
-        else:  # on the device, beside the frame's substep peak (its particles the kept): per liquid cell and
-            # per particle kept, the latter growing with the band's width (fitted to 2, 4 and 8 cells)
-            wide = (int(narrow_band) - 2) / int(narrow_band)
-            stages["narrow band"] = int(substep + GPU_BAND_CELL * P / ppc + GPU_BAND_DEEP * wide * Pk)
-            stages["band topology"] = band_topology(state, P / ppc, Pk)
+        else:  # on the device: the way that runs (``band_ways``), the array way's fit where it may run
+            update, topology = band_ways()
+            arrays = band_arrays(substep, int(narrow_band), P / ppc, Pk)
+            maps, sure = band_map_cells(spec, P / ppc, closed)
+            if update == "kernels":
+                kernels = band_kernels(state, maps, P / ppc, Pk)
+                stages["narrow band"] = kernels if sure else max(kernels, arrays)
+            else:
+                stages["narrow band"] = arrays
+            if topology == "kernels":
+                stages["band topology"] = band_topology_kernels(state, Pk)
+            else:
+                stages["band topology"] = band_topology(state, P / ppc, Pk)
     if parts:
         return {"bricks": bricks, "state": int(state), **stages, "total": max(stages.values())}
     return int(max(stages.values()))
+
+
+def band_ways() -> tuple[str, str]:
+    """(update, topology): the ways a band's work runs on the GPU now, ``kernels`` or ``arrays``.
+    The update as ``VOXFX_SPARSE_BAND`` (``sparse_band_gpu.band_mode``; the kernels where their
+    maps fit: ``band_map_cells``); the topology in kernels (``sparse_band_gpu.topology_keys``: the
+    device pipeline's brick keys of the particles held and the deep cells' brick map) where the
+    band's kernels, ``VOXFX_SPARSE_BAND_REDUCE=kernels`` and ``VOXFX_SPARSE_TOPOLOGY=device`` are
+    on, else the array way's ``keys_of_boxes`` of the liquid's cells (its fit: ``band_topology``)."""
+    from . import sparse_band_gpu, sparse_topology_gpu
+
+    update = sparse_band_gpu.band_mode()
+    keys = update == "kernels" and sparse_band_gpu.reduce_mode() == "kernels" \
+        and sparse_topology_gpu.topology_mode() == "device"
+    return update, "kernels" if keys else "arrays"
+
+
+def band_map_cells(spec: GridSpec, liquid_cells: float, closed: bool = True) -> tuple[float, bool]:
+    """(frame-box cells of the kernel way's dense maps at most, whether the kernels surely
+    serve the update): in a closed box its cells grown by ``MAP_PAD`` a side (the update's
+    frame: the particles', stored and deep cells' bounds grown by its reach and rings), else
+    ``sparse_band_gpu.MAP_LIMIT``; sure where that is within ``map_fits``' bound for the
+    liquid's cells (``MAP_FLOOR``, ``MAP_CELLS`` a liquid cell), else the array way may run."""
+    from .sparse_band_gpu import MAP_CELLS, MAP_FLOOR, MAP_LIMIT
+
+    box = math.prod(float(n) + 2 * MAP_PAD for n in spec.shape) if closed else float(MAP_LIMIT)
+    cells = min(box, float(MAP_LIMIT))
+    return cells, cells <= max(float(MAP_FLOOR), MAP_CELLS * float(liquid_cells))
+
+
+def band_arrays(substep: int, narrow_band: int, liquid_cells: float, kept: int) -> int:
+    """The array way's update (``VOXFX_SPARSE_BAND=arrays``; module text): beside the substep's
+    peak, ``GPU_BAND_CELL`` a liquid cell and ``GPU_BAND_DEEP`` × (N − 2)/N a particle kept."""
+    wide = (int(narrow_band) - 2) / int(narrow_band)
+    return int(substep + GPU_BAND_CELL * float(liquid_cells) + GPU_BAND_DEEP * wide * int(kept))
+
+
+def band_kernels(state: int, maps: float, liquid_cells: float, kept: int) -> int:
+    """The kernel way's update (``sparse_band_gpu.update``; module text): beside the *state*, its
+    dense maps (``BAND_MAP`` a frame-box cell), its lists (``BAND_LIST`` a liquid cell) and its
+    per-particle keys and copies (``BAND_KEPT`` a particle kept)."""
+    return int(state + BAND_MAP * float(maps) + BAND_LIST * float(liquid_cells) + BAND_KEPT * int(kept))
+
+
+def band_topology_kernels(state: int, kept: int) -> int:
+    """The kernel way's topology (``sparse_band_gpu.topology_keys``; module text): beside the
+    *state*, the particles' brick keys and their sort (``TOPOLOGY_KEYS`` a particle kept)."""
+    return int(state + TOPOLOGY_KEYS * int(kept))
 
 
 def band_topology(state: int, liquid_cells: float, kept: int) -> int:
