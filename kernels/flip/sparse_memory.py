@@ -168,9 +168,10 @@ BAND_DEPTH = 2.0  # a band's kept share: N cells of a sheet this many times ``la
 # the band's topology (``SparseFlipGrid.topology_keys`` over the liquid's cells: ``keys_of_boxes``), GPU (module text)
 TOPOLOGY_CELL, TOPOLOGY_PAIR, TOPOLOGY_PARTICLE = 240, 132, 32  # B a liquid cell, (cell, brick) pair, particle kept
 TOPOLOGY_PAIRS = 27  # (cell, brick) pairs a liquid cell's box makes at most: 3 bricks an axis (margin ≤ 8 cells)
-# the kernel way (``sparse_band_gpu``, the default; module text): B a frame-box cell of the update's maps, a
-# liquid cell of its lists, a particle kept of its keys and copies; the topology's B a particle kept
-BAND_MAP, BAND_LIST, BAND_KEPT, TOPOLOGY_KEYS = 8, 256, 64, 48
+# the kernel way (``sparse_band_gpu``, the default; module text), beside the substep: B a pool cell of the band's
+# snapshot of the faces, a frame-box cell of the update's maps, a liquid cell of its lists, a particle kept of its
+# keys and the refill's copies
+BAND_SNAPSHOT, BAND_MAP, BAND_LIST, BAND_KEPT = 12, 8, 256, 64
 MAP_PAD = 10  # cells a side the update's frame box reaches past a closed box (reach ≤ CFL, rings, a step)
 KEPT_CELL, KEPT_ADVECTION = 15, 15  # the time-centred advection's channels; its advection on the GPU (module text)
 WORKSPACE_CELL = 24  # B per pool cell the pressure set-up's workspace keeps on the GPU (module text)
@@ -336,13 +337,11 @@ def memory_at(spec: GridSpec, bricks: int, particles: int, particles_per_cell: i
             arrays = band_arrays(substep, int(narrow_band), P / ppc, Pk)
             maps, sure = band_map_cells(spec, P / ppc, closed)
             if update == "kernels":
-                kernels = band_kernels(state, maps, P / ppc, Pk)
+                kernels = band_kernels(substep, cells, maps, P / ppc, Pk)
                 stages["narrow band"] = kernels if sure else max(kernels, arrays)
             else:
                 stages["narrow band"] = arrays
-            if topology == "kernels":
-                stages["band topology"] = band_topology_kernels(state, Pk)
-            else:
+            if topology == "arrays":  # the kernel way's topology is the substep's pipeline (module text)
                 stages["band topology"] = band_topology(state, P / ppc, Pk)
     if parts:
         return {"bricks": bricks, "state": int(state), **stages, "total": max(stages.values())}
@@ -384,17 +383,13 @@ def band_arrays(substep: int, narrow_band: int, liquid_cells: float, kept: int) 
     return int(substep + GPU_BAND_CELL * float(liquid_cells) + GPU_BAND_DEEP * wide * int(kept))
 
 
-def band_kernels(state: int, maps: float, liquid_cells: float, kept: int) -> int:
-    """The kernel way's update (``sparse_band_gpu.update``; module text): beside the *state*, its
-    dense maps (``BAND_MAP`` a frame-box cell), its lists (``BAND_LIST`` a liquid cell) and its
-    per-particle keys and copies (``BAND_KEPT`` a particle kept)."""
-    return int(state + BAND_MAP * float(maps) + BAND_LIST * float(liquid_cells) + BAND_KEPT * int(kept))
-
-
-def band_topology_kernels(state: int, kept: int) -> int:
-    """The kernel way's topology (``sparse_band_gpu.topology_keys``; module text): beside the
-    *state*, the particles' brick keys and their sort (``TOPOLOGY_KEYS`` a particle kept)."""
-    return int(state + TOPOLOGY_KEYS * int(kept))
+def band_kernels(substep: int, cells: int, maps: float, liquid_cells: float, kept: int) -> int:
+    """The kernel way's substep with its band (``sparse_band_gpu.update``; module text): beside
+    the *substep*'s peak, the band's snapshot of the faces (``BAND_SNAPSHOT`` a pool cell), the
+    update's dense maps (``BAND_MAP`` a frame-box cell), its lists (``BAND_LIST`` a liquid cell)
+    and its per-particle keys and the refill's copies (``BAND_KEPT`` a particle kept)."""
+    return int(substep + BAND_SNAPSHOT * int(cells) + BAND_MAP * float(maps) + BAND_LIST * float(liquid_cells)
+               + BAND_KEPT * int(kept))
 
 
 def band_topology(state: int, liquid_cells: float, kept: int) -> int:
