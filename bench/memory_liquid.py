@@ -25,6 +25,9 @@ Rows (each within its time cap; the whole run within ``--budget`` seconds):
     band-sizes  the narrow band's rows at other sizes (``--band-sizes 128:1000000
             160:2000000``: dam breaks of n³ cells and P particles), --band-frames frames each
 
+A band row records the band's ways (``sparse_memory.band_ways``: kernels or arrays, whose
+estimates differ) and per frame its stored cells and the box of its cells (``band_box``).
+
 ``--stages`` names what each frame allocates by stage (``_stage_trace.py``: the highest
 bytes in use while each stage ran, the live bytes at the frame's peak by stage and source
 line) into each frame's ``stages`` in the JSON.

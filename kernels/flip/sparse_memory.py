@@ -122,6 +122,35 @@ NumPy path, dam breaks, a blob and a pool at 6k–50k particles) and rounded up:
   fresh untraced rows (1M and 2M, 5–6 frames: the check 1.09–1.74× from the second frame,
   0.58–0.84× before) and ``tests/gpu/test_liquid_memory_check_gpu.py`` (12 frames at 1M,
   bands 2 / 4 / 8), which failed before at its second frame (292 MiB in use against 183).
+  The above is the array way's (``VOXFX_SPARSE_BAND=arrays``; its topology also with
+  ``VOXFX_SPARSE_BAND_REDUCE=arrays`` or ``VOXFX_SPARSE_TOPOLOGY=legacy``: ``band_ways``). The
+  kernel way (``sparse_band_gpu``, the default) allocates far less: its update works on dense
+  maps over the frame box (~8 B a box cell at the peak: flags, φ, depths, rings), lists of the
+  candidates and liquid cells (int64 keys, (m, 3) cells, the trace's samples, the stored φ) and
+  per particle held its key, keep mask and the refill's appended copies; its topology is the
+  substep's device pipeline (the particles' brick keys) joined with the deep cells' brick map, no
+  box of every liquid cell. Traced by stage on an H100 80GB HBM3 (``bench/memory_liquid.py
+  --stages``, i21p's call 1: 1M/128³ bands 4 and 8, 2M/160³ band 2, 12 frames; 8M/256³ bands 2, 4,
+  8, 14 frames) no frame peaked in the band's work: the level set, then pressure and P2G as the
+  grid grew; the band's update rose at most ~60 MiB above the pressure's rise over the pool's
+  bytes in use before the frame (8M, 4 cells, frame 13), its topology always below it. So the
+  kernel way counts its update beside the substep's peak (``band_kernels``): ``BAND_SNAPSHOT``
+  12 B a pool cell (the band's snapshot of the three face channels, held through the substep),
+  ``BAND_MAP`` 8 B a cell of the frame box (at most a closed box grown by ``MAP_PAD`` 10 cells a
+  side; where that may pass ``map_fits``' bound, or an open domain's ``MAP_LIMIT``, the array way
+  may run and the larger of the two is taken), ``BAND_LIST`` 256 B a liquid cell and
+  ``BAND_KEPT`` 64 B a particle kept (keys 8, mask 1, the refill's copies 24 and the
+  compaction's), with no topology stage of its own (the substep's). The array way's stages had
+  asked 2.2–4.3× of the 1M frames from the second (the topology's chunk of pairs:
+  ``tests/gpu/test_liquid_memory_check_gpu.py``'s band tests failed their 2× bound, 512 / 545 / 586
+  MiB against 122 / 152 / 186 MiB). Replayed on the traced rows the check is now 1.18–1.68× /
+  1.12–1.24× (1M, 4 / 8 cells), 1.14–1.60× (2M, 2 cells), 1.42–1.73× / 1.21–1.54× / 1.15–1.39× (8M, 2 /
+  4 / 8 cells) from the second frame, the estimate before the bake 1.73–2.13×; on fresh 30-frame
+  8M rows (call 2, untraced, past the most bricks: 17,568 / 15,571 / 10,309 with 4 / 8 / 2 cells,
+  peaks 1.906 / 1.999 / 1.387 GiB) the check 1.33–1.76× / 1.26–1.54× / 1.13–1.51× (the array way's
+  fit there: 1.48–2.05× / 1.69–2.28× / 1.12–1.51×) and the estimate before the bake 1.35× / 1.50× /
+  1.60×; 2M with 4 / 8 / 2 cells 1.37–1.74× / 1.34–1.47× / 1.25–1.49×. The GPU test's band cases
+  passed (call 2). The 65M row with 4 cells is estimated at 13.5 GiB (the array way 17.3).
 * the time-centred advection (``FlipSettings.time_centred_advection``): the kept faces
   and fluid masks, three float32 and three uint8 channels over the pool (``KEPT_CELL``
   15 B per pool cell, in the state and the substep; on the NumPy path the substep's peak
