@@ -62,10 +62,10 @@ class StageTrace:
                 watch._malloc(kw.get("mem_ptr"), int(kw.get("mem_size", kw.get("size", 0))))
 
             def free_postprocess(self, **kw):
-                watch._free(kw.get("mem_ptr"))
+                watch._free(kw.get("mem_ptr"), int(kw.get("mem_size", 0)))
 
         self.hook, self.pool = Hook(), cp.get_default_memory_pool()
-        self.stack, self.live, self.bytes, self.peak = [], {}, 0, 0
+        self.stack, self.live, self.bytes, self.peak, self.base = [], {}, 0, 0, 0
         self.stage_peak, self.at_peak, self.dirty, self.calls = {}, {}, False, {}
 
     # ---------------------------------------------------------------- counting
@@ -81,12 +81,16 @@ class StageTrace:
         if self.bytes > self.peak:
             self.peak, self.dirty = self.bytes, True
 
-    def _free(self, ptr):
+    def _free(self, ptr, size: int = 0):
         if self.dirty:
             self.at_peak, self.dirty = self.snapshot(), False
         entry = self.live.pop(ptr, None)
         if entry is not None:
             self.bytes -= entry[0]
+        else:  # a block from before the row (counted in its base) freed now
+            freed = min(int(size), self.base)
+            self.bytes -= freed
+            self.base -= freed
 
     def snapshot(self, top: int = 14) -> dict:
         """Live bytes by (stage, site), the largest *top* (the rest summed)."""

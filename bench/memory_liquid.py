@@ -25,6 +25,9 @@ Rows (each within its time cap; the whole run within ``--budget`` seconds):
     band-sizes  the narrow band's rows at other sizes (``--band-sizes 128:1000000
             160:2000000``: dam breaks of n³ cells and P particles), --band-frames frames each
 
+A band row records the band's ways (``sparse_memory.band_ways``: kernels or arrays, whose
+estimates differ) and per frame its stored cells and the box of its cells (``band_box``).
+
 ``--stages`` names what each frame allocates by stage (``_stage_trace.py``: the highest
 bytes in use while each stage ran, the live bytes at the frame's peak by stage and source
 line) into each frame's ``stages`` in the JSON.
@@ -65,11 +68,14 @@ GIB = 2 ** 30
 
 
 class InUse:
-    """The pool's bytes in use and their high-water mark since ``reset`` (a CuPy hook;
-    on NumPy, ``--smoke``, nothing is counted)."""
+    """The pool's bytes in use (``used_bytes``, read after every allocation) and their
+    high-water mark since ``reset`` (a CuPy hook; on NumPy, ``--smoke``, nothing is counted).
+    It counted the hook's own mallocs less its frees before: a block allocated before the row
+    (a row before's, collected later) and freed during it stayed counted, 43-76 MiB too high
+    on the 1M rows after the 2M ones (H100, i21p's call 2)."""
 
     def __init__(self, cp):
-        self.live, self.bytes, self.peak, self.pool = {}, 0, 0, None
+        self.peak, self.pool = 0, None
         if cp is None:
             import contextlib
 
@@ -83,19 +89,16 @@ class InUse:
             name = "voxfx_in_use"
 
             def malloc_postprocess(self, **kw):
-                size = int(kw.get("mem_size", kw.get("size", 0)))
-                watch.live[kw.get("mem_ptr")] = size
-                watch.bytes += size
-                watch.peak = max(watch.peak, watch.bytes)
-
-            def free_postprocess(self, **kw):
-                watch.bytes -= watch.live.pop(kw.get("mem_ptr"), 0)
+                watch.peak = max(watch.peak, int(watch.pool.used_bytes()))
 
         self.hook, self.pool = Hook(), cp.get_default_memory_pool()
 
+    @property
+    def bytes(self) -> int:
+        return int(self.pool.used_bytes()) if self.pool is not None else 0
+
     def start(self):
         """A new row: count from the pool's bytes in use now."""
-        self.live, self.bytes = {}, int(self.pool.used_bytes()) if self.pool is not None else 0
         self.peak = self.bytes
 
     def reset(self):
@@ -176,9 +179,11 @@ def _run_row(name, spec, v, t, frames, cap, out, rows, band, ppc, xp, watch):
     check = M.FrameCheck(memory, True, M.box_bricks(spec), xp=xp, first=new["bricks"], band=band > 0)
     row = {"row": name, "shape": list(spec.shape), "particles": P0, "band": band, "setup s":
            time.perf_counter() - t0, "setup peak": setup_peak, "old": old, "new": new,
-           "start bricks": sim.grid.brick_count(), "setup mode": sparse_pressure_workspace.MODE, "frames": []}
+           "start bricks": sim.grid.brick_count(), "setup mode": sparse_pressure_workspace.MODE, "frames": [],
+           "band ways": list(M.band_ways()) if band else None}
     rows[name] = row
-    print(f"{name}: pressure set-up {row['setup mode']}; {'×'.join(map(str, spec.shape))}, {P0:,} particles, "
+    print(f"{name}: pressure set-up {row['setup mode']}; band ways {row['band ways']}; "
+          f"{'×'.join(map(str, spec.shape))}, {P0:,} particles, "
           f"band {band}; set-up {row['setup s']:.1f} s, "
           f"peak {setup_peak / GIB:.2f} GiB, {row['start bricks']} bricks; estimate old {old['total'] / GIB:.2f} GiB "
           f"({old['bricks']} bricks), new {new['total'] / GIB:.2f} GiB ({new['bricks']} bricks)", flush=True)
@@ -204,7 +209,7 @@ def _run_row(name, spec, v, t, frames, cap, out, rows, band, ppc, xp, watch):
              "peak": watch.peak, "pool": pool_total(), "check": need, "held": held, "check bricks": predicted,
              "capacity": max(check.counts(sim)[1], 0), "workspace": sparse_pressure_workspace.held_bytes(),
              "before": before, "check parts": need_parts,
-             "deep": len(sim.band.deep) if sim.band is not None else 0}
+             "deep": len(sim.band.deep) if sim.band is not None else 0, **band_box(sim)}
         if hasattr(watch, "frame_report"):
             f["stages"] = watch.frame_report()
         row["frames"].append(f)
@@ -230,6 +235,18 @@ def _run_row(name, spec, v, t, frames, cap, out, rows, band, ppc, xp, watch):
     del sim
     if gpu:
         pool.free_all_blocks()
+
+
+def band_box(sim):
+    """A band's stored cells and the box of its particles', stored and deep cells after the frame
+    (the next update's frame box before its padding: what the kernel way's maps span)."""
+    if sim.band is None:
+        return {}
+    from voxfx.kernels.flip.sparse_band import _Frame, _particle_cell_bounds
+
+    b = sim.band
+    frame = _Frame.around([b.lattice, b.deep], _particle_cell_bounds(sim), 0, sim.xp)
+    return {"lattice": len(b.lattice), "box cells": 0 if frame is None else int(math.prod(int(n) for n in frame.span))}
 
 
 def short(report, parts):

@@ -122,6 +122,35 @@ NumPy path, dam breaks, a blob and a pool at 6k–50k particles) and rounded up:
   fresh untraced rows (1M and 2M, 5–6 frames: the check 1.09–1.74× from the second frame,
   0.58–0.84× before) and ``tests/gpu/test_liquid_memory_check_gpu.py`` (12 frames at 1M,
   bands 2 / 4 / 8), which failed before at its second frame (292 MiB in use against 183).
+  The above is the array way's (``VOXFX_SPARSE_BAND=arrays``; its topology also with
+  ``VOXFX_SPARSE_BAND_REDUCE=arrays`` or ``VOXFX_SPARSE_TOPOLOGY=legacy``: ``band_ways``). The
+  kernel way (``sparse_band_gpu``, the default) allocates far less: its update works on dense
+  maps over the frame box (~8 B a box cell at the peak: flags, φ, depths, rings), lists of the
+  candidates and liquid cells (int64 keys, (m, 3) cells, the trace's samples, the stored φ) and
+  per particle held its key, keep mask and the refill's appended copies; its topology is the
+  substep's device pipeline (the particles' brick keys) joined with the deep cells' brick map, no
+  box of every liquid cell. Traced by stage on an H100 80GB HBM3 (``bench/memory_liquid.py
+  --stages``, i21p's call 1: 1M/128³ bands 4 and 8, 2M/160³ band 2, 12 frames; 8M/256³ bands 2, 4,
+  8, 14 frames) no frame peaked in the band's work: the level set, then pressure and P2G as the
+  grid grew; the band's update rose at most ~60 MiB above the pressure's rise over the pool's
+  bytes in use before the frame (8M, 4 cells, frame 13), its topology always below it. So the
+  kernel way counts its update beside the substep's peak (``band_kernels``): ``BAND_SNAPSHOT``
+  12 B a pool cell (the band's snapshot of the three face channels, held through the substep),
+  ``BAND_MAP`` 8 B a cell of the frame box (at most a closed box grown by ``MAP_PAD`` 10 cells a
+  side; where that may pass ``map_fits``' bound, or an open domain's ``MAP_LIMIT``, the array way
+  may run and the larger of the two is taken), ``BAND_LIST`` 256 B a liquid cell and
+  ``BAND_KEPT`` 64 B a particle kept (keys 8, mask 1, the refill's copies 24 and the
+  compaction's), with no topology stage of its own (the substep's). The array way's stages had
+  asked 2.2–4.3× of the 1M frames from the second (the topology's chunk of pairs:
+  ``tests/gpu/test_liquid_memory_check_gpu.py``'s band tests failed their 2× bound, 512 / 545 / 586
+  MiB against 122 / 152 / 186 MiB). Replayed on the traced rows the check is now 1.18–1.68× /
+  1.12–1.24× (1M, 4 / 8 cells), 1.14–1.60× (2M, 2 cells), 1.42–1.73× / 1.21–1.54× / 1.15–1.39× (8M, 2 /
+  4 / 8 cells) from the second frame, the estimate before the bake 1.73–2.13×; on fresh 30-frame
+  8M rows (call 2, untraced, past the most bricks: 17,568 / 15,571 / 10,309 with 4 / 8 / 2 cells,
+  peaks 1.906 / 1.999 / 1.387 GiB) the check 1.33–1.76× / 1.26–1.54× / 1.13–1.51× (the array way's
+  fit there: 1.48–2.05× / 1.69–2.28× / 1.12–1.51×) and the estimate before the bake 1.35× / 1.50× /
+  1.60×; 2M with 4 / 8 / 2 cells 1.37–1.74× / 1.34–1.47× / 1.25–1.49×. The GPU test's band cases
+  passed (call 2). The 65M row with 4 cells is estimated at 13.5 GiB (the array way 17.3).
 * the time-centred advection (``FlipSettings.time_centred_advection``): the kept faces
   and fluid masks, three float32 and three uint8 channels over the pool (``KEPT_CELL``
   15 B per pool cell, in the state and the substep; on the NumPy path the substep's peak
@@ -168,6 +197,11 @@ BAND_DEPTH = 2.0  # a band's kept share: N cells of a sheet this many times ``la
 # the band's topology (``SparseFlipGrid.topology_keys`` over the liquid's cells: ``keys_of_boxes``), GPU (module text)
 TOPOLOGY_CELL, TOPOLOGY_PAIR, TOPOLOGY_PARTICLE = 240, 132, 32  # B a liquid cell, (cell, brick) pair, particle kept
 TOPOLOGY_PAIRS = 27  # (cell, brick) pairs a liquid cell's box makes at most: 3 bricks an axis (margin ≤ 8 cells)
+# the kernel way (``sparse_band_gpu``, the default; module text), beside the substep: B a pool cell of the band's
+# snapshot of the faces, a frame-box cell of the update's maps, a liquid cell of its lists, a particle kept of its
+# keys and the refill's copies
+BAND_SNAPSHOT, BAND_MAP, BAND_LIST, BAND_KEPT = 12, 8, 256, 64
+MAP_PAD = 10  # cells a side the update's frame box reaches past a closed box (reach ≤ CFL, rings, a step)
 KEPT_CELL, KEPT_ADVECTION = 15, 15  # the time-centred advection's channels; its advection on the GPU (module text)
 WORKSPACE_CELL = 24  # B per pool cell the pressure set-up's workspace keeps on the GPU (module text)
 CLOSED_IMAGES = 4  # a closed level set's particles with their mirrors (a tank's liquid touches 3–5 walls)
@@ -327,14 +361,64 @@ def memory_at(spec: GridSpec, bricks: int, particles: int, particles_per_cell: i
     if band_on:
         if cpu:  # the update after advection, beside the state
             stages["narrow band"] = int(state + CPU_BAND_PARTICLE * P + CPU_BAND_CELL * P / ppc)
-        else:  # on the device, beside the frame's substep peak (its particles the kept): per liquid cell and
-            # per particle kept, the latter growing with the band's width (fitted to 2, 4 and 8 cells)
-            wide = (int(narrow_band) - 2) / int(narrow_band)
-            stages["narrow band"] = int(substep + GPU_BAND_CELL * P / ppc + GPU_BAND_DEEP * wide * Pk)
-            stages["band topology"] = band_topology(state, P / ppc, Pk)
+        else:  # on the device: the way that runs (``band_ways``), the array way's fit where it may run
+            update, topology = band_ways()
+            arrays = band_arrays(substep, int(narrow_band), P / ppc, Pk)
+            maps, sure = band_map_cells(spec, P / ppc, closed)
+            if update == "kernels":
+                kernels = band_kernels(substep, cells, maps, P / ppc, Pk)
+                stages["narrow band"] = kernels if sure else max(kernels, arrays)
+            else:
+                stages["narrow band"] = arrays
+            if topology == "arrays":  # the kernel way's topology is the substep's pipeline (module text)
+                stages["band topology"] = band_topology(state, P / ppc, Pk)
     if parts:
         return {"bricks": bricks, "state": int(state), **stages, "total": max(stages.values())}
     return int(max(stages.values()))
+
+
+def band_ways() -> tuple[str, str]:
+    """(update, topology): the ways a band's work runs on the GPU now, ``kernels`` or ``arrays``.
+    The update as ``VOXFX_SPARSE_BAND`` (``sparse_band_gpu.band_mode``; the kernels where their
+    maps fit: ``band_map_cells``); the topology in kernels (``sparse_band_gpu.topology_keys``: the
+    device pipeline's brick keys of the particles held and the deep cells' brick map) where the
+    band's kernels, ``VOXFX_SPARSE_BAND_REDUCE=kernels`` and ``VOXFX_SPARSE_TOPOLOGY=device`` are
+    on, else the array way's ``keys_of_boxes`` of the liquid's cells (its fit: ``band_topology``)."""
+    from . import sparse_band_gpu, sparse_topology_gpu
+
+    update = sparse_band_gpu.band_mode()
+    keys = update == "kernels" and sparse_band_gpu.reduce_mode() == "kernels" \
+        and sparse_topology_gpu.topology_mode() == "device"
+    return update, "kernels" if keys else "arrays"
+
+
+def band_map_cells(spec: GridSpec, liquid_cells: float, closed: bool = True) -> tuple[float, bool]:
+    """(frame-box cells of the kernel way's dense maps at most, whether the kernels surely
+    serve the update): in a closed box its cells grown by ``MAP_PAD`` a side (the update's
+    frame: the particles', stored and deep cells' bounds grown by its reach and rings), else
+    ``sparse_band_gpu.MAP_LIMIT``; sure where that is within ``map_fits``' bound for the
+    liquid's cells (``MAP_FLOOR``, ``MAP_CELLS`` a liquid cell), else the array way may run."""
+    from .sparse_band_gpu import MAP_CELLS, MAP_FLOOR, MAP_LIMIT
+
+    box = math.prod(float(n) + 2 * MAP_PAD for n in spec.shape) if closed else float(MAP_LIMIT)
+    cells = min(box, float(MAP_LIMIT))
+    return cells, cells <= max(float(MAP_FLOOR), MAP_CELLS * float(liquid_cells))
+
+
+def band_arrays(substep: int, narrow_band: int, liquid_cells: float, kept: int) -> int:
+    """The array way's update (``VOXFX_SPARSE_BAND=arrays``; module text): beside the substep's
+    peak, ``GPU_BAND_CELL`` a liquid cell and ``GPU_BAND_DEEP`` × (N − 2)/N a particle kept."""
+    wide = (int(narrow_band) - 2) / int(narrow_band)
+    return int(substep + GPU_BAND_CELL * float(liquid_cells) + GPU_BAND_DEEP * wide * int(kept))
+
+
+def band_kernels(substep: int, cells: int, maps: float, liquid_cells: float, kept: int) -> int:
+    """The kernel way's substep with its band (``sparse_band_gpu.update``; module text): beside
+    the *substep*'s peak, the band's snapshot of the faces (``BAND_SNAPSHOT`` a pool cell), the
+    update's dense maps (``BAND_MAP`` a frame-box cell), its lists (``BAND_LIST`` a liquid cell)
+    and its per-particle keys and the refill's copies (``BAND_KEPT`` a particle kept)."""
+    return int(substep + BAND_SNAPSHOT * int(cells) + BAND_MAP * float(maps) + BAND_LIST * float(liquid_cells)
+               + BAND_KEPT * int(kept))
 
 
 def band_topology(state: int, liquid_cells: float, kept: int) -> int:

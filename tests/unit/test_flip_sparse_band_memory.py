@@ -202,10 +202,11 @@ def test_the_band_updates_measured_peak_lies_within_its_estimate():
     assert stages["narrow band"] == stages["state"] + int(band)
 
 
-def test_the_sparse_estimate_counts_the_narrow_band_only_when_it_is_on():
+def test_the_sparse_estimate_counts_the_narrow_band_only_when_it_is_on(monkeypatch):
     """On the device the band's estimate holds only the particles the band keeps
     (``band_kept``) in its state and substep, sees every liquid particle in the level set,
     and adds the band's update to the substep; off, no band stage."""
+    monkeypatch.setenv("VOXFX_SPARSE_BAND", "arrays")  # the array way's fit and runs
     from voxfx.kernels.flip import sparse_memory as M
 
     spec = GridSpec((0.0, 0.0, 0.0), 1 / 512, (512, 512, 512))
@@ -295,10 +296,11 @@ def test_the_kept_share_follows_the_most_each_band_kept():
     assert M.band_kept(particles, 8, 64, spec, True, climb) == particles  # a band past the sheet keeps them all
 
 
-def test_the_gpu_band_estimate_covers_whole_runs_of_each_band_width():
+def test_the_gpu_band_estimate_covers_whole_runs_of_each_band_width(monkeypatch):
     """The estimate before the bake lies within [1, 1.5]× of each band's in-use peak over
     the H100 runs (``BAND_RUNS``) and the dam's without a band (60 frames, fresh set-up).
     Counting every liquid particle in the substep, it was 1.69× with 2 cells."""
+    monkeypatch.setenv("VOXFX_SPARSE_BAND", "arrays")  # the array way's fit and runs
     from voxfx.kernels.flip.sparse_memory import sparse_flip_memory
 
     spec, climb = _dam_8m()
@@ -311,11 +313,12 @@ def test_the_gpu_band_estimate_covers_whole_runs_of_each_band_width():
         assert peak <= estimate <= 1.5 * peak, (band, estimate / peak)
 
 
-def test_the_gpu_band_check_before_each_frame_covers_it_and_counts_the_kept_particles():
+def test_the_gpu_band_check_before_each_frame_covers_it_and_counts_the_kept_particles(monkeypatch):
     """``FrameCheck`` replayed on each band's run (the bricks, the liquid's and the kept
     particles a frame before, their growth): its need is at least each frame's in-use peak
     and from the second frame on at most 1.35× it. Counting every liquid particle as held
     it was up to 1.59×, 1.81× and 2.65× (2, 4, 8 cells)."""
+    monkeypatch.setenv("VOXFX_SPARSE_BAND", "arrays")  # the array way's fit and runs
     from voxfx.kernels.flip import sparse_memory as M
 
     spec, climb = _dam_8m()
@@ -427,11 +430,12 @@ def _dam(n, particles):
     return spec, M.climb_cells(top, 0.0, spec)
 
 
-def test_the_band_topology_stage_counts_the_liquids_boxes_and_their_brick_pairs():
+def test_the_band_topology_stage_counts_the_liquids_boxes_and_their_brick_pairs(monkeypatch):
     """On the device a band's topology update (``keys_of_boxes`` over every liquid cell's
     box) is a stage: beside the state, bytes per liquid cell, per (cell, brick) pair (27 a
     cell at most, expanded ``BUILD_CHUNK`` at a time: a fixed cost once the liquid is large)
     and per particle kept; no such stage without a band or on the CPU."""
+    monkeypatch.setenv("VOXFX_SPARSE_BAND", "arrays")  # the array way's fit and runs
     from voxfx.kernels.flip import sparse_memory as M
     from voxfx.kernels.grid.sparse import BUILD_CHUNK
 
@@ -481,12 +485,13 @@ def test_the_band_check_adds_what_the_pool_holds_beyond_the_state():
     assert plain.plan(680, 680, 991_084, used=10 * 2 ** 30) == plain.plan(680, 680, 991_084)
 
 
-def test_the_gpu_band_estimate_and_check_cover_the_runs_at_1m_and_2m_particles():
+def test_the_gpu_band_estimate_and_check_cover_the_runs_at_1m_and_2m_particles(monkeypatch):
     """Replayed on the 1M (128³) and 2M (160³) band runs (``BAND_SIZES``: each frame's
     peak the topology update's), the estimate before the bake covers every frame and the
     check before each frame (the counts a frame ago, the pool's bytes in use) covers it,
     within 2× from the second frame. Without the topology stage and the pool's bytes the
     check fell to 0.52× (1M, 4 cells) from the second frame."""
+    monkeypatch.setenv("VOXFX_SPARSE_BAND", "arrays")  # the array way's fit and runs
     from voxfx.kernels.flip import sparse_memory as M
 
     gpu = object()
