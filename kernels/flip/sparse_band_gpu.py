@@ -55,7 +55,7 @@ from .grid import FLUID, SOLID
 KERNELS = Kernels("flip_sparse_band.cu", ("--fmad=false",))
 MODES = ("kernels", "arrays")
 MAP_LIMIT = 1 << 28  # frame box cells of the dense maps (1 GiB of float32 φ): beyond it the array code
-MAP_CELLS = 32  # box cells a liquid cell (map_fits): ~256 B a liquid cell, within the band's 736 B estimate
+MAP_CELLS = 32  # box cells a liquid cell (map_fits): the maps, 8 B a box cell in sparse_memory's estimate
 MAP_FLOOR = 1 << 25  # box cells that always fit (~256 MiB of maps)
 FAR = 2.0  # sparse_band.FAR (kept equal by tests/unit/test_flip_sparse_band_kernels.py)
 _I32, _I64, _F = np.int32, np.int64, np.float32
