@@ -15,7 +15,7 @@
 // Constants from Python (-D): AIR, FLUID, SOLID (kernels/grid/mac.py), PUSH_EPSILON
 // (kernels/flip/particles.py).
 
-#include "voxfx_lattice.cuh"  // trilinear_blend: sample.blend's operation order
+#include "voxfx_g2p_bricks.cuh"  // corner_axis, blend_corners (trilinear_blend: sample.blend's order)
 #include "voxfx_push.cuh"  // nearest_free_point: the push-out's neighbour search
 #include "voxfx_sparse.cuh"  // keys, slots, binary search
 #include "voxfx_sparse_index.cuh"  // the brick index
@@ -56,8 +56,6 @@ struct Sampler {
     int home;
     long long hb[3];
 };
-
-#define LATTICE_LIMIT 8388608.0f  // 2^23: |voxel index| bound of the keys (kernels/grid/sparse.py LIMIT)
 
 // Both kernels' Sampler for the point g (cell units): the bricks and the box, no home yet
 // (−1), and hb = ⌊g⌋ >> 3 where g is finite (else 0). *finite*: g is; *inside*: also every
@@ -114,16 +112,6 @@ __device__ void corner_cells(const Sampler& S, const int s[3], const float at[3]
     idx[2] = same[1] ? idx[0] : sparse_cell_step(nbr27, idx[0], 3);
     idx[3] = same[1] ? idx[1] : sparse_cell_step(nbr27, idx[1], 3);
     for (int q = 0; q < 4; ++q) idx[4 + q] = same[2] ? idx[q] : sparse_cell_step(nbr27, idx[q], 5);
-}
-
-// The trilinear blend of channel f at the corners (sample.blend's order), with grad its
-// partial derivatives.
-__device__ __forceinline__ float blend_corners(const float* __restrict__ f, const int idx[8], const float t[3],
-                                               float* grad)
-{
-    float p[8];
-    for (int q = 0; q < 8; ++q) p[q] = idx[q] >= 0 ? f[idx[q]] : 0.0f;
-    return trilinear_blend(p, t[0], t[1], t[2], grad);
 }
 
 // SparseMacGrid.sample_faces: (u, v, w) at g (cell units), grad rows ∂u_a/∂(x, y, z); with
@@ -300,21 +288,8 @@ __device__ __forceinline__ void corner_cells_fast(const Home& H, int closed, con
     int i0[3], up[3], cross[3];
     bool inside = true;
     for (int a = 0; a < 3; ++a) {
-        float c = at[a];
-        if (closed) {
-            c = fminf(fmaxf(c, 0.0f), (float)(s[a] - 1));
-            i0[a] = max(min((int)c, s[a] - 2), 0);
-            up[a] = min(i0[a] + 1, s[a] - 1) != i0[a];
-        } else {
-            c = isfinite(c) ? c : 0.0f;
-            const float f = floorf(c);
-            inside = inside && f >= -LATTICE_LIMIT && f < LATTICE_LIMIT;
-            i0[a] = inside ? (int)f : 0;
-            up[a] = 1;
-        }
-        t[a] = c - (float)i0[a];
-        if (!closed && !inside) t[a] = c - floorf(c);  // (no cell: every corner reads 0 whatever t is)
-        cross[a] = up[a] && (i0[a] & 7) == 7;
+        corner_axis(a, at, closed, s, inside, i0, up, t);
+        cross[a] = up[a] && (i0[a] & 7) == 7;  // the upper corner in the next brick
     }
     if (!inside) {
         for (int q = 0; q < 8; ++q) idx[q] = -1;
