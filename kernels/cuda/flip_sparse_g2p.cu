@@ -16,6 +16,7 @@
 // (kernels/flip/particles.py).
 
 #include "voxfx_g2p_bricks.cuh"  // corner_axis, blend_corners (trilinear_blend: sample.blend's order)
+#include "voxfx_g2p.cuh"  // g2p_velocity: the FLIP/PIC blend and APIC's C
 #include "voxfx_push.cuh"  // nearest_free_point: the push-out's neighbour search
 #include "voxfx_sparse.cuh"  // keys, slots, binary search
 #include "voxfx_sparse_index.cuh"  // the brick index
@@ -222,9 +223,7 @@ extern "C" __global__ void g2p_advect_sparse(float* __restrict__ pos, float* __r
     float un[3], uo[3], grad[9];
     const float* const old[3] = {old_u, old_v, old_w};
     sample_faces_brick(u, v, w, S, g, un, apic ? grad : nullptr, old, uo);  // new and old at one look-up
-    for (int a = 0; a < 3; ++a) vel[3 * p + a] = flip * (vel[3 * p + a] + (un[a] - uo[a])) + pic * un[a];
-    if (apic)
-        for (int a = 0; a < 9; ++a) c[9 * p + a] = grad[a] * inv_h;
+    g2p_velocity(vel, c, p, apic, un, uo, grad, flip, pic, inv_h);  // seed 003 Alg. 1
     // centred (the time-centred advection, b = u_n): x_m = x + ½Δt·u_n(x),
     // x' = x + Δt·½(u_n + u_{n+1})(x_m)
     float xm[3], gm[3], v2[3], x1[3], b1[3], b2[3];
@@ -370,9 +369,7 @@ extern "C" __global__ void g2p_advect_bricks(float* __restrict__ pos, float* __r
     float un[3], uo[3], grad[9];
     const float* const old[3] = {old_u, old_v, old_w};
     sample_faces_fast(u, v, w, H, closed, dims, g, un, apic ? grad : nullptr, old, uo);  // new and old at one look-up
-    for (int a = 0; a < 3; ++a) vel[3 * p + a] = flip * (vel[3 * p + a] + (un[a] - uo[a])) + pic * un[a];
-    if (apic)
-        for (int a = 0; a < 9; ++a) c[9 * p + a] = grad[a] * inv_h;
+    g2p_velocity(vel, c, p, apic, un, uo, grad, flip, pic, inv_h);  // seed 003 Alg. 1
     float xm[3], gm[3], v2[3], x1[3], b1[3], b2[3];  // centred: as g2p_advect_sparse
     const float* const before[3] = {b_u, b_v, b_w};
     if (centred) sample_faces_fast(b_u, b_v, b_w, H, closed, dims, g, b1, nullptr);

@@ -37,6 +37,7 @@
 // AIR, FLUID, SOLID, PUSH_EPSILON.
 
 #include "voxfx_g2p_bricks.cuh"  // corner_axis, blend_corners (trilinear_blend: sample.blend's order)
+#include "voxfx_g2p.cuh"  // g2p_velocity: the FLIP/PIC blend and APIC's C
 #include "voxfx_push.cuh"  // nearest_free_point: the push-out's neighbour search
 #include "voxfx_sparse.cuh"  // keys, slots, binary search
 #include "voxfx_sparse_index.cuh"  // BRICK_INDEX_ARGS
@@ -226,9 +227,7 @@ __device__ __forceinline__ void lean_particle(float* __restrict__ pos, float* __
     // G2P (seed 003 Alg. 1): u_{n+1}, u_old (and u_n, centred) at one look-up of x's corners
     lean_sample<true, CENTRED>(H, closed, dims, g, u, v, w, un, apic ? grad : nullptr, old_u, old_v, old_w, uo, b_u,
                                b_v, b_w, b1);
-    for (int a = 0; a < 3; ++a) vel[3 * p + a] = flip * (vel[3 * p + a] + (un[a] - uo[a])) + pic * un[a];
-    if (apic)
-        for (int a = 0; a < 9; ++a) c[9 * p + a] = grad[a] * inv_h;
+    g2p_velocity(vel, c, p, apic, un, uo, grad, flip, pic, inv_h);  // seed 003 Alg. 1
     // RK2: x_m = x + ½Δt·u(x), x' = x + Δt·u(x_m); centred (b = u_n): x_m = x + ½Δt·u_n(x),
     // x' = x + Δt·½(u_n + u_{n+1})(x_m)
     float gm[3], v2[3], b2[3], x1[3];
