@@ -45,15 +45,10 @@ extern "C" __global__ void brick_tables(const long long* __restrict__ keys, cons
     if (t >= 27 * n) return;
     const long long q = t / 27;
     const int o = (int)(t - 27 * q);
-    const long long mask = (1LL << SPARSE_KEY_BITS) - 1, key = keys[q];
-    const long long bx = (key & mask) - SPARSE_OFFSET, by = ((key >> SPARSE_KEY_BITS) & mask) - SPARSE_OFFSET,
-                    bz = (key >> (2 * SPARSE_KEY_BITS)) - SPARSE_OFFSET;
+    long long bx, by, bz;
+    sparse_brick_of_key(keys[q], bx, by, bz);
     const int s = slots[q];
-    if (o == 13) {
-        coords[3LL * s] = (int)bx;
-        coords[3LL * s + 1] = (int)by;
-        coords[3LL * s + 2] = (int)bz;
-    }
+    if (o == 13) sparse_store_coords(coords, s, bx, by, bz);  // the brick itself
     const long long nx = bx + o % 3 - 1, ny = by + (o / 3) % 3 - 1, nz = bz + o / 9 - 1;
     nbr27[27LL * s + o] = sparse_slot(keys, slots, n, sparse_key_of_voxel(8 * nx, 8 * ny, 8 * nz));
 }

@@ -20,6 +20,25 @@ __device__ __forceinline__ long long sparse_key_of_voxel(long long i, long long 
     return (bz << (2 * SPARSE_KEY_BITS)) | (by << SPARSE_KEY_BITS) | bx;
 }
 
+// The brick (bx, by, bz) of a key (sparse_key_of_voxel's, the inverse), less (lx, ly, lz).
+__device__ __forceinline__ void sparse_brick_of_key(long long key, long long& bx, long long& by, long long& bz,
+                                                    int lx = 0, int ly = 0, int lz = 0)
+{
+    const long long mask = (1LL << SPARSE_KEY_BITS) - 1;
+    bx = (key & mask) - SPARSE_OFFSET - lx;
+    by = ((key >> SPARSE_KEY_BITS) & mask) - SPARSE_OFFSET - ly;
+    bz = (key >> (2 * SPARSE_KEY_BITS)) - SPARSE_OFFSET - lz;
+}
+
+// Slot s's row of the brick coordinates table (SparseMacGrid.coords): its brick (bx, by, bz).
+__device__ __forceinline__ void sparse_store_coords(int* __restrict__ coords, int s, long long bx, long long by,
+                                                    long long bz)
+{
+    coords[3LL * s] = (int)bx;
+    coords[3LL * s + 1] = (int)by;
+    coords[3LL * s + 2] = (int)bz;
+}
+
 // Pool slot of the brick with *key* among n sorted keys (slots[] in key order), -1 if absent.
 __device__ __forceinline__ int sparse_slot(const long long* __restrict__ keys, const int* __restrict__ slots,
                                            long long n, long long key)
