@@ -20,6 +20,7 @@
 #include "voxfx_push.cuh"  // nearest_free_point: the push-out's neighbour search
 #include "voxfx_sparse.cuh"  // keys, slots, binary search
 #include "voxfx_sparse_index.cuh"  // the brick index
+#include "voxfx_sparse_walk.cuh"  // walk_axis, walk_corners: corner_cells' walk
 
 // The active bricks for point look-ups: sorted keys, their slots, the neighbour table.
 struct Bricks {
@@ -94,25 +95,9 @@ __device__ void corner_cells(const Sampler& S, const int s[3], const float at[3]
 {
     long long i0[3];
     bool same[3];
-    for (int a = 0; a < 3; ++a) {
-        float c = at[a];
-        if (S.closed) {
-            c = fminf(fmaxf(c, 0.0f), (float)(s[a] - 1));
-            i0[a] = max(min((long long)c, (long long)s[a] - 2), 0LL);
-            same[a] = min(i0[a] + 1, (long long)s[a] - 1) == i0[a];
-        } else {
-            c = isfinite(c) ? c : 0.0f;
-            i0[a] = (long long)floorf(c);
-            same[a] = false;
-        }
-        t[a] = c - (float)i0[a];
-    }
-    const int* nbr27 = S.b.nbr27;
+    for (int a = 0; a < 3; ++a) walk_axis(at[a], S.closed, s[a], i0[a], same[a], t[a]);
     idx[0] = locate(S.b, i0[0], i0[1], i0[2], S.home, S.hb);
-    idx[1] = same[0] ? idx[0] : sparse_cell_step(nbr27, idx[0], 1);
-    idx[2] = same[1] ? idx[0] : sparse_cell_step(nbr27, idx[0], 3);
-    idx[3] = same[1] ? idx[1] : sparse_cell_step(nbr27, idx[1], 3);
-    for (int q = 0; q < 4; ++q) idx[4 + q] = same[2] ? idx[q] : sparse_cell_step(nbr27, idx[q], 5);
+    walk_corners(S.b.nbr27, same, idx);
 }
 
 // SparseMacGrid.sample_faces: (u, v, w) at g (cell units), grad rows ∂u_a/∂(x, y, z); with
