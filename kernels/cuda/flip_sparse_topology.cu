@@ -470,13 +470,10 @@ extern "C" __global__ void topology_slot_tables(const long long* __restrict__ ke
 {
     const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (t < 27 * n_keys) {
-        const long long q = t / 27;
-        const int o = (int)(t - 27 * q);
-        long long bx, by, bz;
-        sparse_brick_of_key(keys[q], bx, by, bz);
-        const int s = slots[q];
-        if (o == 13) sparse_store_coords(coords, s, bx, by, bz);  // the brick itself
-        nbr27[27LL * s + o] = INDEXED_SLOT(bx + o % 3 - 1, by + (o / 3) % 3 - 1, bz + o / 9 - 1);
+        int s, o;
+        long long bx, by, bz;  // the neighbour at o
+        sparse_table_thread(t, keys, slots, coords, s, o, bx, by, bz);
+        nbr27[27LL * s + o] = INDEXED_SLOT(bx, by, bz);
         return;
     }
     if (t >= 27 * (n_keys + capacity)) return;

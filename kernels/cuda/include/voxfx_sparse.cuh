@@ -30,13 +30,25 @@ __device__ __forceinline__ void sparse_brick_of_key(long long key, long long& bx
     bz = (key >> (2 * SPARSE_KEY_BITS)) - SPARSE_OFFSET - lz;
 }
 
-// Slot s's row of the brick coordinates table (SparseMacGrid.coords): its brick (bx, by, bz).
-__device__ __forceinline__ void sparse_store_coords(int* __restrict__ coords, int s, long long bx, long long by,
-                                                    long long bz)
+// Thread t of a brick table pass, 27 threads a key (brick_tables, topology_slot_tables): key
+// q = t / 27's slot s (its row of coordinates written by offset o = 13, the brick itself) and
+// the brick (nx, ny, nz) at offset o (sparse_offset_index's order) whose slot goes to
+// nbr27[27·s + o].
+__device__ __forceinline__ void sparse_table_thread(long long t, const long long* __restrict__ keys,
+                                                    const int* __restrict__ slots, int* __restrict__ coords, int& s,
+                                                    int& o, long long& nx, long long& ny, long long& nz)
 {
-    coords[3LL * s] = (int)bx;
-    coords[3LL * s + 1] = (int)by;
-    coords[3LL * s + 2] = (int)bz;
+    const long long q = t / 27;
+    o = (int)(t - 27 * q);
+    long long bx, by, bz;
+    sparse_brick_of_key(keys[q], bx, by, bz);
+    s = slots[q];
+    if (o == 13) {
+        coords[3LL * s] = (int)bx;
+        coords[3LL * s + 1] = (int)by;
+        coords[3LL * s + 2] = (int)bz;
+    }
+    nx = bx + o % 3 - 1, ny = by + (o / 3) % 3 - 1, nz = bz + o / 9 - 1;
 }
 
 // Pool slot of the brick with *key* among n sorted keys (slots[] in key order), -1 if absent.
