@@ -244,16 +244,9 @@ __device__ __forceinline__ void gather_tile_lean(const float4* __restrict__ pack
                                                  float coy, float coz, float inv_edge, int cx, int cy, int cz,
                                                  float R, float band, float* __restrict__ phi)
 {
-    long long b = blockIdx.x, node;
-    int i, j, k;
-    if (!tile_node(b, threadIdx.x, nbx, nby, nx, ny, nz, &i, &j, &k, &node)) return;
-    if (!active[b]) {
-        phi[node] = band;
-        return;
-    }
-    float x = ((float)i + 0.5f) * h + ox;
-    float y = ((float)j + 0.5f) * h + oy;
-    float z = ((float)k + 0.5f) * h + oz;
+    long long node;
+    float x, y, z;
+    if (!tile_gather_node(active, nbx, nby, nx, ny, nz, ox, oy, oz, h, band, phi, node, x, y, z)) return;
     phi[node] = node_phi_lean(packed, starts, x, y, z, cox, coy, coz, inv_edge, cx, cy, cz, R, band);
 }
 
