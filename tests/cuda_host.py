@@ -56,4 +56,12 @@ static void at(ll i) { h_block.x = (unsigned)i; h_dim.x = 1; h_thread.x = 0; }
 static float rf() { float x; scanf("%a", &x); return x; }
 template <class T> static void pr(const std::vector<T>& a) { for (auto x : a) printf("%d\n", (int)x); }
 static void pf(const std::vector<float>& a) { for (float x : a) printf("%a\n", x); }
+// The bricks as the harnesses take them: "n_keys capacity", the sorted keys, their slots.
+static void read_bricks(ll& nk, ll& cap, std::vector<ll>& keys, std::vector<int>& slots) {
+    scanf("%lld %lld", &nk, &cap);
+    keys.resize(nk);
+    slots.resize(nk);
+    for (auto& k : keys) scanf("%lld", &k);
+    for (auto& s : slots) scanf("%d", &s);
+}
 """

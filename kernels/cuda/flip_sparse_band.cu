@@ -15,6 +15,7 @@
 #include "voxfx_lattice.cuh"  // trilinear_blend: sample.blend's operation order
 #include "voxfx_sparse.cuh"  // keys, slots, local cells, neighbour steps
 #include "voxfx_sparse_index.cuh"  // the closed domain's brick index
+#include "voxfx_sparse_walk.cuh"  // walk_axis, walk_corners: SparseMacGrid.sample's walk
 
 #define BAND_FAR 2.0f  // sparse_band.FAR: φ of a cell the level set does not store
 
@@ -42,25 +43,10 @@ __device__ float band_sample_face(BAND_GRID_ARGS, const float* __restrict__ f, i
     long long i0[3];
     bool same[3];
     float t[3];
-    for (int b = 0; b < 3; ++b) {
-        float c = b == a ? g[b] : g[b] - 0.5f;
-        if (closed) {
-            c = fminf(fmaxf(c, 0.0f), (float)(s[b] - 1));
-            i0[b] = max(min((long long)c, (long long)s[b] - 2), 0LL);
-            same[b] = min(i0[b] + 1, (long long)s[b] - 1) == i0[b];
-        } else {
-            c = isfinite(c) ? c : 0.0f;
-            i0[b] = (long long)floorf(c);
-            same[b] = false;
-        }
-        t[b] = c - (float)i0[b];
-    }
+    for (int b = 0; b < 3; ++b) walk_axis(b == a ? g[b] : g[b] - 0.5f, closed, s[b], i0[b], same[b], t[b]);
     int idx[8];
     idx[0] = band_locate(BAND_GRID_PASS, i0[0], i0[1], i0[2]);
-    idx[1] = same[0] ? idx[0] : sparse_cell_step(nbr27, idx[0], 1);
-    idx[2] = same[1] ? idx[0] : sparse_cell_step(nbr27, idx[0], 3);
-    idx[3] = same[1] ? idx[1] : sparse_cell_step(nbr27, idx[1], 3);
-    for (int q = 0; q < 4; ++q) idx[4 + q] = same[2] ? idx[q] : sparse_cell_step(nbr27, idx[q], 5);
+    walk_corners(nbr27, same, idx);
     float p[8];
     for (int q = 0; q < 8; ++q) p[q] = idx[q] >= 0 ? f[idx[q]] : 0.0f;
     return trilinear_blend(p, t[0], t[1], t[2]);

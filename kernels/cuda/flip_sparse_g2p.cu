@@ -15,10 +15,12 @@
 // Constants from Python (-D): AIR, FLUID, SOLID (kernels/grid/mac.py), PUSH_EPSILON
 // (kernels/flip/particles.py).
 
-#include "voxfx_lattice.cuh"  // trilinear_blend: sample.blend's operation order
+#include "voxfx_g2p_bricks.cuh"  // corner_axis, blend_corners (trilinear_blend: sample.blend's order)
+#include "voxfx_g2p.cuh"  // g2p_velocity: the FLIP/PIC blend and APIC's C
 #include "voxfx_push.cuh"  // nearest_free_point: the push-out's neighbour search
 #include "voxfx_sparse.cuh"  // keys, slots, binary search
 #include "voxfx_sparse_index.cuh"  // the brick index
+#include "voxfx_sparse_walk.cuh"  // walk_axis, walk_corners: corner_cells' walk
 
 // The active bricks for point look-ups: sorted keys, their slots, the neighbour table.
 struct Bricks {
@@ -57,8 +59,6 @@ struct Sampler {
     long long hb[3];
 };
 
-#define LATTICE_LIMIT 8388608.0f  // 2^23: |voxel index| bound of the keys (kernels/grid/sparse.py LIMIT)
-
 // Both kernels' Sampler for the point g (cell units): the bricks and the box, no home yet
 // (−1), and hb = ⌊g⌋ >> 3 where g is finite (else 0). *finite*: g is; *inside*: also every
 // ⌊g_a⌋ lies within the key range (g2p_advect_bricks takes a home only then). The caller
@@ -95,35 +95,9 @@ __device__ void corner_cells(const Sampler& S, const int s[3], const float at[3]
 {
     long long i0[3];
     bool same[3];
-    for (int a = 0; a < 3; ++a) {
-        float c = at[a];
-        if (S.closed) {
-            c = fminf(fmaxf(c, 0.0f), (float)(s[a] - 1));
-            i0[a] = max(min((long long)c, (long long)s[a] - 2), 0LL);
-            same[a] = min(i0[a] + 1, (long long)s[a] - 1) == i0[a];
-        } else {
-            c = isfinite(c) ? c : 0.0f;
-            i0[a] = (long long)floorf(c);
-            same[a] = false;
-        }
-        t[a] = c - (float)i0[a];
-    }
-    const int* nbr27 = S.b.nbr27;
+    for (int a = 0; a < 3; ++a) walk_axis(at[a], S.closed, s[a], i0[a], same[a], t[a]);
     idx[0] = locate(S.b, i0[0], i0[1], i0[2], S.home, S.hb);
-    idx[1] = same[0] ? idx[0] : sparse_cell_step(nbr27, idx[0], 1);
-    idx[2] = same[1] ? idx[0] : sparse_cell_step(nbr27, idx[0], 3);
-    idx[3] = same[1] ? idx[1] : sparse_cell_step(nbr27, idx[1], 3);
-    for (int q = 0; q < 4; ++q) idx[4 + q] = same[2] ? idx[q] : sparse_cell_step(nbr27, idx[q], 5);
-}
-
-// The trilinear blend of channel f at the corners (sample.blend's order), with grad its
-// partial derivatives.
-__device__ __forceinline__ float blend_corners(const float* __restrict__ f, const int idx[8], const float t[3],
-                                               float* grad)
-{
-    float p[8];
-    for (int q = 0; q < 8; ++q) p[q] = idx[q] >= 0 ? f[idx[q]] : 0.0f;
-    return trilinear_blend(p, t[0], t[1], t[2], grad);
+    walk_corners(S.b.nbr27, same, idx);
 }
 
 // SparseMacGrid.sample_faces: (u, v, w) at g (cell units), grad rows ∂u_a/∂(x, y, z); with
@@ -234,9 +208,7 @@ extern "C" __global__ void g2p_advect_sparse(float* __restrict__ pos, float* __r
     float un[3], uo[3], grad[9];
     const float* const old[3] = {old_u, old_v, old_w};
     sample_faces_brick(u, v, w, S, g, un, apic ? grad : nullptr, old, uo);  // new and old at one look-up
-    for (int a = 0; a < 3; ++a) vel[3 * p + a] = flip * (vel[3 * p + a] + (un[a] - uo[a])) + pic * un[a];
-    if (apic)
-        for (int a = 0; a < 9; ++a) c[9 * p + a] = grad[a] * inv_h;
+    g2p_velocity(vel, c, p, apic, un, uo, grad, flip, pic, inv_h);  // seed 003 Alg. 1
     // centred (the time-centred advection, b = u_n): x_m = x + ½Δt·u_n(x),
     // x' = x + Δt·½(u_n + u_{n+1})(x_m)
     float xm[3], gm[3], v2[3], x1[3], b1[3], b2[3];
@@ -300,21 +272,8 @@ __device__ __forceinline__ void corner_cells_fast(const Home& H, int closed, con
     int i0[3], up[3], cross[3];
     bool inside = true;
     for (int a = 0; a < 3; ++a) {
-        float c = at[a];
-        if (closed) {
-            c = fminf(fmaxf(c, 0.0f), (float)(s[a] - 1));
-            i0[a] = max(min((int)c, s[a] - 2), 0);
-            up[a] = min(i0[a] + 1, s[a] - 1) != i0[a];
-        } else {
-            c = isfinite(c) ? c : 0.0f;
-            const float f = floorf(c);
-            inside = inside && f >= -LATTICE_LIMIT && f < LATTICE_LIMIT;
-            i0[a] = inside ? (int)f : 0;
-            up[a] = 1;
-        }
-        t[a] = c - (float)i0[a];
-        if (!closed && !inside) t[a] = c - floorf(c);  // (no cell: every corner reads 0 whatever t is)
-        cross[a] = up[a] && (i0[a] & 7) == 7;
+        corner_axis(a, at, closed, s, inside, i0, up, t);
+        cross[a] = up[a] && (i0[a] & 7) == 7;  // the upper corner in the next brick
     }
     if (!inside) {
         for (int q = 0; q < 8; ++q) idx[q] = -1;
@@ -395,9 +354,7 @@ extern "C" __global__ void g2p_advect_bricks(float* __restrict__ pos, float* __r
     float un[3], uo[3], grad[9];
     const float* const old[3] = {old_u, old_v, old_w};
     sample_faces_fast(u, v, w, H, closed, dims, g, un, apic ? grad : nullptr, old, uo);  // new and old at one look-up
-    for (int a = 0; a < 3; ++a) vel[3 * p + a] = flip * (vel[3 * p + a] + (un[a] - uo[a])) + pic * un[a];
-    if (apic)
-        for (int a = 0; a < 9; ++a) c[9 * p + a] = grad[a] * inv_h;
+    g2p_velocity(vel, c, p, apic, un, uo, grad, flip, pic, inv_h);  // seed 003 Alg. 1
     float xm[3], gm[3], v2[3], x1[3], b1[3], b2[3];  // centred: as g2p_advect_sparse
     const float* const before[3] = {b_u, b_v, b_w};
     if (centred) sample_faces_fast(b_u, b_v, b_w, H, closed, dims, g, b1, nullptr);

@@ -36,12 +36,11 @@
 // Layout and brick tables: flip_sparse_transfer.cu's notes. Constants from Python (-D):
 // AIR, FLUID, SOLID, PUSH_EPSILON.
 
-#include "voxfx_lattice.cuh"  // trilinear_blend: sample.blend's operation order
+#include "voxfx_g2p_bricks.cuh"  // corner_axis, blend_corners (trilinear_blend: sample.blend's order)
+#include "voxfx_g2p.cuh"  // g2p_velocity: the FLIP/PIC blend and APIC's C
 #include "voxfx_push.cuh"  // nearest_free_point: the push-out's neighbour search
 #include "voxfx_sparse.cuh"  // keys, slots, binary search
 #include "voxfx_sparse_index.cuh"  // BRICK_INDEX_ARGS
-
-#define LEAN_LIMIT 8388608.0f  // 2^23: |voxel index| bound of the keys (kernels/grid/sparse.py LIMIT)
 
 // Slot of brick (bx, by, bz) by binary search (−1: inactive or beyond the key range).
 __device__ __forceinline__ int lean_search(const long long* __restrict__ keys, const int* __restrict__ slots,
@@ -80,20 +79,7 @@ __device__ __forceinline__ void lean_corners(const LeanHome& H, int closed, cons
     bool inside = true;
 #pragma unroll
     for (int a = 0; a < 3; ++a) {
-        float c = at[a];
-        if (closed) {
-            c = fminf(fmaxf(c, 0.0f), (float)(s[a] - 1));
-            i0[a] = max(min((int)c, s[a] - 2), 0);
-            up[a] = min(i0[a] + 1, s[a] - 1) != i0[a];
-        } else {
-            c = isfinite(c) ? c : 0.0f;
-            const float f = floorf(c);
-            inside = inside && f >= -LEAN_LIMIT && f < LEAN_LIMIT;
-            i0[a] = inside ? (int)f : 0;
-            up[a] = 1;
-        }
-        t[a] = c - (float)i0[a];
-        if (!closed && !inside) t[a] = c - floorf(c);
+        corner_axis(a, at, closed, s, inside, i0, up, t);
         cross |= (unsigned)(up[a] && (i0[a] & 7) == 7) << a;
     }
     if (!inside) {
@@ -141,15 +127,6 @@ __device__ __forceinline__ void lean_corners(const LeanHome& H, int closed, cons
     }
 }
 
-__device__ __forceinline__ float lean_blend(const float* __restrict__ f, const int idx[8], const float t[3],
-                                            float* grad)
-{
-    float p[8];
-#pragma unroll
-    for (int q = 0; q < 8; ++q) p[q] = idx[q] >= 0 ? f[idx[q]] : 0.0f;
-    return trilinear_blend(p, t[0], t[1], t[2], grad);
-}
-
 // The velocity of faces (u, v, w) at g (cell units) into out, with grad (rows ∂u_a/∂(x, y,
 // z)) unless null; with SECOND, also faces (u2, v2, w2) at the same corners into out2, with
 // THIRD (u3, v3, w3) into out3.
@@ -169,9 +146,9 @@ __device__ __forceinline__ void lean_sample(const LeanHome& H, int closed, const
         int idx[8];
         float t[3];
         lean_corners(H, closed, s, at, idx, t);
-        out[a] = lean_blend(a == 0 ? u : a == 1 ? v : w, idx, t, grad ? grad + 3 * a : nullptr);
-        if (SECOND) out2[a] = lean_blend(a == 0 ? u2 : a == 1 ? v2 : w2, idx, t, nullptr);
-        if (THIRD) out3[a] = lean_blend(a == 0 ? u3 : a == 1 ? v3 : w3, idx, t, nullptr);
+        out[a] = blend_corners(a == 0 ? u : a == 1 ? v : w, idx, t, grad ? grad + 3 * a : nullptr);
+        if (SECOND) out2[a] = blend_corners(a == 0 ? u2 : a == 1 ? v2 : w2, idx, t, nullptr);
+        if (THIRD) out3[a] = blend_corners(a == 0 ? u3 : a == 1 ? v3 : w3, idx, t, nullptr);
     }
 }
 
@@ -232,16 +209,6 @@ __device__ __forceinline__ void lean_push_out(float x[3], const float fallback[3
         for (int a = 0; a < 3; ++a) x[a] = o[a] + gc[a] * h;
 }
 
-// The home brick's slot from a closed domain's brick index (one load), else the search.
-__device__ __forceinline__ int lean_home(BRICK_INDEX_ARGS, const long long* __restrict__ keys,
-                                         const int* __restrict__ slots, long long n_keys, const long long hb[3])
-{
-    const long long x = hb[0] - index_lx, y = hb[1] - index_ly, z = hb[2] - index_lz;
-    if (index_dx > 0 && x >= 0 && x < index_dx && y >= 0 && y < index_dy && z >= 0 && z < index_dz)
-        return index[(z * index_dy + y) * index_dx + x];
-    return lean_search(keys, slots, n_keys, hb[0], hb[1], hb[2]);
-}
-
 // One particle's update: g2p_advect_bricks' (flip_sparse_g2p.cu) step by step.
 template <bool CENTRED>
 __device__ __forceinline__ void lean_particle(float* __restrict__ pos, float* __restrict__ vel, float* __restrict__ c,
@@ -260,9 +227,7 @@ __device__ __forceinline__ void lean_particle(float* __restrict__ pos, float* __
     // G2P (seed 003 Alg. 1): u_{n+1}, u_old (and u_n, centred) at one look-up of x's corners
     lean_sample<true, CENTRED>(H, closed, dims, g, u, v, w, un, apic ? grad : nullptr, old_u, old_v, old_w, uo, b_u,
                                b_v, b_w, b1);
-    for (int a = 0; a < 3; ++a) vel[3 * p + a] = flip * (vel[3 * p + a] + (un[a] - uo[a])) + pic * un[a];
-    if (apic)
-        for (int a = 0; a < 9; ++a) c[9 * p + a] = grad[a] * inv_h;
+    g2p_velocity(vel, c, p, apic, un, uo, grad, flip, pic, inv_h);  // seed 003 Alg. 1
     // RK2: x_m = x + ½Δt·u(x), x' = x + Δt·u(x_m); centred (b = u_n): x_m = x + ½Δt·u_n(x),
     // x' = x + Δt·½(u_n + u_{n+1})(x_m)
     float gm[3], v2[3], b2[3], x1[3];
@@ -311,11 +276,10 @@ extern "C" __global__ void __launch_bounds__(LEAN_THREADS, LEAN_MIN_BLOCKS) g2p_
     if (inside)
         for (int a = 0; a < 3; ++a) {
             const float f = floorf(g[a]);
-            inside = inside && f >= -LEAN_LIMIT && f < LEAN_LIMIT;
+            inside = inside && f >= -LATTICE_LIMIT && f < LATTICE_LIMIT;
             H.hb[a] = ((long long)f) >> 3;
         }
-    if (inside) H.slot = lean_home(index, index_lx, index_ly, index_lz, index_dx, index_dy, index_dz, keys, slots,
-                                   n_keys, H.hb);
+    if (inside) H.slot = INDEXED_SLOT(H.hb[0], H.hb[1], H.hb[2]);  // the brick index (one load), else the search
     if (centred)
         lean_particle<true>(pos, vel, c, p, apic, u, v, w, old_u, old_v, old_w, solid, H, closed, dims, o, h, inv_h,
                             flip, pic, dt, half_dt, b_u, b_v, b_w);

@@ -43,7 +43,7 @@
 #include "voxfx_sparse.cuh"  // keys, slots, binary search
 #include "voxfx_sparse_index.cuh"  // BRICK_INDEX_ARGS, INDEXED_SLOT: a closed domain's brick index
 #include "voxfx_reduce.cuh"  // group_max_into: the per-slot speed maxima
-#include "voxfx_sparse_marks.cuh"  // sparse_wall_marks: topology_cell_tables' marks
+#include "voxfx_sparse_marks.cuh"  // sparse_store_wall_marks: topology_cell_tables' marks
 
 // ------------------------------------------------------------------------------ topology (§5.1–5.2)
 
@@ -470,18 +470,10 @@ extern "C" __global__ void topology_slot_tables(const long long* __restrict__ ke
 {
     const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (t < 27 * n_keys) {
-        const long long q = t / 27;
-        const int o = (int)(t - 27 * q);
-        const long long mask = (1LL << SPARSE_KEY_BITS) - 1, key = keys[q];
-        const long long bx = (key & mask) - SPARSE_OFFSET, by = ((key >> SPARSE_KEY_BITS) & mask) - SPARSE_OFFSET,
-                        bz = (key >> (2 * SPARSE_KEY_BITS)) - SPARSE_OFFSET;
-        const int s = slots[q];
-        if (o == 13) {
-            coords[3LL * s] = (int)bx;
-            coords[3LL * s + 1] = (int)by;
-            coords[3LL * s + 2] = (int)bz;
-        }
-        nbr27[27LL * s + o] = INDEXED_SLOT(bx + o % 3 - 1, by + (o / 3) % 3 - 1, bz + o / 9 - 1);
+        int s, o;
+        long long bx, by, bz;  // the neighbour at o
+        sparse_table_thread(t, keys, slots, coords, s, o, bx, by, bz);
+        nbr27[27LL * s + o] = INDEXED_SLOT(bx, by, bz);
         return;
     }
     if (t >= 27 * (n_keys + capacity)) return;
@@ -508,13 +500,7 @@ extern "C" __global__ void topology_cell_tables(const int* __restrict__ nbr27, c
     if (t >= cells) return;
     for (int d = 0; d < 6; ++d) nbr[d * cells + t] = sparse_cell_step(nbr27, (int)t, d);
     if (!marks) return;
-    unsigned char eu, ev, ew, wl;
-    sparse_wall_marks(used, coords, t, closed, nx, ny, nz, eu, ev, ew, wl);
-    exists_u[t] = eu;
-    exists_v[t] = ev;
-    exists_w[t] = ew;
-    wall[t] = wl;
-    solid[t] = wl;
+    sparse_store_wall_marks(used, coords, t, closed, nx, ny, nz, exists_u, exists_v, exists_w, wall, solid);
     solid_u[t] = 0.0f;
     solid_v[t] = 0.0f;
     solid_w[t] = 0.0f;

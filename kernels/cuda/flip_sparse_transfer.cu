@@ -20,7 +20,7 @@
 #include "voxfx_bin.cuh"  // the scatter's |q| bound, warp and block sums and scans
 #include "voxfx_sparse.cuh"  // keys, slots, binary search
 #include "voxfx_sparse_index.cuh"  // BRICK_INDEX_ARGS, INDEXED_SLOT: a closed domain's brick index
-#include "voxfx_sparse_marks.cuh"  // sparse_wall_marks: mark_walls' cell
+#include "voxfx_sparse_marks.cuh"  // sparse_store_wall_marks: mark_walls' cell
 
 // One thread per key: its slot into the table (filled with −1 first); keys outside it skipped.
 extern "C" __global__ void brick_index_fill(const long long* __restrict__ keys, const int* __restrict__ slots,
@@ -29,9 +29,8 @@ extern "C" __global__ void brick_index_fill(const long long* __restrict__ keys, 
 {
     const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= n_keys) return;
-    const long long mask = (1LL << SPARSE_KEY_BITS) - 1, key = keys[t];
-    const long long x = (key & mask) - SPARSE_OFFSET - lx, y = ((key >> SPARSE_KEY_BITS) & mask) - SPARSE_OFFSET - ly,
-                    z = (key >> (2 * SPARSE_KEY_BITS)) - SPARSE_OFFSET - lz;
+    long long x, y, z;  // the brick's place in the table
+    sparse_brick_of_key(keys[t], x, y, z, lx, ly, lz);
     if (x >= 0 && x < dx && y >= 0 && y < dy && z >= 0 && z < dz) index[(z * dy + y) * dx + x] = slots[t];
 }
 
@@ -47,13 +46,7 @@ extern "C" __global__ void mark_walls(const unsigned char* __restrict__ used, co
 {
     const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= cells) return;
-    unsigned char eu, ev, ew, wl;
-    sparse_wall_marks(used, coords, t, closed, nx, ny, nz, eu, ev, ew, wl);
-    exists_u[t] = eu;
-    exists_v[t] = ev;
-    exists_w[t] = ew;
-    wall[t] = wl;
-    solid[t] = wl;
+    sparse_store_wall_marks(used, coords, t, closed, nx, ny, nz, exists_u, exists_v, exists_w, wall, solid);
 }
 
 // ------------------------------------------------------------------------------ binning (seed 003 §6)

@@ -97,14 +97,7 @@ __device__ __forceinline__ float node_phi(const float4* __restrict__ packed, con
             }
         }
     }
-    // The means before their squares: a node whose particles all lie near R has sums of
-    // weights ~1e-22 whose squares would underflow float32 (|x − x̄| read as 0, φ as −r̄).
-    float value = band;
-    if (W > 0.0f) {
-        float mx = sx / W, my = sy / W, mz = sz / W;
-        value = sqrtf((mx * mx + my * my) + mz * mz) - sr / W;
-    }
-    return fminf(fmaxf(value, -band), band);
+    return phi_of_sums(W, sx, sy, sz, sr, band);
 }
 
 // Legacy: one thread per node of the whole grid.
@@ -187,10 +180,9 @@ extern "C" __global__ void surface_count(const float* __restrict__ pos, long lon
     int mz = wall_choices(z, loz, hiz, reach, walls);
     int last = (mx | my | mz) ? COMBOS : 1;
     for (int combo = 0; combo < last; ++combo) {
-        int c0 = combo % 3, c1 = (combo / 3) % 3, c2 = combo / 9;
-        if (!(allowed(c0, mx) && allowed(c1, my) && allowed(c2, mz))) continue;
-        int key = cell_key(mirrored(x, c0, lox, hix), mirrored(y, c1, loy, hiy), mirrored(z, c2, loz, hiz),
-                           cox, coy, coz, inv_edge, cx, cy, cz);
+        float px, py, pz;
+        if (!wall_image(combo, x, y, z, mx, my, mz, lox, loy, loz, hix, hiy, hiz, px, py, pz)) continue;
+        int key = cell_key(px, py, pz, cox, coy, coz, inv_edge, cx, cy, cz);
         if (key >= 0) atomicAdd(&counts[key], 1);
     }
 }
@@ -215,14 +207,10 @@ extern "C" __global__ void surface_place(const float* __restrict__ pos, const fl
     int mz = wall_choices(z, loz, hiz, reach, walls);
     int last = (mx | my | mz) ? COMBOS : 1;
     for (int combo = 0; combo < last; ++combo) {
-        int c0 = combo % 3, c1 = (combo / 3) % 3, c2 = combo / 9;
-        if (!(allowed(c0, mx) && allowed(c1, my) && allowed(c2, mz))) continue;
-        float px = mirrored(x, c0, lox, hix), py = mirrored(y, c1, loy, hiy), pz = mirrored(z, c2, loz, hiz);
+        float px, py, pz;
+        if (!wall_image(combo, x, y, z, mx, my, mz, lox, loy, loz, hix, hiy, hiz, px, py, pz)) continue;
         int key = cell_key(px, py, pz, cox, coy, coz, inv_edge, cx, cy, cz);
-        if (key < 0) continue;
-        int slot = starts[key] + atomicAdd(&fill[key], 1);
-        packed[slot] = make_float4(px, py, pz, r);
-        tags[slot] = (long long)combo * n + p;
+        if (key >= 0) place_point(key, px, py, pz, r, (long long)combo * n + p, starts, fill, packed, tags);
     }
 }
 
@@ -286,16 +274,9 @@ extern "C" __global__ void particle_level_set_bricks(const float4* __restrict__ 
                                                      float cox, float coy, float coz, float inv_edge, int cx, int cy,
                                                      int cz, float R, float band, float* __restrict__ phi)
 {
-    long long b = blockIdx.x, node;
-    int i, j, k;
-    if (!tile_node(b, threadIdx.x, nbx, nby, nx, ny, nz, &i, &j, &k, &node)) return;
-    if (!active[b]) {
-        phi[node] = band;
-        return;
-    }
-    float x = ((float)i + 0.5f) * h + ox;
-    float y = ((float)j + 0.5f) * h + oy;
-    float z = ((float)k + 0.5f) * h + oz;
+    long long node;
+    float x, y, z;
+    if (!tile_gather_node(active, nbx, nby, nx, ny, nz, ox, oy, oz, h, band, phi, node, x, y, z)) return;
     phi[node] = node_phi(packed, starts, x, y, z, cox, coy, coz, inv_edge, cx, cy, cz, R, band);
 }
 

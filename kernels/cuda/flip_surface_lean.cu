@@ -146,12 +146,7 @@ __device__ __forceinline__ float node_phi_lean(const float4* __restrict__ packed
             for (; s < last; ++s) add_particle(m, packed[s], x, y, z, R2, inv);
         }
     }
-    float value = band;
-    if (m.W > 0.0f) {  // the means before their squares, as node_phi
-        float mx = m.sx / m.W, my = m.sy / m.W, mz = m.sz / m.W;
-        value = sqrtf((mx * mx + my * my) + mz * mz) - m.sr / m.W;
-    }
-    return fminf(fmaxf(value, -band), band);
+    return phi_of_sums(m.W, m.sx, m.sy, m.sz, m.sr, band);
 }
 
 // ---------------------------------------------------------------- the "lean" binning
@@ -195,10 +190,9 @@ extern "C" __global__ void surface_count_lean(const float* __restrict__ pos, lon
     warp_grouped_rank(counts, key);
     if (!(mx | my | mz)) return;
     for (int combo = 1; combo < COMBOS; ++combo) {
-        int c0 = combo % 3, c1 = (combo / 3) % 3, c2 = combo / 9;
-        if (!(allowed(c0, mx) && allowed(c1, my) && allowed(c2, mz))) continue;
-        int image = cell_key(mirrored(x, c0, lox, hix), mirrored(y, c1, loy, hiy), mirrored(z, c2, loz, hiz),
-                             cox, coy, coz, inv_edge, cx, cy, cz);
+        float px, py, pz;
+        if (!wall_image(combo, x, y, z, mx, my, mz, lox, loy, loz, hix, hiy, hiz, px, py, pz)) continue;
+        int image = cell_key(px, py, pz, cox, coy, coz, inv_edge, cx, cy, cz);
         if (image >= 0) atomicAdd(&counts[image], 1);
     }
 }
@@ -231,14 +225,11 @@ extern "C" __global__ void surface_place_lean(const float* __restrict__ pos, con
     }
     if (!(mx | my | mz)) return;
     for (int combo = 1; combo < COMBOS; ++combo) {
-        int c0 = combo % 3, c1 = (combo / 3) % 3, c2 = combo / 9;
-        if (!(allowed(c0, mx) && allowed(c1, my) && allowed(c2, mz))) continue;
-        float px = mirrored(x, c0, lox, hix), py = mirrored(y, c1, loy, hiy), pz = mirrored(z, c2, loz, hiz);
+        float px, py, pz;
+        if (!wall_image(combo, x, y, z, mx, my, mz, lox, loy, loz, hix, hiy, hiz, px, py, pz)) continue;
         int image = cell_key(px, py, pz, cox, coy, coz, inv_edge, cx, cy, cz);
-        if (image < 0) continue;
-        int slot = starts[image] + atomicAdd(&fill[image], 1);
-        packed[slot] = make_float4(px, py, pz, r);
-        tags[slot] = (unsigned int)((long long)combo * n + p);
+        if (image >= 0)
+            place_point(image, px, py, pz, r, (unsigned int)((long long)combo * n + p), starts, fill, packed, tags);
     }
 }
 
@@ -253,16 +244,9 @@ __device__ __forceinline__ void gather_tile_lean(const float4* __restrict__ pack
                                                  float coy, float coz, float inv_edge, int cx, int cy, int cz,
                                                  float R, float band, float* __restrict__ phi)
 {
-    long long b = blockIdx.x, node;
-    int i, j, k;
-    if (!tile_node(b, threadIdx.x, nbx, nby, nx, ny, nz, &i, &j, &k, &node)) return;
-    if (!active[b]) {
-        phi[node] = band;
-        return;
-    }
-    float x = ((float)i + 0.5f) * h + ox;
-    float y = ((float)j + 0.5f) * h + oy;
-    float z = ((float)k + 0.5f) * h + oz;
+    long long node;
+    float x, y, z;
+    if (!tile_gather_node(active, nbx, nby, nx, ny, nz, ox, oy, oz, h, band, phi, node, x, y, z)) return;
     phi[node] = node_phi_lean(packed, starts, x, y, z, cox, coy, coz, inv_edge, cx, cy, cz, R, band);
 }
 

@@ -14,6 +14,7 @@
 // SUBCELL_ORDER_PACKED, the sub-cell order packed 3 bits each (a register, not a divergent
 // table look-up); PUSH_EPSILON, cells inside a free cell after a push-out.
 
+#include "voxfx_g2p.cuh"  // g2p_velocity: the FLIP/PIC blend and APIC's C
 #include "voxfx_lattice.cuh"  // sample_faces: the trilinear look-up of grid/sample.py
 #include "voxfx_mac.cuh"  // cell/face indices, face_cells
 #include "voxfx_push.cuh"  // nearest_free_point: the push-out's neighbour search
@@ -409,9 +410,7 @@ extern "C" __global__ void g2p_advect(float* __restrict__ pos, float* __restrict
         float un[3], uo[3], grad[9];
         sample_faces(u, v, w, nx, ny, nz, g[0], g[1], g[2], un, apic ? grad : nullptr);
         sample_faces(old_u, old_v, old_w, nx, ny, nz, g[0], g[1], g[2], uo);
-        for (int a = 0; a < 3; ++a) vel[3 * p + a] = flip * (vel[3 * p + a] + (un[a] - uo[a])) + pic * un[a];
-        if (apic)
-            for (int a = 0; a < 9; ++a) c[9 * p + a] = grad[a] * inv_h;
+        g2p_velocity(vel, c, p, apic, un, uo, grad, flip, pic, inv_h);  // seed 003 Alg. 1
     }
     if (do_advect) {
         // centred (transfer.grid_to_particles_and_advect's *before* b = u_n): RK2 in time

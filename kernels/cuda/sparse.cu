@@ -43,18 +43,9 @@ extern "C" __global__ void brick_tables(const long long* __restrict__ keys, cons
 {
     const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= 27 * n) return;
-    const long long q = t / 27;
-    const int o = (int)(t - 27 * q);
-    const long long mask = (1LL << SPARSE_KEY_BITS) - 1, key = keys[q];
-    const long long bx = (key & mask) - SPARSE_OFFSET, by = ((key >> SPARSE_KEY_BITS) & mask) - SPARSE_OFFSET,
-                    bz = (key >> (2 * SPARSE_KEY_BITS)) - SPARSE_OFFSET;
-    const int s = slots[q];
-    if (o == 13) {
-        coords[3LL * s] = (int)bx;
-        coords[3LL * s + 1] = (int)by;
-        coords[3LL * s + 2] = (int)bz;
-    }
-    const long long nx = bx + o % 3 - 1, ny = by + (o / 3) % 3 - 1, nz = bz + o / 9 - 1;
+    int s, o;
+    long long nx, ny, nz;
+    sparse_table_thread(t, keys, slots, coords, s, o, nx, ny, nz);
     nbr27[27LL * s + o] = sparse_slot(keys, slots, n, sparse_key_of_voxel(8 * nx, 8 * ny, 8 * nz));
 }
 

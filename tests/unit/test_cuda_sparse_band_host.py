@@ -27,20 +27,23 @@ BAND_STUBS = STUBS + r"""
 template <typename T> T plain_min(T* p, T v) { T o = *p; *p = o < v ? o : v; return o; }
 #define atomicMin plain_min
 """
-HARNESS = BAND_STUBS + r"""
+# HARNESS's and UPDATE's kernels and helpers, and their main()'s start: the grid (closed nx ny
+# nz) and the bricks.
+BAND_GRID = BAND_STUBS + r"""
 #include "sparse.cu"
 #include "flip_sparse_band.cu"
 """ + DRIVER + r"""
 static std::vector<ll> rows(ll n) { std::vector<ll> a(3 * n); for (auto& x : a) scanf("%lld", &x); return a; }
+static void prows(const std::vector<ll>& a) { printf("%lld\n", (ll)a.size() / 3); for (ll x : a) printf("%lld\n", x); }
 int main() {
     int closed, nx, ny, nz;
     if (scanf("%d %d %d %d", &closed, &nx, &ny, &nz) != 4) return 1;
     ll nk, cap;
-    scanf("%lld %lld", &nk, &cap);
-    std::vector<ll> keys(nk);
-    std::vector<int> slots(nk);
-    for (auto& k : keys) scanf("%lld", &k);
-    for (auto& s : slots) scanf("%d", &s);
+    std::vector<ll> keys;
+    std::vector<int> slots;
+    read_bricks(nk, cap, keys, slots);
+"""
+HARNESS = BAND_GRID + r"""
     const ll cells = cap * 512;
     std::vector<float> f[6];
     for (auto& a : f) { a.resize(cells); for (auto& x : a) x = rf(); }
@@ -203,21 +206,7 @@ def test_the_band_kernels_give_the_array_codes_results_on_the_host(harness, clos
 # cell; L, lattice rows, φ (%a); D, deep rows; n, positions (%a), origin (3) and h (%a).
 # Output: the new lattice (count, rows) and φ (%a); the deep cells (count, rows); each
 # particle's keep flag; the refill's cells (count, rows) and their wanted particles (%a).
-UPDATE = BAND_STUBS + r"""
-#include "sparse.cu"
-#include "flip_sparse_band.cu"
-""" + DRIVER + r"""
-static std::vector<ll> rows(ll n) { std::vector<ll> a(3 * n); for (auto& x : a) scanf("%lld", &x); return a; }
-static void prows(const std::vector<ll>& a) { printf("%lld\n", (ll)a.size() / 3); for (ll x : a) printf("%lld\n", x); }
-int main() {
-    int closed, nx, ny, nz;
-    if (scanf("%d %d %d %d", &closed, &nx, &ny, &nz) != 4) return 1;
-    ll nk, cap;
-    scanf("%lld %lld", &nk, &cap);
-    std::vector<ll> keys(nk);
-    std::vector<int> slots(nk);
-    for (auto& k : keys) scanf("%lld", &k);
-    for (auto& s : slots) scanf("%d", &s);
+UPDATE = BAND_GRID + r"""
     std::vector<float> f[3];
     for (auto& a : f) { a.resize(cap * 512); for (auto& x : a) x = rf(); }
     const float dt_h = rf();

@@ -28,11 +28,9 @@ from voxfx.kernels.grid import GridSpec
 SCENE_AND_BRICK_GATHER = r"""
     float ox = rf(), oy = rf(), oz = rf(), h = rf(), inv_h = rf();
     ll nk, cap;
-    scanf("%lld %lld", &nk, &cap);
-    std::vector<ll> keys(nk);
-    std::vector<int> slots(nk);
-    for (auto& k : keys) scanf("%lld", &k);
-    for (auto& s : slots) scanf("%d", &s);
+    std::vector<ll> keys;
+    std::vector<int> slots;
+    read_bricks(nk, cap, keys, slots);
     ll n;
     scanf("%lld", &n);
     std::vector<float> pos(3 * n), vel(3 * n), c(apic ? 9 * n : 1, 0.0f);

@@ -23,11 +23,9 @@ int main() {
     if (scanf("%lld", &m) != 1) return 1;
     std::vector<ll> reached(m);
     for (auto& k : reached) scanf("%lld", &k);
-    scanf("%lld %lld", &nk, &cap);
-    std::vector<ll> keys(nk);
-    std::vector<int> slots(nk);
-    for (auto& k : keys) scanf("%lld", &k);
-    for (auto& s : slots) scanf("%d", &s);
+    std::vector<ll> keys;
+    std::vector<int> slots;
+    read_bricks(nk, cap, keys, slots);
     std::vector<unsigned char> used(cap), kept(cap);
     for (auto& x : used) { int t; scanf("%d", &t); x = (unsigned char)t; }
     for (auto& x : kept) { int t; scanf("%d", &t); x = (unsigned char)t; }

@@ -20,6 +20,37 @@ __device__ __forceinline__ long long sparse_key_of_voxel(long long i, long long 
     return (bz << (2 * SPARSE_KEY_BITS)) | (by << SPARSE_KEY_BITS) | bx;
 }
 
+// The brick (bx, by, bz) of a key (sparse_key_of_voxel's, the inverse), less (lx, ly, lz).
+__device__ __forceinline__ void sparse_brick_of_key(long long key, long long& bx, long long& by, long long& bz,
+                                                    int lx = 0, int ly = 0, int lz = 0)
+{
+    const long long mask = (1LL << SPARSE_KEY_BITS) - 1;
+    bx = (key & mask) - SPARSE_OFFSET - lx;
+    by = ((key >> SPARSE_KEY_BITS) & mask) - SPARSE_OFFSET - ly;
+    bz = (key >> (2 * SPARSE_KEY_BITS)) - SPARSE_OFFSET - lz;
+}
+
+// Thread t of a brick table pass, 27 threads a key (brick_tables, topology_slot_tables): key
+// q = t / 27's slot s (its row of coordinates written by offset o = 13, the brick itself) and
+// the brick (nx, ny, nz) at offset o (sparse_offset_index's order) whose slot goes to
+// nbr27[27·s + o].
+__device__ __forceinline__ void sparse_table_thread(long long t, const long long* __restrict__ keys,
+                                                    const int* __restrict__ slots, int* __restrict__ coords, int& s,
+                                                    int& o, long long& nx, long long& ny, long long& nz)
+{
+    const long long q = t / 27;
+    o = (int)(t - 27 * q);
+    long long bx, by, bz;
+    sparse_brick_of_key(keys[q], bx, by, bz);
+    s = slots[q];
+    if (o == 13) {
+        coords[3LL * s] = (int)bx;
+        coords[3LL * s + 1] = (int)by;
+        coords[3LL * s + 2] = (int)bz;
+    }
+    nx = bx + o % 3 - 1, ny = by + (o / 3) % 3 - 1, nz = bz + o / 9 - 1;
+}
+
 // Pool slot of the brick with *key* among n sorted keys (slots[] in key order), -1 if absent.
 __device__ __forceinline__ int sparse_slot(const long long* __restrict__ keys, const int* __restrict__ slots,
                                            long long n, long long key)

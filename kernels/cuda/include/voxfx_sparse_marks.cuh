@@ -27,3 +27,21 @@ __device__ __forceinline__ void sparse_wall_marks(const unsigned char* __restric
         eu = ev = ew = 1;
     }
 }
+
+// sparse_wall_marks of cell t into the marks' arrays, solid = wall (no obstacle yet).
+__device__ __forceinline__ void sparse_store_wall_marks(const unsigned char* __restrict__ used,
+                                                        const int* __restrict__ coords, long long t, int closed, int nx,
+                                                        int ny, int nz, unsigned char* __restrict__ exists_u,
+                                                        unsigned char* __restrict__ exists_v,
+                                                        unsigned char* __restrict__ exists_w,
+                                                        unsigned char* __restrict__ wall,
+                                                        unsigned char* __restrict__ solid)
+{
+    unsigned char eu, ev, ew, wl;
+    sparse_wall_marks(used, coords, t, closed, nx, ny, nz, eu, ev, ew, wl);
+    exists_u[t] = eu;
+    exists_v[t] = ev;
+    exists_w[t] = ew;
+    wall[t] = wl;
+    solid[t] = wl;
+}

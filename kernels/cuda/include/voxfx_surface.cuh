@@ -24,6 +24,20 @@ __device__ __forceinline__ float gap_to_cell(float u, int c)  // distance from u
     return fmaxf(g - SLACK, 0.0f);
 }
 
+// φ = |x − x̄| − r̄ from the node's weighted sums (W, Σw·(x_p − x), Σw·r_p), clamped to ±band;
+// no particle within R (W = 0): +band. The means before their squares: a node whose
+// particles all lie near R has sums of weights ~1e-22 whose squares would underflow float32
+// (|x − x̄| read as 0, φ as −r̄).
+__device__ __forceinline__ float phi_of_sums(float W, float sx, float sy, float sz, float sr, float band)
+{
+    float value = band;
+    if (W > 0.0f) {
+        float mx = sx / W, my = sy / W, mz = sz / W;
+        value = sqrtf((mx * mx + my * my) + mz * mz) - sr / W;
+    }
+    return fminf(fmaxf(value, -band), band);
+}
+
 // The walls' mirror images of a particle (surface.mirror_at_walls, made on the fly): on each
 // axis a choice c ∈ {0: as is, 1: mirrored across the low wall, 2: across the high wall}, a
 // mirror allowed where the particle lies within reach of that wall (x < lo + reach,
@@ -54,6 +68,29 @@ __device__ __forceinline__ int cell_key(float x, float y, float z, float cox, fl
 }
 
 #define COMBOS 27
+
+// Image combo of the particle (x, y, z) with choices (mx, my, mz) into (px, py, pz); false
+// where a choice of combo is not allowed (combo 0: the particle itself).
+__device__ __forceinline__ bool wall_image(int combo, float x, float y, float z, int mx, int my, int mz, float lox,
+                                           float loy, float loz, float hix, float hiy, float hiz, float& px,
+                                           float& py, float& pz)
+{
+    int c0 = combo % 3, c1 = (combo / 3) % 3, c2 = combo / 9;
+    if (!(allowed(c0, mx) && allowed(c1, my) && allowed(c2, mz))) return false;
+    px = mirrored(x, c0, lox, hix), py = mirrored(y, c1, loy, hiy), pz = mirrored(z, c2, loz, hiz);
+    return true;
+}
+
+// A point (x, y, z, r) with its tag into cell key's next slot, starts[key] + a running count.
+template <typename Tag>
+__device__ __forceinline__ void place_point(int key, float x, float y, float z, float r, Tag tag,
+                                            const int* __restrict__ starts, int* __restrict__ fill,
+                                            float4* __restrict__ packed, Tag* __restrict__ tags)
+{
+    int slot = starts[key] + atomicAdd(&fill[key], 1);
+    packed[slot] = make_float4(x, y, z, r);
+    tags[slot] = tag;
+}
 
 // Each cell's points in tag order (surface_place's atomics placed them in any order): the order a
 // stable sort of the list by cell gives, so the sums are the same every run. One thread a
@@ -89,5 +126,27 @@ __device__ __forceinline__ bool tile_node(long long b, int t, int nbx, int nby, 
     *k = (int)(b / ((long long)nbx * nby)) * TILE_Z + t / (TILE_X * TILE_Y);
     if (*i >= nx || *j >= ny || *k >= nz) return false;
     *node = ((long long)*k * ny + *j) * nx + *i;
+    return true;
+}
+
+// The node of this thread in tile blockIdx.x (a block a node tile) and its centre (x, y, z)
+// ((i + ½)·h + o, as surface._node_coordinate); false where the thread has no node to gather:
+// past the grid's far edges, or in a tile that is not active (its node set to +band,
+// "outside, far").
+__device__ __forceinline__ bool tile_gather_node(const unsigned char* __restrict__ active, int nbx, int nby, int nx,
+                                                 int ny, int nz, float ox, float oy, float oz, float h, float band,
+                                                 float* __restrict__ phi, long long& node, float& x, float& y,
+                                                 float& z)
+{
+    long long b = blockIdx.x;
+    int i, j, k;
+    if (!tile_node(b, threadIdx.x, nbx, nby, nx, ny, nz, &i, &j, &k, &node)) return false;
+    if (!active[b]) {
+        phi[node] = band;
+        return false;
+    }
+    x = ((float)i + 0.5f) * h + ox;
+    y = ((float)j + 0.5f) * h + oy;
+    z = ((float)k + 0.5f) * h + oz;
     return true;
 }
