@@ -242,7 +242,7 @@ def band_box(sim):
     (the next update's frame box before its padding: what the kernel way's maps span)."""
     if sim.band is None:
         return {}
-    from voxfx.kernels.flip.sparse_band import _Frame, _particle_cell_bounds
+    from voxfx.kernels.flip.sparse_band_frame import _Frame, _particle_cell_bounds
 
     b = sim.band
     frame = _Frame.around([b.lattice, b.deep], _particle_cell_bounds(sim), 0, sim.xp)

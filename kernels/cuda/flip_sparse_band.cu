@@ -6,7 +6,7 @@
 //
 // Look-ups are O(1): the FLIP grid's faces through its brick index (closed domains; else a
 // binary search over the brick keys) and neighbour table, the band's level set and liquid
-// cells through a dense map over the update's frame box (sparse_band._Frame: its key is the
+// cells through a dense map over the update's frame box (sparse_band_frame._Frame: its key is the
 // map's flat index, x fastest), instead of sorts and searchsorted over cell keys.
 //
 // No obstacles here: a cell is solid where it lies outside a closed box (the walls); with
@@ -52,7 +52,7 @@ __device__ float band_sample_face(BAND_GRID_ARGS, const float* __restrict__ f, i
     return trilinear_blend(p, t[0], t[1], t[2]);
 }
 
-// The update's frame box (sparse_band._Frame): low corner and span; key = flat map index.
+// The update's frame box (sparse_band_frame._Frame): low corner and span; key = flat map index.
 #define BAND_BOX_ARGS long long lo_x, long long lo_y, long long lo_z, long long span_x, long long span_y, \
     long long span_z
 
@@ -241,7 +241,7 @@ extern "C" __global__ void band_mark_rows(const long long* __restrict__ cells, l
     flags[key] |= bit;  // threads of one launch write one bit: the same byte value
 }
 
-// Each particle's frame key (sparse_band._particle_keys: ⌊(p − origin)/h⌋ in float32, then the
+// Each particle's frame key (sparse_band_frame._particle_keys: ⌊(p − origin)/h⌋ in float32, then the
 // box's key), its cell a candidate and taken; −1 (and no mark) outside the box.
 extern "C" __global__ void band_mark_particles(const float* __restrict__ pos, long long n, float ox, float oy,
                                                float oz, float h, BAND_BOX_ARGS, unsigned char* __restrict__ flags,
@@ -324,7 +324,7 @@ extern "C" __global__ void band_particles(const long long* __restrict__ pkeys, l
 
 // The low and high corner (out[0..2] min, out[3..5] max, atomics; the caller fills them with
 // the int64 extremes) of int64 (m, 3) rows, or, with pos (rows null), of the particles'
-// cells ⌊(p − origin)/h⌋ (use_rows 0; float32, as sparse_band._particle_cell_bounds: the cell map is
+// cells ⌊(p − origin)/h⌋ (use_rows 0; float32, as sparse_band_frame._particle_cell_bounds: the cell map is
 // monotonic, so the min of the cells is the cell of the min). Grid-stride, a block's
 // extremes reduced in shared memory before its atomics. 256 threads a block.
 extern "C" __global__ void band_bounds(const long long* __restrict__ rows, const float* __restrict__ pos, long long m,

@@ -317,7 +317,8 @@ def bounds(cp, out, rows=None, pos=None, origin=(0.0, 0.0, 0.0), h=1.0) -> None:
 
 def reach_and_frame(band, sim, dt: float):
     """``NarrowBand._reach_and_frame`` with its bounds from ``band_bounds`` (one host read)."""
-    from .sparse_band import RINGS, _Frame
+    from .sparse_band import RINGS
+    from .sparse_band_frame import _Frame
     from .transfer import max_speed
 
     cp, g = band.xp, sim.grid

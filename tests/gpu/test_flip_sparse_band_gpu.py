@@ -36,7 +36,7 @@ def pytest_approx(v):
 def test_gpu_narrow_band_dam_break_keeps_the_full_runs_volume_and_no_particle_in_deep_cells():
     import cupy
 
-    from voxfx.kernels.flip.sparse_band import _isin
+    from voxfx.kernels.flip.sparse_band_frame import _isin
 
     h = 0.05
     spec = GridSpec((0.0, 0.0, 0.0), h, (24, 10, 16))

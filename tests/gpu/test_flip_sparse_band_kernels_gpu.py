@@ -8,7 +8,7 @@ import pytest
 
 from tests.meshes import box
 from voxfx.kernels import backend
-from voxfx.kernels.flip import sparse_band, sparse_band_gpu
+from voxfx.kernels.flip import sparse_band_frame, sparse_band_gpu
 from voxfx.kernels.flip.grid import FlipSettings
 from voxfx.kernels.flip.sim import FlipSimulation
 from voxfx.kernels.grid import GridSpec
@@ -78,7 +78,7 @@ def test_the_phi_map_samples_as_the_band_does_at_random_points():
     for _ in range(3):
         sim.step(1 / 24)
     band = sim.band
-    frame = sparse_band._Frame.around([band.lattice], None, 3, cupy)
+    frame = sparse_band_frame._Frame.around([band.lattice], None, 3, cupy)
     lo, hi = frame.lo - 2, frame.lo + frame.span + 2  # beyond the map too: FAR there
     x = cupy.asarray(rng.uniform(lo, hi, size=(20000, 3)).astype(np.float32))
     x[:50] = cupy.floor(x[:50]) + np.float32(0.5)  # cell centres: a one-corner sample

@@ -12,7 +12,7 @@ import pytest
 from tests.cuda_host import DRIVER, STUBS
 from tests.meshes import box
 from tests.unit.test_cuda_exact import _build
-from voxfx.kernels.flip import sparse_band
+from voxfx.kernels.flip import sparse_band, sparse_band_frame
 from voxfx.kernels.grid import launch, mac
 from voxfx.kernels.flip.grid import FlipSettings
 from voxfx.kernels.flip.sim import FlipSimulation
@@ -153,7 +153,7 @@ def test_the_band_kernels_give_the_array_codes_results_on_the_host(harness, clos
     carried = tuple((f + rng.normal(0, 0.2, size) * (f != 0)).astype(np.float32) for f in g.faces())
     g.valid = tuple((rng.random(size) < 0.5).astype(np.uint8) for _ in range(3))
     inputs = [tuple(f.copy() for f in g.faces()), carried, tuple(v.copy() for v in g.valid), g["cell"].copy()]
-    frame = sparse_band._Frame.around([band.lattice], None, 3, np)
+    frame = sparse_band_frame._Frame.around([band.lattice], None, 3, np)
     traced = np.concatenate([band.lattice, rng.integers(frame.lo, frame.lo + frame.span, size=(500, 3))])
     liquid = band.lattice[band.phi < 0]
     order = np.argsort(frame.key(liquid))
@@ -427,6 +427,6 @@ def test_the_bounds_and_deep_brick_kernels_give_the_array_codes_corners_and_bric
                  " ".join(_ints(blo)) + " " + " ".join(_ints(bhi - blo + 1))]
         out = np.array(bounds_harness.raw(lines, check=True).split(), np.int64)
         assert np.array_equal(out[:6], np.concatenate([deep.min(axis=0), deep.max(axis=0)]))
-        assert np.array_equal(out[6:12], np.concatenate(sparse_band._particle_cell_bounds(sim)))
+        assert np.array_equal(out[6:12], np.concatenate(sparse_band_frame._particle_cell_bounds(sim)))
         expected = SparseFlipGrid(sim.spec, np, closed=closed).topology_keys(sim.pos[:0], margin, deep)
         assert np.array_equal(out[12:], expected)

@@ -98,7 +98,7 @@ def test_a_narrow_band_dam_break_keeps_the_full_runs_volume():
 def test_no_particle_stays_in_a_deep_cell():
     """Particles that flow into the deep region are deleted (its cells stand for a full
     cell each): none is counted twice."""
-    from voxfx.kernels.flip.sparse_band import _isin
+    from voxfx.kernels.flip.sparse_band_frame import _isin
 
     sim = dam_break(3, seed=1)
     for _ in range(6):

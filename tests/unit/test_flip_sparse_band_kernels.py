@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from tests.meshes import box
-from voxfx.kernels.flip import sparse_band, sparse_band_gpu
+from voxfx.kernels.flip import sparse_band, sparse_band_frame, sparse_band_gpu
 from voxfx.kernels.flip.grid import FlipSettings
 from voxfx.kernels.flip.sim import FlipSimulation
 from voxfx.kernels.grid import GridSpec
@@ -84,11 +84,11 @@ def test_the_maps_serve_boxes_that_follow_the_liquid_and_leave_a_stretched_box_t
                          sparse=True)
     sim.step(1 / 24)
     band = sim.band
-    around = sparse_band._Frame.around([band.lattice, band.deep], None, 4, np)
+    around = sparse_band_frame._Frame.around([band.lattice, band.deep], None, 4, np)
     assert sparse_band_gpu.map_fits(around, band, sim)
     liquid = len(band.lattice) + len(band.deep) + len(sim.pos) // sim.settings.particles_per_cell
     side = int(np.ceil(max(sparse_band_gpu.MAP_FLOOR, sparse_band_gpu.MAP_CELLS * liquid) ** (1 / 3))) + 1
-    stretched = sparse_band._Frame((0, 0, 0), (side, side, side), np)  # a splash far away
+    stretched = sparse_band_frame._Frame((0, 0, 0), (side, side, side), np)  # a splash far away
     assert sparse_band_gpu.map_fits(stretched) and not sparse_band_gpu.map_fits(stretched, band, sim)
-    huge = sparse_band._Frame((0, 0, 0), (1 << 10, 1 << 10, 1 << 9), np)
+    huge = sparse_band_frame._Frame((0, 0, 0), (1 << 10, 1 << 10, 1 << 9), np)
     assert not sparse_band_gpu.map_fits(huge)

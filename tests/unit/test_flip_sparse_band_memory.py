@@ -9,7 +9,8 @@ from tests.meshes import box
 from voxfx.kernels.flip import sparse_band, transfer
 from voxfx.kernels.flip.grid import FlipSettings
 from voxfx.kernels.flip.sim import FlipSimulation
-from voxfx.kernels.flip.sparse_band import CORNERS, FAR, RINGS, SHRINK, NarrowBand, _isin
+from voxfx.kernels.flip.sparse_band import CORNERS, FAR, RINGS, SHRINK, NarrowBand
+from voxfx.kernels.flip.sparse_band_frame import _isin
 from voxfx.kernels.flip.sparse_grid import unique_rows
 from voxfx.kernels.grid import GridSpec
 from voxfx.kernels.grid.sparse_mac import DIRECTIONS
