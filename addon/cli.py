@@ -379,6 +379,8 @@ add_command("snow", "bake snowfall (flakes, snow cover, depth images) over a fra
 # ------------------------------------------------------------------ flip
 
 def _flip_configure(p: argparse.ArgumentParser) -> None:
+    from ..kernels.flip.grid import TIMINGS
+
     p.add_argument("--frames", metavar="A-B", help="frame range (default: the scene's)")
     p.add_argument("--resolution", type=ranged(int, 8, 2048),
                    help="grid cells along the domain's longest side (8-2048)")
@@ -388,7 +390,7 @@ def _flip_configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--narrow-band", type=ranged(int, 0, 256), metavar="CELLS",
                    help="cells under the surface that keep particles, deeper liquid on the grid (sparse solver; "
                         "0 = off, else at least 2)")
-    p.add_argument("--timing", choices=["accurate", "fast"],
+    p.add_argument("--timing", choices=list(TIMINGS),
                    help="set CFL, Max Substeps, Max Time Step and Time-Centred Advection together: accurate "
                         "(the defaults) or fast (three substeps a 24 fps frame) (default: the scene's settings)")
     p.add_argument("--fresh", action="store_true", help="start over instead of resuming a previous bake")

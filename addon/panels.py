@@ -32,13 +32,13 @@ class VOXFX_PT_system(bpy.types.Panel):
 def _timing_row(layout, f) -> None:
     """The Liquid panel's Timing buttons (``voxfx.flip_timing``): the one matching the four
     settings below it shows pressed; neither where they were changed by hand."""
-    from ..kernels.flip.grid import timing_of
+    from ..kernels.flip.grid import TIMINGS, timing_of
 
     current = timing_of(f)
     row = layout.row(align=True)
     row.label(text="Timing")
-    for name, text in (("accurate", "Accurate"), ("fast", "Fast")):
-        op = row.operator("voxfx.flip_timing", text=text, depress=current == name)
+    for name in TIMINGS:
+        op = row.operator("voxfx.flip_timing", text=name.title(), depress=current == name)
         op.timing = name
 
 

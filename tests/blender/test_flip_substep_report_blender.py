@@ -94,6 +94,11 @@ def test_the_timing_buttons_set_the_four_settings_and_fast_takes_three_substeps(
     from voxfx.kernels.flip.grid import TIMINGS, timing_of
 
     scene, f, water = tank
+    items = bpy.ops.voxfx.flip_timing.get_rna_type().properties["timing"].enum_items
+    assert [item.identifier for item in items] == list(TIMINGS)  # the panel draws a button per TIMINGS name
+    assert timing_of(f) == "accurate"
+    with pytest.raises(TypeError, match='enum "quick" not found'):  # Blender's one line, not "Internal error"
+        bpy.ops.voxfx.flip_timing(timing="quick")
     assert timing_of(f) == "accurate"
     assert bpy.ops.voxfx.flip_timing(timing="fast") == {"FINISHED"}
     assert timing_of(f) == "fast" and f.max_substeps == 3 and f.time_centred_advection
