@@ -4,13 +4,13 @@ reference's array bit for bit (the same checkpoint on both), and a bake that com
 its compact frames on the writer thread writes the bytes of each frame's host copy;
 a compression that fails there leaves complete frames only, and the next bake resumes."""
 
-import threading
-
 import numpy as np
 import pytest
 
 from tests.meshes import box
-from voxfx.addon import compact_points, fsio, liquid_files, sim_bake
+from tests.unit.deferred_pack_faults import (assert_a_failed_pack_keeps_complete_frames_and_resumes,
+                                              pack_failing_on_writer)
+from voxfx.addon import compact_points, liquid_files, sim_bake
 from voxfx.addon.cache import BakeCache
 from voxfx.addon.jobs import run_inline
 from voxfx.kernels.flip.bake import FlipBake
@@ -50,24 +50,13 @@ def test_gpu_cell_velocity_is_the_numpy_references_bit_for_bit(monkeypatch, padd
 
 def _bake(tmp_path, expected, monkeypatch, defer=True, fail_at=None):
     """Frames 1–4 of a small GPU liquid through ``sim_bake.run`` with the bpy-free
-    writers (``liquid_files``), particles on the device; *expected* gets each frame's
-    bytes from its host copy at output time; *fail_at*: the n-th ``pack`` on the writer
-    thread raises."""
+    writers (``liquid_files``), particles on the device: (frames written, cache); *expected*
+    gets each frame's bytes from its host copy at output time; *fail_at*: the n-th ``pack``
+    on the writer thread raises (``deferred_pack_faults``)."""
     monkeypatch.setenv(liquid_files.DEFER_ENV, "1" if defer else "0")
     spec = SPEC
     v, t = box((0.0, 0.0, 0.0), (0.4, 0.3, 0.3))
     bake = FlipBake(spec, FlipSettings(seed=5, sparse=True), (v, t), xp=cp, fps=24.0, particles_on_device=True)
-    packs = []
-    real_pack = compact_points.RawFrame.pack
-
-    def pack(frame):  # the n-th compression on a writer thread fails (not the reference's, on this one)
-        if threading.current_thread() is not threading.main_thread():
-            packs.append(1)
-            if len(packs) == fail_at:
-                raise MemoryError("injected: no host memory to compress")
-        return real_pack(frame)
-
-    monkeypatch.setattr(compact_points.RawFrame, "pack", pack)
 
     def writers(arrays):
         assert isinstance(arrays["position"], cp.ndarray)
@@ -78,31 +67,19 @@ def _bake(tmp_path, expected, monkeypatch, defer=True, fail_at=None):
 
     cache = BakeCache(tmp_path, "liquid", kind="flip")
     plan = cache.begin({"gpu": 1}, 1, 4)
-    try:
-        return run_inline(sim_bake.run(cache, plan, bake, writers)), cache
-    finally:
-        monkeypatch.setattr(compact_points.RawFrame, "pack", real_pack)
+    with pack_failing_on_writer(monkeypatch, fail_at):
+        return run_inline(sim_bake.run(cache, plan, bake, writers))[0], cache
 
 
 @pytest.mark.parametrize("defer", [True, False])
 def test_a_gpu_bake_compressing_on_the_writer_thread_writes_each_frames_bytes(tmp_path, monkeypatch, defer):
     expected = []
-    (written, _), cache = _bake(tmp_path, expected, monkeypatch, defer)
+    written, cache = _bake(tmp_path, expected, monkeypatch, defer)
     assert written == [1, 2, 3, 4] and cache.frames_done() == [1, 2, 3, 4]
     assert [cache.frame_path(f, ".vxp").read_bytes() for f in written] == expected
     assert expected[0] != expected[-1]  # the liquid moved
 
 
 def test_a_compression_failing_on_the_writer_thread_keeps_complete_frames_and_resumes(tmp_path, monkeypatch):
-    expected = []
-    with pytest.raises(MemoryError, match="injected"):
-        _bake(tmp_path, expected, monkeypatch, fail_at=3)
-    cache = BakeCache(tmp_path, "liquid", kind="flip")
-    assert cache.frames_done() == [1, 2]
-    assert not [p.name for p in tmp_path.iterdir() if fsio.is_temporary(p.name)]
-    assert [cache.frame_path(f, ".vxp").read_bytes() for f in (1, 2)] == expected[:2]
-    again = []
-    (written, _), cache = _bake(tmp_path, again, monkeypatch)
-    assert written == [3, 4] and cache.frames_done() == [1, 2, 3, 4]
-    assert [cache.frame_path(f, ".vxp").read_bytes() for f in written] == again
-    assert again[0] == expected[2]  # frame 3 rewritten from its checkpoint: the frame whose write failed
+    assert_a_failed_pack_keeps_complete_frames_and_resumes(
+        tmp_path, lambda expected, fail_at=None: _bake(tmp_path, expected, monkeypatch, fail_at=fail_at))

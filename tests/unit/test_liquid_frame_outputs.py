@@ -7,6 +7,8 @@ import numpy as np
 import pytest
 
 from tests.meshes import box
+from tests.unit.deferred_pack_faults import (assert_a_failed_pack_keeps_complete_frames_and_resumes,
+                                              pack_failing_on_writer)
 from voxfx.addon import compact_points, liquid_files
 from voxfx.kernels.flip import sparse_output
 from voxfx.kernels.flip.grid import FlipSettings
@@ -125,51 +127,26 @@ def test_a_compression_failing_on_the_writer_thread_keeps_complete_frames_and_re
     bake's thread (``compact_points.prepare``, as ``liquid_files`` does for device
     particles), packed and written by the writer thread (Write While Simulating). The
     third compression there fails (injected): frames 1–2 stay whole, no temporary is
-    left, and the next bake rewrites frame 3 from its checkpoint, the same bytes."""
-    import threading
-
-    from voxfx.addon import fsio, sim_bake
+    left, and the next bake rewrites frame 3 from its checkpoint, the same bytes
+    (``deferred_pack_faults``)."""
+    from voxfx.addon import sim_bake
     from voxfx.addon.cache import BakeCache
     from voxfx.addon.jobs import run_inline
     from voxfx.kernels.flip.bake import FlipBake
 
     spec = GridSpec((0.0, 0.0, 0.0), 0.05, (16, 8, 12))
-    real_pack = compact_points.RawFrame.pack
 
     def bake(expected, fail_at=None):
-        packs = []
-
-        def pack(frame):  # the n-th compression on a writer thread fails
-            if threading.current_thread() is not threading.main_thread():
-                packs.append(1)
-                if len(packs) == fail_at:
-                    raise MemoryError("injected: no host memory to compress")
-            return real_pack(frame)
-
         def writers(arrays):
             points = {"velocity": arrays["velocity"], "size": arrays["size"]}
             expected.append(compact_points.encode(arrays["position"], points, cell=spec.voxel_size))
             frame = compact_points.prepare(arrays["position"], points, cell=spec.voxel_size)
             return {compact_points.SUFFIX: lambda p: compact_points.write_encoded(p, frame.pack())}
 
-        monkeypatch.setattr(compact_points.RawFrame, "pack", pack)
         v, t = box((0.0, 0.0, 0.0), (0.4, 0.3, 0.3))
         flip = FlipBake(spec, FlipSettings(seed=5, sparse=True), (v, t), xp=np, fps=24.0)
         cache = BakeCache(tmp_path, "liquid", kind="flip")
-        try:
+        with pack_failing_on_writer(monkeypatch, fail_at):
             return run_inline(sim_bake.run(cache, cache.begin({"cpu": 1}, 1, 4), flip, writers))[0], cache
-        finally:
-            monkeypatch.setattr(compact_points.RawFrame, "pack", real_pack)
 
-    expected = []
-    with pytest.raises(MemoryError, match="injected"):
-        bake(expected, fail_at=3)
-    cache = BakeCache(tmp_path, "liquid", kind="flip")
-    assert cache.frames_done() == [1, 2]
-    assert not [p.name for p in tmp_path.iterdir() if fsio.is_temporary(p.name)]
-    assert [cache.frame_path(f, ".vxp").read_bytes() for f in (1, 2)] == expected[:2]
-    again = []
-    written, cache = bake(again)
-    assert written == [3, 4] and cache.frames_done() == [1, 2, 3, 4]
-    assert [cache.frame_path(f, ".vxp").read_bytes() for f in written] == again
-    assert again[0] == expected[2]  # frame 3 rewritten from its checkpoint: the frame whose write failed
+    assert_a_failed_pack_keeps_complete_frames_and_resumes(tmp_path, bake)
