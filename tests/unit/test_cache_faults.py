@@ -149,7 +149,7 @@ def _child_bake(folder, k, background=True, log=None):
 
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload([killed_bake.__name__])
-    child = context.Process(target=killed_bake.bake_until_killed, args=(str(folder), k, background, str(log)))
+    child = context.Process(target=killed_bake.bake_until_killed, args=(str(folder), k, background, log))
     child.start()
     child.join(60)
     if child.exitcode is None:  # hung: end it, and the test fails on its exit code
