@@ -127,7 +127,7 @@ class Workspace:
         self.caps = None  # per level C_l
         self.generation = None
         self.arena = self.work = None  # the coarse scratch (``scratch``)
-        self.sums = cp.empty(3 * 1024, cp.int32)  # inclusive_scan's tile sums (_SCAN_TILES a row)
+        self.sums = cp.empty(3 * setup._SCAN_TILES, cp.int32)  # inclusive_scan's tile sums, 3 rows
         self.read = cp.empty(16, cp.int32)  # unknowns' sizes, box and extra values
         self.last = None  # (lo, hi, bounds) of the last set-up's level-0 set: an ahead set-up's guess
         self.ahead = [0, 0]  # set-ups launched ahead whose tables held, and those rebuilt (missed)
