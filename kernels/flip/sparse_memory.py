@@ -364,8 +364,8 @@ def memory_at(spec: GridSpec, bricks: int, particles: int, particles_per_cell: i
         else:  # on the device: the way that runs (``band_ways``), the array way's fit where it may run
             update, topology = band_ways()
             arrays = band_arrays(substep, int(narrow_band), P / ppc, Pk)
-            maps, sure = band_map_cells(spec, P / ppc, closed)
             if update == "kernels":
+                maps, sure = band_map_cells(spec, P / ppc, closed)
                 kernels = band_kernels(substep, cells, maps, P / ppc, Pk)
                 stages["narrow band"] = kernels if sure else max(kernels, arrays)
             else:

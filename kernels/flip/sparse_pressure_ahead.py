@@ -22,7 +22,7 @@ sync on each side 1.80 → 1.64 ms.
 from __future__ import annotations
 
 from .sparse_multigrid import _MARGIN, KEY_BITS
-from .sparse_pressure_buffers import grown_strides
+from .sparse_pressure_buffers import table_caps
 from .sparse_pressure_setup import _level0_base
 
 
@@ -45,4 +45,4 @@ def tables_stand(caps, lo, hi, bounds, guess) -> bool:
     _level0_base(lo, hi)
     if any(lo_ - _MARGIN < g or hi_ - g + _MARGIN >= 1 << KEY_BITS for lo_, hi_, g in zip(lo, hi, guess)):
         return False
-    return (0,) + tuple(grown_strides([b + 1 for b in bounds[1:]], caps[1:])) == caps
+    return table_caps([b + 1 for b in bounds[1:]], caps) == caps

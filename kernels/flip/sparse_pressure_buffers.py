@@ -22,6 +22,13 @@ def grown_strides(needs, old=None, headroom=_HEADROOM, growth=_GROWTH) -> list:
     return [int(s) if int(n) <= int(s) else max(f, int(int(s) * growth)) for n, s, f in zip(needs, old, fresh)]
 
 
+def table_caps(needs, old=None) -> tuple:
+    """Capacities (0, C_1, …) of the set-up workspace's levels for coarse levels needing
+    *needs* entries: ``grown_strides`` of *needs* against *old*'s C_1 … (the capacities the
+    workspace holds, or None); C_0 is 0 (level 0's tables are the solver's)."""
+    return (0,) + tuple(grown_strides(needs, None if old is None else old[1:]))
+
+
 def carve(xp, lengths, dtype, align=_ALIGN):
     """(arena, views): one zeroed allocation holding arrays of *lengths* entries, each view
     starting *align* entries apart at least (``PERSIST``: one fill zeroes them all)."""

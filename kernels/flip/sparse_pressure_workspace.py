@@ -50,7 +50,7 @@ from ..grid.sparse_mac import CARVE_ALIGN, carve
 from . import sparse_pressure_setup as setup
 from .sparse_multigrid import _Level
 from .sparse_pressure_ahead import guessed_base, tables_stand
-from .sparse_pressure_buffers import grown_strides
+from .sparse_pressure_buffers import table_caps
 from .sparse_pressure_workspace_levels import _launch_levels
 
 MODE = os.environ.get("VOXFX_SPARSE_SETUP", "workspace")
@@ -127,7 +127,7 @@ class Workspace:
         self.caps = None  # per level C_l
         self.generation = None
         self.arena = self.work = None  # the coarse scratch (``scratch``)
-        self.sums = cp.empty(3 * 1024, cp.int32)  # inclusive_scan's tile sums (_SCAN_TILES a row)
+        self.sums = cp.empty(3 * setup._SCAN_TILES, cp.int32)  # inclusive_scan's tile sums, 3 rows
         self.read = cp.empty(16, cp.int32)  # unknowns' sizes, box and extra values
         self.last = None  # (lo, hi, bounds) of the last set-up's level-0 set: an ahead set-up's guess
         self.ahead = [0, 0]  # set-ups launched ahead whose tables held, and those rebuilt (missed)
@@ -153,10 +153,10 @@ class Workspace:
             self.seg, self.seg_scan = cp.empty(cap, cp.int32), cp.empty(cap, cp.int32)
 
     def tables(self, needs):
-        """Capacities C_1 … of the coarse levels needing *needs* entries (``grown_strides``;
+        """Capacities C_1 … of the coarse levels needing *needs* entries (``table_caps``;
         ``caps[0]`` is 0: level 0's tables are the solver's); a new generation of table
         buffers where they change."""
-        caps = (0,) + tuple(grown_strides(needs, None if self.caps is None else self.caps[1:]))
+        caps = table_caps(needs, self.caps)
         if caps == self.caps:
             return caps
         cp = self.cp

@@ -17,6 +17,7 @@ import numpy as np
 
 from . import sparse_pressure_setup as setup
 from .sparse_multigrid import _CellSet
+from .sparse_pressure_setup import _ints
 
 
 def _launch_levels(grid, kind, ws, level0, base, bounds, most):
@@ -36,10 +37,6 @@ def _launch_levels(grid, kind, ws, level0, base, bounds, most):
                 fine = _coarse_level(level, fine, ws)
         finally:
             ws.end_scratch()  # freed in stream order: the launches above still read it
-
-
-def _ints(values):
-    return tuple(np.int32(v) for v in values)
 
 
 def _level_tables(t, base, cnt, k, sums, fcnt=None):

@@ -53,10 +53,10 @@ int main() {
     std::vector<int> bslots(std::max(nbk, 1));
     for (int p = 0; p < nbk; ++p) scanf("%lld", &bkeys[p]);
     for (int p = 0; p < nbk; ++p) scanf("%d", &bslots[p]);
-    std::vector<int> bounds{n0};
-    while ((int)bounds.size() < max_levels && bounds.back() > 0) bounds.push_back(bounds.back() / 8);
+    const std::vector<int> bounds = level_bounds(n0, max_levels);
     const int count = (int)bounds.size();
-    std::vector<int> cnt(4 * count, 0), span(6 * count, -2147483647);
+    std::vector<int> cnt, span;
+    level_sizes(count, cnt, span);
     cnt[0] = n0; cnt[1] = m_red0; cnt[2] = m0;
     ONE_PER_ITEM(m0, mgb_unknown_span(cells0.data(), &cnt[0], coords.data(), &span[0]));
     std::vector<Built> built(count);

@@ -135,6 +135,17 @@ static void scan_rows(const std::vector<int>& a, std::vector<int>& out, int rows
     }
 }
 static int coarser(int b, int margin) { return ((b + margin) >> 1) - margin; }
+// sparse_pressure_setup.level_bounds: n0, then an eighth of the previous while it is not 0,
+// at most max_levels; and the level sizes cnt (4 a level) and unknown spans span (6 a level)
+static std::vector<int> level_bounds(int n0, int max_levels) {
+    std::vector<int> bounds{n0};
+    while ((int)bounds.size() < max_levels && bounds.back() > 0) bounds.push_back(bounds.back() / 8);
+    return bounds;
+}
+static void level_sizes(int count, std::vector<int>& cnt, std::vector<int>& span) {
+    cnt.assign(4 * (size_t)count, 0);
+    span.assign(6 * (size_t)count, -2147483647);
+}
 // mgs_level_cells, scans, mgs_order, mgs_level_tables (sparse_pressure_setup._level_tables)
 static void level_tables(Set& c, int* cc, int nb, Built& B, std::vector<ll>& cukeys, std::vector<int>& order) {
     std::vector<int> around(6 * (size_t)nb, -7), flags(2 * (size_t)nb), scans;
@@ -265,10 +276,10 @@ int main() {
     const int n = (int)f.keys.size(), m = (int)ukeys.size();
     int tail = 0;  // > 0: levels from this one by mgs_tail_levels
     if (scanf("%d", &tail) != 1) tail = 0;
-    std::vector<int> bounds{n};
-    while ((int)bounds.size() < max_levels && bounds.back() > 0) bounds.push_back(bounds.back() / 8);
+    const std::vector<int> bounds = level_bounds(n, max_levels);
     const int count = (int)bounds.size();
-    std::vector<int> cnt(4 * count, 0), span(6 * count, -2147483647);
+    std::vector<int> cnt, span;
+    level_sizes(count, cnt, span);
     cnt[0] = n; cnt[2] = m;
     ONE_PER_ITEM(m, mgs_key_span(ukeys.data(), &cnt[0], &span[0]));
     int stride = m + 1;
