@@ -54,7 +54,7 @@ sys.path.insert(0, str(ROOT))
 from tools.package import load  # noqa: E402
 
 load()
-from voxfx.kernels.flip import sparse_multigrid_variants as mgv  # noqa: E402
+import _mg_variants as mgv  # noqa: E402  (bench/, beside this script)
 from voxfx.kernels.flip import sparse_pressure  # noqa: E402
 from voxfx.kernels.flip.grid import FlipSettings  # noqa: E402
 from voxfx.kernels.flip.sim import FlipSimulation  # noqa: E402

@@ -27,7 +27,7 @@ before and black→red after the coarse correction, ``MG_COARSE_SWEEPS`` each wa
 coarsest level: a palindrome, so the V-cycle is symmetric positive definite and CG stays
 valid. ``MG_OMEGA`` (``VOXFX_SPARSE_MG_OMEGA``, default 1.3) over-relaxes every sweep above
 the coarsest level (issue 24, i24m: fewer CG iterations at no extra launch; the variants
-measured against it are ``sparse_multigrid_variants``, their counts
+measured against it are ``bench/_mg_variants.py``, their counts
 ``bench/flip_mg_iterations.py``). Reusing the tables across substeps when nothing changed is issue 24's.
 """
 
@@ -147,7 +147,7 @@ class TableBuilder:
     """The hierarchy's tables as xp code: the reference (NumPy), and what the device's
     ``sparse_pressure_gpu.TableKernels`` computes kernel by kernel."""
 
-    def __init__(self, xp, coarsen_fluid=9):  # coarsen_fluid: sparse_multigrid_variants
+    def __init__(self, xp, coarsen_fluid=9):  # coarsen_fluid: bench/_mg_variants.py
         self.xp, self.coarsen_fluid = xp, coarsen_fluid
 
     def coarser(self, cells: _CellSet) -> _CellSet:
@@ -270,7 +270,7 @@ class VCycle:
     """z = M r for the sparse pressure solve: *level0* the solver's ``Unknowns`` of
     *grid* with cell types *kind*; vectors are compacted (sentinel last). ``levels``,
     ``up`` and ``down`` are the tables (module notes). *coarsen_fluid* and *min_side*
-    (``sparse_multigrid_variants``, NumPy only): ``TableBuilder``'s rule and the smallest
+    (``bench/_mg_variants.py``, NumPy only): ``TableBuilder``'s rule and the smallest
     span coarsened."""
 
     def __init__(self, grid, kind, level0, coarsen_fluid=9, min_side=MG_MIN_SIDE):

@@ -9,7 +9,7 @@ import pytest
 from tests.unit.test_cuda_sparse_pressure_host import _tank
 from voxfx.kernels.flip import sparse_pressure
 from voxfx.kernels.flip.sparse_multigrid import VCycle
-from voxfx.kernels.flip.sparse_multigrid_variants import MGOptions, VariantVCycle
+from bench._mg_variants import MGOptions, VariantVCycle
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,5 @@
-"""Variants of the sparse multigrid V-cycle (issue 24, helper i24m), NumPy only: what
+"""Variants of the sparse multigrid V-cycle (issue 24, helper i24m), NumPy only, bench code (not
+the product: moved out of kernels/flip; it needs the checkout importable as ``voxfx``): what
 ``bench/flip_mg_iterations.py`` counts CG iterations of on the dam break's own pressure
 systems, to find a stronger preconditioner at the same cost. ``VariantVCycle(grid, kind,
 level0, MGOptions(...))`` is ``sparse_multigrid.VCycle`` with the options' changes; with
@@ -20,8 +21,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .pressure import MG_COARSE_SWEEPS, MG_MIN_SIDE, MG_SWEEPS
-from .sparse_multigrid import MG_OMEGA, PROLONG_WEIGHTS, RESTRICT_WEIGHTS, VCycle, gather_sum, sweep
+from voxfx.kernels.flip.pressure import MG_COARSE_SWEEPS, MG_MIN_SIDE, MG_SWEEPS
+from voxfx.kernels.flip.sparse_multigrid import (MG_OMEGA, PROLONG_WEIGHTS, RESTRICT_WEIGHTS, VCycle, gather_sum,
+                                                 sweep)
 
 _F32 = np.float32
 
