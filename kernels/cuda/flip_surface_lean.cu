@@ -189,12 +189,8 @@ extern "C" __global__ void surface_count_lean(const float* __restrict__ pos, lon
     }
     warp_grouped_rank(counts, key);
     if (!(mx | my | mz)) return;
-    for (int combo = 1; combo < COMBOS; ++combo) {
-        float px, py, pz;
-        if (!wall_image(combo, x, y, z, mx, my, mz, lox, loy, loz, hix, hiy, hiz, px, py, pz)) continue;
-        int image = cell_key(px, py, pz, cox, coy, coz, inv_edge, cx, cy, cz);
-        if (image >= 0) atomicAdd(&counts[image], 1);
-    }
+    for_each_image(1, COMBOS, x, y, z, mx, my, mz, lox, loy, loz, hix, hiy, hiz, cox, coy, coz, inv_edge, cx, cy, cz,
+                   [&](int, int image, float, float, float) { atomicAdd(&counts[image], 1); });
 }
 
 extern "C" __global__ void surface_place_lean(const float* __restrict__ pos, const float* __restrict__ radii,
@@ -224,7 +220,7 @@ extern "C" __global__ void surface_place_lean(const float* __restrict__ pos, con
         tags[slot] = (unsigned int)p;
     }
     if (!(mx | my | mz)) return;
-    for (int combo = 1; combo < COMBOS; ++combo) {
+    for (int combo = 1; combo < COMBOS; ++combo) {  // not for_each_image: its lambda moved this kernel's PTX
         float px, py, pz;
         if (!wall_image(combo, x, y, z, mx, my, mz, lox, loy, loz, hix, hiy, hiz, px, py, pz)) continue;
         int image = cell_key(px, py, pz, cox, coy, coz, inv_edge, cx, cy, cz);
