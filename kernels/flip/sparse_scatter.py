@@ -44,6 +44,21 @@ def atomics_mode(mode=None) -> str:
     return mode
 
 
+def _build(min_blocks: int, paired: int):
+    """The scatter's kernels built for *min_blocks* blocks an SM and the *paired* atomics
+    (flip_sparse_scatter.cu's SCATTER_MIN_BLOCKS, SCATTER_PAIRED), one ``Kernels`` each
+    (compiled on first use)."""
+    key = (int(min_blocks), int(paired))
+    return _BUILDS.get(key) or _BUILDS.setdefault(key, Kernels(
+        "flip_sparse_scatter.cu", ("--fmad=false",), THREADS,
+        defines={"SCATTER_MIN_BLOCKS": key[0], "SCATTER_PAIRED": key[1]}))
+
+
+# The default build (4 blocks, paired) declared at import, as SCATTER is, so that the compile
+# check (tests/unit/test_cuda_sources.py) and tools/compare_ptx.py build the scatter that runs.
+_build(SCATTER_MIN_BLOCKS, 1)
+
+
 def launch(size: int, args, spread=None, min_blocks=None, order=None, bounds=None):
     """The scatter (``kernels/cuda/flip_sparse_scatter.cu``) over the pool of *size* cells
     with ``sparse_gpu.launch_gather``'s *args*: the bounds that fix its scales, one block per brick
@@ -63,12 +78,8 @@ def launch(size: int, args, spread=None, min_blocks=None, order=None, bounds=Non
     spos, svel, sc, apic, _, count = args[:6]
     h, n = args[17], int(spos.shape[0])
     min_blocks = int(SCATTER_MIN_BLOCKS if min_blocks is None else min_blocks)
-    kernels = SCATTER
     paired = int(atomics_mode() == "paired")
-    if min_blocks != 4 or paired:  # another build than SCATTER's (4, serial) (compiled on first use)
-        kernels = _BUILDS.get((min_blocks, paired)) or _BUILDS.setdefault(
-            (min_blocks, paired), Kernels("flip_sparse_scatter.cu", ("--fmad=false",), THREADS,
-                                          defines={"SCATTER_MIN_BLOCKS": min_blocks, "SCATTER_PAIRED": paired}))
+    kernels = SCATTER if min_blocks == 4 and not paired else _build(min_blocks, paired)  # SCATTER: (4, serial)
     acc = cp.zeros(6 * size, cp.uint64)
     if bounds is None:
         bounds = cp.zeros(2, cp.uint32)
