@@ -233,7 +233,7 @@ extern "C" __global__ void surface_place_lean(const float* __restrict__ pos, con
 
 // particle_level_set_bricks with node_phi_lean (surface_gpu "lean"): the same φ bit for bit.
 // _3: built for three blocks of a tile an SM (≤ 42 registers; surface_gpu.LEAN_BLOCKS, an
-// A/B build not yet timed on a device).
+// A/B build: no faster on an H100, bench/RESULTS.md).
 __device__ __forceinline__ void gather_tile_lean(const float4* __restrict__ packed, const int* __restrict__ starts,
                                                  const unsigned char* __restrict__ active, int nbx, int nby, int nx,
                                                  int ny, int nz, float ox, float oy, float oz, float h, float cox,
