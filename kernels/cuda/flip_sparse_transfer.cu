@@ -112,8 +112,7 @@ extern "C" __global__ void count_particles_bounds(const float* __restrict__ pos,
         rank[p] = atomicAdd(count + cell, 1);
         q = scatter_q_bound(vel, c, apic, p, h);
     }
-    const unsigned int bits = warp_all_max(scatter_q_bits(q));  // every lane present: no return above
-    if ((threadIdx.x & 31) == 0 && bits > *(volatile unsigned int*)bounds) atomicMax(bounds, bits);
+    bin_warp_q_max(q, bounds);  // voxfx_bin.cuh; every lane present: no return above
 }
 
 // count_particles_bounds with the count's atomics grouped by warp (sparse_gpu.bin_count_mode
@@ -142,8 +141,7 @@ extern "C" __global__ void count_particles_grouped(const float* __restrict__ pos
     }
     const int r = warp_grouped_rank(count, cell);  // voxfx_reduce.cuh
     if (p < n) rank[p] = r;
-    const unsigned int bits = warp_all_max(scatter_q_bits(q));
-    if ((threadIdx.x & 31) == 0 && bits > *(volatile unsigned int*)bounds) atomicMax(bounds, bits);
+    bin_warp_q_max(q, bounds);
 }
 
 // Step 2, the exclusive scan of count (n = cells + 1 entries) in two launches over tiles of

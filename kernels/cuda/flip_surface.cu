@@ -178,13 +178,8 @@ extern "C" __global__ void surface_count(const float* __restrict__ pos, long lon
     int mx = wall_choices(x, lox, hix, reach, walls);
     int my = wall_choices(y, loy, hiy, reach, walls);
     int mz = wall_choices(z, loz, hiz, reach, walls);
-    int last = (mx | my | mz) ? COMBOS : 1;
-    for (int combo = 0; combo < last; ++combo) {
-        float px, py, pz;
-        if (!wall_image(combo, x, y, z, mx, my, mz, lox, loy, loz, hix, hiy, hiz, px, py, pz)) continue;
-        int key = cell_key(px, py, pz, cox, coy, coz, inv_edge, cx, cy, cz);
-        if (key >= 0) atomicAdd(&counts[key], 1);
-    }
+    for_each_image(0, (mx | my | mz) ? COMBOS : 1, x, y, z, mx, my, mz, lox, loy, loz, hix, hiy, hiz, cox, coy, coz,
+                   inv_edge, cx, cy, cz, [&](int, int key, float, float, float) { atomicAdd(&counts[key], 1); });
 }
 
 // The particle and its images into their cells' slots, starts[cell] + a running count
@@ -205,13 +200,10 @@ extern "C" __global__ void surface_place(const float* __restrict__ pos, const fl
     int mx = wall_choices(x, lox, hix, reach, walls);
     int my = wall_choices(y, loy, hiy, reach, walls);
     int mz = wall_choices(z, loz, hiz, reach, walls);
-    int last = (mx | my | mz) ? COMBOS : 1;
-    for (int combo = 0; combo < last; ++combo) {
-        float px, py, pz;
-        if (!wall_image(combo, x, y, z, mx, my, mz, lox, loy, loz, hix, hiy, hiz, px, py, pz)) continue;
-        int key = cell_key(px, py, pz, cox, coy, coz, inv_edge, cx, cy, cz);
-        if (key >= 0) place_point(key, px, py, pz, r, (long long)combo * n + p, starts, fill, packed, tags);
-    }
+    for_each_image(0, (mx | my | mz) ? COMBOS : 1, x, y, z, mx, my, mz, lox, loy, loz, hix, hiy, hiz, cox, coy, coz,
+                   inv_edge, cx, cy, cz, [&](int combo, int key, float px, float py, float pz) {
+                       place_point(key, px, py, pz, r, (long long)combo * n + p, starts, fill, packed, tags);
+                   });
 }
 
 extern "C" __global__ void surface_order_cells(const float4* __restrict__ packed, const long long* __restrict__ tags,

@@ -189,12 +189,8 @@ extern "C" __global__ void surface_count_lean(const float* __restrict__ pos, lon
     }
     warp_grouped_rank(counts, key);
     if (!(mx | my | mz)) return;
-    for (int combo = 1; combo < COMBOS; ++combo) {
-        float px, py, pz;
-        if (!wall_image(combo, x, y, z, mx, my, mz, lox, loy, loz, hix, hiy, hiz, px, py, pz)) continue;
-        int image = cell_key(px, py, pz, cox, coy, coz, inv_edge, cx, cy, cz);
-        if (image >= 0) atomicAdd(&counts[image], 1);
-    }
+    for_each_image(1, COMBOS, x, y, z, mx, my, mz, lox, loy, loz, hix, hiy, hiz, cox, coy, coz, inv_edge, cx, cy, cz,
+                   [&](int, int image, float, float, float) { atomicAdd(&counts[image], 1); });
 }
 
 extern "C" __global__ void surface_place_lean(const float* __restrict__ pos, const float* __restrict__ radii,
@@ -224,7 +220,7 @@ extern "C" __global__ void surface_place_lean(const float* __restrict__ pos, con
         tags[slot] = (unsigned int)p;
     }
     if (!(mx | my | mz)) return;
-    for (int combo = 1; combo < COMBOS; ++combo) {
+    for (int combo = 1; combo < COMBOS; ++combo) {  // not for_each_image: its lambda moved this kernel's PTX
         float px, py, pz;
         if (!wall_image(combo, x, y, z, mx, my, mz, lox, loy, loz, hix, hiy, hiz, px, py, pz)) continue;
         int image = cell_key(px, py, pz, cox, coy, coz, inv_edge, cx, cy, cz);
@@ -237,7 +233,7 @@ extern "C" __global__ void surface_place_lean(const float* __restrict__ pos, con
 
 // particle_level_set_bricks with node_phi_lean (surface_gpu "lean"): the same φ bit for bit.
 // _3: built for three blocks of a tile an SM (≤ 42 registers; surface_gpu.LEAN_BLOCKS, an
-// A/B build not yet timed on a device).
+// A/B build: no faster on an H100, bench/RESULTS.md).
 __device__ __forceinline__ void gather_tile_lean(const float4* __restrict__ packed, const int* __restrict__ starts,
                                                  const unsigned char* __restrict__ active, int nbx, int nby, int nx,
                                                  int ny, int nz, float ox, float oy, float oz, float h, float cox,

@@ -48,7 +48,7 @@ def liquid_region(sim) -> GridSpec:
     box when closed. With ``VOXFX_LEVEL_SET_BOUNDS=1`` (``surface_gpu.REGION_BOUNDS``) the
     particles' bounds come from one pass and one host read (``surface_gpu.particle_bounds``;
     at 65M particles the six reductions and reads of the cell coordinates are ~3 ms of the
-    frame's level set, by the stage times: not yet timed on a device, so off)."""
+    frame's level set; measured 4.13 → 1.27 ms, bench/RESULTS.md: off until its GPU test is re-run)."""
     from . import surface_gpu
 
     spec, xp = sim.spec, sim.xp

@@ -17,6 +17,8 @@ block): issue-bound, as G2P (``flip_sparse_g2p_lean.cu``'s notes)."""
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from ..grid.launch import THREADS, Kernels
@@ -31,17 +33,30 @@ BOUND_BLOCKS = 1024  # scatter_bounds: blocks of its grid-stride loop
 # words first) or "serial" (scatter_add: a sum's high word right after its low word); the same sums
 ATOMICS = ("paired", "serial")
 _BUILDS: dict = {}
+_I64, _I32 = np.int64, np.int32
 
 
 def atomics_mode(mode=None) -> str:
     """The scatter's shared-atomic order: *mode*, else ``VOXFX_SPARSE_SCATTER_ATOMICS``, else ``ATOMICS[0]``."""
-    import os
-
     mode = mode or os.environ.get("VOXFX_SPARSE_SCATTER_ATOMICS", "").strip().lower() or ATOMICS[0]
     if mode not in ATOMICS:
         raise ValueError(f"VOXFX_SPARSE_SCATTER_ATOMICS must be one of {', '.join(ATOMICS)}, not {mode!r}")
     return mode
-_I64, _I32 = np.int64, np.int32
+
+
+def _build(min_blocks: int, paired: int):
+    """The scatter's kernels built for *min_blocks* blocks an SM and the *paired* atomics
+    (flip_sparse_scatter.cu's SCATTER_MIN_BLOCKS, SCATTER_PAIRED), one ``Kernels`` each
+    (compiled on first use)."""
+    key = (int(min_blocks), int(paired))
+    return _BUILDS.get(key) or _BUILDS.setdefault(key, Kernels(
+        "flip_sparse_scatter.cu", ("--fmad=false",), THREADS,
+        defines={"SCATTER_MIN_BLOCKS": key[0], "SCATTER_PAIRED": key[1]}))
+
+
+# The default build (4 blocks, paired) declared at import, as SCATTER is, so that the compile
+# check (tests/unit/test_cuda_sources.py) and tools/compare_ptx.py build the scatter that runs.
+_build(SCATTER_MIN_BLOCKS, 1)
 
 
 def launch(size: int, args, spread=None, min_blocks=None, order=None, bounds=None):
@@ -63,12 +78,8 @@ def launch(size: int, args, spread=None, min_blocks=None, order=None, bounds=Non
     spos, svel, sc, apic, _, count = args[:6]
     h, n = args[17], int(spos.shape[0])
     min_blocks = int(SCATTER_MIN_BLOCKS if min_blocks is None else min_blocks)
-    kernels = SCATTER
     paired = int(atomics_mode() == "paired")
-    if min_blocks != 4 or paired:  # another build (compiled on first use)
-        kernels = _BUILDS.get((min_blocks, paired)) or _BUILDS.setdefault(
-            (min_blocks, paired), Kernels("flip_sparse_scatter.cu", ("--fmad=false",), THREADS,
-                                          defines={"SCATTER_MIN_BLOCKS": min_blocks, "SCATTER_PAIRED": paired}))
+    kernels = SCATTER if min_blocks == 4 and not paired else _build(min_blocks, paired)  # SCATTER: (4, serial)
     acc = cp.zeros(6 * size, cp.uint64)
     if bounds is None:
         bounds = cp.zeros(2, cp.uint32)

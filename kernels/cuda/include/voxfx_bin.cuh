@@ -34,6 +34,15 @@ __device__ __forceinline__ float scatter_q_bound(const float* __restrict__ vel, 
 // Rounding is monotonic, so the max of the scaled bits is the scaled bits of the max.
 __device__ __forceinline__ unsigned int scatter_q_bits(float q) { return scatter_bits(q * (1.0f + 1.0f / 1024.0f)); }
 
+// The fused count's share of bounds[0] (flip_sparse_transfer.cu's count_particles_bounds and
+// count_particles_grouped): the warp's max of scatter_q_bits(q), one atomicMax by lane 0
+// where it beats the value there. Every lane must call it (no return before).
+__device__ __forceinline__ void bin_warp_q_max(float q, unsigned int* __restrict__ bounds)
+{
+    const unsigned int bits = warp_all_max(scatter_q_bits(q));
+    if ((threadIdx.x & 31) == 0 && bits > *(volatile unsigned int*)bounds) atomicMax(bounds, bits);
+}
+
 // Block-wide sum and max (every thread gets both; every thread must call it).
 __device__ __forceinline__ void bin_block_sum_max(int& sum, unsigned int& most)
 {

@@ -81,6 +81,22 @@ __device__ __forceinline__ bool wall_image(int combo, float x, float y, float z,
     return true;
 }
 
+// f(combo, key, px, py, pz) for each image combo in [first, last) that wall_image allows and
+// whose point (px, py, pz) lies in a binning cell (key ≥ 0): the binning kernels' image loop.
+template <typename F>
+__device__ __forceinline__ void for_each_image(int first, int last, float x, float y, float z, int mx, int my, int mz,
+                                               float lox, float loy, float loz, float hix, float hiy, float hiz,
+                                               float cox, float coy, float coz, float inv_edge, int cx, int cy,
+                                               int cz, F f)
+{
+    for (int combo = first; combo < last; ++combo) {
+        float px, py, pz;
+        if (!wall_image(combo, x, y, z, mx, my, mz, lox, loy, loz, hix, hiy, hiz, px, py, pz)) continue;
+        const int key = cell_key(px, py, pz, cox, coy, coz, inv_edge, cx, cy, cz);
+        if (key >= 0) f(combo, key, px, py, pz);
+    }
+}
+
 // A point (x, y, z, r) with its tag into cell key's next slot, starts[key] + a running count.
 template <typename Tag>
 __device__ __forceinline__ void place_point(int key, float x, float y, float z, float r, Tag tag,
