@@ -31,7 +31,8 @@ stage that sweeps it, pressure first — stays about a brick ring smaller; on Cu
 update costs a few small kernels and host syncs (``sparse_topology_gpu.incremental_keys``:
 the particles mark their cells and their bricks' speeds in the current topology, each
 brick turns its marked cells into the bricks their boxes reach — the same bricks as
-``topology_keys``, no particle sort; for margins up to 64 cells, and the first substep's
+``topology_keys``, no particle sort; for margins up to 64 cells (256 over a closed box's brick
+index: ``sparse_topology_gpu``'s reach by classes), and the first substep's
 build from the particles' bricks; the new slots in a few kernels, closed: ``update_topology_fused``
 (queued before the pipeline's one host read, then only slices) or ``update_topology_table``
 (after it, no read of its own), open: ``update_topology`` (one more read), the same as

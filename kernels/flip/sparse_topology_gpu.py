@@ -31,6 +31,9 @@ difference of two maxima) counts as beyond: the array path builds then, as it do
 (its error). ``VOXFX_SPARSE_TOPOLOGY=legacy`` keeps the earliest limits (one brick; the
 first build on the array path) for A/B timing.
 
+Reach by classes (``sparse_reach.py``, ``VOXFX_SPARSE_REACH=classes``, the default): over a
+closed domain's brick index 27 bits a slot replace the masks, at margins up to 256 cells.
+
 The topology update, when bricks change, is ``update_topology_table`` in a closed domain
 with a brick index (``flip_sparse_topology.cu``: the comparison claims each added brick's
 index entry, so the one flags read already holds the new sizes; a scan over the index lists
@@ -82,6 +85,7 @@ import numpy as np
 from ..grid.launch import Kernels
 from ..grid.sparse_mac import brick_tables, carve
 from .particles import THREADS
+from . import sparse_reach
 from .sparse_gpu import _I32, _I64, _NO_INDEX, CELLS, KERNELS, _dims, _frame, available, brick_index
 
 MAX_MARGIN = 64  # cells: brick_reach serves reach radii up to eight bricks (154 mask words a slot)
@@ -167,19 +171,20 @@ def _margins(grid, margin, reach, used, nbr, cap, speed2, out=None, most=None):
     return out
 
 
-def _reach_work(grid, margin, reach, entries: int):
+def _reach_work(grid, margin, reach, entries: int, classes: bool = False):
     """``_reach``'s scratch for the fused update, zeroed in one allocation: occupied, flags,
-    speed2, the masks, kept, claimed (*entries* words), and the margins and a stand-in
-    velocity."""
+    speed2, the masks (with *classes* one word a slot), kept, claimed (*entries* words), and
+    the margins and a stand-in velocity."""
     cap = grid.capacity
-    words = -(-(2 * reach_radius(margin) + 1) ** 3 // 32)
+    words = 1 if classes else -(-(2 * reach_radius(margin) + 1) ** 3 // 32)
     return carve(grid.xp, {"occupied": (np.uint8, cap * CELLS), "flags": (np.uint64, 5),
                             "speed2": (np.uint32, cap if reach is not None else 1), "mask": (np.uint32, cap * words),
                             "kept": (np.uint8, cap), "claimed": (np.uint32, entries), "margins": (np.int32, cap),
                             "vel": (np.float32, 1)}, zero=True)
 
 
-def _reach(grid, pos, margin, keys, slots, used, coords, nbr, compare, index, claimed=None, reach=None, work=None):
+def _reach(grid, pos, margin, keys, slots, used, coords, nbr, compare, index, claimed=None, reach=None, work=None,
+           classes=False):
     """The marking pipeline (module notes) on the bricks *keys* in *slots* (*used*,
     *coords*, *nbr*: per slot; *index*: their ``brick_index``): the reach masks per slot
     (``reach_radius(margin)``'s words each), the flags [missed, beyond, added, freed, the
@@ -189,7 +194,9 @@ def _reach(grid, pos, margin, keys, slots, used, coords, nbr, compare, index, cl
     brick (*margin*: their largest, for the radius). With *claimed* (zeroed uint32, one word
     an index entry) the comparison is over the index (``reach_compare_table``): added counts
     each added brick once and *claimed* marks them, for ``update_topology_table``. *work*:
-    ``_reach_work``'s zeroed scratch (else each array is allocated here)."""
+    ``_reach_work``'s zeroed scratch (else each array is allocated here). With *classes* (and
+    *claimed*: over the index only) the bricks come from ``flip_sparse_reach.cu``'s classes, one
+    word a slot in place of the masks (``sparse_reach.by_classes``): the same kept, claimed and flags."""
     cp = grid.xp
     n, cap = int(pos.shape[0]), int(used.shape[0])
     radius = reach_radius(margin)
@@ -206,6 +213,10 @@ def _reach(grid, pos, margin, keys, slots, used, coords, nbr, compare, index, cl
                                         _I32(0 if reach is None else SPEED_CODES[speed_max_mode()])))
     margins = _margins(grid, margin, reach, used, nbr, cap, speed2, w.get("margins"), flags[4:5])
     del speed2
+    if classes:  # sparse_reach's steps 2 and 4, then count_unkept
+        words, kept = sparse_reach.launch(grid, occupied, used, coords, margins, index, claimed, flags, work)
+        TOPOLOGY.launch("count_unkept", cap, (used, kept, _I64(cap), flags[3:4]))
+        return (words, None), flags, kept
     mask = w["mask"] if work else cp.zeros(cap * words, cp.uint32)
     TOPOLOGY.launch("brick_reach", 64 * cap, (occupied, used, coords, _I64(cap), margins, _I32(grid.closed),
                                              *_dims(grid), _I32(radius), mask, flags[1:2]))
@@ -367,6 +378,11 @@ def _serves(reach) -> bool:
     return v.dtype == np.float32 and v.flags.c_contiguous and v.ndim == 2 and v.shape[1] == 3
 
 
+def _one_a_particle(reach, pos) -> bool:
+    """*reach* (or none) holds one velocity a row of *pos*."""
+    return reach is None or int(reach.vel.shape[0]) == int(pos.shape[0])
+
+
 def _updated(grid, mode, mask, flags, kept, freed):
     """``incremental_keys``' update without a brick index: ``update_topology``'s, or the keys."""
     if mode != "array":
@@ -422,19 +438,20 @@ def incremental_keys(grid, pos, margin, prebuilt: bool = False, reach=None):
     margin = int(margin if not guessed else host_margin(reach) if exact else grid.last_margin)
     grid.last_margin = margin
     limit = MAX_MARGIN if topology_mode() == "device" else 8
-    if margin > limit or margin < 0 or int(pos.shape[0]) == 0 or not _serves(reach):
-        return None
-    if reach is not None and int(reach.vel.shape[0]) != int(pos.shape[0]):
+    if margin < 0 or int(pos.shape[0]) == 0 or not _serves(reach) or not _one_a_particle(reach, pos):
         return None
     if t.count:
         index = brick_index(grid)
         mode = topology_update_mode() if prebuilt else "array"
         table = mode in ("table", "fused") and int(index[4]) > 0
+        classes = topology_mode() == "device" and sparse_reach.by_classes(margin, table)
+        if margin > limit and not classes:
+            return None
         entries = int(index[4]) * int(index[5]) * int(index[6])
-        work = _reach_work(grid, margin, reach, entries) if table and mode == "fused" else None
+        work = _reach_work(grid, margin, reach, entries, classes) if table and mode == "fused" else None
         claimed = (work["claimed"] if work else grid.xp.zeros(entries, grid.xp.uint32)) if table else None
         mask, flags, kept = _reach(grid, pos, margin, t.keys, t.slots, grid.brick_slot, grid.slot_coords,
-                                   grid.brick_nbr, True, index, claimed, reach, work)
+                                   grid.brick_nbr, True, index, claimed, reach, work, classes)
         fused = launch_fused_update(grid, index, work) if work else None  # queued before the read
         missed, beyond, added, freed, most = (int(f) for f in flags.get())  # the one host sync
         learned = _learned_margin(reach, most) if reach is not None and not missed else None
@@ -455,8 +472,8 @@ def incremental_keys(grid, pos, margin, prebuilt: bool = False, reach=None):
     if not exact:  # a particle outside the bricks: the full build's radius from the fastest particle
         margin = host_margin(reach)
         grid.last_margin = margin
-        if margin > limit:
-            return None
+    if margin > limit:  # the full build's masks (the classes serve an update over a brick index only)
+        return None
     keys = full_keys(grid, pos, margin, reach)
     return None if keys is None else (keys, False)
 
