@@ -151,11 +151,12 @@ def estimate_line(context, f) -> str:
 
 
 def frame_check(spec, f, sparse: bool, compact: bool, particles: int, xp=None, reach=None):
-    """The bake's ``sparse_memory.FrameCheck`` for the Liquid settings *f*: sparse, the
+    """The bake's ``frame_check.FrameCheck`` for the Liquid settings *f*: sparse, the
     bricks it holds (``memory_at``; before its grid is built, the estimate's for
     *particles*); dense, the box's grid (``flip_memory``); with the device encoder of
     Compact frames on a GPU (*compact*, as ``bake_memory_need``)."""
-    from ..kernels.flip.sparse_memory import FrameCheck, box_bricks, estimate_bricks, memory_at
+    from ..kernels.flip.frame_check import FrameCheck
+    from ..kernels.flip.sparse_memory import box_bricks, estimate_bricks, memory_at
     from . import compact_points
 
     xp = xp or backend.xp()

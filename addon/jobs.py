@@ -259,20 +259,17 @@ class JobRunner:
     def _cancel(self) -> str:
         self.state = CANCELLED
         self.message = "cancelled"
-        try:
-            self.steps.close()  # runs the job's finally blocks now, not at garbage collection
-        finally:
-            try:
-                if self.on_abort is not None:
-                    self.on_abort()
-            finally:
-                release_memory()
-        return self.state
+        return self._abort()
 
     def _fail(self, message: str) -> str:
         self.state, self.error = FAILED, message
+        return self._abort()
+
+    def _abort(self) -> str:
+        """After a cancel or a failure: close the job, then ``on_abort``, then release the
+        device memory, each even where the one before raised."""
         try:
-            self.steps.close()
+            self.steps.close()  # runs the job's finally blocks now, not at garbage collection
         finally:
             try:
                 if self.on_abort is not None:

@@ -7,14 +7,11 @@
 # at 65M lean without and with VOXFX_LEVEL_SET_BOUNDS), then bench/flip_sparse.py's 8M user
 # frames with the level set each way (device + the pinned copy to the host). Each part under
 # its own timeout (≤ ~160 s in all); logs under $OUT.
-OUT=${OUT:-out}; mkdir -p "$OUT"; export PYTHONUNBUFFERED=1
-nvidia-smi --query-gpu=name --format=csv,noheader
-T=tests/gpu
+. "$(dirname "${BASH_SOURCE[0]}")/_device_call.sh"
 timeout ${TESTS_S:-50} python3 -m pytest -q -p no:cacheprovider -rf --durations=3 $T/test_flip_surface_bricks_gpu.py \
     $T/test_flip_surface_gpu.py $T/test_flip_closed_surface_gpu.py $T/test_flip_sparse_output_gpu.py \
     > "$OUT/tests.log" 2>&1
-echo "tests rc=$?"; grep -E 'passed|failed|error' "$OUT/tests.log" | tail -1; grep -E '^(FAILED|ERROR)' "$OUT/tests.log" | head
-grep -E "^E  " "$OUT/tests.log" | head -20
+echo "tests rc=$?"; pytest_lines "$OUT/tests.log" 20
 echo "elapsed $SECONDS"
 timeout ${AB8_S:-35} python3 bench/flip_level_set.py --res 256 --particles 8e6 --substeps ${SUBSTEPS:-24} \
     --modes bricks lean --lean-blocks 2 3 --repeat ${REPEAT:-8} > "$OUT/ab8.log" 2>&1

@@ -6,11 +6,10 @@
 # the 8M row once for each ω of EXTRA (other values of ω) while time is left.
 #     bash bench/flip_mg_omega_call.sh [rows: 8m | 8m 65m]
 set -u
-OUT=${OUT:-/tmp/mg_omega}
-mkdir -p "$OUT"
+OUT_DEFAULT=/tmp/mg_omega
+. "$(dirname "${BASH_SOURCE[0]}")/_device_call.sh"
 CALL_SECONDS=${CALL_SECONDS:-150}
 start=$(date +%s)
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 rows=${*:-8m}
 for row in $rows; do
     args="--row 8m --steps 8 --warm 2"

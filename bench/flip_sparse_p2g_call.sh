@@ -4,17 +4,14 @@
 # the atomic and grouped counts in one process), the P2G GPU files, then bench/flip_sparse.py's 8M
 # row with either count in separate processes. Each part under its own timeout (≤ 170 s in all);
 # logs under $OUT.
-OUT=${OUT:-out}; mkdir -p "$OUT"; export PYTHONUNBUFFERED=1
-nvidia-smi --query-gpu=name --format=csv,noheader
+. "$(dirname "${BASH_SOURCE[0]}")/_device_call.sh"
 timeout ${AB_S:-100} python3 bench/flip_sparse_p2g.py --ab ${AB_SUBSTEPS:-9} --repeat 7 > "$OUT/ab.log" 2>&1
 echo "ab rc=$? elapsed $SECONDS"
 grep -vE "^ *$" "$OUT/ab.log" | grep -vE "Warning|warn" | tail -40
-T=tests/gpu
 timeout ${TESTS_S:-60} python3 -m pytest -q -p no:cacheprovider -rf --durations=5 \
     $T/test_flip_sparse_grouped_count_gpu.py $T/test_flip_sparse_scatter_gpu.py $T/test_flip_sparse_binning_gpu.py \
     $T/test_flip_sparse_g2p_gpu.py $T/test_flip_sparse_gpu.py > "$OUT/tests.log" 2>&1
-echo "tests rc=$?"; grep -E 'passed|failed|error' "$OUT/tests.log" | tail -1; grep -E '^(FAILED|ERROR)' "$OUT/tests.log" | head
-grep -E "^E  " "$OUT/tests.log" | head -20
+echo "tests rc=$?"; pytest_lines "$OUT/tests.log" 20
 echo "elapsed $SECONDS"
 # the coordinator's row, the old count and the new default in separate processes (if time is left)
 for mode in atomic grouped; do

@@ -2,9 +2,8 @@
 # One device call for the PCG loop's switches (issue 24, helper i24q): their A/B on the 8M dam
 # break (bench/flip_sparse_pcg_loop.py, arguments passed on), then the GPU tests ($TESTS).
 set -u
-OUT=${OUT:-out}; mkdir -p "$OUT"; export PYTHONUNBUFFERED=1
+. "$(dirname "${BASH_SOURCE[0]}")/_device_call.sh"
 T0=$SECONDS
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/env.txt"
 timeout "${BENCH_S:-85}" python3 bench/flip_sparse_pcg_loop.py "$@" > "$OUT/loop.log" 2>&1
 echo "bench rc=$? at $((SECONDS - T0)) s"; tail -32 "$OUT/loop.log"
 timeout "${TESTS_S:-70}" python3 -m pytest -q -p no:cacheprovider -rs ${TESTS:-tests/gpu/test_flip_sparse_pcg_loop_gpu.py} \

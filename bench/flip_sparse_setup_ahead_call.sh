@@ -6,10 +6,8 @@
 # in one process (per-piece times, whole substeps, max |Δp|, --count's launches), then the
 # set-up's GPU tests. Each part
 # under its own timeout (≤ 160 s in all); logs under $OUT.
-OUT=${OUT:-out}; mkdir -p "$OUT"; export PYTHONUNBUFFERED=1
-nvidia-smi --query-gpu=name --format=csv,noheader
+. "$(dirname "${BASH_SOURCE[0]}")/_device_call.sh"
 V=fused:8192:kernel:kernel:1:16384:1:1:1:1:1:1:65536:0:workspace
-T=tests/gpu
 timeout 78 python3 bench/flip_sparse_pressure_profile.py --substeps 2 --warm 2 --substep-runs 6 --alternate --count \
     --variants $V:0:cells $V:1:cells $V:1:bricks > "$OUT/profile.log" 2>&1
 echo "profile rc=$?"
@@ -22,6 +20,5 @@ tail -2 "$OUT/profile.log" | cut -c1-300
 timeout 76 python3 -m pytest -q -p no:cacheprovider -rf --durations=4 $T/test_flip_sparse_pressure_ahead_gpu.py \
     $T/test_flip_sparse_pressure_hook_gpu.py $T/test_flip_sparse_pressure_workspace_gpu.py \
     $T/test_flip_sparse_pressure_one_read_gpu.py > "$OUT/tests.log" 2>&1
-echo "tests rc=$?"; grep -E 'passed|failed|error' "$OUT/tests.log" | tail -1; grep -E '^(FAILED|ERROR)' "$OUT/tests.log" | head
-grep -E "^E  " "$OUT/tests.log" | head -16
+echo "tests rc=$?"; pytest_lines "$OUT/tests.log" 16
 echo "elapsed $SECONDS"

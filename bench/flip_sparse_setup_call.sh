@@ -4,17 +4,14 @@
 # buffers fresh and in the workspace, alternating in one process (per-piece times, whole substeps,
 # max |Δp|, --count's launches and allocations), then the workspace's GPU tests and the pressure
 # GPU files whose code it touches. Each part under its own timeout (≤ 150 s in all); logs under $OUT.
-OUT=${OUT:-out}; mkdir -p "$OUT"; export PYTHONUNBUFFERED=1
-nvidia-smi --query-gpu=name --format=csv,noheader
+. "$(dirname "${BASH_SOURCE[0]}")/_device_call.sh"
 V=fused:8192:kernel:kernel:1:16384:1:1:1:1:1:1:65536:0
 timeout 60 python3 bench/flip_sparse_pressure_profile.py --substeps 4 --warm 2 --substep-runs 4 --alternate --count \
     --variants $V:fresh $V:workspace > "$OUT/profile.log" 2>&1
 echo "profile rc=$?"
 grep -E "^variant|cells\+labels|mg tables|gather|PCG loop|scatter p|solve_pressure|iterations \||max \|p|median|count '" \
     "$OUT/profile.log"
-T=tests/gpu
 timeout 85 python3 -m pytest -q -p no:cacheprovider -rf --durations=6 $T/test_flip_sparse_pressure_workspace_gpu.py \
     $T/test_flip_sparse_pressure_persist_gpu.py $T/test_flip_sparse_pressure_gpu.py > "$OUT/tests.log" 2>&1
-echo "tests rc=$?"; grep -E 'passed|failed|error' "$OUT/tests.log" | tail -1; grep -E '^(FAILED|ERROR)' "$OUT/tests.log" | head
-grep -E "^E  " "$OUT/tests.log" | head -20
+echo "tests rc=$?"; pytest_lines "$OUT/tests.log" 20
 echo "elapsed $SECONDS"

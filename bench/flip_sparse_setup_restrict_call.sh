@@ -6,10 +6,8 @@
 # whole substeps, max |Δp|, --count's launches); then the scan and restriction GPU tests, the
 # pressure file's table and scan tests, and the set-up's GPU files with the scattered
 # restriction. Each part under its own timeout; logs under $OUT.
-OUT=${OUT:-out}; mkdir -p "$OUT"; export PYTHONUNBUFFERED=1
-nvidia-smi --query-gpu=name --format=csv,noheader
+. "$(dirname "${BASH_SOURCE[0]}")/_device_call.sh"
 V=fused:8192:SCAN:kernel:1:16384:1:1:1:1:1:1:65536:0:workspace:1:bricks
-T=tests/gpu
 timeout ${PROFILE_S:-70} python3 bench/flip_sparse_pressure_profile.py --substeps 3 --warm 2 --substep-runs 8 \
     --alternate --count --variants ${V/SCAN/kernel}:search ${V/SCAN/lookback}:search ${V/SCAN/lookback}:scatter \
     > "$OUT/profile.log" 2>&1
@@ -23,11 +21,9 @@ timeout ${TESTS1_S:-50} python3 -m pytest -q -p no:cacheprovider -rf --durations
     $T/test_flip_sparse_pressure_restrict_gpu.py $T/test_flip_sparse_pressure_scan_gpu.py \
     $T/test_flip_sparse_pressure_gpu.py -k "restrict or lookback or scan_kernels or multigrid_tables" \
     > "$OUT/tests1.log" 2>&1
-echo "tests1 rc=$?"; grep -E 'passed|failed|error' "$OUT/tests1.log" | tail -1; grep -E '^(FAILED|ERROR)' "$OUT/tests1.log" | head
-grep -E "^E  " "$OUT/tests1.log" | head -12
+echo "tests1 rc=$?"; pytest_lines "$OUT/tests1.log" 12
 VOXFX_SPARSE_MG_RESTRICT=scatter timeout ${TESTS2_S:-60} python3 -m pytest -q -p no:cacheprovider -rf --durations=4 \
     $T/test_flip_sparse_pressure_ahead_gpu.py $T/test_flip_sparse_pressure_workspace_gpu.py \
     $T/test_flip_sparse_pressure_one_read_gpu.py $T/test_flip_sparse_pressure_hook_gpu.py > "$OUT/tests2.log" 2>&1
-echo "tests2 rc=$?"; grep -E 'passed|failed|error' "$OUT/tests2.log" | tail -1; grep -E '^(FAILED|ERROR)' "$OUT/tests2.log" | head
-grep -E "^E  " "$OUT/tests2.log" | head -12
+echo "tests2 rc=$?"; pytest_lines "$OUT/tests2.log" 12
 echo "elapsed $SECONDS"

@@ -5,10 +5,8 @@
 # alternating each substep in one process (per-piece and per-kernel times, whole substeps,
 # max |Δp|, --count's launches, a host profile of whole solves), then the scan's GPU tests and
 # the set-up's GPU files with the look-back scan. Each part under its own timeout; logs under $OUT.
-OUT=${OUT:-out}; mkdir -p "$OUT"; export PYTHONUNBUFFERED=1
-nvidia-smi --query-gpu=name --format=csv,noheader
+. "$(dirname "${BASH_SOURCE[0]}")/_device_call.sh"
 V=fused:8192:SCAN:kernel:1:16384:1:1:1:1:1:1:65536:0:workspace:1:bricks
-T=tests/gpu
 timeout ${PROFILE_S:-80} python3 bench/flip_sparse_pressure_profile.py --substeps 3 --warm 2 --substep-runs 6 \
     --alternate --count --host-profile ${HOST_PROFILE:-3} --variants ${V/SCAN/kernel} ${V/SCAN/lookback} \
     > "$OUT/profile.log" 2>&1
@@ -23,6 +21,5 @@ grep -A22 "^host profile" "$OUT/profile.log" | grep -E "ncalls|^ +[0-9]" | cut -
 VOXFX_SPARSE_PRESSURE_SCAN=lookback timeout ${TESTS_S:-70} python3 -m pytest -q -p no:cacheprovider -rf \
     --durations=4 $T/test_flip_sparse_pressure_scan_gpu.py $T/test_flip_sparse_pressure_ahead_gpu.py \
     $T/test_flip_sparse_pressure_workspace_gpu.py $T/test_flip_sparse_pressure_one_read_gpu.py > "$OUT/tests.log" 2>&1
-echo "tests rc=$?"; grep -E 'passed|failed|error' "$OUT/tests.log" | tail -1; grep -E '^(FAILED|ERROR)' "$OUT/tests.log" | head
-grep -E "^E  " "$OUT/tests.log" | head -16
+echo "tests rc=$?"; pytest_lines "$OUT/tests.log" 16
 echo "elapsed $SECONDS"

@@ -4,20 +4,18 @@
 # new, end-of-substep and time-centred, in one process), the transfers' GPU files (the scatter files twice:
 # paired, the default, and serial atomics), then, with NCU=1 where ncu is on the machine and time is left,
 # one launch of each kernel profiled. Logs under $OUT; ≤ ~155 s in all.
-OUT=${OUT:-out}; mkdir -p "$OUT"; export PYTHONUNBUFFERED=1
-nvidia-smi --query-gpu=name --format=csv,noheader; echo "ncu: $(which ncu || echo none)"
+. "$(dirname "${BASH_SOURCE[0]}")/_device_call.sh"
+echo "ncu: $(which ncu || echo none)"
 timeout ${AB_S:-80} python3 bench/flip_sparse_transfers_ab.py --rounds 7 --steps 8 --centred-steps 8 > "$OUT/ab.log" 2>&1
 echo "ab rc=$? elapsed $SECONDS"
 grep -vE "^ *$" "$OUT/ab.log" | grep -vE "Warning|warn" | tail -30
-T=tests/gpu
 timeout ${TESTS_S:-45} python3 -m pytest -q -p no:cacheprovider -x -rf $T/test_flip_sparse_g2p_gpu.py \
     $T/test_flip_centred_advection_gpu.py::test_sparse_kernels_in_both_orders_give_the_reference_bits $T/test_flip_sparse_scatter_gpu.py \
     $T/test_flip_sparse_binning_gpu.py $T/test_flip_sparse_grouped_count_gpu.py > "$OUT/tests.log" 2>&1
-echo "tests rc=$?"; grep -E 'passed|failed|error' "$OUT/tests.log" | tail -1; grep -E '^(FAILED|ERROR)|^E  ' "$OUT/tests.log" | head -12
+echo "tests rc=$?"; pytest_lines "$OUT/tests.log" 12
 VOXFX_SPARSE_SCATTER_ATOMICS=serial timeout ${TESTS2_S:-20} python3 -m pytest -q -p no:cacheprovider -x -rf \
     $T/test_flip_sparse_scatter_gpu.py $T/test_flip_sparse_binning_gpu.py > "$OUT/tests_serial.log" 2>&1
-echo "tests (serial) rc=$?"; grep -E 'passed|failed|error' "$OUT/tests_serial.log" | tail -1
-grep -E '^(FAILED|ERROR)|^E  ' "$OUT/tests_serial.log" | head -6
+echo "tests (serial) rc=$?"; pytest_lines "$OUT/tests_serial.log" 6
 echo "elapsed $SECONDS"
 LEFT=$(( ${TOTAL_S:-152} - SECONDS ))
 if [ -n "$NCU" ] && command -v ncu > /dev/null && [ "$LEFT" -gt 25 ]; then

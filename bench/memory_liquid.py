@@ -10,7 +10,7 @@ beside it) and three estimates:
   bricks ×1.5, capped by the box);
 * *new*: ``sparse_flip_memory`` (the start's cube plus the volume spread as a layer over
   the box floor, capped by the box; with the narrow band, its stage);
-* *check*: ``sparse_memory.FrameCheck``'s need for the frame, taken before it from the
+* *check*: ``frame_check.FrameCheck``'s need for the frame, taken before it from the
   bricks and particles held then and the last frame's growth (what the bake's per-frame
   check compares with the usable memory).
 
@@ -56,6 +56,7 @@ from tools.package import load  # noqa: E402
 
 load()
 from voxfx.kernels.flip import sparse_memory as M  # noqa: E402
+from voxfx.kernels.flip.frame_check import FrameCheck, next_frame  # noqa: E402
 from voxfx.kernels.flip import sparse_pressure_workspace  # noqa: E402
 from voxfx.kernels.flip.grid import FlipSettings  # noqa: E402
 from voxfx.kernels.flip.sim import FlipSimulation  # noqa: E402
@@ -176,7 +177,7 @@ def _run_row(name, spec, v, t, frames, cap, out, rows, band, ppc, xp, watch):
         asked.append(stages)
         return stages
 
-    check = M.FrameCheck(memory, True, M.box_bricks(spec), xp=xp, first=new["bricks"], band=band > 0)
+    check = FrameCheck(memory, True, M.box_bricks(spec), xp=xp, first=new["bricks"], band=band > 0)
     row = {"row": name, "shape": list(spec.shape), "particles": P0, "band": band, "setup s":
            time.perf_counter() - t0, "setup peak": setup_peak, "old": old, "new": new,
            "start bricks": sim.grid.brick_count(), "setup mode": sparse_pressure_workspace.MODE, "frames": [],
@@ -197,7 +198,7 @@ def _run_row(name, spec, v, t, frames, cap, out, rows, band, ppc, xp, watch):
         need, held = check.need(sim)
         need_parts = dict(asked[0]) if asked else {}
         bricks_before, capacity, _, _ = check.counts(sim)
-        predicted = max(capacity, M.next_frame(bricks_before, check.bricks)) if bricks_before else check.first
+        predicted = max(capacity, next_frame(bricks_before, check.bricks)) if bricks_before else check.first
         a = time.perf_counter()
         watch.reset()
         stats = sim.step(1 / 24)
@@ -274,9 +275,9 @@ def replay(path):
         P0, band, frames = row["particles"], row["band"], row["frames"]
         new, old = estimates(spec, v, P0, 8, band, gpu)
         ws = row.get("setup mode") == "workspace"  # the set-up's workspace counted as the run's mode
-        check = M.FrameCheck(lambda b, p, parts=False, kept=None, spec=spec, band=band, ws=ws: M.memory_at(
-                                 spec, b, p, 8, False, True, parts, gpu, band, workspace=ws, kept=kept),
-                             True, M.box_bricks(spec), first=new["bricks"], band=band > 0)
+        check = FrameCheck(lambda b, p, parts=False, kept=None, spec=spec, band=band, ws=ws: M.memory_at(
+                               spec, b, p, 8, False, True, parts, gpu, band, workspace=ws, kept=kept),
+                           True, M.box_bricks(spec), first=new["bricks"], band=band > 0)
         ratios, capacity, bricks, liquid, kept = [], 0, 0, P0, P0  # before frame 1: every particle held
         for f in frames:
             need, _ = check.plan(bricks, capacity, liquid, kept, used=f.get("before", {}).get("used"))  # pool in use

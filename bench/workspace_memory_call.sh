@@ -7,9 +7,7 @@
 # fresh set-up, the workspace and the workspace with its coarse scratch kept. Phase 2, alone: the 8M
 # pressure stage timed in each of the three (bench/flip_sparse.py). Logs and the per-mode
 # memory_liquid json under $OUT; ≤ 150 s in all.
-OUT=${OUT:-out}; mkdir -p "$OUT"; export PYTHONUNBUFFERED=1
-nvidia-smi --query-gpu=name --format=csv,noheader
-T=tests/gpu
+. "$(dirname "${BASH_SOURCE[0]}")/_device_call.sh"
 PY="python3 -m pytest -q -p no:cacheprovider -rf --durations=6"
 VARIANTS="fresh:set-up workspace:set-up workspace:kept"
 for v in $VARIANTS; do
@@ -37,8 +35,7 @@ wait $C; echo "tests fresh (release, workspace) rc=$?"
 wait $D; echo "tests workspace file, coarse scratch kept rc=$?"
 wait
 for f in tests_ws_a tests_ws_b tests_fresh tests_kept; do
-    echo "== $f"; grep -E 'passed|failed|error' "$OUT/$f.log" | tail -1; grep -E '^(FAILED|ERROR)' "$OUT/$f.log" | head
-    grep -E "^E  " "$OUT/$f.log" | head -10
+    echo "== $f"; pytest_lines "$OUT/$f.log" 10
 done
 for v in $VARIANTS; do
     name=${v%%:*}_${v##*:}

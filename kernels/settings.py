@@ -10,10 +10,15 @@ one name, one default and one unit. Fields declared the plain way are kernel-onl
 
 Units are SI unless the field's docstring says otherwise; angles are radians (Blender's
 own angle unit).
+
+The kernels' A/B switches are no artist's settings: environment variables read per call
+(``VOXFX_SPARSE_BINNING`` and the like), each one of a few named ways, the first the default;
+:func:`env_choice` reads and checks one.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import MISSING, field, fields
 
 UI_KEYS = {"name", "description", "min", "max", "soft_min", "soft_max", "step", "precision", "subtype",
@@ -51,3 +56,13 @@ def from_source(cls, source, **overrides):
         if not isinstance(value, (bool, int, float, str)):
             values[name] = tuple(value)
     return cls(**values, **overrides)
+
+
+def env_choice(variable: str, choices, given=None, default=None) -> str:
+    """The way an A/B switch picks: *given*, else the environment variable *variable*
+    (stripped, lower case), else *default* (``choices[0]`` unless named); a ValueError naming
+    *variable* and *choices* for any other."""
+    mode = given or os.environ.get(variable, "").strip().lower() or (choices[0] if default is None else default)
+    if mode not in choices:
+        raise ValueError(f"{variable} must be one of {', '.join(choices)}, not {mode!r}")
+    return mode

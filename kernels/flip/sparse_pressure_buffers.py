@@ -1,9 +1,13 @@
 """The sparse GPU pressure solver's buffer sizes (``sparse_pressure_gpu.py``): strides that
 grow geometrically and never shrink within a process, vectors carved out of one
-allocation (``sparse_pressure_gpu.PERSIST``), the device bytes a solver takes."""
+allocation (``sparse_pressure_gpu.PERSIST``), the device bytes a solver takes; and
+``BufferLoads``, a base of ``SparsePressureSolverGPU``: how a solve's tables, sizes and state
+reach its buffers (copied each solve, or with ``PERSIST`` only where new: a set-up
+workspace's level 0 filled in place, one write for the state and sizes, one read back)."""
 
 from __future__ import annotations
 
+import numpy as np
 
 from .pressure_gpu import _MAX_BLOCKS
 
@@ -64,3 +68,72 @@ class _Buffers:
         else:
             self.nbr, self.diag = tables
         self.b = self.x = self.r = self.up = self.down = None
+
+
+class BufferLoads:
+    """A solve's tables, sizes and state into the solver's buffers (module text); the solver
+    (``sparse_pressure_gpu.SparsePressureSolverGPU``) owns the buffers these fill."""
+
+    def _load(self, levels, vcycle):
+        """Copy the tables into the buffers, zero the vectors (sentinels 0), set sizes."""
+        cp = self.cp
+        sizes = []
+        for level, (L, B) in enumerate(zip(levels, self.levels)):
+            n = L.m + 1
+            B.nbr[:, :n] = L.nbr
+            B.diag[:n] = L.diag
+            for a in (B.b, B.x, B.r):
+                if a is not None:
+                    a.fill(0)
+            if vcycle is not None and level < len(levels) - 1:
+                B.up[:, :n] = vcycle.up[level]
+                B.down[:, :levels[level + 1].m + 1] = vcycle.down[level]
+            sizes += [L.m_red, L.m]
+        for a in (self.b, self.x, self.d, self.q):
+            a.fill(0)
+        self.sizes[...] = cp.asarray(np.array(sizes, np.int32))
+
+    def _load_persist(self, levels, vcycle, max_iterations):
+        """``_load`` and the state's reset for ``PERSIST``: one fill zeroes every vector,
+        the tables are copied where they are not the arrays loaded last, one write sets the
+        state and the sizes."""
+        self.vectors.fill(0)
+        if self.generation is not None:  # the coarse tables built in place, level 0's filled here
+            if any(getattr(L, "ws_generation", None) != self.generation for L in levels):
+                raise RuntimeError("sparse pressure tables of another set-up workspace than the solver's")
+            if self._filled is not levels[0]:
+                B = self.levels[0]
+                levels[0].fill(B.nbr, B.diag, B.stride, B.up if len(levels) > 1 else None)
+                self._filled = levels[0]
+            else:
+                self.tables_skipped += 1
+            self._set_state(levels, max_iterations)
+            return
+        tables = [(L.nbr, L.diag) + ((vcycle.up[level], vcycle.down[level])
+                                     if vcycle is not None and level < len(levels) - 1 else ())
+                  for level, L in enumerate(levels)]
+        same = self._loaded is not None and len(self._loaded) == len(tables) and all(
+            len(a) == len(b) and all(x is y for x, y in zip(a, b)) for a, b in zip(self._loaded, tables))
+        if not same:
+            for level, (L, B, t) in enumerate(zip(levels, self.levels, tables)):
+                n = L.m + 1
+                B.nbr[:, :n] = t[0]
+                B.diag[:n] = t[1]
+                if len(t) > 2:
+                    B.up[:, :n] = t[2]
+                    B.down[:, :levels[level + 1].m + 1] = t[3]
+            self._loaded = tables
+        else:
+            self.tables_skipped += 1
+        self._set_state(levels, max_iterations)
+
+    def _set_state(self, levels, max_iterations):
+        values = [0, 0, 0, max_iterations]
+        for L in levels:
+            values += [L.m_red, L.m]
+        self.ints.set(np.array(values, np.int32))
+
+    def read_control(self):
+        """(state, scalars) on the host by one read (``PERSIST``; ``run_blocks``' check)."""
+        host = self.control.get()
+        return host[8:].view(np.int32)[:4], host[:8]

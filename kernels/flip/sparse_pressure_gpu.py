@@ -7,15 +7,16 @@ and ``sparse_multigrid.py`` (the tables and the V-cycle) are the NumPy reference
 ``pressure_gpu.py`` is the dense twin, whose ``finish_*`` kernels close the reductions here
 too (same state and scalar layout).
 
-Buffers outlive a solve: each level's vectors and tables are ``stride`` long, a little more
-than its m + 1 entries, and the kernels read m from a device array, so the captured graph
-stays valid from substep to substep while the unknowns change; a solve that needs more
-room, or another number of levels, takes a new solver (its buffers, a new capture). The
-host syncs once per ``check_every`` iterations (the convergence read) and never inside
-the loop. A solve starts with as many single iterations as the last one took (``PREDICT``)
-before its first check. A warm start (``sparse_pressure``'s module notes) puts x₀ in x and
-begins with cg_init_warm (r = b − A x₀, ‖b‖², ‖r‖²), finish_init_warm and cg_warm_select
-(back to x = 0, r = b where ‖r‖ > ‖b‖) instead of cg_init and finish_init.
+Buffers outlive a solve (``sparse_pressure_buffers``: their sizes and what a solve loads
+into them): each level's vectors and tables are ``stride`` long, a little more than its
+m + 1 entries, and the kernels read m from a device array, so the captured graph stays valid
+from substep to substep while the unknowns change; a solve that needs more room, or another
+number of levels, takes a new solver (its buffers, a new capture). The host syncs once per
+``check_every`` iterations (the convergence read) and never inside the loop. A solve starts
+with as many single iterations as the last one took (``PREDICT``) before its first check. A
+warm start (``sparse_pressure``'s module notes) puts x₀ in x and begins with cg_init_warm
+(r = b − A x₀, ‖b‖², ‖r‖²), finish_init_warm and cg_warm_select (back to x = 0, r = b where
+‖r‖ > ‖b‖) instead of cg_init and finish_init.
 
 ``PERSIST`` (default): the vectors in one allocation zeroed by one fill, one control array
 (one write a solve, one read a check), the start up to the loop as one graph replay, the
@@ -41,7 +42,7 @@ from .. import backend
 from ..grid.launch import THREADS, GraphLoop, Kernels
 from .pressure import MG_COARSE_SWEEPS, MG_SWEEPS
 from .sparse_multigrid import KEY_BITS, MG_OMEGA
-from .sparse_pressure_buffers import _Buffers, carve, grown_strides, solver_memory_bytes
+from .sparse_pressure_buffers import BufferLoads, _Buffers, carve, grown_strides, solver_memory_bytes
 from .sparse_pressure_vcycle import _TAIL_CLUSTER, VCycleLaunches
 from .pressure_gpu import (_D_ALPHA, _D_BB, _D_BETA, _D_RR, _D_RZ, _D_THRESH, _MAX_BLOCKS, _S_CONVERGED, _S_IT,
                            _S_STOPPED, run_blocks)
@@ -139,7 +140,7 @@ def _grid(n) -> tuple:
     return (max(1, min(_MAX_GRID, (int(n) + THREADS - 1) // THREADS)),)
 
 
-class SparsePressureSolverGPU(VCycleLaunches):
+class SparsePressureSolverGPU(VCycleLaunches, BufferLoads):
     """The PCG loop of Alg. 2 on the device for a number of levels and buffer strides:
     owns the vectors, tables, device scalars and the CUDA graph of one block of
     ``check_every`` iterations. Every kernel of the loop first reads the device's
@@ -266,25 +267,6 @@ class SparsePressureSolverGPU(VCycleLaunches):
 
     # ------------------------------------------------------------------ solve
 
-    def _load(self, levels, vcycle):
-        """Copy the tables into the buffers, zero the vectors (sentinels 0), set sizes."""
-        cp = self.cp
-        sizes = []
-        for level, (L, B) in enumerate(zip(levels, self.levels)):
-            n = L.m + 1
-            B.nbr[:, :n] = L.nbr
-            B.diag[:n] = L.diag
-            for a in (B.b, B.x, B.r):
-                if a is not None:
-                    a.fill(0)
-            if vcycle is not None and level < len(levels) - 1:
-                B.up[:, :n] = vcycle.up[level]
-                B.down[:, :levels[level + 1].m + 1] = vcycle.down[level]
-            sizes += [L.m_red, L.m]
-        for a in (self.b, self.x, self.d, self.q):
-            a.fill(0)
-        self.sizes[...] = cp.asarray(np.array(sizes, np.int32))
-
     def _start(self, warm, tolerance):
         """Alg. 2 up to its loop: r = b (x = 0) or r = b − A x₀ (*warm*: x holds x₀), the
         stopping threshold from *tolerance*, z = M r, r·z, d = z."""
@@ -304,51 +286,6 @@ class SparsePressureSolverGPU(VCycleLaunches):
         self._precondition_and_dot()  # z = M r, r·z
         self._finish("finish_beta", (self.partials, G, self.scalars, self.state, np.int32(1)))  # rz, β = 0
         self._reduce("update_direction", (self.d, self._z(), self.sizes, self.scalars, self.state))  # d = z
-
-    def _load_persist(self, levels, vcycle, max_iterations):
-        """``_load`` and the state's reset for ``PERSIST``: one fill zeroes every vector,
-        the tables are copied where they are not the arrays loaded last, one write sets the
-        state and the sizes."""
-        self.vectors.fill(0)
-        if self.generation is not None:  # the coarse tables built in place, level 0's filled here
-            if any(getattr(L, "ws_generation", None) != self.generation for L in levels):
-                raise RuntimeError("sparse pressure tables of another set-up workspace than the solver's")
-            if self._filled is not levels[0]:
-                B = self.levels[0]
-                levels[0].fill(B.nbr, B.diag, B.stride, B.up if len(levels) > 1 else None)
-                self._filled = levels[0]
-            else:
-                self.tables_skipped += 1
-            self._set_state(levels, max_iterations)
-            return
-        tables = [(L.nbr, L.diag) + ((vcycle.up[level], vcycle.down[level])
-                                     if vcycle is not None and level < len(levels) - 1 else ())
-                  for level, L in enumerate(levels)]
-        same = self._loaded is not None and len(self._loaded) == len(tables) and all(
-            len(a) == len(b) and all(x is y for x, y in zip(a, b)) for a, b in zip(self._loaded, tables))
-        if not same:
-            for level, (L, B, t) in enumerate(zip(levels, self.levels, tables)):
-                n = L.m + 1
-                B.nbr[:, :n] = t[0]
-                B.diag[:n] = t[1]
-                if len(t) > 2:
-                    B.up[:, :n] = t[2]
-                    B.down[:, :levels[level + 1].m + 1] = t[3]
-            self._loaded = tables
-        else:
-            self.tables_skipped += 1
-        self._set_state(levels, max_iterations)
-
-    def _set_state(self, levels, max_iterations):
-        values = [0, 0, 0, max_iterations]
-        for L in levels:
-            values += [L.m_red, L.m]
-        self.ints.set(np.array(values, np.int32))
-
-    def read_control(self):
-        """(state, scalars) on the host by one read (``PERSIST``; ``run_blocks``' check)."""
-        host = self.control.get()
-        return host[8:].view(np.int32)[:4], host[:8]
 
     def solve(self, levels, vcycle, b, tolerance, max_iterations, progress=None, x0=None, cells=None, size=None,
               keep=False):

@@ -2,8 +2,8 @@
 PCG solver owns (issue 24: the set-up's allocations and copies). ``sparse_pressure_setup``'s
 ``unknowns`` and ``build`` allocate every scratch array and table afresh each solve (~80 pool
 allocations) and the solver then copies the tables into its own buffers (~20 copies a solve,
-``sparse_pressure_gpu._load_persist``); here one ``Workspace`` per device keeps them from
-solve to solve:
+``sparse_pressure_buffers.BufferLoads._load_persist``); here one ``Workspace`` per device keeps
+them from solve to solve:
 
 * level 0's arrays of ``grid.size`` entries are made each set-up, not kept: one allocation
   for what its unknowns keep (cells, position, diag8: 13 B a pool cell, freed with them) and

@@ -17,11 +17,10 @@ block): issue-bound, as G2P (``flip_sparse_g2p_lean.cu``'s notes)."""
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 
 from ..grid.launch import THREADS, Kernels
+from ..settings import env_choice
 
 SCATTER = Kernels("flip_sparse_scatter.cu", ("--fmad=false",), THREADS)
 CELLS = 512
@@ -38,10 +37,7 @@ _I64, _I32 = np.int64, np.int32
 
 def atomics_mode(mode=None) -> str:
     """The scatter's shared-atomic order: *mode*, else ``VOXFX_SPARSE_SCATTER_ATOMICS``, else ``ATOMICS[0]``."""
-    mode = mode or os.environ.get("VOXFX_SPARSE_SCATTER_ATOMICS", "").strip().lower() or ATOMICS[0]
-    if mode not in ATOMICS:
-        raise ValueError(f"VOXFX_SPARSE_SCATTER_ATOMICS must be one of {', '.join(ATOMICS)}, not {mode!r}")
-    return mode
+    return env_choice("VOXFX_SPARSE_SCATTER_ATOMICS", ATOMICS, mode)
 
 
 def _build(min_blocks: int, paired: int):

@@ -41,6 +41,7 @@ from .. import backend
 from ..errors import InputError
 from ..grid import GridSpec
 from ..grid.launch import Kernels
+from ..settings import env_choice
 from . import sparse_gpu
 from .surface import FLAT_GRADIENT, SMOOTH_STEP, _non_finite
 
@@ -73,10 +74,7 @@ def _mark(stage):
 
 def level_set_mode(mode=None) -> str:
     """The GPU level set's way (module text): *mode*, else ``VOXFX_LEVEL_SET``, else lean."""
-    mode = mode or os.environ.get("VOXFX_LEVEL_SET", "").strip().lower() or LEVEL_SET_MODES[0]
-    if mode not in LEVEL_SET_MODES:
-        raise ValueError(f"VOXFX_LEVEL_SET must be one of {', '.join(LEVEL_SET_MODES)}, not {mode!r}")
-    return mode
+    return env_choice("VOXFX_LEVEL_SET", LEVEL_SET_MODES, mode)
 
 
 _TILE_DEFINES = {"TILE_X": TILE[0], "TILE_Y": TILE[1], "TILE_Z": TILE[2]}

@@ -45,14 +45,13 @@ they are shuffled, as they become during a simulation; the gather on shuffled in
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 
 from ..backend import array_module
 from ..errors import InputError
 from ..grid import mac
 from ..grid.sample import face_lattice, sample_faces
+from ..settings import env_choice
 from .grid import AIR, FLUID, SOLID, DenseGrid
 from .particles import KERNELS, PUSH_EPSILON  # noqa: F401  (tests read it from here)
 from .pushout import nearest_free_point, push_out  # noqa: F401  (callers import them from here)
@@ -453,10 +452,7 @@ SPEED_MAXIMA = ("blocks", "warps")  # VOXFX_MAX_SPEED: one atomicMax a block (de
 def speed_max_mode() -> str:
     """``VOXFX_MAX_SPEED``: how ``max_speed`` reduces on the device (``SPEED_MAXIMA``; the same
     bits either way)."""
-    mode = os.environ.get("VOXFX_MAX_SPEED", "").strip().lower() or SPEED_MAXIMA[0]
-    if mode not in SPEED_MAXIMA:
-        raise ValueError(f"VOXFX_MAX_SPEED must be one of {', '.join(SPEED_MAXIMA)}, not {mode!r}")
-    return mode
+    return env_choice("VOXFX_MAX_SPEED", SPEED_MAXIMA)
 
 
 def max_speed(vel):

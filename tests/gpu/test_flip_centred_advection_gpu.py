@@ -17,6 +17,7 @@ from tests.gpu.test_flip_transfer_gpu import on_gpu, random_grid, random_particl
 from tests.unit.test_flip_centred_advection import THREE_SUBSTEPS, front_deviation
 from voxfx.kernels.flip import sparse_gpu, sparse_transfer
 from voxfx.kernels.flip import transfer as ft
+from voxfx.kernels.flip.frame_check import FrameCheck
 
 cp = pytest.importorskip("cupy")
 
@@ -203,8 +204,8 @@ def test_gpu_sparse_frame_check_with_the_kept_faces_covers_each_frames_peak():
     top = (float(np.asarray(v)[:, 2].max()) - spec.origin[2]) / spec.voxel_size
     estimate = M.sparse_flip_memory(spec, len(sim.pos), xp=cp, climb=M.climb_cells(top, 0.0, spec), parts=True,
                                     time_centred=True)
-    check = M.FrameCheck(lambda b, p, parts=False: M.memory_at(spec, b, p, 8, parts=parts, xp=cp, time_centred=True),
-                         True, M.box_bricks(spec), xp=cp, first=estimate["bricks"])
+    check = FrameCheck(lambda b, p, parts=False: M.memory_at(spec, b, p, 8, parts=parts, xp=cp, time_centred=True),
+                       True, M.box_bricks(spec), xp=cp, first=estimate["bricks"])
 
     for frame in range(8):
         cp.cuda.Device().synchronize()

@@ -1,6 +1,6 @@
 """The sparse liquid's memory on the device against its estimates (issue 21 §6): the
 estimate before the bake covers every frame's in-use peak of a spreading dam break, and
-the bake's check before each frame (``sparse_memory.FrameCheck``: the bricks the grid
+the bake's check before each frame (``frame_check.FrameCheck``: the bricks the grid
 holds, their growth, what the pool already holds) covers that frame's peak."""
 
 import sys
@@ -11,6 +11,7 @@ import pytest
 from tests.conftest import ROOT
 from tests.gpu.pool_peak import pool_peak
 from voxfx.kernels.flip import sparse_memory as M
+from voxfx.kernels.flip.frame_check import FrameCheck
 from voxfx.kernels.flip.grid import FlipSettings
 from voxfx.kernels.flip.sim import FlipSimulation
 
@@ -28,8 +29,8 @@ def test_the_estimate_and_the_frame_check_cover_each_frames_peak_as_the_liquid_s
     P = len(sim.pos)
     top = (float(np.asarray(v)[:, 2].max()) - spec.origin[2]) / spec.voxel_size
     estimate = M.sparse_flip_memory(spec, P, xp=cp, climb=M.climb_cells(top, 0.0, spec), parts=True)
-    check = M.FrameCheck(lambda b, p, parts=False: M.memory_at(spec, b, p, 8, parts=parts, xp=cp), True,
-                         M.box_bricks(spec), xp=cp, first=estimate["bricks"])
+    check = FrameCheck(lambda b, p, parts=False: M.memory_at(spec, b, p, 8, parts=parts, xp=cp), True,
+                       M.box_bricks(spec), xp=cp, first=estimate["bricks"])
 
     bricks = []
     for frame in range(12):
@@ -73,7 +74,7 @@ def test_the_band_estimate_and_check_count_the_particles_the_band_keeps(band):
         asked.append(kept)
         return M.memory_at(spec, b, p, 8, parts=parts, xp=cp, narrow_band=band, kept=kept)
 
-    check = M.FrameCheck(memory, True, M.box_bricks(spec), xp=cp, first=estimate["bricks"], band=True)
+    check = FrameCheck(memory, True, M.box_bricks(spec), xp=cp, first=estimate["bricks"], band=True)
 
     for frame in range(12):
         cp.cuda.Device().synchronize()

@@ -1,5 +1,5 @@
 """The sparse liquid's memory estimate covers the liquid's spread, and the bake's check
-before every frame (``sparse_memory.FrameCheck``) covers the next frame (issue 21 §6).
+before every frame (``frame_check.FrameCheck``) covers the next frame (issue 21 §6).
 
 Device rows: ``bench/memory_liquid.py`` on an NVIDIA H100 (CuPy 14.2, 2026-11-26, after the
 solvers left their reference cycles: ``GraphLoop``), the pool's bytes in use per frame (a
@@ -18,6 +18,7 @@ import pytest
 from tests.conftest import ROOT
 from tests.meshes import box
 from voxfx.kernels.flip import sparse_memory as M
+from voxfx.kernels.flip.frame_check import FrameCheck
 from voxfx.kernels.flip.grid import FlipSettings
 from voxfx.kernels.flip.sim import FlipSimulation
 from voxfx.kernels.grid import GridSpec
@@ -70,8 +71,8 @@ def test_the_layer_covers_the_floor_and_the_walls_up_to_the_climb():
 
 def test_the_frame_check_counts_the_capacity_and_twice_the_last_growth():
     spec = GridSpec((0.0, 0.0, 0.0), 1 / 256, (256, 256, 256))
-    check = M.FrameCheck(lambda b, p, parts=False: M.memory_at(spec, b, p, 8, parts=parts, xp=GPU), True,
-                         M.box_bricks(spec), first=7_000)
+    check = FrameCheck(lambda b, p, parts=False: M.memory_at(spec, b, p, 8, parts=parts, xp=GPU), True,
+                       M.box_bricks(spec), first=7_000)
     at = lambda b: M.memory_at(spec, b, 8_000_000, xp=GPU)  # noqa: E731
     assert check.plan(0, 0, 8_000_000)[0] == at(7_000)  # not built yet: the estimate's bricks
     check.saw(3_000, 8_000_000)
@@ -92,8 +93,8 @@ def test_the_frame_check_covers_each_frames_traced_peak_on_the_cpu():
     spec = GridSpec((0.0, 0.0, 0.0), 1 / 32, (32, 16, 32))
     sim = FlipSimulation(spec, FlipSettings(), *box((0.0, 0.0, 0.0), (0.25, 0.5, 0.6)), xp=np, sparse=True)
     P = len(sim.pos)
-    check = M.FrameCheck(lambda b, p, parts=False: M.memory_at(spec, b, p, 8, parts=parts, xp=np), True,
-                         M.box_bricks(spec), first=M.estimate_bricks(P / 8, spec))
+    check = FrameCheck(lambda b, p, parts=False: M.memory_at(spec, b, p, 8, parts=parts, xp=np), True,
+                       M.box_bricks(spec), first=M.estimate_bricks(P / 8, spec))
     for _ in range(3):
         need, held = check.need(sim)
         tracemalloc.start()
@@ -170,8 +171,8 @@ def test_the_frame_check_covers_each_frame_of_the_workspace_run():
     in-use peak, and from the second frame on at most 1.6× it."""
     spec, climb = _dam_8m()
     particles = 8_000_033
-    check = M.FrameCheck(lambda b, p, parts=False: M.memory_at(spec, b, p, 8, parts=parts, xp=GPU, workspace=True),
-                         True, M.box_bricks(spec), first=M.estimate_bricks(particles / 8, spec, True, climb))
+    check = FrameCheck(lambda b, p, parts=False: M.memory_at(spec, b, p, 8, parts=parts, xp=GPU, workspace=True),
+                       True, M.box_bricks(spec), first=M.estimate_bricks(particles / 8, spec, True, climb))
     bricks = capacity = 0
     ratios = []
     for after, peak in zip(DAM_BRICKS, WORKSPACE_MIB):

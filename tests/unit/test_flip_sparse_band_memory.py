@@ -7,6 +7,7 @@ import pytest
 
 from tests.meshes import box
 from voxfx.kernels.flip import sparse_band, transfer
+from voxfx.kernels.flip.frame_check import FrameCheck
 from voxfx.kernels.flip.grid import FlipSettings
 from voxfx.kernels.flip.sim import FlipSimulation
 from voxfx.kernels.flip.sparse_band import CORNERS, FAR, RINGS, SHRINK, NarrowBand
@@ -326,7 +327,7 @@ def test_the_gpu_band_check_before_each_frame_covers_it_and_counts_the_kept_part
     particles = 8_000_033
     first = M.estimate_bricks(particles / 8, spec, True, climb)
     for band, run in BAND_RUNS.items():
-        check = M.FrameCheck(lambda b, p, parts=False, kept=None, band=band: M.memory_at(
+        check = FrameCheck(lambda b, p, parts=False, kept=None, band=band: M.memory_at(
             spec, b, p, 8, False, True, parts, object(), band, workspace=True, kept=kept),
             True, M.box_bricks(spec), first=first, band=True)
         bricks = capacity = 0
@@ -359,7 +360,7 @@ def test_the_frame_check_gives_the_band_the_particles_the_simulation_holds():
         asked.append((p, kept))
         return M.memory_at(spec, b, p, 8, parts=parts, xp=np, narrow_band=2, kept=kept)
 
-    check = M.FrameCheck(memory, True, M.box_bricks(spec), first=100, band=True)
+    check = FrameCheck(memory, True, M.box_bricks(spec), first=100, band=True)
     for _ in range(3):
         sim.step(1 / 24)
         asked.clear()
@@ -368,8 +369,8 @@ def test_the_frame_check_gives_the_band_the_particles_the_simulation_holds():
         assert asked[1] == (sim.liquid_particles(), len(sim.pos))  # the state held now
         assert asked[0][1] <= asked[0][0] and asked[0][1] >= len(sim.pos)  # the next frame's, grown
         check.seen(sim)
-    plain = M.FrameCheck(lambda b, p, parts=False: M.memory_at(spec, b, p, 8, parts=parts, xp=np), True,
-                         M.box_bricks(spec), first=100)
+    plain = FrameCheck(lambda b, p, parts=False: M.memory_at(spec, b, p, 8, parts=parts, xp=np), True,
+                       M.box_bricks(spec), first=100)
     assert plain.need(sim)[0] > 0  # a memory without ``kept`` is called as before
 
 
@@ -475,13 +476,13 @@ def test_the_band_check_adds_what_the_pool_holds_beyond_the_state():
     def memory(b, p, parts=False, kept=None):
         return M.memory_at(spec, b, p, 8, parts=parts, xp=gpu, narrow_band=4, kept=kept)
 
-    band = M.FrameCheck(memory, True, M.box_bricks(spec), first=3000, band=True)
+    band = FrameCheck(memory, True, M.box_bricks(spec), first=3000, band=True)
     band.saw(642, 992_862, 196_510)
     bare, state = band.plan(680, 680, 991_084, 190_604)
     assert band.plan(680, 680, 991_084, 190_604, used=state + 123_456) == (bare + 123_456, state)
     assert band.plan(680, 680, 991_084, 190_604, used=state // 2) == (bare, state)
-    plain = M.FrameCheck(lambda b, p, parts=False: M.memory_at(spec, b, p, 8, parts=parts, xp=gpu), True,
-                         M.box_bricks(spec), first=3000)
+    plain = FrameCheck(lambda b, p, parts=False: M.memory_at(spec, b, p, 8, parts=parts, xp=gpu), True,
+                       M.box_bricks(spec), first=3000)
     plain.saw(642, 992_862)
     assert plain.plan(680, 680, 991_084, used=10 * 2 ** 30) == plain.plan(680, 680, 991_084)
 
@@ -500,7 +501,7 @@ def test_the_gpu_band_estimate_and_check_cover_the_runs_at_1m_and_2m_particles(m
         spec, climb = _dam(n, particles)
         estimate = M.sparse_flip_memory(spec, particles, xp=gpu, narrow_band=band, climb=climb, workspace=True)
         assert max(run["peak_mib"]) * 2 ** 20 <= estimate, (n, band)
-        check = M.FrameCheck(lambda b, p, parts=False, kept=None, spec=spec, band=band: M.memory_at(
+        check = FrameCheck(lambda b, p, parts=False, kept=None, spec=spec, band=band: M.memory_at(
             spec, b, p, 8, False, True, parts, gpu, band, workspace=True, kept=kept),
             True, M.box_bricks(spec), first=M.estimate_bricks(particles / 8, spec, True, climb), band=True)
         bricks = capacity = 0

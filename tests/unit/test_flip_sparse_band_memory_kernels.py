@@ -11,6 +11,7 @@ import pytest
 from tests.conftest import ROOT
 from voxfx.kernels.flip import sparse_band_gpu
 from voxfx.kernels.flip import sparse_memory as M
+from voxfx.kernels.flip.frame_check import FrameCheck
 from voxfx.kernels.grid import GridSpec
 
 GPU = object()  # any module but NumPy: the estimate's device branch
@@ -111,7 +112,7 @@ def _dam(n, particles):
 def _replay(spec, climb, particles, band, run):
     """(the estimate before the bake over the run's peak, the check's need over each frame's peak)."""
     estimate = M.sparse_flip_memory(spec, particles, xp=GPU, narrow_band=band, climb=climb, workspace=True)
-    check = M.FrameCheck(lambda b, p, parts=False, kept=None: M.memory_at(
+    check = FrameCheck(lambda b, p, parts=False, kept=None: M.memory_at(
         spec, b, p, 8, False, True, parts, GPU, band, workspace=True, kept=kept),
         True, M.box_bricks(spec), first=M.estimate_bricks(particles / 8, spec, True, climb), band=True)
     bricks = capacity = 0

@@ -1,0 +1,100 @@
+"""The time-centred advection's kept velocity on bricks (``FlipSettings.time_centred_advection``:
+RK2 in time too, through the velocity linear in time from the last substep's, ``transfer``'s
+module text): the sparse solver's twin of ``FlipSimulation``'s kept faces.
+Each substep keeps its projected, extrapolated faces and fluid-face masks as grid channels
+(``KEPT``), so kept bricks carry them across the next topology update and new bricks read a
+fluid mask of 0 (u_{n+1} there); the next substep's u_n comes from them
+(``transfer.start_velocity``). Checkpoints hold the bricks whose kept masks are not all 0
+(``KEPT_KEYS``: their keys and each brick's 512 values a channel), written back onto the new
+topology after a restore. ``KeptBricks`` is a base of ``sparse_sim.SparseFlipSimulation``
+(its grid, ``xp`` and settings).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..checkpoint import check_state
+from ..grid.sparse import BITS
+from ..grid.sparse_mac import CELLS
+from . import sparse_transfer, transfer
+from .sim import FlipSimulation
+
+
+class KeptBricks:
+    """The kept faces of the time-centred advection on a sparse grid (module text)."""
+
+    KEPT = ("kept_u", "kept_v", "kept_w", "kept_fluid_u", "kept_fluid_v", "kept_fluid_w")
+
+    def _start_velocity(self):
+        """u_n (``transfer.start_velocity``) from the channels the last substep kept: kept
+        bricks keep their slots and data across the topology update, new ones read a fluid
+        mask of 0 (u_{n+1} there). None on the first substep."""
+        g = self.grid
+        if self.KEPT[0] not in g.channels:
+            return None
+        kept = (tuple(g[n] for n in self.KEPT[:3]), tuple(g[n] for n in self.KEPT[3:]))
+        return transfer.start_velocity(g.faces(), sparse_transfer.fluid_faces(g), kept)
+
+    def _keep_velocity(self) -> None:
+        """This substep's projected, extrapolated faces and fluid-face masks, for the next."""
+        g, xp = self.grid, self.xp
+        if self.KEPT[0] not in g.channels:
+            for n in self.KEPT:
+                g.add(n, xp.uint8 if "fluid" in n else xp.float32, 0)
+        for n, f in zip(self.KEPT, (*g.faces(), *sparse_transfer.fluid_faces(g))):
+            g[n] = f.copy()
+
+    def _drop_kept_velocity(self) -> None:
+        for n in self.KEPT:
+            self.grid.channels.pop(n, None)
+
+    # in checkpoints: the bricks whose kept fluid masks are not all 0 (only there does u_n
+    # read the kept faces), their keys (ascending) and each brick's 512 values a channel
+    KEPT_KEYS = ("kept_bricks", *FlipSimulation.KEPT_KEYS)
+
+    def _kept_state(self) -> dict:
+        """``FlipSimulation._kept_state`` on bricks (15 bytes a cell of a brick the liquid
+        touched): a restored state's while no substep has run since."""
+        pending = getattr(self, "_kept", None)  # restored, waiting for the next topology update
+        if pending is not None:
+            return dict(zip(self.KEPT_KEYS, pending))
+        g, xp = self.grid, self.xp
+        if self.KEPT[0] not in g.channels:
+            return {}
+        slots = g.topology.slots.astype(xp.int64)
+        values = [g[n].reshape(-1, CELLS)[slots] for n in self.KEPT]
+        touched = xp.zeros(len(slots), bool)
+        for mask in values[3:]:
+            touched |= (mask != 0).any(axis=1)
+        return dict(zip(self.KEPT_KEYS, (g.topology.keys[touched], *(v[touched] for v in values))))
+
+    def _restore_kept(self, state: dict):
+        """*state*'s kept bricks (checked; NumPy until the next topology update writes them
+        into the grid: ``_restore_kept_velocity``), or None (the setting off, an older
+        checkpoint)."""
+        if not self.settings.time_centred_advection or not any(k in state for k in self.KEPT_KEYS):
+            return None
+        n = np.shape(state["kept_bricks"])[0] if np.ndim(state["kept_bricks"]) == 1 else -1
+        check_state(state, {"kept_bricks": ((n,), "i"),
+                            **{k: ((n, CELLS), "f" if i < 3 else "u") for i, k in enumerate(self.KEPT_KEYS[1:])}})
+        keys = np.asarray(state["kept_bricks"], np.int64)
+        if len(keys) and (keys.min() < 0 or keys.max() >= 1 << (3 * BITS) or (np.diff(keys) <= 0).any()):
+            raise ValueError("'kept_bricks' are not ascending brick keys of the lattice")
+        return (keys, *(np.array(state[k], np.float32 if i < 3 else np.uint8)
+                        for i, k in enumerate(self.KEPT_KEYS[1:])))
+
+    def _restore_kept_velocity(self) -> None:
+        """After a restore, the kept bricks onto the new topology: the bricks an
+        uninterrupted run keeps hold these values, new ones a fluid mask of 0."""
+        pending, self._kept = getattr(self, "_kept", None), None
+        if pending is None:
+            return
+        xp, g = self.xp, self.grid
+        for n in self.KEPT:
+            g.add(n, xp.uint8 if "fluid" in n else xp.float32, 0)
+        slot = g.topology.lookup(xp.asarray(pending[0]))
+        here = slot >= 0
+        at = (slot[here].astype(xp.int64)[:, None] * CELLS + xp.arange(CELLS, dtype=xp.int64)[None, :]).ravel()
+        for n, values in zip(self.KEPT, pending[1:]):
+            g[n][at] = xp.asarray(values)[here].ravel()

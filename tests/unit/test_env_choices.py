@@ -1,0 +1,36 @@
+"""The kernels' A/B switches (``settings.env_choice``): each reads its environment variable
+per call, stripped and in lower case, defaults to its first way (the P2G gather: the scatter),
+lets a way given by the caller win, and refuses anything else with an error naming the variable
+and its ways."""
+
+import pytest
+
+from voxfx.kernels.flip import sparse_gpu, sparse_scatter, surface_gpu, transfer
+
+SWITCHES = [  # (the switch, its variable, its ways, its default)
+    (sparse_gpu.gather_mode, "VOXFX_SPARSE_GATHER", sparse_gpu.GATHERS, "scatter"),
+    (sparse_gpu.binning_mode, "VOXFX_SPARSE_BINNING", sparse_gpu.BINNINGS, "order"),
+    (sparse_gpu.bin_count_mode, "VOXFX_SPARSE_BIN_COUNT", sparse_gpu.BIN_COUNTS, "grouped"),
+    (sparse_gpu.g2p_order, "VOXFX_SPARSE_G2P", sparse_gpu.G2P_ORDERS, "cell"),
+    (sparse_gpu.g2p_kernel, "VOXFX_SPARSE_G2P_KERNEL", sparse_gpu.G2P_KERNELS, "auto"),
+    (sparse_scatter.atomics_mode, "VOXFX_SPARSE_SCATTER_ATOMICS", sparse_scatter.ATOMICS, "paired"),
+    (surface_gpu.level_set_mode, "VOXFX_LEVEL_SET", surface_gpu.LEVEL_SET_MODES, "lean"),
+    (transfer.speed_max_mode, "VOXFX_MAX_SPEED", transfer.SPEED_MAXIMA, "blocks"),
+]
+
+
+@pytest.mark.parametrize("switch, variable, ways, default", SWITCHES, ids=[s[1] for s in SWITCHES])
+def test_each_switch_reads_its_variable_defaults_to_its_first_way_and_refuses_others(monkeypatch, switch, variable,
+                                                                                      ways, default):
+    monkeypatch.delenv(variable, raising=False)
+    assert switch() == default
+    for way in ways:
+        monkeypatch.setenv(variable, f"  {way.upper()} ")
+        assert switch() == way
+    monkeypatch.setenv(variable, "")
+    assert switch() == default
+    monkeypatch.setenv(variable, "sideways")
+    with pytest.raises(ValueError, match=f"^{variable} must be one of {', '.join(ways)}, not 'sideways'$"):
+        switch()
+    if switch is not transfer.speed_max_mode:  # the caller's way wins over the variable
+        assert switch(ways[-1]) == ways[-1]
