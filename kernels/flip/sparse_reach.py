@@ -27,10 +27,8 @@ alternating, update 0.937 → 0.902 ms).
 
 from __future__ import annotations
 
-import os
-
-
 from ..grid.launch import Kernels
+from ..settings import env_choice
 from .particles import THREADS
 from .sparse_gpu import _I32, _I64, _dims
 
@@ -44,10 +42,7 @@ REACH_MODES = ("classes", "masks")  # VOXFX_SPARSE_REACH (module notes): the sam
 
 def reach_mode() -> str:
     """``VOXFX_SPARSE_REACH`` (``REACH_MODES``; default classes)."""
-    mode = os.environ.get("VOXFX_SPARSE_REACH", "").strip().lower() or REACH_MODES[0]
-    if mode not in REACH_MODES:
-        raise ValueError(f"VOXFX_SPARSE_REACH must be one of {', '.join(REACH_MODES)}, not {mode!r}")
-    return mode
+    return env_choice("VOXFX_SPARSE_REACH", REACH_MODES)
 
 
 def by_classes(margin: int, table: bool) -> bool:
