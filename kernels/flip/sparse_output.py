@@ -45,10 +45,10 @@ def box_outputs(spec: GridSpec) -> bool:
 def liquid_region(sim) -> GridSpec:
     """The liquid's region (module text) as a grid on *sim*'s lattice: the box itself when
     it holds no particle, or is closed and small enough (``box_outputs``); clipped to the
-    box when closed. With ``VOXFX_LEVEL_SET_BOUNDS=1`` (``surface_gpu.REGION_BOUNDS``) the
-    particles' bounds come from one pass and one host read (``surface_gpu.particle_bounds``;
-    at 65M particles the six reductions and reads of the cell coordinates are ~3 ms of the
-    frame's level set; measured 4.13 → 1.27 ms, bench/RESULTS.md: off until its GPU test is re-run)."""
+    box when closed. On the GPU (``surface_gpu.REGION_BOUNDS``, ``VOXFX_LEVEL_SET_BOUNDS=0`` for
+    A/B) the particles' bounds come from one pass and one host read (``surface_gpu.particle_bounds``;
+    at 65M particles the six reductions and reads of the cell coordinates were ~3 ms of the
+    frame's level set; measured 4.13 → 1.27 ms, bench/RESULTS.md)."""
     from . import surface_gpu
 
     spec, xp = sim.spec, sim.xp

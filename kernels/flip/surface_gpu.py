@@ -11,10 +11,11 @@ as each other. ``estimate_gpu_bytes`` is the level set's device memory for the g
 zero weight; d2/R2 by the compiler's own quotient step with 1/R2 made once a thread, exact
 for every d2, flip_surface_lean.cu), each particle's own point counted and placed by warp groups,
 32-bit tags (below ``COMBOS``·n ≤ 2³²; else bricks' binning) and the sparse solver's
-two-launch scan (``sparse_gpu.scan_counts``, which gives the fullest cell too). Off (bench/RESULTS.md,
-i24s): an open or large liquid's region from one pass over the particles (``particle_bounds``,
-``VOXFX_LEVEL_SET_BOUNDS=1``: the 65M count 4.13 → 1.27 ms, 17.7 → 14.8 ms in all; off until its
-GPU test is re-run) and the gather built for three blocks an SM (``LEAN_BLOCKS``: no faster,
+two-launch scan (``sparse_gpu.scan_counts``, which gives the fullest cell too), and an open or
+large liquid's region from one pass over the particles (``particle_bounds``, bench/RESULTS.md, i24s:
+the 65M count 4.13 → 1.27 ms, 17.7 → 14.8 ms in all; ``VOXFX_LEVEL_SET_BOUNDS=0`` the six
+reductions for A/B; on since its GPU test passed on an H100). Off: the gather built for three
+blocks an SM (``LEAN_BLOCKS``: no faster,
 18.1 / 2.55 ms; kept as an A/B build only). Measured on an
 NVIDIA H100 80GB HBM3 (``bench/flip_level_set.py``, the dam break after 24 substeps at 8M
 and 4 at 65M, the two ways alternating in one process, φ the same bits), ms on the device:
@@ -54,9 +55,9 @@ LEVEL_SET_MODES = ("lean", "bricks", "legacy")  # GPU level set (module text); V
 TILE = (32, 4, 4)  # "bricks": nodes of a node tile along x, y, z (a block; a warp is a row of 32 along x)
 SORT_CELL_MAX = 1024  # "bricks": a binning cell with more points than this is ordered by a sort of its points
 LEAN_BLOCKS = 2  # "lean" gather: 2 (no launch bounds, 48 registers) or 3 blocks a tile an SM (_3; no faster)
-# VOXFX_LEVEL_SET_BOUNDS=1: an open or large liquid's region from particle_bounds (one pass, one host read) instead of
-# six reductions and reads of the cell coordinates (sparse_output.liquid_region); off until its GPU test is re-run
-REGION_BOUNDS = os.environ.get("VOXFX_LEVEL_SET_BOUNDS", "0").strip() == "1"
+# VOXFX_LEVEL_SET_BOUNDS=1 (default): an open or large liquid's region from particle_bounds (one pass, one host read);
+# 0: six reductions and reads of the cell coordinates (sparse_output.liquid_region), the A/B baseline. The same region
+REGION_BOUNDS = os.environ.get("VOXFX_LEVEL_SET_BOUNDS", "1").strip() != "0"
 COMBOS = 27  # a particle and its images (voxfx_surface.cuh's COMBOS): tags combo·n + p below COMBOS·n
 PROFILE = None  # a list: the GPU level set appends (stage, CUDA event) as each stage is queued (benches)
 
