@@ -384,8 +384,7 @@ class VOXFX_OT_flip_timing(bpy.types.Operator):
         items=(("accurate", "Accurate", "The defaults: CFL 2, up to 8 substeps a frame, at most 1/30 s a substep"),
                ("fast", "Fast", "Three substeps a 24 fps frame (CFL 5, at most 1/72 s a substep, time-centred "
                 "advection): about twice as fast; the dam break's front and the sloshing period stay within "
-                "the accuracy tests' bounds. On very fine grids (512³) a fast liquid outruns the GPU's "
-                "topology in three substeps and runs slower: use Accurate there")),
+                "the accuracy tests' bounds")),
         default="accurate")
 
     def execute(self, context):
