@@ -79,11 +79,64 @@ _TAIL_CLUSTER = 8  # blocks of mg_tail_cluster's one cluster (the portable limit
 _COARSE_THREADS = 256
 
 
+_BRICK_WORDS = 6  # flip_sparse_pressure_vcycle_bricks.cu's BT_WORDS
+# Keep the level 0 whose arrays the brick transfers read after a solve that keeps no tables
+# (a bench replaying the loop graph after the solve: bench/flip_sparse_pcg_loop.py); off, the
+# solver lets go of it as of the tables (its ~13 B a pool cell are not held between substeps).
+HOLD_BRICK_LEVEL = False
+
+
 class VCycleLaunches:
     """z = V-cycle(r) on the device, launch by launch."""
 
     tail_shared = 0  # bytes of the one-block tail's shared memory (``_tail_shared_bytes``; 0: global vectors)
     colour_grid = 1  # one-colour launches over stride / colour_grid threads
+    brick_transfers = (False, False)  # (restriction into level 1, prolongation onto level 0) by bricks
+    brick_ptrs = None  # their kernels' table of level 0's and 1's arrays (BT_*), rewritten with the tables
+    _brick_level = None  # the level 0 whose arrays brick_ptrs names
+
+    def _brick_setup(self, switch, kernels):
+        """``brick_transfers`` from ``BRICK_TRANSFERS`` (*switch*): for a workspace solver's
+        V-cycle (level 0's arrays and level 1's map from its set-up, ``Level0.brick_words``)
+        of at least two levels, the restriction where level 0's is mg_restrict's (three
+        levels on; with two mg_restrict_coarse_solve reads down[0]); their table and kernels."""
+        if switch not in ("0", "1", "restrict", "prolong"):
+            raise ValueError(f"VOXFX_SPARSE_MG_BRICK_TRANSFERS must be 0, 1, restrict or prolong, not {switch!r}")
+        if switch == "0" or self.generation is None or self.preconditioner != "mg" or len(self.levels) < 2:
+            return
+        self.brick_transfers = (switch in ("1", "restrict") and len(self.levels) > 2, switch in ("1", "prolong"))
+        self.brick_ptrs = self.cp.zeros(_BRICK_WORDS, self.cp.uint64)
+        kernels.load(*(name for name, on in zip(("mg_restrict_bricks", "mg_prolong_add_bricks"),
+                                                 self.brick_transfers) if on))
+
+    def _brick_load(self, level0):
+        """The brick transfers' table for *level0* (its tables just filled in)."""
+        if any(self.brick_transfers):
+            self.brick_ptrs.set(level0.brick_words())
+            self._brick_level = level0
+
+    def _brick_release(self):
+        if not HOLD_BRICK_LEVEL:
+            self._brick_level = None
+
+    def _restrict(self, level, L, C):
+        """b of level + 1 from level's r: mg_restrict (down), or from level 0 mg_restrict_bricks
+        (a thread a level-1 candidate: grid-stride over their count, read from the table)."""
+        if level == 0 and self.brick_transfers[0]:
+            self._launch("mg_restrict_bricks", 2 * C.stride, (L.r, self.brick_ptrs, self.sizes, C.b, self.state))
+        else:
+            self._launch("mg_restrict", C.stride, (L.r, L.down, np.int32(C.stride), self.sizes, np.int32(level + 1),
+                                                   C.b, self.state))
+
+    def _prolong(self, level, L, C, n, all_unknowns):
+        """x of *level* += P x of level + 1 over *n* threads: mg_prolong_add (up), or onto level 0
+        mg_prolong_add_bricks."""
+        if level == 0 and self.brick_transfers[1]:
+            self._launch("mg_prolong_add_bricks", n, (C.x, self.brick_ptrs, self.sizes, np.int32(all_unknowns), L.x,
+                                                      self.state))
+        else:
+            self._launch("mg_prolong_add", n, (C.x, L.up, np.int32(L.stride), self.sizes, np.int32(level),
+                                               np.int32(all_unknowns), L.x, self.state))
 
     def _tail_first(self, bound):
         """mg_tail_vcycle's first level, or None: levels first..last in one block, first the
@@ -172,8 +225,7 @@ class VCycleLaunches:
             self._launch("mg_residual", L.stride if MG_SWEEPS == 1 else self._colour_n(L.stride),
                          (L.x, L.b, *self._level_args(level), np.int32(MG_SWEEPS == 1), L.r, self.state))
             if level + 1 < last:
-                self._launch("mg_restrict", C.stride, (L.r, L.down, np.int32(C.stride), self.sizes,
-                                                       np.int32(level + 1), C.b, self.state))
+                self._restrict(level, L, C)
         C = levels[last]
         if self.tail:
             _, table, strides = self.tail
@@ -192,8 +244,8 @@ class VCycleLaunches:
             self._one("mg_coarse_solve", (1,), (_COARSE_THREADS,), (C.x, C.b, *self._level_args(last), self.state))
         for level in range(lead - 1, -1, -1):
             L, C = levels[level], levels[level + 1]
-            self._launch("mg_prolong_add", self._colour_n(L.stride), (  # the red (all: MG_OMEGA ≠ 1 reads black)
-                C.x, L.up, np.int32(L.stride), self.sizes, np.int32(level), np.int32(MG_OMEGA != 1), L.x, self.state))
+            # the red (all: MG_OMEGA ≠ 1 reads black)
+            self._prolong(level, L, C, self._colour_n(L.stride), MG_OMEGA != 1)
             for sweep in range(MG_SWEEPS):
                 self._smooth(level, 1, fused=True)
                 if level == 0 and sweep == MG_SWEEPS - 1:
@@ -214,14 +266,12 @@ class VCycleLaunches:
                 self._smooth(level, 0, first=sweep == 0)
                 self._smooth(level, 1)
             self._launch("mg_residual", L.stride, (L.x, L.b, *self._level_args(level), np.int32(1), L.r, self.state))
-            self._launch("mg_restrict", C.stride, (L.r, L.down, np.int32(C.stride), self.sizes, np.int32(level + 1),
-                                                   C.b, self.state))
+            self._restrict(level, L, C)
         C = levels[last]
         self._one("mg_coarse_solve", (1,), (_COARSE_THREADS,), (C.x, C.b, *self._level_args(last), self.state))
         for level in range(last - 1, -1, -1):  # up: prolong-add; post-smooth black, red
             L, C = levels[level], levels[level + 1]
-            self._launch("mg_prolong_add", L.stride, (C.x, L.up, np.int32(L.stride), self.sizes, np.int32(level),
-                                                      np.int32(1), L.x, self.state))  # all unknowns
+            self._prolong(level, L, C, L.stride, 1)  # all unknowns
             for _ in range(MG_SWEEPS):
                 self._smooth(level, 1)
                 self._smooth(level, 0)
