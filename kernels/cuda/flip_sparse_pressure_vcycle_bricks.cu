@@ -125,3 +125,91 @@ extern "C" __global__ void mg_prolong_add_bricks(const float* __restrict__ xc,
     const int m = sizes[all_unknowns], mc = sizes[3];
     RANGE(f, 0, m) xf[f] = xf[f] + prolong_value_bricks(xc, nbr27, map1, position1, mc, (int)cells0[f]);
 }
+
+// ---- A block a brick (BRICK_TRANSFERS "shared"): the brick's neighbourhood of the finer
+// values gathered once into shared memory, each value then read by every stencil that needs it
+// (a fine r by up to 8 restrictions, a coarse x by up to 27 prolongations) instead of through
+// the look-ups each time. The same indices give the same values; each output is one thread's
+// sum in the same order. Grid-stride over the pool's slots (the candidates' count / 64); a free
+// slot (its own entry of nbr27 −1) has no candidate and no level-0 unknown.
+#define BT_NEAR_F 10  // fine cells −1 … 8 per axis around a brick: its level-1 cells' restriction stencils
+#define BT_NEAR_C 6   // level-1 cells −1 … 4 per axis around a brick's 4³: its cells' prolongation stencils
+
+extern "C" __global__ void mg_restrict_bricks_shared(const float* __restrict__ rf,
+                                                     const unsigned long long* __restrict__ ptrs,
+                                                     const int* __restrict__ sizes, float* __restrict__ bc,
+                                                     const int* __restrict__ state)
+{
+    if (state[S_STOPPED]) return;
+    __shared__ float r_near[BT_NEAR_F * BT_NEAR_F * BT_NEAR_F];
+    const int* position0 = (const int*)ptrs[BT_POSITION0];
+    const int* nbr27 = (const int*)ptrs[BT_NBR27];
+    const int* map1 = (const int*)ptrs[BT_MAP1];
+    const int* position1 = (const int*)ptrs[BT_POSITION1];
+    const int slots = (int)(ptrs[BT_CANDIDATES] >> 6), mf = sizes[1], mc = sizes[3];
+    for (int slot = blockIdx.x; slot < slots; slot += gridDim.x) {
+        if (nbr27[27 * slot + 13] < 0) continue;  // the same for the whole block
+        for (int i = threadIdx.x; i < BT_NEAR_F * BT_NEAR_F * BT_NEAR_F; i += blockDim.x) {
+            const int x = i % BT_NEAR_F - 1, y = (i / BT_NEAR_F) % BT_NEAR_F - 1, z = i / (BT_NEAR_F * BT_NEAR_F) - 1;
+            const int b = nbr27[27 * slot + sparse_offset_index(x >> 3, y >> 3, z >> 3)];
+            r_near[i] = rf[b < 0 ? mf : position0[b * SPARSE_CELLS + (((z & 7) << 6) | ((y & 7) << 3) | (x & 7))]];
+        }
+        __syncthreads();
+        for (int q = threadIdx.x; q < 64; q += blockDim.x) {
+            const int u = brick_coarse_unknown(map1, position1, mc, slot * 64 + q);
+            if (u < 0) continue;
+            // fine cell 2q − 1 + (ix, iy, iz) at r_near[(z + 1)·100 + (y + 1)·10 + x + 1]
+            const int at = (2 * (q >> 4) * BT_NEAR_F + 2 * ((q >> 2) & 3)) * BT_NEAR_F + 2 * (q & 3);
+            float s = 0.0f;
+#pragma unroll
+            for (int row = 0; row < 64; ++row) {
+                const float w = axis_weight(row & 3) * axis_weight((row >> 2) & 3) * axis_weight(row >> 4);
+                const float r = r_near[at + ((row >> 4) * BT_NEAR_F + ((row >> 2) & 3)) * BT_NEAR_F + (row & 3)];
+                s = row == 0 ? w * r : s + w * r;
+            }
+            bc[u] = 0.5f * s;
+        }
+        __syncthreads();
+    }
+}
+
+extern "C" __global__ void mg_prolong_add_bricks_shared(const float* __restrict__ xc,
+                                                        const unsigned long long* __restrict__ ptrs,
+                                                        const int* __restrict__ sizes, int all_unknowns,
+                                                        float* __restrict__ xf, const int* __restrict__ state)
+{
+    if (state[S_STOPPED]) return;
+    __shared__ float x_near[BT_NEAR_C * BT_NEAR_C * BT_NEAR_C];
+    const int* position0 = (const int*)ptrs[BT_POSITION0];
+    const int* nbr27 = (const int*)ptrs[BT_NBR27];
+    const int* map1 = (const int*)ptrs[BT_MAP1];
+    const int* position1 = (const int*)ptrs[BT_POSITION1];
+    const int slots = (int)(ptrs[BT_CANDIDATES] >> 6), m = sizes[all_unknowns], mc = sizes[3];
+    for (int slot = blockIdx.x; slot < slots; slot += gridDim.x) {
+        if (nbr27[27 * slot + 13] < 0) continue;
+        for (int i = threadIdx.x; i < BT_NEAR_C * BT_NEAR_C * BT_NEAR_C; i += blockDim.x) {
+            const int qx = i % BT_NEAR_C - 1, qy = (i / BT_NEAR_C) % BT_NEAR_C - 1, qz = i / (BT_NEAR_C * BT_NEAR_C) - 1;
+            const int b = nbr27[27 * slot + sparse_offset_index(qx >> 2, qy >> 2, qz >> 2)];
+            const int at = b < 0 ? -1 : map1[b * 64 + ((qz & 3) * 4 + (qy & 3)) * 4 + (qx & 3)];
+            x_near[i] = xc[at >= 0 ? position1[at] : mc];
+        }
+        __syncthreads();
+        for (int l = threadIdx.x; l < SPARSE_CELLS; l += blockDim.x) {
+            const int f = position0[slot * SPARSE_CELLS + l];
+            if (f >= m) continue;  // not an unknown (m0), or black where the red alone are prolonged
+            const int lx = l & 7, ly = (l >> 3) & 7, lz = l >> 6;
+            const int sx = (lx & 1) ? 1 : -1, sy = (ly & 1) ? BT_NEAR_C : -BT_NEAR_C,
+                      sz = (lz & 1) ? BT_NEAR_C * BT_NEAR_C : -BT_NEAR_C * BT_NEAR_C;
+            const int at = (((lz >> 1) + 1) * BT_NEAR_C + (ly >> 1) + 1) * BT_NEAR_C + (lx >> 1) + 1;
+            float s = 0.0f;
+#pragma unroll
+            for (int row = 0; row < 8; ++row) {
+                const float w = ((row & 1) ? 0.25f : 0.75f) * ((row & 2) ? 0.25f : 0.75f) * ((row & 4) ? 0.25f : 0.75f);
+                const float x = x_near[at + (row & 1) * sx + ((row >> 1) & 1) * sy + (row >> 2) * sz];
+                s = row == 0 ? w * x : s + w * x;
+            }
+            xf[f] = xf[f] + s;
+        }
+        __syncthreads();
+    }
+}

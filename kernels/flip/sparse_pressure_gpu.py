@@ -105,9 +105,9 @@ TAIL_SHARED = os.environ.get("VOXFX_SPARSE_MG_TAIL_SHARED", "1") != "0"
 COLOUR_GRID = int(os.environ.get("VOXFX_SPARSE_MG_COLOUR_GRID", "1"))
 # The V-cycle's restriction into level 1 and prolongation onto level 0 with their indices found
 # from the grid's bricks instead of read from down[0] and up[0] (sparse_pressure_vcycle's
-# notes): "1" both, "restrict" or "prolong" one, "0" the tables. Workspace solvers only; the
-# same z bit for bit.
-BRICK_TRANSFERS = os.environ.get("VOXFX_SPARSE_MG_BRICK_TRANSFERS", "0")
+# notes): "1" both, "restrict" or "prolong" one, "shared" both a block a brick (its neighbourhood
+# gathered into shared memory once), "0" the tables. Workspace solvers only; the same z bit for bit.
+BRICK_TRANSFERS = os.environ.get("VOXFX_SPARSE_MG_BRICK_TRANSFERS", "1")
 _MAX_GRID = 8192  # blocks of a grid-stride launch
 # A solve's first iterations as one-iteration graph replays, as many as the solver's last
 # solve took (substeps change the liquid a little: the count moves by a few), then one
@@ -231,14 +231,15 @@ class SparsePressureSolverGPU(VCycleLaunches):
     # ------------------------------------------------------------------ launches
 
     def _launch(self, name, n, args):
-        (_MGB if name.endswith("_bricks") else _MG if name.startswith("mg_") else _K).launch_grid(
+        (_MGB if "_bricks" in name else _MG if name.startswith("mg_") else _K).launch_grid(
             name, _grid(n), (THREADS,), args)
 
     def _reduce(self, name, args):
         (_MG if name.startswith("mg_") else _K).launch_grid(name, (self.red_blocks,), (THREADS,), args)
 
     def _one(self, name, grid, block, args, shared_mem=0):
-        (_MG if name.startswith("mg_") else _K).launch_grid(name, grid, block, args, shared_mem)
+        (_MGB if "_bricks" in name else _MG if name.startswith("mg_") else _K).launch_grid(name, grid, block, args,
+                                                                                         shared_mem)
 
     def _finish(self, name, args):
         _DENSE.launch_grid(name, (1,), (1024,), args)

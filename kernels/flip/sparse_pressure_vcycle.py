@@ -80,6 +80,8 @@ _COARSE_THREADS = 256
 
 
 _BRICK_WORDS = 6  # flip_sparse_pressure_vcycle_bricks.cu's BT_WORDS
+_BRICK_THREADS = 64  # a block of mg_restrict_bricks_shared: a thread a level-1 candidate of its brick
+_BRICK_GRID = 8192
 # Keep the level 0 whose arrays the brick transfers read after a solve that keeps no tables
 # (a bench replaying the loop graph after the solve: bench/flip_sparse_pcg_loop.py); off, the
 # solver lets go of it as of the tables (its ~13 B a pool cell are not held between substeps).
@@ -92,6 +94,7 @@ class VCycleLaunches:
     tail_shared = 0  # bytes of the one-block tail's shared memory (``_tail_shared_bytes``; 0: global vectors)
     colour_grid = 1  # one-colour launches over stride / colour_grid threads
     brick_transfers = (False, False)  # (restriction into level 1, prolongation onto level 0) by bricks
+    brick_suffix = "_bricks"  # their kernels: a thread an item, or "_bricks_shared" (a block a brick)
     brick_ptrs = None  # their kernels' table of level 0's and 1's arrays (BT_*), rewritten with the tables
     _brick_level = None  # the level 0 whose arrays brick_ptrs names
 
@@ -100,14 +103,17 @@ class VCycleLaunches:
         V-cycle (level 0's arrays and level 1's map from its set-up, ``Level0.brick_words``)
         of at least two levels, the restriction where level 0's is mg_restrict's (three
         levels on; with two mg_restrict_coarse_solve reads down[0]); their table and kernels."""
-        if switch not in ("0", "1", "restrict", "prolong"):
-            raise ValueError(f"VOXFX_SPARSE_MG_BRICK_TRANSFERS must be 0, 1, restrict or prolong, not {switch!r}")
+        if switch not in ("0", "1", "restrict", "prolong", "shared"):
+            raise ValueError(f"VOXFX_SPARSE_MG_BRICK_TRANSFERS must be 0, 1, restrict, prolong or shared, "
+                             f"not {switch!r}")
         if switch == "0" or self.generation is None or self.preconditioner != "mg" or len(self.levels) < 2:
             return
-        self.brick_transfers = (switch in ("1", "restrict") and len(self.levels) > 2, switch in ("1", "prolong"))
+        both = switch in ("1", "shared")
+        self.brick_transfers = (both or switch == "restrict") and len(self.levels) > 2, both or switch == "prolong"
+        self.brick_suffix = "_bricks_shared" if switch == "shared" else "_bricks"
         self.brick_ptrs = self.cp.zeros(_BRICK_WORDS, self.cp.uint64)
-        kernels.load(*(name for name, on in zip(("mg_restrict_bricks", "mg_prolong_add_bricks"),
-                                                 self.brick_transfers) if on))
+        kernels.load(*(name + self.brick_suffix for name, on in zip(("mg_restrict", "mg_prolong_add"),
+                                                                     self.brick_transfers) if on))
 
     def _brick_load(self, level0):
         """The brick transfers' table for *level0* (its tables just filled in)."""
@@ -119,11 +125,22 @@ class VCycleLaunches:
         if not HOLD_BRICK_LEVEL:
             self._brick_level = None
 
+    def _brick_blocks(self, C):
+        """The grid of a block-a-brick kernel (the _shared ones: grid-stride over the pool's
+        slots, whose count is the table's): level 1's stride / 32 blocks, twice its bricks
+        where the pool is full (each holds at most 64 level-1 cells)."""
+        return (max(1, min(_BRICK_GRID, C.stride // 32)),)
+
     def _restrict(self, level, L, C):
         """b of level + 1 from level's r: mg_restrict (down), or from level 0 mg_restrict_bricks
-        (a thread a level-1 candidate: grid-stride over their count, read from the table)."""
+        (a thread a level-1 candidate: grid-stride over their count, read from the table) or
+        mg_restrict_bricks_shared (a block of _BRICK_THREADS a brick)."""
         if level == 0 and self.brick_transfers[0]:
-            self._launch("mg_restrict_bricks", 2 * C.stride, (L.r, self.brick_ptrs, self.sizes, C.b, self.state))
+            args = (L.r, self.brick_ptrs, self.sizes, C.b, self.state)
+            if self.brick_suffix == "_bricks":
+                self._launch("mg_restrict_bricks", 2 * C.stride, args)
+            else:
+                self._one("mg_restrict_bricks_shared", self._brick_blocks(C), (_BRICK_THREADS,), args)
         else:
             self._launch("mg_restrict", C.stride, (L.r, L.down, np.int32(C.stride), self.sizes, np.int32(level + 1),
                                                    C.b, self.state))
@@ -132,8 +149,11 @@ class VCycleLaunches:
         """x of *level* += P x of level + 1 over *n* threads: mg_prolong_add (up), or onto level 0
         mg_prolong_add_bricks."""
         if level == 0 and self.brick_transfers[1]:
-            self._launch("mg_prolong_add_bricks", n, (C.x, self.brick_ptrs, self.sizes, np.int32(all_unknowns), L.x,
-                                                      self.state))
+            args = (C.x, self.brick_ptrs, self.sizes, np.int32(all_unknowns), L.x, self.state)
+            if self.brick_suffix == "_bricks":
+                self._launch("mg_prolong_add_bricks", n, args)
+            else:
+                self._one("mg_prolong_add_bricks_shared", self._brick_blocks(C), (4 * _BRICK_THREADS,), args)
         else:
             self._launch("mg_prolong_add", n, (C.x, L.up, np.int32(L.stride), self.sizes, np.int32(level),
                                                np.int32(all_unknowns), L.x, self.state))

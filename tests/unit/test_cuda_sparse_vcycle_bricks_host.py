@@ -1,5 +1,6 @@
 """The V-cycle's transfers between levels 0 and 1 without their tables
-(cuda/flip_sparse_pressure_vcycle_bricks.cu: mg_restrict_bricks, mg_prolong_add_bricks;
+(cuda/flip_sparse_pressure_vcycle_bricks.cu: mg_restrict_bricks, mg_prolong_add_bricks and
+their block-a-brick forms, the _shared kernels;
 sparse_pressure_gpu.BRICK_TRANSFERS) on the host without a GPU: nvcc builds them with the
 set-up's brick kernels (flip_sparse_pressure_bricks.cu, flip_sparse_pressure_setup.cu) as host
 functions, a C++ driver builds level 1 as the workspace does (mgb_coarsen, the ranks, the level
@@ -28,7 +29,8 @@ from voxfx.kernels.flip.sparse_pressure_setup import _B
 # r (m0 + 1, hex), x_c (m1 + 1, hex), x_f (m0 + 1, hex). Output: m1 m_red1; b_c by restrict_value
 # (m1), by mg_restrict_bricks (m1 + 1: its sentinel untouched, NaN); x_f + P x_c by
 # prolong_value (m0), by mg_prolong_add_bricks over all unknowns (m0 + 1), over the red ones
-# (m0 + 1): every value hex.
+# (m0 + 1); then b_c by mg_restrict_bricks_shared (m1 + 1) and x_f + P x_c by
+# mg_prolong_add_bricks_shared over all, over the red (m0 + 1 each): every value hex.
 HARNESS = PREAMBLE.replace('#include "flip_sparse_pressure.cu"', '#include "flip_sparse_pressure_setup.cu"\n'
                            '#include "flip_sparse_pressure_bricks.cu"\n'
                            '#include "flip_sparse_pressure_vcycle_bricks.cu"') + r"""
@@ -103,6 +105,15 @@ int main() {
         ONE_PER_ITEM(97, mg_prolong_add_bricks(xc.data(), ptrs, sizes, all, x.data(), state));
         for (float v : x) printf("%a\n", v);
     }
+    // a block a brick (one "thread" a block, 7 blocks: the grid-stride over the slots)
+    std::vector<float> bs(m1 + 1, NAN);
+    ONE_PER_ITEM(7, mg_restrict_bricks_shared(r.data(), ptrs, sizes, bs.data(), state));
+    for (float v : bs) printf("%a\n", v);
+    for (int all = 1; all >= 0; --all) {
+        std::vector<float> x = xf;
+        ONE_PER_ITEM(7, mg_prolong_add_bricks_shared(xc.data(), ptrs, sizes, all, x.data(), state));
+        for (float v : x) printf("%a\n", v);
+    }
     return 0;
 }
 """
@@ -159,6 +170,11 @@ def test_brick_transfers_equal_the_tables_and_the_numpy_reference_bit_for_bit(tr
     at += 2 * m1 + 1
     table_x = _floats(out[at:at + m0])
     brick_x, red_x = _floats(out[at + m0:at + 2 * m0 + 1]), _floats(out[at + 2 * m0 + 1:at + 3 * m0 + 2])
+    at += 3 * m0 + 2
+    shared_b = _floats(out[at:at + m1 + 1])
+    at += m1 + 1
+    shared_x, shared_red_x = _floats(out[at:at + m0 + 1]), _floats(out[at + m0 + 1:at + 2 * m0 + 2])
+    assert len(out) == at + 2 * m0 + 2
     want_b = np.float32(0.5) * gather_sum(r, M.down[0], RESTRICT_WEIGHTS)
     want_x = xf + gather_sum(xc, M.up[0], PROLONG_WEIGHTS)
     assert np.array_equal(_bits(table_b), _bits(want_b[:m1]))
@@ -170,6 +186,10 @@ def test_brick_transfers_equal_the_tables_and_the_numpy_reference_bit_for_bit(tr
     red = level.m_red
     assert np.array_equal(_bits(red_x[:red]), _bits(want_x[:red]))
     assert np.array_equal(_bits(red_x[red:]), _bits(xf[red:]))
+    # a block a brick (the "shared" kernels): the same bits
+    assert np.array_equal(_bits(shared_b[:m1]), _bits(want_b[:m1])) and np.isnan(shared_b[m1])
+    assert np.array_equal(_bits(shared_x), _bits(np.append(want_x[:m0], xf[m0])))
+    assert np.array_equal(_bits(shared_red_x), _bits(np.concatenate([want_x[:red], xf[red:]])))
     # the sums are not trivially exact: the other order of the terms rounds otherwise somewhere
     backwards = np.float32(0.5) * gather_sum(r, M.down[0][::-1], RESTRICT_WEIGHTS[::-1])
     assert not np.array_equal(_bits(backwards[:m1]), _bits(want_b[:m1]))
