@@ -1,10 +1,11 @@
 // The V-cycle's transfers between level 0 and level 1 without their tables (issue 24, i24r;
 // sparse_pressure_gpu.BRICK_TRANSFERS, VOXFX_SPARSE_MG_BRICK_TRANSFERS): mg_restrict and
 // mg_prolong_add of flip_sparse_pressure_vcycle.cu read down[0] (64 rows of level 1's stride:
-// ~53 MB at 8M) and up[0] (8 rows of level 0's: ~41 MB) every iteration; here each index is
+// ~53 MB at 8M) and up[0] (8 rows over level 0's unknowns: ~32 MB) every iteration; here each index is
 // found from the grid's bricks as the set-up finds it (flip_sparse_pressure_bricks.cu's
 // mgb_restrict and mgb_prolong: nbr27, level 0's position and cells, level 1's map1 and
-// position), so an iteration reads a few arrays that stay in L2 instead of the two tables.
+// position), so an iteration reads a few arrays that stay in L2 instead of the two tables
+// (measured: kernels/flip/sparse_pressure_vcycle.py's notes).
 // The same indices give the same terms added in the same order (restrict_value's and
 // prolong_value's rows, their weights): bc and xf bit for bit
 // (tests/unit/test_cuda_sparse_vcycle_bricks_host.py).

@@ -63,6 +63,28 @@ by DRAM misses, but by each pass's dependent chain (table, then vector loads; si
 an IEEE divide): fewer passes (the coarsest level alone takes 4·MG_COARSE_SWEEPS = 32) would
 cut it, a change to the preconditioner, not to the launches.
 
+The transfers between levels 0 and 1 from the grid's bricks (``BRICK_TRANSFERS``, default "1";
+issue 24, i24r; ``cuda/flip_sparse_pressure_vcycle_bricks.cu``). mg_restrict into level 1 reads
+down[0], 64 rows of level 1's stride (53.6 MB at 8M: 64 × 209,200 × 4 B), and mg_prolong_add onto
+level 0 reads up[0], 8 rows over level 0's unknowns (32.4 MB: 8 × 1,012,653 × 4 B), every V-cycle;
+mg_restrict_bricks (a thread a level-1 candidate, the pool's slot · 64 + its place in the brick's
+4³ block) and mg_prolong_add_bricks (a thread a level-0 unknown, from its flat cell) find the same
+indices as the set-up's mgb_restrict and mgb_prolong do — through nbr27, level 0's position and
+cells, level 1's map1 and position: ~17 MB, mostly L2-resident — and add the same terms in the
+same order (host harness and GPU test: bit for bit). The arrays change with each set-up while
+the captured graph keeps its arguments, so they come through ``brick_ptrs``, a device table the
+solver rewrites when it fills level 0's tables (``Level0.brick_words``); the solver no longer
+fills up[0] (one mgb_prolong a set-up fewer). Measured (H100 80GB HBM3, 8M dam break, strides
+1271869, 209200, …; ``bench/flip_sparse_pcg_loop.py`` variants in turn in one process, two
+calls): the loop's iteration 252.1 → 245.4 and 252.0 → 245.9 µs (−2.5%), 12 CG iterations, the
+pressure bit for bit; kernel by kernel (an event pair a launch, inflated alike) the restriction
+34 → 28 µs, the prolongation 29 → 28 µs: 86 MB less read, yet ~6 µs saved, not the table
+stream's ~25 µs — the look-ups are a chain of dependent loads (map1, position1, nbr27, position0,
+then r) where the tables had two. The solve and the substep's pressure stage move by less than
+their noise (solve medians 4.84 → 4.81 and 5.73 → 5.80 ms; pressure a substep 4.98 → 4.73 and
+4.47 → 4.65 ms). "shared" (a block a brick: the brick's 10³ fine r or 6³ coarse x gathered into
+shared memory once, then every stencil read there) gave 246.2 µs, no faster: kept selectable.
+
 Over-relaxed sweeps (``sparse_multigrid.MG_OMEGA``, issue 24, i24m; the kernels compile ω in):
 the fused V-cycle then prolongs onto every unknown, not the red ones alone, since the
 over-relaxed black sweep after it reads the black values."""
