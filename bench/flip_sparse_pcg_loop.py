@@ -6,10 +6,12 @@ process, every variant on the same state in turn.
         [--repeats 5] [--replays 5] [--pace-rounds 1] [--substep-runs 4]
         [--variants plain:0:1 shared:1:1 shared-colour2:1:2 shared-launched:1:1:0]
 
-A variant is NAME:TAIL_SHARED:COLOUR_GRID[:CLUSTER_UNKNOWNS] (``sparse_pressure_gpu.TAIL_SHARED``,
-the one-block tail's vectors in shared memory; ``COLOUR_GRID``, the one-colour launches over
-stride / COLOUR_GRID threads; ``CLUSTER_UNKNOWNS``, the cluster tail's bound, 0: those levels
-launch by launch; left out: the module's value at start). Per substep, on its state before the
+A variant is NAME:TAIL_SHARED:COLOUR_GRID[:CLUSTER_UNKNOWNS[:BRICK_TRANSFERS]]
+(``sparse_pressure_gpu.TAIL_SHARED``, the one-block tail's vectors in shared memory;
+``COLOUR_GRID``, the one-colour launches over stride / COLOUR_GRID threads; ``CLUSTER_UNKNOWNS``,
+the cluster tail's bound, 0: those levels launch by launch, "-" or left out: the module's value
+at start; ``BRICK_TRANSFERS``, the level 0 ↔ 1 transfers from the bricks: 0, 1, restrict or
+prolong, left out: the module's value at start). Per substep, on its state before the
 solve (the warm start's carried pressure put back before each solve, the tables built every
 solve as the profile bench does):
 
@@ -42,7 +44,7 @@ sys.path.insert(0, str(ROOT))
 from tools.package import load  # noqa: E402
 
 load()
-from voxfx.kernels.flip import sparse_pressure, sparse_pressure_gpu  # noqa: E402
+from voxfx.kernels.flip import sparse_pressure, sparse_pressure_gpu, sparse_pressure_vcycle  # noqa: E402
 from voxfx.kernels.flip.grid import FlipSettings  # noqa: E402
 from voxfx.kernels.flip.sim import FlipSimulation  # noqa: E402
 from voxfx.kernels.grid import launch  # noqa: E402
@@ -54,13 +56,17 @@ from flip_sparse_pressure import after_pressure, before_pressure  # noqa: E402
 
 
 _CLUSTER = sparse_pressure_gpu.CLUSTER_UNKNOWNS
+_BRICKS = sparse_pressure_gpu.BRICK_TRANSFERS
+sparse_pressure_vcycle.HOLD_BRICK_LEVEL = True  # the loop graph is replayed after its solve
 
 
 def use(variant):
-    _, shared, colour, *cluster = variant.split(":")
+    _, shared, colour, *rest = variant.split(":")
     sparse_pressure_gpu.TAIL_SHARED = shared != "0"
     sparse_pressure_gpu.COLOUR_GRID = int(colour)
-    sparse_pressure_gpu.CLUSTER_UNKNOWNS = int(cluster[0]) if cluster else _CLUSTER
+    cluster, bricks = (rest + ["-", "-"])[:2]
+    sparse_pressure_gpu.CLUSTER_UNKNOWNS = _CLUSTER if cluster == "-" else int(cluster)
+    sparse_pressure_gpu.BRICK_TRANSFERS = _BRICKS if bricks == "-" else bricks
 
 
 def carried(grid, keep=None):
@@ -157,7 +163,7 @@ def main():
     sparse_pressure.REUSE_TABLES = False  # the variants solve the same cells in turn
     sparse_pressure_gpu._SOLVER_CACHE = 2 * len(args.variants)
     print(f"device: {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}; variants "
-          "NAME:TAIL_SHARED:COLOUR_GRID[:CLUSTER_UNKNOWNS]",
+          "NAME:TAIL_SHARED:COLOUR_GRID[:CLUSTER_UNKNOWNS[:BRICK_TRANSFERS]]",
           flush=True)
     spec, v, t = dam_break(args.n, int(args.particles))
     sim = FlipSimulation(spec, FlipSettings(), v, t, xp=cp, sparse=True)

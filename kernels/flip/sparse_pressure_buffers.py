@@ -103,7 +103,9 @@ class BufferLoads:
                 raise RuntimeError("sparse pressure tables of another set-up workspace than the solver's")
             if self._filled is not levels[0]:
                 B = self.levels[0]
-                levels[0].fill(B.nbr, B.diag, B.stride, B.up if len(levels) > 1 else None)
+                up = len(levels) > 1 and not self.brick_transfers[1]  # the brick prolongation reads no up[0]
+                levels[0].fill(B.nbr, B.diag, B.stride, B.up if up else None)
+                self._brick_load(levels[0])
                 self._filled = levels[0]
             else:
                 self.tables_skipped += 1

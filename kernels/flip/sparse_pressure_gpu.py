@@ -61,6 +61,7 @@ _DEFINES = {
 _K = Kernels(_CU, ("--fmad=false",), THREADS, defines=_DEFINES)  # PCG, labels, tables
 _MG = Kernels("flip_sparse_pressure_vcycle.cu", ("--fmad=false",), THREADS,  # the V-cycle
               defines={**_DEFINES, "TAIL_CLUSTER": _TAIL_CLUSTER})
+_MGB = Kernels("flip_sparse_pressure_vcycle_bricks.cu", ("--fmad=false",), THREADS, defines=_DEFINES)  # *_bricks
 _LOOP_KERNELS = ("cg_init", "cg_init_warm", "finish_init_warm", "cg_warm_select",
                  "apply_laplacian", "update_solution", "dot_rz", "update_direction")
 _VCYCLE_KERNELS = ("mg_smooth", "mg_residual", "mg_restrict", "mg_prolong_add", "mg_coarse_solve", "mg_smooth_first",
@@ -103,6 +104,13 @@ TAIL_SHARED = os.environ.get("VOXFX_SPARSE_MG_TAIL_SHARED", "1") != "0"
 # colour larger than that; the same values). "1" (default): the grid of every unknown; 2
 # measured 237.4 → 233.8 µs an iteration (H100, one call) but not in the substep: off for now.
 COLOUR_GRID = int(os.environ.get("VOXFX_SPARSE_MG_COLOUR_GRID", "1"))
+# The V-cycle's restriction into level 1 and prolongation onto level 0 with their indices found
+# from the grid's bricks instead of read from down[0] and up[0] (sparse_pressure_vcycle's
+# notes): "1" both (default: H100, 8M dam break, two calls, the loop 252.1 → 245.4 and 252.0 →
+# 245.9 µs an iteration, 12 CG iterations, the same bits), "restrict" or "prolong" one, "shared"
+# both a block a brick (its neighbourhood gathered into shared memory once: 246.2 µs, no
+# faster), "0" the tables. Workspace solvers of three levels on; the same z bit for bit.
+BRICK_TRANSFERS = os.environ.get("VOXFX_SPARSE_MG_BRICK_TRANSFERS", "1")
 _MAX_GRID = 8192  # blocks of a grid-stride launch
 # A solve's first iterations as one-iteration graph replays, as many as the solver's last
 # solve took (substeps change the liquid a little: the count moves by a few), then one
@@ -206,6 +214,7 @@ class SparsePressureSolverGPU(VCycleLaunches, BufferLoads):
                  or cp.cuda.Device().attributes.get("MaxSharedMemoryPerBlockOptin", 0))
         self.tail_shared = self._tail_shared_bytes(TAIL_SHARED, limit)
         self.colour_grid = max(1, COLOUR_GRID)
+        self._brick_setup(BRICK_TRANSFERS, _MGB)
         _K.load(*_LOOP_KERNELS)  # compile and load before any capture
         _MG.load(*_VCYCLE_KERNELS, *(_CLUSTER_KERNELS if self.cluster_from else ()))
         if self.tail:  # above 48 KiB a kernel must ask for its dynamic shared memory
@@ -225,13 +234,15 @@ class SparsePressureSolverGPU(VCycleLaunches, BufferLoads):
     # ------------------------------------------------------------------ launches
 
     def _launch(self, name, n, args):
-        (_MG if name.startswith("mg_") else _K).launch_grid(name, _grid(n), (THREADS,), args)
+        (_MGB if "_bricks" in name else _MG if name.startswith("mg_") else _K).launch_grid(
+            name, _grid(n), (THREADS,), args)
 
     def _reduce(self, name, args):
         (_MG if name.startswith("mg_") else _K).launch_grid(name, (self.red_blocks,), (THREADS,), args)
 
     def _one(self, name, grid, block, args, shared_mem=0):
-        (_MG if name.startswith("mg_") else _K).launch_grid(name, grid, block, args, shared_mem)
+        (_MGB if "_bricks" in name else _MG if name.startswith("mg_") else _K).launch_grid(name, grid, block, args,
+                                                                                         shared_mem)
 
     def _finish(self, name, args):
         _DENSE.launch_grid(name, (1,), (1024,), args)
@@ -327,6 +338,7 @@ class SparsePressureSolverGPU(VCycleLaunches, BufferLoads):
         self.last_iterations = iterations
         if not keep:
             self._loaded = self._filled = None
+            self._brick_release()
         if cells is None:
             return self.x[:m + 1].copy(), iterations, residual, converged
         out = cp.zeros(int(size), cp.float32)  # Unknowns.scatter
@@ -371,7 +383,7 @@ def _solver(needs, preconditioner, check_every, levels=None):
 
     generation = getattr(levels[0], "ws_generation", None) if PERSIST and levels else None
     key = (len(needs), preconditioner, int(check_every), VCYCLE, TAIL_UNKNOWNS, CLUSTER_UNKNOWNS, FIRST2_UNKNOWNS,
-           TAIL_SHARED, COLOUR_GRID, PERSIST, cp.cuda.Device().id, generation)
+           TAIL_SHARED, COLOUR_GRID, BRICK_TRANSFERS, PERSIST, cp.cuda.Device().id, generation)
     solver = _solvers.pop(key, None)
     if solver is None or not solver.fits(needs):
         old, guess = (None, 0) if solver is None else (solver.strides, solver.last_iterations)

@@ -63,6 +63,28 @@ by DRAM misses, but by each pass's dependent chain (table, then vector loads; si
 an IEEE divide): fewer passes (the coarsest level alone takes 4·MG_COARSE_SWEEPS = 32) would
 cut it, a change to the preconditioner, not to the launches.
 
+The transfers between levels 0 and 1 from the grid's bricks (``BRICK_TRANSFERS``, default "1";
+issue 24, i24r; ``cuda/flip_sparse_pressure_vcycle_bricks.cu``). mg_restrict into level 1 reads
+down[0], 64 rows of level 1's stride (53.6 MB at 8M: 64 × 209,200 × 4 B), and mg_prolong_add onto
+level 0 reads up[0], 8 rows over level 0's unknowns (32.4 MB: 8 × 1,012,653 × 4 B), every V-cycle;
+mg_restrict_bricks (a thread a level-1 candidate, the pool's slot · 64 + its place in the brick's
+4³ block) and mg_prolong_add_bricks (a thread a level-0 unknown, from its flat cell) find the same
+indices as the set-up's mgb_restrict and mgb_prolong do — through nbr27, level 0's position and
+cells, level 1's map1 and position: ~17 MB, mostly L2-resident — and add the same terms in the
+same order (host harness and GPU test: bit for bit). The arrays change with each set-up while
+the captured graph keeps its arguments, so they come through ``brick_ptrs``, a device table the
+solver rewrites when it fills level 0's tables (``Level0.brick_words``); the solver no longer
+fills up[0] (one mgb_prolong a set-up fewer). Measured (H100 80GB HBM3, 8M dam break, strides
+1271869, 209200, …; ``bench/flip_sparse_pcg_loop.py`` variants in turn in one process, two
+calls): the loop's iteration 252.1 → 245.4 and 252.0 → 245.9 µs (−2.5%), 12 CG iterations, the
+pressure bit for bit; kernel by kernel (an event pair a launch, inflated alike) the restriction
+34 → 28 µs, the prolongation 29 → 28 µs: 86 MB less read, yet ~6 µs saved, not the table
+stream's ~25 µs — the look-ups are a chain of dependent loads (map1, position1, nbr27, position0,
+then r) where the tables had two. The solve and the substep's pressure stage move by less than
+their noise (solve medians 4.84 → 4.81 and 5.73 → 5.80 ms; pressure a substep 4.98 → 4.73 and
+4.47 → 4.65 ms). "shared" (a block a brick: the brick's 10³ fine r or 6³ coarse x gathered into
+shared memory once, then every stencil read there) gave 246.2 µs, no faster: kept selectable.
+
 Over-relaxed sweeps (``sparse_multigrid.MG_OMEGA``, issue 24, i24m; the kernels compile ω in):
 the fused V-cycle then prolongs onto every unknown, not the red ones alone, since the
 over-relaxed black sweep after it reads the black values."""
@@ -79,11 +101,84 @@ _TAIL_CLUSTER = 8  # blocks of mg_tail_cluster's one cluster (the portable limit
 _COARSE_THREADS = 256
 
 
+_BRICK_WORDS = 6  # flip_sparse_pressure_vcycle_bricks.cu's BT_WORDS
+_BRICK_THREADS = 64  # a block of mg_restrict_bricks_shared: a thread a level-1 candidate of its brick
+_BRICK_GRID = 8192
+# Keep the level 0 whose arrays the brick transfers read after a solve that keeps no tables
+# (a bench replaying the loop graph after the solve: bench/flip_sparse_pcg_loop.py); off, the
+# solver lets go of it as of the tables (its ~13 B a pool cell are not held between substeps).
+HOLD_BRICK_LEVEL = False
+
+
 class VCycleLaunches:
     """z = V-cycle(r) on the device, launch by launch."""
 
     tail_shared = 0  # bytes of the one-block tail's shared memory (``_tail_shared_bytes``; 0: global vectors)
     colour_grid = 1  # one-colour launches over stride / colour_grid threads
+    brick_transfers = (False, False)  # (restriction into level 1, prolongation onto level 0) by bricks
+    brick_suffix = "_bricks"  # their kernels: a thread an item, or "_bricks_shared" (a block a brick)
+    brick_ptrs = None  # their kernels' table of level 0's and 1's arrays (BT_*), rewritten with the tables
+    _brick_level = None  # the level 0 whose arrays brick_ptrs names
+
+    def _brick_setup(self, switch, kernels):
+        """``brick_transfers`` from ``BRICK_TRANSFERS`` (*switch*): for a workspace solver's
+        V-cycle (level 0's arrays and level 1's map from its set-up, ``Level0.brick_words``)
+        of at least two levels, the restriction where level 0's is mg_restrict's (three
+        levels on; with two mg_restrict_coarse_solve reads down[0]); their table and kernels."""
+        if switch not in ("0", "1", "restrict", "prolong", "shared"):
+            raise ValueError(f"VOXFX_SPARSE_MG_BRICK_TRANSFERS must be 0, 1, restrict, prolong or shared, "
+                             f"not {switch!r}")
+        if switch == "0" or self.generation is None or self.preconditioner != "mg" or len(self.levels) < 2:
+            return
+        both = switch in ("1", "shared")
+        self.brick_transfers = (both or switch == "restrict") and len(self.levels) > 2, both or switch == "prolong"
+        self.brick_suffix = "_bricks_shared" if switch == "shared" else "_bricks"
+        self.brick_ptrs = self.cp.zeros(_BRICK_WORDS, self.cp.uint64)
+        kernels.load(*(name + self.brick_suffix for name, on in zip(("mg_restrict", "mg_prolong_add"),
+                                                                     self.brick_transfers) if on))
+
+    def _brick_load(self, level0):
+        """The brick transfers' table for *level0* (its tables just filled in)."""
+        if any(self.brick_transfers):
+            self.brick_ptrs.set(level0.brick_words())
+            self._brick_level = level0
+
+    def _brick_release(self):
+        if not HOLD_BRICK_LEVEL:
+            self._brick_level = None
+
+    def _brick_blocks(self, C):
+        """The grid of a block-a-brick kernel (the _shared ones: grid-stride over the pool's
+        slots, whose count is the table's): level 1's stride / 32 blocks, twice its bricks
+        where the pool is full (each holds at most 64 level-1 cells)."""
+        return (max(1, min(_BRICK_GRID, C.stride // 32)),)
+
+    def _restrict(self, level, L, C):
+        """b of level + 1 from level's r: mg_restrict (down), or from level 0 mg_restrict_bricks
+        (a thread a level-1 candidate: grid-stride over their count, read from the table) or
+        mg_restrict_bricks_shared (a block of _BRICK_THREADS a brick)."""
+        if level == 0 and self.brick_transfers[0]:
+            args = (L.r, self.brick_ptrs, self.sizes, C.b, self.state)
+            if self.brick_suffix == "_bricks":
+                self._launch("mg_restrict_bricks", 2 * C.stride, args)
+            else:
+                self._one("mg_restrict_bricks_shared", self._brick_blocks(C), (_BRICK_THREADS,), args)
+        else:
+            self._launch("mg_restrict", C.stride, (L.r, L.down, np.int32(C.stride), self.sizes, np.int32(level + 1),
+                                                   C.b, self.state))
+
+    def _prolong(self, level, L, C, n, all_unknowns):
+        """x of *level* += P x of level + 1 over *n* threads: mg_prolong_add (up), or onto level 0
+        mg_prolong_add_bricks."""
+        if level == 0 and self.brick_transfers[1]:
+            args = (C.x, self.brick_ptrs, self.sizes, np.int32(all_unknowns), L.x, self.state)
+            if self.brick_suffix == "_bricks":
+                self._launch("mg_prolong_add_bricks", n, args)
+            else:
+                self._one("mg_prolong_add_bricks_shared", self._brick_blocks(C), (4 * _BRICK_THREADS,), args)
+        else:
+            self._launch("mg_prolong_add", n, (C.x, L.up, np.int32(L.stride), self.sizes, np.int32(level),
+                                               np.int32(all_unknowns), L.x, self.state))
 
     def _tail_first(self, bound):
         """mg_tail_vcycle's first level, or None: levels first..last in one block, first the
@@ -172,8 +267,7 @@ class VCycleLaunches:
             self._launch("mg_residual", L.stride if MG_SWEEPS == 1 else self._colour_n(L.stride),
                          (L.x, L.b, *self._level_args(level), np.int32(MG_SWEEPS == 1), L.r, self.state))
             if level + 1 < last:
-                self._launch("mg_restrict", C.stride, (L.r, L.down, np.int32(C.stride), self.sizes,
-                                                       np.int32(level + 1), C.b, self.state))
+                self._restrict(level, L, C)
         C = levels[last]
         if self.tail:
             _, table, strides = self.tail
@@ -192,8 +286,8 @@ class VCycleLaunches:
             self._one("mg_coarse_solve", (1,), (_COARSE_THREADS,), (C.x, C.b, *self._level_args(last), self.state))
         for level in range(lead - 1, -1, -1):
             L, C = levels[level], levels[level + 1]
-            self._launch("mg_prolong_add", self._colour_n(L.stride), (  # the red (all: MG_OMEGA ≠ 1 reads black)
-                C.x, L.up, np.int32(L.stride), self.sizes, np.int32(level), np.int32(MG_OMEGA != 1), L.x, self.state))
+            # the red (all: MG_OMEGA ≠ 1 reads black)
+            self._prolong(level, L, C, self._colour_n(L.stride), MG_OMEGA != 1)
             for sweep in range(MG_SWEEPS):
                 self._smooth(level, 1, fused=True)
                 if level == 0 and sweep == MG_SWEEPS - 1:
@@ -214,14 +308,12 @@ class VCycleLaunches:
                 self._smooth(level, 0, first=sweep == 0)
                 self._smooth(level, 1)
             self._launch("mg_residual", L.stride, (L.x, L.b, *self._level_args(level), np.int32(1), L.r, self.state))
-            self._launch("mg_restrict", C.stride, (L.r, L.down, np.int32(C.stride), self.sizes, np.int32(level + 1),
-                                                   C.b, self.state))
+            self._restrict(level, L, C)
         C = levels[last]
         self._one("mg_coarse_solve", (1,), (_COARSE_THREADS,), (C.x, C.b, *self._level_args(last), self.state))
         for level in range(last - 1, -1, -1):  # up: prolong-add; post-smooth black, red
             L, C = levels[level], levels[level + 1]
-            self._launch("mg_prolong_add", L.stride, (C.x, L.up, np.int32(L.stride), self.sizes, np.int32(level),
-                                                      np.int32(1), L.x, self.state))  # all unknowns
+            self._prolong(level, L, C, L.stride, 1)  # all unknowns
             for _ in range(MG_SWEEPS):
                 self._smooth(level, 1)
                 self._smooth(level, 0)

@@ -304,6 +304,7 @@ def unknowns(grid, kind, extra, ahead=False):
     level.xp, level.position, level.slot_coords, level.prebuilt = cp, position, grid.slot_coords, None
     level._tables_args = (cells, sizes, grid.nbr, np.int32(size), position, diag8)
     level._prolong_args = level._nbr = level._diag = None
+    level.candidates = 0  # level 1's candidates (_launch_levels): brick_words
     level.ws_serial, level.ws_device = ws.serial, ws.device
     if ahead:
         lo, hi, bounds = ws.last
@@ -360,6 +361,15 @@ class Level0(setup._BrickUnknowns):
             cnt0, nbr27, map1, position1, cnt1 = self._prolong_args
             setup._B.launch("mgb_prolong", self.m + 1, (cells, cnt0, np.int32(stride), nbr27, map1, position1, cnt1,
                                                         up))
+
+    def brick_words(self):
+        """The table of flip_sparse_pressure_vcycle_bricks.cu (BT_* order: position, cells,
+        nbr27, map1, level 1's position, the candidates' count) for this set-up's arrays
+        (``sparse_pressure_vcycle``'s brick transfers; valid while its tables are current)."""
+        self._check()
+        _, nbr27, map1, position1, _ = self._prolong_args
+        arrays = (self.position, self._tables_args[0], nbr27, map1, position1)
+        return np.array([a.data.ptr for a in arrays] + [self.candidates], np.uint64)
 
     def _own(self):
         import cupy as cp

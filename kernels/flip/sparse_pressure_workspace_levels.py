@@ -30,6 +30,7 @@ def _launch_levels(grid, kind, ws, level0, base, bounds, most):
         try:
             fine = _level1(grid, kind, base, ws, level0.position)
             level0._prolong_args = (cnt[0], grid.brick_nbr, ws.map1, ws.levels[1]["position"], cnt[1])
+            level0.candidates = int(grid.brick_slot.shape[0]) * 64  # map1's entries this set-up wrote
             for level in range(2, len(bounds)):
                 if setup.TAIL_BOUND and bounds[level - 1] <= setup.TAIL_BOUND:  # build's test, on the host bounds
                     _tail(level, fine, ws)
