@@ -39,7 +39,8 @@ from __future__ import annotations
 import threading
 from typing import Callable, Mapping, Optional
 
-from .cache import BakeCache
+from ..kernels.checkpoint import checkpoint_mode
+from .cache import BakeCache, release
 
 
 class FrameWriter:
@@ -52,21 +53,31 @@ class FrameWriter:
 
     def write(self, frame: int, writers: Mapping[str, Callable[[str], None]], state: Mapping | None = None):
         """Hand frame *frame* over (``BakeCache.write_frame``'s arguments): wait for the
-        frame before (raising its error), write this frame's *state* durably (None: its
-        checkpoint is recorded already), run the writers that need this thread, and
-        finish the frame on a writer thread."""
-        self.wait()  # one write at a time, in order: the fault steps of issue 21 §1 stay one sequence
-        if state is not None:
-            self.cache.write_state(frame, state)  # durable before the next frame is simulated
-        pending = self.cache.start_frame(frame, writers)
-        self._thread = threading.Thread(target=self._finish, args=(pending,), name=f"voxfx-frame-{frame}")
-        self._thread.start()
-
-    def _finish(self, pending) -> None:
+        frame before (raising its error), run the writers that need this thread, and
+        finish the frame on a writer thread, its *state* (None: its checkpoint is
+        recorded already) written there beside its files; with ``VOXFX_CHECKPOINT``
+        ``before_step`` or ``legacy`` the state is written here first, durable before
+        the next frame steps (module text). The state is released once written."""
         try:
-            self.cache.finish_frame(pending)  # its state is recorded already
+            self.wait()  # one write at a time, in order: the fault steps of issue 21 §1 stay one sequence
+            if state is not None and checkpoint_mode() != "overlap":
+                self.cache.write_state(frame, state)  # durable before the next frame is simulated
+                release(state)
+                state = None
+            pending = self.cache.start_frame(frame, writers)
+            self._thread = threading.Thread(target=self._finish, args=(pending, state), name=f"voxfx-frame-{frame}")
+            self._thread.start()
+        except BaseException:
+            release(state)
+            raise
+
+    def _finish(self, pending, state) -> None:
+        try:
+            self.cache.finish_frame(pending, state)
         except BaseException as e:  # noqa: BLE001 - raised on the bake's thread by wait()
             self._error = e
+        finally:
+            release(state)
 
     def wait(self) -> None:
         """Block until the frame in flight is recorded; raise its error here."""

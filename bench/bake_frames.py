@@ -41,6 +41,7 @@ import shutil
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -51,7 +52,7 @@ from tools.package import load  # noqa: E402
 load()
 import numpy as np  # noqa: E402
 
-from voxfx.addon import cache_writer, compact_points, liquid_files, sim_bake  # noqa: E402
+from voxfx.addon import cache_state, cache_writer, compact_points, liquid_files, sim_bake  # noqa: E402
 from voxfx.addon.cache import BakeCache  # noqa: E402
 from voxfx.addon.jobs import run_inline  # noqa: E402
 from voxfx.kernels.flip.bake import FlipBake  # noqa: E402
@@ -61,7 +62,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 from flip import dam_break  # noqa: E402
 
 ROWS = {"1m": (128, 1_000_000), "4m": (192, 4_000_000), "8m": (256, 8_000_000)}
-COLUMNS = ["step", "level set", "cell vel", "encode", "checkpoint", "ckpt write", "wait", "writer", "frame"]
+COLUMNS = ["step", "level set", "cell vel", "encode", "checkpoint", "ckpt write", "wait", "writer", "state file",
+           "state fsync", "frame"]
 
 
 def _sync(xp):
@@ -156,9 +158,13 @@ def bake_once(n, particles, frames, timing, xp, way, folder, write_vdb=None):
         os.environ[key] = value
     timed = Timed()
     real_write, real_state = cache_writer.FrameWriter.write, BakeCache.write_state
+    real_files = (cache_state.stage, cache_state.commit, cache_state.legacy_write, cache_state.write_npz, os.fsync)
+    in_npz = threading.local()
 
     def write(self, frame, files, state=None):  # the hand-over: the wait for the frame before + write_state
         a = time.perf_counter()
+        if state is not None and not hasattr(timed, "state_bytes"):
+            timed.state_bytes = {k: np.asarray(v).nbytes for k, v in state.items()}
         real_write(self, frame, files, state)
         timed.add(frame if frame in timed.frames else timed.current, "hand-over", (time.perf_counter() - a) * 1e3)
 
@@ -167,8 +173,31 @@ def bake_once(n, particles, frames, timing, xp, way, folder, write_vdb=None):
         real_state(self, frame, state)
         timed.add(timed.current, "ckpt write", (time.perf_counter() - a) * 1e3)
 
+    def state_file(fn, frame_at):  # the checkpoint's file on whichever thread writes it
+        def run(*args):
+            a = time.perf_counter()
+            out = fn(*args)
+            timed.add(args[frame_at], "state file", (time.perf_counter() - a) * 1e3)
+            return out
+        return run
+
+    def write_npz(temporary, frame, state):
+        in_npz.frame = frame
+        try:
+            return real_files[3](temporary, frame, state)
+        finally:
+            in_npz.frame = None
+
+    def fsync(fd):
+        a = time.perf_counter()
+        real_files[4](fd)
+        if getattr(in_npz, "frame", None) is not None:
+            timed.add(in_npz.frame, "state fsync", (time.perf_counter() - a) * 1e3)
+
     try:
         cache_writer.FrameWriter.write, BakeCache.write_state = write, write_state
+        cache_state.stage, cache_state.commit = state_file(real_files[0], 1), state_file(real_files[1], 2)
+        cache_state.legacy_write, cache_state.write_npz, os.fsync = state_file(real_files[2], 1), write_npz, fsync
         spec, v, t = dam_break(n, particles)
         settings = FlipSettings(sparse=True, **dict(TIMINGS[timing]))
         bake = FlipBake(spec, settings, (v, t), xp=xp, fps=24.0, particles_on_device=xp is not np)
@@ -182,6 +211,8 @@ def bake_once(n, particles, frames, timing, xp, way, folder, write_vdb=None):
         timed.bytes = [cache.frame_path(f, compact_points.SUFFIX).stat().st_size for f in written]
     finally:
         cache_writer.FrameWriter.write, BakeCache.write_state = real_write, real_state
+        (cache_state.stage, cache_state.commit, cache_state.legacy_write, cache_state.write_npz,
+         os.fsync) = real_files
         for key, value in saved.items():
             if value is None:
                 os.environ.pop(key, None)
@@ -199,6 +230,9 @@ def report(timed, way):
     print(f"way '{way or 'defaults'}': {timed.particles:,} particles on {'×'.join(map(str, timed.shape))}, codec "
           f"{'zstd' if compact_points.best_codec() == compact_points.CODEC_ZSTD else 'zlib'}, "
           f"{statistics.mean(timed.bytes) / timed.particles:.2f} bytes a particle, whole bake {timed.total:.1f} s")
+    state = getattr(timed, "state_bytes", {})
+    print(f"checkpoint {sum(state.values()) / 1e6:.1f} MB: " + ", ".join(
+        f"{k} {b / 1e6:.1f}" for k, b in sorted(state.items(), key=lambda kv: -kv[1]) if b >= 1e5))
     print("frame | " + " | ".join(COLUMNS))
     print("--- | " + " | ".join("---" for _ in COLUMNS))
     for f in sorted(timed.frames):
