@@ -24,13 +24,18 @@ checkpoint the same way; only then is the frame recorded in the manifest (itself
 written atomically), and only after that are checkpoints no longer kept removed. A kill
 or an I/O error at any instant therefore leaves a manifest whose every frame is whole
 and a checkpoint for its last frame: the next bake resumes there and re-bakes at most
-the frame in flight. With ``cache_writer.FrameWriter`` (files written while the next
-frame simulates) a frame's checkpoint comes first instead (``write_state``: durable and
-recorded before the next frame is simulated), then its files on the writer thread, then
-the frame's record: a checkpoint holds everything its frame's files are computed from,
-so a frame whose checkpoint is recorded but whose files are not is rewritten from the
-checkpoint on resume, not simulated again (``sim_bake``), and a kill costs at most the
-frame being simulated. Checkpoints of frames not yet recorded are never pruned. The
+the frame in flight. The checkpoint is written at the same time as the files, on a
+thread of its own (``cache_state``: a temporary, flushed, no rename), and renamed and
+recorded before the files are renamed: a checkpoint holds everything its frame's files
+are computed from, so a frame whose checkpoint is recorded but whose files are not is
+rewritten from the checkpoint on resume, not simulated again (``sim_bake``). With
+``cache_writer.FrameWriter`` (Write While Simulating) all of that runs on the writer
+thread while the next frame simulates, so a kill costs at most the frame being written
+and the frame being simulated, and only the latter once the written frame's checkpoint
+is recorded (``VOXFX_CHECKPOINT=before_step``: the checkpoint is made durable and
+recorded on the bake's thread before the next frame steps, ``write_state``, and a kill
+costs at most the frame being simulated, as before). Checkpoints of frames not yet
+recorded are never pruned. The
 manifest is read, changed and saved under one lock (the two threads both record). A
 frame is done only when its files have the recorded size and
 checksum (``verify_frame``); a damaged frame is re-baked from the nearest checkpoint
