@@ -24,13 +24,18 @@ checkpoint the same way; only then is the frame recorded in the manifest (itself
 written atomically), and only after that are checkpoints no longer kept removed. A kill
 or an I/O error at any instant therefore leaves a manifest whose every frame is whole
 and a checkpoint for its last frame: the next bake resumes there and re-bakes at most
-the frame in flight. With ``cache_writer.FrameWriter`` (files written while the next
-frame simulates) a frame's checkpoint comes first instead (``write_state``: durable and
-recorded before the next frame is simulated), then its files on the writer thread, then
-the frame's record: a checkpoint holds everything its frame's files are computed from,
-so a frame whose checkpoint is recorded but whose files are not is rewritten from the
-checkpoint on resume, not simulated again (``sim_bake``), and a kill costs at most the
-frame being simulated. Checkpoints of frames not yet recorded are never pruned. The
+the frame in flight. The checkpoint is written at the same time as the files, on a
+thread of its own (``cache_state``: a temporary, flushed, no rename), and renamed and
+recorded before the files are renamed: a checkpoint holds everything its frame's files
+are computed from, so a frame whose checkpoint is recorded but whose files are not is
+rewritten from the checkpoint on resume, not simulated again (``sim_bake``). With
+``cache_writer.FrameWriter`` (Write While Simulating) all of that runs on the writer
+thread while the next frame simulates, so a kill costs at most the frame being written
+and the frame being simulated, and only the latter once the written frame's checkpoint
+is recorded (``VOXFX_CHECKPOINT=before_step``: the checkpoint is made durable and
+recorded on the bake's thread before the next frame steps, ``write_state``, and a kill
+costs at most the frame being simulated, as before). Checkpoints of frames not yet
+recorded are never pruned. The
 manifest is read, changed and saved under one lock (the two threads both record). A
 frame is done only when its files have the recorded size and
 checksum (``verify_frame``); a damaged frame is re-baked from the nearest checkpoint
@@ -58,7 +63,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping
 
-from . import fsio
+from ..kernels.checkpoint import checkpoint_mode
+from . import cache_state, fsio
 from .cache_folder import (BLEND_NAME, CacheError, ForeignCacheError, _entries, _regular_file,  # noqa: F401
                            blend_name, explain, frame_ranges, resolve_folder)
 from .cache_manifest import (CHECKPOINT_EVERY, FORMAT, MANIFEST, SUFFIXES, CacheReader, _is_record,  # noqa: F401
@@ -214,8 +220,13 @@ class BakeCache(CacheReader):
         path it is given (a temporary name). The frame is recorded in the manifest only
         once all of its files and its checkpoint are on the disk. (``start_frame`` and
         ``finish_frame`` in turn: ``cache_writer.FrameWriter`` runs the second on a thread.)
+        A *state* with ``release`` (``kernels.checkpoint.HostState``) is released once
+        written, or once the frame failed.
         """
-        return self.finish_frame(self.start_frame(frame, writers), state)
+        try:
+            return self.finish_frame(self.start_frame(frame, writers), state)
+        finally:
+            release(state)
 
     def start_frame(self, frame: int, writers: Mapping[str, Callable[[str], None]]) -> "PendingFrame":
         """The first part of ``write_frame``, on the calling thread: check *writers*, name
@@ -232,20 +243,28 @@ class BakeCache(CacheReader):
         return pending
 
     def finish_frame(self, pending: "PendingFrame", state: Mapping | None = None) -> dict:
-        """The rest of ``write_frame`` (any thread): the other files, the renames, the
-        state (None: none, or written before by ``write_state``), the manifest, old
-        checkpoints pruned. On any failure the frame's temporaries are removed and it is
-        not recorded."""
+        """The rest of ``write_frame`` (any thread): the other files and the *state*
+        (None: none, or written before by ``write_state``) written at the same time, the
+        state's file on a thread of its own (``cache_state.Staging``), then in order: the
+        files flushed, the state renamed and recorded as a checkpoint, the files renamed,
+        the frame recorded, old checkpoints pruned. On any failure the frame's
+        temporaries (and the state's) are removed and it is not recorded."""
         frame, finals, temps = pending.frame, pending.finals, pending.temps
+        staging, legacy = None, state is not None and checkpoint_mode() == "legacy"
         try:
             if self.read_manifest() is None:
                 raise CacheError(f"The cache in '{self.folder}' was freed while frame {frame} was written")
-            self._run_writers(pending, [s for s in pending.writers if s not in pending.done])
+            if state is not None and not legacy:
+                staging = cache_state.Staging(self.checkpoint_path(frame), frame, state)
+            rest = [s for s in pending.writers if s not in pending.done]
+            self._run_writers(pending, rest, before_flush=staging.result if staging is not None else None)
+            if staging is not None:
+                self._record_state(frame, cache_state.commit(self.checkpoint_path(frame), staging.result(), frame))
             for suffix, final in finals.items():
                 os.replace(temps[suffix], final)
             fsio.fsync_folder(self.folder)
             fsio.fault_point(f"frame {frame} renamed")
-            record = list(self._write_state(frame, state)) if state is not None else None
+            record = list(cache_state.legacy_write(self.checkpoint_path(frame), frame, state)) if legacy else None
             with self._manifest_lock:
                 data = self._current_manifest(frame)
                 if record is not None:
@@ -254,24 +273,34 @@ class BakeCache(CacheReader):
                 data["updated"] = time.time()
                 self._save(data)
         except BaseException as e:
+            if staging is not None:
+                staging.discard()
             self._abandon(pending, e)  # raises
         self._prune_checkpoints()
         return finals
 
     def write_state(self, frame: int, state: Mapping) -> None:
         """Write the simulation *state* after *frame* durably and record it as a checkpoint
-        before the frame's files (``cache_writer.FrameWriter``): the frame can then be
-        rewritten from it on resume. The previous checkpoints stay until the frame is
-        recorded. A full disk is the cache's one-line ``CacheError``, no temporary left."""
+        before the frame's files (``cache_writer.FrameWriter`` when the state must be
+        durable before the next frame steps): the frame can then be rewritten from it on
+        resume. The previous checkpoints stay until the frame is recorded. A full disk is
+        the cache's one-line ``CacheError``, no temporary left."""
+        final = self.checkpoint_path(frame)
         try:
-            record = list(self._write_state(frame, state))
-            with self._manifest_lock:
-                data = self._current_manifest(frame)
-                data["checkpoints"][frame] = record
-                data["updated"] = time.time()
-                self._save(data)
+            if checkpoint_mode() == "legacy":
+                self._record_state(frame, cache_state.legacy_write(final, frame, state))
+            else:
+                self._record_state(frame, cache_state.commit(final, cache_state.stage(final, frame, state), frame))
         except OSError as e:
             raise CacheError(f"{explain(e, self.folder)}; frames up to the last recorded one are kept") from e
+
+    def _record_state(self, frame: int, record) -> None:
+        """Record the checkpoint of *frame* (its file renamed already) in the manifest."""
+        with self._manifest_lock:
+            data = self._current_manifest(frame)
+            data["checkpoints"][frame] = list(record)
+            data["updated"] = time.time()
+            self._save(data)
 
     def _current_manifest(self, frame: int) -> dict:
         data = self.read_manifest()
@@ -279,14 +308,20 @@ class BakeCache(CacheReader):
             raise CacheError(f"The cache in '{self.folder}' was freed while frame {frame} was written")
         return data
 
-    def _run_writers(self, pending: "PendingFrame", suffixes) -> None:
-        """Write, flush and checksum the files of *suffixes* under their temporary names."""
+    def _run_writers(self, pending: "PendingFrame", suffixes, before_flush=None) -> None:
+        """Write, flush and checksum the files of *suffixes* under their temporary names;
+        *before_flush()*: waited for once all are written, before the first is flushed
+        (the state's staging: its fault point comes before theirs, one sequence)."""
         try:
             for suffix in suffixes:
                 final, temporary = pending.finals[suffix], pending.temps[suffix]
                 pending.writers[suffix](str(temporary))
                 if _regular_file(temporary) is None:
                     raise CacheError(f"Writing {final.name} produced no file")
+            if before_flush is not None:
+                before_flush()
+            for suffix in suffixes:
+                final, temporary = pending.finals[suffix], pending.temps[suffix]
                 fsio.fsync_file(temporary)
                 os.chmod(temporary, fsio.umask_mode())
                 pending.records[final.name] = list(fsio.checksum(temporary))
@@ -303,20 +338,6 @@ class BakeCache(CacheReader):
         if isinstance(e, OSError):
             raise CacheError(f"{explain(e, self.folder)}; frames up to the last recorded one are kept") from e
         raise e
-
-    def _write_state(self, frame: int, state: Mapping) -> tuple[int, str]:
-        import numpy as np
-
-        def write(temporary):  # np.savez's layout; the with-blocks close the zip even on a full disk
-            arrays = {"frame": np.int64(frame), **state}
-            with open(temporary, "xb") as f, zipfile.ZipFile(f, "w", zipfile.ZIP_STORED, allowZip64=True) as z:
-                for key, value in arrays.items():
-                    with z.open(f"{key}.npy", "w", force_zip64=True) as member:
-                        np.lib.format.write_array(member, np.asanyarray(value), allow_pickle=False)
-
-        path = fsio.write_atomic(self.checkpoint_path(frame), write)
-        fsio.fault_point(f"state {frame} written")
-        return fsio.checksum(path)
 
     def _prune_checkpoints(self) -> None:
         """Remove states no longer kept: all but every K-th frame's, the newest (K = 0: the
@@ -445,6 +466,14 @@ class BakeCache(CacheReader):
             fsio.fault_point("manifest saved")
         except OSError as e:
             raise CacheError(explain(e, self.folder)) from e
+
+
+def release(state) -> None:
+    """Hand a written checkpoint's host memory back (``kernels.checkpoint.HostState``;
+    a plain dict has none)."""
+    give_back = getattr(state, "release", None)
+    if give_back is not None:
+        give_back()
 
 
 _status_memo: dict = {}

@@ -5,19 +5,25 @@ simulation's next frame needs none of it. ``FrameWriter.write`` therefore return
 soon as the frame is handed over, and the bake steps the next frame while a thread
 finishes this one (``BakeCache.finish_frame``).
 
-What a kill costs stays at most the frame being simulated (issue 21 §1), as without the
-thread: ``write`` first makes the frame's checkpoint durable and records it
-(``BakeCache.write_state``, on the bake's thread, before the next frame steps), and a
-checkpoint holds everything the frame's files are computed from (the liquid's grid
-velocity too). A kill while the thread writes frame N's files leaves frame N's
-checkpoint recorded and its files not: the next Bake rewrites them from the checkpoint
-(``sim_bake``) and simulates again only frame N + 1, which was being simulated. The
-previous checkpoints stay until the frame is recorded (``BakeCache._prune_checkpoints``
-keeps those of frames not recorded yet). Frames are recorded one after another, in
-order: ``write`` waits for the frame before (the queue holds one frame) before it writes
-this frame's checkpoint, so the manifest never records frame N + 1 before frame N and
-the cache's writes are one sequence (the fault-injection steps of ``fsio`` too); what
-overlaps the next frame's simulation is the frame's files.
+The frame's checkpoint goes to the thread too (issue 24: at 8M liquid particles its
+durable write, ~200 MB and an fsync, was most of a frame's wall time while the bake
+waited for it): ``BakeCache.finish_frame`` writes it beside the frame's files, renames
+and records it, then renames and records the files. A checkpoint holds everything the
+frame's files are computed from (the liquid's grid velocity too), so what a kill costs
+is: while the thread writes frame N, before N's checkpoint is recorded, frames N and
+N + 1 (the frame being written and the frame being simulated: the next Bake resumes from
+N − 1's checkpoint); once it is recorded, only N + 1 (N is rewritten from its
+checkpoint, ``sim_bake``). That is one frame more than issue 21 §1 promised; with
+``VOXFX_CHECKPOINT=before_step`` ``write`` makes the checkpoint durable and records it
+here, on the bake's thread, before the next frame steps (``BakeCache.write_state``), and
+a kill costs at most the frame being simulated again, at the price of the bake waiting
+for that write. Recorded frames are never lost either way. The previous checkpoints
+stay until the frame is recorded (``BakeCache._prune_checkpoints`` keeps those of frames
+not recorded yet). Frames are recorded one after another, in order: ``write`` waits for
+the frame before (the queue holds one frame) before it hands this one over, so the
+manifest never records frame N + 1 before frame N and the cache's writes are one
+sequence (the fault-injection steps of ``fsio`` too; the checkpoint's own thread has
+one step, before the files' first).
 
 Writers that use ``bpy`` (marked ``cache.on_main_thread``) run in ``write``, on the
 bake's thread (``BakeCache.start_frame``). An error in the writer thread (a full disk:
@@ -29,7 +35,8 @@ The frame handed over must not change afterwards: its writers' arrays are the fr
 own (``kernels.flip.bake.frame_arrays`` and the snow's outputs are copies; device
 arrays are encoded before the hand-over, a liquid's up to its raw block on the host,
 which its writer compresses here: ``liquid_files``), and checkpoints are copies
-(``checkpoint()``).
+(``checkpoint()``; on a GPU in a page-locked block the simulation reuses only once
+the state is released: ``write`` and the thread release it once written or failed).
 
 No ``bpy`` here.
 """
@@ -39,7 +46,8 @@ from __future__ import annotations
 import threading
 from typing import Callable, Mapping, Optional
 
-from .cache import BakeCache
+from ..kernels.checkpoint import checkpoint_mode
+from .cache import BakeCache, release
 
 
 class FrameWriter:
@@ -52,21 +60,31 @@ class FrameWriter:
 
     def write(self, frame: int, writers: Mapping[str, Callable[[str], None]], state: Mapping | None = None):
         """Hand frame *frame* over (``BakeCache.write_frame``'s arguments): wait for the
-        frame before (raising its error), write this frame's *state* durably (None: its
-        checkpoint is recorded already), run the writers that need this thread, and
-        finish the frame on a writer thread."""
-        self.wait()  # one write at a time, in order: the fault steps of issue 21 §1 stay one sequence
-        if state is not None:
-            self.cache.write_state(frame, state)  # durable before the next frame is simulated
-        pending = self.cache.start_frame(frame, writers)
-        self._thread = threading.Thread(target=self._finish, args=(pending,), name=f"voxfx-frame-{frame}")
-        self._thread.start()
-
-    def _finish(self, pending) -> None:
+        frame before (raising its error), run the writers that need this thread, and
+        finish the frame on a writer thread, its *state* (None: its checkpoint is
+        recorded already) written there beside its files; with ``VOXFX_CHECKPOINT``
+        ``before_step`` or ``legacy`` the state is written here first, durable before
+        the next frame steps (module text). The state is released once written."""
         try:
-            self.cache.finish_frame(pending)  # its state is recorded already
+            self.wait()  # one write at a time, in order: the fault steps of issue 21 §1 stay one sequence
+            if state is not None and checkpoint_mode() != "overlap":
+                self.cache.write_state(frame, state)  # durable before the next frame is simulated
+                release(state)
+                state = None
+            pending = self.cache.start_frame(frame, writers)
+            self._thread = threading.Thread(target=self._finish, args=(pending, state), name=f"voxfx-frame-{frame}")
+            self._thread.start()
+        except BaseException:
+            release(state)
+            raise
+
+    def _finish(self, pending, state) -> None:
+        try:
+            self.cache.finish_frame(pending, state)
         except BaseException as e:  # noqa: BLE001 - raised on the bake's thread by wait()
             self._error = e
+        finally:
+            release(state)
 
     def wait(self) -> None:
         """Block until the frame in flight is recorded; raise its error here."""

@@ -10,8 +10,9 @@ checkpoint of its own (written before its files, which a kill cut short) is rewr
 from it, not simulated: a checkpoint holds everything the frame's files are computed
 from (``restored_outputs``, below). A bake killed at any instant therefore resumes
 after its last recorded frame, simulating again at most the frame that was being
-simulated, and a damaged frame N is re-baked from the nearest checkpoint before N, not
-from the start.
+simulated and, with the writer thread, the frame it was writing until that frame's
+checkpoint is recorded (``cache_writer``), and a damaged frame N is re-baked from the
+nearest checkpoint before N, not from the start.
 
 A simulation whose ``restore`` may leave its frame's outputs unknown (a liquid
 checkpoint written before it held the grid velocity) sets ``restored_outputs`` False;
@@ -52,14 +53,15 @@ def simulate(cache: BakeCache, plan: ResumePlan, make_sim: Callable[..., object]
     moved on by the time it runs).
     With *first_frame_is_initial* the plan's first frame shows the initial state (the
     liquid); otherwise the first frame is already one frame of simulation (the snow).
-    With *background* the files are written on a writer thread while the next frame is
-    simulated (``cache_writer.FrameWriter``: the frame's checkpoint first, durable before
-    the next frame steps, then its files in the background, recorded in order); the
-    frames are all recorded when this returns, and a cancel or error waits for the frame
-    in flight. What a kill costs (never a recorded frame): at most the frame being
-    simulated, in both modes (with *background* a frame whose files were cut short is
-    rewritten from its checkpoint; without, the next frame only starts once this one is
-    recorded).
+    With *background* the files and the checkpoint are written on a writer thread while
+    the next frame is simulated (``cache_writer.FrameWriter``: the checkpoint recorded
+    before the files, recorded in order); the frames are all recorded when this returns,
+    and a cancel or error waits for the frame in flight. What a kill costs (never a
+    recorded frame): with *background*, at most the frame being simulated and the frame
+    being written, the latter only until its checkpoint is recorded (then it is rewritten
+    from it; ``VOXFX_CHECKPOINT=before_step``: the checkpoint is durable before the next
+    step and only the frame being simulated is lost); without, the frame in flight (the
+    next frame only starts once this one is recorded).
     """
     if not plan.todo:
         sim = yield Kernel(make_sim, "setting up", 0.0, 1.0)

@@ -27,7 +27,7 @@ import math
 import numpy as np
 
 from .. import backend
-from ..checkpoint import check_state
+from ..checkpoint import HostRing, check_state, gather
 from ..errors import InputError, VoxFXError
 from ..grid import GridSpec
 from ..progress import report, scaled
@@ -363,14 +363,21 @@ class FlipSimulation:
         """The state after the last step as NumPy copies: what the next step reads
         (particles, time, inflow seeds) and what this frame's outputs read besides the
         particles, the grid velocity (``cell_velocity``: the VDB's velocity), so a bake
-        can write the frame's files again from its checkpoint alone."""
-        to = lambda a: np.array(backend.to_numpy(a), copy=True)  # noqa: E731
-        state = {"pos": to(self.pos), "vel": to(self.vel), "t": np.float64(self.t), "frames": np.int64(self.frames),
+        can write the frame's files again from its checkpoint alone. A ``HostState``: on a
+        GPU one page-locked block of this simulation's ring (``kernels.checkpoint.gather``),
+        handed back by ``release()`` once written."""
+        if getattr(self, "_host_ring", None) is None:
+            self._host_ring = HostRing()
+        return gather(self._state_arrays(), self._host_ring)
+
+    def _state_arrays(self) -> dict:
+        """``checkpoint``'s arrays where they are (NumPy or CuPy; copied by ``gather``)."""
+        state = {"pos": self.pos, "vel": self.vel, "t": np.float64(self.t), "frames": np.int64(self.frames),
                  "emitted": np.int64(getattr(self, "emitted", 0))}
         if self.c is not None:
-            state["c"] = to(self.c)
-        state.update({k: to(a) for k, a in self._velocity_state().items()})
-        state.update({k: to(a) for k, a in self._kept_state().items()})
+            state["c"] = self.c
+        state.update(self._velocity_state())
+        state.update(self._kept_state())
         return state
 
     # ------------------------------------------------------------------ the time-centred advection's kept faces

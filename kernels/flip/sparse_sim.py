@@ -340,31 +340,31 @@ class SparseFlipSimulation(KeptBricks, FlipSimulation):
         total = self.pos.astype(xp.float64).sum(axis=0) + (m[:, None] * self.band.centres(self.spec)).sum(axis=0)
         return backend.to_numpy(total / (len(self.pos) + float(m.sum())))
 
-    def checkpoint(self) -> dict:
-        """``FlipSimulation.checkpoint``; a narrow band's state; the pressure carried for
+    def _state_arrays(self) -> dict:
+        """``FlipSimulation.checkpoint``'s; a narrow band's state; the pressure carried for
         the next solve's warm start ("pressure_cells" (k, 3) int32 lattice cells,
         "pressure_values" (k,), 16 bytes a FLUID cell: optional, absent means a cold
-        start), so a resumed bake goes on as it would have."""
-        state = super().checkpoint()
-        g = self.grid
+        start), so a resumed bake goes on as it would have. Where they are (NumPy or
+        CuPy, packed on the device: ``checkpoint`` copies them once)."""
+        state = super()._state_arrays()
+        g, xp = self.grid, self.xp
         pending = getattr(self, "carried_pressure", None)  # restored, no substep since
         if pending is not None:
-            state["pressure_cells"], state["pressure_values"] = np.array(pending[0], np.int32), pending[1].copy()
+            state["pressure_cells"], state["pressure_values"] = pending[0].astype(np.int32), pending[1]
         elif sparse_pressure.CARRIED in g.channels:
-            xp = self.xp
             at = xp.flatnonzero(xp.isfinite(g[sparse_pressure.CARRIED]))
             i, j, k = g.lattice()
-            cells = xp.stack([i[at], j[at], k[at]], axis=1).astype(xp.int32)  # the lattice is ±2²³ cells
-            state["pressure_cells"] = np.array(backend.to_numpy(cells), np.int32)
-            state["pressure_values"] = np.array(backend.to_numpy(g[sparse_pressure.CARRIED][at]), np.float32)
+            state["pressure_cells"] = xp.stack([i[at], j[at], k[at]], axis=1).astype(xp.int32)  # the lattice: ±2²³
+            state["pressure_values"] = g[sparse_pressure.CARRIED][at]
         if self.band is not None:
-            state["deep"] = np.array(backend.to_numpy(self.band.deep), np.int64)
             restored = self._restored_velocity()  # a restored frame's faces until its next substep
             grid = self.grid if restored is None else restored
-            state["deep_faces"] = np.array(backend.to_numpy(self.band.low_faces(grid)), np.float32)
-            state["deep_mass"] = np.array(backend.to_numpy(self.band.mass), np.float64)
-            state["band_cells"] = np.array(backend.to_numpy(self.band.lattice), np.int64)
-            state["band_phi"] = np.array(backend.to_numpy(self.band.phi), np.float32)
+            band = self.band
+            state.update(deep=band.deep.astype(xp.int64, copy=False),
+                         deep_faces=band.low_faces(grid).astype(xp.float32, copy=False),
+                         deep_mass=band.mass.astype(xp.float64, copy=False),
+                         band_cells=band.lattice.astype(xp.int64, copy=False),
+                         band_phi=band.phi.astype(xp.float32, copy=False))
         return state
 
     # the grid velocity on its bricks: their keys (ascending) and each brick's 512 u, v, w

@@ -23,6 +23,8 @@ from voxfx.addon import fsio
 from voxfx.addon.cache import BakeCache
 from voxfx.addon.jobs import JobRunner
 
+from tests.unit.test_cache_faults import allowed_loss
+
 from .helpers import ROOT, set_snow, snow_receivers, voxfx_registered
 
 _UUID = re.compile(rb"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}")
@@ -117,20 +119,27 @@ def count_steps(monkeypatch, effect):
     return stepped
 
 
-@pytest.mark.parametrize("overlap", [True, False], ids=["write_while_simulating", "synchronous"])
+@pytest.mark.parametrize("way", ["overlap", "before_step", "synchronous"])
 @pytest.mark.parametrize("effect", ["snow_scene", "liquid_scene", "sparse_liquid_scene"])
-def test_io_error_at_every_write_step(effect, overlap, request, monkeypatch):
+def test_io_error_at_every_write_step(effect, way, request, monkeypatch):
+    """*way*: Write While Simulating on with each frame's checkpoint written on the writer
+    thread beside its files (the default), on with it durable before the next frame steps
+    (``VOXFX_CHECKPOINT=before_step``), or off."""
     folder, job = request.getfixturevalue(effect)
-    bpy.context.scene.voxfx.write_while_simulating = overlap
+    bpy.context.scene.voxfx.write_while_simulating = way != "synchronous"
+    if way == "before_step":
+        monkeypatch.setenv("VOXFX_CHECKPOINT", way)
+    else:
+        monkeypatch.delenv("VOXFX_CHECKPOINT", raising=False)
     stepped = count_steps(monkeypatch, effect)
     fsio.reset_faults()
     assert run(job()).state == "FINISHED"
-    steps = fsio.fault_count()
+    labels = fsio.fault_labels()
     reference = frame_files(folder)
     assert len(reference) == 3 * (3 if effect == "snow_scene" else 2)
     kind = "snow" if effect == "snow_scene" else "flip"
     lost = []
-    for k in range(1, steps + 1):
+    for k in range(1, len(labels) + 1):
         BakeCache(folder, folder.name, kind=kind).free()
         monkeypatch.setenv(fsio.FAULT_ENV, str(k))
         fsio.reset_faults()
@@ -145,6 +154,7 @@ def test_io_error_at_every_write_step(effect, overlap, request, monkeypatch):
         stepped.clear()
         resumed = run(job())
         lost.append(len(set(simulated) & set(stepped)))  # frames simulated by both bakes
+        assert lost[-1] <= allowed_loss(way, labels, k), (k, labels[k - 1], lost[-1])
         assert resumed.state == "FINISHED", (k, resumed.error)
         expected = f"baked frames {len(done) + 1}-3" if len(done) < 2 else "baked frames 3"
         if len(done) == 3:
@@ -152,8 +162,9 @@ def test_io_error_at_every_write_step(effect, overlap, request, monkeypatch):
         assert resumed.result.summary == expected, (k, done, resumed.result.summary)
         assert not any("runs again from frame" in n for n in resumed.result.notes) or not done, k
         assert frame_files(folder) == reference, k
-    # a failure costs at most the frame in flight, in both modes, and one while simulating or checkpointing it does
-    assert max(lost) == 1, lost
+    # a failure costs at most the frame in flight (overlap: and the frame being written,
+    # until its checkpoint is recorded), and one while simulating or checkpointing it does
+    assert max(lost) == (2 if way == "overlap" else 1), lost
 
 
 def test_snow_bake_killed_after_a_frame_is_renamed_and_after_its_state(snow_scene):
@@ -179,12 +190,20 @@ def test_snow_bake_killed_after_a_frame_is_renamed_and_after_its_state(snow_scen
         bpy.ops.voxfx.snow_free()
 
 
-def test_liquid_killed_while_a_frames_files_are_written_rewrites_that_frame_without_simulating_it(liquid_scene,
-                                                                                                  monkeypatch):
+@pytest.mark.parametrize("way", ["overlap", "before_step"])
+def test_liquid_killed_while_a_frame_is_written_resumes_from_its_checkpoint_once_recorded(liquid_scene, monkeypatch,
+                                                                                          way):
     """kill -9 in a child Blender (the CLI, Write While Simulating on) while the writer
-    thread writes frame 2's files and after it renamed them: frame 2's checkpoint is
-    recorded, so the next Bake rewrites frame 2 from it and simulates only frame 3."""
+    thread writes frame 2 (its checkpoint and files: the default) and after it renamed its
+    files. Once frame 2's checkpoint is recorded the next Bake rewrites frame 2 from it and
+    simulates only frame 3; killed while that checkpoint is still being written (on the
+    writer thread, beside the files: staged, renamed), it simulates frames 2 and 3. With
+    ``VOXFX_CHECKPOINT=before_step`` the checkpoint is recorded before frame 3 steps."""
     folder, job = liquid_scene
+    if way == "before_step":
+        monkeypatch.setenv("VOXFX_CHECKPOINT", way)
+    else:
+        monkeypatch.delenv("VOXFX_CHECKPOINT", raising=False)
     fsio.reset_faults()
     assert run(job()).state == "FINISHED"
     labels = fsio.fault_labels()
@@ -192,9 +211,17 @@ def test_liquid_killed_while_a_frames_files_are_written_rewrites_that_frame_with
     bpy.ops.voxfx.flip_free()
     bpy.ops.wm.save_mainfile()
     first_file = next(i for i, label in enumerate(labels) if label.startswith("liquid_0002."))
-    assert labels[first_file - 2:first_file] == ["state 2 written", "manifest saved"]  # the checkpoint came first
+    recorded = labels.index("state 2 written") + 1  # its manifest save: the checkpoint is recorded
+    assert labels[recorded] == "manifest saved" and recorded < labels.index("frame 2 renamed")
+    if way == "overlap":  # staged beside the files, renamed and recorded after them
+        assert labels.index("state 2 staged") < first_file < recorded
+        kills = {labels.index("state 2 staged") + 1: [2, 3], first_file + 1: [2, 3], recorded: [2, 3],
+                 recorded + 1: [3], labels.index("frame 2 renamed") + 1: [3]}
+    else:
+        assert recorded < first_file  # durable before the next frame, before the files
+        kills = {first_file + 1: [3], labels.index("frame 2 renamed") + 1: [3]}
     stepped = count_steps(monkeypatch, "liquid_scene")
-    for k in (first_file + 1, labels.index("frame 2 renamed") + 1):
+    for k, again in kills.items():
         env = dict(os.environ, VOXFX_BACKEND="cpu", **{fsio.FAULT_ENV: f"{k}:exit"})
         r = subprocess.run([sys.executable, "-m", "tools.cli", "--blend", bpy.data.filepath, "flip"], cwd=ROOT,
                            capture_output=True, text=True, timeout=300, env=env)
@@ -203,7 +230,7 @@ def test_liquid_killed_while_a_frames_files_are_written_rewrites_that_frame_with
         stepped.clear()
         resumed = run(job())
         assert resumed.state == "FINISHED", resumed.error
-        assert resumed.result.summary == "baked frames 2-3" and stepped == [3], (k, resumed.result.summary, stepped)
+        assert resumed.result.summary == "baked frames 2-3" and stepped == again, (k, labels[k - 1], stepped)
         assert frame_files(folder) == reference, k
         bpy.ops.voxfx.flip_free()
 

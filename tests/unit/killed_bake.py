@@ -19,7 +19,11 @@ from tests.unit.test_cache_faults import bake  # noqa: E402 - imported once, by 
 from voxfx.addon import fsio  # noqa: E402
 
 
-def bake_until_killed(folder, k, background, log):
+def bake_until_killed(folder, k, background, log, mode=""):
     os.environ[fsio.FAULT_ENV] = f"{k}:exit"
+    if mode:  # VOXFX_CHECKPOINT (the server's environment is the one it started with)
+        os.environ["VOXFX_CHECKPOINT"] = mode
+    else:
+        os.environ.pop("VOXFX_CHECKPOINT", None)
     fsio.reset_faults()  # a step count of its own, from zero, as a fresh process has
     bake(folder, background=background, log=log)

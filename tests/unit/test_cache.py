@@ -187,7 +187,9 @@ def test_full_disk_is_a_clear_error_with_nothing_half_written(small_tmpfs):
     assert c.last_complete_frame() == 1
 
 
-def test_full_disk_at_the_checkpoint_keeps_the_frames_and_leaves_no_temporary(small_tmpfs):
+@pytest.mark.parametrize("mode", ["", "legacy"], ids=["staged", "legacy"])
+def test_full_disk_at_the_checkpoint_keeps_the_frames_and_leaves_no_temporary(small_tmpfs, monkeypatch, mode):
+    monkeypatch.setenv("VOXFX_CHECKPOINT", mode)
     c = BakeCache(small_tmpfs / "bake", "liquid", kind="test", suffixes=(".bin",))
     c.begin({}, 1, 100)
     small = lambda path: open(path, "wb").write(os.urandom(1024))  # noqa: E731
@@ -195,8 +197,10 @@ def test_full_disk_at_the_checkpoint_keeps_the_frames_and_leaves_no_temporary(sm
     with pytest.raises(CacheError, match="full"):
         c.write_frame(2, {".bin": small}, state={"x": np.zeros(200_000, np.float32)})
     names = sorted(p.name for p in (small_tmpfs / "bake").iterdir())
-    # frame 2's file was renamed before the state failed, but it is not recorded
-    assert names == sorted([MANIFEST, "liquid_0001.bin", "liquid_0002.bin", "liquid_state_0001.npz"])
+    # staged beside the file (the default), the state failed before frame 2's file was
+    # renamed; written after it (legacy), the file was renamed but is not recorded
+    kept = [MANIFEST, "liquid_0001.bin", "liquid_state_0001.npz"] + (["liquid_0002.bin"] if mode else [])
+    assert names == sorted(kept)
     assert c.frames_done() == [1]
     plan = BakeCache(small_tmpfs / "bake", "liquid", kind="test", suffixes=(".bin",)).begin({}, 1, 100)
     assert plan.todo[0] == 2 and plan.checkpoints == [1]

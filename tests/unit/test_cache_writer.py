@@ -4,6 +4,7 @@ bpy writers stay on the bake's thread, a writer's error is the bake's one-line e
 and a cancel waits for the frame in flight (which is then whole and recorded)."""
 
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -187,10 +188,13 @@ def test_start_and_finish_frame_are_write_frame(tmp_path):
     assert not [p.name for p in cache.folder.iterdir() if fsio.is_temporary(p.name)]
 
 
-def test_a_frames_checkpoint_is_recorded_before_the_next_frame_steps(tmp_path):
-    """Issue 21 §1 with the writer thread: frame N's checkpoint is durable and recorded
-    before frame N + 1 is simulated (a kill then costs at most N + 1), and while the
-    thread writes N's files N is not recorded but its checkpoint is."""
+@pytest.mark.parametrize("mode", ["before_step", "legacy"])
+def test_a_frames_checkpoint_is_recorded_before_the_next_frame_steps(tmp_path, monkeypatch, mode):
+    """Issue 21 §1 with the writer thread and ``VOXFX_CHECKPOINT=before_step`` (or the
+    legacy writes): frame N's checkpoint is durable and recorded before frame N + 1 is
+    simulated (a kill then costs at most N + 1), and while the thread writes N's files N
+    is not recorded but its checkpoint is."""
+    monkeypatch.setenv("VOXFX_CHECKPOINT", mode)
     cache = BakeCache(tmp_path, "liquid", kind="flip", checkpoint_every=0)
     plan = cache.begin({"test": 1}, 1, 4)
     at_step, while_writing = {}, {}
@@ -212,11 +216,126 @@ def test_a_frames_checkpoint_is_recorded_before_the_next_frame_steps(tmp_path):
     fsio.reset_faults()
     run_inline(sim_bake.simulate(cache, plan, Counter, advance, writers, first_frame_is_initial=False))
     assert [label for label in fsio.fault_labels() if label.startswith("state ")] == \
-        [f"state {f} written" for f in (1, 2, 3, 4)]  # each checkpoint written once, in order
+        [f"state {f} {step}" for f in (1, 2, 3, 4) for step in (("staged",) if mode != "legacy" else ()) + ("written",)]
     assert all(frame - 1 in at_step[frame] for frame in (2, 3, 4)), at_step
     assert while_writing == {f: (True, False) for f in (1, 2, 3, 4)}
     assert sorted(cache.read_manifest()["checkpoints"]) == [4] and cache.frames_done() == [1, 2, 3, 4]
     assert sorted(p.name for p in tmp_path.glob("liquid_state_*.npz")) == ["liquid_state_0004.npz"]
+
+
+def test_a_frames_checkpoint_is_written_beside_its_files_while_the_next_frame_steps(tmp_path, monkeypatch):
+    """The default (``VOXFX_CHECKPOINT`` unset): frame N's checkpoint is written on the
+    writer thread while frame N + 1 steps, at the same time as N's files (N's file writer
+    waits until the checkpoint is staged: written one after the other, it would wait out
+    WAIT), and recorded before N's files are renamed; each checkpoint once, in order.
+    When a frame steps, the checkpoint of one of the two frames before it is recorded (a
+    kill costs at most those two: ``test_cache_faults``)."""
+    monkeypatch.delenv("VOXFX_CHECKPOINT", raising=False)
+    cache = BakeCache(tmp_path, "liquid", kind="flip", checkpoint_every=0)
+    plan = cache.begin({"test": 1}, 1, 4)
+    at_step, while_writing = {}, {}
+
+    def advance(sim, frame):
+        at_step[frame] = sorted(cache.read_manifest()["checkpoints"])
+        sim.frames += 1
+        return ""
+
+    def writers(sim, progress=None):
+        frame = sim.frames
+
+        def write(path):
+            data = cache.read_manifest()
+            while_writing[frame] = (frame in data["checkpoints"], frame in data["frames"])
+            deadline = time.monotonic() + WAIT
+            while f"state {frame} staged" not in fsio.fault_labels():  # the checkpoint's own thread
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"frame {frame}'s checkpoint was not written beside its file")
+                time.sleep(0.002)
+            Path(path).write_bytes(b"frame %d" % frame)
+        return {".ply": write}
+
+    fsio.reset_faults()
+    run_inline(sim_bake.simulate(cache, plan, Counter, advance, writers, first_frame_is_initial=False))
+    labels = fsio.fault_labels()
+    assert [label for label in labels if label.startswith("state ")] == \
+        [f"state {f} {step}" for f in (1, 2, 3, 4) for step in ("staged", "written")]
+    for f in (1, 2, 3, 4):  # staged, the file flushed, the checkpoint renamed and recorded, the file renamed
+        at = labels.index(f"state {f} staged")
+        assert labels[at:at + 5] == [f"state {f} staged", f"liquid_{f:04d}.ply written", f"state {f} written",
+                                     "manifest saved", f"frame {f} renamed"], labels
+    assert all({frame - 2, frame - 1} & set(at_step[frame]) for frame in (3, 4)), at_step
+    assert while_writing == {f: (False, False) for f in (1, 2, 3, 4)}
+    assert sorted(cache.read_manifest()["checkpoints"]) == [4] and cache.frames_done() == [1, 2, 3, 4]
+    assert writer_threads() == []
+    restored = Counter()
+    restored.restore(next(cache.states(cache.begin({"test": 1}, 1, 4), before=5))[1])
+    assert restored.frames == 4
+
+
+class Ring:
+    """Where a ``HostState``'s block goes back (``kernels.checkpoint.HostRing.give_back``)."""
+
+    def __init__(self):
+        self.back = []
+
+    def give_back(self, block):
+        self.back.append((block, threading.current_thread().name))
+
+
+@pytest.mark.parametrize("mode", ["", "before_step"], ids=["overlap", "before_step"])
+def test_a_checkpoints_host_block_is_given_back_once_written_and_never_before(tmp_path, monkeypatch, mode):
+    """``HostState.release``: each frame's block goes back after its checkpoint file is
+    written (the checkpoint then reads back equal to what was gathered), exactly once, and
+    on a failure too (a full disk at frame 3's checkpoint)."""
+    from voxfx.kernels.checkpoint import HostState
+
+    monkeypatch.setenv("VOXFX_CHECKPOINT", mode)
+    cache, plan = start(tmp_path)
+    ring = Ring()
+    written_when_back = {}
+
+    class Gathered(Counter):
+        def checkpoint(self):
+            block = np.full(32, self.frames, np.float32)
+            return HostState({"frames": np.int64(self.frames), "x": block}, block, ring)
+
+    real = ring.give_back
+
+    def give_back(block):
+        frame = int(block[0])
+        path = cache.checkpoint_path(frame)
+        written_when_back[frame] = path.exists() and bool((np.load(path)["x"] == frame).all())
+        real(block)
+    ring.give_back = give_back
+
+    def advance(sim, frame):
+        sim.frames += 1
+        return ""
+
+    def writers(sim, progress=None):
+        data = b"frame %d" % sim.frames
+        return {".ply": lambda p: Path(p).write_bytes(data)}
+
+    run_inline(sim_bake.simulate(cache, plan, Gathered, advance, writers, first_frame_is_initial=False))
+    assert sorted(int(b[0]) for b, _ in ring.back) == [1, 2, 3, 4]
+    assert written_when_back == {1: True, 2: True, 3: True, 4: True}
+    fsio.reset_faults()
+    run_inline(sim_bake.simulate(*start(tmp_path / "count"), Gathered, advance, writers,
+                                 first_frame_is_initial=False))
+    labels = fsio.fault_labels()
+    ring.back.clear()
+    cache, plan = start(tmp_path / "cut")
+    first = "state 3 staged" if mode == "" else "state 3 written"
+    monkeypatch.setenv(fsio.FAULT_ENV, str(labels.index(first) + 1))
+    fsio.reset_faults()
+    runner = JobRunner(sim_bake.simulate(cache, plan, Gathered, advance, writers, first_frame_is_initial=False))
+    assert runner.run() == FAILED and "is full" in runner.error
+    # each block back once: frame 3's after its failure; frame 4's too when it was gathered
+    # (with the overlap it is, while frame 3 is written; the failure reaches its hand-over)
+    assert sorted(int(b[0]) for b, _ in ring.back) == ([1, 2, 3, 4] if mode == "" else [1, 2, 3])
+    assert cache.frames_done() == [1, 2]
+    assert not [p.name for p in cache.folder.iterdir() if fsio.is_temporary(p.name)]
+    assert writer_threads() == []
 
 
 def test_a_checkpoint_is_kept_until_its_frame_is_recorded(tmp_path):
