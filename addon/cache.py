@@ -29,12 +29,12 @@ thread of its own (``cache_state``: a temporary, flushed, no rename), and rename
 recorded before the files are renamed: a checkpoint holds everything its frame's files
 are computed from, so a frame whose checkpoint is recorded but whose files are not is
 rewritten from the checkpoint on resume, not simulated again (``sim_bake``). With
-``cache_writer.FrameWriter`` (Write While Simulating) all of that runs on the writer
-thread while the next frame simulates, so a kill costs at most the frame being written
-and the frame being simulated, and only the latter once the written frame's checkpoint
-is recorded (``VOXFX_CHECKPOINT=before_step``: the checkpoint is made durable and
-recorded on the bake's thread before the next frame steps, ``write_state``, and a kill
-costs at most the frame being simulated, as before). Checkpoints of frames not yet
+``cache_writer.FrameWriter`` (Write While Simulating) the frame's checkpoint is made
+durable and recorded on the bake's thread before the next frame steps (``write_state``),
+and the files are written on the writer thread while it simulates, so a kill costs at
+most the frame being simulated (issue 21 §1). ``VOXFX_CHECKPOINT=overlap`` (opt-in)
+writes the checkpoint on the writer thread too, beside the files: a kill may then cost
+the frame being written as well, until its checkpoint is recorded. Checkpoints of frames not yet
 recorded are never pruned. The
 manifest is read, changed and saved under one lock (the two threads both record). A
 frame is done only when its files have the recorded size and

@@ -5,19 +5,19 @@ simulation's next frame needs none of it. ``FrameWriter.write`` therefore return
 soon as the frame is handed over, and the bake steps the next frame while a thread
 finishes this one (``BakeCache.finish_frame``).
 
-The frame's checkpoint goes to the thread too (issue 24: at 8M liquid particles its
-durable write, ~200 MB and an fsync, was most of a frame's wall time while the bake
-waited for it): ``BakeCache.finish_frame`` writes it beside the frame's files, renames
-and records it, then renames and records the files. A checkpoint holds everything the
-frame's files are computed from (the liquid's grid velocity too), so what a kill costs
-is: while the thread writes frame N, before N's checkpoint is recorded, frames N and
-N + 1 (the frame being written and the frame being simulated: the next Bake resumes from
-N − 1's checkpoint); once it is recorded, only N + 1 (N is rewritten from its
-checkpoint, ``sim_bake``). That is one frame more than issue 21 §1 promised; with
-``VOXFX_CHECKPOINT=before_step`` ``write`` makes the checkpoint durable and records it
-here, on the bake's thread, before the next frame steps (``BakeCache.write_state``), and
-a kill costs at most the frame being simulated again, at the price of the bake waiting
-for that write. Recorded frames are never lost either way. The previous checkpoints
+By default (``VOXFX_CHECKPOINT=before_step``) ``write`` makes the frame's checkpoint durable
+and records it here, on the bake's thread, before the next frame steps
+(``BakeCache.write_state``): a checkpoint holds everything the frame's files are computed
+from (the liquid's grid velocity too), so a kill while the thread writes frame N's files
+costs at most frame N + 1, the frame being simulated (N is rewritten from its checkpoint,
+``sim_bake``): issue 21 §1's promise. ``VOXFX_CHECKPOINT=overlap`` (opt-in, issue 24: at 8M
+liquid particles the checkpoint's durable write, ~250 MB and an fsync, is ~100 ms of the
+frame the bake waits for) hands the checkpoint to the thread too: ``BakeCache.finish_frame``
+writes it beside the frame's files, renames and records it, then renames and records the
+files, so a kill while the thread writes frame N, before N's checkpoint is recorded, costs
+frames N and N + 1 (the next Bake resumes from N − 1's checkpoint), once it is recorded only
+N + 1: one frame more than issue 21 §1 allows, 485 → 379 ms a frame at 8M. Recorded frames
+are never lost either way. The previous checkpoints
 stay until the frame is recorded (``BakeCache._prune_checkpoints`` keeps those of frames
 not recorded yet). Frames are recorded one after another, in order: ``write`` waits for
 the frame before (the queue holds one frame) before it hands this one over, so the
@@ -62,9 +62,9 @@ class FrameWriter:
         """Hand frame *frame* over (``BakeCache.write_frame``'s arguments): wait for the
         frame before (raising its error), run the writers that need this thread, and
         finish the frame on a writer thread, its *state* (None: its checkpoint is
-        recorded already) written there beside its files; with ``VOXFX_CHECKPOINT``
-        ``before_step`` or ``legacy`` the state is written here first, durable before
-        the next frame steps (module text). The state is released once written."""
+        recorded already) written here first, durable before the next frame steps (the default
+        ``VOXFX_CHECKPOINT=before_step``, or ``legacy``), or with ``overlap`` there beside its
+        files (module text). The state is released once written."""
         try:
             self.wait()  # one write at a time, in order: the fault steps of issue 21 §1 stay one sequence
             if state is not None and checkpoint_mode() != "overlap":

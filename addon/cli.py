@@ -342,9 +342,9 @@ def _cache_format_option(p: argparse.ArgumentParser) -> None:
                    help="particles as compact .vxp frames (under 8 bytes each) or PLY files other tools read "
                         "(default: the scene setting)")
     p.add_argument("--write-while-simulating", choices=["on", "off"],
-                   help="write each frame's files and checkpoint while the next frame is simulated (faster; a "
-                        "kill costs at most the frame being simulated and the one being written, off: the frame "
-                        "in flight; default: the scene setting)")
+                   help="write each frame's files while the next frame is simulated, its checkpoint saved "
+                        "first (faster; a kill costs at most the frame being simulated, off: the frame in "
+                        "flight; default: the scene setting)")
 
 
 def _set_cache_format(args, scene) -> None:

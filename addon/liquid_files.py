@@ -25,10 +25,11 @@ durable write before the next step (470 ms, the crash-safety promise) are now mo
 Issue 24 (same card, driver 580.159.04, one call, ``bench/bake_frames.py --row 8m``,
 a 247 MB checkpoint): the gather 124 → 10 ms (page-locked, one copy an array), the
 checkpoint's file 348 → 223 ms (one pass, the CRC on 8 threads; the fsync is 119 of it),
-and on the writer thread beside this frame's files (the default) the frame went
-655 → 379 ms (485 ms with the checkpoint still durable before the next step,
-``VOXFX_CHECKPOINT=before_step``); the bake now waits ~160 ms a frame for the writer
-thread, whose compression and two fsyncs share 16 cores and one disk.
+and the frame went 655 → 485 ms with the checkpoint still durable before the next step
+(the default, ``VOXFX_CHECKPOINT=before_step``, issue 21 §1's promise), 379 ms with it on the
+writer thread beside this frame's files (``overlap``, opt-in: a kill may cost one frame
+more); the bake then waits ~160 ms a frame for the writer thread, whose compression and two
+fsyncs share 16 cores and one disk.
 """
 
 from __future__ import annotations

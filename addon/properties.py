@@ -239,8 +239,8 @@ class VoxFXSceneSettings(bpy.types.PropertyGroup):
     write_while_simulating: bpy.props.BoolProperty(
         name="Write While Simulating",
         description="Write each baked frame's files on a thread of their own while the next frame is simulated "
-        "with its checkpoint (faster bakes). A crash or kill costs at most the frame being simulated and the "
-        "frame being written (off: the frame in flight); a frame whose checkpoint was saved but whose files "
+        "(faster bakes). Each frame's checkpoint is saved first, so a crash or kill costs at most the frame "
+        "being simulated (off: the frame in flight); a frame whose checkpoint was saved but whose files "
         "were cut short is rewritten from it on the next Bake. Recorded frames are never lost",
         default=True)
     cache_format: bpy.props.EnumProperty(

@@ -53,15 +53,15 @@ def simulate(cache: BakeCache, plan: ResumePlan, make_sim: Callable[..., object]
     moved on by the time it runs).
     With *first_frame_is_initial* the plan's first frame shows the initial state (the
     liquid); otherwise the first frame is already one frame of simulation (the snow).
-    With *background* the files and the checkpoint are written on a writer thread while
-    the next frame is simulated (``cache_writer.FrameWriter``: the checkpoint recorded
-    before the files, recorded in order); the frames are all recorded when this returns,
-    and a cancel or error waits for the frame in flight. What a kill costs (never a
-    recorded frame): with *background*, at most the frame being simulated and the frame
-    being written, the latter only until its checkpoint is recorded (then it is rewritten
-    from it; ``VOXFX_CHECKPOINT=before_step``: the checkpoint is durable before the next
-    step and only the frame being simulated is lost); without, the frame in flight (the
-    next frame only starts once this one is recorded).
+    With *background* the files are written on a writer thread while the next frame is
+    simulated (``cache_writer.FrameWriter``: the checkpoint recorded before the files,
+    recorded in order); the frames are all recorded when this returns, and a cancel or
+    error waits for the frame in flight. What a kill costs (never a recorded frame): with
+    *background*, at most the frame being simulated (the checkpoint is durable before the
+    next step; a frame whose files were cut short is rewritten from it), with
+    ``VOXFX_CHECKPOINT=overlap`` (the checkpoint written on the thread too) also the frame
+    being written until its checkpoint is recorded; without, the frame in flight (the next
+    frame only starts once this one is recorded).
     """
     if not plan.todo:
         sim = yield Kernel(make_sim, "setting up", 0.0, 1.0)

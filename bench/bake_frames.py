@@ -23,7 +23,7 @@ what the user waits per frame).
 ``"VOXFX_CHECKPOINT=legacy"`` and the new ``""``) in one process, one after the other, so
 old and new are timed on one machine in one call.
 
-    python bench/bake_frames.py --row 8m --frames 6 --ways "VOXFX_CHECKPOINT=legacy" "VOXFX_CHECKPOINT=before_step" ""
+    python bench/bake_frames.py --row 8m --frames 6 --ways "VOXFX_CHECKPOINT=legacy" "" "VOXFX_CHECKPOINT=overlap"
     python bench/bake_frames.py --res 32 --particles 40000 --frames 3 --cpu   # the loop on NumPy (a smoke run)
 
 Measured (H100 80GB HBM3, one call, ``--row 8m --frames 5``, 8,000,033 particles at 256³,
@@ -44,17 +44,18 @@ whichever thread writes it, of which "crc" and "fsync"):
 | way | step | encode | checkpoint | ckpt write | wait | writer | state file | crc | fsync | frame |
 | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
 | legacy (as before) | 31.3 | 95.9 | 123.6 | 349.5 | 0.6 | 162.1 | 348.2 | - | - | 655 |
-| before_step | 31.0 | 97.9 | 10.4 | 223.9 | 72.6 | 192.3 | 222.7 | 35.7 | 119.4 | 485 |
-| overlap (the default) | 37.7 | 98.6 | 10.3 | - | 162.3 | 265.5 | 262.4 | 36.6 | 150.5 | 379 |
+| before_step (the default) | 31.0 | 97.9 | 10.4 | 223.9 | 72.6 | 192.3 | 222.7 | 35.7 | 119.4 | 485 |
+| overlap (opt-in) | 37.7 | 98.6 | 10.3 | - | 162.3 | 265.5 | 262.4 | 36.6 | 150.5 | 379 |
 
 The gather (``kernels.checkpoint.gather``: one device → page-locked copy per array into
 a block reused in turn) took the checkpoint 124 → 10 ms; the one-pass file (CRC-32 on 8
 threads, 96 MB in 15 ms against 47 ms on one; no read-back) its write 348 → 223 ms, of
 which the fsync, 119 ms (~2 GB/s of disk), is now half; on the writer thread beside the
-frame's files the bake no longer waits for it but for the writer thread, which does
-both at once (files 266 ms, checkpoint 262 ms, each slower than alone: 16 cores and one
-disk shared), so the frame is 379 ms, the bake's own part ~190 ms (step, outputs,
-encode, gather) and the rest the wait. The level set and cell velocity columns are
+frame's files (``overlap``, opt-in: a kill may then cost one frame more than issue 21
+§1 allows) the bake no longer waits for it but for the writer thread, which does both at
+once (files 266 ms, checkpoint 262 ms, each slower than alone: 16 cores and one disk
+shared), so the frame is 379 ms, the bake's own part ~190 ms (step, outputs, encode,
+gather) and the rest the wait. The default stays ``before_step`` (485 ms). The level set and cell velocity columns are
 unchanged (4.0–4.4, 38–40 ms).
 """
 

@@ -123,14 +123,11 @@ def count_steps(monkeypatch, effect):
 @pytest.mark.parametrize("effect", ["snow_scene", "liquid_scene", "sparse_liquid_scene"])
 def test_io_error_at_every_write_step(effect, way, request, monkeypatch):
     """*way*: Write While Simulating on with each frame's checkpoint written on the writer
-    thread beside its files (the default), on with it durable before the next frame steps
-    (``VOXFX_CHECKPOINT=before_step``), or off."""
+    thread beside its files (``VOXFX_CHECKPOINT=overlap``), on with it durable before the next
+    frame steps (``before_step``, the default), or off."""
     folder, job = request.getfixturevalue(effect)
     bpy.context.scene.voxfx.write_while_simulating = way != "synchronous"
-    if way == "before_step":
-        monkeypatch.setenv("VOXFX_CHECKPOINT", way)
-    else:
-        monkeypatch.delenv("VOXFX_CHECKPOINT", raising=False)
+    monkeypatch.setenv("VOXFX_CHECKPOINT", "overlap" if way == "overlap" else "before_step")
     stepped = count_steps(monkeypatch, effect)
     fsio.reset_faults()
     assert run(job()).state == "FINISHED"
@@ -194,16 +191,13 @@ def test_snow_bake_killed_after_a_frame_is_renamed_and_after_its_state(snow_scen
 def test_liquid_killed_while_a_frame_is_written_resumes_from_its_checkpoint_once_recorded(liquid_scene, monkeypatch,
                                                                                           way):
     """kill -9 in a child Blender (the CLI, Write While Simulating on) while the writer
-    thread writes frame 2 (its checkpoint and files: the default) and after it renamed its
+    thread writes frame 2 (its checkpoint and files: ``overlap``) and after it renamed its
     files. Once frame 2's checkpoint is recorded the next Bake rewrites frame 2 from it and
     simulates only frame 3; killed while that checkpoint is still being written (on the
     writer thread, beside the files: staged, renamed), it simulates frames 2 and 3. With
-    ``VOXFX_CHECKPOINT=before_step`` the checkpoint is recorded before frame 3 steps."""
+    ``VOXFX_CHECKPOINT=before_step`` (the default) the checkpoint is recorded before frame 3 steps."""
     folder, job = liquid_scene
-    if way == "before_step":
-        monkeypatch.setenv("VOXFX_CHECKPOINT", way)
-    else:
-        monkeypatch.delenv("VOXFX_CHECKPOINT", raising=False)
+    monkeypatch.setenv("VOXFX_CHECKPOINT", "overlap" if way == "overlap" else "before_step")
     fsio.reset_faults()
     assert run(job()).state == "FINISHED"
     labels = fsio.fault_labels()

@@ -9,10 +9,11 @@ is recorded but whose files were cut short is rewritten from its checkpoint, not
 simulated; never restarting from the first frame), leave no temporaries, and end with
 frame files byte-identical to an uninterrupted bake. What it simulates again: with the
 writer thread writing each frame's checkpoint beside its files while the next frame
-steps (``VOXFX_CHECKPOINT`` unset: the default), at most the frame being written and the
+steps (``VOXFX_CHECKPOINT=overlap``, opt-in), at most the frame being written and the
 frame being simulated, and only the frame being simulated once the checkpoint is
-recorded; with the checkpoint durable before the next step (``before_step``, and the
-``legacy`` writes) and without the thread, at most the frame in flight.
+recorded; with the checkpoint durable before the next step (``before_step``, the default
+with the variable unset, and the ``legacy`` writes) and without the thread, at most the
+frame in flight.
 The same for Free: cut at any step, the next Free finishes it.
 """
 
@@ -30,7 +31,7 @@ from voxfx.addon.jobs import run_inline
 
 START, END, EVERY = 1, 5, 2
 # way: (background, VOXFX_CHECKPOINT)
-WAYS = {"overlap": (True, ""), "before_step": (True, "before_step"), "legacy": (True, "legacy"),
+WAYS = {"overlap": (True, "overlap"), "before_step": (True, ""), "legacy": (True, "legacy"),
         "synchronous": (False, "")}
 
 

@@ -7,6 +7,7 @@ while writing is the one ``fsio.checksum`` reads from the file, and the old writ
 import zipfile
 
 import numpy as np
+import pytest
 
 from voxfx.addon import cache_state, fsio
 
@@ -56,3 +57,20 @@ def test_crc32_combine_is_the_crc_of_the_concatenation():
         a, b = data[:cut], data[cut:]
         assert cache_state.crc32_combine(zlib.crc32(a), zlib.crc32(b), len(b)) == zlib.crc32(data), cut
     assert cache_state.parallel_crc32(memoryview(data)) == zlib.crc32(data)
+
+
+def test_the_checkpoint_way_defaults_to_durable_before_the_next_step(monkeypatch):
+    """Issue 21 §1's promise by default (a kill costs at most the frame being simulated):
+    ``before_step`` with ``VOXFX_CHECKPOINT`` unset or empty; ``overlap`` only when asked for;
+    a misspelt way is refused, not taken for another."""
+    from voxfx.kernels.checkpoint import checkpoint_mode
+
+    monkeypatch.delenv("VOXFX_CHECKPOINT", raising=False)
+    assert checkpoint_mode() == "before_step"
+    monkeypatch.setenv("VOXFX_CHECKPOINT", "")
+    assert checkpoint_mode() == "before_step"
+    monkeypatch.setenv("VOXFX_CHECKPOINT", " Overlap ")
+    assert checkpoint_mode() == "overlap"
+    monkeypatch.setenv("VOXFX_CHECKPOINT", "overlapped")
+    with pytest.raises(ValueError, match="VOXFX_CHECKPOINT"):
+        checkpoint_mode()

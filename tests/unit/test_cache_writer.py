@@ -224,13 +224,13 @@ def test_a_frames_checkpoint_is_recorded_before_the_next_frame_steps(tmp_path, m
 
 
 def test_a_frames_checkpoint_is_written_beside_its_files_while_the_next_frame_steps(tmp_path, monkeypatch):
-    """The default (``VOXFX_CHECKPOINT`` unset): frame N's checkpoint is written on the
+    """``VOXFX_CHECKPOINT=overlap`` (opt-in): frame N's checkpoint is written on the
     writer thread while frame N + 1 steps, at the same time as N's files (N's file writer
     waits until the checkpoint is staged: written one after the other, it would wait out
     WAIT), and recorded before N's files are renamed; each checkpoint once, in order.
     When a frame steps, the checkpoint of one of the two frames before it is recorded (a
     kill costs at most those two: ``test_cache_faults``)."""
-    monkeypatch.delenv("VOXFX_CHECKPOINT", raising=False)
+    monkeypatch.setenv("VOXFX_CHECKPOINT", "overlap")
     cache = BakeCache(tmp_path, "liquid", kind="flip", checkpoint_every=0)
     plan = cache.begin({"test": 1}, 1, 4)
     at_step, while_writing = {}, {}
@@ -282,7 +282,7 @@ class Ring:
         self.back.append((block, threading.current_thread().name))
 
 
-@pytest.mark.parametrize("mode", ["", "before_step"], ids=["overlap", "before_step"])
+@pytest.mark.parametrize("mode", ["overlap", "before_step"])
 def test_a_checkpoints_host_block_is_given_back_once_written_and_never_before(tmp_path, monkeypatch, mode):
     """``HostState.release``: each frame's block goes back after its checkpoint file is
     written (the checkpoint then reads back equal to what was gathered), exactly once, and
@@ -325,14 +325,14 @@ def test_a_checkpoints_host_block_is_given_back_once_written_and_never_before(tm
     labels = fsio.fault_labels()
     ring.back.clear()
     cache, plan = start(tmp_path / "cut")
-    first = "state 3 staged" if mode == "" else "state 3 written"
+    first = "state 3 staged" if mode == "overlap" else "state 3 written"
     monkeypatch.setenv(fsio.FAULT_ENV, str(labels.index(first) + 1))
     fsio.reset_faults()
     runner = JobRunner(sim_bake.simulate(cache, plan, Gathered, advance, writers, first_frame_is_initial=False))
     assert runner.run() == FAILED and "is full" in runner.error
     # each block back once: frame 3's after its failure; frame 4's too when it was gathered
     # (with the overlap it is, while frame 3 is written; the failure reaches its hand-over)
-    assert sorted(int(b[0]) for b, _ in ring.back) == ([1, 2, 3, 4] if mode == "" else [1, 2, 3])
+    assert sorted(int(b[0]) for b, _ in ring.back) == ([1, 2, 3, 4] if mode == "overlap" else [1, 2, 3])
     assert cache.frames_done() == [1, 2]
     assert not [p.name for p in cache.folder.iterdir() if fsio.is_temporary(p.name)]
     assert writer_threads() == []
