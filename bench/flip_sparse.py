@@ -42,7 +42,10 @@ then frames until 12 or 45 s).
 
 ``--frames N`` times the user's frame instead of substeps: ``step(1/24)`` (adaptive
 substeps, the reason each frame's count is what it is) and, with ``--level-set``, the
-frame's level set, each frame's pool bytes, until N frames or the time cap;
+frame's level set (and its region's nodes), each frame's pool bytes, until N frames or the
+time cap; ``--trim`` gives the pool's outgrown free blocks back before each frame as a bake
+does (``memory.trim_gpu_pool``: without it a spreading liquid's pool keeps every smaller
+block it freed, and late frames pay CuPy's out-of-memory retries);
 ``--cfl X ...`` runs the frames once per CFL number (a fresh simulation each; default
 the setting's 2); ``--level-set-modes bricks legacy`` computes each frame's level set
 once per GPU way (``surface_gpu.LEVEL_SET_MODES``, ``VOXFX_LEVEL_SET``) — the level set column is
@@ -116,6 +119,7 @@ from voxfx.kernels.flip.grid import TIMINGS, FlipSettings  # noqa: E402
 from voxfx.kernels.flip.sim import FlipSimulation  # noqa: E402
 from voxfx.kernels.flip.sparse_grid import BrickReach, margin_mode, substep_margin  # noqa: E402
 from voxfx.kernels.flip.sparse_memory import sparse_flip_memory  # noqa: E402
+from voxfx.kernels.memory import trim_gpu_pool  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "bench"))
 from _memory_trace import MemoryTrace  # noqa: E402
@@ -298,7 +302,7 @@ def timed_level_set(sim, mode):
 
 
 def run_frames(n, particles, frames, kind, time_cap, level_set=False, trace=None, narrow_band=0, cfl=None,
-               modes=None, timing=None, outputs=False):
+               modes=None, timing=None, outputs=False, trim=False):
     """The user's frame: ``step(1/24)`` (+ the level set), until *frames* or *time_cap* s;
     *narrow_band* cells (0: every particle) with the particles kept and the liquid's; *cfl*
     the CFL number (None: the setting's default); *modes* the GPU level set ways to time;
@@ -306,7 +310,8 @@ def run_frames(n, particles, frames, kind, time_cap, level_set=False, trace=None
     *outputs*: also the frame's outputs as a compact-format GPU bake makes them before its
     writer thread writes them (``frame_arrays`` with the particles on the device: the level
     set closed against the walls, the cell velocity; the particles encoded on the device and
-    the grids copied to the host), instead of the level set alone."""
+    the grids copied to the host), instead of the level set alone. *trim*: CuPy's outgrown free
+    blocks given back before each frame (``memory.trim_gpu_pool``), as a bake does."""
     import time
 
     import cupy as cp
@@ -336,6 +341,11 @@ def run_frames(n, particles, frames, kind, time_cap, level_set=False, trace=None
     for frame in range(frames):
         if trace is not None:
             trace.stage = f"frame {frame}"
+        trimmed = None
+        if trim:  # as the bake does before each frame (addon/flip_sparse.py): the outgrown free blocks back
+            t0 = time.perf_counter()
+            freed = trim_gpu_pool()
+            trimmed = (time.perf_counter() - t0) * 1e3, freed
         a = time.perf_counter()
         stats = sim.step(1 / 24)
         cp.cuda.Device().synchronize()
@@ -367,8 +377,9 @@ def run_frames(n, particles, frames, kind, time_cap, level_set=False, trace=None
                           f"encoded on the device {(d - c) * 1e3:.1f} ms ({len(encoded) / len(sim.pos):.1f} bytes a "
                           f"particle); the frame {(d - a) * 1e3:.0f} ms")
         elif level_set:
-            sim.level_set()
-            surface_text = f"{(time.perf_counter() - b) * 1e3:.0f}"
+            phi = sim.level_set()
+            surface_text = f"{(time.perf_counter() - b) * 1e3:.0f} ({phi.size / 1e6:.1f}M nodes)"
+            del phi
         else:
             surface_text = "-"
         print(f"{frame} | {stats['substeps']} ({stats.get('limit', '')}, CFL asks {stats.get('cfl_substeps', '')}) | "
@@ -377,6 +388,9 @@ def run_frames(n, particles, frames, kind, time_cap, level_set=False, trace=None
               f"{stats.get('iterations', '')} | {sim.grid.brick_count()} | {len(sim.pos):,} "
               f"({sim.liquid_particles():,}) | {pool.total_bytes() / 2 ** 30:.2f}",
               flush=True)
+        if trimmed is not None:
+            detail.append(f"   pool trimmed before the frame: {trimmed[0]:.1f} ms, "
+                          f"{trimmed[1] / 2 ** 30:.2f} GiB given back")
         for line in detail:
             print(line, flush=True)
         if time.perf_counter() - begin > time_cap:
@@ -410,6 +424,8 @@ def main():
     ap.add_argument("--cfl", type=float, nargs="+", default=None, help="with --frames: CFL numbers to run each")
     ap.add_argument("--outputs", action="store_true", help="with --frames: the frame's outputs as a compact GPU bake "
                     "makes them (level set, cell velocity, particles encoded) instead of the level set alone")
+    ap.add_argument("--trim", action="store_true", help="with --frames: the pool's outgrown free blocks given back "
+                    "before each frame, as a bake does (memory.trim_gpu_pool)")
     ap.add_argument("--timing", choices=sorted(TIMINGS), default=None,
                     help="with --frames: the Liquid panel's Timing (fast: three substeps a 24 fps frame)")
     ap.add_argument("--pressure-warm", nargs="+", choices=("0", "1"), default=None,
@@ -435,11 +451,11 @@ def main():
             if trace is not None:
                 with trace.hook:
                     run_frames(n, particles, args.frames, kind, args.time_cap, args.level_set, trace, args.narrow_band,
-                               cfl, args.level_set_modes, args.timing, args.outputs)
+                               cfl, args.level_set_modes, args.timing, args.outputs, args.trim)
                 print(trace.report())
             else:
                 run_frames(n, particles, args.frames, kind, args.time_cap, args.level_set, None, args.narrow_band,
-                           cfl, args.level_set_modes, args.timing, args.outputs)
+                           cfl, args.level_set_modes, args.timing, args.outputs, args.trim)
         return
     configs = [(64, 1_000_000)] if args.quick else [(64, 1_000_000), (128, 4_000_000), (256, 8_000_000)]
     if args.row:
