@@ -22,7 +22,7 @@
 //
 // So the work is the bricks each slot's own margin reaches (no global radius, no mask memory) and
 // the table update after is unchanged.
-#include "voxfx_sparse.cuh"  // SPARSE_CELLS, sparse_key_of_voxel
+#include "voxfx_sparse_index.cuh"  // SPARSE_CELLS, reach_mark_indexed
 
 #ifndef REACH_LANES
 #define REACH_LANES 128  // sparse_topology_gpu.REACH_LANES: threads a slot in reach_compare_classes
@@ -121,16 +121,7 @@ extern "C" __global__ void reach_compare_classes(const unsigned int* __restrict_
         const int ox = lo[0] + (int)(k % ex), oy = lo[1] + (int)((k / ex) % ey), oz = lo[2] + (int)(k / ((long long)ex * ey));
         const int c = (3 * reach_offset_class(oz, q) + reach_offset_class(oy, q)) * 3 + reach_offset_class(ox, q);
         if (!((bits >> c) & 1u)) continue;
-        const long long bx = b[0] + ox, by = b[1] + oy, bz = b[2] + oz;
-        const long long x = bx - lx, y = by - ly, z = bz - lz;
-        if (sparse_key_of_voxel(8 * bx, 8 * by, 8 * bz) < 0 || x < 0 || x >= dx || y < 0 || y >= dy || z < 0 ||
-            z >= dz) {
-            atomicAdd(beyond, 1ULL);
-            continue;
-        }
-        const long long at = (z * dy + y) * dx + x;
-        const int s = index[at];
-        if (s >= 0) kept[s] = 1;
-        else if (atomicExch(claimed + at, 1u) == 0u) atomicAdd(added, 1ULL);
+        reach_mark_indexed(b[0] + ox, b[1] + oy, b[2] + oz, index, lx, ly, lz, dx, dy, dz, kept, claimed, added,
+                           beyond);
     }
 }

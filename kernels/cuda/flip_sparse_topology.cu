@@ -402,16 +402,7 @@ extern "C" __global__ void reach_compare_table(const unsigned int* __restrict__ 
     const long long bx = (long long)coords[3 * slot] + o % side - radius,
                     by = (long long)coords[3 * slot + 1] + (o / side) % side - radius,
                     bz = (long long)coords[3 * slot + 2] + o / (side * side) - radius;
-    const long long x = bx - lx, y = by - ly, z = bz - lz;
-    if (sparse_key_of_voxel(8 * bx, 8 * by, 8 * bz) < 0 || x < 0 || x >= dx || y < 0 || y >= dy || z < 0 ||
-        z >= dz) {
-        atomicAdd(beyond, 1ULL);
-        return;
-    }
-    const long long at = (z * dy + y) * dx + x;
-    const int s = index[at];
-    if (s >= 0) kept[s] = 1;
-    else if (atomicExch(claimed + at, 1u) == 0u) atomicAdd(added, 1ULL);
+    reach_mark_indexed(bx, by, bz, index, lx, ly, lz, dx, dy, dz, kept, claimed, added, beyond);
 }
 
 // Per index entry: in the new topology (a brick with a slot that was kept, or one claimed)

@@ -26,3 +26,26 @@ __device__ __forceinline__ int indexed_slot(const int* __restrict__ index, int l
 #define INDEXED_SLOT(bx, by, bz) \
     indexed_slot(index, index_lx, index_ly, index_lz, index_dx, index_dy, index_dz, keys, slots, n_keys, bx, by, bz)
 
+
+// A brick the topology's reach marks over a closed domain's brick index (lowest brick l, dims d;
+// flip_sparse_topology.cu's reach_compare_table, flip_sparse_reach.cu's reach_compare_classes): a
+// brick with a slot marks it kept, one without claims its index entry (atomicExch: *added counts it
+// once), one outside the index or past the key range counts in *beyond.
+__device__ __forceinline__ void reach_mark_indexed(long long bx, long long by, long long bz,
+                                                   const int* __restrict__ index, int lx, int ly, int lz, int dx,
+                                                   int dy, int dz, unsigned char* __restrict__ kept,
+                                                   unsigned int* __restrict__ claimed,
+                                                   unsigned long long* __restrict__ added,
+                                                   unsigned long long* __restrict__ beyond)
+{
+    const long long x = bx - lx, y = by - ly, z = bz - lz;
+    if (sparse_key_of_voxel(8 * bx, 8 * by, 8 * bz) < 0 || x < 0 || x >= dx || y < 0 || y >= dy || z < 0 ||
+        z >= dz) {
+        atomicAdd(beyond, 1ULL);
+        return;
+    }
+    const long long at = (z * dy + y) * dx + x;
+    const int s = index[at];
+    if (s >= 0) kept[s] = 1;
+    else if (atomicExch(claimed + at, 1u) == 0u) atomicAdd(added, 1ULL);
+}
