@@ -149,9 +149,10 @@ BIN_SCAN_TILES = 8192  # bin_scan: at most this many tiles (a block sums the ear
 # of particles in one cell) or "atomic" (count_particles_bounds, one a particle); the same counts (module notes)
 BIN_COUNTS = ("grouped", "atomic")
 # VOXFX_SPARSE_G2P_KERNEL (all the same bits): "auto" (the default: lean for the time-centred
-# advection without APIC, else bricks, as measured; module notes), "lean" (flip_sparse_g2p_lean.cu),
-# "bricks" and "walk" (flip_sparse_g2p.cu's g2p_advect_bricks and g2p_advect_sparse)
-G2P_KERNELS = ("auto", "lean", "bricks", "walk")
+# advection without APIC, else bricks, as measured; module notes), "block" (flip_sparse_g2p_block.cu),
+# "lean" (flip_sparse_g2p_lean.cu), "bricks" and "walk" (flip_sparse_g2p.cu's g2p_advect_bricks and
+# g2p_advect_sparse)
+G2P_KERNELS = ("auto", "block", "lean", "bricks", "walk")
 G2P_THREADS = 512  # a block of G2P: 2–4% faster than 256 at 8M (H200, bench/flip_sparse_g2p.py), the same bits
 G2P = Kernels("flip_sparse_g2p.cu", ("--fmad=false",), G2P_THREADS,
               defines={**mac.CELL_TYPES, "PUSH_EPSILON": PUSH_EPSILON})
@@ -159,6 +160,22 @@ G2P_LEAN_MIN_BLOCKS = 2  # flip_sparse_g2p_lean.cu's __launch_bounds__: blocks o
 G2P_LEAN = Kernels("flip_sparse_g2p_lean.cu", ("--fmad=false",), G2P_THREADS,
                    defines={**mac.CELL_TYPES, "PUSH_EPSILON": PUSH_EPSILON, "LEAN_THREADS": G2P_THREADS,
                             "LEAN_MIN_BLOCKS": G2P_LEAN_MIN_BLOCKS})
+G2P_BLOCK_MIN_BLOCKS = 1  # flip_sparse_g2p_block.cu's __launch_bounds__: blocks of G2P_THREADS an SM
+
+
+def g2p_block_module(min_blocks=None) -> Kernels:
+    """flip_sparse_g2p_block.cu built for *min_blocks* blocks of ``G2P_THREADS`` an SM
+    (default ``G2P_BLOCK_MIN_BLOCKS``; the bench builds others to time them)."""
+    m = G2P_BLOCK_MIN_BLOCKS if min_blocks is None else int(min_blocks)
+    if m not in _G2P_BLOCK:
+        _G2P_BLOCK[m] = Kernels("flip_sparse_g2p_block.cu", ("--fmad=false",), G2P_THREADS,
+                                defines={**mac.CELL_TYPES, "PUSH_EPSILON": PUSH_EPSILON,
+                                         "BLOCK_THREADS": G2P_THREADS, "BLOCK_MIN_BLOCKS": m})
+    return _G2P_BLOCK[m]
+
+
+_G2P_BLOCK: dict = {}
+G2P_BLOCK = g2p_block_module()
 
 
 def gather_mode(gather=None, apic: bool = False) -> str:
@@ -465,7 +482,8 @@ def g2p_advect(grid, old, pos, vel, flip, pic, dt, half_dt, c, order=None, kerne
     if name == "auto":  # the faster kernel for the case (module notes): lean only time-centred without C
         name = "lean" if before is not None and not apic else "bricks"
     if name != "walk":  # the same arguments
-        module, entry = (G2P_LEAN, "g2p_advect_lean") if name == "lean" else (G2P, "g2p_advect_bricks")
+        module, entry = {"lean": (G2P_LEAN, "g2p_advect_lean"), "block": (g2p_block_module(), "g2p_advect_block")
+                         }.get(name, (G2P, "g2p_advect_bricks"))
         module.launch(entry, n, (pos, vel, dummy, _I64(n), _I32(apic), *grid.faces(), *old, grid["solid"], keys,
                                  slots, nk, grid.brick_nbr, *brick_index(grid), _I32(grid.closed), *_dims(grid),
                                  *_frame(grid), flip, pic, dt, half_dt, bins[2] if sorted_ else dummy, _I32(sorted_),
