@@ -8,13 +8,14 @@ process:
 The dam break of ``bench/flip.py`` runs *substeps* substeps of 1/120 s, then:
 
 1. G2P + advection alone at the state before a G2P (``flip_sparse_g2p.state_before_g2p``), in
-   the bins' order, 512 threads: bricks, block built for 1 and for 2 blocks an SM
-   (``sparse_gpu.G2P_BLOCK_MIN_BLOCKS``), lean; at the end of the substep and time-centred
-   (the old faces standing in for u_n), on copies of the particles, CUDA events (median of
-   *repeat*); every kernel's positions and velocities compared bit for bit with bricks'.
+   the bins' order: bricks (512 threads), block built for (min blocks, threads) (2, 512), (4,
+   256), (1, 512) (``sparse_gpu.G2P_BLOCK_MIN_BLOCKS``, ``G2P_BLOCK_THREADS``), lean; at the end
+   of the substep, time-centred (the old faces standing in for u_n) and with APIC's C written
+   (the FLIP blend kept), on copies of the particles, CUDA events (median of *repeat*); every
+   kernel's positions and velocities (and C) compared bit for bit with bricks'.
 2. *steps* whole substeps a way after *warm* (``flip_sparse.timed_sparse_substep``), the
-   substeps alternating between block and the defaults (``--ab`` of ``flip_sparse.py``):
-   the stages' medians per way.
+   substeps alternating between block and bricks (``--ab`` of ``flip_sparse.py``): the
+   stages' medians per way.
 
 ``--ncu``: one launch of bricks, then of block (end of the substep), nothing timed, for
 ``ncu -k regex:g2p_advect_ -c 2`` (``bench/flip_sparse_g2p_block_call.sh``).
@@ -41,18 +42,19 @@ from _sparse_scene import add_scene_arguments, stepped_dam_break  # noqa: E402
 from flip_sparse import STAGES, timed_sparse_substep  # noqa: E402
 from flip_sparse_g2p import state_before_g2p, timed  # noqa: E402
 
-KERNELS = (("bricks", None), ("block", 1), ("block", 2), ("lean", None))
+# (kernel, (min blocks, threads) of the block kernel)
+KERNELS = (("bricks", None), ("block", (2, 512)), ("block", (4, 256)), ("block", (1, 512)), ("lean", None))
 
 
 def launch(g, old, state, scalars, c, kernel, min_blocks, before):
-    saved = sparse_gpu.G2P_BLOCK_MIN_BLOCKS
+    saved = sparse_gpu.G2P_BLOCK_MIN_BLOCKS, sparse_gpu.G2P_BLOCK_THREADS
     if min_blocks is not None:
-        sparse_gpu.G2P_BLOCK_MIN_BLOCKS = min_blocks
+        sparse_gpu.G2P_BLOCK_MIN_BLOCKS, sparse_gpu.G2P_BLOCK_THREADS = min_blocks
     try:
         sparse_gpu.g2p_advect(g, old, state["pos"], state["vel"], *scalars, c, order="cell", kernel=kernel,
                               before=before)
     finally:
-        sparse_gpu.G2P_BLOCK_MIN_BLOCKS = saved
+        sparse_gpu.G2P_BLOCK_MIN_BLOCKS, sparse_gpu.G2P_BLOCK_THREADS = saved
 
 
 def kernels(cp, sim, dt, repeat, ncu=False):
@@ -68,26 +70,28 @@ def kernels(cp, sim, dt, repeat, ncu=False):
         g.bins = (state["pos"], *bins[1:])
 
     if ncu:
-        for kernel, m in (("bricks", None), ("block", 1)):
+        for kernel, m in (("bricks", None), ("block", None)):
             prepare()
             launch(g, old, state, scalars, sim.c, kernel, m, None)
         cp.cuda.Device().synchronize()
         g.bins = None
         return
     print(f"G2P + advection: {len(sim.pos):,} particles, {g.brick_count()} bricks, bins' order, 512 threads")
-    print("case | kernel | min blocks | ms | same bits as bricks")
+    print("case | kernel | (min blocks, threads) | ms | same bits as bricks")
     print("--- | --- | --- | --- | ---")
     before_faces = tuple(f.copy() for f in old)
-    for case, before in (("end of substep", None), ("time-centred", before_faces)):
+    apic_c = cp.zeros((len(sim.pos), 3, 3), cp.float32)
+    for case, before, c in (("end of substep", None, sim.c), ("time-centred", before_faces, sim.c),
+                            ("APIC (flip 0.95 kept), end of substep", None, apic_c)):
         first = None
         for kernel, m in KERNELS:
-            def run(kernel=kernel, m=m, before=before):
-                launch(g, old, state, scalars, sim.c, kernel, m, before)
+            def run(kernel=kernel, m=m, before=before, c=c):
+                launch(g, old, state, scalars, c, kernel, m, before)
 
             prepare()
             run()  # warm (compiles)
             ms = timed(cp, run, repeat, prepare)
-            out = (cp.asnumpy(state["pos"]), cp.asnumpy(state["vel"]))
+            out = (cp.asnumpy(state["pos"]), cp.asnumpy(state["vel"])) + (() if c is None else (cp.asnumpy(c),))
             first = out if first is None else first
             same = all(np.array_equal(a.view(np.uint32), b.view(np.uint32)) for a, b in zip(out, first))
             print(f"{case} | {kernel} | {m or '-'} | {ms:.3f} | {same}", flush=True)
@@ -95,7 +99,7 @@ def kernels(cp, sim, dt, repeat, ncu=False):
 
 
 def substeps(cp, sim, dt, steps, warm):
-    ways = ({"VOXFX_SPARSE_G2P_KERNEL": "block"}, {})
+    ways = ({"VOXFX_SPARSE_G2P_KERNEL": "block"}, {"VOXFX_SPARSE_G2P_KERNEL": "bricks"})
     ev = [cp.cuda.Event() for _ in range(6)]
     sub = [cp.cuda.Event() for _ in range(6)]
     rows = {w: [] for w in range(len(ways))}

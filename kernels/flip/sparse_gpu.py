@@ -148,8 +148,8 @@ BIN_SCAN_TILES = 8192  # bin_scan: at most this many tiles (a block sums the ear
 # VOXFX_SPARSE_BIN_COUNT, the order binning's count: "grouped" (count_particles_grouped: one atomic a warp's run
 # of particles in one cell) or "atomic" (count_particles_bounds, one a particle); the same counts (module notes)
 BIN_COUNTS = ("grouped", "atomic")
-# VOXFX_SPARSE_G2P_KERNEL (all the same bits): "auto" (the default: lean for the time-centred
-# advection without APIC, else bricks, as measured; module notes), "block" (flip_sparse_g2p_block.cu),
+# VOXFX_SPARSE_G2P_KERNEL (all the same bits): "auto" (the default: block, as measured; module
+# notes), "block" (flip_sparse_g2p_block.cu),
 # "lean" (flip_sparse_g2p_lean.cu), "bricks" and "walk" (flip_sparse_g2p.cu's g2p_advect_bricks and
 # g2p_advect_sparse)
 G2P_KERNELS = ("auto", "block", "lean", "bricks", "walk")
@@ -160,18 +160,22 @@ G2P_LEAN_MIN_BLOCKS = 2  # flip_sparse_g2p_lean.cu's __launch_bounds__: blocks o
 G2P_LEAN = Kernels("flip_sparse_g2p_lean.cu", ("--fmad=false",), G2P_THREADS,
                    defines={**mac.CELL_TYPES, "PUSH_EPSILON": PUSH_EPSILON, "LEAN_THREADS": G2P_THREADS,
                             "LEAN_MIN_BLOCKS": G2P_LEAN_MIN_BLOCKS})
-G2P_BLOCK_MIN_BLOCKS = 1  # flip_sparse_g2p_block.cu's __launch_bounds__: blocks of G2P_THREADS an SM
+# flip_sparse_g2p_block.cu's __launch_bounds__: blocks of G2P_BLOCK_THREADS an SM. 2 (64 registers, 92 B of
+# spills): 0.652 ms at 8M against 0.961 for 1 (96 registers, no spills; H100, the module notes)
+G2P_BLOCK_MIN_BLOCKS = 2
+G2P_BLOCK_THREADS = G2P_THREADS
 
 
-def g2p_block_module(min_blocks=None) -> Kernels:
-    """flip_sparse_g2p_block.cu built for *min_blocks* blocks of ``G2P_THREADS`` an SM
-    (default ``G2P_BLOCK_MIN_BLOCKS``; the bench builds others to time them)."""
+def g2p_block_module(min_blocks=None, threads=None) -> Kernels:
+    """flip_sparse_g2p_block.cu built for *min_blocks* blocks of *threads* an SM (defaults
+    ``G2P_BLOCK_MIN_BLOCKS``, ``G2P_BLOCK_THREADS``; the bench builds others to time them)."""
     m = G2P_BLOCK_MIN_BLOCKS if min_blocks is None else int(min_blocks)
-    if m not in _G2P_BLOCK:
-        _G2P_BLOCK[m] = Kernels("flip_sparse_g2p_block.cu", ("--fmad=false",), G2P_THREADS,
-                                defines={**mac.CELL_TYPES, "PUSH_EPSILON": PUSH_EPSILON,
-                                         "BLOCK_THREADS": G2P_THREADS, "BLOCK_MIN_BLOCKS": m})
-    return _G2P_BLOCK[m]
+    t = G2P_BLOCK_THREADS if threads is None else int(threads)
+    if (m, t) not in _G2P_BLOCK:
+        _G2P_BLOCK[(m, t)] = Kernels("flip_sparse_g2p_block.cu", ("--fmad=false",), t,
+                                     defines={**mac.CELL_TYPES, "PUSH_EPSILON": PUSH_EPSILON, "BLOCK_THREADS": t,
+                                              "BLOCK_MIN_BLOCKS": m})
+    return _G2P_BLOCK[(m, t)]
 
 
 _G2P_BLOCK: dict = {}
@@ -479,8 +483,8 @@ def g2p_advect(grid, old, pos, vel, flip, pic, dt, half_dt, c, order=None, kerne
     dummy = c if apic else grid.xp.zeros(1, grid.xp.float32)
     centred = (_I32(before is not None), *(before if before is not None else (dummy, dummy, dummy)))
     name = g2p_kernel(kernel)
-    if name == "auto":  # the faster kernel for the case (module notes): lean only time-centred without C
-        name = "lean" if before is not None and not apic else "bricks"
+    if name == "auto":  # the faster kernel (module notes): block
+        name = "block"
     if name != "walk":  # the same arguments
         module, entry = {"lean": (G2P_LEAN, "g2p_advect_lean"), "block": (g2p_block_module(), "g2p_advect_block")
                          }.get(name, (G2P, "g2p_advect_bricks"))
