@@ -4,9 +4,9 @@
 // as NumPy's does). Layout and brick tables: flip_sparse_transfer.cu's notes.
 //
 // Two kernels, the same arithmetic and the same bits (sparse_gpu.G2P_KERNELS):
-//   g2p_advect_bricks  (default) each corner's cell from the particle's home brick table with
-//                      32-bit index arithmetic: per axis the corner's brick is the lower
-//                      corner's or the next one (when the lower lies on the brick's last
+//   g2p_advect_bricks  (the default before flip_sparse_g2p_block.cu) each corner's cell from
+//                      the particle's home brick table with 32-bit index arithmetic: per
+//                      axis the corner's brick is the lower corner's or the next one (when the lower lies on the brick's last
 //                      layer), so a sample looks up 1–8 distinct bricks (mostly 1) instead of
 //                      walking 7 cell steps, each a table read, in 64-bit integers; the home
 //                      brick from the brick index (closed) in one load, no bins' cell read.

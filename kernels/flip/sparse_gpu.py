@@ -87,9 +87,9 @@ Gravity is added in the boundaries kernel (``enforce_boundaries(grid, add)``).
 G2P + advection (``flip_sparse_g2p.cu``) runs over the particles in P2G's sorted order
 when the bins are still those of the positions (``VOXFX_SPARSE_G2P=cell``, the default;
 ``input``: in the particles' own order): neighbouring threads read neighbouring faces.
-Two kernels, the same bits (``VOXFX_SPARSE_G2P_KERNEL``): ``bricks`` (default) takes each
-sample's corners from the home brick's table, 1–8 distinct bricks a sample, in 32-bit
-index arithmetic, the home brick from the brick index; ``walk`` is the earlier kernel
+Two kernels, the same bits (``VOXFX_SPARSE_G2P_KERNEL``): ``bricks`` (the default before
+``block``, below) takes each sample's corners from the home brick's table, 1–8 distinct
+bricks a sample, in 32-bit index arithmetic, the home brick from the brick index; ``walk`` is the earlier kernel
 (7 table-read steps a sample from the bin's brick). 8M particles, H200: 0.93 → 0.87 ms
 at the fourth substep, 1.52 → 1.26 ms at the 120th (the liquid spread over 8.8k bricks);
 in the particles' own order the bricks kernel is faster early (0.79 ms) and slower once
@@ -106,7 +106,15 @@ the bricks kernel uses 64 registers (2 blocks of 512 an SM, 0.860 ms); built wit
 
 ``lean`` (``flip_sparse_g2p_lean.cu``, helper i24p; its notes give the H100 figures): the same
 bits, slower at the end of the substep and with APIC, faster time-centred (1.35 against 1.67 ms
-at 8M); ``VOXFX_SPARSE_G2P_KERNEL=auto`` (the default) runs it only time-centred without APIC.
+at 8M).
+
+``block`` (``flip_sparse_g2p_block.cu``, helper i24g; ``VOXFX_SPARSE_G2P_KERNEL=auto``, the
+default, runs it): the same bits; a sample's corners for all three components from one block of
+1–8 bricks read once from the home brick's table, no walk test where the block's bricks are
+active, the bricks kernel's own code for the rest. H100, 8M, one call: 0.896 → 0.606 ms at the
+end of the substep, 1.678 → 0.718 time-centred, 1.442 → 1.155 with APIC (bricks → block);
+``bench/flip_sparse.py --row 8m --ab`` G2P + advection 0.955 → 0.718 ms, substep 7.61 → 7.45;
+ncu: 37% fewer instructions (its notes).
 
 Particle order: the state is not kept sorted between substeps. Cache frames write the
 particles in the simulation's order, and that order is each particle's identity from
@@ -160,10 +168,11 @@ G2P_LEAN_MIN_BLOCKS = 2  # flip_sparse_g2p_lean.cu's __launch_bounds__: blocks o
 G2P_LEAN = Kernels("flip_sparse_g2p_lean.cu", ("--fmad=false",), G2P_THREADS,
                    defines={**mac.CELL_TYPES, "PUSH_EPSILON": PUSH_EPSILON, "LEAN_THREADS": G2P_THREADS,
                             "LEAN_MIN_BLOCKS": G2P_LEAN_MIN_BLOCKS})
-# flip_sparse_g2p_block.cu's __launch_bounds__: blocks of G2P_BLOCK_THREADS an SM. 2 (64 registers, 92 B of
-# spills): 0.652 ms at 8M against 0.961 for 1 (96 registers, no spills; H100, the module notes)
-G2P_BLOCK_MIN_BLOCKS = 2
-G2P_BLOCK_THREADS = G2P_THREADS
+# flip_sparse_g2p_block.cu's __launch_bounds__: G2P_BLOCK_MIN_BLOCKS blocks of G2P_BLOCK_THREADS an SM. 4 of 256
+# (64 registers, 92 B of spills): 0.606 ms at 8M; 2 of 512: 0.651; 1 of 512 (96 registers, no spills): 0.961
+# (H100, one call, the same bits; its notes)
+G2P_BLOCK_MIN_BLOCKS = 4
+G2P_BLOCK_THREADS = 256
 
 
 def g2p_block_module(min_blocks=None, threads=None) -> Kernels:
