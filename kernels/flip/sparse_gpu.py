@@ -87,9 +87,9 @@ Gravity is added in the boundaries kernel (``enforce_boundaries(grid, add)``).
 G2P + advection (``flip_sparse_g2p.cu``) runs over the particles in P2G's sorted order
 when the bins are still those of the positions (``VOXFX_SPARSE_G2P=cell``, the default;
 ``input``: in the particles' own order): neighbouring threads read neighbouring faces.
-Two kernels, the same bits (``VOXFX_SPARSE_G2P_KERNEL``): ``bricks`` (default) takes each
-sample's corners from the home brick's table, 1–8 distinct bricks a sample, in 32-bit
-index arithmetic, the home brick from the brick index; ``walk`` is the earlier kernel
+Two kernels, the same bits (``VOXFX_SPARSE_G2P_KERNEL``): ``bricks`` (the default before
+``block``, below) takes each sample's corners from the home brick's table, 1–8 distinct
+bricks a sample, in 32-bit index arithmetic, the home brick from the brick index; ``walk`` is the earlier kernel
 (7 table-read steps a sample from the bin's brick). 8M particles, H200: 0.93 → 0.87 ms
 at the fourth substep, 1.52 → 1.26 ms at the 120th (the liquid spread over 8.8k bricks);
 in the particles' own order the bricks kernel is faster early (0.79 ms) and slower once
@@ -106,7 +106,15 @@ the bricks kernel uses 64 registers (2 blocks of 512 an SM, 0.860 ms); built wit
 
 ``lean`` (``flip_sparse_g2p_lean.cu``, helper i24p; its notes give the H100 figures): the same
 bits, slower at the end of the substep and with APIC, faster time-centred (1.35 against 1.67 ms
-at 8M); ``VOXFX_SPARSE_G2P_KERNEL=auto`` (the default) runs it only time-centred without APIC.
+at 8M).
+
+``block`` (``flip_sparse_g2p_block.cu``, helper i24g; ``VOXFX_SPARSE_G2P_KERNEL=auto``, the
+default, runs it): the same bits; a sample's corners for all three components from one block of
+1–8 bricks read once from the home brick's table, no walk test where the block's bricks are
+active, the bricks kernel's own code for the rest. H100, 8M, one call: 0.896 → 0.606 ms at the
+end of the substep, 1.678 → 0.718 time-centred, 1.442 → 1.155 with APIC (bricks → block);
+``bench/flip_sparse.py --row 8m --ab`` G2P + advection 0.955 → 0.718 ms, substep 7.61 → 7.45;
+ncu: 37% fewer instructions (its notes).
 
 Particle order: the state is not kept sorted between substeps. Cache frames write the
 particles in the simulation's order, and that order is each particle's identity from
@@ -148,10 +156,11 @@ BIN_SCAN_TILES = 8192  # bin_scan: at most this many tiles (a block sums the ear
 # VOXFX_SPARSE_BIN_COUNT, the order binning's count: "grouped" (count_particles_grouped: one atomic a warp's run
 # of particles in one cell) or "atomic" (count_particles_bounds, one a particle); the same counts (module notes)
 BIN_COUNTS = ("grouped", "atomic")
-# VOXFX_SPARSE_G2P_KERNEL (all the same bits): "auto" (the default: lean for the time-centred
-# advection without APIC, else bricks, as measured; module notes), "lean" (flip_sparse_g2p_lean.cu),
-# "bricks" and "walk" (flip_sparse_g2p.cu's g2p_advect_bricks and g2p_advect_sparse)
-G2P_KERNELS = ("auto", "lean", "bricks", "walk")
+# VOXFX_SPARSE_G2P_KERNEL (all the same bits): "auto" (the default: block, as measured; module
+# notes), "block" (flip_sparse_g2p_block.cu),
+# "lean" (flip_sparse_g2p_lean.cu), "bricks" and "walk" (flip_sparse_g2p.cu's g2p_advect_bricks and
+# g2p_advect_sparse)
+G2P_KERNELS = ("auto", "block", "lean", "bricks", "walk")
 G2P_THREADS = 512  # a block of G2P: 2–4% faster than 256 at 8M (H200, bench/flip_sparse_g2p.py), the same bits
 G2P = Kernels("flip_sparse_g2p.cu", ("--fmad=false",), G2P_THREADS,
               defines={**mac.CELL_TYPES, "PUSH_EPSILON": PUSH_EPSILON})
@@ -159,6 +168,27 @@ G2P_LEAN_MIN_BLOCKS = 2  # flip_sparse_g2p_lean.cu's __launch_bounds__: blocks o
 G2P_LEAN = Kernels("flip_sparse_g2p_lean.cu", ("--fmad=false",), G2P_THREADS,
                    defines={**mac.CELL_TYPES, "PUSH_EPSILON": PUSH_EPSILON, "LEAN_THREADS": G2P_THREADS,
                             "LEAN_MIN_BLOCKS": G2P_LEAN_MIN_BLOCKS})
+# flip_sparse_g2p_block.cu's __launch_bounds__: G2P_BLOCK_MIN_BLOCKS blocks of G2P_BLOCK_THREADS an SM. 4 of 256
+# (64 registers, 92 B of spills): 0.606 ms at 8M; 2 of 512: 0.651; 1 of 512 (96 registers, no spills): 0.961
+# (H100, one call, the same bits; its notes)
+G2P_BLOCK_MIN_BLOCKS = 4
+G2P_BLOCK_THREADS = 256
+
+
+def g2p_block_module(min_blocks=None, threads=None) -> Kernels:
+    """flip_sparse_g2p_block.cu built for *min_blocks* blocks of *threads* an SM (defaults
+    ``G2P_BLOCK_MIN_BLOCKS``, ``G2P_BLOCK_THREADS``; the bench builds others to time them)."""
+    m = G2P_BLOCK_MIN_BLOCKS if min_blocks is None else int(min_blocks)
+    t = G2P_BLOCK_THREADS if threads is None else int(threads)
+    if (m, t) not in _G2P_BLOCK:
+        _G2P_BLOCK[(m, t)] = Kernels("flip_sparse_g2p_block.cu", ("--fmad=false",), t,
+                                     defines={**mac.CELL_TYPES, "PUSH_EPSILON": PUSH_EPSILON, "BLOCK_THREADS": t,
+                                              "BLOCK_MIN_BLOCKS": m})
+    return _G2P_BLOCK[(m, t)]
+
+
+_G2P_BLOCK: dict = {}
+G2P_BLOCK = g2p_block_module()
 
 
 def gather_mode(gather=None, apic: bool = False) -> str:
@@ -462,10 +492,11 @@ def g2p_advect(grid, old, pos, vel, flip, pic, dt, half_dt, c, order=None, kerne
     dummy = c if apic else grid.xp.zeros(1, grid.xp.float32)
     centred = (_I32(before is not None), *(before if before is not None else (dummy, dummy, dummy)))
     name = g2p_kernel(kernel)
-    if name == "auto":  # the faster kernel for the case (module notes): lean only time-centred without C
-        name = "lean" if before is not None and not apic else "bricks"
+    if name == "auto":  # the faster kernel (module notes): block
+        name = "block"
     if name != "walk":  # the same arguments
-        module, entry = (G2P_LEAN, "g2p_advect_lean") if name == "lean" else (G2P, "g2p_advect_bricks")
+        module, entry = {"lean": (G2P_LEAN, "g2p_advect_lean"), "block": (g2p_block_module(), "g2p_advect_block")
+                         }.get(name, (G2P, "g2p_advect_bricks"))
         module.launch(entry, n, (pos, vel, dummy, _I64(n), _I32(apic), *grid.faces(), *old, grid["solid"], keys,
                                  slots, nk, grid.brick_nbr, *brick_index(grid), _I32(grid.closed), *_dims(grid),
                                  *_frame(grid), flip, pic, dt, half_dt, bins[2] if sorted_ else dummy, _I32(sorted_),

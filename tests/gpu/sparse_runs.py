@@ -10,14 +10,15 @@ from voxfx.kernels.flip.sim import FlipSimulation
 from voxfx.kernels.grid import GridSpec
 
 
-def assert_runs_agree(monkeypatch, apic, variable, values):
+def assert_runs_agree(monkeypatch, apic, variable, values, **settings):
     """Runs the dam break once with *variable* set to each of *values*: the same particle
-    state bits (positions, velocities, APIC's C) as the first run."""
+    state bits (positions, velocities, APIC's C) as the first run. *settings*: more
+    ``FlipSettings`` fields (``time_centred_advection=True``)."""
     import cupy
 
     spec = GridSpec((0.0, 0.0, 0.0), 0.04, (40, 16, 24))
     v, t = box((0.0, 0.0, 0.0), (0.6, 0.64, 0.5))
-    settings = FlipSettings(seed=int(np.random.default_rng().integers(1000)), apic=apic)
+    settings = FlipSettings(seed=int(np.random.default_rng().integers(1000)), apic=apic, **settings)
     runs = []
     for value in values:
         monkeypatch.setenv(variable, value)

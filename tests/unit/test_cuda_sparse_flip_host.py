@@ -27,8 +27,9 @@ from voxfx.kernels.grid.sparse import brick_coords
 # and valid (the cell gather), the same from the brick gather; cell, from the particles and
 # from the bins' counts; extrapolated u v w and masks; enforced u v w (gravity added);
 # fluid faces; positions, velocities (, C) after G2P + advection, twice (particle order,
-# then the bins'), then the same twice from g2p_advect_bricks and from g2p_advect_lean; the
-# time-centred positions (sparse, bricks), lean's positions and velocities with u_n = u/2;
+# then the bins'), then the same twice from g2p_advect_bricks, g2p_advect_lean and
+# g2p_advect_block; the time-centred positions (sparse, bricks), lean's and block's positions
+# and velocities with u_n = u/2;
 # then, for those positions,
 # the incremental topology's added and freed counts against the current one, missed and
 # beyond counts, and its sorted unique keys; then the same from a full build; all of it
@@ -41,6 +42,7 @@ HARNESS = STUBS + r"""
 #include "flip_sparse_gather.cu"
 #include "flip_sparse_g2p.cu"
 #include "flip_sparse_g2p_lean.cu"
+#include "flip_sparse_g2p_block.cu"
 """ + DRIVER + r"""
 int main() {
     int closed, nx, ny, nz, apic, margin, margin2, margin3;
@@ -170,6 +172,16 @@ int main() {
         pf(pos3); pf(vel3);
         if (apic) pf(c3);
     }
+    // g2p_advect_block (flip_sparse_g2p_block.cu), in the particles' order, then the bins'
+    for (int use_order : {0, 1}) {
+        std::vector<float> pos3 = pos_in, vel3 = vel_in, c3 = c_in;
+        LAUNCH(n, g2p_advect_block(pos3.data(), vel3.data(), c3.data(), n, apic, u.data(), v.data(), w.data(),
+                                   old_u.data(), old_v.data(), old_w.data(), solid.data(), keys.data(),
+                                   slots.data(), nk, nbr27.data(), INDEX, closed, nx, ny, nz, ox, oy, oz, h, inv_h,
+                                   flip, pic, dt, half_dt, order.data(), use_order, 0, nullptr, nullptr, nullptr));
+        pf(pos3); pf(vel3);
+        if (apic) pf(c3);
+    }
     // the time-centred advection (u_n: the old faces stand in), g2p_advect_sparse then _bricks
     {
         std::vector<float> pos4 = pos_in, vel4 = vel_in, c4 = c_in, pos5 = pos_in, vel5 = vel_in, c5 = c_in;
@@ -194,6 +206,12 @@ int main() {
                                   slots.data(), nk, nbr27.data(), INDEX, closed, nx, ny, nz, ox, oy, oz, h, inv_h,
                                   flip, pic, dt, half_dt, order.data(), 1, 1, bu.data(), bv.data(), bw.data()));
         pf(pos6); pf(vel6);
+        std::vector<float> pos7 = pos_in, vel7 = vel_in, c7 = c_in;  // and g2p_advect_block, the same u_n
+        LAUNCH(n, g2p_advect_block(pos7.data(), vel7.data(), c7.data(), n, apic, u.data(), v.data(), w.data(),
+                                   old_u.data(), old_v.data(), old_w.data(), solid.data(), keys.data(),
+                                   slots.data(), nk, nbr27.data(), INDEX, closed, nx, ny, nz, ox, oy, oz, h, inv_h,
+                                   flip, pic, dt, half_dt, order.data(), 1, 1, bu.data(), bv.data(), bw.data()));
+        pf(pos7); pf(vel7);
     }
     double rdt, rgdt, rh;  // per-brick margins (sparse_grid.BrickReach): dt, |g|·dt, h, base, the largest margin
     int rbase, rmax;
@@ -463,7 +481,7 @@ def _check_topology(out, grid, pos, vel, t, margins, holes):
 
 def _check_g2p(out, grid, old, pos, vel, flip, dt, c):
     """G2P + advection (in place): the NumPy reference's bits from g2p_advect_sparse in the
-    particles' order and the bins', then from g2p_advect_bricks in both."""
+    particles' order and the bins', then from g2p_advect_bricks, _lean and _block in both."""
     apic = c is not None
     x0, v0, c0 = pos.copy(), vel.copy(), None if c is None else c.copy()
     v_in, c_in = vel.copy(), None if c is None else c.copy()  # (v0 and c0 are updated below)
@@ -476,8 +494,9 @@ def _check_g2p(out, grid, old, pos, vel, flip, dt, c):
         assert np.array_equal(out.floats(c.size).reshape(c.shape), c)
     for want in (pos, vel, c) if apic else (pos, vel):  # in the bins' order: the same bits
         assert np.array_equal(out.floats(want.size).reshape(want.shape), want)
-    for _ in ("bricks, particle order", "bricks, bins' order", "lean, particle order", "lean, bins' order"):
-        for want in (pos, vel, c) if apic else (pos, vel):  # g2p_advect_bricks and _lean: the same bits
+    for _ in ("bricks, particle order", "bricks, bins' order", "lean, particle order", "lean, bins' order",
+              "block, particle order", "block, bins' order"):
+        for want in (pos, vel, c) if apic else (pos, vel):  # g2p_advect_bricks, _lean and _block: the same bits
             assert np.array_equal(out.floats(want.size).reshape(want.shape).view(np.uint32), want.view(np.uint32))
     centred = x0.copy()  # the time-centred advection, the old faces as u_n: both kernels, the same bits
     sparse_transfer.g2p_advect(grid, old, centred, v0, flip, dt, c0, before=old)
@@ -492,3 +511,5 @@ def _check_g2p(out, grid, old, pos, vel, flip, dt, c):
     assert not np.array_equal(centred, pos)
     assert np.array_equal(out.floats(pos.size).reshape(-1, 3).view(np.uint32), centred.view(np.uint32))
     assert np.array_equal(out.floats(vel.size).reshape(-1, 3).view(np.uint32), v1.view(np.uint32))
+    for want in (centred, v1):  # g2p_advect_block, the same u_n: the same bits
+        assert np.array_equal(out.floats(want.size).reshape(-1, 3).view(np.uint32), want.view(np.uint32))

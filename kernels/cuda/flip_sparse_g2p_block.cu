@@ -1,0 +1,309 @@
+// G2P and advection of the sparse FLIP solver, one brick block a sample (seed 003 Alg. 1;
+// issue 24, helper i24g; kernels/flip/sparse_gpu.py g2p_advect launches it for
+// VOXFX_SPARSE_G2P_KERNEL=block; kernels/flip/sparse_transfer.py g2p_advect is the NumPy
+// reference; compiled with --fmad=false). The arithmetic of flip_sparse_g2p.cu's
+// g2p_advect_bricks operation for operation (the same corners, fractions, blends and
+// push-out: the same bits); what differs is how a sample finds its corner cells:
+//   * the three face lattices of a sample share their axes: along axis d component d reads
+//     the lattice at g_d (box n_d + 1), the other two at g_d − ½ (box n_d), so 6 axis
+//     look-ups a sample, not 9;
+//   * per axis the 12 corners' cells of the three components lie in one brick or two
+//     neighbours (⌊g_d⌋ and ⌊g_d − ½⌋ differ by at most 1), so the whole sample's corners lie
+//     in one block of 1–8 bricks: those are read from the home brick's table once a sample
+//     (one range test, loads at constant offsets of one row) instead of 1–8 look-ups, each
+//     with its own range test and binary search, a component; within a warp some lane
+//     nearly always crosses a brick, so g2p_advect_bricks pays for all 8 look-ups a
+//     component;
+//   * where every brick of the block is active (nearly always: the topology's margins), the
+//     walk's test of each corner (four brick picks a corner) is skipped: every corner is
+//     in an active brick, read without a test;
+//   * the push-out's cell look-up in 32-bit integers (closed domains).
+// Everything else (a block beyond the home brick's 27 or with an inactive brick, a point
+// beyond the key range, a non-finite position, an open domain's push-out, a point in a
+// SOLID cell) takes g2p_advect_bricks' own code (corner_cells_fast, push_out_brick), out of
+// line where it is long.
+//
+// Measured (H100 80GB HBM3, driver 580.159.04, one call; 8M dam break after 4 substeps,
+// 8,000,033 particles, 3,258 bricks, bins' order; bench/flip_sparse_g2p_block.py, medians of
+// 7 on copies of the same particles, the same bits as bricks every time), ms:
+//
+//   case                     bricks   block 2×512 (64 reg.)   block 4×256 (64 reg.)   block 1×512 (96 reg.)   lean
+//   end of substep           0.896          0.651                   0.606                   0.961             1.319
+//   time-centred             1.678          0.754                   0.718                   1.027             1.348
+//   APIC, end of substep     1.442          1.268                   1.155                   1.359             2.129
+//
+// Whole substeps alternating in one process (bench/flip_sparse.py --row 8m --ab, 8 a way,
+// block 2×512): G2P + advection 0.955 → 0.718 ms, substep 7.61 → 7.45 ms. ncu, one launch each
+// (end of substep, 2×512): bricks 629.5M warp instructions (~2,520 a particle), IPC 2.82,
+// 1.07 ms under ncu; block 393.5M (~1,570 a particle, −37%), IPC 2.52, 0.75 ms, its 64
+// registers with 92 B of spills (5.75M local spill requests: long-scoreboard stalls 4.2 a
+// warp instruction against 2.4); built for one block (96 registers, no spills) it loses
+// half the warps and is slower. sparse_gpu builds it for 4 blocks of 256 (G2P_BLOCK_*).
+//
+// Layout and brick tables: flip_sparse_transfer.cu's notes. Constants from Python (-D):
+// AIR, FLUID, SOLID, PUSH_EPSILON.
+
+#include "voxfx_g2p.cuh"  // g2p_velocity: the FLIP/PIC blend and APIC's C
+#include "voxfx_g2p_bricks.cuh"  // corner_axis, blend_corners
+#include "voxfx_g2p_home.cuh"  // Home, corner_cells_fast, Sampler, push_out_brick
+#include "voxfx_sparse_index.cuh"  // BRICK_INDEX_ARGS
+
+// corner_axis of one lattice (box size s) at c, without the chain of the key-range test
+// over the axes: i0, up, t, and whether ⌊c⌋ lies within the key range (open). Where every
+// axis of a component lies within it, corner_axis gives these i0 and t.
+struct AxisCorners {
+    int i0, up;
+    float t;
+    bool in;
+};
+
+__device__ __forceinline__ AxisCorners axis_corners(float c, int closed, int s)
+{
+    AxisCorners A;
+    if (closed) {
+        c = fminf(fmaxf(c, 0.0f), (float)(s - 1));
+        A.i0 = max(min((int)c, s - 2), 0);
+        A.up = min(A.i0 + 1, s - 1) != A.i0;
+        A.in = true;
+    } else {
+        c = isfinite(c) ? c : 0.0f;
+        const float f = floorf(c);
+        A.in = f >= -LATTICE_LIMIT && f < LATTICE_LIMIT;
+        A.i0 = A.in ? (int)f : 0;
+        A.up = 1;
+    }
+    A.t = c - (float)A.i0;
+    return A;
+}
+
+// The face arrays a sample reads at the same corners: f[field][component].
+struct FaceSets {
+    const float* __restrict__ f[3][3];
+};
+
+// corner_cells_fast (voxfx_g2p_home.cuh) on the lattice of box (s0, s1, s2) at (a0, a1, a2):
+// out of line (the rare cases).
+__device__ __noinline__ void block_corners_slow(Home H, int closed, int s0, int s1, int s2, float a0, float a1,
+                                                float a2, int* idx, float* t)
+{
+    const int s[3] = {s0, s1, s2};
+    const float at[3] = {a0, a1, a2};
+    int i[8];
+    float f[3];
+    corner_cells_fast(H, closed, s, at, i, f);
+    for (int q = 0; q < 8; ++q) idx[q] = i[q];
+    for (int a = 0; a < 3; ++a) t[a] = f[a];
+}
+
+// FIELDS sets of faces of F at g (cell units) into out[field], with grad (rows ∂u_a/∂(x, y,
+// z)) of field 0 unless null: sample_faces_fast (flip_sparse_g2p.cu) per field, the corners
+// found once for all fields (file notes).
+template <int FIELDS>
+__device__ __forceinline__ void block_sample(const Home& H, int closed, const int n[3], const float g[3],
+                                             const FaceSets& F, float out[3][3], float* grad)
+{
+    AxisCorners face[3], centre[3];
+    bool ok = H.slot >= 0;
+#pragma unroll
+    for (int d = 0; d < 3; ++d) {
+        face[d] = axis_corners(g[d], closed, n[d] + 1);
+        centre[d] = axis_corners(g[d] - 0.5f, closed, n[d]);
+        ok = ok && face[d].in && centre[d].in;
+    }
+    int lo[3], rel[3];
+    unsigned need = 0u;  // bit d: the block is two bricks along d
+#pragma unroll
+    for (int d = 0; d < 3; ++d) {
+        const int l = min(face[d].i0, centre[d].i0) >> 3;
+        const int top = max(face[d].i0 + face[d].up, centre[d].i0 + centre[d].up) >> 3;
+        lo[d] = l;
+        rel[d] = l - H.hb[d];
+        need |= (unsigned)(top > l) << d;
+        ok = ok && top - l <= 1 && rel[d] >= -1 && rel[d] + (top > l) <= 1;
+    }
+    int base[8];  // slot·SPARSE_CELLS of block brick lo + (r & 1, r >> 1 & 1, r >> 2), r ⊆ need
+    if (ok) {
+        const int* __restrict__ row = H.nbr27 + 27 * H.slot + sparse_offset_index(rel[0], rel[1], rel[2]);
+#pragma unroll
+        for (int r = 0; r < 8; ++r) {
+            const int s = (r & need) == (unsigned)r ? row[(r & 1) + 3 * ((r >> 1) & 1) + 9 * (r >> 2)] : 0;
+            ok = ok && s >= 0;
+            base[r] = s * SPARSE_CELLS;
+        }
+    }
+    if (ok) {  // every corner in an active brick of the block: no walk test
+#pragma unroll
+        for (int a = 0; a < 3; ++a) {
+            int lb[3], ub[3], ll[3], ul[3];  // lower and upper corner: block bit and local coordinate
+            float t[3];
+#pragma unroll
+            for (int d = 0; d < 3; ++d) {
+                const AxisCorners& A = a == d ? face[d] : centre[d];
+                lb[d] = (A.i0 >> 3) - lo[d];
+                ub[d] = ((A.i0 + A.up) >> 3) - lo[d];
+                ll[d] = A.i0 & 7;
+                ul[d] = (A.i0 + A.up) & 7;
+                t[d] = A.t;
+            }
+            int idx[8];
+#pragma unroll
+            for (int q = 0; q < 8; ++q) {
+                const int bx = (q & 1) ? ub[0] : lb[0], by = (q & 2) ? ub[1] : lb[1], bz = (q & 4) ? ub[2] : lb[2];
+                const int x = (q & 1) ? ul[0] : ll[0], y = (q & 2) ? ul[1] : ll[1], z = (q & 4) ? ul[2] : ll[2];
+                idx[q] = pick8(base, bx | (by << 1) | (bz << 2)) + ((z << 6) | (y << 3) | x);
+            }
+#pragma unroll
+            for (int k = 0; k < FIELDS; ++k) {
+                const float* __restrict__ f = F.f[k][a];
+                float p[8];
+#pragma unroll
+                for (int q = 0; q < 8; ++q) p[q] = f[idx[q]];
+                out[k][a] = trilinear_blend(p, t[0], t[1], t[2], k == 0 && grad ? grad + 3 * a : nullptr);
+            }
+        }
+        return;
+    }
+#pragma unroll
+    for (int a = 0; a < 3; ++a) {  // g2p_advect_bricks' corners
+        int idx[8];
+        float t[3];
+        block_corners_slow(H, closed, n[0] + (a == 0), n[1] + (a == 1), n[2] + (a == 2),
+                           a == 0 ? g[0] : g[0] - 0.5f, a == 1 ? g[1] : g[1] - 0.5f, a == 2 ? g[2] : g[2] - 0.5f,
+                           idx, t);
+#pragma unroll
+        for (int k = 0; k < FIELDS; ++k)
+            out[k][a] = blend_corners(F.f[k][a], idx, t, k == 0 && grad ? grad + 3 * a : nullptr);
+    }
+}
+
+// push_out_brick (voxfx_g2p_home.cuh) on home H's Sampler: out of line (the rare cases).
+__device__ __noinline__ void block_push_out_slow(float* x, const float* fallback, const unsigned char* __restrict__ solid,
+                                                 Home H, int closed, int nx, int ny, int nz, const float* o, float h,
+                                                 float inv_h)
+{
+    Sampler S;
+    S.b = Bricks{H.keys, H.slots, H.n, H.nbr27};
+    S.closed = closed;
+    S.n[0] = nx;
+    S.n[1] = ny;
+    S.n[2] = nz;
+    S.home = H.slot;  // (hb only read where home ≥ 0: g2p_advect_bricks' hb there)
+    for (int a = 0; a < 3; ++a) S.hb[a] = H.hb[a];
+    float xx[3] = {x[0], x[1], x[2]};
+    const float f[3] = {fallback[0], fallback[1], fallback[2]}, oo[3] = {o[0], o[1], o[2]};
+    push_out_brick(xx, f, solid, S, oo, h, inv_h);
+    for (int a = 0; a < 3; ++a) x[a] = xx[a];
+}
+
+// push_out_brick in 32-bit integers where the domain is closed, x finite and its cell's
+// brick one of home's 27 and the cell not SOLID; else push_out_brick itself.
+__device__ __forceinline__ void block_push_out(float x[3], const float fallback[3],
+                                               const unsigned char* __restrict__ solid, const Home& H, int closed,
+                                               const int n[3], const float o[3], float h, float inv_h)
+{
+    if (closed && H.slot >= 0 && isfinite(x[0]) && isfinite(x[1]) && isfinite(x[2])) {
+        float gc[3];
+        int cell[3];
+        bool moved = false;
+#pragma unroll
+        for (int a = 0; a < 3; ++a) {
+            const float g = (x[a] - o[a]) * inv_h;
+            gc[a] = fminf(fmaxf(g, PUSH_EPSILON), (float)n[a] - PUSH_EPSILON);
+            moved = moved || gc[a] != g;
+            cell[a] = min((int)floorf(gc[a]), n[a] - 1);  // gc in [ε, n − ε]: no overflow
+        }
+        const int dx = (cell[0] >> 3) - H.hb[0], dy = (cell[1] >> 3) - H.hb[1], dz = (cell[2] >> 3) - H.hb[2];
+        if ((unsigned)(dx + 1) <= 2u && (unsigned)(dy + 1) <= 2u && (unsigned)(dz + 1) <= 2u) {
+            const int s = H.nbr27[27 * H.slot + sparse_offset_index(dx, dy, dz)];
+            if (s < 0 || !solid[s * SPARSE_CELLS + (((cell[2] & 7) << 6) | ((cell[1] & 7) << 3) | (cell[0] & 7))]) {
+                if (moved)
+                    for (int a = 0; a < 3; ++a) x[a] = o[a] + gc[a] * h;
+                return;
+            }
+        }
+    }
+    block_push_out_slow(x, fallback, solid, H, closed, n[0], n[1], n[2], o, h, inv_h);
+}
+
+// One particle's update: g2p_advect_bricks' steps; u_n (centred) sampled on the corners of
+// u_{n+1} and u_old at x, and of u_{n+1} at x_m (the corners depend on the point only).
+template <bool CENTRED>
+__device__ __forceinline__ void block_particle(float* __restrict__ pos, float* __restrict__ vel,
+                                               float* __restrict__ c, long long p, int apic, const FaceSets& F,
+                                               const unsigned char* __restrict__ solid, const Home& H, int closed,
+                                               const int dims[3], const float o[3], float h, float inv_h, float flip,
+                                               float pic, float dt, float half_dt, const float x0[3], const float g[3])
+{
+    float s1[3][3], grad[9];  // u_{n+1}, u_old (, u_n) at x
+    block_sample<CENTRED ? 3 : 2>(H, closed, dims, g, F, s1, apic ? grad : nullptr);
+    g2p_velocity(vel, c, p, apic, s1[0], s1[1], grad, flip, pic, inv_h);  // seed 003 Alg. 1
+    // RK2: x_m = x + ½Δt·u(x), x' = x + Δt·u(x_m); centred (b = u_n): x_m = x + ½Δt·u_n(x),
+    // x' = x + Δt·½(u_n + u_{n+1})(x_m)
+    float gm[3], x1[3];
+    for (int a = 0; a < 3; ++a) {
+        const float xm = x0[a] + half_dt * (CENTRED ? s1[2][a] : s1[0][a]);
+        gm[a] = (xm - o[a]) * inv_h;
+    }
+    FaceSets Fm;  // u_{n+1} (, u_n) at x_m
+    for (int a = 0; a < 3; ++a) {
+        Fm.f[0][a] = F.f[0][a];
+        Fm.f[1][a] = F.f[2][a];
+        Fm.f[2][a] = nullptr;
+    }
+    float s2[3][3];
+    block_sample<CENTRED ? 2 : 1>(H, closed, dims, gm, Fm, s2, nullptr);
+    for (int a = 0; a < 3; ++a) {
+        const float v2 = CENTRED ? 0.5f * (s2[0][a] + s2[1][a]) : s2[0][a];
+        x1[a] = x0[a] + dt * v2;
+    }
+    block_push_out(x1, x0, solid, H, closed, dims, o, h, inv_h);
+    for (int a = 0; a < 3; ++a) pos[3 * p + a] = x1[a];
+}
+
+#ifndef BLOCK_MIN_BLOCKS  // blocks of BLOCK_THREADS an SM for __launch_bounds__ (sparse_gpu.G2P_BLOCK_MIN_BLOCKS)
+#define BLOCK_MIN_BLOCKS 1
+#endif
+#ifndef BLOCK_THREADS  // sparse_gpu.G2P_THREADS
+#define BLOCK_THREADS 512
+#endif
+
+// g2p_advect_bricks' arguments and results (flip_sparse_g2p.cu): one thread per particle,
+// thread t on particle order[t] where use_order, else t; the home brick from the brick index.
+extern "C" __global__ void __launch_bounds__(BLOCK_THREADS, BLOCK_MIN_BLOCKS)
+    g2p_advect_block(float* __restrict__ pos, float* __restrict__ vel, float* __restrict__ c, long long n, int apic,
+                     const float* __restrict__ u, const float* __restrict__ v, const float* __restrict__ w,
+                     const float* __restrict__ old_u, const float* __restrict__ old_v,
+                     const float* __restrict__ old_w, const unsigned char* __restrict__ solid,
+                     const long long* __restrict__ keys, const int* __restrict__ slots, long long n_keys,
+                     const int* __restrict__ nbr27, BRICK_INDEX_ARGS, int closed, int nx, int ny, int nz, float ox,
+                     float oy, float oz, float h, float inv_h, float flip, float pic, float dt, float half_dt,
+                     const int* __restrict__ order, int use_order, int centred, const float* __restrict__ b_u,
+                     const float* __restrict__ b_v, const float* __restrict__ b_w)
+{
+    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n) return;
+    const long long p = use_order ? (long long)order[t] : t;
+    const float o[3] = {ox, oy, oz};
+    const int dims[3] = {nx, ny, nz};
+    const float x0[3] = {pos[3 * p], pos[3 * p + 1], pos[3 * p + 2]};
+    const float g[3] = {(x0[0] - ox) * inv_h, (x0[1] - oy) * inv_h, (x0[2] - oz) * inv_h};
+    Home H{keys, slots, n_keys, nbr27, -1, {0, 0, 0}};
+    // g2p_advect_bricks' home (sampler_at): ⌊g⌋ >> 3, a slot only where g is finite and every
+    // ⌊g_a⌋ lies within the key range
+    bool inside = isfinite(g[0]) && isfinite(g[1]) && isfinite(g[2]);
+    if (inside)
+        for (int a = 0; a < 3; ++a) {
+            const float f = floorf(g[a]);
+            inside = inside && f >= -LATTICE_LIMIT && f < LATTICE_LIMIT;
+            H.hb[a] = inside ? ((int)f) >> 3 : 0;
+        }
+    if (inside) H.slot = INDEXED_SLOT((long long)H.hb[0], (long long)H.hb[1], (long long)H.hb[2]);
+    else H.hb[0] = H.hb[1] = H.hb[2] = 0;
+    const FaceSets F{{{u, v, w}, {old_u, old_v, old_w}, {b_u, b_v, b_w}}};
+    if (centred)
+        block_particle<true>(pos, vel, c, p, apic, F, solid, H, closed, dims, o, h, inv_h, flip, pic, dt, half_dt,
+                             x0, g);
+    else
+        block_particle<false>(pos, vel, c, p, apic, F, solid, H, closed, dims, o, h, inv_h, flip, pic, dt, half_dt,
+                              x0, g);
+}
