@@ -84,6 +84,7 @@ import numpy as np
 
 from ..grid.launch import Kernels
 from ..grid.sparse_mac import brick_tables, carve
+from ..settings import env_choice
 from .particles import THREADS
 from . import sparse_reach
 from .sparse_gpu import _I32, _I64, _NO_INDEX, CELLS, KERNELS, _dims, _frame, available, brick_index
@@ -104,6 +105,9 @@ SPEED_MAXIMA = ("warp", "uniform", "plain")
 # VOXFX_SPARSE_DEVICE_MARGIN: 1 (a caller without the fastest speed passes margin None: incremental_keys takes the
 # last substep's radius and learns the margin with its one read, module notes) or 0 (the A/B baseline: a host read)
 DEVICE_MARGINS = ("1", "0")
+# VOXFX_SPARSE_TOPOLOGY_SCRATCH (scratch_mode): the pipeline's scratch allocated afresh each substep, or kept on
+# the grid (and the update's allocations at size classes)
+SCRATCH_MODES = ("fresh", "kept")
 
 
 def mark_walls(grid) -> None:
@@ -171,16 +175,38 @@ def _margins(grid, margin, reach, used, nbr, cap, speed2, out=None, most=None):
     return out
 
 
+def scratch_mode() -> str:
+    """``VOXFX_SPARSE_TOPOLOGY_SCRATCH`` (``SCRATCH_MODES``, module notes): ``fresh`` (the pipeline's
+    scratch allocated and zeroed each substep, each allocation its exact size) or ``kept`` (the
+    scratch kept on the grid while its sizes hold, zeroed by one memset; the update's outputs, the
+    pool's growth and the tables allocated at ``size_class`` sizes): the same topology."""
+    return env_choice("VOXFX_SPARSE_TOPOLOGY_SCRATCH", SCRATCH_MODES)
+
+
 def _reach_work(grid, margin, reach, entries: int, classes: bool = False):
     """``_reach``'s scratch for the fused update, zeroed in one allocation: occupied, flags,
     speed2, the masks (with *classes* one word a slot), kept, claimed (*entries* words), and
-    the margins and a stand-in velocity."""
+    the margins and a stand-in velocity. ``scratch_mode()`` kept: the grid's last one, zeroed
+    again, while its sizes are these."""
     cap = grid.capacity
     words = 1 if classes else -(-(2 * reach_radius(margin) + 1) ** 3 // 32)
-    return carve(grid.xp, {"occupied": (np.uint8, cap * CELLS), "flags": (np.uint64, 5),
-                            "speed2": (np.uint32, cap if reach is not None else 1), "mask": (np.uint32, cap * words),
-                            "kept": (np.uint8, cap), "claimed": (np.uint32, entries), "margins": (np.int32, cap),
-                            "vel": (np.float32, 1)}, zero=True)
+    parts = {"occupied": (np.uint8, cap * CELLS), "flags": (np.uint64, 5),
+             "speed2": (np.uint32, cap if reach is not None else 1), "mask": (np.uint32, cap * words),
+             "kept": (np.uint8, cap), "claimed": (np.uint32, entries), "margins": (np.int32, cap),
+             "vel": (np.float32, 1)}
+    if scratch_mode() != "kept":
+        return carve(grid.xp, parts, zero=True)
+    key = (cap, words, reach is not None, entries)
+    kept = getattr(grid, "_reach_scratch", None)
+    if kept is not None and kept[0] == key:
+        kept[1].fill(0)  # one memset over the allocation
+        return kept[2]
+    work = carve(grid.xp, parts, zero=True, classed=True)
+    base = work["occupied"].base if work["occupied"].base is not None else work["occupied"]
+    while base.base is not None:
+        base = base.base
+    grid._reach_scratch = (key, base, work)
+    return work
 
 
 def _reach(grid, pos, margin, keys, slots, used, coords, nbr, compare, index, claimed=None, reach=None, work=None,
@@ -337,7 +363,8 @@ def launch_fused_update(grid, index, work):
     tiles = pool_tiles + entry_tiles
     out = carve(cp, {"totals": (np.int32, 2 * tiles), "keys": (np.int64, entries), "slots": (np.int32, entries),
                       "fresh": (np.int32, entries), "index": (np.int32, entries), "pool": (np.int32, cap),
-                      "freed": (np.int32, cap), "used": (np.uint8, cap + entries)}, zero=False)
+                      "freed": (np.int32, cap), "used": (np.uint8, cap + entries)}, zero=False,
+                classed=scratch_mode() == "kept")
     flags, kept, claimed = work["flags"], work["kept"], work["claimed"]
     FUSED.launch_grid("topology_fused_counts", (tiles,), (THREADS,),
                       (flags, grid.brick_slot, kept, _I64(cap), index[0], claimed, _I64(entries),
