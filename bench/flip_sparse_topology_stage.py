@@ -100,7 +100,7 @@ def instrument(cp, tl):
     launch0, grid0 = Kernels.launch, Kernels.launch_grid
 
     def traced(call, name, *a, **k):
-        if not (tl.active and tl.tracing):
+        if not (tl.in_stage and tl.tracing):  # the stage's launches only (none in a graph capture)
             return call(*a, **k)
         e0, e1 = cp.cuda.Event(), cp.cuda.Event()
         e0.record()

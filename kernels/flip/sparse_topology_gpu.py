@@ -202,6 +202,7 @@ def _reach_work(grid, margin, reach, entries: int, classes: bool = False):
         kept[1].fill(0)  # one memset over the allocation
         return kept[2]
     work = carve(grid.xp, parts, zero=True, classed=True)
+    work["flag slices"] = tuple(work["flags"][i:i + 1] for i in range(5))  # the kernels' one-flag arguments
     base = work["occupied"].base if work["occupied"].base is not None else work["occupied"]
     while base.base is not None:
         base = base.base
@@ -231,33 +232,34 @@ def _reach(grid, pos, margin, keys, slots, used, coords, nbr, compare, index, cl
     w = work or {}
     occupied = w["occupied"] if work else cp.zeros(cap * CELLS, cp.uint8)
     flags = w["flags"] if work else cp.zeros(5, cp.uint64)
+    f = w.get("flag slices") or tuple(flags[i:i + 1] for i in range(5))
     speed2 = w["speed2"] if work else cp.zeros(cap if reach is not None else 1, cp.uint32)
     vel = reach.vel if reach is not None else w["vel"] if work else cp.zeros(1, cp.float32)
     ox, oy, oz, _, inv_h = _frame(grid)
     TOPOLOGY.launch("mark_occupied", n, (pos, _I64(n), ox, oy, oz, inv_h, _I32(grid.closed), *_dims(grid), keys,
-                                        slots, nk, *index, occupied, flags[0:1], vel, speed2,
+                                        slots, nk, *index, occupied, f[0], vel, speed2,
                                         _I32(0 if reach is None else SPEED_CODES[speed_max_mode()])))
-    margins = _margins(grid, margin, reach, used, nbr, cap, speed2, w.get("margins"), flags[4:5])
+    margins = _margins(grid, margin, reach, used, nbr, cap, speed2, w.get("margins"), f[4])
     del speed2
     if classes:  # sparse_reach's steps 2 and 4, then count_unkept
-        words, kept = sparse_reach.launch(grid, occupied, used, coords, margins, index, claimed, flags, work)
-        TOPOLOGY.launch("count_unkept", cap, (used, kept, _I64(cap), flags[3:4]))
+        words, kept = sparse_reach.launch(grid, occupied, used, coords, margins, index, claimed, flags, work, f)
+        TOPOLOGY.launch("count_unkept", cap, (used, kept, _I64(cap), f[3]))
         return (words, None), flags, kept
     mask = w["mask"] if work else cp.zeros(cap * words, cp.uint32)
     TOPOLOGY.launch("brick_reach", 64 * cap, (occupied, used, coords, _I64(cap), margins, _I32(grid.closed),
-                                             *_dims(grid), _I32(radius), mask, flags[1:2]))
+                                             *_dims(grid), _I32(radius), mask, f[1]))
     del occupied, margins
     kept = None
     if compare:
         kept = w["kept"] if work else cp.zeros(cap, cp.uint8)
         if claimed is not None:
             TOPOLOGY.launch("reach_compare_table", offsets * cap, (mask, coords, _I64(cap), _I32(radius), *index,
-                                                                  kept, claimed, flags[2:3], flags[1:2]))
-            TOPOLOGY.launch("count_unkept", cap, (used, kept, _I64(cap), flags[3:4]))
+                                                                  kept, claimed, f[2], f[1]))
+            TOPOLOGY.launch("count_unkept", cap, (used, kept, _I64(cap), f[3]))
             return (mask, radius), flags, kept
         TOPOLOGY.launch("reach_compare", offsets * cap, (mask, coords, _I64(cap), _I32(radius), keys, slots, nk,
-                                                        *index, kept, flags[2:3], flags[1:2]))
-        TOPOLOGY.launch("count_unkept", cap, (used, kept, _I64(cap), flags[3:4]))
+                                                        *index, kept, f[2], f[1]))
+        TOPOLOGY.launch("count_unkept", cap, (used, kept, _I64(cap), f[3]))
     return (mask, radius), flags, kept
 
 

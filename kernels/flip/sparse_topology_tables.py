@@ -18,9 +18,8 @@ from __future__ import annotations
 
 import os
 
-from ..grid.sparse_mac import classed_empty
 from .sparse_gpu import _I32, _I64, _NO_INDEX, CELLS, _dims
-from .sparse_topology_gpu import TOPOLOGY, scratch_mode
+from .sparse_topology_gpu import TOPOLOGY
 
 # VOXFX_SPARSE_TOPOLOGY_TABLES: after an update, the slot tables, neighbours and marks by fused_tables (two
 # launches, no fill) or the separate way (brick_tables' fills and launch, cell_neighbours, mark_walls, solid faces)
@@ -50,17 +49,16 @@ def fused_tables(grid, marks: bool) -> None:
     cap = grid.capacity
     cached = getattr(grid, "_brick_index", None)
     index = cached[1] if cached is not None and cached[0] is t else (cp.zeros(1, cp.int32), *_NO_INDEX)
-    empty = classed_empty if scratch_mode() == "kept" else (lambda xp, shape, dtype: xp.empty(shape, dtype))
-    tables = {"coords": empty(cp, (cap, 3), cp.int32), "nbr27": empty(cp, (cap, 27), cp.int32)}
+    tables = {"coords": cp.empty((cap, 3), cp.int32), "nbr27": cp.empty((cap, 27), cp.int32)}
     TOPOLOGY.launch("topology_slot_tables", 27 * (t.count + cap), (t.keys, t.slots, _I64(t.count), *index,
                                                                    grid.brick_slot, _I64(cap), tables["coords"],
                                                                    tables["nbr27"]))
     grid.slot_coords, grid.brick_nbr = tables["coords"], tables["nbr27"]
     cells = cap * CELLS
-    out = {"nbr": empty(cp, (6, cells), cp.int32)}  # one allocation each, as the separate way's (the pool's sizes)
+    out = {"nbr": cp.empty((6, cells), cp.int32)}  # one allocation each, as the separate way's (the pool's sizes)
     if marks:
-        out.update({name: empty(cp, cells, cp.uint8) for name in (*grid.EXISTS, "wall", "solid")})
-        out.update({"solid_" + name: empty(cp, cells, cp.float32) for name in grid.FACES})
+        out.update({name: cp.empty(cells, cp.uint8) for name in (*grid.EXISTS, "wall", "solid")})
+        out.update({"solid_" + name: cp.empty(cells, cp.float32) for name in grid.FACES})
     names = [*grid.EXISTS, "wall", "solid", *("solid_" + n for n in grid.FACES)]
     channels = [out[n] for n in names] if marks else [out["nbr"]] * 5 + [tables["coords"]] * 3  # unused
     TOPOLOGY.launch("topology_cell_tables", cells, (tables["nbr27"], grid.brick_slot, tables["coords"], _I64(cells),

@@ -298,8 +298,15 @@ def carve(xp, parts, zero: bool = False, classed: bool = False):
         at += -(-int(np.prod(shape)) * np.dtype(dtype).itemsize // CARVE_ALIGN) * CARVE_ALIGN
     at = max(at, CARVE_ALIGN)
     buf = (xp.zeros if zero else xp.empty)(size_class(at) if classed else at, xp.uint8)
-    return {name: buf[offsets[name]:offsets[name] + int(np.prod(shape)) * np.dtype(dtype).itemsize].view(dtype)
-            .reshape(shape) for name, (dtype, shape) in parts.items()}
+    out = {}
+    for name, (dtype, shape) in parts.items():  # no view or reshape that changes nothing (host time a substep)
+        dtype = np.dtype(dtype)
+        count = int(np.prod(shape))
+        view = buf[offsets[name]:offsets[name] + count * dtype.itemsize]
+        if dtype != np.uint8:
+            view = view.view(dtype)
+        out[name] = view if isinstance(shape, (int, np.integer)) else view.reshape(shape)
+    return out
 
 
 def classed_empty(xp, shape, dtype):
