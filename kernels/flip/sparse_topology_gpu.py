@@ -74,6 +74,28 @@ a block's maximum first now (one atomic a block; 8M: 62.6 against 230.8 µs). Sa
 topology stage 1.123 ms (margin 0.284, update 0.844) with all three off, 0.943 (margin 0.120,
 update 0.826) with the block maxima and the fused tables (what ``step`` sees), 0.892 (margin
 0.022, update 0.870) with the device margin too; the substep 8.31 → 8.16 ms.
+
+Where the stage's time goes (``bench/flip_sparse_topology_stage.py``, NVIDIA H100 80GB HBM3, driver
+580.159.04, 8M dam break at 3,276–4,411 bricks, bricks changed in 12 of 12 substeps, the pool grew in
+8–10): the stage is host-bound. Its device time (1.16–1.18 ms median, as the host's 1.14–1.17) holds
+0.30 ms of kernels (11 launches: mark_occupied 121 µs, topology_cell_tables 43, fused place / counts /
+pool 22 / 19 / 14, topology_slot_tables 20, fill_slots_f32 18 (a channel not rewritten), reach_classes
+13, reach_compare_classes 10, slot_margins 8, count_unkept 4): the device idles ~0.86 ms. The host
+spends 0.53 ms before the read (0.15 ms of it in the launch calls themselves, the rest Python and CuPy
+objects between them), waits 0.08 ms at the read, then 0.53 ms after it (0.34 ms when the pool does not
+grow: retopologize 0.46 / 0.27 ms of host time, its tables 0.13 ms). No cudaMalloc in the stage: the
+memory pool serves every allocation (so the size classes below buy nothing). What is left, largest
+first: the host's Python after the read (growth: the rewritten channels' views and the copy and fill of
+the channels not rewritten), the Python between the launches before it, mark_occupied.
+
+``VOXFX_SPARSE_TOPOLOGY_SCRATCH`` (``scratch_mode``): ``fresh`` (the default) or ``kept``: the fused
+pipeline's scratch kept on the grid while its sizes hold (one memset a substep, no carve of eight views)
+with its one-word flag slices, and the update's outputs and the pool's growth allocated at size classes
+(``sparse_mac.size_class``); the same topology (``tests/gpu``). Same H100, one call:
+``bench/flip_sparse.py --row 8m --ab VOXFX_SPARSE_TOPOLOGY_SCRATCH=kept --ab ''`` (12 substeps a way):
+topology 1.062 → 1.014 ms; the stage bench: 1.224 → 1.199 ms. Small, and the GPU tests' last run was
+cut short (25 passed, none failed, before its time limit): not the default yet. A first version that
+also allocated the tables at size classes (a carve per array) was 0.15 ms slower (0.799 → 0.953 ms).
 """
 
 from __future__ import annotations
