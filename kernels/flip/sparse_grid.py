@@ -234,6 +234,8 @@ class SparseFlipGrid(SparseMacGrid):
                 if found is not None and isinstance(found[0], tuple):  # the update made on the device
                     update = found[0]  # the fused update's also has the used slots: a lean retopologize
                     lean = len(update) > 3
+                    if lean and topology_gpu.scratch_mode() == "kept":
+                        lean = "classed"  # the growth's allocation at its size class
                     added, freed = self.retopologize(None, rewritten=rewritten, update=update[:3],
                                                      used=update[3] if lean else None, lean=lean)
                 else:

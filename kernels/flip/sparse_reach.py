@@ -51,19 +51,21 @@ def by_classes(margin: int, table: bool) -> bool:
     return bool(table) and reach_mode() == "classes" and int(margin) <= CLASS_MAX_MARGIN
 
 
-def launch(grid, occupied, used, coords, margins, index, claimed, flags, work=None):
+def launch(grid, occupied, used, coords, margins, index, claimed, flags, work=None, slices=None):
     """Steps 2 and 4 of ``sparse_topology_gpu._reach`` by classes over the brick *index*: each
     slot's class word from its *occupied* cells (``reach_classes``; a margin past the limit adds
     to flags[1], beyond), then its own offsets walked (``reach_compare_classes``: kept, *claimed*,
     flags[2] added, flags[1] beyond). *work*: ``_reach_work``'s zeroed scratch (its one-word
-    "mask" a slot and "kept"), else allocated here. Returns (the class words, kept)."""
+    "mask" a slot and "kept"), else allocated here; *slices*: flags[i:i + 1] for each i, where
+    the caller has them. Returns (the class words, kept)."""
     cp = grid.xp
     cap = int(used.shape[0])
+    f = slices or (None, flags[1:2], flags[2:3])
     words = work["mask"] if work else cp.zeros(cap, cp.uint32)
     REACH.launch("reach_classes", 64 * cap, (occupied, used, _I64(cap), margins, _I32(CLASS_MAX_MARGIN), words,
-                                            flags[1:2]))
+                                            f[1]))
     kept = work["kept"] if work else cp.zeros(cap, cp.uint8)
     REACH.launch("reach_compare_classes", REACH_LANES * cap, (words, used, coords, _I64(cap), margins,
                                                             _I32(grid.closed), *_dims(grid), *index, kept, claimed,
-                                                            flags[2:3], flags[1:2]))
+                                                            f[2], f[1]))
     return words, kept

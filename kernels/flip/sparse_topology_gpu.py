@@ -74,6 +74,28 @@ a block's maximum first now (one atomic a block; 8M: 62.6 against 230.8 µs). Sa
 topology stage 1.123 ms (margin 0.284, update 0.844) with all three off, 0.943 (margin 0.120,
 update 0.826) with the block maxima and the fused tables (what ``step`` sees), 0.892 (margin
 0.022, update 0.870) with the device margin too; the substep 8.31 → 8.16 ms.
+
+Where the stage's time goes (``bench/flip_sparse_topology_stage.py``, NVIDIA H100 80GB HBM3, driver
+580.159.04, 8M dam break at 3,276–4,411 bricks, bricks changed in 12 of 12 substeps, the pool grew in
+8–10): the stage is host-bound. Its device time (1.16–1.18 ms median, as the host's 1.14–1.17) holds
+0.30 ms of kernels (11 launches: mark_occupied 121 µs, topology_cell_tables 43, fused place / counts /
+pool 22 / 19 / 14, topology_slot_tables 20, fill_slots_f32 18 (a channel not rewritten), reach_classes
+13, reach_compare_classes 10, slot_margins 8, count_unkept 4): the device idles ~0.86 ms. The host
+spends 0.53 ms before the read (0.15 ms of it in the launch calls themselves, the rest Python and CuPy
+objects between them), waits 0.08 ms at the read, then 0.53 ms after it (0.34 ms when the pool does not
+grow: retopologize 0.46 / 0.27 ms of host time, its tables 0.13 ms). No cudaMalloc in the stage: the
+memory pool serves every allocation (so the size classes below buy nothing). What is left, largest
+first: the host's Python after the read (growth: the rewritten channels' views and the copy and fill of
+the channels not rewritten), the Python between the launches before it, mark_occupied.
+
+``VOXFX_SPARSE_TOPOLOGY_SCRATCH`` (``scratch_mode``): ``fresh`` (the default) or ``kept``: the fused
+pipeline's scratch kept on the grid while its sizes hold (one memset a substep, no carve of eight views)
+with its one-word flag slices, and the update's outputs and the pool's growth allocated at size classes
+(``sparse_mac.size_class``); the same topology (``tests/gpu``). Same H100, one call:
+``bench/flip_sparse.py --row 8m --ab VOXFX_SPARSE_TOPOLOGY_SCRATCH=kept --ab ''`` (12 substeps a way):
+topology 1.062 → 1.014 ms; the stage bench: 1.224 → 1.199 ms. Small, and the GPU tests' last run was
+cut short (25 passed, none failed, before its time limit): not the default yet. A first version that
+also allocated the tables at size classes (a carve per array) was 0.15 ms slower (0.799 → 0.953 ms).
 """
 
 from __future__ import annotations
@@ -84,6 +106,7 @@ import numpy as np
 
 from ..grid.launch import Kernels
 from ..grid.sparse_mac import brick_tables, carve
+from ..settings import env_choice
 from .particles import THREADS
 from . import sparse_reach
 from .sparse_gpu import _I32, _I64, _NO_INDEX, CELLS, KERNELS, _dims, _frame, available, brick_index
@@ -104,6 +127,9 @@ SPEED_MAXIMA = ("warp", "uniform", "plain")
 # VOXFX_SPARSE_DEVICE_MARGIN: 1 (a caller without the fastest speed passes margin None: incremental_keys takes the
 # last substep's radius and learns the margin with its one read, module notes) or 0 (the A/B baseline: a host read)
 DEVICE_MARGINS = ("1", "0")
+# VOXFX_SPARSE_TOPOLOGY_SCRATCH (scratch_mode): the pipeline's scratch allocated afresh each substep, or kept on
+# the grid (and the update's allocations at size classes)
+SCRATCH_MODES = ("fresh", "kept")
 
 
 def mark_walls(grid) -> None:
@@ -171,16 +197,39 @@ def _margins(grid, margin, reach, used, nbr, cap, speed2, out=None, most=None):
     return out
 
 
+def scratch_mode() -> str:
+    """``VOXFX_SPARSE_TOPOLOGY_SCRATCH`` (``SCRATCH_MODES``, module notes): ``fresh`` (the pipeline's
+    scratch allocated and zeroed each substep, each allocation its exact size) or ``kept`` (the
+    scratch kept on the grid while its sizes hold, zeroed by one memset; the update's outputs, the
+    pool's growth and the tables allocated at ``size_class`` sizes): the same topology."""
+    return env_choice("VOXFX_SPARSE_TOPOLOGY_SCRATCH", SCRATCH_MODES)
+
+
 def _reach_work(grid, margin, reach, entries: int, classes: bool = False):
     """``_reach``'s scratch for the fused update, zeroed in one allocation: occupied, flags,
     speed2, the masks (with *classes* one word a slot), kept, claimed (*entries* words), and
-    the margins and a stand-in velocity."""
+    the margins and a stand-in velocity. ``scratch_mode()`` kept: the grid's last one, zeroed
+    again, while its sizes are these."""
     cap = grid.capacity
     words = 1 if classes else -(-(2 * reach_radius(margin) + 1) ** 3 // 32)
-    return carve(grid.xp, {"occupied": (np.uint8, cap * CELLS), "flags": (np.uint64, 5),
-                            "speed2": (np.uint32, cap if reach is not None else 1), "mask": (np.uint32, cap * words),
-                            "kept": (np.uint8, cap), "claimed": (np.uint32, entries), "margins": (np.int32, cap),
-                            "vel": (np.float32, 1)}, zero=True)
+    parts = {"occupied": (np.uint8, cap * CELLS), "flags": (np.uint64, 5),
+             "speed2": (np.uint32, cap if reach is not None else 1), "mask": (np.uint32, cap * words),
+             "kept": (np.uint8, cap), "claimed": (np.uint32, entries), "margins": (np.int32, cap),
+             "vel": (np.float32, 1)}
+    if scratch_mode() != "kept":
+        return carve(grid.xp, parts, zero=True)
+    key = (cap, words, reach is not None, entries)
+    kept = getattr(grid, "_reach_scratch", None)
+    if kept is not None and kept[0] == key:
+        kept[1].fill(0)  # one memset over the allocation
+        return kept[2]
+    work = carve(grid.xp, parts, zero=True, classed=True)
+    work["flag slices"] = tuple(work["flags"][i:i + 1] for i in range(5))  # the kernels' one-flag arguments
+    base = work["occupied"].base if work["occupied"].base is not None else work["occupied"]
+    while base.base is not None:
+        base = base.base
+    grid._reach_scratch = (key, base, work)
+    return work
 
 
 def _reach(grid, pos, margin, keys, slots, used, coords, nbr, compare, index, claimed=None, reach=None, work=None,
@@ -205,33 +254,34 @@ def _reach(grid, pos, margin, keys, slots, used, coords, nbr, compare, index, cl
     w = work or {}
     occupied = w["occupied"] if work else cp.zeros(cap * CELLS, cp.uint8)
     flags = w["flags"] if work else cp.zeros(5, cp.uint64)
+    f = w.get("flag slices") or tuple(flags[i:i + 1] for i in range(5))
     speed2 = w["speed2"] if work else cp.zeros(cap if reach is not None else 1, cp.uint32)
     vel = reach.vel if reach is not None else w["vel"] if work else cp.zeros(1, cp.float32)
     ox, oy, oz, _, inv_h = _frame(grid)
     TOPOLOGY.launch("mark_occupied", n, (pos, _I64(n), ox, oy, oz, inv_h, _I32(grid.closed), *_dims(grid), keys,
-                                        slots, nk, *index, occupied, flags[0:1], vel, speed2,
+                                        slots, nk, *index, occupied, f[0], vel, speed2,
                                         _I32(0 if reach is None else SPEED_CODES[speed_max_mode()])))
-    margins = _margins(grid, margin, reach, used, nbr, cap, speed2, w.get("margins"), flags[4:5])
+    margins = _margins(grid, margin, reach, used, nbr, cap, speed2, w.get("margins"), f[4])
     del speed2
     if classes:  # sparse_reach's steps 2 and 4, then count_unkept
-        words, kept = sparse_reach.launch(grid, occupied, used, coords, margins, index, claimed, flags, work)
-        TOPOLOGY.launch("count_unkept", cap, (used, kept, _I64(cap), flags[3:4]))
+        words, kept = sparse_reach.launch(grid, occupied, used, coords, margins, index, claimed, flags, work, f)
+        TOPOLOGY.launch("count_unkept", cap, (used, kept, _I64(cap), f[3]))
         return (words, None), flags, kept
     mask = w["mask"] if work else cp.zeros(cap * words, cp.uint32)
     TOPOLOGY.launch("brick_reach", 64 * cap, (occupied, used, coords, _I64(cap), margins, _I32(grid.closed),
-                                             *_dims(grid), _I32(radius), mask, flags[1:2]))
+                                             *_dims(grid), _I32(radius), mask, f[1]))
     del occupied, margins
     kept = None
     if compare:
         kept = w["kept"] if work else cp.zeros(cap, cp.uint8)
         if claimed is not None:
             TOPOLOGY.launch("reach_compare_table", offsets * cap, (mask, coords, _I64(cap), _I32(radius), *index,
-                                                                  kept, claimed, flags[2:3], flags[1:2]))
-            TOPOLOGY.launch("count_unkept", cap, (used, kept, _I64(cap), flags[3:4]))
+                                                                  kept, claimed, f[2], f[1]))
+            TOPOLOGY.launch("count_unkept", cap, (used, kept, _I64(cap), f[3]))
             return (mask, radius), flags, kept
         TOPOLOGY.launch("reach_compare", offsets * cap, (mask, coords, _I64(cap), _I32(radius), keys, slots, nk,
-                                                        *index, kept, flags[2:3], flags[1:2]))
-        TOPOLOGY.launch("count_unkept", cap, (used, kept, _I64(cap), flags[3:4]))
+                                                        *index, kept, f[2], f[1]))
+        TOPOLOGY.launch("count_unkept", cap, (used, kept, _I64(cap), f[3]))
     return (mask, radius), flags, kept
 
 
@@ -337,7 +387,8 @@ def launch_fused_update(grid, index, work):
     tiles = pool_tiles + entry_tiles
     out = carve(cp, {"totals": (np.int32, 2 * tiles), "keys": (np.int64, entries), "slots": (np.int32, entries),
                       "fresh": (np.int32, entries), "index": (np.int32, entries), "pool": (np.int32, cap),
-                      "freed": (np.int32, cap), "used": (np.uint8, cap + entries)}, zero=False)
+                      "freed": (np.int32, cap), "used": (np.uint8, cap + entries)}, zero=False,
+                classed=scratch_mode() == "kept")
     flags, kept, claimed = work["flags"], work["kept"], work["claimed"]
     FUSED.launch_grid("topology_fused_counts", (tiles,), (THREADS,),
                       (flags, grid.brick_slot, kept, _I64(cap), index[0], claimed, _I64(entries),

@@ -105,16 +105,19 @@ class SparseMacGrid:
         update's (topology, added, freed) already made (keys then unused); *used*: its used
         slots (bool per slot) where it made them too. *lean*: the rewritten channels of
         background 0 that grow are views of one zeroed allocation (one memset, the same
-        values; they are written whole next, so it is freed with the last of them)."""
+        values; they are written whole next, so it is freed with the last of them); ``"classed"``: that
+        allocation's size rounded up to its ``size_class``."""
         xp = self.xp
         topo, added, freed = self.topology.update(keys) if update is None else update
         old = self.capacity
-        # fresh bricks and freed slots hold the background: one fill per channel
-        fill = freed if not added.shape[0] else added if not freed.shape[0] else xp.concatenate([added, freed])
+        # fresh bricks and freed slots hold the background: one fill per channel (not rewritten)
+        fill = None
+        if any(name not in rewritten for name in self.channels):
+            fill = freed if not added.shape[0] else added if not freed.shape[0] else xp.concatenate([added, freed])
         carved = {}
         if lean and topo.capacity > old:
             carved = carve(xp, {n: (e[0].dtype, topo.capacity * CELLS) for n, e in self.channels.items()
-                               if n in rewritten and e[1] == 0}, zero=True)
+                               if n in rewritten and e[1] == 0}, zero=True, classed=lean == "classed")
         for name, entry in self.channels.items():
             arr, bg = entry
             if name in rewritten:
@@ -275,17 +278,40 @@ def brick_tables(keys, slots, capacity: int, xp):
 CARVE_ALIGN = 256  # bytes between the starts of arrays carved out of one allocation
 
 
-def carve(xp, parts, zero: bool = False):
+def size_class(nbytes: int) -> int:
+    """*nbytes* rounded up to a size class: its four leading bits kept (at most 1/8 more, 1/16 on
+    average), so allocations whose sizes creep up substep by substep (a growing pool) ask the
+    memory pool for the same few sizes, which it serves from the blocks freed before."""
+    n = max(int(nbytes), 1)
+    step = 1 << max(n.bit_length() - 4, 0)
+    return -(-n // step) * step
+
+
+def carve(xp, parts, zero: bool = False, classed: bool = False):
     """Views of one allocation (zeroed when *zero*): *parts* ``{name: (dtype, shape)}`` (a
     shape or a count), each starting at a ``CARVE_ALIGN``-byte boundary (one allocation and
-    at most one memset instead of one each); the allocation lives while any view does."""
+    at most one memset instead of one each); the allocation lives while any view does.
+    *classed*: the allocation's size rounded up to its ``size_class`` (the views the same)."""
     at, offsets = 0, {}
     for name, (dtype, shape) in parts.items():
         offsets[name] = at
         at += -(-int(np.prod(shape)) * np.dtype(dtype).itemsize // CARVE_ALIGN) * CARVE_ALIGN
-    buf = (xp.zeros if zero else xp.empty)(max(at, CARVE_ALIGN), xp.uint8)
-    return {name: buf[offsets[name]:offsets[name] + int(np.prod(shape)) * np.dtype(dtype).itemsize].view(dtype)
-            .reshape(shape) for name, (dtype, shape) in parts.items()}
+    at = max(at, CARVE_ALIGN)
+    buf = (xp.zeros if zero else xp.empty)(size_class(at) if classed else at, xp.uint8)
+    out = {}
+    for name, (dtype, shape) in parts.items():  # no view or reshape that changes nothing (host time a substep)
+        dtype = np.dtype(dtype)
+        count = int(np.prod(shape))
+        view = buf[offsets[name]:offsets[name] + count * dtype.itemsize]
+        if dtype != np.uint8:
+            view = view.view(dtype)
+        out[name] = view if isinstance(shape, (int, np.integer)) else view.reshape(shape)
+    return out
+
+
+def classed_empty(xp, shape, dtype):
+    """``xp.empty(shape, dtype)`` as a view of an allocation of its ``size_class`` (``carve``'s)."""
+    return carve(xp, {"a": (dtype, shape)}, classed=True)["a"]
 
 
 def _fill_slots(arr, slots, value, xp):

@@ -117,3 +117,48 @@ def test_fused_tables_give_the_separate_tables_and_marks(monkeypatch, closed):
             assert x.dtype == y.dtype and x.shape == y.shape and x.tobytes() == y.tobytes(), (name, step)
         assert a.plain_marks == b.plain_marks == (ob is None)
     assert True in calls and False in calls  # marks fused without the obstacle, tables alone with it
+
+
+def test_kept_scratch_gives_the_fresh_topology(monkeypatch):
+    """``VOXFX_SPARSE_TOPOLOGY_SCRATCH=kept`` (the pipeline's scratch kept on the grid and zeroed
+    again, the update's allocations at size classes) against ``fresh`` over substeps whose bricks
+    come and go and whose pool grows, per-brick margins found on the device: the same keys, slots,
+    free list, capacity, tables, marks and channels to the bit, and the scratch reused."""
+    import cupy
+
+    from voxfx.kernels.flip.sparse_grid import BrickReach
+
+    rng = np.random.default_rng(int(np.random.default_rng().integers(1 << 30)))
+    spec = GridSpec((0.0, 0.0, 0.0), 0.05, (64, 48, 40))
+    up = np.asarray(spec.upper)
+    spread = rng.normal(0, 1, (20000, 3))
+    vel = cupy.asarray(rng.normal(0, 2.0, (20000, 3)).astype(np.float32))
+    grids = {way: SparseFlipGrid(spec, cupy, True) for way in sparse_topology_gpu.SCRATCH_MODES}
+    reused, grew = 0, 0
+    for step in range(10):
+        scale = [0.06, 0.08, 0.10, 0.12, 0.13, 0.12, 0.14, 0.11, 0.10, 0.09][step] * up
+        pos = cupy.asarray((0.4 * up + np.array([0.02, 0.01, -0.01]) * up * step + spread * scale).astype(np.float32))
+        reach = BrickReach(vel, 1 / 120, 9.81, spec.voxel_size)
+        for way, g in grids.items():
+            monkeypatch.setenv("VOXFX_SPARSE_TOPOLOGY_SCRATCH", way)
+            before = getattr(g, "_reach_scratch", None)
+            capacity = g.capacity
+            g.update(pos, None, reach=reach, scratch=True)
+            if way == "kept":
+                reused += int(before is not None and getattr(g, "_reach_scratch", None) is before)
+                grew += int(g.capacity > capacity)
+        a, b = grids["kept"], grids["fresh"]
+        ta, tb = a.topology, b.topology
+        assert ta.capacity == tb.capacity, step
+        for x, y in ((ta.keys, tb.keys), (ta.slots, tb.slots), (ta.free, tb.free)):
+            assert host(x).tobytes() == host(y).tobytes() and host(x).shape == host(y).shape, step
+        for name in ("slot_coords", "brick_nbr", "nbr", "brick_slot"):
+            x, y = host(getattr(a, name)), host(getattr(b, name))
+            assert x.dtype == y.dtype and x.shape == y.shape and x.tobytes() == y.tobytes(), (name, step)
+        for name in a.channels:
+            x, y = host(a[name]), host(b[name])
+            assert x.dtype == y.dtype and x.shape == y.shape and x.tobytes() == y.tobytes(), (name, step)
+        cached = sparse_topology_gpu.brick_index(a)
+        a._brick_index = None
+        assert np.array_equal(host(cached[0]), host(sparse_topology_gpu.brick_index(a)[0])), step
+    assert reused >= 1 and grew >= 2

@@ -8,7 +8,7 @@ carved views)."""
 import numpy as np
 
 from voxfx.kernels.grid.sparse import brick_keys
-from voxfx.kernels.grid.sparse_mac import CELLS, SparseMacGrid, carve
+from voxfx.kernels.grid.sparse_mac import CELLS, SparseMacGrid, carve, classed_empty, size_class
 
 CHANNELS = (("u", np.float32, 0.0), ("mark", np.uint8, 0), ("p", np.float32, np.nan), ("solid_u", np.float32, 0.0),
             ("exists", np.uint8, 0), ("kept", np.float32, 0.0))
@@ -47,7 +47,7 @@ def test_lean_retopologize_gives_the_plain_one():
         used[topo.slots] = True
         old = plain.capacity
         plain.retopologize(None, rewritten=REWRITTEN, update=update)
-        lean.retopologize(None, rewritten=REWRITTEN, update=update, used=used, lean=True)
+        lean.retopologize(None, rewritten=REWRITTEN, update=update, used=used, lean=True if step % 2 else "classed")
         grew += plain.capacity > old
         if plain.capacity > old:  # the grown rewritten channels share one allocation; the others do not
             assert len({id(root(lean[n])) for n in REWRITTEN}) == 1, step
@@ -84,3 +84,20 @@ def test_carve_takes_shapes_and_leaves_memory_unset_unless_zeroed():
     assert offsets == [0, 8192, 8192 + 12032]  # 8000 and 12000 bytes, each rounded up to 256
     assert not any(np.shares_memory(a, b) for a, b in [(parts["keys"], parts["flags"]),
                                                        (parts["flags"], parts["scans"])])
+
+
+def test_size_classes_round_up_by_at_most_an_eighth():
+    sizes = [1, 2, 15, 16, 17, 31, 32, 33, 100, 511, 512, 1000, 4097, 10 ** 6, 123_456_789]
+    for n in sizes:
+        c = size_class(n)
+        assert n <= c <= n + n / 8 and size_class(c) == c, n
+    classes = {size_class(n) for n in range(1000, 2001)}
+    assert len(classes) <= 10  # sizes that creep up ask for few distinct allocations
+
+
+def test_classed_views_have_the_exact_shape_of_a_larger_allocation():
+    parts = carve(np, {"a": (np.int32, (3, 1000))}, zero=True, classed=True)
+    assert parts["a"].shape == (3, 1000) and not parts["a"].any()
+    assert root(parts["a"]).nbytes == size_class(12000) > 12000
+    a = classed_empty(np, (7, 27), np.int32)
+    assert a.shape == (7, 27) and a.dtype == np.int32 and a.flags.c_contiguous
