@@ -31,6 +31,9 @@ BOUND_BLOCKS = 1024  # scatter_bounds: blocks of its grid-stride loop
 # VOXFX_SPARSE_SCATTER_ATOMICS: "paired" (the default; scatter_add_pair: the Σw·q and Σw low
 # words first) or "serial" (scatter_add: a sum's high word right after its low word); the same sums
 ATOMICS = ("paired", "serial")
+# VOXFX_SPARSE_SCATTER_KERNEL: "classic" (scatter_particle) or "lean" (scatter_particle_lean:
+# fewer instructions a term, the same integer sums; SCATTER_LEAN); lean takes paired atomics
+KERNEL_MODES = ("classic", "lean")
 _BUILDS: dict = {}
 _I64, _I32 = np.int64, np.int32
 
@@ -40,19 +43,27 @@ def atomics_mode(mode=None) -> str:
     return env_choice("VOXFX_SPARSE_SCATTER_ATOMICS", ATOMICS, mode)
 
 
-def _build(min_blocks: int, paired: int):
+def kernel_mode(mode=None) -> str:
+    """The scatter's per-particle code: *mode*, else ``VOXFX_SPARSE_SCATTER_KERNEL``, else ``KERNEL_MODES[0]``."""
+    return env_choice("VOXFX_SPARSE_SCATTER_KERNEL", KERNEL_MODES, mode)
+
+
+def _build(min_blocks: int, paired: int, lean: int = 0):
     """The scatter's kernels built for *min_blocks* blocks an SM and the *paired* atomics
-    (flip_sparse_scatter.cu's SCATTER_MIN_BLOCKS, SCATTER_PAIRED), one ``Kernels`` each
-    (compiled on first use)."""
-    key = (int(min_blocks), int(paired))
+    (flip_sparse_scatter.cu's SCATTER_MIN_BLOCKS, SCATTER_PAIRED), with *lean*
+    (SCATTER_LEAN) the lean per-particle code, one ``Kernels`` each (compiled on first use)."""
+    key = (int(min_blocks), int(paired), int(lean))
+    defines = {"SCATTER_MIN_BLOCKS": key[0], "SCATTER_PAIRED": key[1]}
+    if key[2]:
+        defines["SCATTER_LEAN"] = 1
     return _BUILDS.get(key) or _BUILDS.setdefault(key, Kernels(
-        "flip_sparse_scatter.cu", ("--fmad=false",), THREADS,
-        defines={"SCATTER_MIN_BLOCKS": key[0], "SCATTER_PAIRED": key[1]}))
+        "flip_sparse_scatter.cu", ("--fmad=false",), THREADS, defines=defines))
 
 
 # The default build (4 blocks, paired) declared at import, as SCATTER is, so that the compile
 # check (tests/unit/test_cuda_sources.py) and tools/compare_ptx.py build the scatter that runs.
 _build(SCATTER_MIN_BLOCKS, 1)
+_build(SCATTER_MIN_BLOCKS, 1, 1)
 
 
 def launch(size: int, args, spread=None, min_blocks=None, order=None, bounds=None):
@@ -66,16 +77,20 @@ def launch(size: int, args, spread=None, min_blocks=None, order=None, bounds=Non
     (args' first three arrays: their own, unsorted) are read through it (binned position →
     particle; ``sparse_gpu.bin_particles_order``); *bounds*: already computed (its fused
     count), so ``scatter_bounds`` is not launched."""
-    import cupy as cp
-
     spread = int(SCATTER_SPREAD if spread is None else spread)
     if spread < 1:
         raise ValueError(f"the scatter's spread must be at least 1, not {spread}")
+    lean = int(kernel_mode() == "lean")
+    if lean and spread & (spread - 1):
+        raise ValueError(f"the lean scatter's spread must be a power of two, not {spread}")
+    import cupy as cp
+
     spos, svel, sc, apic, _, count = args[:6]
     h, n = args[17], int(spos.shape[0])
     min_blocks = int(SCATTER_MIN_BLOCKS if min_blocks is None else min_blocks)
-    paired = int(atomics_mode() == "paired")
-    kernels = SCATTER if min_blocks == 4 and not paired else _build(min_blocks, paired)  # SCATTER: (4, serial)
+    paired = int(lean or atomics_mode() == "paired")
+    kernels = (SCATTER if min_blocks == 4 and not paired and not lean  # SCATTER: (4, serial)
+               else _build(min_blocks, paired, lean))
     acc = cp.zeros(6 * size, cp.uint64)
     if bounds is None:
         bounds = cp.zeros(2, cp.uint32)
