@@ -425,12 +425,14 @@ extern "C" __global__ void __launch_bounds__(SCATTER_THREADS, SCATTER_MIN_BLOCKS
     const int total = (int)(p1 - p0), tile = 32 * spread;  // a brick's particles: fewer than 2^31
     const int items = (total + tile - 1) / tile * tile;
 #if SCATTER_LEAN
-    const int shift = __ffs(spread) - 1;  // spread: a power of two (sparse_scatter.launch checks)
+    const int shift = __ffs(spread) - 1;
+    const bool pow2 = !(spread & (spread - 1));  // shifts for a power of two (the default 8)
 #endif
     for (int i = threadIdx.x; i < items; i += blockDim.x) {
         const int lane = i & 31, row = i >> 5;
 #if SCATTER_LEAN
-        const int k = ((row >> shift) << shift) * 32 + lane * spread + (row & (spread - 1));
+        const int k = pow2 ? ((row >> shift) << shift) * 32 + lane * spread + (row & (spread - 1))
+                           : row / spread * tile + lane * spread + row % spread;
 #else
         const int k = row / spread * tile + lane * spread + row % spread;
 #endif

@@ -31,9 +31,9 @@ BOUND_BLOCKS = 1024  # scatter_bounds: blocks of its grid-stride loop
 # VOXFX_SPARSE_SCATTER_ATOMICS: "paired" (the default; scatter_add_pair: the Σw·q and Σw low
 # words first) or "serial" (scatter_add: a sum's high word right after its low word); the same sums
 ATOMICS = ("paired", "serial")
-# VOXFX_SPARSE_SCATTER_KERNEL: "classic" (scatter_particle) or "lean" (scatter_particle_lean:
-# fewer instructions a term, the same integer sums; SCATTER_LEAN); lean takes paired atomics
-KERNEL_MODES = ("classic", "lean")
+# VOXFX_SPARSE_SCATTER_KERNEL: "lean" (the default; scatter_particle_lean: fewer instructions a
+# term, the same integer sums; SCATTER_LEAN, paired atomics) or "classic" (scatter_particle)
+KERNEL_MODES = ("lean", "classic")
 _BUILDS: dict = {}
 _I64, _I32 = np.int64, np.int32
 
@@ -80,14 +80,12 @@ def launch(size: int, args, spread=None, min_blocks=None, order=None, bounds=Non
     spread = int(SCATTER_SPREAD if spread is None else spread)
     if spread < 1:
         raise ValueError(f"the scatter's spread must be at least 1, not {spread}")
-    lean = int(kernel_mode() == "lean")
-    if lean and spread & (spread - 1):
-        raise ValueError(f"the lean scatter's spread must be a power of two, not {spread}")
     import cupy as cp
 
     spos, svel, sc, apic, _, count = args[:6]
     h, n = args[17], int(spos.shape[0])
     min_blocks = int(SCATTER_MIN_BLOCKS if min_blocks is None else min_blocks)
+    lean = int(kernel_mode() == "lean")
     paired = int(lean or atomics_mode() == "paired")
     kernels = (SCATTER if min_blocks == 4 and not paired and not lean  # SCATTER: (4, serial)
                else _build(min_blocks, paired, lean))

@@ -1,7 +1,7 @@
 """The scatter's lean per-particle code (flip_sparse_scatter.cu's scatter_particle_lean,
 ``VOXFX_SPARSE_SCATTER_KERNEL=lean``) on the device: the classic code's integer sums, bounds,
 faces and masks bit for bit on fresh random particles (FLIP and APIC, open and closed, both
-binnings, a spread of 1 and of 8), and whole sparse dam-break runs give the same particle
+binnings, a spread of 8, 1 and 3), and whole sparse dam-break runs give the same particle
 bits with either code (12 substeps each, tests/gpu/sparse_runs.py)."""
 
 import numpy as np
@@ -31,7 +31,7 @@ def test_gpu_lean_scatter_gives_the_classic_sums(monkeypatch, closed, apic, case
     sums, faces = {}, {}
     for mode in MODES:
         monkeypatch.setenv("VOXFX_SPARSE_SCATTER_KERNEL", mode)
-        for spread in (8, 1):  # the sorted binning's copies, lanes 8 and 1 particles apart
+        for spread in (8, 1, 3):  # the sorted binning's copies, lanes 8, 1 and 3 particles apart
             (f, m), acc, bounds = scatter(grid, pos, vel, c, spread)
             sums[mode, spread] = [a.view(np.uint32) for a in f] + m + [acc, bounds]
         dev = [cupy.asarray(a) if a is not None else None for a in (pos, vel, c)]

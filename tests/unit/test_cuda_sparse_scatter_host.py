@@ -243,12 +243,12 @@ def test_scatter_atomics_names_are_checked(monkeypatch):
         sparse_scatter.atomics_mode()
 
 
-def test_lean_scatter_names_and_spread_are_checked(monkeypatch):
+def test_scatter_kernel_names_are_checked(monkeypatch):
     monkeypatch.delenv("VOXFX_SPARSE_SCATTER_KERNEL", raising=False)
-    assert sparse_scatter.kernel_mode() in sparse_scatter.KERNEL_MODES
+    assert sparse_scatter.kernel_mode() == "lean"  # the default
+    monkeypatch.setenv("VOXFX_SPARSE_SCATTER_KERNEL", " Classic ")
+    assert sparse_scatter.kernel_mode() == "classic"
+    assert sparse_scatter.kernel_mode("lean") == "lean"
     monkeypatch.setenv("VOXFX_SPARSE_SCATTER_KERNEL", "fast")
     with pytest.raises(ValueError, match="VOXFX_SPARSE_SCATTER_KERNEL"):
         sparse_scatter.kernel_mode()
-    monkeypatch.setenv("VOXFX_SPARSE_SCATTER_KERNEL", "lean")
-    with pytest.raises(ValueError, match="power of two"):
-        sparse_scatter.launch(512, (None, None, None, None, None, None), spread=3)
