@@ -30,7 +30,12 @@ L1/TEX (the shared atomics) 86 → 95% of peak: now bound by the shared-memory a
 events (medians of 9): the brick scatter 0.502 → 0.470 ms (lean at spread 4: 0.490, 16: 0.493,
 3 blocks an SM: 0.474), whole P2G 0.832 → 0.813 ms; ``bench/flip_sparse.py --row 8m --ab
 VOXFX_SPARSE_SCATTER_KERNEL=lean --ab ''`` (classic then the default): bin+gather 0.852 → 0.839,
-the P2G stage 1.016 → 1.007 ms. The other P2G launches there: the grouped count 0.167, the scan
+the P2G stage 1.016 → 1.007 ms. Call 2 (same card): the brick scatter 0.485 → 0.464 ms, whole P2G
+0.776 → 0.757; the row, classic against the default: bin+gather 0.829 → 0.804, P2G 0.993 → 0.969
+ms (lean against the default, the noise: 0.784 / 0.773, 0.952 / 0.935); ncu: 80.2M → 83.2M
+shared-atomic wavefronts (55.5M → 56.0M bank conflicts; 24.7M → 27.1M atomic instructions:
+warps with checked and unchecked particles run both paths), 55M global-load sectors for 2.2M
+requests (the particles read through the order: 4 of a sector's 32 bytes used). The other P2G launches there: the grouped count 0.167, the scan
 0.074, place 0.063, sums zeroed 0.036, the division 0.054, classify 0.030, extrapolate 0.118 ms
 (two launches of 36 µs under ncu; the count 122 µs at IPC 1.68, place 52 µs at 68% of memory)."""
 
