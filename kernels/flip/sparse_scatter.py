@@ -37,7 +37,8 @@ shared-atomic wavefronts (55.5M → 56.0M bank conflicts; 24.7M → 27.1M atomic
 warps with checked and unchecked particles run both paths), 55M global-load sectors for 2.2M
 requests (the particles read through the order: 4 of a sector's 32 bytes used). The other P2G
 launches in call 1: the grouped count 0.167, the scan 0.074, place 0.063, sums zeroed 0.036, the
-division 0.054, classify 0.030, extrapolate 0.118 ms (two launches of 36 µs under ncu; the count 122 µs at IPC 1.68, place 52 µs at 68% of memory)."""
+division 0.054, classify 0.030, extrapolate 0.118 ms (two launches of 36 µs under ncu; the count
+122 µs at IPC 1.68, place 52 µs at 68% of memory)."""
 
 from __future__ import annotations
 
