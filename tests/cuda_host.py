@@ -39,6 +39,7 @@ template <typename T> T plain_exch(T* p, T v) { T o = *p; *p = v; return o; }
 #define __shfl_down_sync(mask, v, offset) ((v) * 0)
 #define __ballot_sync(mask, flag) ((unsigned)(flag))
 #define __popc __builtin_popcount
+#define __ffs __builtin_ffs
 static unsigned host_float_as_uint(float f) { unsigned u; std::memcpy(&u, &f, 4); return u; }
 #define __float_as_uint host_float_as_uint
 #undef __shared__

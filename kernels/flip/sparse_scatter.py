@@ -13,7 +13,32 @@ alternating, medians of 7): the whole P2G 0.789 → 0.776 ms; ncu, one launch ea
 562 / 559 → 552 µs. Its profile: 302M warp instructions (~1,200 a warp of particles), IPC
 2.67, the XU pipe 34% busy (the 64-bit float → integer conversions), 79M shared-atomic
 wavefronts with 55M bank conflicts, 47% occupancy (64 registers, 43 KB of shared memory a
-block): issue-bound, as G2P (``flip_sparse_g2p_lean.cu``'s notes)."""
+block): issue-bound, as G2P (``flip_sparse_g2p_lean.cu``'s notes).
+
+The per-particle code (``VOXFX_SPARSE_SCATTER_KERNEL``, ``kernel_mode``; helper i24q2): ``lean``
+(the default; ``scatter_particle_lean``) or ``classic`` (``scatter_particle``), the same integer
+sums, so the same faces and masks bit for bit (tests/unit/test_cuda_sparse_scatter_host.py,
+tests/gpu/test_flip_sparse_scatter_lean_gpu.py: sums, bounds, faces, masks and 12-substep dam
+breaks). Lean takes a term's node index from three per-axis parts, shares the weight's first
+product between two terms, scales a FLIP term as w·(q·2^k_q) (one product; the same bits: the
+kernel's notes), takes the carries by add.cc / addc, adds weight-0 terms (they add 0) and tests
+the window and face lattice once a particle. H100 80GB HBM3 (driver 580.159.04), 8M dam break
+after 4 substeps, 3,198 bricks (``bench/flip_sparse_scatter_lean.py``, call 1): SASS 2,792 →
+3,112 static instructions (the checked and unchecked terms both unrolled), no spills at 64
+registers; ncu, one launch each: 304M → 206M warp instructions, IPC 2.68 → 1.95, 567 → 533 µs,
+L1/TEX (the shared atomics) 86 → 95% of peak: now bound by the shared-memory atomics, not issue;
+events (medians of 9): the brick scatter 0.502 → 0.470 ms (lean at spread 4: 0.490, 16: 0.493,
+3 blocks an SM: 0.474), whole P2G 0.832 → 0.813 ms; ``bench/flip_sparse.py --row 8m --ab
+VOXFX_SPARSE_SCATTER_KERNEL=lean --ab ''`` (classic then the default): bin+gather 0.852 → 0.839,
+the P2G stage 1.016 → 1.007 ms. Call 2 (same card): the brick scatter 0.485 → 0.464 ms, whole P2G
+0.776 → 0.757; the row, classic against the default: bin+gather 0.829 → 0.804, P2G 0.993 → 0.969
+ms (lean against the default, the noise: 0.784 / 0.773, 0.952 / 0.935); ncu: 80.2M → 83.2M
+shared-atomic wavefronts (55.5M → 56.0M bank conflicts; 24.7M → 27.1M atomic instructions:
+warps with checked and unchecked particles run both paths), 55M global-load sectors for 2.2M
+requests (the particles read through the order: 4 of a sector's 32 bytes used). The other P2G
+launches in call 1: the grouped count 0.167, the scan 0.074, place 0.063, sums zeroed 0.036, the
+division 0.054, classify 0.030, extrapolate 0.118 ms (two launches of 36 µs under ncu; the count
+122 µs at IPC 1.68, place 52 µs at 68% of memory)."""
 
 from __future__ import annotations
 
@@ -31,6 +56,9 @@ BOUND_BLOCKS = 1024  # scatter_bounds: blocks of its grid-stride loop
 # VOXFX_SPARSE_SCATTER_ATOMICS: "paired" (the default; scatter_add_pair: the Σw·q and Σw low
 # words first) or "serial" (scatter_add: a sum's high word right after its low word); the same sums
 ATOMICS = ("paired", "serial")
+# VOXFX_SPARSE_SCATTER_KERNEL: "lean" (the default; scatter_particle_lean: fewer instructions a
+# term, the same integer sums; SCATTER_LEAN, paired atomics) or "classic" (scatter_particle)
+KERNEL_MODES = ("lean", "classic")
 _BUILDS: dict = {}
 _I64, _I32 = np.int64, np.int32
 
@@ -40,19 +68,27 @@ def atomics_mode(mode=None) -> str:
     return env_choice("VOXFX_SPARSE_SCATTER_ATOMICS", ATOMICS, mode)
 
 
-def _build(min_blocks: int, paired: int):
+def kernel_mode(mode=None) -> str:
+    """The scatter's per-particle code: *mode*, else ``VOXFX_SPARSE_SCATTER_KERNEL``, else ``KERNEL_MODES[0]``."""
+    return env_choice("VOXFX_SPARSE_SCATTER_KERNEL", KERNEL_MODES, mode)
+
+
+def _build(min_blocks: int, paired: int, lean: int = 0):
     """The scatter's kernels built for *min_blocks* blocks an SM and the *paired* atomics
-    (flip_sparse_scatter.cu's SCATTER_MIN_BLOCKS, SCATTER_PAIRED), one ``Kernels`` each
-    (compiled on first use)."""
-    key = (int(min_blocks), int(paired))
+    (flip_sparse_scatter.cu's SCATTER_MIN_BLOCKS, SCATTER_PAIRED), with *lean*
+    (SCATTER_LEAN) the lean per-particle code, one ``Kernels`` each (compiled on first use)."""
+    key = (int(min_blocks), int(paired), int(lean))
+    defines = {"SCATTER_MIN_BLOCKS": key[0], "SCATTER_PAIRED": key[1]}
+    if key[2]:
+        defines["SCATTER_LEAN"] = 1
     return _BUILDS.get(key) or _BUILDS.setdefault(key, Kernels(
-        "flip_sparse_scatter.cu", ("--fmad=false",), THREADS,
-        defines={"SCATTER_MIN_BLOCKS": key[0], "SCATTER_PAIRED": key[1]}))
+        "flip_sparse_scatter.cu", ("--fmad=false",), THREADS, defines=defines))
 
 
 # The default build (4 blocks, paired) declared at import, as SCATTER is, so that the compile
 # check (tests/unit/test_cuda_sources.py) and tools/compare_ptx.py build the scatter that runs.
 _build(SCATTER_MIN_BLOCKS, 1)
+_build(SCATTER_MIN_BLOCKS, 1, 1)
 
 
 def launch(size: int, args, spread=None, min_blocks=None, order=None, bounds=None):
@@ -66,16 +102,18 @@ def launch(size: int, args, spread=None, min_blocks=None, order=None, bounds=Non
     (args' first three arrays: their own, unsorted) are read through it (binned position →
     particle; ``sparse_gpu.bin_particles_order``); *bounds*: already computed (its fused
     count), so ``scatter_bounds`` is not launched."""
-    import cupy as cp
-
     spread = int(SCATTER_SPREAD if spread is None else spread)
     if spread < 1:
         raise ValueError(f"the scatter's spread must be at least 1, not {spread}")
+    import cupy as cp
+
     spos, svel, sc, apic, _, count = args[:6]
     h, n = args[17], int(spos.shape[0])
     min_blocks = int(SCATTER_MIN_BLOCKS if min_blocks is None else min_blocks)
-    paired = int(atomics_mode() == "paired")
-    kernels = SCATTER if min_blocks == 4 and not paired else _build(min_blocks, paired)  # SCATTER: (4, serial)
+    lean = int(kernel_mode() == "lean")
+    paired = int(lean or atomics_mode() == "paired")
+    kernels = (SCATTER if min_blocks == 4 and not paired and not lean  # SCATTER: (4, serial)
+               else _build(min_blocks, paired, lean))
     acc = cp.zeros(6 * size, cp.uint64)
     if bounds is None:
         bounds = cp.zeros(2, cp.uint32)

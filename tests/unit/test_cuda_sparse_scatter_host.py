@@ -100,11 +100,14 @@ int main() {
 """
 
 
-@pytest.fixture(scope="module", params=[0, 1], ids=["serial", "paired"])
+@pytest.fixture(scope="module", params=["serial", "paired", "lean"])
 def harness(tmp_path_factory, request):
     """The harness built with flip_sparse_scatter.cu's SCATTER_PAIRED = 0 and 1
-    (sparse_scatter.ATOMICS): the same integer sums either way."""
-    defines = [o for o in sparse_gpu.KERNELS.options if o.startswith("-D")] + [f"-DSCATTER_PAIRED={request.param}"]
+    (sparse_scatter.ATOMICS) and SCATTER_LEAN = 1 (sparse_scatter.KERNEL_MODES, paired): the
+    same integer sums every way."""
+    build_defines = {"serial": ["-DSCATTER_PAIRED=0"], "paired": ["-DSCATTER_PAIRED=1"],
+                     "lean": ["-DSCATTER_PAIRED=1", "-DSCATTER_LEAN=1"]}[request.param]
+    defines = [o for o in sparse_gpu.KERNELS.options if o.startswith("-D")] + build_defines
     build = _build(tmp_path_factory, HARNESS, defines, f"sparse_scatter_{request.param}")
 
     def run(grid, pos, vel, c, spread):
@@ -140,11 +143,11 @@ def harness(tmp_path_factory, request):
         run.grouped_count_same = tokens[-1] == "1"
         return gather, scatter, bounds, acc.reshape(3, cells, 2)
 
-    run.paired = request.param
+    run.build = request.param
     return run
 
 
-_SUMS: dict = {}  # (closed, apic, paired) → the scatter's integer sums, for the builds' comparison
+_SUMS: dict = {}  # (closed, apic) → {build: the scatter's integer sums}, for the builds' comparison
 
 
 def fixed_point_bound(values, acc, bounds):
@@ -182,9 +185,10 @@ def test_scatter_matches_the_gather_within_its_bound_and_is_order_independent(ha
     assert int(bounds[1]) == np.bincount(flat[flat >= 0]).max() > 20
     assert np.uint32(bounds[0]).view(np.float32) >= np.abs(vel).max()
     check_scatter_against_gather(gather, scatter, acc, bounds)
-    _SUMS[closed, apic, harness.paired] = acc  # the low words paired or not: the same sums
-    other = _SUMS.get((closed, apic, 1 - harness.paired))
-    assert other is None or np.array_equal(other, acc)
+    # the low words paired or not, the lean per-particle code: the same sums
+    sums = _SUMS.setdefault((closed, apic), {})
+    sums[harness.build] = acc
+    assert all(np.array_equal(other, acc) for other in sums.values())
     # the "order" binning (fused bound, tiled scan, no sort, no copies, another order in
     # every cell): the same bounds and the same integer sums, start the exclusive scan
     bounds2, start2, acc2 = harness.order_binning
@@ -237,3 +241,14 @@ def test_scatter_atomics_names_are_checked(monkeypatch):
     monkeypatch.setenv("VOXFX_SPARSE_SCATTER_ATOMICS", "batched")
     with pytest.raises(ValueError, match="VOXFX_SPARSE_SCATTER_ATOMICS"):
         sparse_scatter.atomics_mode()
+
+
+def test_scatter_kernel_names_are_checked(monkeypatch):
+    monkeypatch.delenv("VOXFX_SPARSE_SCATTER_KERNEL", raising=False)
+    assert sparse_scatter.kernel_mode() == "lean"  # the default
+    monkeypatch.setenv("VOXFX_SPARSE_SCATTER_KERNEL", " Classic ")
+    assert sparse_scatter.kernel_mode() == "classic"
+    assert sparse_scatter.kernel_mode("lean") == "lean"
+    monkeypatch.setenv("VOXFX_SPARSE_SCATTER_KERNEL", "fast")
+    with pytest.raises(ValueError, match="VOXFX_SPARSE_SCATTER_KERNEL"):
+        sparse_scatter.kernel_mode()

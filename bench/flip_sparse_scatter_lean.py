@@ -1,0 +1,177 @@
+"""The P2G scatter's two per-particle codes (``VOXFX_SPARSE_SCATTER_KERNEL`` classic / lean,
+``kernels/cuda/flip_sparse_scatter.cu``; issue 24, helper i24q2) on the 8M dam break, in
+one process:
+
+    python3 bench/flip_sparse_scatter_lean.py [--res 256] [--particles 8e6] [--substeps 4] [--repeat 9]
+    python3 bench/flip_sparse_scatter_lean.py --ncu   # under ncu --profile-from-start off
+
+After *substeps* substeps: both codes' faces, masks and integer sums compared bit for bit
+(FLIP and APIC with a random C), then with CUDA events (medians of *repeat*, the codes
+alternating) the P2G launches (the grouped count, scan, place, sums zeroed, the brick
+scatter in either code, the division), whole ``particles_to_grid`` in either code, classify
+and extrapolate. ``--ncu``: only one P2G in either code, classify and extrapolate between
+``cudaProfilerStart`` and ``Stop`` (one launch of each kernel for ``ncu``)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from tools.package import load  # noqa: E402
+
+load()
+from voxfx.kernels.flip import sparse_gpu, sparse_scatter, sparse_transfer  # noqa: E402
+from voxfx.kernels.flip.particles import KERNELS as DENSE  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "bench"))
+from _sparse_scene import add_scene_arguments, stepped_dam_break  # noqa: E402
+from flip_sparse_p2g import timed  # noqa: E402
+
+MODES = sparse_scatter.KERNEL_MODES
+VAR = "VOXFX_SPARSE_SCATTER_KERNEL"
+
+
+def p2g(g, pos, vel, c, mode):
+    os.environ[VAR] = mode
+    return sparse_gpu.particles_to_grid(g, pos, vel, c, "scatter")
+
+
+def bits(cp, g, pos, vel):
+    """Both codes' faces and masks (order binning) and sums (sorted binning), FLIP and APIC."""
+    c = cp.asarray(np.random.default_rng(5).normal(0.0, 2.0, (len(pos), 9)).astype(np.float32))
+    for apic in (False, True):
+        cc = c if apic else None
+        out = {}
+        for mode in MODES:
+            valid = p2g(g, pos, vel, cc, mode)
+            spos, svel, sc, start, count, _, _ = sparse_gpu.bin_particles(g, pos, vel, cc)
+            faces = tuple(cp.empty(g.size, cp.float32) for _ in range(3))
+            masks = tuple(cp.empty(g.size, cp.uint8) for _ in range(3))
+            args = (spos, svel, sc, sparse_gpu._I32(apic), start, count, g.brick_slot, g.slot_coords, g.brick_nbr,
+                    sparse_gpu._I64(g.size), sparse_gpu._I32(g.closed), *sparse_gpu._dims(g),
+                    *sparse_gpu._frame(g), *faces, *masks)
+            acc, bounds = sparse_scatter.launch(g.size, args)
+            out[mode] = [cp.asnumpy(g[n]).view(np.uint32) for n in g.FACES] + [cp.asnumpy(m) for m in valid] + [
+                cp.asnumpy(acc), cp.asnumpy(bounds)] + [cp.asnumpy(f).view(np.uint32) for f in faces]
+        same = all(np.array_equal(a, b) for a, b in zip(out["lean"], out["classic"]))
+        print(f"bits ({'APIC' if apic else 'FLIP'}): lean == classic: {same}; valid faces "
+              f"{sum(int(np.count_nonzero(m)) for m in out['classic'][3:6]):,}")
+
+
+def launches(cp, g, pos, vel, repeat):
+    """The P2G launches one by one on the same binning (FLIP), the scatter in both codes alternating."""
+    from voxfx.kernels.flip.sparse_gpu import _I32, _I64, KERNELS, _dims, _frame, _topo, brick_index
+
+    n, cells = int(pos.shape[0]), g.size
+    keys, slots, nk = _topo(g)
+    ox, oy, oz, h, inv_h = _frame(g)
+    index = brick_index(g)
+    count = cp.zeros(cells + 1, cp.int32)
+    cell_of, rank, order = (cp.empty(n, cp.int32) for _ in range(3))
+    bounds = cp.zeros(2, cp.uint32)
+    acc = cp.zeros(6 * cells, cp.uint64)
+    state = {}
+
+    def count_pass():
+        count.fill(0)
+        bounds.fill(0)
+        KERNELS.launch("count_particles_grouped", n, (pos, vel, count, _I32(0), _I64(n), ox, oy, oz, inv_h, h, keys,
+                                                      slots, nk, *index, _I64(cells), count, cell_of, rank, bounds))
+
+    def scan():
+        state["start"] = sparse_gpu.scan_counts(cp, count, cells, bounds)
+
+    def place():
+        DENSE.launch("place_particles", n, (cell_of, rank, state["start"], _I64(n), order))
+
+    def scatter(lean, spread=sparse_scatter.SCATTER_SPREAD, blocks=4):
+        kernels = sparse_scatter._build(blocks, 1, lean)
+
+        def run():
+            kernels.launch_grid("p2g_scatter_brick", (cells // 512,), (sparse_scatter.SCATTER_THREADS,), (
+                pos, vel, count, _I32(0), state["start"], count, g.brick_slot, g.slot_coords, g.brick_nbr,
+                _I64(cells), _I32(g.closed), *_dims(g), *_frame(g), bounds, _I32(spread), order, _I32(1), acc))
+        return run
+
+    faces = tuple(cp.empty(cells, cp.float32) for _ in range(3))
+    masks = tuple(cp.empty(cells, cp.uint8) for _ in range(3))
+
+    def finish():
+        sparse_scatter.SCATTER.launch("p2g_scatter_finish", cells, (acc, _I64(cells), bounds, *faces, *masks))
+
+    rows = [("count_particles_grouped", count_pass), ("bin_scan_sums + bin_scan", scan),
+            ("place_particles", place), ("scatter sums zeroed", lambda: acc.fill(0)),
+            ("p2g_scatter_brick classic", scatter(0)), ("p2g_scatter_brick lean", scatter(1)),
+            ("p2g_scatter_brick lean, spread 4", scatter(1, 4)), ("p2g_scatter_brick lean, spread 16", scatter(1, 16)),
+            ("p2g_scatter_brick lean, 3 blocks an SM", scatter(1, blocks=3)),
+            ("p2g_scatter_finish", finish)]
+    for _, fn in rows:
+        fn()  # warm (compiles)
+    sums = {}
+    for lean in (0, 1):
+        acc.fill(0)
+        scatter(lean)()
+        sums[lean] = cp.asnumpy(acc)
+    print(f"launch sums lean == classic: {np.array_equal(sums[0], sums[1])}")
+    times = {name: [] for name, _ in rows}
+    for _ in range(repeat):
+        for name, fn in rows:
+            times[name].append(timed(cp, fn, 1))
+    print(f"launch | ms (median of {repeat}, rows in turn)")
+    for name, _ in rows:
+        print(f"{name} | {np.median(times[name]):.4f}")
+
+
+def whole(cp, g, pos, vel, repeat):
+    """Whole P2G in either code (alternating), classify and extrapolate after it."""
+    out = {m: [] for m in MODES}
+    for _ in range(repeat + 1):
+        for mode in MODES:
+            out[mode].append(timed(cp, lambda m=mode: p2g(g, pos, vel, None, m), 1))
+    for mode in MODES:
+        print(f"particles_to_grid (whole), {mode} | {np.median(out[mode][1:]):.4f}")
+    saved = p2g(g, pos, vel, None, "classic")
+    print(f"classify | {timed(cp, lambda: sparse_transfer.classify(g, pos), repeat):.4f}")
+
+    def ext():
+        g.valid = saved
+        sparse_transfer.extrapolate(g)
+    print(f"extrapolate | {timed(cp, ext, repeat):.4f}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    add_scene_arguments(ap)
+    ap.add_argument("--repeat", type=int, default=9)
+    ap.add_argument("--ncu", action="store_true", help="one P2G a code, classify, extrapolate under the profiler")
+    args = ap.parse_args()
+    import cupy as cp
+
+    _, sim, _ = stepped_dam_break(args)
+    g, pos, vel = sim.grid, sim.pos, sim.vel
+    print(f"{args.res}³, {int(pos.shape[0]):,} particles, {g.brick_count()} bricks")
+    if args.ncu:
+        for mode in MODES:  # compiled outside the profiled range
+            p2g(g, pos, vel, None, mode)
+        cp.cuda.Device().synchronize()
+        cp.cuda.profiler.start()
+        for mode in MODES:
+            g.valid = p2g(g, pos, vel, None, mode)
+        sparse_transfer.classify(g, pos)
+        sparse_transfer.extrapolate(g)
+        cp.cuda.Device().synchronize()
+        cp.cuda.profiler.stop()
+        return
+    bits(cp, g, pos, vel)
+    launches(cp, g, pos, vel, args.repeat)
+    whole(cp, g, pos, vel, args.repeat)
+
+
+if __name__ == "__main__":
+    main()
