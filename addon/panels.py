@@ -200,6 +200,7 @@ class VOXFX_PT_flip(bpy.types.Panel):
         for line, icon in zip(estimate_lines(context, f), ("INFO", "MEMORY")):
             layout.label(text=line, icon=icon)
         layout.prop(f, "particles_per_cell")
+        layout.prop(f, "max_particles_per_cell")
         layout.prop(f, "apic")
         row = layout.row()
         row.active = not f.apic

@@ -43,7 +43,8 @@ then frames until 12 or 45 s).
 ``--frames N`` times the user's frame instead of substeps: ``step(1/24)`` (adaptive
 substeps, the reason each frame's count is what it is) and, with ``--level-set``, the
 frame's level set (and its region's nodes), each frame's pool bytes, until N frames or the
-time cap; ``--trim`` gives the pool's outgrown free blocks back before each frame as a bake
+time cap; ``--max-particles-per-cell N`` sets the particle count control's limit (0: off, for
+the A/B); ``--trim`` gives the pool's outgrown free blocks back before each frame as a bake
 does (``memory.trim_gpu_pool``: without it a spreading liquid's pool keeps every smaller
 block it freed, and late frames pay CuPy's out-of-memory retries);
 ``--cfl X ...`` runs the frames once per CFL number (a fresh simulation each; default
@@ -301,8 +302,19 @@ def timed_level_set(sim, mode):
     return (b - a) * 1e3, (c - b) * 1e3, (d - c) * 1e3, stages, phi
 
 
+def frame_settings(timing, cfl, narrow_band, most) -> FlipSettings:
+    """``run_frames``' settings: the timing's (None: the defaults), with *cfl*, *narrow_band* and
+    *most* (Max Particles per Cell) where given."""
+    chosen = dict(TIMINGS[timing]) if timing else {}
+    if cfl is not None:
+        chosen["cfl"] = float(cfl)
+    if most is not None:
+        chosen["max_particles_per_cell"] = int(most)
+    return FlipSettings(narrow_band=int(narrow_band), **chosen)
+
+
 def run_frames(n, particles, frames, kind, time_cap, level_set=False, trace=None, narrow_band=0, cfl=None,
-               modes=None, timing=None, outputs=False, trim=False):
+               modes=None, timing=None, outputs=False, trim=False, most=None):
     """The user's frame: ``step(1/24)`` (+ the level set), until *frames* or *time_cap* s;
     *narrow_band* cells (0: every particle) with the particles kept and the liquid's; *cfl*
     the CFL number (None: the setting's default); *modes* the GPU level set ways to time;
@@ -311,7 +323,8 @@ def run_frames(n, particles, frames, kind, time_cap, level_set=False, trace=None
     writer thread writes them (``frame_arrays`` with the particles on the device: the level
     set closed against the walls, the cell velocity; the particles encoded on the device and
     the grids copied to the host), instead of the level set alone. *trim*: CuPy's outgrown free
-    blocks given back before each frame (``memory.trim_gpu_pool``), as a bake does."""
+    blocks given back before each frame (``memory.trim_gpu_pool``), as a bake does. *most*: the
+    Max Particles per Cell setting (None: its default; 0: every particle kept)."""
     import time
 
     import cupy as cp
@@ -320,13 +333,11 @@ def run_frames(n, particles, frames, kind, time_cap, level_set=False, trace=None
     pool.free_all_blocks()
     spec, v, t = scene(n, particles, kind)
     start = time.perf_counter()
-    chosen = dict(TIMINGS[timing]) if timing else {}
-    if cfl is not None:
-        chosen["cfl"] = float(cfl)
-    settings = FlipSettings(narrow_band=int(narrow_band), **chosen)
+    settings = frame_settings(timing, cfl, narrow_band, most)
     sim = FlipSimulation(spec, settings, v, t, xp=cp, sparse=True)
     print(f"timing {timing or 'accurate'}: CFL {settings.cfl:g}, Max Substeps {settings.max_substeps}, Max Time Step "
-          f"{settings.max_time_step:.4f} s, time-centred {'on' if settings.time_centred_advection else 'off'}")
+          f"{settings.max_time_step:.4f} s, time-centred {'on' if settings.time_centred_advection else 'off'}, "
+          f"Max Particles per Cell {settings.max_particles_per_cell}")
     cp.cuda.Device().synchronize()
     print(f"{kind} {'×'.join(map(str, spec.shape))}: {len(sim.pos):,} particles, set-up "
           f"{time.perf_counter() - start:.1f} s, pool {pool.total_bytes() / 2 ** 30:.2f} GiB; estimate "
@@ -382,6 +393,8 @@ def run_frames(n, particles, frames, kind, time_cap, level_set=False, trace=None
             del phi
         else:
             surface_text = "-"
+        if stats.get("limited"):
+            detail.append(f"   particle count control: {stats['limited']:,} deleted from crowded cells")
         print(f"{frame} | {stats['substeps']} ({stats.get('limit', '')}, CFL asks {stats.get('cfl_substeps', '')}) | "
               f"{(b - a) * 1e3:.0f} | "
               f"{(b - a) * 1e3 / max(1, stats['substeps']):.0f} | {surface_text} | "
@@ -424,6 +437,8 @@ def main():
     ap.add_argument("--cfl", type=float, nargs="+", default=None, help="with --frames: CFL numbers to run each")
     ap.add_argument("--outputs", action="store_true", help="with --frames: the frame's outputs as a compact GPU bake "
                     "makes them (level set, cell velocity, particles encoded) instead of the level set alone")
+    ap.add_argument("--max-particles-per-cell", type=int, default=None,
+                    help="with --frames: the Max Particles per Cell setting (0: every particle kept)")
     ap.add_argument("--trim", action="store_true", help="with --frames: the pool's outgrown free blocks given back "
                     "before each frame, as a bake does (memory.trim_gpu_pool)")
     ap.add_argument("--timing", choices=sorted(TIMINGS), default=None,
@@ -451,11 +466,13 @@ def main():
             if trace is not None:
                 with trace.hook:
                     run_frames(n, particles, args.frames, kind, args.time_cap, args.level_set, trace, args.narrow_band,
-                               cfl, args.level_set_modes, args.timing, args.outputs, args.trim)
+                               cfl, args.level_set_modes, args.timing, args.outputs, args.trim,
+                               args.max_particles_per_cell)
                 print(trace.report())
             else:
                 run_frames(n, particles, args.frames, kind, args.time_cap, args.level_set, None, args.narrow_band,
-                           cfl, args.level_set_modes, args.timing, args.outputs, args.trim)
+                           cfl, args.level_set_modes, args.timing, args.outputs, args.trim,
+                           args.max_particles_per_cell)
         return
     configs = [(64, 1_000_000)] if args.quick else [(64, 1_000_000), (128, 4_000_000), (256, 8_000_000)]
     if args.row:

@@ -31,7 +31,7 @@ from ..checkpoint import HostRing, check_state, gather
 from ..errors import InputError, VoxFXError
 from ..grid import GridSpec
 from ..progress import report, scaled
-from . import bodies, pressure, transfer
+from . import bodies, particle_count, pressure, transfer
 from .grid import FLUID, DenseGrid, FlipSettings
 from .memory import flip_memory  # noqa: F401  (imported from here by the add-on, benches and tests)
 from .particles import seed_particles
@@ -282,12 +282,41 @@ class FlipSimulation:
         wanted = max(n, math.ceil((fastest + gravity_reach) * frame_dt / (s.cfl * h))) if capped else n
         limit = ("cap" if capped else "frame" if n == 1 else "time step" if timed else "obstacle" if by_obstacle
                  else "liquid")
+        limited = self._limit_count()  # particle count control (particle_count.py), once a frame
         self.frames += 1
         self.capped_frames = getattr(self, "capped_frames", 0) + capped
         self.substep_log = getattr(self, "substep_log", []) + [(n, limit)]
         self.last = {"substeps": n, "iterations": iterations, "residual": residual, "limit": limit,
-                     "particles": int(self.pos.shape[0]), "cfl_substeps": int(wanted), "capped": capped}
+                     "particles": int(self.pos.shape[0]), "cfl_substeps": int(wanted), "capped": capped,
+                     "limited": limited}
         return self.last
+
+    def _particle_cells(self):
+        """(int64 cell per particle, −1 for none; how many cells): the cells whose particles
+        ``_limit_count`` counts: the box's lattice cells, clamped into it."""
+        nx, ny, nz = self.spec.shape
+        return self._cell_of_particles(), nx * ny * nz
+
+    def _keep(self, keep):
+        """Keep the particles where *keep* (bool per particle) holds."""
+        self.pos, self.vel = self.pos[keep], self.vel[keep]
+        if self.c is not None:
+            self.c = self.c[keep]
+
+    def _limit_count(self) -> int:
+        """Particle count control (``particle_count``): a cell holding more than the limit keeps
+        about the limit. Returns how many were deleted (one host read a frame; ``limited``
+        counts them all)."""
+        most = particle_count.limit_of(self.settings)
+        if not most or len(self.pos) == 0:
+            return 0
+        cells, size = self._particle_cells()
+        keep = particle_count.keep_mask(particle_count.counts_of(cells, size, self.xp), most, self.frames, self.xp)
+        removed = int(len(self.pos) - int(keep.sum()))
+        if removed:
+            self._keep(keep)
+            self.limited = getattr(self, "limited", 0) + removed
+        return removed
 
     def substep_summary(self) -> str:
         """One line on the substeps of the frames stepped so far (a bake's summary)."""
