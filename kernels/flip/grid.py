@@ -46,11 +46,11 @@ class FlipSettings:
     with ``setting`` are the Liquid panel's properties, same names, defaults and units."""
 
     particles_per_cell: int = setting(8, "Particles per Cell", "Particles seeded per liquid cell", min=1, max=27)
-    max_particles_per_cell: int = setting(32, "Max Particles per Cell", "Where particles pile up (pressed against "
+    max_particles_per_cell: int = setting(0, "Max Particles per Cell", "Where particles pile up (pressed against "
                                           "a wall, or landing there from a fast substep) a cell keeps about this "
                                           "many, the rest deleted at the end of each frame: piles slow every "
                                           "stage and do not change the surface (at least twice Particles per "
-                                          "Cell; 0 = keep every particle)", min=0, soft_max=128, max=1 << 20)
+                                          "Cell, e.g. 32; 0 = keep every particle)", min=0, soft_max=128, max=1 << 20)
     flip_ratio: float = setting(0.97, "FLIP Ratio", "FLIP/PIC blend: 1 = pure FLIP (lively, noisy), 0 = PIC "
                                 "(smooth, viscous-looking)", min=0.0, max=1.0, subtype="FACTOR")
     apic: bool = setting(False, "APIC", "Affine particle-in-cell transfer instead of the FLIP/PIC blend (keeps "

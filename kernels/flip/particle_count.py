@@ -15,8 +15,10 @@ integer finaliser (xor-shift, multiply) of its index, so each particle of the ce
 chance M/c, the cell keeps M on average, and which ones is the same integer arithmetic on
 NumPy and CuPy (the CPU reference and the GPU keep the same particles, bit for bit; a resumed
 bake keeps the same as an uninterrupted one: the frame count is in the checkpoint). M is the
-``max_particles_per_cell`` setting (default 32, four times the seeded 8; never below twice
-``particles_per_cell``; 0 keeps every particle). The cell of a particle: its lattice cell,
+``max_particles_per_cell`` setting (0, the default, keeps every particle; e.g. 32, four times
+the seeded 8; never below twice ``particles_per_cell``). It runs ``CHUNK`` particles a pass, so
+its temporaries are a few MiB and one count a cell (8 bytes a cell of the box, or of the
+bricks' pool); deleting then copies the particles kept, as an outflow does. The cell of a particle: its lattice cell,
 clamped into a closed box (``FlipSimulation._cell_of_particles``); on the sparse solver its
 pool cell (a particle outside the bricks counts alone, the same on both backends).
 """
@@ -43,14 +45,34 @@ def mix32(x, xp):
     return x ^ (x >> xp.uint32(16))
 
 
-def keep_mask(counts, limit: int, frame: int, xp):
+def keep_mask(counts, limit: int, frame: int, xp, first: int = 0):
     """bool per particle: whether it stays, *counts* (int64) the particles of its cell (module
-    notes); every particle of a cell holding at most *limit* stays."""
+    notes), the particles numbered from *first*; every particle of a cell holding at most
+    *limit* stays."""
     n = int(counts.shape[0])
     seed = xp.uint32((int(frame) * GOLDEN) & 0xFFFFFFFF)
-    h = mix32(xp.arange(n, dtype=xp.uint32) ^ seed, xp).astype(xp.uint64)
+    h = mix32(xp.arange(first, first + n, dtype=xp.uint32) ^ seed, xp).astype(xp.uint64)
     c = counts.astype(xp.uint64)
     return (counts <= limit) | (((h * c) >> xp.uint64(32)) < xp.uint64(limit))
+
+
+CHUNK = 1 << 18  # particles a pass: the passes' temporaries stay a few MiB whatever the particle count
+
+
+def thin(cells_of, n: int, size: int, limit: int, frame: int, xp):
+    """The keep mask of *n* particles whose cells ``cells_of(lo, hi)`` gives a slice at a time
+    (int64, −1: a cell of its own; below *size*): one pass counts every cell, a second decides,
+    ``CHUNK`` particles at a time (the same bits as all at once)."""
+    per_cell = xp.zeros(int(size) + 1, xp.int64)
+    for lo in range(0, n, CHUNK):
+        cells = cells_of(lo, min(n, lo + CHUNK))
+        per_cell += xp.bincount(xp.where(cells >= 0, cells, int(size)), minlength=int(size) + 1)
+    keep = xp.empty(n, bool)
+    for lo in range(0, n, CHUNK):
+        cells = cells_of(lo, min(n, lo + CHUNK))
+        counts = xp.where(cells >= 0, per_cell[xp.where(cells >= 0, cells, int(size))], 1)
+        keep[lo:lo + CHUNK] = keep_mask(counts, limit, frame, xp, first=lo)
+    return keep
 
 
 def counts_of(cells, size: int, xp):

@@ -291,11 +291,20 @@ class FlipSimulation:
                      "limited": limited}
         return self.last
 
-    def _particle_cells(self):
-        """(int64 cell per particle, −1 for none; how many cells): the cells whose particles
+    def _particle_cells(self, lo: int, hi: int):
+        """int64 cell of the particles *lo* … *hi* − 1 (−1 for none), the cells whose particles
         ``_limit_count`` counts: the box's lattice cells, clamped into it."""
+        xp = self.xp
         nx, ny, nz = self.spec.shape
-        return self._cell_of_particles(), nx * ny * nz
+        ijk = xp.floor((self.pos[lo:hi] - xp.asarray(self.spec.origin, dtype=xp.float32))
+                       / np.float32(self.spec.voxel_size))
+        ijk = xp.clip(ijk.astype(xp.int64), 0, xp.asarray([nx - 1, ny - 1, nz - 1]))
+        return (ijk[:, 2] * ny + ijk[:, 1]) * nx + ijk[:, 0]
+
+    def _cell_count(self) -> int:
+        """How many cells ``_particle_cells`` numbers."""
+        nx, ny, nz = self.spec.shape
+        return nx * ny * nz
 
     def _keep(self, keep):
         """Keep the particles where *keep* (bool per particle) holds."""
@@ -310,8 +319,7 @@ class FlipSimulation:
         most = particle_count.limit_of(self.settings)
         if not most or len(self.pos) == 0:
             return 0
-        cells, size = self._particle_cells()
-        keep = particle_count.keep_mask(particle_count.counts_of(cells, size, self.xp), most, self.frames, self.xp)
+        keep = particle_count.thin(self._particle_cells, len(self.pos), self._cell_count(), most, self.frames, self.xp)
         removed = int(len(self.pos) - int(keep.sum()))
         if removed:
             self._keep(keep)

@@ -172,17 +172,21 @@ class SparseFlipSimulation(KeptBricks, FlipSimulation):
         if self.c is not None:
             self.c = xp.concatenate([self.c, xp.zeros((len(pos), 3, 3), dtype=xp.float32)])
 
-    def _particle_cells(self):
-        """``FlipSimulation._particle_cells`` on the bricks: each particle's pool cell (its
-        lattice cell clamped into a closed box), −1 outside the bricks or not finite."""
+    def _particle_cells(self, lo: int, hi: int):
+        """``FlipSimulation._particle_cells`` on the bricks: the pool cell of the particles *lo*
+        … *hi* − 1 (the lattice cell, clamped into a closed box), −1 outside the bricks or not
+        finite."""
         xp, g = self.xp, self.grid
-        ijk = self._lattice_cells_of_particles()
-        ok = xp.isfinite(self.pos).all(axis=1)
+        pos = self.pos[lo:hi]
+        ok = xp.isfinite(pos).all(axis=1)
+        ijk = xp.floor((xp.where(ok[:, None], pos, 0) - xp.asarray(self.spec.origin, dtype=xp.float32))
+                       / np.float32(self.spec.voxel_size)).astype(xp.int64)
         if self.boundary == "closed":
             ijk = xp.clip(ijk, 0, xp.asarray([n - 1 for n in self.spec.shape], dtype=xp.int64))
-        ijk = xp.where(ok[:, None], ijk, 0)
-        at = g.locate(ijk[:, 0], ijk[:, 1], ijk[:, 2])
-        return xp.where(ok, at, -1), g.size
+        return xp.where(ok, g.locate(ijk[:, 0], ijk[:, 1], ijk[:, 2]), -1)
+
+    def _cell_count(self) -> int:
+        return self.grid.size
 
     def drain(self, cells_ijk) -> int:
         """Outflow: delete the particles inside the listed lattice cells. Returns how many."""

@@ -14,8 +14,8 @@ from voxfx.kernels.grid import GridSpec
 
 
 def test_limit_is_at_least_twice_the_seeded_count():
-    assert particle_count.limit_of(FlipSettings()) == 32
-    assert particle_count.limit_of(FlipSettings(max_particles_per_cell=0)) == 0
+    assert particle_count.limit_of(FlipSettings()) == 0  # off by default
+    assert particle_count.limit_of(FlipSettings(max_particles_per_cell=32)) == 32
     assert particle_count.limit_of(FlipSettings(max_particles_per_cell=5)) == 16
     assert particle_count.limit_of(FlipSettings(max_particles_per_cell=100, particles_per_cell=27)) == 100
 
@@ -65,3 +65,15 @@ def test_a_pile_in_one_cell_is_thinned_at_the_frames_end(sparse):
     assert np.array_equal(again.pos, kept.pos) and stats2["limited"] == stats["limited"]
     every, _, stats0 = run(0)
     assert stats0["limited"] == 0 and len(every.pos) == n + 3000
+
+
+def test_passes_of_a_chunk_give_the_mask_of_one_pass(monkeypatch):
+    """``thin`` counts and decides ``CHUNK`` particles a pass (its temporaries stay small): the
+    same mask as all particles at once, the hash numbering them globally."""
+    rng = np.random.default_rng()
+    cells = np.concatenate([rng.integers(0, 40, 3000), np.full(4000, 7), np.full(9, -1)]).astype(np.int64)
+    rng.shuffle(cells)
+    whole = particle_count.keep_mask(particle_count.counts_of(cells, 40, np), 32, 11, np)
+    monkeypatch.setattr(particle_count, "CHUNK", 1000)
+    chunked = particle_count.thin(lambda lo, hi: cells[lo:hi], len(cells), 40, 32, 11, np)
+    assert np.array_equal(chunked, whole) and 1000 < whole.sum() < 1600  # 40 cells over 32: ~32 each (+ 9 alone)

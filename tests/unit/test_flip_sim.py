@@ -72,8 +72,7 @@ def test_dam_break_keeps_its_volume():
 def test_dam_break_meshed_volume_over_three_seconds():
     """The issue's 3 s dam break (48 × 12 × 24 cells, a 12 × 12 × 16 cell column): the
     volume of the marching-tetrahedra mesh of the closed level set every ½ s, against the
-    water's (no particle is lost but the few a crowded cell sheds, ``particle_count``). A table
-    for the README; the bounds are what a particle
+    water's (no particle is lost). A table for the README; the bounds are what a particle
     level set of 8 particles per cell can promise: thin sheets mid-splash are thinner than
     its kernel and shrink, sparse splash particles each claim a ball of half a cell."""
     from tests.isosurface import marching_tets, mesh_volume, open_and_nonmanifold_edges, triangle_edges
@@ -92,8 +91,7 @@ def test_dam_break_meshed_volume_over_three_seconds():
             rows.append((frame / 24, mesh_volume(vertices, triangles) / water - 1,
                          liquid_volume(phi, sim.surface_spec) / water - 1))
         sim.step(1 / 24)
-    limited = getattr(sim, "limited", 0)  # particle count control: only cells over 32 thinned, a few particles
-    assert len(sim.pos) == n0 - limited and limited < n0 // 1000
+    assert len(sim.pos) == n0
     print("\n t (s) | meshed volume | liquid_volume\n" +
           "\n".join(f" {t:.1f}   | {m:+.1%}        | {v:+.1%}" for t, m, v in rows))
     assert all(abs(m - v) < 0.01 for _, m, v in rows)  # liquid_volume measures the mesh
