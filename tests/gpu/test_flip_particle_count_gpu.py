@@ -30,8 +30,8 @@ def scene(sparse, boundary="closed"):
     v, t = box((0.0, 0.0, 0.0), (0.6, 0.5, 0.3))
     import cupy
 
-    sim = FlipSimulation(spec, FlipSettings(max_particles_per_cell=32), v, t, xp=cupy, sparse=sparse,
-                         boundary=boundary)
+    extra = {"boundary": boundary} if sparse else {}  # the dense solver's box is closed
+    sim = FlipSimulation(spec, FlipSettings(max_particles_per_cell=32), v, t, xp=cupy, sparse=sparse, **extra)
     pile = np.random.default_rng(5).uniform(0.201, 0.249, (5000, 3)).astype(np.float32)
     pile[:, 2] = np.float32(0.02)  # one floor cell, (4, 4, 0)
     sim.pos = cupy.concatenate([sim.pos, cupy.asarray(pile)])
