@@ -59,7 +59,8 @@ topology stage 1.15 → 0.85 ms, substep 9.0 → 8.7 ms). What is left: the pipe
 (its sizes make the Python arrays), the neighbour tables' rebuild and the pool's growth.
 
 The tables after an update (``fused_tables``, ``VOXFX_SPARSE_TOPOLOGY_TABLES``) are
-``sparse_topology_tables.py``'s.
+``sparse_topology_tables.py``'s; the update's launches (``update_topology``, ``_table``, ``_fused``)
+``sparse_topology_update.py``'s.
 
 The margin on the device (``VOXFX_SPARSE_DEVICE_MARGIN=1``, the default): a caller that does not
 know the fastest particle's speed (``SparseFlipSimulation.substep`` called alone, the benches)
@@ -104,21 +105,15 @@ import os
 
 import numpy as np
 
-from ..grid.launch import Kernels
 from ..grid.sparse_mac import brick_tables, carve
-from ..settings import env_choice
-from .particles import THREADS
 from . import sparse_reach
 from .sparse_gpu import _I32, _I64, _NO_INDEX, CELLS, KERNELS, _dims, _frame, available, brick_index
+from .sparse_topology_update import (  # noqa: F401  (the update's names, re-exported: tests and benches use them here)
+    FUSED, SCRATCH_MODES, TOPOLOGY, TOPOLOGY_UPDATES, UPDATE_ITEMS, _reach_list, _reached, launch_fused_update,
+    scratch_mode, topology_update_mode, update_topology, update_topology_fused, update_topology_table)
 
 MAX_MARGIN = 64  # cells: brick_reach serves reach radii up to eight bricks (154 mask words a slot)
 TOPOLOGY_MODES = ("device", "legacy")
-TOPOLOGY = Kernels("flip_sparse_topology.cu", ("--fmad=false",), THREADS)  # |v|² rounds as NumPy's
-FUSED = Kernels("flip_sparse_topology_fused.cu", ("--fmad=false",), THREADS)  # TOPOLOGY's options
-# VOXFX_SPARSE_TOPOLOGY_UPDATE: update_topology_fused (the default; where a brick index is: else device),
-# update_topology_table (likewise), update_topology, or Topology.update
-TOPOLOGY_UPDATES = ("fused", "table", "device", "array")
-UPDATE_ITEMS = 8  # flip_sparse_topology_fused.cu's: a fused update block's tile is UPDATE_ITEMS · THREADS items
 # VOXFX_SPARSE_SPEED_MAX: how mark_occupied keeps each slot's largest |v|² (per-brick margins): one atomicMax a warp
 # per slot (warp, sm_80+; plain below) or one a particle (plain, the A/B baseline). The same maxima.
 # uniform: warp's, a warp on one slot without __match_any_sync: the same maxima, measured no faster (H100, 8M:
@@ -127,9 +122,6 @@ SPEED_MAXIMA = ("warp", "uniform", "plain")
 # VOXFX_SPARSE_DEVICE_MARGIN: 1 (a caller without the fastest speed passes margin None: incremental_keys takes the
 # last substep's radius and learns the margin with its one read, module notes) or 0 (the A/B baseline: a host read)
 DEVICE_MARGINS = ("1", "0")
-# VOXFX_SPARSE_TOPOLOGY_SCRATCH (scratch_mode): the pipeline's scratch allocated afresh each substep, or kept on
-# the grid (and the update's allocations at size classes)
-SCRATCH_MODES = ("fresh", "kept")
 
 
 def mark_walls(grid) -> None:
@@ -195,14 +187,6 @@ def _margins(grid, margin, reach, used, nbr, cap, speed2, out=None, most=None):
     TOPOLOGY.launch("slot_margins", cap, (speed2, used, nbr, _I64(cap), np.float64(reach.dt), np.float64(reach.gdt),
                                          np.float64(reach.h), _I32(reach.base), out, most))
     return out
-
-
-def scratch_mode() -> str:
-    """``VOXFX_SPARSE_TOPOLOGY_SCRATCH`` (``SCRATCH_MODES``, module notes): ``fresh`` (the pipeline's
-    scratch allocated and zeroed each substep, each allocation its exact size) or ``kept`` (the
-    scratch kept on the grid while its sizes hold, zeroed by one memset; the update's outputs, the
-    pool's growth and the tables allocated at ``size_class`` sizes): the same topology."""
-    return env_choice("VOXFX_SPARSE_TOPOLOGY_SCRATCH", SCRATCH_MODES)
 
 
 def _reach_work(grid, margin, reach, entries: int, classes: bool = False):
@@ -283,142 +267,6 @@ def _reach(grid, pos, margin, keys, slots, used, coords, nbr, compare, index, cl
                                                         *index, kept, f[2], f[1]))
         TOPOLOGY.launch("count_unkept", cap, (used, kept, _I64(cap), f[3]))
     return (mask, radius), flags, kept
-
-
-def _reach_list(cp, mask, coords, flags):
-    """A key per (slot, offset) of the masks (``_reach``'s (mask, radius)): the brick's where
-    reached, else −1 (bricks past the key range add to flags[1])."""
-    mask, radius = mask
-    offsets = (2 * radius + 1) ** 3
-    cap = int(coords.shape[0])  # coords: (capacity, 3)
-    reached = cp.empty(offsets * cap, cp.int64)
-    TOPOLOGY.launch("reach_keys", offsets * cap, (mask, coords, _I64(cap), _I32(radius), reached, flags[1:2]))
-    return reached
-
-
-def _reached(cp, mask, coords, flags):
-    """The keys the masks reach (repeats kept)."""
-    reached = _reach_list(cp, mask, coords, flags)
-    return reached[reached >= 0]
-
-
-def topology_update_mode() -> str:
-    """``VOXFX_SPARSE_TOPOLOGY_UPDATE``: ``fused`` (default: ``update_topology_fused`` where the
-    grid has a brick index, else ``device``), ``table`` (``update_topology_table``, likewise),
-    ``device`` (``update_topology``) or ``array`` (``Topology.update`` of the reached keys, the
-    A/B baseline): the same topology."""
-    mode = os.environ.get("VOXFX_SPARSE_TOPOLOGY_UPDATE", "").strip().lower() or TOPOLOGY_UPDATES[0]
-    if mode not in TOPOLOGY_UPDATES:
-        raise ValueError(f"VOXFX_SPARSE_TOPOLOGY_UPDATE must be one of {', '.join(TOPOLOGY_UPDATES)}, not {mode!r}")
-    return mode
-
-
-def update_topology(grid, mask, flags, kept, freed_count: int):
-    """``grid.topology.update(keys)`` of the keys the masks reach (``_reach``'s mask and
-    kept marks, *freed_count* the slots no reached brick kept), in the kernels of
-    ``flip_sparse_topology.cu`` with one host read: (topology, added slots, freed slots), the
-    same topology (freed slots ascending)."""
-    from ..grid.sparse import Topology
-
-    cp = grid.xp
-    t = grid.topology
-    cap, count, nk = grid.capacity, t.count, _I64(t.count)
-    reached = cp.sort(_reach_list(cp, mask, grid.slot_coords, flags))
-    m = int(reached.shape[0])
-    marks = cp.empty(m, cp.int64)
-    TOPOLOGY.launch("topology_heads", m, (reached, _I64(m), t.keys, t.slots, nk, marks))
-    marks = cp.cumsum(marks)
-    free = cp.empty(cap, cp.int64)
-    TOPOLOGY.launch("topology_free", cap, (grid.brick_slot, kept, _I64(cap), free))
-    free = cp.cumsum(free)
-    n_add = int(marks[-1]) >> 32 if m else 0  # the one host read
-    n_pool = cap - count + int(freed_count)
-    pool, freed = cp.empty(n_pool, cp.int32), cp.empty(int(freed_count), cp.int32)
-    TOPOLOGY.launch("topology_pool", cap, (free, _I64(cap), pool, freed))
-    n_new = count - int(freed_count) + n_add
-    keys, slots, fresh = cp.empty(n_new, cp.int64), cp.empty(n_new, cp.int32), cp.empty(n_add, cp.int32)
-    TOPOLOGY.launch("topology_place", m, (reached, _I64(m), marks, t.keys, t.slots, nk, pool, _I64(n_pool),
-                                          _I64(cap), keys, slots, fresh))
-    grow = max(0, n_add - n_pool)
-    topo = Topology(keys, slots, cap + grow, pool[n_add:] if n_add < n_pool else cp.zeros(0, cp.int32), cp)
-    return topo, fresh, freed
-
-
-def update_topology_table(grid, claimed, kept, n_add: int, freed_count: int):
-    """``update_topology`` over the grid's brick index (``flip_sparse_topology.cu``'s table
-    update: *claimed* and *kept* from ``_reach``, *n_add* and *freed_count* its flags, so the
-    sizes need no host read of their own; no key list, no sort): (topology, added slots,
-    freed slots), the same topology."""
-    from ..grid.sparse import Topology
-
-    cp = grid.xp
-    t = grid.topology
-    cap, count = grid.capacity, t.count
-    index = brick_index(grid)
-    entries = int(index[4]) * int(index[5]) * int(index[6])
-    marks = cp.empty(entries, cp.int64)
-    TOPOLOGY.launch("topology_table_marks", entries, (index[0], _I64(entries), kept, claimed, marks))
-    marks = cp.cumsum(marks)
-    free = cp.empty(cap, cp.int64)
-    TOPOLOGY.launch("topology_free", cap, (grid.brick_slot, kept, _I64(cap), free))
-    free = cp.cumsum(free)
-    n_pool = cap - count + freed_count
-    pool, freed = cp.empty(n_pool, cp.int32), cp.empty(freed_count, cp.int32)
-    TOPOLOGY.launch("topology_pool", cap, (free, _I64(cap), pool, freed))
-    n_new = count - freed_count + n_add
-    keys, slots, fresh = cp.empty(n_new, cp.int64), cp.empty(n_new, cp.int32), cp.empty(n_add, cp.int32)
-    TOPOLOGY.launch("topology_table_place", entries, (marks, *index, pool, _I64(n_pool), _I64(cap), keys, slots,
-                                                      fresh))
-    grow = max(0, n_add - n_pool)
-    topo = Topology(keys, slots, cap + grow, pool[n_add:] if n_add < n_pool else cp.zeros(0, cp.int32), cp)
-    return topo, fresh, freed
-
-
-def launch_fused_update(grid, index, work):
-    """Queue the fused table update (module notes) of the current topology to the bricks
-    ``_reach`` marked in *work* (``_reach_work``'s, *index* the grid's ``brick_index``), before
-    the flags are read: returns its outputs, each sized for the most it can hold."""
-    cp = grid.xp
-    t = grid.topology
-    cap = grid.capacity
-    entries = int(index[4]) * int(index[5]) * int(index[6])
-    tile = UPDATE_ITEMS * THREADS
-    pool_tiles, entry_tiles = -(-cap // tile), -(-entries // tile)
-    tiles = pool_tiles + entry_tiles
-    out = carve(cp, {"totals": (np.int32, 2 * tiles), "keys": (np.int64, entries), "slots": (np.int32, entries),
-                      "fresh": (np.int32, entries), "index": (np.int32, entries), "pool": (np.int32, cap),
-                      "freed": (np.int32, cap), "used": (np.uint8, cap + entries)}, zero=False,
-                classed=scratch_mode() == "kept")
-    flags, kept, claimed = work["flags"], work["kept"], work["claimed"]
-    FUSED.launch_grid("topology_fused_counts", (tiles,), (THREADS,),
-                      (flags, grid.brick_slot, kept, _I64(cap), index[0], claimed, _I64(entries),
-                       _I64(pool_tiles), _I64(tiles), out["totals"]))
-    FUSED.launch_grid("topology_fused_pool", (max(pool_tiles, 1),), (THREADS,),
-                      (flags, grid.brick_slot, kept, _I64(cap), out["totals"], _I64(tiles), out["pool"],
-                       out["freed"], out["used"]))
-    FUSED.launch_grid("topology_fused_place", (max(entry_tiles, 1),), (THREADS,),
-                      (flags, *index, kept, claimed, _I64(cap), _I64(t.count), out["totals"], _I64(pool_tiles),
-                       _I64(tiles), out["pool"], out["keys"], out["slots"], out["fresh"], out["index"],
-                       out["used"]))
-    return out
-
-
-def update_topology_fused(grid, index, out, n_add: int, freed_count: int):
-    """``update_topology_table``'s (topology, added slots, freed slots), and the new used
-    slots (bool per slot), from ``launch_fused_update``'s outputs *out*, once the flags
-    (*n_add*, *freed_count*) are read: slices, no launch. The outputs' brick index becomes the
-    new topology's ``brick_index``."""
-    from ..grid.sparse import Topology
-
-    t = grid.topology
-    cap, count = grid.capacity, t.count
-    n_pool = cap - count + freed_count
-    n_new = count - freed_count + n_add
-    grow = max(0, n_add - n_pool)
-    topo = Topology(out["keys"][:n_new], out["slots"][:n_new], cap + grow, out["pool"][n_add:max(n_add, n_pool)],
-                    grid.xp)
-    grid._brick_index = (topo, (out["index"], *index[1:]))  # brick_index's cache, for the topology installed next
-    return topo, out["fresh"][:n_add], out["freed"][:freed_count], out["used"][:cap + grow].view(np.bool_)
 
 
 def _serves(reach) -> bool:
