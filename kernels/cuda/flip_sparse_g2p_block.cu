@@ -136,18 +136,29 @@ __device__ __forceinline__ void block_sample(const Home& H, int closed, const in
         }
     }
     if (ok) {  // every corner in an active brick of the block: no walk test
+        // per axis the four corner coordinates relative to the block's first cell 8·lo, each in
+        // [0, 16) (bit 3: the block's brick, bits 0–2: the local coordinate), in one word:
+        // face lower, face upper, centre lower, centre upper (4 bits each; fewer live registers
+        // across the loads than i0, up and lo)
+        unsigned rc[3];
+#pragma unroll
+        for (int d = 0; d < 3; ++d) {
+            const int b = 8 * lo[d];
+            rc[d] = (unsigned)(face[d].i0 - b) | (unsigned)(face[d].i0 + face[d].up - b) << 4 |
+                    (unsigned)(centre[d].i0 - b) << 8 | (unsigned)(centre[d].i0 + centre[d].up - b) << 12;
+        }
 #pragma unroll
         for (int a = 0; a < 3; ++a) {
             int lb[3], ub[3], ll[3], ul[3];  // lower and upper corner: block bit and local coordinate
             float t[3];
 #pragma unroll
             for (int d = 0; d < 3; ++d) {
-                const AxisCorners& A = a == d ? face[d] : centre[d];
-                lb[d] = (A.i0 >> 3) - lo[d];
-                ub[d] = ((A.i0 + A.up) >> 3) - lo[d];
-                ll[d] = A.i0 & 7;
-                ul[d] = (A.i0 + A.up) & 7;
-                t[d] = A.t;
+                const unsigned r = rc[d] >> (a == d ? 0 : 8);
+                lb[d] = (r >> 3) & 1;
+                ub[d] = (r >> 7) & 1;
+                ll[d] = r & 7;
+                ul[d] = (r >> 4) & 7;
+                t[d] = a == d ? face[d].t : centre[d].t;
             }
             int idx[8];
 #pragma unroll
