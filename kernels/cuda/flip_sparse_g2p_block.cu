@@ -40,6 +40,21 @@
 // warp instruction against 2.4); built for one block (96 registers, no spills) it loses
 // half the warps and is slower. sparse_gpu builds it for 4 blocks of 256 (G2P_BLOCK_*).
 //
+// Registers (helper i24s2; nvcc 13.0 -Xptxas -v, sm_90, 4×256 and 2×512, 64 registers): the one
+// entry of all four variants spilled 92 B (176 B stack: x0, o and x' kept in local memory for
+// the slow paths' pointers). Now one entry a variant (block_advect<CENTRED, APIC>), the slow
+// paths' arguments and results by value, and each axis's corner coordinates packed in one word
+// (block_sample): end of substep 0 B of spills (APIC 0 B), time-centred 8 B, time-centred APIC
+// 36 B. The same bits (host harness, GPU tests). H100 80GB HBM3, driver 580.159.04, one call,
+// the same particles as above, main's one entry → these entries (4×256), ms:
+//
+//   case                     one entry   per variant   (2×512: one entry → per variant)
+//   end of substep             0.604        0.498         0.649 → 0.538
+//   time-centred               0.716        0.591         0.751 → 0.639
+//   APIC, end of substep       1.157        1.056         1.265 → 1.171
+//
+// Whole substeps alternating (6 a way): G2P + advection 0.671 → 0.560 ms.
+//
 // Layout and brick tables: flip_sparse_transfer.cu's notes. Constants from Python (-D):
 // AIR, FLUID, SOLID, PUSH_EPSILON.
 

@@ -207,7 +207,7 @@ int main() {
                                   slots.data(), nk, nbr27.data(), INDEX, closed, nx, ny, nz, ox, oy, oz, h, inv_h,
                                   flip, pic, dt, half_dt, order.data(), 1, 1, bu.data(), bv.data(), bw.data()));
         pf(pos6); pf(vel6);
-        std::vector<float> pos7 = pos_in, vel7 = vel_in, c7 = c_in;  // and g2p_advect_block_centred(_apic), the same u_n
+        std::vector<float> pos7 = pos_in, vel7 = vel_in, c7 = c_in;  // and block_centred(_apic), the same u_n
         auto* block = apic ? g2p_advect_block_centred_apic : g2p_advect_block_centred;
         LAUNCH(n, block(pos7.data(), vel7.data(), c7.data(), n, apic, u.data(), v.data(), w.data(), old_u.data(),
                         old_v.data(), old_w.data(), solid.data(), keys.data(), slots.data(), nk, nbr27.data(), INDEX,
