@@ -40,6 +40,21 @@
 // warp instruction against 2.4); built for one block (96 registers, no spills) it loses
 // half the warps and is slower. sparse_gpu builds it for 4 blocks of 256 (G2P_BLOCK_*).
 //
+// Registers (helper i24s2; nvcc 13.0 -Xptxas -v, sm_90, 4×256 and 2×512, 64 registers): the one
+// entry of all four variants spilled 92 B (176 B stack: x0, o and x' kept in local memory for
+// the slow paths' pointers). Now one entry a variant (block_advect<CENTRED, APIC>), the slow
+// paths' arguments and results by value, and each axis's corner coordinates packed in one word
+// (block_sample): end of substep 0 B of spills (APIC 0 B), time-centred 8 B, time-centred APIC
+// 36 B. The same bits (host harness, GPU tests). H100 80GB HBM3, driver 580.159.04, one call,
+// the same particles as above, main's one entry → these entries (4×256), ms:
+//
+//   case                     one entry   per variant   (2×512: one entry → per variant)
+//   end of substep             0.604        0.498         0.649 → 0.538
+//   time-centred               0.716        0.591         0.751 → 0.639
+//   APIC, end of substep       1.157        1.056         1.265 → 1.171
+//
+// Whole substeps alternating (6 a way): G2P + advection 0.671 → 0.560 ms.
+//
 // Layout and brick tables: flip_sparse_transfer.cu's notes. Constants from Python (-D):
 // AIR, FLUID, SOLID, PUSH_EPSILON.
 
@@ -81,18 +96,22 @@ struct FaceSets {
     const float* __restrict__ f[3][3];
 };
 
+// A sample's 8 corner cells and 3 fractions (a slow path's result by value).
+struct Corners {
+    int idx[8];
+    float t[3];
+};
+
 // corner_cells_fast (voxfx_g2p_home.cuh) on the lattice of box (s0, s1, s2) at (a0, a1, a2):
 // out of line (the rare cases).
-__device__ __noinline__ void block_corners_slow(Home H, int closed, int s0, int s1, int s2, float a0, float a1,
-                                                float a2, int* idx, float* t)
+__device__ __noinline__ Corners block_corners_slow(Home H, int closed, int s0, int s1, int s2, float a0, float a1,
+                                                   float a2)
 {
     const int s[3] = {s0, s1, s2};
     const float at[3] = {a0, a1, a2};
-    int i[8];
-    float f[3];
-    corner_cells_fast(H, closed, s, at, i, f);
-    for (int q = 0; q < 8; ++q) idx[q] = i[q];
-    for (int a = 0; a < 3; ++a) t[a] = f[a];
+    Corners C;
+    corner_cells_fast(H, closed, s, at, C.idx, C.t);
+    return C;
 }
 
 // FIELDS sets of faces of F at g (cell units) into out[field], with grad (rows ∂u_a/∂(x, y,
@@ -132,18 +151,29 @@ __device__ __forceinline__ void block_sample(const Home& H, int closed, const in
         }
     }
     if (ok) {  // every corner in an active brick of the block: no walk test
+        // per axis the four corner coordinates relative to the block's first cell 8·lo, each in
+        // [0, 16) (bit 3: the block's brick, bits 0–2: the local coordinate), in one word:
+        // face lower, face upper, centre lower, centre upper (4 bits each; fewer live registers
+        // across the loads than i0, up and lo)
+        unsigned rc[3];
+#pragma unroll
+        for (int d = 0; d < 3; ++d) {
+            const int b = 8 * lo[d];
+            rc[d] = (unsigned)(face[d].i0 - b) | (unsigned)(face[d].i0 + face[d].up - b) << 4 |
+                    (unsigned)(centre[d].i0 - b) << 8 | (unsigned)(centre[d].i0 + centre[d].up - b) << 12;
+        }
 #pragma unroll
         for (int a = 0; a < 3; ++a) {
             int lb[3], ub[3], ll[3], ul[3];  // lower and upper corner: block bit and local coordinate
             float t[3];
 #pragma unroll
             for (int d = 0; d < 3; ++d) {
-                const AxisCorners& A = a == d ? face[d] : centre[d];
-                lb[d] = (A.i0 >> 3) - lo[d];
-                ub[d] = ((A.i0 + A.up) >> 3) - lo[d];
-                ll[d] = A.i0 & 7;
-                ul[d] = (A.i0 + A.up) & 7;
-                t[d] = A.t;
+                const unsigned r = rc[d] >> (a == d ? 0 : 8);
+                lb[d] = (r >> 3) & 1;
+                ub[d] = (r >> 7) & 1;
+                ll[d] = r & 7;
+                ul[d] = (r >> 4) & 7;
+                t[d] = a == d ? face[d].t : centre[d].t;
             }
             int idx[8];
 #pragma unroll
@@ -165,21 +195,27 @@ __device__ __forceinline__ void block_sample(const Home& H, int closed, const in
     }
 #pragma unroll
     for (int a = 0; a < 3; ++a) {  // g2p_advect_bricks' corners
-        int idx[8];
-        float t[3];
-        block_corners_slow(H, closed, n[0] + (a == 0), n[1] + (a == 1), n[2] + (a == 2),
-                           a == 0 ? g[0] : g[0] - 0.5f, a == 1 ? g[1] : g[1] - 0.5f, a == 2 ? g[2] : g[2] - 0.5f,
-                           idx, t);
+        const Corners C = block_corners_slow(H, closed, n[0] + (a == 0), n[1] + (a == 1), n[2] + (a == 2),
+                                             a == 0 ? g[0] : g[0] - 0.5f, a == 1 ? g[1] : g[1] - 0.5f,
+                                             a == 2 ? g[2] : g[2] - 0.5f);
 #pragma unroll
         for (int k = 0; k < FIELDS; ++k)
-            out[k][a] = blend_corners(F.f[k][a], idx, t, k == 0 && grad ? grad + 3 * a : nullptr);
+            out[k][a] = blend_corners(F.f[k][a], C.idx, C.t, k == 0 && grad ? grad + 3 * a : nullptr);
     }
 }
 
-// push_out_brick (voxfx_g2p_home.cuh) on home H's Sampler: out of line (the rare cases).
-__device__ __noinline__ void block_push_out_slow(float* x, const float* fallback, const unsigned char* __restrict__ solid,
-                                                 Home H, int closed, int nx, int ny, int nz, const float* o, float h,
-                                                 float inv_h)
+// A point (a slow path's result by value: arrays passed by address would live in local memory
+// on the fast path too).
+struct Point {
+    float x[3];
+};
+
+// push_out_brick (voxfx_g2p_home.cuh) on home H's Sampler: out of line (the rare cases); its
+// arguments by value.
+__device__ __noinline__ Point block_push_out_slow(float x0, float x1, float x2, float f0, float f1, float f2,
+                                                  const unsigned char* __restrict__ solid, Home H, int closed,
+                                                  int nx, int ny, int nz, float o0, float o1, float o2, float h,
+                                                  float inv_h)
 {
     Sampler S;
     S.b = Bricks{H.keys, H.slots, H.n, H.nbr27};
@@ -189,10 +225,10 @@ __device__ __noinline__ void block_push_out_slow(float* x, const float* fallback
     S.n[2] = nz;
     S.home = H.slot;  // (hb only read where home ≥ 0: g2p_advect_bricks' hb there)
     for (int a = 0; a < 3; ++a) S.hb[a] = H.hb[a];
-    float xx[3] = {x[0], x[1], x[2]};
-    const float f[3] = {fallback[0], fallback[1], fallback[2]}, oo[3] = {o[0], o[1], o[2]};
-    push_out_brick(xx, f, solid, S, oo, h, inv_h);
-    for (int a = 0; a < 3; ++a) x[a] = xx[a];
+    Point P{{x0, x1, x2}};
+    const float f[3] = {f0, f1, f2}, oo[3] = {o0, o1, o2};
+    push_out_brick(P.x, f, solid, S, oo, h, inv_h);
+    return P;
 }
 
 // push_out_brick in 32-bit integers where the domain is closed, x finite and its cell's
@@ -222,21 +258,23 @@ __device__ __forceinline__ void block_push_out(float x[3], const float fallback[
             }
         }
     }
-    block_push_out_slow(x, fallback, solid, H, closed, n[0], n[1], n[2], o, h, inv_h);
+    const Point P = block_push_out_slow(x[0], x[1], x[2], fallback[0], fallback[1], fallback[2], solid, H, closed,
+                                        n[0], n[1], n[2], o[0], o[1], o[2], h, inv_h);
+    for (int a = 0; a < 3; ++a) x[a] = P.x[a];
 }
 
 // One particle's update: g2p_advect_bricks' steps; u_n (centred) sampled on the corners of
 // u_{n+1} and u_old at x, and of u_{n+1} at x_m (the corners depend on the point only).
-template <bool CENTRED>
+template <bool CENTRED, bool APIC>
 __device__ __forceinline__ void block_particle(float* __restrict__ pos, float* __restrict__ vel,
-                                               float* __restrict__ c, long long p, int apic, const FaceSets& F,
+                                               float* __restrict__ c, long long p, const FaceSets& F,
                                                const unsigned char* __restrict__ solid, const Home& H, int closed,
                                                const int dims[3], const float o[3], float h, float inv_h, float flip,
                                                float pic, float dt, float half_dt, const float x0[3], const float g[3])
 {
     float s1[3][3], grad[9];  // u_{n+1}, u_old (, u_n) at x
-    block_sample<CENTRED ? 3 : 2>(H, closed, dims, g, F, s1, apic ? grad : nullptr);
-    g2p_velocity(vel, c, p, apic, s1[0], s1[1], grad, flip, pic, inv_h);  // seed 003 Alg. 1
+    block_sample<CENTRED ? 3 : 2>(H, closed, dims, g, F, s1, APIC ? grad : nullptr);
+    g2p_velocity(vel, c, p, APIC, s1[0], s1[1], grad, flip, pic, inv_h);  // seed 003 Alg. 1
     // RK2: x_m = x + ½Δt·u(x), x' = x + Δt·u(x_m); centred (b = u_n): x_m = x + ½Δt·u_n(x),
     // x' = x + Δt·½(u_n + u_{n+1})(x_m)
     float gm[3], x1[3];
@@ -267,18 +305,25 @@ __device__ __forceinline__ void block_particle(float* __restrict__ pos, float* _
 #define BLOCK_THREADS 512
 #endif
 
-// g2p_advect_bricks' arguments and results (flip_sparse_g2p.cu): one thread per particle,
-// thread t on particle order[t] where use_order, else t; the home brick from the brick index.
-extern "C" __global__ void __launch_bounds__(BLOCK_THREADS, BLOCK_MIN_BLOCKS)
-    g2p_advect_block(float* __restrict__ pos, float* __restrict__ vel, float* __restrict__ c, long long n, int apic,
-                     const float* __restrict__ u, const float* __restrict__ v, const float* __restrict__ w,
-                     const float* __restrict__ old_u, const float* __restrict__ old_v,
-                     const float* __restrict__ old_w, const unsigned char* __restrict__ solid,
-                     const long long* __restrict__ keys, const int* __restrict__ slots, long long n_keys,
-                     const int* __restrict__ nbr27, BRICK_INDEX_ARGS, int closed, int nx, int ny, int nz, float ox,
-                     float oy, float oz, float h, float inv_h, float flip, float pic, float dt, float half_dt,
-                     const int* __restrict__ order, int use_order, int centred, const float* __restrict__ b_u,
-                     const float* __restrict__ b_v, const float* __restrict__ b_w)
+// g2p_advect_bricks' arguments (flip_sparse_g2p.cu), every entry the same: one thread per
+// particle, thread t on particle order[t] where use_order, else t; the home brick from the
+// brick index.
+#define G2P_BLOCK_PARAMS                                                                                            \
+    float *__restrict__ pos, float *__restrict__ vel, float *__restrict__ c, long long n, int apic,                 \
+        const float *__restrict__ u, const float *__restrict__ v, const float *__restrict__ w,                      \
+        const float *__restrict__ old_u, const float *__restrict__ old_v, const float *__restrict__ old_w,          \
+        const unsigned char *__restrict__ solid, const long long *__restrict__ keys, const int *__restrict__ slots, \
+        long long n_keys, const int *__restrict__ nbr27, BRICK_INDEX_ARGS, int closed, int nx, int ny, int nz,     \
+        float ox, float oy, float oz, float h, float inv_h, float flip, float pic, float dt, float half_dt,         \
+        const int *__restrict__ order, int use_order, int centred, const float *__restrict__ b_u,                 \
+        const float *__restrict__ b_v, const float *__restrict__ b_w
+
+// g2p_advect_bricks' results for the variant (CENTRED: u_n's faces b_u, b_v, b_w; APIC: C
+// written); the entries below, one a variant (sparse_gpu.g2p_advect picks by centred and apic),
+// so each is compiled for its own registers: one entry of all four took 64 registers with 92 B
+// of spills (file notes), the variants apart fewer (sparse_gpu's notes).
+template <bool CENTRED, bool APIC>
+__device__ __forceinline__ void block_advect(G2P_BLOCK_PARAMS)
 {
     const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= n) return;
@@ -300,10 +345,37 @@ extern "C" __global__ void __launch_bounds__(BLOCK_THREADS, BLOCK_MIN_BLOCKS)
     if (inside) H.slot = INDEXED_SLOT((long long)H.hb[0], (long long)H.hb[1], (long long)H.hb[2]);
     else H.hb[0] = H.hb[1] = H.hb[2] = 0;
     const FaceSets F{{{u, v, w}, {old_u, old_v, old_w}, {b_u, b_v, b_w}}};
-    if (centred)
-        block_particle<true>(pos, vel, c, p, apic, F, solid, H, closed, dims, o, h, inv_h, flip, pic, dt, half_dt,
-                             x0, g);
-    else
-        block_particle<false>(pos, vel, c, p, apic, F, solid, H, closed, dims, o, h, inv_h, flip, pic, dt, half_dt,
-                              x0, g);
+    block_particle<CENTRED, APIC>(pos, vel, c, p, F, solid, H, closed, dims, o, h, inv_h, flip, pic, dt, half_dt, x0,
+                                  g);
+}
+
+#define G2P_BLOCK_ARGS                                                                                              \
+    pos, vel, c, n, apic, u, v, w, old_u, old_v, old_w, solid, keys, slots, n_keys, nbr27, index, index_lx, index_ly, index_lz, index_dx, index_dy, index_dz, closed, \
+        nx, ny, nz, ox, oy, oz, h, inv_h, flip, pic, dt, half_dt, order, use_order, centred, b_u, b_v, b_w
+
+// End of the substep (centred = 0), apic = 0.
+extern "C" __global__ void __launch_bounds__(BLOCK_THREADS, BLOCK_MIN_BLOCKS) g2p_advect_block_end(G2P_BLOCK_PARAMS)
+{
+    block_advect<false, false>(G2P_BLOCK_ARGS);
+}
+
+// End of the substep, apic = 1.
+extern "C" __global__ void __launch_bounds__(BLOCK_THREADS, BLOCK_MIN_BLOCKS)
+    g2p_advect_block_end_apic(G2P_BLOCK_PARAMS)
+{
+    block_advect<false, true>(G2P_BLOCK_ARGS);
+}
+
+// Time-centred (centred = 1), apic = 0.
+extern "C" __global__ void __launch_bounds__(BLOCK_THREADS, BLOCK_MIN_BLOCKS)
+    g2p_advect_block_centred(G2P_BLOCK_PARAMS)
+{
+    block_advect<true, false>(G2P_BLOCK_ARGS);
+}
+
+// Time-centred, apic = 1.
+extern "C" __global__ void __launch_bounds__(BLOCK_THREADS, BLOCK_MIN_BLOCKS)
+    g2p_advect_block_centred_apic(G2P_BLOCK_PARAMS)
+{
+    block_advect<true, true>(G2P_BLOCK_ARGS);
 }

@@ -114,7 +114,9 @@ default, runs it): the same bits; a sample's corners for all three components fr
 active, the bricks kernel's own code for the rest. H100, 8M, one call: 0.896 → 0.606 ms at the
 end of the substep, 1.678 → 0.718 time-centred, 1.442 → 1.155 with APIC (bricks → block);
 ``bench/flip_sparse.py --row 8m --ab`` G2P + advection 0.955 → 0.718 ms, substep 7.61 → 7.45;
-ncu: 37% fewer instructions (its notes).
+ncu: 37% fewer instructions (its notes). One entry a variant (``G2P_BLOCK_ENTRIES``, helper
+i24s2), each without spills or nearly: 0.498, 0.591, 1.056 ms (H100, 8M, the same call's one
+entry 0.604, 0.716, 1.157).
 
 Particle order: the state is not kept sorted between substeps. Cache frames write the
 particles in the simulation's order, and that order is each particle's identity from
@@ -189,6 +191,17 @@ def g2p_block_module(min_blocks=None, threads=None) -> Kernels:
 
 _G2P_BLOCK: dict = {}
 G2P_BLOCK = g2p_block_module()
+# flip_sparse_g2p_block.cu's entries, one a variant (the same arguments), keyed by (time-centred, APIC): each compiled
+# for its own registers (sm_90, 4 blocks of 256: 64 registers with 0, 0, 8, 36 B of spills against one entry's 92 B).
+# H100, 8M, one call, one entry → per variant: 0.604 → 0.498 ms (end of substep), 0.716 → 0.591 (time-centred),
+# 1.157 → 1.056 (APIC), the same bits (helper i24s2; its notes)
+G2P_BLOCK_ENTRIES = {(False, False): "g2p_advect_block_end", (False, True): "g2p_advect_block_end_apic",
+                     (True, False): "g2p_advect_block_centred", (True, True): "g2p_advect_block_centred_apic"}
+
+
+def g2p_block_entry(centred: bool, apic: bool) -> tuple:
+    """(module, entry) of the block G2P kernel for the variant."""
+    return g2p_block_module(), G2P_BLOCK_ENTRIES[(bool(centred), bool(apic))]
 
 
 def gather_mode(gather=None, apic: bool = False) -> str:
@@ -495,8 +508,8 @@ def g2p_advect(grid, old, pos, vel, flip, pic, dt, half_dt, c, order=None, kerne
     if name == "auto":  # the faster kernel (module notes): block
         name = "block"
     if name != "walk":  # the same arguments
-        module, entry = {"lean": (G2P_LEAN, "g2p_advect_lean"), "block": (g2p_block_module(), "g2p_advect_block")
-                         }.get(name, (G2P, "g2p_advect_bricks"))
+        module, entry = (g2p_block_entry(before is not None, apic) if name == "block" else
+                         (G2P_LEAN, "g2p_advect_lean") if name == "lean" else (G2P, "g2p_advect_bricks"))
         module.launch(entry, n, (pos, vel, dummy, _I64(n), _I32(apic), *grid.faces(), *old, grid["solid"], keys,
                                  slots, nk, grid.brick_nbr, *brick_index(grid), _I32(grid.closed), *_dims(grid),
                                  *_frame(grid), flip, pic, dt, half_dt, bins[2] if sorted_ else dummy, _I32(sorted_),

@@ -28,8 +28,8 @@ from voxfx.kernels.grid.sparse import brick_coords
 # from the bins' counts; extrapolated u v w and masks; enforced u v w (gravity added);
 # fluid faces; positions, velocities (, C) after G2P + advection, twice (particle order,
 # then the bins'), then the same twice from g2p_advect_bricks, g2p_advect_lean and
-# g2p_advect_block; the time-centred positions (sparse, bricks), lean's and block's positions
-# and velocities with u_n = u/2;
+# g2p_advect_block_end(_apic); the time-centred positions (sparse, bricks), lean's and block's
+# (g2p_advect_block_centred(_apic)) positions and velocities with u_n = u/2;
 # then, for those positions,
 # the incremental topology's added and freed counts against the current one, missed and
 # beyond counts, and its sorted unique keys; then the same from a full build; all of it
@@ -172,13 +172,14 @@ int main() {
         pf(pos3); pf(vel3);
         if (apic) pf(c3);
     }
-    // g2p_advect_block (flip_sparse_g2p_block.cu), in the particles' order, then the bins'
+    // g2p_advect_block_end(_apic) (flip_sparse_g2p_block.cu), in the particles' order, then the bins'
     for (int use_order : {0, 1}) {
         std::vector<float> pos3 = pos_in, vel3 = vel_in, c3 = c_in;
-        LAUNCH(n, g2p_advect_block(pos3.data(), vel3.data(), c3.data(), n, apic, u.data(), v.data(), w.data(),
-                                   old_u.data(), old_v.data(), old_w.data(), solid.data(), keys.data(),
-                                   slots.data(), nk, nbr27.data(), INDEX, closed, nx, ny, nz, ox, oy, oz, h, inv_h,
-                                   flip, pic, dt, half_dt, order.data(), use_order, 0, nullptr, nullptr, nullptr));
+        auto* block = apic ? g2p_advect_block_end_apic : g2p_advect_block_end;  // the variant's entry
+        LAUNCH(n, block(pos3.data(), vel3.data(), c3.data(), n, apic, u.data(), v.data(), w.data(), old_u.data(),
+                        old_v.data(), old_w.data(), solid.data(), keys.data(), slots.data(), nk, nbr27.data(), INDEX,
+                        closed, nx, ny, nz, ox, oy, oz, h, inv_h, flip, pic, dt, half_dt, order.data(), use_order, 0,
+                        nullptr, nullptr, nullptr));
         pf(pos3); pf(vel3);
         if (apic) pf(c3);
     }
@@ -206,11 +207,12 @@ int main() {
                                   slots.data(), nk, nbr27.data(), INDEX, closed, nx, ny, nz, ox, oy, oz, h, inv_h,
                                   flip, pic, dt, half_dt, order.data(), 1, 1, bu.data(), bv.data(), bw.data()));
         pf(pos6); pf(vel6);
-        std::vector<float> pos7 = pos_in, vel7 = vel_in, c7 = c_in;  // and g2p_advect_block, the same u_n
-        LAUNCH(n, g2p_advect_block(pos7.data(), vel7.data(), c7.data(), n, apic, u.data(), v.data(), w.data(),
-                                   old_u.data(), old_v.data(), old_w.data(), solid.data(), keys.data(),
-                                   slots.data(), nk, nbr27.data(), INDEX, closed, nx, ny, nz, ox, oy, oz, h, inv_h,
-                                   flip, pic, dt, half_dt, order.data(), 1, 1, bu.data(), bv.data(), bw.data()));
+        std::vector<float> pos7 = pos_in, vel7 = vel_in, c7 = c_in;  // and block_centred(_apic), the same u_n
+        auto* block = apic ? g2p_advect_block_centred_apic : g2p_advect_block_centred;
+        LAUNCH(n, block(pos7.data(), vel7.data(), c7.data(), n, apic, u.data(), v.data(), w.data(), old_u.data(),
+                        old_v.data(), old_w.data(), solid.data(), keys.data(), slots.data(), nk, nbr27.data(), INDEX,
+                        closed, nx, ny, nz, ox, oy, oz, h, inv_h, flip, pic, dt, half_dt, order.data(), 1, 1,
+                        bu.data(), bv.data(), bw.data()));
         pf(pos7); pf(vel7);
     }
     double rdt, rgdt, rh;  // per-brick margins (sparse_grid.BrickReach): dt, |g|·dt, h, base, the largest margin
@@ -511,5 +513,5 @@ def _check_g2p(out, grid, old, pos, vel, flip, dt, c):
     assert not np.array_equal(centred, pos)
     assert np.array_equal(out.floats(pos.size).reshape(-1, 3).view(np.uint32), centred.view(np.uint32))
     assert np.array_equal(out.floats(vel.size).reshape(-1, 3).view(np.uint32), v1.view(np.uint32))
-    for want in (centred, v1):  # g2p_advect_block, the same u_n: the same bits
+    for want in (centred, v1):  # g2p_advect_block_centred(_apic), the same u_n: the same bits
         assert np.array_equal(out.floats(want.size).reshape(-1, 3).view(np.uint32), want.view(np.uint32))
