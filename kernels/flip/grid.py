@@ -103,6 +103,11 @@ class FlipSettings:
     # choice (``addon/flip_sparse.choose_solver``: Auto, Dense or Sparse).
     sparse: bool = False
     pressure_max_iterations: int = 500
+    # Density correction (``density.py``, issue 24): the stiffness α in [0, 1] of a divergence
+    # source α·max(0, n/n₀ − 1)/Δt in over-full FLUID cells, so crowded particles (walls, floor)
+    # are pushed apart by the projection; 0 = off (today's bits). NumPy only for now (raises
+    # on CuPy); not a panel property yet.
+    density_correction: float = 0.0
 
 
 # The Liquid panel's Timing buttons (``voxfx.flip_timing``) and the CLI's ``flip --timing``: each

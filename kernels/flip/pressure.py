@@ -220,9 +220,11 @@ def _check_args(dt, tolerance, max_iterations, preconditioner, check_every):
     return dt, tolerance, int(max_iterations), int(check_every)
 
 
-def pressure_rhs(grid, dt):
+def pressure_rhs(grid, dt, source=None):
     """(b, kind, enclosed, labels): the right-hand side b = −(h/Δt)·D on the solver's
-    unknowns (sealed regions made compatible, pinned cells 0) and the solver's cell types."""
+    unknowns (sealed regions made compatible, pinned cells 0) and the solver's cell types.
+    *source* (nz, ny, nx) float32, NumPy only: a target divergence s (1/s) per FLUID cell,
+    b += (h²/Δt)·s (``density.py``: the projection then leaves ∇·u = s); None: b as ever."""
     xp = grid.xp
     kind, enclosed, labels = _solver_cells(grid.cell, xp)
     scale = _F32(-grid.h / dt)
@@ -231,6 +233,10 @@ def pressure_rhs(grid, dt):
         b = np.where(grid.cell == FLUID, D * scale, _F32(0.0)).astype(np.float32)
     else:
         b = _divergence_gpu(grid, scale)
+    if source is not None:
+        if xp is not np:
+            raise NotImplementedError("A divergence source (the density correction) is not built on the GPU yet")
+        b = np.where(grid.cell == FLUID, b + _F32(grid.h * grid.h / dt) * source, b).astype(np.float32)
     if enclosed is not None:
         b = _region_mean_removed(b.reshape(-1), enclosed, labels, xp).reshape(b.shape)
         b = xp.where(kind == FLUID, b, _F32(0.0)).astype(xp.float32)
@@ -238,17 +244,17 @@ def pressure_rhs(grid, dt):
 
 
 def solve_pressure(grid, dt, tolerance=1e-4, max_iterations=500, preconditioner="mg", check_every=10,
-                   progress=None):
+                   progress=None, source=None):
     """Solve A p = b (module docstring) by matrix-free PCG. Returns (p, stats): p (nz, ny,
     nx) float32 on the grid's module, 0 outside FLUID cells; stats = {"iterations",
     "residual" (‖r‖₂/‖b‖₂ over the unknowns), "converged"}. *progress* hears once per
     block of *check_every* iterations (on the GPU after the block's one host sync);
-    False cancels (``Cancelled``)."""
+    False cancels (``Cancelled``). *source*: ``pressure_rhs``'s target divergence (NumPy)."""
     _check_grid(grid)
     dt, tolerance, max_iterations, check_every = _check_args(dt, tolerance, max_iterations,
                                                              preconditioner, check_every)
     xp = grid.xp
-    b, kind, enclosed, labels = pressure_rhs(grid, dt)
+    b, kind, enclosed, labels = pressure_rhs(grid, dt, source)
     if xp is np:
         p, iterations, residual, converged = _pcg_numpy(kind, b, tolerance, max_iterations, preconditioner,
                                                         progress, check_every)

@@ -206,9 +206,13 @@ def _region_mean_removed(a, enclosed, labels, xp):
     return out
 
 
-def pressure_rhs(grid, dt):
-    """(b, kind, enclosed, labels): b = −(h/Δt)·D on the unknowns (``pressure.pressure_rhs``)."""
+def pressure_rhs(grid, dt, source=None):
+    """(b, kind, enclosed, labels): b = −(h/Δt)·D on the unknowns (``pressure.pressure_rhs``);
+    *source* (flat float32, NumPy only): a target divergence s (1/s), b += (h²/Δt)·s on FLUID
+    cells (``density.py``)."""
     xp = grid.xp
+    if source is not None and xp is not np:
+        raise NotImplementedError("A divergence source (the density correction) is not built on the GPU yet")
     if xp is not np and SETUP_KERNELS == "fused":
         from . import sparse_pressure_cells
 
@@ -218,6 +222,8 @@ def pressure_rhs(grid, dt):
     kind, enclosed, labels = solver_cells(grid)
     D = face_sum(grid, *boundary_faces(grid))
     b = xp.where(grid["cell"] == FLUID, D * _F32(-grid.h / dt), _F32(0)).astype(xp.float32)
+    if source is not None:
+        b = xp.where(grid["cell"] == FLUID, b + _F32(grid.h * grid.h / dt) * source, b).astype(xp.float32)
     if enclosed is not None:
         b = _region_mean_removed(b, enclosed, labels, xp)
         b = xp.where(kind == FLUID, b, _F32(0)).astype(xp.float32)
@@ -440,8 +446,9 @@ def carry(grid, p) -> None:
 
 
 def solve_pressure(grid, dt, tolerance=1e-4, max_iterations=500, preconditioner="mg", check_every=10,
-                   progress=None, warm_start=False):
+                   progress=None, warm_start=False, source=None):
     """p per flat cell (0 off FLUID) and stats {"iterations", "residual", "converged"}.
+    *source*: ``pressure_rhs``'s target divergence (NumPy; the density correction).
     *warm_start* (``warm_start_on``): start from the pressure the last warm solve on this
     grid carried, and carry this one (module notes); off, the grid carries nothing."""
     dt = float(dt)
@@ -455,11 +462,13 @@ def solve_pressure(grid, dt, tolerance=1e-4, max_iterations=500, preconditioner=
     if not warm:
         grid.channels.pop(CARRIED, None)
     staged = None
+    if source is not None and xp is not np:
+        raise NotImplementedError("A divergence source (the density correction) is not built on the GPU yet")
     if xp is not np:  # the set-up and the unknowns with one host read (sparse_pressure_setup.ONE_READ)
         from .sparse_pressure_setup import staged_setup
 
         staged = staged_setup(grid, dt, preconditioner)
-    b, kind, enclosed, labels, *tables = pressure_rhs(grid, dt) if staged is None else staged
+    b, kind, enclosed, labels, *tables = pressure_rhs(grid, dt, source) if staged is None else staged
     x0 = initial_guess(grid, enclosed, labels) if warm else None
     p, iterations, residual, converged = pcg(grid, kind, b, tolerance, int(max_iterations), preconditioner,
                                              int(check_every), progress, x0=x0, tables=tables)
