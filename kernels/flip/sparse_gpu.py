@@ -93,30 +93,18 @@ bricks a sample, in 32-bit index arithmetic, the home brick from the brick index
 (7 table-read steps a sample from the bin's brick). 8M particles, H200: 0.93 → 0.87 ms
 at the fourth substep, 1.52 → 1.26 ms at the 120th (the liquid spread over 8.8k bricks);
 in the particles' own order the bricks kernel is faster early (0.79 ms) and slower once
-the liquid mixes (1.65 ms), so cell stays the default. A third kernel (one block a
-brick over its bins, the brick's new and old faces with a one-cell halo in shared memory,
-24 KB) gave the same bits and measured slower (H200, 8M, fourth substep: 1.31 ms against
-the bricks kernel's 0.92 at 256 threads, 0.87 at 512; not kept, bench/RESULTS.md): the
-particles' scattered 12 B reads and writes and the dependent look-ups bound G2P, not the
-face reads, and a block of ~2,500 particles leaves the SM's warps idle behind its staging.
-Fewer registers did not help either (helper i24t, H200, 8M, fourth substep, the same bits):
-the bricks kernel uses 64 registers (2 blocks of 512 an SM, 0.860 ms); built with
-``__launch_bounds__`` for 3 blocks of 512 (40 registers, 244 B spilled) 0.865 ms, for 6 of
-256 0.890 ms (0.909 at 256 without); not kept.
+the liquid mixes (1.65 ms), so cell stays the default. A staged kernel (a brick's faces in
+shared memory) and fewer registers for ``bricks`` were measured no faster (bench/RESULTS.md).
 
 ``lean`` (``flip_sparse_g2p_lean.cu``, helper i24p; its notes give the H100 figures): the same
 bits, slower at the end of the substep and with APIC, faster time-centred (1.35 against 1.67 ms
 at 8M).
 
-``block`` (``flip_sparse_g2p_block.cu``, helper i24g; ``VOXFX_SPARSE_G2P_KERNEL=auto``, the
-default, runs it): the same bits; a sample's corners for all three components from one block of
-1–8 bricks read once from the home brick's table, no walk test where the block's bricks are
-active, the bricks kernel's own code for the rest. H100, 8M, one call: 0.896 → 0.606 ms at the
-end of the substep, 1.678 → 0.718 time-centred, 1.442 → 1.155 with APIC (bricks → block);
-``bench/flip_sparse.py --row 8m --ab`` G2P + advection 0.955 → 0.718 ms, substep 7.61 → 7.45;
-ncu: 37% fewer instructions (its notes). One entry a variant (``G2P_BLOCK_ENTRIES``, helper
-i24s2), each without spills or nearly: 0.498, 0.591, 1.056 ms (H100, 8M, the same call's one
-entry 0.604, 0.716, 1.157).
+``block`` (``flip_sparse_g2p_block.cu``, helpers i24g and i24s2; ``VOXFX_SPARSE_G2P_KERNEL=auto``,
+the default, runs it, one entry a variant: ``G2P_BLOCK_ENTRIES``): a sample's corners for all
+three components from one block of 1–8 bricks read once, no walk test where the block's bricks
+are active; the same bits. H100, 8M: 0.890 → 0.498 ms at the end of the substep, 1.669 → 0.591
+time-centred, 1.439 → 1.056 with APIC (bricks → block; its notes and bench/RESULTS.md).
 
 Particle order: the state is not kept sorted between substeps. Cache frames write the
 particles in the simulation's order, and that order is each particle's identity from
