@@ -9,8 +9,8 @@ iterations of the frame.
     python3 bench/flip_density.py [--res 48] [--particles 110e3] [--frames 40] [--every 10]
                                   [--alpha 0 0.1 0.3 0.5] [--timing accurate fast] [--sparse]
 
-``VOXFX_DENSITY_DEADBAND`` (τ, default 1) and ``VOXFX_DENSITY_KERNEL`` (cell | trilinear) pick
-the variant (``density.py``). Measured on the CPU (2 cores, --res 64 --particles 260e3 --every 5,
+``VOXFX_DENSITY_DEADBAND`` (τ, default 1) picks the dead band (``density.py``). Measured on the
+CPU (2 cores, --res 64 --particles 260e3 --every 5,
 ~2–5 min a run): Fast, frame 40, occupied cells / fullest cell / meshed volume: α 0 −21.6% /
 284 / −27.5%; τ 1: α 0.1 −9.3% / 65 / −14.7%, α 0.3 −0.9% / 54 / −6.8%, α 0.5 +4.9% / 46 /
 −2.9%; τ 0, α 0.3 +37.6% / 73 / +34.6% (swollen). Accurate: α 0 +24.6% / 22 / +20.6%, τ 1 α

@@ -58,9 +58,6 @@ import numpy as np
 from ..errors import InputError
 
 _F32 = np.float32
-# The count n_i: "cell", the particles whose cell is i; "trilinear", each particle's weight 1
-# spread over the 8 nearest cell centres (the hat kernel: a smoother count).
-KERNEL = os.environ.get("VOXFX_DENSITY_KERNEL", "cell")
 DEADBAND = float(os.environ.get("VOXFX_DENSITY_DEADBAND", "1"))  # τ: only n/n₀ > 1 + τ is corrected (notes)
 
 
@@ -89,52 +86,34 @@ def source(counts, fluid, per_cell: int, alpha: float, dt: float, deadband: floa
     return np.where(fluid, excess * _F32(alpha / dt), _F32(0)).astype(np.float32)
 
 
-def _corners(grid, pos, shape):
-    """[(i, j, k, weight)]: the lattice cells each particle counts in (int64) and its weight
-    there (float32; None: 1) by ``KERNEL``; *shape*: the box to clamp into (None: none)."""
-    g = [np.where(np.isfinite(a), a, np.float32(-1e9)) for a in grid.cell_coords(pos)]
-    if KERNEL == "cell":
-        out = [[np.floor(a).astype(np.int64) for a in g] + [None]]
-    elif KERNEL == "trilinear":  # the hat of the cell centres: weight 1 over 8 cells
-        base = [np.floor(a - np.float32(0.5)).astype(np.int64) for a in g]
-        frac = [(a - np.float32(0.5) - b.astype(np.float32)).astype(np.float32) for a, b in zip(g, base)]
-        out = []
-        for dz in (0, 1):
-            for dy in (0, 1):
-                for dx in (0, 1):
-                    w = np.float32(1)
-                    for d, f in zip((dx, dy, dz), frac):
-                        w = w * (f if d else np.float32(1) - f)
-                    out.append([base[0] + dx, base[1] + dy, base[2] + dz, w])
-    else:
-        raise ValueError(f"VOXFX_DENSITY_KERNEL must be cell or trilinear, not {KERNEL!r}")
-    if shape is not None:  # a closed box: weight beyond a wall counts in the wall's cell (mirror)
-        for c in out:
-            if KERNEL == "cell":  # outside the box: counted nowhere (classify's rule)
-                ok = np.ones(c[0].shape, bool)
-                for a, n in zip(c[:3], shape):
-                    ok &= (a >= 0) & (a < n)
-                c[3] = ok.astype(np.float32)
-            for a, n in zip(c[:3], shape):
-                np.clip(a, 0, n - 1, out=a)
-    return out
+def _cells(grid, pos, shape):
+    """(i, j, k, weight): each particle's lattice cell (int64, the floor of its position) and
+    whether it counts (float32 0/1; None: every one); *shape*: the box outside which a particle
+    counts nowhere (classify's rule; None: no box)."""
+    i, j, k = (np.floor(np.where(np.isfinite(a), a, np.float32(-1e9))).astype(np.int64)
+               for a in grid.cell_coords(pos))
+    if shape is None:
+        return i, j, k, None
+    ok = np.ones(i.shape, bool)
+    for a, n in zip((i, j, k), shape):
+        ok &= (a >= 0) & (a < n)
+        np.clip(a, 0, n - 1, out=a)
+    return i, j, k, ok.astype(np.float32)
 
 
 def dense_counts(grid, pos):
-    """Particles per cell (nz, ny, nx) float32 of a dense grid (``KERNEL``'s count)."""
+    """Particles per cell (nz, ny, nx) float32 of a dense grid."""
     nx, ny, nz = grid.shape
-    total = np.zeros(nx * ny * nz, np.float64)
-    for i, j, k, w in _corners(grid, pos, grid.shape):
-        total += np.bincount((k * ny + j) * nx + i, weights=w, minlength=total.size)
+    i, j, k, w = _cells(grid, pos, grid.shape)
+    total = np.bincount((k * ny + j) * nx + i, weights=w, minlength=nx * ny * nz)
     return total.astype(np.float32).reshape(nz, ny, nx)
 
 
 def sparse_counts(grid, pos):
-    """Particles per flat cell (``grid.size``) of a sparse grid (``KERNEL``'s count); cells of
-    inactive bricks count nothing."""
-    total = np.zeros(grid.size, np.float64)
-    for i, j, k, w in _corners(grid, pos, grid.shape if grid.closed else None):
-        at = grid.locate(i, j, k)
-        ok = at >= 0
-        total += np.bincount(at[ok], weights=None if w is None else w[ok], minlength=grid.size)
+    """Particles per flat cell (``grid.size``) of a sparse grid; cells of inactive bricks count
+    nothing."""
+    i, j, k, w = _cells(grid, pos, grid.shape if grid.closed else None)
+    at = grid.locate(i, j, k)
+    ok = at >= 0
+    total = np.bincount(at[ok], weights=None if w is None else w[ok], minlength=grid.size)
     return total.astype(np.float32)

@@ -49,8 +49,7 @@ def crowded_faces(sim):
 
 
 @pytest.mark.parametrize("sparse", [False, True])
-def test_an_over_full_cell_gets_outward_faces_and_the_asked_divergence(sparse, monkeypatch):
-    monkeypatch.setattr(density, "KERNEL", "cell")
+def test_an_over_full_cell_gets_outward_faces_and_the_asked_divergence(sparse):
     alpha, dt = 0.4, 1 / 60
     on, n = crowded_tank(alpha, sparse)
     on.substep(dt)
