@@ -71,12 +71,10 @@ def thin(cells_of, n: int, size: int, limit: int, frame: int, xp):
     chunk = CHUNK if xp is np else CHUNK_GPU
     per_cell = xp.zeros(int(size) + 1, xp.int64)
     for lo in range(0, n, chunk):
-        cells = cells_of(lo, min(n, lo + chunk))
-        per_cell += xp.bincount(xp.where(cells >= 0, cells, int(size)), minlength=int(size) + 1)
+        per_cell += _totals(cells_of(lo, min(n, lo + chunk)), size, xp)
     keep = xp.empty(n, bool)
     for lo in range(0, n, chunk):
-        cells = cells_of(lo, min(n, lo + chunk))
-        counts = xp.where(cells >= 0, per_cell[xp.where(cells >= 0, cells, int(size))], 1)
+        counts = _per_particle(cells_of(lo, min(n, lo + chunk)), per_cell, size, xp)
         keep[lo:lo + chunk] = keep_mask(counts, limit, frame, xp, first=lo)
     return keep
 
@@ -84,7 +82,14 @@ def thin(cells_of, n: int, size: int, limit: int, frame: int, xp):
 def counts_of(cells, size: int, xp):
     """int64 per particle: how many particles share its cell, *cells* (int64, −1: a cell of
     its own) indices below *size*."""
-    found = cells >= 0
-    at = xp.where(found, cells, int(size))  # the cell-less in one extra bin, never read
-    per_cell = xp.bincount(at, minlength=int(size) + 1)
-    return xp.where(found, per_cell[at], 1).astype(xp.int64)
+    return _per_particle(cells, _totals(cells, size, xp), size, xp)
+
+
+def _totals(cells, size: int, xp):
+    """int64 particles a cell of *cells* (``counts_of``'s), the cell-less in one extra bin (never read)."""
+    return xp.bincount(xp.where(cells >= 0, cells, int(size)), minlength=int(size) + 1)
+
+
+def _per_particle(cells, totals, size: int, xp):
+    """int64 per particle: its cell's total in *totals* (``_totals``'), 1 for the cell-less."""
+    return xp.where(cells >= 0, totals[xp.where(cells >= 0, cells, int(size))], 1).astype(xp.int64)

@@ -150,10 +150,13 @@ class FlipSimulation:
             count = nsum[tuple(lo)] + nsum[tuple(hi)]
             face[...] = xp.where(count > 0, total / xp.maximum(count, 1), 0)
 
-    def _cell_of_particles(self):
+    def _cell_of_particles(self, pos=None):
+        """Flat index (int64) of each particle's cell, clamped into the box (*pos*: these
+        positions instead of the particles')."""
         xp = self.xp
         nx, ny, nz = self.spec.shape
-        ijk = xp.floor((self.pos - xp.asarray(self.spec.origin, dtype=xp.float32)) / np.float32(self.spec.voxel_size))
+        pos = self.pos if pos is None else pos
+        ijk = xp.floor((pos - xp.asarray(self.spec.origin, dtype=xp.float32)) / np.float32(self.spec.voxel_size))
         ijk = xp.clip(ijk.astype(xp.int64), 0, xp.asarray([nx - 1, ny - 1, nz - 1]))
         return (ijk[:, 2] * ny + ijk[:, 1]) * nx + ijk[:, 0]
 
@@ -298,12 +301,7 @@ class FlipSimulation:
     def _particle_cells(self, lo: int, hi: int):
         """int64 cell of the particles *lo* … *hi* − 1 (−1 for none), the cells whose particles
         ``_limit_count`` counts: the box's lattice cells, clamped into it."""
-        xp = self.xp
-        nx, ny, nz = self.spec.shape
-        ijk = xp.floor((self.pos[lo:hi] - xp.asarray(self.spec.origin, dtype=xp.float32))
-                       / np.float32(self.spec.voxel_size))
-        ijk = xp.clip(ijk.astype(xp.int64), 0, xp.asarray([nx - 1, ny - 1, nz - 1]))
-        return (ijk[:, 2] * ny + ijk[:, 1]) * nx + ijk[:, 0]
+        return self._cell_of_particles(self.pos[lo:hi])
 
     def _cell_count(self) -> int:
         """How many cells ``_particle_cells`` numbers."""

@@ -128,9 +128,11 @@ class SparseFlipSimulation(KeptBricks, FlipSimulation):
         xp = backend.array_module(ijk)
         return ((ijk >= 0) & (ijk < xp.asarray(self.spec.shape))).all(axis=1)
 
-    def _lattice_cells_of_particles(self):
+    def _lattice_cells_of_particles(self, pos=None):
+        """(N, 3) int64 lattice cell of each particle (*pos*: these positions instead)."""
         xp = self.xp
-        return xp.floor((self.pos - xp.asarray(self.spec.origin, dtype=xp.float32))
+        pos = self.pos if pos is None else pos
+        return xp.floor((pos - xp.asarray(self.spec.origin, dtype=xp.float32))
                         / np.float32(self.spec.voxel_size)).astype(xp.int64)
 
     def _blocked(self, ijk):
@@ -180,8 +182,7 @@ class SparseFlipSimulation(KeptBricks, FlipSimulation):
         xp, g = self.xp, self.grid
         pos = self.pos[lo:hi]
         ok = xp.isfinite(pos).all(axis=1)
-        ijk = xp.floor((xp.where(ok[:, None], pos, 0) - xp.asarray(self.spec.origin, dtype=xp.float32))
-                       / np.float32(self.spec.voxel_size)).astype(xp.int64)
+        ijk = self._lattice_cells_of_particles(xp.where(ok[:, None], pos, 0))
         if self.boundary == "closed":
             ijk = xp.clip(ijk, 0, xp.asarray([n - 1 for n in self.spec.shape], dtype=xp.int64))
         return xp.where(ok, g.locate(ijk[:, 0], ijk[:, 1], ijk[:, 2]), -1)
