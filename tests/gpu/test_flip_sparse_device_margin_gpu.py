@@ -9,6 +9,7 @@ bricks, and neither falls back to the array path."""
 import numpy as np
 import pytest
 
+from tests.gpu.test_flip_sparse_margins_gpu import counting
 from voxfx.kernels import backend
 from voxfx.kernels.flip import sparse_topology_gpu, transfer
 from voxfx.kernels.flip.sparse_grid import BrickReach, SparseFlipGrid, speed_squared, substep_margin
@@ -84,15 +85,7 @@ def test_a_guessed_radius_gives_the_bricks_of_the_true_margin(monkeypatch, guess
         g.update(xp.asarray(pos), margin, reach=BrickReach(xp.asarray(vel), dt, 9.81, spec.voxel_size))
     vel[:3] = np.float32(9.0)  # a splash: margins of two to three bricks
     pos = pos + (vel * np.float32(0.002)).astype(np.float32)
-    calls = []
-    original = sparse_topology_gpu.incremental_keys
-
-    def counted(*args, **kwargs):
-        out = original(*args, **kwargs)
-        calls.append(out is not None)
-        return out
-
-    monkeypatch.setattr(sparse_topology_gpu, "incremental_keys", counted)
+    calls = counting(monkeypatch)  # what each incremental_keys returned (None: the array path)
     gpu.last_margin = guess
     reach = BrickReach(cp.asarray(vel), dt, 9.81, spec.voxel_size)
     gpu.update(cp.asarray(pos), None, reach=reach)
