@@ -160,10 +160,7 @@ def test_reference_bake_is_whole(reference):
 def test_io_error_at_every_step_loses_nothing(reference, tmp_path, monkeypatch, way):
     files, labels = reference[0], reference[1][way]
     background, mode = WAYS[way]
-    if mode:
-        monkeypatch.setenv("VOXFX_CHECKPOINT", mode)
-    else:
-        monkeypatch.delenv("VOXFX_CHECKPOINT", raising=False)
+    monkeypatch.setenv("VOXFX_CHECKPOINT", mode)  # "": the default way (checkpoint_mode)
     lost = []
     for k in range(1, len(labels) + 1):
         folder = tmp_path / f"k{k}"
@@ -210,10 +207,7 @@ def _child_bake(folder, k, background=True, log=None, mode=""):
 def test_kill_at_every_step_loses_at_most_the_frame_in_flight(reference, tmp_path, monkeypatch, way):
     files, labels = reference[0], reference[1][way]
     background, mode = WAYS[way]
-    if mode:
-        monkeypatch.setenv("VOXFX_CHECKPOINT", mode)
-    else:
-        monkeypatch.delenv("VOXFX_CHECKPOINT", raising=False)
+    monkeypatch.setenv("VOXFX_CHECKPOINT", mode)  # "": the default way (checkpoint_mode)
     lost = []
     for k in range(1, len(labels) + 1):
         folder, log = tmp_path / f"k{k}", tmp_path / f"k{k}.log"

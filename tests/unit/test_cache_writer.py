@@ -188,6 +188,15 @@ def test_start_and_finish_frame_are_write_frame(tmp_path):
     assert not [p.name for p in cache.folder.iterdir() if fsio.is_temporary(p.name)]
 
 
+def recording_checkpoints(cache, at_step):
+    """A frame's step that notes in *at_step* the checkpoints recorded when each frame steps."""
+    def advance(sim, frame):
+        at_step[frame] = sorted(cache.read_manifest()["checkpoints"])
+        sim.frames += 1
+        return ""
+    return advance
+
+
 @pytest.mark.parametrize("mode", ["before_step", "legacy"])
 def test_a_frames_checkpoint_is_recorded_before_the_next_frame_steps(tmp_path, monkeypatch, mode):
     """Issue 21 §1 with the writer thread and ``VOXFX_CHECKPOINT=before_step`` (or the
@@ -198,11 +207,7 @@ def test_a_frames_checkpoint_is_recorded_before_the_next_frame_steps(tmp_path, m
     cache = BakeCache(tmp_path, "liquid", kind="flip", checkpoint_every=0)
     plan = cache.begin({"test": 1}, 1, 4)
     at_step, while_writing = {}, {}
-
-    def advance(sim, frame):
-        at_step[frame] = sorted(cache.read_manifest()["checkpoints"])
-        sim.frames += 1
-        return ""
+    advance = recording_checkpoints(cache, at_step)
 
     def writers(sim, progress=None):
         frame = sim.frames
@@ -234,11 +239,7 @@ def test_a_frames_checkpoint_is_written_beside_its_files_while_the_next_frame_st
     cache = BakeCache(tmp_path, "liquid", kind="flip", checkpoint_every=0)
     plan = cache.begin({"test": 1}, 1, 4)
     at_step, while_writing = {}, {}
-
-    def advance(sim, frame):
-        at_step[frame] = sorted(cache.read_manifest()["checkpoints"])
-        sim.frames += 1
-        return ""
+    advance = recording_checkpoints(cache, at_step)
 
     def writers(sim, progress=None):
         frame = sim.frames
