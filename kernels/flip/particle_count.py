@@ -10,8 +10,8 @@ slows with them (the 65M P2G gather 47 → 184 ms and the level set's 71 → 892
 frames 9–17), while the surface, made of the particles' spheres, does not change.
 
 At the end of each frame (``FlipSimulation.step``) a cell holding c > M particles keeps about
-M of them: particle p stays where ⌊mix(p ⊕ seed(frame)) · c / 2³²⌋ < M, mix a 32-bit
-integer finaliser (xor-shift, multiply) of its index, so each particle of the cell stays with
+M of them: particle p stays where ⌊h · c / 2³²⌋ < M, h the hash of (Seed, p, frame) of
+``kernels/rng.py`` (``key``, then its stream ``STREAM``), so each particle of the cell stays with
 chance M/c, the cell keeps M on average, and which ones is the same integer arithmetic on
 NumPy and CuPy (the CPU reference and the GPU keep the same particles, bit for bit; a resumed
 bake keeps the same as an uninterrupted one: the frame count is in the checkpoint). M is the
@@ -27,7 +27,9 @@ from __future__ import annotations
 
 import numpy as np
 
-GOLDEN = 0x9E3779B9  # the frame's seed: frame · ⌊2³²/φ⌋ mod 2³²
+from .. import rng
+
+STREAM = 4  # the count control's stream of ``kernels/rng.py`` (the FLIP seeding's are 0–3, ``particles.py``)
 
 
 def limit_of(settings) -> int:
@@ -37,23 +39,14 @@ def limit_of(settings) -> int:
     return 0 if most <= 0 else max(most, 2 * int(settings.particles_per_cell))
 
 
-def mix32(x, xp):
-    """A 32-bit integer finaliser of uint32 *x* (xor-shift, multiply, twice): nearby indices
-    give unrelated values; uint32 arithmetic modulo 2³² on either backend."""
-    x = x ^ (x >> xp.uint32(16))
-    x = x * xp.uint32(0x85EBCA6B)
-    x = x ^ (x >> xp.uint32(13))
-    x = x * xp.uint32(0xC2B2AE35)
-    return x ^ (x >> xp.uint32(16))
-
-
-def keep_mask(counts, limit: int, frame: int, xp, first: int = 0):
+def keep_mask(counts, limit: int, frame: int, xp, first: int = 0, seed: int = 0):
     """bool per particle: whether it stays, *counts* (int64) the particles of its cell (module
-    notes), the particles numbered from *first*; every particle of a cell holding at most
-    *limit* stays."""
+    notes), the particles numbered from *first*, hashed with the Seed *seed* and the *frame*
+    (``rng.key``); every particle of a cell holding at most *limit* stays."""
     n = int(counts.shape[0])
-    seed = xp.uint32((int(frame) * GOLDEN) & 0xFFFFFFFF)
-    h = mix32(xp.arange(first, first + n, dtype=xp.uint32) ^ seed, xp).astype(xp.uint64)
+    ids = xp.arange(first, first + n, dtype=xp.uint32)
+    h = rng.mix32(rng.key(rng.seed_key(seed), ids, np.uint32(int(frame) & 0xFFFFFFFF))
+                  ^ rng.stream_word(STREAM)).astype(xp.uint64)
     c = counts.astype(xp.uint64)
     return (counts <= limit) | (((h * c) >> xp.uint64(32)) < xp.uint64(limit))
 
@@ -64,7 +57,7 @@ CHUNK = 1 << 18  # particles a pass on NumPy: the passes' temporaries stay a few
 CHUNK_GPU = 1 << 22
 
 
-def thin(cells_of, n: int, size: int, limit: int, frame: int, xp):
+def thin(cells_of, n: int, size: int, limit: int, frame: int, xp, seed: int = 0):
     """The keep mask of *n* particles whose cells ``cells_of(lo, hi)`` gives a slice at a time
     (int64, −1: a cell of its own; below *size*): one pass counts every cell, a second decides,
     ``CHUNK`` (NumPy) or ``CHUNK_GPU`` particles at a time (the same bits as all at once)."""
@@ -75,7 +68,7 @@ def thin(cells_of, n: int, size: int, limit: int, frame: int, xp):
     keep = xp.empty(n, bool)
     for lo in range(0, n, chunk):
         counts = _per_particle(cells_of(lo, min(n, lo + chunk)), per_cell, size, xp)
-        keep[lo:lo + chunk] = keep_mask(counts, limit, frame, xp, first=lo)
+        keep[lo:lo + chunk] = keep_mask(counts, limit, frame, xp, first=lo, seed=seed)
     return keep
 
 

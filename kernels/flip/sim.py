@@ -321,7 +321,8 @@ class FlipSimulation:
         most = particle_count.limit_of(self.settings)
         if not most or len(self.pos) == 0:
             return 0
-        keep = particle_count.thin(self._particle_cells, len(self.pos), self._cell_count(), most, self.frames, self.xp)
+        keep = particle_count.thin(self._particle_cells, len(self.pos), self._cell_count(), most, self.frames, self.xp,
+                                   seed=self.settings.seed)
         removed = int(len(self.pos) - int(keep.sum()))
         if removed:
             self._keep(keep)
