@@ -40,11 +40,15 @@
 
 // Divergence stage: out = scale·D per FLUID cell (D = Σ outgoing face velocities, faces
 // touching SOLID or a wall taken from su, sv, sw), 0 elsewhere. scale = 1/h gives ∇·u.
+// With crowd_on (the density correction, kernels/flip/density.py) a FLUID cell adds
+// src_scale·s, s = max(crowd[c]·inv_n0 − one_tau, 0)·alpha_dt from its particle count, each
+// operation rounded alone (__f*_rn: no contraction), as density.source and pressure_rhs.
 extern "C" __global__ void divergence(const float* __restrict__ u, const float* __restrict__ v,
                                       const float* __restrict__ w, const float* __restrict__ su,
                                       const float* __restrict__ sv, const float* __restrict__ sw,
                                       const unsigned char* __restrict__ cell, int nx, int ny, int nz, float scale,
-                                      float* __restrict__ out)
+                                      float* __restrict__ out, const int* __restrict__ crowd, int crowd_on,
+                                      float inv_n0, float one_tau, float alpha_dt, float src_scale)
 {
     const long long c = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= (long long)nx * ny * nz) return;
@@ -54,7 +58,12 @@ extern "C" __global__ void divergence(const float* __restrict__ u, const float* 
     }
     int i, j, k;
     decode_cell(c, nx, ny, i, j, k);
-    out[c] = cell_face_sum<true>(u, v, w, su, sv, sw, cell, SOLID, true, c, i, j, k, nx, ny, nz) * scale;
+    float b = cell_face_sum<true>(u, v, w, su, sv, sw, cell, SOLID, true, c, i, j, k, nx, ny, nz) * scale;
+    if (crowd_on) {
+        const float excess = fmaxf(__fsub_rn(__fmul_rn((float)crowd[c], inv_n0), one_tau), 0.0f);
+        b = __fadd_rn(b, __fmul_rn(src_scale, __fmul_rn(excess, alpha_dt)));
+    }
+    out[c] = b;
 }
 
 // Pressure gradient to velocity: u = u* − c·(p_hi − p_lo), c = Δt/h, on faces between a

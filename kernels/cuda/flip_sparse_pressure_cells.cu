@@ -42,6 +42,9 @@ __device__ __forceinline__ float face_above(const float* __restrict__ f, const f
 // missing or AIR neighbour; parent = c (every cell its own root before cells_hook) or, with
 // link_init, a FLUID cell's lowest FLUID neighbour below its own index (a union cells_hook
 // need not make: shallower trees, fewer hooks and CAS retries; parents still point down).
+// With crowd_on (the density correction, kernels/flip/density.py), a FLUID cell's b adds
+// src_scale·s, s = max(crowd[c]·inv_n0 − one_tau, 0)·alpha_dt from its particle count
+// (density.source then pressure_rhs's b + (h²/Δt)·s, the same float32 operations in order).
 extern "C" __global__ void cells_rhs(const unsigned char* __restrict__ cell, const unsigned char* __restrict__ solid,
                                      const float* __restrict__ u, const float* __restrict__ v,
                                      const float* __restrict__ w, const float* __restrict__ solid_u,
@@ -50,7 +53,9 @@ extern "C" __global__ void cells_rhs(const unsigned char* __restrict__ cell, con
                                      const unsigned char* __restrict__ exists_v,
                                      const unsigned char* __restrict__ exists_w, const int* __restrict__ nbr, int n,
                                      float scale, int link_init, float* __restrict__ b,
-                                     unsigned char* __restrict__ touch, int* __restrict__ parent)
+                                     unsigned char* __restrict__ touch, int* __restrict__ parent,
+                                     const int* __restrict__ crowd, int crowd_on, float inv_n0, float one_tau,
+                                     float alpha_dt, float src_scale)
 {
     RANGE(c, 0, n)
     {
@@ -74,7 +79,12 @@ extern "C" __global__ void cells_rhs(const unsigned char* __restrict__ cell, con
         const float du = face_above(u, solid_u, exists_u, solid, nbr, n, c, 0) - fu;
         const float dv = face_above(v, solid_v, exists_v, solid, nbr, n, c, 1) - fv;
         const float dw = face_above(w, solid_w, exists_w, solid, nbr, n, c, 2) - fw;
-        b[c] = ((du + dv) + dw) * scale;
+        float rhs = ((du + dv) + dw) * scale;
+        if (crowd_on) {  // the density correction's source (density.py)
+            const float excess = fmaxf((float)crowd[c] * inv_n0 - one_tau, 0.0f);
+            rhs = rhs + src_scale * (excess * alpha_dt);
+        }
+        b[c] = rhs;
     }
 }
 

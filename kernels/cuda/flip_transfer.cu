@@ -77,6 +77,21 @@ extern "C" __global__ void mark_fluid_cells(const float* __restrict__ pos, long 
     if (!solid[c]) cell[c] = FLUID;
 }
 
+// The density correction's counts (kernels/flip/density.py dense_counts): every particle inside
+// the grid adds one to its cell, mark_fluid_cells' rule (the cells it marks FLUID).
+extern "C" __global__ void count_cells_inside(const float* __restrict__ pos, long long n, int nx, int ny, int nz,
+                                              float ox, float oy, float oz, float h, float inv_h,
+                                              int* __restrict__ count)
+{
+    long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (p >= n) return;
+    float fx = floorf((pos[3 * p] - ox) * inv_h);
+    float fy = floorf((pos[3 * p + 1] - oy) * inv_h);
+    float fz = floorf((pos[3 * p + 2] - oz) * inv_h);
+    if (!(fx >= 0.0f && fx < (float)nx && fy >= 0.0f && fy < (float)ny && fz >= 0.0f && fz < (float)nz)) return;
+    atomicAdd(&count[((long long)fz * ny + (long long)fy) * nx + (long long)fx], 1);
+}
+
 // ------------------------------------------------------------------------------ binning (seed 003 §6)
 
 __device__ __forceinline__ int cell_along(float g, int n)  // cell index clamped into [0, n − 1]; NaN → 0

@@ -1,6 +1,6 @@
 """Density correction of the FLIP liquid (issue 24, accuracy; ``FlipSettings.density_correction``,
 off by default): a divergence source where particles crowd, so the pressure projection
-pushes them apart again. NumPy only for now.
+pushes them apart again. NumPy and CuPy (dense and sparse solvers).
 
 Why: the projection makes the GRID velocity divergence-free, but nothing keeps the
 PARTICLES at their rest spacing; where they drift together (pressed against the floor and
@@ -43,15 +43,20 @@ Sealed regions: the source is added before their mean is removed (``pressure.pre
 so a sealed, uniformly compressed region cannot expand — as it cannot in a closed box.
 
 The counts n_i are the particles whose cell (floor of the position) is i at the substep's
-start — ``classify``'s rule, counted by ``np.bincount``. On the GPU the counts exist
-already (the dense P2G's counting sort ``transfer.bin_particles``, the sparse P2G's bins)
-but the right-hand side kernels do not add the source yet: a non-zero setting raises there.
+start — ``classify``'s rule: ``np.bincount`` on the CPU; on the GPU the sparse P2G's bins
+(``grid.bins``: its count per pool cell, which ``classify`` reads too) or, dense, one atomic
+count a particle (``dense_counts``). The sims hand the solve a ``Crowding`` (the counts and
+α, n₀, τ, Δt); the fused right-hand-side kernels (dense ``divergence``, sparse
+``cells_rhs``) add (h²/Δt)·s from the counts in the same float32 operations, in the same
+order, as ``source`` and ``pressure_rhs`` do (no FMA contraction): the same b bit for bit
+(tests/gpu/test_flip_density_gpu.py).
 """
 
 from __future__ import annotations
 
 import math
 import os
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -69,21 +74,46 @@ def stiffness(settings) -> float:
     return alpha
 
 
-def check_backend(settings, xp) -> float:
-    """α of *settings*; NotImplementedError where it is on and *xp* is not NumPy."""
-    alpha = stiffness(settings)
-    if alpha and xp is not np:
-        raise NotImplementedError("The FLIP density correction (density_correction > 0) runs on the CPU (NumPy) "
-                                  "only: it is not built on the GPU yet")
-    return alpha
+def _xp(a):
+    return np if isinstance(a, np.ndarray) else __import__("cupy").get_array_module(a)
 
 
 def source(counts, fluid, per_cell: int, alpha: float, dt: float, deadband: float = None):
-    """s (1/s, float32, *counts*' shape): α·max(0, n/n₀ − 1 − τ)/Δt on the *fluid* cells, 0
-    elsewhere (τ = *deadband*, ``DEADBAND`` unless given)."""
+    """s (1/s, float32, *counts*' shape; NumPy or CuPy as *counts*): α·max(0, n/n₀ − 1 − τ)/Δt
+    on the *fluid* cells, 0 elsewhere (τ = *deadband*, ``DEADBAND`` unless given)."""
+    xp = _xp(counts)
     tau = DEADBAND if deadband is None else float(deadband)
-    excess = np.maximum(counts.astype(np.float32) * _F32(1.0 / per_cell) - _F32(1 + tau), _F32(0))
-    return np.where(fluid, excess * _F32(alpha / dt), _F32(0)).astype(np.float32)
+    excess = xp.maximum(counts.astype(xp.float32) * _F32(1.0 / per_cell) - _F32(1 + tau), _F32(0))
+    return xp.where(fluid, excess * _F32(alpha / dt), _F32(0)).astype(xp.float32)
+
+
+@dataclass(frozen=True)
+class Crowding:
+    """What the source of a substep is made from: *counts* (particles per cell: dense (nz, ny,
+    nx), sparse per flat cell, or more entries — the sparse bins' extra last one — of which
+    the grid's first cells are read; int32 or float32, NumPy or CuPy), n₀, α, Δt and τ."""
+
+    counts: object
+    per_cell: int
+    alpha: float
+    dt: float
+    deadband: float = DEADBAND
+
+    def source(self, fluid):
+        """``source`` over the cells of *fluid* (bool, the grid's cell shape)."""
+        counts = self.counts.reshape(-1)[:fluid.size].reshape(fluid.shape)
+        return source(counts, fluid, self.per_cell, self.alpha, self.dt, self.deadband)
+
+    def kernel_args(self, h: float):
+        """The fused kernels' float32 constants (1/n₀, 1 + τ, α/Δt, h²/Δt), rounded as
+        ``source`` and ``pressure_rhs`` round them."""
+        return (_F32(1.0 / self.per_cell), _F32(1 + self.deadband), _F32(self.alpha / self.dt),
+                _F32(h * h / self.dt))
+
+
+def source_array(source, fluid):
+    """*source* as ``pressure_rhs`` adds it: an array as given, a ``Crowding`` made into one."""
+    return source.source(fluid) if isinstance(source, Crowding) else source
 
 
 def _cells(grid, pos, shape):
@@ -102,16 +132,37 @@ def _cells(grid, pos, shape):
 
 
 def dense_counts(grid, pos):
-    """Particles per cell (nz, ny, nx) float32 of a dense grid."""
+    """Particles per cell (nz, ny, nx) of a dense grid: float32 on NumPy, int32 on CuPy (one
+    atomic a particle: ``count_cells_inside``, ``classify``'s rule)."""
     nx, ny, nz = grid.shape
+    if grid.xp is not np:
+        from .transfer import KERNELS, _frame
+
+        cp = grid.xp
+        count = cp.zeros((nz, ny, nx), cp.int32)
+        n = int(pos.shape[0])
+        if n:
+            KERNELS.launch("count_cells_inside", n, (pos, np.int64(n), np.int32(nx), np.int32(ny), np.int32(nz),
+                                                     *_frame(grid), count))
+        return count
     i, j, k, w = _cells(grid, pos, grid.shape)
     total = np.bincount((k * ny + j) * nx + i, weights=w, minlength=nx * ny * nz)
     return total.astype(np.float32).reshape(nz, ny, nx)
 
 
 def sparse_counts(grid, pos):
-    """Particles per flat cell (``grid.size``) of a sparse grid; cells of inactive bricks count
-    nothing."""
+    """Particles per flat cell of a sparse grid (``grid.size`` entries; cells of inactive
+    bricks count nothing): float32 on NumPy; on CuPy the P2G's bins' count (int32, one more
+    entry: the particles without an active cell) where the bins are *pos*'s, else int32 by
+    ``sparse_transfer.particle_cells``."""
+    if grid.xp is not np:
+        bins = getattr(grid, "bins", None)
+        if bins is not None and bins[0] is pos and bins[1].dtype == grid.xp.int32:
+            return bins[1]
+        from .sparse_transfer import particle_cells
+
+        at = particle_cells(grid, pos)
+        return grid.xp.bincount(at[at >= 0], minlength=grid.size).astype(grid.xp.int32)
     i, j, k, w = _cells(grid, pos, grid.shape if grid.closed else None)
     at = grid.locate(i, j, k)
     ok = at >= 0

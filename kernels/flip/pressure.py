@@ -70,10 +70,11 @@ import numpy as np
 from ..errors import InputError
 from ..grid import components, mac
 from ..progress import report
+from . import density
 from .grid import AIR, FLUID, SOLID
 from .pressure_mg import (MG_COARSE_SWEEPS, MG_MIN_SIDE, MG_SWEEPS, PRECONDITIONERS, _coarsen_kind,  # noqa: F401
                           _diag_of, _Level, _mg_levels, _prolong, _restrict, _vcycle, mg_level_shapes)
-from .pressure_gpu import (PressureSolverGPU, _divergence_gpu, _gpu_solver, _gpu_solvers,  # noqa: F401
+from .pressure_gpu import (PressureSolverGPU, _divergence_gpu, crowd_args as _crowd_args, _gpu_solver, _gpu_solvers,  # noqa: F401
                            _project_gpu, pressure_memory_bytes, release_gpu_solvers)
 
 _F32 = np.float32
@@ -223,8 +224,9 @@ def _check_args(dt, tolerance, max_iterations, preconditioner, check_every):
 def pressure_rhs(grid, dt, source=None):
     """(b, kind, enclosed, labels): the right-hand side b = −(h/Δt)·D on the solver's
     unknowns (sealed regions made compatible, pinned cells 0) and the solver's cell types.
-    *source* (nz, ny, nx) float32, NumPy only: a target divergence s (1/s) per FLUID cell,
-    b += (h²/Δt)·s (``density.py``: the projection then leaves ∇·u = s); None: b as ever."""
+    *source*: a target divergence s (1/s) per FLUID cell — an (nz, ny, nx) float32 array or
+    a ``density.Crowding`` (the counts it is made from; on CuPy added in the divergence
+    kernel) — b += (h²/Δt)·s (``density.py``: the projection then leaves ∇·u = s); None: b as ever."""
     xp = grid.xp
     kind, enclosed, labels = _solver_cells(grid.cell, xp)
     scale = _F32(-grid.h / dt)
@@ -232,11 +234,14 @@ def pressure_rhs(grid, dt, source=None):
         D = mac.face_sum(*_boundary_faces(grid))
         b = np.where(grid.cell == FLUID, D * scale, _F32(0.0)).astype(np.float32)
     else:
-        b = _divergence_gpu(grid, scale)
+        crowd = _crowd_args(grid, source) if isinstance(source, density.Crowding) else None
+        b = _divergence_gpu(grid, scale, crowd)
+        if crowd is not None:
+            source = None  # added in the kernel
     if source is not None:
-        if xp is not np:
-            raise NotImplementedError("A divergence source (the density correction) is not built on the GPU yet")
-        b = np.where(grid.cell == FLUID, b + _F32(grid.h * grid.h / dt) * source, b).astype(np.float32)
+        fluid = grid.cell == FLUID
+        b = xp.where(fluid, b + _F32(grid.h * grid.h / dt) * density.source_array(source, fluid),
+                     b).astype(xp.float32)
     if enclosed is not None:
         b = _region_mean_removed(b.reshape(-1), enclosed, labels, xp).reshape(b.shape)
         b = xp.where(kind == FLUID, b, _F32(0.0)).astype(xp.float32)

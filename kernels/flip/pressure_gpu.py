@@ -52,14 +52,32 @@ def pressure_memory_bytes(shape, preconditioner="mg"):
 
 # =========================================================================== launches
 
-def _divergence_gpu(grid, scale):
+def crowd_args(grid, crowding):
+    """``divergence``'s density-correction arguments (counts, on, 1/n₀, 1 + τ, α/Δt, h²/Δt): off
+    without a *crowding* (a ``density.Crowding``); None where its counts are not an int32
+    CuPy array of the grid's cells (the caller then adds the source as an array)."""
+    cp = grid.xp
+    if crowding is None:
+        return (cp.zeros(1, cp.int32), np.int32(0), *(_F32(0),) * 4)
+    counts = crowding.counts
+    if not (isinstance(counts, cp.ndarray) and counts.dtype == cp.int32 and counts.size == grid.cell.size
+            and counts.flags.c_contiguous):
+        return None
+    return (counts, np.int32(1), *crowding.kernel_args(grid.h))
+
+
+def _divergence_gpu(grid, scale, crowd=None):
+    """b = scale·D on FLUID cells (0 elsewhere), plus the density correction's source with
+    *crowd* (``crowd_args``' tuple; None: off)."""
     cp = grid.xp
     nx, ny, nz = grid.shape
     out = cp.empty((nz, ny, nx), dtype=cp.float32)
     args = [cp.ascontiguousarray(a, dtype=cp.float32) for a in
             (grid.u, grid.v, grid.w, grid.solid_u, grid.solid_v, grid.solid_w)]
     cell = cp.ascontiguousarray(grid.cell, dtype=cp.uint8)
-    _K.launch("divergence", out.size, (*args, cell, np.int32(nx), np.int32(ny), np.int32(nz), _F32(scale), out))
+    crowd = crowd_args(grid, None) if crowd is None else crowd
+    _K.launch("divergence", out.size, (*args, cell, np.int32(nx), np.int32(ny), np.int32(nz), _F32(scale), out,
+                                       *crowd))
     return out
 
 

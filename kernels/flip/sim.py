@@ -91,7 +91,7 @@ class FlipSimulation:
             raise VoxFXError("Open boundaries and the narrow band need the sparse solver (Sparse on)")
         self.spec, self.settings = spec, settings
         self.xp = xp = xp or backend.xp()
-        density.check_backend(settings, xp)  # the density correction: NumPy only for now
+        density.stiffness(settings)  # the density correction's α, checked
         self.grid = DenseGrid(spec, xp)
         static = None if obstacle_vertices is None else bodies.Body(obstacle_vertices, obstacle_triangles, np.eye(4))
         obstacle = bodies.cells(static, spec, xp, progress=scaled(progress, 0, 0.4))
@@ -215,9 +215,9 @@ class FlipSimulation:
         g.v += gy
         g.w += gz
         transfer.enforce_boundaries(g)  # solid faces take the obstacles' velocity
-        alpha = density.check_backend(s, self.xp)  # crowded cells a source of volume (density.py)
-        source = None if not alpha else density.source(density.dense_counts(g, self.pos), g.cell == FLUID,
-                                                       s.particles_per_cell, alpha, dt)
+        alpha = density.stiffness(s)  # crowded cells a source of volume (density.py)
+        source = None if not alpha else density.Crowding(density.dense_counts(g, self.pos), s.particles_per_cell,
+                                                         alpha, dt)
         p, stats = pressure.solve_pressure(g, dt, tolerance=s.pressure_tolerance,  # PCG (§8, Alg. 2)
                                            max_iterations=s.pressure_max_iterations,
                                            progress=scaled(progress, 0.2, 0.8), source=source)

@@ -64,6 +64,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..progress import report
+from . import density
 from .grid import AIR, FLUID, SOLID
 from .sparse_multigrid import CompactLevel
 from .sparse_transfer import solid_touch
@@ -208,26 +209,31 @@ def _region_mean_removed(a, enclosed, labels, xp):
 
 def pressure_rhs(grid, dt, source=None):
     """(b, kind, enclosed, labels): b = −(h/Δt)·D on the unknowns (``pressure.pressure_rhs``);
-    *source* (flat float32, NumPy only): a target divergence s (1/s), b += (h²/Δt)·s on FLUID
-    cells (``density.py``)."""
+    *source*: a target divergence s (1/s) per flat cell (an array) or a ``density.Crowding``
+    (the counts it is made from), b += (h²/Δt)·s on FLUID cells (``density.py``)."""
     xp = grid.xp
-    if source is not None and xp is not np:
-        raise NotImplementedError("A divergence source (the density correction) is not built on the GPU yet")
-    if xp is not np and SETUP_KERNELS == "fused":
+    if xp is not np and SETUP_KERNELS == "fused" and fused_source(source):
         from . import sparse_pressure_cells
 
-        fused = sparse_pressure_cells.pressure_rhs(grid, dt)
+        fused = sparse_pressure_cells.pressure_rhs(grid, dt, source)
         if fused is not None:
             return fused
     kind, enclosed, labels = solver_cells(grid)
     D = face_sum(grid, *boundary_faces(grid))
-    b = xp.where(grid["cell"] == FLUID, D * _F32(-grid.h / dt), _F32(0)).astype(xp.float32)
+    fluid = grid["cell"] == FLUID
+    b = xp.where(fluid, D * _F32(-grid.h / dt), _F32(0)).astype(xp.float32)
     if source is not None:
-        b = xp.where(grid["cell"] == FLUID, b + _F32(grid.h * grid.h / dt) * source, b).astype(xp.float32)
+        b = xp.where(fluid, b + _F32(grid.h * grid.h / dt) * density.source_array(source, fluid), b).astype(xp.float32)
     if enclosed is not None:
         b = _region_mean_removed(b, enclosed, labels, xp)
         b = xp.where(kind == FLUID, b, _F32(0)).astype(xp.float32)
     return b, kind, enclosed, labels
+
+
+def fused_source(source) -> bool:
+    """Whether the fused set-up kernels can take *source*: none, or a ``density.Crowding``
+    (they add the source from its counts); an array goes to the array code."""
+    return source is None or isinstance(source, density.Crowding)
 
 
 def diagonal(grid, kind):
@@ -448,7 +454,7 @@ def carry(grid, p) -> None:
 def solve_pressure(grid, dt, tolerance=1e-4, max_iterations=500, preconditioner="mg", check_every=10,
                    progress=None, warm_start=False, source=None):
     """p per flat cell (0 off FLUID) and stats {"iterations", "residual", "converged"}.
-    *source*: ``pressure_rhs``'s target divergence (NumPy; the density correction).
+    *source*: ``pressure_rhs``'s target divergence or ``density.Crowding`` (the density correction).
     *warm_start* (``warm_start_on``): start from the pressure the last warm solve on this
     grid carried, and carry this one (module notes); off, the grid carries nothing."""
     dt = float(dt)
@@ -462,12 +468,10 @@ def solve_pressure(grid, dt, tolerance=1e-4, max_iterations=500, preconditioner=
     if not warm:
         grid.channels.pop(CARRIED, None)
     staged = None
-    if source is not None and xp is not np:
-        raise NotImplementedError("A divergence source (the density correction) is not built on the GPU yet")
-    if xp is not np:  # the set-up and the unknowns with one host read (sparse_pressure_setup.ONE_READ)
+    if xp is not np and fused_source(source):  # the set-up and the unknowns with one host read (ONE_READ)
         from .sparse_pressure_setup import staged_setup
 
-        staged = staged_setup(grid, dt, preconditioner)
+        staged = staged_setup(grid, dt, preconditioner, source)
     b, kind, enclosed, labels, *tables = pressure_rhs(grid, dt, source) if staged is None else staged
     x0 = initial_guess(grid, enclosed, labels) if warm else None
     p, iterations, residual, converged = pcg(grid, kind, b, tolerance, int(max_iterations), preconditioner,

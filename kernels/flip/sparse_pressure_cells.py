@@ -5,8 +5,9 @@ it the compaction and union-find of the labels), by the kernels of
 ``cuda/flip_sparse_pressure_cells.cu``:
 
   cells_rhs     b = −(h/Δt)·D on FLUID cells (seed 003 §8; D over the faces as the
-                projection sees them), "touches AIR", parent = self or the lowest FLUID
-                neighbour below (``LINK_INIT``);
+                projection sees them), plus the density correction's (h²/Δt)·s from the
+                cell's particle count where a ``density.Crowding`` is given, "touches AIR",
+                parent = self or the lowest FLUID neighbour below (``LINK_INIT``);
   cells_hook    union-find over FLUID cells' +x, +y, +z FLUID links, straight on the flat
                 cells (no compaction), roots the lowest flat index of their component
                 (``HOOK`` "bricks": cells_hook_bricks, the links inside each brick in
@@ -78,27 +79,59 @@ def assemble(grid, b, label, reach, sealed, xp):
     return b, kind, enclosed, labels
 
 
-def pressure_rhs(grid, dt):
-    """``sparse_pressure.pressure_rhs(grid, dt)`` on CuPy by the four kernels and one host
-    read; None where the grid's tables are not the kernels' (64-bit indices, no cells)."""
+def crowd_args(grid, crowding):
+    """cells_rhs's density-correction arguments (counts, on, 1/n₀, 1 + τ, α/Δt, h²/Δt): off
+    without a *crowding*; None where its counts are not an int32 CuPy array of at least the
+    grid's cells (the caller then adds the source as an array)."""
     import cupy as cp
 
-    staged = stage(grid, dt)
+    if crowding is None:
+        return (_no_counts(), np.int32(0), *(np.float32(0),) * 4)
+    counts = crowding.counts
+    if not (isinstance(counts, cp.ndarray) and counts.dtype == cp.int32 and counts.ndim == 1
+            and counts.size >= grid.size and counts.flags.c_contiguous):
+        return None
+    return (counts, np.int32(1), *crowding.kernel_args(grid.h))
+
+
+_dummy = {}
+
+
+def _no_counts():
+    import cupy as cp
+
+    key = cp.cuda.Device().id
+    if key not in _dummy:
+        _dummy[key] = cp.zeros(1, cp.int32)
+    return _dummy[key]
+
+
+def pressure_rhs(grid, dt, crowding=None):
+    """``sparse_pressure.pressure_rhs(grid, dt, crowding)`` on CuPy by the four kernels and one
+    host read; None where the grid's tables are not the kernels' (64-bit indices, no cells)
+    or the *crowding*'s counts are not (``crowd_args``)."""
+    import cupy as cp
+
+    staged = stage(grid, dt, crowding)
     if staged is None:
         return None
     b, _, label, reach, count = staged
     return assemble(grid, b, label, reach, int(count.get()[0]), cp)  # the one host read
 
 
-def stage(grid, dt):
+def stage(grid, dt, crowding=None):
     """The four kernels without a host read: (raw b, kind, label, reach, count) — *kind* the
     solver's cell types with the sealed regions' pins (``assemble``'s), *count* (device,
     1 int32) the sealed FLUID cells, read later with the unknowns' sizes
-    (``sparse_pressure_setup.staged_setup``); None as ``pressure_rhs``."""
+    (``sparse_pressure_setup.staged_setup``); b with the *crowding*'s source (a
+    ``density.Crowding``: the density correction); None as ``pressure_rhs``."""
     import cupy as cp
 
     n = grid.size
     if n == 0 or grid.nbr.dtype != cp.int32 or grid.nbr.shape != (6, n):
+        return None
+    crowd = crowd_args(grid, crowding)
+    if crowd is None:
         return None
     u8 = [grid[name].astype(cp.uint8, copy=False) for name in ("cell", "solid", *grid.EXISTS)]
     cell, solid, exists = u8[0], u8[1], u8[2:]
@@ -107,7 +140,7 @@ def stage(grid, dt):
     b, touch, parent = cp.empty(n, cp.float32), cp.empty(n, cp.uint8), cp.empty(n, cp.int32)
     scale = np.float32(-grid.h / float(dt))  # as pressure_rhs: −(h/Δt) rounded to float32 once
     _K.launch("cells_rhs", n, (cell, solid, *faces, *exists, nbr, np.int32(n), scale, np.int32(LINK_INIT), b, touch,
-                               parent))
+                               parent, *crowd))
     if HOOK == "bricks" and n % 512 == 0:
         _K.launch_grid("cells_hook_bricks", (n // 512,), (_BRICK_THREADS,), (cell, nbr, np.int32(n), parent))
         _K.launch("cells_hook_faces", (n // 512) * 192, (cell, nbr, np.int32(n), parent))

@@ -453,7 +453,7 @@ class _BrickUnknowns(Unknowns):
         return at[:, 0] + (local & 7), at[:, 1] + ((local >> 3) & 7), at[:, 2] + (local >> 6)
 
 
-def staged_setup(grid, dt, preconditioner):
+def staged_setup(grid, dt, preconditioner, crowding=None):
     """``sparse_pressure.pressure_rhs`` and the unknowns with one host read between them
     (``ONE_READ``): the four set-up kernels (``sparse_pressure_cells.stage``, the solver's
     cell types pinned on the device), then ``unknowns``, whose read brings back the sealed
@@ -462,14 +462,15 @@ def staged_setup(grid, dt, preconditioner):
     kept (still liquid: a likely reuse), the count and that test are read alone and the
     unknowns left to ``solver_tables`` (None). (b, kind, enclosed, labels, level or None,
     same) — the values of the separate calls — or None where the grid's tables are not the
-    kernels' (the separate calls then)."""
+    kernels' (the separate calls then). *crowding*: the density correction's
+    (``sparse_pressure_cells.stage``)."""
     import cupy as cp
 
     from . import sparse_pressure, sparse_pressure_cells
 
     if not (ONE_READ and SETUP == "device" and sparse_pressure.SETUP_KERNELS == "fused" and _device_tables(grid)):
         return None
-    staged = sparse_pressure_cells.stage(grid, dt)
+    staged = sparse_pressure_cells.stage(grid, dt, crowding)
     if staged is None:
         return None
     b, kind, label, reach, count = staged

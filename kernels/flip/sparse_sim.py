@@ -70,7 +70,7 @@ class SparseFlipSimulation(KeptBricks, FlipSimulation):
             raise InputError(f"Unknown sparse pressure preconditioner {preconditioner!r}")
         self.spec, self.settings = spec, settings
         self.xp = xp = xp or backend.xp()
-        density.check_backend(settings, xp)  # the density correction: NumPy only for now
+        density.stiffness(settings)  # the density correction's α, checked
         self.boundary, self.preconditioner = boundary, preconditioner
         self.kill_distance = float(settings.kill_distance if kill_distance is None else kill_distance)
         if not np.isfinite(self.kill_distance) or self.kill_distance < 0:
@@ -266,9 +266,9 @@ class SparseFlipSimulation(KeptBricks, FlipSimulation):
         report(progress, 0.2, "pressure")
         old = tuple(f.copy() for f in g.faces())  # save old velocity for FLIP
         sparse_transfer.enforce_boundaries(g, add=[np.float32(a * dt) for a in s.gravity])  # gravity, boundaries
-        alpha = density.check_backend(s, self.xp)  # crowded cells a source of volume (density.py)
-        source = None if not alpha else density.source(density.sparse_counts(g, self.pos), g["cell"] == FLUID,
-                                                       s.particles_per_cell, alpha, dt)
+        alpha = density.stiffness(s)  # crowded cells a source of volume (density.py)
+        source = None if not alpha else density.Crowding(density.sparse_counts(g, self.pos), s.particles_per_cell,
+                                                         alpha, dt)
         p, stats = sparse_pressure.solve_pressure(g, dt, tolerance=s.pressure_tolerance,  # PCG (§8, Alg. 2)
                                                   max_iterations=s.pressure_max_iterations,
                                                   preconditioner=self.preconditioner,

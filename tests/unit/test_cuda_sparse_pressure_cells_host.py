@@ -11,14 +11,15 @@ import pytest
 
 from tests.unit.test_cuda_exact import _build, with_defines
 from tests.unit.test_cuda_sparse_pressure_host import PREAMBLE
-from voxfx.kernels.flip import sparse_pressure, sparse_pressure_cells, sparse_transfer
+from voxfx.kernels.flip import density, sparse_pressure, sparse_pressure_cells, sparse_transfer
 from voxfx.kernels.flip.grid import AIR, FLUID, SOLID
 from voxfx.kernels.flip.sparse_grid import SparseFlipGrid
 from voxfx.kernels.grid import GridSpec
 
 # Input: n, cell, solid (n each), u v w solid_u solid_v solid_w (n hex floats each),
 # exists_u exists_v exists_w (n each), nbr (6 × n), scale (hex), link_init, hook (0:
-# cells_hook, 1: cells_hook_bricks then cells_hook_faces). Output: b (n hex), touch (n),
+# cells_hook, 1: cells_hook_bricks then cells_hook_faces), crowd_on, then with it 1/n₀, 1 + τ,
+# α/Δt, h²/Δt (hex) and the counts (n): the density correction. Output: b (n hex), touch (n),
 # label (n), reach (n + 1), the sealed count, kind (n).
 HARNESS = PREAMBLE.replace('#include "flip_sparse_pressure.cu"', '#include "flip_sparse_pressure_cells.cu"') + r"""
 #define ONE_PER_ITEM(n, call) do { h_dim.x = 1; h_thread.x = 0; h_grid.x = (unsigned)(n); \
@@ -38,12 +39,20 @@ int main() {
     std::vector<int> nbr(6 * (size_t)n), parent(n, -7), label(n, -7);
     for (auto& x : nbr) scanf("%d", &x);
     float scale;
-    int link_init, hook;
-    scanf("%a %d %d", &scale, &link_init, &hook);
+    int link_init, hook, crowd_on;
+    scanf("%a %d %d %d", &scale, &link_init, &hook, &crowd_on);
+    float inv_n0 = 0.0f, one_tau = 0.0f, alpha_dt = 0.0f, src_scale = 0.0f;
+    std::vector<int> crowd(1, 0);
+    if (crowd_on) {
+        scanf("%a %a %a %a", &inv_n0, &one_tau, &alpha_dt, &src_scale);
+        crowd.resize(n);
+        for (auto& x : crowd) scanf("%d", &x);
+    }
     int count = 0;
     ONE_PER_ITEM(n, cells_rhs(cell.data(), solid.data(), u.data(), v.data(), w.data(), su.data(), sv.data(), sw.data(),
                               eu.data(), ev.data(), ew.data(), nbr.data(), n, scale, link_init, b.data(),
-                              touch.data(), parent.data()));
+                              touch.data(), parent.data(), crowd.data(), crowd_on, inv_n0, one_tau, alpha_dt,
+                              src_scale));
     if (hook) {  // sparse_pressure_cells.HOOK "bricks": a block a slot (its one thread walks the 512 cells)
         ONE_PER_ITEM(n / 512, cells_hook_bricks(cell.data(), nbr.data(), n, parent.data()));
         ONE_PER_ITEM(n / 512 * 192, cells_hook_faces(cell.data(), nbr.data(), n, parent.data()));
@@ -90,14 +99,17 @@ def _tank(sealed: bool, seed: int):
     return g
 
 
-def _run(harness, g, dt, link_init=1, hook=0):
+def _run(harness, g, dt, link_init=1, hook=0, crowding=None):
     n = g.size
     lines = [str(n)] + [str(int(x)) for name in ("cell", "solid") for x in g[name]]
     for name in ("u", "v", "w", "solid_u", "solid_v", "solid_w"):
         lines += [float(x).hex() for x in g[name]]
     lines += [str(int(x)) for name in g.EXISTS for x in g[name]]
     lines += [str(int(x)) for x in g.nbr.ravel()]
-    lines.append(f"{float(np.float32(-g.h / dt)).hex()} {int(link_init)} {int(hook)}")
+    lines.append(f"{float(np.float32(-g.h / dt)).hex()} {int(link_init)} {int(hook)} {int(crowding is not None)}")
+    if crowding is not None:
+        lines.append(" ".join(float(x).hex() for x in crowding.kernel_args(g.h)))
+        lines += [str(int(x)) for x in crowding.counts[:n]]
     out = harness.raw(lines).split()
     b = np.array([float.fromhex(x) for x in out[:n]], np.float32)
     touch = np.array(out[n:2 * n], np.uint8)
@@ -137,6 +149,30 @@ def test_fused_setup_kernels_equal_pressure_rhs(cells_device, sealed, link_init,
         assert int((kind != g["cell"]).sum()) == len(np.unique(labels[enclosed]))  # one pin per sealed region
     else:
         assert enclosed is None and labels is None
+
+
+@pytest.mark.parametrize("sealed", [False, True])
+def test_the_density_source_is_added_as_the_array_code_adds_it(cells_device, sealed):
+    """cells_rhs with a ``density.Crowding`` (random counts, many cells past 1 + τ times n₀):
+    the raw b is the array code's b + (h²/Δt)·density.source, bit for bit, and ``assemble``'s
+    b is ``sparse_pressure.pressure_rhs(grid, dt, crowding)``'s (the sealed regions' means
+    removed after the source)."""
+    g = _tank(sealed, seed=21 + sealed)
+    dt = 1 / 71
+    counts = np.random.default_rng(7).integers(0, 40, g.size + 1).astype(np.int32)  # + the bins' extra entry
+    crowding = density.Crowding(counts, 8, 0.3, dt)
+    b, _, label, reach, count, _ = _run(cells_device, g, dt, crowding=crowding)
+    fluid = g["cell"] == FLUID
+    raw = np.where(fluid, sparse_pressure.face_sum(g, *sparse_pressure.boundary_faces(g)) * np.float32(-g.h / dt),
+                   np.float32(0)).astype(np.float32)
+    s = density.source(counts[:g.size], fluid, 8, 0.3, dt)
+    assert (s > 0).sum() > 100  # the source is on in many cells
+    want = np.where(fluid, raw + np.float32(g.h * g.h / dt) * s, raw).astype(np.float32)
+    assert np.array_equal(b.view(np.uint32), want.view(np.uint32))
+    ref_b, _, ref_enclosed, _ = sparse_pressure.pressure_rhs(g, dt, crowding)
+    fb, _, _, _ = sparse_pressure_cells.assemble(g, b, label, reach, count, np)
+    assert np.array_equal(fb.view(np.uint32), ref_b.view(np.uint32))
+    assert (ref_enclosed is not None) == sealed
 
 
 # Input: as HARNESS up to nbr, then p (n hex), Δt/h (hex). Output: u, v, w after project_faces (n hex each).
