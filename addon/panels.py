@@ -201,6 +201,7 @@ class VOXFX_PT_flip(bpy.types.Panel):
             layout.label(text=line, icon=icon)
         layout.prop(f, "particles_per_cell")
         layout.prop(f, "max_particles_per_cell")
+        layout.prop(f, "density_correction")
         layout.prop(f, "apic")
         row = layout.row()
         row.active = not f.apic

@@ -1,6 +1,7 @@
 """Density correction of the FLIP liquid (issue 24, accuracy; ``FlipSettings.density_correction``,
-off by default): a divergence source where particles crowd, so the pressure projection
-pushes them apart again. NumPy and CuPy (dense and sparse solvers).
+the Liquid panel's **Density Correction**, 0.3 by default): a divergence source where
+particles crowd, so the pressure projection pushes them apart again. NumPy and CuPy (dense
+and sparse solvers).
 
 Why: the projection makes the GRID velocity divergence-free, but nothing keeps the
 PARTICLES at their rest spacing; where they drift together (pressed against the floor and

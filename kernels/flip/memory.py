@@ -24,7 +24,8 @@ def flip_memory(spec: GridSpec, particles: int, apic: bool = False, parts: bool 
     * particles → grid: new valid masks (1 B/face; the old ones until replaced), the
       counting sort's per-cell count, start and scan (12 B/cell) and per particle cell,
       rank, order and sorted pos, vel (, C) (36 B, +36);
-    * pressure: the old velocities saved for FLIP (4 B/face) and ``pressure_stage_bytes``
+    * pressure: the old velocities saved for FLIP (4 B/face), the density correction's
+      particle counts (4 B/cell, ``density.dense_counts``) and ``pressure_stage_bytes``
       beyond the solver;
     * velocity extrapolation into the air: the old velocities, a fluid mask, per
       component a padded mask, two shifted takes and their union (5 B/cell) and the
@@ -50,7 +51,7 @@ def flip_memory(spec: GridSpec, particles: int, apic: bool = False, parts: bool 
     state = 8 * F + 2 * C + F + per_p * P + solver + (5 * F if time_centred else 0)
     stages = {
         "particles to grid": state + F + 12 * C + (36 + (36 if apic else 0)) * P,
-        "pressure": state + 4 * F + pressure.pressure_stage_bytes(spec.shape) - solver,
+        "pressure": state + 4 * F + 4 * C + pressure.pressure_stage_bytes(spec.shape) - solver,  # + the counts
         "extrapolate": state + 4 * F + C + 5 * C + (5 * F) // 3 + F,
         "frame output": state + max(estimate_gpu_bytes(P, spec, KERNEL_PER_RADIUS * 0.5 * spec.voxel_size), 24 * C),
     }

@@ -31,7 +31,8 @@ def scene(sparse, boundary="closed"):
     import cupy
 
     extra = {"boundary": boundary} if sparse else {}  # the dense solver's box is closed
-    sim = FlipSimulation(spec, FlipSettings(max_particles_per_cell=32), v, t, xp=cupy, sparse=sparse, **extra)
+    settings = FlipSettings(max_particles_per_cell=32, density_correction=0.0)  # the count control alone
+    sim = FlipSimulation(spec, settings, v, t, xp=cupy, sparse=sparse, **extra)
     pile = np.random.default_rng(5).uniform(0.201, 0.249, (5000, 3)).astype(np.float32)
     pile[:, 2] = np.float32(0.02)  # one floor cell, (4, 4, 0)
     sim.pos = cupy.concatenate([sim.pos, cupy.asarray(pile)])

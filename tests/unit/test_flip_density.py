@@ -81,12 +81,13 @@ def run(alpha, frames, sparse=False):
 
 
 @pytest.mark.parametrize("sparse", [False, True])
-def test_off_is_todays_bits(sparse):
-    today = run(None, 9, sparse)
-    off = run(0.0, 9, sparse)
+def test_the_default_is_on_at_0_3_and_off_changes_the_bits(sparse):
+    default = run(None, 9, sparse)
     on = run(0.3, 9, sparse)
-    assert np.array_equal(today.pos, off.pos) and np.array_equal(today.vel, off.vel)
-    assert not np.array_equal(today.pos, on.pos)  # the comparison sees a change
+    off = run(0.0, 9, sparse)
+    assert FlipSettings().density_correction == 0.3
+    assert np.array_equal(default.pos, on.pos) and np.array_equal(default.vel, on.vel)
+    assert not np.array_equal(default.pos, off.pos)  # the comparison sees a change
 
 
 @pytest.mark.parametrize("sparse", [False, True])
