@@ -105,7 +105,7 @@ import os
 
 import numpy as np
 
-from ..grid.sparse_mac import brick_tables, carve
+from ..grid.sparse_mac import brick_tables, carve, carve_buffer
 from . import sparse_reach
 from .sparse_gpu import _I32, _I64, _NO_INDEX, CELLS, KERNELS, _dims, _frame, available, brick_index
 from .sparse_topology_update import (  # noqa: F401  (the update's names, re-exported: tests and benches use them here)
@@ -207,13 +207,16 @@ def _reach_work(grid, margin, reach, entries: int, classes: bool = False):
     if kept is not None and kept[0] == key:
         kept[1].fill(0)  # one memset over the allocation
         return kept[2]
-    work = carve(grid.xp, parts, zero=True, classed=True)
-    work["flag slices"] = tuple(work["flags"][i:i + 1] for i in range(5))  # the kernels' one-flag arguments
-    base = work["occupied"].base if work["occupied"].base is not None else work["occupied"]
-    while base.base is not None:
-        base = base.base
+    base, work = carve_buffer(grid.xp, parts, zero=True, classed=True)
     grid._reach_scratch = (key, base, work)
     return work
+
+
+def _flag_words(flags):
+    """The kernels' one-flag arguments: each flag's device address (a ``MemoryPointer`` into
+    *flags*, ~0.3 µs of host time) in place of a one-word slice (a CuPy view each)."""
+    data = flags.data
+    return (data, data + 8, data + 16, data + 24, data + 32)  # uint64 words
 
 
 def _reach(grid, pos, margin, keys, slots, used, coords, nbr, compare, index, claimed=None, reach=None, work=None,
@@ -238,7 +241,7 @@ def _reach(grid, pos, margin, keys, slots, used, coords, nbr, compare, index, cl
     w = work or {}
     occupied = w["occupied"] if work else cp.zeros(cap * CELLS, cp.uint8)
     flags = w["flags"] if work else cp.zeros(5, cp.uint64)
-    f = w.get("flag slices") or tuple(flags[i:i + 1] for i in range(5))
+    f = _flag_words(flags)
     speed2 = w["speed2"] if work else cp.zeros(cap if reach is not None else 1, cp.uint32)
     vel = reach.vel if reach is not None else w["vel"] if work else cp.zeros(1, cp.float32)
     ox, oy, oz, _, inv_h = _frame(grid)
