@@ -13,7 +13,17 @@ import argparse
 import os
 import timeit
 
+import sys
+from pathlib import Path
+
 import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from tools.package import load  # noqa: E402
+
+load()
+from voxfx.kernels.grid.sparse_mac import carve  # noqa: E402
 
 SOURCE = r"""
 extern "C" __global__ void nothing(const unsigned char* a, long long n, float x, float y, float z, float h,
@@ -76,6 +86,8 @@ def main():
         ("concatenate two int32 (4000 + 3000)", lambda: cp.concatenate([small, other])),
         ("ascontiguousarray(int32, int32)", lambda: cp.ascontiguousarray(small, dtype=cp.int32)),
         ("copy a[:n] = b (3000 int32)", lambda: small.__setitem__(slice(0, 3000), other)),
+        ("copy a.data.copy_from_device_async(b.data)", lambda: small.data.copy_from_device_async(other.data,
+                                                                                               other.nbytes)),
         ("RawKernel launch, 25 args (arrays)", lambda: raw((1,), (32,), with_arrays)),
         ("Function launch, 25 args (arrays)", lambda: function((1,), (32,), with_arrays)),
         ("RawKernel launch, 25 args (MemoryPointers)", lambda: raw((1,), (32,), with_pointers)),
@@ -83,6 +95,13 @@ def main():
         ("int(np.prod(count))", lambda: int(np.prod(5000))),
         ("os.environ.get", lambda: os.environ.get("VOXFX_SPARSE_TOPOLOGY", "")),
     ]
+    cells = 3600 * 512  # the 8M dam break's pool: fused_tables' eleven arrays, one allocation each or carved
+    tables = {"coords": (np.int32, (3600, 3)), "nbr27": (np.int32, (3600, 27)), "nbr": (np.int32, (6, cells)),
+              **{f"mark{i}": (np.uint8, cells) for i in range(5)},
+              **{f"face{i}": (np.float32, cells) for i in range(3)}}
+    rows += [("tables: 11 empty at a 3,600-brick pool", lambda: [cp.empty(shape, dtype) for dtype, shape in
+                                                                tables.values()]),
+             ("tables: one carve (size class) of them", lambda: carve(cp, tables, classed=True))]
     print("operation | host µs a call")
     for name, fn in rows:
         print(f"{name} | {us(fn, calls if 'get()' not in name else calls // 4):.2f}")

@@ -110,14 +110,18 @@ class SparseMacGrid:
         slots (bool per slot) where it made them too. *lean*: the rewritten channels of
         background 0 that grow are views of one zeroed allocation (one memset, the same
         values; they are written whole next, so it is freed with the last of them); ``"classed"``: that
-        allocation's size rounded up to its ``size_class``."""
+        allocation's size rounded up to its ``size_class``. The slots a growth adds are added
+        bricks' (``Topology.update``'s), so a kept channel grows uninitialised past its old slots:
+        the fill of the added slots sets them."""
         xp = self.xp
         topo, added, freed = self.topology.update(keys) if update is None else update
         old = self.capacity
-        # fresh bricks and freed slots hold the background: one fill per channel (not rewritten)
-        fill = None
-        if any(name not in rewritten and name not in replaced for name in self.channels):
-            fill = freed if not added.shape[0] else added if not freed.shape[0] else xp.concatenate([added, freed])
+        # fresh bricks and freed slots hold the background: a fill per channel kept (not rewritten) and slot list,
+        # or of both lists joined where 3 channels or more are kept (H100 host: a concatenate 25 µs, a launch 11)
+        kept = sum(name not in rewritten and name not in replaced for name in self.channels)
+        fills = [slots for slots in (added, freed) if slots.shape[0]] if kept else []
+        if len(fills) == 2 and kept > 2:
+            fills = [xp.concatenate(fills)]
         carved = {}
         if lean and topo.capacity > old:
             carved = carve(xp, {n: (e[0].dtype, topo.capacity * CELLS) for n, e in self.channels.items()
@@ -131,12 +135,12 @@ class SparseMacGrid:
                 if topo.capacity > old:
                     entry[0] = carved[name] if name in carved else xp.full(topo.capacity * CELLS, bg, arr.dtype)
                 continue
-            if topo.capacity > old:
-                grown = xp.full(topo.capacity * CELLS, bg, arr.dtype)
-                grown[:arr.shape[0]] = arr
+            if topo.capacity > old:  # old slots copied, new ones filled below (added): empty 2.1 µs, full 13.2
+                grown = xp.empty(topo.capacity * CELLS, arr.dtype)
+                _copy_into(grown, arr, xp)
                 arr = grown
-            if fill.shape[0]:
-                _fill_slots(arr, fill, bg, xp)
+            for slots in fills:
+                _fill_slots(arr, slots, bg, xp)
             entry[0] = arr
         changed = added.shape[0] or freed.shape[0] or topo.capacity != old
         self.topology = topo
@@ -344,6 +348,15 @@ def segment(a, start: int, stop: int, dtype=None):
 def classed_empty(xp, shape, dtype):
     """``xp.empty(shape, dtype)`` as a view of an allocation of its ``size_class`` (``carve``'s)."""
     return carve(xp, {"a": (dtype, shape)}, classed=True)["a"]
+
+
+def _copy_into(dst, src, xp):
+    """``dst[:len(src)] = src`` (flat, contiguous): on CuPy one device copy on the current stream
+    (H100 host, a slow call's: 6.4 µs against 3.2 + 10.7 for a slice and an elementwise copy)."""
+    if xp is np or not (dst.flags.c_contiguous and src.flags.c_contiguous):
+        dst[:src.shape[0]] = src
+        return
+    dst.data.copy_from_device_async(src.data, src.nbytes)
 
 
 def _fill_slots(arr, slots, value, xp):
