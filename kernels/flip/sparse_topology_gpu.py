@@ -89,6 +89,22 @@ memory pool serves every allocation (so the size classes below buy nothing). Wha
 first: the host's Python after the read (growth: the rewritten channels' views and the copy and fill of
 the channels not rewritten), the Python between the launches before it, mark_occupied.
 
+The host time cut (i24t3; ``bench/cupy_host_ops.py`` gives each CuPy operation's host cost,
+``flip_sparse_topology_stage.py --profile`` the stage's Python): ``carve`` sizes its parts in Python
+integers (``np.prod`` was 2.3 µs a call, twice a part) and makes each view one ``ndarray`` over the
+allocation (1.3 µs against 2.4 for a slice and a dtype view), the flags' one-word arguments are
+device addresses (``_flag_words``: 0.2 µs against 1.8 a slice), the update's outputs
+``sparse_mac.segment``'s, the marks (``update`` replaces them) are not reallocated on growth
+(``retopologize(replaced=)``), a kept channel grows uninitialised with one device copy, and the
+added and freed slots are filled per list (a concatenate costs 25 µs, a launch 11). H100 80GB HBM3,
+driver 580.159.04, the same 12 substeps of the 8M dam break, main and this in one call: the stage
+1.031 → 0.774 ms (host before the read 457 → 299 µs, after it 457 → 339) without the last two;
+with them (``bench/flip_sparse.py --row 8m``, a call whose host ran ~1.7× slower) topology 1.49 →
+0.98 ms, substep 8.7 → 8.4. The tables carved out of one allocation (an A/B, removed) were slower:
+1.037 against 0.956 ms. Left (that call's profile): the 11 launches (10–16 µs of host each, ~25
+arguments marshalled), ~30 arrays made (1.3–2.4 µs each) and 15 pool allocations a substep, the
+two zeroed allocations' memsets, the read.
+
 ``VOXFX_SPARSE_TOPOLOGY_SCRATCH`` (``scratch_mode``): ``fresh`` (the default) or ``kept``: the fused
 pipeline's scratch kept on the grid while its sizes hold (one memset a substep, no carve of eight views)
 with its one-word flag slices, and the update's outputs and the pool's growth allocated at size classes
