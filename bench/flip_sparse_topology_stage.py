@@ -15,9 +15,12 @@ stage starts, as after ``step``'s CFL read), the stage (``SparseFlipGrid.update`
   then.
 
     python3 bench/flip_sparse_topology_stage.py [--row 8m] [--steps 16] [--warm 3] [--ab NAME=VALUE ...]
+                                                [--profile N]
 
 ``--ab NAME=VALUE ...`` (repeatable; '' for the defaults): the substeps alternate between the ways,
-each way's table apart.
+each way's table apart. ``--profile N``: after the timed substeps, N more (the first way's) with the
+stage's host code under ``cProfile`` (its own overhead inflates every Python call: the shares, not
+the times, are the point), the functions and CuPy calls with the most own time printed.
 """
 
 from __future__ import annotations
@@ -59,10 +62,13 @@ class Timeline:
         self.marks = []  # (name, host s, event)
         self.launches = []  # (name, host µs of the call, start event, end event)
         self.in_stage = False  # between the marks start and end (the memory hook counts then)
+        self.profiler = None  # a cProfile.Profile enabled between start and end (--profile)
 
     def mark(self, name):
         if name in ("start", "end"):
             self.in_stage = name == "start" and self.active
+            if self.profiler is not None:
+                (self.profiler.enable if name == "start" else self.profiler.disable)()
         if self.active:
             e = self.cp.cuda.Event()
             e.record()
@@ -223,12 +229,38 @@ def report(rows, label):
             print(f"{n} | {np.median(per[n]):.1f} | {np.median(host[n]):.1f} | {count[n] / len(traced):.2f}")
 
 
+def profile(sim, tl, ev, sub, way, steps):
+    """*steps* substeps of *way* with the stage under cProfile; the top of its own-time table."""
+    import cProfile
+    import io
+    import pstats
+
+    for item in way:
+        name, _, value = item.partition("=")
+        os.environ[name] = value
+    tl.profiler = cProfile.Profile()
+    tl.reset(tracing=False)
+    tl.active = False
+    for _ in range(steps):
+        timed_sparse_substep(sim, 1 / 120, ev, sub)
+    tl.profiler, profiler = None, tl.profiler
+    stats = pstats.Stats(profiler, stream=io.StringIO()).stats
+    rows = sorted(((tt, nc, f"{Path(file).name}:{line}({name})" if line else name)
+                   for (file, line, name), (_, nc, tt, _, _) in stats.items()), reverse=True)
+    print(f"\n== cProfile of the stage, {steps} substeps ({' '.join(way) or '(defaults)'}), by own time "
+          f"(total {sum(r[0] for r in rows) / steps * 1e6:.0f} µs a substep)")
+    print("own µs a substep | calls a substep | own µs a call | function")
+    for tt, nc, name in rows[:45]:
+        print(f"{tt / steps * 1e6:.1f} | {nc / steps:.1f} | {tt / nc * 1e6:.2f} | {name}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--row", choices=sorted(ROWS), default="8m")
     ap.add_argument("--steps", type=int, default=16)
     ap.add_argument("--warm", type=int, default=3)
     ap.add_argument("--ab", nargs="+", action="append", default=None, metavar="NAME=VALUE")
+    ap.add_argument("--profile", type=int, default=0, metavar="N")
     args = ap.parse_args()
     import cupy as cp
 
@@ -267,6 +299,8 @@ def main():
                     r = analyse(cp, tl, hook, cap0, sim.grid.capacity, bool(part[-1]))
                     r["stage ms (bench)"] = ms[0]
                     rows[w].append(r)
+        if args.profile:
+            profile(sim, tl, ev, sub, ways[0], args.profile)
     finally:
         undo()
     print(f"{n}³, {len(sim.pos):,} particles, {sim.grid.brick_count():,} bricks, capacity {sim.grid.capacity:,}")

@@ -138,7 +138,7 @@ def brick_margins(bricks, speed2, reach: BrickReach, xp):
 class SparseFlipGrid(SparseMacGrid):
     FACES = ("u", "v", "w")
     EXISTS = ("exists_u", "exists_v", "exists_w")
-    MARKS = (*EXISTS, "wall", "solid", "solid_u", "solid_v", "solid_w")  # update writes them whole
+    MARKS = (*EXISTS, "wall", "solid", "solid_u", "solid_v", "solid_w")  # update replaces them (new arrays)
     FLOW = ("u", "v", "w", "cell")  # a substep's P2G and classify write them whole (``update(scratch=True)``)
 
     def __init__(self, spec: GridSpec, xp=np, closed: bool = True):
@@ -227,7 +227,7 @@ class SparseFlipGrid(SparseMacGrid):
             if plain and self.plain_marks:
                 return added, freed
         else:
-            rewritten = self.MARKS + (self.FLOW if scratch else ())  # the marks are written below
+            rewritten = self.FLOW if scratch else ()
             self._tables_marks = plain and sparse_gpu.available(self)  # fused_tables may mark too
             self._marked = False
             try:
@@ -237,10 +237,10 @@ class SparseFlipGrid(SparseMacGrid):
                     if lean and topology_gpu.scratch_mode() == "kept":
                         lean = "classed"  # the growth's allocation at its size class
                     added, freed = self.retopologize(None, rewritten=rewritten, update=update[:3],
-                                                     used=update[3] if lean else None, lean=lean)
+                                                     used=update[3] if lean else None, lean=lean, replaced=self.MARKS)
                 else:
                     keys = self.topology_keys(pos, margin, extra_cells, reach) if found is None else found[0]
-                    added, freed = self.retopologize(keys, rewritten=rewritten)
+                    added, freed = self.retopologize(keys, rewritten=rewritten, replaced=self.MARKS)
             finally:
                 self._tables_marks = False
             if self._marked:  # fused_tables wrote the marks with the tables: walls, solid = wall, faces 0

@@ -89,6 +89,22 @@ memory pool serves every allocation (so the size classes below buy nothing). Wha
 first: the host's Python after the read (growth: the rewritten channels' views and the copy and fill of
 the channels not rewritten), the Python between the launches before it, mark_occupied.
 
+The host time cut (i24t3; ``bench/cupy_host_ops.py`` gives each CuPy operation's host cost,
+``flip_sparse_topology_stage.py --profile`` the stage's Python): ``carve`` sizes its parts in Python
+integers (``np.prod`` was 2.3 µs a call, twice a part) and makes each view one ``ndarray`` over the
+allocation (1.3 µs against 2.4 for a slice and a dtype view), the flags' one-word arguments are
+device addresses (``_flag_words``: 0.2 µs against 1.8 a slice), the update's outputs
+``sparse_mac.segment``'s, the marks (``update`` replaces them) are not reallocated on growth
+(``retopologize(replaced=)``), a kept channel grows uninitialised with one device copy, and the
+added and freed slots are filled per list (a concatenate costs 25 µs, a launch 11). H100 80GB HBM3,
+driver 580.159.04, the same 12 substeps of the 8M dam break, main and this in one call: the stage
+1.031 → 0.774 ms (host before the read 457 → 299 µs, after it 457 → 339) without the last two;
+with them (``bench/flip_sparse.py --row 8m``, a call whose host ran ~1.7× slower) topology 1.49 →
+0.98 ms, substep 8.7 → 8.4. The tables carved out of one allocation (an A/B, removed) were slower:
+1.037 against 0.956 ms. Left (that call's profile): the 11 launches (10–16 µs of host each, ~25
+arguments marshalled), ~30 arrays made (1.3–2.4 µs each) and 15 pool allocations a substep, the
+two zeroed allocations' memsets, the read.
+
 ``VOXFX_SPARSE_TOPOLOGY_SCRATCH`` (``scratch_mode``): ``fresh`` (the default) or ``kept``: the fused
 pipeline's scratch kept on the grid while its sizes hold (one memset a substep, no carve of eight views)
 with its one-word flag slices, and the update's outputs and the pool's growth allocated at size classes
@@ -105,7 +121,7 @@ import os
 
 import numpy as np
 
-from ..grid.sparse_mac import brick_tables, carve
+from ..grid.sparse_mac import brick_tables, carve, carve_buffer
 from . import sparse_reach
 from .sparse_gpu import _I32, _I64, _NO_INDEX, CELLS, KERNELS, _dims, _frame, available, brick_index
 from .sparse_topology_update import (  # noqa: F401  (the update's names, re-exported: tests and benches use them here)
@@ -207,13 +223,16 @@ def _reach_work(grid, margin, reach, entries: int, classes: bool = False):
     if kept is not None and kept[0] == key:
         kept[1].fill(0)  # one memset over the allocation
         return kept[2]
-    work = carve(grid.xp, parts, zero=True, classed=True)
-    work["flag slices"] = tuple(work["flags"][i:i + 1] for i in range(5))  # the kernels' one-flag arguments
-    base = work["occupied"].base if work["occupied"].base is not None else work["occupied"]
-    while base.base is not None:
-        base = base.base
+    base, work = carve_buffer(grid.xp, parts, zero=True, classed=True)
     grid._reach_scratch = (key, base, work)
     return work
+
+
+def _flag_words(flags):
+    """The kernels' one-flag arguments: each flag's device address (a ``MemoryPointer`` into
+    *flags*, ~0.3 µs of host time) in place of a one-word slice (a CuPy view each)."""
+    data = flags.data
+    return (data, data + 8, data + 16, data + 24, data + 32)  # uint64 words
 
 
 def _reach(grid, pos, margin, keys, slots, used, coords, nbr, compare, index, claimed=None, reach=None, work=None,
@@ -238,7 +257,7 @@ def _reach(grid, pos, margin, keys, slots, used, coords, nbr, compare, index, cl
     w = work or {}
     occupied = w["occupied"] if work else cp.zeros(cap * CELLS, cp.uint8)
     flags = w["flags"] if work else cp.zeros(5, cp.uint64)
-    f = w.get("flag slices") or tuple(flags[i:i + 1] for i in range(5))
+    f = _flag_words(flags)
     speed2 = w["speed2"] if work else cp.zeros(cap if reach is not None else 1, cp.uint32)
     vel = reach.vel if reach is not None else w["vel"] if work else cp.zeros(1, cp.float32)
     ox, oy, oz, _, inv_h = _frame(grid)

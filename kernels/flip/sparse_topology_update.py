@@ -12,7 +12,7 @@ import os
 import numpy as np
 
 from ..grid.launch import Kernels
-from ..grid.sparse_mac import carve
+from ..grid.sparse_mac import carve, segment
 from ..settings import env_choice
 from .particles import THREADS
 from .sparse_gpu import _I32, _I64, brick_index
@@ -166,7 +166,8 @@ def update_topology_fused(grid, index, out, n_add: int, freed_count: int):
     n_pool = cap - count + freed_count
     n_new = count - freed_count + n_add
     grow = max(0, n_add - n_pool)
-    topo = Topology(out["keys"][:n_new], out["slots"][:n_new], cap + grow, out["pool"][n_add:max(n_add, n_pool)],
-                    grid.xp)
+    topo = Topology(segment(out["keys"], 0, n_new), segment(out["slots"], 0, n_new), cap + grow,
+                    segment(out["pool"], n_add, n_pool), grid.xp)
     grid._brick_index = (topo, (out["index"], *index[1:]))  # brick_index's cache, for the topology installed next
-    return topo, out["fresh"][:n_add], out["freed"][:freed_count], out["used"][:cap + grow].view(np.bool_)
+    return (topo, segment(out["fresh"], 0, n_add), segment(out["freed"], 0, freed_count),
+            segment(out["used"], 0, cap + grow, np.bool_))

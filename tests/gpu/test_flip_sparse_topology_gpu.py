@@ -162,3 +162,27 @@ def test_kept_scratch_gives_the_fresh_topology(monkeypatch):
         a._brick_index = None
         assert np.array_equal(host(cached[0]), host(sparse_topology_gpu.brick_index(a)[0])), step
     assert reused >= 1 and grew >= 2
+
+
+def test_device_carve_and_segment_are_views_at_the_slices_addresses():
+    """``carve_buffer`` and ``segment`` on CuPy (one ``ndarray`` over the memory, no slice): the
+    views ``carve`` and slicing give, at the same addresses, disjoint, the allocation zeroed."""
+    import cupy
+
+    from voxfx.kernels.grid.sparse_mac import carve_buffer, segment
+
+    buf, parts = carve_buffer(cupy, {"a": (np.uint8, 5), "b": (np.int64, (2, 3)), "c": (np.uint32, 70)}, zero=True)
+    base = buf.data.ptr
+    assert [p.data.ptr - base for p in parts.values()] == [0, 256, 512]
+    assert [(p.shape, p.dtype) for p in parts.values()] == [((5,), np.uint8), ((2, 3), np.int64), ((70,), np.uint32)]
+    assert int(buf.sum()) == 0 and buf.nbytes == 256 + 256 + 512
+    parts["b"][...] = -1
+    assert int(buf[256:304].sum()) == 48 * 255 and int(parts["a"].sum()) == 0 and int(parts["c"].sum()) == 0
+    a = cupy.arange(40, dtype=cupy.uint8)
+    part = segment(a, 3, 9)
+    assert part.data.ptr == a.data.ptr + 3 and host(part).tolist() == list(range(3, 9))
+    flags = segment(a, 0, 4, np.bool_)
+    assert flags.dtype == np.bool_ and host(flags).tolist() == [False, True, True, True]
+    assert segment(cupy.arange(10, dtype=cupy.int64), 8, 5).shape == (0,)
+    wide = segment(cupy.arange(10, dtype=cupy.int64), 2, 5)
+    assert host(wide).tolist() == [2, 3, 4]

@@ -8,7 +8,7 @@ carved views)."""
 import numpy as np
 
 from voxfx.kernels.grid.sparse import brick_keys
-from voxfx.kernels.grid.sparse_mac import CELLS, SparseMacGrid, carve, classed_empty, size_class
+from voxfx.kernels.grid.sparse_mac import CELLS, SparseMacGrid, carve, carve_buffer, classed_empty, segment, size_class
 
 CHANNELS = (("u", np.float32, 0.0), ("mark", np.uint8, 0), ("p", np.float32, np.nan), ("solid_u", np.float32, 0.0),
             ("exists", np.uint8, 0), ("kept", np.float32, 0.0))
@@ -101,3 +101,39 @@ def test_classed_views_have_the_exact_shape_of_a_larger_allocation():
     assert root(parts["a"]).nbytes == size_class(12000) > 12000
     a = classed_empty(np, (7, 27), np.int32)
     assert a.shape == (7, 27) and a.dtype == np.int32 and a.flags.c_contiguous
+
+
+def test_carve_buffer_is_the_views_allocation():
+    buf, parts = carve_buffer(np, {"a": (np.uint8, 5), "b": (np.int64, (2, 3))}, zero=True, classed=True)
+    assert buf.dtype == np.uint8 and buf.nbytes == size_class(512)
+    assert all(root(p) is buf for p in parts.values())
+
+
+def test_segment_is_the_slice():
+    a = np.arange(40, dtype=np.uint8)
+    assert np.array_equal(segment(a, 3, 9), a[3:9]) and np.shares_memory(segment(a, 3, 9), a)
+    assert segment(a, 7, 5).shape == (0,)  # an empty range (stop before start)
+    assert segment(a, 0, 4, np.bool_).dtype == np.bool_ and segment(a, 0, 4, np.bool_).tolist() == [0, 1, 1, 1]
+
+
+def test_replaced_channels_are_left_as_they_are():
+    """``retopologize(replaced=...)``: a channel the caller replaces next is neither resized nor
+    filled (the same array object), through growth and reuse; the others as without it."""
+    rng = np.random.default_rng(int(np.random.default_rng().integers(1 << 30)))
+    plain, lean = grid_with(rng), grid_with(rng)
+    grew = 0
+    for step in range(6):
+        keys = brick_keys(rng.integers(-3, 4, (40 + 25 * step, 3)))
+        for g in (plain, lean):
+            fill_random(g, np.random.default_rng(step))
+        update = plain.topology.update(keys)
+        before = {n: lean[n] for n in ("u", "mark")}
+        grew += update[0].capacity > plain.capacity
+        plain.retopologize(None, rewritten=REWRITTEN, update=update)
+        lean.retopologize(None, rewritten=REWRITTEN, update=update, lean=True, replaced=("u", "mark"))
+        assert all(lean[n] is before[n] for n in before), step
+        for name, _, _ in CHANNELS:
+            if name not in before:
+                assert plain[name].tobytes() == lean[name].tobytes(), (step, name)
+        assert np.array_equal(plain.nbr, lean.nbr)
+    assert grew >= 3
