@@ -9,7 +9,7 @@ from the particle count before baking) beside the measured ones.
                                  [--max-cg N] [--gather scatter staged brick cell] [--g2p cell input]
                                  [--memory-trace] [--row 8m|65m|river] [--frames N] [--time-cap S]
                                  [--topology device legacy] [--cfl X ...] [--level-set-modes bricks legacy]
-                                 [--pressure-warm 0 1] [--topology-update fused table]
+                                 [--pressure-warm 0 1] [--topology-update fused table] [--compile-log]
                                  [--ab NAME=VALUE ... --ab NAME=VALUE ...]
 
 ``--ab A=1 B=2 --ab A=3 --ab ''`` runs one simulation of the row whose substeps alternate between
@@ -55,6 +55,11 @@ to the host through pinned memory (``backend.to_host``, what ``level_set()`` ret
 with the pageable ``.get()`` beside it, a line per frame with each way's stages
 (``surface_gpu.PROFILE``: CUDA events as each stage is queued) and whether the ways' φ are
 equal to the bit;
+``--compile-log`` prints under each frame the kernels its step and level set used for the
+first time in the process (``_compile_log.CompileLog``: compiled by NVRTC or loaded from CuPy's
+disk cache, with their host ms): a frame slower than its neighbours for a kernel made late (the
+8M Fast frame 5's level set, 905 ms, was ~15 CuPy kernels of the crowded cells' sort compiled
+there; ``surface_gpu._compile_crowded_order`` now makes them at the first level set);
 ``--narrow-band C`` runs it with a narrow band of C cells (the particles kept beside the
 liquid's count), for the issue's narrow band row against the same command without it.
 ``--memory-trace`` records every pool allocation (a CuPy memory hook): the high-water
@@ -123,6 +128,7 @@ from voxfx.kernels.flip.sparse_memory import sparse_flip_memory  # noqa: E402
 from voxfx.kernels.memory import trim_gpu_pool  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "bench"))
+from _compile_log import CompileLog  # noqa: E402
 from _memory_trace import MemoryTrace  # noqa: E402
 from _sparse_scene import river, scene, still_tank  # noqa: E402,F401  (imported from here by other benches and tests)
 from flip import timed_substep  # noqa: E402
@@ -313,8 +319,23 @@ def frame_settings(timing, cfl, narrow_band, most) -> FlipSettings:
     return FlipSettings(narrow_band=int(narrow_band), **chosen)
 
 
+def _phase(compiles, phase):
+    """Name what runs next in the ``CompileLog`` *compiles* (None: no log)."""
+    if compiles is not None:
+        compiles.phase = phase
+
+
+def _first_uses(compiles, frame) -> list:
+    """The frame's line of kernels first used (set-up too at frame 0); none without a log."""
+    if compiles is None:
+        return []
+    notes = compiles.take()
+    phases = ("set-up", "step", "level set") if frame == 0 else ("step", "level set")
+    return ["   kernels first used: " + "; ".join(CompileLog.summary(notes, phase) for phase in phases)]
+
+
 def run_frames(n, particles, frames, kind, time_cap, level_set=False, trace=None, narrow_band=0, cfl=None,
-               modes=None, timing=None, outputs=False, trim=False, most=None):
+               modes=None, timing=None, outputs=False, trim=False, most=None, compiles=None):
     """The user's frame: ``step(1/24)`` (+ the level set), until *frames* or *time_cap* s;
     *narrow_band* cells (0: every particle) with the particles kept and the liquid's; *cfl*
     the CFL number (None: the setting's default); *modes* the GPU level set ways to time;
@@ -324,7 +345,8 @@ def run_frames(n, particles, frames, kind, time_cap, level_set=False, trace=None
     set closed against the walls, the cell velocity; the particles encoded on the device and
     the grids copied to the host), instead of the level set alone. *trim*: CuPy's outgrown free
     blocks given back before each frame (``memory.trim_gpu_pool``), as a bake does. *most*: the
-    Max Particles per Cell setting (None: its default; 0: every particle kept)."""
+    Max Particles per Cell setting (None: its default; 0: every particle kept). *compiles*: a
+    ``CompileLog``, whose first uses of kernels are printed per frame (step, level set)."""
     import time
 
     import cupy as cp
@@ -332,6 +354,7 @@ def run_frames(n, particles, frames, kind, time_cap, level_set=False, trace=None
     pool = cp.get_default_memory_pool()
     pool.free_all_blocks()
     spec, v, t = scene(n, particles, kind)
+    _phase(compiles, "set-up")
     start = time.perf_counter()
     settings = frame_settings(timing, cfl, narrow_band, most)
     sim = FlipSimulation(spec, settings, v, t, xp=cp, sparse=True)
@@ -357,10 +380,12 @@ def run_frames(n, particles, frames, kind, time_cap, level_set=False, trace=None
             t0 = time.perf_counter()
             freed = trim_gpu_pool()
             trimmed = (time.perf_counter() - t0) * 1e3, freed
+        _phase(compiles, "step")
         a = time.perf_counter()
         stats = sim.step(1 / 24)
         cp.cuda.Device().synchronize()
         b = time.perf_counter()
+        _phase(compiles, "level set")
         detail = []
         if level_set and modes:
             cells, phis = [], []
@@ -404,6 +429,7 @@ def run_frames(n, particles, frames, kind, time_cap, level_set=False, trace=None
         if trimmed is not None:
             detail.append(f"   pool trimmed before the frame: {trimmed[0]:.1f} ms, "
                           f"{trimmed[1] / 2 ** 30:.2f} GiB given back")
+        detail += _first_uses(compiles, frame)
         for line in detail:
             print(line, flush=True)
         if time.perf_counter() - begin > time_cap:
@@ -441,6 +467,8 @@ def main():
                     help="with --frames: the Max Particles per Cell setting (0: every particle kept)")
     ap.add_argument("--trim", action="store_true", help="with --frames: the pool's outgrown free blocks given back "
                     "before each frame, as a bake does (memory.trim_gpu_pool)")
+    ap.add_argument("--compile-log", action="store_true", help="with --frames: the kernels each frame's step and "
+                    "level set use for the first time in the process (compiled or from CuPy's disk cache)")
     ap.add_argument("--timing", choices=sorted(TIMINGS), default=None,
                     help="with --frames: the Liquid panel's Timing (fast: three substeps a 24 fps frame)")
     ap.add_argument("--pressure-warm", nargs="+", choices=("0", "1"), default=None,
@@ -462,17 +490,18 @@ def main():
     kind = {"river": "river", "8m-still": "still"}.get(args.row, "dam")
     if args.frames:
         n, particles = ROWS[args.row or "8m"]
+        compiles = CompileLog() if args.compile_log else None
         for cfl in args.cfl or [None]:
             if trace is not None:
                 with trace.hook:
                     run_frames(n, particles, args.frames, kind, args.time_cap, args.level_set, trace, args.narrow_band,
                                cfl, args.level_set_modes, args.timing, args.outputs, args.trim,
-                               args.max_particles_per_cell)
+                               args.max_particles_per_cell, compiles)
                 print(trace.report())
             else:
                 run_frames(n, particles, args.frames, kind, args.time_cap, args.level_set, None, args.narrow_band,
                            cfl, args.level_set_modes, args.timing, args.outputs, args.trim,
-                           args.max_particles_per_cell)
+                           args.max_particles_per_cell, compiles)
         return
     configs = [(64, 1_000_000)] if args.quick else [(64, 1_000_000), (128, 4_000_000), (256, 8_000_000)]
     if args.row:

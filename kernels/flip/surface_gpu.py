@@ -58,6 +58,7 @@ LEAN_BLOCKS = 2  # "lean" gather: 2 (no launch bounds, 48 registers) or 3 blocks
 # VOXFX_LEVEL_SET_BOUNDS=1 (default): an open or large liquid's region from particle_bounds (one pass, one host read);
 # 0: six reductions and reads of the cell coordinates (sparse_output.liquid_region), the A/B baseline. The same region
 REGION_BOUNDS = os.environ.get("VOXFX_LEVEL_SET_BOUNDS", "1").strip() != "0"
+_CROWDED_READY: set = set()  # (device, tag type) whose crowded-cell sort ran in this process (_compile_crowded_order)
 COMBOS = 27  # a particle and its images (voxfx_surface.cuh's COMBOS): tags combo·n + p below COMBOS·n
 PROFILE = None  # a list: the GPU level set appends (stage, CUDA event) as each stage is queued (benches)
 
@@ -189,14 +190,16 @@ def _gather_kernel(R) -> tuple:
     return _K_LEAN, "particle_level_set_lean_3" if LEAN_BLOCKS == 3 else "particle_level_set_lean"
 
 
-def _order_crowded(packed, tags, starts, ordered, cp):
-    """``surface_order_cells`` for the cells of more than ``SORT_CELL_MAX`` points, which it
-    leaves alone: their points (contiguous per cell, any order within it) go to
+def _order_crowded(packed, tags, starts, ordered, cp, limit=None):
+    """``surface_order_cells`` for the cells of more than *limit* (``SORT_CELL_MAX``) points,
+    which it leaves alone: their points (contiguous per cell, any order within it) go to
     *ordered*'s same slots in tag order, by a stable sort of those points alone — (group,
     tag) — so the memory is theirs, not the whole list's (a sort of every point by (cell,
-    tag) took ~4 GiB at 65M particles; issue 21 §6)."""
+    tag) took ~4 GiB at 65M particles; issue 21 §6). Its steps are CuPy's own kernels, made
+    the first time a process meets them: ``_compile_crowded_order`` runs it at the level
+    set's first call."""
     sizes = starts[1:] - starts[:-1]
-    crowded = cp.flatnonzero(sizes > SORT_CELL_MAX)
+    crowded = cp.flatnonzero(sizes > (SORT_CELL_MAX if limit is None else limit))
     lengths = sizes[crowded].astype(cp.int64)
     del sizes
     ends = cp.cumsum(lengths)
@@ -208,6 +211,41 @@ def _order_crowded(packed, tags, starts, ordered, cp):
     order = cp.argsort(tags[slot], kind="stable")  # the tags are unique; then by group, stably
     order = order[cp.argsort(group[order], kind="stable")]
     ordered[slot] = packed[slot[order]]
+
+
+CROWDED_LAYOUTS = ((1, 600), (2, 300), (600, 2))  # _compile_crowded_order: (crowded cells, points each)
+_LAYOUT_CELLS = 2 ** 19  # binning cells of those layouts (> 512²: the two-level scan of flatnonzero)
+
+
+def _compile_crowded_order(cp, tag_type) -> None:
+    """Run ``_order_crowded`` once per device and tag type on small made-up cells, so that
+    the CuPy kernels of its steps (element-wise, scan, take and scatter: 16 in the 8M dam
+    break, whose set-up had used CuPy's scans already) are compiled or taken from CuPy's
+    disk cache at the level set's first call, which makes its own kernels anyway, instead
+    of in the frame where a binning cell first holds more than ``SORT_CELL_MAX`` points.
+    Measured on an H100 80GB HBM3 (``bench/flip_sparse.py --row 8m --frames 10 --timing fast
+    --level-set --trim --compile-log``, two calls on the same kind): frame 5's level set 905
+    ms (NVRTC compiling them there) → 6 ms, no kernel first used after frame 0; frame 0's
+    level set 96 → 121 ms with the disk cache warm (its 19 modules loaded in 30 ms), about
+    +1.1 s with it cold (3.0 s in all, 1.9 without). CuPy (14.2) makes a kernel per argument
+    types, array rank — an array of one entry is of rank 0 to it — and, in its scans
+    (flatnonzero, cumsum), per size class (over 512 entries, over 512²): so the layouts
+    (``CROWDED_LAYOUTS``, limit 0) have 1, 2 and 600 crowded cells among 2¹⁹, and 600 points
+    or more crowded (a real call: over ``SORT_CELL_MAX``); one made-up layout of two cells
+    left two kernels to frame 5 (242 ms). Arrays of more than 2³¹ bytes take CuPy's
+    64-bit-index kernels, not made here. ``VOXFX_LEVEL_SET_COMPILE_AHEAD=0``: not run
+    (the A/B baseline, a process each; tests/gpu/test_flip_surface_compile_ahead_gpu.py)."""
+    key = (cp.cuda.runtime.getDevice(), np.dtype(tag_type).str)
+    if key in _CROWDED_READY or os.environ.get("VOXFX_LEVEL_SET_COMPILE_AHEAD", "1").strip() == "0":
+        return
+    for cells, each in CROWDED_LAYOUTS:
+        starts = np.zeros(_LAYOUT_CELLS + 1, np.int32)
+        starts[1:cells + 1] = np.arange(1, cells + 1) * each  # the first *cells* cells hold *each*, the others none
+        starts[cells + 1:] = cells * each
+        packed = cp.zeros((cells * each, 4), cp.float32)
+        _order_crowded(packed, cp.arange(cells * each, dtype=tag_type), cp.asarray(starts), cp.empty_like(packed), cp,
+                       limit=0)
+    _CROWDED_READY.add(key)
 
 
 def _bricks_gpu(pos, radii, spec, R, band, smooth_iterations, walls=None, reach=0.0):
@@ -235,6 +273,7 @@ def _bricks_gpu(pos, radii, spec, R, band, smooth_iterations, walls=None, reach=
     wall_args = (i32(walls is not None), *lo, *hi, f32(reach))
     cell_args = (f32(cox), f32(coy), f32(coz), f32(1.0 / edge), i32(cx), i32(cy), i32(cz))
     lean = level_set_mode() == "lean" and COMBOS * n <= 2 ** 32  # 32-bit tags (module text)
+    _compile_crowded_order(cp, cp.uint32 if lean else cp.int64)  # its kernels now, not at a later frame
     # 1. Count the particles and their images per binning cell; the non-finite ones.
     counts = cp.zeros(n_cells + lean, cp.int32)  # lean: one more, the scan's total
     bad = cp.zeros(1, cp.int32)

@@ -31,3 +31,15 @@ def test_crowded_cells_get_their_points_in_tag_order_and_nothing_else_is_written
         else:
             assert np.isnan(ordered[a:b]).all()
     assert crowded >= 3
+
+
+def test_a_limit_argument_takes_the_place_of_sort_cell_max():
+    """``_compile_crowded_order`` passes limit 0 so that its four points in two cells are
+    both crowded, SORT_CELL_MAX left as it is."""
+    starts = np.array([0, 2, 4], np.int32)
+    packed = np.arange(16, dtype=np.float32).reshape(4, 4)
+    tags = np.array([5, 1, 3, 9], np.uint32)
+    ordered = np.full_like(packed, np.nan)
+    surface_gpu._order_crowded(packed, tags, starts, ordered, np, limit=0)
+    np.testing.assert_array_equal(ordered, packed[[1, 0, 2, 3]])
+    assert surface_gpu.SORT_CELL_MAX > 2  # by SORT_CELL_MAX neither cell would be
