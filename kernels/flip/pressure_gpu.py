@@ -58,7 +58,7 @@ def crowd_args(grid, crowding):
     CuPy array of the grid's cells (the caller then adds the source as an array)."""
     cp = grid.xp
     if crowding is None:
-        return (cp.zeros(1, cp.int32), np.int32(0), *(_F32(0),) * 4)
+        return (np.uint64(0), np.int32(0), *(_F32(0),) * 4)  # a null counts pointer, never read
     counts = crowding.counts
     if not (isinstance(counts, cp.ndarray) and counts.dtype == cp.int32 and counts.size == grid.cell.size
             and counts.flags.c_contiguous):

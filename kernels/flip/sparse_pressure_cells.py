@@ -85,25 +85,13 @@ def crowd_args(grid, crowding):
     grid's cells (the caller then adds the source as an array)."""
     import cupy as cp
 
-    if crowding is None:
-        return (_no_counts(), np.int32(0), *(np.float32(0),) * 4)
+    if crowding is None:  # a null counts pointer (never read with crowd_on 0): no device array kept or made
+        return (np.uint64(0), np.int32(0), *(np.float32(0),) * 4)
     counts = crowding.counts
     if not (isinstance(counts, cp.ndarray) and counts.dtype == cp.int32 and counts.ndim == 1
             and counts.size >= grid.size and counts.flags.c_contiguous):
         return None
     return (counts, np.int32(1), *crowding.kernel_args(grid.h))
-
-
-_dummy = {}
-
-
-def _no_counts():
-    import cupy as cp
-
-    key = cp.cuda.Device().id
-    if key not in _dummy:
-        _dummy[key] = cp.zeros(1, cp.int32)
-    return _dummy[key]
 
 
 def pressure_rhs(grid, dt, crowding=None):
