@@ -70,8 +70,8 @@ own total (cached blocks included) beside it.
 Stages are timed with CUDA events around the calls ``SparseFlipSimulation.substep``
 makes: topology (margin, incremental update, walls/obstacles), P2G (+ classify,
 extrapolate, gravity, boundaries), pressure, projection (+ extrapolation into the air),
-G2P + advection. Topology, P2G and G2P are the kernels of ``sparse_gpu.py`` (issue 12,
-second increment). ``--res 256 --particles 8e6`` is issue 24's 8M-particle row;
+G2P + advection. Topology, P2G and G2P are the kernels of ``sparse_gpu.py`` and
+``sparse_g2p_gpu.py`` (issue 12, second increment). ``--res 256 --particles 8e6`` is issue 24's 8M-particle row;
 ``--max-cg`` caps the CG iterations (transfer timings of a large row without waiting
 for a slow solve; the row then says so). ``--gather scatter staged brick cell`` runs each row once
 per P2G kernel (``sparse_gpu.gather_mode``: the fixed-point scatter, one block per brick;
@@ -80,7 +80,7 @@ cell layers at a time, one block per brick with its halo in shared memory, or on
 per cell), in the same process: an A/B; every row names the kernel it ran (default:
 ``VOXFX_SPARSE_GATHER``, else the scatter). ``--g2p cell input``
 likewise runs G2P + advection over the particles in P2G's sorted order or in their own
-(``sparse_gpu.g2p_order``); with both options, every pair. ``--topology device legacy``
+(``sparse_g2p_gpu.g2p_order``); with both options, every pair. ``--topology device legacy``
 runs each row with the device topology (``VOXFX_SPARSE_TOPOLOGY``: margins up to 16 cells
 and the first build on the device) and with the earlier limits (one brick of margin, the
 first build on the array path): an A/B in one process, the solver column naming the
@@ -118,7 +118,7 @@ from tools.package import load  # noqa: E402
 
 load()
 from voxfx.kernels import backend  # noqa: E402
-from voxfx.kernels.flip import sparse_gpu, sparse_pressure, sparse_topology_gpu, sparse_transfer, surface_gpu, transfer  # noqa: E402,E501
+from voxfx.kernels.flip import sparse_g2p_gpu, sparse_gpu, sparse_pressure, sparse_topology_gpu, sparse_transfer, surface_gpu, transfer  # noqa: E402,E501
 from voxfx.addon import compact_points  # noqa: E402
 from voxfx.kernels.flip.bake import frame_arrays  # noqa: E402
 from voxfx.kernels.flip.grid import TIMINGS, FlipSettings  # noqa: E402
@@ -448,7 +448,7 @@ def main():
     ap.add_argument("--max-cg", type=int, default=None, help="cap on CG iterations per solve")
     ap.add_argument("--gather", nargs="+", choices=sparse_gpu.GATHERS, default=None,
                     help="P2G gather kernels to run each row with (A/B in one process)")
-    ap.add_argument("--g2p", nargs="+", choices=sparse_gpu.G2P_ORDERS, default=None,
+    ap.add_argument("--g2p", nargs="+", choices=sparse_g2p_gpu.G2P_ORDERS, default=None,
                     help="G2P particle orders to run each row with (A/B in one process)")
     ap.add_argument("--topology", nargs="+", choices=sparse_topology_gpu.TOPOLOGY_MODES, default=None,
                     help="device topology modes to run each row with (A/B in one process)")
@@ -510,7 +510,7 @@ def main():
         counts = args.particles or [8 * n ** 3 / 16 for n in args.res]
         configs = [(int(n), int(p)) for n, p in zip(args.res, counts)]
     gathers = args.gather or [sparse_gpu.gather_mode()]
-    orders = args.g2p or [sparse_gpu.g2p_order()]
+    orders = args.g2p or [sparse_g2p_gpu.g2p_order()]
     header = ["solver", "gather", "g2p order", "grid", "particles"] + [f"{s} ms" for s in STAGES] + [
         "CG it", "substep ms", "bricks", "grid MiB", "pool peak MiB", "estimate: bricks", "estimate MiB"]
     print(" | ".join(header))

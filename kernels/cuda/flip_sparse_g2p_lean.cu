@@ -1,5 +1,5 @@
 // G2P and advection of the sparse FLIP solver, lean build (seed 003 Alg. 1; issue 24, helper
-// i24p; kernels/flip/sparse_gpu.py g2p_advect launches it for VOXFX_SPARSE_G2P_KERNEL=lean, and
+// i24p; kernels/flip/sparse_g2p_gpu.py g2p_advect launches it for VOXFX_SPARSE_G2P_KERNEL=lean, and
 // for the default "auto" on the time-centred advection without APIC; kernels/flip/
 // sparse_transfer.py g2p_advect is the NumPy reference; compiled with --fmad=false). The
 // arithmetic of flip_sparse_g2p.cu's g2p_advect_bricks operation for operation (the same
@@ -25,7 +25,7 @@
 //   time-centred, FLIP 0.95             1.671               1.349                     1.593
 //   APIC, end of substep                1.449               2.136                     2.172
 //
-// So sparse_gpu's "auto" runs this kernel only time-centred without C. ncu (one launch each,
+// So sparse_g2p_gpu's "auto" runs this kernel only time-centred without C. ncu (one launch each,
 // end of substep): both kernels issue-bound, not memory-bound (bricks: 630M warp instructions,
 // IPC 2.83, the ALU pipe 53% busy, 27% of the memory throughput, L1 hits 85%; lean: 750M
 // instructions, IPC 2.64, 64 registers with 32 B of spill stores at 2 blocks of 512 an SM). The
@@ -243,10 +243,10 @@ __device__ __forceinline__ void lean_particle(float* __restrict__ pos, float* __
 
 // g2p_advect_bricks' arguments and results (flip_sparse_g2p.cu): one thread per particle,
 // thread t on particle order[t] where use_order, else t.
-#ifndef LEAN_MIN_BLOCKS  // blocks of G2P_THREADS an SM (sparse_gpu.G2P_LEAN_MIN_BLOCKS): registers ≤ 64 at 2
+#ifndef LEAN_MIN_BLOCKS  // blocks of G2P_THREADS an SM (sparse_g2p_gpu.G2P_LEAN_MIN_BLOCKS): registers ≤ 64 at 2
 #define LEAN_MIN_BLOCKS 2
 #endif
-#ifndef LEAN_THREADS  // sparse_gpu.G2P_THREADS
+#ifndef LEAN_THREADS  // sparse_g2p_gpu.G2P_THREADS
 #define LEAN_THREADS 512
 #endif
 
