@@ -38,7 +38,7 @@
 
 #include "voxfx_g2p_bricks.cuh"  // corner_axis, blend_corners (trilinear_blend: sample.blend's order)
 #include "voxfx_g2p.cuh"  // g2p_velocity: the FLIP/PIC blend and APIC's C
-#include "voxfx_push.cuh"  // nearest_free_point: the push-out's neighbour search
+#include "voxfx_push.cuh"  // push_out_point, nearest_free_point: the push-out
 #include "voxfx_sparse.cuh"  // keys, slots, binary search
 #include "voxfx_sparse_index.cuh"  // BRICK_INDEX_ARGS
 
@@ -175,38 +175,17 @@ __device__ __noinline__ bool lean_rescue(const unsigned char* __restrict__ solid
 }
 
 // push_out_brick (flip_sparse_g2p.cu): closed, clamped PUSH_EPSILON cells inside the box;
-// out of a SOLID cell (lean_rescue); not finite or no free neighbour: back to fallback.
+// out of a SOLID cell (lean_rescue); not finite or no free neighbour: back to fallback
+// (voxfx_push.cuh push_out_point, with the lean home's look-ups).
 __device__ __forceinline__ void lean_push_out(float x[3], const float fallback[3],
                                               const unsigned char* __restrict__ solid, const LeanHome& H,
                                               int closed, const int n[3], const float o[3], float h, float inv_h)
 {
-    if (!(isfinite(x[0]) && isfinite(x[1]) && isfinite(x[2]))) {
-        for (int a = 0; a < 3; ++a) x[a] = fallback[a];
-        return;
-    }
-    float gc[3];
-    long long cell[3];
-    bool moved = false;
-#pragma unroll
-    for (int a = 0; a < 3; ++a) {
-        const float g = (x[a] - o[a]) * inv_h;
-        gc[a] = closed ? fminf(fmaxf(g, PUSH_EPSILON), (float)n[a] - PUSH_EPSILON) : g;
-        moved = moved || gc[a] != g;
-        cell[a] = (long long)floorf(gc[a]);
-        if (closed) cell[a] = min(cell[a], (long long)n[a] - 1);
-    }
-    if (lean_solid(solid, H, cell)) {
-        float target[3];
-        if (!lean_rescue(solid, H, closed, n[0], n[1], n[2], gc[0], gc[1], gc[2], cell[0], cell[1], cell[2],
-                         target)) {
-            for (int a = 0; a < 3; ++a) x[a] = fallback[a];
-            return;
-        }
-        for (int a = 0; a < 3; ++a) gc[a] = target[a];
-        moved = true;
-    }
-    if (moved)
-        for (int a = 0; a < 3; ++a) x[a] = o[a] + gc[a] * h;
+    push_out_point<long long>(x, fallback, closed, n, o, h, inv_h, [&](const long long* c) {
+        return lean_solid(solid, H, c);
+    }, [&](const float* gc, const long long* cell, float* target) {
+        return lean_rescue(solid, H, closed, n[0], n[1], n[2], gc[0], gc[1], gc[2], cell[0], cell[1], cell[2], target);
+    });
 }
 
 // One particle's update: g2p_advect_bricks' (flip_sparse_g2p.cu) step by step.
