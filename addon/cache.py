@@ -45,10 +45,11 @@ from its own if it has one.
 
 The only ``bpy`` use is resolving ``//`` paths (``resolve_folder``).
 
-Modules: this one writes (``BakeCache``: begin, write_frame, states, free) and says how a
-bake stands (``status_line``); ``cache_manifest.py`` reads (``CacheReader``: the manifest
-and its trust rules, frame verification; ``shown_frame`` for the frame loader);
-``cache_folder.py`` holds the folder, its paths and the cache errors.
+Modules: this one writes (``BakeCache``: begin, write_frame, states, free);
+``cache_status.py`` says how a bake stands (``status_line``); ``cache_manifest.py``
+reads (``CacheReader``: the manifest and its trust rules, frame verification;
+``shown_frame`` for the frame loader); ``cache_folder.py`` holds the folder, its paths and
+the cache errors.
 """
 
 from __future__ import annotations
@@ -474,30 +475,3 @@ def release(state) -> None:
     give_back = getattr(state, "release", None)
     if give_back is not None:
         give_back()
-
-
-_status_memo: dict = {}
-
-
-def status_line(folder: Path, name: str, kind: str, now: float | None = None, suffixes=None) -> str | None:
-    """One line for a panel: what the bake in *folder* holds and which frames are
-    damaged (recomputed at most every 2 s; a panel redraws far more often)."""
-    now = time.monotonic() if now is None else now
-    key = (str(folder), name, kind)
-    memo = _status_memo.get(key)
-    if memo and now - memo[0] < 2.0:
-        return memo[1]
-    try:
-        status = BakeCache(folder, name, kind, suffixes=suffixes).quick_status()
-    except CacheError:
-        status = None
-    if status is None:
-        line = None
-    elif status[1]:
-        line = f"Frames {frame_ranges(status[1])} damaged or missing: Bake repairs them"
-    elif status[0]:
-        line = f"Baked frames {frame_ranges(status[0])}"
-    else:
-        line = "Nothing baked yet"
-    _status_memo[key] = (now, line)
-    return line

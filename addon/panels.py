@@ -44,7 +44,8 @@ def _timing_row(layout, f) -> None:
 
 def _bake_status(layout, context, name: str, kind: str) -> None:
     """What the bake's cache holds, and which frames are damaged (cheap size checks)."""
-    from .cache import CacheError, resolve_folder, status_line
+    from .cache import CacheError, resolve_folder
+    from .cache_status import status_line
 
     try:
         line = status_line(resolve_folder(context.scene.voxfx.cache_directory) / name, name, kind)

@@ -40,10 +40,10 @@ Expected on an H100 (fresh machine, kernels compiled on first use): ``--row 65m`
 surface cells); ``--row river --frames 12 --time-cap 45`` about 2 min (seeding ~20–30 s,
 then frames until 12 or 45 s).
 
-``--frames N`` times the user's frame instead of substeps: ``step(1/24)`` (adaptive
-substeps, the reason each frame's count is what it is) and, with ``--level-set``, the
-frame's level set (and its region's nodes), each frame's pool bytes, until N frames or the
-time cap; ``--max-particles-per-cell N`` sets the particle count control's limit (0: off, for
+``--frames N`` times the user's frame instead of substeps (``_sparse_frames.py``):
+``step(1/24)`` (adaptive substeps, the reason each frame's count is what it is) and, with
+``--level-set``, the frame's level set (and its region's nodes), each frame's pool bytes,
+until N frames or the time cap; ``--max-particles-per-cell N`` sets the particle count control's limit (0: off, for
 the A/B); ``--trim`` gives the pool's outgrown free blocks back before each frame as a bake
 does (``memory.trim_gpu_pool``: without it a spreading liquid's pool keeps every smaller
 block it freed, and late frames pay CuPy's out-of-memory retries);
@@ -70,8 +70,8 @@ own total (cached blocks included) beside it.
 Stages are timed with CUDA events around the calls ``SparseFlipSimulation.substep``
 makes: topology (margin, incremental update, walls/obstacles), P2G (+ classify,
 extrapolate, gravity, boundaries), pressure, projection (+ extrapolation into the air),
-G2P + advection. Topology, P2G and G2P are the kernels of ``sparse_gpu.py`` (issue 12,
-second increment). ``--res 256 --particles 8e6`` is issue 24's 8M-particle row;
+G2P + advection. Topology, P2G and G2P are the kernels of ``sparse_gpu.py`` and
+``sparse_g2p_gpu.py`` (issue 12, second increment). ``--res 256 --particles 8e6`` is issue 24's 8M-particle row;
 ``--max-cg`` caps the CG iterations (transfer timings of a large row without waiting
 for a slow solve; the row then says so). ``--gather scatter staged brick cell`` runs each row once
 per P2G kernel (``sparse_gpu.gather_mode``: the fixed-point scatter, one block per brick;
@@ -80,7 +80,7 @@ cell layers at a time, one block per brick with its halo in shared memory, or on
 per cell), in the same process: an A/B; every row names the kernel it ran (default:
 ``VOXFX_SPARSE_GATHER``, else the scatter). ``--g2p cell input``
 likewise runs G2P + advection over the particles in P2G's sorted order or in their own
-(``sparse_gpu.g2p_order``); with both options, every pair. ``--topology device legacy``
+(``sparse_g2p_gpu.g2p_order``); with both options, every pair. ``--topology device legacy``
 runs each row with the device topology (``VOXFX_SPARSE_TOPOLOGY``: margins up to 16 cells
 and the first build on the device) and with the earlier limits (one brick of margin, the
 first build on the array path): an A/B in one process, the solver column naming the
@@ -117,19 +117,16 @@ sys.path.insert(0, str(ROOT))
 from tools.package import load  # noqa: E402
 
 load()
-from voxfx.kernels import backend  # noqa: E402
-from voxfx.kernels.flip import sparse_gpu, sparse_pressure, sparse_topology_gpu, sparse_transfer, surface_gpu, transfer  # noqa: E402,E501
-from voxfx.addon import compact_points  # noqa: E402
-from voxfx.kernels.flip.bake import frame_arrays  # noqa: E402
+from voxfx.kernels.flip import sparse_g2p_gpu, sparse_gpu, sparse_pressure, sparse_topology_gpu, sparse_transfer, surface_gpu, transfer  # noqa: E402,E501
 from voxfx.kernels.flip.grid import TIMINGS, FlipSettings  # noqa: E402
 from voxfx.kernels.flip.sim import FlipSimulation  # noqa: E402
 from voxfx.kernels.flip.sparse_grid import BrickReach, margin_mode, substep_margin  # noqa: E402
 from voxfx.kernels.flip.sparse_memory import sparse_flip_memory  # noqa: E402
-from voxfx.kernels.memory import trim_gpu_pool  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "bench"))
 from _compile_log import CompileLog  # noqa: E402
 from _memory_trace import MemoryTrace  # noqa: E402
+from _sparse_frames import run_frames  # noqa: E402
 from _sparse_scene import river, scene, still_tank  # noqa: E402,F401  (imported from here by other benches and tests)
 from flip import timed_substep  # noqa: E402
 
@@ -282,161 +279,6 @@ def run_ab(n, particles, steps, warm, ways, kind="dam"):
     return out
 
 
-def timed_level_set(sim, mode):
-    """(device ms, pinned copy ms, pageable copy ms, [(stage, ms)], φ on the device) of
-    one level set the GPU way *mode*."""
-    import time
-
-    import cupy as cp
-
-    os.environ["VOXFX_LEVEL_SET"] = mode
-    cp.cuda.Device().synchronize()
-    first = cp.cuda.Event()
-    first.record()
-    surface_gpu.PROFILE = [("start", first)]
-    a = time.perf_counter()
-    phi = sim.level_set(on_device=True)
-    cp.cuda.Device().synchronize()
-    b = time.perf_counter()
-    marks, surface_gpu.PROFILE = surface_gpu.PROFILE, None
-    stages = [(name, cp.cuda.get_elapsed_time(e0, e1)) for (_, e0), (name, e1) in zip(marks, marks[1:])]
-    host = backend.to_host(phi)
-    c = time.perf_counter()
-    del host
-    phi.get()
-    d = time.perf_counter()
-    return (b - a) * 1e3, (c - b) * 1e3, (d - c) * 1e3, stages, phi
-
-
-def frame_settings(timing, cfl, narrow_band, most) -> FlipSettings:
-    """``run_frames``' settings: the timing's (None: the defaults), with *cfl*, *narrow_band* and
-    *most* (Max Particles per Cell) where given."""
-    chosen = dict(TIMINGS[timing]) if timing else {}
-    if cfl is not None:
-        chosen["cfl"] = float(cfl)
-    if most is not None:
-        chosen["max_particles_per_cell"] = int(most)
-    return FlipSettings(narrow_band=int(narrow_band), **chosen)
-
-
-def _phase(compiles, phase):
-    """Name what runs next in the ``CompileLog`` *compiles* (None: no log)."""
-    if compiles is not None:
-        compiles.phase = phase
-
-
-def _first_uses(compiles, frame) -> list:
-    """The frame's line of kernels first used (set-up too at frame 0); none without a log."""
-    if compiles is None:
-        return []
-    notes = compiles.take()
-    phases = ("set-up", "step", "level set") if frame == 0 else ("step", "level set")
-    return ["   kernels first used: " + "; ".join(CompileLog.summary(notes, phase) for phase in phases)]
-
-
-def run_frames(n, particles, frames, kind, time_cap, level_set=False, trace=None, narrow_band=0, cfl=None,
-               modes=None, timing=None, outputs=False, trim=False, most=None, compiles=None):
-    """The user's frame: ``step(1/24)`` (+ the level set), until *frames* or *time_cap* s;
-    *narrow_band* cells (0: every particle) with the particles kept and the liquid's; *cfl*
-    the CFL number (None: the setting's default); *modes* the GPU level set ways to time;
-    *timing* a name of ``TIMINGS`` (the Liquid panel's Timing buttons; None: the defaults);
-    *outputs*: also the frame's outputs as a compact-format GPU bake makes them before its
-    writer thread writes them (``frame_arrays`` with the particles on the device: the level
-    set closed against the walls, the cell velocity; the particles encoded on the device and
-    the grids copied to the host), instead of the level set alone. *trim*: CuPy's outgrown free
-    blocks given back before each frame (``memory.trim_gpu_pool``), as a bake does. *most*: the
-    Max Particles per Cell setting (None: its default; 0: every particle kept). *compiles*: a
-    ``CompileLog``, whose first uses of kernels are printed per frame (step, level set)."""
-    import time
-
-    import cupy as cp
-
-    pool = cp.get_default_memory_pool()
-    pool.free_all_blocks()
-    spec, v, t = scene(n, particles, kind)
-    _phase(compiles, "set-up")
-    start = time.perf_counter()
-    settings = frame_settings(timing, cfl, narrow_band, most)
-    sim = FlipSimulation(spec, settings, v, t, xp=cp, sparse=True)
-    print(f"timing {timing or 'accurate'}: CFL {settings.cfl:g}, Max Substeps {settings.max_substeps}, Max Time Step "
-          f"{settings.max_time_step:.4f} s, time-centred {'on' if settings.time_centred_advection else 'off'}, "
-          f"Max Particles per Cell {settings.max_particles_per_cell}")
-    cp.cuda.Device().synchronize()
-    print(f"{kind} {'×'.join(map(str, spec.shape))}: {len(sim.pos):,} particles, set-up "
-          f"{time.perf_counter() - start:.1f} s, pool {pool.total_bytes() / 2 ** 30:.2f} GiB; estimate "
-          f"{sparse_flip_memory(spec, len(sim.pos), xp=cp, narrow_band=narrow_band) / 2 ** 30:.2f} GiB", flush=True)
-    print(f"narrow band: {int(narrow_band)} cells" if narrow_band else "narrow band: off")
-    print("frame | substeps (why) | step ms | ms/substep | level set ms | CG it (frame) | bricks | particles (liquid) "
-          "| pool GiB")
-    print("--- | --- | --- | --- | --- | --- | --- | --- | ---")
-    for mode in (modes or []) if level_set else []:  # compile the level set's kernels before the frames
-        timed_level_set(sim, mode)
-    begin = time.perf_counter()
-    for frame in range(frames):
-        if trace is not None:
-            trace.stage = f"frame {frame}"
-        trimmed = None
-        if trim:  # as the bake does before each frame (addon/flip_sparse.py): the outgrown free blocks back
-            t0 = time.perf_counter()
-            freed = trim_gpu_pool()
-            trimmed = (time.perf_counter() - t0) * 1e3, freed
-        _phase(compiles, "step")
-        a = time.perf_counter()
-        stats = sim.step(1 / 24)
-        cp.cuda.Device().synchronize()
-        b = time.perf_counter()
-        _phase(compiles, "level set")
-        detail = []
-        if level_set and modes:
-            cells, phis = [], []
-            for mode in modes:
-                dev, pinned, pageable, stages, phi = timed_level_set(sim, mode)
-                phis.append(phi)
-                cells.append(f"{mode} {dev:.1f} + {pinned:.1f}")
-                detail.append(f"   {mode}: device {dev:.2f} ms, to host pinned {pinned:.2f} / pageable {pageable:.2f} "
-                              f"ms; " + ", ".join(f"{k} {v:.2f}" for k, v in stages))
-            if len(phis) > 1:
-                diff = [int((p != phis[0]).sum()) for p in phis[1:]]
-                worst = [float(cp.abs(p - phis[0]).max()) for p in phis[1:]]
-                detail.append(f"   φ against {modes[0]}: nodes differing {diff}, max |Δφ| {worst} "
-                              f"({phis[0].size:,} nodes, {int((phis[0] < 0).sum()):,} inside)")
-            del phis
-            surface_text = "; ".join(cells)
-        elif outputs:
-            arrays = frame_arrays(sim, spec, particles_on_device=True)
-            c = time.perf_counter()
-            encoded = compact_points.encode_here(arrays["position"], {"velocity": arrays["velocity"],
-                                                                      "size": arrays["size"]}, cell=spec.voxel_size)
-            d = time.perf_counter()
-            surface_text = f"outputs {(d - b) * 1e3:.0f}"
-            detail.append(f"   outputs: level set + cell velocity to the host {(c - b) * 1e3:.1f} ms, particles "
-                          f"encoded on the device {(d - c) * 1e3:.1f} ms ({len(encoded) / len(sim.pos):.1f} bytes a "
-                          f"particle); the frame {(d - a) * 1e3:.0f} ms")
-        elif level_set:
-            phi = sim.level_set()
-            surface_text = f"{(time.perf_counter() - b) * 1e3:.0f} ({phi.size / 1e6:.1f}M nodes)"
-            del phi
-        else:
-            surface_text = "-"
-        if stats.get("limited"):
-            detail.append(f"   particle count control: {stats['limited']:,} deleted from crowded cells")
-        print(f"{frame} | {stats['substeps']} ({stats.get('limit', '')}, CFL asks {stats.get('cfl_substeps', '')}) | "
-              f"{(b - a) * 1e3:.0f} | "
-              f"{(b - a) * 1e3 / max(1, stats['substeps']):.0f} | {surface_text} | "
-              f"{stats.get('iterations', '')} | {sim.grid.brick_count()} | {len(sim.pos):,} "
-              f"({sim.liquid_particles():,}) | {pool.total_bytes() / 2 ** 30:.2f}",
-              flush=True)
-        if trimmed is not None:
-            detail.append(f"   pool trimmed before the frame: {trimmed[0]:.1f} ms, "
-                          f"{trimmed[1] / 2 ** 30:.2f} GiB given back")
-        detail += _first_uses(compiles, frame)
-        for line in detail:
-            print(line, flush=True)
-        if time.perf_counter() - begin > time_cap:
-            print(f"(time cap {time_cap:.0f} s reached after {frame + 1} frames)")
-            break
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="64³ with 1M particles only")
@@ -448,7 +290,7 @@ def main():
     ap.add_argument("--max-cg", type=int, default=None, help="cap on CG iterations per solve")
     ap.add_argument("--gather", nargs="+", choices=sparse_gpu.GATHERS, default=None,
                     help="P2G gather kernels to run each row with (A/B in one process)")
-    ap.add_argument("--g2p", nargs="+", choices=sparse_gpu.G2P_ORDERS, default=None,
+    ap.add_argument("--g2p", nargs="+", choices=sparse_g2p_gpu.G2P_ORDERS, default=None,
                     help="G2P particle orders to run each row with (A/B in one process)")
     ap.add_argument("--topology", nargs="+", choices=sparse_topology_gpu.TOPOLOGY_MODES, default=None,
                     help="device topology modes to run each row with (A/B in one process)")
@@ -510,7 +352,7 @@ def main():
         counts = args.particles or [8 * n ** 3 / 16 for n in args.res]
         configs = [(int(n), int(p)) for n, p in zip(args.res, counts)]
     gathers = args.gather or [sparse_gpu.gather_mode()]
-    orders = args.g2p or [sparse_gpu.g2p_order()]
+    orders = args.g2p or [sparse_g2p_gpu.g2p_order()]
     header = ["solver", "gather", "g2p order", "grid", "particles"] + [f"{s} ms" for s in STAGES] + [
         "CG it", "substep ms", "bricks", "grid MiB", "pool peak MiB", "estimate: bricks", "estimate MiB"]
     print(" | ".join(header))

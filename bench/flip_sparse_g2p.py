@@ -6,7 +6,7 @@
 
 The dam break of ``bench/flip.py`` runs *substeps* substeps of 1/120 s, then:
 
-1. G2P + advection alone, at the state before a G2P: every kernel (``sparse_gpu.G2P_KERNELS``)
+1. G2P + advection alone, at the state before a G2P: every kernel (``sparse_g2p_gpu.G2P_KERNELS``)
    × particle order (``G2P_ORDERS``) × block size (128, 256, 512 threads) on copies of the
    particles, timed with CUDA events (median of *repeat*), beside the bandwidth floor
    (positions and velocities read and written, 48 B a particle, + 4 B of order in the bins'
@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT))
 from tools.package import load  # noqa: E402
 
 load()
-from voxfx.kernels.flip import sparse_gpu, sparse_topology_gpu, sparse_transfer, transfer  # noqa: E402
+from voxfx.kernels.flip import sparse_g2p_gpu, sparse_topology_gpu, sparse_transfer, transfer  # noqa: E402
 from voxfx.kernels.flip import sparse_grid as sparse_grid_module  # noqa: E402
 from voxfx.kernels.grid import sparse as sparse_module  # noqa: E402
 from voxfx.kernels.grid import sparse_mac  # noqa: E402
@@ -129,8 +129,8 @@ def g2p_variants(cp, sim, dt, repeat):
     print("--- | --- | --- | --- | --- | --- | ---")
     first = None
     state = {}
-    for kernel in sparse_gpu.G2P_KERNELS[::-1]:  # walk (the earlier kernel) first: the reference
-        for order in sparse_gpu.G2P_ORDERS:
+    for kernel in sparse_g2p_gpu.G2P_KERNELS[::-1]:  # walk (the earlier kernel) first: the reference
+        for order in sparse_g2p_gpu.G2P_ORDERS:
             for threads in (256, 128, 512):
                 if kernel == "walk" and threads != 256:
                     continue
@@ -140,11 +140,11 @@ def g2p_variants(cp, sim, dt, repeat):
                     g.bins = (state["pos"], *bins[1:]) if order == "cell" else None
 
                 def run(kernel=kernel, order=order, threads=threads):
-                    module = sparse_gpu.G2P
+                    module = sparse_g2p_gpu.G2P
                     saved = module.threads
                     module.threads = threads
                     try:
-                        sparse_gpu.g2p_advect(g, old, state["pos"], state["vel"], *scalars, sim.c, order=order,
+                        sparse_g2p_gpu.g2p_advect(g, old, state["pos"], state["vel"], *scalars, sim.c, order=order,
                                               kernel=kernel)
                     finally:
                         module.threads = saved

@@ -9,7 +9,7 @@ The dam break of ``bench/flip.py`` runs *substeps* substeps of 1/120 s, then:
 
 1. G2P + advection alone at the state before a G2P (``flip_sparse_g2p.state_before_g2p``), in
    the bins' order: bricks (512 threads), block built for (min blocks, threads) (2, 512), (4,
-   256), (1, 512) (``sparse_gpu.G2P_BLOCK_MIN_BLOCKS``, ``G2P_BLOCK_THREADS``), lean; at the end
+   256), (1, 512) (``sparse_g2p_gpu.G2P_BLOCK_MIN_BLOCKS``, ``G2P_BLOCK_THREADS``), lean; at the end
    of the substep, time-centred (the old faces standing in for u_n) and with APIC's C written
    (the FLIP blend kept), on copies of the particles, CUDA events (median of *repeat*); every
    kernel's positions and velocities (and C) compared bit for bit with bricks'.
@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 from tools.package import load  # noqa: E402
 
 load()
-from voxfx.kernels.flip import sparse_gpu  # noqa: E402
+from voxfx.kernels.flip import sparse_g2p_gpu  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "bench"))
 from _sparse_scene import add_scene_arguments, stepped_dam_break  # noqa: E402
@@ -47,14 +47,14 @@ KERNELS = (("bricks", None), ("block", (2, 512)), ("block", (4, 256)), ("block",
 
 
 def launch(g, old, state, scalars, c, kernel, min_blocks, before):
-    saved = sparse_gpu.G2P_BLOCK_MIN_BLOCKS, sparse_gpu.G2P_BLOCK_THREADS
+    saved = sparse_g2p_gpu.G2P_BLOCK_MIN_BLOCKS, sparse_g2p_gpu.G2P_BLOCK_THREADS
     if min_blocks is not None:
-        sparse_gpu.G2P_BLOCK_MIN_BLOCKS, sparse_gpu.G2P_BLOCK_THREADS = min_blocks
+        sparse_g2p_gpu.G2P_BLOCK_MIN_BLOCKS, sparse_g2p_gpu.G2P_BLOCK_THREADS = min_blocks
     try:
-        sparse_gpu.g2p_advect(g, old, state["pos"], state["vel"], *scalars, c, order="cell", kernel=kernel,
+        sparse_g2p_gpu.g2p_advect(g, old, state["pos"], state["vel"], *scalars, c, order="cell", kernel=kernel,
                               before=before)
     finally:
-        sparse_gpu.G2P_BLOCK_MIN_BLOCKS, sparse_gpu.G2P_BLOCK_THREADS = saved
+        sparse_g2p_gpu.G2P_BLOCK_MIN_BLOCKS, sparse_g2p_gpu.G2P_BLOCK_THREADS = saved
 
 
 def kernels(cp, sim, dt, repeat, ncu=False):

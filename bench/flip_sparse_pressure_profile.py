@@ -9,7 +9,7 @@ graph) with an event pair per launch, and the other stages of the substep.
     python3 bench/flip_sparse_pressure_profile.py [--n 256] [--particles 8e6] [--substeps 3]
         [--variants reference:0 fused:8192]
 
-``--variants``
+``--variants`` (``_pressure_variants.py``)
 SETUP:TAIL[:SCAN[:PROJECT[:PREDICT[:SETUP_TAIL[:BRICKS[:WARM[:ONE_READ[:RANKS[:LINK[:PERSIST[:CLUSTER[:FIRST2[:BUFFERS[:AHEAD[:HOOK[:RESTRICT]]]]]]]]]]]]]]]]]:
 the pressure set-up (``sparse_pressure.SETUP_KERNELS``:
 "reference", the array code, or "fused", ``sparse_pressure_cells``' four kernels), the
@@ -62,14 +62,14 @@ sys.path.insert(0, str(ROOT))
 from tools.package import load  # noqa: E402
 
 load()
-from voxfx.kernels.flip import (sparse_pressure, sparse_pressure_cells, sparse_pressure_gpu,  # noqa: E402
-                                sparse_pressure_setup, sparse_pressure_workspace)
+from voxfx.kernels.flip import sparse_pressure, sparse_pressure_gpu, sparse_pressure_setup  # noqa: E402
 from voxfx.kernels.flip.grid import FlipSettings  # noqa: E402
 from voxfx.kernels.flip.sim import FlipSimulation  # noqa: E402
 from voxfx.kernels.flip.sparse_multigrid import VCycle  # noqa: E402
 from voxfx.kernels.grid import launch  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "bench"))
+from _pressure_variants import use_variant  # noqa: E402
 from flip import dam_break  # noqa: E402
 from flip_sparse import timed_sparse_substep  # noqa: E402
 from flip_sparse_pressure import after_pressure, before_pressure  # noqa: E402
@@ -292,45 +292,6 @@ def print_counts(variant, counts):
               + ", ".join(f"{k} {v}" for k, v in kernels), flush=True)
 
 
-def _flag(text):
-    return text != "0"
-
-
-def _warm(text):
-    os.environ["VOXFX_PRESSURE_WARM"] = text  # read at each solve
-
-
-# --variants' fields after SETUP:TAIL, in order: (module, attribute or None, parse)
-_FIELDS = (
-    (sparse_pressure_setup, "SCAN", str),  # the set-up's scans: "kernel" or "cupy"
-    (sparse_pressure, "PROJECT", str),  # the projection: "kernel" or "reference"
-    (sparse_pressure_gpu, "PREDICT", _flag),  # the PCG's first iterations as the last solve's count
-    (sparse_pressure_setup, "TAIL_BOUND", int),  # the set-up's one-block coarse levels: their finer bound, 0 off
-    (sparse_pressure_setup, "BRICKS", _flag),  # level 1 by brick look-ups
-    (None, None, _warm),  # the warm start: "1" or "0"
-    (sparse_pressure_setup, "ONE_READ", _flag),  # the set-up's sealed count read with the unknowns' sizes
-    (sparse_pressure_setup, "RANKS", _flag),  # level 1 in key order by ranks ("1") or a sort ("0")
-    (sparse_pressure_cells, "LINK_INIT", _flag),  # the labels' union-find trees start at a lower FLUID neighbour
-    (sparse_pressure_gpu, "PERSIST", _flag),  # the PCG's persistent buffers
-    (sparse_pressure_gpu, "CLUSTER_UNKNOWNS", int),  # the V-cycle's levels above the tail in one cluster, 0 off
-    (sparse_pressure_gpu, "FIRST2_UNKNOWNS", int),  # the first sweep and the second's red pass in one launch, 0 off
-    (sparse_pressure_workspace, "MODE", str),  # the set-up's buffers: "fresh" or "workspace"
-    (sparse_pressure_workspace, "AHEAD", _flag),  # the coarse levels launched before the unknowns' read
-    (sparse_pressure_cells, "HOOK", str),  # the labels' union-find: "bricks" or "cells"
-    (sparse_pressure_setup, "RESTRICT", str),  # the workspace's coarse restrictions: "search" or "scatter"
-)
-
-
-def _use(variant):
-    setup, tail, *rest = variant.split(":")
-    sparse_pressure.SETUP_KERNELS = setup
-    sparse_pressure_gpu.TAIL_UNKNOWNS = int(tail)
-    for (module, name, parse), text in zip(_FIELDS, rest):
-        value = parse(text)
-        if module is not None:
-            setattr(module, name, value)
-
-
 def _carried(grid, keep=None):
     """The warm start's carried channel (a copy of its entry: [array, …]), or put *keep*
     back (None: drop it)."""
@@ -395,7 +356,7 @@ def whole_substeps(sim, dt, variants, runs, alternate):
     stages = []
     order = [v for _ in range(runs) for v in variants] if alternate else [v for v in variants for _ in range(runs + 1)]
     for at, variant in enumerate(order):
-        _use(variant)
+        use_variant(variant)
         ms, its, _ = timed_sparse_substep(sim, dt, ev, sub)
         if alternate or at % (runs + 1):
             stages.append((variant, ms, its))
@@ -449,7 +410,7 @@ def main():
         old = before_pressure(sim, dt)
         carried = _carried(sim.grid, False)
         for variant in args.variants:  # compile every variant's kernels, capture its graph
-            _use(variant)
+            use_variant(variant)
             _carried(sim.grid, carried)
             p, _ = sparse_pressure.solve_pressure(sim.grid, dt)
         sparse_pressure.carry(sim.grid, p)  # what a warm solve of the next substep starts from
@@ -461,7 +422,7 @@ def main():
         old = before_pressure(sim, dt)
         carried = _carried(sim.grid, False)
         for variant in args.variants:
-            _use(variant)
+            use_variant(variant)
             _carried(sim.grid, carried)
             _by_kernel.clear()
             pressures[variant], per_kernel = pressure_pieces(sim, dt, rows[variant])
@@ -488,7 +449,7 @@ def main():
     print_stages(args.variants, stages)
     if args.count:
         for variant in args.variants:
-            _use(variant)
+            use_variant(variant)
             print_counts(variant, count_solve(sim, dt))
     if args.host_profile:
         host_profile(sim, dt, args.host_profile)

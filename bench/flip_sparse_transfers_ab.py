@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT))
 from tools.package import load  # noqa: E402
 
 load()
-from voxfx.kernels.flip import sparse_gpu  # noqa: E402
+from voxfx.kernels.flip import sparse_g2p_gpu, sparse_gpu  # noqa: E402
 from voxfx.kernels.grid.launch import Kernels  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "bench"))
@@ -62,7 +62,7 @@ def event_ms(cp, fn):
 
 def lean_build(blocks):
     """flip_sparse_g2p_lean.cu built for *blocks* blocks of G2P_THREADS an SM."""
-    module = sparse_gpu.G2P_LEAN
+    module = sparse_g2p_gpu.G2P_LEAN
     defines = [o for o in module.options if not o.startswith("-DLEAN_MIN_BLOCKS=")]
     return Kernels("flip_sparse_g2p_lean.cu", (*defines, f"-DLEAN_MIN_BLOCKS={blocks}"), module.threads)
 
@@ -77,7 +77,7 @@ def g2p_ab(cp, sim, dt, rounds, profile=False):
     before = tuple(f + f32(0.01) * rng.standard_normal(f.shape, dtype=cp.float32) for f in g.faces())
     c0 = rng.standard_normal((n, 3, 3), dtype=cp.float32) * f32(0.1)
     print(f"G2P + advection: {n:,} particles, {g.brick_count()} bricks ({g.size:,} pool cells)")
-    saved = sparse_gpu.G2P_LEAN
+    saved = sparse_g2p_gpu.G2P_LEAN
     builds = {"bricks": ("bricks", None), "lean": ("lean", saved), "lean/1": ("lean", lean_build(1)),
               "auto": ("auto", None)}
     if profile:
@@ -98,12 +98,12 @@ def g2p_ab(cp, sim, dt, rounds, profile=False):
         kernel, module = builds[name]
         k = cases[case]
         if module is not None:
-            sparse_gpu.G2P_LEAN = module
+            sparse_g2p_gpu.G2P_LEAN = module
         try:
-            sparse_gpu.g2p_advect(g, old, state["pos"], state["vel"], k["flip"], f32(1) - k["flip"], f32(dt),
+            sparse_g2p_gpu.g2p_advect(g, old, state["pos"], state["vel"], k["flip"], f32(1) - k["flip"], f32(dt),
                                   f32(0.5) * f32(dt), state["c"], order="cell", kernel=kernel, before=k["before"])
         finally:
-            sparse_gpu.G2P_LEAN = saved
+            sparse_g2p_gpu.G2P_LEAN = saved
 
     for r in range(rounds + 1):  # round 0 warms (compiles) and checks the bits
         for case in cases:

@@ -1,9 +1,9 @@
-// G2P and advection of the sparse FLIP solver (seed 003 Alg. 1; kernels/flip/sparse_gpu.py
+// G2P and advection of the sparse FLIP solver (seed 003 Alg. 1; kernels/flip/sparse_g2p_gpu.py
 // g2p_advect launches them, kernels/flip/sparse_transfer.py g2p_advect is the NumPy
 // reference, mirrored term by term; compiled with --fmad=false so each float operation rounds
 // as NumPy's does). Layout and brick tables: flip_sparse_transfer.cu's notes.
 //
-// Two kernels, the same arithmetic and the same bits (sparse_gpu.G2P_KERNELS):
+// Two kernels, the same arithmetic and the same bits (sparse_g2p_gpu.G2P_KERNELS):
 //   g2p_advect_bricks  (the default before flip_sparse_g2p_block.cu) each corner's cell from
 //                      the particle's home brick table with 32-bit index arithmetic: per
 //                      axis the corner's brick is the lower corner's or the next one (when the lower lies on the brick's last

@@ -1,5 +1,5 @@
 // G2P and advection of the sparse FLIP solver, one brick block a sample (seed 003 Alg. 1;
-// issue 24, helper i24g; kernels/flip/sparse_gpu.py g2p_advect launches it for
+// issue 24, helper i24g; kernels/flip/sparse_g2p_gpu.py g2p_advect launches it for
 // VOXFX_SPARSE_G2P_KERNEL=block; kernels/flip/sparse_transfer.py g2p_advect is the NumPy
 // reference; compiled with --fmad=false). The arithmetic of flip_sparse_g2p.cu's
 // g2p_advect_bricks operation for operation (the same corners, fractions, blends and
@@ -38,7 +38,7 @@
 // 1.07 ms under ncu; block 393.5M (~1,570 a particle, −37%), IPC 2.52, 0.75 ms, its 64
 // registers with 92 B of spills (5.75M local spill requests: long-scoreboard stalls 4.2 a
 // warp instruction against 2.4); built for one block (96 registers, no spills) it loses
-// half the warps and is slower. sparse_gpu builds it for 4 blocks of 256 (G2P_BLOCK_*).
+// half the warps and is slower. sparse_g2p_gpu builds it for 4 blocks of 256 (G2P_BLOCK_*).
 //
 // Registers (helper i24s2; nvcc 13.0 -Xptxas -v, sm_90, 4×256 and 2×512, 64 registers): the one
 // entry of all four variants spilled 92 B (176 B stack: x0, o and x' kept in local memory for
@@ -298,10 +298,10 @@ __device__ __forceinline__ void block_particle(float* __restrict__ pos, float* _
     for (int a = 0; a < 3; ++a) pos[3 * p + a] = x1[a];
 }
 
-#ifndef BLOCK_MIN_BLOCKS  // blocks of BLOCK_THREADS an SM for __launch_bounds__ (sparse_gpu.G2P_BLOCK_MIN_BLOCKS)
+#ifndef BLOCK_MIN_BLOCKS  // blocks of BLOCK_THREADS an SM for __launch_bounds__ (sparse_g2p_gpu.G2P_BLOCK_MIN_BLOCKS)
 #define BLOCK_MIN_BLOCKS 1
 #endif
-#ifndef BLOCK_THREADS  // sparse_gpu.G2P_THREADS
+#ifndef BLOCK_THREADS  // sparse_g2p_gpu.G2P_THREADS
 #define BLOCK_THREADS 512
 #endif
 
@@ -319,9 +319,9 @@ __device__ __forceinline__ void block_particle(float* __restrict__ pos, float* _
         const float *__restrict__ b_v, const float *__restrict__ b_w
 
 // g2p_advect_bricks' results for the variant (CENTRED: u_n's faces b_u, b_v, b_w; APIC: C
-// written); the entries below, one a variant (sparse_gpu.g2p_advect picks by centred and apic),
+// written); the entries below, one a variant (sparse_g2p_gpu.g2p_advect picks by centred and apic),
 // so each is compiled for its own registers: one entry of all four took 64 registers with 92 B
-// of spills (file notes), the variants apart fewer (sparse_gpu's notes).
+// of spills (file notes), the variants apart fewer (sparse_g2p_gpu's notes).
 template <bool CENTRED, bool APIC>
 __device__ __forceinline__ void block_advect(G2P_BLOCK_PARAMS)
 {

@@ -1,5 +1,5 @@
 // G2P and advection of the sparse FLIP solver, lean build (seed 003 Alg. 1; issue 24, helper
-// i24p; kernels/flip/sparse_gpu.py g2p_advect launches it for VOXFX_SPARSE_G2P_KERNEL=lean, and
+// i24p; kernels/flip/sparse_g2p_gpu.py g2p_advect launches it for VOXFX_SPARSE_G2P_KERNEL=lean, and
 // for the default "auto" on the time-centred advection without APIC; kernels/flip/
 // sparse_transfer.py g2p_advect is the NumPy reference; compiled with --fmad=false). The
 // arithmetic of flip_sparse_g2p.cu's g2p_advect_bricks operation for operation (the same
@@ -25,7 +25,7 @@
 //   time-centred, FLIP 0.95             1.671               1.349                     1.593
 //   APIC, end of substep                1.449               2.136                     2.172
 //
-// So sparse_gpu's "auto" runs this kernel only time-centred without C. ncu (one launch each,
+// So sparse_g2p_gpu's "auto" runs this kernel only time-centred without C. ncu (one launch each,
 // end of substep): both kernels issue-bound, not memory-bound (bricks: 630M warp instructions,
 // IPC 2.83, the ALU pipe 53% busy, 27% of the memory throughput, L1 hits 85%; lean: 750M
 // instructions, IPC 2.64, 64 registers with 32 B of spill stores at 2 blocks of 512 an SM). The
@@ -38,7 +38,7 @@
 
 #include "voxfx_g2p_bricks.cuh"  // corner_axis, blend_corners (trilinear_blend: sample.blend's order)
 #include "voxfx_g2p.cuh"  // g2p_velocity: the FLIP/PIC blend and APIC's C
-#include "voxfx_push.cuh"  // nearest_free_point: the push-out's neighbour search
+#include "voxfx_push.cuh"  // push_out_point, nearest_free_point: the push-out
 #include "voxfx_sparse.cuh"  // keys, slots, binary search
 #include "voxfx_sparse_index.cuh"  // BRICK_INDEX_ARGS
 
@@ -175,38 +175,17 @@ __device__ __noinline__ bool lean_rescue(const unsigned char* __restrict__ solid
 }
 
 // push_out_brick (flip_sparse_g2p.cu): closed, clamped PUSH_EPSILON cells inside the box;
-// out of a SOLID cell (lean_rescue); not finite or no free neighbour: back to fallback.
+// out of a SOLID cell (lean_rescue); not finite or no free neighbour: back to fallback
+// (voxfx_push.cuh push_out_point, with the lean home's look-ups).
 __device__ __forceinline__ void lean_push_out(float x[3], const float fallback[3],
                                               const unsigned char* __restrict__ solid, const LeanHome& H,
                                               int closed, const int n[3], const float o[3], float h, float inv_h)
 {
-    if (!(isfinite(x[0]) && isfinite(x[1]) && isfinite(x[2]))) {
-        for (int a = 0; a < 3; ++a) x[a] = fallback[a];
-        return;
-    }
-    float gc[3];
-    long long cell[3];
-    bool moved = false;
-#pragma unroll
-    for (int a = 0; a < 3; ++a) {
-        const float g = (x[a] - o[a]) * inv_h;
-        gc[a] = closed ? fminf(fmaxf(g, PUSH_EPSILON), (float)n[a] - PUSH_EPSILON) : g;
-        moved = moved || gc[a] != g;
-        cell[a] = (long long)floorf(gc[a]);
-        if (closed) cell[a] = min(cell[a], (long long)n[a] - 1);
-    }
-    if (lean_solid(solid, H, cell)) {
-        float target[3];
-        if (!lean_rescue(solid, H, closed, n[0], n[1], n[2], gc[0], gc[1], gc[2], cell[0], cell[1], cell[2],
-                         target)) {
-            for (int a = 0; a < 3; ++a) x[a] = fallback[a];
-            return;
-        }
-        for (int a = 0; a < 3; ++a) gc[a] = target[a];
-        moved = true;
-    }
-    if (moved)
-        for (int a = 0; a < 3; ++a) x[a] = o[a] + gc[a] * h;
+    push_out_point<long long>(x, fallback, closed, n, o, h, inv_h, [&](const long long* c) {
+        return lean_solid(solid, H, c);
+    }, [&](const float* gc, const long long* cell, float* target) {
+        return lean_rescue(solid, H, closed, n[0], n[1], n[2], gc[0], gc[1], gc[2], cell[0], cell[1], cell[2], target);
+    });
 }
 
 // One particle's update: g2p_advect_bricks' (flip_sparse_g2p.cu) step by step.
@@ -243,10 +222,10 @@ __device__ __forceinline__ void lean_particle(float* __restrict__ pos, float* __
 
 // g2p_advect_bricks' arguments and results (flip_sparse_g2p.cu): one thread per particle,
 // thread t on particle order[t] where use_order, else t.
-#ifndef LEAN_MIN_BLOCKS  // blocks of G2P_THREADS an SM (sparse_gpu.G2P_LEAN_MIN_BLOCKS): registers ≤ 64 at 2
+#ifndef LEAN_MIN_BLOCKS  // blocks of G2P_THREADS an SM (sparse_g2p_gpu.G2P_LEAN_MIN_BLOCKS): registers ≤ 64 at 2
 #define LEAN_MIN_BLOCKS 2
 #endif
-#ifndef LEAN_THREADS  // sparse_gpu.G2P_THREADS
+#ifndef LEAN_THREADS  // sparse_g2p_gpu.G2P_THREADS
 #define LEAN_THREADS 512
 #endif
 

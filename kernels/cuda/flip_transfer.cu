@@ -17,7 +17,7 @@
 #include "voxfx_g2p.cuh"  // g2p_velocity: the FLIP/PIC blend and APIC's C
 #include "voxfx_lattice.cuh"  // sample_faces: the trilinear look-up of grid/sample.py
 #include "voxfx_mac.cuh"  // cell/face indices, face_cells
-#include "voxfx_push.cuh"  // nearest_free_point: the push-out's neighbour search
+#include "voxfx_push.cuh"  // push_out_point, nearest_free_point: the push-out
 #include "voxfx_reduce.cuh"  // warp_max
 #include "voxfx_rng.cuh"  // RNG of kernels/rng.py
 
@@ -369,39 +369,20 @@ extern "C" __global__ void extrapolate_faces(const float* __restrict__ src, cons
 
 // transfer.py push_out: clamp into the domain shrunk by PUSH_EPSILON cells; from a SOLID cell
 // move to the nearest point, PUSH_EPSILON inside, of a free 26-neighbour (ties: first in z-y-x
-// order); no free neighbour or a non-finite position: back to `fallback`.
+// order); no free neighbour or a non-finite position: back to `fallback` (voxfx_push.cuh
+// push_out_point, with the dense grid's look-ups).
 __device__ void push_out(float x[3], const float fallback[3], const unsigned char* __restrict__ solid, int nx, int ny,
                          int nz, const float o[3], float h, float inv_h)
 {
     const int n[3] = {nx, ny, nz};
-    if (!(isfinite(x[0]) && isfinite(x[1]) && isfinite(x[2]))) {
-        for (int a = 0; a < 3; ++a) x[a] = fallback[a];
-        return;
-    }
-    float g[3], gc[3];
-    int cell[3];
-    bool moved = false;
-    for (int a = 0; a < 3; ++a) {
-        g[a] = (x[a] - o[a]) * inv_h;
-        gc[a] = fminf(fmaxf(g[a], PUSH_EPSILON), (float)n[a] - PUSH_EPSILON);
-        moved |= gc[a] != g[a];
-        cell[a] = min((int)gc[a], n[a] - 1);
-    }
-    if (solid[((long long)cell[2] * ny + cell[1]) * nx + cell[0]]) {
-        float target[3];
-        const bool found = nearest_free_point(gc, cell, [&](const int* nb) {
+    push_out_point<int>(x, fallback, true, n, o, h, inv_h, [&](const int* c) {
+        return solid[((long long)c[2] * ny + c[1]) * nx + c[0]] != 0;
+    }, [&](const float* gc, const int* cell, float* target) {
+        return nearest_free_point(gc, cell, [&](const int* nb) {
             return nb[0] >= 0 && nb[0] < nx && nb[1] >= 0 && nb[1] < ny && nb[2] >= 0 && nb[2] < nz &&
                    !solid[((long long)nb[2] * ny + nb[1]) * nx + nb[0]];
         }, target);
-        if (!found) {
-            for (int a = 0; a < 3; ++a) x[a] = fallback[a];
-            return;
-        }
-        for (int a = 0; a < 3; ++a) gc[a] = target[a];
-        moved = true;
-    }
-    if (moved)
-        for (int a = 0; a < 3; ++a) x[a] = o[a] + gc[a] * h;
+    });
 }
 
 // G2P and advection fused, one thread per particle (either part can be switched off):

@@ -84,27 +84,8 @@ the same positions (``bins``: kept from P2G until the particles move or the bric
 change); otherwise the two-pass form (``cells_from_solid_sparse`` + ``mark_fluid_sparse``).
 Gravity is added in the boundaries kernel (``enforce_boundaries(grid, add)``).
 
-G2P + advection (``flip_sparse_g2p.cu``) runs over the particles in P2G's sorted order
-when the bins are still those of the positions (``VOXFX_SPARSE_G2P=cell``, the default;
-``input``: in the particles' own order): neighbouring threads read neighbouring faces.
-Two kernels, the same bits (``VOXFX_SPARSE_G2P_KERNEL``): ``bricks`` (the default before
-``block``, below) takes each sample's corners from the home brick's table, 1–8 distinct
-bricks a sample, in 32-bit index arithmetic, the home brick from the brick index; ``walk`` is the earlier kernel
-(7 table-read steps a sample from the bin's brick). 8M particles, H200: 0.93 → 0.87 ms
-at the fourth substep, 1.52 → 1.26 ms at the 120th (the liquid spread over 8.8k bricks);
-in the particles' own order the bricks kernel is faster early (0.79 ms) and slower once
-the liquid mixes (1.65 ms), so cell stays the default. A staged kernel (a brick's faces in
-shared memory) and fewer registers for ``bricks`` were measured no faster (bench/RESULTS.md).
-
-``lean`` (``flip_sparse_g2p_lean.cu``, helper i24p; its notes give the H100 figures): the same
-bits, slower at the end of the substep and with APIC, faster time-centred (1.35 against 1.67 ms
-at 8M).
-
-``block`` (``flip_sparse_g2p_block.cu``, helpers i24g and i24s2; ``VOXFX_SPARSE_G2P_KERNEL=auto``,
-the default, runs it, one entry a variant: ``G2P_BLOCK_ENTRIES``): a sample's corners for all
-three components from one block of 1–8 bricks read once, no walk test where the block's bricks
-are active; the same bits. H100, 8M: 0.890 → 0.498 ms at the end of the substep, 1.669 → 0.591
-time-centred, 1.439 → 1.056 with APIC (bricks → block; its notes and bench/RESULTS.md).
+G2P + advection (``flip_sparse_g2p*.cu``: its kernels, orders and timings) is
+``sparse_g2p_gpu.py``'s; it reads P2G's bins and the brick index from here.
 
 Particle order: the state is not kept sorted between substeps. Cache frames write the
 particles in the simulation's order, and that order is each particle's identity from
@@ -138,7 +119,6 @@ STAGED_FILTER = True  # staged gather: skip the particles the cells' masks say a
 # flip_sparse_gather_staged.cu's shared words: first, pre (GATHER_HALO, + 1), part (STAGE_PARTS);
 # per staged particle STAGE_WORDS (+ STAGE_APIC_WORDS with C)
 _STAGE_FIXED, _STAGE_WORDS, _STAGE_APIC_WORDS = 1000 + 1001 + 256, 10, 12
-G2P_ORDERS = ("cell", "input")
 # VOXFX_SPARSE_BINNING, the scatter's binning (bin_particles_order, module notes): "order" (no per-cell sort, no
 # sorted copies, the bound fused into the count, a two-launch scan) or "sorted" (bin_particles, the gathers' binning)
 BINNINGS = ("order", "sorted")
@@ -146,50 +126,6 @@ BIN_SCAN_TILES = 8192  # bin_scan: at most this many tiles (a block sums the ear
 # VOXFX_SPARSE_BIN_COUNT, the order binning's count: "grouped" (count_particles_grouped: one atomic a warp's run
 # of particles in one cell) or "atomic" (count_particles_bounds, one a particle); the same counts (module notes)
 BIN_COUNTS = ("grouped", "atomic")
-# VOXFX_SPARSE_G2P_KERNEL (all the same bits): "auto" (the default: block, as measured; module
-# notes), "block" (flip_sparse_g2p_block.cu),
-# "lean" (flip_sparse_g2p_lean.cu), "bricks" and "walk" (flip_sparse_g2p.cu's g2p_advect_bricks and
-# g2p_advect_sparse)
-G2P_KERNELS = ("auto", "block", "lean", "bricks", "walk")
-G2P_THREADS = 512  # a block of G2P: 2–4% faster than 256 at 8M (H200, bench/flip_sparse_g2p.py), the same bits
-G2P = Kernels("flip_sparse_g2p.cu", ("--fmad=false",), G2P_THREADS,
-              defines={**mac.CELL_TYPES, "PUSH_EPSILON": PUSH_EPSILON})
-G2P_LEAN_MIN_BLOCKS = 2  # flip_sparse_g2p_lean.cu's __launch_bounds__: blocks of G2P_THREADS an SM
-G2P_LEAN = Kernels("flip_sparse_g2p_lean.cu", ("--fmad=false",), G2P_THREADS,
-                   defines={**mac.CELL_TYPES, "PUSH_EPSILON": PUSH_EPSILON, "LEAN_THREADS": G2P_THREADS,
-                            "LEAN_MIN_BLOCKS": G2P_LEAN_MIN_BLOCKS})
-# flip_sparse_g2p_block.cu's __launch_bounds__: G2P_BLOCK_MIN_BLOCKS blocks of G2P_BLOCK_THREADS an SM. 4 of 256
-# (64 registers, 92 B of spills): 0.606 ms at 8M; 2 of 512: 0.651; 1 of 512 (96 registers, no spills): 0.961
-# (H100, one call, the same bits; its notes)
-G2P_BLOCK_MIN_BLOCKS = 4
-G2P_BLOCK_THREADS = 256
-
-
-def g2p_block_module(min_blocks=None, threads=None) -> Kernels:
-    """flip_sparse_g2p_block.cu built for *min_blocks* blocks of *threads* an SM (defaults
-    ``G2P_BLOCK_MIN_BLOCKS``, ``G2P_BLOCK_THREADS``; the bench builds others to time them)."""
-    m = G2P_BLOCK_MIN_BLOCKS if min_blocks is None else int(min_blocks)
-    t = G2P_BLOCK_THREADS if threads is None else int(threads)
-    if (m, t) not in _G2P_BLOCK:
-        _G2P_BLOCK[(m, t)] = Kernels("flip_sparse_g2p_block.cu", ("--fmad=false",), t,
-                                     defines={**mac.CELL_TYPES, "PUSH_EPSILON": PUSH_EPSILON, "BLOCK_THREADS": t,
-                                              "BLOCK_MIN_BLOCKS": m})
-    return _G2P_BLOCK[(m, t)]
-
-
-_G2P_BLOCK: dict = {}
-G2P_BLOCK = g2p_block_module()
-# flip_sparse_g2p_block.cu's entries, one a variant (the same arguments), keyed by (time-centred, APIC): each compiled
-# for its own registers (sm_90, 4 blocks of 256: 64 registers with 0, 0, 8, 36 B of spills against one entry's 92 B).
-# H100, 8M, one call, one entry → per variant: 0.604 → 0.498 ms (end of substep), 0.716 → 0.591 (time-centred),
-# 1.157 → 1.056 (APIC), the same bits (helper i24s2; its notes)
-G2P_BLOCK_ENTRIES = {(False, False): "g2p_advect_block_end", (False, True): "g2p_advect_block_end_apic",
-                     (True, False): "g2p_advect_block_centred", (True, True): "g2p_advect_block_centred_apic"}
-
-
-def g2p_block_entry(centred: bool, apic: bool) -> tuple:
-    """(module, entry) of the block G2P kernel for the variant."""
-    return g2p_block_module(), G2P_BLOCK_ENTRIES[(bool(centred), bool(apic))]
 
 
 def gather_mode(gather=None, apic: bool = False) -> str:
@@ -209,16 +145,6 @@ def binning_mode(mode=None) -> str:
 def bin_count_mode(mode=None) -> str:
     """The order binning's count kernel: *mode*, else ``VOXFX_SPARSE_BIN_COUNT``, else ``BIN_COUNTS[0]``."""
     return env_choice("VOXFX_SPARSE_BIN_COUNT", BIN_COUNTS, mode)
-
-
-def g2p_order(order=None) -> str:
-    """The particle order of G2P: *order*, else ``VOXFX_SPARSE_G2P``, else cell (sorted)."""
-    return env_choice("VOXFX_SPARSE_G2P", G2P_ORDERS, order)
-
-
-def g2p_kernel(kernel=None) -> str:
-    """The G2P kernel: *kernel*, else ``VOXFX_SPARSE_G2P_KERNEL``, else auto (all the same bits)."""
-    return env_choice("VOXFX_SPARSE_G2P_KERNEL", G2P_KERNELS, kernel)
 
 
 def available(grid, *particles) -> bool:
@@ -476,35 +402,3 @@ def extrapolate(grid, layers: int, valid):
     for name, f in zip(grid.FACES, values):
         grid[name] = f
     return masks
-
-
-# ------------------------------------------------------------------ grid → particles
-
-
-def g2p_advect(grid, old, pos, vel, flip, pic, dt, half_dt, c, order=None, kernel=None, before=None) -> None:
-    """``sparse_transfer.g2p_advect`` in one kernel (float32 scalars given; ``g2p_kernel``),
-    in the bins' order where ``g2p_order(order)`` says cell and the bins are *pos*'s;
-    *before*: u_n's faces (the time-centred advection)."""
-    bins, grid.bins = grid.bins, None  # the particles move: the bins are stale
-    sorted_ = g2p_order(order) == "cell" and bins is not None and bins[0] is pos and bins[2].shape[0] == pos.shape[0]
-    n = int(pos.shape[0])
-    keys, slots, nk = _topo(grid)
-    apic = c is not None
-    dummy = c if apic else grid.xp.zeros(1, grid.xp.float32)
-    centred = (_I32(before is not None), *(before if before is not None else (dummy, dummy, dummy)))
-    name = g2p_kernel(kernel)
-    if name == "auto":  # the faster kernel (module notes): block
-        name = "block"
-    if name != "walk":  # the same arguments
-        module, entry = (g2p_block_entry(before is not None, apic) if name == "block" else
-                         (G2P_LEAN, "g2p_advect_lean") if name == "lean" else (G2P, "g2p_advect_bricks"))
-        module.launch(entry, n, (pos, vel, dummy, _I64(n), _I32(apic), *grid.faces(), *old, grid["solid"], keys,
-                                 slots, nk, grid.brick_nbr, *brick_index(grid), _I32(grid.closed), *_dims(grid),
-                                 *_frame(grid), flip, pic, dt, half_dt, bins[2] if sorted_ else dummy, _I32(sorted_),
-                                 *centred))
-        return
-    order_cells = bins[2:4] if sorted_ else (dummy, dummy)
-    G2P.launch("g2p_advect_sparse", n, (pos, vel, dummy, _I64(n), _I32(apic), *grid.faces(), *old, grid["solid"],
-                                        keys, slots, nk, grid.brick_nbr, _I32(grid.closed), *_dims(grid),
-                                        *_frame(grid), flip, pic, dt, half_dt, *order_cells, _I64(grid.size),
-                                        _I32(sorted_), *centred))

@@ -23,9 +23,9 @@ One ``xp`` code path for NumPy and CuPy:
 CuPy runs each stage as one kernel of ``kernels/cuda/flip_sparse_transfer.cu``
 (``sparse_gpu.py``; P2G's scatter in ``flip_sparse_scatter.cu``, its gathers in
 ``flip_sparse_gather.cu`` and ``flip_sparse_gather_staged.cu``, G2P in
-``flip_sparse_g2p.cu``): the same arithmetic, P2G over particles sorted by cell as 64-bit
-fixed-point sums (the default scatter) or float64 sums in another fixed order (the
-gathers): float32 rounding apart, the same bits every run.
+``flip_sparse_g2p.cu`` by ``sparse_g2p_gpu.py``): the same arithmetic, P2G over particles
+sorted by cell as 64-bit fixed-point sums (the default scatter) or float64 sums in another
+fixed order (the gathers): float32 rounding apart, the same bits every run.
 
 In a closed domain the sampler clamps to the dense face lattices and the transfers skip
 the faces outside them, so sparse and dense runs of one scene do the same arithmetic up
@@ -39,7 +39,7 @@ import numpy as np
 from ..errors import InputError
 from ..grid.sample import face_lattice
 from .grid import AIR, FLUID, SOLID
-from . import pushout, sparse_gpu
+from . import pushout, sparse_g2p_gpu, sparse_gpu
 
 _F = np.float32
 
@@ -241,7 +241,7 @@ def g2p_advect(grid, old, pos, vel, flip_ratio, dt, c=None, before=None):
     dt32 = _F(dt)
     half_dt = _F(0.5) * dt32
     if sparse_gpu.available(grid, pos, vel, c, *old, *(before or ())):
-        sparse_gpu.g2p_advect(grid, old, pos, vel, flip, pic, dt32, half_dt, c, before=before)
+        sparse_g2p_gpu.g2p_advect(grid, old, pos, vel, flip, pic, dt32, half_dt, c, before=before)
         return pos, vel
     faces = tuple(grid[n] for n in grid.FACES)
     boxes = grid.boxes if grid.closed else None

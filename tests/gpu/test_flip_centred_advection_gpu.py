@@ -15,7 +15,7 @@ from tests.gpu.test_flip_sparse_g2p_gpu import host, scene
 from tests.gpu.pool_peak import pool_peak
 from tests.gpu.test_flip_transfer_gpu import on_gpu, random_grid, random_particles
 from tests.unit.test_flip_centred_advection import THREE_SUBSTEPS, front_deviation
-from voxfx.kernels.flip import sparse_gpu, sparse_transfer
+from voxfx.kernels.flip import sparse_g2p_gpu, sparse_gpu, sparse_transfer
 from voxfx.kernels.flip import transfer as ft
 from voxfx.kernels.flip.frame_check import FrameCheck
 
@@ -56,14 +56,14 @@ def test_sparse_kernels_in_both_orders_give_the_reference_bits(closed, holes):
     assert not np.array_equal(end, want[0])
     faces = [gpu[n].copy() for n in gpu.FACES]
     f32 = np.float32
-    for kernel in sparse_gpu.G2P_KERNELS:
-        for order in sparse_gpu.G2P_ORDERS:
+    for kernel in sparse_g2p_gpu.G2P_KERNELS:
+        for order in sparse_g2p_gpu.G2P_ORDERS:
             dev = [cp.asarray(a) for a in (pos, vel)]
             if order == "cell":  # P2G's bins of these positions (its faces replaced by the scene's)
                 sparse_gpu.particles_to_grid(gpu, dev[0], dev[1], None)
                 for name, f in zip(gpu.FACES, faces):
                     gpu[name] = f.copy()
-            sparse_gpu.g2p_advect(gpu, old_gpu, dev[0], dev[1], f32(ratio), f32(1) - f32(ratio), f32(dt),
+            sparse_g2p_gpu.g2p_advect(gpu, old_gpu, dev[0], dev[1], f32(ratio), f32(1) - f32(ratio), f32(dt),
                                   f32(0.5) * f32(dt), None, order=order, kernel=kernel,
                                   before=tuple(cp.asarray(b) for b in before))
             for got, ref in zip(dev, want):

@@ -7,12 +7,12 @@ checkerboard of bricks: tests/gpu/test_flip_sparse_g2p_gpu.py (every ``G2P_KERNE
 import pytest
 
 from tests.gpu.sparse_runs import assert_runs_agree
-from voxfx.kernels.flip import sparse_gpu
+from voxfx.kernels.flip import sparse_g2p_gpu
 
 
 @pytest.mark.parametrize("centred", [False, True], ids=["midpoint", "centred"])
 @pytest.mark.parametrize("apic", [False, True], ids=["flip", "apic"])
 def test_gpu_sparse_runs_give_the_same_particle_bits_with_the_block_kernel(monkeypatch, apic, centred):
-    assert "block" in sparse_gpu.G2P_KERNELS
+    assert "block" in sparse_g2p_gpu.G2P_KERNELS
     assert_runs_agree(monkeypatch, apic, "VOXFX_SPARSE_G2P_KERNEL", ("auto", "block", "bricks"),
                       time_centred_advection=centred)

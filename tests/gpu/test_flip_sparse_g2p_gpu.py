@@ -1,5 +1,5 @@
 """Sparse G2P + advection on the GPU (kernels/cuda/flip_sparse_g2p.cu, issue 24): both
-kernels (``sparse_gpu.G2P_KERNELS``: the brick-table corners, default, and the earlier walk)
+kernels (``sparse_g2p_gpu.G2P_KERNELS``: the brick-table corners, default, and the earlier walk)
 in both particle orders give the NumPy reference's positions, velocities and APIC matrices
 bit for bit, on whole topologies and on a checkerboard of bricks (corners in missing bricks,
 and corners whose walk passes a missing brick), with samples that leave the home brick's
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from voxfx.kernels import backend
-from voxfx.kernels.flip import sparse_gpu, sparse_transfer
+from voxfx.kernels.flip import sparse_g2p_gpu, sparse_gpu, sparse_transfer
 from voxfx.kernels.flip.sparse_grid import SparseFlipGrid
 from voxfx.kernels.grid import GridSpec
 from voxfx.kernels.grid.sparse import brick_coords
@@ -69,8 +69,8 @@ def test_both_g2p_kernels_in_both_orders_give_the_reference_bits(closed, apic, h
     assert np.abs(want[0] - pos).max() > 5 * spec.voxel_size  # samples beyond the home brick's 27 too
     assert not np.array_equal(want[1], vel)
     faces = [gpu[n].copy() for n in gpu.FACES]
-    for kernel in sparse_gpu.G2P_KERNELS:
-        for order in sparse_gpu.G2P_ORDERS:
+    for kernel in sparse_g2p_gpu.G2P_KERNELS:
+        for order in sparse_g2p_gpu.G2P_ORDERS:
             dev = [cupy.asarray(a) for a in (pos, vel)] + ([cupy.asarray(c)] if apic else [])
             if order == "cell":  # P2G's bins of these positions (its faces replaced by the scene's)
                 sparse_gpu.particles_to_grid(gpu, dev[0], dev[1], dev[2] if apic else None)
@@ -78,7 +78,7 @@ def test_both_g2p_kernels_in_both_orders_give_the_reference_bits(closed, apic, h
                 for name, f in zip(gpu.FACES, faces):
                     gpu[name] = f.copy()
             f32 = np.float32
-            sparse_gpu.g2p_advect(gpu, old_gpu, dev[0], dev[1], f32(ratio), f32(1) - f32(ratio), f32(dt),
+            sparse_g2p_gpu.g2p_advect(gpu, old_gpu, dev[0], dev[1], f32(ratio), f32(1) - f32(ratio), f32(dt),
                                   f32(0.5) * f32(dt), dev[2] if apic else None, order=order, kernel=kernel)
             assert gpu.bins is None
             for got, ref in zip(dev, want):
@@ -87,8 +87,8 @@ def test_both_g2p_kernels_in_both_orders_give_the_reference_bits(closed, apic, h
 
 def test_g2p_kernel_names_are_checked(monkeypatch):
     monkeypatch.setenv("VOXFX_SPARSE_G2P_KERNEL", "walk")
-    assert sparse_gpu.g2p_kernel() == "walk"
-    assert sparse_gpu.g2p_kernel("bricks") == "bricks"
+    assert sparse_g2p_gpu.g2p_kernel() == "walk"
+    assert sparse_g2p_gpu.g2p_kernel("bricks") == "bricks"
     monkeypatch.setenv("VOXFX_SPARSE_G2P_KERNEL", "fast")
     with pytest.raises(ValueError, match="VOXFX_SPARSE_G2P_KERNEL"):
-        sparse_gpu.g2p_kernel()
+        sparse_g2p_gpu.g2p_kernel()

@@ -264,7 +264,8 @@ def test_unreadable_checkpoints_are_noted_and_skipped(tmp_path):
 
 
 def test_panel_status_names_damaged_frames_by_number(tmp_path):
-    from voxfx.addon.cache import frame_ranges, status_line
+    from voxfx.addon.cache import frame_ranges
+    from voxfx.addon.cache_status import status_line
 
     assert frame_ranges([1, 2, 3, 7, 9, 10]) == "1-3, 7, 9-10"
     assert status_line(tmp_path / "none", "liquid", "test", now=0.0, suffixes=(".npy",)) is None

@@ -5,14 +5,14 @@ and its ways."""
 
 import pytest
 
-from voxfx.kernels.flip import sparse_gpu, sparse_scatter, surface_gpu, transfer
+from voxfx.kernels.flip import sparse_g2p_gpu, sparse_gpu, sparse_scatter, surface_gpu, transfer
 
 SWITCHES = [  # (the switch, its variable, its ways, its default)
     (sparse_gpu.gather_mode, "VOXFX_SPARSE_GATHER", sparse_gpu.GATHERS, "scatter"),
     (sparse_gpu.binning_mode, "VOXFX_SPARSE_BINNING", sparse_gpu.BINNINGS, "order"),
     (sparse_gpu.bin_count_mode, "VOXFX_SPARSE_BIN_COUNT", sparse_gpu.BIN_COUNTS, "grouped"),
-    (sparse_gpu.g2p_order, "VOXFX_SPARSE_G2P", sparse_gpu.G2P_ORDERS, "cell"),
-    (sparse_gpu.g2p_kernel, "VOXFX_SPARSE_G2P_KERNEL", sparse_gpu.G2P_KERNELS, "auto"),
+    (sparse_g2p_gpu.g2p_order, "VOXFX_SPARSE_G2P", sparse_g2p_gpu.G2P_ORDERS, "cell"),
+    (sparse_g2p_gpu.g2p_kernel, "VOXFX_SPARSE_G2P_KERNEL", sparse_g2p_gpu.G2P_KERNELS, "auto"),
     (sparse_scatter.atomics_mode, "VOXFX_SPARSE_SCATTER_ATOMICS", sparse_scatter.ATOMICS, "paired"),
     (surface_gpu.level_set_mode, "VOXFX_LEVEL_SET", surface_gpu.LEVEL_SET_MODES, "lean"),
     (transfer.speed_max_mode, "VOXFX_MAX_SPEED", transfer.SPEED_MAXIMA, "blocks"),

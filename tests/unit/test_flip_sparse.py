@@ -411,7 +411,7 @@ def test_gpu_gather_choice_comes_from_the_argument_or_the_environment(monkeypatc
     """``VOXFX_SPARSE_GATHER`` picks the P2G kernel (the scatter by default, APIC too) and
     ``VOXFX_SPARSE_G2P`` G2P's particle order (cell by default); a wrong name is
     refused with the choices, not silently replaced."""
-    from voxfx.kernels.flip import sparse_gpu
+    from voxfx.kernels.flip import sparse_g2p_gpu, sparse_gpu
 
     monkeypatch.delenv("VOXFX_SPARSE_GATHER", raising=False)
     assert sparse_gpu.gather_mode() == "scatter"
@@ -423,11 +423,11 @@ def test_gpu_gather_choice_comes_from_the_argument_or_the_environment(monkeypatc
     with pytest.raises(ValueError, match="brick, cell"):
         sparse_gpu.gather_mode()
     monkeypatch.delenv("VOXFX_SPARSE_G2P", raising=False)
-    assert sparse_gpu.g2p_order() == "cell"
+    assert sparse_g2p_gpu.g2p_order() == "cell"
     monkeypatch.setenv("VOXFX_SPARSE_G2P", "input")
-    assert sparse_gpu.g2p_order() == "input"
+    assert sparse_g2p_gpu.g2p_order() == "input"
     with pytest.raises(ValueError, match="cell, input"):
-        sparse_gpu.g2p_order("random")
+        sparse_g2p_gpu.g2p_order("random")
 
 
 def test_boundaries_with_gravity_are_gravity_then_boundaries():

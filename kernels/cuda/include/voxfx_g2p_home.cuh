@@ -5,7 +5,7 @@
 // reference; callers compile with --fmad=false and define PUSH_EPSILON.
 #pragma once
 #include "voxfx_g2p_bricks.cuh"  // corner_axis
-#include "voxfx_push.cuh"  // nearest_free_point
+#include "voxfx_push.cuh"  // push_out_point, nearest_free_point
 #include "voxfx_sparse.cuh"  // keys, slots, binary search
 
 // The active bricks for point look-ups: sorted keys, their slots, the neighbour table.
@@ -83,40 +83,19 @@ __device__ __forceinline__ bool solid_at(const unsigned char* __restrict__ solid
 // sparse_transfer.push_out: closed, clamped into the box PUSH_EPSILON cells inside; out of a
 // SOLID cell to the nearest point, PUSH_EPSILON inside, of a free 26-neighbour (ties: first in
 // z-y-x order; an inactive cell is free; closed, inside the box only); no free neighbour or
-// not finite: back to `fallback`.
+// not finite: back to `fallback` (voxfx_push.cuh push_out_point, with the Sampler's look-ups).
 __device__ void push_out_brick(float x[3], const float fallback[3], const unsigned char* __restrict__ solid,
                                const Sampler& S, const float o[3], float h, float inv_h)
 {
-    if (!(isfinite(x[0]) && isfinite(x[1]) && isfinite(x[2]))) {
-        for (int a = 0; a < 3; ++a) x[a] = fallback[a];
-        return;
-    }
-    float g[3], gc[3];
-    long long cell[3];
-    bool moved = false;
-    for (int a = 0; a < 3; ++a) {
-        g[a] = (x[a] - o[a]) * inv_h;
-        gc[a] = S.closed ? fminf(fmaxf(g[a], PUSH_EPSILON), (float)S.n[a] - PUSH_EPSILON) : g[a];
-        moved = moved || gc[a] != g[a];
-        cell[a] = (long long)floorf(gc[a]);
-        if (S.closed) cell[a] = min(cell[a], (long long)S.n[a] - 1);
-    }
-    if (solid_at(solid, S, cell)) {
-        float target[3];
-        const bool found = nearest_free_point(gc, cell, [&](const long long* nb) {
+    push_out_point<long long>(x, fallback, S.closed, S.n, o, h, inv_h, [&](const long long* c) {
+        return solid_at(solid, S, c);
+    }, [&](const float* gc, const long long* cell, float* target) {
+        return nearest_free_point(gc, cell, [&](const long long* nb) {
             const bool in_box = nb[0] >= 0 && nb[0] < S.n[0] && nb[1] >= 0 && nb[1] < S.n[1] && nb[2] >= 0 &&
                                 nb[2] < S.n[2];
             return (in_box || !S.closed) && !solid_at(solid, S, nb);
         }, target);
-        if (!found) {
-            for (int a = 0; a < 3; ++a) x[a] = fallback[a];
-            return;
-        }
-        for (int a = 0; a < 3; ++a) gc[a] = target[a];
-        moved = true;
-    }
-    if (moved)
-        for (int a = 0; a < 3; ++a) x[a] = o[a] + gc[a] * h;
+    });
 }
 
 // A point's home brick hb (int: a lattice within the key range) and its slot (−1: none, or

@@ -1,0 +1,183 @@
+"""``bench/flip_sparse.py --frames``: the user's frame timed (``run_frames``: ``step(1/24)``
+with adaptive substeps, and the frame's level set or outputs), each GPU level set way
+timed on the device and to the host (``timed_level_set``); that bench's module notes
+describe the options and the columns."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from tools.package import load  # noqa: E402
+
+load()
+from voxfx.addon import compact_points  # noqa: E402
+from voxfx.kernels import backend  # noqa: E402
+from voxfx.kernels.flip import surface_gpu  # noqa: E402
+from voxfx.kernels.flip.bake import frame_arrays  # noqa: E402
+from voxfx.kernels.flip.grid import TIMINGS, FlipSettings  # noqa: E402
+from voxfx.kernels.flip.sim import FlipSimulation  # noqa: E402
+from voxfx.kernels.flip.sparse_memory import sparse_flip_memory  # noqa: E402
+from voxfx.kernels.memory import trim_gpu_pool  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "bench"))
+from _compile_log import CompileLog  # noqa: E402
+from _sparse_scene import scene  # noqa: E402
+
+
+def timed_level_set(sim, mode):
+    """(device ms, pinned copy ms, pageable copy ms, [(stage, ms)], φ on the device) of
+    one level set the GPU way *mode*."""
+    import time
+
+    import cupy as cp
+
+    os.environ["VOXFX_LEVEL_SET"] = mode
+    cp.cuda.Device().synchronize()
+    first = cp.cuda.Event()
+    first.record()
+    surface_gpu.PROFILE = [("start", first)]
+    a = time.perf_counter()
+    phi = sim.level_set(on_device=True)
+    cp.cuda.Device().synchronize()
+    b = time.perf_counter()
+    marks, surface_gpu.PROFILE = surface_gpu.PROFILE, None
+    stages = [(name, cp.cuda.get_elapsed_time(e0, e1)) for (_, e0), (name, e1) in zip(marks, marks[1:])]
+    host = backend.to_host(phi)
+    c = time.perf_counter()
+    del host
+    phi.get()
+    d = time.perf_counter()
+    return (b - a) * 1e3, (c - b) * 1e3, (d - c) * 1e3, stages, phi
+
+
+def frame_settings(timing, cfl, narrow_band, most) -> FlipSettings:
+    """``run_frames``' settings: the timing's (None: the defaults), with *cfl*, *narrow_band* and
+    *most* (Max Particles per Cell) where given."""
+    chosen = dict(TIMINGS[timing]) if timing else {}
+    if cfl is not None:
+        chosen["cfl"] = float(cfl)
+    if most is not None:
+        chosen["max_particles_per_cell"] = int(most)
+    return FlipSettings(narrow_band=int(narrow_band), **chosen)
+
+
+def _phase(compiles, phase):
+    """Name what runs next in the ``CompileLog`` *compiles* (None: no log)."""
+    if compiles is not None:
+        compiles.phase = phase
+
+
+def _first_uses(compiles, frame) -> list:
+    """The frame's line of kernels first used (set-up too at frame 0); none without a log."""
+    if compiles is None:
+        return []
+    notes = compiles.take()
+    phases = ("set-up", "step", "level set") if frame == 0 else ("step", "level set")
+    return ["   kernels first used: " + "; ".join(CompileLog.summary(notes, phase) for phase in phases)]
+
+
+def run_frames(n, particles, frames, kind, time_cap, level_set=False, trace=None, narrow_band=0, cfl=None,
+               modes=None, timing=None, outputs=False, trim=False, most=None, compiles=None):
+    """The user's frame: ``step(1/24)`` (+ the level set), until *frames* or *time_cap* s;
+    *narrow_band* cells (0: every particle) with the particles kept and the liquid's; *cfl*
+    the CFL number (None: the setting's default); *modes* the GPU level set ways to time;
+    *timing* a name of ``TIMINGS`` (the Liquid panel's Timing buttons; None: the defaults);
+    *outputs*: also the frame's outputs as a compact-format GPU bake makes them before its
+    writer thread writes them (``frame_arrays`` with the particles on the device: the level
+    set closed against the walls, the cell velocity; the particles encoded on the device and
+    the grids copied to the host), instead of the level set alone. *trim*: CuPy's outgrown free
+    blocks given back before each frame (``memory.trim_gpu_pool``), as a bake does. *most*: the
+    Max Particles per Cell setting (None: its default; 0: every particle kept). *compiles*: a
+    ``CompileLog``, whose first uses of kernels are printed per frame (step, level set)."""
+    import time
+
+    import cupy as cp
+
+    pool = cp.get_default_memory_pool()
+    pool.free_all_blocks()
+    spec, v, t = scene(n, particles, kind)
+    _phase(compiles, "set-up")
+    start = time.perf_counter()
+    settings = frame_settings(timing, cfl, narrow_band, most)
+    sim = FlipSimulation(spec, settings, v, t, xp=cp, sparse=True)
+    print(f"timing {timing or 'accurate'}: CFL {settings.cfl:g}, Max Substeps {settings.max_substeps}, Max Time Step "
+          f"{settings.max_time_step:.4f} s, time-centred {'on' if settings.time_centred_advection else 'off'}, "
+          f"Max Particles per Cell {settings.max_particles_per_cell}")
+    cp.cuda.Device().synchronize()
+    print(f"{kind} {'×'.join(map(str, spec.shape))}: {len(sim.pos):,} particles, set-up "
+          f"{time.perf_counter() - start:.1f} s, pool {pool.total_bytes() / 2 ** 30:.2f} GiB; estimate "
+          f"{sparse_flip_memory(spec, len(sim.pos), xp=cp, narrow_band=narrow_band) / 2 ** 30:.2f} GiB", flush=True)
+    print(f"narrow band: {int(narrow_band)} cells" if narrow_band else "narrow band: off")
+    print("frame | substeps (why) | step ms | ms/substep | level set ms | CG it (frame) | bricks | particles (liquid) "
+          "| pool GiB")
+    print("--- | --- | --- | --- | --- | --- | --- | --- | ---")
+    for mode in (modes or []) if level_set else []:  # compile the level set's kernels before the frames
+        timed_level_set(sim, mode)
+    begin = time.perf_counter()
+    for frame in range(frames):
+        if trace is not None:
+            trace.stage = f"frame {frame}"
+        trimmed = None
+        if trim:  # as the bake does before each frame (addon/flip_sparse.py): the outgrown free blocks back
+            t0 = time.perf_counter()
+            freed = trim_gpu_pool()
+            trimmed = (time.perf_counter() - t0) * 1e3, freed
+        _phase(compiles, "step")
+        a = time.perf_counter()
+        stats = sim.step(1 / 24)
+        cp.cuda.Device().synchronize()
+        b = time.perf_counter()
+        _phase(compiles, "level set")
+        detail = []
+        if level_set and modes:
+            cells, phis = [], []
+            for mode in modes:
+                dev, pinned, pageable, stages, phi = timed_level_set(sim, mode)
+                phis.append(phi)
+                cells.append(f"{mode} {dev:.1f} + {pinned:.1f}")
+                detail.append(f"   {mode}: device {dev:.2f} ms, to host pinned {pinned:.2f} / pageable {pageable:.2f} "
+                              f"ms; " + ", ".join(f"{k} {v:.2f}" for k, v in stages))
+            if len(phis) > 1:
+                diff = [int((p != phis[0]).sum()) for p in phis[1:]]
+                worst = [float(cp.abs(p - phis[0]).max()) for p in phis[1:]]
+                detail.append(f"   φ against {modes[0]}: nodes differing {diff}, max |Δφ| {worst} "
+                              f"({phis[0].size:,} nodes, {int((phis[0] < 0).sum()):,} inside)")
+            del phis
+            surface_text = "; ".join(cells)
+        elif outputs:
+            arrays = frame_arrays(sim, spec, particles_on_device=True)
+            c = time.perf_counter()
+            encoded = compact_points.encode_here(arrays["position"], {"velocity": arrays["velocity"],
+                                                                      "size": arrays["size"]}, cell=spec.voxel_size)
+            d = time.perf_counter()
+            surface_text = f"outputs {(d - b) * 1e3:.0f}"
+            detail.append(f"   outputs: level set + cell velocity to the host {(c - b) * 1e3:.1f} ms, particles "
+                          f"encoded on the device {(d - c) * 1e3:.1f} ms ({len(encoded) / len(sim.pos):.1f} bytes a "
+                          f"particle); the frame {(d - a) * 1e3:.0f} ms")
+        elif level_set:
+            phi = sim.level_set()
+            surface_text = f"{(time.perf_counter() - b) * 1e3:.0f} ({phi.size / 1e6:.1f}M nodes)"
+            del phi
+        else:
+            surface_text = "-"
+        if stats.get("limited"):
+            detail.append(f"   particle count control: {stats['limited']:,} deleted from crowded cells")
+        print(f"{frame} | {stats['substeps']} ({stats.get('limit', '')}, CFL asks {stats.get('cfl_substeps', '')}) | "
+              f"{(b - a) * 1e3:.0f} | "
+              f"{(b - a) * 1e3 / max(1, stats['substeps']):.0f} | {surface_text} | "
+              f"{stats.get('iterations', '')} | {sim.grid.brick_count()} | {len(sim.pos):,} "
+              f"({sim.liquid_particles():,}) | {pool.total_bytes() / 2 ** 30:.2f}",
+              flush=True)
+        if trimmed is not None:
+            detail.append(f"   pool trimmed before the frame: {trimmed[0]:.1f} ms, "
+                          f"{trimmed[1] / 2 ** 30:.2f} GiB given back")
+        detail += _first_uses(compiles, frame)
+        for line in detail:
+            print(line, flush=True)
+        if time.perf_counter() - begin > time_cap:
+            print(f"(time cap {time_cap:.0f} s reached after {frame + 1} frames)")
+            break
