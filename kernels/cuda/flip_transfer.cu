@@ -63,17 +63,26 @@ extern "C" __global__ void cells_from_solid(const unsigned char* __restrict__ so
 
 // After cells_from_solid: every particle inside the grid marks its non-solid cell FLUID (all
 // writers store the same value: no race on the result).
+// Particle p's cell c (the floor of its grid coordinates) where it lies inside the grid; false
+// outside or not finite (classify's rule: mark_fluid_cells, count_cells_inside).
+__device__ __forceinline__ bool cell_inside(const float* __restrict__ pos, long long p, int nx, int ny, int nz,
+                                            float ox, float oy, float oz, float inv_h, long long& c)
+{
+    float fx = floorf((pos[3 * p] - ox) * inv_h);
+    float fy = floorf((pos[3 * p + 1] - oy) * inv_h);
+    float fz = floorf((pos[3 * p + 2] - oz) * inv_h);
+    if (!(fx >= 0.0f && fx < (float)nx && fy >= 0.0f && fy < (float)ny && fz >= 0.0f && fz < (float)nz)) return false;
+    c = ((long long)fz * ny + (long long)fy) * nx + (long long)fx;
+    return true;
+}
+
 extern "C" __global__ void mark_fluid_cells(const float* __restrict__ pos, long long n, int nx, int ny, int nz,
                                             float ox, float oy, float oz, float h, float inv_h,
                                             const unsigned char* __restrict__ solid, unsigned char* __restrict__ cell)
 {
     long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (p >= n) return;
-    float fx = floorf((pos[3 * p] - ox) * inv_h);
-    float fy = floorf((pos[3 * p + 1] - oy) * inv_h);
-    float fz = floorf((pos[3 * p + 2] - oz) * inv_h);
-    if (!(fx >= 0.0f && fx < (float)nx && fy >= 0.0f && fy < (float)ny && fz >= 0.0f && fz < (float)nz)) return;
-    long long c = ((long long)fz * ny + (long long)fy) * nx + (long long)fx;
+    long long c;
+    if (p >= n || !cell_inside(pos, p, nx, ny, nz, ox, oy, oz, inv_h, c)) return;
     if (!solid[c]) cell[c] = FLUID;
 }
 
@@ -84,12 +93,9 @@ extern "C" __global__ void count_cells_inside(const float* __restrict__ pos, lon
                                               int* __restrict__ count)
 {
     long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (p >= n) return;
-    float fx = floorf((pos[3 * p] - ox) * inv_h);
-    float fy = floorf((pos[3 * p + 1] - oy) * inv_h);
-    float fz = floorf((pos[3 * p + 2] - oz) * inv_h);
-    if (!(fx >= 0.0f && fx < (float)nx && fy >= 0.0f && fy < (float)ny && fz >= 0.0f && fz < (float)nz)) return;
-    atomicAdd(&count[((long long)fz * ny + (long long)fy) * nx + (long long)fx], 1);
+    long long c;
+    if (p >= n || !cell_inside(pos, p, nx, ny, nz, ox, oy, oz, inv_h, c)) return;
+    atomicAdd(&count[c], 1);
 }
 
 // ------------------------------------------------------------------------------ binning (seed 003 §6)
