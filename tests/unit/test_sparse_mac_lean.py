@@ -33,15 +33,22 @@ def fill_random(g, rng):
         g[name] = (rng.random(g.size) * 200).astype(dtype)
 
 
-def test_lean_retopologize_gives_the_plain_one():
+def updates(plain, lean):
+    """Six topology updates of growing random brick sets on the grids *plain* and *lean* (the
+    same data written into both first): yields (step, plain's update)."""
     rng = np.random.default_rng(int(np.random.default_rng().integers(1 << 30)))
-    plain, lean = grid_with(rng), grid_with(rng)
-    grew = 0
     for step in range(6):
         keys = brick_keys(rng.integers(-3, 4, (40 + 25 * step, 3)))
         for g in (plain, lean):
             fill_random(g, np.random.default_rng(step))  # the same data in both
-        update = plain.topology.update(keys)
+        yield step, plain.topology.update(keys)
+
+
+def test_lean_retopologize_gives_the_plain_one():
+    rng = np.random.default_rng(int(np.random.default_rng().integers(1 << 30)))
+    plain, lean = grid_with(rng), grid_with(rng)
+    grew = 0
+    for step, update in updates(plain, lean):
         topo = update[0]
         used = np.zeros(topo.capacity, bool)
         used[topo.slots] = True
@@ -122,11 +129,7 @@ def test_replaced_channels_are_left_as_they_are():
     rng = np.random.default_rng(int(np.random.default_rng().integers(1 << 30)))
     plain, lean = grid_with(rng), grid_with(rng)
     grew = 0
-    for step in range(6):
-        keys = brick_keys(rng.integers(-3, 4, (40 + 25 * step, 3)))
-        for g in (plain, lean):
-            fill_random(g, np.random.default_rng(step))
-        update = plain.topology.update(keys)
+    for step, update in updates(plain, lean):
         before = {n: lean[n] for n in ("u", "mark")}
         grew += update[0].capacity > plain.capacity
         plain.retopologize(None, rewritten=REWRITTEN, update=update)
