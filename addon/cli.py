@@ -391,6 +391,9 @@ def _flip_configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--narrow-band", type=ranged(int, 0, 256), metavar="CELLS",
                    help="cells under the surface that keep particles, deeper liquid on the grid (sparse solver; "
                         "0 = off, else at least 2)")
+    p.add_argument("--density-correction", type=ranged(float, 0.0, 1.0), metavar="ALPHA",
+                   help="crowded cells' excess relaxed each substep, so the liquid keeps its volume (0 = off; "
+                        "default: the scene's, 0.3 in a new one)")
     p.add_argument("--timing", choices=list(TIMINGS),
                    help="set CFL, Max Substeps, Max Time Step and Time-Centred Advection together: accurate "
                         "(the defaults) or fast (three substeps a 24 fps frame) (default: the scene's settings)")
@@ -415,6 +418,8 @@ def _flip_run(args) -> int:
         f.solver = args.solver.upper()
     if args.narrow_band is not None:
         f.narrow_band = args.narrow_band
+    if args.density_correction is not None:
+        f.density_correction = args.density_correction
     if args.timing:
         set_timing(f, args.timing)
     _set_cache_format(args, scene)
