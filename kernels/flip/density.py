@@ -61,6 +61,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..backend import array_module
 from ..errors import InputError
 
 _F32 = np.float32
@@ -75,14 +76,10 @@ def stiffness(settings) -> float:
     return alpha
 
 
-def _xp(a):
-    return np if isinstance(a, np.ndarray) else __import__("cupy").get_array_module(a)
-
-
 def source(counts, fluid, per_cell: int, alpha: float, dt: float, deadband: float = None):
     """s (1/s, float32, *counts*' shape; NumPy or CuPy as *counts*): α·max(0, n/n₀ − 1 − τ)/Δt
     on the *fluid* cells, 0 elsewhere (τ = *deadband*, ``DEADBAND`` unless given)."""
-    xp = _xp(counts)
+    xp = array_module(counts)
     tau = DEADBAND if deadband is None else float(deadband)
     excess = xp.maximum(counts.astype(xp.float32) * _F32(1.0 / per_cell) - _F32(1 + tau), _F32(0))
     return xp.where(fluid, excess * _F32(alpha / dt), _F32(0)).astype(xp.float32)
