@@ -17,12 +17,31 @@ CPU (2 cores, --res 64 --particles 260e3 --every 5,
 284 / −27.5%; τ 1: α 0.1 −9.3% / 65 / −14.7%, α 0.3 −0.9% / 54 / −6.8%, α 0.5 +4.9% / 46 /
 −2.9%; τ 0, α 0.3 +37.6% / 73 / +34.6% (swollen). Accurate: α 0 +24.6% / 22 / +20.6%, τ 1 α
 0.3 +26.2% / 19 / +21.9% (no piles at 64³ to correct).
+
+Long substeps (issue 24: the H100's 8M dam break at Fast asks up to ~20 cells a substep and
+kept −46.5% of its volume with α 0.3): ``--max-substeps 1 --max-time-step 0`` at 64³ (260k
+particles, Fast otherwise, one substep a 24 fps frame, 16–26 cells a substep; CPU, 2 cores,
+~40 s a run of 24 frames), meshed volume at frame 24 (frame 12): α 0 −71.3% (−40.0%), α 0.3
+−45.5% (−35.5%), α 0.6 −37.4% (−30.9%), α 1 −30.4% (−26.0%); frame 8 −18.5% at every α, the
+fullest cell then ~150–350 (the dead band leaves the mild compression alone; 75% of the
+particles in cells past 2n₀ are on the floor's 3 lowest layers). Prototypes
+(``kernels/flip/long_steps.py``): ``VOXFX_ADVECT_CELLS`` 4 (sub-cycled advection) α 0
+−71.0%, α 0.3 −45.8%; 2: α 0 −76.6% (fullest 33,229, 99% of the crowding at walls: the exact
+path of the frozen field piles more); ``VOXFX_EXTRAPOLATE_REACH`` α 0 −69.5%, α 0.3 −46.8%;
+``VOXFX_DENSITY_POSITIONS`` 0.3 (position-only correction) α 0 −43.6%, α 0.3 −31.4%, and
+with τ 0 (``VOXFX_DENSITY_DEADBAND=0``, both corrections) α 0.3 −4.9% at frame 12 but +10.3%
+at frame 4 (swollen); τ 0 alone α 0.3 −23.7% at frame 12. Fast as it is (3 substeps, 2–7
+cells): α 0 −13.7%, α 0.3 −7.2%, α 0.3 with positions 0.3 −5.1%. ``--fps``, ``--cfl``,
+``--max-substeps``, ``--max-time-step`` replace the timing's values; the columns cells/substep
+(the fastest particle's at the frames' starts), ½v² and ½v² + gz (J/kg: a dam break only
+loses energy) and the share of the crowding (particles past 2n₀) in the wall cells.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 import time
 from pathlib import Path
@@ -37,7 +56,7 @@ from tools.package import load  # noqa: E402
 load()
 from flip import dam_break  # noqa: E402
 
-from voxfx.kernels.flip.grid import TIMINGS, FlipSettings  # noqa: E402
+from voxfx.kernels.flip.grid import TIMING_FIELDS, TIMINGS, FlipSettings  # noqa: E402
 from voxfx.kernels.flip.sim import FlipSimulation  # noqa: E402
 from voxfx.kernels.flip.surface import liquid_volume  # noqa: E402
 
@@ -53,15 +72,43 @@ def occupancy(sim):
     return int((counts > 0).sum()), int(counts.max())
 
 
+def energy(sim):
+    """Mechanical energy per unit mass (J/kg, mean over particles): ½|v|² and g·z (z above
+    the box's floor); a dam break only dissipates, so a rising sum is energy the solver put in."""
+    xp = sim.xp
+    v = sim.vel.astype(xp.float64)
+    z = sim.pos[:, 2].astype(xp.float64) - sim.spec.origin[2]
+    return float(0.5 * (v * v).sum(axis=1).mean()), float(9.81 * z.mean())
+
+
+def wall_share(sim):
+    """Of the particles above twice the rest count in their cell (the crowding the correction
+    is for), the share in the cells touching a wall (the box's outer layer of cells)."""
+    xp = sim.xp
+    nx, ny, nz = sim.spec.shape
+    ijk = xp.floor((sim.pos - xp.asarray(sim.spec.origin, np.float32)) / np.float32(sim.spec.voxel_size))
+    ijk = xp.clip(ijk.astype(xp.int64), 0, xp.asarray([nx - 1, ny - 1, nz - 1]))
+    counts = xp.bincount((ijk[:, 2] * ny + ijk[:, 1]) * nx + ijk[:, 0], minlength=nx * ny * nz).reshape(nz, ny, nx)
+    excess = xp.maximum(counts - 2 * sim.settings.particles_per_cell, 0)
+    wall = xp.zeros(counts.shape, bool)
+    wall[0], wall[-1], wall[:, 0], wall[:, -1], wall[:, :, 0], wall[:, :, -1] = (True,) * 6
+    total = int(excess.sum())
+    return float(excess[wall].sum()) / total if total else math.nan
+
+
 def run(args, timing, alpha):
     spec, v, t = dam_break(args.res, int(args.particles))
-    settings = FlipSettings(**TIMINGS[timing], density_correction=alpha, sparse=args.sparse or args.gpu)
+    values = dict(TIMINGS[timing])
+    for key in ("cfl", "max_substeps", "max_time_step"):
+        if getattr(args, key) is not None:
+            values[key] = getattr(args, key)
+    settings = FlipSettings(**values, density_correction=alpha, sparse=args.sparse or args.gpu)
     xp = np
     if args.gpu:
         import cupy as xp
     sim = FlipSimulation(spec, settings, v, t, xp=xp)
     water = len(sim.pos) * spec.voxel_size ** 3 / settings.particles_per_cell
-    rows, start, stepping = [], time.perf_counter(), 0.0
+    rows, start, stepping, reach = [], time.perf_counter(), 0.0, 0.0
     for frame in range(args.frames + 1):
         if frame % args.every == 0 or frame == args.frames:
             cells, fullest = occupancy(sim)
@@ -70,10 +117,15 @@ def run(args, timing, alpha):
                 phi = sim.level_set()
                 volume = liquid_volume(phi if xp is np else xp.asnumpy(phi), sim.surface_spec) / water - 1
             last = sim.last or {}
-            rows.append((frame, cells, fullest, volume, last.get("substeps", 0), last.get("iterations", 0)))
+            kinetic, potential = energy(sim)
+            rows.append((frame, cells, fullest, volume, last.get("substeps", 0), last.get("iterations", 0),
+                         reach, kinetic, kinetic + potential, wall_share(sim)))
+            reach = 0.0
         if frame < args.frames:
             t0 = time.perf_counter()
-            sim.step(1 / 24)
+            speed = float(sim.xp.sqrt((sim.vel * sim.vel).sum(axis=1).max()))
+            sim.step(1 / args.fps)
+            reach = max(reach, speed / (args.fps * sim.last["substeps"] * spec.voxel_size))
             if xp is not np:
                 xp.cuda.get_current_stream().synchronize()
             stepping += time.perf_counter() - t0
@@ -89,6 +141,10 @@ def main():
     ap.add_argument("--alpha", type=float, nargs="+", default=[0.0, 0.1, 0.3, 0.5])
     ap.add_argument("--timing", nargs="+", default=["accurate", "fast"], choices=sorted(TIMINGS))
     ap.add_argument("--sparse", action="store_true", help="the sparse solver (NumPy) instead of the dense one")
+    ap.add_argument("--fps", type=float, default=24.0, help="frames a second (a longer frame: longer substeps)")
+    ap.add_argument("--cfl", type=float, help="the timing's CFL Number replaced")
+    ap.add_argument("--max-substeps", type=int, help="the timing's Max Substeps replaced")
+    ap.add_argument("--max-time-step", type=float, help="the timing's Max Time Step replaced (0: none)")
     ap.add_argument("--gpu", action="store_true", help="CuPy and the sparse solver (the meshed volume: --volume)")
     ap.add_argument("--volume", action="store_true", help="with --gpu: the meshed volume too (slow at 8M)")
     args = ap.parse_args()
@@ -97,16 +153,22 @@ def main():
         import cupy
 
         where += " on " + cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
-    print(f"dam break {args.res}³ (1 m box), ~{args.particles:.0f} particles, 24 fps, "
+    print(f"dam break {args.res}³ (1 m box), ~{args.particles:.0f} particles, {args.fps:g} fps, "
           f"{'sparse' if args.sparse or args.gpu else 'dense'} solver, {where}")
-    print("timing   | alpha | frame | occupied cells (vs frame 0) | fullest cell | meshed volume | substeps | CG it")
+    names = ("VOXFX_DENSITY_DEADBAND", "VOXFX_ADVECT_CELLS", "VOXFX_EXTRAPOLATE_REACH", "VOXFX_DENSITY_POSITIONS")
+    switches = [f"{k}={os.environ[k]}" for k in names if os.environ.get(k)]
+    print(f"{', '.join(TIMING_FIELDS)} overridden: cfl {args.cfl}, max_substeps {args.max_substeps}, "
+          f"max_time_step {args.max_time_step}; switches: {' '.join(switches) or 'none'}")
+    print("timing   | alpha | frame | occupied cells (vs frame 0) | fullest cell | meshed volume | substeps | CG it"
+          " | cells/substep | ½v² J/kg | ½v²+gz J/kg | crowding at walls")
     for timing in args.timing:
         for alpha in args.alpha:
             rows, seconds, n, per_frame = run(args, timing, alpha)
             first = rows[0][1]
-            for frame, cells, fullest, volume, substeps, iterations in rows:
+            for frame, cells, fullest, volume, substeps, iterations, reach, kinetic, total, wall in rows:
                 print(f"{timing:8s} | {alpha:5.2f} | {frame:5d} | {cells:8d} ({cells / first - 1:+6.1%})"
-                      f"           | {fullest:12d} | {volume:+12.1%}  | {substeps:8d} | {iterations:5d}")
+                      f"           | {fullest:12d} | {volume:+12.1%}  | {substeps:8d} | {iterations:5d}"
+                      f" | {reach:13.1f} | {kinetic:8.3f} | {total:11.3f} | {wall:6.0%}")
             print(f"{timing:8s} | {alpha:5.2f} | {n} particles, {seconds:.0f} s in all, "
                   f"{per_frame * 1e3:.1f} ms a frame of stepping (timed in the run, the first frame's compiles "
                   f"included)", flush=True)
