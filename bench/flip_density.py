@@ -24,10 +24,10 @@ particles, Fast otherwise, one substep a 24 fps frame, 16–26 cells a substep; 
 ~40 s a run of 24 frames), meshed volume at frame 24 (frame 12): α 0 −71.3% (−40.0%), α 0.3
 −45.5% (−35.5%), α 0.6 −37.4% (−30.9%), α 1 −30.4% (−26.0%); frame 8 −18.5% at every α, the
 fullest cell then ~150–350 (the dead band leaves the mild compression alone; 75% of the
-particles in cells past 2n₀ are on the floor's 3 lowest layers). Prototypes
-(``kernels/flip/long_steps.py``): ``VOXFX_ADVECT_CELLS`` 4 (sub-cycled advection) α 0
-−71.0%, α 0.3 −45.8%; 2: α 0 −76.6% (fullest 33,229, 99% of the crowding at walls: the exact
-path of the frozen field piles more); ``VOXFX_EXTRAPOLATE_REACH`` α 0 −69.5%, α 0.3 −46.8%;
+particles in cells past 2n₀ are on the floor's 3 lowest layers). Prototypes tried (their code not
+kept, ``kernels/flip/density_positions.py`` notes): sub-cycled advection (C 4) α 0 −71.0%,
+α 0.3 −45.8%; 2: α 0 −76.6% (fullest 33,229, 99% of the crowding at walls: the exact path
+of the frozen field piles more); the air band as deep as the reach α 0 −69.5%, α 0.3 −46.8%;
 ``VOXFX_DENSITY_POSITIONS`` 0.3 (position-only correction) α 0 −43.6%, α 0.3 −31.4%, and
 with τ 0 (``VOXFX_DENSITY_DEADBAND=0``, both corrections) α 0.3 −4.9% at frame 12 but +10.3%
 at frame 4 (swollen); τ 0 alone α 0.3 −23.7% at frame 12. Fast as it is (3 substeps, 2–7
@@ -155,7 +155,7 @@ def main():
         where += " on " + cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
     print(f"dam break {args.res}³ (1 m box), ~{args.particles:.0f} particles, {args.fps:g} fps, "
           f"{'sparse' if args.sparse or args.gpu else 'dense'} solver, {where}")
-    names = ("VOXFX_DENSITY_DEADBAND", "VOXFX_ADVECT_CELLS", "VOXFX_EXTRAPOLATE_REACH", "VOXFX_DENSITY_POSITIONS")
+    names = ("VOXFX_DENSITY_DEADBAND", "VOXFX_DENSITY_POSITIONS")
     switches = [f"{k}={os.environ[k]}" for k in names if os.environ.get(k)]
     print(f"{', '.join(TIMING_FIELDS)} overridden: cfl {args.cfl}, max_substeps {args.max_substeps}, "
           f"max_time_step {args.max_time_step}; switches: {' '.join(switches) or 'none'}")

@@ -31,7 +31,7 @@ from ..checkpoint import HostRing, check_state, gather
 from ..errors import InputError, VoxFXError
 from ..grid import GridSpec
 from ..progress import report, scaled
-from . import bodies, density, long_steps, particle_count, pressure, transfer
+from . import bodies, density, density_positions, particle_count, pressure, transfer
 from .grid import FLUID, DenseGrid, FlipSettings
 from .memory import flip_memory  # noqa: F401  (imported from here by the add-on, benches and tests)
 from .particles import seed_particles
@@ -92,7 +92,7 @@ class FlipSimulation:
         self.spec, self.settings = spec, settings
         self.xp = xp = xp or backend.xp()
         density.stiffness(settings)  # the density correction's α, checked
-        long_steps.refuse_on_gpu(xp, settings.sparse)  # the long-substep prototypes: dense NumPy only
+        density_positions.refuse(xp, settings.sparse)  # its position-only prototype: dense NumPy only
         self.grid = DenseGrid(spec, xp)
         static = None if obstacle_vertices is None else bodies.Body(obstacle_vertices, obstacle_triangles, np.eye(4))
         obstacle = bodies.cells(static, spec, xp, progress=scaled(progress, 0, 0.4))
@@ -224,10 +224,7 @@ class FlipSimulation:
                                            progress=scaled(progress, 0.2, 0.8), source=source)
         pressure.project(g, p, dt)  # divergence-free in the fluid
         report(progress, 0.8, "grid to particles")
-        fluid = transfer.fluid_faces(g)
-        layers = 2 if not long_steps.extrapolate_reach() else long_steps.reach_layers(g.faces(), fluid, dt, g.h)
-        transfer.extrapolate(g, layers, valid=fluid)  # into the air band around the liquid (opt-in: as
-        #                                               deep as the substep's reach, long_steps.py)
+        transfer.extrapolate(g, valid=transfer.fluid_faces(g))  # into the air band around the liquid
         ratio = 0.0 if s.apic else s.flip_ratio  # APIC carries the affine part itself
         before = None
         if s.time_centred_advection:  # u_n: the last substep's faces (RK2 in time too)
@@ -237,9 +234,9 @@ class FlipSimulation:
                                               before=before)  # RK2
         if s.time_centred_advection:
             self._kept = (tuple(f.copy() for f in g.faces()), fluid)
-        beta = long_steps.position_stiffness()
-        if beta:  # opt-in: crowded particles moved apart, their velocities kept (long_steps.py)
-            long_steps.correct_positions(self, beta)
+        beta = density_positions.stiffness()
+        if beta:  # opt-in prototype: crowded particles moved apart, their velocities kept (density_positions.py)
+            density_positions.correct_positions(self, beta)
         self.t += dt
         return stats
 

@@ -52,7 +52,6 @@ from ..errors import InputError
 from ..grid import mac
 from ..grid.sample import face_lattice, sample_faces
 from ..settings import env_choice
-from . import long_steps
 from .grid import AIR, FLUID, SOLID, DenseGrid
 from .particles import KERNELS, PUSH_EPSILON  # noqa: F401  (tests read it from here)
 from .pushout import nearest_free_point, push_out  # noqa: F401  (callers import them from here)
@@ -401,7 +400,6 @@ def _g2p_advect(grid: DenseGrid, old, pos, vel, flip_ratio, dt, c, before=None):
     dt32 = _F(dt if do_advect else 0.0)
     half_dt = _F(0.5) * dt32
     if grid.xp is not np:
-        long_steps.refuse_on_gpu(grid.xp)
         if n == 0:
             return
         import cupy as cp
@@ -432,32 +430,19 @@ def _g2p_advect(grid: DenseGrid, old, pos, vel, flip_ratio, dt, c, before=None):
         for a in range(3):
             vel[:, a] = flip * (vel[:, a] + (new[a] - prev[a])) + pic * new[a]
     if do_advect:
-        _advect_numpy(grid, faces, before, pos, g, dt, half_dt, dt32)
-
-
-def _advect_numpy(grid, faces, before, pos, g, dt, half_dt, dt32):
-    """``advect``'s NumPy path: RK2 from the positions *pos* (cell units *g*) through *faces*
-    (time-centred: from *before*), then out of solids and walls; in place."""
-    ox, oy, oz, _, inv_h = _frame(grid)
-    origin = (ox, oy, oz)
-    x0 = [pos[:, a].copy() for a in range(3)]
-    cells = long_steps.advect_cells()
-    if cells:  # opt-in: RK2 steps of at most C cells a particle (long_steps.py)
-        x1 = long_steps.advect_sub_cycled(sample_faces, lambda x, back: push_out(grid, x, back), x0, faces,
-                                          before, dt, inv_h, origin, cells)
-        for a in range(3):
-            pos[:, a] = x1[a]
-        return
-    v1 = sample_faces(faces if before is None else before, *g)  # u_n(x) (centred)
-    xm = [x0[a] + half_dt * v1[a] for a in range(3)]
-    gm = [(xm[a] - origin[a]) * inv_h for a in range(3)]
-    v2 = sample_faces(faces, *gm)
-    if before is not None:  # ½(u_n + u_{n+1})(x_m): the velocity at the substep's middle
-        b2 = sample_faces(before, *gm)
-        v2 = [_F(0.5) * (v2[a] + b2[a]) for a in range(3)]
-    x1 = [x0[a] + dt32 * v2[a] for a in range(3)]
-    for a, p in enumerate(push_out(grid, x1, x0)):
-        pos[:, a] = p
+        ox, oy, oz, _, inv_h = _frame(grid)
+        origin = (ox, oy, oz)
+        x0 = [pos[:, a].copy() for a in range(3)]
+        v1 = sample_faces(faces if before is None else before, *g)  # u_n(x) (centred)
+        xm = [x0[a] + half_dt * v1[a] for a in range(3)]
+        gm = [(xm[a] - origin[a]) * inv_h for a in range(3)]
+        v2 = sample_faces(faces, *gm)
+        if before is not None:  # ½(u_n + u_{n+1})(x_m): the velocity at the substep's middle
+            b2 = sample_faces(before, *gm)
+            v2 = [_F(0.5) * (v2[a] + b2[a]) for a in range(3)]
+        x1 = [x0[a] + dt32 * v2[a] for a in range(3)]
+        for a, p in enumerate(push_out(grid, x1, x0)):
+            pos[:, a] = p
 
 
 SPEED_ITEMS = 8  # particles a thread of max_speed_squared_blocks
