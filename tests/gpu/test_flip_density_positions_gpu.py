@@ -1,0 +1,25 @@
+"""The position-only density correction (``kernels/flip/density_positions.py``) is a dense
+NumPy prototype: on CuPy, dense or sparse, ``VOXFX_DENSITY_POSITIONS`` is refused at once with
+a clear error; unset, the GPU simulation runs as ever."""
+
+import pytest
+
+from tests.meshes import box
+from voxfx.kernels.flip.grid import FlipSettings
+from voxfx.kernels.flip.sim import FlipSimulation
+from voxfx.kernels.grid import GridSpec
+
+cp = pytest.importorskip("cupy")
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_the_position_correction_is_refused_on_the_gpu(monkeypatch, sparse):
+    spec = GridSpec((0.0, 0.0, 0.0), 0.1, (8, 8, 8))
+    v, t = box((0.0, 0.0, 0.0), (0.4, 0.8, 0.4))
+    monkeypatch.setenv("VOXFX_DENSITY_POSITIONS", "0.3")
+    with pytest.raises(NotImplementedError, match="dense NumPy"):
+        FlipSimulation(spec, FlipSettings(), v, t, xp=cp, sparse=sparse)
+    monkeypatch.delenv("VOXFX_DENSITY_POSITIONS")
+    sim = FlipSimulation(spec, FlipSettings(), v, t, xp=cp, sparse=sparse)
+    sim.step(1 / 24)
+    assert sim.frames == 1
