@@ -99,10 +99,26 @@ def _build(tmp_path_factory, source, defines=None, name="exact"):
     return run
 
 
+def kernel_defines(kernels):
+    """*kernels*' ``-D`` options (the values its kernel module compiles with), for ``_build``."""
+    return [o for o in kernels.options if o.startswith("-D")]
+
+
+def build_words(tmp_path_factory, source, defines, name):
+    """``_build``, then ``run(lines)`` → the harness's printed words (it must exit 0)."""
+    build = _build(tmp_path_factory, source, defines, name)
+    return lambda lines: build.raw(lines, check=True).split()
+
+
+def hex32(a):
+    """*a* as float32, each value's exact hex (``%a`` for the harness's scanf), space-separated."""
+    return " ".join(float(x).hex() for x in np.asarray(a, np.float32).ravel())
+
+
 def with_defines(source, kernels, extra=()):
     """*source* with its ``// DEFINES`` line replaced by *kernels*' ``-D`` options as
     ``#define`` lines (the values its kernel module compiles with), then *extra* lines."""
-    lines = [f"#define {o[2:].replace('=', ' ', 1)}" for o in kernels.options if o.startswith("-D")]
+    lines = [f"#define {o[2:].replace('=', ' ', 1)}" for o in kernel_defines(kernels)]
     return source.replace("// DEFINES", "\n".join(lines + list(extra)))
 
 

@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 from tests.cuda_host import DRIVER, STUBS
-from tests.unit.test_cuda_exact import _build
+from tests.unit.test_cuda_exact import build_words, hex32 as _hex, kernel_defines
+from tests.unit.test_cuda_sparse_gather_host import BIN_BY_CELL
 from voxfx.kernels.flip import sparse_gpu, sparse_transfer
 from voxfx.kernels.flip.sparse_grid import BrickReach, SparseFlipGrid, brick_margins, speed_squared, substep_margin
 from voxfx.kernels.grid import GridSpec
@@ -85,19 +86,7 @@ int main() {
 #define INDEX index.data(), -1, -1, -1, idx_d[0], idx_d[1], idx_d[2]
     LAUNCH(n, count_particles_sparse(pos.data(), n, ox, oy, oz, inv_h, keys.data(), slots.data(), nk, INDEX, cells,
                                      count.data(), cell_of.data(), rank.data()));
-    std::partial_sum(count.begin(), count.end(), start.begin());
-    for (ll q = 0; q <= cells; ++q) start[q] -= count[q];
-    std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return cell_of[a] < cell_of[b]; });
-    std::vector<float> spos(3 * n), svel(3 * n), sc(apic ? 9 * n : 1, 0.0f);
-    for (ll s = 0; s < n; ++s) {
-        for (int a = 0; a < 3; ++a) {
-            spos[3 * s + a] = pos[3 * order[s] + a];
-            svel[3 * s + a] = vel[3 * order[s] + a];
-        }
-        if (apic) for (int a = 0; a < 9; ++a) sc[9 * s + a] = c[9 * order[s] + a];
-    }
-    std::vector<float> u(cells), v(cells), w(cells);
+""" + BIN_BY_CELL + r"""    std::vector<float> u(cells), v(cells), w(cells);
     std::vector<u8> mu(cells), mv(cells), mw(cells);
     LAUNCH(cells, p2g_gather_sparse(spos.data(), svel.data(), sc.data(), apic, start.data(), count.data(),
                                     used.data(), coords.data(), nbr27.data(), cells, closed, nx, ny, nz, ox, oy, oz,
@@ -296,17 +285,7 @@ int main() {
 
 @pytest.fixture(scope="module")
 def harness(tmp_path_factory):
-    defines = [o for o in sparse_gpu.KERNELS.options if o.startswith("-D")]
-    build = _build(tmp_path_factory, HARNESS, defines, "sparse_flip")
-
-    def run(lines):
-        return build.raw(lines, check=True).split()
-
-    return run
-
-
-def _hex(a):
-    return " ".join(float(x).hex() for x in np.asarray(a, np.float32).ravel())
+    return build_words(tmp_path_factory, HARNESS, kernel_defines(sparse_gpu.KERNELS), "sparse_flip")
 
 
 class Reader:

@@ -22,7 +22,7 @@ import pytest
 
 from tests.unit.test_cuda_sparse_gather_host import SCENE_AND_BRICK_GATHER, _hex, clamped, scene
 from tests.cuda_host import DRIVER, STUBS
-from tests.unit.test_cuda_exact import _build
+from tests.unit.test_cuda_exact import _build, kernel_defines
 from voxfx.kernels.flip import sparse_gpu, sparse_scatter, sparse_transfer
 
 # Input: closed nx ny nz apic spread; ox oy oz h inv_h (%a); n_keys cap, keys, slots; N,
@@ -107,7 +107,7 @@ def harness(tmp_path_factory, request):
     same integer sums every way."""
     build_defines = {"serial": ["-DSCATTER_PAIRED=0"], "paired": ["-DSCATTER_PAIRED=1"],
                      "lean": ["-DSCATTER_PAIRED=1", "-DSCATTER_LEAN=1"]}[request.param]
-    defines = [o for o in sparse_gpu.KERNELS.options if o.startswith("-D")] + build_defines
+    defines = kernel_defines(sparse_gpu.KERNELS) + build_defines
     build = _build(tmp_path_factory, HARNESS, defines, f"sparse_scatter_{request.param}")
 
     def run(grid, pos, vel, c, spread):
