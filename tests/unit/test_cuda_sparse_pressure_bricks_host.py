@@ -19,6 +19,35 @@ from voxfx.kernels.flip.sparse_grid import SparseFlipGrid
 from voxfx.kernels.flip.sparse_multigrid import VCycle
 from voxfx.kernels.grid import GridSpec
 
+# After "size capacity" (int size, cap, m_red0, m0, n0, lo[3] declared): level 0 as
+# level0_lines writes it: kind (size), the capacity active flags, slot coordinates
+# (3 × capacity), nbr27 (27 × capacity), m_red m, the m cells, the size positions, the set's
+# size and lattice box min (3). Shared with the V-cycle's brick transfers
+# (test_cuda_sparse_vcycle_bricks_host.py).
+LEVEL0_INPUT = r"""
+    std::vector<unsigned char> kind(size);
+    for (auto& k : kind) { int t; scanf("%d", &t); k = (unsigned char)t; }
+    std::vector<char> active_bytes(cap);
+    for (auto& a : active_bytes) { int t; scanf("%d", &t); a = (char)t; }
+    const bool* active = reinterpret_cast<const bool*>(active_bytes.data());
+    std::vector<int> coords(3 * (size_t)cap), nbr27(27 * (size_t)cap), position0(size);
+    for (auto& v : coords) scanf("%d", &v);
+    for (auto& v : nbr27) scanf("%d", &v);
+    scanf("%d %d", &m_red0, &m0);
+    std::vector<ll> cells0(std::max(m0, 1));
+    for (int u = 0; u < m0; ++u) scanf("%lld", &cells0[u]);
+    for (auto& v : position0) scanf("%d", &v);
+    scanf("%d %d %d %d", &n0, &lo[0], &lo[1], &lo[2]);
+"""
+
+# After "nbk": the topology's nbk sorted brick keys, then their slots (bkeys, bslots).
+BRICK_KEYS_INPUT = r"""
+    std::vector<ll> bkeys(std::max(nbk, 1));
+    std::vector<int> bslots(std::max(nbk, 1));
+    for (int p = 0; p < nbk; ++p) scanf("%lld", &bkeys[p]);
+    for (int p = 0; p < nbk; ++p) scanf("%d", &bslots[p]);
+"""
+
 # Input: MG_MIN_SIDE MAX_LEVELS MARGIN TAIL (0: every level launch by launch, else the first
 # level of mgs_tail_levels, ≥ 2), size capacity, kind (size), the capacity active flags,
 # slot coordinates (3 × capacity), the brick table nbr27 (27 × capacity); level 0's m_red m,
@@ -34,26 +63,10 @@ BRICKS = PREAMBLE.replace('#include "flip_sparse_pressure.cu"', '#include "flip_
 int main() {
     int min_side, max_levels, margin, tail, size, cap, m_red0, m0, n0, lo[3];
     if (scanf("%d %d %d %d %d %d", &min_side, &max_levels, &margin, &tail, &size, &cap) != 6) return 1;
-    std::vector<unsigned char> kind(size);
-    for (auto& k : kind) { int t; scanf("%d", &t); k = (unsigned char)t; }
-    std::vector<char> active_bytes(cap);
-    for (auto& a : active_bytes) { int t; scanf("%d", &t); a = (char)t; }
-    const bool* active = reinterpret_cast<const bool*>(active_bytes.data());
-    std::vector<int> coords(3 * (size_t)cap), nbr27(27 * (size_t)cap), position0(size);
-    for (auto& v : coords) scanf("%d", &v);
-    for (auto& v : nbr27) scanf("%d", &v);
-    scanf("%d %d", &m_red0, &m0);
-    std::vector<ll> cells0(std::max(m0, 1));
-    for (int u = 0; u < m0; ++u) scanf("%lld", &cells0[u]);
-    for (auto& v : position0) scanf("%d", &v);
-    scanf("%d %d %d %d", &n0, &lo[0], &lo[1], &lo[2]);
+""" + LEVEL0_INPUT + r"""
     int ranked, nbk;
     scanf("%d %d", &ranked, &nbk);
-    std::vector<ll> bkeys(std::max(nbk, 1));
-    std::vector<int> bslots(std::max(nbk, 1));
-    for (int p = 0; p < nbk; ++p) scanf("%lld", &bkeys[p]);
-    for (int p = 0; p < nbk; ++p) scanf("%d", &bslots[p]);
-    const std::vector<int> bounds = level_bounds(n0, max_levels);
+""" + BRICK_KEYS_INPUT + r"""    const std::vector<int> bounds = level_bounds(n0, max_levels);
     const int count = (int)bounds.size();
     std::vector<int> cnt, span;
     level_sizes(count, cnt, span);
@@ -133,6 +146,19 @@ def brick_tables(g):
     return coords.astype(np.int32), nbr27
 
 
+def level0_lines(g, kind, level, lo=None):
+    """LEVEL0_INPUT's lines: "size capacity", the cells' kind, the active flags, the brick
+    tables, level 0's m_red m, cells and positions, the set's size and lattice box min (*lo*:
+    by default the set's own; sparse_multigrid._level0_cells' set)."""
+    in_set = np.flatnonzero(g.active() & (kind != 0))
+    if lo is None:
+        lo = [int(a[in_set].min()) for a in g.lattice()]
+    coords, nbr27 = brick_tables(g)
+    return [f"{g.size} {g.capacity}", *map(str, kind.astype(int)), *map(str, g.brick_slot.astype(int)),
+            *map(str, coords.ravel()), *map(str, nbr27.ravel()), f"{level.m_red} {level.m}",
+            *map(str, level.cells), *map(str, level.position), str(len(in_set)), *map(str, lo)]
+
+
 def _moved_tank():
     """``_tank``'s liquid on a pool whose slots are out of key order: the grid held liquid
     elsewhere first (level 1's ranks then differ from the candidates' slot order)."""
@@ -182,14 +208,8 @@ def test_brick_setup_builds_the_numpy_multigrid_tables(bricks, name, tail, ranke
         assert len(M.levels) == 2 and M.levels[1].m == 0
     else:
         assert len(M.levels) >= 3
-    lattice = g.lattice()
-    in_set = np.flatnonzero(g.active() & (kind != 0))  # sparse_multigrid._level0_cells' set
-    coords, nbr27 = brick_tables(g)
     lines = [f"{sparse_multigrid.MG_MIN_SIDE} {sparse_multigrid.MAX_LEVELS} {sparse_multigrid._MARGIN} {tail}",
-             f"{g.size} {g.capacity}", *map(str, kind.astype(int)), *map(str, g.brick_slot.astype(int)),
-             *map(str, coords.ravel()), *map(str, nbr27.ravel()), f"{level.m_red} {level.m}",
-             *map(str, level.cells), *map(str, level.position), str(len(in_set)),
-             *(str(int(a[in_set].min())) for a in lattice), f"{int(ranked)} {g.topology.count}",
+             *level0_lines(g, kind, level), f"{int(ranked)} {g.topology.count}",
              *map(str, g.topology.keys), *map(str, g.topology.slots)]
     assert_levels(bricks.raw(lines).split(), M)
 
@@ -214,13 +234,9 @@ def test_brick_setup_on_a_guessed_key_base_builds_the_same_tables(bricks, name, 
     hi = [int(a[in_set].max()) for a in lattice]
     guess = guessed_base([v + 37 for v in lo], [v + 37 for v in hi])
     assert all(lo_ - g_ > 2 ** 19 for lo_, g_ in zip(lo, guess))  # far below the exact base
-    coords, nbr27 = brick_tables(g)
     lines = [f"{sparse_multigrid.MG_MIN_SIDE} {sparse_multigrid.MAX_LEVELS} {sparse_multigrid._MARGIN} {tail}",
-             f"{g.size} {g.capacity}", *map(str, kind.astype(int)), *map(str, g.brick_slot.astype(int)),
-             *map(str, coords.ravel()), *map(str, nbr27.ravel()), f"{level.m_red} {level.m}",
-             *map(str, level.cells), *map(str, level.position), str(len(in_set)),
-             *(str(b + sparse_multigrid._MARGIN) for b in guess), f"1 {g.topology.count}",
-             *map(str, g.topology.keys), *map(str, g.topology.slots)]
+             *level0_lines(g, kind, level, [b + sparse_multigrid._MARGIN for b in guess]),
+             f"1 {g.topology.count}", *map(str, g.topology.keys), *map(str, g.topology.slots)]
     assert_levels(bricks.raw(lines).split(), M)
 
 

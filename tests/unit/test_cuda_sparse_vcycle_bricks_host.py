@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from tests.unit.test_cuda_exact import _build, with_defines
-from tests.unit.test_cuda_sparse_pressure_bricks_host import brick_tables, scene
+from tests.unit.test_cuda_sparse_pressure_bricks_host import BRICK_KEYS_INPUT, LEVEL0_INPUT, level0_lines, scene
 from tests.unit.test_cuda_sparse_pressure_host import PREAMBLE, _hex
 from tests.unit.test_cuda_sparse_pressure_setup_host import SETUP_LEVELS
 from voxfx.kernels.flip import sparse_multigrid, sparse_pressure
@@ -40,24 +40,9 @@ HARNESS = PREAMBLE.replace('#include "flip_sparse_pressure.cu"', '#include "flip
 int main() {
     int margin, size, cap, m_red0, m0, n0, lo[3], nbk;
     if (scanf("%d %d %d", &margin, &size, &cap) != 3) return 1;
-    std::vector<unsigned char> kind(size);
-    for (auto& k : kind) { int t; scanf("%d", &t); k = (unsigned char)t; }
-    std::vector<char> active_bytes(cap);
-    for (auto& a : active_bytes) { int t; scanf("%d", &t); a = (char)t; }
-    const bool* active = reinterpret_cast<const bool*>(active_bytes.data());
-    std::vector<int> coords(3 * (size_t)cap), nbr27(27 * (size_t)cap), position0(size);
-    for (auto& v : coords) scanf("%d", &v);
-    for (auto& v : nbr27) scanf("%d", &v);
-    scanf("%d %d", &m_red0, &m0);
-    std::vector<ll> cells0(std::max(m0, 1));
-    for (int u = 0; u < m0; ++u) scanf("%lld", &cells0[u]);
-    for (auto& v : position0) scanf("%d", &v);
-    scanf("%d %d %d %d %d", &n0, &lo[0], &lo[1], &lo[2], &nbk);
-    std::vector<ll> bkeys(std::max(nbk, 1));
-    std::vector<int> bslots(std::max(nbk, 1));
-    for (int p = 0; p < nbk; ++p) scanf("%lld", &bkeys[p]);
-    for (int p = 0; p < nbk; ++p) scanf("%d", &bslots[p]);
-    std::vector<int> cnt(8, 0), span(12, -2147483647);
+""" + LEVEL0_INPUT + r"""
+    scanf("%d", &nbk);
+""" + BRICK_KEYS_INPUT + r"""    std::vector<int> cnt(8, 0), span(12, -2147483647);
     cnt[0] = n0; cnt[1] = m_red0; cnt[2] = m0;
     // level 1 as sparse_pressure_workspace_levels._level1 (ranks), bound nb1
     const int cand = cap * 64, nb1 = std::max(n0 / 8, 1);
@@ -155,14 +140,8 @@ def test_brick_transfers_equal_the_tables_and_the_numpy_reference_bit_for_bit(tr
     r = np.append(rng.normal(0, 1, m0) * 10.0 ** rng.integers(-3, 3, m0), 0).astype(np.float32)
     xc = np.append(rng.normal(0, 1, m1) * 10.0 ** rng.integers(-3, 3, m1), 0).astype(np.float32)
     xf = np.append(rng.normal(0, 1, m0), 0).astype(np.float32)
-    lattice = g.lattice()
-    in_set = np.flatnonzero(g.active() & (kind != 0))
-    coords, nbr27 = brick_tables(g)
-    lines = [f"{sparse_multigrid._MARGIN} {g.size} {g.capacity}", *map(str, kind.astype(int)),
-             *map(str, g.brick_slot.astype(int)), *map(str, coords.ravel()), *map(str, nbr27.ravel()),
-             f"{level.m_red} {level.m}", *map(str, level.cells), *map(str, level.position), str(len(in_set)),
-             *(str(int(a[in_set].min())) for a in lattice), str(g.topology.count), *map(str, g.topology.keys),
-             *map(str, g.topology.slots), *_hex(r), *_hex(xc), *_hex(xf)]
+    lines = [str(sparse_multigrid._MARGIN), *level0_lines(g, kind, level), str(g.topology.count),
+             *map(str, g.topology.keys), *map(str, g.topology.slots), *_hex(r), *_hex(xc), *_hex(xf)]
     out = transfers.raw(lines, check=True).split()
     assert (int(out[0]), int(out[1])) == (m1, M.levels[1].m_red)
     at = 2
