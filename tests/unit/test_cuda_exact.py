@@ -110,6 +110,12 @@ def build_words(tmp_path_factory, source, defines, name):
     return lambda lines: build.raw(lines, check=True).split()
 
 
+def build_ints(tmp_path_factory, source, defines, name):
+    """``_build``, then ``run(lines)`` → the harness's printed integers as int64 (it must exit 0)."""
+    words = build_words(tmp_path_factory, source, defines, name)
+    return lambda lines: np.array([int(x) for x in words(lines)], np.int64)
+
+
 def hex32(a):
     """*a* as float32, each value's exact hex (``%a`` for the harness's scanf), space-separated."""
     return " ".join(float(x).hex() for x in np.asarray(a, np.float32).ravel())

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from tests.cuda_host import DRIVER, STUBS
-from tests.unit.test_cuda_exact import _build
+from tests.unit.test_cuda_exact import build_ints
 from tests.unit.test_cuda_sparse_topology_table_host import DIMS, LOW, READ_SCENARIO, scenario
 
 # Input: the table harness's, then whether to clear the flags' added and freed (no change).
@@ -70,11 +70,10 @@ int main() {
 
 @pytest.fixture(scope="module")
 def harness(tmp_path_factory):
-    build = _build(tmp_path_factory, HARNESS, (), "sparse_topology_fused")
+    build = build_ints(tmp_path_factory, HARNESS, (), "sparse_topology_fused")
 
     def run(lines, same=False):
-        lines = lines[:-1] + [f"{lines[-1]} {int(same)}"]
-        return np.array([int(x) for x in build.raw(lines, check=True).split()], np.int64)
+        return build(lines[:-1] + [f"{lines[-1]} {int(same)}"])
 
     return run
 

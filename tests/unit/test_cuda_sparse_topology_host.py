@@ -9,8 +9,18 @@ import numpy as np
 import pytest
 
 from tests.cuda_host import DRIVER, STUBS
-from tests.unit.test_cuda_exact import _build
+from tests.unit.test_cuda_exact import build_ints
 from voxfx.kernels.grid.sparse import Topology, brick_keys
+
+# The end of an update harness's main(): the new keys and slots, fresh, the pool (free slots
+# ascending), freed; assert_update reads them. Shared with test_cuda_sparse_topology_table_host.py.
+PRINT_UPDATE = r"""
+    for (ll k : new_keys) printf("%lld\n", k);
+    for (int s : new_slots) printf("%d\n", s);
+    for (int s : fresh) printf("%d\n", s);
+    for (int s : pool) printf("%d\n", s);
+    for (int s : freed) printf("%d\n", s);
+"""
 
 # Input: m, the reached keys (−1: none; repeats); n_keys, capacity, keys, slots; per slot
 # used and kept. Output: n_add, then the new keys, slots, fresh (n_add), the pool (free
@@ -46,24 +56,29 @@ int main() {
     LAUNCH(m, topology_place(reached.data(), m, marks.data(), keys.data(), slots.data(), nk, pool.data(), n_pool, cap,
                              new_keys.data(), new_slots.data(), fresh.data()));
     printf("%lld\n", n_add);
-    for (ll k : new_keys) printf("%lld\n", k);
-    for (int s : new_slots) printf("%d\n", s);
-    for (int s : fresh) printf("%d\n", s);
-    for (int s : pool) printf("%d\n", s);
-    for (int s : freed) printf("%d\n", s);
-    return 0;
+""" + PRINT_UPDATE + r"""    return 0;
 }
 """
 
 
 @pytest.fixture(scope="module")
 def harness(tmp_path_factory):
-    build = _build(tmp_path_factory, HARNESS, (), "sparse_topology")
+    return build_ints(tmp_path_factory, HARNESS, (), "sparse_topology")
 
-    def run(lines):
-        return np.array([int(x) for x in build.raw(lines, check=True).split()], np.int64)
 
-    return run
+def assert_update(words, topo, ref, fresh, freed):
+    """PRINT_UPDATE's *words* are ``topo.update``'s (*ref*, *fresh*, *freed*): the new keys and
+    slots, fresh, the pool past the reused slots (the new free list), freed sorted. Returns
+    the pool's size (the free slots before the update plus the freed)."""
+    n_new, n_add = ref.count, fresh.shape[0]
+    n_pool = topo.capacity - topo.count + freed.shape[0]
+    got = np.split(words, np.cumsum([n_new, n_new, n_add, n_pool]))
+    assert np.array_equal(got[0], ref.keys)
+    assert np.array_equal(got[1], ref.slots)
+    assert np.array_equal(got[2], fresh)
+    assert np.array_equal(got[3][n_add:], ref.free)  # the new free list: the pool past the reused
+    assert np.array_equal(got[4], np.sort(freed))
+    return n_pool
 
 
 def keys_of(rng, n):
@@ -96,14 +111,7 @@ def test_device_update_gives_topology_update(harness, case):
     ref, added, freed = topo.update(reached[reached >= 0])
     n_add = int(out[0])
     assert n_add == added.shape[0]
-    n_new, n_freed = ref.count, freed.shape[0]
-    n_pool = topo.capacity - topo.count + n_freed
-    got = np.split(out[1:], np.cumsum([n_new, n_new, n_add, n_pool]))
-    assert np.array_equal(got[0], ref.keys)
-    assert np.array_equal(got[1], ref.slots)
-    assert np.array_equal(got[2], added)
-    assert np.array_equal(got[3][n_add:], ref.free)  # the new free list: the pool past the reused
+    n_pool = assert_update(out[1:], topo, ref, added, freed)
     assert ref.capacity == topo.capacity + max(0, n_add - n_pool)
-    assert np.array_equal(got[4], np.sort(freed))
     assert {"grow": n_add > n_pool, "reuse": 0 < n_add < n_pool, "shrink": n_add == 0}[case]
-    assert n_freed > 0
+    assert freed.shape[0] > 0

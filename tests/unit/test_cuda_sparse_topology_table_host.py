@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from tests.cuda_host import DRIVER, STUBS
-from tests.unit.test_cuda_exact import _build
+from tests.unit.test_cuda_exact import build_ints
+from tests.unit.test_cuda_sparse_topology_host import PRINT_UPDATE, assert_update
 from voxfx.kernels.grid.sparse import Topology, brick_coords, brick_keys
 
 # Input: radius, index lowest brick and dims, the index (slot or −1); capacity, per slot
@@ -61,24 +62,14 @@ int main() {
     std::vector<int> new_slots(n_new, -7), fresh(n_add, -7);
     LAUNCH(entries, topology_table_place(marks.data(), index.data(), lx, ly, lz, dx, dy, dz, pool.data(), n_pool, cap,
                                          new_keys.data(), new_slots.data(), fresh.data()));
-    for (ll k : new_keys) printf("%lld\n", k);
-    for (int s : new_slots) printf("%d\n", s);
-    for (int s : fresh) printf("%d\n", s);
-    for (int s : pool) printf("%d\n", s);
-    for (int s : freed) printf("%d\n", s);
-    return 0;
+""" + PRINT_UPDATE + r"""    return 0;
 }
 """
 
 
 @pytest.fixture(scope="module")
 def harness(tmp_path_factory):
-    build = _build(tmp_path_factory, HARNESS, (), "sparse_topology_table")
-
-    def run(lines):
-        return np.array([int(x) for x in build.raw(lines, check=True).split()], np.int64)
-
-    return run
+    return build_ints(tmp_path_factory, HARNESS, (), "sparse_topology_table")
 
 
 DIMS = (7, 6, 5)  # a closed 40 × 32 × 24 box's bricks and wall ring: bricks −1 … 5, 4, 3
@@ -148,13 +139,7 @@ def test_table_update_gives_topology_update(harness, radius, kept_share):
     assert beyond == 0
     assert added == fresh.shape[0] == np.setdiff1d(reached, topo.keys).size  # each added brick once
     assert n_freed == freed.shape[0]
-    n_new, n_pool = ref.count, topo.capacity - topo.count + n_freed
-    got = np.split(out[3:], np.cumsum([n_new, n_new, added, n_pool]))
-    assert np.array_equal(got[0], ref.keys)
-    assert np.array_equal(got[1], ref.slots)
-    assert np.array_equal(got[2], fresh)
-    assert np.array_equal(got[3][added:], ref.free)  # the new free list: the pool past the reused
-    assert np.array_equal(got[4], np.sort(freed))
+    assert_update(out[3:], topo, ref, fresh, freed)
     assert added > 0 and n_freed > 0
 
 

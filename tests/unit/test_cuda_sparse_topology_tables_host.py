@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from tests.cuda_host import DRIVER, STUBS
-from tests.unit.test_cuda_exact import _build
+from tests.unit.test_cuda_exact import build_ints
 from voxfx.kernels.flip.sparse_grid import SparseFlipGrid
 from voxfx.kernels.grid import GridSpec
 from voxfx.kernels.grid.sparse import Topology, brick_coords, brick_keys
@@ -57,12 +57,7 @@ int main() {
 
 @pytest.fixture(scope="module")
 def harness(tmp_path_factory):
-    build = _build(tmp_path_factory, HARNESS, (), "sparse_topology_tables")
-
-    def run(lines):
-        return np.array([int(x) for x in build.raw(lines, check=True).split()], np.int64)
-
-    return run
+    return build_ints(tmp_path_factory, HARNESS, (), "sparse_topology_tables")
 
 
 def topology(rng, span):
