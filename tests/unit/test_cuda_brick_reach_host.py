@@ -9,16 +9,13 @@ import numpy as np
 import pytest
 
 from tests.cuda_host import DRIVER, STUBS
-from tests.unit.test_cuda_exact import _build
+from tests.unit.test_cuda_exact import build_ints, kernel_defines
 from voxfx.kernels.flip import sparse_gpu
 
-# Input: closed nx ny nz radius cap; per slot: used, bx by bz, margin; per slot 512 occupied bytes.
-# Output: beyond, then the cap · reach_words(radius) mask words.
-HARNESS = STUBS + '#include "flip_sparse_topology.cu"\n' + DRIVER + r"""
-int main() {
-    int closed, nx, ny, nz, radius;
-    long long cap;
-    if (scanf("%d %d %d %d %d %lld", &closed, &nx, &ny, &nz, &radius, &cap) != 6) return 1;
+# After cap (long long): per slot "used bx by bz margin", then per slot 512 occupied bytes
+# (slot_lines writes them): used, occupied, coords, margins. Shared with the reach by classes
+# (test_cuda_sparse_reach_host.py).
+READ_SLOTS = r"""
     std::vector<unsigned char> used(cap), occupied(cap * 512);
     std::vector<int> coords(3 * cap), margins(cap);
     for (long long s = 0; s < cap; ++s) {
@@ -27,7 +24,16 @@ int main() {
         used[s] = (unsigned char)u;
     }
     for (auto& x : occupied) { int t; scanf("%d", &t); x = (unsigned char)t; }
-    const int side = 2 * radius + 1, words = (side * side * side + 31) / 32;
+"""
+
+# Input: closed nx ny nz radius cap; per slot: used, bx by bz, margin; per slot 512 occupied bytes.
+# Output: beyond, then the cap · reach_words(radius) mask words.
+HARNESS = STUBS + '#include "flip_sparse_topology.cu"\n' + DRIVER + r"""
+int main() {
+    int closed, nx, ny, nz, radius;
+    long long cap;
+    if (scanf("%d %d %d %d %d %lld", &closed, &nx, &ny, &nz, &radius, &cap) != 6) return 1;
+""" + READ_SLOTS + r"""    const int side = 2 * radius + 1, words = (side * side * side + 31) / 32;
     std::vector<unsigned int> mask(words * cap, 0u);
     unsigned long long beyond = 0;
     for (long long t = 0; t < 64 * cap; ++t) {
@@ -44,9 +50,14 @@ int main() {
 
 @pytest.fixture(scope="module")
 def harness(tmp_path_factory):
-    defines = [o for o in sparse_gpu.KERNELS.options if o.startswith("-D")]
-    build = _build(tmp_path_factory, HARNESS, defines, "brick_reach")
-    return lambda lines: [int(x) for x in build.raw(lines, check=True).split()]
+    return build_ints(tmp_path_factory, HARNESS, kernel_defines(sparse_gpu.KERNELS), "brick_reach")
+
+
+def slot_lines(used, bricks, margins, occupied):
+    """READ_SLOTS' lines: each slot's used flag, brick coordinates and margin, then the
+    occupied bytes of every slot's 512 cells."""
+    return [*(f"{used[s]} {bricks[s][0]} {bricks[s][1]} {bricks[s][2]} {margins[s]}" for s in range(len(used))),
+            " ".join(str(int(x)) for x in occupied.ravel())]
 
 
 def brute_masks(closed, shape, radius, used, coords, margins, occupied):
@@ -92,8 +103,7 @@ def test_brick_reach_sets_the_bits_of_every_occupied_cells_box(harness, closed, 
     occupied[1] = 0
     occupied[1, [0, 7, 63, 448, 511]] = 1  # the corner cells: the runs' ends
     lines = [f"{int(closed)} {shape[0]} {shape[1]} {shape[2]} {radius} {cap}"]
-    lines += [f"{used[s]} {bricks[s][0]} {bricks[s][1]} {bricks[s][2]} {margins[s]}" for s in range(cap)]
-    lines.append(" ".join(str(int(x)) for x in occupied.ravel()))
+    lines += slot_lines(used, bricks, margins, occupied)
     out = harness(lines)
     beyond, words = out[0], np.array(out[1:], np.uint32).reshape(cap, -1)
     assert beyond == occupied[3].reshape(64, 8).any(axis=1).sum()  # slot 3's margin is past 8R: its rows

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from tests.cuda_host import DRIVER, STUBS
-from tests.unit.test_cuda_exact import _build
+from tests.unit.test_cuda_brick_reach_host import READ_SLOTS, slot_lines
+from tests.unit.test_cuda_exact import build_ints
 from voxfx.kernels.flip import sparse_reach
 
 # Input: nx ny nz cap; per slot: used, bx by bz, margin; per slot 512 occupied bytes; then the index
@@ -21,14 +22,8 @@ int main() {
     int nx, ny, nz;
     long long cap;
     if (scanf("%d %d %d %lld", &nx, &ny, &nz, &cap) != 4) return 1;
-    std::vector<unsigned char> used(cap), occupied(cap * 512), kept(cap, 0);
-    std::vector<int> coords(3 * cap), margins(cap);
-    for (long long s = 0; s < cap; ++s) {
-        int u;
-        scanf("%d %d %d %d %d", &u, &coords[3 * s], &coords[3 * s + 1], &coords[3 * s + 2], &margins[s]);
-        used[s] = (unsigned char)u;
-    }
-    for (auto& x : occupied) { int t; scanf("%d", &t); x = (unsigned char)t; }
+""" + READ_SLOTS + r"""
+    std::vector<unsigned char> kept(cap, 0);
     const int dx = (nx >> 3) + 2, dy = (ny >> 3) + 2, dz = (nz >> 3) + 2;
     std::vector<int> index((long long)dx * dy * dz);
     for (auto& x : index) scanf("%d", &x);
@@ -49,8 +44,7 @@ int main() {
 @pytest.fixture(scope="module")
 def harness(tmp_path_factory):
     defines = [f"-DREACH_LANES={sparse_reach.REACH_LANES}", f"-DLIMIT={sparse_reach.CLASS_MAX_MARGIN}"]
-    build = _build(tmp_path_factory, HARNESS, defines, "sparse_reach")
-    return lambda lines: [int(x) for x in build.raw(lines, check=True).split()]
+    return build_ints(tmp_path_factory, HARNESS, defines, "sparse_reach")
 
 
 def brute_reached(shape, used, coords, margins, occupied, limit):
@@ -96,8 +90,7 @@ def test_reach_by_classes_is_the_bricks_of_every_occupied_cells_box(harness, top
     index[others[index[others] < 0]] = cap  # slot cap: no kept byte (the harness's kept is cap long)
     index[index == cap] = -1 if top % 2 else cap - 3  # or slot 5's
     lines = [f"{shape[0]} {shape[1]} {shape[2]} {cap}"]
-    lines += [f"{used[s]} {bricks[s][0]} {bricks[s][1]} {bricks[s][2]} {margins[s]}" for s in range(cap)]
-    lines.append(" ".join(str(int(x)) for x in occupied.ravel()))
+    lines += slot_lines(used, bricks, margins, occupied)
     lines.append(" ".join(str(int(x)) for x in index))
     out = harness(lines)
     beyond, added = out[0], out[1]
