@@ -12,7 +12,7 @@ import pytest
 
 from tests.unit.test_cuda_exact import _build, with_defines
 from tests.unit.test_cuda_sparse_pressure_host import READERS
-from tests.unit.test_cuda_sparse_vcycle_plan_host import hierarchy  # noqa: F401 (a fixture)
+from tests.unit.test_cuda_sparse_vcycle_plan_host import LEVELS, hierarchy  # noqa: F401 (hierarchy: a fixture)
 from voxfx.kernels.flip.sparse_pressure_gpu import _MG
 
 # Input: the hierarchy of test_cuda_sparse_vcycle_plan_host (levels, tables, r: unused), then
@@ -66,13 +66,7 @@ static std::vector<float> host_tail_shared(1 << 20);  // the _shared tails' "dyn
 #define TAIL_SHARED_ARRAY(name) float* name = host_tail_shared.data()
 #include "flip_sparse_pressure_vcycle.cu"
 
-struct Level { int m_red, m, stride; std::vector<int> nbr, up, down; std::vector<float> diag, b, x, r; };
-static std::vector<Level> L;
-static int state[4] = {0, 0, 0, 0};
-static std::vector<int> sizes, strides;
-static std::vector<unsigned long long> ptrs;
-
-""" + READERS + r"""
+""" + READERS + LEVELS + r"""
 
 static void reset() {  // level 1's b a pattern, the rest NaN but the sentinels
     for (size_t l = 0; l < L.size(); ++l) {
@@ -114,28 +108,9 @@ static bool same(const std::vector<float>& a, const std::vector<float>& b) {
 }
 
 int main() {
-    int nl;
-    if (scanf("%d", &nl) != 1) return 1;
-    L.resize(nl);
-    for (auto& A : L) {
-        scanf("%d %d %d", &A.m_red, &A.m, &A.stride);
-        read_ints(A.nbr, 6 * (size_t)A.stride);
-        read_floats(A.diag, A.stride);
-        A.x.assign(A.stride, 0.0f); A.r.assign(A.stride, 0.0f); A.b.assign(A.stride, 0.0f);
-        sizes.push_back(A.m_red);
-        sizes.push_back(A.m);
-        strides.push_back(A.stride);
-    }
-    for (int l = 0; l + 1 < nl; ++l) {
-        read_ints(L[l].up, 8 * (size_t)L[l].stride);
-        read_ints(L[l].down, 64 * (size_t)L[l + 1].stride);
-    }
+    if (!read_levels(0.0f)) return 1;  // x, b, r: reset() fills them before each run
     std::vector<float> unused;
     read_floats(unused, L[0].stride);
-    for (auto& A : L)
-        for (void* p : {(void*)A.x.data(), (void*)A.b.data(), (void*)A.r.data(), (void*)A.nbr.data(),
-                        (void*)A.diag.data(), (void*)A.up.data(), (void*)A.down.data()})
-            ptrs.push_back((unsigned long long)p);
     int kernel, blocks, threads, repeats;
     while (scanf("%d %d %d %d", &kernel, &blocks, &threads, &repeats) == 4) {
         reset();

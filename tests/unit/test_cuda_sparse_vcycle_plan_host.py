@@ -18,6 +18,46 @@ from voxfx.kernels.flip.sparse_multigrid import VCycle
 from voxfx.kernels.flip.sparse_pressure_gpu import _MG
 from voxfx.kernels.flip.sparse_pressure_vcycle import VCycleLaunches
 
+# After READERS and flip_sparse_pressure_vcycle.cu: the levels (L, sizes, strides, the V-cycle
+# state) and read_levels(fill), which reads the hierarchy hierarchy() writes up to r: L, per
+# level "m_red m stride", nbr, diag; per level but the last up, down. x, b, r are stride long,
+# *fill* but the sentinels (0); ptrs: mg_tail_vcycle's table, as
+# sparse_pressure_vcycle._tail_table lays it out. Shared with test_cuda_sparse_tail_threads_host.py.
+LEVELS = r"""
+struct Level { int m_red, m, stride; std::vector<int> nbr, up, down; std::vector<float> diag, b, x, r; };
+static std::vector<Level> L;
+static int state[4] = {0, 0, 0, 0};
+static std::vector<int> sizes, strides;
+static std::vector<unsigned long long> ptrs;
+
+static bool read_levels(float fill) {
+    int nl;
+    if (scanf("%d", &nl) != 1) return false;
+    L.resize(nl);
+    for (auto& A : L) {
+        scanf("%d %d %d", &A.m_red, &A.m, &A.stride);
+        read_ints(A.nbr, 6 * (size_t)A.stride);
+        read_floats(A.diag, A.stride);
+        A.x.assign(A.stride, fill);
+        A.r.assign(A.stride, fill);
+        A.b.assign(A.stride, fill);
+        for (int c = A.m; c < A.stride; ++c) A.x[c] = A.r[c] = A.b[c] = 0.0f;
+        sizes.push_back(A.m_red);
+        sizes.push_back(A.m);
+        strides.push_back(A.stride);
+    }
+    for (int l = 0; l + 1 < nl; ++l) {
+        read_ints(L[l].up, 8 * (size_t)L[l].stride);
+        read_ints(L[l].down, 64 * (size_t)L[l + 1].stride);
+    }
+    for (auto& A : L)
+        for (void* p : {(void*)A.x.data(), (void*)A.b.data(), (void*)A.r.data(), (void*)A.nbr.data(),
+                        (void*)A.diag.data(), (void*)A.up.data(), (void*)A.down.data()})
+            ptrs.push_back((unsigned long long)p);
+    return true;
+}
+"""
+
 # Input: L, per level "m_red m stride", nbr (6 × stride), diag (stride, hex), per level but
 # the last up (8 × stride) and down (64 × stride of the next); r (level 0's stride, hex);
 # the launch count, then per launch "name kind nargs" and its arguments: "B buffer level
@@ -31,11 +71,7 @@ static std::vector<float> host_tail_shared(1 << 20);  // the _shared tails' "dyn
 #include "flip_sparse_pressure_vcycle.cu"
 #include <map>
 #include <string>
-struct Level { int m_red, m, stride; std::vector<int> nbr, up, down; std::vector<float> diag, b, x, r; };
-static std::vector<Level> L;
-static int state[4] = {0, 0, 0, 0};
-static std::vector<int> sizes, strides;
-static std::vector<unsigned long long> ptrs;
+""" + LEVELS + r"""
 static std::vector<double> partials;
 struct Arg { void* p; int i; };
 
@@ -88,30 +124,7 @@ static void call(const std::string& k, const std::vector<Arg>& a) {
 
 
 int main() {
-    int nl;
-    if (scanf("%d", &nl) != 1) return 1;
-    L.resize(nl);
-    for (auto& A : L) {
-        scanf("%d %d %d", &A.m_red, &A.m, &A.stride);
-        read_ints(A.nbr, 6 * (size_t)A.stride);
-        read_floats(A.diag, A.stride);
-        A.x.assign(A.stride, __builtin_nanf(""));  // written before read, but the sentinels
-        A.r.assign(A.stride, __builtin_nanf(""));
-        A.b.assign(A.stride, __builtin_nanf(""));
-        for (int c = A.m; c < A.stride; ++c) A.x[c] = A.r[c] = A.b[c] = 0.0f;
-        sizes.push_back(A.m_red);
-        sizes.push_back(A.m);
-        strides.push_back(A.stride);
-    }
-    for (int l = 0; l + 1 < nl; ++l) {
-        read_ints(L[l].up, 8 * (size_t)L[l].stride);
-        read_ints(L[l].down, 64 * (size_t)L[l + 1].stride);
-    }
-    for (auto& A : L) {  // mg_tail_vcycle's table, as sparse_pressure_vcycle._tail_table lays it out
-        for (void* p : {(void*)A.x.data(), (void*)A.b.data(), (void*)A.r.data(), (void*)A.nbr.data(),
-                        (void*)A.diag.data(), (void*)A.up.data(), (void*)A.down.data()})
-            ptrs.push_back((unsigned long long)p);
-    }
+    if (!read_levels(__builtin_nanf(""))) return 1;  // x, b, r written before read, but the sentinels
     read_floats(L[0].b, L[0].stride);
     partials.assign(2048, 0.0);  // two reductions of up to 1024 blocks
     int launches;
