@@ -66,3 +66,25 @@ static void read_bricks(ll& nk, ll& cap, std::vector<ll>& keys, std::vector<int>
     for (auto& s : slots) scanf("%d", &s);
 }
 """
+
+# The voxelize harnesses' (tests/unit/test_cuda_slabs_host.py, test_cuda_sparse_host.py) stubs
+# before voxelize.cu: device functions built for the host, one "thread" a call (the driver sets
+# h_block.x), the atomics plain read-modify-writes.
+VOXELIZE_STUBS = r"""
+#undef __device__
+#define __device__ __attribute__((host))
+#define __global__
+struct HostDim { unsigned x, y, z; };
+static HostDim h_block, h_dim, h_thread;
+#define blockIdx h_block
+#define blockDim h_dim
+#define threadIdx h_thread
+template <typename T> T plain_add(T* p, T v) { T o = *p; *p = o + v; return o; }
+template <typename T> T plain_or(T* p, T v) { T o = *p; *p = o | v; return o; }
+template <typename T> T plain_xor(T* p, T v) { T o = *p; *p = o ^ v; return o; }
+template <typename T> T plain_min(T* p, T v) { T o = *p; *p = o < v ? o : v; return o; }
+#define atomicAdd plain_add
+#define atomicOr plain_or
+#define atomicXor plain_xor
+#define atomicMin plain_min
+"""

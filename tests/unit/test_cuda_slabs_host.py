@@ -7,6 +7,7 @@ The device comparison is tests/gpu/test_voxelize_slabs_gpu.py."""
 import numpy as np
 import pytest
 
+from tests.cuda_host import VOXELIZE_STUBS
 from tests.unit.test_cuda_exact import _build
 from tests.unit.test_voxelize_slabs import CASES
 from voxfx.kernels.grid import bitgrid
@@ -20,22 +21,7 @@ from voxfx.kernels.voxelize.surface import surface_voxels_cpu
 KERNEL_HARNESS = r"""
 #include <cstdio>
 #include <vector>
-#undef __device__
-#define __device__ __attribute__((host))
-#define __global__
-struct HostDim { unsigned x, y, z; };
-static HostDim h_block, h_dim, h_thread;
-#define blockIdx h_block
-#define blockDim h_dim
-#define threadIdx h_thread
-template <typename T> T plain_add(T* p, T v) { T o = *p; *p = o + v; return o; }
-template <typename T> T plain_or(T* p, T v) { T o = *p; *p = o | v; return o; }
-template <typename T> T plain_xor(T* p, T v) { T o = *p; *p = o ^ v; return o; }
-template <typename T> T plain_min(T* p, T v) { T o = *p; *p = o < v ? o : v; return o; }
-#define atomicAdd plain_add
-#define atomicOr plain_or
-#define atomicXor plain_xor
-#define atomicMin plain_min
+""" + VOXELIZE_STUBS + r"""
 #include "voxelize.cu"
 static void at(long long i) { h_block.x = (unsigned)i; h_dim.x = 1; h_thread.x = 0; }
 int main() {

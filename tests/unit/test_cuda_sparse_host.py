@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from tests import exact_soups
+from tests.cuda_host import VOXELIZE_STUBS
 from tests.unit.test_cuda_exact import _build
 from voxfx.kernels.grid import GridSpec
 from voxfx.kernels.voxelize.slabs import SplitMesh
@@ -30,25 +31,10 @@ HARNESS = r"""
 #include <cstdio>
 #include <cstring>
 #include <vector>
-#undef __device__
-#define __device__ __attribute__((host))
-#define __global__
+""" + VOXELIZE_STUBS + r"""
 #define __shared__ static
 #define __syncwarp()
 #define __launch_bounds__(...)
-struct HostDim { unsigned x, y, z; };
-static HostDim h_block, h_dim, h_thread;
-#define blockIdx h_block
-#define blockDim h_dim
-#define threadIdx h_thread
-template <typename T> T plain_add(T* p, T v) { T o = *p; *p = o + v; return o; }
-template <typename T> T plain_or(T* p, T v) { T o = *p; *p = o | v; return o; }
-template <typename T> T plain_xor(T* p, T v) { T o = *p; *p = o ^ v; return o; }
-template <typename T> T plain_min(T* p, T v) { T o = *p; *p = o < v ? o : v; return o; }
-#define atomicAdd plain_add
-#define atomicOr plain_or
-#define atomicXor plain_xor
-#define atomicMin plain_min
 #define __popc __builtin_popcount
 // include/voxfx_reduce.cuh's warp functions are compiled but not called on the host
 template <typename T> T plain_max(T* p, T v) { T o = *p; *p = o > v ? o : v; return o; }
