@@ -82,6 +82,45 @@ def _switch(tree, gin, data_type, from_files, from_mesh):
     return switch.outputs[0]
 
 
+def _named_attribute(tree, name):
+    """A Named Attribute node reading the float attribute *name*."""
+    attr = tree.nodes.new("GeometryNodeInputNamedAttribute")
+    attr.data_type = "FLOAT"
+    attr.inputs["Name"].default_value = name
+    return attr
+
+
+def _store_point_attribute(tree, data_type, name, geometry, value):
+    """*geometry* with *value* stored as the point attribute *name* (a Store Named Attribute node)."""
+    store = tree.nodes.new("GeometryNodeStoreNamedAttribute")
+    store.data_type = data_type
+    store.domain = "POINT"
+    store.inputs["Name"].default_value = name
+    tree.links.new(geometry, store.inputs["Geometry"])
+    tree.links.new(value, store.inputs["Value"])
+    return store.outputs[0]
+
+
+def _named_grid(tree, volume, data_type, name):
+    """A Get Named Grid node taking the grid *name* (*data_type*) out of the *volume* socket."""
+    get = tree.nodes.new("GeometryNodeGetNamedGrid")
+    get.data_type = data_type
+    get.inputs["Name"].default_value = name
+    tree.links.new(volume, get.inputs["Volume"])
+    return get
+
+
+def _with_material(tree, geometry, material):
+    """*geometry* given *material* (geometry made inside a node tree has no material slots of
+    its own); unchanged when *material* is None."""
+    if material is None:
+        return geometry
+    paint = tree.nodes.new("GeometryNodeSetMaterial")
+    paint.inputs["Material"].default_value = material
+    tree.links.new(geometry, paint.inputs["Geometry"])
+    return paint.outputs[0]
+
+
 def points_from_ply_sequence(name: str, prefix: str, vectors=("velocity",), radius_attribute="size", material=None):
     """Node tree: import ``prefix####.ply`` of the current frame as a point cloud. The
     modifier input "Viewport Fraction" thins the points in the viewport only (renders
@@ -93,9 +132,7 @@ def points_from_ply_sequence(name: str, prefix: str, vectors=("velocity",), radi
     nodes, links = tree.nodes, tree.links
     imp = nodes.new("GeometryNodeImportPLY")
     links.new(_frame_path(tree, prefix, ".ply"), imp.inputs["Path"])
-    radius = nodes.new("GeometryNodeInputNamedAttribute")
-    radius.data_type = "FLOAT"
-    radius.inputs["Name"].default_value = radius_attribute
+    radius = _named_attribute(tree, radius_attribute)
     to_points = nodes.new("GeometryNodeMeshToPoints")
     links.new(imp.outputs[0], to_points.inputs["Mesh"])
     links.new(radius.outputs["Attribute"], to_points.inputs["Radius"])
@@ -103,17 +140,9 @@ def points_from_ply_sequence(name: str, prefix: str, vectors=("velocity",), radi
     for vec in vectors:
         combine = nodes.new("ShaderNodeCombineXYZ")
         for axis in "XYZ":
-            attr = nodes.new("GeometryNodeInputNamedAttribute")
-            attr.data_type = "FLOAT"
-            attr.inputs["Name"].default_value = f"{vec}_{axis.lower()}"
+            attr = _named_attribute(tree, f"{vec}_{axis.lower()}")
             links.new(attr.outputs["Attribute"], combine.inputs[axis])
-        store = nodes.new("GeometryNodeStoreNamedAttribute")
-        store.data_type = "FLOAT_VECTOR"
-        store.domain = "POINT"
-        store.inputs["Name"].default_value = vec
-        links.new(geometry, store.inputs["Geometry"])
-        links.new(combine.outputs[0], store.inputs["Value"])
-        geometry = store.outputs[0]
+        geometry = _store_point_attribute(tree, "FLOAT_VECTOR", vec, geometry, combine.outputs[0])
     own = nodes.new("GeometryNodeMeshToPoints")
     links.new(gin.outputs[0], own.inputs["Mesh"])
     links.new(radius.outputs["Attribute"], own.inputs["Radius"])
@@ -134,13 +163,7 @@ def points_from_ply_sequence(name: str, prefix: str, vectors=("velocity",), radi
     thin.domain = "POINT"
     links.new(geometry, thin.inputs["Geometry"])
     links.new(both.outputs[0], thin.inputs["Selection"])
-    geometry = thin.outputs[0]
-    if material is not None:  # points made inside a node tree have no material slots of their own
-        paint = nodes.new("GeometryNodeSetMaterial")
-        paint.inputs["Material"].default_value = material
-        links.new(geometry, paint.inputs["Geometry"])
-        geometry = paint.outputs[0]
-    links.new(geometry, out.inputs[0])
+    links.new(_with_material(tree, thin.outputs[0], material), out.inputs[0])
     return tree
 
 
@@ -154,10 +177,7 @@ def surface_from_depth_sequence(name: str, prefix: str, layer_z: float, grid="de
     nodes, links = tree.nodes, tree.links
     imp = nodes.new("GeometryNodeImportVDB")
     links.new(_frame_path(tree, prefix, ".vdb"), imp.inputs["Path"])
-    get = nodes.new("GeometryNodeGetNamedGrid")
-    get.data_type = "FLOAT"
-    get.inputs["Name"].default_value = grid
-    links.new(imp.outputs[0], get.inputs["Volume"])
+    get = _named_grid(tree, imp.outputs[0], "FLOAT", grid)
     pos = nodes.new("GeometryNodeInputPosition")
     sep = nodes.new("ShaderNodeSeparateXYZ")
     links.new(pos.outputs[0], sep.inputs[0])
@@ -168,16 +188,9 @@ def surface_from_depth_sequence(name: str, prefix: str, layer_z: float, grid="de
     sample = nodes.new("GeometryNodeSampleGrid")
     links.new(get.outputs["Grid"], sample.inputs["Grid"])
     links.new(at.outputs[0], sample.inputs["Position"])
-    own = nodes.new("GeometryNodeInputNamedAttribute")
-    own.data_type = "FLOAT"
-    own.inputs["Name"].default_value = "depth"
+    own = _named_attribute(tree, "depth")
     depth = _switch(tree, gin, "FLOAT", sample.outputs["Value"], own.outputs["Attribute"])
-    store = nodes.new("GeometryNodeStoreNamedAttribute")
-    store.data_type = "FLOAT"
-    store.domain = "POINT"
-    store.inputs["Name"].default_value = "depth"
-    links.new(gin.outputs[0], store.inputs["Geometry"])
-    links.new(depth, store.inputs["Value"])
+    stored_depth = _store_point_attribute(tree, "FLOAT", "depth", gin.outputs[0], depth)
     raised = nodes.new("ShaderNodeMath")
     raised.operation = "ADD"
     raised.inputs[1].default_value = lift
@@ -185,13 +198,11 @@ def surface_from_depth_sequence(name: str, prefix: str, layer_z: float, grid="de
     offset = nodes.new("ShaderNodeCombineXYZ")
     links.new(raised.outputs[0], offset.inputs["Z"])
     move = nodes.new("GeometryNodeSetPosition")
-    links.new(store.outputs[0], move.inputs["Geometry"])
+    links.new(stored_depth, move.inputs["Geometry"])
     links.new(offset.outputs[0], move.inputs["Offset"])
     # Faces whose corners all lack snow go (the face-domain average of the stored point
     # attribute is ≤ min_depth only then); faces at the edge of a snowy area stay.
-    stored = nodes.new("GeometryNodeInputNamedAttribute")
-    stored.data_type = "FLOAT"
-    stored.inputs["Name"].default_value = "depth"
+    stored = _named_attribute(tree, "depth")
     thin = nodes.new("FunctionNodeCompare")
     thin.data_type = "FLOAT"
     thin.operation = "LESS_EQUAL"
@@ -246,10 +257,7 @@ def liquid_surface_from_vdb_sequence(name: str, prefix: str, surface="surface", 
     nodes, links = tree.nodes, tree.links
     imp = nodes.new("GeometryNodeImportVDB")
     links.new(_frame_path(tree, prefix, ".vdb"), imp.inputs["Path"])
-    phi = nodes.new("GeometryNodeGetNamedGrid")
-    phi.data_type = "FLOAT"
-    phi.inputs["Name"].default_value = surface
-    links.new(imp.outputs[0], phi.inputs["Volume"])
+    phi = _named_grid(tree, imp.outputs[0], "FLOAT", surface)
     mesh = nodes.new("GeometryNodeGridToMesh")
     links.new(phi.outputs["Grid"], mesh.inputs["Grid"])
     mesh.inputs["Threshold"].default_value = 0.0
@@ -266,25 +274,12 @@ def liquid_surface_from_vdb_sequence(name: str, prefix: str, surface="surface", 
         links.new(surface_mesh, shift.inputs["Geometry"])
         links.new(back.outputs[0], shift.inputs["Offset"])
         surface_mesh = shift.outputs[0]
-    vel = nodes.new("GeometryNodeGetNamedGrid")
-    vel.data_type = "VECTOR"
-    vel.inputs["Name"].default_value = velocity
-    links.new(imp.outputs[0], vel.inputs["Volume"])
+    vel = _named_grid(tree, imp.outputs[0], "VECTOR", velocity)
     sample = nodes.new("GeometryNodeSampleGrid")
     sample.data_type = "VECTOR"
     links.new(vel.outputs["Grid"], sample.inputs["Grid"])
     links.new(nodes.new("GeometryNodeInputPosition").outputs[0], sample.inputs["Position"])
-    store = nodes.new("GeometryNodeStoreNamedAttribute")
-    store.data_type = "FLOAT_VECTOR"
-    store.domain = "POINT"
-    store.inputs["Name"].default_value = "velocity"
-    links.new(surface_mesh, store.inputs["Geometry"])
-    links.new(sample.outputs["Value"], store.inputs["Value"])
-    geometry = _switch(tree, gin, "GEOMETRY", store.outputs[0], gin.outputs[0])
-    if material is not None:
-        paint = nodes.new("GeometryNodeSetMaterial")
-        paint.inputs["Material"].default_value = material
-        links.new(geometry, paint.inputs["Geometry"])
-        geometry = paint.outputs[0]
-    links.new(geometry, out.inputs[0])
+    stored = _store_point_attribute(tree, "FLOAT_VECTOR", "velocity", surface_mesh, sample.outputs["Value"])
+    geometry = _switch(tree, gin, "GEOMETRY", stored, gin.outputs[0])
+    links.new(_with_material(tree, geometry, material), out.inputs[0])
     return tree
