@@ -79,6 +79,14 @@ class BakeResult:
         return f"{title}: {self.summary} in '{self.folder}'" + (f"; {self.details}" if self.details else "")
 
 
+def report_bake(operator, result: BakeResult, title: str) -> None:
+    """A bake operator's ``job_finished`` report: each of *result*'s notes as a warning, then
+    its line under *title*."""
+    for note in result.notes:
+        operator.report({"WARNING"}, note)
+    operator.report({"INFO"}, result.line(title))
+
+
 def format_duration(seconds: float) -> str:
     seconds = max(0, int(round(seconds)))
     h, rest = divmod(seconds, 3600)

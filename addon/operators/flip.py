@@ -21,7 +21,7 @@ from .. import (compact_points, disk_plan, frame_loader, liquid_files, materials
                writeback)
 from ..cache import BakeCache, blend_name, resolve_folder
 from ..flip_sparse import GuardedBake, choose_solver, climb, frame_check, liquid_reach, memory_need, time_centred
-from ..jobs import BakeResult, JobOperator, keep_frame_on_abort
+from ..jobs import BakeResult, JobOperator, keep_frame_on_abort, report_bake
 from .cache import free_bake
 
 COLLECTION = "VoxFX Liquid"
@@ -349,9 +349,7 @@ class VOXFX_OT_flip_bake(JobOperator, bpy.types.Operator):
         return flip_job(context, scene.voxfx.flip, scene.voxfx.cache_directory, scene.frame_start, scene.frame_end)
 
     def job_finished(self, context, result):
-        for note in result.notes:
-            self.report({"WARNING"}, note)
-        self.report({"INFO"}, result.line("Liquid"))
+        report_bake(self, result, "Liquid")
 
 
 class VOXFX_OT_flip_free(bpy.types.Operator):

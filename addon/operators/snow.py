@@ -19,7 +19,7 @@ from ...kernels.snow.cover import cover_max_slope, cover_mesh
 from ...kernels.snow.domain import SnowDomain, SnowSettings
 from .. import compact_points, disk_plan, frame_loader, materials, node_setups, scene_io, sim_bake, writeback
 from ..cache import on_main_thread, BakeCache, blend_name, resolve_folder
-from ..jobs import BakeResult, JobOperator, keep_frame_on_abort
+from ..jobs import BakeResult, JobOperator, keep_frame_on_abort, report_bake
 from .cache import free_bake
 from ..ply import write_points
 
@@ -253,9 +253,7 @@ class VOXFX_OT_snow_bake(JobOperator, bpy.types.Operator):
         return snow_job(context, scene.voxfx.snow, scene.voxfx.cache_directory, scene.frame_start, scene.frame_end)
 
     def job_finished(self, context, result):
-        for note in result.notes:
-            self.report({"WARNING"}, note)
-        self.report({"INFO"}, f"Snow: {result.summary} in '{result.folder}'")
+        report_bake(self, result, "Snow")
 
 
 class VOXFX_OT_snow_free(bpy.types.Operator):

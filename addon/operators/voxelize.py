@@ -27,7 +27,7 @@ from ...kernels.voxelize.sparse_outputs import compute_group_sparse
 from ...kernels.voxelize.topology import open_objects
 from .. import scene_io, voxel_art, writeback
 from ..cache import MANIFEST, BakeCache, CacheError, blend_name, explain, resolve_folder
-from ..jobs import BakeResult, JobOperator, Kernel, keep_frame_on_abort
+from ..jobs import BakeResult, JobOperator, Kernel, keep_frame_on_abort, report_bake
 from ..sim_bake import summary as bake_summary
 from ..sparse_vdb import SparseVolume
 from ..vdb_stream import SlabVolume
@@ -236,9 +236,7 @@ class VOXFX_OT_voxelize_bake(JobOperator, bpy.types.Operator):
         return bake_frames_job(context, objects, request, folder, scene.frame_start, scene.frame_end)
 
     def job_finished(self, context, result):
-        for note in result.notes:
-            self.report({"WARNING"}, note)
-        self.report({"INFO"}, f"Voxelize: {result.summary} in '{result.folder}'")
+        report_bake(self, result, "Voxelize")
 
 
 def bake_frames_job(context, objects, request: Request, folder: Path, start: int, end: int):
