@@ -45,24 +45,11 @@ from voxfx.kernels.grid import sparse as sparse_module  # noqa: E402
 from voxfx.kernels.grid import sparse_mac  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "bench"))
+from _cuda_events import timed  # noqa: E402 (flip_sparse_g2p_block imports it from here)
 from _sparse_scene import add_scene_arguments, stepped_dam_break  # noqa: E402
 from flip_sparse import STAGES, timed_sparse_substep  # noqa: E402
 
 BANDWIDTH = 3.35e12
-
-
-def timed(cp, fn, repeat, prepare=None):
-    a, b = cp.cuda.Event(), cp.cuda.Event()
-    out = []
-    for _ in range(repeat):
-        if prepare is not None:
-            prepare()
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        out.append(cp.cuda.get_elapsed_time(a, b))
-    return float(np.median(out))
 
 
 class Spans:

@@ -49,6 +49,7 @@ from voxfx.kernels.flip.particles import KERNELS as DENSE  # noqa: E402
 from voxfx.kernels.flip.sparse_grid import substep_margin  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "bench"))
+from _cuda_events import timed  # noqa: E402 (flip_sparse_scatter_lean imports it from here)
 from _sparse_scene import add_scene_arguments, stepped_dam_break  # noqa: E402
 
 BANDWIDTH = 3.35e12
@@ -77,18 +78,6 @@ class Peak:
 
     def __exit__(self, *exc):
         self._hook.__exit__(*exc)
-
-
-def timed(cp, fn, repeat):
-    a, b = cp.cuda.Event(), cp.cuda.Event()
-    out = []
-    for _ in range(repeat):
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        out.append(cp.cuda.get_elapsed_time(a, b))
-    return float(np.median(out))
 
 
 def compare_binnings(cp, g, p2g_binning):
