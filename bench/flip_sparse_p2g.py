@@ -160,44 +160,18 @@ def ab_bits(cp, g, pos, vel):
 def ab_launches(cp, g, pos, vel, repeat):
     """The order binning's and scatter's launches one by one on the same inputs (FLIP): both
     counts, the scan, place, the sums zeroed and the brick scatter through the order."""
-    from voxfx.kernels.flip.sparse_gpu import _I32, _I64, KERNELS, _dims, _frame, _topo, brick_index
+    from _p2g_order import OrderLaunches
 
-    n, cells = int(pos.shape[0]), g.size
-    keys, slots, nk = _topo(g)
-    ox, oy, oz, h, inv_h = _frame(g)
-    index = brick_index(g)
-    count = cp.zeros(cells + 1, cp.int32)
-    cell_of, rank, order = (cp.empty(n, cp.int32) for _ in range(3))
-    bounds = cp.zeros(2, cp.uint32)
-    acc = cp.zeros(6 * cells, cp.uint64)
-    state = {}
-
-    def count_pass(name):
-        def run():
-            count.fill(0)
-            bounds.fill(0)
-            KERNELS.launch(name, n, (pos, vel, count, _I32(0), _I64(n), ox, oy, oz, inv_h, h, keys, slots, nk,
-                                     *index, _I64(cells), count, cell_of, rank, bounds))
-        return run
-
-    def scan():
-        state["start"] = sparse_gpu.scan_counts(cp, count, cells, bounds)
-
-    def place():
-        DENSE.launch("place_particles", n, (cell_of, rank, state["start"], _I64(n), order))
-
-    def scatter():
-        sparse_scatter.SCATTER.launch_grid("p2g_scatter_brick", (cells // 512,), (sparse_scatter.SCATTER_THREADS,), (
-            pos, vel, count, _I32(0), state["start"], count, g.brick_slot, g.slot_coords, g.brick_nbr, _I64(cells),
-            _I32(g.closed), *_dims(g), *_frame(g), bounds, _I32(sparse_scatter.SCATTER_SPREAD), order, _I32(1), acc))
+    run = OrderLaunches(cp, g, pos, vel)
+    n, cells = run.n, run.cells
 
     print(f"launch | ms (median of {repeat}) | floor ms")
-    rows = [("count_particles_bounds (atomic)", count_pass("count_particles_bounds"), 32 * n + 4 * cells),
-            ("count_particles_grouped", count_pass("count_particles_grouped"), 32 * n + 4 * cells),
-            ("bin_scan_sums + bin_scan", scan, 12 * cells),
-            ("place_particles (after grouped)", place, 16 * n),
-            ("scatter sums zeroed", lambda: acc.fill(0), 48 * cells),
-            ("p2g_scatter_brick through the order", scatter, 28 * n + 56 * cells)]
+    rows = [("count_particles_bounds (atomic)", run.count_pass("count_particles_bounds"), 32 * n + 4 * cells),
+            ("count_particles_grouped", run.count_pass("count_particles_grouped"), 32 * n + 4 * cells),
+            ("bin_scan_sums + bin_scan", run.scan, 12 * cells),
+            ("place_particles (after grouped)", run.place, 16 * n),
+            ("scatter sums zeroed", lambda: run.acc.fill(0), 48 * cells),
+            ("p2g_scatter_brick through the order", run.scatter(sparse_scatter.SCATTER), 28 * n + 56 * cells)]
     for name, fn, nbytes in rows:
         fn()  # warm (compiles)
         ms = timed(cp, fn, repeat)

@@ -27,7 +27,6 @@ from tools.package import load  # noqa: E402
 
 load()
 from voxfx.kernels.flip import sparse_gpu, sparse_scatter, sparse_transfer  # noqa: E402
-from voxfx.kernels.flip.particles import KERNELS as DENSE  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "bench"))
 from _sparse_scene import add_scene_arguments, stepped_dam_break  # noqa: E402
@@ -66,38 +65,14 @@ def bits(cp, g, pos, vel):
 
 def launches(cp, g, pos, vel, repeat):
     """The P2G launches one by one on the same binning (FLIP), the scatter in both codes alternating."""
-    from voxfx.kernels.flip.sparse_gpu import _I32, _I64, KERNELS, _dims, _frame, _topo, brick_index
+    from _p2g_order import OrderLaunches
+    from voxfx.kernels.flip.sparse_gpu import _I64
 
-    n, cells = int(pos.shape[0]), g.size
-    keys, slots, nk = _topo(g)
-    ox, oy, oz, h, inv_h = _frame(g)
-    index = brick_index(g)
-    count = cp.zeros(cells + 1, cp.int32)
-    cell_of, rank, order = (cp.empty(n, cp.int32) for _ in range(3))
-    bounds = cp.zeros(2, cp.uint32)
-    acc = cp.zeros(6 * cells, cp.uint64)
-    state = {}
-
-    def count_pass():
-        count.fill(0)
-        bounds.fill(0)
-        KERNELS.launch("count_particles_grouped", n, (pos, vel, count, _I32(0), _I64(n), ox, oy, oz, inv_h, h, keys,
-                                                      slots, nk, *index, _I64(cells), count, cell_of, rank, bounds))
-
-    def scan():
-        state["start"] = sparse_gpu.scan_counts(cp, count, cells, bounds)
-
-    def place():
-        DENSE.launch("place_particles", n, (cell_of, rank, state["start"], _I64(n), order))
+    run = OrderLaunches(cp, g, pos, vel)
+    cells, acc, bounds = run.cells, run.acc, run.bounds
 
     def scatter(lean, spread=sparse_scatter.SCATTER_SPREAD, blocks=4):
-        kernels = sparse_scatter._build(blocks, 1, lean)
-
-        def run():
-            kernels.launch_grid("p2g_scatter_brick", (cells // 512,), (sparse_scatter.SCATTER_THREADS,), (
-                pos, vel, count, _I32(0), state["start"], count, g.brick_slot, g.slot_coords, g.brick_nbr,
-                _I64(cells), _I32(g.closed), *_dims(g), *_frame(g), bounds, _I32(spread), order, _I32(1), acc))
-        return run
+        return run.scatter(sparse_scatter._build(blocks, 1, lean), spread)
 
     faces = tuple(cp.empty(cells, cp.float32) for _ in range(3))
     masks = tuple(cp.empty(cells, cp.uint8) for _ in range(3))
@@ -105,8 +80,9 @@ def launches(cp, g, pos, vel, repeat):
     def finish():
         sparse_scatter.SCATTER.launch("p2g_scatter_finish", cells, (acc, _I64(cells), bounds, *faces, *masks))
 
-    rows = [("count_particles_grouped", count_pass), ("bin_scan_sums + bin_scan", scan),
-            ("place_particles", place), ("scatter sums zeroed", lambda: acc.fill(0)),
+    rows = [("count_particles_grouped", run.count_pass("count_particles_grouped")),
+            ("bin_scan_sums + bin_scan", run.scan), ("place_particles", run.place),
+            ("scatter sums zeroed", lambda: acc.fill(0)),
             ("p2g_scatter_brick classic", scatter(0)), ("p2g_scatter_brick lean", scatter(1)),
             ("p2g_scatter_brick lean, spread 4", scatter(1, 4)), ("p2g_scatter_brick lean, spread 16", scatter(1, 16)),
             ("p2g_scatter_brick lean, 3 blocks an SM", scatter(1, blocks=3)),
