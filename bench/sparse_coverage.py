@@ -15,44 +15,21 @@ solid 4× finer, its interior as runs of 1.0); *peak MiB* = VmHWM − VmRSS befo
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _bunny_child import run_case  # noqa: E402
 
-CHILD = textwrap.dedent("""
-    import hashlib, json, sys, time
-    sys.path.insert(0, {root!r})
-    from tools.package import load
-    load()
-    import numpy as np
-    from tests.meshes import bunny
+# The child's own imports, then its body after _bunny_child.SETUP (the bunny, spec, xp, status()).
+IMPORTS = """
+    import hashlib
     from voxfx.kernels import backend
-    from voxfx.kernels.grid import GridSpec
-    from voxfx.kernels.voxelize import voxelize
     from voxfx.kernels.voxelize.coverage import coverage, density
     from voxfx.kernels.voxelize.sparse_coverage import coverage_grid
-
-    case = json.loads(sys.argv[1])
-    xp = np
-    if case["gpu"]:
-        import cupy as xp
-    (v, t), _ = bunny()
-    lo, hi = v.min(0), v.max(0)
-    spec = GridSpec.around(lo, hi, float((hi - lo).max()) / case["res"])
-
-    def rss():
-        out = {{}}
-        for line in open("/proc/self/status"):
-            k, _, rest = line.partition(":")
-            if k in ("VmRSS", "VmHWM"):
-                out[k] = int(rest.split()[0]) * 1024
-        return out
-
-    before = rss()["VmRSS"]
+"""
+BODY = """
+    before = status()["VmRSS"]
     open("/proc/self/clear_refs", "w").write("5")
     t0 = time.perf_counter()
     if case["sparse"]:
@@ -61,27 +38,23 @@ CHILD = textwrap.dedent("""
         if xp is not np:
             xp.cuda.Device().synchronize()
         dt = time.perf_counter() - t0
-        peak = rss()["VmHWM"] - before
+        peak = status()["VmHWM"] - before
         stored, runs = g.topology.count, g.tiles["density"].bricks if "density" in g.tiles else 0
         d = backend.to_numpy(g.to_dense("density", (0, 0, 0), spec.shape)) if case["check"] else None
     else:
         bits = voxelize(v, t, spec, case["mode"], xp=xp).bits
         d = density(bits, spec, coverage(v, t, spec, xp=xp))
         dt = time.perf_counter() - t0
-        peak = rss()["VmHWM"] - before
+        peak = status()["VmHWM"] - before
         stored = runs = None
     digest = hashlib.sha1(np.ascontiguousarray(d).tobytes()).hexdigest()[:12] if d is not None else None
     print(json.dumps({{"time": dt, "peak": peak, "stored": stored, "runs": runs, "digest": digest,
                       "shape": spec.shape}}))
-""")
+"""
 
 
 def run(case):
-    p = subprocess.run([sys.executable, "-c", CHILD.format(root=str(ROOT)), json.dumps(case)], capture_output=True,
-                       text=True)
-    if p.returncode:
-        return {"error": (p.stderr.strip().splitlines() or ["failed"])[-1]}
-    return json.loads(p.stdout.strip().splitlines()[-1])
+    return run_case(IMPORTS, BODY, case)
 
 
 def main():

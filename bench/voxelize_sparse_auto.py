@@ -18,42 +18,20 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _bunny_child import run_case  # noqa: E402
 
-CHILD = textwrap.dedent("""
-    import json, sys, time
-    sys.path.insert(0, {root!r})
-    from tools.package import load
-    load()
-    import numpy as np
-    from tests.meshes import bunny
-    from voxfx.kernels.grid import GridSpec
-    from voxfx.kernels.voxelize import voxelize
+# The child's own imports, then its body after _bunny_child.SETUP (the bunny, spec, xp, status()).
+IMPORTS = """
     from voxfx.kernels.voxelize import sparse_guard
-
-    case = json.loads(sys.argv[1])
-    xp = np
-    if case.get("gpu"):
-        import cupy as xp
-    (v, t), _ = bunny()
-    lo, hi = v.min(0), v.max(0)
-    spec = GridSpec.around(lo, hi, float((hi - lo).max()) / case["res"])
+"""
+BODY = """
     est = None
     if case["sparse"]:  # the guard's estimate; the measured run below runs the guard again
         est = sparse_guard.check_sparse(v, t, spec, case["mode"], False, xp, usable=1 << 50)
-
-    def status():
-        out = {{}}
-        for line in open("/proc/self/status"):
-            k, _, rest = line.partition(":")
-            if k in ("VmRSS", "VmHWM"):
-                out[k] = int(rest.split()[0]) * 1024
-        return out
 
     if xp is not np:
         from voxfx.kernels import backend
@@ -80,15 +58,11 @@ CHILD = textwrap.dedent("""
     bricks = r.active_bricks if case["sparse"] else None
     print(json.dumps({{"time": dt, "peak": peak, "count": r.count(), "bricks": bricks, "estimate": est,
                       "shape": spec.shape}}))
-""")
+"""
 
 
 def run(case):
-    code = CHILD.format(root=str(ROOT))
-    p = subprocess.run([sys.executable, "-c", code, json.dumps(case)], capture_output=True, text=True)
-    if p.returncode:
-        return {"error": p.stderr.strip().splitlines()[-1]}
-    return json.loads(p.stdout.strip().splitlines()[-1])
+    return run_case(IMPORTS, BODY, case)
 
 
 def main():
