@@ -32,7 +32,12 @@ of the frozen field piles more); the air band as deep as the reach α 0 −69.5%
 with τ 0 (``VOXFX_DENSITY_DEADBAND=0``, both corrections) α 0.3 −4.9% at frame 12 but +10.3%
 at frame 4 (swollen); τ 0 alone α 0.3 −23.7% at frame 12. Fast as it is (3 substeps, 2–7
 cells): α 0 −13.7%, α 0.3 −7.2%, α 0.3 with positions 0.3 −5.1%. ``--fps``, ``--cfl``,
-``--max-substeps``, ``--max-time-step`` replace the timing's values; the columns cells/substep
+``--max-substeps``, ``--max-time-step`` replace the timing's values;
+``VOXFX_AIR_BAND_PROJECTION=1`` (i24d3, ``kernels/flip/air_band.py``: the air band made
+divergence-free, the advection sub-cycled in ≤ 4-cell steps; ~100–170 s a run): α 0 −0.2% at
+frame 8 (against −19.4%), −20.0% at 12, −46.5% at 24; α 0.3 +0.3% / −19.8% / −17.9% with the
+energy rising past the start's (3.88 → 6.84 J/kg): the loss up to frame 8 was the band's
+divergence; from frame 10 (the front at the far wall) another mechanism; the columns cells/substep
 (the fastest particle's at the frames' starts), ½v² and ½v² + gz (J/kg: a dam break only
 loses energy) and the share of the crowding (particles past 2n₀) in the wall cells.
 """
@@ -155,7 +160,7 @@ def main():
         where += " on " + cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
     print(f"dam break {args.res}³ (1 m box), ~{args.particles:.0f} particles, {args.fps:g} fps, "
           f"{'sparse' if args.sparse or args.gpu else 'dense'} solver, {where}")
-    names = ("VOXFX_DENSITY_DEADBAND", "VOXFX_DENSITY_POSITIONS")
+    names = ("VOXFX_DENSITY_DEADBAND", "VOXFX_DENSITY_POSITIONS", "VOXFX_AIR_BAND_PROJECTION")
     switches = [f"{k}={os.environ[k]}" for k in names if os.environ.get(k)]
     print(f"{', '.join(TIMING_FIELDS)} overridden: cfl {args.cfl}, max_substeps {args.max_substeps}, "
           f"max_time_step {args.max_time_step}; switches: {' '.join(switches) or 'none'}")

@@ -31,7 +31,7 @@ from ..checkpoint import HostRing, check_state, gather
 from ..errors import InputError, VoxFXError
 from ..grid import GridSpec
 from ..progress import report, scaled
-from . import bodies, density, density_positions, particle_count, pressure, transfer
+from . import air_band, bodies, density, density_positions, particle_count, pressure, transfer
 from .grid import FLUID, DenseGrid, FlipSettings
 from .memory import flip_memory  # noqa: F401  (imported from here by the add-on, benches and tests)
 from .particles import seed_particles
@@ -93,6 +93,7 @@ class FlipSimulation:
         self.xp = xp = xp or backend.xp()
         density.stiffness(settings)  # the density correction's α, checked
         density_positions.refuse(xp, settings.sparse)  # its position-only prototype: dense NumPy only
+        air_band.refuse(xp, settings.sparse)  # the divergence-free air band prototype: dense NumPy only
         self.grid = DenseGrid(spec, xp)
         static = None if obstacle_vertices is None else bodies.Body(obstacle_vertices, obstacle_triangles, np.eye(4))
         obstacle = bodies.cells(static, spec, xp, progress=scaled(progress, 0, 0.4))
@@ -227,11 +228,14 @@ class FlipSimulation:
         transfer.extrapolate(g, valid=transfer.fluid_faces(g))  # into the air band around the liquid
         ratio = 0.0 if s.apic else s.flip_ratio  # APIC carries the affine part itself
         before = None
-        if s.time_centred_advection:  # u_n: the last substep's faces (RK2 in time too)
-            fluid = transfer.fluid_faces(g)
-            before = transfer.start_velocity(g.faces(), fluid, getattr(self, "_kept", None))
-        transfer.grid_to_particles_and_advect(g, *old, self.pos, self.vel, ratio, dt, self.c,  # FLIP/PIC or APIC;
-                                              before=before)  # RK2
+        if air_band.enabled():  # opt-in prototype: FLIP/PIC or APIC, then sub-cycled RK2 through a
+            fluid = air_band.g2p_and_advect(self, old, ratio, dt)  # divergence-free air band (air_band.py)
+        else:
+            if s.time_centred_advection:  # u_n: the last substep's faces (RK2 in time too)
+                fluid = transfer.fluid_faces(g)
+                before = transfer.start_velocity(g.faces(), fluid, getattr(self, "_kept", None))
+            transfer.grid_to_particles_and_advect(g, *old, self.pos, self.vel, ratio, dt, self.c,  # FLIP/PIC or
+                                                  before=before)  # APIC; RK2
         if s.time_centred_advection:
             self._kept = (tuple(f.copy() for f in g.faces()), fluid)
         beta = density_positions.stiffness()

@@ -47,7 +47,7 @@ from ..grid import GridSpec
 from ..grid.sparse_mac import CELLS
 from ..progress import report, scaled
 from . import bodies, density, density_positions, sparse_bodies, sparse_output, sparse_pressure, sparse_transfer
-from . import transfer
+from . import air_band, transfer
 from . import sparse_topology_gpu as topology_gpu
 from .grid import FLUID, FlipSettings
 from .particles import seed_particles
@@ -73,6 +73,7 @@ class SparseFlipSimulation(KeptBricks, FlipSimulation):
         self.xp = xp = xp or backend.xp()
         density.stiffness(settings)  # the density correction's α, checked
         density_positions.refuse(xp, True)  # its position-only prototype: dense NumPy only
+        air_band.refuse(xp, True)  # the divergence-free air band prototype: dense NumPy only
         self.boundary, self.preconditioner = boundary, preconditioner
         self.kill_distance = float(settings.kill_distance if kill_distance is None else kill_distance)
         if not np.isfinite(self.kill_distance) or self.kill_distance < 0:
