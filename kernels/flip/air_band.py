@@ -48,9 +48,51 @@ start's (½v² + gz 3.88 → 6.84 J/kg at frame 24, 94 cells a substep: energy p
 0 run only loses it, 3.88 → 1.58), so that figure is no win to keep. Up to frame 8 (the front
 on the floor) the loss is gone; from frame 10, when the front meets the far wall, the loss
 comes back at about the baseline's pace (fullest cell 11,108 at frame 24 with α 0): the wall
-collision in one long substep is a second mechanism, not measured yet. Cost: a second Poisson
-solve over the band (7–25 CG iterations) and 4–7 sub-steps of the advection: 3.7 s a frame
-against 0.38 s (NumPy). Not built for the sparse solver or the GPU (refused).
+collision in one long substep is a second mechanism. Cost: a second Poisson solve over the
+band (7–25 CG iterations) and 4–7 sub-steps of the advection: 3.7 s a frame against 0.38 s
+(NumPy). Not built for the sparse solver or the GPU (refused).
+
+The wall collision (i24d4, the same CPU run, α 0, the prototype on). The exact path's ln det
+(RK2 in ≤ ¼-cell steps through the band-projected, time-blended field, the FLUID cells' centres)
+was −0.46, −0.41, −0.60, −0.56 a substep at frames 10–13, of which 83–94% gathered within 4
+cells of the far walls (x = 1, y = 1: AIR there −0.28 / −0.11 / −0.27 / −0.17, FLUID there
+−0.13 / −0.24 / −0.28 / −0.35, elsewhere −0.05 to −0.07); no point's path left the box (the
+band's wall faces are 0, so the push-out clamp is not it). The band solve converged (19–33
+iterations) but the band's cells near the far walls kept a discrete divergence of mean −0.1 to
+−0.25 ×1/Δt, up to 60/Δt: the liquid's faces (fixed) carry more volume into the air left
+between the front and the wall than it can pass on — pockets sealed by the liquid and the walls,
+whose mean the solve removes, and one- or two-cell gaps whose air leaves at 42–100 m/s (the
+liquid's fastest face 5–6 m/s; the advection then takes 29–67 sub-steps, not 4–7). No band can
+be divergence-free there: the liquid itself must stop at the wall, which only a pressure solve
+with the liquid at the wall does. (Finite-difference Jacobians of the sub-cycled map were
+useless there: 2–4% folded, det ±100 through those jets.)
+
+So the wall split (``VOXFX_AIR_BAND_WALL_PIECES=1``, with the band on; dense NumPy only): before
+its P2G, a substep whose particles would meet a wall within it is taken as k equal substeps,
+each its own P2G, solve, band and advection (``wall_pieces``: each particle asks for ceil(travel
+toward a wall / (its distance to it + 1 cell)) pieces, the 99.9th percentile of those, at most
+16; ``split_substep``; ``step()`` is unchanged and counts one substep). Measured (the run above,
+24 frames), meshed volume at frames 8 / 12 / 24, ½v² + gz at 24 (start 3.88 J/kg), fullest cell
+at 24, pieces a frame, CPU seconds a frame:
+
+  band alone, α 0       −0.2% / −20.0% / −46.5%, 1.58, 11,108, 1, 3.7 s
+  band + split, α 0     −1.5% / −9.6% / −0.2%, 2.05, 893, 2–3, 5.8 s
+  band + split, α 0.3   −1.0% / −6.1% / +27.6%, 2.23, 461, 2–4, 8.7 s (+7.8% at 20: swollen)
+  Fast as it is, α 0    −2.6% / −7.9% / −13.7%, 2.81, 283, 3 (2–7 cells each), 3.1 s (no band)
+
+(CPU seconds on 2 cores shared with other runs: compare loosely.) With the split the energy no
+longer rises (α 0.3: 3.88 → 2.23 J/kg against 6.84 with the band alone), but α 0.3 then swells
+the liquid: the correction's dead band was sized for a liquid that loses volume; with the
+split α 0 keeps it.
+
+At 64³ the split asks 2–3 pieces, about Fast's own 3 substeps, so it is here mostly "more
+substeps where the liquid meets a wall"; at 256³ (16–23 cells a substep) it would ask more.
+The energy with α 0.3 and the band alone (i24d4, projected faces with the source minus
+without, per frame): the correction's face velocity was ≤ 0.2 m/s up to frame 8, then 1.0,
+2.5, 4.8, 5.5 m/s at frames 10–13 (rms 0.02–0.12) as the wall piles grew (fullest cell 935 →
+2,261, the source up to 1,873 1/s), the particles' fastest 4.7 → 10.5 m/s: the velocity-level
+correction's velocity, sized by the piles the wall collision makes, kept by FLIP. The band's
+faces never reach G2P (put back before it).
 """
 
 from __future__ import annotations
@@ -66,6 +108,10 @@ from ..grid import mac
 from .grid import AIR, FLUID, SOLID
 
 SWITCH = "VOXFX_AIR_BAND_PROJECTION"
+WALL_SWITCH = "VOXFX_AIR_BAND_WALL_PIECES"  # the substep split where the liquid would meet a wall (notes)
+WALL_SLACK = 1.0  # cells a particle may travel past its distance to a wall in one piece
+WALL_QUANTILE = 0.999  # the pieces the particles ask for: this quantile of their counts
+MAX_PIECES = 16
 MARGIN = 2  # cells beyond the fastest face's reach
 SUBSTEP_CELLS = 4.0  # the sub-cycled advection's longest step, in cells (notes)
 
@@ -78,12 +124,70 @@ def enabled() -> bool:
     return text == "1"
 
 
+def wall_split() -> bool:
+    """Whether ``VOXFX_AIR_BAND_WALL_PIECES`` is on ("1"; "0" or unset: off); it acts only
+    with ``VOXFX_AIR_BAND_PROJECTION`` on."""
+    text = os.environ.get(WALL_SWITCH, "").strip()
+    if text not in ("", "0", "1"):
+        raise InputError(f"{WALL_SWITCH} must be 0 or 1, not {text}")
+    return text == "1"
+
+
 def refuse(xp, sparse: bool = False) -> None:
     """The prototype is the dense NumPy solver's only: a CuPy or a sparse simulation with it
-    switched on refuses."""
-    if enabled() and (xp is not np or sparse):
-        raise NotImplementedError(f"{SWITCH} is a prototype of the dense NumPy solver "
-                                  "(kernels/flip/air_band.py): unset it for the GPU and the sparse solver")
+    switched on refuses (and the wall split without the band)."""
+    if (enabled() or wall_split()) and (xp is not np or sparse):
+        raise NotImplementedError(f"{SWITCH} and {WALL_SWITCH} are prototypes of the dense NumPy solver "
+                                  "(kernels/flip/air_band.py): unset them for the GPU and the sparse solver")
+    if wall_split() and not enabled():
+        raise InputError(f"{WALL_SWITCH} splits the substeps of {SWITCH}: switch that on too")
+
+
+def wall_pieces(grid, pos, vel, dt: float, quantile: float = WALL_QUANTILE, most: int = MAX_PIECES) -> int:
+    """Into how many equal pieces the substep *dt* is cut so that the particles' straight
+    paths meet the walls within a piece (notes): each particle asks for ceil(travel toward a
+    wall / (its distance to that wall + WALL_SLACK)) pieces (cells, the worst of its 6 walls),
+    the substep takes the *quantile* of those counts (a few splash particles do not decide),
+    at most *most*. Dense NumPy grid; walls of the box only (not solids)."""
+    if len(pos) == 0:
+        return 1
+    from .transfer import _frame
+
+    ox, oy, oz, h, inv_h = _frame(grid)
+    need = np.ones(len(pos), np.float32)
+    for a, (o, n) in enumerate(zip((ox, oy, oz), grid.shape)):
+        g = (pos[:, a] - np.float32(o)) * np.float32(inv_h)
+        travel = vel[:, a] * np.float32(dt * inv_h)  # cells, signed
+        room = np.where(travel > 0, np.float32(n) - g, g) + np.float32(WALL_SLACK)
+        need = np.maximum(need, np.abs(travel) / np.maximum(room, np.float32(WALL_SLACK)))
+    asked = float(np.quantile(need, quantile)) if 0.0 < quantile < 1.0 else float(need.max())
+    return int(min(most, max(1, math.ceil(asked - 1e-6))))
+
+
+def split_substep(sim, dt: float, progress=None):
+    """``FlipSimulation.substep`` with the wall split on: the substep taken as ``wall_pieces``
+    equal substeps (each its own P2G, pressure solve, band and advection), or as itself when
+    one piece suffices. Returns (stats, handled): handled False means the caller runs the
+    substep as ever."""
+    if not (enabled() and wall_split()) or getattr(sim, "_air_band_piece", False):
+        return None, False
+    pieces = wall_pieces(sim.grid, sim.pos, sim.vel, dt)
+    if pieces == 1:
+        return None, False
+    from ..progress import scaled
+
+    stats = {"iterations": 0, "residual": 0.0}
+    sim._air_band_piece = True
+    try:
+        for i in range(pieces):
+            part = sim.substep(dt / pieces, scaled(progress, i / pieces, (i + 1) / pieces) if progress else None)
+            stats = {**part, "iterations": stats["iterations"] + int(part["iterations"]),
+                     "residual": max(stats["residual"], float(part["residual"]))}
+    finally:
+        sim._air_band_piece = False
+    sim.air_band_pieces = getattr(sim, "air_band_pieces", 0) + pieces - 1
+    stats["pieces"] = pieces
+    return stats, True
 
 
 def reach_cells(grid, dt: float) -> int:

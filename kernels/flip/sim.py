@@ -206,6 +206,9 @@ class FlipSimulation:
     # ------------------------------------------------------------------ the method
     def substep(self, dt: float, progress=None) -> dict:
         g, s = self.grid, self.settings
+        split, handled = air_band.split_substep(self, dt, progress)  # opt-in prototype: cut where the
+        if handled:  # liquid would meet a wall within the substep (air_band.py)
+            return split
         report(progress, 0.0, "particles to grid")
         transfer.particles_to_grid(g, self.pos, self.vel, self.c)  # particles → grid (§7)
         transfer.classify(g, self.pos)  # FLUID / AIR / SOLID

@@ -90,3 +90,68 @@ def test_the_switch_is_refused_by_the_sparse_solver_and_checked(monkeypatch):
     monkeypatch.setenv(air_band.SWITCH, "yes")
     with pytest.raises(InputError, match=air_band.SWITCH):
         FlipSimulation(spec, FlipSettings(), v, t, xp=np)
+
+
+def test_wall_pieces_cut_where_a_straight_path_meets_a_wall():
+    g = DenseGrid(GridSpec((0.0, 0.0, 0.0), H, (16, 16, 16)), np)
+    # 2 cells from the +x wall, travelling 9 cells toward it: 9 / (2 + 1 slack) = 3 pieces
+    pos = np.array([[1.4, 0.8, 0.8]], np.float32)
+    vel = np.array([[9 * H / 0.5, 0.0, 0.0]], np.float32)
+    assert air_band.wall_pieces(g, pos, vel, 0.5) == 3
+    assert air_band.wall_pieces(g, pos, -vel, 0.5) == 1  # away from it: 14 cells of room
+    assert air_band.wall_pieces(g, pos, vel * 10, 0.5) == air_band.MAX_PIECES  # capped
+    # resting on the floor, sinking a little: no cut
+    assert air_band.wall_pieces(g, np.array([[0.8, 0.8, 0.05]], np.float32),
+                                np.array([[0.0, 0.0, -0.1]], np.float32), 0.5) == 1
+    # one splash particle among many does not decide (the quantile); alone it does
+    many = np.tile(np.array([[0.8, 0.8, 0.8]], np.float32), (2000, 1))
+    still = np.zeros_like(many)
+    still[0] = vel[0]
+    many[0] = pos[0]
+    assert air_band.wall_pieces(g, many, still, 0.5) == 1
+    assert air_band.wall_pieces(g, many, still, 0.5, quantile=1.0) == 3
+
+
+def test_the_wall_split_steps_a_block_thrown_at_a_wall_in_pieces(monkeypatch):
+    monkeypatch.setenv(air_band.SWITCH, "1")
+    monkeypatch.setenv(air_band.WALL_SWITCH, "1")
+    spec = GridSpec((0.0, 0.0, 0.0), H, (12, 12, 12))
+    v, t = box((0.4, 0.0, 0.0), (0.8, 1.2, 0.4))
+    sim = FlipSimulation(spec, FlipSettings(max_substeps=1, max_time_step=0.0, seed=3), v, t, xp=np)
+    sim.vel[:, 0] = np.float32(4.0)  # 0.4 m from the wall, 1 m a substep
+    sim.step(1 / 4)
+    assert sim.last["substeps"] == 1  # step() sees one substep ...
+    assert sim.air_band_pieces >= 1  # ... taken as 2 or more pieces (the count of extra ones)
+    assert abs(sim.t - 0.25) < 1e-9
+    assert np.isfinite(sim.vel).all() and (sim.pos >= 0).all() and (sim.pos <= 1.2).all()
+    monkeypatch.setenv(air_band.WALL_SWITCH, "0")
+    again = FlipSimulation(spec, FlipSettings(max_substeps=1, max_time_step=0.0, seed=3), v, t, xp=np)
+    again.vel[:, 0] = np.float32(4.0)
+    again.step(1 / 4)
+    assert getattr(again, "air_band_pieces", 0) == 0  # off: one piece
+
+
+def test_a_resting_tank_takes_no_pieces(monkeypatch):
+    monkeypatch.setenv(air_band.SWITCH, "1")
+    monkeypatch.setenv(air_band.WALL_SWITCH, "1")
+    v, t = box((0.0, 0.0, 0.0), (0.8, 0.8, 0.4))
+    sim = FlipSimulation(GridSpec((0.0, 0.0, 0.0), H, (8, 8, 8)),
+                         FlipSettings(max_substeps=1, max_time_step=0.0, seed=3), v, t, xp=np)
+    for _ in range(3):
+        sim.step(1 / 8)
+    assert getattr(sim, "air_band_pieces", 0) == 0
+
+
+def test_the_wall_split_is_refused_without_the_band_and_by_the_sparse_solver(monkeypatch):
+    v, t = box((0.0, 0.0, 0.0), (0.4, 0.4, 0.4))
+    spec = GridSpec((0.0, 0.0, 0.0), H, (8, 8, 8))
+    monkeypatch.setenv(air_band.WALL_SWITCH, "1")
+    with pytest.raises(InputError, match=air_band.SWITCH):
+        FlipSimulation(spec, FlipSettings(), v, t, xp=np)
+    monkeypatch.setenv(air_band.SWITCH, "1")
+    with pytest.raises(NotImplementedError, match="dense NumPy"):
+        FlipSimulation(spec, FlipSettings(sparse=True), v, t, xp=np)
+    FlipSimulation(spec, FlipSettings(), v, t, xp=np)
+    monkeypatch.setenv(air_band.WALL_SWITCH, "2")
+    with pytest.raises(InputError, match=air_band.WALL_SWITCH):
+        FlipSimulation(spec, FlipSettings(), v, t, xp=np)
