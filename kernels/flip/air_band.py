@@ -1,5 +1,6 @@
 """A divergence-free air band (issue 24, accuracy; an opt-in prototype of the dense NumPy
-solver, the environment switch ``VOXFX_AIR_BAND_PROJECTION``, off by default).
+solver, the environment switch ``VOXFX_AIR_BAND_PROJECTION``, off by default; on bricks, the
+sparse solver's NumPy path: ``sparse_air_band.py``).
 
 The mechanism it is for. With long substeps (Fast at fine grids: 16–26 cells a substep) a
 particle spends most of its substep outside the FLUID cells the pressure solve saw: in the
@@ -50,7 +51,8 @@ on the floor) the loss is gone; from frame 10, when the front meets the far wall
 comes back at about the baseline's pace (fullest cell 11,108 at frame 24 with α 0): the wall
 collision in one long substep is a second mechanism. Cost: a second Poisson solve over the
 band (7–25 CG iterations) and 4–7 sub-steps of the advection: 3.7 s a frame against 0.38 s
-(NumPy). Not built for the sparse solver or the GPU (refused).
+(NumPy). Not built for the GPU (refused); the sparse solver's NumPy path has it
+(``sparse_air_band.py``, i24d5).
 
 The wall collision (i24d4, the same CPU run, α 0, the prototype on). The exact path's ln det
 (RK2 in ≤ ¼-cell steps through the band-projected, time-blended field, the FLUID cells' centres)
@@ -67,7 +69,7 @@ be divergence-free there: the liquid itself must stop at the wall, which only a 
 with the liquid at the wall does. (Finite-difference Jacobians of the sub-cycled map were
 useless there: 2–4% folded, det ±100 through those jets.)
 
-So the wall split (``VOXFX_AIR_BAND_WALL_PIECES=1``, with the band on; dense NumPy only): before
+So the wall split (``VOXFX_AIR_BAND_WALL_PIECES=1``, with the band on; NumPy only): before
 its P2G, a substep whose particles would meet a wall within it is taken as k equal substeps,
 each its own P2G, solve, band and advection (``wall_pieces``: each particle asks for ceil(travel
 toward a wall / (its distance to it + 1 cell)) pieces, the 99.9th percentile of those, at most
@@ -134,11 +136,13 @@ def wall_split() -> bool:
 
 
 def refuse(xp, sparse: bool = False) -> None:
-    """The prototype is the dense NumPy solver's only: a CuPy or a sparse simulation with it
-    switched on refuses (and the wall split without the band)."""
-    if (enabled() or wall_split()) and (xp is not np or sparse):
+    """The prototype is the NumPy solvers' only (dense here, sparse ``sparse_air_band.py``): a
+    CuPy simulation, dense or sparse, with it switched on refuses (and the wall split without
+    the band). *sparse*: kept for the callers; both solvers take it on NumPy."""
+    if (enabled() or wall_split()) and xp is not np:
         raise NotImplementedError(f"{SWITCH} and {WALL_SWITCH} are prototypes of the dense NumPy solver "
-                                  "(kernels/flip/air_band.py): unset them for the GPU and the sparse solver")
+                                  "and the sparse solver's NumPy path (kernels/flip/air_band.py, "
+                                  "sparse_air_band.py): unset them for the GPU")
     if wall_split() and not enabled():
         raise InputError(f"{WALL_SWITCH} splits the substeps of {SWITCH}: switch that on too")
 
@@ -170,6 +174,8 @@ def split_substep(sim, dt: float, progress=None):
     one piece suffices. Returns (stats, handled): handled False means the caller runs the
     substep as ever."""
     if not (enabled() and wall_split()) or getattr(sim, "_air_band_piece", False):
+        return None, False
+    if getattr(sim, "boundary", "closed") != "closed":  # the sparse solver's open domain: no walls
         return None, False
     pieces = wall_pieces(sim.grid, sim.pos, sim.vel, dt)
     if pieces == 1:

@@ -29,7 +29,9 @@ Outputs (``sparse_output``): closed, the box's level set and cell velocity as th
 solver's; open, over the liquid's region wherever it is. ``settings.narrow_band`` > 0
 (experimental, ``sparse_band``): particles only near the surface, the deep interior on
 the grid. ``settings.time_centred_advection``: the last substep's faces kept on the bricks
-(``sparse_kept.KeptBricks``).
+(``sparse_kept.KeptBricks``). ``VOXFX_AIR_BAND_PROJECTION`` / ``VOXFX_AIR_BAND_WALL_PIECES``
+(opt-in prototypes, NumPy only: ``sparse_air_band.py``): the G2P and advection through a
+divergence-free air band, and the substep cut where the liquid would meet a wall.
 
 ``boundary``: "closed" (default; the box has walls, as the dense solver: the same scene
 gives the same motion up to float rounding) or "open" (no walls: liquid leaves the box
@@ -47,7 +49,7 @@ from ..grid import GridSpec
 from ..grid.sparse_mac import CELLS
 from ..progress import report, scaled
 from . import bodies, density, density_positions, sparse_bodies, sparse_output, sparse_pressure, sparse_transfer
-from . import air_band, transfer
+from . import air_band, sparse_air_band, transfer
 from . import sparse_topology_gpu as topology_gpu
 from .grid import FLUID, FlipSettings
 from .particles import seed_particles
@@ -73,7 +75,9 @@ class SparseFlipSimulation(KeptBricks, FlipSimulation):
         self.xp = xp = xp or backend.xp()
         density.stiffness(settings)  # the density correction's α, checked
         density_positions.refuse(xp, True)  # its position-only prototype: dense NumPy only
-        air_band.refuse(xp, True)  # the divergence-free air band prototype: dense NumPy only
+        air_band.refuse(xp, True)  # the divergence-free air band prototype: NumPy only (sparse_air_band)
+        if settings.narrow_band and air_band.enabled():
+            raise NotImplementedError(f"{air_band.SWITCH} is not built for the narrow band (sparse_band.py)")
         self.boundary, self.preconditioner = boundary, preconditioner
         self.kill_distance = float(settings.kill_distance if kill_distance is None else kill_distance)
         if not np.isfinite(self.kill_distance) or self.kill_distance < 0:
@@ -248,6 +252,9 @@ class SparseFlipSimulation(KeptBricks, FlipSimulation):
 
     def substep(self, dt: float, progress=None) -> dict:
         g, s = self.grid, self.settings
+        split, handled = air_band.split_substep(self, dt, progress)  # opt-in prototype: cut where the
+        if handled:  # liquid would meet a wall within the substep (air_band.py; closed domains)
+            return split
         report(progress, 0.0, "topology")
         gravity = float(np.linalg.norm(s.gravity))
         reach = BrickReach(self.vel, dt, gravity, self.spec.voxel_size) if margin_mode() == "brick" else None
@@ -282,8 +289,11 @@ class SparseFlipSimulation(KeptBricks, FlipSimulation):
         report(progress, 0.8, "grid to particles")
         sparse_transfer.extrapolate(g, valid=sparse_transfer.fluid_faces(g))
         ratio = 0.0 if s.apic else s.flip_ratio
-        before = self._start_velocity() if s.time_centred_advection else None  # u_n (RK2 in time too)
-        sparse_transfer.g2p_advect(g, old, self.pos, self.vel, ratio, dt, self.c, before=before)  # FLIP/PIC, APIC
+        if air_band.enabled():  # opt-in prototype: FLIP/PIC or APIC, then sub-cycled RK2 through a
+            stats = {**stats, **sparse_air_band.g2p_and_advect(self, old, ratio, dt)}  # divergence-free band
+        else:
+            before = self._start_velocity() if s.time_centred_advection else None  # u_n (RK2 in time too)
+            sparse_transfer.g2p_advect(g, old, self.pos, self.vel, ratio, dt, self.c, before=before)  # FLIP/PIC
         if s.time_centred_advection:
             self._keep_velocity()
         if band:

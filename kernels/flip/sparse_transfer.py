@@ -247,16 +247,7 @@ def g2p_advect(grid, old, pos, vel, flip_ratio, dt, c=None, before=None):
     boxes = grid.boxes if grid.closed else None
     g = grid.cell_coords(pos)
     ox, oy, oz, _, inv_h = _frame(grid)
-    if c is not None:
-        new, grad = grid.sample_faces(faces, *g, boxes=boxes, gradient=True)
-        for a in range(3):
-            for b in range(3):
-                c[:, a, b] = grad[a][b] * inv_h
-    else:
-        new = grid.sample_faces(faces, *g, boxes=boxes)
-    prev = grid.sample_faces(old, *g, boxes=boxes)
-    for a in range(3):
-        vel[:, a] = flip * (vel[:, a] + (new[a] - prev[a])) + pic * new[a]
+    update_velocity(grid, old, g, vel, flip, pic, c)
     origin = (ox, oy, oz)
     x0 = [pos[:, a].copy() for a in range(3)]
     v1 = grid.sample_faces(faces if before is None else before, *g, boxes=boxes)
@@ -270,6 +261,25 @@ def g2p_advect(grid, old, pos, vel, flip_ratio, dt, c=None, before=None):
     for a, p in enumerate(push_out(grid, x1, x0)):
         pos[:, a] = p
     return pos, vel
+
+
+def update_velocity(grid, old, g, vel, flip, pic, c=None) -> None:
+    """``g2p_advect``'s velocity half (NumPy): *vel* ← flip·(vel + u_new − u_old) + pic·u_new
+    at the points *g* (cell units), or APIC's C from u_new's gradient with *c*; in place.
+    The air band prototype (``sparse_air_band``) runs it alone, before its own advection."""
+    faces = tuple(grid[n] for n in grid.FACES)
+    boxes = grid.boxes if grid.closed else None
+    inv_h = _frame(grid)[4]
+    if c is not None:
+        new, grad = grid.sample_faces(faces, *g, boxes=boxes, gradient=True)
+        for a in range(3):
+            for b in range(3):
+                c[:, a, b] = grad[a][b] * inv_h
+    else:
+        new = grid.sample_faces(faces, *g, boxes=boxes)
+    prev = grid.sample_faces(old, *g, boxes=boxes)
+    for a in range(3):
+        vel[:, a] = flip * (vel[:, a] + (new[a] - prev[a])) + pic * new[a]
 
 
 def push_out(grid, x, fallback):

@@ -1,5 +1,6 @@
-"""The long-substep prototypes are the dense NumPy solver's only (``kernels/flip/air_band.py``,
-``kernels/flip/density_positions.py``): on CuPy, dense or sparse, their switches are refused at
+"""The long-substep prototypes are NumPy only (``kernels/flip/air_band.py`` — dense and, since
+i24d5, the sparse solver's NumPy path, ``sparse_air_band.py`` —, ``kernels/flip/density_positions.py``
+dense only): on CuPy, dense or sparse, their switches are refused at
 once with a clear error; unset, the GPU simulation runs as ever. (The position switch's case
 passed on an H100, 2026-11-26; the air band's was merged after that session's device budget.)"""
 

@@ -1,7 +1,8 @@
 """The divergence-free air band (``kernels/flip/air_band.py``, issue 24; an environment switch
 of the dense NumPy solver): the band's cells are divergence-free after ``project_band`` while
 the liquid's faces keep their values and the walls are closed; a resting tank stays at rest
-through long substeps with it; the sparse solver refuses it; a bad value is refused."""
+through long substeps with it; a bad value is refused (the sparse solver's NumPy path:
+``test_flip_sparse_air_band.py``)."""
 
 import numpy as np
 import pytest
@@ -80,13 +81,12 @@ def test_a_resting_tank_stays_at_rest_through_long_substeps(monkeypatch):
     assert np.abs(sim.vel).max() < 0.1
 
 
-def test_the_switch_is_refused_by_the_sparse_solver_and_checked(monkeypatch):
+def test_the_switch_is_checked(monkeypatch):
     v, t = box((0.0, 0.0, 0.0), (0.4, 0.4, 0.4))
     spec = GridSpec((0.0, 0.0, 0.0), H, (8, 8, 8))
     monkeypatch.setenv(air_band.SWITCH, "1")
-    with pytest.raises(NotImplementedError, match="dense NumPy"):
-        FlipSimulation(spec, FlipSettings(sparse=True), v, t, xp=np)
-    FlipSimulation(spec, FlipSettings(), v, t, xp=np)  # the dense NumPy solver takes it
+    FlipSimulation(spec, FlipSettings(), v, t, xp=np)  # the dense NumPy solver takes it (the sparse
+    # one's NumPy path too: test_flip_sparse_air_band.py; CuPy refuses: tests/gpu)
     monkeypatch.setenv(air_band.SWITCH, "yes")
     with pytest.raises(InputError, match=air_band.SWITCH):
         FlipSimulation(spec, FlipSettings(), v, t, xp=np)
@@ -142,15 +142,13 @@ def test_a_resting_tank_takes_no_pieces(monkeypatch):
     assert getattr(sim, "air_band_pieces", 0) == 0
 
 
-def test_the_wall_split_is_refused_without_the_band_and_by_the_sparse_solver(monkeypatch):
+def test_the_wall_split_is_refused_without_the_band(monkeypatch):
     v, t = box((0.0, 0.0, 0.0), (0.4, 0.4, 0.4))
     spec = GridSpec((0.0, 0.0, 0.0), H, (8, 8, 8))
     monkeypatch.setenv(air_band.WALL_SWITCH, "1")
     with pytest.raises(InputError, match=air_band.SWITCH):
         FlipSimulation(spec, FlipSettings(), v, t, xp=np)
     monkeypatch.setenv(air_band.SWITCH, "1")
-    with pytest.raises(NotImplementedError, match="dense NumPy"):
-        FlipSimulation(spec, FlipSettings(sparse=True), v, t, xp=np)
     FlipSimulation(spec, FlipSettings(), v, t, xp=np)
     monkeypatch.setenv(air_band.WALL_SWITCH, "2")
     with pytest.raises(InputError, match=air_band.WALL_SWITCH):
