@@ -122,6 +122,13 @@ def test_the_sparse_numpy_solver_takes_the_switches_and_checks_them(monkeypatch)
         FlipSimulation(spec, FlipSettings(sparse=True), v, t, xp=np)  # the split without the band
     monkeypatch.setenv(air_band.SWITCH, "1")
     FlipSimulation(spec, FlipSettings(sparse=True), v, t, xp=np).step(1 / 24)
+    falling = box((0.0, 0.0, 0.4), (0.4, 0.8, 0.8))  # an open domain: no walls to split at
+    sim = FlipSimulation(spec, FlipSettings(sparse=True, boundary="open", max_substeps=1, max_time_step=0.0),
+                         *falling, xp=np)
+    for _ in range(3):
+        sim.step(1 / 8)
+    assert np.isfinite(sim.pos).all() and sim.pos[:, 2].min() < 0  # fell out through the floor
+    assert getattr(sim, "air_band_pieces", 0) == 0
     with pytest.raises(NotImplementedError, match="narrow band"):
         FlipSimulation(spec, FlipSettings(sparse=True, narrow_band=3), v, t, xp=np)
     monkeypatch.setenv(air_band.SWITCH, "yes")
