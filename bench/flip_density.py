@@ -37,7 +37,11 @@ cells): α 0 −13.7%, α 0.3 −7.2%, α 0.3 with positions 0.3 −5.1%. ``--fp
 divergence-free, the advection sub-cycled in ≤ 4-cell steps; ~100–170 s a run): α 0 −0.2% at
 frame 8 (against −19.4%), −20.0% at 12, −46.5% at 24; α 0.3 +0.3% / −19.8% / −17.9% with the
 energy rising past the start's (3.88 → 6.84 J/kg): the loss up to frame 8 was the band's
-divergence; from frame 10 (the front at the far wall) another mechanism; the columns cells/substep
+divergence; from frame 10 (the front at the far wall) another mechanism, which
+``VOXFX_AIR_BAND_WALL_PIECES=1`` (i24d4: a substep meeting a wall split) meets: α 0 −0.2% at frame
+24. ``--sparse`` runs both switches on the sparse solver's NumPy path (i24d5,
+``sparse_air_band.py``; 48³, 110e3 particles, 12 frames: band −17.3%, band + split −9.6% at frame
+12, the dense prototype's −17.7% / −9.0%). The columns cells/substep
 (the fastest particle's at the frames' starts), ½v² and ½v² + gz (J/kg: a dam break only
 loses energy) and the share of the crowding (particles past 2n₀) in the wall cells.
 """
