@@ -95,6 +95,20 @@ without, per frame): the correction's face velocity was ≤ 0.2 m/s up to frame 
 2,261, the source up to 1,873 1/s), the particles' fastest 4.7 → 10.5 m/s: the velocity-level
 correction's velocity, sized by the piles the wall collision makes, kept by FLIP. The band's
 faces never reach G2P (put back before it).
+
+Finer grids (i24d6; CPU, 2 cores, two runs at a time, ``bench/flip_density.py --timing fast
+--alpha 0 --every 2``, Fast as it is: 3 substeps, no override; substeps a frame with the pieces,
+meshed volume, CPU s a frame from a wrapper timing each ``step``, not kept). 96³, 880e3 particles,
+24 frames, both switches: substeps 3 at frames 1–7, 6 / 6 at 8–9, 4 / 4 / 4 at 10–12, then 3 (4 at
+15): 82 in 24 frames (72 without); volume at 8 / 12 / 16 / 24 −1.7% / −6.8% / −10.5% / −9.3% (Fast
+alone −5.1% / −20.7% / −26.2% / −30.2%); 7–10 s a frame at 1–7, 21–61 s after (Fast alone 4–7 s).
+128³, 2e6 particles, 12 frames: substeps 3 at 1–7, 6 at every frame 8–12 (the front at the far
+wall); volume at 8 / 10 / 12 −2.6% / −6.1% / −9.1% (Fast alone −9.7% / −19.6% / −29.3%, 9.5–13.1
+cells a substep); 25–38 s a frame at 1–7, 86–144 s at 8–12 (Fast alone ~12 s). So the split asked
+at most twice Fast's substeps here (6 a frame where Fast alone takes 9.5–13.1 cells a substep),
+not many; but it did not keep the volume as at 64³ with one long substep (−0.2% at 24): at 96³ the
+loss from frame 10 is about a third of Fast's, and the band's cost (second solve, sub-cycled
+advection) grows with the grid.
 """
 
 from __future__ import annotations
