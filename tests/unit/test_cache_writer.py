@@ -197,6 +197,23 @@ def recording_checkpoints(cache, at_step):
     return advance
 
 
+def recording_writers(cache, while_writing, before_write=None):
+    """A frame's writers (one ``.ply`` file) that record, for each frame, whether its checkpoint
+    and the frame itself were in the manifest while its file was written (*while_writing*), then
+    call *before_write(frame)* (if given) and write the file."""
+    def writers(sim, progress=None):
+        frame = sim.frames
+
+        def write(path):
+            data = cache.read_manifest()
+            while_writing[frame] = (frame in data["checkpoints"], frame in data["frames"])
+            if before_write is not None:
+                before_write(frame)
+            Path(path).write_bytes(b"frame %d" % frame)
+        return {".ply": write}
+    return writers
+
+
 @pytest.mark.parametrize("mode", ["before_step", "legacy"])
 def test_a_frames_checkpoint_is_recorded_before_the_next_frame_steps(tmp_path, monkeypatch, mode):
     """Issue 21 §1 with the writer thread and ``VOXFX_CHECKPOINT=before_step`` (or the
@@ -209,14 +226,7 @@ def test_a_frames_checkpoint_is_recorded_before_the_next_frame_steps(tmp_path, m
     at_step, while_writing = {}, {}
     advance = recording_checkpoints(cache, at_step)
 
-    def writers(sim, progress=None):
-        frame = sim.frames
-
-        def write(path):
-            data = cache.read_manifest()
-            while_writing[frame] = (frame in data["checkpoints"], frame in data["frames"])
-            Path(path).write_bytes(b"frame %d" % frame)
-        return {".ply": write}
+    writers = recording_writers(cache, while_writing)
 
     fsio.reset_faults()
     run_inline(sim_bake.simulate(cache, plan, Counter, advance, writers, first_frame_is_initial=False))
@@ -241,19 +251,14 @@ def test_a_frames_checkpoint_is_written_beside_its_files_while_the_next_frame_st
     at_step, while_writing = {}, {}
     advance = recording_checkpoints(cache, at_step)
 
-    def writers(sim, progress=None):
-        frame = sim.frames
+    def staged(frame):  # the checkpoint's own thread staged it before the file is written
+        deadline = time.monotonic() + WAIT
+        while f"state {frame} staged" not in fsio.fault_labels():
+            if time.monotonic() > deadline:
+                raise AssertionError(f"frame {frame}'s checkpoint was not written beside its file")
+            time.sleep(0.002)
 
-        def write(path):
-            data = cache.read_manifest()
-            while_writing[frame] = (frame in data["checkpoints"], frame in data["frames"])
-            deadline = time.monotonic() + WAIT
-            while f"state {frame} staged" not in fsio.fault_labels():  # the checkpoint's own thread
-                if time.monotonic() > deadline:
-                    raise AssertionError(f"frame {frame}'s checkpoint was not written beside its file")
-                time.sleep(0.002)
-            Path(path).write_bytes(b"frame %d" % frame)
-        return {".ply": write}
+    writers = recording_writers(cache, while_writing, staged)
 
     fsio.reset_faults()
     run_inline(sim_bake.simulate(cache, plan, Counter, advance, writers, first_frame_is_initial=False))
