@@ -232,23 +232,15 @@ def test_scatter_scales_keep_every_sum_below_two_to_the_62():
             assert -126 <= k_q <= 127 and -126 <= k_w <= 127
 
 
-def test_scatter_atomics_names_are_checked(monkeypatch):
-    monkeypatch.delenv("VOXFX_SPARSE_SCATTER_ATOMICS", raising=False)
-    assert sparse_scatter.atomics_mode() == "paired"  # the default
-    monkeypatch.setenv("VOXFX_SPARSE_SCATTER_ATOMICS", " Serial ")
-    assert sparse_scatter.atomics_mode() == "serial"
-    assert sparse_scatter.atomics_mode("paired") == "paired"
-    monkeypatch.setenv("VOXFX_SPARSE_SCATTER_ATOMICS", "batched")
-    with pytest.raises(ValueError, match="VOXFX_SPARSE_SCATTER_ATOMICS"):
-        sparse_scatter.atomics_mode()
-
-
-def test_scatter_kernel_names_are_checked(monkeypatch):
-    monkeypatch.delenv("VOXFX_SPARSE_SCATTER_KERNEL", raising=False)
-    assert sparse_scatter.kernel_mode() == "lean"  # the default
-    monkeypatch.setenv("VOXFX_SPARSE_SCATTER_KERNEL", " Classic ")
-    assert sparse_scatter.kernel_mode() == "classic"
-    assert sparse_scatter.kernel_mode("lean") == "lean"
-    monkeypatch.setenv("VOXFX_SPARSE_SCATTER_KERNEL", "fast")
-    with pytest.raises(ValueError, match="VOXFX_SPARSE_SCATTER_KERNEL"):
-        sparse_scatter.kernel_mode()
+@pytest.mark.parametrize("choose, variable, default, other, bad", [
+    (sparse_scatter.atomics_mode, "VOXFX_SPARSE_SCATTER_ATOMICS", "paired", "serial", "batched"),
+    (sparse_scatter.kernel_mode, "VOXFX_SPARSE_SCATTER_KERNEL", "lean", "classic", "fast")])
+def test_scatter_switch_names_are_checked(monkeypatch, choose, variable, default, other, bad):
+    monkeypatch.delenv(variable, raising=False)
+    assert choose() == default  # the default
+    monkeypatch.setenv(variable, f" {other.capitalize()} ")
+    assert choose() == other
+    assert choose(default) == default
+    monkeypatch.setenv(variable, bad)
+    with pytest.raises(ValueError, match=variable):
+        choose()
