@@ -80,9 +80,7 @@ def test_writers_that_use_bpy_run_on_the_bakes_own_thread(tmp_path):
             return write
         return {".ply": record(".ply"), ".vdb": on_main_thread(record(".vdb"))}
 
-    def advance(sim, frame):
-        sim.frames += 1
-        return ""
+    advance = step_one
 
     run_inline(sim_bake.simulate(cache, plan, Counter, advance, writers, first_frame_is_initial=False))
     assert threads == {".ply": {False}, ".vdb": {True}}
@@ -95,13 +93,9 @@ def test_a_full_disk_on_the_writer_thread_is_the_bakes_one_line_error(tmp_path, 
     left half-written."""
     cache, plan = start(tmp_path)
 
-    def advance(sim, frame):
-        sim.frames += 1
-        return ""
+    advance = step_one
 
-    def writers(sim, progress=None):
-        data = b"frame %d" % sim.frames
-        return {".ply": lambda p: Path(p).write_bytes(data)}
+    writers = frame_writers
 
     fsio.reset_faults()
     run_inline(sim_bake.simulate(cache, plan, Counter, advance, writers, first_frame_is_initial=False))
@@ -156,9 +150,7 @@ def test_a_finished_bake_has_recorded_every_frame_before_it_returns(tmp_path):
     """The last frame is written in the background too; the bake waits for it."""
     cache, plan = start(tmp_path, 1, 3)
 
-    def advance(sim, frame):
-        sim.frames += 1
-        return ""
+    advance = step_one
 
     def writers(sim, progress=None):
         frame = sim.frames
@@ -195,6 +187,18 @@ def recording_checkpoints(cache, at_step):
         sim.frames += 1
         return ""
     return advance
+
+
+def step_one(sim, frame):
+    """A bake's step: one frame further, no notes."""
+    sim.frames += 1
+    return ""
+
+
+def frame_writers(sim, progress=None):
+    """A frame's writers: one ``.ply`` file holding "frame N"."""
+    data = b"frame %d" % sim.frames
+    return {".ply": lambda p: Path(p).write_bytes(data)}
 
 
 def recording_writers(cache, while_writing, before_write=None):
@@ -314,13 +318,9 @@ def test_a_checkpoints_host_block_is_given_back_once_written_and_never_before(tm
         real(block)
     ring.give_back = give_back
 
-    def advance(sim, frame):
-        sim.frames += 1
-        return ""
+    advance = step_one
 
-    def writers(sim, progress=None):
-        data = b"frame %d" % sim.frames
-        return {".ply": lambda p: Path(p).write_bytes(data)}
+    writers = frame_writers
 
     run_inline(sim_bake.simulate(cache, plan, Gathered, advance, writers, first_frame_is_initial=False))
     assert sorted(int(b[0]) for b, _ in ring.back) == [1, 2, 3, 4]
