@@ -175,6 +175,96 @@ extern "C" __global__ void mg_restrict_coarse_solve(const float* __restrict__ rf
     block_coarse_sweeps(x, b, nbr, diag, stride, m_red, m);
 }
 
+// The coarsest level's dense inverse (sparse_multigrid.MG_DENSE, i24p4), once a solve (the
+// solver's start): G ≈ A⁻¹ of level `level` (its m unknowns) by Gauss-Jordan in place in double,
+// in one block, as sparse_multigrid.dense_inverse computes it entry by entry — A from nbr and
+// diag; per pivot k in order the pivot's row and column read, then every entry a_ij −
+// a_ik·(a_kj/p), row k a_kj/p, column k −(a_ik/p), a_kk 1/p; a pivot ≤ DENSE_PIVOT·diag_k (a
+// sealed component's last unknown) skipped, a_kk 0 (pinned) — and G_ij = ½(a_ij + a_ji) rounded
+// to float, 0 in a pinned unknown's row and column, row j at dense + j·stride. work: m² + 2m
+// doubles of global scratch, or nullptr: the launch's dynamic shared memory (stride² + 2·stride
+// doubles, where they fit the device's limit per block).
+#ifndef DENSE_PIVOT
+#define DENSE_PIVOT 1e-9
+#endif
+#ifndef DENSE_SHARED_ARRAY
+#if defined(__CUDA_ARCH__) && !defined(__syncthreads)
+#define DENSE_SHARED_ARRAY(name) extern __shared__ double name[]
+#else  // the host pass, or a host harness: it passes work
+#define DENSE_SHARED_ARRAY(name) double* name = nullptr
+#endif
+#endif
+extern "C" __global__ void __launch_bounds__(1024)
+    mg_dense_inverse(const int* __restrict__ nbr, const float* __restrict__ diag, int stride,
+                     const int* __restrict__ sizes, int level, double* work, float* __restrict__ dense,
+                     const int* __restrict__ state)
+{
+    if (state[S_STOPPED]) return;
+    DENSE_SHARED_ARRAY(scratch);
+    double* a = work ? work : scratch;
+    const int m = sizes[2 * level + 1], mm = m * m;
+    double *row = a + mm, *col = row + m;
+    for (int e = threadIdx.x; e < mm; e += blockDim.x) a[e] = 0.0;
+    __syncthreads();
+    for (int i = threadIdx.x; i < m; i += blockDim.x) {
+        a[i * m + i] = (double)diag[i];
+        for (int d = 0; d < 6; ++d) {
+            const int n = nbr[d * stride + i];
+            if (n < m) a[i * m + n] = -1.0;
+        }
+    }
+    __syncthreads();
+    for (int k = 0; k < m; ++k) {
+        const double p = a[k * m + k];
+        if (!(p > DENSE_PIVOT * (double)diag[k])) {  // every thread read the same p
+            __syncthreads();
+            if (threadIdx.x == 0) a[k * m + k] = 0.0;
+            __syncthreads();
+            continue;
+        }
+        for (int j = threadIdx.x; j < m; j += blockDim.x) {
+            row[j] = a[k * m + j];
+            col[j] = a[j * m + k];
+        }
+        __syncthreads();
+        for (int e = threadIdx.x; e < mm; e += blockDim.x) {
+            const int i = e / m, j = e - i * m;
+            if (i == k) a[e] = j == k ? 1.0 / p : row[j] / p;
+            else if (j == k) a[e] = -(col[i] / p);
+            else a[e] = a[e] - col[i] * (row[j] / p);
+        }
+        __syncthreads();
+    }
+    for (int e = threadIdx.x; e < mm; e += blockDim.x) {
+        const int i = e / m, j = e - i * m;
+        const bool pinned = a[i * m + i] == 0.0 || a[j * m + j] == 0.0;
+        dense[j * stride + i] = pinned ? 0.0f : (float)(0.5 * (a[i * m + j] + a[j * m + i]));
+    }
+}
+
+// mg_coarse_solve and mg_restrict_coarse_solve with the coarsest level's dense inverse
+// (mg_dense_inverse) for the sweeps: one mat-vec pass.
+extern "C" __global__ void mg_coarse_dense(float* __restrict__ x, const float* __restrict__ b,
+                                           const float* __restrict__ dense, int stride,
+                                           const int* __restrict__ sizes, int level, const int* __restrict__ state)
+{
+    if (state[S_STOPPED]) return;
+    block_dense_solve(x, b, dense, stride, sizes[2 * level + 1]);
+}
+
+extern "C" __global__ void mg_restrict_coarse_dense(const float* __restrict__ rf, const int* __restrict__ down,
+                                                    float* __restrict__ x, float* __restrict__ b,
+                                                    const float* __restrict__ dense, int stride,
+                                                    const int* __restrict__ sizes, int level,
+                                                    const int* __restrict__ state)
+{
+    if (state[S_STOPPED]) return;
+    const int m = sizes[2 * level + 1];
+    for (int c = threadIdx.x; c < m; c += blockDim.x) b[c] = restrict_value(rf, down, stride, c);
+    __syncthreads();
+    block_dense_solve(x, b, dense, stride, m);
+}
+
 // The fused V-cycle's coarse levels in one launch: a group of threads runs each level's
 // passes in the order and with the per-unknown values of sparse_pressure_gpu's _vcycle_fused
 // launches, synchronised between passes (so z is the same bit for bit; one launch instead of
@@ -183,7 +273,9 @@ extern "C" __global__ void mg_restrict_coarse_solve(const float* __restrict__ rf
 // releases and wait acquires every earlier access of the cluster's threads, global memory
 // included; the cluster's blocks are scheduled together, so it cannot deadlock as a
 // grid-wide spin barrier can). Level l's buffers are at ptrs[TAIL_PTRS·l + k]: x, b, r, nbr,
-// diag, up (onto l from l + 1), down (into l + 1); strides[l] their row length.
+// diag, up (onto l from l + 1), down (into l + 1); strides[l] their row length. The coarsest
+// level has no down: its slot 6 holds its dense inverse G (mg_dense_inverse, MG_DENSE) or 0
+// (the sweeps).
 #define TAIL_PTRS 7
 #define TAIL_F(l, k) ((float*)ptrs[TAIL_PTRS * (l) + (k)])
 #define TAIL_I(l, k) ((const int*)ptrs[TAIL_PTRS * (l) + (k)])
@@ -343,15 +435,21 @@ __device__ __forceinline__ void block_tail(const unsigned long long* __restrict_
         __syncthreads();
     }
     for (int l = first; l < last; ++l) tail_down(g, level(l), level(l + 1), l + 1 < last);
-    {  // mg_restrict_coarse_solve
+    {  // mg_restrict_coarse_solve (mg_restrict_coarse_dense where the coarsest level's slot 6 holds G)
         const TailLevel C = level(last), F = level(last - 1);
+        const float* dense = TAIL_F(last, 6);
         GROUP_RANGE(g, c, 0, C.m)
         {
             C.b[c] = restrict_value(F.r, F.down, C.stride, c);
-            C.x[c] = 0.0f;
+            if (!dense) C.x[c] = 0.0f;
         }
         __syncthreads();
-        block_coarse_sweeps(C.x, C.b, C.nbr, C.diag, C.stride, C.m_red, C.m);
+        if (dense) {
+            block_dense_solve(C.x, C.b, dense, C.stride, C.m);
+            __syncthreads();
+        } else {
+            block_coarse_sweeps(C.x, C.b, C.nbr, C.diag, C.stride, C.m_red, C.m);
+        }
     }
     for (int l = last - 1; l >= first; --l) tail_up(g, level(l), level(l + 1).x);
     if (SHARED) {  // tail_up ended with a barrier

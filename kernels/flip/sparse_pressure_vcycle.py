@@ -113,6 +113,10 @@ HOLD_BRICK_LEVEL = False
 class VCycleLaunches:
     """z = V-cycle(r) on the device, launch by launch."""
 
+    dense = None  # the coarsest level's dense inverse G (stride² floats, MG_DENSE) or None: the sweeps
+    dense_work = None  # mg_dense_inverse's scratch (global doubles) or np.uint64(0): its shared memory
+    dense_shared = 0  # bytes of mg_dense_inverse's dynamic shared memory (0 with a global scratch)
+
     tail_shared = 0  # bytes of the one-block tail's shared memory (``_tail_shared_bytes``; 0: global vectors)
     colour_grid = 1  # one-colour launches over stride / colour_grid threads
     brick_transfers = (False, False)  # (restriction into level 1, prolongation onto level 0) by bricks
@@ -195,6 +199,7 @@ class VCycleLaunches:
             return None
         ptr = lambda a: 0 if a is None else a.data.ptr  # noqa: E731
         table = [ptr(a) for B in self.levels for a in (B.x, B.b, B.r, B.nbr, B.diag, B.up, B.down)]
+        table[-1] = ptr(self.dense)  # the coarsest level's slot 6 (no down): G, or 0 for the sweeps
         return (first, cp.asarray(np.array(table, np.uint64)),
                 cp.asarray(np.array([B.stride for B in self.levels], np.int32)))
 
@@ -227,6 +232,35 @@ class VCycleLaunches:
         and the second's red pass in one launch): the levels launched one by one whose stride
         is at most *bound* (``FIRST2_UNKNOWNS``), where there is a second sweep."""
         return tuple(bound > 0 and MG_SWEEPS > 1 and B.stride <= bound for B in self.levels)
+
+    def _dense_inverse(self):
+        """G of the coarsest level (``dense``; mg_dense_inverse, one block), once a solve after its
+        tables are loaded: the solver's start."""
+        if self.dense is not None:
+            last = len(self.levels) - 1
+            C = self.levels[last]
+            self._one("mg_dense_inverse", (1,), (_TAIL_THREADS,), (C.nbr, C.diag, np.int32(C.stride), self.sizes,
+                                                                   np.int32(last), self.dense_work, self.dense,
+                                                                   self.state), self.dense_shared)
+
+    def _coarse_solve(self, last, restrict_from=None):
+        """The coarsest level's solve in one block: its sweeps (mg_coarse_solve) or, with ``dense``,
+        G b (mg_coarse_dense); with *restrict_from* (level last − 1) the restriction into it first
+        (mg_restrict_coarse_solve, mg_restrict_coarse_dense)."""
+        C = self.levels[last]
+        F = restrict_from
+        if self.dense is None:
+            if F is None:
+                self._one("mg_coarse_solve", (1,), (_COARSE_THREADS,), (C.x, C.b, *self._level_args(last), self.state))
+            else:
+                self._one("mg_restrict_coarse_solve", (1,), (_COARSE_THREADS,),
+                          (F.r, F.down, C.x, C.b, *self._level_args(last), self.state))
+        elif F is None:
+            self._one("mg_coarse_dense", (1,), (_COARSE_THREADS,),
+                      (C.x, C.b, self.dense, np.int32(C.stride), self.sizes, np.int32(last), self.state))
+        else:
+            self._one("mg_restrict_coarse_dense", (1,), (_COARSE_THREADS,),
+                      (F.r, F.down, C.x, C.b, self.dense, np.int32(C.stride), self.sizes, np.int32(last), self.state))
 
     def _level_args(self, level):
         B = self.levels[level]
@@ -268,7 +302,6 @@ class VCycleLaunches:
                          (L.x, L.b, *self._level_args(level), np.int32(MG_SWEEPS == 1), L.r, self.state))
             if level + 1 < last:
                 self._restrict(level, L, C)
-        C = levels[last]
         if self.tail:
             _, table, strides = self.tail
             if self.cluster_from:
@@ -279,11 +312,9 @@ class VCycleLaunches:
                 self._one(self._tail_kernel(), (1,), (_TAIL_THREADS,), (
                     table, strides, np.int32(first), np.int32(last), self.sizes, self.state), self.tail_shared)
         elif last:
-            F = levels[last - 1]
-            self._one("mg_restrict_coarse_solve", (1,), (_COARSE_THREADS,),
-                      (F.r, F.down, C.x, C.b, *self._level_args(last), self.state))
+            self._coarse_solve(last, levels[last - 1])
         else:
-            self._one("mg_coarse_solve", (1,), (_COARSE_THREADS,), (C.x, C.b, *self._level_args(last), self.state))
+            self._coarse_solve(last)
         for level in range(lead - 1, -1, -1):
             L, C = levels[level], levels[level + 1]
             # the red (all: MG_OMEGA ≠ 1 reads black)
@@ -309,8 +340,7 @@ class VCycleLaunches:
                 self._smooth(level, 1)
             self._launch("mg_residual", L.stride, (L.x, L.b, *self._level_args(level), np.int32(1), L.r, self.state))
             self._restrict(level, L, C)
-        C = levels[last]
-        self._one("mg_coarse_solve", (1,), (_COARSE_THREADS,), (C.x, C.b, *self._level_args(last), self.state))
+        self._coarse_solve(last)
         for level in range(last - 1, -1, -1):  # up: prolong-add; post-smooth black, red
             L, C = levels[level], levels[level + 1]
             self._prolong(level, L, C, L.stride, 1)  # all unknowns
