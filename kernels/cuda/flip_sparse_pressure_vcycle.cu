@@ -178,8 +178,8 @@ extern "C" __global__ void mg_restrict_coarse_solve(const float* __restrict__ rf
 // The coarsest level's dense inverse (sparse_multigrid.MG_DENSE, i24p4), once a solve (the
 // solver's start): G ≈ A⁻¹ of level `level` (its m unknowns) by Gauss-Jordan in place in double,
 // in one block, as sparse_multigrid.dense_inverse computes it entry by entry — A from nbr and
-// diag; per pivot k in order the pivot's row and column read, then every entry a_ij −
-// a_ik·(a_kj/p), row k a_kj/p, column k −(a_ik/p), a_kk 1/p; a pivot ≤ DENSE_PIVOT·diag_k (a
+// diag; per pivot k in order the pivot's row (divided by p) and column read, then every entry
+// a_ij − a_ik·(a_kj/p), row k a_kj/p, column k −(a_ik/p), a_kk 1/p; a pivot ≤ DENSE_PIVOT·diag_k (a
 // sealed component's last unknown) skipped, a_kk 0 (pinned) — and G_ij = ½(a_ij + a_ji) rounded
 // to float, 0 in a pinned unknown's row and column, row j at dense + j·stride. work: m² + 2m
 // doubles of global scratch, or nullptr: the launch's dynamic shared memory (stride² + 2·stride
@@ -222,16 +222,16 @@ extern "C" __global__ void __launch_bounds__(1024)
             __syncthreads();
             continue;
         }
-        for (int j = threadIdx.x; j < m; j += blockDim.x) {
-            row[j] = a[k * m + j];
+        for (int j = threadIdx.x; j < m; j += blockDim.x) {  // row: a_kj/p (divided once, not per entry)
+            row[j] = a[k * m + j] / p;
             col[j] = a[j * m + k];
         }
         __syncthreads();
         for (int e = threadIdx.x; e < mm; e += blockDim.x) {
             const int i = e / m, j = e - i * m;
-            if (i == k) a[e] = j == k ? 1.0 / p : row[j] / p;
+            if (i == k) a[e] = j == k ? 1.0 / p : row[j];
             else if (j == k) a[e] = -(col[i] / p);
-            else a[e] = a[e] - col[i] * (row[j] / p);
+            else a[e] = a[e] - col[i] * row[j];
         }
         __syncthreads();
     }
