@@ -9,6 +9,7 @@
 // operation (no FMA contraction: each value rounds as NumPy rounds it).
 
 #include "voxfx_mg_cell.cuh"  // smooth_value, residual_value, restrict_value, prolong_value, ...: per unknown
+#include "voxfx_mg_dense.cuh"  // block_dense_inverse, block_dense_solve: the coarsest level by its inverse
 #include "voxfx_reduce.cuh"  // block_sum2: the fixed-order double sums
 
 // c over [lo, hi) with a grid-stride loop (launches are sized by the buffers, not by m).
@@ -175,18 +176,10 @@ extern "C" __global__ void mg_restrict_coarse_solve(const float* __restrict__ rf
     block_coarse_sweeps(x, b, nbr, diag, stride, m_red, m);
 }
 
-// The coarsest level's dense inverse (sparse_multigrid.MG_DENSE, i24p4), once a solve (the
-// solver's start): G ≈ A⁻¹ of level `level` (its m unknowns) by Gauss-Jordan in place in double,
-// in one block, as sparse_multigrid.dense_inverse computes it entry by entry — A from nbr and
-// diag; per pivot k in order the pivot's row (divided by p) and column read, then every entry
-// a_ij − a_ik·(a_kj/p), row k a_kj/p, column k −(a_ik/p), a_kk 1/p; a pivot ≤ DENSE_PIVOT·diag_k (a
-// sealed component's last unknown) skipped, a_kk 0 (pinned) — and G_ij = ½(a_ij + a_ji) rounded
-// to float, 0 in a pinned unknown's row and column, row j at dense + j·stride. work: m² + 2m
-// doubles of global scratch, or nullptr: the launch's dynamic shared memory (stride² + 2·stride
-// doubles, where they fit the device's limit per block).
-#ifndef DENSE_PIVOT
-#define DENSE_PIVOT 1e-9
-#endif
+// The coarsest level's dense inverse G (sparse_multigrid.MG_DENSE, i24p4), once a solve (the
+// solver's start), by one block: block_dense_inverse (voxfx_mg_dense.cuh) on level `level`'s
+// tables, its scratch `work` (m² + 2m doubles of global memory) or, work nullptr, the launch's
+// dynamic shared memory (stride² + 2·stride doubles, where they fit the device's limit per block).
 #ifndef DENSE_SHARED_ARRAY
 #if defined(__CUDA_ARCH__) && !defined(__syncthreads)
 #define DENSE_SHARED_ARRAY(name) extern __shared__ double name[]
@@ -201,45 +194,7 @@ extern "C" __global__ void __launch_bounds__(1024)
 {
     if (state[S_STOPPED]) return;
     DENSE_SHARED_ARRAY(scratch);
-    double* a = work ? work : scratch;
-    const int m = sizes[2 * level + 1], mm = m * m;
-    double *row = a + mm, *col = row + m;
-    for (int e = threadIdx.x; e < mm; e += blockDim.x) a[e] = 0.0;
-    __syncthreads();
-    for (int i = threadIdx.x; i < m; i += blockDim.x) {
-        a[i * m + i] = (double)diag[i];
-        for (int d = 0; d < 6; ++d) {
-            const int n = nbr[d * stride + i];
-            if (n < m) a[i * m + n] = -1.0;
-        }
-    }
-    __syncthreads();
-    for (int k = 0; k < m; ++k) {
-        const double p = a[k * m + k];
-        if (!(p > DENSE_PIVOT * (double)diag[k])) {  // every thread read the same p
-            __syncthreads();
-            if (threadIdx.x == 0) a[k * m + k] = 0.0;
-            __syncthreads();
-            continue;
-        }
-        for (int j = threadIdx.x; j < m; j += blockDim.x) {  // row: a_kj/p (divided once, not per entry)
-            row[j] = a[k * m + j] / p;
-            col[j] = a[j * m + k];
-        }
-        __syncthreads();
-        for (int e = threadIdx.x; e < mm; e += blockDim.x) {
-            const int i = e / m, j = e - i * m;
-            if (i == k) a[e] = j == k ? 1.0 / p : row[j];
-            else if (j == k) a[e] = -(col[i] / p);
-            else a[e] = a[e] - col[i] * row[j];
-        }
-        __syncthreads();
-    }
-    for (int e = threadIdx.x; e < mm; e += blockDim.x) {
-        const int i = e / m, j = e - i * m;
-        const bool pinned = a[i * m + i] == 0.0 || a[j * m + j] == 0.0;
-        dense[j * stride + i] = pinned ? 0.0f : (float)(0.5 * (a[i * m + j] + a[j * m + i]));
-    }
+    block_dense_inverse(nbr, diag, stride, sizes[2 * level + 1], work ? work : scratch, dense);
 }
 
 // mg_coarse_solve and mg_restrict_coarse_solve with the coarsest level's dense inverse

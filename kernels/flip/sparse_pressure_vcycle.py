@@ -85,6 +85,31 @@ their noise (solve medians 4.84 → 4.81 and 5.73 → 5.80 ms; pressure a subste
 4.47 → 4.65 ms). "shared" (a block a brick: the brick's 10³ fine r or 6³ coarse x gathered into
 shared memory once, then every stencil read there) gave 246.2 µs, no faster: kept selectable.
 
+The coarsest level by its dense inverse (``sparse_multigrid.MG_DENSE``, VOXFX_SPARSE_MG_DENSE,
+default "0"; issue 24, i24p4): the tail's coarsest level took 4·MG_COARSE_SWEEPS = 32 passes; G
+(``_dense_inverse``: mg_dense_inverse once a solve, in the start's graph, one block, its scratch in
+shared memory) makes it one mat-vec pass, G in the coarsest level's tail-table slot 6 (it has no
+down table), mg_restrict_coarse_dense and mg_coarse_dense where no tail. "2" also drops the last
+level (the one above it, ≤ 128 unknowns, solved exactly instead: ~11 passes fewer). The same G
+and z as sparse_multigrid's NumPy reference bit for bit (host harness; GPU test on the solver's
+own tables). Measured (H100 80GB HBM3, driver 580.159.04, 8M dam break, strides 1271869, 209200,
+26206, 3332, 472, 115, 71 — the coarsest has ~6 unknowns, the one above ~45;
+``bench/flip_sparse_pcg_loop.py`` variants in turn in one process, two calls): the loop's
+iteration 250.4 / 250.8 µs (sweeps) → 243.6 / 244.4 ("1") → 236.4 / 237.4 ("2", −5.5%), the tail
+kernel 92 / 90 → 86 / 86 → 78 / 82 µs, 12 CG iterations in each; mg_dense_inverse 30–34 µs ("1")
+and 47 µs ("2", 59 before its pivot row was divided once a step) a solve (an event pair); the
+solve's median 5.68 → 5.67 → 5.57 ms. ``bench/flip_sparse.py --row 8m --steps 8 --warm 2 --ab``,
+two ways alternating in one simulation: "0" against "2" pressure 5.07 → 4.90 ms, substep 8.03 →
+7.91 ms, CG iterations 92 → 90 over the 8 substeps; "0" against "1" 5.62 → 5.47 ms, 8.63 → 8.49
+ms, 92 → 90. (Three ways in one --ab are not an A/B: the solver cache holds two, so two of them
+rebuild a solver and its graphs every other substep — 6.5, 4.5, 6.4 ms.) The "1" inverse of a
+~6-unknown level gives what 8 sweeps converge to (the host harness's tank: z to the bit), so
+its gain is the 31 passes alone. Not the default yet: with "2" the GPU tests that pin the level
+count or the tail's levels (test_flip_sparse_pressure_vcycle_gpu, _pcg_loop_gpu, the tables
+against the CPU's) fail by design and the accuracy files were not run with it. The tail from
+level 4 with levels 2 and 3 in the cluster (TAIL_UNKNOWNS 1024, with "2"): 243.7 µs, slower
+than the one block's level 3 (237.4): not kept.
+
 Over-relaxed sweeps (``sparse_multigrid.MG_OMEGA``, issue 24, i24m; the kernels compile ω in):
 the fused V-cycle then prolongs onto every unknown, not the red ones alone, since the
 over-relaxed black sweep after it reads the black values."""

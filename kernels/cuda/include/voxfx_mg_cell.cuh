@@ -131,16 +131,3 @@ __device__ __forceinline__ void block_coarse_sweeps(float* __restrict__ x, const
     }
 }
 
-// The coarsest level solved by its dense inverse (sparse_multigrid.MG_DENSE, i24p4): x_i =
-// Σ_j G_ij·b_j over its m unknowns, added j = 0, 1, … (sparse_multigrid.dense_solve's order), a
-// thread a row; G symmetric, row j at G + j·stride, so a warp reads a row's consecutive floats.
-// One pass where block_coarse_sweeps takes 4·MG_COARSE_SWEEPS; the sentinel x[m] is not written.
-__device__ __forceinline__ void block_dense_solve(float* __restrict__ x, const float* __restrict__ b,
-                                                  const float* __restrict__ dense, int stride, int m)
-{
-    for (int i = threadIdx.x; i < m; i += blockDim.x) {
-        float s = dense[i] * b[0];
-        for (int j = 1; j < m; ++j) s = s + dense[j * stride + i] * b[j];
-        x[i] = s;
-    }
-}
