@@ -130,4 +130,3 @@ __device__ __forceinline__ void block_coarse_sweeps(float* __restrict__ x, const
         __syncthreads();
     }
 }
-
