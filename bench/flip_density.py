@@ -118,6 +118,7 @@ def run(args, timing, alpha):
     sim = FlipSimulation(spec, settings, v, t, xp=xp)
     water = len(sim.pos) * spec.voxel_size ** 3 / settings.particles_per_cell
     rows, start, stepping, reach, taken = [], time.perf_counter(), 0.0, 0.0, 0
+    run.frame_ms, run.substeps = [], 0  # per frame stepped: ms, and the substeps of all (with the wall split's)
     for frame in range(args.frames + 1):
         if frame % args.every == 0 or frame == args.frames:
             cells, fullest = occupancy(sim)
@@ -138,7 +139,9 @@ def run(args, timing, alpha):
             if xp is not np:
                 xp.cuda.get_current_stream().synchronize()
             stepping += time.perf_counter() - t0
+            run.frame_ms.append((time.perf_counter() - t0) * 1e3)
             taken = sim.last["substeps"] + getattr(sim, "air_band_pieces", 0) - pieces  # + the wall split's
+            run.substeps += taken
             reach = max(reach, speed / (args.fps * taken * spec.voxel_size))
     return rows, time.perf_counter() - start, len(sim.pos), stepping / max(1, args.frames)
 
@@ -183,7 +186,9 @@ def main():
                       f" | {reach:13.1f} | {kinetic:8.3f} | {total:11.3f} | {wall:6.0%}")
             print(f"{timing:8s} | {alpha:5.2f} | {n} particles, {seconds:.0f} s in all, "
                   f"{per_frame * 1e3:.1f} ms a frame of stepping (timed in the run, the first frame's compiles "
-                  f"included)", flush=True)
+                  f"included); frames 2 on: median {np.median(run.frame_ms[1:] or [math.nan]):.1f} ms, "
+                  f"{run.substeps / max(1, len(run.frame_ms)):.2f} substeps a frame (with the wall split's pieces)",
+                  flush=True)
 
 
 if __name__ == "__main__":

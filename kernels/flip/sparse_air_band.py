@@ -81,17 +81,15 @@ _F = np.float32
 
 def reach_cells(grid, dt: float) -> int:
     """``air_band.reach_cells`` on bricks: rings of AIR a particle may cross in *dt*."""
-    fastest = 0.0
-    for f, m in zip(grid.faces(), sparse_transfer.fluid_faces(grid)):
-        touch = m != 0
-        if touch.any():
-            fastest = max(fastest, float(np.abs(f[touch]).max()))
+    xp = grid.xp  # |u| ≥ 0: faces touching no FLUID cell read 0 (no boolean gather: no size read)
+    fastest = max(float(xp.abs(xp.where(m != 0, f, _F(0))).max()) if f.size else 0.0
+                  for f, m in zip(grid.faces(), sparse_transfer.fluid_faces(grid)))
     return int(math.ceil(fastest * dt / grid.h)) + air_band.MARGIN
 
 
 def _any_neighbour(grid, mask):
-    m = mask.astype(np.uint8)
-    out = np.zeros(grid.size, bool)
+    m = mask.astype(grid.xp.uint8)
+    out = grid.xp.zeros(grid.size, bool)
     for d in range(6):
         out |= grid.neighbour(m, d) != 0
     return out
@@ -101,7 +99,7 @@ def band_cells(grid, rings: int):
     """bool per flat cell: AIR cells within *rings* 6-neighbour steps of a FLUID cell
     (through AIR cells; ``air_band.band_cells`` on the neighbour index)."""
     cell = grid["cell"]
-    band = np.zeros(grid.size, bool)
+    band = grid.xp.zeros(grid.size, bool)
     front = cell == FLUID
     air = cell == AIR
     for _ in range(rings):
@@ -127,17 +125,18 @@ def project_band(grid, dt: float, tolerance: float = 1e-4, max_iterations: int =
     band = band_cells(grid, rings)
     edge = band & edge_cells(grid)  # a face of theirs lies in a missing brick: not unknowns (notes)
     band &= ~edge
-    if not band.any():
+    if not bool(band.any()):
         return band, None
     fixed = sparse_pressure.boundary_faces(grid)  # liquid's faces as they are, solids', walls' 0
     cell = grid["cell"]
-    kind = np.where(band, FLUID, np.where(cell == AIR, AIR, SOLID)).astype(np.uint8)
+    xp = grid.xp
+    kind = xp.where(band, FLUID, xp.where(cell == AIR, AIR, SOLID)).astype(xp.uint8)
     swapped = ("cell", "solid", "solid_u", "solid_v", "solid_w")
     saved = {n: grid[n] for n in swapped}
     carried = grid.channels.get(sparse_pressure.CARRIED)  # the liquid's warm start: not the band's
     memo = getattr(grid, "_pressure_memo", None)  # the liquid's kept solver tables
     grid["cell"] = kind
-    grid["solid"] = (kind == SOLID).astype(np.uint8)
+    grid["solid"] = (kind == SOLID).astype(xp.uint8)
     for name, f in zip(grid.FACES, fixed):
         grid["solid_" + name] = f
     try:
@@ -162,10 +161,16 @@ def advect(grid, pos, dt: float, before=None, cells: float = air_band.SUBSTEP_CE
         return 0
     faces = grid.faces()
     fields = faces if before is None else tuple(before) + tuple(faces)
-    fastest = max(float(np.abs(f).max()) if f.size else 0.0 for f in fields)
+    xp = grid.xp
+    fastest = max(float(xp.abs(f).max()) if f.size else 0.0 for f in fields)
     n = max(1, int(math.ceil(fastest * dt / (cells * grid.h))))
     boxes = grid.boxes if grid.closed else None
     step = _F(dt / n)
+    if xp is not np:  # all sub-steps and the push-out in one kernel, the same bits
+        from . import sparse_air_band_gpu
+
+        sparse_air_band_gpu.advect(grid, pos, n, step, before)
+        return n
 
     def velocity(x, t):  # t: the fraction of the substep
         g = grid.cell_coords(np.stack(x, axis=1))
@@ -199,7 +204,12 @@ def g2p_and_advect(sim, old, ratio: float, dt: float) -> dict:
     g, s = sim.grid, sim.settings
     if int(sim.pos.shape[0]):
         flip = _F(ratio)
-        sparse_transfer.update_velocity(g, old, g.cell_coords(sim.pos), sim.vel, flip, _F(1) - flip, sim.c)
+        if sim.xp is not np:  # one kernel, the same bits
+            from . import sparse_air_band_gpu
+
+            sparse_air_band_gpu.update_velocity(g, old, sim.pos, sim.vel, flip, _F(1) - flip, sim.c)
+        else:
+            sparse_transfer.update_velocity(g, old, g.cell_coords(sim.pos), sim.vel, flip, _F(1) - flip, sim.c)
     faces = tuple(f.copy() for f in g.faces())
     valid = g.valid
     _, stats = project_band(g, dt, s.pressure_tolerance, s.pressure_max_iterations, sim.preconditioner)
