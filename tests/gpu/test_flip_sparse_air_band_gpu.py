@@ -33,7 +33,7 @@ def on_gpu(cpu, margin):
     pos, _ = seed_particles(cells, cpu.spec, seed=4, xp=np)
     gpu = SparseFlipGrid(cpu.spec, cp, closed=True)
     gpu.update(cp.asarray(pos), margin)
-    assert np.array_equal(host(gpu.topology.slots), cpu.topology.slots)
+    assert np.array_equal(host(gpu.topology.slots), cpu.topology.slots) and gpu.size == cpu.size
     for name, (a, background) in cpu.channels.items():
         if name not in gpu.channels:
             gpu.add(name, a.dtype, background)
