@@ -105,6 +105,13 @@ def wall_share(sim):
     return float(excess[wall].sum()) / total if total else math.nan
 
 
+def print_row(timing, alpha, first, row):
+    frame, cells, fullest, volume, substeps, iterations, reach, kinetic, total, wall = row
+    print(f"{timing:8s} | {alpha:5.2f} | {frame:5d} | {cells:8d} ({cells / first - 1:+6.1%})"
+          f"           | {fullest:12d} | {volume:+12.1%}  | {substeps:8d} | {iterations:5d}"
+          f" | {reach:13.1f} | {kinetic:8.3f} | {total:11.3f} | {wall:6.0%}", flush=True)
+
+
 def run(args, timing, alpha):
     spec, v, t = dam_break(args.res, int(args.particles))
     values = dict(TIMINGS[timing])
@@ -130,6 +137,7 @@ def run(args, timing, alpha):
             kinetic, potential = energy(sim)
             rows.append((frame, cells, fullest, volume, taken, last.get("iterations", 0),
                          reach, kinetic, kinetic + potential, wall_share(sim)))
+            print_row(timing, alpha, rows[0][1], rows[-1])  # as it comes (a run cut short keeps its rows)
             reach = 0.0
         if frame < args.frames:
             speed = float(sim.xp.sqrt((sim.vel * sim.vel).sum(axis=1).max()))  # not timed: a reduction + a read
@@ -179,11 +187,6 @@ def main():
     for timing in args.timing:
         for alpha in args.alpha:
             rows, seconds, n, per_frame = run(args, timing, alpha)
-            first = rows[0][1]
-            for frame, cells, fullest, volume, substeps, iterations, reach, kinetic, total, wall in rows:
-                print(f"{timing:8s} | {alpha:5.2f} | {frame:5d} | {cells:8d} ({cells / first - 1:+6.1%})"
-                      f"           | {fullest:12d} | {volume:+12.1%}  | {substeps:8d} | {iterations:5d}"
-                      f" | {reach:13.1f} | {kinetic:8.3f} | {total:11.3f} | {wall:6.0%}")
             print(f"{timing:8s} | {alpha:5.2f} | {n} particles, {seconds:.0f} s in all, "
                   f"{per_frame * 1e3:.1f} ms a frame of stepping (timed in the run, the first frame's compiles "
                   f"included); frames 2 on: median {np.median(run.frame_ms[1:] or [math.nan]):.1f} ms, "

@@ -15,7 +15,6 @@ from tests.meshes import box
 from tests.unit.test_flip_sparse_air_band import H, cell_divergence, falling_block
 from voxfx.kernels.flip import air_band, sparse_air_band, sparse_air_band_gpu, sparse_pressure, sparse_transfer
 from voxfx.kernels.flip.grid import FlipSettings
-from voxfx.kernels.flip.particles import seed_particles
 from voxfx.kernels.flip.sim import FlipSimulation
 from voxfx.kernels.flip.sparse_grid import SparseFlipGrid
 from voxfx.kernels.flip.surface import liquid_volume
@@ -26,14 +25,12 @@ cp = pytest.importorskip("cupy")
 PUT_BACK = ("cell", "solid", "solid_u", "solid_v", "solid_w", sparse_pressure.CARRIED)
 
 
-def on_gpu(cpu, margin):
-    """A CuPy grid of *cpu*'s topology (the falling block's particles) holding its channels
-    and valid masks."""
-    cells = np.stack(np.meshgrid(np.arange(5), np.arange(5), np.arange(6), indexing="ij"), -1).reshape(-1, 3)
-    pos, _ = seed_particles(cells, cpu.spec, seed=4, xp=np)
+def on_gpu(cpu):
+    """A CuPy grid of *cpu*'s bricks (in its slots) holding its channels and valid masks."""
     gpu = SparseFlipGrid(cpu.spec, cp, closed=True)
-    gpu.update(cp.asarray(pos), margin)
-    assert np.array_equal(host(gpu.topology.slots), cpu.topology.slots) and gpu.size == cpu.size
+    gpu.retopologize(cp.asarray(cpu.topology.keys))
+    assert np.array_equal(host(gpu.topology.slots), cpu.topology.slots), "slots"
+    assert gpu.size == cpu.size, (gpu.size, cpu.size)
     for name, (a, background) in cpu.channels.items():
         if name not in gpu.channels:
             gpu.add(name, a.dtype, background)
@@ -45,20 +42,25 @@ def on_gpu(cpu, margin):
 @pytest.mark.parametrize("margin", [8, 1], ids=["whole", "cut"])
 def test_the_band_on_the_gpu_is_the_references(margin):
     cpu = falling_block(margin)
-    gpu = on_gpu(cpu, margin)
+    gpu = on_gpu(cpu)
     touching = host(sparse_transfer.fluid_faces(gpu))
+    assert all(np.array_equal(a, b) for a, b in zip(touching, sparse_transfer.fluid_faces(cpu))), "fluid faces"
     kept = {n: gpu[n].copy() for n in PUT_BACK}
     memo = getattr(gpu, "_pressure_memo", None)
     band_cpu, stats_cpu = sparse_air_band.project_band(cpu, 0.1, tolerance=1e-6)
     band_gpu, stats_gpu = sparse_air_band.project_band(gpu, 0.1, tolerance=1e-6)
-    assert np.array_equal(host(band_gpu), band_cpu) and band_cpu.sum() > 100
-    assert stats_gpu["converged"] and stats_gpu["band_cut"] == stats_cpu["band_cut"]
+    print(f"\nmargin {margin}: NumPy {stats_cpu}, CuPy {stats_gpu}")
+    assert np.array_equal(host(band_gpu), band_cpu) and band_cpu.sum() > 100, (host(band_gpu).sum(), band_cpu.sum())
+    assert stats_gpu["converged"] and stats_gpu["band_cut"] == stats_cpu["band_cut"], (stats_gpu, stats_cpu)
     assert (stats_cpu["band_cut"] > 0) == (margin == 1)
     scale = max(float(np.abs(f).max()) for f in cpu.faces())
-    for f_gpu, f_cpu, m in zip(gpu.faces(), cpu.faces(), touching):
+    for comp, (f_gpu, f_cpu, m) in enumerate(zip(gpu.faces(), cpu.faces(), touching)):
         got = host(f_gpu)
-        assert np.array_equal(got[m != 0].view(np.uint32), f_cpu[m != 0].view(np.uint32))  # the liquid's: as is
-        assert np.abs(got - f_cpu).max() <= 1e-4 * scale  # the band's: the two PCGs' rounding
+        same = got[m != 0].view(np.uint32) == f_cpu[m != 0].view(np.uint32)
+        assert same.all(), (comp, int((~same).sum()))  # the liquid's faces: as they were, bit for bit
+        error = float(np.abs(got - f_cpu).max())
+        print(f"component {comp}: largest difference {error:.3g} m/s of {scale:.3g}")
+        assert error <= 1e-4 * scale, (comp, error, scale)  # the band's: the two PCGs' rounding
     assert float(np.abs(host(cell_divergence(gpu))[band_cpu]).max()) < 1e-2
     for n, a in kept.items():  # the liquid's cell types, solid marks and warm start put back
         assert np.array_equal(host(gpu[n]), host(a), equal_nan=True), n
@@ -80,7 +82,7 @@ def test_the_band_kernels_give_the_reference_bits(closed, holes, apic, centred):
     sparse_transfer.update_velocity(cpu, old_cpu, cpu.cell_coords(want[0]), want[1], flip, pic,
                                     want[2] if apic else None)
     steps = sparse_air_band.advect(cpu, want[0], 0.05, before)
-    assert steps >= 3 and np.abs(want[0] - pos).max() > 5 * spec.voxel_size
+    assert steps >= 3 and np.abs(want[0] - pos).max() > spec.voxel_size
     dev = [cp.asarray(a) for a in [pos, vel] + ([c] if apic else [])]
     sparse_air_band_gpu.update_velocity(gpu, old_gpu, dev[0], dev[1], flip, pic, dev[2] if apic else None)
     got_steps = sparse_air_band.advect(gpu, dev[0], 0.05, None if before is None else tuple(map(cp.asarray, before)))
