@@ -51,8 +51,8 @@ on the floor) the loss is gone; from frame 10, when the front meets the far wall
 comes back at about the baseline's pace (fullest cell 11,108 at frame 24 with α 0): the wall
 collision in one long substep is a second mechanism. Cost: a second Poisson solve over the
 band (7–25 CG iterations) and 4–7 sub-steps of the advection: 3.7 s a frame against 0.38 s
-(NumPy). Not built for the GPU (refused); the sparse solver's NumPy path has it
-(``sparse_air_band.py``, i24d5).
+(NumPy). Not built for the dense GPU solver (refused); the sparse solver has it, NumPy
+(``sparse_air_band.py``, i24d5) and CuPy (``sparse_air_band_gpu.py``, i24b).
 
 The wall collision (i24d4, the same CPU run, α 0, the prototype on). The exact path's ln det
 (RK2 in ≤ ¼-cell steps through the band-projected, time-blended field, the FLUID cells' centres)

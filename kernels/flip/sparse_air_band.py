@@ -1,8 +1,8 @@
 """The divergence-free air band on bricks (issue 24, accuracy): ``air_band.py``'s dense NumPy
-prototype ported to the sparse solver's NumPy path, the reference a GPU version would follow
-(the same switches, ``VOXFX_AIR_BAND_PROJECTION`` and ``VOXFX_AIR_BAND_WALL_PIECES``, off by
-default; CuPy still refuses them, ``air_band.refuse``). The mechanism and the dense
-measurements are ``air_band.py``'s notes; this is where each of its steps lives on bricks.
+prototype on the sparse solver, NumPy and CuPy (the same switches, ``VOXFX_AIR_BAND_PROJECTION``
+and ``VOXFX_AIR_BAND_WALL_PIECES``, off by default; the dense CuPy solver still refuses them,
+``air_band.refuse``). The mechanism and the dense measurements are ``air_band.py``'s notes; this
+is where each of its steps lives on bricks (the GPU's side: "On the GPU", below).
 
     reach        the fastest face touching a FLUID cell, ·Δt/h + ``air_band.MARGIN`` rings
                  (``reach_cells``; the band's own faces are not counted, as dense).
@@ -65,6 +65,40 @@ band cells at frame 8 and 255 of 34,939 at 11 (band alone), 6 and 198 of ~24,000
 two pieces (band + split); with ``VOXFX_SPARSE_MARGIN=global`` none in 12 frames — the band's
 depth is the fastest liquid face's everywhere, a slow brick's margin its own particles'
 (likely where the cut falls; not located).
+
+On the GPU (i24b). The same functions run on a CuPy grid: reach, band cells, edge cells and the
+swapped channels are this module's array code, the extrapolation, fluid faces, set-up, solve and
+projection the kernels those calls already launch (``sparse_gpu``, ``sparse_pressure_cells``,
+``sparse_pressure_gpu``: the band's solve goes through the GPU sparse solver with the band's
+cell types and fixed faces, and the liquid's channels, ``CARRIED`` and ``_pressure_memo`` are put
+back as on NumPy; its set-up rebuilds the set-up workspace, so the liquid's kept tables fail
+``tables_hold`` and are rebuilt at the next substep). The G2P update and the advection (all
+sub-steps and the push-out in one thread a particle) are ``sparse_air_band_gpu.py``'s kernels,
+the NumPy reference's bits (host harness ``tests/unit/test_cuda_sparse_air_band_host.py``; on an
+H100, ``tests/gpu/test_flip_sparse_air_band_gpu.py``'s 16 kernel cases bit for bit). ``air_band
+.wall_pieces`` takes CuPy arrays (``cupy.quantile``). The 12³ dam break of the unit tests with both
+switches on (5 frames, one substep each): NumPy and CuPy 466 occupied cells and −3.329% meshed
+volume both, 4 pieces both (time-centred 427, −17.31%, 4): the same to the printed digits.
+
+Measured on an NVIDIA H100 80GB HBM3 (driver 580.159.04, CuPy 14.2.0; one call, i24b),
+``bench/flip_density.py --gpu --volume --res 256 --particles 8e6 --frames 24 --every 4 --timing
+fast``, each run cut at 22–45 s (the call's budget), meshed volume at frames 4 / 8 / 12 / 16 / 24,
+fullest cell at the last frame shown, substeps of the frames 4 / 8 / 12 / 16 (with the pieces):
+
+  α 0, switches off        −2.7 / −27.5 / −50.2 / −62.0 / −84.9%, 19,693 at 24, 3 each; 32.7 ms
+                           a frame (median of frames 2–24)
+  α 0, band + split        +0.5 / −7.5 / −17.2 / −10.9% (16), 9,153 at 16; 3 / 3 / 9 / 6
+  α 0.3, switches off      −2.7 / −28.2 / −43.8 / −29.0% (16), 2,062 at 16; 3 each
+  α 0.3, band + split      +0.6 / +1.7 / +9.2% (12), 813 at 12; 3 / 17 / 14 (½v² + gz 3.04 →
+                           3.37 J/kg at frame 8: energy put in, as the CPU's α 0.3 runs)
+
+so on the GPU too the band keeps the volume through the floor phase (frame 8: −7.5% against
+−27.5%, α 0) and the split bounds the wall phase's loss (−10.9% at 16 against −62.0%); α 0.3 with
+both swells (the correction's dead band was sized for a liquid that loses volume; air_band.py's
+notes). The band runs were not timed to the end (cut before their summary): from the call's
+clock, ~1.5–2.5 s a frame with the band against ~0.05 s without (frames with 9–17 pieces, a second
+solve each, every band solve on a hierarchy of another size than the liquid's, so the cached GPU
+solver and its captured graph are likely rebuilt each solve — not profiled).
 """
 
 from __future__ import annotations
