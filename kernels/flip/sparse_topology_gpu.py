@@ -117,6 +117,7 @@ also allocated the tables at size classes (a carve per array) was 0.15 ms slower
 
 from __future__ import annotations
 
+import math
 import os
 
 import numpy as np
@@ -125,8 +126,9 @@ from ..grid.sparse_mac import brick_tables, carve, carve_buffer
 from . import sparse_reach
 from .sparse_gpu import _I32, _I64, _NO_INDEX, CELLS, KERNELS, _dims, _frame, available, brick_index
 from .sparse_topology_update import (  # noqa: F401  (the update's names, re-exported: tests and benches use them here)
-    FUSED, SCRATCH_MODES, TOPOLOGY, TOPOLOGY_UPDATES, UPDATE_ITEMS, _reach_list, _reached, launch_fused_update,
-    scratch_mode, topology_update_mode, update_topology, update_topology_fused, update_topology_table)
+    FUSED, PIPELINES, SCRATCH_MODES, TOPOLOGY, TOPOLOGY_UPDATES, UPDATE_ITEMS, _reach_list, _reached,
+    launch_fused_update, pipeline_mode, scratch_mode, topology_update_mode, update_topology, update_topology_fused,
+    update_topology_table)
 
 MAX_MARGIN = 64  # cells: brick_reach serves reach radii up to eight bricks (154 mask words a slot)
 TOPOLOGY_MODES = ("device", "legacy")
@@ -236,7 +238,7 @@ def _flag_words(flags):
 
 
 def _reach(grid, pos, margin, keys, slots, used, coords, nbr, compare, index, claimed=None, reach=None, work=None,
-           classes=False):
+           classes=False, merged=False):
     """The marking pipeline (module notes) on the bricks *keys* in *slots* (*used*,
     *coords*, *nbr*: per slot; *index*: their ``brick_index``): the reach masks per slot
     (``reach_radius(margin)``'s words each), the flags [missed, beyond, added, freed, the
@@ -248,7 +250,10 @@ def _reach(grid, pos, margin, keys, slots, used, coords, nbr, compare, index, cl
     each added brick once and *claimed* marks them, for ``update_topology_table``. *work*:
     ``_reach_work``'s zeroed scratch (else each array is allocated here). With *classes* (and
     *claimed*: over the index only) the bricks come from ``flip_sparse_reach.cu``'s classes, one
-    word a slot in place of the masks (``sparse_reach.by_classes``): the same kept, claimed and flags."""
+    word a slot in place of the masks (``sparse_reach.by_classes``): the same kept, claimed and flags.
+    With *merged* too (``pipeline_mode()``): the margins, words and walks one launch
+    (``sparse_reach.launch_slots``), and with *work* no ``count_unkept`` (``launch_fused_update``
+    counts the freed slots)."""
     cp = grid.xp
     n, cap = int(pos.shape[0]), int(used.shape[0])
     radius = reach_radius(margin)
@@ -264,6 +269,12 @@ def _reach(grid, pos, margin, keys, slots, used, coords, nbr, compare, index, cl
     TOPOLOGY.launch("mark_occupied", n, (pos, _I64(n), ox, oy, oz, inv_h, _I32(grid.closed), *_dims(grid), keys,
                                         slots, nk, *index, occupied, f[0], vel, speed2,
                                         _I32(0 if reach is None else SPEED_CODES[speed_max_mode()])))
+    if classes and merged:  # steps 1b, 2 and 4 in one launch; the fused update's counts make freed
+        words, kept = sparse_reach.launch_slots(grid, occupied, used, coords, nbr, margin, reach, speed2, index,
+                                                claimed, flags, work, f)
+        if work is None:
+            TOPOLOGY.launch("count_unkept", cap, (used, kept, _I64(cap), f[3]))
+        return (words, None), flags, kept
     margins = _margins(grid, margin, reach, used, nbr, cap, speed2, w.get("margins"), f[4])
     del speed2
     if classes:  # sparse_reach's steps 2 and 4, then count_unkept
@@ -328,11 +339,14 @@ def host_margin(reach) -> int:
 
 def _learned_margin(reach, most: int):
     """The largest per-brick margin from the largest |v|² bits *most* (``BrickReach.margins``,
-    the same arithmetic as ``slot_margins``), None where not finite."""
-    speed2 = np.array([most], np.uint32).view(np.float32)
-    if not np.isfinite(speed2[0]):
+    the same arithmetic as ``slot_margins``), None where not finite. In NumPy scalars (a float32
+    root, then float64 as ``margins``' arrays): ~3 µs of host time against ~12 for the
+    one-element arrays (``tests/unit/test_sparse_topology_learned_margin.py``: the same integers)."""
+    speed2 = np.uint32(most).view(np.float32)
+    if not np.isfinite(speed2):
         return None
-    return int(reach.margins(speed2, np)[0])
+    reach_cells = (float(np.sqrt(speed2)) + reach.gdt) * float(reach.dt) / float(reach.h)
+    return reach.base + math.ceil(reach_cells)
 
 
 def incremental_keys(grid, pos, margin, prebuilt: bool = False, reach=None):
@@ -368,9 +382,10 @@ def incremental_keys(grid, pos, margin, prebuilt: bool = False, reach=None):
         entries = int(index[4]) * int(index[5]) * int(index[6])
         work = _reach_work(grid, margin, reach, entries, classes) if table and mode == "fused" else None
         claimed = (work["claimed"] if work else grid.xp.zeros(entries, grid.xp.uint32)) if table else None
+        merged = classes and pipeline_mode() == "merged"
         mask, flags, kept = _reach(grid, pos, margin, t.keys, t.slots, grid.brick_slot, grid.slot_coords,
-                                   grid.brick_nbr, True, index, claimed, reach, work, classes)
-        fused = launch_fused_update(grid, index, work) if work else None  # queued before the read
+                                   grid.brick_nbr, True, index, claimed, reach, work, classes, merged)
+        fused = launch_fused_update(grid, index, work, merged) if work else None  # queued before the read
         missed, beyond, added, freed, most = (int(f) for f in flags.get())  # the one host sync
         learned = _learned_margin(reach, most) if reach is not None and not missed else None
         if learned is not None:
