@@ -13,6 +13,10 @@ into the index: the same kept marks, claimed entries and flags as ``brick_reach`
 ``reach_compare_table``, at margins up to ``CLASS_MAX_MARGIN`` = 256 cells, with no mask
 memory and no global radius.
 
+``reach_slots`` (``launch_slots``, the merged pipeline of ``sparse_topology_gpu``'s module notes, the
+default) does the slots' margins (``slot_margins``') and both steps in one launch: the same words,
+kept marks, claimed entries and flags.
+
 ``VOXFX_SPARSE_REACH=classes`` (the default) takes them for every update over a brick index
 (every incremental update of a closed box); ``masks`` keeps ``brick_reach``'s (past
 ``MAX_MARGIN`` the array path) for A/B. Without an index (open domains, the full build from

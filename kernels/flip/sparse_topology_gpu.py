@@ -105,14 +105,32 @@ with them (``bench/flip_sparse.py --row 8m``, a call whose host ran ~1.7× slowe
 arguments marshalled), ~30 arrays made (1.3–2.4 µs each) and 15 pool allocations a substep, the
 two zeroed allocations' memsets, the read.
 
-``VOXFX_SPARSE_TOPOLOGY_SCRATCH`` (``scratch_mode``): ``fresh`` (the default) or ``kept``: the fused
-pipeline's scratch kept on the grid while its sizes hold (one memset a substep, no carve of eight views)
-with its one-word flag slices, and the update's outputs and the pool's growth allocated at size classes
-(``sparse_mac.size_class``); the same topology (``tests/gpu``). Same H100, one call:
+``VOXFX_SPARSE_TOPOLOGY_SCRATCH`` (``scratch_mode``): ``kept`` (the default since i24t5) or ``fresh``:
+the fused pipeline's scratch kept on the grid while its sizes hold (one memset a substep, no carve of
+eight views) with its one-word flag slices, and the update's outputs and the pool's growth allocated at
+size classes (``sparse_mac.size_class``); the same topology (``tests/gpu``). Same H100, one call:
 ``bench/flip_sparse.py --row 8m --ab VOXFX_SPARSE_TOPOLOGY_SCRATCH=kept --ab ''`` (12 substeps a way):
-topology 1.062 → 1.014 ms; the stage bench: 1.224 → 1.199 ms. Small, and the GPU tests' last run was
-cut short (25 passed, none failed, before its time limit): not the default yet. A first version that
-also allocated the tables at size classes (a carve per array) was 0.15 ms slower (0.799 → 0.953 ms).
+topology 1.062 → 1.014 ms; the stage bench: 1.224 → 1.199 ms. A first version that also allocated the
+tables at size classes (a carve per array) was 0.15 ms slower (0.799 → 0.953 ms).
+
+The merged pipeline (i24t5, ``VOXFX_SPARSE_TOPOLOGY_PIPELINE=merged``, the default; ``separate`` the A/B
+baseline): by classes, a slot's margin, class word and walk need only its own cells and its 27
+neighbours' speeds, all known once ``mark_occupied`` is done, so ``reach_slots`` (``flip_sparse_reach.cu``,
+``sparse_reach.launch_slots``) does ``slot_margins``, ``reach_classes`` and ``reach_compare_classes`` in
+one launch (128 threads a slot; a warp ORs its rows' class products by shuffles; the margins'
+arithmetic one header, ``voxfx_slot_margin.cuh``), and with the fused update ``topology_fused_counts``
+adds each slot tile's freed slots to the flags (no ``count_unkept``): 8 launches a changed substep in
+place of 11, the margins' fill gone for one margin, the flags read into page-locked words
+(``_flags_host``); the same margins, words, kept, claimed and flags (host harnesses
+``test_cuda_sparse_reach_host.py``, ``test_cuda_sparse_topology_fused_host.py``; ``tests/gpu``). NVIDIA
+H100 80GB HBM3, driver 580.159.04, one call, substeps alternating in one simulation:
+``bench/flip_sparse.py --row 8m --steps 8 --warm 2`` topology 0.665 (separate, fresh) → 0.608 (merged)
+→ 0.595 ms (merged, kept: now the defaults), update 0.635 → 0.574 → 0.567; the stage bench 0.919 →
+0.913 → 0.901 ms. What is left is the same kind (the profile, ``--profile``): the views ``carve``
+makes (the fused update's eight outputs a substep), 13 pool allocations (the tables' eleven), 8
+launches of 17–31 arguments, ~10 environment reads, the read's wait (~80 µs: ``mark_occupied``,
+130–140 µs of 8M particles, still runs when the host is done), and when the pool grows (5–7 of 8
+substeps here) every channel reallocated (~0.2 ms of host).
 """
 
 from __future__ import annotations
@@ -299,6 +317,17 @@ def _reach(grid, pos, margin, keys, slots, used, coords, nbr, compare, index, cl
     return (mask, radius), flags, kept
 
 
+def _flags_host(grid):
+    """The merged pipeline's page-locked host words for the flags read (kept on the grid: no
+    host array made and no staging copy by the driver for a pageable one)."""
+    host = getattr(grid, "_flags_host", None)
+    if host is None:
+        import cupyx
+
+        host = grid._flags_host = cupyx.empty_pinned(5, np.uint64)
+    return host
+
+
 def _serves(reach) -> bool:
     """*reach* (or none) holds velocities the kernels read: float32, C-contiguous, (n, 3)."""
     if reach is None:
@@ -386,7 +415,8 @@ def incremental_keys(grid, pos, margin, prebuilt: bool = False, reach=None):
         mask, flags, kept = _reach(grid, pos, margin, t.keys, t.slots, grid.brick_slot, grid.slot_coords,
                                    grid.brick_nbr, True, index, claimed, reach, work, classes, merged)
         fused = launch_fused_update(grid, index, work, merged) if work else None  # queued before the read
-        missed, beyond, added, freed, most = (int(f) for f in flags.get())  # the one host sync
+        read = flags.get(out=_flags_host(grid)) if merged else flags.get()  # the one host sync
+        missed, beyond, added, freed, most = (int(f) for f in read)
         learned = _learned_margin(reach, most) if reach is not None and not missed else None
         if learned is not None:
             grid.last_margin = learned

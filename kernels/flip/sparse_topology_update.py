@@ -24,27 +24,29 @@ FUSED = Kernels("flip_sparse_topology_fused.cu", ("--fmad=false",), THREADS)  # 
 TOPOLOGY_UPDATES = ("fused", "table", "device", "array")
 _NULL = np.uint64(0)  # a null pointer argument
 UPDATE_ITEMS = 8  # flip_sparse_topology_fused.cu's: a fused update block's tile is UPDATE_ITEMS · THREADS items
-# VOXFX_SPARSE_TOPOLOGY_SCRATCH (scratch_mode): the pipeline's scratch allocated afresh each substep, or kept on
-# the grid (and the update's allocations at size classes)
-SCRATCH_MODES = ("fresh", "kept")
+# VOXFX_SPARSE_TOPOLOGY_SCRATCH (scratch_mode): the pipeline's scratch kept on the grid (and the update's
+# allocations at size classes; the default since i24t5) or allocated afresh each substep
+SCRATCH_MODES = ("kept", "fresh")
 # VOXFX_SPARSE_TOPOLOGY_PIPELINE (pipeline_mode): the marking pipeline's launches by classes merged (reach_slots for
-# slot_margins, reach_classes and reach_compare_classes; count_unkept inside topology_fused_counts) or separate
-PIPELINES = ("separate", "merged")
+# slot_margins, reach_classes and reach_compare_classes; count_unkept inside topology_fused_counts; the default) or
+# separate
+PIPELINES = ("merged", "separate")
 
 
 def scratch_mode() -> str:
-    """``VOXFX_SPARSE_TOPOLOGY_SCRATCH`` (``SCRATCH_MODES``, module notes): ``fresh`` (the pipeline's
-    scratch allocated and zeroed each substep, each allocation its exact size) or ``kept`` (the
-    scratch kept on the grid while its sizes hold, zeroed by one memset; the update's outputs, the
-    pool's growth and the tables allocated at ``size_class`` sizes): the same topology."""
+    """``VOXFX_SPARSE_TOPOLOGY_SCRATCH`` (``SCRATCH_MODES``, module notes): ``kept`` (the default:
+    the scratch kept on the grid while its sizes hold, zeroed by one memset; the update's outputs
+    and the pool's growth allocated at ``size_class`` sizes) or ``fresh`` (the pipeline's scratch
+    allocated and zeroed each substep, each allocation its exact size): the same topology."""
     return env_choice("VOXFX_SPARSE_TOPOLOGY_SCRATCH", SCRATCH_MODES)
 
 
 def pipeline_mode() -> str:
     """``VOXFX_SPARSE_TOPOLOGY_PIPELINE`` (``PIPELINES``; ``sparse_topology_gpu`` module notes):
-    ``merged`` (by classes: the slots' margins, class words and walks one launch, ``reach_slots``;
-    with the fused update the freed count made by ``topology_fused_counts``: 8 launches a substep
-    in place of 11) or ``separate``: the same topology."""
+    ``merged`` (the default; by classes: the slots' margins, class words and walks one launch,
+    ``reach_slots``; with the fused update the freed count made by ``topology_fused_counts``: 8
+    launches a changed substep in place of 11; the flags read into page-locked words) or
+    ``separate`` (the A/B baseline): the same topology."""
     return env_choice("VOXFX_SPARSE_TOPOLOGY_PIPELINE", PIPELINES)
 
 
