@@ -398,14 +398,15 @@ def incremental_keys(grid, pos, margin, prebuilt: bool = False, reach=None):
     exact = not guessed or t.count == 0 or getattr(grid, "last_margin", None) is None  # else the last one's
     margin = int(margin if not guessed else host_margin(reach) if exact else grid.last_margin)
     grid.last_margin = margin
-    limit = MAX_MARGIN if topology_mode() == "device" else 8
+    device = topology_mode() == "device"
+    limit = MAX_MARGIN if device else 8
     if margin < 0 or int(pos.shape[0]) == 0 or not _serves(reach) or not _one_a_particle(reach, pos):
         return None
     if t.count:
         index = brick_index(grid)
         mode = topology_update_mode() if prebuilt else "array"
         table = mode in ("table", "fused") and int(index[4]) > 0
-        classes = topology_mode() == "device" and sparse_reach.by_classes(margin, table)
+        classes = device and sparse_reach.by_classes(margin, table)
         if margin > limit and not classes:
             return None
         entries = int(index[4]) * int(index[5]) * int(index[6])
