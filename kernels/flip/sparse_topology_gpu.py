@@ -123,14 +123,17 @@ adds each slot tile's freed slots to the flags (no ``count_unkept``): 8 launches
 place of 11, the margins' fill gone for one margin, the flags read into page-locked words
 (``_flags_host``); the same margins, words, kept, claimed and flags (host harnesses
 ``test_cuda_sparse_reach_host.py``, ``test_cuda_sparse_topology_fused_host.py``; ``tests/gpu``). NVIDIA
-H100 80GB HBM3, driver 580.159.04, one call, substeps alternating in one simulation:
-``bench/flip_sparse.py --row 8m --steps 8 --warm 2`` topology 0.665 (separate, fresh) → 0.608 (merged)
-→ 0.595 ms (merged, kept: now the defaults), update 0.635 → 0.574 → 0.567; the stage bench 0.919 →
-0.913 → 0.901 ms. What is left is the same kind (the profile, ``--profile``): the views ``carve``
-makes (the fused update's eight outputs a substep), 13 pool allocations (the tables' eleven), 8
-launches of 17–31 arguments, ~10 environment reads, the read's wait (~80 µs: ``mark_occupied``,
-130–140 µs of 8M particles, still runs when the host is done), and when the pool grows (5–7 of 8
-substeps here) every channel reallocated (~0.2 ms of host).
+H100 80GB HBM3, driver 580.159.04, substeps alternating in one simulation (8M dam break, bricks changed
+every substep). Call 1: ``bench/flip_sparse.py --row 8m --steps 8 --warm 2`` topology 0.665 (separate,
+fresh) → 0.608 (merged) → 0.595 ms (merged, kept: now the defaults), update 0.635 → 0.574 → 0.567; the
+stage bench 0.919 → 0.913 → 0.901 ms. Call 2 (both ways with the one-launch fills and the kept frame
+arguments of ``sparse_mac``/``sparse_gpu``, which are not switched): the same bench topology 0.715 →
+0.629 ms, update 0.674 → 0.593, substep 7.54 → 7.37 ms (``--steps 16``: 0.796 → 0.778); the stage
+bench (16 substeps a way) 1.142 → 1.045 ms, the host before the read 467 → 440 µs and after it 485 →
+432, 11 → 8 launches (their calls 225 → 189 µs of host). What is left is the same kind (``--profile``):
+the views ``carve`` makes (the fused update's eight outputs a substep), 13 pool allocations (the
+tables' eleven), 8 launches of 17–31 arguments, ~10 environment reads, the read's wait (~100 µs:
+``mark_occupied``, 135 µs for 8M particles, still runs when the host is done).
 """
 
 from __future__ import annotations
