@@ -109,6 +109,25 @@ class Crowding:
                 _F32(h * h / self.dt))
 
 
+def device_args(crowding, cells: int, h: float, *, flat: bool = False):
+    """The fused kernels' density-correction arguments (counts, on, 1/n₀, 1 + τ, α/Δt, h²/Δt)
+    for a grid of *cells* cells of size *h* (the dense ``divergence``, the sparse ``cells_rhs``):
+    off without a *crowding* (a null counts pointer, never read with on = 0: no device array
+    kept or made); None where its counts are not a C-contiguous int32 CuPy array of the grid's
+    cells — exactly *cells* of them, or with *flat* (the sparse solver's, one-dimensional) at
+    least *cells* — and the caller then adds the source as an array."""
+    if crowding is None:
+        return (np.uint64(0), np.int32(0), *(_F32(0),) * 4)
+    import cupy as cp
+
+    counts = crowding.counts
+    if not (isinstance(counts, cp.ndarray) and counts.dtype == cp.int32 and counts.flags.c_contiguous):
+        return None
+    if not (counts.ndim == 1 and counts.size >= cells if flat else counts.size == cells):
+        return None
+    return (counts, np.int32(1), *crowding.kernel_args(h))
+
+
 def source_array(source, fluid):
     """*source* as ``pressure_rhs`` adds it: an array as given, a ``Crowding`` made into one."""
     return source.source(fluid) if isinstance(source, Crowding) else source

@@ -15,6 +15,7 @@ from .. import backend
 from ..grid import mac
 from ..grid.launch import GraphLoop, Kernels
 from ..progress import report
+from . import density
 from .pressure_mg import MG_COARSE_SWEEPS, MG_SWEEPS, PRECONDITIONERS, mg_level_shapes
 
 _CU = "flip_pressure.cu"
@@ -53,17 +54,9 @@ def pressure_memory_bytes(shape, preconditioner="mg"):
 # =========================================================================== launches
 
 def crowd_args(grid, crowding):
-    """``divergence``'s density-correction arguments (counts, on, 1/n₀, 1 + τ, α/Δt, h²/Δt): off
-    without a *crowding* (a ``density.Crowding``); None where its counts are not an int32
-    CuPy array of the grid's cells (the caller then adds the source as an array)."""
-    cp = grid.xp
-    if crowding is None:
-        return (np.uint64(0), np.int32(0), *(_F32(0),) * 4)  # a null counts pointer, never read
-    counts = crowding.counts
-    if not (isinstance(counts, cp.ndarray) and counts.dtype == cp.int32 and counts.size == grid.cell.size
-            and counts.flags.c_contiguous):
-        return None
-    return (counts, np.int32(1), *crowding.kernel_args(grid.h))
+    """``divergence``'s density-correction arguments (``density.device_args`` over the grid's
+    cells)."""
+    return density.device_args(crowding, grid.cell.size, grid.h)
 
 
 def _divergence_gpu(grid, scale, crowd=None):

@@ -40,6 +40,7 @@ import os
 import numpy as np
 
 from ..grid.launch import THREADS, Kernels
+from . import density
 from .grid import AIR, FLUID
 
 _K = Kernels("flip_sparse_pressure_cells.cu", ("--fmad=false",), THREADS,
@@ -80,18 +81,9 @@ def assemble(grid, b, label, reach, sealed, xp):
 
 
 def crowd_args(grid, crowding):
-    """cells_rhs's density-correction arguments (counts, on, 1/n₀, 1 + τ, α/Δt, h²/Δt): off
-    without a *crowding*; None where its counts are not an int32 CuPy array of at least the
-    grid's cells (the caller then adds the source as an array)."""
-    import cupy as cp
-
-    if crowding is None:  # a null counts pointer (never read with crowd_on 0): no device array kept or made
-        return (np.uint64(0), np.int32(0), *(np.float32(0),) * 4)
-    counts = crowding.counts
-    if not (isinstance(counts, cp.ndarray) and counts.dtype == cp.int32 and counts.ndim == 1
-            and counts.size >= grid.size and counts.flags.c_contiguous):
-        return None
-    return (counts, np.int32(1), *crowding.kernel_args(grid.h))
+    """cells_rhs's density-correction arguments (``density.device_args`` over at least the
+    grid's cells, one-dimensional counts)."""
+    return density.device_args(crowding, grid.size, grid.h, flat=True)
 
 
 def pressure_rhs(grid, dt, crowding=None):

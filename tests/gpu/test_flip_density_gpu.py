@@ -107,3 +107,28 @@ def test_a_gpu_dam_break_keeps_more_occupied_cells(sparse):
     assert on > 1.03 * off and on < 1.10 * rest
     assert on_most < 0.7 * off_most
     assert abs(on - cpu_on) < 0.05 * rest
+
+
+@pytest.mark.parametrize("flat", [False, True])
+def test_device_args_take_only_counts_the_kernels_can_read(flat):
+    """``density.device_args`` (both solvers' kernels): off is a null pointer and on = 0; the
+    counts go to the kernel only as a C-contiguous int32 CuPy array of the grid's cells (the
+    sparse solver's one-dimensional, at least its cells); anything else is None (the caller
+    adds the source as an array)."""
+    cells, h, dt = 60, 0.5, 1 / 60
+    off = density.device_args(None, cells, h, flat=flat)
+    assert int(off[0]) == 0 and int(off[1]) == 0 and len(off) == 6
+    good = cp.arange(cells + (4 if flat else 0), dtype=cp.int32)
+    if not flat:
+        good = good.reshape(3, 4, 5)
+    args = density.device_args(density.Crowding(good, N0, ALPHA, dt), cells, h, flat=flat)
+    assert args[0] is good and int(args[1]) == 1
+    assert args[2:] == density.Crowding(good, N0, ALPHA, dt).kernel_args(h)
+    bad = [good.astype(cp.int64), cp.asnumpy(good), cp.arange(cells - 1, dtype=cp.int32),
+           cp.arange(2 * cells, dtype=cp.int32)[::2]]
+    if flat:
+        bad.append(cp.arange(cells, dtype=cp.int32).reshape(6, 10))
+    else:
+        bad.append(cp.arange(cells + 1, dtype=cp.int32))
+    for counts in bad:
+        assert density.device_args(density.Crowding(counts, N0, ALPHA, dt), cells, h, flat=flat) is None

@@ -19,11 +19,7 @@ from voxfx.kernels.flip.sim import FlipSimulation
 from voxfx.kernels.grid import GridSpec
 
 
-@pytest.fixture(autouse=True)
-def _fresh_solvers():
-    sparse_pressure_gpu.release_gpu_solvers()
-    yield
-    sparse_pressure_gpu.release_gpu_solvers()
+pytestmark = pytest.mark.usefixtures("fresh_sparse_solvers")
 
 
 @pytest.fixture(scope="module")

@@ -23,11 +23,7 @@ _MODES = {"0": (False, False), "1": (True, True), "restrict": (True, False), "pr
           "shared": (True, True)}
 
 
-@pytest.fixture(autouse=True)
-def _fresh_solvers():
-    sparse_pressure_gpu.release_gpu_solvers()
-    yield
-    sparse_pressure_gpu.release_gpu_solvers()
+pytestmark = pytest.mark.usefixtures("fresh_sparse_solvers")
 
 
 @pytest.fixture(scope="module")
