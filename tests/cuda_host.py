@@ -65,6 +65,19 @@ static void read_bricks(ll& nk, ll& cap, std::vector<ll>& keys, std::vector<int>
     for (auto& k : keys) scanf("%lld", &k);
     for (auto& s : slots) scanf("%d", &s);
 }
+// The particles as the harnesses take them: "n", then pos (3n), vel (3n) and, with apic, C (9n;
+// one 0 without); returns n.
+static ll read_particles(int apic, std::vector<float>& pos, std::vector<float>& vel, std::vector<float>& c) {
+    ll n;
+    scanf("%lld", &n);
+    pos.assign(3 * n, 0.0f);
+    vel.assign(3 * n, 0.0f);
+    c.assign(apic ? 9 * n : 1, 0.0f);
+    for (auto& x : pos) x = rf();
+    for (auto& x : vel) x = rf();
+    if (apic) for (auto& x : c) x = rf();
+    return n;
+}
 """
 
 # The voxelize harnesses' (tests/unit/test_cuda_slabs_host.py, test_cuda_sparse_host.py) stubs

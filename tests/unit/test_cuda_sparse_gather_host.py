@@ -50,12 +50,8 @@ SCENE_AND_BRICK_GATHER = r"""
     std::vector<ll> keys;
     std::vector<int> slots;
     read_bricks(nk, cap, keys, slots);
-    ll n;
-    scanf("%lld", &n);
-    std::vector<float> pos(3 * n), vel(3 * n), c(apic ? 9 * n : 1, 0.0f);
-    for (auto& x : pos) x = rf();
-    for (auto& x : vel) x = rf();
-    if (apic) for (auto& x : c) x = rf();
+    std::vector<float> pos, vel, c;
+    ll n = read_particles(apic, pos, vel, c);
     const ll cells = cap * 512;
     std::vector<int> coords(3 * cap, 0), nbr27(27 * cap, -1);
     std::vector<u8> used(cap, 0);
