@@ -6,8 +6,9 @@
 // The same cells as surface_interior.interior_cells_cpu (integer counts, no rounding).
 
 // out[c] = every cell c + d·x̂, |d| ≤ reach, lies in the grid and holds ≥ full points.
-// 32-bit indices (surface_gpu keeps the cells below 2³¹): the first build's 64-bit divisions
-// made the three passes 0.27 ms at 8M (19M cells, H100).
+// 32-bit indices (surface_gpu keeps the cells below 2³¹): the first build, with 64-bit ones
+// (three 64-bit divisions a cell), took 0.27 ms for the three passes at 8M (19M cells, H100);
+// this one is not yet timed on a device.
 extern "C" __global__ void interior_cells_x(const int* __restrict__ counts, int full, int cx, int cy, int cz,
                                             int reach, unsigned char* __restrict__ out)
 {

@@ -49,6 +49,10 @@ on the CPU, float32 on the GPU), so φ agrees to float32 accuracy (about 1e-6·R
   node, mirror images and box cut as array code.
   All put the same particles in the same order into every cell and sum a node alike:
   the same φ to the bit.
+* **Interior skip** (``surface_interior``, ``VOXFX_LEVEL_SET_INTERIOR=1``, off by default; the
+  *interior* argument): nodes whose neighbourhood of binning cells is full of points get
+  φ = −band without a gather, alike on both backends; the signs and the nodes beside the
+  zero crossing are unchanged (tests), the interior becomes −band as OpenVDB stores it.
 
 Closed against the walls (``closed_level_set``, what a bake writes): the liquid lives in a
 closed box, so its surface must be closed where it touches the walls and meet them there.

@@ -31,6 +31,26 @@ liquids (seeded balls and pools, the dam break) that the signs, the nodes beside
 crossing and the liquid volume are unchanged, and that skipping a node next to the surface
 (a mutation) is caught.
 
+Measured on an NVIDIA H100 80GB HBM3 (driver 580.159.04, CuPy 14.2; one call, the skip off and
+on alternating in one process, ``bench/flip_level_set.py --modes lean --region-bounds 1
+--interior 0 1``) with the first build's rule — a full cell then held half the rest count
+(4 of 8) and the erosion used 64-bit indices:
+
+| scene | off ms (gather) | on ms (gather, cells) | VDB active voxels off → on | surface |
+|---|---|---|---|---|
+| 8M dam break, 24 substeps | 2.72 (1.40) | 2.97 (1.40, 0.27) | 1,198,550 → 1,198,338 | the same |
+| 65M dam break, 4 substeps | 15.66 (10.48) | 14.48 (9.17, 0.31) | 8,831,646 → 7,318,379 | the same |
+
+("the same": the same signs on every node and the same bits beside every sign change.)
+``bench/flip_sparse.py --row 8m --frames 10 --timing fast --level-set --trim``: 5–10 ms of
+level set a frame either way (frames 2–9). At 8M after 0.2 s the liquid is a layer too thin
+(and its cells' counts too scattered) for a cube of 5 cells of full cells: nothing to skip,
+and the three erosion passes cost 0.27 ms. Since then a full cell holds a quarter (2 of 8:
+on the CPU's 64³ dam break the skip then changes 40–50% of the liquid's nodes at every
+check to 24 substeps, the surface kept, where half lost more than half of them within 4
+substeps) and the passes use 32-bit indices (the host harness gives the same cells): both
+not yet timed on a device. Off by default: slower at 8M as measured.
+
 The CPU reference (``interior_nodes_cpu``) and the GPU (``surface_gpu``: the counts of its
 binning, ``cuda/flip_surface_interior.cu``'s erosion, the gathers' check) put the points in
 the same cells (float32 ⌊(x − o)/edge⌋ as ``cell_of``) and the nodes in theirs (``cell_key`` of
