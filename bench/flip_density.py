@@ -41,9 +41,12 @@ divergence; from frame 10 (the front at the far wall) another mechanism, which
 ``VOXFX_AIR_BAND_WALL_PIECES=1`` (i24d4: a substep meeting a wall split) meets: α 0 −0.2% at frame
 24. ``--sparse`` runs both switches on the sparse solver's NumPy path (i24d5,
 ``sparse_air_band.py``; 48³, 110e3 particles, 12 frames: band −17.3%, band + split −9.6% at frame
-12, the dense prototype's −17.7% / −9.0%). The columns cells/substep
+12, the dense prototype's −17.7% / −9.0%); with ``--gpu`` on the GPU (i24b, ``sparse_air_band_gpu.py``;
+its notes: 8M, α 0, frame 16 −10.9% against −62.0%). The columns cells/substep
 (the fastest particle's at the frames' starts), ½v² and ½v² + gz (J/kg: a dam break only
-loses energy) and the share of the crowding (particles past 2n₀) in the wall cells.
+loses energy), the share of the crowding (particles past 2n₀) in the wall cells and the mean
+stepping of the frames since the row before (each row printed as it comes: a run cut short keeps
+its rows); after each run the median frame and the substeps a frame with the wall split's pieces.
 """
 
 from __future__ import annotations
@@ -105,6 +108,16 @@ def wall_share(sim):
     return float(excess[wall].sum()) / total if total else math.nan
 
 
+def print_row(timing, alpha, first, row, frame_ms):
+    """One row as it comes (a run cut short keeps its rows); *frame_ms*: the stepping of the
+    frames since the last row (their mean, the last column)."""
+    frame, cells, fullest, volume, substeps, iterations, reach, kinetic, total, wall = row
+    print(f"{timing:8s} | {alpha:5.2f} | {frame:5d} | {cells:8d} ({cells / first - 1:+6.1%})"
+          f"           | {fullest:12d} | {volume:+12.1%}  | {substeps:8d} | {iterations:5d}"
+          f" | {reach:13.1f} | {kinetic:8.3f} | {total:11.3f} | {wall:6.0%}"
+          f" | {np.mean(frame_ms) if frame_ms else 0.0:8.1f}", flush=True)
+
+
 def run(args, timing, alpha):
     spec, v, t = dam_break(args.res, int(args.particles))
     values = dict(TIMINGS[timing])
@@ -118,6 +131,8 @@ def run(args, timing, alpha):
     sim = FlipSimulation(spec, settings, v, t, xp=xp)
     water = len(sim.pos) * spec.voxel_size ** 3 / settings.particles_per_cell
     rows, start, stepping, reach, taken = [], time.perf_counter(), 0.0, 0.0, 0
+    run.frame_ms, run.substeps = [], 0  # per frame stepped: ms, and the substeps of all (with the wall split's)
+    shown = 0  # frames whose ms a row has shown
     for frame in range(args.frames + 1):
         if frame % args.every == 0 or frame == args.frames:
             cells, fullest = occupancy(sim)
@@ -129,6 +144,8 @@ def run(args, timing, alpha):
             kinetic, potential = energy(sim)
             rows.append((frame, cells, fullest, volume, taken, last.get("iterations", 0),
                          reach, kinetic, kinetic + potential, wall_share(sim)))
+            print_row(timing, alpha, rows[0][1], rows[-1], run.frame_ms[shown:])
+            shown = len(run.frame_ms)
             reach = 0.0
         if frame < args.frames:
             speed = float(sim.xp.sqrt((sim.vel * sim.vel).sum(axis=1).max()))  # not timed: a reduction + a read
@@ -138,7 +155,9 @@ def run(args, timing, alpha):
             if xp is not np:
                 xp.cuda.get_current_stream().synchronize()
             stepping += time.perf_counter() - t0
+            run.frame_ms.append((time.perf_counter() - t0) * 1e3)
             taken = sim.last["substeps"] + getattr(sim, "air_band_pieces", 0) - pieces  # + the wall split's
+            run.substeps += taken
             reach = max(reach, speed / (args.fps * taken * spec.voxel_size))
     return rows, time.perf_counter() - start, len(sim.pos), stepping / max(1, args.frames)
 
@@ -172,18 +191,15 @@ def main():
     print(f"{', '.join(TIMING_FIELDS)} overridden: cfl {args.cfl}, max_substeps {args.max_substeps}, "
           f"max_time_step {args.max_time_step}; switches: {' '.join(switches) or 'none'}")
     print("timing   | alpha | frame | occupied cells (vs frame 0) | fullest cell | meshed volume | substeps | CG it"
-          " | cells/substep | ½v² J/kg | ½v²+gz J/kg | crowding at walls")
+          " | cells/substep | ½v² J/kg | ½v²+gz J/kg | crowding at walls | ms/frame")
     for timing in args.timing:
         for alpha in args.alpha:
             rows, seconds, n, per_frame = run(args, timing, alpha)
-            first = rows[0][1]
-            for frame, cells, fullest, volume, substeps, iterations, reach, kinetic, total, wall in rows:
-                print(f"{timing:8s} | {alpha:5.2f} | {frame:5d} | {cells:8d} ({cells / first - 1:+6.1%})"
-                      f"           | {fullest:12d} | {volume:+12.1%}  | {substeps:8d} | {iterations:5d}"
-                      f" | {reach:13.1f} | {kinetic:8.3f} | {total:11.3f} | {wall:6.0%}")
             print(f"{timing:8s} | {alpha:5.2f} | {n} particles, {seconds:.0f} s in all, "
                   f"{per_frame * 1e3:.1f} ms a frame of stepping (timed in the run, the first frame's compiles "
-                  f"included)", flush=True)
+                  f"included); frames 2 on: median {np.median(run.frame_ms[1:] or [math.nan]):.1f} ms, "
+                  f"{run.substeps / max(1, len(run.frame_ms)):.2f} substeps a frame (with the wall split's pieces)",
+                  flush=True)
 
 
 if __name__ == "__main__":

@@ -49,7 +49,7 @@ from voxfx.kernels.flip.particles import KERNELS as DENSE  # noqa: E402
 from voxfx.kernels.flip.sparse_grid import substep_margin  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "bench"))
-from _cuda_events import timed  # noqa: E402 (flip_sparse_scatter_lean imports it from here)
+from _cuda_events import timed  # noqa: E402
 from _sparse_scene import add_scene_arguments, stepped_dam_break  # noqa: E402
 
 BANDWIDTH = 3.35e12

@@ -6,12 +6,15 @@ process, every variant on the same state in turn.
         [--repeats 5] [--replays 5] [--pace-rounds 1] [--substep-runs 4]
         [--variants plain:0:1 shared:1:1 shared-colour2:1:2 shared-launched:1:1:0]
 
-A variant is NAME:TAIL_SHARED:COLOUR_GRID[:CLUSTER_UNKNOWNS[:BRICK_TRANSFERS]]
+A variant is NAME:TAIL_SHARED:COLOUR_GRID[:CLUSTER_UNKNOWNS[:BRICK_TRANSFERS[:DENSE[:TAIL]]]]
 (``sparse_pressure_gpu.TAIL_SHARED``, the one-block tail's vectors in shared memory;
 ``COLOUR_GRID``, the one-colour launches over stride / COLOUR_GRID threads; ``CLUSTER_UNKNOWNS``,
 the cluster tail's bound, 0: those levels launch by launch, "-" or left out: the module's value
 at start; ``BRICK_TRANSFERS``, the level 0 ↔ 1 transfers from the bricks: 0, 1, restrict or
-prolong, left out: the module's value at start). Per substep, on its state before the
+prolong, left out: the module's value at start; ``DENSE``, ``sparse_multigrid.MG_DENSE``, the
+coarsest level's solve: 0 the sweeps, 1 its dense inverse, 2 the last level dropped and the new
+coarsest's inverse, left out: the environment's; ``TAIL``, ``TAIL_UNKNOWNS``, the one-block tail's
+bound, left out: the module's value at start). Per substep, on its state before the
 solve (the warm start's carried pressure put back before each solve, the tables built every
 solve as the profile bench does):
 
@@ -20,7 +23,8 @@ solve as the profile bench does):
 - ``loop/it``: the solver's loop graph (``check_every`` iterations) replayed ``--replays``
   times with the convergence test off (threshold −1), per iteration: the loop's own pace, in
   ``--pace-rounds`` rounds of the variants in turn (median and least);
-- ``kernels``: one iteration launched kernel by kernel, an event pair a launch (first substep).
+- ``kernels``: one iteration launched kernel by kernel, an event pair a launch (first substep);
+  with a dense coarsest level mg_dense_inverse's time (once a solve, in its start).
 
 Then ``--substep-runs`` whole substeps with the variants in turn each substep
 (``flip_sparse.timed_sparse_substep``), their stages' medians. These favour a round's later
@@ -44,7 +48,7 @@ sys.path.insert(0, str(ROOT))
 from tools.package import load  # noqa: E402
 
 load()
-from voxfx.kernels.flip import sparse_pressure, sparse_pressure_gpu, sparse_pressure_vcycle  # noqa: E402
+from voxfx.kernels.flip import sparse_multigrid, sparse_pressure, sparse_pressure_gpu, sparse_pressure_vcycle  # noqa: E402
 from voxfx.kernels.flip.grid import FlipSettings  # noqa: E402
 from voxfx.kernels.flip.sim import FlipSimulation  # noqa: E402
 from voxfx.kernels.grid import launch  # noqa: E402
@@ -57,6 +61,7 @@ from flip_sparse_pressure import after_pressure, before_pressure  # noqa: E402
 
 _CLUSTER = sparse_pressure_gpu.CLUSTER_UNKNOWNS
 _BRICKS = sparse_pressure_gpu.BRICK_TRANSFERS
+_TAIL = sparse_pressure_gpu.TAIL_UNKNOWNS
 sparse_pressure_vcycle.HOLD_BRICK_LEVEL = True  # the loop graph is replayed after its solve
 
 
@@ -64,9 +69,11 @@ def use(variant):
     _, shared, colour, *rest = variant.split(":")
     sparse_pressure_gpu.TAIL_SHARED = shared != "0"
     sparse_pressure_gpu.COLOUR_GRID = int(colour)
-    cluster, bricks = (rest + ["-", "-"])[:2]
+    cluster, bricks, dense, tail = (rest + ["-"] * 4)[:4]
+    sparse_pressure_gpu.TAIL_UNKNOWNS = _TAIL if tail == "-" else int(tail)
     sparse_pressure_gpu.CLUSTER_UNKNOWNS = _CLUSTER if cluster == "-" else int(cluster)
     sparse_pressure_gpu.BRICK_TRANSFERS = _BRICKS if bricks == "-" else bricks
+    sparse_multigrid.MG_DENSE = None if dense == "-" else int(dense)
 
 
 def carried(grid, keep=None):
@@ -141,8 +148,16 @@ def iteration_kernels():
     finally:
         launch.Kernels.launch_grid = plain
     cp.cuda.Device().synchronize()
+    out = {k: (sum(cp.cuda.get_elapsed_time(a, b) for a, b in v), len(v)) for k, v in pairs.items()}
+    if solver.dense is not None:  # once a solve (the start), not an iteration's: its own entry
+        a, b = cp.cuda.Event(), cp.cuda.Event()
+        a.record()
+        solver._dense_inverse()
+        b.record()
+        b.synchronize()
+        out["(start) mg_dense_inverse"] = (cp.cuda.get_elapsed_time(a, b), 1)
     solver.state[1] = 1
-    return {k: (sum(cp.cuda.get_elapsed_time(a, b) for a, b in v), len(v)) for k, v in pairs.items()}
+    return out
 
 
 def main():
@@ -163,7 +178,7 @@ def main():
     sparse_pressure.REUSE_TABLES = False  # the variants solve the same cells in turn
     sparse_pressure_gpu._SOLVER_CACHE = 2 * len(args.variants)
     print(f"device: {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}; variants "
-          "NAME:TAIL_SHARED:COLOUR_GRID[:CLUSTER_UNKNOWNS[:BRICK_TRANSFERS]]",
+          "NAME:TAIL_SHARED:COLOUR_GRID[:CLUSTER_UNKNOWNS[:BRICK_TRANSFERS[:DENSE[:TAIL]]]]",
           flush=True)
     spec, v, t = dam_break(args.n, int(args.particles))
     sim = FlipSimulation(spec, FlipSettings(), v, t, xp=cp, sparse=True)
@@ -193,6 +208,7 @@ def main():
                 rows[variant]["iterations"].append(its)
                 rows[variant]["max |dp|"].append(float(np.abs(p - first).max()))
                 rows[variant]["same bits"].append(bool(np.array_equal(p.view(np.int32), first.view(np.int32))))
+                rows[variant]["levels"].append(len(the_solver().strides))
         for variant in [v for _ in range(args.pace_rounds) for v in args.variants]:  # rounds of the variants in turn
             use(variant)
             solve(sim, dt, keep)
@@ -210,12 +226,12 @@ def main():
           f"cells; strides {solver.strides}, tail {solver.tail[0] if solver.tail else None}, cluster from "
           f"{solver.cluster_from}, tail shared {solver.tail_shared} B")
     print("\nvariant | solve ms (median) | loop ms an iteration (median, min) | CG iterations | max |dp| | same bits | "
-          "loop ran")
+          "loop ran | levels")
     for variant, r in rows.items():
         pace = np.array(r["loop/it"]) * 1e3
         print(f"  {variant} | {np.median(r['solve']):.3f} | {np.median(pace):.1f}, {pace.min():.1f} µs | "
               f"{sorted(set(r['iterations']))} | {max(r['max |dp|']):.3g} | {all(r['same bits'])} | "
-              f"{all(r['loop ran'])}")
+              f"{all(r['loop ran'])} | {sorted(set(r['levels']))}")
     print("\none iteration kernel by kernel (event pair a launch, first substep): kernel ms (launches)")
     for variant, k in kernels.items():
         total = sum(ms for ms, _ in k.values())

@@ -15,7 +15,6 @@ and extrapolate. ``--ncu``: only one P2G in either code, classify and extrapolat
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
@@ -26,38 +25,25 @@ sys.path.insert(0, str(ROOT))
 from tools.package import load  # noqa: E402
 
 load()
-from voxfx.kernels.flip import sparse_gpu, sparse_scatter, sparse_transfer  # noqa: E402
+from voxfx.kernels.flip import sparse_scatter, sparse_transfer  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "bench"))
 from _sparse_scene import add_scene_arguments, stepped_dam_break  # noqa: E402
-from flip_sparse_p2g import timed  # noqa: E402
+from _cuda_events import timed  # noqa: E402
+from _p2g_order import mode_bits, time_rows, whole_p2g  # noqa: E402
+from _p2g_order import p2g as order_p2g  # noqa: E402
 
 MODES = sparse_scatter.KERNEL_MODES
 VAR = "VOXFX_SPARSE_SCATTER_KERNEL"
 
 
 def p2g(g, pos, vel, c, mode):
-    os.environ[VAR] = mode
-    return sparse_gpu.particles_to_grid(g, pos, vel, c, "scatter")
+    return order_p2g(g, pos, vel, c, VAR, mode)
 
 
 def bits(cp, g, pos, vel):
     """Both codes' faces and masks (order binning) and sums (sorted binning), FLIP and APIC."""
-    c = cp.asarray(np.random.default_rng(5).normal(0.0, 2.0, (len(pos), 9)).astype(np.float32))
-    for apic in (False, True):
-        cc = c if apic else None
-        out = {}
-        for mode in MODES:
-            valid = p2g(g, pos, vel, cc, mode)
-            spos, svel, sc, start, count, _, _ = sparse_gpu.bin_particles(g, pos, vel, cc)
-            faces = tuple(cp.empty(g.size, cp.float32) for _ in range(3))
-            masks = tuple(cp.empty(g.size, cp.uint8) for _ in range(3))
-            args = (spos, svel, sc, sparse_gpu._I32(apic), start, count, g.brick_slot, g.slot_coords, g.brick_nbr,
-                    sparse_gpu._I64(g.size), sparse_gpu._I32(g.closed), *sparse_gpu._dims(g),
-                    *sparse_gpu._frame(g), *faces, *masks)
-            acc, bounds = sparse_scatter.launch(g.size, args)
-            out[mode] = [cp.asnumpy(g[n]).view(np.uint32) for n in g.FACES] + [cp.asnumpy(m) for m in valid] + [
-                cp.asnumpy(acc), cp.asnumpy(bounds)] + [cp.asnumpy(f).view(np.uint32) for f in faces]
+    for apic, out in mode_bits(cp, g, pos, vel, VAR, MODES):
         same = all(np.array_equal(a, b) for a, b in zip(out["lean"], out["classic"]))
         print(f"bits ({'APIC' if apic else 'FLIP'}): lean == classic: {same}; valid faces "
               f"{sum(int(np.count_nonzero(m)) for m in out['classic'][3:6]):,}")
@@ -95,23 +81,12 @@ def launches(cp, g, pos, vel, repeat):
         scatter(lean)()
         sums[lean] = cp.asnumpy(acc)
     print(f"launch sums lean == classic: {np.array_equal(sums[0], sums[1])}")
-    times = {name: [] for name, _ in rows}
-    for _ in range(repeat):
-        for name, fn in rows:
-            times[name].append(timed(cp, fn, 1))
-    print(f"launch | ms (median of {repeat}, rows in turn)")
-    for name, _ in rows:
-        print(f"{name} | {np.median(times[name]):.4f}")
+    time_rows(cp, rows, repeat)
 
 
 def whole(cp, g, pos, vel, repeat):
     """Whole P2G in either code (alternating), classify and extrapolate after it."""
-    out = {m: [] for m in MODES}
-    for _ in range(repeat + 1):
-        for mode in MODES:
-            out[mode].append(timed(cp, lambda m=mode: p2g(g, pos, vel, None, m), 1))
-    for mode in MODES:
-        print(f"particles_to_grid (whole), {mode} | {np.median(out[mode][1:]):.4f}")
+    whole_p2g(cp, g, pos, vel, VAR, MODES, repeat)
     saved = p2g(g, pos, vel, None, "classic")
     print(f"classify | {timed(cp, lambda: sparse_transfer.classify(g, pos), repeat):.4f}")
 

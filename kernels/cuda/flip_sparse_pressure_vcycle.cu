@@ -9,6 +9,7 @@
 // operation (no FMA contraction: each value rounds as NumPy rounds it).
 
 #include "voxfx_mg_cell.cuh"  // smooth_value, residual_value, restrict_value, prolong_value, ...: per unknown
+#include "voxfx_mg_dense.cuh"  // block_dense_inverse, block_dense_solve: the coarsest level by its inverse
 #include "voxfx_reduce.cuh"  // block_sum2: the fixed-order double sums
 
 // c over [lo, hi) with a grid-stride loop (launches are sized by the buffers, not by m).
@@ -175,6 +176,50 @@ extern "C" __global__ void mg_restrict_coarse_solve(const float* __restrict__ rf
     block_coarse_sweeps(x, b, nbr, diag, stride, m_red, m);
 }
 
+// The coarsest level's dense inverse G (sparse_multigrid.MG_DENSE, i24p4), once a solve (the
+// solver's start), by one block: block_dense_inverse (voxfx_mg_dense.cuh) on level `level`'s
+// tables, its scratch `work` (m² + 2m doubles of global memory) or, work nullptr, the launch's
+// dynamic shared memory (stride² + 2·stride doubles, where they fit the device's limit per block).
+#ifndef DENSE_SHARED_ARRAY
+#if defined(__CUDA_ARCH__) && !defined(__syncthreads)
+#define DENSE_SHARED_ARRAY(name) extern __shared__ double name[]
+#else  // the host pass, or a host harness: it passes work
+#define DENSE_SHARED_ARRAY(name) double* name = nullptr
+#endif
+#endif
+extern "C" __global__ void __launch_bounds__(1024)
+    mg_dense_inverse(const int* __restrict__ nbr, const float* __restrict__ diag, int stride,
+                     const int* __restrict__ sizes, int level, double* work, float* __restrict__ dense,
+                     const int* __restrict__ state)
+{
+    if (state[S_STOPPED]) return;
+    DENSE_SHARED_ARRAY(scratch);
+    block_dense_inverse(nbr, diag, stride, sizes[2 * level + 1], work ? work : scratch, dense);
+}
+
+// mg_coarse_solve and mg_restrict_coarse_solve with the coarsest level's dense inverse
+// (mg_dense_inverse) for the sweeps: one mat-vec pass.
+extern "C" __global__ void mg_coarse_dense(float* __restrict__ x, const float* __restrict__ b,
+                                           const float* __restrict__ dense, int stride,
+                                           const int* __restrict__ sizes, int level, const int* __restrict__ state)
+{
+    if (state[S_STOPPED]) return;
+    block_dense_solve(x, b, dense, stride, sizes[2 * level + 1]);
+}
+
+extern "C" __global__ void mg_restrict_coarse_dense(const float* __restrict__ rf, const int* __restrict__ down,
+                                                    float* __restrict__ x, float* __restrict__ b,
+                                                    const float* __restrict__ dense, int stride,
+                                                    const int* __restrict__ sizes, int level,
+                                                    const int* __restrict__ state)
+{
+    if (state[S_STOPPED]) return;
+    const int m = sizes[2 * level + 1];
+    for (int c = threadIdx.x; c < m; c += blockDim.x) b[c] = restrict_value(rf, down, stride, c);
+    __syncthreads();
+    block_dense_solve(x, b, dense, stride, m);
+}
+
 // The fused V-cycle's coarse levels in one launch: a group of threads runs each level's
 // passes in the order and with the per-unknown values of sparse_pressure_gpu's _vcycle_fused
 // launches, synchronised between passes (so z is the same bit for bit; one launch instead of
@@ -183,7 +228,9 @@ extern "C" __global__ void mg_restrict_coarse_solve(const float* __restrict__ rf
 // releases and wait acquires every earlier access of the cluster's threads, global memory
 // included; the cluster's blocks are scheduled together, so it cannot deadlock as a
 // grid-wide spin barrier can). Level l's buffers are at ptrs[TAIL_PTRS·l + k]: x, b, r, nbr,
-// diag, up (onto l from l + 1), down (into l + 1); strides[l] their row length.
+// diag, up (onto l from l + 1), down (into l + 1); strides[l] their row length. The coarsest
+// level has no down: its slot 6 holds its dense inverse G (mg_dense_inverse, MG_DENSE) or 0
+// (the sweeps).
 #define TAIL_PTRS 7
 #define TAIL_F(l, k) ((float*)ptrs[TAIL_PTRS * (l) + (k)])
 #define TAIL_I(l, k) ((const int*)ptrs[TAIL_PTRS * (l) + (k)])
@@ -343,15 +390,21 @@ __device__ __forceinline__ void block_tail(const unsigned long long* __restrict_
         __syncthreads();
     }
     for (int l = first; l < last; ++l) tail_down(g, level(l), level(l + 1), l + 1 < last);
-    {  // mg_restrict_coarse_solve
+    {  // mg_restrict_coarse_solve (mg_restrict_coarse_dense where the coarsest level's slot 6 holds G)
         const TailLevel C = level(last), F = level(last - 1);
+        const float* dense = TAIL_F(last, 6);
         GROUP_RANGE(g, c, 0, C.m)
         {
             C.b[c] = restrict_value(F.r, F.down, C.stride, c);
-            C.x[c] = 0.0f;
+            if (!dense) C.x[c] = 0.0f;
         }
         __syncthreads();
-        block_coarse_sweeps(C.x, C.b, C.nbr, C.diag, C.stride, C.m_red, C.m);
+        if (dense) {
+            block_dense_solve(C.x, C.b, dense, C.stride, C.m);
+            __syncthreads();
+        } else {
+            block_coarse_sweeps(C.x, C.b, C.nbr, C.diag, C.stride, C.m_red, C.m);
+        }
     }
     for (int l = last - 1; l >= first; --l) tail_up(g, level(l), level(l + 1).x);
     if (SHARED) {  // tail_up ended with a barrier

@@ -59,7 +59,9 @@
 // profiled; likely: each particle is read and set up three times (a dependent load chain
 // each), and a warp's lanes wait on its fullest cell while empty cells' lanes idle. Storing
 // a brick's inner nodes (which only its own particles reach) in the flush instead of adding
-// them: 0.506 against 0.491 ms.
+// them: 0.506 against 0.491 ms. The lean code's accumulators in rows 8 banks apart (an 8 × 4
+// patch of cells on 32 banks, 55.8 KB a block; helper i24q4): fewer conflicts, no faster
+// (sparse_scatter.py's notes).
 
 #include "voxfx_bin.cuh"  // scatter_q_bound, scatter_q_bits, scatter_bits, scatter_float
 #include "voxfx_sparse.cuh"  // SPARSE_CELLS, sparse_cell_near
@@ -252,6 +254,9 @@ __device__ __forceinline__ void scatter_particle(const float* __restrict__ spos,
 #ifndef SCATTER_LEAN  // 1: scatter_particle_lean (sparse_scatter.kernel_mode "lean"); 0: scatter_particle
 #define SCATTER_LEAN 0
 #endif
+#ifndef SCATTER_FLIP  // 1: the lean code's half-lattice nodes, the particle's cell first (sparse_scatter.banks_mode)
+#define SCATTER_FLIP 0
+#endif
 #if SCATTER_LEAN
 // The high word of a 64-bit add whose low word's atomic returned old: hi + the carry of
 // old + lo, by the add's carry flag (add.cc / addc: two instructions) instead of a compare
@@ -281,28 +286,39 @@ __device__ __forceinline__ void scatter_add_pair_lean(unsigned int* acc, int at_
 
 // One component's eight terms of a particle (scatter_particle_lean's state: per axis a and
 // lattice L the fraction f, the first node's brick-local coordinate base, with APIC the
-// coordinate gl and the first node as a float; ok: bit (a·2 + L)·2 + u). CHECK: test each
+// coordinate gl and the first node as a float; ok: bit (a·2 + L)·2 + slot). CHECK: test each
 // term's window and face lattice; without it every term is added (all twelve bits set). A
-// term of weight 0 is added too: it adds 0 to both sums (scatter_particle skips it).
+// term of weight 0 is added too: it adds 0 to both sums (scatter_particle skips it). swap
+// (SCATTER_FLIP): bit a set, axis a's half lattice takes its nodes in slot order (1, 0), so
+// that slot 0 is the particle's own cell (the node the warp's other lanes take for their
+// cells too: fewer lanes on one address or bank). Each node's term is the same operations
+// whatever its slot, so the same integers.
 template <bool APIC, bool CHECK>
 __device__ __forceinline__ void scatter_component_lean(int comp, const float f[3][2], const int base[3][2],
                                                        const float gl[3][2], const float nf[3][2], unsigned int ok,
-                                                       float vq, const float* __restrict__ r, float h, float scale_q,
-                                                       float scale_w, unsigned int* acc)
+                                                       unsigned int swap, float vq, const float* __restrict__ r,
+                                                       float h, float scale_q, float scale_w, unsigned int* acc)
 {
     const int ex = comp == 0 ? 9 : 10, ey = comp == 1 ? 9 : 10;
     const int l0 = comp != 0, l1 = comp != 1, l2 = comp != 2;  // each axis' lattice
-    // scatter_node's index as three parts, one per axis and node
+    // the node of slot u along axis a is u ^ s_a past the first (s_a: a half lattice's swap)
+    const int s0 = l0 & (int)swap, s1 = l1 & (int)(swap >> 1), s2 = l2 & (int)(swap >> 2);
+    // scatter_node's index as three parts, one per axis and slot
     int at0[2], at1[2], at2[2];
-    float wt0[2], wt1[2], wt2[2], w01[2][2];
+    float wt0[2], wt1[2], wt2[2], w01[2][2], nu0[2], nu1[2], nu2[2];
 #pragma unroll
     for (int u = 0; u < 2; ++u) {
-        at0[u] = base[0][l0] + u + l0;
-        at1[u] = (base[1][l1] + u + l1) * ex;
-        at2[u] = comp * SCATTER_NODES + (base[2][l2] + u + l2) * (ey * ex);
-        wt0[u] = u ? f[0][l0] : 1.0f - f[0][l0];
-        wt1[u] = u ? f[1][l1] : 1.0f - f[1][l1];
-        wt2[u] = u ? f[2][l2] : 1.0f - f[2][l2];
+        at0[u] = base[0][l0] + (u ^ s0) + l0;
+        at1[u] = (base[1][l1] + (u ^ s1) + l1) * ex;
+        at2[u] = comp * SCATTER_NODES + (base[2][l2] + (u ^ s2) + l2) * (ey * ex);
+        wt0[u] = (u ^ s0) ? f[0][l0] : 1.0f - f[0][l0];
+        wt1[u] = (u ^ s1) ? f[1][l1] : 1.0f - f[1][l1];
+        wt2[u] = (u ^ s2) ? f[2][l2] : 1.0f - f[2][l2];
+        if (APIC) {  // the node as a float: the first node's + 0 or 1 (exact), as before
+            nu0[u] = nf[0][l0] + (float)(u ^ s0);
+            nu1[u] = nf[1][l1] + (float)(u ^ s1);
+            nu2[u] = nf[2][l2] + (float)(u ^ s2);
+        }
     }
 #pragma unroll
     for (int u0 = 0; u0 < 2; ++u0)
@@ -331,8 +347,7 @@ __device__ __forceinline__ void scatter_component_lean(int comp, const float f[3
         const float weight = w01[u0][u1] * wt2[u2];
         long long num;
         if (APIC) {  // scatter_particle's d_b and q, the same operations
-            const float d0 = ((nf[0][l0] + (float)u0) - gl[0][l0]) * h, d1 = ((nf[1][l1] + (float)u1) - gl[1][l1]) * h,
-                        d2 = ((nf[2][l2] + (float)u2) - gl[2][l2]) * h;
+            const float d0 = (nu0[u0] - gl[0][l0]) * h, d1 = (nu1[u1] - gl[1][l1]) * h, d2 = (nu2[u2] - gl[2][l2]) * h;
             const float q = vq + (r0 * d0 + r1 * d1 + r2 * d2);
             num = scatter_round((weight * q) * scale_q);
         } else {
@@ -356,7 +371,7 @@ __device__ __forceinline__ void scatter_particle_lean(const float* __restrict__ 
 {
     float f[3][2], gl[3][2], nf[3][2];
     int base[3][2];
-    unsigned int ok = 0u;
+    unsigned int ok = 0u, swap = 0u;
 #pragma unroll
     for (int a = 0; a < 3; ++a) {
         const float g = (spos[3LL * p + a] - o[a]) * inv_h;
@@ -370,24 +385,27 @@ __device__ __forceinline__ void scatter_particle_lean(const float* __restrict__ 
             f[a][L] = x - b;
             base[a][L] = (int)b - brick[a];
             nf[a][L] = (float)(int)b;
+            // SCATTER_FLIP: the half lattice's nodes b, b + 1 in the order (cell, other)
+            const int s = SCATTER_FLIP && L && (int)b < cell;
+            swap |= (unsigned int)s << a;
 #pragma unroll
             for (int u = 0; u < 2; ++u) {
                 const int node = (int)b + u, r = node - cell;
                 const bool take = (L ? (r >= -1 && r <= 1) : (r == 0 || r == 1)) &&  // the gathers' window
                                   (!closed || (node >= 0 && node < n[a] + 1 - L));    // the face lattice
-                ok |= (unsigned int)take << ((a * 2 + L) * 2 + u);
+                ok |= (unsigned int)take << ((a * 2 + L) * 2 + (u ^ s));  // bit of the node's slot
             }
         }
     }
     if (ok == 0xfffu) {
 #pragma unroll
         for (int comp = 0; comp < 3; ++comp)
-            scatter_component_lean<APIC, false>(comp, f, base, gl, nf, ok, svel[3LL * p + comp],
+            scatter_component_lean<APIC, false>(comp, f, base, gl, nf, ok, swap, svel[3LL * p + comp],
                                                 sc + 9LL * p + 3 * comp, h, scale_q, scale_w, acc);
     } else {
 #pragma unroll
         for (int comp = 0; comp < 3; ++comp)
-            scatter_component_lean<APIC, true>(comp, f, base, gl, nf, ok, svel[3LL * p + comp],
+            scatter_component_lean<APIC, true>(comp, f, base, gl, nf, ok, swap, svel[3LL * p + comp],
                                                sc + 9LL * p + 3 * comp, h, scale_q, scale_w, acc);
     }
 }

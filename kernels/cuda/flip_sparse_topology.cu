@@ -44,6 +44,7 @@
 #include "voxfx_sparse_index.cuh"  // BRICK_INDEX_ARGS, INDEXED_SLOT: a closed domain's brick index
 #include "voxfx_reduce.cuh"  // group_max_into: the per-slot speed maxima
 #include "voxfx_sparse_marks.cuh"  // sparse_store_wall_marks: topology_cell_tables' marks
+#include "voxfx_slot_margin.cuh"  // slot_margins' arithmetic (reach_slots' too)
 
 // ------------------------------------------------------------------------------ topology (§5.1–5.2)
 
@@ -120,18 +121,6 @@ extern "C" __global__ void mark_occupied(const float* __restrict__ pos, long lon
     }
 }
 
-// The float of bits b (the host harnesses build this file as host code).
-__device__ __forceinline__ float float_of_bits(unsigned int b)
-{
-#ifdef __CUDA_ARCH__
-    return __uint_as_float(b);
-#else
-    float f;
-    __builtin_memcpy(&f, &b, sizeof f);
-    return f;
-#endif
-}
-
 // Step 1b, one thread per pool slot: its margin (sparse_grid.BrickReach.margins, the same
 // float64 arithmetic) from the largest |v|² of the 27 bricks around it (nbr27; itself
 // included), base + ⌈(s + |g|·dt)·dt/h⌉ with s = √(that |v|²) rounded to float32 as
@@ -146,15 +135,9 @@ extern "C" __global__ void slot_margins(const unsigned int* __restrict__ speed2,
 {
     const long long slot = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (slot >= capacity) return;
-    unsigned int bits = 0;
-    if (used[slot])
-        for (int o = 0; o < 27; ++o) {
-            const int s = nbr27[27 * slot + o];
-            if (s >= 0 && speed2[s] > bits) bits = speed2[s];
-        }
+    const unsigned int bits = slot_speed_bits(speed2, used, nbr27, slot);
     if (most && bits > *most) atomicMax(most, (unsigned long long)bits);
-    const double reach = ((double)sqrtf(float_of_bits(bits)) + gdt) * dt / h;
-    margins[slot] = reach <= 1048576.0 ? base + (int)ceil(reach) : 1 << 30;
+    margins[slot] = slot_margin_of_bits(bits, dt, gdt, h, base);
 }
 
 // Brick offsets within `radius` bricks (R = 1: the 27 around a brick; R = 2: 125, for a

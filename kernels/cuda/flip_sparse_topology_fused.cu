@@ -69,15 +69,18 @@ __device__ __forceinline__ int tiles_before(const int* __restrict__ totals, long
 }
 
 // totals[b]: block b's tile's free slots | freed slots (b < pool_tiles) or entries in the new
-// topology | added (after it), as two ints (totals, totals + tiles).
+// topology | added (after it), as two ints (totals, totals + tiles). With `freed` (the merged
+// pipeline, sparse_topology_gpu: no count_unkept launch; else null): the flags' freed count is
+// made here, each slot tile adding its freed slots to *freed (flags[3], zero before), so only a
+// missed particle or a brick beyond skips the counts (the freed count is not known yet).
 extern "C" __global__ void topology_fused_counts(const unsigned long long* __restrict__ flags,
                                                  const unsigned char* __restrict__ used,
                                                  const unsigned char* __restrict__ kept, long long capacity,
                                                  const int* __restrict__ index, const unsigned int* __restrict__ claimed,
                                                  long long entries, long long pool_tiles, long long tiles,
-                                                 int* __restrict__ totals)
+                                                 int* __restrict__ totals, unsigned long long* freed)
 {
-    if (update_skipped(flags)) return;
+    if (freed ? flags[0] != 0ULL || flags[1] != 0ULL : update_skipped(flags)) return;
     const long long b = blockIdx.x;
     const bool pool = b < pool_tiles;
     long long end;
@@ -96,6 +99,7 @@ extern "C" __global__ void topology_fused_counts(const unsigned long long* __res
     if (threadIdx.x == 0) {
         totals[b] = sum_a;
         totals[tiles + b] = sum_c;
+        if (freed && pool && sum_c) atomicAdd(freed, (unsigned long long)sum_c);
     }
 }
 

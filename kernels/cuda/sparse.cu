@@ -57,17 +57,25 @@ extern "C" __global__ void cell_neighbours(const int* __restrict__ nbr27, long l
     for (int d = 0; d < 6; ++d) nbr[d * cells + t] = sparse_cell_step(nbr27, (int)t, d);
 }
 
-// Cells of fresh and freed slots back to the channel's background (SparseMacGrid.retopologize).
-extern "C" __global__ void fill_slots_f32(float* __restrict__ a, const int* __restrict__ slots, long long m,
-                                          float value)
+// Cells of fresh and freed slots back to the channel's background (SparseMacGrid.retopologize): the
+// m1 slots of `first`, then the m2 of `second` (one launch for both lists; m2 = 0 for one).
+__device__ __forceinline__ long long fill_slot_cell(const int* __restrict__ first, long long m1,
+                                                    const int* __restrict__ second, long long t)
 {
-    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (t < m * SPARSE_CELLS) a[(long long)slots[t >> 9] * SPARSE_CELLS + (t & (SPARSE_CELLS - 1))] = value;
+    const long long k = t >> 9;
+    return (long long)(k < m1 ? first[k] : second[k - m1]) * SPARSE_CELLS + (t & (SPARSE_CELLS - 1));
 }
 
-extern "C" __global__ void fill_slots_u8(unsigned char* __restrict__ a, const int* __restrict__ slots, long long m,
-                                         unsigned char value)
+extern "C" __global__ void fill_slots_f32(float* __restrict__ a, const int* __restrict__ first, long long m1,
+                                          const int* __restrict__ second, long long m2, float value)
 {
     const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (t < m * SPARSE_CELLS) a[(long long)slots[t >> 9] * SPARSE_CELLS + (t & (SPARSE_CELLS - 1))] = value;
+    if (t < (m1 + m2) * SPARSE_CELLS) a[fill_slot_cell(first, m1, second, t)] = value;
+}
+
+extern "C" __global__ void fill_slots_u8(unsigned char* __restrict__ a, const int* __restrict__ first, long long m1,
+                                         const int* __restrict__ second, long long m2, unsigned char value)
+{
+    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t < (m1 + m2) * SPARSE_CELLS) a[fill_slot_cell(first, m1, second, t)] = value;
 }

@@ -51,8 +51,8 @@ on the floor) the loss is gone; from frame 10, when the front meets the far wall
 comes back at about the baseline's pace (fullest cell 11,108 at frame 24 with α 0): the wall
 collision in one long substep is a second mechanism. Cost: a second Poisson solve over the
 band (7–25 CG iterations) and 4–7 sub-steps of the advection: 3.7 s a frame against 0.38 s
-(NumPy). Not built for the GPU (refused); the sparse solver's NumPy path has it
-(``sparse_air_band.py``, i24d5).
+(NumPy). Not built for the dense GPU solver (refused); the sparse solver has it, NumPy
+(``sparse_air_band.py``, i24d5) and CuPy (``sparse_air_band_gpu.py``, i24b).
 
 The wall collision (i24d4, the same CPU run, α 0, the prototype on). The exact path's ln det
 (RK2 in ≤ ¼-cell steps through the band-projected, time-blended field, the FLUID cells' centres)
@@ -150,13 +150,13 @@ def wall_split() -> bool:
 
 
 def refuse(xp, sparse: bool = False) -> None:
-    """The prototype is the NumPy solvers' only (dense here, sparse ``sparse_air_band.py``): a
-    CuPy simulation, dense or sparse, with it switched on refuses (and the wall split without
-    the band). *sparse*: kept for the callers; both solvers take it on NumPy."""
-    if (enabled() or wall_split()) and xp is not np:
+    """The dense solver's prototype is NumPy only: a dense CuPy simulation with it switched on
+    refuses; the sparse solver (*sparse*) takes it on both backends (``sparse_air_band.py``,
+    its GPU kernels ``sparse_air_band_gpu.py``). The wall split without the band refuses."""
+    if (enabled() or wall_split()) and xp is not np and not sparse:
         raise NotImplementedError(f"{SWITCH} and {WALL_SWITCH} are prototypes of the dense NumPy solver "
-                                  "and the sparse solver's NumPy path (kernels/flip/air_band.py, "
-                                  "sparse_air_band.py): unset them for the GPU")
+                                  "and the sparse solver (kernels/flip/air_band.py, sparse_air_band.py): "
+                                  "unset them for the dense GPU solver, or use the sparse one")
     if wall_split() and not enabled():
         raise InputError(f"{WALL_SWITCH} splits the substeps of {SWITCH}: switch that on too")
 
@@ -171,14 +171,15 @@ def wall_pieces(grid, pos, vel, dt: float, quantile: float = WALL_QUANTILE, most
         return 1
     from .transfer import _frame
 
+    xp = getattr(grid, "xp", np)  # the sparse solver's CuPy grid too
     ox, oy, oz, h, inv_h = _frame(grid)
-    need = np.ones(len(pos), np.float32)
+    need = xp.ones(len(pos), np.float32)
     for a, (o, n) in enumerate(zip((ox, oy, oz), grid.shape)):
         g = (pos[:, a] - np.float32(o)) * np.float32(inv_h)
         travel = vel[:, a] * np.float32(dt * inv_h)  # cells, signed
-        room = np.where(travel > 0, np.float32(n) - g, g) + np.float32(WALL_SLACK)
-        need = np.maximum(need, np.abs(travel) / np.maximum(room, np.float32(WALL_SLACK)))
-    asked = float(np.quantile(need, quantile)) if 0.0 < quantile < 1.0 else float(need.max())
+        room = xp.where(travel > 0, np.float32(n) - g, g) + np.float32(WALL_SLACK)
+        need = xp.maximum(need, xp.abs(travel) / xp.maximum(room, np.float32(WALL_SLACK)))
+    asked = float(xp.quantile(need, quantile)) if 0.0 < quantile < 1.0 else float(need.max())
     return int(min(most, max(1, math.ceil(asked - 1e-6))))
 
 

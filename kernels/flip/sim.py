@@ -93,7 +93,7 @@ class FlipSimulation:
         self.xp = xp = xp or backend.xp()
         density.stiffness(settings)  # the density correction's α, checked
         density_positions.refuse(xp, settings.sparse)  # its position-only prototype: dense NumPy only
-        air_band.refuse(xp, settings.sparse)  # the divergence-free air band prototype: dense NumPy only
+        air_band.refuse(xp, False)  # the divergence-free air band prototype: dense NumPy only (sparse: both)
         self.grid = DenseGrid(spec, xp)
         static = None if obstacle_vertices is None else bodies.Body(obstacle_vertices, obstacle_triangles, np.eye(4))
         obstacle = bodies.cells(static, spec, xp, progress=scaled(progress, 0, 0.4))

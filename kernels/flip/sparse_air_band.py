@@ -1,8 +1,8 @@
 """The divergence-free air band on bricks (issue 24, accuracy): ``air_band.py``'s dense NumPy
-prototype ported to the sparse solver's NumPy path, the reference a GPU version would follow
-(the same switches, ``VOXFX_AIR_BAND_PROJECTION`` and ``VOXFX_AIR_BAND_WALL_PIECES``, off by
-default; CuPy still refuses them, ``air_band.refuse``). The mechanism and the dense
-measurements are ``air_band.py``'s notes; this is where each of its steps lives on bricks.
+prototype on the sparse solver, NumPy and CuPy (the same switches, ``VOXFX_AIR_BAND_PROJECTION``
+and ``VOXFX_AIR_BAND_WALL_PIECES``, off by default; the dense CuPy solver still refuses them,
+``air_band.refuse``). The mechanism and the dense measurements are ``air_band.py``'s notes; this
+is where each of its steps lives on bricks (the GPU's side: "On the GPU", below).
 
     reach        the fastest face touching a FLUID cell, ·Δt/h + ``air_band.MARGIN`` rings
                  (``reach_cells``; the band's own faces are not counted, as dense).
@@ -65,6 +65,40 @@ band cells at frame 8 and 255 of 34,939 at 11 (band alone), 6 and 198 of ~24,000
 two pieces (band + split); with ``VOXFX_SPARSE_MARGIN=global`` none in 12 frames — the band's
 depth is the fastest liquid face's everywhere, a slow brick's margin its own particles'
 (likely where the cut falls; not located).
+
+On the GPU (i24b). The same functions run on a CuPy grid: reach, band cells, edge cells and the
+swapped channels are this module's array code, the extrapolation, fluid faces, set-up, solve and
+projection the kernels those calls already launch (``sparse_gpu``, ``sparse_pressure_cells``,
+``sparse_pressure_gpu``: the band's solve goes through the GPU sparse solver with the band's
+cell types and fixed faces, and the liquid's channels, ``CARRIED`` and ``_pressure_memo`` are put
+back as on NumPy; its set-up rebuilds the set-up workspace, so the liquid's kept tables fail
+``tables_hold`` and are rebuilt at the next substep). The G2P update and the advection (all
+sub-steps and the push-out in one thread a particle) are ``sparse_air_band_gpu.py``'s kernels,
+the NumPy reference's bits (host harness ``tests/unit/test_cuda_sparse_air_band_host.py``; on an
+H100, ``tests/gpu/test_flip_sparse_air_band_gpu.py``'s 16 kernel cases bit for bit). ``air_band
+.wall_pieces`` takes CuPy arrays (``cupy.quantile``). The 12³ dam break of the unit tests with both
+switches on (5 frames, one substep each): NumPy and CuPy 466 occupied cells and −3.329% meshed
+volume both, 4 pieces both (time-centred 427, −17.31%, 4): the same to the printed digits.
+
+Measured on an NVIDIA H100 80GB HBM3 (driver 580.159.04, CuPy 14.2.0; one call, i24b),
+``bench/flip_density.py --gpu --volume --res 256 --particles 8e6 --frames 24 --every 4 --timing
+fast``, each run cut at 22–45 s (the call's budget), meshed volume at frames 4 / 8 / 12 / 16 / 24,
+fullest cell at the last frame shown, substeps of the frames 4 / 8 / 12 / 16 (with the pieces):
+
+  α 0, switches off        −2.7 / −27.5 / −50.2 / −62.0 / −84.9%, 19,693 at 24, 3 each; 32.7 ms
+                           a frame (median of frames 2–24)
+  α 0, band + split        +0.5 / −7.5 / −17.2 / −10.9% (16), 9,153 at 16; 3 / 3 / 9 / 6
+  α 0.3, switches off      −2.7 / −28.2 / −43.8 / −29.0% (16), 2,062 at 16; 3 each
+  α 0.3, band + split      +0.6 / +1.7 / +9.2% (12), 813 at 12; 3 / 17 / 14 (½v² + gz 3.04 →
+                           3.37 J/kg at frame 8: energy put in, as the CPU's α 0.3 runs)
+
+so on the GPU too the band keeps the volume through the floor phase (frame 8: −7.5% against
+−27.5%, α 0) and the split bounds the wall phase's loss (−10.9% at 16 against −62.0%); α 0.3 with
+both swells (the correction's dead band was sized for a liquid that loses volume; air_band.py's
+notes). The band runs were not timed to the end (cut before their summary): from the call's
+clock, ~1.5–2.5 s a frame with the band against ~0.05 s without (frames with 9–17 pieces, a second
+solve each, every band solve on a hierarchy of another size than the liquid's, so the cached GPU
+solver and its captured graph are likely rebuilt each solve — not profiled).
 """
 
 from __future__ import annotations
@@ -81,17 +115,15 @@ _F = np.float32
 
 def reach_cells(grid, dt: float) -> int:
     """``air_band.reach_cells`` on bricks: rings of AIR a particle may cross in *dt*."""
-    fastest = 0.0
-    for f, m in zip(grid.faces(), sparse_transfer.fluid_faces(grid)):
-        touch = m != 0
-        if touch.any():
-            fastest = max(fastest, float(np.abs(f[touch]).max()))
+    xp = grid.xp  # |u| ≥ 0: faces touching no FLUID cell read 0 (no boolean gather: no size read)
+    fastest = max(float(xp.abs(xp.where(m != 0, f, _F(0))).max()) if f.size else 0.0
+                  for f, m in zip(grid.faces(), sparse_transfer.fluid_faces(grid)))
     return int(math.ceil(fastest * dt / grid.h)) + air_band.MARGIN
 
 
 def _any_neighbour(grid, mask):
-    m = mask.astype(np.uint8)
-    out = np.zeros(grid.size, bool)
+    m = mask.astype(grid.xp.uint8)
+    out = grid.xp.zeros(grid.size, bool)
     for d in range(6):
         out |= grid.neighbour(m, d) != 0
     return out
@@ -101,7 +133,7 @@ def band_cells(grid, rings: int):
     """bool per flat cell: AIR cells within *rings* 6-neighbour steps of a FLUID cell
     (through AIR cells; ``air_band.band_cells`` on the neighbour index)."""
     cell = grid["cell"]
-    band = np.zeros(grid.size, bool)
+    band = grid.xp.zeros(grid.size, bool)
     front = cell == FLUID
     air = cell == AIR
     for _ in range(rings):
@@ -127,17 +159,18 @@ def project_band(grid, dt: float, tolerance: float = 1e-4, max_iterations: int =
     band = band_cells(grid, rings)
     edge = band & edge_cells(grid)  # a face of theirs lies in a missing brick: not unknowns (notes)
     band &= ~edge
-    if not band.any():
+    if not bool(band.any()):
         return band, None
     fixed = sparse_pressure.boundary_faces(grid)  # liquid's faces as they are, solids', walls' 0
     cell = grid["cell"]
-    kind = np.where(band, FLUID, np.where(cell == AIR, AIR, SOLID)).astype(np.uint8)
+    xp = grid.xp
+    kind = xp.where(band, FLUID, xp.where(cell == AIR, AIR, SOLID)).astype(xp.uint8)
     swapped = ("cell", "solid", "solid_u", "solid_v", "solid_w")
     saved = {n: grid[n] for n in swapped}
     carried = grid.channels.get(sparse_pressure.CARRIED)  # the liquid's warm start: not the band's
     memo = getattr(grid, "_pressure_memo", None)  # the liquid's kept solver tables
     grid["cell"] = kind
-    grid["solid"] = (kind == SOLID).astype(np.uint8)
+    grid["solid"] = (kind == SOLID).astype(xp.uint8)
     for name, f in zip(grid.FACES, fixed):
         grid["solid_" + name] = f
     try:
@@ -162,10 +195,16 @@ def advect(grid, pos, dt: float, before=None, cells: float = air_band.SUBSTEP_CE
         return 0
     faces = grid.faces()
     fields = faces if before is None else tuple(before) + tuple(faces)
-    fastest = max(float(np.abs(f).max()) if f.size else 0.0 for f in fields)
+    xp = grid.xp
+    fastest = max(float(xp.abs(f).max()) if f.size else 0.0 for f in fields)
     n = max(1, int(math.ceil(fastest * dt / (cells * grid.h))))
     boxes = grid.boxes if grid.closed else None
     step = _F(dt / n)
+    if xp is not np:  # all sub-steps and the push-out in one kernel, the same bits
+        from . import sparse_air_band_gpu
+
+        sparse_air_band_gpu.advect(grid, pos, n, step, before)
+        return n
 
     def velocity(x, t):  # t: the fraction of the substep
         g = grid.cell_coords(np.stack(x, axis=1))
@@ -199,7 +238,12 @@ def g2p_and_advect(sim, old, ratio: float, dt: float) -> dict:
     g, s = sim.grid, sim.settings
     if int(sim.pos.shape[0]):
         flip = _F(ratio)
-        sparse_transfer.update_velocity(g, old, g.cell_coords(sim.pos), sim.vel, flip, _F(1) - flip, sim.c)
+        if sim.xp is not np:  # one kernel, the same bits
+            from . import sparse_air_band_gpu
+
+            sparse_air_band_gpu.update_velocity(g, old, sim.pos, sim.vel, flip, _F(1) - flip, sim.c)
+        else:
+            sparse_transfer.update_velocity(g, old, g.cell_coords(sim.pos), sim.vel, flip, _F(1) - flip, sim.c)
     faces = tuple(f.copy() for f in g.faces())
     valid = g.valid
     _, stats = project_band(g, dt, s.pressure_tolerance, s.pressure_max_iterations, sim.preconditioner)

@@ -29,6 +29,17 @@ valid. ``MG_OMEGA`` (``VOXFX_SPARSE_MG_OMEGA``, default 1.3) over-relaxes every 
 the coarsest level (issue 24, i24m: fewer CG iterations at no extra launch; the variants
 measured against it are ``bench/_mg_variants.py``, their counts
 ``bench/flip_mg_iterations.py``). Reusing the tables across substeps when nothing changed is issue 24's.
+
+The coarsest level solved exactly (``MG_DENSE``, ``VOXFX_SPARSE_MG_DENSE``; issue 24, i24p4): a
+dense inverse G of its operator, built once per V-cycle's tables by Gauss-Jordan elimination in
+float64 (``dense_inverse``) and applied as one float32 mat-vec (``dense_solve``) where the sweeps
+took 4·MG_COARSE_SWEEPS passes; "2" also drops the last level where the one above it has at
+most ``DENSE_DROP_UNKNOWNS`` unknowns (its inverse then replaces that level's V-cycle). The
+device builds G with the same operations in the same order (mg_dense_inverse) and sums the
+mat-vec as ``dense_solve`` does: the same bits. A V-cycle with an exact coarse solve stays
+symmetric positive definite (G is symmetrised; a sealed component's pinned unknown leaves it
+semi-definite there, the smoothing definite). Measured on an H100 (``sparse_pressure_vcycle``'s
+notes): the 8M dam break's PCG iteration 250 → 237 µs with "2", the same or fewer CG iterations.
 """
 
 from __future__ import annotations
@@ -38,6 +49,7 @@ import os
 import numpy as np
 
 from ..errors import InputError
+from ..settings import env_choice
 from .grid import AIR, FLUID
 from .pressure import MG_COARSE_SWEEPS, MG_MIN_SIDE, MG_SWEEPS
 
@@ -56,6 +68,18 @@ _F32 = np.float32
 MG_OMEGA = float(os.environ.get("VOXFX_SPARSE_MG_OMEGA", "1.3"))
 if not 0.0 < MG_OMEGA < 2.0:
     raise ValueError(f"VOXFX_SPARSE_MG_OMEGA must lie in (0, 2), not {MG_OMEGA}")
+# The coarsest level's solve (i24p4; module notes), ``dense_mode()``: "0" MG_COARSE_SWEEPS
+# symmetric Gauss-Seidel sweeps from 0 (the dense solver's), "1" the dense inverse, "2" the dense
+# inverse of the last level but one where it has at most DENSE_DROP_UNKNOWNS unknowns (the last
+# level dropped), else of the last. VOXFX_SPARSE_MG_DENSE read when a VCycle is built (an A/B in
+# one process: bench/flip_sparse.py --ab), unless MG_DENSE names a mode.
+DENSE_MODES = ("0", "1", "2")
+MG_DENSE = None
+DENSE_DROP_UNKNOWNS = 128
+# A pivot at most this times its unknown's diagonal is a singular (sealed, all-Neumann)
+# component's last: that unknown is pinned (its row and column of G zero), G the inverse of the
+# operator without it — symmetric positive semi-definite, as the V-cycle needs.
+DENSE_PIVOT = 1e-9
 MAX_LEVELS = 16
 KEY_BITS = 21  # per axis
 _KEY_MASK = (1 << KEY_BITS) - 1
@@ -266,6 +290,66 @@ def sweep(level, x, b, colour, omega=1.0):
     x[lo:hi] = g if omega == 1.0 else x[lo:hi] + _F32(omega) * (g - x[lo:hi])
 
 
+def dense_mode() -> int:
+    """The coarsest level's solve: ``MG_DENSE`` where set, else VOXFX_SPARSE_MG_DENSE ("0")."""
+    given = None if MG_DENSE is None else str(int(MG_DENSE))
+    return int(env_choice("VOXFX_SPARSE_MG_DENSE", DENSE_MODES, given, default="0"))
+
+
+def dense_operator(level):
+    """(m, m) float64: the level's operator A (diag on the diagonal, −1 per neighbour unknown)."""
+    m = level.m
+    a = np.zeros((m, m))
+    rows = np.arange(m)
+    a[rows, rows] = level.diag[:m]
+    for d in range(6):
+        n = np.asarray(level.nbr[d, :m])
+        ok = n < m
+        a[rows[ok], n[ok]] = -1.0
+    return a
+
+
+def dense_inverse(level):
+    """(m, m) float32 G ≈ A⁻¹ of *level* (NumPy tables): Gauss-Jordan in place in float64 without
+    pivoting (A is symmetric positive semi-definite), pivot k in order — row k divided by the pivot,
+    every other entry a_ij − a_ik·(a_kj/p), column k −a_ik/p, a_kk 1/p; a pivot ≤ DENSE_PIVOT·diag_k
+    skipped and its unknown pinned (a_kk 0); then G = ½(a + aᵀ), rows and columns of pinned unknowns
+    0, rounded to float32. mg_dense_inverse computes each entry by the same operations."""
+    a = dense_operator(level)
+    m = level.m
+    diag = np.asarray(level.diag[:m], np.float64)
+    for k in range(m):
+        p = a[k, k]
+        if not p > DENSE_PIVOT * diag[k]:
+            a[k, k] = 0.0
+            continue
+        row, col = a[k].copy(), a[:, k].copy()
+        r = row / p
+        a = a - np.outer(col, r)
+        a[k, :] = r
+        a[:, k] = -(col / p)
+        a[k, k] = 1.0 / p
+    kept = np.diagonal(a) != 0.0
+    g = (0.5 * (a + a.T)).astype(_F32)
+    g[~kept, :] = 0.0
+    g[:, ~kept] = 0.0
+    return g
+
+
+def dense_solve(g, b, xp=np):
+    """x = G b over the m unknowns (sentinel 0): x_i = Σ_j G_ij·b_j added j = 0, 1, … in float32
+    (the device's order)."""
+    m = g.shape[0]
+    x = xp.zeros_like(b)
+    if m == 0:
+        return x
+    s = g[:, 0] * b[0]
+    for j in range(1, m):
+        s = s + g[:, j] * b[j]
+    x[:m] = s
+    return x
+
+
 class VCycle:
     """z = M r for the sparse pressure solve: *level0* the solver's ``Unknowns`` of
     *grid* with cell types *kind*; vectors are compacted (sentinel last). ``levels``,
@@ -277,6 +361,7 @@ class VCycle:
         xp = self.xp = grid.xp
         self.levels = [level0]
         self.down, self.up = [], []  # restriction to level l + 1, prolongation to level l
+        self.dense, self.dense_mode = None, 0  # MG_DENSE: G of the coarsest level (NumPy; the device builds its own)
         if level0.m == 0:
             return
         if xp is not np:
@@ -284,6 +369,7 @@ class VCycle:
 
             if sparse_pressure_setup.SETUP == "device":  # the sizes stay on the device
                 self.levels, self.up, self.down = sparse_pressure_setup.build(grid, kind, level0)
+                self._dense_levels()
                 return
         if xp is np:
             build = TableBuilder(xp, coarsen_fluid)
@@ -303,6 +389,16 @@ class VCycle:
             cells, keys, base = coarse_cells, coarse.keys, coarse_cells.base
         for level in self.levels[1:]:  # only needed while building
             level.keys = None
+        self._dense_levels()
+
+    def _dense_levels(self):
+        """MG_DENSE: drop the last level ("2", where the one above it has at most
+        DENSE_DROP_UNKNOWNS unknowns and is not level 0) and, on NumPy, G of the coarsest."""
+        self.dense_mode = dense_mode() if len(self.levels) > 1 else 0
+        if self.dense_mode == 2 and len(self.levels) > 2 and self.levels[-2].m <= DENSE_DROP_UNKNOWNS:
+            del self.levels[-1], self.up[-1], self.down[-1]
+        if self.dense_mode and self.xp is np:
+            self.dense = dense_inverse(self.levels[-1])
 
     def __call__(self, r):
         return self._cycle(r, 0)
@@ -310,6 +406,8 @@ class VCycle:
     def _cycle(self, b, level):
         L = self.levels[level]
         x = self.xp.zeros_like(b)
+        if level == len(self.levels) - 1 and self.dense is not None:
+            return dense_solve(self.dense, b)
         if level == len(self.levels) - 1:
             for _ in range(MG_COARSE_SWEEPS):
                 sweep(L, x, b, 0)

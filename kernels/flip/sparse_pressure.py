@@ -53,7 +53,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..progress import report
-from . import density
+from . import density, sparse_multigrid
 from .grid import AIR, FLUID, SOLID
 from .sparse_multigrid import CompactLevel
 from .sparse_pressure_warm import CARRIED, carry, initial_guess, warm_start_on  # noqa: F401 (callers use them here)
@@ -282,6 +282,13 @@ def compact_unknowns(grid, kind):
     return Unknowns(grid, kind)
 
 
+def tables_key(preconditioner, on_host) -> tuple:
+    """What kept tables were built for (``solver_tables``' memo; ``sparse_pressure_setup``
+    compares it too): the preconditioner, NumPy or not, and ``sparse_multigrid.dense_mode``
+    (its "2" keeps one level fewer)."""
+    return preconditioner, bool(on_host), sparse_multigrid.dense_mode()
+
+
 def solver_tables(grid, kind, preconditioner, level=None, same=None):
     """(unknowns, preconditioner) of a solve: ``compact_unknowns`` and the preconditioner's
     tables (on CuPy the V-cycle's for "mg", None otherwise: the kernels apply Jacobi and none
@@ -293,7 +300,7 @@ def solver_tables(grid, kind, preconditioner, level=None, same=None):
     *level* (the unknowns) and *same* (the reuse test's answer), where
     ``sparse_pressure_setup.staged_setup`` found them with its one read."""
     xp = grid.xp
-    key = (preconditioner, xp is np)
+    key = tables_key(preconditioner, xp is np)
     memo = getattr(grid, "_pressure_memo", None)  # (nbr, kind, key, tables or None)
     if same is None:
         same = (REUSE_TABLES and memo is not None and memo[0] is grid.nbr and memo[2] == key

@@ -66,7 +66,8 @@ _LOOP_KERNELS = ("cg_init", "cg_init_warm", "finish_init_warm", "cg_warm_select"
                  "apply_laplacian", "update_solution", "dot_rz", "update_direction")
 _VCYCLE_KERNELS = ("mg_smooth", "mg_residual", "mg_restrict", "mg_prolong_add", "mg_coarse_solve", "mg_smooth_first",
                    "mg_smooth_red_dot", "mg_restrict_coarse_solve", "mg_smooth_black_residual", "mg_tail_vcycle",
-                   "mg_smooth_first2", "mg_tail_vcycle_shared")
+                   "mg_smooth_first2", "mg_tail_vcycle_shared", "mg_dense_inverse", "mg_coarse_dense",
+                   "mg_restrict_coarse_dense")
 _CLUSTER_KERNELS = ("mg_tail_cluster", "mg_tail_cluster_shared")  # compute capability 9.0 on (CLUSTER_UNKNOWNS)
 # The V-cycle's launches: "fused" (default) folds the first pre-smoothing sweep's two colours
 # into one launch, the black residuals into the last pre-smoothing sweep, the coarsest level's
@@ -154,7 +155,8 @@ class SparsePressureSolverGPU(VCycleLaunches, BufferLoads):
     ``check_every`` iterations. Every kernel of the loop first reads the device's
     ``stopped`` flag, so iterations after convergence (or the iteration limit) are no-ops."""
 
-    def __init__(self, strides, preconditioner="mg", check_every=10, use_graph=True, tables=None, generation=None):
+    def __init__(self, strides, preconditioner="mg", check_every=10, use_graph=True, tables=None, generation=None,
+                 dense=0):
         import cupy as cp
 
         self.cp = cp
@@ -207,11 +209,12 @@ class SparsePressureSolverGPU(VCycleLaunches, BufferLoads):
         self._filled = None  # a workspace solver: the level 0 whose tables it holds
         self._loaded = None  # PERSIST: the tables last copied in (kept alive: compared by identity)
         self.tables_skipped = 0  # PERSIST: solves whose tables were already loaded
+        limit = (backend._device_properties(cp.cuda.Device().id).get("sharedMemPerBlockOptin", 0)
+                 or cp.cuda.Device().attributes.get("MaxSharedMemoryPerBlockOptin", 0))
+        self._dense_setup(dense if preconditioner == "mg" and last else 0, limit)  # the VCycle's dense_mode
         self.tail = self._tail_table(TAIL_UNKNOWNS) if preconditioner == "mg" and self.vcycle == "fused" else None
         self.cluster_from = self._cluster_from(CLUSTER_UNKNOWNS, int(cp.cuda.Device().compute_capability))
         self.first2 = self._first2_levels(FIRST2_UNKNOWNS if self.vcycle == "fused" else 0)
-        limit = (backend._device_properties(cp.cuda.Device().id).get("sharedMemPerBlockOptin", 0)
-                 or cp.cuda.Device().attributes.get("MaxSharedMemoryPerBlockOptin", 0))
         self.tail_shared = self._tail_shared_bytes(TAIL_SHARED, limit)
         self.colour_grid = max(1, COLOUR_GRID)
         self._brick_setup(BRICK_TRANSFERS, _MGB)
@@ -221,12 +224,31 @@ class SparsePressureSolverGPU(VCycleLaunches, BufferLoads):
             kernel = _MG.get(self._tail_kernel())
             if self.tail_shared and kernel.max_dynamic_shared_size_bytes < self.tail_shared:
                 kernel.max_dynamic_shared_size_bytes = self.tail_shared
+        if self.dense_shared:
+            kernel = _MG.get("mg_dense_inverse")
+            if kernel.max_dynamic_shared_size_bytes < self.dense_shared:
+                kernel.max_dynamic_shared_size_bytes = self.dense_shared
         _DENSE.load("finish_init", "finish_alpha", "finish_beta")
         self.use_graph = bool(use_graph)
         self.loop = GraphLoop(self._block, enabled=use_graph)
         self.single = GraphLoop(self._iteration, enabled=use_graph)  # PREDICT's iterations
         self._starts = {}  # PERSIST: (warm, tolerance) → the start's GraphLoop
         self.last_iterations = 0  # of the last solve: PREDICT's guess
+
+    def _dense_setup(self, mode, limit):
+        """``sparse_multigrid.MG_DENSE`` (*mode*, 0: the sweeps): G of the coarsest level
+        (stride² floats) and mg_dense_inverse's scratch, its shared memory where stride² + 2·stride
+        doubles fit *limit* bytes (at 8M strides 71 and 115: 41 KB, 107 KB), else global."""
+        self.dense_mode = int(mode)
+        if not self.dense_mode:
+            return
+        S = self.strides[-1]
+        self.dense = self.cp.zeros(S * S, self.cp.float32)
+        need = 8 * (S * S + 2 * S)
+        if need <= limit:
+            self.dense_work, self.dense_shared = np.uint64(0), need
+        else:
+            self.dense_work = self.cp.zeros(S * S + 2 * S, self.cp.float64)
 
     def fits(self, needs) -> bool:
         return len(needs) == len(self.strides) and all(n <= s for n, s in zip(needs, self.strides))
@@ -283,6 +305,7 @@ class SparsePressureSolverGPU(VCycleLaunches, BufferLoads):
         stopping threshold from *tolerance*, z = M r, r·z, d = z."""
         G = np.int32(self.red_blocks)
         L0 = self.levels[0]
+        self._dense_inverse()  # MG_DENSE: the coarsest level's G from its tables just loaded
         if not warm:  # x = 0, d = 0, r = b, ‖b‖²; stop at once if b = 0
             self._reduce("cg_init", (self.b, self.x, self.r, self.d, self.z, L0.diag, self.sizes, self.mode,
                                      self.partials))
@@ -376,14 +399,15 @@ def drop_workspace_solvers(device):
         _outgrown[key[:-1]] = (solver.strides, solver.last_iterations)
 
 
-def _solver(needs, preconditioner, check_every, levels=None):
+def _solver(needs, preconditioner, check_every, levels=None, dense=0):
     """The cached solver for levels needing *needs* entries; where *levels* were built into
-    a set-up workspace (``PERSIST``), one whose tables are that workspace's buffers."""
+    a set-up workspace (``PERSIST``), one whose tables are that workspace's buffers; *dense*
+    the V-cycle's ``dense_mode`` (``sparse_multigrid.dense_mode``)."""
     import cupy as cp
 
     generation = getattr(levels[0], "ws_generation", None) if PERSIST and levels else None
     key = (len(needs), preconditioner, int(check_every), VCYCLE, TAIL_UNKNOWNS, CLUSTER_UNKNOWNS, FIRST2_UNKNOWNS,
-           TAIL_SHARED, COLOUR_GRID, BRICK_TRANSFERS, PERSIST, cp.cuda.Device().id, generation)
+           TAIL_SHARED, COLOUR_GRID, BRICK_TRANSFERS, int(dense), PERSIST, cp.cuda.Device().id, generation)
     solver = _solvers.pop(key, None)
     if solver is None or not solver.fits(needs):
         old, guess = (None, 0) if solver is None else (solver.strides, solver.last_iterations)
@@ -407,7 +431,7 @@ def _solver(needs, preconditioner, check_every, levels=None):
             _solvers.popitem(last=False)
         if generation is None:
             strides = grown_strides(needs, old if PERSIST else None)
-            solver = SparsePressureSolverGPU(strides, preconditioner, check_every)
+            solver = SparsePressureSolverGPU(strides, preconditioner, check_every, dense=dense)
         else:  # level 0's stride as above, the coarse levels' the workspace's capacities (≥ the needs)
             from .sparse_pressure_workspace import workspace
 
@@ -417,7 +441,7 @@ def _solver(needs, preconditioner, check_every, levels=None):
             strides = grown_strides(needs[:1], old[:1] if old is not None and len(old) == len(needs) else None)
             strides += list(ws.caps[1:len(needs)])
             solver = SparsePressureSolverGPU(strides, preconditioner, check_every, tables=ws.solver_tables(len(needs)),
-                                             generation=generation)
+                                             generation=generation, dense=dense)
         solver.last_iterations = guess if PERSIST else 0
     _solvers[key] = solver
     return solver
@@ -431,7 +455,7 @@ def solve_unknowns(level0, vcycle, b, tolerance, max_iterations, preconditioner=
     if level0.m == 0:
         return level0.xp.zeros(1, level0.xp.float32), 0, 0.0, True
     levels = vcycle.levels if vcycle is not None else [level0]
-    solver = _solver([L.m + 1 for L in levels], preconditioner, check_every, levels)
+    solver = _solver([L.m + 1 for L in levels], preconditioner, check_every, levels, getattr(vcycle, "dense_mode", 0))
     return solver.solve(levels, vcycle, b, float(tolerance), int(max_iterations), progress, x0)
 
 
@@ -445,6 +469,6 @@ def solve_flat(level0, vcycle, b, size, tolerance, max_iterations, preconditione
     if level0.m == 0:
         return level0.xp.zeros(int(size), level0.xp.float32), 0, 0.0, True
     levels = vcycle.levels if vcycle is not None else [level0]
-    solver = _solver([L.m + 1 for L in levels], preconditioner, check_every, levels)
+    solver = _solver([L.m + 1 for L in levels], preconditioner, check_every, levels, getattr(vcycle, "dense_mode", 0))
     return solver.solve(levels, vcycle, b, float(tolerance), int(max_iterations), progress, x0, cells=level0.cells,
                         size=size, keep=keep)

@@ -477,7 +477,7 @@ def staged_setup(grid, dt, preconditioner, crowding=None):
     memo = getattr(grid, "_pressure_memo", None)  # solver_tables' (nbr, kind, key, tables or None)
     extra = [count]
     if (sparse_pressure.REUSE_TABLES and memo is not None and memo[0] is grid.nbr
-            and memo[2] == (preconditioner, False) and memo[1].shape == kind.shape):
+            and memo[2] == sparse_pressure.tables_key(preconditioner, False) and memo[1].shape == kind.shape):
         extra.append((memo[1] == kind).all().astype(cp.int32).reshape(1))
     if len(extra) > 1 and memo[3] is not None and sparse_pressure.tables_hold(memo[3]):
         # the tables were kept: the unknowns only if the types changed

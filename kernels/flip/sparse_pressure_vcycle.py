@@ -85,6 +85,31 @@ their noise (solve medians 4.84 → 4.81 and 5.73 → 5.80 ms; pressure a subste
 4.47 → 4.65 ms). "shared" (a block a brick: the brick's 10³ fine r or 6³ coarse x gathered into
 shared memory once, then every stencil read there) gave 246.2 µs, no faster: kept selectable.
 
+The coarsest level by its dense inverse (``sparse_multigrid.MG_DENSE``, VOXFX_SPARSE_MG_DENSE,
+default "0"; issue 24, i24p4): the tail's coarsest level took 4·MG_COARSE_SWEEPS = 32 passes; G
+(``_dense_inverse``: mg_dense_inverse once a solve, in the start's graph, one block, its scratch in
+shared memory) makes it one mat-vec pass, G in the coarsest level's tail-table slot 6 (it has no
+down table), mg_restrict_coarse_dense and mg_coarse_dense where no tail. "2" also drops the last
+level (the one above it, ≤ 128 unknowns, solved exactly instead: ~11 passes fewer). The same G
+and z as sparse_multigrid's NumPy reference bit for bit (host harness; GPU test on the solver's
+own tables). Measured (H100 80GB HBM3, driver 580.159.04, 8M dam break, strides 1271869, 209200,
+26206, 3332, 472, 115, 71 — the coarsest has ~6 unknowns, the one above ~45;
+``bench/flip_sparse_pcg_loop.py`` variants in turn in one process, two calls): the loop's
+iteration 250.4 / 250.8 µs (sweeps) → 243.6 / 244.4 ("1") → 236.4 / 237.4 ("2", −5.5%), the tail
+kernel 92 / 90 → 86 / 86 → 78 / 82 µs, 12 CG iterations in each; mg_dense_inverse 30–34 µs ("1")
+and 47 µs ("2", 59 before its pivot row was divided once a step) a solve (an event pair); the
+solve's median 5.68 → 5.67 → 5.57 ms. ``bench/flip_sparse.py --row 8m --steps 8 --warm 2 --ab``,
+two ways alternating in one simulation: "0" against "2" pressure 5.07 → 4.90 ms, substep 8.03 →
+7.91 ms, CG iterations 92 → 90 over the 8 substeps; "0" against "1" 5.62 → 5.47 ms, 8.63 → 8.49
+ms, 92 → 90. (Three ways in one --ab are not an A/B: the solver cache holds two, so two of them
+rebuild a solver and its graphs every other substep — 6.5, 4.5, 6.4 ms.) The "1" inverse of a
+~6-unknown level gives what 8 sweeps converge to (the host harness's tank: z to the bit), so
+its gain is the 31 passes alone. Not the default yet: with "2" the GPU tests that pin the level
+count or the tail's levels (test_flip_sparse_pressure_vcycle_gpu, _pcg_loop_gpu, the tables
+against the CPU's) fail by design and the accuracy files were not run with it. The tail from
+level 4 with levels 2 and 3 in the cluster (TAIL_UNKNOWNS 1024, with "2"): 243.7 µs, slower
+than the one block's level 3 (237.4): not kept.
+
 Over-relaxed sweeps (``sparse_multigrid.MG_OMEGA``, issue 24, i24m; the kernels compile ω in):
 the fused V-cycle then prolongs onto every unknown, not the red ones alone, since the
 over-relaxed black sweep after it reads the black values."""
@@ -112,6 +137,10 @@ HOLD_BRICK_LEVEL = False
 
 class VCycleLaunches:
     """z = V-cycle(r) on the device, launch by launch."""
+
+    dense = None  # the coarsest level's dense inverse G (stride² floats, MG_DENSE) or None: the sweeps
+    dense_work = None  # mg_dense_inverse's scratch (global doubles) or np.uint64(0): its shared memory
+    dense_shared = 0  # bytes of mg_dense_inverse's dynamic shared memory (0 with a global scratch)
 
     tail_shared = 0  # bytes of the one-block tail's shared memory (``_tail_shared_bytes``; 0: global vectors)
     colour_grid = 1  # one-colour launches over stride / colour_grid threads
@@ -195,6 +224,7 @@ class VCycleLaunches:
             return None
         ptr = lambda a: 0 if a is None else a.data.ptr  # noqa: E731
         table = [ptr(a) for B in self.levels for a in (B.x, B.b, B.r, B.nbr, B.diag, B.up, B.down)]
+        table[-1] = ptr(self.dense)  # the coarsest level's slot 6 (no down): G, or 0 for the sweeps
         return (first, cp.asarray(np.array(table, np.uint64)),
                 cp.asarray(np.array([B.stride for B in self.levels], np.int32)))
 
@@ -227,6 +257,35 @@ class VCycleLaunches:
         and the second's red pass in one launch): the levels launched one by one whose stride
         is at most *bound* (``FIRST2_UNKNOWNS``), where there is a second sweep."""
         return tuple(bound > 0 and MG_SWEEPS > 1 and B.stride <= bound for B in self.levels)
+
+    def _dense_inverse(self):
+        """G of the coarsest level (``dense``; mg_dense_inverse, one block), once a solve after its
+        tables are loaded: the solver's start."""
+        if self.dense is not None:
+            last = len(self.levels) - 1
+            C = self.levels[last]
+            self._one("mg_dense_inverse", (1,), (_TAIL_THREADS,), (C.nbr, C.diag, np.int32(C.stride), self.sizes,
+                                                                   np.int32(last), self.dense_work, self.dense,
+                                                                   self.state), self.dense_shared)
+
+    def _coarse_solve(self, last, restrict_from=None):
+        """The coarsest level's solve in one block: its sweeps (mg_coarse_solve) or, with ``dense``,
+        G b (mg_coarse_dense); with *restrict_from* (level last − 1) the restriction into it first
+        (mg_restrict_coarse_solve, mg_restrict_coarse_dense)."""
+        C = self.levels[last]
+        F = restrict_from
+        if self.dense is None:
+            if F is None:
+                self._one("mg_coarse_solve", (1,), (_COARSE_THREADS,), (C.x, C.b, *self._level_args(last), self.state))
+            else:
+                self._one("mg_restrict_coarse_solve", (1,), (_COARSE_THREADS,),
+                          (F.r, F.down, C.x, C.b, *self._level_args(last), self.state))
+        elif F is None:
+            self._one("mg_coarse_dense", (1,), (_COARSE_THREADS,),
+                      (C.x, C.b, self.dense, np.int32(C.stride), self.sizes, np.int32(last), self.state))
+        else:
+            self._one("mg_restrict_coarse_dense", (1,), (_COARSE_THREADS,),
+                      (F.r, F.down, C.x, C.b, self.dense, np.int32(C.stride), self.sizes, np.int32(last), self.state))
 
     def _level_args(self, level):
         B = self.levels[level]
@@ -268,7 +327,6 @@ class VCycleLaunches:
                          (L.x, L.b, *self._level_args(level), np.int32(MG_SWEEPS == 1), L.r, self.state))
             if level + 1 < last:
                 self._restrict(level, L, C)
-        C = levels[last]
         if self.tail:
             _, table, strides = self.tail
             if self.cluster_from:
@@ -279,11 +337,9 @@ class VCycleLaunches:
                 self._one(self._tail_kernel(), (1,), (_TAIL_THREADS,), (
                     table, strides, np.int32(first), np.int32(last), self.sizes, self.state), self.tail_shared)
         elif last:
-            F = levels[last - 1]
-            self._one("mg_restrict_coarse_solve", (1,), (_COARSE_THREADS,),
-                      (F.r, F.down, C.x, C.b, *self._level_args(last), self.state))
+            self._coarse_solve(last, levels[last - 1])
         else:
-            self._one("mg_coarse_solve", (1,), (_COARSE_THREADS,), (C.x, C.b, *self._level_args(last), self.state))
+            self._coarse_solve(last)
         for level in range(lead - 1, -1, -1):
             L, C = levels[level], levels[level + 1]
             # the red (all: MG_OMEGA ≠ 1 reads black)
@@ -309,8 +365,7 @@ class VCycleLaunches:
                 self._smooth(level, 1)
             self._launch("mg_residual", L.stride, (L.x, L.b, *self._level_args(level), np.int32(1), L.r, self.state))
             self._restrict(level, L, C)
-        C = levels[last]
-        self._one("mg_coarse_solve", (1,), (_COARSE_THREADS,), (C.x, C.b, *self._level_args(last), self.state))
+        self._coarse_solve(last)
         for level in range(last - 1, -1, -1):  # up: prolong-add; post-smooth black, red
             L, C = levels[level], levels[level + 1]
             self._prolong(level, L, C, L.stride, 1)  # all unknowns

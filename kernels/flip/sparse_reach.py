@@ -13,6 +13,10 @@ into the index: the same kept marks, claimed entries and flags as ``brick_reach`
 ``reach_compare_table``, at margins up to ``CLASS_MAX_MARGIN`` = 256 cells, with no mask
 memory and no global radius.
 
+``reach_slots`` (``launch_slots``, the merged pipeline of ``sparse_topology_gpu``'s module notes, the
+default) does the slots' margins (``slot_margins``') and both steps in one launch: the same words,
+kept marks, claimed entries and flags.
+
 ``VOXFX_SPARSE_REACH=classes`` (the default) takes them for every update over a brick index
 (every incremental update of a closed box); ``masks`` keeps ``brick_reach``'s (past
 ``MAX_MARGIN`` the array path) for A/B. Without an index (open domains, the full build from
@@ -27,6 +31,8 @@ alternating, update 0.937 → 0.902 ms).
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..grid.launch import Kernels
 from ..settings import env_choice
 from .particles import THREADS
@@ -35,8 +41,10 @@ from .sparse_gpu import _I32, _I64, _dims
 # cells: the classes serve per-brick margins up to this (a slot walks its own (2q + 3)³ offsets, q = m div 8: 67³ at
 # 256); past it the array path builds
 CLASS_MAX_MARGIN = 256
-REACH = Kernels("flip_sparse_reach.cu", (), THREADS)  # integer work only
-REACH_LANES = 128  # flip_sparse_reach.cu's: reach_compare_classes' threads a slot
+# --fmad=false: reach_slots' margins round as slot_margins' (flip_sparse_topology.cu's options); the other
+# kernels are integer work only
+REACH = Kernels("flip_sparse_reach.cu", ("--fmad=false",), THREADS)
+REACH_LANES = 128  # flip_sparse_reach.cu's: reach_compare_classes' (and reach_slots') threads a slot
 REACH_MODES = ("classes", "masks")  # VOXFX_SPARSE_REACH (module notes): the same bricks every way
 
 
@@ -68,4 +76,27 @@ def launch(grid, occupied, used, coords, margins, index, claimed, flags, work=No
     REACH.launch("reach_compare_classes", REACH_LANES * cap, (words, used, coords, _I64(cap), margins,
                                                             _I32(grid.closed), *_dims(grid), *index, kept, claimed,
                                                             f[2], f[1]))
+    return words, kept
+
+
+def launch_slots(grid, occupied, used, coords, nbr, margin, reach, speed2, index, claimed, flags, work=None,
+                 slices=None):
+    """``sparse_topology_gpu._margins`` and ``launch`` in one launch (``reach_slots``, the merged
+    pipeline, ``VOXFX_SPARSE_TOPOLOGY_PIPELINE``): each slot's margin (*margin* for every brick
+    without *reach*, else per brick from *speed2* over its 27 neighbours *nbr*, the largest |v|²
+    bits into flags[4]), its class word and its walk over the brick *index*: the same margins,
+    words, kept, claimed and flags. Returns (the class words, kept)."""
+    cp = grid.xp
+    cap = int(used.shape[0])
+    f = slices or (None, flags[1:2], flags[2:3], None, flags[4:5])
+    words = work["mask"] if work else cp.zeros(cap, cp.uint32)
+    kept = work["kept"] if work else cp.zeros(cap, cp.uint8)
+    margins = work["margins"] if work else cp.empty(cap, cp.int32)
+    if reach is None:
+        per_brick = (_I32(margin), np.float64(0), np.float64(0), np.float64(1), _I32(0))
+    else:
+        per_brick = (_I32(-1), np.float64(reach.dt), np.float64(reach.gdt), np.float64(reach.h), _I32(reach.base))
+    REACH.launch("reach_slots", REACH_LANES * cap, (occupied, used, coords, _I64(cap), speed2, nbr, *per_brick,
+                                                  _I32(CLASS_MAX_MARGIN), _I32(grid.closed), *_dims(grid), *index,
+                                                  margins, words, kept, claimed, f[2], f[1], f[4]))
     return words, kept

@@ -38,7 +38,35 @@ warps with checked and unchecked particles run both paths), 55M global-load sect
 requests (the particles read through the order: 4 of a sector's 32 bytes used). The other P2G
 launches in call 1: the grouped count 0.167, the scan 0.074, place 0.063, sums zeroed 0.036, the
 division 0.054, classify 0.030, extrapolate 0.118 ms (two launches of 36 µs under ncu; the count
-122 µs at IPC 1.68, place 52 µs at 68% of memory)."""
+122 µs at IPC 1.68, place 52 µs at 68% of memory).
+
+The lean code's slot order (``VOXFX_SPARSE_SCATTER_BANKS``, ``banks_mode``; helper i24q4):
+``flip`` (the default; SCATTER_FLIP) takes, on each half-shifted axis, the particle's own cell's
+node in the first slot and the other node in the second; ``flat`` the lower node first. With a
+spread of 8 and ~8 particles a cell a warp's lanes lie in ~32 different cells; in the flat order a
+lane's node is its cell or the one below, at random with its position in the cell, so lanes of
+neighbouring cells meet on one address (serialised) or one bank; flipped, every lane's first slot
+is its own cell's node (the same offset from each lane's cell). Each node's term is the same
+operations whatever its slot: the same integer sums, faces and masks bit for bit (FLIP and APIC;
+tests/unit/test_cuda_sparse_scatter_host.py, tests/gpu/test_flip_sparse_scatter_banks_gpu.py).
+H100 80GB HBM3 (driver 580.159.04), 8M dam break (``bench/flip_sparse_scatter_banks.py``, call 2,
+flat → flip, medians of 9 in turn): after 4 substeps (3,198 bricks) the brick scatter 0.468 →
+0.431 ms, whole P2G 0.764 → 0.738 ms; after 16 (3,685 bricks) 0.476 → 0.442, whole P2G 0.780 →
+0.751 ms; flip at spread 4: 0.448, 16: 0.476 (8 kept). ncu, one launch each: 83.2M → 75.1M
+shared-atomic wavefronts for the same 27.1M atomic instructions, bank conflicts 56.0M → 48.0M,
+209.9M → 216.1M warp instructions (3,112 → 3,320 SASS: the slots' selects), 545 → 509 µs.
+``bench/flip_sparse.py --row 8m --steps 8 --warm 2 --ab VOXFX_SPARSE_SCATTER_BANKS=flat --ab ''``,
+three processes: bin+gather 0.830 / 0.823 / 0.840 → 0.810 / 0.818 / 0.846 ms, the P2G stage
+1.001 / 0.993 / 1.007 → 0.982 / 0.983 / 1.008 ms (the row's noise is ~0.02 ms).
+Measured and not kept (call 1, same card): the flip order with the accumulators in rows whose
+banks start 8y apart (word x + 10·(z mod 4) + 40·y + 400·⌊z/4⌋, 3,489 nodes, 55.8 KB of dynamic
+shared memory: an 8 × 4 patch of cells on 32 banks): 68.8M wavefronts, 41.7M conflicts, but the
+brick scatter 0.445 ms at four blocks an SM (the L1 squeezed out) and 0.432 at three, against
+flip's 0.435 and flat's 0.472; whole P2G 0.757 against 0.750 and 0.783; in the row no faster
+than flat (P2G 1.229 against 1.227 ms). A bank-conflict model of a full brick (8 jittered
+particles a cell: the flat order ~3.2 wavefronts an atomic, flip ~2.8–3.0, measured 3.06 and
+2.77) says the rest comes from the second slot (the node above or below the lane's cell, again
+at random); only particles sorted by their octant within the brick would reach ~1."""
 
 from __future__ import annotations
 
@@ -59,6 +87,10 @@ ATOMICS = ("paired", "serial")
 # VOXFX_SPARSE_SCATTER_KERNEL: "lean" (the default; scatter_particle_lean: fewer instructions a
 # term, the same integer sums; SCATTER_LEAN, paired atomics) or "classic" (scatter_particle)
 KERNEL_MODES = ("lean", "classic")
+# VOXFX_SPARSE_SCATTER_BANKS, the lean code's slot order (flip_sparse_scatter.cu's SCATTER_FLIP; helper
+# i24q4): "flip" (the default: a half lattice's node in the particle's own cell first, fewer lanes of a
+# warp on one shared bank) or "flat" (the nodes in order); the same sums
+BANK_MODES = ("flip", "flat")
 _BUILDS: dict = {}
 _I64, _I32 = np.int64, np.int32
 
@@ -73,14 +105,24 @@ def kernel_mode(mode=None) -> str:
     return env_choice("VOXFX_SPARSE_SCATTER_KERNEL", KERNEL_MODES, mode)
 
 
-def _build(min_blocks: int, paired: int, lean: int = 0):
+def banks_mode(mode=None) -> str:
+    """The lean scatter's slot order: *mode*, else ``VOXFX_SPARSE_SCATTER_BANKS``, else ``BANK_MODES[0]``."""
+    return env_choice("VOXFX_SPARSE_SCATTER_BANKS", BANK_MODES, mode)
+
+
+def _build(min_blocks: int, paired: int, lean: int = 0, flip: int = 0):
     """The scatter's kernels built for *min_blocks* blocks an SM and the *paired* atomics
     (flip_sparse_scatter.cu's SCATTER_MIN_BLOCKS, SCATTER_PAIRED), with *lean*
-    (SCATTER_LEAN) the lean per-particle code, one ``Kernels`` each (compiled on first use)."""
-    key = (int(min_blocks), int(paired), int(lean))
+    (SCATTER_LEAN) the lean per-particle code and *flip* its slot order (SCATTER_FLIP,
+    ``banks_mode``), one ``Kernels`` each (compiled on first use)."""
+    key = (int(min_blocks), int(paired), int(lean), int(flip))
+    if key[3] and not key[2]:
+        raise ValueError("the scatter's flipped slot order (SCATTER_FLIP) is the lean code's")
     defines = {"SCATTER_MIN_BLOCKS": key[0], "SCATTER_PAIRED": key[1]}
     if key[2]:
         defines["SCATTER_LEAN"] = 1
+    if key[3]:
+        defines["SCATTER_FLIP"] = 1
     return _BUILDS.get(key) or _BUILDS.setdefault(key, Kernels(
         "flip_sparse_scatter.cu", ("--fmad=false",), THREADS, defines=defines))
 
@@ -89,6 +131,7 @@ def _build(min_blocks: int, paired: int, lean: int = 0):
 # check (tests/unit/test_cuda_sources.py) and tools/compare_ptx.py build the scatter that runs.
 _build(SCATTER_MIN_BLOCKS, 1)
 _build(SCATTER_MIN_BLOCKS, 1, 1)
+_build(SCATTER_MIN_BLOCKS, 1, 1, 1)
 
 
 def launch(size: int, args, spread=None, min_blocks=None, order=None, bounds=None):
@@ -112,8 +155,9 @@ def launch(size: int, args, spread=None, min_blocks=None, order=None, bounds=Non
     min_blocks = int(SCATTER_MIN_BLOCKS if min_blocks is None else min_blocks)
     lean = int(kernel_mode() == "lean")
     paired = int(lean or atomics_mode() == "paired")
+    flip = int(lean and banks_mode() == "flip")
     kernels = (SCATTER if min_blocks == 4 and not paired and not lean  # SCATTER: (4, serial)
-               else _build(min_blocks, paired, lean))
+               else _build(min_blocks, paired, lean, flip))
     acc = cp.zeros(6 * size, cp.uint64)
     if bounds is None:
         bounds = cp.zeros(2, cp.uint32)

@@ -30,7 +30,7 @@ solver's; open, over the liquid's region wherever it is. ``settings.narrow_band`
 (experimental, ``sparse_band``): particles only near the surface, the deep interior on
 the grid. ``settings.time_centred_advection``: the last substep's faces kept on the bricks
 (``sparse_kept.KeptBricks``). ``VOXFX_AIR_BAND_PROJECTION`` / ``VOXFX_AIR_BAND_WALL_PIECES``
-(opt-in prototypes, NumPy only: ``sparse_air_band.py``): the G2P and advection through a
+(opt-in prototypes, NumPy and CuPy: ``sparse_air_band.py``, ``sparse_air_band_gpu.py``): the G2P and advection through a
 divergence-free air band, and the substep cut where the liquid would meet a wall.
 
 ``boundary``: "closed" (default; the box has walls, as the dense solver: the same scene
@@ -75,7 +75,7 @@ class SparseFlipSimulation(KeptBricks, FlipSimulation):
         self.xp = xp = xp or backend.xp()
         density.stiffness(settings)  # the density correction's α, checked
         density_positions.refuse(xp, True)  # its position-only prototype: dense NumPy only
-        air_band.refuse(xp, True)  # the divergence-free air band prototype: NumPy only (sparse_air_band)
+        air_band.refuse(xp, True)  # the divergence-free air band prototype: NumPy and CuPy (sparse_air_band)
         if settings.narrow_band and air_band.enabled():
             raise NotImplementedError(f"{air_band.SWITCH} is not built for the narrow band (sparse_band.py)")
         self.boundary, self.preconditioner = boundary, preconditioner

@@ -105,18 +105,40 @@ with them (``bench/flip_sparse.py --row 8m``, a call whose host ran ~1.7× slowe
 arguments marshalled), ~30 arrays made (1.3–2.4 µs each) and 15 pool allocations a substep, the
 two zeroed allocations' memsets, the read.
 
-``VOXFX_SPARSE_TOPOLOGY_SCRATCH`` (``scratch_mode``): ``fresh`` (the default) or ``kept``: the fused
-pipeline's scratch kept on the grid while its sizes hold (one memset a substep, no carve of eight views)
-with its one-word flag slices, and the update's outputs and the pool's growth allocated at size classes
-(``sparse_mac.size_class``); the same topology (``tests/gpu``). Same H100, one call:
+``VOXFX_SPARSE_TOPOLOGY_SCRATCH`` (``scratch_mode``): ``kept`` (the default since i24t5) or ``fresh``:
+the fused pipeline's scratch kept on the grid while its sizes hold (one memset a substep, no carve of
+eight views) with its one-word flag slices, and the update's outputs and the pool's growth allocated at
+size classes (``sparse_mac.size_class``); the same topology (``tests/gpu``). Same H100, one call:
 ``bench/flip_sparse.py --row 8m --ab VOXFX_SPARSE_TOPOLOGY_SCRATCH=kept --ab ''`` (12 substeps a way):
-topology 1.062 → 1.014 ms; the stage bench: 1.224 → 1.199 ms. Small, and the GPU tests' last run was
-cut short (25 passed, none failed, before its time limit): not the default yet. A first version that
-also allocated the tables at size classes (a carve per array) was 0.15 ms slower (0.799 → 0.953 ms).
+topology 1.062 → 1.014 ms; the stage bench: 1.224 → 1.199 ms. A first version that also allocated the
+tables at size classes (a carve per array) was 0.15 ms slower (0.799 → 0.953 ms).
+
+The merged pipeline (i24t5, ``VOXFX_SPARSE_TOPOLOGY_PIPELINE=merged``, the default; ``separate`` the A/B
+baseline): by classes, a slot's margin, class word and walk need only its own cells and its 27
+neighbours' speeds, all known once ``mark_occupied`` is done, so ``reach_slots`` (``flip_sparse_reach.cu``,
+``sparse_reach.launch_slots``) does ``slot_margins``, ``reach_classes`` and ``reach_compare_classes`` in
+one launch (128 threads a slot; a warp ORs its rows' class products by shuffles; the margins'
+arithmetic one header, ``voxfx_slot_margin.cuh``), and with the fused update ``topology_fused_counts``
+adds each slot tile's freed slots to the flags (no ``count_unkept``): 8 launches a changed substep in
+place of 11, the margins' fill gone for one margin, the flags read into page-locked words
+(``_flags_host``); the same margins, words, kept, claimed and flags (host harnesses
+``test_cuda_sparse_reach_host.py``, ``test_cuda_sparse_topology_fused_host.py``; ``tests/gpu``). NVIDIA
+H100 80GB HBM3, driver 580.159.04, substeps alternating in one simulation (8M dam break, bricks changed
+every substep). Call 1: ``bench/flip_sparse.py --row 8m --steps 8 --warm 2`` topology 0.665 (separate,
+fresh) → 0.608 (merged) → 0.595 ms (merged, kept: now the defaults), update 0.635 → 0.574 → 0.567; the
+stage bench 0.919 → 0.913 → 0.901 ms. Call 2 (both ways with the one-launch fills and the kept frame
+arguments of ``sparse_mac``/``sparse_gpu``, which are not switched): the same bench topology 0.715 →
+0.629 ms, update 0.674 → 0.593, substep 7.54 → 7.37 ms (``--steps 16``: 0.796 → 0.778); the stage
+bench (16 substeps a way) 1.142 → 1.045 ms, the host before the read 467 → 440 µs and after it 485 →
+432, 11 → 8 launches (their calls 225 → 189 µs of host). What is left is the same kind (``--profile``):
+the views ``carve`` makes (the fused update's eight outputs a substep), 13 pool allocations (the
+tables' eleven), 8 launches of 17–31 arguments, ~10 environment reads, the read's wait (~100 µs:
+``mark_occupied``, 135 µs for 8M particles, still runs when the host is done).
 """
 
 from __future__ import annotations
 
+import math
 import os
 
 import numpy as np
@@ -125,8 +147,9 @@ from ..grid.sparse_mac import brick_tables, carve, carve_buffer
 from . import sparse_reach
 from .sparse_gpu import _I32, _I64, _NO_INDEX, CELLS, KERNELS, _dims, _frame, available, brick_index
 from .sparse_topology_update import (  # noqa: F401  (the update's names, re-exported: tests and benches use them here)
-    FUSED, SCRATCH_MODES, TOPOLOGY, TOPOLOGY_UPDATES, UPDATE_ITEMS, _reach_list, _reached, launch_fused_update,
-    scratch_mode, topology_update_mode, update_topology, update_topology_fused, update_topology_table)
+    FUSED, PIPELINES, SCRATCH_MODES, TOPOLOGY, TOPOLOGY_UPDATES, UPDATE_ITEMS, _reach_list, _reached,
+    launch_fused_update, pipeline_mode, scratch_mode, topology_update_mode, update_topology, update_topology_fused,
+    update_topology_table)
 
 MAX_MARGIN = 64  # cells: brick_reach serves reach radii up to eight bricks (154 mask words a slot)
 TOPOLOGY_MODES = ("device", "legacy")
@@ -236,7 +259,7 @@ def _flag_words(flags):
 
 
 def _reach(grid, pos, margin, keys, slots, used, coords, nbr, compare, index, claimed=None, reach=None, work=None,
-           classes=False):
+           classes=False, merged=False):
     """The marking pipeline (module notes) on the bricks *keys* in *slots* (*used*,
     *coords*, *nbr*: per slot; *index*: their ``brick_index``): the reach masks per slot
     (``reach_radius(margin)``'s words each), the flags [missed, beyond, added, freed, the
@@ -248,7 +271,10 @@ def _reach(grid, pos, margin, keys, slots, used, coords, nbr, compare, index, cl
     each added brick once and *claimed* marks them, for ``update_topology_table``. *work*:
     ``_reach_work``'s zeroed scratch (else each array is allocated here). With *classes* (and
     *claimed*: over the index only) the bricks come from ``flip_sparse_reach.cu``'s classes, one
-    word a slot in place of the masks (``sparse_reach.by_classes``): the same kept, claimed and flags."""
+    word a slot in place of the masks (``sparse_reach.by_classes``): the same kept, claimed and flags.
+    With *merged* too (``pipeline_mode()``): the margins, words and walks one launch
+    (``sparse_reach.launch_slots``), and with *work* no ``count_unkept`` (``launch_fused_update``
+    counts the freed slots)."""
     cp = grid.xp
     n, cap = int(pos.shape[0]), int(used.shape[0])
     radius = reach_radius(margin)
@@ -264,6 +290,12 @@ def _reach(grid, pos, margin, keys, slots, used, coords, nbr, compare, index, cl
     TOPOLOGY.launch("mark_occupied", n, (pos, _I64(n), ox, oy, oz, inv_h, _I32(grid.closed), *_dims(grid), keys,
                                         slots, nk, *index, occupied, f[0], vel, speed2,
                                         _I32(0 if reach is None else SPEED_CODES[speed_max_mode()])))
+    if classes and merged:  # steps 1b, 2 and 4 in one launch; the fused update's counts make freed
+        words, kept = sparse_reach.launch_slots(grid, occupied, used, coords, nbr, margin, reach, speed2, index,
+                                                claimed, flags, work, f)
+        if work is None:
+            TOPOLOGY.launch("count_unkept", cap, (used, kept, _I64(cap), f[3]))
+        return (words, None), flags, kept
     margins = _margins(grid, margin, reach, used, nbr, cap, speed2, w.get("margins"), f[4])
     del speed2
     if classes:  # sparse_reach's steps 2 and 4, then count_unkept
@@ -286,6 +318,17 @@ def _reach(grid, pos, margin, keys, slots, used, coords, nbr, compare, index, cl
                                                         *index, kept, f[2], f[1]))
         TOPOLOGY.launch("count_unkept", cap, (used, kept, _I64(cap), f[3]))
     return (mask, radius), flags, kept
+
+
+def _flags_host(grid):
+    """The merged pipeline's page-locked host words for the flags read (kept on the grid: no
+    host array made and no staging copy by the driver for a pageable one)."""
+    host = getattr(grid, "_flags_host", None)
+    if host is None:
+        import cupyx
+
+        host = grid._flags_host = cupyx.empty_pinned(5, np.uint64)
+    return host
 
 
 def _serves(reach) -> bool:
@@ -328,11 +371,14 @@ def host_margin(reach) -> int:
 
 def _learned_margin(reach, most: int):
     """The largest per-brick margin from the largest |v|² bits *most* (``BrickReach.margins``,
-    the same arithmetic as ``slot_margins``), None where not finite."""
-    speed2 = np.array([most], np.uint32).view(np.float32)
-    if not np.isfinite(speed2[0]):
+    the same arithmetic as ``slot_margins``), None where not finite. In NumPy scalars (a float32
+    root, then float64 as ``margins``' arrays): ~3 µs of host time against ~12 for the
+    one-element arrays (``tests/unit/test_sparse_topology_learned_margin.py``: the same integers)."""
+    speed2 = np.uint32(most).view(np.float32)
+    if not np.isfinite(speed2):
         return None
-    return int(reach.margins(speed2, np)[0])
+    reach_cells = (float(np.sqrt(speed2)) + reach.gdt) * float(reach.dt) / float(reach.h)
+    return reach.base + math.ceil(reach_cells)
 
 
 def incremental_keys(grid, pos, margin, prebuilt: bool = False, reach=None):
@@ -355,23 +401,26 @@ def incremental_keys(grid, pos, margin, prebuilt: bool = False, reach=None):
     exact = not guessed or t.count == 0 or getattr(grid, "last_margin", None) is None  # else the last one's
     margin = int(margin if not guessed else host_margin(reach) if exact else grid.last_margin)
     grid.last_margin = margin
-    limit = MAX_MARGIN if topology_mode() == "device" else 8
+    device = topology_mode() == "device"
+    limit = MAX_MARGIN if device else 8
     if margin < 0 or int(pos.shape[0]) == 0 or not _serves(reach) or not _one_a_particle(reach, pos):
         return None
     if t.count:
         index = brick_index(grid)
         mode = topology_update_mode() if prebuilt else "array"
         table = mode in ("table", "fused") and int(index[4]) > 0
-        classes = topology_mode() == "device" and sparse_reach.by_classes(margin, table)
+        classes = device and sparse_reach.by_classes(margin, table)
         if margin > limit and not classes:
             return None
         entries = int(index[4]) * int(index[5]) * int(index[6])
         work = _reach_work(grid, margin, reach, entries, classes) if table and mode == "fused" else None
         claimed = (work["claimed"] if work else grid.xp.zeros(entries, grid.xp.uint32)) if table else None
+        merged = classes and pipeline_mode() == "merged"
         mask, flags, kept = _reach(grid, pos, margin, t.keys, t.slots, grid.brick_slot, grid.slot_coords,
-                                   grid.brick_nbr, True, index, claimed, reach, work, classes)
-        fused = launch_fused_update(grid, index, work) if work else None  # queued before the read
-        missed, beyond, added, freed, most = (int(f) for f in flags.get())  # the one host sync
+                                   grid.brick_nbr, True, index, claimed, reach, work, classes, merged)
+        fused = launch_fused_update(grid, index, work, merged) if work else None  # queued before the read
+        read = flags.get(out=_flags_host(grid)) if merged else flags.get()  # the one host sync
+        missed, beyond, added, freed, most = (int(f) for f in read)
         learned = _learned_margin(reach, most) if reach is not None and not missed else None
         if learned is not None:
             grid.last_margin = learned

@@ -22,18 +22,32 @@ FUSED = Kernels("flip_sparse_topology_fused.cu", ("--fmad=false",), THREADS)  # 
 # VOXFX_SPARSE_TOPOLOGY_UPDATE: update_topology_fused (the default; where a brick index is: else device),
 # update_topology_table (likewise), update_topology, or Topology.update
 TOPOLOGY_UPDATES = ("fused", "table", "device", "array")
+_NULL = np.uint64(0)  # a null pointer argument
 UPDATE_ITEMS = 8  # flip_sparse_topology_fused.cu's: a fused update block's tile is UPDATE_ITEMS · THREADS items
-# VOXFX_SPARSE_TOPOLOGY_SCRATCH (scratch_mode): the pipeline's scratch allocated afresh each substep, or kept on
-# the grid (and the update's allocations at size classes)
-SCRATCH_MODES = ("fresh", "kept")
+# VOXFX_SPARSE_TOPOLOGY_SCRATCH (scratch_mode): the pipeline's scratch kept on the grid (and the update's
+# allocations at size classes; the default since i24t5) or allocated afresh each substep
+SCRATCH_MODES = ("kept", "fresh")
+# VOXFX_SPARSE_TOPOLOGY_PIPELINE (pipeline_mode): the marking pipeline's launches by classes merged (reach_slots for
+# slot_margins, reach_classes and reach_compare_classes; count_unkept inside topology_fused_counts; the default) or
+# separate
+PIPELINES = ("merged", "separate")
 
 
 def scratch_mode() -> str:
-    """``VOXFX_SPARSE_TOPOLOGY_SCRATCH`` (``SCRATCH_MODES``, module notes): ``fresh`` (the pipeline's
-    scratch allocated and zeroed each substep, each allocation its exact size) or ``kept`` (the
-    scratch kept on the grid while its sizes hold, zeroed by one memset; the update's outputs, the
-    pool's growth and the tables allocated at ``size_class`` sizes): the same topology."""
+    """``VOXFX_SPARSE_TOPOLOGY_SCRATCH`` (``SCRATCH_MODES``, module notes): ``kept`` (the default:
+    the scratch kept on the grid while its sizes hold, zeroed by one memset; the update's outputs
+    and the pool's growth allocated at ``size_class`` sizes) or ``fresh`` (the pipeline's scratch
+    allocated and zeroed each substep, each allocation its exact size): the same topology."""
     return env_choice("VOXFX_SPARSE_TOPOLOGY_SCRATCH", SCRATCH_MODES)
+
+
+def pipeline_mode() -> str:
+    """``VOXFX_SPARSE_TOPOLOGY_PIPELINE`` (``PIPELINES``; ``sparse_topology_gpu`` module notes):
+    ``merged`` (the default; by classes: the slots' margins, class words and walks one launch,
+    ``reach_slots``; with the fused update the freed count made by ``topology_fused_counts``: 8
+    launches a changed substep in place of 11; the flags read into page-locked words) or
+    ``separate`` (the A/B baseline): the same topology."""
+    return env_choice("VOXFX_SPARSE_TOPOLOGY_PIPELINE", PIPELINES)
 
 
 def _reach_list(cp, mask, coords, flags):
@@ -125,10 +139,12 @@ def update_topology_table(grid, claimed, kept, n_add: int, freed_count: int):
     return topo, fresh, freed
 
 
-def launch_fused_update(grid, index, work):
+def launch_fused_update(grid, index, work, count_freed: bool = False):
     """Queue the fused table update (module notes) of the current topology to the bricks
     ``_reach`` marked in *work* (``_reach_work``'s, *index* the grid's ``brick_index``), before
-    the flags are read: returns its outputs, each sized for the most it can hold."""
+    the flags are read: returns its outputs, each sized for the most it can hold. *count_freed*
+    (the merged pipeline, which launched no ``count_unkept``): ``topology_fused_counts`` adds
+    the freed slots to the flags' freed count."""
     cp = grid.xp
     t = grid.topology
     cap = grid.capacity
@@ -143,7 +159,7 @@ def launch_fused_update(grid, index, work):
     flags, kept, claimed = work["flags"], work["kept"], work["claimed"]
     FUSED.launch_grid("topology_fused_counts", (tiles,), (THREADS,),
                       (flags, grid.brick_slot, kept, _I64(cap), index[0], claimed, _I64(entries),
-                       _I64(pool_tiles), _I64(tiles), out["totals"]))
+                       _I64(pool_tiles), _I64(tiles), out["totals"], flags.data + 24 if count_freed else _NULL))
     FUSED.launch_grid("topology_fused_pool", (max(pool_tiles, 1),), (THREADS,),
                       (flags, grid.brick_slot, kept, _I64(cap), out["totals"], _I64(tiles), out["pool"],
                        out["freed"], out["used"]))

@@ -116,12 +116,10 @@ class SparseMacGrid:
         xp = self.xp
         topo, added, freed = self.topology.update(keys) if update is None else update
         old = self.capacity
-        # fresh bricks and freed slots hold the background: a fill per channel kept (not rewritten) and slot list,
-        # or of both lists joined where 3 channels or more are kept (H100 host: a concatenate 25 µs, a launch 11)
-        kept = sum(name not in rewritten and name not in replaced for name in self.channels)
+        # fresh bricks and freed slots hold the background: one fill per channel kept (not rewritten) of both
+        # slot lists (on CuPy one launch: a launch 11 µs of H100 host, a concatenate 25, i24t3; NumPy: a list at a time)
+        kept = any(name not in rewritten and name not in replaced for name in self.channels)
         fills = [slots for slots in (added, freed) if slots.shape[0]] if kept else []
-        if len(fills) == 2 and kept > 2:
-            fills = [xp.concatenate(fills)]
         carved = {}
         if lean and topo.capacity > old:
             carved = carve(xp, {n: (e[0].dtype, topo.capacity * CELLS) for n, e in self.channels.items()
@@ -139,8 +137,8 @@ class SparseMacGrid:
                 grown = xp.empty(topo.capacity * CELLS, arr.dtype)
                 _copy_into(grown, arr, xp)
                 arr = grown
-            for slots in fills:
-                _fill_slots(arr, slots, bg, xp)
+            if fills:
+                _fill_slots(arr, fills, bg, xp)
             entry[0] = arr
         changed = added.shape[0] or freed.shape[0] or topo.capacity != old
         self.topology = topo
@@ -359,16 +357,31 @@ def _copy_into(dst, src, xp):
     dst.data.copy_from_device_async(src.data, src.nbytes)
 
 
-def _fill_slots(arr, slots, value, xp):
-    """Every cell of pool *slots* (int32) of the flat channel *arr* ← *value*, in place."""
-    m = int(slots.shape[0])
-    kernel = {np.dtype(np.float32): "fill_slots_f32", np.dtype(np.uint8): "fill_slots_u8"}.get(np.dtype(arr.dtype))
+_FILLS = {np.dtype(np.float32): "fill_slots_f32", np.dtype(np.uint8): "fill_slots_u8"}
+
+
+def _fill_slots(arr, lists, value, xp):
+    """Every cell of the pool slots of *lists* (one or two int32 slot arrays; a slot may be in
+    both) of the flat channel *arr* ← *value*, in place: on CuPy one launch for both (8M dam
+    break, H100, ``bench/flip_sparse_topology_stage.py``: 1.25–1.75 fill launches a substep, each
+    ~13 µs of host, then 1.00; two calls of i24t5)."""
+    kernel = _FILLS.get(arr.dtype)
     if xp is not np and kernel and arr.shape[0] < 2 ** 31:
-        _K.launch(kernel, m * CELLS, (arr, xp.ascontiguousarray(slots, dtype=xp.int32), np.int64(m),
-                                      arr.dtype.type(value)))
+        first = _slot_list(lists[0], xp)
+        second = _slot_list(lists[1], xp) if len(lists) > 1 else first
+        m1, m2 = int(first.shape[0]), int(second.shape[0]) if len(lists) > 1 else 0
+        _K.launch(kernel, (m1 + m2) * CELLS, (arr, first, np.int64(m1), second, np.int64(m2), arr.dtype.type(value)))
         return
-    cells = (slots.astype(xp.int64)[:, None] * CELLS + xp.arange(CELLS, dtype=xp.int64)).ravel()
-    arr[cells] = value
+    for slots in lists:
+        cells = (slots.astype(xp.int64)[:, None] * CELLS + xp.arange(CELLS, dtype=xp.int64)).ravel()
+        arr[cells] = value
+
+
+def _slot_list(slots, xp):
+    """*slots* as the fill kernels read them: int32, contiguous (as they come, without a call)."""
+    if slots.dtype == np.int32 and slots.flags.c_contiguous:
+        return slots
+    return xp.ascontiguousarray(slots, dtype=xp.int32)
 
 
 def face_boxes(shape):

@@ -164,6 +164,59 @@ def test_kept_scratch_gives_the_fresh_topology(monkeypatch):
     assert reused >= 1 and grew >= 2
 
 
+@pytest.mark.parametrize("margins", ["per brick", "one"])
+def test_merged_pipeline_gives_the_separate_topology(monkeypatch, margins):
+    """``VOXFX_SPARSE_TOPOLOGY_PIPELINE=merged`` (``reach_slots`` for the margins, class words and
+    walks; the fused update's counts make the freed count) against ``separate``, with per-brick
+    margins found on the device (fast particles: the radius learned, the pipeline run again) or one
+    margin, over substeps whose bricks come and go and whose pool grows: the same keys, slots, free
+    list, capacity, tables, marks, channels and learned margin to the bit, and the merged way taken."""
+    import cupy
+
+    from voxfx.kernels.flip import sparse_reach
+    from voxfx.kernels.flip.sparse_grid import BrickReach
+
+    merged_calls = []
+    original = sparse_reach.launch_slots
+
+    def counted(*args, **kwargs):
+        merged_calls.append(1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(sparse_reach, "launch_slots", counted)
+    rng = np.random.default_rng(int(np.random.default_rng().integers(1 << 30)))
+    spec = GridSpec((0.0, 0.0, 0.0), 0.05, (64, 48, 40))
+    up = np.asarray(spec.upper)
+    spread = rng.normal(0, 1, (20000, 3))
+    grids = {way: SparseFlipGrid(spec, cupy, True) for way in sparse_topology_gpu.PIPELINES}
+    grew, changed = 0, 0
+    for step in range(10):
+        scale = [0.06, 0.08, 0.10, 0.12, 0.13, 0.12, 0.14, 0.11, 0.10, 0.09][step] * up
+        pos = cupy.asarray((0.4 * up + np.array([0.02, 0.01, -0.01]) * up * step + spread * scale).astype(np.float32))
+        vel = cupy.asarray(rng.normal(0, 2.0 + 18.0 * (step % 3 == 2), (20000, 3)).astype(np.float32))
+        reach = BrickReach(vel, 1 / 120, 9.81, spec.voxel_size) if margins == "per brick" else None
+        for way, g in grids.items():
+            monkeypatch.setenv("VOXFX_SPARSE_TOPOLOGY_PIPELINE", way)
+            capacity = g.capacity
+            added, freed = g.update(pos, None if reach is not None else 3 + step % 4, reach=reach, scratch=True)
+            if way == "merged":
+                grew += int(g.capacity > capacity)
+                changed += int(len(added) + len(freed) > 0)
+        a, b = grids["merged"], grids["separate"]
+        ta, tb = a.topology, b.topology
+        assert ta.capacity == tb.capacity, step
+        assert getattr(a, "last_margin", None) == getattr(b, "last_margin", None), step
+        for x, y in ((ta.keys, tb.keys), (ta.slots, tb.slots), (ta.free, tb.free)):
+            assert host(x).tobytes() == host(y).tobytes() and host(x).shape == host(y).shape, step
+        for name in ("slot_coords", "brick_nbr", "nbr", "brick_slot"):
+            x, y = host(getattr(a, name)), host(getattr(b, name))
+            assert x.dtype == y.dtype and x.shape == y.shape and x.tobytes() == y.tobytes(), (name, step)
+        for name in a.channels:
+            x, y = host(a[name]), host(b[name])
+            assert x.dtype == y.dtype and x.shape == y.shape and x.tobytes() == y.tobytes(), (name, step)
+    assert len(merged_calls) >= 8 and grew >= 2 and changed >= 6
+
+
 def test_device_carve_and_segment_are_views_at_the_slices_addresses():
     """``carve_buffer`` and ``segment`` on CuPy (one ``ndarray`` over the memory, no slice): the
     views ``carve`` and slicing give, at the same addresses, disjoint, the allocation zeroed."""

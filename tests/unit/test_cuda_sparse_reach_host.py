@@ -105,3 +105,114 @@ def test_reach_by_classes_is_the_bricks_of_every_occupied_cells_box(harness, top
     assert np.array_equal(claimed != 0, want_claimed)
     assert added == want_claimed.sum()
     assert np.array_equal(kept, want_kept)
+
+
+# The merged pipeline (reach_slots, VOXFX_SPARSE_TOPOLOGY_PIPELINE=merged) against the separate launches:
+# slot_margins (or one margin), reach_classes, reach_compare_classes. Input: nx ny nz cap fixed; the slots as
+# READ_SLOTS (margins unread); the index; per slot its speed2 bits and 27 neighbours; dt gdt h (%la) base.
+# Output, each way: the margins, most, the class words, kept, the claimed words, added, beyond.
+MERGED_HARNESS = STUBS + '#include "flip_sparse_topology.cu"\n#include "flip_sparse_reach.cu"\n' + DRIVER + r"""
+int main() {
+    int nx, ny, nz, fixed;
+    long long cap;
+    if (scanf("%d %d %d %lld %d", &nx, &ny, &nz, &cap, &fixed) != 5) return 1;
+""" + READ_SLOTS + r"""
+    const int dx = (nx >> 3) + 2, dy = (ny >> 3) + 2, dz = (nz >> 3) + 2;
+    std::vector<int> index((long long)dx * dy * dz), nbr27(27 * cap);
+    for (auto& x : index) scanf("%d", &x);
+    std::vector<unsigned int> speed2(cap);
+    for (auto& x : speed2) scanf("%u", &x);
+    for (auto& x : nbr27) scanf("%d", &x);
+    double dt, gdt, h;
+    int base;
+    scanf("%la %la %la %d", &dt, &gdt, &h, &base);
+    for (int way = 0; way < 2; ++way) {
+        std::vector<int> m(cap, -7);
+        std::vector<unsigned int> classes(cap, 0u), claimed(index.size(), 0u);
+        std::vector<unsigned char> kept(cap, 0);
+        unsigned long long beyond = 0, added = 0, most = 0;
+        if (way == 0) {
+            if (fixed >= 0) std::fill(m.begin(), m.end(), fixed);
+            else LAUNCH(cap, slot_margins(speed2.data(), used.data(), nbr27.data(), cap, dt, gdt, h, base, m.data(),
+                                          &most));
+            LAUNCH(64 * cap, reach_classes(occupied.data(), used.data(), cap, m.data(), LIMIT, classes.data(),
+                                           &beyond));
+            LAUNCH(REACH_LANES * cap, reach_compare_classes(classes.data(), used.data(), coords.data(), cap, m.data(),
+                                                            1, nx, ny, nz, index.data(), -1, -1, -1, dx, dy, dz,
+                                                            kept.data(), claimed.data(), &added, &beyond));
+        } else {
+            LAUNCH(REACH_LANES * cap, reach_slots(occupied.data(), used.data(), coords.data(), cap, speed2.data(),
+                                                  nbr27.data(), fixed, dt, gdt, h, base, LIMIT, 1, nx, ny, nz,
+                                                  index.data(), -1, -1, -1, dx, dy, dz, m.data(), classes.data(),
+                                                  kept.data(), claimed.data(), &added, &beyond, &most));
+        }
+        for (auto x : m) printf("%d\n", x);
+        printf("%llu\n", most);
+        for (auto x : classes) printf("%u\n", x);
+        for (auto k : kept) printf("%d\n", (int)k);
+        for (auto c : claimed) printf("%u\n", c);
+        printf("%llu\n%llu\n", added, beyond);
+    }
+    return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def merged_harness(tmp_path_factory):
+    defines = [f"-DREACH_LANES={sparse_reach.REACH_LANES}", f"-DLIMIT={sparse_reach.CLASS_MAX_MARGIN}"]
+    return build_ints(tmp_path_factory, MERGED_HARNESS, defines, "sparse_reach_merged")
+
+
+@pytest.mark.parametrize("fixed", [-1, 0, 13, 70, 256, 257], ids=lambda m: "per brick" if m < 0 else f"margin {m}")
+def test_merged_reach_slots_is_the_separate_launches(merged_harness, fixed):
+    """``reach_slots`` (one launch a substep) writes the margins, largest |v|² bits, class words,
+    kept marks and claimed entries and counts the added and beyond of ``slot_margins`` (or one
+    margin), ``reach_classes`` and ``reach_compare_classes``: per-brick margins from speeds
+    reaching 0–300 cells (past ``CLASS_MAX_MARGIN``: beyond), a NaN speed, free slots."""
+    rng = np.random.default_rng(int(np.random.default_rng().integers(1 << 30)) + fixed)
+    shape = (300, 221, 157)
+    cap = 12
+    used = np.array([1, 1, 0, 1, 1, 1, 1, 1, 1, 0, 1, 1], np.uint8)
+    d = [(n >> 3) + 2 for n in shape]
+    bricks = np.array([(0, 0, 0), (10, 7, 5), (1, 1, 1), (20, 12, 9), (-1, 2, 3), (37, 27, 19), (5, 26, 0),
+                       (30, 3, 18), (18, 13, 9), (2, 2, 2), (19, 12, 9), (36, 26, 18)])
+    occupied = (rng.random((cap, 512)) < 0.01).astype(np.uint8)
+    occupied[1] = 0
+    occupied[1, [0, 7, 63, 448, 511]] = 1
+    index = np.full(d[0] * d[1] * d[2], -1, np.int64)
+    for s in range(cap):
+        if used[s]:
+            b = bricks[s]
+            index[((b[2] + 1) * d[1] + b[1] + 1) * d[0] + b[0] + 1] = s
+    dt, gdt, h, base = 0.04, 9.81 * 0.04, 0.01, 1  # margin = base + ⌈(|v| + g·dt)·dt/h⌉: |v| 10 → 42 cells
+    speeds = rng.uniform(0.0, 60.0, cap).astype(np.float32)  # up to ~242 cells
+    speeds[5] = 80.0  # past the limit: its 27 neighbours' margins too
+    v2 = (speeds * speeds).astype(np.float32)
+    v2[9] = np.nan  # a free slot: no margin reads it
+    nbr = rng.choice([-1, 0, 1, 2, 3, 4, 6, 7, 8, 10, 11], (cap, 27))  # slots 5 and 9 where placed:
+    nbr[:, 13] = np.arange(cap)  # itself
+    nbr[3, 0] = 5  # past the limit (slots 3 and 5)
+    nbr[7, 26] = 9  # a NaN: 2^30 (slot 7)
+    lines = [f"{shape[0]} {shape[1]} {shape[2]} {cap} {fixed}"]
+    lines += slot_lines(used, bricks, np.zeros(cap, np.int64), occupied)
+    lines.append(" ".join(str(int(x)) for x in index))
+    lines.append(" ".join(str(int(x)) for x in v2.view(np.uint32)))
+    lines.append(" ".join(str(int(x)) for x in nbr.ravel()))
+    lines.append(f"{float(dt).hex()} {float(gdt).hex()} {float(h).hex()} {base}")
+    out = merged_harness(lines)
+    half = out.size // 2
+    separate, merged = out[:half], out[half:]
+    assert np.array_equal(merged, separate)
+    margins, most = separate[:cap], int(separate[cap])
+    added, beyond = separate[-2:]
+    kept = separate[2 * cap + 1:3 * cap + 1]
+    assert kept.any() == (fixed <= sparse_reach.CLASS_MAX_MARGIN)  # each brick reaches itself
+    assert (added > 0) == (fixed < 0 or 0 < fixed <= sparse_reach.CLASS_MAX_MARGIN)
+    if fixed < 0:
+        rows = nbr[used.astype(bool)]
+        assert most == int(v2.view(np.uint32)[rows[rows >= 0]].max())  # NaN's bits: the largest
+        assert margins[7] == 1 << 30 and margins[3] > sparse_reach.CLASS_MAX_MARGIN and beyond > 0
+        assert margins.min() < 200
+    else:
+        assert most == 0 and (margins == fixed).all() and (beyond > 0) == (fixed > sparse_reach.CLASS_MAX_MARGIN)

@@ -100,15 +100,17 @@ int main() {
 """
 
 
-@pytest.fixture(scope="module", params=["serial", "paired", "lean"])
+@pytest.fixture(scope="module", params=["serial", "paired", "lean", "lean flip"])
 def harness(tmp_path_factory, request):
     """The harness built with flip_sparse_scatter.cu's SCATTER_PAIRED = 0 and 1
-    (sparse_scatter.ATOMICS) and SCATTER_LEAN = 1 (sparse_scatter.KERNEL_MODES, paired): the
-    same integer sums every way."""
-    build_defines = {"serial": ["-DSCATTER_PAIRED=0"], "paired": ["-DSCATTER_PAIRED=1"],
-                     "lean": ["-DSCATTER_PAIRED=1", "-DSCATTER_LEAN=1"]}[request.param]
+    (sparse_scatter.ATOMICS), SCATTER_LEAN = 1 (sparse_scatter.KERNEL_MODES, paired) and the
+    lean code with SCATTER_FLIP = 1 (sparse_scatter.BANK_MODES: the half lattices' nodes in
+    another slot order): the same integer sums every way."""
+    lean = ["-DSCATTER_PAIRED=1", "-DSCATTER_LEAN=1"]
+    build_defines = {"serial": ["-DSCATTER_PAIRED=0"], "paired": ["-DSCATTER_PAIRED=1"], "lean": lean,
+                     "lean flip": lean + ["-DSCATTER_FLIP=1"]}[request.param]
     defines = kernel_defines(sparse_gpu.KERNELS) + build_defines
-    build = _build(tmp_path_factory, HARNESS, defines, f"sparse_scatter_{request.param}")
+    build = _build(tmp_path_factory, HARNESS, defines, f"sparse_scatter_{request.param.replace(' ', '_')}")
 
     def run(grid, pos, vel, c, spread):
         spec_shape, t = grid.shape, grid.topology
@@ -234,7 +236,8 @@ def test_scatter_scales_keep_every_sum_below_two_to_the_62():
 
 @pytest.mark.parametrize("choose, variable, default, other, bad", [
     (sparse_scatter.atomics_mode, "VOXFX_SPARSE_SCATTER_ATOMICS", "paired", "serial", "batched"),
-    (sparse_scatter.kernel_mode, "VOXFX_SPARSE_SCATTER_KERNEL", "lean", "classic", "fast")])
+    (sparse_scatter.kernel_mode, "VOXFX_SPARSE_SCATTER_KERNEL", "lean", "classic", "fast"),
+    (sparse_scatter.banks_mode, "VOXFX_SPARSE_SCATTER_BANKS", "flip", "flat", "rows")])
 def test_scatter_switch_names_are_checked(monkeypatch, choose, variable, default, other, bad):
     monkeypatch.delenv(variable, raising=False)
     assert choose() == default  # the default

@@ -15,7 +15,8 @@ from tests.cuda_host import DRIVER, STUBS
 from tests.unit.test_cuda_exact import build_ints
 from tests.unit.test_cuda_sparse_topology_table_host import DIMS, LOW, READ_SCENARIO, scenario
 
-# Input: the table harness's, then whether to clear the flags' added and freed (no change).
+# Input: the table harness's, then whether to clear the flags' added and freed (no change) and whether
+# topology_fused_counts makes the freed count (merged: no count_unkept first).
 # Output: the flags (missed, beyond, added, freed), then (when an update was written) the new
 # keys, slots, fresh, the pool past the reused slots, freed, the new index, the new used slots.
 HARNESS = STUBS + r"""
@@ -24,14 +25,13 @@ HARNESS = STUBS + r"""
 """ + DRIVER + r"""
 int main() {
 """ + READ_SCENARIO + r"""
-    int same;
-    scanf("%d", &same);
+    int same, merged;
+    scanf("%d %d", &same, &merged);
     unsigned long long flags[4] = {0, 0, 0, 0};
     LAUNCH(offsets * cap, reach_compare_table(mask.data(), coords.data(), cap, radius, index.data(), lx, ly, lz, dx,
                                               dy, dz, kept.data(), claimed.data(), &flags[2], &flags[1]));
-    LAUNCH(cap, count_unkept(used.data(), kept.data(), cap, &flags[3]));
+    if (!merged) LAUNCH(cap, count_unkept(used.data(), kept.data(), cap, &flags[3]));  // merged: the counts'
     if (same) flags[2] = flags[3] = 0;
-    printf("%llu %llu %llu %llu\n", flags[0], flags[1], flags[2], flags[3]);
     const ll tile = UPDATE_ITEMS, pool_tiles = (cap + tile - 1) / tile;
     const ll tiles = pool_tiles + (entries + tile - 1) / tile;
     std::vector<int> totals(2 * tiles, -7), pool(cap, -7), freed(cap, -7), fresh(entries, -7), slots(entries, -7);
@@ -39,7 +39,8 @@ int main() {
     std::vector<ll> keys(entries, -7);
     std::vector<unsigned char> new_used(cap + entries, 7);
     LAUNCH(tiles, topology_fused_counts(flags, used.data(), kept.data(), cap, index.data(), claimed.data(), entries,
-                                        pool_tiles, tiles, totals.data()));
+                                        pool_tiles, tiles, totals.data(), merged ? &flags[3] : nullptr));
+    printf("%llu %llu %llu %llu\n", flags[0], flags[1], flags[2], flags[3]);
     LAUNCH(pool_tiles, topology_fused_pool(flags, used.data(), kept.data(), cap, totals.data(), tiles, pool.data(),
                                            freed.data(), new_used.data()));
     LAUNCH(tiles - pool_tiles, topology_fused_place(flags, index.data(), lx, ly, lz, dx, dy, dz, kept.data(),
@@ -72,8 +73,8 @@ int main() {
 def harness(tmp_path_factory):
     build = build_ints(tmp_path_factory, HARNESS, (), "sparse_topology_fused")
 
-    def run(lines, same=False):
-        return build(lines[:-1] + [f"{lines[-1]} {int(same)}"])
+    def run(lines, same=False, merged=False):
+        return build(lines[:-1] + [f"{lines[-1]} {int(same)} {int(merged)}"])
 
     return run
 
@@ -90,12 +91,15 @@ def index_of(topo):
     return index
 
 
+@pytest.mark.parametrize("merged", [False, True], ids=["count_unkept", "counted by the update"])
 @pytest.mark.parametrize("radius", [1, 2], ids=["27 offsets", "125 offsets"])
 @pytest.mark.parametrize("kept_share", [0.9, 0.3], ids=["grow", "shrink"])
-def test_fused_update_gives_topology_update(harness, radius, kept_share):
+def test_fused_update_gives_topology_update(harness, radius, kept_share, merged):
+    """Also with the merged pipeline's freed count (``topology_fused_counts`` given the flags'
+    freed word in place of a ``count_unkept`` launch first): the same flags and topology."""
     rng = np.random.default_rng(int(np.random.default_rng().integers(1 << 30)))
     topo, reached, lines = scenario(rng, radius, kept_share)
-    out = harness(lines)
+    out = harness(lines, merged=merged)
     missed, beyond, added, n_freed = (int(x) for x in out[:4])
     ref, fresh, freed = topo.update(reached)
     assert missed == beyond == 0 and added > 0 and n_freed > 0
@@ -113,7 +117,8 @@ def test_fused_update_gives_topology_update(harness, radius, kept_share):
     assert np.array_equal(got[6], used)
 
 
-def test_grown_pool_takes_the_slots_past_the_capacity(harness):
+@pytest.mark.parametrize("merged", [False, True], ids=["count_unkept", "counted by the update"])
+def test_grown_pool_takes_the_slots_past_the_capacity(harness, merged):
     """Adds beyond the free slots: the slots after the capacity, in key order (the table
     update's, ``Topology.update``'s growth), and used marks them."""
     for seed in range(40):
@@ -124,20 +129,22 @@ def test_grown_pool_takes_the_slots_past_the_capacity(harness):
             break
     else:
         pytest.fail("no scenario grew the pool")
-    out = harness(lines)
+    out = harness(lines, merged=merged)
     n_new, added = ref.count, int(out[2])
     got = np.split(out[4:], np.cumsum([n_new, n_new, added]))
     assert np.array_equal(got[1], ref.slots) and np.array_equal(got[2], fresh)
     assert (got[2] >= topo.capacity).any()
 
 
-@pytest.mark.parametrize("case", ["same bricks", "beyond"])
+@pytest.mark.parametrize("case", ["same bricks", "beyond", "beyond, merged"])
 def test_no_update_writes_nothing(harness, case):
+    """(The merged pipeline's counts run unless a particle missed or a brick lies beyond: the
+    same bricks then write their totals, which nothing reads.)"""
     rng = np.random.default_rng(int(np.random.default_rng().integers(1 << 30)))
-    _, _, lines = scenario(rng, 1, 0.5, reach_out=case == "beyond")
-    out = harness(lines, same=case == "same bricks")
+    _, _, lines = scenario(rng, 1, 0.5, reach_out=case != "same bricks")
+    out = harness(lines, same=case == "same bricks", merged=case.endswith("merged"))
     assert out[-1] == 1 and out.size == 5
-    assert (out[1] == 1) == (case == "beyond")
+    assert (out[1] == 1) == case.startswith("beyond")
 
 
 def test_topology_update_modes_take_fused(monkeypatch):

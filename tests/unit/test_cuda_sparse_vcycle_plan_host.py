@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from tests.unit.test_cuda_exact import _build, with_defines
-from tests.unit.test_cuda_sparse_pressure_host import PREAMBLE, _hex, _tank
-from voxfx.kernels.flip import sparse_pressure
+from tests.unit.test_cuda_sparse_pressure_host import PREAMBLE, _hex, _tank, dense_mode
+from voxfx.kernels.flip import sparse_multigrid, sparse_pressure
 from voxfx.kernels.flip.pressure import MG_SWEEPS
 from voxfx.kernels.flip.sparse_multigrid import VCycle
 from voxfx.kernels.flip.sparse_pressure_gpu import _MG
@@ -60,11 +60,13 @@ static bool read_levels(float fill) {
 
 # Input: L, per level "m_red m stride", nbr (6 × stride), diag (stride, hex), per level but
 # the last up (8 × stride) and down (64 × stride of the next); r (level 0's stride, hex);
-# the launch count, then per launch "name kind nargs" and its arguments: "B buffer level
+# dense (1: the coarsest level's G "dense" and mg_dense_inverse's scratch "work", NaN, G in
+# the tail table's slot 6 of the coarsest level, as sparse_pressure_vcycle._tail_table puts
+# it); the launch count, then per launch "name kind nargs" and its arguments: "B buffer level
 # offset" (a level's x b r nbr diag up down, or partials sizes state ptrs strides) or
 # "I value". kind: 0 one thread per item over the first count ("n"), 1 the reduction grid,
 # 2 one block (the one-block and cluster kernels: their passes in order, as one thread).
-# Output: z (m0, hex), Σ of the r·z partials.
+# Output: z (m0, hex), Σ of the r·z partials; with dense the coarsest level's G (m × m, row by row).
 HARNESS = PREAMBLE + r"""
 static std::vector<float> host_tail_shared(1 << 20);  // the _shared tails' "dynamic shared memory"
 #define TAIL_SHARED_ARRAY(name) float* name = host_tail_shared.data()
@@ -72,7 +74,8 @@ static std::vector<float> host_tail_shared(1 << 20);  // the _shared tails' "dyn
 #include <map>
 #include <string>
 """ + LEVELS + r"""
-static std::vector<double> partials;
+static std::vector<double> partials, dense_work;
+static std::vector<float> dense_g;
 struct Arg { void* p; int i; };
 
 static void* buffer(const std::string& name, int l, int offset) {
@@ -81,6 +84,8 @@ static void* buffer(const std::string& name, int l, int offset) {
     if (name == "state") return state + offset;
     if (name == "ptrs") return ptrs.data() + offset;
     if (name == "strides") return strides.data() + offset;
+    if (name == "dense") return dense_g.data() + offset;
+    if (name == "work") return dense_work.data() + offset;
     Level& A = L[l];
     if (name == "x") return A.x.data() + offset;
     if (name == "b") return A.b.data() + offset;
@@ -118,6 +123,10 @@ static void call(const std::string& k, const std::vector<Arg>& a) {
         mg_tail_vcycle_shared((const unsigned long long*)a[0].p, I(1), N(2), N(3), I(4), I(5));
     else if (k == "mg_tail_cluster_shared")
         mg_tail_cluster_shared((const unsigned long long*)a[0].p, I(1), N(2), N(3), N(4), I(5), I(6));
+    else if (k == "mg_dense_inverse") mg_dense_inverse(I(0), CF(1), N(2), I(3), N(4), (double*)a[5].p, F(6), I(7));
+    else if (k == "mg_coarse_dense") mg_coarse_dense(F(0), CF(1), CF(2), N(3), I(4), N(5), I(6));
+    else if (k == "mg_restrict_coarse_dense")
+        mg_restrict_coarse_dense(CF(0), I(1), F(2), F(3), CF(4), N(5), I(6), N(7), I(8));
 
     else { fprintf(stderr, "unknown kernel %s\n", k.c_str()); exit(4); }
 }
@@ -127,7 +136,14 @@ int main() {
     if (!read_levels(__builtin_nanf(""))) return 1;  // x, b, r written before read, but the sentinels
     read_floats(L[0].b, L[0].stride);
     partials.assign(2048, 0.0);  // two reductions of up to 1024 blocks
-    int launches;
+    int dense_on, launches;
+    scanf("%d", &dense_on);
+    const int last = (int)L.size() - 1, S = L[last].stride;
+    if (dense_on) {
+        dense_g.assign((size_t)S * S, __builtin_nanf(""));
+        dense_work.assign((size_t)S * S + 2 * S, __builtin_nan(""));
+        ptrs[7 * last + 6] = (unsigned long long)dense_g.data();
+    }
     scanf("%d", &launches);
     int blocks = 0;
     for (int i = 0; i < launches; ++i) {
@@ -155,6 +171,9 @@ int main() {
     double rz = 0.0;
     for (int k = 0; k < blocks; ++k) rz += partials[blocks + k];
     printf("%a\n", rz);
+    if (dense_on)
+        for (int i = 0; i < L[last].m; ++i)
+            for (int j = 0; j < L[last].m; ++j) printf("%a\n", dense_g[(size_t)j * S + i]);
     return 0;
 }
 """
@@ -183,8 +202,10 @@ class Recorded(VCycleLaunches):
     gives each level's buffers that stride)."""
 
     def __init__(self, strides, tail=0, cluster=0, first2=0, capability=90, red_blocks=7, shared=False,
-                 colour_grid=1):
+                 colour_grid=1, dense=False):
         last = len(strides) - 1
+        if dense:  # MG_DENSE: the harness's G and scratch (mg_dense_inverse's work in global memory)
+            self.dense, self.dense_work = Buffer("dense"), Buffer("work")
         self.levels = [_LevelBuffers(level, s, last) for level, s in enumerate(strides)]
         self.sizes, self.state, self.partials = Buffer("sizes"), Buffer("state"), Buffer("partials")
         self.red_blocks = red_blocks
@@ -204,11 +225,11 @@ class Recorded(VCycleLaunches):
         self.launches.append((name, 1, self.red_blocks, args))
 
     def _one(self, name, grid, block, args, shared_mem=0):
-        assert shared_mem == self.tail_shared and shared_mem <= 4 << 20  # the harness's array
+        assert shared_mem in (self.tail_shared, self.dense_shared) and shared_mem <= 4 << 20  # the harness's array
         self.launches.append((name, 2, 1, args))
 
     def lines(self):
-        out = [str(len(self.launches))]
+        out = [str(int(self.dense is not None)), str(len(self.launches))]
         for name, kind, n, args in self.launches:
             words = [name, str(kind), str(len(args))]
             for a in args:
@@ -224,15 +245,16 @@ def plan_harness(tmp_path_factory):
     return _build(tmp_path_factory, with_defines(HARNESS, _MG), name="plan")
 
 
-@pytest.fixture(scope="module")
-def hierarchy():
-    """The four-level tank of test_cuda_sparse_pressure_host, its r and NumPy z, and the
-    harness's input up to the launches (strides a little over m + 1, as the solver's)."""
+def _hierarchy(mode=0):
+    """The four-level tank of test_cuda_sparse_pressure_host (MG_DENSE *mode*: "2" three
+    levels), its r and NumPy z, and the harness's input up to the launches (strides a little
+    over m + 1, as the solver's)."""
     g = _tank((40, 24, 36), 8)
     kind, _, _ = sparse_pressure.solver_cells(g)
     level = sparse_pressure.Unknowns(g, kind)
-    M = VCycle(g, kind, level)
-    assert len(M.levels) == 4
+    with dense_mode(mode):
+        M = VCycle(g, kind, level)
+    assert len(M.levels) == (3 if mode == 2 else 4) and (M.dense is not None) == bool(mode)
     strides = [L.m + 1 + 3 for L in M.levels]
     r = np.append(np.random.default_rng(5).normal(0, 1, level.m), 0).astype(np.float32)
     lines = [str(len(M.levels))]
@@ -249,7 +271,12 @@ def hierarchy():
         down_s[:, :down.shape[1]] = down
         lines += [*map(str, up_s.ravel()), *map(str, down_s.ravel())]
     lines += _hex(np.append(r, np.zeros(strides[0] - len(r), np.float32)))
-    return strides, r, M(r), lines
+    return strides, r, M(r), lines, M
+
+
+@pytest.fixture(scope="module")
+def hierarchy():
+    return _hierarchy()[:4]
 
 
 # VCYCLE and the levels whose strides bound TAIL, CLUSTER and FIRST2 (None: 0, off), and
@@ -318,3 +345,100 @@ def test_vcycle_switches_launch_less(hierarchy):
     assert count(strides[2], strides[1], capability=89) == tail2  # no clusters before sm_90
     assert count(strides[2], first2=strides[0]) == tail2 - 2  # levels 0 and 1
     assert count(strides[2], first2=strides[1]) == tail2 - 1  # level 1
+
+
+# MG_DENSE (the coarsest level by its dense inverse) with the launch switches: the mode, VCYCLE,
+# the levels whose strides bound TAIL and CLUSTER, TAIL_SHARED
+DENSE_CASES = {
+    "dense-split": (1, "split", None, None, False),
+    "dense-fused": (1, "fused", None, None, False),
+    "dense-tail1-shared": (1, "fused", 1, None, True),
+    "dense-cluster1-tail2": (1, "fused", 2, 1, False),
+    "dense-cluster1-tail2-shared": (1, "fused", 2, 1, True),
+    "dense2-fused": (2, "fused", None, None, False),
+    "dense2-tail1": (2, "fused", 1, None, False),
+    "dense2-tail1-shared": (2, "fused", 1, None, True),
+}
+
+
+@pytest.fixture(scope="module")
+def dense_hierarchies():
+    return {mode: _hierarchy(mode) for mode in (1, 2)}
+
+
+@pytest.mark.parametrize("case", DENSE_CASES)
+def test_dense_coarse_plan_gives_the_numpy_z_and_inverse_bit_for_bit(plan_harness, dense_hierarchies, case):
+    """mg_dense_inverse then the V-cycle with the dense coarsest solve, as the solver's start and
+    loop launch them: G and z the NumPy reference's (sparse_multigrid.dense_inverse, dense_solve)."""
+    mode, vcycle, tail, cluster, shared = DENSE_CASES[case]
+    strides, r, want_z, lines, M = dense_hierarchies[mode]
+    plan = Recorded(strides, _bound(strides, tail), _bound(strides, cluster), shared=shared, dense=True)
+    plan._dense_inverse()
+    if vcycle == "split":
+        plan._vcycle()
+    else:
+        plan._vcycle_fused()
+    names = [name for name, *_ in plan.launches]
+    assert names[0] == "mg_dense_inverse" and "mg_coarse_solve" not in names and "mg_restrict_coarse_solve" not in names
+    assert ("mg_coarse_dense" in names) == (vcycle == "split")
+    assert ("mg_restrict_coarse_dense" in names) == (vcycle == "fused" and tail is None)
+    out = plan_harness.raw(lines + plan.lines(), check=True).split()
+    m, mc = len(r) - 1, M.levels[-1].m
+    z = np.array([float.fromhex(x) for x in out[:m]], np.float32)
+    g = np.array([float.fromhex(x) for x in out[m + 1:m + 1 + mc * mc]], np.float32).reshape(mc, mc)
+    assert np.array_equal(g.view(np.int32), M.dense.view(np.int32))
+    assert np.abs(z).max() > 0 and np.array_equal(z, want_z[:m])
+    # mode 2's exact solve of level 2 is another preconditioner; mode 1's of the 2-unknown coarsest
+    # level gives what MG_COARSE_SWEEPS sweeps converge to here, to the bit
+    assert np.array_equal(want_z, _hierarchy(0)[2]) == (mode == 1)
+
+
+class _Coarse:
+    """A coarsest level by hand (sparse_multigrid.CompactLevel's tables): a sealed 2×2 square
+    (0 1 / 2 3, every other neighbour SOLID: singular), a chain 4–5–6 with AIR beside 4, and
+    unknown 7 alone with three AIR neighbours."""
+
+    m, m_red = 8, 4
+    links = ((0, 1, 0), (2, 3, 0), (0, 2, 2), (1, 3, 2), (4, 5, 4), (5, 6, 4))  # (a, b, direction a → b)
+
+    def __init__(self):
+        m = self.m
+        self.nbr = np.full((6, m + 1), m, np.int32)
+        for a, b, d in self.links:
+            self.nbr[d + 1, a], self.nbr[d, b] = b, a  # + and − of axis d // 2
+        self.diag = np.array([2, 2, 2, 2, 2, 2, 1, 3, 1], np.float32)
+
+
+def test_dense_inverse_pins_a_sealed_component_and_matches_numpy(plan_harness):
+    """mg_dense_inverse on _Coarse: the sealed square's last unknown pinned (its row and column 0),
+    the rest the exact inverse; the device's G the NumPy reference's bit for bit."""
+    C = _Coarse()
+    g = sparse_multigrid.dense_inverse(C)
+    a = sparse_multigrid.dense_operator(C)
+    assert np.linalg.matrix_rank(a) == C.m - 1
+    assert not g[3].any() and not g[:, 3].any()
+    keep = [0, 1, 2, 4, 5, 6, 7]
+    assert np.allclose(g[np.ix_(keep, keep)] @ a[np.ix_(keep, keep)], np.eye(len(keep)), atol=1e-6)
+    assert np.array_equal(g, g.T)
+    # the harness: a two-level hierarchy whose coarsest level is _Coarse, mg_dense_inverse alone
+    s0 = 3
+    lines = ["2", f"0 1 {s0}", *map(str, np.full(6 * s0, 1)), *_hex(np.ones(s0)),
+             f"{C.m_red} {C.m} {C.m + 1}", *map(str, C.nbr.ravel()), *_hex(C.diag),
+             *map(str, np.full(8 * s0, C.m)), *map(str, np.full(64 * (C.m + 1), 1)), *_hex(np.zeros(s0))]
+    plan = Recorded([s0, C.m + 1], dense=True)
+    plan._dense_inverse()
+    out = plan_harness.raw(lines + plan.lines(), check=True).split()
+    got = np.array([float.fromhex(x) for x in out[2:2 + C.m * C.m]], np.float32).reshape(C.m, C.m)
+    assert np.array_equal(got.view(np.int32), g.view(np.int32))
+
+
+def test_dense_coarse_launches_one_block_where_the_sweeps_were(hierarchy):
+    """The dense coarsest solve takes the sweeps' launch (and the start one mg_dense_inverse):
+    as many launches a V-cycle."""
+    strides = hierarchy[0]
+    counts = []
+    for dense in (False, True):
+        plan = Recorded(strides, strides[2], dense=dense)
+        plan._vcycle_fused()
+        counts.append(len(plan.launches))
+    assert counts[0] == counts[1]

@@ -2,7 +2,8 @@
 sparse solver's NumPy path of ``air_band.py``'s switches): the band's cells are divergence-free
 after ``project_band`` while the liquid's faces, the grid's channels and the warm start keep
 theirs; a band cut by the topology is counted and still solved; the sparse and dense solvers
-run a small closed dam break alike with the band and the wall split on (the CuPy refusal:
+run a small closed dam break alike with the band and the wall split on (CuPy:
+``tests/gpu/test_flip_sparse_air_band_gpu.py``; the dense CuPy solver's refusal:
 ``tests/gpu/test_flip_prototypes_gpu.py``)."""
 
 import numpy as np

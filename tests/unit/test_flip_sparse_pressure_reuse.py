@@ -74,3 +74,22 @@ def test_still_water_steps_alike_with_and_without_reuse(monkeypatch):
     (p0, v0, _), (p1, v1, memo) = out
     assert np.array_equal(p0, p1) and np.array_equal(v0, v1)
     assert memo is not None and memo[3] is not None  # settled water: the tables were kept
+
+
+def test_kept_tables_are_keyed_by_the_dense_coarse_mode(monkeypatch):
+    """sparse_pressure.tables_key names what kept tables were built for — with
+    sparse_multigrid.dense_mode (its "2" keeps one level fewer): tables kept in one mode are not
+    reused in another. sparse_pressure_setup's one-read reuse test compares the same key."""
+    from voxfx.kernels.flip import sparse_multigrid
+
+    g, _ = _still_tank()
+    kind = sparse_pressure.solver_cells(g)[0]
+    monkeypatch.setattr(sparse_multigrid, "MG_DENSE", 0)
+    sparse_pressure.solver_tables(g, kind, "mg")
+    kept = sparse_pressure.solver_tables(g, kind.copy(), "mg")
+    assert g._pressure_memo[2] == sparse_pressure.tables_key("mg", True) == ("mg", True, 0)
+    assert sparse_pressure.solver_tables(g, kind.copy(), "mg")[1] is kept[1]
+    monkeypatch.setattr(sparse_multigrid, "MG_DENSE", 2)
+    other = sparse_pressure.solver_tables(g, kind.copy(), "mg")
+    assert other[1] is not kept[1] and g._pressure_memo[2] == ("mg", True, 2)
+    assert len(other[1].levels) == len(kept[1].levels) - 1 and other[1].dense is not None

@@ -142,6 +142,15 @@ __device__ __forceinline__ unsigned int warp_all_max(unsigned int v)
     return v;
 }
 
+// The bitwise OR of v over the warp, every lane getting it (flip_sparse_reach.cu reach_slots' class word).
+__device__ __forceinline__ unsigned int warp_all_or(unsigned int v)
+{
+#ifdef __CUDA_ARCH__
+    for (int d = 16; d > 0; d >>= 1) v |= __shfl_xor_sync(0xffffffffu, v, d);
+#endif
+    return v;
+}
+
 // low ← min and high ← max of the warp's low and high, every lane getting both (one butterfly
 // for the two: flip_surface_lean.cu particle_bounds' per-axis keys).
 __device__ __forceinline__ void warp_all_min_max(unsigned int& low, unsigned int& high)
