@@ -15,8 +15,12 @@ particles' positions read once, 12 B each, and φ written once, 4 B a node, at t
 "lean" once per build of its gather (``surface_gpu.LEAN_BLOCKS``: 2 or 3 blocks an SM) and
 ``--region-bounds 0 1`` without and with the region from one pass over the particles
 (``surface_gpu.REGION_BOUNDS``, ``VOXFX_LEVEL_SET_BOUNDS``: the 65M row, whose box is too
-large for a box-sized level set), as ways ``lean/B/R``. Every way prints whether its φ has
-the first way's bits.
+large for a box-sized level set), as ways ``lean/B/R``; ``--interior 0 1`` without and with
+the interior skip (``surface_interior``, ``VOXFX_LEVEL_SET_INTERIOR``), as ways ``lean/B/R/I``.
+Every way prints whether its φ has the first way's bits, whether its surface is the first
+way's (the same signs everywhere and the same bits on every node beside a sign change:
+the same zero crossing for any mesher, the same volume), and its VDB's active voxels
+(|φ| < band, what ``addon/vdb_files._vdb_grid`` keeps active; the rest become ±band tiles).
 """
 
 from __future__ import annotations
@@ -42,14 +46,37 @@ from _sparse_scene import add_scene_arguments, stepped_dam_break  # noqa: E402
 BANDWIDTH = 3.35e12
 
 
-def timed(sim, way):
-    """(ms on the device, {stage: ms}, φ) of one level set the way *way* (a mode, or
-    "lean/B/R": lean with its gather built for B blocks an SM, R = 1: the region from
-    ``particle_bounds``)."""
+def beside_a_crossing(phi):
+    """Nodes (device bool) with a node of the other sign among their 26 neighbours."""
     import cupy as cp
 
-    mode, blocks, bounds = (way.split("/") + ["2", "0"])[:3]
+    neg = phi < 0
+    p = cp.pad(neg, 1, mode="edge")
+    near = cp.zeros_like(neg)
+    for dz in (-1, 0, 1):
+        for dy in (-1, 0, 1):
+            for dx in (-1, 0, 1):
+                near |= p[1 + dz:p.shape[0] - 1 + dz, 1 + dy:p.shape[1] - 1 + dy, 1 + dx:p.shape[2] - 1 + dx] != neg
+    return near
+
+
+def same_surface(phi, first):
+    """The same signs everywhere and the same bits beside every sign change of *first*."""
+    near = beside_a_crossing(first)
+    return bool(((phi < 0) == (first < 0)).all()) and bool((phi.view("uint32")[near] == first.view("uint32")[near])
+                                                           .all())
+
+
+def timed(sim, way):
+    """(ms on the device, {stage: ms}, φ) of one level set the way *way* (a mode, or
+    "lean/B/R/I": lean with its gather built for B blocks an SM, R = 1: the region from
+    ``particle_bounds``, I = 1: the interior skip)."""
+    import cupy as cp
+
+    parts = way.split("/")
+    mode, blocks, bounds, interior = parts + ["", "2", "0", "0"][len(parts):]
     os.environ["VOXFX_LEVEL_SET"] = mode
+    os.environ["VOXFX_LEVEL_SET_INTERIOR"] = interior
     surface_gpu.LEAN_BLOCKS = int(blocks)
     surface_gpu.REGION_BOUNDS = bounds == "1"
     cp.cuda.Device().synchronize()
@@ -73,10 +100,13 @@ def main():
                     help="time lean once per build of its gather (blocks an SM)")
     ap.add_argument("--region-bounds", type=int, nargs="+", choices=(0, 1), default=None,
                     help="time lean without (0) and with (1) VOXFX_LEVEL_SET_BOUNDS (an open or large liquid's region)")
+    ap.add_argument("--interior", type=int, nargs="+", choices=(0, 1), default=None,
+                    help="time lean without (0) and with (1) VOXFX_LEVEL_SET_INTERIOR (the interior skip)")
     ap.add_argument("--repeat", type=int, default=8)
     args = ap.parse_args()
-    if args.lean_blocks or args.region_bounds:
-        lean = [f"lean/{b}/{r}" for b in args.lean_blocks or [2] for r in args.region_bounds or [0]]
+    if args.lean_blocks or args.region_bounds or args.interior:
+        lean = [f"lean/{b}/{r}/{i}" for b in args.lean_blocks or [2] for r in args.region_bounds or [0]
+                for i in args.interior or [0]]
         args.modes = [w for m in args.modes for w in (lean if m == "lean" else [m])]
     import cupy as cp
 
@@ -89,6 +119,9 @@ def main():
     totals = {m: [] for m in args.modes}
     stages = {m: [] for m in args.modes}
     same = {m: True for m in args.modes}
+    surface = {m: True for m in args.modes}
+    active = {}
+    band = 3.0 * sim.spec.voxel_size  # surface.BAND_VOXELS of the surface grid (the simulation's cell)
     nodes = 0
     for r in range(args.repeat):
         phis = {}
@@ -100,17 +133,22 @@ def main():
         nodes = first.size
         for mode in args.modes[1:]:
             same[mode] &= bool((phis[mode].view(cp.uint32) == first).all())
+            surface[mode] &= same_surface(phis[mode], phis[args.modes[0]])
+        for mode in args.modes:
+            active[mode] = int((cp.abs(phis[mode]) < cp.float32(band)).sum())
         del phis, first
     floor = (12 * len(sim.pos) + 4 * nodes) / BANDWIDTH * 1e3
     print(f"level set grid {nodes:,} nodes; floor {floor:.3f} ms (positions read, φ written)")
-    print("way | level set ms (median, min–max) | stages (median ms) | φ bits as the first way's")
-    print("--- | --- | --- | ---")
+    print("way | level set ms (median, min–max) | stages (median ms) | φ bits as the first way's | surface as the "
+          "first way's | VDB active voxels")
+    print("--- | --- | --- | --- | --- | ---")
     for mode in args.modes:
         t = np.array(totals[mode])
         names = list(stages[mode][0])
         med = {k: float(np.median([s[k] for s in stages[mode]])) for k in names}
         print(f"{mode} | {np.median(t):.3f} ({t.min():.3f}–{t.max():.3f}) | "
-              + ", ".join(f"{k} {v:.3f}" for k, v in med.items()) + f" | {same[mode]}", flush=True)
+              + ", ".join(f"{k} {v:.3f}" for k, v in med.items()) + f" | {same[mode]} | {surface[mode]} | "
+              f"{active[mode]:,}", flush=True)
 
 
 if __name__ == "__main__":

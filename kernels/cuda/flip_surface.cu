@@ -102,6 +102,7 @@ __device__ __forceinline__ float node_phi(const float4* __restrict__ packed, con
 
 // Legacy: one thread per node of the whole grid.
 extern "C" __global__ void particle_level_set(const float4* __restrict__ packed, const int* __restrict__ starts,
+                                              const unsigned char* __restrict__ interior, int skip,
                                               int nx, int ny, int nz, float ox, float oy, float oz, float h,
                                               float cox, float coy, float coz, float inv_edge, int cx, int cy,
                                               int cz, float R, float band, float* __restrict__ phi)
@@ -114,6 +115,10 @@ extern "C" __global__ void particle_level_set(const float4* __restrict__ packed,
     float x = ((float)i + 0.5f) * h + ox;  // as surface._node_coordinate
     float y = ((float)j + 0.5f) * h + oy;
     float z = ((float)k + 0.5f) * h + oz;
+    if (interior_at(interior, skip, x, y, z, cox, coy, coz, inv_edge, cx, cy, cz)) {
+        phi[node] = -band;  // deep inside: no gather (the interior skip)
+        return;
+    }
     phi[node] = node_phi(packed, starts, x, y, z, cox, coy, coz, inv_edge, cx, cy, cz, R, band);
 }
 
@@ -261,14 +266,20 @@ extern "C" __global__ void mark_level_set_bricks(const int* __restrict__ starts,
 // tile's nodes gather as particle_level_set's, the others are +band.
 extern "C" __global__ void particle_level_set_bricks(const float4* __restrict__ packed,
                                                      const int* __restrict__ starts,
-                                                     const unsigned char* __restrict__ active, int nbx, int nby,
-                                                     int nx, int ny, int nz, float ox, float oy, float oz, float h,
+                                                     const unsigned char* __restrict__ active,
+                                                     const unsigned char* __restrict__ interior, int skip, int nbx,
+                                                     int nby, int nx, int ny, int nz, float ox, float oy, float oz,
+                                                     float h,
                                                      float cox, float coy, float coz, float inv_edge, int cx, int cy,
                                                      int cz, float R, float band, float* __restrict__ phi)
 {
     long long node;
     float x, y, z;
     if (!tile_gather_node(active, nbx, nby, nx, ny, nz, ox, oy, oz, h, band, phi, node, x, y, z)) return;
+    if (interior_at(interior, skip, x, y, z, cox, coy, coz, inv_edge, cx, cy, cz)) {
+        phi[node] = -band;  // deep inside: no gather (the interior skip)
+        return;
+    }
     phi[node] = node_phi(packed, starts, x, y, z, cox, coy, coz, inv_edge, cx, cy, cz, R, band);
 }
 

@@ -235,30 +235,36 @@ extern "C" __global__ void surface_place_lean(const float* __restrict__ pos, con
 // _3: built for three blocks of a tile an SM (≤ 42 registers; surface_gpu.LEAN_BLOCKS, an
 // A/B build: no faster on an H100, bench/RESULTS.md).
 __device__ __forceinline__ void gather_tile_lean(const float4* __restrict__ packed, const int* __restrict__ starts,
-                                                 const unsigned char* __restrict__ active, int nbx, int nby, int nx,
-                                                 int ny, int nz, float ox, float oy, float oz, float h, float cox,
-                                                 float coy, float coz, float inv_edge, int cx, int cy, int cz,
-                                                 float R, float band, float* __restrict__ phi)
+                                                 const unsigned char* __restrict__ active,
+                                                 const unsigned char* __restrict__ interior, int skip, int nbx,
+                                                 int nby, int nx, int ny, int nz, float ox, float oy, float oz,
+                                                 float h, float cox, float coy, float coz, float inv_edge, int cx,
+                                                 int cy, int cz, float R, float band, float* __restrict__ phi)
 {
     long long node;
     float x, y, z;
     if (!tile_gather_node(active, nbx, nby, nx, ny, nz, ox, oy, oz, h, band, phi, node, x, y, z)) return;
+    if (interior_at(interior, skip, x, y, z, cox, coy, coz, inv_edge, cx, cy, cz)) {
+        phi[node] = -band;  // deep inside: no gather (the interior skip)
+        return;
+    }
     phi[node] = node_phi_lean(packed, starts, x, y, z, cox, coy, coz, inv_edge, cx, cy, cz, R, band);
 }
 
 #define GATHER_LEAN_ARGS const float4* __restrict__ packed, const int* __restrict__ starts, \
-    const unsigned char* __restrict__ active, int nbx, int nby, int nx, int ny, int nz, float ox, float oy, float oz, \
+    const unsigned char* __restrict__ active, const unsigned char* __restrict__ interior, int skip, int nbx, int nby, \
+    int nx, int ny, int nz, float ox, float oy, float oz, \
     float h, float cox, float coy, float coz, float inv_edge, int cx, int cy, int cz, float R, float band, \
     float* __restrict__ phi
 
 extern "C" __global__ void particle_level_set_lean(GATHER_LEAN_ARGS)
 {
-    gather_tile_lean(packed, starts, active, nbx, nby, nx, ny, nz, ox, oy, oz, h, cox, coy, coz, inv_edge, cx, cy, cz,
-                     R, band, phi);
+    gather_tile_lean(packed, starts, active, interior, skip, nbx, nby, nx, ny, nz, ox, oy, oz, h, cox, coy, coz,
+                     inv_edge, cx, cy, cz, R, band, phi);
 }
 
 extern "C" __global__ void __launch_bounds__(TILE_X * TILE_Y * TILE_Z, 3) particle_level_set_lean_3(GATHER_LEAN_ARGS)
 {
-    gather_tile_lean(packed, starts, active, nbx, nby, nx, ny, nz, ox, oy, oz, h, cox, coy, coz, inv_edge, cx, cy, cz,
-                     R, band, phi);
+    gather_tile_lean(packed, starts, active, interior, skip, nbx, nby, nx, ny, nz, ox, oy, oz, h, cox, coy, coz,
+                     inv_edge, cx, cy, cz, R, band, phi);
 }

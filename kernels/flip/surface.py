@@ -49,6 +49,10 @@ on the CPU, float32 on the GPU), so φ agrees to float32 accuracy (about 1e-6·R
   node, mirror images and box cut as array code.
   All put the same particles in the same order into every cell and sum a node alike:
   the same φ to the bit.
+* **Interior skip** (``surface_interior``, ``VOXFX_LEVEL_SET_INTERIOR=1``, off by default; the
+  *interior* argument): nodes whose neighbourhood of binning cells is full of points get
+  φ = −band without a gather, alike on both backends; the signs and the nodes beside the
+  zero crossing are unchanged (tests), the interior becomes −band as OpenVDB stores it.
 
 Closed against the walls (``closed_level_set``, what a bake writes): the liquid lives in a
 closed box, so its surface must be closed where it touches the walls and meet them there.
@@ -98,7 +102,7 @@ CHUNK_CELLS = 1 << 14  # liquid_volume: crossed cells sub-sampled at once
 # --------------------------------------------------------------------------- public API
 
 def particle_level_set(pos, spec: GridSpec, radius, kernel_radius=None, xp=None, smooth_iterations=1,
-                       band=None, progress=None):
+                       band=None, progress=None, interior=None):
     """φ (nz, ny, nx) float32 on *xp* (default: the current backend) over *spec*'s voxel
     centres: the Zhu–Bridson particle level set, negative inside the liquid.
 
@@ -108,8 +112,11 @@ def particle_level_set(pos, spec: GridSpec, radius, kernel_radius=None, xp=None,
     far nodes get +band and every value is clamped to ±band. *smooth_iterations* steps of
     mean-curvature smoothing (module text). Raises ``InputError`` for non-finite
     particles or bad radii. *progress* hears per slab on the CPU (False: ``Cancelled``).
+    *interior*: skip the nodes deep inside (φ = −band, no gather; ``surface_interior``),
+    default ``VOXFX_LEVEL_SET_INTERIOR``.
     """
     from .surface_gpu import _bricks_gpu, _level_set_gpu, _mark, level_set_mode
+    from .surface_interior import interior_nodes_cpu, interior_rule, interior_skip
 
     xp = xp or backend.xp()
     radii, r_max, scalar = _radii(radius, pos)
@@ -123,22 +130,25 @@ def particle_level_set(pos, spec: GridSpec, radius, kernel_radius=None, xp=None,
     smooth_iterations = int(smooth_iterations)
     if smooth_iterations < 0:
         raise InputError(f"smoothing iterations must be 0 or more, not {smooth_iterations}")
+    rule = interior_rule(spec, R, r_max, smooth_iterations) if interior_skip(interior) else None
     if xp is np:
         pos = _positions(backend.to_numpy(pos), np)
         if not scalar:
             radii = backend.to_numpy(radii)
         phi = _level_set_cpu(pos, radii, spec, R, band, progress)
+        if rule is not None:
+            phi[interior_nodes_cpu(pos, spec, R, rule)] = np.float32(-band)
         for _ in range(smooth_iterations):
             phi = _smooth_cpu(phi, spec, band)
         return phi
     if level_set_mode() != "legacy":  # bricks, lean
         return _bricks_gpu(_shape_checked(xp.asarray(pos), xp), radii if scalar else xp.asarray(radii), spec, R,
-                           band, smooth_iterations)
+                           band, smooth_iterations, interior=rule)
     pos = _positions(xp.asarray(pos), xp)
     if not scalar:
         radii = xp.asarray(radii)
     _mark("finite check")
-    return _level_set_gpu(pos, radii, spec, R, band, smooth_iterations)
+    return _level_set_gpu(pos, radii, spec, R, band, smooth_iterations, interior=rule)
 
 
 def surface_grid(spec: GridSpec, padding: int = None) -> GridSpec:
@@ -152,7 +162,7 @@ def surface_grid(spec: GridSpec, padding: int = None) -> GridSpec:
 
 
 def closed_level_set(pos, spec: GridSpec, radius, kernel_radius=None, xp=None, smooth_iterations=1, band=None,
-                     padding=None, progress=None, grid=None):
+                     padding=None, progress=None, grid=None, interior=None):
     """φ of the liquid in the closed box *spec* (the simulation grid: its faces are the
     walls), over ``surface_grid(spec, padding)``: a level set whose zero crossing is a
     closed surface that meets the walls where the liquid touches them, as FLIP Fluids'
@@ -176,8 +186,10 @@ def closed_level_set(pos, spec: GridSpec, radius, kernel_radius=None, xp=None, s
     Same arguments as ``particle_level_set`` (*band* also bounds d_box), *padding* cells
     beyond each wall (default ``WALL_CELLS``, the narrow band); *grid*: another grid on the
     box's lattice to evaluate φ over (a sparse liquid's region in a large box,
-    ``sparse_output.liquid_region``), the walls still *spec*'s."""
+    ``sparse_output.liquid_region``), the walls still *spec*'s; *interior* as there (the
+    images count in the cells)."""
     from .surface_gpu import _bricks_gpu, _mark, level_set_mode
+    from .surface_interior import interior_rule, interior_skip
 
     xp = xp or backend.xp()
     grown = surface_grid(spec, padding) if grid is None else grid
@@ -192,8 +204,9 @@ def closed_level_set(pos, spec: GridSpec, radius, kernel_radius=None, xp=None, s
             raise InputError(f"the level set band must be a positive number of metres, not {band!r}")
         if int(smooth_iterations) < 0:
             raise InputError(f"smoothing iterations must be 0 or more, not {int(smooth_iterations)}")
+        rule = interior_rule(grown, R, r_max, int(smooth_iterations)) if interior_skip(interior) else None
         return _bricks_gpu(_shape_checked(xp.asarray(pos), xp), radii if scalar else xp.asarray(radii), grown, R,
-                           band, int(smooth_iterations), walls=spec, reach=R + h)
+                           band, int(smooth_iterations), walls=spec, reach=R + h, interior=rule)
     pos = xp.asarray(pos)
     ghosts, source = mirror_at_walls(pos, spec, R + h, xp)
     if not scalar:
@@ -201,7 +214,8 @@ def closed_level_set(pos, spec: GridSpec, radius, kernel_radius=None, xp=None, s
     points = xp.concatenate([pos.astype(xp.float32), ghosts])
     _mark("mirror images")
     phi = particle_level_set(points, grown, radii if not scalar else radius, R, xp=xp,
-                             smooth_iterations=smooth_iterations, band=band, progress=progress)
+                             smooth_iterations=smooth_iterations, band=band, progress=progress,
+                             interior=interior_skip(interior))
     phi = xp.maximum(phi, box_distance(grown, spec, band, xp))
     _mark("box cut")
     return phi

@@ -25,7 +25,9 @@ and 4 at 65M, the two ways alternating in one process, φ the same bits), ms on 
 | bricks | 3.11 (gather 1.75, place 0.40, count 0.29, scan + read 0.30) | 20.1 (gather 12.4, count 4.2, place 2.2) |
 | lean | 2.55 (gather 1.40, place 0.34, count 0.25, scan + read 0.17) | 17.7 (gather 10.5, count 4.2, place 1.7) |
 
-(65M's "count" there holds the region's six reductions and host reads.) The
+(65M's "count" there holds the region's six reductions and host reads.) The interior skip
+(``surface_interior``, off by default) marks its cells from the binning's counts
+(``_interior_cells``) and the gathers give those nodes −band. The
 floor, the positions read and φ written once, is 0.05 ms at 8M and 0.25 at 65M: the gather
 is bound by its instructions (~650 particles tested a node, ~27 instructions a test, every
 test taking the weight path for some lane of the warp), not by memory.
@@ -45,6 +47,7 @@ from ..grid.launch import Kernels
 from ..settings import env_choice
 from . import sparse_gpu
 from .surface import FLAT_GRADIENT, SMOOTH_STEP, _non_finite
+from .surface_interior import interior_skip
 
 _CU = "flip_surface.cu"
 _CU_LEAN = "flip_surface_lean.cu"  # "lean"'s kernels and particle_bounds
@@ -82,6 +85,29 @@ def level_set_mode(mode=None) -> str:
 _TILE_DEFINES = {"TILE_X": TILE[0], "TILE_Y": TILE[1], "TILE_Z": TILE[2]}
 _K = Kernels(_CU, _OPTIONS, _THREADS, defines=_TILE_DEFINES)
 _K_LEAN = Kernels(_CU_LEAN, _OPTIONS, _THREADS, defines=_TILE_DEFINES)
+_K_INTERIOR = Kernels("flip_surface_interior.cu", (), _THREADS)
+
+
+def _interior_cells(counts, cells, rule):
+    """(uint8 flags over the binning cells *cells* = (cx, cy, cz), skip): the cells whose
+    cube of *rule* = (full, reach) is full of points by their *counts* (int32, at least
+    cx·cy·cz), ``surface_interior``'s rule, and 1; without a *rule* a 1-entry stand-in and 0
+    (the gathers read it only with skip = 1)."""
+    import cupy as cp
+
+    if rule is None:
+        return cp.zeros(1, cp.uint8), np.int32(0)
+    full, reach = (int(v) for v in rule)
+    cx, cy, cz = (int(c) for c in cells)
+    n = cx * cy * cz
+    flags, other = cp.empty(n, cp.uint8), cp.empty(n, cp.uint8)
+    _K_INTERIOR.launch("interior_cells_x", n, (counts, np.int32(full), np.int32(cx), np.int32(cy), np.int32(cz),
+                                               np.int32(reach), flags))
+    for axis in (1, 2):
+        _K_INTERIOR.launch("interior_cells_erode", n, (flags, np.int32(cx), np.int32(cy), np.int32(cz),
+                                                       np.int32(axis), np.int32(reach), other))
+        flags, other = other, flags
+    return flags, np.int32(1)
 
 
 def estimate_gpu_bytes(n_particles: int, spec: GridSpec, kernel_radius: float) -> int:
@@ -90,6 +116,8 @@ def estimate_gpu_bytes(n_particles: int, spec: GridSpec, kernel_radius: float) -
     n = int(n_particles)
     per_particle = 4 + 16 + 8 + 16 + 8 + 4  # key, argsort copies + scratch, order, float4, checks, sorted key
     per_cell = 4 + 8 + 4  # the searched cell ids (int32), their int64 positions, starts (int32)
+    if interior_skip():
+        per_cell += 2  # the interior skip's cell flags, two buffers (_interior_cells)
     return n * per_particle + (int(np.prod(cells)) + 2) * per_cell + 2 * 4 * spec.voxel_count
 
 
@@ -125,7 +153,7 @@ def _cell_grid(spec, R):
     return origin, edge, counts
 
 
-def _level_set_gpu(pos, radii, spec, R, band, smooth_iterations):
+def _level_set_gpu(pos, radii, spec, R, band, smooth_iterations, interior=None):
     import cupy as cp
 
     nx, ny, nz = spec.shape
@@ -152,6 +180,7 @@ def _level_set_gpu(pos, radii, spec, R, band, smooth_iterations):
         # bins (CuPy's bincount takes a CUB histogram there, whose per-block copies of the
         # bins cost 250 MiB at 64³ on an H100 — measured, bench/memory_gpu.py).
         starts[1:] = cp.searchsorted(keys[order], cp.arange(1, n_cells + 1, dtype=cp.int32), side="left")
+    interior_flags, skip = _interior_cells(starts[1:] - starts[:-1] if interior else None, (cx, cy, cz), interior)
     _mark("cell starts")
     # 3. Particles as float4 (x, y, z, r) in cell order.
     packed = cp.empty((n, 4), dtype=cp.float32)
@@ -164,7 +193,7 @@ def _level_set_gpu(pos, radii, spec, R, band, smooth_iterations):
     # 4. Gather per node: one fused kernel, no atomics.
     ox, oy, oz = spec.origin
     _K.launch("particle_level_set", spec.voxel_count, (
-        packed, starts, np.int32(nx), np.int32(ny), np.int32(nz), f32(ox), f32(oy), f32(oz),
+        packed, starts, interior_flags, skip, np.int32(nx), np.int32(ny), np.int32(nz), f32(ox), f32(oy), f32(oz),
         f32(spec.voxel_size), f32(cox), f32(coy), f32(coz), f32(1.0 / edge), np.int32(cx), np.int32(cy),
         np.int32(cz), f32(R), f32(band), phi))
     _mark("gather")
@@ -248,11 +277,12 @@ def _compile_crowded_order(cp, tag_type) -> None:
     _CROWDED_READY.add(key)
 
 
-def _bricks_gpu(pos, radii, spec, R, band, smooth_iterations, walls=None, reach=0.0):
+def _bricks_gpu(pos, radii, spec, R, band, smooth_iterations, walls=None, reach=0.0, interior=None):
     """The "bricks" GPU level set (module text) of the particles *pos* (float32 (N, 3) on
     the device) over *spec*'s nodes: with *walls* (the box's GridSpec) closed as
     ``closed_level_set`` — mirror images of the particles within *reach* of a wall, the
-    level set, smoothing, the box cut; without, ``particle_level_set``'s."""
+    level set, smoothing, the box cut; without, ``particle_level_set``'s. *interior*:
+    (full, reach) of ``surface_interior``'s skip, from the binning's counts, or None."""
     import cupy as cp
 
     nx, ny, nz = spec.shape
@@ -295,6 +325,8 @@ def _bricks_gpu(pos, radii, spec, R, band, smooth_iterations, walls=None, reach=
     _mark("scan + read")
     if bad:
         raise _non_finite(bad)
+    interior_flags, skip = _interior_cells(counts, (cx, cy, cz), interior)  # before the counts become fill
+    _mark("interior cells")
     # 3. Place them in their cells (any order within a cell), then each cell in tag order.
     packed = cp.empty((points, 4), cp.float32)
     tags = cp.empty(points, cp.uint32 if lean else cp.int64)
@@ -323,8 +355,9 @@ def _bricks_gpu(pos, radii, spec, R, band, smooth_iterations, walls=None, reach=
     if phi.size:
         gather, name = _gather_kernel(R)
         gather.launch_grid(name, (active.size,), (int(np.prod(TILE)),), (
-            packed, starts, active, i32(nb[0]), i32(nb[1]), *grid_args, *cell_args, f32(R), f32(band), phi))
-    del packed, starts
+            packed, starts, active, interior_flags, skip, i32(nb[0]), i32(nb[1]), *grid_args, *cell_args, f32(R),
+            f32(band), phi))
+    del packed, starts, interior_flags
     _mark("gather")
     # 5. Smoothing, double-buffered, over the bricks near the active ones (the others stay
     # +band); the walls' cut fused into its last step (or alone without smoothing).

@@ -37,12 +37,24 @@ template <typename T> T plain_min(T* p, T v) { T o = *p; *p = o < v ? o : v; ret
 #define atomicMin plain_min
 #include "flip_surface.cu"
 #include "flip_surface_lean.cu"
+#include "flip_surface_interior.cu"
 typedef long long ll;
 static void at(ll i) { h_block.x = (unsigned)i; h_dim.x = 1; h_thread.x = 0; }
 #define LAUNCH(n, call) for (ll t_ = 0; t_ < (ll)(n); ++t_) { at(t_); call; }
 static float rf() { float x; scanf("%a", &x); return x; }
 static int ri() { int x; scanf("%d", &x); return x; }
 static void pf(const std::vector<float>& a) { for (float x : a) printf("%a\n", x); }
+// The interior skip's cell flags from per-cell counts (surface_gpu._interior_cells' three launches).
+static std::vector<unsigned char> interior_flags(const std::vector<int>& counts, int skip, int full, int cx, int cy,
+                                                 int cz, int reach) {
+    ll cells = (ll)cx * cy * cz;
+    if (!skip) return std::vector<unsigned char>(1, 0);
+    std::vector<unsigned char> a(cells), b(cells);
+    LAUNCH(cells, interior_cells_x(counts.data(), full, cx, cy, cz, reach, a.data()));
+    LAUNCH(cells, interior_cells_erode(a.data(), cx, cy, cz, 1, reach, b.data()));
+    LAUNCH(cells, interior_cells_erode(b.data(), cx, cy, cz, 2, reach, a.data()));
+    return a;
+}
 static void smooth(std::vector<float>& phi, int nx, int ny, int nz, float step, float flat, float band, int times) {
     std::vector<float> other(phi.size());
     for (int s = 0; s < times; ++s) {
@@ -81,6 +93,7 @@ int main() {
     float ox = rf(), oy = rf(), oz = rf(), h = rf(), cox = rf(), coy = rf(), coz = rf(), inv_edge = rf();
     int cx = ri(), cy = ri(), cz = ri();
     float R = rf(), band = rf(), step = rf(), flat = rf();
+    int skip = ri(), full = ri(), ireach = ri();
     ll n; scanf("%lld", &n);
     std::vector<float> pos(3 * n), radii(stride ? n : 1);
     for (auto& x : pos) x = rf();
@@ -97,6 +110,7 @@ int main() {
                             cx, cy, cz, counts.data(), bad.data()));
     std::partial_sum(counts.begin(), counts.end(), starts.begin() + 1);
     ll points = starts[cells];
+    std::vector<unsigned char> iflags = interior_flags(counts, skip, full, cx, cy, cz, ireach);
     std::vector<float4> packed(points);
     std::vector<ll> tags(points);
     std::fill(counts.begin(), counts.end(), 0);
@@ -115,14 +129,16 @@ int main() {
     for (ll b = 0; b < (ll)active.size(); ++b)
         for (unsigned t = 0; t < TILE_X * TILE_Y * TILE_Z; ++t) {
             h_block.x = (unsigned)b; h_dim.x = TILE_X * TILE_Y * TILE_Z; h_thread.x = t;
-            particle_level_set_bricks(packed.data(), starts.data(), active.data(), nbx, nby, nx, ny, nz, ox, oy, oz,
-                                      h, cox, coy, coz, inv_edge, cx, cy, cz, R, band, phi.data());
+            particle_level_set_bricks(packed.data(), starts.data(), active.data(), iflags.data(), skip, nbx, nby, nx,
+                                      ny, nz, ox, oy, oz, h, cox, coy, coz, inv_edge, cx, cy, cz, R, band,
+                                      phi.data());
         }
     // lean: grouped count and place, 32-bit tags, the branch-free gather (before smoothing)
     std::vector<int> lcounts(cells + 1, 0), lstarts_(cells + 1, 0), lbad(1, 0);
     LAUNCH(n, surface_count_lean(pos.data(), n, walls, lox, loy, loz, hix, hiy, hiz, reach, cox, coy, coz, inv_edge,
                                  cx, cy, cz, lcounts.data(), lbad.data()));
     std::partial_sum(lcounts.begin(), lcounts.end() - 1, lstarts_.begin() + 1);
+    std::vector<unsigned char> lflags = interior_flags(lcounts, skip, full, cx, cy, cz, ireach);
     std::vector<float4> lpk(lstarts_[cells]), lord(lstarts_[cells]);
     std::vector<unsigned> ltags(lstarts_[cells]);
     std::fill(lcounts.begin(), lcounts.end(), 0);
@@ -135,8 +151,8 @@ int main() {
     for (ll b = 0; b < (ll)active.size(); ++b)
         for (unsigned t = 0; t < TILE_X * TILE_Y * TILE_Z; ++t) {
             h_block.x = (unsigned)b; h_dim.x = TILE_X * TILE_Y * TILE_Z; h_thread.x = t;
-            particle_level_set_lean(lord.data(), lstarts_.data(), active.data(), nbx, nby, nx, ny, nz, ox, oy, oz, h,
-                                    cox, coy, coz, inv_edge, cx, cy, cz, R, band, lean.data());
+            particle_level_set_lean(lord.data(), lstarts_.data(), active.data(), lflags.data(), skip, nbx, nby, nx, ny,
+                                    nz, ox, oy, oz, h, cox, coy, coz, inv_edge, cx, cy, cz, R, band, lean.data());
         }
     // phi: the bricks gather, not yet smoothed
     int lean_same = lbad[0] == bad[0] && lstarts_ == starts && !std::memcmp(lean.data(), phi.data(), 4 * V);
@@ -169,15 +185,21 @@ int main() {
         lstarts[c] = (int)(std::lower_bound(sorted.begin(), sorted.end(), (int)c) - sorted.begin());
     std::vector<float4> lpacked(m);
     LAUNCH(m, pack_particles(pts.data(), pr.data(), stride, order.data(), m, lpacked.data()));
+    std::vector<int> legacy_counts(cells);
+    for (ll c = 0; c < cells; ++c) legacy_counts[c] = lstarts[c + 1] - lstarts[c];
+    std::vector<unsigned char> gflags = interior_flags(legacy_counts, skip, full, cx, cy, cz, ireach);
     std::vector<float> legacy(V);
-    LAUNCH(V, particle_level_set(lpacked.data(), lstarts.data(), nx, ny, nz, ox, oy, oz, h, cox, coy, coz, inv_edge,
-                                 cx, cy, cz, R, band, legacy.data()));
+    LAUNCH(V, particle_level_set(lpacked.data(), lstarts.data(), gflags.data(), skip, nx, ny, nz, ox, oy, oz, h, cox,
+                                 coy, coz, inv_edge, cx, cy, cz, R, band, legacy.data()));
     smooth(legacy, nx, ny, nz, step, flat, band, times);
 
     pf(phi);
     pf(legacy);
     printf("%d\n", bad[0]);
     printf("%d\n", lean_same);
+    ll marked = 0;
+    for (auto a : iflags) marked += a;
+    printf("%lld\n", skip ? marked : -1);
     for (auto a : active) printf("%d\n", (int)a);
     return 0;
 }
@@ -198,8 +220,10 @@ def _hex(a):
     return " ".join(float(x).hex() for x in np.asarray(a, np.float32).ravel())
 
 
-def host_level_sets(run, pos, radii, grid, R, band, smooth, walls=None):
-    """(bricks φ, legacy φ (cut as surface.py cuts it), non-finite count, active bricks)."""
+def host_level_sets(run, pos, radii, grid, R, band, smooth, walls=None, interior=None):
+    """(bricks φ, legacy φ (cut as surface.py cuts it), non-finite count, active bricks);
+    *interior*: (full, reach) of the interior skip (surface_interior), which every way
+    takes (host_interior_cells gives its marked cells)."""
     f = np.float32
     h = grid.voxel_size
     if walls is not None:
@@ -218,6 +242,7 @@ def host_level_sets(run, pos, radii, grid, R, band, smooth, walls=None):
         f"0 {int(walls is not None)} {smooth} {stride}", _hex(lo + hi + [f(R + h if walls is not None else 0.0)]),
         f"{nx} {ny} {nz}", _hex([*grid.origin, h, cox, coy, coz, 1.0 / edge]), f"{cx} {cy} {cz}",
         _hex([R, band, surface.SMOOTH_STEP, f(surface.FLAT_GRADIENT * h) ** 2]),
+        f"{int(interior is not None)} {' '.join(str(int(v)) for v in (interior or (0, 0)))}",
         str(len(pos)), _hex(pos), _hex(np.atleast_1d(radii)), str(len(pts)), _hex(pts), _hex(np.atleast_1d(pr))])
     out = run(text)
     V = grid.voxel_count
@@ -227,7 +252,8 @@ def host_level_sets(run, pos, radii, grid, R, band, smooth, walls=None):
         legacy = np.maximum(legacy, box_distance(grid, walls, band, np))
     bad = int(out[2 * V])
     assert out[2 * V + 1] == "1"  # the lean way's starts and gather: the bricks way's bits
-    active = np.array([int(x) for x in out[2 * V + 2:]])
+    host_level_sets.marked = int(out[2 * V + 2])  # interior cells marked (−1 without the skip)
+    active = np.array([int(x) for x in out[2 * V + 3:]])
     return bricks, legacy, bad, active
 
 
@@ -275,6 +301,38 @@ def test_bricks_open_level_set_with_per_particle_radii_and_far_particles(harness
     np.testing.assert_allclose(bricks, reference, rtol=0, atol=1e-4 * h)
     assert 0 < active.sum() < active.size  # some bricks skipped, and they are the far field
     assert (bricks == np.float32(band)).any()
+
+
+@pytest.mark.parametrize("smooth", [0, 1])
+def test_interior_skip_closed_every_way_the_same_bits_and_the_reference_nodes(harness, smooth):
+    """The interior skip (surface_interior, flip_surface_interior.cu) in every way: the
+    cells marked from each way's counts, the same bits (bricks, lean, legacy), and the same
+    skipped nodes (−band; the box cut's d_box by the walls) as the NumPy reference's."""
+    from tests.unit.test_flip_surface import seeded_pool
+    from voxfx.kernels.flip.surface_interior import interior_rule
+
+    rng = np.random.default_rng()
+    h = float(rng.uniform(0.02, 0.06))
+    spec = GridSpec(tuple(rng.uniform(-2, 2, 3)), h, (22, 18, 24))
+    lo = np.asarray(spec.origin)
+    pool = seeded_pool(18 * h, 12 * h, 12 * h, h / 2, rng) + lo  # the floor's whole width, 12 cells deep
+    pos = np.concatenate([pool, seeded_ball(lo + [8 * h, 9 * h, 18 * h], 3 * h, h / 2, rng)])
+    pos = np.clip(pos, lo + 1e-3 * h, np.asarray(spec.upper) - 1e-3 * h).astype(np.float32)
+    r, R = surface_radii(h, 8)
+    band = 3.0 * h
+    grown = surface_grid(spec)
+    rule = interior_rule(grown, R, r, smooth)
+    bricks, legacy, bad, _ = host_level_sets(harness, pos, np.float32(r), grown, R, band, smooth, walls=spec,
+                                             interior=rule)
+    assert bad == 0 and host_level_sets.marked > 0
+    np.testing.assert_array_equal(bricks, legacy)
+    reference = closed_level_set(pos, spec, r, R, xp=np, smooth_iterations=smooth, interior=True)
+    off = closed_level_set(pos, spec, r, R, xp=np, smooth_iterations=smooth, interior=False)
+    changed = reference != off
+    assert changed.sum() > 100
+    np.testing.assert_array_equal(bricks[changed & (reference == np.float32(-band))], np.float32(-band))
+    np.testing.assert_array_equal(bricks == np.float32(-band), reference == np.float32(-band))
+    np.testing.assert_allclose(bricks, reference, rtol=0, atol=2e-5 * R if smooth == 0 else 1e-4 * h)
 
 
 def test_non_finite_particles_are_counted_and_left_out(harness):

@@ -69,6 +69,18 @@ __device__ __forceinline__ int cell_key(float x, float y, float z, float cox, fl
 
 #define COMBOS 27
 
+// The interior skip (surface_interior.py, flip_surface_interior.cu): whether the node at
+// (x, y, z) lies in a cell marked interior (skip = 1 and interior[its cell_key]); then its
+// φ is −band, no gather.
+__device__ __forceinline__ bool interior_at(const unsigned char* __restrict__ interior, int skip, float x, float y,
+                                            float z, float cox, float coy, float coz, float inv_edge, int cx, int cy,
+                                            int cz)
+{
+    if (!skip) return false;
+    int key = cell_key(x, y, z, cox, coy, coz, inv_edge, cx, cy, cz);
+    return key >= 0 && interior[key];
+}
+
 // Image combo of the particle (x, y, z) with choices (mx, my, mz) into (px, py, pz); false
 // where a choice of combo is not allowed (combo 0: the particle itself).
 __device__ __forceinline__ bool wall_image(int combo, float x, float y, float z, int mx, int my, int mz, float lox,
