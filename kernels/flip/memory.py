@@ -8,10 +8,10 @@ import numpy as np
 
 from .. import backend
 from ..grid import GridSpec
-from . import pressure
+from . import particle_count, pressure
 
 def flip_memory(spec: GridSpec, particles: int, apic: bool = False, parts: bool = False, xp=None,
-                time_centred: bool = False):
+                time_centred: bool = False, count_control: bool = False):
     """Peak bytes of a FLIP bake (``FlipSimulation``) on the device of *xp* (default: the
     current backend's), stage by stage; the largest stage is the peak (``parts=True``: the
     dict of stages). On the CPU see ``_flip_memory_cpu``. On the GPU, with C cells, F faces
@@ -35,13 +35,20 @@ def flip_memory(spec: GridSpec, particles: int, apic: bool = False, parts: bool 
     * *time_centred* (``FlipSettings.time_centred_advection``): the kept faces and their
       fluid masks in the state (5 B/face), and at the advection the old velocities, this
       substep's fluid masks, u_n (the kept faces' select), the new kept copies and the
-      select's masks (14 B/face beyond the state). Counted, not yet measured on a GPU.
+      select's masks (14 B/face beyond the state). Counted, not yet measured on a GPU;
+    * *count_control* (``particle_count.limit_of(settings) > 0``, Max Particles per Cell): the
+      frame-end pass of ``particle_count`` beside the state, a stage of its own (it runs after
+      the last substep has returned and before the frame's output: ``FlipSimulation.step``),
+      ``particle_count.frame_end_bytes``: the counts and a pass's ``bincount`` (16 B/cell),
+      the keep mask (1 B/particle) and a pass's temporaries (~100 B a particle of
+      ``CHUNK_GPU``, at most P), or the kept particles' copy (32 B/particle, +36 with APIC).
+      Counted, not measured on a GPU.
     """
     from .surface import KERNEL_PER_RADIUS
     from .surface_gpu import estimate_gpu_bytes
 
     if (xp or backend.xp()) is np:
-        return _flip_memory_cpu(spec, particles, apic, parts, time_centred)
+        return _flip_memory_cpu(spec, particles, apic, parts, time_centred, count_control)
     nx, ny, nz = spec.shape
     C = spec.voxel_count
     F = (nx + 1) * ny * nz + nx * (ny + 1) * nz + nx * ny * (nz + 1)
@@ -57,12 +64,15 @@ def flip_memory(spec: GridSpec, particles: int, apic: bool = False, parts: bool 
     }
     if time_centred:
         stages["advection"] = state + 14 * F
+    if count_control:
+        stages["count control"] = state + particle_count.frame_end_bytes(C, P, apic, gpu=True)
     if parts:
         return {"state": state, **stages, "total": max(stages.values())}
     return int(max(stages.values()))
 
 
-def _flip_memory_cpu(spec: GridSpec, particles: int, apic: bool, parts: bool, time_centred: bool = False):
+def _flip_memory_cpu(spec: GridSpec, particles: int, apic: bool, parts: bool, time_centred: bool = False,
+                     count_control: bool = False):
     """Peak host bytes of a FLIP bake on the NumPy path, fitted to tracemalloc and RSS
     measurements stage by stage (``bench/memory_sim.py``, 32³–96³, two fill heights) and
     rounded up:
@@ -75,7 +85,11 @@ def _flip_memory_cpu(spec: GridSpec, particles: int, apic: bool, parts: bool, ti
     * *time_centred*: the kept faces and masks, 15 B per cell in the state, and the substep
       55 B per cell more (tracemalloc from the start, a 48×24×32 dam break, two frames at
       CFL 4: the peak 51.0 B per cell above the setting off's, at the advection: the kept
-      faces, u_n, this substep's masks and the new kept copies).
+      faces, u_n, this substep's masks and the new kept copies);
+    * *count_control*: the count control's frame-end pass beside the state (after the last
+      substep, before the level set), ``particle_count.frame_end_bytes`` (tracemalloc on the
+      pass: 16 B per cell, the keep mask's 1 B per particle and 60.5–68.5 B per particle of a
+      ``CHUNK`` pass, taken as 70; or the kept particles' copy, 32.0 B each, 68.0 with APIC).
     """
     from .surface import CHUNK_PAIRS, _reachable_offsets, surface_grid, surface_radii
 
@@ -89,6 +103,8 @@ def _flip_memory_cpu(spec: GridSpec, particles: int, apic: bool, parts: bool, ti
         "substep": (300 + extra) * P + (115 if time_centred else 60) * C,
         "frame output": state + 90 * P + 48 * surface_grid(spec).voxel_count + 42 * pairs,
     }
+    if count_control:
+        stages["count control"] = state + particle_count.frame_end_bytes(C, P, apic)
     if parts:
         return {"state": state, **stages, "total": max(stages.values())}
     return int(max(stages.values()))

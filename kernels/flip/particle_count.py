@@ -18,9 +18,23 @@ bake keeps the same as an uninterrupted one: the frame count is in the checkpoin
 ``max_particles_per_cell`` setting (0, the default, keeps every particle; e.g. 32, four times
 the seeded 8; never below twice ``particles_per_cell``). It runs ``CHUNK`` particles a pass, so
 its temporaries are a few MiB and one count a cell (8 bytes a cell of the box, or of the
-bricks' pool); deleting then copies the particles kept, as an outflow does. The cell of a particle: its lattice cell,
-clamped into a closed box (``FlipSimulation._cell_of_particles``); on the sparse solver its
-pool cell (a particle outside the bricks counts alone, the same on both backends).
+bricks' pool; 16 while a pass's ``bincount`` is added in); deleting then copies the
+particles kept, as an outflow does. The cell of a particle: its lattice cell, clamped into a
+closed box (``FlipSimulation._cell_of_particles``); on the sparse solver its pool cell (a
+particle outside the bricks counts alone, the same on both backends).
+
+Memory. The memory estimates count this pass when the control is on (``frame_end_bytes``:
+``memory.flip_memory`` and ``sparse_memory.memory_at``, *count_control*) as a stage of its
+own beside the state: it runs after the frame's last substep has returned (its temporaries
+gone) and before the frame's output (the level set), so it never coexists with either.
+Measured with tracemalloc on NumPy (dense 64³ and 128×64², sparse pools of 0.1–0.28M cells,
+36k–1.76M particles): the first pass holds the counts and one pass's ``bincount`` of every
+cell (16 B a cell), the second the counts, the keep mask (1 B a particle) and a pass's
+temporaries, 60.5–68.5 B a particle of ``CHUNK`` on the box's cells and 107–115 B on the
+pool's (``_particle_cells`` locates through the brick index); the copy of the kept
+particles, beside the mask, 32.0 B a kept particle (pos and vel, and the mask's indices),
+68.0 with APIC. On CuPy the same arrays, a pass ``CHUNK_GPU`` particles: ~100 B a particle
+(the pool's 120 as on NumPy), counted, not measured on a device.
 """
 
 from __future__ import annotations
@@ -55,6 +69,26 @@ CHUNK = 1 << 18  # particles a pass on NumPy: the passes' temporaries stay a few
 # on CuPy: ~100 B a particle of temporaries (~400 MiB) in passes few enough that their launches do not
 # dominate (H100, 65M particles in passes of 1/4 M: ~0.5 s a frame of launches)
 CHUNK_GPU = 1 << 22
+# the frame-end peak's bytes (module notes): a cell's counts and a pass's ``bincount``; a particle of a pass
+# (NumPy on the box's cells, on the pool's cells; CuPy, not measured on a device); a kept particle's copy
+CELL_BYTES = 16
+PASS_BYTES_CPU, PASS_BYTES_CPU_SPARSE = 70, 120
+PASS_BYTES_GPU, PASS_BYTES_GPU_SPARSE = 100, 120
+KEPT_BYTES, KEPT_APIC = 32, 36
+
+
+def frame_end_bytes(cells: int, particles: int, apic: bool = False, gpu: bool = False, sparse: bool = False) -> int:
+    """Peak bytes of the count control's frame-end pass beyond the state (module notes): with
+    *cells* cells counted (the box's, or the bricks' pool's) and *particles* held, the larger
+    of the passes (the counts, one pass's ``bincount``, the keep mask and a pass's temporaries,
+    at most ``CHUNK`` or ``CHUNK_GPU`` particles) and the copy of the kept particles (all of
+    them at most) beside the mask."""
+    P = max(0, int(particles))
+    per_pass = (PASS_BYTES_GPU_SPARSE if sparse else PASS_BYTES_GPU) if gpu \
+        else (PASS_BYTES_CPU_SPARSE if sparse else PASS_BYTES_CPU)
+    passes = CELL_BYTES * int(cells) + P + per_pass * min(P, CHUNK_GPU if gpu else CHUNK)
+    copy = P + (KEPT_BYTES + (KEPT_APIC if apic else 0)) * P
+    return int(max(passes, copy))
 
 
 def thin(cells_of, n: int, size: int, limit: int, frame: int, xp, seed: int = 0):

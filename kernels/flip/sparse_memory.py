@@ -164,6 +164,15 @@ NumPy path, dam breaks, a blob and a pool at 6k–50k particles) and rounded up:
   and its in-use peak lay 10–25 B per pool cell above the fresh run's frame by frame (11.4
   at the peak, 1.379 against 1.310 GiB); counted, the estimate before the bake is 1.49× of
   the peak and the check before each frame 1.22–2.39× (frame 1: the estimate's bricks).
+* the particle count control (Max Particles per Cell, ``particle_count``; *count_control*,
+  ``particle_count.limit_of(settings) > 0``): its frame-end pass, a stage of its own beside
+  the state (``FlipSimulation.step`` runs it after the frame's last substep has returned and
+  before the frame's output, so it coexists with neither), ``particle_count.frame_end_bytes``
+  over the pool's cells and the particles held: the counts and a pass's ``bincount`` (16 B
+  per pool cell), the keep mask (1 B per particle), a pass's temporaries (NumPy, tracemalloc:
+  107–115 B per particle of a ``CHUNK`` pass, the pool cell's lookup through the brick index,
+  taken as 120; CuPy the same per particle of ``CHUNK_GPU``, not measured on a device), or
+  the kept particles' copy (32.0 B each, 68.0 with APIC, tracemalloc).
 """
 
 from __future__ import annotations
@@ -176,7 +185,7 @@ from .. import backend
 from ..grid import GridSpec
 from ..grid.sparse import BRICK, BUILD_CHUNK
 from ..grid.sparse_mac import CELLS
-from . import sparse_pressure_workspace
+from . import particle_count, sparse_pressure_workspace
 from .sparse_output import box_outputs
 
 MARGIN = 5  # cells around the liquid at rest (``sparse_grid.substep_margin``: 1 + 2 + reach + 1)
@@ -284,19 +293,21 @@ def liquid_region_cells(liquid_cells: float, spec: GridSpec, ppc: int) -> GridSp
 
 def sparse_flip_memory(spec: GridSpec, particles: int, particles_per_cell: int = 8, apic: bool = False,
                        closed: bool = True, parts: bool = False, xp=None, narrow_band: int = 0,
-                       climb: float | None = None, time_centred: bool = False, workspace: bool | None = None):
+                       climb: float | None = None, time_centred: bool = False, workspace: bool | None = None,
+                       count_control: bool = False):
     """Peak bytes of a sparse FLIP bake (``FlipSimulation(..., sparse=True)``) of
     *particles* particles on the device of *xp* (default the backend's), estimated from the
     liquid's volume (module text); *narrow_band* > 0: with the band's update (its cells);
     *climb*: cells above the floor the liquid can reach (``climb_cells``; None: the box's
     height); *time_centred*: with the time-centred advection's kept faces; *workspace*: with
-    the pressure set-up's workspace (``memory_at``);
+    the pressure set-up's workspace (``memory_at``); *count_control*: with the particle count
+    control's frame-end pass (Max Particles per Cell on);
     ``parts=True``: the dict of stages with ``bricks``."""
     ppc = max(1, int(particles_per_cell))
     bricks = estimate_bricks(int(particles) / ppc, spec, closed, climb)
     kept = band_kept(int(particles), ppc, narrow_band, spec, closed, climb)
     return memory_at(spec, bricks, particles, ppc, apic, closed, parts, xp, narrow_band, time_centred, workspace,
-                     kept)
+                     kept, count_control)
 
 
 def band_kept(particles: int, particles_per_cell: int, narrow_band: int, spec: GridSpec, closed: bool = True,
@@ -314,13 +325,14 @@ def band_kept(particles: int, particles_per_cell: int, narrow_band: int, spec: G
 
 def memory_at(spec: GridSpec, bricks: int, particles: int, particles_per_cell: int = 8, apic: bool = False,
               closed: bool = True, parts: bool = False, xp=None, narrow_band: int = 0, time_centred: bool = False,
-              workspace: bool | None = None, kept: int | None = None):
+              workspace: bool | None = None, kept: int | None = None, count_control: bool = False):
     """``sparse_flip_memory``'s bytes with *bricks* bricks (estimated before the bake,
     or held during it: ``FrameCheck``); *workspace*: with the pressure set-up's workspace
     (GPU only; None: as ``VOXFX_SPARSE_SETUP`` says, ``sparse_pressure_workspace.enabled``); *kept*: with a
     narrow band, the particles the simulation holds of the liquid's *particles*
     (``band_kept`` before the bake, ``len(sim.pos)`` during it; None: all of them; GPU only:
-    the CPU's band bytes were measured per liquid particle)."""
+    the CPU's band bytes were measured per liquid particle); *count_control*: with the particle
+    count control's frame-end pass over the pool and the particles held (module text)."""
     from .surface import CHUNK_PAIRS, KERNEL_PER_RADIUS, _reachable_offsets, surface_grid, surface_radii
     from .surface_gpu import estimate_gpu_bytes
 
@@ -354,6 +366,9 @@ def memory_at(spec: GridSpec, bricks: int, particles: int, particles_per_cell: i
     if time_centred:
         substep += kept_faces + (0 if cpu else KEPT_ADVECTION * cells)
     stages = {"substep": int(substep), "frame output": int(output)}
+    if count_control:  # after the last substep, before the output: beside the state alone
+        stages["count control"] = int(state + particle_count.frame_end_bytes(cells, P if cpu else Pk, apic,
+                                                                             gpu=not cpu, sparse=True))
     if band_on:
         if cpu:  # the update after advection, beside the state
             stages["narrow band"] = int(state + CPU_BAND_PARTICLE * P + CPU_BAND_CELL * P / ppc)
