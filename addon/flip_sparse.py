@@ -35,6 +35,14 @@ def time_centred(f) -> bool:
     return bool(getattr(f, "time_centred_advection", False))
 
 
+def count_control(f) -> bool:
+    """Whether the Liquid settings *f* turn the particle count control on (Max Particles per
+    Cell above 0: ``particle_count.limit_of``; its frame-end pass counts in the memory estimates)."""
+    from ..kernels.flip.particle_count import limit_of
+
+    return limit_of(f) > 0
+
+
 def choose_solver(spec, particles: int, f, usable=None, xp=None) -> tuple[bool, str]:
     """(sparse, why) for the Liquid settings *f* (``solver``: AUTO, DENSE or SPARSE): Auto
     takes dense when its estimate fits *usable* bytes (default ``usable_bytes()``),
@@ -52,7 +60,8 @@ def choose_solver(spec, particles: int, f, usable=None, xp=None) -> tuple[bool, 
     if needs:
         return True, f"Solver: sparse (Auto: {needs})"
     usable = usable_bytes() if usable is None else int(usable)
-    dense = flip_memory(spec, particles, bool(getattr(f, "apic", False)), xp=xp, time_centred=time_centred(f))
+    dense = flip_memory(spec, particles, bool(getattr(f, "apic", False)), xp=xp, time_centred=time_centred(f),
+                        count_control=count_control(f))
     if dense <= usable:
         return False, f"Solver: dense (Auto: {backend.format_bytes(dense)} fits)"
     return True, (f"Solver: sparse (Auto: dense would need {backend.format_bytes(dense)}, "
@@ -92,8 +101,8 @@ def memory_need(spec, particles: int, f, xp=None, usable=None, reach=None) -> in
         return sparse_flip_memory(spec, particles, int(f.particles_per_cell), apic,
                                   closed=getattr(f, "boundary", "closed") == "closed", xp=xp,
                                   narrow_band=int(getattr(f, "narrow_band", 0)), climb=climb(spec, reach),
-                                  time_centred=time_centred(f))
-    return flip_memory(spec, particles, apic, xp=xp, time_centred=time_centred(f))
+                                  time_centred=time_centred(f), count_control=count_control(f))
+    return flip_memory(spec, particles, apic, xp=xp, time_centred=time_centred(f), count_control=count_control(f))
 
 
 def liquids_reach(scene, liquids):
@@ -167,9 +176,10 @@ def frame_check(spec, f, sparse: bool, compact: bool, particles: int, xp=None, r
     def memory(bricks, particles, parts=False, kept=None):
         if sparse:
             stages = memory_at(spec, bricks, particles, int(f.particles_per_cell), apic, closed, True, xp, band,
-                               time_centred(f), kept=kept)
+                               time_centred(f), kept=kept, count_control=count_control(f))
         else:
-            stages = flip_memory(spec, particles, apic, parts=True, xp=xp, time_centred=time_centred(f))
+            stages = flip_memory(spec, particles, apic, parts=True, xp=xp, time_centred=time_centred(f),
+                                 count_control=count_control(f))
         if compact and xp is not np:
             stages = {**stages, "total": compact_points.with_device_encoder(stages, particles)}
         return stages if parts else stages["total"]
