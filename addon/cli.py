@@ -396,7 +396,8 @@ def _flip_configure(p: argparse.ArgumentParser) -> None:
                         "default: the scene's, 0.3 in a new one)")
     p.add_argument("--timing", choices=list(TIMINGS),
                    help="set CFL, Max Substeps, Max Time Step and Time-Centred Advection together: accurate "
-                        "(the defaults) or fast (three substeps a 24 fps frame) (default: the scene's settings)")
+                        "(the defaults), balanced (at most 8 cells a substep, up to 16) or fast (three substeps a "
+                        "24 fps frame) (default: the scene's settings)")
     p.add_argument("--fresh", action="store_true", help="start over instead of resuming a previous bake")
     p.add_argument("--save", action="store_true", help="save the .blend afterwards (with the Liquid objects)")
     _cache_format_option(p)

@@ -31,7 +31,7 @@ class VOXFX_PT_system(bpy.types.Panel):
 
 def _timing_row(layout, f) -> None:
     """The Liquid panel's Timing buttons (``voxfx.flip_timing``): the one matching the four
-    settings below it shows pressed; neither where they were changed by hand."""
+    settings below it shows pressed; none where they were changed by hand."""
     from ..kernels.flip.grid import TIMINGS, timing_of
 
     current = timing_of(f)

@@ -46,7 +46,31 @@ its notes: 8M, α 0, frame 16 −10.9% against −62.0%). The columns cells/subs
 (the fastest particle's at the frames' starts), ½v² and ½v² + gz (J/kg: a dam break only
 loses energy), the share of the crowding (particles past 2n₀) in the wall cells and the mean
 stepping of the frames since the row before (each row printed as it comes: a run cut short keeps
-its rows); after each run the median frame and the substeps a frame with the wall split's pieces.
+its rows); after each run the median frame and the substeps a frame with the wall split's pieces,
+frame by frame.
+
+How many substeps Fast needs (i24c2, CPU, 2 cores, dense NumPy solver, α 0.3, 24 frames; 64³ 260e3
+particles, 96³ 880e3, 128³ 2.1e6): meshed volume at frames 8 / 12 / 16 / 24, substeps a frame mean
+(most), the run's wall seconds. 64³: Fast −2.6 / −6.4 / −8.5 / −7.2% (3, 67 s), Max Substeps 2
+(Max Time Step 0) −6.0 / −17.4 / −15.2 / −17.9% (1.92), 1 −18.7 / −35.5 / −38.4 / −45.5%, CFL 8
+(Max Substeps 64) −2.6 / −6.4 / −7.2 / −6.4% (3.12 (4), 37 s), Accurate −1.2 / −3.4 / −4.4 / −2.8%
+(6.58 (8), 112 s). 96³: Fast −5.0 / −16.2 / −11.4 / −12.9% (3, 159 s), Max Substeps 4 −3.5 / −8.6
+/ −6.6 / +1.3% (3.75, 216 s), 6 −3.5 / −3.7 / −3.6 / +0.5% (4.92, 234 s), CFL 10 −5.0 / −16.2 /
+−4.2 / −9.5% (3.29 (5), 158 s), CFL 8 −5.0 / −9.9 / −2.0 / +0.1% (3.96 (7), 201 s), CFL 6 −5.0 /
+−4.1 / −2.7 / +2.4% (4.42 (7), 207 s), Accurate −0.8 / −2.2 / −2.6 / −1.5% (7.29 (8), 371 s).
+128³: Fast −9.9 / −24.6 / −16.4 / −26.2% (3, 430 s), CFL 8 −5.4 / −5.9 / −0.2 / +5.1% (5.21 (10),
+781 s; frame by frame 3 3 3 3 3 4 4 4 6 6 6 6 10 9 7 6 6 6 5 5 4 4 5 7), CFL 8 with Max Substeps 6
+−5.4 / −6.1 / −1.9 / +0.8% (4.75 (6), 672 s; at 256³ that is 12). Three substeps a frame
+lose more the finer the grid (the H100's 8M, 256³: −46.5%), as one substep at 64³ does: the loss
+follows the cells a substep moves, not the substep count. At most 8 cells a substep (CFL 8, the
+CFL's own measure, ``sim.step``) keeps all three resolutions within 10% (CFL 10 not: −16.2% at
+96³; CFL 6 within 5%), its substeps growing with the grid (the wall hit, frames 9–16: 3–4 at 64³,
+4–7 at 96³, 6–10 at 128³). ``grid.TIMINGS["balanced"]`` is that bound, Max Substeps 16. At 8M
+(256³) it would take ~10 substeps a frame (an estimate: the 128³ frames doubled, 6–16, mean 10.2;
+the H100's 8M Fast frames ask CFL 5 → 23 substeps over frames 1–9, i.e. 4 → 15 at CFL 8), ~100 ms
+of stepping a frame at ~10 ms a substep, against Fast's ~30 ms and Accurate's ~80 ms (its 8
+substeps, −5.5% there); not run on a GPU. At 512³ Max Substeps 16 caps it, as 3 would at 96³
+(Fast there: −16.2% at frame 12).
 """
 
 from __future__ import annotations
@@ -131,7 +155,7 @@ def run(args, timing, alpha):
     sim = FlipSimulation(spec, settings, v, t, xp=xp)
     water = len(sim.pos) * spec.voxel_size ** 3 / settings.particles_per_cell
     rows, start, stepping, reach, taken = [], time.perf_counter(), 0.0, 0.0, 0
-    run.frame_ms, run.substeps = [], 0  # per frame stepped: ms, and the substeps of all (with the wall split's)
+    run.frame_ms, run.taken = [], []  # per frame stepped: ms, and its substeps (with the wall split's pieces)
     shown = 0  # frames whose ms a row has shown
     for frame in range(args.frames + 1):
         if frame % args.every == 0 or frame == args.frames:
@@ -157,7 +181,7 @@ def run(args, timing, alpha):
             stepping += time.perf_counter() - t0
             run.frame_ms.append((time.perf_counter() - t0) * 1e3)
             taken = sim.last["substeps"] + getattr(sim, "air_band_pieces", 0) - pieces  # + the wall split's
-            run.substeps += taken
+            run.taken.append(taken)
             reach = max(reach, speed / (args.fps * taken * spec.voxel_size))
     return rows, time.perf_counter() - start, len(sim.pos), stepping / max(1, args.frames)
 
@@ -198,7 +222,8 @@ def main():
             print(f"{timing:8s} | {alpha:5.2f} | {n} particles, {seconds:.0f} s in all, "
                   f"{per_frame * 1e3:.1f} ms a frame of stepping (timed in the run, the first frame's compiles "
                   f"included); frames 2 on: median {np.median(run.frame_ms[1:] or [math.nan]):.1f} ms, "
-                  f"{run.substeps / max(1, len(run.frame_ms)):.2f} substeps a frame (with the wall split's pieces)",
+                  f"{np.mean(run.taken or [0]):.2f} substeps a frame (with the wall split's pieces), "
+                  f"frame by frame {' '.join(map(str, run.taken))}",
                   flush=True)
 
 

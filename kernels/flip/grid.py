@@ -121,9 +121,17 @@ class FlipSettings:
 # and the accuracy tests hold for it on the CPU and the GPU (tests/unit and tests/gpu
 # test_flip_centred_advection*: the 32-cell Martin–Moyce front within 12% (+10.5% sparse on the
 # CPU; the defaults give +10.6% at 16 cells), the sloshing period +6.6% (allowed −3…+10%)).
+# But three substeps lose the more liquid the finer the grid (the dam break's meshed volume at
+# frame 24 with the density correction: −7.2% at 64³, −12.9% at 96³, −26.2% at 128³ on the CPU,
+# −46.5% at 256³ on an H100): the loss follows the cells a substep moves. "balanced" bounds those
+# at 8 (CFL 8, the Max Time Step and advection of "fast"; Max Substeps 16): within 10% at 64³,
+# 96³ and 128³ (CPU; worst −7.7%, −9.9%, −5.9%) at 3.1, 4.0 and 5.2 substeps a frame (Accurate:
+# 6.6 and 7.3 at 64³ and 96³, up to its 8); 3 while the liquid is slow, more the finer the grid
+# (bench/flip_density.py's notes).
 TIMING_FIELDS = ("cfl", "max_substeps", "max_time_step", "time_centred_advection")
 TIMINGS = {
     "accurate": {name: FlipSettings.__dataclass_fields__[name].default for name in TIMING_FIELDS},
+    "balanced": {"cfl": 8.0, "max_substeps": 16, "max_time_step": 1 / 72, "time_centred_advection": True},
     "fast": {"cfl": 5.0, "max_substeps": 3, "max_time_step": 1 / 72, "time_centred_advection": True},
 }
 

@@ -107,6 +107,9 @@ def test_the_timing_buttons_set_the_four_settings_and_fast_takes_three_substeps(
     assert counts == [3, 3, 3]  # 1/24 s frames at most 1/72 s a substep, Max Substeps 3
     f.cfl = 4.0
     assert timing_of(f) == "custom"
+    assert bpy.ops.voxfx.flip_timing(timing="balanced") == {"FINISHED"}
+    assert timing_of(f) == "balanced" and f.cfl == pytest.approx(8.0) and f.max_substeps == 16
+    assert f.max_time_step == pytest.approx(1 / 72) and f.time_centred_advection
     assert bpy.ops.voxfx.flip_timing(timing="accurate") == {"FINISHED"}
     assert timing_of(f) == "accurate" and not f.time_centred_advection
 

@@ -134,18 +134,44 @@ def test_substeps_shrink_as_a_falling_blob_speeds_up():
 
 
 def test_the_timings_name_their_values_as_the_panel_stores_them():
-    """``TIMINGS`` (the Liquid panel's Timing buttons): "accurate" is the defaults, "fast"
-    three substeps a 24 fps frame; ``timing_of`` knows them back from float32 properties and
-    calls anything else "custom"."""
+    """``TIMINGS`` (the Liquid panel's Timing buttons): "accurate" is the defaults, "balanced"
+    at most 8 cells a substep, "fast" three substeps a 24 fps frame; ``timing_of`` knows them
+    back from float32 properties and calls anything else "custom"."""
     from types import SimpleNamespace
 
     from voxfx.kernels.flip.grid import TIMINGS, timing_of
 
+    assert list(TIMINGS) == ["accurate", "balanced", "fast"]
     assert timing_of(FlipSettings()) == "accurate"
-    stored = SimpleNamespace(**{k: float(np.float32(v)) if isinstance(v, float) else v
-                                for k, v in TIMINGS["fast"].items()})
-    assert stored.max_time_step != TIMINGS["fast"]["max_time_step"] and timing_of(stored) == "fast"
-    for key, other in (("cfl", 4.0), ("max_substeps", 4), ("max_time_step", 1 / 60), ("time_centred_advection", False)):
-        assert timing_of(SimpleNamespace(**{**vars(stored), key: other})) == "custom"
+    for name in ("balanced", "fast"):
+        stored = SimpleNamespace(**{k: float(np.float32(v)) if isinstance(v, float) else v
+                                    for k, v in TIMINGS[name].items()})
+        assert stored.max_time_step != TIMINGS[name]["max_time_step"] and timing_of(stored) == name
+        for key, other in (("cfl", 4.0), ("max_substeps", 4), ("max_time_step", 1 / 60),
+                           ("time_centred_advection", False)):
+            assert timing_of(SimpleNamespace(**{**vars(stored), key: other})) == "custom"
     sim = FlipSimulation(SPEC, FlipSettings(**TIMINGS["fast"]), *box((0.0, 0.0, 0.0), (0.8, 0.4, 0.2)), xp=np)
     assert sim.step(1 / 24)["substeps"] == 3 and sim.step(1 / 30)["substeps"] == 3
+
+
+def test_balanced_takes_three_substeps_while_slow_and_at_most_8_cells_a_substep_when_fast():
+    """"balanced" (issue 24, ``bench/flip_density.py``: a cells-a-substep bound keeps the dam
+    break's volume on fine grids where Fast's three substeps lose it): still water takes the
+    three substeps of Max Time Step 1/72 s; liquid at 30 m/s (25 cells a 24 fps frame) the
+    CFL's, none moving a particle more than 8 cells, where Fast takes three capped ones."""
+    from voxfx.kernels.flip.grid import TIMINGS
+
+    still = FlipSimulation(SPEC, FlipSettings(**TIMINGS["balanced"]), *box((0.0, 0.0, 0.0), (0.8, 0.4, 0.2)), xp=np)
+    stats = still.step(1 / 24)
+    assert stats["substeps"] == 3 and stats["limit"] == "time step"
+    taken = {}
+    for name, limit in (("balanced", "liquid"), ("fast", "cap")):
+        settings = FlipSettings(**TIMINGS[name], gravity=(0.0, 0.0, 0.0))
+        sim = FlipSimulation(SPEC, settings, *box((0.1, 0.1, 0.1), (0.3, 0.3, 0.3)), xp=np,
+                             initial_velocity=(30.0, 0.0, 0.0))
+        log = recording(sim)
+        stats = sim.step(1 / 24)
+        assert stats["limit"] == limit and len(log) == stats["substeps"]
+        taken[name] = (stats["substeps"], max(cells for _, cells in log))
+    assert taken["balanced"][0] >= 4 and taken["balanced"][1] <= 8.0 * 1.05  # measured 4, 7.7 cells
+    assert taken["fast"][0] == 3 and taken["fast"][1] > 8.0  # measured 8.3 cells
