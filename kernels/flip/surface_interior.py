@@ -60,9 +60,10 @@ the node's float32 centre), so they skip the same nodes; skipped nodes are −ba
 from __future__ import annotations
 
 import math
-import os
 
 import numpy as np
+
+from ..settings import env_choice
 
 INTERIOR_FILL = 0.25  # a full cell holds at least this fraction of the (edge / r)³ points a cell holds at rest
 REACH_SLACK = 0.01  # cells: the gather's cull slack (voxfx_surface.cuh SLACK) and float rounding of u
@@ -70,10 +71,10 @@ REACH_SLACK = 0.01  # cells: the gather's cull slack (voxfx_surface.cuh SLACK) a
 
 def interior_skip(given=None) -> bool:
     """Whether the level set skips interior nodes: *given*, else ``VOXFX_LEVEL_SET_INTERIOR``
-    ("1" on; default off)."""
+    ("1" on, "0" off, the default; ``settings.env_choice``: anything else is refused)."""
     if given is not None:
         return bool(given)
-    return os.environ.get("VOXFX_LEVEL_SET_INTERIOR", "0").strip() == "1"
+    return env_choice("VOXFX_LEVEL_SET_INTERIOR", ("0", "1")) == "1"
 
 
 def interior_rule(spec, R: float, r_max: float, smooth_iterations: int) -> tuple:

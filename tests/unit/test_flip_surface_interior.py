@@ -186,3 +186,6 @@ def test_the_switch_is_off_by_default_and_read_from_the_environment(monkeypatch)
     on = particle_level_set(pos, spec, r, R, xp=np, smooth_iterations=0)
     assert skipped(on, 3 * SIM_CELL) > 0
     np.testing.assert_array_equal(on, particle_level_set(pos, spec, r, R, xp=np, smooth_iterations=0, interior=True))
+    monkeypatch.setenv("VOXFX_LEVEL_SET_INTERIOR", "yes")  # as every A/B switch: a typo is refused, not taken as off
+    with pytest.raises(ValueError, match="VOXFX_LEVEL_SET_INTERIOR"):
+        particle_level_set(pos, spec, r, R, xp=np, smooth_iterations=0)
