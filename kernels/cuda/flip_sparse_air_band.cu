@@ -20,7 +20,7 @@
 
 #include "voxfx_g2p_bricks.cuh"  // corner_axis, blend_corners, LATTICE_LIMIT
 #include "voxfx_g2p.cuh"  // g2p_velocity: the FLIP/PIC blend and APIC's C
-#include "voxfx_g2p_home.cuh"  // Home, corner_cells_fast, Sampler, sampler_at, push_out_brick
+#include "voxfx_g2p_home.cuh"  // Home, corner_cells_fast, sample_faces_fast, Sampler, sampler_at, push_out_brick
 #include "voxfx_sparse.cuh"  // keys, slots, binary search
 
 // The home brick of the point g (cell units): ⌊g⌋ >> 3 and its slot where g is finite and
@@ -43,24 +43,7 @@ __device__ __forceinline__ Home band_home(const long long* __restrict__ keys, co
     return H;
 }
 
-// SparseMacGrid.sample_faces at g (cell units) of (u, v, w) into out (grad: rows ∂u_a/∂(x, y,
-// z), or none); with `second` (three channels) also those at the same corners into out2.
-__device__ __forceinline__ void band_sample(const float* __restrict__ u, const float* __restrict__ v,
-                                            const float* __restrict__ w, const Home& H, int closed, const int n[3],
-                                            const float g[3], float out[3], float* grad,
-                                            const float* const* second = nullptr, float* out2 = nullptr)
-{
-    const float* const f[3] = {u, v, w};
-    for (int a = 0; a < 3; ++a) {
-        const int s[3] = {n[0] + (a == 0), n[1] + (a == 1), n[2] + (a == 2)};
-        const float at[3] = {a == 0 ? g[0] : g[0] - 0.5f, a == 1 ? g[1] : g[1] - 0.5f, a == 2 ? g[2] : g[2] - 0.5f};
-        int idx[8];
-        float t[3];
-        corner_cells_fast(H, closed, s, at, idx, t);
-        out[a] = blend_corners(f[a], idx, t, grad ? grad + 3 * a : nullptr);
-        if (second) out2[a] = blend_corners(second[a], idx, t, nullptr);
-    }
-}
+// SparseMacGrid.sample_faces: sample_faces_fast (voxfx_g2p_home.cuh), as g2p_advect_bricks.
 
 // sparse_transfer.update_velocity, one thread per particle: v ← flip·(v + (u − u_old)(x)) +
 // pic·u(x), or APIC's C ← ∇u(x)/h (seed 003 Alg. 1); positions untouched.
@@ -81,7 +64,7 @@ extern "C" __global__ void band_update_velocity(const float* __restrict__ pos, f
     const Home H = band_home(keys, slots, n_keys, nbr27, g);
     float un[3], uo[3], grad[9];
     const float* const old[3] = {old_u, old_v, old_w};
-    band_sample(u, v, w, H, closed, dims, g, un, apic ? grad : nullptr, old, uo);
+    sample_faces_fast(u, v, w, H, closed, dims, g, un, apic ? grad : nullptr, old, uo);
     g2p_velocity(vel, c, p, apic, un, uo, grad, flip, pic, inv_h);
 }
 
@@ -96,7 +79,7 @@ __device__ __forceinline__ void band_velocity(const float* const* faces, const f
     const float g[3] = {(x[0] - o[0]) * inv_h, (x[1] - o[1]) * inv_h, (x[2] - o[2]) * inv_h};
     const Home H = band_home(keys, slots, n_keys, nbr27, g);
     float old[3];
-    band_sample(faces[0], faces[1], faces[2], H, closed, dims, g, out, nullptr, centred ? before : nullptr, old);
+    sample_faces_fast(faces[0], faces[1], faces[2], H, closed, dims, g, out, nullptr, centred ? before : nullptr, old);
     if (centred)
         for (int a = 0; a < 3; ++a) out[a] = old[a] + s * (out[a] - old[a]);
 }

@@ -168,3 +168,24 @@ __device__ __forceinline__ void corner_cells_fast(const Home& H, int closed, con
         idx[q] = pick8(slot, rx | ry | rz) * SPARSE_CELLS + (((k & 7) << 6) | ((j & 7) << 3) | (i & 7));
     }
 }
+
+// sample_faces_brick (flip_sparse_g2p.cu) with corner_cells_fast: the same corners, fractions and
+// blends; with *old* (three channels) also those at the same corners into out_old (g2p_advect_bricks,
+// the air band's kernels).
+__device__ __forceinline__ void sample_faces_fast(const float* __restrict__ u, const float* __restrict__ v,
+                                                  const float* __restrict__ w, const Home& H, int closed,
+                                                  const int n[3], const float g[3], float out[3], float* grad,
+                                                  const float* const* old = nullptr, float* out_old = nullptr)
+{
+    const float* const f[3] = {u, v, w};
+#pragma unroll
+    for (int a = 0; a < 3; ++a) {
+        const int s[3] = {n[0] + (a == 0), n[1] + (a == 1), n[2] + (a == 2)};
+        const float at[3] = {a == 0 ? g[0] : g[0] - 0.5f, a == 1 ? g[1] : g[1] - 0.5f, a == 2 ? g[2] : g[2] - 0.5f};
+        int idx[8];
+        float t[3];
+        corner_cells_fast(H, closed, s, at, idx, t);
+        out[a] = blend_corners(f[a], idx, t, grad ? grad + 3 * a : nullptr);
+        if (old) out_old[a] = blend_corners(old[a], idx, t, nullptr);
+    }
+}
