@@ -43,6 +43,13 @@ def count_control(f) -> bool:
     return limit_of(f) > 0
 
 
+def estimate_options(f) -> dict:
+    """The Liquid settings *f*'s options of the memory estimates (``flip_memory``,
+    ``sparse_flip_memory``, ``memory_at``): the time-centred advection's kept faces and the count
+    control's frame-end pass."""
+    return {"time_centred": time_centred(f), "count_control": count_control(f)}
+
+
 def choose_solver(spec, particles: int, f, usable=None, xp=None) -> tuple[bool, str]:
     """(sparse, why) for the Liquid settings *f* (``solver``: AUTO, DENSE or SPARSE): Auto
     takes dense when its estimate fits *usable* bytes (default ``usable_bytes()``),
@@ -60,8 +67,7 @@ def choose_solver(spec, particles: int, f, usable=None, xp=None) -> tuple[bool, 
     if needs:
         return True, f"Solver: sparse (Auto: {needs})"
     usable = usable_bytes() if usable is None else int(usable)
-    dense = flip_memory(spec, particles, bool(getattr(f, "apic", False)), xp=xp, time_centred=time_centred(f),
-                        count_control=count_control(f))
+    dense = flip_memory(spec, particles, bool(getattr(f, "apic", False)), xp=xp, **estimate_options(f))
     if dense <= usable:
         return False, f"Solver: dense (Auto: {backend.format_bytes(dense)} fits)"
     return True, (f"Solver: sparse (Auto: dense would need {backend.format_bytes(dense)}, "
@@ -101,8 +107,8 @@ def memory_need(spec, particles: int, f, xp=None, usable=None, reach=None) -> in
         return sparse_flip_memory(spec, particles, int(f.particles_per_cell), apic,
                                   closed=getattr(f, "boundary", "closed") == "closed", xp=xp,
                                   narrow_band=int(getattr(f, "narrow_band", 0)), climb=climb(spec, reach),
-                                  time_centred=time_centred(f), count_control=count_control(f))
-    return flip_memory(spec, particles, apic, xp=xp, time_centred=time_centred(f), count_control=count_control(f))
+                                  **estimate_options(f))
+    return flip_memory(spec, particles, apic, xp=xp, **estimate_options(f))
 
 
 def liquids_reach(scene, liquids):
@@ -176,10 +182,9 @@ def frame_check(spec, f, sparse: bool, compact: bool, particles: int, xp=None, r
     def memory(bricks, particles, parts=False, kept=None):
         if sparse:
             stages = memory_at(spec, bricks, particles, int(f.particles_per_cell), apic, closed, True, xp, band,
-                               time_centred(f), kept=kept, count_control=count_control(f))
+                               kept=kept, **estimate_options(f))
         else:
-            stages = flip_memory(spec, particles, apic, parts=True, xp=xp, time_centred=time_centred(f),
-                                 count_control=count_control(f))
+            stages = flip_memory(spec, particles, apic, parts=True, xp=xp, **estimate_options(f))
         if compact and xp is not np:
             stages = {**stages, "total": compact_points.with_device_encoder(stages, particles)}
         return stages if parts else stages["total"]

@@ -20,8 +20,8 @@ from ...kernels.grid import GridSpec
 from .. import (compact_points, disk_plan, frame_loader, liquid_files, materials, node_setups, scene_io, sim_bake,
                writeback)
 from ..cache import BakeCache, blend_name, resolve_folder
-from ..flip_sparse import (GuardedBake, choose_solver, climb, count_control, frame_check, liquid_reach, memory_need,
-                           time_centred)
+from ..flip_sparse import (GuardedBake, choose_solver, climb, estimate_options, frame_check, liquid_reach,
+                           memory_need, time_centred)
 from ..jobs import BakeResult, JobOperator, keep_frame_on_abort, report_bake
 from .cache import free_bake
 
@@ -118,10 +118,9 @@ def bake_memory_need(spec, particles: int, f, compact: bool, xp=None, usable=Non
         stages = sparse_flip_memory(spec, particles, int(f.particles_per_cell), apic,
                                     closed=getattr(f, "boundary", "closed") == "closed", parts=True, xp=xp,
                                     narrow_band=int(getattr(f, "narrow_band", 0)), climb=climb(spec, reach),
-                                    time_centred=time_centred(f), count_control=count_control(f))
+                                    **estimate_options(f))
     else:
-        stages = flip_memory(spec, particles, apic, parts=True, xp=xp, time_centred=time_centred(f),
-                             count_control=count_control(f))
+        stages = flip_memory(spec, particles, apic, parts=True, xp=xp, **estimate_options(f))
     return max(need, compact_points.with_device_encoder(stages, particles))
 
 
