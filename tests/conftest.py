@@ -83,3 +83,14 @@ def frozen_start_heap():
     gc.freeze()
     yield
     gc.unfreeze()
+
+
+@pytest.fixture
+def mg_dense_sweeps(monkeypatch):
+    """The sparse multigrid's coarsest level by sweeps (``sparse_multigrid.MG_DENSE`` 0) while
+    the test runs, whatever the default or the environment: for tests whose subject needs the
+    level the default ("2") drops — a level count, the dense solver's V-cycle followed step for
+    step, every level's tables against the reference. Used with ``pytest.mark.usefixtures``."""
+    from voxfx.kernels.flip import sparse_multigrid
+
+    monkeypatch.setattr(sparse_multigrid, "MG_DENSE", 0)

@@ -71,8 +71,11 @@ if not 0.0 < MG_OMEGA < 2.0:
 # The coarsest level's solve (i24p4; module notes), ``dense_mode()``: "0" MG_COARSE_SWEEPS
 # symmetric Gauss-Seidel sweeps from 0 (the dense solver's), "1" the dense inverse, "2" the dense
 # inverse of the last level but one where it has at most DENSE_DROP_UNKNOWNS unknowns (the last
-# level dropped), else of the last. VOXFX_SPARSE_MG_DENSE read when a VCycle is built (an A/B in
-# one process: bench/flip_sparse.py --ab), unless MG_DENSE names a mode.
+# level dropped), else of the last: the default since the fourteenth session (the GPU pressure and
+# accuracy files passed with it on an H100; the 8M row's pressure 5.75 → 5.62 ms). "0" stays for
+# tests that follow the dense solver's V-cycle or pin level counts (tests/conftest.py's
+# mg_dense_sweeps). VOXFX_SPARSE_MG_DENSE read when a VCycle is built (an A/B in one process:
+# bench/flip_sparse.py --ab), unless MG_DENSE names a mode.
 DENSE_MODES = ("0", "1", "2")
 MG_DENSE = None
 DENSE_DROP_UNKNOWNS = 128
@@ -291,9 +294,9 @@ def sweep(level, x, b, colour, omega=1.0):
 
 
 def dense_mode() -> int:
-    """The coarsest level's solve: ``MG_DENSE`` where set, else VOXFX_SPARSE_MG_DENSE ("0")."""
+    """The coarsest level's solve: ``MG_DENSE`` where set, else VOXFX_SPARSE_MG_DENSE ("2")."""
     given = None if MG_DENSE is None else str(int(MG_DENSE))
-    return int(env_choice("VOXFX_SPARSE_MG_DENSE", DENSE_MODES, given, default="0"))
+    return int(env_choice("VOXFX_SPARSE_MG_DENSE", DENSE_MODES, given, default="2"))
 
 
 def dense_operator(level):
@@ -361,7 +364,7 @@ class VCycle:
         xp = self.xp = grid.xp
         self.levels = [level0]
         self.down, self.up = [], []  # restriction to level l + 1, prolongation to level l
-        self.dense, self.dense_mode = None, 0  # MG_DENSE: G of the coarsest level (NumPy; the device builds its own)
+        self.dense, self.dense_mode = None, 0  # MG_DENSE: G of the coarsest level (xp; the GPU solver builds its own)
         if level0.m == 0:
             return
         if xp is not np:
@@ -393,12 +396,23 @@ class VCycle:
 
     def _dense_levels(self):
         """MG_DENSE: drop the last level ("2", where the one above it has at most
-        DENSE_DROP_UNKNOWNS unknowns and is not level 0) and, on NumPy, G of the coarsest."""
+        DENSE_DROP_UNKNOWNS unknowns and is not level 0) and, on NumPy, G of the coarsest (on CuPy
+        ``_device_dense`` builds it when this V-cycle is first applied: the GPU solver, which takes
+        only the tables, builds its own by mg_dense_inverse)."""
         self.dense_mode = dense_mode() if len(self.levels) > 1 else 0
         if self.dense_mode == 2 and len(self.levels) > 2 and self.levels[-2].m <= DENSE_DROP_UNKNOWNS:
             del self.levels[-1], self.up[-1], self.down[-1]
         if self.dense_mode and self.xp is np:
             self.dense = dense_inverse(self.levels[-1])
+
+    def _device_dense(self):
+        """G of the coarsest level for this xp code on CuPy: built on the host from a copy of its
+        tables (the same G as NumPy's), then put on the device; the coarse solve then sums as
+        NumPy's does (before, the CuPy V-cycle swept the level NumPy solved exactly)."""
+        c = self.levels[-1]
+        host = _Level(c.m, c.m_red, self.xp.asnumpy(c.nbr), self.xp.asnumpy(c.diag), None)
+        self.dense = self.xp.asarray(dense_inverse(host))
+        return self.dense
 
     def __call__(self, r):
         return self._cycle(r, 0)
@@ -406,8 +420,9 @@ class VCycle:
     def _cycle(self, b, level):
         L = self.levels[level]
         x = self.xp.zeros_like(b)
-        if level == len(self.levels) - 1 and self.dense is not None:
-            return dense_solve(self.dense, b)
+        if level == len(self.levels) - 1 and self.dense_mode:
+            g = self.dense if self.dense is not None else self._device_dense()
+            return dense_solve(g, b, self.xp)
         if level == len(self.levels) - 1:
             for _ in range(MG_COARSE_SWEEPS):
                 sweep(L, x, b, 0)

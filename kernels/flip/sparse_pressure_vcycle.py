@@ -86,7 +86,8 @@ their noise (solve medians 4.84 → 4.81 and 5.73 → 5.80 ms; pressure a subste
 shared memory once, then every stencil read there) gave 246.2 µs, no faster: kept selectable.
 
 The coarsest level by its dense inverse (``sparse_multigrid.MG_DENSE``, VOXFX_SPARSE_MG_DENSE,
-default "0"; issue 24, i24p4): the tail's coarsest level took 4·MG_COARSE_SWEEPS = 32 passes; G
+default "2" since the fourteenth session; issue 24, i24p4): the tail's coarsest level took
+4·MG_COARSE_SWEEPS = 32 passes; G
 (``_dense_inverse``: mg_dense_inverse once a solve, in the start's graph, one block, its scratch in
 shared memory) makes it one mat-vec pass, G in the coarsest level's tail-table slot 6 (it has no
 down table), mg_restrict_coarse_dense and mg_coarse_dense where no tail. "2" also drops the last

@@ -50,6 +50,7 @@ def _solve(monkeypatch, scene, **switches):
     return backend.to_numpy(p), stats, solver
 
 
+@pytest.mark.usefixtures("mg_dense_sweeps")
 def test_gpu_tail_switches_give_the_plain_tails_pressure_bit_for_bit(monkeypatch, scene):
     import cupy
 
@@ -83,6 +84,7 @@ def test_gpu_narrow_colour_grids_give_the_plain_pressure_bit_for_bit(monkeypatch
     assert np.array_equal(p, p0), float(np.abs(p - p0).max())
 
 
+@pytest.mark.usefixtures("mg_dense_sweeps")
 @pytest.mark.parametrize("warm", ["0", "1"])
 def test_gpu_loop_switches_give_the_dam_breaks_iterations_and_pressure(monkeypatch, warm):
     import cupy

@@ -68,6 +68,7 @@ def same(a, b):
     return len(a) == len(b) and all(np.array_equal(x, y) for x, y in zip(a, b))
 
 
+@pytest.mark.usefixtures("mg_dense_sweeps")
 @pytest.mark.parametrize("name", SCENES)
 def test_gpu_brick_setup_builds_the_cpus_tables(monkeypatch, name):
     import cupy

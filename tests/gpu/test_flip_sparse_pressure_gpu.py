@@ -64,6 +64,7 @@ def test_gpu_sparse_pressure_matches_cpu_for_every_preconditioner(preconditioner
 
 @pytest.mark.parametrize("setup", ["host", "device", "device:0", "device:4000", "device:1000000000", "device:cupy",
                                    "device:kernel"])
+@pytest.mark.usefixtures("mg_dense_sweeps")
 def test_gpu_multigrid_tables_and_unknowns_are_the_cpus(monkeypatch, setup):
     """Unknowns and TableKernels ("host"), sparse_pressure_setup ("device": level 0's
     unknowns by one classification kernel and a scan, the coarser levels' sizes on the

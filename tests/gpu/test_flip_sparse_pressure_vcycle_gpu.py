@@ -59,6 +59,7 @@ def _base(monkeypatch, scene):
     return p0, s0, solver.strides
 
 
+@pytest.mark.usefixtures("mg_dense_sweeps")
 def test_gpu_cluster_tail_gives_the_launch_by_launch_pressure_bit_for_bit(monkeypatch, scene):
     _hopper()
     p0, s0, strides = _base(monkeypatch, scene)
@@ -72,6 +73,7 @@ def test_gpu_cluster_tail_gives_the_launch_by_launch_pressure_bit_for_bit(monkey
         assert np.array_equal(p, p0), (tail, cluster, float(np.abs(p - p0).max()))
 
 
+@pytest.mark.usefixtures("mg_dense_sweeps")
 def test_gpu_first2_gives_the_launch_by_launch_pressure_bit_for_bit(monkeypatch, scene):
     p0, s0, strides = _base(monkeypatch, scene)
     tail = sparse_pressure_gpu.TAIL_UNKNOWNS
@@ -82,6 +84,7 @@ def test_gpu_first2_gives_the_launch_by_launch_pressure_bit_for_bit(monkeypatch,
         assert np.array_equal(p, p0), (first2, float(np.abs(p - p0).max()))
 
 
+@pytest.mark.usefixtures("mg_dense_sweeps")
 @pytest.mark.parametrize("warm", ["0", "1"])
 def test_gpu_vcycle_switches_give_the_dam_breaks_iterations_and_pressure(monkeypatch, warm):
     import cupy

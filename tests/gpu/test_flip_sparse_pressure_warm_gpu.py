@@ -103,7 +103,10 @@ def test_gpu_warm_solve_of_sealed_regions_matches_the_cpus():
         if carried is None:
             p, cold = sparse_pressure.solve_pressure(g, 0.01, tolerance=1e-5)
             fluid = g["cell"] == FLUID
-            carried = np.where(fluid, p + rng.normal(0, 0.01, p.shape) * np.abs(p).max(), np.nan).astype(np.float32)
+            # noise of 0.1% of the largest pressure: 1% left the warm solve as long as the cold one
+            # on some draws (CPU, 4 seeds: 10–14 against 15–16 iterations; once 13 against 12 on an
+            # H100); 0.1% takes 6–8 in either coarse mode
+            carried = np.where(fluid, p + rng.normal(0, 0.001, p.shape) * np.abs(p).max(), np.nan).astype(np.float32)
         g.add(sparse_pressure.CARRIED, xp.float32, np.nan)
         g[sparse_pressure.CARRIED] = xp.asarray(carried)
         p, stats = sparse_pressure.solve_pressure(g, 0.01, tolerance=1e-5, warm_start=True)

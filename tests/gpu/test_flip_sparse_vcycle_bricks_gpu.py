@@ -50,6 +50,7 @@ def _solve(monkeypatch, scene, mode, vcycle="fused", times=1):
     return [(backend.to_numpy(p), stats) for p, stats in out], solver
 
 
+@pytest.mark.usefixtures("mg_dense_sweeps")
 @pytest.mark.parametrize("vcycle", ["fused", "split"])
 def test_gpu_brick_transfers_give_the_tables_pressure_bit_for_bit(monkeypatch, scene, vcycle):
     ((p0, s0),), old = _solve(monkeypatch, scene, "0", vcycle)

@@ -190,6 +190,7 @@ def scene(name):
     return g
 
 
+@pytest.mark.usefixtures("mg_dense_sweeps")
 @pytest.mark.parametrize("ranked", [True, False])
 @pytest.mark.parametrize("tail", [0, 2, 3])
 @pytest.mark.parametrize("name", ["tank", "sealed", "sheet", "puddle", "moved"])
@@ -214,6 +215,7 @@ def test_brick_setup_builds_the_numpy_multigrid_tables(bricks, name, tail, ranke
     assert_levels(bricks.raw(lines).split(), M)
 
 
+@pytest.mark.usefixtures("mg_dense_sweeps")
 @pytest.mark.parametrize("tail", [0, 2])
 @pytest.mark.parametrize("name", ["tank", "sealed", "moved"])
 def test_brick_setup_on_a_guessed_key_base_builds_the_same_tables(bricks, name, tail):

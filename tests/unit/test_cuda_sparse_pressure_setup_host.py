@@ -389,6 +389,7 @@ def unknowns_device(tmp_path_factory):
     return _build(tmp_path_factory, with_defines(UNKNOWNS, setup_kernels, ["#include <algorithm>"]))
 
 
+@pytest.mark.usefixtures("mg_dense_sweeps")
 @pytest.mark.parametrize("setup", ["host", "device", "tail1", "tail2", "scatter", "scatter-tail1", "scatter-tail2"])
 @pytest.mark.parametrize("scene", ["tank", "sealed", "sheet"])
 def test_multigrid_table_kernels_build_the_numpy_tables(request, scene, setup):

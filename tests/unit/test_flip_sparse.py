@@ -258,6 +258,7 @@ def test_sparse_and_dense_dam_breaks_agree():
     assert sparse.kinetic_energy() == pytest.approx(dense.kinetic_energy(), rel=0.05)
 
 
+@pytest.mark.usefixtures("mg_dense_sweeps")
 @pytest.mark.parametrize("apic", [False, True])
 def test_closed_sparse_follows_dense_particle_for_particle(apic):
     """In a closed box the brick solver does the dense solver's arithmetic (same weights,

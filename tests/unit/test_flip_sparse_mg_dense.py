@@ -75,9 +75,9 @@ def test_dense_pressure_solves_converge_in_no_more_iterations(monkeypatch):
 def test_dense_mode_from_the_environment(monkeypatch):
     monkeypatch.setattr(sparse_multigrid, "MG_DENSE", None)
     monkeypatch.delenv("VOXFX_SPARSE_MG_DENSE", raising=False)
+    assert sparse_multigrid.dense_mode() == 2  # the default since the fourteenth session
+    monkeypatch.setenv("VOXFX_SPARSE_MG_DENSE", "0")
     assert sparse_multigrid.dense_mode() == 0
-    monkeypatch.setenv("VOXFX_SPARSE_MG_DENSE", "2")
-    assert sparse_multigrid.dense_mode() == 2
     monkeypatch.setattr(sparse_multigrid, "MG_DENSE", 1)  # the module's value first
     assert sparse_multigrid.dense_mode() == 1
     monkeypatch.setattr(sparse_multigrid, "MG_DENSE", None)

@@ -22,6 +22,7 @@ def system():
     return g, kind, level, u, v
 
 
+@pytest.mark.usefixtures("mg_dense_sweeps")
 def test_default_variant_is_the_reference_vcycle_bit_for_bit(system):
     g, kind, level, u, _ = system
     assert np.array_equal(VariantVCycle(g, kind, level)(u), VCycle(g, kind, level)(u))
