@@ -49,7 +49,7 @@ on the CPU, float32 on the GPU), so φ agrees to float32 accuracy (about 1e-6·R
   node, mirror images and box cut as array code.
   All put the same particles in the same order into every cell and sum a node alike:
   the same φ to the bit.
-* **Interior skip** (``surface_interior``, ``VOXFX_LEVEL_SET_INTERIOR=1``, off by default; the
+* **Interior skip** (``surface_interior``, ``VOXFX_LEVEL_SET_INTERIOR``, on by default, "0" off; the
   *interior* argument): nodes whose neighbourhood of binning cells is full of points get
   φ = −band without a gather, alike on both backends; the signs and the nodes beside the
   zero crossing are unchanged (tests), the interior becomes −band as OpenVDB stores it.

@@ -174,18 +174,20 @@ def test_a_rule_that_skips_nodes_near_the_surface_is_caught(monkeypatch):
         assert_surface_kept(off, on, spec)
 
 
-def test_the_switch_is_off_by_default_and_read_from_the_environment(monkeypatch):
+def test_the_switch_is_on_by_default_and_read_from_the_environment(monkeypatch):
     rng = np.random.default_rng()
     r, R = surface_radii(SIM_CELL, 8)
     pos = seeded_ball(np.zeros(3), 10 * SIM_CELL, SIM_CELL / 2, rng)
     spec = GridSpec.around(pos.min(0), pos.max(0), SIM_CELL, padding=4)
     monkeypatch.delenv("VOXFX_LEVEL_SET_INTERIOR", raising=False)
     default = particle_level_set(pos, spec, r, R, xp=np, smooth_iterations=0)
-    assert skipped(default, 3 * SIM_CELL) == 0
-    monkeypatch.setenv("VOXFX_LEVEL_SET_INTERIOR", "1")
-    on = particle_level_set(pos, spec, r, R, xp=np, smooth_iterations=0)
-    assert skipped(on, 3 * SIM_CELL) > 0
-    np.testing.assert_array_equal(on, particle_level_set(pos, spec, r, R, xp=np, smooth_iterations=0, interior=True))
+    assert skipped(default, 3 * SIM_CELL) > 0
+    np.testing.assert_array_equal(default, particle_level_set(pos, spec, r, R, xp=np, smooth_iterations=0,
+                                                              interior=True))
+    monkeypatch.setenv("VOXFX_LEVEL_SET_INTERIOR", "0")
+    off = particle_level_set(pos, spec, r, R, xp=np, smooth_iterations=0)
+    assert skipped(off, 3 * SIM_CELL) == 0
+    np.testing.assert_array_equal(off, particle_level_set(pos, spec, r, R, xp=np, smooth_iterations=0, interior=False))
     monkeypatch.setenv("VOXFX_LEVEL_SET_INTERIOR", "yes")  # as every A/B switch: a typo is refused, not taken as off
     with pytest.raises(ValueError, match="VOXFX_LEVEL_SET_INTERIOR"):
         particle_level_set(pos, spec, r, R, xp=np, smooth_iterations=0)
