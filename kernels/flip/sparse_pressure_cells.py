@@ -59,16 +59,21 @@ LINK_INIT = os.environ.get("VOXFX_SPARSE_LABEL_LINK_INIT", "1") != "0"
 # (tests/gpu/test_flip_sparse_pressure_hook_gpu.py).
 HOOK = os.environ.get("VOXFX_SPARSE_LABEL_HOOK", "bricks")
 _BRICK_THREADS = 128  # cells_hook_bricks' block: 4 of a brick's 512 cells a thread
-# Around the solve on CuPy (``VOXFX_SPARSE_PRESSURE_AROUND``, read at each solve): "kernels" —
-# the warm start's x₀ (warm_guess), the flat pressure from the solver's unknowns
-# (unknowns_scatter) and the carried pressure (warm_carry) one launch each — or "arrays", the
-# CuPy array code (isfinite + where; zeros + a scatter; == + where + astype). The same bits.
-AROUND = ("arrays", "kernels")
+# Around the solve on CuPy (``VOXFX_SPARSE_PRESSURE_AROUND``, read at each solve): "kernels"
+# (default) — the warm start's x₀ (warm_guess), the flat pressure from the solver's unknowns
+# (unknowns_scatter) and the carried pressure (warm_carry) one launch each, and no FLUID mask
+# after the solve (``sparse_pressure.solve_pressure``) — or "arrays", the CuPy array code
+# (isfinite + where; zeros + a scatter; == + where + astype, twice). The same bits. Each CuPy
+# array operation took ~40 µs of host on this host-bound path: 8M dam break on an H100 (substeps
+# alternating in one simulation, bench/flip_sparse_pressure_timeline.py, medians of 5): x₀ 0.074
+# → 0.041 ms, the scatter 0.117 → 0.049, the mask 0.128 → 0, the carry 0.082 → 0.043; the
+# pressure stage 4.79 → 4.44 ms.
+AROUND = ("kernels", "arrays")
 
 
 def around_kernels(given=None) -> bool:
     """Whether the warm start, the pressure's scatter and the carry take one kernel each (``AROUND``)."""
-    return env_choice("VOXFX_SPARSE_PRESSURE_AROUND", AROUND, given, default="arrays") == "kernels"
+    return env_choice("VOXFX_SPARSE_PRESSURE_AROUND", AROUND, given, default="kernels") == "kernels"
 
 
 def warm_guess(carried):
