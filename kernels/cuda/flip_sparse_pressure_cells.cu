@@ -260,3 +260,41 @@ extern "C" __global__ void project_faces(const unsigned char* __restrict__ cell,
         }
     }
 }
+
+// Around the solve (sparse_pressure_cells.WARM_KERNELS; issue 24: each replaces two to three
+// CuPy array operations on the host-bound path between the set-up's read and the loop, or
+// after the loop's last read). Selections only, no arithmetic: the reference's bits.
+//
+// warm_guess: the warm start's x₀ per flat cell (sparse_pressure_warm.initial_guess, new
+// cells "zero"): the carried pressure where it is finite, 0 elsewhere (NaN: no value).
+extern "C" __global__ void warm_guess(const float* __restrict__ carried, int n, float* __restrict__ x0)
+{
+    RANGE(c, 0, n)
+    {
+        const float v = carried[c];
+        x0[c] = isfinite(v) ? v : 0.0f;
+    }
+}
+
+// unknowns_scatter: the flat pressure from the solver's compacted x (Unknowns.scatter):
+// x[position[c]] where c is one of the m unknowns (position[c] < m), 0 elsewhere.
+extern "C" __global__ void unknowns_scatter(const int* __restrict__ position, const float* __restrict__ x, int m,
+                                            int n, float* __restrict__ p)
+{
+    RANGE(c, 0, n)
+    {
+        const int u = position[c];
+        p[c] = u < m ? x[u] : 0.0f;
+    }
+}
+
+// warm_carry: the pressure the next warm start reads (sparse_pressure_warm.carry): p on FLUID
+// cells, *none* elsewhere (the caller's NaN: NumPy's bits).
+extern "C" __global__ void warm_carry(const unsigned char* __restrict__ cell, const float* __restrict__ p, int n,
+                                      float none, float* __restrict__ carried)
+{
+    RANGE(c, 0, n)
+    {
+        carried[c] = cell[c] == CELL_FLUID ? p[c] : none;
+    }
+}

@@ -56,6 +56,7 @@ from ..progress import report
 from . import density, sparse_multigrid
 from .grid import AIR, FLUID, SOLID
 from .sparse_multigrid import CompactLevel
+from .sparse_pressure_cells import around_kernels
 from .sparse_pressure_warm import CARRIED, carry, initial_guess, warm_start_on  # noqa: F401 (callers use them here)
 from .sparse_transfer import solid_touch
 
@@ -430,7 +431,10 @@ def solve_pressure(grid, dt, tolerance=1e-4, max_iterations=500, preconditioner=
                                              int(check_every), progress, x0=x0, tables=tables)
     if enclosed is not None:
         p = _region_mean_removed(p, enclosed, labels, xp)
-    p = xp.where(grid["cell"] == FLUID, p, _F32(0)).astype(xp.float32)
+    # p is 0 off FLUID already (the unknowns and the sealed regions are FLUID cells): the mask
+    # is kept for the array path alone (sparse_pressure_cells.around_kernels drops it: 3 launches)
+    if xp is np or not around_kernels() or p.dtype != xp.float32:
+        p = xp.where(grid["cell"] == FLUID, p, _F32(0)).astype(xp.float32)
     if warm:
         carry(grid, p)
     return p, {"iterations": iterations, "residual": residual, "converged": converged}

@@ -40,13 +40,14 @@ import os
 import numpy as np
 
 from ..grid.launch import THREADS, Kernels
+from ..settings import env_choice
 from . import density
 from .grid import AIR, FLUID
 
 _K = Kernels("flip_sparse_pressure_cells.cu", ("--fmad=false",), THREADS,
              defines={"CELL_AIR": AIR, "CELL_FLUID": FLUID})
 KERNELS = ("cells_rhs", "cells_hook", "cells_hook_bricks", "cells_hook_faces", "cells_label", "cells_sealed",
-           "project_faces")
+           "project_faces", "warm_guess", "unknowns_scatter", "warm_carry")
 # cells_rhs starts each FLUID cell's tree at its lowest FLUID neighbour below it ("1") or at
 # itself ("0"): the same labels (each component's lowest flat index) either way.
 LINK_INIT = os.environ.get("VOXFX_SPARSE_LABEL_LINK_INIT", "1") != "0"
@@ -58,6 +59,52 @@ LINK_INIT = os.environ.get("VOXFX_SPARSE_LABEL_LINK_INIT", "1") != "0"
 # (tests/gpu/test_flip_sparse_pressure_hook_gpu.py).
 HOOK = os.environ.get("VOXFX_SPARSE_LABEL_HOOK", "bricks")
 _BRICK_THREADS = 128  # cells_hook_bricks' block: 4 of a brick's 512 cells a thread
+# Around the solve on CuPy (``VOXFX_SPARSE_PRESSURE_AROUND``, read at each solve): "kernels"
+# (default) — the warm start's x₀ (warm_guess), the flat pressure from the solver's unknowns
+# (unknowns_scatter) and the carried pressure (warm_carry) one launch each, and no FLUID mask
+# after the solve (``sparse_pressure.solve_pressure``) — or "arrays", the CuPy array code
+# (isfinite + where; zeros + a scatter; == + where + astype, twice). The same bits. Each CuPy
+# array operation took ~40 µs of host on this host-bound path: 8M dam break on an H100 (substeps
+# alternating in one simulation, bench/flip_sparse_pressure_timeline.py, medians of 5): x₀ 0.074
+# → 0.041 ms, the scatter 0.117 → 0.049, the mask 0.128 → 0, the carry 0.082 → 0.043; the
+# pressure stage 4.79 → 4.44 ms.
+AROUND = ("kernels", "arrays")
+
+
+def around_kernels(given=None) -> bool:
+    """Whether the warm start, the pressure's scatter and the carry take one kernel each (``AROUND``)."""
+    return env_choice("VOXFX_SPARSE_PRESSURE_AROUND", AROUND, given, default="kernels") == "kernels"
+
+
+def warm_guess(carried):
+    """x₀ = carried where finite, else 0 (``sparse_pressure_warm.initial_guess``, new cells
+    "zero", no sealed region) in one launch."""
+    import cupy as cp
+
+    n = int(carried.shape[0])
+    out = cp.empty(n, cp.float32)
+    _K.launch("warm_guess", n, (carried, np.int32(n), out))
+    return out
+
+
+def unknowns_scatter(position, x, m, size):
+    """The flat pressure (*size* cells) from the compacted *x* of *m* unknowns: x at each
+    unknown (*position*: flat → unknown, m where none), 0 elsewhere, in one launch."""
+    import cupy as cp
+
+    out = cp.empty(int(size), cp.float32)
+    _K.launch("unknowns_scatter", int(size), (position, x, np.int32(m), np.int32(size), out))
+    return out
+
+
+def warm_carry(cell, p):
+    """p on FLUID cells, NaN elsewhere (``sparse_pressure_warm.carry``) in one launch."""
+    import cupy as cp
+
+    n = int(p.shape[0])
+    out = cp.empty(n, cp.float32)
+    _K.launch("warm_carry", n, (cell.astype(cp.uint8, copy=False), p, np.int32(n), np.float32(np.nan), out))
+    return out
 
 
 def assemble(grid, b, label, reach, sealed, xp):

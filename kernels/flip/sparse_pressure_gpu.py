@@ -364,6 +364,11 @@ class SparsePressureSolverGPU(VCycleLaunches, BufferLoads):
             self._brick_release()
         if cells is None:
             return self.x[:m + 1].copy(), iterations, residual, converged
+        from .sparse_pressure_cells import around_kernels, unknowns_scatter
+
+        position = getattr(levels[0], "position", None)
+        if around_kernels() and position is not None and position.shape == (int(size),):  # one launch
+            return unknowns_scatter(position, self.x, m, size), iterations, residual, converged
         out = cp.zeros(int(size), cp.float32)  # Unknowns.scatter
         out[cells] = self.x[:m]
         return out, iterations, residual, converged

@@ -13,6 +13,9 @@ own gauge; its mean is removed after the solve as before). The loop then starts 
 r = b − A x₀ with the same stopping rule (‖r‖ ≤ tolerance·‖b‖), and falls back to x₀ = 0
 where ‖b − A x₀‖ > ‖b‖ (never a worse start than cold; b = 0 gives p = 0 at once).
 ``VOXFX_PRESSURE_WARM`` "0"/"1" overrides the setting (bench A/B).
+
+On CuPy with ``sparse_pressure_cells.around_kernels`` (``VOXFX_SPARSE_PRESSURE_AROUND``) x₀
+(new cells "zero") and the carry are one launch each (warm_guess, warm_carry), the same bits.
 """
 
 from __future__ import annotations
@@ -45,6 +48,13 @@ def initial_guess(grid, enclosed, labels):
     if CARRIED not in grid.channels:
         return None
     carried = grid[CARRIED]
+    if xp is not np and NEW_CELLS == "zero" and _kernels(carried):
+        from .sparse_pressure_cells import warm_guess
+
+        x0 = warm_guess(carried)
+        if enclosed is not None:  # the solve pins each sealed region's lowest cell at 0
+            x0 = xp.where(enclosed, x0 - x0[xp.minimum(labels, grid.size - 1)], x0).astype(xp.float32)
+        return x0
     known = xp.isfinite(carried)
     x0 = xp.where(known, carried, _F32(0))
     if NEW_CELLS == "mean":
@@ -69,4 +79,16 @@ def carry(grid, p) -> None:
     xp = grid.xp
     if CARRIED not in grid.channels:
         grid.add(CARRIED, xp.float32, math.nan)
+    if xp is not np and _kernels(p):
+        from .sparse_pressure_cells import warm_carry
+
+        grid[CARRIED] = warm_carry(grid["cell"], p)
+        return
     grid[CARRIED] = xp.where(grid["cell"] == FLUID, p, _F32(math.nan)).astype(xp.float32)
+
+
+def _kernels(a) -> bool:
+    """``sparse_pressure_cells.around_kernels`` on, for a flat float32 array *a* they can read."""
+    from .sparse_pressure_cells import around_kernels
+
+    return a.dtype == np.float32 and a.ndim == 1 and a.flags.c_contiguous and around_kernels()

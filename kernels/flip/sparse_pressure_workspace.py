@@ -42,10 +42,12 @@ from __future__ import annotations
 
 import itertools
 import os
+from functools import partial
 
 import numpy as np
 
 from .. import backend
+from ..settings import env_choice
 from ..grid.sparse_mac import CARVE_ALIGN, carve
 from . import sparse_pressure_setup as setup
 from .sparse_multigrid import _Level
@@ -61,6 +63,13 @@ SCRATCH = os.environ.get("VOXFX_SPARSE_SETUP_SCRATCH", "set-up")
 # The coarse levels launched before the unknowns' host read, one read for both
 # (sparse_pressure_ahead): "1", or "0" (a read after the unknowns, another after the tables).
 AHEAD = os.environ.get("VOXFX_SPARSE_SETUP_AHEAD", "1") != "0"
+# ``build``'s coarse levels: "lazy" (default) — their nbr, diag, up and down views made when
+# read (a workspace solver reads none: its tables are the buffers), or "made" — four views a
+# level each set-up, made while the device waits. The same tables either way. Read at each
+# build (``VOXFX_SPARSE_SETUP_VIEWS``). 8M dam break on an H100 (substeps alternating in one
+# simulation, bench/flip_sparse_pressure_timeline.py, medians of 6): build 0.101 → 0.047 ms;
+# the pressure stage 4.49 / 4.54 ms, within its CG iterations' spread.
+VIEWS = ("lazy", "made")
 _EXTRA = 7  # values an ahead set-up reads back with the sizes (staged_setup's: 1 or 2)
 _GROWTH = 1.5
 _LEVEL_ARRAYS = ("keys", "fluid", "position", "ukeys", "flag", "take", "scan", "around", "diag8", "cls", "flags",
@@ -402,29 +411,59 @@ class Level0(setup._BrickUnknowns):
         return out
 
 
-class _Up(list):
-    """``VCycle.up`` whose first table (onto level 0) is made when read (``Level0.up``): a
-    solver of the workspace fills its own instead."""
-
-    def __init__(self, items, level0):
-        super().__init__([None] + items)
-        self.level0 = level0
+class _Views(list):
+    """A list of table views each made when first read (an entry is a callable until then):
+    ``build``'s ``up`` and ``down``, which a solver of the workspace never reads (its tables are
+    the buffers themselves), so a set-up does not make them (``VIEWS``)."""
 
     def __getitem__(self, i):
         if isinstance(i, slice):
             return [self[j] for j in range(*i.indices(len(self)))]
-        if i in (0, -len(self)) and list.__getitem__(self, 0) is None:
-            list.__setitem__(self, 0, self.level0.up())
-        return list.__getitem__(self, i)
+        item = list.__getitem__(self, i)
+        if callable(item):
+            item = item()
+            list.__setitem__(self, i, item)
+        return item
 
     def __iter__(self):
         return (self[i] for i in range(len(self)))
 
-    def __add__(self, other):  # list's own would copy the first table unmade (None)
+    def __add__(self, other):  # list's own would copy the entries unmade
         return list(self) + list(other)
 
     def __radd__(self, other):
         return list(other) + list(self)
+
+
+class _Up(_Views):
+    """``VCycle.up`` whose first table (onto level 0) is made when read (``Level0.up``): a
+    solver of the workspace fills its own instead."""
+
+    def __init__(self, items, level0):
+        super().__init__([level0.up] + items)
+        self.level0 = level0
+
+
+def _rows(table, n):
+    """The first *n* columns of a level's table (a view)."""
+    return table[:, :n] if table.ndim == 2 else table[:n]
+
+
+class _CoarseLevel(_Level):
+    """A coarse level of the workspace (``build``): m and m_red; its nbr and diag the views of
+    the workspace's buffers, made when read (``VIEWS`` "lazy")."""
+
+    def __init__(self, m, m_red, tables, generation):
+        self.m, self.m_red, self.keys, self.ws_generation = int(m), int(m_red), None, generation
+        self._tables = tables
+
+    @property
+    def nbr(self):
+        return self._tables["nbr"][:, :self.m + 1]
+
+    @property
+    def diag(self):
+        return self._tables["diag"][:self.m + 1]
 
 
 def build(grid, kind, level0):
@@ -448,14 +487,21 @@ def build(grid, kind, level0):
     extents = [0 if cnt_h[level, 2] == 0 else int(max(span_h[level, a] + span_h[level, a + 3] for a in range(3))) + 1
                for level in range(count)]
     kept = setup.levels_kept(extents, count)
+    lazy = env_choice("VOXFX_SPARSE_SETUP_VIEWS", VIEWS, default="lazy") == "lazy"
     levels, up, down = [level0], [], []
     for level in range(1, kept):
         t = ws.levels[level]
         m, m_red = int(cnt_h[level, 2]), int(cnt_h[level, 1])
+        if lazy:
+            levels.append(_CoarseLevel(m, m_red, t, ws.generation))
+            if level > 1:
+                up.append(partial(_rows, t["up"], levels[level - 1].m + 1))
+            down.append(partial(_rows, t["down"], m + 1))
+            continue
         coarse = _Level(m, m_red, t["nbr"][:, :m + 1], t["diag"][:m + 1], None)
         coarse.ws_generation = ws.generation
         levels.append(coarse)
         if level > 1:
             up.append(t["up"][:, :levels[level - 1].m + 1])
         down.append(t["down"][:, :m + 1])
-    return levels, (_Up(up, level0) if kept > 1 else []), down
+    return levels, (_Up(up, level0) if kept > 1 else []), _Views(down)

@@ -1,0 +1,164 @@
+"""Where the 8M substep's pressure stage spends its time outside the PCG loop (issue 24): the
+dam break of ``bench/flip_sparse.py`` stepped as that bench's row does (``timed_sparse_substep``,
+no sync inside the stage), with marks inside ``solve_pressure`` — per mark the host's clock and
+a CUDA event — so that each piece shows both what the host spent queueing it and where the
+device was when the host got there. A piece whose device span follows its host span is
+host-bound (the device waits on the launches); a sync (a host read) brings the two clocks
+together.
+
+    python3 bench/flip_sparse_pressure_timeline.py [--n 256] [--particles 8e6] [--warm 2] [--substeps 4]
+        [--ab NAME=VALUE ... --ab '']
+
+Marks: enter / exit of ``staged_setup``, ``sparse_pressure_cells.stage``, the workspace's
+``unknowns`` and its coarse levels (``_launch_levels``: the host read follows), the warm
+start's ``initial_guess``, ``solver_tables``, the solver lookup, ``_load_persist``, the PCG's
+checks (``read_control``: each a host read) and ``run_blocks``, the carry. Per substep the
+marks in order: host ms and device ms since the stage's first mark, and per piece (mark to
+mark) host Δ and device Δ; then each piece's median over the substeps. ``--ab``: environment
+settings the substeps alternate between (the same simulation; each module reads its switch
+at import, so only switches read at each solve, or listed in ``_RELOAD``, take effect).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from tools.package import load  # noqa: E402
+
+load()
+from voxfx.kernels.flip import (sparse_pressure, sparse_pressure_cells, sparse_pressure_gpu,  # noqa: E402
+                                sparse_pressure_setup, sparse_pressure_workspace)
+from voxfx.kernels.flip.grid import FlipSettings  # noqa: E402
+from voxfx.kernels.flip.sim import FlipSimulation  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "bench"))
+from flip import dam_break  # noqa: E402
+from flip_sparse import timed_sparse_substep  # noqa: E402
+
+_marks = []  # (label, host s, event) while on
+_on = [False]
+
+
+def mark(label):
+    import cupy as cp
+
+    if _on[0] and not cp.cuda.get_current_stream().is_capturing():
+        e = cp.cuda.Event()
+        e.record()
+        _marks.append((label, time.perf_counter(), e))
+
+
+def _wrap(owner, name, label):
+    plain = getattr(owner, name)
+
+    def wrapped(*args, **kw):
+        mark(label + " >")
+        out = plain(*args, **kw)
+        mark(label + " <")
+        return out
+    setattr(owner, name, wrapped)
+
+
+def instrument():
+    _wrap(sparse_pressure, "solve_pressure", "solve_pressure")
+    _wrap(sparse_pressure_setup, "staged_setup", "staged_setup")
+    _wrap(sparse_pressure_cells, "stage", "cells stage")
+    _wrap(sparse_pressure_workspace, "unknowns", "ws unknowns")
+    _wrap(sparse_pressure_workspace, "_launch_levels", "coarse levels")
+    _wrap(sparse_pressure_workspace, "build", "ws build")
+    _wrap(sparse_pressure, "initial_guess", "initial_guess")
+    _wrap(sparse_pressure, "solver_tables", "solver_tables")
+    _wrap(sparse_pressure, "_region_mean_removed", "region mean")
+    _wrap(sparse_pressure, "carry", "carry")
+    _wrap(sparse_pressure_gpu, "_solver", "solver lookup")
+    _wrap(sparse_pressure_gpu, "run_blocks", "run_blocks")
+    cls = sparse_pressure_gpu.SparsePressureSolverGPU
+    _wrap(cls, "_load_persist", "load_persist")
+    _wrap(cls, "read_control", "check read")
+    _wrap(cls, "solve", "solver.solve")
+
+
+def substep(sim, dt, ev, sub):
+    """One timed substep with marks on; [(label, host ms, device ms)] from the first mark, and
+    the stage ms."""
+    import cupy as cp
+
+    _marks.clear()
+    _on[0] = True
+    ms, its, _ = timed_sparse_substep(sim, dt, ev, sub)
+    _on[0] = False
+    cp.cuda.Device().synchronize()
+    label0, h0, e0 = _marks[0]
+    rows = [(label, (h - h0) * 1e3, cp.cuda.get_elapsed_time(e0, e)) for label, h, e in _marks]
+    return rows, ms, its
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=256)
+    ap.add_argument("--particles", type=float, default=8e6)
+    ap.add_argument("--warm", type=int, default=2)
+    ap.add_argument("--substeps", type=int, default=4)
+    ap.add_argument("--ab", nargs="*", action="append", default=None, metavar="NAME=VALUE")
+    ap.add_argument("--show", type=int, default=1, help="substeps (per way) whose every mark is printed")
+    args = ap.parse_args()
+    import cupy as cp
+
+    ways = [dict(kv.split("=", 1) for kv in way if kv) for way in (args.ab or [[]])]
+    print(f"device: {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}", flush=True)
+    spec, v, t = dam_break(args.n, int(args.particles))
+    sim = FlipSimulation(spec, FlipSettings(), v, t, xp=cp, sparse=True)
+    dt = 1 / 120
+    ev = [cp.cuda.Event() for _ in range(6)]
+    sub = [cp.cuda.Event() for _ in range(6)]
+    instrument()
+    plain_env = dict(os.environ)
+
+    def use(way):
+        for k in [k for k in os.environ if k.startswith("VOXFX_") and k not in plain_env]:
+            del os.environ[k]
+        os.environ.update(way)
+    for i in range(args.warm * len(ways)):
+        use(ways[i % len(ways)])
+        timed_sparse_substep(sim, dt, ev, sub)
+    pieces = [defaultdict(list) for _ in ways]
+    stages = [[] for _ in ways]
+    for step in range(args.substeps):
+        for w, way in enumerate(ways):
+            use(way)
+            rows, ms, its = substep(sim, dt, ev, sub)
+            stages[w].append((ms, its))
+            if step < args.show:
+                print(f"\nway {w} {way}, substep {step}: stages {' '.join(f'{m:.2f}' for m in ms)} ms, {its} CG it; "
+                      "mark | host ms | device ms | device − host")
+                for label, h, d in rows:
+                    print(f"  {label:24s} | {h:7.3f} | {d:7.3f} | {d - h:+7.3f}")
+            seen = defaultdict(int)
+            for (a, ha, da), (b, hb, db) in zip(rows, rows[1:]):
+                key = f"{a} .. {b}"
+                seen[key] += 1
+                key = key if seen[key] == 1 else f"{key} #{seen[key]}"
+                pieces[w][key].append((hb - ha, db - da))
+            pieces[w]["(whole: first to last mark)"].append((rows[-1][1], rows[-1][2]))
+    for w, way in enumerate(ways):
+        med = np.median(np.array([m for m, _ in stages[w]]), axis=0)
+        print(f"\nway {w} {way}: stage medians topology {med[0]:.2f} p2g {med[1]:.2f} pressure {med[2]:.2f} "
+              f"project {med[3]:.2f} g2p {med[4]:.2f} substep {med.sum():.2f}; CG it {[i for _, i in stages[w]]}")
+        print("  piece (mark .. mark) | host Δ ms | device Δ ms (medians) | substeps")
+        for key, vals in pieces[w].items():
+            a = np.median(np.array(vals), axis=0)
+            print(f"  {key:52s} | {a[0]:7.3f} | {a[1]:7.3f} | {len(vals)}")
+    print(f"pool: {cp.get_default_memory_pool().total_bytes() / 2 ** 20:.0f} MiB")
+
+
+if __name__ == "__main__":
+    main()
