@@ -144,6 +144,53 @@ extern "C" __global__ void count_particles_grouped(const float* __restrict__ pos
     bin_warp_q_max(q, bounds);
 }
 
+// count_particles_grouped with the passes after it folded in (sparse_gpu.bin_fused_mode, helper
+// i24p8): with tile > 0, bin_scan_sums' work: sums[i / tile] gains the particles of cell i (one
+// atomicAdd a warp's run of lanes in one tile, warp_grouped_rank's way) and bounds[1] the most
+// particles a pool cell (i < cells) holds, as the largest count a group's add leaves (rank + 1
+// of its last lane: the last add to a cell leaves its final count, every earlier one less), so
+// that bin_scan alone follows (sums and bounds zeroed with count); with zero_words > 0 (even),
+// the scatter's sums acc[0, zero_words) zeroed, two words a thread (the launch covers
+// max(n, zero_words / 2) threads), instead of a memset of their own. The same counts, cells,
+// ranks, bounds and tile sums as count_particles_grouped + bin_scan_sums, so the same starts
+// and scatter sums (tests/unit/test_cuda_sparse_scatter_host.py).
+extern "C" __global__ void count_particles_fused(const float* __restrict__ pos, const float* __restrict__ vel,
+                                                 const float* __restrict__ c, int apic, long long n, float ox,
+                                                 float oy, float oz, float inv_h, float h,
+                                                 const long long* __restrict__ keys, const int* __restrict__ slots,
+                                                 long long n_keys, BRICK_INDEX_ARGS, long long cells,
+                                                 int* __restrict__ count, int* __restrict__ cell_of,
+                                                 int* __restrict__ rank, unsigned int* __restrict__ bounds, int tile,
+                                                 int* __restrict__ sums, unsigned long long* __restrict__ acc,
+                                                 long long zero_words)
+{
+    const long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    float q = 0.0f;
+    long long cell = -1;
+    if (p < n) {
+        cell = bin_cell(pos, p, ox, oy, oz, inv_h, keys, slots, n_keys, index, index_lx, index_ly, index_lz, index_dx,
+                        index_dy, index_dz, cells);
+        cell_of[p] = (int)cell;
+        q = scatter_q_bound(vel, c, apic, p, h);
+    }
+    const int r = warp_grouped_rank(count, cell);  // voxfx_reduce.cuh
+    if (p < n) rank[p] = r;
+    bin_warp_q_max(q, bounds);
+    if (tile > 0) {
+        warp_grouped_rank(sums, cell >= 0 ? cell / tile : -1LL);  // the group's size into its tile's sum
+        const unsigned int most = warp_all_max(cell >= 0 && cell < cells ? (unsigned int)(r + 1) : 0u);
+        if ((threadIdx.x & 31) == 0 && most > *(volatile unsigned int*)(bounds + 1)) atomicMax(bounds + 1, most);
+    }
+    if (2 * p < zero_words) {
+#ifdef __CUDA_ARCH__
+        reinterpret_cast<ulonglong2*>(acc)[p] = make_ulonglong2(0ull, 0ull);
+#else
+        acc[2 * p] = 0ull;
+        acc[2 * p + 1] = 0ull;
+#endif
+    }
+}
+
 // Step 2, the exclusive scan of count (n = cells + 1 entries) in two launches over tiles of
 // `tile` entries: sums[b] = Σ of tile b, and bounds[1] = max count over the pool's cells
 // (i < cells: the last bin, particles without an active cell, is not scattered).

@@ -134,7 +134,7 @@ _build(SCATTER_MIN_BLOCKS, 1, 1)
 _build(SCATTER_MIN_BLOCKS, 1, 1, 1)
 
 
-def launch(size: int, args, spread=None, min_blocks=None, order=None, bounds=None):
+def launch(size: int, args, spread=None, min_blocks=None, order=None, bounds=None, acc=None):
     """The scatter (``kernels/cuda/flip_sparse_scatter.cu``) over the pool of *size* cells
     with ``sparse_gpu.launch_gather``'s *args*: the bounds that fix its scales, one block per brick
     adding 64-bit fixed-point terms, then the faces and masks. Returns (acc, bounds): the
@@ -144,7 +144,8 @@ def launch(size: int, args, spread=None, min_blocks=None, order=None, bounds=Non
     unless given; the A/B of ``bench/flip_sparse_p2g.py``). *order*: the particles
     (args' first three arrays: their own, unsorted) are read through it (binned position →
     particle; ``sparse_gpu.bin_particles_order``); *bounds*: already computed (its fused
-    count), so ``scatter_bounds`` is not launched."""
+    count), so ``scatter_bounds`` is not launched; *acc*: the sums already zeroed (by
+    ``flip_sparse_transfer.cu``'s count_particles_fused), else allocated and zeroed here."""
     spread = int(SCATTER_SPREAD if spread is None else spread)
     if spread < 1:
         raise ValueError(f"the scatter's spread must be at least 1, not {spread}")
@@ -158,7 +159,8 @@ def launch(size: int, args, spread=None, min_blocks=None, order=None, bounds=Non
     flip = int(lean and banks_mode() == "flip")
     kernels = (SCATTER if min_blocks == 4 and not paired and not lean  # SCATTER: (4, serial)
                else _build(min_blocks, paired, lean, flip))
-    acc = cp.zeros(6 * size, cp.uint64)
+    if acc is None:
+        acc = cp.zeros(6 * size, cp.uint64)
     if bounds is None:
         bounds = cp.zeros(2, cp.uint32)
         blocks = min(BOUND_BLOCKS, -(-max(n, size, 1) // THREADS))
