@@ -1,12 +1,15 @@
 """The whole P2G stage of a sparse FLIP substep accounted launch by launch (issue 24, helper
 i24p8): where the row's P2G (``bench/flip_sparse.py``: bin+gather, classify, extrapolate, the
-old faces, gravity and boundaries) spends its time, and the order binning's fusions
-(``VOXFX_SPARSE_BIN_FUSED``, ``sparse_gpu.BIN_FUSED``) against each other:
+old faces, gravity and boundaries) spends its time, and ways of running it (environment
+variables: the order binning's fusions ``VOXFX_SPARSE_BIN_FUSED``, ``sparse_gpu.BIN_FUSED``; the
+cell types by the division, ``VOXFX_SPARSE_P2G_CELLS``) against each other:
 
     python3 bench/flip_sparse_p2g_stage.py [--res 256] [--particles 8e6] [--substeps 4] [--repeat 9]
+                                           [--way 'NAME=VALUE ...' ...]
 
 The dam break runs *substeps* substeps; then the stage (``flip_sparse.timed_sparse_substep``'s
-P2G calls, on the same positions) is timed two ways, each fusion in turn, *repeat* rounds:
+P2G calls, on the same positions) is timed two ways, each ``--way`` in turn (a variable another
+way sets is unset unless this one sets it; '' the defaults), *repeat* rounds:
 
 ``idle``    as in the row: the device idle when the stage's Python starts (the topology ends
             with a host read), so the time includes the device waiting for the host;
@@ -15,7 +18,7 @@ P2G calls, on the same positions) is timed two ways, each fusion in turn, *repea
             device's alone.
 
 Per launch (CUDA events around every ``Kernels.launch``/``launch_grid``, queued, the first
-fusion and the last): its device ms; the rest (memsets, copies, allocations' waits) is the
+way and the last): its device ms; the rest (memsets, copies, allocations' waits) is the
 stage less their sum. The host's ms to issue the stage (idle) are printed beside it."""
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 from tools.package import load  # noqa: E402
 
 load()
-from voxfx.kernels.flip import sparse_gpu, sparse_transfer  # noqa: E402
+from voxfx.kernels.flip import sparse_transfer  # noqa: E402
 from voxfx.kernels.grid import launch as launch_module  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "bench"))
@@ -109,12 +112,27 @@ def timed_stage(cp, sim, dt, spin, queued, events=None):
     return cp.cuda.get_elapsed_time(a, b), host, rows
 
 
+WAYS = ["", "VOXFX_SPARSE_BIN_FUSED=scan", "VOXFX_SPARSE_BIN_FUSED=zero", "VOXFX_SPARSE_BIN_FUSED=all",
+        "VOXFX_SPARSE_P2G_CELLS=finish", "VOXFX_SPARSE_BIN_FUSED=all VOXFX_SPARSE_P2G_CELLS=finish"]
+
+
+def set_way(ways, way):
+    """The environment of *way* (a string of NAME=VALUE), the other *ways*' variables unset."""
+    for other in ways:
+        for item in other.split():
+            os.environ.pop(item.partition("=")[0], None)
+    for item in way.split():
+        name, _, value = item.partition("=")
+        os.environ[name] = value
+
+
 def main():
     ap = argparse.ArgumentParser()
     add_scene_arguments(ap)
     ap.add_argument("--repeat", type=int, default=9)
-    ap.add_argument("--ways", nargs="+", default=list(sparse_gpu.BIN_FUSED), choices=sparse_gpu.BIN_FUSED)
+    ap.add_argument("--way", action="append", default=None, help="NAME=VALUE ... ('' the defaults); repeat it")
     args = ap.parse_args()
+    ways = args.way or WAYS
     import cupy as cp
 
     _, sim, dt = stepped_dam_break(args)
@@ -122,27 +140,26 @@ def main():
           f"({sim.grid.size:,} pool cells)")
     spin = cp.RawKernel(SPIN, "spin")
     events = LaunchEvents(cp)
-    saved = os.environ.get("VOXFX_SPARSE_BIN_FUSED")
-    times = {(w, q): [] for w in args.ways for q in (False, True)}
-    hosts = {w: [] for w in args.ways}
-    for way in args.ways:  # warm: compiles
-        os.environ["VOXFX_SPARSE_BIN_FUSED"] = way
+    saved = dict(os.environ)
+    times = {(w, q): [] for w in ways for q in (False, True)}
+    hosts = {w: [] for w in ways}
+    for way in ways:  # warm: compiles
+        set_way(ways, way)
         timed_stage(cp, sim, dt, spin, True)
     for r in range(args.repeat):
-        ways = args.ways if r % 2 == 0 else args.ways[::-1]
-        for way in ways:
-            os.environ["VOXFX_SPARSE_BIN_FUSED"] = way
+        for way in (ways if r % 2 == 0 else ways[::-1]):
+            set_way(ways, way)
             for queued in (False, True):
                 ms, host, _ = timed_stage(cp, sim, dt, spin, queued)
                 times[(way, queued)].append(ms)
                 if not queued:
                     hosts[way].append(host)
     print(f"P2G stage (medians of {args.repeat}, ways alternating) | idle ms | queued ms (device alone) | host ms")
-    for way in args.ways:
-        print(f"VOXFX_SPARSE_BIN_FUSED={way} | {np.median(times[(way, False)]):.3f} | "
+    for way in ways:
+        print(f"{way or '(defaults)'} | {np.median(times[(way, False)]):.3f} | "
               f"{np.median(times[(way, True)]):.3f} | {np.median(hosts[way]):.3f}")
-    for way in dict.fromkeys([args.ways[0], args.ways[-1]]):
-        os.environ["VOXFX_SPARSE_BIN_FUSED"] = way
+    for way in dict.fromkeys([ways[0], ways[-1]]):
+        set_way(ways, way)
         per = []
         for _ in range(args.repeat):
             ms, _, rows = timed_stage(cp, sim, dt, spin, True, events)
@@ -150,14 +167,12 @@ def main():
         names = [n for n, _ in per[0][1]]
         med = [float(np.median([rows[i][1] for _, rows in per])) for i in range(len(names))]
         total = float(np.median([ms for ms, _ in per]))
-        print(f"launches, VOXFX_SPARSE_BIN_FUSED={way}, queued (events around each; medians of {args.repeat}):")
+        print(f"launches, {way or '(defaults)'}, queued (events around each; medians of {args.repeat}):")
         for name, ms in zip(names, med):
             print(f"  {name} | {ms:.3f}")
         print(f"  (launches {sum(med):.3f}; memsets, copies and the rest {total - sum(med):.3f}; stage {total:.3f})")
-    if saved is None:
-        os.environ.pop("VOXFX_SPARSE_BIN_FUSED", None)
-    else:
-        os.environ["VOXFX_SPARSE_BIN_FUSED"] = saved
+    set_way(ways, "")
+    os.environ.update({k: v for k, v in saved.items() if k.startswith("VOXFX_")})
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@
 // (kernels/flip/particles.py).
 
 #include "voxfx_bin.cuh"  // the scatter's |q| bound, warp and block sums and scans
+#include "voxfx_cell_type.cuh"  // sparse_cell_type: classify_counts_sparse's cell
 #include "voxfx_sparse.cuh"  // keys, slots, binary search
 #include "voxfx_sparse_index.cuh"  // BRICK_INDEX_ARGS, INDEXED_SLOT: a closed domain's brick index
 #include "voxfx_sparse_marks.cuh"  // sparse_store_wall_marks: mark_walls' cell
@@ -146,14 +147,17 @@ extern "C" __global__ void count_particles_grouped(const float* __restrict__ pos
 
 // count_particles_grouped with the passes after it folded in (sparse_gpu.bin_fused_mode, helper
 // i24p8): with tile > 0, bin_scan_sums' work: sums[i / tile] gains the particles of cell i (one
-// atomicAdd a warp's run of lanes in one tile, warp_grouped_rank's way) and bounds[1] the most
-// particles a pool cell (i < cells) holds, as the largest count a group's add leaves (rank + 1
-// of its last lane: the last add to a cell leaves its final count, every earlier one less), so
-// that bin_scan alone follows (sums and bounds zeroed with count); with zero_words > 0 (even),
-// the scatter's sums acc[0, zero_words) zeroed, two words a thread (the launch covers
+// atomicAdd a warp's run of lanes in one tile, as the count's) and bounds[1] the most particles
+// a pool cell (i < cells) holds, as the largest count a group's add leaves (rank + 1 of its
+// last lane: the last add to a cell leaves its final count, every earlier one less), so that
+// bin_scan alone follows (sums and bounds zeroed with count); with zero_words > 0 (even), the
+// scatter's sums acc[0, zero_words) zeroed, two words a thread (the launch covers
 // max(n, zero_words / 2) threads), instead of a memset of their own. The same counts, cells,
 // ranks, bounds and tile sums as count_particles_grouped + bin_scan_sums, so the same starts
-// and scatter sums (tests/unit/test_cuda_sparse_scatter_host.py).
+// and scatter sums (tests/unit/test_cuda_sparse_scatter_host.py). Every lane reaches the warp
+// steps (no return before them): a max by one redux, the ranks by a 32-bit match (a pool
+// cell or tile index is below 2^31: sparse_gpu.available), the same values as
+// warp_all_max's butterfly and warp_grouped_rank's 64-bit match.
 extern "C" __global__ void count_particles_fused(const float* __restrict__ pos, const float* __restrict__ vel,
                                                  const float* __restrict__ c, int apic, long long n, float ox,
                                                  float oy, float oz, float inv_h, float h,
@@ -166,20 +170,22 @@ extern "C" __global__ void count_particles_fused(const float* __restrict__ pos, 
 {
     const long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     float q = 0.0f;
-    long long cell = -1;
+    int cell = -1;
     if (p < n) {
-        cell = bin_cell(pos, p, ox, oy, oz, inv_h, keys, slots, n_keys, index, index_lx, index_ly, index_lz, index_dx,
-                        index_dy, index_dz, cells);
-        cell_of[p] = (int)cell;
+        cell = (int)bin_cell(pos, p, ox, oy, oz, inv_h, keys, slots, n_keys, index, index_lx, index_ly, index_lz,
+                             index_dx, index_dy, index_dz, cells);
+        cell_of[p] = cell;
         q = scatter_q_bound(vel, c, apic, p, h);
     }
-    const int r = warp_grouped_rank(count, cell);  // voxfx_reduce.cuh
+    const int r = warp_grouped_rank32(count, cell);
     if (p < n) rank[p] = r;
-    bin_warp_q_max(q, bounds);
+    const bool lead = (threadIdx.x & 31) == 0;
+    const unsigned int q_bits = warp_max_redux(scatter_q_bits(q));  // bin_warp_q_max's (voxfx_reduce.cuh)
+    if (lead && q_bits > *(volatile unsigned int*)bounds) atomicMax(bounds, q_bits);
     if (tile > 0) {
-        warp_grouped_rank(sums, cell >= 0 ? cell / tile : -1LL);  // the group's size into its tile's sum
-        const unsigned int most = warp_all_max(cell >= 0 && cell < cells ? (unsigned int)(r + 1) : 0u);
-        if ((threadIdx.x & 31) == 0 && most > *(volatile unsigned int*)(bounds + 1)) atomicMax(bounds + 1, most);
+        warp_grouped_rank32(sums, cell >= 0 ? cell / tile : -1);  // the group's size into its tile's sum
+        const unsigned int most = warp_max_redux(cell >= 0 && cell < cells ? (unsigned int)(r + 1) : 0u);
+        if (lead && most > *(volatile unsigned int*)(bounds + 1)) atomicMax(bounds + 1, most);
     }
     if (2 * p < zero_words) {
 #ifdef __CUDA_ARCH__
@@ -273,15 +279,7 @@ extern "C" __global__ void classify_counts_sparse(const int* __restrict__ count,
 {
     const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= cells) return;
-    unsigned char type = solid[t] ? SOLID : AIR;
-    if (type == AIR && count[t] > 0) {  // a cell with particles lies in an active slot
-        const long long slot = t >> 9;
-        const int l = (int)(t & (SPARSE_CELLS - 1));
-        const long long i = 8LL * coords[3 * slot] + (l & 7), j = 8LL * coords[3 * slot + 1] + ((l >> 3) & 7),
-                        k = 8LL * coords[3 * slot + 2] + (l >> 6);
-        if (!closed || (i >= 0 && i < nx && j >= 0 && j < ny && k >= 0 && k < nz)) type = FLUID;
-    }
-    cell[t] = type;
+    cell[t] = sparse_cell_type(count, solid, coords, t, closed, nx, ny, nz);  // voxfx_cell_type.cuh
 }
 
 // sparse_transfer.enforce_boundaries with the body force fused (sim's gravity step): every

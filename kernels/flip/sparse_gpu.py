@@ -131,6 +131,10 @@ BIN_COUNTS = ("grouped", "atomic")
 # scan's tile sums and max from the count: bin_scan alone after it), "zero" (the scatter's sums zeroed by the
 # count's threads) or "all" (both); the same counts, starts, bounds and sums
 BIN_FUSED = ("none", "scan", "zero", "all")
+# VOXFX_SPARSE_P2G_CELLS, where the scatter's P2G types the cells (helper i24p8): "apart" (classify's own launch,
+# classify_counts_sparse) or "finish" (p2g_scatter_finish_cells: the division's pass writes them too, kept on the
+# grid's bins for classify while the positions and the solid array are the same objects); the same bytes
+P2G_CELLS = ("apart", "finish")
 
 
 def gather_mode(gather=None, apic: bool = False) -> str:
@@ -156,6 +160,12 @@ def bin_fused_mode(mode=None) -> str:
     """What the order binning's grouped count also does (``BIN_FUSED``): *mode*, else
     ``VOXFX_SPARSE_BIN_FUSED``, else ``BIN_FUSED[0]``."""
     return env_choice("VOXFX_SPARSE_BIN_FUSED", BIN_FUSED, mode)
+
+
+def p2g_cells_mode(mode=None) -> str:
+    """Where the scatter's P2G types the cells (``P2G_CELLS``): *mode*, else
+    ``VOXFX_SPARSE_P2G_CELLS``, else ``P2G_CELLS[0]``."""
+    return env_choice("VOXFX_SPARSE_P2G_CELLS", P2G_CELLS, mode)
 
 
 def available(grid, *particles) -> bool:
@@ -415,6 +425,7 @@ def particles_to_grid(grid, pos, vel, c, gather=None):
     cp = grid.xp
     size = grid.size
     mode = gather_mode(gather, c is not None)
+    types = cells = None  # (cell types, the solid array they came from), p2g_scatter_finish_cells' arguments
     if mode == "scatter" and binning_mode() == "order":  # the binning launched first: the device starts sooner
         zero = size and bin_count_mode() == "grouped" and bin_fused_mode() in ("zero", "all")
         acc = cp.empty(6 * size, cp.uint64) if zero else None  # else zeroed by sparse_scatter.launch
@@ -422,7 +433,11 @@ def particles_to_grid(grid, pos, vel, c, gather=None):
         valid, faces, tail = _outputs(grid)
         args = (pos, vel, c if c is not None else count, _I32(c is not None), start, count, *tail)
         if size:
-            sparse_scatter.launch(size, args, order=order, bounds=bounds, acc=acc)
+            if p2g_cells_mode() == "finish":  # the cell types by the division's pass (classify reads them)
+                solid, cell = grid["solid"], cp.empty(size, cp.uint8)
+                types = (cell, solid)
+                cells = (count, solid, grid.slot_coords, _I32(grid.closed), *_dims(grid), cell)
+            sparse_scatter.launch(size, args, order=order, bounds=bounds, acc=acc, cells=cells)
         del acc
     else:
         valid, faces, tail = _outputs(grid)
@@ -430,7 +445,7 @@ def particles_to_grid(grid, pos, vel, c, gather=None):
         args = (spos, svel, sc, _I32(c is not None), start, count, *tail)
         launch_gather(mode, size, args, c is not None)
         del spos, svel, sc
-    grid.bins = (pos, count, order, cell_of)
+    grid.bins = (pos, count, order, cell_of, types)
     for name, f in zip(grid.FACES, faces):
         grid[name] = f
     return valid
@@ -440,12 +455,18 @@ def particles_to_grid(grid, pos, vel, c, gather=None):
 
 
 def classify(grid, pos) -> None:
-    """``sparse_transfer.classify``: from P2G's bin counts when they are *pos*'s (module
+    """``sparse_transfer.classify``: P2G's cell types when it wrote them for *pos* and this
+    solid array (``p2g_cells_mode``), else from P2G's bin counts when they are *pos*'s (module
     notes), else marking cells from the particles."""
     cp = grid.xp
     size = grid.size
     cell = cp.empty(size, cp.uint8)
     bins = getattr(grid, "bins", None)
+    kept = bins[4] if bins is not None and bins[0] is pos and len(bins) > 4 else None
+    if kept is not None and kept[1] is grid["solid"]:  # typed by P2G's division (p2g_cells_mode "finish")
+        grid["cell"] = kept[0]
+        grid.bins = (*bins[:4], None)  # handed over once: a later classify types a fresh array
+        return
     if bins is not None and bins[0] is pos:
         KERNELS.launch("classify_counts_sparse", size, (bins[1], grid["solid"], grid.slot_coords, _I64(size),
                                                         _I32(grid.closed), *_dims(grid), cell))

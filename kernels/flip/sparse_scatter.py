@@ -72,10 +72,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..grid import mac
 from ..grid.launch import THREADS, Kernels
 from ..settings import env_choice
 
-SCATTER = Kernels("flip_sparse_scatter.cu", ("--fmad=false",), THREADS)
+# the cell types' defines: p2g_scatter_finish_cells writes them (sparse_gpu.p2g_cells_mode)
+SCATTER = Kernels("flip_sparse_scatter.cu", ("--fmad=false",), THREADS, defines=mac.CELL_TYPES)
 CELLS = 512
 SCATTER_THREADS = 256  # threads a brick (flip_sparse_scatter.cu's SCATTER_THREADS at most)
 SCATTER_SPREAD = 8  # a warp's lanes take particles this far apart (flip_sparse_scatter.cu)
@@ -118,7 +120,7 @@ def _build(min_blocks: int, paired: int, lean: int = 0, flip: int = 0):
     key = (int(min_blocks), int(paired), int(lean), int(flip))
     if key[3] and not key[2]:
         raise ValueError("the scatter's flipped slot order (SCATTER_FLIP) is the lean code's")
-    defines = {"SCATTER_MIN_BLOCKS": key[0], "SCATTER_PAIRED": key[1]}
+    defines = {**mac.CELL_TYPES, "SCATTER_MIN_BLOCKS": key[0], "SCATTER_PAIRED": key[1]}
     if key[2]:
         defines["SCATTER_LEAN"] = 1
     if key[3]:
@@ -134,7 +136,7 @@ _build(SCATTER_MIN_BLOCKS, 1, 1)
 _build(SCATTER_MIN_BLOCKS, 1, 1, 1)
 
 
-def launch(size: int, args, spread=None, min_blocks=None, order=None, bounds=None, acc=None):
+def launch(size: int, args, spread=None, min_blocks=None, order=None, bounds=None, acc=None, cells=None):
     """The scatter (``kernels/cuda/flip_sparse_scatter.cu``) over the pool of *size* cells
     with ``sparse_gpu.launch_gather``'s *args*: the bounds that fix its scales, one block per brick
     adding 64-bit fixed-point terms, then the faces and masks. Returns (acc, bounds): the
@@ -145,7 +147,9 @@ def launch(size: int, args, spread=None, min_blocks=None, order=None, bounds=Non
     (args' first three arrays: their own, unsorted) are read through it (binned position →
     particle; ``sparse_gpu.bin_particles_order``); *bounds*: already computed (its fused
     count), so ``scatter_bounds`` is not launched; *acc*: the sums already zeroed (by
-    ``flip_sparse_transfer.cu``'s count_particles_fused), else allocated and zeroed here."""
+    ``flip_sparse_transfer.cu``'s count_particles_fused), else allocated and zeroed here;
+    *cells*: (count, solid, coords, closed, nx, ny, nz, cell), the cell types written by the
+    division's pass too (p2g_scatter_finish_cells: ``sparse_gpu.p2g_cells_mode``)."""
     spread = int(SCATTER_SPREAD if spread is None else spread)
     if spread < 1:
         raise ValueError(f"the scatter's spread must be at least 1, not {spread}")
@@ -169,7 +173,10 @@ def launch(size: int, args, spread=None, min_blocks=None, order=None, bounds=Non
     use_order = order is not None
     kernels.launch_grid("p2g_scatter_brick", (size // CELLS,), (SCATTER_THREADS,),
                         (*args[:19], bounds, _I32(spread), order if use_order else count, _I32(use_order), acc))
-    kernels.launch("p2g_scatter_finish", size, (acc, _I64(size), bounds, *args[19:]))
+    if cells is None:
+        kernels.launch("p2g_scatter_finish", size, (acc, _I64(size), bounds, *args[19:]))
+    else:
+        kernels.launch("p2g_scatter_finish_cells", size, (acc, _I64(size), bounds, *args[19:], *cells))
     return acc, bounds
 
 

@@ -2,7 +2,8 @@
 grouped count by default (measured faster, the same bins: tests/gpu/test_flip_sparse_grouped_count_gpu.py),
 the atomic one on request, and a one-line error naming the variable for anything else; the same
 for what the grouped count also does (``sparse_gpu.bin_fused_mode``, ``VOXFX_SPARSE_BIN_FUSED``:
-tests/gpu/test_flip_sparse_bin_fused_gpu.py)."""
+tests/gpu/test_flip_sparse_bin_fused_gpu.py), and where P2G's scatter types the cells
+(``sparse_gpu.p2g_cells_mode``, ``VOXFX_SPARSE_P2G_CELLS``)."""
 
 import pytest
 
@@ -29,3 +30,13 @@ def test_the_fused_count_switch_is_checked(monkeypatch):
     monkeypatch.setenv("VOXFX_SPARSE_BIN_FUSED", "both")
     with pytest.raises(ValueError, match="VOXFX_SPARSE_BIN_FUSED must be one of none, scan, zero, all, not 'both'"):
         sparse_gpu.bin_fused_mode()
+
+
+def test_the_p2g_cell_types_switch_is_checked(monkeypatch):
+    monkeypatch.delenv("VOXFX_SPARSE_P2G_CELLS", raising=False)
+    assert sparse_gpu.p2g_cells_mode() == sparse_gpu.P2G_CELLS[0]
+    monkeypatch.setenv("VOXFX_SPARSE_P2G_CELLS", " Finish ")
+    assert sparse_gpu.p2g_cells_mode() == "finish"
+    monkeypatch.setenv("VOXFX_SPARSE_P2G_CELLS", "fused")
+    with pytest.raises(ValueError, match="VOXFX_SPARSE_P2G_CELLS must be one of apart, finish, not 'fused'"):
+        sparse_gpu.p2g_cells_mode()
