@@ -1,8 +1,7 @@
 """The whole P2G stage of a sparse FLIP substep accounted launch by launch (issue 24, helper
 i24p8): where the row's P2G (``bench/flip_sparse.py``: bin+gather, classify, extrapolate, the
 old faces, gravity and boundaries) spends its time, and ways of running it (environment
-variables: the order binning's fusions ``VOXFX_SPARSE_BIN_FUSED``, ``sparse_gpu.BIN_FUSED``; the
-cell types by the division, ``VOXFX_SPARSE_P2G_CELLS``) against each other:
+variables, e.g. the cell types by the division, ``VOXFX_SPARSE_P2G_CELLS``) against each other:
 
     python3 bench/flip_sparse_p2g_stage.py [--res 256] [--particles 8e6] [--substeps 4] [--repeat 9]
                                            [--way 'NAME=VALUE ...' ...]
@@ -112,8 +111,7 @@ def timed_stage(cp, sim, dt, spin, queued, events=None):
     return cp.cuda.get_elapsed_time(a, b), host, rows
 
 
-WAYS = ["", "VOXFX_SPARSE_BIN_FUSED=scan", "VOXFX_SPARSE_BIN_FUSED=zero", "VOXFX_SPARSE_BIN_FUSED=all",
-        "VOXFX_SPARSE_P2G_CELLS=finish", "VOXFX_SPARSE_BIN_FUSED=all VOXFX_SPARSE_P2G_CELLS=finish"]
+WAYS = ["", "VOXFX_SPARSE_P2G_CELLS=finish"]
 
 
 def set_way(ways, way):

@@ -145,58 +145,6 @@ extern "C" __global__ void count_particles_grouped(const float* __restrict__ pos
     bin_warp_q_max(q, bounds);
 }
 
-// count_particles_grouped with the passes after it folded in (sparse_gpu.bin_fused_mode, helper
-// i24p8): with tile > 0, bin_scan_sums' work: sums[i / tile] gains the particles of cell i (one
-// atomicAdd a warp's run of lanes in one tile, as the count's) and bounds[1] the most particles
-// a pool cell (i < cells) holds, as the largest count a group's add leaves (rank + 1 of its
-// last lane: the last add to a cell leaves its final count, every earlier one less), so that
-// bin_scan alone follows (sums and bounds zeroed with count); with zero_words > 0 (even), the
-// scatter's sums acc[0, zero_words) zeroed, two words a thread (the launch covers
-// max(n, zero_words / 2) threads), instead of a memset of their own. The same counts, cells,
-// ranks, bounds and tile sums as count_particles_grouped + bin_scan_sums, so the same starts
-// and scatter sums (tests/unit/test_cuda_sparse_scatter_host.py). Every lane reaches the warp
-// steps (no return before them): a max by one redux, the ranks by a 32-bit match (a pool
-// cell or tile index is below 2^31: sparse_gpu.available), the same values as
-// warp_all_max's butterfly and warp_grouped_rank's 64-bit match.
-extern "C" __global__ void count_particles_fused(const float* __restrict__ pos, const float* __restrict__ vel,
-                                                 const float* __restrict__ c, int apic, long long n, float ox,
-                                                 float oy, float oz, float inv_h, float h,
-                                                 const long long* __restrict__ keys, const int* __restrict__ slots,
-                                                 long long n_keys, BRICK_INDEX_ARGS, long long cells,
-                                                 int* __restrict__ count, int* __restrict__ cell_of,
-                                                 int* __restrict__ rank, unsigned int* __restrict__ bounds, int tile,
-                                                 int* __restrict__ sums, unsigned long long* __restrict__ acc,
-                                                 long long zero_words)
-{
-    const long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    float q = 0.0f;
-    int cell = -1;
-    if (p < n) {
-        cell = (int)bin_cell(pos, p, ox, oy, oz, inv_h, keys, slots, n_keys, index, index_lx, index_ly, index_lz,
-                             index_dx, index_dy, index_dz, cells);
-        cell_of[p] = cell;
-        q = scatter_q_bound(vel, c, apic, p, h);
-    }
-    const int r = warp_grouped_rank32(count, cell);
-    if (p < n) rank[p] = r;
-    const bool lead = (threadIdx.x & 31) == 0;
-    const unsigned int q_bits = warp_max_redux(scatter_q_bits(q));  // bin_warp_q_max's (voxfx_reduce.cuh)
-    if (lead && q_bits > *(volatile unsigned int*)bounds) atomicMax(bounds, q_bits);
-    if (tile > 0) {
-        warp_grouped_rank32(sums, cell >= 0 ? cell / tile : -1);  // the group's size into its tile's sum
-        const unsigned int most = warp_max_redux(cell >= 0 && cell < cells ? (unsigned int)(r + 1) : 0u);
-        if (lead && most > *(volatile unsigned int*)(bounds + 1)) atomicMax(bounds + 1, most);
-    }
-    if (2 * p < zero_words) {
-#ifdef __CUDA_ARCH__
-        reinterpret_cast<ulonglong2*>(acc)[p] = make_ulonglong2(0ull, 0ull);
-#else
-        acc[2 * p] = 0ull;
-        acc[2 * p + 1] = 0ull;
-#endif
-    }
-}
-
 // Step 2, the exclusive scan of count (n = cells + 1 entries) in two launches over tiles of
 // `tile` entries: sums[b] = Σ of tile b, and bounds[1] = max count over the pool's cells
 // (i < cells: the last bin, particles without an active cell, is not scattered).

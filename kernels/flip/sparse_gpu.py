@@ -126,14 +126,9 @@ BIN_SCAN_TILES = 8192  # bin_scan: at most this many tiles (a block sums the ear
 # VOXFX_SPARSE_BIN_COUNT, the order binning's count: "grouped" (count_particles_grouped: one atomic a warp's run
 # of particles in one cell) or "atomic" (count_particles_bounds, one a particle); the same counts (module notes)
 BIN_COUNTS = ("grouped", "atomic")
-# VOXFX_SPARSE_BIN_FUSED, what the grouped count does beside counting (count_particles_fused, helper i24p8): "none"
-# (count_particles_grouped, then bin_scan_sums, bin_scan and the scatter's sums zeroed by a memset), "scan" (the
-# scan's tile sums and max from the count: bin_scan alone after it), "zero" (the scatter's sums zeroed by the
-# count's threads) or "all" (both); the same counts, starts, bounds and sums
-BIN_FUSED = ("none", "scan", "zero", "all")
 # VOXFX_SPARSE_P2G_CELLS, where the scatter's P2G types the cells (helper i24p8): "apart" (classify's own launch,
 # classify_counts_sparse) or "finish" (p2g_scatter_finish_cells: the division's pass writes them too, kept on the
-# grid's bins for classify while the positions and the solid array are the same objects); the same bytes
+# grid for classify while P2G's bins, the positions and the solid array are the same objects); the same bytes
 P2G_CELLS = ("apart", "finish")
 
 
@@ -154,12 +149,6 @@ def binning_mode(mode=None) -> str:
 def bin_count_mode(mode=None) -> str:
     """The order binning's count kernel: *mode*, else ``VOXFX_SPARSE_BIN_COUNT``, else ``BIN_COUNTS[0]``."""
     return env_choice("VOXFX_SPARSE_BIN_COUNT", BIN_COUNTS, mode)
-
-
-def bin_fused_mode(mode=None) -> str:
-    """What the order binning's grouped count also does (``BIN_FUSED``): *mode*, else
-    ``VOXFX_SPARSE_BIN_FUSED``, else ``BIN_FUSED[0]``."""
-    return env_choice("VOXFX_SPARSE_BIN_FUSED", BIN_FUSED, mode)
 
 
 def p2g_cells_mode(mode=None) -> str:
@@ -271,31 +260,23 @@ def bin_particles(grid, pos, vel, c):
     return spos, svel, sc, start, count, order, cell_of
 
 
-def scan_counts(cp, count, cells: int, bounds, sums=None):
+def scan_counts(cp, count, cells: int, bounds):
     """The exclusive scan of *count* (int32, cells + 1 entries) by ``bin_scan_sums`` and
     ``bin_scan`` (two launches); bounds[1] ← max(bounds[1], the max count over the pool's
-    *cells*). With *sums* (the tiles' sums, and bounds[1], already from ``count_particles_fused``)
-    ``bin_scan`` alone. Not ``sparse_pressure_setup.inclusive_scan`` (scan_tile_sums + scan_tiles): it
+    *cells*). Not ``sparse_pressure_setup.inclusive_scan`` (scan_tile_sums + scan_tiles): it
     would need a subtraction and a max after its two launches (H200, 8M particles, 1.64M
     pool cells: 0.076 ms against these two launches' 0.031, the same starts and max)."""
     n = int(count.shape[0])
     start = cp.empty(n, cp.int32)
-    tile, tiles = scan_tiles(n)
-    if sums is None:
-        sums = cp.empty(tiles, cp.int32)
-        KERNELS.launch_grid("bin_scan_sums", (tiles,), (THREADS,), (count, _I32(n), _I32(tile), _I32(cells), sums,
-                                                                    bounds))
+    tile = max(8 * THREADS, -(-n // (BIN_SCAN_TILES * THREADS)) * THREADS)
+    tiles = -(-n // tile)
+    sums = cp.empty(tiles, cp.int32)
+    KERNELS.launch_grid("bin_scan_sums", (tiles,), (THREADS,), (count, _I32(n), _I32(tile), _I32(cells), sums, bounds))
     KERNELS.launch_grid("bin_scan", (tiles,), (THREADS,), (count, _I32(n), _I32(tile), sums, start))
     return start
 
 
-def scan_tiles(n: int) -> tuple:
-    """(entries a tile, tiles) of ``scan_counts`` over *n* counts."""
-    tile = max(8 * THREADS, -(-int(n) // (BIN_SCAN_TILES * THREADS)) * THREADS)
-    return tile, -(-int(n) // tile)
-
-
-def bin_particles_order(grid, pos, vel, c, acc=None):
+def bin_particles_order(grid, pos, vel, c):
     """The scatter's binning (``VOXFX_SPARSE_BINNING=order``): per pool cell start and count
     (cells + 1, as ``bin_particles``), the order (binned position → particle), each
     particle's cell and the scatter's bounds (``sparse_scatter.launch``), from
@@ -308,53 +289,17 @@ def bin_particles_order(grid, pos, vel, c, acc=None):
     cells = grid.size
     keys, slots, nk = _topo(grid)
     ox, oy, oz, h, inv_h = _frame(grid)
-    apic = c is not None
-    fused = bin_fused_mode() if bin_count_mode() == "grouped" else "none"
-    if fused != "none":
-        return _bin_fused(grid, pos, vel, c, fused, acc)
-    count = cp.zeros(cells + 1, cp.int32)
+    name = "count_particles_grouped" if bin_count_mode() == "grouped" else "count_particles_bounds"
+    words = cp.zeros(cells + 3, cp.int32)  # count (cells + 1) and bounds: one allocation, one memset
+    count, bounds = words[:cells + 1], words[cells + 1:].view(cp.uint32)
     cell_of = cp.empty(n, cp.int32)
     rank = cp.empty(n, cp.int32)
-    bounds = cp.zeros(2, cp.uint32)
-    name = "count_particles_grouped" if bin_count_mode() == "grouped" else "count_particles_bounds"
+    apic = c is not None
     KERNELS.launch(name, n, (pos, vel, c if apic else count, _I32(apic), _I64(n), ox, oy, oz, inv_h, h, keys, slots,
                              nk, *brick_index(grid), _I64(cells), count, cell_of, rank, bounds))
     start = scan_counts(cp, count, cells, bounds)
     order = cp.empty(n, cp.int32)
     DENSE.launch("place_particles", n, (cell_of, rank, start, _I64(n), order))
-    if acc is not None:
-        acc.fill(0)
-    return start, count, order, cell_of, bounds
-
-
-def _bin_fused(grid, pos, vel, c, fused, acc):
-    """``bin_particles_order`` by ``count_particles_fused`` (*fused*: ``BIN_FUSED``'s "scan",
-    "zero" or "all"): count, the tiles' sums and bounds in one buffer zeroed by one memset;
-    with "scan" or "all" ``bin_scan`` alone after the count; with "zero" or "all" *acc* (the
-    scatter's sums) zeroed by the count, else by a memset after place."""
-    cp = grid.xp
-    n, cells = int(pos.shape[0]), grid.size
-    keys, slots, nk = _topo(grid)
-    ox, oy, oz, h, inv_h = _frame(grid)
-    tile, tiles = scan_tiles(cells + 1)
-    scan = fused in ("scan", "all")
-    zero = 0 if acc is None or fused not in ("zero", "all") else int(acc.shape[0])
-    if zero % 2:
-        raise ValueError(f"count_particles_fused zeroes the scatter's sums two words a thread, not {zero}")
-    words = cp.zeros(cells + 1 + (tiles if scan else 0) + 2, cp.int32)  # count | sums | bounds
-    count, sums, bounds = words[:cells + 1], words[cells + 1:-2], words[-2:].view(cp.uint32)
-    cell_of = cp.empty(n, cp.int32)
-    rank = cp.empty(n, cp.int32)
-    dummy = acc if zero else count
-    KERNELS.launch("count_particles_fused", max(n, zero // 2), (
-        pos, vel, c if c is not None else count, _I32(c is not None), _I64(n), ox, oy, oz, inv_h, h, keys, slots, nk,
-        *brick_index(grid), _I64(cells), count, cell_of, rank, bounds, _I32(tile if scan else 0),
-        sums if scan else count, dummy, _I64(zero)))
-    start = scan_counts(cp, count, cells, bounds, sums if scan else None)
-    order = cp.empty(n, cp.int32)
-    DENSE.launch("place_particles", n, (cell_of, rank, start, _I64(n), order))
-    if acc is not None and not zero:
-        acc.fill(0)
     return start, count, order, cell_of, bounds
 
 
@@ -410,42 +355,49 @@ def launch_gather(mode: str, size: int, args, apic: bool, slab=None, shared_byte
                shared_mem=nbytes)
 
 
-def _outputs(grid):
-    """P2G's valid masks and faces (fresh) and the scatter's and gathers' arguments after the particles'."""
-    cp, size = grid.xp, grid.size
-    valid = tuple(cp.empty(size, cp.uint8) for _ in range(3))
-    faces = tuple(cp.empty(size, cp.float32) for _ in range(3))
-    return valid, faces, (grid.brick_slot, grid.slot_coords, grid.brick_nbr, _I64(size), _I32(grid.closed),
-                          *_dims(grid), *_frame(grid), *faces, *valid)
+def _brick_args(grid):
+    """The scatter's and gathers' arguments after the particles' six: the brick tables, the pool's
+    size, the domain and its frame."""
+    return (grid.brick_slot, grid.slot_coords, grid.brick_nbr, _I64(grid.size), _I32(grid.closed), *_dims(grid),
+            *_frame(grid))
+
+
+def _outputs(size, cp):
+    """P2G's valid masks and faces (fresh)."""
+    return tuple(cp.empty(size, cp.uint8) for _ in range(3)), tuple(cp.empty(size, cp.float32) for _ in range(3))
 
 
 def particles_to_grid(grid, pos, vel, c, gather=None):
     """``sparse_transfer.particles_to_grid`` (gather: ``gather_mode``); returns the valid
-    masks. Keeps the bins' counts for ``classify`` (``grid.bins``)."""
+    masks. Keeps the bins' counts for ``classify`` (``grid.bins``), and with
+    ``p2g_cells_mode`` "finish" the cell types for it (``grid.p2g_cells``). The scatter's
+    host work comes in the order that keeps the device waiting least (helper i24p8): the
+    binning's launches first, the brick scatter next, and only then (while it runs) the
+    outputs' allocations and the division."""
     cp = grid.xp
     size = grid.size
     mode = gather_mode(gather, c is not None)
-    types = cells = None  # (cell types, the solid array they came from), p2g_scatter_finish_cells' arguments
-    if mode == "scatter" and binning_mode() == "order":  # the binning launched first: the device starts sooner
-        zero = size and bin_count_mode() == "grouped" and bin_fused_mode() in ("zero", "all")
-        acc = cp.empty(6 * size, cp.uint64) if zero else None  # else zeroed by sparse_scatter.launch
-        start, count, order, cell_of, bounds = bin_particles_order(grid, pos, vel, c, acc)
-        valid, faces, tail = _outputs(grid)
-        args = (pos, vel, c if c is not None else count, _I32(c is not None), start, count, *tail)
+    kept = None
+    if mode == "scatter" and binning_mode() == "order":
+        start, count, order, cell_of, bounds = bin_particles_order(grid, pos, vel, c)
+        head = (pos, vel, c if c is not None else count, _I32(c is not None), start, count, *_brick_args(grid))
+        sums = sparse_scatter.launch_sums(size, head, order=order, bounds=bounds) if size else None
+        valid, faces = _outputs(size, cp)
         if size:
-            if p2g_cells_mode() == "finish":  # the cell types by the division's pass (classify reads them)
+            cells = None
+            if p2g_cells_mode() == "finish":  # the cell types by the division's pass (classify takes them)
                 solid, cell = grid["solid"], cp.empty(size, cp.uint8)
-                types = (cell, solid)
+                kept = (cell, solid)
                 cells = (count, solid, grid.slot_coords, _I32(grid.closed), *_dims(grid), cell)
-            sparse_scatter.launch(size, args, order=order, bounds=bounds, acc=acc, cells=cells)
-        del acc
+            sparse_scatter.launch_finish(size, sums, (*faces, *valid), cells)
     else:
-        valid, faces, tail = _outputs(grid)
+        valid, faces = _outputs(size, cp)
         spos, svel, sc, start, count, order, cell_of = bin_particles(grid, pos, vel, c)
-        args = (spos, svel, sc, _I32(c is not None), start, count, *tail)
+        args = (spos, svel, sc, _I32(c is not None), start, count, *_brick_args(grid), *faces, *valid)
         launch_gather(mode, size, args, c is not None)
         del spos, svel, sc
-    grid.bins = (pos, count, order, cell_of, types)
+    grid.bins = bins = (pos, count, order, cell_of)
+    _keep(grid, "p2g_cells", None if kept is None else (bins, *kept))  # classify's while these bins stand
     for name, f in zip(grid.FACES, faces):
         grid[name] = f
     return valid
@@ -455,18 +407,18 @@ def particles_to_grid(grid, pos, vel, c, gather=None):
 
 
 def classify(grid, pos) -> None:
-    """``sparse_transfer.classify``: P2G's cell types when it wrote them for *pos* and this
-    solid array (``p2g_cells_mode``), else from P2G's bin counts when they are *pos*'s (module
-    notes), else marking cells from the particles."""
+    """``sparse_transfer.classify``: P2G's cell types when it wrote them with these bins, *pos*
+    and solid array (``p2g_cells_mode``), else from P2G's bin counts when they are *pos*'s
+    (module notes), else marking cells from the particles."""
     cp = grid.xp
     size = grid.size
-    cell = cp.empty(size, cp.uint8)
     bins = getattr(grid, "bins", None)
-    kept = bins[4] if bins is not None and bins[0] is pos and len(bins) > 4 else None
-    if kept is not None and kept[1] is grid["solid"]:  # typed by P2G's division (p2g_cells_mode "finish")
-        grid["cell"] = kept[0]
-        grid.bins = (*bins[:4], None)  # handed over once: a later classify types a fresh array
+    kept = getattr(grid, "p2g_cells", None)  # (bins, cell, solid) from P2G's division (p2g_cells_mode "finish")
+    if kept is not None and bins is not None and kept[0] is bins and bins[0] is pos and kept[2] is grid["solid"]:
+        grid["cell"] = kept[1]
+        grid.p2g_cells = None  # handed over once: a later classify types a fresh array
         return
+    cell = cp.empty(size, cp.uint8)
     if bins is not None and bins[0] is pos:
         KERNELS.launch("classify_counts_sparse", size, (bins[1], grid["solid"], grid.slot_coords, _I64(size),
                                                         _I32(grid.closed), *_dims(grid), cell))

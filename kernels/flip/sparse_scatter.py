@@ -136,35 +136,40 @@ _build(SCATTER_MIN_BLOCKS, 1, 1)
 _build(SCATTER_MIN_BLOCKS, 1, 1, 1)
 
 
-def launch(size: int, args, spread=None, min_blocks=None, order=None, bounds=None, acc=None, cells=None):
+def launch(size: int, args, spread=None, min_blocks=None, order=None, bounds=None, cells=None):
     """The scatter (``kernels/cuda/flip_sparse_scatter.cu``) over the pool of *size* cells
     with ``sparse_gpu.launch_gather``'s *args*: the bounds that fix its scales, one block per brick
-    adding 64-bit fixed-point terms, then the faces and masks. Returns (acc, bounds): the
-    fixed-point sums (``acc[(comp·size + cell)·2 + {0: Σw·q, 1: Σw}]``) and [Q's float
-    bits, max particles a cell] (``scales``). *spread*: ``SCATTER_SPREAD`` unless
-    given; *min_blocks*: the kernel built for that many blocks an SM (``SCATTER_MIN_BLOCKS``
-    unless given; the A/B of ``bench/flip_sparse_p2g.py``). *order*: the particles
-    (args' first three arrays: their own, unsorted) are read through it (binned position →
-    particle; ``sparse_gpu.bin_particles_order``); *bounds*: already computed (its fused
-    count), so ``scatter_bounds`` is not launched; *acc*: the sums already zeroed (by
-    ``flip_sparse_transfer.cu``'s count_particles_fused), else allocated and zeroed here;
-    *cells*: (count, solid, coords, closed, nx, ny, nz, cell), the cell types written by the
-    division's pass too (p2g_scatter_finish_cells: ``sparse_gpu.p2g_cells_mode``)."""
+    adding 64-bit fixed-point terms, then the faces and masks (``launch_sums``, then
+    ``launch_finish``). Returns (acc, bounds): the fixed-point sums (``acc[(comp·size + cell)·2
+    + {0: Σw·q, 1: Σw}]``) and [Q's float bits, max particles a cell] (``scales``). *spread*:
+    ``SCATTER_SPREAD`` unless given; *min_blocks*: the kernel built for that many blocks an SM
+    (``SCATTER_MIN_BLOCKS`` unless given; the A/B of ``bench/flip_sparse_p2g.py``). *order*:
+    the particles (args' first three arrays: their own, unsorted) are read through it (binned
+    position → particle; ``sparse_gpu.bin_particles_order``); *bounds*: already computed (its
+    fused count), so ``scatter_bounds`` is not launched; *cells*: ``launch_finish``'s."""
+    sums = launch_sums(size, args[:19], spread, min_blocks, order, bounds)
+    launch_finish(size, sums, args[19:], cells)
+    return sums[0], sums[1]
+
+
+def launch_sums(size: int, head, spread=None, min_blocks=None, order=None, bounds=None) -> tuple:
+    """``launch``'s first part: the sums zeroed, the bounds (unless given) and the brick scatter,
+    from *head* (``launch``'s args before the outputs: 19). Returns (acc, bounds, kernels), for
+    ``launch_finish`` (sparse_gpu allocates P2G's outputs between the two, while the scatter runs)."""
     spread = int(SCATTER_SPREAD if spread is None else spread)
     if spread < 1:
         raise ValueError(f"the scatter's spread must be at least 1, not {spread}")
     import cupy as cp
 
-    spos, svel, sc, apic, _, count = args[:6]
-    h, n = args[17], int(spos.shape[0])
+    spos, svel, sc, apic, _, count = head[:6]
+    h, n = head[17], int(spos.shape[0])
     min_blocks = int(SCATTER_MIN_BLOCKS if min_blocks is None else min_blocks)
     lean = int(kernel_mode() == "lean")
     paired = int(lean or atomics_mode() == "paired")
     flip = int(lean and banks_mode() == "flip")
     kernels = (SCATTER if min_blocks == 4 and not paired and not lean  # SCATTER: (4, serial)
                else _build(min_blocks, paired, lean, flip))
-    if acc is None:
-        acc = cp.zeros(6 * size, cp.uint64)
+    acc = cp.zeros(6 * size, cp.uint64)
     if bounds is None:
         bounds = cp.zeros(2, cp.uint32)
         blocks = min(BOUND_BLOCKS, -(-max(n, size, 1) // THREADS))
@@ -172,12 +177,19 @@ def launch(size: int, args, spread=None, min_blocks=None, order=None, bounds=Non
                                                                       bounds))
     use_order = order is not None
     kernels.launch_grid("p2g_scatter_brick", (size // CELLS,), (SCATTER_THREADS,),
-                        (*args[:19], bounds, _I32(spread), order if use_order else count, _I32(use_order), acc))
+                        (*head[:19], bounds, _I32(spread), order if use_order else count, _I32(use_order), acc))
+    return acc, bounds, kernels
+
+
+def launch_finish(size: int, sums, outputs, cells=None) -> None:
+    """``launch``'s division into *outputs* (u, v, w, valid_u, valid_v, valid_w) from *sums*
+    (``launch_sums``'); with *cells* (count, solid, coords, closed, nx, ny, nz, cell) the cell
+    types too (p2g_scatter_finish_cells: ``sparse_gpu.p2g_cells_mode``)."""
+    acc, bounds, kernels = sums
     if cells is None:
-        kernels.launch("p2g_scatter_finish", size, (acc, _I64(size), bounds, *args[19:]))
+        kernels.launch("p2g_scatter_finish", size, (acc, _I64(size), bounds, *outputs))
     else:
-        kernels.launch("p2g_scatter_finish_cells", size, (acc, _I64(size), bounds, *args[19:], *cells))
-    return acc, bounds
+        kernels.launch("p2g_scatter_finish_cells", size, (acc, _I64(size), bounds, *outputs, *cells))
 
 
 def scales(bounds) -> tuple:

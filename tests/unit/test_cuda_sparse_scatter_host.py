@@ -13,12 +13,10 @@ bounds over 1 and 7 blocks; the "order" binning (count with the bound fused, the
 scan, no per-cell sort, the scatter reading the particles through the order) gives the same
 bounds and integer sums, and its scan the exclusive prefix sums of the counts; the grouped count
 (count_particles_grouped, one lane a "warp" here) count_particles_bounds' counts, cells, ranks
-and bounds; the fused count (count_particles_fused: the scan's tile sums and the max from the
-count, the scatter's sums zeroed by it) then bin_scan alone the order binning's bounds, starts
-and sums; the division with the cell types (p2g_scatter_finish_cells) the division's faces and
+and bounds; the division with the cell types (p2g_scatter_finish_cells) the division's faces and
 masks and classify_counts_sparse's types byte for byte. The device comparisons are
 tests/gpu/test_flip_sparse_scatter_gpu.py, test_flip_sparse_grouped_count_gpu.py and
-test_flip_sparse_bin_fused_gpu.py."""
+test_flip_sparse_p2g_cells_gpu.py."""
 
 
 import numpy as np
@@ -115,27 +113,6 @@ int main() {
                                      slots.data(), nk, no_index.data(), 0, 0, 0, 0, 0, 0, cells, count4.data(),
                                      cell4.data(), rank4.data(), bounds_count.data()));
     printf("%d\n", (int)(count3 == count4 && cell3 == cell4 && rank3 == rank4 && bounds3 == bounds_count));
-    // The fused count (count_particles_fused, sparse_gpu.BIN_FUSED "all": the tiles' sums and
-    // bounds[1] from the count, the scatter's sums zeroed by it; acc filled with garbage
-    // first), then bin_scan alone, place and the scatter through the order: the grouped
-    // count's counts, cells and ranks, the order binning's bounds, start and sums. Prints 1 if so.
-    std::vector<int> count5(cells + 1, 0), cell5(n), rank5(n), start5(cells + 1, -1), order5(n), sums5(tiles, 0);
-    std::vector<unsigned int> bounds5(2, 0u);
-    std::vector<unsigned long long> acc5(6 * cells, 0xdeadbeefcafeull);
-    LAUNCH(std::max(n, 3 * cells), count_particles_fused(
-        pos.data(), vel.data(), c.data(), apic, n, ox, oy, oz, inv_h, h, keys.data(), slots.data(), nk,
-        no_index.data(), 0, 0, 0, 0, 0, 0, cells, count5.data(), cell5.data(), rank5.data(), bounds5.data(), tile,
-        sums5.data(), acc5.data(), 6 * cells));
-    const bool counted = count5 == count3 && cell5 == cell3 && rank5 == rank3 && bounds5[0] == bounds3[0];
-    for (auto x : acc5) if (x) return 4;
-    h_grid.x = tiles;
-    LAUNCH(tiles, bin_scan(count5.data(), (int)(cells + 1), tile, sums5.data(), start5.data()));
-    h_grid.x = 1;
-    for (ll p = 0; p < n; ++p) order5[start5[cell5[p]] + rank5[p]] = (int)p;
-    LAUNCH(cap, p2g_scatter_brick(pos.data(), vel.data(), c.data(), apic, start5.data(), count5.data(), used.data(),
-                                  coords.data(), nbr27.data(), cells, closed, nx, ny, nz, ox, oy, oz, h, inv_h,
-                                  bounds5.data(), spread, order5.data(), 1, acc5.data()));
-    printf("%d\n", (int)(counted && bounds5 == bounds2 && start5 == start2 && acc5 == acc2));
     return 0;
 }
 """
@@ -184,10 +161,9 @@ def harness(tmp_path_factory, request):
         start2 = np.array(tokens[at + 2:at + 3 + cells], np.int64)
         at += 3 + cells
         acc2 = np.array(tokens[at:at + 6 * cells], np.int64)
-        assert at + 6 * cells + 2 == len(tokens)
+        assert at + 6 * cells + 1 == len(tokens)
         run.order_binning = (bounds2, start2, acc2.reshape(3, cells, 2))
-        run.grouped_count_same = tokens[-2] == "1"
-        run.fused_count_same = tokens[-1] == "1"
+        run.grouped_count_same = tokens[-1] == "1"
         return gather, scatter, bounds, acc.reshape(3, cells, 2)
 
     run.build = request.param
@@ -242,7 +218,6 @@ def test_scatter_matches_the_gather_within_its_bound_and_is_order_independent(ha
     assert np.array_equal(bounds2, bounds)
     assert np.array_equal(acc2, acc)
     assert harness.grouped_count_same  # count_particles_grouped bins as count_particles_bounds
-    assert harness.fused_count_same  # count_particles_fused: the same bins, starts, bounds and sums
     assert harness.finish_cells_same  # p2g_scatter_finish_cells: finish's faces, classify's types
     assert min(harness.cell_types) > 100  # every type among them
     binned = np.floor((pos - np.asarray(grid.origin, np.float32)) * np.float32(1.0 / grid.h)).astype(np.int64)

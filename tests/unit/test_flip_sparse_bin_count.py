@@ -1,9 +1,8 @@
 """The order binning's count (``sparse_gpu.bin_count_mode``, ``VOXFX_SPARSE_BIN_COUNT``): the
 grouped count by default (measured faster, the same bins: tests/gpu/test_flip_sparse_grouped_count_gpu.py),
 the atomic one on request, and a one-line error naming the variable for anything else; the same
-for what the grouped count also does (``sparse_gpu.bin_fused_mode``, ``VOXFX_SPARSE_BIN_FUSED``:
-tests/gpu/test_flip_sparse_bin_fused_gpu.py), and where P2G's scatter types the cells
-(``sparse_gpu.p2g_cells_mode``, ``VOXFX_SPARSE_P2G_CELLS``)."""
+for where P2G's scatter types the cells (``sparse_gpu.p2g_cells_mode``, ``VOXFX_SPARSE_P2G_CELLS``:
+tests/gpu/test_flip_sparse_p2g_cells_gpu.py)."""
 
 import pytest
 
@@ -19,17 +18,6 @@ def test_the_grouped_count_is_the_default_and_the_variable_is_checked(monkeypatc
     monkeypatch.setenv("VOXFX_SPARSE_BIN_COUNT", "sideways")
     with pytest.raises(ValueError, match="VOXFX_SPARSE_BIN_COUNT must be one of grouped, atomic, not 'sideways'"):
         sparse_gpu.bin_count_mode()
-
-
-def test_the_fused_count_switch_is_checked(monkeypatch):
-    monkeypatch.delenv("VOXFX_SPARSE_BIN_FUSED", raising=False)
-    assert sparse_gpu.bin_fused_mode() == sparse_gpu.BIN_FUSED[0]
-    monkeypatch.setenv("VOXFX_SPARSE_BIN_FUSED", " All ")
-    assert sparse_gpu.bin_fused_mode() == "all"
-    assert sparse_gpu.bin_fused_mode("scan") == "scan"
-    monkeypatch.setenv("VOXFX_SPARSE_BIN_FUSED", "both")
-    with pytest.raises(ValueError, match="VOXFX_SPARSE_BIN_FUSED must be one of none, scan, zero, all, not 'both'"):
-        sparse_gpu.bin_fused_mode()
 
 
 def test_the_p2g_cell_types_switch_is_checked(monkeypatch):

@@ -123,25 +123,6 @@ __device__ __forceinline__ int warp_grouped_rank(int* counter, long long key)
 #endif
 }
 
-// warp_grouped_rank on a 32-bit key (one 32-bit match instead of a 64-bit one; flip_sparse_transfer.cu's
-// count_particles_fused): the same ranks and adds.
-__device__ __forceinline__ int warp_grouped_rank32(int* counter, int key)
-{
-#ifdef __CUDA_ARCH__
-    const unsigned int group = __match_any_sync(0xffffffffu, key), lane = threadIdx.x & 31u;
-    const int leader = __ffs((int)group) - 1;
-    int base = 0;
-    if (key >= 0 && (int)lane == leader) base = atomicAdd(counter + key, __popc(group));
-    base = __shfl_sync(0xffffffffu, base, leader);
-    return base + __popc(group & ((1u << lane) - 1u));
-#else  // one thread: a plain read and write
-    if (key < 0) return 0;
-    const int old = counter[key];
-    counter[key] = old + 1;
-    return old;
-#endif
-}
-
 // Σ v and max v over the warp, every lane getting the result (butterfly), and the warp's
 // inclusive scan in lane order (voxfx_bin.cuh's block sums and scans). On the host (a
 // harness's one-thread "warp") each is the value itself.
@@ -159,16 +140,6 @@ __device__ __forceinline__ unsigned int warp_all_max(unsigned int v)
     for (int d = 16; d > 0; d >>= 1) v = max(v, __shfl_xor_sync(0xffffffffu, v, d));
 #endif
     return v;
-}
-
-// warp_all_max by one redux instruction (sm_80 on; the butterfly below it): the same max.
-__device__ __forceinline__ unsigned int warp_max_redux(unsigned int v)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    return __reduce_max_sync(0xffffffffu, v);
-#else
-    return warp_all_max(v);
-#endif
 }
 
 // The bitwise OR of v over the warp, every lane getting it (flip_sparse_reach.cu reach_slots' class word).
