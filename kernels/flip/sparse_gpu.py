@@ -78,6 +78,37 @@ reads (tests/gpu/test_flip_sparse_grouped_count_gpu.py). H100 80GB HBM3, 8M dam 
 
 The scatter's shared atomics: ``sparse_scatter.atomics_mode`` (paired by default; its notes).
 
+The P2G stage launch by launch (helper i24p8, ``bench/flip_sparse_p2g_stage.py``; H100 80GB HBM3,
+driver 580.159.04, 8M dam break after 4 substeps, 3,198 bricks, 1.64M pool cells; events around
+each launch with the host's queue ahead of the device): the grouped count 0.124, bin_scan_sums
+0.008, bin_scan 0.013, place 0.050, the brick scatter 0.412, the division 0.037, classify 0.012,
+two extrapolation rings 0.036 + 0.037, boundaries with gravity 0.031 ms; memsets and the old
+faces' copies 0.074: 0.83 ms of device work. As the row runs it (the device idle when the
+stage's Python starts, after the topology's host read) 0.88–0.97 ms: the device waits
+0.06–0.16 ms for the host, which takes 0.3–0.67 ms to issue the stage (the spread is between
+processes and machines). So the scatter's host work comes in the order that keeps the device
+waiting least: the binning's launches (count and bounds one zeroed buffer), the sums zeroed and
+the brick scatter, and only then, while the scatter runs, P2G's outputs allocated and the
+division launched (``sparse_scatter.launch_sums`` / ``launch_finish``); the same device work.
+The 8M row, one process each (call 2): P2G 0.99 → 0.88 ms (bin+gather 0.836 → 0.716); the
+stage bench as the row runs it, one process each: 0.877 / 0.889 → 0.933 ms, its host time 0.31 /
+0.35 → 0.57 ms (host noise between processes larger than the change: not resolved).
+
+The cell types come from the division's pass (``p2g_cells_mode``, ``VOXFX_SPARSE_P2G_CELLS=finish``,
+the default): p2g_scatter_finish_cells writes classify_counts_sparse's types too (one
+``voxfx_cell_type.cuh`` function for both), kept as ``grid.p2g_cells`` with the bins and the solid
+array they came from; ``classify`` takes them once while those are the same objects. The same
+bytes (tests/gpu/test_flip_sparse_p2g_cells_gpu.py). H100, the stage's device time 0.809 → 0.802
+and 0.808 → 0.802 ms (two calls; the division 0.037 → 0.042–0.043, classify's 0.012 gone); as the
+row runs it 0.967 → 0.935 and 0.933 → 0.931; the row's classify 0.014–0.016 → 0.001–0.002 ms.
+
+Measured and not kept (i24p8, call 1): the grouped count with bin_scan_sums folded in (each
+warp's particles added to their tile's sum by a grouped atomicAdd, the max particles a cell as
+the largest count a group's add leaves) — the count 0.125 → 0.323 ms, the stage 0.809 → 0.976
+(the warps in flight hold neighbouring particles, so their tile atomics meet on a few words);
+the scatter's sums zeroed by the count's threads instead of a memset, 0.809 → 0.800 (noise);
+the count's warp max by one redux and its match on 32 bits (inside those kernels: no gain seen).
+
 Classify (§6) comes from the binning: the count per pool cell says which cells hold a
 particle (``classify_counts_sparse``, one pass over the pool) when the bins are those of
 the same positions (``bins``: kept from P2G until the particles move or the bricks
@@ -126,10 +157,11 @@ BIN_SCAN_TILES = 8192  # bin_scan: at most this many tiles (a block sums the ear
 # VOXFX_SPARSE_BIN_COUNT, the order binning's count: "grouped" (count_particles_grouped: one atomic a warp's run
 # of particles in one cell) or "atomic" (count_particles_bounds, one a particle); the same counts (module notes)
 BIN_COUNTS = ("grouped", "atomic")
-# VOXFX_SPARSE_P2G_CELLS, where the scatter's P2G types the cells (helper i24p8): "apart" (classify's own launch,
-# classify_counts_sparse) or "finish" (p2g_scatter_finish_cells: the division's pass writes them too, kept on the
-# grid for classify while P2G's bins, the positions and the solid array are the same objects); the same bytes
-P2G_CELLS = ("apart", "finish")
+# VOXFX_SPARSE_P2G_CELLS, where the scatter's P2G types the cells (helper i24p8; module notes): "finish" (the
+# default; p2g_scatter_finish_cells: the division's pass writes them too, kept on the grid for classify while P2G's
+# bins, the positions and the solid array are the same objects) or "apart" (classify's own classify_counts_sparse
+# launch); the same bytes
+P2G_CELLS = ("finish", "apart")
 
 
 def gather_mode(gather=None, apic: bool = False) -> str:

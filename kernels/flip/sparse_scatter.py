@@ -66,7 +66,12 @@ flip's 0.435 and flat's 0.472; whole P2G 0.757 against 0.750 and 0.783; in the r
 than flat (P2G 1.229 against 1.227 ms). A bank-conflict model of a full brick (8 jittered
 particles a cell: the flat order ~3.2 wavefronts an atomic, flip ~2.8–3.0, measured 3.06 and
 2.77) says the rest comes from the second slot (the node above or below the lane's cell, again
-at random); only particles sorted by their octant within the brick would reach ~1."""
+at random); only particles sorted by their octant within the brick would reach ~1.
+
+``launch`` is ``launch_sums`` (the sums zeroed, the bounds unless given, the brick scatter) then
+``launch_finish`` (the division, with the cell types where asked: p2g_scatter_finish_cells);
+``sparse_gpu.particles_to_grid`` allocates P2G's outputs between the two, while the scatter runs
+(helper i24p8; ``sparse_gpu``'s notes have the stage's launches and times)."""
 
 from __future__ import annotations
 

@@ -23,8 +23,9 @@ def test_the_grouped_count_is_the_default_and_the_variable_is_checked(monkeypatc
 def test_the_p2g_cell_types_switch_is_checked(monkeypatch):
     monkeypatch.delenv("VOXFX_SPARSE_P2G_CELLS", raising=False)
     assert sparse_gpu.p2g_cells_mode() == sparse_gpu.P2G_CELLS[0]
-    monkeypatch.setenv("VOXFX_SPARSE_P2G_CELLS", " Finish ")
-    assert sparse_gpu.p2g_cells_mode() == "finish"
+    assert sparse_gpu.p2g_cells_mode() == "finish"  # the default (measured: the stage's device time 0.809 -> 0.802)
+    monkeypatch.setenv("VOXFX_SPARSE_P2G_CELLS", " Apart ")
+    assert sparse_gpu.p2g_cells_mode() == "apart"
     monkeypatch.setenv("VOXFX_SPARSE_P2G_CELLS", "fused")
-    with pytest.raises(ValueError, match="VOXFX_SPARSE_P2G_CELLS must be one of apart, finish, not 'fused'"):
+    with pytest.raises(ValueError, match="VOXFX_SPARSE_P2G_CELLS must be one of finish, apart, not 'fused'"):
         sparse_gpu.p2g_cells_mode()
