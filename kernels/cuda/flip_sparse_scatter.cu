@@ -65,6 +65,9 @@
 
 #include "voxfx_bin.cuh"  // scatter_q_bound, scatter_q_bits, scatter_bits, scatter_float
 #include "voxfx_sparse.cuh"  // SPARSE_CELLS, sparse_cell_near
+#ifdef FLUID
+#include "voxfx_cell_type.cuh"  // sparse_cell_type (p2g_scatter_finish_cells)
+#endif
 
 #define SCATTER_THREADS 256
 #ifndef SCATTER_MIN_BLOCKS  // blocks an SM should hold (__launch_bounds__; sparse_gpu.SCATTER_MIN_BLOCKS):
@@ -484,17 +487,15 @@ extern "C" __global__ void __launch_bounds__(SCATTER_THREADS, SCATTER_MIN_BLOCKS
     }
 }
 
-// One thread per pool cell: the faces from the fixed-point sums (module notes); Σw = 0
-// (no term, a free slot, beyond a closed box's face lattice): 0 and invalid.
-extern "C" __global__ void p2g_scatter_finish(const unsigned long long* __restrict__ acc, long long cells,
-                                              const unsigned int* __restrict__ bounds, float* __restrict__ u,
-                                              float* __restrict__ v, float* __restrict__ w,
-                                              unsigned char* __restrict__ valid_u,
-                                              unsigned char* __restrict__ valid_v,
-                                              unsigned char* __restrict__ valid_w)
+// Pool cell t's faces from the fixed-point sums (module notes); Σw = 0 (no term, a free slot,
+// beyond a closed box's face lattice): 0 and invalid.
+__device__ __forceinline__ void scatter_finish_cell(const unsigned long long* __restrict__ acc, long long cells,
+                                                    const unsigned int* __restrict__ bounds, long long t,
+                                                    float* __restrict__ u, float* __restrict__ v,
+                                                    float* __restrict__ w, unsigned char* __restrict__ valid_u,
+                                                    unsigned char* __restrict__ valid_v,
+                                                    unsigned char* __restrict__ valid_w)
 {
-    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= cells) return;
     int k_q, k_w;
     scatter_scales(bounds, k_q, k_w);
     const double unscale = ldexp(1.0, k_w - k_q);
@@ -507,3 +508,38 @@ extern "C" __global__ void p2g_scatter_finish(const unsigned long long* __restri
         valid[a][t] = ok;
     }
 }
+
+// One thread per pool cell: scatter_finish_cell.
+extern "C" __global__ void p2g_scatter_finish(const unsigned long long* __restrict__ acc, long long cells,
+                                              const unsigned int* __restrict__ bounds, float* __restrict__ u,
+                                              float* __restrict__ v, float* __restrict__ w,
+                                              unsigned char* __restrict__ valid_u,
+                                              unsigned char* __restrict__ valid_v,
+                                              unsigned char* __restrict__ valid_w)
+{
+    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= cells) return;
+    scatter_finish_cell(acc, cells, bounds, t, u, v, w, valid_u, valid_v, valid_w);
+}
+
+#ifdef FLUID  // the cell types' defines (sparse_scatter._build: kernels/grid/mac.py CELL_TYPES)
+// p2g_scatter_finish and flip_sparse_transfer.cu's classify_counts_sparse in one pass
+// (sparse_gpu.p2g_cells_mode "finish", helper i24p8): the faces, masks and the cell types
+// (sparse_cell_type, from the binning's count and solid), the same bytes as the two launches.
+extern "C" __global__ void p2g_scatter_finish_cells(const unsigned long long* __restrict__ acc, long long cells,
+                                                    const unsigned int* __restrict__ bounds, float* __restrict__ u,
+                                                    float* __restrict__ v, float* __restrict__ w,
+                                                    unsigned char* __restrict__ valid_u,
+                                                    unsigned char* __restrict__ valid_v,
+                                                    unsigned char* __restrict__ valid_w,
+                                                    const int* __restrict__ count,
+                                                    const unsigned char* __restrict__ solid,
+                                                    const int* __restrict__ coords, int closed, int nx, int ny,
+                                                    int nz, unsigned char* __restrict__ cell)
+{
+    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= cells) return;
+    scatter_finish_cell(acc, cells, bounds, t, u, v, w, valid_u, valid_v, valid_w);
+    cell[t] = sparse_cell_type(count, solid, coords, t, closed, nx, ny, nz);  // voxfx_cell_type.cuh
+}
+#endif

@@ -18,6 +18,7 @@
 // (kernels/flip/particles.py).
 
 #include "voxfx_bin.cuh"  // the scatter's |q| bound, warp and block sums and scans
+#include "voxfx_cell_type.cuh"  // sparse_cell_type: classify_counts_sparse's cell
 #include "voxfx_sparse.cuh"  // keys, slots, binary search
 #include "voxfx_sparse_index.cuh"  // BRICK_INDEX_ARGS, INDEXED_SLOT: a closed domain's brick index
 #include "voxfx_sparse_marks.cuh"  // sparse_store_wall_marks: mark_walls' cell
@@ -226,15 +227,7 @@ extern "C" __global__ void classify_counts_sparse(const int* __restrict__ count,
 {
     const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= cells) return;
-    unsigned char type = solid[t] ? SOLID : AIR;
-    if (type == AIR && count[t] > 0) {  // a cell with particles lies in an active slot
-        const long long slot = t >> 9;
-        const int l = (int)(t & (SPARSE_CELLS - 1));
-        const long long i = 8LL * coords[3 * slot] + (l & 7), j = 8LL * coords[3 * slot + 1] + ((l >> 3) & 7),
-                        k = 8LL * coords[3 * slot + 2] + (l >> 6);
-        if (!closed || (i >= 0 && i < nx && j >= 0 && j < ny && k >= 0 && k < nz)) type = FLUID;
-    }
-    cell[t] = type;
+    cell[t] = sparse_cell_type(count, solid, coords, t, closed, nx, ny, nz);  // voxfx_cell_type.cuh
 }
 
 // sparse_transfer.enforce_boundaries with the body force fused (sim's gravity step): every

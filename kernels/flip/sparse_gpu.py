@@ -78,6 +78,37 @@ reads (tests/gpu/test_flip_sparse_grouped_count_gpu.py). H100 80GB HBM3, 8M dam 
 
 The scatter's shared atomics: ``sparse_scatter.atomics_mode`` (paired by default; its notes).
 
+The P2G stage launch by launch (helper i24p8, ``bench/flip_sparse_p2g_stage.py``; H100 80GB HBM3,
+driver 580.159.04, 8M dam break after 4 substeps, 3,198 bricks, 1.64M pool cells; events around
+each launch with the host's queue ahead of the device): the grouped count 0.124, bin_scan_sums
+0.008, bin_scan 0.013, place 0.050, the brick scatter 0.412, the division 0.037, classify 0.012,
+two extrapolation rings 0.036 + 0.037, boundaries with gravity 0.031 ms; memsets and the old
+faces' copies 0.074: 0.83 ms of device work. As the row runs it (the device idle when the
+stage's Python starts, after the topology's host read) 0.88–0.97 ms: the device waits
+0.06–0.16 ms for the host, which takes 0.3–0.67 ms to issue the stage (the spread is between
+processes and machines). So the scatter's host work comes in the order that keeps the device
+waiting least: the binning's launches (count and bounds one zeroed buffer), the sums zeroed and
+the brick scatter, and only then, while the scatter runs, P2G's outputs allocated and the
+division launched (``sparse_scatter.launch_sums`` / ``launch_finish``); the same device work.
+The 8M row, one process each (call 2): P2G 0.99 → 0.88 ms (bin+gather 0.836 → 0.716); the
+stage bench as the row runs it, one process each: 0.877 / 0.889 → 0.933 ms, its host time 0.31 /
+0.35 → 0.57 ms (host noise between processes larger than the change: not resolved).
+
+The cell types come from the division's pass (``p2g_cells_mode``, ``VOXFX_SPARSE_P2G_CELLS=finish``,
+the default): p2g_scatter_finish_cells writes classify_counts_sparse's types too (one
+``voxfx_cell_type.cuh`` function for both), kept as ``grid.p2g_cells`` with the bins and the solid
+array they came from; ``classify`` takes them once while those are the same objects. The same
+bytes (tests/gpu/test_flip_sparse_p2g_cells_gpu.py). H100, the stage's device time 0.809 → 0.802
+and 0.808 → 0.802 ms (two calls; the division 0.037 → 0.042–0.043, classify's 0.012 gone); as the
+row runs it 0.967 → 0.935 and 0.933 → 0.931; the row's classify 0.014–0.016 → 0.001–0.002 ms.
+
+Measured and not kept (i24p8, call 1): the grouped count with bin_scan_sums folded in (each
+warp's particles added to their tile's sum by a grouped atomicAdd, the max particles a cell as
+the largest count a group's add leaves) — the count 0.125 → 0.323 ms, the stage 0.809 → 0.976
+(the warps in flight hold neighbouring particles, so their tile atomics meet on a few words);
+the scatter's sums zeroed by the count's threads instead of a memset, 0.809 → 0.800 (noise);
+the count's warp max by one redux and its match on 32 bits (inside those kernels: no gain seen).
+
 Classify (§6) comes from the binning: the count per pool cell says which cells hold a
 particle (``classify_counts_sparse``, one pass over the pool) when the bins are those of
 the same positions (``bins``: kept from P2G until the particles move or the bricks
@@ -126,6 +157,11 @@ BIN_SCAN_TILES = 8192  # bin_scan: at most this many tiles (a block sums the ear
 # VOXFX_SPARSE_BIN_COUNT, the order binning's count: "grouped" (count_particles_grouped: one atomic a warp's run
 # of particles in one cell) or "atomic" (count_particles_bounds, one a particle); the same counts (module notes)
 BIN_COUNTS = ("grouped", "atomic")
+# VOXFX_SPARSE_P2G_CELLS, where the scatter's P2G types the cells (helper i24p8; module notes): "finish" (the
+# default; p2g_scatter_finish_cells: the division's pass writes them too, kept on the grid for classify while P2G's
+# bins, the positions and the solid array are the same objects) or "apart" (classify's own classify_counts_sparse
+# launch); the same bytes
+P2G_CELLS = ("finish", "apart")
 
 
 def gather_mode(gather=None, apic: bool = False) -> str:
@@ -145,6 +181,12 @@ def binning_mode(mode=None) -> str:
 def bin_count_mode(mode=None) -> str:
     """The order binning's count kernel: *mode*, else ``VOXFX_SPARSE_BIN_COUNT``, else ``BIN_COUNTS[0]``."""
     return env_choice("VOXFX_SPARSE_BIN_COUNT", BIN_COUNTS, mode)
+
+
+def p2g_cells_mode(mode=None) -> str:
+    """Where the scatter's P2G types the cells (``P2G_CELLS``): *mode*, else
+    ``VOXFX_SPARSE_P2G_CELLS``, else ``P2G_CELLS[0]``."""
+    return env_choice("VOXFX_SPARSE_P2G_CELLS", P2G_CELLS, mode)
 
 
 def available(grid, *particles) -> bool:
@@ -279,12 +321,12 @@ def bin_particles_order(grid, pos, vel, c):
     cells = grid.size
     keys, slots, nk = _topo(grid)
     ox, oy, oz, h, inv_h = _frame(grid)
-    count = cp.zeros(cells + 1, cp.int32)
+    name = "count_particles_grouped" if bin_count_mode() == "grouped" else "count_particles_bounds"
+    words = cp.zeros(cells + 3, cp.int32)  # count (cells + 1) and bounds: one allocation, one memset
+    count, bounds = words[:cells + 1], words[cells + 1:].view(cp.uint32)
     cell_of = cp.empty(n, cp.int32)
     rank = cp.empty(n, cp.int32)
-    bounds = cp.zeros(2, cp.uint32)
     apic = c is not None
-    name = "count_particles_grouped" if bin_count_mode() == "grouped" else "count_particles_bounds"
     KERNELS.launch(name, n, (pos, vel, c if apic else count, _I32(apic), _I64(n), ox, oy, oz, inv_h, h, keys, slots,
                              nk, *brick_index(grid), _I64(cells), count, cell_of, rank, bounds))
     start = scan_counts(cp, count, cells, bounds)
@@ -345,27 +387,49 @@ def launch_gather(mode: str, size: int, args, apic: bool, slab=None, shared_byte
                shared_mem=nbytes)
 
 
+def _brick_args(grid):
+    """The scatter's and gathers' arguments after the particles' six: the brick tables, the pool's
+    size, the domain and its frame."""
+    return (grid.brick_slot, grid.slot_coords, grid.brick_nbr, _I64(grid.size), _I32(grid.closed), *_dims(grid),
+            *_frame(grid))
+
+
+def _outputs(size, cp):
+    """P2G's valid masks and faces (fresh)."""
+    return tuple(cp.empty(size, cp.uint8) for _ in range(3)), tuple(cp.empty(size, cp.float32) for _ in range(3))
+
+
 def particles_to_grid(grid, pos, vel, c, gather=None):
     """``sparse_transfer.particles_to_grid`` (gather: ``gather_mode``); returns the valid
-    masks. Keeps the bins' counts for ``classify`` (``grid.bins``)."""
+    masks. Keeps the bins' counts for ``classify`` (``grid.bins``), and with
+    ``p2g_cells_mode`` "finish" the cell types for it (``grid.p2g_cells``). The scatter's
+    host work comes in the order that keeps the device waiting least (helper i24p8): the
+    binning's launches first, the brick scatter next, and only then (while it runs) the
+    outputs' allocations and the division."""
     cp = grid.xp
     size = grid.size
     mode = gather_mode(gather, c is not None)
-    valid = tuple(cp.empty(size, cp.uint8) for _ in range(3))
-    faces = tuple(cp.empty(size, cp.float32) for _ in range(3))
-    tail = (grid.brick_slot, grid.slot_coords, grid.brick_nbr, _I64(size), _I32(grid.closed), *_dims(grid),
-            *_frame(grid), *faces, *valid)
+    kept = None
     if mode == "scatter" and binning_mode() == "order":
         start, count, order, cell_of, bounds = bin_particles_order(grid, pos, vel, c)
-        args = (pos, vel, c if c is not None else count, _I32(c is not None), start, count, *tail)
+        head = (pos, vel, c if c is not None else count, _I32(c is not None), start, count, *_brick_args(grid))
+        sums = sparse_scatter.launch_sums(size, head, order=order, bounds=bounds) if size else None
+        valid, faces = _outputs(size, cp)
         if size:
-            sparse_scatter.launch(size, args, order=order, bounds=bounds)
+            cells = None
+            if p2g_cells_mode() == "finish":  # the cell types by the division's pass (classify takes them)
+                solid, cell = grid["solid"], cp.empty(size, cp.uint8)
+                kept = (cell, solid)
+                cells = (count, solid, grid.slot_coords, _I32(grid.closed), *_dims(grid), cell)
+            sparse_scatter.launch_finish(size, sums, (*faces, *valid), cells)
     else:
+        valid, faces = _outputs(size, cp)
         spos, svel, sc, start, count, order, cell_of = bin_particles(grid, pos, vel, c)
-        args = (spos, svel, sc, _I32(c is not None), start, count, *tail)
+        args = (spos, svel, sc, _I32(c is not None), start, count, *_brick_args(grid), *faces, *valid)
         launch_gather(mode, size, args, c is not None)
         del spos, svel, sc
-    grid.bins = (pos, count, order, cell_of)
+    grid.bins = bins = (pos, count, order, cell_of)
+    _keep(grid, "p2g_cells", None if kept is None else (bins, *kept))  # classify's while these bins stand
     for name, f in zip(grid.FACES, faces):
         grid[name] = f
     return valid
@@ -375,12 +439,18 @@ def particles_to_grid(grid, pos, vel, c, gather=None):
 
 
 def classify(grid, pos) -> None:
-    """``sparse_transfer.classify``: from P2G's bin counts when they are *pos*'s (module
-    notes), else marking cells from the particles."""
+    """``sparse_transfer.classify``: P2G's cell types when it wrote them with these bins, *pos*
+    and solid array (``p2g_cells_mode``), else from P2G's bin counts when they are *pos*'s
+    (module notes), else marking cells from the particles."""
     cp = grid.xp
     size = grid.size
-    cell = cp.empty(size, cp.uint8)
     bins = getattr(grid, "bins", None)
+    kept = getattr(grid, "p2g_cells", None)  # (bins, cell, solid) from P2G's division (p2g_cells_mode "finish")
+    if kept is not None and bins is not None and kept[0] is bins and bins[0] is pos and kept[2] is grid["solid"]:
+        grid["cell"] = kept[1]
+        grid.p2g_cells = None  # handed over once: a later classify types a fresh array
+        return
+    cell = cp.empty(size, cp.uint8)
     if bins is not None and bins[0] is pos:
         KERNELS.launch("classify_counts_sparse", size, (bins[1], grid["solid"], grid.slot_coords, _I64(size),
                                                         _I32(grid.closed), *_dims(grid), cell))

@@ -66,16 +66,23 @@ flip's 0.435 and flat's 0.472; whole P2G 0.757 against 0.750 and 0.783; in the r
 than flat (P2G 1.229 against 1.227 ms). A bank-conflict model of a full brick (8 jittered
 particles a cell: the flat order ~3.2 wavefronts an atomic, flip ~2.8–3.0, measured 3.06 and
 2.77) says the rest comes from the second slot (the node above or below the lane's cell, again
-at random); only particles sorted by their octant within the brick would reach ~1."""
+at random); only particles sorted by their octant within the brick would reach ~1.
+
+``launch`` is ``launch_sums`` (the sums zeroed, the bounds unless given, the brick scatter) then
+``launch_finish`` (the division, with the cell types where asked: p2g_scatter_finish_cells);
+``sparse_gpu.particles_to_grid`` allocates P2G's outputs between the two, while the scatter runs
+(helper i24p8; ``sparse_gpu``'s notes have the stage's launches and times)."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from ..grid import mac
 from ..grid.launch import THREADS, Kernels
 from ..settings import env_choice
 
-SCATTER = Kernels("flip_sparse_scatter.cu", ("--fmad=false",), THREADS)
+# the cell types' defines: p2g_scatter_finish_cells writes them (sparse_gpu.p2g_cells_mode)
+SCATTER = Kernels("flip_sparse_scatter.cu", ("--fmad=false",), THREADS, defines=mac.CELL_TYPES)
 CELLS = 512
 SCATTER_THREADS = 256  # threads a brick (flip_sparse_scatter.cu's SCATTER_THREADS at most)
 SCATTER_SPREAD = 8  # a warp's lanes take particles this far apart (flip_sparse_scatter.cu)
@@ -118,7 +125,7 @@ def _build(min_blocks: int, paired: int, lean: int = 0, flip: int = 0):
     key = (int(min_blocks), int(paired), int(lean), int(flip))
     if key[3] and not key[2]:
         raise ValueError("the scatter's flipped slot order (SCATTER_FLIP) is the lean code's")
-    defines = {"SCATTER_MIN_BLOCKS": key[0], "SCATTER_PAIRED": key[1]}
+    defines = {**mac.CELL_TYPES, "SCATTER_MIN_BLOCKS": key[0], "SCATTER_PAIRED": key[1]}
     if key[2]:
         defines["SCATTER_LEAN"] = 1
     if key[3]:
@@ -134,24 +141,33 @@ _build(SCATTER_MIN_BLOCKS, 1, 1)
 _build(SCATTER_MIN_BLOCKS, 1, 1, 1)
 
 
-def launch(size: int, args, spread=None, min_blocks=None, order=None, bounds=None):
+def launch(size: int, args, spread=None, min_blocks=None, order=None, bounds=None, cells=None):
     """The scatter (``kernels/cuda/flip_sparse_scatter.cu``) over the pool of *size* cells
     with ``sparse_gpu.launch_gather``'s *args*: the bounds that fix its scales, one block per brick
-    adding 64-bit fixed-point terms, then the faces and masks. Returns (acc, bounds): the
-    fixed-point sums (``acc[(comp·size + cell)·2 + {0: Σw·q, 1: Σw}]``) and [Q's float
-    bits, max particles a cell] (``scales``). *spread*: ``SCATTER_SPREAD`` unless
-    given; *min_blocks*: the kernel built for that many blocks an SM (``SCATTER_MIN_BLOCKS``
-    unless given; the A/B of ``bench/flip_sparse_p2g.py``). *order*: the particles
-    (args' first three arrays: their own, unsorted) are read through it (binned position →
-    particle; ``sparse_gpu.bin_particles_order``); *bounds*: already computed (its fused
-    count), so ``scatter_bounds`` is not launched."""
+    adding 64-bit fixed-point terms, then the faces and masks (``launch_sums``, then
+    ``launch_finish``). Returns (acc, bounds): the fixed-point sums (``acc[(comp·size + cell)·2
+    + {0: Σw·q, 1: Σw}]``) and [Q's float bits, max particles a cell] (``scales``). *spread*:
+    ``SCATTER_SPREAD`` unless given; *min_blocks*: the kernel built for that many blocks an SM
+    (``SCATTER_MIN_BLOCKS`` unless given; the A/B of ``bench/flip_sparse_p2g.py``). *order*:
+    the particles (args' first three arrays: their own, unsorted) are read through it (binned
+    position → particle; ``sparse_gpu.bin_particles_order``); *bounds*: already computed (its
+    fused count), so ``scatter_bounds`` is not launched; *cells*: ``launch_finish``'s."""
+    sums = launch_sums(size, args[:19], spread, min_blocks, order, bounds)
+    launch_finish(size, sums, args[19:], cells)
+    return sums[0], sums[1]
+
+
+def launch_sums(size: int, head, spread=None, min_blocks=None, order=None, bounds=None) -> tuple:
+    """``launch``'s first part: the sums zeroed, the bounds (unless given) and the brick scatter,
+    from *head* (``launch``'s args before the outputs: 19). Returns (acc, bounds, kernels), for
+    ``launch_finish`` (sparse_gpu allocates P2G's outputs between the two, while the scatter runs)."""
     spread = int(SCATTER_SPREAD if spread is None else spread)
     if spread < 1:
         raise ValueError(f"the scatter's spread must be at least 1, not {spread}")
     import cupy as cp
 
-    spos, svel, sc, apic, _, count = args[:6]
-    h, n = args[17], int(spos.shape[0])
+    spos, svel, sc, apic, _, count = head[:6]
+    h, n = head[17], int(spos.shape[0])
     min_blocks = int(SCATTER_MIN_BLOCKS if min_blocks is None else min_blocks)
     lean = int(kernel_mode() == "lean")
     paired = int(lean or atomics_mode() == "paired")
@@ -166,9 +182,19 @@ def launch(size: int, args, spread=None, min_blocks=None, order=None, bounds=Non
                                                                       bounds))
     use_order = order is not None
     kernels.launch_grid("p2g_scatter_brick", (size // CELLS,), (SCATTER_THREADS,),
-                        (*args[:19], bounds, _I32(spread), order if use_order else count, _I32(use_order), acc))
-    kernels.launch("p2g_scatter_finish", size, (acc, _I64(size), bounds, *args[19:]))
-    return acc, bounds
+                        (*head[:19], bounds, _I32(spread), order if use_order else count, _I32(use_order), acc))
+    return acc, bounds, kernels
+
+
+def launch_finish(size: int, sums, outputs, cells=None) -> None:
+    """``launch``'s division into *outputs* (u, v, w, valid_u, valid_v, valid_w) from *sums*
+    (``launch_sums``'); with *cells* (count, solid, coords, closed, nx, ny, nz, cell) the cell
+    types too (p2g_scatter_finish_cells: ``sparse_gpu.p2g_cells_mode``)."""
+    acc, bounds, kernels = sums
+    if cells is None:
+        kernels.launch("p2g_scatter_finish", size, (acc, _I64(size), bounds, *outputs))
+    else:
+        kernels.launch("p2g_scatter_finish_cells", size, (acc, _I64(size), bounds, *outputs, *cells))
 
 
 def scales(bounds) -> tuple:

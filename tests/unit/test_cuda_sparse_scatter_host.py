@@ -13,8 +13,10 @@ bounds over 1 and 7 blocks; the "order" binning (count with the bound fused, the
 scan, no per-cell sort, the scatter reading the particles through the order) gives the same
 bounds and integer sums, and its scan the exclusive prefix sums of the counts; the grouped count
 (count_particles_grouped, one lane a "warp" here) count_particles_bounds' counts, cells, ranks
-and bounds. The device comparisons are tests/gpu/test_flip_sparse_scatter_gpu.py and
-test_flip_sparse_grouped_count_gpu.py."""
+and bounds; the division with the cell types (p2g_scatter_finish_cells) the division's faces and
+masks and classify_counts_sparse's types byte for byte. The device comparisons are
+tests/gpu/test_flip_sparse_scatter_gpu.py, test_flip_sparse_grouped_count_gpu.py and
+test_flip_sparse_p2g_cells_gpu.py."""
 
 
 import numpy as np
@@ -58,6 +60,22 @@ int main() {
     pf(u); pf(v); pf(w); pr(mu); pr(mv); pr(mw);
     printf("%u\n%u\n", bounds[0], bounds[1]);
     for (auto x : acc) printf("%lld\n", (ll)x);
+    // The division with the cell types (p2g_scatter_finish_cells, sparse_gpu.P2G_CELLS "finish")
+    // on a solid of every fifth cell: p2g_scatter_finish's faces and masks and
+    // classify_counts_sparse's types, byte for byte; 1 if so, then the types' AIR, FLUID, SOLID counts.
+    std::vector<u8> solid(cells), types(cells, (u8)9), types2(cells, (u8)9);
+    for (ll t = 0; t < cells; ++t) solid[t] = (u8)(t % 5 == 0);
+    std::vector<float> cu(cells, -9.0f), cv(cells, -9.0f), cw(cells, -9.0f);
+    std::vector<u8> cmu(cells, (u8)7), cmv(cells, (u8)7), cmw(cells, (u8)7);
+    LAUNCH(cells, p2g_scatter_finish_cells(acc.data(), cells, bounds.data(), cu.data(), cv.data(), cw.data(),
+                                           cmu.data(), cmv.data(), cmw.data(), count.data(), solid.data(),
+                                           coords.data(), closed, nx, ny, nz, types.data()));
+    LAUNCH(cells, classify_counts_sparse(count.data(), solid.data(), coords.data(), cells, closed, nx, ny, nz,
+                                         types2.data()));
+    const bool bits = !memcmp(cu.data(), u.data(), 4 * cells) && !memcmp(cv.data(), v.data(), 4 * cells) &&
+                      !memcmp(cw.data(), w.data(), 4 * cells);
+    printf("%d\n", (int)(bits && cmu == mu && cmv == mv && cmw == mw && types == types2));
+    for (int k : {AIR, FLUID, SOLID}) printf("%d\n", (int)std::count(types.begin(), types.end(), (u8)k));
     // The "order" binning (sparse_gpu.bin_particles_order): the count with the bound fused,
     // the two-launch scan over tiles of 7 entries, place, and the scatter through the order
     // on the particles' own arrays; each particle's rank reversed within its cell (another
@@ -135,6 +153,9 @@ def harness(tmp_path_factory, request):
         at = 12 * cells + 2
         acc = np.array(tokens[at:at + 6 * cells], np.int64)
         at += 6 * cells
+        run.finish_cells_same = tokens[at] == "1"
+        run.cell_types = [int(x) for x in tokens[at + 1:at + 4]]  # AIR, FLUID, SOLID cells
+        at += 4
         # the "order" binning: its bounds, start and sums
         bounds2 = np.array(tokens[at:at + 2], np.int64)
         start2 = np.array(tokens[at + 2:at + 3 + cells], np.int64)
@@ -197,6 +218,8 @@ def test_scatter_matches_the_gather_within_its_bound_and_is_order_independent(ha
     assert np.array_equal(bounds2, bounds)
     assert np.array_equal(acc2, acc)
     assert harness.grouped_count_same  # count_particles_grouped bins as count_particles_bounds
+    assert harness.finish_cells_same  # p2g_scatter_finish_cells: finish's faces, classify's types
+    assert min(harness.cell_types) > 100  # every type among them
     binned = np.floor((pos - np.asarray(grid.origin, np.float32)) * np.float32(1.0 / grid.h)).astype(np.int64)
     binned = grid.locate(*binned.T)  # the kernels' cell: ⌊(x − o)·(1/h)⌋
     counts = np.bincount(np.where(binned >= 0, binned, grid.size), minlength=grid.size + 1)
