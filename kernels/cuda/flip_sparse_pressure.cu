@@ -182,6 +182,74 @@ extern "C" __global__ void update_solution(float* __restrict__ x, float* __restr
     block_sum2(rr, rz, partials, mode == PRE_MG ? nullptr : partials + gridDim.x);
 }
 
+// The direction update folded into the loop's next kernels (VOXFX_SPARSE_PCG_FOLD_DIRECTION,
+// sparse_pressure_gpu.FOLD_DIRECTION: update_direction's launch gone): d' = z + β d is computed
+// where it is read, rounded as update_direction rounds it. apply_laplacian_direction: q = A d'
+// and partial d'·q — each unknown's d' and its neighbours' (the sentinel's d' is the 0 that
+// d[m] holds); d itself is not written here (neighbours still read it).
+__device__ __forceinline__ float direction_value(const float* z, const float* __restrict__ d, float beta, int c)
+{
+    return z[c] + beta * d[c];
+}
+
+extern "C" __global__ void apply_laplacian_direction(const float* __restrict__ d, const float* __restrict__ z,
+                                                     float* __restrict__ q, const int* __restrict__ nbr,
+                                                     const float* __restrict__ diag, int stride,
+                                                     const int* __restrict__ sizes,
+                                                     const double* __restrict__ scalars,
+                                                     double* __restrict__ partials, const int* __restrict__ state)
+{
+    if (state[S_STOPPED]) return;
+    const int n = sizes[1];
+    const float beta = (float)scalars[D_BETA];
+    double dq = 0.0;
+    RANGE(c, 0, n)
+    {
+        const float dc = direction_value(z, d, beta, c);
+        int k = nbr[c];
+        float s = k < n ? direction_value(z, d, beta, k) : 0.0f;
+        for (int a = 1; a < 6; ++a) {
+            k = nbr[a * stride + c];
+            s = s + (k < n ? direction_value(z, d, beta, k) : 0.0f);
+        }
+        const float qc = diag[c] * dc - s;
+        q[c] = qc;
+        dq += (double)dc * qc;
+    }
+    block_sum2(dq, 0.0, partials, nullptr);
+}
+
+// update_solution after apply_laplacian_direction: d = z + β d written here (each unknown's
+// own; no kernel reads a neighbour's d any more), then update_solution's x, r, z and partials.
+// z may be r (no preconditioner): it is read before r is written.
+extern "C" __global__ void update_solution_direction(float* __restrict__ x, float* r, float* __restrict__ d,
+                                                     const float* __restrict__ q, float* z,
+                                                     const float* __restrict__ diag, const int* __restrict__ sizes,
+                                                     int mode, const double* __restrict__ scalars,
+                                                     double* __restrict__ partials, const int* __restrict__ state)
+{
+    if (state[S_STOPPED]) return;
+    const int n = sizes[1];
+    const float alpha = (float)scalars[D_ALPHA], beta = (float)scalars[D_BETA];
+    double rr = 0.0, rz = 0.0;
+    RANGE(c, 0, n)
+    {
+        const float dc = z[c] + beta * d[c];
+        d[c] = dc;
+        x[c] = x[c] + alpha * dc;
+        const float rc = r[c] - alpha * q[c];
+        r[c] = rc;
+        rr += (double)rc * rc;
+        if (mode == PRE_JACOBI) {
+            const float zc = rc * (1.0f / diag[c]);
+            z[c] = zc;
+            rz += (double)rc * zc;
+        }
+    }
+    if (mode == PRE_NONE) rz = rr;
+    block_sum2(rr, rz, partials, mode == PRE_MG ? nullptr : partials + gridDim.x);
+}
+
 // partial r·z (after the V-cycle).
 extern "C" __global__ void dot_rz(const float* __restrict__ r, const float* __restrict__ z,
                                   const int* __restrict__ sizes, double* __restrict__ partials_rz,

@@ -39,6 +39,7 @@ from collections import OrderedDict
 import numpy as np
 
 from .. import backend
+from ..settings import env_choice
 from ..grid.launch import THREADS, GraphLoop, Kernels
 from .pressure import MG_COARSE_SWEEPS, MG_SWEEPS
 from .sparse_multigrid import KEY_BITS, MG_OMEGA
@@ -63,7 +64,8 @@ _MG = Kernels("flip_sparse_pressure_vcycle.cu", ("--fmad=false",), THREADS,  # t
               defines={**_DEFINES, "TAIL_CLUSTER": _TAIL_CLUSTER})
 _MGB = Kernels("flip_sparse_pressure_vcycle_bricks.cu", ("--fmad=false",), THREADS, defines=_DEFINES)  # *_bricks
 _LOOP_KERNELS = ("cg_init", "cg_init_warm", "finish_init_warm", "cg_warm_select",
-                 "apply_laplacian", "update_solution", "dot_rz", "update_direction")
+                 "apply_laplacian", "update_solution", "dot_rz", "update_direction",
+                 "apply_laplacian_direction", "update_solution_direction")
 _VCYCLE_KERNELS = ("mg_smooth", "mg_residual", "mg_restrict", "mg_prolong_add", "mg_coarse_solve", "mg_smooth_first",
                    "mg_smooth_red_dot", "mg_restrict_coarse_solve", "mg_smooth_black_residual", "mg_tail_vcycle",
                    "mg_smooth_first2", "mg_tail_vcycle_shared", "mg_dense_inverse", "mg_coarse_dense",
@@ -130,6 +132,21 @@ _SOLVER_CACHE = 2  # solvers (buffers + graph) kept per process, most recent fir
 # … d = z, ~35 launches) one graph replay. "0": the earlier allocations, copies and launches.
 # The same kernels in the same order: the same values and iterations.
 PERSIST = os.environ.get("VOXFX_SPARSE_PCG_PERSIST", "1") != "0"
+# The direction update d = z + β d folded into the next iteration's kernels (issue 24, i24l4):
+# apply_laplacian_direction computes q = A (z + β d) with each d' where it is read (an
+# unknown's and its six neighbours'), update_solution_direction writes d' with x and r, and
+# update_direction's launch (a pass over level 0's unknowns) is gone from every iteration and
+# from the start. The same roundings in the same order: the same values and iterations bit
+# for bit (host harness, GPU test). "0" (default) / "1"; None: VOXFX_SPARSE_PCG_FOLD_DIRECTION,
+# read when a solver is taken (an A/B in one process: bench/flip_sparse.py --ab).
+FOLD_DIRECTION = None
+FOLD_CHOICES = ("0", "1")
+
+
+def fold_direction() -> bool:
+    """``FOLD_DIRECTION`` where set, else VOXFX_SPARSE_PCG_FOLD_DIRECTION ("0")."""
+    given = None if FOLD_DIRECTION is None else str(int(FOLD_DIRECTION))
+    return env_choice("VOXFX_SPARSE_PCG_FOLD_DIRECTION", FOLD_CHOICES, given, default="0") == "1"
 
 
 def component_roots(links):
@@ -156,13 +173,14 @@ class SparsePressureSolverGPU(VCycleLaunches, BufferLoads):
     ``stopped`` flag, so iterations after convergence (or the iteration limit) are no-ops."""
 
     def __init__(self, strides, preconditioner="mg", check_every=10, use_graph=True, tables=None, generation=None,
-                 dense=0):
+                 dense=0, fold=False):
         import cupy as cp
 
         self.cp = cp
         self.preconditioner = preconditioner
         self.mode = np.int32(_MODES.index(preconditioner))
         self.check_every = int(check_every)
+        self.fold = bool(fold)  # FOLD_DIRECTION: update_direction folded into the next iteration's kernels
         self.vcycle = VCYCLE
         if self.vcycle not in ("fused", "split"):
             raise ValueError(f"VOXFX_SPARSE_MG_VCYCLE must be fused or split, not {self.vcycle!r}")
@@ -285,14 +303,24 @@ class SparsePressureSolverGPU(VCycleLaunches, BufferLoads):
         """One PCG iteration (Alg. 2 body with z = M r), every scalar on the device."""
         G = np.int32(self.red_blocks)
         L0 = self.levels[0]
-        self._reduce("apply_laplacian", (self.d, self.q, L0.nbr, L0.diag, np.int32(L0.stride), self.sizes,
-                                         self.partials, self.state))  # q = A d
+        if self.fold:  # d = z + β d (the last iteration's β) where read: FOLD_DIRECTION
+            self._reduce("apply_laplacian_direction", (self.d, self._z(), self.q, L0.nbr, L0.diag,
+                                                       np.int32(L0.stride), self.sizes, self.scalars, self.partials,
+                                                       self.state))  # q = A d
+        else:
+            self._reduce("apply_laplacian", (self.d, self.q, L0.nbr, L0.diag, np.int32(L0.stride), self.sizes,
+                                             self.partials, self.state))  # q = A d
         self._finish("finish_alpha", (self.partials, G, self.scalars, self.state))  # α = r·z / d·q
-        self._reduce("update_solution", (self.x, self.r, self.d, self.q, self.z, L0.diag, self.sizes, self.mode,
-                                         self.scalars, self.partials, self.state))
+        if self.fold:
+            self._reduce("update_solution_direction", (self.x, self.r, self.d, self.q, self._z(), L0.diag, self.sizes,
+                                                       self.mode, self.scalars, self.partials, self.state))
+        else:
+            self._reduce("update_solution", (self.x, self.r, self.d, self.q, self.z, L0.diag, self.sizes, self.mode,
+                                             self.scalars, self.partials, self.state))
         self._precondition_and_dot()  # z = M r
         self._finish("finish_beta", (self.partials, G, self.scalars, self.state, np.int32(0)))  # β, ‖r‖² test
-        self._reduce("update_direction", (self.d, self._z(), self.sizes, self.scalars, self.state))  # d = z + β d
+        if not self.fold:
+            self._reduce("update_direction", (self.d, self._z(), self.sizes, self.scalars, self.state))  # d = z + β d
 
     def _block(self):
         for _ in range(self.check_every):
@@ -319,7 +347,8 @@ class SparsePressureSolverGPU(VCycleLaunches, BufferLoads):
                                             self.scalars, self.partials[self.red_blocks:]))
         self._precondition_and_dot()  # z = M r, r·z
         self._finish("finish_beta", (self.partials, G, self.scalars, self.state, np.int32(1)))  # rz, β = 0
-        self._reduce("update_direction", (self.d, self._z(), self.sizes, self.scalars, self.state))  # d = z
+        if not self.fold:  # FOLD_DIRECTION: the first iteration's kernels take d = z + 0·d (d is 0)
+            self._reduce("update_direction", (self.d, self._z(), self.sizes, self.scalars, self.state))  # d = z
 
     def solve(self, levels, vcycle, b, tolerance, max_iterations, progress=None, x0=None, cells=None, size=None,
               keep=False):
@@ -406,8 +435,9 @@ def _solver(needs, preconditioner, check_every, levels=None, dense=0):
     import cupy as cp
 
     generation = getattr(levels[0], "ws_generation", None) if PERSIST and levels else None
+    fold = fold_direction()
     key = (len(needs), preconditioner, int(check_every), VCYCLE, TAIL_UNKNOWNS, CLUSTER_UNKNOWNS, FIRST2_UNKNOWNS,
-           TAIL_SHARED, COLOUR_GRID, BRICK_TRANSFERS, int(dense), PERSIST, cp.cuda.Device().id, generation)
+           TAIL_SHARED, COLOUR_GRID, BRICK_TRANSFERS, int(dense), fold, PERSIST, cp.cuda.Device().id, generation)
     solver = _solvers.pop(key, None)
     if solver is None or not solver.fits(needs):
         old, guess = (None, 0) if solver is None else (solver.strides, solver.last_iterations)
@@ -431,7 +461,7 @@ def _solver(needs, preconditioner, check_every, levels=None, dense=0):
             _solvers.popitem(last=False)
         if generation is None:
             strides = grown_strides(needs, old if PERSIST else None)
-            solver = SparsePressureSolverGPU(strides, preconditioner, check_every, dense=dense)
+            solver = SparsePressureSolverGPU(strides, preconditioner, check_every, dense=dense, fold=fold)
         else:  # level 0's stride as above, the coarse levels' the workspace's capacities (≥ the needs)
             from .sparse_pressure_workspace import workspace
 
@@ -441,7 +471,7 @@ def _solver(needs, preconditioner, check_every, levels=None, dense=0):
             strides = grown_strides(needs[:1], old[:1] if old is not None and len(old) == len(needs) else None)
             strides += list(ws.caps[1:len(needs)])
             solver = SparsePressureSolverGPU(strides, preconditioner, check_every, tables=ws.solver_tables(len(needs)),
-                                             generation=generation, dense=dense)
+                                             generation=generation, dense=dense, fold=fold)
         solver.last_iterations = guess if PERSIST else 0
     _solvers[key] = solver
     return solver

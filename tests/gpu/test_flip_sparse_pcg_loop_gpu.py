@@ -101,3 +101,46 @@ def test_gpu_loop_switches_give_the_dam_breaks_iterations_and_pressure(monkeypat
     assert len(old) == len(new) > 0 and max(s["iterations"] for _, s in old) >= 3
     for (p_old, s_old), (p_new, s_new) in zip(old, new):
         assert s_new["iterations"] == s_old["iterations"] and np.array_equal(p_new, p_old)
+
+
+@pytest.mark.parametrize("preconditioner", ["mg", "jacobi", "none"])
+def test_gpu_folded_direction_gives_the_plain_pressure_bit_for_bit(monkeypatch, scene, preconditioner):
+    """sparse_pressure_gpu.FOLD_DIRECTION (update_direction folded into apply_laplacian_direction
+    and update_solution_direction): the same iterations, residual and pressure to the bit."""
+    import cupy
+
+    monkeypatch.setenv("VOXFX_PRESSURE_WARM", "0")
+    spec, pos, vel, obstacle = scene
+    runs = []
+    for fold in (0, 1):
+        monkeypatch.setattr(sparse_pressure_gpu, "FOLD_DIRECTION", fold)
+        sparse_pressure_gpu.release_gpu_solvers()
+        g = tank(cupy, pos, vel, spec, obstacle)
+        p, stats = sparse_pressure.solve_pressure(g, 0.01, tolerance=1e-5, preconditioner=preconditioner)
+        (solver,) = sparse_pressure_gpu._solvers.values()
+        assert solver.fold == bool(fold)
+        runs.append((backend.to_numpy(p), stats))
+    (p0, s0), (p1, s1) = runs
+    assert s0["converged"] and s0["iterations"] >= 3 and np.abs(p0).max() > 0
+    assert s1["iterations"] == s0["iterations"] and s1["residual"] == s0["residual"]
+    assert np.array_equal(p1, p0), float(np.abs(p1 - p0).max())
+
+
+@pytest.mark.parametrize("warm", ["0", "1"])
+def test_gpu_folded_direction_gives_the_dam_breaks_iterations_and_pressure(monkeypatch, warm):
+    import cupy
+
+    monkeypatch.setenv("VOXFX_PRESSURE_WARM", warm)
+    spec = GridSpec((0.0, 0.0, 0.0), 1 / 48, (48, 32, 40))
+    v, t = box((0.0, 0.0, 0.0), (0.4, 0.6, 0.8))
+    runs = {}
+    for fold in ("0", "1"):  # through the environment, as bench/flip_sparse.py --ab sets it
+        monkeypatch.setenv("VOXFX_SPARSE_PCG_FOLD_DIRECTION", fold)
+        sparse_pressure_gpu.release_gpu_solvers()
+        sim = FlipSimulation(spec, FlipSettings(seed=5, warm_start_pressure=warm == "1"), v, t, xp=cupy, sparse=True)
+        runs[fold] = solves(sim, 2)
+        assert all(s.fold == (fold == "1") for s in sparse_pressure_gpu._solvers.values())
+    old, new = runs.values()
+    assert len(old) == len(new) > 0 and max(s["iterations"] for _, s in old) >= 3
+    for (p_old, s_old), (p_new, s_new) in zip(old, new):
+        assert s_new["iterations"] == s_old["iterations"] and np.array_equal(p_new, p_old)
