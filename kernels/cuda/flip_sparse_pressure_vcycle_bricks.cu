@@ -214,3 +214,175 @@ extern "C" __global__ void mg_prolong_add_bricks_shared(const float* __restrict_
         __syncthreads();
     }
 }
+
+// ---- Level 0's passes folded into the brick transfers (issue 24, i24l4;
+// sparse_pressure_gpu.FOLD_BRICKS, VOXFX_SPARSE_MG_FOLD_BRICKS): a block a brick, its
+// neighbourhood's values in shared memory as the _shared transfers above, so that the pass a
+// transfer's values feed (or the pass feeding it) runs in the same launch — one launch over
+// level 0's unknowns fewer each way. A neighbour sum reads the brick's dense neighbourhood in
+// compact_neighbour_sum's order (−x, +x, −y, +y, −z, +z), a cell that is no unknown (position0 ≥
+// m: the nbr table's sentinel, whose x is 0) as 0: the same terms in the same order, so the same
+// bits as the tables' launches (tests/unit/test_cuda_sparse_vcycle_fold_host.py).
+#define BT_NEAR_X 12  // fine cells −2 … 9 per axis: the red residuals of the restriction's 10³ cells
+
+// The red residuals and the restriction into level 1 in one launch (mg_residual's red pass
+// folded into mg_restrict_bricks_shared): the brick's fine x over −2 … 9 per axis gathered once;
+// each fine cell −1 … 8 of the restriction's stencils takes r from rf where black (written by
+// mg_smooth_black_residual) or no unknown (rf's sentinel), and where red its residual
+// b − (diag·x − Σ x_n) from the gathered x (residual_value's terms). rf's red entries are not
+// written (nothing else reads them).
+extern "C" __global__ void mg_residual_restrict_bricks(const float* __restrict__ xf, const float* __restrict__ bf,
+                                                       const float* __restrict__ diagf,
+                                                       const float* __restrict__ rf,
+                                                       const unsigned long long* __restrict__ ptrs,
+                                                       const int* __restrict__ sizes, float* __restrict__ bc,
+                                                       const int* __restrict__ state)
+{
+    if (state[S_STOPPED]) return;
+    __shared__ float x_near[BT_NEAR_X * BT_NEAR_X * BT_NEAR_X];
+    __shared__ float r_near[BT_NEAR_F * BT_NEAR_F * BT_NEAR_F];
+    const int* position0 = (const int*)ptrs[BT_POSITION0];
+    const int* nbr27 = (const int*)ptrs[BT_NBR27];
+    const int* map1 = (const int*)ptrs[BT_MAP1];
+    const int* position1 = (const int*)ptrs[BT_POSITION1];
+    const int slots = (int)(ptrs[BT_CANDIDATES] >> 6), m_red = sizes[0], mf = sizes[1], mc = sizes[3];
+    const int NX = BT_NEAR_X, NF = BT_NEAR_F;
+    for (int slot = blockIdx.x; slot < slots; slot += gridDim.x) {
+        if (nbr27[27 * slot + 13] < 0) continue;  // the same for the whole block
+        for (int i = threadIdx.x; i < NX * NX * NX; i += blockDim.x) {
+            const int x = i % NX - 2, y = (i / NX) % NX - 2, z = i / (NX * NX) - 2;
+            const int b = nbr27[27 * slot + sparse_offset_index(x >> 3, y >> 3, z >> 3)];
+            const int f = b < 0 ? mf : position0[b * SPARSE_CELLS + (((z & 7) << 6) | ((y & 7) << 3) | (x & 7))];
+            x_near[i] = f < mf ? xf[f] : 0.0f;
+        }
+        __syncthreads();
+        for (int i = threadIdx.x; i < NF * NF * NF; i += blockDim.x) {
+            const int x = i % NF - 1, y = (i / NF) % NF - 1, z = i / (NF * NF) - 1;
+            const int b = nbr27[27 * slot + sparse_offset_index(x >> 3, y >> 3, z >> 3)];
+            const int f = b < 0 ? mf : position0[b * SPARSE_CELLS + (((z & 7) << 6) | ((y & 7) << 3) | (x & 7))];
+            float r;
+            if (f < m_red) {  // residual_value from the gathered x
+                const int at = ((z + 2) * NX + y + 2) * NX + x + 2;
+                float s = x_near[at - 1];
+                s = s + x_near[at + 1];
+                s = s + x_near[at - NX];
+                s = s + x_near[at + NX];
+                s = s + x_near[at - NX * NX];
+                s = s + x_near[at + NX * NX];
+                r = bf[f] - (diagf[f] * x_near[at] - s);
+            } else {
+                r = rf[f];
+            }
+            r_near[i] = r;
+        }
+        __syncthreads();
+        for (int q = threadIdx.x; q < 64; q += blockDim.x) {
+            const int u = brick_coarse_unknown(map1, position1, mc, slot * 64 + q);
+            if (u < 0) continue;
+            const int at = (2 * (q >> 4) * NF + 2 * ((q >> 2) & 3)) * NF + 2 * (q & 3);
+            float s = 0.0f;
+#pragma unroll
+            for (int row = 0; row < 64; ++row) {
+                const float w = axis_weight(row & 3) * axis_weight((row >> 2) & 3) * axis_weight(row >> 4);
+                const float r = r_near[at + ((row >> 4) * NF + ((row >> 2) & 3)) * NF + (row & 3)];
+                s = row == 0 ? w * r : s + w * r;
+            }
+            bc[u] = 0.5f * s;
+        }
+        __syncthreads();
+    }
+}
+
+// The prolongation onto level 0 and the first post-smoothing sweep's black pass in one launch
+// (mg_prolong_add_bricks_shared folded into mg_smooth's black pass): the coarse x over −1 … 4
+// per axis gathered once; each unknown of the brick and each red one next to its faces (the
+// brick's black unknowns read no other black) takes x_f + P x_c (prolong_value_bricks' terms); then
+// each black unknown of the brick its sweep value from its red neighbours' prolonged values
+// (over-relaxed from its own where MG_OMEGA ≠ 1), written to xf. The red unknowns' prolonged
+// values go to xp, not xf (other blocks still read xf's as the values before the
+// prolongation): the red pass after this reads its old values there
+// (mg_smooth_red_after_bricks).
+extern "C" __global__ void mg_prolong_black_bricks(const float* __restrict__ xc,
+                                                   const unsigned long long* __restrict__ ptrs,
+                                                   const int* __restrict__ sizes, const float* __restrict__ bf,
+                                                   const float* __restrict__ diagf, float* __restrict__ xf,
+                                                   float* __restrict__ xp, const int* __restrict__ state)
+{
+    if (state[S_STOPPED]) return;
+    __shared__ float c_near[BT_NEAR_C * BT_NEAR_C * BT_NEAR_C];
+    __shared__ float f_near[BT_NEAR_F * BT_NEAR_F * BT_NEAR_F];
+    const int* position0 = (const int*)ptrs[BT_POSITION0];
+    const int* nbr27 = (const int*)ptrs[BT_NBR27];
+    const int* map1 = (const int*)ptrs[BT_MAP1];
+    const int* position1 = (const int*)ptrs[BT_POSITION1];
+    const int slots = (int)(ptrs[BT_CANDIDATES] >> 6), m_red = sizes[0], m = sizes[1], mc = sizes[3];
+    const int NC = BT_NEAR_C, NF = BT_NEAR_F;
+    for (int slot = blockIdx.x; slot < slots; slot += gridDim.x) {
+        if (nbr27[27 * slot + 13] < 0) continue;
+        for (int i = threadIdx.x; i < NC * NC * NC; i += blockDim.x) {
+            const int qx = i % NC - 1, qy = (i / NC) % NC - 1, qz = i / (NC * NC) - 1;
+            const int b = nbr27[27 * slot + sparse_offset_index(qx >> 2, qy >> 2, qz >> 2)];
+            const int at = b < 0 ? -1 : map1[b * 64 + ((qz & 3) * 4 + (qy & 3)) * 4 + (qx & 3)];
+            c_near[i] = xc[at >= 0 ? position1[at] : mc];
+        }
+        __syncthreads();
+        for (int i = threadIdx.x; i < NF * NF * NF; i += blockDim.x) {
+            const int x = i % NF - 1, y = (i / NF) % NF - 1, z = i / (NF * NF) - 1;
+            const int outside = (x < 0 || x > 7) + (y < 0 || y > 7) + (z < 0 || z > 7);
+            float v = 0.0f;
+            if (outside < 2) {
+                const int b = nbr27[27 * slot + sparse_offset_index(x >> 3, y >> 3, z >> 3)];
+                const int f = b < 0 ? m : position0[b * SPARSE_CELLS + (((z & 7) << 6) | ((y & 7) << 3) | (x & 7))];
+                if (outside ? f < m_red : f < m) {  // around the brick the red alone (other blocks write the black)  // prolong_value_bricks' rows: the parent (x >> 1, …) and its neighbours on the child's side
+                    const int sx = (x & 1) ? 1 : -1, sy = (y & 1) ? NC : -NC, sz = (z & 1) ? NC * NC : -NC * NC;
+                    const int at = (((z >> 1) + 1) * NC + (y >> 1) + 1) * NC + (x >> 1) + 1;
+                    float s = 0.0f;
+#pragma unroll
+                    for (int row = 0; row < 8; ++row) {
+                        const float w =
+                            ((row & 1) ? 0.25f : 0.75f) * ((row & 2) ? 0.25f : 0.75f) * ((row & 4) ? 0.25f : 0.75f);
+                        const float xv = c_near[at + (row & 1) * sx + ((row >> 1) & 1) * sy + (row >> 2) * sz];
+                        s = row == 0 ? w * xv : s + w * xv;
+                    }
+                    v = xf[f] + s;
+                }
+            }
+            f_near[i] = v;
+        }
+        __syncthreads();
+        for (int l = threadIdx.x; l < SPARSE_CELLS; l += blockDim.x) {
+            const int f = position0[slot * SPARSE_CELLS + l];
+            if (f >= m) continue;
+            const int at = (((l >> 6) + 1) * NF + ((l >> 3) & 7) + 1) * NF + (l & 7) + 1;
+            if (f < m_red) {
+                xp[f] = f_near[at];
+                continue;
+            }
+            float s = f_near[at - 1];
+            s = s + f_near[at + 1];
+            s = s + f_near[at - NF];
+            s = s + f_near[at + NF];
+            s = s + f_near[at - NF * NF];
+            s = s + f_near[at + NF * NF];
+            const float g = (bf[f] + s) / diagf[f];
+            xf[f] = MG_OMEGA == 1.0f ? g : relaxed(f_near[at], g);
+        }
+        __syncthreads();
+    }
+}
+
+// The red pass after mg_prolong_black_bricks: smooth_value's Gauss-Seidel value from xf (the
+// black unknowns' new values), over-relaxed from the red unknown's prolonged value in xp.
+extern "C" __global__ void mg_smooth_red_after_bricks(float* __restrict__ x, const float* __restrict__ xp,
+                                                   const float* __restrict__ b, const int* __restrict__ nbr,
+                                                   const float* __restrict__ diag, int stride,
+                                                   const int* __restrict__ sizes, const int* __restrict__ state)
+{
+    if (state[S_STOPPED]) return;
+    const int m_red = sizes[0];
+    RANGE(c, 0, m_red)
+    {
+        const float g = gs_value(x, b, nbr, diag, stride, c);
+        x[c] = MG_OMEGA == 1.0f ? g : relaxed(xp[c], g);
+    }
+}

@@ -39,12 +39,11 @@ from collections import OrderedDict
 import numpy as np
 
 from .. import backend
-from ..settings import env_choice
 from ..grid.launch import THREADS, GraphLoop, Kernels
 from .pressure import MG_COARSE_SWEEPS, MG_SWEEPS
 from .sparse_multigrid import KEY_BITS, MG_OMEGA
 from .sparse_pressure_buffers import BufferLoads, _Buffers, carve, grown_strides, solver_memory_bytes
-from .sparse_pressure_vcycle import _TAIL_CLUSTER, VCycleLaunches
+from .sparse_pressure_vcycle import _TAIL_CLUSTER, VCycleLaunches, fold_switches
 from .pressure_gpu import (_D_ALPHA, _D_BB, _D_BETA, _D_RR, _D_RZ, _D_THRESH, _MAX_BLOCKS, _S_CONVERGED, _S_IT,
                            _S_STOPPED, run_blocks)
 from .pressure_gpu import _K as _DENSE  # finish_init, finish_alpha, finish_beta
@@ -132,21 +131,14 @@ _SOLVER_CACHE = 2  # solvers (buffers + graph) kept per process, most recent fir
 # … d = z, ~35 launches) one graph replay. "0": the earlier allocations, copies and launches.
 # The same kernels in the same order: the same values and iterations.
 PERSIST = os.environ.get("VOXFX_SPARSE_PCG_PERSIST", "1") != "0"
-# The direction update d = z + β d folded into the next iteration's kernels (issue 24, i24l4):
-# apply_laplacian_direction computes q = A (z + β d) with each d' where it is read (an
-# unknown's and its six neighbours'), update_solution_direction writes d' with x and r, and
-# update_direction's launch (a pass over level 0's unknowns) is gone from every iteration and
-# from the start. The same roundings in the same order: the same values and iterations bit
-# for bit (host harness, GPU test). "0" (default) / "1"; None: VOXFX_SPARSE_PCG_FOLD_DIRECTION,
-# read when a solver is taken (an A/B in one process: bench/flip_sparse.py --ab).
+# Folds (issue 24, i24l4; sparse_pressure_vcycle's notes), the same values bit for bit (host
+# harnesses, GPU tests); None: the environment's, read when a solver is taken (bench --ab).
+# FOLD_DIRECTION (VOXFX_SPARSE_PCG_FOLD_DIRECTION "0"/"1"): update_direction's pass folded into
+# the next iteration's apply_laplacian_direction and update_solution_direction. FOLD_BRICKS
+# (VOXFX_SPARSE_MG_FOLD_BRICKS "0", "1", "restrict", "prolong"): level 0's red residuals into the
+# restriction, its first black post-smoothing pass into the prolongation, a block a brick.
 FOLD_DIRECTION = None
-FOLD_CHOICES = ("0", "1")
-
-
-def fold_direction() -> bool:
-    """``FOLD_DIRECTION`` where set, else VOXFX_SPARSE_PCG_FOLD_DIRECTION ("0")."""
-    given = None if FOLD_DIRECTION is None else str(int(FOLD_DIRECTION))
-    return env_choice("VOXFX_SPARSE_PCG_FOLD_DIRECTION", FOLD_CHOICES, given, default="0") == "1"
+FOLD_BRICKS = None
 
 
 def component_roots(links):
@@ -173,7 +165,7 @@ class SparsePressureSolverGPU(VCycleLaunches, BufferLoads):
     ``stopped`` flag, so iterations after convergence (or the iteration limit) are no-ops."""
 
     def __init__(self, strides, preconditioner="mg", check_every=10, use_graph=True, tables=None, generation=None,
-                 dense=0, fold=False):
+                 dense=0, fold=False, fold_bricks="0"):
         import cupy as cp
 
         self.cp = cp
@@ -236,6 +228,7 @@ class SparsePressureSolverGPU(VCycleLaunches, BufferLoads):
         self.tail_shared = self._tail_shared_bytes(TAIL_SHARED, limit)
         self.colour_grid = max(1, COLOUR_GRID)
         self._brick_setup(BRICK_TRANSFERS, _MGB)
+        self._fold_setup(fold_bricks, _MGB)
         _K.load(*_LOOP_KERNELS)  # compile and load before any capture
         _MG.load(*_VCYCLE_KERNELS, *(_CLUSTER_KERNELS if self.cluster_from else ()))
         if self.tail:  # above 48 KiB a kernel must ask for its dynamic shared memory
@@ -435,9 +428,10 @@ def _solver(needs, preconditioner, check_every, levels=None, dense=0):
     import cupy as cp
 
     generation = getattr(levels[0], "ws_generation", None) if PERSIST and levels else None
-    fold = fold_direction()
+    fold, fold_bricks = fold_switches(FOLD_DIRECTION, FOLD_BRICKS)
     key = (len(needs), preconditioner, int(check_every), VCYCLE, TAIL_UNKNOWNS, CLUSTER_UNKNOWNS, FIRST2_UNKNOWNS,
-           TAIL_SHARED, COLOUR_GRID, BRICK_TRANSFERS, int(dense), fold, PERSIST, cp.cuda.Device().id, generation)
+           TAIL_SHARED, COLOUR_GRID, BRICK_TRANSFERS, int(dense), fold, fold_bricks, PERSIST, cp.cuda.Device().id,
+           generation)
     solver = _solvers.pop(key, None)
     if solver is None or not solver.fits(needs):
         old, guess = (None, 0) if solver is None else (solver.strides, solver.last_iterations)
@@ -461,7 +455,8 @@ def _solver(needs, preconditioner, check_every, levels=None, dense=0):
             _solvers.popitem(last=False)
         if generation is None:
             strides = grown_strides(needs, old if PERSIST else None)
-            solver = SparsePressureSolverGPU(strides, preconditioner, check_every, dense=dense, fold=fold)
+            solver = SparsePressureSolverGPU(strides, preconditioner, check_every, dense=dense, fold=fold,
+                                             fold_bricks=fold_bricks)
         else:  # level 0's stride as above, the coarse levels' the workspace's capacities (≥ the needs)
             from .sparse_pressure_workspace import workspace
 
@@ -471,7 +466,7 @@ def _solver(needs, preconditioner, check_every, levels=None, dense=0):
             strides = grown_strides(needs[:1], old[:1] if old is not None and len(old) == len(needs) else None)
             strides += list(ws.caps[1:len(needs)])
             solver = SparsePressureSolverGPU(strides, preconditioner, check_every, tables=ws.solver_tables(len(needs)),
-                                             generation=generation, dense=dense, fold=fold)
+                                             generation=generation, dense=dense, fold=fold, fold_bricks=fold_bricks)
         solver.last_iterations = guess if PERSIST else 0
     _solvers[key] = solver
     return solver

@@ -95,3 +95,44 @@ def test_gpu_brick_transfers_give_the_dam_breaks_iterations_and_pressure(monkeyp
     assert len(old) == len(new) > 0 and max(s["iterations"] for _, s in old) >= 3
     for (p_old, s_old), (p_new, s_new) in zip(old, new):
         assert s_new["iterations"] == s_old["iterations"] and np.array_equal(p_new, p_old)
+
+
+_FOLDS = {"0": (False, False), "1": (True, True), "restrict": (True, False), "prolong": (False, True)}
+
+
+@pytest.mark.parametrize("transfers", ["1", "0"])
+def test_gpu_folded_brick_passes_give_the_plain_pressure_bit_for_bit(monkeypatch, scene, transfers):
+    """sparse_pressure_gpu.FOLD_BRICKS (level 0's red residuals in the restriction, its first black
+    post-smoothing pass in the prolongation, a block a brick): the same iterations and pressure to
+    the bit as the launches with the tables; with the transfers' table off (BRICK_TRANSFERS "0")
+    the fold is off too. The host proof is tests/unit/test_cuda_sparse_vcycle_fold_host.py."""
+    ((p0, s0),), _ = _solve(monkeypatch, scene, "0")
+    assert s0["converged"] and s0["iterations"] >= 3
+    for fold in ("1", "restrict", "prolong"):
+        monkeypatch.setattr(sparse_pressure_gpu, "FOLD_BRICKS", fold)
+        ((p, s),), new = _solve(monkeypatch, scene, transfers)
+        assert new.fold_bricks == (_FOLDS[fold] if transfers == "1" else (False, False)), fold
+        assert s["iterations"] == s0["iterations"] and s["residual"] == s0["residual"], fold
+        assert np.array_equal(p.view(np.int32), p0.view(np.int32)), (fold, float(np.abs(p - p0).max()))
+
+
+@pytest.mark.parametrize("warm", ["0", "1"])
+def test_gpu_folded_brick_passes_give_the_dam_breaks_iterations_and_pressure(monkeypatch, warm):
+    import cupy
+
+    monkeypatch.setenv("VOXFX_PRESSURE_WARM", warm)
+    spec = GridSpec((0.0, 0.0, 0.0), 1 / 48, (48, 32, 40))
+    v, t = box((0.0, 0.0, 0.0), (0.4, 0.6, 0.8))
+    runs = {}
+    for fold in ("0", "1"):  # through the environment, as bench/flip_sparse.py --ab sets it
+        monkeypatch.setenv("VOXFX_SPARSE_MG_FOLD_BRICKS", fold)
+        monkeypatch.setenv("VOXFX_SPARSE_PCG_FOLD_DIRECTION", fold)
+        _switch(monkeypatch, "1")
+        sim = FlipSimulation(spec, FlipSettings(seed=5, warm_start_pressure=warm == "1"), v, t, xp=cupy, sparse=True)
+        runs[fold] = solves(sim, 2)
+        solvers = [s for s in sparse_pressure_gpu._solvers.values() if len(s.strides) > 2]
+        assert solvers and all(s.fold_bricks == _FOLDS[fold] and s.fold == (fold == "1") for s in solvers)
+    old, new = runs.values()
+    assert len(old) == len(new) > 0 and max(s["iterations"] for _, s in old) >= 3
+    for (p_old, s_old), (p_new, s_new) in zip(old, new):
+        assert s_new["iterations"] == s_old["iterations"] and np.array_equal(p_new, p_old)
