@@ -43,7 +43,7 @@ from ..grid.launch import THREADS, GraphLoop, Kernels
 from .pressure import MG_COARSE_SWEEPS, MG_SWEEPS
 from .sparse_multigrid import KEY_BITS, MG_OMEGA
 from .sparse_pressure_buffers import BufferLoads, _Buffers, carve, grown_strides, solver_memory_bytes
-from .sparse_pressure_vcycle import _TAIL_CLUSTER, VCycleLaunches, fold_switches
+from .sparse_pressure_vcycle import _TAIL_CLUSTER, VCycleLaunches
 from .pressure_gpu import (_D_ALPHA, _D_BB, _D_BETA, _D_RR, _D_RZ, _D_THRESH, _MAX_BLOCKS, _S_CONVERGED, _S_IT,
                            _S_STOPPED, run_blocks)
 from .pressure_gpu import _K as _DENSE  # finish_init, finish_alpha, finish_beta
@@ -63,8 +63,7 @@ _MG = Kernels("flip_sparse_pressure_vcycle.cu", ("--fmad=false",), THREADS,  # t
               defines={**_DEFINES, "TAIL_CLUSTER": _TAIL_CLUSTER})
 _MGB = Kernels("flip_sparse_pressure_vcycle_bricks.cu", ("--fmad=false",), THREADS, defines=_DEFINES)  # *_bricks
 _LOOP_KERNELS = ("cg_init", "cg_init_warm", "finish_init_warm", "cg_warm_select",
-                 "apply_laplacian", "update_solution", "dot_rz", "update_direction",
-                 "apply_laplacian_direction", "update_solution_direction")
+                 "apply_laplacian", "update_solution", "dot_rz", "update_direction")
 _VCYCLE_KERNELS = ("mg_smooth", "mg_residual", "mg_restrict", "mg_prolong_add", "mg_coarse_solve", "mg_smooth_first",
                    "mg_smooth_red_dot", "mg_restrict_coarse_solve", "mg_smooth_black_residual", "mg_tail_vcycle",
                    "mg_smooth_first2", "mg_tail_vcycle_shared", "mg_dense_inverse", "mg_coarse_dense",
@@ -131,14 +130,6 @@ _SOLVER_CACHE = 2  # solvers (buffers + graph) kept per process, most recent fir
 # … d = z, ~35 launches) one graph replay. "0": the earlier allocations, copies and launches.
 # The same kernels in the same order: the same values and iterations.
 PERSIST = os.environ.get("VOXFX_SPARSE_PCG_PERSIST", "1") != "0"
-# Folds (issue 24, i24l4; sparse_pressure_vcycle's notes), the same values bit for bit (host
-# harnesses, GPU tests); None: the environment's, read when a solver is taken (bench --ab).
-# FOLD_DIRECTION (VOXFX_SPARSE_PCG_FOLD_DIRECTION "0"/"1"): update_direction's pass folded into
-# the next iteration's apply_laplacian_direction and update_solution_direction. FOLD_BRICKS
-# (VOXFX_SPARSE_MG_FOLD_BRICKS "0", "1", "restrict", "prolong"): level 0's red residuals into the
-# restriction, its first black post-smoothing pass into the prolongation, a block a brick.
-FOLD_DIRECTION = None
-FOLD_BRICKS = None
 
 
 def component_roots(links):
@@ -165,14 +156,13 @@ class SparsePressureSolverGPU(VCycleLaunches, BufferLoads):
     ``stopped`` flag, so iterations after convergence (or the iteration limit) are no-ops."""
 
     def __init__(self, strides, preconditioner="mg", check_every=10, use_graph=True, tables=None, generation=None,
-                 dense=0, fold=False, fold_bricks="0"):
+                 dense=0):
         import cupy as cp
 
         self.cp = cp
         self.preconditioner = preconditioner
         self.mode = np.int32(_MODES.index(preconditioner))
         self.check_every = int(check_every)
-        self.fold = bool(fold)  # FOLD_DIRECTION: update_direction folded into the next iteration's kernels
         self.vcycle = VCYCLE
         if self.vcycle not in ("fused", "split"):
             raise ValueError(f"VOXFX_SPARSE_MG_VCYCLE must be fused or split, not {self.vcycle!r}")
@@ -228,7 +218,6 @@ class SparsePressureSolverGPU(VCycleLaunches, BufferLoads):
         self.tail_shared = self._tail_shared_bytes(TAIL_SHARED, limit)
         self.colour_grid = max(1, COLOUR_GRID)
         self._brick_setup(BRICK_TRANSFERS, _MGB)
-        self._fold_setup(fold_bricks, _MGB)
         _K.load(*_LOOP_KERNELS)  # compile and load before any capture
         _MG.load(*_VCYCLE_KERNELS, *(_CLUSTER_KERNELS if self.cluster_from else ()))
         if self.tail:  # above 48 KiB a kernel must ask for its dynamic shared memory
@@ -296,24 +285,14 @@ class SparsePressureSolverGPU(VCycleLaunches, BufferLoads):
         """One PCG iteration (Alg. 2 body with z = M r), every scalar on the device."""
         G = np.int32(self.red_blocks)
         L0 = self.levels[0]
-        if self.fold:  # d = z + β d (the last iteration's β) where read: FOLD_DIRECTION
-            self._reduce("apply_laplacian_direction", (self.d, self._z(), self.q, L0.nbr, L0.diag,
-                                                       np.int32(L0.stride), self.sizes, self.scalars, self.partials,
-                                                       self.state))  # q = A d
-        else:
-            self._reduce("apply_laplacian", (self.d, self.q, L0.nbr, L0.diag, np.int32(L0.stride), self.sizes,
-                                             self.partials, self.state))  # q = A d
+        self._reduce("apply_laplacian", (self.d, self.q, L0.nbr, L0.diag, np.int32(L0.stride), self.sizes,
+                                         self.partials, self.state))  # q = A d
         self._finish("finish_alpha", (self.partials, G, self.scalars, self.state))  # α = r·z / d·q
-        if self.fold:
-            self._reduce("update_solution_direction", (self.x, self.r, self.d, self.q, self._z(), L0.diag, self.sizes,
-                                                       self.mode, self.scalars, self.partials, self.state))
-        else:
-            self._reduce("update_solution", (self.x, self.r, self.d, self.q, self.z, L0.diag, self.sizes, self.mode,
-                                             self.scalars, self.partials, self.state))
+        self._reduce("update_solution", (self.x, self.r, self.d, self.q, self.z, L0.diag, self.sizes, self.mode,
+                                         self.scalars, self.partials, self.state))
         self._precondition_and_dot()  # z = M r
         self._finish("finish_beta", (self.partials, G, self.scalars, self.state, np.int32(0)))  # β, ‖r‖² test
-        if not self.fold:
-            self._reduce("update_direction", (self.d, self._z(), self.sizes, self.scalars, self.state))  # d = z + β d
+        self._reduce("update_direction", (self.d, self._z(), self.sizes, self.scalars, self.state))  # d = z + β d
 
     def _block(self):
         for _ in range(self.check_every):
@@ -340,8 +319,7 @@ class SparsePressureSolverGPU(VCycleLaunches, BufferLoads):
                                             self.scalars, self.partials[self.red_blocks:]))
         self._precondition_and_dot()  # z = M r, r·z
         self._finish("finish_beta", (self.partials, G, self.scalars, self.state, np.int32(1)))  # rz, β = 0
-        if not self.fold:  # FOLD_DIRECTION: the first iteration's kernels take d = z + 0·d (d is 0)
-            self._reduce("update_direction", (self.d, self._z(), self.sizes, self.scalars, self.state))  # d = z
+        self._reduce("update_direction", (self.d, self._z(), self.sizes, self.scalars, self.state))  # d = z
 
     def solve(self, levels, vcycle, b, tolerance, max_iterations, progress=None, x0=None, cells=None, size=None,
               keep=False):
@@ -428,10 +406,8 @@ def _solver(needs, preconditioner, check_every, levels=None, dense=0):
     import cupy as cp
 
     generation = getattr(levels[0], "ws_generation", None) if PERSIST and levels else None
-    fold, fold_bricks = fold_switches(FOLD_DIRECTION, FOLD_BRICKS)
     key = (len(needs), preconditioner, int(check_every), VCYCLE, TAIL_UNKNOWNS, CLUSTER_UNKNOWNS, FIRST2_UNKNOWNS,
-           TAIL_SHARED, COLOUR_GRID, BRICK_TRANSFERS, int(dense), fold, fold_bricks, PERSIST, cp.cuda.Device().id,
-           generation)
+           TAIL_SHARED, COLOUR_GRID, BRICK_TRANSFERS, int(dense), PERSIST, cp.cuda.Device().id, generation)
     solver = _solvers.pop(key, None)
     if solver is None or not solver.fits(needs):
         old, guess = (None, 0) if solver is None else (solver.strides, solver.last_iterations)
@@ -455,8 +431,7 @@ def _solver(needs, preconditioner, check_every, levels=None, dense=0):
             _solvers.popitem(last=False)
         if generation is None:
             strides = grown_strides(needs, old if PERSIST else None)
-            solver = SparsePressureSolverGPU(strides, preconditioner, check_every, dense=dense, fold=fold,
-                                             fold_bricks=fold_bricks)
+            solver = SparsePressureSolverGPU(strides, preconditioner, check_every, dense=dense)
         else:  # level 0's stride as above, the coarse levels' the workspace's capacities (≥ the needs)
             from .sparse_pressure_workspace import workspace
 
@@ -466,7 +441,7 @@ def _solver(needs, preconditioner, check_every, levels=None, dense=0):
             strides = grown_strides(needs[:1], old[:1] if old is not None and len(old) == len(needs) else None)
             strides += list(ws.caps[1:len(needs)])
             solver = SparsePressureSolverGPU(strides, preconditioner, check_every, tables=ws.solver_tables(len(needs)),
-                                             generation=generation, dense=dense, fold=fold, fold_bricks=fold_bricks)
+                                             generation=generation, dense=dense)
         solver.last_iterations = guess if PERSIST else 0
     _solvers[key] = solver
     return solver

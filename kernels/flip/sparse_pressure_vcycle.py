@@ -118,7 +118,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..settings import env_choice
 from .pressure import MG_SWEEPS
 from .sparse_multigrid import MG_OMEGA
 
@@ -134,16 +133,6 @@ _BRICK_GRID = 8192
 # (a bench replaying the loop graph after the solve: bench/flip_sparse_pcg_loop.py); off, the
 # solver lets go of it as of the tables (its ~13 B a pool cell are not held between substeps).
 HOLD_BRICK_LEVEL = False
-
-
-def fold_switches(direction, bricks) -> tuple:
-    """(FOLD_DIRECTION on, FOLD_BRICKS' mode) of ``sparse_pressure_gpu`` from *direction* and
-    *bricks* (its module values) where not None, else from their environment variables."""
-    on = env_choice("VOXFX_SPARSE_PCG_FOLD_DIRECTION", ("0", "1"), None if direction is None else str(int(direction)),
-                    default="0")
-    mode = env_choice("VOXFX_SPARSE_MG_FOLD_BRICKS", ("0", "1", "restrict", "prolong"),
-                      None if bricks is None else str(bricks), default="0")
-    return on == "1", mode
 
 
 class VCycleLaunches:
@@ -176,22 +165,6 @@ class VCycleLaunches:
         self.brick_ptrs = self.cp.zeros(_BRICK_WORDS, self.cp.uint64)
         kernels.load(*(name + self.brick_suffix for name, on in zip(("mg_restrict", "mg_prolong_add"),
                                                                      self.brick_transfers) if on))
-
-    fold_bricks = (False, False)  # level 0's (red residual + restriction, prolongation + black sweep) by bricks
-
-    def _fold_setup(self, switch, kernels):
-        """``fold_bricks`` from ``FOLD_BRICKS`` (*switch*: "0", "1" both, "restrict", "prolong"):
-        where the brick transfers' table is there (``_brick_setup``), the fused V-cycle and a
-        second sweep; the restriction's only where level 1 is not the coarsest (as
-        ``brick_transfers``' first); their kernels."""
-        if switch not in ("0", "1", "restrict", "prolong"):
-            raise ValueError(f"VOXFX_SPARSE_MG_FOLD_BRICKS must be 0, 1, restrict or prolong, not {switch!r}")
-        if switch == "0" or self.brick_ptrs is None or self.vcycle != "fused" or MG_SWEEPS < 2:
-            return
-        self.fold_bricks = (switch in ("1", "restrict") and len(self.levels) > 2, switch in ("1", "prolong"))
-        kernels.load(*(name for name, on in zip(("mg_residual_restrict_bricks", "mg_prolong_black_bricks"),
-                                                self.fold_bricks) if on),
-                     *(("mg_smooth_red_after_bricks",) if self.fold_bricks[1] else ()))
 
     def _brick_load(self, level0):
         """The brick transfers' table for *level0* (its tables just filled in)."""
@@ -338,7 +311,22 @@ class VCycleLaunches:
         first = self.tail[0] if self.tail else last  # levels from here on: one block
         lead = self.cluster_from or first  # levels from here on: one launch
         for level in range(lead):
-            self._down_fused(level, levels[level], levels[level + 1], last)
+            L, C = levels[level], levels[level + 1]
+            two = self.first2[level]  # the first sweep and the second's red pass in one launch
+            self._launch("mg_smooth_first2" if two else "mg_smooth_first", L.stride,
+                         (L.x, L.b, *self._level_args(level), self.state))
+            for sweep in range(1, MG_SWEEPS):
+                if not (two and sweep == 1):
+                    self._smooth(level, 0, fused=True)
+                if sweep < MG_SWEEPS - 1:
+                    self._smooth(level, 1, fused=True)
+                else:  # the last black sweep with the black residuals
+                    self._launch("mg_smooth_black_residual", self._colour_n(L.stride),
+                                 (L.x, L.b, *self._level_args(level), L.r, self.state))
+            self._launch("mg_residual", L.stride if MG_SWEEPS == 1 else self._colour_n(L.stride),
+                         (L.x, L.b, *self._level_args(level), np.int32(MG_SWEEPS == 1), L.r, self.state))
+            if level + 1 < last:
+                self._restrict(level, L, C)
         if self.tail:
             _, table, strides = self.tail
             if self.cluster_from:
@@ -353,53 +341,18 @@ class VCycleLaunches:
         else:
             self._coarse_solve(last)
         for level in range(lead - 1, -1, -1):
-            self._up_fused(level, levels[level], levels[level + 1])
+            L, C = levels[level], levels[level + 1]
+            # the red (all: MG_OMEGA ≠ 1 reads black)
+            self._prolong(level, L, C, self._colour_n(L.stride), MG_OMEGA != 1)
+            for sweep in range(MG_SWEEPS):
+                self._smooth(level, 1, fused=True)
+                if level == 0 and sweep == MG_SWEEPS - 1:
+                    self._reduce("mg_smooth_red_dot", (L.x, L.b, L.nbr, L.diag, np.int32(L.stride), self.sizes,
+                                                       self.partials[self.red_blocks:], self.state))
+                else:
+                    self._smooth(level, 0, fused=True)
         if not last:  # one level: no post-smoothing to fold r·z into
             self._reduce("dot_rz", (self.r, self.z, self.sizes, self.partials[self.red_blocks:], self.state))
-
-    def _down_fused(self, level, L, C, last):
-        """_vcycle_fused's level on the way down (L, C: it and the next): pre-smoothing, the
-        residuals, the restriction (with ``fold_bricks``' first on level 0: the red residuals in it)."""
-        two = self.first2[level]  # the first sweep and the second's red pass in one launch
-        self._launch("mg_smooth_first2" if two else "mg_smooth_first", L.stride,
-                     (L.x, L.b, *self._level_args(level), self.state))
-        for sweep in range(1, MG_SWEEPS):
-            if not (two and sweep == 1):
-                self._smooth(level, 0, fused=True)
-            if sweep < MG_SWEEPS - 1:
-                self._smooth(level, 1, fused=True)
-            else:  # the last black sweep with the black residuals
-                self._launch("mg_smooth_black_residual", self._colour_n(L.stride),
-                             (L.x, L.b, *self._level_args(level), L.r, self.state))
-        if level == 0 and self.fold_bricks[0]:  # the red residuals and the restriction, a block a brick
-            self._one("mg_residual_restrict_bricks", self._brick_blocks(C), (4 * _BRICK_THREADS,),
-                      (L.x, L.b, L.diag, L.r, self.brick_ptrs, self.sizes, C.b, self.state))
-            return
-        self._launch("mg_residual", L.stride if MG_SWEEPS == 1 else self._colour_n(L.stride),
-                     (L.x, L.b, *self._level_args(level), np.int32(MG_SWEEPS == 1), L.r, self.state))
-        if level + 1 < last:
-            self._restrict(level, L, C)
-
-    def _up_fused(self, level, L, C):
-        """_vcycle_fused's level on the way up: the prolongation, post-smoothing (level 0's last
-        red pass with r·z; with ``fold_bricks``' second the first black pass in the prolongation)."""
-        folded = level == 0 and self.fold_bricks[1]
-        if folded:  # the prolongation and the first black pass, a block a brick (the red values into L.r)
-            self._one("mg_prolong_black_bricks", self._brick_blocks(C), (4 * _BRICK_THREADS,),
-                      (C.x, self.brick_ptrs, self.sizes, L.b, L.diag, L.x, L.r, self.state))
-        else:  # the red (all: MG_OMEGA ≠ 1 reads black)
-            self._prolong(level, L, C, self._colour_n(L.stride), MG_OMEGA != 1)
-        for sweep in range(MG_SWEEPS):
-            if folded and sweep == 0:  # the red pass, over-relaxed from the prolonged values in L.r
-                self._launch("mg_smooth_red_after_bricks", self._colour_n(L.stride),
-                             (L.x, L.r, L.b, L.nbr, L.diag, np.int32(L.stride), self.sizes, self.state))
-                continue
-            self._smooth(level, 1, fused=True)
-            if level == 0 and sweep == MG_SWEEPS - 1:
-                self._reduce("mg_smooth_red_dot", (L.x, L.b, L.nbr, L.diag, np.int32(L.stride), self.sizes,
-                                                   self.partials[self.red_blocks:], self.state))
-            else:
-                self._smooth(level, 0, fused=True)
 
     def _vcycle(self):
         """z = V-cycle(r): the sequence of ``sparse_multigrid.VCycle._cycle``."""
