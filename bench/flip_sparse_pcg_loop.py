@@ -22,7 +22,8 @@ solve as the profile bench does):
   iterations and max |p − p(first variant)| (0: the same bits);
 - ``loop/it``: the solver's loop graph (``check_every`` iterations) replayed ``--replays``
   times with the convergence test off (threshold −1), per iteration: the loop's own pace, in
-  ``--pace-rounds`` rounds of the variants in turn (median and least);
+  ``--pace-rounds`` rounds of the variants in turn (median and least); with ``--floor`` also
+  the graph replayed with every kernel stopped at its first line (its launches alone);
 - ``kernels``: one iteration launched kernel by kernel, an event pair a launch (first substep);
   with a dense coarsest level mg_dense_inverse's time (once a solve, in its start).
 
@@ -103,13 +104,15 @@ def solve(sim, dt, keep):
     return cp.cuda.get_elapsed_time(a, b), p, stats["iterations"]
 
 
-def loop_pace(replays):
+def loop_pace(replays, stopped=False):
     """ms an iteration of the last solver's loop graph, the convergence test off; and whether
-    it ran to the end (not stopped: a stopped loop's kernels return at once)."""
+    it ran to the end (not stopped: a stopped loop's kernels return at once). *stopped*: the
+    loop replayed with S_STOPPED set, every kernel returning at its first line — the pace of
+    its launches alone (each grid still dispatched), the floor no fold of work goes under."""
     import cupy as cp
 
     solver = the_solver()
-    solver.state[1] = 0  # S_STOPPED
+    solver.state[1] = int(stopped)  # S_STOPPED
     solver.state[3] = 10 ** 8  # S_MAXIT
     solver.scalars[1] = -1.0  # D_THRESH: ‖r‖² ≤ −1 never holds
     solver.loop.run()  # captured here if the solve never needed a whole block
@@ -119,7 +122,7 @@ def loop_pace(replays):
         solver.loop.run()
     b.record()
     b.synchronize()
-    ran = int(solver.state[1].get()) == 0
+    ran = int(solver.state[1].get()) == int(stopped)
     solver.state[1] = 1
     return cp.cuda.get_elapsed_time(a, b) / (replays * solver.check_every), ran
 
@@ -170,6 +173,7 @@ def main():
     ap.add_argument("--replays", type=int, default=5)
     ap.add_argument("--substep-runs", type=int, default=4)
     ap.add_argument("--pace-rounds", type=int, default=1, help="rounds of the loop's pace, the variants in turn")
+    ap.add_argument("--floor", action="store_true", help="also the loop's pace with every kernel stopped at once")
     ap.add_argument("--variants", nargs="+", default=["plain:0:1", "shared:1:1", "shared-colour2:1:2",
                                                       "shared-colour4:1:4"])
     args = ap.parse_args()
@@ -215,6 +219,8 @@ def main():
             pace, ran = loop_pace(args.replays)
             rows[variant]["loop/it"].append(pace)
             rows[variant]["loop ran"].append(ran)
+            if args.floor:
+                rows[variant]["floor/it"].append(loop_pace(args.replays, stopped=True)[0])
             if step == 0 and variant not in kernels:
                 kernels[variant] = iteration_kernels()
         use(args.variants[-1])
@@ -231,7 +237,8 @@ def main():
         pace = np.array(r["loop/it"]) * 1e3
         print(f"  {variant} | {np.median(r['solve']):.3f} | {np.median(pace):.1f}, {pace.min():.1f} µs | "
               f"{sorted(set(r['iterations']))} | {max(r['max |dp|']):.3g} | {all(r['same bits'])} | "
-              f"{all(r['loop ran'])} | {sorted(set(r['levels']))}")
+              f"{all(r['loop ran'])} | {sorted(set(r['levels']))}"
+              + (f" | launches alone {np.median(r['floor/it']) * 1e3:.1f} µs" if r["floor/it"] else ""))
     print("\none iteration kernel by kernel (event pair a launch, first substep): kernel ms (launches)")
     for variant, k in kernels.items():
         total = sum(ms for ms, _ in k.values())

@@ -102,9 +102,11 @@ TAIL_SHARED = os.environ.get("VOXFX_SPARSE_MG_TAIL_SHARED", "1") != "0"
 # The fused V-cycle's one-colour launches (a colour's sweep, the red residuals, the red
 # prolongation) over stride / COLOUR_GRID threads, not stride: half a level's unknowns are of
 # one colour, so half the grid's blocks found nothing to do (the grid-stride loop covers any
-# colour larger than that; the same values). "1" (default): the grid of every unknown; 2
-# measured 237.4 → 233.8 µs an iteration (H100, one call) but not in the substep: off for now.
-COLOUR_GRID = int(os.environ.get("VOXFX_SPARSE_MG_COLOUR_GRID", "1"))
+# colour larger than that; the same values). "1": the grid of every unknown; "2" (default since
+# i24l4): the loop's iteration 237.4 → 233.8 µs (H100, i24q) and 235.7 / 235.8 → 232.2 µs (H100,
+# MG_DENSE 2, variants in turn, i24l4), its launches alone 50.5 → 39.6 µs; the substep's pressure
+# does not resolve 12 × 3.6 µs.
+COLOUR_GRID = int(os.environ.get("VOXFX_SPARSE_MG_COLOUR_GRID", "2"))
 # The V-cycle's restriction into level 1 and prolongation onto level 0 with their indices found
 # from the grid's bricks instead of read from down[0] and up[0] (sparse_pressure_vcycle's
 # notes): "1" both (default: H100, 8M dam break, two calls, the loop 252.1 → 245.4 and 252.0 →

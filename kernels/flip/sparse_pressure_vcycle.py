@@ -44,8 +44,8 @@ finish_beta folded into the last block of the kernels before them (a ticket; 258
 the last block's 1024-partial sum costs what the one-block launch did), the tails' passes four
 unknowns a thread at a time (global 253.0 µs; with the shared tail 260.0, slower: 64 registers a
 thread at 1024 threads). ``COLOUR_GRID`` 2 (one-colour launches over half the grid) gave 237.4 →
-233.8 µs in the loop but not in the substep's pressure over three substeps: off until a longer
-A/B.
+233.8 µs in the loop but not in the substep's pressure over three substeps (off then; the
+default since i24l4's call, below).
 
 Measured and not kept (issue 24, i24w; H100 80GB HBM3, 8M dam break, the strides above;
 ``bench/flip_sparse_pcg_loop.py --pace-rounds 2`` and ``3``, variants in turn in one process,
@@ -110,6 +110,29 @@ count or the tail's levels (test_flip_sparse_pressure_vcycle_gpu, _pcg_loop_gpu,
 against the CPU's) fail by design and the accuracy files were not run with it. The tail from
 level 4 with levels 2 and 3 in the cluster (TAIL_UNKNOWNS 1024, with "2"): 243.7 µs, slower
 than the one block's level 3 (237.4): not kept.
+
+Folds of the loop's level-0 passes, measured and not kept (issue 24, i24l4; H100 80GB HBM3,
+driver 580.159.04, 8M dam break with MG_DENSE 2, strides 1271869, 209200, 26206, 3332, 472, 115;
+``bench/flip_sparse_pcg_loop.py --pace-rounds 2 --floor``, variants in turn in one process, two
+calls, the second in another order; the same pressure to the bit and 12 CG iterations each; the
+kernels, host harnesses and GPU tests are in the branch's commits 520e496 and 7d24100, reverted
+after). The loop's iteration today 236.3 / 235.7 / 235.8 µs in 26 launches; with its kernels
+stopped at their first line (the graph's launches alone, every grid still dispatched) 50.5 µs:
+launches are a fifth of an iteration, the kernels' bytes and latencies the rest, so a fold pays
+only where the fused kernel costs no more than the two it replaces. None did:
+update_direction folded into the next iteration (apply_laplacian_direction computing d' = z + βd
+at each unknown and its six neighbours, update_solution_direction writing it: 25 launches)
+249.2 / 248.9 µs; level 0's red residuals folded into the restriction (a block a brick, the
+brick's x over −2 … 9 per axis in shared memory) and the first black post-smoothing pass into
+the prolongation (the coarse x over −1 … 4, the prolonged red values into level 0's r for the
+red pass after it) 248.3 / 248.4 µs (24 launches), the prolongation's fold alone 236.7, both
+folds with the direction's 262.1 / 260.8. The block-a-brick kernels chain their gathers (nbr27,
+position0, then the value) through two or three barriers a brick, and the direction's fold
+doubles the Laplacian's neighbour gathers (z and d): each costs more than a graph launch. (One
+sweep on level 0 alone, levels ≥ 1 two: +35% / +40% CG iterations on the dam break's systems at
+64³ / 128³ with ω = 1.3, ``bench/flip_mg_iterations.py``: not tried on the device.) In the same
+calls ``COLOUR_GRID`` 2: 232.2 µs against 235.7 / 235.8, its launches alone 39.6 µs (half the
+one-colour grids' empty blocks not dispatched): the default now.
 
 Over-relaxed sweeps (``sparse_multigrid.MG_OMEGA``, issue 24, i24m; the kernels compile ω in):
 the fused V-cycle then prolongs onto every unknown, not the red ones alone, since the
