@@ -28,7 +28,15 @@ same kernels on the same values in the same order: the same iterations and press
 (tests/gpu/test_flip_sparse_pressure_solve_ahead_gpu.py; the two kernels on the host,
 tests/unit/test_cuda_sparse_pressure_solve_ahead_host.py).
 
-``SWITCH``: ``VOXFX_SPARSE_SOLVE_AHEAD`` "0" (default until measured) or "1"; read at each solve.
+``SWITCH``: ``VOXFX_SPARSE_SOLVE_AHEAD`` "1" (default) or "0" (the solve queued after the read);
+read at each solve. 8M dam break on an H100 (session 14, i24s7's call 1; the two alternating each
+substep in one process, 11–12 CG iterations either way, the same bits): ``bench/flip_sparse.py
+--row 8m --steps 8 --warm 2`` pressure 4.99 → 4.63 ms, substep 7.95 → 7.52 ms (medians of 8; call 2,
+the switch the default: 4.85 → 4.53 ms and 7.63 → 7.45 ms);
+``bench/flip_sparse_pressure_timeline.py`` pressure 4.24 → 3.93 ms (medians of 6, every solve
+launched ahead and taken): in its first substep a way the device had the unknowns' sizes at 0.81 ms
+and then waited for the host until ~1.1 ms (load) and 1.45 ms (the start); ahead, the start
+followed the coarse levels at once and the last iteration ended at 3.92 ms instead of 4.31 ms.
 """
 
 from __future__ import annotations
@@ -42,7 +50,7 @@ from ..settings import env_choice
 
 SWITCH = "VOXFX_SPARSE_SOLVE_AHEAD"
 MODES = ("0", "1")
-DEFAULT = "0"
+DEFAULT = "1"
 _K = Kernels("flip_sparse_pressure_ahead.cu", (), THREADS)
 _last = {}  # device id → (the last solve's solver (weakly), whether the last set-up had sealed regions)
 _strides = weakref.WeakKeyDictionary()  # solver → its strides on the device (ahead_sizes)
