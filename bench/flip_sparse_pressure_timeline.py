@@ -12,7 +12,8 @@ together.
 Marks: enter / exit of ``staged_setup``, ``sparse_pressure_cells.stage``, the workspace's
 ``unknowns`` and its coarse levels (``_launch_levels``: the host read follows), the warm
 start's ``initial_guess``, ``solver_tables``, the solver lookup, ``_load_persist``, the PCG's
-checks (``read_control``: each a host read) and ``run_blocks``, the carry. Per substep the
+checks (``read_control``: each a host read) and ``run_blocks``, the carry; the solve queued
+before the set-up's read (``sparse_pressure_solve_ahead``, ``VOXFX_SPARSE_SOLVE_AHEAD=1``). Per substep the
 marks in order: host ms and device ms since the stage's first mark, and per piece (mark to
 mark) host Δ and device Δ; then each piece's median over the substeps. ``--ab``: environment
 settings the substeps alternate between (the same simulation; each module reads its switch
@@ -36,7 +37,7 @@ from tools.package import load  # noqa: E402
 
 load()
 from voxfx.kernels.flip import (sparse_pressure, sparse_pressure_cells, sparse_pressure_gpu,  # noqa: E402
-                                sparse_pressure_setup, sparse_pressure_workspace)
+                                sparse_pressure_setup, sparse_pressure_solve_ahead, sparse_pressure_workspace)
 from voxfx.kernels.flip.grid import FlipSettings  # noqa: E402
 from voxfx.kernels.flip.sim import FlipSimulation  # noqa: E402
 
@@ -81,6 +82,7 @@ def instrument():
     _wrap(sparse_pressure, "carry", "carry")
     _wrap(sparse_pressure_gpu, "_solver", "solver lookup")
     _wrap(sparse_pressure_gpu, "run_blocks", "run_blocks")
+    _wrap(sparse_pressure_solve_ahead.Ahead, "_launch", "solve ahead")
     cls = sparse_pressure_gpu.SparsePressureSolverGPU
     _wrap(cls, "_load_persist", "load_persist")
     _wrap(cls, "read_control", "check read")
@@ -157,6 +159,7 @@ def main():
         for key, vals in pieces[w].items():
             a = np.median(np.array(vals), axis=0)
             print(f"  {key:52s} | {a[0]:7.3f} | {a[1]:7.3f} | {len(vals)}")
+    print(f"solve ahead (launched, taken, missed): {sparse_pressure_solve_ahead.counts}")
     print(f"pool: {cp.get_default_memory_pool().total_bytes() / 2 ** 20:.0f} MiB")
 
 

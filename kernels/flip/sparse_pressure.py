@@ -424,9 +424,13 @@ def solve_pressure(grid, dt, tolerance=1e-4, max_iterations=500, preconditioner=
     if xp is not np and fused_source(source):  # the set-up and the unknowns with one host read (ONE_READ)
         from .sparse_pressure_setup import staged_setup
 
-        staged = staged_setup(grid, dt, preconditioner, source)
+        staged = staged_setup(grid, dt, preconditioner, source, solve=(tolerance, max_iterations, check_every, warm))
     b, kind, enclosed, labels, *tables = pressure_rhs(grid, dt, source) if staged is None else staged
-    x0 = initial_guess(grid, enclosed, labels) if warm else None
+    ahead = getattr(tables[0], "solve_ahead", None) if tables else None  # sparse_pressure_solve_ahead
+    if warm and ahead is not None and ahead.guessed(enclosed, b):  # x₀ as the solve queued ahead took it
+        x0 = ahead.x0
+    else:
+        x0 = initial_guess(grid, enclosed, labels) if warm else None
     p, iterations, residual, converged = pcg(grid, kind, b, tolerance, int(max_iterations), preconditioner,
                                              int(check_every), progress, x0=x0, tables=tables)
     if enclosed is not None:

@@ -324,7 +324,7 @@ class SparsePressureSolverGPU(VCycleLaunches, BufferLoads):
         self._reduce("update_direction", (self.d, self._z(), self.sizes, self.scalars, self.state))  # d = z
 
     def solve(self, levels, vcycle, b, tolerance, max_iterations, progress=None, x0=None, cells=None, size=None,
-              keep=False):
+              keep=False, ahead=None):
         """x (m + 1, sentinel 0), iterations, relative residual, converged for the
         compacted right-hand side *b* (m + 1, sentinel 0), from x = 0 or from *x0* (m + 1,
         sentinel 0: a warm start, ``sparse_pressure._start``). With *cells* (level 0's flat
@@ -332,7 +332,41 @@ class SparsePressureSolverGPU(VCycleLaunches, BufferLoads):
         solver's vectors, and x flat (0 off the unknowns), scattered straight from them.
         *keep*: the tables are kept by the caller for later solves (``solver_tables``' memo):
         the next solve skips their copies if it gets the same arrays; otherwise the solver
-        lets go of them now (no table outlives its solve here)."""
+        lets go of them now (no table outlives its solve here). *ahead*: the load, the gathers, the
+        start and the predicted iterations queued already (``sparse_pressure_solve_ahead.taken``)."""
+        cp = self.cp
+        m = levels[0].m
+        if ahead is None:
+            predicted, single = self._begin(levels, vcycle, b, tolerance, max_iterations, x0, cells), self.single
+        else:
+            self._filled = levels[0]
+            predicted, single = ahead.predicted, ahead.queued(self.single)
+        iterations, residual, converged = run_blocks(self, max_iterations, progress, predicted, single)
+        self.last_iterations = iterations
+        if not keep:
+            self._loaded = self._filled = None
+            self._brick_release()
+        if cells is None:
+            return self.x[:m + 1].copy(), iterations, residual, converged
+        from .sparse_pressure_cells import around_kernels, unknowns_scatter
+
+        position = getattr(levels[0], "position", None)
+        if around_kernels() and position is not None and position.shape == (int(size),):  # one launch
+            return unknowns_scatter(position, self.x, m, size), iterations, residual, converged
+        out = cp.zeros(int(size), cp.float32)  # Unknowns.scatter
+        out[cells] = self.x[:m]
+        return out, iterations, residual, converged
+
+    def start_graph(self, warm, tolerance):
+        """``PERSIST``: the start's ~35 launches (``_start``) as one graph, one per (*warm*, *tolerance*)."""
+        key = (bool(warm), float(tolerance))
+        start = self._starts.get(key)
+        if start is None:
+            start = self._starts[key] = GraphLoop(self._start, self.use_graph, key)
+        return start
+
+    def _begin(self, levels, vcycle, b, tolerance, max_iterations, x0, cells):
+        """``solve``'s load, gathers and start; the iterations ``PREDICT`` launches before its first check."""
         cp = self.cp
         m = levels[0].m
         if self.persist:
@@ -351,29 +385,10 @@ class SparsePressureSolverGPU(VCycleLaunches, BufferLoads):
             else:
                 cp.take(x0.astype(cp.float32, copy=False), cells, out=self.x[:m])
         if self.persist:  # the start's ~35 launches as one graph replay
-            key = (x0 is not None, float(tolerance))
-            start = self._starts.get(key)
-            if start is None:
-                start = self._starts[key] = GraphLoop(self._start, self.use_graph, key)
-            start.run()
+            self.start_graph(x0 is not None, tolerance).run()
         else:
             self._start(x0 is not None, tolerance)
-        predicted = min(self.last_iterations, max_iterations) if PREDICT else 0
-        iterations, residual, converged = run_blocks(self, max_iterations, progress, predicted, self.single)
-        self.last_iterations = iterations
-        if not keep:
-            self._loaded = self._filled = None
-            self._brick_release()
-        if cells is None:
-            return self.x[:m + 1].copy(), iterations, residual, converged
-        from .sparse_pressure_cells import around_kernels, unknowns_scatter
-
-        position = getattr(levels[0], "position", None)
-        if around_kernels() and position is not None and position.shape == (int(size),):  # one launch
-            return unknowns_scatter(position, self.x, m, size), iterations, residual, converged
-        out = cp.zeros(int(size), cp.float32)  # Unknowns.scatter
-        out[cells] = self.x[:m]
-        return out, iterations, residual, converged
+        return min(self.last_iterations, max_iterations) if PREDICT else 0
 
 
 _solvers: "OrderedDict[tuple, SparsePressureSolverGPU]" = OrderedDict()
@@ -477,5 +492,9 @@ def solve_flat(level0, vcycle, b, size, tolerance, max_iterations, preconditione
         return level0.xp.zeros(int(size), level0.xp.float32), 0, 0.0, True
     levels = vcycle.levels if vcycle is not None else [level0]
     solver = _solver([L.m + 1 for L in levels], preconditioner, check_every, levels, getattr(vcycle, "dense_mode", 0))
+    from . import sparse_pressure_solve_ahead as ahead  # the solve queued before the set-up's read, where it was
+
+    launched = ahead.taken(level0, solver, b, x0, tolerance, max_iterations)
+    ahead.note(solver)
     return solver.solve(levels, vcycle, b, float(tolerance), int(max_iterations), progress, x0, cells=level0.cells,
-                        size=size, keep=keep)
+                        size=size, keep=keep, ahead=launched)

@@ -391,12 +391,13 @@ def _device_tables(grid) -> bool:
             and getattr(grid, "slot_coords", None) is not None)
 
 
-def unknowns(grid, kind, extra=(), ahead=False):
+def unknowns(grid, kind, extra=(), ahead=False, before_read=None):
     """``sparse_pressure.Unknowns(grid, kind)`` on CuPy by unk_classify, a scan, unk_order
     and unk_tables: the same cells, position, nbr, diag and lattice; one host read (m),
     which brings *extra* (device int32 arrays of one value each) back too, as
     ``level.extra`` (host ints). *ahead*: the multigrid tables follow (the workspace may
-    launch them before that read: ``sparse_pressure_workspace.AHEAD``)."""
+    launch them before that read: ``sparse_pressure_workspace.AHEAD``); *before_read* there
+    (``sparse_pressure_solve_ahead.Ahead``) queues the solve before it too."""
     import cupy as cp
 
     size = grid.size
@@ -407,7 +408,7 @@ def unknowns(grid, kind, extra=(), ahead=False):
     from . import sparse_pressure_workspace
 
     if sparse_pressure_workspace.enabled() and BRICKS and RANKS and getattr(grid, "brick_nbr", None) is not None:
-        return sparse_pressure_workspace.unknowns(grid, kind, extra, ahead)  # its buffers, the solver's tables
+        return sparse_pressure_workspace.unknowns(grid, kind, extra, ahead, before_read)  # its buffers, the solver's
     diag8, flags = cp.empty(size, cp.uint8), cp.empty((3, size), cp.int32)
     read = cp.asarray(np.array([0] * 3 + [2 ** 31 - 1] * 3 + [-(2 ** 31)] * 3 + [0] * len(extra), np.int32))
     sizes, box = read[:3], read[3:9]  # sizes, the box, then the extra values
@@ -453,7 +454,7 @@ class _BrickUnknowns(Unknowns):
         return at[:, 0] + (local & 7), at[:, 1] + ((local >> 3) & 7), at[:, 2] + (local >> 6)
 
 
-def staged_setup(grid, dt, preconditioner, crowding=None):
+def staged_setup(grid, dt, preconditioner, crowding=None, solve=None):
     """``sparse_pressure.pressure_rhs`` and the unknowns with one host read between them
     (``ONE_READ``): the four set-up kernels (``sparse_pressure_cells.stage``, the solver's
     cell types pinned on the device), then ``unknowns``, whose read brings back the sealed
@@ -463,10 +464,12 @@ def staged_setup(grid, dt, preconditioner, crowding=None):
     unknowns left to ``solver_tables`` (None). (b, kind, enclosed, labels, level or None,
     same) — the values of the separate calls — or None where the grid's tables are not the
     kernels' (the separate calls then). *crowding*: the density correction's
-    (``sparse_pressure_cells.stage``)."""
+    (``sparse_pressure_cells.stage``). *solve*: the solve's (tolerance, max_iterations,
+    check_every, warm), for ``sparse_pressure_solve_ahead`` (its switch on: the solve queued
+    before the unknowns' read)."""
     import cupy as cp
 
-    from . import sparse_pressure, sparse_pressure_cells
+    from . import sparse_pressure, sparse_pressure_cells, sparse_pressure_solve_ahead
 
     if not (ONE_READ and SETUP == "device" and sparse_pressure.SETUP_KERNELS == "fused" and _device_tables(grid)):
         return None
@@ -483,8 +486,11 @@ def staged_setup(grid, dt, preconditioner, crowding=None):
         # the tables were kept: the unknowns only if the types changed
         level, values = None, tuple(int(v) for v in cp.concatenate(extra).get())  # the one host read
     else:
-        level = unknowns(grid, kind, extra, ahead=preconditioner == "mg")
+        before_read = sparse_pressure_solve_ahead.plan(grid, b, preconditioner, solve)
+        level = unknowns(grid, kind, extra, ahead=preconditioner == "mg", before_read=before_read)
         values = level.extra
+        if before_read is not None:
+            before_read.read(level, values[0])
     same = len(values) > 1 and bool(values[1])
     if values[0] == 0:  # no sealed region (the usual substep): assemble would copy the types and drop them
         return b, kind, None, None, level, same

@@ -270,12 +270,13 @@ def tables_bytes(caps) -> int:
 # ---------------------------------------------------------------------- the set-up
 
 
-def unknowns(grid, kind, extra, ahead=False):
+def unknowns(grid, kind, extra, ahead=False, before_read=None):
     """``sparse_pressure_setup.unknowns`` into the workspace: the same kernels and read; level
     0's tables are made where they are needed (``Level0.fill``: straight into the solver's
     buffers). *ahead* (a multigrid solve follows, ``AHEAD`` on, a set-up before): the coarse
     levels are launched before the read, which brings their sizes back too
-    (``sparse_pressure_ahead``)."""
+    (``sparse_pressure_ahead``); there *before_read* (``sparse_pressure_solve_ahead.Ahead``) makes
+    the read, the solve queued behind it."""
     import cupy as cp
 
     ws = workspace()
@@ -320,7 +321,7 @@ def unknowns(grid, kind, extra, ahead=False):
         guess = guessed_base(lo, hi)
         level.ws_generation, level.bounds = ws.generation, bounds
         _launch_levels(grid, kind, ws, level, guess, bounds, size)
-        host = read.get()  # the one host read: the unknowns' and every level's sizes
+        host = read.get() if before_read is None else before_read(level, read)  # the one host read: every size
         cnt_h = host[:4 * count].reshape(count, 4)
         m_red, m, n_set = (int(v) for v in cnt_h[0, 1:])
         box = [int(v) for v in host[10 * count:10 * count + 6]]

@@ -1,0 +1,54 @@
+// The sparse pressure solve launched ahead of its set-up's host read (issue 24;
+// kernels/flip/sparse_pressure_solve_ahead.py, VOXFX_SPARSE_SOLVE_AHEAD): a guessed solver's
+// sizes and its right-hand side (and warm start) taken on the device from what the set-up left
+// there, so that the solve's start and first iterations are queued before the host has the
+// counts. kernels/flip/sparse_pressure_solve_ahead.py holds the NumPy reference of both
+// (ahead_sizes_reference, and Unknowns.gather for unknowns_gather).
+//
+// Layout: cnt, the set-up workspace's counts (sparse_pressure_workspace.Workspace.cnt), 4 ints a
+// level: m_red at 1, m at 2. ints, a solver's control ints (sparse_pressure_buffers'
+// BufferLoads._set_state: state 0, 0, 0, max_iterations, then per level m_red, m).
+
+#define RANGE(c, lo, hi) \
+    for (int c = (lo) + (int)(blockIdx.x * blockDim.x + threadIdx.x); c < (hi); c += (int)(gridDim.x * blockDim.x))
+
+// The solver's control ints from the set-up's counts: _set_state's values, or — where a level's
+// m + 1 passes its stride, or its m_red is not within [0, m] (the guessed solver does not hold
+// this set-up) — every size 0, so that the launches queued on them touch nothing past a level's
+// first entry (its sentinel), the start stops at once (b = 0: finish_init) and the host, once it
+// has read the counts, solves again. One thread.
+extern "C" __global__ void ahead_sizes(const int* __restrict__ cnt, const int* __restrict__ strides, int levels,
+                                       int max_iterations, int* __restrict__ ints)
+{
+    if (blockIdx.x != 0 || threadIdx.x != 0) return;
+    bool fits = true;
+    for (int l = 0; l < levels; ++l) {
+        const int m_red = cnt[4 * l + 1], m = cnt[4 * l + 2];
+        fits = fits && m >= 0 && m < strides[l] && m_red >= 0 && m_red <= m;
+    }
+    ints[0] = 0;
+    ints[1] = 0;
+    ints[2] = 0;
+    ints[3] = max_iterations;
+    for (int l = 0; l < levels; ++l) {
+        ints[4 + 2 * l] = fits ? cnt[4 * l + 1] : 0;
+        ints[5 + 2 * l] = fits ? cnt[4 * l + 2] : 0;
+    }
+}
+
+// b and, where x0 is given (not null), x₀ at the m = sizes[1] unknowns from their flat arrays
+// (cells: unknown → flat cell) into a solver's vectors: Unknowns.gather without its sentinel
+// (the solver's fill left ub[m] and ux[m] 0), cupy.take's values. Grid-stride: launched over the
+// solver's stride, not m.
+extern "C" __global__ void unknowns_gather(const float* __restrict__ b, const float* __restrict__ x0,
+                                           const long long* __restrict__ cells, const int* __restrict__ sizes,
+                                           float* __restrict__ ub, float* __restrict__ ux)
+{
+    const int m = sizes[1];
+    RANGE(u, 0, m)
+    {
+        const long long c = cells[u];
+        ub[u] = b[c];
+        if (x0 != nullptr) ux[u] = x0[c];
+    }
+}

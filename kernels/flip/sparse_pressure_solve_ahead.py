@@ -1,0 +1,233 @@
+"""The sparse pressure solve launched ahead of its set-up's host read (issue 24: the device
+idle after that read). With the set-up launched ahead (``sparse_pressure_workspace.AHEAD``) a
+solve reads the unknowns' and every level's sizes once; the host then spent ≈0.27 ms (the warm
+start's x₀, ``solver_tables`` and the V-cycle's build, the solver lookup, ``_load_persist``: the
+fill, level 0's tables, the brick table, the state) with nothing queued on the device, plus the
+gathers' gap before the start graph (H100, 8M dam break, bench/flip_sparse_pressure_timeline.py).
+
+Here, ``SWITCH`` on, the solve goes before that read, on a guess:
+
+1. the solver of the last solve (its strides carry 25% headroom, ``grown_strides``) and so its
+   level count, where it is still cached, of the set-up workspace's generation, and the last
+   solve had no sealed region (their right-hand side is made after the read);
+2. its sizes copied from the workspace's counts into the solver's control ints on the device
+   (``ahead_sizes``: all 0 where a level's count passes its stride — then nothing queued
+   touches an entry past a sentinel, the start stops at once);
+3. level 0's tables (``unk_tables_strided``), b and x₀ (``unknowns_gather``) over the stride,
+   reading those sizes; the brick transfers' table from pinned memory;
+4. the start graph and as many single iterations as the last solve took (``PREDICT``);
+5. the read itself as a copy into pinned memory queued before all of it, waited for by an
+   event: the host goes on while the device runs the solve.
+
+After the read the solve takes the launches (``taken``) where the guess stands — the set-up's
+tables stood (``sparse_pressure_ahead.tables_stand``), no sealed region, the solver the lookup
+returns is the guessed one (so the level count and the strides hold), the same b, x₀,
+tolerance and iteration limit — and otherwise solves the old way (the solver's vectors, tables
+and state loaded again), as ``sparse_pressure_ahead`` rebuilds a set-up whose guess missed. The
+same kernels on the same values in the same order: the same iterations and pressure bit for bit
+(tests/gpu/test_flip_sparse_pressure_solve_ahead_gpu.py; the two kernels on the host,
+tests/unit/test_cuda_sparse_pressure_solve_ahead_host.py).
+
+``SWITCH``: ``VOXFX_SPARSE_SOLVE_AHEAD`` "1" (default) or "0" (the solve queued after the read);
+read at each solve. 8M dam break on an H100 (session 14, i24s7's call 1; the two alternating each
+substep in one process, 11–12 CG iterations either way, the same bits): ``bench/flip_sparse.py
+--row 8m --steps 8 --warm 2`` pressure 4.99 → 4.63 ms, substep 7.95 → 7.52 ms (medians of 8; call 2,
+the switch the default: 4.85 → 4.53 ms and 7.63 → 7.45 ms);
+``bench/flip_sparse_pressure_timeline.py`` pressure 4.24 → 3.93 ms (medians of 6, every solve
+launched ahead and taken): in its first substep a way the device had the unknowns' sizes at 0.81 ms
+and then waited for the host until ~1.1 ms (load) and 1.45 ms (the start); ahead, the start
+followed the coarse levels at once and the last iteration ended at 3.92 ms instead of 4.31 ms.
+"""
+
+from __future__ import annotations
+
+import weakref
+
+import numpy as np
+
+from ..grid.launch import THREADS, Kernels
+from ..settings import env_choice
+
+SWITCH = "VOXFX_SPARSE_SOLVE_AHEAD"
+MODES = ("0", "1")
+DEFAULT = "1"
+_K = Kernels("flip_sparse_pressure_ahead.cu", (), THREADS)
+_last = {}  # device id → (the last solve's solver (weakly), whether the last set-up had sealed regions)
+_strides = weakref.WeakKeyDictionary()  # solver → its strides on the device (ahead_sizes)
+_pinned = {}  # device id → (read buffer int32, brick words uint64, event): pinned, reused each solve
+_READ_WORDS = 256
+counts = {"launched": 0, "taken": 0, "missed": 0}  # in this process (tests, benches)
+
+
+def mode(given=None) -> str:
+    """``SWITCH``'s way: *given*, else ``VOXFX_SPARSE_SOLVE_AHEAD``, else ``DEFAULT``."""
+    return env_choice(SWITCH, MODES, given, default=DEFAULT)
+
+
+def enabled() -> bool:
+    return mode() == "1"
+
+
+def ahead_sizes_reference(cnt, strides, max_iterations) -> np.ndarray:
+    """NumPy: ``ahead_sizes``' ints for *cnt* (4 a level) and the solver's *strides*."""
+    cnt = np.asarray(cnt, np.int32).reshape(-1, 4)[:len(strides)]
+    m_red, m = cnt[:, 1], cnt[:, 2]
+    fits = bool(np.all((m >= 0) & (m < np.asarray(strides)) & (m_red >= 0) & (m_red <= m)))
+    sizes = np.stack([m_red, m], axis=1).reshape(-1) if fits else np.zeros(2 * len(strides), np.int32)
+    return np.concatenate([np.array([0, 0, 0, max_iterations], np.int32), sizes.astype(np.int32)])
+
+
+def note(solver) -> None:
+    """The solve's solver (``sparse_pressure_gpu.solve_flat``): the next solve's guess."""
+    device = solver.cp.cuda.Device().id
+    sealed = _last.get(device, (None, False))[1]
+    _last[device] = (weakref.ref(solver), sealed)
+
+
+class Ahead:
+    """One solve's plan (``plan``): called with the set-up's level 0 and its read in place of the
+    read (``sparse_pressure_workspace.unknowns``); ``read`` after it, with the sealed count."""
+
+    def __init__(self, grid, b, preconditioner, tolerance, max_iterations, check_every, warm):
+        self.grid, self.b, self.preconditioner = grid, b, preconditioner
+        self.tolerance, self.max_iterations, self.check_every = float(tolerance), int(max_iterations), int(check_every)
+        self.warm = bool(warm)
+        self.solver = self.x0 = None  # the solver launched on, x₀ as launched
+        self.held, self.sealed = False, None  # the set-up's tables stood, its sealed count (after the read)
+        self.predicted = 0
+
+    def _guess(self, level):
+        """The solver to launch on, or None (module notes, 1)."""
+        from . import sparse_pressure_gpu
+        from .sparse_pressure_workspace import workspace
+
+        cp = level.xp
+        ref, sealed = _last.get(cp.cuda.Device().id, (None, False))
+        solver = None if ref is None or sealed else ref()
+        b = self.b
+        if (solver is None or not sparse_pressure_gpu.PERSIST or not solver.persist
+                or self.preconditioner != "mg" or solver.preconditioner != "mg"
+                or solver.check_every != self.check_every or solver.generation is None
+                or solver.generation != getattr(level, "ws_generation", None)
+                or not any(s is solver for s in sparse_pressure_gpu._solvers.values())
+                or len(solver.strides) > len(workspace().caps or ())
+                or (len(solver.strides) > 1 and not solver.brick_transfers[1])  # level 0's up: filled the old way
+                or b.dtype != np.float32 or b.ndim != 1 or not b.flags.c_contiguous):
+            return None
+        return solver
+
+    def __call__(self, level, read):
+        """The host's copy of *read* (the set-up's sizes), with the solve queued behind it where
+        a guess is made (module notes)."""
+        solver = self._guess(level)
+        if solver is None or int(read.size) > _READ_WORDS:
+            return read.get()
+        cp = level.xp
+        stream = cp.cuda.get_current_stream()
+        host_read, words, event = _buffers(cp)
+        n = int(read.size)
+        cp.cuda.runtime.memcpyAsync(host_read.ctypes.data, read.data.ptr, 4 * n, cp.cuda.runtime.memcpyDeviceToHost,
+                                    stream.ptr)
+        event.record(stream)
+        self._launch(solver, level, words, stream)
+        event.synchronize()
+        return host_read[:n].copy()
+
+    def _launch(self, solver, level, words, stream):
+        """Module notes, 2–4, on *solver* for *level*."""
+        from . import sparse_pressure_gpu
+        from .sparse_pressure_setup import _K as setup_kernels
+        from .sparse_pressure_warm import initial_guess
+        from .sparse_pressure_workspace import workspace
+
+        cp = level.xp
+        strides = _strides.get(solver)
+        if strides is None:
+            strides = _strides[solver] = cp.asarray(np.array(solver.strides, np.int32))
+        solver.vectors.fill(0)
+        _K.launch_grid("ahead_sizes", (1,), (1,), (workspace().sizes, strides, np.int32(len(solver.strides)),
+                                                   np.int32(self.max_iterations), solver.ints))
+        B = solver.levels[0]
+        cells, _, grid_nbr, size, position, diag8 = level._tables_args
+        setup_kernels.launch("unk_tables_strided", B.stride, (cells, solver.sizes, np.int32(B.stride), grid_nbr, size,
+                                                              position, diag8, B.nbr, B.diag))
+        solver._filled = None  # level 0's tables are these now: loaded again unless taken
+        if any(solver.brick_transfers):
+            words[:] = level.brick_words()
+            cp.cuda.runtime.memcpyAsync(solver.brick_ptrs.data.ptr, words.ctypes.data, words.nbytes,
+                                        cp.cuda.runtime.memcpyHostToDevice, stream.ptr)
+            solver._brick_level = level
+        x0 = initial_guess(self.grid, None, None) if self.warm else None
+        _K.launch("unknowns_gather", B.stride, (self.b, np.uint64(0) if x0 is None else x0, cells, solver.sizes,
+                                                 solver.b, solver.x))
+        solver.start_graph(x0 is not None, self.tolerance).run()
+        self.predicted = min(solver.last_iterations, self.max_iterations) if sparse_pressure_gpu.PREDICT else 0
+        for _ in range(self.predicted):
+            solver.single.run()
+        self.solver, self.x0 = solver, x0
+        level.solve_ahead = self
+        counts["launched"] += 1
+
+    def guessed(self, enclosed, b) -> bool:
+        """Whether the x₀ launched ahead (``x0``) is the solve's: no sealed region shifts it and
+        *b* is the right-hand side it was launched with (``sparse_pressure.solve_pressure``)."""
+        return self.solver is not None and self.warm and enclosed is None and self.b is b
+
+    def queued(self, single):
+        """``run_blocks``' single iteration, the predicted ones already queued (``Queued``)."""
+        return Queued(single, self.predicted)
+
+    def read(self, level, sealed) -> None:
+        """After the set-up's read: whether its tables stood (*level*, its level 0) and the
+        sealed count, the next solve's guess."""
+        self.held = level is not None and getattr(level, "prebuilt", None) is not None
+        self.sealed = int(sealed)
+        cp = self.grid.xp
+        device = cp.cuda.Device().id
+        _last[device] = (_last.get(device, (None, False))[0], self.sealed > 0)
+
+
+def _buffers(cp):
+    device = cp.cuda.Device().id
+    got = _pinned.get(device)
+    if got is None:
+        mem = cp.cuda.alloc_pinned_memory(4 * _READ_WORDS + 8 * 8)
+        host_read = np.frombuffer(mem, np.int32, _READ_WORDS)
+        words = np.frombuffer(mem, np.uint64, 8, offset=4 * _READ_WORDS)[:6]
+        got = _pinned[device] = (host_read, words, cp.cuda.Event(disable_timing=True), mem)
+    return got[:3]
+
+
+def plan(grid, b, preconditioner, solve):
+    """An ``Ahead`` for a solve of *grid* (*solve*: tolerance, max_iterations, check_every, warm),
+    or None where ``SWITCH`` is off."""
+    if solve is None or not enabled():
+        return None
+    return Ahead(grid, b, preconditioner, *solve)
+
+
+def taken(level0, solver, b, x0, tolerance, max_iterations):
+    """The ``Ahead`` launched for this solve where it stands (module notes), else None (the
+    solve then loads everything again); either way the level holds it no longer."""
+    ahead = getattr(level0, "solve_ahead", None)
+    if ahead is None:
+        return None
+    level0.solve_ahead = None
+    ok = (ahead.solver is solver and ahead.held and ahead.sealed == 0 and ahead.b is b and ahead.x0 is x0
+          and ahead.tolerance == float(tolerance) and ahead.max_iterations == int(max_iterations))
+    counts["taken" if ok else "missed"] += 1
+    return ahead if ok else None
+
+
+class Queued:
+    """``run_blocks``' single iteration with the first *n* runs already queued ahead: those
+    runs launch nothing, later ones replay the graph."""
+
+    def __init__(self, single, n):
+        self.single, self.n = single, int(n)
+
+    def run(self) -> None:
+        if self.n > 0:
+            self.n -= 1
+            return
+        self.single.run()
