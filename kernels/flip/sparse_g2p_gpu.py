@@ -32,7 +32,7 @@ from ..grid import mac
 from ..grid.launch import Kernels
 from ..settings import env_choice
 from .particles import PUSH_EPSILON
-from .sparse_gpu import _I32, _I64, _dims, _frame, _topo, brick_index
+from .sparse_gpu import _I32, _I64, _dims, _frame, _keep, _topo, brick_index
 
 G2P_ORDERS = ("cell", "input")
 # VOXFX_SPARSE_G2P_KERNEL (all the same bits): "auto" (the default: block, as measured; module
@@ -52,22 +52,35 @@ G2P_LEAN = Kernels("flip_sparse_g2p_lean.cu", ("--fmad=false",), G2P_THREADS,
 # (H100, one call, the same bits; its notes)
 G2P_BLOCK_MIN_BLOCKS = 4
 G2P_BLOCK_THREADS = 256
+# VOXFX_SPARSE_G2P_CORNERS (the block kernel's corners, the same bits; helper i24g3): "pairs" (the default)
+# where a warp's samples cross no brick along y and z, each component's 8 corners as two cells and their
+# neighbours at constant offsets (2 brick picks and 2 addresses a field instead of 8), and the home brick's
+# index entry in 32-bit integers; "select": every corner's brick picked (the kernel before)
+G2P_CORNERS = ("pairs", "select")
 
 
-def g2p_block_module(min_blocks=None, threads=None) -> Kernels:
+def g2p_corners(corners=None) -> str:
+    """The block kernel's corners: *corners*, else ``VOXFX_SPARSE_G2P_CORNERS``, else pairs."""
+    return env_choice("VOXFX_SPARSE_G2P_CORNERS", G2P_CORNERS, corners)
+
+
+def g2p_block_module(min_blocks=None, threads=None, corners=None) -> Kernels:
     """flip_sparse_g2p_block.cu built for *min_blocks* blocks of *threads* an SM (defaults
-    ``G2P_BLOCK_MIN_BLOCKS``, ``G2P_BLOCK_THREADS``; the bench builds others to time them)."""
+    ``G2P_BLOCK_MIN_BLOCKS``, ``G2P_BLOCK_THREADS``; the bench builds others to time them) with
+    ``g2p_corners(corners)``."""
     m = G2P_BLOCK_MIN_BLOCKS if min_blocks is None else int(min_blocks)
     t = G2P_BLOCK_THREADS if threads is None else int(threads)
-    if (m, t) not in _G2P_BLOCK:
-        _G2P_BLOCK[(m, t)] = Kernels("flip_sparse_g2p_block.cu", ("--fmad=false",), t,
-                                     defines={**mac.CELL_TYPES, "PUSH_EPSILON": PUSH_EPSILON, "BLOCK_THREADS": t,
-                                              "BLOCK_MIN_BLOCKS": m})
-    return _G2P_BLOCK[(m, t)]
+    pairs = int(g2p_corners(corners) == "pairs")
+    if (m, t, pairs) not in _G2P_BLOCK:
+        _G2P_BLOCK[(m, t, pairs)] = Kernels("flip_sparse_g2p_block.cu", ("--fmad=false",), t,
+                                            defines={**mac.CELL_TYPES, "PUSH_EPSILON": PUSH_EPSILON,
+                                                     "BLOCK_THREADS": t, "BLOCK_MIN_BLOCKS": m, "BLOCK_PAIRS": pairs})
+    return _G2P_BLOCK[(m, t, pairs)]
 
 
 _G2P_BLOCK: dict = {}
-G2P_BLOCK = g2p_block_module()
+G2P_BLOCK = g2p_block_module(corners="pairs")
+G2P_BLOCK_SELECT = g2p_block_module(corners="select")
 # flip_sparse_g2p_block.cu's entries, one a variant (the same arguments), keyed by (time-centred, APIC): each compiled
 # for its own registers (sm_90, 4 blocks of 256: 64 registers with 0, 0, 8, 36 B of spills against one entry's 92 B).
 # H100, 8M, one call, one entry → per variant: 0.604 → 0.498 ms (end of substep), 0.716 → 0.591 (time-centred),
@@ -79,6 +92,16 @@ G2P_BLOCK_ENTRIES = {(False, False): "g2p_advect_block_end", (False, True): "g2p
 def g2p_block_entry(centred: bool, apic: bool) -> tuple:
     """(module, entry) of the block G2P kernel for the variant."""
     return g2p_block_module(), G2P_BLOCK_ENTRIES[(bool(centred), bool(apic))]
+
+def _dummy(grid):
+    """A 1-element float32 device array for the kernels' unused pointers, kept on the grid (a
+    ``zeros(1)`` each call was an allocation and a memset in the stage)."""
+    kept = getattr(grid, "_g2p_dummy", None)
+    if kept is None:
+        kept = grid.xp.zeros(1, grid.xp.float32)
+        _keep(grid, "_g2p_dummy", kept)
+    return kept
+
 
 def g2p_order(order=None) -> str:
     """The particle order of G2P: *order*, else ``VOXFX_SPARSE_G2P``, else cell (sorted)."""
@@ -99,7 +122,7 @@ def g2p_advect(grid, old, pos, vel, flip, pic, dt, half_dt, c, order=None, kerne
     n = int(pos.shape[0])
     keys, slots, nk = _topo(grid)
     apic = c is not None
-    dummy = c if apic else grid.xp.zeros(1, grid.xp.float32)
+    dummy = c if apic else _dummy(grid)
     centred = (_I32(before is not None), *(before if before is not None else (dummy, dummy, dummy)))
     name = g2p_kernel(kernel)
     if name == "auto":  # the faster kernel (module notes): block
