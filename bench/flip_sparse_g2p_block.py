@@ -19,8 +19,8 @@ The dam break of ``bench/flip.py`` runs *substeps* substeps of 1/120 s, then:
    substeps alternating between the block kernel's corners pairs and select (``--ab`` of
    ``flip_sparse.py``): the stages' medians per way.
 
-``--ncu``: one launch of bricks, then of block (end of the substep), nothing timed, for
-``ncu -k regex:g2p_advect_ -c 2`` (``bench/flip_sparse_g2p_block_call.sh``).
+``--ncu``: one launch of block with the select corners, then with pairs (end of the substep),
+nothing timed, for ``ncu -k regex:g2p_advect_block -s 2 -c 2`` (past the stepped substeps' G2P).
 """
 
 from __future__ import annotations
@@ -95,9 +95,9 @@ def kernels(cp, sim, dt, repeat, ncu=False):
         g.bins = (state["pos"], *bins[1:])
 
     if ncu:
-        for kernel, m in (("bricks", None), ("block", None)):
+        for kernel, corners in (("block", "select"), ("block", "pairs")):
             prepare()
-            launch(g, old, state, scalars, sim.c, kernel, m, None)
+            launch(g, old, state, scalars, sim.c, kernel, None, None, corners)
         cp.cuda.Device().synchronize()
         g.bins = None
         return
@@ -151,7 +151,7 @@ def main():
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--steps", type=int, default=8)
     ap.add_argument("--warm", type=int, default=2)
-    ap.add_argument("--ncu", action="store_true", help="one launch each of bricks and block, nothing timed")
+    ap.add_argument("--ncu", action="store_true", help="one launch of block with each corners, nothing timed")
     args = ap.parse_args()
     import cupy as cp
 

@@ -55,6 +55,30 @@
 //
 // Whole substeps alternating (6 a way): G2P + advection 0.671 → 0.560 ms.
 //
+// Corner pairs (BLOCK_PAIRS = 1, helper i24g3; sparse_g2p_gpu.G2P_CORNERS): where no active lane of
+// the warp crosses a brick along y and z for a component (its lattices' lower corners not on a
+// brick's last layer), its 8 corners are the lower and upper cell along x (either brick: 2 brick
+// picks) and their +8, +64, +72 neighbours, loaded at constant offsets from 2 addresses a field
+// instead of 8 picked and 8 addressed corners; the home brick's index entry in 32-bit integers
+// (block_home_slot). The same cells, hence the same bits (host harness: both ways; GPU tests). sm_90,
+// 4×256, 64 registers: spills 0, 0, 0, 40 B (end, end APIC, centred, centred APIC). H100 80GB HBM3,
+// driver 580.159.04, one call, the 8M dam break after 4 substeps (3,258 bricks), select → pairs, ms:
+//
+//   case                     select   pairs
+//   end of substep            0.501   0.499   (ncu: 364.3M → 344.0M warp instructions, 598 → 577 µs)
+//   time-centred              0.593   0.597
+//   APIC, end of substep      1.055   1.002
+//
+// ncu of the end of substep (select): 1,457 warp-instruction slots a particle, 72% of issue slots
+// busy (26.9% with no eligible warp, 10.4 cycles between a warp's instructions at 8 warps a
+// scheduler: 50% occupancy, 64 registers), DRAM 251 MB read + 173 MB written (53 B a particle:
+// at the floor), L1 hit 84%, L1 46% and L2 43% of peak: bound by instruction issue at half
+// occupancy, not bytes. Pairs cut only 5.6% of the instructions (about a third of the warps'
+// components take them: a warp's ~4–6 cells often straddle a row, and rows 0 and 7 of a brick
+// cross along y or z); whole substeps alternating: G2P + advection 0.543 → 0.554 and 0.522 →
+// 0.528 ms. So select stays the default but for APIC at the end of the substep
+// (sparse_g2p_gpu.block_corners).
+//
 // Layout and brick tables: flip_sparse_transfer.cu's notes. Constants from Python (-D):
 // AIR, FLUID, SOLID, PUSH_EPSILON.
 

@@ -1,10 +1,11 @@
 """Sparse G2P + advection on the GPU (kernels/cuda/flip_sparse_g2p.cu, issue 24): every
-kernel (``sparse_g2p_gpu.G2P_KERNELS``; the block kernel with either of its corners,
-``G2P_CORNERS``: in the bins' order its warps take the corner pairs, in the particles' own
-order mostly not) in both particle orders give the NumPy reference's positions, velocities and APIC matrices
-bit for bit, on whole topologies and on a checkerboard of bricks (corners in missing bricks,
-and corners whose walk passes a missing brick), with samples that leave the home brick's
-27 (fast faces) and particles inside an obstacle (the push-out)."""
+kernel (``sparse_g2p_gpu.G2P_KERNELS``; the block kernel with each of its corners,
+``G2P_CORNERS``: with pairs, in the bins' order its warps take the corner pairs, in the
+particles' own order mostly not) in both particle orders give the NumPy reference's
+positions, velocities and APIC matrices bit for bit, on whole topologies and on a
+checkerboard of bricks (corners in missing bricks, and corners whose walk passes a missing
+brick), with samples that leave the home brick's 27 (fast faces) and particles inside an
+obstacle (the push-out)."""
 
 import numpy as np
 import pytest
@@ -71,7 +72,7 @@ def test_both_g2p_kernels_in_both_orders_give_the_reference_bits(monkeypatch, cl
     assert not np.array_equal(want[1], vel)
     faces = [gpu[n].copy() for n in gpu.FACES]
     ways = [(k, None) for k in sparse_g2p_gpu.G2P_KERNELS if k != "block"] + [
-        ("block", corners) for corners in sparse_g2p_gpu.G2P_CORNERS]  # the block kernel's both corners
+        ("block", corners) for corners in sparse_g2p_gpu.G2P_CORNERS]  # the block kernel's every corners
     for kernel, corners in ways:
         if corners:
             monkeypatch.setenv("VOXFX_SPARSE_G2P_CORNERS", corners)
