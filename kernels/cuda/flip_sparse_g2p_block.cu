@@ -55,6 +55,30 @@
 //
 // Whole substeps alternating (6 a way): G2P + advection 0.671 → 0.560 ms.
 //
+// Corner pairs (BLOCK_PAIRS = 1, helper i24g3; sparse_g2p_gpu.G2P_CORNERS): where no active lane of
+// the warp crosses a brick along y and z for a component (its lattices' lower corners not on a
+// brick's last layer), its 8 corners are the lower and upper cell along x (either brick: 2 brick
+// picks) and their +8, +64, +72 neighbours, loaded at constant offsets from 2 addresses a field
+// instead of 8 picked and 8 addressed corners; the home brick's index entry in 32-bit integers
+// (block_home_slot). The same cells, hence the same bits (host harness: both ways; GPU tests). sm_90,
+// 4×256, 64 registers: spills 0, 0, 0, 40 B (end, end APIC, centred, centred APIC). H100 80GB HBM3,
+// driver 580.159.04, one call, the 8M dam break after 4 substeps (3,258 bricks), select → pairs, ms:
+//
+//   case                     select   pairs
+//   end of substep            0.501   0.499   (ncu: 364.3M → 344.0M warp instructions, 598 → 577 µs)
+//   time-centred              0.593   0.597
+//   APIC, end of substep      1.055   1.002
+//
+// ncu of the end of substep (select): 1,457 warp-instruction slots a particle, 72% of issue slots
+// busy (26.9% with no eligible warp, 10.4 cycles between a warp's instructions at 8 warps a
+// scheduler: 50% occupancy, 64 registers), DRAM 251 MB read + 173 MB written (53 B a particle:
+// at the floor), L1 hit 84%, L1 46% and L2 43% of peak: bound by instruction issue at half
+// occupancy, not bytes. Pairs cut only 5.6% of the instructions (about a third of the warps'
+// components take them: a warp's ~4–6 cells often straddle a row, and rows 0 and 7 of a brick
+// cross along y or z); whole substeps alternating: G2P + advection 0.543 → 0.554 and 0.522 →
+// 0.528 ms. So select stays the default but for APIC at the end of the substep
+// (sparse_g2p_gpu.block_corners).
+//
 // Layout and brick tables: flip_sparse_transfer.cu's notes. Constants from Python (-D):
 // AIR, FLUID, SOLID, PUSH_EPSILON.
 
@@ -95,6 +119,21 @@ __device__ __forceinline__ AxisCorners axis_corners(float c, int closed, int s)
 struct FaceSets {
     const float* __restrict__ f[3][3];
 };
+
+#ifndef BLOCK_PAIRS  // block_sample's corner pairs and block_home_slot (1), or neither (0; VOXFX_SPARSE_G2P_CORNERS)
+#define BLOCK_PAIRS 1
+#endif
+
+// p on every active lane of the warp (block_sample's pairs, within its divergent fast path: not
+// voxfx_reduce.cuh's warp_all, whose mask is all 32 lanes); on the host harness the one lane's p.
+__device__ __forceinline__ bool active_lanes_all(bool p)
+{
+#ifdef __CUDA_ARCH__
+    return __all_sync(__activemask(), p);
+#else
+    return p;
+#endif
+}
 
 // A sample's 8 corner cells and 3 fractions (a slow path's result by value).
 struct Corners {
@@ -155,12 +194,16 @@ __device__ __forceinline__ void block_sample(const Home& H, int closed, const in
         // [0, 16) (bit 3: the block's brick, bits 0–2: the local coordinate), in one word:
         // face lower, face upper, centre lower, centre upper (4 bits each; fewer live registers
         // across the loads than i0, up and lo)
+        // (bits 16 (face) and 17 (centre): the upper corner is the next cell of the lower one's brick: up,
+        // and the lower one not on its brick's last layer)
         unsigned rc[3];
 #pragma unroll
         for (int d = 0; d < 3; ++d) {
             const int b = 8 * lo[d];
             rc[d] = (unsigned)(face[d].i0 - b) | (unsigned)(face[d].i0 + face[d].up - b) << 4 |
-                    (unsigned)(centre[d].i0 - b) << 8 | (unsigned)(centre[d].i0 + centre[d].up - b) << 12;
+                    (unsigned)(centre[d].i0 - b) << 8 | (unsigned)(centre[d].i0 + centre[d].up - b) << 12 |
+                    (unsigned)(face[d].up && (face[d].i0 & 7) != 7) << 16 |
+                    (unsigned)(centre[d].up && (centre[d].i0 & 7) != 7) << 17;
         }
 #pragma unroll
         for (int a = 0; a < 3; ++a) {
@@ -174,6 +217,26 @@ __device__ __forceinline__ void block_sample(const Home& H, int closed, const in
                 ll[d] = r & 7;
                 ul[d] = (r >> 4) & 7;
                 t[d] = a == d ? face[d].t : centre[d].t;
+            }
+            // pairs: along y and z the upper corner is the next cell of the lower one's brick (no brick
+            // crossed, up = 1) for every lane of the warp (a warp's particles share their rows in the bins'
+            // order): the 8 corners are two cells, lower and upper along x (either brick), each with its
+            // cells +8 (y), +64 (z), +72 at constant offsets: 2 brick picks and 2 addresses a field, not 8
+            // (the same cells as the corners below)
+            const bool pairs =
+                BLOCK_PAIRS && active_lanes_all((rc[1] >> (a == 1 ? 16 : 17)) & (rc[2] >> (a == 2 ? 16 : 17)) & 1u);
+            if (pairs) {
+                const int cell = (ll[2] << 6) | (ll[1] << 3), row = (lb[1] << 1) | (lb[2] << 2);
+                const int i0 = pick8(base, lb[0] | row) + (cell | ll[0]);
+                const int i1 = pick8(base, ub[0] | row) + (cell | ul[0]);
+#pragma unroll
+                for (int k = 0; k < FIELDS; ++k) {
+                    const float* __restrict__ f = F.f[k][a];
+                    const float p[8] = {f[i0], f[i1], f[i0 + 8], f[i1 + 8], f[i0 + 64], f[i1 + 64], f[i0 + 72],
+                                        f[i1 + 72]};
+                    out[k][a] = trilinear_blend(p, t[0], t[1], t[2], k == 0 && grad ? grad + 3 * a : nullptr);
+                }
+                continue;
             }
             int idx[8];
 #pragma unroll
@@ -263,6 +326,21 @@ __device__ __forceinline__ void block_push_out(float x[3], const float fallback[
     for (int a = 0; a < 3; ++a) x[a] = P.x[a];
 }
 
+// indexed_slot (voxfx_sparse_index.cuh: the brick index, else a binary search) of brick (bx, by, bz)
+// of the key range (|b| < 2^20) in 32-bit integers: the index's offsets and entries fit (its
+// size is at most sparse_gpu.INDEX_LIMIT = 2^22), so the same entry (19 instructions on the indexed
+// path against 46, sm_90); the search as indexed_slot's.
+__device__ __forceinline__ int block_home_slot(const int* __restrict__ index, int lx, int ly, int lz, int dx, int dy,
+                                               int dz, const long long* __restrict__ keys,
+                                               const int* __restrict__ slots, long long n_keys, int bx, int by,
+                                               int bz)
+{
+    const int x = bx - lx, y = by - ly, z = bz - lz;
+    if (dx > 0 && (unsigned)x < (unsigned)dx && (unsigned)y < (unsigned)dy && (unsigned)z < (unsigned)dz)
+        return index[(z * dy + y) * dx + x];
+    return sparse_slot(keys, slots, n_keys, sparse_key_of_voxel(8LL * bx, 8LL * by, 8LL * bz));
+}
+
 // One particle's update: g2p_advect_bricks' steps; u_n (centred) sampled on the corners of
 // u_{n+1} and u_old at x, and of u_{n+1} at x_m (the corners depend on the point only).
 template <bool CENTRED, bool APIC>
@@ -342,7 +420,13 @@ __device__ __forceinline__ void block_advect(G2P_BLOCK_PARAMS)
             inside = inside && f >= -LATTICE_LIMIT && f < LATTICE_LIMIT;
             H.hb[a] = inside ? ((int)f) >> 3 : 0;
         }
+#if BLOCK_PAIRS
+    if (inside)
+        H.slot = block_home_slot(index, index_lx, index_ly, index_lz, index_dx, index_dy, index_dz, keys, slots,
+                                 n_keys, H.hb[0], H.hb[1], H.hb[2]);
+#else
     if (inside) H.slot = INDEXED_SLOT((long long)H.hb[0], (long long)H.hb[1], (long long)H.hb[2]);
+#endif
     else H.hb[0] = H.hb[1] = H.hb[2] = 0;
     const FaceSets F{{{u, v, w}, {old_u, old_v, old_w}, {b_u, b_v, b_w}}};
     block_particle<CENTRED, APIC>(pos, vel, c, p, F, solid, H, closed, dims, o, h, inv_h, flip, pic, dt, half_dt, x0,

@@ -23,7 +23,11 @@ at 8M).
 the default, runs it, one entry a variant: ``G2P_BLOCK_ENTRIES``): a sample's corners for all
 three components from one block of 1–8 bricks read once, no walk test where the block's bricks
 are active; the same bits. H100, 8M: 0.890 → 0.498 ms at the end of the substep, 1.669 → 0.591
-time-centred, 1.439 → 1.056 with APIC (bricks → block; its notes and bench/RESULTS.md).
+time-centred, 1.439 → 1.056 with APIC (bricks → block; its notes and bench/RESULTS.md). Its
+corners (``VOXFX_SPARSE_G2P_CORNERS``, helper i24g3): ``select`` picks each corner's brick,
+``pairs`` loads a component's corners as two cells and their neighbours where the warp's samples
+cross no brick along y and z; the same bits; ``auto`` (the default) takes pairs with APIC at the
+end of the substep (1.055 → 1.002 ms), select elsewhere (no gain: ``block_corners``).
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ from ..grid import mac
 from ..grid.launch import Kernels
 from ..settings import env_choice
 from .particles import PUSH_EPSILON
-from .sparse_gpu import _I32, _I64, _dims, _frame, _topo, brick_index
+from .sparse_gpu import _I32, _I64, _dims, _frame, _keep, _topo, brick_index
 
 G2P_ORDERS = ("cell", "input")
 # VOXFX_SPARSE_G2P_KERNEL (all the same bits): "auto" (the default: block, as measured; module
@@ -52,22 +56,48 @@ G2P_LEAN = Kernels("flip_sparse_g2p_lean.cu", ("--fmad=false",), G2P_THREADS,
 # (H100, one call, the same bits; its notes)
 G2P_BLOCK_MIN_BLOCKS = 4
 G2P_BLOCK_THREADS = 256
+# VOXFX_SPARSE_G2P_CORNERS (the block kernel's corners, the same bits; helper i24g3): "pairs" where no lane
+# of a warp crosses a brick along y and z, each component's 8 corners as two cells and their neighbours at
+# constant offsets (2 brick picks and 2 addresses a field instead of 8), and the home brick's index entry in
+# 32-bit integers; "select": every corner's brick picked (the kernel before); "auto" (the default): pairs
+# with APIC at the end of the substep, select otherwise. H100, 8M after 4 substeps, kernel alone (select →
+# pairs): end of substep 0.501 → 0.499 ms (ncu: 364.3M → 344.0M warp instructions, 598 → 577 µs at ncu's
+# clocks), time-centred 0.593 → 0.597, APIC 1.055 → 1.002; whole substeps alternating: G2P + advection
+# 0.543 → 0.554 and 0.522 → 0.528 ms (two processes): no gain where the 8M row runs (block_corners)
+G2P_CORNERS = ("auto", "pairs", "select")
 
 
-def g2p_block_module(min_blocks=None, threads=None) -> Kernels:
+def g2p_corners(corners=None) -> str:
+    """The block kernel's corners: *corners*, else ``VOXFX_SPARSE_G2P_CORNERS``, else auto."""
+    return env_choice("VOXFX_SPARSE_G2P_CORNERS", G2P_CORNERS, corners)
+
+
+def block_corners(centred: bool, apic: bool, corners=None) -> str:
+    """pairs or select for the block kernel's variant: ``g2p_corners(corners)``, auto being pairs
+    with APIC at the end of the substep (the one variant measured faster with them), else select."""
+    way = g2p_corners(corners)
+    if way == "auto":
+        way = "pairs" if apic and not centred else "select"
+    return way
+
+
+def g2p_block_module(min_blocks=None, threads=None, corners=None) -> Kernels:
     """flip_sparse_g2p_block.cu built for *min_blocks* blocks of *threads* an SM (defaults
-    ``G2P_BLOCK_MIN_BLOCKS``, ``G2P_BLOCK_THREADS``; the bench builds others to time them)."""
+    ``G2P_BLOCK_MIN_BLOCKS``, ``G2P_BLOCK_THREADS``; the bench builds others to time them) with
+    the corners *corners* (pairs, else select)."""
     m = G2P_BLOCK_MIN_BLOCKS if min_blocks is None else int(min_blocks)
     t = G2P_BLOCK_THREADS if threads is None else int(threads)
-    if (m, t) not in _G2P_BLOCK:
-        _G2P_BLOCK[(m, t)] = Kernels("flip_sparse_g2p_block.cu", ("--fmad=false",), t,
-                                     defines={**mac.CELL_TYPES, "PUSH_EPSILON": PUSH_EPSILON, "BLOCK_THREADS": t,
-                                              "BLOCK_MIN_BLOCKS": m})
-    return _G2P_BLOCK[(m, t)]
+    pairs = int(corners == "pairs")
+    if (m, t, pairs) not in _G2P_BLOCK:
+        _G2P_BLOCK[(m, t, pairs)] = Kernels("flip_sparse_g2p_block.cu", ("--fmad=false",), t,
+                                            defines={**mac.CELL_TYPES, "PUSH_EPSILON": PUSH_EPSILON,
+                                                     "BLOCK_THREADS": t, "BLOCK_MIN_BLOCKS": m, "BLOCK_PAIRS": pairs})
+    return _G2P_BLOCK[(m, t, pairs)]
 
 
 _G2P_BLOCK: dict = {}
-G2P_BLOCK = g2p_block_module()
+G2P_BLOCK = g2p_block_module(corners="select")
+G2P_BLOCK_PAIRS = g2p_block_module(corners="pairs")
 # flip_sparse_g2p_block.cu's entries, one a variant (the same arguments), keyed by (time-centred, APIC): each compiled
 # for its own registers (sm_90, 4 blocks of 256: 64 registers with 0, 0, 8, 36 B of spills against one entry's 92 B).
 # H100, 8M, one call, one entry → per variant: 0.604 → 0.498 ms (end of substep), 0.716 → 0.591 (time-centred),
@@ -77,8 +107,19 @@ G2P_BLOCK_ENTRIES = {(False, False): "g2p_advect_block_end", (False, True): "g2p
 
 
 def g2p_block_entry(centred: bool, apic: bool) -> tuple:
-    """(module, entry) of the block G2P kernel for the variant."""
-    return g2p_block_module(), G2P_BLOCK_ENTRIES[(bool(centred), bool(apic))]
+    """(module, entry) of the block G2P kernel for the variant (its corners: ``block_corners``)."""
+    corners = block_corners(bool(centred), bool(apic))
+    return g2p_block_module(corners=corners), G2P_BLOCK_ENTRIES[(bool(centred), bool(apic))]
+
+def _dummy(grid):
+    """A 1-element float32 device array for the kernels' unused pointers, kept on the grid (a
+    ``zeros(1)`` each call was an allocation and a memset in the stage)."""
+    kept = getattr(grid, "_g2p_dummy", None)
+    if kept is None:
+        kept = grid.xp.zeros(1, grid.xp.float32)
+        _keep(grid, "_g2p_dummy", kept)
+    return kept
+
 
 def g2p_order(order=None) -> str:
     """The particle order of G2P: *order*, else ``VOXFX_SPARSE_G2P``, else cell (sorted)."""
@@ -99,7 +140,7 @@ def g2p_advect(grid, old, pos, vel, flip, pic, dt, half_dt, c, order=None, kerne
     n = int(pos.shape[0])
     keys, slots, nk = _topo(grid)
     apic = c is not None
-    dummy = c if apic else grid.xp.zeros(1, grid.xp.float32)
+    dummy = c if apic else _dummy(grid)
     centred = (_I32(before is not None), *(before if before is not None else (dummy, dummy, dummy)))
     name = g2p_kernel(kernel)
     if name == "auto":  # the faster kernel (module notes): block

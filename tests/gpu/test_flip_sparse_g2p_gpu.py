@@ -1,9 +1,11 @@
-"""Sparse G2P + advection on the GPU (kernels/cuda/flip_sparse_g2p.cu, issue 24): both
-kernels (``sparse_g2p_gpu.G2P_KERNELS``: the brick-table corners, default, and the earlier walk)
-in both particle orders give the NumPy reference's positions, velocities and APIC matrices
-bit for bit, on whole topologies and on a checkerboard of bricks (corners in missing bricks,
-and corners whose walk passes a missing brick), with samples that leave the home brick's
-27 (fast faces) and particles inside an obstacle (the push-out)."""
+"""Sparse G2P + advection on the GPU (kernels/cuda/flip_sparse_g2p.cu, issue 24): every
+kernel (``sparse_g2p_gpu.G2P_KERNELS``; the block kernel with each of its corners,
+``G2P_CORNERS``: with pairs, in the bins' order its warps take the corner pairs, in the
+particles' own order mostly not) in both particle orders give the NumPy reference's
+positions, velocities and APIC matrices bit for bit, on whole topologies and on a
+checkerboard of bricks (corners in missing bricks, and corners whose walk passes a missing
+brick), with samples that leave the home brick's 27 (fast faces) and particles inside an
+obstacle (the push-out)."""
 
 import numpy as np
 import pytest
@@ -58,7 +60,7 @@ def scene(closed, holes, apic, seed):
 @pytest.mark.parametrize("holes", [False, True], ids=["bricks", "holes"])
 @pytest.mark.parametrize("closed", [True, False], ids=["closed", "open"])
 @pytest.mark.parametrize("apic", [False, True], ids=["flip", "apic"])
-def test_both_g2p_kernels_in_both_orders_give_the_reference_bits(closed, apic, holes):
+def test_both_g2p_kernels_in_both_orders_give_the_reference_bits(monkeypatch, closed, apic, holes):
     import cupy
 
     seed = int(np.random.default_rng().integers(1 << 30))
@@ -69,7 +71,11 @@ def test_both_g2p_kernels_in_both_orders_give_the_reference_bits(closed, apic, h
     assert np.abs(want[0] - pos).max() > 5 * spec.voxel_size  # samples beyond the home brick's 27 too
     assert not np.array_equal(want[1], vel)
     faces = [gpu[n].copy() for n in gpu.FACES]
-    for kernel in sparse_g2p_gpu.G2P_KERNELS:
+    ways = [(k, None) for k in sparse_g2p_gpu.G2P_KERNELS if k != "block"] + [
+        ("block", corners) for corners in sparse_g2p_gpu.G2P_CORNERS]  # the block kernel's every corners
+    for kernel, corners in ways:
+        if corners:
+            monkeypatch.setenv("VOXFX_SPARSE_G2P_CORNERS", corners)
         for order in sparse_g2p_gpu.G2P_ORDERS:
             dev = [cupy.asarray(a) for a in (pos, vel)] + ([cupy.asarray(c)] if apic else [])
             if order == "cell":  # P2G's bins of these positions (its faces replaced by the scene's)
@@ -82,7 +88,7 @@ def test_both_g2p_kernels_in_both_orders_give_the_reference_bits(closed, apic, h
                                   f32(0.5) * f32(dt), dev[2] if apic else None, order=order, kernel=kernel)
             assert gpu.bins is None
             for got, ref in zip(dev, want):
-                assert np.array_equal(host(got).view(np.uint32), ref.view(np.uint32)), (kernel, order)
+                assert np.array_equal(host(got).view(np.uint32), ref.view(np.uint32)), (kernel, corners, order)
 
 
 def test_g2p_kernel_names_are_checked(monkeypatch):

@@ -14,6 +14,7 @@ SWITCHES = [  # (the switch, its variable, its ways, its default)
     (sparse_gpu.bin_count_mode, "VOXFX_SPARSE_BIN_COUNT", sparse_gpu.BIN_COUNTS, "grouped"),
     (sparse_g2p_gpu.g2p_order, "VOXFX_SPARSE_G2P", sparse_g2p_gpu.G2P_ORDERS, "cell"),
     (sparse_g2p_gpu.g2p_kernel, "VOXFX_SPARSE_G2P_KERNEL", sparse_g2p_gpu.G2P_KERNELS, "auto"),
+    (sparse_g2p_gpu.g2p_corners, "VOXFX_SPARSE_G2P_CORNERS", sparse_g2p_gpu.G2P_CORNERS, "auto"),
     (sparse_scatter.atomics_mode, "VOXFX_SPARSE_SCATTER_ATOMICS", sparse_scatter.ATOMICS, "paired"),
     (sparse_scatter.banks_mode, "VOXFX_SPARSE_SCATTER_BANKS", sparse_scatter.BANK_MODES, "flip"),
     (surface_gpu.level_set_mode, "VOXFX_LEVEL_SET", surface_gpu.LEVEL_SET_MODES, "lean"),

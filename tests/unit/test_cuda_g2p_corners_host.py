@@ -1,0 +1,37 @@
+"""The block G2P kernel's corners (kernels/cuda/flip_sparse_g2p_block.cu ``BLOCK_PAIRS``,
+``sparse_g2p_gpu.G2P_CORNERS``): tests/unit/test_cuda_sparse_flip_host.py builds the harness
+with the kernel file's own default (pairs: a "warp" of one lane takes the pairs wherever its
+sample crosses no brick along y and z, the corners picked one by one elsewhere); here the same
+checks with select (``BLOCK_PAIRS=0``, the kernel before the pairs), and which corners each
+variant launches with."""
+
+import pytest
+
+from tests.unit import test_cuda_sparse_flip_host as flip_host
+from tests.unit.test_cuda_exact import build_words, kernel_defines
+from voxfx.kernels.flip import sparse_g2p_gpu, sparse_gpu
+
+
+@pytest.fixture(scope="module")
+def harness(tmp_path_factory):
+    return build_words(tmp_path_factory, flip_host.HARNESS, [*kernel_defines(sparse_gpu.KERNELS), "-DBLOCK_PAIRS=0"],
+                       "sparse_flip_select")
+
+
+# the same scenes and checks (NumPy reference bits), the block kernels built with the select corners
+test_select_corners_match_the_numpy_reference = flip_host.test_sparse_flip_kernels_match_the_numpy_reference
+
+
+def test_auto_corners_are_pairs_only_with_apic_at_the_end_of_the_substep(monkeypatch):
+    monkeypatch.delenv("VOXFX_SPARSE_G2P_CORNERS", raising=False)
+    want = {(False, False): "select", (False, True): "pairs", (True, False): "select", (True, True): "select"}
+    for (centred, apic), way in want.items():
+        assert sparse_g2p_gpu.block_corners(centred, apic) == way
+        module, entry = sparse_g2p_gpu.g2p_block_entry(centred, apic)
+        assert ("-DBLOCK_PAIRS=1" in module.options) == (way == "pairs")
+        assert entry == sparse_g2p_gpu.G2P_BLOCK_ENTRIES[(centred, apic)]
+    for way in ("pairs", "select"):  # a way named wins for every variant
+        monkeypatch.setenv("VOXFX_SPARSE_G2P_CORNERS", way)
+        for centred, apic in want:
+            assert sparse_g2p_gpu.block_corners(centred, apic) == way
+            assert ("-DBLOCK_PAIRS=1" in sparse_g2p_gpu.g2p_block_entry(centred, apic)[0].options) == (way == "pairs")
