@@ -26,7 +26,7 @@ and 4 at 65M, the two ways alternating in one process, φ the same bits), ms on 
 | lean | 2.55 (gather 1.40, place 0.34, count 0.25, scan + read 0.17) | 17.7 (gather 10.5, count 4.2, place 1.7) |
 
 (65M's "count" there holds the region's six reductions and host reads.) The interior skip
-(``surface_interior``, off by default) marks its cells from the binning's counts
+(``surface_interior``, on by default) marks its cells from the binning's counts
 (``_interior_cells``) and the gathers give those nodes −band. The
 floor, the positions read and φ written once, is 0.05 ms at 8M and 0.25 at 65M: the gather
 is bound by its instructions (~650 particles tested a node, ~27 instructions a test, every
