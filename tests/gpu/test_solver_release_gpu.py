@@ -53,7 +53,8 @@ def test_gpu_a_dropped_sparse_solver_frees_its_buffers_at_once(no_cyclic_gc, mon
     cupy.cuda.Device().synchronize()
     before = pool.used_bytes()
     # the same configuration for one level more: the stale solver goes when the new one is built
-    newer = sparse_pressure_gpu._solver([5000 >> (2 * i) for i in range(levels + 1)], key[1], key[2])
+    newer = sparse_pressure_gpu._solver([5000 >> (2 * i) for i in range(levels + 1)], key[1], key[2],
+                                        dense=key[-4])  # the coarse mode as the solve's (MG_DENSE)
     assert gone() is None
     held = weakref.ref(newer)
     del newer
