@@ -15,7 +15,7 @@ import pytest
 from tests.unit.test_cuda_exact import _build, with_defines
 from tests.unit.test_cuda_sparse_pressure_bricks_host import brick_tables, scene
 from tests.unit.test_cuda_sparse_pressure_host import PREAMBLE, _hex
-from voxfx.kernels.flip import sparse_pressure
+from voxfx.kernels.flip import sparse_pressure, sparse_pressure_vcycle
 from voxfx.kernels.flip.grid import AIR, FLUID
 from voxfx.kernels.flip.pressure import MG_SWEEPS
 from voxfx.kernels.flip.sparse_pressure_gpu import _MG, _NB
@@ -171,3 +171,12 @@ def sum_in_order(x, nbr, order):
     for d in order[1:]:
         s = (s + x[nbr[d]]).astype(np.float32)
     return s
+
+
+def test_nbr_switch_reads_the_environment(monkeypatch):
+    monkeypatch.setattr(sparse_pressure_vcycle, "NBR", None)
+    monkeypatch.setenv("VOXFX_SPARSE_MG_NBR", "bricks")
+    assert sparse_pressure_vcycle.nbr_choice() == "bricks"
+    monkeypatch.setenv("VOXFX_SPARSE_MG_NBR", "rows")
+    with pytest.raises(ValueError, match="VOXFX_SPARSE_MG_NBR"):
+        sparse_pressure_vcycle.nbr_choice()
