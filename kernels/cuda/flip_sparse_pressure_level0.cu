@@ -1,14 +1,18 @@
 // Level 0's passes of the sparse PCG without its neighbour table (issue 24, i24n1;
-// sparse_pressure_gpu.NBR, VOXFX_SPARSE_MG_NBR "bricks"). Each of the loop's ~10 passes over
-// level 0 (the V-cycle's sweeps and residuals, the Laplacian) read its unknowns' six rows of
+// sparse_pressure_vcycle.NBR, VOXFX_SPARSE_MG_NBR "bricks", the default). Each of the loop's ~10
+// passes over level 0 (the V-cycle's sweeps and residuals, the Laplacian) read its unknowns' six rows of
 // nbr (6 × 4 B an unknown: ~120 MB an iteration at 8M, half of a pass's bytes); here an unknown
 // reads its flat cell (cells0, 8 B) and finds its six neighbours as unk_tables found them —
 // the cell one step along each axis in its 8³ brick or, across a face, in the brick nbr27 names
 // (sparse_cell_step's cell: grid.nbr's), then position0 (flat cell → unknown, the sentinel m
-// where none; 6.5 MB at 8M, L2-resident, a warp's look-ups a few lines) — so the same
+// where none; 6.5 MB at 8M, small enough for L2, a warp's look-ups a few lines) — so the same
 // unknowns in the same order: the kernels of flip_sparse_pressure_vcycle.cu and
 // flip_sparse_pressure.cu with the per-unknown rules of voxfx_mg_cell.cuh over these
 // neighbours, every value bit for bit (tests/unit/test_cuda_sparse_level0_host.py).
+//
+// Measured (H100 80GB HBM3, 8M dam break; kernels/flip/sparse_pressure_vcycle.py's NBR notes):
+// the PCG loop's iteration 232.6 → 230.6 µs, the same bits and CG iterations — two thirds of the
+// table's bytes gone (24 → 8 B an unknown) buys ~1%, so those bytes were not what bounded the passes.
 //
 // Each kernel takes the brick transfers' table ptrs (voxfx_mg_bricks.cuh: position0, cells0,
 // nbr27 of this set-up) where its table twin takes nbr and stride, its other arguments alike.

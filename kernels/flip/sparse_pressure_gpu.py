@@ -164,7 +164,7 @@ class SparsePressureSolverGPU(VCycleLaunches, BufferLoads):
     ``stopped`` flag, so iterations after convergence (or the iteration limit) are no-ops."""
 
     def __init__(self, strides, preconditioner="mg", check_every=10, use_graph=True, tables=None, generation=None,
-                 dense=0, nbr="table"):
+                 dense=0, nbr="bricks"):
         import cupy as cp
 
         self.cp = cp

@@ -153,13 +153,22 @@ _COARSE_THREADS = 256
 
 _BRICK_WORDS = 6  # voxfx_mg_bricks.cuh's BT_WORDS
 # Level 0's neighbours in the loop's passes (``VOXFX_SPARSE_MG_NBR``, read at each solve by
-# sparse_pressure_gpu's solver cache; a value here overrides it): "table" (nbr, six int32 rows an
-# unknown read by each pass) or "bricks" (each unknown's flat cell, its neighbours found from the
-# grid's brick table and level 0's position: flip_sparse_pressure_level0.cu's name_nb kernels,
-# NBR_KERNELS; workspace solvers of two levels on). The same indices in the same order: the same
-# values bit for bit.
+# sparse_pressure_gpu's solver cache; a value here overrides it): "bricks" (default: each unknown's
+# flat cell, its neighbours found from the grid's brick table and level 0's position:
+# flip_sparse_pressure_level0.cu's name_nb kernels, NBR_KERNELS; workspace solvers of two levels
+# on) or "table" (nbr, six int32 rows an unknown read by each pass). The same indices in the same
+# order: the same values bit for bit. Level 0's ~10 passes an iteration read about a third fewer bytes
+# (an unknown of a colour pass 24 B of table → 8 B of its cell: ~120 → ~40 MB an iteration at
+# 8M), yet the loop gains ~1%: so the table's bytes were not what bounds these passes (likely
+# their dependent loads, now cell → position → x where they were nbr → x; not profiled).
+# Measured (H100 80GB HBM3, driver 580.159.04, 8M dam break, 1,017,357 fluid cells,
+# strides 1271869, 209200, …; i24n1's call): bench/flip_sparse_pcg_loop.py, variants in turn in
+# one process, the loop's iteration 232.6 (least 232.1) → 230.6 (230.3) µs, the solve's median
+# 4.98 → 4.87 ms, 12 CG iterations, the pressure bit for bit; bench/flip_sparse.py --row 8m
+# --steps 8 --warm 2 --ab, the ways alternating in one simulation: pressure 4.79 → 4.63 ms,
+# substep 7.48 → 7.29 ms.
 NBR = None
-NBR_WAYS = ("table", "bricks")
+NBR_WAYS = ("bricks", "table")
 NBR_KERNELS = ("mg_smooth_nb", "mg_smooth_first_nb", "mg_smooth_first2_nb", "mg_smooth_red_dot_nb",
                "mg_smooth_black_residual_nb", "mg_residual_nb", "apply_laplacian_nb", "cg_init_warm_nb")
 _BRICK_THREADS = 64  # a block of mg_restrict_bricks_shared: a thread a level-1 candidate of its brick
@@ -172,7 +181,7 @@ HOLD_BRICK_LEVEL = False
 
 def nbr_choice(given=None) -> str:
     """How level 0's passes find their neighbours (``NBR``)."""
-    return env_choice("VOXFX_SPARSE_MG_NBR", NBR_WAYS, given or NBR, default="table")
+    return env_choice("VOXFX_SPARSE_MG_NBR", NBR_WAYS, given or NBR, default="bricks")
 
 
 class VCycleLaunches:
