@@ -6,7 +6,7 @@ process, every variant on the same state in turn.
         [--repeats 5] [--replays 5] [--pace-rounds 1] [--substep-runs 4]
         [--variants plain:0:1 shared:1:1 shared-colour2:1:2 shared-launched:1:1:0]
 
-A variant is NAME:TAIL_SHARED:COLOUR_GRID[:CLUSTER_UNKNOWNS[:BRICK_TRANSFERS[:DENSE[:TAIL]]]]
+A variant is NAME:TAIL_SHARED:COLOUR_GRID[:CLUSTER_UNKNOWNS[:BRICK_TRANSFERS[:DENSE[:TAIL[:NBR]]]]]
 (``sparse_pressure_gpu.TAIL_SHARED``, the one-block tail's vectors in shared memory;
 ``COLOUR_GRID``, the one-colour launches over stride / COLOUR_GRID threads; ``CLUSTER_UNKNOWNS``,
 the cluster tail's bound, 0: those levels launch by launch, "-" or left out: the module's value
@@ -14,7 +14,8 @@ at start; ``BRICK_TRANSFERS``, the level 0 ↔ 1 transfers from the bricks: 0, 1
 prolong, left out: the module's value at start; ``DENSE``, ``sparse_multigrid.MG_DENSE``, the
 coarsest level's solve: 0 the sweeps, 1 its dense inverse, 2 the last level dropped and the new
 coarsest's inverse, left out: the environment's; ``TAIL``, ``TAIL_UNKNOWNS``, the one-block tail's
-bound, left out: the module's value at start). Per substep, on its state before the
+bound, left out: the module's value at start; ``NBR``, ``sparse_pressure_vcycle.NBR``, level 0's
+neighbours: table or bricks, left out: the environment's). Per substep, on its state before the
 solve (the warm start's carried pressure put back before each solve, the tables built every
 solve as the profile bench does):
 
@@ -70,11 +71,12 @@ def use(variant):
     _, shared, colour, *rest = variant.split(":")
     sparse_pressure_gpu.TAIL_SHARED = shared != "0"
     sparse_pressure_gpu.COLOUR_GRID = int(colour)
-    cluster, bricks, dense, tail = (rest + ["-"] * 4)[:4]
+    cluster, bricks, dense, tail, nbr = (rest + ["-"] * 5)[:5]
     sparse_pressure_gpu.TAIL_UNKNOWNS = _TAIL if tail == "-" else int(tail)
     sparse_pressure_gpu.CLUSTER_UNKNOWNS = _CLUSTER if cluster == "-" else int(cluster)
     sparse_pressure_gpu.BRICK_TRANSFERS = _BRICKS if bricks == "-" else bricks
     sparse_multigrid.MG_DENSE = None if dense == "-" else int(dense)
+    sparse_pressure_vcycle.NBR = None if nbr == "-" else nbr
 
 
 def carried(grid, keep=None):
@@ -182,7 +184,7 @@ def main():
     sparse_pressure.REUSE_TABLES = False  # the variants solve the same cells in turn
     sparse_pressure_gpu._SOLVER_CACHE = 2 * len(args.variants)
     print(f"device: {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}; variants "
-          "NAME:TAIL_SHARED:COLOUR_GRID[:CLUSTER_UNKNOWNS[:BRICK_TRANSFERS[:DENSE[:TAIL]]]]",
+          "NAME:TAIL_SHARED:COLOUR_GRID[:CLUSTER_UNKNOWNS[:BRICK_TRANSFERS[:DENSE[:TAIL[:NBR]]]]]",
           flush=True)
     spec, v, t = dam_break(args.n, int(args.particles))
     sim = FlipSimulation(spec, FlipSettings(), v, t, xp=cp, sparse=True)

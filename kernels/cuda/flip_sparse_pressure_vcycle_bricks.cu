@@ -12,26 +12,19 @@
 //
 // The arrays change with every set-up while the solver's captured graph keeps its kernel
 // arguments, so they come through a device table the solver rewrites when it takes new
-// tables: ptrs[BT_*] below. Layout as flip_sparse_pressure_bricks.cu's notes: flat cells
+// tables: ptrs[BT_*] (voxfx_mg_bricks.cuh). Layout as flip_sparse_pressure_bricks.cu's notes: flat cells
 // c = slot·512 + (lz·8 + ly)·8 + lx; level-1 candidate t = slot·64 + (qz·4 + qy)·4 + qx, the
 // level-1 cell (4·bx + qx, …) whose 8 children are brick slot's cells (2qx + 0/1, …).
 // Compiled with flip_sparse_pressure_vcycle.cu's options (no FMA contraction).
 
 #include "voxfx_mg_cell.cuh"  // axis_weight
 #include "voxfx_sparse.cuh"   // sparse_offset_index, SPARSE_CELLS
+#include "voxfx_mg_bricks.cuh"  // BT_*: the table of level 0's and 1's arrays
 
 #ifndef RANGE
 #define RANGE(c, lo, hi) \
     for (int c = (lo) + (int)(blockIdx.x * blockDim.x + threadIdx.x); c < (hi); c += (int)(gridDim.x * blockDim.x))
 #endif
-
-#define BT_POSITION0 0  // const int*: flat cell → level-0 unknown (m0 where none)
-#define BT_CELLS0 1     // const long long*: level-0 unknown → flat cell
-#define BT_NBR27 2      // const int*: the grid's brick table (27 slots a slot, −1 inactive)
-#define BT_MAP1 3       // const int*: level-1 candidate → its index in level 1's set (−1 none)
-#define BT_POSITION1 4  // const int*: level-1 set index → level-1 unknown (m1 where none)
-#define BT_CANDIDATES 5 // the candidates' count (pool capacity · 64), a value
-#define BT_WORDS 6
 
 // The level-1 unknown of candidate t (< the candidates' count), or −1 where it is none.
 __device__ __forceinline__ int brick_coarse_unknown(const int* __restrict__ map1, const int* __restrict__ position1,

@@ -43,7 +43,7 @@ from ..grid.launch import THREADS, GraphLoop, Kernels
 from .pressure import MG_COARSE_SWEEPS, MG_SWEEPS
 from .sparse_multigrid import KEY_BITS, MG_OMEGA
 from .sparse_pressure_buffers import BufferLoads, _Buffers, carve, grown_strides, solver_memory_bytes
-from .sparse_pressure_vcycle import _TAIL_CLUSTER, VCycleLaunches
+from .sparse_pressure_vcycle import _TAIL_CLUSTER, VCycleLaunches, nbr_choice
 from .pressure_gpu import (_D_ALPHA, _D_BB, _D_BETA, _D_RR, _D_RZ, _D_THRESH, _MAX_BLOCKS, _S_CONVERGED, _S_IT,
                            _S_STOPPED, run_blocks)
 from .pressure_gpu import _K as _DENSE  # finish_init, finish_alpha, finish_beta
@@ -62,6 +62,7 @@ _K = Kernels(_CU, ("--fmad=false",), THREADS, defines=_DEFINES)  # PCG, labels, 
 _MG = Kernels("flip_sparse_pressure_vcycle.cu", ("--fmad=false",), THREADS,  # the V-cycle
               defines={**_DEFINES, "TAIL_CLUSTER": _TAIL_CLUSTER})
 _MGB = Kernels("flip_sparse_pressure_vcycle_bricks.cu", ("--fmad=false",), THREADS, defines=_DEFINES)  # *_bricks
+_NB = Kernels("flip_sparse_pressure_level0.cu", ("--fmad=false",), THREADS, defines=_DEFINES)  # *_nb (NBR)
 _LOOP_KERNELS = ("cg_init", "cg_init_warm", "finish_init_warm", "cg_warm_select",
                  "apply_laplacian", "update_solution", "dot_rz", "update_direction")
 _VCYCLE_KERNELS = ("mg_smooth", "mg_residual", "mg_restrict", "mg_prolong_add", "mg_coarse_solve", "mg_smooth_first",
@@ -147,6 +148,11 @@ def component_roots(links):
     return parent
 
 
+def _module(name):
+    """The kernels holding *name*."""
+    return _NB if name.endswith("_nb") else _MGB if "_bricks" in name else _MG if name.startswith("mg_") else _K
+
+
 def _grid(n) -> tuple:
     return (max(1, min(_MAX_GRID, (int(n) + THREADS - 1) // THREADS)),)
 
@@ -158,7 +164,7 @@ class SparsePressureSolverGPU(VCycleLaunches, BufferLoads):
     ``stopped`` flag, so iterations after convergence (or the iteration limit) are no-ops."""
 
     def __init__(self, strides, preconditioner="mg", check_every=10, use_graph=True, tables=None, generation=None,
-                 dense=0):
+                 dense=0, nbr="bricks"):
         import cupy as cp
 
         self.cp = cp
@@ -219,7 +225,7 @@ class SparsePressureSolverGPU(VCycleLaunches, BufferLoads):
         self.first2 = self._first2_levels(FIRST2_UNKNOWNS if self.vcycle == "fused" else 0)
         self.tail_shared = self._tail_shared_bytes(TAIL_SHARED, limit)
         self.colour_grid = max(1, COLOUR_GRID)
-        self._brick_setup(BRICK_TRANSFERS, _MGB)
+        self._brick_setup(BRICK_TRANSFERS, _MGB, nbr == "bricks", _NB)
         _K.load(*_LOOP_KERNELS)  # compile and load before any capture
         _MG.load(*_VCYCLE_KERNELS, *(_CLUSTER_KERNELS if self.cluster_from else ()))
         if self.tail:  # above 48 KiB a kernel must ask for its dynamic shared memory
@@ -258,15 +264,13 @@ class SparsePressureSolverGPU(VCycleLaunches, BufferLoads):
     # ------------------------------------------------------------------ launches
 
     def _launch(self, name, n, args):
-        (_MGB if "_bricks" in name else _MG if name.startswith("mg_") else _K).launch_grid(
-            name, _grid(n), (THREADS,), args)
+        _module(name).launch_grid(name, _grid(n), (THREADS,), args)
 
     def _reduce(self, name, args):
-        (_MG if name.startswith("mg_") else _K).launch_grid(name, (self.red_blocks,), (THREADS,), args)
+        _module(name).launch_grid(name, (self.red_blocks,), (THREADS,), args)
 
     def _one(self, name, grid, block, args, shared_mem=0):
-        (_MGB if "_bricks" in name else _MG if name.startswith("mg_") else _K).launch_grid(name, grid, block, args,
-                                                                                         shared_mem)
+        _module(name).launch_grid(name, grid, block, args, shared_mem)
 
     def _finish(self, name, args):
         _DENSE.launch_grid(name, (1,), (1024,), args)
@@ -287,8 +291,8 @@ class SparsePressureSolverGPU(VCycleLaunches, BufferLoads):
         """One PCG iteration (Alg. 2 body with z = M r), every scalar on the device."""
         G = np.int32(self.red_blocks)
         L0 = self.levels[0]
-        self._reduce("apply_laplacian", (self.d, self.q, L0.nbr, L0.diag, np.int32(L0.stride), self.sizes,
-                                         self.partials, self.state))  # q = A d
+        self._reduce(self._nbr_name("apply_laplacian", 0), (self.d, self.q, *self._nbr_args(0), self.sizes,
+                                                            self.partials, self.state))  # q = A d
         self._finish("finish_alpha", (self.partials, G, self.scalars, self.state))  # α = r·z / d·q
         self._reduce("update_solution", (self.x, self.r, self.d, self.q, self.z, L0.diag, self.sizes, self.mode,
                                          self.scalars, self.partials, self.state))
@@ -313,8 +317,8 @@ class SparsePressureSolverGPU(VCycleLaunches, BufferLoads):
                                      self.partials))
             self._finish("finish_init", (self.partials, G, self.scalars, self.state, np.float64(tolerance)))
         else:  # r = b − A x₀, back to x = 0 where that is no better (‖r‖ > ‖b‖)
-            self._reduce("cg_init_warm", (self.b, self.x, self.r, self.d, L0.nbr, L0.diag, np.int32(L0.stride),
-                                          self.sizes, self.partials))
+            self._reduce(self._nbr_name("cg_init_warm", 0), (self.b, self.x, self.r, self.d, *self._nbr_args(0),
+                                                             self.sizes, self.partials))
             _K.launch_grid("finish_init_warm", (1,), (1024,), (self.partials, G, self.scalars, self.state,
                                                                 np.float64(tolerance)))
             self._reduce("cg_warm_select", (self.b, self.x, self.r, self.z, L0.diag, self.sizes, self.mode,
@@ -428,8 +432,9 @@ def _solver(needs, preconditioner, check_every, levels=None, dense=0):
     import cupy as cp
 
     generation = getattr(levels[0], "ws_generation", None) if PERSIST and levels else None
+    nbr = nbr_choice()
     key = (len(needs), preconditioner, int(check_every), VCYCLE, TAIL_UNKNOWNS, CLUSTER_UNKNOWNS, FIRST2_UNKNOWNS,
-           TAIL_SHARED, COLOUR_GRID, BRICK_TRANSFERS, int(dense), PERSIST, cp.cuda.Device().id, generation)
+           TAIL_SHARED, COLOUR_GRID, BRICK_TRANSFERS, nbr, int(dense), PERSIST, cp.cuda.Device().id, generation)
     solver = _solvers.pop(key, None)
     if solver is None or not solver.fits(needs):
         old, guess = (None, 0) if solver is None else (solver.strides, solver.last_iterations)
@@ -453,7 +458,7 @@ def _solver(needs, preconditioner, check_every, levels=None, dense=0):
             _solvers.popitem(last=False)
         if generation is None:
             strides = grown_strides(needs, old if PERSIST else None)
-            solver = SparsePressureSolverGPU(strides, preconditioner, check_every, dense=dense)
+            solver = SparsePressureSolverGPU(strides, preconditioner, check_every, dense=dense, nbr=nbr)
         else:  # level 0's stride as above, the coarse levels' the workspace's capacities (≥ the needs)
             from .sparse_pressure_workspace import workspace
 
@@ -463,7 +468,7 @@ def _solver(needs, preconditioner, check_every, levels=None, dense=0):
             strides = grown_strides(needs[:1], old[:1] if old is not None and len(old) == len(needs) else None)
             strides += list(ws.caps[1:len(needs)])
             solver = SparsePressureSolverGPU(strides, preconditioner, check_every, tables=ws.solver_tables(len(needs)),
-                                             generation=generation, dense=dense)
+                                             generation=generation, dense=dense, nbr=nbr)
         solver.last_iterations = guess if PERSIST else 0
     _solvers[key] = solver
     return solver

@@ -142,6 +142,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..settings import env_choice
 from .pressure import MG_SWEEPS
 from .sparse_multigrid import MG_OMEGA
 
@@ -150,13 +151,37 @@ _TAIL_CLUSTER = 8  # blocks of mg_tail_cluster's one cluster (the portable limit
 _COARSE_THREADS = 256
 
 
-_BRICK_WORDS = 6  # flip_sparse_pressure_vcycle_bricks.cu's BT_WORDS
+_BRICK_WORDS = 6  # voxfx_mg_bricks.cuh's BT_WORDS
+# Level 0's neighbours in the loop's passes (``VOXFX_SPARSE_MG_NBR``, read at each solve by
+# sparse_pressure_gpu's solver cache; a value here overrides it): "bricks" (default: each unknown's
+# flat cell, its neighbours found from the grid's brick table and level 0's position:
+# flip_sparse_pressure_level0.cu's name_nb kernels, NBR_KERNELS; workspace solvers of two levels
+# on) or "table" (nbr, six int32 rows an unknown read by each pass). The same indices in the same
+# order: the same values bit for bit. Level 0's ~10 passes an iteration read about a third fewer bytes
+# (an unknown of a colour pass 24 B of table → 8 B of its cell: ~120 → ~40 MB an iteration at
+# 8M), yet the loop gains ~1%: so the table's bytes were not what bounds these passes (likely
+# their dependent loads, now cell → position → x where they were nbr → x; not profiled).
+# Measured (H100 80GB HBM3, driver 580.159.04, 8M dam break, 1,017,357 fluid cells,
+# strides 1271869, 209200, …; i24n1's call): bench/flip_sparse_pcg_loop.py, variants in turn in
+# one process, the loop's iteration 232.6 (least 232.1) → 230.6 (230.3) µs, the solve's median
+# 4.98 → 4.87 ms, 12 CG iterations, the pressure bit for bit; bench/flip_sparse.py --row 8m
+# --steps 8 --warm 2 --ab, the ways alternating in one simulation: pressure 4.79 → 4.63 ms,
+# substep 7.48 → 7.29 ms.
+NBR = None
+NBR_WAYS = ("bricks", "table")
+NBR_KERNELS = ("mg_smooth_nb", "mg_smooth_first_nb", "mg_smooth_first2_nb", "mg_smooth_red_dot_nb",
+               "mg_smooth_black_residual_nb", "mg_residual_nb", "apply_laplacian_nb", "cg_init_warm_nb")
 _BRICK_THREADS = 64  # a block of mg_restrict_bricks_shared: a thread a level-1 candidate of its brick
 _BRICK_GRID = 8192
 # Keep the level 0 whose arrays the brick transfers read after a solve that keeps no tables
 # (a bench replaying the loop graph after the solve: bench/flip_sparse_pcg_loop.py); off, the
 # solver lets go of it as of the tables (its ~13 B a pool cell are not held between substeps).
 HOLD_BRICK_LEVEL = False
+
+
+def nbr_choice(given=None) -> str:
+    """How level 0's passes find their neighbours (``NBR``)."""
+    return env_choice("VOXFX_SPARSE_MG_NBR", NBR_WAYS, given or NBR, default="bricks")
 
 
 class VCycleLaunches:
@@ -171,28 +196,37 @@ class VCycleLaunches:
     brick_transfers = (False, False)  # (restriction into level 1, prolongation onto level 0) by bricks
     brick_suffix = "_bricks"  # their kernels: a thread an item, or "_bricks_shared" (a block a brick)
     brick_ptrs = None  # their kernels' table of level 0's and 1's arrays (BT_*), rewritten with the tables
+    nbr_bricks = False  # level 0's neighbours found from the bricks (NBR "bricks": the name_nb kernels)
     _brick_level = None  # the level 0 whose arrays brick_ptrs names
 
-    def _brick_setup(self, switch, kernels):
-        """``brick_transfers`` from ``BRICK_TRANSFERS`` (*switch*): for a workspace solver's
-        V-cycle (level 0's arrays and level 1's map from its set-up, ``Level0.brick_words``)
-        of at least two levels, the restriction where level 0's is mg_restrict's (three
-        levels on; with two mg_restrict_coarse_solve reads down[0]); their table and kernels."""
+    def _brick_setup(self, switch, kernels, nbr=False, nbr_kernels=None):
+        """``brick_transfers`` from ``BRICK_TRANSFERS`` (*switch*) and ``nbr_bricks`` from
+        *nbr* (``NBR`` "bricks"): for a workspace solver's V-cycle (level 0's arrays and level
+        1's map from its set-up, ``Level0.brick_words``) of at least two levels, the
+        restriction where level 0's is mg_restrict's (three levels on; with two
+        mg_restrict_coarse_solve reads down[0]); their table and kernels (*kernels*,
+        *nbr_kernels*)."""
         if switch not in ("0", "1", "restrict", "prolong", "shared"):
             raise ValueError(f"VOXFX_SPARSE_MG_BRICK_TRANSFERS must be 0, 1, restrict, prolong or shared, "
                              f"not {switch!r}")
-        if switch == "0" or self.generation is None or self.preconditioner != "mg" or len(self.levels) < 2:
+        if self.generation is None or self.preconditioner != "mg" or len(self.levels) < 2:
             return
-        both = switch in ("1", "shared")
-        self.brick_transfers = (both or switch == "restrict") and len(self.levels) > 2, both or switch == "prolong"
-        self.brick_suffix = "_bricks_shared" if switch == "shared" else "_bricks"
-        self.brick_ptrs = self.cp.zeros(_BRICK_WORDS, self.cp.uint64)
-        kernels.load(*(name + self.brick_suffix for name, on in zip(("mg_restrict", "mg_prolong_add"),
-                                                                     self.brick_transfers) if on))
+        self.nbr_bricks = bool(nbr)
+        if switch != "0":
+            both = switch in ("1", "shared")
+            self.brick_transfers = ((both or switch == "restrict") and len(self.levels) > 2,
+                                    both or switch == "prolong")
+            self.brick_suffix = "_bricks_shared" if switch == "shared" else "_bricks"
+            kernels.load(*(name + self.brick_suffix for name, on in zip(("mg_restrict", "mg_prolong_add"),
+                                                                         self.brick_transfers) if on))
+        if self.nbr_bricks:
+            nbr_kernels.load(*NBR_KERNELS)
+        if any(self.brick_transfers) or self.nbr_bricks:
+            self.brick_ptrs = self.cp.zeros(_BRICK_WORDS, self.cp.uint64)
 
     def _brick_load(self, level0):
-        """The brick transfers' table for *level0* (its tables just filled in)."""
-        if any(self.brick_transfers):
+        """The brick transfers' and neighbours' table for *level0* (its tables just filled in)."""
+        if any(self.brick_transfers) or self.nbr_bricks:
             self.brick_ptrs.set(level0.brick_words())
             self._brick_level = level0
 
@@ -311,13 +345,25 @@ class VCycleLaunches:
             self._one("mg_restrict_coarse_dense", (1,), (_COARSE_THREADS,),
                       (F.r, F.down, C.x, C.b, self.dense, np.int32(C.stride), self.sizes, np.int32(last), self.state))
 
-    def _level_args(self, level):
+    def _nbr_name(self, name, level):
+        """The kernel *name* on *level*: its level-0 twin that finds the neighbours from the
+        bricks (flip_sparse_pressure_level0.cu, name_nb) where ``nbr_bricks``."""
+        return name + "_nb" if level == 0 and self.nbr_bricks else name
+
+    def _nbr_args(self, level):
+        """A level's neighbours and diagonal as its kernels take them: (nbr, diag, stride), or
+        on level 0 with ``nbr_bricks`` (the brick table, diag)."""
         B = self.levels[level]
-        return (B.nbr, B.diag, np.int32(B.stride), self.sizes, np.int32(level))
+        if level == 0 and self.nbr_bricks:
+            return (self.brick_ptrs, B.diag)
+        return (B.nbr, B.diag, np.int32(B.stride))
+
+    def _level_args(self, level):
+        return (*self._nbr_args(level), self.sizes, np.int32(level))
 
     def _smooth(self, level, colour, first=False, fused=False):
         B = self.levels[level]
-        self._launch("mg_smooth", self._colour_n(B.stride) if fused else B.stride,
+        self._launch(self._nbr_name("mg_smooth", level), self._colour_n(B.stride) if fused else B.stride,
                      (B.x, B.b, *self._level_args(level), np.int32(colour), np.int32(first), self.state))
 
     def _colour_n(self, stride):
@@ -337,7 +383,7 @@ class VCycleLaunches:
         for level in range(lead):
             L, C = levels[level], levels[level + 1]
             two = self.first2[level]  # the first sweep and the second's red pass in one launch
-            self._launch("mg_smooth_first2" if two else "mg_smooth_first", L.stride,
+            self._launch(self._nbr_name("mg_smooth_first2" if two else "mg_smooth_first", level), L.stride,
                          (L.x, L.b, *self._level_args(level), self.state))
             for sweep in range(1, MG_SWEEPS):
                 if not (two and sweep == 1):
@@ -345,9 +391,9 @@ class VCycleLaunches:
                 if sweep < MG_SWEEPS - 1:
                     self._smooth(level, 1, fused=True)
                 else:  # the last black sweep with the black residuals
-                    self._launch("mg_smooth_black_residual", self._colour_n(L.stride),
+                    self._launch(self._nbr_name("mg_smooth_black_residual", level), self._colour_n(L.stride),
                                  (L.x, L.b, *self._level_args(level), L.r, self.state))
-            self._launch("mg_residual", L.stride if MG_SWEEPS == 1 else self._colour_n(L.stride),
+            self._launch(self._nbr_name("mg_residual", level), L.stride if MG_SWEEPS == 1 else self._colour_n(L.stride),
                          (L.x, L.b, *self._level_args(level), np.int32(MG_SWEEPS == 1), L.r, self.state))
             if level + 1 < last:
                 self._restrict(level, L, C)
@@ -371,8 +417,8 @@ class VCycleLaunches:
             for sweep in range(MG_SWEEPS):
                 self._smooth(level, 1, fused=True)
                 if level == 0 and sweep == MG_SWEEPS - 1:
-                    self._reduce("mg_smooth_red_dot", (L.x, L.b, L.nbr, L.diag, np.int32(L.stride), self.sizes,
-                                                       self.partials[self.red_blocks:], self.state))
+                    self._reduce(self._nbr_name("mg_smooth_red_dot", 0), (L.x, L.b, *self._nbr_args(0), self.sizes,
+                                                                          self.partials[self.red_blocks:], self.state))
                 else:
                     self._smooth(level, 0, fused=True)
         if not last:  # one level: no post-smoothing to fold r·z into
@@ -387,7 +433,8 @@ class VCycleLaunches:
             for sweep in range(MG_SWEEPS):
                 self._smooth(level, 0, first=sweep == 0)
                 self._smooth(level, 1)
-            self._launch("mg_residual", L.stride, (L.x, L.b, *self._level_args(level), np.int32(1), L.r, self.state))
+            self._launch(self._nbr_name("mg_residual", level), L.stride,
+                         (L.x, L.b, *self._level_args(level), np.int32(1), L.r, self.state))
             self._restrict(level, L, C)
         self._coarse_solve(last)
         for level in range(last - 1, -1, -1):  # up: prolong-add; post-smooth black, red

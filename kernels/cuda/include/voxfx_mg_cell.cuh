@@ -16,31 +16,68 @@
 // x_old + ω·(g − x_old), rounded as sparse_multigrid.sweep (no FMA contraction); g where ω = 1.
 __device__ __forceinline__ float relaxed(float x_old, float g) { return x_old + MG_OMEGA * (g - x_old); }
 
-// Σ x over the six neighbours of unknown c, added −x, +x, −y, +y, −z, +z.
-__device__ __forceinline__ float compact_neighbour_sum(const float* __restrict__ x, const int* __restrict__ nbr,
-                                                       int stride, int c)
+// A level's neighbours: per unknown c the six unknowns n[d], d = 0 … 5 (−x, +x, −y, +y, −z,
+// +z), the sentinel m where the neighbour is none. Read from the level's table here
+// (NeighbourTable: nbr[d·stride + c]); level 0's can also be found from the grid's bricks
+// (flip_sparse_pressure_level0.cu's BrickNeighbours, sparse_pressure_gpu.NBR). The per-unknown
+// rules below take either: the same indices in the same order give the same values bit for bit.
+struct NeighbourTable {
+    const int* __restrict__ nbr;
+    int stride;
+    struct Of {  // unknown c's six
+        const int* __restrict__ nbr;
+        int stride, c;
+        __device__ __forceinline__ int operator[](int d) const { return nbr[d * stride + c]; }
+    };
+    __device__ __forceinline__ Of of(int c) const { return Of{nbr, stride, c}; }
+};
+
+// Σ x over the six neighbours n of an unknown, added −x, +x, −y, +y, −z, +z.
+template <class Six>
+__device__ __forceinline__ float neighbour_sum(const float* __restrict__ x, const Six& n)
 {
-    float s = x[nbr[c]];
-    for (int d = 1; d < 6; ++d) s = s + x[nbr[d * stride + c]];
+    float s = x[n[0]];
+    for (int d = 1; d < 6; ++d) s = s + x[n[d]];
     return s;
 }
 
+// Σ x over the six neighbours of unknown c (the level's table).
+__device__ __forceinline__ float compact_neighbour_sum(const float* __restrict__ x, const int* __restrict__ nbr,
+                                                       int stride, int c)
+{
+    return neighbour_sum(x, NeighbourTable{nbr, stride}.of(c));
+}
+
 // One unknown's Gauss-Seidel value (b_c + Σ x_n)/diag_c.
+template <class Nbrs>
+__device__ __forceinline__ float gs_value(const float* __restrict__ x, const float* __restrict__ b, const Nbrs& nbrs,
+                                          const float* __restrict__ diag, int c)
+{
+    return (b[c] + neighbour_sum(x, nbrs.of(c))) / diag[c];
+}
+
 __device__ __forceinline__ float gs_value(const float* __restrict__ x, const float* __restrict__ b,
                                           const int* __restrict__ nbr, const float* __restrict__ diag, int stride,
                                           int c)
 {
-    return (b[c] + compact_neighbour_sum(x, nbr, stride, c)) / diag[c];
+    return gs_value(x, b, NeighbourTable{nbr, stride}, diag, c);
 }
 
 // A smoothing sweep's value of unknown c above the coarsest level: gs_value over-relaxed
 // by MG_OMEGA (x[c] is read only where ω ≠ 1).
+template <class Nbrs>
+__device__ __forceinline__ float smooth_value(const float* __restrict__ x, const float* __restrict__ b,
+                                              const Nbrs& nbrs, const float* __restrict__ diag, int c)
+{
+    const float g = gs_value(x, b, nbrs, diag, c);
+    return MG_OMEGA == 1.0f ? g : relaxed(x[c], g);
+}
+
 __device__ __forceinline__ float smooth_value(const float* __restrict__ x, const float* __restrict__ b,
                                               const int* __restrict__ nbr, const float* __restrict__ diag, int stride,
                                               int c)
 {
-    const float g = gs_value(x, b, nbr, diag, stride, c);
-    return MG_OMEGA == 1.0f ? g : relaxed(x[c], g);
+    return smooth_value(x, b, NeighbourTable{nbr, stride}, diag, c);
 }
 
 // A red unknown's first-sweep value from x = 0: b/diag (over-relaxed from 0 where ω ≠ 1).
@@ -52,43 +89,62 @@ __device__ __forceinline__ float first_red_value(const float* __restrict__ b, co
 
 // The first sweep from x = 0, red and black at once: red b/diag, black (b + Σ b_n/diag_n)/diag
 // (mg_smooth_first; each over-relaxed from 0 where ω ≠ 1; the sentinel's b 0 gives 0).
+template <class Nbrs>
+__device__ __forceinline__ float first_sweep_value(const float* __restrict__ b, const Nbrs& nbrs,
+                                                   const float* __restrict__ diag, int m_red, int c)
+{
+    if (c < m_red) return first_red_value(b, diag, c);
+    const auto six = nbrs.of(c);
+    float s = first_red_value(b, diag, six[0]);
+    for (int d = 1; d < 6; ++d) s = s + first_red_value(b, diag, six[d]);
+    const float g = (b[c] + s) / diag[c];
+    return MG_OMEGA == 1.0f ? g : relaxed(0.0f, g);
+}
+
 __device__ __forceinline__ float first_sweep_value(const float* __restrict__ b, const int* __restrict__ nbr,
                                                    const float* __restrict__ diag, int stride, int m_red, int c)
 {
-    if (c < m_red) return first_red_value(b, diag, c);
-    int n = nbr[c];
-    float s = first_red_value(b, diag, n);
-    for (int d = 1; d < 6; ++d) {
-        n = nbr[d * stride + c];
-        s = s + first_red_value(b, diag, n);
-    }
-    const float g = (b[c] + s) / diag[c];
-    return MG_OMEGA == 1.0f ? g : relaxed(0.0f, g);
+    return first_sweep_value(b, NeighbourTable{nbr, stride}, diag, m_red, c);
 }
 
 // The second sweep's red value from x = 0, from b alone (mg_smooth_first2): gs_value over the
 // x that mg_smooth_first leaves — red unknown c's neighbours (black, or the sentinel m, whose
 // x stays 0) at their first-sweep values, added in compact_neighbour_sum's order.
-__device__ __forceinline__ float second_red_value(const float* __restrict__ b, const int* __restrict__ nbr,
-                                                  const float* __restrict__ diag, int stride, int m_red, int m,
-                                                  int c)
+template <class Nbrs>
+__device__ __forceinline__ float second_red_value(const float* __restrict__ b, const Nbrs& nbrs,
+                                                  const float* __restrict__ diag, int m_red, int m, int c)
 {
-    int n = nbr[c];
-    float s = n < m ? first_sweep_value(b, nbr, diag, stride, m_red, n) : 0.0f;
+    const auto six = nbrs.of(c);
+    int n = six[0];
+    float s = n < m ? first_sweep_value(b, nbrs, diag, m_red, n) : 0.0f;
     for (int d = 1; d < 6; ++d) {
-        n = nbr[d * stride + c];
-        s = s + (n < m ? first_sweep_value(b, nbr, diag, stride, m_red, n) : 0.0f);
+        n = six[d];
+        s = s + (n < m ? first_sweep_value(b, nbrs, diag, m_red, n) : 0.0f);
     }
     const float g = (b[c] + s) / diag[c];
     return MG_OMEGA == 1.0f ? g : relaxed(first_red_value(b, diag, c), g);
 }
 
+__device__ __forceinline__ float second_red_value(const float* __restrict__ b, const int* __restrict__ nbr,
+                                                  const float* __restrict__ diag, int stride, int m_red, int m,
+                                                  int c)
+{
+    return second_red_value(b, NeighbourTable{nbr, stride}, diag, m_red, m, c);
+}
+
 // r_c = b_c − A x at unknown c.
+template <class Nbrs>
+__device__ __forceinline__ float residual_value(const float* __restrict__ x, const float* __restrict__ b,
+                                                const Nbrs& nbrs, const float* __restrict__ diag, int c)
+{
+    return b[c] - (diag[c] * x[c] - neighbour_sum(x, nbrs.of(c)));
+}
+
 __device__ __forceinline__ float residual_value(const float* __restrict__ x, const float* __restrict__ b,
                                                 const int* __restrict__ nbr, const float* __restrict__ diag,
                                                 int stride, int c)
 {
-    return b[c] - (diag[c] * x[c] - compact_neighbour_sum(x, nbr, stride, c));
+    return residual_value(x, b, NeighbourTable{nbr, stride}, diag, c);
 }
 
 // Per axis the weight of fine cell 2I + o for coarse cell I, by a = o + 1 (o = −1, 0, 1, 2):
