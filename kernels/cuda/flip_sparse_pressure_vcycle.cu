@@ -236,6 +236,39 @@ extern "C" __global__ void mg_restrict_coarse_dense(const float* __restrict__ rf
 #define TAIL_I(l, k) ((const int*)ptrs[TAIL_PTRS * (l) + (k)])
 #define GROUP_RANGE(g, c, lo, hi) for (int c = (lo) + (g).rank(); c < (hi); c += (g).size())
 
+// The tail's pass profile (issue 24, i24k1; bench/flip_sparse_pcg_loop.py --tail-profile compiles
+// the module with -DTAIL_PROFILE=n): block 0's thread 0 stamps clock64 and %globaltimer after
+// each barrier with a code, level·16 + the pass (TAIL_* below), into tail_stamps (up to n).
+// Without the define no stamp is compiled: the kernels' code is today's.
+#define TAIL_START 0    // the kernel's start
+#define TAIL_FIRST 1    // the first pre-smoothing sweep (from x = 0)
+#define TAIL_RED 2      // a red pass
+#define TAIL_BLACK 3    // a black pass (on the way down: the last with the black residuals)
+#define TAIL_RESID 4    // the (red) residuals
+#define TAIL_RESTRICT 5 // the restriction into the level
+#define TAIL_PROLONG 6  // the prolongation onto the level
+#define TAIL_COARSE 7   // the coarsest level's solve
+#define TAIL_COPY 8     // the shared tail's copies in or out, the cluster's hand-over to block 0
+#ifdef TAIL_PROFILE
+__device__ long long tail_stamps[3 * TAIL_PROFILE];  // per stamp: clock64, %globaltimer, code
+__device__ int tail_stamp_count;
+__device__ __forceinline__ void tail_stamp(int level, int pass)
+{
+    if (blockIdx.x != 0 || threadIdx.x != 0) return;
+    const int i = tail_stamp_count;
+    if (i >= TAIL_PROFILE) return;
+    unsigned long long ns;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns));
+    tail_stamps[3 * i] = clock64();
+    tail_stamps[3 * i + 1] = (long long)ns;
+    tail_stamps[3 * i + 2] = level * 16 + pass;
+    tail_stamp_count = i + 1;
+}
+#define TAIL_STAMP(level, pass) tail_stamp(level, pass)
+#else
+#define TAIL_STAMP(level, pass) ((void)0)
+#endif
+
 struct BlockGroup {  // one block
     __device__ int rank() const { return (int)threadIdx.x; }
     __device__ int size() const { return (int)blockDim.x; }
@@ -268,6 +301,7 @@ struct TailLevel {
     const int *nbr, *up, *down;
     const float* diag;
     int stride, m_red, m;
+    int level;  // its index (the profile's stamps)
 };
 
 __device__ __forceinline__ TailLevel tail_global(const unsigned long long* __restrict__ ptrs,
@@ -284,6 +318,7 @@ __device__ __forceinline__ TailLevel tail_global(const unsigned long long* __res
     L.stride = strides[l];
     L.m_red = sizes[2 * l];
     L.m = sizes[2 * l + 1];
+    L.level = l;
     return L;
 }
 
@@ -299,9 +334,11 @@ __device__ __forceinline__ void tail_down(const Group& g, const TailLevel& L, co
     const int stride = L.stride, m_red = L.m_red, m = L.m;
     GROUP_RANGE(g, c, 0, m) x[c] = first_sweep_value(b, nbr, diag, stride, m_red, c);  // mg_smooth_first
     g.sync();
+    TAIL_STAMP(L.level, TAIL_FIRST);
     for (int sweep = 1; sweep < MG_SWEEPS; ++sweep) {
         GROUP_RANGE(g, c, 0, m_red) x[c] = smooth_value(x, b, nbr, diag, stride, c);
         g.sync();
+        TAIL_STAMP(L.level, TAIL_RED);
         if (sweep < MG_SWEEPS - 1) {
             GROUP_RANGE(g, c, m_red, m) x[c] = smooth_value(x, b, nbr, diag, stride, c);
         } else {  // mg_smooth_black_residual
@@ -315,12 +352,15 @@ __device__ __forceinline__ void tail_down(const Group& g, const TailLevel& L, co
             }
         }
         g.sync();
+        TAIL_STAMP(L.level, TAIL_BLACK);
     }
     GROUP_RANGE(g, c, 0, MG_SWEEPS == 1 ? m : m_red) r[c] = residual_value(x, b, nbr, diag, stride, c);
     g.sync();
+    TAIL_STAMP(L.level, TAIL_RESID);
     if (restrict_next) {  // mg_restrict into l + 1
         GROUP_RANGE(g, c, 0, C.m) C.b[c] = restrict_value(r, L.down, C.stride, c);
         g.sync();
+        TAIL_STAMP(C.level, TAIL_RESTRICT);
     }
 }
 
@@ -336,11 +376,14 @@ __device__ __forceinline__ void tail_up(const Group& g, const TailLevel& L, cons
     const int stride = L.stride, m_red = L.m_red, m = L.m;
     GROUP_RANGE(g, f, 0, MG_OMEGA == 1.0f ? m_red : m) x[f] = x[f] + prolong_value(xc, L.up, stride, f);
     g.sync();
+    TAIL_STAMP(L.level, TAIL_PROLONG);
     for (int sweep = 0; sweep < MG_SWEEPS; ++sweep) {
         GROUP_RANGE(g, c, m_red, m) x[c] = smooth_value(x, b, nbr, diag, stride, c);
         g.sync();
+        TAIL_STAMP(L.level, TAIL_BLACK);
         GROUP_RANGE(g, c, 0, m_red) x[c] = smooth_value(x, b, nbr, diag, stride, c);
         g.sync();
+        TAIL_STAMP(L.level, TAIL_RED);
     }
 }
 
@@ -388,6 +431,7 @@ __device__ __forceinline__ void block_tail(const unsigned long long* __restrict_
         const float* b = TAIL_F(first, 1);
         GROUP_RANGE(g, c, 0, F.m) F.b[c] = b[c];
         __syncthreads();
+        TAIL_STAMP(first, TAIL_COPY);
     }
     for (int l = first; l < last; ++l) tail_down(g, level(l), level(l + 1), l + 1 < last);
     {  // mg_restrict_coarse_solve (mg_restrict_coarse_dense where the coarsest level's slot 6 holds G)
@@ -399,18 +443,21 @@ __device__ __forceinline__ void block_tail(const unsigned long long* __restrict_
             if (!dense) C.x[c] = 0.0f;
         }
         __syncthreads();
+        TAIL_STAMP(last, TAIL_RESTRICT);
         if (dense) {
             block_dense_solve(C.x, C.b, dense, C.stride, C.m);
             __syncthreads();
         } else {
             block_coarse_sweeps(C.x, C.b, C.nbr, C.diag, C.stride, C.m_red, C.m);
         }
+        TAIL_STAMP(last, TAIL_COARSE);
     }
     for (int l = last - 1; l >= first; --l) tail_up(g, level(l), level(l + 1).x);
     if (SHARED) {  // tail_up ended with a barrier
         const TailLevel F = level(first);
         float* x = TAIL_F(first, 0);
         GROUP_RANGE(g, c, 0, F.m) x[c] = F.x[c];
+        TAIL_STAMP(first, TAIL_COPY);  // thread 0's copies alone (no barrier follows)
     }
 }
 
@@ -429,6 +476,7 @@ extern "C" __global__ void __launch_bounds__(1024) mg_tail_vcycle(const unsigned
                                                                   const int* __restrict__ state)
 {
     if (state[S_STOPPED]) return;
+    TAIL_STAMP(0, TAIL_START);
     block_tail<false>(ptrs, strides, first, last, sizes, nullptr);
 }
 
@@ -440,6 +488,7 @@ extern "C" __global__ void __launch_bounds__(1024)
 {
     if (state[S_STOPPED]) return;
     TAIL_SHARED_ARRAY(shared);
+    TAIL_STAMP(0, TAIL_START);
     block_tail<true>(ptrs, strides, first, last, sizes, shared);
 }
 
@@ -458,6 +507,7 @@ __device__ __forceinline__ void cluster_tail(const unsigned long long* __restric
         tail_down(g, tail_global(ptrs, strides, sizes, l), tail_global(ptrs, strides, sizes, l + 1), l + 1 < last);
     if (blockIdx.x == 0) block_tail<SHARED>(ptrs, strides, first, last, sizes, shared);
     g.sync();
+    TAIL_STAMP(first, TAIL_COPY);
     for (int l = first - 1; l >= from; --l)
         tail_up(g, tail_global(ptrs, strides, sizes, l), tail_global(ptrs, strides, sizes, l + 1).x);
 }
@@ -467,6 +517,7 @@ extern "C" __global__ void TAIL_CLUSTER_DIMS __launch_bounds__(1024)
                     int last, const int* __restrict__ sizes, const int* __restrict__ state)
 {
     if (state[S_STOPPED]) return;  // the same for every block: none waits at a barrier for another
+    TAIL_STAMP(0, TAIL_START);
     cluster_tail<false>(ptrs, strides, from, first, last, sizes, nullptr);
 }
 
@@ -478,5 +529,6 @@ extern "C" __global__ void TAIL_CLUSTER_DIMS __launch_bounds__(1024)
 {
     if (state[S_STOPPED]) return;
     TAIL_SHARED_ARRAY(shared);
+    TAIL_STAMP(0, TAIL_START);
     cluster_tail<true>(ptrs, strides, from, first, last, sizes, shared);
 }

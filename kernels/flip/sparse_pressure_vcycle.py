@@ -148,6 +148,23 @@ from .sparse_multigrid import MG_OMEGA
 
 _TAIL_THREADS = 1024
 _TAIL_CLUSTER = 8  # blocks of mg_tail_cluster's one cluster (the portable limit)
+# Blocks of mg_tail_cluster's cluster (issue 24, i24k1): "8" (default, the portable limit) or
+# "16", a non-portable cluster (H100: up to 16 blocks of a GPC; the kernels compiled with
+# TAIL_CLUSTER 16, the attribute that allows it set): the cluster's levels (level 2 at 8M,
+# ~16k unknowns in 26,206) two unknowns a thread a pass become one. The same passes on the
+# same values: z bit for bit. Read when a solver is built (``cluster_blocks``); CLUSTER_BLOCKS
+# set (a bench's variant) overrides VOXFX_SPARSE_MG_CLUSTER_BLOCKS.
+CLUSTER_BLOCKS_CHOICES = ("8", "16")
+CLUSTER_BLOCKS = None
+# CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED (the driver's CUfunction_attribute)
+NON_PORTABLE_CLUSTER_ATTRIBUTE = 14
+
+
+def cluster_blocks() -> int:
+    """Blocks of the cluster tail's cluster: ``CLUSTER_BLOCKS`` where set, else
+    VOXFX_SPARSE_MG_CLUSTER_BLOCKS ("8")."""
+    given = None if CLUSTER_BLOCKS is None else str(int(CLUSTER_BLOCKS))
+    return int(env_choice("VOXFX_SPARSE_MG_CLUSTER_BLOCKS", CLUSTER_BLOCKS_CHOICES, given, default="8"))
 _COARSE_THREADS = 256
 
 
@@ -192,6 +209,7 @@ class VCycleLaunches:
     dense_shared = 0  # bytes of mg_dense_inverse's dynamic shared memory (0 with a global scratch)
 
     tail_shared = 0  # bytes of the one-block tail's shared memory (``_tail_shared_bytes``; 0: global vectors)
+    cluster_blocks = _TAIL_CLUSTER  # blocks of the cluster tail's launch (``cluster_blocks()``)
     colour_grid = 1  # one-colour launches over stride / colour_grid threads
     brick_transfers = (False, False)  # (restriction into level 1, prolongation onto level 0) by bricks
     brick_suffix = "_bricks"  # their kernels: a thread an item, or "_bricks_shared" (a block a brick)
@@ -400,7 +418,7 @@ class VCycleLaunches:
         if self.tail:
             _, table, strides = self.tail
             if self.cluster_from:
-                self._one(self._tail_kernel(), (_TAIL_CLUSTER,), (_TAIL_THREADS,), (
+                self._one(self._tail_kernel(), (self.cluster_blocks,), (_TAIL_THREADS,), (
                     table, strides, np.int32(lead), np.int32(first), np.int32(last), self.sizes, self.state),
                     self.tail_shared)
             else:

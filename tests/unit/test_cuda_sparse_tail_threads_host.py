@@ -141,9 +141,11 @@ def threads_harness(tmp_path_factory):
 
 
 @pytest.mark.parametrize("kernel,blocks,threads", [(0, 1, 5), (0, 1, 32), (1, 8, 3), (1, 8, 16), (1, 3, 7),
-                                                    (2, 1, 5), (2, 1, 32), (3, 8, 3), (3, 3, 7)],
-                         ids=["block-5", "block-32", "cluster-8x3", "cluster-8x16", "cluster-3x7", "block-5-shared",
-                              "block-32-shared", "cluster-8x3-shared", "cluster-3x7-shared"])
+                                                    (1, 16, 2), (2, 1, 5), (2, 1, 32), (3, 8, 3), (3, 3, 7),
+                                                    (3, 16, 2)],
+                         ids=["block-5", "block-32", "cluster-8x3", "cluster-8x16", "cluster-3x7", "cluster-16x2",
+                              "block-5-shared", "block-32-shared", "cluster-8x3-shared", "cluster-3x7-shared",
+                              "cluster-16x2-shared"])
 def test_tails_on_threads_give_the_one_thread_values(threads_harness, hierarchy, kernel, blocks, threads):  # noqa: F811
     lines = hierarchy[3] + [f"{kernel} {blocks} {threads} 6"]
     out = [int(v) for v in threads_harness.raw(lines, check=True).split()]
