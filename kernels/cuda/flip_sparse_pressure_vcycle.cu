@@ -322,17 +322,48 @@ __device__ __forceinline__ TailLevel tail_global(const unsigned long long* __res
     return L;
 }
 
+// The tails' first sweep in two passes (FOLD: the _fold kernels, VOXFX_SPARSE_MG_TAIL_FOLD;
+// issue 24, i24k1): the red unknowns' first-sweep values b/diag written where their b is
+// (first_red_of: by the restriction into the level, the shared tail's copy-in, or a red pass),
+// then the black ones from x as a sweep does (black_first_value), the red neighbours' x at
+// their first-sweep values and the sentinel's 0 — first_sweep_value's terms added in its order,
+// so the same values bit for bit. first_sweep_value recomputes each black unknown's six red
+// neighbours, its loads behind the divides before them (the IEEE divide's slow-path branch:
+// sm_90 SASS loads a neighbour's b and diag only after the previous divide), ~12 dependent
+// global loads in a row: the tail's first sweeps took 6.1 / 5.2 / 4.3 µs on levels 2 / 3 / 4
+// against 1.9 / 0.9 / 0.6 µs for the red pass after them (H100, 8M dam break,
+// bench/flip_sparse_pcg_loop.py --tail-profile).
+__device__ __forceinline__ float first_red_of(float bc, float dc)
+{
+    const float g = bc / dc;
+    return MG_OMEGA == 1.0f ? g : relaxed(0.0f, g);
+}
+
+__device__ __forceinline__ float black_first_value(const float* __restrict__ x, const float* __restrict__ b,
+                                                   const int* __restrict__ nbr, const float* __restrict__ diag,
+                                                   int stride, int c)
+{
+    const float g = gs_value(x, b, nbr, diag, stride, c);
+    return MG_OMEGA == 1.0f ? g : relaxed(0.0f, g);
+}
+
 // Level l on the way down (l < last): pre-smoothing (mg_smooth_first, the sweeps, the last
 // black one with the black residuals: mg_smooth_black_residual), the residual
 // (mg_residual), the restriction into C, level l + 1 (mg_restrict), unless C is the coarsest.
-template <class Group>
+// FOLD: on entry the red unknowns' x hold their first-sweep values; the first sweep's pass is
+// the black one (black_first_value), the restriction writes C's red first-sweep values too.
+template <bool FOLD, class Group>
 __device__ __forceinline__ void tail_down(const Group& g, const TailLevel& L, const TailLevel& C, bool restrict_next)
 {
     float *x = L.x, *b = L.b, *r = L.r;
     const int* nbr = L.nbr;
     const float* diag = L.diag;
     const int stride = L.stride, m_red = L.m_red, m = L.m;
-    GROUP_RANGE(g, c, 0, m) x[c] = first_sweep_value(b, nbr, diag, stride, m_red, c);  // mg_smooth_first
+    if (FOLD) {
+        GROUP_RANGE(g, c, m_red, m) x[c] = black_first_value(x, b, nbr, diag, stride, c);
+    } else {
+        GROUP_RANGE(g, c, 0, m) x[c] = first_sweep_value(b, nbr, diag, stride, m_red, c);  // mg_smooth_first
+    }
     g.sync();
     TAIL_STAMP(L.level, TAIL_FIRST);
     for (int sweep = 1; sweep < MG_SWEEPS; ++sweep) {
@@ -358,7 +389,12 @@ __device__ __forceinline__ void tail_down(const Group& g, const TailLevel& L, co
     g.sync();
     TAIL_STAMP(L.level, TAIL_RESID);
     if (restrict_next) {  // mg_restrict into l + 1
-        GROUP_RANGE(g, c, 0, C.m) C.b[c] = restrict_value(r, L.down, C.stride, c);
+        GROUP_RANGE(g, c, 0, C.m)
+        {
+            const float v = restrict_value(r, L.down, C.stride, c);
+            C.b[c] = v;
+            if (FOLD && c < C.m_red) C.x[c] = first_red_of(v, C.diag[c]);
+        }
         g.sync();
         TAIL_STAMP(C.level, TAIL_RESTRICT);
     }
@@ -410,10 +446,11 @@ __device__ __forceinline__ TailLevel tail_shared(const unsigned long long* __res
 // same passes in the same order, so the same values bit for bit): level first's b copied in,
 // every level's sentinels set to 0 (what the global buffers hold there), level first's x
 // copied out at the end.
-template <bool SHARED>
+template <bool SHARED, bool FOLD = false>
 __device__ __forceinline__ void block_tail(const unsigned long long* __restrict__ ptrs, const int* __restrict__ strides,
                                            int first, int last, const int* __restrict__ sizes, float* shared)
 {
+    static_assert(SHARED || !FOLD, "FOLD writes level first's red x in the shared copy-in");
     const BlockGroup g;
     auto level = [&](int l) {
         return SHARED ? tail_shared(ptrs, strides, sizes, first, last, l, shared) : tail_global(ptrs, strides, sizes, l);
@@ -429,11 +466,15 @@ __device__ __forceinline__ void block_tail(const unsigned long long* __restrict_
         }
         const TailLevel F = level(first);
         const float* b = TAIL_F(first, 1);
-        GROUP_RANGE(g, c, 0, F.m) F.b[c] = b[c];
+        GROUP_RANGE(g, c, 0, F.m)
+        {
+            F.b[c] = b[c];
+            if (FOLD && c < F.m_red) F.x[c] = first_red_of(b[c], F.diag[c]);
+        }
         __syncthreads();
         TAIL_STAMP(first, TAIL_COPY);
     }
-    for (int l = first; l < last; ++l) tail_down(g, level(l), level(l + 1), l + 1 < last);
+    for (int l = first; l < last; ++l) tail_down<FOLD>(g, level(l), level(l + 1), l + 1 < last);
     {  // mg_restrict_coarse_solve (mg_restrict_coarse_dense where the coarsest level's slot 6 holds G)
         const TailLevel C = level(last), F = level(last - 1);
         const float* dense = TAIL_F(last, 6);
@@ -497,15 +538,22 @@ extern "C" __global__ void __launch_bounds__(1024)
 // block, down and up by the whole cluster; levels first..last by its block 0 as
 // mg_tail_vcycle (SHARED: as mg_tail_vcycle_shared), the other blocks waiting at the
 // cluster's barrier.
-template <bool SHARED>
+template <bool SHARED, bool FOLD = false>
 __device__ __forceinline__ void cluster_tail(const unsigned long long* __restrict__ ptrs,
                                              const int* __restrict__ strides, int from, int first, int last,
                                              const int* __restrict__ sizes, float* shared)
 {
     const ClusterGroup g;
-    for (int l = from; l < first; ++l)
-        tail_down(g, tail_global(ptrs, strides, sizes, l), tail_global(ptrs, strides, sizes, l + 1), l + 1 < last);
-    if (blockIdx.x == 0) block_tail<SHARED>(ptrs, strides, first, last, sizes, shared);
+    if (FOLD) {  // level from's red first-sweep values (its b restricted by the launch before)
+        const TailLevel F = tail_global(ptrs, strides, sizes, from);
+        GROUP_RANGE(g, c, 0, F.m_red) F.x[c] = first_red_value(F.b, F.diag, c);
+        g.sync();
+        TAIL_STAMP(from, TAIL_RED);
+    }
+    for (int l = from; l < first; ++l)  // FOLD: the restriction into first writes its global x too (unread)
+        tail_down<FOLD>(g, tail_global(ptrs, strides, sizes, l), tail_global(ptrs, strides, sizes, l + 1),
+                        l + 1 < last);
+    if (blockIdx.x == 0) block_tail<SHARED, FOLD>(ptrs, strides, first, last, sizes, shared);
     g.sync();
     TAIL_STAMP(first, TAIL_COPY);
     for (int l = first - 1; l >= from; --l)
@@ -531,4 +579,27 @@ extern "C" __global__ void TAIL_CLUSTER_DIMS __launch_bounds__(1024)
     TAIL_SHARED_ARRAY(shared);
     TAIL_STAMP(0, TAIL_START);
     cluster_tail<true>(ptrs, strides, from, first, last, sizes, shared);
+}
+
+// The _shared tails with the first sweep in two passes (FOLD: first_red_of, black_first_value;
+// VOXFX_SPARSE_MG_TAIL_FOLD): the same values bit for bit.
+extern "C" __global__ void __launch_bounds__(1024)
+    mg_tail_vcycle_shared_fold(const unsigned long long* __restrict__ ptrs, const int* __restrict__ strides,
+                               int first, int last, const int* __restrict__ sizes, const int* __restrict__ state)
+{
+    if (state[S_STOPPED]) return;
+    TAIL_SHARED_ARRAY(shared);
+    TAIL_STAMP(0, TAIL_START);
+    block_tail<true, true>(ptrs, strides, first, last, sizes, shared);
+}
+
+extern "C" __global__ void TAIL_CLUSTER_DIMS __launch_bounds__(1024)
+    mg_tail_cluster_shared_fold(const unsigned long long* __restrict__ ptrs, const int* __restrict__ strides,
+                                int from, int first, int last, const int* __restrict__ sizes,
+                                const int* __restrict__ state)
+{
+    if (state[S_STOPPED]) return;
+    TAIL_SHARED_ARRAY(shared);
+    TAIL_STAMP(0, TAIL_START);
+    cluster_tail<true, true>(ptrs, strides, from, first, last, sizes, shared);
 }

@@ -156,6 +156,14 @@ _TAIL_CLUSTER = 8  # blocks of mg_tail_cluster's one cluster (the portable limit
 # set (a bench's variant) overrides VOXFX_SPARSE_MG_CLUSTER_BLOCKS.
 CLUSTER_BLOCKS_CHOICES = ("8", "16")
 CLUSTER_BLOCKS = None
+# The shared tails' first pre-smoothing sweep in two passes (issue 24, i24k1; the _fold kernels):
+# "1" the red unknowns' first-sweep values b/diag written where their b is (the restriction into
+# the level, the shared copy-in; a red pass on the cluster's first level), then the black ones
+# from x; "0" (default) first_sweep_value, each black unknown recomputing its six red neighbours
+# behind ~12 dependent loads (the profile's 6.1 / 5.2 / 4.3 µs first sweeps on levels 2 / 3 / 4).
+# The same values bit for bit (host harness); not measured on a device yet. Read when a solver
+# is built (``tail_fold``); TAIL_FOLD set overrides VOXFX_SPARSE_MG_TAIL_FOLD.
+TAIL_FOLD = None
 # CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED (the driver's CUfunction_attribute)
 NON_PORTABLE_CLUSTER_ATTRIBUTE = 14
 
@@ -165,6 +173,13 @@ def cluster_blocks() -> int:
     VOXFX_SPARSE_MG_CLUSTER_BLOCKS ("8")."""
     given = None if CLUSTER_BLOCKS is None else str(int(CLUSTER_BLOCKS))
     return int(env_choice("VOXFX_SPARSE_MG_CLUSTER_BLOCKS", CLUSTER_BLOCKS_CHOICES, given, default="8"))
+
+
+def tail_fold() -> bool:
+    """The shared tails' first sweep in two passes: ``TAIL_FOLD`` where set, else
+    VOXFX_SPARSE_MG_TAIL_FOLD ("0")."""
+    given = None if TAIL_FOLD is None else str(int(TAIL_FOLD))
+    return env_choice("VOXFX_SPARSE_MG_TAIL_FOLD", ("0", "1"), given, default="0") == "1"
 _COARSE_THREADS = 256
 
 
@@ -210,6 +225,7 @@ class VCycleLaunches:
 
     tail_shared = 0  # bytes of the one-block tail's shared memory (``_tail_shared_bytes``; 0: global vectors)
     cluster_blocks = _TAIL_CLUSTER  # blocks of the cluster tail's launch (``cluster_blocks()``)
+    tail_fold = False  # the shared tails' first sweep in two passes (``tail_fold()``; the _fold kernels)
     colour_grid = 1  # one-colour launches over stride / colour_grid threads
     brick_transfers = (False, False)  # (restriction into level 1, prolongation onto level 0) by bricks
     brick_suffix = "_bricks"  # their kernels: a thread an item, or "_bricks_shared" (a block a brick)
@@ -317,8 +333,10 @@ class VCycleLaunches:
 
     def _tail_kernel(self):
         """The tail's kernel: mg_tail_cluster (from ``cluster_from``) or mg_tail_vcycle, with its
-        vectors in shared memory (``tail_shared``: the _shared kernels) or not."""
-        return ("mg_tail_cluster" if self.cluster_from else "mg_tail_vcycle") + ("_shared" if self.tail_shared else "")
+        vectors in shared memory (``tail_shared``: the _shared kernels, with ``tail_fold`` the
+        _shared_fold ones) or not."""
+        shared = ("_shared" + ("_fold" if self.tail_fold else "")) if self.tail_shared else ""
+        return ("mg_tail_cluster" if self.cluster_from else "mg_tail_vcycle") + shared
 
     def _cluster_from(self, bound, capability):
         """mg_tail_cluster's first level, or None: the lowest level ≥ 1 above the tail's
