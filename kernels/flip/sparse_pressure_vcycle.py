@@ -134,6 +134,18 @@ sweep on level 0 alone, levels ≥ 1 two: +35% / +40% CG iterations on the dam b
 calls ``COLOUR_GRID`` 2: 232.2 µs against 235.7 / 235.8, its launches alone 39.6 µs (half the
 one-colour grids' empty blocks not dispatched): the default now.
 
+Where the tail's time goes (issue 24, i24k1; H100 80GB HBM3, 8M dam break, unknowns 15,510 /
+1,829 / 191 / 16 on levels 2–5; ``bench/flip_sparse_pcg_loop.py --tail-profile``, the kernel built
+with TAIL_PROFILE): 59.9 µs from its first barrier stamp to its last (72 by an event pair), of
+which the first pre-smoothing sweeps 15.7 µs (levels 2 / 3 / 4: 6.1 / 5.2 / 4.3), the restrictions
+13.2 (into level 5's 16 unknowns alone 4.2), the prolongations 7.5, G b 2.6, the shared copies and
+the cluster's hand-overs 3.1, the other 21 red / black / residual passes 17.7 — the passes that
+first touch a level's tables in an iteration, or chain their loads, not the passes' count or
+thread count. ``CLUSTER_BLOCKS`` 16 (a non-portable cluster: level 2 one unknown a thread a pass):
+the loop's iteration 233.2 → 231.5 µs, the row's pressure 3.998 → 4.112 ms (92 against 90 CG
+iterations over 8 substeps): kept selectable, default 8; level 3 in the 16-block cluster too:
+239.0 µs. ``TAIL_FOLD`` (the first sweep in two passes, module switch notes) is not measured yet.
+
 Over-relaxed sweeps (``sparse_multigrid.MG_OMEGA``, issue 24, i24m; the kernels compile ω in):
 the fused V-cycle then prolongs onto every unknown, not the red ones alone, since the
 over-relaxed black sweep after it reads the black values."""
@@ -151,9 +163,11 @@ _TAIL_CLUSTER = 8  # blocks of mg_tail_cluster's one cluster (the portable limit
 # Blocks of mg_tail_cluster's cluster (issue 24, i24k1): "8" (default, the portable limit) or
 # "16", a non-portable cluster (H100: up to 16 blocks of a GPC; the kernels compiled with
 # TAIL_CLUSTER 16, the attribute that allows it set): the cluster's levels (level 2 at 8M,
-# ~16k unknowns in 26,206) two unknowns a thread a pass become one. The same passes on the
-# same values: z bit for bit. Read when a solver is built (``cluster_blocks``); CLUSTER_BLOCKS
-# set (a bench's variant) overrides VOXFX_SPARSE_MG_CLUSTER_BLOCKS.
+# 15,510 unknowns) two unknowns a thread a pass become one. The same passes on the same values:
+# z bit for bit (host harness, GPU test). H100, 8M: the loop's iteration 233.2 → 231.5 µs, the
+# row's pressure not faster (module notes): not the default. Read when a solver is built
+# (``cluster_blocks``); CLUSTER_BLOCKS set (a bench's variant) overrides
+# VOXFX_SPARSE_MG_CLUSTER_BLOCKS.
 CLUSTER_BLOCKS_CHOICES = ("8", "16")
 CLUSTER_BLOCKS = None
 # The shared tails' first pre-smoothing sweep in two passes (issue 24, i24k1; the _fold kernels):

@@ -91,8 +91,10 @@ def test_gpu_cluster_of_16_blocks_gives_the_pressure_of_8_bit_for_bit(monkeypatc
 def test_gpu_tail_fold_gives_the_pressure_bit_for_bit(monkeypatch, scene):
     """VOXFX_SPARSE_MG_TAIL_FOLD 1 (sparse_pressure_vcycle.TAIL_FOLD: the shared tails' first sweep
     in two passes, the _shared_fold kernels): the same pressure, one block or a cluster."""
+    import cupy
+
     p0, s0, strides = _base(monkeypatch, scene)
-    hopper = int(__import__("cupy").cuda.Device().compute_capability) >= 90
+    hopper = int(cupy.cuda.Device().compute_capability) >= 90
     monkeypatch.setattr(sparse_pressure_vcycle, "TAIL_FOLD", True)
     for cluster in (0, 2 ** 30) if hopper else (0,):
         p, s, solver = _solve(monkeypatch, scene, strides[3], cluster)
