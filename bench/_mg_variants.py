@@ -22,8 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from voxfx.kernels.flip.pressure import MG_COARSE_SWEEPS, MG_MIN_SIDE, MG_SWEEPS
-from voxfx.kernels.flip.sparse_multigrid import (MG_OMEGA, PROLONG_WEIGHTS, RESTRICT_WEIGHTS, VCycle, gather_sum,
-                                                 sweep)
+from voxfx.kernels.flip.sparse_multigrid import (MG_OMEGA, PROLONG_WEIGHTS, RESTRICT_WEIGHTS, VCycle, dense_solve,
+                                                 gather_sum, sweep)
 
 _F32 = np.float32
 
@@ -190,6 +190,8 @@ class VariantVCycle(VCycle):
         L = self.levels[level]
         x = np.zeros_like(b)
         if level == len(self.levels) - 1:
+            if self.dense_mode and self.coarse_inverse is None:  # MG_DENSE (today's default "2")
+                return dense_solve(self.dense, b)
             if self.coarse_inverse is not None:
                 x[:L.m] = (self.coarse_inverse @ b[:L.m].astype(np.float64)).astype(np.float32)
                 return x

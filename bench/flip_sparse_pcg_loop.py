@@ -6,7 +6,7 @@ process, every variant on the same state in turn.
         [--repeats 5] [--replays 5] [--pace-rounds 1] [--substep-runs 4]
         [--variants plain:0:1 shared:1:1 shared-colour2:1:2 shared-launched:1:1:0]
 
-A variant is NAME:TAIL_SHARED:COLOUR_GRID[:CLUSTER_UNKNOWNS[:BRICK_TRANSFERS[:DENSE[:TAIL[:NBR]]]]]
+A variant is NAME:TAIL_SHARED:COLOUR_GRID[:CLUSTER_UNKNOWNS[:BRICK_TRANSFERS[:DENSE[:TAIL[:NBR[:BLOCKS[:FOLD]]]]]]]
 (``sparse_pressure_gpu.TAIL_SHARED``, the one-block tail's vectors in shared memory;
 ``COLOUR_GRID``, the one-colour launches over stride / COLOUR_GRID threads; ``CLUSTER_UNKNOWNS``,
 the cluster tail's bound, 0: those levels launch by launch, "-" or left out: the module's value
@@ -15,7 +15,10 @@ prolong, left out: the module's value at start; ``DENSE``, ``sparse_multigrid.MG
 coarsest level's solve: 0 the sweeps, 1 its dense inverse, 2 the last level dropped and the new
 coarsest's inverse, left out: the environment's; ``TAIL``, ``TAIL_UNKNOWNS``, the one-block tail's
 bound, left out: the module's value at start; ``NBR``, ``sparse_pressure_vcycle.NBR``, level 0's
-neighbours: table or bricks, left out: the environment's). Per substep, on its state before the
+neighbours: table or bricks, left out: the environment's; ``BLOCKS``, ``sparse_pressure_vcycle.CLUSTER_BLOCKS``,
+the cluster tail's blocks, 8 or 16, left out: the environment's; ``FOLD``, ``sparse_pressure_vcycle.TAIL_FOLD``,
+the shared tails' first sweep in two passes, 0 or 1, left out: the environment's). Per substep, on its state
+before the
 solve (the warm start's carried pressure put back before each solve, the tables built every
 solve as the profile bench does):
 
@@ -26,7 +29,11 @@ solve as the profile bench does):
   ``--pace-rounds`` rounds of the variants in turn (median and least); with ``--floor`` also
   the graph replayed with every kernel stopped at its first line (its launches alone);
 - ``kernels``: one iteration launched kernel by kernel, an event pair a launch (first substep);
-  with a dense coarsest level mg_dense_inverse's time (once a solve, in its start).
+  with a dense coarsest level mg_dense_inverse's time (once a solve, in its start);
+- ``--tail-profile R`` (issue 24, i24k1): the tail kernel's passes, from R iterations launched
+  kernel by kernel (the other kernels as in the loop, so the caches hold what they hold there)
+  with the tail compiled with TAIL_PROFILE (block 0's thread 0 stamps clock64 after each
+  barrier): per pass its level, kind and median cycles, µs by the kernel's %globaltimer span.
 
 Then ``--substep-runs`` whole substeps with the variants in turn each substep
 (``flip_sparse.timed_sparse_substep``), their stages' medians. These favour a round's later
@@ -71,12 +78,14 @@ def use(variant):
     _, shared, colour, *rest = variant.split(":")
     sparse_pressure_gpu.TAIL_SHARED = shared != "0"
     sparse_pressure_gpu.COLOUR_GRID = int(colour)
-    cluster, bricks, dense, tail, nbr = (rest + ["-"] * 5)[:5]
+    cluster, bricks, dense, tail, nbr, blocks, fold = (rest + ["-"] * 7)[:7]
     sparse_pressure_gpu.TAIL_UNKNOWNS = _TAIL if tail == "-" else int(tail)
     sparse_pressure_gpu.CLUSTER_UNKNOWNS = _CLUSTER if cluster == "-" else int(cluster)
     sparse_pressure_gpu.BRICK_TRANSFERS = _BRICKS if bricks == "-" else bricks
     sparse_multigrid.MG_DENSE = None if dense == "-" else int(dense)
     sparse_pressure_vcycle.NBR = None if nbr == "-" else nbr
+    sparse_pressure_vcycle.CLUSTER_BLOCKS = None if blocks == "-" else int(blocks)
+    sparse_pressure_vcycle.TAIL_FOLD = None if fold == "-" else fold != "0"
 
 
 def carried(grid, keep=None):
@@ -165,6 +174,91 @@ def iteration_kernels():
     return out
 
 
+_PASSES = ("start", "first sweep", "red", "black", "residual", "restrict", "prolong", "coarsest", "copy")
+
+
+def tail_profile(runs, length=256):
+    """Per stamp of the last solver's tail kernel (TAIL_PROFILE; module notes): (level, pass,
+    median cycles since the stamp before, median µs likewise by the kernel's %globaltimer span),
+    and the median span in µs; None without a tail."""
+    import cupy as cp
+
+    from voxfx.kernels import backend
+
+    solver = the_solver()
+    if not solver.tail:
+        return None
+    name = solver._tail_kernel()
+    base = solver._module(name)
+    options = base.options + (f"-DTAIL_PROFILE={length}",)
+    profiled = launch.Kernels(base.filename, options, base.threads)
+    kernel = profiled.get(name)
+    if solver.tail_shared:
+        kernel.max_dynamic_shared_size_bytes = solver.tail_shared
+    if solver.cluster_blocks > 8:
+        cp.cuda.driver.funcSetAttribute(kernel.kernel.ptr, sparse_pressure_vcycle.NON_PORTABLE_CLUSTER_ATTRIBUTE, 1)
+    module = backend.load_module(base.filename, options)
+    stamps = cp.ndarray((length, 3), cp.int64, module.get_global("tail_stamps"))
+    count = cp.ndarray((1,), cp.int32, module.get_global("tail_stamp_count"))
+    own = solver._module
+    solver._module = lambda n: profiled if n == name else own(n)
+    solver.state[1] = 0
+    solver.state[3] = 10 ** 8
+    solver.scalars[1] = -1.0
+    rows = []
+    try:
+        for _ in range(runs):
+            count[...] = 0
+            solver._iteration()
+            cp.cuda.Device().synchronize()
+            n = int(count.get()[0])
+            rows.append(cp.asnumpy(stamps[:n]))
+    finally:
+        del solver._module
+        solver.state[1] = 1
+    n = min(len(r) for r in rows)
+    cycles = np.median(np.array([np.diff(r[:n, 0]) for r in rows], float), axis=0)
+    span = np.median([(r[n - 1, 1] - r[0, 1]) * 1e-3 for r in rows])
+    per_cycle = span / max(cycles.sum(), 1.0)
+    codes = rows[0][1:n, 2]
+    return [(int(c) // 16, _PASSES[int(c) % 16], cy, cy * per_cycle) for c, cy in zip(codes, cycles)], span
+
+
+def safe_profile(variant, runs):
+    """tail_profile, or None printing why (a bench's instrument: the A/B goes on)."""
+    try:
+        return tail_profile(runs)
+    except Exception as e:  # noqa: BLE001
+        print(f"tail profile of {variant} failed: {type(e).__name__}: {e}", flush=True)
+        return None
+
+
+def print_profile(variant, profile):
+    if profile is None:
+        print(f"  {variant}: no tail")
+        return
+    rows, span = profile
+    print(f"  {variant}: span {span:.1f} µs in {len(rows)} passes (block 0's thread 0, clock64 → µs by the span)")
+    by_level = defaultdict(float)
+    for level, _, _, us in rows:
+        by_level[level] += us
+    print("    per level (the passes ending there, µs): "
+          + ", ".join(f"{lv} {us:.1f}" for lv, us in sorted(by_level.items())))
+    print("    passes: " + "; ".join(f"{lv}:{kind} {us:.2f}" for lv, kind, _, us in rows))
+
+
+def print_kernels(kernels, profiles):
+    print("\none iteration kernel by kernel (event pair a launch, first substep): kernel ms (launches)")
+    for variant, k in kernels.items():
+        total = sum(ms for ms, _ in k.values())
+        print(f"  {variant}: total {total:.3f} ms in {sum(n for _, n in k.values())} launches; "
+              + ", ".join(f"{name} {ms:.3f} ({n})" for name, (ms, n) in sorted(k.items(), key=lambda kv: -kv[1][0])))
+    if profiles:
+        print("\nthe tail's passes (first substep; level:pass µs, each ending at its barrier)")
+        for variant, profile in profiles.items():
+            print_profile(variant, profile)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=256)
@@ -176,6 +270,7 @@ def main():
     ap.add_argument("--substep-runs", type=int, default=4)
     ap.add_argument("--pace-rounds", type=int, default=1, help="rounds of the loop's pace, the variants in turn")
     ap.add_argument("--floor", action="store_true", help="also the loop's pace with every kernel stopped at once")
+    ap.add_argument("--tail-profile", type=int, default=0, help="iterations of the tail's pass profile per variant")
     ap.add_argument("--variants", nargs="+", default=["plain:0:1", "shared:1:1", "shared-colour2:1:2",
                                                       "shared-colour4:1:4"])
     args = ap.parse_args()
@@ -199,7 +294,7 @@ def main():
         sparse_pressure.carry(sim.grid, p)
         after_pressure(sim, dt, old, p)
     rows = {variant: defaultdict(list) for variant in args.variants}
-    kernels = {}
+    kernels, profiles = {}, {}
     for step in range(args.substeps):
         old = before_pressure(sim, dt)
         keep = carried(sim.grid)
@@ -225,6 +320,8 @@ def main():
                 rows[variant]["floor/it"].append(loop_pace(args.replays, stopped=True)[0])
             if step == 0 and variant not in kernels:
                 kernels[variant] = iteration_kernels()
+            if step == 0 and args.tail_profile and variant not in profiles:
+                profiles[variant] = safe_profile(variant, args.tail_profile)
         use(args.variants[-1])
         _, p, _ = solve(sim, dt, keep)
         sparse_pressure.carry(sim.grid, p)
@@ -232,7 +329,8 @@ def main():
     solver = the_solver()
     print(f"{args.n}³, {len(sim.pos):,} particles, {sim.grid.brick_count()} bricks, {sim.fluid_cell_count():,} fluid "
           f"cells; strides {solver.strides}, tail {solver.tail[0] if solver.tail else None}, cluster from "
-          f"{solver.cluster_from}, tail shared {solver.tail_shared} B")
+          f"{solver.cluster_from} ({solver.cluster_blocks} blocks), tail shared {solver.tail_shared} B; sizes "
+          f"{solver.sizes.get().tolist()}")
     print("\nvariant | solve ms (median) | loop ms an iteration (median, min) | CG iterations | max |dp| | same bits | "
           "loop ran | levels")
     for variant, r in rows.items():
@@ -241,11 +339,7 @@ def main():
               f"{sorted(set(r['iterations']))} | {max(r['max |dp|']):.3g} | {all(r['same bits'])} | "
               f"{all(r['loop ran'])} | {sorted(set(r['levels']))}"
               + (f" | launches alone {np.median(r['floor/it']) * 1e3:.1f} µs" if r["floor/it"] else ""))
-    print("\none iteration kernel by kernel (event pair a launch, first substep): kernel ms (launches)")
-    for variant, k in kernels.items():
-        total = sum(ms for ms, _ in k.values())
-        print(f"  {variant}: total {total:.3f} ms in {sum(n for _, n in k.values())} launches; "
-              + ", ".join(f"{name} {ms:.3f} ({n})" for name, (ms, n) in sorted(k.items(), key=lambda kv: -kv[1][0])))
+    print_kernels(kernels, profiles)
     if args.substep_runs:
         ev, sub = [cp.cuda.Event() for _ in range(6)], [cp.cuda.Event() for _ in range(6)]
         stages = defaultdict(list)

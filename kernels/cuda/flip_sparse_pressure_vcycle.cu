@@ -236,6 +236,39 @@ extern "C" __global__ void mg_restrict_coarse_dense(const float* __restrict__ rf
 #define TAIL_I(l, k) ((const int*)ptrs[TAIL_PTRS * (l) + (k)])
 #define GROUP_RANGE(g, c, lo, hi) for (int c = (lo) + (g).rank(); c < (hi); c += (g).size())
 
+// The tail's pass profile (issue 24, i24k1; bench/flip_sparse_pcg_loop.py --tail-profile compiles
+// the module with -DTAIL_PROFILE=n): block 0's thread 0 stamps clock64 and %globaltimer after
+// each barrier with a code, level·16 + the pass (TAIL_* below), into tail_stamps (up to n).
+// Without the define no stamp is compiled: the kernels' code is today's.
+#define TAIL_START 0    // the kernel's start
+#define TAIL_FIRST 1    // the first pre-smoothing sweep (from x = 0)
+#define TAIL_RED 2      // a red pass
+#define TAIL_BLACK 3    // a black pass (on the way down: the last with the black residuals)
+#define TAIL_RESID 4    // the (red) residuals
+#define TAIL_RESTRICT 5 // the restriction into the level
+#define TAIL_PROLONG 6  // the prolongation onto the level
+#define TAIL_COARSE 7   // the coarsest level's solve
+#define TAIL_COPY 8     // the shared tail's copies in or out, the cluster's hand-over to block 0
+#ifdef TAIL_PROFILE
+__device__ long long tail_stamps[3 * TAIL_PROFILE];  // per stamp: clock64, %globaltimer, code
+__device__ int tail_stamp_count;
+__device__ __forceinline__ void tail_stamp(int level, int pass)
+{
+    if (blockIdx.x != 0 || threadIdx.x != 0) return;
+    const int i = tail_stamp_count;
+    if (i >= TAIL_PROFILE) return;
+    unsigned long long ns;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns));
+    tail_stamps[3 * i] = clock64();
+    tail_stamps[3 * i + 1] = (long long)ns;
+    tail_stamps[3 * i + 2] = level * 16 + pass;
+    tail_stamp_count = i + 1;
+}
+#define TAIL_STAMP(level, pass) tail_stamp(level, pass)
+#else
+#define TAIL_STAMP(level, pass) ((void)0)
+#endif
+
 struct BlockGroup {  // one block
     __device__ int rank() const { return (int)threadIdx.x; }
     __device__ int size() const { return (int)blockDim.x; }
@@ -268,6 +301,7 @@ struct TailLevel {
     const int *nbr, *up, *down;
     const float* diag;
     int stride, m_red, m;
+    int level;  // its index (the profile's stamps)
 };
 
 __device__ __forceinline__ TailLevel tail_global(const unsigned long long* __restrict__ ptrs,
@@ -284,24 +318,58 @@ __device__ __forceinline__ TailLevel tail_global(const unsigned long long* __res
     L.stride = strides[l];
     L.m_red = sizes[2 * l];
     L.m = sizes[2 * l + 1];
+    L.level = l;
     return L;
+}
+
+// The tails' first sweep in two passes (FOLD: the _fold kernels, VOXFX_SPARSE_MG_TAIL_FOLD;
+// issue 24, i24k1): the red unknowns' first-sweep values b/diag written where their b is
+// (first_red_of: by the restriction into the level, the shared tail's copy-in, or a red pass),
+// then the black ones from x as a sweep does (black_first_value), the red neighbours' x at
+// their first-sweep values and the sentinel's 0 — first_sweep_value's terms added in its order,
+// so the same values bit for bit. first_sweep_value recomputes each black unknown's six red
+// neighbours, its loads behind the divides before them (the IEEE divide's slow-path branch:
+// sm_90 SASS loads a neighbour's b and diag only after the previous divide), ~12 dependent
+// global loads in a row: the tail's first sweeps took 6.1 / 5.2 / 4.3 µs on levels 2 / 3 / 4
+// against 1.9 / 0.9 / 0.6 µs for the red pass after them (H100, 8M dam break,
+// bench/flip_sparse_pcg_loop.py --tail-profile).
+__device__ __forceinline__ float first_red_of(float bc, float dc)
+{
+    const float g = bc / dc;
+    return MG_OMEGA == 1.0f ? g : relaxed(0.0f, g);
+}
+
+__device__ __forceinline__ float black_first_value(const float* __restrict__ x, const float* __restrict__ b,
+                                                   const int* __restrict__ nbr, const float* __restrict__ diag,
+                                                   int stride, int c)
+{
+    const float g = gs_value(x, b, nbr, diag, stride, c);
+    return MG_OMEGA == 1.0f ? g : relaxed(0.0f, g);
 }
 
 // Level l on the way down (l < last): pre-smoothing (mg_smooth_first, the sweeps, the last
 // black one with the black residuals: mg_smooth_black_residual), the residual
 // (mg_residual), the restriction into C, level l + 1 (mg_restrict), unless C is the coarsest.
-template <class Group>
+// FOLD: on entry the red unknowns' x hold their first-sweep values; the first sweep's pass is
+// the black one (black_first_value), the restriction writes C's red first-sweep values too.
+template <bool FOLD, class Group>
 __device__ __forceinline__ void tail_down(const Group& g, const TailLevel& L, const TailLevel& C, bool restrict_next)
 {
     float *x = L.x, *b = L.b, *r = L.r;
     const int* nbr = L.nbr;
     const float* diag = L.diag;
     const int stride = L.stride, m_red = L.m_red, m = L.m;
-    GROUP_RANGE(g, c, 0, m) x[c] = first_sweep_value(b, nbr, diag, stride, m_red, c);  // mg_smooth_first
+    if (FOLD) {
+        GROUP_RANGE(g, c, m_red, m) x[c] = black_first_value(x, b, nbr, diag, stride, c);
+    } else {
+        GROUP_RANGE(g, c, 0, m) x[c] = first_sweep_value(b, nbr, diag, stride, m_red, c);  // mg_smooth_first
+    }
     g.sync();
+    TAIL_STAMP(L.level, TAIL_FIRST);
     for (int sweep = 1; sweep < MG_SWEEPS; ++sweep) {
         GROUP_RANGE(g, c, 0, m_red) x[c] = smooth_value(x, b, nbr, diag, stride, c);
         g.sync();
+        TAIL_STAMP(L.level, TAIL_RED);
         if (sweep < MG_SWEEPS - 1) {
             GROUP_RANGE(g, c, m_red, m) x[c] = smooth_value(x, b, nbr, diag, stride, c);
         } else {  // mg_smooth_black_residual
@@ -315,12 +383,20 @@ __device__ __forceinline__ void tail_down(const Group& g, const TailLevel& L, co
             }
         }
         g.sync();
+        TAIL_STAMP(L.level, TAIL_BLACK);
     }
     GROUP_RANGE(g, c, 0, MG_SWEEPS == 1 ? m : m_red) r[c] = residual_value(x, b, nbr, diag, stride, c);
     g.sync();
+    TAIL_STAMP(L.level, TAIL_RESID);
     if (restrict_next) {  // mg_restrict into l + 1
-        GROUP_RANGE(g, c, 0, C.m) C.b[c] = restrict_value(r, L.down, C.stride, c);
+        GROUP_RANGE(g, c, 0, C.m)
+        {
+            const float v = restrict_value(r, L.down, C.stride, c);
+            C.b[c] = v;
+            if (FOLD && c < C.m_red) C.x[c] = first_red_of(v, C.diag[c]);
+        }
         g.sync();
+        TAIL_STAMP(C.level, TAIL_RESTRICT);
     }
 }
 
@@ -336,11 +412,14 @@ __device__ __forceinline__ void tail_up(const Group& g, const TailLevel& L, cons
     const int stride = L.stride, m_red = L.m_red, m = L.m;
     GROUP_RANGE(g, f, 0, MG_OMEGA == 1.0f ? m_red : m) x[f] = x[f] + prolong_value(xc, L.up, stride, f);
     g.sync();
+    TAIL_STAMP(L.level, TAIL_PROLONG);
     for (int sweep = 0; sweep < MG_SWEEPS; ++sweep) {
         GROUP_RANGE(g, c, m_red, m) x[c] = smooth_value(x, b, nbr, diag, stride, c);
         g.sync();
+        TAIL_STAMP(L.level, TAIL_BLACK);
         GROUP_RANGE(g, c, 0, m_red) x[c] = smooth_value(x, b, nbr, diag, stride, c);
         g.sync();
+        TAIL_STAMP(L.level, TAIL_RED);
     }
 }
 
@@ -367,10 +446,11 @@ __device__ __forceinline__ TailLevel tail_shared(const unsigned long long* __res
 // same passes in the same order, so the same values bit for bit): level first's b copied in,
 // every level's sentinels set to 0 (what the global buffers hold there), level first's x
 // copied out at the end.
-template <bool SHARED>
+template <bool SHARED, bool FOLD = false>
 __device__ __forceinline__ void block_tail(const unsigned long long* __restrict__ ptrs, const int* __restrict__ strides,
                                            int first, int last, const int* __restrict__ sizes, float* shared)
 {
+    static_assert(SHARED || !FOLD, "FOLD writes level first's red x in the shared copy-in");
     const BlockGroup g;
     auto level = [&](int l) {
         return SHARED ? tail_shared(ptrs, strides, sizes, first, last, l, shared) : tail_global(ptrs, strides, sizes, l);
@@ -386,10 +466,15 @@ __device__ __forceinline__ void block_tail(const unsigned long long* __restrict_
         }
         const TailLevel F = level(first);
         const float* b = TAIL_F(first, 1);
-        GROUP_RANGE(g, c, 0, F.m) F.b[c] = b[c];
+        GROUP_RANGE(g, c, 0, F.m)
+        {
+            F.b[c] = b[c];
+            if (FOLD && c < F.m_red) F.x[c] = first_red_of(b[c], F.diag[c]);
+        }
         __syncthreads();
+        TAIL_STAMP(first, TAIL_COPY);
     }
-    for (int l = first; l < last; ++l) tail_down(g, level(l), level(l + 1), l + 1 < last);
+    for (int l = first; l < last; ++l) tail_down<FOLD>(g, level(l), level(l + 1), l + 1 < last);
     {  // mg_restrict_coarse_solve (mg_restrict_coarse_dense where the coarsest level's slot 6 holds G)
         const TailLevel C = level(last), F = level(last - 1);
         const float* dense = TAIL_F(last, 6);
@@ -399,18 +484,21 @@ __device__ __forceinline__ void block_tail(const unsigned long long* __restrict_
             if (!dense) C.x[c] = 0.0f;
         }
         __syncthreads();
+        TAIL_STAMP(last, TAIL_RESTRICT);
         if (dense) {
             block_dense_solve(C.x, C.b, dense, C.stride, C.m);
             __syncthreads();
         } else {
             block_coarse_sweeps(C.x, C.b, C.nbr, C.diag, C.stride, C.m_red, C.m);
         }
+        TAIL_STAMP(last, TAIL_COARSE);
     }
     for (int l = last - 1; l >= first; --l) tail_up(g, level(l), level(l + 1).x);
     if (SHARED) {  // tail_up ended with a barrier
         const TailLevel F = level(first);
         float* x = TAIL_F(first, 0);
         GROUP_RANGE(g, c, 0, F.m) x[c] = F.x[c];
+        TAIL_STAMP(first, TAIL_COPY);  // thread 0's copies alone (no barrier follows)
     }
 }
 
@@ -429,6 +517,7 @@ extern "C" __global__ void __launch_bounds__(1024) mg_tail_vcycle(const unsigned
                                                                   const int* __restrict__ state)
 {
     if (state[S_STOPPED]) return;
+    TAIL_STAMP(0, TAIL_START);
     block_tail<false>(ptrs, strides, first, last, sizes, nullptr);
 }
 
@@ -440,6 +529,7 @@ extern "C" __global__ void __launch_bounds__(1024)
 {
     if (state[S_STOPPED]) return;
     TAIL_SHARED_ARRAY(shared);
+    TAIL_STAMP(0, TAIL_START);
     block_tail<true>(ptrs, strides, first, last, sizes, shared);
 }
 
@@ -448,16 +538,24 @@ extern "C" __global__ void __launch_bounds__(1024)
 // block, down and up by the whole cluster; levels first..last by its block 0 as
 // mg_tail_vcycle (SHARED: as mg_tail_vcycle_shared), the other blocks waiting at the
 // cluster's barrier.
-template <bool SHARED>
+template <bool SHARED, bool FOLD = false>
 __device__ __forceinline__ void cluster_tail(const unsigned long long* __restrict__ ptrs,
                                              const int* __restrict__ strides, int from, int first, int last,
                                              const int* __restrict__ sizes, float* shared)
 {
     const ClusterGroup g;
-    for (int l = from; l < first; ++l)
-        tail_down(g, tail_global(ptrs, strides, sizes, l), tail_global(ptrs, strides, sizes, l + 1), l + 1 < last);
-    if (blockIdx.x == 0) block_tail<SHARED>(ptrs, strides, first, last, sizes, shared);
+    if (FOLD) {  // level from's red first-sweep values (its b restricted by the launch before)
+        const TailLevel F = tail_global(ptrs, strides, sizes, from);
+        GROUP_RANGE(g, c, 0, F.m_red) F.x[c] = first_red_value(F.b, F.diag, c);
+        g.sync();
+        TAIL_STAMP(from, TAIL_RED);
+    }
+    for (int l = from; l < first; ++l)  // FOLD: the restriction into first writes its global x too (unread)
+        tail_down<FOLD>(g, tail_global(ptrs, strides, sizes, l), tail_global(ptrs, strides, sizes, l + 1),
+                        l + 1 < last);
+    if (blockIdx.x == 0) block_tail<SHARED, FOLD>(ptrs, strides, first, last, sizes, shared);
     g.sync();
+    TAIL_STAMP(first, TAIL_COPY);
     for (int l = first - 1; l >= from; --l)
         tail_up(g, tail_global(ptrs, strides, sizes, l), tail_global(ptrs, strides, sizes, l + 1).x);
 }
@@ -467,6 +565,7 @@ extern "C" __global__ void TAIL_CLUSTER_DIMS __launch_bounds__(1024)
                     int last, const int* __restrict__ sizes, const int* __restrict__ state)
 {
     if (state[S_STOPPED]) return;  // the same for every block: none waits at a barrier for another
+    TAIL_STAMP(0, TAIL_START);
     cluster_tail<false>(ptrs, strides, from, first, last, sizes, nullptr);
 }
 
@@ -478,5 +577,29 @@ extern "C" __global__ void TAIL_CLUSTER_DIMS __launch_bounds__(1024)
 {
     if (state[S_STOPPED]) return;
     TAIL_SHARED_ARRAY(shared);
+    TAIL_STAMP(0, TAIL_START);
     cluster_tail<true>(ptrs, strides, from, first, last, sizes, shared);
+}
+
+// The _shared tails with the first sweep in two passes (FOLD: first_red_of, black_first_value;
+// VOXFX_SPARSE_MG_TAIL_FOLD): the same values bit for bit.
+extern "C" __global__ void __launch_bounds__(1024)
+    mg_tail_vcycle_shared_fold(const unsigned long long* __restrict__ ptrs, const int* __restrict__ strides,
+                               int first, int last, const int* __restrict__ sizes, const int* __restrict__ state)
+{
+    if (state[S_STOPPED]) return;
+    TAIL_SHARED_ARRAY(shared);
+    TAIL_STAMP(0, TAIL_START);
+    block_tail<true, true>(ptrs, strides, first, last, sizes, shared);
+}
+
+extern "C" __global__ void TAIL_CLUSTER_DIMS __launch_bounds__(1024)
+    mg_tail_cluster_shared_fold(const unsigned long long* __restrict__ ptrs, const int* __restrict__ strides,
+                                int from, int first, int last, const int* __restrict__ sizes,
+                                const int* __restrict__ state)
+{
+    if (state[S_STOPPED]) return;
+    TAIL_SHARED_ARRAY(shared);
+    TAIL_STAMP(0, TAIL_START);
+    cluster_tail<true, true>(ptrs, strides, from, first, last, sizes, shared);
 }

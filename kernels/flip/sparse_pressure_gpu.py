@@ -43,7 +43,8 @@ from ..grid.launch import THREADS, GraphLoop, Kernels
 from .pressure import MG_COARSE_SWEEPS, MG_SWEEPS
 from .sparse_multigrid import KEY_BITS, MG_OMEGA
 from .sparse_pressure_buffers import BufferLoads, _Buffers, carve, grown_strides, solver_memory_bytes
-from .sparse_pressure_vcycle import _TAIL_CLUSTER, VCycleLaunches, nbr_choice
+from .sparse_pressure_vcycle import (NON_PORTABLE_CLUSTER_ATTRIBUTE, _TAIL_CLUSTER, VCycleLaunches, cluster_blocks,
+                                     nbr_choice, tail_fold)
 from .pressure_gpu import (_D_ALPHA, _D_BB, _D_BETA, _D_RR, _D_RZ, _D_THRESH, _MAX_BLOCKS, _S_CONVERGED, _S_IT,
                            _S_STOPPED, run_blocks)
 from .pressure_gpu import _K as _DENSE  # finish_init, finish_alpha, finish_beta
@@ -61,6 +62,8 @@ _DEFINES = {
 _K = Kernels(_CU, ("--fmad=false",), THREADS, defines=_DEFINES)  # PCG, labels, tables
 _MG = Kernels("flip_sparse_pressure_vcycle.cu", ("--fmad=false",), THREADS,  # the V-cycle
               defines={**_DEFINES, "TAIL_CLUSTER": _TAIL_CLUSTER})
+_MG16 = Kernels("flip_sparse_pressure_vcycle.cu", ("--fmad=false",), THREADS,  # the cluster tail of 16 blocks
+                defines={**_DEFINES, "TAIL_CLUSTER": 16})
 _MGB = Kernels("flip_sparse_pressure_vcycle_bricks.cu", ("--fmad=false",), THREADS, defines=_DEFINES)  # *_bricks
 _NB = Kernels("flip_sparse_pressure_level0.cu", ("--fmad=false",), THREADS, defines=_DEFINES)  # *_nb (NBR)
 _LOOP_KERNELS = ("cg_init", "cg_init_warm", "finish_init_warm", "cg_warm_select",
@@ -69,7 +72,6 @@ _VCYCLE_KERNELS = ("mg_smooth", "mg_residual", "mg_restrict", "mg_prolong_add", 
                    "mg_smooth_red_dot", "mg_restrict_coarse_solve", "mg_smooth_black_residual", "mg_tail_vcycle",
                    "mg_smooth_first2", "mg_tail_vcycle_shared", "mg_dense_inverse", "mg_coarse_dense",
                    "mg_restrict_coarse_dense")
-_CLUSTER_KERNELS = ("mg_tail_cluster", "mg_tail_cluster_shared")  # compute capability 9.0 on (CLUSTER_UNKNOWNS)
 # The V-cycle's launches: "fused" (default) folds the first pre-smoothing sweep's two colours
 # into one launch, the black residuals into the last pre-smoothing sweep, the coarsest level's
 # restriction into its solve and r·z into level 0's last sweep, and prolongs onto the red
@@ -222,14 +224,18 @@ class SparsePressureSolverGPU(VCycleLaunches, BufferLoads):
         self._dense_setup(dense if preconditioner == "mg" and last else 0, limit)  # the VCycle's dense_mode
         self.tail = self._tail_table(TAIL_UNKNOWNS) if preconditioner == "mg" and self.vcycle == "fused" else None
         self.cluster_from = self._cluster_from(CLUSTER_UNKNOWNS, int(cp.cuda.Device().compute_capability))
+        self.cluster_blocks = cluster_blocks() if self.cluster_from else _TAIL_CLUSTER
         self.first2 = self._first2_levels(FIRST2_UNKNOWNS if self.vcycle == "fused" else 0)
         self.tail_shared = self._tail_shared_bytes(TAIL_SHARED, limit)
+        self.tail_fold = bool(self.tail_shared) and tail_fold()
         self.colour_grid = max(1, COLOUR_GRID)
         self._brick_setup(BRICK_TRANSFERS, _MGB, nbr == "bricks", _NB)
         _K.load(*_LOOP_KERNELS)  # compile and load before any capture
-        _MG.load(*_VCYCLE_KERNELS, *(_CLUSTER_KERNELS if self.cluster_from else ()))
+        _MG.load(*_VCYCLE_KERNELS)
         if self.tail:  # above 48 KiB a kernel must ask for its dynamic shared memory
-            kernel = _MG.get(self._tail_kernel())
+            kernel = self._module(self._tail_kernel()).get(self._tail_kernel())
+            if self.cluster_blocks > 8:  # beyond the portable cluster size: allowed per kernel
+                cp.cuda.driver.funcSetAttribute(kernel.kernel.ptr, NON_PORTABLE_CLUSTER_ATTRIBUTE, 1)
             if self.tail_shared and kernel.max_dynamic_shared_size_bytes < self.tail_shared:
                 kernel.max_dynamic_shared_size_bytes = self.tail_shared
         if self.dense_shared:
@@ -269,8 +275,14 @@ class SparsePressureSolverGPU(VCycleLaunches, BufferLoads):
     def _reduce(self, name, args):
         _module(name).launch_grid(name, (self.red_blocks,), (THREADS,), args)
 
+    def _module(self, name):
+        """The kernels holding *name*: ``_module``'s, the cluster tail's of 16 blocks from _MG16."""
+        if name.startswith("mg_tail_cluster") and self.cluster_blocks != _TAIL_CLUSTER:
+            return _MG16
+        return _module(name)
+
     def _one(self, name, grid, block, args, shared_mem=0):
-        _module(name).launch_grid(name, grid, block, args, shared_mem)
+        self._module(name).launch_grid(name, grid, block, args, shared_mem)
 
     def _finish(self, name, args):
         _DENSE.launch_grid(name, (1,), (1024,), args)
@@ -434,7 +446,8 @@ def _solver(needs, preconditioner, check_every, levels=None, dense=0):
     generation = getattr(levels[0], "ws_generation", None) if PERSIST and levels else None
     nbr = nbr_choice()
     key = (len(needs), preconditioner, int(check_every), VCYCLE, TAIL_UNKNOWNS, CLUSTER_UNKNOWNS, FIRST2_UNKNOWNS,
-           TAIL_SHARED, COLOUR_GRID, BRICK_TRANSFERS, nbr, int(dense), PERSIST, cp.cuda.Device().id, generation)
+           TAIL_SHARED, COLOUR_GRID, BRICK_TRANSFERS, nbr, int(dense), cluster_blocks(), tail_fold(), PERSIST,
+           cp.cuda.Device().id, generation)
     solver = _solvers.pop(key, None)
     if solver is None or not solver.fits(needs):
         old, guess = (None, 0) if solver is None else (solver.strides, solver.last_iterations)

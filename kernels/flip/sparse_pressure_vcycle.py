@@ -134,6 +134,18 @@ sweep on level 0 alone, levels ≥ 1 two: +35% / +40% CG iterations on the dam b
 calls ``COLOUR_GRID`` 2: 232.2 µs against 235.7 / 235.8, its launches alone 39.6 µs (half the
 one-colour grids' empty blocks not dispatched): the default now.
 
+Where the tail's time goes (issue 24, i24k1; H100 80GB HBM3, 8M dam break, unknowns 15,510 /
+1,829 / 191 / 16 on levels 2–5; ``bench/flip_sparse_pcg_loop.py --tail-profile``, the kernel built
+with TAIL_PROFILE): 59.9 µs from its first barrier stamp to its last (72 by an event pair), of
+which the first pre-smoothing sweeps 15.7 µs (levels 2 / 3 / 4: 6.1 / 5.2 / 4.3), the restrictions
+13.2 (into level 5's 16 unknowns alone 4.2), the prolongations 7.5, G b 2.6, the shared copies and
+the cluster's hand-overs 3.1, the other 21 red / black / residual passes 17.7 — the passes that
+first touch a level's tables in an iteration, or chain their loads, not the passes' count or
+thread count. ``CLUSTER_BLOCKS`` 16 (a non-portable cluster: level 2 one unknown a thread a pass):
+the loop's iteration 233.2 → 231.5 µs, the row's pressure 3.998 → 4.112 ms (92 against 90 CG
+iterations over 8 substeps): kept selectable, default 8; level 3 in the 16-block cluster too:
+239.0 µs. ``TAIL_FOLD`` (the first sweep in two passes, module switch notes) is not measured yet.
+
 Over-relaxed sweeps (``sparse_multigrid.MG_OMEGA``, issue 24, i24m; the kernels compile ω in):
 the fused V-cycle then prolongs onto every unknown, not the red ones alone, since the
 over-relaxed black sweep after it reads the black values."""
@@ -148,6 +160,40 @@ from .sparse_multigrid import MG_OMEGA
 
 _TAIL_THREADS = 1024
 _TAIL_CLUSTER = 8  # blocks of mg_tail_cluster's one cluster (the portable limit)
+# Blocks of mg_tail_cluster's cluster (issue 24, i24k1): "8" (default, the portable limit) or
+# "16", a non-portable cluster (H100: up to 16 blocks of a GPC; the kernels compiled with
+# TAIL_CLUSTER 16, the attribute that allows it set): the cluster's levels (level 2 at 8M,
+# 15,510 unknowns) two unknowns a thread a pass become one. The same passes on the same values:
+# z bit for bit (host harness, GPU test). H100, 8M: the loop's iteration 233.2 → 231.5 µs, the
+# row's pressure not faster (module notes): not the default. Read when a solver is built
+# (``cluster_blocks``); CLUSTER_BLOCKS set (a bench's variant) overrides
+# VOXFX_SPARSE_MG_CLUSTER_BLOCKS.
+CLUSTER_BLOCKS_CHOICES = ("8", "16")
+CLUSTER_BLOCKS = None
+# The shared tails' first pre-smoothing sweep in two passes (issue 24, i24k1; the _fold kernels):
+# "1" the red unknowns' first-sweep values b/diag written where their b is (the restriction into
+# the level, the shared copy-in; a red pass on the cluster's first level), then the black ones
+# from x; "0" (default) first_sweep_value, each black unknown recomputing its six red neighbours
+# behind ~12 dependent loads (the profile's 6.1 / 5.2 / 4.3 µs first sweeps on levels 2 / 3 / 4).
+# The same values bit for bit (host harness); not measured on a device yet. Read when a solver
+# is built (``tail_fold``); TAIL_FOLD set overrides VOXFX_SPARSE_MG_TAIL_FOLD.
+TAIL_FOLD = None
+# CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED (the driver's CUfunction_attribute)
+NON_PORTABLE_CLUSTER_ATTRIBUTE = 14
+
+
+def cluster_blocks() -> int:
+    """Blocks of the cluster tail's cluster: ``CLUSTER_BLOCKS`` where set, else
+    VOXFX_SPARSE_MG_CLUSTER_BLOCKS ("8")."""
+    given = None if CLUSTER_BLOCKS is None else str(int(CLUSTER_BLOCKS))
+    return int(env_choice("VOXFX_SPARSE_MG_CLUSTER_BLOCKS", CLUSTER_BLOCKS_CHOICES, given, default="8"))
+
+
+def tail_fold() -> bool:
+    """The shared tails' first sweep in two passes: ``TAIL_FOLD`` where set, else
+    VOXFX_SPARSE_MG_TAIL_FOLD ("0")."""
+    given = None if TAIL_FOLD is None else str(int(TAIL_FOLD))
+    return env_choice("VOXFX_SPARSE_MG_TAIL_FOLD", ("0", "1"), given, default="0") == "1"
 _COARSE_THREADS = 256
 
 
@@ -192,6 +238,8 @@ class VCycleLaunches:
     dense_shared = 0  # bytes of mg_dense_inverse's dynamic shared memory (0 with a global scratch)
 
     tail_shared = 0  # bytes of the one-block tail's shared memory (``_tail_shared_bytes``; 0: global vectors)
+    cluster_blocks = _TAIL_CLUSTER  # blocks of the cluster tail's launch (``cluster_blocks()``)
+    tail_fold = False  # the shared tails' first sweep in two passes (``tail_fold()``; the _fold kernels)
     colour_grid = 1  # one-colour launches over stride / colour_grid threads
     brick_transfers = (False, False)  # (restriction into level 1, prolongation onto level 0) by bricks
     brick_suffix = "_bricks"  # their kernels: a thread an item, or "_bricks_shared" (a block a brick)
@@ -299,8 +347,10 @@ class VCycleLaunches:
 
     def _tail_kernel(self):
         """The tail's kernel: mg_tail_cluster (from ``cluster_from``) or mg_tail_vcycle, with its
-        vectors in shared memory (``tail_shared``: the _shared kernels) or not."""
-        return ("mg_tail_cluster" if self.cluster_from else "mg_tail_vcycle") + ("_shared" if self.tail_shared else "")
+        vectors in shared memory (``tail_shared``: the _shared kernels, with ``tail_fold`` the
+        _shared_fold ones) or not."""
+        shared = ("_shared" + ("_fold" if self.tail_fold else "")) if self.tail_shared else ""
+        return ("mg_tail_cluster" if self.cluster_from else "mg_tail_vcycle") + shared
 
     def _cluster_from(self, bound, capability):
         """mg_tail_cluster's first level, or None: the lowest level ≥ 1 above the tail's
@@ -400,7 +450,7 @@ class VCycleLaunches:
         if self.tail:
             _, table, strides = self.tail
             if self.cluster_from:
-                self._one(self._tail_kernel(), (_TAIL_CLUSTER,), (_TAIL_THREADS,), (
+                self._one(self._tail_kernel(), (self.cluster_blocks,), (_TAIL_THREADS,), (
                     table, strides, np.int32(lead), np.int32(first), np.int32(last), self.sizes, self.state),
                     self.tail_shared)
             else:

@@ -14,7 +14,7 @@ from tests.gpu.test_flip_sparse_pressure_gpu import random_scene, tank
 from tests.pressure_solves import solves
 from tests.meshes import box
 from voxfx.kernels import backend
-from voxfx.kernels.flip import sparse_pressure, sparse_pressure_gpu
+from voxfx.kernels.flip import sparse_pressure, sparse_pressure_gpu, sparse_pressure_vcycle
 from voxfx.kernels.flip.grid import FlipSettings
 from voxfx.kernels.flip.sim import FlipSimulation
 from voxfx.kernels.grid import GridSpec
@@ -71,6 +71,37 @@ def test_gpu_cluster_tail_gives_the_launch_by_launch_pressure_bit_for_bit(monkey
         assert (solver.cluster_from, solver.tail[0]) == (want_from, want_first)
         assert s["iterations"] == s0["iterations"] and s["converged"]
         assert np.array_equal(p, p0), (tail, cluster, float(np.abs(p - p0).max()))
+
+
+@pytest.mark.usefixtures("mg_dense_sweeps")
+def test_gpu_cluster_of_16_blocks_gives_the_pressure_of_8_bit_for_bit(monkeypatch, scene):
+    """VOXFX_SPARSE_MG_CLUSTER_BLOCKS 16 (a non-portable cluster, sparse_pressure_vcycle.CLUSTER_BLOCKS):
+    levels 1 and 2 spread over 16 blocks, the same values as over 8."""
+    _hopper()
+    p0, s0, strides = _base(monkeypatch, scene)
+    for blocks in (8, 16):
+        monkeypatch.setattr(sparse_pressure_vcycle, "CLUSTER_BLOCKS", blocks)
+        p, s, solver = _solve(monkeypatch, scene, strides[3], 2 ** 30)
+        assert solver.cluster_blocks == blocks and (solver.cluster_from, solver.tail[0]) == (1, 3)
+        assert s["iterations"] == s0["iterations"] and s["converged"]
+        assert np.array_equal(p, p0), (blocks, float(np.abs(p - p0).max()))
+
+
+@pytest.mark.usefixtures("mg_dense_sweeps")
+def test_gpu_tail_fold_gives_the_pressure_bit_for_bit(monkeypatch, scene):
+    """VOXFX_SPARSE_MG_TAIL_FOLD 1 (sparse_pressure_vcycle.TAIL_FOLD: the shared tails' first sweep
+    in two passes, the _shared_fold kernels): the same pressure, one block or a cluster."""
+    import cupy
+
+    p0, s0, strides = _base(monkeypatch, scene)
+    hopper = int(cupy.cuda.Device().compute_capability) >= 90
+    monkeypatch.setattr(sparse_pressure_vcycle, "TAIL_FOLD", True)
+    for cluster in (0, 2 ** 30) if hopper else (0,):
+        p, s, solver = _solve(monkeypatch, scene, strides[3], cluster)
+        assert solver.tail_fold and solver._tail_kernel().endswith("_shared_fold")
+        assert (solver.cluster_from is not None) == bool(cluster)
+        assert s["iterations"] == s0["iterations"] and s["converged"]
+        assert np.array_equal(p, p0), (cluster, float(np.abs(p - p0).max()))
 
 
 @pytest.mark.usefixtures("mg_dense_sweeps")

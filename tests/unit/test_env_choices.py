@@ -38,3 +38,21 @@ def test_each_switch_reads_its_variable_defaults_to_its_first_way_and_refuses_ot
         switch()
     if switch is not transfer.speed_max_mode:  # the caller's way wins over the variable
         assert switch(ways[-1]) == ways[-1]
+
+
+def test_cluster_blocks_reads_its_variable_unless_the_module_names_them(monkeypatch):
+    """sparse_pressure_vcycle.cluster_blocks (VOXFX_SPARSE_MG_CLUSTER_BLOCKS): 8 by default, 16
+    by the variable, CLUSTER_BLOCKS (a bench's variant) over the variable, nothing else."""
+    from voxfx.kernels.flip import sparse_pressure_vcycle as vc
+
+    monkeypatch.setattr(vc, "CLUSTER_BLOCKS", None)
+    monkeypatch.delenv("VOXFX_SPARSE_MG_CLUSTER_BLOCKS", raising=False)
+    assert vc.cluster_blocks() == 8
+    monkeypatch.setenv("VOXFX_SPARSE_MG_CLUSTER_BLOCKS", " 16 ")
+    assert vc.cluster_blocks() == 16
+    monkeypatch.setattr(vc, "CLUSTER_BLOCKS", 8)
+    assert vc.cluster_blocks() == 8
+    monkeypatch.setattr(vc, "CLUSTER_BLOCKS", None)
+    monkeypatch.setenv("VOXFX_SPARSE_MG_CLUSTER_BLOCKS", "12")
+    with pytest.raises(ValueError, match="^VOXFX_SPARSE_MG_CLUSTER_BLOCKS must be one of 8, 16, not '12'$"):
+        vc.cluster_blocks()
