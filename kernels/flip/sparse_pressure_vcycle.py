@@ -144,7 +144,10 @@ first touch a level's tables in an iteration, or chain their loads, not the pass
 thread count. ``CLUSTER_BLOCKS`` 16 (a non-portable cluster: level 2 one unknown a thread a pass):
 the loop's iteration 233.2 → 231.5 µs, the row's pressure 3.998 → 4.112 ms (92 against 90 CG
 iterations over 8 substeps): kept selectable, default 8; level 3 in the 16-block cluster too:
-239.0 µs. ``TAIL_FOLD`` (the first sweep in two passes, module switch notes) is not measured yet.
+239.0 µs. ``TAIL_FOLD`` (the first sweep in two passes, module switch notes; default since the
+fourteenth session's call 4, H100: ``bench/flip_sparse_pcg_loop.py --variants today:1:2
+fold:1:2:-:-:-:-:-:-:1 --pace-rounds 3``): the loop's iteration 230.7 → 220.3 µs, the cluster
+tail kernel 73 → 61 µs, 12 CG iterations and the same bits; the pressure GPU files passed with it.
 
 Over-relaxed sweeps (``sparse_multigrid.MG_OMEGA``, issue 24, i24m; the kernels compile ω in):
 the fused V-cycle then prolongs onto every unknown, not the red ones alone, since the
@@ -173,10 +176,11 @@ CLUSTER_BLOCKS = None
 # The shared tails' first pre-smoothing sweep in two passes (issue 24, i24k1; the _fold kernels):
 # "1" the red unknowns' first-sweep values b/diag written where their b is (the restriction into
 # the level, the shared copy-in; a red pass on the cluster's first level), then the black ones
-# from x; "0" (default) first_sweep_value, each black unknown recomputing its six red neighbours
-# behind ~12 dependent loads (the profile's 6.1 / 5.2 / 4.3 µs first sweeps on levels 2 / 3 / 4).
-# The same values bit for bit (host harness); not measured on a device yet. Read when a solver
-# is built (``tail_fold``); TAIL_FOLD set overrides VOXFX_SPARSE_MG_TAIL_FOLD.
+# from x (the default); "0" first_sweep_value, each black unknown recomputing its six red
+# neighbours behind ~12 dependent loads (the profile's 6.1 / 5.2 / 4.3 µs first sweeps on levels
+# 2 / 3 / 4). The same values bit for bit (host harness; the H100: 230.7 → 220.3 µs an iteration,
+# module notes). Read when a solver is built (``tail_fold``); TAIL_FOLD set overrides
+# VOXFX_SPARSE_MG_TAIL_FOLD.
 TAIL_FOLD = None
 # CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED (the driver's CUfunction_attribute)
 NON_PORTABLE_CLUSTER_ATTRIBUTE = 14
@@ -191,9 +195,9 @@ def cluster_blocks() -> int:
 
 def tail_fold() -> bool:
     """The shared tails' first sweep in two passes: ``TAIL_FOLD`` where set, else
-    VOXFX_SPARSE_MG_TAIL_FOLD ("0")."""
+    VOXFX_SPARSE_MG_TAIL_FOLD ("1")."""
     given = None if TAIL_FOLD is None else str(int(TAIL_FOLD))
-    return env_choice("VOXFX_SPARSE_MG_TAIL_FOLD", ("0", "1"), given, default="0") == "1"
+    return env_choice("VOXFX_SPARSE_MG_TAIL_FOLD", ("0", "1"), given, default="1") == "1"
 _COARSE_THREADS = 256
 
 
