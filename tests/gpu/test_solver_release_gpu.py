@@ -48,13 +48,13 @@ def test_gpu_a_dropped_sparse_solver_frees_its_buffers_at_once(no_cyclic_gc, mon
     ((key, solver),) = sparse_pressure_gpu._solvers.items()
     assert (key[-1] is not None) == (mode == "workspace")  # bound to the workspace's tables or not
     assert solver.loop.graph is not None or solver.single.graph is not None  # a captured graph holds it too
-    gone, levels = weakref.ref(solver), key[0]
+    gone, levels, dense = weakref.ref(solver), key[0], solver.dense_mode
     del solver
     cupy.cuda.Device().synchronize()
     before = pool.used_bytes()
     # the same configuration for one level more: the stale solver goes when the new one is built
     newer = sparse_pressure_gpu._solver([5000 >> (2 * i) for i in range(levels + 1)], key[1], key[2],
-                                        dense=key[-4])  # the coarse mode as the solve's (MG_DENSE)
+                                        dense=dense)  # the coarse mode as the solve's (MG_DENSE)
     assert gone() is None
     held = weakref.ref(newer)
     del newer
