@@ -14,7 +14,14 @@ from the particle count before baking) beside the measured ones.
 
 ``--ab A=1 B=2 --ab A=3 --ab ''`` runs one simulation of the row whose substeps alternate between
 the ways (their environment variables set before each substep; '' the defaults), the A/B on
-nearly the same states in one process: each way's median stages and sub-stages.
+nearly the same states in one process: each way's median stages and sub-stages. Ways whose
+pressure solvers differ in configuration (``sparse_pressure_gpu._solver``'s key: MG_DENSE, NBR,
+TAIL_FOLD, ...) are not compared fairly this way since the solve is queued ahead of the set-up's
+read on the last solve's solver (``VOXFX_SPARSE_SOLVE_AHEAD``, default on): alternating, the guess
+is the other way's solver and misses every substep, and three such ways outgrow the two-solver
+cache (H100, fourteenth session: the session's start against its end read pressure 4.81 → 5.59 ms
+alternating, 4.72 → 3.84 ms (medians of three) in separate processes). Compare those in separate
+processes, alternating old / new.
 
 ``--topology-update fused table`` runs each row once per topology update way
 (``VOXFX_SPARSE_TOPOLOGY_UPDATE``, ``sparse_topology_gpu.TOPOLOGY_UPDATES``) in one process;
