@@ -147,9 +147,9 @@ from ..grid.sparse_mac import brick_tables, carve, carve_buffer
 from . import sparse_reach
 from .sparse_gpu import _I32, _I64, _NO_INDEX, CELLS, KERNELS, _dims, _frame, available, brick_index
 from .sparse_topology_update import (  # noqa: F401  (the update's names, re-exported: tests and benches use them here)
-    FUSED, PIPELINES, SCRATCH_MODES, TOPOLOGY, TOPOLOGY_UPDATES, UPDATE_ITEMS, _reach_list, _reached,
-    launch_fused_update, pipeline_mode, scratch_mode, topology_update_mode, update_topology, update_topology_fused,
-    update_topology_table)
+    FUSED, PIPELINES, ROOMS, SCRATCH_MODES, TOPOLOGY, TOPOLOGY_UPDATES, UPDATE_ITEMS, _reach_list, _reached,
+    launch_fused_update, pipeline_mode, room, room_mode, scratch_mode, topology_update_mode, update_topology,
+    update_topology_fused, update_topology_table)
 
 MAX_MARGIN = 64  # cells: brick_reach serves reach radii up to eight bricks (154 mask words a slot)
 TOPOLOGY_MODES = ("device", "legacy")
@@ -228,27 +228,41 @@ def _margins(grid, margin, reach, used, nbr, cap, speed2, out=None, most=None):
     return out
 
 
-def _reach_work(grid, margin, reach, entries: int, classes: bool = False):
+def _reach_work(grid, margin, reach, entries: int, classes: bool = False, ways=None):
     """``_reach``'s scratch for the fused update, zeroed in one allocation: occupied, flags,
     speed2, the masks (with *classes* one word a slot), kept, claimed (*entries* words), and
     the margins and a stand-in velocity. ``scratch_mode()`` kept: the grid's last one, zeroed
-    again, while its sizes are these."""
+    again, while its sizes are these; with ``room_mode()`` on too, while it has room for them
+    (made for ``room`` slots: a growing pool reuses it). *ways*: (``scratch_mode()``,
+    ``room_mode()``) where the caller has read them."""
     cap = grid.capacity
+    scratch, roomy = ways or (scratch_mode(), room_mode())
     words = 1 if classes else -(-(2 * reach_radius(margin) + 1) ** 3 // 32)
-    parts = {"occupied": (np.uint8, cap * CELLS), "flags": (np.uint64, 5),
-             "speed2": (np.uint32, cap if reach is not None else 1), "mask": (np.uint32, cap * words),
-             "kept": (np.uint8, cap), "claimed": (np.uint32, entries), "margins": (np.int32, cap),
-             "vel": (np.float32, 1)}
-    if scratch_mode() != "kept":
-        return carve(grid.xp, parts, zero=True)
-    key = (cap, words, reach is not None, entries)
-    kept = getattr(grid, "_reach_scratch", None)
-    if kept is not None and kept[0] == key:
-        kept[1].fill(0)  # one memset over the allocation
-        return kept[2]
-    base, work = carve_buffer(grid.xp, parts, zero=True, classed=True)
-    grid._reach_scratch = (key, base, work)
+    if scratch != "kept":
+        return carve(grid.xp, _work_parts(cap, words, reach, entries), zero=True)
+    if roomy == "on":  # its own attribute: an A/B alternating with off keeps both
+        kept = getattr(grid, "_reach_room", None)
+        if kept is not None and kept[0][0] >= cap and kept[0][1:] == (words, reach is not None, entries):
+            kept[1].fill(0)  # one memset over the allocation
+            return kept[2]
+        key = (room(cap), words, reach is not None, entries)
+    else:
+        kept = getattr(grid, "_reach_scratch", None)
+        key = (cap, words, reach is not None, entries)
+        if kept is not None and kept[0] == key:
+            kept[1].fill(0)
+            return kept[2]
+    base, work = carve_buffer(grid.xp, _work_parts(key[0], words, reach, entries), zero=True, classed=True)
+    setattr(grid, "_reach_room" if roomy == "on" else "_reach_scratch", (key, base, work))
     return work
+
+
+def _work_parts(cap: int, words: int, reach, entries: int) -> dict:
+    """``_reach_work``'s ``carve`` parts for *cap* slots."""
+    return {"occupied": (np.uint8, cap * CELLS), "flags": (np.uint64, 5),
+            "speed2": (np.uint32, cap if reach is not None else 1), "mask": (np.uint32, cap * words),
+            "kept": (np.uint8, cap), "claimed": (np.uint32, entries), "margins": (np.int32, cap),
+            "vel": (np.float32, 1)}
 
 
 def _flag_words(flags):
@@ -413,12 +427,15 @@ def incremental_keys(grid, pos, margin, prebuilt: bool = False, reach=None):
         if margin > limit and not classes:
             return None
         entries = int(index[4]) * int(index[5]) * int(index[6])
-        work = _reach_work(grid, margin, reach, entries, classes) if table and mode == "fused" else None
+        ways = (scratch_mode(), room_mode()) if table and mode == "fused" else None  # read once a pipeline
+        work = _reach_work(grid, margin, reach, entries, classes, ways) if ways else None
+        if ways:  # retopologize's lean growth (the fused update's) kept with room too
+            grid.lean_room = ways == ("kept", "on")
         claimed = (work["claimed"] if work else grid.xp.zeros(entries, grid.xp.uint32)) if table else None
         merged = classes and pipeline_mode() == "merged"
         mask, flags, kept = _reach(grid, pos, margin, t.keys, t.slots, grid.brick_slot, grid.slot_coords,
                                    grid.brick_nbr, True, index, claimed, reach, work, classes, merged)
-        fused = launch_fused_update(grid, index, work, merged) if work else None  # queued before the read
+        fused = launch_fused_update(grid, index, work, merged, ways) if work else None  # queued before the read
         read = flags.get(out=_flags_host(grid)) if merged else flags.get()  # the one host sync
         missed, beyond, added, freed, most = (int(f) for f in read)
         learned = _learned_margin(reach, most) if reach is not None and not missed else None
