@@ -134,6 +134,24 @@ bench (16 substeps a way) 1.142 → 1.045 ms, the host before the read 467 → 4
 the views ``carve`` makes (the fused update's eight outputs a substep), 13 pool allocations (the
 tables' eleven), 8 launches of 17–31 arguments, ~10 environment reads, the read's wait (~100 µs:
 ``mark_occupied``, 135 µs for 8M particles, still runs when the host is done).
+
+Room (i24t8, ``VOXFX_SPARSE_TOPOLOGY_ROOM=on``, the default; ``off`` the A/B baseline): with the kept
+scratch, ``_reach_work``'s scratch is made for ``room`` slots (a quarter more, at least 64) and kept
+while the pool fits it, and the fused update's outputs are two sets kept on the grid at that room
+(``sparse_topology_update._fused_outputs``): each changed substep writes the set the installed topology
+does not hold (its keys, slots, free list, used slots and brick index are the other's, which the update
+reads), so no ``carve`` of eight views and no allocation a changed substep, nor the scratch's carve a
+growth within the room; the switches the pipeline reads twice are read once. The same topology, tables
+and channels to the bit (``tests/gpu``: on against off over growing pools and re-run pipelines). NVIDIA
+H100 80GB HBM3, driver 580.159.04, one call, the ways alternating in one simulation (8M dam break, 3,862
+bricks, bricks changed in 8 of 8 substeps a way): ``bench/flip_sparse_topology_stage.py`` stage 0.639 →
+0.594 ms, host before the read 250 → 206 µs (after it 293 → 301), pool allocations 15 → 12 a substep, the
+kernels' sum 258 → 239 µs (``topology_fused_place`` 22.8 → 11.4 µs: its outputs' memory reused);
+``bench/flip_sparse.py --row 8m --steps 8 --warm 2 --ab VOXFX_SPARSE_TOPOLOGY_ROOM=on --ab ''``: topology
+0.604 → 0.523 ms (update 0.576 → 0.497), substep 6.12 → 6.07 ms. That call's on way also kept
+``retopologize``'s lean growth (the FLOW channels' zeroed allocation) with room; removed after it: the
+host after the read did not drop, and P2G and classify replace those channels, so the kept allocation
+held ~16 B a pool cell for nothing.
 """
 
 from __future__ import annotations
@@ -429,8 +447,6 @@ def incremental_keys(grid, pos, margin, prebuilt: bool = False, reach=None):
         entries = int(index[4]) * int(index[5]) * int(index[6])
         ways = (scratch_mode(), room_mode()) if table and mode == "fused" else None  # read once a pipeline
         work = _reach_work(grid, margin, reach, entries, classes, ways) if ways else None
-        if ways:  # retopologize's lean growth (the fused update's) kept with room too
-            grid.lean_room = ways == ("kept", "on")
         claimed = (work["claimed"] if work else grid.xp.zeros(entries, grid.xp.uint32)) if table else None
         merged = classes and pipeline_mode() == "merged"
         mask, flags, kept = _reach(grid, pos, margin, t.keys, t.slots, grid.brick_slot, grid.slot_coords,

@@ -33,8 +33,9 @@ SCRATCH_MODES = ("kept", "fresh")
 PIPELINES = ("merged", "separate")
 # VOXFX_SPARSE_TOPOLOGY_ROOM (room_mode): with the kept scratch, the pipeline's scratch and the fused update's outputs
 # kept on the grid with room for a growing pool (``room``; the outputs two sets, the one the installed topology does
-# not hold written: no carve a changed substep, none a growth within the room) or sized to each substep (off)
-ROOMS = ("off", "on")
+# not hold written: no carve a changed substep, none a growth within the room; the default, i24t8) or sized to each
+# substep (off, the A/B baseline)
+ROOMS = ("on", "off")
 
 
 def scratch_mode() -> str:
@@ -55,10 +56,11 @@ def pipeline_mode() -> str:
 
 
 def room_mode() -> str:
-    """``VOXFX_SPARSE_TOPOLOGY_ROOM`` (``ROOMS``): ``on`` (with ``scratch_mode()`` kept: the
-    pipeline's scratch and the fused update's outputs kept on the grid at ``room`` slots, made
-    again only past it; the outputs in two sets, ``_fused_outputs``) or ``off`` (each sized to its
-    substep): the same topology."""
+    """``VOXFX_SPARSE_TOPOLOGY_ROOM`` (``ROOMS``): ``on`` (the default; with ``scratch_mode()``
+    kept: the pipeline's scratch and the fused update's outputs kept on the grid at ``room`` slots,
+    made again only past it; the outputs in two sets, ``_fused_outputs``) or ``off`` (the A/B
+    baseline: each sized to its substep): the same topology (``sparse_topology_gpu`` module notes:
+    the measurement)."""
     return env_choice("VOXFX_SPARSE_TOPOLOGY_ROOM", ROOMS)
 
 

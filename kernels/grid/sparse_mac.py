@@ -58,11 +58,6 @@ class SparseMacGrid:
     dense grid of that spec is the box [0, n) of this lattice). ``channels`` maps a name
     to (flat array, background)."""
 
-    # with retopologize's *lean* on CuPy: the rewritten channels' zeroed allocation kept on the grid, made for a
-    # quarter more slots (``_lean_views``): a growth within it makes views, no allocation (the FLIP topology sets it:
-    # ``VOXFX_SPARSE_TOPOLOGY_ROOM``)
-    lean_room = False
-
     def __init__(self, origin, h: float, xp=np):
         self.origin = tuple(float(o) for o in origin)
         self.h = float(h)
@@ -115,8 +110,7 @@ class SparseMacGrid:
         slots (bool per slot) where it made them too. *lean*: the rewritten channels of
         background 0 that grow are views of one zeroed allocation (one memset, the same
         values; they are written whole next, so it is freed with the last of them); ``"classed"``: that
-        allocation's size rounded up to its ``size_class``; with the grid's ``lean_room`` (CuPy) the
-        allocation kept for the next growths (``_lean_views``). The slots a growth adds are added
+        allocation's size rounded up to its ``size_class``. The slots a growth adds are added
         bricks' (``Topology.update``'s), so a kept channel grows uninitialised past its old slots:
         the fill of the added slots sets them."""
         xp = self.xp
@@ -128,13 +122,9 @@ class SparseMacGrid:
         fills = [slots for slots in (added, freed) if slots.shape[0]] if kept else []
         carved = {}
         if lean and topo.capacity > old:
-            parts = {n: e[0].dtype for n, e in self.channels.items() if n in rewritten and n not in replaced
-                     and e[1] == 0}
-            if self.lean_room and xp is not np:
-                carved = self._lean_views(parts, topo.capacity)
-            else:
-                carved = carve(xp, {n: (d, topo.capacity * CELLS) for n, d in parts.items()}, zero=True,
-                               classed=lean == "classed")
+            carved = carve(xp, {n: (e[0].dtype, topo.capacity * CELLS) for n, e in self.channels.items()
+                               if n in rewritten and n not in replaced and e[1] == 0}, zero=True,
+                           classed=lean == "classed")
         for name, entry in self.channels.items():
             arr, bg = entry
             if name in replaced:
@@ -155,23 +145,6 @@ class SparseMacGrid:
         if changed or self.nbr.shape[1] != self.size:  # the same bricks in the same slots: same tables
             self._neighbours(used)
         return added, freed
-
-    def _lean_views(self, parts, capacity: int) -> dict:
-        """``retopologize``'s zeroed views (*parts* ``{name: dtype}``, *capacity* slots each) with
-        ``lean_room``: of the allocation kept on the grid while it has room for them and holds these
-        parts (zeroed again by one memset: the channels it held before are replaced by these), else
-        of a new one made for a quarter more slots (at least 64)."""
-        layout = tuple((n, np.dtype(d)) for n, d in parts.items())
-        kept = getattr(self, "_lean_kept", None)
-        if kept is not None and kept[0] == layout and kept[1] >= capacity:
-            kept[2].fill(0)
-            views = kept[3]
-        else:
-            slots = capacity + max(capacity // 4, 64)
-            base, views = carve_buffer(self.xp, {n: (d, slots * CELLS) for n, d in layout}, zero=True)
-            self._lean_kept = (layout, slots, base, views)
-        cells = capacity * CELLS
-        return {n: segment(v, 0, cells) for n, v in views.items()}
 
     def _neighbours(self, used=None):
         xp, topo = self.xp, self.topology
