@@ -134,6 +134,24 @@ bench (16 substeps a way) 1.142 → 1.045 ms, the host before the read 467 → 4
 the views ``carve`` makes (the fused update's eight outputs a substep), 13 pool allocations (the
 tables' eleven), 8 launches of 17–31 arguments, ~10 environment reads, the read's wait (~100 µs:
 ``mark_occupied``, 135 µs for 8M particles, still runs when the host is done).
+
+Room (i24t8, ``VOXFX_SPARSE_TOPOLOGY_ROOM=on``, the default; ``off`` the A/B baseline): with the kept
+scratch, ``_reach_work``'s scratch is made for ``room`` slots (a quarter more, at least 64) and kept
+while the pool fits it, and the fused update's outputs are two sets kept on the grid at that room
+(``sparse_topology_update._fused_outputs``): each changed substep writes the set the installed topology
+does not hold (its keys, slots, free list, used slots and brick index are the other's, which the update
+reads), so no ``carve`` of eight views and no allocation a changed substep, nor the scratch's carve a
+growth within the room; the switches the pipeline reads twice are read once. The same topology, tables
+and channels to the bit (``tests/gpu``: on against off over growing pools and re-run pipelines). NVIDIA
+H100 80GB HBM3, driver 580.159.04, one call, the ways alternating in one simulation (8M dam break, 3,862
+bricks, bricks changed in 8 of 8 substeps a way): ``bench/flip_sparse_topology_stage.py`` stage 0.639 →
+0.594 ms, host before the read 250 → 206 µs (after it 293 → 301), pool allocations 15 → 12 a substep, the
+kernels' sum 258 → 239 µs (``topology_fused_place`` 22.8 → 11.4 µs: its outputs' memory reused);
+``bench/flip_sparse.py --row 8m --steps 8 --warm 2 --ab VOXFX_SPARSE_TOPOLOGY_ROOM=on --ab ''``: topology
+0.604 → 0.523 ms (update 0.576 → 0.497), substep 6.12 → 6.07 ms. That call's on way also kept
+``retopologize``'s lean growth (the FLOW channels' zeroed allocation) with room; removed after it: the
+host after the read did not drop, and P2G and classify replace those channels, so the kept allocation
+held ~16 B a pool cell for nothing.
 """
 
 from __future__ import annotations
@@ -147,9 +165,9 @@ from ..grid.sparse_mac import brick_tables, carve, carve_buffer
 from . import sparse_reach
 from .sparse_gpu import _I32, _I64, _NO_INDEX, CELLS, KERNELS, _dims, _frame, available, brick_index
 from .sparse_topology_update import (  # noqa: F401  (the update's names, re-exported: tests and benches use them here)
-    FUSED, PIPELINES, SCRATCH_MODES, TOPOLOGY, TOPOLOGY_UPDATES, UPDATE_ITEMS, _reach_list, _reached,
-    launch_fused_update, pipeline_mode, scratch_mode, topology_update_mode, update_topology, update_topology_fused,
-    update_topology_table)
+    FUSED, PIPELINES, ROOMS, SCRATCH_MODES, TOPOLOGY, TOPOLOGY_UPDATES, UPDATE_ITEMS, _reach_list, _reached,
+    launch_fused_update, pipeline_mode, room, room_mode, scratch_mode, topology_update_mode, update_topology,
+    update_topology_fused, update_topology_table)
 
 MAX_MARGIN = 64  # cells: brick_reach serves reach radii up to eight bricks (154 mask words a slot)
 TOPOLOGY_MODES = ("device", "legacy")
@@ -228,27 +246,41 @@ def _margins(grid, margin, reach, used, nbr, cap, speed2, out=None, most=None):
     return out
 
 
-def _reach_work(grid, margin, reach, entries: int, classes: bool = False):
+def _reach_work(grid, margin, reach, entries: int, classes: bool = False, ways=None):
     """``_reach``'s scratch for the fused update, zeroed in one allocation: occupied, flags,
     speed2, the masks (with *classes* one word a slot), kept, claimed (*entries* words), and
     the margins and a stand-in velocity. ``scratch_mode()`` kept: the grid's last one, zeroed
-    again, while its sizes are these."""
+    again, while its sizes are these; with ``room_mode()`` on too, while it has room for them
+    (made for ``room`` slots: a growing pool reuses it). *ways*: (``scratch_mode()``,
+    ``room_mode()``) where the caller has read them."""
     cap = grid.capacity
+    scratch, roomy = ways or (scratch_mode(), room_mode())
     words = 1 if classes else -(-(2 * reach_radius(margin) + 1) ** 3 // 32)
-    parts = {"occupied": (np.uint8, cap * CELLS), "flags": (np.uint64, 5),
-             "speed2": (np.uint32, cap if reach is not None else 1), "mask": (np.uint32, cap * words),
-             "kept": (np.uint8, cap), "claimed": (np.uint32, entries), "margins": (np.int32, cap),
-             "vel": (np.float32, 1)}
-    if scratch_mode() != "kept":
-        return carve(grid.xp, parts, zero=True)
-    key = (cap, words, reach is not None, entries)
-    kept = getattr(grid, "_reach_scratch", None)
-    if kept is not None and kept[0] == key:
-        kept[1].fill(0)  # one memset over the allocation
-        return kept[2]
-    base, work = carve_buffer(grid.xp, parts, zero=True, classed=True)
-    grid._reach_scratch = (key, base, work)
+    if scratch != "kept":
+        return carve(grid.xp, _work_parts(cap, words, reach, entries), zero=True)
+    if roomy == "on":  # its own attribute: an A/B alternating with off keeps both
+        kept = getattr(grid, "_reach_room", None)
+        if kept is not None and kept[0][0] >= cap and kept[0][1:] == (words, reach is not None, entries):
+            kept[1].fill(0)  # one memset over the allocation
+            return kept[2]
+        key = (room(cap), words, reach is not None, entries)
+    else:
+        kept = getattr(grid, "_reach_scratch", None)
+        key = (cap, words, reach is not None, entries)
+        if kept is not None and kept[0] == key:
+            kept[1].fill(0)
+            return kept[2]
+    base, work = carve_buffer(grid.xp, _work_parts(key[0], words, reach, entries), zero=True, classed=True)
+    setattr(grid, "_reach_room" if roomy == "on" else "_reach_scratch", (key, base, work))
     return work
+
+
+def _work_parts(cap: int, words: int, reach, entries: int) -> dict:
+    """``_reach_work``'s ``carve`` parts for *cap* slots."""
+    return {"occupied": (np.uint8, cap * CELLS), "flags": (np.uint64, 5),
+            "speed2": (np.uint32, cap if reach is not None else 1), "mask": (np.uint32, cap * words),
+            "kept": (np.uint8, cap), "claimed": (np.uint32, entries), "margins": (np.int32, cap),
+            "vel": (np.float32, 1)}
 
 
 def _flag_words(flags):
@@ -413,12 +445,13 @@ def incremental_keys(grid, pos, margin, prebuilt: bool = False, reach=None):
         if margin > limit and not classes:
             return None
         entries = int(index[4]) * int(index[5]) * int(index[6])
-        work = _reach_work(grid, margin, reach, entries, classes) if table and mode == "fused" else None
+        ways = (scratch_mode(), room_mode()) if table and mode == "fused" else None  # read once a pipeline
+        work = _reach_work(grid, margin, reach, entries, classes, ways) if ways else None
         claimed = (work["claimed"] if work else grid.xp.zeros(entries, grid.xp.uint32)) if table else None
         merged = classes and pipeline_mode() == "merged"
         mask, flags, kept = _reach(grid, pos, margin, t.keys, t.slots, grid.brick_slot, grid.slot_coords,
                                    grid.brick_nbr, True, index, claimed, reach, work, classes, merged)
-        fused = launch_fused_update(grid, index, work, merged) if work else None  # queued before the read
+        fused = launch_fused_update(grid, index, work, merged, ways) if work else None  # queued before the read
         read = flags.get(out=_flags_host(grid)) if merged else flags.get()  # the one host sync
         missed, beyond, added, freed, most = (int(f) for f in read)
         learned = _learned_margin(reach, most) if reach is not None and not missed else None

@@ -12,7 +12,7 @@ import os
 import numpy as np
 
 from ..grid.launch import Kernels
-from ..grid.sparse_mac import carve, segment
+from ..grid.sparse_mac import carve, carve_buffer, segment
 from ..settings import env_choice
 from .particles import THREADS
 from .sparse_gpu import _I32, _I64, brick_index
@@ -31,6 +31,11 @@ SCRATCH_MODES = ("kept", "fresh")
 # slot_margins, reach_classes and reach_compare_classes; count_unkept inside topology_fused_counts; the default) or
 # separate
 PIPELINES = ("merged", "separate")
+# VOXFX_SPARSE_TOPOLOGY_ROOM (room_mode): with the kept scratch, the pipeline's scratch and the fused update's outputs
+# kept on the grid with room for a growing pool (``room``; the outputs two sets, the one the installed topology does
+# not hold written: no carve a changed substep, none a growth within the room; the default, i24t8) or sized to each
+# substep (off, the A/B baseline)
+ROOMS = ("on", "off")
 
 
 def scratch_mode() -> str:
@@ -48,6 +53,68 @@ def pipeline_mode() -> str:
     launches a changed substep in place of 11; the flags read into page-locked words) or
     ``separate`` (the A/B baseline): the same topology."""
     return env_choice("VOXFX_SPARSE_TOPOLOGY_PIPELINE", PIPELINES)
+
+
+def room_mode() -> str:
+    """``VOXFX_SPARSE_TOPOLOGY_ROOM`` (``ROOMS``): ``on`` (the default; with ``scratch_mode()``
+    kept: the pipeline's scratch and the fused update's outputs kept on the grid at ``room`` slots,
+    made again only past it; the outputs in two sets, ``_fused_outputs``) or ``off`` (the A/B
+    baseline: each sized to its substep): the same topology (``sparse_topology_gpu`` module notes:
+    the measurement)."""
+    return env_choice("VOXFX_SPARSE_TOPOLOGY_ROOM", ROOMS)
+
+
+def room(capacity: int) -> int:
+    """Slots the kept scratch and outputs are made for at pool *capacity*: a quarter more (at
+    least 64), so a pool that grows substep by substep reuses them for several growths."""
+    capacity = int(capacity)
+    return capacity + max(capacity // 4, 64)
+
+
+def _installed(grid) -> list:
+    """Device addresses of the arrays the grid's installed topology holds (keys, slots, free list,
+    used slots, its cached brick index): a fused update's outputs hold them where it installed them."""
+    t = grid.topology
+    arrays = [t.keys, t.slots, t.free, grid.brick_slot]
+    cached = getattr(grid, "_brick_index", None)
+    if cached is not None and cached[0] is t:
+        arrays.append(cached[1][0])
+    return [a.data.ptr for a in arrays if a.size]
+
+
+def _holds(base, addresses) -> bool:
+    """Whether one of *addresses* lies in the allocation *base*."""
+    lo = base.data.ptr
+    hi = lo + base.nbytes
+    return any(lo <= a < hi for a in addresses)
+
+
+def _fused_outputs(grid, cap: int, entries: int, tile: int):
+    """``launch_fused_update``'s outputs with ``room_mode()`` on: one of the grid's two kept sets
+    (made for ``room`` slots and *entries* index entries) that the installed topology does not hold
+    (the update reads that one's keys, slots and index while writing the other), else a new set in
+    place of the one it does not hold. Their views are sized for the room; the launches and
+    ``update_topology_fused``'s segments take the substep's sizes."""
+    sets = getattr(grid, "_fused_sets", ())
+    held = None
+    for kept_cap, kept_entries, base, views in sets:
+        if kept_cap >= cap and kept_entries == entries:
+            held = _installed(grid) if held is None else held
+            if not _holds(base, held):
+                return views
+    slots = room(cap)
+    tiles = -(-slots // tile) + -(-entries // tile)
+    base, views = carve_buffer(grid.xp, _output_parts(tiles, entries, slots))
+    held = _installed(grid) if held is None else held
+    grid._fused_sets = tuple(s for s in sets if _holds(s[2], held))[-1:] + ((slots, entries, base, views),)
+    return views
+
+
+def _output_parts(tiles: int, entries: int, cap: int) -> dict:
+    """The fused update's outputs' ``carve`` parts."""
+    return {"totals": (np.int32, 2 * tiles), "keys": (np.int64, entries), "slots": (np.int32, entries),
+            "fresh": (np.int32, entries), "index": (np.int32, entries), "pool": (np.int32, cap),
+            "freed": (np.int32, cap), "used": (np.uint8, cap + entries)}
 
 
 def _reach_list(cp, mask, coords, flags):
@@ -139,12 +206,13 @@ def update_topology_table(grid, claimed, kept, n_add: int, freed_count: int):
     return topo, fresh, freed
 
 
-def launch_fused_update(grid, index, work, count_freed: bool = False):
+def launch_fused_update(grid, index, work, count_freed: bool = False, ways=None):
     """Queue the fused table update (module notes) of the current topology to the bricks
     ``_reach`` marked in *work* (``_reach_work``'s, *index* the grid's ``brick_index``), before
     the flags are read: returns its outputs, each sized for the most it can hold. *count_freed*
     (the merged pipeline, which launched no ``count_unkept``): ``topology_fused_counts`` adds
-    the freed slots to the flags' freed count."""
+    the freed slots to the flags' freed count. *ways*: (``scratch_mode()``, ``room_mode()``) where
+    the caller has read them."""
     cp = grid.xp
     t = grid.topology
     cap = grid.capacity
@@ -152,10 +220,11 @@ def launch_fused_update(grid, index, work, count_freed: bool = False):
     tile = UPDATE_ITEMS * THREADS
     pool_tiles, entry_tiles = -(-cap // tile), -(-entries // tile)
     tiles = pool_tiles + entry_tiles
-    out = carve(cp, {"totals": (np.int32, 2 * tiles), "keys": (np.int64, entries), "slots": (np.int32, entries),
-                      "fresh": (np.int32, entries), "index": (np.int32, entries), "pool": (np.int32, cap),
-                      "freed": (np.int32, cap), "used": (np.uint8, cap + entries)}, zero=False,
-                classed=scratch_mode() == "kept")
+    scratch, roomy = ways or (scratch_mode(), room_mode())
+    if scratch == "kept" and roomy == "on":
+        out = _fused_outputs(grid, cap, entries, tile)
+    else:
+        out = carve(cp, _output_parts(tiles, entries, cap), zero=False, classed=scratch == "kept")
     flags, kept, claimed = work["flags"], work["kept"], work["claimed"]
     FUSED.launch_grid("topology_fused_counts", (tiles,), (THREADS,),
                       (flags, grid.brick_slot, kept, _I64(cap), index[0], claimed, _I64(entries),

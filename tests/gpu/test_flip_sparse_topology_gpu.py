@@ -134,6 +134,7 @@ def test_kept_scratch_gives_the_fresh_topology(monkeypatch):
     spread = rng.normal(0, 1, (20000, 3))
     vel = cupy.asarray(rng.normal(0, 2.0, (20000, 3)).astype(np.float32))
     grids = {way: SparseFlipGrid(spec, cupy, True) for way in sparse_topology_gpu.SCRATCH_MODES}
+    monkeypatch.setenv("VOXFX_SPARSE_TOPOLOGY_ROOM", "off")  # the kept scratch at its sizes (room's: its own test)
     reused, grew = 0, 0
     for step in range(10):
         scale = [0.06, 0.08, 0.10, 0.12, 0.13, 0.12, 0.14, 0.11, 0.10, 0.09][step] * up
@@ -162,6 +163,70 @@ def test_kept_scratch_gives_the_fresh_topology(monkeypatch):
         a._brick_index = None
         assert np.array_equal(host(cached[0]), host(sparse_topology_gpu.brick_index(a)[0])), step
     assert reused >= 1 and grew >= 2
+
+
+@pytest.mark.parametrize("margins", ["per brick", "one"])
+def test_room_gives_the_topology_without_it(monkeypatch, margins):
+    """``VOXFX_SPARSE_TOPOLOGY_ROOM=on`` (the pipeline's scratch and the fused update's outputs, in
+    two sets, kept on the grid with room) against ``off``, over substeps whose bricks come and go,
+    whose pool grows and whose fast particles make the pipeline run again with the learned radius:
+    the same keys, slots, free list, capacity, tables, marks, channels and learned margin to the bit;
+    the outputs' sets reused (never the one the installed topology holds), the scratch reused across
+    a growth within its room."""
+    import cupy
+
+    from voxfx.kernels.flip import sparse_topology_update
+    from voxfx.kernels.flip.sparse_grid import BrickReach
+
+    rng = np.random.default_rng(int(np.random.default_rng().integers(1 << 30)))
+    spec = GridSpec((0.0, 0.0, 0.0), 0.05, (64, 48, 40))
+    up = np.asarray(spec.upper)
+    spread = rng.normal(0, 1, (20000, 3))
+    grids = {way: SparseFlipGrid(spec, cupy, True) for way in sparse_topology_update.ROOMS}
+    kept_sets, scratch_reused, grew, changed = set(), 0, 0, 0
+    for step in range(12):
+        scale = [0.06, 0.08, 0.10, 0.11, 0.12, 0.13, 0.12, 0.14, 0.15, 0.11, 0.10, 0.09][step] * up
+        pos = cupy.asarray((0.4 * up + np.array([0.02, 0.01, -0.01]) * up * step + spread * scale).astype(np.float32))
+        vel = cupy.asarray(rng.normal(0, 2.0 + 18.0 * (step % 4 == 3), (20000, 3)).astype(np.float32))
+        reach = BrickReach(vel, 1 / 120, 9.81, spec.voxel_size) if margins == "per brick" else None
+        for way, g in grids.items():
+            monkeypatch.setenv("VOXFX_SPARSE_TOPOLOGY_ROOM", way)
+            capacity = g.capacity
+            scratch = getattr(g, "_reach_room", None)
+            held = sparse_topology_update._installed(g) if g.topology.count else []
+            before = g.topology
+            g.update(pos, None if reach is not None else 3 + step % 4, reach=reach, scratch=True)
+            if way == "on":
+                grew += int(g.capacity > capacity)
+                sets = getattr(g, "_fused_sets", ())
+                assert len(sets) <= 2, step
+                kept_sets.update(id(s[2]) for s in sets)
+                if g.capacity > capacity and scratch is not None and scratch[0][0] >= capacity:
+                    assert getattr(g, "_reach_room", None) is scratch, step  # the pool grew within its room
+                    scratch_reused += 1
+                if held and g.topology is not before:  # the new topology is in a set the old one did not hold
+                    at = g.topology.keys.data.ptr
+                    mine = [s for s in sets if s[2].data.ptr <= at < s[2].data.ptr + s[2].nbytes]
+                    changed += int(bool(mine))
+                    assert not any(sparse_topology_update._holds(s[2], held) for s in mine), step
+        a, b = grids["on"], grids["off"]
+        ta, tb = a.topology, b.topology
+        assert ta.capacity == tb.capacity, step
+        assert getattr(a, "last_margin", None) == getattr(b, "last_margin", None), step
+        for x, y in ((ta.keys, tb.keys), (ta.slots, tb.slots), (ta.free, tb.free)):
+            assert host(x).tobytes() == host(y).tobytes() and host(x).shape == host(y).shape, step
+        for name in ("slot_coords", "brick_nbr", "nbr", "brick_slot"):
+            x, y = host(getattr(a, name)), host(getattr(b, name))
+            assert x.dtype == y.dtype and x.shape == y.shape and x.tobytes() == y.tobytes(), (name, step)
+        for name in a.channels:
+            x, y = host(a[name]), host(b[name])
+            assert x.dtype == y.dtype and x.shape == y.shape and x.tobytes() == y.tobytes(), (name, step)
+        cached = sparse_topology_gpu.brick_index(a)
+        a._brick_index = None
+        assert np.array_equal(host(cached[0]), host(sparse_topology_gpu.brick_index(a)[0])), step
+    assert grew >= 2 and changed >= 6 and len(kept_sets) < changed
+    if margins == "one":  # its pool grows a few bricks at a time (per brick: past the room at the fast substeps)
+        assert scratch_reused >= 1
 
 
 @pytest.mark.parametrize("margins", ["per brick", "one"])
