@@ -268,3 +268,137 @@ extern "C" __global__ void __launch_bounds__(TILE_X * TILE_Y * TILE_Z, 3) partic
     gather_tile_lean(packed, starts, active, interior, skip, nbx, nby, nx, ny, nz, ox, oy, oz, h, cox, coy, coz,
                      inv_edge, cx, cy, cz, R, band, phi);
 }
+
+// ---------------------------------------------------------------- heavy nodes apart (VOXFX_LEVEL_SET_HEAVY)
+
+// A warp's 32 nodes are a row along x and walk their cell rows in lockstep, so where the
+// particles pile into a cell (a splash against a wall: tens of thousands a cell at 65M with
+// Fast) the few lanes whose sphere reaches it test them all while the rest of the warp waits,
+// row after row. particle_level_set_lean_split counts a node's points first (the same rows and
+// cell ranges as node_phi_lean, no particle read) and leaves a node of more than
+// heavy_points to a list (while it has room: else it gathers as usual);
+// particle_level_set_lean_heavy then gives each listed node a thread, the listed nodes packed
+// into full warps, walking its rows in one flat loop (node_phi_flat) so that a lane moves on
+// to its next row without waiting for the others. Every node sums the same particles in the
+// same order as node_phi_lean: the same φ bit for bit.
+
+// The points node (x, y, z)'s gather would test (node_phi_lean's rows and ranges).
+__device__ __forceinline__ int node_points(const int* __restrict__ starts, float x, float y, float z, float cox,
+                                           float coy, float coz, float inv_edge, int cx, int cy, int cz, float R)
+{
+    float ux = (x - cox) * inv_edge, uy = (y - coy) * inv_edge, uz = (z - coz) * inv_edge;
+    float Rc = R * inv_edge + SLACK;
+    int klo = max((int)floorf(uz - Rc), 0), khi = min((int)floorf(uz + Rc), cz - 1);
+    int jlo = max((int)floorf(uy - Rc), 0), jhi = min((int)floorf(uy + Rc), cy - 1);
+    int total = 0;
+    for (int ck = klo; ck <= khi; ++ck) {
+        float gz = gap_to_cell(uz, ck);
+        float left_z = Rc * Rc - gz * gz;
+        if (left_z <= 0.0f) continue;
+        for (int cj = jlo; cj <= jhi; ++cj) {
+            float gy = gap_to_cell(uy, cj);
+            float left = left_z - gy * gy;
+            if (left <= 0.0f) continue;
+            float half = sqrtf(left);
+            int ilo = max((int)floorf(ux - half - SLACK), 0), ihi = min((int)floorf(ux + half + SLACK), cx - 1);
+            if (ilo > ihi) continue;
+            int row = (ck * cy + cj) * cx;
+            total += starts[row + ihi + 1] - starts[row + ilo];
+        }
+    }
+    return total;
+}
+
+// node_phi_lean in one flat loop: a step either tests the next four particles (or the next one)
+// of the current row's range or moves to the next row (the same rows in the same order), so the
+// sums are the same. A listed node's chain of tests is as long as in place (its lane's own
+// sums in order): apart, its warp's other lanes are heavy nodes too, not idle ones.
+__device__ __forceinline__ float node_phi_flat(const float4* __restrict__ packed, const int* __restrict__ starts,
+                                               float x, float y, float z, float cox, float coy, float coz,
+                                               float inv_edge, int cx, int cy, int cz, float R, float band)
+{
+    float R2 = R * R;
+    float inv = reciprocal_step(R2);
+    float ux = (x - cox) * inv_edge, uy = (y - coy) * inv_edge, uz = (z - coz) * inv_edge;
+    float Rc = R * inv_edge + SLACK;
+    int klo = max((int)floorf(uz - Rc), 0), khi = min((int)floorf(uz + Rc), cz - 1);
+    int jlo = max((int)floorf(uy - Rc), 0), jhi = min((int)floorf(uy + Rc), cy - 1);
+    NodeSums m = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+    int ck = klo, cj = jlo - 1, s = 0, last = 0;
+    while (ck <= khi) {
+        if (s + 4 <= last) {  // four particles' loads issued before their terms, as node_phi_lean
+            float4 a = packed[s], b = packed[s + 1], c = packed[s + 2], d = packed[s + 3];
+            add_particle(m, a, x, y, z, R2, inv);
+            add_particle(m, b, x, y, z, R2, inv);
+            add_particle(m, c, x, y, z, R2, inv);
+            add_particle(m, d, x, y, z, R2, inv);
+            s += 4;
+            continue;
+        }
+        if (s < last) {
+            add_particle(m, packed[s], x, y, z, R2, inv);
+            ++s;
+            continue;
+        }
+        if (++cj > jhi) {  // the next row: (ck, cj + 1), else the first of the next ck
+            cj = jlo;
+            if (++ck > khi) break;
+        }
+        float gz = gap_to_cell(uz, ck);
+        float left_z = Rc * Rc - gz * gz;
+        if (left_z <= 0.0f) {
+            cj = jhi;  // this ck has no row: on to the next
+            continue;
+        }
+        float gy = gap_to_cell(uy, cj);
+        float left = left_z - gy * gy;
+        if (left <= 0.0f) continue;
+        float half = sqrtf(left);
+        int ilo = max((int)floorf(ux - half - SLACK), 0), ihi = min((int)floorf(ux + half + SLACK), cx - 1);
+        if (ilo > ihi) continue;
+        int row = (ck * cy + cj) * cx;
+        s = starts[row + ilo];
+        last = starts[row + ihi + 1];
+    }
+    return phi_of_sums(m.W, m.sx, m.sy, m.sz, m.sr, band);
+}
+
+extern "C" __global__ void particle_level_set_lean_split(GATHER_LEAN_ARGS, int heavy_points,
+                                                         long long* __restrict__ heavy, unsigned int room,
+                                                         unsigned int* __restrict__ listed)
+{
+    long long node;
+    float x, y, z;
+    if (!tile_gather_node(active, nbx, nby, nx, ny, nz, ox, oy, oz, h, band, phi, node, x, y, z)) return;
+    if (interior_at(interior, skip, x, y, z, cox, coy, coz, inv_edge, cx, cy, cz)) {
+        phi[node] = -band;  // deep inside: no gather (the interior skip)
+        return;
+    }
+    if (node_points(starts, x, y, z, cox, coy, coz, inv_edge, cx, cy, cz, R) > heavy_points) {
+        unsigned int at = atomicAdd(listed, 1u);
+        if (at < room) {
+            heavy[at] = node;
+            return;
+        }
+    }
+    phi[node] = node_phi_lean(packed, starts, x, y, z, cox, coy, coz, inv_edge, cx, cy, cz, R, band);
+}
+
+// The listed nodes (min(listed, room) of them), a grid-stride loop.
+extern "C" __global__ void particle_level_set_lean_heavy(const float4* __restrict__ packed,
+                                                         const int* __restrict__ starts,
+                                                         const long long* __restrict__ heavy,
+                                                         const unsigned int* __restrict__ listed, unsigned int room,
+                                                         int nx, int ny, float ox, float oy, float oz, float h,
+                                                         float cox, float coy, float coz, float inv_edge, int cx,
+                                                         int cy, int cz, float R, float band, float* __restrict__ phi)
+{
+    unsigned int count = *listed;
+    long long n = count < room ? count : room;
+    for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < n; t += (long long)gridDim.x * blockDim.x) {
+        long long node = heavy[t];
+        int i = (int)(node % nx), j = (int)((node / nx) % ny), k = (int)(node / ((long long)nx * ny));
+        float x = ((float)i + 0.5f) * h + ox, y = ((float)j + 0.5f) * h + oy, z = ((float)k + 0.5f) * h + oz;
+        phi[node] = node_phi_flat(packed, starts, x, y, z, cox, coy, coz, inv_edge, cx, cy, cz, R, band);
+    }
+}

@@ -64,6 +64,7 @@ REGION_BOUNDS = os.environ.get("VOXFX_LEVEL_SET_BOUNDS", "1").strip() != "0"
 _CROWDED_READY: set = set()  # (device, tag type) whose crowded-cell sort ran in this process (_compile_crowded_order)
 COMBOS = 27  # a particle and its images (voxfx_surface.cuh's COMBOS): tags combo·n + p below COMBOS·n
 PROFILE = None  # a list: the GPU level set appends (stage, CUDA event) as each stage is queued (benches)
+STATS = None  # a dict: the "bricks"/"lean" level set puts its points, fullest cell, cells and nodes there (benches)
 
 
 def _mark(stage):
@@ -75,6 +76,37 @@ def _mark(stage):
         event.record()
         PROFILE.append((stage, event))
 
+
+
+COPY_WAYS = ("pageable", "pinned")  # host_copy's ways (VOXFX_LEVEL_SET_COPY), the first the default
+
+
+def pinned_class_bytes(nbytes: int) -> int:
+    """*nbytes* rounded up to a pinned block's size class, 2^k or 1.5·2^k bytes (≥ 1 MiB):
+    CuPy's pinned pool gives back a freed block only for a request of its exact size, so a
+    level set whose region grows a little each frame takes the same block frame after frame
+    (a new one, and a page-locking, only when it outgrows the class: at most 50% unused)."""
+    n = max(int(nbytes), 1 << 20)
+    high = 1 << (n - 1).bit_length()  # the power of two ≥ n
+    return high * 3 // 4 if n <= high * 3 // 4 else high
+
+
+def host_copy(phi, way=None):
+    """*phi* (a device array) as a NumPy float32 array, the way *way* (``COPY_WAYS``), else
+    ``VOXFX_LEVEL_SET_COPY``, else "pageable": ``.get()`` into fresh pageable memory (the
+    level set's region changes size frame to frame, and CuPy's pinned pool keeps a block
+    per size), or "pinned": into a page-locked block of CuPy's pinned pool of
+    ``pinned_class_bytes`` (the array a view of its first bytes, keeping it alive). The
+    same bytes either way."""
+    import cupy as cp
+
+    if env_choice("VOXFX_LEVEL_SET_COPY", COPY_WAYS, way) == "pageable":
+        return np.asarray(phi.get(), dtype=np.float32)
+    phi = cp.ascontiguousarray(phi, dtype=cp.float32)
+    block = cp.cuda.alloc_pinned_memory(pinned_class_bytes(phi.nbytes))
+    out = np.frombuffer(block, np.float32, phi.size).reshape(phi.shape)
+    phi.get(out=out)
+    return out
 
 
 def level_set_mode(mode=None) -> str:
@@ -118,7 +150,8 @@ def estimate_gpu_bytes(n_particles: int, spec: GridSpec, kernel_radius: float) -
     per_cell = 4 + 8 + 4  # the searched cell ids (int32), their int64 positions, starts (int32)
     if interior_skip():
         per_cell += 2  # the interior skip's cell flags, two buffers (_interior_cells)
-    return n * per_particle + (int(np.prod(cells)) + 2) * per_cell + 2 * 4 * spec.voxel_count
+    heavy = 8 * HEAVY_ROOM if heavy_apart() else 0  # the heavy nodes' list (_gather_heavy_apart)
+    return n * per_particle + (int(np.prod(cells)) + 2) * per_cell + 2 * 4 * spec.voxel_count + heavy
 
 
 def particle_bounds(pos) -> np.ndarray:
@@ -217,6 +250,46 @@ def _gather_kernel(R) -> tuple:
     if not (level_set_mode() == "lean" and 2.0 ** -60 <= R2 <= 2.0 ** 60):
         return _K, "particle_level_set_bricks"
     return _K_LEAN, "particle_level_set_lean_3" if LEAN_BLOCKS == 3 else "particle_level_set_lean"
+
+
+def sort_cell_limit() -> int:
+    """The cell size over which a cell's points are sorted apart (``_order_crowded``):
+    ``SORT_CELL_MAX``, or ``VOXFX_LEVEL_SET_SORT_MAX`` = "256" / "128" for the A/B (the rank
+    of ``surface_order_cells`` costs a cell its size squared; the sort apart a few launches
+    and a host read). The same φ either way."""
+    chosen = env_choice("VOXFX_LEVEL_SET_SORT_MAX", ("default", "256", "128"))
+    return SORT_CELL_MAX if chosen == "default" else int(chosen)
+
+
+HEAVY_POINTS = 2048  # heavy_apart: a node that would test more points than this is gathered apart
+HEAVY_ROOM = 1 << 20  # heavy_apart: at most this many nodes apart (8 B each); the rest gather in place
+HEAVY_BLOCKS = (1024, 128)  # heavy_apart: the listed nodes' grid-stride launch (blocks, threads)
+
+
+def heavy_apart(given=None) -> bool:
+    """Whether "lean" gathers its heavy nodes apart (flip_surface_lean.cu,
+    ``particle_level_set_lean_split`` / ``_heavy``: a node that would test more than
+    ``HEAVY_POINTS`` points — beside a cell where a splash piled up — is listed and gathered
+    in a second launch, the listed nodes packed into full warps, each walking its rows in one
+    flat loop; the same φ bit for bit): *given*, else ``VOXFX_LEVEL_SET_HEAVY`` ("0" off, the
+    default; "1" on)."""
+    if given is not None:
+        return bool(given)
+    return env_choice("VOXFX_LEVEL_SET_HEAVY", ("0", "1")) == "1"
+
+
+def _gather_heavy_apart(args, tiles, grid_args, cell_args, R, band, phi, cp):
+    """The "lean" gather with its heavy nodes apart (``heavy_apart``): the split launch over
+    the node tiles *tiles*, then the listed nodes'; no host read between them."""
+    f32, i32 = np.float32, np.int32
+    heavy = cp.empty(HEAVY_ROOM, cp.int64)
+    listed = cp.zeros(1, cp.uint32)
+    _K_LEAN.launch_grid("particle_level_set_lean_split", (tiles,), (int(np.prod(TILE)),), (
+        *args, i32(HEAVY_POINTS), heavy, np.uint32(HEAVY_ROOM), listed))
+    nx, ny = grid_args[0], grid_args[1]
+    _K_LEAN.launch_grid("particle_level_set_lean_heavy", (HEAVY_BLOCKS[0],), (HEAVY_BLOCKS[1],), (
+        args[0], args[1], heavy, listed, np.uint32(HEAVY_ROOM), nx, ny, *grid_args[3:], *cell_args, f32(R), f32(band),
+        phi))
 
 
 def _order_crowded(packed, tags, starts, ordered, cp, limit=None):
@@ -323,6 +396,8 @@ def _bricks_gpu(pos, radii, spec, R, band, smooth_iterations, walls=None, reach=
         fullest = counts.max(keepdims=True)
     points, bad, fullest = (int(v) for v in cp.concatenate([starts[-1:], bad, fullest]).get())
     _mark("scan + read")
+    if STATS is not None:
+        STATS.update(points=points, fullest=fullest, cells=n_cells, nodes=spec.voxel_count)
     if bad:
         raise _non_finite(bad)
     interior_flags, skip = _interior_cells(counts, (cx, cy, cz), interior)  # before the counts become fill
@@ -337,10 +412,11 @@ def _bricks_gpu(pos, radii, spec, R, band, smooth_iterations, walls=None, reach=
     del counts
     _mark("place")
     ordered = cp.empty_like(packed)
+    limit = sort_cell_limit()
     binning.launch("surface_order_cells_lean" if lean else "surface_order_cells", points, (
-        packed, tags, starts, np.int64(points), *cell_args, i32(SORT_CELL_MAX), ordered))
-    if fullest > SORT_CELL_MAX:  # crowded cells (a splash piled into a corner): sorted apart
-        _order_crowded(packed, tags, starts, ordered, cp)
+        packed, tags, starts, np.int64(points), *cell_args, i32(limit), ordered))
+    if fullest > limit:  # crowded cells (a splash piled into a corner): sorted apart
+        _order_crowded(packed, tags, starts, ordered, cp, limit)
     packed = ordered
     del tags
     _mark("order cells")
@@ -354,9 +430,12 @@ def _bricks_gpu(pos, radii, spec, R, band, smooth_iterations, walls=None, reach=
     phi = cp.empty(spec.array_shape, dtype=cp.float32)
     if phi.size:
         gather, name = _gather_kernel(R)
-        gather.launch_grid(name, (active.size,), (int(np.prod(TILE)),), (
-            packed, starts, active, interior_flags, skip, i32(nb[0]), i32(nb[1]), *grid_args, *cell_args, f32(R),
-            f32(band), phi))
+        args = (packed, starts, active, interior_flags, skip, i32(nb[0]), i32(nb[1]), *grid_args, *cell_args, f32(R),
+                f32(band), phi)
+        if name == "particle_level_set_lean" and heavy_apart():
+            _gather_heavy_apart(args, active.size, grid_args, cell_args, R, band, phi, cp)
+        else:
+            gather.launch_grid(name, (active.size,), (int(np.prod(TILE)),), args)
     del packed, starts, interior_flags
     _mark("gather")
     # 5. Smoothing, double-buffered, over the bricks near the active ones (the others stay

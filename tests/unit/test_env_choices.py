@@ -56,3 +56,37 @@ def test_cluster_blocks_reads_its_variable_unless_the_module_names_them(monkeypa
     monkeypatch.setenv("VOXFX_SPARSE_MG_CLUSTER_BLOCKS", "12")
     with pytest.raises(ValueError, match="^VOXFX_SPARSE_MG_CLUSTER_BLOCKS must be one of 8, 16, not '12'$"):
         vc.cluster_blocks()
+
+
+def test_level_set_switches_heavy_nodes_sort_limit_and_copy(monkeypatch):
+    """surface_gpu's A/B switches beside its mode: VOXFX_LEVEL_SET_HEAVY (off by default, the
+    caller's word wins), VOXFX_LEVEL_SET_SORT_MAX (SORT_CELL_MAX by default, 256 or 128) and
+    VOXFX_LEVEL_SET_COPY (host_copy's ways, pageable by default); anything else refused."""
+    for variable in ("VOXFX_LEVEL_SET_HEAVY", "VOXFX_LEVEL_SET_SORT_MAX", "VOXFX_LEVEL_SET_COPY"):
+        monkeypatch.delenv(variable, raising=False)
+    assert surface_gpu.heavy_apart() is False and surface_gpu.heavy_apart(True) is True
+    assert surface_gpu.sort_cell_limit() == surface_gpu.SORT_CELL_MAX
+    monkeypatch.setattr(surface_gpu, "SORT_CELL_MAX", 40)  # the tests' way to set the module's limit
+    assert surface_gpu.sort_cell_limit() == 40
+    monkeypatch.setenv("VOXFX_LEVEL_SET_HEAVY", " 1 ")
+    monkeypatch.setenv("VOXFX_LEVEL_SET_SORT_MAX", "256")
+    assert surface_gpu.heavy_apart() is True and surface_gpu.heavy_apart(False) is False
+    assert surface_gpu.sort_cell_limit() == 256
+    assert surface_gpu.COPY_WAYS[0] == "pageable"
+    for variable, value in (("VOXFX_LEVEL_SET_HEAVY", "2"), ("VOXFX_LEVEL_SET_SORT_MAX", "512")):
+        monkeypatch.setenv(variable, value)
+        with pytest.raises(ValueError, match=f"^{variable} must be one of "):
+            surface_gpu.heavy_apart() if "HEAVY" in variable else surface_gpu.sort_cell_limit()
+
+
+def test_pinned_size_classes_round_up_by_at_most_half():
+    """surface_gpu.pinned_class_bytes: 2^k or 1.5·2^k bytes, at least 1 MiB, never below the
+    request and at most 1.5× it above 1 MiB; a slowly growing level set keeps its class."""
+    from voxfx.kernels.flip.surface_gpu import pinned_class_bytes
+
+    sizes = [1, 1 << 20, (1 << 20) + 1, 3 << 19, (3 << 19) + 1, 100_000_000, 135_200_000, 162_000_000]
+    got = [pinned_class_bytes(n) for n in sizes]
+    assert got == [1 << 20, 1 << 20, 3 << 19, 3 << 19, 1 << 21, 3 << 25, 3 << 26, 3 << 26]
+    for n in range(1 << 20, 1 << 30, 7_654_321):
+        c = pinned_class_bytes(n)
+        assert n <= c <= 1.5 * n and (c & (c - 1) == 0 or (c // 3) & (c // 3 - 1) == 0)
