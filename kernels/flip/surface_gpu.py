@@ -290,6 +290,8 @@ def _gather_heavy_apart(args, tiles, grid_args, cell_args, R, band, phi, cp):
     _K_LEAN.launch_grid("particle_level_set_lean_heavy", (HEAVY_BLOCKS[0],), (HEAVY_BLOCKS[1],), (
         args[0], args[1], heavy, listed, np.uint32(HEAVY_ROOM), nx, ny, *grid_args[3:], *cell_args, f32(R), f32(band),
         phi))
+    if STATS is not None:  # a bench's count (a host read after the launches)
+        STATS.update(heavy_nodes=int(listed.get()[0]))
 
 
 def _order_crowded(packed, tags, starts, ordered, cp, limit=None):
@@ -306,6 +308,8 @@ def _order_crowded(packed, tags, starts, ordered, cp, limit=None):
     del sizes
     ends = cp.cumsum(lengths)
     m = int(ends[-1])  # a host read, only when a cell is crowded
+    if STATS is not None:
+        STATS.update(crowded_cells=int(crowded.size), crowded_points=m)
     group = cp.zeros(m, cp.int64)
     group[ends[:-1]] = 1
     group = cp.cumsum(group)  # each point's crowded cell (0 … k − 1)
