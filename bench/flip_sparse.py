@@ -325,7 +325,7 @@ def main():
                     help="A/B of the PCG's warm start (VOXFX_PRESSURE_WARM) in one process: each row per value")
     ap.add_argument("--level-set-modes", nargs="+", type=level_set_way, default=None,
                     help="with --frames --level-set: GPU level set ways to time each frame (A/B); a way is a mode "
-                         "with switches, e.g. lean:VOXFX_LEVEL_SET_HEAVY=1,VOXFX_LEVEL_SET_SORT_MAX=256")
+                         "with switches, e.g. lean:VOXFX_LEVEL_SET_INTERIOR=0,VOXFX_LEVEL_SET_BOUNDS=0")
     ap.add_argument("--ab", nargs="+", action="append", default=None, metavar="NAME=VALUE",
                     help="a way (environment variables) for an A/B in one simulation, substeps alternating; "
                          "give --ab twice or more (--ab '' for the defaults)")

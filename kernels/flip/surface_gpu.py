@@ -31,6 +31,18 @@ and 4 at 65M, the two ways alternating in one process, φ the same bits), ms on 
 floor, the positions read and φ written once, is 0.05 ms at 8M and 0.25 at 65M: the gather
 is bound by its instructions (~650 particles tested a node, ~27 instructions a test, every
 test taking the weight path for some lane of the warp), not by memory.
+
+Late frames (issue 24; H100 80GB HBM3, ``bench/flip_sparse.py --row 65m --frames 12 --timing
+fast --level-set --trim --level-set-modes lean``, ``STATS``' numbers): the "level set" of frames
+10 and 11 (99 and 113 ms in the session's first H100 run) was 53.1 and 55.2 ms on the device — gather 31.3 / 32.0,
+place 14.5 / 15.7, order cells 3.7, count 2.3, the rest 1.3 — plus **38.7 and 41.8 ms** copying
+φ (135 and 162 MB) to pageable memory, now 2.6 and 3.0 through a pinned block (``host_copy``).
+From frame 0 to 11 the points grew 68.8M → 91.0M (the walls' images 3.2M → 25.5M), the region
+11.0M → 40.5M nodes, the fullest cell 97 → 4,757 (690 cells over ``SORT_CELL_MAX``); the gather
+4.6 → 32.0 ms and the place 1.9 → 15.7 ms. Tried in that call and not kept (the same φ bits,
+slower): the nodes that would test over 2,048 points gathered apart in full warps by a flat
+row loop (0.9M such nodes at frame 10): gather 31.3 → 52.1 ms; cells over 256 points (not 1,024)
+sorted apart: order cells 3.7 → 5.2 ms.
 """
 
 from __future__ import annotations
@@ -78,30 +90,39 @@ def _mark(stage):
 
 
 
-COPY_WAYS = ("pageable", "pinned")  # host_copy's ways (VOXFX_LEVEL_SET_COPY), the first the default
+# host_copy's ways (VOXFX_LEVEL_SET_COPY), the first the default: "pinned" since its A/B on an H100
+# (below); "pageable", the fresh-memory .get() that sparse_output.level_set took before.
+COPY_WAYS = ("pinned", "pageable")
 
 
 def pinned_class_bytes(nbytes: int) -> int:
-    """*nbytes* rounded up to a pinned block's size class, 2^k or 1.5·2^k bytes (≥ 1 MiB):
-    CuPy's pinned pool gives back a freed block only for a request of its exact size, so a
-    level set whose region grows a little each frame takes the same block frame after frame
-    (a new one, and a page-locking, only when it outgrows the class: at most 50% unused)."""
+    """*nbytes* rounded up to a pinned block's size class, 2^k or 1.5·2^k bytes (≥ 1 MiB), so
+    that a level set whose region grows a little each frame asks CuPy's pinned pool for the
+    same size frame after frame and takes back the block it freed (a new block, page-locked
+    afresh, only when the region outgrows its class; at most 50% of it unused)."""
     n = max(int(nbytes), 1 << 20)
     high = 1 << (n - 1).bit_length()  # the power of two ≥ n
     return high * 3 // 4 if n <= high * 3 // 4 else high
 
 
 def host_copy(phi, way=None):
-    """*phi* (a device array) as a NumPy float32 array, the way *way* (``COPY_WAYS``), else
-    ``VOXFX_LEVEL_SET_COPY``, else "pageable": ``.get()`` into fresh pageable memory (the
-    level set's region changes size frame to frame, and CuPy's pinned pool keeps a block
-    per size), or "pinned": into a page-locked block of CuPy's pinned pool of
-    ``pinned_class_bytes`` (the array a view of its first bytes, keeping it alive). The
-    same bytes either way."""
-    import cupy as cp
-
+    """*phi* (a device array) as a NumPy float32 array (``sparse_output.level_set``: a
+    region's level set, whose size changes frame to frame), the way *way* (``COPY_WAYS``),
+    else ``VOXFX_LEVEL_SET_COPY``, else "pinned": into a page-locked block of CuPy's pinned
+    pool of ``pinned_class_bytes`` (the array a view of its first bytes, keeping the block
+    until it is dropped); "pageable": ``.get()`` into fresh pageable memory. The same bytes
+    either way. Measured on an NVIDIA H100 80GB HBM3 (driver 580.159.04, CuPy 14.2;
+    ``bench/flip_sparse.py --row 65m --frames 12 --timing fast --level-set --trim
+    --level-set-modes lean``, the three copies of each frame's φ in turn): pageable 2.9–5.0 ms
+    in frames 0–3 (44–77 MB), 23.7–34.4 in frames 4–9, **38.7 and 41.8 ms** at frames 10 and
+    11 (135 and 162 MB: 3.5–3.9 GB/s); pinned by class **0.9–3.0 ms** in every frame (2.6 and
+    3.0 at frames 10 and 11: 52–54 GB/s); pinned at the exact size (``backend.to_host``) 0.9–3.1
+    ms but 96.6 ms at frame 10, the first region larger than every earlier one (a block
+    page-locked afresh). At 8M the box's level set (``sim.phi_out``) was pinned already."""
     if env_choice("VOXFX_LEVEL_SET_COPY", COPY_WAYS, way) == "pageable":
         return np.asarray(phi.get(), dtype=np.float32)
+    import cupy as cp
+
     phi = cp.ascontiguousarray(phi, dtype=cp.float32)
     block = cp.cuda.alloc_pinned_memory(pinned_class_bytes(phi.nbytes))
     out = np.frombuffer(block, np.float32, phi.size).reshape(phi.shape)
@@ -150,8 +171,7 @@ def estimate_gpu_bytes(n_particles: int, spec: GridSpec, kernel_radius: float) -
     per_cell = 4 + 8 + 4  # the searched cell ids (int32), their int64 positions, starts (int32)
     if interior_skip():
         per_cell += 2  # the interior skip's cell flags, two buffers (_interior_cells)
-    heavy = 8 * HEAVY_ROOM if heavy_apart() else 0  # the heavy nodes' list (_gather_heavy_apart)
-    return n * per_particle + (int(np.prod(cells)) + 2) * per_cell + 2 * 4 * spec.voxel_count + heavy
+    return n * per_particle + (int(np.prod(cells)) + 2) * per_cell + 2 * 4 * spec.voxel_count
 
 
 def particle_bounds(pos) -> np.ndarray:
@@ -250,48 +270,6 @@ def _gather_kernel(R) -> tuple:
     if not (level_set_mode() == "lean" and 2.0 ** -60 <= R2 <= 2.0 ** 60):
         return _K, "particle_level_set_bricks"
     return _K_LEAN, "particle_level_set_lean_3" if LEAN_BLOCKS == 3 else "particle_level_set_lean"
-
-
-def sort_cell_limit() -> int:
-    """The cell size over which a cell's points are sorted apart (``_order_crowded``):
-    ``SORT_CELL_MAX``, or ``VOXFX_LEVEL_SET_SORT_MAX`` = "256" / "128" for the A/B (the rank
-    of ``surface_order_cells`` costs a cell its size squared; the sort apart a few launches
-    and a host read). The same φ either way."""
-    chosen = env_choice("VOXFX_LEVEL_SET_SORT_MAX", ("default", "256", "128"))
-    return SORT_CELL_MAX if chosen == "default" else int(chosen)
-
-
-HEAVY_POINTS = 2048  # heavy_apart: a node that would test more points than this is gathered apart
-HEAVY_ROOM = 1 << 20  # heavy_apart: at most this many nodes apart (8 B each); the rest gather in place
-HEAVY_BLOCKS = (1024, 128)  # heavy_apart: the listed nodes' grid-stride launch (blocks, threads)
-
-
-def heavy_apart(given=None) -> bool:
-    """Whether "lean" gathers its heavy nodes apart (flip_surface_lean.cu,
-    ``particle_level_set_lean_split`` / ``_heavy``: a node that would test more than
-    ``HEAVY_POINTS`` points — beside a cell where a splash piled up — is listed and gathered
-    in a second launch, the listed nodes packed into full warps, each walking its rows in one
-    flat loop; the same φ bit for bit): *given*, else ``VOXFX_LEVEL_SET_HEAVY`` ("0" off, the
-    default; "1" on)."""
-    if given is not None:
-        return bool(given)
-    return env_choice("VOXFX_LEVEL_SET_HEAVY", ("0", "1")) == "1"
-
-
-def _gather_heavy_apart(args, tiles, grid_args, cell_args, R, band, phi, cp):
-    """The "lean" gather with its heavy nodes apart (``heavy_apart``): the split launch over
-    the node tiles *tiles*, then the listed nodes'; no host read between them."""
-    f32, i32 = np.float32, np.int32
-    heavy = cp.empty(HEAVY_ROOM, cp.int64)
-    listed = cp.zeros(1, cp.uint32)
-    _K_LEAN.launch_grid("particle_level_set_lean_split", (tiles,), (int(np.prod(TILE)),), (
-        *args, i32(HEAVY_POINTS), heavy, np.uint32(HEAVY_ROOM), listed))
-    nx, ny = grid_args[0], grid_args[1]
-    _K_LEAN.launch_grid("particle_level_set_lean_heavy", (HEAVY_BLOCKS[0],), (HEAVY_BLOCKS[1],), (
-        args[0], args[1], heavy, listed, np.uint32(HEAVY_ROOM), nx, ny, *grid_args[3:], *cell_args, f32(R), f32(band),
-        phi))
-    if STATS is not None:  # a bench's count (a host read after the launches)
-        STATS.update(heavy_nodes=int(listed.get()[0]))
 
 
 def _order_crowded(packed, tags, starts, ordered, cp, limit=None):
@@ -416,11 +394,10 @@ def _bricks_gpu(pos, radii, spec, R, band, smooth_iterations, walls=None, reach=
     del counts
     _mark("place")
     ordered = cp.empty_like(packed)
-    limit = sort_cell_limit()
     binning.launch("surface_order_cells_lean" if lean else "surface_order_cells", points, (
-        packed, tags, starts, np.int64(points), *cell_args, i32(limit), ordered))
-    if fullest > limit:  # crowded cells (a splash piled into a corner): sorted apart
-        _order_crowded(packed, tags, starts, ordered, cp, limit)
+        packed, tags, starts, np.int64(points), *cell_args, i32(SORT_CELL_MAX), ordered))
+    if fullest > SORT_CELL_MAX:  # crowded cells (a splash piled into a corner): sorted apart
+        _order_crowded(packed, tags, starts, ordered, cp)
     packed = ordered
     del tags
     _mark("order cells")
@@ -434,12 +411,9 @@ def _bricks_gpu(pos, radii, spec, R, band, smooth_iterations, walls=None, reach=
     phi = cp.empty(spec.array_shape, dtype=cp.float32)
     if phi.size:
         gather, name = _gather_kernel(R)
-        args = (packed, starts, active, interior_flags, skip, i32(nb[0]), i32(nb[1]), *grid_args, *cell_args, f32(R),
-                f32(band), phi)
-        if name == "particle_level_set_lean" and heavy_apart():
-            _gather_heavy_apart(args, active.size, grid_args, cell_args, R, band, phi, cp)
-        else:
-            gather.launch_grid(name, (active.size,), (int(np.prod(TILE)),), args)
+        gather.launch_grid(name, (active.size,), (int(np.prod(TILE)),), (
+            packed, starts, active, interior_flags, skip, i32(nb[0]), i32(nb[1]), *grid_args, *cell_args, f32(R),
+            f32(band), phi))
     del packed, starts, interior_flags
     _mark("gather")
     # 5. Smoothing, double-buffered, over the bricks near the active ones (the others stay

@@ -180,59 +180,11 @@ def test_region_bounds_are_the_cell_coordinates_extremes(monkeypatch):
     assert regions[0] == regions[1] and regions[0].origin[0] >= start.origin[0] + 0.2 - 1e-9
 
 
-def piled_box(rng):
-    """``liquid_in_a_box`` with a pile against a wall: 3,000 points in one binning cell, as a
-    splash presses them (over ``SORT_CELL_MAX``: sorted apart; heavy for every node near it)."""
-    spec, pos = liquid_in_a_box(rng)
-    h = spec.voxel_size
-    at = np.asarray(spec.origin) + [0.5 * h, 0.5 * spec.shape[1] * h, 0.5 * spec.shape[2] * h]
-    pile = at + rng.uniform(-0.45 * h, 0.45 * h, (3000, 3))
-    return spec, np.concatenate([pos, pile.astype(np.float32)])
-
-
-@pytest.mark.parametrize("heavy_points, room", [(0, 1 << 20), (200, 1 << 20), (0, 50)])
-def test_lean_with_heavy_nodes_apart_gives_the_same_bits(monkeypatch, heavy_points, room):
-    """VOXFX_LEVEL_SET_HEAVY=1: nodes testing more than HEAVY_POINTS points gathered apart in
-    a flat loop (every node with a point at 0; the pile's at 200; a list of room for 50, the
-    rest in place), closed and open, the interior skip on and off: lean's φ to the bit."""
-    import cupy
-
-    rng = np.random.default_rng()
-    spec, pos = piled_box(rng)
-    r, R = surface_radii(spec.voxel_size, 8)
-    monkeypatch.setattr(surface_gpu, "HEAVY_POINTS", heavy_points)
-    monkeypatch.setattr(surface_gpu, "HEAVY_ROOM", room)
-    monkeypatch.setenv("VOXFX_LEVEL_SET", "lean")
-    for interior in ("0", "1"):
-        monkeypatch.setenv("VOXFX_LEVEL_SET_INTERIOR", interior)
-        for call in (lambda: closed_level_set(cupy.asarray(pos), spec, r, R, xp=cupy),
-                     lambda: particle_level_set(cupy.asarray(pos), spec, r, R, xp=cupy, smooth_iterations=0)):
-            monkeypatch.setenv("VOXFX_LEVEL_SET_HEAVY", "0")
-            lean = call().get()
-            monkeypatch.setenv("VOXFX_LEVEL_SET_HEAVY", "1")
-            apart = call().get()
-            assert apart.tobytes() == lean.tobytes()
-            assert (lean < 0).any()
-
-
-@pytest.mark.parametrize("limit", ["256", "128"])
-def test_sort_limit_switch_gives_the_same_bits(monkeypatch, limit):
-    """VOXFX_LEVEL_SET_SORT_MAX (surface_gpu.sort_cell_limit): cells over 128 or 256 points
-    sorted apart instead of over SORT_CELL_MAX, with a pile of 3,000: lean's and legacy's bits."""
-    import cupy
-
-    rng = np.random.default_rng()
-    spec, pos = piled_box(rng)
-    r, R = surface_radii(spec.voxel_size, 8)
-    monkeypatch.setenv("VOXFX_LEVEL_SET_SORT_MAX", limit)
-    assert surface_gpu.sort_cell_limit() == int(limit)
-    both_ways(monkeypatch, lambda: closed_level_set(cupy.asarray(pos), spec, r, R, xp=cupy))
-
-
 def test_pinned_class_copy_holds_the_bytes_and_reuses_its_block():
     """surface_gpu.host_copy: "pinned" gives ``.get()``'s bytes (shape, dtype) from a block
     of the size class; a later φ of another size in the same class, the first one dropped,
-    comes back in the same block (CuPy's pinned pool), and one of the next class does not."""
+    comes back in the same block (CuPy's pinned pool); one of the next class, its bytes. (That
+    one's block is the pool's business: on the H100 CuPy 14.2 gave it the same address.)"""
     import cupy
 
     rng = np.random.default_rng()
@@ -248,4 +200,4 @@ def test_pinned_class_copy_holds_the_bytes_and_reuses_its_block():
     del again
     third = cupy.asarray(rng.standard_normal((40, 61, 350)).astype(np.float32))  # 3.3 MiB: the 4 MiB class
     other = surface_gpu.host_copy(third, "pinned")
-    assert other.__array_interface__["data"][0] != address and other.tobytes() == third.get().tobytes()
+    assert other.shape == third.shape and other.tobytes() == third.get().tobytes()

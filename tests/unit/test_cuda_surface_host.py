@@ -156,25 +156,6 @@ int main() {
         }
     // phi: the bricks gather, not yet smoothed
     int lean_same = lbad[0] == bad[0] && lstarts_ == starts && !std::memcmp(lean.data(), phi.data(), 4 * V);
-    // lean with its heavy nodes apart (split, then the listed nodes' flat loop): every node with
-    // a point listed, a list of room for one (the rest gather in place) and of room for all
-    for (unsigned room : {1u, 1u << 30}) {
-        std::vector<float> split(V, NAN);
-        std::vector<ll> heavy(std::min<ll>(room, V));
-        unsigned listed = 0;
-        for (ll b = 0; b < (ll)active.size(); ++b)
-            for (unsigned t = 0; t < TILE_X * TILE_Y * TILE_Z; ++t) {
-                h_block.x = (unsigned)b; h_dim.x = TILE_X * TILE_Y * TILE_Z; h_thread.x = t;
-                particle_level_set_lean_split(lord.data(), lstarts_.data(), active.data(), lflags.data(), skip, nbx,
-                                              nby, nx, ny, nz, ox, oy, oz, h, cox, coy, coz, inv_edge, cx, cy, cz, R,
-                                              band, split.data(), 0, heavy.data(), room, &listed);
-            }
-        h_grid.x = 1;
-        at(0);
-        particle_level_set_lean_heavy(lord.data(), lstarts_.data(), heavy.data(), &listed, room, nx, ny, ox, oy, oz,
-                                      h, cox, coy, coz, inv_edge, cx, cy, cz, R, band, split.data());
-        lean_same = lean_same && listed > 1 && !std::memcmp(split.data(), lean.data(), 4 * V);
-    }
     std::vector<unsigned char> near(active.size());
     LAUNCH(active.size(), dilate_bricks(active.data(), nbx, nby, nbz, near.data()));
     if (times > std::min(TILE_X, std::min(TILE_Y, TILE_Z))) std::fill(near.begin(), near.end(), 1);

@@ -58,26 +58,14 @@ def test_cluster_blocks_reads_its_variable_unless_the_module_names_them(monkeypa
         vc.cluster_blocks()
 
 
-def test_level_set_switches_heavy_nodes_sort_limit_and_copy(monkeypatch):
-    """surface_gpu's A/B switches beside its mode: VOXFX_LEVEL_SET_HEAVY (off by default, the
-    caller's word wins), VOXFX_LEVEL_SET_SORT_MAX (SORT_CELL_MAX by default, 256 or 128) and
-    VOXFX_LEVEL_SET_COPY (host_copy's ways, pageable by default); anything else refused."""
-    for variable in ("VOXFX_LEVEL_SET_HEAVY", "VOXFX_LEVEL_SET_SORT_MAX", "VOXFX_LEVEL_SET_COPY"):
-        monkeypatch.delenv(variable, raising=False)
-    assert surface_gpu.heavy_apart() is False and surface_gpu.heavy_apart(True) is True
-    assert surface_gpu.sort_cell_limit() == surface_gpu.SORT_CELL_MAX
-    monkeypatch.setattr(surface_gpu, "SORT_CELL_MAX", 40)  # the tests' way to set the module's limit
-    assert surface_gpu.sort_cell_limit() == 40
-    monkeypatch.setenv("VOXFX_LEVEL_SET_HEAVY", " 1 ")
-    monkeypatch.setenv("VOXFX_LEVEL_SET_SORT_MAX", "256")
-    assert surface_gpu.heavy_apart() is True and surface_gpu.heavy_apart(False) is False
-    assert surface_gpu.sort_cell_limit() == 256
-    assert surface_gpu.COPY_WAYS[0] == "pageable"
-    for variable, value in (("VOXFX_LEVEL_SET_HEAVY", "2"), ("VOXFX_LEVEL_SET_SORT_MAX", "512")):
-        monkeypatch.setenv(variable, value)
-        with pytest.raises(ValueError, match=f"^{variable} must be one of "):
-            surface_gpu.heavy_apart() if "HEAVY" in variable else surface_gpu.sort_cell_limit()
-
+def test_level_set_copy_switch(monkeypatch):
+    """VOXFX_LEVEL_SET_COPY (surface_gpu.host_copy's ways): pinned by default, pageable by the
+    variable or the caller; anything else refused (before any device work)."""
+    monkeypatch.delenv("VOXFX_LEVEL_SET_COPY", raising=False)
+    assert surface_gpu.COPY_WAYS == ("pinned", "pageable")
+    monkeypatch.setenv("VOXFX_LEVEL_SET_COPY", "sideways")
+    with pytest.raises(ValueError, match="^VOXFX_LEVEL_SET_COPY must be one of pinned, pageable, not 'sideways'$"):
+        surface_gpu.host_copy(None)
 
 def test_pinned_size_classes_round_up_by_at_most_half():
     """surface_gpu.pinned_class_bytes: 2^k or 1.5·2^k bytes, at least 1 MiB, never below the
