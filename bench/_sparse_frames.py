@@ -30,28 +30,51 @@ from _sparse_scene import scene  # noqa: E402
 
 def timed_level_set(sim, mode):
     """(device ms, pinned copy ms, pageable copy ms, [(stage, ms)], φ on the device) of
-    one level set the GPU way *mode*."""
+    one level set the GPU way *mode*: a mode of ``surface_gpu.LEVEL_SET_MODES``, or
+    MODE:VAR=VALUE,... with those environment variables set for it (restored after). The
+    stages end with the copies: "pinned" (``backend.to_host``, a block of φ's exact size),
+    "pinned class" (``surface_gpu.host_copy``'s, a block of its size class, CuPy's pool
+    reusing it from frame to frame) and "pageable" (``.get()``); the level set's own
+    numbers (points, fullest cell) follow as stages too (``surface_gpu.STATS``)."""
     import time
 
     import cupy as cp
 
-    os.environ["VOXFX_LEVEL_SET"] = mode
-    cp.cuda.Device().synchronize()
-    first = cp.cuda.Event()
-    first.record()
-    surface_gpu.PROFILE = [("start", first)]
-    a = time.perf_counter()
-    phi = sim.level_set(on_device=True)
-    cp.cuda.Device().synchronize()
-    b = time.perf_counter()
-    marks, surface_gpu.PROFILE = surface_gpu.PROFILE, None
+    mode, _, switches = mode.partition(":")
+    chosen = dict(s.split("=", 1) for s in switches.split(",") if s)
+    chosen["VOXFX_LEVEL_SET"] = mode
+    kept = {k: os.environ.get(k) for k in chosen}
+    os.environ.update(chosen)
+    try:
+        cp.cuda.Device().synchronize()
+        first = cp.cuda.Event()
+        first.record()
+        surface_gpu.PROFILE = [("start", first)]
+        surface_gpu.STATS = {}
+        a = time.perf_counter()
+        phi = sim.level_set(on_device=True)
+        cp.cuda.Device().synchronize()
+        b = time.perf_counter()
+        marks, surface_gpu.PROFILE = surface_gpu.PROFILE, None
+        stats, surface_gpu.STATS = surface_gpu.STATS, None
+    finally:
+        for k, v in kept.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
     stages = [(name, cp.cuda.get_elapsed_time(e0, e1)) for (_, e0), (name, e1) in zip(marks, marks[1:])]
     host = backend.to_host(phi)
     c = time.perf_counter()
     del host
+    host = surface_gpu.host_copy(phi, "pinned")
+    c2 = time.perf_counter()
+    del host
     phi.get()
     d = time.perf_counter()
-    return (b - a) * 1e3, (c - b) * 1e3, (d - c) * 1e3, stages, phi
+    stages.append(("[pinned class copy]", (c2 - c) * 1e3))
+    stages += [(f"[{k}]", v) for k, v in stats.items()]
+    return (b - a) * 1e3, (c - b) * 1e3, (d - c2) * 1e3, stages, phi
 
 
 def frame_settings(timing, cfl, narrow_band, most) -> FlipSettings:
@@ -134,18 +157,19 @@ def run_frames(n, particles, frames, kind, time_cap, level_set=False, trace=None
         _phase(compiles, "level set")
         detail = []
         if level_set and modes:
-            cells, phis = [], []
-            for mode in modes:
-                dev, pinned, pageable, stages, phi = timed_level_set(sim, mode)
-                phis.append(phi)
+            cells, phis = [], {}
+            for mode in modes if frame % 2 == 0 else modes[::-1]:  # the ways' order reversed every other frame
+                dev, pinned, pageable, stages, phis[mode] = timed_level_set(sim, mode)
                 cells.append(f"{mode} {dev:.1f} + {pinned:.1f}")
                 detail.append(f"   {mode}: device {dev:.2f} ms, to host pinned {pinned:.2f} / pageable {pageable:.2f} "
                               f"ms; " + ", ".join(f"{k} {v:.2f}" for k, v in stages))
             if len(phis) > 1:
-                diff = [int((p != phis[0]).sum()) for p in phis[1:]]
-                worst = [float(cp.abs(p - phis[0]).max()) for p in phis[1:]]
+                base = phis[modes[0]]
+                diff = [int((phis[m] != base).sum()) for m in modes[1:]]
+                worst = [float(cp.abs(phis[m] - base).max()) for m in modes[1:]]
                 detail.append(f"   φ against {modes[0]}: nodes differing {diff}, max |Δφ| {worst} "
-                              f"({phis[0].size:,} nodes, {int((phis[0] < 0).sum()):,} inside)")
+                              f"({base.size:,} nodes, {int((base < 0).sum()):,} inside)")
+                del base
             del phis
             surface_text = "; ".join(cells)
         elif outputs:

@@ -286,6 +286,14 @@ def run_ab(n, particles, steps, warm, ways, kind="dam"):
     return out
 
 
+def level_set_way(text: str) -> str:
+    """``--level-set-modes``' way: MODE or MODE:VAR=VALUE,VAR=VALUE (``_sparse_frames.timed_level_set``)."""
+    mode, _, switches = text.partition(":")
+    if mode not in surface_gpu.LEVEL_SET_MODES or any("=" not in s for s in switches.split(",") if s):
+        raise argparse.ArgumentTypeError(f"{text!r}: a mode of {surface_gpu.LEVEL_SET_MODES}, then :VAR=VALUE,...")
+    return text
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="64³ with 1M particles only")
@@ -322,8 +330,9 @@ def main():
                     help="with --frames: the Liquid panel's Timing (fast: three substeps a 24 fps frame)")
     ap.add_argument("--pressure-warm", nargs="+", choices=("0", "1"), default=None,
                     help="A/B of the PCG's warm start (VOXFX_PRESSURE_WARM) in one process: each row per value")
-    ap.add_argument("--level-set-modes", nargs="+", choices=surface_gpu.LEVEL_SET_MODES, default=None,
-                    help="with --frames --level-set: GPU level set ways to time each frame (A/B)")
+    ap.add_argument("--level-set-modes", nargs="+", type=level_set_way, default=None,
+                    help="with --frames --level-set: GPU level set ways to time each frame (A/B); a way is a mode "
+                         "with switches, e.g. lean:VOXFX_LEVEL_SET_INTERIOR=0,VOXFX_LEVEL_SET_BOUNDS=0")
     ap.add_argument("--ab", nargs="+", action="append", default=None, metavar="NAME=VALUE",
                     help="a way (environment variables) for an A/B in one simulation, substeps alternating; "
                          "give --ab twice or more (--ab '' for the defaults)")

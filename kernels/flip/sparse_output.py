@@ -95,7 +95,11 @@ def level_set(sim, progress=None, on_device=False):
                                grid=grown)
     else:
         phi = particle_level_set(sim.pos, grown, radius=r, kernel_radius=R, xp=sim.xp, progress=progress)
-    return phi_out(phi, on_device, pinned=False)  # the region changes size: no pinned block per size
+    if on_device or sim.xp is np:
+        return phi_out(phi, on_device, pinned=False)
+    from .surface_gpu import host_copy
+
+    return host_copy(phi)  # pinned by size class (VOXFX_LEVEL_SET_COPY=pageable: the .get() it took before)
 
 
 def cell_velocity(grid, region: GridSpec, spec: GridSpec, padding: int = 0, pinned: bool = False):

@@ -31,6 +31,18 @@ and 4 at 65M, the two ways alternating in one process, φ the same bits), ms on 
 floor, the positions read and φ written once, is 0.05 ms at 8M and 0.25 at 65M: the gather
 is bound by its instructions (~650 particles tested a node, ~27 instructions a test, every
 test taking the weight path for some lane of the warp), not by memory.
+
+Late frames (issue 24; H100 80GB HBM3, ``bench/flip_sparse.py --row 65m --frames 12 --timing
+fast --level-set --trim --level-set-modes lean``, ``STATS``' numbers): the "level set" of frames
+10 and 11 (99 and 113 ms in the session's first H100 run) was 53.1 and 55.2 ms on the device — gather 31.3 / 32.0,
+place 14.5 / 15.7, order cells 3.7, count 2.3, the rest 1.3 — plus **38.7 and 41.8 ms** copying
+φ (135 and 162 MB) to pageable memory, now 2.6 and 3.0 through a pinned block (``host_copy``).
+From frame 0 to 11 the points grew 68.8M → 91.0M (the walls' images 3.2M → 25.5M), the region
+11.0M → 40.5M nodes, the fullest cell 97 → 4,757 (690 cells over ``SORT_CELL_MAX``); the gather
+4.6 → 32.0 ms and the place 1.9 → 15.7 ms. Tried in that call and not kept (the same φ bits,
+slower): the nodes that would test over 2,048 points gathered apart in full warps by a flat
+row loop (0.9M such nodes at frame 10): gather 31.3 → 52.1 ms; cells over 256 points (not 1,024)
+sorted apart: order cells 3.7 → 5.2 ms.
 """
 
 from __future__ import annotations
@@ -64,6 +76,7 @@ REGION_BOUNDS = os.environ.get("VOXFX_LEVEL_SET_BOUNDS", "1").strip() != "0"
 _CROWDED_READY: set = set()  # (device, tag type) whose crowded-cell sort ran in this process (_compile_crowded_order)
 COMBOS = 27  # a particle and its images (voxfx_surface.cuh's COMBOS): tags combo·n + p below COMBOS·n
 PROFILE = None  # a list: the GPU level set appends (stage, CUDA event) as each stage is queued (benches)
+STATS = None  # a dict: the "bricks"/"lean" level set puts its points, fullest cell, cells and nodes there (benches)
 
 
 def _mark(stage):
@@ -75,6 +88,46 @@ def _mark(stage):
         event.record()
         PROFILE.append((stage, event))
 
+
+
+# host_copy's ways (VOXFX_LEVEL_SET_COPY), the first the default: "pinned" since its A/B on an H100
+# (below); "pageable", the fresh-memory .get() that sparse_output.level_set took before.
+COPY_WAYS = ("pinned", "pageable")
+
+
+def pinned_class_bytes(nbytes: int) -> int:
+    """*nbytes* rounded up to a pinned block's size class, 2^k or 1.5·2^k bytes (≥ 1 MiB), so
+    that a level set whose region grows a little each frame asks CuPy's pinned pool for the
+    same size frame after frame and takes back the block it freed (a new block, page-locked
+    afresh, only when the region outgrows its class; at most 50% of it unused)."""
+    n = max(int(nbytes), 1 << 20)
+    high = 1 << (n - 1).bit_length()  # the power of two ≥ n
+    return high * 3 // 4 if n <= high * 3 // 4 else high
+
+
+def host_copy(phi, way=None):
+    """*phi* (a device array) as a NumPy float32 array (``sparse_output.level_set``: a
+    region's level set, whose size changes frame to frame), the way *way* (``COPY_WAYS``),
+    else ``VOXFX_LEVEL_SET_COPY``, else "pinned": into a page-locked block of CuPy's pinned
+    pool of ``pinned_class_bytes`` (the array a view of its first bytes, keeping the block
+    until it is dropped); "pageable": ``.get()`` into fresh pageable memory. The same bytes
+    either way. Measured on an NVIDIA H100 80GB HBM3 (driver 580.159.04, CuPy 14.2;
+    ``bench/flip_sparse.py --row 65m --frames 12 --timing fast --level-set --trim
+    --level-set-modes lean``, the three copies of each frame's φ in turn): pageable 2.9–5.0 ms
+    in frames 0–3 (44–77 MB), 23.7–34.4 in frames 4–9, **38.7 and 41.8 ms** at frames 10 and
+    11 (135 and 162 MB: 3.5–3.9 GB/s); pinned by class **0.9–3.0 ms** in every frame (2.6 and
+    3.0 at frames 10 and 11: 52–54 GB/s); pinned at the exact size (``backend.to_host``) 0.9–3.1
+    ms but 96.6 ms at frame 10, the first region larger than every earlier one (a block
+    page-locked afresh). At 8M the box's level set (``sim.phi_out``) was pinned already."""
+    if env_choice("VOXFX_LEVEL_SET_COPY", COPY_WAYS, way) == "pageable":
+        return np.asarray(phi.get(), dtype=np.float32)
+    import cupy as cp
+
+    phi = cp.ascontiguousarray(phi, dtype=cp.float32)
+    block = cp.cuda.alloc_pinned_memory(pinned_class_bytes(phi.nbytes))
+    out = np.frombuffer(block, np.float32, phi.size).reshape(phi.shape)
+    phi.get(out=out)
+    return out
 
 
 def level_set_mode(mode=None) -> str:
@@ -233,6 +286,8 @@ def _order_crowded(packed, tags, starts, ordered, cp, limit=None):
     del sizes
     ends = cp.cumsum(lengths)
     m = int(ends[-1])  # a host read, only when a cell is crowded
+    if STATS is not None:
+        STATS.update(crowded_cells=int(crowded.size), crowded_points=m)
     group = cp.zeros(m, cp.int64)
     group[ends[:-1]] = 1
     group = cp.cumsum(group)  # each point's crowded cell (0 … k − 1)
@@ -323,6 +378,8 @@ def _bricks_gpu(pos, radii, spec, R, band, smooth_iterations, walls=None, reach=
         fullest = counts.max(keepdims=True)
     points, bad, fullest = (int(v) for v in cp.concatenate([starts[-1:], bad, fullest]).get())
     _mark("scan + read")
+    if STATS is not None:
+        STATS.update(points=points, fullest=fullest, cells=n_cells, nodes=spec.voxel_count)
     if bad:
         raise _non_finite(bad)
     interior_flags, skip = _interior_cells(counts, (cx, cy, cz), interior)  # before the counts become fill

@@ -178,3 +178,26 @@ def test_region_bounds_are_the_cell_coordinates_extremes(monkeypatch):
         regions.append(sparse_output.liquid_region(sim))
     # the same grid both ways, and it followed the liquid (0.25 m along x: two 0.1 m cells, floored)
     assert regions[0] == regions[1] and regions[0].origin[0] >= start.origin[0] + 0.2 - 1e-9
+
+
+def test_pinned_class_copy_holds_the_bytes_and_reuses_its_block():
+    """surface_gpu.host_copy: "pinned" gives ``.get()``'s bytes (shape, dtype) from a block
+    of the size class; a later φ of another size in the same class, the first one dropped,
+    comes back in the same block (CuPy's pinned pool); one of the next class, its bytes. (That
+    one's block is the pool's business: on the H100 CuPy 14.2 gave it the same address.)"""
+    import cupy
+
+    rng = np.random.default_rng()
+    first = cupy.asarray(rng.standard_normal((37, 61, 300)).astype(np.float32))  # 2.6 MiB: the 3 MiB class
+    host = surface_gpu.host_copy(first, "pinned")
+    assert host.shape == first.shape and host.dtype == np.float32
+    assert host.tobytes() == first.get().tobytes() == surface_gpu.host_copy(first, "pageable").tobytes()
+    address = host.__array_interface__["data"][0]
+    del host
+    second = cupy.asarray(rng.standard_normal((40, 61, 310)).astype(np.float32))  # 2.9 MiB: the same class
+    again = surface_gpu.host_copy(second, "pinned")
+    assert again.__array_interface__["data"][0] == address and again.tobytes() == second.get().tobytes()
+    del again
+    third = cupy.asarray(rng.standard_normal((40, 61, 350)).astype(np.float32))  # 3.3 MiB: the 4 MiB class
+    other = surface_gpu.host_copy(third, "pinned")
+    assert other.shape == third.shape and other.tobytes() == third.get().tobytes()

@@ -56,3 +56,25 @@ def test_cluster_blocks_reads_its_variable_unless_the_module_names_them(monkeypa
     monkeypatch.setenv("VOXFX_SPARSE_MG_CLUSTER_BLOCKS", "12")
     with pytest.raises(ValueError, match="^VOXFX_SPARSE_MG_CLUSTER_BLOCKS must be one of 8, 16, not '12'$"):
         vc.cluster_blocks()
+
+
+def test_level_set_copy_switch(monkeypatch):
+    """VOXFX_LEVEL_SET_COPY (surface_gpu.host_copy's ways): pinned by default, pageable by the
+    variable or the caller; anything else refused (before any device work)."""
+    monkeypatch.delenv("VOXFX_LEVEL_SET_COPY", raising=False)
+    assert surface_gpu.COPY_WAYS == ("pinned", "pageable")
+    monkeypatch.setenv("VOXFX_LEVEL_SET_COPY", "sideways")
+    with pytest.raises(ValueError, match="^VOXFX_LEVEL_SET_COPY must be one of pinned, pageable, not 'sideways'$"):
+        surface_gpu.host_copy(None)
+
+def test_pinned_size_classes_round_up_by_at_most_half():
+    """surface_gpu.pinned_class_bytes: 2^k or 1.5·2^k bytes, at least 1 MiB, never below the
+    request and at most 1.5× it above 1 MiB; a slowly growing level set keeps its class."""
+    from voxfx.kernels.flip.surface_gpu import pinned_class_bytes
+
+    sizes = [1, 1 << 20, (1 << 20) + 1, 3 << 19, (3 << 19) + 1, 100_000_000, 135_200_000, 162_000_000]
+    got = [pinned_class_bytes(n) for n in sizes]
+    assert got == [1 << 20, 1 << 20, 3 << 19, 3 << 19, 1 << 21, 3 << 25, 3 << 26, 3 << 26]
+    for n in range(1 << 20, 1 << 30, 7_654_321):
+        c = pinned_class_bytes(n)
+        assert n <= c <= 1.5 * n and (c & (c - 1) == 0 or (c // 3) & (c // 3 - 1) == 0)
