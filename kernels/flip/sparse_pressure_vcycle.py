@@ -244,8 +244,11 @@ def nbr_choice(given=None) -> str:
 # on the brick path: the loop's and the start graph's level-0 passes are the name_nb kernels, the
 # transfers read up / down or the bricks, the tail's pointer table names levels ≥ 1 only, the warm
 # start and the sealed regions read the grid's own nbr, the CPU reference its own tables. The
-# same kernels on the same values otherwise: the pressure bit for bit. Saves 24 B an unknown of
-# level 0's stride (~30 MB at 8M: stride 1,271,869).
+# same kernels on the same values otherwise: the pressure bit for bit. Saves 24 B an entry of
+# level 0's stride: H100 80GB HBM3 (driver 580.159.04), bench/flip_sparse.py --row 8m --steps 8
+# --warm 2 in separate processes alternating fill / skip (stride 1,271,869): the pool's total
+# 945 → 916 MiB in both pairs, the same CG iterations; the times moved in untouched stages too
+# (between processes, bench/RESULTS.md), the change's own saving one kernel's 30 MB of writes.
 NBR_TABLE = None
 NBR_TABLE_WAYS = ("skip", "fill")
 
