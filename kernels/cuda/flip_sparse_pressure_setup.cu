@@ -408,6 +408,16 @@ extern "C" __global__ void unk_tables_strided(const long long* __restrict__ cell
     unk_tables_body(cells, sizes[1], stride, nbr, size, position, diag8, unbr, udiag);
 }
 
+// unk_tables_strided's diag alone (m + 1 entries, the sentinel 1 at m; nothing past it): level 0
+// of a solver whose passes find their neighbours from the bricks (sparse_pressure_vcycle.NBR
+// "bricks" with NBR_TABLE "skip", issue 24, i24n2) holds no nbr rows, so none are written.
+extern "C" __global__ void unk_diag_strided(const long long* __restrict__ cells, const int* __restrict__ sizes,
+                                            const unsigned char* __restrict__ diag8, float* __restrict__ udiag)
+{
+    const int m = sizes[1];
+    RANGE(u, 0, m + 1) udiag[u] = u == m ? 1.0f : (float)diag8[cells[u]];
+}
+
 // ---- The coarse levels first … count − 1 in one block (sparse_pressure_setup.TAIL_BOUND):
 // per level the launches above in their order (mgs_coarsen, scan, mgs_parents,
 // mgs_level_cells, scans, mgs_order, mgs_level_tables with mgs_prolong_table, then

@@ -164,6 +164,15 @@ NumPy path, dam breaks, a blob and a pool at 6k–50k particles) and rounded up:
   and its in-use peak lay 10–25 B per pool cell above the fresh run's frame by frame (11.4
   at the peak, 1.379 against 1.310 GiB); counted, the estimate before the bake is 1.49× of
   the peak and the check before each frame 1.22–2.39× (frame 1: the estimate's bricks).
+  Every row above was measured with the solver holding level 0's nbr rows (six int32 an
+  unknown of its stride, 1.25× the unknowns + 64: ``LEVEL0_NBR`` 30 B a liquid cell, ~30 MB at
+  8M). A workspace solver whose level-0 passes find their neighbours from the bricks holds
+  none (``sparse_pressure_vcycle.NBR`` "bricks" with ``NBR_TABLE`` "skip", the defaults; issue
+  24, i24n2), so there those bytes come off the state and the substep (``level0_nbr_held``;
+  the liquid's cells P / ppc stand for the unknowns: a band's deep cells are unknowns too).
+  Measured (H100, the 8M row in separate processes, rows filled / not): the pool's total 945 →
+  916 MiB, the estimate 2147 → 2119 MiB; ``tests/gpu/test_liquid_memory_check_gpu.py`` passed
+  with it (every frame's peak covered, the check within 2×).
 * the particle count control (Max Particles per Cell, ``particle_count``; *count_control*,
   ``particle_count.limit_of(settings) > 0``): its frame-end pass, a stage of its own beside
   the state (``FlipSimulation.step`` runs it after the frame's last substep has returned and
@@ -209,6 +218,7 @@ BAND_SNAPSHOT, BAND_MAP, BAND_LIST, BAND_KEPT = 12, 8, 256, 64
 MAP_PAD = 10  # cells a side the update's frame box reaches past a closed box (reach ≤ CFL, rings, a step)
 KEPT_CELL, KEPT_ADVECTION = 15, 15  # the time-centred advection's channels; its advection on the GPU (module text)
 WORKSPACE_CELL = 24  # B per pool cell the pressure set-up's workspace keeps on the GPU (module text)
+LEVEL0_NBR = 30  # B a liquid cell: the solver's level-0 nbr rows, in the fitted rows, not held on the brick path
 CLOSED_IMAGES = 4  # a closed level set's particles with their mirrors (a tank's liquid touches 3–5 walls)
 
 
@@ -323,12 +333,22 @@ def band_kept(particles: int, particles_per_cell: int, narrow_band: int, spec: G
     return int(math.ceil(particles * min(1.0, int(narrow_band) / depth)))
 
 
+def level0_nbr_held(workspace: bool = True) -> bool:
+    """Whether the pressure solver holds level 0's nbr rows (module text): always without the
+    set-up's *workspace* (its solvers find no neighbours from the bricks), else unless
+    ``sparse_pressure_vcycle.NBR`` is "bricks" and ``NBR_TABLE`` "skip" (the defaults)."""
+    from .sparse_pressure_vcycle import nbr_choice, nbr_table_choice
+
+    return not workspace or nbr_choice() != "bricks" or nbr_table_choice() != "skip"
+
+
 def memory_at(spec: GridSpec, bricks: int, particles: int, particles_per_cell: int = 8, apic: bool = False,
               closed: bool = True, parts: bool = False, xp=None, narrow_band: int = 0, time_centred: bool = False,
               workspace: bool | None = None, kept: int | None = None, count_control: bool = False):
     """``sparse_flip_memory``'s bytes with *bricks* bricks (estimated before the bake,
     or held during it: ``FrameCheck``); *workspace*: with the pressure set-up's workspace
-    (GPU only; None: as ``VOXFX_SPARSE_SETUP`` says, ``sparse_pressure_workspace.enabled``); *kept*: with a
+    (GPU only; None: as ``VOXFX_SPARSE_SETUP`` says, ``sparse_pressure_workspace.enabled``; with it, less
+    the solver's level-0 nbr rows where it holds none: ``level0_nbr_held``); *kept*: with a
     narrow band, the particles the simulation holds of the liquid's *particles*
     (``band_kept`` before the bake, ``len(sim.pos)`` during it; None: all of them; GPU only:
     the CPU's band bytes were measured per liquid particle); *count_control*: with the particle
@@ -356,6 +376,8 @@ def memory_at(spec: GridSpec, bricks: int, particles: int, particles_per_cell: i
         # the set-up's workspace, held from substep to substep: in the state and every substep
         on = sparse_pressure_workspace.enabled() if workspace is None else workspace
         held = WORKSPACE_CELL * cells if on else 0
+        # the fitted rows held the solver's level-0 nbr rows; a solver on the brick path holds none
+        held -= 0 if level0_nbr_held(on) else int(LEVEL0_NBR * P / ppc)
         state = GPU_STATE_CELL * cells + (GPU_STATE_PARTICLE + (36 if apic else 0)) * Pk + kept_faces + held
         substep = GPU_CELL * cells + (GPU_PARTICLE + (GPU_APIC if apic else 0)) * Pk + held
         r, _ = surface_radii(spec.voxel_size, ppc)

@@ -44,11 +44,11 @@ def carve(xp, lengths, dtype, align=_ALIGN):
     return arena, [arena[at:at + int(n)] for at, n in zip(starts, lengths)]
 
 
-def solver_memory_bytes(strides, preconditioner="mg") -> int:
-    """Device bytes of a solver with these level strides: per level nbr (24 B), diag (4 B),
-    b, x, r (12 B), the tables up (32 B) and down (256 B per coarse entry); the CG's six
-    vectors on level 0."""
-    total = 6 * 4 * strides[0] + 28 * strides[0]
+def solver_memory_bytes(strides, preconditioner="mg", level0_nbr=True) -> int:
+    """Device bytes of a solver with these level strides: per level nbr (24 B; on level 0 only
+    with *level0_nbr*: ``sparse_pressure_vcycle.NBR_TABLE``), diag (4 B), b, x, r (12 B), the
+    tables up (32 B) and down (256 B per coarse entry); the CG's six vectors on level 0."""
+    total = (6 * 4 * strides[0] if level0_nbr else 0) + 28 * strides[0]
     if preconditioner == "mg":
         total += 4 * strides[0]
         for s in strides[1:]:
@@ -58,12 +58,13 @@ def solver_memory_bytes(strides, preconditioner="mg") -> int:
 
 class _Buffers:
     """One level's device buffers; *tables* (nbr, diag) where the caller owns them
-    (``sparse_pressure_workspace``)."""
+    (``sparse_pressure_workspace``); without *nbr* no nbr rows (None: level 0 of a solver whose
+    passes find their neighbours from the bricks, ``sparse_pressure_vcycle.NBR_TABLE``)."""
 
-    def __init__(self, cp, stride, tables=None):
+    def __init__(self, cp, stride, tables=None, nbr=True):
         self.stride = int(stride)
         if tables is None:
-            self.nbr = cp.zeros((6, self.stride), cp.int32)
+            self.nbr = cp.zeros((6, self.stride), cp.int32) if nbr else None
             self.diag = cp.ones(self.stride, cp.float32)
         else:
             self.nbr, self.diag = tables
@@ -80,7 +81,8 @@ class BufferLoads:
         sizes = []
         for level, (L, B) in enumerate(zip(levels, self.levels)):
             n = L.m + 1
-            B.nbr[:, :n] = L.nbr
+            if B.nbr is not None:
+                B.nbr[:, :n] = L.nbr
             B.diag[:n] = L.diag
             for a in (B.b, B.x, B.r):
                 if a is not None:
@@ -104,7 +106,7 @@ class BufferLoads:
             if self._filled is not levels[0]:
                 B = self.levels[0]
                 up = len(levels) > 1 and not self.brick_transfers[1]  # the brick prolongation reads no up[0]
-                levels[0].fill(B.nbr, B.diag, B.stride, B.up if up else None)
+                levels[0].fill(B.nbr, B.diag, B.stride, B.up if up else None)  # nbr None: the diag alone
                 self._brick_load(levels[0])
                 self._filled = levels[0]
             else:
@@ -119,7 +121,8 @@ class BufferLoads:
         if not same:
             for level, (L, B, t) in enumerate(zip(levels, self.levels, tables)):
                 n = L.m + 1
-                B.nbr[:, :n] = t[0]
+                if B.nbr is not None:
+                    B.nbr[:, :n] = t[0]
                 B.diag[:n] = t[1]
                 if len(t) > 2:
                     B.up[:, :n] = t[2]

@@ -44,7 +44,7 @@ from .pressure import MG_COARSE_SWEEPS, MG_SWEEPS
 from .sparse_multigrid import KEY_BITS, MG_OMEGA
 from .sparse_pressure_buffers import BufferLoads, _Buffers, carve, grown_strides, solver_memory_bytes
 from .sparse_pressure_vcycle import (NON_PORTABLE_CLUSTER_ATTRIBUTE, _TAIL_CLUSTER, VCycleLaunches, cluster_blocks,
-                                     nbr_choice, tail_fold)
+                                     nbr_bricks_apply, nbr_choice, nbr_table_choice, tail_fold)
 from .pressure_gpu import (_D_ALPHA, _D_BB, _D_BETA, _D_RR, _D_RZ, _D_THRESH, _MAX_BLOCKS, _S_CONVERGED, _S_IT,
                            _S_STOPPED, run_blocks)
 from .pressure_gpu import _K as _DENSE  # finish_init, finish_alpha, finish_beta
@@ -166,7 +166,7 @@ class SparsePressureSolverGPU(VCycleLaunches, BufferLoads):
     ``stopped`` flag, so iterations after convergence (or the iteration limit) are no-ops."""
 
     def __init__(self, strides, preconditioner="mg", check_every=10, use_graph=True, tables=None, generation=None,
-                 dense=0, nbr="bricks"):
+                 dense=0, nbr="bricks", nbr_table="skip"):
         import cupy as cp
 
         self.cp = cp
@@ -177,7 +177,13 @@ class SparsePressureSolverGPU(VCycleLaunches, BufferLoads):
         if self.vcycle not in ("fused", "split"):
             raise ValueError(f"VOXFX_SPARSE_MG_VCYCLE must be fused or split, not {self.vcycle!r}")
         self.strides = tuple(int(s) for s in strides)
-        backend.ensure_fits(solver_memory_bytes(self.strides, preconditioner), "the sparse FLIP pressure solve", cp)
+        self.generation = generation if tables is not None else None
+        # level 0's nbr rows: none where its passes find their neighbours from the bricks
+        # (sparse_pressure_vcycle.NBR_TABLE "skip"; its diag alone filled: Level0.fill)
+        self.level0_nbr = not (nbr_bricks_apply(nbr, self.generation, preconditioner, len(self.strides))
+                               and nbr_table == "skip")
+        backend.ensure_fits(solver_memory_bytes(self.strides, preconditioner, self.level0_nbr),
+                            "the sparse FLIP pressure solve", cp)
         s0 = self.strides[0]
         last = len(self.strides) - 1
         lengths = [s0] * 6 + ([s0] if last else [])  # b, x, r, z, d, q; level 0's r
@@ -203,9 +209,9 @@ class SparsePressureSolverGPU(VCycleLaunches, BufferLoads):
         # tables: per level (nbr, diag, up, down), a set-up workspace's buffers of these
         # strides or None (sparse_pressure_workspace; generation: theirs): the set-up builds
         # into them, no copies; level 0's own are filled in place (Level0.fill).
-        self.generation = generation if tables is not None else None
         tables = tables or [(None,) * 4] * len(self.strides)
-        self.levels = [_Buffers(cp, s, None if tables[level][0] is None else tables[level][:2])
+        self.levels = [_Buffers(cp, s, None if tables[level][0] is None else tables[level][:2],
+                                nbr=level > 0 or self.level0_nbr)
                        for level, s in enumerate(self.strides)]
         for level, B in enumerate(self.levels):
             if level == 0:  # the V-cycle maps the CG residual r to z
@@ -444,10 +450,10 @@ def _solver(needs, preconditioner, check_every, levels=None, dense=0):
     import cupy as cp
 
     generation = getattr(levels[0], "ws_generation", None) if PERSIST and levels else None
-    nbr = nbr_choice()
+    nbr, nbr_table = nbr_choice(), nbr_table_choice()
     key = (len(needs), preconditioner, int(check_every), VCYCLE, TAIL_UNKNOWNS, CLUSTER_UNKNOWNS, FIRST2_UNKNOWNS,
-           TAIL_SHARED, COLOUR_GRID, BRICK_TRANSFERS, nbr, int(dense), cluster_blocks(), tail_fold(), PERSIST,
-           cp.cuda.Device().id, generation)
+           TAIL_SHARED, COLOUR_GRID, BRICK_TRANSFERS, nbr, nbr_table, int(dense), cluster_blocks(), tail_fold(),
+           PERSIST, cp.cuda.Device().id, generation)
     solver = _solvers.pop(key, None)
     if solver is None or not solver.fits(needs):
         old, guess = (None, 0) if solver is None else (solver.strides, solver.last_iterations)
@@ -471,7 +477,8 @@ def _solver(needs, preconditioner, check_every, levels=None, dense=0):
             _solvers.popitem(last=False)
         if generation is None:
             strides = grown_strides(needs, old if PERSIST else None)
-            solver = SparsePressureSolverGPU(strides, preconditioner, check_every, dense=dense, nbr=nbr)
+            solver = SparsePressureSolverGPU(strides, preconditioner, check_every, dense=dense, nbr=nbr,
+                                             nbr_table=nbr_table)
         else:  # level 0's stride as above, the coarse levels' the workspace's capacities (≥ the needs)
             from .sparse_pressure_workspace import workspace
 
@@ -481,7 +488,7 @@ def _solver(needs, preconditioner, check_every, levels=None, dense=0):
             strides = grown_strides(needs[:1], old[:1] if old is not None and len(old) == len(needs) else None)
             strides += list(ws.caps[1:len(needs)])
             solver = SparsePressureSolverGPU(strides, preconditioner, check_every, tables=ws.solver_tables(len(needs)),
-                                             generation=generation, dense=dense, nbr=nbr)
+                                             generation=generation, dense=dense, nbr=nbr, nbr_table=nbr_table)
         solver.last_iterations = guess if PERSIST else 0
     _solvers[key] = solver
     return solver

@@ -13,8 +13,9 @@ Here, ``SWITCH`` on, the solve goes before that read, on a guess:
 2. its sizes copied from the workspace's counts into the solver's control ints on the device
    (``ahead_sizes``: all 0 where a level's count passes its stride — then nothing queued
    touches an entry past a sentinel, the start stops at once);
-3. level 0's tables (``unk_tables_strided``), b and x₀ (``unknowns_gather``) over the stride,
-   reading those sizes; the brick transfers' table from pinned memory;
+3. level 0's tables (``unk_tables_strided``, or its diag alone: ``unk_diag_strided``), b and x₀
+   (``unknowns_gather``) over the stride, reading those sizes; the brick transfers' table from
+   pinned memory;
 4. the start graph and as many single iterations as the last solve took (``PREDICT``);
 5. the read itself as a copy into pinned memory queued before all of it, waited for by an
    event: the host goes on while the device runs the solve.
@@ -136,9 +137,8 @@ class Ahead:
     def _launch(self, solver, level, words, stream):
         """Module notes, 2–4, on *solver* for *level*."""
         from . import sparse_pressure_gpu
-        from .sparse_pressure_setup import _K as setup_kernels
         from .sparse_pressure_warm import initial_guess
-        from .sparse_pressure_workspace import workspace
+        from .sparse_pressure_workspace import fill_tables, workspace
 
         cp = level.xp
         strides = _strides.get(solver)
@@ -148,9 +148,8 @@ class Ahead:
         _K.launch_grid("ahead_sizes", (1,), (1,), (workspace().sizes, strides, np.int32(len(solver.strides)),
                                                    np.int32(self.max_iterations), solver.ints))
         B = solver.levels[0]
-        cells, _, grid_nbr, size, position, diag8 = level._tables_args
-        setup_kernels.launch("unk_tables_strided", B.stride, (cells, solver.sizes, np.int32(B.stride), grid_nbr, size,
-                                                              position, diag8, B.nbr, B.diag))
+        cells = level._tables_args[0]
+        fill_tables(level._tables_args, solver.sizes, B.stride, B.nbr, B.diag, B.stride)  # nbr None: the diag alone
         solver._filled = None  # level 0's tables are these now: loaded again unless taken
         if any(solver.brick_transfers):
             words[:] = level.brick_words()

@@ -234,6 +234,37 @@ def nbr_choice(given=None) -> str:
     return env_choice("VOXFX_SPARSE_MG_NBR", NBR_WAYS, given or NBR, default="bricks")
 
 
+# Level 0's nbr table where its passes find their neighbours from the bricks (``NBR`` "bricks";
+# ``VOXFX_SPARSE_MG_NBR_TABLE``, read when a solver is built; a value here overrides it; issue 24,
+# i24n2): "skip" (default) — the solver holds no level-0 nbr rows and the set-up writes none
+# (Level0.fill and the solve ahead launch unk_diag_strided, the diag alone, instead of
+# unk_tables_strided); "fill" — the rows allocated and filled every solve as before, though no
+# pass reads them. With NBR "table", or a solver the brick passes do not apply to (no set-up
+# workspace, one level, Jacobi), the table is always kept. Nothing else reads level 0's rows
+# on the brick path: the loop's and the start graph's level-0 passes are the name_nb kernels, the
+# transfers read up / down or the bricks, the tail's pointer table names levels ≥ 1 only, the warm
+# start and the sealed regions read the grid's own nbr, the CPU reference its own tables. The
+# same kernels on the same values otherwise: the pressure bit for bit. Saves 24 B an entry of
+# level 0's stride: H100 80GB HBM3 (driver 580.159.04), bench/flip_sparse.py --row 8m --steps 8
+# --warm 2 in separate processes alternating fill / skip (stride 1,271,869): the pool's total
+# 945 → 916 MiB in both pairs, the same CG iterations; the times moved in untouched stages too
+# (between processes, bench/RESULTS.md), the change's own saving one kernel's 30 MB of writes.
+NBR_TABLE = None
+NBR_TABLE_WAYS = ("skip", "fill")
+
+
+def nbr_table_choice(given=None) -> str:
+    """Whether a brick-neighbour solver keeps level 0's nbr rows (``NBR_TABLE``)."""
+    return env_choice("VOXFX_SPARSE_MG_NBR_TABLE", NBR_TABLE_WAYS, given or NBR_TABLE, default="skip")
+
+
+def nbr_bricks_apply(nbr, generation, preconditioner, count) -> bool:
+    """Whether level 0's passes find their neighbours from the bricks (``VCycleLaunches.nbr_bricks``,
+    as ``_brick_setup`` sets it): *nbr* "bricks" on a set-up workspace's solver (*generation*) of the
+    multigrid with at least two levels (*count*)."""
+    return nbr == "bricks" and generation is not None and preconditioner == "mg" and count >= 2
+
+
 class VCycleLaunches:
     """z = V-cycle(r) on the device, launch by launch."""
 

@@ -350,6 +350,19 @@ def unknowns(grid, kind, extra, ahead=False, before_read=None):
     return level
 
 
+def fill_tables(tables_args, sizes, stride, nbr, diag, threads):
+    """Level 0's nbr (6 rows of *stride*) and diag from a set-up's ``Level0._tables_args`` with
+    the unknowns' counts in *sizes* (m at 1), over *threads* threads: unk_tables_strided, or with
+    *nbr* None the diag alone (unk_diag_strided; ``sparse_pressure_vcycle.NBR_TABLE`` "skip").
+    ``Level0.fill`` and the solve launched ahead (``sparse_pressure_solve_ahead``)."""
+    cells, _, grid_nbr, size, position, diag8 = tables_args
+    if nbr is None:
+        setup._K.launch("unk_diag_strided", threads, (cells, sizes, diag8, diag))
+    else:
+        setup._K.launch("unk_tables_strided", threads, (cells, sizes, np.int32(stride), grid_nbr, size, position,
+                                                        diag8, nbr, diag))
+
+
 class Level0(setup._BrickUnknowns):
     """Level 0's unknowns found into the workspace (``unknowns``). Its nbr, diag and the
     prolongation onto it (``VCycle.up[0]``) are filled in where needed: ``fill`` straight into
@@ -362,15 +375,14 @@ class Level0(setup._BrickUnknowns):
 
     def fill(self, nbr, diag, stride, up=None):
         """nbr (6 rows of *stride*), diag and, with *up* (8 rows of *stride*), the
-        prolongation from level 1, by unk_tables_strided and mgb_prolong."""
+        prolongation from level 1, by unk_tables_strided and mgb_prolong; *nbr* None: diag
+        alone, by unk_diag_strided (a solver without level 0's rows, ``sparse_pressure_vcycle.NBR_TABLE``)."""
         self._check()
-        cells, sizes, grid_nbr, size, position, diag8 = self._tables_args
-        setup._K.launch("unk_tables_strided", self.m + 1, (cells, sizes, np.int32(stride), grid_nbr, size, position,
-                                                          diag8, nbr, diag))
+        fill_tables(self._tables_args, self._tables_args[1], stride, nbr, diag, self.m + 1)
         if up is not None:
             cnt0, nbr27, map1, position1, cnt1 = self._prolong_args
-            setup._B.launch("mgb_prolong", self.m + 1, (cells, cnt0, np.int32(stride), nbr27, map1, position1, cnt1,
-                                                        up))
+            setup._B.launch("mgb_prolong", self.m + 1, (self._tables_args[0], cnt0, np.int32(stride), nbr27, map1,
+                                                        position1, cnt1, up))
 
     def brick_words(self):
         """The table of flip_sparse_pressure_vcycle_bricks.cu (BT_* order: position, cells,

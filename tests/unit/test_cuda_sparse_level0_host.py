@@ -180,3 +180,26 @@ def test_nbr_switch_reads_the_environment(monkeypatch):
     monkeypatch.setenv("VOXFX_SPARSE_MG_NBR", "rows")
     with pytest.raises(ValueError, match="VOXFX_SPARSE_MG_NBR"):
         sparse_pressure_vcycle.nbr_choice()
+
+
+def test_nbr_table_switch_reads_the_environment_and_applies_to_brick_solvers_only(monkeypatch):
+    """``NBR_TABLE`` (level 0's nbr rows on the brick path): "skip" by default, "fill" kept, any
+    other word refused; the brick passes (and so the skip) apply to a set-up workspace's
+    multigrid solver of two levels or more with ``NBR`` "bricks", to no other."""
+    monkeypatch.setattr(sparse_pressure_vcycle, "NBR_TABLE", None)
+    monkeypatch.delenv("VOXFX_SPARSE_MG_NBR_TABLE", raising=False)
+    assert sparse_pressure_vcycle.nbr_table_choice() == "skip"
+    monkeypatch.setenv("VOXFX_SPARSE_MG_NBR_TABLE", "fill")
+    assert sparse_pressure_vcycle.nbr_table_choice() == "fill"
+    monkeypatch.setattr(sparse_pressure_vcycle, "NBR_TABLE", "skip")  # a bench's value overrides
+    assert sparse_pressure_vcycle.nbr_table_choice() == "skip"
+    monkeypatch.setattr(sparse_pressure_vcycle, "NBR_TABLE", None)
+    monkeypatch.setenv("VOXFX_SPARSE_MG_NBR_TABLE", "none")
+    with pytest.raises(ValueError, match="VOXFX_SPARSE_MG_NBR_TABLE"):
+        sparse_pressure_vcycle.nbr_table_choice()
+    applies = sparse_pressure_vcycle.nbr_bricks_apply
+    assert applies("bricks", 3, "mg", 2)
+    assert not applies("table", 3, "mg", 2)
+    assert not applies("bricks", None, "mg", 5)  # no workspace: the table's passes
+    assert not applies("bricks", 3, "jacobi", 5)
+    assert not applies("bricks", 3, "mg", 1)

@@ -377,6 +377,9 @@ int main() {
                                            diag8.data(), snbr.data(), sdiag.data()));
     for (int v : snbr) printf("%d\n", v);
     for (float v : sdiag) printf("%a\n", v);
+    std::vector<float> ddiag(stride, -7.0f);  // unk_diag_strided: the diag alone, nothing past column m
+    ONE_PER_ITEM(stride, unk_diag_strided(cells.data(), sizes.data(), diag8.data(), ddiag.data()));
+    for (float v : ddiag) printf("%a\n", v);
     return 0;
 }
 """
@@ -457,7 +460,9 @@ def test_device_unknowns_are_the_numpy_unknowns(unknowns_device, scene):
     """unk_classify, a scan, unk_order and unk_tables (sparse_pressure_setup.unknowns) give
     Unknowns' m_red, m, cells, position, nbr and diag exactly, and the multigrid's level-0
     set (its flat cells and lattice box); unk_tables_strided (sparse_pressure_workspace) the
-    same nbr and diag in rows of a longer stride, nothing written past column m."""
+    same nbr and diag in rows of a longer stride, nothing written past column m; unk_diag_strided
+    (level 0 without its nbr rows, NBR_TABLE "skip") the same diag, launched over the stride,
+    nothing written past column m either."""
     g = _tank()
     if scene == "full":  # every active cell but the obstacle's water
         g["cell"] = np.where(g.active() & (g["cell"] != 2), np.uint8(FLUID), g["cell"]).astype(np.uint8)
@@ -486,7 +491,8 @@ def test_device_unknowns_are_the_numpy_unknowns(unknowns_device, scene):
     wide_nbr[:, :m + 1] = want.nbr
     wide_diag = np.full(stride, -7.0, np.float32)
     wide_diag[:m + 1] = want.diag
-    for expect, count, parse in ((wide_nbr.ravel(), 6 * stride, int), (wide_diag, stride, float.fromhex)):
+    for expect, count, parse in ((wide_nbr.ravel(), 6 * stride, int), (wide_diag, stride, float.fromhex),
+                                 (wide_diag, stride, float.fromhex)):
         got = np.array([parse(x) for x in out[at:at + count]])
         at += count
         assert np.array_equal(got, np.asarray(expect))

@@ -135,18 +135,46 @@ def _dam_8m():
 
 def test_the_estimate_counts_the_setup_workspace_where_it_is_on():
     """The workspace's estimate (``WORKSPACE_CELL`` a pool cell, in the state and the
-    substep) covers its run's peak within [1, 1.5]×; off (fresh), the bytes of the fresh
-    rows' fit; on the CPU there is no workspace."""
+    substep, less the solver's level-0 nbr rows it no longer holds: ``LEVEL0_NBR`` a liquid
+    cell) covers its run's peak within [1, 1.5]× (that run held the rows); off (fresh), the
+    bytes of the fresh rows' fit; on the CPU there is no workspace."""
     spec, climb = _dam_8m()
     particles, peak = 8_000_033, max(WORKSPACE_MIB) * 2 ** 20
     on = M.sparse_flip_memory(spec, particles, xp=GPU, climb=climb, workspace=True, parts=True)
     off = M.sparse_flip_memory(spec, particles, xp=GPU, climb=climb, workspace=False, parts=True)
     assert peak <= on["total"] <= 1.5 * peak, on["total"] / peak
     cells = on["bricks"] * 512
-    assert on["state"] - off["state"] == on["substep"] - off["substep"] == M.WORKSPACE_CELL * cells
+    table = int(M.LEVEL0_NBR * particles / 8)  # the defaults: no level-0 nbr rows held
+    assert on["state"] - off["state"] == on["substep"] - off["substep"] == M.WORKSPACE_CELL * cells - table
     assert off["total"] <= 1.5 * max(FRESH_MIB) * 2 ** 20  # the fresh rows' fit, untouched
     assert M.sparse_flip_memory(spec, particles, xp=np, workspace=True) == M.sparse_flip_memory(spec, particles,
                                                                                                    xp=np)  # GPU only
+
+
+@pytest.mark.parametrize("nbr, table, held", [("bricks", "skip", False), ("bricks", "fill", True),
+                                              ("table", "skip", True), ("table", "fill", True)])
+def test_the_level0_nbr_rows_are_counted_where_the_solver_holds_them(monkeypatch, nbr, table, held):
+    """Level 0's nbr rows come off the workspace's estimate only where the solver holds none
+    (``sparse_pressure_vcycle.NBR`` "bricks" with ``NBR_TABLE`` "skip"), by ``LEVEL0_NBR`` a
+    liquid cell: the solver's own bytes for them (``solver_memory_bytes``, 24 B an entry of
+    level 0's stride, ``grown_strides``' 1.25× headroom) within 0.1% at a million unknowns;
+    without the workspace (no brick passes) and on the CPU they are always counted."""
+    from voxfx.kernels.flip.sparse_pressure_buffers import grown_strides, solver_memory_bytes
+
+    monkeypatch.setenv("VOXFX_SPARSE_MG_NBR", nbr)
+    monkeypatch.setenv("VOXFX_SPARSE_MG_NBR_TABLE", table)
+    assert M.level0_nbr_held() == held and M.level0_nbr_held(workspace=False)
+    spec, climb = _dam_8m()
+    particles = 8_000_033
+    on = M.sparse_flip_memory(spec, particles, xp=GPU, climb=climb, workspace=True, parts=True)
+    off = M.sparse_flip_memory(spec, particles, xp=GPU, climb=climb, workspace=False, parts=True)
+    table_bytes = 0 if held else int(M.LEVEL0_NBR * particles / 8)
+    assert on["state"] - off["state"] == M.WORKSPACE_CELL * on["bricks"] * 512 - table_bytes
+    assert M.sparse_flip_memory(spec, particles, xp=np, workspace=True) == M.sparse_flip_memory(spec, particles,
+                                                                                                   xp=np)
+    strides = grown_strides([1_000_001, 125_001])
+    rows = solver_memory_bytes(strides) - solver_memory_bytes(strides, level0_nbr=False)
+    assert rows == 24 * strides[0] and M.LEVEL0_NBR * 1_000_000 == pytest.approx(rows, rel=1e-3)
 
 
 def test_the_workspace_term_covers_what_the_workspace_adds_at_the_runs_peak():
