@@ -182,6 +182,17 @@ CLUSTER_BLOCKS = None
 # module notes). Read when a solver is built (``tail_fold``); TAIL_FOLD set overrides
 # VOXFX_SPARSE_MG_TAIL_FOLD.
 TAIL_FOLD = None
+# The _shared_fold tails' restrictions in two passes (issue 24, i24k2; the _split kernels): "1"
+# each term w_row·r_f[down[row][c]] by its own thread into a scratch (8 a thread loaded before
+# any is stored), then each coarse unknown's 64 added in restrict_value's order after a barrier
+# — the block's levels' scratch in its shared memory (64 · their largest stride floats more:
+# ``_tail_split_bytes``), the cluster's level 0's r; the coarsest level's G staged in shared
+# memory for G b; the prolongations two unknowns a thread. "0" (default until a device A/B):
+# restrict_value a thread a coarse unknown, its 64 terms behind ~16 dependent loads (the
+# profile's 6.1 / 3.0 / 4.2 µs into levels 3 / 4 / 5). The same values bit for bit (host
+# harnesses). Read when a solver is built (``tail_split``); TAIL_SPLIT set overrides
+# VOXFX_SPARSE_MG_TAIL_SPLIT. Only with ``tail_fold`` (the _shared_fold kernels).
+TAIL_SPLIT = None
 # CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED (the driver's CUfunction_attribute)
 NON_PORTABLE_CLUSTER_ATTRIBUTE = 14
 
@@ -198,6 +209,15 @@ def tail_fold() -> bool:
     VOXFX_SPARSE_MG_TAIL_FOLD ("1")."""
     given = None if TAIL_FOLD is None else str(int(TAIL_FOLD))
     return env_choice("VOXFX_SPARSE_MG_TAIL_FOLD", ("0", "1"), given, default="1") == "1"
+
+
+def tail_split() -> bool:
+    """The shared tails' restrictions in two passes: ``TAIL_SPLIT`` where set, else
+    VOXFX_SPARSE_MG_TAIL_SPLIT ("0")."""
+    given = None if TAIL_SPLIT is None else str(int(TAIL_SPLIT))
+    return env_choice("VOXFX_SPARSE_MG_TAIL_SPLIT", ("0", "1"), given, default="0") == "1"
+
+
 _COARSE_THREADS = 256
 
 
@@ -244,6 +264,7 @@ class VCycleLaunches:
     tail_shared = 0  # bytes of the one-block tail's shared memory (``_tail_shared_bytes``; 0: global vectors)
     cluster_blocks = _TAIL_CLUSTER  # blocks of the cluster tail's launch (``cluster_blocks()``)
     tail_fold = False  # the shared tails' first sweep in two passes (``tail_fold()``; the _fold kernels)
+    tail_split = False  # their restrictions in two passes (``tail_split()``; the _fold_split kernels)
     colour_grid = 1  # one-colour launches over stride / colour_grid threads
     brick_transfers = (False, False)  # (restriction into level 1, prolongation onto level 0) by bricks
     brick_suffix = "_bricks"  # their kernels: a thread an item, or "_bricks_shared" (a block a brick)
@@ -349,11 +370,22 @@ class VCycleLaunches:
         size = 4 * sum((3 if lv < last else 2) * self.levels[lv].stride for lv in range(first, last + 1))
         return size if size <= limit else 0
 
+    def _tail_split_bytes(self, on, limit):
+        """The shared memory the _split tails take beyond ``tail_shared`` (64 · the largest
+        stride of levels first + 1 … last floats: restrict_products' scratch, the kernels'
+        tail_split_floats), or 0: *on* off, no shared tail, or the sum over *limit* bytes."""
+        if not on or not self.tail_shared:
+            return 0
+        first, last = self.tail[0], len(self.levels) - 1
+        extra = 4 * 64 * max(self.levels[lv].stride for lv in range(first + 1, last + 1))
+        return extra if self.tail_shared + extra <= limit else 0
+
     def _tail_kernel(self):
         """The tail's kernel: mg_tail_cluster (from ``cluster_from``) or mg_tail_vcycle, with its
         vectors in shared memory (``tail_shared``: the _shared kernels, with ``tail_fold`` the
-        _shared_fold ones) or not."""
-        shared = ("_shared" + ("_fold" if self.tail_fold else "")) if self.tail_shared else ""
+        _shared_fold ones, with ``tail_split`` too the _shared_fold_split ones) or not."""
+        shared = ("_shared" + ("_fold" if self.tail_fold else "") + ("_split" if self.tail_split else "")
+                  if self.tail_shared else "")
         return ("mg_tail_cluster" if self.cluster_from else "mg_tail_vcycle") + shared
 
     def _cluster_from(self, bound, capability):

@@ -104,6 +104,28 @@ def test_gpu_tail_fold_gives_the_pressure_bit_for_bit(monkeypatch, scene):
         assert np.array_equal(p, p0), (cluster, float(np.abs(p - p0).max()))
 
 
+@pytest.mark.parametrize("coarsest", ["dense", "sweeps"])
+def test_gpu_tail_split_gives_the_pressure_bit_for_bit(monkeypatch, scene, request, coarsest):
+    """VOXFX_SPARSE_MG_TAIL_SPLIT 1 (sparse_pressure_vcycle.TAIL_SPLIT: the _shared_fold tails'
+    restrictions in two passes, the coarsest level's G in shared memory, the prolongations two
+    unknowns a thread; the _shared_fold_split kernels): the same pressure, one block or a
+    cluster, the coarsest level by its dense inverse (the default) or by sweeps."""
+    import cupy
+
+    if coarsest == "sweeps":
+        request.getfixturevalue("mg_dense_sweeps")
+    p0, s0, strides = _base(monkeypatch, scene)
+    hopper = int(cupy.cuda.Device().compute_capability) >= 90
+    monkeypatch.setattr(sparse_pressure_vcycle, "TAIL_FOLD", True)
+    monkeypatch.setattr(sparse_pressure_vcycle, "TAIL_SPLIT", True)
+    for cluster in (0, 2 ** 30) if hopper else (0,):
+        p, s, solver = _solve(monkeypatch, scene, strides[3], cluster)
+        assert solver.tail_split and solver._tail_kernel().endswith("_shared_fold_split")
+        assert (solver.cluster_from is not None) == bool(cluster)
+        assert s["iterations"] == s0["iterations"] and s["converged"]
+        assert np.array_equal(p, p0), (cluster, float(np.abs(p - p0).max()))
+
+
 @pytest.mark.usefixtures("mg_dense_sweeps")
 def test_gpu_first2_gives_the_launch_by_launch_pressure_bit_for_bit(monkeypatch, scene):
     p0, s0, strides = _base(monkeypatch, scene)

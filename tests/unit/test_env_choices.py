@@ -56,3 +56,26 @@ def test_cluster_blocks_reads_its_variable_unless_the_module_names_them(monkeypa
     monkeypatch.setenv("VOXFX_SPARSE_MG_CLUSTER_BLOCKS", "12")
     with pytest.raises(ValueError, match="^VOXFX_SPARSE_MG_CLUSTER_BLOCKS must be one of 8, 16, not '12'$"):
         vc.cluster_blocks()
+
+
+@pytest.mark.parametrize("name, variable, default", [("fold", "VOXFX_SPARSE_MG_TAIL_FOLD", True),
+                                                     ("split", "VOXFX_SPARSE_MG_TAIL_SPLIT", False)])
+def test_tail_switches_read_their_variable_unless_the_module_names_them(monkeypatch, name, variable, default):
+    """sparse_pressure_vcycle.tail_fold and tail_split (VOXFX_SPARSE_MG_TAIL_FOLD, _SPLIT): their
+    default, the variable's 0 or 1, the module's TAIL_FOLD / TAIL_SPLIT (a bench's variant) over
+    the variable, nothing else."""
+    from voxfx.kernels.flip import sparse_pressure_vcycle as vc
+
+    switch, attribute = getattr(vc, f"tail_{name}"), f"TAIL_{name.upper()}"
+    monkeypatch.setattr(vc, attribute, None)
+    monkeypatch.delenv(variable, raising=False)
+    assert switch() is default
+    for value in (False, True):
+        monkeypatch.setenv(variable, f" {int(value)} ")
+        assert switch() is value
+        monkeypatch.setattr(vc, attribute, not value)
+        assert switch() is (not value)
+        monkeypatch.setattr(vc, attribute, None)
+    monkeypatch.setenv(variable, "2")
+    with pytest.raises(ValueError, match=f"^{variable} must be one of 0, 1, not '2'$"):
+        switch()
