@@ -19,8 +19,8 @@ bound, left out: the module's value at start; ``NBR``, ``sparse_pressure_vcycle.
 neighbours: table or bricks, left out: the environment's; ``BLOCKS``, ``sparse_pressure_vcycle.CLUSTER_BLOCKS``,
 the cluster tail's blocks, 8 or 16, left out: the environment's; ``FOLD``, ``sparse_pressure_vcycle.TAIL_FOLD``,
 the shared tails' first sweep in two passes, 0 or 1, left out: the environment's; ``SPLIT``,
-``sparse_pressure_vcycle.TAIL_SPLIT``, the _shared_fold tails' restrictions in two passes, 0 or 1, left
-out: the environment's). Per substep, on its state
+``sparse_pressure_vcycle.TAIL_SPLIT``, the _shared_fold tails' restrictions in two passes, 0, 1 or block,
+left out: the environment's). Per substep, on its state
 before the
 solve (the warm start's carried pressure put back before each solve, the tables built every
 solve as the profile bench does):
@@ -89,7 +89,7 @@ def use(variant):
     sparse_pressure_vcycle.NBR = None if nbr == "-" else nbr
     sparse_pressure_vcycle.CLUSTER_BLOCKS = None if blocks == "-" else int(blocks)
     sparse_pressure_vcycle.TAIL_FOLD = None if fold == "-" else fold != "0"
-    sparse_pressure_vcycle.TAIL_SPLIT = None if split == "-" else split != "0"
+    sparse_pressure_vcycle.TAIL_SPLIT = None if split == "-" else split
 
 
 def carried(grid, keep=None):

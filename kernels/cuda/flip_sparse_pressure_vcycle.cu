@@ -662,8 +662,9 @@ extern "C" __global__ void __launch_bounds__(1024)
 // mg_tail_vcycle (SHARED: as mg_tail_vcycle_shared), the other blocks waiting at the
 // cluster's barrier. SPLIT: the cluster's restrictions in two passes with level 0's r for their
 // scratch where 64 · the coarse stride fits its stride (else in one), block 0's levels as
-// block_tail's SPLIT, the cluster's prolongations two unknowns a thread.
-template <bool SHARED, bool FOLD = false, bool SPLIT = false>
+// block_tail's SPLIT, the cluster's prolongations two unknowns a thread; SPLIT_CLUSTER false
+// (the _split_block kernel): the cluster's restrictions in one pass.
+template <bool SHARED, bool FOLD = false, bool SPLIT = false, bool SPLIT_CLUSTER = SPLIT>
 __device__ __forceinline__ void cluster_tail(const unsigned long long* __restrict__ ptrs,
                                              const int* __restrict__ strides, int from, int first, int last,
                                              const int* __restrict__ sizes, float* shared)
@@ -677,7 +678,7 @@ __device__ __forceinline__ void cluster_tail(const unsigned long long* __restric
     }
     for (int l = from; l < first; ++l)  // FOLD: the restriction into first writes its global x too (unread)
         tail_down<FOLD, SPLIT>(g, tail_global(ptrs, strides, sizes, l), tail_global(ptrs, strides, sizes, l + 1),
-                               l + 1 < last, SPLIT && 64 * strides[l + 1] <= strides[0] ? TAIL_F(0, 2) : nullptr);
+                               l + 1 < last, SPLIT_CLUSTER && 64 * strides[l + 1] <= strides[0] ? TAIL_F(0, 2) : nullptr);
     if (blockIdx.x == 0) block_tail<SHARED, FOLD, SPLIT>(ptrs, strides, first, last, sizes, shared);
     g.sync();
     TAIL_STAMP(first, TAIL_COPY);
@@ -753,4 +754,16 @@ extern "C" __global__ void TAIL_CLUSTER_DIMS __launch_bounds__(1024)
     TAIL_SHARED_ARRAY(shared);
     TAIL_STAMP(0, TAIL_START);
     cluster_tail<true, true, true>(ptrs, strides, from, first, last, sizes, shared);
+}
+
+// mg_tail_cluster_shared_fold_split with the cluster's restrictions in one pass (TAIL_SPLIT "block").
+extern "C" __global__ void TAIL_CLUSTER_DIMS __launch_bounds__(1024)
+    mg_tail_cluster_shared_fold_split_block(const unsigned long long* __restrict__ ptrs,
+                                            const int* __restrict__ strides, int from, int first, int last,
+                                            const int* __restrict__ sizes, const int* __restrict__ state)
+{
+    if (state[S_STOPPED]) return;
+    TAIL_SHARED_ARRAY(shared);
+    TAIL_STAMP(0, TAIL_START);
+    cluster_tail<true, true, true, false>(ptrs, strides, from, first, last, sizes, shared);
 }

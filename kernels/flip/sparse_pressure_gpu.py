@@ -228,8 +228,9 @@ class SparsePressureSolverGPU(VCycleLaunches, BufferLoads):
         self.first2 = self._first2_levels(FIRST2_UNKNOWNS if self.vcycle == "fused" else 0)
         self.tail_shared = self._tail_shared_bytes(TAIL_SHARED, limit)
         self.tail_fold = bool(self.tail_shared) and tail_fold()
-        split = self._tail_split_bytes(self.tail_fold and tail_split(), limit)  # restrict_products' scratch
-        self.tail_split, self.tail_shared = bool(split), self.tail_shared + split
+        way = tail_split() if self.tail_fold else "0"
+        split = self._tail_split_bytes(way != "0", limit)  # restrict_products' scratch
+        self.tail_split, self.tail_shared = (way if split else ""), self.tail_shared + split
         self.colour_grid = max(1, COLOUR_GRID)
         self._brick_setup(BRICK_TRANSFERS, _MGB, nbr == "bricks", _NB)
         _K.load(*_LOOP_KERNELS)  # compile and load before any capture

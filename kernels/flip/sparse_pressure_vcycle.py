@@ -191,8 +191,10 @@ TAIL_FOLD = None
 # restrict_value a thread a coarse unknown, its 64 terms behind ~16 dependent loads (the
 # profile's 6.1 / 3.0 / 4.2 µs into levels 3 / 4 / 5). The same values bit for bit (host
 # harnesses). Read when a solver is built (``tail_split``); TAIL_SPLIT set overrides
-# VOXFX_SPARSE_MG_TAIL_SPLIT. Only with ``tail_fold`` (the _shared_fold kernels).
+# VOXFX_SPARSE_MG_TAIL_SPLIT. Only with ``tail_fold`` (the _shared_fold kernels). "block": the
+# cluster's restrictions in one pass (mg_tail_cluster_shared_fold_split_block), the rest as "1".
 TAIL_SPLIT = None
+TAIL_SPLITS = ("0", "1", "block")
 # CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED (the driver's CUfunction_attribute)
 NON_PORTABLE_CLUSTER_ATTRIBUTE = 14
 
@@ -211,11 +213,11 @@ def tail_fold() -> bool:
     return env_choice("VOXFX_SPARSE_MG_TAIL_FOLD", ("0", "1"), given, default="1") == "1"
 
 
-def tail_split() -> bool:
-    """The shared tails' restrictions in two passes: ``TAIL_SPLIT`` where set, else
-    VOXFX_SPARSE_MG_TAIL_SPLIT ("0")."""
-    given = None if TAIL_SPLIT is None else str(int(TAIL_SPLIT))
-    return env_choice("VOXFX_SPARSE_MG_TAIL_SPLIT", ("0", "1"), given, default="0") == "1"
+def tail_split() -> str:
+    """The shared tails' restrictions in two passes: ``TAIL_SPLIT`` where set (True "1", False
+    "0", or a way), else VOXFX_SPARSE_MG_TAIL_SPLIT ("0"): "0", "1" or "block"."""
+    given = None if TAIL_SPLIT is None else TAIL_SPLIT if isinstance(TAIL_SPLIT, str) else str(int(TAIL_SPLIT))
+    return env_choice("VOXFX_SPARSE_MG_TAIL_SPLIT", TAIL_SPLITS, given, default="0")
 
 
 _COARSE_THREADS = 256
@@ -264,7 +266,7 @@ class VCycleLaunches:
     tail_shared = 0  # bytes of the one-block tail's shared memory (``_tail_shared_bytes``; 0: global vectors)
     cluster_blocks = _TAIL_CLUSTER  # blocks of the cluster tail's launch (``cluster_blocks()``)
     tail_fold = False  # the shared tails' first sweep in two passes (``tail_fold()``; the _fold kernels)
-    tail_split = False  # their restrictions in two passes (``tail_split()``; the _fold_split kernels)
+    tail_split = ""  # their restrictions in two passes (``tail_split()`` "1" or "block"; the _fold_split kernels)
     colour_grid = 1  # one-colour launches over stride / colour_grid threads
     brick_transfers = (False, False)  # (restriction into level 1, prolongation onto level 0) by bricks
     brick_suffix = "_bricks"  # their kernels: a thread an item, or "_bricks_shared" (a block a brick)
@@ -384,8 +386,9 @@ class VCycleLaunches:
         """The tail's kernel: mg_tail_cluster (from ``cluster_from``) or mg_tail_vcycle, with its
         vectors in shared memory (``tail_shared``: the _shared kernels, with ``tail_fold`` the
         _shared_fold ones, with ``tail_split`` too the _shared_fold_split ones) or not."""
-        shared = ("_shared" + ("_fold" if self.tail_fold else "") + ("_split" if self.tail_split else "")
-                  if self.tail_shared else "")
+        split = ("_split" + ("_block" if self.tail_split == "block" and self.cluster_from else "")
+                 if self.tail_split else "")
+        shared = ("_shared" + ("_fold" if self.tail_fold else "") + split) if self.tail_shared else ""
         return ("mg_tail_cluster" if self.cluster_from else "mg_tail_vcycle") + shared
 
     def _cluster_from(self, bound, capability):

@@ -20,7 +20,8 @@ from voxfx.kernels.flip.sparse_pressure_gpu import _MG
 # level 1 with its block from 2, 2 and 3 their _shared kernels (the vectors of the block's levels
 # in its "shared memory", NaN on entry), 4 and 5 the _shared_fold ones (the first sweep in two
 # passes, VOXFX_SPARSE_MG_TAIL_FOLD), 6 and 7 the _shared_fold_split ones (the restrictions in two
-# passes, the cluster's with level 0's r for their scratch, VOXFX_SPARSE_MG_TAIL_SPLIT). Each
+# passes, the cluster's with level 0's r for their scratch, VOXFX_SPARSE_MG_TAIL_SPLIT; 8
+# the _split_block cluster, its own restriction in one pass). Each
 # repeat: level 1's b set to a fixed pattern, every other vector NaN off the sentinels, the
 # kernel run. Output: per repeat whether every level's x and r equal the one-thread run's of
 # kernel 0 or 1 bit for bit (the _shared kernels: level 1's x, their one result in global
@@ -107,7 +108,11 @@ static void run(int kernel, int blocks, int threads) {
                     mg_tail_cluster_shared_fold(ptrs.data(), strides.data(), 1, 2, last, sizes.data(), state);
                 else if (kernel == 6)
                     mg_tail_vcycle_shared_fold_split(ptrs.data(), strides.data(), 1, last, sizes.data(), state);
-                else mg_tail_cluster_shared_fold_split(ptrs.data(), strides.data(), 1, 2, last, sizes.data(), state);
+                else if (kernel == 7)
+                    mg_tail_cluster_shared_fold_split(ptrs.data(), strides.data(), 1, 2, last, sizes.data(), state);
+                else
+                    mg_tail_cluster_shared_fold_split_block(ptrs.data(), strides.data(), 1, 2, last, sizes.data(),
+                                                            state);
             });
     for (auto& th : pool) th.join();
     for (auto& b : block_barriers) pthread_barrier_destroy(&b);
@@ -155,13 +160,13 @@ def threads_harness(tmp_path_factory):
                                                     (1, 16, 2), (2, 1, 5), (2, 1, 32), (3, 8, 3), (3, 3, 7),
                                                     (3, 16, 2), (4, 1, 5), (4, 1, 32), (5, 8, 3), (5, 3, 7),
                                                     (5, 16, 2), (6, 1, 5), (6, 1, 32), (6, 1, 64), (7, 8, 3),
-                                                    (7, 3, 7), (7, 16, 2), (7, 4, 32)],
+                                                    (7, 3, 7), (7, 16, 2), (7, 4, 32), (8, 8, 3), (8, 3, 7)],
                          ids=["block-5", "block-32", "cluster-8x3", "cluster-8x16", "cluster-3x7", "cluster-16x2",
                               "block-5-shared", "block-32-shared", "cluster-8x3-shared", "cluster-3x7-shared",
                               "cluster-16x2-shared", "block-5-fold", "block-32-fold", "cluster-8x3-fold",
                               "cluster-3x7-fold", "cluster-16x2-fold", "block-5-split", "block-32-split",
                               "block-64-split", "cluster-8x3-split", "cluster-3x7-split", "cluster-16x2-split",
-                              "cluster-4x32-split"])
+                              "cluster-4x32-split", "cluster-8x3-split-block", "cluster-3x7-split-block"])
 def test_tails_on_threads_give_the_one_thread_values(threads_harness, hierarchy, kernel, blocks, threads):  # noqa: F811
     lines = hierarchy[3] + [f"{kernel} {blocks} {threads} 6"]
     out = [int(v) for v in threads_harness.raw(lines, check=True).split()]
