@@ -347,64 +347,13 @@ __device__ __forceinline__ float black_first_value(const float* __restrict__ x, 
     return MG_OMEGA == 1.0f ? g : relaxed(0.0f, g);
 }
 
-// The tails' restrictions in two passes and their prolongations two unknowns a thread (SPLIT:
-// the _split kernels, VOXFX_SPARSE_MG_TAIL_SPLIT; issue 24, i24k2). restrict_value adds 64 terms
-// a thread, each behind two dependent loads (down, then r); at 64 registers a thread (1024
-// threads) sm_90 SASS keeps ~8 terms in flight, so a restriction waits ~16 loads in a row (the
-// profile's 6.1 / 3.0 / 4.2 µs into levels 3 / 4 / 5, the last of 16 unknowns). Split: every
-// thread of the group computes a few of the terms w_row·r_f[down[row][c]] (restrict_products:
-// item t = row·m + c, SPLIT_BATCH of them a thread loaded before any is stored) into a scratch P,
-// then after a barrier each coarse unknown adds its 64 in restrict_value's order
-// (restrict_sum): the same products, the same sums, bit for bit. P: the block's shared memory
-// after its levels' vectors (the one-block levels), or level 0's r (the cluster's levels: free
-// from the restriction into level 1 to the next V-cycle's residual) where 64 · the coarse stride
-// fits level 0's.
-#define SPLIT_BATCH 8
-__device__ __forceinline__ float restrict_weight(int row)
-{
-    return axis_weight(row & 3) * axis_weight((row >> 2) & 3) * axis_weight(row >> 4);  // exact: 3^k / 4^3
-}
-
-template <class Group>
-__device__ __forceinline__ void restrict_products(const Group& g, const float* rf, const int* __restrict__ down,
-                                                  int stride, int m, float* P)
-{
-    const int n = 64 * m, step = g.size();
-    for (int t0 = g.rank(); t0 < n; t0 += SPLIT_BATCH * step) {
-        int row[SPLIT_BATCH], idx[SPLIT_BATCH];
-        float v[SPLIT_BATCH];
-#pragma unroll
-        for (int k = 0; k < SPLIT_BATCH; ++k) {
-            const int t = t0 + k * step;
-            row[k] = t / m;
-            idx[k] = t < n ? down[row[k] * stride + (t - row[k] * m)] : -1;
-        }
-#pragma unroll
-        for (int k = 0; k < SPLIT_BATCH; ++k) v[k] = idx[k] >= 0 ? rf[idx[k]] : 0.0f;
-#pragma unroll
-        for (int k = 0; k < SPLIT_BATCH; ++k)
-            if (idx[k] >= 0) P[t0 + k * step] = restrict_weight(row[k]) * v[k];  // restrict_value's term
-    }
-}
-
-// restrict_value of coarse unknown c from its 64 terms in P (restrict_products): added row 0, 1, ….
-__device__ __forceinline__ float restrict_sum(const float* P, int m, int c)
-{
-    float s = P[c];
-#pragma unroll
-    for (int row = 1; row < 64; ++row) s = s + P[row * m + c];
-    return 0.5f * s;
-}
-
 // Level l on the way down (l < last): pre-smoothing (mg_smooth_first, the sweeps, the last
 // black one with the black residuals: mg_smooth_black_residual), the residual
 // (mg_residual), the restriction into C, level l + 1 (mg_restrict), unless C is the coarsest.
 // FOLD: on entry the red unknowns' x hold their first-sweep values; the first sweep's pass is
 // the black one (black_first_value), the restriction writes C's red first-sweep values too.
-// SPLIT with a scratch P (restrict_products): the restriction in two passes.
-template <bool FOLD, bool SPLIT = false, class Group>
-__device__ __forceinline__ void tail_down(const Group& g, const TailLevel& L, const TailLevel& C, bool restrict_next,
-                                          float* P = nullptr)
+template <bool FOLD, class Group>
+__device__ __forceinline__ void tail_down(const Group& g, const TailLevel& L, const TailLevel& C, bool restrict_next)
 {
     float *x = L.x, *b = L.b, *r = L.r;
     const int* nbr = L.nbr;
@@ -439,18 +388,7 @@ __device__ __forceinline__ void tail_down(const Group& g, const TailLevel& L, co
     GROUP_RANGE(g, c, 0, MG_SWEEPS == 1 ? m : m_red) r[c] = residual_value(x, b, nbr, diag, stride, c);
     g.sync();
     TAIL_STAMP(L.level, TAIL_RESID);
-    if (restrict_next && SPLIT && P) {  // mg_restrict into l + 1 in two passes
-        restrict_products(g, r, L.down, C.stride, C.m, P);
-        g.sync();
-        GROUP_RANGE(g, c, 0, C.m)
-        {
-            const float v = restrict_sum(P, C.m, c);
-            C.b[c] = v;
-            if (FOLD && c < C.m_red) C.x[c] = first_red_of(v, C.diag[c]);
-        }
-        g.sync();
-        TAIL_STAMP(C.level, TAIL_RESTRICT);
-    } else if (restrict_next) {  // mg_restrict into l + 1
+    if (restrict_next) {  // mg_restrict into l + 1
         GROUP_RANGE(g, c, 0, C.m)
         {
             const float v = restrict_value(r, L.down, C.stride, c);
@@ -465,31 +403,14 @@ __device__ __forceinline__ void tail_down(const Group& g, const TailLevel& L, co
 // Level l on the way up: prolongation from C (level l + 1) onto the red unknowns
 // (mg_prolong_add; onto all where MG_OMEGA ≠ 1: the over-relaxed black sweep reads the black
 // values), post-smoothing black then red.
-// SPLIT: the prolongation two unknowns a thread, f and f + the group's size, both loaded before
-// either is stored (the group's loop alone loads the second after the first's store: x and xc
-// may alias for the compiler), the same values.
-template <bool SPLIT = false, class Group>
+template <class Group>
 __device__ __forceinline__ void tail_up(const Group& g, const TailLevel& L, const float* __restrict__ xc)
 {
     float *x = L.x, *b = L.b;
     const int* nbr = L.nbr;
     const float* diag = L.diag;
     const int stride = L.stride, m_red = L.m_red, m = L.m;
-    const int n_up = MG_OMEGA == 1.0f ? m_red : m;
-    if (SPLIT) {
-        const int step = g.size();
-        for (int f = g.rank(); f < n_up; f += 2 * step) {
-            const int f2 = f + step;
-            const bool two = f2 < n_up;
-            const float p1 = prolong_value(xc, L.up, stride, f);
-            const float p2 = two ? prolong_value(xc, L.up, stride, f2) : 0.0f;
-            const float x1 = x[f], x2 = two ? x[f2] : 0.0f;
-            x[f] = x1 + p1;
-            if (two) x[f2] = x2 + p2;
-        }
-    } else {
-        GROUP_RANGE(g, f, 0, n_up) x[f] = x[f] + prolong_value(xc, L.up, stride, f);
-    }
+    GROUP_RANGE(g, f, 0, MG_OMEGA == 1.0f ? m_red : m) x[f] = x[f] + prolong_value(xc, L.up, stride, f);
     g.sync();
     TAIL_STAMP(L.level, TAIL_PROLONG);
     for (int sweep = 0; sweep < MG_SWEEPS; ++sweep) {
@@ -526,33 +447,18 @@ __device__ __forceinline__ TailLevel tail_shared(const unsigned long long* __res
 // every level's sentinels set to 0 (what the global buffers hold there), level first's x
 // copied out at the end.
 //
-// SPLIT (with SHARED): the restrictions into levels first + 1 … last in two passes, their
-// scratch P after the levels' vectors (tail_split_floats: 64 · their largest stride floats more of
-// the launch's shared memory); the coarsest level's G (slot 6) copied into P after its 64·m
-// terms where m² more floats fit, by the restriction's first pass, so G b reads shared memory
-// (the profile's 2.6 µs of 16 × 16 from global); the prolongations two unknowns a thread.
-__device__ __forceinline__ int tail_vector_floats(const int* __restrict__ strides, int first, int last)
-{
-    int n = 0;
-    for (int k = first; k <= last; ++k) n += (k < last ? 3 : 2) * strides[k];
-    return n;
-}
-
-__device__ __forceinline__ int tail_split_floats(const int* __restrict__ strides, int first, int last)
-{
-    int s = 0;
-    for (int k = first + 1; k <= last; ++k) s = strides[k] > s ? strides[k] : s;
-    return 64 * s;
-}
-
-template <bool SHARED, bool FOLD = false, bool SPLIT = false>
+// STAGE (with SHARED; VOXFX_SPARSE_MG_TAIL_STAGE, issue 24, i24k2): the coarsest level's G (slot 6)
+// copied into level first's r (shared memory, no longer read: its restriction is done and the
+// way up reads no r) where m² floats fit its stride and first < last − 1, by the threads the
+// restriction into the coarsest leaves idle (it takes m of them), before that pass's barrier; G b
+// then reads shared memory (the profile: 2.7 µs for G b of 16 × 16 from global, 1.2 from shared).
+template <bool SHARED, bool FOLD = false, bool STAGE = false>
 __device__ __forceinline__ void block_tail(const unsigned long long* __restrict__ ptrs, const int* __restrict__ strides,
                                            int first, int last, const int* __restrict__ sizes, float* shared)
 {
     static_assert(SHARED || !FOLD, "FOLD writes level first's red x in the shared copy-in");
-    static_assert(SHARED || !SPLIT, "SPLIT's scratch is in the shared memory");
+    static_assert(SHARED || !STAGE, "STAGE copies G into shared memory");
     const BlockGroup g;
-    float* P = SPLIT ? shared + tail_vector_floats(strides, first, last) : nullptr;
     auto level = [&](int l) {
         return SHARED ? tail_shared(ptrs, strides, sizes, first, last, l, shared) : tail_global(ptrs, strides, sizes, l);
     };
@@ -575,36 +481,25 @@ __device__ __forceinline__ void block_tail(const unsigned long long* __restrict_
         __syncthreads();
         TAIL_STAMP(first, TAIL_COPY);
     }
-    for (int l = first; l < last; ++l) tail_down<FOLD, SPLIT>(g, level(l), level(l + 1), l + 1 < last, P);
+    for (int l = first; l < last; ++l) tail_down<FOLD>(g, level(l), level(l + 1), l + 1 < last);
     {  // mg_restrict_coarse_solve (mg_restrict_coarse_dense where the coarsest level's slot 6 holds G)
         const TailLevel C = level(last), F = level(last - 1);
         const float* dense = TAIL_F(last, 6);
+        GROUP_RANGE(g, c, 0, C.m)
+        {
+            C.b[c] = restrict_value(F.r, F.down, C.stride, c);
+            if (!dense) C.x[c] = 0.0f;
+        }
         int dense_stride = C.stride;
-        if (SPLIT) {
-            restrict_products(g, F.r, F.down, C.stride, C.m, P);
-            const int mm = C.m * C.m;
-            if (dense && 64 * C.m + mm <= tail_split_floats(strides, first, last)) {  // G into shared memory
-                float* G = P + 64 * C.m;
-                GROUP_RANGE(g, t, 0, mm)
-                {
-                    const int j = t / C.m;
-                    G[t] = dense[j * C.stride + (t - j * C.m)];
-                }
-                dense = G;
-                dense_stride = C.m;
+        if (STAGE && dense && first < last - 1 && C.m * C.m <= strides[first]) {
+            float* G = level(first).r;
+            const int mm = C.m * C.m, n = (int)blockDim.x;
+            for (int t = ((int)threadIdx.x + n - C.m % n) % n; t < mm; t += n) {  // thread m first
+                const int j = t / C.m;
+                G[t] = dense[j * C.stride + (t - j * C.m)];  // row j of the symmetric G, m floats apart
             }
-            __syncthreads();
-            GROUP_RANGE(g, c, 0, C.m)
-            {
-                C.b[c] = restrict_sum(P, C.m, c);
-                if (!dense) C.x[c] = 0.0f;
-            }
-        } else {
-            GROUP_RANGE(g, c, 0, C.m)
-            {
-                C.b[c] = restrict_value(F.r, F.down, C.stride, c);
-                if (!dense) C.x[c] = 0.0f;
-            }
+            dense = G;
+            dense_stride = C.m;
         }
         __syncthreads();
         TAIL_STAMP(last, TAIL_RESTRICT);
@@ -616,7 +511,7 @@ __device__ __forceinline__ void block_tail(const unsigned long long* __restrict_
         }
         TAIL_STAMP(last, TAIL_COARSE);
     }
-    for (int l = last - 1; l >= first; --l) tail_up<SPLIT>(g, level(l), level(l + 1).x);
+    for (int l = last - 1; l >= first; --l) tail_up(g, level(l), level(l + 1).x);
     if (SHARED) {  // tail_up ended with a barrier
         const TailLevel F = level(first);
         float* x = TAIL_F(first, 0);
@@ -660,11 +555,8 @@ extern "C" __global__ void __launch_bounds__(1024)
 // (VOXFX_SPARSE_MG_CLUSTER): levels from..first − 1, whose unknowns are too many for one
 // block, down and up by the whole cluster; levels first..last by its block 0 as
 // mg_tail_vcycle (SHARED: as mg_tail_vcycle_shared), the other blocks waiting at the
-// cluster's barrier. SPLIT: the cluster's restrictions in two passes with level 0's r for their
-// scratch where 64 · the coarse stride fits its stride (else in one), block 0's levels as
-// block_tail's SPLIT, the cluster's prolongations two unknowns a thread; SPLIT_CLUSTER false
-// (the _split_block kernel): the cluster's restrictions in one pass.
-template <bool SHARED, bool FOLD = false, bool SPLIT = false, bool SPLIT_CLUSTER = SPLIT>
+// cluster's barrier.
+template <bool SHARED, bool FOLD = false, bool STAGE = false>
 __device__ __forceinline__ void cluster_tail(const unsigned long long* __restrict__ ptrs,
                                              const int* __restrict__ strides, int from, int first, int last,
                                              const int* __restrict__ sizes, float* shared)
@@ -677,13 +569,13 @@ __device__ __forceinline__ void cluster_tail(const unsigned long long* __restric
         TAIL_STAMP(from, TAIL_RED);
     }
     for (int l = from; l < first; ++l)  // FOLD: the restriction into first writes its global x too (unread)
-        tail_down<FOLD, SPLIT>(g, tail_global(ptrs, strides, sizes, l), tail_global(ptrs, strides, sizes, l + 1),
-                               l + 1 < last, SPLIT_CLUSTER && 64 * strides[l + 1] <= strides[0] ? TAIL_F(0, 2) : nullptr);
-    if (blockIdx.x == 0) block_tail<SHARED, FOLD, SPLIT>(ptrs, strides, first, last, sizes, shared);
+        tail_down<FOLD>(g, tail_global(ptrs, strides, sizes, l), tail_global(ptrs, strides, sizes, l + 1),
+                        l + 1 < last);
+    if (blockIdx.x == 0) block_tail<SHARED, FOLD, STAGE>(ptrs, strides, first, last, sizes, shared);
     g.sync();
     TAIL_STAMP(first, TAIL_COPY);
     for (int l = first - 1; l >= from; --l)
-        tail_up<SPLIT>(g, tail_global(ptrs, strides, sizes, l), tail_global(ptrs, strides, sizes, l + 1).x);
+        tail_up(g, tail_global(ptrs, strides, sizes, l), tail_global(ptrs, strides, sizes, l + 1).x);
 }
 
 extern "C" __global__ void TAIL_CLUSTER_DIMS __launch_bounds__(1024)
@@ -730,12 +622,10 @@ extern "C" __global__ void TAIL_CLUSTER_DIMS __launch_bounds__(1024)
     cluster_tail<true, true>(ptrs, strides, from, first, last, sizes, shared);
 }
 
-// The _shared_fold tails with the restrictions in two passes, the coarsest level's G staged in
-// shared memory and the prolongations two unknowns a thread (SPLIT: restrict_products,
-// restrict_sum; VOXFX_SPARSE_MG_TAIL_SPLIT): the same values bit for bit. Launched with
-// tail_split_floats more floats of dynamic shared memory (sparse_pressure_vcycle._tail_shared_bytes).
+// The _shared_fold tails with the coarsest level's G staged in shared memory for G b (STAGE:
+// VOXFX_SPARSE_MG_TAIL_STAGE): the same values bit for bit, no more shared memory.
 extern "C" __global__ void __launch_bounds__(1024)
-    mg_tail_vcycle_shared_fold_split(const unsigned long long* __restrict__ ptrs, const int* __restrict__ strides,
+    mg_tail_vcycle_shared_fold_stage(const unsigned long long* __restrict__ ptrs, const int* __restrict__ strides,
                                      int first, int last, const int* __restrict__ sizes,
                                      const int* __restrict__ state)
 {
@@ -746,7 +636,7 @@ extern "C" __global__ void __launch_bounds__(1024)
 }
 
 extern "C" __global__ void TAIL_CLUSTER_DIMS __launch_bounds__(1024)
-    mg_tail_cluster_shared_fold_split(const unsigned long long* __restrict__ ptrs, const int* __restrict__ strides,
+    mg_tail_cluster_shared_fold_stage(const unsigned long long* __restrict__ ptrs, const int* __restrict__ strides,
                                       int from, int first, int last, const int* __restrict__ sizes,
                                       const int* __restrict__ state)
 {
@@ -754,16 +644,4 @@ extern "C" __global__ void TAIL_CLUSTER_DIMS __launch_bounds__(1024)
     TAIL_SHARED_ARRAY(shared);
     TAIL_STAMP(0, TAIL_START);
     cluster_tail<true, true, true>(ptrs, strides, from, first, last, sizes, shared);
-}
-
-// mg_tail_cluster_shared_fold_split with the cluster's restrictions in one pass (TAIL_SPLIT "block").
-extern "C" __global__ void TAIL_CLUSTER_DIMS __launch_bounds__(1024)
-    mg_tail_cluster_shared_fold_split_block(const unsigned long long* __restrict__ ptrs,
-                                            const int* __restrict__ strides, int from, int first, int last,
-                                            const int* __restrict__ sizes, const int* __restrict__ state)
-{
-    if (state[S_STOPPED]) return;
-    TAIL_SHARED_ARRAY(shared);
-    TAIL_STAMP(0, TAIL_START);
-    cluster_tail<true, true, true, false>(ptrs, strides, from, first, last, sizes, shared);
 }

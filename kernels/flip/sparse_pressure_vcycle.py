@@ -149,6 +149,14 @@ fourteenth session's call 4, H100: ``bench/flip_sparse_pcg_loop.py --variants to
 fold:1:2:-:-:-:-:-:-:1 --pace-rounds 3``): the loop's iteration 230.7 → 220.3 µs, the cluster
 tail kernel 73 → 61 µs, 12 CG iterations and the same bits; the pressure GPU files passed with it.
 
+The tail's restrictions in two passes, measured and not kept (issue 24, i24k2; H100 80GB HBM3, 8M
+dam break; bench/RESULTS.md; the kernels in the branch's commits c9ec966 and 9f0807f, reverted after):
+each term by its own thread into a scratch, then each coarse unknown's 64 added in order — the loop's
+iteration 220.0 → 230.7 µs (the cluster's restriction in one pass: 227.6), the restrictions into
+levels 4 / 5 3.9 / 4.7 → 7.0 / 7.6 µs (the block is one SM: the terms' instructions, not their
+loads, then bound it), the prolongations two unknowns a thread unchanged; only G b from shared memory
+paid (2.73 → 1.21 µs): ``TAIL_STAGE`` (switch notes; off until measured on its own).
+
 Over-relaxed sweeps (``sparse_multigrid.MG_OMEGA``, issue 24, i24m; the kernels compile ω in):
 the fused V-cycle then prolongs onto every unknown, not the red ones alone, since the
 over-relaxed black sweep after it reads the black values."""
@@ -182,19 +190,16 @@ CLUSTER_BLOCKS = None
 # module notes). Read when a solver is built (``tail_fold``); TAIL_FOLD set overrides
 # VOXFX_SPARSE_MG_TAIL_FOLD.
 TAIL_FOLD = None
-# The _shared_fold tails' restrictions in two passes (issue 24, i24k2; the _split kernels): "1"
-# each term w_row·r_f[down[row][c]] by its own thread into a scratch (8 a thread loaded before
-# any is stored), then each coarse unknown's 64 added in restrict_value's order after a barrier
-# — the block's levels' scratch in its shared memory (64 · their largest stride floats more:
-# ``_tail_split_bytes``), the cluster's level 0's r; the coarsest level's G staged in shared
-# memory for G b; the prolongations two unknowns a thread. "0" (default until a device A/B):
-# restrict_value a thread a coarse unknown, its 64 terms behind ~16 dependent loads (the
-# profile's 6.1 / 3.0 / 4.2 µs into levels 3 / 4 / 5). The same values bit for bit (host
-# harnesses). Read when a solver is built (``tail_split``); TAIL_SPLIT set overrides
-# VOXFX_SPARSE_MG_TAIL_SPLIT. Only with ``tail_fold`` (the _shared_fold kernels). "block": the
-# cluster's restrictions in one pass (mg_tail_cluster_shared_fold_split_block), the rest as "1".
-TAIL_SPLIT = None
-TAIL_SPLITS = ("0", "1", "block")
+# The _shared_fold tails' coarsest level's G staged in shared memory for G b (issue 24, i24k2; the
+# _stage kernels): "1" the threads the restriction into the coarsest leaves idle copy G (m² floats)
+# into level first's r, no longer read then (where it fits and the block has three levels or
+# more), so G b reads shared memory; "0" (default: not measured on its own yet) G b from global.
+# The same values bit for bit (host harnesses), no more shared memory or barriers. Measured only
+# inside the two-pass restrictions (module notes; H100, 8M: the coarsest's G b 2.73 → 1.21 µs, the
+# copy then in that variant's slower restriction pass). Read when a solver is built
+# (``tail_stage``); TAIL_STAGE set overrides VOXFX_SPARSE_MG_TAIL_STAGE. Only with ``tail_fold``
+# (the _shared_fold kernels).
+TAIL_STAGE = None
 # CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED (the driver's CUfunction_attribute)
 NON_PORTABLE_CLUSTER_ATTRIBUTE = 14
 
@@ -213,11 +218,11 @@ def tail_fold() -> bool:
     return env_choice("VOXFX_SPARSE_MG_TAIL_FOLD", ("0", "1"), given, default="1") == "1"
 
 
-def tail_split() -> str:
-    """The shared tails' restrictions in two passes: ``TAIL_SPLIT`` where set (True "1", False
-    "0", or a way), else VOXFX_SPARSE_MG_TAIL_SPLIT ("0"): "0", "1" or "block"."""
-    given = None if TAIL_SPLIT is None else TAIL_SPLIT if isinstance(TAIL_SPLIT, str) else str(int(TAIL_SPLIT))
-    return env_choice("VOXFX_SPARSE_MG_TAIL_SPLIT", TAIL_SPLITS, given, default="0")
+def tail_stage() -> bool:
+    """The shared tails' G staged in shared memory: ``TAIL_STAGE`` where set, else
+    VOXFX_SPARSE_MG_TAIL_STAGE ("0")."""
+    given = None if TAIL_STAGE is None else str(int(TAIL_STAGE))
+    return env_choice("VOXFX_SPARSE_MG_TAIL_STAGE", ("0", "1"), given, default="0") == "1"
 
 
 _COARSE_THREADS = 256
@@ -266,7 +271,7 @@ class VCycleLaunches:
     tail_shared = 0  # bytes of the one-block tail's shared memory (``_tail_shared_bytes``; 0: global vectors)
     cluster_blocks = _TAIL_CLUSTER  # blocks of the cluster tail's launch (``cluster_blocks()``)
     tail_fold = False  # the shared tails' first sweep in two passes (``tail_fold()``; the _fold kernels)
-    tail_split = ""  # their restrictions in two passes (``tail_split()`` "1" or "block"; the _fold_split kernels)
+    tail_stage = False  # their coarsest level's G staged in shared memory (``tail_stage()``; the _fold_stage ones)
     colour_grid = 1  # one-colour launches over stride / colour_grid threads
     brick_transfers = (False, False)  # (restriction into level 1, prolongation onto level 0) by bricks
     brick_suffix = "_bricks"  # their kernels: a thread an item, or "_bricks_shared" (a block a brick)
@@ -372,23 +377,12 @@ class VCycleLaunches:
         size = 4 * sum((3 if lv < last else 2) * self.levels[lv].stride for lv in range(first, last + 1))
         return size if size <= limit else 0
 
-    def _tail_split_bytes(self, on, limit):
-        """The shared memory the _split tails take beyond ``tail_shared`` (64 · the largest
-        stride of levels first + 1 … last floats: restrict_products' scratch, the kernels'
-        tail_split_floats), or 0: *on* off, no shared tail, or the sum over *limit* bytes."""
-        if not on or not self.tail_shared:
-            return 0
-        first, last = self.tail[0], len(self.levels) - 1
-        extra = 4 * 64 * max(self.levels[lv].stride for lv in range(first + 1, last + 1))
-        return extra if self.tail_shared + extra <= limit else 0
-
     def _tail_kernel(self):
         """The tail's kernel: mg_tail_cluster (from ``cluster_from``) or mg_tail_vcycle, with its
         vectors in shared memory (``tail_shared``: the _shared kernels, with ``tail_fold`` the
-        _shared_fold ones, with ``tail_split`` too the _shared_fold_split ones) or not."""
-        split = ("_split" + ("_block" if self.tail_split == "block" and self.cluster_from else "")
-                 if self.tail_split else "")
-        shared = ("_shared" + ("_fold" if self.tail_fold else "") + split) if self.tail_shared else ""
+        _shared_fold ones, with ``tail_stage`` too the _shared_fold_stage ones) or not."""
+        shared = ("_shared" + ("_fold" if self.tail_fold else "") + ("_stage" if self.tail_stage else "")
+                  if self.tail_shared else "")
         return ("mg_tail_cluster" if self.cluster_from else "mg_tail_vcycle") + shared
 
     def _cluster_from(self, bound, capability):

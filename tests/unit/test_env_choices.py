@@ -59,31 +59,25 @@ def test_cluster_blocks_reads_its_variable_unless_the_module_names_them(monkeypa
 
 
 
-def test_tail_switches_read_their_variable_unless_the_module_names_them(monkeypatch):
-    """sparse_pressure_vcycle.tail_fold and tail_split (VOXFX_SPARSE_MG_TAIL_FOLD, _SPLIT): their
-    defaults (1, 0), the variable's ways, the module's TAIL_FOLD / TAIL_SPLIT (a bench's variant)
-    over the variable, nothing else."""
+
+@pytest.mark.parametrize("name, default", [("fold", True), ("stage", False)])
+def test_tail_switches_read_their_variable_unless_the_module_names_them(monkeypatch, name, default):
+    """sparse_pressure_vcycle.tail_fold and tail_stage (VOXFX_SPARSE_MG_TAIL_FOLD, _STAGE): their
+    default, the variable's 0 or 1, the module's TAIL_FOLD / TAIL_STAGE (a bench's variant) over
+    the variable, nothing else."""
     from voxfx.kernels.flip import sparse_pressure_vcycle as vc
 
-    for attribute in ("TAIL_FOLD", "TAIL_SPLIT"):
+    switch, attribute = getattr(vc, f"tail_{name}"), f"TAIL_{name.upper()}"
+    variable = f"VOXFX_SPARSE_MG_{attribute}"
+    monkeypatch.setattr(vc, attribute, None)
+    monkeypatch.delenv(variable, raising=False)
+    assert switch() is default
+    for value in (False, True):
+        monkeypatch.setenv(variable, f" {int(value)} ")
+        assert switch() is value
+        monkeypatch.setattr(vc, attribute, not value)
+        assert switch() is (not value)
         monkeypatch.setattr(vc, attribute, None)
-        monkeypatch.delenv(f"VOXFX_SPARSE_MG_{attribute}", raising=False)
-    assert vc.tail_fold() is True and vc.tail_split() == "0"
-    for way in ("0", "1"):
-        monkeypatch.setenv("VOXFX_SPARSE_MG_TAIL_FOLD", f" {way} ")
-        assert vc.tail_fold() is (way == "1")
-    for way in vc.TAIL_SPLITS:
-        monkeypatch.setenv("VOXFX_SPARSE_MG_TAIL_SPLIT", f" {way.upper()} ")
-        assert vc.tail_split() == way
-    monkeypatch.setattr(vc, "TAIL_FOLD", True)
-    monkeypatch.setenv("VOXFX_SPARSE_MG_TAIL_FOLD", "0")
-    assert vc.tail_fold() is True
-    for given, want in ((True, "1"), (False, "0"), ("block", "block")):
-        monkeypatch.setattr(vc, "TAIL_SPLIT", given)
-        assert vc.tail_split() == want
-    monkeypatch.setattr(vc, "TAIL_SPLIT", None)
-    for attribute, ways in (("TAIL_FOLD", "0, 1"), ("TAIL_SPLIT", "0, 1, block")):
-        monkeypatch.setattr(vc, attribute, None)
-        monkeypatch.setenv(f"VOXFX_SPARSE_MG_{attribute}", "2")
-        with pytest.raises(ValueError, match=f"^VOXFX_SPARSE_MG_{attribute} must be one of {ways}, not '2'$"):
-            vc.tail_fold() if attribute == "TAIL_FOLD" else vc.tail_split()
+    monkeypatch.setenv(variable, "2")
+    with pytest.raises(ValueError, match=f"^{variable} must be one of 0, 1, not '2'$"):
+        switch()
