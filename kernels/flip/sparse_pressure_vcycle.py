@@ -155,7 +155,8 @@ each term by its own thread into a scratch, then each coarse unknown's 64 added 
 iteration 220.0 → 230.7 µs (the cluster's restriction in one pass: 227.6), the restrictions into
 levels 4 / 5 3.9 / 4.7 → 7.0 / 7.6 µs (the block is one SM: the terms' instructions, not their
 loads, then bound it), the prolongations two unknowns a thread unchanged; only G b from shared memory
-paid (2.73 → 1.21 µs): ``TAIL_STAGE`` (switch notes; off until measured on its own).
+paid (2.73 → 1.21 µs): ``TAIL_STAGE`` (switch notes; with the last restriction's and the first
+prolongation's tables staged too; off until measured).
 
 Over-relaxed sweeps (``sparse_multigrid.MG_OMEGA``, issue 24, i24m; the kernels compile ω in):
 the fused V-cycle then prolongs onto every unknown, not the red ones alone, since the
@@ -190,13 +191,17 @@ CLUSTER_BLOCKS = None
 # module notes). Read when a solver is built (``tail_fold``); TAIL_FOLD set overrides
 # VOXFX_SPARSE_MG_TAIL_FOLD.
 TAIL_FOLD = None
-# The _shared_fold tails' coarsest level's G staged in shared memory for G b (issue 24, i24k2; the
-# _stage kernels): "1" the threads the restriction into the coarsest leaves idle copy G (m² floats)
-# into level first's r, no longer read then (where it fits and the block has three levels or
-# more), so G b reads shared memory; "0" (default: not measured on its own yet) G b from global.
-# The same values bit for bit (host harnesses), no more shared memory or barriers. Measured only
-# inside the two-pass restrictions (module notes; H100, 8M: the coarsest's G b 2.73 → 1.21 µs, the
-# copy then in that variant's slower restriction pass). Read when a solver is built
+# The _shared_fold tails' last restriction, G b and first prolongation from shared memory (issue 24,
+# i24k2; the _stage kernels): "1" the threads that level last − 1's residual pass leaves idle copy
+# the restriction into the coarsest level's down table (64·m indices, m its unknowns), those the
+# restriction leaves idle G (m² floats) and the prolongation onto level last − 1's up table (8·m'),
+# into level first's r, no longer read then (where they fit and the block has three levels or
+# more): that restriction and prolongation then wait on shared loads alone, G b reads shared
+# memory; "0" (default: not measured yet) all three from global. The same values bit for bit (host
+# harnesses), no more shared memory or barriers. G b from shared memory was measured inside the
+# two-pass restrictions (module notes; H100, 8M: 2.73 → 1.21 µs, the copy then in that variant's
+# slower restriction pass); the restriction into the 16-unknown coarsest took 4.7 µs and the
+# prolongation onto the 191 above it 2.7 µs with their tables in global memory. Read when a solver is built
 # (``tail_stage``); TAIL_STAGE set overrides VOXFX_SPARSE_MG_TAIL_STAGE. Only with ``tail_fold``
 # (the _shared_fold kernels).
 TAIL_STAGE = None

@@ -107,9 +107,10 @@ def test_gpu_tail_fold_gives_the_pressure_bit_for_bit(monkeypatch, scene):
 @pytest.mark.parametrize("coarsest", ["dense", "sweeps"])
 def test_gpu_tail_stage_gives_the_pressure_bit_for_bit(monkeypatch, scene, request, coarsest):
     """VOXFX_SPARSE_MG_TAIL_STAGE 1 (sparse_pressure_vcycle.TAIL_STAGE: the _shared_fold tails'
-    coarsest level's G staged in shared memory, the _shared_fold_stage kernels): the same
-    pressure, one block or a cluster, the coarsest level by its dense inverse (the default; G
-    staged where m² fits) or by sweeps (nothing staged: the same passes)."""
+    last restriction's and first prolongation's tables and the coarsest level's G staged in shared
+    memory, the _shared_fold_stage kernels): the same pressure, one block or a cluster, the
+    coarsest level by its dense inverse (the default) or by sweeps (the tables alone), where they
+    fit."""
     import cupy
 
     if coarsest == "sweeps":
@@ -123,7 +124,7 @@ def test_gpu_tail_stage_gives_the_pressure_bit_for_bit(monkeypatch, scene, reque
     assert s0["converged"] and s0["iterations"] >= 3 and np.abs(p0).max() > 0
     hopper = int(cupy.cuda.Device().compute_capability) >= 90
     monkeypatch.setattr(sparse_pressure_vcycle, "TAIL_STAGE", True)
-    # the block's last three levels (G staged in the first's r); a cluster above them where there
+    # the block's last three levels (staged in the first's r where they fit); a cluster above them where there
     # are five levels, else the last two (nothing staged)
     for tail, cluster in [(strides[-3], 0)] + ([(strides[-3 if len(strides) > 4 else -2], 2 ** 30)] if hopper else []):
         p, s, solver = _solve(monkeypatch, scene, tail, cluster)

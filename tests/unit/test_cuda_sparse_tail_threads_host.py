@@ -19,9 +19,11 @@ from voxfx.kernels.flip.sparse_pressure_gpu import _MG
 # "kernel blocks threads repeats": kernel 0 mg_tail_vcycle from level 1, 1 mg_tail_cluster from
 # level 1 with its block from 2, 2 and 3 their _shared kernels (the vectors of the block's levels
 # in its "shared memory", NaN on entry), 4 and 5 the _shared_fold ones (the first sweep in two
-# passes, VOXFX_SPARSE_MG_TAIL_FOLD), 6 and 7 the _shared_fold_stage ones (the coarsest level's
-# G staged in shared memory, VOXFX_SPARSE_MG_TAIL_STAGE; these and their one-thread runs with a G
-# pattern in the coarsest level's slot 6, staged by the block from level 1). Each
+# passes, VOXFX_SPARSE_MG_TAIL_FOLD), 6 and 7 the _shared_fold_stage ones (the last restriction's
+# and first prolongation's tables and the coarsest level's G staged in shared memory,
+# VOXFX_SPARSE_MG_TAIL_STAGE; these
+# and their one-thread runs with a G pattern in the coarsest level's slot 6, staged by the block
+# from level 1). Each
 # repeat: level 1's b set to a fixed pattern, every other vector NaN off the sentinels, the
 # kernel run. Output: per repeat whether every level's x and r equal the one-thread run's of
 # kernel 0 or 1 bit for bit (the _shared kernels: level 1's x, their one result in global

@@ -369,9 +369,9 @@ DENSE_CASES = {
     "dense2-fused": (2, "fused", None, None, False),
     "dense2-tail1": (2, "fused", 1, None, False),
     "dense2-tail1-shared": (2, "fused", 1, None, True),
-    # the _shared_fold_stage tails (VOXFX_SPARSE_MG_TAIL_STAGE): the coarsest level's G staged in
-    # level first's r where the block has three levels (mode 1, the tail from level 1), else read
-    # from global (mode 1 from level 2, mode 2)
+    # the _shared_fold_stage tails (VOXFX_SPARSE_MG_TAIL_STAGE): the last restriction's and first
+    # prolongation's tables and the coarsest level's G staged in level first's r where the block has
+    # three levels (mode 1, the tail from level 1), else read from global (mode 1 from level 2, mode 2)
     "dense-tail1-shared-stage": (1, "fused", 1, None, "stage"),
     "dense-cluster1-tail2-shared-stage": (1, "fused", 2, 1, "stage"),
     "dense2-tail1-shared-stage": (2, "fused", 1, None, "stage"),
