@@ -19,8 +19,8 @@ bound, left out: the module's value at start; ``NBR``, ``sparse_pressure_vcycle.
 neighbours: table or bricks, left out: the environment's; ``BLOCKS``, ``sparse_pressure_vcycle.CLUSTER_BLOCKS``,
 the cluster tail's blocks, 8 or 16, left out: the environment's; ``FOLD``, ``sparse_pressure_vcycle.TAIL_FOLD``,
 the shared tails' first sweep in two passes, 0 or 1, left out: the environment's; ``STAGE``,
-``sparse_pressure_vcycle.TAIL_STAGE``, the _shared_fold tails' coarsest G staged in shared memory, 0 or 1,
-left out: the environment's). Per substep, on its state
+``sparse_pressure_vcycle.TAIL_STAGE``, the _shared_fold tails' last restriction's and first prolongation's
+tables and the coarsest G staged in shared memory, 0 or 1, left out: the environment's). Per substep, on its state
 before the
 solve (the warm start's carried pressure put back before each solve, the tables built every
 solve as the profile bench does):
