@@ -67,6 +67,7 @@ def test_level_set_copy_switch(monkeypatch):
     with pytest.raises(ValueError, match="^VOXFX_LEVEL_SET_COPY must be one of pinned, pageable, not 'sideways'$"):
         surface_gpu.host_copy(None)
 
+
 def test_pinned_size_classes_round_up_by_at_most_half():
     """surface_gpu.pinned_class_bytes: 2^k or 1.5·2^k bytes, at least 1 MiB, never below the
     request and at most 1.5× it above 1 MiB; a slowly growing level set keeps its class."""
@@ -78,3 +79,26 @@ def test_pinned_size_classes_round_up_by_at_most_half():
     for n in range(1 << 20, 1 << 30, 7_654_321):
         c = pinned_class_bytes(n)
         assert n <= c <= 1.5 * n and (c & (c - 1) == 0 or (c // 3) & (c // 3 - 1) == 0)
+
+
+@pytest.mark.parametrize("name, default", [("fold", True), ("stage", False)])
+def test_tail_switches_read_their_variable_unless_the_module_names_them(monkeypatch, name, default):
+    """sparse_pressure_vcycle.tail_fold and tail_stage (VOXFX_SPARSE_MG_TAIL_FOLD, _STAGE): their
+    default, the variable's 0 or 1, the module's TAIL_FOLD / TAIL_STAGE (a bench's variant) over
+    the variable, nothing else."""
+    from voxfx.kernels.flip import sparse_pressure_vcycle as vc
+
+    switch, attribute = getattr(vc, f"tail_{name}"), f"TAIL_{name.upper()}"
+    variable = f"VOXFX_SPARSE_MG_{attribute}"
+    monkeypatch.setattr(vc, attribute, None)
+    monkeypatch.delenv(variable, raising=False)
+    assert switch() is default
+    for value in (False, True):
+        monkeypatch.setenv(variable, f" {int(value)} ")
+        assert switch() is value
+        monkeypatch.setattr(vc, attribute, not value)
+        assert switch() is (not value)
+        monkeypatch.setattr(vc, attribute, None)
+    monkeypatch.setenv(variable, "2")
+    with pytest.raises(ValueError, match=f"^{variable} must be one of 0, 1, not '2'$"):
+        switch()
