@@ -19,6 +19,28 @@ def host(a):
     return backend.to_numpy(a)
 
 
+def assert_same_grids(a, b, step, margin=True, index=False):
+    """Grids *a* and *b* after the same updates: the same capacity, keys, slots and free list, the
+    same tables and channels to the bit; with *margin* the same learned margin, with *index* *a*'s
+    cached brick index the one built afresh."""
+    ta, tb = a.topology, b.topology
+    assert ta.capacity == tb.capacity, step
+    if margin:
+        assert getattr(a, "last_margin", None) == getattr(b, "last_margin", None), step
+    for x, y in ((ta.keys, tb.keys), (ta.slots, tb.slots), (ta.free, tb.free)):
+        assert host(x).tobytes() == host(y).tobytes() and host(x).shape == host(y).shape, step
+    for name in ("slot_coords", "brick_nbr", "nbr", "brick_slot"):
+        x, y = host(getattr(a, name)), host(getattr(b, name))
+        assert x.dtype == y.dtype and x.shape == y.shape and x.tobytes() == y.tobytes(), (name, step)
+    for name in a.channels:
+        x, y = host(a[name]), host(b[name])
+        assert x.dtype == y.dtype and x.shape == y.shape and x.tobytes() == y.tobytes(), (name, step)
+    if index:
+        cached = sparse_topology_gpu.brick_index(a)
+        a._brick_index = None
+        assert np.array_equal(host(cached[0]), host(sparse_topology_gpu.brick_index(a)[0])), step
+
+
 @pytest.mark.parametrize("closed", [True, False], ids=["closed", "open"])
 def test_device_update_gives_the_array_update_and_the_cpus(monkeypatch, closed):
     import cupy
@@ -149,19 +171,7 @@ def test_kept_scratch_gives_the_fresh_topology(monkeypatch):
                 reused += int(before is not None and getattr(g, "_reach_scratch", None) is before)
                 grew += int(g.capacity > capacity)
         a, b = grids["kept"], grids["fresh"]
-        ta, tb = a.topology, b.topology
-        assert ta.capacity == tb.capacity, step
-        for x, y in ((ta.keys, tb.keys), (ta.slots, tb.slots), (ta.free, tb.free)):
-            assert host(x).tobytes() == host(y).tobytes() and host(x).shape == host(y).shape, step
-        for name in ("slot_coords", "brick_nbr", "nbr", "brick_slot"):
-            x, y = host(getattr(a, name)), host(getattr(b, name))
-            assert x.dtype == y.dtype and x.shape == y.shape and x.tobytes() == y.tobytes(), (name, step)
-        for name in a.channels:
-            x, y = host(a[name]), host(b[name])
-            assert x.dtype == y.dtype and x.shape == y.shape and x.tobytes() == y.tobytes(), (name, step)
-        cached = sparse_topology_gpu.brick_index(a)
-        a._brick_index = None
-        assert np.array_equal(host(cached[0]), host(sparse_topology_gpu.brick_index(a)[0])), step
+        assert_same_grids(a, b, step, margin=False, index=True)
     assert reused >= 1 and grew >= 2
 
 
@@ -210,20 +220,7 @@ def test_room_gives_the_topology_without_it(monkeypatch, margins):
                     changed += int(bool(mine))
                     assert not any(sparse_topology_update._holds(s[2], held) for s in mine), step
         a, b = grids["on"], grids["off"]
-        ta, tb = a.topology, b.topology
-        assert ta.capacity == tb.capacity, step
-        assert getattr(a, "last_margin", None) == getattr(b, "last_margin", None), step
-        for x, y in ((ta.keys, tb.keys), (ta.slots, tb.slots), (ta.free, tb.free)):
-            assert host(x).tobytes() == host(y).tobytes() and host(x).shape == host(y).shape, step
-        for name in ("slot_coords", "brick_nbr", "nbr", "brick_slot"):
-            x, y = host(getattr(a, name)), host(getattr(b, name))
-            assert x.dtype == y.dtype and x.shape == y.shape and x.tobytes() == y.tobytes(), (name, step)
-        for name in a.channels:
-            x, y = host(a[name]), host(b[name])
-            assert x.dtype == y.dtype and x.shape == y.shape and x.tobytes() == y.tobytes(), (name, step)
-        cached = sparse_topology_gpu.brick_index(a)
-        a._brick_index = None
-        assert np.array_equal(host(cached[0]), host(sparse_topology_gpu.brick_index(a)[0])), step
+        assert_same_grids(a, b, step, index=True)
     assert grew >= 2 and changed >= 6 and len(kept_sets) < changed
     if margins == "one":  # its pool grows a few bricks at a time (per brick: past the room at the fast substeps)
         assert scratch_reused >= 1
@@ -268,17 +265,7 @@ def test_merged_pipeline_gives_the_separate_topology(monkeypatch, margins):
                 grew += int(g.capacity > capacity)
                 changed += int(len(added) + len(freed) > 0)
         a, b = grids["merged"], grids["separate"]
-        ta, tb = a.topology, b.topology
-        assert ta.capacity == tb.capacity, step
-        assert getattr(a, "last_margin", None) == getattr(b, "last_margin", None), step
-        for x, y in ((ta.keys, tb.keys), (ta.slots, tb.slots), (ta.free, tb.free)):
-            assert host(x).tobytes() == host(y).tobytes() and host(x).shape == host(y).shape, step
-        for name in ("slot_coords", "brick_nbr", "nbr", "brick_slot"):
-            x, y = host(getattr(a, name)), host(getattr(b, name))
-            assert x.dtype == y.dtype and x.shape == y.shape and x.tobytes() == y.tobytes(), (name, step)
-        for name in a.channels:
-            x, y = host(a[name]), host(b[name])
-            assert x.dtype == y.dtype and x.shape == y.shape and x.tobytes() == y.tobytes(), (name, step)
+        assert_same_grids(a, b, step)
     assert len(merged_calls) >= 8 and grew >= 2 and changed >= 6
 
 
