@@ -352,15 +352,8 @@ __device__ __forceinline__ float black_first_value(const float* __restrict__ x, 
 // (mg_residual), the restriction into C, level l + 1 (mg_restrict), unless C is the coarsest.
 // FOLD: on entry the red unknowns' x hold their first-sweep values; the first sweep's pass is
 // the black one (black_first_value), the restriction writes C's red first-sweep values too.
-// extra(busy): run by every thread after the residual pass's loop, before its barrier (busy: the
-// threads that loop kept, 0 … busy − 1; block_tail's STAGE copies a table there).
-struct NoExtra {
-    __device__ void operator()(int) const {}
-};
-
-template <bool FOLD, class Group, class Extra = NoExtra>
-__device__ __forceinline__ void tail_down(const Group& g, const TailLevel& L, const TailLevel& C, bool restrict_next,
-                                          const Extra& extra = Extra())
+template <bool FOLD, class Group>
+__device__ __forceinline__ void tail_down(const Group& g, const TailLevel& L, const TailLevel& C, bool restrict_next)
 {
     float *x = L.x, *b = L.b, *r = L.r;
     const int* nbr = L.nbr;
@@ -393,7 +386,6 @@ __device__ __forceinline__ void tail_down(const Group& g, const TailLevel& L, co
         TAIL_STAMP(L.level, TAIL_BLACK);
     }
     GROUP_RANGE(g, c, 0, MG_SWEEPS == 1 ? m : m_red) r[c] = residual_value(x, b, nbr, diag, stride, c);
-    extra(MG_SWEEPS == 1 ? m : m_red);
     g.sync();
     TAIL_STAMP(L.level, TAIL_RESID);
     if (restrict_next) {  // mg_restrict into l + 1
@@ -410,21 +402,15 @@ __device__ __forceinline__ void tail_down(const Group& g, const TailLevel& L, co
 
 // Level l on the way up: prolongation from C (level l + 1) onto the red unknowns
 // (mg_prolong_add; onto all where MG_OMEGA ≠ 1: the over-relaxed black sweep reads the black
-// values), post-smoothing black then red. up (block_tail's STAGE): L's up table copied, rows of
-// up_stride, instead of L.up.
+// values), post-smoothing black then red.
 template <class Group>
-__device__ __forceinline__ void tail_up(const Group& g, const TailLevel& L, const float* __restrict__ xc,
-                                        const int* up = nullptr, int up_stride = 0)
+__device__ __forceinline__ void tail_up(const Group& g, const TailLevel& L, const float* __restrict__ xc)
 {
     float *x = L.x, *b = L.b;
     const int* nbr = L.nbr;
     const float* diag = L.diag;
     const int stride = L.stride, m_red = L.m_red, m = L.m;
-    if (!up) {
-        up = L.up;
-        up_stride = stride;
-    }
-    GROUP_RANGE(g, f, 0, MG_OMEGA == 1.0f ? m_red : m) x[f] = x[f] + prolong_value(xc, up, up_stride, f);
+    GROUP_RANGE(g, f, 0, MG_OMEGA == 1.0f ? m_red : m) x[f] = x[f] + prolong_value(xc, L.up, stride, f);
     g.sync();
     TAIL_STAMP(L.level, TAIL_PROLONG);
     for (int sweep = 0; sweep < MG_SWEEPS; ++sweep) {
@@ -460,39 +446,11 @@ __device__ __forceinline__ TailLevel tail_shared(const unsigned long long* __res
 // same passes in the same order, so the same values bit for bit): level first's b copied in,
 // every level's sentinels set to 0 (what the global buffers hold there), level first's x
 // copied out at the end.
-//
-// STAGE (with SHARED; VOXFX_SPARSE_MG_TAIL_STAGE, issue 24, i24k2): where first < last − 1 and
-// 64·m (+ m² with G) (+ 8·m' for the up table) fit level first's stride (m the coarsest level's
-// unknowns, m' level last − 1's), its r (shared memory, no longer read: its restriction is done
-// and the way up reads no r) takes the restriction into the coarsest level's down table (64 rows
-// of m indices, copied by the threads level last − 1's residual pass leaves idle), then G (slot 6)
-// and the prolongation onto level last − 1's up table (8 rows of m'), copied by those the
-// restriction into the coarsest leaves idle (it takes m), each before its pass's barrier: that
-// restriction and prolongation then wait on shared loads alone, G b reads shared memory (the
-// profile at 8M: the restriction into 16 unknowns 4.7 µs, the prolongation onto 191 2.7 µs, their
-// tables in global; G b of 16 × 16 2.7 µs from global, 1.2 from shared).
-struct TailStage {  // where STAGE's copies go in level first's r (null: not staged)
-    int *down, *up;  // 64·mc indices; 8·mf (mc, mf: the coarsest level's unknowns, the one above's)
-    float* g;  // mc² floats (null without G)
-    __device__ TailStage() : down(nullptr), up(nullptr), g(nullptr) {}
-    __device__ TailStage(const unsigned long long* __restrict__ ptrs, const int* __restrict__ strides,
-                         const int* __restrict__ sizes, int first, int last, float* r_first)
-    {
-        const int mc = sizes[2 * last + 1], mf = sizes[2 * last - 1], room = strides[first];
-        const int gs = TAIL_F(last, 6) ? mc * mc : 0;
-        const bool on = first < last - 1 && 64 * mc + gs <= room;
-        down = on ? (int*)r_first : nullptr;
-        g = on && gs ? r_first + 64 * mc : nullptr;
-        up = on && 64 * mc + gs + 8 * mf <= room ? (int*)r_first + 64 * mc + gs : nullptr;
-    }
-};
-
-template <bool SHARED, bool FOLD = false, bool STAGE = false>
+template <bool SHARED, bool FOLD = false>
 __device__ __forceinline__ void block_tail(const unsigned long long* __restrict__ ptrs, const int* __restrict__ strides,
                                            int first, int last, const int* __restrict__ sizes, float* shared)
 {
     static_assert(SHARED || !FOLD, "FOLD writes level first's red x in the shared copy-in");
-    static_assert(SHARED || !STAGE, "STAGE copies G into shared memory");
     const BlockGroup g;
     auto level = [&](int l) {
         return SHARED ? tail_shared(ptrs, strides, sizes, first, last, l, shared) : tail_global(ptrs, strides, sizes, l);
@@ -516,67 +474,26 @@ __device__ __forceinline__ void block_tail(const unsigned long long* __restrict_
         __syncthreads();
         TAIL_STAMP(first, TAIL_COPY);
     }
-    for (int l = first; l < last; ++l) {
-        int* down = STAGE && l == last - 1 ? TailStage(ptrs, strides, sizes, first, last, level(first).r).down
-                                           : nullptr;
-        if (STAGE && down) {
-            const TailLevel F = level(l), C = level(last);
-            tail_down<FOLD>(g, F, C, false, [&](int busy) {  // the down table, thread busy first
-                const int n = (int)blockDim.x;
-                for (int t = ((int)threadIdx.x + n - busy % n) % n; t < 64 * C.m; t += n) {
-                    const int row = t / C.m;
-                    down[t] = F.down[row * C.stride + (t - row * C.m)];
-                }
-            });
-        } else {
-            tail_down<FOLD>(g, level(l), level(l + 1), l + 1 < last);
-        }
-    }
+    for (int l = first; l < last; ++l) tail_down<FOLD>(g, level(l), level(l + 1), l + 1 < last);
     {  // mg_restrict_coarse_solve (mg_restrict_coarse_dense where the coarsest level's slot 6 holds G)
         const TailLevel C = level(last), F = level(last - 1);
         const float* dense = TAIL_F(last, 6);
-        const TailStage S = STAGE ? TailStage(ptrs, strides, sizes, first, last, level(first).r) : TailStage();
         GROUP_RANGE(g, c, 0, C.m)
         {
-            C.b[c] = STAGE && S.down ? restrict_value(F.r, S.down, C.m, c) : restrict_value(F.r, F.down, C.stride, c);
+            C.b[c] = restrict_value(F.r, F.down, C.stride, c);
             if (!dense) C.x[c] = 0.0f;
-        }
-        int dense_stride = C.stride;
-        if (STAGE && S.down) {  // G, then level last − 1's up table: thread m first
-            const int n = (int)blockDim.x, gs = S.g ? C.m * C.m : 0, items = gs + (S.up ? 8 * F.m : 0);
-            for (int t = ((int)threadIdx.x + n - C.m % n) % n; t < items; t += n) {
-                if (t < gs) {
-                    const int j = t / C.m;
-                    S.g[t] = dense[j * C.stride + (t - j * C.m)];  // row j of the symmetric G, m floats apart
-                } else {
-                    const int u = t - gs, row = u / F.m;
-                    S.up[u] = F.up[row * F.stride + (u - row * F.m)];
-                }
-            }
-            if (S.g) {
-                dense = S.g;
-                dense_stride = C.m;
-            }
         }
         __syncthreads();
         TAIL_STAMP(last, TAIL_RESTRICT);
         if (dense) {
-            block_dense_solve(C.x, C.b, dense, dense_stride, C.m);
+            block_dense_solve(C.x, C.b, dense, C.stride, C.m);
             __syncthreads();
         } else {
             block_coarse_sweeps(C.x, C.b, C.nbr, C.diag, C.stride, C.m_red, C.m);
         }
         TAIL_STAMP(last, TAIL_COARSE);
     }
-    for (int l = last - 1; l >= first; --l) {
-        const int* up = STAGE && l == last - 1 ? TailStage(ptrs, strides, sizes, first, last, level(first).r).up
-                                               : nullptr;
-        if (STAGE && up) {
-            tail_up(g, level(l), level(l + 1).x, up, level(l).m);
-        } else {
-            tail_up(g, level(l), level(l + 1).x);
-        }
-    }
+    for (int l = last - 1; l >= first; --l) tail_up(g, level(l), level(l + 1).x);
     if (SHARED) {  // tail_up ended with a barrier
         const TailLevel F = level(first);
         float* x = TAIL_F(first, 0);
@@ -621,7 +538,7 @@ extern "C" __global__ void __launch_bounds__(1024)
 // block, down and up by the whole cluster; levels first..last by its block 0 as
 // mg_tail_vcycle (SHARED: as mg_tail_vcycle_shared), the other blocks waiting at the
 // cluster's barrier.
-template <bool SHARED, bool FOLD = false, bool STAGE = false>
+template <bool SHARED, bool FOLD = false>
 __device__ __forceinline__ void cluster_tail(const unsigned long long* __restrict__ ptrs,
                                              const int* __restrict__ strides, int from, int first, int last,
                                              const int* __restrict__ sizes, float* shared)
@@ -636,7 +553,7 @@ __device__ __forceinline__ void cluster_tail(const unsigned long long* __restric
     for (int l = from; l < first; ++l)  // FOLD: the restriction into first writes its global x too (unread)
         tail_down<FOLD>(g, tail_global(ptrs, strides, sizes, l), tail_global(ptrs, strides, sizes, l + 1),
                         l + 1 < last);
-    if (blockIdx.x == 0) block_tail<SHARED, FOLD, STAGE>(ptrs, strides, first, last, sizes, shared);
+    if (blockIdx.x == 0) block_tail<SHARED, FOLD>(ptrs, strides, first, last, sizes, shared);
     g.sync();
     TAIL_STAMP(first, TAIL_COPY);
     for (int l = first - 1; l >= from; --l)
@@ -685,28 +602,4 @@ extern "C" __global__ void TAIL_CLUSTER_DIMS __launch_bounds__(1024)
     TAIL_SHARED_ARRAY(shared);
     TAIL_STAMP(0, TAIL_START);
     cluster_tail<true, true>(ptrs, strides, from, first, last, sizes, shared);
-}
-
-// The _shared_fold tails with the coarsest level's G staged in shared memory for G b (STAGE:
-// VOXFX_SPARSE_MG_TAIL_STAGE): the same values bit for bit, no more shared memory.
-extern "C" __global__ void __launch_bounds__(1024)
-    mg_tail_vcycle_shared_fold_stage(const unsigned long long* __restrict__ ptrs, const int* __restrict__ strides,
-                                     int first, int last, const int* __restrict__ sizes,
-                                     const int* __restrict__ state)
-{
-    if (state[S_STOPPED]) return;
-    TAIL_SHARED_ARRAY(shared);
-    TAIL_STAMP(0, TAIL_START);
-    block_tail<true, true, true>(ptrs, strides, first, last, sizes, shared);
-}
-
-extern "C" __global__ void TAIL_CLUSTER_DIMS __launch_bounds__(1024)
-    mg_tail_cluster_shared_fold_stage(const unsigned long long* __restrict__ ptrs, const int* __restrict__ strides,
-                                      int from, int first, int last, const int* __restrict__ sizes,
-                                      const int* __restrict__ state)
-{
-    if (state[S_STOPPED]) return;
-    TAIL_SHARED_ARRAY(shared);
-    TAIL_STAMP(0, TAIL_START);
-    cluster_tail<true, true, true>(ptrs, strides, from, first, last, sizes, shared);
 }

@@ -44,7 +44,7 @@ from .pressure import MG_COARSE_SWEEPS, MG_SWEEPS
 from .sparse_multigrid import KEY_BITS, MG_OMEGA
 from .sparse_pressure_buffers import BufferLoads, _Buffers, carve, grown_strides, solver_memory_bytes
 from .sparse_pressure_vcycle import (NON_PORTABLE_CLUSTER_ATTRIBUTE, _TAIL_CLUSTER, VCycleLaunches, cluster_blocks,
-                                     nbr_bricks_apply, nbr_choice, nbr_table_choice, tail_fold, tail_stage)
+                                     nbr_bricks_apply, nbr_choice, nbr_table_choice, tail_fold)
 from .pressure_gpu import (_D_ALPHA, _D_BB, _D_BETA, _D_RR, _D_RZ, _D_THRESH, _MAX_BLOCKS, _S_CONVERGED, _S_IT,
                            _S_STOPPED, run_blocks)
 from .pressure_gpu import _K as _DENSE  # finish_init, finish_alpha, finish_beta
@@ -234,7 +234,6 @@ class SparsePressureSolverGPU(VCycleLaunches, BufferLoads):
         self.first2 = self._first2_levels(FIRST2_UNKNOWNS if self.vcycle == "fused" else 0)
         self.tail_shared = self._tail_shared_bytes(TAIL_SHARED, limit)
         self.tail_fold = bool(self.tail_shared) and tail_fold()
-        self.tail_stage = self.tail_fold and tail_stage()
         self.colour_grid = max(1, COLOUR_GRID)
         self._brick_setup(BRICK_TRANSFERS, _MGB, nbr == "bricks", _NB)
         _K.load(*_LOOP_KERNELS)  # compile and load before any capture
@@ -454,7 +453,7 @@ def _solver(needs, preconditioner, check_every, levels=None, dense=0):
     nbr, nbr_table = nbr_choice(), nbr_table_choice()
     key = (len(needs), preconditioner, int(check_every), VCYCLE, TAIL_UNKNOWNS, CLUSTER_UNKNOWNS, FIRST2_UNKNOWNS,
            TAIL_SHARED, COLOUR_GRID, BRICK_TRANSFERS, nbr, nbr_table, int(dense), cluster_blocks(), tail_fold(),
-           tail_stage(), PERSIST, cp.cuda.Device().id, generation)
+           PERSIST, cp.cuda.Device().id, generation)
     solver = _solvers.pop(key, None)
     if solver is None or not solver.fits(needs):
         old, guess = (None, 0) if solver is None else (solver.strides, solver.last_iterations)

@@ -155,8 +155,10 @@ each term by its own thread into a scratch, then each coarse unknown's 64 added 
 iteration 220.0 → 230.7 µs (the cluster's restriction in one pass: 227.6), the restrictions into
 levels 4 / 5 3.9 / 4.7 → 7.0 / 7.6 µs (the block is one SM: the terms' instructions, not their
 loads, then bound it), the prolongations two unknowns a thread unchanged; only G b from shared memory
-paid (2.73 → 1.21 µs): ``TAIL_STAGE`` (switch notes; with the last restriction's and the first
-prolongation's tables staged too; off until measured).
+paid (2.73 → 1.21 µs). Built on that alone, and measured slower, so removed too (i24k2's
+TAIL_STAGE; fourteenth session's call 8): the last restriction's down table, G and the first
+prolongation's up table copied into level first's dead r by idle threads — the loop's iteration
+219.5 → 222.9 µs, the tail span 53.2 µs either way.
 
 Over-relaxed sweeps (``sparse_multigrid.MG_OMEGA``, issue 24, i24m; the kernels compile ω in):
 the fused V-cycle then prolongs onto every unknown, not the red ones alone, since the
@@ -191,21 +193,6 @@ CLUSTER_BLOCKS = None
 # module notes). Read when a solver is built (``tail_fold``); TAIL_FOLD set overrides
 # VOXFX_SPARSE_MG_TAIL_FOLD.
 TAIL_FOLD = None
-# The _shared_fold tails' last restriction, G b and first prolongation from shared memory (issue 24,
-# i24k2; the _stage kernels): "1" the threads that level last − 1's residual pass leaves idle copy
-# the restriction into the coarsest level's down table (64·m indices, m its unknowns), those the
-# restriction leaves idle G (m² floats) and the prolongation onto level last − 1's up table (8·m'),
-# into level first's r, no longer read then (where they fit and the block has three levels or
-# more): that restriction and prolongation then wait on shared loads alone, G b reads shared
-# memory; "0" (default: measured slower, H100 fourteenth session's call 8: the loop's iteration
-# 219.5 → 222.9 µs, the tail span 53.2 µs either way) all three from global. The same values bit for bit (host
-# harnesses), no more shared memory or barriers. G b from shared memory was measured inside the
-# two-pass restrictions (module notes; H100, 8M: 2.73 → 1.21 µs, the copy then in that variant's
-# slower restriction pass); the restriction into the 16-unknown coarsest took 4.7 µs and the
-# prolongation onto the 191 above it 2.7 µs with their tables in global memory. Read when a solver is built
-# (``tail_stage``); TAIL_STAGE set overrides VOXFX_SPARSE_MG_TAIL_STAGE. Only with ``tail_fold``
-# (the _shared_fold kernels).
-TAIL_STAGE = None
 # CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED (the driver's CUfunction_attribute)
 NON_PORTABLE_CLUSTER_ATTRIBUTE = 14
 
@@ -222,13 +209,6 @@ def tail_fold() -> bool:
     VOXFX_SPARSE_MG_TAIL_FOLD ("1")."""
     given = None if TAIL_FOLD is None else str(int(TAIL_FOLD))
     return env_choice("VOXFX_SPARSE_MG_TAIL_FOLD", ("0", "1"), given, default="1") == "1"
-
-
-def tail_stage() -> bool:
-    """The shared tails' G staged in shared memory: ``TAIL_STAGE`` where set, else
-    VOXFX_SPARSE_MG_TAIL_STAGE ("0")."""
-    given = None if TAIL_STAGE is None else str(int(TAIL_STAGE))
-    return env_choice("VOXFX_SPARSE_MG_TAIL_STAGE", ("0", "1"), given, default="0") == "1"
 
 
 _COARSE_THREADS = 256
@@ -308,7 +288,6 @@ class VCycleLaunches:
     tail_shared = 0  # bytes of the one-block tail's shared memory (``_tail_shared_bytes``; 0: global vectors)
     cluster_blocks = _TAIL_CLUSTER  # blocks of the cluster tail's launch (``cluster_blocks()``)
     tail_fold = False  # the shared tails' first sweep in two passes (``tail_fold()``; the _fold kernels)
-    tail_stage = False  # their coarsest level's G staged in shared memory (``tail_stage()``; the _fold_stage ones)
     colour_grid = 1  # one-colour launches over stride / colour_grid threads
     brick_transfers = (False, False)  # (restriction into level 1, prolongation onto level 0) by bricks
     brick_suffix = "_bricks"  # their kernels: a thread an item, or "_bricks_shared" (a block a brick)
@@ -417,9 +396,8 @@ class VCycleLaunches:
     def _tail_kernel(self):
         """The tail's kernel: mg_tail_cluster (from ``cluster_from``) or mg_tail_vcycle, with its
         vectors in shared memory (``tail_shared``: the _shared kernels, with ``tail_fold`` the
-        _shared_fold ones, with ``tail_stage`` too the _shared_fold_stage ones) or not."""
-        shared = ("_shared" + ("_fold" if self.tail_fold else "") + ("_stage" if self.tail_stage else "")
-                  if self.tail_shared else "")
+        _shared_fold ones) or not."""
+        shared = ("_shared" + ("_fold" if self.tail_fold else "")) if self.tail_shared else ""
         return ("mg_tail_cluster" if self.cluster_from else "mg_tail_vcycle") + shared
 
     def _cluster_from(self, bound, capability):

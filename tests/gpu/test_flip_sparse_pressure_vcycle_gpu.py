@@ -98,37 +98,7 @@ def test_gpu_tail_fold_gives_the_pressure_bit_for_bit(monkeypatch, scene):
     monkeypatch.setattr(sparse_pressure_vcycle, "TAIL_FOLD", True)
     for cluster in (0, 2 ** 30) if hopper else (0,):
         p, s, solver = _solve(monkeypatch, scene, strides[3], cluster)
-        assert solver.tail_fold and solver._tail_kernel().endswith(("_shared_fold", "_shared_fold_stage"))
-        assert (solver.cluster_from is not None) == bool(cluster)
-        assert s["iterations"] == s0["iterations"] and s["converged"]
-        assert np.array_equal(p, p0), (cluster, float(np.abs(p - p0).max()))
-
-
-@pytest.mark.parametrize("coarsest", ["dense", "sweeps"])
-def test_gpu_tail_stage_gives_the_pressure_bit_for_bit(monkeypatch, scene, request, coarsest):
-    """VOXFX_SPARSE_MG_TAIL_STAGE 1 (sparse_pressure_vcycle.TAIL_STAGE: the _shared_fold tails'
-    last restriction's and first prolongation's tables and the coarsest level's G staged in shared
-    memory, the _shared_fold_stage kernels): the same pressure, one block or a cluster, the
-    coarsest level by its dense inverse (the default) or by sweeps (the tables alone), where they
-    fit."""
-    import cupy
-
-    if coarsest == "sweeps":
-        request.getfixturevalue("mg_dense_sweeps")
-    monkeypatch.setenv("VOXFX_PRESSURE_WARM", "0")
-    monkeypatch.setattr(sparse_pressure_vcycle, "TAIL_FOLD", True)
-    monkeypatch.setattr(sparse_pressure_vcycle, "TAIL_STAGE", False)
-    p0, s0, base = _solve(monkeypatch, scene, sparse_pressure_gpu.TAIL_UNKNOWNS)
-    strides = base.strides  # the dense inverse drops the last level: 4 levels, else 5
-    assert len(strides) >= (4 if coarsest == "dense" else 5) and not base.tail_stage
-    assert s0["converged"] and s0["iterations"] >= 3 and np.abs(p0).max() > 0
-    hopper = int(cupy.cuda.Device().compute_capability) >= 90
-    monkeypatch.setattr(sparse_pressure_vcycle, "TAIL_STAGE", True)
-    # the block's last three levels (staged in the first's r where they fit); a cluster above them where there
-    # are five levels, else the last two (nothing staged)
-    for tail, cluster in [(strides[-3], 0)] + ([(strides[-3 if len(strides) > 4 else -2], 2 ** 30)] if hopper else []):
-        p, s, solver = _solve(monkeypatch, scene, tail, cluster)
-        assert solver.tail_stage and solver._tail_kernel().endswith("_shared_fold_stage")
+        assert solver.tail_fold and solver._tail_kernel().endswith("_shared_fold")
         assert (solver.cluster_from is not None) == bool(cluster)
         assert s["iterations"] == s0["iterations"] and s["converged"]
         assert np.array_equal(p, p0), (cluster, float(np.abs(p - p0).max()))

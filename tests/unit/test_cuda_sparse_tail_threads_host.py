@@ -19,15 +19,10 @@ from voxfx.kernels.flip.sparse_pressure_gpu import _MG
 # "kernel blocks threads repeats": kernel 0 mg_tail_vcycle from level 1, 1 mg_tail_cluster from
 # level 1 with its block from 2, 2 and 3 their _shared kernels (the vectors of the block's levels
 # in its "shared memory", NaN on entry), 4 and 5 the _shared_fold ones (the first sweep in two
-# passes, VOXFX_SPARSE_MG_TAIL_FOLD), 6 and 7 the _shared_fold_stage ones (the last restriction's
-# and first prolongation's tables and the coarsest level's G staged in shared memory,
-# VOXFX_SPARSE_MG_TAIL_STAGE; these
-# and their one-thread runs with a G pattern in the coarsest level's slot 6, staged by the block
-# from level 1). Each
-# repeat: level 1's b set to a fixed pattern, every other vector NaN off the sentinels, the
-# kernel run. Output: per repeat whether every level's x and r equal the one-thread run's of
-# kernel 0 or 1 bit for bit (the _shared kernels: level 1's x, their one result in global
-# memory) (1 or 0).
+# passes, VOXFX_SPARSE_MG_TAIL_FOLD). Each repeat: level 1's b set to a fixed pattern, every
+# other vector NaN off the sentinels, the kernel run. Output: per repeat whether every level's
+# x and r equal the one-thread run's of kernel 0 or 1 bit for bit (the _shared kernels: level
+# 1's x, their one result in global memory) (1 or 0).
 HARNESS = r"""
 #include <cstdio>
 #include <cstring>
@@ -106,11 +101,7 @@ static void run(int kernel, int blocks, int threads) {
                     mg_tail_cluster_shared(ptrs.data(), strides.data(), 1, 2, last, sizes.data(), state);
                 else if (kernel == 4)
                     mg_tail_vcycle_shared_fold(ptrs.data(), strides.data(), 1, last, sizes.data(), state);
-                else if (kernel == 5)
-                    mg_tail_cluster_shared_fold(ptrs.data(), strides.data(), 1, 2, last, sizes.data(), state);
-                else if (kernel == 6)
-                    mg_tail_vcycle_shared_fold_stage(ptrs.data(), strides.data(), 1, last, sizes.data(), state);
-                else mg_tail_cluster_shared_fold_stage(ptrs.data(), strides.data(), 1, 2, last, sizes.data(), state);
+                else mg_tail_cluster_shared_fold(ptrs.data(), strides.data(), 1, 2, last, sizes.data(), state);
             });
     for (auto& th : pool) th.join();
     for (auto& b : block_barriers) pthread_barrier_destroy(&b);
@@ -126,11 +117,7 @@ int main() {
     std::vector<float> unused;
     read_floats(unused, L[0].stride);
     int kernel, blocks, threads, repeats;
-    const int last = (int)L.size() - 1, S = L[last].stride;
-    std::vector<float> dense((size_t)S * S);  // a G for the _stage kernels (any values: both runs read it)
-    for (size_t i = 0; i < dense.size(); ++i) dense[i] = (float)std::cos(0.11 * i + 0.5);
     while (scanf("%d %d %d %d", &kernel, &blocks, &threads, &repeats) == 4) {
-        ptrs[7 * last + 6] = kernel >= 6 ? (unsigned long long)dense.data() : 0;  // slot 6: G, or the sweeps
         reset();
         run(kernel % 2, 1, 1);  // the global kernel's one-thread run
         std::vector<std::vector<float>> want;
@@ -161,12 +148,11 @@ def threads_harness(tmp_path_factory):
 @pytest.mark.parametrize("kernel,blocks,threads", [(0, 1, 5), (0, 1, 32), (1, 8, 3), (1, 8, 16), (1, 3, 7),
                                                     (1, 16, 2), (2, 1, 5), (2, 1, 32), (3, 8, 3), (3, 3, 7),
                                                     (3, 16, 2), (4, 1, 5), (4, 1, 32), (5, 8, 3), (5, 3, 7),
-                                                    (5, 16, 2), (6, 1, 5), (6, 1, 32), (7, 8, 3), (7, 3, 7)],
+                                                    (5, 16, 2)],
                          ids=["block-5", "block-32", "cluster-8x3", "cluster-8x16", "cluster-3x7", "cluster-16x2",
                               "block-5-shared", "block-32-shared", "cluster-8x3-shared", "cluster-3x7-shared",
                               "cluster-16x2-shared", "block-5-fold", "block-32-fold", "cluster-8x3-fold",
-                              "cluster-3x7-fold", "cluster-16x2-fold", "block-5-stage", "block-32-stage",
-                              "cluster-8x3-stage", "cluster-3x7-stage"])
+                              "cluster-3x7-fold", "cluster-16x2-fold"])
 def test_tails_on_threads_give_the_one_thread_values(threads_harness, hierarchy, kernel, blocks, threads):  # noqa: F811
     lines = hierarchy[3] + [f"{kernel} {blocks} {threads} 6"]
     out = [int(v) for v in threads_harness.raw(lines, check=True).split()]

@@ -123,14 +123,6 @@ static void call(const std::string& k, const std::vector<Arg>& a) {
         mg_tail_vcycle_shared((const unsigned long long*)a[0].p, I(1), N(2), N(3), I(4), I(5));
     else if (k == "mg_tail_cluster_shared")
         mg_tail_cluster_shared((const unsigned long long*)a[0].p, I(1), N(2), N(3), N(4), I(5), I(6));
-    else if (k == "mg_tail_vcycle_shared_fold")
-        mg_tail_vcycle_shared_fold((const unsigned long long*)a[0].p, I(1), N(2), N(3), I(4), I(5));
-    else if (k == "mg_tail_cluster_shared_fold")
-        mg_tail_cluster_shared_fold((const unsigned long long*)a[0].p, I(1), N(2), N(3), N(4), I(5), I(6));
-    else if (k == "mg_tail_vcycle_shared_fold_stage")
-        mg_tail_vcycle_shared_fold_stage((const unsigned long long*)a[0].p, I(1), N(2), N(3), I(4), I(5));
-    else if (k == "mg_tail_cluster_shared_fold_stage")
-        mg_tail_cluster_shared_fold_stage((const unsigned long long*)a[0].p, I(1), N(2), N(3), N(4), I(5), I(6));
     else if (k == "mg_dense_inverse") mg_dense_inverse(I(0), CF(1), N(2), I(3), N(4), (double*)a[5].p, F(6), I(7));
     else if (k == "mg_coarse_dense") mg_coarse_dense(F(0), CF(1), CF(2), N(3), I(4), N(5), I(6));
     else if (k == "mg_restrict_coarse_dense")
@@ -210,7 +202,7 @@ class Recorded(VCycleLaunches):
     gives each level's buffers that stride)."""
 
     def __init__(self, strides, tail=0, cluster=0, first2=0, capability=90, red_blocks=7, shared=False,
-                 colour_grid=1, dense=False, stage=False):
+                 colour_grid=1, dense=False):
         last = len(strides) - 1
         if dense:  # MG_DENSE: the harness's G and scratch (mg_dense_inverse's work in global memory)
             self.dense, self.dense_work = Buffer("dense"), Buffer("work")
@@ -223,7 +215,6 @@ class Recorded(VCycleLaunches):
         self.cluster_from = self._cluster_from(cluster, capability)
         self.first2 = self._first2_levels(first2)
         self.tail_shared = self._tail_shared_bytes(shared, 1 << 22)
-        self.tail_fold = self.tail_stage = bool(self.tail_shared) and stage  # the _shared_fold_stage tails
         self.colour_grid = colour_grid
         self.launches = []
 
@@ -304,7 +295,6 @@ CASES = {
     "cluster1-tail2-shared": ("fused", 2, 1, None, True),
     "fused-colour2": ("fused", None, None, None, False, 2),
     "cluster1-tail2-shared-colour4": ("fused", 2, 1, None, True, 4),
-    "fused-tail1-shared-stage": ("fused", 1, None, None, "stage"),  # the _shared_fold_stage tails (no G)
 }
 
 
@@ -318,16 +308,15 @@ def test_vcycle_launch_plan_gives_the_numpy_z_bit_for_bit(plan_harness, hierarch
     vcycle, tail, cluster, first2, *more = CASES[case]
     shared, colour = (more + [False, 1][len(more):])
     plan = Recorded(strides, _bound(strides, tail), _bound(strides, cluster), _bound(strides, first2),
-                    shared=bool(shared), colour_grid=colour, stage=shared == "stage")
-    assert (plan.tail_shared > 0) == bool(shared)
+                    shared=shared, colour_grid=colour)
+    assert (plan.tail_shared > 0) == shared
     if vcycle == "split":
         plan._vcycle()
     else:
         plan._vcycle_fused()
     if cluster is not None:
         assert plan.cluster_from == 1 and plan.tail[0] == 2
-    assert any("_shared" in name for name, *_ in plan.launches) == bool(shared)
-    assert any(name.endswith("_stage") for name, *_ in plan.launches) == (shared == "stage")
+    assert any("_shared" in name for name, *_ in plan.launches) == shared
     narrow = [n for _, kind, n, _ in plan.launches if kind == 0 and strides[1] < n < strides[0]]
     assert bool(narrow) == (colour > 1)  # level 0's one-colour launches over stride / colour threads
     out = plan_harness.raw(lines + plan.lines(), check=True).split()
@@ -369,12 +358,6 @@ DENSE_CASES = {
     "dense2-fused": (2, "fused", None, None, False),
     "dense2-tail1": (2, "fused", 1, None, False),
     "dense2-tail1-shared": (2, "fused", 1, None, True),
-    # the _shared_fold_stage tails (VOXFX_SPARSE_MG_TAIL_STAGE): the last restriction's and first
-    # prolongation's tables and the coarsest level's G staged in level first's r where the block has
-    # three levels (mode 1, the tail from level 1), else read from global (mode 1 from level 2, mode 2)
-    "dense-tail1-shared-stage": (1, "fused", 1, None, "stage"),
-    "dense-cluster1-tail2-shared-stage": (1, "fused", 2, 1, "stage"),
-    "dense2-tail1-shared-stage": (2, "fused", 1, None, "stage"),
 }
 
 
@@ -389,10 +372,7 @@ def test_dense_coarse_plan_gives_the_numpy_z_and_inverse_bit_for_bit(plan_harnes
     loop launch them: G and z the NumPy reference's (sparse_multigrid.dense_inverse, dense_solve)."""
     mode, vcycle, tail, cluster, shared = DENSE_CASES[case]
     strides, r, want_z, lines, M = dense_hierarchies[mode]
-    plan = Recorded(strides, _bound(strides, tail), _bound(strides, cluster), shared=bool(shared), dense=True,
-                    stage=shared == "stage")
-    if plan.tail:
-        assert plan._tail_kernel().endswith("_shared_fold_stage") == (shared == "stage")
+    plan = Recorded(strides, _bound(strides, tail), _bound(strides, cluster), shared=shared, dense=True)
     plan._dense_inverse()
     if vcycle == "split":
         plan._vcycle()

@@ -81,11 +81,10 @@ def test_pinned_size_classes_round_up_by_at_most_half():
         assert n <= c <= 1.5 * n and (c & (c - 1) == 0 or (c // 3) & (c // 3 - 1) == 0)
 
 
-@pytest.mark.parametrize("name, default", [("fold", True), ("stage", False)])
+@pytest.mark.parametrize("name, default", [("fold", True)])
 def test_tail_switches_read_their_variable_unless_the_module_names_them(monkeypatch, name, default):
-    """sparse_pressure_vcycle.tail_fold and tail_stage (VOXFX_SPARSE_MG_TAIL_FOLD, _STAGE): their
-    default, the variable's 0 or 1, the module's TAIL_FOLD / TAIL_STAGE (a bench's variant) over
-    the variable, nothing else."""
+    """sparse_pressure_vcycle.tail_fold (VOXFX_SPARSE_MG_TAIL_FOLD): its default, the variable's 0
+    or 1, the module's TAIL_FOLD (a bench's variant) over the variable, nothing else."""
     from voxfx.kernels.flip import sparse_pressure_vcycle as vc
 
     switch, attribute = getattr(vc, f"tail_{name}"), f"TAIL_{name.upper()}"
