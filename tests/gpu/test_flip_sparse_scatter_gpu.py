@@ -31,6 +31,39 @@ def scatter(grid, pos, vel, c, spread=None):
     return out, host(acc).view(np.int64).reshape(3, size, 2), host(bounds).astype(np.int64)
 
 
+def assert_scatter_ways_agree(monkeypatch, variable, modes, base, closed, apic, case):
+    """*variable* set to each of *modes* in turn: on fresh random particles (``liquid_block``, or
+    ~30 particles a cell in one brick with particles beyond a closed box's walls), the scatter's
+    integer sums, masks, accumulators and bounds at spreads 8, 1 and 3 (the sorted binning's
+    copies, lanes that many particles apart), and whole ``particles_to_grid`` faces and masks (the
+    order binning), the same bits as *base*'s."""
+    import cupy
+
+    rng = np.random.default_rng()
+    if case == "liquid":
+        spec, pos, vel, c = liquid_block(closed, apic, rng)
+    else:
+        spec, _, pos, vel, c = scene(closed, apic, int(rng.integers(1 << 30)))
+    grid = gpu_grid(spec, pos, closed, 3)
+    sums, faces = {}, {}
+    for mode in modes:
+        monkeypatch.setenv(variable, mode)
+        for spread in (8, 1, 3):
+            (f, m), acc, bounds = scatter(grid, pos, vel, c, spread)
+            sums[mode, spread] = [a.view(np.uint32) for a in f] + m + [acc, bounds]
+        dev = [cupy.asarray(a) if a is not None else None for a in (pos, vel, c)]
+        valid = sparse_gpu.particles_to_grid(grid, *dev, gather="scatter")
+        faces[mode] = [host(grid[n]).view(np.uint32) for n in grid.FACES] + [host(v) for v in valid]
+    first = sums[base, 8]
+    assert all(np.count_nonzero(m) > 1000 for m in first[3:6])
+    for key, got in sums.items():
+        for a, b in zip(got, first):
+            assert np.array_equal(a, b), key
+    for mode in modes:
+        for a, b in zip(faces[mode], faces[base]):
+            assert np.array_equal(a, b), mode
+
+
 def gathered(grid, pos, vel, c, mode):
     import cupy
 
