@@ -54,7 +54,6 @@ MODES = ("0", "1")
 DEFAULT = "1"
 _K = Kernels("flip_sparse_pressure_ahead.cu", (), THREADS)
 _last = {}  # device id → (the last solve's solver (weakly), whether the last set-up had sealed regions)
-_strides = weakref.WeakKeyDictionary()  # solver → its strides on the device (ahead_sizes)
 _pinned = {}  # device id → (read buffer int32, brick words uint64, event): pinned, reused each solve
 _READ_WORDS = 256
 counts = {"launched": 0, "taken": 0, "missed": 0}  # in this process (tests, benches)
@@ -141,10 +140,8 @@ class Ahead:
         from .sparse_pressure_workspace import fill_tables, workspace
 
         cp = level.xp
-        strides = _strides.get(solver)
-        if strides is None:
-            strides = _strides[solver] = cp.asarray(np.array(solver.strides, np.int32))
         solver.vectors.fill(0)
+        strides = solver.device_strides()  # the solver's own, as its tail kernels take them
         _K.launch_grid("ahead_sizes", (1,), (1,), (workspace().sizes, strides, np.int32(len(solver.strides)),
                                                    np.int32(self.max_iterations), solver.ints))
         B = solver.levels[0]

@@ -379,8 +379,15 @@ class VCycleLaunches:
         ptr = lambda a: 0 if a is None else a.data.ptr  # noqa: E731
         table = [ptr(a) for B in self.levels for a in (B.x, B.b, B.r, B.nbr, B.diag, B.up, B.down)]
         table[-1] = ptr(self.dense)  # the coarsest level's slot 6 (no down): G, or 0 for the sweeps
-        return (first, cp.asarray(np.array(table, np.uint64)),
-                cp.asarray(np.array([B.stride for B in self.levels], np.int32)))
+        return first, cp.asarray(np.array(table, np.uint64)), self.device_strides()
+
+    def device_strides(self):
+        """The levels' strides as a device int32 array, made once a solver (the tail kernels' and
+        ``sparse_pressure_solve_ahead``'s ahead_sizes' argument)."""
+        kept = getattr(self, "_device_strides", None)
+        if kept is None:
+            kept = self._device_strides = self.cp.asarray(np.array([B.stride for B in self.levels], np.int32))
+        return kept
 
     def _tail_shared_bytes(self, on, limit):
         """Dynamic shared memory of mg_tail_vcycle_shared / mg_tail_cluster_shared (x, b and,
