@@ -1,5 +1,6 @@
 """The sparse FLIP pressure solve on the device (CuPy, kernels of
-``cuda/flip_sparse_pressure.cu`` and, for the V-cycle, ``flip_sparse_pressure_vcycle.cu``):
+``cuda/flip_sparse_pressure.cu`` and, for the V-cycle, ``flip_sparse_pressure_vcycle.cu`` and
+``flip_sparse_pressure_vcycle_tail.cu``):
 the PCG loop of seed 003 Alg. 2 on the compacted unknowns with every scalar on the device,
 the multigrid V-cycle over the sparse hierarchy, and a block of ``check_every`` iterations
 as one CUDA graph; the union-find of the sealed regions. ``sparse_pressure.py`` (the loop)
@@ -60,18 +61,18 @@ _DEFINES = {
     **({"MG_OMEGA": MG_OMEGA} if MG_OMEGA != 1.0 else {}),  # sparse_multigrid.MG_OMEGA (i24m)
     **{f"PRE_{name.upper()}": i for i, name in enumerate(_MODES)}}
 _K = Kernels(_CU, ("--fmad=false",), THREADS, defines=_DEFINES)  # PCG, labels, tables
-_MG = Kernels("flip_sparse_pressure_vcycle.cu", ("--fmad=false",), THREADS,  # the V-cycle
-              defines={**_DEFINES, "TAIL_CLUSTER": _TAIL_CLUSTER})
-_MG16 = Kernels("flip_sparse_pressure_vcycle.cu", ("--fmad=false",), THREADS,  # the cluster tail of 16 blocks
-                defines={**_DEFINES, "TAIL_CLUSTER": 16})
+_MG = Kernels("flip_sparse_pressure_vcycle.cu", ("--fmad=false",), THREADS, defines=_DEFINES)  # the V-cycle
+_MGT = Kernels("flip_sparse_pressure_vcycle_tail.cu", ("--fmad=false",), THREADS,  # mg_tail_*: its coarse levels
+               defines={**_DEFINES, "TAIL_CLUSTER": _TAIL_CLUSTER})
+_MGT16 = Kernels("flip_sparse_pressure_vcycle_tail.cu", ("--fmad=false",), THREADS,  # the cluster tail of 16 blocks
+                 defines={**_DEFINES, "TAIL_CLUSTER": 16})
 _MGB = Kernels("flip_sparse_pressure_vcycle_bricks.cu", ("--fmad=false",), THREADS, defines=_DEFINES)  # *_bricks
 _NB = Kernels("flip_sparse_pressure_level0.cu", ("--fmad=false",), THREADS, defines=_DEFINES)  # *_nb (NBR)
 _LOOP_KERNELS = ("cg_init", "cg_init_warm", "finish_init_warm", "cg_warm_select",
                  "apply_laplacian", "update_solution", "dot_rz", "update_direction")
 _VCYCLE_KERNELS = ("mg_smooth", "mg_residual", "mg_restrict", "mg_prolong_add", "mg_coarse_solve", "mg_smooth_first",
-                   "mg_smooth_red_dot", "mg_restrict_coarse_solve", "mg_smooth_black_residual", "mg_tail_vcycle",
-                   "mg_smooth_first2", "mg_tail_vcycle_shared", "mg_dense_inverse", "mg_coarse_dense",
-                   "mg_restrict_coarse_dense")
+                   "mg_smooth_red_dot", "mg_restrict_coarse_solve", "mg_smooth_black_residual", "mg_smooth_first2",
+                   "mg_dense_inverse", "mg_coarse_dense", "mg_restrict_coarse_dense")  # mg_tail_*: below, with a tail
 # The V-cycle's launches: "fused" (default) folds the first pre-smoothing sweep's two colours
 # into one launch, the black residuals into the last pre-smoothing sweep, the coarsest level's
 # restriction into its solve and r·z into level 0's last sweep, and prolongs onto the red
@@ -152,7 +153,8 @@ def component_roots(links):
 
 def _module(name):
     """The kernels holding *name*."""
-    return _NB if name.endswith("_nb") else _MGB if "_bricks" in name else _MG if name.startswith("mg_") else _K
+    return (_NB if name.endswith("_nb") else _MGB if "_bricks" in name else _MGT if name.startswith("mg_tail")
+            else _MG if name.startswith("mg_") else _K)
 
 
 def _grid(n) -> tuple:
@@ -282,9 +284,9 @@ class SparsePressureSolverGPU(VCycleLaunches, BufferLoads):
         _module(name).launch_grid(name, (self.red_blocks,), (THREADS,), args)
 
     def _module(self, name):
-        """The kernels holding *name*: ``_module``'s, the cluster tail's of 16 blocks from _MG16."""
+        """The kernels holding *name*: ``_module``'s, the cluster tail's of 16 blocks from _MGT16."""
         if name.startswith("mg_tail_cluster") and self.cluster_blocks != _TAIL_CLUSTER:
-            return _MG16
+            return _MGT16
         return _module(name)
 
     def _one(self, name, grid, block, args, shared_mem=0):
