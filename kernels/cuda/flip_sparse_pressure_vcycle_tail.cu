@@ -5,7 +5,7 @@
 // same PTX kernel for kernel, tools/compare_ptx.py), whose launches it replaces pass for pass
 // with the same per-unknown values (voxfx_mg_cell.cuh); compiled with its options and -D
 // constants and TAIL_CLUSTER (blocks of mg_tail_cluster's cluster); launched by
-// kernels/flip/sparse_pressure_vcycle.py (no FMA contraction: each value rounds as NumPy
+// kernels/flip/sparse_pressure_vcycle_tail.py (no FMA contraction: each value rounds as NumPy
 // rounds it).
 
 #include "voxfx_mg_cell.cuh"  // smooth_value, residual_value, restrict_value, prolong_value, ...: per unknown

@@ -44,8 +44,9 @@ from ..grid.launch import THREADS, GraphLoop, Kernels
 from .pressure import MG_COARSE_SWEEPS, MG_SWEEPS
 from .sparse_multigrid import KEY_BITS, MG_OMEGA
 from .sparse_pressure_buffers import BufferLoads, _Buffers, carve, grown_strides, solver_memory_bytes
-from .sparse_pressure_vcycle import (NON_PORTABLE_CLUSTER_ATTRIBUTE, _TAIL_CLUSTER, VCycleLaunches, cluster_blocks,
-                                     nbr_bricks_apply, nbr_choice, nbr_table_choice, tail_fold)
+from .sparse_pressure_vcycle import (VCycleLaunches, cluster_blocks, nbr_bricks_apply, nbr_choice, nbr_table_choice,
+                                     tail_fold)
+from .sparse_pressure_vcycle_tail import NON_PORTABLE_CLUSTER_ATTRIBUTE, _TAIL_CLUSTER
 from .pressure_gpu import (_D_ALPHA, _D_BB, _D_BETA, _D_RR, _D_RZ, _D_THRESH, _MAX_BLOCKS, _S_CONVERGED, _S_IT,
                            _S_STOPPED, run_blocks)
 from .pressure_gpu import _K as _DENSE  # finish_init, finish_alpha, finish_beta
@@ -101,7 +102,7 @@ FIRST2_UNKNOWNS = int(os.environ.get("VOXFX_SPARSE_MG_FIRST2", "0"))
 # device's opt-in limit per block; the tables stay global. The same passes on the same values:
 # z bit for bit (host harness, GPU test). "0": in global memory. Default "1" (H100, 8M dam
 # break, variants in turn in one process, two calls: the loop's iteration 253.9 → 237.6 and
-# 254.3 → 237.4 µs; sparse_pressure_vcycle's notes).
+# 254.3 → 237.4 µs; sparse_pressure_vcycle_tail's notes).
 TAIL_SHARED = os.environ.get("VOXFX_SPARSE_MG_TAIL_SHARED", "1") != "0"
 # The fused V-cycle's one-colour launches (a colour's sweep, the red residuals, the red
 # prolongation) over stride / COLOUR_GRID threads, not stride: half a level's unknowns are of
