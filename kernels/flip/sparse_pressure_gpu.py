@@ -35,7 +35,6 @@ generation's tables are taken.
 from __future__ import annotations
 
 import os
-from collections import OrderedDict
 
 import numpy as np
 
@@ -43,9 +42,12 @@ from .. import backend
 from ..grid.launch import THREADS, GraphLoop, Kernels
 from .pressure import MG_COARSE_SWEEPS, MG_SWEEPS
 from .sparse_multigrid import KEY_BITS, MG_OMEGA
-from .sparse_pressure_buffers import BufferLoads, _Buffers, carve, grown_strides, solver_memory_bytes
-from .sparse_pressure_vcycle import (VCycleLaunches, cluster_blocks, nbr_bricks_apply, nbr_choice, nbr_table_choice,
-                                     tail_fold)
+from .sparse_pressure_buffers import BufferLoads, _Buffers, carve, solver_memory_bytes
+# The solver cache and its release, reached here as before (sparse_pressure, the set-up workspace,
+# the solve ahead, tests and benches)
+from .sparse_pressure_solvers import (_outgrown, _solver, _solvers, drop_workspace_solvers,  # noqa: F401
+                                      release_gpu_solvers, solve_flat, solve_unknowns)
+from .sparse_pressure_vcycle import VCycleLaunches, cluster_blocks, nbr_bricks_apply, tail_fold
 from .sparse_pressure_vcycle_tail import NON_PORTABLE_CLUSTER_ATTRIBUTE, _TAIL_CLUSTER
 from .pressure_gpu import (_D_ALPHA, _D_BB, _D_BETA, _D_RR, _D_RZ, _D_THRESH, _MAX_BLOCKS, _S_CONVERGED, _S_IT,
                            _S_STOPPED, run_blocks)
@@ -126,7 +128,7 @@ _MAX_GRID = 8192  # blocks of a grid-stride launch
 # iterations (~35 launches each) after convergence. "0": blocks of check_every from the
 # start. The same iterations and values either way (masked iterations change nothing).
 PREDICT = os.environ.get("VOXFX_SPARSE_PCG_PREDICT", "1") != "0"
-_SOLVER_CACHE = 2  # solvers (buffers + graph) kept per process, most recent first
+_SOLVER_CACHE = 2  # solvers (buffers + graph) kept per process, most recent first (sparse_pressure_solvers)
 # Persistent buffers (issue 24, the set-up's launches): "1" (default) — every float vector of
 # a solver carved out of one allocation (zeroed by one launch a solve), the device scalars,
 # state and sizes in one (one H2D write a solve, one D2H read a check: the state read brings
@@ -414,115 +416,3 @@ class SparsePressureSolverGPU(VCycleLaunches, BufferLoads):
         else:
             self._start(x0 is not None, tolerance)
         return min(self.last_iterations, max_iterations) if PREDICT else 0
-
-
-_solvers: "OrderedDict[tuple, SparsePressureSolverGPU]" = OrderedDict()
-# Solvers of a set-up workspace dropped when it took new buffers (``drop_workspace_solvers``):
-# per key without the generation their (strides, last iterations), for the next generation's
-# solver of as many levels to grow from, as one that outgrew its buffers does
-_outgrown: dict = {}
-
-
-def release_gpu_solvers():
-    """Drop the cached sparse GPU solvers (their buffers and graphs), the set-up's
-    workspaces (``sparse_pressure_workspace``) and the set-up scans' look-back state
-    (``sparse_pressure_setup.lookback_state``: made again, zeroed, at the next scan)."""
-    from . import sparse_pressure_setup, sparse_pressure_workspace
-
-    _solvers.clear()
-    _outgrown.clear()
-    sparse_pressure_workspace.release()
-    sparse_pressure_setup._lookback.clear()
-
-
-def drop_workspace_solvers(device):
-    """Drop every cached solver bound to a set-up workspace's tables on *device*: the
-    workspace is about to replace them (a new generation). Their buffers go at once
-    (``GraphLoop`` holds no cycle), before the new tables are taken."""
-    for key in [k for k in _outgrown if k[-1] == device]:  # only the last generation's (as a stale one: not kept)
-        del _outgrown[key]
-    for key in [k for k in _solvers if k[-1] is not None and k[-2] == device]:
-        solver = _solvers.pop(key)
-        _outgrown[key[:-1]] = (solver.strides, solver.last_iterations)
-
-
-def _solver(needs, preconditioner, check_every, levels=None, dense=0):
-    """The cached solver for levels needing *needs* entries; where *levels* were built into
-    a set-up workspace (``PERSIST``), one whose tables are that workspace's buffers; *dense*
-    the V-cycle's ``dense_mode`` (``sparse_multigrid.dense_mode``)."""
-    import cupy as cp
-
-    generation = getattr(levels[0], "ws_generation", None) if PERSIST and levels else None
-    nbr, nbr_table = nbr_choice(), nbr_table_choice()
-    key = (len(needs), preconditioner, int(check_every), VCYCLE, TAIL_UNKNOWNS, CLUSTER_UNKNOWNS, FIRST2_UNKNOWNS,
-           TAIL_SHARED, COLOUR_GRID, BRICK_TRANSFERS, nbr, nbr_table, int(dense), cluster_blocks(), tail_fold(),
-           PERSIST, cp.cuda.Device().id, generation)
-    solver = _solvers.pop(key, None)
-    if solver is None or not solver.fits(needs):
-        old, guess = (None, 0) if solver is None else (solver.strides, solver.last_iterations)
-        solver = None  # its buffers go before the new ones are taken
-        # One of the same configuration for another number of levels is stale: the liquid's
-        # hierarchy gained or lost a level (issue 21 §6: at 65M the frame-0 solver, ~0.9 GiB,
-        # stayed cached beside the frame-4 one); so is one on an older workspace generation.
-        # The cache's second place is for another configuration (another simulation,
-        # preconditioner or device).
-        # Of the same level count, a solver of the other set-up mode stays (an A/B in one process).
-        stale = [k for k in _solvers
-                 if k[1:-1] == key[1:-1] and (k[0] != key[0] or (generation is None) == (k[-1] is None))]
-        for other in stale:
-            if generation is not None and other[0] == key[0]:  # outgrown: as a solver that does not fit
-                old, guess = _solvers[other].strides, _solvers[other].last_iterations
-            del _solvers[other]
-        dropped = _outgrown.pop(key[:-1], None) if generation is not None else None
-        if dropped is not None and old is None:  # dropped by the workspace when it grew (drop_workspace_solvers)
-            old, guess = dropped
-        while len(_solvers) >= _SOLVER_CACHE:
-            _solvers.popitem(last=False)
-        if generation is None:
-            strides = grown_strides(needs, old if PERSIST else None)
-            solver = SparsePressureSolverGPU(strides, preconditioner, check_every, dense=dense, nbr=nbr,
-                                             nbr_table=nbr_table)
-        else:  # level 0's stride as above, the coarse levels' the workspace's capacities (≥ the needs)
-            from .sparse_pressure_workspace import workspace
-
-            ws = workspace()
-            if ws.generation != generation:
-                raise RuntimeError("sparse pressure tables of an earlier set-up workspace than the current one")
-            strides = grown_strides(needs[:1], old[:1] if old is not None and len(old) == len(needs) else None)
-            strides += list(ws.caps[1:len(needs)])
-            solver = SparsePressureSolverGPU(strides, preconditioner, check_every, tables=ws.solver_tables(len(needs)),
-                                             generation=generation, dense=dense, nbr=nbr, nbr_table=nbr_table)
-        solver.last_iterations = guess if PERSIST else 0
-    _solvers[key] = solver
-    return solver
-
-
-def solve_unknowns(level0, vcycle, b, tolerance, max_iterations, preconditioner="mg", check_every=10, progress=None,
-                   x0=None):
-    """PCG on the compacted unknowns *level0* (``sparse_pressure.Unknowns``) with the tables
-    of *vcycle* (``sparse_multigrid.VCycle``, "mg") or none, from 0 or *x0* (compacted, a
-    warm start): (x, iterations, relative residual, converged), x compacted with its sentinel."""
-    if level0.m == 0:
-        return level0.xp.zeros(1, level0.xp.float32), 0, 0.0, True
-    levels = vcycle.levels if vcycle is not None else [level0]
-    solver = _solver([L.m + 1 for L in levels], preconditioner, check_every, levels, getattr(vcycle, "dense_mode", 0))
-    return solver.solve(levels, vcycle, b, float(tolerance), int(max_iterations), progress, x0)
-
-
-def solve_flat(level0, vcycle, b, size, tolerance, max_iterations, preconditioner="mg", check_every=10, progress=None,
-               x0=None, keep=False):
-    """``solve_unknowns`` on flat arrays (``PERSIST``): *b* and *x0* per flat cell (*size*
-    of them), gathered into the solver's vectors; (p flat — 0 off the unknowns —,
-    iterations, relative residual, converged), what ``sparse_pressure.pcg`` makes of
-    ``solve_unknowns``' result by ``Unknowns.gather`` and ``scatter``; *keep* as
-    ``SparsePressureSolverGPU.solve``'s."""
-    if level0.m == 0:
-        return level0.xp.zeros(int(size), level0.xp.float32), 0, 0.0, True
-    levels = vcycle.levels if vcycle is not None else [level0]
-    solver = _solver([L.m + 1 for L in levels], preconditioner, check_every, levels, getattr(vcycle, "dense_mode", 0))
-    from . import sparse_pressure_solve_ahead as ahead  # the solve queued before the set-up's read, where it was
-
-    launched = ahead.taken(level0, solver, b, x0, tolerance, max_iterations)
-    ahead.note(solver)
-    return solver.solve(levels, vcycle, b, float(tolerance), int(max_iterations), progress, x0, cells=level0.cells,
-                        size=size, keep=keep, ahead=launched)
