@@ -58,6 +58,7 @@ from tools.package import load  # noqa: E402
 
 load()
 from voxfx.kernels.flip import sparse_multigrid, sparse_pressure, sparse_pressure_gpu, sparse_pressure_vcycle  # noqa: E402
+from voxfx.kernels.flip.sparse_pressure_vcycle_tail import NON_PORTABLE_CLUSTER_ATTRIBUTE  # noqa: E402
 from voxfx.kernels.flip.grid import FlipSettings  # noqa: E402
 from voxfx.kernels.flip.sim import FlipSimulation  # noqa: E402
 from voxfx.kernels.grid import launch  # noqa: E402
@@ -196,7 +197,7 @@ def tail_profile(runs, length=256):
     if solver.tail_shared:
         kernel.max_dynamic_shared_size_bytes = solver.tail_shared
     if solver.cluster_blocks > 8:
-        cp.cuda.driver.funcSetAttribute(kernel.kernel.ptr, sparse_pressure_vcycle.NON_PORTABLE_CLUSTER_ATTRIBUTE, 1)
+        cp.cuda.driver.funcSetAttribute(kernel.kernel.ptr, NON_PORTABLE_CLUSTER_ATTRIBUTE, 1)
     module = backend.load_module(base.filename, options)
     stamps = cp.ndarray((length, 3), cp.int64, module.get_global("tail_stamps"))
     count = cp.ndarray((1,), cp.int32, module.get_global("tail_stamp_count"))

@@ -314,7 +314,7 @@ def sweep_study(sim, dt, counts, repeats):
     before_pressure(sim, dt)  # a substep's state up to its solve; warm solves start from the last substep's p
     carried = _carried(g, False)
     default = sparse_pressure_gpu.MG_SWEEPS
-    plain_k, plain_mg = sparse_pressure_gpu._K, sparse_pressure_gpu._MG
+    plain_k, plain_mg, plain_tail = sparse_pressure_gpu._K, sparse_pressure_gpu._MG, sparse_pressure_gpu._MGT
     ref = {}
     print(f"\nV-cycle sweeps (MG_SWEEPS, default {default}; coarse {sparse_pressure_gpu.MG_COARSE_SWEEPS}), "
           f"{repeats} solves each: sweeps | start | CG it | wall ms (median) | max |p - p(default)|")
@@ -324,6 +324,8 @@ def sweep_study(sim, dt, counts, repeats):
         assert f"-DMG_SWEEPS={count}" in options, plain_k.options
         sparse_pressure_gpu._K = launch.Kernels(plain_k.filename, options, plain_k.threads)
         sparse_pressure_gpu._MG = launch.Kernels(plain_mg.filename, options, plain_mg.threads)  # the V-cycle's
+        tail_options = tuple(f"-DMG_SWEEPS={count}" if o.startswith("-DMG_SWEEPS=") else o for o in plain_tail.options)
+        sparse_pressure_gpu._MGT = launch.Kernels(plain_tail.filename, tail_options, plain_tail.threads)  # its tail's
         sparse_pressure_gpu.release_gpu_solvers()
         for start in ("cold", "warm"):
             os.environ["VOXFX_PRESSURE_WARM"] = "1" if start == "warm" else "0"
@@ -342,7 +344,7 @@ def sweep_study(sim, dt, counts, repeats):
             print(f"  {count} | {start} | {its[1:]} | {np.median(walls[1:]):.3f} | "
                   f"{float(np.abs(p - ref[start]).max()):.3g}", flush=True)
     sparse_pressure_gpu.MG_SWEEPS = sparse_multigrid.MG_SWEEPS = sparse_pressure_vcycle.MG_SWEEPS = default
-    sparse_pressure_gpu._K, sparse_pressure_gpu._MG = plain_k, plain_mg
+    sparse_pressure_gpu._K, sparse_pressure_gpu._MG, sparse_pressure_gpu._MGT = plain_k, plain_mg, plain_tail
     sparse_pressure_gpu.release_gpu_solvers()
 
 

@@ -1,5 +1,6 @@
 """The sparse FLIP pressure solve on the device (CuPy, kernels of
-``cuda/flip_sparse_pressure.cu`` and, for the V-cycle, ``flip_sparse_pressure_vcycle.cu``):
+``cuda/flip_sparse_pressure.cu`` and, for the V-cycle, ``flip_sparse_pressure_vcycle.cu`` and
+``flip_sparse_pressure_vcycle_tail.cu``):
 the PCG loop of seed 003 Alg. 2 on the compacted unknowns with every scalar on the device,
 the multigrid V-cycle over the sparse hierarchy, and a block of ``check_every`` iterations
 as one CUDA graph; the union-find of the sealed regions. ``sparse_pressure.py`` (the loop)
@@ -34,7 +35,6 @@ generation's tables are taken.
 from __future__ import annotations
 
 import os
-from collections import OrderedDict
 
 import numpy as np
 
@@ -42,9 +42,13 @@ from .. import backend
 from ..grid.launch import THREADS, GraphLoop, Kernels
 from .pressure import MG_COARSE_SWEEPS, MG_SWEEPS
 from .sparse_multigrid import KEY_BITS, MG_OMEGA
-from .sparse_pressure_buffers import BufferLoads, _Buffers, carve, grown_strides, solver_memory_bytes
-from .sparse_pressure_vcycle import (NON_PORTABLE_CLUSTER_ATTRIBUTE, _TAIL_CLUSTER, VCycleLaunches, cluster_blocks,
-                                     nbr_bricks_apply, nbr_choice, nbr_table_choice, tail_fold)
+from .sparse_pressure_buffers import BufferLoads, _Buffers, carve, solver_memory_bytes
+# The solver cache and its release, reached here as before (sparse_pressure, the set-up workspace,
+# the solve ahead, tests and benches)
+from .sparse_pressure_solvers import (_outgrown, _solver, _solvers, drop_workspace_solvers,  # noqa: F401
+                                      release_gpu_solvers, solve_flat, solve_unknowns)
+from .sparse_pressure_vcycle import VCycleLaunches, cluster_blocks, nbr_bricks_apply, tail_fold
+from .sparse_pressure_vcycle_tail import NON_PORTABLE_CLUSTER_ATTRIBUTE, _TAIL_CLUSTER
 from .pressure_gpu import (_D_ALPHA, _D_BB, _D_BETA, _D_RR, _D_RZ, _D_THRESH, _MAX_BLOCKS, _S_CONVERGED, _S_IT,
                            _S_STOPPED, run_blocks)
 from .pressure_gpu import _K as _DENSE  # finish_init, finish_alpha, finish_beta
@@ -60,18 +64,18 @@ _DEFINES = {
     **({"MG_OMEGA": MG_OMEGA} if MG_OMEGA != 1.0 else {}),  # sparse_multigrid.MG_OMEGA (i24m)
     **{f"PRE_{name.upper()}": i for i, name in enumerate(_MODES)}}
 _K = Kernels(_CU, ("--fmad=false",), THREADS, defines=_DEFINES)  # PCG, labels, tables
-_MG = Kernels("flip_sparse_pressure_vcycle.cu", ("--fmad=false",), THREADS,  # the V-cycle
-              defines={**_DEFINES, "TAIL_CLUSTER": _TAIL_CLUSTER})
-_MG16 = Kernels("flip_sparse_pressure_vcycle.cu", ("--fmad=false",), THREADS,  # the cluster tail of 16 blocks
-                defines={**_DEFINES, "TAIL_CLUSTER": 16})
+_MG = Kernels("flip_sparse_pressure_vcycle.cu", ("--fmad=false",), THREADS, defines=_DEFINES)  # the V-cycle
+_MGT = Kernels("flip_sparse_pressure_vcycle_tail.cu", ("--fmad=false",), THREADS,  # mg_tail_*: its coarse levels
+               defines={**_DEFINES, "TAIL_CLUSTER": _TAIL_CLUSTER})
+_MGT16 = Kernels("flip_sparse_pressure_vcycle_tail.cu", ("--fmad=false",), THREADS,  # the cluster tail of 16 blocks
+                 defines={**_DEFINES, "TAIL_CLUSTER": 16})
 _MGB = Kernels("flip_sparse_pressure_vcycle_bricks.cu", ("--fmad=false",), THREADS, defines=_DEFINES)  # *_bricks
 _NB = Kernels("flip_sparse_pressure_level0.cu", ("--fmad=false",), THREADS, defines=_DEFINES)  # *_nb (NBR)
 _LOOP_KERNELS = ("cg_init", "cg_init_warm", "finish_init_warm", "cg_warm_select",
                  "apply_laplacian", "update_solution", "dot_rz", "update_direction")
 _VCYCLE_KERNELS = ("mg_smooth", "mg_residual", "mg_restrict", "mg_prolong_add", "mg_coarse_solve", "mg_smooth_first",
-                   "mg_smooth_red_dot", "mg_restrict_coarse_solve", "mg_smooth_black_residual", "mg_tail_vcycle",
-                   "mg_smooth_first2", "mg_tail_vcycle_shared", "mg_dense_inverse", "mg_coarse_dense",
-                   "mg_restrict_coarse_dense")
+                   "mg_smooth_red_dot", "mg_restrict_coarse_solve", "mg_smooth_black_residual", "mg_smooth_first2",
+                   "mg_dense_inverse", "mg_coarse_dense", "mg_restrict_coarse_dense")  # mg_tail_*: below, with a tail
 # The V-cycle's launches: "fused" (default) folds the first pre-smoothing sweep's two colours
 # into one launch, the black residuals into the last pre-smoothing sweep, the coarsest level's
 # restriction into its solve and r·z into level 0's last sweep, and prolongs onto the red
@@ -100,7 +104,7 @@ FIRST2_UNKNOWNS = int(os.environ.get("VOXFX_SPARSE_MG_FIRST2", "0"))
 # device's opt-in limit per block; the tables stay global. The same passes on the same values:
 # z bit for bit (host harness, GPU test). "0": in global memory. Default "1" (H100, 8M dam
 # break, variants in turn in one process, two calls: the loop's iteration 253.9 → 237.6 and
-# 254.3 → 237.4 µs; sparse_pressure_vcycle's notes).
+# 254.3 → 237.4 µs; sparse_pressure_vcycle_tail's notes).
 TAIL_SHARED = os.environ.get("VOXFX_SPARSE_MG_TAIL_SHARED", "1") != "0"
 # The fused V-cycle's one-colour launches (a colour's sweep, the red residuals, the red
 # prolongation) over stride / COLOUR_GRID threads, not stride: half a level's unknowns are of
@@ -124,7 +128,7 @@ _MAX_GRID = 8192  # blocks of a grid-stride launch
 # iterations (~35 launches each) after convergence. "0": blocks of check_every from the
 # start. The same iterations and values either way (masked iterations change nothing).
 PREDICT = os.environ.get("VOXFX_SPARSE_PCG_PREDICT", "1") != "0"
-_SOLVER_CACHE = 2  # solvers (buffers + graph) kept per process, most recent first
+_SOLVER_CACHE = 2  # solvers (buffers + graph) kept per process, most recent first (sparse_pressure_solvers)
 # Persistent buffers (issue 24, the set-up's launches): "1" (default) — every float vector of
 # a solver carved out of one allocation (zeroed by one launch a solve), the device scalars,
 # state and sizes in one (one H2D write a solve, one D2H read a check: the state read brings
@@ -152,7 +156,8 @@ def component_roots(links):
 
 def _module(name):
     """The kernels holding *name*."""
-    return _NB if name.endswith("_nb") else _MGB if "_bricks" in name else _MG if name.startswith("mg_") else _K
+    return (_NB if name.endswith("_nb") else _MGB if "_bricks" in name else _MGT if name.startswith("mg_tail")
+            else _MG if name.startswith("mg_") else _K)
 
 
 def _grid(n) -> tuple:
@@ -282,9 +287,9 @@ class SparsePressureSolverGPU(VCycleLaunches, BufferLoads):
         _module(name).launch_grid(name, (self.red_blocks,), (THREADS,), args)
 
     def _module(self, name):
-        """The kernels holding *name*: ``_module``'s, the cluster tail's of 16 blocks from _MG16."""
+        """The kernels holding *name*: ``_module``'s, the cluster tail's of 16 blocks from _MGT16."""
         if name.startswith("mg_tail_cluster") and self.cluster_blocks != _TAIL_CLUSTER:
-            return _MG16
+            return _MGT16
         return _module(name)
 
     def _one(self, name, grid, block, args, shared_mem=0):
@@ -411,115 +416,3 @@ class SparsePressureSolverGPU(VCycleLaunches, BufferLoads):
         else:
             self._start(x0 is not None, tolerance)
         return min(self.last_iterations, max_iterations) if PREDICT else 0
-
-
-_solvers: "OrderedDict[tuple, SparsePressureSolverGPU]" = OrderedDict()
-# Solvers of a set-up workspace dropped when it took new buffers (``drop_workspace_solvers``):
-# per key without the generation their (strides, last iterations), for the next generation's
-# solver of as many levels to grow from, as one that outgrew its buffers does
-_outgrown: dict = {}
-
-
-def release_gpu_solvers():
-    """Drop the cached sparse GPU solvers (their buffers and graphs), the set-up's
-    workspaces (``sparse_pressure_workspace``) and the set-up scans' look-back state
-    (``sparse_pressure_setup.lookback_state``: made again, zeroed, at the next scan)."""
-    from . import sparse_pressure_setup, sparse_pressure_workspace
-
-    _solvers.clear()
-    _outgrown.clear()
-    sparse_pressure_workspace.release()
-    sparse_pressure_setup._lookback.clear()
-
-
-def drop_workspace_solvers(device):
-    """Drop every cached solver bound to a set-up workspace's tables on *device*: the
-    workspace is about to replace them (a new generation). Their buffers go at once
-    (``GraphLoop`` holds no cycle), before the new tables are taken."""
-    for key in [k for k in _outgrown if k[-1] == device]:  # only the last generation's (as a stale one: not kept)
-        del _outgrown[key]
-    for key in [k for k in _solvers if k[-1] is not None and k[-2] == device]:
-        solver = _solvers.pop(key)
-        _outgrown[key[:-1]] = (solver.strides, solver.last_iterations)
-
-
-def _solver(needs, preconditioner, check_every, levels=None, dense=0):
-    """The cached solver for levels needing *needs* entries; where *levels* were built into
-    a set-up workspace (``PERSIST``), one whose tables are that workspace's buffers; *dense*
-    the V-cycle's ``dense_mode`` (``sparse_multigrid.dense_mode``)."""
-    import cupy as cp
-
-    generation = getattr(levels[0], "ws_generation", None) if PERSIST and levels else None
-    nbr, nbr_table = nbr_choice(), nbr_table_choice()
-    key = (len(needs), preconditioner, int(check_every), VCYCLE, TAIL_UNKNOWNS, CLUSTER_UNKNOWNS, FIRST2_UNKNOWNS,
-           TAIL_SHARED, COLOUR_GRID, BRICK_TRANSFERS, nbr, nbr_table, int(dense), cluster_blocks(), tail_fold(),
-           PERSIST, cp.cuda.Device().id, generation)
-    solver = _solvers.pop(key, None)
-    if solver is None or not solver.fits(needs):
-        old, guess = (None, 0) if solver is None else (solver.strides, solver.last_iterations)
-        solver = None  # its buffers go before the new ones are taken
-        # One of the same configuration for another number of levels is stale: the liquid's
-        # hierarchy gained or lost a level (issue 21 §6: at 65M the frame-0 solver, ~0.9 GiB,
-        # stayed cached beside the frame-4 one); so is one on an older workspace generation.
-        # The cache's second place is for another configuration (another simulation,
-        # preconditioner or device).
-        # Of the same level count, a solver of the other set-up mode stays (an A/B in one process).
-        stale = [k for k in _solvers
-                 if k[1:-1] == key[1:-1] and (k[0] != key[0] or (generation is None) == (k[-1] is None))]
-        for other in stale:
-            if generation is not None and other[0] == key[0]:  # outgrown: as a solver that does not fit
-                old, guess = _solvers[other].strides, _solvers[other].last_iterations
-            del _solvers[other]
-        dropped = _outgrown.pop(key[:-1], None) if generation is not None else None
-        if dropped is not None and old is None:  # dropped by the workspace when it grew (drop_workspace_solvers)
-            old, guess = dropped
-        while len(_solvers) >= _SOLVER_CACHE:
-            _solvers.popitem(last=False)
-        if generation is None:
-            strides = grown_strides(needs, old if PERSIST else None)
-            solver = SparsePressureSolverGPU(strides, preconditioner, check_every, dense=dense, nbr=nbr,
-                                             nbr_table=nbr_table)
-        else:  # level 0's stride as above, the coarse levels' the workspace's capacities (≥ the needs)
-            from .sparse_pressure_workspace import workspace
-
-            ws = workspace()
-            if ws.generation != generation:
-                raise RuntimeError("sparse pressure tables of an earlier set-up workspace than the current one")
-            strides = grown_strides(needs[:1], old[:1] if old is not None and len(old) == len(needs) else None)
-            strides += list(ws.caps[1:len(needs)])
-            solver = SparsePressureSolverGPU(strides, preconditioner, check_every, tables=ws.solver_tables(len(needs)),
-                                             generation=generation, dense=dense, nbr=nbr, nbr_table=nbr_table)
-        solver.last_iterations = guess if PERSIST else 0
-    _solvers[key] = solver
-    return solver
-
-
-def solve_unknowns(level0, vcycle, b, tolerance, max_iterations, preconditioner="mg", check_every=10, progress=None,
-                   x0=None):
-    """PCG on the compacted unknowns *level0* (``sparse_pressure.Unknowns``) with the tables
-    of *vcycle* (``sparse_multigrid.VCycle``, "mg") or none, from 0 or *x0* (compacted, a
-    warm start): (x, iterations, relative residual, converged), x compacted with its sentinel."""
-    if level0.m == 0:
-        return level0.xp.zeros(1, level0.xp.float32), 0, 0.0, True
-    levels = vcycle.levels if vcycle is not None else [level0]
-    solver = _solver([L.m + 1 for L in levels], preconditioner, check_every, levels, getattr(vcycle, "dense_mode", 0))
-    return solver.solve(levels, vcycle, b, float(tolerance), int(max_iterations), progress, x0)
-
-
-def solve_flat(level0, vcycle, b, size, tolerance, max_iterations, preconditioner="mg", check_every=10, progress=None,
-               x0=None, keep=False):
-    """``solve_unknowns`` on flat arrays (``PERSIST``): *b* and *x0* per flat cell (*size*
-    of them), gathered into the solver's vectors; (p flat — 0 off the unknowns —,
-    iterations, relative residual, converged), what ``sparse_pressure.pcg`` makes of
-    ``solve_unknowns``' result by ``Unknowns.gather`` and ``scatter``; *keep* as
-    ``SparsePressureSolverGPU.solve``'s."""
-    if level0.m == 0:
-        return level0.xp.zeros(int(size), level0.xp.float32), 0, 0.0, True
-    levels = vcycle.levels if vcycle is not None else [level0]
-    solver = _solver([L.m + 1 for L in levels], preconditioner, check_every, levels, getattr(vcycle, "dense_mode", 0))
-    from . import sparse_pressure_solve_ahead as ahead  # the solve queued before the set-up's read, where it was
-
-    launched = ahead.taken(level0, solver, b, x0, tolerance, max_iterations)
-    ahead.note(solver)
-    return solver.solve(levels, vcycle, b, float(tolerance), int(max_iterations), progress, x0, cells=level0.cells,
-                        size=size, keep=keep, ahead=launched)

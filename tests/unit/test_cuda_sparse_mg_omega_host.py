@@ -14,7 +14,7 @@ from tests.unit import test_cuda_sparse_pressure_host as base
 from tests.unit.test_cuda_exact import _build, with_defines
 from voxfx.kernels.flip import sparse_multigrid, sparse_pressure
 from voxfx.kernels.flip.pressure import MG_SWEEPS
-from voxfx.kernels.flip.sparse_pressure_gpu import _MG
+from voxfx.kernels.flip.sparse_pressure_gpu import _MGT
 
 OMEGA = 1.3
 
@@ -25,7 +25,7 @@ def omega_device(request, tmp_path_factory):
     omega = request.param
     text = float(np.float32(omega)).hex() + "f"
     extra = [f"#define MG_SWEEPS {MG_SWEEPS}", "#undef MG_OMEGA", f"#define MG_OMEGA {text}"]
-    return omega, _build(tmp_path_factory, with_defines(base.HARNESS, _MG, extra))
+    return omega, _build(tmp_path_factory, with_defines(base.HARNESS, _MGT, extra))
 
 
 @pytest.mark.parametrize("scene", [(), ((40, 24, 36), 8)], ids=["tank", "big-tank"])

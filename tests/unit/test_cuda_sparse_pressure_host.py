@@ -1,5 +1,5 @@
 """The device kernels of the sparse pressure solve (cuda/flip_sparse_pressure.cu, the
-V-cycle's cuda/flip_sparse_pressure_vcycle.cu) against the NumPy reference
+V-cycle's cuda/flip_sparse_pressure_vcycle.cu and _tail.cu) against the NumPy reference
 (sparse_pressure.Unknowns, sparse_multigrid.VCycle, the component labels), checked on the
 host without a GPU: nvcc builds the kernels as host functions (one
 "thread" per block, atomics plain, warp shuffles of a one-lane warp, no FMA contraction as
@@ -19,7 +19,7 @@ from voxfx.kernels.flip.grid import FLUID
 from voxfx.kernels.flip.pressure import MG_SWEEPS
 from voxfx.kernels.flip.sparse_grid import SparseFlipGrid
 from voxfx.kernels.flip.sparse_multigrid import VCycle
-from voxfx.kernels.flip.sparse_pressure_gpu import _MG
+from voxfx.kernels.flip.sparse_pressure_gpu import _MGT
 from voxfx.kernels.grid import GridSpec
 
 # Input: L, per level "m_red m", its nbr (6 × (m + 1)) and diag (m + 1, hex floats), per
@@ -74,6 +74,7 @@ HARNESS = PREAMBLE + r"""
 static std::vector<float> host_tail_shared(1 << 21);  // the _shared tails' "dynamic shared memory"
 #define TAIL_SHARED_ARRAY(name) float* name = host_tail_shared.data()
 #include "flip_sparse_pressure_vcycle.cu"
+#include "flip_sparse_pressure_vcycle_tail.cu"
 struct Level { int m_red, m, stride; std::vector<int> nbr, up, down; std::vector<float> diag, b, x, r; };
 static std::vector<Level> L;
 static int state[4] = {0, 0, 0, 0};
@@ -279,8 +280,8 @@ int main() {
 
 @pytest.fixture(scope="module")
 def device(tmp_path_factory):
-    # the modules' -D constants (sparse_pressure_gpu._K, _MG: the same and TAIL_CLUSTER) and the V-cycle's sweeps
-    return _build(tmp_path_factory, with_defines(HARNESS, _MG, [f"#define MG_SWEEPS {MG_SWEEPS}"]))
+    # the modules' -D constants (sparse_pressure_gpu._K, _MG: the same; _MGT: and TAIL_CLUSTER) and the V-cycle's sweeps
+    return _build(tmp_path_factory, with_defines(HARNESS, _MGT, [f"#define MG_SWEEPS {MG_SWEEPS}"]))
 
 
 def _tank(shape=(20, 12, 18), scale=1):

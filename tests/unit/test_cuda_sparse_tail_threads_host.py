@@ -1,4 +1,4 @@
-"""The one-block and cluster tails of the V-cycle (cuda/flip_sparse_pressure_vcycle.cu:
+"""The one-block and cluster tails of the V-cycle (cuda/flip_sparse_pressure_vcycle_tail.cu:
 mg_tail_vcycle, mg_tail_cluster and their _shared kernels) run by real host threads: nvcc builds the kernels as host
 functions with thread-local block and thread indices, __syncthreads a barrier of a block's
 threads and the cluster's barrier one of every thread of every block, and the kernels run
@@ -13,7 +13,7 @@ import pytest
 from tests.unit.test_cuda_exact import _build, with_defines
 from tests.unit.test_cuda_sparse_pressure_host import READERS
 from tests.unit.test_cuda_sparse_vcycle_plan_host import LEVELS, hierarchy  # noqa: F401 (hierarchy: a fixture)
-from voxfx.kernels.flip.sparse_pressure_gpu import _MG
+from voxfx.kernels.flip.sparse_pressure_gpu import _MGT
 
 # Input: the hierarchy of test_cuda_sparse_vcycle_plan_host (levels, tables, r: unused), then
 # "kernel blocks threads repeats": kernel 0 mg_tail_vcycle from level 1, 1 mg_tail_cluster from
@@ -65,7 +65,7 @@ template <typename T> T plain_add(T* p, T v) { T o = *p; *p = o + v; return o; }
 #define atomicAdd plain_add
 static std::vector<float> host_tail_shared(1 << 20);  // the _shared tails' "dynamic shared memory"
 #define TAIL_SHARED_ARRAY(name) float* name = host_tail_shared.data()
-#include "flip_sparse_pressure_vcycle.cu"
+#include "flip_sparse_pressure_vcycle_tail.cu"
 
 """ + READERS + LEVELS + r"""
 
@@ -142,7 +142,7 @@ int main() {
 
 @pytest.fixture(scope="module")
 def threads_harness(tmp_path_factory):
-    return _build(tmp_path_factory, with_defines(HARNESS, _MG), name="tail_threads")
+    return _build(tmp_path_factory, with_defines(HARNESS, _MGT), name="tail_threads")
 
 
 @pytest.mark.parametrize("kernel,blocks,threads", [(0, 1, 5), (0, 1, 32), (1, 8, 3), (1, 8, 16), (1, 3, 7),

@@ -1,7 +1,7 @@
 """The V-cycle's launches as sparse_pressure_vcycle.VCycleLaunches makes them — the Python
 sequence itself, for each of its switches (split, fused, the one-block tail from each level,
 the cluster tail, mg_smooth_first2) — run on the host by the nvcc harness of
-test_cuda_sparse_pressure_host.py (cuda/flip_sparse_pressure_vcycle.cu as host functions,
+test_cuda_sparse_pressure_host.py (cuda/flip_sparse_pressure_vcycle.cu and _tail.cu as host functions,
 one "thread" a block), and z = V-cycle(r) compared bit for bit with the NumPy reference
 (sparse_multigrid.VCycle), r·z with its float64 dot; the launch counts of one V-cycle say
 what each switch saves. The solver's launch hooks record the launches (name, its argument
@@ -15,10 +15,10 @@ from tests.unit.test_cuda_sparse_pressure_host import PREAMBLE, _hex, _tank, den
 from voxfx.kernels.flip import sparse_multigrid, sparse_pressure
 from voxfx.kernels.flip.pressure import MG_SWEEPS
 from voxfx.kernels.flip.sparse_multigrid import VCycle
-from voxfx.kernels.flip.sparse_pressure_gpu import _MG
+from voxfx.kernels.flip.sparse_pressure_gpu import _MGT
 from voxfx.kernels.flip.sparse_pressure_vcycle import VCycleLaunches
 
-# After READERS and flip_sparse_pressure_vcycle.cu: the levels (L, sizes, strides, the V-cycle
+# After READERS and the V-cycle's kernels (flip_sparse_pressure_vcycle*.cu): the levels (L, sizes, strides, the V-cycle
 # state) and read_levels(fill), which reads the hierarchy hierarchy() writes up to r: L, per
 # level "m_red m stride", nbr, diag; per level but the last up, down. x, b, r are stride long,
 # *fill* but the sentinels (0); ptrs: mg_tail_vcycle's table, as
@@ -71,6 +71,7 @@ HARNESS = PREAMBLE + r"""
 static std::vector<float> host_tail_shared(1 << 20);  // the _shared tails' "dynamic shared memory"
 #define TAIL_SHARED_ARRAY(name) float* name = host_tail_shared.data()
 #include "flip_sparse_pressure_vcycle.cu"
+#include "flip_sparse_pressure_vcycle_tail.cu"
 #include <map>
 #include <string>
 """ + LEVELS + r"""
@@ -242,7 +243,7 @@ class Recorded(VCycleLaunches):
 
 @pytest.fixture(scope="module")
 def plan_harness(tmp_path_factory):
-    return _build(tmp_path_factory, with_defines(HARNESS, _MG), name="plan")
+    return _build(tmp_path_factory, with_defines(HARNESS, _MGT), name="plan")
 
 
 def _hierarchy(mode=0):
