@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import math
 import os
+import threading
 
 import numpy as np
 
@@ -69,6 +70,7 @@ CELLS_PER_RADIUS = 2  # GPU binning cells per kernel radius: finer cells test fe
 LEVEL_SET_MODES = ("lean", "bricks", "legacy")  # GPU level set (module text); VOXFX_LEVEL_SET picks, default the first
 TILE = (32, 4, 4)  # "bricks": nodes of a node tile along x, y, z (a block; a warp is a row of 32 along x)
 SORT_CELL_MAX = 1024  # "bricks": a binning cell with more points than this is ordered by a sort of its points
+SORT_CELL_LIMITS = ("default", "1024", "2048", "4096", "8192")  # VOXFX_LEVEL_SET_SORT_CELL_MAX (sort_cell_max)
 LEAN_BLOCKS = 2  # "lean" gather: 2 (no launch bounds, 48 registers) or 3 blocks a tile an SM (_3; no faster)
 # VOXFX_LEVEL_SET_BOUNDS=1 (default): an open or large liquid's region from particle_bounds (one pass, one host read);
 # 0: six reductions and reads of the cell coordinates (sparse_output.liquid_region), the A/B baseline. The same region
@@ -105,12 +107,86 @@ def pinned_class_bytes(nbytes: int) -> int:
     return high * 3 // 4 if n <= high * 3 // 4 else high
 
 
+# VOXFX_LEVEL_SET_PIN_AHEAD: "1" (default) host_copy lends blocks of its own (_lend) and page-locks the
+# next size class ahead in a thread (_pin_ahead); "0" blocks of CuPy's pinned pool, a class's first
+# block page-locked in the copy that first needs it: the A/B baseline.
+PIN_AHEAD_FILL = 2 / 3  # a φ filling more than this of its class has the next class page-locked ahead
+PIN_LOG = None  # a list: each page-lock ahead appends (class bytes, host ms) as its thread ends (benches)
+_FREE: dict = {}  # class bytes -> page-locked blocks (cupy PinnedMemory) that no host array holds
+_AHEAD: dict = {}  # class bytes -> (the thread page-locking a block of it, [its address]) (_pin_ahead)
+
+
+def pin_ahead(given=None) -> bool:
+    """Whether ``host_copy`` page-locks the next size class ahead: *given* ("1"/"0"), else
+    ``VOXFX_LEVEL_SET_PIN_AHEAD``, else "1"."""
+    return env_choice("VOXFX_LEVEL_SET_PIN_AHEAD", ("1", "0"), given) == "1"
+
+
+class _Lease:
+    """A class block lent to one host array (the owner of its buffer's memory): back to
+    ``_FREE`` when that array is dropped (CuPy's pinned pool does the same for its blocks)."""
+
+    def __init__(self, mem, size: int):
+        self.mem, self.ptr, self.size = mem, mem.ptr, size
+
+    def __del__(self):
+        if _FREE is not None:  # None only while the interpreter shuts down
+            _FREE.setdefault(self.size, []).append(self.mem)  # list and dict steps atomic under the GIL
+
+
+def _lend(cp, size: int):
+    """A page-locked block of *size* bytes (a class) as a ``PinnedMemoryPointer`` whose
+    memory goes back to ``_FREE`` with the last array that views it: a free one, the one a
+    thread is page-locking ahead (joined), else one page-locked here."""
+    from cupy.cuda import pinned_memory
+
+    entry = _AHEAD.pop(size, None)
+    if entry is not None:
+        entry[0].join()
+    free = _FREE.get(size)
+    mem = free.pop() if free else pinned_memory.PinnedMemory(size, cp.cuda.runtime.hostAllocPortable)
+    return pinned_memory.PinnedMemoryPointer(_Lease(mem, size), 0)
+
+
+def _pin_ahead(cp, size: int) -> None:
+    """Page-lock a block of *size* bytes (a class) into ``_FREE`` in a thread of its own,
+    unless one is free or under way: the copy that first needs the class takes it instead of
+    page-locking one on the frame's path (~60 ms for 256 MiB, H100; ``host_copy``).
+    cudaHostAlloc runs without the GIL (CuPy's runtime) and outside CuPy's pinned pool (whose
+    lock the steps' host-to-device copies take), so the thread overlaps the next frame's
+    steps. A failure (no host memory to lock) leaves the work to that copy, as before."""
+    if _FREE.get(size) or size in _AHEAD:
+        return
+    where = []
+
+    def lock():
+        import time
+
+        from cupy.cuda import pinned_memory
+
+        try:
+            start = time.perf_counter()
+            mem = pinned_memory.PinnedMemory(size, cp.cuda.runtime.hostAllocPortable)
+            where.append(int(mem.ptr))
+            _FREE.setdefault(size, []).append(mem)
+            if PIN_LOG is not None:
+                PIN_LOG.append((size, (time.perf_counter() - start) * 1e3))
+        except Exception:  # noqa: BLE001 - only a head start: the copy page-locks its block itself
+            pass
+
+    thread = threading.Thread(target=lock, name="voxfx-pin-ahead", daemon=True)
+    _AHEAD[size] = (thread, where)
+    thread.start()
+
+
 def host_copy(phi, way=None):
     """*phi* (a device array) as a NumPy float32 array (``sparse_output.level_set``: a
     region's level set, whose size changes frame to frame), the way *way* (``COPY_WAYS``),
-    else ``VOXFX_LEVEL_SET_COPY``, else "pinned": into a page-locked block of CuPy's pinned
-    pool of ``pinned_class_bytes`` (the array a view of its first bytes, keeping the block
-    until it is dropped); "pageable": ``.get()`` into fresh pageable memory. The same bytes
+    else ``VOXFX_LEVEL_SET_COPY``, else "pinned": into a page-locked block of
+    ``pinned_class_bytes`` (the array a view of its first bytes, keeping the block until it is
+    dropped) — with ``pin_ahead`` (default) one of this module's (``_lend``), the next class
+    page-locked ahead by a thread once φ fills more than ``PIN_AHEAD_FILL`` of its own
+    (``_pin_ahead``), else one of CuPy's pinned pool; "pageable": ``.get()`` into fresh pageable memory. The same bytes
     either way. Measured on an NVIDIA H100 80GB HBM3 (driver 580.159.04, CuPy 14.2;
     ``bench/flip_sparse.py --row 65m --frames 12 --timing fast --level-set --trim
     --level-set-modes lean``, the three copies of each frame's φ in turn): pageable 2.9–5.0 ms
@@ -124,10 +200,24 @@ def host_copy(phi, way=None):
     import cupy as cp
 
     phi = cp.ascontiguousarray(phi, dtype=cp.float32)
-    block = cp.cuda.alloc_pinned_memory(pinned_class_bytes(phi.nbytes))
+    size = pinned_class_bytes(phi.nbytes)
+    ahead = pin_ahead()
+    block = _lend(cp, size) if ahead else cp.cuda.alloc_pinned_memory(size)
     out = np.frombuffer(block, np.float32, phi.size).reshape(phi.shape)
     phi.get(out=out)
+    if ahead and phi.nbytes > PIN_AHEAD_FILL * size:  # the region may outgrow its class soon
+        _pin_ahead(cp, pinned_class_bytes(size + 1))
     return out
+
+
+def sort_cell_max(given=None) -> int:
+    """The most points a binning cell has for ``surface_order_cells`` to rank them in place (each
+    point counting the cell's smaller tags: a cell of m points costs m² tests); a cell of more is
+    sorted apart (``_order_crowded``: ~16 CuPy launches and a host read). *given*, else
+    ``VOXFX_LEVEL_SET_SORT_CELL_MAX`` (a bench's A/B), else ``SORT_CELL_MAX``. Either way the
+    cells' points end in tag order: the same list, the same φ."""
+    chosen = env_choice("VOXFX_LEVEL_SET_SORT_CELL_MAX", SORT_CELL_LIMITS, given and str(given), "default")
+    return SORT_CELL_MAX if chosen == "default" else int(chosen)
 
 
 def level_set_mode(mode=None) -> str:
@@ -281,7 +371,7 @@ def _order_crowded(packed, tags, starts, ordered, cp, limit=None):
     the first time a process meets them: ``_compile_crowded_order`` runs it at the level
     set's first call."""
     sizes = starts[1:] - starts[:-1]
-    crowded = cp.flatnonzero(sizes > (SORT_CELL_MAX if limit is None else limit))
+    crowded = cp.flatnonzero(sizes > (sort_cell_max() if limit is None else limit))
     lengths = sizes[crowded].astype(cp.int64)
     del sizes
     ends = cp.cumsum(lengths)
@@ -394,9 +484,10 @@ def _bricks_gpu(pos, radii, spec, R, band, smooth_iterations, walls=None, reach=
     del counts
     _mark("place")
     ordered = cp.empty_like(packed)
+    limit = sort_cell_max()
     binning.launch("surface_order_cells_lean" if lean else "surface_order_cells", points, (
-        packed, tags, starts, np.int64(points), *cell_args, i32(SORT_CELL_MAX), ordered))
-    if fullest > SORT_CELL_MAX:  # crowded cells (a splash piled into a corner): sorted apart
+        packed, tags, starts, np.int64(points), *cell_args, i32(limit), ordered))
+    if fullest > limit:  # crowded cells (a splash piled into a corner): sorted apart
         _order_crowded(packed, tags, starts, ordered, cp)
     packed = ordered
     del tags

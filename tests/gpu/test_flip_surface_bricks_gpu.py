@@ -82,6 +82,29 @@ def test_crowded_cells_sorted_apart_give_the_same_bits(monkeypatch, limit):
     np.testing.assert_array_equal(bricks, legacy)
 
 
+@pytest.mark.parametrize("limit", ["default", "2048", "8192"])
+def test_cells_over_a_thousand_points_give_the_same_bits_ranked_in_place_or_sorted_apart(monkeypatch, limit):
+    """VOXFX_LEVEL_SET_SORT_CELL_MAX (surface_gpu.sort_cell_max): a pile of 1,500 particles in
+    a corner's binning cell (and its seven images: some 12,000 points there) ranked in place
+    by surface_order_cells up to the limit, sorted apart (_order_crowded) above it: the bits
+    of legacy (one sort of every point) either way."""
+    import cupy
+
+    rng = np.random.default_rng()
+    spec, pos = liquid_in_a_box(rng)
+    lo, h = np.asarray(spec.origin), spec.voxel_size
+    pile = (lo + rng.uniform(0.05, 0.3, (1500, 3)) * h).astype(np.float32)
+    pos = np.concatenate([pos, pile])
+    r, R = surface_radii(h, 8)
+    monkeypatch.setenv("VOXFX_LEVEL_SET_SORT_CELL_MAX", limit)
+    legacy, bricks = both_ways(monkeypatch, lambda: closed_level_set(cupy.asarray(pos), spec, r, R, xp=cupy))
+    np.testing.assert_array_equal(bricks, legacy)
+    monkeypatch.setattr(surface_gpu, "STATS", {})  # lean once more, its crowded sort's kernels made before
+    closed_level_set(cupy.asarray(pos), spec, r, R, xp=cupy)
+    assert surface_gpu.STATS["fullest"] > 1024
+    assert ("crowded_cells" in surface_gpu.STATS) == (surface_gpu.STATS["fullest"] > surface_gpu.sort_cell_max())
+
+
 def test_lean_gather_after_the_wide_tag_binning_gives_the_same_bits(monkeypatch):
     """Lean's 32-bit tags hold combo·n + p up to COMBOS·n ≤ 2³²; past it lean bins as bricks
     (64-bit tags) and keeps its gather: made to here by a larger COMBOS."""
@@ -200,3 +223,38 @@ def test_pinned_class_copy_holds_the_bytes_in_page_locked_blocks():
         where = cupy.cuda.runtime.pointerGetAttributes(host.__array_interface__["data"][0])
         assert where.type == 1  # cudaMemoryTypeHost: page-locked
         del host
+
+
+@pytest.mark.parametrize("ahead", ["1", "0"])
+def test_pin_ahead_hands_the_next_class_its_block(monkeypatch, ahead):
+    """VOXFX_LEVEL_SET_PIN_AHEAD: a φ filling more than PIN_AHEAD_FILL of its class (40 MiB of
+    48) has a block of the next class (64 MiB) page-locked by a thread and left free
+    (surface_gpu._FREE); the copy that first needs that class (50 MiB) takes that very block
+    (its address) and gives ``.get()``'s bytes, and the block is free again once the array is
+    dropped. Off ("0"): no thread, blocks of CuPy's pinned pool."""
+    import cupy
+
+    monkeypatch.setenv("VOXFX_LEVEL_SET_PIN_AHEAD", ahead)
+    monkeypatch.setattr(surface_gpu, "_AHEAD", {})
+    monkeypatch.setattr(surface_gpu, "_FREE", {})
+    rng = np.random.default_rng()
+    first = cupy.asarray(rng.standard_normal((10, 1024, 1024)).astype(np.float32))  # 40 MiB: the 48 MiB class
+    second = cupy.asarray(rng.standard_normal((25, 512, 1024)).astype(np.float32))  # 50 MiB: the 64 MiB class
+    assert [surface_gpu.pinned_class_bytes(a.nbytes) for a in (first, second)] == [3 << 24, 1 << 26]
+    host = surface_gpu.host_copy(first, "pinned")
+    assert host.tobytes() == first.get().tobytes()
+    if ahead == "0":
+        assert surface_gpu._AHEAD == {} and surface_gpu._FREE == {}
+        return
+    thread, where = surface_gpu._AHEAD[1 << 26]
+    thread.join()
+    assert len(where) == 1 and [m.ptr for m in surface_gpu._FREE[1 << 26]] == where
+    del host
+    assert len(surface_gpu._FREE[3 << 24]) == 1  # the first copy's block, free again
+    host = surface_gpu.host_copy(second, "pinned")
+    assert host.__array_interface__["data"][0] == where[0] and surface_gpu._FREE[1 << 26] == []
+    assert host.tobytes() == second.get().tobytes()
+    assert cupy.cuda.runtime.pointerGetAttributes(where[0]).type == 1  # cudaMemoryTypeHost: page-locked
+    del host
+    assert [m.ptr for m in surface_gpu._FREE[1 << 26]] == where
+    surface_gpu._AHEAD.pop(3 << 25)[0].join()  # the second copy filled 78% of its class: 96 MiB ahead

@@ -68,6 +68,28 @@ def test_level_set_copy_switch(monkeypatch):
         surface_gpu.host_copy(None)
 
 
+def test_level_set_sort_limit_and_pin_ahead_switches(monkeypatch):
+    """VOXFX_LEVEL_SET_SORT_CELL_MAX: unset, SORT_CELL_MAX (which a test may set); a listed limit
+    over it; anything else refused. VOXFX_LEVEL_SET_PIN_AHEAD: on unless "0"; anything else
+    refused."""
+    monkeypatch.delenv("VOXFX_LEVEL_SET_SORT_CELL_MAX", raising=False)
+    monkeypatch.delenv("VOXFX_LEVEL_SET_PIN_AHEAD", raising=False)
+    assert surface_gpu.sort_cell_max() == surface_gpu.SORT_CELL_MAX == 1024
+    monkeypatch.setattr(surface_gpu, "SORT_CELL_MAX", 40)
+    assert surface_gpu.sort_cell_max() == 40 and surface_gpu.sort_cell_max(4096) == 4096
+    monkeypatch.setenv("VOXFX_LEVEL_SET_SORT_CELL_MAX", "8192")
+    assert surface_gpu.sort_cell_max() == 8192
+    monkeypatch.setenv("VOXFX_LEVEL_SET_SORT_CELL_MAX", "5000")
+    with pytest.raises(ValueError, match="^VOXFX_LEVEL_SET_SORT_CELL_MAX must be one of default, 1024, 2048, "):
+        surface_gpu.sort_cell_max()
+    assert surface_gpu.pin_ahead() and not surface_gpu.pin_ahead("0")
+    monkeypatch.setenv("VOXFX_LEVEL_SET_PIN_AHEAD", "0")
+    assert not surface_gpu.pin_ahead()
+    monkeypatch.setenv("VOXFX_LEVEL_SET_PIN_AHEAD", "yes")
+    with pytest.raises(ValueError, match="^VOXFX_LEVEL_SET_PIN_AHEAD must be one of 1, 0, not 'yes'$"):
+        surface_gpu.pin_ahead()
+
+
 def test_pinned_size_classes_round_up_by_at_most_half():
     """surface_gpu.pinned_class_bytes: 2^k or 1.5·2^k bytes, at least 1 MiB, never below the
     request and at most 1.5× it above 1 MiB; a slowly growing level set keeps its class."""
