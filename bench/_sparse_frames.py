@@ -121,15 +121,11 @@ def _plain_level_set(sim, began, watch) -> str:
 
 
 def _stage_lines(watch, step_ms) -> list:
-    """``FrameStages.report``'s lines for the frame (none without *watch*), after a line of the
-    blocks ``surface_gpu.host_copy`` page-locked ahead since the last frame (its thread's ms)."""
-    pins, surface_gpu.PIN_LOG = surface_gpu.PIN_LOG, []
-    lines = ["   page-locked ahead (a thread): " + ", ".join(f"{b / 2 ** 20:.0f} MiB in {ms:.1f} ms" for b, ms in pins)
-             ] if pins else []
+    """``FrameStages.report``'s lines for the frame (none without *watch*)."""
     if watch is None:
-        return lines
+        return []
     marks, surface_gpu.PROFILE = surface_gpu.PROFILE, None
-    return lines + watch.report(step_ms, marks)
+    return watch.report(step_ms, marks)
 
 
 def run_frames(n, particles, frames, kind, time_cap, level_set=False, trace=None, narrow_band=0, cfl=None,
@@ -154,7 +150,6 @@ def run_frames(n, particles, frames, kind, time_cap, level_set=False, trace=None
     pool.free_all_blocks()
     spec, v, t = scene(n, particles, kind)
     watch = FrameStages(cp) if stages else None
-    surface_gpu.PIN_LOG = []  # host_copy's page-locks ahead, printed under the frame they ended in
     _phase(compiles, "set-up")
     start = time.perf_counter()
     settings = frame_settings(timing, cfl, narrow_band, most)

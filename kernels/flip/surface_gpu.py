@@ -49,7 +49,6 @@ from __future__ import annotations
 
 import math
 import os
-import threading
 
 import numpy as np
 
@@ -69,7 +68,11 @@ _THREADS = 256
 CELLS_PER_RADIUS = 2  # GPU binning cells per kernel radius: finer cells test fewer particles per node
 LEVEL_SET_MODES = ("lean", "bricks", "legacy")  # GPU level set (module text); VOXFX_LEVEL_SET picks, default the first
 TILE = (32, 4, 4)  # "bricks": nodes of a node tile along x, y, z (a block; a warp is a row of 32 along x)
-SORT_CELL_MAX = 1024  # "bricks": a binning cell with more points than this is ordered by a sort of its points
+# "bricks": a binning cell with more points than this is ordered by a sort of its points (sort_cell_max). 8192
+# since i24f (H100, 8M Fast frames 6–11, 1024 / 4096 / 8192 alternating in one process, φ the same bits): the
+# splash's fullest cell 1,249–2,843 points, 6–35 cells over 1,024: order cells 2.1–2.7 → 0.15–0.26 ms, the level
+# set 7.1–10.2 → 3.9–8.0 (4096) / 4.5–7.4 ms (8192)
+SORT_CELL_MAX = 8192
 SORT_CELL_LIMITS = ("default", "1024", "2048", "4096", "8192")  # VOXFX_LEVEL_SET_SORT_CELL_MAX (sort_cell_max)
 LEAN_BLOCKS = 2  # "lean" gather: 2 (no launch bounds, 48 registers) or 3 blocks a tile an SM (_3; no faster)
 # VOXFX_LEVEL_SET_BOUNDS=1 (default): an open or large liquid's region from particle_bounds (one pass, one host read);
@@ -107,115 +110,87 @@ def pinned_class_bytes(nbytes: int) -> int:
     return high * 3 // 4 if n <= high * 3 // 4 else high
 
 
-# VOXFX_LEVEL_SET_PIN_AHEAD: "1" (default) host_copy lends blocks of its own (_lend) and page-locks the
-# next size class ahead in a thread (_pin_ahead); "0" blocks of CuPy's pinned pool, a class's first
-# block page-locked in the copy that first needs it: the A/B baseline.
-PIN_AHEAD_FILL = 2 / 3  # a φ filling more than this of its class has the next class page-locked ahead
-PIN_LOG = None  # a list: each page-lock ahead appends (class bytes, host ms) as its thread ends (benches)
-_FREE: dict = {}  # class bytes -> page-locked blocks (cupy PinnedMemory) that no host array holds
-_AHEAD: dict = {}  # class bytes -> (the thread page-locking a block of it, [its address]) (_pin_ahead)
+# VOXFX_LEVEL_SET_PINNED, host_copy's pinned blocks: "class" (default) CuPy's pinned pool by size
+# class; "domain" blocks of this module sized once for the domain's largest φ (_lend).
+PINNED_WAYS = ("class", "domain")
+_FREE: list = []  # "domain": page-locked blocks (cupy PinnedMemory) that no host array holds (_Lease)
 
 
-def pin_ahead(given=None) -> bool:
-    """Whether ``host_copy`` page-locks the next size class ahead: *given* ("1"/"0"), else
-    ``VOXFX_LEVEL_SET_PIN_AHEAD``, else "1"."""
-    return env_choice("VOXFX_LEVEL_SET_PIN_AHEAD", ("1", "0"), given) == "1"
+def pinned_way(given=None) -> str:
+    """``host_copy``'s pinned blocks: *given*, else ``VOXFX_LEVEL_SET_PINNED``, else "class"."""
+    return env_choice("VOXFX_LEVEL_SET_PINNED", PINNED_WAYS, given)
 
 
 class _Lease:
-    """A class block lent to one host array (the owner of its buffer's memory): back to
-    ``_FREE`` when that array is dropped (CuPy's pinned pool does the same for its blocks)."""
+    """A "domain" block lent to one host array (the owner of its buffer's memory): back to
+    ``_FREE`` when that array is dropped, as CuPy's pinned pool takes its blocks back."""
 
     def __init__(self, mem, size: int):
         self.mem, self.ptr, self.size = mem, mem.ptr, size
 
     def __del__(self):
         if _FREE is not None:  # None only while the interpreter shuts down
-            _FREE.setdefault(self.size, []).append(self.mem)  # list and dict steps atomic under the GIL
+            _FREE.append((self.size, self.mem))  # atomic under the GIL
 
 
-def _lend(cp, size: int):
-    """A page-locked block of *size* bytes (a class) as a ``PinnedMemoryPointer`` whose
-    memory goes back to ``_FREE`` with the last array that views it: a free one, the one a
-    thread is page-locking ahead (joined), else one page-locked here."""
+def _lend(cp, nbytes: int, most: int):
+    """A page-locked block of at least *nbytes* as a ``PinnedMemoryPointer`` whose memory goes
+    back to ``_FREE`` with the last array that views it: the smallest free block that holds
+    *nbytes*, else a block of ``pinned_class_bytes(max(nbytes, most))`` page-locked here — for
+    a closed box *most* is its largest φ, so one block serves every frame (two while a bake's
+    writer holds the frame before)."""
     from cupy.cuda import pinned_memory
 
-    entry = _AHEAD.pop(size, None)
-    if entry is not None:
-        entry[0].join()
-    free = _FREE.get(size)
-    mem = free.pop() if free else pinned_memory.PinnedMemory(size, cp.cuda.runtime.hostAllocPortable)
+    fits = [i for i, (size, _) in enumerate(_FREE) if size >= nbytes]
+    if fits:
+        size, mem = _FREE.pop(min(fits, key=lambda i: _FREE[i][0]))
+    else:
+        size = pinned_class_bytes(max(nbytes, most))
+        mem = pinned_memory.PinnedMemory(size, cp.cuda.runtime.hostAllocPortable)
     return pinned_memory.PinnedMemoryPointer(_Lease(mem, size), 0)
 
 
-def _pin_ahead(cp, size: int) -> None:
-    """Page-lock a block of *size* bytes (a class) into ``_FREE`` in a thread of its own,
-    unless one is free or under way: the copy that first needs the class takes it instead of
-    page-locking one on the frame's path (~60 ms for 256 MiB, H100; ``host_copy``).
-    cudaHostAlloc runs without the GIL (CuPy's runtime) and outside CuPy's pinned pool (whose
-    lock the steps' host-to-device copies take), so the thread overlaps the next frame's
-    steps. A failure (no host memory to lock) leaves the work to that copy, as before."""
-    if _FREE.get(size) or size in _AHEAD:
-        return
-    where = []
-
-    def lock():
-        import time
-
-        from cupy.cuda import pinned_memory
-
-        try:
-            start = time.perf_counter()
-            mem = pinned_memory.PinnedMemory(size, cp.cuda.runtime.hostAllocPortable)
-            where.append(int(mem.ptr))
-            _FREE.setdefault(size, []).append(mem)
-            if PIN_LOG is not None:
-                PIN_LOG.append((size, (time.perf_counter() - start) * 1e3))
-        except Exception:  # noqa: BLE001 - only a head start: the copy page-locks its block itself
-            pass
-
-    thread = threading.Thread(target=lock, name="voxfx-pin-ahead", daemon=True)
-    _AHEAD[size] = (thread, where)
-    thread.start()
-
-
-def host_copy(phi, way=None):
+def host_copy(phi, way=None, most: int = 0, pinned=None):
     """*phi* (a device array) as a NumPy float32 array (``sparse_output.level_set``: a
     region's level set, whose size changes frame to frame), the way *way* (``COPY_WAYS``),
-    else ``VOXFX_LEVEL_SET_COPY``, else "pinned": into a page-locked block of
-    ``pinned_class_bytes`` (the array a view of its first bytes, keeping the block until it is
-    dropped) — with ``pin_ahead`` (default) one of this module's (``_lend``), the next class
-    page-locked ahead by a thread once φ fills more than ``PIN_AHEAD_FILL`` of its own
-    (``_pin_ahead``), else one of CuPy's pinned pool; "pageable": ``.get()`` into fresh pageable memory. The same bytes
-    either way. Measured on an NVIDIA H100 80GB HBM3 (driver 580.159.04, CuPy 14.2;
+    else ``VOXFX_LEVEL_SET_COPY``, else "pinned": into a page-locked block (the array a view
+    of its first bytes, keeping the block until it is dropped) — by ``pinned_way`` (*pinned*,
+    else ``VOXFX_LEVEL_SET_PINNED``) "class", a block of CuPy's pinned pool of
+    ``pinned_class_bytes``, or "domain", one of this module's sized once for *most* bytes
+    (``_lend``: the domain's largest φ, 0 unknown: by class as before); "pageable": ``.get()``
+    into fresh pageable memory. The same bytes every way. Measured on an NVIDIA H100 80GB
+    HBM3 (driver 580.159.04, CuPy 14.2;
     ``bench/flip_sparse.py --row 65m --frames 12 --timing fast --level-set --trim
     --level-set-modes lean``, the three copies of each frame's φ in turn): pageable 2.9–5.0 ms
     in frames 0–3 (44–77 MB), 23.7–34.4 in frames 4–9, **38.7 and 41.8 ms** at frames 10 and
     11 (135 and 162 MB: 3.5–3.9 GB/s); pinned by class **0.9–3.0 ms** in every frame (2.6 and
     3.0 at frames 10 and 11: 52–54 GB/s); pinned at the exact size (``backend.to_host``) 0.9–3.1
     ms but 96.6 ms at frame 10, the first region larger than every earlier one (a block
-    page-locked afresh). At 8M the box's level set (``sim.phi_out``) was pinned already."""
+    page-locked afresh). At 8M the box's level set (``sim.phi_out``) was pinned already.
+    Page-locking a class's block ahead in a thread (issue 24, i24f, same card, 65M frames
+    ``--trim``) was measured and removed: cudaHostAlloc there and the next frame's pool trim
+    (cudaFree) take turns in the driver, so the trim waited the whole lock (37, 58, 66, 111,
+    141 ms for 64–256 MiB) — the lock moved, not hidden."""
     if env_choice("VOXFX_LEVEL_SET_COPY", COPY_WAYS, way) == "pageable":
         return np.asarray(phi.get(), dtype=np.float32)
     import cupy as cp
 
     phi = cp.ascontiguousarray(phi, dtype=cp.float32)
-    size = pinned_class_bytes(phi.nbytes)
-    ahead = pin_ahead()
-    block = _lend(cp, size) if ahead else cp.cuda.alloc_pinned_memory(size)
+    if pinned_way(pinned) == "domain":
+        block = _lend(cp, phi.nbytes, int(most))
+    else:
+        block = cp.cuda.alloc_pinned_memory(pinned_class_bytes(phi.nbytes))
     out = np.frombuffer(block, np.float32, phi.size).reshape(phi.shape)
     phi.get(out=out)
-    if ahead and phi.nbytes > PIN_AHEAD_FILL * size:  # the region may outgrow its class soon
-        _pin_ahead(cp, pinned_class_bytes(size + 1))
     return out
 
 
 def sort_cell_max(given=None) -> int:
-    """The most points a binning cell has for ``surface_order_cells`` to rank them in place (each
-    point counting the cell's smaller tags: a cell of m points costs m² tests); a cell of more is
-    sorted apart (``_order_crowded``: ~16 CuPy launches and a host read). *given*, else
-    ``VOXFX_LEVEL_SET_SORT_CELL_MAX`` (a bench's A/B), else ``SORT_CELL_MAX``. Either way the
-    cells' points end in tag order: the same list, the same φ."""
+    """The most points a binning cell may hold for ``surface_order_cells`` to rank them in place
+    (each point counts its cell's smaller tags: m² tests for m points); a fuller cell is sorted
+    apart (``_order_crowded``: ~16 CuPy launches and a host read). *given*, else
+    ``VOXFX_LEVEL_SET_SORT_CELL_MAX`` (a bench's A/B), else ``SORT_CELL_MAX``. Either way every
+    cell's points end in tag order: the same list, the same φ (tests/gpu/test_flip_surface_bricks_gpu.py)."""
     chosen = env_choice("VOXFX_LEVEL_SET_SORT_CELL_MAX", SORT_CELL_LIMITS, given and str(given), "default")
     return SORT_CELL_MAX if chosen == "default" else int(chosen)
 

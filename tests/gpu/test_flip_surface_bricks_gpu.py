@@ -82,12 +82,12 @@ def test_crowded_cells_sorted_apart_give_the_same_bits(monkeypatch, limit):
     np.testing.assert_array_equal(bricks, legacy)
 
 
-@pytest.mark.parametrize("limit", ["default", "2048", "8192"])
+@pytest.mark.parametrize("limit", ["1024", "default", "2048"])
 def test_cells_over_a_thousand_points_give_the_same_bits_ranked_in_place_or_sorted_apart(monkeypatch, limit):
-    """VOXFX_LEVEL_SET_SORT_CELL_MAX (surface_gpu.sort_cell_max): a pile of 1,500 particles in
-    a corner's binning cell (and its seven images: some 12,000 points there) ranked in place
-    by surface_order_cells up to the limit, sorted apart (_order_crowded) above it: the bits
-    of legacy (one sort of every point) either way."""
+    """VOXFX_LEVEL_SET_SORT_CELL_MAX (surface_gpu.sort_cell_max; "default" SORT_CELL_MAX, 8192):
+    a pile of 1,500 particles in a corner's binning cell ranked in place by surface_order_cells
+    up to the limit, sorted apart (_order_crowded) above it: the bits of legacy (one sort of
+    every point) either way."""
     import cupy
 
     rng = np.random.default_rng()
@@ -225,36 +225,31 @@ def test_pinned_class_copy_holds_the_bytes_in_page_locked_blocks():
         del host
 
 
-@pytest.mark.parametrize("ahead", ["1", "0"])
-def test_pin_ahead_hands_the_next_class_its_block(monkeypatch, ahead):
-    """VOXFX_LEVEL_SET_PIN_AHEAD: a φ filling more than PIN_AHEAD_FILL of its class (40 MiB of
-    48) has a block of the next class (64 MiB) page-locked by a thread and left free
-    (surface_gpu._FREE); the copy that first needs that class (50 MiB) takes that very block
-    (its address) and gives ``.get()``'s bytes, and the block is free again once the array is
-    dropped. Off ("0"): no thread, blocks of CuPy's pinned pool."""
+def test_domain_blocks_are_lent_smallest_first_and_come_back(monkeypatch):
+    """VOXFX_LEVEL_SET_PINNED=domain (surface_gpu._lend): the first copy page-locks a block of
+    the class of *most* (the domain's largest φ: 40 MiB, the 48 MiB class) and gives
+    ``.get()``'s bytes; a later, larger φ within it gets the same block back once the first
+    array is dropped; while an array holds it, another block is page-locked; the smallest
+    free block that holds a φ is lent."""
     import cupy
 
-    monkeypatch.setenv("VOXFX_LEVEL_SET_PIN_AHEAD", ahead)
-    monkeypatch.setattr(surface_gpu, "_AHEAD", {})
-    monkeypatch.setattr(surface_gpu, "_FREE", {})
+    monkeypatch.setenv("VOXFX_LEVEL_SET_PINNED", "domain")
+    monkeypatch.setattr(surface_gpu, "_FREE", [])
     rng = np.random.default_rng()
-    first = cupy.asarray(rng.standard_normal((10, 1024, 1024)).astype(np.float32))  # 40 MiB: the 48 MiB class
-    second = cupy.asarray(rng.standard_normal((25, 512, 1024)).astype(np.float32))  # 50 MiB: the 64 MiB class
-    assert [surface_gpu.pinned_class_bytes(a.nbytes) for a in (first, second)] == [3 << 24, 1 << 26]
-    host = surface_gpu.host_copy(first, "pinned")
-    assert host.tobytes() == first.get().tobytes()
-    if ahead == "0":
-        assert surface_gpu._AHEAD == {} and surface_gpu._FREE == {}
-        return
-    thread, where = surface_gpu._AHEAD[1 << 26]
-    thread.join()
-    assert len(where) == 1 and [m.ptr for m in surface_gpu._FREE[1 << 26]] == where
+    small = cupy.asarray(rng.standard_normal((2, 1024, 1024)).astype(np.float32))  # 8 MiB
+    large = cupy.asarray(rng.standard_normal((9, 1024, 1024)).astype(np.float32))  # 36 MiB
+    most = 40 << 20
+    host = surface_gpu.host_copy(small, most=most)
+    first = host.__array_interface__["data"][0]
+    assert host.tobytes() == small.get().tobytes() and surface_gpu._FREE == []
+    assert cupy.cuda.runtime.pointerGetAttributes(first).type == 1  # cudaMemoryTypeHost: page-locked
     del host
-    assert len(surface_gpu._FREE[3 << 24]) == 1  # the first copy's block, free again
-    host = surface_gpu.host_copy(second, "pinned")
-    assert host.__array_interface__["data"][0] == where[0] and surface_gpu._FREE[1 << 26] == []
-    assert host.tobytes() == second.get().tobytes()
-    assert cupy.cuda.runtime.pointerGetAttributes(where[0]).type == 1  # cudaMemoryTypeHost: page-locked
-    del host
-    assert [m.ptr for m in surface_gpu._FREE[1 << 26]] == where
-    surface_gpu._AHEAD.pop(3 << 25)[0].join()  # the second copy filled 78% of its class: 96 MiB ahead
+    assert [size for size, _ in surface_gpu._FREE] == [3 << 24]
+    host = surface_gpu.host_copy(large, most=most)
+    assert host.__array_interface__["data"][0] == first and host.tobytes() == large.get().tobytes()
+    held = surface_gpu.host_copy(small)  # the block is held: another, of small's own class (8 MiB)
+    assert held.__array_interface__["data"][0] != first and held.tobytes() == small.get().tobytes()
+    del host, held
+    assert sorted(size for size, _ in surface_gpu._FREE) == [8 << 20, 3 << 24]
+    host = surface_gpu.host_copy(small, most=most)  # the smallest free block that holds it
+    assert host.__array_interface__["data"][0] != first and [size for size, _ in surface_gpu._FREE] == [3 << 24]

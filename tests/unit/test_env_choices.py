@@ -68,26 +68,26 @@ def test_level_set_copy_switch(monkeypatch):
         surface_gpu.host_copy(None)
 
 
-def test_level_set_sort_limit_and_pin_ahead_switches(monkeypatch):
-    """VOXFX_LEVEL_SET_SORT_CELL_MAX: unset, SORT_CELL_MAX (which a test may set); a listed limit
-    over it; anything else refused. VOXFX_LEVEL_SET_PIN_AHEAD: on unless "0"; anything else
-    refused."""
+def test_level_set_sort_limit_and_pinned_switches(monkeypatch):
+    """VOXFX_LEVEL_SET_SORT_CELL_MAX: unset, SORT_CELL_MAX (8192 since i24f; a test may set it);
+    a listed limit over it; anything else refused. VOXFX_LEVEL_SET_PINNED: "class" unless
+    "domain"; anything else refused."""
     monkeypatch.delenv("VOXFX_LEVEL_SET_SORT_CELL_MAX", raising=False)
-    monkeypatch.delenv("VOXFX_LEVEL_SET_PIN_AHEAD", raising=False)
-    assert surface_gpu.sort_cell_max() == surface_gpu.SORT_CELL_MAX == 1024
+    monkeypatch.delenv("VOXFX_LEVEL_SET_PINNED", raising=False)
+    assert surface_gpu.sort_cell_max() == surface_gpu.SORT_CELL_MAX == 8192
     monkeypatch.setattr(surface_gpu, "SORT_CELL_MAX", 40)
     assert surface_gpu.sort_cell_max() == 40 and surface_gpu.sort_cell_max(4096) == 4096
-    monkeypatch.setenv("VOXFX_LEVEL_SET_SORT_CELL_MAX", "8192")
-    assert surface_gpu.sort_cell_max() == 8192
+    monkeypatch.setenv("VOXFX_LEVEL_SET_SORT_CELL_MAX", "1024")
+    assert surface_gpu.sort_cell_max() == 1024
     monkeypatch.setenv("VOXFX_LEVEL_SET_SORT_CELL_MAX", "5000")
     with pytest.raises(ValueError, match="^VOXFX_LEVEL_SET_SORT_CELL_MAX must be one of default, 1024, 2048, "):
         surface_gpu.sort_cell_max()
-    assert surface_gpu.pin_ahead() and not surface_gpu.pin_ahead("0")
-    monkeypatch.setenv("VOXFX_LEVEL_SET_PIN_AHEAD", "0")
-    assert not surface_gpu.pin_ahead()
-    monkeypatch.setenv("VOXFX_LEVEL_SET_PIN_AHEAD", "yes")
-    with pytest.raises(ValueError, match="^VOXFX_LEVEL_SET_PIN_AHEAD must be one of 1, 0, not 'yes'$"):
-        surface_gpu.pin_ahead()
+    assert surface_gpu.pinned_way() == "class" and surface_gpu.pinned_way("domain") == "domain"
+    monkeypatch.setenv("VOXFX_LEVEL_SET_PINNED", "domain")
+    assert surface_gpu.pinned_way() == "domain"
+    monkeypatch.setenv("VOXFX_LEVEL_SET_PINNED", "ahead")
+    with pytest.raises(ValueError, match="^VOXFX_LEVEL_SET_PINNED must be one of class, domain, not 'ahead'$"):
+        surface_gpu.pinned_way()
 
 
 def test_pinned_size_classes_round_up_by_at_most_half():
