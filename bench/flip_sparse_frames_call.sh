@@ -5,6 +5,7 @@
 # limit's A/B at 65M in one process (φ bits compared each frame) while the GPU test files run
 # beside it; the 8M Fast frames before / after with each frame's stages (--stages); what
 # page-locking costs (bench/pinned_lock.py). Each part under its own timeout; logs under $OUT.
+# Session 15 ran call 1 only (bench/RESULTS.md, i24f); this call 2 is ready, not yet run.
 OUT_DEFAULT=$OUT
 . "$(dirname "${BASH_SOURCE[0]}")/_device_call.sh"
 FR="--frames 12 --timing fast --level-set --trim"
