@@ -25,6 +25,7 @@ from voxfx.kernels.memory import trim_gpu_pool  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "bench"))
 from _compile_log import CompileLog  # noqa: E402
+from _frame_stages import FrameStages  # noqa: E402
 from _sparse_scene import scene  # noqa: E402
 
 
@@ -103,8 +104,32 @@ def _first_uses(compiles, frame) -> list:
     return ["   kernels first used: " + "; ".join(CompileLog.summary(notes, phase) for phase in phases)]
 
 
+def _plain_level_set(sim, began, watch) -> str:
+    """The frame's level set as ``level_set()`` gives it (φ on the host); its column's text
+    (host ms from *began*, the step's end). With *watch* (``FrameStages``) its stages are
+    marked (``surface_gpu.PROFILE``, read by ``_stage_lines``)."""
+    import time
+
+    import cupy as cp
+
+    if watch is not None:
+        first = cp.cuda.Event()
+        first.record()
+        surface_gpu.PROFILE = [("start", first)]
+    phi = sim.level_set()
+    return f"{(time.perf_counter() - began) * 1e3:.0f} ({phi.size / 1e6:.1f}M nodes)"
+
+
+def _stage_lines(watch, step_ms) -> list:
+    """``FrameStages.report``'s lines for the frame (none without *watch*)."""
+    if watch is None:
+        return []
+    marks, surface_gpu.PROFILE = surface_gpu.PROFILE, None
+    return watch.report(step_ms, marks)
+
+
 def run_frames(n, particles, frames, kind, time_cap, level_set=False, trace=None, narrow_band=0, cfl=None,
-               modes=None, timing=None, outputs=False, trim=False, most=None, compiles=None):
+               modes=None, timing=None, outputs=False, trim=False, most=None, compiles=None, stages=False):
     """The user's frame: ``step(1/24)`` (+ the level set), until *frames* or *time_cap* s;
     *narrow_band* cells (0: every particle) with the particles kept and the liquid's; *cfl*
     the CFL number (None: the setting's default); *modes* the GPU level set ways to time;
@@ -115,7 +140,8 @@ def run_frames(n, particles, frames, kind, time_cap, level_set=False, trace=None
     the grids copied to the host), instead of the level set alone. *trim*: CuPy's outgrown free
     blocks given back before each frame (``memory.trim_gpu_pool``), as a bake does. *most*: the
     Max Particles per Cell setting (None: its default; 0: every particle kept). *compiles*: a
-    ``CompileLog``, whose first uses of kernels are printed per frame (step, level set)."""
+    ``CompileLog``, whose first uses of kernels are printed per frame (step, level set). *stages*: each
+    frame's step stages, cudaMallocs and level set stages printed under it (``_frame_stages``)."""
     import time
 
     import cupy as cp
@@ -123,6 +149,7 @@ def run_frames(n, particles, frames, kind, time_cap, level_set=False, trace=None
     pool = cp.get_default_memory_pool()
     pool.free_all_blocks()
     spec, v, t = scene(n, particles, kind)
+    watch = FrameStages(cp) if stages else None
     _phase(compiles, "set-up")
     start = time.perf_counter()
     settings = frame_settings(timing, cfl, narrow_band, most)
@@ -183,9 +210,7 @@ def run_frames(n, particles, frames, kind, time_cap, level_set=False, trace=None
                           f"encoded on the device {(d - c) * 1e3:.1f} ms ({len(encoded) / len(sim.pos):.1f} bytes a "
                           f"particle); the frame {(d - a) * 1e3:.0f} ms")
         elif level_set:
-            phi = sim.level_set()
-            surface_text = f"{(time.perf_counter() - b) * 1e3:.0f} ({phi.size / 1e6:.1f}M nodes)"
-            del phi
+            surface_text = _plain_level_set(sim, b, watch)
         else:
             surface_text = "-"
         if stats.get("limited"):
@@ -200,6 +225,7 @@ def run_frames(n, particles, frames, kind, time_cap, level_set=False, trace=None
             detail.append(f"   pool trimmed before the frame: {trimmed[0]:.1f} ms, "
                           f"{trimmed[1] / 2 ** 30:.2f} GiB given back")
         detail += _first_uses(compiles, frame)
+        detail += _stage_lines(watch, (b - a) * 1e3)
         for line in detail:
             print(line, flush=True)
         if time.perf_counter() - begin > time_cap:

@@ -9,7 +9,7 @@ from the particle count before baking) beside the measured ones.
                                  [--max-cg N] [--gather scatter staged brick cell] [--g2p cell input]
                                  [--memory-trace] [--row 8m|65m|river] [--frames N] [--time-cap S]
                                  [--topology device legacy] [--cfl X ...] [--level-set-modes bricks legacy]
-                                 [--pressure-warm 0 1] [--topology-update fused table] [--compile-log]
+                                 [--pressure-warm 0 1] [--topology-update fused table] [--compile-log] [--stages]
                                  [--ab NAME=VALUE ... --ab NAME=VALUE ...]
 
 ``--ab A=1 B=2 --ab A=3 --ab ''`` runs one simulation of the row whose substeps alternate between
@@ -67,6 +67,9 @@ first time in the process (``_compile_log.CompileLog``: compiled by NVRTC or loa
 disk cache, with their host ms): a frame slower than its neighbours for a kernel made late (the
 8M Fast frame 5's level set, 905 ms, was ~15 CuPy kernels of the crowded cells' sort compiled
 there; ``surface_gpu._compile_crowded_order`` now makes them at the first level set);
+``--stages`` prints under each frame its step's stages summed over its substeps (host / device ms
+by CUDA events on each side, the pool's cudaMallocs in each), the step's host time outside them,
+the sparse pressure solvers built and the level set's own stages (``_frame_stages.FrameStages``);
 ``--narrow-band C`` runs it with a narrow band of C cells (the particles kept beside the
 liquid's count), for the issue's narrow band row against the same command without it.
 ``--memory-trace`` records every pool allocation (a CuPy memory hook): the high-water
@@ -324,6 +327,8 @@ def main():
                     help="with --frames: the Max Particles per Cell setting (0: every particle kept)")
     ap.add_argument("--trim", action="store_true", help="with --frames: the pool's outgrown free blocks given back "
                     "before each frame, as a bake does (memory.trim_gpu_pool)")
+    ap.add_argument("--stages", action="store_true", help="with --frames: each frame's step stages (host/device ms), "
+                    "cudaMallocs, solvers built and level set stages (_frame_stages.py)")
     ap.add_argument("--compile-log", action="store_true", help="with --frames: the kernels each frame's step and "
                     "level set use for the first time in the process (compiled or from CuPy's disk cache)")
     ap.add_argument("--timing", choices=sorted(TIMINGS), default=None,
@@ -354,12 +359,12 @@ def main():
                 with trace.hook:
                     run_frames(n, particles, args.frames, kind, args.time_cap, args.level_set, trace, args.narrow_band,
                                cfl, args.level_set_modes, args.timing, args.outputs, args.trim,
-                               args.max_particles_per_cell, compiles)
+                               args.max_particles_per_cell, compiles, args.stages)
                 print(trace.report())
             else:
                 run_frames(n, particles, args.frames, kind, args.time_cap, args.level_set, None, args.narrow_band,
                            cfl, args.level_set_modes, args.timing, args.outputs, args.trim,
-                           args.max_particles_per_cell, compiles)
+                           args.max_particles_per_cell, compiles, args.stages)
         return
     configs = [(64, 1_000_000)] if args.quick else [(64, 1_000_000), (128, 4_000_000), (256, 8_000_000)]
     if args.row:

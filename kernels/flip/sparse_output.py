@@ -99,7 +99,8 @@ def level_set(sim, progress=None, on_device=False):
         return phi_out(phi, on_device, pinned=False)
     from .surface_gpu import host_copy
 
-    return host_copy(phi)  # pinned by size class (VOXFX_LEVEL_SET_COPY=pageable: the .get() it took before)
+    most = 4 * surface_grid(sim.spec).voxel_count if sim.boundary == "closed" else 0  # the box's largest φ
+    return host_copy(phi, most=most)  # pinned (VOXFX_LEVEL_SET_COPY=pageable: the .get() it took before)
 
 
 def cell_velocity(grid, region: GridSpec, spec: GridSpec, padding: int = 0, pinned: bool = False):

@@ -68,7 +68,12 @@ _THREADS = 256
 CELLS_PER_RADIUS = 2  # GPU binning cells per kernel radius: finer cells test fewer particles per node
 LEVEL_SET_MODES = ("lean", "bricks", "legacy")  # GPU level set (module text); VOXFX_LEVEL_SET picks, default the first
 TILE = (32, 4, 4)  # "bricks": nodes of a node tile along x, y, z (a block; a warp is a row of 32 along x)
-SORT_CELL_MAX = 1024  # "bricks": a binning cell with more points than this is ordered by a sort of its points
+# "bricks": a binning cell with more points than this is ordered by a sort of its points (sort_cell_max). 8192
+# since i24f (H100, 8M Fast frames 6–11, 1024 / 4096 / 8192 alternating in one process, φ the same bits): the
+# splash's fullest cell 1,249–2,843 points, 6–35 cells over 1,024: order cells 2.1–2.7 → 0.15–0.26 ms, the level
+# set 7.1–10.2 → 3.9–8.0 (4096) / 4.5–7.4 ms (8192)
+SORT_CELL_MAX = 8192
+SORT_CELL_LIMITS = ("default", "1024", "2048", "4096", "8192")  # VOXFX_LEVEL_SET_SORT_CELL_MAX (sort_cell_max)
 LEAN_BLOCKS = 2  # "lean" gather: 2 (no launch bounds, 48 registers) or 3 blocks a tile an SM (_3; no faster)
 # VOXFX_LEVEL_SET_BOUNDS=1 (default): an open or large liquid's region from particle_bounds (one pass, one host read);
 # 0: six reductions and reads of the cell coordinates (sparse_output.liquid_region), the A/B baseline. The same region
@@ -105,29 +110,89 @@ def pinned_class_bytes(nbytes: int) -> int:
     return high * 3 // 4 if n <= high * 3 // 4 else high
 
 
-def host_copy(phi, way=None):
+# VOXFX_LEVEL_SET_PINNED, host_copy's pinned blocks: "class" (default) CuPy's pinned pool by size
+# class; "domain" blocks of this module sized once for the domain's largest φ (_lend).
+PINNED_WAYS = ("class", "domain")
+_FREE: list = []  # "domain": page-locked blocks (cupy PinnedMemory) that no host array holds (_Lease)
+
+
+def pinned_way(given=None) -> str:
+    """``host_copy``'s pinned blocks: *given*, else ``VOXFX_LEVEL_SET_PINNED``, else "class"."""
+    return env_choice("VOXFX_LEVEL_SET_PINNED", PINNED_WAYS, given)
+
+
+class _Lease:
+    """A "domain" block lent to one host array (the owner of its buffer's memory): back to
+    ``_FREE`` when that array is dropped, as CuPy's pinned pool takes its blocks back."""
+
+    def __init__(self, mem, size: int):
+        self.mem, self.ptr, self.size = mem, mem.ptr, size
+
+    def __del__(self):
+        if _FREE is not None:  # None only while the interpreter shuts down
+            _FREE.append((self.size, self.mem))  # atomic under the GIL
+
+
+def _lend(cp, nbytes: int, most: int):
+    """A page-locked block of at least *nbytes* as a ``PinnedMemoryPointer`` whose memory goes
+    back to ``_FREE`` with the last array that views it: the smallest free block that holds
+    *nbytes*, else a block of ``pinned_class_bytes(max(nbytes, most))`` page-locked here — for
+    a closed box *most* is its largest φ, so one block serves every frame (two while a bake's
+    writer holds the frame before)."""
+    from cupy.cuda import pinned_memory
+
+    fits = [i for i, (size, _) in enumerate(_FREE) if size >= nbytes]
+    if fits:
+        size, mem = _FREE.pop(min(fits, key=lambda i: _FREE[i][0]))
+    else:
+        size = pinned_class_bytes(max(nbytes, most))
+        mem = pinned_memory.PinnedMemory(size, cp.cuda.runtime.hostAllocPortable)
+    return pinned_memory.PinnedMemoryPointer(_Lease(mem, size), 0)
+
+
+def host_copy(phi, way=None, most: int = 0, pinned=None):
     """*phi* (a device array) as a NumPy float32 array (``sparse_output.level_set``: a
     region's level set, whose size changes frame to frame), the way *way* (``COPY_WAYS``),
-    else ``VOXFX_LEVEL_SET_COPY``, else "pinned": into a page-locked block of CuPy's pinned
-    pool of ``pinned_class_bytes`` (the array a view of its first bytes, keeping the block
-    until it is dropped); "pageable": ``.get()`` into fresh pageable memory. The same bytes
-    either way. Measured on an NVIDIA H100 80GB HBM3 (driver 580.159.04, CuPy 14.2;
+    else ``VOXFX_LEVEL_SET_COPY``, else "pinned": into a page-locked block (the array a view
+    of its first bytes, keeping the block until it is dropped) — by ``pinned_way`` (*pinned*,
+    else ``VOXFX_LEVEL_SET_PINNED``) "class", a block of CuPy's pinned pool of
+    ``pinned_class_bytes``, or "domain", one of this module's sized once for *most* bytes
+    (``_lend``: the domain's largest φ, 0 unknown: by class as before); "pageable": ``.get()``
+    into fresh pageable memory. The same bytes every way. Measured on an NVIDIA H100 80GB
+    HBM3 (driver 580.159.04, CuPy 14.2;
     ``bench/flip_sparse.py --row 65m --frames 12 --timing fast --level-set --trim
     --level-set-modes lean``, the three copies of each frame's φ in turn): pageable 2.9–5.0 ms
     in frames 0–3 (44–77 MB), 23.7–34.4 in frames 4–9, **38.7 and 41.8 ms** at frames 10 and
     11 (135 and 162 MB: 3.5–3.9 GB/s); pinned by class **0.9–3.0 ms** in every frame (2.6 and
     3.0 at frames 10 and 11: 52–54 GB/s); pinned at the exact size (``backend.to_host``) 0.9–3.1
     ms but 96.6 ms at frame 10, the first region larger than every earlier one (a block
-    page-locked afresh). At 8M the box's level set (``sim.phi_out``) was pinned already."""
+    page-locked afresh). At 8M the box's level set (``sim.phi_out``) was pinned already.
+    Page-locking a class's block ahead in a thread (issue 24, i24f, same card, 65M frames
+    ``--trim``) was measured and removed: cudaHostAlloc there and the next frame's pool trim
+    (cudaFree) take turns in the driver, so the trim waited the whole lock (37, 58, 66, 111,
+    141 ms for 64–256 MiB) — the lock moved, not hidden."""
     if env_choice("VOXFX_LEVEL_SET_COPY", COPY_WAYS, way) == "pageable":
         return np.asarray(phi.get(), dtype=np.float32)
     import cupy as cp
 
     phi = cp.ascontiguousarray(phi, dtype=cp.float32)
-    block = cp.cuda.alloc_pinned_memory(pinned_class_bytes(phi.nbytes))
+    if pinned_way(pinned) == "domain":
+        block = _lend(cp, phi.nbytes, int(most))
+    else:
+        block = cp.cuda.alloc_pinned_memory(pinned_class_bytes(phi.nbytes))
     out = np.frombuffer(block, np.float32, phi.size).reshape(phi.shape)
     phi.get(out=out)
     return out
+
+
+def sort_cell_max(given=None) -> int:
+    """The most points a binning cell may hold for ``surface_order_cells`` to rank them in place
+    (each point counts its cell's smaller tags: m² tests for m points); a fuller cell is sorted
+    apart (``_order_crowded``: ~16 CuPy launches and a host read). *given*, else
+    ``VOXFX_LEVEL_SET_SORT_CELL_MAX`` (a bench's A/B), else ``SORT_CELL_MAX``. Either way every
+    cell's points end in tag order: the same list, the same φ (tests/gpu/test_flip_surface_bricks_gpu.py)."""
+    chosen = env_choice("VOXFX_LEVEL_SET_SORT_CELL_MAX", SORT_CELL_LIMITS, given and str(given), "default")
+    return SORT_CELL_MAX if chosen == "default" else int(chosen)
 
 
 def level_set_mode(mode=None) -> str:
@@ -281,7 +346,7 @@ def _order_crowded(packed, tags, starts, ordered, cp, limit=None):
     the first time a process meets them: ``_compile_crowded_order`` runs it at the level
     set's first call."""
     sizes = starts[1:] - starts[:-1]
-    crowded = cp.flatnonzero(sizes > (SORT_CELL_MAX if limit is None else limit))
+    crowded = cp.flatnonzero(sizes > (sort_cell_max() if limit is None else limit))
     lengths = sizes[crowded].astype(cp.int64)
     del sizes
     ends = cp.cumsum(lengths)
@@ -394,9 +459,10 @@ def _bricks_gpu(pos, radii, spec, R, band, smooth_iterations, walls=None, reach=
     del counts
     _mark("place")
     ordered = cp.empty_like(packed)
+    limit = sort_cell_max()
     binning.launch("surface_order_cells_lean" if lean else "surface_order_cells", points, (
-        packed, tags, starts, np.int64(points), *cell_args, i32(SORT_CELL_MAX), ordered))
-    if fullest > SORT_CELL_MAX:  # crowded cells (a splash piled into a corner): sorted apart
+        packed, tags, starts, np.int64(points), *cell_args, i32(limit), ordered))
+    if fullest > limit:  # crowded cells (a splash piled into a corner): sorted apart
         _order_crowded(packed, tags, starts, ordered, cp)
     packed = ordered
     del tags

@@ -82,6 +82,29 @@ def test_crowded_cells_sorted_apart_give_the_same_bits(monkeypatch, limit):
     np.testing.assert_array_equal(bricks, legacy)
 
 
+@pytest.mark.parametrize("limit", ["1024", "default", "2048"])
+def test_cells_over_a_thousand_points_give_the_same_bits_ranked_in_place_or_sorted_apart(monkeypatch, limit):
+    """VOXFX_LEVEL_SET_SORT_CELL_MAX (surface_gpu.sort_cell_max; "default" SORT_CELL_MAX, 8192):
+    a pile of 1,500 particles in a corner's binning cell ranked in place by surface_order_cells
+    up to the limit, sorted apart (_order_crowded) above it: the bits of legacy (one sort of
+    every point) either way."""
+    import cupy
+
+    rng = np.random.default_rng()
+    spec, pos = liquid_in_a_box(rng)
+    lo, h = np.asarray(spec.origin), spec.voxel_size
+    pile = (lo + rng.uniform(0.05, 0.3, (1500, 3)) * h).astype(np.float32)
+    pos = np.concatenate([pos, pile])
+    r, R = surface_radii(h, 8)
+    monkeypatch.setenv("VOXFX_LEVEL_SET_SORT_CELL_MAX", limit)
+    legacy, bricks = both_ways(monkeypatch, lambda: closed_level_set(cupy.asarray(pos), spec, r, R, xp=cupy))
+    np.testing.assert_array_equal(bricks, legacy)
+    monkeypatch.setattr(surface_gpu, "STATS", {})  # lean once more, its crowded sort's kernels made before
+    closed_level_set(cupy.asarray(pos), spec, r, R, xp=cupy)
+    assert surface_gpu.STATS["fullest"] > 1024
+    assert ("crowded_cells" in surface_gpu.STATS) == (surface_gpu.STATS["fullest"] > surface_gpu.sort_cell_max())
+
+
 def test_lean_gather_after_the_wide_tag_binning_gives_the_same_bits(monkeypatch):
     """Lean's 32-bit tags hold combo·n + p up to COMBOS·n ≤ 2³²; past it lean bins as bricks
     (64-bit tags) and keeps its gather: made to here by a larger COMBOS."""
@@ -200,3 +223,33 @@ def test_pinned_class_copy_holds_the_bytes_in_page_locked_blocks():
         where = cupy.cuda.runtime.pointerGetAttributes(host.__array_interface__["data"][0])
         assert where.type == 1  # cudaMemoryTypeHost: page-locked
         del host
+
+
+def test_domain_blocks_are_lent_smallest_first_and_come_back(monkeypatch):
+    """VOXFX_LEVEL_SET_PINNED=domain (surface_gpu._lend): the first copy page-locks a block of
+    the class of *most* (the domain's largest φ: 40 MiB, the 48 MiB class) and gives
+    ``.get()``'s bytes; a later, larger φ within it gets the same block back once the first
+    array is dropped; while an array holds it, another block is page-locked; the smallest
+    free block that holds a φ is lent."""
+    import cupy
+
+    monkeypatch.setenv("VOXFX_LEVEL_SET_PINNED", "domain")
+    monkeypatch.setattr(surface_gpu, "_FREE", [])
+    rng = np.random.default_rng()
+    small = cupy.asarray(rng.standard_normal((2, 1024, 1024)).astype(np.float32))  # 8 MiB
+    large = cupy.asarray(rng.standard_normal((9, 1024, 1024)).astype(np.float32))  # 36 MiB
+    most = 40 << 20
+    host = surface_gpu.host_copy(small, most=most)
+    first = host.__array_interface__["data"][0]
+    assert host.tobytes() == small.get().tobytes() and surface_gpu._FREE == []
+    assert cupy.cuda.runtime.pointerGetAttributes(first).type == 1  # cudaMemoryTypeHost: page-locked
+    del host
+    assert [size for size, _ in surface_gpu._FREE] == [3 << 24]
+    host = surface_gpu.host_copy(large, most=most)
+    assert host.__array_interface__["data"][0] == first and host.tobytes() == large.get().tobytes()
+    held = surface_gpu.host_copy(small)  # the block is held: another, of small's own class (8 MiB)
+    assert held.__array_interface__["data"][0] != first and held.tobytes() == small.get().tobytes()
+    del host, held
+    assert sorted(size for size, _ in surface_gpu._FREE) == [8 << 20, 3 << 24]
+    host = surface_gpu.host_copy(small, most=most)  # the smallest free block that holds it
+    assert host.__array_interface__["data"][0] != first and [size for size, _ in surface_gpu._FREE] == [3 << 24]

@@ -68,6 +68,28 @@ def test_level_set_copy_switch(monkeypatch):
         surface_gpu.host_copy(None)
 
 
+def test_level_set_sort_limit_and_pinned_switches(monkeypatch):
+    """VOXFX_LEVEL_SET_SORT_CELL_MAX: unset, SORT_CELL_MAX (8192 since i24f; a test may set it);
+    a listed limit over it; anything else refused. VOXFX_LEVEL_SET_PINNED: "class" unless
+    "domain"; anything else refused."""
+    monkeypatch.delenv("VOXFX_LEVEL_SET_SORT_CELL_MAX", raising=False)
+    monkeypatch.delenv("VOXFX_LEVEL_SET_PINNED", raising=False)
+    assert surface_gpu.sort_cell_max() == surface_gpu.SORT_CELL_MAX == 8192
+    monkeypatch.setattr(surface_gpu, "SORT_CELL_MAX", 40)
+    assert surface_gpu.sort_cell_max() == 40 and surface_gpu.sort_cell_max(4096) == 4096
+    monkeypatch.setenv("VOXFX_LEVEL_SET_SORT_CELL_MAX", "1024")
+    assert surface_gpu.sort_cell_max() == 1024
+    monkeypatch.setenv("VOXFX_LEVEL_SET_SORT_CELL_MAX", "5000")
+    with pytest.raises(ValueError, match="^VOXFX_LEVEL_SET_SORT_CELL_MAX must be one of default, 1024, 2048, "):
+        surface_gpu.sort_cell_max()
+    assert surface_gpu.pinned_way() == "class" and surface_gpu.pinned_way("domain") == "domain"
+    monkeypatch.setenv("VOXFX_LEVEL_SET_PINNED", "domain")
+    assert surface_gpu.pinned_way() == "domain"
+    monkeypatch.setenv("VOXFX_LEVEL_SET_PINNED", "ahead")
+    with pytest.raises(ValueError, match="^VOXFX_LEVEL_SET_PINNED must be one of class, domain, not 'ahead'$"):
+        surface_gpu.pinned_way()
+
+
 def test_pinned_size_classes_round_up_by_at_most_half():
     """surface_gpu.pinned_class_bytes: 2^k or 1.5·2^k bytes, at least 1 MiB, never below the
     request and at most 1.5× it above 1 MiB; a slowly growing level set keeps its class."""

@@ -1,0 +1,125 @@
+"""``bench/flip_sparse.py --frames N --stages``: where a frame's time goes (issue 24: the 8M
+Fast frames' step grows 22–24 → 25–29 ms after the splash, frame 10 ~46 ms; the level set
+4 → 7–10 ms). ``FrameStages`` wraps, calling through, the substep's stage functions (the
+outermost call only: a stage inside another counts to the outer one) with a CUDA event
+and the host clock on each side, counts the device allocations CuPy's pool makes
+(``cudaMalloc``: a memory hook's ``alloc`` callbacks, with their host ms) and the sparse
+pressure solvers built, and times the level set's own stages (``surface_gpu.PROFILE``);
+``report()`` gives the frame's lines and starts the next frame's count."""
+
+from __future__ import annotations
+
+import importlib
+import time
+
+# (module, attribute path, stage) of a substep (sparse_sim.SparseFlipSimulation.substep and step)
+STEP_STAGES = (
+    ("voxfx.kernels.flip.sparse_sim", "SparseFlipSimulation._substep_speed", "speed"),
+    ("voxfx.kernels.flip.sparse_grid", "SparseFlipGrid.update", "topology"),
+    ("voxfx.kernels.flip.sparse_transfer", "particles_to_grid", "p2g"),
+    ("voxfx.kernels.flip.sparse_transfer", "classify", "classify"),
+    ("voxfx.kernels.flip.sparse_transfer", "extrapolate", "extrapolate"),
+    ("voxfx.kernels.flip.sparse_transfer", "enforce_boundaries", "boundaries"),
+    ("voxfx.kernels.flip.sparse_pressure", "solve_pressure", "pressure"),
+    ("voxfx.kernels.flip.sparse_pressure", "project", "project"),
+    ("voxfx.kernels.flip.sparse_transfer", "g2p_advect", "g2p"),
+    ("voxfx.kernels.flip.sparse_sim", "SparseFlipSimulation._limit_count", "count control"),
+)
+SOLVER = ("voxfx.kernels.flip.sparse_pressure_gpu", "SparsePressureSolverGPU.__init__")
+
+
+def _owner(module, path):
+    """(object holding the attribute, its name) for *module*'s dotted *path*."""
+    *outer, name = path.split(".")
+    owner = importlib.import_module(module)
+    for part in outer:
+        owner = getattr(owner, part)
+    return owner, name
+
+
+class FrameStages:
+    def __init__(self, cp):
+        from cupy.cuda import memory_hook
+
+        self.cp = cp
+        self.depth = 0
+        self.calls = []  # (stage, event before, event after, host ms, cudaMallocs, their ms, their bytes)
+        self.mallocs = [0, 0.0, 0]  # count, host ms, bytes
+        self.solvers = 0
+        watch = self
+
+        class Hook(memory_hook.MemoryHook):
+            name = "voxfx_frame_stages"
+
+            def alloc_preprocess(self, **kwargs):
+                watch._alloc_at = time.perf_counter()
+
+            def alloc_postprocess(self, **kwargs):
+                watch.mallocs[0] += 1
+                watch.mallocs[1] += (time.perf_counter() - watch._alloc_at) * 1e3
+                watch.mallocs[2] += int(kwargs.get("mem_size", 0))
+
+        self.hook = Hook()
+        self.hook.__enter__()
+        for module, path, stage in STEP_STAGES:
+            owner, name = _owner(module, path)
+            setattr(owner, name, self._timed(getattr(owner, name), stage))
+        owner, name = _owner(*SOLVER)
+        built = getattr(owner, name)
+
+        def counted(*args, **kwargs):
+            watch.solvers += 1
+            return built(*args, **kwargs)
+
+        setattr(owner, name, counted)
+
+    def _timed(self, fn, stage):
+        watch = self
+
+        def timed(*args, **kwargs):
+            if watch.depth:
+                return fn(*args, **kwargs)
+            watch.depth += 1
+            before = watch.cp.cuda.Event()
+            before.record()
+            t0, m0 = time.perf_counter(), list(watch.mallocs)
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                after = watch.cp.cuda.Event()
+                after.record()
+                watch.calls.append((stage, before, after, (time.perf_counter() - t0) * 1e3,
+                                    *(a - b for a, b in zip(watch.mallocs, m0))))
+                watch.depth -= 1
+
+        return timed
+
+    def report(self, step_ms, level_set=None) -> list:
+        """The frame's lines (stages' host / device ms, sums over its substeps, with the pool's
+        cudaMallocs inside each; what the step spent outside them; solvers built) and the level
+        set's stages (*level_set*: the ``surface_gpu.PROFILE`` list of its call, or None);
+        forgets the frame's calls."""
+        self.cp.cuda.Device().synchronize()
+        sums = {}
+        for stage, e0, e1, host, n, ms, nbytes in self.calls:
+            s = sums.setdefault(stage, [0.0, 0.0, 0, 0, 0.0, 0])
+            s[0] += host
+            s[1] += self.cp.cuda.get_elapsed_time(e0, e1)
+            s[2] += 1
+            s[3] += n
+            s[4] += ms
+            s[5] += nbytes
+        host = sum(s[0] for s in sums.values())
+        parts = [f"{k} {s[0]:.2f}/{s[1]:.2f}" + (f" [{s[3]} mallocs {s[5] / 2 ** 20:.0f} MiB {s[4]:.1f} ms]"
+                                                  if s[3] else "") for k, s in sums.items()]
+        lines = ["   step stages host/device ms (sums over the substeps): " + ", ".join(parts)
+                 + f"; outside them {step_ms - host:.2f}; cudaMalloc {self.mallocs[0]} "
+                 f"({self.mallocs[2] / 2 ** 20:.0f} MiB, {self.mallocs[1]:.1f} ms) this frame incl. the level set; "
+                 f"solvers built {self.solvers}"]
+        if level_set:
+            stages = [(name, self.cp.cuda.get_elapsed_time(e0, e1)) for (_, e0), (name, e1) in
+                      zip(level_set, level_set[1:])]
+            lines.append("   level set device ms: " + ", ".join(f"{k} {v:.2f}" for k, v in stages)
+                         + f" (sum {sum(v for _, v in stages):.2f})")
+        self.calls, self.mallocs, self.solvers = [], [0, 0.0, 0], 0
+        return lines
