@@ -160,6 +160,7 @@ def main():
             a = np.median(np.array(vals), axis=0)
             print(f"  {key:52s} | {a[0]:7.3f} | {a[1]:7.3f} | {len(vals)}")
     print(f"solve ahead (launched, taken, missed): {sparse_pressure_solve_ahead.counts}")
+    print(f"coarse levels' graphs: {sparse_pressure_workspace.workspace().graphs.counts}")
     print(f"pool: {cp.get_default_memory_pool().total_bytes() / 2 ** 20:.0f} MiB")
 
 
