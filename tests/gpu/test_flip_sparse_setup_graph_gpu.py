@@ -80,7 +80,7 @@ def test_gpu_graph_tables_are_the_launched_ones(monkeypatch, tail):
 def test_gpu_graph_gives_the_dam_breaks_iterations_and_pressure_bit_for_bit(monkeypatch):
     """A dam break (warm start, table reuse, the set-up and the solve launched ahead: the
     defaults), three frames, with coarse levels before the tail (TAIL_BOUND 64): every solve
-    the same, most set-ups replayed."""
+    the same, set-ups replayed (each new generation of tables launches two plainly first)."""
     import cupy
 
     monkeypatch.setattr(sparse_pressure_setup, "TAIL_BOUND", 64)
@@ -93,8 +93,8 @@ def test_gpu_graph_gives_the_dam_breaks_iterations_and_pressure_bit_for_bit(monk
         counts[on] = dict(sparse_pressure_workspace.workspace().graphs.counts)
     sparse_pressure_gpu.release_gpu_solvers()
     _same(runs[False], runs[True])
-    assert counts[False]["replayed"] == counts[False]["captured"] == 0
-    assert counts[True]["failed"] == 0 and counts[True]["replayed"] >= len(runs[True]) // 2
+    assert counts[False] == {"replayed": 0, "captured": 0, "plain": 0, "failed": 0}
+    assert counts[True]["failed"] == 0 and counts[True]["replayed"] >= 1
     assert max(s["iterations"] for _, s in runs[True]) >= 3
 
 
