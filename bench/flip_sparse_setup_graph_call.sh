@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The one device call for the set-up's coarse levels as a graph replay (issue 24, branch i24c;
-# kernels/flip/sparse_pressure_setup_graph.py, VOXFX_SPARSE_SETUP_GRAPH "1" the default here).
+# kernels/flip/sparse_pressure_setup_graph.py, VOXFX_SPARSE_SETUP_GRAPH "1" the default in that call;
+# "0" the default after it).
 # Phase 1: the GPU tests in two groups side by side (the graph's file, the workspace, ahead,
 # solve-ahead, release, PCG loop and memory-check files; the rest of the pressure files, level 0
 # and the brick V-cycle). Phase 2, alone on the device: the pressure timeline with the graph

@@ -32,9 +32,23 @@ every kernel it needs: nothing compiles during a capture); ``KEEP`` graphs at mo
 ``_GIVE_UP`` captures of one generation with fewer than ``_PAYS`` replays each, the rest of that
 generation launches plainly (a key that misses too often costs a capture each time).
 
-``SWITCH`` ``VOXFX_SPARSE_SETUP_GRAPH``: "1" (default) or "0" (launch by launch), read at each
+``SWITCH`` ``VOXFX_SPARSE_SETUP_GRAPH``: "0" (default, launch by launch) or "1", read at each
 set-up. The same launches on the same values in the same order: the same tables and pressure bit
 for bit (tests/gpu/test_flip_sparse_setup_graph_gpu.py).
+
+Measured (H100 80GB HBM3, driver 580.159.04, session 15, branch i24c; the 8M dam break, separate
+processes): bench/flip_sparse_pressure_timeline.py --substeps 4, medians, host Δ / device Δ ms:
+the coarse levels 0.547 / 0.387 launched, 0.186 / 0.368 replayed (one capture, four replays) —
+but the host only waits longer for the unknowns' read (the solve launched ahead, 0.105 → 0.413):
+the stage is device-bound there, the levels' ~25 kernels take ~0.37 ms of device time either way;
+the pressure stage 3.88 → 3.91 ms, the stage's device span 3.874 → 3.906. bench/flip_sparse.py
+--row 8m --steps 8 --warm 2, pressure ms (substep ms), 1/0/1/0: 3.74 (5.8), 4.32 (6.8, a slow run:
+every stage slower), 3.78 (6.0), 3.74 (5.8): no gain. The kept scratch holds ~15 MiB more (pool
+931 against 916 MiB), which ``sparse_memory``'s estimate does not count (with the graph on,
+tests/gpu/test_liquid_memory_check_gpu.py's spreading liquid peaked 1.6 MiB above it at frame 11).
+So "0" stays the default. Level 1 would not keep a key: over 6 set-ups (``--keys``) the class
+array's pointer changed at every one, level 0's position at 4 of 5, the topology's arrays and the
+brick count at 3 of 5.
 """
 
 from __future__ import annotations
@@ -45,7 +59,7 @@ from ..settings import env_choice
 
 SWITCH = "VOXFX_SPARSE_SETUP_GRAPH"
 MODES = ("1", "0")
-DEFAULT = "1"
+DEFAULT = "0"
 KEEP = 4  # graphs kept per workspace (its generation's keys: one in a steady run)
 _GIVE_UP = 3  # captures of one generation before ...
 _PAYS = 4  # ... fewer replays than this many a capture stop them (plain launches)
