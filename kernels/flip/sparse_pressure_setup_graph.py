@@ -36,19 +36,27 @@ generation launches plainly (a key that misses too often costs a capture each ti
 set-up. The same launches on the same values in the same order: the same tables and pressure bit
 for bit (tests/gpu/test_flip_sparse_setup_graph_gpu.py).
 
-Measured (H100 80GB HBM3, driver 580.159.04, session 15, branch i24c; the 8M dam break, separate
-processes): bench/flip_sparse_pressure_timeline.py --substeps 4, medians, host Δ / device Δ ms:
-the coarse levels 0.547 / 0.387 launched, 0.186 / 0.368 replayed (one capture, four replays) —
-but the host only waits longer for the unknowns' read (the solve launched ahead, 0.105 → 0.413):
-the stage is device-bound there, the levels' ~25 kernels take ~0.37 ms of device time either way;
-the pressure stage 3.88 → 3.91 ms, the stage's device span 3.874 → 3.906. bench/flip_sparse.py
---row 8m --steps 8 --warm 2, pressure ms (substep ms), 1/0/1/0: 3.74 (5.8), 4.32 (6.8, a slow run:
-every stage slower), 3.78 (6.0), 3.74 (5.8): no gain. The kept scratch holds ~15 MiB more (pool
-931 against 916 MiB), which ``sparse_memory``'s estimate does not count (with the graph on,
-tests/gpu/test_liquid_memory_check_gpu.py's spreading liquid peaked 1.6 MiB above it at frame 11).
-So "0" stays the default. Level 1 would not keep a key: over 6 set-ups (``--keys``) the class
-array's pointer changed at every one, level 0's position at 4 of 5, the topology's arrays and the
-brick count at 3 of 5.
+Measured on two H100 80GB HBM3 machines (driver 580.159.04, session 15, branch i24c; the 8M dam
+break, graph on and off in separate processes; bench/flip_sparse_setup_graph_call.sh, call 2's
+script bench/flip_sparse_setup_graph_call2.sh). bench/flip_sparse_pressure_timeline.py, medians,
+host Δ / device Δ ms of the coarse levels, the pressure stage:
+
+* call 1 (4 substeps; one capture, the rest replays): launched 0.547 / 0.387, replayed 0.186 /
+  0.368, pressure 3.88 → 3.91 ms: there the stage was device-bound after the levels (the host only
+  waited longer for the unknowns' read, 0.105 → 0.413 ms), the levels' ~25 kernels ~0.37 ms of
+  device time either way; bench/flip_sparse.py --row 8m --steps 8 --warm 2, pressure (substep) ms
+  on/off/on/off: 3.74 (5.8), 4.32 (6.8: a slow run, every stage slower), 3.78 (6.0), 3.74 (5.8);
+* call 2 (6 substeps, a slower host): launched 0.909 / 0.906 (host-bound: the device waited on
+  the launches), replayed 0.324 / 0.514; pressure 4.58 → 4.32 ms, the stage's device span
+  4.577 → 4.313 ms.
+
+A gain where the host is the bottleneck, nothing where the device is. The kept scratch holds
+~15 MiB more at 8M (pool 916 → 931 MiB); ``sparse_memory`` counts it (``GRAPH_SCRATCH_CELL``)
+where this switch is on; without that term tests/gpu/test_liquid_memory_check_gpu.py's spreading
+liquid peaked 1.6 MiB above the estimate at frame 11 (call 1), with it that test has not run on a
+GPU. So "0" stays the default until it has (and an 8M A/B on one machine repeats call 2's gain).
+Level 1 would not keep a key: over 6 set-ups (``--keys``) the class array's pointer changed at
+every one, level 0's position at 4 of 5, the topology's arrays and the brick count at 3 of 5.
 """
 
 from __future__ import annotations
