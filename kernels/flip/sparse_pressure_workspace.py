@@ -60,7 +60,8 @@ from .sparse_pressure_workspace_views import _CoarseLevel, _Up, _Views, _rows, L
 MODE = os.environ.get("VOXFX_SPARSE_SETUP", "workspace")
 # The coarse levels' scratch: "set-up" (default) one allocation a set-up, freed at its end;
 # "kept": one a generation, kept with the tables (no allocation or views a set-up). The same
-# launches and integers.
+# launches and integers. Kept too where the coarse levels replay as a graph
+# (``sparse_pressure_setup_graph``, ``VOXFX_SPARSE_SETUP_GRAPH=1``: its pointers must hold).
 SCRATCH = os.environ.get("VOXFX_SPARSE_SETUP_SCRATCH", "set-up")
 # The coarse levels launched before the unknowns' host read, one read for both
 # (sparse_pressure_ahead): "1", or "0" (a read after the unknowns, another after the tables).
