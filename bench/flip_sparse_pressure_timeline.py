@@ -6,7 +6,7 @@ device was when the host got there. A piece whose device span follows its host s
 host-bound (the device waits on the launches); a sync (a host read) brings the two clocks
 together.
 
-    python3 bench/flip_sparse_pressure_timeline.py [--n 256] [--particles 8e6] [--warm 2] [--substeps 4]
+    python3 bench/flip_sparse_pressure_timeline.py [--n 256] [--particles 8e6] [--warm 2] [--substeps 4] [--keys]
         [--ab NAME=VALUE ... --ab '']
 
 Marks: enter / exit of ``staged_setup``, ``sparse_pressure_cells.stage``, the workspace's
@@ -69,6 +69,43 @@ def _wrap(owner, name, label):
     setattr(owner, name, wrapped)
 
 
+_level1_keys = []  # per set-up: what a graph of level 1 (by bricks) would be keyed on (``--keys``)
+
+
+def watch_level1():
+    """``--keys``: per set-up the arguments of level 1's launches that a graph would bake in
+    (``sparse_pressure_workspace_levels._level1``: pointers, the brick count, the key base), to
+    count how often each changes from one set-up to the next."""
+    from voxfx.kernels.flip import sparse_pressure_workspace_levels as levels
+
+    plain = levels._level1
+
+    def wrapped(grid, kind, base, ws, position0):
+        topo = grid.topology
+        _level1_keys.append({
+            "kind": kind.data.ptr, "brick_slot": grid.brick_slot.data.ptr, "topo.keys": topo.keys.data.ptr,
+            "topo.slots": topo.slots.data.ptr, "slot_coords": grid.slot_coords.data.ptr,
+            "brick_nbr": grid.brick_nbr.data.ptr, "position0": position0.data.ptr,
+            "bricks": int(topo.keys.shape[0]), "slots": int(grid.brick_slot.shape[0]), "base": tuple(base),
+            "generation": ws.generation})
+        return plain(grid, kind, base, ws, position0)
+    levels._level1 = wrapped
+
+
+def report_level1_keys():
+    keys = _level1_keys
+    if len(keys) < 2:
+        return
+    same = sum(a == b for a, b in zip(keys, keys[1:]))
+    seen, repeats = [], 0
+    for k in keys:
+        repeats += k in seen[-4:]
+        seen.append(k)
+    changed = {name: sum(a[name] != b[name] for a, b in zip(keys, keys[1:])) for name in keys[0]}
+    print(f"level 1 keys: {len(keys)} set-ups, the same as the last one's {same}, as one of the last four {repeats}; "
+          f"changed from the last: {changed}")
+
+
 def instrument():
     _wrap(sparse_pressure, "solve_pressure", "solve_pressure")
     _wrap(sparse_pressure_setup, "staged_setup", "staged_setup")
@@ -112,6 +149,7 @@ def main():
     ap.add_argument("--substeps", type=int, default=4)
     ap.add_argument("--ab", nargs="*", action="append", default=None, metavar="NAME=VALUE")
     ap.add_argument("--show", type=int, default=1, help="substeps (per way) whose every mark is printed")
+    ap.add_argument("--keys", action="store_true", help="count how often level 1's graph key would change")
     args = ap.parse_args()
     import cupy as cp
 
@@ -123,6 +161,8 @@ def main():
     ev = [cp.cuda.Event() for _ in range(6)]
     sub = [cp.cuda.Event() for _ in range(6)]
     instrument()
+    if args.keys:
+        watch_level1()
     plain_env = dict(os.environ)
 
     def use(way):
@@ -160,6 +200,8 @@ def main():
             a = np.median(np.array(vals), axis=0)
             print(f"  {key:52s} | {a[0]:7.3f} | {a[1]:7.3f} | {len(vals)}")
     print(f"solve ahead (launched, taken, missed): {sparse_pressure_solve_ahead.counts}")
+    print(f"coarse levels' graphs: {sparse_pressure_workspace.workspace().graphs.counts}")
+    report_level1_keys()
     print(f"pool: {cp.get_default_memory_pool().total_bytes() / 2 ** 20:.0f} MiB")
 
 

@@ -158,6 +158,13 @@ NumPy path, dam breaks, a blob and a pool at 6k–50k particles) and rounded up:
 * the pressure set-up's workspace (``sparse_pressure_workspace``, the default; GPU only):
   the coarse multigrid tables at their capacities and level 1's candidates, kept from
   substep to substep, ``WORKSPACE_CELL`` 24 B per pool cell in the state and the substep.
+  With the coarse levels replayed as a graph (``sparse_pressure_setup_graph``,
+  ``VOXFX_SPARSE_SETUP_GRAPH=1``, off by default) their scratch is kept too, with the tables:
+  ``GRAPH_SCRATCH_CELL`` 14 B per pool cell more, a bound — ~86 B per level-1 entry over all
+  levels (``Workspace.tables``' scratch arrays), level 1 at most 1.25 × an eighth of the pool
+  cells + 64 — where the 8M dam break measured ~9 (H100, session 15: its pool 916 → 931 MiB; without
+  the term tests/gpu/test_liquid_memory_check_gpu.py's spreading liquid peaked 1.6 MiB above the
+  estimate at frame 11).
   Measured (H200, ``bench/workspace_memory_call.sh``, the 8M dam break over 60 frames beside
   a fresh-set-up run of the same bits): the workspace held 20.4 B per pool cell at the
   largest grid (48 on the start's small one, where the solver's own tables are most of it),
@@ -195,6 +202,7 @@ from ..grid import GridSpec
 from ..grid.sparse import BRICK, BUILD_CHUNK
 from ..grid.sparse_mac import CELLS
 from . import particle_count, sparse_pressure_workspace
+from . import sparse_pressure_setup_graph as setup_graph
 from .sparse_output import box_outputs
 
 MARGIN = 5  # cells around the liquid at rest (``sparse_grid.substep_margin``: 1 + 2 + reach + 1)
@@ -218,6 +226,7 @@ BAND_SNAPSHOT, BAND_MAP, BAND_LIST, BAND_KEPT = 12, 8, 256, 64
 MAP_PAD = 10  # cells a side the update's frame box reaches past a closed box (reach ≤ CFL, rings, a step)
 KEPT_CELL, KEPT_ADVECTION = 15, 15  # the time-centred advection's channels; its advection on the GPU (module text)
 WORKSPACE_CELL = 24  # B per pool cell the pressure set-up's workspace keeps on the GPU (module text)
+GRAPH_SCRATCH_CELL = 14  # B per pool cell more where the coarse levels' graph keeps their scratch (module text)
 LEVEL0_NBR = 30  # B a liquid cell: the solver's level-0 nbr rows, in the fitted rows, not held on the brick path
 CLOSED_IMAGES = 4  # a closed level set's particles with their mirrors (a tank's liquid touches 3–5 walls)
 
@@ -375,7 +384,7 @@ def memory_at(spec: GridSpec, bricks: int, particles: int, particles_per_cell: i
     else:
         # the set-up's workspace, held from substep to substep: in the state and every substep
         on = sparse_pressure_workspace.enabled() if workspace is None else workspace
-        held = WORKSPACE_CELL * cells if on else 0
+        held = (WORKSPACE_CELL + (GRAPH_SCRATCH_CELL if setup_graph.enabled() else 0)) * cells if on else 0
         # the fitted rows held the solver's level-0 nbr rows; a solver on the brick path holds none
         held -= 0 if level0_nbr_held(on) else int(LEVEL0_NBR * P / ppc)
         state = GPU_STATE_CELL * cells + (GPU_STATE_PARTICLE + (36 if apic else 0)) * Pk + kept_faces + held

@@ -53,12 +53,15 @@ from . import sparse_pressure_setup as setup
 from .sparse_multigrid import _Level
 from .sparse_pressure_ahead import guessed_base, tables_stand
 from .sparse_pressure_buffers import table_caps
+from .sparse_pressure_setup_graph import Graphs, enabled as graph_enabled
 from .sparse_pressure_workspace_levels import _launch_levels
+from .sparse_pressure_workspace_views import _CoarseLevel, _Up, _Views, _rows, Level0, fill_tables  # noqa: F401
 
 MODE = os.environ.get("VOXFX_SPARSE_SETUP", "workspace")
 # The coarse levels' scratch: "set-up" (default) one allocation a set-up, freed at its end;
 # "kept": one a generation, kept with the tables (no allocation or views a set-up). The same
-# launches and integers.
+# launches and integers. Kept too where the coarse levels replay as a graph
+# (``sparse_pressure_setup_graph``, ``VOXFX_SPARSE_SETUP_GRAPH=1``: its pointers must hold).
 SCRATCH = os.environ.get("VOXFX_SPARSE_SETUP_SCRATCH", "set-up")
 # The coarse levels launched before the unknowns' host read, one read for both
 # (sparse_pressure_ahead): "1", or "0" (a read after the unknowns, another after the tables).
@@ -140,6 +143,9 @@ class Workspace:
         self.read = cp.empty(16, cp.int32)  # unknowns' sizes, box and extra values
         self.last = None  # (lo, hi, bounds) of the last set-up's level-0 set: an ahead set-up's guess
         self.ahead = [0, 0]  # set-ups launched ahead whose tables held, and those rebuilt (missed)
+        self.graphs = Graphs()  # the coarse levels' graphs (sparse_pressure_setup_graph)
+        self.guess = None  # the key base an ahead set-up last guessed (``sticky_guess``)
+        self.keep = False  # the coarse scratch kept past its set-up (``scratch``)
 
     def held_bytes(self) -> int:
         """Bytes of this workspace's buffers (``held_bytes``)."""
@@ -171,6 +177,7 @@ class Workspace:
         cp = self.cp
         # the old buffers go before the new ones are taken: ours and the solvers bound to them
         self.caps, self.levels, self.generation, self.arena, self.work = None, None, None, None, None
+        self.graphs.clear()
         from .sparse_pressure_gpu import drop_workspace_solvers
 
         drop_workspace_solvers(self.device)
@@ -215,21 +222,37 @@ class Workspace:
         self.generation = _generation[0]
         return caps
 
-    def scratch(self):
+    def scratch(self, keep=False):
         """The coarse levels' scratch for one set-up (``build``): one allocation, freed when
-        the set-up ends (``work`` None); ``work[l]``, level l's arrays (its kept tables and
-        its scratch views, made when first asked for: the one-block tail's levels need only
-        their ``pointers``)."""
+        the set-up ends (``work`` None) unless *keep* (the coarse levels' graph reads it:
+        ``sparse_pressure_setup_graph``) or ``SCRATCH`` "kept"; ``work[l]``, level l's arrays
+        (its kept tables and its scratch views, made when first asked for: the one-block
+        tail's levels need only their ``pointers``)."""
         if SCRATCH not in ("set-up", "kept"):
             raise ValueError(f"VOXFX_SPARSE_SETUP_SCRATCH must be set-up or kept, not {SCRATCH!r}")
-        if self.arena is None:  # "kept": the generation's
+        self.keep = keep or SCRATCH == "kept"
+        if self.arena is None:  # kept: the generation's
             self.arena = self.cp.empty(max(self.scratch_bytes, 1), self.cp.uint8)
             self.pointers = self.base + np.where(self.scratch_mask, np.int64(self.arena.data.ptr), np.int64(0))
             self.work = _Work(self.cp, self.levels, self.layout, self.arena)
 
     def end_scratch(self):
-        if SCRATCH != "kept":
+        if not self.keep:
             self.arena = self.work = None
+
+    def sticky_guess(self, guess):
+        """The key base an ahead set-up launches on: the last one where *guess* (``guessed_base``
+        of the last box, centred in the keys' room) lies within an eighth of that room of it and
+        the box leaves half the room free (any base that holds gives the same tables; the same
+        base keeps the coarse levels' graph key), else *guess*."""
+        from .sparse_multigrid import _MARGIN, KEY_BITS
+
+        room = (1 << KEY_BITS) - 1 - 2 * _MARGIN
+        last, lo, hi = self.guess, self.last[0], self.last[1]
+        if (last is None or any(abs(a - b) > room // 8 for a, b in zip(last, guess))
+                or any(h - low > room // 2 for low, h in zip(lo, hi))):
+            self.guess = last = tuple(guess)
+        return last
 
     def solver_tables(self, kept):
         """Per level of a *kept*-level solver its (nbr, diag, up, down) buffers, None where
@@ -319,6 +342,8 @@ def unknowns(grid, kind, extra, ahead=False, before_read=None):
     if ahead:
         lo, hi, bounds = ws.last
         guess = guessed_base(lo, hi)
+        if graph_enabled():  # the coarse levels' graph key holds while the base does
+            guess = ws.sticky_guess(guess)
         level.ws_generation, level.bounds = ws.generation, bounds
         _launch_levels(grid, kind, ws, level, guess, bounds, size)
         host = read.get() if before_read is None else before_read(level, read)  # the one host read: every size
@@ -348,135 +373,6 @@ def unknowns(grid, kind, extra, ahead=False, before_read=None):
         ws.last = (lo, hi, bounds)
     level.m, level.m_red, level.cells, level.level0_box = m, m_red, cells[:m], (lo, hi, n_set)
     return level
-
-
-def fill_tables(tables_args, sizes, stride, nbr, diag, threads):
-    """Level 0's nbr (6 rows of *stride*) and diag from a set-up's ``Level0._tables_args`` with
-    the unknowns' counts in *sizes* (m at 1), over *threads* threads: unk_tables_strided, or with
-    *nbr* None the diag alone (unk_diag_strided; ``sparse_pressure_vcycle.NBR_TABLE`` "skip").
-    ``Level0.fill`` and the solve launched ahead (``sparse_pressure_solve_ahead``)."""
-    cells, _, grid_nbr, size, position, diag8 = tables_args
-    if nbr is None:
-        setup._K.launch("unk_diag_strided", threads, (cells, sizes, diag8, diag))
-    else:
-        setup._K.launch("unk_tables_strided", threads, (cells, sizes, np.int32(stride), grid_nbr, size, position,
-                                                        diag8, nbr, diag))
-
-
-class Level0(setup._BrickUnknowns):
-    """Level 0's unknowns found into the workspace (``unknowns``). Its nbr, diag and the
-    prolongation onto it (``VCycle.up[0]``) are filled in where needed: ``fill`` straight into
-    a solver's buffers of its stride, or (``nbr``, ``diag``, ``up``) into arrays of their own
-    the first time they are read (the earlier path's shapes)."""
-
-    def _check(self):
-        if not current(self):
-            raise RuntimeError("the sparse pressure set-up's workspace was rebuilt since these unknowns were found")
-
-    def fill(self, nbr, diag, stride, up=None):
-        """nbr (6 rows of *stride*), diag and, with *up* (8 rows of *stride*), the
-        prolongation from level 1, by unk_tables_strided and mgb_prolong; *nbr* None: diag
-        alone, by unk_diag_strided (a solver without level 0's rows, ``sparse_pressure_vcycle.NBR_TABLE``)."""
-        self._check()
-        fill_tables(self._tables_args, self._tables_args[1], stride, nbr, diag, self.m + 1)
-        if up is not None:
-            cnt0, nbr27, map1, position1, cnt1 = self._prolong_args
-            setup._B.launch("mgb_prolong", self.m + 1, (self._tables_args[0], cnt0, np.int32(stride), nbr27, map1,
-                                                        position1, cnt1, up))
-
-    def brick_words(self):
-        """The table of flip_sparse_pressure_vcycle_bricks.cu (BT_* order: position, cells,
-        nbr27, map1, level 1's position, the candidates' count) for this set-up's arrays
-        (``sparse_pressure_vcycle``'s brick transfers; valid while its tables are current)."""
-        self._check()
-        _, nbr27, map1, position1, _ = self._prolong_args
-        arrays = (self.position, self._tables_args[0], nbr27, map1, position1)
-        return np.array([a.data.ptr for a in arrays] + [self.candidates], np.uint64)
-
-    def _own(self):
-        import cupy as cp
-
-        if self._nbr is None:
-            nbr, diag = cp.empty((6, self.m + 1), cp.int32), cp.empty(self.m + 1, cp.float32)
-            self.fill(nbr, diag, self.m + 1)
-            self._nbr, self._diag = nbr, diag
-
-    @property
-    def nbr(self):
-        self._own()
-        return self._nbr
-
-    @property
-    def diag(self):
-        self._own()
-        return self._diag
-
-    def up(self):
-        """The prolongation from level 1 onto this level, (8, m + 1) of its own."""
-        import cupy as cp
-
-        self._check()
-        out = cp.empty((8, self.m + 1), cp.int32)
-        cells, _, _, _, _, _ = self._tables_args
-        cnt0, nbr27, map1, position1, cnt1 = self._prolong_args
-        setup._B.launch("mgb_prolong", self.m + 1, (cells, cnt0, np.int32(self.m + 1), nbr27, map1, position1, cnt1,
-                                                    out))
-        return out
-
-
-class _Views(list):
-    """A list of table views each made when first read (an entry is a callable until then):
-    ``build``'s ``up`` and ``down``, which a solver of the workspace never reads (its tables are
-    the buffers themselves), so a set-up does not make them (``VIEWS``)."""
-
-    def __getitem__(self, i):
-        if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(len(self)))]
-        item = list.__getitem__(self, i)
-        if callable(item):
-            item = item()
-            list.__setitem__(self, i, item)
-        return item
-
-    def __iter__(self):
-        return (self[i] for i in range(len(self)))
-
-    def __add__(self, other):  # list's own would copy the entries unmade
-        return list(self) + list(other)
-
-    def __radd__(self, other):
-        return list(other) + list(self)
-
-
-class _Up(_Views):
-    """``VCycle.up`` whose first table (onto level 0) is made when read (``Level0.up``): a
-    solver of the workspace fills its own instead."""
-
-    def __init__(self, items, level0):
-        super().__init__([level0.up] + items)
-        self.level0 = level0
-
-
-def _rows(table, n):
-    """The first *n* columns of a level's table (a view)."""
-    return table[:, :n] if table.ndim == 2 else table[:n]
-
-
-class _CoarseLevel(_Level):
-    """A coarse level of the workspace (``build``): m and m_red; its nbr and diag the views of
-    the workspace's buffers, made when read (``VIEWS`` "lazy")."""
-
-    def __init__(self, m, m_red, tables, generation):
-        self.m, self.m_red, self.keys, self.ws_generation = int(m), int(m_red), None, generation
-        self._tables = tables
-
-    @property
-    def nbr(self):
-        return self._tables["nbr"][:, :self.m + 1]
-
-    @property
-    def diag(self):
-        return self._tables["diag"][:self.m + 1]
 
 
 def build(grid, kind, level0):

@@ -13,31 +13,54 @@ a level; "search": mgs_restrict_table's searches, as ``build``'s).
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from . import sparse_pressure_setup as setup
+from . import sparse_pressure_setup_graph as setup_graph
 from .sparse_multigrid import _CellSet
 from .sparse_pressure_setup import _ints
 
 
 def _launch_levels(grid, kind, ws, level0, base, bounds, most):
     """The coarse levels' launches on level 0's key *base* (its set of host *bounds*; at most
-    *most* level-0 unknowns: the span kernel's grid), sizes into ``ws.cnt`` and ``ws.span``."""
+    *most* level-0 unknowns: the span kernel's grid), sizes into ``ws.cnt`` and ``ws.span``;
+    from level 2 on as one graph replay where ``sparse_pressure_setup_graph`` is on."""
     cnt, span = ws.cnt, ws.span
     setup._widening(setup._B, "mgb_unknown_span", most, (level0._tables_args[0], cnt[0], grid.slot_coords, span[0]))
     if len(bounds) > 1:
-        ws.scratch()
+        graph = len(bounds) > 2 and setup_graph.enabled()  # a graph of levels 2 …
+        ws.scratch(keep=graph)
         try:
             fine = _level1(grid, kind, base, ws, level0.position)
             level0._prolong_args = (cnt[0], grid.brick_nbr, ws.map1, ws.levels[1]["position"], cnt[1])
             level0.candidates = int(grid.brick_slot.shape[0]) * 64  # map1's entries this set-up wrote
-            for level in range(2, len(bounds)):
-                if setup.TAIL_BOUND and bounds[level - 1] <= setup.TAIL_BOUND:  # build's test, on the host bounds
-                    _tail(level, fine, ws)
-                    break
-                fine = _coarse_level(level, fine, ws)
+            first = _tail_start(bounds)  # build's test, on the host bounds
+            if graph:
+                key = (ws.generation, int(ws.arena.data.ptr), fine[1], first, setup.SCAN, _scatter())
+                ws.graphs.run(key, partial(_coarser, fine, ws, first), partial(_tail_record, first, fine, ws))
+            else:
+                _coarser(fine, ws, first, *_tail_record(first, fine, ws, ws.rec))
         finally:
             ws.end_scratch()  # freed in stream order: the launches above still read it
+
+
+def _tail_start(bounds) -> int:
+    """The first level of the one-block tail (``build``'s test on the host *bounds*), or
+    ``len(bounds)`` where every level is launched on its own."""
+    for level in range(2, len(bounds)):
+        if setup.TAIL_BOUND and bounds[level - 1] <= setup.TAIL_BOUND:
+            return level
+    return len(bounds)
+
+
+def _coarser(fine, ws, first, rec=None):
+    """Levels 2 … launch by launch up to *first*, the tail from there (its record in *rec*)."""
+    for level in range(2, first):
+        fine = _coarse_level(level, fine, ws)
+    if first < len(ws.caps):
+        _tail(first, ws, rec)
 
 
 def _level_tables(t, base, cnt, k, sums, fcnt=None):
@@ -118,27 +141,44 @@ def _coarse_level(level, fine, ws):
     return level, cbase
 
 
-def _tail(first, fine, ws):
-    """Levels first … of the workspace by mgs_tail_levels (``sparse_pressure_setup._tail_levels``)."""
+def _tail_record(first, fine, ws, rec=None):
+    """``mgs_tail_levels``' record (per level its arrays' pointers, bound, key base and stride)
+    for the tail from level *first* on *fine* (level 1's (1, key base)), written into *rec*
+    (a new device array where None: a graph's own); (rec,), or () without a tail."""
+    import cupy as cp
+
     from .sparse_pressure_workspace import _LEVEL_ARRAYS
 
-    f, fbase = fine
     count = len(ws.caps)
-    rec = np.zeros((count, len(_LEVEL_ARRAYS) + 5), np.int64)
-    rec[:, :len(_LEVEL_ARRAYS)] = ws.pointers
-    rec[f, -5:] = [ws.caps[f] - 1, *fbase, ws.caps[f]]
-    base = fbase
+    if first >= count:
+        return ()
+    f, base = fine
+    for _ in range(f + 1, first):  # the fine level of the tail: first − 1
+        base = _CellSet(None, None, base).coarser_base()
+    f = first - 1
+    host = np.zeros((count, len(_LEVEL_ARRAYS) + 5), np.int64)
+    host[:, :len(_LEVEL_ARRAYS)] = ws.pointers
+    host[f, -5:] = [ws.caps[f] - 1, *base, ws.caps[f]]
     for level in range(first, count):
         base = _CellSet(None, None, base).coarser_base()
-        rec[level, -5:] = [ws.caps[level] - 1, *base, ws.caps[level]]
-    ws.rec.set(rec)
+        host[level, -5:] = [ws.caps[level] - 1, *base, ws.caps[level]]
+    if rec is None:
+        return (cp.asarray(host),)
+    rec.set(host)
+    return (rec,)
+
+
+def _tail(first, ws, rec):
+    """Levels first … of the workspace by mgs_tail_levels (``sparse_pressure_setup._tail_levels``;
+    *rec*: ``_tail_record``'s)."""
+    count = len(ws.caps)
     sizes = ws.sizes[:10 * count]
     if _scatter():
         setup._K.launch_grid("mgs_tail_levels_scatter", (1,), (setup._TAIL_THREADS,),
-                             (ws.rec, np.int32(first), np.int32(count), sizes[:4 * count], sizes[4 * count:]))
+                             (rec, np.int32(first), np.int32(count), sizes[:4 * count], sizes[4 * count:]))
     else:
         setup._K.launch_grid("mgs_tail_levels", (1,), (setup._TAIL_THREADS,),
-                             (ws.rec, np.int32(first), np.int32(count), sizes[:4 * count], sizes[4 * count:]))
+                             (rec, np.int32(first), np.int32(count), sizes[:4 * count], sizes[4 * count:]))
 
 
 def _scatter() -> bool:

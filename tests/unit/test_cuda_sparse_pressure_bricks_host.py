@@ -274,9 +274,10 @@ def _kernel_params(source):
 
 
 def test_every_setup_launch_names_a_kernel_of_its_module_with_its_arguments():
-    """Each launch in sparse_pressure_setup.py, sparse_pressure_workspace.py and
-    sparse_pressure_workspace_levels.py (``_K`` or ``K``: flip_sparse_pressure_setup.cu, ``_B``
-    or ``B``: flip_sparse_pressure_bricks.cu, directly or through ``_widening``) names a kernel of
+    """Each launch in sparse_pressure_setup.py, sparse_pressure_workspace.py,
+    sparse_pressure_workspace_views.py and sparse_pressure_workspace_levels.py (``_K`` or ``K``:
+    flip_sparse_pressure_setup.cu, ``_B`` or ``B``: flip_sparse_pressure_bricks.cu, directly or
+    through ``_widening``) names a kernel of
     that module's source (``_S``: flip_sparse_pressure_scan.cu) and passes as many arguments as the
     kernel takes (``*_ints(base)``: 3):
     a wrong module or a missing argument fails here, not on the device."""
@@ -285,7 +286,8 @@ def test_every_setup_launch_names_a_kernel_of_its_module_with_its_arguments():
 
     from voxfx.kernels import backend
     from voxfx.kernels.flip import sparse_pressure_setup as setup
-    from voxfx.kernels.flip import sparse_pressure_workspace, sparse_pressure_workspace_levels
+    from voxfx.kernels.flip import (sparse_pressure_workspace, sparse_pressure_workspace_levels,
+                                    sparse_pressure_workspace_views)
 
     params = {name: _kernel_params((backend.CUDA_DIR / k.filename).read_text())
               for name, k in (("K", setup._K), ("B", setup._B), ("S", setup._S))}
@@ -295,7 +297,9 @@ def test_every_setup_launch_names_a_kernel_of_its_module_with_its_arguments():
         return name.lstrip("_") if name.lstrip("_") in params else None
 
     seen = {}
-    for source in (setup.__file__, sparse_pressure_workspace.__file__, sparse_pressure_workspace_levels.__file__):
+    workspace_files = (sparse_pressure_workspace.__file__, sparse_pressure_workspace_views.__file__,
+                       sparse_pressure_workspace_levels.__file__)
+    for source in (setup.__file__, *workspace_files):
         seen[source] = set()
         for call in ast.walk(ast.parse(Path(source).read_text())):
             if not isinstance(call, ast.Call):
@@ -318,5 +322,4 @@ def test_every_setup_launch_names_a_kernel_of_its_module_with_its_arguments():
             "mgs_tail_levels", "scan_tile_sums", "scan_tiles", "scan_lookback"} <= seen[setup.__file__]
     assert {"mgb_ranked", "mgs_parents", "mgs_coarsen", "mgs_prolong_table", "mgs_restrict_table", "unk_order",
             "unk_tables_strided", "mgs_tail_levels", "mgs_level_tables_down", "mgs_prolong_restrict",
-            "mgs_tail_levels_scatter"} <= (seen[sparse_pressure_workspace.__file__]
-                                                         | seen[sparse_pressure_workspace_levels.__file__])
+            "mgs_tail_levels_scatter"} <= set().union(*(seen[f] for f in workspace_files))
