@@ -1,0 +1,129 @@
+"""Particle order (helper i24o, issue 24): the sparse solver's particle arrays put in brick
+order at the end of a frame, so that the particles a brick holds lie together in memory.
+
+Why. P2G bins the particles by pool cell every substep and reads them through the bins'
+order (``sparse_gpu.bin_particles_order``, ``p2g_scatter_brick``), G2P reads them through the
+same order (``sparse_g2p_gpu``): both gather pos and vel from wherever the particles are. The
+dam break's particles are seeded cell by cell, so at first a brick's particles are a few runs
+of the arrays; once the liquid has splashed they are spread over all of it (the 8M Fast
+frame's step grows from 22 to 25–29 ms over frames 6–11, H100, session 15).
+
+What. ``VOXFX_SPARSE_PARTICLE_SORT`` (``SORTS``): "off" (the default), or K (1, 2, 4, 8): after
+every K-th frame's last substep and its count control (``SparseFlipSimulation.step``, when the
+frame count is a multiple of K) the particles are reordered by ``brick_keys``: the lattice
+brick (z, then y, then x) and the cell within it (``(lz·8 + ly)·8 + lx``, the pool's own cell
+order), a stable sort, so particles of one cell keep their relative order. pos, vel and C
+(APIC) are gathered one at a time through the one permutation (every per-particle array the
+solver keeps: the narrow band, the kept faces and the carried pressure live on the grid).
+
+What it keeps. The order is a function of the positions alone (lattice cells, not pool slots:
+a resumed bake's pool numbers its bricks otherwise, its lattice is the same) and of the order
+before it (stable), on NumPy and CuPy alike (``argsort(kind="stable")``; CuPy's sort is
+Thrust's stable sort): the CPU reference and the GPU reorder the same particles the same way
+given the same positions, and a resumed bake the same as an uninterrupted one (the sort runs
+before the frame's checkpoint, on the frame count the checkpoint holds) where the resume is bit
+for bit (the CPU reference without a narrow band: tests/unit/test_flip_particle_sort.py). Where
+a resume or a CPU/GPU comparison is only within float32 rounding (the GPU's resume, the narrow
+band's, GPU against CPU), a particle within rounding of a cell border may sort to the other
+side of it: a few particles' indices then differ, the set is the same within rounding (a
+narrow-band resume on the CPU, 728 particles 3 frames on: two indices hold each other's
+particle, 0.062 m apart, every other within 4.2e-5 m, as the sets are). Tests that compare two runs index by index
+(sparse against dense, particle for particle) hold only with the sort off or sorting both. The GPU's P2G sums
+integers, its G2P is per particle: the motion is the same as a set with the sort on or off.
+What follows the array order does change with it: the particle count control's hash takes
+the particle's index (``particle_count.keep_mask``), the level set sums a node's particles in
+their order, cache frames write the particles in it. Particles have no identity from frame to
+frame beyond their index; with the sort on the index is renumbered on the sort's frames (an
+emitter's append and the kill pass's compaction renumber them too).
+
+Cost: the keys (4 or 8 B a particle), the argsort's int64 order (8 B) and one array's copy at a
+time (12 B pos or vel, 36 B C) beside the state, at the frame's end (no stage holds more then).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..settings import env_choice
+
+SWITCH = "VOXFX_SPARSE_PARTICLE_SORT"
+SORTS = ("off", "1", "2", "4", "8")  # off, or every K frames
+_BRICK = 8  # cells a brick's edge (grid.sparse_mac: 512 cells a brick)
+_INT32_KEYS = 1 << 31  # keys below this are int32 (a radix sort of half the bytes)
+_INT64_KEYS = 1 << 62
+
+
+def every(way=None) -> int:
+    """Frames between sorts: *way*, else ``VOXFX_SPARSE_PARTICLE_SORT``, else off (0)."""
+    chosen = env_choice(SWITCH, SORTS, way)
+    return 0 if chosen == "off" else int(chosen)
+
+
+def key_frame(spec, closed: bool, kill_distance: float):
+    """(lo, bricks): the lattice cell the keys count from (a multiple of the brick's edge)
+    and the bricks a key's axis spans, per axis (x, y, z). A closed box holds its particles'
+    cells (the solver clamps them into it); an open one holds them within the kill distance
+    beyond the box (a cell more for rounding); cells outside are clamped onto its border."""
+    reach = 0 if closed else int(math.ceil(float(kill_distance) / float(spec.voxel_size))) + 1
+    lo = [-((reach + _BRICK - 1) // _BRICK) * _BRICK] * 3
+    hi = [int(n) - 1 + reach for n in spec.shape]
+    bricks = [(h - low) // _BRICK + 1 for h, low in zip(hi, lo)]
+    return lo, bricks
+
+
+def brick_keys(pos, spec, closed: bool, kill_distance: float, xp):
+    """A sort key per particle (int32 where every key fits, else int64; None when not even the
+    bricks alone fit 62 bits): its lattice brick in z, y, x order, then its cell within the
+    brick in the pool's cell order. The lattice cell as ``SparseFlipSimulation`` takes it
+    (``floor((p − origin) / h)`` in float32); a non-finite particle sorts last."""
+    lo, (bx, by, bz) = key_frame(spec, closed, kill_distance)
+    total = bx * by * bz
+    local = total * _BRICK ** 3 < _INT64_KEYS
+    if not local and total >= _INT64_KEYS:
+        return None
+    dtype = xp.int32 if (total * (_BRICK ** 3 if local else 1)) < _INT32_KEYS else xp.int64
+    ok = xp.isfinite(pos).all(axis=1)
+    cell = xp.floor((xp.where(ok[:, None], pos, 0) - xp.asarray(spec.origin, dtype=xp.float32))
+                    / np.float32(spec.voxel_size)).astype(xp.int64)
+    upper = xp.asarray([n * _BRICK - 1 for n in (bx, by, bz)], dtype=xp.int64)
+    cell = xp.clip(cell - xp.asarray(lo, dtype=xp.int64), 0, upper)
+    b = cell // _BRICK
+    key = (b[:, 2] * by + b[:, 1]) * bx + b[:, 0]
+    if local:
+        r = cell % _BRICK
+        key = key * _BRICK ** 3 + (r[:, 2] * _BRICK + r[:, 1]) * _BRICK + r[:, 0]
+    last = xp.asarray(total * (_BRICK ** 3 if local else 1), dtype=xp.int64)  # past every finite key
+    return xp.where(ok, key, last).astype(dtype)
+
+
+def brick_order(pos, spec, closed: bool, kill_distance: float, xp):
+    """The permutation (int64, new index → old) that puts *pos* in ``brick_keys`` order,
+    stable; None where no key fits (an open domain of more than 2⁶² bricks: not sorted)."""
+    key = brick_keys(pos, spec, closed, kill_distance, xp)
+    if key is None:
+        return None
+    return np.argsort(key, kind="stable") if xp is np else xp.argsort(key)  # CuPy's: stable (Thrust)
+
+
+def permute(sim, order) -> None:
+    """Reorder *sim*'s particle arrays (pos, vel, C) by *order*, one array at a time."""
+    sim.pos = sim.pos[order]
+    sim.vel = sim.vel[order]
+    if sim.c is not None:
+        sim.c = sim.c[order]
+
+
+def after_frame(sim, way=None) -> bool:
+    """The sort at a frame's end (``SparseFlipSimulation.step``): when ``every(way)`` frames
+    divide the frame count (``sim.frames``, counted already) and there are particles. Returns
+    whether it sorted."""
+    k = every(way)
+    if not k or sim.frames % k or len(sim.pos) == 0:
+        return False
+    order = brick_order(sim.pos, sim.spec, sim.boundary == "closed", sim.kill_distance, sim.xp)
+    if order is None:
+        return False
+    permute(sim, order)
+    return True
