@@ -3,7 +3,7 @@ frame-end brick sort (``kernels/flip/particle_sort.py``, ``VOXFX_SPARSE_PARTICLE
 whole frames, on the GPU, in one process:
 
     python3 bench/flip_sparse_particle_order.py [--res 256] [--particles 8e6] [--timing fast]
-                                                [--frames 12] [--repeat 3] [--runs 2] [--sorts 1 2]
+                                                [--frames 12] [--repeat 3] [--runs 2] [--sorts auto auto@0.08 1 2]
 
 The dam break (``bench/flip.py``) with the Timing preset *timing* (Fast: 3 substeps a frame):
 
@@ -14,10 +14,13 @@ The dam break (``bench/flip.py``) with the Timing preset *timing* (Fast: 3 subst
    computes: ``grid.bins``), a random shuffle (the worst case), and brick order with G2P in the
    particles' own order (``VOXFX_SPARSE_G2P=input``: no reads through the bins); the ways in
    turn, *repeat* times, medians: topology, P2G, its binning + scatter (``particles_to_grid``),
-   G2P + advection, the substep. The permutation's own time (keys, argsort, the gathers).
+   G2P + advection, the substep; P2G's binning and scatter launch by launch in each order (the
+   same bricks); the sort's own time (keys, argsort, the gathers) and ``particle_sort.disorder``.
 2. Frames: the frame-0 state restored (``checkpoint``/``restore``) and *frames* frames of
-   1/24 s stepped with the sort off and every K frames (*sorts*), the ways in turn *runs*
-   times: each frame's step ms (synchronised), the sums over frames 0–5 and 6–11. The runs
+   1/24 s stepped with the sort off, auto (auto@X: sorting above a disorder of X) and every K
+   frames (*sorts*), the ways in turn *runs*
+   times (after a round of two frames a way untimed): each frame's step ms (synchronised), the
+   sums over frames 0–5 and 6–11, which frames sorted, the off run's disorder a frame. The runs
    move the same particles (P2G's integer sums and G2P are order-free; tests/gpu), so each
    frame has the same substeps and CG iterations whichever way.
 3. Stages after the last unsorted run (frame *frames*: the splash has mixed the order), as 1.
@@ -143,50 +146,73 @@ def stages(cp, sim, label, repeat, dt=1 / 72):
     for way in ORDERS:
         m = np.median(np.array(rows[way]), axis=0)
         print(f"{way} | " + " | ".join(f"{v:.3f}" for v in m))
-    a, b = cp.cuda.Event(), cp.cuda.Event()
+    closed = sim.boundary == "closed"
+    ev = [cp.cuda.Event() for _ in range(4)]
     times = []
-    for _ in range(repeat):
-        a.record()
-        order = particle_sort.brick_order(sim.pos, sim.spec, sim.boundary == "closed", sim.kill_distance, cp)
+    for _ in range(repeat + 1):  # a first round untimed
+        ev[0].record()
+        key = particle_sort.brick_keys(sim.pos, sim.spec, closed, sim.kill_distance, cp)
+        ev[1].record()
+        order = particle_sort.order_of(key, cp)
+        ev[2].record()
         moved = [x[order] for x in (sim.pos, sim.vel) + (() if sim.c is None else (sim.c,))]
-        b.record()
-        b.synchronize()
-        times.append(cp.cuda.get_elapsed_time(a, b))
+        ev[3].record()
+        ev[3].synchronize()
+        times.append([cp.cuda.get_elapsed_time(a, b) for a, b in zip(ev, ev[1:])])
         del moved, order
-    print(f"the brick sort itself (keys, argsort, the gathers of pos, vel{', C' if sim.c is not None else ''}): "
-          f"{np.median(times):.3f} ms")
+    a = time.perf_counter()
+    share = particle_sort.disorder(key, sim.spec, closed, sim.kill_distance, cp)
+    took = (time.perf_counter() - a) * 1e3
+    k, o, g = np.median(np.array(times[1:]), axis=0)
+    print(f"the brick sort itself, ms: keys {k:.3f}, argsort {o:.3f}, gathers of pos, vel"
+          f"{', C' if sim.c is not None else ''} {g:.3f}: {k + o + g:.3f}; disorder {share:.3f} ({took:.2f} ms on the "
+          f"host with its read; auto sorts above {particle_sort.AUTO_DISORDER})")
 
 
 def frames_ab(cp, sim, state, frames, runs, sorts):
-    """Part 2 (module notes): the state restored, *frames* frames per way, the ways in turn."""
+    """Part 2 (module notes): the state restored, *frames* frames per way, the ways in turn
+    (a first round of two frames a way untimed); the off runs' disorder at each frame's end
+    (untimed, after the frame's time)."""
     ways = ["off"] + [str(k) for k in sorts]
     out = {w: [] for w in ways}
-    for r in range(runs):
+    default = particle_sort.AUTO_DISORDER
+    closed = sim.boundary == "closed"
+    for r in range(-1, runs):
         for way in (ways if r % 2 == 0 else ways[::-1]):  # an even count of runs ends with "off" (part 3)
-            os.environ[particle_sort.SWITCH] = way
+            mode, _, limit = way.partition("@")  # auto@X: auto with AUTO_DISORDER X
+            os.environ[particle_sort.SWITCH] = mode
+            particle_sort.AUTO_DISORDER = float(limit) if limit else default
             sim.restore(state)
             cp.cuda.Device().synchronize()
             row = []
-            for _ in range(frames):
+            for _ in range(frames if r >= 0 else 2):
                 a = time.perf_counter()
                 stats = sim.step(1 / 24)
                 cp.cuda.Device().synchronize()
-                row.append(((time.perf_counter() - a) * 1e3, stats["substeps"], stats["iterations"],
-                            sim.grid.brick_count()))
-            out[way].append(row)
-            print(f"   run {r} sort {way}: " + " ".join(f"{ms:.1f}" for ms, *_ in row), flush=True)
+                ms = (time.perf_counter() - a) * 1e3
+                key = particle_sort.brick_keys(sim.pos, sim.spec, closed, sim.kill_distance, cp)
+                share = particle_sort.disorder(key, sim.spec, closed, sim.kill_distance, cp)
+                row.append((ms, stats["substeps"], stats["iterations"], sim.grid.brick_count(), stats["sorted"], share))
+            if r >= 0:
+                out[way].append(row)
+                print(f"   run {r} sort {way}: " + " ".join(f"{ms:.1f}{'*' if s else ''}" for ms, _, _, _, s, _ in row),
+                      flush=True)
     os.environ.pop(particle_sort.SWITCH, None)
-    print(f"frames from frame 0's state, step ms (synchronised), the ways in turn {runs} times: per frame the "
-          "median over runs; substeps / CG iterations / bricks of the off run")
-    print("sort | " + " | ".join(str(f) for f in range(frames)) + " | Σ 0–5 | Σ 6–11")
-    print("--- | " + " | ".join("---" for _ in range(frames)) + " | --- | ---")
+    particle_sort.AUTO_DISORDER = default
+    print(f"frames from frame 0's state, step ms (synchronised; the sort, when it runs, inside the frame), the ways "
+          f"in turn {runs} times: per frame the median over runs; * sorted at the frame's end (the last run)")
+    print("sort | " + " | ".join(str(f) for f in range(frames)) + " | Σ 0–5 | Σ 6–11 | Σ all")
+    print("--- | " + " | ".join("---" for _ in range(frames)) + " | --- | --- | ---")
     for way in ways:
         med = np.median(np.array([[ms for ms, *_ in row] for row in out[way]]), axis=0)
-        print(f"{way} | " + " | ".join(f"{v:.1f}" for v in med) + f" | {med[:6].sum():.1f} | {med[6:12].sum():.1f}")
+        mark = ["*" if r[4] else "" for r in out[way][-1]]
+        print(f"{way} | " + " | ".join(f"{v:.1f}{m}" for v, m in zip(med, mark))
+              + f" | {med[:6].sum():.1f} | {med[6:12].sum():.1f} | {med.sum():.1f}")
     base = out["off"][-1]
-    print("substeps | " + " | ".join(str(s) for _, s, _, _ in base))
-    print("CG it | " + " | ".join(str(i) for _, _, i, _ in base))
-    print("bricks | " + " | ".join(str(b) for *_, b in base))
+    print("substeps | " + " | ".join(str(r[1]) for r in base))
+    print("CG it | " + " | ".join(str(r[2]) for r in base))
+    print("bricks | " + " | ".join(str(r[3]) for r in base))
+    print("disorder (off) | " + " | ".join(f"{r[5]:.3f}" for r in base))
     same = all([r[1:3] for r in row] == [r[1:3] for r in base] for w in ways for row in out[w])
     print(f"every run the same substeps and CG iterations: {same}")
 
@@ -199,7 +225,8 @@ def main():
     ap.add_argument("--frames", type=int, default=12)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--runs", type=int, default=2)
-    ap.add_argument("--sorts", type=int, nargs="*", default=[1, 2])
+    ap.add_argument("--sorts", nargs="*", default=["auto", "auto@0.08", "1", "2"],
+                    help="ways besides off: a value of VOXFX_SPARSE_PARTICLE_SORT, or auto@X (auto sorting above X)")
     args = ap.parse_args()
     import cupy as cp
 
@@ -217,7 +244,7 @@ def main():
     for _ in range(3):  # the frames' kernels compiled (count control, CFL, ...) before any is timed
         sim.step(1 / 24)
     frames_ab(cp, sim, state, args.frames, args.runs, args.sorts)
-    last = "never sorted" if args.runs % 2 == 0 or not args.sorts else f"sorted every {args.sorts[-1]} frames"
+    last = "never sorted" if args.runs % 2 == 0 or not args.sorts else f"sort {args.sorts[-1]}"
     stages(cp, sim, f"frame {args.frames}, {last} (the splash)", args.repeat)
     print("stages:", ", ".join(STAGES))
 

@@ -46,19 +46,23 @@ import math
 
 import numpy as np
 
+from ..grid.launch import THREADS, Kernels
 from ..settings import env_choice
 
+KERNELS = Kernels("flip_particle_sort.cu", ("--fmad=false",), THREADS)
+
 SWITCH = "VOXFX_SPARSE_PARTICLE_SORT"
-SORTS = ("off", "1", "2", "4", "8")  # off, or every K frames
+SORTS = ("off", "auto", "1", "2", "4", "8")  # off, when disordered (``AUTO_DISORDER``), or every K frames
+AUTO_DISORDER = 0.2  # auto: sort when this share of the particles jump away from the one before (``disorder``)
 _BRICK = 8  # cells a brick's edge (grid.sparse_mac: 512 cells a brick)
 _INT32_KEYS = 1 << 31  # keys below this are int32 (a radix sort of half the bytes)
 _INT64_KEYS = 1 << 62
 
 
 def every(way=None) -> int:
-    """Frames between sorts: *way*, else ``VOXFX_SPARSE_PARTICLE_SORT``, else off (0)."""
+    """Frames between sorts: *way*, else ``VOXFX_SPARSE_PARTICLE_SORT``, else off (0); auto −1."""
     chosen = env_choice(SWITCH, SORTS, way)
-    return 0 if chosen == "off" else int(chosen)
+    return 0 if chosen == "off" else -1 if chosen == "auto" else int(chosen)
 
 
 def key_frame(spec, closed: bool, kill_distance: float):
@@ -77,31 +81,69 @@ def brick_keys(pos, spec, closed: bool, kill_distance: float, xp):
     """A sort key per particle (int32 where every key fits, else int64; None when not even the
     bricks alone fit 62 bits): its lattice brick in z, y, x order, then its cell within the
     brick in the pool's cell order. The lattice cell as ``SparseFlipSimulation`` takes it
-    (``floor((p − origin) / h)`` in float32); a non-finite particle sorts last."""
+    (``floor((p − origin) / h)`` in float32), clamped into the key frame in float32; a
+    non-finite particle sorts last. CuPy with int32 keys: ``particle_brick_keys`` (one launch,
+    the same keys); otherwise array code."""
     lo, (bx, by, bz) = key_frame(spec, closed, kill_distance)
     total = bx * by * bz
     local = total * _BRICK ** 3 < _INT64_KEYS
     if not local and total >= _INT64_KEYS:
         return None
-    dtype = xp.int32 if (total * (_BRICK ** 3 if local else 1)) < _INT32_KEYS else xp.int64
+    last = total * (_BRICK ** 3 if local else 1)  # past every finite key
+    if last < _INT32_KEYS and xp is not np:
+        key = xp.empty(int(pos.shape[0]), xp.int32)
+        KERNELS.launch("particle_brick_keys", key.size, (
+            xp.ascontiguousarray(pos, dtype=xp.float32), np.int64(key.size), *np.asarray(spec.origin, np.float32),
+            np.float32(spec.voxel_size), *np.asarray(lo, np.float32), np.int32(bx), np.int32(by), np.int32(bz),
+            np.int32(local), np.int32(last), key))
+        return key
+    dtype = xp.int32 if last < _INT32_KEYS else xp.int64
     ok = xp.isfinite(pos).all(axis=1)
     cell = xp.floor((xp.where(ok[:, None], pos, 0) - xp.asarray(spec.origin, dtype=xp.float32))
-                    / np.float32(spec.voxel_size)).astype(xp.int64)
-    upper = xp.asarray([n * _BRICK - 1 for n in (bx, by, bz)], dtype=xp.int64)
-    cell = xp.clip(cell - xp.asarray(lo, dtype=xp.int64), 0, upper)
+                    / np.float32(spec.voxel_size))
+    upper = xp.asarray([n * _BRICK - 1 for n in (bx, by, bz)], dtype=xp.float32)
+    cell = xp.clip(cell - xp.asarray(lo, dtype=xp.float32), 0, upper).astype(xp.int64)
     b = cell // _BRICK
     key = (b[:, 2] * by + b[:, 1]) * bx + b[:, 0]
     if local:
         r = cell % _BRICK
         key = key * _BRICK ** 3 + (r[:, 2] * _BRICK + r[:, 1]) * _BRICK + r[:, 0]
-    last = xp.asarray(total * (_BRICK ** 3 if local else 1), dtype=xp.int64)  # past every finite key
-    return xp.where(ok, key, last).astype(dtype)
+    return xp.where(ok, key, xp.asarray(last, dtype=xp.int64)).astype(dtype)
+
+
+def disorder(key, spec, closed: bool, kill_distance: float, xp) -> float:
+    """How scattered the particles lie in memory: the share of particles whose cell (decoded
+    from ``brick_keys``' *key*) is neither the previous particle's nor one of its 26 neighbours.
+    Low in brick order (a jump where a brick's row of 8 cells or the brick ends) and in the
+    seeding's order (cell by cell along x rows), about 1 in a random order; a particle that
+    moves to a neighbouring cell does not count. 0 for keys without their cell part (an open
+    domain beyond 2⁵³ bricks: never sorted by auto). CuPy with int32 keys: ``key_jumps``."""
+    n = int(key.shape[0])
+    lo, (bx, by, bz) = key_frame(spec, closed, kill_distance)
+    if n < 2 or bx * by * bz * _BRICK ** 3 >= _INT64_KEYS:
+        return 0.0
+    if xp is not np and key.dtype == xp.int32:
+        count = xp.zeros(1, xp.uint64)
+        KERNELS.launch("key_jumps", n, (key, np.int64(n), np.int32(bx), np.int32(by), count))
+        return int(count.get()[0]) / (n - 1)
+    k = key.astype(xp.int64)
+    b, cell = k >> 9, k & 511
+    x = (b % bx) * _BRICK + (cell & 7)
+    y = ((b // bx) % by) * _BRICK + ((cell >> 3) & 7)
+    z = (b // (bx * by)) * _BRICK + (cell >> 6)
+    far = (xp.abs(xp.diff(x)) > 1) | (xp.abs(xp.diff(y)) > 1) | (xp.abs(xp.diff(z)) > 1)
+    return int(xp.count_nonzero(far)) / (n - 1)
 
 
 def brick_order(pos, spec, closed: bool, kill_distance: float, xp):
     """The permutation (int64, new index → old) that puts *pos* in ``brick_keys`` order,
     stable; None where no key fits (an open domain of more than 2⁶² bricks: not sorted)."""
     key = brick_keys(pos, spec, closed, kill_distance, xp)
+    return order_of(key, xp)
+
+
+def order_of(key, xp):
+    """The stable permutation that sorts *key* (None for None)."""
     if key is None:
         return None
     return np.argsort(key, kind="stable") if xp is np else xp.argsort(key)  # CuPy's: stable (Thrust)
@@ -116,14 +158,19 @@ def permute(sim, order) -> None:
 
 
 def after_frame(sim, way=None) -> bool:
-    """The sort at a frame's end (``SparseFlipSimulation.step``): when ``every(way)`` frames
-    divide the frame count (``sim.frames``, counted already) and there are particles. Returns
-    whether it sorted."""
+    """The sort at a frame's end (``SparseFlipSimulation.step``): every ``every(way)`` frames
+    (the frame count ``sim.frames``, counted already, a multiple of it), or with auto when
+    ``disorder`` exceeds ``AUTO_DISORDER`` (one host read a frame). Returns whether it sorted."""
     k = every(way)
-    if not k or sim.frames % k or len(sim.pos) == 0:
+    if not k or (k > 0 and sim.frames % k) or len(sim.pos) == 0:
         return False
-    order = brick_order(sim.pos, sim.spec, sim.boundary == "closed", sim.kill_distance, sim.xp)
-    if order is None:
+    xp = sim.xp
+    key = brick_keys(sim.pos, sim.spec, sim.boundary == "closed", sim.kill_distance, xp)
+    if key is None:
         return False
-    permute(sim, order)
+    if k < 0:
+        sim.last_disorder = disorder(key, sim.spec, sim.boundary == "closed", sim.kill_distance, xp)
+        if sim.last_disorder <= AUTO_DISORDER:
+            return False
+    permute(sim, order_of(key, xp))
     return True

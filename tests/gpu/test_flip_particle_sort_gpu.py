@@ -22,19 +22,28 @@ def rows(a):
     return v[np.lexsort(v.T[::-1])]
 
 
-@pytest.mark.parametrize("closed", [True, False])
-def test_gpu_permutation_is_the_cpus(closed):
+@pytest.mark.parametrize("closed,shape", [(True, (60, 33, 47)), (False, (60, 33, 47)), (False, (9000, 8000, 7000))],
+                         ids=["closed", "open", "int64 keys"])
+def test_gpu_keys_permutation_and_disorder_are_the_cpus(closed, shape):
+    """``particle_brick_keys`` / ``key_jumps`` (int32 keys) or the array code (int64), then
+    CuPy's argsort: the NumPy reference's keys, permutation (stable: ties by index) and disorder."""
     import cupy
 
-    spec = GridSpec((0.5, -1.0, 0.0), 0.1, (60, 33, 47))
+    spec = GridSpec((0.5, -1.0, 0.0), 0.1, shape)
     rng = np.random.default_rng()
-    up = np.asarray(spec.shape) * 0.1
+    up = np.asarray((60, 33, 47)) * 0.1
     pos = (np.asarray(spec.origin) + rng.uniform(-0.2, 1.2, (200_000, 3)) * up).astype(np.float32)
     pos[rng.integers(0, len(pos), 50_000)] = pos[rng.integers(0, len(pos), 50_000)]  # ties: the stable order
     pos[rng.integers(0, len(pos), 10)] = np.inf
+    pos[100_000:] = pos[100_000:][particle_sort.brick_order(pos[100_000:], spec, closed, 0.3, np)]  # half sorted
+    keys = [particle_sort.brick_keys(p, spec, closed, 0.3, xp) for p, xp in ((pos, np), (cupy.asarray(pos), cupy))]
+    assert keys[0].dtype == (np.int64 if shape[0] > 1000 else np.int32)
+    assert np.array_equal(keys[0], cupy.asnumpy(keys[1]))
     cpu = particle_sort.brick_order(pos, spec, closed, 0.3, np)
     gpu = particle_sort.brick_order(cupy.asarray(pos), spec, closed, 0.3, cupy)
     assert np.array_equal(cpu, cupy.asnumpy(gpu))
+    jumps = [particle_sort.disorder(k, spec, closed, 0.3, xp) for k, xp in zip(keys, (np, cupy))]
+    assert jumps[0] == jumps[1] and 0.2 < jumps[0] < 0.8
 
 
 def dam(boundary="closed"):

@@ -93,9 +93,22 @@ def test_a_resumed_bake_with_the_sort_is_the_uninterrupted_one(monkeypatch, boun
     assert np.array_equal(a.pos, b.pos) and np.array_equal(a.vel, b.vel)
 
 
+def test_auto_sorts_a_shuffled_state_and_leaves_a_sorted_one(monkeypatch):
+    spec = GridSpec((0.0, 0.0, 0.0), 0.05, (16, 8, 12))
+    v, t = box((0.0, 0.0, 0.0), (0.3, 0.4, 0.4))
+    monkeypatch.setenv(particle_sort.SWITCH, "auto")
+    sim = FlipSimulation(spec, FlipSettings(), v, t, xp=np, sparse=True)
+    assert not sim.step(1 / 60)["sorted"] and sim.last_disorder < 0.05  # the seeding's order: cell by cell
+    particle_sort.permute(sim, np.random.default_rng(3).permutation(len(sim.pos)))
+    key = particle_sort.brick_keys(sim.pos, spec, True, sim.kill_distance, np)
+    assert particle_sort.disorder(key, spec, True, sim.kill_distance, np) > 0.5  # random: most particles jump
+    assert sim.step(1 / 60)["sorted"] and sim.last_disorder > particle_sort.AUTO_DISORDER
+    assert not sim.step(1 / 60)["sorted"] and sim.last_disorder < 0.05  # a frame after the sort
+
+
 def test_the_switch_names_its_choices(monkeypatch):
     monkeypatch.setenv(particle_sort.SWITCH, "3")
     with pytest.raises(ValueError, match=particle_sort.SWITCH):
         particle_sort.every()
     monkeypatch.delenv(particle_sort.SWITCH)
-    assert particle_sort.every() == 0
+    assert particle_sort.every() == 0 and particle_sort.every("auto") == -1 and particle_sort.every("4") == 4
