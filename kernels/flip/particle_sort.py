@@ -92,9 +92,14 @@ _INT32_KEYS = 1 << 31  # keys below this are int32 (a radix sort of half the byt
 _INT64_KEYS = 1 << 62
 
 
+def mode(way=None) -> str:
+    """The sort's way: *way*, else ``VOXFX_SPARSE_PARTICLE_SORT``, else off."""
+    return env_choice(SWITCH, SORTS, way)
+
+
 def every(way=None) -> int:
-    """Frames between sorts: *way*, else ``VOXFX_SPARSE_PARTICLE_SORT``, else off (0); auto −1."""
-    chosen = env_choice(SWITCH, SORTS, way)
+    """Frames between sorts of ``mode(way)``: 0 off, −1 auto."""
+    chosen = mode(way)
     return 0 if chosen == "off" else -1 if chosen == "auto" else int(chosen)
 
 
