@@ -122,7 +122,9 @@ Particle order: the state is not kept sorted between substeps. Cache frames writ
 particles in the simulation's order, and that order is each particle's identity from
 frame to frame (emitters append, the kill pass compacts stably); sorting the state by
 cell would renumber the particles every substep. The counting sort gives sorted copies
-for the gather only.
+for the gather only. ``VOXFX_SPARSE_PARTICLE_SORT`` (``particle_sort.py``, off by default) puts
+the state in brick order at the end of every K-th frame instead, before its outputs and
+checkpoint: a stable sort by lattice brick and cell, the same on NumPy and CuPy.
 """
 
 from __future__ import annotations

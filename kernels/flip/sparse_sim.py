@@ -49,7 +49,7 @@ from ..grid import GridSpec
 from ..grid.sparse_mac import CELLS
 from ..progress import report, scaled
 from . import bodies, density, density_positions, sparse_bodies, sparse_output, sparse_pressure, sparse_transfer
-from . import air_band, sparse_air_band, transfer
+from . import air_band, particle_sort, sparse_air_band, transfer
 from . import sparse_topology_gpu as topology_gpu
 from .grid import FLUID, FlipSettings
 from .particles import seed_particles
@@ -249,6 +249,14 @@ class SparseFlipSimulation(KeptBricks, FlipSimulation):
             return False
         self._speed = None
         return topology_gpu.device_margin()
+
+    def step(self, frame_dt: float, progress=None) -> dict:
+        """``FlipSimulation.step``, then the particles put in brick order on the frames
+        ``VOXFX_SPARSE_PARTICLE_SORT`` asks for (``particle_sort``: off by default), before the
+        frame's outputs and checkpoint read them."""
+        stats = super().step(frame_dt, progress)
+        stats["sorted"] = particle_sort.after_frame(self)
+        return stats
 
     def substep(self, dt: float, progress=None) -> dict:
         g, s = self.grid, self.settings

@@ -5,8 +5,8 @@ and its ways."""
 
 import pytest
 
-from voxfx.kernels.flip import (sparse_g2p_gpu, sparse_gpu, sparse_pressure_solve_ahead, sparse_scatter, surface_gpu,
-                                transfer)
+from voxfx.kernels.flip import (particle_sort, sparse_g2p_gpu, sparse_gpu, sparse_pressure_solve_ahead, sparse_scatter,
+                                surface_gpu, transfer)
 
 SWITCHES = [  # (the switch, its variable, its ways, its default)
     (sparse_gpu.gather_mode, "VOXFX_SPARSE_GATHER", sparse_gpu.GATHERS, "scatter"),
@@ -20,6 +20,7 @@ SWITCHES = [  # (the switch, its variable, its ways, its default)
     (surface_gpu.level_set_mode, "VOXFX_LEVEL_SET", surface_gpu.LEVEL_SET_MODES, "lean"),
     (transfer.speed_max_mode, "VOXFX_MAX_SPEED", transfer.SPEED_MAXIMA, "blocks"),
     (sparse_pressure_solve_ahead.mode, "VOXFX_SPARSE_SOLVE_AHEAD", sparse_pressure_solve_ahead.MODES, "1"),
+    (particle_sort.mode, "VOXFX_SPARSE_PARTICLE_SORT", particle_sort.SORTS, "off"),
 ]
 
 

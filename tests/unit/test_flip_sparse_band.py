@@ -34,7 +34,10 @@ def test_still_water_with_a_narrow_band_stays_still_with_a_third_of_the_particle
     assert v_band == pytest.approx(v_full, rel=0.01)  # deep cells are liquid in the surface, up to the walls
 
 
-def test_a_narrow_band_run_resumes_from_its_checkpoint():
+def test_a_narrow_band_run_resumes_from_its_checkpoint(monkeypatch):
+    # index by index within 1e-4 m: the band's resume is within rounding, which a sort may turn into
+    # two particles' indices swapped (kernels/flip/particle_sort.py)
+    monkeypatch.setenv("VOXFX_SPARSE_PARTICLE_SORT", "off")
     settings = FlipSettings(narrow_band=2, seed=5)
     spec = GridSpec((0.0, 0.0, 0.0), 0.1, (12, 6, 8))
     water = box((0.0, 0.0, 0.0), (0.6, 0.6, 0.6))
