@@ -98,7 +98,7 @@ class SparseMacGrid:
                    + t.slots.nbytes + t.free.nbytes + tables)
 
     # ------------------------------------------------------------------ topology (seed 003 §5.2)
-    def retopologize(self, keys, rewritten=(), update=None, used=None, lean=False, replaced=()):
+    def retopologize(self, keys, rewritten=(), update=None, used=None, lean=False, replaced=(), refill=None):
         """Move to the bricks of *keys* (``Topology.update``: kept bricks keep their slots
         and data, new ones start at each channel's background, freed slots are reused
         first) and rebuild the neighbour index. Returns (added, freed) slots. The channels
@@ -112,19 +112,24 @@ class SparseMacGrid:
         values; they are written whole next, so it is freed with the last of them); ``"classed"``: that
         allocation's size rounded up to its ``size_class``. The slots a growth adds are added
         bricks' (``Topology.update``'s), so a kept channel grows uninitialised past its old slots:
-        the fill of the added slots sets them."""
+        the fill of the added slots sets them. *refill*: the update's refill marks (a byte per slot
+        of the new pool, added or freed), where it made them: the kept channels' fills are then the
+        tables' where ``_fills_with_tables`` says they take them (one launch fewer, none a channel)."""
         xp = self.xp
         topo, added, freed = self.topology.update(keys) if update is None else update
         old = self.capacity
         # fresh bricks and freed slots hold the background: one fill per channel kept (not rewritten) of both
         # slot lists (on CuPy one launch: a launch 11 µs of H100 host, a concatenate 25, i24t3; NumPy: a list at a time)
-        kept = any(name not in rewritten and name not in replaced for name in self.channels)
-        fills = [slots for slots in (added, freed) if slots.shape[0]] if kept else []
+        entries = [entry for name, entry in self.channels.items() if name not in rewritten and name not in replaced]
+        fills = [slots for slots in (added, freed) if slots.shape[0]] if entries else []
+        deferred = refill is not None and bool(fills) and self._fills_with_tables(entries, topo.capacity)
         carved = {}
         if lean and topo.capacity > old:
             carved = carve(xp, {n: (e[0].dtype, topo.capacity * CELLS) for n, e in self.channels.items()
                                if n in rewritten and n not in replaced and e[1] == 0}, zero=True,
                            classed=lean == "classed")
+        joined = _joined(xp, entries, old * CELLS) if entries else None
+        copies = []  # joined: (old, grown) of each kept channel that grows, copied in one launch a JOIN_CHANNELS
         for name, entry in self.channels.items():
             arr, bg = entry
             if name in replaced:
@@ -135,16 +140,38 @@ class SparseMacGrid:
                 continue
             if topo.capacity > old:  # old slots copied, new ones filled below (added): empty 2.1 µs, full 13.2
                 grown = xp.empty(topo.capacity * CELLS, arr.dtype)
-                _copy_into(grown, arr, xp)
+                if joined is None:
+                    _copy_into(grown, arr, xp)
+                else:
+                    copies.append((arr, grown))
                 arr = grown
-            if fills:
+            if fills and joined is None and not deferred:
                 _fill_slots(arr, fills, bg, xp)
             entry[0] = arr
+        if joined is not None:
+            join_kept(xp, copies, entries, [] if deferred else fills, old * CELLS)
         changed = added.shape[0] or freed.shape[0] or topo.capacity != old
         self.topology = topo
-        if changed or self.nbr.shape[1] != self.size:  # the same bricks in the same slots: same tables
-            self._neighbours(used)
+        self._table_fills = (refill, entries) if deferred else None  # the tables' to fill (and clear)
+        try:
+            if changed or self.nbr.shape[1] != self.size:  # the same bricks in the same slots: same tables
+                self._neighbours(used)
+            left = self._table_fills
+        finally:
+            self._table_fills = None
+        if left is not None:  # the tables were made another way: the fills here
+            if joined is not None:
+                join_kept(xp, [], entries, fills, old * CELLS)
+            else:
+                for arr, bg in entries:
+                    _fill_slots(arr, fills, bg, xp)
         return added, freed
+
+    def _fills_with_tables(self, entries, capacity: int) -> bool:
+        """Whether the tables made after this retopologize fill the kept channels *entries*
+        ([array, background] each) from the update's refill marks (a pool of *capacity* slots):
+        none here (``SparseFlipGrid``'s fused tables do)."""
+        return False
 
     def _neighbours(self, used=None):
         xp, topo = self.xp, self.topology
@@ -358,6 +385,74 @@ def _copy_into(dst, src, xp):
 
 
 _FILLS = {np.dtype(np.float32): "fill_slots_f32", np.dtype(np.uint8): "fill_slots_u8"}
+# VOXFX_SPARSE_KEPT_JOIN (kept_join_mode): retopologize's kept channels (not rewritten, not replaced) grown and
+# filled in one launch for all (``join_kept``; CuPy, two or more channels) or a copy and a fill launch each
+KEPT_JOINS = ("joined", "each")
+JOIN_CHANNELS = 8  # cuda/sparse.cu's: the channels one joined launch takes
+_NULL = np.uint64(0)  # an unused channel's pointer
+
+
+def kept_join_mode() -> str:
+    """``VOXFX_SPARSE_KEPT_JOIN`` (``KEPT_JOINS``): ``joined`` (the default: on CuPy, where two or
+    more channels are kept, their growth copies and their fills of the added and freed slots one
+    launch each for up to ``JOIN_CHANNELS`` channels: ``copy_channels_joined``,
+    ``fill_slots_joined``) or ``each`` (a device copy and a fill launch a channel, the A/B
+    baseline): the same channels to the bit."""
+    from ..settings import env_choice
+
+    return env_choice("VOXFX_SPARSE_KEPT_JOIN", KEPT_JOINS)
+
+
+def joinable(a, cells: int) -> bool:
+    """*a* is a channel the joined kernels take: flat, contiguous, float32 or uint8, of *cells*
+    items, 4-byte aligned (CuPy)."""
+    return a.dtype in _FILLS and a.ndim == 1 and a.shape[0] == cells and a.flags.c_contiguous and not a.data.ptr % 4
+
+
+def _joined(xp, entries, cells: int) -> bool | None:
+    """True where ``join_kept`` takes the kept channels *entries* ([array, background] each): CuPy,
+    ``kept_join_mode()`` joined, two or more, each ``joinable`` at *cells* items; else None."""
+    if xp is np or len(entries) < 2 or cells >= 2 ** 31 or kept_join_mode() != "joined":
+        return None
+    return True if all(joinable(a, cells) for a, _ in entries) else None
+
+
+def join_arguments(entries) -> tuple:
+    """The joined kernels' channel arguments for *entries* ([array, background] each, at most
+    ``JOIN_CHANNELS``): n, the 1-byte channels' bits, the pointers and the backgrounds' bits (padded)."""
+    pad = JOIN_CHANNELS - len(entries)
+    bytes_ = sum(1 << i for i, (a, _) in enumerate(entries) if a.dtype == np.uint8)
+    return (np.int32(len(entries)), np.int32(bytes_), *(a for a, _ in entries), *(_NULL,) * pad,
+            *(_bits(a, bg) for a, bg in entries), *(np.uint32(0),) * pad)
+
+
+def _bits(arr, value) -> np.uint32:
+    """*value* in *arr*'s dtype as the joined kernels write it: a float32's bits, a byte's value."""
+    if arr.dtype == np.uint8:
+        return np.uint32(np.uint8(value))
+    return np.float32(value).view(np.uint32)
+
+
+def join_kept(xp, copies, entries, fills, cells: int) -> None:
+    """``retopologize``'s kept channels on CuPy in one launch per ``JOIN_CHANNELS`` (module notes of
+    ``cuda/sparse.cu``): each (old, grown) of *copies* gets its old *cells* items
+    (``copy_channels_joined``), then each of *entries* ([array, background], the grown ones
+    installed) its background in the slots of *fills* (``fill_slots_joined``): ``_copy_into`` and
+    ``_fill_slots`` of each channel, the same bytes."""
+    for at in range(0, len(copies), JOIN_CHANNELS):
+        part = copies[at:at + JOIN_CHANNELS]
+        pad = (_NULL,) * (JOIN_CHANNELS - len(part))
+        bytes_ = sum(1 << i for i, (a, _) in enumerate(part) if a.dtype == np.uint8)
+        _K.launch("copy_channels_joined", cells, (np.int64(cells), np.int32(len(part)), np.int32(bytes_),
+                                                  *(a for a, _ in part), *pad, *(g for _, g in part), *pad))
+    if not fills:
+        return
+    first = _slot_list(fills[0], xp)
+    second = _slot_list(fills[1], xp) if len(fills) > 1 else first
+    m1, m2 = int(first.shape[0]), int(second.shape[0]) if len(fills) > 1 else 0
+    for at in range(0, len(entries), JOIN_CHANNELS):
+        _K.launch("fill_slots_joined", (m1 + m2) * CELLS, (first, np.int64(m1), second, np.int64(m2),
+                                                          *join_arguments(entries[at:at + JOIN_CHANNELS])))
 
 
 def _fill_slots(arr, lists, value, xp):
