@@ -83,7 +83,7 @@ extern "C" __global__ void fill_slots_u8(unsigned char* __restrict__ a, const in
 
 
 // The kept channels of one retopologize in one launch each (SparseMacGrid.retopologize with two or more
-// kept channels, sparse_mac.join_kept: one launch where there was one a channel, ~11 µs of H100 host
+// kept channels, sparse_join.join_kept: one launch where there was one a channel, ~11 µs of H100 host
 // each; the channels as include/voxfx_join.cuh takes them).
 
 // fill_slots_f32 / _u8 of every channel: the cells of the m1 slots of `first` and the m2 of `second`

@@ -272,9 +272,9 @@ class SparseFlipGrid(SparseMacGrid):
         self._solid_faces(solid & ~wall, wall, cell_vel)
         return added, freed
 
-    def _fills_with_tables(self, entries, capacity: int) -> bool:
+    def _fills_with_tables(self, count: int, capacity: int) -> bool:
         """``topology_tables.fills_with_tables``: the kept channels' fills by the fused tables."""
-        return topology_tables.fills_with_tables(self, entries, capacity)
+        return topology_tables.fills_with_tables(self, count, capacity)
 
     def _brick_tables(self):
         """``SparseMacGrid._brick_tables``, or ``topology_tables.fused_tables`` (the default,

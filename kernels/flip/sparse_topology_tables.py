@@ -17,7 +17,7 @@ The kept channels' fills with the tables (``fills_with_tables``, ``VOXFX_SPARSE_
 the default; ``retopologize`` the A/B baseline): after a fused update ``retopologize`` fills every
 channel it keeps (the warm start's carried pressure; with time-centred advection the six kept faces
 and masks too) with its background in the added and freed slots, a launch a channel (or one for all,
-``sparse_mac.join_kept``). The fused update marks those slots (its refill bytes, written before the
+``sparse_join.join_kept``). The fused update marks those slots (its refill bytes, written before the
 host read), and ``topology_cell_tables``, which visits every pool cell anyway, writes the backgrounds
 of up to eight channels in the marked slots' cells: no fill launch of its own after the read. The
 same channels to the bit (host harnesses ``test_cuda_sparse_topology_fused_host.py``,
@@ -30,7 +30,7 @@ import os
 
 import numpy as np
 
-from ..grid.sparse_mac import JOIN_CHANNELS, join_arguments, joinable
+from ..grid.sparse_join import JOIN_CHANNELS, join_arguments
 from ..settings import env_choice
 from .sparse_gpu import _I32, _I64, _NO_INDEX, CELLS, _dims
 from .sparse_topology_gpu import TOPOLOGY
@@ -60,16 +60,14 @@ def fill_mode() -> str:
     return env_choice("VOXFX_SPARSE_TOPOLOGY_FILL", FILLS)
 
 
-def fills_with_tables(grid, entries, capacity: int) -> bool:
-    """Whether ``fused_tables`` fills the kept channels *entries* ([array, background] each) from
-    the fused update's refill marks, for a pool of *capacity* slots (``SparseMacGrid.retopologize``
-    asks before it grows them): CuPy, the fused tables, ``fill_mode()`` tables, at most
-    ``JOIN_CHANNELS`` channels, each one the joined kernels take."""
-    if grid.xp is np or not 0 < len(entries) <= JOIN_CHANNELS or capacity * CELLS >= 2 ** 31 - 1:
+def fills_with_tables(grid, count: int, capacity: int) -> bool:
+    """Whether ``fused_tables`` fills *count* kept channels (each one the joined kernels take,
+    ``SparseMacGrid.retopologize`` checked) from the fused update's refill marks, for a pool of
+    *capacity* slots (``retopologize`` asks before it grows them): CuPy, the fused tables,
+    ``fill_mode()`` tables, at most ``JOIN_CHANNELS`` channels."""
+    if grid.xp is np or not 0 < count <= JOIN_CHANNELS or capacity * CELLS >= 2 ** 31 - 1:
         return False
-    if tables_mode() != "fused" or fill_mode() != "tables":
-        return False
-    return all(joinable(a, a.shape[0]) for a, _ in entries)
+    return tables_mode() == "fused" and fill_mode() == "tables"
 
 
 def fused_tables(grid, marks: bool) -> None:

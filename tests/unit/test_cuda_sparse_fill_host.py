@@ -49,7 +49,7 @@ def test_one_fill_for_both_slot_lists_sets_their_cells_only(harness, lists):
     assert np.array_equal(u, np.where(hit, 255, cells % 200))
 
 
-# The joined kernels (retopologize's kept channels, ``sparse_mac.join_kept``): three channels — f32 (from
+# The joined kernels (retopologize's kept channels, ``sparse_join.join_kept``): three channels — f32 (from
 # i % 1000), u8 (from i % 200), f32 (from i · 3) — grow from `old` to `cap` slots (copy_channels_joined),
 # their new slots 0x55 bytes first (an uninitialised array's stand-in), then the fill of both lists with the
 # backgrounds -3.0f, 255 and NaN. Input: old cap m1 m2, the lists. Output: each channel's cells as unsigned

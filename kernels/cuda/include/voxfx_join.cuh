@@ -1,4 +1,4 @@
-// Several flat pool channels written in one launch (kernels/grid/sparse_mac.py join_kept: a
+// Several flat pool channels written in one launch (kernels/grid/sparse_join.py join_kept: a
 // retopologize's kept channels; kernels/flip/sparse_topology_tables.py: their fills in
 // topology_cell_tables): up to JOIN_CHANNELS channels c0…c(n−1) passed as pointers, channel i of
 // 1-byte items where bit i of `bytes` is set, else of 4-byte items (a float32 channel moved as its
