@@ -43,24 +43,13 @@ def _joinable(a, cells: int) -> bool:
     return a.dtype in _FILLS and a.ndim == 1 and a.shape[0] == cells and a.flags.c_contiguous and not a.data.ptr % 4
 
 
-_TAILS: dict = {}  # join_arguments' counts and backgrounds' bits by the channels' (dtype, background)s
-
-
 def join_arguments(entries) -> tuple:
     """The joined kernels' channel arguments for *entries* ([array, background] each, at most
-    ``JOIN_CHANNELS``): n, the 1-byte channels' bits, the pointers and the backgrounds' bits (padded;
-    all but the pointers kept by the channels' dtypes and background objects: a NaN background is
-    the channel's own object, so the key matches itself)."""
+    ``JOIN_CHANNELS``): n, the 1-byte channels' bits, the pointers and the backgrounds' bits (padded)."""
     pad = JOIN_CHANNELS - len(entries)
-    key = tuple((a.dtype, bg) for a, bg in entries)
-    tail = _TAILS.get(key)
-    if tail is None:
-        if len(_TAILS) > 64:  # backgrounds made afresh (a NaN object each time) would grow it: kept small
-            _TAILS.clear()
-        bytes_ = sum(1 << i for i, (a, _) in enumerate(entries) if a.dtype == np.uint8)
-        tail = _TAILS[key] = ((np.int32(len(entries)), np.int32(bytes_)),
-                              (*(_bits(a, bg) for a, bg in entries), *(np.uint32(0),) * pad))
-    return (*tail[0], *(a for a, _ in entries), *(_NULL,) * pad, *tail[1])
+    bytes_ = sum(1 << i for i, (a, _) in enumerate(entries) if a.dtype == np.uint8)
+    return (np.int32(len(entries)), np.int32(bytes_), *(a for a, _ in entries), *(_NULL,) * pad,
+            *(_bits(a, bg) for a, bg in entries), *(np.uint32(0),) * pad)
 
 
 def _bits(arr, value) -> np.uint32:
