@@ -6,7 +6,8 @@
 # alternating in one simulation (host marks, events, kernels, a cProfile); the 8M row with the fill's
 # ways alternating in one simulation; then the row on the base tree ($BASE, the repository root:
 # main) and on this one in separate processes. Each part under its own timeout; logs under $OUT.
-# CALL=1 runs call 1's parts as they ran; the default, call 2's.
+# CALL=1 runs call 1's parts as they ran; the default, the second call planned (not made in session 15:
+# the shared budget was under 1000 s): the remaining GPU files, main's row against this one, the stage.
 . "$(dirname "${BASH_SOURCE[0]}")/_device_call.sh"
 BASE=${BASE:-../..}
 OLD="VOXFX_SPARSE_TOPOLOGY_FILL=retopologize VOXFX_SPARSE_KEPT_JOIN=each"
