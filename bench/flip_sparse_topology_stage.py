@@ -15,12 +15,15 @@ stage starts, as after ``step``'s CFL read), the stage (``SparseFlipGrid.update`
   then.
 
     python3 bench/flip_sparse_topology_stage.py [--row 8m] [--steps 16] [--warm 3] [--ab NAME=VALUE ...]
-                                                [--profile N]
+                                                [--profile N] [--kept-channels]
 
 ``--ab NAME=VALUE ...`` (repeatable; '' for the defaults): the substeps alternate between the ways,
 each way's table apart. ``--profile N``: after the timed substeps, N more (the first way's) with the
 stage's host code under ``cProfile`` (its own overhead inflates every Python call: the shares, not
 the times, are the point), the functions and CuPy calls with the most own time printed.
+``--kept-channels``: the grid also holds the six channels a time-centred substep keeps across the
+update (``KeptBricks.KEPT``; the Fast and Balanced timings' ``time_centred_advection``), so
+``retopologize`` carries seven kept channels (with the warm start's) as the product's substeps do.
 """
 
 from __future__ import annotations
@@ -261,6 +264,7 @@ def main():
     ap.add_argument("--warm", type=int, default=3)
     ap.add_argument("--ab", nargs="+", action="append", default=None, metavar="NAME=VALUE")
     ap.add_argument("--profile", type=int, default=0, metavar="N")
+    ap.add_argument("--kept-channels", action="store_true", help="the time-centred substep's six kept channels")
     args = ap.parse_args()
     import cupy as cp
 
@@ -269,6 +273,9 @@ def main():
     n, particles = ROWS[args.row]
     spec, v, t = scene(n, particles, "dam")
     sim = FlipSimulation(spec, FlipSettings(), v, t, xp=cp, sparse=True)
+    if args.kept_channels:  # as KeptBricks._keep_velocity adds them (the step replaces them; here kept)
+        for name in sim.KEPT:
+            sim.grid.add(name, cp.uint8 if "fluid" in name else cp.float32, 0)
     ev = [cp.cuda.Event() for _ in range(6)]
     sub = [cp.cuda.Event() for _ in range(6)]
     tl = Timeline(cp)

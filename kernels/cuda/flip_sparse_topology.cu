@@ -45,6 +45,7 @@
 #include "voxfx_reduce.cuh"  // group_max_into: the per-slot speed maxima
 #include "voxfx_sparse_marks.cuh"  // sparse_store_wall_marks: topology_cell_tables' marks
 #include "voxfx_slot_margin.cuh"  // slot_margins' arithmetic (reach_slots' too)
+#include "voxfx_join.cuh"  // topology_cell_tables' fills of the kept channels
 
 // ------------------------------------------------------------------------------ topology (§5.1–5.2)
 
@@ -460,7 +461,9 @@ extern "C" __global__ void topology_slot_tables(const long long* __restrict__ ke
 
 // One thread per pool cell: its six face neighbours (grid.nbr, cell_neighbours') and, with
 // `marks`, its marks (mark_walls') with solid = wall and the solid faces 0 (a grid without
-// obstacles).
+// obstacles). With `refill` (the fused update's refill marks, a byte a slot; else null): the n kept
+// channels c_i (include/voxfx_join.cuh) ← their backgrounds' bits v_i in the cells of the marked
+// slots (retopologize's fill of the added and freed slots, sparse_topology_tables.fills_with_tables).
 extern "C" __global__ void topology_cell_tables(const int* __restrict__ nbr27, const unsigned char* __restrict__ used,
                                                 const int* __restrict__ coords, long long cells, int closed, int nx,
                                                 int ny, int nz, int* __restrict__ nbr, int marks,
@@ -468,11 +471,18 @@ extern "C" __global__ void topology_cell_tables(const int* __restrict__ nbr27, c
                                                 unsigned char* __restrict__ exists_v,
                                                 unsigned char* __restrict__ exists_w, unsigned char* __restrict__ wall,
                                                 unsigned char* __restrict__ solid, float* __restrict__ solid_u,
-                                                float* __restrict__ solid_v, float* __restrict__ solid_w)
+                                                float* __restrict__ solid_v, float* __restrict__ solid_w,
+                                                const unsigned char* __restrict__ refill, int n, int bytes,
+                                                JOIN_POINTERS(c, void*), JOIN_POINTERS(v, unsigned int))
 {
     const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= cells) return;
     for (int d = 0; d < 6; ++d) nbr[d * cells + t] = sparse_cell_step(nbr27, (int)t, d);
+    if (refill && refill[t >> 9]) {
+        void* const c[JOIN_CHANNELS] = JOIN_LIST(c);
+        const unsigned int v[JOIN_CHANNELS] = JOIN_LIST(v);
+        join_store(c, v, n, bytes, t);
+    }
     if (!marks) return;
     sparse_store_wall_marks(used, coords, t, closed, nx, ny, nz, exists_u, exists_v, exists_w, wall, solid);
     solid_u[t] = 0.0f;

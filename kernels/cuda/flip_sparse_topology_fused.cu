@@ -15,11 +15,16 @@
 //
 //   topology_fused_counts   each tile's free and freed slots, or kept and added entries
 //   topology_fused_pool     each slot tile's offset (the sums of the tiles before it), the
-//                           free slots ascending (pool) and the freed ones, the kept slots' used
+//                           free slots ascending (pool) and the freed ones, the kept slots' used,
+//                           the slots' refill marks (freed)
 //   topology_fused_place    each entry tile's offset, the new keys and slots (a kept brick keeps
 //                           its slot, the r-th added takes pool[r], past the pool the slots after
 //                           the capacity), fresh, the new brick index (the next topology's
-//                           brick_index, no rebuild) and the added slots' used
+//                           brick_index, no rebuild) and the added slots' used and refill marks
+//
+// refill (a byte a slot of the new pool): 1 where the slot is freed or added (a freed slot reused is
+// both), 0 elsewhere: the slots retopologize fills with each kept channel's background, which
+// topology_cell_tables fills with the tables (sparse_topology_tables.py, VOXFX_SPARSE_TOPOLOGY_FILL).
 
 #include "voxfx_sparse.cuh"  // sparse_key_of_voxel: the new keys
 #include "voxfx_bin.cuh"  // bin_block_inclusive: the block scans
@@ -103,14 +108,14 @@ extern "C" __global__ void topology_fused_counts(const unsigned long long* __res
     }
 }
 
-// The pool (free slots ascending), the freed slots ascending, and new_used of the slots below
-// the capacity (used and kept); totals: topology_fused_counts' (the slot tiles first).
+// The pool (free slots ascending), the freed slots ascending, and new_used (used and kept) and
+// refill (freed) of the slots below the capacity; totals: topology_fused_counts' (the slot tiles first).
 extern "C" __global__ void topology_fused_pool(const unsigned long long* __restrict__ flags,
                                                const unsigned char* __restrict__ used,
                                                const unsigned char* __restrict__ kept, long long capacity,
                                                const int* __restrict__ totals, long long tiles,
                                                int* __restrict__ pool, int* __restrict__ freed,
-                                               unsigned char* __restrict__ new_used)
+                                               unsigned char* __restrict__ new_used, unsigned char* __restrict__ refill)
 {
     if (update_skipped(flags)) return;
     const long long b = blockIdx.x;
@@ -133,11 +138,12 @@ extern "C" __global__ void topology_fused_pool(const unsigned long long* __restr
         if (x) pool[at_free++] = (int)s;
         if (y) freed[at_freed++] = (int)s;
         new_used[s] = used[s] && kept[s];
+        refill[s] = (unsigned char)y;
     }
 }
 
 // The new keys and slots in key order (the index's order), fresh (the r-th added brick's slot),
-// the new brick index (its slot, −1 elsewhere) and new_used of the added slots. n_keys: the
+// the new brick index (its slot, −1 elsewhere) and new_used and refill of the added slots. n_keys: the
 // current topology's count; the pool holds capacity − n_keys + freed slots (flags[3]).
 extern "C" __global__ void topology_fused_place(const unsigned long long* __restrict__ flags,
                                                 const int* __restrict__ index, int lx, int ly, int lz, int dx,
@@ -147,7 +153,7 @@ extern "C" __global__ void topology_fused_place(const unsigned long long* __rest
                                                 long long pool_tiles, long long tiles, const int* __restrict__ pool,
                                                 long long* __restrict__ new_keys, int* __restrict__ new_slots,
                                                 int* __restrict__ fresh, int* __restrict__ new_index,
-                                                unsigned char* __restrict__ new_used)
+                                                unsigned char* __restrict__ new_used, unsigned char* __restrict__ refill)
 {
     if (update_skipped(flags)) return;
     const long long entries = (long long)dx * dy * dz, b = blockIdx.x, n_pool = capacity - n_keys + (long long)flags[3];
@@ -178,6 +184,7 @@ extern "C" __global__ void topology_fused_place(const unsigned long long* __rest
             s = r < n_pool ? pool[r] : (int)(capacity + (r - n_pool));
             fresh[r] = s;
             new_used[s] = 1;
+            refill[s] = 1;
         }
         new_keys[to] = sparse_key_of_voxel(8 * (x + lx), 8 * (y + ly), 8 * (z + lz));
         new_slots[to++] = s;

@@ -1,6 +1,7 @@
 // Point access into the sparse brick core (kernels/grid/sparse_ops.py: values_at, set_voxels)
 // and brick neighbourhood tables (kernels/grid/sparse_mac.py).
 #include "voxfx_sparse.cuh"
+#include "voxfx_join.cuh"  // fill_slots_joined, copy_channels_joined: several channels a launch
 
 // out[m] = pool[slot(ijk[m]) * 512 + local(ijk[m])], or background where the brick is inactive.
 extern "C" __global__ void sparse_gather_f32(const long long* __restrict__ ijk, long long m,
@@ -78,4 +79,36 @@ extern "C" __global__ void fill_slots_u8(unsigned char* __restrict__ a, const in
 {
     const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (t < (m1 + m2) * SPARSE_CELLS) a[fill_slot_cell(first, m1, second, t)] = value;
+}
+
+
+// The kept channels of one retopologize in one launch each (SparseMacGrid.retopologize with two or more
+// kept channels, sparse_join.join_kept: one launch where there was one a channel, ~11 µs of H100 host
+// each; the channels as include/voxfx_join.cuh takes them).
+
+// fill_slots_f32 / _u8 of every channel: the cells of the m1 slots of `first` and the m2 of `second`
+// ← channel i's background bits v_i.
+extern "C" __global__ void fill_slots_joined(const int* __restrict__ first, long long m1,
+                                             const int* __restrict__ second, long long m2, int n, int bytes,
+                                             JOIN_POINTERS(c, void*), JOIN_POINTERS(v, unsigned int))
+{
+    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= (m1 + m2) * SPARSE_CELLS) return;
+    void* const c[JOIN_CHANNELS] = JOIN_LIST(c);
+    const unsigned int v[JOIN_CHANNELS] = JOIN_LIST(v);
+    join_store(c, v, n, bytes, fill_slot_cell(first, m1, second, t));
+}
+
+// A growing pool's kept channels: the first `cells` items of s_i into d_i (the grown array), as
+// 4-byte words (cells a multiple of 512: a 1-byte channel's cells/4 words), one thread a word.
+extern "C" __global__ void copy_channels_joined(long long cells, int n, int bytes, JOIN_POINTERS(s, const void*),
+                                                JOIN_POINTERS(d, void*))
+{
+    const long long w = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (w >= cells) return;
+    const void* const s[JOIN_CHANNELS] = JOIN_LIST(s);
+    void* const d[JOIN_CHANNELS] = JOIN_LIST(d);
+    for (int i = 0; i < n && i < JOIN_CHANNELS; ++i)
+        if (w < (((bytes >> i) & 1) ? cells >> 2 : cells))
+            ((unsigned int*)d[i])[w] = ((const unsigned int*)s[i])[w];
 }

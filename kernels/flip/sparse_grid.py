@@ -237,7 +237,8 @@ class SparseFlipGrid(SparseMacGrid):
                     if lean and topology_gpu.scratch_mode() == "kept":
                         lean = "classed"  # the growth's allocation at its size class
                     added, freed = self.retopologize(None, rewritten=rewritten, update=update[:3],
-                                                     used=update[3] if lean else None, lean=lean, replaced=self.MARKS)
+                                                     used=update[3] if lean else None, lean=lean, replaced=self.MARKS,
+                                                     refill=update[4] if len(update) > 4 else None)
                 else:
                     keys = self.topology_keys(pos, margin, extra_cells, reach) if found is None else found[0]
                     added, freed = self.retopologize(keys, rewritten=rewritten, replaced=self.MARKS)
@@ -270,6 +271,10 @@ class SparseFlipGrid(SparseMacGrid):
         self["solid"] = solid.astype(xp.uint8)
         self._solid_faces(solid & ~wall, wall, cell_vel)
         return added, freed
+
+    def _fills_with_tables(self, count: int, capacity: int) -> bool:
+        """``topology_tables.fills_with_tables``: the kept channels' fills by the fused tables."""
+        return topology_tables.fills_with_tables(self, count, capacity)
 
     def _brick_tables(self):
         """``SparseMacGrid._brick_tables``, or ``topology_tables.fused_tables`` (the default,

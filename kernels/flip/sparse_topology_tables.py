@@ -12,18 +12,41 @@ cell_neighbours, mark_walls and three zeroed faces, the same tables and marks to
 H100 80GB HBM3, 8M dam break, 3,337 bricks (``bench/flip_sparse_topology.py --modes fused
 --tables separate fused``, the same states, bit-identical every substep): the update 0.822 →
 0.773 ms median (mean 0.807 → 0.742), the tables' kernels 60 → 56 µs.
+
+The kept channels' fills with the tables (``fills_with_tables``, ``VOXFX_SPARSE_TOPOLOGY_FILL=tables``,
+the default; ``retopologize`` the A/B baseline): after a fused update ``retopologize`` fills every
+channel it keeps (the warm start's carried pressure; with time-centred advection the six kept faces
+and masks too) with its background in the added and freed slots, a launch a channel (or one for all,
+``sparse_join.join_kept``). The fused update marks those slots (its refill bytes, written before the
+host read), and ``topology_cell_tables``, which visits every pool cell anyway, writes the backgrounds
+of up to eight channels in the marked slots' cells: no fill launch of its own after the read. The
+same channels to the bit (host harnesses ``test_cuda_sparse_topology_fused_host.py``,
+``test_cuda_sparse_topology_tables_host.py``; ``tests/gpu``). NVIDIA H100 80GB HBM3, driver 580.159.04,
+8M dam break, ways alternating in one simulation, with ``VOXFX_SPARSE_KEPT_JOIN`` (``sparse_join``):
+``bench/flip_sparse_topology_stage.py --kept-channels`` (seven kept channels) stage 1.153 → 0.980 ms,
+host after the read 719 → 515 µs, 14 → 8 launches a changed substep (``fused_tables`` itself 181 →
+222 µs of host: the fills' arguments); ``bench/flip_sparse.py --row 8m --ab`` (the carried pressure
+alone) topology 0.731 → 0.676 ms.
 """
 
 from __future__ import annotations
 
 import os
 
+import numpy as np
+
+from ..grid.sparse_join import JOIN_CHANNELS, join_arguments
+from ..settings import env_choice
 from .sparse_gpu import _I32, _I64, _NO_INDEX, CELLS, _dims
 from .sparse_topology_gpu import TOPOLOGY
 
 # VOXFX_SPARSE_TOPOLOGY_TABLES: after an update, the slot tables, neighbours and marks by fused_tables (two
 # launches, no fill) or the separate way (brick_tables' fills and launch, cell_neighbours, mark_walls, solid faces)
 TABLES = ("fused", "separate")
+# VOXFX_SPARSE_TOPOLOGY_FILL (fill_mode): after a fused update, the kept channels' fills of the added and freed
+# slots by topology_cell_tables from the update's refill marks, or by retopologize (the A/B baseline)
+FILLS = ("tables", "retopologize")
+_NO_FILL = (np.uint64(0), *join_arguments([]))  # topology_cell_tables' fill arguments: no refill, no channel
 
 
 def tables_mode() -> str:
@@ -36,6 +59,22 @@ def tables_mode() -> str:
     return mode
 
 
+def fill_mode() -> str:
+    """``VOXFX_SPARSE_TOPOLOGY_FILL`` (``FILLS``): ``tables`` (the default; module notes) or
+    ``retopologize``: the same channels."""
+    return env_choice("VOXFX_SPARSE_TOPOLOGY_FILL", FILLS)
+
+
+def fills_with_tables(grid, count: int, capacity: int) -> bool:
+    """Whether ``fused_tables`` fills *count* kept channels (each one the joined kernels take,
+    ``SparseMacGrid.retopologize`` checked) from the fused update's refill marks, for a pool of
+    *capacity* slots (``retopologize`` asks before it grows them): CuPy, the fused tables,
+    ``fill_mode()`` tables, at most ``JOIN_CHANNELS`` channels."""
+    if grid.xp is np or not 0 < count <= JOIN_CHANNELS or capacity * CELLS >= 2 ** 31 - 1:
+        return False
+    return tables_mode() == "fused" and fill_mode() == "tables"
+
+
 def fused_tables(grid, marks: bool) -> None:
     """``SparseMacGrid._brick_tables`` of the grid's topology (its ``brick_slot`` the used
     slots) in two launches, no fill (``flip_sparse_topology.cu``'s ``topology_slot_tables``,
@@ -46,7 +85,9 @@ def fused_tables(grid, marks: bool) -> None:
     time; again with ``carve``'s cheaper views and the block at its size class, i24t3: the 8M
     stage 1.037 against 0.956 ms, substeps alternating; one carve of the eleven 29 µs of host time
     against 26 for their allocations). The neighbours are looked up in the topology's brick index where one is cached
-    for it (the fused update leaves it), else by search."""
+    for it (the fused update leaves it), else by search. Where ``retopologize`` left the kept channels'
+    fills to the tables (``grid._table_fills``: the refill marks and the channels, ``fills_with_tables``)
+    ``topology_cell_tables`` writes them, and clears that."""
     cp, t = grid.xp, grid.topology
     cap = grid.capacity
     cached = getattr(grid, "_brick_index", None)
@@ -63,9 +104,14 @@ def fused_tables(grid, marks: bool) -> None:
         out.update({"solid_" + name: cp.empty(cells, cp.float32) for name in grid.FACES})
     names = [*grid.EXISTS, "wall", "solid", *("solid_" + n for n in grid.FACES)]
     channels = [out[n] for n in names] if marks else [out["nbr"]] * 5 + [tables["coords"]] * 3  # unused
+    pending = getattr(grid, "_table_fills", None)
+    fills = _NO_FILL
+    if pending is not None and pending[0].shape[0] >= cap and all(a.shape[0] == cells for a, _ in pending[1]):
+        grid._table_fills = None  # taken: retopologize fills nothing
+        fills = (pending[0], *join_arguments(pending[1]))
     TOPOLOGY.launch("topology_cell_tables", cells, (tables["nbr27"], grid.brick_slot, tables["coords"], _I64(cells),
                                                     _I32(grid.closed), *_dims(grid), out["nbr"], _I32(marks),
-                                                    *channels))
+                                                    *channels, *fills))
     grid.nbr = out["nbr"]
     if marks:
         for name in names:

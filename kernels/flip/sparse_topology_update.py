@@ -114,7 +114,7 @@ def _output_parts(tiles: int, entries: int, cap: int) -> dict:
     """The fused update's outputs' ``carve`` parts."""
     return {"totals": (np.int32, 2 * tiles), "keys": (np.int64, entries), "slots": (np.int32, entries),
             "fresh": (np.int32, entries), "index": (np.int32, entries), "pool": (np.int32, cap),
-            "freed": (np.int32, cap), "used": (np.uint8, cap + entries)}
+            "freed": (np.int32, cap), "used": (np.uint8, cap + entries), "refill": (np.uint8, cap + entries)}
 
 
 def _reach_list(cp, mask, coords, flags):
@@ -231,19 +231,20 @@ def launch_fused_update(grid, index, work, count_freed: bool = False, ways=None)
                        _I64(pool_tiles), _I64(tiles), out["totals"], flags.data + 24 if count_freed else _NULL))
     FUSED.launch_grid("topology_fused_pool", (max(pool_tiles, 1),), (THREADS,),
                       (flags, grid.brick_slot, kept, _I64(cap), out["totals"], _I64(tiles), out["pool"],
-                       out["freed"], out["used"]))
+                       out["freed"], out["used"], out["refill"]))
     FUSED.launch_grid("topology_fused_place", (max(entry_tiles, 1),), (THREADS,),
                       (flags, *index, kept, claimed, _I64(cap), _I64(t.count), out["totals"], _I64(pool_tiles),
                        _I64(tiles), out["pool"], out["keys"], out["slots"], out["fresh"], out["index"],
-                       out["used"]))
+                       out["used"], out["refill"]))
     return out
 
 
 def update_topology_fused(grid, index, out, n_add: int, freed_count: int):
-    """``update_topology_table``'s (topology, added slots, freed slots), and the new used
-    slots (bool per slot), from ``launch_fused_update``'s outputs *out*, once the flags
-    (*n_add*, *freed_count*) are read: slices, no launch. The outputs' brick index becomes the
-    new topology's ``brick_index``."""
+    """``update_topology_table``'s (topology, added slots, freed slots), the new used slots
+    (bool per slot) and the refill marks (a byte per slot: added or freed, what ``retopologize``
+    fills; ``topology_cell_tables`` fills them with ``sparse_topology_tables.fills_with_tables``),
+    from ``launch_fused_update``'s outputs *out*, once the flags (*n_add*, *freed_count*) are read:
+    slices, no launch. The outputs' brick index becomes the new topology's ``brick_index``."""
     from ..grid.sparse import Topology
 
     t = grid.topology
@@ -255,4 +256,4 @@ def update_topology_fused(grid, index, out, n_add: int, freed_count: int):
                     segment(out["pool"], n_add, n_pool), grid.xp)
     grid._brick_index = (topo, (out["index"], *index[1:]))  # brick_index's cache, for the topology installed next
     return (topo, segment(out["fresh"], 0, n_add), segment(out["freed"], 0, freed_count),
-            segment(out["used"], 0, cap + grow, np.bool_))
+            segment(out["used"], 0, cap + grow, np.bool_), segment(out["refill"], 0, cap + grow))

@@ -35,15 +35,14 @@ import math
 import numpy as np
 
 from ..errors import InputError
-from .launch import Kernels
 from .sample import blend
+from .sparse_join import _K, _fill_slots, _joinable, join_kept, kept_join_mode
 from .sparse import BITS, BRICK, LOG2, OFFSET, Topology
 
 CELLS = BRICK ** 3  # cells per brick
 DIRECTIONS = ((-1, 0, 0), (1, 0, 0), (0, -1, 0), (0, 1, 0), (0, 0, -1), (0, 0, 1))  # nbr[d]
 _F = np.float32
 _MASK = (1 << BITS) - 1
-_K = Kernels("sparse.cu")
 
 
 def _local(xp):
@@ -98,7 +97,7 @@ class SparseMacGrid:
                    + t.slots.nbytes + t.free.nbytes + tables)
 
     # ------------------------------------------------------------------ topology (seed 003 §5.2)
-    def retopologize(self, keys, rewritten=(), update=None, used=None, lean=False, replaced=()):
+    def retopologize(self, keys, rewritten=(), update=None, used=None, lean=False, replaced=(), refill=None):
         """Move to the bricks of *keys* (``Topology.update``: kept bricks keep their slots
         and data, new ones start at each channel's background, freed slots are reused
         first) and rebuild the neighbour index. Returns (added, freed) slots. The channels
@@ -112,19 +111,26 @@ class SparseMacGrid:
         values; they are written whole next, so it is freed with the last of them); ``"classed"``: that
         allocation's size rounded up to its ``size_class``. The slots a growth adds are added
         bricks' (``Topology.update``'s), so a kept channel grows uninitialised past its old slots:
-        the fill of the added slots sets them."""
+        the fill of the added slots sets them. *refill*: the update's refill marks (a byte per slot
+        of the new pool, added or freed), where it made them: the kept channels' fills are then the
+        tables' where ``_fills_with_tables`` says they take them (one launch fewer, none a channel)."""
         xp = self.xp
         topo, added, freed = self.topology.update(keys) if update is None else update
         old = self.capacity
         # fresh bricks and freed slots hold the background: one fill per channel kept (not rewritten) of both
         # slot lists (on CuPy one launch: a launch 11 µs of H100 host, a concatenate 25, i24t3; NumPy: a list at a time)
-        kept = any(name not in rewritten and name not in replaced for name in self.channels)
-        fills = [slots for slots in (added, freed) if slots.shape[0]] if kept else []
+        entries = [entry for name, entry in self.channels.items() if name not in rewritten and name not in replaced]
+        fills = [slots for slots in (added, freed) if slots.shape[0]] if entries else []
+        joinable = xp is not np and bool(entries) and all(_joinable(a, old * CELLS) for a, _ in entries)
+        deferred = joinable and refill is not None and bool(fills) and self._fills_with_tables(len(entries),
+                                                                                             topo.capacity)
         carved = {}
         if lean and topo.capacity > old:
             carved = carve(xp, {n: (e[0].dtype, topo.capacity * CELLS) for n, e in self.channels.items()
                                if n in rewritten and n not in replaced and e[1] == 0}, zero=True,
                            classed=lean == "classed")
+        joined = joinable and len(entries) > 1 and old * CELLS < 2 ** 31 and kept_join_mode() == "joined" or None
+        copies = []  # joined: (old, grown) of each kept channel that grows, copied in one launch a JOIN_CHANNELS
         for name, entry in self.channels.items():
             arr, bg = entry
             if name in replaced:
@@ -135,16 +141,38 @@ class SparseMacGrid:
                 continue
             if topo.capacity > old:  # old slots copied, new ones filled below (added): empty 2.1 µs, full 13.2
                 grown = xp.empty(topo.capacity * CELLS, arr.dtype)
-                _copy_into(grown, arr, xp)
+                if joined is None:
+                    _copy_into(grown, arr, xp)
+                else:
+                    copies.append((arr, grown))
                 arr = grown
-            if fills:
+            if fills and joined is None and not deferred:
                 _fill_slots(arr, fills, bg, xp)
             entry[0] = arr
+        if joined is not None:
+            join_kept(xp, copies, entries, [] if deferred else fills, old * CELLS)
         changed = added.shape[0] or freed.shape[0] or topo.capacity != old
         self.topology = topo
-        if changed or self.nbr.shape[1] != self.size:  # the same bricks in the same slots: same tables
-            self._neighbours(used)
+        self._table_fills = (refill, entries) if deferred else None  # the tables' to fill (and clear)
+        try:
+            if changed or self.nbr.shape[1] != self.size:  # the same bricks in the same slots: same tables
+                self._neighbours(used)
+            left = self._table_fills
+        finally:
+            self._table_fills = None
+        if left is not None:  # the tables were made another way: the fills here
+            if joined is not None:
+                join_kept(xp, [], entries, fills, old * CELLS)
+            else:
+                for arr, bg in entries:
+                    _fill_slots(arr, fills, bg, xp)
         return added, freed
+
+    def _fills_with_tables(self, count: int, capacity: int) -> bool:
+        """Whether the tables made after this retopologize fill its *count* kept channels (each one
+        the joined kernels take) from the update's refill marks, for a pool of *capacity* slots:
+        none here (``SparseFlipGrid``'s fused tables do)."""
+        return False
 
     def _neighbours(self, used=None):
         xp, topo = self.xp, self.topology
@@ -355,33 +383,6 @@ def _copy_into(dst, src, xp):
         dst[:src.shape[0]] = src
         return
     dst.data.copy_from_device_async(src.data, src.nbytes)
-
-
-_FILLS = {np.dtype(np.float32): "fill_slots_f32", np.dtype(np.uint8): "fill_slots_u8"}
-
-
-def _fill_slots(arr, lists, value, xp):
-    """Every cell of the pool slots of *lists* (one or two int32 slot arrays; a slot may be in
-    both) of the flat channel *arr* ← *value*, in place: on CuPy one launch for both (8M dam
-    break, H100, ``bench/flip_sparse_topology_stage.py``: 1.25–1.75 fill launches a substep, each
-    ~13 µs of host, then 1.00; two calls of i24t5)."""
-    kernel = _FILLS.get(arr.dtype)
-    if xp is not np and kernel and arr.shape[0] < 2 ** 31:
-        first = _slot_list(lists[0], xp)
-        second = _slot_list(lists[1], xp) if len(lists) > 1 else first
-        m1, m2 = int(first.shape[0]), int(second.shape[0]) if len(lists) > 1 else 0
-        _K.launch(kernel, (m1 + m2) * CELLS, (arr, first, np.int64(m1), second, np.int64(m2), arr.dtype.type(value)))
-        return
-    for slots in lists:
-        cells = (slots.astype(xp.int64)[:, None] * CELLS + xp.arange(CELLS, dtype=xp.int64)).ravel()
-        arr[cells] = value
-
-
-def _slot_list(slots, xp):
-    """*slots* as the fill kernels read them: int32, contiguous (as they come, without a call)."""
-    if slots.dtype == np.int32 and slots.flags.c_contiguous:
-        return slots
-    return xp.ascontiguousarray(slots, dtype=xp.int32)
 
 
 def face_boxes(shape):

@@ -291,3 +291,69 @@ def test_device_carve_and_segment_are_views_at_the_slices_addresses():
     assert segment(cupy.arange(10, dtype=cupy.int64), 8, 5).shape == (0,)
     wide = segment(cupy.arange(10, dtype=cupy.int64), 2, 5)
     assert host(wide).tolist() == [2, 3, 4]
+
+
+@pytest.mark.parametrize("extra", [0, 2], ids=["seven kept", "nine kept"])
+def test_kept_channels_filled_by_the_tables_give_retopologizes_fills(monkeypatch, extra):
+    """``VOXFX_SPARSE_TOPOLOGY_FILL=tables`` (the fused update's refill marks, ``topology_cell_tables``
+    writing the kept channels' backgrounds) against ``retopologize`` (its fills joined, or a launch a
+    channel: ``VOXFX_SPARSE_KEPT_JOIN``) and the CPU grid, with the product's seven kept channels
+    (the warm start's NaN-background pressure and the time-centred substep's faces and masks),
+    written with fresh values each substep: the same grids to the bit through bricks added, freed,
+    reused and a growing pool; the tables fill them (no fill launch) up to eight channels, and
+    retopologize does past that."""
+    import cupy
+
+    from voxfx.kernels.grid import sparse_mac
+
+    ways = {"cpu": None, "tables": ("tables", "joined"), "joined": ("retopologize", "joined"),
+            "each": ("retopologize", "each")}
+    kept = [("pressure_carried", np.float32, np.nan), *((f"kept_{c}", np.float32, 0) for c in "uvw"),
+            *((f"kept_fluid_{c}", np.uint8, 0) for c in "uvw"), *((f"more{i}", np.uint8, 5) for i in range(extra))]
+    launched = []
+    launch = sparse_mac._K.launch
+    monkeypatch.setattr(sparse_mac._K, "launch", lambda name, n, args: launched.append(name) or launch(name, n, args))
+    fused = sparse_topology_gpu.update_topology_fused
+    monkeypatch.setattr(sparse_topology_gpu, "update_topology_fused",
+                        lambda *a: launched.append("update_topology_fused") or fused(*a))
+    rng = np.random.default_rng(int(np.random.default_rng().integers(1 << 30)))
+    spec = GridSpec((0.0, 0.0, 0.0), 0.05, (64, 48, 40))
+    up = np.asarray(spec.upper)
+    spread = rng.normal(0, 1, (20000, 3))
+    grids = {way: SparseFlipGrid(spec, np if way == "cpu" else cupy, True) for way in ways}
+    for g in grids.values():
+        for name, dtype, bg in kept:
+            g.add(name, dtype, bg)
+    grew = changed = 0
+    fills = {way: [] for way in ways}  # each fused update's fill launches
+    for step in range(10):
+        scale = [0.06, 0.08, 0.10, 0.12, 0.13, 0.12, 0.14, 0.11, 0.10, 0.09][step] * up
+        pos = (0.4 * up + np.array([0.02, 0.01, -0.01]) * up * step + spread * scale).astype(np.float32)
+        size = grids["cpu"].size
+        values = {name: (rng.random(size) * 100).astype(dtype) for name, dtype, _ in kept}
+        for way, g in grids.items():
+            xp = np if way == "cpu" else cupy
+            if ways[way]:
+                monkeypatch.setenv("VOXFX_SPARSE_TOPOLOGY_FILL", ways[way][0])
+                monkeypatch.setenv("VOXFX_SPARSE_KEPT_JOIN", ways[way][1])
+            for name in values:
+                g[name] = xp.asarray(values[name])
+            capacity = g.capacity
+            launched.clear()
+            added, freed = g.update(xp.asarray(pos), 3 + step % 4, scratch=True)
+            if "update_topology_fused" in launched:
+                fills[way].append(sum(name.startswith("fill_slots") for name in launched))
+            if way == "cpu":
+                grew += int(g.capacity > capacity)
+                changed += int(len(added) + len(freed) > 0)
+        want = grids["cpu"]
+        for way in ("tables", "joined", "each"):
+            g = grids[way]
+            assert_same_grids(g, grids["joined"], step, index=True)
+            assert g.capacity == want.capacity and np.array_equal(host(g.topology.slots), want.topology.slots)
+            for name, _, _ in kept:
+                assert host(g[name]).tobytes() == want[name].tobytes(), (way, name, step)
+    assert grew >= 2 and changed >= 6 and len(fills["tables"]) >= 5
+    assert fills["tables"] == ([0] * len(fills["tables"]) if not extra else fills["joined"])
+    assert fills["joined"] == [1 + (extra > 1)] * len(fills["joined"])  # one launch for eight channels
+    assert fills["each"] == [7 + extra] * len(fills["each"])

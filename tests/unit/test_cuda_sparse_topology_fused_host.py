@@ -18,7 +18,8 @@ from tests.unit.test_cuda_sparse_topology_table_host import DIMS, LOW, READ_SCEN
 # Input: the table harness's, then whether to clear the flags' added and freed (no change) and whether
 # topology_fused_counts makes the freed count (merged: no count_unkept first).
 # Output: the flags (missed, beyond, added, freed), then (when an update was written) the new
-# keys, slots, fresh, the pool past the reused slots, freed, the new index, the new used slots.
+# keys, slots, fresh, the pool past the reused slots, freed, the new index, the new used slots, the
+# refill marks (freed or added: the slots retopologize fills).
 HARNESS = STUBS + r"""
 #include "flip_sparse_topology.cu"  // reach_compare_table, count_unkept: the flags, kept, claimed
 #include "flip_sparse_topology_fused.cu"
@@ -37,21 +38,22 @@ int main() {
     std::vector<int> totals(2 * tiles, -7), pool(cap, -7), freed(cap, -7), fresh(entries, -7), slots(entries, -7);
     std::vector<int> new_index(entries, -7);
     std::vector<ll> keys(entries, -7);
-    std::vector<unsigned char> new_used(cap + entries, 7);
+    std::vector<unsigned char> new_used(cap + entries, 7), refill(cap + entries, 7);
     LAUNCH(tiles, topology_fused_counts(flags, used.data(), kept.data(), cap, index.data(), claimed.data(), entries,
                                         pool_tiles, tiles, totals.data(), merged ? &flags[3] : nullptr));
     printf("%llu %llu %llu %llu\n", flags[0], flags[1], flags[2], flags[3]);
     LAUNCH(pool_tiles, topology_fused_pool(flags, used.data(), kept.data(), cap, totals.data(), tiles, pool.data(),
-                                           freed.data(), new_used.data()));
+                                           freed.data(), new_used.data(), refill.data()));
     LAUNCH(tiles - pool_tiles, topology_fused_place(flags, index.data(), lx, ly, lz, dx, dy, dz, kept.data(),
                                                     claimed.data(), cap, nk, totals.data(), pool_tiles, tiles,
                                                     pool.data(), keys.data(), slots.data(), fresh.data(),
-                                                    new_index.data(), new_used.data()));
+                                                    new_index.data(), new_used.data(), refill.data()));
     if (flags[1] || (flags[2] == 0 && flags[3] == 0)) {  // nothing written: every output as it was
         bool untouched = true;
         for (int x : totals) untouched = untouched && x == -7;
         for (int x : new_index) untouched = untouched && x == -7;
         for (unsigned char x : new_used) untouched = untouched && x == 7;
+        for (unsigned char x : refill) untouched = untouched && x == 7;
         printf("%d\n", (int)untouched);
         return 0;
     }
@@ -64,6 +66,7 @@ int main() {
     for (ll i = 0; i < n_freed; ++i) printf("%d\n", freed[i]);
     for (ll i = 0; i < entries; ++i) printf("%d\n", new_index[i]);
     for (ll i = 0; i < capacity; ++i) printf("%d\n", (int)new_used[i]);
+    for (ll i = 0; i < capacity; ++i) printf("%d\n", (int)refill[i]);
     return 0;
 }
 """
@@ -114,7 +117,11 @@ def test_fused_update_gives_topology_update(harness, radius, kept_share, merged)
     assert np.array_equal(got[5], index_of(ref))  # the next topology's brick index
     used = np.zeros(ref.capacity, np.int64)
     used[ref.slots] = 1
-    assert np.array_equal(got[6], used)
+    assert np.array_equal(got[6][:ref.capacity], used)
+    refill = np.zeros(ref.capacity, np.int64)  # every slot written: retopologize's two fill lists
+    refill[fresh] = refill[freed] = 1
+    assert np.array_equal(got[6][ref.capacity:], refill)
+    assert (fresh[:, None] == freed[None, :]).any()  # a freed slot reused: in both lists, marked once
 
 
 @pytest.mark.parametrize("merged", [False, True], ids=["count_unkept", "counted by the update"])
@@ -124,7 +131,7 @@ def test_grown_pool_takes_the_slots_past_the_capacity(harness, merged):
     for seed in range(40):
         rng = np.random.default_rng(seed)
         topo, reached, lines = scenario(rng, 2, 0.9)
-        ref, fresh, _ = topo.update(reached)
+        ref, fresh, freed = topo.update(reached)
         if ref.capacity > topo.capacity:
             break
     else:
@@ -134,6 +141,8 @@ def test_grown_pool_takes_the_slots_past_the_capacity(harness, merged):
     got = np.split(out[4:], np.cumsum([n_new, n_new, added]))
     assert np.array_equal(got[1], ref.slots) and np.array_equal(got[2], fresh)
     assert (got[2] >= topo.capacity).any()
+    refill = out[-ref.capacity:]  # the grown slots are added ones: marked
+    assert refill[topo.capacity:].all() and refill.sum() == len(set(fresh.tolist()) | set(freed.tolist()))
 
 
 @pytest.mark.parametrize("case", ["same bricks", "beyond", "beyond, merged"])

@@ -18,8 +18,10 @@ from voxfx.kernels.grid import GridSpec
 from voxfx.kernels.grid.sparse import Topology, brick_coords, brick_keys
 
 # Input: n_keys capacity; keys; slots; used (per slot); index lo (3) and dims (3), then its
-# entries (dims 0: none); closed nx ny nz. Output: coords (3·cap), nbr27 (27·cap), nbr
-# (6·cells), exists_u, exists_v, exists_w, wall, solid (cells each), solid_u/v/w (cells each).
+# entries (dims 0: none); closed nx ny nz; the refill marks' slots (a count, then the slots; 0: a
+# null refill). Output: coords (3·cap), nbr27 (27·cap), nbr (6·cells), exists_u, exists_v,
+# exists_w, wall, solid (cells each), solid_u/v/w (cells each), then two kept channels after the
+# refill (an f32 from 1.5·i to NaN as its bits, a u8 from i % 200 to 3).
 HARNESS = STUBS + r"""
 #include "flip_sparse_topology.cu"
 """ + DRIVER + r"""
@@ -39,7 +41,15 @@ int main() {
     if (d[0] > 0) for (auto& x : index) scanf("%d", &x);
     int closed, nx, ny, nz;
     scanf("%d %d %d %d", &closed, &nx, &ny, &nz);
+    ll m;
+    scanf("%lld", &m);
+    std::vector<u8> refill(cap, 0);
+    for (ll i = 0; i < m; ++i) { int s; scanf("%d", &s); refill[s] = 1; }
     const ll cells = cap * 512;
+    std::vector<float> kf(cells);
+    std::vector<u8> ku(cells);
+    for (ll i = 0; i < cells; ++i) { kf[i] = 1.5f * i; ku[i] = (u8)(i % 200); }
+    void* none = nullptr;
     std::vector<int> coords(3 * cap, -7), nbr27(27 * cap, -7), nbr(6 * cells, -7);
     std::vector<u8> eu(cells, 7), ev(cells, 7), ew(cells, 7), wall(cells, 7), solid(cells, 7);
     std::vector<float> su(cells, 7.0f), sv(cells, 7.0f), sw(cells, 7.0f);
@@ -47,9 +57,13 @@ int main() {
                                                 d[0], d[1], d[2], used.data(), cap, coords.data(), nbr27.data()));
     LAUNCH(cells, topology_cell_tables(nbr27.data(), used.data(), coords.data(), cells, closed, nx, ny, nz,
                                        nbr.data(), 1, eu.data(), ev.data(), ew.data(), wall.data(), solid.data(),
-                                       su.data(), sv.data(), sw.data()));
+                                       su.data(), sv.data(), sw.data(), m ? refill.data() : nullptr, 2, 2,
+                                       kf.data(), ku.data(), none, none, none, none, none, none,
+                                       host_float_as_uint(std::nanf("")), 3u, 0u, 0u, 0u, 0u, 0u, 0u));
     pr(coords); pr(nbr27); pr(nbr); pr(eu); pr(ev); pr(ew); pr(wall); pr(solid);
     for (const auto* a : {&su, &sv, &sw}) for (float x : *a) printf("%d\n", x == 0.0f && !std::signbit(x) ? 0 : 7);
+    for (float x : kf) printf("%u\n", host_float_as_uint(x));
+    pr(ku);
     return 0;
 }
 """
@@ -75,8 +89,12 @@ def topology(rng, span):
     return topo
 
 
+@pytest.mark.parametrize("refill", [False, True], ids=["no refill", "refill"])
 @pytest.mark.parametrize("case", ["closed, index", "closed, no index", "open"])
-def test_fused_tables_give_the_grids_tables_and_marks(harness, case):
+def test_fused_tables_give_the_grids_tables_and_marks(harness, case, refill):
+    """With the fused update's refill marks (``VOXFX_SPARSE_TOPOLOGY_FILL=tables``) the kept channels
+    take their backgrounds (the NaN's bits, the byte) in the marked slots' cells, nowhere else; a null
+    refill leaves them alone."""
     rng = np.random.default_rng(["closed, index", "closed, no index", "open"].index(case) + 11)
     shape = (40, 24, 32)
     closed = case != "open"
@@ -95,9 +113,18 @@ def test_fused_tables_give_the_grids_tables_and_marks(harness, case):
         assert inside.sum() < topo.count  # the search serves the rest
         lines.append(" ".join(map(str, table.ravel())))
     lines.append(f"{int(closed)} {shape[0]} {shape[1]} {shape[2]}")
+    marked = sorted(set(rng.choice(cap, 5, replace=False).tolist() + topo.free[:2].tolist())) if refill else []
+    lines.append(" ".join(map(str, [len(marked), *marked])))
     out = harness(lines)
     cells = cap * 512
-    coords, nbr27, nbr, marks, faces = np.split(out, np.cumsum([3 * cap, 27 * cap, 6 * cells, 5 * cells]))
+    coords, nbr27, nbr, marks, faces, kf, ku = np.split(out, np.cumsum([3 * cap, 27 * cap, 6 * cells, 5 * cells,
+                                                                        3 * cells, cells]))
+    i = np.arange(cells)
+    hit = np.isin(i // 512, marked)
+    assert hit.sum() == 512 * len(marked)
+    nan_bits = int(np.array(np.nan, np.float32).view(np.uint32))
+    assert np.array_equal(kf, np.where(hit, nan_bits, (1.5 * i).astype(np.float32).view(np.uint32)))
+    assert np.array_equal(ku, np.where(hit, 3, i % 200))
 
     grid = SparseFlipGrid(GridSpec((0.0, 0.0, 0.0), 0.1, shape), np, closed)
     grid.topology = topo
