@@ -5,13 +5,15 @@ one and two). ``SolverBuilds`` wraps, calling through: the solver lookup
 count changed, a new workspace generation), the solver's construction (host ms, the pool's
 cudaMallocs in it, read from ``FrameStages``' hook), every graph capture (``GraphLoop.capture``:
 host ms of the recording and instantiation, named by the recorded method — ``_start``,
-``_iteration``, ``_block``) and each graph's first replay (host ms), the workspace's new
+``_iteration``, ``_block``), each graph's first run (host ms), each solver's first solve (host
+ms, beside the frame's other solves), the workspace's new
 generations (``Workspace.tables``: host ms, the capacities before and after) and the solve-ahead
 counts (``sparse_pressure_solve_ahead.counts``). ``lines()`` gives the frame's and forgets it."""
 
 from __future__ import annotations
 
 import time
+import weakref
 
 
 class SolverBuilds:
@@ -24,32 +26,41 @@ class SolverBuilds:
         self.ahead = sparse_pressure_solve_ahead.counts
         self.ahead0 = dict(self.ahead)
         self.events, self.last = [], None
-        watch = self
+        self._lookup(sparse_pressure_solvers)
+        self._solver(sparse_pressure_gpu.SparsePressureSolverGPU)
+        self._graphs(launch.GraphLoop)
+        self._tables(sparse_pressure_workspace.Workspace)
 
+    def _lookup(self, sparse_pressure_solvers):
+        watch = self
         lookup = sparse_pressure_solvers._solver
 
         def solver(needs, *args, **kwargs):
             t0 = time.perf_counter()
             got = lookup(needs, *args, **kwargs)
-            last, watch.last = watch.last, got
-            if got is not last:
+            # the last solver weakly (a strong reference would keep a dropped solver's buffers)
+            last, watch.last = watch.last, (weakref.ref(got), got.strides, got.generation)
+            if last is None or last[0]() is not got:
                 why = []
                 if last is None:
                     why.append("first")
                 else:
-                    if len(last.strides) != len(needs):
-                        why.append(f"levels {len(last.strides)}→{len(needs)}")
-                    if last.generation != got.generation:
-                        why.append(f"generation {last.generation}→{got.generation}")
-                    if len(last.strides) == len(needs):
-                        why += [f"level {i} {n}>{s}" for i, (n, s) in enumerate(zip(needs, last.strides)) if n > s]
+                    _, strides, generation = last
+                    if len(strides) != len(needs):
+                        why.append(f"levels {len(strides)}→{len(needs)}")
+                    if generation != got.generation:
+                        why.append(f"generation {generation}→{got.generation}")
+                    if len(strides) == len(needs):
+                        why += [f"level {i} {n}>{s}" for i, (n, s) in enumerate(zip(needs, strides)) if n > s]
                 watch.events.append(f"built ({', '.join(why) or 'other'}; needs {needs[0]}, strides "
                                     f"{list(got.strides)}, lookup {(time.perf_counter() - t0) * 1e3:.2f} ms)")
             return got
 
         sparse_pressure_solvers._solver = solver
 
-        init = sparse_pressure_gpu.SparsePressureSolverGPU.__init__
+    def _solver(self, cls):
+        watch = self
+        init = cls.__init__
 
         def built(solver_self, *args, **kwargs):
             t0, m0 = time.perf_counter(), list(watch.mallocs)
@@ -58,9 +69,28 @@ class SolverBuilds:
             watch.events.append(f"__init__ {(time.perf_counter() - t0) * 1e3:.2f} ms"
                                 + (f" ({n} cudaMalloc {watch.mallocs[1] - m0[1]:.2f} ms)" if n else ""))
 
-        sparse_pressure_gpu.SparsePressureSolverGPU.__init__ = built
+        cls.__init__ = built
 
-        capture = launch.GraphLoop.capture
+        solve = cls.solve
+        self.solves = []  # host ms of the frame's solves that were not a solver's first
+
+        def solved(solver_self, *args, **kwargs):
+            t0 = time.perf_counter()
+            out = solve(solver_self, *args, **kwargs)
+            ms = (time.perf_counter() - t0) * 1e3
+            if getattr(solver_self, "_bench_solved", False):
+                watch.solves.append(ms)
+            else:
+                solver_self._bench_solved = True
+                watch.events.append(f"first solve {ms:.2f} ms host ({out[1]} iterations, blocks run "
+                                    f"{solver_self.loop.launches})")
+            return out
+
+        cls.solve = solved
+
+    def _graphs(self, cls):
+        watch = self
+        capture = cls.capture
 
         def captured(loop):
             if loop.graph is not None or not loop.enabled or loop.failed:
@@ -72,9 +102,8 @@ class SolverBuilds:
             watch.events.append(f"capture {name} {(time.perf_counter() - t0) * 1e3:.2f} ms")
             return graph
 
-        launch.GraphLoop.capture = captured
-
-        run = launch.GraphLoop.run
+        cls.capture = captured
+        run = cls.run
 
         def ran(loop):
             if loop.launches or not loop.enabled or loop.failed:
@@ -85,24 +114,29 @@ class SolverBuilds:
             watch.events.append(f"first run {getattr(fn, '__name__', '?')} {(time.perf_counter() - t0) * 1e3:.2f} ms"
                                 " (with its capture where it made it)")
 
-        launch.GraphLoop.run = ran
+        cls.run = ran
 
-        tables = sparse_pressure_workspace.Workspace.tables
+    def _tables(self, cls):
+        watch = self
+        tables = cls.tables
 
-        def grown(ws, needs):
+        def grown(ws, needs, *args):
             before, t0 = ws.caps, time.perf_counter()
-            caps = tables(ws, needs)
+            caps = tables(ws, needs, *args)
             if caps != before:
                 watch.events.append(f"workspace generation {ws.generation} ({(time.perf_counter() - t0) * 1e3:.2f} ms;"
                                     f" caps {None if before is None else list(before[1:])} → {list(caps[1:])}, "
                                     f"needs {list(needs)})")
             return caps
 
-        sparse_pressure_workspace.Workspace.tables = grown
+        cls.tables = grown
 
     def lines(self) -> list:
         ahead = {k: v - self.ahead0.get(k, 0) for k, v in self.ahead.items()}
         self.ahead0 = dict(self.ahead)
-        out = [f"   solve ahead {ahead}"] + [f"   solver event: {e}" for e in self.events]
-        self.events = []
+        others = sorted(self.solves)
+        out = [f"   solve ahead {ahead}; other solves' host ms "
+               + (f"{others[0]:.2f}–{others[-1]:.2f} ({len(others)})" if others else "none")]
+        out += [f"   solver event: {e}" for e in self.events]
+        self.events, self.solves = [], []
         return out
