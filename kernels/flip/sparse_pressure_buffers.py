@@ -34,7 +34,12 @@ def grown_strides(needs, old=None, headroom=_HEADROOM, growth=_GROWTH) -> list:
 # every level grows as one (at least ``_GROWTH`` times), and where the count changed alone the
 # levels there keep their room and a new one is fresh: one generation where "level" took one
 # per level. The same tables (the kernels pad past the sets' sizes): the same pressure. Read at
-# each call.
+# each call. H100 80GB HBM3, 8M Fast frames (bench/flip_sparse.py --stages, session 15, i24b):
+# "level" built two solvers in frame 10 (levels 1–2 outgrew, then level 3 the next substep, 3,370
+# over 3,332: generations 1→2→3), "together" one — the frame's pressure stage 28.99 → 19.01 ms of
+# host time, its step 40 → 32 ms; the capacities after it the same on levels 1–3, the deeper
+# ones < 0.1 MB larger. Off until the GPU suite has run with it (its call ran the tests with GROW
+# "ahead" on too, and tests/gpu/test_liquid_memory_check_gpu.py failed there).
 CAPS = "VOXFX_SPARSE_SETUP_CAPS"
 CAPS_MODES = ("level", "together")
 # A workspace solver's level 0 and the workspace's coarse tables grow apart (level 0 by its
@@ -44,7 +49,11 @@ CAPS_MODES = ("level", "together")
 # a solver (``sparse_pressure_solvers._solver``, which then also keeps level 0's stride and the
 # iteration guess across a level-count change), the coarse tables where level 0 outgrows
 # (``sparse_pressure_workspace.unknowns``). Up to 1.5 × √1.5 ≈ 1.84× a buffer's need where "fits"
-# held 1.5×. The same tables and values. Read at each call.
+# held 1.5×. The same tables and values. Read at each call. Not for use yet: with it (and BLOCK
+# "singles", CAPS "together") tests/gpu/test_liquid_memory_check_gpu.py's spreading 1M liquid
+# peaked at 246.8 MiB in frame 11 against the 231.6 MiB estimate (H100, session 15, i24b; main's
+# ways passed), and at 8M it built no fewer solvers than CAPS "together" alone (frame 6's build is
+# a level-count change, its level 0 still 68% full).
 GROW = "VOXFX_SPARSE_PCG_GROW"
 GROW_MODES = ("fits", "ahead")
 

@@ -141,11 +141,15 @@ _SOLVER_CACHE = 2  # solvers (buffers + graph) kept per process, most recent fir
 # The same kernels in the same order: the same values and iterations.
 PERSIST = os.environ.get("VOXFX_SPARSE_PCG_PERSIST", "1") != "0"
 # ``run_blocks``' block of ``check_every`` iterations (issue 24: the 8M Fast frames that built a
-# solver took ~10 ms more host time in their pressure stage): "graph" (default) — its own CUDA
-# graph, ~260 launches recorded and instantiated at the solver's first solve, which with
-# ``PREDICT`` mostly ends before any block runs; "singles" — that many replays of the
-# one-iteration graph (``launch.Repeat``), nothing more captured. The same launches in the same
-# order: the same iterations and pressure bit for bit. Read when a solver is built.
+# solver took more host time in their pressure stage): "graph" (default) — its own CUDA graph,
+# ~260 launches recorded and instantiated at the solver's first solve, which with ``PREDICT``
+# mostly ends before any block runs; "singles" — that many replays of the one-iteration graph
+# (``launch.Repeat``), nothing more captured. The same launches in the same order: the same
+# iterations and pressure bit for bit (tests/gpu/test_flip_sparse_pressure_gpu.py). Read when a
+# solver is built. H100 80GB HBM3, 8M Fast frames (bench/flip_sparse.py --stages, session 15,
+# i24b): the block's capture took 2.27–2.59 ms of host time and its first replay 0.28–0.32 per
+# solver built; a new solver's first solve 5.2–6.1 ms → 3.2–4.8 (the others 1.7–2.9). Off until
+# the GPU suite has run with it alone (its call ran the tests with GROW "ahead" on too).
 BLOCK = "VOXFX_SPARSE_PCG_BLOCK"
 BLOCK_MODES = ("graph", "singles")
 
