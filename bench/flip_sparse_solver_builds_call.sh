@@ -6,7 +6,7 @@
 # frames with --stages (each solver built: why, its construction, each capture and first replay,
 # the workspace's generations) before (main's ways) and after (the switches), separate processes,
 # and, time allowing, the after without GROW. Each process's log under /tmp, then all of them
-# in $OUT/i24b_full.log.
+# in $OUT/i24b_full.log. Run once (session 15): bench/RESULTS.md, "The frames that build a pressure solver".
 OUT_DEFAULT=$OUT
 . "$(dirname "${BASH_SOURCE[0]}")/_device_call.sh"
 FINAL=$OUT
