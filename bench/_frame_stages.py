@@ -72,6 +72,9 @@ class FrameStages:
             return built(*args, **kwargs)
 
         setattr(owner, name, counted)
+        from _solver_builds import SolverBuilds
+
+        self.builds = SolverBuilds(self.mallocs)  # why each solver was built, and what it cost
 
     def _timed(self, fn, stage):
         watch = self
@@ -121,5 +124,7 @@ class FrameStages:
                       zip(level_set, level_set[1:])]
             lines.append("   level set device ms: " + ", ".join(f"{k} {v:.2f}" for k, v in stages)
                          + f" (sum {sum(v for _, v in stages):.2f})")
-        self.calls, self.mallocs, self.solvers = [], [0, 0.0, 0], 0
+        lines += self.builds.lines()
+        self.calls, self.solvers = [], 0
+        self.mallocs[:] = [0, 0.0, 0]  # the same list: SolverBuilds reads it
         return lines

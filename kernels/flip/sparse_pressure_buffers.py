@@ -26,11 +26,69 @@ def grown_strides(needs, old=None, headroom=_HEADROOM, growth=_GROWTH) -> list:
     return [int(s) if int(n) <= int(s) else max(f, int(int(s) * growth)) for n, s, f in zip(needs, old, fresh)]
 
 
-def table_caps(needs, old=None) -> tuple:
+# How the set-up workspace's coarse capacities grow (``table_caps``; issue 24: each new
+# generation of its tables is a new pressure solver, ~10 ms of host time at 8M): "level" —
+# each level on its own (``grown_strides``: the +64 gives a deeper level more room for its
+# size, so it outgrows a few substeps after level 1, another generation), a new level count
+# fresh; "together" — while every level fits, as they are; once one outgrows its capacity,
+# every level grows as one (at least ``_GROWTH`` times), and where the count changed alone the
+# levels there keep their room and a new one is fresh: one generation where "level" took one
+# per level. The same tables (the kernels pad past the sets' sizes): the same pressure. Read at
+# each call. H100 80GB HBM3, 8M Fast frames (bench/flip_sparse.py --stages, session 15, i24b):
+# "level" built two solvers in frame 10 (levels 1–2 outgrew, then level 3 the next substep, 3,370
+# over 3,332: generations 1→2→3), "together" one — the frame's pressure stage 28.99 → 19.01 ms of
+# host time, its step 40 → 32 ms; the capacities after it the same on levels 1–3, the deeper
+# ones < 0.1 MB larger. Off until the GPU suite has run with it (its call ran the tests with GROW
+# "ahead" on too, and tests/gpu/test_liquid_memory_check_gpu.py failed there).
+CAPS = "VOXFX_SPARSE_SETUP_CAPS"
+CAPS_MODES = ("level", "together")
+# A workspace solver's level 0 and the workspace's coarse tables grow apart (level 0 by its
+# unknowns, the tables by the set's bounds) and each growth builds a solver: "fits" (default) —
+# each when it outgrows; "ahead" — where one must grow (a new solver anyway), the other grows
+# with it where it is ``near_full``: level 0's stride when a new generation or level count builds
+# a solver (``sparse_pressure_solvers._solver``, which then also keeps level 0's stride and the
+# iteration guess across a level-count change), the coarse tables where level 0 outgrows
+# (``sparse_pressure_workspace.unknowns``). Up to 1.5 × √1.5 ≈ 1.84× a buffer's need where "fits"
+# held 1.5×. The same tables and values. Read at each call. Not for use yet: with it (and BLOCK
+# "singles", CAPS "together") tests/gpu/test_liquid_memory_check_gpu.py's spreading 1M liquid
+# peaked at 246.8 MiB in frame 11 against the 231.6 MiB estimate (H100, session 15, i24b; main's
+# ways passed), and at 8M it built no fewer solvers than CAPS "together" alone (frame 6's build is
+# a level-count change, its level 0 still 68% full).
+GROW = "VOXFX_SPARSE_PCG_GROW"
+GROW_MODES = ("fits", "ahead")
+
+
+def grow_ahead() -> bool:
+    from ..settings import env_choice
+
+    return env_choice(GROW, GROW_MODES) == "ahead"
+
+
+def near_full(need, held) -> bool:
+    """Whether *need* entries fill more than 1/√``_GROWTH`` of *held* (``GROW`` "ahead": a
+    buffer that would outgrow within half a growth step is grown with another that must)."""
+    return int(need) ** 2 * _GROWTH > int(held) ** 2
+
+
+def table_caps(needs, old=None, mode=None, early=False) -> tuple:
     """Capacities (0, C_1, …) of the set-up workspace's levels for coarse levels needing
     *needs* entries: ``grown_strides`` of *needs* against *old*'s C_1 … (the capacities the
-    workspace holds, or None); C_0 is 0 (level 0's tables are the solver's)."""
-    return (0,) + tuple(grown_strides(needs, None if old is None else old[1:]))
+    workspace holds, or None), each level on its own or, ``CAPS`` "together" (*mode*), every
+    level grown once one outgrows; *early* (level 0 outgrows its solver's stride: a new solver
+    anyway, ``GROW`` "ahead"): every level grown as one already where one is ``near_full``.
+    C_0 is 0 (level 0's tables are the solver's)."""
+    from ..settings import env_choice
+
+    held = None if old is None else tuple(int(c) for c in old[1:])
+    soon = early and held is not None and len(held) == len(needs) and any(near_full(n, c) for n, c in zip(needs, held))
+    if held is None or (env_choice(CAPS, CAPS_MODES, mode) == "level" and not soon):
+        return (0,) + tuple(grown_strides(needs, held))
+    outgrown = soon or any(int(n) > c for n, c in zip(needs, held))
+    if len(held) == len(needs) and not outgrown:
+        return (0,) + held
+    grow = _GROWTH if outgrown else 1  # a count changed alone: the levels there keep their room
+    fresh = grown_strides(needs)
+    return (0,) + tuple(max(f, int(held[at] * grow)) if at < len(held) else f for at, f in enumerate(fresh))
 
 
 def carve(xp, lengths, dtype, align=_ALIGN):

@@ -39,7 +39,8 @@ import os
 import numpy as np
 
 from .. import backend
-from ..grid.launch import THREADS, GraphLoop, Kernels
+from ..grid.launch import THREADS, GraphLoop, Kernels, Repeat
+from ..settings import env_choice
 from .pressure import MG_COARSE_SWEEPS, MG_SWEEPS
 from .sparse_multigrid import KEY_BITS, MG_OMEGA
 from .sparse_pressure_buffers import BufferLoads, _Buffers, carve, solver_memory_bytes
@@ -139,6 +140,18 @@ _SOLVER_CACHE = 2  # solvers (buffers + graph) kept per process, most recent fir
 # … d = z, ~35 launches) one graph replay. "0": the earlier allocations, copies and launches.
 # The same kernels in the same order: the same values and iterations.
 PERSIST = os.environ.get("VOXFX_SPARSE_PCG_PERSIST", "1") != "0"
+# ``run_blocks``' block of ``check_every`` iterations (issue 24: the 8M Fast frames that built a
+# solver took more host time in their pressure stage): "graph" (default) — its own CUDA graph,
+# ~260 launches recorded and instantiated at the solver's first solve, which with ``PREDICT``
+# mostly ends before any block runs; "singles" — that many replays of the one-iteration graph
+# (``launch.Repeat``), nothing more captured. The same launches in the same order: the same
+# iterations and pressure bit for bit (tests/gpu/test_flip_sparse_pressure_gpu.py). Read when a
+# solver is built. H100 80GB HBM3, 8M Fast frames (bench/flip_sparse.py --stages, session 15,
+# i24b): the block's capture took 2.27–2.59 ms of host time and its first replay 0.28–0.32 per
+# solver built; a new solver's first solve 5.2–6.1 ms → 3.2–5.3 (the others 1.7–2.9). Off until
+# the GPU suite has run with it alone (its call ran the tests with GROW "ahead" on too).
+BLOCK = "VOXFX_SPARSE_PCG_BLOCK"
+BLOCK_MODES = ("graph", "singles")
 
 
 def component_roots(links):
@@ -255,8 +268,10 @@ class SparsePressureSolverGPU(VCycleLaunches, BufferLoads):
                 kernel.max_dynamic_shared_size_bytes = self.dense_shared
         _DENSE.load("finish_init", "finish_alpha", "finish_beta")
         self.use_graph = bool(use_graph)
-        self.loop = GraphLoop(self._block, enabled=use_graph)
         self.single = GraphLoop(self._iteration, enabled=use_graph)  # PREDICT's iterations
+        self.block = env_choice(BLOCK, BLOCK_MODES)
+        self.loop = (GraphLoop(self._block, enabled=use_graph) if self.block == "graph"
+                     else Repeat(self.single, self.check_every))
         self._starts = {}  # PERSIST: (warm, tolerance) → the start's GraphLoop
         self.last_iterations = 0  # of the last solve: PREDICT's guess
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import TYPE_CHECKING
 
-from .sparse_pressure_buffers import grown_strides
+from .sparse_pressure_buffers import _GROWTH, grow_ahead, grown_strides, near_full
 from .sparse_pressure_vcycle import cluster_blocks, nbr_choice, nbr_table_choice, tail_fold
 
 if TYPE_CHECKING:  # sparse_pressure_gpu imports this module: _solver reaches it at its call
@@ -49,6 +49,18 @@ def drop_workspace_solvers(device):
         _outgrown[key[:-1]] = (solver.strides, solver.last_iterations)
 
 
+def _prior(key):
+    """(level 0's stride as a list, last iterations) of a cached or workspace-dropped solver of
+    *key*'s configuration and device for another level count, or None (``GROW`` "ahead")."""
+    for k, solver in reversed(_solvers.items()):
+        if k[1:-1] == key[1:-1] and k[0] != key[0] and k[-1] is not None:
+            return [solver.strides[0]], solver.last_iterations
+    for k, (strides, guess) in _outgrown.items():
+        if k[1:] == key[1:-1] and k[0] != key[0]:
+            return [strides[0]], guess
+    return None
+
+
 def _solver(needs, preconditioner, check_every, levels=None, dense=0):
     """The cached solver for levels needing *needs* entries; where *levels* were built into
     a set-up workspace (``PERSIST``), one whose tables are that workspace's buffers; *dense*
@@ -74,6 +86,8 @@ def _solver(needs, preconditioner, check_every, levels=None, dense=0):
         # Of the same level count, a solver of the other set-up mode stays (an A/B in one process).
         stale = [k for k in _solvers
                  if k[1:-1] == key[1:-1] and (k[0] != key[0] or (generation is None) == (k[-1] is None))]
+        ahead = generation is not None and grow_ahead()
+        prior = _prior(key) if ahead else None  # of another level count (GROW "ahead")
         for other in stale:
             if generation is not None and other[0] == key[0]:  # outgrown: as a solver that does not fit
                 old, guess = _solvers[other].strides, _solvers[other].last_iterations
@@ -93,11 +107,17 @@ def _solver(needs, preconditioner, check_every, levels=None, dense=0):
             ws = workspace()
             if ws.generation != generation:
                 raise RuntimeError("sparse pressure tables of an earlier set-up workspace than the current one")
-            strides = grown_strides(needs[:1], old[:1] if old is not None and len(old) == len(needs) else None)
+            old0 = old[:1] if old is not None and len(old) == len(needs) else None
+            if old0 is None and prior is not None:  # GROW "ahead": level 0 is level 0 whatever the count
+                old0, guess = prior
+            strides = grown_strides(needs[:1], old0)
+            if ahead and old0 is not None and strides[0] == old0[0] and near_full(needs[0], old0[0]):
+                strides = [max(grown_strides(needs[:1])[0], int(old0[0] * _GROWTH))]  # it would outgrow soon
             strides += list(ws.caps[1:len(needs)])
             solver = gpu.SparsePressureSolverGPU(strides, preconditioner, check_every,
                                                  tables=ws.solver_tables(len(needs)), generation=generation,
                                                  dense=dense, nbr=nbr, nbr_table=nbr_table)
+            ws.level0_stride = strides[0]  # GROW "ahead": the set-up's test whether level 0 outgrows
         solver.last_iterations = guess if gpu.PERSIST else 0
     _solvers[key] = solver
     return solver

@@ -173,3 +173,36 @@ class GraphLoop:
             self.launches += 1
         else:
             self.record()
+
+
+class Repeat:
+    """A ``GraphLoop`` run *times* in a row, as one loop: ``run_blocks``' block of a solver's
+    iterations as that many replays of its one-iteration graph, with no graph of its own to
+    capture (issue 24: a new sparse pressure solver's block of 10 iterations, ~260 launches,
+    was recorded and instantiated at its first solve). The same launches in the same order;
+    ``graph``, ``failed`` and ``capture`` are the repeated loop's, ``launches`` counts runs."""
+
+    def __init__(self, loop: GraphLoop, times: int):
+        self.loop = loop
+        self.times = int(times)
+        self.launches = 0
+
+    @property
+    def graph(self):
+        return self.loop.graph
+
+    @property
+    def failed(self) -> bool:
+        return self.loop.failed
+
+    def capture(self):
+        return self.loop.capture()
+
+    def record(self) -> None:
+        for _ in range(self.times):
+            self.loop.record()
+
+    def run(self) -> None:
+        for _ in range(self.times):
+            self.loop.run()
+        self.launches += 1

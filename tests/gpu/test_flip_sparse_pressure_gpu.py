@@ -334,9 +334,38 @@ def test_gpu_predicted_iterations_give_the_blocks_pressure_bit_for_bit(monkeypat
         blocks = solver.loop.launches
         second = sparse_pressure.solve_pressure(g, 0.01, tolerance=1e-5)
         assert solver.last_iterations == second[1]["iterations"] > 3
-        if predict and solver.single.graph is not None:
-            assert solver.single.launches == first[1]["iterations"] and solver.loop.launches == blocks
+        if predict and solver.single.graph is not None:  # VOXFX_SPARSE_PCG_BLOCK singles: blocks replay it too
+            replays = solver.check_every * blocks if solver.block == "singles" else 0
+            assert solver.single.launches == first[1]["iterations"] + replays and solver.loop.launches == blocks
         runs[predict] = [(host(p), stats) for p, stats in (first, second)]
     sparse_pressure_gpu.release_gpu_solvers()
     for (p_blocks, s_blocks), (p_predicted, s_predicted) in zip(runs[False], runs[True]):
         assert s_blocks == s_predicted and np.array_equal(p_blocks, p_predicted)
+
+
+@pytest.mark.parametrize("predict", [False, True])
+def test_gpu_block_as_single_replays_gives_the_graphs_pressure_bit_for_bit(monkeypatch, predict):
+    """VOXFX_SPARSE_PCG_BLOCK "singles": run_blocks' block of check_every iterations as that
+    many replays of the one-iteration graph (no block graph captured) — the same iterations and
+    pressure bit for bit as the block's own graph, with blocks run (PREDICT off: blocks from the
+    start) or not."""
+    import cupy
+
+    rng = np.random.default_rng(7)
+    spec, pos, vel, obstacle = random_scene(rng)
+    monkeypatch.setattr(sparse_pressure_gpu, "PREDICT", predict)
+    runs = {}
+    for block in ("graph", "singles"):
+        monkeypatch.setenv("VOXFX_SPARSE_PCG_BLOCK", block)
+        sparse_pressure_gpu.release_gpu_solvers()
+        g = tank(cupy, pos, vel, spec, obstacle)
+        out = [sparse_pressure.solve_pressure(g, 0.01, tolerance=1e-5) for _ in range(2)]
+        (solver,) = sparse_pressure_gpu._solvers.values()
+        assert solver.block == block
+        if block == "singles":
+            assert solver.loop.graph is solver.single.graph  # nothing captured of its own
+            assert predict or solver.loop.launches > 0
+        runs[block] = [(host(p), stats) for p, stats in out]
+    sparse_pressure_gpu.release_gpu_solvers()
+    for (p_graph, s_graph), (p_singles, s_singles) in zip(runs["graph"], runs["singles"]):
+        assert s_graph == s_singles and np.array_equal(p_graph, p_singles)

@@ -156,3 +156,42 @@ def test_gpu_workspace_reuses_tables_and_drops_ones_another_grid_made_stale(monk
         runs[mode] = [(backend.to_numpy(p), stats) for p, stats in out]
     sparse_pressure_gpu.release_gpu_solvers()
     _same(runs["fresh"], runs["workspace"])
+
+
+SWITCHED = {"VOXFX_SPARSE_PCG_BLOCK": "singles", "VOXFX_SPARSE_SETUP_CAPS": "together",
+            "VOXFX_SPARSE_PCG_GROW": "ahead"}
+
+
+def test_gpu_growth_switches_give_the_same_pressure_with_no_more_solvers(monkeypatch):
+    """The block as single-iteration replays, the coarse capacities grown together and level 0
+    grown with them (issue 24: the 8M frames that built pressure solvers) against main's ways
+    over a liquid that spreads solve by solve (its hierarchy gains levels, its buffers grow):
+    the same pressure bit for bit and the same stats, and no more solvers built."""
+    import cupy
+
+    monkeypatch.setattr(sparse_pressure, "REUSE_TABLES", False)
+    monkeypatch.setenv("VOXFX_PRESSURE_WARM", "0")
+    runs, built, blocks = {}, {}, {}
+    for way in ("main", "switched"):
+        for name in SWITCHED:
+            monkeypatch.delenv(name, raising=False)
+            if way == "switched":
+                monkeypatch.setenv(name, SWITCHED[name])
+        _mode(monkeypatch, "workspace")
+        runs[way], solvers = [], []
+        for step in range(12):
+            side = 0.2 + 0.07 * step
+            spec, pos, vel = _growing(side, int(20000 * side))
+            g = tank(cupy, pos, vel, spec)
+            p, stats = sparse_pressure.solve_pressure(g, 0.01, tolerance=1e-5)
+            runs[way].append((backend.to_numpy(p), stats))
+            if not solvers or _solver() is not solvers[-1]:
+                solvers.append(_solver())
+        built[way] = len(solvers)
+        blocks[way] = sum(s.loop.launches for s in solvers)
+        assert all(s.block == ("singles" if way == "switched" else "graph") for s in solvers)
+        del solvers
+    sparse_pressure_gpu.release_gpu_solvers()
+    _same(runs["main"], runs["switched"])
+    assert 1 < built["switched"] <= built["main"], built
+    assert blocks["switched"] > 0  # a first solve (no guess) ran blocks: the single's replays

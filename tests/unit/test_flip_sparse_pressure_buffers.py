@@ -41,3 +41,43 @@ def test_carve_gives_aligned_disjoint_zeroed_views():
     arena.fill(0)  # one fill zeroes them all
     assert all(not v.any() for v in views)
     assert sparse_pressure_gpu.PERSIST in (True, False)
+
+
+def _spread(mode, early=False):
+    """Generations of the workspace's coarse capacities (``table_caps``) and their largest
+    bytes as a liquid's level-0 set grows 0.3% a substep from 400k to 4M cells."""
+    from voxfx.kernels.flip.sparse_pressure_buffers import table_caps
+    from voxfx.kernels.flip.sparse_pressure_setup import level_bounds
+    from voxfx.kernels.flip.sparse_pressure_workspace import tables_bytes
+
+    caps, generations, peak, n = None, 0, 0, 400_000
+    while n < 4_000_000:
+        needs = [b + 1 for b in level_bounds(n)[1:]]
+        new = table_caps(needs, caps, mode, early)
+        assert len(new) == len(needs) + 1 and all(c >= k for c, k in zip(new[1:], needs))
+        generations += new != caps
+        caps, peak, n = new, max(peak, tables_bytes(new)), int(n * 1.003)
+    return generations, peak
+
+
+def test_coarse_capacities_grow_together_in_fewer_generations_for_as_many_bytes():
+    """``CAPS`` "together": once one level outgrows, every level grows (its +64 let a deeper
+    level outgrow a few substeps after level 1: another generation, another solver)."""
+    from voxfx.kernels.flip.sparse_pressure_buffers import grown_strides, table_caps
+
+    needs, held = [1000, 126, 17], (0, 1314, 221, 85)
+    assert table_caps(needs, None, "together") == (0,) + tuple(grown_strides(needs))
+    assert table_caps(needs, held, "level") == table_caps(needs, held, "together") == held  # fits: kept
+    grown = table_caps([1315, 126, 17], held, "together")
+    assert grown == (0, int(1314 * 1.5), int(221 * 1.5), int(85 * 1.5))  # level 1 outgrew: all of them grow
+    assert table_caps([1315, 126, 17], held, "level") == (0, int(1314 * 1.5), 221, 85)
+    # the count changed alone (a set of 8^k cells): the levels there keep their room, the new one fresh
+    assert table_caps([1000, 126, 17, 3], held, "together") == held + (int(3 * 1.25) + 64,)
+    # early (GROW "ahead": level 0 outgrows its solver): all grown already where one fills > 1/√1.5
+    for mode in ("level", "together"):
+        assert table_caps([1072, 126, 17], held, mode, early=True) == held  # 1072² · 1.5 < 1314²
+        assert table_caps([1073, 126, 17], held, mode, early=True) == grown
+        assert table_caps([1073, 126, 17], held, mode) == held  # not early: it fits
+        assert table_caps([1000, 181, 17], held, mode, early=True) == grown  # level 2 near full
+    level, together = _spread("level"), _spread("together")
+    assert together[0] * 2 < level[0] and together[1] <= 1.02 * level[1]

@@ -98,3 +98,17 @@ def test_graph_loop_passes_its_args_and_does_not_keep_its_owner_alive():
             gc.enable()
     with pytest.raises(ReferenceError):
         loop.run()  # the owner's launches are gone with it
+
+
+def test_repeat_runs_its_loop_that_many_times_in_a_row_as_one_loop():
+    """``Repeat``: a block of iterations as replays of the one-iteration loop (issue 24): each
+    run the loop's launches *times*, nothing of its own to capture."""
+    calls = []
+    single = launch.GraphLoop(lambda: calls.append(1), enabled=False)
+    block = launch.Repeat(single, 4)
+    block.run()
+    block.run()
+    assert calls == [1] * 8 and block.launches == 2
+    assert block.capture() is None and block.graph is None and not block.failed
+    block.record()
+    assert len(calls) == 12 and block.launches == 2
