@@ -37,8 +37,8 @@ set-up. The same launches on the same values in the same order: the same tables 
 for bit (tests/gpu/test_flip_sparse_setup_graph_gpu.py).
 
 Measured on two H100 80GB HBM3 machines (driver 580.159.04, session 15, branch i24c; the 8M dam
-break, graph on and off in separate processes; bench/flip_sparse_setup_graph_call.sh, call 2's
-script bench/flip_sparse_setup_graph_call2.sh). bench/flip_sparse_pressure_timeline.py, medians,
+break, graph on and off in separate processes; bench/flip_sparse_setup_graph_call.sh; call 2
+its tests, then the timeline at --substeps 6). bench/flip_sparse_pressure_timeline.py, medians,
 host Δ / device Δ ms of the coarse levels, the pressure stage:
 
 * call 1 (4 substeps; one capture, the rest replays): launched 0.547 / 0.387, replayed 0.186 /
