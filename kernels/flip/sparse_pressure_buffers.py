@@ -52,8 +52,8 @@ CAPS_MODES = ("level", "together")
 # unknowns, the tables by the set's bounds) and each growth builds a solver: "fits" (default) —
 # each when it outgrows; "ahead" — where one must grow (a new solver anyway), the other grows
 # with it where it is ``near_full``: level 0's stride when a new generation or level count builds
-# a solver (``sparse_pressure_solvers._solver``, which then also keeps level 0's stride and the
-# iteration guess across a level-count change), the coarse tables where level 0 outgrows
+# a solver (``sparse_pressure_solvers._solver``, which then also keeps level 0's stride across a
+# level-count change, as it keeps the iteration guess either way), the coarse tables where level 0 outgrows
 # (``sparse_pressure_workspace.unknowns``). Up to 1.5 × √1.5 ≈ 1.84× a buffer's need where "fits"
 # held 1.5×. The same tables and values. Read at each call. Not for use yet: with it (and BLOCK
 # "singles", CAPS "together") tests/gpu/test_liquid_memory_check_gpu.py's spreading 1M liquid
