@@ -27,27 +27,33 @@ def grown_strides(needs, old=None, headroom=_HEADROOM, growth=_GROWTH) -> list:
 
 
 # How the set-up workspace's coarse capacities grow (``table_caps``; issue 24: each new
-# generation of its tables is a new pressure solver, ~10 ms of host time at 8M): "level" —
-# each level on its own (``grown_strides``: the +64 gives a deeper level more room for its
-# size, so it outgrows a few substeps after level 1, another generation), a new level count
-# fresh; "together" — while every level fits, as they are; once one outgrows its capacity,
-# every level grows as one (at least ``_GROWTH`` times), and where the count changed alone the
-# levels there keep their room and a new one is fresh: one generation where "level" took one
-# per level. The same tables (the kernels pad past the sets' sizes): the same pressure. Read at
-# each call. H100 80GB HBM3, 8M Fast frames (bench/flip_sparse.py --stages, session 15, i24b):
-# "level" built two solvers in frame 10 (levels 1–2 outgrew, then level 3 the next substep, 3,370
-# over 3,332: generations 1→2→3), "together" one — the frame's pressure stage 28.99 → 19.01 ms of
-# host time, its step 40 → 32 ms; the capacities after it the same on levels 1–3, the deeper
-# ones < 0.1 MB larger. Off until the GPU suite has run with it (its call ran the tests with GROW
-# "ahead" on too, and tests/gpu/test_liquid_memory_check_gpu.py failed there).
+# generation of its tables is a new pressure solver, ~10 ms of host time at 8M): "level" — each
+# level on its own (``grown_strides``: the +64 gives a deeper level more room for its size, so it
+# outgrows a few substeps after level 1, another generation), a new level count fresh; "together"
+# — while every level fits, as they are; once one outgrows its capacity, every level grows as one
+# (at least ``_GROWTH`` times): one generation where "level" took one per level; a new level count
+# (a new generation either way) every level fresh, as "level". The same tables (the kernels pad
+# past the sets' sizes): the same pressure. Read at each call. H100 80GB HBM3, 8M Fast frames
+# (bench/flip_sparse.py --stages, session 15, i24b): "level" built two solvers in frame 10 (levels
+# 1–2 outgrew, then level 3 the next substep, 3,370 over 3,332: generations 1→2→3), "together" one
+# — the frame's pressure stage 28.99 → 19.01 ms of host time, its step 40 → 32 ms; the capacities
+# after it the same on levels 1–3, the deeper ones < 0.1 MB larger. At a new level count
+# "together" kept the levels' room before (i24b2 changed it), up to 1.5× a level's fresh capacity
+# where "level" went back to 1.25× its need: a CPU model of the 1M spreading liquid's set growing
+# 2.2× over 36 substeps from each start (tests/unit/test_flip_sparse_pressure_buffers.py) held up
+# to 5.5 MiB (20%) more tables than "level" after a count change, the likely part of
+# tests/gpu/test_liquid_memory_check_gpu.py's frame-11 peak over its estimate with this switch on
+# (242.05 against 231.62 MiB, H100, session 15 call 2, with BLOCK "singles", which allocates
+# nothing); now at most 2.1 MiB (5.2%) more at any substep: the deeper levels grown with level 1.
+# Off until the GPU suite has run with it.
 CAPS = "VOXFX_SPARSE_SETUP_CAPS"
 CAPS_MODES = ("level", "together")
 # A workspace solver's level 0 and the workspace's coarse tables grow apart (level 0 by its
 # unknowns, the tables by the set's bounds) and each growth builds a solver: "fits" (default) —
 # each when it outgrows; "ahead" — where one must grow (a new solver anyway), the other grows
 # with it where it is ``near_full``: level 0's stride when a new generation or level count builds
-# a solver (``sparse_pressure_solvers._solver``, which then also keeps level 0's stride and the
-# iteration guess across a level-count change), the coarse tables where level 0 outgrows
+# a solver (``sparse_pressure_solvers._solver``, which then also keeps level 0's stride across a
+# level-count change, as it keeps the iteration guess either way), the coarse tables where level 0 outgrows
 # (``sparse_pressure_workspace.unknowns``). Up to 1.5 × √1.5 ≈ 1.84× a buffer's need where "fits"
 # held 1.5×. The same tables and values. Read at each call. Not for use yet: with it (and BLOCK
 # "singles", CAPS "together") tests/gpu/test_liquid_memory_check_gpu.py's spreading 1M liquid
@@ -80,15 +86,13 @@ def table_caps(needs, old=None, mode=None, early=False) -> tuple:
     from ..settings import env_choice
 
     held = None if old is None else tuple(int(c) for c in old[1:])
-    soon = early and held is not None and len(held) == len(needs) and any(near_full(n, c) for n, c in zip(needs, held))
-    if held is None or (env_choice(CAPS, CAPS_MODES, mode) == "level" and not soon):
+    same = held is not None and len(held) == len(needs)  # else a new level count: every level fresh
+    soon = early and same and any(near_full(n, c) for n, c in zip(needs, held))
+    if not same or (env_choice(CAPS, CAPS_MODES, mode) == "level" and not soon):
         return (0,) + tuple(grown_strides(needs, held))
-    outgrown = soon or any(int(n) > c for n, c in zip(needs, held))
-    if len(held) == len(needs) and not outgrown:
+    if not soon and all(int(n) <= c for n, c in zip(needs, held)):
         return (0,) + held
-    grow = _GROWTH if outgrown else 1  # a count changed alone: the levels there keep their room
-    fresh = grown_strides(needs)
-    return (0,) + tuple(max(f, int(held[at] * grow)) if at < len(held) else f for at, f in enumerate(fresh))
+    return (0,) + tuple(max(f, int(c * _GROWTH)) for f, c in zip(grown_strides(needs), held))
 
 
 def carve(xp, lengths, dtype, align=_ALIGN):

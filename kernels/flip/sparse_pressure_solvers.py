@@ -51,7 +51,12 @@ def drop_workspace_solvers(device):
 
 def _prior(key):
     """(level 0's stride as a list, last iterations) of a cached or workspace-dropped solver of
-    *key*'s configuration and device for another level count, or None (``GROW`` "ahead")."""
+    *key*'s configuration and device for another level count, or None: a new level count's
+    solver starts from its iteration guess (issue 24, session 15, i24b2: the 8M Fast frame 6's
+    new solver, its hierarchy a level deeper, started from 0 and ran a block of 10 before its
+    first check; carried, ``PREDICT`` launches the last solve's count, ~0.5 ms less there,
+    i24b's --stages), and with ``GROW`` "ahead" from its level-0 stride too (without it the
+    stride is fresh: carried, 1.27M where fresh took 1.09M at 8M, ~5 MB more held)."""
     for k, solver in reversed(_solvers.items()):
         if k[1:-1] == key[1:-1] and k[0] != key[0] and k[-1] is not None:
             return [solver.strides[0]], solver.last_iterations
@@ -87,7 +92,7 @@ def _solver(needs, preconditioner, check_every, levels=None, dense=0):
         stale = [k for k in _solvers
                  if k[1:-1] == key[1:-1] and (k[0] != key[0] or (generation is None) == (k[-1] is None))]
         ahead = generation is not None and grow_ahead()
-        prior = _prior(key) if ahead else None  # of another level count (GROW "ahead")
+        prior = _prior(key) if generation is not None else None  # of another level count
         for other in stale:
             if generation is not None and other[0] == key[0]:  # outgrown: as a solver that does not fit
                 old, guess = _solvers[other].strides, _solvers[other].last_iterations
@@ -108,8 +113,10 @@ def _solver(needs, preconditioner, check_every, levels=None, dense=0):
             if ws.generation != generation:
                 raise RuntimeError("sparse pressure tables of an earlier set-up workspace than the current one")
             old0 = old[:1] if old is not None and len(old) == len(needs) else None
-            if old0 is None and prior is not None:  # GROW "ahead": level 0 is level 0 whatever the count
-                old0, guess = prior
+            if old0 is None and prior is not None:  # a new level count: the same liquid's solve
+                guess = prior[1]  # PREDICT's guess (the iterations past convergence are no-ops: the same bits)
+                if ahead:  # GROW "ahead": level 0 is level 0 whatever the count (its stride: memory)
+                    old0 = prior[0]
             strides = grown_strides(needs[:1], old0)
             if ahead and old0 is not None and strides[0] == old0[0] and near_full(needs[0], old0[0]):
                 strides = [max(grown_strides(needs[:1])[0], int(old0[0] * _GROWTH))]  # it would outgrow soon

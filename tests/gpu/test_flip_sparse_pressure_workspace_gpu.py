@@ -195,3 +195,48 @@ def test_gpu_growth_switches_give_the_same_pressure_with_no_more_solvers(monkeyp
     _same(runs["main"], runs["switched"])
     assert 1 < built["switched"] <= built["main"], built
     assert blocks["switched"] > 0  # a first solve (no guess) ran blocks: the single's replays
+
+
+def test_gpu_a_new_level_counts_solver_starts_from_the_last_solves_iterations(monkeypatch):
+    """A liquid whose hierarchy gains a level: the new level count's workspace solver starts
+    from the last solve's iteration count (``PREDICT``'s guess, ``sparse_pressure_solvers._prior``;
+    it started from 0 and ran a block before its first check) and level 0's stride fresh (GROW
+    off: no more memory); the pressure and stats bit for bit as ``VOXFX_SPARSE_SETUP=fresh``'s
+    (no workspace: no guess carried)."""
+    import cupy
+
+    from voxfx.kernels.flip import sparse_pressure_solvers
+
+    monkeypatch.setattr(sparse_pressure, "REUSE_TABLES", False)
+    monkeypatch.setenv("VOXFX_PRESSURE_WARM", "0")
+    for name in SWITCHED:
+        monkeypatch.delenv(name, raising=False)
+    lookup, got = sparse_pressure_solvers._solver, []
+
+    def traced(needs, *args, **kwargs):
+        solver = lookup(needs, *args, **kwargs)
+        got.append((solver, len(needs), solver.last_iterations, solver.strides[0], int(needs[0])))
+        return solver
+
+    runs = {}
+    for mode in MODES:
+        _mode(monkeypatch, mode)
+        if mode == "workspace":
+            monkeypatch.setattr(sparse_pressure_solvers, "_solver", traced)
+        runs[mode] = []
+        for step in range(12):
+            side = 0.2 + 0.07 * step
+            spec, pos, vel = _growing(side, int(20000 * side))
+            p, stats = sparse_pressure.solve_pressure(tank(cupy, pos, vel, spec), 0.01, tolerance=1e-5)
+            runs[mode].append((backend.to_numpy(p), stats))
+    monkeypatch.setattr(sparse_pressure_solvers, "_solver", lookup)
+    sparse_pressure_gpu.release_gpu_solvers()
+    _same(runs["fresh"], runs["workspace"])
+    assert len(got) == len(runs["workspace"])
+    changes = [at for at in range(1, len(got)) if got[at][1] != got[at - 1][1]]
+    assert changes  # the hierarchy gained a level
+    for at in changes:
+        solver, _, guess, stride, need = got[at]
+        assert solver is not got[at - 1][0]
+        assert guess == runs["workspace"][at - 1][1]["iterations"] > 0  # the last solve's count, not 0
+        assert stride == int(need * 1.25) + 64  # fresh (grown_strides)

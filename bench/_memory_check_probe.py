@@ -1,0 +1,65 @@
+"""The spreading 1M liquid of tests/gpu/test_liquid_memory_check_gpu.py frame by frame (issue 24,
+session 15, i24b2: with ``VOXFX_SPARSE_PCG_BLOCK=singles`` and ``VOXFX_SPARSE_SETUP_CAPS=together``
+its frame-11 peak went 10.4 MiB over the estimate): per frame the pool's in-use peak, the
+estimate before the bake and the frame check's need (MiB), the set-up workspace's generation and
+coarse capacities, the cached solvers' strides. The switches as the environment sets them; run it
+once per way, in processes of their own. ``python3 bench/_memory_check_probe.py [--frames 12]``."""
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from tools.package import load  # noqa: E402
+
+load()
+
+
+def main():
+    import cupy as cp
+    import numpy as np
+
+    from flip import dam_break
+    from tests.gpu.pool_peak import pool_peak
+    from voxfx.kernels.flip import sparse_memory as M
+    from voxfx.kernels.flip import sparse_pressure_solvers, sparse_pressure_workspace
+    from voxfx.kernels.flip.frame_check import FrameCheck
+    from voxfx.kernels.flip.grid import FlipSettings
+    from voxfx.kernels.flip.sim import FlipSimulation
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--frames", type=int, default=12)
+    args = parser.parse_args()
+    ways = {k: v for k, v in os.environ.items() if k.startswith("VOXFX_SPARSE_")}
+    print("way", ways or "main")
+    pool = cp.get_default_memory_pool()
+    pool.free_all_blocks()
+    spec, v, t = dam_break(128, 1_000_000)
+    sim = FlipSimulation(spec, FlipSettings(), v, t, xp=cp, sparse=True)
+    top = (float(np.asarray(v)[:, 2].max()) - spec.origin[2]) / spec.voxel_size
+    estimate = M.sparse_flip_memory(spec, len(sim.pos), xp=cp, climb=M.climb_cells(top, 0.0, spec), parts=True)
+    check = FrameCheck(lambda b, p, parts=False: M.memory_at(spec, b, p, 8, parts=parts, xp=cp), True,
+                       M.box_bricks(spec), xp=cp, first=estimate["bricks"])
+    mib = 2 ** 20
+    for frame in range(args.frames):
+        cp.cuda.Device().synchronize()
+        need, _ = check.need(sim)
+        with pool_peak() as hook:
+            sim.step(1 / 24)
+            sim.level_set()
+            cp.cuda.Device().synchronize()
+        check.seen(sim)
+        ws = sparse_pressure_workspace._workspaces.get(cp.cuda.Device().id)
+        strides = [s.strides for s in sparse_pressure_solvers._solvers.values()]
+        print(f"frame {frame} bricks {sim.grid.brick_count()} peak {hook.peak / mib:.2f} estimate "
+              f"{estimate['total'] / mib:.2f} need {need / mib:.2f} in use after {pool.used_bytes() / mib:.2f} "
+              f"ws gen {None if ws is None else ws.generation} caps {None if ws is None else ws.caps} "
+              f"ws held {sparse_pressure_workspace.held_bytes() / mib:.2f} solvers {strides}")
+
+
+if __name__ == "__main__":
+    main()
