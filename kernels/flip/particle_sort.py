@@ -86,6 +86,11 @@ KERNELS = Kernels("flip_particle_sort.cu", ("--fmad=false",), THREADS)
 
 SWITCH = "VOXFX_SPARSE_PARTICLE_SORT"
 SORTS = ("off", "auto", "1", "2", "4", "8")  # off, when disordered (``AUTO_DISORDER``), or every K frames
+PATH_SWITCH = "VOXFX_SPARSE_PARTICLE_SORT_PATH"
+# CuPy's: argsort + one fancy index an array; argsort + ``gather_particles`` (one launch); ``key_index_pairs``
+# sorted as uint64 + ``gather_particles`` (helper i24o2). The same permutation and arrays, bit for bit.
+PATHS = ("argsort", "gather", "pairs")
+_PAIR_INDEX = 1 << 32  # particles a key·2³² + index pair (and gather_particles' low 32 bits) can number
 AUTO_DISORDER = 0.2  # auto: sort when this share of the particles jump away from the one before (``disorder``)
 _BRICK = 8  # cells a brick's edge (grid.sparse_mac: 512 cells a brick)
 _INT32_KEYS = 1 << 31  # keys below this are int32 (a radix sort of half the bytes)
@@ -95,6 +100,11 @@ _INT64_KEYS = 1 << 62
 def mode(way=None) -> str:
     """The sort's way: *way*, else ``VOXFX_SPARSE_PARTICLE_SORT``, else off."""
     return env_choice(SWITCH, SORTS, way)
+
+
+def path(way=None) -> str:
+    """The sort's path on CuPy: *way*, else ``VOXFX_SPARSE_PARTICLE_SORT_PATH``, else argsort."""
+    return env_choice(PATH_SWITCH, PATHS, way)
 
 
 def every(way=None) -> int:
@@ -187,12 +197,73 @@ def order_of(key, xp):
     return np.argsort(key, kind="stable") if xp is np else xp.argsort(key)  # CuPy's: stable (Thrust)
 
 
+def pair_order(key, xp):
+    """*key*'s stable sort as sorted pairs key·2³² + index (uint64 viewed as int64; the low 32
+    bits are ``order_of``'s permutation, bit for bit): one sort of 8-byte values in place of an
+    argsort's keys and their int64 index. The index breaks every tie, so any sort of the pairs
+    is the stable one. Keys ≥ 0 below 2³¹ (int32) and fewer than 2³² of them; None otherwise.
+    CuPy: ``key_index_pairs`` (one launch) and CuPy's sort; NumPy: the same pairs by array
+    code (the reference the host harness and tests/unit/test_flip_particle_sort.py hold it to)."""
+    n = 0 if key is None else int(key.shape[0])
+    if key is None or key.dtype != xp.int32 or n >= _PAIR_INDEX:
+        return None
+    if xp is np:
+        pair = (key.astype(np.uint64) << np.uint64(32)) | np.arange(n, dtype=np.uint64)
+    else:
+        pair = xp.empty(n, xp.uint64)
+        KERNELS.launch("key_index_pairs", n, (key, np.int64(n), pair))
+    return xp.sort(pair).view(xp.int64)
+
+
+def index_of(order, xp):
+    """The permutation (int64) of ``order_of``'s order or ``pair_order``'s pairs."""
+    return order & xp.int64(_PAIR_INDEX - 1)
+
+
 def permute(sim, order) -> None:
     """Reorder *sim*'s particle arrays (pos, vel, C) by *order*, one array at a time."""
     sim.pos = sim.pos[order]
     sim.vel = sim.vel[order]
     if sim.c is not None:
         sim.c = sim.c[order]
+
+
+def gather(sim, order) -> None:
+    """Reorder *sim*'s particle arrays as ``permute`` does, in one ``gather_particles`` launch
+    (CuPy), *order* an ``order_of`` permutation or ``pair_order``'s pairs (the index in the low
+    32 bits; fewer than 2³² particles). Into the arrays the previous gather left (``sort_spare``,
+    where their shapes still hold) or fresh ones, and the state's arrays kept as the next
+    gather's: no per-array temporaries, one more copy of pos, vel and C held between frames."""
+    xp = sim.xp
+    n = int(sim.pos.shape[0])
+    arrays = (sim.pos, sim.vel, sim.c)
+    if n >= _PAIR_INDEX or not all(a is None or (a.dtype == xp.float32 and a.flags.c_contiguous) for a in arrays):
+        permute(sim, index_of(order, xp))  # not the kernel's layout (float32 rows, contiguous)
+        return
+    spare = getattr(sim, "sort_spare", None)
+    if spare is None or any((a is None) != (b is None) or (a is not None and a.shape != b.shape)
+                            for a, b in zip(arrays, spare)):
+        spare = tuple(None if a is None else xp.empty_like(a) for a in arrays)
+    apic = sim.c is not None
+    none = xp.zeros(1, xp.float32)
+    KERNELS.launch("gather_particles", n, (
+        xp.ascontiguousarray(order, dtype=xp.int64), np.int64(n), sim.pos, sim.vel, sim.c if apic else none,
+        np.int32(apic), spare[0], spare[1], spare[2] if apic else none))
+    sim.pos, sim.vel, sim.c = spare
+    sim.sort_spare = arrays
+
+
+def reorder(sim, key, way=None) -> None:
+    """*sim*'s particles put in *key*'s stable order by ``path(way)`` on CuPy (argsort: ``order_of``
+    and ``permute``; gather: ``order_of`` and ``gather``; pairs: ``pair_order`` and ``gather``,
+    argsort's order where no pair fits) and by the NumPy reference otherwise."""
+    xp = sim.xp
+    chosen = path(way)
+    if xp is np or chosen == "argsort" or int(key.shape[0]) >= _PAIR_INDEX:
+        permute(sim, order_of(key, xp))
+        return
+    order = pair_order(key, xp) if chosen == "pairs" else None
+    gather(sim, order_of(key, xp) if order is None else order)
 
 
 def after_frame(sim, way=None) -> bool:
@@ -210,5 +281,5 @@ def after_frame(sim, way=None) -> bool:
         sim.last_disorder = disorder(key, sim.spec, sim.boundary == "closed", sim.kill_distance, xp)
         if sim.last_disorder <= AUTO_DISORDER:
             return False
-    permute(sim, order_of(key, xp))
+    reorder(sim, key)
     return True

@@ -42,6 +42,11 @@ def test_gpu_keys_permutation_and_disorder_are_the_cpus(closed, shape):
     cpu = particle_sort.brick_order(pos, spec, closed, 0.3, np)
     gpu = particle_sort.brick_order(cupy.asarray(pos), spec, closed, 0.3, cupy)
     assert np.array_equal(cpu, cupy.asnumpy(gpu))
+    pairs = particle_sort.pair_order(keys[1], cupy)  # key_index_pairs + CuPy's sort of uint64 (int32 keys)
+    assert (pairs is None) == (shape[0] > 1000)
+    if pairs is not None:
+        assert np.array_equal(cupy.asnumpy(particle_sort.index_of(pairs, cupy)), cpu)
+        assert np.array_equal(cupy.asnumpy(pairs), particle_sort.pair_order(keys[0], np))
     jumps = [particle_sort.disorder(k, spec, closed, 0.3, xp) for k, xp in zip(keys, (np, cupy))]
     assert jumps[0] == jumps[1] and 0.2 < jumps[0] < 0.8
 
@@ -52,12 +57,47 @@ def dam(boundary="closed"):
     return spec, v, t, FlipSettings(boundary=boundary, apic=False)
 
 
-@pytest.mark.parametrize("boundary", ["closed", "open"])
-def test_gpu_sort_keeps_the_motion_the_same_as_a_set(monkeypatch, boundary):
-    """P2G's sums are integers and G2P is per particle: sorted every frame or never, the
-    particles after six frames are the same set, bit for bit (a random start order)."""
+@pytest.mark.parametrize("apic", [False, True])
+@pytest.mark.parametrize("way", particle_sort.PATHS)
+def test_gpu_reorder_paths_move_the_arrays_as_numpy_indexing(way, apic):
+    """``reorder`` by each path (argsort + fancy indexing, argsort + ``gather_particles``, sorted
+    key·2³² + index pairs + ``gather_particles``): pos, vel and C are the NumPy reference's
+    x[stable order], bit for bit, twice in a row (the second into the first's kept arrays,
+    which are then the state's: no array shared between the state and the spare)."""
     import cupy
 
+    spec, v, t, settings = dam()
+    settings = FlipSettings(boundary="closed", apic=apic)
+    sim = FlipSimulation(spec, settings, v, t, xp=cupy, sparse=True)
+    rng = np.random.default_rng(8)
+    n = len(sim.pos)
+    sim.pos = cupy.asarray(sim.pos[cupy.asarray(rng.permutation(n))])
+    sim.vel = cupy.asarray(rng.standard_normal((n, 3)).astype(np.float32))
+    if apic:
+        sim.c = cupy.asarray(rng.standard_normal((n, 3, 3)).astype(np.float32))
+    for _ in range(2):
+        host = [backend.to_numpy(a) for a in (sim.pos, sim.vel, sim.c) if a is not None]
+        key = particle_sort.brick_keys(sim.pos, spec, True, 0.0, cupy)
+        order = particle_sort.order_of(backend.to_numpy(key), np)
+        before = [a.data.ptr for a in (sim.pos, sim.vel, sim.c) if a is not None]
+        particle_sort.reorder(sim, key, way)
+        after = [a.data.ptr for a in (sim.pos, sim.vel, sim.c) if a is not None]
+        assert not set(before) & set(after)
+        for got, want in zip([a for a in (sim.pos, sim.vel, sim.c) if a is not None], host):
+            assert np.array_equal(backend.to_numpy(got).view(np.uint32), want[order].view(np.uint32))
+        if way != "argsort":
+            assert [a.data.ptr for a in sim.sort_spare if a is not None] == before
+        sim.pos = cupy.asarray(sim.pos[cupy.asarray(rng.permutation(n))])  # in place of a frame's motion
+
+
+@pytest.mark.parametrize("way", particle_sort.PATHS)
+@pytest.mark.parametrize("boundary", ["closed", "open"])
+def test_gpu_sort_keeps_the_motion_the_same_as_a_set(monkeypatch, boundary, way):
+    """P2G's sums are integers and G2P is per particle: sorted every frame or never (by each
+    path), the particles after six frames are the same set, bit for bit (a random start order)."""
+    import cupy
+
+    monkeypatch.setenv(particle_sort.PATH_SWITCH, way)
     spec, v, t, settings = dam(boundary)
     sims = [FlipSimulation(spec, settings, v, t, xp=cupy, sparse=True) for _ in range(2)]
     shuffle = cupy.asarray(np.random.default_rng(4).permutation(len(sims[0].pos)))

@@ -21,6 +21,7 @@ SWITCHES = [  # (the switch, its variable, its ways, its default)
     (transfer.speed_max_mode, "VOXFX_MAX_SPEED", transfer.SPEED_MAXIMA, "blocks"),
     (sparse_pressure_solve_ahead.mode, "VOXFX_SPARSE_SOLVE_AHEAD", sparse_pressure_solve_ahead.MODES, "1"),
     (particle_sort.mode, "VOXFX_SPARSE_PARTICLE_SORT", particle_sort.SORTS, "off"),
+    (particle_sort.path, "VOXFX_SPARSE_PARTICLE_SORT_PATH", particle_sort.PATHS, "argsort"),
 ]
 
 
