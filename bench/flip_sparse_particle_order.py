@@ -15,7 +15,8 @@ The dam break (``bench/flip.py``) with the Timing preset *timing* (Fast: 3 subst
    particles' own order (``VOXFX_SPARSE_G2P=input``: no reads through the bins); the ways in
    turn, *repeat* times, medians: topology, P2G, its binning + scatter (``particles_to_grid``),
    G2P + advection, the substep; P2G's binning and scatter launch by launch in each order (the
-   same bricks); the sort's own time (keys, argsort, the gathers) and ``particle_sort.disorder``.
+   same bricks); the sort's own time by each path
+   (``VOXFX_SPARSE_PARTICLE_SORT_PATH``: keys, argsort or the pairs' sort, the gathers) and ``particle_sort.disorder``.
 2. Frames: the frame-0 state restored (``checkpoint``/``restore``) and *frames* frames of
    1/24 s stepped with the sort off, auto (auto@X: sorting above a disorder of X) and every K
    frames (*sorts*), the ways in turn *runs*
@@ -147,25 +148,43 @@ def stages(cp, sim, label, repeat, dt=1 / 72):
         m = np.median(np.array(rows[way]), axis=0)
         print(f"{way} | " + " | ".join(f"{v:.3f}" for v in m))
     closed = sim.boundary == "closed"
-    ev = [cp.cuda.Event() for _ in range(4)]
+    ev = [cp.cuda.Event() for _ in range(7)]
     times = []
+    state = (sim.pos, sim.vel, sim.c)
+    kept = tuple(None if x is None else cp.empty_like(x) for x in state)  # the gathers' arrays kept between frames
     for _ in range(repeat + 1):  # a first round untimed
+        sim.pos, sim.vel, sim.c = state
+        sim.sort_spare = kept
         ev[0].record()
         key = particle_sort.brick_keys(sim.pos, sim.spec, closed, sim.kill_distance, cp)
         ev[1].record()
         order = particle_sort.order_of(key, cp)
         ev[2].record()
-        moved = [x[order] for x in (sim.pos, sim.vel) + (() if sim.c is None else (sim.c,))]
+        moved = [x[order] for x in state if x is not None]  # argsort path: one fancy index an array
         ev[3].record()
-        ev[3].synchronize()
-        times.append([cp.cuda.get_elapsed_time(a, b) for a, b in zip(ev, ev[1:])])
-        del moved, order
+        pairs = particle_sort.pair_order(key, cp)  # pairs path: key·2³² + index, one uint64 sort
+        ev[4].record()
+        particle_sort.gather(sim, order)  # gather path: every array in one launch
+        ev[5].record()
+        sim.pos, sim.vel, sim.c = state
+        sim.sort_spare = kept
+        if pairs is not None:
+            particle_sort.gather(sim, pairs)  # into the first gather's arrays (kept)
+        ev[6].record()
+        ev[6].synchronize()
+        times.append([cp.cuda.get_elapsed_time(x, y) for x, y in zip(ev, ev[1:])])
+        del moved, order, pairs
+    sim.pos, sim.vel, sim.c = state
+    sim.sort_spare = None
     a = time.perf_counter()
     share = particle_sort.disorder(key, sim.spec, closed, sim.kill_distance, cp)
     took = (time.perf_counter() - a) * 1e3
-    k, o, g = np.median(np.array(times[1:]), axis=0)
-    print(f"the brick sort itself, ms: keys {k:.3f}, argsort {o:.3f}, gathers of pos, vel"
-          f"{', C' if sim.c is not None else ''} {g:.3f}: {k + o + g:.3f}; disorder {share:.3f} ({took:.2f} ms on the "
+    k, o, g, pr, g1, g2 = np.median(np.array(times[1:]), axis=0)
+    arrays = f"pos, vel{', C' if sim.c is not None else ''}"
+    print(f"the brick sort itself, ms: keys {k:.3f}, argsort {o:.3f}, gathers of {arrays} one at a time {g:.3f}: "
+          f"{k + o + g:.3f} (VOXFX_SPARSE_PARTICLE_SORT_PATH=argsort); {arrays} in one launch (gather_particles) "
+          f"{g1:.3f}: {k + o + g1:.3f} (gather); key·2³²+index pairs sorted {pr:.3f}, one launch through them "
+          f"{g2:.3f}: {k + pr + g2:.3f} (pairs); disorder {share:.3f} ({took:.2f} ms on the "
           f"host with its read; auto sorts above {particle_sort.AUTO_DISORDER})")
 
 

@@ -38,8 +38,18 @@ the frame count is a multiple of K; auto: when ``disorder`` exceeds ``AUTO_DISOR
 launch and one host read a frame) the particles are reordered by ``brick_keys``: the lattice
 brick (z, then y, then x) and the cell within it (``(lz·8 + ly)·8 + lx``, the pool's own cell
 order), a stable sort, so particles of one cell keep their relative order. pos, vel and C
-(APIC) are gathered one at a time through the one permutation (every per-particle array the
-solver keeps: the narrow band, the kept faces and the carried pressure live on the grid).
+(APIC) are moved through the one permutation (every per-particle array the solver keeps: the
+narrow band, the kept faces and the carried pressure live on the grid). On CuPy by
+``VOXFX_SPARSE_PARTICLE_SORT_PATH`` (``PATHS``, helper i24o2): "argsort" (the default: CuPy's
+argsort, then one fancy index an array), "gather" (the argsort, then ``gather_particles``: pos,
+vel and C in one launch into the arrays the previous sort left, the state's arrays kept for the
+next: ``gather``) or "pairs" (``key_index_pairs``: key·2³² + index as one uint64 a particle,
+CuPy's sort of them, whose low 32 bits are the stable argsort's permutation since the index
+breaks every tie, then ``gather_particles`` through the pairs; int32 keys, argsort's order
+otherwise). The same permutation and the same arrays bit for bit on every path (a copy; host
+harness and NumPy: tests/unit/test_cuda_particle_sort_host.py, tests/unit/test_flip_particle_sort.py;
+GPU: tests/gpu/test_flip_particle_sort_gpu.py). Not yet timed on the device: the default stays
+argsort until ``bench/flip_sparse_particle_order.py``'s sort line shows the parts by each path.
 The keys and the disorder count are ``flip_particle_sort.cu``'s on CuPy (int32 keys: closed
 boxes and open domains up to 2³¹ cells of key frame), array code otherwise; the same integers
 (host harness tests/unit/test_cuda_particle_sort_host.py, GPU tests).
@@ -70,7 +80,11 @@ the sort's frames (an emitter's append and the kill pass's compaction renumber t
 Cost: the keys (4 B a particle; 8 with int64 keys), the argsort's int64 order and its own
 temporaries (CuPy: a copy of the keys and the index), one array's copy at a time (12 B pos or
 vel, 36 B C) beside the state, at the frame's end (no substep stage is alive then): about 28 B a
-particle by these arrays, neither counted by ``sparse_memory``'s estimates nor measured.
+particle by these arrays, neither counted by ``sparse_memory``'s estimates nor measured. The
+gather and pairs paths: the pairs (8 B a particle, CuPy's sort's copy of them beside), no
+per-array temporary, but a second pos, vel and C (24 B a particle, 60 with APIC) held from one
+sort to the next (``sort_spare``; a checkpoint's and a cache frame's arrays are host copies
+before the next step: addon/cache_writer.py, so nothing outside the solver reads the spare).
 """
 
 from __future__ import annotations
@@ -241,8 +255,8 @@ def gather(sim, order) -> None:
         permute(sim, index_of(order, xp))  # not the kernel's layout (float32 rows, contiguous)
         return
     spare = getattr(sim, "sort_spare", None)
-    if spare is None or any((a is None) != (b is None) or (a is not None and a.shape != b.shape)
-                            for a, b in zip(arrays, spare)):
+    if spare is None or any((a is None) != (b is None) or (a is not None and (
+            a.shape != b.shape or a.data.ptr == b.data.ptr)) for a, b in zip(arrays, spare)):  # never onto itself
         spare = tuple(None if a is None else xp.empty_like(a) for a in arrays)
     apic = sim.c is not None
     none = xp.zeros(1, xp.float32)
