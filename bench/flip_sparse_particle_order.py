@@ -4,6 +4,7 @@ whole frames, on the GPU, in one process:
 
     python3 bench/flip_sparse_particle_order.py [--res 256] [--particles 8e6] [--timing fast]
                                                 [--frames 12] [--repeat 3] [--runs 2] [--sorts auto auto@0.08 1 2]
+                                                [--sort-only]
 
 The dam break (``bench/flip.py``) with the Timing preset *timing* (Fast: 3 substeps a frame):
 
@@ -25,6 +26,9 @@ The dam break (``bench/flip.py``) with the Timing preset *timing* (Fast: 3 subst
    move the same particles (P2G's integer sums and G2P are order-free; tests/gpu), so each
    frame has the same substeps and CG iterations whichever way.
 3. Stages after the last unsorted run (frame *frames*: the splash has mixed the order), as 1.
+
+``--sort-only``: the set-up, then only the sort's parts by each path (``sort_parts``) on frame
+0's order and on a random shuffle of it (helper i24o2).
 """
 
 from __future__ import annotations
@@ -147,6 +151,14 @@ def stages(cp, sim, label, repeat, dt=1 / 72):
     for way in ORDERS:
         m = np.median(np.array(rows[way]), axis=0)
         print(f"{way} | " + " | ".join(f"{v:.3f}" for v in m))
+    sort_parts(cp, sim, repeat)
+
+
+def sort_parts(cp, sim, repeat, label=""):
+    """The brick sort's own time by each path (``VOXFX_SPARSE_PARTICLE_SORT_PATH``) on *sim*'s
+    particles as they are (restored after): CUDA events around the keys, argsort, the fancy
+    indexing of each array, the pairs' sort, and ``gather_particles`` through the order and the
+    pairs (into arrays allocated once, as ``gather`` keeps them); medians of *repeat*."""
     closed = sim.boundary == "closed"
     ev = [cp.cuda.Event() for _ in range(7)]
     times = []
@@ -181,11 +193,12 @@ def stages(cp, sim, label, repeat, dt=1 / 72):
     took = (time.perf_counter() - a) * 1e3
     k, o, g, pr, g1, g2 = np.median(np.array(times[1:]), axis=0)
     arrays = f"pos, vel{', C' if sim.c is not None else ''}"
-    print(f"the brick sort itself, ms: keys {k:.3f}, argsort {o:.3f}, gathers of {arrays} one at a time {g:.3f}: "
-          f"{k + o + g:.3f} (VOXFX_SPARSE_PARTICLE_SORT_PATH=argsort); {arrays} in one launch (gather_particles) "
-          f"{g1:.3f}: {k + o + g1:.3f} (gather); key·2³²+index pairs sorted {pr:.3f}, one launch through them "
-          f"{g2:.3f}: {k + pr + g2:.3f} (pairs); disorder {share:.3f} ({took:.2f} ms on the "
-          f"host with its read; auto sorts above {particle_sort.AUTO_DISORDER})")
+    print(f"{label}the brick sort itself, ms: keys {k:.3f}; argsort {o:.3f}, gathers of {arrays} one at a time "
+          f"{g:.3f}: {k + o + g:.3f} (VOXFX_SPARSE_PARTICLE_SORT_PATH=argsort); "
+          f"argsort, {arrays} in one launch (gather_particles) {g1:.3f}: {k + o + g1:.3f} (gather); "
+          f"key·2³²+index pairs sorted {pr:.3f}, one launch through them {g2:.3f}: {k + pr + g2:.3f} (pairs); "
+          f"disorder {share:.3f} ({took:.2f} ms on the host with its read; auto sorts above "
+          f"{particle_sort.AUTO_DISORDER})")
 
 
 def frames_ab(cp, sim, state, frames, runs, sorts):
@@ -246,6 +259,8 @@ def main():
     ap.add_argument("--runs", type=int, default=2)
     ap.add_argument("--sorts", nargs="*", default=["auto", "auto@0.08", "1", "2"],
                     help="ways besides off: a value of VOXFX_SPARSE_PARTICLE_SORT, or auto@X (auto sorting above X)")
+    ap.add_argument("--sort-only", action="store_true",
+                    help="only the sort's parts by each path, on frame 0's order and on a random shuffle")
     args = ap.parse_args()
     import cupy as cp
 
@@ -258,6 +273,12 @@ def main():
     print(f"{args.res}³ dam break, {len(sim.pos):,} particles, timing {args.timing}: set-up "
           f"{time.perf_counter() - a:.1f} s", flush=True)
     state = {k: np.array(x) for k, x in sim.checkpoint().items()}  # frame 0, as a resumed bake reads it
+    if args.sort_only:
+        sort_parts(cp, sim, args.repeat, "frame 0 (the seeding's order): ")
+        shuffle = cp.asarray(np.random.default_rng(1).permutation(len(sim.pos)))
+        particle_sort.permute(sim, shuffle)
+        sort_parts(cp, sim, args.repeat, "a random shuffle: ")
+        return
     stages(cp, sim, "frame 0 (the seeding's order)", args.repeat)
     sim.restore(state)
     for _ in range(3):  # the frames' kernels compiled (count control, CFL, ...) before any is timed
