@@ -106,15 +106,40 @@ def carve(xp, lengths, dtype, align=_ALIGN):
     return arena, [arena[at:at + int(n)] for at, n in zip(starts, lengths)]
 
 
-def solver_memory_bytes(strides, preconditioner="mg", level0_nbr=True) -> int:
+def dense_scratch_bytes(stride) -> int:
+    """Bytes of mg_dense_inverse's float64 scratch for a coarsest level of *stride*: stride² + 2·stride
+    doubles (its Gauss-Jordan matrix, pivot row and column; ``_dense_setup``)."""
+    s = int(stride)
+    return 8 * (s * s + 2 * s)
+
+
+def dense_bytes(stride, shared_limit=0) -> int:
+    """Device bytes of a solver's dense inverse of its coarsest level (``sparse_multigrid.MG_DENSE``,
+    ``SparsePressureSolverGPU._dense_setup``): G, stride² float32, and the scratch
+    (``dense_scratch_bytes``) in global memory where it passes the device's *shared_limit* bytes of
+    shared memory a block. Quadratic in the stride, which for a workspace solver is the set-up's
+    capacity of that level, not its need (issue 24, session 15, i24b3: the spreading 1M liquid of
+    tests/gpu/test_liquid_memory_check_gpu.py keeps 4 levels in frame 11, its coarsest ≤ 1066
+    unknowns; ``CAPS`` "together" had grown that level's capacity with level 1's, 1066 → 1599: G and
+    scratch 13.0 → 29.3 MiB, the 16.56 MiB it held and peaked above "level" with the tables' 0.29,
+    H100, session 15 call 3, bench/_memory_check_probe.py)."""
+    s, scratch = int(stride), dense_scratch_bytes(stride)
+    return 4 * s * s + (0 if scratch <= int(shared_limit) else scratch)
+
+
+def solver_memory_bytes(strides, preconditioner="mg", level0_nbr=True, dense=0, shared_limit=0) -> int:
     """Device bytes of a solver with these level strides: per level nbr (24 B; on level 0 only
     with *level0_nbr*: ``sparse_pressure_vcycle.NBR_TABLE``), diag (4 B), b, x, r (12 B), the
-    tables up (32 B) and down (256 B per coarse entry); the CG's six vectors on level 0."""
+    tables up (32 B) and down (256 B per coarse entry); the CG's six vectors on level 0; with
+    *dense* (the V-cycle's ``dense_mode``, "mg" of two levels on) the coarsest level's dense
+    inverse (``dense_bytes``, *shared_limit* the device's shared memory a block)."""
     total = (6 * 4 * strides[0] if level0_nbr else 0) + 28 * strides[0]
     if preconditioner == "mg":
         total += 4 * strides[0]
         for s in strides[1:]:
             total += s * (28 + 12 + 256) + 32 * strides[0]
+        if dense and len(strides) > 1:
+            total += dense_bytes(strides[-1], shared_limit)
     return int(total + 2 * 8 * _MAX_BLOCKS + 1024)
 
 

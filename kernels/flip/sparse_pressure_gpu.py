@@ -43,7 +43,7 @@ from ..grid.launch import THREADS, GraphLoop, Kernels, Repeat
 from ..settings import env_choice
 from .pressure import MG_COARSE_SWEEPS, MG_SWEEPS
 from .sparse_multigrid import KEY_BITS, MG_OMEGA
-from .sparse_pressure_buffers import BufferLoads, _Buffers, carve, solver_memory_bytes
+from .sparse_pressure_buffers import BufferLoads, _Buffers, carve, dense_scratch_bytes, solver_memory_bytes
 # The solver cache and its release, reached here as before (sparse_pressure, the set-up workspace,
 # the solve ahead, tests and benches)
 from .sparse_pressure_solvers import (_outgrown, _solver, _solvers, drop_workspace_solvers,  # noqa: F401
@@ -200,10 +200,13 @@ class SparsePressureSolverGPU(VCycleLaunches, BufferLoads):
         # (sparse_pressure_vcycle.NBR_TABLE "skip"; its diag alone filled: Level0.fill)
         self.level0_nbr = not (nbr_bricks_apply(nbr, self.generation, preconditioner, len(self.strides))
                                and nbr_table == "skip")
-        backend.ensure_fits(solver_memory_bytes(self.strides, preconditioner, self.level0_nbr),
-                            "the sparse FLIP pressure solve", cp)
         s0 = self.strides[0]
         last = len(self.strides) - 1
+        limit = self.shared_limit = (backend._device_properties(cp.cuda.Device().id).get("sharedMemPerBlockOptin", 0)
+                                     or cp.cuda.Device().attributes.get("MaxSharedMemoryPerBlockOptin", 0))
+        dense = dense if preconditioner == "mg" and last else 0  # the VCycle's dense_mode
+        backend.ensure_fits(solver_memory_bytes(self.strides, preconditioner, self.level0_nbr, dense, limit),
+                            "the sparse FLIP pressure solve", cp)
         lengths = [s0] * 6 + ([s0] if last else [])  # b, x, r, z, d, q; level 0's r
         for level, stride in enumerate(self.strides[1:], start=1):
             lengths += [stride, stride] + ([stride] if level < last else [])
@@ -243,9 +246,7 @@ class SparsePressureSolverGPU(VCycleLaunches, BufferLoads):
         self._filled = None  # a workspace solver: the level 0 whose tables it holds
         self._loaded = None  # PERSIST: the tables last copied in (kept alive: compared by identity)
         self.tables_skipped = 0  # PERSIST: solves whose tables were already loaded
-        limit = (backend._device_properties(cp.cuda.Device().id).get("sharedMemPerBlockOptin", 0)
-                 or cp.cuda.Device().attributes.get("MaxSharedMemoryPerBlockOptin", 0))
-        self._dense_setup(dense if preconditioner == "mg" and last else 0, limit)  # the VCycle's dense_mode
+        self._dense_setup(dense, limit)
         self.tail = self._tail_table(TAIL_UNKNOWNS) if preconditioner == "mg" and self.vcycle == "fused" else None
         self.cluster_from = self._cluster_from(CLUSTER_UNKNOWNS, int(cp.cuda.Device().compute_capability))
         self.cluster_blocks = cluster_blocks() if self.cluster_from else _TAIL_CLUSTER
@@ -284,7 +285,7 @@ class SparsePressureSolverGPU(VCycleLaunches, BufferLoads):
             return
         S = self.strides[-1]
         self.dense = self.cp.zeros(S * S, self.cp.float32)
-        need = 8 * (S * S + 2 * S)
+        need = dense_scratch_bytes(S)  # solver_memory_bytes counts both (dense_bytes)
         if need <= limit:
             self.dense_work, self.dense_shared = np.uint64(0), need
         else:

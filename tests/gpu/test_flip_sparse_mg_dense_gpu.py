@@ -92,6 +92,21 @@ def test_gpu_dense_inverse_in_global_scratch(monkeypatch, scene):
     assert np.array_equal(got.view(np.int32), want.view(np.int32))
 
 
+@pytest.mark.parametrize("coarsest", [71, 1599])
+def test_gpu_solver_bytes_count_its_dense_inverse(coarsest):
+    """``solver_memory_bytes``' dense term (``dense_bytes``) is what ``_dense_setup`` allocates: G
+    and, past a block's shared memory, mg_dense_inverse's scratch (the spreading 1M liquid's
+    coarsest stride in frame 11 under CAPS "together", 1599: 29.3 MiB on an H100; i24b3)."""
+    from voxfx.kernels.flip.sparse_pressure_buffers import dense_bytes, solver_memory_bytes
+
+    solver = sparse_pressure_gpu.SparsePressureSolverGPU([5000, coarsest], "mg", 10, dense=2)
+    held = solver.dense.nbytes + (0 if solver.dense_shared else solver.dense_work.nbytes)
+    assert solver.dense_mode == 2 and held == dense_bytes(coarsest, solver.shared_limit)
+    assert (solver.dense_shared > 0) == (coarsest == 71)
+    counted = solver_memory_bytes(solver.strides, "mg", solver.level0_nbr, 2, solver.shared_limit)
+    assert counted - solver_memory_bytes(solver.strides, "mg", solver.level0_nbr) == held
+
+
 @pytest.mark.parametrize("mode", [1, 2])
 def test_gpu_vcycle_variants_give_the_same_pressure_with_the_dense_solve(monkeypatch, scene, mode):
     """The tails (cluster, shared, global), no tail (mg_restrict_coarse_dense) and the split

@@ -110,3 +110,64 @@ def test_coarse_capacities_grown_together_hold_no_more_at_any_substep():
             assert more <= min(0.06 * tables_bytes(caps["level"]), 2.2 * 2 ** 20), (start, n, caps)
         assert gens["together"] <= gens["level"]
     assert counted == 0  # the same level counts throughout
+
+
+_H100_SHARED = 232448  # sharedMemPerBlockOptin of an H100 (227 KiB)
+
+
+def test_solver_bytes_count_the_dense_inverse_and_its_scratch():
+    """``solver_memory_bytes`` with the V-cycle's dense mode counts the coarsest level's G
+    (stride² float32) and, where it passes the shared memory a block, mg_dense_inverse's scratch
+    (stride² + 2·stride doubles) as ``_dense_setup`` allocates them; before, it counted neither
+    (``backend.ensure_fits`` before a solver is built: 29.3 MiB unseen at a coarsest stride of 1599)."""
+    from voxfx.kernels.flip.sparse_pressure_buffers import dense_bytes, dense_scratch_bytes, solver_memory_bytes
+
+    assert dense_scratch_bytes(71) == 8 * (71 * 71 + 142)
+    assert dense_bytes(115, _H100_SHARED) == 4 * 115 * 115  # the 8M dam break's: its scratch in shared memory
+    assert dense_bytes(169, _H100_SHARED) == 4 * 169 * 169  # the largest stride whose scratch fits there
+    assert dense_bytes(170, _H100_SHARED) == 4 * 170 * 170 + 8 * (170 * 170 + 340)  # then global
+    assert dense_bytes(115, 0) == 4 * 115 * 115 + 8 * (115 * 115 + 230)  # a device without that room
+    strides = (162650, 93267, 11782, 1599)
+    plain = solver_memory_bytes(strides)
+    assert solver_memory_bytes(strides, dense=2, shared_limit=_H100_SHARED) - plain == dense_bytes(1599, _H100_SHARED)
+    assert solver_memory_bytes(strides, dense=0, shared_limit=_H100_SHARED) == plain
+    assert solver_memory_bytes(strides, "jacobi", dense=2) == solver_memory_bytes(strides, "jacobi")  # no V-cycle
+    assert solver_memory_bytes(strides[:1], dense=2) == solver_memory_bytes(strides[:1])  # one level: no coarse solve
+
+
+def _pooled(nbytes):
+    return -(-int(nbytes) // 512) * 512  # CuPy's pool rounds each allocation to 512 B
+
+
+def _kept_table_bytes(caps):
+    """Bytes of the set-up workspace's kept tables (``Workspace.tables``: position, nbr, diag, up,
+    down a coarse level) for capacities *caps*, pool-rounded."""
+    total = 0
+    for level in range(1, len(caps)):
+        c = caps[level]
+        total += sum(_pooled(b) for b in (4 * (c - 1), 24 * c, 4 * c, 32 * caps[level - 1], 256 * c))
+    return total
+
+
+def test_the_coarsest_levels_dense_inverse_is_what_caps_together_held_more_in_frame_11():
+    """The spreading 1M liquid of tests/gpu/test_liquid_memory_check_gpu.py, frame 11 (H100, session
+    15 call 3, bench/_memory_check_probe.py): "together" held 152.15 MiB in use after the frame,
+    "level" 135.59 (peaks 242.05 and 225.49), one solver cached each, the same strides but the
+    coarsest's (level 3: 1599, 1066). G and mg_dense_inverse's global scratch of that level
+    (quadratic in its stride: the workspace's capacity, grown with level 1 under "together")
+    and the workspace's kept tables account for the 16.56 MiB to within the probe's rounding."""
+    from voxfx.kernels.flip.sparse_pressure_buffers import dense_bytes
+
+    level = {"caps": (0, 93267, 11782, 1066, 145, 75, 66, 65), "solver": (162650, 93267, 11782, 1066)}
+    together = {"caps": (0, 93267, 11782, 1599, 325, 168, 148, 145), "solver": (162650, 93267, 11782, 1599)}
+
+    def dense(way):
+        s = way["solver"][-1]
+        return _pooled(4 * s * s) + _pooled(dense_bytes(s, _H100_SHARED) - 4 * s * s)
+
+    mib = 2 ** 20
+    tables = (_kept_table_bytes(together["caps"]) - _kept_table_bytes(level["caps"])) / mib
+    assert abs(tables - (34.46 - 34.17)) < 0.01  # the probe's "ws held" (its other buffers the same)
+    more = (dense(together) - dense(level)) / mib + tables
+    assert abs(more - (152.15 - 135.59)) < 0.01 and abs(more - (242.05 - 225.49)) < 0.01
+    assert dense(level) / mib < 13.1 and dense(together) / mib > 29.2  # 2.25×: 1.5² for the stride's 1.5×
