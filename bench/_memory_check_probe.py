@@ -55,10 +55,12 @@ def main():
         check.seen(sim)
         ws = sparse_pressure_workspace._workspaces.get(cp.cuda.Device().id)
         strides = [s.strides for s in sparse_pressure_solvers._solvers.values()]
+        dense = [round(0 if s.dense is None else (s.dense.nbytes + (0 if s.dense_shared else s.dense_work.nbytes))
+                       / mib, 2) for s in sparse_pressure_solvers._solvers.values()]  # G and its scratch (i24b3)
         print(f"frame {frame} bricks {sim.grid.brick_count()} peak {hook.peak / mib:.2f} estimate "
               f"{estimate['total'] / mib:.2f} need {need / mib:.2f} in use after {pool.used_bytes() / mib:.2f} "
               f"ws gen {None if ws is None else ws.generation} caps {None if ws is None else ws.caps} "
-              f"ws held {sparse_pressure_workspace.held_bytes() / mib:.2f} solvers {strides}")
+              f"ws held {sparse_pressure_workspace.held_bytes() / mib:.2f} solvers {strides} dense MiB {dense}")
 
 
 if __name__ == "__main__":

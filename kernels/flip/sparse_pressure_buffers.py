@@ -106,6 +106,46 @@ def carve(xp, lengths, dtype, align=_ALIGN):
     return arena, [arena[at:at + int(n)] for at, n in zip(starts, lengths)]
 
 
+# How many of the coarsest level's unknowns a solver's dense inverse (``sparse_multigrid.MG_DENSE``)
+# holds rows for (issue 24, session 15, i24b3): "stride" (default) — its stride, G stride² floats
+# and mg_dense_inverse's scratch stride² + 2·stride doubles; "bound" — ``dense_rows``: G of that
+# many rows of the stride (its layout, row j at j·stride, as before) and the scratch for that many
+# unknowns, a solver whose coarsest level outgrows them replaced (``fits``), and a solve launched
+# ahead on one sized nothing (``ahead_limits``). The coarsest level spans fewer than MG_MIN_SIDE (4)
+# cells on its longest axis (≤ 64 unknowns) or, "2", is the one above such a level with at most
+# DENSE_DROP_UNKNOWNS (128); its stride is the set-up workspace's capacity of that level (bounded by
+# an eighth of the level above's set, ×1.25 + 64, grown 1.5× — with ``CAPS`` "together" as level 1
+# grows): the spreading 1M liquid's frame 11 (tests/gpu/test_liquid_memory_check_gpu.py) held G and
+# scratch of 13.0 MiB ("level", stride 1066) and 29.3 MiB ("together", 1599) for ≤ 128 unknowns;
+# "bound" 0.78 MiB (128 rows, the scratch in shared memory). The same G and pressure bit for bit
+# (the kernels read m rows; tests/gpu/test_flip_sparse_mg_dense_gpu.py). Read when a solver is
+# built. Not yet run on a GPU: "stride" until tests/gpu/test_flip_sparse_mg_dense_gpu.py, the
+# pressure and solve-ahead files and the memory check pass with it.
+DENSE_ROWS = "VOXFX_SPARSE_MG_DENSE_ROWS"
+DENSE_ROWS_MODES = ("stride", "bound")
+_DENSE_ROWS_MIN = 128  # sparse_multigrid.DENSE_DROP_UNKNOWNS: the coarsest level's unknowns at most
+
+
+def dense_rows(need, stride, mode=None) -> int:
+    """Rows of a solver's dense inverse (``DENSE_ROWS``, *mode*) for a coarsest level of *stride*
+    needing *need* entries (m + 1): the stride, or ("bound") ``grown_strides``' headroom over m
+    and at least ``_DENSE_ROWS_MIN``, within the stride."""
+    from ..settings import env_choice
+
+    if env_choice(DENSE_ROWS, DENSE_ROWS_MODES, mode) == "stride":
+        return int(stride)
+    return min(int(stride), max(_DENSE_ROWS_MIN, grown_strides([int(need)])[0]))
+
+
+def ahead_limits(strides, rows=None) -> list:
+    """Per level the bound ahead_sizes holds m + 1 under (``sparse_pressure_solve_ahead``): the
+    strides, the coarsest level's at most its dense inverse's *rows* + 1 (None: no dense inverse)."""
+    limits = [int(s) for s in strides]
+    if rows is not None:
+        limits[-1] = min(limits[-1], int(rows) + 1)
+    return limits
+
+
 def dense_scratch_bytes(stride) -> int:
     """Bytes of mg_dense_inverse's float64 scratch for a coarsest level of *stride*: stride² + 2·stride
     doubles (its Gauss-Jordan matrix, pivot row and column; ``_dense_setup``)."""
@@ -113,33 +153,37 @@ def dense_scratch_bytes(stride) -> int:
     return 8 * (s * s + 2 * s)
 
 
-def dense_bytes(stride, shared_limit=0) -> int:
+def dense_bytes(stride, shared_limit=0, rows=None) -> int:
     """Device bytes of a solver's dense inverse of its coarsest level (``sparse_multigrid.MG_DENSE``,
-    ``SparsePressureSolverGPU._dense_setup``): G, stride² float32, and the scratch
-    (``dense_scratch_bytes``) in global memory where it passes the device's *shared_limit* bytes of
-    shared memory a block. Quadratic in the stride, which for a workspace solver is the set-up's
-    capacity of that level, not its need (issue 24, session 15, i24b3: the spreading 1M liquid of
-    tests/gpu/test_liquid_memory_check_gpu.py keeps 4 levels in frame 11, its coarsest ≤ 1066
-    unknowns; ``CAPS`` "together" had grown that level's capacity with level 1's, 1066 → 1599: G and
-    scratch 13.0 → 29.3 MiB, the 16.56 MiB it held and peaked above "level" with the tables' 0.29,
-    H100, session 15 call 3, bench/_memory_check_probe.py)."""
-    s, scratch = int(stride), dense_scratch_bytes(stride)
-    return 4 * s * s + (0 if scratch <= int(shared_limit) else scratch)
+    ``SparsePressureSolverGPU._dense_setup``): G, *rows* (``dense_rows``; None: the stride) × stride
+    float32, and the scratch for *rows* unknowns (``dense_scratch_bytes``) in global memory where it
+    passes the device's *shared_limit* bytes of shared memory a block. With rows = stride quadratic
+    in the stride, which for a workspace solver is the set-up's capacity of that level, not its
+    unknowns (issue 24, session 15, i24b3: the spreading 1M liquid of
+    tests/gpu/test_liquid_memory_check_gpu.py keeps 4 levels in frame 11, its coarsest of ≤ 128
+    unknowns; ``CAPS`` "together" had grown that level's capacity with level 1's, 1066 → 1599: G
+    and scratch 13.0 → 29.3 MiB, the 16.56 MiB it held and peaked above "level" with the tables'
+    0.29; H100, session 15 call 3, bench/_memory_check_probe.py)."""
+    s = int(stride)
+    rows = s if rows is None else min(s, int(rows))
+    scratch = dense_scratch_bytes(rows)
+    return 4 * rows * s + (0 if scratch <= int(shared_limit) else scratch)
 
 
-def solver_memory_bytes(strides, preconditioner="mg", level0_nbr=True, dense=0, shared_limit=0) -> int:
+def solver_memory_bytes(strides, preconditioner="mg", level0_nbr=True, dense=0, shared_limit=0,
+                        dense_rows=None) -> int:
     """Device bytes of a solver with these level strides: per level nbr (24 B; on level 0 only
     with *level0_nbr*: ``sparse_pressure_vcycle.NBR_TABLE``), diag (4 B), b, x, r (12 B), the
     tables up (32 B) and down (256 B per coarse entry); the CG's six vectors on level 0; with
     *dense* (the V-cycle's ``dense_mode``, "mg" of two levels on) the coarsest level's dense
-    inverse (``dense_bytes``, *shared_limit* the device's shared memory a block)."""
+    inverse (``dense_bytes``, *shared_limit* the device's shared memory a block, its *dense_rows*)."""
     total = (6 * 4 * strides[0] if level0_nbr else 0) + 28 * strides[0]
     if preconditioner == "mg":
         total += 4 * strides[0]
         for s in strides[1:]:
             total += s * (28 + 12 + 256) + 32 * strides[0]
         if dense and len(strides) > 1:
-            total += dense_bytes(strides[-1], shared_limit)
+            total += dense_bytes(strides[-1], shared_limit, dense_rows)
     return int(total + 2 * 8 * _MAX_BLOCKS + 1024)
 
 

@@ -43,7 +43,8 @@ from ..grid.launch import THREADS, GraphLoop, Kernels, Repeat
 from ..settings import env_choice
 from .pressure import MG_COARSE_SWEEPS, MG_SWEEPS
 from .sparse_multigrid import KEY_BITS, MG_OMEGA
-from .sparse_pressure_buffers import BufferLoads, _Buffers, carve, dense_scratch_bytes, solver_memory_bytes
+from .sparse_pressure_buffers import (BufferLoads, _Buffers, ahead_limits, carve, dense_scratch_bytes,
+                                      solver_memory_bytes)
 # The solver cache and its release, reached here as before (sparse_pressure, the set-up workspace,
 # the solve ahead, tests and benches)
 from .sparse_pressure_solvers import (_outgrown, _solver, _solvers, drop_workspace_solvers,  # noqa: F401
@@ -184,7 +185,7 @@ class SparsePressureSolverGPU(VCycleLaunches, BufferLoads):
     ``stopped`` flag, so iterations after convergence (or the iteration limit) are no-ops."""
 
     def __init__(self, strides, preconditioner="mg", check_every=10, use_graph=True, tables=None, generation=None,
-                 dense=0, nbr="bricks", nbr_table="skip"):
+                 dense=0, nbr="bricks", nbr_table="skip", dense_rows=None):
         import cupy as cp
 
         self.cp = cp
@@ -205,8 +206,10 @@ class SparsePressureSolverGPU(VCycleLaunches, BufferLoads):
         limit = self.shared_limit = (backend._device_properties(cp.cuda.Device().id).get("sharedMemPerBlockOptin", 0)
                                      or cp.cuda.Device().attributes.get("MaxSharedMemoryPerBlockOptin", 0))
         dense = dense if preconditioner == "mg" and last else 0  # the VCycle's dense_mode
-        backend.ensure_fits(solver_memory_bytes(self.strides, preconditioner, self.level0_nbr, dense, limit),
-                            "the sparse FLIP pressure solve", cp)
+        # the coarsest level's unknowns its dense inverse holds (sparse_pressure_buffers.DENSE_ROWS)
+        self.dense_rows = self.strides[-1] if dense_rows is None else min(self.strides[-1], int(dense_rows))
+        backend.ensure_fits(solver_memory_bytes(self.strides, preconditioner, self.level0_nbr, dense, limit,
+                                                self.dense_rows), "the sparse FLIP pressure solve", cp)
         lengths = [s0] * 6 + ([s0] if last else [])  # b, x, r, z, d, q; level 0's r
         for level, stride in enumerate(self.strides[1:], start=1):
             lengths += [stride, stride] + ([stride] if level < last else [])
@@ -278,21 +281,37 @@ class SparsePressureSolverGPU(VCycleLaunches, BufferLoads):
 
     def _dense_setup(self, mode, limit):
         """``sparse_multigrid.MG_DENSE`` (*mode*, 0: the sweeps): G of the coarsest level
-        (stride² floats) and mg_dense_inverse's scratch, its shared memory where stride² + 2·stride
-        doubles fit *limit* bytes (at 8M strides 71 and 115: 41 KB, 107 KB), else global."""
+        (``dense_rows`` rows of its stride, row j at j·stride: stride² floats with ``DENSE_ROWS``
+        "stride") and mg_dense_inverse's scratch, its shared memory where rows² + 2·rows doubles fit
+        *limit* bytes (at 8M strides 71 and 115: 41 KB, 107 KB), else global."""
         self.dense_mode = int(mode)
         if not self.dense_mode:
             return
-        S = self.strides[-1]
-        self.dense = self.cp.zeros(S * S, self.cp.float32)
-        need = dense_scratch_bytes(S)  # solver_memory_bytes counts both (dense_bytes)
+        S, R = self.strides[-1], self.dense_rows
+        self.dense = self.cp.zeros(R * S, self.cp.float32)
+        need = dense_scratch_bytes(R)  # solver_memory_bytes counts both (dense_bytes)
         if need <= limit:
             self.dense_work, self.dense_shared = np.uint64(0), need
         else:
-            self.dense_work = self.cp.zeros(S * S + 2 * S, self.cp.float64)
+            self.dense_work = self.cp.zeros(R * R + 2 * R, self.cp.float64)
 
     def fits(self, needs) -> bool:
-        return len(needs) == len(self.strides) and all(n <= s for n, s in zip(needs, self.strides))
+        """Whether levels needing *needs* entries (m + 1 each) fit the buffers and the coarsest
+        level's m the dense inverse's rows."""
+        return (len(needs) == len(self.strides) and all(n <= s for n, s in zip(needs, self.strides))
+                and (self.dense is None or int(needs[-1]) - 1 <= self.dense_rows))
+
+    def ahead_limits(self):
+        """``device_strides`` with the coarsest level's bound m + 1 ≤ its dense inverse's rows + 1:
+        ahead_sizes' limits (``sparse_pressure_solve_ahead``: a guess whose coarsest level outgrows
+        G's rows launches on sizes of 0, as one that outgrows a stride)."""
+        if self.dense is None or self.dense_rows + 1 >= self.strides[-1]:
+            return self.device_strides()
+        kept = getattr(self, "_ahead_limits", None)
+        if kept is None:
+            limits = ahead_limits([B.stride for B in self.levels], self.dense_rows)
+            kept = self._ahead_limits = self.cp.asarray(np.array(limits, np.int32))
+        return kept
 
     # ------------------------------------------------------------------ launches
 

@@ -141,7 +141,7 @@ class Ahead:
 
         cp = level.xp
         solver.vectors.fill(0)
-        strides = solver.device_strides()  # the solver's own, as its tail kernels take them
+        strides = solver.ahead_limits()  # its strides (and its dense inverse's rows + 1 on the coarsest)
         _K.launch_grid("ahead_sizes", (1,), (1,), (workspace().sizes, strides, np.int32(len(solver.strides)),
                                                    np.int32(self.max_iterations), solver.ints))
         B = solver.levels[0]

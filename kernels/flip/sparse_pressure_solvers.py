@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import TYPE_CHECKING
 
+from . import sparse_pressure_buffers
 from .sparse_pressure_buffers import _GROWTH, grow_ahead, grown_strides, near_full
 from .sparse_pressure_vcycle import cluster_blocks, nbr_choice, nbr_table_choice, tail_fold
 
@@ -105,7 +106,8 @@ def _solver(needs, preconditioner, check_every, levels=None, dense=0):
         if generation is None:
             strides = grown_strides(needs, old if gpu.PERSIST else None)
             solver = gpu.SparsePressureSolverGPU(strides, preconditioner, check_every, dense=dense, nbr=nbr,
-                                                 nbr_table=nbr_table)
+                                                 nbr_table=nbr_table,
+                                                 dense_rows=sparse_pressure_buffers.dense_rows(needs[-1], strides[-1]))
         else:  # level 0's stride as above, the coarse levels' the workspace's capacities (≥ the needs)
             from .sparse_pressure_workspace import workspace
 
@@ -123,7 +125,8 @@ def _solver(needs, preconditioner, check_every, levels=None, dense=0):
             strides += list(ws.caps[1:len(needs)])
             solver = gpu.SparsePressureSolverGPU(strides, preconditioner, check_every,
                                                  tables=ws.solver_tables(len(needs)), generation=generation,
-                                                 dense=dense, nbr=nbr, nbr_table=nbr_table)
+                                                 dense=dense, nbr=nbr, nbr_table=nbr_table,
+                                                 dense_rows=sparse_pressure_buffers.dense_rows(needs[-1], strides[-1]))
             ws.level0_stride = strides[0]  # GROW "ahead": the set-up's test whether level 0 outgrows
         solver.last_iterations = guess if gpu.PERSIST else 0
     _solvers[key] = solver

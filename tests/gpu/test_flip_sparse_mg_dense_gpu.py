@@ -50,7 +50,7 @@ def _device_inverse(solver):
     B = solver.levels[last]
     level = SimpleNamespace(m=m, nbr=cupy.asnumpy(B.nbr[:, :m + 1]), diag=cupy.asnumpy(B.diag[:m + 1]))
     S = solver.strides[last]
-    got = cupy.asnumpy(solver.dense).reshape(S, S)[:m, :m].T  # row j at j·S: G_ij at [j, i]
+    got = cupy.asnumpy(solver.dense).reshape(-1, S)[:m, :m].T  # row j at j·S: G_ij at [j, i] (DENSE_ROWS rows)
     return sparse_multigrid.dense_inverse(level), got, m
 
 
@@ -92,19 +92,21 @@ def test_gpu_dense_inverse_in_global_scratch(monkeypatch, scene):
     assert np.array_equal(got.view(np.int32), want.view(np.int32))
 
 
-@pytest.mark.parametrize("coarsest", [71, 1599])
-def test_gpu_solver_bytes_count_its_dense_inverse(coarsest):
+@pytest.mark.parametrize("coarsest,rows", [(71, None), (1599, None), (1599, 128)])
+def test_gpu_solver_bytes_count_its_dense_inverse(coarsest, rows):
     """``solver_memory_bytes``' dense term (``dense_bytes``) is what ``_dense_setup`` allocates: G
     and, past a block's shared memory, mg_dense_inverse's scratch (the spreading 1M liquid's
     coarsest stride in frame 11 under CAPS "together", 1599: 29.3 MiB on an H100; i24b3)."""
     from voxfx.kernels.flip.sparse_pressure_buffers import dense_bytes, solver_memory_bytes
 
-    solver = sparse_pressure_gpu.SparsePressureSolverGPU([5000, coarsest], "mg", 10, dense=2)
+    solver = sparse_pressure_gpu.SparsePressureSolverGPU([5000, coarsest], "mg", 10, dense=2, dense_rows=rows)
     held = solver.dense.nbytes + (0 if solver.dense_shared else solver.dense_work.nbytes)
-    assert solver.dense_mode == 2 and held == dense_bytes(coarsest, solver.shared_limit)
-    assert (solver.dense_shared > 0) == (coarsest == 71)
-    counted = solver_memory_bytes(solver.strides, "mg", solver.level0_nbr, 2, solver.shared_limit)
+    assert solver.dense_mode == 2 and held == dense_bytes(coarsest, solver.shared_limit, rows)
+    assert (solver.dense_shared > 0) == (coarsest == 71 or rows == 128)  # 128² + 256 doubles: shared memory
+    counted = solver_memory_bytes(solver.strides, "mg", solver.level0_nbr, 2, solver.shared_limit, rows)
     assert counted - solver_memory_bytes(solver.strides, "mg", solver.level0_nbr) == held
+    if coarsest == 1599:  # the coarsest level's m within the rows
+        assert solver.fits([4000, 129]) and solver.fits([4000, 130]) == (rows is None)
 
 
 @pytest.mark.parametrize("mode", [1, 2])
@@ -130,6 +132,63 @@ def test_gpu_vcycle_variants_give_the_same_pressure_with_the_dense_solve(monkeyp
     assert it0 >= 3 and np.abs(p0).max() > 0
     for p, it in runs[1:]:
         assert it == it0 and np.array_equal(p, p0), float(np.abs(p - p0).max())
+
+
+def _tight_rows(monkeypatch):
+    """``DENSE_ROWS`` at its tightest: G's rows the coarsest level's m + 1 when a solver is built."""
+    from voxfx.kernels.flip import sparse_pressure_buffers
+
+    monkeypatch.setattr(sparse_pressure_buffers, "dense_rows", lambda need, stride, mode=None: min(int(stride),
+                                                                                                     int(need)))
+
+
+@pytest.mark.parametrize("mode", [1, 2])
+def test_gpu_dense_inverse_of_bounded_rows_is_the_same(monkeypatch, scene, mode):
+    """``sparse_pressure_buffers.DENSE_ROWS`` "bound" (here rows for the coarsest level's m alone):
+    the same G bit for bit, the same iterations and pressure as with rows of the stride (i24b3)."""
+    import cupy
+
+    monkeypatch.setattr(sparse_multigrid, "MG_DENSE", mode)
+    pg, sg = _solve(cupy, scene)
+    (full,) = sparse_pressure_gpu._solvers.values()
+    want, got_full, m = _device_inverse(full)
+    assert full.dense_rows == full.strides[-1] and full.dense.size == full.strides[-1] ** 2  # the default
+    sparse_pressure_gpu.release_gpu_solvers()
+    _tight_rows(monkeypatch)
+    pb, sb = _solve(cupy, scene)
+    (bound,) = sparse_pressure_gpu._solvers.values()
+    assert bound.strides == full.strides and bound.dense_rows == m + 1 < bound.strides[-1]
+    assert bound.dense.size == bound.dense_rows * bound.strides[-1]
+    _, got, _ = _device_inverse(bound)
+    assert np.array_equal(got.view(np.int32), got_full.view(np.int32))
+    assert np.array_equal(got.view(np.int32), want.view(np.int32))
+    assert sb["iterations"] == sg["iterations"] and np.array_equal(pb, pg)
+
+
+def test_gpu_dense_rows_bound_dam_break_gives_the_same_bits(monkeypatch):
+    """Rows for the coarsest level's m at each solver's build: a coarsest level that grows past them
+    takes a new solver, and a solve launched ahead on the old one (ahead_sizes' limit: its rows + 1)
+    is missed, not wrong — the same iterations and pressure bit for bit as rows of the stride."""
+    import cupy
+
+    from voxfx.kernels.flip import sparse_pressure_solve_ahead
+
+    spec = GridSpec((0.0, 0.0, 0.0), 1 / 48, (48, 32, 40))
+    v, t = box((0.0, 0.0, 0.0), (0.4, 0.6, 0.8))
+    runs = {}
+    for way in ("stride", "tight"):
+        if way == "tight":
+            _tight_rows(monkeypatch)
+        sparse_pressure_gpu.release_gpu_solvers()
+        launched = sparse_pressure_solve_ahead.counts["launched"]
+        sim = FlipSimulation(spec, FlipSettings(seed=5), v, t, xp=cupy, sparse=True)
+        runs[way] = solves(sim, 3)
+        assert sparse_pressure_solve_ahead.counts["launched"] > launched
+        dense = [s for s in sparse_pressure_gpu._solvers.values() if s.dense is not None]
+        assert dense and all((s.dense_rows < s.strides[-1]) == (way == "tight") for s in dense)
+    assert len(runs["stride"]) == len(runs["tight"]) > 3
+    for (p0, s0), (p, s) in zip(runs["stride"], runs["tight"]):
+        assert s["iterations"] == s0["iterations"] and np.array_equal(p, p0)
 
 
 @pytest.mark.parametrize("warm", ["0", "1"])

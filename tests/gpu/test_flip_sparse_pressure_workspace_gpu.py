@@ -159,12 +159,13 @@ def test_gpu_workspace_reuses_tables_and_drops_ones_another_grid_made_stale(monk
 
 
 SWITCHED = {"VOXFX_SPARSE_PCG_BLOCK": "singles", "VOXFX_SPARSE_SETUP_CAPS": "together",
-            "VOXFX_SPARSE_PCG_GROW": "ahead"}
+            "VOXFX_SPARSE_PCG_GROW": "ahead", "VOXFX_SPARSE_MG_DENSE_ROWS": "bound"}
 
 
 def test_gpu_growth_switches_give_the_same_pressure_with_no_more_solvers(monkeypatch):
     """The block as single-iteration replays, the coarse capacities grown together and level 0
-    grown with them (issue 24: the 8M frames that built pressure solvers) against main's ways
+    grown with them (issue 24: the 8M frames that built pressure solvers), and the coarsest level's
+    dense inverse of rows for its unknowns, not its stride (i24b3), against main's ways
     over a liquid that spreads solve by solve (its hierarchy gains levels, its buffers grow):
     the same pressure bit for bit and the same stats, and no more solvers built."""
     import cupy
@@ -190,6 +191,9 @@ def test_gpu_growth_switches_give_the_same_pressure_with_no_more_solvers(monkeyp
         built[way] = len(solvers)
         blocks[way] = sum(s.loop.launches for s in solvers)
         assert all(s.block == ("singles" if way == "switched" else "graph") for s in solvers)
+        # the coarsest level's unknowns ≤ 128 (sparse_pressure_buffers.DENSE_ROWS): rows ≤ 1.25 · 129 + 64
+        assert all(s.dense is None or (s.dense_rows <= min(s.strides[-1], 225) if way == "switched"
+                                       else s.dense_rows == s.strides[-1]) for s in solvers)
         del solvers
     sparse_pressure_gpu.release_gpu_solvers()
     _same(runs["main"], runs["switched"])

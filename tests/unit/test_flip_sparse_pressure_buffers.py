@@ -171,3 +171,39 @@ def test_the_coarsest_levels_dense_inverse_is_what_caps_together_held_more_in_fr
     more = (dense(together) - dense(level)) / mib + tables
     assert abs(more - (152.15 - 135.59)) < 0.01 and abs(more - (242.05 - 225.49)) < 0.01
     assert dense(level) / mib < 13.1 and dense(together) / mib > 29.2  # 2.25×: 1.5² for the stride's 1.5×
+
+
+def test_dense_rows_bound_the_coarsest_levels_unknowns_not_its_stride():
+    """``DENSE_ROWS`` "bound": G of ``dense_rows`` rows (≥ 128, the coarsest level's unknowns at most:
+    < 4 cells on its longest axis, or the one above such a level with ≤ 128) and its scratch for as
+    many; the frame-11 solvers of the spreading 1M liquid then hold 0.78 MiB for it under "together"
+    and 0.52 under "level" (29.3 and 13.0 with "stride"); a solver whose coarsest level outgrows the
+    rows does not fit, and a solve launched ahead on it gets sizes of 0 (``ahead_sizes_reference``)."""
+    from types import SimpleNamespace
+
+    from voxfx.kernels.flip.sparse_pressure_buffers import ahead_limits, dense_bytes, dense_rows
+    from voxfx.kernels.flip.sparse_pressure_gpu import SparsePressureSolverGPU
+    from voxfx.kernels.flip.sparse_pressure_solve_ahead import ahead_sizes_reference
+
+    assert dense_rows(7, 1599, "stride") == 1599 and dense_rows(7, 1599) == 1599  # the default: today's
+    assert dense_rows(7, 1599, "bound") == 128 and dense_rows(129, 1599, "bound") == int(129 * 1.25) + 64
+    assert dense_rows(7, 71, "bound") == 71  # within the stride (the 8M dam break's: unchanged)
+    mib = 2 ** 20
+    rows = dense_rows(129, 1599, "bound")
+    assert dense_bytes(1599, _H100_SHARED, 128) == 4 * 128 * 1599  # its scratch in shared memory
+    assert dense_bytes(1599, _H100_SHARED, 128) / mib < 0.79 and dense_bytes(1066, _H100_SHARED, 128) / mib < 0.53
+    assert dense_bytes(1599, _H100_SHARED, rows) == 4 * rows * 1599 + 8 * (rows * rows + 2 * rows)
+    assert dense_bytes(1599, _H100_SHARED, 1599) == dense_bytes(1599, _H100_SHARED) > 29 * mib
+    # fits: the coarsest level's m within the rows (its needs are m + 1), the strides as before
+    solver = SimpleNamespace(strides=(5000, 1599), dense=object(), dense_rows=128)
+    assert SparsePressureSolverGPU.fits(solver, [4000, 129]) and not SparsePressureSolverGPU.fits(solver, [4000, 130])
+    assert not SparsePressureSolverGPU.fits(solver, [5001, 10])
+    assert SparsePressureSolverGPU.fits(SimpleNamespace(strides=(5000, 1599), dense=None, dense_rows=128), [10, 1599])
+    # ahead_sizes' limits: m ≤ rows on the coarsest level, else every size 0
+    limits = ahead_limits((5000, 1599), 128)
+    assert limits == [5000, 129] and ahead_limits((5000, 1599)) == [5000, 1599]
+    cnt = [0, 900, 1000, 1000, 0, 60, 128, 128]
+    assert list(ahead_sizes_reference(cnt, limits, 50)) == [0, 0, 0, 50, 900, 1000, 60, 128]
+    cnt[6] = 129
+    assert list(ahead_sizes_reference(cnt, limits, 50)) == [0, 0, 0, 50, 0, 0, 0, 0]
+    assert list(ahead_sizes_reference(cnt, ahead_limits((5000, 1599)), 50))[6:] == [60, 129]
