@@ -112,8 +112,9 @@ def carve(xp, lengths, dtype, align=_ALIGN):
 # many rows of the stride (its layout, row j at j·stride, as before) and the scratch for that many
 # unknowns, a solver whose coarsest level outgrows them replaced (``fits``), and a solve launched
 # ahead on one sized nothing (``ahead_limits``). The coarsest level spans fewer than MG_MIN_SIDE (4)
-# cells on its longest axis (≤ 64 unknowns) or, "2", is the one above such a level with at most
-# DENSE_DROP_UNKNOWNS (128); its stride is the set-up workspace's capacity of that level (bounded by
+# cells on its longest axis (≤ 27 unknowns; a thin sheet's ends empty: its coarse cells lack fluid
+# children, tests/unit/test_flip_sparse_mg_dense.py) or, "2", is the one above such a level with at
+# most DENSE_DROP_UNKNOWNS (128); its stride is the set-up workspace's capacity of that level (bounded by
 # an eighth of the level above's set, ×1.25 + 64, grown 1.5× — with ``CAPS`` "together" as level 1
 # grows): the spreading 1M liquid's frame 11 (tests/gpu/test_liquid_memory_check_gpu.py) held G and
 # scratch of 13.0 MiB ("level", stride 1066) and 29.3 MiB ("together", 1599) for ≤ 128 unknowns;

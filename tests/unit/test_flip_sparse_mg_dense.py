@@ -11,6 +11,7 @@ from tests.gpu.test_flip_sparse_pressure_gpu import random_scene, tank
 from tests.unit.test_cuda_sparse_pressure_host import _tank
 from voxfx.kernels.flip import sparse_multigrid, sparse_pressure
 from voxfx.kernels.flip.sparse_multigrid import VCycle
+from voxfx.kernels.grid import GridSpec
 
 
 def _vcycles(monkeypatch, modes=(0, 1, 2)):
@@ -84,3 +85,28 @@ def test_dense_mode_from_the_environment(monkeypatch):
     monkeypatch.setenv("VOXFX_SPARSE_MG_DENSE", "3")
     with pytest.raises(ValueError, match="VOXFX_SPARSE_MG_DENSE"):
         sparse_multigrid.dense_mode()
+
+
+@pytest.mark.parametrize("shape,fill", [((96, 96, 24), (1.0, 1.0, 0.15)), ((64, 64, 64), (0.6, 0.6, 0.6)),
+                                        ((128, 128, 16), (0.9, 0.9, 0.12))])
+def test_the_dense_coarsest_level_fits_the_bounded_rows(monkeypatch, shape, fill):
+    """The coarsest level a dense inverse solves spans < MG_MIN_SIDE cells on its longest axis (or
+    is empty) or, "2", is the level above such a one with ≤ DENSE_DROP_UNKNOWNS unknowns: within
+    ``sparse_pressure_buffers.DENSE_ROWS`` "bound"'s least rows (i24b3: G and its scratch sized by
+    that level's stride, the set-up's capacity, held 13.0–29.3 MiB for it at the spreading 1M
+    liquid's frame 11). A thin sheet's coarsening ends in an empty level (its coarse cells lack the
+    fluid children): (96, 96, 24) at 15% depth, levels of 36769, 4513, 484 and 0 unknowns."""
+    from voxfx.kernels.flip.sparse_pressure_buffers import _DENSE_ROWS_MIN
+
+    spec = GridSpec((0.0, 0.0, 0.0), 0.05, shape)
+    rng = np.random.default_rng(3)
+    n = int(np.prod(shape) * np.prod(fill) * 8)
+    pos = (rng.uniform(0, 1, (n, 3)) * np.asarray(fill) * np.asarray(spec.upper)).astype(np.float32)
+    g = tank(np, pos, np.zeros_like(pos), spec)
+    _, kind, *_ = sparse_pressure.pressure_rhs(g, 0.01, None)
+    level = sparse_pressure.Unknowns(g, kind)
+    for mode in (1, 2):
+        monkeypatch.setattr(sparse_multigrid, "MG_DENSE", mode)
+        M = VCycle(g, kind, level)
+        assert len(M.levels) >= 3 and M.dense_mode == mode and M.dense is not None
+        assert M.levels[-1].m <= _DENSE_ROWS_MIN == sparse_multigrid.DENSE_DROP_UNKNOWNS
