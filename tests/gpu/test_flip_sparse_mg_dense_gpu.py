@@ -186,7 +186,7 @@ def test_gpu_dense_rows_bound_dam_break_gives_the_same_bits(monkeypatch):
         assert sparse_pressure_solve_ahead.counts["launched"] > launched
         dense = [s for s in sparse_pressure_gpu._solvers.values() if s.dense is not None]
         assert dense and all((s.dense_rows < s.strides[-1]) == (way == "tight") for s in dense)
-    assert len(runs["stride"]) == len(runs["tight"]) > 3
+    assert len(runs["stride"]) == len(runs["tight"]) >= 3
     for (p0, s0), (p, s) in zip(runs["stride"], runs["tight"]):
         assert s["iterations"] == s0["iterations"] and np.array_equal(p, p0)
 
