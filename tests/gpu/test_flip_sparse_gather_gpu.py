@@ -40,6 +40,16 @@ def liquid_block(closed, apic, rng):
     return spec, pos, vel, c
 
 
+def random_case(case, closed, apic, rng=None):
+    """(spec, pos, vel, c) of fresh random particles: "liquid", ``liquid_block``; "packed", the
+    host harness's ``scene`` (~30 particles a cell in one brick, some beyond a closed box's walls)."""
+    rng = np.random.default_rng() if rng is None else rng
+    if case == "liquid":
+        return liquid_block(closed, apic, rng)
+    spec, _, pos, vel, c = scene(closed, apic, int(rng.integers(1 << 30)))
+    return spec, pos, vel, c
+
+
 def faces_of(monkeypatch, grid, dev, gather, slab=None, shared=None, filter=True):
     monkeypatch.setattr(sparse_gpu, "STAGED_SLAB", slab or 4)
     monkeypatch.setattr(sparse_gpu, "STAGED_SHARED", shared)
@@ -57,11 +67,7 @@ CONFIGS = [(4, None, True), (4, None, False), (2, 96 * 1024, True), (3, 40 * 102
 def test_gpu_staged_gather_gives_the_brick_gathers_bits(monkeypatch, closed, apic, case):
     import cupy
 
-    rng = np.random.default_rng()
-    if case == "liquid":
-        spec, pos, vel, c = liquid_block(closed, apic, rng)
-    else:
-        spec, _, pos, vel, c = scene(closed, apic, int(rng.integers(1 << 30)))
+    spec, pos, vel, c = random_case(case, closed, apic)
     grid = gpu_grid(spec, pos, closed, 3)
     cpu = SparseFlipGrid(spec, np, closed=closed)  # the same bricks in the same slots
     cpu.update(pos, 3)

@@ -7,8 +7,7 @@ same bits run to run whatever the particles' order and the lanes' spread."""
 import numpy as np
 import pytest
 
-from tests.gpu.test_flip_sparse_gather_gpu import gpu_grid, host, liquid_block
-from tests.unit.test_cuda_sparse_gather_host import scene
+from tests.gpu.test_flip_sparse_gather_gpu import gpu_grid, host, liquid_block, random_case
 from tests.unit.test_cuda_sparse_scatter_host import check_scatter_against_gather
 from voxfx.kernels.flip import sparse_gpu, sparse_scatter, sparse_transfer
 from voxfx.kernels.flip.sparse_grid import SparseFlipGrid
@@ -39,11 +38,7 @@ def assert_scatter_ways_agree(monkeypatch, variable, modes, base, closed, apic, 
     order binning), the same bits as *base*'s."""
     import cupy
 
-    rng = np.random.default_rng()
-    if case == "liquid":
-        spec, pos, vel, c = liquid_block(closed, apic, rng)
-    else:
-        spec, _, pos, vel, c = scene(closed, apic, int(rng.integers(1 << 30)))
+    spec, pos, vel, c = random_case(case, closed, apic)
     grid = gpu_grid(spec, pos, closed, 3)
     sums, faces = {}, {}
     for mode in modes:
@@ -76,11 +71,7 @@ def gathered(grid, pos, vel, c, mode):
 @pytest.mark.parametrize("apic", [False, True], ids=["flip", "apic"])
 @pytest.mark.parametrize("case", ["liquid", "packed"])
 def test_gpu_scatter_matches_the_gathers_within_its_bound(closed, apic, case):
-    rng = np.random.default_rng()
-    if case == "liquid":
-        spec, pos, vel, c = liquid_block(closed, apic, rng)
-    else:
-        spec, _, pos, vel, c = scene(closed, apic, int(rng.integers(1 << 30)))
+    spec, pos, vel, c = random_case(case, closed, apic)
     grid = gpu_grid(spec, pos, closed, 3)
     cpu = SparseFlipGrid(spec, np, closed=closed)  # the same bricks in the same slots
     cpu.update(pos, 3)
