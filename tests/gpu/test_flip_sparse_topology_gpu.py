@@ -19,6 +19,12 @@ def host(a):
     return backend.to_numpy(a)
 
 
+def drifted(centre, up, step, spread, scale):
+    """The tests' blob at *step*: unit normal offsets *spread* scaled by *scale* about *centre*,
+    drifting (0.02, 0.01, −0.01) of the box *up* a step (float32 positions)."""
+    return (centre + np.array([0.02, 0.01, -0.01]) * up * step + spread * scale).astype(np.float32)
+
+
 def assert_same_grids(a, b, step, margin=True, index=False):
     """Grids *a* and *b* after the same updates: the same capacity, keys, slots and free list, the
     same tables and channels to the bit; with *margin* the same learned margin, with *index* *a*'s
@@ -70,7 +76,7 @@ def test_device_update_gives_the_array_update_and_the_cpus(monkeypatch, closed):
     changed = 0
     for step in range(8):  # the blob drifts, spreads, then gathers (< 3 cells a step): bricks come and go
         scale = [0.10, 0.11, 0.12, 0.12, 0.11, 0.11, 0.11, 0.10][step] * up
-        pos = (centre + np.array([0.02, 0.01, -0.01]) * up * step + spread * scale).astype(np.float32)
+        pos = drifted(centre, up, step, spread, scale)
         for name, g in grids.items():
             if name != "cpu":
                 monkeypatch.setenv("VOXFX_SPARSE_TOPOLOGY_UPDATE", name)
@@ -124,7 +130,7 @@ def test_fused_tables_give_the_separate_tables_and_marks(monkeypatch, closed):
     obstacle = np.array([[10, 10, 10], [11, 10, 10], [30, 20, 12]])
     for step in range(8):
         scale = [0.08, 0.10, 0.12, 0.13, 0.12, 0.11, 0.10, 0.09][step] * up
-        pos = cupy.asarray((0.4 * up + np.array([0.02, 0.01, -0.01]) * up * step + spread * scale).astype(np.float32))
+        pos = cupy.asarray(drifted(0.4 * up, up, step, spread, scale))
         ob = obstacle if step in (3, 4) else None
         for way, g in grids.items():
             monkeypatch.setenv("VOXFX_SPARSE_TOPOLOGY_TABLES", way)
@@ -160,7 +166,7 @@ def test_kept_scratch_gives_the_fresh_topology(monkeypatch):
     reused, grew = 0, 0
     for step in range(10):
         scale = [0.06, 0.08, 0.10, 0.12, 0.13, 0.12, 0.14, 0.11, 0.10, 0.09][step] * up
-        pos = cupy.asarray((0.4 * up + np.array([0.02, 0.01, -0.01]) * up * step + spread * scale).astype(np.float32))
+        pos = cupy.asarray(drifted(0.4 * up, up, step, spread, scale))
         reach = BrickReach(vel, 1 / 120, 9.81, spec.voxel_size)
         for way, g in grids.items():
             monkeypatch.setenv("VOXFX_SPARSE_TOPOLOGY_SCRATCH", way)
@@ -196,7 +202,7 @@ def test_room_gives_the_topology_without_it(monkeypatch, margins):
     kept_sets, scratch_reused, grew, changed = set(), 0, 0, 0
     for step in range(12):
         scale = [0.06, 0.08, 0.10, 0.11, 0.12, 0.13, 0.12, 0.14, 0.15, 0.11, 0.10, 0.09][step] * up
-        pos = cupy.asarray((0.4 * up + np.array([0.02, 0.01, -0.01]) * up * step + spread * scale).astype(np.float32))
+        pos = cupy.asarray(drifted(0.4 * up, up, step, spread, scale))
         vel = cupy.asarray(rng.normal(0, 2.0 + 18.0 * (step % 4 == 3), (20000, 3)).astype(np.float32))
         reach = BrickReach(vel, 1 / 120, 9.81, spec.voxel_size) if margins == "per brick" else None
         for way, g in grids.items():
@@ -254,7 +260,7 @@ def test_merged_pipeline_gives_the_separate_topology(monkeypatch, margins):
     grew, changed = 0, 0
     for step in range(10):
         scale = [0.06, 0.08, 0.10, 0.12, 0.13, 0.12, 0.14, 0.11, 0.10, 0.09][step] * up
-        pos = cupy.asarray((0.4 * up + np.array([0.02, 0.01, -0.01]) * up * step + spread * scale).astype(np.float32))
+        pos = cupy.asarray(drifted(0.4 * up, up, step, spread, scale))
         vel = cupy.asarray(rng.normal(0, 2.0 + 18.0 * (step % 3 == 2), (20000, 3)).astype(np.float32))
         reach = BrickReach(vel, 1 / 120, 9.81, spec.voxel_size) if margins == "per brick" else None
         for way, g in grids.items():
@@ -328,7 +334,7 @@ def test_kept_channels_filled_by_the_tables_give_retopologizes_fills(monkeypatch
     fills = {way: [] for way in ways}  # each fused update's fill launches
     for step in range(10):
         scale = [0.06, 0.08, 0.10, 0.12, 0.13, 0.12, 0.14, 0.11, 0.10, 0.09][step] * up
-        pos = (0.4 * up + np.array([0.02, 0.01, -0.01]) * up * step + spread * scale).astype(np.float32)
+        pos = drifted(0.4 * up, up, step, spread, scale)
         size = grids["cpu"].size
         values = {name: (rng.random(size) * 100).astype(dtype) for name, dtype, _ in kept}
         for way, g in grids.items():
