@@ -2,6 +2,8 @@
 # The device call for issue 24's frame spikes from new sparse pressure solvers (helper i24b,
 # session 15): the five GPU test files with main's ways and with the three switches on
 # (VOXFX_SPARSE_PCG_BLOCK=singles, VOXFX_SPARSE_SETUP_CAPS=together, VOXFX_SPARSE_PCG_GROW=ahead),
+# (VOXFX_SPARSE_PCG_GROW "ahead" was removed in the review after this call: it overshot the memory
+# estimate and built no fewer solvers; the variable is no longer read.)
 # four processes beside a one-frame warm-up that compiles the row's kernels; then the 8M Fast
 # frames with --stages (each solver built: why, its construction, each capture and first replay,
 # the workspace's generations) before (main's ways) and after (the switches), separate processes,

@@ -48,49 +48,18 @@ def grown_strides(needs, old=None, headroom=_HEADROOM, growth=_GROWTH) -> list:
 # Off until the GPU suite has run with it.
 CAPS = "VOXFX_SPARSE_SETUP_CAPS"
 CAPS_MODES = ("level", "together")
-# A workspace solver's level 0 and the workspace's coarse tables grow apart (level 0 by its
-# unknowns, the tables by the set's bounds) and each growth builds a solver: "fits" (default) —
-# each when it outgrows; "ahead" — where one must grow (a new solver anyway), the other grows
-# with it where it is ``near_full``: level 0's stride when a new generation or level count builds
-# a solver (``sparse_pressure_solvers._solver``, which then also keeps level 0's stride across a
-# level-count change, as it keeps the iteration guess either way), the coarse tables where level 0 outgrows
-# (``sparse_pressure_workspace.unknowns``). Up to 1.5 × √1.5 ≈ 1.84× a buffer's need where "fits"
-# held 1.5×. The same tables and values. Read at each call. Not for use yet: with it (and BLOCK
-# "singles", CAPS "together") tests/gpu/test_liquid_memory_check_gpu.py's spreading 1M liquid
-# peaked at 246.8 MiB in frame 11 against the 231.6 MiB estimate (H100, session 15, i24b; main's
-# ways passed), and at 8M it built no fewer solvers than CAPS "together" alone (frame 6's build is
-# a level-count change, its level 0 still 68% full).
-GROW = "VOXFX_SPARSE_PCG_GROW"
-GROW_MODES = ("fits", "ahead")
-
-
-def grow_ahead() -> bool:
-    from ..settings import env_choice
-
-    return env_choice(GROW, GROW_MODES) == "ahead"
-
-
-def near_full(need, held) -> bool:
-    """Whether *need* entries fill more than 1/√``_GROWTH`` of *held* (``GROW`` "ahead": a
-    buffer that would outgrow within half a growth step is grown with another that must)."""
-    return int(need) ** 2 * _GROWTH > int(held) ** 2
-
-
-def table_caps(needs, old=None, mode=None, early=False) -> tuple:
+def table_caps(needs, old=None, mode=None) -> tuple:
     """Capacities (0, C_1, …) of the set-up workspace's levels for coarse levels needing
     *needs* entries: ``grown_strides`` of *needs* against *old*'s C_1 … (the capacities the
     workspace holds, or None), each level on its own or, ``CAPS`` "together" (*mode*), every
-    level grown once one outgrows; *early* (level 0 outgrows its solver's stride: a new solver
-    anyway, ``GROW`` "ahead"): every level grown as one already where one is ``near_full``.
-    C_0 is 0 (level 0's tables are the solver's)."""
+    level grown once one outgrows. C_0 is 0 (level 0's tables are the solver's)."""
     from ..settings import env_choice
 
     held = None if old is None else tuple(int(c) for c in old[1:])
     same = held is not None and len(held) == len(needs)  # else a new level count: every level fresh
-    soon = early and same and any(near_full(n, c) for n, c in zip(needs, held))
-    if not same or (env_choice(CAPS, CAPS_MODES, mode) == "level" and not soon):
+    if not same or env_choice(CAPS, CAPS_MODES, mode) == "level":
         return (0,) + tuple(grown_strides(needs, held))
-    if not soon and all(int(n) <= c for n, c in zip(needs, held)):
+    if all(int(n) <= c for n, c in zip(needs, held)):
         return (0,) + held
     return (0,) + tuple(max(f, int(c * _GROWTH)) for f, c in zip(grown_strides(needs), held))
 

@@ -150,7 +150,7 @@ PERSIST = os.environ.get("VOXFX_SPARSE_PCG_PERSIST", "1") != "0"
 # solver is built. H100 80GB HBM3, 8M Fast frames (bench/flip_sparse.py --stages, session 15,
 # i24b): the block's capture took 2.27–2.59 ms of host time and its first replay 0.28–0.32 per
 # solver built; a new solver's first solve 5.2–6.1 ms → 3.2–5.3 (the others 1.7–2.9). Off until
-# the GPU suite has run with it alone (its call ran the tests with GROW "ahead" on too).
+# its frame A/B alone (session 15, call 3: the memory files pass with it alone).
 BLOCK = "VOXFX_SPARSE_PCG_BLOCK"
 BLOCK_MODES = ("graph", "singles")
 

@@ -14,7 +14,7 @@ from collections import OrderedDict
 from typing import TYPE_CHECKING
 
 from . import sparse_pressure_buffers
-from .sparse_pressure_buffers import _GROWTH, grow_ahead, grown_strides, near_full
+from .sparse_pressure_buffers import grown_strides
 from .sparse_pressure_vcycle import cluster_blocks, nbr_choice, nbr_table_choice, tail_fold
 
 if TYPE_CHECKING:  # sparse_pressure_gpu imports this module: _solver reaches it at its call
@@ -51,19 +51,19 @@ def drop_workspace_solvers(device):
 
 
 def _prior(key):
-    """(level 0's stride as a list, last iterations) of a cached or workspace-dropped solver of
-    *key*'s configuration and device for another level count, or None: a new level count's
+    """The last iterations of a cached or workspace-dropped solver of *key*'s configuration and
+    device for another level count, or None: a new level count's
     solver starts from its iteration guess (issue 24, session 15, i24b2: the 8M Fast frame 6's
     new solver, its hierarchy a level deeper, started from 0 and ran a block of 10 before its
     first check; carried, ``PREDICT`` launches the last solve's count, ~0.5 ms less there,
-    i24b's --stages), and with ``GROW`` "ahead" from its level-0 stride too (without it the
-    stride is fresh: carried, 1.27M where fresh took 1.09M at 8M, ~5 MB more held)."""
+    i24b's --stages); its level-0 stride is fresh (carried, 1.27M where fresh took 1.09M at 8M,
+    ~5 MB more held)."""
     for k, solver in reversed(_solvers.items()):
         if k[1:-1] == key[1:-1] and k[0] != key[0] and k[-1] is not None:
-            return [solver.strides[0]], solver.last_iterations
-    for k, (strides, guess) in _outgrown.items():
+            return solver.last_iterations
+    for k, (_, guess) in _outgrown.items():
         if k[1:] == key[1:-1] and k[0] != key[0]:
-            return [strides[0]], guess
+            return guess
     return None
 
 
@@ -92,7 +92,6 @@ def _solver(needs, preconditioner, check_every, levels=None, dense=0):
         # Of the same level count, a solver of the other set-up mode stays (an A/B in one process).
         stale = [k for k in _solvers
                  if k[1:-1] == key[1:-1] and (k[0] != key[0] or (generation is None) == (k[-1] is None))]
-        ahead = generation is not None and grow_ahead()
         prior = _prior(key) if generation is not None else None  # of another level count
         for other in stale:
             if generation is not None and other[0] == key[0]:  # outgrown: as a solver that does not fit
@@ -116,18 +115,13 @@ def _solver(needs, preconditioner, check_every, levels=None, dense=0):
                 raise RuntimeError("sparse pressure tables of an earlier set-up workspace than the current one")
             old0 = old[:1] if old is not None and len(old) == len(needs) else None
             if old0 is None and prior is not None:  # a new level count: the same liquid's solve
-                guess = prior[1]  # PREDICT's guess (the iterations past convergence are no-ops: the same bits)
-                if ahead:  # GROW "ahead": level 0 is level 0 whatever the count (its stride: memory)
-                    old0 = prior[0]
+                guess = prior  # PREDICT's guess (the iterations past convergence are no-ops: the same bits)
             strides = grown_strides(needs[:1], old0)
-            if ahead and old0 is not None and strides[0] == old0[0] and near_full(needs[0], old0[0]):
-                strides = [max(grown_strides(needs[:1])[0], int(old0[0] * _GROWTH))]  # it would outgrow soon
             strides += list(ws.caps[1:len(needs)])
             solver = gpu.SparsePressureSolverGPU(strides, preconditioner, check_every,
                                                  tables=ws.solver_tables(len(needs)), generation=generation,
                                                  dense=dense, nbr=nbr, nbr_table=nbr_table,
                                                  dense_rows=sparse_pressure_buffers.dense_rows(needs[-1], strides[-1]))
-            ws.level0_stride = strides[0]  # GROW "ahead": the set-up's test whether level 0 outgrows
         solver.last_iterations = guess if gpu.PERSIST else 0
     _solvers[key] = solver
     return solver

@@ -52,7 +52,7 @@ from ..grid.sparse_mac import CARVE_ALIGN, carve
 from . import sparse_pressure_setup as setup
 from .sparse_multigrid import _Level
 from .sparse_pressure_ahead import guessed_base, tables_stand
-from .sparse_pressure_buffers import grow_ahead, table_caps
+from .sparse_pressure_buffers import table_caps
 from .sparse_pressure_setup_graph import Graphs, enabled as graph_enabled
 from .sparse_pressure_workspace_levels import _launch_levels
 from .sparse_pressure_workspace_views import _CoarseLevel, _Up, _Views, _rows, Level0, fill_tables  # noqa: F401
@@ -146,7 +146,6 @@ class Workspace:
         self.graphs = Graphs()  # the coarse levels' graphs (sparse_pressure_setup_graph)
         self.guess = None  # the key base an ahead set-up last guessed (``sticky_guess``)
         self.keep = False  # the coarse scratch kept past its set-up (``scratch``)
-        self.level0_stride = None  # of the last solver built on these tables (``grows_early``)
 
     def held_bytes(self) -> int:
         """Bytes of this workspace's buffers (``held_bytes``)."""
@@ -168,11 +167,11 @@ class Workspace:
             cap = self.seg_cap = _grow(max(self.seg_cap, 0), segments)
             self.seg, self.seg_scan = cp.empty(cap, cp.int32), cp.empty(cap, cp.int32)
 
-    def tables(self, needs, early=False):
-        """Capacities C_1 … of the coarse levels needing *needs* entries (``table_caps``, its
-        *early*; ``caps[0]`` is 0: level 0's tables are the solver's); a new generation of table
+    def tables(self, needs):
+        """Capacities C_1 … of the coarse levels needing *needs* entries (``table_caps``;
+        ``caps[0]`` is 0: level 0's tables are the solver's); a new generation of table
         buffers where they change."""
-        caps = table_caps(needs, self.caps, early=early)
+        caps = table_caps(needs, self.caps)
         if caps == self.caps:
             return caps
         cp = self.cp
@@ -240,13 +239,6 @@ class Workspace:
     def end_scratch(self):
         if not self.keep:
             self.arena = self.work = None
-
-    def grows_early(self, m, bounds) -> bool:
-        """``GROW`` "ahead": level 0's *m* unknowns outgrow the last solver's stride (a new solver
-        anyway) and the tables for the set's *bounds* would grow with it (one ``near_full``)."""
-        if self.level0_stride is None or self.caps is None or m + 1 <= self.level0_stride or not grow_ahead():
-            return False
-        return table_caps([b + 1 for b in bounds[1:]], self.caps, early=True) != self.caps
 
     def sticky_guess(self, guess):
         """The key base an ahead set-up launches on: the last one where *guess* (``guessed_base``
@@ -361,8 +353,7 @@ def unknowns(grid, kind, extra, ahead=False, before_read=None):
         lo, hi = box[:3], box[3:]
         level.extra = tuple(int(v) for v in host[10 * count + 6:])
         bounds = setup.level_bounds(n_set)
-        early = ws.grows_early(m, bounds)  # GROW "ahead": built again on grown tables
-        held = m > 0 and tables_stand(ws.caps, lo, hi, bounds, guess) and not early
+        held = m > 0 and tables_stand(ws.caps, lo, hi, bounds, guess)
         ws.ahead[0 if held else 1] += 1
         if held:
             level.prebuilt = host[:10 * count]
@@ -375,9 +366,8 @@ def unknowns(grid, kind, extra, ahead=False, before_read=None):
         lo, hi = [int(v) for v in host[3:6]], [int(v) for v in host[6:9]]
         level.extra = tuple(int(v) for v in host[9:])
         bounds = setup.level_bounds(n_set)
-        early = ws.grows_early(m, bounds)
     if level.prebuilt is None:
-        ws.tables([b + 1 for b in bounds[1:]], early)
+        ws.tables([b + 1 for b in bounds[1:]])
         level.ws_generation, level.bounds = ws.generation, bounds
     if m > 0:  # the next set-up's guess (its tail test on these bounds)
         ws.last = (lo, hi, bounds)

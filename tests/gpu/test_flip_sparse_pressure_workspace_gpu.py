@@ -159,13 +159,13 @@ def test_gpu_workspace_reuses_tables_and_drops_ones_another_grid_made_stale(monk
 
 
 SWITCHED = {"VOXFX_SPARSE_PCG_BLOCK": "singles", "VOXFX_SPARSE_SETUP_CAPS": "together",
-            "VOXFX_SPARSE_PCG_GROW": "ahead", "VOXFX_SPARSE_MG_DENSE_ROWS": "bound"}
+            "VOXFX_SPARSE_MG_DENSE_ROWS": "bound"}
 
 
 def test_gpu_growth_switches_give_the_same_pressure_with_no_more_solvers(monkeypatch):
-    """The block as single-iteration replays, the coarse capacities grown together and level 0
-    grown with them (issue 24: the 8M frames that built pressure solvers), and the coarsest level's
-    dense inverse of rows for its unknowns, not its stride (i24b3), against main's ways
+    """The block as single-iteration replays and the coarse capacities grown together (issue
+    24: the 8M frames that built pressure solvers), and the coarsest level's dense inverse of rows
+    for its unknowns, not its stride (i24b3), against main's ways
     over a liquid that spreads solve by solve (its hierarchy gains levels, its buffers grow):
     the same pressure bit for bit and the same stats, and no more solvers built."""
     import cupy
@@ -204,8 +204,8 @@ def test_gpu_growth_switches_give_the_same_pressure_with_no_more_solvers(monkeyp
 def test_gpu_a_new_level_counts_solver_starts_from_the_last_solves_iterations(monkeypatch):
     """A liquid whose hierarchy gains a level: the new level count's workspace solver starts
     from the last solve's iteration count (``PREDICT``'s guess, ``sparse_pressure_solvers._prior``;
-    it started from 0 and ran a block before its first check) and level 0's stride fresh (GROW
-    off: no more memory); the pressure and stats bit for bit as ``VOXFX_SPARSE_SETUP=fresh``'s
+    it started from 0 and ran a block before its first check) and level 0's stride fresh (no
+    more memory); the pressure and stats bit for bit as ``VOXFX_SPARSE_SETUP=fresh``'s
     (no workspace: no guess carried)."""
     import cupy
 

@@ -43,7 +43,7 @@ def test_carve_gives_aligned_disjoint_zeroed_views():
     assert sparse_pressure_gpu.PERSIST in (True, False)
 
 
-def _spread(mode, early=False):
+def _spread(mode):
     """Generations of the workspace's coarse capacities (``table_caps``) and their largest
     bytes as a liquid's level-0 set grows 0.3% a substep from 400k to 4M cells."""
     from voxfx.kernels.flip.sparse_pressure_buffers import table_caps
@@ -53,7 +53,7 @@ def _spread(mode, early=False):
     caps, generations, peak, n = None, 0, 0, 400_000
     while n < 4_000_000:
         needs = [b + 1 for b in level_bounds(n)[1:]]
-        new = table_caps(needs, caps, mode, early)
+        new = table_caps(needs, caps, mode)
         assert len(new) == len(needs) + 1 and all(c >= k for c, k in zip(new[1:], needs))
         generations += new != caps
         caps, peak, n = new, max(peak, tables_bytes(new)), int(n * 1.003)
@@ -74,12 +74,8 @@ def test_coarse_capacities_grow_together_in_fewer_generations_for_as_many_bytes(
     # a new level count (a set of 8^k cells; a new generation either way): every level fresh, as "level"
     assert table_caps([1000, 126, 17, 3], held, "together") == table_caps([1000, 126, 17, 3], held, "level")
     assert table_caps([1000, 126, 17, 3], held, "together") == (0,) + tuple(grown_strides([1000, 126, 17, 3]))
-    # early (GROW "ahead": level 0 outgrows its solver): all grown already where one fills > 1/√1.5
     for mode in ("level", "together"):
-        assert table_caps([1072, 126, 17], held, mode, early=True) == held  # 1072² · 1.5 < 1314²
-        assert table_caps([1073, 126, 17], held, mode, early=True) == grown
-        assert table_caps([1073, 126, 17], held, mode) == held  # not early: it fits
-        assert table_caps([1000, 181, 17], held, mode, early=True) == grown  # level 2 near full
+        assert table_caps([1073, 126, 17], held, mode) == held  # it fits
     level, together = _spread("level"), _spread("together")
     assert together[0] * 2 < level[0] and together[1] <= 1.02 * level[1]
 
