@@ -2,13 +2,13 @@
 # The device call for issue 24's frame spikes from new sparse pressure solvers (helper i24b,
 # session 15): the five GPU test files with main's ways and with the three switches on
 # (VOXFX_SPARSE_PCG_BLOCK=singles, VOXFX_SPARSE_SETUP_CAPS=together, VOXFX_SPARSE_PCG_GROW=ahead),
-# (VOXFX_SPARSE_PCG_GROW "ahead" was removed in the review after this call: it overshot the memory
-# estimate and built no fewer solvers; the variable is no longer read.)
 # four processes beside a one-frame warm-up that compiles the row's kernels; then the 8M Fast
 # frames with --stages (each solver built: why, its construction, each capture and first replay,
 # the workspace's generations) before (main's ways) and after (the switches), separate processes,
 # and, time allowing, the after without GROW. Each process's log under /tmp, then all of them
 # in $OUT/i24b_full.log. Run once (session 15): bench/RESULTS.md, "The frames that build a pressure solver".
+# (VOXFX_SPARSE_PCG_GROW "ahead" was removed in the review after this call: it overshot the memory
+# estimate and built no fewer solvers; the variable is no longer read.)
 OUT_DEFAULT=$OUT
 . "$(dirname "${BASH_SOURCE[0]}")/_device_call.sh"
 FINAL=$OUT
