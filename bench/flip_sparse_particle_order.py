@@ -17,7 +17,7 @@ The dam break (``bench/flip.py``) with the Timing preset *timing* (Fast: 3 subst
    turn, *repeat* times, medians: topology, P2G, its binning + scatter (``particles_to_grid``),
    G2P + advection, the substep; P2G's binning and scatter launch by launch in each order (the
    same bricks); the sort's own time by each path
-   (``VOXFX_SPARSE_PARTICLE_SORT_PATH``: keys, argsort or the pairs' sort, the gathers) and ``particle_sort.disorder``.
+   (``VOXFX_SPARSE_PARTICLE_SORT_PATH``: keys, argsort, the gathers) and ``particle_sort.disorder``.
 2. Frames: the frame-0 state restored (``checkpoint``/``restore``) and *frames* frames of
    1/24 s stepped with the sort off, auto (auto@X: sorting above a disorder of X) and every K
    frames (*sorts*), the ways in turn *runs*
@@ -157,10 +157,10 @@ def stages(cp, sim, label, repeat, dt=1 / 72):
 def sort_parts(cp, sim, repeat, label=""):
     """The brick sort's own time by each path (``VOXFX_SPARSE_PARTICLE_SORT_PATH``) on *sim*'s
     particles as they are (restored after): CUDA events around the keys, argsort, the fancy
-    indexing of each array, the pairs' sort, and ``gather_particles`` through the order and the
-    pairs (into arrays allocated once, as ``gather`` keeps them); medians of *repeat*."""
+    indexing of each array and ``gather_particles`` through the order (into arrays allocated
+    once, as ``gather`` keeps them); medians of *repeat*."""
     closed = sim.boundary == "closed"
-    ev = [cp.cuda.Event() for _ in range(7)]
+    ev = [cp.cuda.Event() for _ in range(5)]
     times = []
     state = (sim.pos, sim.vel, sim.c)
     kept = tuple(None if x is None else cp.empty_like(x) for x in state)  # the gathers' arrays kept between frames
@@ -174,29 +174,21 @@ def sort_parts(cp, sim, repeat, label=""):
         ev[2].record()
         moved = [x[order] for x in state if x is not None]  # argsort path: one fancy index an array
         ev[3].record()
-        pairs = particle_sort.pair_order(key, cp)  # pairs path: key·2³² + index, one uint64 sort
-        ev[4].record()
         particle_sort.gather(sim, order)  # gather path: every array in one launch
-        ev[5].record()
-        sim.pos, sim.vel, sim.c = state
-        sim.sort_spare = kept
-        if pairs is not None:
-            particle_sort.gather(sim, pairs)  # into the first gather's arrays (kept)
-        ev[6].record()
-        ev[6].synchronize()
+        ev[4].record()
+        ev[4].synchronize()
         times.append([cp.cuda.get_elapsed_time(x, y) for x, y in zip(ev, ev[1:])])
-        del moved, order, pairs
+        del moved, order
     sim.pos, sim.vel, sim.c = state
     sim.sort_spare = None
     a = time.perf_counter()
     share = particle_sort.disorder(key, sim.spec, closed, sim.kill_distance, cp)
     took = (time.perf_counter() - a) * 1e3
-    k, o, g, pr, g1, g2 = np.median(np.array(times[1:]), axis=0)
+    k, o, g, g1 = np.median(np.array(times[1:]), axis=0)
     arrays = f"pos, vel{', C' if sim.c is not None else ''}"
     print(f"{label}the brick sort itself, ms: keys {k:.3f}; argsort {o:.3f}, gathers of {arrays} one at a time "
           f"{g:.3f}: {k + o + g:.3f} (VOXFX_SPARSE_PARTICLE_SORT_PATH=argsort); "
           f"argsort, {arrays} in one launch (gather_particles) {g1:.3f}: {k + o + g1:.3f} (gather); "
-          f"key·2³²+index pairs sorted {pr:.3f}, one launch through them {g2:.3f}: {k + pr + g2:.3f} (pairs); "
           f"disorder {share:.3f} ({took:.2f} ms on the host with its read; auto sorts above "
           f"{particle_sort.AUTO_DISORDER})")
 

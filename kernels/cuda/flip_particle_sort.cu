@@ -9,13 +9,10 @@
 //   key_jumps             the particles whose cell (decoded from a key with its cell part) is not the cell
 //                         of the particle before them nor one of its 26 neighbours (one atomicAdd a warp's
 //                         count): how often a walk along the arrays jumps.
-//   key_index_pairs       one thread a particle: key·2³² + i as one uint64 (helper i24o2), so that a plain sort of
-//                         the pairs is the stable argsort of the keys: the index breaks every tie and the low 32
-//                         bits of the sorted pairs are the permutation (keys ≥ 0, fewer than 2³² particles).
 //   gather_particles      one thread a particle of the new order: pos (3 floats), vel (3) and, with `apic`, C (9)
 //                         of particle order[s] & (2³² − 1) copied to slot s of the outputs (one launch for every
-//                         array; the low 32 bits of argsort's int64 order are the index itself, of a sorted pair
-//                         its index part). A copy: bit for bit the NumPy reference's x[order] of each array.
+//                         array; argsort's int64 order, fewer than 2³² particles: its low 32 bits are the index
+//                         itself). A copy: bit for bit the NumPy reference's x[order] of each array.
 #include "voxfx_reduce.cuh"  // warp_count_into
 
 extern "C" __global__ void particle_brick_keys(const float* pos, long long n, float ox, float oy, float oz, float h,
@@ -59,13 +56,6 @@ extern "C" __global__ void key_jumps(const int* key, long long n, int bx, int by
         far = abs(x1 - x0) > 1 || abs(y1 - y0) > 1 || abs(z1 - z0) > 1;
     }
     warp_count_into(jumps, far);
-}
-
-extern "C" __global__ void key_index_pairs(const int* key, long long n, unsigned long long* pair)
-{
-    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    pair[i] = ((unsigned long long)(unsigned int)key[i] << 32) | (unsigned long long)i;
 }
 
 extern "C" __global__ void gather_particles(const long long* __restrict__ order, long long n,

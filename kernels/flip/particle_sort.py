@@ -43,13 +43,13 @@ narrow band, the kept faces and the carried pressure live on the grid). On CuPy 
 ``VOXFX_SPARSE_PARTICLE_SORT_PATH`` (``PATHS``, helper i24o2): "argsort" (the default: CuPy's
 argsort, then one fancy index an array), "gather" (the argsort, then ``gather_particles``: pos,
 vel and C in one launch into the arrays the previous sort left, the state's arrays kept for the
-next: ``gather``) or "pairs" (``key_index_pairs``: key·2³² + index as one uint64 a particle,
-CuPy's sort of them, whose low 32 bits are the stable argsort's permutation since the index
-breaks every tie, then ``gather_particles`` through the pairs; int32 keys, argsort's order
-otherwise). The same permutation and the same arrays bit for bit on every path (a copy; host
+next: ``gather``). The same permutation and the same arrays bit for bit on either path (a copy; host
 harness and NumPy: tests/unit/test_cuda_particle_sort_host.py, tests/unit/test_flip_particle_sort.py;
-GPU: tests/gpu/test_flip_particle_sort_gpu.py). Not yet timed on the device: the default stays
-argsort until ``bench/flip_sparse_particle_order.py``'s sort line shows the parts by each path.
+GPU: tests/gpu/test_flip_particle_sort_gpu.py). H100 80GB HBM3 (session 15, call 4,
+``bench/flip_sparse_particle_order.py --sort-only``, 8M): frame 0's order, argsort 0.443 + the
+arrays one at a time 0.327 ms, + ``gather_particles`` 0.163; a random shuffle, 0.544 against 0.601
+(the default stays argsort). A third path, key·2³² + index pairs sorted as one uint64 (the index
+breaking every tie), sorted in 0.685–0.691 ms against argsort's 0.443–0.469, was removed.
 The keys and the disorder count are ``flip_particle_sort.cu``'s on CuPy (int32 keys: closed
 boxes and open domains up to 2³¹ cells of key frame), array code otherwise; the same integers
 (host harness tests/unit/test_cuda_particle_sort_host.py, GPU tests).
@@ -81,8 +81,7 @@ Cost: the keys (4 B a particle; 8 with int64 keys), the argsort's int64 order an
 temporaries (CuPy: a copy of the keys and the index), one array's copy at a time (12 B pos or
 vel, 36 B C) beside the state, at the frame's end (no substep stage is alive then): about 28 B a
 particle by these arrays, neither counted by ``sparse_memory``'s estimates nor measured. The
-gather and pairs paths: the pairs (8 B a particle, CuPy's sort's copy of them beside), no
-per-array temporary, but a second pos, vel and C (24 B a particle, 60 with APIC) held from one
+gather path: no per-array temporary, but a second pos, vel and C (24 B a particle, 60 with APIC) held from one
 sort to the next (``sort_spare``; a checkpoint's and a cache frame's arrays are host copies
 before the next step: addon/cache_writer.py, so nothing outside the solver reads the spare).
 """
@@ -101,10 +100,10 @@ KERNELS = Kernels("flip_particle_sort.cu", ("--fmad=false",), THREADS)
 SWITCH = "VOXFX_SPARSE_PARTICLE_SORT"
 SORTS = ("off", "auto", "1", "2", "4", "8")  # off, when disordered (``AUTO_DISORDER``), or every K frames
 PATH_SWITCH = "VOXFX_SPARSE_PARTICLE_SORT_PATH"
-# CuPy's: argsort + one fancy index an array; argsort + ``gather_particles`` (one launch); ``key_index_pairs``
-# sorted as uint64 + ``gather_particles`` (helper i24o2). The same permutation and arrays, bit for bit.
-PATHS = ("argsort", "gather", "pairs")
-_PAIR_INDEX = 1 << 32  # particles a key·2³² + index pair (and gather_particles' low 32 bits) can number
+# CuPy's: argsort + one fancy index an array; argsort + ``gather_particles`` (one launch, helper i24o2).
+# The same permutation and arrays, bit for bit.
+PATHS = ("argsort", "gather")
+_GATHER_INDEX = 1 << 32  # particles gather_particles can number (it takes an order's low 32 bits)
 AUTO_DISORDER = 0.2  # auto: sort when this share of the particles jump away from the one before (``disorder``)
 _BRICK = 8  # cells a brick's edge (grid.sparse_mac: 512 cells a brick)
 _INT32_KEYS = 1 << 31  # keys below this are int32 (a radix sort of half the bytes)
@@ -211,29 +210,6 @@ def order_of(key, xp):
     return np.argsort(key, kind="stable") if xp is np else xp.argsort(key)  # CuPy's: stable (Thrust)
 
 
-def pair_order(key, xp):
-    """*key*'s stable sort as sorted pairs key·2³² + index (uint64 viewed as int64; the low 32
-    bits are ``order_of``'s permutation, bit for bit): one sort of 8-byte values in place of an
-    argsort's keys and their int64 index. The index breaks every tie, so any sort of the pairs
-    is the stable one. Keys ≥ 0 below 2³¹ (int32) and fewer than 2³² of them; None otherwise.
-    CuPy: ``key_index_pairs`` (one launch) and CuPy's sort; NumPy: the same pairs by array
-    code (the reference the host harness and tests/unit/test_flip_particle_sort.py hold it to)."""
-    n = 0 if key is None else int(key.shape[0])
-    if key is None or key.dtype != xp.int32 or n >= _PAIR_INDEX:
-        return None
-    if xp is np:
-        pair = (key.astype(np.uint64) << np.uint64(32)) | np.arange(n, dtype=np.uint64)
-    else:
-        pair = xp.empty(n, xp.uint64)
-        KERNELS.launch("key_index_pairs", n, (key, np.int64(n), pair))
-    return xp.sort(pair).view(xp.int64)
-
-
-def index_of(order, xp):
-    """The permutation (int64) of ``order_of``'s order or ``pair_order``'s pairs."""
-    return order & xp.int64(_PAIR_INDEX - 1)
-
-
 def permute(sim, order) -> None:
     """Reorder *sim*'s particle arrays (pos, vel, C) by *order*, one array at a time."""
     sim.pos = sim.pos[order]
@@ -244,15 +220,15 @@ def permute(sim, order) -> None:
 
 def gather(sim, order) -> None:
     """Reorder *sim*'s particle arrays as ``permute`` does, in one ``gather_particles`` launch
-    (CuPy), *order* an ``order_of`` permutation or ``pair_order``'s pairs (the index in the low
-    32 bits; fewer than 2³² particles). Into the arrays the previous gather left (``sort_spare``,
-    where their shapes still hold) or fresh ones, and the state's arrays kept as the next
-    gather's: no per-array temporaries, one more copy of pos, vel and C held between frames."""
+    (CuPy), *order* an ``order_of`` permutation (fewer than 2³² particles). Into the arrays the
+    previous gather left (``sort_spare``, where their shapes still hold) or fresh ones, and the
+    state's arrays kept as the next gather's: no per-array temporaries, one more copy of pos, vel
+    and C held between frames."""
     xp = sim.xp
     n = int(sim.pos.shape[0])
     arrays = (sim.pos, sim.vel, sim.c)
-    if n >= _PAIR_INDEX or not all(a is None or (a.dtype == xp.float32 and a.flags.c_contiguous) for a in arrays):
-        permute(sim, index_of(order, xp))  # not the kernel's layout (float32 rows, contiguous)
+    if n >= _GATHER_INDEX or not all(a is None or (a.dtype == xp.float32 and a.flags.c_contiguous) for a in arrays):
+        permute(sim, order)  # not the kernel's layout (float32 rows, contiguous)
         return
     spare = getattr(sim, "sort_spare", None)
     if spare is None or any((a is None) != (b is None) or (a is not None and (
@@ -268,16 +244,14 @@ def gather(sim, order) -> None:
 
 
 def reorder(sim, key, way=None) -> None:
-    """*sim*'s particles put in *key*'s stable order by ``path(way)`` on CuPy (argsort: ``order_of``
-    and ``permute``; gather: ``order_of`` and ``gather``; pairs: ``pair_order`` and ``gather``,
-    argsort's order where no pair fits) and by the NumPy reference otherwise."""
+    """*sim*'s particles put in *key*'s stable order (``order_of``) by ``path(way)`` on CuPy
+    (argsort: ``permute``; gather: ``gather``) and by the NumPy reference otherwise."""
     xp = sim.xp
-    chosen = path(way)
-    if xp is np or chosen == "argsort" or int(key.shape[0]) >= _PAIR_INDEX:
-        permute(sim, order_of(key, xp))
-        return
-    order = pair_order(key, xp) if chosen == "pairs" else None
-    gather(sim, order_of(key, xp) if order is None else order)
+    order = order_of(key, xp)
+    if xp is np or path(way) == "argsort":
+        permute(sim, order)
+    else:
+        gather(sim, order)
 
 
 def after_frame(sim, way=None) -> bool:

@@ -1,9 +1,8 @@
 """The particle sort's kernels (cuda/flip_particle_sort.cu) give particle_sort.py's NumPy keys and
 disorder: ``particle_brick_keys`` over particles in and around the key frame (outside it,
 clamped; non-finite, last), closed and open; ``key_jumps`` the particles whose cell is not
-beside the one before them; ``key_index_pairs`` the pairs ``pair_order`` sorts and
-``gather_particles`` every array's ``x[order]`` in one launch, through argsort's int64 order or
-the sorted pairs (helper i24o2). Built as host code like tests/unit/test_cuda_push_out_host.py."""
+beside the one before them; ``gather_particles`` every array's ``x[order]`` in one launch,
+through argsort's int64 order (helper i24o2). Built as host code like tests/unit/test_cuda_push_out_host.py."""
 
 import numpy as np
 import pytest
@@ -72,35 +71,25 @@ def test_the_kernels_give_the_numpy_keys_and_runs(harness, closed):
     assert jumps / (len(pos) - 1) == share and 0.05 < share < 0.95  # random, then sorted and moved a cell
 
 
-# Input: n, apic, the keys (n), argsort's order (n), then pos (3n), vel (3n), C (9n, with apic) as floats.
-# Output: the pairs key_index_pairs makes (as two ints each: key, index), then the arrays gather_particles
-# moves through the sorted pairs, then through argsort's order (pos, vel[, C]; %a floats).
+# Input: n, apic, argsort's order (n), then pos (3n), vel (3n), C (9n, with apic) as floats.
+# Output: the arrays gather_particles moves through argsort's order (pos, vel[, C]; %a floats).
 GATHER = STUBS + '#include "flip_particle_sort.cu"\n' + DRIVER + r"""
 int main() {
     long long n;
     int apic;
     if (scanf("%lld %d", &n, &apic) != 2) return 1;
-    std::vector<int> key(n);
     std::vector<long long> order(n);
-    for (auto& k : key) if (scanf("%d", &k) != 1) return 1;
     for (auto& o : order) if (scanf("%lld", &o) != 1) return 1;
     std::vector<float> pos(3 * n), vel(3 * n), c(apic ? 9 * n : 1, 0.0f);
     for (auto& x : pos) x = rf();
     for (auto& x : vel) x = rf();
     if (apic) for (auto& x : c) x = rf();
-    std::vector<unsigned long long> pair(n);
-    LAUNCH(n, key_index_pairs(key.data(), n, pair.data()));
-    for (auto p : pair) printf("%d\n%d\n", (int)(p >> 32), (int)(p & 0xffffffffu));
-    std::sort(pair.begin(), pair.end());  // CuPy's sort of the uint64 pairs
-    std::vector<long long> sorted(pair.begin(), pair.end());
-    for (const std::vector<long long>* by : {&sorted, &order}) {
-        std::vector<float> spos(3 * n), svel(3 * n), sc(apic ? 9 * n : 1, 0.0f);
-        LAUNCH(n, gather_particles(by->data(), n, pos.data(), vel.data(), c.data(), apic, spos.data(), svel.data(),
-                                   sc.data()));
-        pf(spos);
-        pf(svel);
-        if (apic) pf(sc);
-    }
+    std::vector<float> spos(3 * n), svel(3 * n), sc(apic ? 9 * n : 1, 0.0f);
+    LAUNCH(n, gather_particles(order.data(), n, pos.data(), vel.data(), c.data(), apic, spos.data(), svel.data(),
+                               sc.data()));
+    pf(spos);
+    pf(svel);
+    if (apic) pf(sc);
     return 0;
 }
 """
@@ -113,9 +102,8 @@ def gather_harness(tmp_path_factory):
 
 @pytest.mark.parametrize("apic", [False, True])
 def test_gather_particles_moves_every_array_as_numpy_indexing_does(gather_harness, apic):
-    """Keys with many ties (and ``last``): ``key_index_pairs`` gives key·2³² + index, the sorted
-    pairs' low bits the stable argsort, and ``gather_particles`` through them or through the
-    int64 argsort order pos[order], vel[order], C[order] bit for bit (NaN and −0 too)."""
+    """Keys with many ties (and ``last``): ``gather_particles`` through their stable int64
+    argsort order gives pos[order], vel[order], C[order] bit for bit (NaN and −0 too)."""
     rng = np.random.default_rng(11 + apic)
     n = 3000
     key = rng.integers(0, 40, n).astype(np.int32)
@@ -126,15 +114,10 @@ def test_gather_particles_moves_every_array_as_numpy_indexing_does(gather_harnes
         arrays.append(rng.standard_normal((n, 3, 3)).astype(np.float32))
     arrays[0][::50, 1] = np.nan
     arrays[1][::70, 2] = -0.0
-    lines = [f"{n} {int(apic)}"] + [str(k) for k in key] + [str(o) for o in order]
+    lines = [f"{n} {int(apic)}"] + [str(o) for o in order]
     lines += [float(v).hex() for a in arrays for v in a.reshape(-1)]
     out = gather_harness.raw(lines, check=True).split()
-    pairs = np.array(out[:2 * n], np.int64).reshape(n, 2)
-    assert np.array_equal(pairs[:, 0], key) and np.array_equal(pairs[:, 1], np.arange(n))
-    floats = np.array([float.fromhex(v) for v in out[2 * n:]], np.float32)
-    size = sum(a.size for a in arrays)
-    assert floats.size == 2 * size
+    floats = np.array([float.fromhex(v) for v in out], np.float32)
     want = np.concatenate([a[order].reshape(-1) for a in arrays])
-    for got in (floats[:size], floats[size:]):
-        assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
-    assert np.array_equal(particle_sort.index_of(particle_sort.pair_order(key, np), np), order)
+    assert floats.size == want.size
+    assert np.array_equal(floats.view(np.uint32), want.view(np.uint32))

@@ -112,23 +112,3 @@ def test_the_switch_names_its_choices(monkeypatch):
         particle_sort.every()
     monkeypatch.delenv(particle_sort.SWITCH)
     assert particle_sort.every() == 0 and particle_sort.every("auto") == -1 and particle_sort.every("4") == 4
-
-
-@pytest.mark.parametrize("cells", [3, 50, 70_000])
-def test_sorted_key_index_pairs_are_the_stable_argsort(cells):
-    """``pair_order``: the pairs key·2³² + index sorted as plain uint64 (unstable sorts too)
-    hold the stable argsort's permutation in their low 32 bits, bit for bit, with many ties
-    (3 keys over 200k particles), few, and the largest int32 keys; and their high bits the
-    sorted keys."""
-    rng = np.random.default_rng(cells)
-    key = rng.integers(0, cells, 200_000).astype(np.int32)
-    key[rng.integers(0, len(key), 100)] = np.iinfo(np.int32).max  # ``last``-like keys at the top
-    key[:5000] = np.sort(key[:5000])  # a sorted run
-    want = np.argsort(key, kind="stable")
-    pairs = particle_sort.pair_order(key, np)
-    assert pairs.dtype == np.int64 and np.array_equal(particle_sort.index_of(pairs, np), want)
-    assert np.array_equal(pairs >> 32, key[want])
-    unstable = np.sort((key.astype(np.uint64) << np.uint64(32)) | np.arange(len(key), dtype=np.uint64),
-                       kind="quicksort").view(np.int64)
-    assert np.array_equal(unstable, pairs)
-    assert particle_sort.pair_order(key.astype(np.int64), np) is None  # int64 keys: argsort only
