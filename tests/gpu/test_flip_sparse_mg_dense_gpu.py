@@ -149,10 +149,11 @@ def test_gpu_dense_inverse_of_bounded_rows_is_the_same(monkeypatch, scene, mode)
     import cupy
 
     monkeypatch.setattr(sparse_multigrid, "MG_DENSE", mode)
+    monkeypatch.setenv("VOXFX_SPARSE_MG_DENSE_ROWS", "stride")  # the reference: rows of the stride
     pg, sg = _solve(cupy, scene)
     (full,) = sparse_pressure_gpu._solvers.values()
     want, got_full, m = _device_inverse(full)
-    assert full.dense_rows == full.strides[-1] and full.dense.size == full.strides[-1] ** 2  # the default
+    assert full.dense_rows == full.strides[-1] and full.dense.size == full.strides[-1] ** 2  # "stride"
     sparse_pressure_gpu.release_gpu_solvers()
     _tight_rows(monkeypatch)
     pb, sb = _solve(cupy, scene)
@@ -176,6 +177,7 @@ def test_gpu_dense_rows_bound_dam_break_gives_the_same_bits(monkeypatch):
     spec = GridSpec((0.0, 0.0, 0.0), 1 / 48, (48, 32, 40))
     v, t = box((0.0, 0.0, 0.0), (0.4, 0.6, 0.8))
     runs = {}
+    monkeypatch.setenv("VOXFX_SPARSE_MG_DENSE_ROWS", "stride")  # the reference (the default is "bound")
     for way in ("stride", "tight"):
         if way == "tight":
             _tight_rows(monkeypatch)

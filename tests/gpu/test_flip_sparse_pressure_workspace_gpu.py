@@ -160,6 +160,8 @@ def test_gpu_workspace_reuses_tables_and_drops_ones_another_grid_made_stale(monk
 
 SWITCHED = {"VOXFX_SPARSE_PCG_BLOCK": "singles", "VOXFX_SPARSE_SETUP_CAPS": "together",
             "VOXFX_SPARSE_MG_DENSE_ROWS": "bound"}
+MAIN = {"VOXFX_SPARSE_PCG_BLOCK": "graph", "VOXFX_SPARSE_SETUP_CAPS": "level",  # the ways before
+        "VOXFX_SPARSE_MG_DENSE_ROWS": "stride"}
 
 
 def test_gpu_growth_switches_give_the_same_pressure_with_no_more_solvers(monkeypatch):
@@ -175,9 +177,7 @@ def test_gpu_growth_switches_give_the_same_pressure_with_no_more_solvers(monkeyp
     runs, built, blocks = {}, {}, {}
     for way in ("main", "switched"):
         for name in SWITCHED:
-            monkeypatch.delenv(name, raising=False)
-            if way == "switched":
-                monkeypatch.setenv(name, SWITCHED[name])
+            monkeypatch.setenv(name, SWITCHED[name] if way == "switched" else MAIN[name])
         _mode(monkeypatch, "workspace")
         runs[way], solvers = [], []
         for step in range(12):

@@ -181,7 +181,7 @@ def test_dense_rows_bound_the_coarsest_levels_unknowns_not_its_stride():
     from voxfx.kernels.flip.sparse_pressure_gpu import SparsePressureSolverGPU
     from voxfx.kernels.flip.sparse_pressure_solve_ahead import ahead_sizes_reference
 
-    assert dense_rows(7, 1599, "stride") == 1599 and dense_rows(7, 1599) == 1599  # the default: today's
+    assert dense_rows(7, 1599, "stride") == 1599 and dense_rows(7, 1599) == 128  # the default: "bound"
     assert dense_rows(7, 1599, "bound") == 128 and dense_rows(129, 1599, "bound") == int(129 * 1.25) + 64
     assert dense_rows(7, 71, "bound") == 71  # within the stride (the 8M dam break's: unchanged)
     mib = 2 ** 20
