@@ -375,16 +375,12 @@ def test_gpu_block_captured_after_the_predicted_iterations_gives_the_same_bits(m
     """VOXFX_PCG_CAPTURE (pressure_gpu.run_blocks): "after" records a solver's block graph once its
     predicted single iterations are queued (the host records while the device runs them), "first"
     before them; the same iterations and pressure bit for bit, the block captured either way. The
-    second solve records it afresh (its graph dropped) with the first solve's iterations predicted,
-    the solve not queued ahead of the set-up's read (``VOXFX_SPARSE_SOLVE_AHEAD`` 0: a solve queued
-    ahead has its predicted iterations queued before either capture; a new solver's is not — call 2,
-    session 16, saw 7 singles before the capture both ways with it on)."""
+    second solve records it afresh (its graph dropped) with the first solve's iterations predicted."""
     import cupy
 
     rng = np.random.default_rng(11)
     spec, pos, vel, obstacle = random_scene(rng)
     monkeypatch.setattr(sparse_pressure_gpu, "PREDICT", True)
-    monkeypatch.setenv("VOXFX_SPARSE_SOLVE_AHEAD", "0")
     monkeypatch.setenv("VOXFX_SPARSE_PCG_BLOCK", "graph")
     runs, seen = {}, {}
     for way in ("first", "after"):
