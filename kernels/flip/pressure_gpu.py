@@ -108,40 +108,20 @@ def release_gpu_solvers():
     _gpu_solvers.clear()
 
 
-# VOXFX_PCG_CAPTURE, when ``run_blocks`` records a solver's block graph (once, at its first solve;
-# the sparse solver's block is ~260 launches, 2.3–2.6 ms of host time at 8M, session 15 i24b): "after"
-# (default) — once the predicted single iterations are queued, so the host records while the device
-# runs them; "first" — before them (the way before, the device idle meanwhile). The same launches on
-# the same stream in the same order: the same iterations and pressure bit for bit.
-CAPTURE = "VOXFX_PCG_CAPTURE"
-CAPTURE_WAYS = ("after", "first")
-
-
-def capture_way(given=None) -> str:
-    """``run_blocks``' capture: *given*, else ``VOXFX_PCG_CAPTURE``, else "after"."""
-    from ..settings import env_choice
-
-    return env_choice(CAPTURE, CAPTURE_WAYS, given)
-
-
 def run_blocks(solver, max_iterations: int, progress=None, predicted: int = 0, single=None):
     """Alg. 2's loop on a set-up GPU solver (dense ``PressureSolverGPU`` or the sparse one):
-    capture its block of ``check_every`` iterations (``CAPTURE``), run blocks until the device's state
+    capture its block of ``check_every`` iterations, run blocks until the device's state
     says stopped or *max_iterations* are launched, reading the state once per block (the one
     host sync per check). With *single* (a ``GraphLoop`` of one iteration) and *predicted*
     > 0: that many single iterations before the first check, then up to two more one check
     each, then blocks (the sparse solver's guess from its last solve: fewer masked
     iterations launched after convergence). (iterations, relative residual, converged)."""
-    after = capture_way() == "after"
-    if not after:
-        solver.loop.capture()
+    solver.loop.capture()
     launched, singles = 0, 0
     if single is not None and predicted > 0:
         for _ in range(predicted):
             single.run()
         launched = predicted
-    if after:  # CAPTURE "after": the block recorded while the device runs the predicted iterations
-        solver.loop.capture()
     read = getattr(solver, "read_control", None) if getattr(solver, "persist", False) else None
     scal = None
     while True:

@@ -125,17 +125,3 @@ def test_tail_switches_read_their_variable_unless_the_module_names_them(monkeypa
     monkeypatch.setenv(variable, "2")
     with pytest.raises(ValueError, match=f"^{variable} must be one of 0, 1, not '2'$"):
         switch()
-
-
-def test_pcg_capture_switch(monkeypatch):
-    """VOXFX_PCG_CAPTURE (pressure_gpu.run_blocks' block graph): "after" the predicted iterations
-    by default, "first" by the variable or the caller; anything else refused."""
-    from voxfx.kernels.flip import pressure_gpu
-
-    monkeypatch.delenv("VOXFX_PCG_CAPTURE", raising=False)
-    assert pressure_gpu.capture_way() == "after" and pressure_gpu.capture_way("first") == "first"
-    monkeypatch.setenv("VOXFX_PCG_CAPTURE", "First ")
-    assert pressure_gpu.capture_way() == "first"
-    monkeypatch.setenv("VOXFX_PCG_CAPTURE", "never")
-    with pytest.raises(ValueError, match="^VOXFX_PCG_CAPTURE must be one of after, first, not 'never'$"):
-        pressure_gpu.capture_way()
