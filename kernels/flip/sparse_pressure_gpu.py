@@ -142,17 +142,18 @@ _SOLVER_CACHE = 2  # solvers (buffers + graph) kept per process, most recent fir
 # The same kernels in the same order: the same values and iterations.
 PERSIST = os.environ.get("VOXFX_SPARSE_PCG_PERSIST", "1") != "0"
 # ``run_blocks``' block of ``check_every`` iterations (issue 24: the 8M Fast frames that built a
-# solver took more host time in their pressure stage): "graph" (default) — its own CUDA graph,
-# ~260 launches recorded and instantiated at the solver's first solve, which with ``PREDICT``
-# mostly ends before any block runs; "singles" — that many replays of the one-iteration graph
-# (``launch.Repeat``), nothing more captured. The same launches in the same order: the same
-# iterations and pressure bit for bit (tests/gpu/test_flip_sparse_pressure_gpu.py). Read when a
-# solver is built. H100 80GB HBM3, 8M Fast frames (bench/flip_sparse.py --stages, session 15,
-# i24b): the block's capture took 2.27–2.59 ms of host time and its first replay 0.28–0.32 per
-# solver built; a new solver's first solve 5.2–6.1 ms → 3.2–5.3 (the others 1.7–2.9). Off until
-# its frame A/B alone (session 15, call 3: the memory files pass with it alone).
+# solver took more host time in their pressure stage): "singles" (default since session 16) — that many
+# replays of the one-iteration graph (``launch.Repeat``), nothing more captured; "graph" — its own CUDA
+# graph, ~260 launches recorded and instantiated at the solver's first solve (2.3–3.8 ms of host time at
+# 8M), though with ``PREDICT`` the predicted iterations and up to two singles mostly end the solve before
+# any block runs (H100 80GB HBM3, session 16 call 1, ``bench/flip_sparse.py --stages``: frame 10's two
+# new solvers captured 3.76 and 3.79 ms of block each and ran none). The same launches in the same order:
+# the same iterations and pressure bit for bit (tests/gpu/test_flip_sparse_pressure_gpu.py). Read when a
+# solver is built. 8M Fast frames (session 16 call 1, two processes a way, alternating): frame 10, which
+# builds two solvers, 42 / 46 ms → 37 / 38; frames 1–9 and 11 within the runs' spread (their solves run
+# no block); the memory check passes with it (session 15 call 3).
 BLOCK = "VOXFX_SPARSE_PCG_BLOCK"
-BLOCK_MODES = ("graph", "singles")
+BLOCK_MODES = ("singles", "graph")
 
 
 def component_roots(links):
