@@ -16,7 +16,7 @@ from tools.package import load  # noqa: E402
 load()
 from voxfx.addon import compact_points  # noqa: E402
 from voxfx.kernels import backend  # noqa: E402
-from voxfx.kernels.flip import surface_gpu  # noqa: E402
+from voxfx.kernels.flip import surface_gpu, surface_host_copy  # noqa: E402
 from voxfx.kernels.flip.bake import frame_arrays  # noqa: E402
 from voxfx.kernels.flip.grid import TIMINGS, FlipSettings  # noqa: E402
 from voxfx.kernels.flip.sim import FlipSimulation  # noqa: E402
@@ -34,7 +34,7 @@ def timed_level_set(sim, mode):
     one level set the GPU way *mode*: a mode of ``surface_gpu.LEVEL_SET_MODES``, or
     MODE:VAR=VALUE,... with those environment variables set for it (restored after). The
     stages end with the copies: "pinned" (``backend.to_host``, a block of φ's exact size),
-    "pinned class" (``surface_gpu.host_copy``'s, a block of its size class, CuPy's pool
+    "pinned class" (``surface_host_copy.host_copy``'s, a block of its size class, CuPy's pool
     reusing it from frame to frame) and "pageable" (``.get()``); the level set's own
     numbers (points, fullest cell) follow as stages too (``surface_gpu.STATS``)."""
     import time
@@ -68,7 +68,7 @@ def timed_level_set(sim, mode):
     host = backend.to_host(phi)
     c = time.perf_counter()
     del host
-    host = surface_gpu.host_copy(phi, "pinned")
+    host = surface_host_copy.host_copy(phi, "pinned")
     c2 = time.perf_counter()
     del host
     phi.get()

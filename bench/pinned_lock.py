@@ -1,5 +1,5 @@
 """What page-locking a host block costs and where (issue 24: a 65M level set's φ needing a
-larger pinned block took ~60–140 ms once a size class, ``surface_gpu.host_copy``): per size,
+larger pinned block took ~60–140 ms once a size class, ``surface_host_copy.host_copy``): per size,
 ``cudaHostAlloc`` (CuPy's ``PinnedMemory``, as the pools make blocks), then the same bytes as
 fresh NumPy memory written once (the pages faulted in and zeroed, no driver) and that memory
 registered (``cudaHostRegister``: the pinning and the device's mapping alone), ms on the host.

@@ -79,11 +79,18 @@ the sort's frames (an emitter's append and the kill pass's compaction renumber t
 
 Cost: the keys (4 B a particle; 8 with int64 keys), the argsort's int64 order and its own
 temporaries (CuPy: a copy of the keys and the index), one array's copy at a time (12 B pos or
-vel, 36 B C) beside the state, at the frame's end (no substep stage is alive then): about 28 B a
-particle by these arrays, neither counted by ``sparse_memory``'s estimates nor measured. The
+vel, 36 B C) beside the state, at the frame's end (no substep stage is alive then). The
 gather path: no per-array temporary, but a second pos, vel and C (24 B a particle, 60 with APIC) held from one
 sort to the next (``sort_spare``; a checkpoint's and a cache frame's arrays are host copies
 before the next step: addon/cache_writer.py, so nothing outside the solver reads the spare).
+Counted by ``sparse_memory.memory_at`` where the sort is on, and only then (issue 24, i24k):
+the spare (``spare_bytes``) in the state and so in every stage, the frame-end work
+(``frame_end_bytes``) as a stage beside the state. Both are bounds read from the code, not
+measured on a device: the work is ``KEY_BYTES`` 8 (int64 keys, a bound), ``ORDER_BYTES`` 8 and
+``ARGSORT_BYTES`` 32 (CuPy's copy of the keys and its index array, Thrust's double buffers)
+during the argsort, then the keys and order beside one array's copy (argsort path) or beside a
+new spare while the old one is held (gather path, once the count changed: an emitter, the
+count control, a band's refill).
 """
 
 from __future__ import annotations
@@ -108,6 +115,11 @@ AUTO_DISORDER = 0.2  # auto: sort when this share of the particles jump away fro
 _BRICK = 8  # cells a brick's edge (grid.sparse_mac: 512 cells a brick)
 _INT32_KEYS = 1 << 31  # keys below this are int32 (a radix sort of half the bytes)
 _INT64_KEYS = 1 << 62
+# B a particle the sort asks for (module text, "Cost"; bounds from the code, not measured): its keys (int64, a
+# bound), its order, CuPy's argsort's own (a copy of the keys, its index, Thrust's double buffers); the gather
+# path's spare pos and vel, and C with APIC
+KEY_BYTES, ORDER_BYTES, ARGSORT_BYTES = 8, 8, 32
+SPARE_BYTES, SPARE_APIC_BYTES = 24, 36
 
 
 def mode(way=None) -> str:
@@ -124,6 +136,36 @@ def every(way=None) -> int:
     """Frames between sorts of ``mode(way)``: 0 off, −1 auto."""
     chosen = mode(way)
     return 0 if chosen == "off" else -1 if chosen == "auto" else int(chosen)
+
+
+def _spare_held(way, path_way, gpu: bool, particles: int) -> bool:
+    """Whether the sort of ``mode(way)`` keeps a spare (``gather``: on CuPy, the gather path
+    ``path(path_way)``, fewer than 2³² particles)."""
+    return bool(gpu and every(way) and path(path_way) == "gather" and int(particles) < _GATHER_INDEX)
+
+
+def spare_bytes(particles: int, apic: bool = False, way=None, path_way=None, gpu: bool = True) -> int:
+    """Device bytes the sort holds from one sort to the next (module text, "Cost"): the gather
+    path's second pos and vel (and C with *apic*) of *particles* particles; 0 with the sort off
+    (``mode(way)``), on the argsort path (``path(path_way)``) or on NumPy (not *gpu*)."""
+    if not _spare_held(way, path_way, gpu, particles):
+        return 0
+    return int(particles) * (SPARE_BYTES + (SPARE_APIC_BYTES if apic else 0))
+
+
+def frame_end_bytes(particles: int, apic: bool = False, way=None, path_way=None, gpu: bool = True) -> int:
+    """Bytes the sort asks for at a frame's end beside the state and its spare, at most: during
+    the argsort its keys, order and the argsort's own; then the keys and order beside a new spare
+    while the old one is held (gather path) or beside one array's copy (``permute``). 0 with the
+    sort off."""
+    if not every(way):
+        return 0
+    kept = KEY_BYTES + ORDER_BYTES
+    if _spare_held(way, path_way, gpu, particles):
+        then = SPARE_BYTES + (SPARE_APIC_BYTES if apic else 0)
+    else:
+        then = 36 if apic else 12  # C, else pos or vel
+    return int(particles) * max(kept + ARGSORT_BYTES, kept + then)
 
 
 def key_frame(spec, closed: bool, kill_distance: float):

@@ -189,6 +189,12 @@ NumPy path, dam breaks, a blob and a pool at 6k–50k particles) and rounded up:
   107–115 B per particle of a ``CHUNK`` pass, the pool cell's lookup through the brick index,
   taken as 120; CuPy the same per particle of ``CHUNK_GPU``, not measured on a device), or
   the kept particles' copy (32.0 B each, 68.0 with APIC, tracemalloc).
+* the particle sort (``VOXFX_SPARSE_PARTICLE_SORT``, off by default; *sort*, *sort_path*), only
+  where it is on: on the GPU its gather path holds a second pos, vel and C from sort to sort
+  (``particle_sort.spare_bytes``: 24 B a particle held, 60 with APIC), in the state and so in
+  every stage; its frame-end work is a stage beside the state (``particle_sort.frame_end_bytes``:
+  48 B a particle, 52 with APIC on the argsort path, 76 on the gather path), below the substep's
+  peak. Bounds read from the code (particle_sort's module text), not measured on a device.
 """
 
 from __future__ import annotations
@@ -201,7 +207,7 @@ from .. import backend
 from ..grid import GridSpec
 from ..grid.sparse import BRICK, BUILD_CHUNK
 from ..grid.sparse_mac import CELLS
-from . import particle_count, sparse_pressure_workspace
+from . import particle_count, particle_sort, sparse_pressure_workspace
 from . import sparse_pressure_setup_graph as setup_graph
 from .sparse_output import box_outputs
 
@@ -313,20 +319,20 @@ def liquid_region_cells(liquid_cells: float, spec: GridSpec, ppc: int) -> GridSp
 def sparse_flip_memory(spec: GridSpec, particles: int, particles_per_cell: int = 8, apic: bool = False,
                        closed: bool = True, parts: bool = False, xp=None, narrow_band: int = 0,
                        climb: float | None = None, time_centred: bool = False, workspace: bool | None = None,
-                       count_control: bool = False):
+                       count_control: bool = False, sort=None, sort_path=None):
     """Peak bytes of a sparse FLIP bake (``FlipSimulation(..., sparse=True)``) of
     *particles* particles on the device of *xp* (default the backend's), estimated from the
     liquid's volume (module text); *narrow_band* > 0: with the band's update (its cells);
     *climb*: cells above the floor the liquid can reach (``climb_cells``; None: the box's
     height); *time_centred*: with the time-centred advection's kept faces; *workspace*: with
     the pressure set-up's workspace (``memory_at``); *count_control*: with the particle count
-    control's frame-end pass (Max Particles per Cell on);
-    ``parts=True``: the dict of stages with ``bricks``."""
+    control's frame-end pass (Max Particles per Cell on); *sort*, *sort_path*: the particle
+    sort's way and path (``memory_at``); ``parts=True``: the dict of stages with ``bricks``."""
     ppc = max(1, int(particles_per_cell))
     bricks = estimate_bricks(int(particles) / ppc, spec, closed, climb)
     kept = band_kept(int(particles), ppc, narrow_band, spec, closed, climb)
     return memory_at(spec, bricks, particles, ppc, apic, closed, parts, xp, narrow_band, time_centred, workspace,
-                     kept, count_control)
+                     kept, count_control, sort, sort_path)
 
 
 def band_kept(particles: int, particles_per_cell: int, narrow_band: int, spec: GridSpec, closed: bool = True,
@@ -353,7 +359,8 @@ def level0_nbr_held(workspace: bool = True) -> bool:
 
 def memory_at(spec: GridSpec, bricks: int, particles: int, particles_per_cell: int = 8, apic: bool = False,
               closed: bool = True, parts: bool = False, xp=None, narrow_band: int = 0, time_centred: bool = False,
-              workspace: bool | None = None, kept: int | None = None, count_control: bool = False):
+              workspace: bool | None = None, kept: int | None = None, count_control: bool = False, sort=None,
+              sort_path=None):
     """``sparse_flip_memory``'s bytes with *bricks* bricks (estimated before the bake,
     or held during it: ``FrameCheck``); *workspace*: with the pressure set-up's workspace
     (GPU only; None: as ``VOXFX_SPARSE_SETUP`` says, ``sparse_pressure_workspace.enabled``; with it, less
@@ -361,7 +368,10 @@ def memory_at(spec: GridSpec, bricks: int, particles: int, particles_per_cell: i
     narrow band, the particles the simulation holds of the liquid's *particles*
     (``band_kept`` before the bake, ``len(sim.pos)`` during it; None: all of them; GPU only:
     the CPU's band bytes were measured per liquid particle); *count_control*: with the particle
-    count control's frame-end pass over the pool and the particles held (module text)."""
+    count control's frame-end pass over the pool and the particles held (module text); *sort*,
+    *sort_path*: the particle sort's way and path (None: as ``VOXFX_SPARSE_PARTICLE_SORT`` and
+    ``VOXFX_SPARSE_PARTICLE_SORT_PATH`` say), its spare in the state and its frame-end work
+    beside it where it is on (module text)."""
     from .surface import CHUNK_PAIRS, KERNEL_PER_RADIUS, _reachable_offsets, surface_grid, surface_radii
     from .surface_gpu import estimate_gpu_bytes
 
@@ -373,6 +383,8 @@ def memory_at(spec: GridSpec, bricks: int, particles: int, particles_per_cell: i
     cells = bricks * CELLS
     surface = surface_grid(spec) if closed and box_outputs(spec) else liquid_region_cells(P / ppc, spec, ppc)
     cpu = (xp or backend.xp()) is np
+    # the particle sort where it is on: the gather path's spare arrays of the particles held, from sort to sort
+    spare = particle_sort.spare_bytes(Pk, apic, sort, sort_path, gpu=not cpu)
     kept_faces = KEPT_CELL * cells if time_centred else 0
     if cpu:
         state = 60 * cells + (24 + (36 if apic else 0)) * P + kept_faces
@@ -387,8 +399,8 @@ def memory_at(spec: GridSpec, bricks: int, particles: int, particles_per_cell: i
         held = (WORKSPACE_CELL + (GRAPH_SCRATCH_CELL if setup_graph.enabled() else 0)) * cells if on else 0
         # the fitted rows held the solver's level-0 nbr rows; a solver on the brick path holds none
         held -= 0 if level0_nbr_held(on) else int(LEVEL0_NBR * P / ppc)
-        state = GPU_STATE_CELL * cells + (GPU_STATE_PARTICLE + (36 if apic else 0)) * Pk + kept_faces + held
-        substep = GPU_CELL * cells + (GPU_PARTICLE + (GPU_APIC if apic else 0)) * Pk + held
+        state = GPU_STATE_CELL * cells + (GPU_STATE_PARTICLE + (36 if apic else 0)) * Pk + kept_faces + held + spare
+        substep = GPU_CELL * cells + (GPU_PARTICLE + (GPU_APIC if apic else 0)) * Pk + held + spare
         r, _ = surface_radii(spec.voxel_size, ppc)
         # the level set sees every liquid particle: a band's deep cells as particles (``virtual_particles``)
         seen = state + (GPU_STATE_PARTICLE + (36 if apic else 0)) * (P - Pk)
@@ -400,6 +412,9 @@ def memory_at(spec: GridSpec, bricks: int, particles: int, particles_per_cell: i
     if count_control:  # after the last substep, before the output: beside the state alone
         stages["count control"] = int(state + particle_count.frame_end_bytes(cells, P if cpu else Pk, apic,
                                                                              gpu=not cpu, sparse=True))
+    if particle_sort.every(sort):  # at the frame's end, after the count control: beside the state alone
+        stages["particle sort"] = int(state + particle_sort.frame_end_bytes(P if cpu else Pk, apic, sort, sort_path,
+                                                                            gpu=not cpu))
     if band_on:
         if cpu:  # the update after advection, beside the state
             stages["narrow band"] = int(state + CPU_BAND_PARTICLE * P + CPU_BAND_CELL * P / ppc)

@@ -97,7 +97,7 @@ def level_set(sim, progress=None, on_device=False):
         phi = particle_level_set(sim.pos, grown, radius=r, kernel_radius=R, xp=sim.xp, progress=progress)
     if on_device or sim.xp is np:
         return phi_out(phi, on_device, pinned=False)
-    from .surface_gpu import host_copy
+    from .surface_host_copy import host_copy
 
     most = 4 * surface_grid(sim.spec).voxel_count if sim.boundary == "closed" else 0  # the box's largest φ
     return host_copy(phi, most=most)  # pinned (VOXFX_LEVEL_SET_COPY=pageable: the .get() it took before)

@@ -2,9 +2,10 @@
 (issue 24: the pressure set-up is host-overhead bound). ``sparse_multigrid.TableBuilder``
 (NumPy) is the reference; ``sparse_pressure_gpu.TableKernels`` builds the same integers
 level by level, reading each compaction's size on the host (a few syncs per level). Here
-every size stays in device memory (``cuda/flip_sparse_pressure_setup.cu``): each level's
-arrays are allocated for a host bound (a coarse cell needs all 8 children in the finer
-set, so a level holds at most an eighth of the cells of the one below), compactions are a
+every size stays in device memory (``cuda/flip_sparse_pressure_setup.cu``; level 0's
+unknowns ``cuda/flip_sparse_pressure_unknowns.cu``): each level's arrays are allocated for a
+host bound (a coarse cell needs all 8 children in the finer set, so a level holds at most an
+eighth of the cells of the one below), compactions are a
 scan, and the kernels read their counts from the device. The levels are built while the
 bound allows (the last one empty), then one read brings every level's sizes and unknown
 extent back, and the V-cycle keeps the levels ``sparse_multigrid.VCycle`` would build (the
@@ -72,6 +73,7 @@ ONE_READ = os.environ.get("VOXFX_SPARSE_PRESSURE_ONE_READ", "1") != "0"
 _DEFINES = {"KEY_BITS": KEY_BITS, "CELL_AIR": AIR, "CELL_FLUID": FLUID, "CELL_SOLID": SOLID}
 _B_DEFINES = {**_DEFINES, "BRICK_BITS": BRICK_BITS}
 _K = Kernels("flip_sparse_pressure_setup.cu", (), THREADS, defines=_DEFINES)
+_U = Kernels("flip_sparse_pressure_unknowns.cu", (), THREADS, defines=_DEFINES)  # level 0's unknowns (unk_*)
 _B = Kernels("flip_sparse_pressure_bricks.cu", (), THREADS, defines=_B_DEFINES)
 _S = Kernels("flip_sparse_pressure_scan.cu", (), THREADS)  # inclusive_scan's kernels
 BRICKS = os.environ.get("VOXFX_SPARSE_MG_BRICKS", "1") != "0"  # level 1 by brick look-ups (module notes)
@@ -414,13 +416,13 @@ def unknowns(grid, kind, extra=(), ahead=False, before_read=None):
     sizes, box = read[:3], read[3:9]  # sizes, the box, then the extra values
     for at, value in enumerate(extra):
         read[9 + at:10 + at] = value
-    _widening(_K, "unk_classify", size, (kind.astype(cp.uint8, copy=False), grid.nbr, np.int32(size),
+    _widening(_U, "unk_classify", size, (kind.astype(cp.uint8, copy=False), grid.nbr, np.int32(size),
                                      grid.brick_slot.astype(cp.bool_, copy=False), grid.slot_coords, diag8, flags,
                                      box))
     scans = inclusive_scan(flags)
     position = cp.empty(size, cp.int32)
     cells, in_set = cp.empty(size, cp.int64), cp.empty(size, cp.int64)
-    _K.launch("unk_order", size, (flags, scans, np.int32(size), sizes, position, cells, in_set))
+    _U.launch("unk_order", size, (flags, scans, np.int32(size), sizes, position, cells, in_set))
     read = read.get()  # the one host sync: m sizes the tables
     m_red, m, n_set = (int(v) for v in read[:3])
     lo, hi = [int(v) for v in read[3:6]], [int(v) for v in read[6:9]]
@@ -436,7 +438,7 @@ def unknowns(grid, kind, extra=(), ahead=False, before_read=None):
         level.lattice = tuple(a[level.cells] for a in lattice)
         level.level0_set = (lattice, in_set[:n_set], lo, hi)
     level.nbr, level.diag = cp.empty((6, m + 1), cp.int32), cp.empty(m + 1, cp.float32)
-    _K.launch("unk_tables", m + 1, (level.cells, sizes, grid.nbr, np.int32(size), position, diag8, level.nbr,
+    _U.launch("unk_tables", m + 1, (level.cells, sizes, grid.nbr, np.int32(size), position, diag8, level.nbr,
                                     level.diag))
     return level
 

@@ -18,9 +18,9 @@ def fill_tables(tables_args, sizes, stride, nbr, diag, threads):
     ``Level0.fill`` and the solve launched ahead (``sparse_pressure_solve_ahead``)."""
     cells, _, grid_nbr, size, position, diag8 = tables_args
     if nbr is None:
-        setup._K.launch("unk_diag_strided", threads, (cells, sizes, diag8, diag))
+        setup._U.launch("unk_diag_strided", threads, (cells, sizes, diag8, diag))
     else:
-        setup._K.launch("unk_tables_strided", threads, (cells, sizes, np.int32(stride), grid_nbr, size, position,
+        setup._U.launch("unk_tables_strided", threads, (cells, sizes, np.int32(stride), grid_nbr, size, position,
                                                         diag8, nbr, diag))
 
 

@@ -36,7 +36,8 @@ Late frames (issue 24; H100 80GB HBM3, ``bench/flip_sparse.py --row 65m --frames
 fast --level-set --trim --level-set-modes lean``, ``STATS``' numbers): the "level set" of frames
 10 and 11 (99 and 113 ms in the session's first H100 run) was 53.1 and 55.2 ms on the device — gather 31.3 / 32.0,
 place 14.5 / 15.7, order cells 3.7, count 2.3, the rest 1.3 — plus **38.7 and 41.8 ms** copying
-φ (135 and 162 MB) to pageable memory, now 2.6 and 3.0 through a pinned block (``host_copy``).
+φ (135 and 162 MB) to pageable memory, now 2.6 and 3.0 through a pinned block
+(``surface_host_copy.host_copy``).
 From frame 0 to 11 the points grew 68.8M → 91.0M (the walls' images 3.2M → 25.5M), the region
 11.0M → 40.5M nodes, the fullest cell 97 → 4,757 (690 cells over ``SORT_CELL_MAX``); the gather
 4.6 → 32.0 ms and the place 1.9 → 15.7 ms. Tried in that call and not kept (the same φ bits,
@@ -92,97 +93,6 @@ def _mark(stage):
         event = cp.cuda.Event()
         event.record()
         PROFILE.append((stage, event))
-
-
-
-# host_copy's ways (VOXFX_LEVEL_SET_COPY), the first the default: "pinned" since its A/B on an H100
-# (below); "pageable", the fresh-memory .get() that sparse_output.level_set took before.
-COPY_WAYS = ("pinned", "pageable")
-
-
-def pinned_class_bytes(nbytes: int) -> int:
-    """*nbytes* rounded up to a pinned block's size class, 2^k or 1.5·2^k bytes (≥ 1 MiB), so
-    that a level set whose region grows a little each frame asks CuPy's pinned pool for the
-    same size frame after frame and takes back the block it freed (a new block, page-locked
-    afresh, only when the region outgrows its class; at most 50% of it unused)."""
-    n = max(int(nbytes), 1 << 20)
-    high = 1 << (n - 1).bit_length()  # the power of two ≥ n
-    return high * 3 // 4 if n <= high * 3 // 4 else high
-
-
-# VOXFX_LEVEL_SET_PINNED, host_copy's pinned blocks: "class" (default) CuPy's pinned pool by size
-# class; "domain" blocks of this module sized once for the domain's largest φ (_lend).
-PINNED_WAYS = ("class", "domain")
-_FREE: list = []  # "domain": page-locked blocks (cupy PinnedMemory) that no host array holds (_Lease)
-
-
-def pinned_way(given=None) -> str:
-    """``host_copy``'s pinned blocks: *given*, else ``VOXFX_LEVEL_SET_PINNED``, else "class"."""
-    return env_choice("VOXFX_LEVEL_SET_PINNED", PINNED_WAYS, given)
-
-
-class _Lease:
-    """A "domain" block lent to one host array (the owner of its buffer's memory): back to
-    ``_FREE`` when that array is dropped, as CuPy's pinned pool takes its blocks back."""
-
-    def __init__(self, mem, size: int):
-        self.mem, self.ptr, self.size = mem, mem.ptr, size
-
-    def __del__(self):
-        if _FREE is not None:  # None only while the interpreter shuts down
-            _FREE.append((self.size, self.mem))  # atomic under the GIL
-
-
-def _lend(cp, nbytes: int, most: int):
-    """A page-locked block of at least *nbytes* as a ``PinnedMemoryPointer`` whose memory goes
-    back to ``_FREE`` with the last array that views it: the smallest free block that holds
-    *nbytes*, else a block of ``pinned_class_bytes(max(nbytes, most))`` page-locked here — for
-    a closed box *most* is its largest φ, so one block serves every frame (two while a bake's
-    writer holds the frame before)."""
-    from cupy.cuda import pinned_memory
-
-    fits = [i for i, (size, _) in enumerate(_FREE) if size >= nbytes]
-    if fits:
-        size, mem = _FREE.pop(min(fits, key=lambda i: _FREE[i][0]))
-    else:
-        size = pinned_class_bytes(max(nbytes, most))
-        mem = pinned_memory.PinnedMemory(size, cp.cuda.runtime.hostAllocPortable)
-    return pinned_memory.PinnedMemoryPointer(_Lease(mem, size), 0)
-
-
-def host_copy(phi, way=None, most: int = 0, pinned=None):
-    """*phi* (a device array) as a NumPy float32 array (``sparse_output.level_set``: a
-    region's level set, whose size changes frame to frame), the way *way* (``COPY_WAYS``),
-    else ``VOXFX_LEVEL_SET_COPY``, else "pinned": into a page-locked block (the array a view
-    of its first bytes, keeping the block until it is dropped) — by ``pinned_way`` (*pinned*,
-    else ``VOXFX_LEVEL_SET_PINNED``) "class", a block of CuPy's pinned pool of
-    ``pinned_class_bytes``, or "domain", one of this module's sized once for *most* bytes
-    (``_lend``: the domain's largest φ, 0 unknown: by class as before); "pageable": ``.get()``
-    into fresh pageable memory. The same bytes every way. Measured on an NVIDIA H100 80GB
-    HBM3 (driver 580.159.04, CuPy 14.2;
-    ``bench/flip_sparse.py --row 65m --frames 12 --timing fast --level-set --trim
-    --level-set-modes lean``, the three copies of each frame's φ in turn): pageable 2.9–5.0 ms
-    in frames 0–3 (44–77 MB), 23.7–34.4 in frames 4–9, **38.7 and 41.8 ms** at frames 10 and
-    11 (135 and 162 MB: 3.5–3.9 GB/s); pinned by class **0.9–3.0 ms** in every frame (2.6 and
-    3.0 at frames 10 and 11: 52–54 GB/s); pinned at the exact size (``backend.to_host``) 0.9–3.1
-    ms but 96.6 ms at frame 10, the first region larger than every earlier one (a block
-    page-locked afresh). At 8M the box's level set (``sim.phi_out``) was pinned already.
-    Page-locking a class's block ahead in a thread (issue 24, i24f, same card, 65M frames
-    ``--trim``) was measured and removed: cudaHostAlloc there and the next frame's pool trim
-    (cudaFree) take turns in the driver, so the trim waited the whole lock (37, 58, 66, 111,
-    141 ms for 64–256 MiB) — the lock moved, not hidden."""
-    if env_choice("VOXFX_LEVEL_SET_COPY", COPY_WAYS, way) == "pageable":
-        return np.asarray(phi.get(), dtype=np.float32)
-    import cupy as cp
-
-    phi = cp.ascontiguousarray(phi, dtype=cp.float32)
-    if pinned_way(pinned) == "domain":
-        block = _lend(cp, phi.nbytes, int(most))
-    else:
-        block = cp.cuda.alloc_pinned_memory(pinned_class_bytes(phi.nbytes))
-    out = np.frombuffer(block, np.float32, phi.size).reshape(phi.shape)
-    phi.get(out=out)
-    return out
 
 
 def sort_cell_max(given=None) -> int:

@@ -88,6 +88,10 @@ def test_gpu_reorder_paths_move_the_arrays_as_numpy_indexing(way, apic):
             assert np.array_equal(backend.to_numpy(got).view(np.uint32), want[order].view(np.uint32))
         if way != "argsort":
             assert [a.data.ptr for a in sim.sort_spare if a is not None] == before
+        # the spare the memory estimate counts (sparse_memory.memory_at): its arrays' bytes, none on argsort's path
+        spare = getattr(sim, "sort_spare", None)
+        assert (0 if spare is None else sum(a.nbytes for a in spare if a is not None)) == particle_sort.spare_bytes(
+            n, apic, "1", way)
         sim.pos = cupy.asarray(sim.pos[cupy.asarray(rng.permutation(n))])  # in place of a frame's motion
 
 

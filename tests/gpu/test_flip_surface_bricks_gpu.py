@@ -13,7 +13,7 @@ import pytest
 from tests.meshes import box
 from tests.unit.test_flip_surface import seeded_ball
 from voxfx.kernels.errors import InputError
-from voxfx.kernels.flip import surface_gpu
+from voxfx.kernels.flip import surface_gpu, surface_host_copy
 from voxfx.kernels.flip.grid import FlipSettings
 from voxfx.kernels.flip.sim import FlipSimulation
 from voxfx.kernels.flip.surface import closed_level_set, particle_level_set, surface_radii
@@ -204,7 +204,7 @@ def test_region_bounds_are_the_cell_coordinates_extremes(monkeypatch):
 
 
 def test_pinned_class_copy_holds_the_bytes_in_page_locked_blocks():
-    """surface_gpu.host_copy: "pinned" gives ``.get()``'s bytes (shape, dtype) in page-locked
+    """surface_host_copy.host_copy: "pinned" gives ``.get()``'s bytes (shape, dtype) in page-locked
     memory (cudaMemoryTypeHost), for sizes within one class and across two; whether a dropped
     block comes back for the next copy is CuPy's pinned pool's business (on an H100 with CuPy
     14.2 once yes, once not: a block an async copy used returns when its event is seen done),
@@ -213,20 +213,20 @@ def test_pinned_class_copy_holds_the_bytes_in_page_locked_blocks():
 
     rng = np.random.default_rng()
     shapes = [(37, 61, 300), (40, 61, 310), (40, 61, 350)]  # 2.6 and 2.9 MiB (the 3 MiB class), 3.3 MiB (4 MiB)
-    classes = [surface_gpu.pinned_class_bytes(4 * int(np.prod(s))) for s in shapes]
+    classes = [surface_host_copy.pinned_class_bytes(4 * int(np.prod(s))) for s in shapes]
     assert classes[0] == classes[1] < classes[2]
     for shape in shapes:
         phi = cupy.asarray(rng.standard_normal(shape).astype(np.float32))
-        host = surface_gpu.host_copy(phi, "pinned")
+        host = surface_host_copy.host_copy(phi, "pinned")
         assert host.shape == phi.shape and host.dtype == np.float32
-        assert host.tobytes() == phi.get().tobytes() == surface_gpu.host_copy(phi, "pageable").tobytes()
+        assert host.tobytes() == phi.get().tobytes() == surface_host_copy.host_copy(phi, "pageable").tobytes()
         where = cupy.cuda.runtime.pointerGetAttributes(host.__array_interface__["data"][0])
         assert where.type == 1  # cudaMemoryTypeHost: page-locked
         del host
 
 
 def test_domain_blocks_are_lent_smallest_first_and_come_back(monkeypatch):
-    """VOXFX_LEVEL_SET_PINNED=domain (surface_gpu._lend): the first copy page-locks a block of
+    """VOXFX_LEVEL_SET_PINNED=domain (surface_host_copy._lend): the first copy page-locks a block of
     the class of *most* (the domain's largest φ: 40 MiB, the 48 MiB class) and gives
     ``.get()``'s bytes; a later, larger φ within it gets the same block back once the first
     array is dropped; while an array holds it, another block is page-locked; the smallest
@@ -234,22 +234,22 @@ def test_domain_blocks_are_lent_smallest_first_and_come_back(monkeypatch):
     import cupy
 
     monkeypatch.setenv("VOXFX_LEVEL_SET_PINNED", "domain")
-    monkeypatch.setattr(surface_gpu, "_FREE", [])
+    monkeypatch.setattr(surface_host_copy, "_FREE", [])
     rng = np.random.default_rng()
     small = cupy.asarray(rng.standard_normal((2, 1024, 1024)).astype(np.float32))  # 8 MiB
     large = cupy.asarray(rng.standard_normal((9, 1024, 1024)).astype(np.float32))  # 36 MiB
     most = 40 << 20
-    host = surface_gpu.host_copy(small, most=most)
+    host = surface_host_copy.host_copy(small, most=most)
     first = host.__array_interface__["data"][0]
-    assert host.tobytes() == small.get().tobytes() and surface_gpu._FREE == []
+    assert host.tobytes() == small.get().tobytes() and surface_host_copy._FREE == []
     assert cupy.cuda.runtime.pointerGetAttributes(first).type == 1  # cudaMemoryTypeHost: page-locked
     del host
-    assert [size for size, _ in surface_gpu._FREE] == [3 << 24]
-    host = surface_gpu.host_copy(large, most=most)
+    assert [size for size, _ in surface_host_copy._FREE] == [3 << 24]
+    host = surface_host_copy.host_copy(large, most=most)
     assert host.__array_interface__["data"][0] == first and host.tobytes() == large.get().tobytes()
-    held = surface_gpu.host_copy(small)  # the block is held: another, of small's own class (8 MiB)
+    held = surface_host_copy.host_copy(small)  # the block is held: another, of small's own class (8 MiB)
     assert held.__array_interface__["data"][0] != first and held.tobytes() == small.get().tobytes()
     del host, held
-    assert sorted(size for size, _ in surface_gpu._FREE) == [8 << 20, 3 << 24]
-    host = surface_gpu.host_copy(small, most=most)  # the smallest free block that holds it
-    assert host.__array_interface__["data"][0] != first and [size for size, _ in surface_gpu._FREE] == [3 << 24]
+    assert sorted(size for size, _ in surface_host_copy._FREE) == [8 << 20, 3 << 24]
+    host = surface_host_copy.host_copy(small, most=most)  # the smallest free block that holds it
+    assert host.__array_interface__["data"][0] != first and [size for size, _ in surface_host_copy._FREE] == [3 << 24]

@@ -18,9 +18,16 @@ from voxfx.kernels.flip.sim import FlipSimulation
 cp = pytest.importorskip("cupy")
 
 
-def test_the_estimate_and_the_frame_check_cover_each_frames_peak_as_the_liquid_spreads():
+@pytest.mark.parametrize("sort, path", [("off", "argsort"), ("1", "gather")])
+def test_the_estimate_and_the_frame_check_cover_each_frames_peak_as_the_liquid_spreads(monkeypatch, sort, path):
+    """Also with the particle sort on every frame by its gather path (``VOXFX_SPARSE_PARTICLE_SORT``
+    1, ``VOXFX_SPARSE_PARTICLE_SORT_PATH`` gather), whose spare arrays the estimate then counts
+    (``particle_sort.spare_bytes``) and which sorts at each frame's end inside the measured step."""
     sys.path.insert(0, str(ROOT / "bench"))
     from flip import dam_break
+
+    monkeypatch.setenv("VOXFX_SPARSE_PARTICLE_SORT", sort)
+    monkeypatch.setenv("VOXFX_SPARSE_PARTICLE_SORT_PATH", path)
 
     pool = cp.get_default_memory_pool()
     pool.free_all_blocks()
@@ -49,6 +56,9 @@ def test_the_estimate_and_the_frame_check_cover_each_frames_peak_as_the_liquid_s
             assert need <= 2 * hook.peak, (frame, hook.peak / 2 ** 20, need / 2 ** 20)
     assert max(bricks) > 1.5 * bricks[0]  # it spread
     assert max(bricks) <= estimate["bricks"]
+    spare = getattr(sim, "sort_spare", None)  # held by the gather path: what the estimate counts
+    held = sum(a.nbytes for a in spare if a is not None) if spare is not None else 0
+    assert held == M.particle_sort.spare_bytes(len(sim.pos), False) == (24 * len(sim.pos) if sort != "off" else 0)
 
 
 @pytest.mark.parametrize("band", [2, 4, 8])

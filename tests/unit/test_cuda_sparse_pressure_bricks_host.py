@@ -276,8 +276,8 @@ def _kernel_params(source):
 def test_every_setup_launch_names_a_kernel_of_its_module_with_its_arguments():
     """Each launch in sparse_pressure_setup.py, sparse_pressure_workspace.py,
     sparse_pressure_workspace_views.py and sparse_pressure_workspace_levels.py (``_K`` or ``K``:
-    flip_sparse_pressure_setup.cu, ``_B`` or ``B``: flip_sparse_pressure_bricks.cu, directly or
-    through ``_widening``) names a kernel of
+    flip_sparse_pressure_setup.cu, ``_U``: flip_sparse_pressure_unknowns.cu, ``_B`` or ``B``:
+    flip_sparse_pressure_bricks.cu, directly or through ``_widening``) names a kernel of
     that module's source (``_S``: flip_sparse_pressure_scan.cu) and passes as many arguments as the
     kernel takes (``*_ints(base)``: 3):
     a wrong module or a missing argument fails here, not on the device."""
@@ -290,7 +290,7 @@ def test_every_setup_launch_names_a_kernel_of_its_module_with_its_arguments():
                                     sparse_pressure_workspace_views)
 
     params = {name: _kernel_params((backend.CUDA_DIR / k.filename).read_text())
-              for name, k in (("K", setup._K), ("B", setup._B), ("S", setup._S))}
+              for name, k in (("K", setup._K), ("U", setup._U), ("B", setup._B), ("S", setup._S))}
 
     def module(node):  # _K, setup._K or K (the workspace's alias) → "K"
         name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""

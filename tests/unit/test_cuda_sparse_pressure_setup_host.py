@@ -1,10 +1,10 @@
 """The device set-up of the sparse pressure solve's multigrid (cuda/flip_sparse_pressure.cu's
 mg_coarsen … mg_restrict_table as sparse_pressure_gpu.TableKernels launches them, and
-cuda/flip_sparse_pressure_setup.cu's mgs_* and unk_* kernels and scans as sparse_pressure_setup
-launches them) against the NumPy reference (sparse_multigrid.VCycle's levels and transfer
-tables, sparse_pressure.Unknowns), checked on the host without a GPU as
-test_cuda_sparse_pressure_host.py builds the solve's kernels (its PREAMBLE): the same integers
-and values exactly."""
+cuda/flip_sparse_pressure_setup.cu's mgs_* kernels and scans and flip_sparse_pressure_unknowns.cu's
+unk_* kernels as sparse_pressure_setup launches them) against the NumPy reference
+(sparse_multigrid.VCycle's levels and transfer tables, sparse_pressure.Unknowns), checked on
+the host without a GPU as test_cuda_sparse_pressure_host.py builds the solve's kernels (its
+PREAMBLE): the same integers and values exactly."""
 
 import numpy as np
 import pytest
@@ -267,7 +267,8 @@ static void print_kept(int min_side, int count, const std::vector<int>& cnt, con
 # in the cnt array, arrays of the bound's size, compactions by inclusive scans), then keeps
 # the levels as sparse_pressure_setup.levels_kept and prints their tables' leading columns.
 SETUP = PREAMBLE.replace('#include "flip_sparse_pressure.cu"',
-                         '#include "flip_sparse_pressure_setup.cu"') + SETUP_LEVELS + READ_SET + r"""
+                         '#include "flip_sparse_pressure_setup.cu"\n'
+                         '#include "flip_sparse_pressure_unknowns.cu"') + SETUP_LEVELS + READ_SET + r"""
 int main() {
     int min_side, max_levels, margin;
     Set f;

@@ -6,7 +6,7 @@ and its ways."""
 import pytest
 
 from voxfx.kernels.flip import (particle_sort, sparse_g2p_gpu, sparse_gpu, sparse_pressure_solve_ahead, sparse_scatter,
-                                surface_gpu, transfer)
+                                surface_gpu, surface_host_copy, transfer)
 
 SWITCHES = [  # (the switch, its variable, its ways, its default)
     (sparse_gpu.gather_mode, "VOXFX_SPARSE_GATHER", sparse_gpu.GATHERS, "scatter"),
@@ -61,13 +61,13 @@ def test_cluster_blocks_reads_its_variable_unless_the_module_names_them(monkeypa
 
 
 def test_level_set_copy_switch(monkeypatch):
-    """VOXFX_LEVEL_SET_COPY (surface_gpu.host_copy's ways): pinned by default, pageable by the
+    """VOXFX_LEVEL_SET_COPY (surface_host_copy.host_copy's ways): pinned by default, pageable by the
     variable or the caller; anything else refused (before any device work)."""
     monkeypatch.delenv("VOXFX_LEVEL_SET_COPY", raising=False)
-    assert surface_gpu.COPY_WAYS == ("pinned", "pageable")
+    assert surface_host_copy.COPY_WAYS == ("pinned", "pageable")
     monkeypatch.setenv("VOXFX_LEVEL_SET_COPY", "sideways")
     with pytest.raises(ValueError, match="^VOXFX_LEVEL_SET_COPY must be one of pinned, pageable, not 'sideways'$"):
-        surface_gpu.host_copy(None)
+        surface_host_copy.host_copy(None)
 
 
 def test_level_set_sort_limit_and_pinned_switches(monkeypatch):
@@ -84,18 +84,18 @@ def test_level_set_sort_limit_and_pinned_switches(monkeypatch):
     monkeypatch.setenv("VOXFX_LEVEL_SET_SORT_CELL_MAX", "5000")
     with pytest.raises(ValueError, match="^VOXFX_LEVEL_SET_SORT_CELL_MAX must be one of default, 1024, 2048, "):
         surface_gpu.sort_cell_max()
-    assert surface_gpu.pinned_way() == "class" and surface_gpu.pinned_way("domain") == "domain"
+    assert surface_host_copy.pinned_way() == "class" and surface_host_copy.pinned_way("domain") == "domain"
     monkeypatch.setenv("VOXFX_LEVEL_SET_PINNED", "domain")
-    assert surface_gpu.pinned_way() == "domain"
+    assert surface_host_copy.pinned_way() == "domain"
     monkeypatch.setenv("VOXFX_LEVEL_SET_PINNED", "ahead")
     with pytest.raises(ValueError, match="^VOXFX_LEVEL_SET_PINNED must be one of class, domain, not 'ahead'$"):
-        surface_gpu.pinned_way()
+        surface_host_copy.pinned_way()
 
 
 def test_pinned_size_classes_round_up_by_at_most_half():
-    """surface_gpu.pinned_class_bytes: 2^k or 1.5·2^k bytes, at least 1 MiB, never below the
+    """surface_host_copy.pinned_class_bytes: 2^k or 1.5·2^k bytes, at least 1 MiB, never below the
     request and at most 1.5× it above 1 MiB; a slowly growing level set keeps its class."""
-    from voxfx.kernels.flip.surface_gpu import pinned_class_bytes
+    from voxfx.kernels.flip.surface_host_copy import pinned_class_bytes
 
     sizes = [1, 1 << 20, (1 << 20) + 1, 3 << 19, (3 << 19) + 1, 100_000_000, 135_200_000, 162_000_000]
     got = [pinned_class_bytes(n) for n in sizes]

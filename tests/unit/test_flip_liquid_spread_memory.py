@@ -244,3 +244,59 @@ def test_the_frame_check_covers_each_frame_of_the_workspace_run():
         check.saw(bricks, particles)
     assert min(ratios) >= 1.0, min(ratios)
     assert max(ratios[1:]) <= 1.6, max(ratios[1:])
+
+
+@pytest.mark.parametrize("apic", [False, True])
+def test_the_estimate_counts_the_particle_sorts_spare_arrays_only_where_it_holds_them(monkeypatch, apic):
+    """The particle sort (``VOXFX_SPARSE_PARTICLE_SORT``, off by default): on its gather path the
+    estimate with the sort on less the estimate with it off is the spare pos, vel (and C) of the
+    particles held, 24 B a particle (60 with APIC), in the state and every stage (a band's and
+    the count control's too); the argsort path, the sort off and NumPy hold none. Either path adds
+    its frame-end work as a stage beside the state, below the substep's peak."""
+    from voxfx.kernels.flip import particle_sort as S
+
+    monkeypatch.delenv(S.SWITCH, raising=False)
+    monkeypatch.delenv(S.PATH_SWITCH, raising=False)
+    spec, climb = _dam_8m()
+    P, per = 8_000_033, 24 + (36 if apic else 0)
+
+    def est(band=0, **kw):
+        return M.sparse_flip_memory(spec, P, apic=apic, xp=GPU, climb=climb, parts=True, narrow_band=band,
+                                    count_control=True, **kw)
+
+    for band in (0, 4):
+        off = est(band)
+        held = P if not band else M.band_kept(P, 8, band, spec, True, climb)  # a band's particles held
+        assert held < P if band else held == P
+        assert "particle sort" not in off and est(band, sort="off", sort_path="gather") == off
+        for way in ("1", "auto", "8"):
+            on = est(band, sort=way, sort_path="gather")
+            work = on.pop("particle sort")
+            assert set(on) == set(off) and on["bricks"] == off["bricks"]
+            assert all(on[k] - off[k] == per * held for k in on if k != "bricks"), (on, off)
+            assert work == on["state"] + held * (76 if apic else 48) < on["substep"]
+        argsort = est(band, sort="1", sort_path="argsort")
+        assert argsort.pop("particle sort") == argsort["state"] + held * (52 if apic else 48)
+        assert argsort == off  # no spare held
+    monkeypatch.setenv(S.SWITCH, "2")  # the variables' way and path where the caller names none
+    monkeypatch.setenv(S.PATH_SWITCH, "gather")
+    assert est()["total"] - est(sort="off")["total"] == per * P
+    cpu = M.sparse_flip_memory(spec, P, apic=apic, xp=np, parts=True)  # NumPy: no spare, the frame-end stage only
+    assert cpu.pop("particle sort") == cpu["state"] + P * (52 if apic else 48)
+    assert cpu == M.sparse_flip_memory(spec, P, apic=apic, xp=np, parts=True, sort="off")
+
+
+def test_the_sorts_spare_bytes_are_the_particle_arrays_it_copies():
+    """``particle_sort.spare_bytes`` is the bytes of the arrays the gather path copies into its
+    spare (``gather``: ``empty_like`` of pos, vel and, with APIC, C), on a simulation's own."""
+    from voxfx.kernels.flip import particle_sort as S
+
+    for apic in (False, True):
+        sim = FlipSimulation(GridSpec((0.0, 0.0, 0.0), 0.05, (12, 8, 10)), FlipSettings(apic=apic),
+                             *box((0.0, 0.0, 0.0), (0.25, 0.2, 0.3)), xp=np, sparse=True)
+        n = len(sim.pos)
+        arrays = [a for a in (sim.pos, sim.vel, sim.c) if a is not None]
+        assert all(a.dtype == np.float32 and a.flags.c_contiguous for a in arrays)
+        assert sum(a.nbytes for a in arrays) == S.spare_bytes(n, apic, "1", "gather") > 0
+        assert S.spare_bytes(n, apic, "1", "gather", gpu=False) == S.spare_bytes(n, apic, "off", "gather") == 0
+        assert S.spare_bytes(n, apic, "1", "argsort") == 0
