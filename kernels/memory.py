@@ -218,7 +218,8 @@ def gpu_pool_held(cp) -> int:
 
 
 def release_gpu_pool() -> int:
-    """Give CuPy's free pool blocks (device and pinned host) back to the driver and drop
+    """Give CuPy's free pool blocks (device and pinned host, the level set's pinned blocks no array
+    holds) back to the driver and drop
     the cached pressure solvers (dense and sparse), whose buffers would otherwise stay reserved. A no-op
     (returning 0) when CuPy was never imported. Returns the device bytes released."""
     for name in ("flip.pressure_gpu", "flip.sparse_pressure_gpu"):  # dense and sparse solvers
@@ -236,6 +237,9 @@ def release_gpu_pool() -> int:
         gc.collect()  # arrays in reference cycles (a failed job's frames) free their blocks
         pool.free_all_blocks()
         cp.get_default_pinned_memory_pool().free_all_blocks()
+        copies = sys.modules.get(f"{__package__}.flip.surface_host_copy")  # the level set's pinned blocks
+        if copies is not None:
+            copies.release_free()
         return max(0, before - int(pool.total_bytes()))
     except Exception:  # noqa: BLE001 - no device, a broken driver: nothing to release
         return 0

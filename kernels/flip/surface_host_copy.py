@@ -26,15 +26,31 @@ def pinned_class_bytes(nbytes: int) -> int:
     return high * 3 // 4 if n <= high * 3 // 4 else high
 
 
-# VOXFX_LEVEL_SET_PINNED, host_copy's pinned blocks: "class" (default) CuPy's pinned pool by size
-# class; "domain" blocks of this module sized once for the domain's largest φ (_lend).
-PINNED_WAYS = ("class", "domain")
+# VOXFX_LEVEL_SET_PINNED, host_copy's pinned blocks: "domain" (default since session 16) blocks of this
+# module sized once for the domain's largest φ (_lend) up to DOMAIN_BLOCK_MAX; "class" CuPy's pinned pool
+# by size class. H100 80GB HBM3 (session 15 call 3, the 65M Fast frames): "class" 135–210 ms over frames
+# 1–9, 285 at frame 10 (its φ the first to need a 256 MiB block, page-locked then), 230 at 11; "domain"
+# every frame 1–11 ≤ 232 ms (the block page-locked once in frame 0, ~0.5 s there); the surface GPU files
+# pass with it (session 16 call 1).
+PINNED_WAYS = ("domain", "class")
+# The largest block "domain" sizes for a box's largest φ ahead of need (1 GiB: a 640³ surface grid); a
+# larger box's blocks are sized by class as its φ needs them, so a huge box never page-locks gigabytes of
+# host memory the liquid may never fill.
+DOMAIN_BLOCK_MAX = 1 << 30
 _FREE: list = []  # "domain": page-locked blocks (cupy PinnedMemory) that no host array holds (_Lease)
 
 
 def pinned_way(given=None) -> str:
-    """``host_copy``'s pinned blocks: *given*, else ``VOXFX_LEVEL_SET_PINNED``, else "class"."""
+    """``host_copy``'s pinned blocks: *given*, else ``VOXFX_LEVEL_SET_PINNED``, else "domain"."""
     return env_choice("VOXFX_LEVEL_SET_PINNED", PINNED_WAYS, given)
+
+
+def release_free() -> int:
+    """Let go of the "domain" blocks no host array holds (``memory.release_gpu_pool``, with CuPy's
+    pinned pool); the bytes they held."""
+    held = sum(size for size, _ in _FREE)
+    _FREE.clear()
+    return held
 
 
 class _Lease:
@@ -54,8 +70,10 @@ def _lend(cp, nbytes: int, most: int):
     back to ``_FREE`` with the last array that views it: the smallest free block that holds
     *nbytes*, else a block of ``pinned_class_bytes(max(nbytes, most))`` page-locked here — for
     a closed box *most* is its largest φ, so one block serves every frame (two while a bake's
-    writer holds the frame before)."""
+    writer holds the frame before); a *most* over ``DOMAIN_BLOCK_MAX`` counts as unknown (0)."""
     from cupy.cuda import pinned_memory
+
+    most = int(most) if int(most) <= DOMAIN_BLOCK_MAX else 0
 
     fits = [i for i, (size, _) in enumerate(_FREE) if size >= nbytes]
     if fits:
@@ -71,9 +89,9 @@ def host_copy(phi, way=None, most: int = 0, pinned=None):
     region's level set, whose size changes frame to frame), the way *way* (``COPY_WAYS``),
     else ``VOXFX_LEVEL_SET_COPY``, else "pinned": into a page-locked block (the array a view
     of its first bytes, keeping the block until it is dropped) — by ``pinned_way`` (*pinned*,
-    else ``VOXFX_LEVEL_SET_PINNED``) "class", a block of CuPy's pinned pool of
-    ``pinned_class_bytes``, or "domain", one of this module's sized once for *most* bytes
-    (``_lend``: the domain's largest φ, 0 unknown: by class as before); "pageable": ``.get()``
+    else ``VOXFX_LEVEL_SET_PINNED``) "domain", one of this module's sized once for *most* bytes
+    (``_lend``: the domain's largest φ up to ``DOMAIN_BLOCK_MAX``, 0 unknown: by class), or "class",
+    a block of CuPy's pinned pool of ``pinned_class_bytes``; "pageable": ``.get()``
     into fresh pageable memory. The same bytes every way. Measured on an NVIDIA H100 80GB
     HBM3 (driver 580.159.04, CuPy 14.2;
     ``bench/flip_sparse.py --row 65m --frames 12 --timing fast --level-set --trim

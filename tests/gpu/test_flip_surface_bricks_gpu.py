@@ -203,14 +203,18 @@ def test_region_bounds_are_the_cell_coordinates_extremes(monkeypatch):
     assert regions[0] == regions[1] and regions[0].origin[0] >= start.origin[0] + 0.2 - 1e-9
 
 
-def test_pinned_class_copy_holds_the_bytes_in_page_locked_blocks():
+@pytest.mark.parametrize("pinned", ["class", "domain"])
+def test_pinned_class_copy_holds_the_bytes_in_page_locked_blocks(monkeypatch, pinned):
     """surface_host_copy.host_copy: "pinned" gives ``.get()``'s bytes (shape, dtype) in page-locked
-    memory (cudaMemoryTypeHost), for sizes within one class and across two; whether a dropped
-    block comes back for the next copy is CuPy's pinned pool's business (on an H100 with CuPy
-    14.2 once yes, once not: a block an async copy used returns when its event is seen done),
-    so it is not asserted."""
+    memory (cudaMemoryTypeHost), for sizes within one class and across two, by CuPy's pinned pool
+    ("class") or this module's blocks with no domain size given ("domain", the default); whether a
+    dropped block of CuPy's pool comes back for the next copy is that pool's business (on an H100
+    with CuPy 14.2 once yes, once not: a block an async copy used returns when its event is seen
+    done), so it is not asserted."""
     import cupy
 
+    monkeypatch.setenv("VOXFX_LEVEL_SET_PINNED", pinned)
+    monkeypatch.setattr(surface_host_copy, "_FREE", [])
     rng = np.random.default_rng()
     shapes = [(37, 61, 300), (40, 61, 310), (40, 61, 350)]  # 2.6 and 2.9 MiB (the 3 MiB class), 3.3 MiB (4 MiB)
     classes = [surface_host_copy.pinned_class_bytes(4 * int(np.prod(s))) for s in shapes]
@@ -253,3 +257,29 @@ def test_domain_blocks_are_lent_smallest_first_and_come_back(monkeypatch):
     assert sorted(size for size, _ in surface_host_copy._FREE) == [8 << 20, 3 << 24]
     host = surface_host_copy.host_copy(small, most=most)  # the smallest free block that holds it
     assert host.__array_interface__["data"][0] != first and [size for size, _ in surface_host_copy._FREE] == [3 << 24]
+
+
+def test_domain_block_past_its_cap_is_sized_by_class_and_released_with_the_pool(monkeypatch):
+    """The default "domain" way (surface_host_copy): a domain's largest φ over ``DOMAIN_BLOCK_MAX``
+    counts as unknown, so the block is of the copy's own class, not the domain's; a *most* within
+    it sizes the block by the domain's class; ``memory.release_gpu_pool`` lets go of the blocks
+    no array holds (their bytes, and ``_FREE`` empty after)."""
+    import cupy
+
+    from voxfx.kernels import memory
+
+    monkeypatch.delenv("VOXFX_LEVEL_SET_PINNED", raising=False)
+    monkeypatch.setattr(surface_host_copy, "_FREE", [])
+    monkeypatch.setattr(surface_host_copy, "DOMAIN_BLOCK_MAX", 16 << 20)
+    phi = cupy.asarray(np.random.default_rng().standard_normal((2, 512, 1024)).astype(np.float32))  # 4 MiB
+    host = surface_host_copy.host_copy(phi, most=64 << 20)  # past the cap: phi's own class (4 MiB)
+    assert host.tobytes() == phi.get().tobytes()
+    del host
+    assert [size for size, _ in surface_host_copy._FREE] == [4 << 20]
+    held = surface_host_copy.host_copy(phi)  # the free block again
+    big = surface_host_copy.host_copy(phi, most=12 << 20)  # within the cap: the domain's class (12 MiB)
+    assert big.tobytes() == held.tobytes() == phi.get().tobytes()
+    del held, big
+    assert sorted(size for size, _ in surface_host_copy._FREE) == [4 << 20, 12 << 20]
+    memory.release_gpu_pool()
+    assert surface_host_copy._FREE == []

@@ -72,8 +72,8 @@ def test_level_set_copy_switch(monkeypatch):
 
 def test_level_set_sort_limit_and_pinned_switches(monkeypatch):
     """VOXFX_LEVEL_SET_SORT_CELL_MAX: unset, SORT_CELL_MAX (8192 since i24f; a test may set it);
-    a listed limit over it; anything else refused. VOXFX_LEVEL_SET_PINNED: "class" unless
-    "domain"; anything else refused."""
+    a listed limit over it; anything else refused. VOXFX_LEVEL_SET_PINNED: "domain" unless
+    "class"; anything else refused."""
     monkeypatch.delenv("VOXFX_LEVEL_SET_SORT_CELL_MAX", raising=False)
     monkeypatch.delenv("VOXFX_LEVEL_SET_PINNED", raising=False)
     assert surface_gpu.sort_cell_max() == surface_gpu.SORT_CELL_MAX == 8192
@@ -84,11 +84,11 @@ def test_level_set_sort_limit_and_pinned_switches(monkeypatch):
     monkeypatch.setenv("VOXFX_LEVEL_SET_SORT_CELL_MAX", "5000")
     with pytest.raises(ValueError, match="^VOXFX_LEVEL_SET_SORT_CELL_MAX must be one of default, 1024, 2048, "):
         surface_gpu.sort_cell_max()
-    assert surface_host_copy.pinned_way() == "class" and surface_host_copy.pinned_way("domain") == "domain"
-    monkeypatch.setenv("VOXFX_LEVEL_SET_PINNED", "domain")
-    assert surface_host_copy.pinned_way() == "domain"
+    assert surface_host_copy.pinned_way() == "domain" and surface_host_copy.pinned_way("class") == "class"
+    monkeypatch.setenv("VOXFX_LEVEL_SET_PINNED", "class")
+    assert surface_host_copy.pinned_way() == "class"
     monkeypatch.setenv("VOXFX_LEVEL_SET_PINNED", "ahead")
-    with pytest.raises(ValueError, match="^VOXFX_LEVEL_SET_PINNED must be one of class, domain, not 'ahead'$"):
+    with pytest.raises(ValueError, match="^VOXFX_LEVEL_SET_PINNED must be one of domain, class, not 'ahead'$"):
         surface_host_copy.pinned_way()
 
 
