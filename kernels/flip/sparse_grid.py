@@ -53,7 +53,6 @@ exists_u/v/w uint8.
 from __future__ import annotations
 
 import math
-import os
 from typing import NamedTuple
 
 import numpy as np
@@ -61,6 +60,7 @@ import numpy as np
 from ..grid import GridSpec
 from ..grid.sparse import BITS, OFFSET, brick_coords, brick_keys, keys_of_boxes
 from ..grid.sparse_mac import CELLS, SparseMacGrid, check_lattice, face_boxes
+from ..settings import env_choice
 from . import sparse_bodies, sparse_gpu
 from . import sparse_topology_gpu as topology_gpu
 from . import sparse_topology_tables as topology_tables
@@ -72,10 +72,7 @@ MARGIN_MODES = ("brick", "global")  # VOXFX_SPARSE_MARGIN: per-brick margins (de
 def margin_mode() -> str:
     """``VOXFX_SPARSE_MARGIN``: ``brick`` (default: ``BrickReach``, module notes) or
     ``global`` (every particle takes the fastest particle's margin: the A/B baseline)."""
-    mode = os.environ.get("VOXFX_SPARSE_MARGIN", "").strip().lower() or MARGIN_MODES[0]
-    if mode not in MARGIN_MODES:
-        raise ValueError(f"VOXFX_SPARSE_MARGIN must be one of {', '.join(MARGIN_MODES)}, not {mode!r}")
-    return mode
+    return env_choice("VOXFX_SPARSE_MARGIN", MARGIN_MODES)
 
 
 class BrickReach(NamedTuple):
@@ -223,7 +220,9 @@ class SparseFlipGrid(SparseMacGrid):
             margin = getattr(self, "last_margin", None) or topology_gpu.host_margin(reach)  # scalar for no cell
         plain = (obstacle is None or len(obstacle) == 0) and all(b.count == 0 for b in bodies)
         if found is not None and found[1]:  # the same bricks: same slots, tables and marks
-            added = freed = xp.zeros(0, xp.int32)
+            added = freed = getattr(self, "_no_slots", None)
+            if added is None:  # one empty slot list kept (no allocation a substep whose bricks stay)
+                added = freed = self._no_slots = xp.zeros(0, xp.int32)
             if plain and self.plain_marks:
                 return added, freed
         else:

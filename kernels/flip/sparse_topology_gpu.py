@@ -157,11 +157,11 @@ held ~16 B a pool cell for nothing.
 from __future__ import annotations
 
 import math
-import os
 
 import numpy as np
 
 from ..grid.sparse_mac import brick_tables, carve, carve_buffer
+from ..settings import env_choice
 from . import sparse_reach
 from .sparse_gpu import _I32, _I64, _NO_INDEX, CELLS, KERNELS, _dims, _frame, available, brick_index
 from .sparse_topology_update import (  # noqa: F401  (the update's names, re-exported: tests and benches use them here)
@@ -195,10 +195,7 @@ def topology_mode() -> str:
     """``VOXFX_SPARSE_TOPOLOGY``: ``device`` (default: margins up to ``MAX_MARGIN``, the
     first build from the particles' bricks) or ``legacy`` (the A/B baseline: margins up to
     one brick, the first build on the array path)."""
-    mode = os.environ.get("VOXFX_SPARSE_TOPOLOGY", "").strip().lower() or TOPOLOGY_MODES[0]
-    if mode not in TOPOLOGY_MODES:
-        raise ValueError(f"VOXFX_SPARSE_TOPOLOGY must be one of {', '.join(TOPOLOGY_MODES)}, not {mode!r}")
-    return mode
+    return env_choice("VOXFX_SPARSE_TOPOLOGY", TOPOLOGY_MODES)
 
 
 def reach_radius(margin: int) -> int:
@@ -213,10 +210,7 @@ SPEED_CODES = {"plain": 1, "warp": 2, "uniform": 3}  # mark_occupied's `speeds`
 
 def speed_max_mode() -> str:
     """``VOXFX_SPARSE_SPEED_MAX`` (``SPEED_MAXIMA``; default warp)."""
-    mode = os.environ.get("VOXFX_SPARSE_SPEED_MAX", "").strip().lower() or SPEED_MAXIMA[0]
-    if mode not in SPEED_MAXIMA:
-        raise ValueError(f"VOXFX_SPARSE_SPEED_MAX must be one of {', '.join(SPEED_MAXIMA)}, not {mode!r}")
-    return mode
+    return env_choice("VOXFX_SPARSE_SPEED_MAX", SPEED_MAXIMA)
 
 
 def can_build(grid, pos) -> bool:
@@ -387,10 +381,7 @@ def device_margin() -> bool:
     """``VOXFX_SPARSE_DEVICE_MARGIN`` (``DEVICE_MARGINS``, default 1): whether a substep that does
     not know its fastest particle's speed lets the topology learn its margin (``incremental_keys``
     with margin None) instead of reading the speed first."""
-    mode = os.environ.get("VOXFX_SPARSE_DEVICE_MARGIN", "").strip() or DEVICE_MARGINS[0]
-    if mode not in DEVICE_MARGINS:
-        raise ValueError(f"VOXFX_SPARSE_DEVICE_MARGIN must be one of {', '.join(DEVICE_MARGINS)}, not {mode!r}")
-    return mode == "1"
+    return env_choice("VOXFX_SPARSE_DEVICE_MARGIN", DEVICE_MARGINS) == "1"
 
 
 def host_margin(reach) -> int:

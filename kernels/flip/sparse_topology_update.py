@@ -7,7 +7,6 @@ move out of ``sparse_topology_gpu.py``, which re-exports these names."""
 
 from __future__ import annotations
 
-import os
 
 import numpy as np
 
@@ -139,10 +138,7 @@ def topology_update_mode() -> str:
     grid has a brick index, else ``device``), ``table`` (``update_topology_table``, likewise),
     ``device`` (``update_topology``) or ``array`` (``Topology.update`` of the reached keys, the
     A/B baseline): the same topology."""
-    mode = os.environ.get("VOXFX_SPARSE_TOPOLOGY_UPDATE", "").strip().lower() or TOPOLOGY_UPDATES[0]
-    if mode not in TOPOLOGY_UPDATES:
-        raise ValueError(f"VOXFX_SPARSE_TOPOLOGY_UPDATE must be one of {', '.join(TOPOLOGY_UPDATES)}, not {mode!r}")
-    return mode
+    return env_choice("VOXFX_SPARSE_TOPOLOGY_UPDATE", TOPOLOGY_UPDATES)
 
 
 def update_topology(grid, mask, flags, kept, freed_count: int):

@@ -363,3 +363,55 @@ def test_kept_channels_filled_by_the_tables_give_retopologizes_fills(monkeypatch
     assert fills["tables"] == ([0] * len(fills["tables"]) if not extra else fills["joined"])
     assert fills["joined"] == [1 + (extra > 1)] * len(fills["joined"])  # one launch for eight channels
     assert fills["each"] == [7 + extra] * len(fills["each"])
+
+
+@pytest.mark.parametrize("margins", ["per brick", "one"])
+def test_kept_table_sets_give_the_fresh_tables(monkeypatch, margins):
+    """``VOXFX_SPARSE_TOPOLOGY_TABLE_SETS=kept`` (``sparse_topology_tables.table_arrays``: the fused
+    tables written into views of two sets kept on the grid with room) against ``fresh`` over substeps
+    whose bricks come and go and whose pool grows, with an obstacle for two substeps (tables without
+    the marks): the same tables, marks and channels to the bit every substep; a set is written again,
+    never the one the grid installed, nor one that a slice or a ``segment`` (substeps 2–5) or a memo
+    such as ``_pressure_memo`` (from substep 8) holds: what they read stays as it was."""
+    import cupy
+
+    from voxfx.kernels.flip.sparse_grid import BrickReach
+    from voxfx.kernels.grid.sparse_mac import segment
+
+    rng = np.random.default_rng(int(np.random.default_rng().integers(1 << 30)))
+    spec = GridSpec((0.0, 0.0, 0.0), 0.05, (64, 48, 40))
+    up = np.asarray(spec.upper)
+    spread = rng.normal(0, 1, (20000, 3))
+    grids = {way: SparseFlipGrid(spec, cupy, True) for way in sparse_topology_tables.TABLE_SETS}
+    obstacle = np.array([[10, 10, 10], [11, 10, 10], [30, 20, 12]])
+    rewritten, held, memo = [], None, None
+    for step in range(14):
+        scale = [0.06, 0.07, 0.08, 0.09, 0.10, 0.11, 0.12, 0.13, 0.12, 0.14, 0.15, 0.11, 0.10, 0.09][step] * up
+        pos = cupy.asarray(drifted(0.4 * up, up, step, spread, scale))
+        vel = cupy.asarray(rng.normal(0, 2.0, (20000, 3)).astype(np.float32))
+        reach = BrickReach(vel, 1 / 120, 9.81, spec.voxel_size) if margins == "per brick" else None
+        ob = obstacle if step in (5, 6) else None
+        for way, g in grids.items():
+            monkeypatch.setenv("VOXFX_SPARSE_TOPOLOGY_TABLE_SETS", way)
+            before = tuple(s[2][2].data.ptr for s in getattr(g, "_table_sets", ()))  # each set's nbr
+            installed, capacity = g.nbr.data.ptr if g.nbr.size else None, g.capacity
+            g.update(pos, None if reach is not None else 3 + step % 3, obstacle=ob, reach=reach, scratch=True)
+            if way == "kept" and g.nbr.data.ptr in before:
+                assert g.nbr.data.ptr != installed, step  # never the set the grid held
+                rewritten.append((step, g.capacity > capacity))
+        a, b = grids["kept"], grids["fresh"]
+        assert_same_grids(a, b, step, index=True)
+        g = grids["kept"]
+        if step == 2:  # a slice, a segment and a table held for three substeps
+            views = (g.nbr[3], segment(g["wall"], 5, g.size), g.brick_nbr)
+            held = (views, [host(v).copy() for v in views])
+        if step == 8:  # a memo of the neighbours, as the pressure set-up's
+            g._pressure_memo = (g.nbr, None, None, None)
+            memo = host(g.nbr).copy()
+        if held is not None:
+            assert all(host(v).tobytes() == c.tobytes() for v, c in zip(*held)), step
+        if step == 5:
+            held = None
+        if memo is not None:
+            assert host(g._pressure_memo[0]).tobytes() == memo.tobytes(), step
+    assert len(rewritten) >= 2, rewritten

@@ -5,7 +5,9 @@ and its ways."""
 
 import pytest
 
-from voxfx.kernels.flip import (particle_sort, sparse_g2p_gpu, sparse_gpu, sparse_pressure_solve_ahead, sparse_scatter,
+from voxfx.kernels import settings
+from voxfx.kernels.flip import (particle_sort, sparse_g2p_gpu, sparse_grid, sparse_gpu, sparse_pressure_solve_ahead,
+                                sparse_scatter, sparse_topology_gpu, sparse_topology_tables, sparse_topology_update,
                                 surface_gpu, surface_host_copy, transfer)
 
 SWITCHES = [  # (the switch, its variable, its ways, its default)
@@ -22,7 +24,18 @@ SWITCHES = [  # (the switch, its variable, its ways, its default)
     (sparse_pressure_solve_ahead.mode, "VOXFX_SPARSE_SOLVE_AHEAD", sparse_pressure_solve_ahead.MODES, "1"),
     (particle_sort.mode, "VOXFX_SPARSE_PARTICLE_SORT", particle_sort.SORTS, "off"),
     (particle_sort.path, "VOXFX_SPARSE_PARTICLE_SORT_PATH", particle_sort.PATHS, "argsort"),
+    (sparse_topology_gpu.topology_mode, "VOXFX_SPARSE_TOPOLOGY", sparse_topology_gpu.TOPOLOGY_MODES, "device"),
+    (sparse_topology_gpu.speed_max_mode, "VOXFX_SPARSE_SPEED_MAX", sparse_topology_gpu.SPEED_MAXIMA, "warp"),
+    (sparse_topology_update.topology_update_mode, "VOXFX_SPARSE_TOPOLOGY_UPDATE",
+     sparse_topology_update.TOPOLOGY_UPDATES, "fused"),
+    (sparse_topology_tables.tables_mode, "VOXFX_SPARSE_TOPOLOGY_TABLES", sparse_topology_tables.TABLES, "fused"),
+    (sparse_topology_tables.table_sets_mode, "VOXFX_SPARSE_TOPOLOGY_TABLE_SETS", sparse_topology_tables.TABLE_SETS,
+     "kept"),
+    (sparse_grid.margin_mode, "VOXFX_SPARSE_MARGIN", sparse_grid.MARGIN_MODES, "brick"),
 ]
+NO_GIVEN = {transfer.speed_max_mode, sparse_topology_gpu.topology_mode, sparse_topology_gpu.speed_max_mode,
+            sparse_topology_update.topology_update_mode, sparse_topology_tables.tables_mode,
+            sparse_topology_tables.table_sets_mode, sparse_grid.margin_mode}  # switches without a caller's way
 
 
 @pytest.mark.parametrize("switch, variable, ways, default", SWITCHES, ids=[s[1] for s in SWITCHES])
@@ -38,8 +51,47 @@ def test_each_switch_reads_its_variable_defaults_to_its_first_way_and_refuses_ot
     monkeypatch.setenv(variable, "sideways")
     with pytest.raises(ValueError, match=f"^{variable} must be one of {', '.join(ways)}, not 'sideways'$"):
         switch()
-    if switch is not transfer.speed_max_mode:  # the caller's way wins over the variable
+    if switch not in NO_GIVEN:  # the caller's way wins over the variable
         assert switch(ways[-1]) == ways[-1]
+
+
+def test_env_choice_follows_every_change_of_the_environment(monkeypatch):
+    """``env_choice`` keeps each (variable, raw value)'s checked way, and still reads the variable
+    every call: a value set, changed or removed through ``os.environ`` (a test's monkeypatch, a
+    bench's ``--ab``) is the next call's way; a bad value is refused every call (never kept); an
+    ``os.environ`` replaced by a plain mapping is read the plain way. The device margin's switch
+    too (its ways "1" and "0")."""
+    import os
+
+    ways = ("one", "two")
+    monkeypatch.delenv("VOXFX_TEST_SWITCH", raising=False)
+    for _ in range(2):  # the second round from the kept ways
+        assert settings.env_choice("VOXFX_TEST_SWITCH", ways) == "one"
+        os.environ["VOXFX_TEST_SWITCH"] = "two"
+        assert settings.env_choice("VOXFX_TEST_SWITCH", ways) == "two"
+        os.environ["VOXFX_TEST_SWITCH"] = " TWO"
+        assert settings.env_choice("VOXFX_TEST_SWITCH", ways) == "two"
+        assert settings.env_choice("VOXFX_TEST_SWITCH", ways, default="two") == "two"
+        del os.environ["VOXFX_TEST_SWITCH"]
+        assert settings.env_choice("VOXFX_TEST_SWITCH", ways, default="two") == "two"
+        assert settings.env_choice("VOXFX_TEST_SWITCH", ways) == "one"
+        monkeypatch.setenv("VOXFX_TEST_SWITCH", "three")
+        for _ in range(2):
+            with pytest.raises(ValueError, match="^VOXFX_TEST_SWITCH must be one of one, two, not 'three'$"):
+                settings.env_choice("VOXFX_TEST_SWITCH", ways)
+        assert settings.env_choice("VOXFX_TEST_SWITCH", ways, "two") == "two"  # the caller's way
+        monkeypatch.delenv("VOXFX_TEST_SWITCH")
+    assert settings.env_choice("VOXFX_TEST_SWITCH", ["one", "two"]) == "one"  # unhashable ways: the plain way
+    monkeypatch.setattr(os, "environ", {"VOXFX_TEST_SWITCH": "two"})
+    assert settings.env_choice("VOXFX_TEST_SWITCH", ways) == "two"
+    monkeypatch.undo()
+    monkeypatch.delenv("VOXFX_SPARSE_DEVICE_MARGIN", raising=False)
+    assert sparse_topology_gpu.device_margin() is True
+    monkeypatch.setenv("VOXFX_SPARSE_DEVICE_MARGIN", " 0 ")
+    assert sparse_topology_gpu.device_margin() is False
+    monkeypatch.setenv("VOXFX_SPARSE_DEVICE_MARGIN", "2")
+    with pytest.raises(ValueError, match="^VOXFX_SPARSE_DEVICE_MARGIN must be one of 1, 0, not '2'$"):
+        sparse_topology_gpu.device_margin()
 
 
 def test_cluster_blocks_reads_its_variable_unless_the_module_names_them(monkeypatch):
