@@ -9,11 +9,11 @@ OUT_DEFAULT=$OUT; . "$(dirname "${BASH_SOURCE[0]}")/_device_call.sh"
 L=/tmp/i24h; mkdir -p $L
 PY="python3 -m pytest -q -p no:cacheprovider -rf"
 OLD="VOXFX_SPARSE_TOPOLOGY_TABLE_SETS=fresh VOXFX_ENV_CHOICE=plain"
-timeout ${TESTS_S:-85} $PY $T/test_flip_sparse_topology_gpu.py $T/test_sparse_mac_retopologize_gpu.py \
+timeout ${TESTS_S:-80} $PY $T/test_flip_sparse_topology_gpu.py $T/test_sparse_mac_retopologize_gpu.py \
     $T/test_sparse_grid_gpu.py $T/test_flip_sparse_bodies_gpu.py > $L/ta.log 2>&1 &
-timeout ${TESTS_S:-85} $PY $T/test_flip_sparse_gpu.py $T/test_flip_sparse_air_band_gpu.py \
+timeout ${TESTS_S:-80} $PY $T/test_flip_sparse_gpu.py $T/test_flip_sparse_air_band_gpu.py \
     $T/test_flip_centred_advection_gpu.py > $L/tb.log 2>&1 &
-timeout ${TESTS_S:-85} $PY $T/test_flip_sparse_pressure_gpu.py $T/test_flip_sparse_pressure_warm_gpu.py \
+timeout ${TESTS_S:-80} $PY $T/test_flip_sparse_pressure_gpu.py $T/test_flip_sparse_pressure_warm_gpu.py \
     $T/test_flip_sparse_device_margin_gpu.py $T/test_flip_sparse_margins_gpu.py $T/test_flip_sparse_reach_gpu.py \
     > $L/tc.log 2>&1 &
 wait
@@ -24,9 +24,9 @@ ROW="python3 bench/flip_sparse.py --row 8m --steps 8 --warm 2"
 stage_lines() { grep -E "^== |^median µs, bricks changed|^stage ms|bricks, capacity" "$1"; }
 for i in 1 2; do
     if [ $i = 1 ]; then A=(--ab '' --ab $OLD); P="--profile 2"; else A=(--ab $OLD --ab ''); P=""; fi
-    timeout ${STAGE_S:-30} $STAGE "${A[@]}" $P > $L/stage$i.log 2>&1
+    timeout ${STAGE_S:-34} $STAGE "${A[@]}" $P > $L/stage$i.log 2>&1
     echo "stage #$i rc=$? elapsed $SECONDS"; stage_lines $L/stage$i.log
-    timeout ${ROW_S:-25} $ROW "${A[@]}" > $L/row$i.log 2>&1
+    timeout ${ROW_S:-26} $ROW "${A[@]}" > $L/row$i.log 2>&1
     echo "row #$i rc=$? elapsed $SECONDS"; grep -vE "^ *$|Warning|warn|VoxFX:" $L/row$i.log | tail -8
 done
 grep -A22 "== cProfile" $L/stage1.log | head -24
