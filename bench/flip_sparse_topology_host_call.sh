@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# The device call for the topology stage's host work (issue 24, helper i24h, session 16): the kept
-# table sets (VOXFX_SPARSE_TOPOLOGY_TABLE_SETS) and the switches' kept ways (settings.env_choice;
-# VOXFX_ENV_CHOICE=plain the baseline). The GPU files of the topology, the sparse grid and the
-# sparse simulation (three groups at once), then the stage bench and the 8M row, each an A/B of
-# the new ways against OLD in one simulation (substeps alternating), twice, the order reversed
-# the second time. Logs under /tmp/i24h, tarred into $OUT/logs.tgz; summaries on stdout.
+# The device call for the topology stage's host work (issue 24, helper i24h, session 16; made once,
+# bench/RESULTS.md "i24h"): the kept table sets (VOXFX_SPARSE_TOPOLOGY_TABLE_SETS, removed after this
+# call: no faster) and the switches' kept ways (settings.env_choice; VOXFX_ENV_CHOICE=plain the
+# baseline). The GPU files of the topology, the sparse grid and the sparse simulation (three groups at
+# once), then the stage bench and the 8M row, each an A/B of the new ways against OLD in one simulation
+# (substeps alternating), twice, the order reversed the second time. Logs under /tmp/i24h, tarred into
+# $OUT/logs.tgz; summaries on stdout. Since the table sets' removal OLD's first variable names nothing.
 OUT_DEFAULT=$OUT; . "$(dirname "${BASH_SOURCE[0]}")/_device_call.sh"
 L=/tmp/i24h; mkdir -p $L
 PY="python3 -m pytest -q -p no:cacheprovider -rf"

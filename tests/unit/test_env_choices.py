@@ -29,13 +29,11 @@ SWITCHES = [  # (the switch, its variable, its ways, its default)
     (sparse_topology_update.topology_update_mode, "VOXFX_SPARSE_TOPOLOGY_UPDATE",
      sparse_topology_update.TOPOLOGY_UPDATES, "fused"),
     (sparse_topology_tables.tables_mode, "VOXFX_SPARSE_TOPOLOGY_TABLES", sparse_topology_tables.TABLES, "fused"),
-    (sparse_topology_tables.table_sets_mode, "VOXFX_SPARSE_TOPOLOGY_TABLE_SETS", sparse_topology_tables.TABLE_SETS,
-     "kept"),
     (sparse_grid.margin_mode, "VOXFX_SPARSE_MARGIN", sparse_grid.MARGIN_MODES, "brick"),
 ]
-NO_GIVEN = {transfer.speed_max_mode, sparse_topology_gpu.topology_mode, sparse_topology_gpu.speed_max_mode,
-            sparse_topology_update.topology_update_mode, sparse_topology_tables.tables_mode,
-            sparse_topology_tables.table_sets_mode, sparse_grid.margin_mode}  # switches without a caller's way
+NO_GIVEN = {transfer.speed_max_mode, sparse_topology_gpu.topology_mode, sparse_topology_gpu.speed_max_mode,  # no
+            sparse_topology_update.topology_update_mode, sparse_topology_tables.tables_mode,  # caller's way
+            sparse_grid.margin_mode}
 
 
 @pytest.mark.parametrize("switch, variable, ways, default", SWITCHES, ids=[s[1] for s in SWITCHES])
