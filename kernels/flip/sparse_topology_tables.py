@@ -80,7 +80,7 @@ def fused_tables(grid, marks: bool) -> None:
     time; again with ``carve``'s cheaper views and the block at its size class, i24t3: the 8M
     stage 1.037 against 0.956 ms, substeps alternating; one carve of the eleven 29 µs of host time
     against 26 for their allocations; two sets kept on the grid, reused when nothing else held them,
-    i24h: the tables' host 162 → 193 µs, views made over a kept set cost more than the pool's
+    i24h: the tables' host 162–163 → 193–221 µs, views made over a kept set cost more than the pool's
     allocations: removed). The neighbours are looked up in the topology's brick index where one is cached
     for it (the fused update leaves it), else by search. Where ``retopologize`` left the kept channels'
     fills to the tables (``grid._table_fills``: the refill marks and the channels, ``fills_with_tables``)
