@@ -61,53 +61,8 @@ def from_source(cls, source, **overrides):
 def env_choice(variable: str, choices, given=None, default=None) -> str:
     """The way an A/B switch picks: *given*, else the environment variable *variable*
     (stripped, lower case), else *default* (``choices[0]`` unless named); a ValueError naming
-    *variable* and *choices* for any other. The variable is read from ``os.environ`` on every
-    call, as its raw stored value (one dict lookup, ``_env_raw``), and a (variable, raw value)
-    seen before gives its checked way from ``_CHOSEN``: no decode, strip, lower or check a call
-    (the topology stage reads ~11 switches a substep: ~1.3 µs each the plain way on the H100
-    host, i24t7). A test's ``monkeypatch.setenv``, a bench's ``--ab`` way or ``del os.environ[...]``
-    is seen by the next call: nothing to refresh. ``VOXFX_ENV_CHOICE`` set (to anything, e.g.
-    ``plain``): the A/B baseline, each call reading and checking its variable as before i24h."""
-    if given:
-        return _checked(variable, choices, given)
-    if _env_raw("VOXFX_ENV_CHOICE") is not None:  # the A/B baseline (any value): read and checked every call
-        return _checked(variable, choices, os.environ.get(variable, "").strip().lower()
-                        or (choices[0] if default is None else default))
-    raw = _env_raw(variable)
-    try:
-        return _CHOSEN[(variable, raw, choices, default)]
-    except KeyError:
-        cache = True
-    except TypeError:  # unhashable choices: nothing kept
-        cache = False
-    text = "" if raw is None else raw if isinstance(raw, str) else os.fsdecode(raw)  # os.environ's decoding
-    mode = _checked(variable, choices, text.strip().lower() or (choices[0] if default is None else default))
-    if cache and len(_CHOSEN) < _CHOSEN_MOST:
-        _CHOSEN[(variable, raw, choices, default)] = mode
-    return mode
-
-
-_CHOSEN: dict = {}  # env_choice's (variable, raw value, choices, default) → the checked way
-_CHOSEN_MOST = 4096  # a bound on it (a process that sets a switch to ever new values stops caching)
-_ENV_KEYS: dict = {}  # variable → its key in os.environ's stored mapping
-
-
-def _checked(variable: str, choices, mode: str) -> str:
+    *variable* and *choices* for any other."""
+    mode = given or os.environ.get(variable, "").strip().lower() or (choices[0] if default is None else default)
     if mode not in choices:
         raise ValueError(f"{variable} must be one of {', '.join(choices)}, not {mode!r}")
     return mode
-
-
-def _env_raw(variable: str):
-    """*variable*'s value as ``os.environ`` stores it (bytes on POSIX, str on Windows; None where
-    unset): its stored mapping read with its encoded key (kept), ~0.1 µs against ~1 for
-    ``os.environ.get``'s encode and decode. An ``os.environ`` without that mapping (replaced by a
-    plain dict) is read the plain way."""
-    env = os.environ
-    data = getattr(env, "_data", None)
-    if data is None:
-        return env.get(variable)
-    key = _ENV_KEYS.get(variable)
-    if key is None:
-        key = _ENV_KEYS[variable] = env.encodekey(variable)
-    return data.get(key)

@@ -54,16 +54,15 @@ def test_each_switch_reads_its_variable_defaults_to_its_first_way_and_refuses_ot
 
 
 def test_env_choice_follows_every_change_of_the_environment(monkeypatch):
-    """``env_choice`` keeps each (variable, raw value)'s checked way, and still reads the variable
-    every call: a value set, changed or removed through ``os.environ`` (a test's monkeypatch, a
-    bench's ``--ab``) is the next call's way; a bad value is refused every call (never kept); an
-    ``os.environ`` replaced by a plain mapping is read the plain way. The device margin's switch
-    too (its ways "1" and "0")."""
+    """``env_choice`` reads the variable every call: a value set, changed or removed through
+    ``os.environ`` (a test's monkeypatch, a bench's ``--ab``) is the next call's way; a bad value is
+    refused every call; an ``os.environ`` replaced by a plain mapping is read too. The device
+    margin's switch too (its ways "1" and "0")."""
     import os
 
     ways = ("one", "two")
     monkeypatch.delenv("VOXFX_TEST_SWITCH", raising=False)
-    for _ in range(2):  # the second round from the kept ways
+    for _ in range(2):  # twice: nothing kept from the first round
         assert settings.env_choice("VOXFX_TEST_SWITCH", ways) == "one"
         os.environ["VOXFX_TEST_SWITCH"] = "two"
         assert settings.env_choice("VOXFX_TEST_SWITCH", ways) == "two"
@@ -79,7 +78,7 @@ def test_env_choice_follows_every_change_of_the_environment(monkeypatch):
                 settings.env_choice("VOXFX_TEST_SWITCH", ways)
         assert settings.env_choice("VOXFX_TEST_SWITCH", ways, "two") == "two"  # the caller's way
         monkeypatch.delenv("VOXFX_TEST_SWITCH")
-    assert settings.env_choice("VOXFX_TEST_SWITCH", ["one", "two"]) == "one"  # unhashable ways: the plain way
+    assert settings.env_choice("VOXFX_TEST_SWITCH", ["one", "two"]) == "one"  # a list of ways
     monkeypatch.setattr(os, "environ", {"VOXFX_TEST_SWITCH": "two"})
     assert settings.env_choice("VOXFX_TEST_SWITCH", ways) == "two"
     monkeypatch.undo()
