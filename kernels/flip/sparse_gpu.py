@@ -483,18 +483,39 @@ def fluid_faces(grid):
     return out
 
 
-def extrapolate(grid, layers: int, valid):
+def extrapolate(grid, layers: int, valid, boundaries=False, add=None):
     """*layers* ≥ 1 rings of ``sparse_transfer.extrapolate``, each into fresh arrays (the
-    inputs are left as they were); the grown masks."""
+    inputs are left as they were); the grown masks. With *boundaries*, the last ring is
+    ``extrapolate_boundaries_sparse`` (``sparse_transfer.extrapolate_and_boundaries``): the
+    faces it grows are returned too, as (masks, old faces), and the grid's faces are those
+    through ``enforce_boundaries(grid, add)``."""
     cp = grid.xp
     size = grid.size
     exists = tuple(grid[n] for n in grid.EXISTS)
     values, masks = grid.faces(), tuple(cp.ascontiguousarray(m, dtype=cp.uint8) for m in valid)
+    if boundaries:
+        force = tuple(np.float32(a) for a in add) if add is not None else (np.float32(0),) * 3
+        for _ in range(layers - 1):
+            values, masks = _ring(grid, values, masks, exists)
+        old, out = (tuple(cp.empty(size, cp.float32) for _ in range(3)) for _ in range(2))
+        new_masks = tuple(cp.empty(size, cp.uint8) for _ in range(3))
+        KERNELS.launch("extrapolate_boundaries_sparse", size, (
+            *values, *masks, *exists, grid.brick_nbr, _I64(size), *(grid["solid_" + n] for n in grid.FACES),
+            grid["solid"], _I32(add is not None), *force, *old, *out, *new_masks))
+        for name, f in zip(grid.FACES, out):
+            grid[name] = f
+        return new_masks, old
     for _ in range(layers):
-        out = (tuple(cp.empty(size, cp.float32) for _ in range(3)), tuple(cp.empty(size, cp.uint8) for _ in range(3)))
-        KERNELS.launch("extrapolate_sparse", size, (*values, *masks, *exists, grid.brick_nbr, _I64(size), *out[0],
-                                                    *out[1]))
-        values, masks = out
+        values, masks = _ring(grid, values, masks, exists)
     for name, f in zip(grid.FACES, values):
         grid[name] = f
     return masks
+
+
+def _ring(grid, values, masks, exists):
+    """One ring of ``extrapolate_sparse`` into fresh arrays: (faces, masks)."""
+    cp, size = grid.xp, grid.size
+    out = (tuple(cp.empty(size, cp.float32) for _ in range(3)), tuple(cp.empty(size, cp.uint8) for _ in range(3)))
+    KERNELS.launch("extrapolate_sparse", size, (*values, *masks, *exists, grid.brick_nbr, _I64(size), *out[0],
+                                                *out[1]))
+    return out

@@ -38,6 +38,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..grid.sample import face_lattice
+from ..settings import env_choice
 from .grid import AIR, FLUID, SOLID
 from . import pushout, sparse_g2p_gpu, sparse_gpu
 
@@ -196,6 +197,31 @@ def fluid_faces(grid):
     fluid = grid["cell"] == FLUID
     return tuple((fluid | (grid.neighbour(fluid.astype(grid.xp.uint8), 2 * comp) != 0)).astype(grid.xp.uint8)
                  for comp in range(3))
+
+
+# VOXFX_SPARSE_P2G_TAIL, the P2G stage's tail on the GPU (extrapolate_and_boundaries; helper i24a): "fused"
+# (the last ring, the old faces and the boundaries with gravity in one kernel, extrapolate_boundaries_sparse)
+# or "apart" (a ring, three copies and enforce_boundaries_sparse); the same bits
+P2G_TAILS = ("fused", "apart")
+
+
+def p2g_tail(mode=None) -> str:
+    """The P2G stage's tail (``P2G_TAILS``): *mode*, else ``VOXFX_SPARSE_P2G_TAIL``, else fused."""
+    return env_choice("VOXFX_SPARSE_P2G_TAIL", P2G_TAILS, mode)
+
+
+def extrapolate_and_boundaries(grid, add=None, layers: int = 2, mode=None):
+    """The P2G stage's tail: ``extrapolate(grid, layers)``, a copy of the faces (the FLIP
+    update's old velocity, returned), then ``enforce_boundaries(grid, add)``; on the GPU
+    with ``p2g_tail(mode)`` fused, the last ring, the copy and the boundaries in one kernel
+    (the same bits)."""
+    if sparse_gpu.available(grid) and int(layers) > 0 and p2g_tail(mode) == "fused":
+        grid.valid, old = sparse_gpu.extrapolate(grid, int(layers), grid.valid, boundaries=True, add=add)
+        return old
+    extrapolate(grid, layers)
+    old = tuple(f.copy() for f in grid.faces())
+    enforce_boundaries(grid, add=add)
+    return old
 
 
 def extrapolate(grid, layers: int = 2, valid=None):
