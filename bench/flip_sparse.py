@@ -178,7 +178,7 @@ def timed_sparse_substep(sim, dt, ev, sub, trace=None):
                             scratch=sim.band is None, reach=reach if margin_mode() == "brick" else None)
     ev[1].record()
     stage("p2g")
-    sparse_transfer.particles_to_grid(g, sim.pos, sim.vel, sim.c)
+    sparse_transfer.particles_to_grid(g, sim.pos, sim.vel, sim.c, ring=True)  # as the sim (no band)
     sub[1].record()
     sparse_transfer.classify(g, sim.pos)
     sub[2].record()

@@ -275,11 +275,11 @@ extern "C" __global__ void fluid_faces_sparse(const unsigned char* __restrict__ 
 
 // One face of one ring of sparse_transfer.extrapolate (component arrays src, mask, exists;
 // nb the cell's six neighbours): a face that exists and is not valid, with valid neighbours
-// (−x, +x, −y, +y, −z, +z, summed in that order), takes their mean and becomes valid; *valid*
-// is whether it is valid (and exists) after the ring.
+// (−x, +x, −y, +y, −z, +z, summed in that order), takes their mean and becomes valid; the
+// value into dst[t] and whether it is valid (and exists) after the ring into out[t]; returns the value.
 __device__ __forceinline__ float sparse_extrapolate_face(const float* src, const unsigned char* mask,
                                                         const unsigned char* exists, const int* nb, long long t,
-                                                        bool& valid)
+                                                        float* dst, unsigned char* out)
 {
     const bool here = mask[t] && exists[t];
     float value = src[t];
@@ -297,7 +297,8 @@ __device__ __forceinline__ float sparse_extrapolate_face(const float* src, const
             grow = true;
         }
     }
-    valid = here || grow;
+    dst[t] = value;
+    out[t] = here || grow;
     return value;
 }
 
@@ -324,11 +325,7 @@ extern "C" __global__ void extrapolate_sparse(const float* __restrict__ su, cons
     unsigned char* const out[3] = {nu, nv, nw};
     int nb[6];
     for (int d = 0; d < 6; ++d) nb[d] = sparse_cell_step(nbr27, (int)t, d);
-    for (int a = 0; a < 3; ++a) {
-        bool valid;
-        dst[a][t] = sparse_extrapolate_face(src[a], mask[a], exists[a], nb, t, valid);
-        out[a][t] = valid;
-    }
+    for (int a = 0; a < 3; ++a) sparse_extrapolate_face(src[a], mask[a], exists[a], nb, t, dst[a], out[a]);
 }
 
 // The P2G stage's tail in one pass (sparse_transfer.extrapolate_and_boundaries; helper i24a):
@@ -364,10 +361,7 @@ extern "C" __global__ void extrapolate_boundaries_sparse(
     for (int d = 0; d < 6; ++d) nb[d] = sparse_cell_step(nbr27, (int)t, d);
     const bool here = solid[t] != 0;
     for (int a = 0; a < 3; ++a) {
-        bool valid;
-        const float value = sparse_extrapolate_face(src[a], mask[a], exists[a], nb, t, valid);
-        old[a][t] = value;
-        out[a][t] = valid;
+        const float value = sparse_extrapolate_face(src[a], mask[a], exists[a], nb, t, old[a], out[a]);
         const int lo = nb[2 * a];  // sparse_cell_step(nbr27, t, 2·a), as enforce_boundaries_sparse
         if (here || (lo >= 0 && solid[lo]) || !exists[a][t]) dst[a][t] = fixed[a][t];
         else dst[a][t] = add ? value + force[a] : value;

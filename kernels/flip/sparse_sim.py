@@ -276,7 +276,7 @@ class SparseFlipSimulation(KeptBricks, FlipSimulation):
         self._restore_kept_velocity()
         report(progress, 0.05, "particles to grid")
         carried = band.snapshot(g) if band else None  # narrow band: the deep cells' grid velocity
-        sparse_transfer.particles_to_grid(g, self.pos, self.vel, self.c)  # gather (§6–7)
+        sparse_transfer.particles_to_grid(g, self.pos, self.vel, self.c, ring=band is None)  # §6–7
         sparse_transfer.classify(g, self.pos)  # FLUID / AIR / SOLID
         if band:
             band.carry(g, carried, dt)  # deep faces keep their (advected) velocity, deep cells FLUID

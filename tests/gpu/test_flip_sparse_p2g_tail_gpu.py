@@ -1,7 +1,8 @@
 """The P2G stage's tail on the GPU (``sparse_transfer.extrapolate_and_boundaries``, helper
-i24a): fused (the last extrapolation ring, the old faces and the boundaries with gravity in
-one kernel) and apart give the NumPy reference's old faces, faces and masks bit for bit, and
-whole sparse runs are the same bits either way."""
+i24a): tail (the last extrapolation ring, the old faces and the boundaries with gravity in
+one kernel) and apart give the NumPy reference's old faces, faces and masks bit for bit; fused
+(the first ring in the division's pass too, ``particles_to_grid(ring=True)``) gives apart's
+bits from the GPU's own P2G; whole sparse runs are the same bits every way."""
 
 import numpy as np
 import pytest
@@ -16,7 +17,7 @@ def bits(a):
 
 
 @pytest.mark.parametrize("closed", [True, False], ids=["closed", "open"])
-@pytest.mark.parametrize("mode", sparse_transfer.P2G_TAILS)
+@pytest.mark.parametrize("mode", ["tail", "apart"])
 def test_gpu_p2g_tail_is_the_cpus_bit_for_bit(closed, mode):
     import cupy
 
@@ -37,6 +38,29 @@ def test_gpu_p2g_tail_is_the_cpus_bit_for_bit(closed, mode):
     for a, b in zip(gpu.valid, cpu.valid):
         assert np.array_equal(host(a), host(b))
     assert sum(int(host(m).sum()) for m in cpu.valid) > 0
+
+
+@pytest.mark.parametrize("closed", [True, False], ids=["closed", "open"])
+@pytest.mark.parametrize("apic", [False, True], ids=["flip", "apic"])
+def test_gpu_p2g_ring_in_the_division_gives_the_rings_bits(monkeypatch, closed, apic):
+    import cupy
+
+    spec, cpu, gpu, pos, vel, c = moved_scene(closed, apic, int(np.random.default_rng().integers(1 << 30)))
+    dev = [cupy.asarray(a) if a is not None else None for a in (pos, vel, c)]
+    gravity = [np.float32(a * 0.01) for a in (0.0, -9.81, 0.5)]
+    out = {}
+    for mode in ("fused", "apart"):
+        monkeypatch.setenv("VOXFX_SPARSE_P2G_TAIL", mode)
+        raw = [host(m) for m in sparse_transfer.particles_to_grid(gpu, *dev, ring=True)]
+        assert (gpu._p2g_ring is not None) == (mode == "fused")  # the ring ran in the division
+        sparse_transfer.classify(gpu, dev[0])
+        old = sparse_transfer.extrapolate_and_boundaries(gpu, add=gravity)
+        assert gpu._p2g_ring is None  # read once, the faces let go
+        out[mode] = (raw, [bits(a) for a in (*old, *gpu.faces(), *gpu.valid, gpu["cell"])])
+    for a, b in zip(out["fused"][1], out["apart"][1]):
+        assert np.array_equal(a, b)
+    grew = sum(int(m.sum()) for m in out["fused"][0]) - sum(int(m.sum()) for m in out["apart"][0])
+    assert grew > 0  # the fused P2G's masks are the first ring's
 
 
 @pytest.mark.parametrize("apic", [False, True], ids=["flip", "apic"])
