@@ -397,9 +397,11 @@ extern "C" __global__ void p2g_scatter_finish_cells(const unsigned long long* __
 __device__ __forceinline__ float scatter_face(const unsigned long long* __restrict__ acc, long long cells, int a,
                                               long long t, double unscale, bool& ok)
 {
-    const long long num = (long long)acc[(a * cells + t) * 2], den = (long long)acc[(a * cells + t) * 2 + 1];
+    const long long den = (long long)acc[(a * cells + t) * 2 + 1];
     ok = den > 0;
-    return ok ? (float)((double)num / (double)den * unscale) : 0.0f;
+    if (!ok) return 0.0f;  // Σw·q read only where it divides (most neighbours of an air face have none)
+    const long long num = (long long)acc[(a * cells + t) * 2];
+    return (float)((double)num / (double)den * unscale);
 }
 
 // p2g_scatter_finish_cells with the first ring of extrapolation (flip_sparse_transfer.cu's
