@@ -178,15 +178,21 @@ def timed_sparse_substep(sim, dt, ev, sub, trace=None):
                             scratch=sim.band is None, reach=reach if margin_mode() == "brick" else None)
     ev[1].record()
     stage("p2g")
-    sparse_transfer.particles_to_grid(g, sim.pos, sim.vel, sim.c)
+    sparse_transfer.particles_to_grid(g, sim.pos, sim.vel, sim.c, ring=True)  # as the sim (no band)
     sub[1].record()
     sparse_transfer.classify(g, sim.pos)
     sub[2].record()
-    sparse_transfer.extrapolate(g)
-    sub[3].record()
-    old = tuple(f.copy() for f in g.faces())
-    sub[4].record()
-    sparse_transfer.enforce_boundaries(g, add=[np.float32(a * dt) for a in s.gravity])  # as SparseFlipSimulation
+    add = [np.float32(a * dt) for a in s.gravity]
+    if sparse_transfer.p2g_tail() == "apart":  # its three steps timed apart
+        sparse_transfer.extrapolate(g)
+        sub[3].record()
+        old = tuple(f.copy() for f in g.faces())
+        sub[4].record()
+        sparse_transfer.enforce_boundaries(g, add=add)
+    else:  # as SparseFlipSimulation: one kernel's tail (the sub-stage extrapolate)
+        old = sparse_transfer.extrapolate_and_boundaries(g, add=add)
+        sub[3].record()
+        sub[4].record()
     ev[2].record()
     stage("pressure")
     p, stats = sparse_pressure.solve_pressure(g, dt, tolerance=s.pressure_tolerance,

@@ -91,11 +91,9 @@ def state_before_g2p(sim, dt):
     margin = sparse_grid_module.substep_margin(float(transfer.max_speed(sim.vel)), dt,
                                                sim.spec.voxel_size, float(np.linalg.norm(s.gravity)))
     g.update(sim.pos, margin, sim.obstacle, sim.obstacle_velocity, bodies=sim.obstacle_bodies)
-    sparse_transfer.particles_to_grid(g, sim.pos, sim.vel, sim.c)
+    sparse_transfer.particles_to_grid(g, sim.pos, sim.vel, sim.c, ring=True)
     sparse_transfer.classify(g, sim.pos)
-    sparse_transfer.extrapolate(g)
-    old = tuple(f.copy() for f in g.faces())
-    sparse_transfer.enforce_boundaries(g, add=[np.float32(a * dt) for a in s.gravity])
+    old = sparse_transfer.extrapolate_and_boundaries(g, add=[np.float32(a * dt) for a in s.gravity])  # as the sim
     p, _ = sparse_pressure.solve_pressure(g, dt, tolerance=s.pressure_tolerance,
                                           max_iterations=s.pressure_max_iterations, preconditioner=sim.preconditioner)
     sparse_pressure.project(g, p, dt)

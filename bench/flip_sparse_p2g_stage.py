@@ -59,11 +59,9 @@ extern "C" __global__ void spin(long long cycles)
 def p2g_stage(sim, dt):
     """``flip_sparse.timed_sparse_substep``'s P2G stage (its calls, in its order)."""
     g, s = sim.grid, sim.settings
-    sparse_transfer.particles_to_grid(g, sim.pos, sim.vel, sim.c)
+    sparse_transfer.particles_to_grid(g, sim.pos, sim.vel, sim.c, ring=True)
     sparse_transfer.classify(g, sim.pos)
-    sparse_transfer.extrapolate(g)
-    old = tuple(f.copy() for f in g.faces())
-    sparse_transfer.enforce_boundaries(g, add=[np.float32(a * dt) for a in s.gravity])
+    old = sparse_transfer.extrapolate_and_boundaries(g, add=[np.float32(a * dt) for a in s.gravity])  # as the sim
     return old
 
 

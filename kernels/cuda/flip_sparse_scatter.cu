@@ -392,4 +392,75 @@ extern "C" __global__ void p2g_scatter_finish_cells(const unsigned long long* __
     scatter_finish_cell(acc, cells, bounds, t, u, v, w, valid_u, valid_v, valid_w);
     cell[t] = sparse_cell_type(count, solid, coords, t, closed, nx, ny, nz);  // voxfx_cell_type.cuh
 }
+
+// Component a's face at pool cell t as scatter_finish_cell divides it (*ok*: Σw > 0).
+__device__ __forceinline__ float scatter_face(const unsigned long long* __restrict__ acc, long long cells, int a,
+                                              long long t, double unscale, bool& ok)
+{
+    const long long den = (long long)acc[(a * cells + t) * 2 + 1];
+    ok = den > 0;
+    if (!ok) return 0.0f;  // Σw·q read only where it divides (most neighbours of an air face have none)
+    const long long num = (long long)acc[(a * cells + t) * 2];
+    return (float)((double)num / (double)den * unscale);
+}
+
+// p2g_scatter_finish_cells with the first ring of extrapolation (flip_sparse_transfer.cu's
+// extrapolate_sparse) in the same pass (sparse_transfer.P2G_TAILS "fused", helper i24a): a face
+// that exists and is not valid takes the mean of its valid existing neighbours (−x, +x, −y, +y,
+// −z, +z, summed in that order), each neighbour's value divided from its sums again (the same
+// operations: the same bits); u/v/w and the masks are then the ring's, not the division's
+// (the two launches' bytes; the division's own faces are not kept). Cell types as
+// p2g_scatter_finish_cells.
+extern "C" __global__ void p2g_scatter_finish_ring(const unsigned long long* __restrict__ acc, long long cells,
+                                                   const unsigned int* __restrict__ bounds, float* __restrict__ u,
+                                                   float* __restrict__ v, float* __restrict__ w,
+                                                   unsigned char* __restrict__ valid_u,
+                                                   unsigned char* __restrict__ valid_v,
+                                                   unsigned char* __restrict__ valid_w,
+                                                   const int* __restrict__ count,
+                                                   const unsigned char* __restrict__ solid,
+                                                   const int* __restrict__ coords, int closed, int nx, int ny,
+                                                   int nz, unsigned char* __restrict__ cell,
+                                                   const unsigned char* __restrict__ exists_u,
+                                                   const unsigned char* __restrict__ exists_v,
+                                                   const unsigned char* __restrict__ exists_w,
+                                                   const int* __restrict__ nbr27)
+{
+    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= cells) return;
+    int k_q, k_w;
+    scatter_scales(bounds, k_q, k_w);
+    const double unscale = ldexp(1.0, k_w - k_q);
+    float* const out[3] = {u, v, w};
+    unsigned char* const valid[3] = {valid_u, valid_v, valid_w};
+    const unsigned char* const exists[3] = {exists_u, exists_v, exists_w};
+    int nb[6];
+    for (int d = 0; d < 6; ++d) nb[d] = sparse_cell_step(nbr27, (int)t, d);
+    for (int a = 0; a < 3; ++a) {
+        bool ok;
+        float value = scatter_face(acc, cells, a, t, unscale, ok);
+        const bool here = ok && exists[a][t];
+        bool grow = false;
+        if (!here && exists[a][t]) {
+            float total = 0.0f;
+            int n = 0;
+            for (int d = 0; d < 6; ++d) {
+                if (nb[d] < 0 || !exists[a][nb[d]]) continue;
+                bool near;
+                const float q = scatter_face(acc, cells, a, nb[d], unscale, near);
+                if (near) {
+                    total += q;
+                    ++n;
+                }
+            }
+            if (n) {
+                value = total / (float)n;
+                grow = true;
+            }
+        }
+        out[a][t] = value;
+        valid[a][t] = here || grow;
+    }
+    cell[t] = sparse_cell_type(count, solid, coords, t, closed, nx, ny, nz);  // voxfx_cell_type.cuh
+}
 #endif

@@ -273,9 +273,37 @@ extern "C" __global__ void fluid_faces_sparse(const unsigned char* __restrict__ 
     }
 }
 
-// One ring of sparse_transfer.extrapolate for the three components: a face that exists and
-// is not valid, with valid neighbours (same component, −x, +x, −y, +y, −z, +z, summed in that
-// order), takes their mean and becomes valid. valid means valid and existing.
+// One face of one ring of sparse_transfer.extrapolate (component arrays src, mask, exists;
+// nb the cell's six neighbours): a face that exists and is not valid, with valid neighbours
+// (−x, +x, −y, +y, −z, +z, summed in that order), takes their mean and becomes valid; the
+// value into dst[t] and whether it is valid (and exists) after the ring into out[t]; returns the value.
+__device__ __forceinline__ float sparse_extrapolate_face(const float* src, const unsigned char* mask,
+                                                        const unsigned char* exists, const int* nb, long long t,
+                                                        float* dst, unsigned char* out)
+{
+    const bool here = mask[t] && exists[t];
+    float value = src[t];
+    bool grow = false;
+    if (!here && exists[t]) {
+        float total = 0.0f;
+        int count = 0;
+        for (int d = 0; d < 6; ++d)
+            if (nb[d] >= 0 && mask[nb[d]] && exists[nb[d]]) {
+                total += src[nb[d]];
+                ++count;
+            }
+        if (count) {
+            value = total / (float)count;
+            grow = true;
+        }
+    }
+    dst[t] = value;
+    out[t] = here || grow;
+    return value;
+}
+
+// One ring of sparse_transfer.extrapolate for the three components (sparse_extrapolate_face);
+// valid means valid and existing.
 extern "C" __global__ void extrapolate_sparse(const float* __restrict__ su, const float* __restrict__ sv,
                                               const float* __restrict__ sw, const unsigned char* __restrict__ mu,
                                               const unsigned char* __restrict__ mv,
@@ -297,24 +325,45 @@ extern "C" __global__ void extrapolate_sparse(const float* __restrict__ su, cons
     unsigned char* const out[3] = {nu, nv, nw};
     int nb[6];
     for (int d = 0; d < 6; ++d) nb[d] = sparse_cell_step(nbr27, (int)t, d);
+    for (int a = 0; a < 3; ++a) sparse_extrapolate_face(src[a], mask[a], exists[a], nb, t, dst[a], out[a]);
+}
+
+// The P2G stage's tail in one pass (sparse_transfer.extrapolate_and_boundaries; helper i24a):
+// the last ring of extrapolate_sparse, its faces written twice: as they are into old_u/v/w
+// (the FLIP update's old velocity, the copy the sim took) and through
+// enforce_boundaries_sparse (add_u/v/w added when `add`, a face with a solid cell on either
+// side or that does not exist takes the solid's velocity) into du/dv/dw, with the ring's masks.
+// The same operations in the same order as the three steps apart, so the same bits; it
+// replaces a ring, three copies and the boundaries' launch (their reads of the faces and
+// exists).
+extern "C" __global__ void extrapolate_boundaries_sparse(
+    const float* __restrict__ su, const float* __restrict__ sv, const float* __restrict__ sw,
+    const unsigned char* __restrict__ mu, const unsigned char* __restrict__ mv, const unsigned char* __restrict__ mw,
+    const unsigned char* __restrict__ exists_u, const unsigned char* __restrict__ exists_v,
+    const unsigned char* __restrict__ exists_w, const int* __restrict__ nbr27, long long cells,
+    const float* __restrict__ solid_u, const float* __restrict__ solid_v, const float* __restrict__ solid_w,
+    const unsigned char* __restrict__ solid, int add, float add_u, float add_v, float add_w,
+    float* __restrict__ old_u, float* __restrict__ old_v, float* __restrict__ old_w, float* __restrict__ du,
+    float* __restrict__ dv, float* __restrict__ dw, unsigned char* __restrict__ nu, unsigned char* __restrict__ nv,
+    unsigned char* __restrict__ nw)
+{
+    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= cells) return;
+    const float* const src[3] = {su, sv, sw};
+    const unsigned char* const mask[3] = {mu, mv, mw};
+    const unsigned char* const exists[3] = {exists_u, exists_v, exists_w};
+    const float* const fixed[3] = {solid_u, solid_v, solid_w};
+    const float force[3] = {add_u, add_v, add_w};
+    float* const old[3] = {old_u, old_v, old_w};
+    float* const dst[3] = {du, dv, dw};
+    unsigned char* const out[3] = {nu, nv, nw};
+    int nb[6];
+    for (int d = 0; d < 6; ++d) nb[d] = sparse_cell_step(nbr27, (int)t, d);
+    const bool here = solid[t] != 0;
     for (int a = 0; a < 3; ++a) {
-        const bool here = mask[a][t] && exists[a][t];
-        float value = src[a][t];
-        bool grow = false;
-        if (!here && exists[a][t]) {
-            float total = 0.0f;
-            int count = 0;
-            for (int d = 0; d < 6; ++d)
-                if (nb[d] >= 0 && mask[a][nb[d]] && exists[a][nb[d]]) {
-                    total += src[a][nb[d]];
-                    ++count;
-                }
-            if (count) {
-                value = total / (float)count;
-                grow = true;
-            }
-        }
-        dst[a][t] = value;
-        out[a][t] = here || grow;
+        const float value = sparse_extrapolate_face(src[a], mask[a], exists[a], nb, t, old[a], out[a]);
+        const int lo = nb[2 * a];  // sparse_cell_step(nbr27, t, 2·a), as enforce_boundaries_sparse
+        if (here || (lo >= 0 && solid[lo]) || !exists[a][t]) dst[a][t] = fixed[a][t];
+        else dst[a][t] = add ? value + force[a] : value;
     }
 }

@@ -401,17 +401,29 @@ def _outputs(size, cp):
     return tuple(cp.empty(size, cp.uint8) for _ in range(3)), tuple(cp.empty(size, cp.float32) for _ in range(3))
 
 
-def particles_to_grid(grid, pos, vel, c, gather=None):
+def p2g_ring_done(grid) -> int:
+    """1 where ``particles_to_grid(ring=True)`` ran the first extrapolation ring into the grid's
+    present faces (p2g_scatter_finish_ring), else 0; read once (the faces it kept let go)."""
+    kept = getattr(grid, "_p2g_ring", None)
+    if kept is None:
+        return 0
+    _keep(grid, "_p2g_ring", None)
+    return int(all(a is b for a, b in zip(kept, (grid[n] for n in grid.FACES))))
+
+
+def particles_to_grid(grid, pos, vel, c, gather=None, ring=False):
     """``sparse_transfer.particles_to_grid`` (gather: ``gather_mode``); returns the valid
     masks. Keeps the bins' counts for ``classify`` (``grid.bins``), and with
-    ``p2g_cells_mode`` "finish" the cell types for it (``grid.p2g_cells``). The scatter's
+    ``p2g_cells_mode`` "finish" the cell types for it (``grid.p2g_cells``). *ring* (the scatter
+    with the cell types by the division): the division's pass runs the first ring of
+    extrapolation too (p2g_scatter_finish_ring; ``p2g_ring_done``). The scatter's
     host work comes in the order that keeps the device waiting least (helper i24p8): the
     binning's launches first, the brick scatter next, and only then (while it runs) the
     outputs' allocations and the division."""
     cp = grid.xp
     size = grid.size
     mode = gather_mode(gather, c is not None)
-    kept = None
+    kept = done = None
     if mode == "scatter" and binning_mode() == "order":
         start, count, order, cell_of, bounds = bin_particles_order(grid, pos, vel, c)
         head = (pos, vel, c if c is not None else count, _I32(c is not None), start, count, *_brick_args(grid))
@@ -423,7 +435,9 @@ def particles_to_grid(grid, pos, vel, c, gather=None):
                 solid, cell = grid["solid"], cp.empty(size, cp.uint8)
                 kept = (cell, solid)
                 cells = (count, solid, grid.slot_coords, _I32(grid.closed), *_dims(grid), cell)
-            sparse_scatter.launch_finish(size, sums, (*faces, *valid), cells)
+                if ring:
+                    cells, done = (*cells, *(grid[n] for n in grid.EXISTS), grid.brick_nbr), faces
+            sparse_scatter.launch_finish(size, sums, (*faces, *valid), cells, ring=done is not None)
     else:
         valid, faces = _outputs(size, cp)
         spos, svel, sc, start, count, order, cell_of = bin_particles(grid, pos, vel, c)
@@ -432,6 +446,7 @@ def particles_to_grid(grid, pos, vel, c, gather=None):
         del spos, svel, sc
     grid.bins = bins = (pos, count, order, cell_of)
     _keep(grid, "p2g_cells", None if kept is None else (bins, *kept))  # classify's while these bins stand
+    _keep(grid, "_p2g_ring", done)
     for name, f in zip(grid.FACES, faces):
         grid[name] = f
     return valid
@@ -483,18 +498,39 @@ def fluid_faces(grid):
     return out
 
 
-def extrapolate(grid, layers: int, valid):
+def extrapolate(grid, layers: int, valid, boundaries=False, add=None):
     """*layers* ≥ 1 rings of ``sparse_transfer.extrapolate``, each into fresh arrays (the
-    inputs are left as they were); the grown masks."""
+    inputs are left as they were); the grown masks. With *boundaries*, the last ring is
+    ``extrapolate_boundaries_sparse`` (``sparse_transfer.extrapolate_and_boundaries``): the
+    faces it grows are returned too, as (masks, old faces), and the grid's faces are those
+    through ``enforce_boundaries(grid, add)``."""
     cp = grid.xp
     size = grid.size
     exists = tuple(grid[n] for n in grid.EXISTS)
     values, masks = grid.faces(), tuple(cp.ascontiguousarray(m, dtype=cp.uint8) for m in valid)
+    if boundaries:
+        force = tuple(np.float32(a) for a in add) if add is not None else (np.float32(0),) * 3
+        for _ in range(layers - 1):
+            values, masks = _ring(grid, values, masks, exists)
+        old, out = (tuple(cp.empty(size, cp.float32) for _ in range(3)) for _ in range(2))
+        new_masks = tuple(cp.empty(size, cp.uint8) for _ in range(3))
+        KERNELS.launch("extrapolate_boundaries_sparse", size, (
+            *values, *masks, *exists, grid.brick_nbr, _I64(size), *(grid["solid_" + n] for n in grid.FACES),
+            grid["solid"], _I32(add is not None), *force, *old, *out, *new_masks))
+        for name, f in zip(grid.FACES, out):
+            grid[name] = f
+        return new_masks, old
     for _ in range(layers):
-        out = (tuple(cp.empty(size, cp.float32) for _ in range(3)), tuple(cp.empty(size, cp.uint8) for _ in range(3)))
-        KERNELS.launch("extrapolate_sparse", size, (*values, *masks, *exists, grid.brick_nbr, _I64(size), *out[0],
-                                                    *out[1]))
-        values, masks = out
+        values, masks = _ring(grid, values, masks, exists)
     for name, f in zip(grid.FACES, values):
         grid[name] = f
     return masks
+
+
+def _ring(grid, values, masks, exists):
+    """One ring of ``extrapolate_sparse`` into fresh arrays: (faces, masks)."""
+    cp, size = grid.xp, grid.size
+    out = (tuple(cp.empty(size, cp.float32) for _ in range(3)), tuple(cp.empty(size, cp.uint8) for _ in range(3)))
+    KERNELS.launch("extrapolate_sparse", size, (*values, *masks, *exists, grid.brick_nbr, _I64(size), *out[0],
+                                                *out[1]))
+    return out

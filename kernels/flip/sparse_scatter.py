@@ -186,12 +186,16 @@ def launch_sums(size: int, head, spread=None, min_blocks=None, order=None, bound
     return acc, bounds, kernels
 
 
-def launch_finish(size: int, sums, outputs, cells=None) -> None:
+def launch_finish(size: int, sums, outputs, cells=None, ring=False) -> None:
     """``launch``'s division into *outputs* (u, v, w, valid_u, valid_v, valid_w) from *sums*
     (``launch_sums``'); with *cells* (count, solid, coords, closed, nx, ny, nz, cell) the cell
-    types too (p2g_scatter_finish_cells: ``sparse_gpu.p2g_cells_mode``)."""
+    types too (p2g_scatter_finish_cells: ``sparse_gpu.p2g_cells_mode``); with *ring* (*cells*
+    then followed by exists_u, exists_v, exists_w and the brick table) the first ring of
+    extrapolation too (p2g_scatter_finish_ring: ``sparse_transfer.P2G_TAILS``)."""
     acc, bounds, kernels = sums
-    if cells is None:
+    if ring:
+        kernels.launch("p2g_scatter_finish_ring", size, (acc, _I64(size), bounds, *outputs, *cells))
+    elif cells is None:
         kernels.launch("p2g_scatter_finish", size, (acc, _I64(size), bounds, *outputs))
     else:
         kernels.launch("p2g_scatter_finish_cells", size, (acc, _I64(size), bounds, *outputs, *cells))

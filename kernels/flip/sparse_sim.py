@@ -276,14 +276,13 @@ class SparseFlipSimulation(KeptBricks, FlipSimulation):
         self._restore_kept_velocity()
         report(progress, 0.05, "particles to grid")
         carried = band.snapshot(g) if band else None  # narrow band: the deep cells' grid velocity
-        sparse_transfer.particles_to_grid(g, self.pos, self.vel, self.c)  # gather (§6–7)
+        sparse_transfer.particles_to_grid(g, self.pos, self.vel, self.c, ring=band is None)  # §6–7
         sparse_transfer.classify(g, self.pos)  # FLUID / AIR / SOLID
         if band:
             band.carry(g, carried, dt)  # deep faces keep their (advected) velocity, deep cells FLUID
-        sparse_transfer.extrapolate(g)
         report(progress, 0.2, "pressure")
-        old = tuple(f.copy() for f in g.faces())  # save old velocity for FLIP
-        sparse_transfer.enforce_boundaries(g, add=[np.float32(a * dt) for a in s.gravity])  # gravity, boundaries
+        old = sparse_transfer.extrapolate_and_boundaries(  # extrapolate, save old velocity for FLIP, then
+            g, add=[np.float32(a * dt) for a in s.gravity])  # gravity and boundaries (one kernel on the GPU)
         alpha = density.stiffness(s)  # crowded cells a source of volume (density.py)
         source = None if not alpha else density.Crowding(density.sparse_counts(g, self.pos), s.particles_per_cell,
                                                          alpha, dt)

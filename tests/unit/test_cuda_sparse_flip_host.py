@@ -26,8 +26,9 @@ from voxfx.kernels.grid.sparse import brick_coords
 # solid_v, solid_w (%a).
 # Output, one value a line: the tables' nbr (6 × cells), exists_u/v/w and wall; P2G u v w
 # and valid (the cell gather), the same from the brick gather; cell, from the particles and
-# from the bins' counts; extrapolated u v w and masks; enforced u v w (gravity added);
-# fluid faces; positions, velocities (, C) after G2P + advection, twice (particle order,
+# from the bins' counts; extrapolated u v w and masks; enforced u v w (gravity added); the
+# fused tail from the first ring (old u v w, enforced u v w, masks); fluid faces;
+# positions, velocities (, C) after G2P + advection, twice (particle order,
 # then the bins'), then the same twice from g2p_advect_bricks, g2p_advect_lean and
 # g2p_advect_block_end(_apic); the time-centred positions (sparse, bricks), lean's and block's
 # (g2p_advect_block_centred(_apic)) positions and velocities with u_n = u/2;
@@ -105,8 +106,11 @@ int main() {
     LAUNCH(cells, classify_counts_sparse(count.data(), solid.data(), coords.data(), cells, closed, nx, ny, nz,
                                          cell2.data()));
     pr(cell2);
-    // two rings of extrapolation
+    // two rings of extrapolation (the first ring's faces and masks kept for the fused tail below)
+    std::vector<float> u1, v1, w1;
+    std::vector<u8> mu1, mv1, mw1;
     for (int ring = 0; ring < 2; ++ring) {
+        if (ring == 1) { u1 = u; v1 = v; w1 = w; mu1 = mu; mv1 = mv; mw1 = mw; }
         std::vector<float> du(cells), dv(cells), dw(cells);
         std::vector<u8> nu(cells), nv(cells), nw(cells);
         LAUNCH(cells, extrapolate_sparse(u.data(), v.data(), w.data(), mu.data(), mv.data(), mw.data(), eu.data(),
@@ -120,6 +124,17 @@ int main() {
                                             solid.data(), eu.data(), ev.data(), ew.data(), nbr27.data(), cells, 1,
                                             gravity[0], gravity[1], gravity[2]));
     pf(u); pf(v); pf(w);
+    {  // the fused tail (extrapolate_boundaries_sparse) from the first ring: old faces, faces, masks
+        std::vector<float> ou(cells), ov(cells), ow(cells), fu(cells), fv(cells), fw(cells);
+        std::vector<u8> nu(cells), nv(cells), nw(cells);
+        LAUNCH(cells, extrapolate_boundaries_sparse(u1.data(), v1.data(), w1.data(), mu1.data(), mv1.data(),
+                                                    mw1.data(), eu.data(), ev.data(), ew.data(), nbr27.data(), cells,
+                                                    su.data(), sv.data(), sw.data(), solid.data(), 1, gravity[0],
+                                                    gravity[1], gravity[2], ou.data(), ov.data(), ow.data(),
+                                                    fu.data(), fv.data(), fw.data(), nu.data(), nv.data(),
+                                                    nw.data()));
+        pf(ou); pf(ov); pf(ow); pf(fu); pf(fv); pf(fw); pr(nu); pr(nv); pr(nw);
+    }
     std::vector<u8> fu(cells), fv(cells), fw(cells);
     LAUNCH(cells, fluid_faces_sparse(cell.data(), nbr27.data(), cells, fu.data(), fv.data(), fw.data()));
     pr(fu); pr(fv); pr(fw);
@@ -394,6 +409,9 @@ def test_sparse_flip_kernels_match_the_numpy_reference(harness, closed, apic, ho
         got = out.floats(cells)
         assert np.array_equal(got, grid[name]), name
         assert not np.array_equal(got, before)
+    for want in (*old, *grid.faces(), *grid.valid):  # the fused tail: the same bits
+        got = out.floats(cells) if want.dtype == np.float32 else out.ints(cells)
+        assert np.array_equal(got, want)
     for want in sparse_transfer.fluid_faces(grid):
         assert np.array_equal(out.ints(cells), want)
     _check_g2p(out, grid, old, pos, vel, flip, dt, c)

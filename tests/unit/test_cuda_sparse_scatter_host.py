@@ -14,7 +14,9 @@ scan, no per-cell sort, the scatter reading the particles through the order) giv
 bounds and integer sums, and its scan the exclusive prefix sums of the counts; the grouped count
 (count_particles_grouped, one lane a "warp" here) count_particles_bounds' counts, cells, ranks
 and bounds; the division with the cell types (p2g_scatter_finish_cells) the division's faces and
-masks and classify_counts_sparse's types byte for byte. The device comparisons are
+masks and classify_counts_sparse's types byte for byte; the division with the first ring of
+extrapolation (p2g_scatter_finish_ring) the division's faces and masks through extrapolate_sparse
+byte for byte. The device comparisons are
 tests/gpu/test_flip_sparse_scatter_gpu.py, test_flip_sparse_grouped_count_gpu.py and
 test_flip_sparse_p2g_cells_gpu.py."""
 
@@ -113,6 +115,27 @@ int main() {
                                      slots.data(), nk, no_index.data(), 0, 0, 0, 0, 0, 0, cells, count4.data(),
                                      cell4.data(), rank4.data(), bounds_count.data()));
     printf("%d\n", (int)(count3 == count4 && cell3 == cell4 && rank3 == rank4 && bounds3 == bounds_count));
+    // The division with the first ring of extrapolation (p2g_scatter_finish_ring): the division's
+    // faces and masks (above: u v w, mu mv mw) through extrapolate_sparse, byte for byte, the
+    // types p2g_scatter_finish_cells', and the ring grew faces. Prints 1 if so.
+    std::vector<u8> eu(cells), ev(cells), ew(cells), wall(cells), solid_w(cells);
+    LAUNCH(cells, mark_walls(used.data(), coords.data(), cells, closed, nx, ny, nz, eu.data(), ev.data(), ew.data(),
+                             wall.data(), solid_w.data()));
+    std::vector<float> xu(cells), xv(cells), xw(cells), ru(cells, -9.0f), rv(cells, -9.0f), rw(cells, -9.0f);
+    std::vector<u8> xmu(cells), xmv(cells), xmw(cells), rmu(cells, (u8)7), rmv(cells, (u8)7), rmw(cells, (u8)7);
+    std::vector<u8> types3(cells, (u8)9);
+    LAUNCH(cells, extrapolate_sparse(u.data(), v.data(), w.data(), mu.data(), mv.data(), mw.data(), eu.data(),
+                                     ev.data(), ew.data(), nbr27.data(), cells, xu.data(), xv.data(), xw.data(),
+                                     xmu.data(), xmv.data(), xmw.data()));
+    LAUNCH(cells, p2g_scatter_finish_ring(acc.data(), cells, bounds.data(), ru.data(), rv.data(), rw.data(),
+                                          rmu.data(), rmv.data(), rmw.data(), count.data(), solid.data(),
+                                          coords.data(), closed, nx, ny, nz, types3.data(), eu.data(), ev.data(),
+                                          ew.data(), nbr27.data()));
+    const bool ring_bits = !memcmp(ru.data(), xu.data(), 4 * cells) && !memcmp(rv.data(), xv.data(), 4 * cells) &&
+                           !memcmp(rw.data(), xw.data(), 4 * cells);
+    long long grown = 0;
+    for (ll t = 0; t < cells; ++t) grown += (xmu[t] && !mu[t]) + (xmv[t] && !mv[t]) + (xmw[t] && !mw[t]);
+    printf("%d\n", (int)(ring_bits && rmu == xmu && rmv == xmv && rmw == xmw && types3 == types && grown > 100));
     return 0;
 }
 """
@@ -161,9 +184,10 @@ def harness(tmp_path_factory, request):
         start2 = np.array(tokens[at + 2:at + 3 + cells], np.int64)
         at += 3 + cells
         acc2 = np.array(tokens[at:at + 6 * cells], np.int64)
-        assert at + 6 * cells + 1 == len(tokens)
+        assert at + 6 * cells + 2 == len(tokens)
         run.order_binning = (bounds2, start2, acc2.reshape(3, cells, 2))
-        run.grouped_count_same = tokens[-1] == "1"
+        run.grouped_count_same = tokens[-2] == "1"
+        run.finish_ring_same = tokens[-1] == "1"
         return gather, scatter, bounds, acc.reshape(3, cells, 2)
 
     run.build = request.param
@@ -219,6 +243,7 @@ def test_scatter_matches_the_gather_within_its_bound_and_is_order_independent(ha
     assert np.array_equal(acc2, acc)
     assert harness.grouped_count_same  # count_particles_grouped bins as count_particles_bounds
     assert harness.finish_cells_same  # p2g_scatter_finish_cells: finish's faces, classify's types
+    assert harness.finish_ring_same  # p2g_scatter_finish_ring: finish's faces through extrapolate_sparse
     assert min(harness.cell_types) > 100  # every type among them
     binned = np.floor((pos - np.asarray(grid.origin, np.float32)) * np.float32(1.0 / grid.h)).astype(np.int64)
     binned = grid.locate(*binned.T)  # the kernels' cell: ⌊(x − o)·(1/h)⌋

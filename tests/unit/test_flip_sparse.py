@@ -458,3 +458,28 @@ def test_boundaries_with_gravity_are_gravity_then_boundaries():
         assert np.array_equal(a[name], b[name])
         touch = sparse_transfer.solid_touch(b, comp)
         assert touch.any() and np.all(b[name][touch] == b["solid_" + name][touch])
+
+
+def test_the_p2g_tail_is_extrapolation_the_old_faces_then_boundaries():
+    """``extrapolate_and_boundaries`` (the sim's P2G tail) is two rings of extrapolation, a copy
+    of the faces (returned: FLIP's old velocity), then the boundaries with gravity; on NumPy
+    ``particles_to_grid(ring=True)`` is plain P2G (the GPU runs the first ring with its division:
+    tests/gpu/test_flip_sparse_p2g_tail_gpu.py)."""
+    rng = np.random.default_rng(5)
+    spec = GridSpec((0.0, 0.0, 0.0), 0.05, (12, 10, 9))
+    pos, vel = random_particles(spec, 3000, rng)
+    _, a = dense_and_sparse(spec, pos)
+    _, b = dense_and_sparse(spec, pos)
+    sparse_transfer.particles_to_grid(a, pos, vel)
+    sparse_transfer.particles_to_grid(b, pos, vel, ring=True)
+    add = [np.float32(v * 0.01) for v in (0.3, -9.81, 0.0)]
+    sparse_transfer.extrapolate(a)
+    want = tuple(f.copy() for f in a.faces())
+    sparse_transfer.enforce_boundaries(a, add=add)
+    got = sparse_transfer.extrapolate_and_boundaries(b, add=add)
+    for name, w, g in zip(a.FACES, want, got):
+        assert np.array_equal(g, w)
+        assert np.array_equal(b[name], a[name])
+        assert not np.array_equal(g, b[name])  # gravity added after the copy
+    for m, n in zip(a.valid, b.valid):
+        assert np.array_equal(m, n)
