@@ -4,12 +4,10 @@ particles, mirroring the NumPy reference term by term (``--fmad=false``). Result
 integer work (neighbours, masks, cell types) and G2P/advection bit-identical to the NumPy
 path; P2G to float32 rounding (float64 sums in another order).
 
-The kernels read ``SparseMacGrid``'s brick tables (``slot_coords``, ``brick_nbr``: a
-stencil crosses a brick border with one table read); a point finds its brick by binary
-search on the keys, or from the 27 bricks around its own; in a closed domain the
-particle passes (``mark_occupied``, ``count_particles_sparse``) read a dense brick index
-over the box instead (``brick_index``: one load, no search), and G2P takes each
-particle's brick from its P2G bin.
+The kernels read ``SparseMacGrid``'s brick tables (a point finds its brick by binary search,
+or from a closed domain's brick index: ``sparse_gpu_base.py``, which holds this file's
+``KERNELS``, ``available``, the launches' shared arguments and ``brick_index``, re-exported
+here), and G2P takes each particle's brick from its P2G bin.
 
 The topology (§5.1–5.2, per substep, incremental, with per-brick margins) is
 ``sparse_topology_gpu.py``'s.
@@ -131,19 +129,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..grid import mac
 from ..grid.launch import Kernels
 from ..settings import env_choice
 from . import sparse_scatter
 from .particles import KERNELS as DENSE
-from .particles import PUSH_EPSILON, THREADS
+from .particles import THREADS
+from .sparse_gpu_base import (  # noqa: F401  (re-exported: the other launch modules, tests and benches use them here)
+    _I32, _I64, _NO_INDEX, CELLS, KERNELS, _dims, _frame, _keep, _topo, available, brick_index)
 
-KERNELS = Kernels("flip_sparse_transfer.cu", ("--fmad=false",), THREADS,
-                  defines={**mac.CELL_TYPES, "PUSH_EPSILON": PUSH_EPSILON})
 GATHER = Kernels("flip_sparse_gather.cu", ("--fmad=false",), THREADS)
 STAGED = Kernels("flip_sparse_gather_staged.cu", ("--fmad=false",), THREADS)  # p2g_gather_staged
-CELLS = 512
-_I64, _I32 = np.int64, np.int32
 GATHERS = ("brick", "cell", "staged", "scatter")
 GATHER_THREADS = 256  # brick gather: threads per brick (each takes 512 / 256 = 2 cells)
 STAGED_SLAB = 4  # staged gather: cell layers a slab (192 threads a layer: 3 components × 64 faces), 1–4
@@ -189,78 +184,6 @@ def p2g_cells_mode(mode=None) -> str:
     """Where the scatter's P2G types the cells (``P2G_CELLS``): *mode*, else
     ``VOXFX_SPARSE_P2G_CELLS``, else ``P2G_CELLS[0]``."""
     return env_choice("VOXFX_SPARSE_P2G_CELLS", P2G_CELLS, mode)
-
-
-def available(grid, *particles) -> bool:
-    """The kernels serve *grid* (CuPy, int32 pool indices, brick tables built) and the
-    *particles* arrays (C-contiguous float32, or None)."""
-    if grid.xp is np or grid.size >= 2 ** 31 - 1 or getattr(grid, "brick_nbr", None) is None:
-        return False
-    return all(a is None or (a.dtype == np.float32 and a.flags.c_contiguous) for a in particles)
-
-
-def _frame(grid):
-    """The kernels' (ox, oy, oz, h, 1/h) float32 arguments, kept on the grid while its ``origin``
-    and ``h`` are the same objects (made each call they were 5.6 µs a call of the topology stage's
-    cProfile, ``_dims`` 2.8: the profiler's overhead included; H100 host, i24t5)."""
-    origin, h = grid.origin, grid.h
-    kept = getattr(grid, "_frame_args", None)
-    if kept is not None and kept[0] is origin and kept[1] is h:
-        return kept[2]
-    f = np.float32
-    out = (*(f(o) for o in origin), f(h), f(1.0 / h))
-    _keep(grid, "_frame_args", (origin, h, out))
-    return out
-
-
-def _dims(grid):
-    """The kernels' (nx, ny, nz) int32 arguments, kept on the grid while its ``shape`` is the same
-    object (``_frame``'s way)."""
-    shape = grid.shape
-    kept = getattr(grid, "_dims_args", None)
-    if kept is not None and kept[0] is shape:
-        return kept[1]
-    out = tuple(_I32(n) for n in shape)
-    _keep(grid, "_dims_args", (shape, out))
-    return out
-
-
-def _keep(grid, name, value):
-    try:
-        setattr(grid, name, value)
-    except AttributeError:  # a grid that takes no attributes: made each time
-        pass
-
-
-def _topo(grid):
-    t = grid.topology
-    return t.keys, t.slots, _I64(t.count)
-
-
-INDEX_LIMIT = 1 << 22  # entries (16 MiB): a closed domain up to ~1300³ cells has a brick index
-_NO_INDEX = (_I32(0),) * 6
-
-
-def brick_index(grid):
-    """The kernels' brick index arguments (``BRICK_INDEX_ARGS``): a closed domain's table of
-    slots over its bricks and wall ring, built once per topology (one launch), or none
-    (open domains, or a table over ``INDEX_LIMIT``): binary search instead."""
-    t = grid.topology
-    cached = getattr(grid, "_brick_index", None)
-    if cached is not None and cached[0] is t:
-        return cached[1]
-    cp = grid.xp
-    dims = tuple((int(n) >> 3) + 2 for n in grid.shape)
-    if not grid.closed or dims[0] * dims[1] * dims[2] > INDEX_LIMIT:
-        out = (cp.zeros(1, cp.int32), *_NO_INDEX)
-    else:
-        table = cp.full(dims[0] * dims[1] * dims[2], -1, cp.int32)
-        lo = (_I32(-1),) * 3
-        KERNELS.launch("brick_index_fill", int(t.count), (t.keys, t.slots, _I64(t.count), table, *lo,
-                                                          *(_I32(d) for d in dims)))
-        out = (table, *lo, *(_I32(d) for d in dims))
-    grid._brick_index = (t, out)
-    return out
 
 
 # ------------------------------------------------------------------ particles → grid
