@@ -52,7 +52,7 @@ def test_projection_matches_numpy_on_cupy_arrays_and_in_the_device_kernels(shape
     to float32 rounding (its file may contract to FMA)."""
     import cupy as cp
 
-    from voxfx.kernels.flip import pressure_gpu
+    from voxfx.kernels.flip import density, pressure_gpu
     from voxfx.kernels.snow import wind
 
     nx, ny, nz = shape
@@ -84,8 +84,9 @@ def test_projection_matches_numpy_on_cupy_arrays_and_in_the_device_kernels(shape
     want = np.where(cell == 1, mac.face_sum(*mac.fixed_faces(*faces, cell, 2, True, fixed)) * scale, np.float32(0.0))
     out = cp.empty((nz, ny, nx), cp.float32)
     gfixed = [cp.asarray(f) for f in fixed]
+    off = density.device_args(None, out.size, 0.1)  # the density correction off (a null counts pointer)
     pressure_gpu._K.launch("divergence", out.size, (*map(cp.asarray, faces), *gfixed, cp.asarray(cell), *dims, scale,
-                                                    out))
+                                                    out, *off))
     assert same(out, want.astype(np.float32))
     cpu = [f.copy() for f in faces]
     mac.project(*cpu, p, c, cell, 1, 2, True, fixed)
