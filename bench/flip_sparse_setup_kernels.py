@@ -1,7 +1,7 @@
 """Each pressure set-up kernel's own device time at 8M (issue 24, item 1): the dam break of
 ``bench/flip_sparse.py`` stepped as its row does (``timed_sparse_substep``), and in the
 measured substeps every RawKernel launch of ``solve_pressure`` outside a graph capture
-preceded by a one-thread spin kernel (``--spin-us`` of clock64 on the device), so that the
+preceded by a one-thread spin kernel (``--spin-us`` of the device's global timer), so that the
 host has queued the event pair and the launch before the device reaches them: the pair
 spans the kernel alone (its launch latency on the device included, the host's not). Between
 two launches a third event closes what ran in between (CuPy array code: fills, casts,
@@ -51,15 +51,20 @@ from flip import dam_break  # noqa: E402
 from flip_sparse import timed_sparse_substep  # noqa: E402
 
 _SPIN = r"""
-extern "C" __global__ void spin(long long cycles) {
-    long long t0 = clock64();
-    while (clock64() - t0 < cycles) { }
+__device__ __forceinline__ unsigned long long now_ns() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+extern "C" __global__ void spin(long long ns) {
+    const unsigned long long t0 = now_ns();
+    while ((long long)(now_ns() - t0) < ns) { }
 }
 """
 _on = [False]
 _stack = []  # the pieces running (innermost last)
 _records = []  # (piece, name, blocks, arg bytes, start, end, between start, between end)
-_state = {"spin": None, "cycles": 0, "last": None}
+_state = {"spin": None, "ns": 0, "last": None}
 
 
 def _piece(owner, attr, label):
@@ -91,7 +96,7 @@ def _timed(plain, grid_of):
             return plain(self, name, *rest, **kw)
         gap = cp.cuda.Event()
         gap.record()  # closes what ran since the last timed launch
-        _state["spin"]((1,), (1,), (np.int64(_state["cycles"]),))
+        _state["spin"]((1,), (1,), (np.int64(_state["ns"]),))
         a, b = cp.cuda.Event(), cp.cuda.Event()
         a.record()
         plain(self, name, *rest, **kw)
@@ -214,7 +219,7 @@ def main():
     props = cp.cuda.runtime.getDeviceProperties(0)
     print(f"device: {props['name'].decode()}", flush=True)
     _state["spin"] = cp.RawKernel(_SPIN, "spin")
-    _state["cycles"] = int(args.spin_us * props["clockRate"] * 1e-3)  # clockRate: kHz
+    _state["ns"] = int(args.spin_us * 1e3)
     spec, v, t = dam_break(args.n, int(args.particles))
     sim = FlipSimulation(spec, FlipSettings(), v, t, xp=cp, sparse=True)
     dt = 1 / 120
