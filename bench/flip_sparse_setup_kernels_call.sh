@@ -2,7 +2,8 @@
 # The one device call of helper i24u (issue 24, item 1): the pressure set-up kernel by kernel.
 # Phase 1: the pressure GPU files in three groups side by side (VOXFX_SPARSE_SETUP_WIDEN
 # "block", the new default). Phase 2, alone on the device: bench/flip_sparse_setup_kernels.py
-# (each set-up kernel's own time, "thread" and "block" in turn each substep), the pressure
+# (each set-up kernel's own time, "thread" and "block" in turn each substep, and "block" with
+# the one-block tail off and from a finer level: TAIL_BOUND 0 and 131072), the pressure
 # timeline with the two in turn, then the 8M row, thread / block alternating in separate
 # processes while time is left. Logs under /tmp/i24u, tarred into $OUT/logs.tgz.
 OUT_DEFAULT=$OUT; . "$(dirname "${BASH_SOURCE[0]}")/_device_call.sh"
@@ -19,7 +20,9 @@ wait $PB; echo "tests b rc=$?"; pytest_lines $L/tests_b.log 8
 wait $PC; echo "tests c rc=$?"; pytest_lines $L/tests_c.log 8
 echo "elapsed $SECONDS"
 timeout 48 python3 bench/flip_sparse_setup_kernels.py --warm 1 --substeps 3 \
-  --set VOXFX_SPARSE_SETUP_WIDEN=thread --set VOXFX_SPARSE_SETUP_WIDEN=block > $L/kernels.log 2>&1
+  --set VOXFX_SPARSE_SETUP_WIDEN=thread --set VOXFX_SPARSE_SETUP_WIDEN=block \
+  --set VOXFX_SPARSE_SETUP_WIDEN=block sparse_pressure_setup.TAIL_BOUND=0 \
+  --set VOXFX_SPARSE_SETUP_WIDEN=block sparse_pressure_setup.TAIL_BOUND=131072 > $L/kernels.log 2>&1
 echo "kernels rc=$? elapsed $SECONDS"
 grep -E "^\s+\[|unk_classify|^way|pool|stages" $L/kernels.log | cut -c1-160
 timeout 40 python3 bench/flip_sparse_pressure_timeline.py --warm 1 --substeps 3 --show 0 \
