@@ -7,6 +7,8 @@
 // Constants from Python, as -D options (the set-up's): CELL_AIR, CELL_FLUID and CELL_SOLID
 // (the cell types; KEY_BITS is passed too and unused here).
 
+#include "voxfx_reduce.cuh"
+
 #define RANGE(c, lo, hi) \
     for (int c = (lo) + (int)(blockIdx.x * blockDim.x + threadIdx.x); c < (hi); c += (int)(gridDim.x * blockDim.x))
 
@@ -21,6 +23,38 @@
 // flags[2·size + c] = in the multigrid's level-0 set (an active brick's cell not AIR), whose
 // lattice box (i, j, k of every set cell: box[0..2] = min, box[3..5] = max) it widens;
 // slot_coords[3·slot + a]: the brick coordinates of each pool slot (grid.slot_coords).
+// unk_classify_cell does cell c and says whether it is in the set, v its (i, j, k, i, j, k).
+__device__ __forceinline__ bool unk_classify_cell(int c, const unsigned char* __restrict__ kind,
+                                                  const int* __restrict__ nbr, int size,
+                                                  const bool* __restrict__ brick_active,
+                                                  const int* __restrict__ slot_coords,
+                                                  unsigned char* __restrict__ diag, int* __restrict__ flags, int v[6])
+{
+    int count = 0;
+    if (kind[c] == CELL_FLUID) {
+        for (int d = 0; d < 6; ++d) {
+            const int nb = nbr[(long long)d * size + c];
+            count += nb < 0 || kind[nb] != CELL_SOLID;
+        }
+    }
+    const int local = c & 511;
+    const bool red = (((local & 7) + ((local >> 3) & 7) + (local >> 6)) & 1) == 0;
+    const bool in_set = brick_active[c >> 9] && kind[c] != CELL_AIR;
+    diag[c] = (unsigned char)count;
+    flags[c] = count > 0 && red;
+    flags[size + c] = count > 0 && !red;
+    flags[2 * (long long)size + c] = in_set;
+    if (in_set) {
+        const int* b0 = slot_coords + 3 * (c >> 9);  // the cell's lattice (i, j, k): brick · 8 + local
+        v[0] = v[3] = 8 * b0[0] + (local & 7);
+        v[1] = v[4] = 8 * b0[1] + ((local >> 3) & 7);
+        v[2] = v[5] = 8 * b0[2] + (local >> 6);
+    }
+    return in_set;
+}
+
+// Launched on at most 264 blocks (sparse_pressure_setup._widening): each thread's box, then
+// 6 atomics a thread.
 extern "C" __global__ void unk_classify(const unsigned char* __restrict__ kind, const int* __restrict__ nbr, int size,
                                         const bool* __restrict__ brick_active, const int* __restrict__ slot_coords,
                                         unsigned char* __restrict__ diag, int* __restrict__ flags, int* box)
@@ -29,24 +63,8 @@ extern "C" __global__ void unk_classify(const unsigned char* __restrict__ kind, 
     bool any = false;
     RANGE(c, 0, size)
     {
-        int count = 0;
-        if (kind[c] == CELL_FLUID) {
-            for (int d = 0; d < 6; ++d) {
-                const int nb = nbr[(long long)d * size + c];
-                count += nb < 0 || kind[nb] != CELL_SOLID;
-            }
-        }
-        const int local = c & 511;
-        const bool red = (((local & 7) + ((local >> 3) & 7) + (local >> 6)) & 1) == 0;
-        const bool in_set = brick_active[c >> 9] && kind[c] != CELL_AIR;
-        diag[c] = (unsigned char)count;
-        flags[c] = count > 0 && red;
-        flags[size + c] = count > 0 && !red;
-        flags[2 * (long long)size + c] = in_set;
-        if (in_set) {
-            const int* b0 = slot_coords + 3 * (c >> 9);  // the cell's lattice (i, j, k): brick · 8 + local
-            const int i = 8 * b0[0] + (local & 7), j = 8 * b0[1] + ((local >> 3) & 7), k = 8 * b0[2] + (local >> 6);
-            const int v[6] = {i, j, k, i, j, k};
+        int v[6];
+        if (unk_classify_cell(c, kind, nbr, size, brick_active, slot_coords, diag, flags, v)) {
             for (int a = 0; a < 6; ++a)
                 b[a] = !any ? v[a] : a < 3 ? (b[a] < v[a] ? b[a] : v[a]) : (b[a] > v[a] ? b[a] : v[a]);
             any = true;
@@ -55,6 +73,43 @@ extern "C" __global__ void unk_classify(const unsigned char* __restrict__ kind, 
     if (any) {  // the thread's box into the shared one: 6 atomics a thread, not a cell
         for (int a = 0; a < 3; ++a) atomicMin(box + a, b[a]);
         for (int a = 3; a < 6; ++a) atomicMax(box + a, b[a]);
+    }
+}
+
+// unk_classify on a full grid (sparse_pressure_setup.WIDEN "block", issue 24 i24u): the box
+// reduced in the block (a warp's min / max: voxfx_reduce.cuh, then shared atomics), 6 global
+// atomics a block. A thread's box starts at the identities (INT_MAX for the minima, INT_MIN
+// for the maxima: box's own start, unk_classify's), so a block without set cells changes
+// nothing; min and max in any order: the same box. Needs blocks of whole warps.
+#define UNK_INT_MAX 2147483647
+#define UNK_INT_MIN (-2147483647 - 1)
+extern "C" __global__ void unk_classify_block(const unsigned char* __restrict__ kind, const int* __restrict__ nbr,
+                                              int size, const bool* __restrict__ brick_active,
+                                              const int* __restrict__ slot_coords, unsigned char* __restrict__ diag,
+                                              int* __restrict__ flags, int* box)
+{
+    __shared__ int block_box[6];
+    for (int a = threadIdx.x; a < 6; a += blockDim.x) block_box[a] = a < 3 ? UNK_INT_MAX : UNK_INT_MIN;
+    __syncthreads();
+    int b[6] = {UNK_INT_MAX, UNK_INT_MAX, UNK_INT_MAX, UNK_INT_MIN, UNK_INT_MIN, UNK_INT_MIN};
+    RANGE(c, 0, size)
+    {
+        int v[6];
+        if (unk_classify_cell(c, kind, nbr, size, brick_active, slot_coords, diag, flags, v))
+            for (int a = 0; a < 6; ++a) b[a] = a < 3 ? (b[a] < v[a] ? b[a] : v[a]) : (b[a] > v[a] ? b[a] : v[a]);
+    }
+    for (int a = 0; a < 6; ++a) {
+        const int w = a < 3 ? warp_min_int(b[a]) : warp_max_int(b[a]);
+        if ((threadIdx.x & 31) == 0 && w != (a < 3 ? UNK_INT_MAX : UNK_INT_MIN)) {
+            if (a < 3) atomicMin(block_box + a, w);
+            else atomicMax(block_box + a, w);
+        }
+    }
+    __syncthreads();
+    for (int a = threadIdx.x; a < 6; a += blockDim.x) {
+        const int w = block_box[a];
+        if (a < 3 && w != UNK_INT_MAX) atomicMin(box + a, w);
+        if (a >= 3 && w != UNK_INT_MIN) atomicMax(box + a, w);
     }
 }
 

@@ -61,6 +61,7 @@ from ..errors import InputError
 from ..grid.launch import THREADS, Kernels, blocks
 from ..grid.sparse import BITS as BRICK_BITS
 from ..grid.sparse import BRICK
+from ..settings import env_choice
 from .grid import AIR, FLUID, SOLID
 from .pressure import MG_MIN_SIDE
 from .sparse_pressure import Unknowns
@@ -103,12 +104,34 @@ _TAIL_THREADS = 1024
 RESTRICT = os.environ.get("VOXFX_SPARSE_MG_RESTRICT", "scatter")
 _NO_SPAN = -(2 ** 31 - 1)
 _WIDEN_BLOCKS = 264  # grid of the kernels that widen a span or box (grid-stride: 6 atomics a thread)
+# Level 0's unk_classify (the widest of them: every pool cell, a gather of its fluid cells'
+# neighbours): "block" (unk_classify_block on up to _CLASSIFY_BLOCKS blocks, the box reduced
+# in each block, 6 atomics a block) or "thread" (unk_classify on _WIDEN_BLOCKS blocks, 6 a
+# thread: two blocks an H100 SM, a quarter of its threads); the same integers (host harness,
+# GPU tests). 8M dam break, 1.88M pool cells, H100 (bench/flip_sparse_setup_kernels.py, each
+# kernel alone, ways in turn): 0.047 → 0.023 ms a substep. Read at each set-up
+# (``VOXFX_SPARSE_SETUP_WIDEN``): an A/B in one process.
+WIDEN = ("block", "thread")
+_CLASSIFY_BLOCKS = 2048
 
 
 def _widening(kernels, name, n, args):
     """*name* of *kernels* over *n* items on at most _WIDEN_BLOCKS blocks (nothing for n = 0)."""
     if int(n) > 0:
         kernels.launch_grid(name, (min(_WIDEN_BLOCKS, blocks(n)[0]),), (THREADS,), args)
+
+
+def classify(grid, kind, size, diag8, flags, box):
+    """Level 0's unk_classify over the *size* pool cells of *grid* (``WIDEN``)."""
+    import cupy as cp
+
+    kind8, active = kind.astype(cp.uint8, copy=False), grid.brick_slot.astype(cp.bool_, copy=False)
+    if env_choice("VOXFX_SPARSE_SETUP_WIDEN", WIDEN) == "thread":
+        _widening(_U, "unk_classify", size, (kind8, grid.nbr, np.int32(size), active, grid.slot_coords, diag8, flags,
+                                             box))
+    elif int(size) > 0:
+        _U.launch_grid("unk_classify_block", (min(_CLASSIFY_BLOCKS, blocks(size)[0]),), (THREADS,),
+                       (kind8, grid.nbr, np.int32(size), active, grid.slot_coords, diag8, flags, box))
 
 
 def scan_tile(n) -> int:
@@ -416,9 +439,7 @@ def unknowns(grid, kind, extra=(), ahead=False, before_read=None):
     sizes, box = read[:3], read[3:9]  # sizes, the box, then the extra values
     for at, value in enumerate(extra):
         read[9 + at:10 + at] = value
-    _widening(_U, "unk_classify", size, (kind.astype(cp.uint8, copy=False), grid.nbr, np.int32(size),
-                                     grid.brick_slot.astype(cp.bool_, copy=False), grid.slot_coords, diag8, flags,
-                                     box))
+    classify(grid, kind, size, diag8, flags, box)
     scans = inclusive_scan(flags)
     position = cp.empty(size, cp.int32)
     cells, in_set = cp.empty(size, cp.int64), cp.empty(size, cp.int64)

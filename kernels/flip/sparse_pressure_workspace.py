@@ -327,9 +327,7 @@ def unknowns(grid, kind, extra, ahead=False, before_read=None):
         sizes, box, values = read[:3], read[3:9], read[9:]
     for at, value in enumerate(extra):
         values[at:at + 1] = value
-    setup._widening(setup._U, "unk_classify", size, (kind.astype(cp.uint8, copy=False), grid.nbr, np.int32(size),
-                                                     grid.brick_slot.astype(cp.bool_, copy=False), grid.slot_coords,
-                                                     diag8, flags, box))
+    setup.classify(grid, kind, size, diag8, flags, box)
     setup.inclusive_scan(flags, scans, ws.sums)
     setup._U.launch("unk_order", size, (flags, scans, np.int32(size), sizes, position, cells, in_set))
     del in_set, flags, scans  # freed in stream order: before the coarse levels' scratch is taken

@@ -63,7 +63,7 @@ def test_gpu_sparse_pressure_matches_cpu_for_every_preconditioner(preconditioner
 
 
 @pytest.mark.parametrize("setup", ["host", "device", "device:0", "device:4000", "device:1000000000", "device:cupy",
-                                   "device:kernel"])
+                                   "device:kernel", "device:thread"])
 @pytest.mark.usefixtures("mg_dense_sweeps")
 def test_gpu_multigrid_tables_and_unknowns_are_the_cpus(monkeypatch, setup):
     """Unknowns and TableKernels ("host"), sparse_pressure_setup ("device": level 0's
@@ -71,12 +71,15 @@ def test_gpu_multigrid_tables_and_unknowns_are_the_cpus(monkeypatch, setup):
     device; the coarse levels in mgs_tail_levels' one block from the first whose finer
     level's bound is at most TAIL_BOUND: the default, ":0" none, ":4000" from a coarser
     level, ":1000000000" every level; ":cupy" the scans by cupy.cumsum, ":kernel" by two
-    launches, not the default look-back)."""
+    launches, not the default look-back; ":thread" level 0's classification by unk_classify,
+    VOXFX_SPARSE_SETUP_WIDEN "thread", not the default unk_classify_block)."""
     import cupy
 
     setup, _, option = setup.partition(":")
     monkeypatch.setattr(sparse_pressure_setup, "SETUP", setup)
-    if option in ("cupy", "kernel"):
+    if option == "thread":
+        monkeypatch.setenv("VOXFX_SPARSE_SETUP_WIDEN", "thread")
+    elif option in ("cupy", "kernel"):
         monkeypatch.setattr(sparse_pressure_setup, "SCAN", option)
     elif option:
         monkeypatch.setattr(sparse_pressure_setup, "TAIL_BOUND", int(option))
@@ -314,6 +317,28 @@ def test_gpu_scan_kernels_equal_cumsum(monkeypatch, rows, n):
         d = cupy.asarray(a if rows > 1 else a[0])
         got = host(sparse_pressure_setup.inclusive_scan(d))
         assert got.dtype == np.int32 and np.array_equal(got.reshape(rows, n), want)
+
+
+@pytest.mark.parametrize("blocks", [1, 7, 2048])
+def test_gpu_classify_block_equals_the_thread_kernel(monkeypatch, blocks):
+    """unk_classify_block (VOXFX_SPARSE_SETUP_WIDEN "block": the box reduced per block of 256 threads, on a full
+    grid or fewer blocks striding) gives unk_classify's diag, flags and box bit for bit."""
+    import cupy
+
+    spec, pos, vel, obstacle = random_scene(np.random.default_rng())
+    g = tank(cupy, pos, vel, spec, obstacle)
+    kind, _, _ = sparse_pressure.solver_cells(g)
+    monkeypatch.setattr(sparse_pressure_setup, "_CLASSIFY_BLOCKS", blocks)
+    size, out = int(g.size), []
+    for mode in ("thread", "block"):
+        monkeypatch.setenv("VOXFX_SPARSE_SETUP_WIDEN", mode)
+        diag8, flags = cupy.full(size, 99, cupy.uint8), cupy.full((3, size), -7, cupy.int32)
+        box = cupy.asarray(np.array([2 ** 31 - 1] * 3 + [-(2 ** 31)] * 3, np.int32))
+        sparse_pressure_setup.classify(g, kind, size, diag8, flags, box)
+        out.append((host(diag8), host(flags), host(box)))
+    assert out[0][2][0] <= out[0][2][3] and int(out[0][1][2].sum()) > 1000  # a set and its box
+    for a, b in zip(*out):
+        assert np.array_equal(a, b)
 
 
 def test_gpu_predicted_iterations_give_the_blocks_pressure_bit_for_bit(monkeypatch):

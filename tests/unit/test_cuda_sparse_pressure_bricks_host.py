@@ -318,7 +318,7 @@ def test_every_setup_launch_names_a_kernel_of_its_module_with_its_arguments():
             assert count == params[kernels][name], (source, name, count, params[kernels][name])
             seen[source].add(name)
     assert {"mgb_coarsen", "mgb_parents", "mgb_sorted", "mgb_segment_counts", "mgb_ranked", "mgb_prolong",
-            "mgb_restrict", "mgb_unknown_span", "unk_classify", "mgs_level_cells",
+            "mgb_restrict", "mgb_unknown_span", "unk_classify", "unk_classify_block", "mgs_level_cells",
             "mgs_tail_levels", "scan_tile_sums", "scan_tiles", "scan_lookback"} <= seen[setup.__file__]
     assert {"mgb_ranked", "mgs_parents", "mgs_coarsen", "mgs_prolong_table", "mgs_restrict_table", "unk_order",
             "unk_tables_strided", "mgs_tail_levels", "mgs_level_tables_down", "mgs_prolong_restrict",

@@ -351,6 +351,19 @@ int main() {
     int box[6] = {2147483647, 2147483647, 2147483647, -2147483647 - 1, -2147483647 - 1, -2147483647 - 1};
     ONE_PER_ITEM(size, unk_classify(kind.data(), nbr.data(), size, active, slot_coords.data(), diag8.data(),
                                     flags.data(), box));
+    int same = 1;  // unk_classify_block (one item a block, then 3 blocks striding): unk_classify's outputs
+    for (unsigned grid : {(unsigned)size, 3u}) {
+        std::vector<unsigned char> bdiag8(size, 99);
+        std::vector<int> bflags(3 * (size_t)size, -7);
+        int bbox[6] = {2147483647, 2147483647, 2147483647, -2147483647 - 1, -2147483647 - 1, -2147483647 - 1};
+        h_dim.x = 1; h_thread.x = 0; h_grid.x = grid;
+        for (unsigned blk = 0; blk < grid; ++blk) {
+            h_block.x = blk;
+            unk_classify_block(kind.data(), nbr.data(), size, active, slot_coords.data(), bdiag8.data(), bflags.data(),
+                               bbox);
+        }
+        same = same && bdiag8 == diag8 && bflags == flags && std::equal(bbox, bbox + 6, box);
+    }
     for (int r = 0; r < 3; ++r) {
         int s = 0;
         for (int c = 0; c < size; ++c) scans[(size_t)r * size + c] = (s += flags[(size_t)r * size + c]);
@@ -381,6 +394,7 @@ int main() {
     std::vector<float> ddiag(stride, -7.0f);  // unk_diag_strided: the diag alone, nothing past column m
     ONE_PER_ITEM(stride, unk_diag_strided(cells.data(), sizes.data(), diag8.data(), ddiag.data()));
     for (float v : ddiag) printf("%a\n", v);
+    printf("%d\n", same);
     return 0;
 }
 """
@@ -463,7 +477,8 @@ def test_device_unknowns_are_the_numpy_unknowns(unknowns_device, scene):
     set (its flat cells and lattice box); unk_tables_strided (sparse_pressure_workspace) the
     same nbr and diag in rows of a longer stride, nothing written past column m; unk_diag_strided
     (level 0 without its nbr rows, NBR_TABLE "skip") the same diag, launched over the stride,
-    nothing written past column m either."""
+    nothing written past column m either; unk_classify_block (``WIDEN`` "block", one thread a
+    block here) unk_classify's diag, flags and box."""
     g = _tank()
     if scene == "full":  # every active cell but the obstacle's water
         g["cell"] = np.where(g.active() & (g["cell"] != 2), np.uint8(FLUID), g["cell"]).astype(np.uint8)
@@ -497,7 +512,7 @@ def test_device_unknowns_are_the_numpy_unknowns(unknowns_device, scene):
         got = np.array([parse(x) for x in out[at:at + count]])
         at += count
         assert np.array_equal(got, np.asarray(expect))
-    assert at == len(out)
+    assert out[at:] == ["1"]  # unk_classify_block: unk_classify's diag, flags and box (one item a block, 3 blocks)
 
 
 # Input: rows n tile, then rows × n ints. Output: their inclusive scans along each row by

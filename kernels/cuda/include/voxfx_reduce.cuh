@@ -40,6 +40,32 @@ __device__ __forceinline__ void warp_max_into(float* slot, float value)
     if ((threadIdx.x & 31) == 0) atomic_max_nonneg(slot, value);
 }
 
+// min / max of an int over the warp (lane 0; all 32 lanes present): one redux instruction on
+// sm_80+, shuffles before; on the host (a harness's one-thread "warp") the one lane's value.
+__device__ __forceinline__ int warp_min_int(int v)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    return __reduce_min_sync(0xFFFFFFFFu, v);
+#elif defined(__CUDA_ARCH__)
+    for (int offset = 16; offset > 0; offset >>= 1) v = min(v, __shfl_down_sync(0xffffffffu, v, offset));
+    return v;
+#else
+    return v;
+#endif
+}
+
+__device__ __forceinline__ int warp_max_int(int v)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    return __reduce_max_sync(0xFFFFFFFFu, v);
+#elif defined(__CUDA_ARCH__)
+    for (int offset = 16; offset > 0; offset >>= 1) v = max(v, __shfl_down_sync(0xffffffffu, v, offset));
+    return v;
+#else
+    return v;
+#endif
+}
+
 // Bit k set where lane k's flag is set (all 32 lanes present).
 __device__ __forceinline__ unsigned int warp_ballot(bool flag)
 {
