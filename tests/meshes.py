@@ -41,11 +41,26 @@ def read_binary_ply(data: bytes):
     return vertices.astype(np.float32), faces["idx"].astype(np.int32)
 
 
+_BUNNY_MISSING = []  # the reason the bunny could not be fetched, once per process (an offline
+# machine's pip download waits out its retries: call 6 of session 16 spent its time limit on it)
+
+
 def bunny_path():
-    """Path of the cached bunny PLY, or None (with the reason) if it cannot be fetched."""
+    """Path of the cached bunny PLY, or None (with the reason) if it cannot be fetched; a failed
+    fetch is not tried again in the same process."""
     target = CACHE / "StanfordBunny.ply"
     if target.is_file():
         return target, None
+    if _BUNNY_MISSING:
+        return None, _BUNNY_MISSING[0]
+    path, why = _fetch_bunny(target)
+    if path is None:
+        _BUNNY_MISSING.append(why)
+    return path, why
+
+
+def _fetch_bunny(target):
+    """The bunny PLY from the pymeshfix wheel into *target*: (target, None) or (None, reason)."""
     with tempfile.TemporaryDirectory() as tmp:
         cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--quiet",
                "pymeshfix==0.18.1", "-d", tmp]
