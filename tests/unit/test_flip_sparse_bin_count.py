@@ -31,14 +31,3 @@ def test_the_p2g_cell_types_switch_is_checked(monkeypatch):
         sparse_gpu.p2g_cells_mode()
 
 
-def test_the_p2g_tail_switch_is_checked(monkeypatch):
-    from voxfx.kernels.flip import sparse_transfer
-
-    monkeypatch.delenv("VOXFX_SPARSE_P2G_TAIL", raising=False)
-    assert sparse_transfer.p2g_tail() == sparse_transfer.P2G_TAILS[0] == "fused"
-    monkeypatch.setenv("VOXFX_SPARSE_P2G_TAIL", " Apart ")
-    assert sparse_transfer.p2g_tail() == "apart"
-    assert sparse_transfer.p2g_tail("tail") == "tail"
-    monkeypatch.setenv("VOXFX_SPARSE_P2G_TAIL", "finish")
-    with pytest.raises(ValueError, match="VOXFX_SPARSE_P2G_TAIL must be one of fused, tail, apart, not 'finish'"):
-        sparse_transfer.p2g_tail()
