@@ -11,7 +11,8 @@ it the compaction and union-find of the labels), by the kernels of
   cells_hook    union-find over FLUID cells' +x, +y, +z FLUID links, straight on the flat
                 cells (no compaction), roots the lowest flat index of their component
                 (``HOOK`` "bricks": cells_hook_bricks, the links inside each brick in
-                shared memory, then cells_hook_faces, those across brick faces);
+                shared memory — or cells_hook_bricks_local, ``BRICK_LINKS`` — then
+                cells_hook_faces, those across brick faces);
   cells_label   each FLUID cell's root, and reach[root] for cells that touch AIR;
   cells_sealed  the count of FLUID cells whose component reaches no AIR, and the solver's
                 cell types (each sealed region's pin AIR).
