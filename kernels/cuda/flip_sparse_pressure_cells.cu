@@ -175,6 +175,60 @@ extern "C" __global__ void cells_hook_bricks(const unsigned char* __restrict__ c
         if (cell[first + t] == CELL_FLUID) parent[first + t] = first + find_root_halving(up, t);
 }
 
+// cells_hook_bricks without the neighbour table (sparse_pressure_cells.BRICK_LINKS "local"):
+// a brick's inner links are its cells' +x, +y, +z neighbours at local + 1, + 8, + 64 (the pool
+// layout above; sparse_cell_step gives exactly these inside an active slot and −1 in a free
+// one), so the block reads its 512 cell bytes once into shared memory and no nbr rows.
+// cells_hook_bricks reads nbr's three + rows (6 KiB a brick) and then cell[o] behind each,
+// two dependent global reads a link; i24u's profile (8M dam break, H100): 0.080–0.087 ms over
+// 3,564 blocks, ~0.65 TB/s — latency, not bandwidth. Here one global read of the brick's cells,
+// then shared memory only: each cell's tree starts at the first FLUID cell of its run along x
+// (the x links joined without atomics), then the y and z links by unite. One word of nbr (the
+// brick's first cell's +x neighbour) tells an active slot's layout; any other value (a free
+// slot, a table not of the pool's layout) takes cells_hook_bricks' links through nbr. The
+// same roots (each in-brick component's lowest index) in any order of unions, so the same
+// parents.
+extern "C" __global__ void cells_hook_bricks_local(const unsigned char* __restrict__ cell,
+                                                   const int* __restrict__ nbr, int n, int* parent)
+{
+    __shared__ int up[512];
+    __shared__ unsigned char fluid[512];
+    __shared__ int any;
+    const int first = (int)blockIdx.x * 512;
+    const bool pooled = nbr[(size_t)n + first] == first + 1;  // read beside the cells: no extra round trip
+    if (threadIdx.x == 0) any = 0;
+    __syncthreads();
+    for (int t = (int)threadIdx.x; t < 512; t += (int)blockDim.x) {
+        const bool f = cell[first + t] == CELL_FLUID;
+        fluid[t] = f ? 1 : 0;
+        if (f) any = 1;
+    }
+    __syncthreads();
+    if (!any) return;  // the whole block: any is shared
+    for (int t = (int)threadIdx.x; t < 512; t += (int)blockDim.x) {
+        int start = t;  // the first FLUID cell of t's run along x (t itself where not FLUID or not pooled)
+        if (pooled && fluid[t])
+            while ((start & 7) != 0 && fluid[start - 1]) --start;
+        up[t] = start;
+    }
+    __syncthreads();
+    for (int t = (int)threadIdx.x; t < 512; t += (int)blockDim.x) {
+        if (!fluid[t]) continue;
+        if (pooled) {
+            if (((t >> 3) & 7) != 7 && fluid[t + 8]) unite(up, t, t + 8);
+            if ((t >> 6) != 7 && fluid[t + 64]) unite(up, t, t + 64);
+            continue;
+        }
+        for (int d = 1; d < 6; d += 2) {
+            const int o = nbr[(size_t)d * n + first + t];
+            if (o >= first && o < first + 512 && fluid[o - first]) unite(up, t, o - first);
+        }
+    }
+    __syncthreads();
+    for (int t = (int)threadIdx.x; t < 512; t += (int)blockDim.x)
+        if (fluid[t]) parent[first + t] = first + find_root_halving(up, t);
+}
+
 // The links across brick faces: per pool slot its 3 × 64 cells on the +x, +y and +z faces,
 // each joined (unite) with its FLUID neighbour in the next brick (every other link of
 // cells_hook lies inside a brick: a cell's +x neighbour is the next flat cell but on the face).

@@ -11,7 +11,8 @@ it the compaction and union-find of the labels), by the kernels of
   cells_hook    union-find over FLUID cells' +x, +y, +z FLUID links, straight on the flat
                 cells (no compaction), roots the lowest flat index of their component
                 (``HOOK`` "bricks": cells_hook_bricks, the links inside each brick in
-                shared memory, then cells_hook_faces, those across brick faces);
+                shared memory — or cells_hook_bricks_local, ``BRICK_LINKS`` — then
+                cells_hook_faces, those across brick faces);
   cells_label   each FLUID cell's root, and reach[root] for cells that touch AIR;
   cells_sealed  the count of FLUID cells whose component reaches no AIR, and the solver's
                 cell types (each sealed region's pin AIR).
@@ -46,8 +47,8 @@ from .grid import AIR, FLUID
 
 _K = Kernels("flip_sparse_pressure_cells.cu", ("--fmad=false",), THREADS,
              defines={"CELL_AIR": AIR, "CELL_FLUID": FLUID})
-KERNELS = ("cells_rhs", "cells_hook", "cells_hook_bricks", "cells_hook_faces", "cells_label", "cells_sealed",
-           "project_faces", "warm_guess", "unknowns_scatter", "warm_carry")
+KERNELS = ("cells_rhs", "cells_hook", "cells_hook_bricks", "cells_hook_bricks_local", "cells_hook_faces",
+           "cells_label", "cells_sealed", "project_faces", "warm_guess", "unknowns_scatter", "warm_carry")
 # cells_rhs starts each FLUID cell's tree at its lowest FLUID neighbour below it ("1") or at
 # itself ("0"): the same labels (each component's lowest flat index) either way.
 LINK_INIT = os.environ.get("VOXFX_SPARSE_LABEL_LINK_INIT", "1") != "0"
@@ -59,6 +60,18 @@ LINK_INIT = os.environ.get("VOXFX_SPARSE_LABEL_LINK_INIT", "1") != "0"
 # (tests/gpu/test_flip_sparse_pressure_hook_gpu.py).
 HOOK = os.environ.get("VOXFX_SPARSE_LABEL_HOOK", "bricks")
 _BRICK_THREADS = 128  # cells_hook_bricks' block: 4 of a brick's 512 cells a thread
+# How "bricks" finds a brick's inner links (``VOXFX_SPARSE_LABEL_BRICK_LINKS``, read at each
+# set-up): "nbr" (cells_hook_bricks: the neighbour table's +x, +y, +z rows, then the cell
+# behind each — two dependent global reads a link; 0.080–0.087 ms at 8M on an H100, ~0.65 TB/s,
+# i24u) or "local" (cells_hook_bricks_local: the brick's cells read once into shared memory,
+# the links at local + 1, + 8, + 64, the x runs joined without atomics). The same parents (host
+# harness, tests/gpu/test_flip_sparse_pressure_hook_gpu.py); "local" not yet timed on a GPU.
+BRICK_LINKS = ("nbr", "local")
+
+
+def brick_links(given=None) -> str:
+    """cells_hook_bricks' way to a brick's inner links (``BRICK_LINKS``)."""
+    return env_choice("VOXFX_SPARSE_LABEL_BRICK_LINKS", BRICK_LINKS, given)
 # Around the solve on CuPy (``VOXFX_SPARSE_PRESSURE_AROUND``, read at each solve): "kernels"
 # (default) — the warm start's x₀ (warm_guess), the flat pressure from the solver's unknowns
 # (unknowns_scatter) and the carried pressure (warm_carry) one launch each, and no FLUID mask
@@ -169,7 +182,8 @@ def stage(grid, dt, crowding=None):
     _K.launch("cells_rhs", n, (cell, solid, *faces, *exists, nbr, np.int32(n), scale, np.int32(LINK_INIT), b, touch,
                                parent, *crowd))
     if HOOK == "bricks" and n % 512 == 0:
-        _K.launch_grid("cells_hook_bricks", (n // 512,), (_BRICK_THREADS,), (cell, nbr, np.int32(n), parent))
+        inner = "cells_hook_bricks_local" if brick_links() == "local" else "cells_hook_bricks"
+        _K.launch_grid(inner, (n // 512,), (_BRICK_THREADS,), (cell, nbr, np.int32(n), parent))
         _K.launch("cells_hook_faces", (n // 512) * 192, (cell, nbr, np.int32(n), parent))
     elif HOOK in ("bricks", "cells"):
         _K.launch("cells_hook", n, (cell, nbr, np.int32(n), parent))

@@ -134,10 +134,23 @@ def classify(grid, kind, size, diag8, flags, box):
                        (kind8, grid.nbr, np.int32(size), active, grid.slot_coords, diag8, flags, box))
 
 
-def scan_tile(n) -> int:
-    """Items a block of the scan kernels owns in a row of *n*: at least 8 blocks' widths,
-    wide enough for at most _SCAN_TILES tiles."""
-    return max(8 * THREADS, -(-int(n) // (_SCAN_TILES * THREADS)) * THREADS)
+# scan_lookback's tile floor in block widths (``VOXFX_SPARSE_SCAN_TILE``, read at each scan):
+# "8" (2,048 items) or 16, 32 (4,096, 8,192: a quarter of the tiles, so a quarter of the
+# look-back chain; 32 items a thread over the chunks of the same kernel). i24u, 8M on an H100:
+# level 0's scan 0.067 ms over 2,673 tiles of 2,048 (~25 ns a tile). The same integers any
+# width (host harness, tests/gpu/test_flip_sparse_pressure_scan_gpu.py); not yet timed.
+SCAN_TILE_WIDTHS = ("8", "16", "32")
+
+
+def scan_tile_floor(given=None) -> str:
+    """scan_lookback's tile floor in block widths (``SCAN_TILE_WIDTHS``)."""
+    return env_choice("VOXFX_SPARSE_SCAN_TILE", SCAN_TILE_WIDTHS, given)
+
+
+def scan_tile(n, width=8) -> int:
+    """Items a block of the scan kernels owns in a row of *n*: at least *width* blocks'
+    widths, wide enough for at most _SCAN_TILES tiles."""
+    return max(width * THREADS, -(-int(n) // (_SCAN_TILES * THREADS)) * THREADS)
 
 
 def inclusive_scan(a, out=None, sums=None):
@@ -158,6 +171,8 @@ def inclusive_scan(a, out=None, sums=None):
     tile = scan_tile(n)
     grid = (-(-n // tile), rows)
     if SCAN == "lookback" and grid[0] * rows <= _LOOKBACK_WORDS:
+        tile = scan_tile(n, int(scan_tile_floor()))
+        grid = (-(-n // tile), rows)
         status, ctrl = lookback_state(cp)
         _S.launch_grid("scan_lookback", (grid[0] * rows,), (THREADS,), (a, np.int32(n), np.int32(tile),
                                                                         np.int32(grid[0]), status, ctrl, out))

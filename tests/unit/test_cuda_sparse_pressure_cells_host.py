@@ -18,7 +18,8 @@ from voxfx.kernels.grid import GridSpec
 
 # Input: n, cell, solid (n each), u v w solid_u solid_v solid_w (n hex floats each),
 # exists_u exists_v exists_w (n each), nbr (6 × n), scale (hex), link_init, hook (0:
-# cells_hook, 1: cells_hook_bricks then cells_hook_faces), crowd_on, then with it 1/n₀, 1 + τ,
+# cells_hook, 1: cells_hook_bricks then cells_hook_faces, 2: cells_hook_bricks_local then
+# cells_hook_faces), crowd_on, then with it 1/n₀, 1 + τ,
 # α/Δt, h²/Δt (hex) and the counts (n): the density correction. Output: b (n hex), touch (n),
 # label (n), reach (n + 1), the sealed count, kind (n).
 HARNESS = PREAMBLE.replace('#include "flip_sparse_pressure.cu"', '#include "flip_sparse_pressure_cells.cu"') + r"""
@@ -54,7 +55,10 @@ int main() {
                               touch.data(), parent.data(), crowd.data(), crowd_on, inv_n0, one_tau, alpha_dt,
                               src_scale));
     if (hook) {  // sparse_pressure_cells.HOOK "bricks": a block a slot (its one thread walks the 512 cells)
-        ONE_PER_ITEM(n / 512, cells_hook_bricks(cell.data(), nbr.data(), n, parent.data()));
+        if (hook == 2)  // BRICK_LINKS "local"
+            ONE_PER_ITEM(n / 512, cells_hook_bricks_local(cell.data(), nbr.data(), n, parent.data()));
+        else
+            ONE_PER_ITEM(n / 512, cells_hook_bricks(cell.data(), nbr.data(), n, parent.data()));
         ONE_PER_ITEM(n / 512 * 192, cells_hook_faces(cell.data(), nbr.data(), n, parent.data()));
     } else {
         ONE_PER_ITEM(n, cells_hook(cell.data(), nbr.data(), n, parent.data()));
@@ -118,12 +122,12 @@ def _run(harness, g, dt, link_init=1, hook=0, crowding=None):
     return b, touch, label, reach, int(out[4 * n + 1]), np.array(out[4 * n + 2:5 * n + 2], np.uint8)
 
 
-@pytest.mark.parametrize("link_init, hook", [(1, 0), (0, 0), (1, 1)])
+@pytest.mark.parametrize("link_init, hook", [(1, 0), (0, 0), (1, 1), (1, 2), (0, 2)])
 @pytest.mark.parametrize("sealed", [False, True])
 def test_fused_setup_kernels_equal_pressure_rhs(cells_device, sealed, link_init, hook):
     """Every kernel's output against the reference; the labels' union-find on the flat cells
     (cells_hook, its trees started at the cells themselves or at a neighbour below) or brick
-    by brick (*hook*: cells_hook_bricks and cells_hook_faces)."""
+    by brick (*hook*: cells_hook_bricks, or cells_hook_bricks_local, and cells_hook_faces)."""
     g = _tank(sealed, seed=3 + sealed)
     assert g.size % 512 == 0
     dt = 1 / 97
@@ -229,3 +233,81 @@ def test_project_kernel_equals_the_array_projection_bit_for_bit(project_device, 
         changed = g[name] != old
         assert changed.sum() > 100  # the gradient and the solid faces changed many faces
         assert (~changed).sum() > 100  # and left the faces away from the liquid alone
+
+
+# Input: n way (1: cells_hook_bricks, 2: cells_hook_bricks_local), cell (n), nbr (6 × n),
+# parent (n). Output: parent after the one launch (a block a slot).
+BRICK_LINKS = HARNESS.split("int main() {")[0] + r"""
+int main() {
+    int n, way;
+    if (scanf("%d %d", &n, &way) != 2) return 1;
+    std::vector<unsigned char> cell(n);
+    read_bytes(cell);
+    std::vector<int> nbr(6 * (size_t)n), parent(n);
+    for (auto& x : nbr) scanf("%d", &x);
+    for (auto& x : parent) scanf("%d", &x);
+    if (way == 2)
+        ONE_PER_ITEM(n / 512, cells_hook_bricks_local(cell.data(), nbr.data(), n, parent.data()));
+    else
+        ONE_PER_ITEM(n / 512, cells_hook_bricks(cell.data(), nbr.data(), n, parent.data()));
+    for (int x : parent) printf("%d\n", x);
+    return 0;
+}
+"""
+# A mutant of "local" that forgets the z links inside a brick: the comparison below must catch it.
+_Z_LINK = "if ((t >> 6) != 7 && fluid[t + 64]) unite(up, t, t + 64);"
+
+
+@pytest.fixture(scope="module")
+def brick_links_device(tmp_path_factory):
+    k = sparse_pressure_cells._K
+    source = with_defines(BRICK_LINKS, k)
+    mutant = source.replace('#include "flip_sparse_pressure_cells.cu"', "#include \"cells_mutant.cu\"")
+    d = tmp_path_factory.mktemp("cells_mutant")
+    from voxfx.kernels import backend
+
+    text = (backend.CUDA_DIR / "flip_sparse_pressure_cells.cu").read_text()
+    assert text.count(_Z_LINK) == 1
+    (d / "cells_mutant.cu").write_text(text.replace(_Z_LINK, ""))
+    mutant = mutant.replace('#include "cells_mutant.cu"', f'#include "{d / "cells_mutant.cu"}"')
+    return _build(tmp_path_factory, source), _build(tmp_path_factory, mutant)
+
+
+def _brick_parents(harness, cell, nbr, parent, way):
+    n = len(cell)
+    lines = [f"{n} {way}", *map(str, cell.astype(int)), *map(str, nbr.ravel()), *map(str, parent)]
+    return np.array(harness.raw(lines).split(), np.int64)
+
+
+def _brick_cases():
+    """(cell, nbr, parent) sets: the random sealed tank (cells_rhs's parents: a FLUID cell's
+    lowest FLUID neighbour below), an all-FLUID pool, and the tank with its slot 1 free (its
+    in-brick neighbours −1, as sparse_cell_step gives a free slot) and FLUID all the same."""
+    g = _tank(True, seed=5)
+    n, cell, nbr = g.size, np.asarray(g["cell"], np.uint8), np.asarray(g.nbr, np.int64)
+    low = np.arange(n)
+    for d in range(6):
+        o = nbr[d]
+        ok = (cell == FLUID) & (o >= 0) & (o < low) & (cell[np.maximum(o, 0)] == FLUID)
+        low = np.where(ok, o, low)
+    yield "tank", cell, nbr, low
+    yield "full", np.full(n, FLUID, np.uint8), nbr, np.arange(n)
+    free = nbr.copy()
+    free[:, 512:1024] = -1
+    yield "free slot", cell, free, low
+
+
+def test_local_brick_links_give_cells_hook_bricks_parents(brick_links_device):
+    """cells_hook_bricks_local (sparse_pressure_cells.BRICK_LINKS "local") leaves every parent
+    as cells_hook_bricks does — each FLUID cell its in-brick component's lowest index, every
+    other cell untouched — on a random tank, an all-FLUID pool and a free slot of FLUID cells
+    (the fallback through nbr); a mutant without the z links differs (the check can fail)."""
+    harness, mutant = brick_links_device
+    caught = 0
+    for name, cell, nbr, parent in _brick_cases():
+        old = _brick_parents(harness, cell, nbr, parent, 1)
+        new = _brick_parents(harness, cell, nbr, parent, 2)
+        assert np.array_equal(new, old), name
+        assert (old != parent).any() or name == "free slot", name  # the kernel did join cells
+        caught += not np.array_equal(_brick_parents(mutant, cell, nbr, parent, 2), old)
+    assert caught >= 2  # the tank and the full pool (the free slot's links go through nbr)

@@ -619,3 +619,57 @@ def test_lookback_scan_gives_the_cumulative_sums_and_readies_the_next_launch(loo
         assert np.array_equal(got, np.cumsum(a[k], axis=1)), k
     step = lambda e: 1 if e == 2 ** 31 - 1 else e + 1  # noqa: E731
     assert list(values[2 * rows * n:]) == [step(step(epoch)), 0, 0]
+
+
+# A mutant of scan_lookback that drops the carry from one chunk of its tile to the next: the
+# wide tiles' check below must catch it.
+_CARRY = "            carry += part[k];\n"
+
+
+@pytest.fixture(scope="module")
+def lookback_mutant(tmp_path_factory):
+    from voxfx.kernels import backend
+    from voxfx.kernels.flip.sparse_pressure_setup import _K as setup_kernels
+
+    text = (backend.CUDA_DIR / "flip_sparse_pressure_scan.cu").read_text()
+    assert text.count(_CARRY) == 1
+    d = tmp_path_factory.mktemp("scan_mutant")
+    (d / "scan_mutant.cu").write_text(text.replace(_CARRY, ""))
+    source = SCAN_LOOKBACK.replace('#include "flip_sparse_pressure_scan.cu"', f'#include "{d / "scan_mutant.cu"}"')
+    assert source != SCAN_LOOKBACK
+    return _build(tmp_path_factory, with_defines(source, setup_kernels, ["#include <algorithm>"]))
+
+
+@pytest.mark.parametrize("rows, n", [(3, 20_000), (1, 8_193), (2, 4_095)])
+def test_lookback_scan_is_the_same_at_every_tile_width(lookback_device, lookback_mutant, rows, n):
+    """scan_lookback over tiles of each SCAN_TILE_WIDTHS floor (2,048, 4,096 and 8,192 items:
+    sparse_pressure_setup.scan_tile(n, width)) gives the same integers, np.cumsum per row, in two
+    launches; the mutant without the chunks' carry does not (the check can fail)."""
+    from voxfx.kernels.flip import sparse_pressure_setup as setup
+
+    rng = np.random.default_rng(n)
+    a = [rng.integers(0, 4, (rows, n)).astype(np.int32) for _ in range(2)]
+    want = np.concatenate([np.cumsum(x, axis=1).ravel() for x in a])
+    tiles = [setup.scan_tile(n, int(w)) for w in setup.SCAN_TILE_WIDTHS]
+    assert tiles == [2048, 4096, 8192]
+    for tile in tiles:
+        lines = [f"{rows} {n} {tile} 3", *map(str, a[0].ravel()), *map(str, a[1].ravel())]
+        values = np.array(lookback_device.raw(lines).split(), np.int64)
+        assert np.array_equal(values[:2 * rows * n], want), tile
+        assert list(values[2 * rows * n:]) == [5, 0, 0]
+        bad = np.array(lookback_mutant.raw(lines).split(), np.int64)
+        assert not np.array_equal(bad[:2 * rows * n], want), tile
+
+
+def test_the_scan_tile_width_is_read_at_each_scan(monkeypatch):
+    from voxfx.kernels.flip import sparse_pressure_setup as setup
+
+    for width in setup.SCAN_TILE_WIDTHS:
+        monkeypatch.setenv("VOXFX_SPARSE_SCAN_TILE", width)
+        assert setup.scan_tile_floor() == width
+        for n in (1, 2048, 10 ** 6, 2 ** 31 - 1):
+            tile = setup.scan_tile(n, int(setup.scan_tile_floor()))
+            assert tile % 256 == 0 and tile >= int(width) * 256 and -(-n // tile) <= setup._SCAN_TILES
+    monkeypatch.delenv("VOXFX_SPARSE_SCAN_TILE")
+    assert setup.scan_tile_floor() == "8"
+    assert setup.scan_tile(10 ** 6, int(setup.scan_tile_floor())) == setup.scan_tile(10 ** 6)

@@ -6,9 +6,10 @@ and its ways."""
 import pytest
 
 from voxfx.kernels import settings
-from voxfx.kernels.flip import (particle_sort, sparse_g2p_gpu, sparse_grid, sparse_gpu, sparse_pressure_solve_ahead,
-                                sparse_scatter, sparse_topology_gpu, sparse_topology_tables, sparse_topology_update,
-                                sparse_transfer, surface_gpu, surface_host_copy, transfer)
+from voxfx.kernels.flip import (particle_sort, sparse_g2p_gpu, sparse_grid, sparse_gpu, sparse_pressure_cells,
+                                sparse_pressure_setup, sparse_pressure_solve_ahead, sparse_scatter, sparse_topology_gpu,
+                                sparse_topology_tables, sparse_topology_update, sparse_transfer, surface_gpu,
+                                surface_host_copy, transfer)
 
 SWITCHES = [  # (the switch, its variable, its ways, its default)
     (sparse_gpu.gather_mode, "VOXFX_SPARSE_GATHER", sparse_gpu.GATHERS, "scatter"),
@@ -31,6 +32,8 @@ SWITCHES = [  # (the switch, its variable, its ways, its default)
     (sparse_topology_tables.tables_mode, "VOXFX_SPARSE_TOPOLOGY_TABLES", sparse_topology_tables.TABLES, "fused"),
     (sparse_grid.margin_mode, "VOXFX_SPARSE_MARGIN", sparse_grid.MARGIN_MODES, "brick"),
     (sparse_transfer.p2g_tail, "VOXFX_SPARSE_P2G_TAIL", sparse_transfer.P2G_TAILS, "apart"),
+    (sparse_pressure_cells.brick_links, "VOXFX_SPARSE_LABEL_BRICK_LINKS", sparse_pressure_cells.BRICK_LINKS, "nbr"),
+    (sparse_pressure_setup.scan_tile_floor, "VOXFX_SPARSE_SCAN_TILE", sparse_pressure_setup.SCAN_TILE_WIDTHS, "8"),
 ]
 NO_GIVEN = {transfer.speed_max_mode, sparse_topology_gpu.topology_mode, sparse_topology_gpu.speed_max_mode,  # no
             sparse_topology_update.topology_update_mode, sparse_topology_tables.tables_mode,  # caller's way
