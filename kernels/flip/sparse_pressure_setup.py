@@ -76,16 +76,16 @@ _B_DEFINES = {**_DEFINES, "BRICK_BITS": BRICK_BITS}
 _K = Kernels("flip_sparse_pressure_setup.cu", (), THREADS, defines=_DEFINES)
 _U = Kernels("flip_sparse_pressure_unknowns.cu", (), THREADS, defines=_DEFINES)  # level 0's unknowns (unk_*)
 _B = Kernels("flip_sparse_pressure_bricks.cu", (), THREADS, defines=_B_DEFINES)
-_S = Kernels("flip_sparse_pressure_scan.cu", (), THREADS)  # inclusive_scan's kernels
+from .sparse_pressure_scan import (  # noqa: E402,F401  (split out; re-exported: callers and tests use them here)
+    _LOOKBACK_WORDS, _S, _SCAN_TILES, SCAN_TILE_WIDTHS, _lookback, inclusive_scan, lookback_state, scan_tile,
+    scan_tile_floor)
 BRICKS = os.environ.get("VOXFX_SPARSE_MG_BRICKS", "1") != "0"  # level 1 by brick look-ups (module notes)
 RANKS = os.environ.get("VOXFX_SPARSE_MG_RANKS", "1") != "0"  # level 1's key order by ranks, not a sort
 assert BRICK == 8  # unk_classify reads a cell's parity from its brick-local coordinates
-# inclusive_scan: "lookback" (default; scan_lookback: one launch, a single pass with decoupled
-# look-back), "kernel" (scan_tile_sums + scan_tiles: two launches) or "cupy"; the same integers.
+# inclusive_scan (sparse_pressure_scan, which reads it here at each call): "lookback" (default;
+# scan_lookback: one launch, a single pass with decoupled look-back), "kernel" (scan_tile_sums +
+# scan_tiles: two launches) or "cupy"; the same integers.
 SCAN = os.environ.get("VOXFX_SPARSE_PRESSURE_SCAN", "lookback")
-_SCAN_TILES = 1024  # at most this many tiles a row: scan_tiles sums the earlier ones per block
-_LOOKBACK_WORDS = 4 * _SCAN_TILES  # scan_lookback's status words (rows × tiles at most; more: two launches)
-_lookback = {}  # (device, stream) → (status words, ctrl): scan_lookback's state between launches
 # Coarse levels from the first whose finer level's bound is at most this many cells: all in
 # one block (mgs_tail_levels), the rest launch by launch; 0: every level launch by launch.
 TAIL_BOUND = int(os.environ.get("VOXFX_SPARSE_MG_SETUP_TAIL", "16384"))
@@ -132,66 +132,6 @@ def classify(grid, kind, size, diag8, flags, box):
     elif int(size) > 0:
         _U.launch_grid("unk_classify_block", (min(_CLASSIFY_BLOCKS, blocks(size)[0]),), (THREADS,),
                        (kind8, grid.nbr, np.int32(size), active, grid.slot_coords, diag8, flags, box))
-
-
-# scan_lookback's tile floor in block widths (``VOXFX_SPARSE_SCAN_TILE``, read at each scan):
-# "8" (2,048 items) or 16, 32 (4,096, 8,192: a quarter of the tiles, so a quarter of the
-# look-back chain; 32 items a thread over the chunks of the same kernel). i24u, 8M on an H100:
-# level 0's scan 0.067 ms over 2,673 tiles of 2,048 (~25 ns a tile). The same integers any
-# width (host harness, tests/gpu/test_flip_sparse_pressure_scan_gpu.py); not yet timed.
-SCAN_TILE_WIDTHS = ("8", "16", "32")
-
-
-def scan_tile_floor(given=None) -> str:
-    """scan_lookback's tile floor in block widths (``SCAN_TILE_WIDTHS``)."""
-    return env_choice("VOXFX_SPARSE_SCAN_TILE", SCAN_TILE_WIDTHS, given)
-
-
-def scan_tile(n, width=8) -> int:
-    """Items a block of the scan kernels owns in a row of *n*: at least *width* blocks'
-    widths, wide enough for at most _SCAN_TILES tiles."""
-    return max(width * THREADS, -(-int(n) // (_SCAN_TILES * THREADS)) * THREADS)
-
-
-def inclusive_scan(a, out=None, sums=None):
-    """``cupy.cumsum(a, axis=-1, dtype=int32)`` of a C-contiguous int32 array of one row
-    (n,) or several (rows, n): scan_tile_sums and scan_tiles, or cupy.cumsum (``SCAN``);
-    *out* (a's shape, int32) and *sums* (int32, ``_SCAN_TILES`` a row at least) where the
-    caller keeps them (``sparse_pressure_workspace``), else new arrays."""
-    import cupy as cp
-
-    if SCAN not in ("kernel", "lookback") or a.dtype != cp.int32 or a.ndim not in (1, 2) or not a.flags.c_contiguous:
-        if SCAN not in ("kernel", "lookback", "cupy"):
-            raise ValueError(f"VOXFX_SPARSE_PRESSURE_SCAN must be kernel, lookback or cupy, not {SCAN!r}")
-        return cp.cumsum(a, axis=-1, dtype=cp.int32, out=out)
-    n, rows = int(a.shape[-1]), 1 if a.ndim == 1 else int(a.shape[0])
-    out = cp.empty(a.shape, cp.int32) if out is None else out
-    if n == 0 or rows == 0:
-        return out
-    tile = scan_tile(n)
-    grid = (-(-n // tile), rows)
-    if SCAN == "lookback" and grid[0] * rows <= _LOOKBACK_WORDS:
-        tile = scan_tile(n, int(scan_tile_floor()))
-        grid = (-(-n // tile), rows)
-        status, ctrl = lookback_state(cp)
-        _S.launch_grid("scan_lookback", (grid[0] * rows,), (THREADS,), (a, np.int32(n), np.int32(tile),
-                                                                        np.int32(grid[0]), status, ctrl, out))
-        return out
-    sums = cp.empty(grid[0] * rows, cp.int32) if sums is None else sums
-    _S.launch_grid("scan_tile_sums", grid, (THREADS,), (a, np.int32(n), np.int32(tile), sums))
-    _S.launch_grid("scan_tiles", grid, (THREADS,), (a, np.int32(n), np.int32(tile), sums, out))
-    return out
-
-
-def lookback_state(cp):
-    """scan_lookback's status words (zeroed once) and ctrl (epoch 1, ticket 0, done 0) for the
-    current device and stream: kept, each launch leaves them ready for the next (the kernel's
-    notes); launches on one stream run in turn, so they never share a ticket counter."""
-    key = (cp.cuda.Device().id, cp.cuda.get_current_stream().ptr)
-    state = _lookback.get(key)
-    if state is None:
-        state = _lookback[key] = (cp.zeros(_LOOKBACK_WORDS, cp.uint64), cp.asarray(np.array([1, 0, 0], np.uint32)))
-    return state
 
 
 def level_bounds(n0) -> list:

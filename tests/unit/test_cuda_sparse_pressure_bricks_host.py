@@ -274,7 +274,7 @@ def _kernel_params(source):
 
 
 def test_every_setup_launch_names_a_kernel_of_its_module_with_its_arguments():
-    """Each launch in sparse_pressure_setup.py, sparse_pressure_workspace.py,
+    """Each launch in sparse_pressure_setup.py, sparse_pressure_scan.py, sparse_pressure_workspace.py,
     sparse_pressure_workspace_views.py and sparse_pressure_workspace_levels.py (``_K`` or ``K``:
     flip_sparse_pressure_setup.cu, ``_U``: flip_sparse_pressure_unknowns.cu, ``_B`` or ``B``:
     flip_sparse_pressure_bricks.cu, directly or through ``_widening``) names a kernel of
@@ -286,7 +286,7 @@ def test_every_setup_launch_names_a_kernel_of_its_module_with_its_arguments():
 
     from voxfx.kernels import backend
     from voxfx.kernels.flip import sparse_pressure_setup as setup
-    from voxfx.kernels.flip import (sparse_pressure_workspace, sparse_pressure_workspace_levels,
+    from voxfx.kernels.flip import (sparse_pressure_scan, sparse_pressure_workspace, sparse_pressure_workspace_levels,
                                     sparse_pressure_workspace_views)
 
     params = {name: _kernel_params((backend.CUDA_DIR / k.filename).read_text())
@@ -299,7 +299,7 @@ def test_every_setup_launch_names_a_kernel_of_its_module_with_its_arguments():
     seen = {}
     workspace_files = (sparse_pressure_workspace.__file__, sparse_pressure_workspace_views.__file__,
                        sparse_pressure_workspace_levels.__file__)
-    for source in (setup.__file__, *workspace_files):
+    for source in (setup.__file__, sparse_pressure_scan.__file__, *workspace_files):
         seen[source] = set()
         for call in ast.walk(ast.parse(Path(source).read_text())):
             if not isinstance(call, ast.Call):
@@ -319,7 +319,8 @@ def test_every_setup_launch_names_a_kernel_of_its_module_with_its_arguments():
             seen[source].add(name)
     assert {"mgb_coarsen", "mgb_parents", "mgb_sorted", "mgb_segment_counts", "mgb_ranked", "mgb_prolong",
             "mgb_restrict", "mgb_unknown_span", "unk_classify", "unk_classify_block", "mgs_level_cells",
-            "mgs_tail_levels", "scan_tile_sums", "scan_tiles", "scan_lookback"} <= seen[setup.__file__]
+            "mgs_tail_levels"} <= seen[setup.__file__]
+    assert {"scan_tile_sums", "scan_tiles", "scan_lookback"} <= seen[sparse_pressure_scan.__file__]
     assert {"mgb_ranked", "mgs_parents", "mgs_coarsen", "mgs_prolong_table", "mgs_restrict_table", "unk_order",
             "unk_tables_strided", "mgs_tail_levels", "mgs_level_tables_down", "mgs_prolong_restrict",
             "mgs_tail_levels_scatter"} <= set().union(*(seen[f] for f in workspace_files))
