@@ -31,9 +31,10 @@
 // children are in level 0's set, none FLUID) or 2 (FLUID: one is); take = flag ≠ 0; map1 = −1
 // (mgb_sorted fills in the set's). A level-0 cell is in the set when its brick is active and
 // it is not AIR (sparse_multigrid's level 0).
-extern "C" __global__ void mgb_coarsen(const unsigned char* __restrict__ kind, const bool* __restrict__ brick_active,
-                                       int n, unsigned char* __restrict__ flag, int* __restrict__ take,
-                                       int* __restrict__ map1)
+__device__ __forceinline__ void mgb_coarsen_body(const unsigned char* __restrict__ kind,
+                                                 const bool* __restrict__ brick_active, int n,
+                                                 unsigned char* __restrict__ flag, int* __restrict__ take,
+                                                 int* __restrict__ map1)
 {
     RANGE(t, 0, n)
     {
@@ -54,6 +55,13 @@ extern "C" __global__ void mgb_coarsen(const unsigned char* __restrict__ kind, c
         take[t] = f != 0;
         map1[t] = -1;
     }
+}
+
+extern "C" __global__ void mgb_coarsen(const unsigned char* __restrict__ kind, const bool* __restrict__ brick_active,
+                                       int n, unsigned char* __restrict__ flag, int* __restrict__ take,
+                                       int* __restrict__ map1)
+{
+    mgb_coarsen_body(kind, brick_active, n, flag, take, map1);
 }
 
 // Level 1's cells in candidate order at their scan positions (scan: inclusive scan of take):
@@ -227,10 +235,10 @@ extern "C" __global__ void mgb_prolong(const long long* __restrict__ cells, cons
 // candidate scand[·]) level-0 cells 2I + (−1, 0, 1, 2) per axis, row (iz·4 + iy)·4 + ix
 // (restrict_column's rows), as level-0 unknowns (position: flat → unknown, mf where none);
 // mf where the cell's brick is inactive.
-extern "C" __global__ void mgb_restrict(const int* __restrict__ scand, const int* __restrict__ uorder,
-                                        const int* __restrict__ ccnt, int stride, const int* __restrict__ nbr27,
-                                        const int* __restrict__ position, const int* __restrict__ fcnt,
-                                        int* __restrict__ down)
+__device__ __forceinline__ void mgb_restrict_body(const int* __restrict__ scand, const int* __restrict__ uorder,
+                                                  const int* __restrict__ ccnt, int stride,
+                                                  const int* __restrict__ nbr27, const int* __restrict__ position,
+                                                  const int* __restrict__ fcnt, int* __restrict__ down)
 {
     const int mc = ccnt[2], mf = fcnt[2];
     RANGE(u, 0, mc + 1)
@@ -246,4 +254,61 @@ extern "C" __global__ void mgb_restrict(const int* __restrict__ scand, const int
             down[row * stride + u] = c < 0 ? mf : position[c];
         }
     }
+}
+
+extern "C" __global__ void mgb_restrict(const int* __restrict__ scand, const int* __restrict__ uorder,
+                                        const int* __restrict__ ccnt, int stride, const int* __restrict__ nbr27,
+                                        const int* __restrict__ position, const int* __restrict__ fcnt,
+                                        int* __restrict__ down)
+{
+    mgb_restrict_body(scand, uorder, ccnt, stride, nbr27, position, fcnt, down);
+}
+
+// ---- Launches joined (sparse_pressure_workspace_levels.FUSE "1", off by default): no
+// grid-wide dependency between the parts, so one launch does both, the same integers (the
+// spans' atomic maxima in any order); a span on the first `wide` blocks only, striding as
+// its own launch on `wide` blocks would.
+
+// mgb_unknown_span's body on blocks 0 … wide − 1.
+__device__ __forceinline__ void unknown_span_blocks(const long long* __restrict__ cells, int m,
+                                                    const int* __restrict__ slot_coords, int* span, int wide)
+{
+    if ((int)blockIdx.x >= wide) return;
+    int s[6];
+    bool any = false;
+    for (int u = (int)(blockIdx.x * blockDim.x + threadIdx.x); u < m; u += wide * (int)blockDim.x) {
+        const int c = (int)cells[u], slot = c >> 9, l = c & (SPARSE_CELLS - 1);
+        const int i = 8 * slot_coords[3 * slot] + (l & 7), j = 8 * slot_coords[3 * slot + 1] + ((l >> 3) & 7),
+                  k = 8 * slot_coords[3 * slot + 2] + (l >> 6);
+        const int v[6] = {i, j, k, -i, -j, -k};
+        for (int a = 0; a < 6; ++a) s[a] = any && s[a] > v[a] ? s[a] : v[a];
+        any = true;
+    }
+    if (any)
+        for (int a = 0; a < 6; ++a) atomicMax(span + a, s[a]);
+}
+
+// mgb_coarsen (level 1's candidates: kind, brick_active → flag, take, map1) with level 0's
+// mgb_unknown_span (cells, fcnt, slot_coords → span): disjoint inputs and outputs.
+extern "C" __global__ void mgb_coarsen_span(const unsigned char* __restrict__ kind,
+                                            const bool* __restrict__ brick_active, int n,
+                                            unsigned char* __restrict__ flag, int* __restrict__ take,
+                                            int* __restrict__ map1, const long long* __restrict__ cells,
+                                            const int* __restrict__ fcnt, const int* __restrict__ slot_coords,
+                                            int* span, int wide)
+{
+    mgb_coarsen_body(kind, brick_active, n, flag, take, map1);
+    unknown_span_blocks(cells, fcnt[2], slot_coords, span, wide);
+}
+
+// mgb_restrict (level 1's down) with level 1's mgs_key_span (its unknown keys ukeys, cnt
+// ccnt → span): down is read by no part; the keys are mgs_level_tables', launched before.
+extern "C" __global__ void mgb_restrict_span(const int* __restrict__ scand, const int* __restrict__ uorder,
+                                             const int* __restrict__ ccnt, int stride, const int* __restrict__ nbr27,
+                                             const int* __restrict__ position, const int* __restrict__ fcnt,
+                                             int* __restrict__ down, const long long* __restrict__ ukeys, int* span,
+                                             int wide)
+{
+    mgb_restrict_body(scand, uorder, ccnt, stride, nbr27, position, fcnt, down);
+    widen_span_blocks(ukeys, ccnt[2], wide, span);
 }

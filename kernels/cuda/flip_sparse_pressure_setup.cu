@@ -378,3 +378,27 @@ extern "C" __global__ void __launch_bounds__(1024) mgs_tail_levels_scatter(const
 {
     mgs_tail_levels_body<true>(rec, first, count, cnt, span);
 }
+
+// ---- A coarse level's last launches as one (sparse_pressure_workspace_levels.FUSE "1", off
+// by default): mgs_prolong_restrict, mgs_key_span and the next level's mgs_coarsen have no
+// grid-wide dependency between them — prolong_restrict writes up and down, the span reads
+// the level's unknown keys (mgs_level_tables_down's, launched before), the next coarsen reads
+// the level's keys, fluid flags and cnt (mgs_parents', before) and writes the next level's
+// flag and take (its own scratch) — so one launch does all three: the same integers (the
+// span's atomic maxima in any order). The span runs on the first `wide` blocks striding as
+// mgs_key_span's own grid of `wide` blocks would; the next coarsen over nbound items on the
+// level's own key base (nbound 0: no next level here — the tail's, or none).
+
+extern "C" __global__ void mgs_level_end(const long long* __restrict__ fkeys, const int* __restrict__ fcnt,
+                                         int fstride, int bx, int by, int bz, const long long* __restrict__ ckeys,
+                                         const int* __restrict__ ccnt, const int* __restrict__ cposition, int cbx,
+                                         int cby, int cbz, int* __restrict__ up, int cstride, int* __restrict__ down,
+                                         const long long* __restrict__ cukeys, int* __restrict__ span, int wide,
+                                         const unsigned char* __restrict__ cfluid, int nbound,
+                                         unsigned char* __restrict__ nflag, int* __restrict__ ntake)
+{
+    mgs_prolong_restrict_body(fkeys, fcnt, fstride, bx, by, bz, ckeys, ccnt, cposition, cbx, cby, cbz, up, cstride,
+                              down);
+    mgs_coarsen_body(ckeys, cfluid, ccnt, nbound, cbx, cby, cbz, nflag, ntake);
+    widen_span_blocks(cukeys, ccnt[2], wide, span);
+}

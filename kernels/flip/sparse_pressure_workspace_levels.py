@@ -8,7 +8,9 @@ integers as ``build``'s). ``sparse_pressure_workspace.unknowns`` (ahead of its h
 ``build`` (after it) calls ``_launch_levels``; the sizes land in ``Workspace.cnt`` and
 ``span``. From level 2 on the restriction tables are the prolongations' transposes
 (``sparse_pressure_setup.RESTRICT`` "scatter", the default: no key searches, one launch fewer
-a level; "search": mgs_restrict_table's searches, as ``build``'s).
+a level; "search": mgs_restrict_table's searches, as ``build``'s). ``fuse()``
+(``VOXFX_SPARSE_SETUP_FUSE``, "0" the default; "1") joins launches with no grid-wide dependency
+between them: 30 → 25 launches at 8M (``FUSE``).
 """
 
 from __future__ import annotations
@@ -17,10 +19,26 @@ from functools import partial
 
 import numpy as np
 
+from ..settings import env_choice
 from . import sparse_pressure_setup as setup
 from . import sparse_pressure_setup_graph as setup_graph
 from .sparse_multigrid import _CellSet
 from .sparse_pressure_setup import _ints
+
+# VOXFX_SPARSE_SETUP_FUSE (read at each set-up): "1" joins launches that read nothing another
+# one writes — level 0's mgb_unknown_span into mgb_coarsen (mgb_coarsen_span), level 1's
+# mgs_key_span into mgb_restrict (mgb_restrict_span), and from level 2 on (scatter) the
+# level's mgs_prolong_restrict, mgs_key_span and the next launched level's mgs_coarsen
+# (mgs_level_end): one launch fewer at level 0, 1 and the last launched level, two at the
+# others (8M dam break, levels 0 … 3 launched, the tail from 4: 30 → 25). The same integers
+# (host harness: the fused kernels against the separate ones; GPU test); "0" (the default)
+# the separate launches until a device call measures the A/B.
+FUSE = ("0", "1")
+
+
+def fuse(given=None) -> str:
+    """The coarse levels' launches: "1" joins the independent ones (``FUSE``)."""
+    return env_choice("VOXFX_SPARSE_SETUP_FUSE", FUSE, given)
 
 
 def _launch_levels(grid, kind, ws, level0, base, bounds, most):
@@ -28,17 +46,19 @@ def _launch_levels(grid, kind, ws, level0, base, bounds, most):
     *most* level-0 unknowns: the span kernel's grid), sizes into ``ws.cnt`` and ``ws.span``;
     from level 2 on as one graph replay where ``sparse_pressure_setup_graph`` is on."""
     cnt, span = ws.cnt, ws.span
-    setup._widening(setup._B, "mgb_unknown_span", most, (level0._tables_args[0], cnt[0], grid.slot_coords, span[0]))
+    joined = fuse() == "1" and len(bounds) > 1
+    if not joined:
+        setup._widening(setup._B, "mgb_unknown_span", most, (level0._tables_args[0], cnt[0], grid.slot_coords, span[0]))
     if len(bounds) > 1:
         graph = len(bounds) > 2 and setup_graph.enabled()  # a graph of levels 2 …
         ws.scratch(keep=graph)
         try:
-            fine = _level1(grid, kind, base, ws, level0.position)
+            fine = _level1(grid, kind, base, ws, level0.position, (level0._tables_args[0], most) if joined else None)
             level0._prolong_args = (cnt[0], grid.brick_nbr, ws.map1, ws.levels[1]["position"], cnt[1])
             level0.candidates = int(grid.brick_slot.shape[0]) * 64  # map1's entries this set-up wrote
             first = _tail_start(bounds)  # build's test, on the host bounds
             if graph:
-                key = (ws.generation, int(ws.arena.data.ptr), fine[1], first, setup.SCAN, _scatter())
+                key = (ws.generation, int(ws.arena.data.ptr), fine[1], first, setup.SCAN, _scatter(), joined)
                 ws.graphs.run(key, partial(_coarser, fine, ws, first), partial(_tail_record, first, fine, ws))
             else:
                 _coarser(fine, ws, first, *_tail_record(first, fine, ws, ws.rec))
@@ -57,8 +77,9 @@ def _tail_start(bounds) -> int:
 
 def _coarser(fine, ws, first, rec=None):
     """Levels 2 … launch by launch up to *first*, the tail from there (its record in *rec*)."""
+    joined = fuse() == "1" and _scatter()  # mgs_level_end: the next level's coarsen in this level's last launch
     for level in range(2, first):
-        fine = _coarse_level(level, fine, ws)
+        fine = _coarse_level(level, fine, ws, joined, coarsened=joined and level > 2, ahead=level + 1 < first)
     if first < len(ws.caps):
         _tail(first, ws, rec)
 
@@ -80,9 +101,11 @@ def _level_tables(t, base, cnt, k, sums, fcnt=None):
                                                   t["down"]))
 
 
-def _level1(grid, kind, base, ws, position0):
+def _level1(grid, kind, base, ws, position0, span0=None):
     """Level 1 by brick look-ups and ranks (``sparse_pressure_setup._level1_by_bricks``;
-    *position0*: level 0's flat cell → unknown): (1, its key base)."""
+    *position0*: level 0's flat cell → unknown): (1, its key base). *span0*: (level 0's
+    unknowns' cells, its bound) where ``fuse()`` is "1": mgb_unknown_span launched within mgb_coarsen,
+    and level 1's mgs_key_span within mgb_restrict."""
     import cupy as cp
 
     B = setup._B
@@ -94,12 +117,17 @@ def _level1(grid, kind, base, ws, position0):
     ws.candidates(cand_count, max(16 * bricks, 1))
     flag, take, map1 = ws.flag1, ws.take1, ws.map1
     active = grid.brick_slot.astype(cp.bool_, copy=False)
-    B.launch("mgb_coarsen", cand_count, (kind.astype(cp.uint8, copy=False), active, np.int32(cand_count), flag, take,
-                                         map1))
+    kind8, cnt, span = kind.astype(cp.uint8, copy=False), ws.cnt, ws.span
+    if span0 is None:
+        B.launch("mgb_coarsen", cand_count, (kind8, active, np.int32(cand_count), flag, take, map1))
+    else:
+        wide = _span_blocks(span0[1])
+        B.launch_grid("mgb_coarsen_span", (max(setup.blocks(cand_count)[0], wide, 1),), (setup.THREADS,),
+                      (kind8, active, np.int32(cand_count), flag, take, map1, span0[0], cnt[0], grid.slot_coords,
+                       span[0], np.int32(wide)))
     t, c1 = ws.work[1], ws.caps[1]
     k1 = c1 - 1
     cbase = _CellSet(None, None, base).coarser_base()
-    cnt, span = ws.cnt, ws.span
     seg = ws.seg
     B.launch("mgb_segment_counts", 16 * bricks, (bkeys, bslots, np.int32(bricks), flag, seg))
     scan = setup.inclusive_scan(seg[:16 * bricks], ws.seg_scan[:16 * bricks], ws.sums)
@@ -108,14 +136,23 @@ def _level1(grid, kind, base, ws, position0):
                                                  cnt[1]))
     _level_tables(t, cbase, cnt[1], k1, ws.sums)
     # up onto level 0 (mgb_prolong) is Level0.fill's, at the solver's stride
-    B.launch("mgb_restrict", k1 + 1, (t["scand"], t["order"], cnt[1], np.int32(c1), grid.brick_nbr, position0,
-                                      cnt[0], t["down"]))
-    setup._widening(setup._K, "mgs_key_span", k1, (t["ukeys"], cnt[1], span[1]))
+    if span0 is None:
+        B.launch("mgb_restrict", k1 + 1, (t["scand"], t["order"], cnt[1], np.int32(c1), grid.brick_nbr, position0,
+                                          cnt[0], t["down"]))
+        setup._widening(setup._K, "mgs_key_span", k1, (t["ukeys"], cnt[1], span[1]))
+    else:
+        wide = _span_blocks(k1)
+        B.launch_grid("mgb_restrict_span", (max(setup.blocks(k1 + 1)[0], wide),), (setup.THREADS,),
+                      (t["scand"], t["order"], cnt[1], np.int32(c1), grid.brick_nbr, position0, cnt[0], t["down"],
+                       t["ukeys"], span[1], np.int32(wide)))
     return 1, cbase
 
 
-def _coarse_level(level, fine, ws):
-    """One coarse level launch by launch (``build``'s loop body); (level, its key base)."""
+def _coarse_level(level, fine, ws, joined=False, coarsened=False, ahead=False):
+    """One coarse level launch by launch (``build``'s loop body); (level, its key base).
+    *joined* (``fuse()`` "1" with "scatter"): its last launches as one mgs_level_end, with the
+    next level's mgs_coarsen where that level is launched too (*ahead*); *coarsened*: this
+    level's mgs_coarsen was the finer level's mgs_level_end."""
     K = setup._K
     f, fbase = fine
     tf, t = ws.work[f], ws.work[level]
@@ -123,10 +160,22 @@ def _coarse_level(level, fine, ws):
     fk, k = cf - 1, c - 1
     cbase = _CellSet(None, None, fbase).coarser_base()
     cnt, span = ws.cnt, ws.span
-    K.launch("mgs_coarsen", fk, (tf["keys"], tf["fluid"], cnt[f], np.int32(fk), *_ints(fbase), t["flag"], t["take"]))
+    if not coarsened:
+        K.launch("mgs_coarsen", fk, (tf["keys"], tf["fluid"], cnt[f], np.int32(fk), *_ints(fbase), t["flag"],
+                                     t["take"]))
     scan = setup.inclusive_scan(t["take"], t["scan"], ws.sums)
     K.launch("mgs_parents", max(fk, 1), (tf["keys"], t["flag"], scan, cnt[f], np.int32(fk), *_ints(fbase),
                                          *_ints(cbase), np.int32(k), t["keys"], t["fluid"], cnt[level]))
+    if joined:  # prolong_restrict, the span and the next level's coarsen (none where that is the tail's)
+        _level_tables(t, cbase, cnt[level], k, ws.sums, fcnt=cnt[f])
+        n = ws.work[level + 1] if ahead else t
+        nbound = k if ahead else 0  # 0: t's flag and take stand in, not written
+        wide = _span_blocks(k)
+        K.launch_grid("mgs_level_end", (max(setup.blocks(max(cf, k, 1))[0], wide),), (setup.THREADS,),
+                      (tf["ukeys"], cnt[f], np.int32(cf), *_ints(fbase), t["keys"], cnt[level], t["position"],
+                       *_ints(cbase), t["up"], np.int32(c), t["down"], t["ukeys"], span[level], np.int32(wide),
+                       t["fluid"], np.int32(nbound), n["flag"], n["take"]))
+        return level, cbase
     if _scatter():  # down as up's transpose: no searches, one launch fewer
         _level_tables(t, cbase, cnt[level], k, ws.sums, fcnt=cnt[f])
         K.launch("mgs_prolong_restrict", cf, (tf["ukeys"], cnt[f], np.int32(cf), *_ints(fbase), t["keys"], cnt[level],
@@ -179,6 +228,11 @@ def _tail(first, ws, rec):
     else:
         setup._K.launch_grid("mgs_tail_levels", (1,), (setup._TAIL_THREADS,),
                              (rec, np.int32(first), np.int32(count), sizes[:4 * count], sizes[4 * count:]))
+
+
+def _span_blocks(n) -> int:
+    """The blocks a span over *n* items runs on (``setup._widening``'s grid; 0 for n = 0)."""
+    return min(setup._WIDEN_BLOCKS, setup.blocks(n)[0]) if int(n) > 0 else 0
 
 
 def _scatter() -> bool:

@@ -171,6 +171,24 @@ __device__ __forceinline__ void widen_span_range(const long long* __restrict__ k
         for (int a = 0; a < 6; ++a) atomicMax(span + a, s[a]);
 }
 
+// span[0..2] = max, span[3..5] = −min of the key fields of keys[0, n) on blocks 0 … wide − 1 only,
+// striding as widen_span_range does on a grid of `wide` blocks (a fused launch's larger grid).
+__device__ __forceinline__ void widen_span_blocks(const long long* __restrict__ keys, int n, int wide, int* span)
+{
+    if ((int)blockIdx.x >= wide) return;
+    int s[6];
+    bool any = false;
+    for (int c = (int)(blockIdx.x * blockDim.x + threadIdx.x); c < n; c += wide * (int)blockDim.x) {
+        int i, j, k;
+        key_cell(keys[c], 0, 0, 0, i, j, k);
+        const int v[6] = {i, j, k, -i, -j, -k};
+        for (int a = 0; a < 6; ++a) s[a] = any && s[a] > v[a] ? s[a] : v[a];
+        any = true;
+    }
+    if (any)
+        for (int a = 0; a < 6; ++a) atomicMax(span + a, s[a]);
+}
+
 // span[0..2] = max, span[3..5] = −min of the key fields: widened by one key.
 __device__ __forceinline__ void widen_span(long long key, int* span)
 {
