@@ -277,7 +277,9 @@ def test_bricks_closed_level_set_equals_legacy_and_the_reference(harness, smooth
     bricks, legacy, bad, active = host_level_sets(harness, pos, np.float32(r), grown, R, band, smooth, walls=spec)
     assert bad == 0
     np.testing.assert_array_equal(bricks, legacy)  # the same particles in the same order: the same bits
-    reference = closed_level_set(pos, spec, r, R, xp=np, smooth_iterations=smooth)
+    # the harness ran without the interior skip, so the reference too (with the skip, the default, ~1.7% of
+    # the random scenes had interior nodes at −band where the harness gathered: seeds 61, 73, 97, 202, 290)
+    reference = closed_level_set(pos, spec, r, R, xp=np, smooth_iterations=smooth, interior=False)
     np.testing.assert_allclose(bricks, reference, rtol=0, atol=2e-5 * R if smooth == 0 else 1e-4 * h * smooth)
     assert (bricks < 0).any() and 0 < active.sum() <= active.size
 
@@ -297,7 +299,7 @@ def test_bricks_open_level_set_with_per_particle_radii_and_far_particles(harness
     band = 3.0 * h
     bricks, legacy, bad, active = host_level_sets(harness, pos, radii, spec, R, band, 1)
     np.testing.assert_array_equal(bricks, legacy)
-    reference = particle_level_set(pos, spec, radii, R, xp=np)
+    reference = particle_level_set(pos, spec, radii, R, xp=np, interior=False)  # the harness: no skip
     np.testing.assert_allclose(bricks, reference, rtol=0, atol=1e-4 * h)
     assert 0 < active.sum() < active.size  # some bricks skipped, and they are the far field
     assert (bricks == np.float32(band)).any()
@@ -368,7 +370,7 @@ def test_a_node_whose_only_particle_lies_just_inside_r_reads_its_distance(harnes
     assert t.min() == f(2.0 ** -24)
     pos = np.array([[x, y, node], [0.05, 0.05, 0.05]], np.float32)  # and one far from the node
     bricks, legacy, bad, _ = host_level_sets(harness, pos, f(r), spec, R, 3 * h, 0)
-    reference = particle_level_set(pos, spec, f(r), R, xp=np, smooth_iterations=0)
+    reference = particle_level_set(pos, spec, f(r), R, xp=np, smooth_iterations=0, interior=False)  # as the harness
     assert bad == 0 and reference[4, 4, 4] == pytest.approx(R - r, abs=1e-6)  # one particle: |x − x_p| − r
     np.testing.assert_array_equal(bricks, legacy)
     np.testing.assert_allclose(bricks, reference, rtol=0, atol=2e-5 * R)
