@@ -21,15 +21,10 @@ load()
 
 def main():
     import cupy as cp
-    import numpy as np
 
-    from flip import dam_break
+    from flip import spreading_liquid
     from tests.gpu.pool_peak import pool_peak
-    from voxfx.kernels.flip import sparse_memory as M
     from voxfx.kernels.flip import sparse_pressure_solvers, sparse_pressure_workspace
-    from voxfx.kernels.flip.frame_check import FrameCheck
-    from voxfx.kernels.flip.grid import FlipSettings
-    from voxfx.kernels.flip.sim import FlipSimulation
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--frames", type=int, default=12)
@@ -38,12 +33,7 @@ def main():
     print("way", ways or "main")
     pool = cp.get_default_memory_pool()
     pool.free_all_blocks()
-    spec, v, t = dam_break(128, 1_000_000)
-    sim = FlipSimulation(spec, FlipSettings(), v, t, xp=cp, sparse=True)
-    top = (float(np.asarray(v)[:, 2].max()) - spec.origin[2]) / spec.voxel_size
-    estimate = M.sparse_flip_memory(spec, len(sim.pos), xp=cp, climb=M.climb_cells(top, 0.0, spec), parts=True)
-    check = FrameCheck(lambda b, p, parts=False: M.memory_at(spec, b, p, 8, parts=parts, xp=cp), True,
-                       M.box_bricks(spec), xp=cp, first=estimate["bricks"])
+    sim, estimate, check = spreading_liquid(cp)
     mib = 2 ** 20
     for frame in range(args.frames):
         cp.cuda.Device().synchronize()

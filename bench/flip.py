@@ -43,6 +43,25 @@ def dam_break(n, particles):
     return GridSpec((0.0, 0.0, 0.0), h, (n, n, n)), v, t
 
 
+def spreading_liquid(xp, n=128, particles=1_000_000, time_centred=False):
+    """The memory checks' spreading dam break (tests/gpu/test_liquid_memory_check_gpu.py,
+    test_flip_centred_advection_gpu.py, bench/_memory_check_probe.py), set up as a bake does:
+    (the sparse simulation on *xp*, its estimate before the bake with the parts, the bake's
+    ``FrameCheck`` before each frame); *time_centred*: the advection and both estimates so."""
+    from voxfx.kernels.flip import sparse_memory as M
+    from voxfx.kernels.flip.frame_check import FrameCheck
+
+    spec, v, t = dam_break(n, particles)
+    sim = FlipSimulation(spec, FlipSettings(time_centred_advection=time_centred), v, t, xp=xp, sparse=True)
+    top = (float(np.asarray(v)[:, 2].max()) - spec.origin[2]) / spec.voxel_size
+    estimate = M.sparse_flip_memory(spec, len(sim.pos), xp=xp, climb=M.climb_cells(top, 0.0, spec), parts=True,
+                                    time_centred=time_centred)
+    check = FrameCheck(lambda b, p, parts=False: M.memory_at(spec, b, p, 8, parts=parts, xp=xp,
+                                                             time_centred=time_centred),
+                       True, M.box_bricks(spec), xp=xp, first=estimate["bricks"])
+    return sim, estimate, check
+
+
 def timed_substep(sim, dt, ev):
     import cupy as cp
 

@@ -17,7 +17,6 @@ from tests.gpu.test_flip_transfer_gpu import on_gpu, random_grid, random_particl
 from tests.unit.test_flip_centred_advection import THREE_SUBSTEPS, front_deviation
 from voxfx.kernels.flip import sparse_g2p_gpu, sparse_gpu, sparse_transfer
 from voxfx.kernels.flip import transfer as ft
-from voxfx.kernels.flip.frame_check import FrameCheck
 
 cp = pytest.importorskip("cupy")
 
@@ -190,22 +189,13 @@ def test_gpu_sparse_frame_check_with_the_kept_faces_covers_each_frames_peak():
     import sys
 
     from tests.conftest import ROOT
-    from voxfx.kernels.flip import sparse_memory as M
-    from voxfx.kernels.flip.grid import FlipSettings
-    from voxfx.kernels.flip.sim import FlipSimulation
 
     sys.path.insert(0, str(ROOT / "bench"))
-    from flip import dam_break
+    from flip import spreading_liquid
 
     pool = cp.get_default_memory_pool()
     pool.free_all_blocks()
-    spec, v, t = dam_break(128, 1_000_000)
-    sim = FlipSimulation(spec, FlipSettings(time_centred_advection=True), v, t, xp=cp, sparse=True)
-    top = (float(np.asarray(v)[:, 2].max()) - spec.origin[2]) / spec.voxel_size
-    estimate = M.sparse_flip_memory(spec, len(sim.pos), xp=cp, climb=M.climb_cells(top, 0.0, spec), parts=True,
-                                    time_centred=True)
-    check = FrameCheck(lambda b, p, parts=False: M.memory_at(spec, b, p, 8, parts=parts, xp=cp, time_centred=True),
-                       True, M.box_bricks(spec), xp=cp, first=estimate["bricks"])
+    sim, estimate, check = spreading_liquid(cp, time_centred=True)
 
     for frame in range(8):
         cp.cuda.Device().synchronize()

@@ -24,20 +24,14 @@ def test_the_estimate_and_the_frame_check_cover_each_frames_peak_as_the_liquid_s
     1, ``VOXFX_SPARSE_PARTICLE_SORT_PATH`` gather), whose spare arrays the estimate then counts
     (``particle_sort.spare_bytes``) and which sorts at each frame's end inside the measured step."""
     sys.path.insert(0, str(ROOT / "bench"))
-    from flip import dam_break
+    from flip import spreading_liquid
 
     monkeypatch.setenv("VOXFX_SPARSE_PARTICLE_SORT", sort)
     monkeypatch.setenv("VOXFX_SPARSE_PARTICLE_SORT_PATH", path)
 
     pool = cp.get_default_memory_pool()
     pool.free_all_blocks()
-    spec, v, t = dam_break(128, 1_000_000)
-    sim = FlipSimulation(spec, FlipSettings(), v, t, xp=cp, sparse=True)
-    P = len(sim.pos)
-    top = (float(np.asarray(v)[:, 2].max()) - spec.origin[2]) / spec.voxel_size
-    estimate = M.sparse_flip_memory(spec, P, xp=cp, climb=M.climb_cells(top, 0.0, spec), parts=True)
-    check = FrameCheck(lambda b, p, parts=False: M.memory_at(spec, b, p, 8, parts=parts, xp=cp), True,
-                       M.box_bricks(spec), xp=cp, first=estimate["bricks"])
+    sim, estimate, check = spreading_liquid(cp)
 
     bricks = []
     for frame in range(12):
