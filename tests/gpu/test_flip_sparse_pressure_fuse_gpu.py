@@ -11,12 +11,8 @@ import pytest
 
 from tests.gpu.test_flip_sparse_pressure_ahead_gpu import _tables
 from tests.gpu.test_flip_sparse_pressure_gpu import random_scene, tank
-from tests.meshes import box
-from tests.pressure_solves import solves as _solves
+from tests.pressure_solves import assert_dam_break_ways_agree
 from voxfx.kernels.flip import sparse_pressure, sparse_pressure_gpu, sparse_pressure_setup, sparse_pressure_workspace
-from voxfx.kernels.flip.grid import FlipSettings
-from voxfx.kernels.flip.sim import FlipSimulation
-from voxfx.kernels.grid import GridSpec
 
 
 @pytest.mark.parametrize("restrict", ["scatter", "search"])
@@ -64,18 +60,5 @@ def test_gpu_joined_launches_give_the_dam_breaks_pressure_bit_for_bit(monkeypatc
     pressure and stats the same with either way."""
     import cupy
 
-    spec = GridSpec((0.0, 0.0, 0.0), 1 / 32, (32, 24, 24))
-    v, t = box((0.0, 0.0, 0.0), (0.35, 0.55, 0.7))
-    monkeypatch.setattr(sparse_pressure_workspace, "MODE", "workspace")
-    for tail_bound in (0, 16384):
-        monkeypatch.setattr(sparse_pressure_setup, "TAIL_BOUND", tail_bound)
-        runs = {}
-        for way in ("0", "1"):
-            monkeypatch.setenv("VOXFX_SPARSE_SETUP_FUSE", way)
-            sparse_pressure_gpu.release_gpu_solvers()
-            runs[way] = _solves(FlipSimulation(spec, FlipSettings(seed=5), v, t, xp=cupy, sparse=True), 3)
-        sparse_pressure_gpu.release_gpu_solvers()
-        assert len(runs["0"]) == len(runs["1"]) > 0
-        for (p_a, s_a), (p_b, s_b) in zip(runs["0"], runs["1"]):
-            assert s_a == s_b and np.array_equal(p_a.view(np.uint32), p_b.view(np.uint32))
-        assert max(s["iterations"] for _, s in runs["1"]) >= 3
+    assert_dam_break_ways_agree(monkeypatch, cupy, lambda way: monkeypatch.setenv("VOXFX_SPARSE_SETUP_FUSE", way),
+                                ("0", "1"))

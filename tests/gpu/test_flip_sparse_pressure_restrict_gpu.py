@@ -11,13 +11,9 @@ import pytest
 
 from tests.gpu.test_flip_sparse_pressure_ahead_gpu import _tables
 from tests.gpu.test_flip_sparse_pressure_gpu import random_scene, tank
-from tests.meshes import box
-from tests.pressure_solves import solves as _solves
+from tests.pressure_solves import assert_dam_break_ways_agree
 from voxfx.kernels.flip import sparse_pressure, sparse_pressure_gpu, sparse_pressure_setup, sparse_pressure_workspace
-from voxfx.kernels.flip.grid import FlipSettings
-from voxfx.kernels.flip.sim import FlipSimulation
 from voxfx.kernels.flip.sparse_multigrid import VCycle
-from voxfx.kernels.grid import GridSpec
 
 
 @pytest.mark.parametrize("tail_bound", [0, 16384])
@@ -60,18 +56,6 @@ def test_gpu_scattered_restriction_gives_the_dam_breaks_pressure_bit_for_bit(mon
     solve's pressure and stats the same with either way."""
     import cupy
 
-    spec = GridSpec((0.0, 0.0, 0.0), 1 / 32, (32, 24, 24))
-    v, t = box((0.0, 0.0, 0.0), (0.35, 0.55, 0.7))
-    monkeypatch.setattr(sparse_pressure_workspace, "MODE", "workspace")
-    for tail_bound in (0, 16384):
-        monkeypatch.setattr(sparse_pressure_setup, "TAIL_BOUND", tail_bound)
-        runs = {}
-        for way in ("search", "scatter"):
-            monkeypatch.setattr(sparse_pressure_setup, "RESTRICT", way)
-            sparse_pressure_gpu.release_gpu_solvers()
-            runs[way] = _solves(FlipSimulation(spec, FlipSettings(seed=5), v, t, xp=cupy, sparse=True), 3)
-        sparse_pressure_gpu.release_gpu_solvers()
-        assert len(runs["search"]) == len(runs["scatter"]) > 0
-        for (p_a, s_a), (p_b, s_b) in zip(runs["search"], runs["scatter"]):
-            assert s_a == s_b and np.array_equal(p_a.view(np.uint32), p_b.view(np.uint32))
-        assert max(s["iterations"] for _, s in runs["scatter"]) >= 3
+    assert_dam_break_ways_agree(monkeypatch, cupy,
+                                lambda way: monkeypatch.setattr(sparse_pressure_setup, "RESTRICT", way),
+                                ("search", "scatter"))
