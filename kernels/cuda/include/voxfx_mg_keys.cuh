@@ -154,13 +154,14 @@ __device__ __forceinline__ void restrict_column(int c, int mc, const long long* 
     }
 }
 
-// span[0..2] = max, span[3..5] = −min of the key fields of keys[lo, hi) by a grid-stride
-// loop: each thread widens its own span, then the shared one (6 atomics a thread, not a key).
-__device__ __forceinline__ void widen_span_range(const long long* __restrict__ keys, int lo, int hi, int* span)
+// span[0..2] = max, span[3..5] = −min of the key fields of keys[c] for c = first, first + step, …
+// below hi: each thread widens its own span, then the shared one (6 atomics a thread, not a key).
+__device__ __forceinline__ void widen_span_strided(const long long* __restrict__ keys, int first, int hi, int step,
+                                                   int* span)
 {
     int s[6];
     bool any = false;
-    for (int c = lo + (int)(blockIdx.x * blockDim.x + threadIdx.x); c < hi; c += (int)(gridDim.x * blockDim.x)) {
+    for (int c = first; c < hi; c += step) {
         int i, j, k;
         key_cell(keys[c], 0, 0, 0, i, j, k);
         const int v[6] = {i, j, k, -i, -j, -k};
@@ -171,22 +172,19 @@ __device__ __forceinline__ void widen_span_range(const long long* __restrict__ k
         for (int a = 0; a < 6; ++a) atomicMax(span + a, s[a]);
 }
 
-// span[0..2] = max, span[3..5] = −min of the key fields of keys[0, n) on blocks 0 … wide − 1 only,
-// striding as widen_span_range does on a grid of `wide` blocks (a fused launch's larger grid).
+// span of keys[lo, hi) by a grid-stride loop over the whole grid.
+__device__ __forceinline__ void widen_span_range(const long long* __restrict__ keys, int lo, int hi, int* span)
+{
+    widen_span_strided(keys, lo + (int)(blockIdx.x * blockDim.x + threadIdx.x), hi,
+                       (int)(gridDim.x * blockDim.x), span);
+}
+
+// span of keys[0, n) on blocks 0 … wide − 1 only, striding as widen_span_range does on a grid of
+// `wide` blocks (a fused launch's larger grid).
 __device__ __forceinline__ void widen_span_blocks(const long long* __restrict__ keys, int n, int wide, int* span)
 {
     if ((int)blockIdx.x >= wide) return;
-    int s[6];
-    bool any = false;
-    for (int c = (int)(blockIdx.x * blockDim.x + threadIdx.x); c < n; c += wide * (int)blockDim.x) {
-        int i, j, k;
-        key_cell(keys[c], 0, 0, 0, i, j, k);
-        const int v[6] = {i, j, k, -i, -j, -k};
-        for (int a = 0; a < 6; ++a) s[a] = any && s[a] > v[a] ? s[a] : v[a];
-        any = true;
-    }
-    if (any)
-        for (int a = 0; a < 6; ++a) atomicMax(span + a, s[a]);
+    widen_span_strided(keys, (int)(blockIdx.x * blockDim.x + threadIdx.x), n, wide * (int)blockDim.x, span);
 }
 
 // span[0..2] = max, span[3..5] = −min of the key fields: widened by one key.
