@@ -61,12 +61,13 @@ LINK_INIT = os.environ.get("VOXFX_SPARSE_LABEL_LINK_INIT", "1") != "0"
 HOOK = os.environ.get("VOXFX_SPARSE_LABEL_HOOK", "bricks")
 _BRICK_THREADS = 128  # cells_hook_bricks' block: 4 of a brick's 512 cells a thread
 # How "bricks" finds a brick's inner links (``VOXFX_SPARSE_LABEL_BRICK_LINKS``, read at each
-# set-up): "nbr" (cells_hook_bricks: the neighbour table's +x, +y, +z rows, then the cell
-# behind each — two dependent global reads a link; 0.080–0.087 ms at 8M on an H100, ~0.65 TB/s,
-# i24u) or "local" (cells_hook_bricks_local: the brick's cells read once into shared memory,
-# the links at local + 1, + 8, + 64, the x runs joined without atomics). The same parents (host
-# harness, tests/gpu/test_flip_sparse_pressure_hook_gpu.py); "local" not yet timed on a GPU.
-BRICK_LINKS = ("nbr", "local")
+# set-up): "local" (the default since session 17: cells_hook_bricks_local, the brick's cells read
+# once into shared memory, the links at local + 1, + 8, + 64, the x runs joined without atomics;
+# 0.037 ms at 8M on an H100) or "nbr" (cells_hook_bricks: the neighbour table's +x, +y, +z rows,
+# then the cell behind each — two dependent global reads a link; 0.079 ms, ~0.65 TB/s). The same
+# parents (host harness, tests/gpu/test_flip_sparse_pressure_hook_gpu.py; bench/RESULTS.md,
+# seventeenth session).
+BRICK_LINKS = ("local", "nbr")
 
 
 def brick_links(given=None) -> str:

@@ -22,7 +22,9 @@ _lookback = {}  # (device, stream) → (status words, ctrl): scan_lookback's sta
 # "8" (2,048 items) or 16, 32 (4,096, 8,192: a quarter of the tiles, so a quarter of the
 # look-back chain; 32 items a thread over the chunks of the same kernel). i24u, 8M on an H100:
 # level 0's scan 0.067 ms over 2,673 tiles of 2,048 (~25 ns a tile). The same integers any
-# width (host harness, tests/gpu/test_flip_sparse_pressure_scan_gpu.py); not yet timed.
+# width (host harness, tests/gpu/test_flip_sparse_pressure_scan_gpu.py). Timed in session 17
+# (8M, H100): level 0 0.069 → 0.066 (16) / 0.063 ms (32), but the coarse levels' six scans
+# 0.054 → 0.063 / 0.080 (their rows are short: wider tiles leave blocks idle) — "8" stays.
 SCAN_TILE_WIDTHS = ("8", "16", "32")
 
 

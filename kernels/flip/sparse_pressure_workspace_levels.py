@@ -9,8 +9,8 @@ integers as ``build``'s). ``sparse_pressure_workspace.unknowns`` (ahead of its h
 ``span``. From level 2 on the restriction tables are the prolongations' transposes
 (``sparse_pressure_setup.RESTRICT`` "scatter", the default: no key searches, one launch fewer
 a level; "search": mgs_restrict_table's searches, as ``build``'s). ``fuse()``
-(``VOXFX_SPARSE_SETUP_FUSE``, "0" the default; "1") joins launches with no grid-wide dependency
-between them: 30 → 25 launches at 8M (``FUSE``).
+(``VOXFX_SPARSE_SETUP_FUSE``, "1" the default since session 17; "0") joins launches with no
+grid-wide dependency between them: 30 → 25 launches at 8M (``FUSE``).
 """
 
 from __future__ import annotations
@@ -31,9 +31,10 @@ from .sparse_pressure_setup import _ints
 # level's mgs_prolong_restrict, mgs_key_span and the next launched level's mgs_coarsen
 # (mgs_level_end): one launch fewer at level 0, 1 and the last launched level, two at the
 # others (8M dam break, levels 0 … 3 launched, the tail from 4: 30 → 25). The same integers
-# (host harness: the fused kernels against the separate ones; GPU test); "0" (the default)
-# the separate launches until a device call measures the A/B.
-FUSE = ("0", "1")
+# (host harness: the fused kernels against the separate ones; GPU test); "0" the separate
+# launches. "1" the default since session 17 (8M on an H100: the coarse levels' kernels
+# 0.449 → 0.412 ms of device a substep; bench/RESULTS.md).
+FUSE = ("1", "0")
 
 
 def fuse(given=None) -> str:
