@@ -45,9 +45,13 @@ def grown_strides(needs, old=None, headroom=_HEADROOM, growth=_GROWTH) -> list:
 # tests/gpu/test_liquid_memory_check_gpu.py's frame-11 peak over its estimate with this switch on
 # (242.05 against 231.62 MiB, H100, session 15 call 2, with BLOCK "singles", which allocates
 # nothing); now at most 2.1 MiB (5.2%) more at any substep: the deeper levels grown with level 1.
-# Off until the GPU suite has run with it.
+# "together" the default since session 17 (H100, 8M Fast frames, two processes a way: frame 10
+# built one solver, not two — generations 1→2 alone, capacities [313800, 39309, 4998, 708, 172,
+# 106, 97] —, its excess over frames 9 and 11 9.5 / 11.5 → 6 / 5.5 ms; the memory check and the
+# workspace GPU files passed with it, the spreading liquid under its estimate with
+# MG_DENSE_ROWS "bound").
 CAPS = "VOXFX_SPARSE_SETUP_CAPS"
-CAPS_MODES = ("level", "together")
+CAPS_MODES = ("together", "level")
 def table_caps(needs, old=None, mode=None) -> tuple:
     """Capacities (0, C_1, …) of the set-up workspace's levels for coarse levels needing
     *needs* entries: ``grown_strides`` of *needs* against *old*'s C_1 … (the capacities the
