@@ -14,8 +14,9 @@ wait $P1; echo "memory release rc=$?"; pytest_lines $L/t1.log 8
 wait $P2; echo "liquid memory check rc=$?"; pytest_lines $L/t2.log 8
 echo "elapsed $SECONDS"
 FR="--row 8m --frames 12 --timing fast --level-set --trim --stages"
-frames() {  # LOG: frame | step ms | level set ms, one line
-    grep -E "^[0-9]+ \|" "$1" | awk -F'|' '{gsub(/ /,"",$1); gsub(/ /,"",$3); split($5,a," "); printf "%s:%s+%s ", $1,$3,a[1]}'; echo
+frames() {  # LOG: frame:step ms+level set ms=user frame ms (trim + step + level set), one line
+    grep -E "^[0-9]+ \|" "$1" | awk -F'|' '{gsub(/ /,"",$1); gsub(/ /,"",$3); gsub(/ /,"",$10); split($5,a," ");
+        printf "%s:%s+%s=%s ", $1,$3,a[1],$10}'; echo
 }
 stages() {  # LOG: frames 9–10's stage lines (all of frames 0–11 are in the logs' tar)
     awk '/^[0-9]+ \|/{f=$1} (f==9 || f==10) && /step stages|device between|pool trimmed/' "$1" | cut -c1-420
