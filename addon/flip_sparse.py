@@ -211,7 +211,7 @@ class GuardedBake:
 
     def step(self, sim, frame: int, progress=None, **inputs) -> str:
         if self.check.xp is not None and self.check.xp is not np:
-            self.trim.before_frame()  # outgrown free blocks (VOXFX_POOL_TRIM: where the pool outgrew a frame's need)
+            self.trim.before_frame()  # the last frame's outgrown free blocks (memory.PoolTrim, VOXFX_POOL_TRIM)
         need, held = self.check.need(sim)
         fits = int(self.usable()) + held
         if need > fits:

@@ -52,8 +52,8 @@ then frames until 12 or 45 s).
 ``--level-set``, the frame's level set (and its region's nodes), each frame's pool bytes,
 until N frames or the time cap; ``--max-particles-per-cell N`` sets the particle count control's limit (0: off, for
 the A/B); ``--trim`` gives the pool's outgrown free blocks back before a frame as a bake
-does (``memory.PoolTrim``, ``VOXFX_POOL_TRIM``: where the pool outgrew a frame's need, or "every"
-frame; without it a spreading liquid's pool keeps every smaller block it freed, and late frames pay
+does (``memory.PoolTrim``, ``VOXFX_POOL_TRIM``: before every frame, or "grown" where the pool outgrew
+a frame's need; without it a spreading liquid's pool keeps every smaller block it freed, and late frames pay
 CuPy's out-of-memory retries);
 ``--cfl X ...`` runs the frames once per CFL number (a fresh simulation each; default
 the setting's 2); ``--level-set-modes bricks legacy`` computes each frame's level set

@@ -132,13 +132,13 @@ def test_the_pool_is_trimmed_between_frames_where_free_blocks_outgrow_the_bytes_
 
 
 def test_a_bake_trims_the_pool_only_where_it_outgrew_a_frames_need(monkeypatch):
-    """``PoolTrim`` (the bake's trim before each frame, ``VOXFX_POOL_TRIM=grown``): the first frame
+    """``PoolTrim`` with ``VOXFX_POOL_TRIM=grown`` (the bake's trim before a frame): the first frame
     trims, the frame after it measures the need and the blocks it took stay for the next frames
     (no cudaFree, no cudaMalloc again), a pool grown past the need and its slack is trimmed; "every"
-    trims before each frame as ``trim_gpu_pool`` did."""
+    (the default) trims before each frame."""
     import cupy as cp
 
-    monkeypatch.delenv("VOXFX_POOL_TRIM", raising=False)
+    monkeypatch.setenv("VOXFX_POOL_TRIM", "grown")
     memory.release_gpu_pool()
     pool = cp.get_default_memory_pool()
     held = cp.ones(1 << 20, cp.float32)  # 4 MiB in use throughout
@@ -159,7 +159,7 @@ def test_a_bake_trims_the_pool_only_where_it_outgrew_a_frames_need(monkeypatch):
     assert pool.total_bytes() > total * (1 + memory.TRIM_SLACK)
     assert trim.before_frame() >= (700 << 20)
     assert pool.free_bytes() == 0 and float(held.sum()) == float(1 << 20)  # the array in use stays
-    monkeypatch.setenv("VOXFX_POOL_TRIM", "every")
+    monkeypatch.delenv("VOXFX_POOL_TRIM")
     frame(300)
-    assert trim.before_frame() >= (300 << 20)  # "every": trimmed before each frame
+    assert trim.before_frame() >= (300 << 20)  # "every" (the default): trimmed before each frame
     memory.release_gpu_pool()
