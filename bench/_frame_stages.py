@@ -5,10 +5,20 @@ outermost call only: a stage inside another counts to the outer one) with a CUDA
 and the host clock on each side, counts the device allocations CuPy's pool makes
 (``cudaMalloc``: a memory hook's ``alloc`` callbacks, with their host ms) and the sparse
 pressure solvers built, and times the level set's own stages (``surface_gpu.PROFILE``);
-``report()`` gives the frame's lines and starts the next frame's count."""
+``report()`` gives the frame's lines and starts the next frame's count.
+
+Beside the stages (helper h17b): the device time *between* the stages (from one stage's closing
+event to the next one's opening event: the device idle, waiting for the host, or running kernels
+no stage wraps — the P2G tail's ring and boundaries, the fluid faces), the span from the first
+stage's opening event to the last one's closing event against the step's wall clock (the rest is
+the host before the first stage and the wait for the device at the step's end), the cyclic
+garbage collector's passes (``gc.callbacks``: count per generation and host ms) and the topology's
+reads (``sparse_topology_gpu.incremental_keys`` calls, a second one a substep being the pipeline
+run again with a larger learned margin, and ``full_keys``, the build from nothing)."""
 
 from __future__ import annotations
 
+import gc
 import importlib
 import time
 
@@ -46,7 +56,22 @@ class FrameStages:
         self.calls = []  # (stage, event before, event after, host ms, cudaMallocs, their ms, their bytes)
         self.mallocs = [0, 0.0, 0]  # count, host ms, bytes
         self.solvers = 0
+        self.gc = [0, 0, 0, 0.0]  # collections of generation 0, 1, 2, their host ms
+        self.topology = {"incremental_keys": 0, "full_keys": 0}
         watch = self
+
+        def collected(phase, info):
+            if phase == "start":
+                watch._gc_at = time.perf_counter()
+            elif getattr(watch, "_gc_at", None) is not None:
+                watch.gc[min(int(info.get("generation", 0)), 2)] += 1
+                watch.gc[3] += (time.perf_counter() - watch._gc_at) * 1e3
+                watch._gc_at = None
+
+        gc.callbacks.append(collected)
+        for name in self.topology:
+            owner, _ = _owner("voxfx.kernels.flip.sparse_topology_gpu", name)
+            setattr(owner, name, self._counted(getattr(owner, name), name))
 
         class Hook(memory_hook.MemoryHook):
             name = "voxfx_frame_stages"
@@ -75,6 +100,15 @@ class FrameStages:
         from _solver_builds import SolverBuilds
 
         self.builds = SolverBuilds(self.mallocs)  # why each solver was built, and what it cost
+
+    def _counted(self, fn, name):
+        watch = self
+
+        def counted(*args, **kwargs):
+            watch.topology[name] += 1
+            return fn(*args, **kwargs)
+
+        return counted
 
     def _timed(self, fn, stage):
         watch = self
@@ -119,12 +153,33 @@ class FrameStages:
                  + f"; outside them {step_ms - host:.2f}; cudaMalloc {self.mallocs[0]} "
                  f"({self.mallocs[2] / 2 ** 20:.0f} MiB, {self.mallocs[1]:.1f} ms) this frame incl. the level set; "
                  f"solvers built {self.solvers}"]
+        lines += self._between_lines(step_ms, sums)
         if level_set:
             stages = [(name, self.cp.cuda.get_elapsed_time(e0, e1)) for (_, e0), (name, e1) in
                       zip(level_set, level_set[1:])]
             lines.append("   level set device ms: " + ", ".join(f"{k} {v:.2f}" for k, v in stages)
                          + f" (sum {sum(v for _, v in stages):.2f})")
         lines += self.builds.lines()
+        self.gc[:] = [0, 0, 0, 0.0]
+        self.topology = dict.fromkeys(self.topology, 0)
         self.calls, self.solvers = [], 0
         self.mallocs[:] = [0, 0.0, 0]  # the same list: SolverBuilds reads it
         return lines
+
+    def _between_lines(self, step_ms, sums) -> list:
+        """The device between the stages (summed by the stage that follows), the stages' device
+        span against the step's wall clock, the garbage collector's passes and the topology's reads
+        (module notes)."""
+        if not self.calls:
+            return []
+        elapsed = self.cp.cuda.get_elapsed_time
+        between = {}
+        for (_, _, after, *_), (stage, before, *_) in zip(self.calls, self.calls[1:]):
+            between[stage] = between.get(stage, 0.0) + elapsed(after, before)
+        span = elapsed(self.calls[0][1], self.calls[-1][2])
+        inside = sum(s[1] for s in sums.values())
+        return [f"   device between stages {sum(between.values()):.2f} ms (before: "
+                + ", ".join(f"{k} {v:.2f}" for k, v in between.items()) + f"); stages' span {span:.2f} of the "
+                f"step's {step_ms:.2f} ms (in stages {inside:.2f}); gc {self.gc[0]}/{self.gc[1]}/{self.gc[2]} "
+                f"passes (gen 0/1/2) {self.gc[3]:.2f} ms; topology reads: incremental_keys "
+                f"{self.topology['incremental_keys']}, full_keys {self.topology['full_keys']}"]

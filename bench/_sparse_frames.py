@@ -21,10 +21,11 @@ from voxfx.kernels.flip.bake import frame_arrays  # noqa: E402
 from voxfx.kernels.flip.grid import TIMINGS, FlipSettings  # noqa: E402
 from voxfx.kernels.flip.sim import FlipSimulation  # noqa: E402
 from voxfx.kernels.flip.sparse_memory import sparse_flip_memory  # noqa: E402
-from voxfx.kernels.memory import trim_gpu_pool  # noqa: E402
+from voxfx.kernels.memory import PoolTrim  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "bench"))
 from _compile_log import CompileLog  # noqa: E402
+from _frame_profile import FrameProfile, FrameTimeline, frame_range  # noqa: E402
 from _frame_stages import FrameStages  # noqa: E402
 from _sparse_scene import scene  # noqa: E402
 
@@ -129,7 +130,8 @@ def _stage_lines(watch, step_ms) -> list:
 
 
 def run_frames(n, particles, frames, kind, time_cap, level_set=False, trace=None, narrow_band=0, cfl=None,
-               modes=None, timing=None, outputs=False, trim=False, most=None, compiles=None, stages=False):
+               modes=None, timing=None, outputs=False, trim=False, most=None, compiles=None, stages=False,
+               profile=None, timeline=None):
     """The user's frame: ``step(1/24)`` (+ the level set), until *frames* or *time_cap* s;
     *narrow_band* cells (0: every particle) with the particles kept and the liquid's; *cfl*
     the CFL number (None: the setting's default); *modes* the GPU level set ways to time;
@@ -138,10 +140,12 @@ def run_frames(n, particles, frames, kind, time_cap, level_set=False, trace=None
     writer thread writes them (``frame_arrays`` with the particles on the device: the level
     set closed against the walls, the cell velocity; the particles encoded on the device and
     the grids copied to the host), instead of the level set alone. *trim*: CuPy's outgrown free
-    blocks given back before each frame (``memory.trim_gpu_pool``), as a bake does. *most*: the
+    blocks given back before a frame (``memory.PoolTrim``, ``VOXFX_POOL_TRIM``), as a bake does. *most*: the
     Max Particles per Cell setting (None: its default; 0: every particle kept). *compiles*: a
     ``CompileLog``, whose first uses of kernels are printed per frame (step, level set). *stages*: each
-    frame's step stages, cudaMallocs and level set stages printed under it (``_frame_stages``)."""
+    frame's step stages, cudaMallocs and level set stages printed under it (``_frame_stages``).
+    *profile* / *timeline* ("A-B": frames A to B): cProfile of those frames' steps and the pressure
+    timeline's marks in them, printed after the frames (``_frame_profile``)."""
     import time
 
     import cupy as cp
@@ -150,6 +154,8 @@ def run_frames(n, particles, frames, kind, time_cap, level_set=False, trace=None
     pool.free_all_blocks()
     spec, v, t = scene(n, particles, kind)
     watch = FrameStages(cp) if stages else None
+    profiler = FrameProfile(frame_range(profile))
+    marks = FrameTimeline(frame_range(timeline))
     _phase(compiles, "set-up")
     start = time.perf_counter()
     settings = frame_settings(timing, cfl, narrow_band, most)
@@ -168,19 +174,22 @@ def run_frames(n, particles, frames, kind, time_cap, level_set=False, trace=None
     for mode in (modes or []) if level_set else []:  # compile the level set's kernels before the frames
         timed_level_set(sim, mode)
     begin = time.perf_counter()
+    pool_trim = PoolTrim()
     for frame in range(frames):
         if trace is not None:
             trace.stage = f"frame {frame}"
         trimmed = None
         if trim:  # as the bake does before each frame (addon/flip_sparse.py): the outgrown free blocks back
             t0 = time.perf_counter()
-            freed = trim_gpu_pool()
+            freed = pool_trim.before_frame()
             trimmed = (time.perf_counter() - t0) * 1e3, freed
         _phase(compiles, "step")
+        marks.begin(frame)
         a = time.perf_counter()
-        stats = sim.step(1 / 24)
+        stats = profiler.step(sim, frame, 1 / 24)
         cp.cuda.Device().synchronize()
         b = time.perf_counter()
+        marks.end(frame)
         _phase(compiles, "level set")
         detail = []
         if level_set and modes:
@@ -234,3 +243,5 @@ def run_frames(n, particles, frames, kind, time_cap, level_set=False, trace=None
         if time.perf_counter() - begin > time_cap:
             print(f"(time cap {time_cap:.0f} s reached after {frame + 1} frames)")
             break
+    for line in profiler.lines() + marks.lines():
+        print(line, flush=True)

@@ -51,9 +51,10 @@ then frames until 12 or 45 s).
 ``step(1/24)`` (adaptive substeps, the reason each frame's count is what it is) and, with
 ``--level-set``, the frame's level set (and its region's nodes), each frame's pool bytes,
 until N frames or the time cap; ``--max-particles-per-cell N`` sets the particle count control's limit (0: off, for
-the A/B); ``--trim`` gives the pool's outgrown free blocks back before each frame as a bake
-does (``memory.trim_gpu_pool``: without it a spreading liquid's pool keeps every smaller
-block it freed, and late frames pay CuPy's out-of-memory retries);
+the A/B); ``--trim`` gives the pool's outgrown free blocks back before a frame as a bake
+does (``memory.PoolTrim``, ``VOXFX_POOL_TRIM``: before every frame, or "grown" where the pool outgrew
+a frame's need; without it a spreading liquid's pool keeps every smaller block it freed, and late frames pay
+CuPy's out-of-memory retries);
 ``--cfl X ...`` runs the frames once per CFL number (a fresh simulation each; default
 the setting's 2); ``--level-set-modes bricks legacy`` computes each frame's level set
 once per GPU way (``surface_gpu.LEVEL_SET_MODES``, ``VOXFX_LEVEL_SET``) — the level set column is
@@ -70,6 +71,9 @@ there; ``surface_gpu._compile_crowded_order`` now makes them at the first level 
 ``--stages`` prints under each frame its step's stages summed over its substeps (host / device ms
 by CUDA events on each side, the pool's cudaMallocs in each), the step's host time outside them,
 the sparse pressure solvers built and the level set's own stages (``_frame_stages.FrameStages``);
+``--profile-frames A-B`` and ``--timeline-frames A-B`` print, after the frames, a cProfile of frames A
+to B's steps (functions by own and inside host ms a frame) and the pressure timeline's pieces in
+them (``flip_sparse_pressure_timeline``'s marks: host Δ / device Δ medians; ``_frame_profile``);
 ``--narrow-band C`` runs it with a narrow band of C cells (the particles kept beside the
 liquid's count), for the issue's narrow band row against the same command without it.
 ``--memory-trace`` records every pool allocation (a CuPy memory hook): the high-water
@@ -332,9 +336,13 @@ def main():
     ap.add_argument("--max-particles-per-cell", type=int, default=None,
                     help="with --frames: the Max Particles per Cell setting (0: every particle kept)")
     ap.add_argument("--trim", action="store_true", help="with --frames: the pool's outgrown free blocks given back "
-                    "before each frame, as a bake does (memory.trim_gpu_pool)")
+                    "before a frame, as a bake does (memory.PoolTrim)")
     ap.add_argument("--stages", action="store_true", help="with --frames: each frame's step stages (host/device ms), "
                     "cudaMallocs, solvers built and level set stages (_frame_stages.py)")
+    ap.add_argument("--profile-frames", default=None, metavar="A-B",
+                    help="with --frames: cProfile of frames A to B's steps, top functions by own and inside time")
+    ap.add_argument("--timeline-frames", default=None, metavar="A-B",
+                    help="with --frames: the pressure timeline's marks in frames A to B (_frame_profile)")
     ap.add_argument("--compile-log", action="store_true", help="with --frames: the kernels each frame's step and "
                     "level set use for the first time in the process (compiled or from CuPy's disk cache)")
     ap.add_argument("--timing", choices=sorted(TIMINGS), default=None,
@@ -365,12 +373,14 @@ def main():
                 with trace.hook:
                     run_frames(n, particles, args.frames, kind, args.time_cap, args.level_set, trace, args.narrow_band,
                                cfl, args.level_set_modes, args.timing, args.outputs, args.trim,
-                               args.max_particles_per_cell, compiles, args.stages)
+                               args.max_particles_per_cell, compiles, args.stages, args.profile_frames,
+                               args.timeline_frames)
                 print(trace.report())
             else:
                 run_frames(n, particles, args.frames, kind, args.time_cap, args.level_set, None, args.narrow_band,
                            cfl, args.level_set_modes, args.timing, args.outputs, args.trim,
-                           args.max_particles_per_cell, compiles, args.stages)
+                           args.max_particles_per_cell, compiles, args.stages, args.profile_frames,
+                           args.timeline_frames)
         return
     configs = [(64, 1_000_000)] if args.quick else [(64, 1_000_000), (128, 4_000_000), (256, 8_000_000)]
     if args.row:

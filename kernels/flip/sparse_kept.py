@@ -26,24 +26,32 @@ class KeptBricks:
 
     KEPT = ("kept_u", "kept_v", "kept_w", "kept_fluid_u", "kept_fluid_v", "kept_fluid_w")
 
-    def _start_velocity(self):
+    def _start_velocity(self, fluid=None):
         """u_n (``transfer.start_velocity``) from the channels the last substep kept: kept
         bricks keep their slots and data across the topology update, new ones read a fluid
-        mask of 0 (u_{n+1} there). None on the first substep."""
+        mask of 0 (u_{n+1} there). None on the first substep. *fluid*: this substep's fluid-face
+        masks (``sparse_transfer.fluid_faces`` of the grid's cell types now), where the caller
+        has them."""
         g = self.grid
         if self.KEPT[0] not in g.channels:
             return None
         kept = (tuple(g[n] for n in self.KEPT[:3]), tuple(g[n] for n in self.KEPT[3:]))
-        return transfer.start_velocity(g.faces(), sparse_transfer.fluid_faces(g), kept)
+        return transfer.start_velocity(g.faces(), sparse_transfer.fluid_faces(g) if fluid is None else fluid, kept)
 
-    def _keep_velocity(self) -> None:
-        """This substep's projected, extrapolated faces and fluid-face masks, for the next."""
+    def _keep_velocity(self, fluid=None) -> None:
+        """This substep's projected, extrapolated faces (copied: the grid's face channels) and
+        fluid-face masks, for the next. *fluid*: the masks of the grid's cell types now, made
+        this substep by ``sparse_transfer.fluid_faces`` and held by nothing else (kept as they
+        are: the substep's one ``fluid_faces`` serves the extrapolation, u_n and this, helper
+        h17b), or None (made here)."""
         g, xp = self.grid, self.xp
         if self.KEPT[0] not in g.channels:
             for n in self.KEPT:
                 g.add(n, xp.uint8 if "fluid" in n else xp.float32, 0)
-        for n, f in zip(self.KEPT, (*g.faces(), *sparse_transfer.fluid_faces(g))):
+        for n, f in zip(self.KEPT[:3], g.faces()):
             g[n] = f.copy()
+        for n, f in zip(self.KEPT[3:], sparse_transfer.fluid_faces(g) if fluid is None else fluid):
+            g[n] = f
 
     def _drop_kept_velocity(self) -> None:
         for n in self.KEPT:

@@ -294,15 +294,17 @@ class SparseFlipSimulation(KeptBricks, FlipSimulation):
                                                   source=source)
         sparse_pressure.project(g, p, dt)
         report(progress, 0.8, "grid to particles")
-        sparse_transfer.extrapolate(g, valid=sparse_transfer.fluid_faces(g))
+        fluid = sparse_transfer.fluid_faces(g)  # the cell types stand until the next classify: one set of
+        sparse_transfer.extrapolate(g, valid=fluid)  # fluid-face masks serves the extrapolation, u_n and the keep
         ratio = 0.0 if s.apic else s.flip_ratio
-        if air_band.enabled():  # opt-in prototype: FLIP/PIC or APIC, then sub-cycled RK2 through a
+        banded = air_band.enabled()
+        if banded:  # opt-in prototype: FLIP/PIC or APIC, then sub-cycled RK2 through a
             stats = {**stats, **sparse_air_band.g2p_and_advect(self, old, ratio, dt)}  # divergence-free band
         else:
-            before = self._start_velocity() if s.time_centred_advection else None  # u_n (RK2 in time too)
+            before = self._start_velocity(fluid) if s.time_centred_advection else None  # u_n (RK2 in time too)
             sparse_transfer.g2p_advect(g, old, self.pos, self.vel, ratio, dt, self.c, before=before)  # FLIP/PIC
         if s.time_centred_advection:
-            self._keep_velocity()
+            self._keep_velocity(None if banded else fluid)
         if band:
             band.update(self, dt)  # deep region moves; particles only in the band
         if self.boundary == "open":

@@ -207,3 +207,26 @@ def test_gpu_sparse_frame_check_with_the_kept_faces_covers_each_frames_peak():
         check.seen(sim)
         assert hook.peak <= need, (frame, hook.peak / 2 ** 20, need / 2 ** 20)
         assert hook.peak <= estimate["total"], (frame, hook.peak / 2 ** 20, estimate["total"] / 2 ** 20)
+
+
+def test_start_velocity_select_is_the_references_where_bit_for_bit():
+    """``transfer.start_velocity`` on CuPy (one elementwise select a component, ``_kept_select``)
+    against NumPy's ``where((was != 0) & (now != 0), kept, face)``: the same bits, NaN, ±0 and
+    masks of 0, 1 and 255 included; masks of another dtype take the reference's where."""
+    rs = np.random.default_rng()
+    n = 100_003
+    faces, kept = ([rs.standard_normal(n).astype(np.float32) for _ in range(3)] for _ in range(2))
+    for f in (*faces, *kept):
+        f[rs.integers(0, n, 50)] = np.nan
+        f[rs.integers(0, n, 50)] = -0.0
+    was = [rs.choice(np.array([0, 1, 255], np.uint8), n) for _ in range(3)]
+    now = [rs.choice(np.array([0, 1], np.uint8), n) for _ in range(3)]
+    want = ft.start_velocity(faces, now, (kept, was))
+    got = ft.start_velocity([cp.asarray(f) for f in faces], [cp.asarray(m) for m in now],
+                            ([cp.asarray(k) for k in kept], [cp.asarray(m) for m in was]))
+    for w, g in zip(want, got):
+        assert g.dtype == cp.float32 and np.array_equal(g.get().view(np.uint32), w.view(np.uint32))
+    as_bool = ft.start_velocity([cp.asarray(f) for f in faces], [cp.asarray(m != 0) for m in now],
+                                ([cp.asarray(k) for k in kept], [cp.asarray(m) for m in was]))
+    for w, g in zip(want, as_bool):
+        assert np.array_equal(g.get().view(np.uint32), w.view(np.uint32))

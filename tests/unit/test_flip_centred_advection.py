@@ -319,3 +319,37 @@ def test_the_disk_plan_counts_the_kept_faces_in_each_checkpoint(sparse):
         assert kept <= added <= 4 * kept
     else:
         assert added == kept
+
+
+def test_the_substeps_one_set_of_fluid_masks_moves_the_particles_as_masks_made_afresh(monkeypatch):
+    """The sparse substep makes its fluid-face masks once (the extrapolation's, u_n's and the kept
+    ones: the cell types stand from classify to the next) and keeps them without a copy: u_n, the
+    particles and the kept channels are those of masks made again for u_n and for the keep."""
+    from voxfx.kernels.flip import sparse_transfer
+    from voxfx.kernels.flip.sparse_kept import KeptBricks
+
+    shared, afresh = _dam(True), _dam(True)
+    afresh._start_velocity = lambda fluid=None: KeptBricks._start_velocity(afresh)
+    afresh._keep_velocity = lambda fluid=None: KeptBricks._keep_velocity(afresh)
+    starts = {id(shared): [], id(afresh): []}  # u_n of each substep, by simulation
+    plain = sparse_transfer.g2p_advect
+
+    def g2p_advect(grid, *args, before=None, **kwargs):
+        sim = shared if grid is shared.grid else afresh
+        starts[id(sim)].append(None if before is None else tuple(np.array(b) for b in before))
+        return plain(grid, *args, before=before, **kwargs)
+
+    monkeypatch.setattr(sparse_transfer, "g2p_advect", g2p_advect)
+    for _ in range(6):
+        for sim in (shared, afresh):
+            sim.step(1 / 60)
+    a, b = starts[id(shared)], starts[id(afresh)]
+    assert len(a) == len(b) >= 4 and a[0] is None and all(x is not None for x in a[1:])
+    for x, y in zip(a[1:], b[1:]):
+        assert all(np.array_equal(u, v) for u, v in zip(x, y))
+    assert np.array_equal(shared.particles_host()["position"], afresh.particles_host()["position"])
+    assert np.array_equal(shared.particles_host()["velocity"], afresh.particles_host()["velocity"])
+    for name in KeptBricks.KEPT:
+        assert np.array_equal(shared.grid[name], afresh.grid[name]), name
+    masks = [shared.grid[name] for name in KeptBricks.KEPT[3:]]
+    assert len({id(m) for m in masks}) == 3 and not any(m is v for m in masks for v in shared.grid.valid)
