@@ -12,7 +12,7 @@ from ..kernels import backend
 from ..kernels.errors import InputError
 from ..kernels.flip.sim import flip_memory
 from ..kernels.flip.sparse_memory import sparse_flip_memory
-from ..kernels.memory import PoolTrim
+from ..kernels.memory import trim_gpu_pool
 
 SOLVERS = [
     ("AUTO", "Auto", "Dense where its memory estimate fits the GPU (or this computer's memory), sparse where it "
@@ -204,14 +204,13 @@ class GuardedBake:
     def __init__(self, bake, check, frame_start: int, usable=None):
         self.bake, self.check, self.frame_start = bake, check, int(frame_start)
         self.usable = usable or usable_bytes
-        self.trim = PoolTrim()  # the pool's outgrown free blocks back between frames
 
     def __getattr__(self, name):
         return getattr(self.bake, name)
 
     def step(self, sim, frame: int, progress=None, **inputs) -> str:
         if self.check.xp is not None and self.check.xp is not np:
-            self.trim.before_frame()  # the last frame's outgrown free blocks (memory.PoolTrim, VOXFX_POOL_TRIM)
+            trim_gpu_pool()  # the last frame's outgrown free blocks
         need, held = self.check.need(sim)
         fits = int(self.usable()) + held
         if need > fits:

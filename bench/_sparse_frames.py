@@ -21,7 +21,7 @@ from voxfx.kernels.flip.bake import frame_arrays  # noqa: E402
 from voxfx.kernels.flip.grid import TIMINGS, FlipSettings  # noqa: E402
 from voxfx.kernels.flip.sim import FlipSimulation  # noqa: E402
 from voxfx.kernels.flip.sparse_memory import sparse_flip_memory  # noqa: E402
-from voxfx.kernels.memory import PoolTrim  # noqa: E402
+from voxfx.kernels.memory import trim_gpu_pool  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "bench"))
 from _compile_log import CompileLog  # noqa: E402
@@ -140,7 +140,7 @@ def run_frames(n, particles, frames, kind, time_cap, level_set=False, trace=None
     writer thread writes them (``frame_arrays`` with the particles on the device: the level
     set closed against the walls, the cell velocity; the particles encoded on the device and
     the grids copied to the host), instead of the level set alone. *trim*: CuPy's outgrown free
-    blocks given back before a frame (``memory.PoolTrim``, ``VOXFX_POOL_TRIM``), as a bake does. *most*: the
+    blocks given back before each frame (``memory.trim_gpu_pool``), as a bake does. *most*: the
     Max Particles per Cell setting (None: its default; 0: every particle kept). *compiles*: a
     ``CompileLog``, whose first uses of kernels are printed per frame (step, level set). *stages*: each
     frame's step stages, cudaMallocs and level set stages printed under it (``_frame_stages``).
@@ -174,14 +174,13 @@ def run_frames(n, particles, frames, kind, time_cap, level_set=False, trace=None
     for mode in (modes or []) if level_set else []:  # compile the level set's kernels before the frames
         timed_level_set(sim, mode)
     begin = time.perf_counter()
-    pool_trim = PoolTrim()
     for frame in range(frames):
         if trace is not None:
             trace.stage = f"frame {frame}"
         trimmed = None
         if trim:  # as the bake does before each frame (addon/flip_sparse.py): the outgrown free blocks back
             t0 = time.perf_counter()
-            freed = pool_trim.before_frame()
+            freed = trim_gpu_pool()
             trimmed = (time.perf_counter() - t0) * 1e3, freed
         _phase(compiles, "step")
         marks.begin(frame)

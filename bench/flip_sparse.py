@@ -51,10 +51,9 @@ then frames until 12 or 45 s).
 ``step(1/24)`` (adaptive substeps, the reason each frame's count is what it is) and, with
 ``--level-set``, the frame's level set (and its region's nodes), each frame's pool bytes,
 until N frames or the time cap; ``--max-particles-per-cell N`` sets the particle count control's limit (0: off, for
-the A/B); ``--trim`` gives the pool's outgrown free blocks back before a frame as a bake
-does (``memory.PoolTrim``, ``VOXFX_POOL_TRIM``: before every frame, or "grown" where the pool outgrew
-a frame's need; without it a spreading liquid's pool keeps every smaller block it freed, and late frames pay
-CuPy's out-of-memory retries);
+the A/B); ``--trim`` gives the pool's outgrown free blocks back before each frame as a bake
+does (``memory.trim_gpu_pool``: without it a spreading liquid's pool keeps every smaller
+block it freed, and late frames pay CuPy's out-of-memory retries);
 ``--cfl X ...`` runs the frames once per CFL number (a fresh simulation each; default
 the setting's 2); ``--level-set-modes bricks legacy`` computes each frame's level set
 once per GPU way (``surface_gpu.LEVEL_SET_MODES``, ``VOXFX_LEVEL_SET``) — the level set column is
@@ -336,7 +335,7 @@ def main():
     ap.add_argument("--max-particles-per-cell", type=int, default=None,
                     help="with --frames: the Max Particles per Cell setting (0: every particle kept)")
     ap.add_argument("--trim", action="store_true", help="with --frames: the pool's outgrown free blocks given back "
-                    "before a frame, as a bake does (memory.PoolTrim)")
+                    "before each frame, as a bake does (memory.trim_gpu_pool)")
     ap.add_argument("--stages", action="store_true", help="with --frames: each frame's step stages (host/device ms), "
                     "cudaMallocs, solvers built and level set stages (_frame_stages.py)")
     ap.add_argument("--profile-frames", default=None, metavar="A-B",

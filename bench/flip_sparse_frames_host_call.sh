@@ -1,4 +1,5 @@
 # Helper h17b (issue 24): the 8M Fast frames' host time after the splash. One device call (≤ 200 s):
+# (A record of h17b's call: VOXFX_POOL_TRIM and memory.PoolTrim, measured no faster, were removed after it.)
 # the GPU files of what changed (memory.PoolTrim: the memory release and the liquid memory check), then,
 # alone, one profiled process (cProfile and the pressure timeline's marks over frames 8–11; it also
 # warms CuPy's kernel cache), then the frames in separate processes, ways in turn: E = main's trim

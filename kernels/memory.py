@@ -21,8 +21,6 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from .settings import env_choice
-
 UNLIMITED_V1 = 1 << 62  # cgroup v1 reports "no limit" as a page-rounded 2⁶³ − 1
 
 
@@ -267,60 +265,6 @@ def trim_gpu_pool(keep: float = 1.0, floor: int = 256 << 20) -> int:
         return max(0, before - int(pool.total_bytes()))
     except Exception:  # noqa: BLE001 - no device, a broken driver: nothing to trim
         return 0
-
-
-# VOXFX_POOL_TRIM, how a bake's frames trim the pool (``PoolTrim``): "every" (the default: ``trim_gpu_pool``
-# before each frame) or "grown" (only where the pool outgrew what a frame after the last trim took, + TRIM_SLACK)
-POOL_TRIMS = ("every", "grown")
-TRIM_SLACK = 0.25  # "grown": the pool may hold this much more than the frame that measured its need
-
-
-def trim_due(total: int, need, slack: float = TRIM_SLACK) -> bool:
-    """Whether a pool of *total* bytes has outgrown *need* (the bytes the pool held after the
-    first frame that followed a trim: the frame's arrays and its transients) by more than
-    *slack*; always where no frame has measured the need yet (*need* None)."""
-    return need is None or total > need * (1.0 + slack)
-
-
-class PoolTrim:
-    """``trim_gpu_pool`` between a bake's frames (``before_frame``): before each one ("every", the
-    default), or ("grown", ``VOXFX_POOL_TRIM``; helper h17b, issue 24) only where the pool outgrew
-    the frames' need: after a trim, the next frame's pool is the need (its arrays and transients,
-    as CuPy's pool holds them); the frames after it trim once the pool holds more than the need
-    and ``TRIM_SLACK`` (a spreading liquid's outgrown blocks still go back, a few frames later). The
-    memory checks count the pool's free blocks as free (``backend`` device_info), so a kept block
-    does not make a bake stop sooner.
-
-    Measured, not the default (H100 80GB HBM3, driver 580.159.04, 8M Fast frames 1–11, two
-    processes a way in turn): "grown" trimmed every third frame (3.3–4.7 ms of trims over 11
-    frames against 6.0–9.0) and halved the cudaMallocs (33–36 against 60–64) but not their time
-    (6.9–11.9 ms against 9.2–12.3: the blocks still malloced are the large ones, one of them 3.7 ms),
-    and two of its four processes had frames of 39–66 ms (host and device slower in every stage of
-    them; none in "every"'s two): no faster frame shown, the spikes not explained."""
-
-    def __init__(self, slack: float = TRIM_SLACK):
-        self.slack = float(slack)
-        self.need = None  # the pool's bytes after the first frame that followed a trim
-        self.trimmed = False  # the last call trimmed (the next one measures the need)
-
-    def before_frame(self) -> int:
-        """Trim (or not) before a frame; the bytes given back."""
-        cp = sys.modules.get("cupy")
-        if cp is None:
-            return 0
-        if env_choice("VOXFX_POOL_TRIM", POOL_TRIMS) == "every":
-            return trim_gpu_pool()
-        try:
-            total = int(cp.get_default_memory_pool().total_bytes())
-        except Exception:  # noqa: BLE001 - no device, a broken driver: nothing to trim
-            return 0
-        if self.trimmed:  # the frame after a trim took what it needs from a trimmed pool
-            self.need, self.trimmed = total, False
-        if not trim_due(total, self.need, self.slack):
-            return 0
-        freed = trim_gpu_pool()
-        self.need, self.trimmed = None, True
-        return freed
 
 
 # --------------------------------------------------------------------------- search

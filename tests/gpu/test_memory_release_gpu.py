@@ -129,37 +129,3 @@ def test_the_pool_is_trimmed_between_frames_where_free_blocks_outgrow_the_bytes_
     del b
     assert memory.trim_gpu_pool(floor=64 << 20) == 0
     memory.release_gpu_pool()
-
-
-def test_a_bake_trims_the_pool_only_where_it_outgrew_a_frames_need(monkeypatch):
-    """``PoolTrim`` with ``VOXFX_POOL_TRIM=grown`` (the bake's trim before a frame): the first frame
-    trims, the frame after it measures the need and the blocks it took stay for the next frames
-    (no cudaFree, no cudaMalloc again), a pool grown past the need and its slack is trimmed; "every"
-    (the default) trims before each frame."""
-    import cupy as cp
-
-    monkeypatch.setenv("VOXFX_POOL_TRIM", "grown")
-    memory.release_gpu_pool()
-    pool = cp.get_default_memory_pool()
-    held = cp.ones(1 << 20, cp.float32)  # 4 MiB in use throughout
-    trim = memory.PoolTrim()
-
-    def frame(mib):  # a frame's transient block, freed at its end
-        a = cp.zeros(mib << 20, cp.uint8)
-        del a
-
-    frame(300)  # the set-up's transients
-    assert trim.before_frame() >= (300 << 20)  # before the first frame: trimmed
-    frame(300)  # the first frame takes its block again: the need
-    total = pool.total_bytes()
-    assert trim.before_frame() == 0 and pool.total_bytes() == total  # kept for the next frame
-    frame(300)  # served from the kept block: the pool does not grow
-    assert pool.total_bytes() == total and trim.before_frame() == 0
-    frame(400)  # a larger transient: a new block beside the kept one, past the need's slack
-    assert pool.total_bytes() > total * (1 + memory.TRIM_SLACK)
-    assert trim.before_frame() >= (700 << 20)
-    assert pool.free_bytes() == 0 and float(held.sum()) == float(1 << 20)  # the array in use stays
-    monkeypatch.delenv("VOXFX_POOL_TRIM")
-    frame(300)
-    assert trim.before_frame() >= (300 << 20)  # "every" (the default): trimmed before each frame
-    memory.release_gpu_pool()

@@ -166,18 +166,3 @@ def test_trim_heap_gives_freed_heap_pages_back():
     assert trim_heap()
     assert held - rss() > 64 << 20  # of the 125 MiB freed
     assert len(arrays) == 2000
-
-
-def test_a_trim_is_due_only_where_the_pool_outgrew_the_measured_need_by_its_slack():
-    assert memory.trim_due(900 * MiB, None)  # no frame measured the need yet: trim
-    need = 800 * MiB
-    assert not memory.trim_due(need, need)  # the frame's own blocks: kept
-    assert not memory.trim_due(int(need * (1 + memory.TRIM_SLACK)), need)  # within the slack
-    assert memory.trim_due(int(need * (1 + memory.TRIM_SLACK)) + 1, need)  # outgrown
-    assert memory.trim_due(500 * MiB, 400 * MiB, slack=0.2) and not memory.trim_due(480 * MiB, 400 * MiB, slack=0.2)
-
-
-def test_the_pool_trim_without_cupy_gives_nothing_back():
-    assert "cupy" not in sys.modules or pytest.skip("CuPy is loaded: the GPU file tests the trim")
-    trim = memory.PoolTrim()
-    assert trim.before_frame() == 0 and trim.before_frame() == 0
