@@ -13,14 +13,14 @@ P=VOXFX_LEVEL_SET_PLACE
 S="$T/test_flip_surface_gpu.py $T/test_flip_closed_surface_gpu.py $T/test_flip_surface_bricks_gpu.py \
 $T/test_flip_surface_interior_gpu.py"
 F="bench/flip_sparse.py --row 8m --frames 12 --timing fast --level-set --trim"
-timeout -s INT ${TESTS_S:-70} python3 ${F/--frames 12/--frames 2} --level-set-modes lean lean:$P=grouped lean:$P=tags \
+timeout -s INT ${TESTS_S:-80} python3 ${F/--frames 12/--frames 2} --level-set-modes lean lean:$P=grouped lean:$P=tags \
     > $L/warm.log 2>&1 &
 PW=$!
-env $P=grouped timeout -s INT ${TESTS_S:-70} python3 -m pytest -q -p no:cacheprovider -rf \
+env $P=grouped timeout -s INT ${TESTS_S:-80} python3 -m pytest -q -p no:cacheprovider -rf \
     $T/test_flip_surface_place_gpu.py $S > $L/tests_grouped.log 2>&1 &
 PA=$!
 sleep 2
-env $P=tags timeout -s INT ${TESTS_S:-70} python3 -m pytest -q -p no:cacheprovider -rf $S > $L/tests_tags.log 2>&1 &
+env $P=tags timeout -s INT ${TESTS_S:-80} python3 -m pytest -q -p no:cacheprovider -rf $S > $L/tests_tags.log 2>&1 &
 PB=$!
 wait $PA; echo "tests (the new file + surface files, grouped) rc=$?"; pytest_lines $L/tests_grouped.log 12
 wait $PB; echo "tests (surface files, tags) rc=$?"; pytest_lines $L/tests_tags.log 12
@@ -33,7 +33,7 @@ ON=$(python3 bench/level_set_place_summary.py pick $L/modes.log 2>/dev/null || e
 echo "on: $ON"
 for i in 1 2; do
     for way in lean $ON; do
-        env $P=$way timeout -s INT ${FRAMES_S:-20} python3 $F --stages > $L/frames_${way}_$i.log 2>&1
+        env $P=$way timeout -s INT ${FRAMES_S:-18} python3 $F --stages > $L/frames_${way}_$i.log 2>&1
         echo "frames $way #$i rc=$? elapsed $SECONDS"
     done
 done
