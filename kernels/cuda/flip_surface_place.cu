@@ -1,19 +1,16 @@
-// The "lean" level set's binning with the walls' images by warp groups too
-// (kernels/flip/surface_place.py, VOXFX_LEVEL_SET_PLACE; flip_surface.cu states the method,
-// flip_surface_lean.cu holds the default count and place). surface_count_lean and
-// surface_place_lean count and place a particle's own point by warp groups but its mirror
-// images one atomic each, in a loop over all 26 combos that a warp runs whole when one of
-// its lanes lies near a wall. Here a warp runs the image loop once for each combo some lane
-// has (the OR of the lanes' combo words) and every combo's images by warp groups as the own
-// points (voxfx_reduce.cuh's warp_grouped_rank: one atomic a cell a warp, consecutive slots).
-//   "grouped": surface_count_grouped, surface_place_grouped (points and tags as lean's place),
-//     then surface_order_cells_lean;
-//   "tags": surface_count_grouped, surface_place_tags (the tags alone: 4 bytes a point
-//     scattered, not 20), then surface_order_tags, which makes each point from its tag (the
-//     particle's position and radius, mirrored as wall_image mirrors it: the same bits) and
-//     writes it at its rank in its cell.
-// The same counts and cell starts as lean; the same points in each cell in any order before
-// the ordering, which puts them in tag order: the same list, the same φ.
+// The "lean" level set's binning that places the tags alone (kernels/flip/surface_place.py,
+// VOXFX_LEVEL_SET_PLACE; flip_surface.cu states the method, flip_surface_lean.cu holds the default
+// count and place). surface_place_lean writes each point as a float4 and its tag at the point's
+// slot, 20 bytes a point scattered over the cells; here the place writes the 4-byte tag alone and
+// the ordering (surface_order_tags) makes each point from its tag — the particle's position
+// mirrored by the tag's combo, the same float operations: the same bits — and writes it at its rank
+// in its cell.
+//   "tags": the images by warp groups too (surface_count_grouped, surface_place_tags: a warp runs
+//     the image loop once for each combo some lane has, the OR of the lanes' combo words, and
+//     every combo's images by voxfx_reduce.cuh's warp_grouped_rank, one atomic a cell a warp);
+//   "tags-plain": the images one atomic each, as lean (surface_count_lean, surface_place_tags_plain).
+// The same counts and cell starts as lean; the same points in each cell in any order before the
+// ordering, which puts them in tag order: the same list, the same φ.
 // Compiled with --fmad=false as flip_surface.cu.
 
 #include "voxfx_reduce.cuh"  // warp_grouped_rank, warp_all_or
@@ -98,37 +95,9 @@ extern "C" __global__ void surface_count_grouped(const float* __restrict__ pos, 
                    [](int, int, int, float, float, float) {});
 }
 
-// The particle and its images into their cells' slots, starts[cell] + fill[cell]'s running
-// count (zeroed before), as float4 (x, y, z, r) with tag combo·n + p (32-bit: 27·n ≤ 2³²),
-// surface_place_lean's points and tags.
-extern "C" __global__ void surface_place_grouped(const float* __restrict__ pos, const float* __restrict__ radii,
-                                                 int radius_stride, long long n, int walls, float lox, float loy,
-                                                 float loz, float hix, float hiy, float hiz, float reach, float cox,
-                                                 float coy, float coz, float inv_edge, int cx, int cy, int cz,
-                                                 const int* __restrict__ starts, int* __restrict__ fill,
-                                                 float4* __restrict__ packed, unsigned int* __restrict__ tags)
-{
-    const long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    float x, y, z;
-    int mx, my, mz;
-    const int key = binned_particle(pos, p, n, walls, lox, loy, loz, hix, hiy, hiz, reach, cox, coy, coz, inv_edge,
-                                    cx, cy, cz, nullptr, x, y, z, mx, my, mz);
-    const float r = key >= 0 || (mx | my | mz) ? radii[p * radius_stride] : 0.0f;
-    const int rank = warp_grouped_rank(fill, key);
-    if (key >= 0) {
-        const int slot = starts[key] + rank;
-        packed[slot] = make_float4(x, y, z, r);
-        tags[slot] = (unsigned int)p;
-    }
-    grouped_images(fill, x, y, z, mx, my, mz, lox, loy, loz, hix, hiy, hiz, cox, coy, coz, inv_edge, cx, cy, cz,
-                   [&](int combo, int image, int at, float px, float py, float pz) {
-                       const int slot = starts[image] + at;
-                       packed[slot] = make_float4(px, py, pz, r);
-                       tags[slot] = (unsigned int)((long long)combo * n + p);
-                   });
-}
-
-// "tags": the same slots as surface_place_grouped with the tags alone.
+// "tags": the particle's tag p and its images' tags combo·n + p (32-bit: 27·n ≤ 2³², surface_place_lean's
+// tags) into their cells' slots, starts[cell] + fill[cell]'s running count (zeroed before), the points
+// themselves not written (surface_order_tags makes them); the images by warp groups.
 extern "C" __global__ void surface_place_tags(const float* __restrict__ pos, long long n, int walls, float lox,
                                               float loy, float loz, float hix, float hiy, float hiz, float reach,
                                               float cox, float coy, float coz, float inv_edge, int cx, int cy, int cz,
@@ -148,9 +117,33 @@ extern "C" __global__ void surface_place_tags(const float* __restrict__ pos, lon
                    });
 }
 
-// "tags"' ordering, one thread a slot s: the point of tag t = combo·n + p — particle p's
+// "tags-plain": surface_place_tags with each image one atomic, as surface_place_lean places them (the
+// counts are surface_count_lean's).
+extern "C" __global__ void surface_place_tags_plain(const float* __restrict__ pos, long long n, int walls, float lox,
+                                                    float loy, float loz, float hix, float hiy, float hiz,
+                                                    float reach, float cox, float coy, float coz, float inv_edge,
+                                                    int cx, int cy, int cz, const int* __restrict__ starts,
+                                                    int* __restrict__ fill, unsigned int* __restrict__ tags)
+{
+    const long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    float x, y, z;
+    int mx, my, mz;
+    const int key = binned_particle(pos, p, n, walls, lox, loy, loz, hix, hiy, hiz, reach, cox, coy, coz, inv_edge,
+                                    cx, cy, cz, nullptr, x, y, z, mx, my, mz);
+    const int rank = warp_grouped_rank(fill, key);
+    if (key >= 0) tags[starts[key] + rank] = (unsigned int)p;
+    if (!(mx | my | mz)) return;
+    for (int combo = 1; combo < COMBOS; ++combo) {
+        float px, py, pz;
+        if (!wall_image(combo, x, y, z, mx, my, mz, lox, loy, loz, hix, hiy, hiz, px, py, pz)) continue;
+        const int image = cell_key(px, py, pz, cox, coy, coz, inv_edge, cx, cy, cz);
+        if (image >= 0) tags[starts[image] + atomicAdd(&fill[image], 1)] = (unsigned int)((long long)combo * n + p);
+    }
+}
+
+// The tag ways' ordering, one thread a slot s: the point of tag t = combo·n + p — particle p's
 // position mirrored by combo's choices (wall_image's mirrored, the same float operations:
-// the bits surface_place_grouped stores) and its radius — at its rank among its cell's tags
+// the bits surface_place_lean stores) and its radius — at its rank among its cell's tags
 // in *out* (order_point's rank); a cell of more than *limit* points: the point at s itself,
 // for surface_gpu's sort of the crowded cells in place.
 extern "C" __global__ void surface_order_tags(const float* __restrict__ pos, const float* __restrict__ radii,

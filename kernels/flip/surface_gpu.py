@@ -322,8 +322,9 @@ def _count(way, binning, pos, n, wall_args, cell_args, counts, bad) -> None:
     if way != "lean":
         from . import surface_place
 
-        surface_place.count(pos, n, wall_args, cell_args, counts, bad)
-        return
+        if way in surface_place.GROUPED_COUNT:
+            surface_place.count(pos, n, wall_args, cell_args, counts, bad)
+            return
     lean = binning is _K_LEAN
     binning.launch("surface_count_lean" if lean else "surface_count", n, (pos, np.int64(n), *wall_args, *cell_args,
                                                                          counts, bad))
@@ -334,7 +335,7 @@ def _place(way, binning, pos, radii, scalar, n, wall_args, cell_args, starts, fi
     if way != "lean":
         from . import surface_place
 
-        return surface_place.place(way, pos, radii, scalar, n, wall_args, cell_args, starts, fill, points, cp)
+        return None, surface_place.place(way, pos, n, wall_args, cell_args, starts, fill, points, cp)
     lean = binning is _K_LEAN
     packed = cp.empty((points, 4), cp.float32)
     tags = cp.empty(points, cp.uint32 if lean else cp.int64)
@@ -348,7 +349,7 @@ def _order_cells(way, binning, packed, tags, pos, radii, scalar, n, wall_args, c
     """Step 3's order: every cell's points in tag order (float4 (points, 4)); cells of more
     than ``sort_cell_max()`` points sorted apart (``_order_crowded``)."""
     limit = sort_cell_max()
-    if way == "tags":  # the points made from their tags, a crowded cell's left at its slots and sorted in place
+    if way != "lean":  # the points made from their tags, a crowded cell's left at its slots and sorted in place
         from . import surface_place
 
         ordered = surface_place.order_tags(pos, radii, scalar, n, wall_args, cell_args, tags, starts, points, limit,
@@ -389,7 +390,7 @@ def _bricks_gpu(pos, radii, spec, R, band, smooth_iterations, walls=None, reach=
     wall_args = (i32(walls is not None), *lo, *hi, f32(reach))
     cell_args = (f32(cox), f32(coy), f32(coz), f32(1.0 / edge), i32(cx), i32(cy), i32(cz))
     lean = level_set_mode() == "lean" and COMBOS * n <= 2 ** 32  # 32-bit tags (module text)
-    way = _place_way(lean)
+    way = _place_way(lean)  # "lean": this module's kernels; else surface_place's (the tags placed alone)
     _compile_crowded_order(cp, cp.uint32 if lean else cp.int64)  # its kernels now, not at a later frame
     _mark("set-up")
     # 1. Count the particles and their images per binning cell; the non-finite ones.

@@ -1,10 +1,11 @@
-"""The level set's binning ways (kernels/flip/surface_place.py, ``VOXFX_LEVEL_SET_PLACE``) on the
-device against "lean", the default: the same counts per binning cell, every cell filled, the
-same list of points in each cell's tag order bit for bit (the warps' groups of 32 lanes, which
-the host harness, a lane a warp, cannot show), and φ the same bits — in a box with a corner
-ball, a pool in seeding order (whole warps in a cell, their images too) and a pile of 1,500
-particles in a corner cell ranked in place or sorted apart, and on a dense dam break after its
-splash. The host harness is tests/unit/test_cuda_surface_place_host.py."""
+"""The level set's binning ways that place the tags alone (kernels/flip/surface_place.py,
+``VOXFX_LEVEL_SET_PLACE``: "tags", "tags-plain") on the device against "lean", the default: the
+same counts per binning cell, every cell filled, the same list of points in each cell's tag
+order bit for bit (the warps' groups of 32 lanes, which the host harness, a lane a warp, cannot
+show), and φ the same bits — in a box with a corner ball, a pool in seeding order (whole warps
+in a cell, their images too) and a pile of 1,500 particles in a corner cell ranked in place or
+sorted apart, and on a dense dam break after its splash. The host harness is
+tests/unit/test_cuda_surface_place_host.py."""
 
 import numpy as np
 import pytest
@@ -18,7 +19,7 @@ from voxfx.kernels.flip.sim import FlipSimulation
 from voxfx.kernels.flip.surface import closed_level_set, surface_grid, surface_radii
 from voxfx.kernels.grid import GridSpec
 
-WAYS = ("grouped", "tags")
+WAYS = ("tags", "tags-plain")
 
 
 def binned(way, pos, spec, r, R):
@@ -62,13 +63,17 @@ def scenes(rng):
     return [(spec, pos), (spec, np.concatenate([pos, pile])), (spec, pool)]
 
 
-@pytest.mark.parametrize("limit", ["default", "1024", "40"])
+@pytest.mark.parametrize("limit", ["default", "1024", 40])
 def test_each_way_counts_fills_and_orders_as_lean(monkeypatch, limit):
-    """Counts, fill and the ordered list (cells over *limit* sorted apart) of grouped and tags
-    equal lean's bit for bit."""
+    """Counts, fill and the ordered list (cells over *limit* sorted apart: 40 by SORT_CELL_MAX,
+    which the variable's choices do not hold) of tags and tags-plain equal lean's bit for bit."""
     import cupy
 
-    monkeypatch.setenv("VOXFX_LEVEL_SET_SORT_CELL_MAX", limit)
+    if isinstance(limit, int):
+        monkeypatch.delenv("VOXFX_LEVEL_SET_SORT_CELL_MAX", raising=False)
+        monkeypatch.setattr(surface_gpu, "SORT_CELL_MAX", limit)
+    else:
+        monkeypatch.setenv("VOXFX_LEVEL_SET_SORT_CELL_MAX", limit)
     rng = np.random.default_rng()
     for spec, pos in scenes(rng):
         r, R = surface_radii(spec.voxel_size, 8)

@@ -3,7 +3,7 @@
 functions (one "thread" a call, a warp of one lane: warp_grouped_rank a plain read and
 write, the warp's combo word the lane's own) and a C++ driver runs them as surface_gpu does —
 "lean" (surface_count_lean, surface_place_lean, surface_order_cells_lean: the reference), then
-"grouped" and "tags" with their place's threads in a shuffled order (the device's atomics
+"tags" and "tags-plain" with their place's threads in a shuffled order (the device's atomics
 give any order within a cell) and a crowded-cell limit, the cells over it sorted by tag as
 surface_gpu._order_crowded sorts them. The counts and the non-finite count must be lean's,
 and the points of every cell in the same order with the same bits; the image combo word must
@@ -24,9 +24,10 @@ from voxfx.kernels.grid import GridSpec
 
 # Input "0": walls stride; lo (3) hi (3) reach; cox coy coz inv_edge (%a); cx cy cz; limit; n,
 # pos (3n), radii (n or 1), the place's thread order (n). Output: lean's points and non-finite
-# count; grouped's counts and bad the same (1/0); grouped's and tags' ordered lists lean's bits
-# (1/0 each); grouped's placed list (before its order) already lean's (1/0); the cells over the
-# limit. Or "1": image_combos of every (mx, my, mz) in 0 … 3, x fastest.
+# count; the grouped count's counts and bad lean's (1/0), both places' fill lean's counts (1/0);
+# tags' and tags-plain's ordered lists lean's bits (1/0 each); tags' points as placed (no order)
+# already lean's (1/0); the cells over the limit. Or "1": image_combos of every (mx, my, mz) in
+# 0 … 3, x fastest.
 HARNESS = STUBS + r"""
 static float host_int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }
 #define __int_as_float host_int_as_float
@@ -91,37 +92,38 @@ int main() {
                                  packed.data(), tags.data()));
     LAUNCH(points, surface_order_cells_lean(packed.data(), tags.data(), starts.data(), points, CELLS, 1 << 30,
                                             want.data()));
-    // grouped: the counts, then the place in the shuffled thread order and the order with the limit
+    // tags: the grouped count, then the tags placed in the shuffled thread order and the order with the limit
     std::vector<int> gcounts(cells + 1, 0), gbad(1, 0);
     LAUNCH(n, surface_count_grouped(pos.data(), n, WALLS, CELLS, gcounts.data(), gbad.data()));
     int counts_same = gcounts == counts && gbad[0] == bad[0];
-    std::vector<float4> gpacked(points), gordered(points);
-    std::vector<unsigned> gtags(points);
-    std::fill(fill.begin(), fill.end(), 0);
-    for (ll t = 0; t < n; ++t) {
-        at(perm[t]);
-        surface_place_grouped(pos.data(), radii.data(), stride, n, WALLS, CELLS, starts.data(), fill.data(),
-                              gpacked.data(), gtags.data());
-    }
-    int fill_same = fill == counts;
-    LAUNCH(points, surface_order_cells_lean(gpacked.data(), gtags.data(), starts.data(), points, CELLS, limit,
-                                            gordered.data()));
-    ll over = crowded(gpacked, gtags, starts, limit, gordered);
-    // tags: the tags alone placed in the same shuffled order, the points made by the order
-    std::vector<unsigned> ttags(points);
-    std::vector<float4> tordered(points);
+    std::vector<unsigned> ttags(points), ptags(points);
+    std::vector<float4> tordered(points), pordered(points), placed(points);
     std::fill(fill.begin(), fill.end(), 0);
     for (ll t = 0; t < n; ++t) {
         at(perm[t]);
         surface_place_tags(pos.data(), n, WALLS, CELLS, starts.data(), fill.data(), ttags.data());
     }
-    fill_same = fill_same && fill == counts;
+    int fill_same = fill == counts;
     LAUNCH(points, surface_order_tags(pos.data(), radii.data(), stride, n, lox, loy, loz, hix, hiy, hiz,
                                       ttags.data(), starts.data(), points, CELLS, limit, tordered.data()));
-    std::vector<float4> tplaced(tordered);  // the crowded cells' points at their slots: sorted in place
-    crowded(tplaced, ttags, starts, limit, tordered);
-    printf("%lld %d\n%d %d\n%d %d %d\n%lld\n", points, bad[0], counts_same, fill_same, (int)same_bits(gordered, want),
-           (int)same_bits(tordered, want), (int)same_bits(gpacked, want), over);
+    std::vector<float4> at_slots(tordered);  // the crowded cells' points at their slots: sorted in place
+    ll over = crowded(at_slots, ttags, starts, limit, tordered);
+    // the placed points unordered (limit −1: every cell left at its slots): not yet lean's list
+    LAUNCH(points, surface_order_tags(pos.data(), radii.data(), stride, n, lox, loy, loz, hix, hiy, hiz,
+                                      ttags.data(), starts.data(), points, CELLS, -1, placed.data()));
+    // tags-plain: lean's counts, the tags placed with one atomic an image, in the same shuffled order
+    std::fill(fill.begin(), fill.end(), 0);
+    for (ll t = 0; t < n; ++t) {
+        at(perm[t]);
+        surface_place_tags_plain(pos.data(), n, WALLS, CELLS, starts.data(), fill.data(), ptags.data());
+    }
+    fill_same = fill_same && fill == counts;
+    LAUNCH(points, surface_order_tags(pos.data(), radii.data(), stride, n, lox, loy, loz, hix, hiy, hiz,
+                                      ptags.data(), starts.data(), points, CELLS, limit, pordered.data()));
+    at_slots = pordered;
+    crowded(at_slots, ptags, starts, limit, pordered);
+    printf("%lld %d\n%d %d\n%d %d %d\n%lld\n", points, bad[0], counts_same, fill_same, (int)same_bits(tordered, want),
+           (int)same_bits(pordered, want), (int)same_bits(placed, want), over);
     return 0;
 }
 """
@@ -159,9 +161,9 @@ def _check(run, pos, radii, grid, R, walls=None, limit=1 << 30, seed=0):
     list already lean's, cells over the limit)."""
     perm = np.random.default_rng(seed).permutation(len(pos))
     out = run(_lines(pos, radii, grid, R, walls, limit, perm))
-    points, bad, counts_same, fill_same, grouped_same, tags_same, placed_same, over = (int(x) for x in out)
+    points, bad, counts_same, fill_same, tags_same, plain_same, placed_same, over = (int(x) for x in out)
     assert counts_same == 1 and fill_same == 1  # the grouped count is lean's; both places fill every cell
-    assert grouped_same == 1 and tags_same == 1  # each cell's points in tag order: lean's list, bit for bit
+    assert tags_same == 1 and plain_same == 1  # each cell's points in tag order: lean's list, bit for bit
     return points, bad, placed_same, over
 
 
@@ -185,7 +187,7 @@ def test_image_combos_are_the_combos_wall_image_allows(harness):
 @pytest.mark.parametrize("limit", [1 << 30, 2048, 40, 2])
 def test_closed_box_every_way_gives_lean_counts_and_list(harness, limit):
     """Particles in a box with a ball in a corner (7 images a particle) and a pile of 1,500
-    points in one corner cell: grouped and tags give lean's counts and, ordered (cells over
+    points in one corner cell: tags and tags-plain give lean's counts and, ordered (cells over
     *limit* sorted apart), lean's list; the shuffled place alone does not (the check can fail)."""
     rng = np.random.default_rng(limit % 97)
     h = float(rng.uniform(0.02, 0.06))
@@ -238,8 +240,8 @@ def test_mutants_fail(tmp_path_factory, name):
     r, R = surface_radii(h, 8)
     out = [int(x) for x in run(_lines(pos, np.float32(r), surface_grid(spec), R, spec, 1 << 30,
                                       np.random.default_rng(1).permutation(len(pos))))]
-    counts_same, grouped_same, tags_same = out[2], out[4], out[5]
-    if name == "combo":
-        assert counts_same == 0
-    else:  # the tags way's list only (grouped's points come from its place)
-        assert counts_same == 1 and grouped_same == 1 and tags_same == 0
+    counts_same, tags_same, plain_same = out[2], out[4], out[5]
+    if name == "combo":  # the grouped count ("tags") misses the low-x images; tags-plain counts as lean
+        assert counts_same == 0 and plain_same == 1
+    else:  # the ordering both tag ways share
+        assert counts_same == 1 and tags_same == 0 and plain_same == 0
