@@ -16,7 +16,9 @@ large liquid's region from one pass over the particles (``particle_bounds``, ben
 the 65M count 4.13 → 1.27 ms, 17.7 → 14.8 ms in all; ``VOXFX_LEVEL_SET_BOUNDS=0`` the six
 reductions for A/B; on since its GPU test passed on an H100). Off: the gather built for three
 blocks an SM (``LEAN_BLOCKS``: no faster,
-18.1 / 2.55 ms; kept as an A/B build only). Measured on an
+18.1 / 2.55 ms; kept as an A/B build only). "lean"'s binning may place the tags alone and make the points
+in the ordering (``surface_place``, ``VOXFX_LEVEL_SET_PLACE``, off by default: the 8M Fast frames 6–11's
+place 4.85 → 2.44 ms on an H100, bench/RESULTS.md h17e). Measured on an
 NVIDIA H100 80GB HBM3 (``bench/flip_level_set.py``, the dam break after 24 substeps at 8M
 and 4 at 65M, the two ways alternating in one process, φ the same bits), ms on the device:
 
