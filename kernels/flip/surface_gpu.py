@@ -16,7 +16,9 @@ large liquid's region from one pass over the particles (``particle_bounds``, ben
 the 65M count 4.13 → 1.27 ms, 17.7 → 14.8 ms in all; ``VOXFX_LEVEL_SET_BOUNDS=0`` the six
 reductions for A/B; on since its GPU test passed on an H100). Off: the gather built for three
 blocks an SM (``LEAN_BLOCKS``: no faster,
-18.1 / 2.55 ms; kept as an A/B build only). Measured on an
+18.1 / 2.55 ms; kept as an A/B build only). "lean"'s binning may place the tags alone and make the points
+in the ordering (``surface_place``, ``VOXFX_LEVEL_SET_PLACE``, off by default: the 8M Fast frames 6–11's
+place 4.85 → 2.44 ms on an H100, bench/RESULTS.md h17e). Measured on an
 NVIDIA H100 80GB HBM3 (``bench/flip_level_set.py``, the dam break after 24 substeps at 8M
 and 4 at 65M, the two ways alternating in one process, φ the same bits), ms on the device:
 
@@ -307,6 +309,63 @@ def _compile_crowded_order(cp, tag_type) -> None:
     _CROWDED_READY.add(key)
 
 
+def _place_way(lean) -> str:
+    """The binning's way (``surface_place.place_way``, ``VOXFX_LEVEL_SET_PLACE``) where the level set
+    is "lean" with 32-bit tags, else "lean" (this module's kernels)."""
+    if not lean:
+        return "lean"
+    from . import surface_place  # it imports this module
+
+    return surface_place.place_way()
+
+
+def _count(way, binning, pos, n, wall_args, cell_args, counts, bad) -> None:
+    """Step 1 of ``_bricks_gpu``: the particles and their images counted per binning cell."""
+    if way != "lean":
+        from . import surface_place
+
+        if way in surface_place.GROUPED_COUNT:
+            surface_place.count(pos, n, wall_args, cell_args, counts, bad)
+            return
+    lean = binning is _K_LEAN
+    binning.launch("surface_count_lean" if lean else "surface_count", n, (pos, np.int64(n), *wall_args, *cell_args,
+                                                                         counts, bad))
+
+
+def _place(way, binning, pos, radii, scalar, n, wall_args, cell_args, starts, fill, points, cp):
+    """Step 3's place: (points as float4, or None where *way* places the tags alone; tags)."""
+    if way != "lean":
+        from . import surface_place
+
+        return None, surface_place.place(way, pos, n, wall_args, cell_args, starts, fill, points, cp)
+    lean = binning is _K_LEAN
+    packed = cp.empty((points, 4), cp.float32)
+    tags = cp.empty(points, cp.uint32 if lean else cp.int64)
+    binning.launch("surface_place_lean" if lean else "surface_place", n, (
+        pos, radii, np.int32(0 if scalar else 1), np.int64(n), *wall_args, *cell_args, starts, fill, packed, tags))
+    return packed, tags
+
+
+def _order_cells(way, binning, packed, tags, pos, radii, scalar, n, wall_args, cell_args, starts, points, fullest,
+                 cp):
+    """Step 3's order: every cell's points in tag order (float4 (points, 4)); cells of more
+    than ``sort_cell_max()`` points sorted apart (``_order_crowded``)."""
+    limit = sort_cell_max()
+    if way != "lean":  # the points made from their tags, a crowded cell's left at its slots and sorted in place
+        from . import surface_place
+
+        ordered = surface_place.order_tags(pos, radii, scalar, n, wall_args, cell_args, tags, starts, points, limit,
+                                           cp)
+        packed = ordered
+    else:
+        ordered = cp.empty_like(packed)
+        binning.launch("surface_order_cells_lean" if binning is _K_LEAN else "surface_order_cells", points, (
+            packed, tags, starts, np.int64(points), *cell_args, np.int32(limit), ordered))
+    if fullest > limit:  # crowded cells (a splash piled into a corner): sorted apart
+        _order_crowded(packed, tags, starts, ordered, cp)
+    return ordered
+
+
 def _bricks_gpu(pos, radii, spec, R, band, smooth_iterations, walls=None, reach=0.0, interior=None):
     """The "bricks" GPU level set (module text) of the particles *pos* (float32 (N, 3) on
     the device) over *spec*'s nodes: with *walls* (the box's GridSpec) closed as
@@ -333,13 +392,14 @@ def _bricks_gpu(pos, radii, spec, R, band, smooth_iterations, walls=None, reach=
     wall_args = (i32(walls is not None), *lo, *hi, f32(reach))
     cell_args = (f32(cox), f32(coy), f32(coz), f32(1.0 / edge), i32(cx), i32(cy), i32(cz))
     lean = level_set_mode() == "lean" and COMBOS * n <= 2 ** 32  # 32-bit tags (module text)
+    way = _place_way(lean)  # "lean": this module's kernels; else surface_place's (the tags placed alone)
     _compile_crowded_order(cp, cp.uint32 if lean else cp.int64)  # its kernels now, not at a later frame
+    _mark("set-up")
     # 1. Count the particles and their images per binning cell; the non-finite ones.
     counts = cp.zeros(n_cells + lean, cp.int32)  # lean: one more, the scan's total
     bad = cp.zeros(1, cp.int32)
     binning = _K_LEAN if lean else _K
-    binning.launch("surface_count_lean" if lean else "surface_count", n, (pos, np.int64(n), *wall_args, *cell_args,
-                                                                         counts, bad))
+    _count(way, binning, pos, n, wall_args, cell_args, counts, bad)
     _mark("count")
     # 2. Cell starts: an exclusive scan; the one host read (points, non-finite, fullest cell).
     if lean:  # the sparse solver's two-launch scan, which gives the fullest cell too
@@ -351,30 +411,25 @@ def _bricks_gpu(pos, radii, spec, R, band, smooth_iterations, walls=None, reach=
         starts[0] = 0
         starts[1:] = cp.cumsum(counts, dtype=cp.int32)
         fullest = counts.max(keepdims=True)
+    if way != "lean":  # the interior flags queued before the read: the device runs them while the host waits
+        interior_flags, skip = _interior_cells(counts, (cx, cy, cz), interior)
     points, bad, fullest = (int(v) for v in cp.concatenate([starts[-1:], bad, fullest]).get())
     _mark("scan + read")
     if STATS is not None:
         STATS.update(points=points, fullest=fullest, cells=n_cells, nodes=spec.voxel_count)
     if bad:
         raise _non_finite(bad)
-    interior_flags, skip = _interior_cells(counts, (cx, cy, cz), interior)  # before the counts become fill
+    if way == "lean":
+        interior_flags, skip = _interior_cells(counts, (cx, cy, cz), interior)  # before the counts become fill
     _mark("interior cells")
     # 3. Place them in their cells (any order within a cell), then each cell in tag order.
-    packed = cp.empty((points, 4), cp.float32)
-    tags = cp.empty(points, cp.uint32 if lean else cp.int64)
     counts.fill(0)
     radii = cp.full(1, radii, cp.float32) if scalar else cp.ascontiguousarray(radii, dtype=cp.float32)
-    binning.launch("surface_place_lean" if lean else "surface_place", n, (
-        pos, radii, i32(0 if scalar else 1), np.int64(n), *wall_args, *cell_args, starts, counts, packed, tags))
+    packed, tags = _place(way, binning, pos, radii, scalar, n, wall_args, cell_args, starts, counts, points, cp)
     del counts
     _mark("place")
-    ordered = cp.empty_like(packed)
-    limit = sort_cell_max()
-    binning.launch("surface_order_cells_lean" if lean else "surface_order_cells", points, (
-        packed, tags, starts, np.int64(points), *cell_args, i32(limit), ordered))
-    if fullest > limit:  # crowded cells (a splash piled into a corner): sorted apart
-        _order_crowded(packed, tags, starts, ordered, cp)
-    packed = ordered
+    packed = _order_cells(way, binning, packed, tags, pos, radii, scalar, n, wall_args, cell_args, starts, points,
+                          fullest, cp)
     del tags
     _mark("order cells")
     # 4. The node bricks some point may reach; the gather there, +band elsewhere.

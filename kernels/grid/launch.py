@@ -109,7 +109,8 @@ KERNEL_MODULES = ("rng", "grid.bitgrid", "grid.sparse_ops", "voxelize.gpu", "vox
                   "snow.flakes", "snow.wind", "snow.drift", "snow.ground", "flip.particles", "flip.pressure_gpu",
                   "flip.sparse_pressure_gpu", "flip.sparse_pressure_setup", "flip.sparse_pressure_scan",
                   "flip.sparse_pressure_cells",
-                  "flip.surface_gpu", "flip.sparse_gpu_base", "flip.sparse_gpu", "flip.sparse_g2p_gpu",
+                  "flip.surface_gpu", "flip.surface_place", "flip.sparse_gpu_base", "flip.sparse_gpu",
+                  "flip.sparse_g2p_gpu",
                   "flip.sparse_topology_gpu", "flip.sparse_band_gpu", "flip.sparse_air_band_gpu",
                   "flip.sparse_pressure_solve_ahead", "flip.particle_sort")
 

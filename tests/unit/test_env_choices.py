@@ -9,7 +9,7 @@ from voxfx.kernels import settings
 from voxfx.kernels.flip import (particle_sort, sparse_g2p_gpu, sparse_grid, sparse_gpu, sparse_pressure_cells,
                                 sparse_pressure_setup, sparse_pressure_solve_ahead, sparse_pressure_workspace_levels,
                                 sparse_scatter, sparse_topology_gpu, sparse_topology_tables, sparse_topology_update,
-                                sparse_transfer, surface_gpu, surface_host_copy, transfer)
+                                sparse_transfer, surface_gpu, surface_host_copy, surface_place, transfer)
 
 SWITCHES = [  # (the switch, its variable, its ways, its default)
     (sparse_gpu.gather_mode, "VOXFX_SPARSE_GATHER", sparse_gpu.GATHERS, "scatter"),
@@ -21,6 +21,7 @@ SWITCHES = [  # (the switch, its variable, its ways, its default)
     (sparse_scatter.atomics_mode, "VOXFX_SPARSE_SCATTER_ATOMICS", sparse_scatter.ATOMICS, "paired"),
     (sparse_scatter.banks_mode, "VOXFX_SPARSE_SCATTER_BANKS", sparse_scatter.BANK_MODES, "flip"),
     (surface_gpu.level_set_mode, "VOXFX_LEVEL_SET", surface_gpu.LEVEL_SET_MODES, "lean"),
+    (surface_place.place_way, "VOXFX_LEVEL_SET_PLACE", surface_place.PLACE_WAYS, "lean"),
     (transfer.speed_max_mode, "VOXFX_MAX_SPEED", transfer.SPEED_MAXIMA, "blocks"),
     (sparse_pressure_solve_ahead.mode, "VOXFX_SPARSE_SOLVE_AHEAD", sparse_pressure_solve_ahead.MODES, "1"),
     (particle_sort.mode, "VOXFX_SPARSE_PARTICLE_SORT", particle_sort.SORTS, "off"),
