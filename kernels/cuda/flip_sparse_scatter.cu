@@ -20,6 +20,10 @@
 //                      own them (64-bit integer atomics; acc zeroed first).
 //   p2g_scatter_finish one thread per pool cell: value = Σw·q / Σw and valid = Σw > 0.
 //
+// With SCATTER_CROWD (the lean flip code's crowded warps, include/voxfx_scatter_crowd.cuh; off
+// by default) the lanes of a warp whose particles reach the same nodes sum each term first (a
+// tree of shuffles) and one lane a group adds it: the same integer sums.
+//
 // Terms (gather_cell's, float32, the same operations): the particle of cell c (its bin:
 // ⌊(x − o)/h⌋) reaches node n of component a's lattice when n − c ∈ {0, 1} along a and
 // {−1, 0, 1} across (the gathers' 27-cell window with offsets ≤ 0 along a; in a closed box
@@ -260,8 +264,14 @@ __device__ __forceinline__ void scatter_particle(const float* __restrict__ spos,
 #ifndef SCATTER_FLIP  // 1: the lean code's half-lattice nodes, the particle's cell first (sparse_scatter.banks_mode)
 #define SCATTER_FLIP 0
 #endif
+#ifndef SCATTER_CROWD  // 1: the lean code's crowded warps summed by groups first (sparse_scatter.crowd_mode)
+#define SCATTER_CROWD 0
+#endif
 #if SCATTER_LEAN
 #include "voxfx_scatter_lean.cuh"  // scatter_carry_hi, scatter_add_pair_lean, scatter_particle_lean
+#if SCATTER_CROWD
+#include "voxfx_scatter_crowd.cuh"  // scatter_particle_crowd
+#endif
 #endif
 
 // One block per pool slot (grid = slots, block ≤ SCATTER_THREADS). `spread`: lane j of a
@@ -306,6 +316,16 @@ extern "C" __global__ void __launch_bounds__(SCATTER_THREADS, SCATTER_MIN_BLOCKS
                            : row / spread * tile + lane * spread + row % spread;
 #else
         const int k = row / spread * tile + lane * spread + row % spread;
+#endif
+#if SCATTER_LEAN && SCATTER_CROWD  // every lane of a warp goes on (items: a multiple of 32; warp functions)
+        const int q = k < total ? (use_order ? order[p0 + k] : (int)p0 + k) : -1;
+        if (apic)
+            scatter_particle_crowd<true>(spos, svel, sc, q, brick, closed, n, o, h, inv_h, scale_q, scale_w,
+                                         shared_acc);
+        else
+            scatter_particle_crowd<false>(spos, svel, sc, q, brick, closed, n, o, h, inv_h, scale_q, scale_w,
+                                          shared_acc);
+        continue;
 #endif
         if (k >= total) continue;
         const int p = use_order ? order[p0 + k] : (int)p0 + k;
