@@ -59,27 +59,27 @@ static unsigned host_keys[32];
 static int host_ints[32];
 static unsigned long long host_words[32];
 static long long host_crowded = 0;  // warps (rows) that took the crowded path
-#define SCATTER_CROWD_HOST 1
-static unsigned int crowd_lane() { return threadIdx.x & 31u; }
-static unsigned int crowd_match(unsigned int key) {
-    host_keys[crowd_lane()] = key;
+#define WARP_HOST_LANES 1
+static unsigned int warp_lane() { return threadIdx.x & 31u; }
+static unsigned int warp_match_any(unsigned int key) {
+    host_keys[warp_lane()] = key;
     host_barrier();
     unsigned int m = 0u;
     for (int l = 0; l < host_threads; ++l) m |= (unsigned int)(host_keys[l] == key) << l;
     host_barrier();
     return m;
 }
-static int crowd_max(int v) {
-    host_ints[crowd_lane()] = v;
+static int warp_all_max_int(int v) {
+    host_ints[warp_lane()] = v;
     host_barrier();
     int m = v;
     for (int l = 0; l < host_threads; ++l) m = std::max(m, host_ints[l]);
     host_barrier();
-    if (crowd_lane() == 0 && m >= SCATTER_CROWD_MIN) ++host_crowded;
+    if (warp_lane() == 0 && m >= SCATTER_CROWD_MIN) ++host_crowded;
     return m;
 }
-static unsigned long long crowd_shfl(unsigned long long v, int src) {
-    host_words[crowd_lane()] = v;
+static unsigned long long warp_shfl_u64(unsigned long long v, int src) {
+    host_words[warp_lane()] = v;
     host_barrier();
     const unsigned long long r = host_words[src];
     host_barrier();

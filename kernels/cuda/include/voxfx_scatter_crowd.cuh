@@ -10,30 +10,15 @@
 // sums with the lean code's paired atomics: one add a group instead of one a lane. The sums
 // in shared memory are the same integers (modulo 2^64: the lean kernel's), so the same faces
 // and masks bit for bit. A warp whose largest group is smaller than SCATTER_CROWD_MIN lanes
-// (every warp before the splash) takes the lean code as before, after one match and one max.
-// Included by flip_sparse_scatter.cu after voxfx_scatter_lean.cuh (no include guard of its own).
+// (expected of the warps before the splash, ~8 particles a cell) takes the lean code as before,
+// after one match and one max.
+// Included by flip_sparse_scatter.cu after voxfx_scatter_lean.cuh (its scatter_component_lean).
 #pragma once
+
+#include "voxfx_reduce.cuh"  // warp_lane, warp_match_any, warp_all_max_int, warp_shfl_u64
 
 #ifndef SCATTER_CROWD_MIN  // the smallest largest group (lanes) for which a warp sums its groups first
 #define SCATTER_CROWD_MIN 4
-#endif
-
-// The warp's functions: on the device the hardware's (all 32 lanes present); on the host a
-// harness may give its own (SCATTER_CROWD_HOST: tests/unit/test_cuda_scatter_crowd_host.py runs
-// 32 threads a warp), else a warp of one lane.
-#if defined(__CUDA_ARCH__) && !defined(SCATTER_CROWD_HOST)
-__device__ __forceinline__ unsigned int crowd_lane() { return threadIdx.x & 31u; }
-__device__ __forceinline__ unsigned int crowd_match(unsigned int key) { return __match_any_sync(0xffffffffu, key); }
-__device__ __forceinline__ int crowd_max(int v) { return __reduce_max_sync(0xffffffffu, v); }
-__device__ __forceinline__ unsigned long long crowd_shfl(unsigned long long v, int src)
-{
-    return __shfl_sync(0xffffffffu, v, src);
-}
-#elif !defined(SCATTER_CROWD_HOST)
-__device__ __forceinline__ unsigned int crowd_lane() { return 0u; }
-__device__ __forceinline__ unsigned int crowd_match(unsigned int) { return 1u; }
-__device__ __forceinline__ int crowd_max(int v) { return v; }
-__device__ __forceinline__ unsigned long long crowd_shfl(unsigned long long v, int) { return v; }
 #endif
 
 // The lane of mask's set bit of rank n (0: the lowest; n < popc(mask)): the largest lane with
@@ -88,7 +73,7 @@ __device__ __forceinline__ unsigned long long crowd_sum(unsigned long long v, co
 {
 #pragma unroll 1
     for (int k = 0; k < t.steps; ++k) {
-        const unsigned long long other = crowd_shfl(v, (int)((t.src >> (5 * k)) & 31u));
+        const unsigned long long other = warp_shfl_u64(v, (int)((t.src >> (5 * k)) & 31u));
         if ((t.take >> k) & 1u) v += other;
     }
     return v;
@@ -164,7 +149,7 @@ __device__ __forceinline__ void scatter_particle_crowd(const float* __restrict__
                                                        int closed, const int n[3], const float o[3], float h,
                                                        float inv_h, float scale_q, float scale_w, unsigned int* acc)
 {
-    const unsigned int lane = crowd_lane();
+    const unsigned int lane = warp_lane();
     float f[3][2], gl[3][2], nf[3][2];
     int base[3][2];
     unsigned int ok = 0u, swap = 0u;
@@ -206,8 +191,8 @@ __device__ __forceinline__ void scatter_particle_crowd(const float* __restrict__
             }
         if (fits) key = packed;  // swap follows from base (a half lattice's first node below the cell's)
     }
-    const unsigned int group = crowd_match(key);
-    const int most = crowd_max(__popc(group));
+    const unsigned int group = warp_match_any(key);
+    const int most = warp_all_max_int(__popc(group));
     if (most < SCATTER_CROWD_MIN) {  // the same in every lane: the lean code
         if (p < 0) return;
         if (ok == 0xfffu) {
