@@ -39,6 +39,14 @@ using std::max;
 #include "flip_sparse_transfer.cu"
 #include "flip_sparse_gather.cu"
 #include "flip_sparse_scatter.cu"
+// The brick scatter split over parts (SCATTER_SPLIT: the grid's second dimension, 5 parts here)
+#if SCATTER_SPLIT
+#define SCATTER_PARTS 5u
+#else
+#define SCATTER_PARTS 1u
+#endif
+#define PARTS(n, call) { h_grid.y = SCATTER_PARTS; for (unsigned y_ = 0; y_ < SCATTER_PARTS; ++y_) { \
+    h_block.y = y_; LAUNCH(n, call); } h_grid.y = 1; h_block.y = 0; }
 """ + DRIVER + r"""
 int main() {
     int closed, nx, ny, nz, apic, spread;
@@ -54,7 +62,7 @@ int main() {
     LAUNCH(7, scatter_bounds(svel.data(), sc.data(), apic, n, count.data(), cells, h, strided.data()));
     h_grid.x = 1;
     if (strided != bounds) return 3;
-    LAUNCH(cap, p2g_scatter_brick(spos.data(), svel.data(), sc.data(), apic, start.data(), count.data(), used.data(),
+    PARTS(cap, p2g_scatter_brick(spos.data(), svel.data(), sc.data(), apic, start.data(), count.data(), used.data(),
                                   coords.data(), nbr27.data(), cells, closed, nx, ny, nz, ox, oy, oz, h, inv_h,
                                   bounds.data(), spread, order.data(), 0, acc.data()));
     LAUNCH(cells, p2g_scatter_finish(acc.data(), cells, bounds.data(), u.data(), v.data(), w.data(), mu.data(),
@@ -96,7 +104,7 @@ int main() {
     h_grid.x = 1;
     for (ll p = 0; p < n; ++p) order2[start2[cell2[p]] + rank2[p]] = (int)p;
     std::vector<unsigned long long> acc2(6 * cells, 0ull);
-    LAUNCH(cap, p2g_scatter_brick(pos.data(), vel.data(), c.data(), apic, start2.data(), count2.data(), used.data(),
+    PARTS(cap, p2g_scatter_brick(pos.data(), vel.data(), c.data(), apic, start2.data(), count2.data(), used.data(),
                                   coords.data(), nbr27.data(), cells, closed, nx, ny, nz, ox, oy, oz, h, inv_h,
                                   bounds2.data(), spread, order2.data(), 1, acc2.data()));
     printf("%u\n%u\n", bounds2[0], bounds2[1]);
@@ -141,17 +149,27 @@ int main() {
 """
 
 
-@pytest.fixture(scope="module", params=["serial", "paired", "lean", "lean flip"])
+@pytest.fixture(scope="module", params=["serial", "paired", "lean", "lean flip", "lean flip crowd", "lean flip split"])
 def harness(tmp_path_factory, request):
     """The harness built with flip_sparse_scatter.cu's SCATTER_PAIRED = 0 and 1
-    (sparse_scatter.ATOMICS), SCATTER_LEAN = 1 (sparse_scatter.KERNEL_MODES, paired) and the
+    (sparse_scatter.ATOMICS), SCATTER_LEAN = 1 (sparse_scatter.KERNEL_MODES, paired), the
     lean code with SCATTER_FLIP = 1 (sparse_scatter.BANK_MODES: the half lattices' nodes in
-    another slot order): the same integer sums every way."""
+    another slot order) and with SCATTER_CROWD = 1 (sparse_scatter.CROWD_MODES; here a warp of
+    one lane, every row by its groups: SCATTER_CROWD_MIN 1; the warps of 32 lanes are
+    test_cuda_scatter_crowd_host.py's) and with SCATTER_SPLIT = 64 (sparse_scatter.SPLIT_MODES: a
+    brick's particles over up to 5 blocks of ≥ 64 each here): the same integer sums every way."""
     lean = ["-DSCATTER_PAIRED=1", "-DSCATTER_LEAN=1"]
     build_defines = {"serial": ["-DSCATTER_PAIRED=0"], "paired": ["-DSCATTER_PAIRED=1"], "lean": lean,
-                     "lean flip": lean + ["-DSCATTER_FLIP=1"]}[request.param]
+                     "lean flip": lean + ["-DSCATTER_FLIP=1"],
+                     "lean flip crowd": lean + ["-DSCATTER_FLIP=1", "-DSCATTER_CROWD=1", "-DSCATTER_CROWD_MIN=1"],
+                     "lean flip split": lean + ["-DSCATTER_FLIP=1", "-DSCATTER_SPLIT=64"]}[request.param]
+    return harness_run(tmp_path_factory, request.param, build_defines)
+
+
+def harness_run(tmp_path_factory, name, build_defines):
+    """The harness built with *build_defines*: ``run(grid, pos, vel, c, spread)`` (``harness``)."""
     defines = kernel_defines(sparse_gpu.KERNELS) + build_defines
-    build = _build(tmp_path_factory, HARNESS, defines, f"sparse_scatter_{request.param.replace(' ', '_')}")
+    build = _build(tmp_path_factory, HARNESS, defines, f"sparse_scatter_{name.replace(' ', '_')}")
 
     def run(grid, pos, vel, c, spread):
         spec_shape, t = grid.shape, grid.topology
@@ -190,7 +208,7 @@ def harness(tmp_path_factory, request):
         run.finish_ring_same = tokens[-1] == "1"
         return gather, scatter, bounds, acc.reshape(3, cells, 2)
 
-    run.build = request.param
+    run.build = name
     return run
 
 
@@ -267,6 +285,19 @@ def test_scatter_matches_the_gather_within_its_bound_and_is_order_independent(ha
         assert np.array_equal(a, b)
 
 
+def test_split_bricks_mutant_loses_terms(tmp_path_factory):
+    """The split brick scatter's mutant (SCATTER_SPLIT_MUTANT: each part's last particle left
+    out) gives other sums than the lean flip code (the harness test above must catch a split
+    that drops particles)."""
+    lean = ["-DSCATTER_PAIRED=1", "-DSCATTER_LEAN=1", "-DSCATTER_FLIP=1"]
+    spec, grid, pos, vel, c = scene(True, False, 11)
+    _, _, _, acc = harness_run(tmp_path_factory, "split base", lean)(grid, pos, vel, c, 8)
+    mutant = harness_run(tmp_path_factory, "split mutant", lean + ["-DSCATTER_SPLIT=64", "-DSCATTER_SPLIT_MUTANT=1"])
+    _, _, _, acc2 = mutant(grid, pos, vel, c, 8)
+    assert np.count_nonzero(acc) > 1000
+    assert not np.array_equal(acc2, acc)
+
+
 def test_scatter_scales_keep_every_sum_below_two_to_the_62():
     """The scales of the notes: with R particles all reaching one face with w = 1 and
     |q| = Q, the fixed-point sums stay below 2^62 (no overflow), for Q from tiny to 1e17 m/s
@@ -284,6 +315,7 @@ def test_scatter_scales_keep_every_sum_below_two_to_the_62():
 
 @pytest.mark.parametrize("choose, variable, default, other, bad", [
     (sparse_scatter.atomics_mode, "VOXFX_SPARSE_SCATTER_ATOMICS", "paired", "serial", "batched"),
+    (sparse_scatter.split_mode, "VOXFX_SPARSE_SCATTER_SPLIT", "off", "on", "always"),
     (sparse_scatter.kernel_mode, "VOXFX_SPARSE_SCATTER_KERNEL", "lean", "classic", "fast"),
     (sparse_scatter.banks_mode, "VOXFX_SPARSE_SCATTER_BANKS", "flip", "flat", "rows")])
 def test_scatter_switch_names_are_checked(monkeypatch, choose, variable, default, other, bad):

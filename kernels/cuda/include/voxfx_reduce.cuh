@@ -245,3 +245,48 @@ __device__ double block_total(const double* __restrict__ partials, int n)
     }
     return v;
 }
+
+// The P2G scatter's crowded warps (voxfx_scatter_crowd.cuh): the lane, the lanes holding the same
+// key (a mask), the max to every lane and a 64-bit shuffle from lane src (all 32 lanes present).
+// On the host a harness's one-thread "warp" (one lane), unless the harness runs warps of threads
+// and gives these four itself (WARP_HOST_LANES: tests/unit/test_cuda_scatter_crowd_host.py).
+#ifndef WARP_HOST_LANES
+__device__ __forceinline__ unsigned int warp_lane()
+{
+#ifdef __CUDA_ARCH__
+    return threadIdx.x & 31u;
+#else
+    return 0u;
+#endif
+}
+
+__device__ __forceinline__ unsigned int warp_match_any(unsigned int key)
+{
+#ifdef __CUDA_ARCH__
+    return __match_any_sync(0xffffffffu, key);
+#else
+    return 1u;
+#endif
+}
+
+__device__ __forceinline__ int warp_all_max_int(int v)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    return __reduce_max_sync(0xffffffffu, v);
+#elif defined(__CUDA_ARCH__)
+    for (int d = 16; d > 0; d >>= 1) v = max(v, __shfl_xor_sync(0xffffffffu, v, d));
+    return v;
+#else
+    return v;
+#endif
+}
+
+__device__ __forceinline__ unsigned long long warp_shfl_u64(unsigned long long v, int src)
+{
+#ifdef __CUDA_ARCH__
+    return __shfl_sync(0xffffffffu, v, src);
+#else
+    return v;
+#endif
+}
+#endif

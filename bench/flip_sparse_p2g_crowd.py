@@ -1,0 +1,184 @@
+"""P2G launch by launch before and after the splash, the scatter's crowded warps
+(``VOXFX_SPARSE_SCATTER_CROWD``) and its bricks split over blocks (``VOXFX_SPARSE_SCATTER_SPLIT``;
+helper h17d), on the 8M dam break with a user Timing preset:
+
+    python3 bench/flip_sparse_p2g_crowd.py [--res 256] [--particles 8e6] [--timing fast] [--frames 12]
+                                           [--repeat 7] [--mins 2 4 8] [--splits 4096x16 2048x16 8192x32]
+                                           [--way 'NAME=VALUE ...' ...]
+
+At frame 0 (the seeding's order, no crowding) and after *frames* frames of 1/24 s
+(``sim.step``: the splash piles particles into few cells), on that state's topology for a
+substep of 1/72 s:
+
+1. the crowding: pool cells and bricks, the fullest cell, the cells holding ≥ 32 / 256
+   particles and the share of the particles in them, the heaviest bricks (particles a brick);
+2. the order binning and the brick scatter alone (``_p2g_order.OrderLaunches``: count, scan,
+   place, then ``p2g_scatter_brick`` of each build: the default lean flip, the crowded warps
+   from a largest group of *mins* lanes, the split bricks of *splits*), in turn, medians of
+   *repeat*, with the builds' integer sums compared bit for bit against the default's;
+3. the whole P2G stage (``flip_sparse_p2g_stage.p2g_stage``: the row's P2G calls) each way
+   (``WAYS``, or *way*), alternating, idle and queued (the device's time alone), then each
+   launch of the stage by CUDA events (queued), each way.
+
+H100 numbers: bench/RESULTS.md, "h17d"."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from tools.package import load  # noqa: E402
+
+load()
+from voxfx.kernels.flip import sparse_scatter  # noqa: E402
+from voxfx.kernels.flip.sim import FlipSimulation  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "bench"))
+from _p2g_order import OrderLaunches  # noqa: E402
+from _sparse_frames import frame_settings  # noqa: E402
+from flip import dam_break  # noqa: E402
+from flip_sparse_p2g_stage import SPIN, LaunchEvents, set_way, timed_stage  # noqa: E402
+from flip_sparse_particle_order import topology  # noqa: E402
+
+WAYS = ["", "VOXFX_SPARSE_SCATTER_CROWD=on", "VOXFX_SPARSE_SCATTER_SPLIT=on"]
+
+
+def crowding(cp, run):
+    """Line 1 of the notes from the order binning's counts (after its count and scan)."""
+    count = run.count[:run.cells]
+    n = int(run.n)
+    big = [(k, int((count >= k).sum()), int(count[count >= k].sum())) for k in (32, 256)]
+    bricks = cp.sort(count.reshape(-1, 512).sum(axis=1))[::-1]  # particles a pool slot, heaviest first
+    heavy = [(k, int((bricks >= k).sum()), int(bricks[bricks >= k].sum())) for k in (4096, 16384)]
+    return (f"{run.cells:,} pool cells, fullest cell {int(count.max()):,} particles, occupied cells "
+            f"{int((count > 0).sum()):,}; " + "; ".join(f"cells ≥ {k}: {c:,} holding {p / n:.1%} of the particles"
+                                                        for k, c, p in big)
+            + f"; heaviest bricks {', '.join(f'{int(b):,}' for b in bricks[:5])} particles, the ten heaviest "
+            f"{int(bricks[:10].sum()) / n:.1%}; " + "; ".join(f"bricks ≥ {k:,}: {c:,} holding {p / n:.1%}"
+                                                               for k, c, p in heavy))
+
+
+def stage_ways(cp, sim, dt, repeat):
+    """Part 3 of the notes."""
+    spin = cp.RawKernel(SPIN, "spin")
+    events = LaunchEvents(cp)
+    times = {(w, q): [] for w in WAYS for q in (False, True)}
+    for way in WAYS:  # warm: compiles
+        set_way(WAYS, way)
+        timed_stage(cp, sim, dt, spin, True)
+    for r in range(repeat):
+        for way in (WAYS if r % 2 == 0 else WAYS[::-1]):
+            set_way(WAYS, way)
+            for queued in (False, True):
+                times[(way, queued)].append(timed_stage(cp, sim, dt, spin, queued)[0])
+    print(f"P2G stage (medians of {repeat}, ways alternating) | idle ms | queued ms (device alone)")
+    for way in WAYS:
+        print(f"{way or '(defaults)'} | {np.median(times[(way, False)]):.3f} | {np.median(times[(way, True)]):.3f}")
+    for way in WAYS:
+        set_way(WAYS, way)
+        per = [timed_stage(cp, sim, dt, spin, True, events) for _ in range(repeat)]
+        names = [n for n, _ in per[0][2]]
+        med = [float(np.median([rows[i][1] for _, _, rows in per])) for i in range(len(names))]
+        total = float(np.median([ms for ms, _, _ in per]))
+        print(f"launches, {way or '(defaults)'}, queued (medians of {repeat}): "
+              + ", ".join(f"{n} {ms:.3f}" for n, ms in zip(names, med))
+              + f"; launches {sum(med):.3f}, the rest {total - sum(med):.3f}, stage {total:.3f}")
+    set_way(WAYS, "")
+
+
+def split_scatter(run, kernels, blocks, spread=sparse_scatter.SCATTER_SPREAD):
+    """``OrderLaunches.scatter`` over a grid of (slots, *blocks*): a SCATTER_SPLIT build."""
+    from voxfx.kernels.flip.sparse_gpu import _I32, _I64, _dims, _frame
+
+    g, cells = run.g, run.cells
+
+    def go():
+        kernels.launch_grid("p2g_scatter_brick", (cells // 512, blocks), (sparse_scatter.SCATTER_THREADS,), (
+            run.pos, run.vel, run.count, _I32(0), run.start, run.count, g.brick_slot, g.slot_coords, g.brick_nbr,
+            _I64(cells), _I32(g.closed), *_dims(g), *_frame(g), run.bounds, _I32(spread), run.order, _I32(1),
+            run.acc))
+    return go
+
+
+def scatter_builds(cp, sim, repeat, mins, splits=()):
+    """Part 2 of the notes (FLIP: the stage's own particles, no C); *splits*: (T, K) of the split
+    builds (SCATTER_SPLIT T, a grid of K blocks a brick)."""
+    from _cuda_events import timed
+
+    run = OrderLaunches(cp, sim.grid, sim.pos, sim.vel)
+    count = run.count_pass("count_particles_grouped")
+    count()
+    run.scan()
+    run.place()
+    print("   " + crowding(cp, run))
+    builds = {"lean flip (default)": sparse_scatter._build(4, 1, 1, 1)}
+    for m in mins:
+        builds[f"crowd, groups of ≥ {m}"] = sparse_scatter._build(4, 1, 1, 1, m)
+    fns = {name: run.scatter(k) for name, k in builds.items()}
+    for t, k in splits:
+        fns[f"split, ≥ {t} a block, ≤ {k} blocks"] = split_scatter(run, sparse_scatter._build(4, 1, 1, 1, 0, t), k)
+    sums = {}
+    for name, fn in fns.items():  # warm, and each build's sums
+        run.acc.fill(0)
+        fn()
+        sums[name] = cp.asnumpy(run.acc)
+    first = next(iter(sums.values()))
+    same = {name: bool(np.array_equal(s, first)) for name, s in sums.items()}
+    rows = {"count_particles_grouped": count, "scan": run.scan, "place_particles": run.place}
+    out = {k: [] for k in list(rows) + list(fns)}
+    for r in range(repeat):
+        for name, fn in (list(rows.items()) + list(fns.items()))[:: 1 if r % 2 == 0 else -1]:
+            if name in fns:
+                run.acc.fill(0)
+            out[name].append(timed(cp, fn, 1))
+    print(f"   launches alone (medians of {repeat}, in turn): " + ", ".join(
+        f"{k} {np.median(v):.3f}" + (f" (sums {'the same' if same[k] else 'DIFFER'})" if k in same else "")
+        for k, v in out.items()))
+
+
+def report(cp, sim, label, repeat, mins, splits, dt=1 / 72):
+    topology(sim, dt)
+    print(f"{label}: {len(sim.pos):,} particles, {sim.grid.brick_count():,} bricks", flush=True)
+    scatter_builds(cp, sim, repeat, mins, splits)
+    stage_ways(cp, sim, dt, repeat)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--res", type=int, default=256)
+    ap.add_argument("--particles", type=float, default=8e6)
+    ap.add_argument("--timing", default="fast")
+    ap.add_argument("--frames", type=int, default=12)
+    ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--mins", type=int, nargs="*", default=[2, 4, 8], help="the crowded warps' builds")
+    ap.add_argument("--splits", nargs="*", default=["4096x16", "2048x16", "8192x32"],
+                    help="the split builds, TxK: ≥ T particles a block, ≤ K blocks a brick")
+    ap.add_argument("--way", action="append", default=None, help="the stage's ways, NAME=VALUE ... ('' the defaults)")
+    args = ap.parse_args()
+    if args.way is not None:
+        WAYS[:] = args.way
+    splits = [tuple(int(x) for x in s.split("x")) for s in args.splits]
+    import cupy as cp
+
+    print(f"device: {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}")
+    for name in ("VOXFX_SPARSE_SCATTER_CROWD", "VOXFX_SPARSE_SCATTER_SPLIT"):
+        os.environ.pop(name, None)
+    spec, v, t = dam_break(args.res, int(args.particles))
+    sim = FlipSimulation(spec, frame_settings(args.timing, None, 0, None), v, t, xp=cp, sparse=True)
+    state = {k: np.array(x) for k, x in sim.checkpoint().items()}  # frame 0, restored after its report
+    report(cp, sim, "frame 0 (the seeding's order)", args.repeat, args.mins, splits)
+    sim.restore(state)
+    for f in range(args.frames):
+        stats = sim.step(1 / 24)
+        print(f"   frame {f}: {stats['substeps']} substeps, {sim.grid.brick_count():,} bricks", flush=True)
+    report(cp, sim, f"after {args.frames} frames (the splash)", args.repeat, args.mins, splits)
+
+
+if __name__ == "__main__":
+    main()
