@@ -86,12 +86,17 @@ frames (12,105 bricks, fullest cell 2,005, 36.7% of the particles in cells of �
 1.289; the P2G stage 2.419 → 2.558 ms after the splash; frames 6–11's P2G device 27.9 / 29.3 →
 31.6 / 32.6 ms. Same-address passes are not what slows the scatter after the splash.
 
-The split bricks (``VOXFX_SPARSE_SCATTER_SPLIT``, ``split_mode``; helper h17d; off by default, not
-yet run on a GPU): the brick scatter's grid (slots, ``SPLIT_BLOCKS``), a brick of m particles over
+The split bricks (``VOXFX_SPARSE_SCATTER_SPLIT``, ``split_mode``; helper h17d; "on" the default since
+session 17): the brick scatter's grid (slots, ``SPLIT_BLOCKS``), a brick of m particles over
 min(``SPLIT_BLOCKS``, ⌈m / ``SPLIT_PARTICLES``⌉) blocks, each adding its part's shared sums into the
 global ones (the same integer sums; flip_sparse_scatter.cu's SCATTER_SPLIT). After the splash the
 scatter is 3.2× slower for the same particles and a few bricks may hold tens of thousands of them,
-one block each: the lever the crowded warps were not (bench/RESULTS.md "h17d").
+one block each: the lever the crowded warps were not (bench/RESULTS.md "h17d"). Measured (H100 80GB
+HBM3, session 17 call 3, 8M dam break; the heaviest brick 28,663 particles after 12 Fast frames): the
+brick scatter alone 0.401 → 0.410 ms at frame 0, **1.195 → 0.903** after the splash (≥ 2048 a block
+0.945, ≥ 8192 over ≤ 32 blocks 1.085, ≥ 1024 1.195); the stage 2.39 → 2.04 ms of device; 8M Fast
+frames 6–11 in separate processes (off, on, off, on): P2G device 29.7 / 24.5 / 30.5 / 24.2 ms, the
+user frames 200 / 184 / 210 / 181 ms; the same sums (GPU tests).
 
 ``launch`` is ``launch_sums`` (the sums zeroed, the bounds unless given, the brick scatter) then
 ``launch_finish`` (the division, with the cell types where asked: p2g_scatter_finish_cells);
@@ -126,9 +131,9 @@ BANK_MODES = ("flip", "flat")
 # VOXFX_SPARSE_SCATTER_CROWD (helper h17d): "off" (the default) or "on" (SCATTER_CROWD: the lean flip
 # code's crowded warps sum a group's terms by shuffles and add them once a group; the same sums)
 CROWD_MODES = ("off", "on")
-# VOXFX_SPARSE_SCATTER_SPLIT (helper h17d, not yet run on a GPU): "off" (the default) or "on" (SCATTER_SPLIT:
-# a brick's particles over up to SPLIT_BLOCKS blocks of at least SPLIT_PARTICLES each; the same sums)
-SPLIT_MODES = ("off", "on")
+# VOXFX_SPARSE_SCATTER_SPLIT (helper h17d): "on" (the default since session 17; SCATTER_SPLIT: a brick's
+# particles over up to SPLIT_BLOCKS blocks of at least SPLIT_PARTICLES each; the same sums) or "off"
+SPLIT_MODES = ("on", "off")
 SPLIT_PARTICLES = 4096  # the fewest particles a block of a split brick takes (frame 0 at 8M: ~2,500 a brick)
 SPLIT_BLOCKS = 16  # the most blocks a brick takes (the grid's second dimension)
 _BUILDS: dict = {}

@@ -1,8 +1,9 @@
 """The "lean" level set's binning placing the tags alone (issue 24, helper h17e;
-``VOXFX_LEVEL_SET_PLACE``, kernels in ``cuda/flip_surface_place.cu``), A/B ways off by default.
+``VOXFX_LEVEL_SET_PLACE``, kernels in ``cuda/flip_surface_place.cu``): "tags-plain" the default since
+session 17, "tags" and "lean" A/B ways.
 ``surface_gpu._bricks_gpu`` calls it for the "lean" way with 32-bit tags.
 
-"lean" (the default) places each point (a float4) and its tag at the point's slot: 20 bytes a
+"lean" (the default before session 17) places each point (a float4) and its tag at the point's slot: 20 bytes a
 point scattered over the cells, and after the 8M dam break's splash the level set's place grew
 0.54 → 1.15 ms a frame (H100, session 17). The ways here place the 4-byte tag alone and make the
 points in the ordering (``surface_order_tags``: the particle's position mirrored by the tag's
@@ -12,7 +13,10 @@ combo, the same float operations as the place, so the same bits):
   ``surface_place_tags``: a warp loops once over each combo some lane has and counts and places
   that combo's images one atomic a cell a warp);
 * "tags-plain": the images one atomic each as lean (lean's ``surface_count_lean``,
-  ``surface_place_tags_plain``) — not yet run on a GPU.
+  ``surface_place_tags_plain``) — the default: session 17's call 3 (H100, the three ways on each
+  frame's same particles, one process) gave the binning's stages over frames 6–11 lean 11.85,
+  tags 10.12, tags-plain 9.16 ms, frame 11's place 1.13 → 0.44 ms, φ the same bits in every frame;
+  the surface GPU files passed with each tag way (46 and 40 passed).
 
 Both queue the interior skip's cell flags before the level set's one host read, not after it.
 The counts and cell starts are lean's; a cell's points are placed in another order, which the
@@ -38,7 +42,7 @@ from ..grid.launch import Kernels
 from ..settings import env_choice
 from .surface_gpu import _OPTIONS, _THREADS, _TILE_DEFINES
 
-PLACE_WAYS = ("lean", "tags", "tags-plain")  # VOXFX_LEVEL_SET_PLACE (place_way); the first the default
+PLACE_WAYS = ("tags-plain", "tags", "lean")  # VOXFX_LEVEL_SET_PLACE (place_way); the first the default
 GROUPED_COUNT = ("tags",)  # the ways counting by surface_count_grouped (the others: lean's count)
 _K = Kernels("flip_surface_place.cu", _OPTIONS, _THREADS, defines=_TILE_DEFINES)
 
