@@ -315,7 +315,7 @@ def test_scatter_scales_keep_every_sum_below_two_to_the_62():
 
 @pytest.mark.parametrize("choose, variable, default, other, bad", [
     (sparse_scatter.atomics_mode, "VOXFX_SPARSE_SCATTER_ATOMICS", "paired", "serial", "batched"),
-    (sparse_scatter.split_mode, "VOXFX_SPARSE_SCATTER_SPLIT", "off", "on", "always"),
+    (sparse_scatter.split_mode, "VOXFX_SPARSE_SCATTER_SPLIT", "on", "off", "always"),
     (sparse_scatter.kernel_mode, "VOXFX_SPARSE_SCATTER_KERNEL", "lean", "classic", "fast"),
     (sparse_scatter.banks_mode, "VOXFX_SPARSE_SCATTER_BANKS", "flip", "flat", "rows")])
 def test_scatter_switch_names_are_checked(monkeypatch, choose, variable, default, other, bad):
