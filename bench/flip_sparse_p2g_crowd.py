@@ -1,9 +1,9 @@
-"""P2G launch by launch before and after the splash, the scatter's crowded warps
-(``VOXFX_SPARSE_SCATTER_CROWD``) and its bricks split over blocks (``VOXFX_SPARSE_SCATTER_SPLIT``;
-helper h17d), on the 8M dam break with a user Timing preset:
+"""P2G launch by launch before and after the splash and the scatter's bricks split over blocks
+(``VOXFX_SPARSE_SCATTER_SPLIT``; helper h17d, whose crowded-warp builds were measured here and
+removed), on the 8M dam break with a user Timing preset:
 
     python3 bench/flip_sparse_p2g_crowd.py [--res 256] [--particles 8e6] [--timing fast] [--frames 12]
-                                           [--repeat 7] [--mins 2 4 8] [--splits 4096x16 2048x16 8192x32]
+                                           [--repeat 7] [--splits 4096x16 2048x16 8192x32]
                                            [--way 'NAME=VALUE ...' ...]
 
 At frame 0 (the seeding's order, no crowding) and after *frames* frames of 1/24 s
@@ -13,8 +13,8 @@ substep of 1/72 s:
 1. the crowding: pool cells and bricks, the fullest cell, the cells holding ≥ 32 / 256
    particles and the share of the particles in them, the heaviest bricks (particles a brick);
 2. the order binning and the brick scatter alone (``_p2g_order.OrderLaunches``: count, scan,
-   place, then ``p2g_scatter_brick`` of each build: the default lean flip, the crowded warps
-   from a largest group of *mins* lanes, the split bricks of *splits*), in turn, medians of
+   place, then ``p2g_scatter_brick`` of each build: the lean flip code unsplit, the split
+   bricks of *splits*), in turn, medians of
    *repeat*, with the builds' integer sums compared bit for bit against the default's;
 3. the whole P2G stage (``flip_sparse_p2g_stage.p2g_stage``: the row's P2G calls) each way
    (``WAYS``, or *way*), alternating, idle and queued (the device's time alone), then each
@@ -46,7 +46,7 @@ from flip import dam_break  # noqa: E402
 from flip_sparse_p2g_stage import SPIN, LaunchEvents, set_way, timed_stage  # noqa: E402
 from flip_sparse_particle_order import topology  # noqa: E402
 
-WAYS = ["", "VOXFX_SPARSE_SCATTER_CROWD=on", "VOXFX_SPARSE_SCATTER_SPLIT=on"]
+WAYS = ["VOXFX_SPARSE_SCATTER_SPLIT=off", "VOXFX_SPARSE_SCATTER_SPLIT=on"]
 
 
 def crowding(cp, run):
@@ -106,7 +106,7 @@ def split_scatter(run, kernels, blocks, spread=sparse_scatter.SCATTER_SPREAD):
     return go
 
 
-def scatter_builds(cp, sim, repeat, mins, splits=()):
+def scatter_builds(cp, sim, repeat, splits=()):
     """Part 2 of the notes (FLIP: the stage's own particles, no C); *splits*: (T, K) of the split
     builds (SCATTER_SPLIT T, a grid of K blocks a brick)."""
     from _cuda_events import timed
@@ -117,12 +117,10 @@ def scatter_builds(cp, sim, repeat, mins, splits=()):
     run.scan()
     run.place()
     print("   " + crowding(cp, run))
-    builds = {"lean flip (default)": sparse_scatter._build(4, 1, 1, 1)}
-    for m in mins:
-        builds[f"crowd, groups of ≥ {m}"] = sparse_scatter._build(4, 1, 1, 1, m)
+    builds = {"lean flip, unsplit": sparse_scatter._build(4, 1, 1, 1)}
     fns = {name: run.scatter(k) for name, k in builds.items()}
     for t, k in splits:
-        fns[f"split, ≥ {t} a block, ≤ {k} blocks"] = split_scatter(run, sparse_scatter._build(4, 1, 1, 1, 0, t), k)
+        fns[f"split, ≥ {t} a block, ≤ {k} blocks"] = split_scatter(run, sparse_scatter._build(4, 1, 1, 1, t), k)
     sums = {}
     for name, fn in fns.items():  # warm, and each build's sums
         run.acc.fill(0)
@@ -142,10 +140,10 @@ def scatter_builds(cp, sim, repeat, mins, splits=()):
         for k, v in out.items()))
 
 
-def report(cp, sim, label, repeat, mins, splits, dt=1 / 72):
+def report(cp, sim, label, repeat, splits, dt=1 / 72):
     topology(sim, dt)
     print(f"{label}: {len(sim.pos):,} particles, {sim.grid.brick_count():,} bricks", flush=True)
-    scatter_builds(cp, sim, repeat, mins, splits)
+    scatter_builds(cp, sim, repeat, splits)
     stage_ways(cp, sim, dt, repeat)
 
 
@@ -156,7 +154,6 @@ def main():
     ap.add_argument("--timing", default="fast")
     ap.add_argument("--frames", type=int, default=12)
     ap.add_argument("--repeat", type=int, default=7)
-    ap.add_argument("--mins", type=int, nargs="*", default=[2, 4, 8], help="the crowded warps' builds")
     ap.add_argument("--splits", nargs="*", default=["4096x16", "2048x16", "8192x32"],
                     help="the split builds, TxK: ≥ T particles a block, ≤ K blocks a brick")
     ap.add_argument("--way", action="append", default=None, help="the stage's ways, NAME=VALUE ... ('' the defaults)")
@@ -167,17 +164,16 @@ def main():
     import cupy as cp
 
     print(f"device: {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}")
-    for name in ("VOXFX_SPARSE_SCATTER_CROWD", "VOXFX_SPARSE_SCATTER_SPLIT"):
-        os.environ.pop(name, None)
+    os.environ.pop("VOXFX_SPARSE_SCATTER_SPLIT", None)
     spec, v, t = dam_break(args.res, int(args.particles))
     sim = FlipSimulation(spec, frame_settings(args.timing, None, 0, None), v, t, xp=cp, sparse=True)
     state = {k: np.array(x) for k, x in sim.checkpoint().items()}  # frame 0, restored after its report
-    report(cp, sim, "frame 0 (the seeding's order)", args.repeat, args.mins, splits)
+    report(cp, sim, "frame 0 (the seeding's order)", args.repeat, splits)
     sim.restore(state)
     for f in range(args.frames):
         stats = sim.step(1 / 24)
         print(f"   frame {f}: {stats['substeps']} substeps, {sim.grid.brick_count():,} bricks", flush=True)
-    report(cp, sim, f"after {args.frames} frames (the splash)", args.repeat, args.mins, splits)
+    report(cp, sim, f"after {args.frames} frames (the splash)", args.repeat, splits)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# A record of h17d's call: VOXFX_SPARSE_SCATTER_CROWD, its GPU file and the bench's --mins builds were removed after it.
 # The device call for the scatter's crowded warps (helper h17d, session 17; VOXFX_SPARSE_SCATTER_CROWD,
 # flip_sparse_scatter.cu's SCATTER_CROWD, off by default), ≤ ~200 s: three GPU test groups in parallel with
 # the switch on (the new crowd file: the same bits as off on a crowded scene, random particles and dam-break

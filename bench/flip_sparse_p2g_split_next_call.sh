@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# (Run in session 17's call 3 with the crowded-warp build "--mins 8", since removed.)
 # Helper h17d's cut for a next call (≤ ~200 s; not yet run): the brick scatter split over blocks
 # (VOXFX_SPARSE_SCATTER_SPLIT, flip_sparse_scatter.cu's SCATTER_SPLIT, off by default). Two GPU test groups
 # in parallel (the new split file; the scatter, P2G tail and cell-type files with the switch on), then alone:
@@ -17,7 +18,7 @@ VOXFX_SPARSE_SCATTER_SPLIT=on timeout -s INT ${TESTS_S:-70} $PY $T/test_flip_spa
 wait $P1; echo "split file rc=$?"; pytest_lines $L/t1.log 10
 wait $P2; echo "scatter, p2g tail, cells files (split on) rc=$?"; pytest_lines $L/t2.log 8
 echo "elapsed $SECONDS"
-timeout ${BENCH_S:-45} python3 bench/flip_sparse_p2g_crowd.py --repeat 5 --mins 8 --splits 4096x16 2048x16 8192x32 \
+timeout ${BENCH_S:-45} python3 bench/flip_sparse_p2g_crowd.py --repeat 5 --splits 4096x16 2048x16 8192x32 \
     1024x32 --way '' --way VOXFX_SPARSE_SCATTER_SPLIT=on > $L/p2g_split.log 2>&1
 echo "p2g split bench rc=$? elapsed $SECONDS"
 grep -vE "^ *$|Warning|warn|VoxFX:|^   frame [0-9]" $L/p2g_split.log | cut -c1-1000 | tail -16

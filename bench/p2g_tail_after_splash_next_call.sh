@@ -13,7 +13,7 @@ OUT_DEFAULT=$OUT
 L=/tmp/p2g_tail2; mkdir -p $L
 timeout -s INT ${TESTS_S:-60} python3 -m pytest -q -p no:cacheprovider -rfE $T/test_flip_sparse_p2g_tail_gpu.py \
     > $L/t1.log 2>&1; echo "P2G tail file rc=$?"; pytest_lines $L/t1.log 8
-timeout ${BENCH_S:-45} python3 bench/flip_sparse_p2g_crowd.py --repeat 5 --mins --splits \
+timeout ${BENCH_S:-45} python3 bench/flip_sparse_p2g_crowd.py --repeat 5 --splits \
     --way VOXFX_SPARSE_P2G_TAIL=apart --way VOXFX_SPARSE_P2G_TAIL=fused > $L/p2g.log 2>&1
 echo "p2g launches rc=$? elapsed $SECONDS"
 grep -vE "^ *$|Warning|warn|VoxFX:|^   frame [0-9]" $L/p2g.log | cut -c1-900 | tail -12

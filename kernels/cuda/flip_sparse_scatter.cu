@@ -20,11 +20,8 @@
 //                      own them (64-bit integer atomics; acc zeroed first).
 //   p2g_scatter_finish one thread per pool cell: value = Σw·q / Σw and valid = Σw > 0.
 //
-// With SCATTER_CROWD (the lean flip code's crowded warps, include/voxfx_scatter_crowd.cuh; off
-// by default) the lanes of a warp whose particles reach the same nodes sum each term first (a
-// tree of shuffles) and one lane a group adds it: the same integer sums. With SCATTER_SPLIT = T
-// (sparse_scatter.split_mode, off by default; helper h17d, not yet run on a GPU) the grid is
-// (slots, K) and a brick of m particles takes min(K, ⌈m/T⌉) blocks, part j the particles
+// With SCATTER_SPLIT = T (sparse_scatter.split_mode, "on" by default since session 17; helper
+// h17d) the grid is (slots, K) and a brick of m particles takes min(K, ⌈m/T⌉) blocks, part j the particles
 // [m·j/parts, m·(j+1)/parts) of its run, each block adding its own shared sums into the global
 // ones: integer atomics, the same sums. After the splash a few bricks hold tens of thousands of
 // particles, one block each (bench/RESULTS.md "h17d").
@@ -269,17 +266,11 @@ __device__ __forceinline__ void scatter_particle(const float* __restrict__ spos,
 #ifndef SCATTER_FLIP  // 1: the lean code's half-lattice nodes, the particle's cell first (sparse_scatter.banks_mode)
 #define SCATTER_FLIP 0
 #endif
-#ifndef SCATTER_CROWD  // 1: the lean code's crowded warps summed by groups first (sparse_scatter.crowd_mode)
-#define SCATTER_CROWD 0
-#endif
 #ifndef SCATTER_SPLIT  // > 0: a brick's particles split over blocks of at least this many (sparse_scatter.split_mode)
 #define SCATTER_SPLIT 0
 #endif
 #if SCATTER_LEAN
 #include "voxfx_scatter_lean.cuh"  // scatter_carry_hi, scatter_add_pair_lean, scatter_particle_lean
-#if SCATTER_CROWD
-#include "voxfx_scatter_crowd.cuh"  // scatter_particle_crowd
-#endif
 #endif
 
 // One block per pool slot (grid = slots, block ≤ SCATTER_THREADS). `spread`: lane j of a
@@ -337,16 +328,6 @@ extern "C" __global__ void __launch_bounds__(SCATTER_THREADS, SCATTER_MIN_BLOCKS
                            : row / spread * tile + lane * spread + row % spread;
 #else
         const int k = row / spread * tile + lane * spread + row % spread;
-#endif
-#if SCATTER_LEAN && SCATTER_CROWD  // every lane of a warp goes on (items: a multiple of 32; warp functions)
-        const int q = k < total ? (use_order ? order[p0 + k] : (int)p0 + k) : -1;
-        if (apic)
-            scatter_particle_crowd<true>(spos, svel, sc, q, brick, closed, n, o, h, inv_h, scale_q, scale_w,
-                                         shared_acc);
-        else
-            scatter_particle_crowd<false>(spos, svel, sc, q, brick, closed, n, o, h, inv_h, scale_q, scale_w,
-                                          shared_acc);
-        continue;
 #endif
         if (k >= total) continue;
         const int p = use_order ? order[p0 + k] : (int)p0 + k;

@@ -68,23 +68,11 @@ particles a cell: the flat order ~3.2 wavefronts an atomic, flip ~2.8–3.0, mea
 2.77) says the rest comes from the second slot (the node above or below the lane's cell, again
 at random); only particles sorted by their octant within the brick would reach ~1.
 
-The crowded warps (``VOXFX_SPARSE_SCATTER_CROWD``, ``crowd_mode``; helper h17d; off by default:
-measured slower, bench/RESULTS.md "h17d"): after the splash a few cells hold hundreds to
-thousands of particles (Fast frames keep every particle), the binning places a brick's particles
-cell by cell, and a warp's 32 lanes then add into the same few shared words (one atomic instruction
-up to 32 passes). ``on`` builds the lean flip code with SCATTER_CROWD (include/voxfx_scatter_crowd.cuh):
-per row of 32 particles one match on a key of the particle's first nodes (equal keys: the same
-nodes for all 24 terms); where some group has 4 lanes or more, each term's two integers are summed
-over the group by a tree of shuffles and its first lane adds them (one atomic a group), else the
-lean code as before. Integer sums in another grouping: the same bits (tests/unit/
-test_cuda_scatter_crowd_host.py runs the warps as 32 threads on the host; tests/gpu/
-test_flip_sparse_scatter_crowd_gpu.py). ptxas sm_90: 64 registers, 28 B of spills (the default
-build none), 10,874 SASS lines against 4,338. H100 80GB HBM3 (driver 580.159.04), 8M dam break,
-Fast preset (``bench/flip_sparse_p2g_crowd.py``), the brick scatter alone at frame 0 / after 12
-frames (12,105 bricks, fullest cell 2,005, 36.7% of the particles in cells of ≥ 32): the default
-0.410 / 1.264 ms; groups from 2 lanes 0.429 / 1.665, from 4 (``on``) 0.422 / 1.386, from 8 0.423 /
-1.289; the P2G stage 2.419 → 2.558 ms after the splash; frames 6–11's P2G device 27.9 / 29.3 →
-31.6 / 32.6 ms. Same-address passes are not what slows the scatter after the splash.
+The crowded warps (``VOXFX_SPARSE_SCATTER_CROWD``, helper h17d; measured slower and removed in
+session 17's review, bench/RESULTS.md "h17d"): the lanes of a row of 32 particles reaching the same
+nodes summed each term by shuffles and one lane a group added it (the same integer sums); after the
+splash the brick scatter alone 1.264 → 1.386 ms (groups from 4 lanes), the P2G stage 2.419 → 2.558:
+same-address passes are not what slows the scatter after the splash.
 
 The split bricks (``VOXFX_SPARSE_SCATTER_SPLIT``, ``split_mode``; helper h17d; "on" the default since
 session 17): the brick scatter's grid (slots, ``SPLIT_BLOCKS``), a brick of m particles over
@@ -128,9 +116,6 @@ KERNEL_MODES = ("lean", "classic")
 # i24q4): "flip" (the default: a half lattice's node in the particle's own cell first, fewer lanes of a
 # warp on one shared bank) or "flat" (the nodes in order); the same sums
 BANK_MODES = ("flip", "flat")
-# VOXFX_SPARSE_SCATTER_CROWD (helper h17d): "off" (the default) or "on" (SCATTER_CROWD: the lean flip
-# code's crowded warps sum a group's terms by shuffles and add them once a group; the same sums)
-CROWD_MODES = ("off", "on")
 # VOXFX_SPARSE_SCATTER_SPLIT (helper h17d): "on" (the default since session 17; SCATTER_SPLIT: a brick's
 # particles over up to SPLIT_BLOCKS blocks of at least SPLIT_PARTICLES each; the same sums) or "off"
 SPLIT_MODES = ("on", "off")
@@ -155,41 +140,28 @@ def banks_mode(mode=None) -> str:
     return env_choice("VOXFX_SPARSE_SCATTER_BANKS", BANK_MODES, mode)
 
 
-def crowd_mode(mode=None) -> str:
-    """The lean scatter's crowded warps: *mode*, else ``VOXFX_SPARSE_SCATTER_CROWD``, else ``CROWD_MODES[0]``."""
-    return env_choice("VOXFX_SPARSE_SCATTER_CROWD", CROWD_MODES, mode)
-
-
 def split_mode(mode=None) -> str:
     """Whether a brick's particles are split over blocks: *mode*, else ``VOXFX_SPARSE_SCATTER_SPLIT``,
     else ``SPLIT_MODES[0]``."""
     return env_choice("VOXFX_SPARSE_SCATTER_SPLIT", SPLIT_MODES, mode)
 
 
-def _build(min_blocks: int, paired: int, lean: int = 0, flip: int = 0, crowd: int = 0, split: int = 0):
+def _build(min_blocks: int, paired: int, lean: int = 0, flip: int = 0, split: int = 0):
     """The scatter's kernels built for *min_blocks* blocks an SM and the *paired* atomics
     (flip_sparse_scatter.cu's SCATTER_MIN_BLOCKS, SCATTER_PAIRED), with *lean*
     (SCATTER_LEAN) the lean per-particle code, *flip* its slot order (SCATTER_FLIP,
-    ``banks_mode``) and *crowd* (0: off) the crowded warps from a largest group of that many
-    lanes (SCATTER_CROWD, SCATTER_CROWD_MIN; ``crowd_mode`` "on": 4), one ``Kernels`` each
-    (compiled on first use)."""
-    key = (int(min_blocks), int(paired), int(lean), int(flip), int(crowd), int(split))
+    ``banks_mode``) and *split* (0: off) a brick's particles over blocks of at least that many
+    (SCATTER_SPLIT, ``split_mode``), one ``Kernels`` each (compiled on first use)."""
+    key = (int(min_blocks), int(paired), int(lean), int(flip), int(split))
     if key[3] and not key[2]:
         raise ValueError("the scatter's flipped slot order (SCATTER_FLIP) is the lean code's")
-    if key[4] and not (key[2] and key[3]):
-        raise ValueError("the scatter's crowded warps (SCATTER_CROWD, VOXFX_SPARSE_SCATTER_CROWD) are the lean "
-                         "flip code's")
     defines = {**mac.CELL_TYPES, "SCATTER_MIN_BLOCKS": key[0], "SCATTER_PAIRED": key[1]}
     if key[2]:
         defines["SCATTER_LEAN"] = 1
     if key[3]:
         defines["SCATTER_FLIP"] = 1
-    if key[4]:  # a crowd minimum other than the kernel's 4 lanes: bench/flip_sparse_p2g_crowd.py
-        defines["SCATTER_CROWD"] = 1
-        if key[4] != 4:
-            defines["SCATTER_CROWD_MIN"] = key[4]
-    if key[5]:  # the fewest particles a block of a split brick takes
-        defines["SCATTER_SPLIT"] = key[5]
+    if key[4]:  # the fewest particles a block of a split brick takes
+        defines["SCATTER_SPLIT"] = key[4]
     return _BUILDS.get(key) or _BUILDS.setdefault(key, Kernels(
         "flip_sparse_scatter.cu", ("--fmad=false",), THREADS, defines=defines))
 
@@ -199,8 +171,7 @@ def _build(min_blocks: int, paired: int, lean: int = 0, flip: int = 0, crowd: in
 _build(SCATTER_MIN_BLOCKS, 1)
 _build(SCATTER_MIN_BLOCKS, 1, 1)
 _build(SCATTER_MIN_BLOCKS, 1, 1, 1)
-_build(SCATTER_MIN_BLOCKS, 1, 1, 1, 4)
-_build(SCATTER_MIN_BLOCKS, 1, 1, 1, 0, SPLIT_PARTICLES)
+_build(SCATTER_MIN_BLOCKS, 1, 1, 1, SPLIT_PARTICLES)
 
 
 def launch(size: int, args, spread=None, min_blocks=None, order=None, bounds=None, cells=None):
@@ -234,10 +205,9 @@ def launch_sums(size: int, head, spread=None, min_blocks=None, order=None, bound
     lean = int(kernel_mode() == "lean")
     paired = int(lean or atomics_mode() == "paired")
     flip = int(lean and banks_mode() == "flip")
-    crowd = 4 if flip and crowd_mode() == "on" else 0  # the crowded warps: the lean flip code's (else off)
     split = SPLIT_PARTICLES if split_mode() == "on" else 0
     kernels = (SCATTER if min_blocks == 4 and not paired and not lean and not split  # SCATTER: (4, serial)
-               else _build(min_blocks, paired, lean, flip, crowd, split))
+               else _build(min_blocks, paired, lean, flip, split))
     acc = cp.zeros(6 * size, cp.uint64)
     if bounds is None:
         bounds = cp.zeros(2, cp.uint32)

@@ -149,19 +149,16 @@ int main() {
 """
 
 
-@pytest.fixture(scope="module", params=["serial", "paired", "lean", "lean flip", "lean flip crowd", "lean flip split"])
+@pytest.fixture(scope="module", params=["serial", "paired", "lean", "lean flip", "lean flip split"])
 def harness(tmp_path_factory, request):
     """The harness built with flip_sparse_scatter.cu's SCATTER_PAIRED = 0 and 1
     (sparse_scatter.ATOMICS), SCATTER_LEAN = 1 (sparse_scatter.KERNEL_MODES, paired), the
     lean code with SCATTER_FLIP = 1 (sparse_scatter.BANK_MODES: the half lattices' nodes in
-    another slot order) and with SCATTER_CROWD = 1 (sparse_scatter.CROWD_MODES; here a warp of
-    one lane, every row by its groups: SCATTER_CROWD_MIN 1; the warps of 32 lanes are
-    test_cuda_scatter_crowd_host.py's) and with SCATTER_SPLIT = 64 (sparse_scatter.SPLIT_MODES: a
+    another slot order) and with SCATTER_SPLIT = 64 (sparse_scatter.SPLIT_MODES: a
     brick's particles over up to 5 blocks of ≥ 64 each here): the same integer sums every way."""
     lean = ["-DSCATTER_PAIRED=1", "-DSCATTER_LEAN=1"]
     build_defines = {"serial": ["-DSCATTER_PAIRED=0"], "paired": ["-DSCATTER_PAIRED=1"], "lean": lean,
                      "lean flip": lean + ["-DSCATTER_FLIP=1"],
-                     "lean flip crowd": lean + ["-DSCATTER_FLIP=1", "-DSCATTER_CROWD=1", "-DSCATTER_CROWD_MIN=1"],
                      "lean flip split": lean + ["-DSCATTER_FLIP=1", "-DSCATTER_SPLIT=64"]}[request.param]
     return harness_run(tmp_path_factory, request.param, build_defines)
 

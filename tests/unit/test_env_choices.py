@@ -20,7 +20,6 @@ SWITCHES = [  # (the switch, its variable, its ways, its default)
     (sparse_g2p_gpu.g2p_corners, "VOXFX_SPARSE_G2P_CORNERS", sparse_g2p_gpu.G2P_CORNERS, "auto"),
     (sparse_scatter.atomics_mode, "VOXFX_SPARSE_SCATTER_ATOMICS", sparse_scatter.ATOMICS, "paired"),
     (sparse_scatter.banks_mode, "VOXFX_SPARSE_SCATTER_BANKS", sparse_scatter.BANK_MODES, "flip"),
-    (sparse_scatter.crowd_mode, "VOXFX_SPARSE_SCATTER_CROWD", sparse_scatter.CROWD_MODES, "off"),
     (sparse_scatter.split_mode, "VOXFX_SPARSE_SCATTER_SPLIT", sparse_scatter.SPLIT_MODES, "on"),
     (surface_gpu.level_set_mode, "VOXFX_LEVEL_SET", surface_gpu.LEVEL_SET_MODES, "lean"),
     (surface_place.place_way, "VOXFX_LEVEL_SET_PLACE", surface_place.PLACE_WAYS, "tags-plain"),
