@@ -36,10 +36,17 @@ def assert_scatter_ways_agree(monkeypatch, variable, modes, base, closed, apic, 
     integer sums, masks, accumulators and bounds at spreads 8, 1 and 3 (the sorted binning's
     copies, lanes that many particles apart), and whole ``particles_to_grid`` faces and masks (the
     order binning), the same bits as *base*'s."""
+    spec, pos, vel, c = random_case(case, closed, apic)
+    assert_ways_agree_on(monkeypatch, variable, modes, base, gpu_grid(spec, pos, closed, 3), pos, vel, c)
+
+
+def assert_ways_agree_on(monkeypatch, variable, modes, base, grid, pos, vel, c):
+    """``assert_scatter_ways_agree``'s comparison on the device *grid* with these particles: the
+    sums, masks, accumulators and bounds at spreads 8, 1 and 3 and the whole ``particles_to_grid``
+    faces and masks with *variable* at each of *modes*, the same bits as *base*'s; returns *base*'s
+    at spread 8 (faces' bits, masks, acc, bounds) for the caller's own checks."""
     import cupy
 
-    spec, pos, vel, c = random_case(case, closed, apic)
-    grid = gpu_grid(spec, pos, closed, 3)
     sums, faces = {}, {}
     for mode in modes:
         monkeypatch.setenv(variable, mode)
@@ -57,6 +64,7 @@ def assert_scatter_ways_agree(monkeypatch, variable, modes, base, closed, apic, 
     for mode in modes:
         for a, b in zip(faces[mode], faces[base]):
             assert np.array_equal(a, b), mode
+    return first
 
 
 def gathered(grid, pos, vel, c, mode):

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from tests.gpu.sparse_runs import assert_runs_agree
-from tests.gpu.test_flip_sparse_gather_gpu import gpu_grid, host
-from tests.gpu.test_flip_sparse_scatter_gpu import assert_scatter_ways_agree, scatter
-from voxfx.kernels.flip import sparse_gpu, sparse_scatter
+from tests.gpu.test_flip_sparse_gather_gpu import gpu_grid
+from tests.gpu.test_flip_sparse_scatter_gpu import assert_scatter_ways_agree, assert_ways_agree_on
+from voxfx.kernels.flip import sparse_scatter
 from voxfx.kernels.flip.sparse_grid import SparseFlipGrid
 from voxfx.kernels.grid import GridSpec
 
@@ -67,8 +67,6 @@ def crowded_scene(closed, apic, seed):
 def assert_crowded_scene_agrees(monkeypatch, variable, closed, apic):
     """*variable* off and on: on the host harness's crowded scene with a cell of 20,000 more, the
     sums, bounds, faces and masks at spreads 8, 1 and 3 and the whole P2G the same bits."""
-    import cupy
-
     grid_np, pos, vel, c = crowded_scene(closed, apic, 41 + 2 * closed + apic)
     extra = np.asarray(grid_np.origin) + (np.array([12.0, 6.0, 9.0]) + np.random.default_rng(5).uniform(
         0, 1, (20000, 3))) * grid_np.h  # and one cell of 20,000
@@ -76,21 +74,6 @@ def assert_crowded_scene_agrees(monkeypatch, variable, closed, apic):
     vel = np.concatenate([vel, np.random.default_rng(6).normal(0, 0.4, (20000, 3)).astype(np.float32)])
     if c is not None:
         c = np.concatenate([c, np.random.default_rng(7).normal(0, 1, (20000, 3, 3)).astype(np.float32)])
-    grid = gpu_grid(grid_np.spec, pos, closed, 3)
-    sums, faces = {}, {}
-    for mode in ("off", "on"):
-        monkeypatch.setenv(variable, mode)
-        for spread in (8, 1, 3):
-            (f, m), acc, bounds = scatter(grid, pos, vel, c, spread)
-            sums[mode, spread] = [a.view(np.uint32) for a in f] + m + [acc, bounds]
-        dev = [cupy.asarray(a) if a is not None else None for a in (pos, vel, c)]
-        valid = sparse_gpu.particles_to_grid(grid, *dev, gather="scatter")
-        faces[mode] = [host(grid[n]).view(np.uint32) for n in grid.FACES] + [host(v) for v in valid]
-    first = sums["off", 8]
+    first = assert_ways_agree_on(monkeypatch, variable, ("off", "on"), "off", gpu_grid(grid_np.spec, pos, closed, 3),
+                                 pos, vel, c)
     assert int(first[-1][1]) >= 20000  # the fullest cell
-    assert all(np.count_nonzero(m) > 1000 for m in first[3:6])
-    for key, got in sums.items():
-        for a, b in zip(got, first):
-            assert np.array_equal(a, b), key
-    for a, b in zip(faces["on"], faces["off"]):
-        assert np.array_equal(a, b)
