@@ -16,9 +16,10 @@ large liquid's region from one pass over the particles (``particle_bounds``, ben
 the 65M count 4.13 → 1.27 ms, 17.7 → 14.8 ms in all; ``VOXFX_LEVEL_SET_BOUNDS=0`` the six
 reductions for A/B; on since its GPU test passed on an H100). Off: the gather built for three
 blocks an SM (``LEAN_BLOCKS``: no faster,
-18.1 / 2.55 ms; kept as an A/B build only). "lean"'s binning may place the tags alone and make the points
-in the ordering (``surface_place``, ``VOXFX_LEVEL_SET_PLACE``, off by default: the 8M Fast frames 6–11's
-place 4.85 → 2.44 ms on an H100, bench/RESULTS.md h17e). Measured on an
+18.1 / 2.55 ms; kept as an A/B build only). "lean"'s binning places the tags alone and makes the points
+in the ordering (``surface_place``, ``VOXFX_LEVEL_SET_PLACE``, "tags-plain" by default since session 17:
+the 8M Fast frames 6–11's binning stages 11.85 → 9.16 ms on an H100, bench/RESULTS.md h17e and the
+seventeenth session; "lean", points and tags placed together, the A/B way). Measured on an
 NVIDIA H100 80GB HBM3 (``bench/flip_level_set.py``, the dam break after 24 substeps at 8M
 and 4 at 65M, the two ways alternating in one process, φ the same bits), ms on the device:
 
@@ -411,17 +412,15 @@ def _bricks_gpu(pos, radii, spec, R, band, smooth_iterations, walls=None, reach=
         starts[0] = 0
         starts[1:] = cp.cumsum(counts, dtype=cp.int32)
         fullest = counts.max(keepdims=True)
-    if way != "lean":  # the interior flags queued before the read: the device runs them while the host waits
-        interior_flags, skip = _interior_cells(counts, (cx, cy, cz), interior)
+    # the interior flags from the counts (before they become fill), queued before the read: the device
+    # runs them while the host waits (h17e: ~0–0.06 ms a frame)
+    interior_flags, skip = _interior_cells(counts, (cx, cy, cz), interior)
     points, bad, fullest = (int(v) for v in cp.concatenate([starts[-1:], bad, fullest]).get())
     _mark("scan + read")
     if STATS is not None:
         STATS.update(points=points, fullest=fullest, cells=n_cells, nodes=spec.voxel_count)
     if bad:
         raise _non_finite(bad)
-    if way == "lean":
-        interior_flags, skip = _interior_cells(counts, (cx, cy, cz), interior)  # before the counts become fill
-    _mark("interior cells")
     # 3. Place them in their cells (any order within a cell), then each cell in tag order.
     counts.fill(0)
     radii = cp.full(1, radii, cp.float32) if scalar else cp.ascontiguousarray(radii, dtype=cp.float32)

@@ -18,7 +18,8 @@ combo, the same float operations as the place, so the same bits):
   tags 10.12, tags-plain 9.16 ms, frame 11's place 1.13 → 0.44 ms, φ the same bits in every frame;
   the surface GPU files passed with each tag way (46 and 40 passed).
 
-Both queue the interior skip's cell flags before the level set's one host read, not after it.
+The interior skip's cell flags are queued before the level set's one host read (every way:
+``surface_gpu._bricks_gpu``; h17e's ways first did it).
 The counts and cell starts are lean's; a cell's points are placed in another order, which the
 ordering puts in tag order (and the crowded cells' sort, ``surface_gpu._order_crowded``): the
 same list, φ the same bits (tests/unit/test_cuda_surface_place_host.py,
