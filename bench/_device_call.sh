@@ -19,3 +19,13 @@ pytest_lines() {
         grep -E "^E  " "$1" | head -"$2"
     fi
 }
+
+# frame_sums LOG STAGE: bench/flip_sparse.py --frames --stages' LOG as frame:step+level set=user frame
+# (STAGE's host/device ms) a frame, then frames 6–11's user ms and STAGE's device ms summed.
+frame_sums() {
+    awk -F'|' -v st="$2" '/^[0-9]+ \|/{f=$1; gsub(/ /,"",f); s=$3; gsub(/ /,"",s); split($5,a," "); u=$10; gsub(/ /,"",u);
+        cur=f":"s"+"a[1]"="u; next}
+        /step stages host\/device/ && cur!="" {match($0, st " [0-9.]+/[0-9.]+"); p=substr($0,RSTART+length(st)+1,RLENGTH-length(st)-1);
+        printf "%s(%s) ", cur, p; split(p,b,"/"); if (f+0>=6 && f+0<=11) {d+=b[2]; us+=u}; cur=""}
+        END{printf "\n   frames 6-11: user %.1f ms, %s device %.2f ms\n", us, st, d}' "$1"
+}

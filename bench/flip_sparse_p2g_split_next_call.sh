@@ -19,22 +19,15 @@ wait $P1; echo "split file rc=$?"; pytest_lines $L/t1.log 10
 wait $P2; echo "scatter, p2g tail, cells files (split on) rc=$?"; pytest_lines $L/t2.log 8
 echo "elapsed $SECONDS"
 timeout ${BENCH_S:-45} python3 bench/flip_sparse_p2g_crowd.py --repeat 5 --splits 4096x16 2048x16 8192x32 \
-    1024x32 --way '' --way VOXFX_SPARSE_SCATTER_SPLIT=on > $L/p2g_split.log 2>&1
+    1024x32 --way VOXFX_SPARSE_SCATTER_SPLIT=off --way VOXFX_SPARSE_SCATTER_SPLIT=on > $L/p2g_split.log 2>&1
 echo "p2g split bench rc=$? elapsed $SECONDS"
 grep -vE "^ *$|Warning|warn|VoxFX:|^   frame [0-9]" $L/p2g_split.log | cut -c1-1000 | tail -16
 FR="--row 8m --frames 12 --timing fast --level-set --trim --stages"
-frames() {
-    awk -F'|' '/^[0-9]+ \|/{f=$1; gsub(/ /,"",f); s=$3; gsub(/ /,"",s); split($5,a," "); u=$10; gsub(/ /,"",u);
-        cur=f":"s"+"a[1]"="u; next}
-        /step stages host\/device/ && cur!="" {match($0,/p2g [0-9.]+\/[0-9.]+/); p=substr($0,RSTART+4,RLENGTH-4);
-        printf "%s(%s) ", cur, p; split(p,b,"/"); if (f+0>=6 && f+0<=11) {d+=b[2]; us+=u}; cur=""}
-        END{printf "\n   frames 6-11: user %.1f ms, p2g device %.2f ms\n", us, d}' "$1"
-}
 for i in 1 2; do
     for way in off on; do
         [ $SECONDS -gt 172 ] && { echo "skipped $way #$i (elapsed $SECONDS)"; continue; }
         VOXFX_SPARSE_SCATTER_SPLIT=$way timeout ${FRAMES_S:-27} python3 bench/flip_sparse.py $FR > $L/$way$i.log 2>&1
-        echo "$way #$i rc=$? elapsed $SECONDS"; frames $L/$way$i.log
+        echo "$way #$i rc=$? elapsed $SECONDS"; frame_sums $L/$way$i.log p2g
     done
 done
 tar czf $OUT/logs.tgz -C /tmp h17d2 2>/dev/null
