@@ -60,14 +60,23 @@ CAPS_MODES = ("together", "level")
 # "fresh"'s [209200, 26206, 3332, 472, 115, 71, 65] were outgrown in frame 10 — a new generation of
 # tables and a new pressure solver there (+4–6 ms of host time: frame 10 at 33–34 ms against its
 # neighbours' 28–31, H100, session 18 call 1). "grown" starts at [313800, 39309, 4998, 708, 172,
-# 106, 97], the very capacities "fresh" (with ``CAPS`` "together") grew to in frame 10: no
-# generation after frame 0's in frames 1–11. The cost, counted: the coarse tables kept 73.1 →
+# 106, 97], the very capacities "fresh" (with ``CAPS`` "together") grew to in frame 10. Measured
+# (H100 80GB HBM3, driver 580.159.04, session 18, h18a's call, bench/setup_first_caps_call.sh; 8M
+# Fast frames with --stages, the ways in separate processes alternating, two each): "fresh" built
+# a generation and a solver in frame 10, its pressure stage 16.91 / 19.34 ms of host time against
+# 12.52 / 13.27 in frame 9; "grown" none after frame 0, 12.78 / 12.84 against 12.86 / 12.88; frame
+# 10 34 / 40 → 31 / 31 ms (user frame; frames 9 and 11: 31, 33 / 35, 35 → 30, 32 / 30, 31), the
+# same CG iterations every frame. The cost, counted: the coarse tables kept 73.1 →
 # 109.6 MiB and the set-up's coarse scratch 17.4 → 26.0 MiB (``tables_bytes``) in frames 0–9
-# (~3% of those frames' pool), the same bytes from frame 10 on; a liquid that spreads 1.5× holds
+# (3–5% of those frames' pool), the same bytes from frame 10 on; a liquid that spreads 1.5× holds
 # the same tables either way from "fresh"'s first growth on (one generation of the chain ahead:
 # C × 1.5 each time), one that never spreads 1.5× its start's room more than "fresh" (at most 1.5×
-# its tables). The same tables up to each level's size (the kernels pad past the sets' sizes and
-# read them from the device): the same pressure bit for bit. Read at each sizing.
+# its tables). The spreading 1M liquid's in-use peaks (bench/_memory_check_probe.py, same call):
+# +6.5 MiB in frames 0–3, +15.6 in frame 4 (its level-count change, sized afresh), +7.6 in 5–6,
+# −2.6 in 7 ("fresh" grew there), the same in 8–11 (frame 11 213.6 MiB against the frame check's
+# 231.6); tests/gpu/test_liquid_memory_check_gpu.py passes. The same tables up to each level's
+# size (the kernels pad past the sets' sizes and read them from the device): the same pressure bit
+# for bit (tests/gpu/test_flip_sparse_pressure_workspace_gpu.py). Read at each sizing.
 FIRST = "VOXFX_SPARSE_SETUP_FIRST_CAPS"
 FIRST_MODES = ("grown", "fresh")
 
