@@ -164,7 +164,11 @@ NumPy path, dam breaks, a blob and a pool at 6k–50k particles) and rounded up:
   levels (``Workspace.tables``' scratch arrays), level 1 at most 1.25 × an eighth of the pool
   cells + 64 — where the 8M dam break measured ~9 (H100, session 15: its pool 916 → 931 MiB; without
   the term tests/gpu/test_liquid_memory_check_gpu.py's spreading liquid peaked 1.6 MiB above the
-  estimate at frame 11).
+  estimate at frame 11); 1.5× that (``graph_scratch_cell``) where the first capacities are those of
+  a first growth (``sparse_pressure_buffers.FIRST`` "grown", the default: level 1 at 1.875 × an
+  eighth). ``WORKSPACE_CELL`` is a fit, not a bound: "grown" holds 1.5× the coarse tables of
+  "fresh" until the liquid's set has spread 1.5× (the 8M dam break: frames 0–9, 73.1 → 109.6 MiB
+  kept, its pool ~1.1–1.9 GiB), the same from there on, where the run's peak lies.
   Measured (H200, ``bench/workspace_memory_call.sh``, the 8M dam break over 60 frames beside
   a fresh-set-up run of the same bits): the workspace held 20.4 B per pool cell at the
   largest grid (48 on the start's small one, where the solver's own tables are most of it),
@@ -235,6 +239,14 @@ WORKSPACE_CELL = 24  # B per pool cell the pressure set-up's workspace keeps on 
 GRAPH_SCRATCH_CELL = 14  # B per pool cell more where the coarse levels' graph keeps their scratch (module text)
 LEVEL0_NBR = 30  # B a liquid cell: the solver's level-0 nbr rows, in the fitted rows, not held on the brick path
 CLOSED_IMAGES = 4  # a closed level set's particles with their mirrors (a tank's liquid touches 3–5 walls)
+
+
+def graph_scratch_cell() -> int:
+    """B per pool cell the coarse levels' kept scratch takes (module text): ``GRAPH_SCRATCH_CELL``
+    for the first capacities of ``sparse_pressure_buffers.FIRST`` "fresh", 1.5× it for "grown"."""
+    from .sparse_pressure_buffers import first_caps
+
+    return GRAPH_SCRATCH_CELL * 3 // 2 if first_caps() == "grown" else GRAPH_SCRATCH_CELL
 
 
 def _bricks_across(n: float) -> float:
@@ -396,7 +408,7 @@ def memory_at(spec: GridSpec, bricks: int, particles: int, particles_per_cell: i
     else:
         # the set-up's workspace, held from substep to substep: in the state and every substep
         on = sparse_pressure_workspace.enabled() if workspace is None else workspace
-        held = (WORKSPACE_CELL + (GRAPH_SCRATCH_CELL if setup_graph.enabled() else 0)) * cells if on else 0
+        held = (WORKSPACE_CELL + (graph_scratch_cell() if setup_graph.enabled() else 0)) * cells if on else 0
         # the fitted rows held the solver's level-0 nbr rows; a solver on the brick path holds none
         held -= 0 if level0_nbr_held(on) else int(LEVEL0_NBR * P / ppc)
         state = GPU_STATE_CELL * cells + (GPU_STATE_PARTICLE + (36 if apic else 0)) * Pk + kept_faces + held + spare

@@ -52,16 +52,57 @@ def grown_strides(needs, old=None, headroom=_HEADROOM, growth=_GROWTH) -> list:
 # MG_DENSE_ROWS "bound").
 CAPS = "VOXFX_SPARSE_SETUP_CAPS"
 CAPS_MODES = ("together", "level")
-def table_caps(needs, old=None, mode=None) -> tuple:
+# The set-up workspace's coarse capacities where ``table_caps`` sizes them afresh (its first
+# set-up, a new level count; issue 24, session 18, h18a): "grown" (default) — the capacities its
+# first growth would give, ``_GROWTH`` times ``grown_strides``' (a level's need × 1.875 + 96); "fresh"
+# — ``grown_strides``' (× 1.25 + 64), the way before. The 8M dam break's liquid spreads: its
+# level-0 set grew 1.29× over Fast frames 1–10 (level 1 needing 167,309 → 215,627 entries), so
+# "fresh"'s [209200, 26206, 3332, 472, 115, 71, 65] were outgrown in frame 10 — a new generation of
+# tables and a new pressure solver there (+4–6 ms of host time: frame 10 at 33–34 ms against its
+# neighbours' 28–31, H100, session 18 call 1). "grown" starts at [313800, 39309, 4998, 708, 172,
+# 106, 97], the very capacities "fresh" (with ``CAPS`` "together") grew to in frame 10. Measured
+# (H100 80GB HBM3, driver 580.159.04, session 18, h18a's call, bench/setup_first_caps_call.sh; 8M
+# Fast frames with --stages, the ways in separate processes alternating, two each): "fresh" built
+# a generation and a solver in frame 10, its pressure stage 16.91 / 19.34 ms of host time against
+# 12.52 / 13.27 in frame 9; "grown" none after frame 0, 12.78 / 12.84 against 12.86 / 12.88; frame
+# 10 34 / 40 → 31 / 31 ms (user frame; frames 9 and 11: 31, 33 / 35, 35 → 30, 32 / 30, 31), the
+# same CG iterations every frame. The cost, counted: the coarse tables kept 73.1 →
+# 109.6 MiB and the set-up's coarse scratch 17.4 → 26.0 MiB (``tables_bytes``) in frames 0–9
+# (3–5% of those frames' pool), the same bytes from frame 10 on; a liquid that spreads 1.5× holds
+# the same tables either way from "fresh"'s first growth on (one generation of the chain ahead:
+# C × 1.5 each time), one that never spreads 1.5× its start's room more than "fresh" (at most 1.5×
+# its tables). The spreading 1M liquid's in-use peaks (bench/_memory_check_probe.py, same call):
+# +6.5 MiB in frames 0–3, +15.6 in frame 4 (its level-count change, sized afresh), +7.6 in 5–6,
+# −2.6 in 7 ("fresh" grew there), the same in 8–11 (frame 11 213.6 MiB against the frame check's
+# 231.6); tests/gpu/test_liquid_memory_check_gpu.py passes. The same tables up to each level's
+# size (the kernels pad past the sets' sizes and read them from the device): the same pressure bit
+# for bit (tests/gpu/test_flip_sparse_pressure_workspace_gpu.py). Read at each sizing.
+FIRST = "VOXFX_SPARSE_SETUP_FIRST_CAPS"
+FIRST_MODES = ("grown", "fresh")
+
+
+def first_caps(mode=None) -> str:
+    """``FIRST``'s way (*mode* wins over the environment)."""
+    from ..settings import env_choice
+
+    return env_choice(FIRST, FIRST_MODES, mode)
+
+
+def table_caps(needs, old=None, mode=None, first=None) -> tuple:
     """Capacities (0, C_1, …) of the set-up workspace's levels for coarse levels needing
     *needs* entries: ``grown_strides`` of *needs* against *old*'s C_1 … (the capacities the
     workspace holds, or None), each level on its own or, ``CAPS`` "together" (*mode*), every
-    level grown once one outgrows. C_0 is 0 (level 0's tables are the solver's)."""
+    level grown once one outgrows; sized afresh (no *old*, another level count) as ``FIRST``
+    (*first*) says. C_0 is 0 (level 0's tables are the solver's)."""
     from ..settings import env_choice
 
     held = None if old is None else tuple(int(c) for c in old[1:])
-    same = held is not None and len(held) == len(needs)  # else a new level count: every level fresh
-    if not same or env_choice(CAPS, CAPS_MODES, mode) == "level":
+    if held is None or len(held) != len(needs):  # a first sizing or a new level count: every level afresh
+        fresh = grown_strides(needs)
+        if first_caps(first) == "grown":
+            fresh = [int(f * _GROWTH) for f in fresh]
+        return (0,) + tuple(fresh)
+    if env_choice(CAPS, CAPS_MODES, mode) == "level":
         return (0,) + tuple(grown_strides(needs, held))
     if all(int(n) <= c for n, c in zip(needs, held)):
         return (0,) + held

@@ -101,6 +101,7 @@ def test_gpu_workspace_over_a_hierarchy_that_gains_a_level_and_a_solver_that_gro
 
     monkeypatch.setattr(sparse_pressure, "REUSE_TABLES", False)
     monkeypatch.setenv("VOXFX_PRESSURE_WARM", "0")
+    monkeypatch.setenv("VOXFX_SPARSE_SETUP_FIRST_CAPS", "fresh")  # the ways its events were written for
     sequence = [(0.15, 4000), (0.5, 20000), (0.6, 26000), (1.0, 50000)]
     runs, strides, solvers, generations = {}, {}, {}, []
     for mode in MODES:
@@ -244,3 +245,55 @@ def test_gpu_a_new_level_counts_solver_starts_from_the_last_solves_iterations(mo
         assert solver is not got[at - 1][0]
         assert guess == runs["workspace"][at - 1][1]["iterations"] > 0  # the last solve's count, not 0
         assert stride == int(need * 1.25) + 64  # fresh (grown_strides)
+
+
+def test_gpu_first_caps_grown_give_the_same_pressure_in_fewer_generations(monkeypatch):
+    """``VOXFX_SPARSE_SETUP_FIRST_CAPS`` "grown" (the coarse capacities sized afresh as a first
+    growth's, 1.875× a level's need + 96; issue 24, h18a: the 8M Fast frame 10's new generation and
+    solver) against "fresh" (1.25× + 64) over a liquid whose level-0 set spreads 1.52× in eight solves
+    within one level count (18,242 → 27,705 cells on the NumPy grid: the tank's solid and fluid cells
+    of its active bricks), as the 8M dam break's does 1.29× over its Fast frames 1–10: the same pressure bit
+    for bit and the same stats (the kernels read the sets' sizes, not the capacities); the
+    generations each way's ``table_caps`` gives for the set-ups' needs, "fresh" one more than
+    "grown"'s single one, and no more solvers built."""
+    import cupy
+
+    from voxfx.kernels.flip.sparse_pressure_buffers import table_caps
+
+    monkeypatch.setattr(sparse_pressure, "REUSE_TABLES", False)
+    monkeypatch.setenv("VOXFX_PRESSURE_WARM", "0")
+    tables = sparse_pressure_workspace.Workspace.tables
+    runs, gens, built, needs = {}, {}, {}, {}
+
+    def traced(ws, want):
+        needs[way].append(tuple(want))
+        return tables(ws, want)
+
+    monkeypatch.setattr(sparse_pressure_workspace.Workspace, "tables", traced)
+    for way in ("fresh", "grown"):
+        monkeypatch.setenv("VOXFX_SPARSE_SETUP_FIRST_CAPS", way)
+        _mode(monkeypatch, "workspace")
+        runs[way], needs[way], solvers = [], [], []
+        before = sparse_pressure_workspace._generation[0]  # table buffers made in this process
+        for side in np.linspace(0.3, 0.65, 8):
+            spec, pos, vel = _growing(side, int(20000 * side))
+            p, stats = sparse_pressure.solve_pressure(tank(cupy, pos, vel, spec), 0.01, tolerance=1e-5)
+            runs[way].append((backend.to_numpy(p), stats))
+            if not solvers or _solver() is not solvers[-1]:
+                solvers.append(_solver())
+        gens[way], built[way] = sparse_pressure_workspace._generation[0] - before, len(solvers)
+        del solvers
+    sparse_pressure_gpu.release_gpu_solvers()
+    _same(runs["fresh"], runs["grown"])
+    assert len({len(n) for way in needs for n in needs[way]}) == 1  # one level count throughout
+    for way in gens:  # the generations table_caps gives for the needs it was asked (a set-up that went
+        # ahead on tables that stood asked none)
+        caps, count = None, 0
+        for n in needs[way]:
+            new = table_caps(list(n), caps, first=way)
+            count += new != caps
+            caps = new
+        assert gens[way] == count, (way, gens, needs[way])
+    assert gens["grown"] == 1 < gens["fresh"], gens
+    assert built["grown"] <= built["fresh"], built
+

@@ -71,6 +71,7 @@ def test_gpu_a_workspace_that_grows_drops_the_older_generations_solver_first(no_
 
     monkeypatch.setattr(sparse_pressure_workspace, "MODE", "workspace")
     monkeypatch.setenv("VOXFX_PRESSURE_WARM", "0")
+    monkeypatch.setenv("VOXFX_SPARSE_SETUP_FIRST_CAPS", "fresh")  # the second's set ~2× the first's: past 1.25×
     monkeypatch.setattr(sparse_pressure, "REUSE_TABLES", False)
     pool = cupy.get_default_memory_pool()
     grids = [tank(cupy, pos, vel, spec, obstacle) for spec, pos, vel, obstacle in

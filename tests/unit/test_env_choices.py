@@ -6,10 +6,11 @@ and its ways."""
 import pytest
 
 from voxfx.kernels import settings
-from voxfx.kernels.flip import (particle_sort, sparse_g2p_gpu, sparse_grid, sparse_gpu, sparse_pressure_cells,
-                                sparse_pressure_setup, sparse_pressure_solve_ahead, sparse_pressure_workspace_levels,
-                                sparse_scatter, sparse_topology_gpu, sparse_topology_tables, sparse_topology_update,
-                                sparse_transfer, surface_gpu, surface_host_copy, surface_place, transfer)
+from voxfx.kernels.flip import (particle_sort, sparse_g2p_gpu, sparse_grid, sparse_gpu, sparse_pressure_buffers,
+                                sparse_pressure_cells, sparse_pressure_setup, sparse_pressure_solve_ahead,
+                                sparse_pressure_workspace_levels, sparse_scatter, sparse_topology_gpu,
+                                sparse_topology_tables, sparse_topology_update, sparse_transfer, surface_gpu,
+                                surface_host_copy, surface_place, transfer)
 
 SWITCHES = [  # (the switch, its variable, its ways, its default)
     (sparse_gpu.gather_mode, "VOXFX_SPARSE_GATHER", sparse_gpu.GATHERS, "scatter"),
@@ -37,6 +38,7 @@ SWITCHES = [  # (the switch, its variable, its ways, its default)
     (sparse_pressure_cells.brick_links, "VOXFX_SPARSE_LABEL_BRICK_LINKS", sparse_pressure_cells.BRICK_LINKS, "local"),
     (sparse_pressure_setup.scan_tile_floor, "VOXFX_SPARSE_SCAN_TILE", sparse_pressure_setup.SCAN_TILE_WIDTHS, "8"),
     (sparse_pressure_workspace_levels.fuse, "VOXFX_SPARSE_SETUP_FUSE", sparse_pressure_workspace_levels.FUSE, "1"),
+    (sparse_pressure_buffers.first_caps, "VOXFX_SPARSE_SETUP_FIRST_CAPS", sparse_pressure_buffers.FIRST_MODES, "grown"),
 ]
 NO_GIVEN = {transfer.speed_max_mode, sparse_topology_gpu.topology_mode, sparse_topology_gpu.speed_max_mode,  # no
             sparse_topology_update.topology_update_mode, sparse_topology_tables.tables_mode,  # caller's way

@@ -151,14 +151,18 @@ def test_the_estimate_counts_the_setup_workspace_where_it_is_on():
                                                                                                    xp=np)  # GPU only
 
 
-def test_the_estimate_counts_the_kept_scratch_where_the_setup_graph_is_on(monkeypatch):
+@pytest.mark.parametrize("first, cell", [("grown", 21), ("fresh", 14)])
+def test_the_estimate_counts_the_kept_scratch_where_the_setup_graph_is_on(monkeypatch, first, cell):
     """With the coarse levels' graph on (``VOXFX_SPARSE_SETUP_GRAPH=1``) the workspace keeps
-    their scratch: ``GRAPH_SCRATCH_CELL`` a pool cell more in the state and the substep, a
-    bound of ``Workspace.tables``' scratch bytes (level 1 at 1.25 × an eighth of the pool);
-    nothing without the workspace or on the CPU."""
+    their scratch: ``graph_scratch_cell`` a pool cell more in the state and the substep, a
+    bound of ``Workspace.tables``' scratch bytes (level 1 at 1.25 × an eighth of the pool, 1.5×
+    that where the first capacities are a first growth's: ``FIRST_CAPS`` "grown"; the bound
+    fails by that 1.5× if counted as "fresh"); nothing without the workspace or on the CPU."""
     from voxfx.kernels.flip import sparse_pressure_workspace as W
     from voxfx.kernels.flip.sparse_pressure_buffers import table_caps
 
+    monkeypatch.setenv("VOXFX_SPARSE_SETUP_FIRST_CAPS", first)
+    assert M.graph_scratch_cell() == cell
     spec, climb = _dam_8m()
     particles = 8_000_033
     got = {}
@@ -170,18 +174,21 @@ def test_the_estimate_counts_the_kept_scratch_where_the_setup_graph_is_on(monkey
                                                                                     workspace=True)
     (on0, off0), (on1, off1) = got["0"], got["1"]
     cells = on1["bricks"] * 512
-    assert on1["state"] - on0["state"] == on1["substep"] - on0["substep"] == M.GRAPH_SCRATCH_CELL * cells
+    assert on1["state"] - on0["state"] == on1["substep"] - on0["substep"] == cell * cells
     assert off1 == off0
     pool = 1 << 20  # a set of every pool cell: the largest scratch the bound must cover
     bounds = [pool]
     while bounds[-1] > 0:
         bounds.append(bounds[-1] // 8)
-    caps = table_caps([b + 1 for b in bounds[1:]], None)
-    scratch = 0
-    for level in range(1, len(caps)):
-        k, fk = caps[level] - 1, max(caps[level - 1] - 1, 0)
-        scratch += k * (8 + 1 + 8 + 24 + 1 + 1 + 8 + 8 + 4 + (4 if level == 1 else 0)) + fk * 9
-    assert scratch <= M.GRAPH_SCRATCH_CELL * pool, scratch / pool
+    scratch = {}
+    for way in ("grown", "fresh"):
+        caps = table_caps([b + 1 for b in bounds[1:]], None, first=way)
+        scratch[way] = 0
+        for level in range(1, len(caps)):
+            k, fk = caps[level] - 1, max(caps[level - 1] - 1, 0)
+            scratch[way] += k * (8 + 1 + 8 + 24 + 1 + 1 + 8 + 8 + 4 + (4 if level == 1 else 0)) + fk * 9
+    assert scratch[first] <= cell * pool, scratch[first] / pool
+    assert scratch["grown"] > M.GRAPH_SCRATCH_CELL * pool  # the first growth's room needs the larger term
     assert W._KEPT == ("position", "nbr", "diag", "up", "down")  # the rest of a level's arrays: its scratch
 
 

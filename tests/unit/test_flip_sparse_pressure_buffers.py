@@ -2,6 +2,7 @@
 here; the device runs are tests/gpu/test_flip_sparse_pressure_persist_gpu.py)."""
 
 import numpy as np
+import pytest
 
 from voxfx.kernels.flip import sparse_pressure_gpu
 from voxfx.kernels.flip.sparse_pressure_buffers import carve, grown_strides
@@ -66,25 +67,29 @@ def test_coarse_capacities_grow_together_in_fewer_generations_for_as_many_bytes(
     from voxfx.kernels.flip.sparse_pressure_buffers import grown_strides, table_caps
 
     needs, held = [1000, 126, 17], (0, 1314, 221, 85)
-    assert table_caps(needs, None, "together") == (0,) + tuple(grown_strides(needs))
+    assert table_caps(needs, None, "together", "fresh") == (0,) + tuple(grown_strides(needs))
     assert table_caps(needs, held, "level") == table_caps(needs, held, "together") == held  # fits: kept
     grown = table_caps([1315, 126, 17], held, "together")
     assert grown == (0, int(1314 * 1.5), int(221 * 1.5), int(85 * 1.5))  # level 1 outgrew: all of them grow
     assert table_caps([1315, 126, 17], held, "level") == (0, int(1314 * 1.5), 221, 85)
-    # a new level count (a set of 8^k cells; a new generation either way): every level fresh, as "level"
-    assert table_caps([1000, 126, 17, 3], held, "together") == table_caps([1000, 126, 17, 3], held, "level")
-    assert table_caps([1000, 126, 17, 3], held, "together") == (0,) + tuple(grown_strides([1000, 126, 17, 3]))
+    # a new level count (a set of 8^k cells; a new generation either way): every level afresh, as "level"
+    for first in ("fresh", "grown"):
+        more = [1000, 126, 17, 3]
+        assert table_caps(more, held, "together", first) == table_caps(more, held, "level", first)
+    assert table_caps([1000, 126, 17, 3], held, "together", "fresh") == (0,) + tuple(grown_strides([1000, 126, 17, 3]))
     for mode in ("level", "together"):
         assert table_caps([1073, 126, 17], held, mode) == held  # it fits
     level, together = _spread("level"), _spread("together")
     assert together[0] * 2 < level[0] and together[1] <= 1.02 * level[1]
 
 
-def test_coarse_capacities_grown_together_hold_no_more_at_any_substep():
+@pytest.mark.parametrize("first", ["grown", "fresh"])
+def test_coarse_capacities_grown_together_hold_no_more_at_any_substep(first):
     """``CAPS`` "together" against "level" substep by substep as a 1M liquid's level-0 set
     grows 2.2× over 36 substeps (12 frames), from every start across a level-count change
     (262,144 cells): the tables' bytes within 6% and 2.2 MiB at every substep (the deeper levels
-    grown with level 1; the model: 5.2%, 2.06 MiB), in fewer generations. Before, a count change
+    grown with level 1; the model: 5.2%, 2.06 MiB with ``FIRST`` "fresh", 4.9%, 1.99 with "grown"), in
+    fewer generations. Before, a count change
     kept the levels' room under "together" where "level" went back to fresh: up to 20% and 5.5
     MiB more (the spreading liquid's memory check, tests/gpu/test_liquid_memory_check_gpu.py,
     went over its estimate)."""
@@ -98,7 +103,7 @@ def test_coarse_capacities_grown_together_hold_no_more_at_any_substep():
         for n in np.geomspace(start, 2.2 * start, 36).astype(int):
             needs = [b + 1 for b in level_bounds(int(n))[1:]]
             for mode in caps:
-                new = table_caps(needs, caps[mode], mode)
+                new = table_caps(needs, caps[mode], mode, first)
                 gens[mode] += new != caps[mode]
                 caps[mode] = new
             counted += len(caps["level"]) != len(caps["together"])
@@ -106,6 +111,90 @@ def test_coarse_capacities_grown_together_hold_no_more_at_any_substep():
             assert more <= min(0.06 * tables_bytes(caps["level"]), 2.2 * 2 ** 20), (start, n, caps)
         assert gens["together"] <= gens["level"]
     assert counted == 0  # the same level counts throughout
+
+
+# The 8M dam break's coarse needs (bench/flip_sparse.py --row 8m --frames 12 --timing fast --stages,
+# H100, session 18 call 1): frame 0's set-up, then frame 10's two that outgrew "fresh"'s capacities
+_NEEDS_8M = ([167309, 20914, 2615, 327, 41, 6, 1], [211473, 26435, 3305, 414, 52, 7, 1],
+             [215627, 26954, 3370, 422, 53, 7, 1])
+
+
+def test_first_capacities_grown_are_a_first_growths_and_hold_the_8m_frames():
+    """``FIRST`` "grown": where the capacities are sized afresh (no workspace yet, a new level
+    count) they are ``_GROWTH`` times ``grown_strides``' — what "together" grew to at the first
+    growth; "fresh" the way before. The 8M dam break's frame-10 set-ups outgrew "fresh"'s (a new
+    generation: a new solver in frame 10) and fit "grown"'s, the very capacities "fresh" grew to
+    there (session 17, call 2: [313800, 39309, 4998, 708, 172, 106, 97])."""
+    from voxfx.kernels.flip.sparse_pressure_buffers import first_caps, table_caps
+
+    needs, held = [1000, 126, 17], (0, 1314, 221, 85)
+    assert first_caps() == "grown"  # the default
+    for mode in ("together", "level"):
+        assert table_caps(needs, None, mode, "fresh") == (0,) + tuple(grown_strides(needs))
+        assert table_caps(needs, None, mode, "grown") == (0, int(1314 * 1.5), int(221 * 1.5), int(85 * 1.5))
+        # a new level count: afresh either way, as FIRST says; the same count: FIRST plays no part
+        assert table_caps(needs + [3], held, mode, "grown") == (0,) + tuple(int(f * 1.5) for f in
+                                                                            grown_strides(needs + [3]))
+        assert table_caps(needs + [3], held, mode, "fresh") == (0,) + tuple(grown_strides(needs + [3]))
+        for first in ("grown", "fresh"):
+            assert table_caps(needs, held, mode, first) == held
+            assert table_caps([1315, 126, 17], held, mode, first) == table_caps([1315, 126, 17], held, mode)
+    frame0, *frame10 = _NEEDS_8M
+    fresh, grown = table_caps(frame0, None, "together", "fresh"), table_caps(frame0, None, "together", "grown")
+    assert fresh == (0, 209200, 26206, 3332, 472, 115, 71, 65)  # the 8M frames' generation 1
+    assert grown == (0, 313800, 39309, 4998, 708, 172, 106, 97)
+    caps = fresh
+    for n in frame10:
+        caps = table_caps(n, caps, "together")
+    assert caps == grown and caps != fresh  # "fresh": a generation in frame 10, to "grown"'s
+    assert all(table_caps(n, grown, "together") == grown for n in frame10)  # "grown": none
+
+
+def _chain(sets, first, mode="together"):
+    """Per substep the capacities ``table_caps`` holds for level-0 sets of *sets* cells, and the
+    generations (sizings that changed them)."""
+    from voxfx.kernels.flip.sparse_pressure_buffers import table_caps
+    from voxfx.kernels.flip.sparse_pressure_setup import level_bounds
+
+    caps, held, generations = None, [], 0
+    for n in sets:
+        new = table_caps([b + 1 for b in level_bounds(int(n))[1:]], caps, mode, first)
+        generations += new != caps
+        caps = new
+        held.append(caps)
+    return held, generations
+
+
+@pytest.mark.parametrize("mode", ["together", "level"])
+def test_first_capacities_grown_take_fewer_generations_and_the_same_tables_once_fresh_grew(mode):
+    """A liquid whose level-0 set grows as the 8M dam break's over Fast frames 1–10 (1.29× over 30
+    substeps) from every start between 300k and 3M cells (across the level-count change at 8^7),
+    and one growing 10× (0.3% a substep): "grown" never takes more generations than "fresh", and
+    at the 8M's pace one only (its first sizing) within a level count, where "fresh" took one more
+    in 86% of the starts (93 of 108; the 10× liquid: 6 against 8 with "together", 15 against 23);
+    substep by substep "grown" holds at most 1.5× "fresh"'s tables and, with ``CAPS`` "together" (the
+    default), from "fresh"'s first growth after a sizing afresh exactly its capacities (one generation
+    of the chain ahead; with "level" a deep level's growth can take its fresh size, 1.25× + 64)."""
+    from voxfx.kernels.flip.sparse_pressure_workspace import tables_bytes
+
+    runs = [np.geomspace(start, 1.29 * start, 31) for start in range(300_000, 3_000_000, 25_000)]
+    runs.append(np.geomspace(400_000, 4_000_000, 770))
+    fewer = 0
+    for sets in runs:
+        (grown, g), (fresh, f) = _chain(sets, "grown", mode), _chain(sets, "fresh", mode)
+        assert g <= f
+        fewer += g < f
+        afresh = 0  # the substep "fresh" last sized afresh (a new level count)
+        for at, (a, b) in enumerate(zip(grown, fresh)):
+            if at and len(b) != len(fresh[at - 1]):
+                afresh = at
+            assert tables_bytes(a) <= 1.5 * tables_bytes(b) + 4096, (at, a, b)
+            for level in range(1, len(b) if mode == "together" else 1):  # "level": a deep level's +64 can lead
+                grew = any(fresh[i][level] != fresh[afresh][level] for i in range(afresh, at + 1))
+                assert a[level] == (b[level] if grew else int(b[level] * 1.5)), (at, level, a, b)
+        if len(sets) == 31 and len(grown[0]) == len(grown[-1]):
+            assert g == 1  # the 8M's pace within a level count: no generation after the first
+    assert fewer >= 0.85 * (len(runs) - 1), fewer
 
 
 _H100_SHARED = 232448  # sharedMemPerBlockOptin of an H100 (227 KiB)
