@@ -66,7 +66,7 @@ __device__ __forceinline__ float node_phi(const float4* __restrict__ packed, con
 
     int klo = max((int)floorf(uz - Rc), 0), khi = min((int)floorf(uz + Rc), cz - 1);
     int jlo = max((int)floorf(uy - Rc), 0), jhi = min((int)floorf(uy + Rc), cy - 1);
-    float W = 0.0f, sx = 0.0f, sy = 0.0f, sz = 0.0f, sr = 0.0f;
+    NodeSums m = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
     for (int ck = klo; ck <= khi; ++ck) {
         float gz = gap_to_cell(uz, ck);
         float left_z = Rc * Rc - gz * gz;
@@ -87,17 +87,12 @@ __device__ __forceinline__ float node_phi(const float4* __restrict__ packed, con
                 float d2 = (dx * dx + dy * dy) + dz * dz;
                 if (d2 < R2) {
                     float t = 1.0f - d2 / R2;
-                    float w = (t * t) * t;
-                    W += w;
-                    sx += w * dx;
-                    sy += w * dy;
-                    sz += w * dz;
-                    sr += w * q.w;
+                    add_terms(m, (t * t) * t, dx, dy, dz, q.w);  // fused or not: voxfx_surface.cuh
                 }
             }
         }
     }
-    return phi_of_sums(W, sx, sy, sz, sr, band);
+    return phi_of_sums(m.W, m.sx, m.sy, m.sz, m.sr, band);
 }
 
 // Legacy: one thread per node of the whole grid.

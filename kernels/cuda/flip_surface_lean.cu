@@ -86,27 +86,29 @@ extern "C" __global__ void quotient_mismatches(float b, int e, int m0, long long
 }
 
 // One particle's terms, branch-free: a miss adds w = 0, which leaves every sum as it was
-// (x + 0 = x; x + (−0) = x but for the sign of a zero sum, which |x̄| and r̄ do not see), so
-// the sums are node_phi's bit for bit. A warp's 32 nodes each test their own particles
+// (x + 0 = x; x + (−0) = x but for the sign of a zero sum, which |x̄| and r̄ do not see; a
+// fused term adds w·dx = ±0 exactly as well), so the sums are node_phi's bit for bit in
+// either LEVEL_SET_SUMS_FUSED mode (add_terms). A warp's 32 nodes each test their own particles
 // and nearly every test has some lane inside R: node_phi's branch ran the weight path for
 // the whole warp every test anyway, plus its divergence and the division's range check.
-// (w = max(t³, 0) would save the select — a miss has q ≥ 1, t ≤ 0 — but has not run on a
-// device yet: not taken.)
-struct NodeSums { float W, sx, sy, sz, sr; };
-
+// Fused mode takes w = max(t³, 0) for the select, one instruction fewer, the same w bits:
+// a miss (d2 ≥ R2) has q ≥ 1 (the quotient rounds as d2/R2), so t = 1 − q is +0 or at most
+// −2⁻²³ and t³ is +0 or at most −2⁻⁶⁹ (−∞ for a far point), never −0; a NaN d2 gives a NaN
+// t³, which fmaxf drops; a hit's t³ ≥ 0 is kept (+0 where q rounds to 1, as the select keeps
+// it). d2 itself stays unfused: the same points weigh more than 0.
 __device__ __forceinline__ void add_particle(NodeSums& m, float4 q, float x, float y, float z, float R2,
                                              float inv)
 {
     float dx = q.x - x, dy = q.y - y, dz = q.z - z;
     float d2 = (dx * dx + dy * dy) + dz * dz;
     float t = 1.0f - quotient_step(d2, R2, inv);
+#if LEVEL_SET_SUMS_FUSED
+    float w = fmaxf((t * t) * t, 0.0f);
+#else
     float w = (t * t) * t;
     w = d2 < R2 ? w : 0.0f;
-    m.W += w;
-    m.sx += w * dx;
-    m.sy += w * dy;
-    m.sz += w * dz;
-    m.sr += w * q.w;
+#endif
+    add_terms(m, w, dx, dy, dz, q.w);
 }
 
 // node_phi over the same cells, the same particles in the same order, the same φ bit for

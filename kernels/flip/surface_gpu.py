@@ -41,6 +41,14 @@ fast --level-set --trim --level-set-modes lean``, ``STATS``' numbers): the "leve
 place 14.5 / 15.7, order cells 3.7, count 2.3, the rest 1.3 — plus **38.7 and 41.8 ms** copying
 φ (135 and 162 MB) to pageable memory, now 2.6 and 3.0 through a pinned block
 (``surface_host_copy.host_copy``).
+The sums' products (``level_set_sums``, ``VOXFX_LEVEL_SET_SUMS``; h18e): "plain" (the A/B) rounds each
+w·dx, w·dy, w·dz, w·r and adds it; "fused" (the default) adds each as one ``fmaf`` and takes "lean"'s weight
+as max(t³, 0) for its select (``_K_FUSED``, ``_K_LEAN_FUSED``: the files built with
+LEVEL_SET_SUMS_FUSED=1, only the gather kernels differ), 5 of the ~26 instructions a (node,
+point) pair fewer in the PTX. The offsets, d2 and the test d2 < R² stay unfused, so a node sums
+the CPU's particles either way; every way gives the others' bits in either mode; the modes' φ
+differ by the sums' float32 rounding (≤ 2e-7·R on the host harness's scene, ≤ 4.2e-6·R in the 8M
+Fast frames), and the 8M gather after the splash is 10–12% shorter (H100, bench/RESULTS.md h18e).
 From frame 0 to 11 the points grew 68.8M → 91.0M (the walls' images 3.2M → 25.5M), the region
 11.0M → 40.5M nodes, the fullest cell 97 → 4,757 (690 cells over ``SORT_CELL_MAX``); the gather
 4.6 → 32.0 ms and the place 1.9 → 15.7 ms. Tried in that call and not kept (the same φ bits,
@@ -78,6 +86,13 @@ TILE = (32, 4, 4)  # "bricks": nodes of a node tile along x, y, z (a block; a wa
 # set 7.1–10.2 → 3.9–8.0 (4096) / 4.5–7.4 ms (8192)
 SORT_CELL_MAX = 8192
 SORT_CELL_LIMITS = ("default", "1024", "2048", "4096", "8192")  # VOXFX_LEVEL_SET_SORT_CELL_MAX (sort_cell_max)
+# The node sums' products (voxfx_surface.cuh's add_terms, VOXFX_LEVEL_SET_SUMS): "fused" (default since h18e) each
+# product and its add one fmaf, and "lean"'s weight max(t³, 0) for its select (5 instructions of ~26 a (node, point)
+# pair fewer; H100, 8M Fast frames 6–11: the gather 41.59 → 36.88 ms over two processes, bench/RESULTS.md h18e);
+# "plain" each rounded, then added (the A/B). The same particles a node in both (the offsets, d2 and d2 < R2
+# unfused); every way the same φ bits as the others in either mode; the modes' φ differ by float32 rounding of the
+# sums (8M: ≤ 4.2e-6·R)
+LEVEL_SET_SUMS = ("fused", "plain")
 LEAN_BLOCKS = 2  # "lean" gather: 2 (no launch bounds, 48 registers) or 3 blocks a tile an SM (_3; no faster)
 # VOXFX_LEVEL_SET_BOUNDS=1 (default): an open or large liquid's region from particle_bounds (one pass, one host read);
 # 0: six reductions and reads of the cell coordinates (sparse_output.liquid_region), the A/B baseline. The same region
@@ -108,6 +123,12 @@ def sort_cell_max(given=None) -> int:
     return SORT_CELL_MAX if chosen == "default" else int(chosen)
 
 
+def level_set_sums(mode=None) -> str:
+    """How the gathers add a particle's terms to a node's sums (voxfx_surface.cuh's add_terms,
+    ``LEVEL_SET_SUMS``): *mode*, else ``VOXFX_LEVEL_SET_SUMS``, else fused."""
+    return env_choice("VOXFX_LEVEL_SET_SUMS", LEVEL_SET_SUMS, mode)
+
+
 def level_set_mode(mode=None) -> str:
     """The GPU level set's way (module text): *mode*, else ``VOXFX_LEVEL_SET``, else lean."""
     return env_choice("VOXFX_LEVEL_SET", LEVEL_SET_MODES, mode)
@@ -116,6 +137,9 @@ def level_set_mode(mode=None) -> str:
 _TILE_DEFINES = {"TILE_X": TILE[0], "TILE_Y": TILE[1], "TILE_Z": TILE[2]}
 _K = Kernels(_CU, _OPTIONS, _THREADS, defines=_TILE_DEFINES)
 _K_LEAN = Kernels(_CU_LEAN, _OPTIONS, _THREADS, defines=_TILE_DEFINES)
+# the gathers with fused sums (level_set_sums "fused"): the same files, only the gather kernels differ
+_K_FUSED = Kernels(_CU, _OPTIONS, _THREADS, defines={**_TILE_DEFINES, "LEVEL_SET_SUMS_FUSED": 1})
+_K_LEAN_FUSED = Kernels(_CU_LEAN, _OPTIONS, _THREADS, defines={**_TILE_DEFINES, "LEVEL_SET_SUMS_FUSED": 1})
 _K_INTERIOR = Kernels("flip_surface_interior.cu", (), _THREADS)
 
 
@@ -223,7 +247,7 @@ def _level_set_gpu(pos, radii, spec, R, band, smooth_iterations, interior=None):
     _mark("pack")
     # 4. Gather per node: one fused kernel, no atomics.
     ox, oy, oz = spec.origin
-    _K.launch("particle_level_set", spec.voxel_count, (
+    (_K_FUSED if level_set_sums() == "fused" else _K).launch("particle_level_set", spec.voxel_count, (
         packed, starts, interior_flags, skip, np.int32(nx), np.int32(ny), np.int32(nz), f32(ox), f32(oy), f32(oz),
         f32(spec.voxel_size), f32(cox), f32(coy), f32(coz), f32(1.0 / edge), np.int32(cx), np.int32(cy),
         np.int32(cz), f32(R), f32(band), phi))
@@ -243,11 +267,14 @@ def _level_set_gpu(pos, radii, spec, R, band, smooth_iterations, interior=None):
 def _gather_kernel(R) -> tuple:
     """(kernels, name) of the node gather of the bricks ways: "lean"'s
     (``particle_level_set_lean``, the same φ bit for bit) where its quotient step holds, R² in
-    [2⁻⁶⁰, 2⁶⁰] (flip_surface_lean.cu), else "bricks"' own."""
+    [2⁻⁶⁰, 2⁶⁰] (flip_surface_lean.cu), else "bricks"' own; built with the sums of
+    ``level_set_sums()``."""
     R2 = float(np.float32(R) * np.float32(R))
+    fused = level_set_sums() == "fused"
     if not (level_set_mode() == "lean" and 2.0 ** -60 <= R2 <= 2.0 ** 60):
-        return _K, "particle_level_set_bricks"
-    return _K_LEAN, "particle_level_set_lean_3" if LEAN_BLOCKS == 3 else "particle_level_set_lean"
+        return _K_FUSED if fused else _K, "particle_level_set_bricks"
+    return _K_LEAN_FUSED if fused else _K_LEAN, "particle_level_set_lean_3" if LEAN_BLOCKS == 3 else \
+        "particle_level_set_lean"
 
 
 def _order_crowded(packed, tags, starts, ordered, cp, limit=None):

@@ -3,7 +3,8 @@
 binning cell and the same node sum, so φ is equal to the bit — closed against the walls and
 open, with per-particle radii, in crowded cells (sorted apart), lean's gather after the
 64-bit-tag binning too — and the bricks a particle cannot reach are +band; lean's
-three-operation quotient (flip_surface_lean.cu) rounds as the division over whole binades. The
+three-operation quotient (flip_surface_lean.cu) rounds as the division over whole binades; with
+the sums fused (VOXFX_LEVEL_SET_SUMS) every way still the same bits. The
 CPU comparisons are test_flip_surface_gpu.py and test_flip_closed_surface_gpu.py (they run
 the default way)."""
 
@@ -53,6 +54,27 @@ def test_closed_level_set_bricks_equals_legacy(monkeypatch, smooth_iterations):
                                                                      smooth_iterations=smooth_iterations))
     np.testing.assert_array_equal(bricks, legacy)
     assert (bricks < 0).any()
+
+
+def test_fused_sums_every_way_the_same_bits_within_rounding_of_plain(monkeypatch):
+    """VOXFX_LEVEL_SET_SUMS (surface_gpu.level_set_sums): with the sums fused every way gives
+    legacy's bits too; the same nodes at ±band as plain's (the same particles a node), some
+    nodes' last bits moved (the switch switches) and none by 2e-6·R (the CPU tolerance
+    2e-5·R; the host harness on a fixed scene: 1.9e-7·R)."""
+    import cupy
+
+    rng = np.random.default_rng()
+    spec, pos = liquid_in_a_box(rng)
+    r, R = surface_radii(spec.voxel_size, 8)
+    phis = []
+    for sums in ("plain", "fused"):
+        monkeypatch.setenv("VOXFX_LEVEL_SET_SUMS", sums)
+        phis.append(both_ways(monkeypatch, lambda: closed_level_set(cupy.asarray(pos), spec, r, R, xp=cupy,
+                                                                    smooth_iterations=0))[0])
+    plain, fused = phis
+    band = np.abs(plain).max()
+    np.testing.assert_array_equal(np.abs(plain) == band, np.abs(fused) == band)
+    assert (plain != fused).any() and np.abs(plain - fused).max() < 2e-6 * R
 
 
 def test_open_level_set_with_radii_bricks_equals_legacy_and_far_bricks_are_band(monkeypatch):

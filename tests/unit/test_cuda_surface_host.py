@@ -19,6 +19,7 @@ import pytest
 from tests.unit.test_flip_surface import seeded_ball
 from tests.cuda_host import STUBS
 from tests.unit.test_cuda_exact import _build
+from voxfx.kernels import backend
 from voxfx.kernels.flip import surface, surface_gpu
 from voxfx.kernels.flip.surface import (box_distance, closed_level_set, mirror_at_walls, particle_level_set,
                                         surface_grid, surface_radii)
@@ -206,14 +207,21 @@ int main() {
 """
 
 
-@pytest.fixture(scope="module")
-def harness(tmp_path_factory):
-    build = _build(tmp_path_factory, HARNESS, [o for o in surface_gpu._K.options if o.startswith("-D")], "surface")
+def _harness(tmp_path_factory, sums, source=HARNESS, name="surface"):
+    """The harness built as the kernels of surface_gpu.level_set_sums() *sums* are."""
+    kernels = surface_gpu._K_FUSED if sums == "fused" else surface_gpu._K
+    build = _build(tmp_path_factory, source, [o for o in kernels.options if o.startswith("-D")], f"{name}-{sums}")
 
     def run(text):
         return build.raw([text], check=True).split()
 
     return run
+
+
+@pytest.fixture(scope="module", params=surface_gpu.LEVEL_SET_SUMS)
+def harness(request, tmp_path_factory):
+    """The harness in each way of adding a node's sums (VOXFX_LEVEL_SET_SUMS): every test below runs in both."""
+    return _harness(tmp_path_factory, request.param)
 
 
 def _hex(a):
@@ -374,6 +382,95 @@ def test_a_node_whose_only_particle_lies_just_inside_r_reads_its_distance(harnes
     assert bad == 0 and reference[4, 4, 4] == pytest.approx(R - r, abs=1e-6)  # one particle: |x − x_p| − r
     np.testing.assert_array_equal(bricks, legacy)
     np.testing.assert_allclose(bricks, reference, rtol=0, atol=2e-5 * R)
+
+
+# the kernels' d2 of the offsets (dx, dy, dz), each square rounded, then added ...
+_D2 = "float d2 = (dx * dx + dy * dy) + dz * dz;"
+# ... and a mutant's: the compiler's own contraction (--fmad=true) of the same line
+_D2_FUSED = "float d2 = fmaf(dz, dz, fmaf(dy, dy, dx * dx));"
+
+
+def _d2_straddling_r2(h, R):
+    """A particle (3,) float32 whose offsets from the node at (4.5h, 4.5h, 4.5h) give d2 ≥ R²
+    as the kernels and NumPy add them — (dx² + dy²) + dz², every step rounded — and d2 < R²
+    as _D2_FUSED adds them: the first of points within a few ulps of the sphere (a fixed
+    seed) in directions whose components are of one size (their squares within four
+    binades: the fused sums are exact in float64, one rounding to float32 as fmaf's)."""
+    f = np.float32
+    node = f(4.5) * f(h)
+    R2 = f(R) * f(R)
+    rng = np.random.default_rng(18)
+    u = rng.uniform(0.4, 0.7, (200_000, 3))
+    u /= np.linalg.norm(u, axis=1, keepdims=True)
+    p = (node + (R * (1.0 + rng.uniform(-2e-7, 2e-7, (len(u), 1)))) * u).astype(f)
+    d = (p - node).astype(f)  # as the kernels and NumPy round them
+    plain = (d[:, 0] * d[:, 0] + d[:, 1] * d[:, 1]) + d[:, 2] * d[:, 2]
+    e = d.astype(np.float64)
+    inner = (e[:, 1] * e[:, 1] + (d[:, 0] * d[:, 0]).astype(np.float64)).astype(f)
+    fused = (e[:, 2] * e[:, 2] + inner.astype(np.float64)).astype(f)
+    straddle = np.flatnonzero((plain >= R2) & (fused < R2))
+    assert straddle.size, "no straddling offset in the scan"
+    return p[straddle[0]]
+
+
+def _straddling_scene():
+    """(pos, spec, r, R, band, NumPy's φ) with _d2_straddling_r2's particle beside node (4, 4, 4)."""
+    f = np.float32
+    h, r = 0.1, 0.03
+    R = 4 * r
+    spec = GridSpec((0.0, 0.0, 0.0), h, (9, 9, 9))
+    particle = _d2_straddling_r2(h, R)
+    pos = np.array([particle, [0.05, 0.05, 0.05]], np.float32)  # and one far from the node
+    reference = particle_level_set(pos, spec, f(r), R, xp=np, smooth_iterations=0, interior=False)
+    assert reference[4, 4, 4] == f(3 * h)  # NumPy: d2 ≥ R², no particle within R: +band
+    return pos, spec, f(r), R, f(3 * h), reference
+
+
+def test_sums_include_what_numpy_includes_at_d2_next_to_r2(harness):
+    """The node sums in either VOXFX_LEVEL_SET_SUMS mode (fmaf there leaves the offsets, d2
+    and d2 < R² alone) include exactly the particles NumPy includes, on the particle whose
+    d2 a fused sum of squares would put inside R (test below)."""
+    pos, spec, r, R, band, reference = _straddling_scene()
+    bricks, legacy, bad, _ = host_level_sets(harness, pos, r, spec, R, band, 0)  # lean's bits checked there
+    assert bad == 0 and bricks[4, 4, 4] == band
+    np.testing.assert_array_equal(bricks, legacy)
+    np.testing.assert_array_equal(bricks == band, reference == band)
+    np.testing.assert_allclose(bricks, reference, rtol=0, atol=2e-5 * R)
+
+
+def test_a_fused_d2_would_include_a_particle_numpy_leaves_out(tmp_path_factory):
+    """The test above can fail: a mutant of the fused build whose d2 is fused too (as
+    --fmad=true would contract it, in every way's gather) takes the particle NumPy leaves
+    out — node (4, 4, 4) reads ~R − r, not +band."""
+    source = HARNESS
+    for name in ("flip_surface.cu", "flip_surface_lean.cu"):
+        text = (backend.CUDA_DIR / name).read_text()
+        assert text.count(_D2) == 1
+        source = source.replace(f'#include "{name}"', text.replace(_D2, _D2_FUSED))
+    mutant = _harness(tmp_path_factory, "fused", source, "surface-mutant")
+    pos, spec, r, R, band, reference = _straddling_scene()
+    got, legacy, _, _ = host_level_sets(mutant, pos, r, spec, R, band, 0)
+    np.testing.assert_array_equal(got, legacy)  # every way mutated alike
+    assert abs(got[4, 4, 4] - (R - r)) < 1e-4 * R  # the particle taken: |x − x_p| − r
+    assert not np.array_equal(got == band, reference == band)  # what the test above asserts
+
+
+def test_fused_sums_move_phi_by_float32_rounding_only(tmp_path_factory):
+    """The two VOXFX_LEVEL_SET_SUMS builds on one closed scene (a fixed seed): the same
+    particles a node (the same +band and interior nodes), φ differing in the sums' last bits
+    at some nodes — the switch switches — and by far less than the CPU tolerance (2e-5·R)."""
+    rng = np.random.default_rng(7)
+    h = 0.04
+    spec, pos = liquid_in_a_box(rng, h)
+    r, R = surface_radii(h, 8)
+    grown = surface_grid(spec)
+    phis = [host_level_sets(_harness(tmp_path_factory, sums), pos, np.float32(r), grown, R, 3.0 * h, 0,
+                            walls=spec)[0] for sums in ("plain", "fused")]
+    plain, fused = phis
+    band = np.float32(3.0 * h)
+    np.testing.assert_array_equal(np.abs(plain) == band, np.abs(fused) == band)
+    assert (plain != fused).sum() > 100
+    assert np.abs(plain - fused).max() < 2e-6 * R
 
 
 @pytest.mark.parametrize("seed", [0, 1])

@@ -24,6 +24,7 @@ SWITCHES = [  # (the switch, its variable, its ways, its default)
     (sparse_scatter.split_mode, "VOXFX_SPARSE_SCATTER_SPLIT", sparse_scatter.SPLIT_MODES, "on"),
     (surface_gpu.level_set_mode, "VOXFX_LEVEL_SET", surface_gpu.LEVEL_SET_MODES, "lean"),
     (surface_place.place_way, "VOXFX_LEVEL_SET_PLACE", surface_place.PLACE_WAYS, "tags-plain"),
+    (surface_gpu.level_set_sums, "VOXFX_LEVEL_SET_SUMS", surface_gpu.LEVEL_SET_SUMS, "fused"),
     (transfer.speed_max_mode, "VOXFX_MAX_SPEED", transfer.SPEED_MAXIMA, "blocks"),
     (sparse_pressure_solve_ahead.mode, "VOXFX_SPARSE_SOLVE_AHEAD", sparse_pressure_solve_ahead.MODES, "1"),
     (particle_sort.mode, "VOXFX_SPARSE_PARTICLE_SORT", particle_sort.SORTS, "off"),

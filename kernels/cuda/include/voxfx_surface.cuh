@@ -24,6 +24,35 @@ __device__ __forceinline__ float gap_to_cell(float u, int c)  // distance from u
     return fmaxf(g - SLACK, 0.0f);
 }
 
+// A particle's terms added to a node's five sums (node_phi, node_phi_lean): W += w, s += w·dx,
+// w·dy, w·dz, w·r. LEVEL_SET_SUMS_FUSED (-D, surface_gpu.level_set_sums, VOXFX_LEVEL_SET_SUMS):
+// 1 — each product and its add as one fmaf (one rounding, not two; --fmad=false stops only the
+// compiler's own contraction, not fmaf), 4 instructions fewer a (node, particle) pair; 0 (plain)
+// — the product rounded, then added. Neither touches the offsets, d2 or the test d2 < R2: a
+// node sums the same particles in the same order either way, and φ of the two modes differs
+// by float32 rounding of the sums (the CPU adds them in float64 in another order anyway).
+#ifndef LEVEL_SET_SUMS_FUSED
+#define LEVEL_SET_SUMS_FUSED 0
+#endif
+
+struct NodeSums { float W, sx, sy, sz, sr; };
+
+__device__ __forceinline__ void add_terms(NodeSums& m, float w, float dx, float dy, float dz, float r)
+{
+    m.W += w;
+#if LEVEL_SET_SUMS_FUSED
+    m.sx = fmaf(w, dx, m.sx);
+    m.sy = fmaf(w, dy, m.sy);
+    m.sz = fmaf(w, dz, m.sz);
+    m.sr = fmaf(w, r, m.sr);
+#else
+    m.sx += w * dx;
+    m.sy += w * dy;
+    m.sz += w * dz;
+    m.sr += w * r;
+#endif
+}
+
 // φ = |x − x̄| − r̄ from the node's weighted sums (W, Σw·(x_p − x), Σw·r_p), clamped to ±band;
 // no particle within R (W = 0): +band. The means before their squares: a node whose
 // particles all lie near R has sums of weights ~1e-22 whose squares would underflow float32
