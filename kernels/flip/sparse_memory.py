@@ -150,11 +150,16 @@ NumPy path, dam breaks, a blob and a pool at 6k–50k particles) and rounded up:
   passed (call 2). The 65M row with 4 cells is estimated at 13.5 GiB (the array way 17.3).
 * the time-centred advection (``FlipSettings.time_centred_advection``): the kept faces
   and fluid masks, three float32 and three uint8 channels over the pool (``KEPT_CELL``
-  15 B per pool cell, in the state and the substep; on the NumPy path the substep's peak
-  rose 14.8 B per pool cell: tracemalloc from the start, a 48×24×32 dam break, two frames
-  at CFL 4, its u_n, masks and new kept copies at the advection below the pressure's
-  peak). On the GPU, not yet measured, the advection's u_n, masks and copies are counted
-  too (``KEPT_ADVECTION`` 15 B per pool cell).
+  15 B per pool cell, in the state and the GPU's substep). The kept faces are the grid's own
+  face arrays, no copy, and u_n is written into them (``sparse_kept``, helper h18d): between
+  substeps they cost only the masks (the state's 15 B an upper bound), in a substep the 12 B
+  of the faces P2G replaced. On the NumPy path the substep's peak is P2G's, which replaces the
+  faces a component at a time (the setting off lets each go as it goes): at most two
+  components and the masks more (``KEPT_P2G_CPU`` 11 B per pool cell; tracemalloc from the
+  start, a 48×24×32 dam break, two frames at CFL 4: 7.0 B, and 14.8 while the keep copied the
+  faces). On the GPU, not yet measured, u_n, masks and copies at the advection are still
+  counted (``KEPT_ADVECTION`` 15 B per pool cell: an upper bound since u_n and the keep make no
+  arrays).
 * the pressure set-up's workspace (``sparse_pressure_workspace``, the default; GPU only):
   the coarse multigrid tables at their capacities and level 1's candidates, kept from
   substep to substep, ``WORKSPACE_CELL`` 24 B per pool cell in the state and the substep.
@@ -235,6 +240,7 @@ TOPOLOGY_PAIRS = 27  # (cell, brick) pairs a liquid cell's box makes at most: 3 
 BAND_SNAPSHOT, BAND_MAP, BAND_LIST, BAND_KEPT = 12, 8, 256, 64
 MAP_PAD = 10  # cells a side the update's frame box reaches past a closed box (reach ≤ CFL, rings, a step)
 KEPT_CELL, KEPT_ADVECTION = 15, 15  # the time-centred advection's channels; its advection on the GPU (module text)
+KEPT_P2G_CPU = 11  # the time-centred advection at the NumPy substep's peak, P2G (module text)
 WORKSPACE_CELL = 24  # B per pool cell the pressure set-up's workspace keeps on the GPU (module text)
 GRAPH_SCRATCH_CELL = 14  # B per pool cell more where the coarse levels' graph keeps their scratch (module text)
 LEVEL0_NBR = 30  # B a liquid cell: the solver's level-0 nbr rows, in the fitted rows, not held on the brick path
@@ -419,7 +425,7 @@ def memory_at(spec: GridSpec, bricks: int, particles: int, particles_per_cell: i
         output = seen + max(estimate_gpu_bytes(P, surface, KERNEL_PER_RADIUS * r) + 4 * surface.voxel_count,
                             12 * surface.voxel_count)
     if time_centred:
-        substep += kept_faces + (0 if cpu else KEPT_ADVECTION * cells)
+        substep += KEPT_P2G_CPU * cells if cpu else kept_faces + KEPT_ADVECTION * cells
     stages = {"substep": int(substep), "frame output": int(output)}
     if count_control:  # after the last substep, before the output: beside the state alone
         stages["count control"] = int(state + particle_count.frame_end_bytes(cells, P if cpu else Pk, apic,

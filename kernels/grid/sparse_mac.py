@@ -90,10 +90,12 @@ class SparseMacGrid:
 
     @property
     def nbytes(self) -> int:
-        """Device bytes of the channels, the neighbour index and the topology."""
+        """Device bytes of the channels (an array two channels share counted once: the FLIP
+        solver's kept faces are its faces between substeps), the neighbour index and the topology."""
         t = self.topology
         tables = sum(a.nbytes for a in (self.slot_coords, self.brick_nbr) if a is not None)
-        return int(sum(a.nbytes for a, _ in self.channels.values()) + self.nbr.nbytes + t.keys.nbytes
+        arrays = {id(a): a for a, _ in self.channels.values()}
+        return int(sum(a.nbytes for a in arrays.values()) + self.nbr.nbytes + t.keys.nbytes
                    + t.slots.nbytes + t.free.nbytes + tables)
 
     # ------------------------------------------------------------------ topology (seed 003 §5.2)
