@@ -2,7 +2,8 @@
 user ms (trim + step + level set) and the device between the stages (``_frame_stages``: the device
 idle or running kernels no stage wraps), then over frames A–B (6–11 unless given) the user ms, the
 device between the stages by the stage that follows, the host outside the stages and the stages'
-device ms.
+device ms, with their sum and the between's (the step's device span: comparable where a way moves
+work out of the wrapped stages, e.g. ``VOXFX_SPARSE_P2G_TAIL=tail``'s kernel).
 
     python3 bench/frame_gaps.py LOG [LOG ...] [--frames 6-11]
 """
@@ -70,7 +71,8 @@ def main():
                 device[k] += v
         print(f"   frames {args.frames} ({len(sel)}): user {sum(f['user'] or 0 for f in sel):.0f} ms, device between "
               f"{sum(f['between'] for f in sel):.2f} (before: " + ", ".join(f"{k} {v:.2f}" for k, v in before.items())
-              + f"), outside {sum(f['outside'] or 0 for f in sel):.2f}; stages' device: "
+              + f"), outside {sum(f['outside'] or 0 for f in sel):.2f}; stages' device {sum(device.values()):.2f} + "
+              f"between = {sum(device.values()) + sum(f['between'] for f in sel):.2f}: "
               + ", ".join(f"{k} {v:.2f}" for k, v in device.items()))
 
 

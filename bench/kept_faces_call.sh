@@ -40,6 +40,7 @@ frames base2 base X=1
 frames base3 base X=1
 frames kept3 . X=1
 frames tail1 . VOXFX_SPARSE_P2G_TAIL=tail
+frames tail2 . VOXFX_SPARSE_P2G_TAIL=tail
 if [ $SECONDS -lt 170 ]; then
   timeout 25 python3 bench/flip_sparse.py $FR --profile-frames 9-11 > $L/prof.log 2>&1
   echo "profiled frames 9-11 rc=$? (elapsed $SECONDS)"
