@@ -211,11 +211,12 @@ def fluid_faces(grid):
 # as the row (device idle first) 0.883 → 0.822 → 0.807, the host's issue 0.398 → 0.315 → 0.282; the division
 # with the ring 0.068 ms against 0.043 + 0.037 apart, the tail's kernel 0.047 against a ring, three copies and
 # the boundaries' 0.031. The 8M row alternating (--ab, 4,410 bricks): P2G 1.036 → 0.925 → 0.900 ms
-# (apart → tail → fused). "apart" is the default: the 8M row's pool peak with "fused" 1150 MiB against 916
-# (coordinator's calls 4, 6 and 8, H100, --row 8m --steps 8 --warm 2; "apart" 916 in call 8), 25% more
-# pool for 0.06 ms of device time, not yet explained (live arrays or the pool's caching) and "tail"'s not
-# measured: the next call measures both ways' peaks before either becomes the default.
-P2G_TAILS = ("apart", "tail", "fused")
+# (apart → tail → fused). The 8M row's pool peak with "fused" 1150 MiB against 916 (coordinator's calls 4, 6
+# and 8, H100, --row 8m --steps 8 --warm 2), the same live peak (the pool's caching), "tail" 916 as "apart"
+# (session 17, call 1). "tail" is the default since helper h18d: the 8M Fast frames after the splash (H100, two
+# processes, frames 6–11, --stages) spent ~6.2 ms of device on apart's rings, copies and boundaries with their
+# gaps against 4.21 ms on tail's (−0.33 ms a frame), user frames 6–11 185 / 186 against 189 / 190 ms.
+P2G_TAILS = ("tail", "apart", "fused")
 
 
 def p2g_tail(mode=None) -> str:
