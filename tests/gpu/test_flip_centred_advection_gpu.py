@@ -15,6 +15,7 @@ from tests.gpu.test_flip_sparse_g2p_gpu import host, scene
 from tests.gpu.pool_peak import pool_peak
 from tests.gpu.test_flip_transfer_gpu import on_gpu, random_grid, random_particles
 from tests.unit.test_flip_centred_advection import THREE_SUBSTEPS, front_deviation
+from tests.unit.test_flip_sparse_kept_faces import start_velocity_inputs
 from voxfx.kernels.flip import sparse_g2p_gpu, sparse_gpu, sparse_transfer
 from voxfx.kernels.flip import transfer as ft
 
@@ -213,14 +214,7 @@ def test_start_velocity_select_is_the_references_where_bit_for_bit():
     """``transfer.start_velocity`` on CuPy (one elementwise select a component, ``_kept_select``)
     against NumPy's ``where((was != 0) & (now != 0), kept, face)``: the same bits, NaN, ±0 and
     masks of 0, 1 and 255 included; masks of another dtype take the reference's where."""
-    rs = np.random.default_rng()
-    n = 100_003
-    faces, kept = ([rs.standard_normal(n).astype(np.float32) for _ in range(3)] for _ in range(2))
-    for f in (*faces, *kept):
-        f[rs.integers(0, n, 50)] = np.nan
-        f[rs.integers(0, n, 50)] = -0.0
-    was = [rs.choice(np.array([0, 1, 255], np.uint8), n) for _ in range(3)]
-    now = [rs.choice(np.array([0, 1], np.uint8), n) for _ in range(3)]
+    faces, kept, was, now = start_velocity_inputs(np.random.default_rng(), 100_003, 50)
     want = ft.start_velocity(faces, now, (kept, was))
     got = ft.start_velocity([cp.asarray(f) for f in faces], [cp.asarray(m) for m in now],
                             ([cp.asarray(k) for k in kept], [cp.asarray(m) for m in was]))

@@ -7,7 +7,7 @@ kept-faces way against the copying way they replace, bit for bit
 import numpy as np
 import pytest
 
-from tests.unit.test_flip_sparse_kept_faces import check_ways_agree
+from tests.unit.test_flip_sparse_kept_faces import check_ways_agree, start_velocity_inputs
 from voxfx.kernels.flip import transfer
 from voxfx.kernels.flip.sparse_kept import start_velocity_into
 
@@ -18,14 +18,7 @@ def test_start_velocity_into_is_the_references_where_bit_for_bit():
     """The kernel (flat float32 faces, uint8 masks) and the copyto way (bool masks) against
     ``transfer.start_velocity`` on NumPy: the kept arrays come back holding the same bits, NaN, ±0
     and masks of 0, 1 and 255 included."""
-    rs = np.random.default_rng()
-    n = 1_000_003
-    faces, kept = ([rs.standard_normal(n).astype(np.float32) for _ in range(3)] for _ in range(2))
-    for f in (*faces, *kept):
-        f[rs.integers(0, n, 500)] = np.nan
-        f[rs.integers(0, n, 500)] = -0.0
-    was = [rs.choice(np.array([0, 1, 255], np.uint8), n) for _ in range(3)]
-    now = [rs.choice(np.array([0, 1], np.uint8), n) for _ in range(3)]
+    faces, kept, was, now = start_velocity_inputs(np.random.default_rng(), 1_000_003, 500)
     want = transfer.start_velocity(faces, now, (kept, was))
     for masks in ([cp.asarray(m) for m in now], [cp.asarray(m != 0) for m in now]):
         prev = [cp.asarray(k) for k in kept]

@@ -24,17 +24,23 @@ def _bits(a):
     return a.view(np.uint32) if a.dtype == np.float32 else a
 
 
+def start_velocity_inputs(rs, n: int, specials: int):
+    """(faces, kept, was, now) for ``transfer.start_velocity``'s checks: three float32 components of
+    *n* faces and of their kept values, *specials* of each set NaN and as many −0; the kept masks of 0,
+    1 and 255, the new ones of 0 and 1 (uint8; NumPy arrays, the GPU tests copy them)."""
+    faces, kept = ([rs.standard_normal(n).astype(np.float32) for _ in range(3)] for _ in range(2))
+    for f in (*faces, *kept):
+        f[rs.integers(0, n, specials)] = np.nan
+        f[rs.integers(0, n, specials)] = -0.0
+    was = [rs.choice(np.array([0, 1, 255], np.uint8), n) for _ in range(3)]
+    now = [rs.choice(np.array([0, 1], np.uint8), n) for _ in range(3)]
+    return faces, kept, was, now
+
+
 def test_start_velocity_into_writes_the_references_bits_into_the_kept_faces():
     """u_n in place: the kept arrays come back, holding ``transfer.start_velocity``'s bits (NaN and
     ±0 copied as they are, masks of 0, 1 and 255); nothing kept gives None."""
-    rs = np.random.default_rng(5)
-    n = 10_007
-    faces, kept = ([rs.standard_normal(n).astype(np.float32) for _ in range(3)] for _ in range(2))
-    for f in (*faces, *kept):
-        f[rs.integers(0, n, 40)] = np.nan
-        f[rs.integers(0, n, 40)] = -0.0
-    was = [rs.choice(np.array([0, 1, 255], np.uint8), n) for _ in range(3)]
-    now = [rs.choice(np.array([0, 1], np.uint8), n) for _ in range(3)]
+    faces, kept, was, now = start_velocity_inputs(np.random.default_rng(5), 10_007, 40)
     want = transfer.start_velocity(faces, now, ([k.copy() for k in kept], was))
     got = start_velocity_into(faces, now, (kept, was))
     assert all(g is k for g, k in zip(got, kept))
