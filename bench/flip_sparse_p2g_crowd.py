@@ -55,13 +55,19 @@ def crowding(cp, run):
     n = int(run.n)
     big = [(k, int((count >= k).sum()), int(count[count >= k].sum())) for k in (32, 256)]
     bricks = cp.sort(count.reshape(-1, 512).sum(axis=1))[::-1]  # particles a pool slot, heaviest first
+    from voxfx.kernels.flip.sparse_gpu import brick_live
+
+    live = brick_live(run.g, run.count)  # the idle-brick way's flags (sparse_transfer.P2G_TAILS "live")
+    used = int(run.g.brick_slot.sum())
+    idle = (f"; bricks in use {used:,}, with particles {int((bricks > 0).sum()):,}, live (those or a neighbour's) "
+            f"{int(live.sum()):,}: idle {1 - int(live.sum()) / max(used, 1):.1%}")
     heavy = [(k, int((bricks >= k).sum()), int(bricks[bricks >= k].sum())) for k in (4096, 16384)]
     return (f"{run.cells:,} pool cells, fullest cell {int(count.max()):,} particles, occupied cells "
             f"{int((count > 0).sum()):,}; " + "; ".join(f"cells ≥ {k}: {c:,} holding {p / n:.1%} of the particles"
                                                         for k, c, p in big)
             + f"; heaviest bricks {', '.join(f'{int(b):,}' for b in bricks[:5])} particles, the ten heaviest "
             f"{int(bricks[:10].sum()) / n:.1%}; " + "; ".join(f"bricks ≥ {k:,}: {c:,} holding {p / n:.1%}"
-                                                               for k, c, p in heavy))
+                                                               for k, c, p in heavy) + idle)
 
 
 def stage_ways(cp, sim, dt, repeat):

@@ -415,6 +415,32 @@ extern "C" __global__ void p2g_scatter_finish_cells(const unsigned long long* __
     cell[t] = sparse_cell_type(count, solid, coords, t, closed, nx, ny, nz);  // voxfx_cell_type.cuh
 }
 
+// p2g_scatter_finish_cells over the live bricks (flip_sparse_transfer.cu's brick_live_sparse;
+// sparse_transfer.P2G_TAILS "live", helper h18f): an idle brick's faces 0 and invalid without its
+// sums being read (no particle reaches them: Σw = 0 there, what scatter_finish_cell writes), its
+// cell types as p2g_scatter_finish_cells'. The same bytes.
+extern "C" __global__ void p2g_scatter_finish_live(const unsigned long long* __restrict__ acc, long long cells,
+                                                   const unsigned int* __restrict__ bounds, float* __restrict__ u,
+                                                   float* __restrict__ v, float* __restrict__ w,
+                                                   unsigned char* __restrict__ valid_u,
+                                                   unsigned char* __restrict__ valid_v,
+                                                   unsigned char* __restrict__ valid_w,
+                                                   const int* __restrict__ count,
+                                                   const unsigned char* __restrict__ solid,
+                                                   const int* __restrict__ coords, int closed, int nx, int ny,
+                                                   int nz, unsigned char* __restrict__ cell,
+                                                   const unsigned char* __restrict__ live)
+{
+    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= cells) return;
+    if (live[t >> 9]) scatter_finish_cell(acc, cells, bounds, t, u, v, w, valid_u, valid_v, valid_w);
+    else {
+        u[t] = v[t] = w[t] = 0.0f;
+        valid_u[t] = valid_v[t] = valid_w[t] = 0;
+    }
+    cell[t] = sparse_cell_type(count, solid, coords, t, closed, nx, ny, nz);  // voxfx_cell_type.cuh
+}
+
 // Component a's face at pool cell t as scatter_finish_cell divides it (*ok*: Σw > 0).
 __device__ __forceinline__ float scatter_face(const unsigned long long* __restrict__ acc, long long cells, int a,
                                               long long t, double unscale, bool& ok)

@@ -221,14 +221,18 @@ def launch_sums(size: int, head, spread=None, min_blocks=None, order=None, bound
     return acc, bounds, kernels
 
 
-def launch_finish(size: int, sums, outputs, cells=None, ring=False) -> None:
+def launch_finish(size: int, sums, outputs, cells=None, ring=False, live=None) -> None:
     """``launch``'s division into *outputs* (u, v, w, valid_u, valid_v, valid_w) from *sums*
     (``launch_sums``'); with *cells* (count, solid, coords, closed, nx, ny, nz, cell) the cell
     types too (p2g_scatter_finish_cells: ``sparse_gpu.p2g_cells_mode``); with *ring* (*cells*
     then followed by exists_u, exists_v, exists_w and the brick table) the first ring of
-    extrapolation too (p2g_scatter_finish_ring: ``sparse_transfer.P2G_TAILS``)."""
+    extrapolation too (p2g_scatter_finish_ring: ``sparse_transfer.P2G_TAILS``); with *live* (a
+    byte per pool slot, ``sparse_gpu.brick_live``; *cells* given) the idle bricks' sums left
+    unread (p2g_scatter_finish_live: ``sparse_transfer.P2G_TAILS`` "live")."""
     acc, bounds, kernels = sums
-    if ring:
+    if live is not None:
+        kernels.launch("p2g_scatter_finish_live", size, (acc, _I64(size), bounds, *outputs, *cells, live))
+    elif ring:
         kernels.launch("p2g_scatter_finish_ring", size, (acc, _I64(size), bounds, *outputs, *cells))
     elif cells is None:
         kernels.launch("p2g_scatter_finish", size, (acc, _I64(size), bounds, *outputs))

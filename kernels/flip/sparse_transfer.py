@@ -95,10 +95,11 @@ def particles_to_grid(grid, pos, vel, c=None, ring=False):
     APIC with *c*. Stores and returns the valid masks (uint8). *ring*: the caller extrapolates
     next with ``extrapolate_and_boundaries`` (nothing between that changes the faces), so the
     GPU may run the first ring in the division's pass (``p2g_tail`` fused; the faces and masks
-    are then the ring's)."""
+    are then the ring's), or (``p2g_tail`` live) flag the idle bricks for the tail."""
     xp = grid.xp
     if sparse_gpu.available(grid, pos, vel, c):
-        grid.valid = sparse_gpu.particles_to_grid(grid, pos, vel, c, ring=ring and p2g_tail() == "fused")
+        tail = p2g_tail() if ring else None
+        grid.valid = sparse_gpu.particles_to_grid(grid, pos, vel, c, ring=tail == "fused", live=tail == "live")
         return grid.valid
     h = _F(grid.h)
     cell = grid.cell_coords(pos)
@@ -215,7 +216,15 @@ def fluid_faces(grid):
 # (coordinator's calls 4, 6 and 8, H100, --row 8m --steps 8 --warm 2; "apart" 916 in call 8), 25% more
 # pool for 0.06 ms of device time, not yet explained (live arrays or the pool's caching) and "tail"'s not
 # measured: the next call measures both ways' peaks before either becomes the default.
-P2G_TAILS = ("apart", "tail", "fused")
+#
+# "live" (helper h18f): "tail" with the pool's idle bricks skipped — those with no particle in themselves or
+# their 26 neighbours (sparse_gpu.brick_live, from the binning's counts: two launches), where no face is valid
+# through P2G and 7 rings: the division leaves their sums unread (p2g_scatter_finish_live), the first ring does
+# not run there (extrapolate_live_sparse), the tail writes their values without reading them
+# (extrapolate_boundaries_live_sparse); the same bytes. After the 8M Fast splash the pool holds 12,105 bricks
+# for ~665K particle cells (the per-brick margins); the CPU measure (bench/flip_sparse_idle_bricks.py, NumPy)
+# and the H100 A/B: bench/RESULTS.md, "h18f".
+P2G_TAILS = ("apart", "tail", "fused", "live")
 
 
 def p2g_tail(mode=None) -> str:
@@ -227,11 +236,14 @@ def extrapolate_and_boundaries(grid, add=None, layers: int = 2, mode=None):
     """The P2G stage's tail: ``extrapolate(grid, layers)``, a copy of the faces (the FLIP
     update's old velocity, returned), then ``enforce_boundaries(grid, add)``; on the GPU
     unless ``p2g_tail(mode)`` is apart, the last ring, the copy and the boundaries in one
-    kernel, and one ring fewer where ``particles_to_grid(ring=True)`` ran the first (the same
-    bits)."""
+    kernel, and one ring fewer where ``particles_to_grid(ring=True)`` ran the first; live, the
+    idle bricks its P2G flagged skipped (the same bits)."""
     done = sparse_gpu.p2g_ring_done(grid) if grid.xp is not np else 0  # particles_to_grid(ring=True)'s ring
-    if sparse_gpu.available(grid) and int(layers) > done and p2g_tail(mode) != "apart":
-        grid.valid, old = sparse_gpu.extrapolate(grid, int(layers) - done, grid.valid, boundaries=True, add=add)
+    live = sparse_gpu.p2g_live(grid) if grid.xp is not np else None  # particles_to_grid(ring=True)'s idle bricks
+    tail = p2g_tail(mode)
+    if sparse_gpu.available(grid) and int(layers) > done and tail != "apart":
+        grid.valid, old = sparse_gpu.extrapolate(grid, int(layers) - done, grid.valid, boundaries=True, add=add,
+                                                 live=live if tail == "live" else None)
         return old
     extrapolate(grid, int(layers) - done)
     old = tuple(f.copy() for f in grid.faces())
