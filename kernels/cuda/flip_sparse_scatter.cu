@@ -381,6 +381,20 @@ __device__ __forceinline__ void scatter_finish_cell(const unsigned long long* __
     }
 }
 
+// The sums zeroed in the live bricks only (flip_sparse_transfer.cu's brick_live_sparse;
+// sparse_transfer.P2G_TAILS "live", helper h18f): one thread per (component, pool cell), its
+// two words; an idle brick's words are left as they are (no particle adds there: the brick
+// scatter adds to an occupied brick's faces and a one-face halo, all live; p2g_scatter_finish_live
+// reads none of them).
+extern "C" __global__ void p2g_zero_live_sums(const unsigned char* __restrict__ live, long long cells,
+                                              unsigned long long* __restrict__ acc)
+{
+    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= 3 * cells || !live[(i % cells) >> 9]) return;
+    acc[2 * i] = 0ull;
+    acc[2 * i + 1] = 0ull;
+}
+
 // One thread per pool cell: scatter_finish_cell.
 extern "C" __global__ void p2g_scatter_finish(const unsigned long long* __restrict__ acc, long long cells,
                                               const unsigned int* __restrict__ bounds, float* __restrict__ u,

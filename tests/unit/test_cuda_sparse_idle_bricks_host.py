@@ -3,7 +3,8 @@ without a GPU: nvcc builds the kernels as host functions (tests/cuda_host.py) an
 scene's particles and runs the brick scatter, then the tail three ways from the same sums: apart
 (p2g_scatter_finish_cells, R rings of extrapolate_sparse, the old faces copied,
 enforce_boundaries_sparse with gravity), tail (the last ring extrapolate_boundaries_sparse) and live
-(brick_occupied_sparse and brick_live_sparse from the counts, p2g_scatter_finish_live, R − 1 rings of
+(brick_occupied_sparse and brick_live_sparse from the counts, the sums zeroed in the live bricks only
+by p2g_zero_live_sums (the rest garbage) and scattered again, p2g_scatter_finish_live, R − 1 rings of
 extrapolate_live_sparse, extrapolate_boundaries_live_sparse) with every output array filled with
 garbage first: live must give apart's bytes everywhere (the idle bricks' values written unread, the
 rest computed), tail too. The scene has idle bricks, bricks that hold no particle but whose faces P2G
@@ -84,8 +85,13 @@ int main() {
         F u(cells, -9.0f), v(cells, -9.0f), w(cells, -9.0f);
         B mu(cells, (u8)7), mv(cells, (u8)7), mw(cells, (u8)7), types2(cells, (u8)9);
         if (way == 0) u = fu, v = fv, w = fw, mu = fmu, mv = fmv, mw = fmw;
-        else {
-            LAUNCH(cells, p2g_scatter_finish_live(acc.data(), cells, bounds.data(), u.data(), v.data(), w.data(),
+        else {  // the live bricks' sums zeroed, the rest garbage, the scatter again
+            std::vector<unsigned long long> acc2(6 * cells, 0x5a5a5a5a5a5a5a5aull);
+            LAUNCH(3 * cells, p2g_zero_live_sums(live.data(), cells, acc2.data()));
+            LAUNCH(cap, p2g_scatter_brick(spos.data(), svel.data(), sc.data(), apic, start.data(), count.data(),
+                                          used.data(), coords.data(), nbr27.data(), cells, closed, nx, ny, nz, ox, oy,
+                                          oz, h, inv_h, bounds.data(), 8, order.data(), 0, acc2.data()));
+            LAUNCH(cells, p2g_scatter_finish_live(acc2.data(), cells, bounds.data(), u.data(), v.data(), w.data(),
                                                   mu.data(), mv.data(), mw.data(), count.data(), solid.data(),
                                                   coords.data(), closed, nx, ny, nz, types2.data(), live.data()));
             division_same = same(u, fu) && same(v, fv) && same(w, fw) && mu == fmu && mv == fmv && mw == fmw &&
