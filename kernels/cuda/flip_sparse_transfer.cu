@@ -487,3 +487,33 @@ extern "C" __global__ void extrapolate_boundaries_live_sparse(
         else dst[a][t] = add ? value + force[a] : value;
     }
 }
+
+// extrapolate_sparse after the projection (the fluid-face masks: a FLUID cell's faces, FLUID ⊆ the
+// occupied bricks' cells) with the idle bricks copied: there no face is valid through 7 rings, so
+// the ring's value is src's and its mask 0, written without the masks, exists or neighbours read.
+extern "C" __global__ void extrapolate_copy_live_sparse(
+    const float* __restrict__ su, const float* __restrict__ sv, const float* __restrict__ sw,
+    const unsigned char* __restrict__ mu, const unsigned char* __restrict__ mv, const unsigned char* __restrict__ mw,
+    const unsigned char* __restrict__ exists_u, const unsigned char* __restrict__ exists_v,
+    const unsigned char* __restrict__ exists_w, const int* __restrict__ nbr27, long long cells, float* __restrict__ du,
+    float* __restrict__ dv, float* __restrict__ dw, unsigned char* __restrict__ nu, unsigned char* __restrict__ nv,
+    unsigned char* __restrict__ nw, const unsigned char* __restrict__ live)
+{
+    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= cells) return;
+    const float* const src[3] = {su, sv, sw};
+    float* const dst[3] = {du, dv, dw};
+    unsigned char* const out[3] = {nu, nv, nw};
+    if (!live[t >> 9]) {
+        for (int a = 0; a < 3; ++a) {
+            dst[a][t] = src[a][t];
+            out[a][t] = 0;
+        }
+        return;
+    }
+    const unsigned char* const mask[3] = {mu, mv, mw};
+    const unsigned char* const exists[3] = {exists_u, exists_v, exists_w};
+    int nb[6];
+    for (int d = 0; d < 6; ++d) nb[d] = sparse_cell_step(nbr27, (int)t, d);
+    for (int a = 0; a < 3; ++a) sparse_extrapolate_face(src[a], mask[a], exists[a], nb, t, dst[a], out[a]);
+}

@@ -399,6 +399,7 @@ def particles_to_grid(grid, pos, vel, c, gather=None, ring=False, live=False):
     _keep(grid, "p2g_cells", None if kept is None else (bins, *kept))  # classify's while these bins stand
     _keep(grid, "_p2g_ring", done)
     _keep(grid, "_p2g_live", None if flags is None else (faces, flags))
+    _keep(grid, "_live_cells", None if flags is None else (kept[0], flags))  # fluid_faces' while the types stand
     for name, f in zip(grid.FACES, faces):
         grid[name] = f
     return valid
@@ -444,10 +445,25 @@ def enforce_boundaries(grid, add=None) -> None:
 
 
 def fluid_faces(grid):
+    """``sparse_transfer.fluid_faces``; where the cell types are still those of a live P2G
+    (``particles_to_grid(live=True)``), the masks are kept with its idle-brick flags for
+    ``extrapolate`` (``fluid_live``)."""
     cp = grid.xp
     out = tuple(cp.empty(grid.size, cp.uint8) for _ in range(3))
     KERNELS.launch("fluid_faces_sparse", grid.size, (grid["cell"], grid.brick_nbr, _I64(grid.size), *out))
+    kept = getattr(grid, "_live_cells", None)
+    _keep(grid, "_fluid_live", (out, kept[1]) if kept is not None and kept[0] is grid["cell"] else None)
     return out
+
+
+def fluid_live(grid, valid):
+    """The idle-brick flags kept with *valid* by ``fluid_faces`` (the same mask arrays), else None;
+    read once (the masks let go)."""
+    kept = getattr(grid, "_fluid_live", None)
+    if kept is None:
+        return None
+    _keep(grid, "_fluid_live", None)
+    return kept[1] if len(valid) == 3 and all(a is b for a, b in zip(kept[0], valid)) else None
 
 
 LIVE_RINGS = 7  # rings an idle brick stays invalid through (flip_sparse_transfer.cu's idle-brick notes)
@@ -458,10 +474,11 @@ def extrapolate(grid, layers: int, valid, boundaries=False, add=None, live=None)
     inputs are left as they were); the grown masks. With *boundaries*, the last ring is
     ``extrapolate_boundaries_sparse`` (``sparse_transfer.extrapolate_and_boundaries``): the
     faces it grows are returned too, as (masks, old faces), and the grid's faces are those
-    through ``enforce_boundaries(grid, add)``. *live* (with *boundaries*, *valid* P2G's masks,
-    ≤ ``LIVE_RINGS`` layers): ``brick_live``'s flags, the rings skipping the idle bricks and the
-    last writing their values unread (extrapolate_live_sparse, extrapolate_boundaries_live_sparse;
-    the same bytes)."""
+    through ``enforce_boundaries(grid, add)``. *live* (≤ ``LIVE_RINGS`` layers): ``brick_live``'s
+    flags; with *boundaries* (*valid* P2G's masks) the rings skip the idle bricks and the last
+    writes their values unread (extrapolate_live_sparse, extrapolate_boundaries_live_sparse),
+    without (*valid* ``fluid_faces``' masks of the live P2G's cell types) the rings copy the idle
+    bricks (extrapolate_copy_live_sparse); the same bytes."""
     cp = grid.xp
     size = grid.size
     exists = tuple(grid[n] for n in grid.EXISTS)
@@ -481,18 +498,20 @@ def extrapolate(grid, layers: int, valid, boundaries=False, add=None, live=None)
         for name, f in zip(grid.FACES, out):
             grid[name] = f
         return new_masks, old
+    copy = live if live is not None and layers <= LIVE_RINGS else None
     for _ in range(layers):
-        values, masks = _ring(grid, values, masks, exists)
+        values, masks = _ring(grid, values, masks, exists, copy, "extrapolate_copy_live_sparse")
     for name, f in zip(grid.FACES, values):
         grid[name] = f
     return masks
 
 
-def _ring(grid, values, masks, exists, live=None):
+def _ring(grid, values, masks, exists, live=None, name="extrapolate_live_sparse"):
     """One ring of ``extrapolate_sparse`` into fresh arrays: (faces, masks); with *live*
-    (``brick_live``'s flags) extrapolate_live_sparse, the idle bricks left unwritten."""
+    (``brick_live``'s flags) *name*'s: extrapolate_live_sparse (P2G's masks: the idle bricks
+    left unwritten) or extrapolate_copy_live_sparse (the fluid faces': the idle bricks copied)."""
     cp, size = grid.xp, grid.size
     out = (tuple(cp.empty(size, cp.float32) for _ in range(3)), tuple(cp.empty(size, cp.uint8) for _ in range(3)))
-    KERNELS.launch("extrapolate_sparse" if live is None else "extrapolate_live_sparse", size, (
+    KERNELS.launch("extrapolate_sparse" if live is None else name, size, (
         *values, *masks, *exists, grid.brick_nbr, _I64(size), *out[0], *out[1], *(() if live is None else (live,))))
     return out

@@ -219,11 +219,13 @@ def fluid_faces(grid):
 #
 # "live" (helper h18f): "tail" with the pool's idle bricks skipped — those with no particle in themselves or
 # their 26 neighbours (sparse_gpu.brick_live, from the binning's counts: two launches), where no face is valid
-# through P2G and 7 rings: the division leaves their sums unread (p2g_scatter_finish_live), the first ring does
-# not run there (extrapolate_live_sparse), the tail writes their values without reading them
-# (extrapolate_boundaries_live_sparse); the same bytes. After the 8M Fast splash the pool holds 12,105 bricks
-# for ~665K particle cells (the per-brick margins); the CPU measure (bench/flip_sparse_idle_bricks.py, NumPy)
-# and the H100 A/B: bench/RESULTS.md, "h18f".
+# through P2G and 7 rings: only the live bricks' sums zeroed (p2g_zero_live_sums), the division leaves the idle
+# ones unread (p2g_scatter_finish_live), the first ring does not run there (extrapolate_live_sparse), the tail
+# writes their values without reading them (extrapolate_boundaries_live_sparse); after the projection, the two
+# rings from the fluid faces of those cell types copy the idle bricks (extrapolate_copy_live_sparse: no masks,
+# exists or neighbours read). The same bytes. After the 8M Fast splash the pool holds 12,105 bricks for ~665K
+# particle cells (the per-brick margins); the CPU measure (bench/flip_sparse_idle_bricks.py, NumPy) and the
+# H100 A/B: bench/RESULTS.md, "h18f".
 P2G_TAILS = ("apart", "tail", "fused", "live")
 
 
@@ -256,7 +258,7 @@ def extrapolate(grid, layers: int = 2, valid=None):
     xp = grid.xp
     valid = grid.valid if valid is None else valid
     if sparse_gpu.available(grid) and int(layers) > 0:
-        grid.valid = sparse_gpu.extrapolate(grid, int(layers), valid)
+        grid.valid = sparse_gpu.extrapolate(grid, int(layers), valid, live=sparse_gpu.fluid_live(grid, valid))
         return grid.valid
     out = []
     for comp, name in enumerate(grid.FACES):

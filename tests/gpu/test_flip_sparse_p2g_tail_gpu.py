@@ -75,8 +75,9 @@ def test_gpu_sparse_runs_are_the_same_bits_either_tail(monkeypatch, apic):
 @pytest.mark.parametrize("apic", [False, True], ids=["flip", "apic"])
 def test_gpu_live_tail_skips_idle_bricks_with_aparts_bits(monkeypatch, closed, apic):
     """live (the idle bricks flagged from the binning's counts, their sums, first ring and tail
-    work skipped) gives apart's P2G masks, old faces, faces, masks and cell types bit for bit, on
-    a scene whose pool has idle bricks, moving solid faces and gravity."""
+    work skipped) gives apart's P2G masks, old faces, faces, masks and cell types bit for bit, and
+    then the fluid faces' two rings (the idle bricks copied) apart's faces and masks, on a scene
+    whose pool has idle bricks, moving solid faces and gravity."""
     import cupy
 
     grid, pos, vel, c, _, _ = idle_scene(closed, apic, int(np.random.default_rng().integers(1 << 30)), cupy)
@@ -100,7 +101,12 @@ def test_gpu_live_tail_skips_idle_bricks_with_aparts_bits(monkeypatch, closed, a
         sparse_transfer.classify(grid, dev[0])
         old = sparse_transfer.extrapolate_and_boundaries(grid, add=gravity)
         assert grid._p2g_live is None  # read once
-        out[mode] = (raw, [bits(a) for a in (*old, *grid.faces(), *grid.valid, grid["cell"])])
+        tail = [bits(a) for a in (*old, *grid.faces(), *grid.valid, grid["cell"])]
+        fluid = sparse_transfer.fluid_faces(grid)  # as after the projection: the rings G2P needs
+        assert (grid._fluid_live is not None) == (mode == "live")
+        sparse_transfer.extrapolate(grid, valid=fluid)
+        assert grid._fluid_live is None  # read once
+        out[mode] = (raw, tail + [bits(a) for a in (*grid.faces(), *grid.valid)])
     for a, b in zip(out["live"][0], out["apart"][0]):
         assert np.array_equal(a, b)
     for a, b in zip(out["live"][1], out["apart"][1]):

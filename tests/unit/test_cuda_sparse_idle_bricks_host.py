@@ -7,9 +7,11 @@ enforce_boundaries_sparse with gravity), tail (the last ring extrapolate_boundar
 by p2g_zero_live_sums (the rest garbage) and scattered again, p2g_scatter_finish_live, R − 1 rings of
 extrapolate_live_sparse, extrapolate_boundaries_live_sparse) with every output array filled with
 garbage first: live must give apart's bytes everywhere (the idle bricks' values written unread, the
-rest computed), tail too. The scene has idle bricks, bricks that hold no particle but whose faces P2G
-or the rings make valid (a neighbour's particles by the border), free slots, solid cells with moving
-solid velocities; the mutant (IDLE_MUTANT: a brick live only where it holds particles) must differ.
+rest computed), tail too; then, as after the projection, R rings from fluid_faces_sparse's masks of
+the cell types, extrapolate_sparse against extrapolate_copy_live_sparse (the idle bricks copied) into
+garbage. The scene has idle bricks, bricks that hold no particle but whose faces P2G or the rings
+make valid (a neighbour's particles by the border), free slots, solid cells with moving solid
+velocities; the mutant (IDLE_MUTANT: a brick live only where it holds particles) must differ.
 The device comparison is tests/gpu/test_flip_sparse_p2g_tail_gpu.py."""
 
 import numpy as np
@@ -130,6 +132,29 @@ int main() {
                         same(dw, aw) && nu == amu && nv == amv && nw == amw;
         (way == 0 ? tail_same : live_same) = ok;
     }
+    // after the projection (any faces: the tail's here): the fluid faces of the types, `rings` rings of
+    // extrapolate_sparse against extrapolate_copy_live_sparse into garbage
+    B qu(cells), qv(cells), qw(cells);
+    LAUNCH(cells, fluid_faces_sparse(types.data(), nbr27.data(), cells, qu.data(), qv.data(), qw.data()));
+    bool copy_same = true;
+    {
+        F ru = au, rv = av, rw = aw, lu = au, lv = av, lw = aw;
+        B rmu = qu, rmv = qv, rmw = qw, lmu = qu, lmv = qv, lmw = qw;
+        for (int r = 0; r < rings; ++r) {
+            F xu(cells), xv(cells), xw(cells), yu(cells, NAN), yv(cells, NAN), yw(cells, NAN);
+            B xmu(cells), xmv(cells), xmw(cells), ymu(cells, (u8)5), ymv(cells, (u8)5), ymw(cells, (u8)5);
+            LAUNCH(cells, extrapolate_sparse(ru.data(), rv.data(), rw.data(), rmu.data(), rmv.data(), rmw.data(),
+                                             eu.data(), ev.data(), ew.data(), nbr27.data(), cells, xu.data(),
+                                             xv.data(), xw.data(), xmu.data(), xmv.data(), xmw.data()));
+            LAUNCH(cells, extrapolate_copy_live_sparse(lu.data(), lv.data(), lw.data(), lmu.data(), lmv.data(),
+                                                       lmw.data(), eu.data(), ev.data(), ew.data(), nbr27.data(),
+                                                       cells, yu.data(), yv.data(), yw.data(), ymu.data(), ymv.data(),
+                                                       ymw.data(), live.data()));
+            ru = xu; rv = xv; rw = xw; rmu = xmu; rmv = xmv; rmw = xmw;
+            lu = yu; lv = yv; lw = yw; lmu = ymu; lmv = ymv; lmw = ymw;
+        }
+        copy_same = same(lu, ru) && same(lv, rv) && same(lw, rw) && lmu == rmu && lmv == rmv && lmw == rmw;
+    }
     long long n_used = 0, n_live = 0, n_occ = 0, lonely = 0;
     for (ll s = 0; s < cap; ++s) {
         n_used += used[s];
@@ -139,7 +164,7 @@ int main() {
             for (ll t = s * 512; t < (s + 1) * 512; ++t) lonely += amu[t] + amv[t] + amw[t];
     }
     printf("%lld\n%lld\n%lld\n%lld\n", n_used, n_live, n_occ, lonely);
-    printf("%d\n%d\n%d\n", (int)division_same, (int)live_same, (int)tail_same);
+    printf("%d\n%d\n%d\n%d\n", (int)division_same, (int)live_same, (int)tail_same, (int)copy_same);
     return 0;
 }
 """
@@ -184,7 +209,7 @@ def run_harness(build, grid, pos, vel, c, solid, solid_vel, rings):
         lines.append(_hex(c))
     lines += [" ".join(str(int(x)) for x in solid), *(_hex(a) for a in solid_vel), _hex(gravity)]
     tokens = build.raw(lines, check=True).split()[6 * grid.size:]  # after the brick gather's output
-    assert len(tokens) == 7
+    assert len(tokens) == 8
     return [int(x) for x in tokens]
 
 
@@ -199,13 +224,14 @@ def harness(tmp_path_factory):
 def test_live_tail_writes_aparts_bytes(harness, closed, apic, rings):
     grid, pos, vel, c, solid, solid_vel = idle_scene(closed, apic, 5 + 2 * closed + apic)
     assert grid.topology.free.shape[0] > 0  # free slots take part
-    used, live, occupied, lonely, division, same, tail = run_harness(harness, grid, pos, vel, c, solid, solid_vel,
-                                                                     rings)
+    used, live, occupied, lonely, division, same, tail, copy = run_harness(harness, grid, pos, vel, c, solid,
+                                                                           solid_vel, rings)
     assert used - live >= 4  # idle bricks skipped
     assert live > occupied and lonely > 100  # live bricks with no particle, holding valid faces
     assert division == 1  # p2g_scatter_finish_live: the division's faces, masks and types
     assert tail == 1  # extrapolate_boundaries_sparse: apart's bytes
     assert same == 1  # the idle-brick way: apart's bytes
+    assert copy == 1  # after the projection: the fluid faces' rings, the idle bricks copied
 
 
 def test_live_mutant_that_skips_a_live_brick_fails(tmp_path_factory):
@@ -214,6 +240,7 @@ def test_live_mutant_that_skips_a_live_brick_fails(tmp_path_factory):
     mutant = _build(tmp_path_factory, HARNESS, kernel_defines(sparse_gpu.KERNELS) + ["-DIDLE_MUTANT=1"],
                     "sparse_idle_bricks_mutant")
     grid, pos, vel, c, solid, solid_vel = idle_scene(True, False, 7)
-    used, live, occupied, lonely, division, same, tail = run_harness(mutant, grid, pos, vel, c, solid, solid_vel, 2)
+    used, live, occupied, lonely, division, same, tail, copy = run_harness(mutant, grid, pos, vel, c, solid,
+                                                                           solid_vel, 2)
     assert live == occupied and tail == 1
-    assert same == 0
+    assert same == 0 and copy == 0
