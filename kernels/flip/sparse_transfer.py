@@ -212,7 +212,7 @@ def fluid_faces(grid):
 # as the row (device idle first) 0.883 → 0.822 → 0.807, the host's issue 0.398 → 0.315 → 0.282; the division
 # with the ring 0.068 ms against 0.043 + 0.037 apart, the tail's kernel 0.047 against a ring, three copies and
 # the boundaries' 0.031. The 8M row alternating (--ab, 4,410 bricks): P2G 1.036 → 0.925 → 0.900 ms
-# (apart → tail → fused). "apart" is the default: the 8M row's pool peak with "fused" 1150 MiB against 916
+# (apart → tail → fused). "apart" was the default: the 8M row's pool peak with "fused" 1150 MiB against 916
 # (coordinator's calls 4, 6 and 8, H100, --row 8m --steps 8 --warm 2; "apart" 916 in call 8), 25% more
 # pool for 0.06 ms of device time, not yet explained (live arrays or the pool's caching) and "tail"'s not
 # measured: the next call measures both ways' peaks before either becomes the default.
@@ -224,9 +224,12 @@ def fluid_faces(grid):
 # writes their values without reading them (extrapolate_boundaries_live_sparse); after the projection, the two
 # rings from the fluid faces of those cell types copy the idle bricks (extrapolate_copy_live_sparse: no masks,
 # exists or neighbours read). The same bytes. After the 8M Fast splash the pool holds 12,105 bricks for ~665K
-# particle cells (the per-brick margins); the CPU measure (bench/flip_sparse_idle_bricks.py, NumPy) and the
-# H100 A/B: bench/RESULTS.md, "h18f".
-P2G_TAILS = ("apart", "tail", "fused", "live")
+# particle cells (the per-brick margins), 49.7% of them idle; the H100 A/B (bench/flip_sparse_p2g_crowd.py,
+# the ways alternating, device alone): the P2G stage 2.043 (apart) → 1.882 (tail) → 1.745 ms (live) after the
+# splash, 0.786 → 0.737 → 0.765 at frame 0; the same outputs' digest; the 8M Fast frames not resolved shorter
+# (bench/RESULTS.md, "h18f"). "live" is the default since h18f (proposed: its own commit), "apart" the A/B; its
+# pool in the 8M Fast frames the same as apart's within the pool's caching (2.00–2.18 GiB at frame 11).
+P2G_TAILS = ("live", "apart", "tail", "fused")
 
 
 def p2g_tail(mode=None) -> str:
