@@ -18,7 +18,10 @@ substep of 1/72 s:
    *repeat*, with the builds' integer sums compared bit for bit against the default's;
 3. the whole P2G stage (``flip_sparse_p2g_stage.p2g_stage``: the row's P2G calls) each way
    (``WAYS``, or *way*), alternating, idle and queued (the device's time alone), then each
-   launch of the stage by CUDA events (queued), each way.
+   launch of the stage by CUDA events (queued), each way; first each way's outputs' digest (the
+   stage's, then the two rings from the fluid faces after it, ``stage_digest``: the ways' bits
+   compared). Line 1 also counts the pool's idle bricks (no particle in their 27:
+   ``sparse_gpu.brick_live``, the P2G tail "live" way's flags; helper h18f).
 
 H100 numbers: bench/RESULTS.md, "h17d"."""
 
@@ -43,7 +46,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from _p2g_order import OrderLaunches  # noqa: E402
 from _sparse_frames import frame_settings  # noqa: E402
 from flip import dam_break  # noqa: E402
-from flip_sparse_p2g_stage import SPIN, LaunchEvents, set_way, timed_stage  # noqa: E402
+from flip_sparse_p2g_stage import SPIN, LaunchEvents, p2g_stage, set_way, timed_stage  # noqa: E402
 from flip_sparse_particle_order import topology  # noqa: E402
 
 WAYS = ["VOXFX_SPARSE_SCATTER_SPLIT=off", "VOXFX_SPARSE_SCATTER_SPLIT=on"]
@@ -55,13 +58,38 @@ def crowding(cp, run):
     n = int(run.n)
     big = [(k, int((count >= k).sum()), int(count[count >= k].sum())) for k in (32, 256)]
     bricks = cp.sort(count.reshape(-1, 512).sum(axis=1))[::-1]  # particles a pool slot, heaviest first
+    from voxfx.kernels.flip.sparse_gpu import brick_live
+
+    live = brick_live(run.g, run.count)  # the idle-brick way's flags (sparse_transfer.P2G_TAILS "live")
+    used = int(run.g.brick_slot.sum())
+    idle = (f"; bricks in use {used:,}, with particles {int((bricks > 0).sum()):,}, live (those or a neighbour's) "
+            f"{int(live.sum()):,}: idle {1 - int(live.sum()) / max(used, 1):.1%}")
     heavy = [(k, int((bricks >= k).sum()), int(bricks[bricks >= k].sum())) for k in (4096, 16384)]
     return (f"{run.cells:,} pool cells, fullest cell {int(count.max()):,} particles, occupied cells "
             f"{int((count > 0).sum()):,}; " + "; ".join(f"cells ≥ {k}: {c:,} holding {p / n:.1%} of the particles"
                                                         for k, c, p in big)
             + f"; heaviest bricks {', '.join(f'{int(b):,}' for b in bricks[:5])} particles, the ten heaviest "
             f"{int(bricks[:10].sum()) / n:.1%}; " + "; ".join(f"bricks ≥ {k:,}: {c:,} holding {p / n:.1%}"
-                                                               for k, c, p in heavy))
+                                                               for k, c, p in heavy) + idle)
+
+
+def stage_digest(cp, sim, dt):
+    """A digest of the stage's outputs (old faces, faces, masks, cell types) and of the two rings
+    from the fluid faces after it (as after the projection: ``sparse_transfer.extrapolate(valid=
+    fluid_faces)``), for the ways' bits compared on this state (helper h18f)."""
+    import hashlib
+
+    from voxfx.kernels.flip import sparse_transfer
+
+    g = sim.grid
+    old = p2g_stage(sim, dt)
+    arrays = [*old, *g.faces(), *g.valid, g["cell"]]
+    sparse_transfer.extrapolate(g, valid=sparse_transfer.fluid_faces(g))
+    arrays += [*g.faces(), *g.valid]
+    h = hashlib.sha1()
+    for a in arrays:
+        h.update(cp.asnumpy(a).tobytes())
+    return h.hexdigest()[:12]
 
 
 def stage_ways(cp, sim, dt, repeat):
@@ -69,9 +97,14 @@ def stage_ways(cp, sim, dt, repeat):
     spin = cp.RawKernel(SPIN, "spin")
     events = LaunchEvents(cp)
     times = {(w, q): [] for w in WAYS for q in (False, True)}
-    for way in WAYS:  # warm: compiles
+    digests = {}
+    for way in WAYS:  # warm: compiles; each way's outputs' digest
         set_way(WAYS, way)
         timed_stage(cp, sim, dt, spin, True)
+        digests[way] = stage_digest(cp, sim, dt)
+    print("outputs' digests (the stage, then the fluid faces' rings): " + ", ".join(
+        f"{w or '(defaults)'} {d}" for w, d in digests.items())
+        + (" — the same" if len(set(digests.values())) == 1 else " — DIFFER"))
     for r in range(repeat):
         for way in (WAYS if r % 2 == 0 else WAYS[::-1]):
             set_way(WAYS, way)

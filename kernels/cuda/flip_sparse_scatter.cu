@@ -381,6 +381,20 @@ __device__ __forceinline__ void scatter_finish_cell(const unsigned long long* __
     }
 }
 
+// The sums zeroed in the live bricks only (flip_sparse_transfer.cu's brick_live_sparse;
+// sparse_transfer.P2G_TAILS "live", helper h18f): one thread per (component, pool cell), its
+// two words; an idle brick's words are left as they are (no particle adds there: the brick
+// scatter adds to an occupied brick's faces and a one-face halo, all live; p2g_scatter_finish_live
+// reads none of them).
+extern "C" __global__ void p2g_zero_live_sums(const unsigned char* __restrict__ live, long long cells,
+                                              unsigned long long* __restrict__ acc)
+{
+    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= 3 * cells || !live[(i % cells) >> 9]) return;
+    acc[2 * i] = 0ull;
+    acc[2 * i + 1] = 0ull;
+}
+
 // One thread per pool cell: scatter_finish_cell.
 extern "C" __global__ void p2g_scatter_finish(const unsigned long long* __restrict__ acc, long long cells,
                                               const unsigned int* __restrict__ bounds, float* __restrict__ u,
@@ -412,6 +426,32 @@ extern "C" __global__ void p2g_scatter_finish_cells(const unsigned long long* __
     const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= cells) return;
     scatter_finish_cell(acc, cells, bounds, t, u, v, w, valid_u, valid_v, valid_w);
+    cell[t] = sparse_cell_type(count, solid, coords, t, closed, nx, ny, nz);  // voxfx_cell_type.cuh
+}
+
+// p2g_scatter_finish_cells over the live bricks (flip_sparse_transfer.cu's brick_live_sparse;
+// sparse_transfer.P2G_TAILS "live", helper h18f): an idle brick's faces 0 and invalid without its
+// sums being read (no particle reaches them: Σw = 0 there, what scatter_finish_cell writes), its
+// cell types as p2g_scatter_finish_cells'. The same bytes.
+extern "C" __global__ void p2g_scatter_finish_live(const unsigned long long* __restrict__ acc, long long cells,
+                                                   const unsigned int* __restrict__ bounds, float* __restrict__ u,
+                                                   float* __restrict__ v, float* __restrict__ w,
+                                                   unsigned char* __restrict__ valid_u,
+                                                   unsigned char* __restrict__ valid_v,
+                                                   unsigned char* __restrict__ valid_w,
+                                                   const int* __restrict__ count,
+                                                   const unsigned char* __restrict__ solid,
+                                                   const int* __restrict__ coords, int closed, int nx, int ny,
+                                                   int nz, unsigned char* __restrict__ cell,
+                                                   const unsigned char* __restrict__ live)
+{
+    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= cells) return;
+    if (live[t >> 9]) scatter_finish_cell(acc, cells, bounds, t, u, v, w, valid_u, valid_v, valid_w);
+    else {
+        u[t] = v[t] = w[t] = 0.0f;
+        valid_u[t] = valid_v[t] = valid_w[t] = 0;
+    }
     cell[t] = sparse_cell_type(count, solid, coords, t, closed, nx, ny, nz);  // voxfx_cell_type.cuh
 }
 

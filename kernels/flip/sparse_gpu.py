@@ -334,23 +334,51 @@ def p2g_ring_done(grid) -> int:
     return int(all(a is b for a, b in zip(kept, (grid[n] for n in grid.FACES))))
 
 
-def particles_to_grid(grid, pos, vel, c, gather=None, ring=False):
+def brick_live(grid, count):
+    """A byte per pool slot: 1 where the slot's brick or one of its 26 neighbours holds a
+    particle (*count*, the binning's per-cell counts), else 0 (an idle brick: no valid face
+    within 7 cells, flip_sparse_transfer.cu's notes); two launches (helper h18f)."""
+    cp = grid.xp
+    slots = grid.capacity
+    occupied = cp.zeros(slots, cp.uint8)
+    live = cp.empty(slots, cp.uint8)
+    KERNELS.launch("brick_occupied_sparse", grid.size, (count, _I64(grid.size), occupied))
+    KERNELS.launch("brick_live_sparse", slots, (occupied, grid.brick_nbr, _I64(slots), live))
+    return live
+
+
+def p2g_live(grid):
+    """The idle-brick flags (``brick_live``) ``particles_to_grid(live=True)`` made, where the grid's
+    faces are still its P2G's, else None; read once (``p2g_ring_done``'s pattern)."""
+    kept = getattr(grid, "_p2g_live", None)
+    if kept is None:
+        return None
+    _keep(grid, "_p2g_live", None)
+    faces, live = kept
+    return live if all(a is b for a, b in zip(faces, (grid[n] for n in grid.FACES))) else None
+
+
+def particles_to_grid(grid, pos, vel, c, gather=None, ring=False, live=False):
     """``sparse_transfer.particles_to_grid`` (gather: ``gather_mode``); returns the valid
     masks. Keeps the bins' counts for ``classify`` (``grid.bins``), and with
     ``p2g_cells_mode`` "finish" the cell types for it (``grid.p2g_cells``). *ring* (the scatter
     with the cell types by the division): the division's pass runs the first ring of
-    extrapolation too (p2g_scatter_finish_ring; ``p2g_ring_done``). The scatter's
+    extrapolation too (p2g_scatter_finish_ring; ``p2g_ring_done``); *live* (the same P2G) the idle
+    bricks' flags made and the division skipping their sums (p2g_scatter_finish_live; ``p2g_live``
+    hands the flags to the tail). The scatter's
     host work comes in the order that keeps the device waiting least (helper i24p8): the
     binning's launches first, the brick scatter next, and only then (while it runs) the
     outputs' allocations and the division."""
     cp = grid.xp
     size = grid.size
     mode = gather_mode(gather, c is not None)
-    kept = done = None
+    kept = done = flags = None
     if mode == "scatter" and binning_mode() == "order":
         start, count, order, cell_of, bounds = bin_particles_order(grid, pos, vel, c)
+        if live and size and p2g_cells_mode() == "finish":
+            flags = brick_live(grid, count)
         head = (pos, vel, c if c is not None else count, _I32(c is not None), start, count, *_brick_args(grid))
-        sums = sparse_scatter.launch_sums(size, head, order=order, bounds=bounds) if size else None
+        sums = sparse_scatter.launch_sums(size, head, order=order, bounds=bounds, live=flags) if size else None
         valid, faces = _outputs(size, cp)
         if size:
             cells = None
@@ -358,9 +386,9 @@ def particles_to_grid(grid, pos, vel, c, gather=None, ring=False):
                 solid, cell = grid["solid"], cp.empty(size, cp.uint8)
                 kept = (cell, solid)
                 cells = (count, solid, grid.slot_coords, _I32(grid.closed), *_dims(grid), cell)
-                if ring:
+                if ring and flags is None:
                     cells, done = (*cells, *(grid[n] for n in grid.EXISTS), grid.brick_nbr), faces
-            sparse_scatter.launch_finish(size, sums, (*faces, *valid), cells, ring=done is not None)
+            sparse_scatter.launch_finish(size, sums, (*faces, *valid), cells, ring=done is not None, live=flags)
     else:
         valid, faces = _outputs(size, cp)
         spos, svel, sc, start, count, order, cell_of = bin_particles(grid, pos, vel, c)
@@ -370,6 +398,8 @@ def particles_to_grid(grid, pos, vel, c, gather=None, ring=False):
     grid.bins = bins = (pos, count, order, cell_of)
     _keep(grid, "p2g_cells", None if kept is None else (bins, *kept))  # classify's while these bins stand
     _keep(grid, "_p2g_ring", done)
+    _keep(grid, "_p2g_live", None if flags is None else (faces, flags))
+    _keep(grid, "_live_cells", None if flags is None else (kept[0], flags))  # fluid_faces' while the types stand
     for name, f in zip(grid.FACES, faces):
         grid[name] = f
     return valid
@@ -415,45 +445,73 @@ def enforce_boundaries(grid, add=None) -> None:
 
 
 def fluid_faces(grid):
+    """``sparse_transfer.fluid_faces``; where the cell types are still those of a live P2G
+    (``particles_to_grid(live=True)``), the masks are kept with its idle-brick flags for
+    ``extrapolate`` (``fluid_live``)."""
     cp = grid.xp
     out = tuple(cp.empty(grid.size, cp.uint8) for _ in range(3))
     KERNELS.launch("fluid_faces_sparse", grid.size, (grid["cell"], grid.brick_nbr, _I64(grid.size), *out))
+    kept = getattr(grid, "_live_cells", None)
+    _keep(grid, "_fluid_live", (out, kept[1]) if kept is not None and kept[0] is grid["cell"] else None)
     return out
 
 
-def extrapolate(grid, layers: int, valid, boundaries=False, add=None):
+def fluid_live(grid, valid):
+    """The idle-brick flags kept with *valid* by ``fluid_faces`` (the same mask arrays), else None;
+    read once (the masks let go)."""
+    kept = getattr(grid, "_fluid_live", None)
+    if kept is None:
+        return None
+    _keep(grid, "_fluid_live", None)
+    return kept[1] if len(valid) == 3 and all(a is b for a, b in zip(kept[0], valid)) else None
+
+
+LIVE_RINGS = 7  # rings an idle brick stays invalid through (flip_sparse_transfer.cu's idle-brick notes)
+
+
+def extrapolate(grid, layers: int, valid, boundaries=False, add=None, live=None):
     """*layers* ≥ 1 rings of ``sparse_transfer.extrapolate``, each into fresh arrays (the
     inputs are left as they were); the grown masks. With *boundaries*, the last ring is
     ``extrapolate_boundaries_sparse`` (``sparse_transfer.extrapolate_and_boundaries``): the
     faces it grows are returned too, as (masks, old faces), and the grid's faces are those
-    through ``enforce_boundaries(grid, add)``."""
+    through ``enforce_boundaries(grid, add)``. *live* (≤ ``LIVE_RINGS`` layers): ``brick_live``'s
+    flags; with *boundaries* (*valid* P2G's masks) the rings skip the idle bricks and the last
+    writes their values unread (extrapolate_live_sparse, extrapolate_boundaries_live_sparse),
+    without (*valid* ``fluid_faces``' masks of the live P2G's cell types) the rings copy the idle
+    bricks (extrapolate_copy_live_sparse); the same bytes."""
     cp = grid.xp
     size = grid.size
     exists = tuple(grid[n] for n in grid.EXISTS)
     values, masks = grid.faces(), tuple(cp.ascontiguousarray(m, dtype=cp.uint8) for m in valid)
     if boundaries:
         force = tuple(np.float32(a) for a in add) if add is not None else (np.float32(0),) * 3
+        if live is not None and layers > LIVE_RINGS:
+            live = None
         for _ in range(layers - 1):
-            values, masks = _ring(grid, values, masks, exists)
+            values, masks = _ring(grid, values, masks, exists, live)
         old, out = (tuple(cp.empty(size, cp.float32) for _ in range(3)) for _ in range(2))
         new_masks = tuple(cp.empty(size, cp.uint8) for _ in range(3))
-        KERNELS.launch("extrapolate_boundaries_sparse", size, (
-            *values, *masks, *exists, grid.brick_nbr, _I64(size), *(grid["solid_" + n] for n in grid.FACES),
-            grid["solid"], _I32(add is not None), *force, *old, *out, *new_masks))
+        KERNELS.launch("extrapolate_boundaries_sparse" if live is None else "extrapolate_boundaries_live_sparse",
+                       size, (*values, *masks, *exists, grid.brick_nbr, _I64(size),
+                              *(grid["solid_" + n] for n in grid.FACES), grid["solid"], _I32(add is not None), *force,
+                              *old, *out, *new_masks, *(() if live is None else (live,))))
         for name, f in zip(grid.FACES, out):
             grid[name] = f
         return new_masks, old
+    copy = live if live is not None and layers <= LIVE_RINGS else None
     for _ in range(layers):
-        values, masks = _ring(grid, values, masks, exists)
+        values, masks = _ring(grid, values, masks, exists, copy, "extrapolate_copy_live_sparse")
     for name, f in zip(grid.FACES, values):
         grid[name] = f
     return masks
 
 
-def _ring(grid, values, masks, exists):
-    """One ring of ``extrapolate_sparse`` into fresh arrays: (faces, masks)."""
+def _ring(grid, values, masks, exists, live=None, name="extrapolate_live_sparse"):
+    """One ring of ``extrapolate_sparse`` into fresh arrays: (faces, masks); with *live*
+    (``brick_live``'s flags) *name*'s: extrapolate_live_sparse (P2G's masks: the idle bricks
+    left unwritten) or extrapolate_copy_live_sparse (the fluid faces': the idle bricks copied)."""
     cp, size = grid.xp, grid.size
     out = (tuple(cp.empty(size, cp.float32) for _ in range(3)), tuple(cp.empty(size, cp.uint8) for _ in range(3)))
-    KERNELS.launch("extrapolate_sparse", size, (*values, *masks, *exists, grid.brick_nbr, _I64(size), *out[0],
-                                                *out[1]))
+    KERNELS.launch("extrapolate_sparse" if live is None else name, size, (
+        *values, *masks, *exists, grid.brick_nbr, _I64(size), *out[0], *out[1], *(() if live is None else (live,))))
     return out

@@ -190,10 +190,13 @@ def launch(size: int, args, spread=None, min_blocks=None, order=None, bounds=Non
     return sums[0], sums[1]
 
 
-def launch_sums(size: int, head, spread=None, min_blocks=None, order=None, bounds=None) -> tuple:
+def launch_sums(size: int, head, spread=None, min_blocks=None, order=None, bounds=None, live=None) -> tuple:
     """``launch``'s first part: the sums zeroed, the bounds (unless given) and the brick scatter,
     from *head* (``launch``'s args before the outputs: 19). Returns (acc, bounds, kernels), for
-    ``launch_finish`` (sparse_gpu allocates P2G's outputs between the two, while the scatter runs)."""
+    ``launch_finish`` (sparse_gpu allocates P2G's outputs between the two, while the scatter runs).
+    *live* (``sparse_gpu.brick_live``'s flags, for ``launch_finish(live=)``): only the live bricks'
+    sums zeroed (p2g_zero_live_sums; the scatter adds only there — an occupied brick's faces and
+    halo —, and the live division reads only there)."""
     spread = int(SCATTER_SPREAD if spread is None else spread)
     if spread < 1:
         raise ValueError(f"the scatter's spread must be at least 1, not {spread}")
@@ -208,7 +211,11 @@ def launch_sums(size: int, head, spread=None, min_blocks=None, order=None, bound
     split = SPLIT_PARTICLES if split_mode() == "on" else 0
     kernels = (SCATTER if min_blocks == 4 and not paired and not lean and not split  # SCATTER: (4, serial)
                else _build(min_blocks, paired, lean, flip, split))
-    acc = cp.zeros(6 * size, cp.uint64)
+    if live is None:
+        acc = cp.zeros(6 * size, cp.uint64)
+    else:
+        acc = cp.empty(6 * size, cp.uint64)
+        kernels.launch("p2g_zero_live_sums", 3 * size, (live, _I64(size), acc))
     if bounds is None:
         bounds = cp.zeros(2, cp.uint32)
         blocks = min(BOUND_BLOCKS, -(-max(n, size, 1) // THREADS))
@@ -221,14 +228,18 @@ def launch_sums(size: int, head, spread=None, min_blocks=None, order=None, bound
     return acc, bounds, kernels
 
 
-def launch_finish(size: int, sums, outputs, cells=None, ring=False) -> None:
+def launch_finish(size: int, sums, outputs, cells=None, ring=False, live=None) -> None:
     """``launch``'s division into *outputs* (u, v, w, valid_u, valid_v, valid_w) from *sums*
     (``launch_sums``'); with *cells* (count, solid, coords, closed, nx, ny, nz, cell) the cell
     types too (p2g_scatter_finish_cells: ``sparse_gpu.p2g_cells_mode``); with *ring* (*cells*
     then followed by exists_u, exists_v, exists_w and the brick table) the first ring of
-    extrapolation too (p2g_scatter_finish_ring: ``sparse_transfer.P2G_TAILS``)."""
+    extrapolation too (p2g_scatter_finish_ring: ``sparse_transfer.P2G_TAILS``); with *live* (a
+    byte per pool slot, ``sparse_gpu.brick_live``; *cells* given) the idle bricks' sums left
+    unread (p2g_scatter_finish_live: ``sparse_transfer.P2G_TAILS`` "live")."""
     acc, bounds, kernels = sums
-    if ring:
+    if live is not None:
+        kernels.launch("p2g_scatter_finish_live", size, (acc, _I64(size), bounds, *outputs, *cells, live))
+    elif ring:
         kernels.launch("p2g_scatter_finish_ring", size, (acc, _I64(size), bounds, *outputs, *cells))
     elif cells is None:
         kernels.launch("p2g_scatter_finish", size, (acc, _I64(size), bounds, *outputs))

@@ -95,10 +95,11 @@ def particles_to_grid(grid, pos, vel, c=None, ring=False):
     APIC with *c*. Stores and returns the valid masks (uint8). *ring*: the caller extrapolates
     next with ``extrapolate_and_boundaries`` (nothing between that changes the faces), so the
     GPU may run the first ring in the division's pass (``p2g_tail`` fused; the faces and masks
-    are then the ring's)."""
+    are then the ring's), or (``p2g_tail`` live) flag the idle bricks for the tail."""
     xp = grid.xp
     if sparse_gpu.available(grid, pos, vel, c):
-        grid.valid = sparse_gpu.particles_to_grid(grid, pos, vel, c, ring=ring and p2g_tail() == "fused")
+        tail = p2g_tail() if ring else None
+        grid.valid = sparse_gpu.particles_to_grid(grid, pos, vel, c, ring=tail == "fused", live=tail == "live")
         return grid.valid
     h = _F(grid.h)
     cell = grid.cell_coords(pos)
@@ -213,10 +214,23 @@ def fluid_faces(grid):
 # the boundaries' 0.031. The 8M row alternating (--ab, 4,410 bricks): P2G 1.036 → 0.925 → 0.900 ms
 # (apart → tail → fused). The 8M row's pool peak with "fused" 1150 MiB against 916 (coordinator's calls 4, 6
 # and 8, H100, --row 8m --steps 8 --warm 2), the same live peak (the pool's caching), "tail" 916 as "apart"
-# (session 17, call 1). "tail" is the default since helper h18d: the 8M Fast frames after the splash (H100, two
+# (session 17, call 1). "tail" was the default from helper h18d to h18f: the 8M Fast frames after the splash (H100, two
 # processes, frames 6–11, --stages) spent ~6.2 ms of device on apart's rings, copies and boundaries with their
 # gaps against 4.21 ms on tail's (−0.33 ms a frame), user frames 6–11 185 / 186 against 189 / 190 ms.
-P2G_TAILS = ("tail", "apart", "fused")
+#
+# "live" (helper h18f): "tail" with the pool's idle bricks skipped — those with no particle in themselves or
+# their 26 neighbours (sparse_gpu.brick_live, from the binning's counts: two launches), where no face is valid
+# through P2G and 7 rings: only the live bricks' sums zeroed (p2g_zero_live_sums), the division leaves the idle
+# ones unread (p2g_scatter_finish_live), the first ring does not run there (extrapolate_live_sparse), the tail
+# writes their values without reading them (extrapolate_boundaries_live_sparse); after the projection, the two
+# rings from the fluid faces of those cell types copy the idle bricks (extrapolate_copy_live_sparse: no masks,
+# exists or neighbours read). The same bytes. After the 8M Fast splash the pool holds 12,105 bricks for ~665K
+# particle cells (the per-brick margins), 49.7% of them idle; the H100 A/B (bench/flip_sparse_p2g_crowd.py,
+# the ways alternating, device alone): the P2G stage 2.043 (apart) → 1.882 (tail) → 1.745 ms (live) after the
+# splash, 0.786 → 0.737 → 0.765 at frame 0; the same outputs' digest; the 8M Fast frames not resolved shorter
+# (bench/RESULTS.md, "h18f"). "live" is the default since h18f, "apart" and "tail" the A/B; its
+# pool in the 8M Fast frames the same as apart's within the pool's caching (2.00–2.18 GiB at frame 11).
+P2G_TAILS = ("live", "tail", "apart", "fused")
 
 
 def p2g_tail(mode=None) -> str:
@@ -228,11 +242,14 @@ def extrapolate_and_boundaries(grid, add=None, layers: int = 2, mode=None):
     """The P2G stage's tail: ``extrapolate(grid, layers)``, a copy of the faces (the FLIP
     update's old velocity, returned), then ``enforce_boundaries(grid, add)``; on the GPU
     unless ``p2g_tail(mode)`` is apart, the last ring, the copy and the boundaries in one
-    kernel, and one ring fewer where ``particles_to_grid(ring=True)`` ran the first (the same
-    bits)."""
+    kernel, and one ring fewer where ``particles_to_grid(ring=True)`` ran the first; live, the
+    idle bricks its P2G flagged skipped (the same bits)."""
     done = sparse_gpu.p2g_ring_done(grid) if grid.xp is not np else 0  # particles_to_grid(ring=True)'s ring
-    if sparse_gpu.available(grid) and int(layers) > done and p2g_tail(mode) != "apart":
-        grid.valid, old = sparse_gpu.extrapolate(grid, int(layers) - done, grid.valid, boundaries=True, add=add)
+    live = sparse_gpu.p2g_live(grid) if grid.xp is not np else None  # particles_to_grid(ring=True)'s idle bricks
+    tail = p2g_tail(mode)
+    if sparse_gpu.available(grid) and int(layers) > done and tail != "apart":
+        grid.valid, old = sparse_gpu.extrapolate(grid, int(layers) - done, grid.valid, boundaries=True, add=add,
+                                                 live=live if tail == "live" else None)
         return old
     extrapolate(grid, int(layers) - done)
     old = tuple(f.copy() for f in grid.faces())
@@ -245,7 +262,7 @@ def extrapolate(grid, layers: int = 2, valid=None):
     xp = grid.xp
     valid = grid.valid if valid is None else valid
     if sparse_gpu.available(grid) and int(layers) > 0:
-        grid.valid = sparse_gpu.extrapolate(grid, int(layers), valid)
+        grid.valid = sparse_gpu.extrapolate(grid, int(layers), valid, live=sparse_gpu.fluid_live(grid, valid))
         return grid.valid
     out = []
     for comp, name in enumerate(grid.FACES):
