@@ -214,7 +214,7 @@ def fluid_faces(grid):
 # the boundaries' 0.031. The 8M row alternating (--ab, 4,410 bricks): P2G 1.036 → 0.925 → 0.900 ms
 # (apart → tail → fused). The 8M row's pool peak with "fused" 1150 MiB against 916 (coordinator's calls 4, 6
 # and 8, H100, --row 8m --steps 8 --warm 2), the same live peak (the pool's caching), "tail" 916 as "apart"
-# (session 17, call 1). "tail" is the default since helper h18d: the 8M Fast frames after the splash (H100, two
+# (session 17, call 1). "tail" was the default from helper h18d to h18f: the 8M Fast frames after the splash (H100, two
 # processes, frames 6–11, --stages) spent ~6.2 ms of device on apart's rings, copies and boundaries with their
 # gaps against 4.21 ms on tail's (−0.33 ms a frame), user frames 6–11 185 / 186 against 189 / 190 ms.
 #
@@ -229,11 +229,11 @@ def fluid_faces(grid):
 # the ways alternating, device alone): the P2G stage 2.043 (apart) → 1.882 (tail) → 1.745 ms (live) after the
 # splash, 0.786 → 0.737 → 0.765 at frame 0; the same outputs' digest; the 8M Fast frames not resolved shorter
 # (bench/RESULTS.md, "h18f"); its pool in the 8M Fast frames the same as apart's within the pool's caching
-# (2.00–2.18 GiB at frame 11). Not the default (coordinator, session 18's final call, H100, the 8M row before
-# any brick is idle, separate processes): bin+gather 1.07 / 0.99 ms against the session's start's 0.83 / 0.91,
-# the rings after the projection 0.20 / 0.17 against 0.16 / 0.14, the pool peak 1056 against 916 MiB: its two
-# flag launches and live-sums zeroing cost where nothing is idle; "tail" stays the default.
-P2G_TAILS = ("tail", "live", "apart", "fused")
+# (2.00–2.18 GiB at frame 11). "live" is the default since h18f ("tail" and "apart" the A/B): the session's
+# final call (H100, the 8M row, where no brick is idle yet, separate processes tail / live / tail / live) read
+# the substep 7.1 / 6.1 / 5.7 / 6.1 ms, bin+gather 0.95 / 0.86 / 0.80 / 0.85, the pool peak 1056 MiB in all four:
+# no cost the spread resolves before the splash (h18f: +0.03 ms device alone at frame 0), 0.14 ms less after it.
+P2G_TAILS = ("live", "tail", "apart", "fused")
 
 
 def p2g_tail(mode=None) -> str:

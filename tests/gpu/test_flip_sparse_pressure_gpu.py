@@ -237,22 +237,26 @@ def test_gpu_fused_setup_kernels_give_the_cpus_rhs_kinds_and_labels(monkeypatch,
 def test_gpu_tail_vcycle_gives_the_same_pressure_bit_for_bit(monkeypatch):
     """TAIL_UNKNOWNS (VOXFX_SPARSE_MG_TAIL): the coarse levels in mg_tail_vcycle's one block
     compute the launch-by-launch V-cycle's values: the same iterations and pressure bit for
-    bit, off (0), at the default, and from level 1 whatever its size."""
+    bit, off (0), from the last level above the coarsest (a bound of its stride: the scene's
+    strides, not the default's, decide which levels a bound takes — they follow the set-up's
+    capacities, ``VOXFX_SPARSE_SETUP_FIRST_CAPS``) and from level 1 whatever its size."""
     import cupy
 
     rng = np.random.default_rng()
     spec, pos, vel, obstacle = random_scene(rng)
-    out = {}
-    for tail in (0, sparse_pressure_gpu.TAIL_UNKNOWNS, 2 ** 30):
+    out, bounds = {}, [0, None, 2 ** 30]
+    for i, tail in enumerate(bounds):
         monkeypatch.setattr(sparse_pressure_gpu, "TAIL_UNKNOWNS", tail)
         sparse_pressure_gpu.release_gpu_solvers()
         g = tank(cupy, pos, vel, spec, obstacle)
         p, stats = sparse_pressure.solve_pressure(g, 0.01, tolerance=1e-5)
         (solver,) = sparse_pressure_gpu._solvers.values()
         assert len(solver.levels) >= 3 and (solver.tail is None) == (tail == 0)
-        if tail == 2 ** 30:
-            assert solver.tail[0] == 1
-        out[tail] = (host(p), stats)
+        if tail == 0:  # the next bound: the stride of the level above the coarsest
+            bounds[1] = solver.levels[-2].stride
+        else:
+            assert solver.tail[0] == 1 if tail == 2 ** 30 else 1 <= solver.tail[0] <= len(solver.levels) - 2
+        out[i] = (host(p), stats)
     sparse_pressure_gpu.release_gpu_solvers()
     (p0, s0), *rest = out.values()
     assert s0["converged"] and np.abs(p0).max() > 0
