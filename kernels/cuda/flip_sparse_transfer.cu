@@ -340,6 +340,52 @@ extern "C" __global__ void extrapolate_sparse(const float* __restrict__ su, cons
     for (int a = 0; a < 3; ++a) sparse_extrapolate_face(src[a], mask[a], exists[a], nb, t, dst[a], out[a]);
 }
 
+// extrapolate_boundaries_sparse's cell, and (LIVE, P2G_TAILS "live": voxfx_sparse_live.cuh's
+// extrapolate_boundaries_live_sparse) the same with an idle brick's cells written without reading them:
+// P2G's 0, invalid, the old face 0 and the boundaries of a 0 face (only the −x, −y, −z neighbours, which
+// the boundaries read, found there).
+template <bool LIVE>
+__device__ __forceinline__ void extrapolate_boundaries_cell(
+    const float* __restrict__ su, const float* __restrict__ sv, const float* __restrict__ sw,
+    const unsigned char* __restrict__ mu, const unsigned char* __restrict__ mv, const unsigned char* __restrict__ mw,
+    const unsigned char* __restrict__ exists_u, const unsigned char* __restrict__ exists_v,
+    const unsigned char* __restrict__ exists_w, const int* __restrict__ nbr27, long long cells,
+    const float* __restrict__ solid_u, const float* __restrict__ solid_v, const float* __restrict__ solid_w,
+    const unsigned char* __restrict__ solid, int add, float add_u, float add_v, float add_w,
+    float* __restrict__ old_u, float* __restrict__ old_v, float* __restrict__ old_w, float* __restrict__ du,
+    float* __restrict__ dv, float* __restrict__ dw, unsigned char* __restrict__ nu, unsigned char* __restrict__ nv,
+    unsigned char* __restrict__ nw, const unsigned char* __restrict__ live)
+{
+    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= cells) return;
+    const float* const src[3] = {su, sv, sw};
+    const unsigned char* const mask[3] = {mu, mv, mw};
+    const unsigned char* const exists[3] = {exists_u, exists_v, exists_w};
+    const float* const fixed[3] = {solid_u, solid_v, solid_w};
+    const float force[3] = {add_u, add_v, add_w};
+    float* const old[3] = {old_u, old_v, old_w};
+    float* const dst[3] = {du, dv, dw};
+    unsigned char* const out[3] = {nu, nv, nw};
+    const bool busy = !LIVE || live[t >> 9] != 0;
+    int nb[6];
+    for (int d = 0; d < 6; ++d) nb[d] = busy || (d & 1) == 0 ? sparse_cell_step(nbr27, (int)t, d) : -1;
+    const bool here = solid[t] != 0;
+    for (int a = 0; a < 3; ++a) {
+        float value = 0.0f;  // LIVE, an idle cell: P2G's 0, invalid through the rings
+        if (!LIVE)
+            value = sparse_extrapolate_face(src[a], mask[a], exists[a], nb, t, old[a], out[a]);
+        else if (busy)
+            value = sparse_extrapolate_face_in<true>(src[a], mask[a], exists[a], nb, t, old[a], out[a], live);
+        else {
+            old[a][t] = value;
+            out[a][t] = 0;
+        }
+        const int lo = nb[2 * a];  // sparse_cell_step(nbr27, t, 2·a), as enforce_boundaries_sparse
+        if (here || (lo >= 0 && solid[lo]) || !exists[a][t]) dst[a][t] = fixed[a][t];
+        else dst[a][t] = add ? value + force[a] : value;
+    }
+}
+
 // The P2G stage's tail in one pass (sparse_transfer.extrapolate_and_boundaries; helper i24a):
 // the last ring of extrapolate_sparse, its faces written twice: as they are into old_u/v/w
 // (the FLIP update's old velocity, the copy the sim took) and through
@@ -359,25 +405,9 @@ extern "C" __global__ void extrapolate_boundaries_sparse(
     float* __restrict__ dv, float* __restrict__ dw, unsigned char* __restrict__ nu, unsigned char* __restrict__ nv,
     unsigned char* __restrict__ nw)
 {
-    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= cells) return;
-    const float* const src[3] = {su, sv, sw};
-    const unsigned char* const mask[3] = {mu, mv, mw};
-    const unsigned char* const exists[3] = {exists_u, exists_v, exists_w};
-    const float* const fixed[3] = {solid_u, solid_v, solid_w};
-    const float force[3] = {add_u, add_v, add_w};
-    float* const old[3] = {old_u, old_v, old_w};
-    float* const dst[3] = {du, dv, dw};
-    unsigned char* const out[3] = {nu, nv, nw};
-    int nb[6];
-    for (int d = 0; d < 6; ++d) nb[d] = sparse_cell_step(nbr27, (int)t, d);
-    const bool here = solid[t] != 0;
-    for (int a = 0; a < 3; ++a) {
-        const float value = sparse_extrapolate_face(src[a], mask[a], exists[a], nb, t, old[a], out[a]);
-        const int lo = nb[2 * a];  // sparse_cell_step(nbr27, t, 2·a), as enforce_boundaries_sparse
-        if (here || (lo >= 0 && solid[lo]) || !exists[a][t]) dst[a][t] = fixed[a][t];
-        else dst[a][t] = add ? value + force[a] : value;
-    }
+    extrapolate_boundaries_cell<false>(su, sv, sw, mu, mv, mw, exists_u, exists_v, exists_w, nbr27, cells, solid_u,
+                                       solid_v, solid_w, solid, add, add_u, add_v, add_w, old_u, old_v, old_w, du, dv,
+                                       dw, nu, nv, nw, nullptr);
 }
 
 #include "voxfx_sparse_live.cuh"  // the idle-brick kernels (P2G_TAILS "live"): brick_live_sparse, …

@@ -85,31 +85,9 @@ extern "C" __global__ void extrapolate_boundaries_live_sparse(
     float* __restrict__ dv, float* __restrict__ dw, unsigned char* __restrict__ nu, unsigned char* __restrict__ nv,
     unsigned char* __restrict__ nw, const unsigned char* __restrict__ live)
 {
-    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= cells) return;
-    const float* const src[3] = {su, sv, sw};
-    const unsigned char* const mask[3] = {mu, mv, mw};
-    const unsigned char* const exists[3] = {exists_u, exists_v, exists_w};
-    const float* const fixed[3] = {solid_u, solid_v, solid_w};
-    const float force[3] = {add_u, add_v, add_w};
-    float* const old[3] = {old_u, old_v, old_w};
-    float* const dst[3] = {du, dv, dw};
-    unsigned char* const out[3] = {nu, nv, nw};
-    const bool busy = live[t >> 9] != 0;
-    int nb[6];
-    for (int d = 0; d < 6; ++d) nb[d] = busy || (d & 1) == 0 ? sparse_cell_step(nbr27, (int)t, d) : -1;
-    const bool here = solid[t] != 0;
-    for (int a = 0; a < 3; ++a) {
-        float value = 0.0f;  // an idle cell: P2G's 0, invalid through the rings
-        if (busy) value = sparse_extrapolate_face_in<true>(src[a], mask[a], exists[a], nb, t, old[a], out[a], live);
-        else {
-            old[a][t] = value;
-            out[a][t] = 0;
-        }
-        const int lo = nb[2 * a];  // sparse_cell_step(nbr27, t, 2·a), as enforce_boundaries_sparse
-        if (here || (lo >= 0 && solid[lo]) || !exists[a][t]) dst[a][t] = fixed[a][t];
-        else dst[a][t] = add ? value + force[a] : value;
-    }
+    extrapolate_boundaries_cell<true>(su, sv, sw, mu, mv, mw, exists_u, exists_v, exists_w, nbr27, cells, solid_u,
+                                      solid_v, solid_w, solid, add, add_u, add_v, add_w, old_u, old_v, old_w, du, dv,
+                                      dw, nu, nv, nw, live);
 }
 
 // extrapolate_sparse after the projection (the fluid-face masks: a FLUID cell's faces, FLUID ⊆ the
