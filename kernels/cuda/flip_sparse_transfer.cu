@@ -314,6 +314,43 @@ __device__ __forceinline__ float sparse_extrapolate_face(const float* src, const
     return sparse_extrapolate_face_in<false>(src, mask, exists, nb, t, dst, out, nullptr);
 }
 
+// One ring of sparse_transfer.extrapolate at pool cell t for the three components (sparse_extrapolate_face;
+// valid means valid and existing): extrapolate_sparse's cell (IDLE 0), and for P2G_TAILS "live"
+// (voxfx_sparse_live.cuh) with the idle bricks skipped, a neighbour there counting as invalid unread (1:
+// extrapolate_live_sparse), or copied, src's value and mask 0 (2: extrapolate_copy_live_sparse).
+template <int IDLE>
+__device__ __forceinline__ void extrapolate_ring_cell(
+    const float* __restrict__ su, const float* __restrict__ sv, const float* __restrict__ sw,
+    const unsigned char* __restrict__ mu, const unsigned char* __restrict__ mv, const unsigned char* __restrict__ mw,
+    const unsigned char* __restrict__ exists_u, const unsigned char* __restrict__ exists_v,
+    const unsigned char* __restrict__ exists_w, const int* __restrict__ nbr27, long long cells, float* __restrict__ du,
+    float* __restrict__ dv, float* __restrict__ dw, unsigned char* __restrict__ nu, unsigned char* __restrict__ nv,
+    unsigned char* __restrict__ nw, const unsigned char* __restrict__ live)
+{
+    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= cells || (IDLE == 1 && !live[t >> 9])) return;
+    const float* const src[3] = {su, sv, sw};
+    float* const dst[3] = {du, dv, dw};
+    unsigned char* const out[3] = {nu, nv, nw};
+    if (IDLE == 2 && !live[t >> 9]) {
+        for (int a = 0; a < 3; ++a) {
+            dst[a][t] = src[a][t];
+            out[a][t] = 0;
+        }
+        return;
+    }
+    const unsigned char* const mask[3] = {mu, mv, mw};
+    const unsigned char* const exists[3] = {exists_u, exists_v, exists_w};
+    int nb[6];
+    for (int d = 0; d < 6; ++d) nb[d] = sparse_cell_step(nbr27, (int)t, d);
+    for (int a = 0; a < 3; ++a) {
+        if (IDLE == 1)
+            sparse_extrapolate_face_in<true>(src[a], mask[a], exists[a], nb, t, dst[a], out[a], live);
+        else
+            sparse_extrapolate_face(src[a], mask[a], exists[a], nb, t, dst[a], out[a]);
+    }
+}
+
 // One ring of sparse_transfer.extrapolate for the three components (sparse_extrapolate_face);
 // valid means valid and existing.
 extern "C" __global__ void extrapolate_sparse(const float* __restrict__ su, const float* __restrict__ sv,
@@ -328,16 +365,8 @@ extern "C" __global__ void extrapolate_sparse(const float* __restrict__ su, cons
                                               unsigned char* __restrict__ nu, unsigned char* __restrict__ nv,
                                               unsigned char* __restrict__ nw)
 {
-    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= cells) return;
-    const float* const src[3] = {su, sv, sw};
-    const unsigned char* const mask[3] = {mu, mv, mw};
-    const unsigned char* const exists[3] = {exists_u, exists_v, exists_w};
-    float* const dst[3] = {du, dv, dw};
-    unsigned char* const out[3] = {nu, nv, nw};
-    int nb[6];
-    for (int d = 0; d < 6; ++d) nb[d] = sparse_cell_step(nbr27, (int)t, d);
-    for (int a = 0; a < 3; ++a) sparse_extrapolate_face(src[a], mask[a], exists[a], nb, t, dst[a], out[a]);
+    extrapolate_ring_cell<0>(su, sv, sw, mu, mv, mw, exists_u, exists_v, exists_w, nbr27, cells, du, dv, dw, nu, nv, nw,
+                             nullptr);
 }
 
 // extrapolate_boundaries_sparse's cell, and (LIVE, P2G_TAILS "live": voxfx_sparse_live.cuh's

@@ -59,16 +59,8 @@ extern "C" __global__ void extrapolate_live_sparse(const float* __restrict__ su,
                                                    unsigned char* __restrict__ nv, unsigned char* __restrict__ nw,
                                                    const unsigned char* __restrict__ live)
 {
-    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= cells || !live[t >> 9]) return;
-    const float* const src[3] = {su, sv, sw};
-    const unsigned char* const mask[3] = {mu, mv, mw};
-    const unsigned char* const exists[3] = {exists_u, exists_v, exists_w};
-    float* const dst[3] = {du, dv, dw};
-    unsigned char* const out[3] = {nu, nv, nw};
-    int nb[6];
-    for (int d = 0; d < 6; ++d) nb[d] = sparse_cell_step(nbr27, (int)t, d);
-    for (int a = 0; a < 3; ++a) sparse_extrapolate_face_in<true>(src[a], mask[a], exists[a], nb, t, dst[a], out[a], live);
+    extrapolate_ring_cell<1>(su, sv, sw, mu, mv, mw, exists_u, exists_v, exists_w, nbr27, cells, du, dv, dw, nu, nv, nw,
+                             live);
 }
 
 // extrapolate_boundaries_sparse with the idle bricks' values written unread: the ring's value
@@ -101,21 +93,6 @@ extern "C" __global__ void extrapolate_copy_live_sparse(
     float* __restrict__ dv, float* __restrict__ dw, unsigned char* __restrict__ nu, unsigned char* __restrict__ nv,
     unsigned char* __restrict__ nw, const unsigned char* __restrict__ live)
 {
-    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= cells) return;
-    const float* const src[3] = {su, sv, sw};
-    float* const dst[3] = {du, dv, dw};
-    unsigned char* const out[3] = {nu, nv, nw};
-    if (!live[t >> 9]) {
-        for (int a = 0; a < 3; ++a) {
-            dst[a][t] = src[a][t];
-            out[a][t] = 0;
-        }
-        return;
-    }
-    const unsigned char* const mask[3] = {mu, mv, mw};
-    const unsigned char* const exists[3] = {exists_u, exists_v, exists_w};
-    int nb[6];
-    for (int d = 0; d < 6; ++d) nb[d] = sparse_cell_step(nbr27, (int)t, d);
-    for (int a = 0; a < 3; ++a) sparse_extrapolate_face(src[a], mask[a], exists[a], nb, t, dst[a], out[a]);
+    extrapolate_ring_cell<2>(su, sv, sw, mu, mv, mw, exists_u, exists_v, exists_w, nbr27, cells, du, dv, dw, nu, nv, nw,
+                             live);
 }
