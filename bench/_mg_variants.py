@@ -48,7 +48,11 @@ class MGOptions:
     ``correction``: the coarse-grid correction scaled by this factor (the restriction's ½
     becomes ½·correction). ``sweeps``, ``min_side``: ``MG_SWEEPS``, ``MG_MIN_SIDE``;
     ``coarse_level_sweeps`` (0: ``sweeps``): the sweeps on levels ≥ ``coarse_from`` but the
-    coarsest (at 8M levels ≥ 2 run in the one tail launch: extra passes there add no launch)."""
+    coarsest (at 8M levels ≥ 2 run in the one tail launch: extra passes there add no launch).
+    ``keep_lag``, ``keep_every``, ``keep_from`` (issue 24, h19c; ``bench/_mg_kept.py``, read by
+    ``bench/flip_mg_iterations.py`` alone): levels ≥ ``keep_from`` (1 or 2) from the hierarchy of
+    ``keep_lag`` substeps earlier, or of the last substep s with s % ``keep_every`` = 0 (rebuilt
+    every ``keep_every`` substeps, held in between); 0: built fresh."""
 
     omega: float = MG_OMEGA
     boundary_sweeps: int = 0
@@ -65,6 +69,9 @@ class MGOptions:
     coarse_level_sweeps: int = 0
     coarse_from: int = 2
     surface: str = "centre"
+    keep_lag: int = 0
+    keep_every: int = 0
+    keep_from: int = 1
 
 
 DEFAULT_OPTIONS = MGOptions()

@@ -54,7 +54,8 @@ sys.path.insert(0, str(ROOT))
 from tools.package import load  # noqa: E402
 
 load()
-import _mg_variants as mgv  # noqa: E402  (bench/, beside this script)
+import _mg_kept  # noqa: E402  (bench/, beside this script)
+import _mg_variants as mgv  # noqa: E402
 from voxfx.kernels.flip import sparse_pressure  # noqa: E402
 from voxfx.kernels.flip.grid import FlipSettings  # noqa: E402
 from voxfx.kernels.flip.sim import FlipSimulation  # noqa: E402
@@ -114,7 +115,10 @@ def run_size(n, args, variants):
     spec, v, t = dam_break(n, particles)
     sim = FlipSimulation(spec, FlipSettings(), v, t, xp=np, sparse=True)
     counts = {label: [] for label, _ in variants}
+    ages = {label: [] for label, _ in variants}  # substeps since the kept hierarchy was built
     counts["solver"] = []
+    keeping = [o for _, o in variants if o.keep_lag or o.keep_every]
+    history = {}  # substep → _mg_kept.Snapshot, while a keeping variant may still ask for it
     fractions = []
     original = sparse_pressure.pcg
     state = {"substep": 0}
@@ -124,12 +128,22 @@ def run_size(n, args, variants):
         result = original(grid, kind, b, tolerance, max_iterations, preconditioner, check_every, progress,
                           x0=x0, tables=tables)
         s = state["substep"]
+        level = sparse_pressure.Unknowns(grid, kind)
+        if keeping:  # every substep's hierarchy, for the substeps after it
+            history[s] = _mg_kept.Snapshot(grid, kind, level)
+            wanted = {kept_source(o, s + ahead) for o in keeping for ahead in range(args.every + 1)}
+            for old in [t for t in history if t not in wanted and t != s]:
+                del history[old]
         if args.every > 1 and s % args.every != 1:
             return result
-        level = sparse_pressure.Unknowns(grid, kind)
         start = None if args.cold else x0
         for label, options in variants:
-            M = mgv.VariantVCycle(grid, kind, level, options)
+            if options.keep_lag or options.keep_every:
+                source = kept_source(options, s)
+                ages[label].append(s - source)
+                M = _mg_kept.KeptVCycle(history[s], history[source], options, options.keep_from)
+            else:
+                M = mgv.VariantVCycle(grid, kind, level, options)
             counts[label].append(solve(level, M, b, tolerance, max_iterations, start)[0])
         counts["solver"].append(result[1])  # sparse_pressure.pcg's own count (base's check)
         fractions.append([boundary_fraction(level, w) for w in (1, 2, 3)])
@@ -160,6 +174,17 @@ def run_size(n, args, variants):
         cost = ITERATION_US + extra_cost_us(options, f[min(width, 3) - 1])
         print(f"{label:44s} | {c} | {sum(c)} | {sum(c) / base - 1:+.1%} | {cost:.0f} | "
               f"{cost * np.mean(c) / 1000:.2f}")
+    for label, _ in variants:
+        if ages[label]:
+            print(f"{label}: kept hierarchy's age (substeps) per captured substep {ages[label]}")
+
+
+def kept_source(options, s):
+    """The substep whose hierarchy a keeping variant uses at substep *s* (the first substep's
+    while *s* is under the lag)."""
+    if options.keep_lag:
+        return max(0, s - options.keep_lag)
+    return s - s % options.keep_every
 
 
 def solve(level, M, b_flat, tolerance, max_iterations, x0_flat):

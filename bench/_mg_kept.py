@@ -1,0 +1,103 @@
+"""A V-cycle whose coarse levels come from an earlier substep (issue 24, helper h19c), NumPy
+only, bench code beside ``_mg_variants.py``: what ``bench/flip_mg_iterations.py`` counts the
+CG iterations of (variants ``keep_lag`` / ``keep_every``) to see whether the pressure set-up's
+coarse levels (~0.44 ms of device and ~0.7 ms of host a substep at 8M) need rebuilding every
+substep.
+
+``Snapshot(grid, kind, level0)``: one substep's hierarchy — its fresh ``VariantVCycle`` (the
+product's tables) and, per level up to ``KEPT_CELLS``, the cell set (lattice keys, FLUID flags,
+base, each cell's unknown) and the unknowns' keys, rebuilt by the same ``TableBuilder`` calls
+``VCycle`` makes (the same sets: the build is deterministic).
+
+``KeptVCycle(current, kept, options, keep_from)``: levels < ``keep_from`` from *current* (this
+substep's snapshot), levels ≥ ``keep_from`` from *kept* (an earlier one) with their tables,
+their smoothing operators and the coarsest level's dense inverse as they were; the transfers
+between level ``keep_from`` − 1 (current) and ``keep_from`` (kept) rebuilt by
+``TableBuilder.prolong`` / ``restrict`` from the current fine set against the kept coarse set.
+Both tables come from the one map (a fine unknown's parent and its neighbours on the child's
+side, looked up among the kept coarse unknowns): the restriction is ½·Pᵀ as in a fresh
+hierarchy, so the V-cycle stays symmetric positive definite (tests/unit/
+test_flip_sparse_multigrid_kept.py checks both). A current unknown whose parent is not a kept
+coarse unknown takes no correction from it (its row points to the sentinel: the same rule as a
+fresh hierarchy's child of an AIR parent). A kept coarse cell that the liquid has since left
+keeps its old type (FLUID, its old operator row): its restriction gathers only the children
+that are unknowns now, and its correction reaches only those — nothing is re-typed, so no table
+of levels ≥ ``keep_from`` changes (what a device version needs: module notes of
+``flip_mg_iterations.py``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from voxfx.kernels.flip.sparse_multigrid import TableBuilder, _CellSet, _level0_cells, _pack, _unpack
+
+try:  # bench/ on the path (the bench scripts), else the checkout's root (the tests)
+    from _mg_variants import DEFAULT_OPTIONS, VariantVCycle
+except ImportError:
+    from bench._mg_variants import DEFAULT_OPTIONS, VariantVCycle
+
+KEPT_CELLS = 3  # levels 0, 1, 2: keep_from 1 or 2
+
+
+class Snapshot:
+    """One substep's hierarchy (module notes): ``vcycle`` (a ``VariantVCycle`` with the default
+    options), ``cells[l]`` (``_CellSet`` with positions) and ``keys[l]`` (the unknowns' keys in
+    compact order, relative to ``cells[l].base``) for l < min(KEPT_CELLS, levels)."""
+
+    def __init__(self, grid, kind, level0):
+        self.vcycle = VariantVCycle(grid, kind, level0)
+        self.level0 = level0
+        build = TableBuilder(np)
+        cells = _level0_cells(grid, kind, level0, np)
+        self.cells, self.keys = [cells], [_pack(*level0.lattice, cells.base)]
+        while len(self.cells) < min(KEPT_CELLS, len(self.vcycle.levels)):
+            cells = build.coarser(cells)
+            level = build.level(cells)
+            assert level.m == self.vcycle.levels[len(self.cells)].m  # the same set as VCycle's
+            self.cells.append(cells)
+            self.keys.append(level.keys)
+
+
+def _rebased(cells, keys, base):
+    """*cells* and *keys* relative to *base* (≤ theirs on every axis; the sorted order stays)."""
+    if tuple(base) == cells.base:
+        return cells, keys
+    out = _CellSet(_pack(*_unpack(cells.keys, cells.base), base), cells.fluid, base)
+    out.position = cells.position
+    return out, _pack(*_unpack(keys, cells.base), base)
+
+
+def common_bases(fine_base, coarse_base):
+    """Bases for a current fine set and a kept coarse set that keep every query of ``prolong``
+    (a fine cell's parent ± 1) and ``restrict`` (2I − 1 … 2I + 2) at or above its base, as a
+    fresh hierarchy's margin does: fine F = min(fine, 2·coarse), coarse min(coarse, the base
+    ``coarser_base`` gives F)."""
+    fine = tuple(min(f, 2 * c) for f, c in zip(fine_base, coarse_base))
+    coarse = tuple(min(c, (f + 4) // 2 - 4) for f, c in zip(fine, coarse_base))
+    return fine, coarse
+
+
+class KeptVCycle(VariantVCycle):
+    """Levels < *keep_from* of *current*, levels ≥ *keep_from* of *kept* (both ``Snapshot``),
+    the transfers between them rebuilt (module notes); the cycle is ``VariantVCycle``'s with
+    *options* (only the cycle's options: the kept tables are the default build's)."""
+
+    def __init__(self, current: Snapshot, kept: Snapshot, options=None, keep_from=1):
+        cur, old = current.vcycle, kept.vcycle
+        if not 1 <= keep_from < min(len(cur.levels), len(old.levels), KEPT_CELLS):
+            raise ValueError(f"keep_from {keep_from} needs both hierarchies deeper "
+                             f"({len(cur.levels)}, {len(old.levels)} levels)")
+        self.xp = np
+        self.options = options = options or DEFAULT_OPTIONS
+        f = keep_from - 1
+        fine_base, coarse_base = common_bases(current.cells[f].base, kept.cells[keep_from].base)
+        fine, fine_keys = _rebased(current.cells[f], current.keys[f], fine_base)
+        coarse, coarse_keys = _rebased(kept.cells[keep_from], kept.keys[keep_from], coarse_base)
+        build = TableBuilder(np)
+        m_fine, m_coarse = cur.levels[f].m, old.levels[keep_from].m
+        self.levels = cur.levels[:keep_from] + old.levels[keep_from:]
+        self.up = cur.up[:f] + [build.prolong(fine_keys, fine.base, coarse, m_coarse)] + old.up[keep_from:]
+        self.down = cur.down[:f] + [build.restrict(coarse_keys, coarse.base, fine, m_fine)] + old.down[keep_from:]
+        self.dense, self.dense_mode = old.dense, old.dense_mode
+        self._variant_tables(options)
