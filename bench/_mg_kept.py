@@ -59,6 +59,16 @@ class Snapshot:
             self.keys.append(level.keys)
 
 
+_FAR = (-(1 << 19),) * 3  # a base below any lattice cell of the benches' grids: keys comparable across substeps
+
+
+def changed(now: Snapshot, then: Snapshot, level=1) -> float:
+    """The share of *level*'s cells (the set: FLUID and SOLID) in one snapshot and not the
+    other, over *now*'s count: how far the kept hierarchy has gone stale."""
+    a, b = (_pack(*_unpack(s.cells[level].keys, s.cells[level].base), _FAR) for s in (now, then))
+    return float(np.setxor1d(a, b).shape[0]) / max(int(a.shape[0]), 1)
+
+
 def _rebased(cells, keys, base):
     """*cells* and *keys* relative to *base* (≤ theirs on every axis; the sorted order stays)."""
     if tuple(base) == cells.base:
