@@ -174,16 +174,26 @@ def run_size(n, args, variants):
               + " ".join(f"{b:.1%}" for _, b in stale))
     base = sum(counts[variants[0][0]])
     print(f"sparse_pressure.pcg (the default, check every 10): {counts['solver']}")
-    print(f"{'variant':44s} | iterations per captured substep | sum | vs first | est. µs/it | est. ms/solve")
+    print(f"{'variant':44s} | iterations per captured substep | sum | vs first | mean, vs first | "
+          f"est. µs/it | est. ms/solve")
+    first = np.mean(counts[variants[0][0]])
     for label, options in variants:
         c = counts[label]
         width = max(1, options.boundary_width)
         cost = ITERATION_US + extra_cost_us(options, f[min(width, 3) - 1])
-        print(f"{label:44s} | {c} | {sum(c)} | {sum(c) / base - 1:+.1%} | {cost:.0f} | "
-              f"{cost * np.mean(c) / 1000:.2f}")
+        print(f"{label:44s} | {c} | {sum(c)} | {sum(c) / base - 1:+.1%} | {np.mean(c):.2f}, "
+              f"{np.mean(c) - first:+.2f} | {cost:.0f} | {cost * np.mean(c) / 1000:.2f}")
     for label, _ in variants:
         if ages[label]:
             print(f"{label}: kept hierarchy's age (substeps) per captured substep {ages[label]}")
+            print(f"{label}: mean iterations vs first by age: " + by_age(ages[label], counts[label],
+                                                                      counts[variants[0][0]]))
+
+
+def by_age(ages, counts, first):
+    """'age a: +d (n)' per age: the mean change of the iterations against *first*'s."""
+    ages, diff = np.array(ages), np.array(counts) - np.array(first)
+    return ", ".join(f"{a}: {diff[ages == a].mean():+.2f} ({int((ages == a).sum())})" for a in np.unique(ages))
 
 
 def kept_source(options, s):
