@@ -38,6 +38,35 @@ the captured substeps):
 Only ω costs nothing on the device (no launch; ~10% more bytes an iteration, measured), so
 it alone went into the kernels. On the H100 (``bench/flip_mg_omega_call.sh``): 8M 14 → 11
 iterations, pressure 5.15 / 4.99 → 4.50 / 4.64 ms; 65M 20–21 → 17, 32.0 / 32.2 → 30.1 / 30.3 ms.
+
+The hierarchy kept across substeps (issue 24, helper h19c; ``bench/_mg_kept.py``): variants
+``keep_every=k`` (levels ≥ ``keep_from`` rebuilt at substeps s with s % k = 0, held in between:
+ages 0 … k − 1) and ``keep_lag=k`` (always k substeps old); level 0 and the transfers between
+level ``keep_from`` − 1 and the kept level ``keep_from`` are the current substep's. Printed too:
+the share of level 0's and level 1's sets changed over each substep, and the change of the
+iterations by the kept hierarchy's age. Measured (this 2-core CPU, 2026-11-27, dt 1/120, the 8M
+scene's 0.48 particles a box cell, warm starts, ``--every 1``), mean CG iterations a substep and
+the change against a fresh hierarchy:
+
+| policy | 64³ (125k), substeps 0–95 | 128³ (1M), 0–47 | 256³ (8M, the row's scene), 0–11 |
+|---|---|---|---|
+| fresh (today) | 6.81 | 8.75 | 11.08 |
+| levels ≥ 1 kept, rebuilt every 2 | +0.12 | +0.27 | +0.33 |
+| … every 3 | +0.19 | +0.85 | +0.83 |
+| … every 4 | +0.33 | +1.46 | +2.08 |
+| … every 8 | +1.07 | +4.75 | +3.00 |
+| levels ≥ 2 kept (level 1 fresh), every 2 | — | +0.06 | — |
+| … every 3 | +0.01 | +0.00 | +0.00 |
+| … every 4 | — | +0.10 | — |
+| … every 8 | +0.10 | +0.50 | +0.08 |
+
+Levels ≥ 1 kept cost more the older they are and the finer the grid (the liquid crosses more
+cells a substep): at age 1 / 2 / 3 / 7 substeps +0.25 / +0.34 / +0.75 / +2.7 iterations at 64³,
++0.54 / +2.06 / +3.42 / +10.8 at 128³, +0.7–1.0 / +1.8–3.0 / +5.0 / +10 at 256³ (few samples:
+12 substeps, one to four an age); level 1's set changes 2–7% a substep at 128³ after substep 10,
+up to 12.6% at 64³. With level 1 fresh, levels ≥ 2 kept cost ≤ +0.17 up to age 3 and +1.2 at
+age 7 (128³). The ``--every 2`` and ``keep_lag`` runs, the cost estimate at 8M and what a device
+version needs: bench/RESULTS.md, section h19c.
 """
 
 from __future__ import annotations
