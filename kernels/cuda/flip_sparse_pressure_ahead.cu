@@ -5,23 +5,56 @@
 // counts. kernels/flip/sparse_pressure_solve_ahead.py holds the NumPy reference of both
 // (ahead_sizes_reference, and Unknowns.gather for unknowns_gather).
 //
-// Layout: cnt, the set-up workspace's counts (sparse_pressure_workspace.Workspace.cnt), 4 ints a
-// level: m_red at 1, m at 2. ints, a solver's control ints (sparse_pressure_buffers'
+// Layout: cnt, the set-up workspace's counts (sparse_pressure_workspace.Workspace.sizes), 4 ints a
+// level: m_red at 1, m at 2; after count levels of them 6 ints a level, its unknowns' span (entries
+// a and a + 3 added: axis a's). ints, a solver's control ints (sparse_pressure_buffers'
 // BufferLoads._set_state: state 0, 0, 0, max_iterations, then per level m_red, m).
 
 #define RANGE(c, lo, hi) \
     for (int c = (lo) + (int)(blockIdx.x * blockDim.x + threadIdx.x); c < (hi); c += (int)(gridDim.x * blockDim.x))
 
+// The V-cycle's level count the host will keep for these counts (sparse_pressure_workspace.build's
+// extents and sparse_pressure_setup.levels_kept, then sparse_multigrid.VCycle._dense_levels'
+// drop): one more level while the last kept one's unknowns span at least min_side cells (a
+// level's extent: 0 where it has no unknown, else its widest axis's span + 1, an axis's span
+// entries a and a + 3 of its six at cnt[4·count + 6·l] added), then one fewer where drop ≥ 0,
+// more than two levels are kept and the last but one has at most drop unknowns. The adds wrap as
+// the host's int32 do (unsigned), the + 1 does not (the host's Python int).
+__device__ int ahead_depth(const int* __restrict__ cnt, int count, int drop, int min_side)
+{
+    const int* span = cnt + 4 * count;
+    int kept = 1;
+    while (kept < count) {
+        const int l = kept - 1;
+        long long extent = 0;  // the host's Python int: no wrap
+        if (cnt[4 * l + 2] != 0) {
+            int widest = (int)((unsigned)span[6 * l] + (unsigned)span[6 * l + 3]);
+            for (int a = 1; a < 3; ++a) {
+                const int w = (int)((unsigned)span[6 * l + a] + (unsigned)span[6 * l + a + 3]);
+                widest = w > widest ? w : widest;
+            }
+            extent = (long long)widest + 1;
+        }
+        if (extent < min_side) break;
+        ++kept;
+    }
+    if (drop >= 0 && kept > 2 && cnt[4 * (kept - 2) + 2] <= drop) --kept;
+    return kept;
+}
+
 // The solver's control ints from the set-up's counts: _set_state's values, or — where a level's
 // m + 1 passes its stride, or its m_red is not within [0, m] (the guessed solver does not hold
-// this set-up) — every size 0, so that the launches queued on them touch nothing past a level's
-// first entry (its sentinel), the start stops at once (b = 0: finish_init) and the host, once it
-// has read the counts, solves again. One thread.
+// this set-up), or, with count > 0 (the workspace's levels in cnt, their spans after them), the
+// V-cycle the host will keep has another number of levels than the solver's (ahead_depth: the
+// hierarchy gained or lost a level, another solver will solve) — every size 0, so that the
+// launches queued on them touch nothing past a level's first entry (its sentinel), the start
+// stops at once (b = 0: finish_init) and the host, once it has read the counts, solves again.
+// One thread.
 extern "C" __global__ void ahead_sizes(const int* __restrict__ cnt, const int* __restrict__ strides, int levels,
-                                       int max_iterations, int* __restrict__ ints)
+                                       int count, int drop, int min_side, int max_iterations, int* __restrict__ ints)
 {
     if (blockIdx.x != 0 || threadIdx.x != 0) return;
-    bool fits = true;
+    bool fits = count <= 0 || ahead_depth(cnt, count, drop, min_side) == levels;
     for (int l = 0; l < levels; ++l) {
         const int m_red = cnt[4 * l + 1], m = cnt[4 * l + 2];
         fits = fits && m >= 0 && m < strides[l] && m_red >= 0 && m_red <= m;

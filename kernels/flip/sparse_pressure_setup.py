@@ -143,6 +143,15 @@ def level_bounds(n0) -> list:
     return bounds
 
 
+def level_extents(cnt_h, span_h, count) -> list:
+    """Per level its unknowns' widest span + 1 (0 where it has none) from the set-up's host read
+    (*cnt_h*: 4 counts a level, m at 2; *span_h*: 6 entries a level, an axis's span entries a and
+    a + 3 added): ``levels_kept``' extents (``sparse_pressure_solve_ahead.ahead_depth_reference``
+    writes the same out)."""
+    return [0 if cnt_h[level, 2] == 0 else int(max(span_h[level, a] + span_h[level, a + 3] for a in range(3))) + 1
+            for level in range(count)]
+
+
 def levels_kept(extents, count) -> int:
     """How many of the *count* built levels the V-cycle keeps: as VCycle's loop, one more
     while the last kept level's unknowns span at least MG_MIN_SIDE cells."""
@@ -224,8 +233,7 @@ def build(grid, kind, level0):
         fine, ukeys, stride = coarse, cukeys, nb + 1
     sizes = sizes.get()  # the one host sync
     cnt_h, span_h = sizes[:4 * count].reshape(count, 4), sizes[4 * count:].reshape(count, 6)
-    extents = [0 if cnt_h[level, 2] == 0 else int(max(span_h[level, a] + span_h[level, a + 3] for a in range(3))) + 1
-               for level in range(count)]
+    extents = level_extents(cnt_h, span_h, count)
     kept = levels_kept(extents, count)
     levels, up, down = [level0], [], []
     for level in range(1, kept):

@@ -12,7 +12,8 @@ Here, ``SWITCH`` on, the solve goes before that read, on a guess:
    solve had no sealed region (their right-hand side is made after the read);
 2. its sizes copied from the workspace's counts into the solver's control ints on the device
    (``ahead_sizes``: all 0 where a level's count passes its stride — then nothing queued
-   touches an entry past a sentinel, the start stops at once);
+   touches an entry past a sentinel, the start stops at once — or where the V-cycle the host
+   will keep has another level count than the solver's: ``ahead_depth_reference``, below);
 3. level 0's tables (``unk_tables_strided``, or its diag alone: ``unk_diag_strided``), b and x₀
    (``unknowns_gather``) over the stride, reading those sizes; the brick transfers' table from
    pinned memory;
@@ -21,13 +22,27 @@ Here, ``SWITCH`` on, the solve goes before that read, on a guess:
    event: the host goes on while the device runs the solve.
 
 After the read the solve takes the launches (``taken``) where the guess stands — the set-up's
-tables stood (``sparse_pressure_ahead.tables_stand``), no sealed region, the solver the lookup
+tables stood (``sparse_pressure_ahead.tables_stand``), ahead_sizes kept the sizes (its level
+count test, checked again on the host's copy of the read), no sealed region, the solver the lookup
 returns is the guessed one (so the level count and the strides hold), the same b, x₀,
 tolerance and iteration limit — and otherwise solves the old way (the solver's vectors, tables
 and state loaded again), as ``sparse_pressure_ahead`` rebuilds a set-up whose guess missed. The
 same kernels on the same values in the same order: the same iterations and pressure bit for bit
 (tests/gpu/test_flip_sparse_pressure_solve_ahead_gpu.py; the two kernels on the host,
 tests/unit/test_cuda_sparse_pressure_solve_ahead_host.py).
+
+The level count's test (issue 24, h19b). When the hierarchy gains or loses a level (the 8M Fast
+frame 6: the V-cycle 6 → 5 levels, a new solver built), the guess is the last solve's solver of
+the old count and the host solves on another one after the read; before, ahead_sizes kept the
+sizes, so the old solver's start and its predicted iterations (~11 at 8M: ~2.5 ms of device) ran
+for nothing ahead of the new solver's launches. ahead_sizes now computes on the device the count
+the host will keep from the same counts and spans (``sparse_pressure_workspace.build``'s
+``level_extents`` and ``levels_kept``, then ``VCycle._dense_levels``' MG_DENSE "2" drop:
+``ahead_depth_reference`` writes the rule out) and zeroes the sizes where it is not the solver's:
+the start stops at once (b = 0), the iterations queued are no-ops. The host checks the same rule
+on its copy of the read before it takes the launches, so a rule that disagreed with the host's
+could cost a miss, never a wrong solve. Host harness: the count equals the host's on random
+counts and spans (with int32 wraps), the sizes equal the reference's.
 
 ``SWITCH``: ``VOXFX_SPARSE_SOLVE_AHEAD`` "1" (default) or "0" (the solve queued after the read);
 read at each solve. 8M dam break on an H100 (session 14, i24s7's call 1; the two alternating each
@@ -48,6 +63,7 @@ import numpy as np
 
 from ..grid.launch import THREADS, Kernels
 from ..settings import env_choice
+from .pressure import MG_MIN_SIDE
 
 SWITCH = "VOXFX_SPARSE_SOLVE_AHEAD"
 MODES = ("0", "1")
@@ -68,13 +84,48 @@ def enabled() -> bool:
     return mode() == "1"
 
 
-def ahead_sizes_reference(cnt, strides, max_iterations) -> np.ndarray:
-    """NumPy: ``ahead_sizes``' ints for *cnt* (4 a level) and the solver's *strides*."""
-    cnt = np.asarray(cnt, np.int32).reshape(-1, 4)[:len(strides)]
+def ahead_depth_reference(cnt, count, drop, min_side=MG_MIN_SIDE) -> int:
+    """NumPy: ``ahead_sizes``' ahead_depth — the V-cycle's level count the host keeps for the
+    set-up's counts *cnt* (4 a level for *count* levels, then 6 span entries a level): as
+    ``sparse_pressure_workspace.build``'s extents and ``sparse_pressure_setup.levels_kept``,
+    then ``sparse_multigrid.VCycle._dense_levels``' drop where *drop* ≥ 0 (its
+    DENSE_DROP_UNKNOWNS, MG_DENSE "2"). Written out here, not called: the device's rule, which a
+    test that patches ``levels_kept`` does not move."""
+    values = np.asarray(cnt, np.int32)[:10 * count].tolist()  # Python ints: ~10 µs a solve, not ~35
+    spans = values[4 * count:]
+    kept = 1
+    while kept < count:
+        level = kept - 1
+        at = 6 * level
+        # the host's int32 sums wrap; its + 1 does not
+        extent = 0 if values[4 * level + 2] == 0 else max(
+            (spans[at + a] + spans[at + a + 3] + 2 ** 31) % 2 ** 32 - 2 ** 31 for a in range(3)) + 1
+        if extent < min_side:
+            break
+        kept += 1
+    if drop >= 0 and kept > 2 and values[4 * (kept - 2) + 2] <= drop:
+        kept -= 1
+    return kept
+
+
+def ahead_sizes_reference(cnt, strides, max_iterations, count=0, drop=-1, min_side=MG_MIN_SIDE) -> np.ndarray:
+    """NumPy: ``ahead_sizes``' ints for *cnt* (4 a level) and the solver's *strides*; with
+    *count* > 0 (*cnt* the workspace's sizes: *count* levels of counts, then their spans) every
+    size 0 too where ``ahead_depth_reference`` is not the solver's level count."""
+    depth_ok = count <= 0 or ahead_depth_reference(cnt, count, drop, min_side) == len(strides)
+    cnt = np.asarray(cnt, np.int32)[:4 * len(strides)].reshape(-1, 4)
     m_red, m = cnt[:, 1], cnt[:, 2]
-    fits = bool(np.all((m >= 0) & (m < np.asarray(strides)) & (m_red >= 0) & (m_red <= m)))
+    fits = depth_ok and bool(np.all((m >= 0) & (m < np.asarray(strides)) & (m_red >= 0) & (m_red <= m)))
     sizes = np.stack([m_red, m], axis=1).reshape(-1) if fits else np.zeros(2 * len(strides), np.int32)
     return np.concatenate([np.array([0, 0, 0, max_iterations], np.int32), sizes.astype(np.int32)])
+
+
+def depth_drop() -> int:
+    """``ahead_sizes``' *drop*: ``sparse_multigrid.DENSE_DROP_UNKNOWNS`` where the coarsest level's
+    solve drops the last level (``dense_mode`` 2), else −1."""
+    from .sparse_multigrid import DENSE_DROP_UNKNOWNS, dense_mode
+
+    return DENSE_DROP_UNKNOWNS if dense_mode() == 2 else -1
 
 
 def note(solver) -> None:
@@ -94,6 +145,7 @@ class Ahead:
         self.warm = bool(warm)
         self.solver = self.x0 = None  # the solver launched on, x₀ as launched
         self.held, self.sealed = False, None  # the set-up's tables stood, its sealed count (after the read)
+        self.count, self.drop, self.depth_ok = 0, -1, False  # ahead_sizes' level count test and its outcome
         self.predicted = 0
 
     def _guess(self, level):
@@ -131,6 +183,8 @@ class Ahead:
         event.record(stream)
         self._launch(solver, level, words, stream)
         event.synchronize()
+        # whether ahead_sizes kept the sizes (the level count's test): else the launches stopped at once
+        self.depth_ok = ahead_depth_reference(host_read, self.count, self.drop) == len(solver.strides)
         return host_read[:n].copy()
 
     def _launch(self, solver, level, words, stream):
@@ -142,7 +196,9 @@ class Ahead:
         cp = level.xp
         solver.vectors.fill(0)
         strides = solver.ahead_limits()  # its strides (and its dense inverse's rows + 1 on the coarsest)
+        self.count, self.drop = len(workspace().caps), depth_drop()  # the level count's test (ahead_depth)
         _K.launch_grid("ahead_sizes", (1,), (1,), (workspace().sizes, strides, np.int32(len(solver.strides)),
+                                                   np.int32(self.count), np.int32(self.drop), np.int32(MG_MIN_SIDE),
                                                    np.int32(self.max_iterations), solver.ints))
         B = solver.levels[0]
         cells = level._tables_args[0]
@@ -209,7 +265,8 @@ def taken(level0, solver, b, x0, tolerance, max_iterations):
     if ahead is None:
         return None
     level0.solve_ahead = None
-    ok = (ahead.solver is solver and ahead.held and ahead.sealed == 0 and ahead.b is b and ahead.x0 is x0
+    ok = (ahead.solver is solver and ahead.held and ahead.depth_ok and ahead.sealed == 0 and ahead.b is b
+          and ahead.x0 is x0
           and ahead.tolerance == float(tolerance) and ahead.max_iterations == int(max_iterations))
     counts["taken" if ok else "missed"] += 1
     return ahead if ok else None

@@ -391,8 +391,7 @@ def build(grid, kind, level0):
         _launch_levels(grid, kind, ws, level0, setup._level0_base(lo, hi), level0.bounds, level0.m)
         sizes = ws.sizes[:10 * count].get()  # the one host sync
     cnt_h, span_h = sizes[:4 * count].reshape(count, 4), sizes[4 * count:].reshape(count, 6)
-    extents = [0 if cnt_h[level, 2] == 0 else int(max(span_h[level, a] + span_h[level, a + 3] for a in range(3))) + 1
-               for level in range(count)]
+    extents = setup.level_extents(cnt_h, span_h, count)
     kept = setup.levels_kept(extents, count)
     lazy = env_choice("VOXFX_SPARSE_SETUP_VIEWS", VIEWS, default="lazy") == "lazy"
     levels, up, down = [level0], [], []

@@ -4,7 +4,8 @@ off) in the same process: the same pressure bit for bit and the same iterations 
 over a dam break's substeps (the defaults: warm start, table reuse), and over a sequence of solves
 of one grid that makes every kind of guess: none to make (the first solve), one taken, sealed
 regions appearing (the right-hand side is made after the read: missed), a solve after sealed
-regions (nothing launched), a level count that changes between substeps both ways (missed), and a
+regions (nothing launched), a level count that changes between substeps both ways (missed: the
+solve launched ahead on the solver of a level fewer gets sizes of 0, ahead_sizes' level count test), and a
 guessed solver too small for the unknowns forced (its sizes all 0 on the device: nothing written
 past its buffers; missed) — each missed one solved again to the same bits."""
 
@@ -116,7 +117,14 @@ def _sequence(monkeypatch, warm):
     fewer[0] = True
     solve()  # a level fewer: missed
     fewer[0] = False
-    solve()  # a level more: missed
+    guess = sparse_pressure_solve_ahead.Ahead._guess
+    guessed = []
+    with monkeypatch.context() as m:
+        m.setattr(sparse_pressure_solve_ahead.Ahead, "_guess", lambda self, level: guessed.append(guess(self, level))
+                  or guessed[-1])
+        solve()  # a level more: missed
+    if guessed and guessed[0] is not None:  # the solver of a level fewer: ahead_sizes' level count test
+        small["deeper"] = (len(guessed[0].strides), host(guessed[0].ints))
     solve()  # taken
     solver = next(s for s in sparse_pressure_gpu._solvers.values() if s.generation is not None)
     ws = sparse_pressure_workspace.workspace()
@@ -144,4 +152,9 @@ def test_gpu_solve_ahead_guesses_missed_are_solved_again_to_the_same_bits(monkey
     assert steps[True] == [(0, 0, 0), (1, 1, 0), (1, 0, 1), (0, 0, 0), (0, 0, 0), (1, 1, 0), (1, 0, 1), (1, 0, 1),
                            (1, 1, 0), (1, 0, 1), (1, 1, 0)], steps[True]
     assert not small["ints"][4:].any()  # the small solver's sizes: all 0, nothing past its buffers
+    # the solve launched ahead on the solver of a level fewer, once the hierarchy regained its level:
+    # ahead_sizes' level count test (sparse_pressure_solve_ahead.ahead_depth_reference) zeroed its
+    # sizes, so its start stopped at once (before: its predicted iterations ran for nothing)
+    levels, ints = small["deeper"]
+    assert levels >= 2 and not ints[4:].any() and ints[3] > 0, (levels, ints)
     assert all(s["converged"] for _, s in runs[True]) and max(s["iterations"] for _, s in runs[True]) >= 3

@@ -14,19 +14,20 @@ from tests.unit.test_cuda_sparse_pressure_host import PREAMBLE
 from voxfx.kernels.flip import sparse_pressure_solve_ahead
 from voxfx.kernels.flip.sparse_pressure_solve_ahead import ahead_sizes_reference
 
-# Input: L, cnt (4·L), strides (L), max_iterations; n, m, stride, with_x0, b (n hex), x0 (n hex),
-# cells (m). Output: the ints (4 + 2·L), then ub and ux (stride each, hex; −7 where not written).
+# Input: L, count, drop, min_side, cnt (4·L, or with count > 0 10·count: counts, then spans),
+# strides (L), max_iterations; n, m, stride, with_x0, b (n hex), x0 (n hex), cells (m). Output: the
+# ints (4 + 2·L), then ub and ux (stride each, hex; −7 where not written).
 HARNESS = PREAMBLE.replace('#include "flip_sparse_pressure.cu"', '#include "flip_sparse_pressure_ahead.cu"') + r"""
 int main() {
-    int L, max_it;
-    if (scanf("%d", &L) != 1) return 1;
+    int L, count, drop, min_side, max_it;
+    if (scanf("%d %d %d %d", &L, &count, &drop, &min_side) != 4) return 1;
     std::vector<int> cnt, strides;
-    read_ints(cnt, 4 * L);
+    read_ints(cnt, count > 0 ? 10 * count : 4 * L);
     read_ints(strides, L);
     if (scanf("%d", &max_it) != 1) return 1;
     std::vector<int> ints(4 + 2 * L, -9);
     h_dim.x = 1; h_thread.x = 0; h_grid.x = 1; h_block.x = 0;
-    ahead_sizes(cnt.data(), strides.data(), L, max_it, ints.data());
+    ahead_sizes(cnt.data(), strides.data(), L, count, drop, min_side, max_it, ints.data());
     for (int v : ints) printf("%d\n", v);
     int n, m, stride, with_x0;
     if (scanf("%d %d %d %d", &n, &m, &stride, &with_x0) != 4) return 1;
@@ -58,9 +59,10 @@ def _bits(a):
     return np.asarray(a, np.float32).view(np.uint32)
 
 
-def _run(ahead, cnt, strides, max_it, b, x0, cells, stride):
+def _run(ahead, cnt, strides, max_it, b, x0, cells, stride, count=0, drop=-1, min_side=4):
     n, m = b.shape[0], cells.shape[0]
-    lines = [str(len(strides))] + [str(int(v)) for v in np.ravel(cnt)] + [str(int(s)) for s in strides]
+    lines = [f"{len(strides)} {count} {drop} {min_side}"] + [str(int(v)) for v in np.ravel(cnt)]
+    lines += [str(int(s)) for s in strides]
     lines += [str(max_it), f"{n} {m} {stride} {int(x0 is not None)}"]
     lines += [float(v).hex() for v in b] + [float(v).hex() for v in (b if x0 is None else x0)]
     lines += [str(int(c)) for c in cells]
@@ -104,3 +106,70 @@ def test_ahead_kernels_equal_the_reference(ahead, seed):
     for worse in cases[1:]:  # every size 0 where any level does not fit
         assert not ahead_sizes_reference(worse.reshape(-1), strides, 37)[4:].any()
     assert np.array_equal(ahead_sizes_reference(cnt.reshape(-1), strides, 37)[4:], cnt[:, 1:3].reshape(-1))
+
+
+def _workspace_sizes(rng, count, m, spans=None):
+    """A set-up workspace's sizes for *count* levels of *m* unknowns: counts (m_red, m at 1, 2),
+    then per level six span entries whose pairs a, a + 3 add to the axis's span (or *spans*)."""
+    cnt = np.stack([rng.integers(0, 50, count), rng.integers(0, m + 1), m, rng.integers(0, 50, count)], axis=1)
+    if spans is None:
+        width = rng.integers(0, 9, (count, 3))
+        lo = rng.integers(-(2 ** 20), 2 ** 20, (count, 3))
+        spans = np.concatenate([-lo, lo + width], axis=1)  # −lo and hi: hi − lo added
+    return np.concatenate([cnt.reshape(-1), np.asarray(spans, np.int64).reshape(-1)]).astype(np.int32)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_ahead_sizes_level_count_equals_the_hosts_levels_kept_and_dense_drop(ahead, seed):
+    """ahead_sizes with the workspace's spans: its sizes kept only where the V-cycle the host keeps
+    (sparse_pressure_setup.levels_kept of level_extents, then VCycle's MG_DENSE "2" drop of the last
+    level where the one above holds at most DENSE_DROP_UNKNOWNS) has the guessed solver's level
+    count; the reference's count is the host's, and every case of a level fewer or more zeroes the
+    sizes on the device as in the reference."""
+    from voxfx.kernels.flip import sparse_pressure_setup
+    from voxfx.kernels.flip.sparse_multigrid import DENSE_DROP_UNKNOWNS
+    from voxfx.kernels.flip.sparse_pressure_solve_ahead import ahead_depth_reference
+
+    rng = np.random.default_rng(100 + seed)
+    b, cells = np.zeros(4, np.float32), np.zeros(0, np.int64)
+    seen = set()
+    for _ in range(40):
+        count = int(rng.integers(1, 8))
+        m = np.sort(rng.integers(0, 400, count))[::-1].copy()
+        m[rng.random(count) < 0.15] = 0  # empty levels
+        m[rng.random(count) < 0.3] = rng.integers(100, 140)  # about the dense drop's bound
+        sizes = _workspace_sizes(rng, count, m)
+        cnt_h, span_h = sizes[:4 * count].reshape(count, 4), sizes[4 * count:].reshape(count, 6)
+        kept = sparse_pressure_setup.levels_kept(sparse_pressure_setup.level_extents(cnt_h, span_h, count), count)
+        for drop in (-1, DENSE_DROP_UNKNOWNS):
+            host_count = kept - 1 if drop >= 0 and kept > 2 and cnt_h[kept - 2, 2] <= drop else kept
+            assert ahead_depth_reference(sizes, count, drop) == host_count
+            seen.add((kept, host_count))
+            for levels in {host_count, max(1, host_count - 1), min(count, host_count + 1)}:
+                strides = np.full(levels, 500)
+                ints, _, _ = _run(ahead, sizes, strides, 23, b, None, cells, 1, count, drop)
+                ref = ahead_sizes_reference(sizes, strides, 23, count, drop)
+                assert np.array_equal(ints, ref)
+                assert ref[4:].any() == (levels == host_count and bool(m[:levels].any()))
+    assert any(k != h for k, h in seen) and any(k == h and k > 2 for k, h in seen)  # drops and deep hierarchies
+
+
+def test_ahead_depth_wraps_as_the_hosts_int32_sums(ahead):
+    """Spans whose pairs overflow int32 (the host adds numpy int32s, which wrap): the device's
+    unsigned adds give the host's extents, so the same level count."""
+    from voxfx.kernels.flip import sparse_pressure_setup
+    from voxfx.kernels.flip.sparse_pressure_solve_ahead import ahead_depth_reference
+
+    rng = np.random.default_rng(7)
+    big = 2 ** 31 - 5
+    # level 0 spans 4 cells (its wrapped axis adds to a negative), level 1's every axis wraps: 2 levels kept
+    spans = [[big, 0, 0, 10, 3, 3], [big, big, big, big, big, big], [0, 0, 0, 0, 0, 0]]
+    sizes = _workspace_sizes(rng, 3, np.array([50, 20, 3]), spans)
+    cnt_h, span_h = sizes[:12].reshape(3, 4), sizes[12:].reshape(3, 6)
+    with np.errstate(over="ignore"):
+        kept = sparse_pressure_setup.levels_kept(sparse_pressure_setup.level_extents(cnt_h, span_h, 3), 3)
+    assert ahead_depth_reference(sizes, 3, -1) == kept == 2
+    for levels in (1, 2, 3):
+        strides = np.full(levels, 100)
+        ints, _, _ = _run(ahead, sizes, strides, 5, np.zeros(4, np.float32), None, np.zeros(0, np.int64), 1, 3)
+        assert np.array_equal(ints, ahead_sizes_reference(sizes, strides, 5, 3))
