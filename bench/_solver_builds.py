@@ -52,7 +52,7 @@ class SolverBuilds:
                         why.append(f"generation {generation}→{got.generation}")
                     if len(strides) == len(needs):
                         why += [f"level {i} {n}>{s}" for i, (n, s) in enumerate(zip(needs, strides)) if n > s]
-                watch.events.append(f"built ({', '.join(why) or 'other'}; needs {needs[0]}, strides "
+                watch.events.append(f"built ({', '.join(why) or 'other'}; needs {list(needs)}, strides "
                                     f"{list(got.strides)}, lookup {(time.perf_counter() - t0) * 1e3:.2f} ms)")
             return got
 

@@ -342,6 +342,23 @@ extern "C" __global__ void unknowns_scatter(const int* __restrict__ position, co
     }
 }
 
+// unknowns_scatter_carry: unknowns_scatter and warm_carry in one pass (a warm solve without sealed
+// regions, whose p goes unchanged to the carry; issue 24, h19b: one launch and one allocation fewer
+// on the host-paced stretch after the pressure's last read): p as unknowns_scatter writes it, the
+// carried pressure as warm_carry writes it from that p — the same values bit for bit.
+extern "C" __global__ void unknowns_scatter_carry(const int* __restrict__ position, const float* __restrict__ x,
+                                                  int m, int n, const unsigned char* __restrict__ cell, float none,
+                                                  float* __restrict__ p, float* __restrict__ carried)
+{
+    RANGE(c, 0, n)
+    {
+        const int u = position[c];
+        const float v = u < m ? x[u] : 0.0f;
+        p[c] = v;
+        carried[c] = cell[c] == CELL_FLUID ? v : none;
+    }
+}
+
 // warm_carry: the pressure the next warm start reads (sparse_pressure_warm.carry): p on FLUID
 // cells, *none* elsewhere (the caller's NaN: NumPy's bits).
 extern "C" __global__ void warm_carry(const unsigned char* __restrict__ cell, const float* __restrict__ p, int n,

@@ -349,11 +349,12 @@ def _start(level, b, bb, x0):
 
 
 def pcg(grid, kind, b, tolerance, max_iterations, preconditioner="mg", check_every=10, progress=None, x0=None,
-        tables=()):
+        tables=(), carry=None):
     """PCG on A p = b (Alg. 2) over the compacted unknowns, with the device-side
     convergence flag (module notes), from p = 0 or from *x0* (flat, a warm start: module
-    notes); *tables*: ``solver_tables``' level and same, where found. Returns (p flat,
-    iterations, relative residual, converged)."""
+    notes); *tables*: ``solver_tables``' level and same, where found; *carry*: as
+    ``SparsePressureSolverGPU.solve``'s (the persistent GPU solve alone fills it). Returns (p
+    flat, iterations, relative residual, converged)."""
     xp = grid.xp
     level, M = solver_tables(grid, kind, preconditioner, *tables)
     if xp is not np:  # the same tables, the kernels of cuda/flip_sparse_pressure.cu
@@ -364,7 +365,7 @@ def pcg(grid, kind, b, tolerance, max_iterations, preconditioner="mg", check_eve
             kept = getattr(grid, "_pressure_memo", (None,) * 4)[3]
             keep = kept is not None and kept[0] is level and kept[1] is M
             return sparse_pressure_gpu.solve_flat(level, M, b, grid.size, tolerance, max_iterations, preconditioner,
-                                                  check_every, progress, x0=x0, keep=keep)
+                                                  check_every, progress, x0=x0, keep=keep, carry=carry)
 
         x, iterations, residual, converged = solve_unknowns(level, M, level.gather(b), tolerance, max_iterations,
                                                             preconditioner, check_every, progress,
@@ -431,8 +432,11 @@ def solve_pressure(grid, dt, tolerance=1e-4, max_iterations=500, preconditioner=
         x0 = ahead.x0
     else:
         x0 = initial_guess(grid, enclosed, labels) if warm else None
+    # a warm solve without sealed regions carries p as scattered: both in one launch where the solver
+    # scatters in one (sparse_pressure_cells.unknowns_scatter_carry, the same bits)
+    fused = {"cell": grid["cell"]} if warm and enclosed is None and xp is not np else None
     p, iterations, residual, converged = pcg(grid, kind, b, tolerance, int(max_iterations), preconditioner,
-                                             int(check_every), progress, x0=x0, tables=tables)
+                                             int(check_every), progress, x0=x0, tables=tables, carry=fused)
     if enclosed is not None:
         p = _region_mean_removed(p, enclosed, labels, xp)
     # p is 0 off FLUID already (the unknowns and the sealed regions are FLUID cells): the mask
@@ -440,7 +444,7 @@ def solve_pressure(grid, dt, tolerance=1e-4, max_iterations=500, preconditioner=
     if xp is np or not around_kernels() or p.dtype != xp.float32:
         p = xp.where(grid["cell"] == FLUID, p, _F32(0)).astype(xp.float32)
     if warm:
-        carry(grid, p)
+        carry(grid, p, None if fused is None else fused.get("carried"))
     return p, {"iterations": iterations, "residual": residual, "converged": converged}
 
 

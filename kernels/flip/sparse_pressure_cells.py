@@ -48,7 +48,8 @@ from .grid import AIR, FLUID
 _K = Kernels("flip_sparse_pressure_cells.cu", ("--fmad=false",), THREADS,
              defines={"CELL_AIR": AIR, "CELL_FLUID": FLUID})
 KERNELS = ("cells_rhs", "cells_hook", "cells_hook_bricks", "cells_hook_bricks_local", "cells_hook_faces",
-           "cells_label", "cells_sealed", "project_faces", "warm_guess", "unknowns_scatter", "warm_carry")
+           "cells_label", "cells_sealed", "project_faces", "warm_guess", "unknowns_scatter", "warm_carry",
+           "unknowns_scatter_carry")
 # cells_rhs starts each FLUID cell's tree at its lowest FLUID neighbour below it ("1") or at
 # itself ("0"): the same labels (each component's lowest flat index) either way.
 LINK_INIT = os.environ.get("VOXFX_SPARSE_LABEL_LINK_INIT", "1") != "0"
@@ -109,6 +110,19 @@ def unknowns_scatter(position, x, m, size):
     out = cp.empty(int(size), cp.float32)
     _K.launch("unknowns_scatter", int(size), (position, x, np.int32(m), np.int32(size), out))
     return out
+
+
+def unknowns_scatter_carry(position, x, m, size, cell):
+    """(``unknowns_scatter``'s p, ``warm_carry``'s carried pressure of it) in one launch: a warm
+    solve without sealed regions (``sparse_pressure.solve_pressure``), the same bits. Two arrays, as
+    the two launches made: one of 2·size would keep p's half alive with the carry between substeps."""
+    import cupy as cp
+
+    n = int(size)
+    p, carried = cp.empty(n, cp.float32), cp.empty(n, cp.float32)  # apart: p is let go before the carry
+    _K.launch("unknowns_scatter_carry", n, (position, x, np.int32(m), np.int32(n), cell.astype(cp.uint8, copy=False),
+                                            np.float32(np.nan), p, carried))
+    return p, carried
 
 
 def warm_carry(cell, p):

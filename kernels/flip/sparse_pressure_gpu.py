@@ -387,7 +387,7 @@ class SparsePressureSolverGPU(VCycleLaunches, BufferLoads):
         self._reduce("update_direction", (self.d, self._z(), self.sizes, self.scalars, self.state))  # d = z
 
     def solve(self, levels, vcycle, b, tolerance, max_iterations, progress=None, x0=None, cells=None, size=None,
-              keep=False, ahead=None):
+              keep=False, ahead=None, carry=None):
         """x (m + 1, sentinel 0), iterations, relative residual, converged for the
         compacted right-hand side *b* (m + 1, sentinel 0), from x = 0 or from *x0* (m + 1,
         sentinel 0: a warm start, ``sparse_pressure._start``). With *cells* (level 0's flat
@@ -396,7 +396,10 @@ class SparsePressureSolverGPU(VCycleLaunches, BufferLoads):
         *keep*: the tables are kept by the caller for later solves (``solver_tables``' memo):
         the next solve skips their copies if it gets the same arrays; otherwise the solver
         lets go of them now (no table outlives its solve here). *ahead*: the load, the gathers, the
-        start and the predicted iterations queued already (``sparse_pressure_solve_ahead.taken``)."""
+        start and the predicted iterations queued already (``sparse_pressure_solve_ahead.taken``).
+        *carry* ({"cell": the grid's cell types}, a warm solve without sealed regions): where p is
+        scattered in one launch, the carried pressure of it made in the same launch
+        (``unknowns_scatter_carry``) and put in *carry* as "carried"."""
         cp = self.cp
         m = levels[0].m
         if ahead is None:
@@ -411,10 +414,13 @@ class SparsePressureSolverGPU(VCycleLaunches, BufferLoads):
             self._brick_release()
         if cells is None:
             return self.x[:m + 1].copy(), iterations, residual, converged
-        from .sparse_pressure_cells import around_kernels, unknowns_scatter
+        from .sparse_pressure_cells import around_kernels, unknowns_scatter, unknowns_scatter_carry
 
         position = getattr(levels[0], "position", None)
         if around_kernels() and position is not None and position.shape == (int(size),):  # one launch
+            if carry is not None:  # and the carry in it
+                p, carry["carried"] = unknowns_scatter_carry(position, self.x, m, size, carry["cell"])
+                return p, iterations, residual, converged
             return unknowns_scatter(position, self.x, m, size), iterations, residual, converged
         out = cp.zeros(int(size), cp.float32)  # Unknowns.scatter
         out[cells] = self.x[:m]

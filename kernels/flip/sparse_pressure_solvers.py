@@ -140,11 +140,11 @@ def solve_unknowns(level0, vcycle, b, tolerance, max_iterations, preconditioner=
 
 
 def solve_flat(level0, vcycle, b, size, tolerance, max_iterations, preconditioner="mg", check_every=10, progress=None,
-               x0=None, keep=False):
+               x0=None, keep=False, carry=None):
     """``solve_unknowns`` on flat arrays (``PERSIST``): *b* and *x0* per flat cell (*size*
     of them), gathered into the solver's vectors; (p flat — 0 off the unknowns —,
     iterations, relative residual, converged), what ``sparse_pressure.pcg`` makes of
-    ``solve_unknowns``' result by ``Unknowns.gather`` and ``scatter``; *keep* as
+    ``solve_unknowns``' result by ``Unknowns.gather`` and ``scatter``; *keep* and *carry* as
     ``SparsePressureSolverGPU.solve``'s."""
     if level0.m == 0:
         return level0.xp.zeros(int(size), level0.xp.float32), 0, 0.0, True
@@ -155,4 +155,4 @@ def solve_flat(level0, vcycle, b, size, tolerance, max_iterations, preconditione
     launched = ahead.taken(level0, solver, b, x0, tolerance, max_iterations)
     ahead.note(solver)
     return solver.solve(levels, vcycle, b, float(tolerance), int(max_iterations), progress, x0, cells=level0.cells,
-                        size=size, keep=keep, ahead=launched)
+                        size=size, keep=keep, ahead=launched, carry=carry)

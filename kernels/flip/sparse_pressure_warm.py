@@ -15,7 +15,8 @@ where ‖b − A x₀‖ > ‖b‖ (never a worse start than cold; b = 0 gives p
 ``VOXFX_PRESSURE_WARM`` "0"/"1" overrides the setting (bench A/B).
 
 On CuPy with ``sparse_pressure_cells.around_kernels`` (``VOXFX_SPARSE_PRESSURE_AROUND``) x₀
-(new cells "zero") and the carry are one launch each (warm_guess, warm_carry), the same bits.
+(new cells "zero") and the carry are one launch each (warm_guess, warm_carry), the same bits; a solve
+without sealed regions makes the carry in its scatter's launch (unknowns_scatter_carry).
 """
 
 from __future__ import annotations
@@ -73,12 +74,16 @@ def initial_guess(grid, enclosed, labels):
     return x0
 
 
-def carry(grid, p) -> None:
+def carry(grid, p, carried=None) -> None:
     """Keep *p* (flat, after the solve) in the grid's ``CARRIED`` channel on FLUID cells,
-    NaN elsewhere: the next substep's warm start."""
+    NaN elsewhere: the next substep's warm start; *carried*: that array already made
+    (``sparse_pressure_cells.unknowns_scatter_carry``, with p's scatter)."""
     xp = grid.xp
     if CARRIED not in grid.channels:
         grid.add(CARRIED, xp.float32, math.nan)
+    if carried is not None:
+        grid[CARRIED] = carried
+        return
     if xp is not np and _kernels(p):
         from .sparse_pressure_cells import warm_carry
 

@@ -1,5 +1,6 @@
 """The kernels around the sparse pressure solve (``sparse_pressure_cells.around_kernels``,
-``VOXFX_SPARSE_PRESSURE_AROUND``: warm_guess, unknowns_scatter, warm_carry) against the CuPy
+``VOXFX_SPARSE_PRESSURE_AROUND``: warm_guess, unknowns_scatter, warm_carry, the last two in one
+launch — unknowns_scatter_carry — where a warm solve has no sealed region) against the CuPy
 array code they replace: the same pressure, iterations and carried warm start bit for bit over
 warm solves in a row, sealed regions included, and each kernel against its array expression
 on random values (NaN and ±inf among the carried ones)."""
@@ -15,10 +16,14 @@ from voxfx.kernels.flip.grid import FLUID
 DT = 1 / 60
 
 
-def _warm_solves(monkeypatch, way, name, seed):
+def _warm_solves(monkeypatch, way, name, seed, fused=None):
     import cupy
 
     monkeypatch.setenv("VOXFX_SPARSE_PRESSURE_AROUND", way)
+    if fused is not None:  # count the scatter-and-carry launches
+        one = sparse_pressure_cells.unknowns_scatter_carry
+        monkeypatch.setattr(sparse_pressure_cells, "unknowns_scatter_carry",
+                            lambda *a: fused.append(1) or one(*a))
     g = scene(cupy, name, seed)
     out = []
     for step in range(3):
@@ -31,12 +36,17 @@ def _warm_solves(monkeypatch, way, name, seed):
 @pytest.mark.parametrize("name", ("tank", "speckled", "sheet"))
 def test_around_kernels_give_the_array_codes_solves(monkeypatch, name):
     seed = int(np.random.default_rng().integers(1 << 30))
+    fused = []
     arrays = _warm_solves(monkeypatch, "arrays", name, seed)
-    kernels = _warm_solves(monkeypatch, "kernels", name, seed)
+    kernels = _warm_solves(monkeypatch, "kernels", name, seed, fused)
     for (pa, ia, ca), (pk, ik, ck) in zip(arrays, kernels):
         assert ia == ik, f"seed {seed}"
         assert np.array_equal(pa.view(np.uint32), pk.view(np.uint32)), f"seed {seed}"
         assert np.array_equal(ca.view(np.uint32), ck.view(np.uint32)), f"seed {seed}"
+    if name == "tank":  # its solves without a sealed region carry in their scatter's launch
+        assert 1 <= len(fused) <= 3, (len(fused), seed)
+    if name == "speckled":  # sealed regions: the scatter, the mean removed, then the carry
+        assert not fused, seed
 
 
 def test_each_around_kernel_equals_its_array_expression():
@@ -63,3 +73,6 @@ def test_each_around_kernel_equals_its_array_expression():
     want = cp.where(cell == FLUID, got, np.float32(np.nan)).astype(cp.float32)
     assert np.array_equal(host(sparse_pressure_cells.warm_carry(cell, got)).view(np.uint32),
                           host(want).view(np.uint32))
+    p, kept = sparse_pressure_cells.unknowns_scatter_carry(position, x, m, n, cell)  # both in one launch
+    assert np.array_equal(host(p).view(np.uint32), host(got).view(np.uint32))
+    assert np.array_equal(host(kept).view(np.uint32), host(want).view(np.uint32))
