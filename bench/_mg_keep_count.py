@@ -24,10 +24,10 @@ counts = {"kept": 0, "built": 0, "generations": set()}
 _commit = held_levels.commit
 
 
-def commit(ws, level0, *args):
+def commit(ws, grid, level0, *args):
     counts["kept" if getattr(level0, "mg_keep", False) else "built"] += 1
     counts["generations"].add(ws.generation)
-    return _commit(ws, level0, *args)
+    return _commit(ws, grid, level0, *args)
 
 
 held_levels.commit = commit

@@ -326,7 +326,7 @@ def unknowns(grid, kind, extra, ahead=False, before_read=None):
         guess = guessed_base(lo, hi)
         if graph_enabled() or every:  # the coarse levels' graph key and the held levels hold while the base does
             guess = ws.sticky_guess(guess)
-        keep = held_levels.decide(ws, guess, bounds, every)
+        keep = held_levels.decide(ws, grid, guess, bounds, every)
         read = ws.sizes[:10 * count + 6 + len(extra)]
         init = np.array([0] * (4 * count) + [setup._NO_SPAN] * (6 * count) + box_init, np.int32)
         if keep:
@@ -402,7 +402,7 @@ def build(grid, kind, level0):
         every = getattr(level0, "mg_every", 0)
         base = held_levels.base_for(ws, lo, hi) if every else setup._level0_base(lo, hi)
         while True:  # once, or twice where a kept set-up's level count is not the rebuild's
-            keep = held_levels.decide(ws, base, level0.bounds, every)
+            keep = held_levels.decide(ws, grid, base, level0.bounds, every)
             init = np.concatenate([np.zeros(4 * count, np.int32), np.full(6 * count, setup._NO_SPAN, np.int32)])
             init[:3] = (n0, level0.m_red, level0.m)
             if keep:
@@ -417,7 +417,7 @@ def build(grid, kind, level0):
     cnt_h, span_h = sizes[:4 * count].reshape(count, 4), sizes[4 * count:].reshape(count, 6)
     extents = setup.level_extents(cnt_h, span_h, count)
     kept = setup.levels_kept(extents, count)
-    held_levels.commit(ws, level0, cnt_h, span_h, count, kept)
+    held_levels.commit(ws, grid, level0, cnt_h, span_h, count, kept)
     lazy = env_choice("VOXFX_SPARSE_SETUP_VIEWS", VIEWS, default="lazy") == "lazy"
     levels, up, down = [level0], [], []
     for level in range(1, kept):

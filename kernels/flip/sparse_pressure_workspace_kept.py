@@ -17,7 +17,9 @@ The sizes: every read of ``Workspace.sizes`` starts from an initial array writte
 the held levels' counts and spans as the rebuild left them, in the same write. The level count
 (``levels_kept`` on the read) must be the rebuild's; where level 0's or level 1's span changes
 it, the set-up is built again the two-read way (as a guess that missed, ``sparse_pressure_ahead``)
-with levels ≥ 2 rebuilt. Rebuilt too (``decide``) where nothing is held, the held levels are
+with levels ≥ 2 rebuilt. Rebuilt too (``decide``) where nothing is held, or what is held is
+another grid's (the workspace serves every grid on the device: a second simulation in the process,
+a test's next scene; the NumPy V-cycle holds its levels on its grid), the held levels are
 ``keep_every()`` set-ups old, the workspace made a new generation (capacities that grew: new
 buffers, a new solver), the level count of the bounds is another, or level 0's key base moved
 (the kept set-ups launch on ``Workspace.sticky_guess``, which holds while the liquid stays within
@@ -28,6 +30,8 @@ arguments: the same buffers of the same generation, strides and level count.
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from . import sparse_pressure_setup as setup
@@ -37,22 +41,25 @@ from .sparse_pressure_setup import _ints
 
 
 class HeldLevels:
-    """What a rebuild leaves for the next set-ups: its workspace ``generation``, level 0's key
-    ``base``, the ``count`` of levels built, the host rows of levels ≥ 2 (``cnt`` 4 a level,
-    ``span`` 6 a level), the V-cycle's level count ``kept`` (``levels_kept``) and ``age``."""
+    """What a rebuild leaves for the next set-ups: its ``grid`` (weakly: the held levels are its
+    liquid's; the workspace serves every grid of the device), its workspace ``generation``, level
+    0's key ``base``, the ``count`` of levels built, the host rows of levels ≥ 2 (``cnt`` 4 a
+    level, ``span`` 6 a level), the V-cycle's level count ``kept`` (``levels_kept``) and ``age``."""
 
-    def __init__(self, generation, base, count, cnt_h, span_h, kept):
+    def __init__(self, grid, generation, base, count, cnt_h, span_h, kept):
+        self.grid = weakref.ref(grid)
         self.generation, self.base, self.count = generation, tuple(int(b) for b in base), int(count)
         self.cnt = np.array(cnt_h[KEPT_FROM:count], np.int32).reshape(-1)
         self.span = np.array(span_h[KEPT_FROM:count], np.int32).reshape(-1)
         self.kept, self.age = int(kept), 0
 
 
-def decide(ws, base, bounds, every) -> bool:
-    """Whether this set-up keeps levels ≥ 2 (module notes); where not, what was held goes (the
-    launches about to be queued overwrite it)."""
+def decide(ws, grid, base, bounds, every) -> bool:
+    """Whether this set-up of *grid* keeps levels ≥ 2 (module notes: held from a set-up of the same
+    grid); where not, what was held goes (the launches about to be queued overwrite it)."""
     h = ws.held
-    keep = (every > 0 and h is not None and len(bounds) > KEPT_FROM and h.generation == ws.generation
+    keep = (every > 0 and h is not None and h.grid() is grid and len(bounds) > KEPT_FROM
+            and h.generation == ws.generation
             and h.base == tuple(int(b) for b in base) and h.count == len(bounds) and h.age + 1 < every)
     if not keep:
         ws.held = None
@@ -77,13 +84,13 @@ def count_holds(ws, cnt_h, span_h, count) -> bool:
     return False
 
 
-def commit(ws, level0, cnt_h, span_h, count, kept) -> None:
-    """After the set-up's read: a kept set-up ages what is held; a rebuild with the switch on
-    holds its levels ≥ 2 (``HeldLevels``)."""
+def commit(ws, grid, level0, cnt_h, span_h, count, kept) -> None:
+    """After the set-up's read: a kept set-up ages what is held; a rebuild of *grid* with the switch
+    on holds its levels ≥ 2 (``HeldLevels``)."""
     if getattr(level0, "mg_keep", False) and ws.held is not None:
         ws.held.age += 1
     elif getattr(level0, "mg_every", 0) > 0 and count > KEPT_FROM:
-        ws.held = HeldLevels(ws.generation, level0.mg_base, count, cnt_h, span_h, kept)
+        ws.held = HeldLevels(grid, ws.generation, level0.mg_base, count, cnt_h, span_h, kept)
     else:
         ws.held = None
 

@@ -84,6 +84,36 @@ def test_gpu_kept_tables_are_numpys_fresh_or_kept_hierarchy(monkeypatch):
     assert events.count("kept") >= 3, events  # every 3: built, kept, kept, built, kept, kept where nothing else moved
 
 
+def test_gpu_another_grids_set_up_does_not_keep_the_first_grids_levels(monkeypatch):
+    """Two grids in turn on one device (two simulations, or a test's scenes), the switch at 8: a
+    grid's set-up after the other's rebuilds (its tables NumPy's fresh hierarchy), and a grid's
+    second set-up in a row keeps its own levels. (Session 19's device call ran the pressure and
+    warm-start files with the switch on before this rule: their second scenes kept the first's
+    levels ≥ 2 — the workspace serves every grid — and missed the CPU's tables and iterations.)"""
+    import cupy
+
+    monkeypatch.setattr(sparse_pressure, "REUSE_TABLES", False)
+    sparse_pressure_gpu.release_gpu_solvers()
+    spec, _ = _positions(TOPS[0])
+    grids = [SparseFlipGrid(spec, cupy, closed=True) for _ in range(2)]
+    seen = []
+    for at, top in ((0, TOPS[2]), (1, TOPS[1]), (1, TOPS[1]), (0, TOPS[2])):
+        monkeypatch.setenv("VOXFX_SPARSE_MG_KEEP", "8")
+        g = grids[at]
+        _update(g, cupy, top)
+        kind, _, _ = sparse_pressure.solver_cells(g)
+        got = _tables(VCycle(g, kind, sparse_pressure.compact_unknowns(g, kind)))
+        held = sparse_pressure_workspace.workspace().held
+        seen.append((held.grid() is g, held.age))
+        monkeypatch.delenv("VOXFX_SPARSE_MG_KEEP")
+        gn = SparseFlipGrid(spec, np, closed=True)
+        _update(gn, np, top)
+        kind_n, _, _ = sparse_pressure.solver_cells(gn)
+        _same_tables(got, _tables(VCycle(gn, kind_n, sparse_pressure.Unknowns(gn, kind_n))))  # the same liquid
+    sparse_pressure_gpu.release_gpu_solvers()
+    assert seen == [(True, 0), (True, 0), (True, 1), (True, 0)]
+
+
 def test_gpu_kept_pressure_is_the_numpy_kept_pressure(monkeypatch):
     """The sequence's solves (``solve_pressure``, tolerance 1e-5) with the switch "3" on both
     backends: converged, within 2 iterations, the pressures within the CPU/GPU test's bound."""

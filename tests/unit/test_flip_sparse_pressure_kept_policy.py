@@ -19,6 +19,13 @@ COUNT = 6
 BASE = (-100, -90, -80)
 
 
+class _Grid:  # a simulation's grid: what the held levels belong to
+    pass
+
+
+GRID = _Grid()
+
+
 def _sizes(extents=(60, 30, 15, 8, 2, 0), ms=(5000, 600, 80, 10, 2, 0)):
     """Host cnt (4 a level) and span (6 a level) rows whose unknowns span *extents* cells."""
     cnt = np.zeros((COUNT, 4), np.int32)
@@ -34,30 +41,33 @@ def _rebuilt(every=3, generation=7):
     ws = SimpleNamespace(held=None, generation=generation)
     cnt, span = _sizes()
     level0 = SimpleNamespace(mg_keep=False, mg_every=every, mg_base=BASE)
-    kept.commit(ws, level0, cnt, span, COUNT, setup.levels_kept(setup.level_extents(cnt, span, COUNT), COUNT))
+    kept.commit(ws, GRID, level0, cnt, span, COUNT,
+                setup.levels_kept(setup.level_extents(cnt, span, COUNT), COUNT))
     return ws, cnt, span
 
 
 def test_a_rebuild_holds_its_levels_and_every_k_set_ups_rebuild():
     ws, cnt, span = _rebuilt(every=3)
     h = ws.held
-    assert h.generation == 7 and h.base == BASE and h.count == COUNT and h.age == 0 and h.kept == 5
+    assert h.grid() is GRID and h.generation == 7 and h.base == BASE and h.count == COUNT and h.age == 0 and h.kept == 5
     assert np.array_equal(h.cnt, cnt[2:].ravel()) and np.array_equal(h.span, span[2:].ravel())
     bounds = [1] * COUNT
     done = []
     for _ in range(6):
-        keep = kept.decide(ws, BASE, bounds, 3)
+        keep = kept.decide(ws, GRID, BASE, bounds, 3)
         done.append(keep)
         level0 = SimpleNamespace(mg_keep=keep, mg_every=3, mg_base=BASE)
-        kept.commit(ws, level0, cnt, span, COUNT, 5)
+        kept.commit(ws, GRID, level0, cnt, span, COUNT, 5)
     assert done == [True, True, False, True, True, False]
 
 
-@pytest.mark.parametrize("change", ["off", "generation", "base", "count", "none held"])
+@pytest.mark.parametrize("change", ["off", "generation", "base", "count", "none held", "another grid"])
 def test_each_trigger_rebuilds_and_drops_what_was_held(change):
     ws, _, _ = _rebuilt()
-    bounds, base, every = [1] * COUNT, BASE, 3
-    if change == "off":
+    bounds, base, every, grid = [1] * COUNT, BASE, 3, GRID
+    if change == "another grid":  # a second simulation, or a test's next scene, on the same device
+        grid = _Grid()
+    elif change == "off":
         every = 0
     elif change == "generation":
         ws.generation += 1
@@ -67,9 +77,9 @@ def test_each_trigger_rebuilds_and_drops_what_was_held(change):
         bounds = bounds[:-1]
     else:
         ws.held = None
-    assert kept.decide(ws, base, bounds, every) is False and ws.held is None
+    assert kept.decide(ws, grid, base, bounds, every) is False and ws.held is None
     ws, _, _ = _rebuilt()
-    assert kept.decide(ws, BASE, [1] * COUNT, 3) is True and ws.held is not None
+    assert kept.decide(ws, GRID, BASE, [1] * COUNT, 3) is True and ws.held is not None
 
 
 def test_the_held_rows_go_into_the_initial_sizes_and_the_rest_stays():
