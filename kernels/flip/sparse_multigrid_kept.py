@@ -28,7 +28,9 @@ set-up launches on is kept, ``Workspace.sticky_guess``: it moves only where the 
 CG iterations (h19c, NumPy, the dam break's systems at dt 1/120): levels ≥ 2 kept and rebuilt
 every 3 set-ups +0.01 / +0.00 / +0.00 iterations a substep at 64³ / 128³ / 256³, every 4 +0.10
 at 128³, every 8 +0.10 / +0.50 / +0.08; estimated at 8M ~0.2 ms of device and ~0.3 ms of host a
-substep saved (~16 of the set-up's ~25 launches are levels ≥ 2's).
+substep saved (~16 of the set-up's ~25 launches are levels ≥ 2's). On an H100 (h19d, the 8M row,
+"3" against "0" in alternating processes): the same 91 CG iterations over 8 substeps, the pressure
+stage 4.87 / 4.47 → 4.14 / 4.17 ms (``sparse_pressure_workspace_kept``'s notes).
 """
 
 from __future__ import annotations

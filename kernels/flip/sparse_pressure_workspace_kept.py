@@ -26,6 +26,14 @@ buffers, a new solver), the level count of the bounds is another, or level 0's k
 ~2^18 cells). A rebuild drops what was held before its launches overwrite it, and holds the new
 levels once its read is back (``commit``). The solver and its captured graphs keep their
 arguments: the same buffers of the same generation, strides and level count.
+
+Measured on an H100 80GB HBM3 (driver 580.159.04, session 19, bench/mg_keep_call.sh; the 8M row,
+bench/_mg_keep_count.py --row 8m --steps 8 --warm 2, separate processes alternating off, 3, off,
+3): with "3" 6 of 10 set-ups kept, one generation, the same 91 CG iterations over the 8 substeps,
+the pressure stage 4.87 / 4.47 → 4.14 / 4.17 ms (medians), the substep 7.7 / 6.9 → 7.0 / 6.9 ms —
+two processes a way on a host-paced stretch (bench/RESULTS.md "h19d"). Off by default until the
+GPU files have run again with the grid rule (the held levels are their grid's: added after that
+call, where the pressure and warm-start files' second scenes kept the first one's levels).
 """
 
 from __future__ import annotations
