@@ -30,7 +30,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from voxfx.kernels.flip.sparse_multigrid import TableBuilder, _CellSet, _level0_cells, _pack, _unpack
+from voxfx.kernels.flip.sparse_multigrid import TableBuilder, _level0_cells, _pack, _unpack
+from voxfx.kernels.flip.sparse_multigrid_kept import common_bases  # noqa: F401 (the bench's callers use it here)
+from voxfx.kernels.flip.sparse_multigrid_kept import rebased as _rebased
 
 try:  # bench/ on the path (the bench scripts), else the checkout's root (the tests)
     from _mg_variants import DEFAULT_OPTIONS, VariantVCycle
@@ -67,25 +69,6 @@ def changed(now: Snapshot, then: Snapshot, level=1) -> float:
     other, over *now*'s count: how far the kept hierarchy has gone stale."""
     a, b = (_pack(*_unpack(s.cells[level].keys, s.cells[level].base), _FAR) for s in (now, then))
     return float(np.setxor1d(a, b).shape[0]) / max(int(a.shape[0]), 1)
-
-
-def _rebased(cells, keys, base):
-    """*cells* and *keys* relative to *base* (≤ theirs on every axis; the sorted order stays)."""
-    if tuple(base) == cells.base:
-        return cells, keys
-    out = _CellSet(_pack(*_unpack(cells.keys, cells.base), base), cells.fluid, base)
-    out.position = cells.position
-    return out, _pack(*_unpack(keys, cells.base), base)
-
-
-def common_bases(fine_base, coarse_base):
-    """Bases for a current fine set and a kept coarse set that keep every query of ``prolong``
-    (a fine cell's parent ± 1) and ``restrict`` (2I − 1 … 2I + 2) at or above its base, as a
-    fresh hierarchy's margin does: fine F = min(fine, 2·coarse), coarse min(coarse, the base
-    ``coarser_base`` gives F)."""
-    fine = tuple(min(f, 2 * c) for f, c in zip(fine_base, coarse_base))
-    coarse = tuple(min(c, (f + 4) // 2 - 4) for f, c in zip(fine, coarse_base))
-    return fine, coarse
 
 
 class KeptVCycle(VariantVCycle):

@@ -254,6 +254,17 @@ extern "C" __global__ void mgs_level_tables_down(const int* __restrict__ order, 
     RANGE(u, 0, m + 1) restrict_fill(u, mf, bound + 1, down);
 }
 
+// A kept coarse level's down (sparse_multigrid_kept, VOXFX_SPARSE_MG_KEEP: levels >= 2 held across
+// set-ups) filled again with the finer level's sentinel fcnt[2] on columns 0 ... cnt[2] (the kept
+// level's count), mgs_level_tables_down's fill without its tables: the finer level was rebuilt, so
+// its sentinel and unknowns changed; mgs_prolong_restrict then scatters the new ones in.
+extern "C" __global__ void mgs_down_fill(const int* __restrict__ cnt, const int* __restrict__ fcnt, int stride,
+                                         int* __restrict__ down)
+{
+    const int m = cnt[2], mf = fcnt[2];
+    RANGE(u, 0, m + 1) restrict_fill(u, mf, stride, down);
+}
+
 // mgs_prolong_table, each fine unknown then writing itself into down (cstride; filled by
 // mgs_level_tables_down before).
 __device__ __forceinline__ void mgs_prolong_restrict_body(const long long* __restrict__ fkeys,

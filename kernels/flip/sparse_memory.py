@@ -164,7 +164,8 @@ NumPy path, dam breaks, a blob and a pool at 6k–50k particles) and rounded up:
   the coarse multigrid tables at their capacities and level 1's candidates, kept from
   substep to substep, ``WORKSPACE_CELL`` 24 B per pool cell in the state and the substep.
   With the coarse levels replayed as a graph (``sparse_pressure_setup_graph``,
-  ``VOXFX_SPARSE_SETUP_GRAPH=1``, off by default) their scratch is kept too, with the tables:
+  ``VOXFX_SPARSE_SETUP_GRAPH=1``, off by default) or levels ≥ 2 held across set-ups
+  (``sparse_multigrid_kept``, ``VOXFX_SPARSE_MG_KEEP``, off by default) their scratch is kept too, with the tables:
   ``GRAPH_SCRATCH_CELL`` 14 B per pool cell more, a bound — ~86 B per level-1 entry over all
   levels (``Workspace.tables``' scratch arrays), level 1 at most 1.25 × an eighth of the pool
   cells + 64 — where the 8M dam break measured ~9 (H100, session 15: its pool 916 → 931 MiB; without
@@ -217,6 +218,7 @@ from ..grid import GridSpec
 from ..grid.sparse import BRICK, BUILD_CHUNK
 from ..grid.sparse_mac import CELLS
 from . import particle_count, particle_sort, sparse_pressure_workspace
+from . import sparse_multigrid_kept
 from . import sparse_pressure_setup_graph as setup_graph
 from .sparse_output import box_outputs
 
@@ -414,7 +416,8 @@ def memory_at(spec: GridSpec, bricks: int, particles: int, particles_per_cell: i
     else:
         # the set-up's workspace, held from substep to substep: in the state and every substep
         on = sparse_pressure_workspace.enabled() if workspace is None else workspace
-        held = (WORKSPACE_CELL + (graph_scratch_cell() if setup_graph.enabled() else 0)) * cells if on else 0
+        kept_scratch = setup_graph.enabled() or sparse_multigrid_kept.keep_every() > 0  # the coarse scratch held
+        held = (WORKSPACE_CELL + (graph_scratch_cell() if kept_scratch else 0)) * cells if on else 0
         # the fitted rows held the solver's level-0 nbr rows; a solver on the brick path holds none
         held -= 0 if level0_nbr_held(on) else int(LEVEL0_NBR * P / ppc)
         state = GPU_STATE_CELL * cells + (GPU_STATE_PARTICLE + (36 if apic else 0)) * Pk + kept_faces + held + spare

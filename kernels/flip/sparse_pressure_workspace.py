@@ -50,6 +50,8 @@ from .. import backend
 from ..settings import env_choice
 from ..grid.sparse_mac import CARVE_ALIGN, carve
 from . import sparse_pressure_setup as setup
+from . import sparse_pressure_workspace_kept as held_levels
+from .sparse_multigrid_kept import keep_every
 from .sparse_multigrid import _Level
 from .sparse_pressure_ahead import guessed_base, tables_stand
 from .sparse_pressure_buffers import table_caps
@@ -146,6 +148,7 @@ class Workspace:
         self.graphs = Graphs()  # the coarse levels' graphs (sparse_pressure_setup_graph)
         self.guess = None  # the key base an ahead set-up last guessed (``sticky_guess``)
         self.keep = False  # the coarse scratch kept past its set-up (``scratch``)
+        self.held = None  # levels ≥ 2 held across set-ups (``sparse_pressure_workspace_kept.HeldLevels``)
 
     def held_bytes(self) -> int:
         """Bytes of this workspace's buffers (``held_bytes``)."""
@@ -316,10 +319,19 @@ def unknowns(grid, kind, extra, ahead=False, before_read=None):
     in_set, flags, scans = carve(cp, {"in_set": (cp.int64, size), "flags": (cp.int32, (3, size)),
                                       "scans": (cp.int32, (3, size))}).values()
     box_init = [2 ** 31 - 1] * 3 + [-(2 ** 31)] * 3 + [0] * len(extra)
+    every = keep_every()  # levels ≥ 2 held across set-ups (sparse_pressure_workspace_kept)
     if ahead:  # the sizes land in level 0's cnt row (m_red, m, set size at 1, 2, 3), then the spans, box, extra
         count = len(ws.caps)
+        lo, hi, bounds = ws.last
+        guess = guessed_base(lo, hi)
+        if graph_enabled() or every:  # the coarse levels' graph key and the held levels hold while the base does
+            guess = ws.sticky_guess(guess)
+        keep = held_levels.decide(ws, grid, guess, bounds, every)
         read = ws.sizes[:10 * count + 6 + len(extra)]
-        read.set(np.array([0] * (4 * count) + [setup._NO_SPAN] * (6 * count) + box_init, np.int32))
+        init = np.array([0] * (4 * count) + [setup._NO_SPAN] * (6 * count) + box_init, np.int32)
+        if keep:
+            held_levels.rows(init, ws, count)
+        read.set(init)
         sizes, box, values = ws.cnt[0][1:], read[10 * count:10 * count + 6], read[10 * count + 6:]
     else:
         read = ws.read[:9 + len(extra)]
@@ -337,13 +349,11 @@ def unknowns(grid, kind, extra, ahead=False, before_read=None):
     level._prolong_args = level._nbr = level._diag = None
     level.candidates = 0  # level 1's candidates (_launch_levels): brick_words
     level.ws_serial, level.ws_device = ws.serial, ws.device
+    level.mg_every, level.mg_keep = every, False
     if ahead:
-        lo, hi, bounds = ws.last
-        guess = guessed_base(lo, hi)
-        if graph_enabled():  # the coarse levels' graph key holds while the base does
-            guess = ws.sticky_guess(guess)
         level.ws_generation, level.bounds = ws.generation, bounds
-        _launch_levels(grid, kind, ws, level, guess, bounds, size)
+        level.mg_keep, level.mg_base = keep, guess
+        _launch_levels(grid, kind, ws, level, guess, bounds, size, keep)
         host = read.get() if before_read is None else before_read(level, read)  # the one host read: every size
         cnt_h = host[:4 * count].reshape(count, 4)
         m_red, m, n_set = (int(v) for v in cnt_h[0, 1:])
@@ -352,6 +362,10 @@ def unknowns(grid, kind, extra, ahead=False, before_read=None):
         level.extra = tuple(int(v) for v in host[10 * count + 6:])
         bounds = setup.level_bounds(n_set)
         held = m > 0 and tables_stand(ws.caps, lo, hi, bounds, guess)
+        if held and keep:  # the V-cycle's level count must be the rebuild's (else built again, levels ≥ 2 too)
+            held = held_levels.count_holds(ws, cnt_h, host[4 * count:10 * count].reshape(count, 6), count)
+        if keep and not held:  # a kept launch that missed: built again after the read, levels ≥ 2 too
+            ws.held, level.mg_keep = None, False
         ws.ahead[0 if held else 1] += 1
         if held:
             level.prebuilt = host[:10 * count]
@@ -385,14 +399,25 @@ def build(grid, kind, level0):
     sizes, level0.prebuilt = level0.prebuilt, None
     if sizes is None:
         lo, hi, n0 = level0.level0_box
-        init = np.concatenate([np.zeros(4 * count, np.int32), np.full(6 * count, setup._NO_SPAN, np.int32)])
-        init[:3] = (n0, level0.m_red, level0.m)
-        ws.sizes[:10 * count].set(init)
-        _launch_levels(grid, kind, ws, level0, setup._level0_base(lo, hi), level0.bounds, level0.m)
-        sizes = ws.sizes[:10 * count].get()  # the one host sync
+        every = getattr(level0, "mg_every", 0)
+        base = held_levels.base_for(ws, lo, hi) if every else setup._level0_base(lo, hi)
+        while True:  # once, or twice where a kept set-up's level count is not the rebuild's
+            keep = held_levels.decide(ws, grid, base, level0.bounds, every)
+            init = np.concatenate([np.zeros(4 * count, np.int32), np.full(6 * count, setup._NO_SPAN, np.int32)])
+            init[:3] = (n0, level0.m_red, level0.m)
+            if keep:
+                held_levels.rows(init, ws, count)
+            ws.sizes[:10 * count].set(init)
+            _launch_levels(grid, kind, ws, level0, base, level0.bounds, level0.m, keep)
+            sizes = ws.sizes[:10 * count].get()  # the one host sync
+            if not keep or held_levels.count_holds(ws, sizes[:4 * count].reshape(count, 4),
+                                                   sizes[4 * count:].reshape(count, 6), count):
+                break
+        level0.mg_keep, level0.mg_base = keep, base
     cnt_h, span_h = sizes[:4 * count].reshape(count, 4), sizes[4 * count:].reshape(count, 6)
     extents = setup.level_extents(cnt_h, span_h, count)
     kept = setup.levels_kept(extents, count)
+    held_levels.commit(ws, grid, level0, cnt_h, span_h, count, kept)
     lazy = env_choice("VOXFX_SPARSE_SETUP_VIEWS", VIEWS, default="lazy") == "lazy"
     levels, up, down = [level0], [], []
     for level in range(1, kept):

@@ -22,6 +22,7 @@ import numpy as np
 from ..settings import env_choice
 from . import sparse_pressure_setup as setup
 from . import sparse_pressure_setup_graph as setup_graph
+from . import sparse_pressure_workspace_kept as held_levels
 from .sparse_multigrid import _CellSet
 from .sparse_pressure_setup import _ints
 
@@ -42,23 +43,26 @@ def fuse(given=None) -> str:
     return env_choice("VOXFX_SPARSE_SETUP_FUSE", FUSE, given)
 
 
-def _launch_levels(grid, kind, ws, level0, base, bounds, most):
+def _launch_levels(grid, kind, ws, level0, base, bounds, most, keep=False):
     """The coarse levels' launches on level 0's key *base* (its set of host *bounds*; at most
     *most* level-0 unknowns: the span kernel's grid), sizes into ``ws.cnt`` and ``ws.span``;
-    from level 2 on as one graph replay where ``sparse_pressure_setup_graph`` is on."""
+    from level 2 on as one graph replay where ``sparse_pressure_setup_graph`` is on, or (*keep*:
+    levels ≥ 2 held, ``sparse_pressure_workspace_kept``) only level 1 ↔ 2's transfers."""
     cnt, span = ws.cnt, ws.span
     joined = fuse() == "1" and len(bounds) > 1
     if not joined:
         setup._widening(setup._B, "mgb_unknown_span", most, (level0._tables_args[0], cnt[0], grid.slot_coords, span[0]))
     if len(bounds) > 1:
-        graph = len(bounds) > 2 and setup_graph.enabled()  # a graph of levels 2 …
-        ws.scratch(keep=graph)
+        graph = not keep and len(bounds) > 2 and setup_graph.enabled()  # a graph of levels 2 …
+        ws.scratch(keep=graph or getattr(level0, "mg_every", 0) > 0)  # held levels: level 2's keys stay
         try:
             fine = _level1(grid, kind, base, ws, level0.position, (level0._tables_args[0], most) if joined else None)
             level0._prolong_args = (cnt[0], grid.brick_nbr, ws.map1, ws.levels[1]["position"], cnt[1])
             level0.candidates = int(grid.brick_slot.shape[0]) * 64  # map1's entries this set-up wrote
             first = _tail_start(bounds)  # build's test, on the host bounds
-            if graph:
+            if keep:
+                held_levels.launch(ws, fine)
+            elif graph:
                 key = (ws.generation, int(ws.arena.data.ptr), fine[1], first, setup.SCAN, _scatter(), joined)
                 ws.graphs.run(key, partial(_coarser, fine, ws, first), partial(_tail_record, first, fine, ws))
             else:

@@ -1,0 +1,112 @@
+"""The device's rule for holding levels ≥ 2 across set-ups (sparse_pressure_workspace_kept, issue
+24, h19d), its host part on the CPU: which set-ups keep (every k, the generation, the key base,
+the level count of the bounds), the held rows written into the sizes' initial array, the level
+count on the read, what a set-up leaves held, and the key base a set-up after its read uses. The
+launches themselves: tests/unit/test_cuda_sparse_pressure_kept_host.py (host harness) and
+tests/gpu/test_flip_sparse_pressure_kept_gpu.py."""
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from voxfx.kernels.flip import sparse_pressure_setup as setup
+from voxfx.kernels.flip import sparse_pressure_workspace_kept as kept
+from voxfx.kernels.flip.sparse_pressure_ahead import guessed_base
+from voxfx.kernels.flip.sparse_pressure_workspace import Workspace
+
+COUNT = 6
+BASE = (-100, -90, -80)
+
+
+class _Grid:  # a simulation's grid: what the held levels belong to
+    pass
+
+
+GRID = _Grid()
+
+
+def _sizes(extents=(60, 30, 15, 8, 2, 0), ms=(5000, 600, 80, 10, 2, 0)):
+    """Host cnt (4 a level) and span (6 a level) rows whose unknowns span *extents* cells."""
+    cnt = np.zeros((COUNT, 4), np.int32)
+    span = np.full((COUNT, 6), setup._NO_SPAN, np.int32)
+    for level, (e, m) in enumerate(zip(extents, ms)):
+        cnt[level] = (8 * m, m // 2, m, 0)
+        if m:
+            span[level] = (e - 1, 0, 0, 0, 0, 0)
+    return cnt, span
+
+
+def _rebuilt(every=3, generation=7):
+    ws = SimpleNamespace(held=None, generation=generation)
+    cnt, span = _sizes()
+    level0 = SimpleNamespace(mg_keep=False, mg_every=every, mg_base=BASE)
+    kept.commit(ws, GRID, level0, cnt, span, COUNT,
+                setup.levels_kept(setup.level_extents(cnt, span, COUNT), COUNT))
+    return ws, cnt, span
+
+
+def test_a_rebuild_holds_its_levels_and_every_k_set_ups_rebuild():
+    ws, cnt, span = _rebuilt(every=3)
+    h = ws.held
+    assert h.grid() is GRID and h.generation == 7 and h.base == BASE and h.count == COUNT and h.age == 0 and h.kept == 5
+    assert np.array_equal(h.cnt, cnt[2:].ravel()) and np.array_equal(h.span, span[2:].ravel())
+    bounds = [1] * COUNT
+    done = []
+    for _ in range(6):
+        keep = kept.decide(ws, GRID, BASE, bounds, 3)
+        done.append(keep)
+        level0 = SimpleNamespace(mg_keep=keep, mg_every=3, mg_base=BASE)
+        kept.commit(ws, GRID, level0, cnt, span, COUNT, 5)
+    assert done == [True, True, False, True, True, False]
+
+
+@pytest.mark.parametrize("change", ["off", "generation", "base", "count", "none held", "another grid"])
+def test_each_trigger_rebuilds_and_drops_what_was_held(change):
+    ws, _, _ = _rebuilt()
+    bounds, base, every, grid = [1] * COUNT, BASE, 3, GRID
+    if change == "another grid":  # a second simulation, or a test's next scene, on the same device
+        grid = _Grid()
+    elif change == "off":
+        every = 0
+    elif change == "generation":
+        ws.generation += 1
+    elif change == "base":
+        base = (BASE[0] - 1,) + BASE[1:]
+    elif change == "count":
+        bounds = bounds[:-1]
+    else:
+        ws.held = None
+    assert kept.decide(ws, grid, base, bounds, every) is False and ws.held is None
+    ws, _, _ = _rebuilt()
+    assert kept.decide(ws, GRID, BASE, [1] * COUNT, 3) is True and ws.held is not None
+
+
+def test_the_held_rows_go_into_the_initial_sizes_and_the_rest_stays():
+    ws, cnt, span = _rebuilt()
+    init = np.concatenate([np.zeros(4 * COUNT, np.int32), np.full(6 * COUNT, setup._NO_SPAN, np.int32),
+                           np.arange(9, dtype=np.int32)])  # then a box and extra values, as an ahead read
+    init[:3] = (11, 12, 13)
+    want = init.copy()
+    kept.rows(init, ws, COUNT)
+    want[8:4 * COUNT] = cnt[2:].ravel()
+    want[4 * COUNT + 12:10 * COUNT] = span[2:].ravel()
+    assert np.array_equal(init, want)
+
+
+def test_a_kept_read_with_another_level_count_drops_the_held_levels():
+    ws, cnt, span = _rebuilt()
+    assert kept.count_holds(ws, cnt, span, COUNT) and ws.held is not None
+    short = span.copy()
+    short[1] = (2, 0, 0, 0, 0, 0)  # level 1 spans 3 cells now: under MG_MIN_SIDE, 2 levels kept
+    assert not kept.count_holds(ws, cnt, short, COUNT) and ws.held is None
+
+
+def test_a_set_up_after_its_read_launches_on_the_sticky_base_while_it_holds():
+    ws = SimpleNamespace(guess=None, last=((10, 20, 30), (90, 80, 70), None))
+    ws.sticky_guess = Workspace.sticky_guess.__get__(ws)
+    first = kept.base_for(ws, (10, 20, 30), (90, 80, 70))
+    assert first == guessed_base((10, 20, 30), (90, 80, 70))
+    ws.last = ((14, 21, 30), (95, 80, 71), None)  # the liquid moved a little: the same base
+    assert kept.base_for(ws, (14, 21, 30), (95, 80, 71)) == first
+    assert setup._level0_base((14, 21, 30), (95, 80, 71)) != first
