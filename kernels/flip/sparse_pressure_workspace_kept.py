@@ -26,7 +26,14 @@ levels are ``keep_every()`` set-ups old, the workspace made a new generation (ca
 buffers, a new solver), the level count of the bounds is another, or level 0's key base moved
 (the kept set-ups launch on ``Workspace.sticky_guess``, which holds while the liquid stays within
 ~2^18 cells). A rebuild drops what was held before its launches overwrite it, and holds the new
-levels once its read is back (``commit``). The solver and its captured graphs keep their
+levels once its read is back (``commit``). Two of these triggers are the workspace's history, not
+the grid's: a new generation and a moved key base. A bake resumed in a fresh process grows its
+capacities on its own set-ups (the uninterrupted bake's were grown by the frames before), so
+where one of them grows within a frame and the other does not, that set-up rebuilds in one bake
+and keeps in the other — the resume then differs within the solve's tolerance (the frame-start
+rule makes every other set-up the same; tests/gpu/test_flip_sparse_pressure_kept_gpu.py compares
+on a warmed workspace). Not handled (h19e): the held levels copied into a new generation's buffers
+would remove it. The solver and its captured graphs keep their
 arguments: the same buffers of the same generation, strides and level count.
 
 Measured on an H100 80GB HBM3 (driver 580.159.04, session 19, bench/mg_keep_call.sh; the 8M row,
