@@ -375,7 +375,7 @@ class VCycle:
                 self.levels, self.up, self.down = sparse_pressure_setup.build(grid, kind, level0)
                 self._dense_levels()
                 return
-        from .sparse_multigrid_kept import KEPT_FROM, Held, keep_every
+        from .sparse_multigrid_kept import KEPT_FROM, Held, frame_of, keep_every
 
         if xp is np:
             build = TableBuilder(xp, coarsen_fluid)
@@ -387,11 +387,12 @@ class VCycle:
         keys, base = _pack(*level0.lattice, cells.base), cells.base  # of the finest unknowns
         every = keep_every() if xp is np and coarsen_fluid == 9 and min_side == MG_MIN_SIDE else 0
         held = getattr(grid, "_mg_held", None) if every else None
+        frame = frame_of(grid)  # a frame begun since they were built: rebuilt (sparse_multigrid_kept)
         if every:
             grid._mg_held = None  # set again below where levels ≥ 2 are built or kept
         while len(self.levels) < MAX_LEVELS and build.extent(keys, base) >= min_side:
             fine = self.levels[-1]
-            if len(self.levels) == KEPT_FROM and held is not None and held.keeps(every):  # levels ≥ 2 held
+            if len(self.levels) == KEPT_FROM and held is not None and held.keeps(every, frame):  # levels ≥ 2 held
                 up, down = held.transfers(build, cells, keys, fine.m)
                 self.levels += held.levels
                 self.up += [up] + held.up
@@ -411,7 +412,7 @@ class VCycle:
             if len(self.levels) == KEPT_FROM + 1:
                 kept_cells, kept_keys = cells, keys
             grid._mg_held = Held(self.levels[KEPT_FROM:], self.up[KEPT_FROM:], self.down[KEPT_FROM:], kept_cells,
-                                 kept_keys)
+                                 kept_keys, frame)
         for level in self.levels[1:]:  # only needed while building
             level.keys = None
         self._dense_levels()

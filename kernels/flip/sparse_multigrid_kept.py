@@ -15,6 +15,11 @@ The policy, the same on both backends (``VOXFX_SPARSE_MG_KEEP``, read at each se
 default: every level every set-up, today's): levels ≥ 2 are rebuilt at a set-up where
 
 * none are held (the first, after a switch, or after a set-up whose V-cycle had < 3 levels),
+* a frame began since they were built (``frame_started``: the sparse simulation's ``step``
+  marks its grid, helper h19e): the first set-up of every frame rebuilds, so a bake resumed from
+  a frame's checkpoint (its new grid holds nothing) keeps and rebuilds on the set-ups the
+  uninterrupted bake does — bit for bit on the CPU (tests/unit/test_flip_sparse_mg_keep_resume.py);
+  with the Fast preset's 3 substeps a frame and k = 3 the schedule h19d measured,
 * they are ``keep_every()`` set-ups old (rebuilt at age 0, held at ages 1 … k − 1),
 * the V-cycle's level count (before ``MG_DENSE``'s drop) would change: level 0's or level 1's
   span falls under ``MG_MIN_SIDE`` (fewer levels: nothing to keep);
@@ -48,6 +53,17 @@ def keep_every(given=None) -> int:
     return int(env_choice(SWITCH, KEEP_WAYS, given))
 
 
+def frame_started(grid) -> None:
+    """A frame of the simulation owning *grid* begins (``SparseFlipSimulation.step``): levels ≥ 2
+    held for *grid* are not kept past its next set-up, on either backend (module notes)."""
+    grid._mg_frame = frame_of(grid) + 1
+
+
+def frame_of(grid) -> int:
+    """The frames begun on *grid* (``frame_started``; 0 for a grid no simulation steps)."""
+    return getattr(grid, "_mg_frame", 0)
+
+
 def common_bases(fine_base, coarse_base):
     """Key bases for a current fine set and a kept coarse set that keep every query of
     ``TableBuilder.prolong`` (a fine cell's parent ± 1) and ``restrict`` (2I − 1 … 2I + 2) at or
@@ -72,17 +88,19 @@ class Held:
     """Levels ≥ 2 of the set-up that last rebuilt them: ``levels`` (their ``_Level``), ``up`` and
     ``down`` (the transfers among them: ``VCycle.up[2:]``, ``down[2:]``), level 2's set
     ``cells`` (with positions) and its unknowns' ``keys``, the V-cycle's level ``count`` before
-    the dense drop, and ``age`` (set-ups since the rebuild)."""
+    the dense drop, ``age`` (set-ups since the rebuild) and the grid's ``frame`` it was built in
+    (``frame_of``)."""
 
-    def __init__(self, levels, up, down, cells, keys):
+    def __init__(self, levels, up, down, cells, keys, frame=0):
         self.levels, self.up, self.down = list(levels), list(up), list(down)
         self.cells, self.keys = cells, keys
         self.count = KEPT_FROM + len(self.levels)
-        self.age = 0
+        self.age, self.frame = 0, int(frame)
 
-    def keeps(self, every) -> bool:
-        """Whether the next set-up keeps these levels (``every``: ``keep_every()``)."""
-        return every > 0 and self.age + 1 < every
+    def keeps(self, every, frame=0) -> bool:
+        """Whether the next set-up, in the grid's *frame* (``frame_of``), keeps these levels
+        (``every``: ``keep_every()``)."""
+        return every > 0 and self.frame == frame and self.age + 1 < every
 
     def transfers(self, build, cells, keys, m_fine):
         """(up, down) between level 1 (*cells* with positions, its unknowns' *keys*, *m_fine* of

@@ -19,12 +19,21 @@ the held levels' counts and spans as the rebuild left them, in the same write. T
 it, the set-up is built again the two-read way (as a guess that missed, ``sparse_pressure_ahead``)
 with levels ≥ 2 rebuilt. Rebuilt too (``decide``) where nothing is held, or what is held is
 another grid's (the workspace serves every grid on the device: a second simulation in the process,
-a test's next scene; the NumPy V-cycle holds its levels on its grid), the held levels are
-``keep_every()`` set-ups old, the workspace made a new generation (capacities that grew: new
+a test's next scene; the NumPy V-cycle holds its levels on its grid), a frame of the grid began
+since they were built (``sparse_multigrid_kept.frame_started``, the NumPy rule: the first set-up of
+every frame rebuilds, so a resumed bake keeps where the uninterrupted one does; h19e), the held
+levels are ``keep_every()`` set-ups old, the workspace made a new generation (capacities that grew: new
 buffers, a new solver), the level count of the bounds is another, or level 0's key base moved
 (the kept set-ups launch on ``Workspace.sticky_guess``, which holds while the liquid stays within
 ~2^18 cells). A rebuild drops what was held before its launches overwrite it, and holds the new
-levels once its read is back (``commit``). The solver and its captured graphs keep their
+levels once its read is back (``commit``). Two of these triggers are the workspace's history, not
+the grid's: a new generation and a moved key base. A bake resumed in a fresh process grows its
+capacities on its own set-ups (the uninterrupted bake's were grown by the frames before), so
+where one of them grows within a frame and the other does not, that set-up rebuilds in one bake
+and keeps in the other — the resume then differs within the solve's tolerance (the frame-start
+rule makes every other set-up the same; tests/gpu/test_flip_sparse_pressure_kept_gpu.py compares
+on a warmed workspace). Not handled (h19e): the held levels copied into a new generation's buffers
+would remove it. The solver and its captured graphs keep their
 arguments: the same buffers of the same generation, strides and level count.
 
 Measured on an H100 80GB HBM3 (driver 580.159.04, session 19, bench/mg_keep_call.sh; the 8M row,
@@ -44,7 +53,7 @@ import numpy as np
 
 from . import sparse_pressure_setup as setup
 from .sparse_multigrid import _CellSet
-from .sparse_multigrid_kept import KEPT_FROM
+from .sparse_multigrid_kept import KEPT_FROM, frame_of
 from .sparse_pressure_setup import _ints
 
 
@@ -52,10 +61,11 @@ class HeldLevels:
     """What a rebuild leaves for the next set-ups: its ``grid`` (weakly: the held levels are its
     liquid's; the workspace serves every grid of the device), its workspace ``generation``, level
     0's key ``base``, the ``count`` of levels built, the host rows of levels ≥ 2 (``cnt`` 4 a
-    level, ``span`` 6 a level), the V-cycle's level count ``kept`` (``levels_kept``) and ``age``."""
+    level, ``span`` 6 a level), the V-cycle's level count ``kept`` (``levels_kept``), ``age`` and
+    the grid's ``frame`` they were built in (``sparse_multigrid_kept.frame_of``)."""
 
     def __init__(self, grid, generation, base, count, cnt_h, span_h, kept):
-        self.grid = weakref.ref(grid)
+        self.grid, self.frame = weakref.ref(grid), frame_of(grid)
         self.generation, self.base, self.count = generation, tuple(int(b) for b in base), int(count)
         self.cnt = np.array(cnt_h[KEPT_FROM:count], np.int32).reshape(-1)
         self.span = np.array(span_h[KEPT_FROM:count], np.int32).reshape(-1)
@@ -64,9 +74,10 @@ class HeldLevels:
 
 def decide(ws, grid, base, bounds, every) -> bool:
     """Whether this set-up of *grid* keeps levels ≥ 2 (module notes: held from a set-up of the same
-    grid); where not, what was held goes (the launches about to be queued overwrite it)."""
+    grid in the same frame); where not, what was held goes (the launches about to be queued overwrite
+    it)."""
     h = ws.held
-    keep = (every > 0 and h is not None and h.grid() is grid and len(bounds) > KEPT_FROM
+    keep = (every > 0 and h is not None and h.grid() is grid and h.frame == frame_of(grid) and len(bounds) > KEPT_FROM
             and h.generation == ws.generation
             and h.base == tuple(int(b) for b in base) and h.count == len(bounds) and h.age + 1 < every)
     if not keep:

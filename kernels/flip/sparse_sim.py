@@ -57,6 +57,7 @@ from .sim import FlipSimulation, obstacle_speed, source_cells
 from .sparse_band import NarrowBand
 from .sparse_grid import BrickReach, SparseFlipGrid, margin_mode, source_window, substep_margin
 from .sparse_kept import KeptBricks
+from .sparse_multigrid_kept import frame_started
 
 BOUNDARIES = ("closed", "open")
 
@@ -253,7 +254,10 @@ class SparseFlipSimulation(KeptBricks, FlipSimulation):
     def step(self, frame_dt: float, progress=None) -> dict:
         """``FlipSimulation.step``, then the particles put in brick order on the frames
         ``VOXFX_SPARSE_PARTICLE_SORT`` asks for (``particle_sort``: off by default), before the
-        frame's outputs and checkpoint read them."""
+        frame's outputs and checkpoint read them. The V-cycle's levels ≥ 2 held across set-ups
+        (``VOXFX_SPARSE_MG_KEEP``) are rebuilt at the frame's first set-up
+        (``sparse_multigrid_kept.frame_started``): a bake resumed at a frame goes on bit for bit."""
+        frame_started(self.grid)
         stats = super().step(frame_dt, progress)
         stats["sorted"] = particle_sort.after_frame(self)
         return stats

@@ -5,7 +5,9 @@ device rebuilt and h19c's kept model (bench/_mg_kept.py ``KeptVCycle``, levels â
 rebuild) where it kept; the kept pressure matches the NumPy kept solve within the CPU/GPU test's
 tolerance; and a dam break (warm starts, table reuse, the set-up and the solve launched ahead: the
 defaults) converges to 1e-4 every substep with the switch on, keeping levels â‰¥ 2 on most set-ups,
-within a few iterations of the switch off."""
+within a few iterations of the switch off; and a bake resumed from a checkpoint keeps and rebuilds on
+the uninterrupted bake's set-ups (each frame's first set-up rebuilds, h19e), its particles the
+uninterrupted ones as the switch off leaves them (bit for bit where that is)."""
 
 import numpy as np
 import pytest
@@ -13,6 +15,7 @@ import pytest
 from bench._mg_kept import KeptVCycle, Snapshot
 from tests.meshes import box
 from tests.pressure_solves import solves
+from tests.unit.test_flip_sparse_mg_keep_resume import AFTER, resumed_and_uninterrupted
 from tests.unit.test_flip_sparse_multigrid_keep import TOPS, _positions
 from voxfx.kernels import backend
 from voxfx.kernels.flip import sparse_pressure, sparse_pressure_gpu, sparse_pressure_solve_ahead
@@ -178,3 +181,31 @@ def test_gpu_dam_break_converges_with_levels_kept(monkeypatch, every):
     mean_on = np.mean([s["iterations"] for _, s in on])
     assert mean_on <= mean_off + 1.0, (mean_off, mean_on)
     assert taken[every] >= taken["0"] - 2, taken  # a kept set-up does not break the solve launched ahead
+
+
+def test_gpu_resumed_bake_with_levels_kept_follows_the_uninterrupted_one(monkeypatch):
+    """tests/unit/test_flip_sparse_mg_keep_resume.py on the device (2 substeps a frame, "3", the
+    checkpoint after 2 frames, the workspace warmed by a bake of the scene first: no new
+    generation, which rebuilds, in the bakes compared): the held levels' ages set-up by set-up the
+    same in the resumed and the uninterrupted bake, each frame's first set-up rebuilt and the
+    others kept. A GPU resume is within float32 rounding, not always bit for bit
+    (tests/gpu/test_flip_sim_gpu.py, test_flip_particle_sort_gpu.py): the positions within 1e-5
+    as there, and bit for bit where the same resume with the switch off is."""
+    import cupy
+
+    sparse_pressure_gpu.release_gpu_solvers()
+    out = {}
+    for way in ("0", "3"):
+        monkeypatch.setenv("VOXFX_SPARSE_MG_KEEP", way)
+        out[way] = resumed_and_uninterrupted(cupy, monkeypatch, warm=True)
+    sparse_pressure_gpu.release_gpu_solvers()
+    want, got, ages_a, ages_b = out["3"]
+    assert ages_a == ages_b, (ages_a, ages_b)
+    assert len(ages_a) >= 2 * AFTER and ages_a.count(0) == AFTER, ages_a
+    assert sum(1 for age in ages_a if age) >= AFTER, ages_a
+    off_want, off_got = out["0"][:2]
+    exact_off = bool(np.array_equal(off_got, off_want))
+    gap, gap_off = float(np.abs(got - want).max()), float(np.abs(off_got - off_want).max())
+    print(f"\nresumed against uninterrupted, max |dx|: switch off {gap_off:.3g}, \"3\" {gap:.3g}")
+    assert gap <= 1e-5
+    assert np.array_equal(got, want) or not exact_off, (gap, gap_off)

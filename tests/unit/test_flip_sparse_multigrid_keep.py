@@ -144,3 +144,26 @@ def test_a_kept_set_up_solves_to_the_same_tolerance(monkeypatch):
     assert s3["converged"] and abs(s3["iterations"] - s0["iterations"]) <= 2
     scale = float(np.abs(p0).max())
     assert float(np.abs(p3 - p0).max()) <= 1e-3 * scale
+
+
+def test_a_frame_begun_rebuilds_at_the_next_set_up(monkeypatch):
+    """``frame_started`` (the simulation's step, h19e) between two set-ups that "3" would keep
+    from: the second rebuilds — the fresh hierarchy, held anew at age 0 — and the third keeps it."""
+    from voxfx.kernels.flip.sparse_multigrid_kept import frame_started
+
+    monkeypatch.setenv("VOXFX_SPARSE_MG_KEEP", "3")
+    spec, _ = _positions(TOPS[0])
+    g = SparseFlipGrid(spec, np, closed=True)
+    held = []
+    for at, top in enumerate(TOPS[:3]):
+        if at == 1:
+            frame_started(g)
+        kind, level0 = _substep(g, _positions(top)[1])
+        v = VCycle(g, kind, level0)
+        held.append((g._mg_held, g._mg_held.age))
+        if at == 1:
+            monkeypatch.delenv("VOXFX_SPARSE_MG_KEEP")
+            _equal(v, Snapshot(g, kind, level0).vcycle)
+            monkeypatch.setenv("VOXFX_SPARSE_MG_KEEP", "3")
+    (first, _), (second, age), (third, age3) = held
+    assert second is not first and age == 0 and third is second and age3 == 1

@@ -1,6 +1,6 @@
 """The device's rule for holding levels ≥ 2 across set-ups (sparse_pressure_workspace_kept, issue
 24, h19d), its host part on the CPU: which set-ups keep (every k, the generation, the key base,
-the level count of the bounds), the held rows written into the sizes' initial array, the level
+the level count of the bounds, a frame begun: h19e), the held rows written into the sizes' initial array, the level
 count on the read, what a set-up leaves held, and the key base a set-up after its read uses. The
 launches themselves: tests/unit/test_cuda_sparse_pressure_kept_host.py (host harness) and
 tests/gpu/test_flip_sparse_pressure_kept_gpu.py."""
@@ -12,6 +12,7 @@ import pytest
 
 from voxfx.kernels.flip import sparse_pressure_setup as setup
 from voxfx.kernels.flip import sparse_pressure_workspace_kept as kept
+from voxfx.kernels.flip.sparse_multigrid_kept import frame_of, frame_started
 from voxfx.kernels.flip.sparse_pressure_ahead import guessed_base
 from voxfx.kernels.flip.sparse_pressure_workspace import Workspace
 
@@ -37,11 +38,11 @@ def _sizes(extents=(60, 30, 15, 8, 2, 0), ms=(5000, 600, 80, 10, 2, 0)):
     return cnt, span
 
 
-def _rebuilt(every=3, generation=7):
+def _rebuilt(every=3, generation=7, grid=GRID):
     ws = SimpleNamespace(held=None, generation=generation)
     cnt, span = _sizes()
     level0 = SimpleNamespace(mg_keep=False, mg_every=every, mg_base=BASE)
-    kept.commit(ws, GRID, level0, cnt, span, COUNT,
+    kept.commit(ws, grid, level0, cnt, span, COUNT,
                 setup.levels_kept(setup.level_extents(cnt, span, COUNT), COUNT))
     return ws, cnt, span
 
@@ -61,12 +62,16 @@ def test_a_rebuild_holds_its_levels_and_every_k_set_ups_rebuild():
     assert done == [True, True, False, True, True, False]
 
 
-@pytest.mark.parametrize("change", ["off", "generation", "base", "count", "none held", "another grid"])
+@pytest.mark.parametrize("change", ["off", "generation", "base", "count", "none held", "another grid",
+                                    "a frame began"])
 def test_each_trigger_rebuilds_and_drops_what_was_held(change):
-    ws, _, _ = _rebuilt()
-    bounds, base, every, grid = [1] * COUNT, BASE, 3, GRID
+    grid = _Grid()
+    ws, _, _ = _rebuilt(grid=grid)
+    bounds, base, every = [1] * COUNT, BASE, 3
     if change == "another grid":  # a second simulation, or a test's next scene, on the same device
         grid = _Grid()
+    elif change == "a frame began":  # the simulation's step (sparse_sim): its first set-up rebuilds
+        frame_started(grid)
     elif change == "off":
         every = 0
     elif change == "generation":
@@ -78,8 +83,25 @@ def test_each_trigger_rebuilds_and_drops_what_was_held(change):
     else:
         ws.held = None
     assert kept.decide(ws, grid, base, bounds, every) is False and ws.held is None
-    ws, _, _ = _rebuilt()
-    assert kept.decide(ws, GRID, BASE, [1] * COUNT, 3) is True and ws.held is not None
+    ws, _, _ = _rebuilt(grid=grid)
+    assert kept.decide(ws, grid, BASE, [1] * COUNT, 3) is True and ws.held is not None
+
+
+@pytest.mark.parametrize("per_frame, want", [(2, [False, True]), (4, [False, True, True, False])])
+def test_every_frames_first_set_up_rebuilds_and_k_within_it(per_frame, want):
+    """Three frames of *per_frame* set-ups, "3": each frame's first set-up rebuilds (a bake resumed
+    at a frame keeps where the uninterrupted one does), within it every 3 set-ups."""
+    grid, cnt, span = _Grid(), *_sizes()
+    ws = SimpleNamespace(held=None, generation=7)
+    done = []
+    for _ in range(3):
+        frame_started(grid)
+        for _ in range(per_frame):
+            keep = kept.decide(ws, grid, BASE, [1] * COUNT, 3)
+            done.append(keep)
+            kept.commit(ws, grid, SimpleNamespace(mg_keep=keep, mg_every=3, mg_base=BASE), cnt, span, COUNT, 5)
+            assert ws.held.frame == frame_of(grid)  # what is held is this frame's
+    assert done == want * 3
 
 
 def test_the_held_rows_go_into_the_initial_sizes_and_the_rest_stays():
