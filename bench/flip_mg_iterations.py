@@ -65,7 +65,8 @@ cells a substep): at age 1 / 2 / 3 / 7 substeps +0.25 / +0.34 / +0.75 / +2.7 ite
 +0.54 / +2.06 / +3.42 / +10.8 at 128³, +0.7–1.0 / +1.8–3.0 / +5.0 / +10 at 256³ (few samples:
 12 substeps, one to four an age); level 1's set changes 2–7% a substep at 128³ after substep 10,
 up to 12.6% at 64³. With level 1 fresh, levels ≥ 2 kept cost ≤ +0.17 up to age 3 and +1.2 at
-age 7 (128³). The ``--every 2`` and ``keep_lag`` runs, the cost estimate at 8M and what a device
+age 7 (128³); over 128³ substeps 0–95 (past the splash) levels ≥ 1 every 2 +0.24, levels ≥ 2 every 3 /
+4 / 8 +0.01 / +0.02 / +0.36. The ``--every 2`` and ``keep_lag`` runs, the cost estimate at 8M and what a device
 version needs: bench/RESULTS.md, section h19c.
 """
 
