@@ -37,7 +37,7 @@ try:  # bench/ on the path (the bench scripts), else the checkout's root (the te
 except ImportError:
     from bench._mg_variants import DEFAULT_OPTIONS, VariantVCycle
 
-KEPT_CELLS = 3  # levels 0, 1, 2: keep_from 1 or 2
+KEPT_CELLS = 4  # levels 0 … 3: keep_from 1, 2 or 3
 
 
 class Snapshot:

@@ -130,6 +130,7 @@ def main():
     ap.add_argument("--n", type=int, nargs="+", default=[64])
     ap.add_argument("--density", type=float, default=0.477, help="particles per grid cell of the box (8M at 256³)")
     ap.add_argument("--substeps", type=int, default=10)
+    ap.add_argument("--dt", type=float, default=1 / 120, help="the substep (s): 1/120 the 8M row's")
     ap.add_argument("--every", type=int, default=3, help="capture every k-th substep (from the second)")
     ap.add_argument("--variants", nargs="+", default=["base"])
     ap.add_argument("--cold", action="store_true", help="solve from 0 (default: the warm start)")
@@ -155,9 +156,9 @@ def run_size(n, args, variants):
     state = {"substep": 0}
 
     def capture(grid, kind, b, tolerance, max_iterations, preconditioner="mg", check_every=10, progress=None,
-                x0=None, tables=()):
+                x0=None, tables=(), **more):
         result = original(grid, kind, b, tolerance, max_iterations, preconditioner, check_every, progress,
-                          x0=x0, tables=tables)
+                          x0=x0, tables=tables, **more)
         s = state["substep"]
         level = sparse_pressure.Unknowns(grid, kind)
         if keeping:  # every substep's hierarchy, for the substeps after it
@@ -190,7 +191,7 @@ def run_size(n, args, variants):
         t0 = time.perf_counter()
         for s in range(args.substeps):
             state["substep"] = s
-            sim.substep(1 / 120)  # the 8M bench's substep
+            sim.substep(args.dt)
         elapsed = time.perf_counter() - t0
     finally:
         sparse_pressure.pcg = original
