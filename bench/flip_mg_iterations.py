@@ -69,7 +69,7 @@ age 7 (128³); over 128³ substeps 0–95 (past the splash) levels ≥ 1 every 2
 every 3 / 4 / 8 +0.01 / +0.02 / +0.36. The cost follows the surface's motion in the kept level's cells:
 at the 8M frames' motion (128³ at ``--dt`` 1/96, one level up: 8M's levels ≥ 2 and ≥ 3) levels ≥ 1
 every 2 / 3 +0.35 / +0.95, levels ≥ 2 every 2 / 3 / 4 +0.03 / +0.05 / +0.03; at the row's (1/60)
-+0.76 and +0.00 / +0.21 / +0.27; 256³ at 1/120 after substep 10, levels ≥ 2 two substeps old
++0.77 and +0.02 / +0.25 / +0.25; 256³ at 1/120 after substep 10, levels ≥ 2 two substeps old
 +1 to +2. So at 8M only levels ≥ 3 keep (~0.1–0.14 ms of device a substep). The ``--every 2``
 and ``keep_lag`` runs, the cost estimate at 8M and what a device version needs: bench/RESULTS.md,
 section h19c.
