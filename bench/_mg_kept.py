@@ -22,8 +22,8 @@ coarse unknown takes no correction from it (its row points to the sentinel: the 
 fresh hierarchy's child of an AIR parent). A kept coarse cell that the liquid has since left
 keeps its old type (FLUID, its old operator row): its restriction gathers only the children
 that are unknowns now, and its correction reaches only those — nothing is re-typed, so no table
-of levels ≥ ``keep_from`` changes (what a device version needs: module notes of
-``flip_mg_iterations.py``).
+of levels ≥ ``keep_from`` changes. Measured, and what a device version needs: bench/RESULTS.md,
+section h19c (at 8M only levels ≥ 3 kept pay, rebuilt every 3–4 substeps).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ try:  # bench/ on the path (the bench scripts), else the checkout's root (the te
 except ImportError:
     from bench._mg_variants import DEFAULT_OPTIONS, VariantVCycle
 
-KEPT_CELLS = 3  # levels 0, 1, 2: keep_from 1 or 2
+KEPT_CELLS = 4  # levels 0 … 3: keep_from 1, 2 or 3
 
 
 class Snapshot:

@@ -50,7 +50,7 @@ class MGOptions:
     ``coarse_level_sweeps`` (0: ``sweeps``): the sweeps on levels ≥ ``coarse_from`` but the
     coarsest (at 8M levels ≥ 2 run in the one tail launch: extra passes there add no launch).
     ``keep_lag``, ``keep_every``, ``keep_from`` (issue 24, h19c; ``bench/_mg_kept.py``, read by
-    ``bench/flip_mg_iterations.py`` alone): levels ≥ ``keep_from`` (1 or 2) from the hierarchy of
+    ``bench/flip_mg_iterations.py`` alone): levels ≥ ``keep_from`` (1, 2 or 3) from the hierarchy of
     ``keep_lag`` substeps earlier, or of the last substep s with s % ``keep_every`` = 0 (rebuilt
     every ``keep_every`` substeps, held in between); 0: built fresh."""
 

@@ -65,8 +65,14 @@ cells a substep): at age 1 / 2 / 3 / 7 substeps +0.25 / +0.34 / +0.75 / +2.7 ite
 +0.54 / +2.06 / +3.42 / +10.8 at 128³, +0.7–1.0 / +1.8–3.0 / +5.0 / +10 at 256³ (few samples:
 12 substeps, one to four an age); level 1's set changes 2–7% a substep at 128³ after substep 10,
 up to 12.6% at 64³. With level 1 fresh, levels ≥ 2 kept cost ≤ +0.17 up to age 3 and +1.2 at
-age 7 (128³). The ``--every 2`` and ``keep_lag`` runs, the cost estimate at 8M and what a device
-version needs: bench/RESULTS.md, section h19c.
+age 7 (128³); over 128³ substeps 0–95 (past the splash) levels ≥ 1 every 2 +0.24, levels ≥ 2
+every 3 / 4 / 8 +0.01 / +0.02 / +0.36. The cost follows the surface's motion in the kept level's cells:
+at the 8M frames' motion (128³ at ``--dt`` 1/96, one level up: 8M's levels ≥ 2 and ≥ 3) levels ≥ 1
+every 2 / 3 +0.35 / +0.95, levels ≥ 2 every 2 / 3 / 4 +0.03 / +0.05 / +0.03; at the row's (1/60)
++0.77 and +0.02 / +0.25 / +0.25; 256³ at 1/120 after substep 10, levels ≥ 2 two substeps old
++1 to +2. So at 8M only levels ≥ 3 keep (~0.1–0.14 ms of device a substep). The ``--every 2``
+and ``keep_lag`` runs, the cost estimate at 8M and what a device version needs: bench/RESULTS.md,
+section h19c.
 """
 
 from __future__ import annotations
@@ -129,6 +135,7 @@ def main():
     ap.add_argument("--n", type=int, nargs="+", default=[64])
     ap.add_argument("--density", type=float, default=0.477, help="particles per grid cell of the box (8M at 256³)")
     ap.add_argument("--substeps", type=int, default=10)
+    ap.add_argument("--dt", type=float, default=1 / 120, help="the substep (s): 1/120 the 8M row's")
     ap.add_argument("--every", type=int, default=3, help="capture every k-th substep (from the second)")
     ap.add_argument("--variants", nargs="+", default=["base"])
     ap.add_argument("--cold", action="store_true", help="solve from 0 (default: the warm start)")
@@ -154,9 +161,9 @@ def run_size(n, args, variants):
     state = {"substep": 0}
 
     def capture(grid, kind, b, tolerance, max_iterations, preconditioner="mg", check_every=10, progress=None,
-                x0=None, tables=()):
+                x0=None, tables=(), **more):
         result = original(grid, kind, b, tolerance, max_iterations, preconditioner, check_every, progress,
-                          x0=x0, tables=tables)
+                          x0=x0, tables=tables, **more)
         s = state["substep"]
         level = sparse_pressure.Unknowns(grid, kind)
         if keeping:  # every substep's hierarchy, for the substeps after it
@@ -189,7 +196,7 @@ def run_size(n, args, variants):
         t0 = time.perf_counter()
         for s in range(args.substeps):
             state["substep"] = s
-            sim.substep(1 / 120)  # the 8M bench's substep
+            sim.substep(args.dt)
         elapsed = time.perf_counter() - t0
     finally:
         sparse_pressure.pcg = original

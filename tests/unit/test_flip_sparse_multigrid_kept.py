@@ -8,7 +8,7 @@ import pytest
 
 from bench._mg_kept import KeptVCycle, Snapshot, _rebased
 from bench._mg_variants import VariantVCycle
-from voxfx.kernels.flip import sparse_pressure, sparse_transfer
+from voxfx.kernels.flip import sparse_multigrid, sparse_pressure, sparse_transfer
 from voxfx.kernels.flip.sparse_grid import SparseFlipGrid
 from voxfx.kernels.flip.sparse_multigrid import PROLONG_WEIGHTS, RESTRICT_WEIGHTS
 from voxfx.kernels.grid import GridSpec
@@ -32,9 +32,21 @@ def _puddles(top):
     return Snapshot(g, kind, sparse_pressure.Unknowns(g, kind)), (g, kind)
 
 
-@pytest.fixture(scope="module")
-def tanks():
-    return _puddles(0.4), _puddles(0.5)
+@pytest.fixture(scope="module", params=["dense", "sweeps"])
+def tanks(request):
+    """The two tanks, the coarsest level solved by its dense inverse (the default, 3 levels) or
+    by sweeps (``MG_DENSE`` 0: no level dropped, 4 levels, so levels ≥ 3 can be kept)."""
+    old = sparse_multigrid.MG_DENSE
+    sparse_multigrid.MG_DENSE = 0 if request.param == "sweeps" else old
+    try:
+        yield _puddles(0.4), _puddles(0.7)
+    finally:
+        sparse_multigrid.MG_DENSE = old
+
+
+def _deep_enough(tanks, keep_from):
+    if any(len(t.vcycle.levels) <= keep_from for t, _ in tanks):
+        pytest.skip(f"{len(tanks[0][0].vcycle.levels)} levels: none ≥ {keep_from} to keep")
 
 
 def _vectors(m, seed=2):
@@ -42,8 +54,9 @@ def _vectors(m, seed=2):
     return [np.append(rng.normal(0, 1, m), 0).astype(np.float32) for _ in range(2)]
 
 
-@pytest.mark.parametrize("keep_from", [1, 2])
+@pytest.mark.parametrize("keep_from", [1, 2, 3])
 def test_kept_from_the_same_substep_is_the_fresh_vcycle_bit_for_bit(tanks, keep_from):
+    _deep_enough(tanks, keep_from)
     (a, (g, kind)), _ = tanks
     u, _ = _vectors(a.level0.m)
     fresh = VariantVCycle(g, kind, a.level0)
@@ -79,8 +92,9 @@ def _dense_transfers(up, down, m_fine, m_coarse):
     return P, R
 
 
-@pytest.mark.parametrize("keep_from", [1, 2])
+@pytest.mark.parametrize("keep_from", [1, 2, 3])
 def test_kept_from_another_substep_stays_symmetric_positive_definite(tanks, keep_from):
+    _deep_enough(tanks, keep_from)
     (old, _), (new, (g, kind)) = tanks
     assert new.level0.m != old.level0.m  # the liquid moved: other unknowns on level 0
     kept = KeptVCycle(new, old, keep_from=keep_from)
