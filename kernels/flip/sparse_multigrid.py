@@ -28,8 +28,8 @@ coarsest level: a palindrome, so the V-cycle is symmetric positive definite and 
 valid. ``MG_OMEGA`` (``VOXFX_SPARSE_MG_OMEGA``, default 1.3) over-relaxes every sweep above
 the coarsest level (issue 24, i24m: fewer CG iterations at no extra launch; the variants
 measured against it are ``bench/_mg_variants.py``, their counts
-``bench/flip_mg_iterations.py``). Levels ≥ 2 kept across set-ups and rebuilt every k
-(``VOXFX_SPARSE_MG_KEEP``, off by default): ``sparse_multigrid_kept``.
+``bench/flip_mg_iterations.py``). Levels ≥ 2 (or ≥ 3: ``VOXFX_SPARSE_MG_KEEP_FROM``) kept across
+set-ups and rebuilt every k (``VOXFX_SPARSE_MG_KEEP``, off by default): ``sparse_multigrid_kept``.
 
 The coarsest level solved exactly (``MG_DENSE``, ``VOXFX_SPARSE_MG_DENSE``; issue 24, i24p4): a
 dense inverse G of its operator, built once per V-cycle's tables by Gauss-Jordan elimination in
@@ -375,7 +375,7 @@ class VCycle:
                 self.levels, self.up, self.down = sparse_pressure_setup.build(grid, kind, level0)
                 self._dense_levels()
                 return
-        from .sparse_multigrid_kept import KEPT_FROM, Held, frame_of, keep_every
+        from .sparse_multigrid_kept import Held, frame_of, keep_every, keep_from
 
         if xp is np:
             build = TableBuilder(xp, coarsen_fluid)
@@ -386,13 +386,14 @@ class VCycle:
         cells = _level0_cells(grid, kind, level0, xp)
         keys, base = _pack(*level0.lattice, cells.base), cells.base  # of the finest unknowns
         every = keep_every() if xp is np and coarsen_fluid == 9 and min_side == MG_MIN_SIDE else 0
+        first = keep_from() if every else 0  # the first level held
         held = getattr(grid, "_mg_held", None) if every else None
         frame = frame_of(grid)  # a frame begun since they were built: rebuilt (sparse_multigrid_kept)
         if every:
             grid._mg_held = None  # set again below where levels ≥ 2 are built or kept
         while len(self.levels) < MAX_LEVELS and build.extent(keys, base) >= min_side:
             fine = self.levels[-1]
-            if len(self.levels) == KEPT_FROM and held is not None and held.keeps(every, frame):  # levels ≥ 2 held
+            if len(self.levels) == first and held is not None and held.keeps(every, frame, first):  # levels ≥ K held
                 up, down = held.transfers(build, cells, keys, fine.m)
                 self.levels += held.levels
                 self.up += [up] + held.up
@@ -400,7 +401,7 @@ class VCycle:
                 held.age += 1
                 grid._mg_held = held
                 break
-            if len(self.levels) == KEPT_FROM + 1 and every:  # level 2 just built: held for the next set-ups
+            if len(self.levels) == first + 1 and every:  # level K just built: held for the next set-ups
                 kept_cells, kept_keys = cells, keys
             coarse_cells = build.coarser(cells)
             coarse = build.level(coarse_cells)
@@ -408,11 +409,11 @@ class VCycle:
             self.down.append(build.restrict(coarse.keys, coarse_cells.base, cells, fine.m))
             self.levels.append(coarse)
             cells, keys, base = coarse_cells, coarse.keys, coarse_cells.base
-        if every and getattr(grid, "_mg_held", None) is None and len(self.levels) > KEPT_FROM:
-            if len(self.levels) == KEPT_FROM + 1:
+        if every and getattr(grid, "_mg_held", None) is None and len(self.levels) > first:
+            if len(self.levels) == first + 1:
                 kept_cells, kept_keys = cells, keys
-            grid._mg_held = Held(self.levels[KEPT_FROM:], self.up[KEPT_FROM:], self.down[KEPT_FROM:], kept_cells,
-                                 kept_keys, frame)
+            grid._mg_held = Held(self.levels[first:], self.up[first:], self.down[first:], kept_cells,
+                                 kept_keys, frame, first)
         for level in self.levels[1:]:  # only needed while building
             level.keys = None
         self._dense_levels()

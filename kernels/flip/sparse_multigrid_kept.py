@@ -45,12 +45,24 @@ from .sparse_multigrid import _CellSet, _pack, _unpack
 
 SWITCH = "VOXFX_SPARSE_MG_KEEP"
 KEEP_WAYS = ("0", "2", "3", "4", "6", "8")  # "0": rebuilt every set-up; "k": every k set-ups
-KEPT_FROM = 2  # the first level held
+# The first level held (``VOXFX_SPARSE_MG_KEEP_FROM``, read with ``SWITCH`` at each set-up; issue
+# 24, h19f): "2" (default: levels 0, 1 built every set-up) or "3" (levels 0 … 2 built, level 2 ↔ 3's
+# transfers made on a kept set-up). h19c's CPU count (bench/flip_mg_iterations.py keep_from=3,
+# bench/RESULTS.md): at the 8M scene's motion levels ≥ 2 held cost +0.35 … +2 CG iterations a
+# substep once the liquid runs, levels ≥ 3 held ~none.
+FROM_SWITCH = "VOXFX_SPARSE_MG_KEEP_FROM"
+FROM_WAYS = ("2", "3")
+KEPT_FROM = 2  # the default first level held
 
 
 def keep_every(given=None) -> int:
-    """Set-ups between rebuilds of levels ≥ 2 (``SWITCH``; 0: every set-up)."""
+    """Set-ups between rebuilds of the held levels (``SWITCH``; 0: every set-up)."""
     return int(env_choice(SWITCH, KEEP_WAYS, given))
+
+
+def keep_from(given=None) -> int:
+    """The first level held (``FROM_SWITCH``: 2 or 3)."""
+    return int(env_choice(FROM_SWITCH, FROM_WAYS, given))
 
 
 def frame_started(grid) -> None:
@@ -85,26 +97,26 @@ def rebased(cells, keys, base):
 
 
 class Held:
-    """Levels ≥ 2 of the set-up that last rebuilt them: ``levels`` (their ``_Level``), ``up`` and
-    ``down`` (the transfers among them: ``VCycle.up[2:]``, ``down[2:]``), level 2's set
-    ``cells`` (with positions) and its unknowns' ``keys``, the V-cycle's level ``count`` before
-    the dense drop, ``age`` (set-ups since the rebuild) and the grid's ``frame`` it was built in
-    (``frame_of``)."""
+    """Levels ≥ K (*first*, ``keep_from()``) of the set-up that last rebuilt them: ``levels``
+    (their ``_Level``), ``up`` and ``down`` (the transfers among them: ``VCycle.up[K:]``,
+    ``down[K:]``), level K's set ``cells`` (with positions) and its unknowns' ``keys``, the
+    V-cycle's level ``count`` before the dense drop, ``age`` (set-ups since the rebuild) and the
+    grid's ``frame`` it was built in (``frame_of``)."""
 
-    def __init__(self, levels, up, down, cells, keys, frame=0):
+    def __init__(self, levels, up, down, cells, keys, frame=0, first=KEPT_FROM):
         self.levels, self.up, self.down = list(levels), list(up), list(down)
-        self.cells, self.keys = cells, keys
-        self.count = KEPT_FROM + len(self.levels)
+        self.cells, self.keys, self.first = cells, keys, int(first)
+        self.count = self.first + len(self.levels)
         self.age, self.frame = 0, int(frame)
 
-    def keeps(self, every, frame=0) -> bool:
+    def keeps(self, every, frame=0, first=KEPT_FROM) -> bool:
         """Whether the next set-up, in the grid's *frame* (``frame_of``), keeps these levels
-        (``every``: ``keep_every()``)."""
-        return every > 0 and self.frame == frame and self.age + 1 < every
+        (``every``: ``keep_every()``; *first*: ``keep_from()``, the same as at the rebuild)."""
+        return every > 0 and self.frame == frame and self.first == first and self.age + 1 < every
 
     def transfers(self, build, cells, keys, m_fine):
-        """(up, down) between level 1 (*cells* with positions, its unknowns' *keys*, *m_fine* of
-        them) and the held level 2: ``TableBuilder.prolong`` and ``restrict`` on bases that hold
+        """(up, down) between level K − 1 (*cells* with positions, its unknowns' *keys*, *m_fine*
+        of them) and the held level K: ``TableBuilder.prolong`` and ``restrict`` on bases that hold
         both sets (``common_bases``)."""
         fine_base, coarse_base = common_bases(cells.base, self.cells.base)
         fine, fine_keys = rebased(cells, keys, fine_base)

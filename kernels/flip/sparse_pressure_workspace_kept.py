@@ -11,6 +11,15 @@ contents hold. A kept set-up then launches, after level 1, two kernels instead o
 level 2's keys and positions — the "scatter" restriction: one map for both, R = ½·Pᵀ, the NumPy
 ``Held.transfers``' integers).
 
+From level 3 (``VOXFX_SPARSE_MG_KEEP_FROM`` "3", helper h19f; h19c's CPU count: at the 8M scene's
+motion levels ≥ 3 held cost ~no CG iterations, levels ≥ 2 +0.35 … +2 a substep): levels 0 … 2 are
+built every set-up (level 2 by ``_coarse_level``, as a rebuild launches it), then the same two
+kernels onto the held level 3 (they name no level). Kept only where level 2 is launched on its own
+(``launched_to``): the set-up's one-block tail builds every level from its first to the last, so a
+tail from level 2 (scenes whose level-1 set is ≤ ``TAIL_BOUND``) rebuilds; at 8M the tail starts at
+level 4. Level 3 may itself lie in the rebuild's tail: the tail writes its keys and positions into
+the same workspace buffers.
+
 The sizes: every read of ``Workspace.sizes`` starts from an initial array written from the host
 (counts 0, spans −2^31 + 1); on a kept set-up the rows of levels ≥ 2 in it are the held ones
 (``rows``), so the kernels, the solve launched ahead (``ahead_sizes``) and the host's read see
@@ -53,32 +62,41 @@ import numpy as np
 
 from . import sparse_pressure_setup as setup
 from .sparse_multigrid import _CellSet
-from .sparse_multigrid_kept import KEPT_FROM, frame_of
+from .sparse_multigrid_kept import frame_of, keep_from
 from .sparse_pressure_setup import _ints
 
 
 class HeldLevels:
     """What a rebuild leaves for the next set-ups: its ``grid`` (weakly: the held levels are its
     liquid's; the workspace serves every grid of the device), its workspace ``generation``, level
-    0's key ``base``, the ``count`` of levels built, the host rows of levels ≥ 2 (``cnt`` 4 a
-    level, ``span`` 6 a level), the V-cycle's level count ``kept`` (``levels_kept``), ``age`` and
-    the grid's ``frame`` they were built in (``sparse_multigrid_kept.frame_of``)."""
+    0's key ``base``, the ``count`` of levels built, the ``first`` level held (K,
+    ``sparse_multigrid_kept.keep_from``), the host rows of levels ≥ K (``cnt`` 4 a level, ``span``
+    6 a level), the V-cycle's level count ``kept`` (``levels_kept``), ``age`` and the grid's
+    ``frame`` they were built in (``sparse_multigrid_kept.frame_of``)."""
 
-    def __init__(self, grid, generation, base, count, cnt_h, span_h, kept):
+    def __init__(self, grid, generation, base, count, cnt_h, span_h, kept, first):
         self.grid, self.frame = weakref.ref(grid), frame_of(grid)
         self.generation, self.base, self.count = generation, tuple(int(b) for b in base), int(count)
-        self.cnt = np.array(cnt_h[KEPT_FROM:count], np.int32).reshape(-1)
-        self.span = np.array(span_h[KEPT_FROM:count], np.int32).reshape(-1)
+        self.first = int(first)
+        self.cnt = np.array(cnt_h[first:count], np.int32).reshape(-1)
+        self.span = np.array(span_h[first:count], np.int32).reshape(-1)
         self.kept, self.age = int(kept), 0
+
+
+def launched_to(bounds, first) -> bool:
+    """Whether levels 2 … *first* − 1 are launched on their own on the host *bounds* (none of them
+    in the set-up's one-block tail, ``sparse_pressure_workspace_levels._tail_start``'s test): a
+    kept set-up builds them so, the tail (which runs to the last level) not being cut short."""
+    return all(not (setup.TAIL_BOUND and bounds[level - 1] <= setup.TAIL_BOUND) for level in range(2, first))
 
 
 def decide(ws, grid, base, bounds, every) -> bool:
     """Whether this set-up of *grid* keeps levels ≥ 2 (module notes: held from a set-up of the same
     grid in the same frame); where not, what was held goes (the launches about to be queued overwrite
     it)."""
-    h = ws.held
-    keep = (every > 0 and h is not None and h.grid() is grid and h.frame == frame_of(grid) and len(bounds) > KEPT_FROM
-            and h.generation == ws.generation
+    h, first = ws.held, keep_from() if every > 0 else 0
+    keep = (every > 0 and h is not None and h.grid() is grid and h.frame == frame_of(grid) and h.first == first
+            and len(bounds) > first and launched_to(bounds, first) and h.generation == ws.generation
             and h.base == tuple(int(b) for b in base) and h.count == len(bounds) and h.age + 1 < every)
     if not keep:
         ws.held = None
@@ -86,11 +104,11 @@ def decide(ws, grid, base, bounds, every) -> bool:
 
 
 def rows(init, ws, count) -> None:
-    """The held rows of levels ≥ 2 into a sizes' initial array *init* (*count* levels: counts,
+    """The held rows of levels ≥ K into a sizes' initial array *init* (*count* levels: counts,
     then spans)."""
     h = ws.held
-    init[4 * KEPT_FROM:4 * count] = h.cnt
-    init[4 * count + 6 * KEPT_FROM:10 * count] = h.span
+    init[4 * h.first:4 * count] = h.cnt
+    init[4 * count + 6 * h.first:10 * count] = h.span
 
 
 def count_holds(ws, cnt_h, span_h, count) -> bool:
@@ -108,23 +126,25 @@ def commit(ws, grid, level0, cnt_h, span_h, count, kept) -> None:
     on holds its levels ≥ 2 (``HeldLevels``)."""
     if getattr(level0, "mg_keep", False) and ws.held is not None:
         ws.held.age += 1
-    elif getattr(level0, "mg_every", 0) > 0 and count > KEPT_FROM:
-        ws.held = HeldLevels(grid, ws.generation, level0.mg_base, count, cnt_h, span_h, kept)
+    elif getattr(level0, "mg_every", 0) > 0 and count > keep_from():
+        ws.held = HeldLevels(grid, ws.generation, level0.mg_base, count, cnt_h, span_h, kept, keep_from())
     else:
         ws.held = None
 
 
 def launch(ws, fine) -> None:
-    """A kept set-up's two launches after level 1 (*fine*: (1, level 1's key base))."""
+    """A kept set-up's two launches after level K − 1 (*fine*: (K − 1, its key base)), onto the
+    held level K (the same kernels for K = 2 and 3: level-free)."""
     K = setup._K
     f, fbase = fine
-    t1, t2 = ws.work[f], ws.work[KEPT_FROM]
-    c1, c2 = ws.caps[f], ws.caps[KEPT_FROM]
+    held = f + 1
+    t1, t2 = ws.work[f], ws.work[held]
+    c1, c2 = ws.caps[f], ws.caps[held]
     cbase = _CellSet(None, None, fbase).coarser_base()
     cnt = ws.cnt
-    K.launch("mgs_down_fill", c2, (cnt[KEPT_FROM], cnt[f], np.int32(c2), t2["down"]))
+    K.launch("mgs_down_fill", c2, (cnt[held], cnt[f], np.int32(c2), t2["down"]))
     K.launch("mgs_prolong_restrict", c1, (t1["ukeys"], cnt[f], np.int32(c1), *_ints(fbase), t2["keys"],
-                                          cnt[KEPT_FROM], t2["position"], *_ints(cbase), t2["up"], np.int32(c2),
+                                          cnt[held], t2["position"], *_ints(cbase), t2["up"], np.int32(c2),
                                           t2["down"]))
 
 

@@ -60,7 +60,8 @@ def _launch_levels(grid, kind, ws, level0, base, bounds, most, keep=False):
             level0._prolong_args = (cnt[0], grid.brick_nbr, ws.map1, ws.levels[1]["position"], cnt[1])
             level0.candidates = int(grid.brick_slot.shape[0]) * 64  # map1's entries this set-up wrote
             first = _tail_start(bounds)  # build's test, on the host bounds
-            if keep:
+            if keep:  # levels 2 … K − 1 built (on their own: ``held_levels.decide``), then level K's transfers
+                fine = _coarser_to(fine, ws, held_levels.keep_from())
                 held_levels.launch(ws, fine)
             elif graph:
                 key = (ws.generation, int(ws.arena.data.ptr), fine[1], first, setup.SCAN, _scatter(), joined)
@@ -87,6 +88,15 @@ def _coarser(fine, ws, first, rec=None):
         fine = _coarse_level(level, fine, ws, joined, coarsened=joined and level > 2, ahead=level + 1 < first)
     if first < len(ws.caps):
         _tail(first, ws, rec)
+
+
+def _coarser_to(fine, ws, first):
+    """Levels 2 … *first* − 1 launch by launch, as ``_coarser`` (none past them: the held levels
+    from *first* on); (first − 1, its key base)."""
+    joined = fuse() == "1" and _scatter()
+    for level in range(2, first):
+        fine = _coarse_level(level, fine, ws, joined, coarsened=joined and level > 2, ahead=level + 1 < first)
+    return fine
 
 
 def _level_tables(t, base, cnt, k, sums, fcnt=None):

@@ -7,7 +7,11 @@ tolerance; and a dam break (warm starts, table reuse, the set-up and the solve l
 defaults) converges to 1e-4 every substep with the switch on, keeping levels ≥ 2 on most set-ups,
 within a few iterations of the switch off; and a bake resumed from a checkpoint keeps and rebuilds on
 the uninterrupted bake's set-ups (each frame's first set-up rebuilds, h19e), its particles the
-uninterrupted ones as the switch off leaves them (bit for bit where that is)."""
+uninterrupted ones as the switch off leaves them (bit for bit where that is). Levels ≥ 3 held
+(``VOXFX_SPARSE_MG_KEEP_FROM`` "3", h19f) on the finer tank and on the dam break, with the set-up's
+one-block tail from level 3 (level 3 held from the tail's tables) or none (``TAIL_BOUND`` 0), since
+the test scenes' level 2 lies in the default tail (where "3" keeps nothing: a rebuild each set-up);
+each test sets the first level held itself (the environment's is not read)."""
 
 import numpy as np
 import pytest
@@ -16,10 +20,10 @@ from bench._mg_kept import KeptVCycle, Snapshot
 from tests.meshes import box
 from tests.pressure_solves import solves
 from tests.unit.test_flip_sparse_mg_keep_resume import AFTER, resumed_and_uninterrupted
-from tests.unit.test_flip_sparse_multigrid_keep import TOPS, _positions
+from tests.unit.test_flip_sparse_multigrid_keep import SHAPE3, TOPS, _positions
 from voxfx.kernels import backend
 from voxfx.kernels.flip import sparse_pressure, sparse_pressure_gpu, sparse_pressure_solve_ahead
-from voxfx.kernels.flip import sparse_pressure_workspace, sparse_transfer
+from voxfx.kernels.flip import sparse_pressure_setup, sparse_pressure_workspace, sparse_transfer
 from voxfx.kernels.flip.grid import FlipSettings
 from voxfx.kernels.flip.sim import FlipSimulation
 from voxfx.kernels.flip.sparse_grid import SparseFlipGrid
@@ -30,8 +34,17 @@ SEQUENCE = (TOPS[3], TOPS[2], TOPS[1], TOPS[0], TOPS[1], TOPS[2])  # the largest
 _OBSTACLE = np.array([(i, j, 2) for i in range(3, 7) for j in range(2, 5)])
 
 
-def _update(g, xp, top):
-    spec, pos = _positions(top)
+def _scene(monkeypatch, first, tail=None):
+    """The first level held *first* (set for the test), the set-up's tail bound *tail* where given,
+    and the tank's scene for it (``SHAPE3``'s for 3: levels ≥ 4)."""
+    monkeypatch.setenv("VOXFX_SPARSE_MG_KEEP_FROM", str(first))
+    if tail is not None:
+        monkeypatch.setattr(sparse_pressure_setup, "TAIL_BOUND", tail)
+    return {"n": 8 * 48000, "shape": SHAPE3} if first == 3 else {}
+
+
+def _update(g, xp, top, scene=None):
+    spec, pos = _positions(top, **(scene or {}))
     p, vel = xp.asarray(pos), xp.asarray(np.random.default_rng(5).normal(0, 1, pos.shape).astype(np.float32))
     g.update(p, 3, obstacle=_OBSTACLE)
     sparse_transfer.particles_to_grid(g, p, vel)
@@ -54,17 +67,19 @@ def _same_tables(got, want):
         assert a.shape == b.shape and np.array_equal(a, b)
 
 
-def test_gpu_kept_tables_are_numpys_fresh_or_kept_hierarchy(monkeypatch):
+@pytest.mark.parametrize("first, tail", [(2, None), (3, 1024), (3, 0)], ids=["from2", "from3-tail3", "from3-no-tail"])
+def test_gpu_kept_tables_are_numpys_fresh_or_kept_hierarchy(monkeypatch, first, tail):
     import cupy
 
+    scene = _scene(monkeypatch, first, tail)
     monkeypatch.setattr(sparse_pressure, "REUSE_TABLES", False)
     sparse_pressure_gpu.release_gpu_solvers()
-    spec, _ = _positions(TOPS[0])
+    spec, _ = _positions(TOPS[0], **scene)
     gc, gn = SparseFlipGrid(spec, cupy, closed=True), SparseFlipGrid(spec, np, closed=True)
     snaps, events, last = [], [], None
     for top in SEQUENCE:
         monkeypatch.setenv("VOXFX_SPARSE_MG_KEEP", "3")
-        _update(gc, cupy, top)
+        _update(gc, cupy, top, scene)
         kind, _, _ = sparse_pressure.solver_cells(gc)
         level = sparse_pressure.compact_unknowns(gc, kind)
         got = _tables(VCycle(gc, kind, level))
@@ -74,15 +89,16 @@ def test_gpu_kept_tables_are_numpys_fresh_or_kept_hierarchy(monkeypatch):
         events.append("kept" if kept else "built")
         last = held
         monkeypatch.delenv("VOXFX_SPARSE_MG_KEEP")
-        _update(gn, np, top)
+        _update(gn, np, top, scene)
         kind_n, _, _ = sparse_pressure.solver_cells(gn)
         snaps.append(Snapshot(gn, kind_n, sparse_pressure.Unknowns(gn, kind_n)))
         if not kept:
             rebuilt = snaps[-1]
             want = _tables(rebuilt.vcycle)
         else:
-            want = _tables(KeptVCycle(snaps[-1], rebuilt, keep_from=2))
+            want = _tables(KeptVCycle(snaps[-1], rebuilt, keep_from=first))
         _same_tables(got, want)
+        assert held.first == first
     sparse_pressure_gpu.release_gpu_solvers()
     assert events.count("kept") >= 3, events  # every 3: built, kept, kept, built, kept, kept where nothing else moved
 
@@ -95,6 +111,7 @@ def test_gpu_another_grids_set_up_does_not_keep_the_first_grids_levels(monkeypat
     levels ≥ 2 — the workspace serves every grid — and missed the CPU's tables and iterations.)"""
     import cupy
 
+    _scene(monkeypatch, 2)
     monkeypatch.setattr(sparse_pressure, "REUSE_TABLES", False)
     sparse_pressure_gpu.release_gpu_solvers()
     spec, _ = _positions(TOPS[0])
@@ -117,19 +134,21 @@ def test_gpu_another_grids_set_up_does_not_keep_the_first_grids_levels(monkeypat
     assert seen == [(True, 0), (True, 0), (True, 1), (True, 0)]
 
 
-def test_gpu_kept_pressure_is_the_numpy_kept_pressure(monkeypatch):
+@pytest.mark.parametrize("first, tail", [(2, None), (3, 1024)], ids=["from2", "from3"])
+def test_gpu_kept_pressure_is_the_numpy_kept_pressure(monkeypatch, first, tail):
     """The sequence's solves (``solve_pressure``, tolerance 1e-5) with the switch "3" on both
     backends: converged, within 2 iterations, the pressures within the CPU/GPU test's bound."""
     import cupy
 
+    scene = _scene(monkeypatch, first, tail)
     monkeypatch.setenv("VOXFX_SPARSE_MG_KEEP", "3")
     sparse_pressure_gpu.release_gpu_solvers()
-    spec, _ = _positions(TOPS[0])
+    spec, _ = _positions(TOPS[0], **scene)
     grids = {xp: SparseFlipGrid(spec, xp, closed=True) for xp in (np, cupy)}
     for top in SEQUENCE:
         out = {}
         for xp, g in grids.items():
-            _update(g, xp, top)
+            _update(g, xp, top, scene)
             p, stats = sparse_pressure.solve_pressure(g, 0.01, tolerance=1e-5)
             out[xp] = (backend.to_numpy(p), stats)
         (pc, sc), (pg, sg) = out[np], out[cupy]
@@ -141,14 +160,16 @@ def test_gpu_kept_pressure_is_the_numpy_kept_pressure(monkeypatch):
     sparse_pressure_gpu.release_gpu_solvers()
 
 
-@pytest.mark.parametrize("every", ["3", "4"])
-def test_gpu_dam_break_converges_with_levels_kept(monkeypatch, every):
+@pytest.mark.parametrize("every, first, tail", [("3", 2, None), ("4", 2, None), ("3", 3, 512)],
+                         ids=["3", "4", "3-from3"])
+def test_gpu_dam_break_converges_with_levels_kept(monkeypatch, every, first, tail):
     """A 48×40×40 dam break (warm starts, table reuse, the set-up and solve launched ahead), 6
     frames: every solve with the switch on converges to 1e-4; a third of the set-ups at least
     kept levels ≥ 2; the solves launched ahead were taken as often as with the switch off (within
     2); the iterations within 1 a solve of the switch off on average."""
     import cupy
 
+    _scene(monkeypatch, first, tail)
     spec = GridSpec((0.0, 0.0, 0.0), 1 / 40, (48, 40, 40))
     v, t = box((0.0, 0.0, 0.0), (0.4, 0.6, 0.9))
     runs, ages, taken = {}, [], {}
@@ -193,6 +214,7 @@ def test_gpu_resumed_bake_with_levels_kept_follows_the_uninterrupted_one(monkeyp
     as there, and bit for bit where the same resume with the switch off is."""
     import cupy
 
+    _scene(monkeypatch, 2)
     sparse_pressure_gpu.release_gpu_solvers()
     out = {}
     for way in ("0", "3"):

@@ -1,9 +1,10 @@
 """A kept set-up's two launches (sparse_pressure_workspace_kept, issue 24, h19d:
 ``VOXFX_SPARSE_MG_KEEP``) on the host, as test_cuda_sparse_pressure_setup_host.py builds the
-set-up's kernels: mgs_down_fill over level 2's capacity (its down holding another set-up's
-entries) then mgs_prolong_restrict from this set-up's level 1 against a level 2 held from another
-set-up give the integers of the NumPy ``Held.transfers`` (``TableBuilder.prolong`` and
-``restrict``) exactly — on two tanks whose liquid moved between them, and on the same one."""
+set-up's kernels: mgs_down_fill over level K's capacity (K = 2, or 3: ``VOXFX_SPARSE_MG_KEEP_FROM``;
+its down holding another set-up's entries) then mgs_prolong_restrict from this set-up's level K − 1
+against a level K held from another set-up give the integers of the NumPy ``Held.transfers``
+(``TableBuilder.prolong`` and ``restrict``) exactly — on two tanks whose liquid moved between them,
+and on the same one."""
 
 import numpy as np
 import pytest
@@ -11,7 +12,7 @@ import pytest
 from bench._mg_kept import Snapshot
 from tests.unit.test_cuda_exact import _build, with_defines
 from tests.unit.test_cuda_sparse_pressure_host import PREAMBLE
-from tests.unit.test_flip_sparse_multigrid_keep import TOPS, _positions, _substep
+from tests.unit.test_flip_sparse_multigrid_keep import SHAPE3, TOPS, _positions, _substep
 from voxfx.kernels.flip.sparse_grid import SparseFlipGrid
 from voxfx.kernels.flip.sparse_multigrid import TableBuilder
 from voxfx.kernels.flip.sparse_multigrid_kept import Held, rebased
@@ -55,28 +56,34 @@ def kept(tmp_path_factory):
     return _build(tmp_path_factory, with_defines(KEPT, setup_kernels))
 
 
-@pytest.fixture(scope="module")
-def snapshots():
-    spec, _ = _positions(TOPS[0])
+@pytest.fixture(scope="module", params=[2, 3], ids=["from2", "from3"])
+def snapshots(request):
+    """Two set-ups of the tank (the liquid moved between them) and the first level held: 3 on
+    the finer tank (``SHAPE3``: levels 2 → 3, ``VOXFX_SPARSE_MG_KEEP_FROM`` "3", h19f)."""
+    scene = {"n": 8 * 48000, "shape": SHAPE3} if request.param == 3 else {}
+    spec, _ = _positions(TOPS[0], **scene)
     g = SparseFlipGrid(spec, np, closed=True)
     out = []
     for top in (TOPS[0], TOPS[2]):
-        out.append(Snapshot(g, *_substep(g, _positions(top)[1])))
-    return out
+        out.append(Snapshot(g, *_substep(g, _positions(top, **scene)[1])))
+    return request.param, out
 
 
 @pytest.mark.parametrize("pair", ["moved", "same"])
 def test_kept_transfers_on_the_device_are_the_numpy_ones(kept, snapshots, pair):
+    first, snapshots = snapshots
+    f = first - 1
     old, now = (snapshots[0], snapshots[1]) if pair == "moved" else (snapshots[0], snapshots[0])
-    fine, fkeys = now.cells[1], now.keys[1]
-    # the device's bases chain from level 0's (coarser_base): level 2's lowered to level 1's parent base
-    fbase = tuple(min(f, 2 * c) for f, c in zip(fine.base, old.cells[2].base))
+    fine, fkeys = now.cells[f], now.keys[f]
+    # the device's bases chain from level 0's (coarser_base): level K's lowered to level K − 1's parent base
+    fbase = tuple(min(a, 2 * c) for a, c in zip(fine.base, old.cells[first].base))
     fine, fkeys = rebased(fine, fkeys, fbase)
-    coarse, ckeys = rebased(old.cells[2], old.keys[2], fine.coarser_base())
-    m_fine, held_level = now.vcycle.levels[1].m, old.vcycle.levels[2]
+    coarse, ckeys = rebased(old.cells[first], old.keys[first], fine.coarser_base())
+    m_fine, held_level = now.vcycle.levels[f].m, old.vcycle.levels[first]
     assert int(fkeys.shape[0]) == m_fine and held_level.m > 0
-    held = Held(old.vcycle.levels[2:], old.vcycle.up[2:], old.vcycle.down[2:], old.cells[2], old.keys[2])
-    up, down = held.transfers(TableBuilder(np), now.cells[1], now.keys[1], m_fine)
+    held = Held(old.vcycle.levels[first:], old.vcycle.up[first:], old.vcycle.down[first:], old.cells[first],
+                old.keys[first], first=first)
+    up, down = held.transfers(TableBuilder(np), now.cells[f], now.keys[f], m_fine)
     mc, stride = held_level.m, held_level.m + 9  # a capacity past the count: columns past mc untouched
     lines = [" ".join(map(str, fine.base)), str(m_fine), *map(str, fkeys), " ".join(map(str, coarse.base)),
              str(len(coarse.keys)), *map(str, coarse.keys), *map(str, coarse.position), str(mc), str(stride)]
@@ -84,6 +91,6 @@ def test_kept_transfers_on_the_device_are_the_numpy_ones(kept, snapshots, pair):
     got_up, got_down = out[:8 * (m_fine + 1)].reshape(8, m_fine + 1), out[8 * (m_fine + 1):].reshape(64, mc + 1)
     assert np.array_equal(got_up, up) and np.array_equal(got_down, down)
     if pair == "moved":
-        assert not np.array_equal(up, now.vcycle.up[1])  # not the fresh hierarchy's
+        assert not np.array_equal(up, now.vcycle.up[f])  # not the fresh hierarchy's
     else:
-        assert np.array_equal(up, now.vcycle.up[1]) and np.array_equal(down, now.vcycle.down[1])
+        assert np.array_equal(up, now.vcycle.up[f]) and np.array_equal(down, now.vcycle.down[f])

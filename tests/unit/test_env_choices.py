@@ -43,6 +43,8 @@ SWITCHES = [  # (the switch, its variable, its ways, its default)
     (sparse_pressure_buffers.first_caps, "VOXFX_SPARSE_SETUP_FIRST_CAPS", sparse_pressure_buffers.FIRST_MODES, "grown"),
     (lambda given=None: str(sparse_multigrid_kept.keep_every(given)), "VOXFX_SPARSE_MG_KEEP",
      sparse_multigrid_kept.KEEP_WAYS, "0"),
+    (lambda given=None: str(sparse_multigrid_kept.keep_from(given)), "VOXFX_SPARSE_MG_KEEP_FROM",
+     sparse_multigrid_kept.FROM_WAYS, "2"),
 ]
 NO_GIVEN = {transfer.speed_max_mode, sparse_topology_gpu.topology_mode, sparse_topology_gpu.speed_max_mode,  # no
             sparse_topology_update.topology_update_mode, sparse_topology_tables.tables_mode,  # caller's way

@@ -13,16 +13,19 @@ from bench._mg_kept import KeptVCycle, Snapshot
 from voxfx.kernels.flip import sparse_pressure, sparse_transfer
 from voxfx.kernels.flip.sparse_grid import SparseFlipGrid
 from voxfx.kernels.flip.sparse_multigrid import VCycle
-from voxfx.kernels.flip.sparse_multigrid_kept import keep_every
+from voxfx.kernels.flip.sparse_multigrid_kept import keep_every, keep_from
 from voxfx.kernels.grid import GridSpec
 
 SHAPE = (40, 24, 36)
 TOPS = (0.4, 0.46, 0.52, 0.58)  # the first puddle's height, set-up by set-up: the liquid moves
 
 
-def _positions(top, n=48000):
+SHAPE3 = (80, 48, 72)  # the tank twice as fine: levels ≥ 3 to hold (K = 3; SHAPE's V-cycle has 3 levels)
+
+
+def _positions(top, n=48000, shape=SHAPE):
     rng = np.random.default_rng(8)
-    spec = GridSpec((0.0, 0.0, 0.0), 0.1, SHAPE)
+    spec = GridSpec((0.0, 0.0, 0.0), 0.1 * SHAPE[0] / shape[0], shape)
     up = np.asarray(spec.upper)
     first = rng.uniform(0.0, 0.4, (n, 3)) * up
     first[:, 1] *= top / 0.4
@@ -61,35 +64,51 @@ def test_the_switch_reads_its_variable(monkeypatch):
     monkeypatch.setenv("VOXFX_SPARSE_MG_KEEP", "5")
     with pytest.raises(ValueError, match="VOXFX_SPARSE_MG_KEEP"):
         keep_every()
+    monkeypatch.delenv("VOXFX_SPARSE_MG_KEEP_FROM", raising=False)
+    assert keep_from() == 2
+    monkeypatch.setenv("VOXFX_SPARSE_MG_KEEP_FROM", "3")
+    assert keep_from() == 3
+    monkeypatch.setenv("VOXFX_SPARSE_MG_KEEP_FROM", "1")
+    with pytest.raises(ValueError, match="VOXFX_SPARSE_MG_KEEP_FROM"):
+        keep_from()
 
 
-def test_kept_every_3_is_the_fresh_vcycle_at_rebuilds_and_the_kept_model_in_between(monkeypatch):
-    spec, _ = _positions(TOPS[0])
+@pytest.mark.parametrize("first", [2, 3])
+def test_kept_every_3_is_the_fresh_vcycle_at_rebuilds_and_the_kept_model_in_between(monkeypatch, first):
+    """Levels ≥ *first* held (``VOXFX_SPARSE_MG_KEEP_FROM``; 3: levels 0 … 2 built each set-up,
+    h19f): against ``KeptVCycle(keep_from=first)`` bit for bit."""
+    monkeypatch.setenv("VOXFX_SPARSE_MG_KEEP_FROM", str(first))
+    scene = {"n": 8 * 48000, "shape": SHAPE3} if first == 3 else {}
+    spec, _ = _positions(TOPS[0], **scene)
     g = SparseFlipGrid(spec, np, closed=True)
     snaps, got, held = [], [], []
     for top in TOPS:
-        kind, level0 = _substep(g, _positions(top)[1])
+        kind, level0 = _substep(g, _positions(top, **scene)[1])
         monkeypatch.delenv("VOXFX_SPARSE_MG_KEEP", raising=False)
         snaps.append(Snapshot(g, kind, level0))  # the fresh hierarchy (nothing held touched)
         monkeypatch.setenv("VOXFX_SPARSE_MG_KEEP", "3")
         got.append(VCycle(g, kind, level0))
         held.append(g._mg_held)
-        assert len(got[-1].levels) >= 3
+        assert len(got[-1].levels) >= first + 1
     assert held[0] is held[1] is held[2] and held[3] is not held[0] and held[3].age == 0 and held[2].age == 2
+    assert held[0].first == first and held[0].levels[0] is got[0].levels[first]
     for at in (0, 3):  # rebuilt: the fresh V-cycle
         _equal(got[at], snaps[at].vcycle)
         r = _r(snaps[at].level0.m)
         assert np.array_equal(got[at](r), snaps[at].vcycle(r))
     moved = 0
     for at in (1, 2):  # kept from set-up 0: h19c's model
-        model = KeptVCycle(snaps[at], snaps[0], keep_from=2)
+        model = KeptVCycle(snaps[at], snaps[0], keep_from=first)
         _equal(got[at], model)
         r = _r(snaps[at].level0.m)
         z = got[at](r)
         assert np.array_equal(z, model(r))
-        assert got[at].levels[2] is got[0].levels[2]  # the same tables, not rebuilt
-        moved += not np.array_equal(got[at].up[1], snaps[at].vcycle.up[1])
-    assert moved  # the liquid moved: level 1 ↔ 2 is not the fresh one
+        assert got[at].levels[first] is got[0].levels[first]  # the same tables, not rebuilt
+        if first == 3:  # level 2 is this set-up's: the fresh one's tables
+            assert got[at].levels[2] is not got[0].levels[2]
+            assert np.array_equal(got[at].levels[2].nbr, snaps[at].vcycle.levels[2].nbr)
+        moved += not np.array_equal(got[at].up[first - 1], snaps[at].vcycle.up[first - 1])
+    assert moved  # the liquid moved: level K − 1 ↔ K is not the fresh one
 
 
 def test_off_keeps_nothing(monkeypatch):

@@ -132,3 +132,32 @@ def test_a_set_up_after_its_read_launches_on_the_sticky_base_while_it_holds():
     ws.last = ((14, 21, 30), (95, 80, 71), None)  # the liquid moved a little: the same base
     assert kept.base_for(ws, (14, 21, 30), (95, 80, 71)) == first
     assert setup._level0_base((14, 21, 30), (95, 80, 71)) != first
+
+
+WIDE = [8 ** 7 // 8 ** level for level in range(COUNT)]  # level 1's set above the tail's bound: levels 2 … on their own
+
+
+def test_from_3_holds_levels_3_on_and_keeps_only_where_level_2_is_launched_on_its_own(monkeypatch):
+    """``VOXFX_SPARSE_MG_KEEP_FROM`` "3" (h19f): the rebuild holds the rows of levels ≥ 3; a set-up
+    keeps them only where level 2 is launched on its own (``launched_to``: a tail from level 2 would
+    build levels 2 … to the last, so it rebuilds), and what a "2" rebuild held is not kept under "3"
+    nor the reverse."""
+    monkeypatch.setenv("VOXFX_SPARSE_MG_KEEP_FROM", "3")
+    ws, cnt, span = _rebuilt()
+    assert ws.held.first == 3 and np.array_equal(ws.held.cnt, cnt[3:].ravel())
+    assert np.array_equal(ws.held.span, span[3:].ravel())
+    init = np.concatenate([np.zeros(4 * COUNT, np.int32), np.full(6 * COUNT, setup._NO_SPAN, np.int32)])
+    want = init.copy()
+    want[12:4 * COUNT], want[4 * COUNT + 18:] = cnt[3:].ravel(), span[3:].ravel()
+    kept.rows(init, ws, COUNT)
+    assert np.array_equal(init, want)
+    assert kept.launched_to(WIDE, 3) and not kept.launched_to([1] * COUNT, 3) and kept.launched_to([1] * COUNT, 2)
+    assert kept.decide(ws, GRID, BASE, WIDE, 3) is True
+    assert kept.decide(ws, GRID, BASE, [1] * COUNT, 3) is False and ws.held is None  # level 2 in the tail
+    ws, _, _ = _rebuilt()
+    monkeypatch.setenv("VOXFX_SPARSE_MG_KEEP_FROM", "2")
+    assert kept.decide(ws, GRID, BASE, WIDE, 3) is False and ws.held is None  # held from 3, asked from 2
+    ws, _, _ = _rebuilt()
+    assert ws.held.first == 2
+    monkeypatch.setenv("VOXFX_SPARSE_MG_KEEP_FROM", "3")
+    assert kept.decide(ws, GRID, BASE, WIDE, 3) is False and ws.held is None  # held from 2, asked from 3
