@@ -61,7 +61,7 @@ def _launch_levels(grid, kind, ws, level0, base, bounds, most, keep=False):
             level0.candidates = int(grid.brick_slot.shape[0]) * 64  # map1's entries this set-up wrote
             first = _tail_start(bounds)  # build's test, on the host bounds
             if keep:  # levels 2 … K − 1 built (on their own: ``held_levels.decide``), then level K's transfers
-                fine = _coarser_to(fine, ws, held_levels.keep_from())
+                fine = _coarser_to(fine, ws, ws.held.first)
                 held_levels.launch(ws, fine)
             elif graph:
                 key = (ws.generation, int(ws.arena.data.ptr), fine[1], first, setup.SCAN, _scatter(), joined)
