@@ -56,21 +56,18 @@ def _r(m, seed=3):
     return np.append(np.random.default_rng(seed).normal(0, 1, m), 0).astype(np.float32)
 
 
-def test_the_switch_reads_its_variable(monkeypatch):
-    monkeypatch.delenv("VOXFX_SPARSE_MG_KEEP", raising=False)
-    assert keep_every() == 0
-    monkeypatch.setenv("VOXFX_SPARSE_MG_KEEP", "3")
-    assert keep_every() == 3
-    monkeypatch.setenv("VOXFX_SPARSE_MG_KEEP", "5")
-    with pytest.raises(ValueError, match="VOXFX_SPARSE_MG_KEEP"):
-        keep_every()
-    monkeypatch.delenv("VOXFX_SPARSE_MG_KEEP_FROM", raising=False)
-    assert keep_from() == 2
-    monkeypatch.setenv("VOXFX_SPARSE_MG_KEEP_FROM", "3")
-    assert keep_from() == 3
-    monkeypatch.setenv("VOXFX_SPARSE_MG_KEEP_FROM", "1")
-    with pytest.raises(ValueError, match="VOXFX_SPARSE_MG_KEEP_FROM"):
-        keep_from()
+@pytest.mark.parametrize("variable, read, default, other, bad", [
+    ("VOXFX_SPARSE_MG_KEEP", keep_every, 0, 3, "5"),
+    ("VOXFX_SPARSE_MG_KEEP_FROM", keep_from, 2, 3, "1"),
+])
+def test_the_switches_read_their_variables(monkeypatch, variable, read, default, other, bad):
+    monkeypatch.delenv(variable, raising=False)
+    assert read() == default
+    monkeypatch.setenv(variable, str(other))
+    assert read() == other
+    monkeypatch.setenv(variable, bad)
+    with pytest.raises(ValueError, match=variable):
+        read()
 
 
 @pytest.mark.parametrize("first", [2, 3])
