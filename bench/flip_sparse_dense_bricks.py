@@ -19,6 +19,13 @@ substep's stages up to the solve and today's solve on it). Then:
   share of a V-cycle (pre-smoothing 2 sweeps, residual, restriction, prolongation, post-smoothing 2
   sweeps) plus q = A p with p·q (replayed ``--repeats`` times, an event pair each); each pass's floor (its
   bytes over the bricks / 3.35 TB/s, the H100's HBM3 peak).
+
+Measured (H100 80GB HBM3, driver 580.159.04, session 20's h20c call; bench/RESULTS.md "h20c"): 3168 bricks, 2027
+holding FLUID — 1,037,824 dense cells for 1,017,700 unknowns (the dam break's liquid fills its bricks); the
+sweeps, residual, A p and prolongation today's bits on every unknown. Level 0's V-cycle share in a graph 84.6 µs
+(11 launches), with A p·dot 100.4 µs (13), against today's level 0 by event pairs 177.0 µs in 11 launches, an
+estimated ~108–117 µs of its 222.3 µs loop iteration: ~3–7% of an iteration, the passes ~2–3× their bytes' floor.
+Event pairs a launch (this bench's and pcg_loop's) carry ~5 µs of host launch each: compare the graphs.
 """
 
 from __future__ import annotations
