@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from voxfx.kernels.flip.pressure import MG_COARSE_SWEEPS, MG_MIN_SIDE, MG_SWEEPS
+from voxfx.kernels.flip.sparse_multigrid_bricks import brick_inside, post_smooth, pre_smooth
 from voxfx.kernels.flip.sparse_multigrid import (MG_OMEGA, PROLONG_WEIGHTS, RESTRICT_WEIGHTS, VCycle, dense_solve,
                                                  gather_sum, sweep)
 
@@ -153,33 +154,6 @@ def boundary_unknowns(level, width, air_only=False):
     return np.flatnonzero(near[:m])
 
 
-def brick_inside(level):
-    """(6, m) bool: level 0's neighbour in the same 8³ brick (flat cell // 512) as the unknown."""
-    cached = getattr(level, "_brick_inside", None)
-    if cached is not None:
-        return cached
-    m = level.m
-    brick = np.concatenate([level.cells // 512, [-1]])
-    nbr = level.nbr[:, :m]
-    inside = (brick[nbr] == brick[None, :m]) & (nbr < m)
-    level._brick_inside = inside
-    return inside
-
-
-def brick_sweep(level, inside, x, halo, b, colour, omega):
-    """One colour of over-relaxed Gauss-Seidel with the neighbours in other bricks read from *halo*
-    (the values at the smoothing's start), those in the same brick from *x*."""
-    lo, hi = (0, level.m_red) if colour == 0 else (level.m_red, level.m)
-    if hi <= lo:
-        return
-    nbr, ins = level.nbr[:, lo:hi], inside[:, lo:hi]
-    s = np.where(ins[0], x[nbr[0]], halo[nbr[0]])
-    for d in range(1, 6):
-        s = s + np.where(ins[d], x[nbr[d]], halo[nbr[d]])
-    g = (b[lo:hi] + s) / level.diag[lo:hi]
-    x[lo:hi] = x[lo:hi] + _F32(omega) * (g - x[lo:hi])
-
-
 class VariantVCycle(VCycle):
     """``VCycle`` with *options* (``MGOptions``) on NumPy."""
 
@@ -242,10 +216,10 @@ class VariantVCycle(VCycle):
             sweep_some(L, x, b, black)
         brick = o.smoother == "brick" and level == 0
         if brick:
-            inside, halo = brick_inside(L), x.copy()  # 0: the halo is 0 throughout
-            for _ in range(o.brick_sweeps or sweeps):
-                brick_sweep(L, inside, x, halo, b, 0, o.omega)
-                brick_sweep(L, inside, x, halo, b, 1, o.omega)
+            if getattr(self, "_variant_inside", None) is None:
+                self._variant_inside = brick_inside(L)
+            inside = self._variant_inside
+            x = pre_smooth(L, inside, b, o.omega, o.brick_sweeps or sweeps)
         for _ in range(0 if brick else sweeps):
             sweep(L, x, b, 0, o.omega)
             sweep(L, x, b, 1, o.omega)
@@ -254,10 +228,7 @@ class VariantVCycle(VCycle):
         xc = self._cycle(bc, level + 1)
         x = x + gather_sum(xc, self.up[level], PROLONG_WEIGHTS)
         if brick:
-            halo = x.copy()
-            for _ in range(o.brick_sweeps or sweeps):
-                brick_sweep(L, inside, x, halo, b, 1, o.omega)
-                brick_sweep(L, inside, x, halo, b, 0, o.omega)
+            post_smooth(L, inside, x, b, o.omega, o.brick_sweeps or sweeps)
         for _ in range(0 if brick else sweeps):
             sweep(L, x, b, 1, o.omega)
             sweep(L, x, b, 0, o.omega)
