@@ -27,10 +27,10 @@ before and black→red after the coarse correction, ``MG_COARSE_SWEEPS`` each wa
 coarsest level: a palindrome, so the V-cycle is symmetric positive definite and CG stays
 valid. Level 0 can instead be smoothed brick by brick (``sparse_multigrid_bricks``,
 ``VOXFX_SPARSE_MG_SMOOTHER`` "brick", read when a VCycle is built: block Gauss-Seidel over the
-grid's 8³ bricks, the post-smoothing its adjoint). ``MG_OMEGA`` (``VOXFX_SPARSE_MG_OMEGA``, default 1.3) over-relaxes every sweep above
-the coarsest level (issue 24, i24m: fewer CG iterations at no extra launch; the variants
-measured against it are ``bench/_mg_variants.py``, their counts
-``bench/flip_mg_iterations.py``). Reusing the tables across substeps when nothing changed is issue 24's.
+grid's 8³ bricks, the post-smoothing its adjoint). ``MG_OMEGA`` (``VOXFX_SPARSE_MG_OMEGA``,
+default 1.3) over-relaxes every sweep above the coarsest level (issue 24, i24m: fewer CG
+iterations at no extra launch; the variants measured against it are ``bench/_mg_variants.py``,
+their counts ``bench/flip_mg_iterations.py``). Reusing the tables across substeps when nothing changed is issue 24's.
 
 The coarsest level solved exactly (``MG_DENSE``, ``VOXFX_SPARSE_MG_DENSE``; issue 24, i24p4): a
 dense inverse G of its operator, built once per V-cycle's tables by Gauss-Jordan elimination in
