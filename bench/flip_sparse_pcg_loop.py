@@ -7,7 +7,7 @@ process, every variant on the same state in turn.
         [--variants plain:0:1 shared:1:1 shared-colour2:1:2 shared-launched:1:1:0]
 
 A variant is
-NAME:TAIL_SHARED:COLOUR_GRID[:CLUSTER_UNKNOWNS[:BRICK_TRANSFERS[:DENSE[:TAIL[:NBR[:BLOCKS[:FOLD[:SMOOTHER]]]]]]]]
+NAME:TAIL_SHARED:COLOUR_GRID[:CLUSTER_UNKNOWNS[:BRICK_TRANSFERS[:DENSE[:TAIL[:NBR[:BLOCKS[:FOLD[:SMOOTHER[:THREADS]]]]]]]]]
 (``sparse_pressure_gpu.TAIL_SHARED``, the one-block tail's vectors in shared memory;
 ``COLOUR_GRID``, the one-colour launches over stride / COLOUR_GRID threads; ``CLUSTER_UNKNOWNS``,
 the cluster tail's bound, 0: those levels launch by launch, "-" or left out: the module's value
@@ -19,8 +19,9 @@ bound, left out: the module's value at start; ``NBR``, ``sparse_pressure_vcycle.
 neighbours: table or bricks, left out: the environment's; ``BLOCKS``, ``sparse_pressure_vcycle.CLUSTER_BLOCKS``,
 the cluster tail's blocks, 8 or 16, left out: the environment's; ``FOLD``, ``sparse_pressure_vcycle.TAIL_FOLD``,
 the shared tails' first sweep in two passes, 0 or 1, left out: the environment's; ``SMOOTHER``,
-``sparse_multigrid_bricks.SMOOTHER``, level 0's smoother: rb or brick, left out: the environment's). Per
-substep, on its state
+``sparse_multigrid_bricks.SMOOTHER``, level 0's smoother: rb or brick, left out: the environment's;
+``THREADS``, ``sparse_pressure_vcycle.SMOOTH_THREADS``, the brick smoothing's block: 512, 256 or 128, left
+out: the environment's). Per substep, on its state
 before the
 solve (the warm start's carried pressure put back before each solve, the tables built every
 solve as the profile bench does):
@@ -83,7 +84,7 @@ def use(variant):
     _, shared, colour, *rest = variant.split(":")
     sparse_pressure_gpu.TAIL_SHARED = shared != "0"
     sparse_pressure_gpu.COLOUR_GRID = int(colour)
-    cluster, bricks, dense, tail, nbr, blocks, fold, smooth = (rest + ["-"] * 8)[:8]
+    cluster, bricks, dense, tail, nbr, blocks, fold, smooth, threads = (rest + ["-"] * 9)[:9]
     sparse_pressure_gpu.TAIL_UNKNOWNS = _TAIL if tail == "-" else int(tail)
     sparse_pressure_gpu.CLUSTER_UNKNOWNS = _CLUSTER if cluster == "-" else int(cluster)
     sparse_pressure_gpu.BRICK_TRANSFERS = _BRICKS if bricks == "-" else bricks
@@ -92,6 +93,7 @@ def use(variant):
     sparse_pressure_vcycle.CLUSTER_BLOCKS = None if blocks == "-" else int(blocks)
     sparse_pressure_vcycle.TAIL_FOLD = None if fold == "-" else fold != "0"
     sparse_multigrid_bricks.SMOOTHER = None if smooth == "-" else smooth
+    sparse_pressure_vcycle.SMOOTH_THREADS = None if threads == "-" else threads
 
 
 def carried(grid, keep=None):

@@ -4,18 +4,26 @@
 // slots, their count from the brick table: the loop is a captured graph, sized to capacities)
 // holds the brick's 8³ cells and one layer of halo a face in shared memory (10³ floats, the
 // place ((z + 1)·10 + y + 1)·10 + x + 1), the cells' unknowns, b and diag beside them, and runs
-// MG_SWEEPS sweeps inside the brick — per cell sparse_multigrid.sweep's rule, x_c ← x_c +
-// ω·((b_c + Σ x_n)/diag_c − x_c), the six added −x, +x, −y, +y, −z, +z (relaxed(), no FMA:
-// compiled with the V-cycle's options) — the halo held at its value at the start: 0 before the
-// coarse correction (mg_brick_pre_smooth, red then black, reads no other brick), the x after the
-// prolongation after it (mg_brick_post_smooth, black then red: the adjoint, so the V-cycle stays
-// symmetric; it reads x_in and writes x_out, another buffer, so no block reads a halo another
-// has already smoothed, and folds the partial r·z, b·x_out, into block_sum2 on the reduction
-// grid). Cells that are not unknowns hold 0. The same values as the NumPy reference bit for bit
-// (tests/unit/test_cuda_sparse_brick_smooth_host.py).
+// BRICK_SWEEPS sweeps (default MG_SWEEPS) inside the brick — per cell sparse_multigrid.sweep's
+// rule, x_c ← x_c + ω·((b_c + Σ x_n)/diag_c − x_c), the six added −x, +x, −y, +y, −z, +z
+// (relaxed(), no FMA: compiled with the V-cycle's options) — the halo held at its value at the
+// start: 0 before the coarse correction (mg_brick_pre_smooth, red then black, reads no other
+// brick), the x after the prolongation after it (mg_brick_post_smooth, black then red: the
+// adjoint, so the V-cycle stays symmetric; it reads x_in and writes x_out, another buffer, so no
+// block reads a halo another has already smoothed, and folds the partial r·z, b·x_out, into
+// block_sum2 on the reduction grid). Cells that are not unknowns hold 0. The same values as the
+// NumPy reference bit for bit (tests/unit/test_cuda_sparse_brick_smooth_host.py; on the H100 the
+// solver's z, tests/gpu/test_flip_sparse_mg_bricks_gpu.py).
 //
-// Layout (each phase a loop over the block's threads, a barrier between: the host harness runs
-// a block as one thread).
+// Each phase is a loop over the block's threads with a barrier after it (the host harness runs a
+// block as one thread; a block of fewer than 512 threads loops over the cells).
+//
+// Measured (H100 80GB HBM3, driver 580.159.04, 8M dam break, bench/flip_mg_bricks_call.sh; 512
+// threads a block on the 1024 blocks of the reduction grid): an event pair a launch gives
+// mg_brick_pre_smooth 35 µs and mg_brick_post_smooth 40 µs (the red-black passes they replace:
+// ~134 µs over 7 launches), yet the PCG loop's graph paces 222.3 → 216.3 µs an iteration: these
+// two are latency-bound chains (position → b, diag, x; nbr27 → position → halo x) a brick, ~3
+// bricks a block in turn, two waves of blocks. Not tuned yet (sparse_pressure_vcycle.SMOOTH_THREADS).
 
 #include "voxfx_mg_bricks.cuh"  // BT_*: level 0's arrays
 #include "voxfx_mg_cell.cuh"    // relaxed
@@ -23,7 +31,10 @@
 #include "voxfx_sparse.cuh"     // SPARSE_CELLS
 
 #define BS_PAD 10      // cells a side of a brick with its halo
-#define BS_THREADS 512 // a block: a thread a cell
+#define BS_THREADS 512 // the most threads a block (a thread a cell); fewer loop over the cells
+#ifndef BRICK_SWEEPS   // sweeps inside a brick each way (sparse_multigrid_bricks.SWEEPS)
+#define BRICK_SWEEPS MG_SWEEPS
+#endif
 
 struct BrickSmoothShared {
     float x[BS_PAD * BS_PAD * BS_PAD];  // the brick's x and its halo
@@ -99,7 +110,7 @@ __device__ __forceinline__ void bs_sweep(BrickSmoothShared& sh, int colour, int 
     __syncthreads();
 }
 
-// Pre-smoothing from x = 0: MG_SWEEPS × (red, black) inside each brick, the halo 0; x written
+// Pre-smoothing from x = 0: BRICK_SWEEPS × (red, black) inside each brick, the halo 0; x written
 // on level 0's unknowns (its other entries untouched).
 extern "C" __global__ void __launch_bounds__(BS_THREADS)
     mg_brick_pre_smooth(const float* __restrict__ b, const unsigned long long* __restrict__ ptrs,
@@ -118,7 +129,7 @@ extern "C" __global__ void __launch_bounds__(BS_THREADS)
             __syncthreads();  // sh.any read by all before the next brick's load resets it
             continue;
         }
-        for (int sweep = 0; sweep < MG_SWEEPS; ++sweep) {
+        for (int sweep = 0; sweep < BRICK_SWEEPS; ++sweep) {
             bs_sweep(sh, 0, m_red, m);
             bs_sweep(sh, 1, m_red, m);
         }
@@ -130,7 +141,7 @@ extern "C" __global__ void __launch_bounds__(BS_THREADS)
     }
 }
 
-// Post-smoothing: x_out = MG_SWEEPS × (black, red) inside each brick from x_in, the halo x_in;
+// Post-smoothing: x_out = BRICK_SWEEPS × (black, red) inside each brick from x_in, the halo x_in;
 // the partial Σ b·x_out (r·z where b is the CG residual) of the block into partials_rz[block]
 // (launched on the reduction grid).
 extern "C" __global__ void __launch_bounds__(BS_THREADS)
@@ -153,7 +164,7 @@ extern "C" __global__ void __launch_bounds__(BS_THREADS)
             continue;
         }
         bs_halo(sh, slot, position0, nbr27, x_in, m);
-        for (int sweep = 0; sweep < MG_SWEEPS; ++sweep) {
+        for (int sweep = 0; sweep < BRICK_SWEEPS; ++sweep) {
             bs_sweep(sh, 1, m_red, m);
             bs_sweep(sh, 0, m_red, m);
         }

@@ -444,7 +444,8 @@ class VCycle:
         if bricks:
             if self._inside is None:
                 self._inside = sparse_multigrid_bricks.brick_inside(L, self.xp)
-            x = sparse_multigrid_bricks.pre_smooth(L, self._inside, b, MG_OMEGA, MG_SWEEPS, self.xp)
+            x = sparse_multigrid_bricks.pre_smooth(L, self._inside, b, MG_OMEGA, sparse_multigrid_bricks.SWEEPS,
+                                                   self.xp)
         for _ in range(0 if bricks else MG_SWEEPS):  # pre-smoothing: red, black
             sweep(L, x, b, 0, MG_OMEGA)
             sweep(L, x, b, 1, MG_OMEGA)
@@ -453,7 +454,8 @@ class VCycle:
         xc = self._cycle(bc, level + 1)
         x = x + gather_sum(xc, self.up[level], PROLONG_WEIGHTS)
         if bricks:
-            sparse_multigrid_bricks.post_smooth(L, self._inside, x, b, MG_OMEGA, MG_SWEEPS, self._brick_post, self.xp)
+            sparse_multigrid_bricks.post_smooth(L, self._inside, x, b, MG_OMEGA, sparse_multigrid_bricks.SWEEPS,
+                                                self._brick_post, self.xp)
         for _ in range(0 if bricks else MG_SWEEPS):  # post-smoothing: black, red (the adjoint order)
             sweep(L, x, b, 1, MG_OMEGA)
             sweep(L, x, b, 0, MG_OMEGA)

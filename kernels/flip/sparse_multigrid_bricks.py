@@ -28,12 +28,22 @@ here overrides it): "rb" (default, today's sweeps) or "brick".
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from ..settings import env_choice
+from .pressure import MG_SWEEPS
 
 SMOOTHERS = ("rb", "brick")
 SMOOTHER = None
+# Sweeps inside a brick before and after the coarse correction (VOXFX_SPARSE_MG_BRICK_SWEEPS, read at
+# import; the kernels compile it in as BRICK_SWEEPS): MG_SWEEPS by default. The passes run in shared
+# memory, so a third costs little on the device; on this CPU 3 gave the red-black sweeps' CG
+# iterations at 64³ (26, where 2 gave 29) and at 128³ (42 over substeps 1-13, as 2 did).
+SWEEPS = int(os.environ.get("VOXFX_SPARSE_MG_BRICK_SWEEPS", str(MG_SWEEPS)))
+if SWEEPS < 1:
+    raise ValueError(f"VOXFX_SPARSE_MG_BRICK_SWEEPS must be at least 1, not {SWEEPS}")
 BRICK_CELLS = 512  # sparse_mac.CELLS: a brick's cells, slot · 512 + place
 _F32 = np.float32
 

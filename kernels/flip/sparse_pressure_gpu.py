@@ -43,6 +43,7 @@ from ..grid.launch import THREADS, GraphLoop, Kernels, Repeat
 from ..settings import env_choice
 from .pressure import MG_COARSE_SWEEPS, MG_SWEEPS
 from .sparse_multigrid import KEY_BITS, MG_OMEGA
+from .sparse_multigrid_bricks import SWEEPS as BRICK_SWEEPS
 from .sparse_pressure_buffers import (BufferLoads, _Buffers, ahead_limits, carve, dense_scratch_bytes,
                                       solver_memory_bytes)
 # The solver cache and its release, reached here as before (sparse_pressure, the set-up workspace,
@@ -74,7 +75,7 @@ _MGT16 = Kernels("flip_sparse_pressure_vcycle_tail.cu", ("--fmad=false",), THREA
 _MGB = Kernels("flip_sparse_pressure_vcycle_bricks.cu", ("--fmad=false",), THREADS, defines=_DEFINES)  # *_bricks
 _NB = Kernels("flip_sparse_pressure_level0.cu", ("--fmad=false",), THREADS, defines=_DEFINES)  # *_nb (NBR)
 _BS = Kernels("flip_sparse_pressure_brick_smooth.cu", ("--fmad=false",), THREADS,  # mg_brick_* (SMOOTHER)
-              defines=_DEFINES)
+              defines={**_DEFINES, "BRICK_SWEEPS": BRICK_SWEEPS})
 _LOOP_KERNELS = ("cg_init", "cg_init_warm", "finish_init_warm", "cg_warm_select",
                  "apply_laplacian", "update_solution", "dot_rz", "update_direction")
 _VCYCLE_KERNELS = ("mg_smooth", "mg_residual", "mg_restrict", "mg_prolong_add", "mg_coarse_solve", "mg_smooth_first",

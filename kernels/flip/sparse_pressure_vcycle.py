@@ -180,8 +180,27 @@ _BRICK_THREADS = 64  # a block of mg_restrict_bricks_shared: a thread a level-1 
 # (the post-smoothing's partial r·z a block). The fused V-cycle's level 0 then takes 5 launches (brick
 # pre-smoothing, the residual over every unknown, the restriction, the prolongation onto every
 # unknown, brick post-smoothing with r·z) where the red-black sweeps take 11.
+# Measured (H100 80GB HBM3, driver 580.159.04, 8M dam break, strides 1271869, 313800, …;
+# bench/flip_mg_bricks_call.sh, h19a's one call): the PCG loop's iteration 222.3 → 216.3 µs (least
+# 221.7 → 215.3; both ways in one process, 12 CG iterations each), one iteration's kernels by event
+# pairs 0.539 ms in 27 launches → 0.481 ms in 22 (mg_brick_pre_smooth 35 µs, mg_brick_post_smooth
+# 40 µs: latency-bound, a brick's chain of dependent loads, ~3 bricks a block in turn); the row
+# (bench/flip_sparse.py --row 8m, separate processes rb, brick, rb, brick) pressure 3.56 / 3.68 /
+# 3.57 / 4.25 ms (the last process slow in every stage), CG iterations [10, 12, 12, 12, 11, 11, 11,
+# 11] → [10, 12, 12, 12, 12, 12, 12, 12]: one more in half the substeps eats the loop's 6 µs. Not
+# the default. Left to try: fewer threads a block (``SMOOTH_THREADS``: more bricks in flight) and
+# three sweeps inside a brick (``sparse_multigrid_bricks.SWEEPS``, the CPU's iterations of rb).
 SMOOTH_KERNELS = ("mg_brick_pre_smooth", "mg_brick_post_smooth")
-_SMOOTH_THREADS = 512
+# Threads a block of the brick smoothing (VOXFX_SPARSE_MG_BRICK_THREADS, read when a solver is built; a
+# value here overrides it): "512" (default, a thread a cell), "256" or "128" (a thread 2 or 4 cells,
+# more blocks resident: 16 of 128 threads an SM against 4 of 512). The same values in any case.
+SMOOTH_THREADS = None
+SMOOTH_THREAD_WAYS = ("512", "256", "128")
+
+
+def smooth_threads(given=None) -> str:
+    """Threads a block of mg_brick_pre_smooth and mg_brick_post_smooth (``SMOOTH_THREADS``)."""
+    return env_choice("VOXFX_SPARSE_MG_BRICK_THREADS", SMOOTH_THREAD_WAYS, given or SMOOTH_THREADS, default="512")
 _BRICK_GRID = 8192
 # Keep the level 0 whose arrays the brick transfers read after a solve that keeps no tables
 # (a bench replaying the loop graph after the solve: bench/flip_sparse_pcg_loop.py); off, the
@@ -239,6 +258,7 @@ class VCycleLaunches(TailLaunches):
     nbr_bricks = False  # level 0's neighbours found from the bricks (NBR "bricks": the name_nb kernels)
     brick_smooth = False  # level 0 smoothed brick by brick (sparse_multigrid_bricks.SMOOTHER "brick")
     brick_x = None  # its x before the post-smoothing (a level-0 vector of the solver)
+    smooth_threads = 512  # threads a block of its kernels (SMOOTH_THREADS)
     _brick_level = None  # the level 0 whose arrays brick_ptrs names
 
     def _brick_setup(self, switch, kernels, nbr=False, nbr_kernels=None, smooth=False, smooth_kernels=None):
@@ -259,6 +279,7 @@ class VCycleLaunches(TailLaunches):
         self.brick_smooth = bool(smooth) and self.brick_x is not None and self._level0_alone()
         if self.brick_smooth:
             smooth_kernels.load(*SMOOTH_KERNELS)
+            self.smooth_threads = int(smooth_threads())
         if switch != "0":
             both = switch in ("1", "shared")
             self.brick_transfers = ((both or switch == "restrict") and len(self.levels) > 2,
@@ -386,7 +407,7 @@ class VCycleLaunches(TailLaunches):
     def _brick_pre(self, L):
         """Level 0's pre-smoothing brick by brick into ``brick_x`` (mg_brick_pre_smooth) and its
         residual over every unknown into L.r."""
-        self._one("mg_brick_pre_smooth", (self.red_blocks,), (_SMOOTH_THREADS,),
+        self._one("mg_brick_pre_smooth", (self.red_blocks,), (self.smooth_threads,),
                   (L.b, self.brick_ptrs, L.diag, self.sizes, self.brick_x, self.state))
         self._launch(self._nbr_name("mg_residual", 0), L.stride,
                      (self.brick_x, L.b, *self._level_args(0), np.int32(1), L.r, self.state))
@@ -395,7 +416,7 @@ class VCycleLaunches(TailLaunches):
         """The prolongation onto every unknown of ``brick_x``, then level 0's post-smoothing brick by
         brick into z (L.x) with the partial r·z (mg_brick_post_smooth, the reduction grid)."""
         self._prolong(0, L, C, n, 1, self.brick_x)
-        self._one("mg_brick_post_smooth", (self.red_blocks,), (_SMOOTH_THREADS,),
+        self._one("mg_brick_post_smooth", (self.red_blocks,), (self.smooth_threads,),
                   (self.brick_x, L.b, self.brick_ptrs, L.diag, self.sizes, L.x, self.partials[self.red_blocks:],
                    self.state))
 

@@ -16,7 +16,6 @@ from tests.unit.test_cuda_sparse_pressure_bricks_host import brick_tables, scene
 from tests.unit.test_cuda_sparse_pressure_host import PREAMBLE, _hex
 from voxfx.kernels.flip import sparse_multigrid_bricks, sparse_pressure
 from voxfx.kernels.flip.grid import AIR, FLUID
-from voxfx.kernels.flip.pressure import MG_SWEEPS
 from voxfx.kernels.flip.sparse_multigrid import MG_OMEGA
 from voxfx.kernels.flip.sparse_pressure_gpu import _BS, _MG
 
@@ -59,14 +58,20 @@ int main() {
 """
 
 
-@pytest.fixture(scope="module")
-def smoother(tmp_path_factory):
-    return _build(tmp_path_factory, with_defines(HARNESS, _BS), name="brick_smooth")
+@pytest.fixture(scope="module", params=[None, 3], ids=["sweeps-default", "sweeps-3"])
+def smoother(request, tmp_path_factory):
+    """The harness with the module's BRICK_SWEEPS, or with *param* sweeps (VOXFX_SPARSE_MG_BRICK_SWEEPS);
+    ``run.sweeps``: theirs."""
+    extra = [] if request.param is None else ["#undef BRICK_SWEEPS", f"#define BRICK_SWEEPS {request.param}"]
+    run = _build(tmp_path_factory, with_defines(HARNESS, _BS, extra), name="brick_smooth")
+    run.sweeps = request.param or sparse_multigrid_bricks.SWEEPS
+    return run
 
 
 def test_brick_smooth_kernels_are_compiled_with_the_vcycles_options():
-    """They round as the V-cycle's kernels: the same -D constants (ω, sweeps), no FMA."""
-    assert _BS.options == _MG.options
+    """They round as the V-cycle's kernels: the same -D constants (ω, sweeps), no FMA; and the
+    brick's sweeps (sparse_multigrid_bricks.SWEEPS)."""
+    assert set(_BS.options) == set(_MG.options) | {f"-DBRICK_SWEEPS={sparse_multigrid_bricks.SWEEPS}"}
 
 
 def _grid(name):
@@ -102,8 +107,9 @@ def test_brick_smooth_kernels_give_the_numpy_reference_bit_for_bit(smoother, nam
     post = np.array([float.fromhex(w) for w in out[s:2 * s]], np.float32)
     partials = np.array([float.fromhex(w) for w in out[2 * s:]])
     inside = sparse_multigrid_bricks.brick_inside(level)
-    want_pre = sparse_multigrid_bricks.pre_smooth(level, inside, b, MG_OMEGA, MG_SWEEPS)
-    want_post = sparse_multigrid_bricks.post_smooth(level, inside, x.copy(), b, MG_OMEGA, MG_SWEEPS)
+    sweeps = smoother.sweeps
+    want_pre = sparse_multigrid_bricks.pre_smooth(level, inside, b, MG_OMEGA, sweeps)
+    want_post = sparse_multigrid_bricks.post_smooth(level, inside, x.copy(), b, MG_OMEGA, sweeps)
     assert np.array_equal(pre[:m].view(np.int32), want_pre[:m].view(np.int32)), \
         np.flatnonzero(pre[:m] != want_pre[:m])[:10]
     assert np.array_equal(post[:m].view(np.int32), want_post[:m].view(np.int32)), \
@@ -112,14 +118,14 @@ def test_brick_smooth_kernels_give_the_numpy_reference_bit_for_bit(smoother, nam
     rz = float(np.dot(b[:m].astype(np.float64), want_post[:m].astype(np.float64)))
     assert partials.sum() == pytest.approx(rz, rel=1e-12, abs=1e-12 * float(np.abs(b[:m] * want_post[:m]).sum()))
     # the brick smoother is not the global sweeps: a halo held fixed changes values
-    assert not np.array_equal(want_post, _global_post(level, x, b))
+    assert not np.array_equal(want_post, _global_post(level, x, b, sweeps))
 
 
-def _global_post(level, x, b):
+def _global_post(level, x, b, sweeps):
     from voxfx.kernels.flip import sparse_multigrid
 
     y = x.copy()
-    for _ in range(MG_SWEEPS):
+    for _ in range(sweeps):
         sparse_multigrid.sweep(level, y, b, 1, MG_OMEGA)
         sparse_multigrid.sweep(level, y, b, 0, MG_OMEGA)
     return y
