@@ -7,7 +7,7 @@ process, every variant on the same state in turn.
         [--variants plain:0:1 shared:1:1 shared-colour2:1:2 shared-launched:1:1:0]
 
 A variant is
-NAME:TAIL_SHARED:COLOUR_GRID[:CLUSTER_UNKNOWNS[:BRICK_TRANSFERS[:DENSE[:TAIL[:NBR[:BLOCKS[:FOLD[:SMOOTHER[:THREADS]]]]]]]]]
+NAME:TAIL_SHARED:COLOUR_GRID[:CLUSTER_UNKNOWNS[:BRICK_TRANSFERS[:DENSE[:TAIL[:NBR[:BLOCKS[:FOLD[:SMOOTHER[:THREADS[:GRID]]]]]]]]]]
 (``sparse_pressure_gpu.TAIL_SHARED``, the one-block tail's vectors in shared memory;
 ``COLOUR_GRID``, the one-colour launches over stride / COLOUR_GRID threads; ``CLUSTER_UNKNOWNS``,
 the cluster tail's bound, 0: those levels launch by launch, "-" or left out: the module's value
@@ -20,8 +20,9 @@ neighbours: table or bricks, left out: the environment's; ``BLOCKS``, ``sparse_p
 the cluster tail's blocks, 8 or 16, left out: the environment's; ``FOLD``, ``sparse_pressure_vcycle.TAIL_FOLD``,
 the shared tails' first sweep in two passes, 0 or 1, left out: the environment's; ``SMOOTHER``,
 ``sparse_multigrid_bricks.SMOOTHER``, level 0's smoother: rb or brick, left out: the environment's;
-``THREADS``, ``sparse_pressure_vcycle.SMOOTH_THREADS``, the brick smoothing's block: 512, 256 or 128, left
-out: the environment's). Per substep, on its state
+``THREADS``, ``sparse_pressure_vcycle.SMOOTH_THREADS``, the brick smoothing's block: 128, 64, 256, 512 or
+128x16, left out: the environment's; ``GRID``, ``sparse_pressure_vcycle.SMOOTH_GRID``, its grid: slots or
+reduce, left out: slots). Per substep, on its state
 before the
 solve (the warm start's carried pressure put back before each solve, the tables built every
 solve as the profile bench does):
@@ -84,7 +85,7 @@ def use(variant):
     _, shared, colour, *rest = variant.split(":")
     sparse_pressure_gpu.TAIL_SHARED = shared != "0"
     sparse_pressure_gpu.COLOUR_GRID = int(colour)
-    cluster, bricks, dense, tail, nbr, blocks, fold, smooth, threads = (rest + ["-"] * 9)[:9]
+    cluster, bricks, dense, tail, nbr, blocks, fold, smooth, threads, grid = (rest + ["-"] * 10)[:10]
     sparse_pressure_gpu.TAIL_UNKNOWNS = _TAIL if tail == "-" else int(tail)
     sparse_pressure_gpu.CLUSTER_UNKNOWNS = _CLUSTER if cluster == "-" else int(cluster)
     sparse_pressure_gpu.BRICK_TRANSFERS = _BRICKS if bricks == "-" else bricks
@@ -94,6 +95,7 @@ def use(variant):
     sparse_pressure_vcycle.TAIL_FOLD = None if fold == "-" else fold != "0"
     sparse_multigrid_bricks.SMOOTHER = None if smooth == "-" else smooth
     sparse_pressure_vcycle.SMOOTH_THREADS = None if threads == "-" else threads
+    sparse_pressure_vcycle.SMOOTH_GRID = "slots" if grid == "-" else grid
 
 
 def carried(grid, keep=None):
@@ -255,6 +257,13 @@ def print_profile(variant, profile):
     print("    passes: " + "; ".join(f"{lv}:{kind} {us:.2f}" for lv, kind, _, us in rows))
 
 
+def print_brick_shape(solver):
+    """The pool's slots and the brick smoothing's grid (the last variant's solver, where it smooths so)."""
+    if solver.brick_smooth:
+        print(f"pool slots {int(solver.brick_ptrs.get()[5]) >> 6}; brick smoothing {solver.smooth_blocks} blocks of "
+              f"{solver.smooth_threads} threads")
+
+
 def print_kernels(kernels, profiles):
     print("\none iteration kernel by kernel (event pair a launch, first substep): kernel ms (launches)")
     for variant, k in kernels.items():
@@ -339,6 +348,7 @@ def main():
           f"cells; strides {solver.strides}, tail {solver.tail[0] if solver.tail else None}, cluster from "
           f"{solver.cluster_from} ({solver.cluster_blocks} blocks), tail shared {solver.tail_shared} B; sizes "
           f"{solver.sizes.get().tolist()}")
+    print_brick_shape(solver)
     print("\nvariant | solve ms (median) | loop ms an iteration (median, min) | CG iterations | max |dp| | same bits | "
           "loop ran | levels")
     for variant, r in rows.items():

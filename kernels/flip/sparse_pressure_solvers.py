@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from . import sparse_pressure_buffers
 from .sparse_multigrid_bricks import smoother
 from .sparse_pressure_buffers import grown_strides
-from .sparse_pressure_vcycle import cluster_blocks, nbr_choice, nbr_table_choice, smooth_threads, tail_fold
+from .sparse_pressure_vcycle import cluster_blocks, nbr_choice, nbr_table_choice, smooth_grid, smooth_threads, tail_fold
 
 if TYPE_CHECKING:  # sparse_pressure_gpu imports this module: _solver reaches it at its call
     from .sparse_pressure_gpu import SparsePressureSolverGPU
@@ -80,7 +80,8 @@ def _solver(needs, preconditioner, check_every, levels=None, dense=0):
     nbr, nbr_table, smooth = nbr_choice(), nbr_table_choice(), smoother()
     key = (len(needs), preconditioner, int(check_every), gpu.VCYCLE, gpu.TAIL_UNKNOWNS, gpu.CLUSTER_UNKNOWNS,
            gpu.FIRST2_UNKNOWNS, gpu.TAIL_SHARED, gpu.COLOUR_GRID, gpu.BRICK_TRANSFERS, nbr, nbr_table, int(dense),
-           cluster_blocks(), tail_fold(), smooth, smooth_threads(), gpu.PERSIST, cp.cuda.Device().id, generation)
+           cluster_blocks(), tail_fold(), smooth, smooth_threads(), smooth_grid(), gpu.PERSIST, cp.cuda.Device().id,
+           generation)
     solver = _solvers.pop(key, None)
     if solver is None or not solver.fits(needs):
         old, guess = (None, 0) if solver is None else (solver.strides, solver.last_iterations)

@@ -190,17 +190,33 @@ _BRICK_THREADS = 64  # a block of mg_restrict_bricks_shared: a thread a level-1 
 # 11] → [10, 12, 12, 12, 12, 12, 12, 12]: one more in half the substeps eats the loop's 6 µs. Not
 # the default. Left to try: fewer threads a block (``SMOOTH_THREADS``: more bricks in flight) and
 # three sweeps inside a brick (``sparse_multigrid_bricks.SWEEPS``, the CPU's iterations of rb).
-SMOOTH_KERNELS = ("mg_brick_pre_smooth", "mg_brick_post_smooth")
+SMOOTH_KERNELS = ("mg_brick_pre_smooth", "mg_brick_post_smooth", "mg_brick_pre_smooth_16", "mg_brick_post_smooth_16")
 # Threads a block of the brick smoothing (VOXFX_SPARSE_MG_BRICK_THREADS, read when a solver is built; a
-# value here overrides it): "512" (default, a thread a cell), "256" or "128" (a thread 2 or 4 cells,
-# more blocks resident: 16 of 128 threads an SM against 4 of 512). The same values in any case.
+# value here overrides it): "128" (default: a thread 4 cells and 3 halo places, its loads issued
+# together), "64", "256", "512" (a thread a cell), or "128x16" (128 threads, the kernels' registers
+# bounded to 32 so 16 blocks fit an SM: the _16 entries; ptxas spills ~100 bytes a thread of the
+# post-smoothing). The same values in any case; the bricks in flight at once set the pace (each a
+# chain of ~3 dependent loads, a few µs: ~3,500 bricks at 8M).
 SMOOTH_THREADS = None
-SMOOTH_THREAD_WAYS = ("512", "256", "128")
+SMOOTH_THREAD_WAYS = ("128", "64", "256", "512", "128x16")
+# The brick smoothing's grid (read when a solver is built; in the solver key): "slots" (default, level
+# 0's stride / SMOOTH_GRID_CELLS blocks: about a block a live brick; grid-stride past it) or "reduce"
+# (the reduction grid, red_blocks, the first round's shape: a block several bricks in turn).
+SMOOTH_GRID = "slots"
+SMOOTH_GRID_CELLS = 256
+_SMOOTH_GRID_MAX = 65535
+
+
+def smooth_grid():
+    """The brick smoothing's grid way and cells a block (``SMOOTH_GRID``, ``SMOOTH_GRID_CELLS``)."""
+    return SMOOTH_GRID, int(SMOOTH_GRID_CELLS)
 
 
 def smooth_threads(given=None) -> str:
     """Threads a block of mg_brick_pre_smooth and mg_brick_post_smooth (``SMOOTH_THREADS``)."""
-    return env_choice("VOXFX_SPARSE_MG_BRICK_THREADS", SMOOTH_THREAD_WAYS, given or SMOOTH_THREADS, default="512")
+    return env_choice("VOXFX_SPARSE_MG_BRICK_THREADS", SMOOTH_THREAD_WAYS, given or SMOOTH_THREADS, default="128")
+
+
 _BRICK_GRID = 8192
 # Keep the level 0 whose arrays the brick transfers read after a solve that keeps no tables
 # (a bench replaying the loop graph after the solve: bench/flip_sparse_pcg_loop.py); off, the
@@ -258,7 +274,10 @@ class VCycleLaunches(TailLaunches):
     nbr_bricks = False  # level 0's neighbours found from the bricks (NBR "bricks": the name_nb kernels)
     brick_smooth = False  # level 0 smoothed brick by brick (sparse_multigrid_bricks.SMOOTHER "brick")
     brick_x = None  # its x before the post-smoothing (a level-0 vector of the solver)
-    smooth_threads = 512  # threads a block of its kernels (SMOOTH_THREADS)
+    smooth_threads = 128  # threads a block of its kernels (SMOOTH_THREADS)
+    smooth_suffix = ""  # their entries: "" or "_16" (SMOOTH_THREADS "128x16")
+    smooth_blocks = 1  # their grid (SMOOTH_GRID)
+    brick_rz = brick_ticket = None  # the post-smoothing's partial r·z a block and its last-block ticket
     _brick_level = None  # the level 0 whose arrays brick_ptrs names
 
     def _brick_setup(self, switch, kernels, nbr=False, nbr_kernels=None, smooth=False, smooth_kernels=None):
@@ -279,7 +298,14 @@ class VCycleLaunches(TailLaunches):
         self.brick_smooth = bool(smooth) and self.brick_x is not None and self._level0_alone()
         if self.brick_smooth:
             smooth_kernels.load(*SMOOTH_KERNELS)
-            self.smooth_threads = int(smooth_threads())
+            way = smooth_threads()
+            self.smooth_threads, self.smooth_suffix = (128, "_16") if way == "128x16" else (int(way), "")
+            if SMOOTH_GRID not in ("slots", "reduce"):
+                raise ValueError(f"sparse_pressure_vcycle.SMOOTH_GRID must be slots or reduce, not {SMOOTH_GRID!r}")
+            self.smooth_blocks = (self.red_blocks if SMOOTH_GRID == "reduce" else
+                                  max(1, min(_SMOOTH_GRID_MAX, self.levels[0].stride // SMOOTH_GRID_CELLS)))
+            self.brick_rz = self.cp.zeros(self.smooth_blocks, self.cp.float64)
+            self.brick_ticket = self.cp.zeros(1, self.cp.int32)  # 0 between launches (the last block resets it)
         if switch != "0":
             both = switch in ("1", "shared")
             self.brick_transfers = ((both or switch == "restrict") and len(self.levels) > 2,
@@ -407,18 +433,19 @@ class VCycleLaunches(TailLaunches):
     def _brick_pre(self, L):
         """Level 0's pre-smoothing brick by brick into ``brick_x`` (mg_brick_pre_smooth) and its
         residual over every unknown into L.r."""
-        self._one("mg_brick_pre_smooth", (self.red_blocks,), (self.smooth_threads,),
+        self._one("mg_brick_pre_smooth" + self.smooth_suffix, (self.smooth_blocks,), (self.smooth_threads,),
                   (L.b, self.brick_ptrs, L.diag, self.sizes, self.brick_x, self.state))
         self._launch(self._nbr_name("mg_residual", 0), L.stride,
                      (self.brick_x, L.b, *self._level_args(0), np.int32(1), L.r, self.state))
 
     def _brick_post(self, L, C, n):
         """The prolongation onto every unknown of ``brick_x``, then level 0's post-smoothing brick by
-        brick into z (L.x) with the partial r·z (mg_brick_post_smooth, the reduction grid)."""
+        brick into z (L.x) with r·z (mg_brick_post_smooth: its total in the first of the reduction
+        grid's partials, the others 0)."""
         self._prolong(0, L, C, n, 1, self.brick_x)
-        self._one("mg_brick_post_smooth", (self.red_blocks,), (self.smooth_threads,),
-                  (self.brick_x, L.b, self.brick_ptrs, L.diag, self.sizes, L.x, self.partials[self.red_blocks:],
-                   self.state))
+        self._one("mg_brick_post_smooth" + self.smooth_suffix, (self.smooth_blocks,), (self.smooth_threads,),
+                  (self.brick_x, L.b, self.brick_ptrs, L.diag, self.sizes, L.x, self.brick_rz, self.brick_ticket,
+                   self.partials[self.red_blocks:], np.int32(self.red_blocks), self.state))
 
     def _vcycle_fused(self):
         """z = V-cycle(r) and the partial sums of r·z, VCYCLE "fused": per level down

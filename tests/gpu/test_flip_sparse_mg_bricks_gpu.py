@@ -103,3 +103,41 @@ def test_gpu_brick_smoother_dam_break_converges(monkeypatch, warm):
         assert s_new["converged"] and s_new["iterations"] <= s_old["iterations"] + 2
         assert np.abs(p_new - p_old).max() <= 1e-2 * max(np.abs(p_old).max(), 1e-6)  # trajectories part slightly
     print("iterations rb", [s["iterations"] for _, s in old], "brick", [s["iterations"] for _, s in new])
+
+
+def test_gpu_brick_kernels_shapes_give_the_same_z_and_a_fixed_rz(monkeypatch, scene):
+    """Every block shape (SMOOTH_THREADS) on a block-a-brick grid and on the reduction grid
+    (SMOOTH_GRID): the solver's z of one V-cycle the NumPy brick reference's bit for bit; r·z in
+    the first of the reduction grid's partials (the others 0), within 1e-9 of Σ r·z, the same bits
+    on a second run (the last block sums the blocks' partials in block order)."""
+    import cupy
+
+    monkeypatch.setenv("VOXFX_PRESSURE_WARM", "0")
+    monkeypatch.setattr(sparse_pressure_vcycle, "HOLD_BRICK_LEVEL", True)
+    spec, pos, vel, obstacle = scene
+    g_np = tank(np, pos, vel, spec, obstacle)
+    _, kind, *_ = sparse_pressure.pressure_rhs(g_np, 0.01, None)
+    level = sparse_pressure.Unknowns(g_np, kind)
+    r = np.append(np.random.default_rng(4).normal(0, 1, level.m), 0).astype(np.float32)
+    monkeypatch.setattr(sparse_multigrid_bricks, "SMOOTHER", "brick")  # read when the reference is built
+    want = VCycle(g_np, kind, level)(r)
+    shapes = [(t, "slots") for t in sparse_pressure_vcycle.SMOOTH_THREAD_WAYS] + [("512", "reduce"), ("128", "reduce")]
+    for threads, grid in shapes:
+        monkeypatch.setattr(sparse_pressure_vcycle, "SMOOTH_THREADS", threads)
+        monkeypatch.setattr(sparse_pressure_vcycle, "SMOOTH_GRID", grid)
+        _way(monkeypatch, "brick")
+        _, stats = sparse_pressure.solve_pressure(tank(cupy, pos, vel, spec, obstacle), 0.01, tolerance=1e-5)
+        (solver,) = sparse_pressure_gpu._solvers.values()
+        assert solver.brick_smooth and stats["converged"]
+        assert solver.smooth_threads == int(threads[:3].rstrip("x"))
+        runs = []
+        for _ in range(2):
+            z = _z_of_solver(solver, r)
+            runs.append((z, cupy.asnumpy(solver.partials[solver.red_blocks:])))
+        (z, rz), (z2, rz2) = runs
+        assert np.array_equal(z[:level.m].view(np.int32), want[:level.m].view(np.int32)), (threads, grid)
+        assert np.array_equal(z2.view(np.int32), z.view(np.int32)) and np.array_equal(rz2.view(np.int64),
+                                                                                    rz.view(np.int64))
+        assert np.all(rz[1:] == 0), (threads, grid)
+        exact = float(np.dot(r[:level.m].astype(np.float64), z[:level.m].astype(np.float64)))
+        assert rz[0] == pytest.approx(exact, rel=1e-9), (threads, grid)

@@ -19,18 +19,20 @@ from voxfx.kernels.flip.grid import AIR, FLUID
 from voxfx.kernels.flip.sparse_multigrid import MG_OMEGA
 from voxfx.kernels.flip.sparse_pressure_gpu import _BS, _MG
 
-# Input: size capacity, nbr27 (27 × capacity), m_red m, the size positions, diag, b, x (m + 1
-# each, hex). Output: x by mg_brick_pre_smooth (m + 1), x_out by mg_brick_post_smooth from x (m +
-# 1), its partials (G doubles), every value hex.
+# Input: size capacity blocks (the smoothing's grid), nbr27 (27 × capacity), m_red m, the size
+# positions, diag, b, x (m + 1 each, hex). Output: x by mg_brick_pre_smooth (m + 1), x_out by
+# mg_brick_post_smooth from x (m + 1), its partials_rz (G doubles), every value hex; the ticket after it.
 HARNESS = PREAMBLE + r"""
+#define __syncthreads_or(flag) (flag)  // a block is one thread
+#define __threadfence() ((void)0)
 #include "flip_sparse_pressure_brick_smooth.cu"
 #define LAUNCH(n, call) do { h_dim.x = 1; h_thread.x = 0; h_grid.x = (unsigned)(n); \
     for (unsigned blk = 0; blk < (unsigned)(n); ++blk) { h_block.x = blk; call; } } while (0)
-static const int G = 7;
+static const int G = 7;  // the reduction grid: partials_rz's entries
 
 int main() {
-    int size, cap, m_red, m;
-    if (scanf("%d %d", &size, &cap) != 2) return 1;
+    int size, cap, m_red, m, blocks;
+    if (scanf("%d %d %d", &size, &cap, &blocks) != 3) return 1;
     std::vector<int> nbr27(27 * (size_t)cap), position(size);
     for (auto& v : nbr27) scanf("%d", &v);
     scanf("%d %d", &m_red, &m);
@@ -47,12 +49,15 @@ int main() {
     const float nan = __builtin_nanf("");
     std::vector<float> x(s, nan), out(s, nan);
     x[m] = 0.0f;
-    LAUNCH(G, mg_brick_pre_smooth(b.data(), ptrs, diag.data(), sizes, x.data(), state));
+    LAUNCH(blocks, mg_brick_pre_smooth(b.data(), ptrs, diag.data(), sizes, x.data(), state));
     for (float v : x) printf("%a\n", v);
-    std::vector<double> p(G, nan);
-    LAUNCH(G, mg_brick_post_smooth(x0.data(), b.data(), ptrs, diag.data(), sizes, out.data(), p.data(), state));
+    std::vector<double> p(G, nan), block_rz(blocks, nan);
+    int ticket = 0;
+    LAUNCH(blocks, mg_brick_post_smooth(x0.data(), b.data(), ptrs, diag.data(), sizes, out.data(), block_rz.data(),
+                                        &ticket, p.data(), G, state));
     for (float v : out) printf("%a\n", v);
     for (double v : p) printf("%a\n", v);
+    printf("%d\n", ticket);
     return 0;
 }
 """
@@ -82,8 +87,12 @@ def _grid(name):
     return scene(name)
 
 
-@pytest.mark.parametrize("name", ["tank", "sealed", "moved", "big"])
-def test_brick_smooth_kernels_give_the_numpy_reference_bit_for_bit(smoother, name):
+@pytest.mark.parametrize("name,blocks", [("tank", 7), ("sealed", 7), ("moved", 7), ("big", 7), ("big", 1),
+                                         ("big", "slots"), ("moved", "slots+5")])
+def test_brick_smooth_kernels_give_the_numpy_reference_bit_for_bit(smoother, name, blocks):
+    """Grid-stride over the slots (7 blocks, one) and a block a slot (the slots, five blocks more
+    than them: blocks with no slot): the same x every time; r·z in partials_rz[0], the rest 0, the
+    ticket back to 0."""
     g = _grid(name)
     kind, _, _ = sparse_pressure.solver_cells(g)
     if name == "sealed":  # liquid up to the lid, no AIR: pin one FLUID cell as a sealed region's pin is
@@ -98,14 +107,17 @@ def test_brick_smooth_kernels_give_the_numpy_reference_bit_for_bit(smoother, nam
     b = np.append(rng.normal(0, 1, m) * 10.0 ** rng.integers(-3, 3, m), 0).astype(np.float32)
     x = np.append(rng.normal(0, 1, m) * 10.0 ** rng.integers(-3, 3, m), 0).astype(np.float32)
     diag = np.asarray(level.diag, np.float32)
-    lines = [f"{g.size} {g.capacity}", *map(str, np.asarray(nbr27).ravel()), f"{m_red} {m}",
+    if isinstance(blocks, str):
+        blocks = g.capacity + (5 if blocks.endswith("+5") else 0)
+    lines = [f"{g.size} {g.capacity} {blocks}", *map(str, np.asarray(nbr27).ravel()), f"{m_red} {m}",
              *map(str, level.position), *_hex(diag), *_hex(b), *_hex(x)]
     out = smoother.raw(lines, check=True).split()
     s, G = m + 1, 7
-    assert len(out) == 2 * s + G
+    assert len(out) == 2 * s + G + 1 and out[-1] == "0"  # the ticket ready for the next launch
     pre = np.array([float.fromhex(w) for w in out[:s]], np.float32)
     post = np.array([float.fromhex(w) for w in out[s:2 * s]], np.float32)
-    partials = np.array([float.fromhex(w) for w in out[2 * s:]])
+    partials = np.array([float.fromhex(w) for w in out[2 * s:-1]])
+    assert np.all(partials[1:] == 0)  # the total in the first (finish_beta sums them in order)
     inside = sparse_multigrid_bricks.brick_inside(level)
     sweeps = smoother.sweeps
     want_pre = sparse_multigrid_bricks.pre_smooth(level, inside, b, MG_OMEGA, sweeps)
@@ -117,8 +129,25 @@ def test_brick_smooth_kernels_give_the_numpy_reference_bit_for_bit(smoother, nam
     assert pre[m] == 0 and np.isnan(post[m])  # the sentinel untouched
     rz = float(np.dot(b[:m].astype(np.float64), want_post[:m].astype(np.float64)))
     assert partials.sum() == pytest.approx(rz, rel=1e-12, abs=1e-12 * float(np.abs(b[:m] * want_post[:m]).sum()))
+    assert partials[0] == _block_order_rz(level, np.asarray(nbr27), g.capacity, blocks, b, want_post)
     # the brick smoother is not the global sweeps: a halo held fixed changes values
     assert not np.array_equal(want_post, _global_post(level, x, b, sweeps))
+
+
+def _block_order_rz(level, nbr27, capacity, blocks, b, x):
+    """Σ b·x as the host run sums it: per block (a block one thread) its slots in turn (slot ≡
+    block mod blocks), their cells in order, then the blocks' partials in block order."""
+    position, m, total = np.asarray(level.position), level.m, 0.0
+    for block in range(blocks):
+        part = 0.0
+        for slot in range(block, capacity, blocks):
+            if nbr27.reshape(-1, 27)[slot, 13] < 0:
+                continue
+            for u in position[slot * 512:(slot + 1) * 512]:
+                if u < m:
+                    part += float(b[u]) * float(x[u])
+        total += part
+    return total
 
 
 def _global_post(level, x, b, sweeps):

@@ -43,7 +43,7 @@ SWITCHES = [  # (the switch, its variable, its ways, its default)
     (sparse_pressure_buffers.first_caps, "VOXFX_SPARSE_SETUP_FIRST_CAPS", sparse_pressure_buffers.FIRST_MODES, "grown"),
     (sparse_multigrid_bricks.smoother, "VOXFX_SPARSE_MG_SMOOTHER", sparse_multigrid_bricks.SMOOTHERS, "rb"),
     (sparse_pressure_vcycle.smooth_threads, "VOXFX_SPARSE_MG_BRICK_THREADS", sparse_pressure_vcycle.SMOOTH_THREAD_WAYS,
-     "512"),
+     "128"),
 ]
 NO_GIVEN = {transfer.speed_max_mode, sparse_topology_gpu.topology_mode, sparse_topology_gpu.speed_max_mode,  # no
             sparse_topology_update.topology_update_mode, sparse_topology_tables.tables_mode,  # caller's way
