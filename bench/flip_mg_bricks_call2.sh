@@ -27,13 +27,13 @@ loop() {  # LOG TIMEOUT ENV VARIANTS…
     timeout $t env $e python3 bench/flip_sparse_pcg_loop.py --substeps 2 --repeats 3 --replays 5 --pace-rounds 2 \
         --substep-runs 0 --variants "$@" > $log 2>&1
     echo "pcg loop ($e) rc=$? elapsed $SECONDS"
-    grep -E "bricks|slots|^  [a-z0-9]+ \||Error|error" $log | cut -c1-200
-    grep -oE "(rb|b[0-9xr]+): total [0-9.]+ ms in [0-9]+ launches|mg_brick_(pre|post)_smooth(_16)? [0-9.]+" $log \
+    grep -E "bricks|slots|^  [a-z0-9]+:.* \| |Error|error" $log | sed -E 's/^  ([a-z0-9]+):[^ ]*/  \1/' | cut -c1-200
+    grep -oE "(rb|b[0-9xr]+):[^ ]*: total [0-9.]+ ms in [0-9]+ launches|mg_brick_(pre|post)_smooth(_16)? [0-9.]+" $log \
         | tr '\n' ' '
     echo
 }
 loop $L/loop2.log 75 VOXFX_X=0 $V
-BEST=$(awk -F'|' '/^  b[0-9x]+ \|/ {n=$1; gsub(/ /,"",n); split($3,a,","); v=a[1]+0; if (best=="" || v<bv) {best=n; bv=v}} END{print best}' $L/loop2.log)
+BEST=$(awk -F'|' '/^  b[0-9x]+:[^ ]* \|/ {n=$1; gsub(/ /,"",n); sub(/:.*/,"",n); split($3,a,","); v=a[1]+0; if (best=="" || v<bv) {best=n; bv=v}} END{print best}' $L/loop2.log)
 BT=${BEST#b}; BT=${BT:-128}; echo "fastest brick block: $BT"
 OTHER=64; [ "$BT" = 64 ] && OTHER=128
 loop $L/loop3.log 55 VOXFX_SPARSE_MG_BRICK_SWEEPS=3 rb:1:2:-:-:-:-:-:-:-:rb b$BT:$S:$BT b$OTHER:$S:$OTHER

@@ -22,13 +22,13 @@ own systems, warm starts, MG_OMEGA 1.3, MG_DENSE 2): CG iterations 128³ (1M par
 10) 26 → 29 (+11.5%; 3 sweeps inside a brick: 26). Bigger grids have relatively fewer cells on a
 brick's face, so the 8M one should lose least.
 
-Measured on the device (H100 80GB HBM3, driver 580.159.04, 8M dam break; bench/RESULTS.md, h19a):
-the solver's z the same as this reference's bit for bit; the PCG loop 222.3 → 216.3 µs an
-iteration (the two brick kernels ~35–40 µs each by event pairs: latency-bound), but one CG iteration
-more in half the substeps (11 → 12), so the row's pressure 3.56 → 3.68 ms: not the default. Not yet
-measured: ``SWEEPS`` 3 and fewer threads a block (``sparse_pressure_vcycle.SMOOTH_THREADS``). The
-device applies it to workspace solvers (the brick table) whose level 0 is launched by itself; others
-keep the red-black sweeps.
+Measured on the device (H100 80GB HBM3, driver 580.159.04, 8M dam break; bench/RESULTS.md, h19a and
+h19a2): the solver's z the same as this reference's bit for bit for every block shape; the PCG loop
+222 → 216-218 µs an iteration (the two brick kernels ~28 and ~48 µs by event pairs), but with 2 sweeps
+one CG iteration more in half the substeps (11 → 12), so the row's pressure 3.59 → 3.71 ms; ``SWEEPS``
+3 keeps the red-black sweeps' CG counts on the 8M row ([10, 12, 12, 12, 11, 11, 11, 11]) but its loop
+is slower (226.9 µs), pressure 3.77 ms: not the default. The device applies it to workspace solvers
+(the brick table) whose level 0 is launched by itself; others keep the red-black sweeps.
 
 ``SMOOTHER`` (``VOXFX_SPARSE_MG_SMOOTHER``, read when a V-cycle or a solver is built; a value
 here overrides it): "rb" (default, today's sweeps) or "brick".

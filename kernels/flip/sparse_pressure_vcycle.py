@@ -176,20 +176,20 @@ NBR_KERNELS = ("mg_smooth_nb", "mg_smooth_first_nb", "mg_smooth_first2_nb", "mg_
                "mg_smooth_black_residual_nb", "mg_residual_nb", "apply_laplacian_nb", "cg_init_warm_nb")
 _BRICK_THREADS = 64  # a block of mg_restrict_bricks_shared: a thread a level-1 candidate of its brick
 # Level 0 smoothed brick by brick (sparse_multigrid_bricks.SMOOTHER "brick", issue 24, h19a;
-# cuda/flip_sparse_pressure_brick_smooth.cu): a block a brick, a thread a cell, on the reduction grid
-# (the post-smoothing's partial r·z a block). The fused V-cycle's level 0 then takes 5 launches (brick
-# pre-smoothing, the residual over every unknown, the restriction, the prolongation onto every
-# unknown, brick post-smoothing with r·z) where the red-black sweeps take 11.
-# Measured (H100 80GB HBM3, driver 580.159.04, 8M dam break, strides 1271869, 313800, …;
-# bench/flip_mg_bricks_call.sh, h19a's one call): the PCG loop's iteration 222.3 → 216.3 µs (least
-# 221.7 → 215.3; both ways in one process, 12 CG iterations each), one iteration's kernels by event
-# pairs 0.539 ms in 27 launches → 0.481 ms in 22 (mg_brick_pre_smooth 35 µs, mg_brick_post_smooth
-# 40 µs: latency-bound, a brick's chain of dependent loads, ~3 bricks a block in turn); the row
-# (bench/flip_sparse.py --row 8m, separate processes rb, brick, rb, brick) pressure 3.56 / 3.68 /
-# 3.57 / 4.25 ms (the last process slow in every stage), CG iterations [10, 12, 12, 12, 11, 11, 11,
-# 11] → [10, 12, 12, 12, 12, 12, 12, 12]: one more in half the substeps eats the loop's 6 µs. Not
-# the default. Left to try: fewer threads a block (``SMOOTH_THREADS``: more bricks in flight) and
-# three sweeps inside a brick (``sparse_multigrid_bricks.SWEEPS``, the CPU's iterations of rb).
+# cuda/flip_sparse_pressure_brick_smooth.cu): a block a brick (SMOOTH_THREADS threads, SMOOTH_GRID), the
+# post-smoothing's r·z summed by its last block into the reduction grid's first partial. The fused
+# V-cycle's level 0 then takes 5 launches (brick pre-smoothing, the residual over every unknown, the
+# restriction, the prolongation onto every unknown, brick post-smoothing with r·z) where the red-black
+# sweeps take 11.
+# Measured (H100 80GB HBM3, driver 580.159.04, 8M dam break, strides 1271869, 313800, …, 3,198 slots):
+# round 1 (512 threads on the reduction grid, one load after another; bench/flip_mg_bricks_call.sh) the
+# PCG loop 222.3 → 216.3 µs an iteration (pre 35 µs, post 40 by event pairs); round 2 (h19a2, loads
+# batched, a block a slot; bench/flip_mg_bricks_call2.sh, shapes in one process) rb 222.1, 128 threads
+# 217.8 (pre 28, post 48), 128x16 225.8, 256 227.5, 64 230.2, 512 259.9, 512 on the reduction grid
+# 237.7 (post 60 registers: 2 blocks an SM). The row (bench/flip_sparse.py --row 8m, separate
+# processes): 2 sweeps one CG iteration more in half the substeps (pressure 3.59 / 3.62 → 3.71 / 3.70
+# ms); 3 sweeps (sparse_multigrid_bricks.SWEEPS) the red-black counts but a slower loop (226.9 µs,
+# pressure 3.77). Not the default (bench/RESULTS.md, h19a2: what is left).
 SMOOTH_KERNELS = ("mg_brick_pre_smooth", "mg_brick_post_smooth", "mg_brick_pre_smooth_16", "mg_brick_post_smooth_16")
 # Threads a block of the brick smoothing (VOXFX_SPARSE_MG_BRICK_THREADS, read when a solver is built; a
 # value here overrides it): "128" (default: a thread 4 cells and 3 halo places, its loads issued
