@@ -10,20 +10,25 @@
 // start: 0 before the coarse correction (mg_brick_pre_smooth, red then black, reads no other
 // brick), the x after the prolongation after it (mg_brick_post_smooth, black then red: the
 // adjoint, so the V-cycle stays symmetric; it reads x_in and writes x_out, another buffer, so no
-// block reads a halo another has already smoothed, and folds the partial r·z, b·x_out, into
-// block_sum2 on the reduction grid). Cells that are not unknowns hold 0. The same values as the
-// NumPy reference bit for bit (tests/unit/test_cuda_sparse_brick_smooth_host.py; on the H100 the
-// solver's z, tests/gpu/test_flip_sparse_mg_bricks_gpu.py).
+// block reads a halo another has already smoothed, and sums r·z = Σ b·x_out: a partial a block,
+// the last block to finish adding them in block order). Cells that are not unknowns hold 0. The
+// same values as the NumPy reference bit for bit for any grid and block
+// (tests/unit/test_cuda_sparse_brick_smooth_host.py; on the H100 the solver's z for every block
+// shape, tests/gpu/test_flip_sparse_mg_bricks_gpu.py).
 //
 // Each phase is a loop over the block's threads with a barrier after it (the host harness runs a
-// block as one thread; a block of fewer than 512 threads loops over the cells).
+// block as one thread). A thread issues the loads of a batch of its cells and halo places before
+// it uses any (the chains position → b, diag, x and nbr27 → position → halo x overlap); a colour
+// pass gives each thread cells of that colour only.
 //
-// Measured (H100 80GB HBM3, driver 580.159.04, 8M dam break, bench/flip_mg_bricks_call.sh; 512
-// threads a block on the 1024 blocks of the reduction grid): an event pair a launch gives
-// mg_brick_pre_smooth 35 µs and mg_brick_post_smooth 40 µs (the red-black passes they replace:
-// ~134 µs over 7 launches), yet the PCG loop's graph paces 222.3 → 216.3 µs an iteration: these
-// two are latency-bound chains (position → b, diag, x; nbr27 → position → halo x) a brick, ~3
-// bricks a block in turn, two waves of blocks. Not tuned yet (sparse_pressure_vcycle.SMOOTH_THREADS).
+// Measured (H100 80GB HBM3, driver 580.159.04, 8M dam break, 3,198 slots; event pairs a launch,
+// bench/RESULTS.md h19a and h19a2): round 1 (512 threads on the reduction grid, loads one after
+// another) pre 35 µs, post 40, the PCG loop 222.3 → 216.3 µs an iteration; round 2 (a block a
+// slot, loads batched) at 128 threads pre 28, post 48, the loop 222.1 → 217.8 (16 blocks an SM:
+// no better; 512 threads: worse). Not measured yet (after the call): the colour passes over the
+// colour's 256 cells (they walked all 512, half the lanes idle) and the last block's sum with 8
+// loads in flight (it took 39 dependent volatile loads a thread at 128 threads: post − pre was
+// 16-20 µs at every shape).
 
 #include "voxfx_mg_bricks.cuh"  // BT_*: level 0's arrays
 #include "voxfx_mg_cell.cuh"    // relaxed
@@ -42,7 +47,14 @@ struct BrickSmoothShared {
     float x[BS_PAD * BS_PAD * BS_PAD];  // the brick's x and its six faces' halo (edges and corners unused)
     float b[SPARSE_CELLS], diag[SPARSE_CELLS];
     int unknown[SPARSE_CELLS];  // the cell's unknown, m where none
+    int red_parity;             // (x + y + z) & 1 of the brick's red cells (from any unknown of it)
 };
+
+// (x + y + z) & 1 of brick cell l.
+__device__ __forceinline__ int bs_parity(int l)
+{
+    return (l ^ (l >> 3) ^ (l >> 6)) & 1;
+}
 
 // The shared place of brick cell l (x + 8y + 64z).
 __device__ __forceinline__ int bs_place(int l)
@@ -74,7 +86,7 @@ __device__ __forceinline__ void bs_face(int i, int& place, int& dir, int& cell)
 __device__ __forceinline__ bool bs_load(BrickSmoothShared& sh, int slot, const int* __restrict__ position0,
                                         const int* __restrict__ nbr27, const float* __restrict__ b,
                                         const float* __restrict__ diag, const float* __restrict__ x_in, bool halo,
-                                        int m)
+                                        int m_red, int m)
 {
     const int T = blockDim.x, t = threadIdx.x;
     const bool live = nbr27[27 * slot + 13] >= 0;
@@ -121,7 +133,10 @@ __device__ __forceinline__ bool bs_load(BrickSmoothShared& sh, int slot, const i
                 sh.b[l] = bv[k];
                 sh.diag[l] = dv[k];
                 sh.x[bs_place(l)] = xv[k];
-                any |= u[k] < m;
+                if (u[k] < m) {  // every unknown of the brick writes the same value
+                    any = 1;
+                    sh.red_parity = bs_parity(l) ^ (u[k] >= m_red);
+                }
             }
         }
 #pragma unroll
@@ -137,12 +152,16 @@ __device__ __forceinline__ bool bs_load(BrickSmoothShared& sh, int slot, const i
     return __syncthreads_or(any);
 }
 
-// One colour inside the brick (red: unknown < m_red), then a barrier.
-__device__ __forceinline__ void bs_sweep(BrickSmoothShared& sh, int colour, int m_red, int m)
+// One colour inside the brick, then a barrier: its 256 cells (red: (x + y + z) & 1 = red_parity,
+// the unknowns < m_red) a thread each in turn, k → z = k / 32, y = k / 4 % 8, x = 2 (k % 4) + the
+// parity's bit, so every lane of a warp has a cell of the colour (the cells of one colour are
+// independent: their order does not change a bit).
+__device__ __forceinline__ void bs_sweep(BrickSmoothShared& sh, int colour, int m)
 {
-    for (int l = threadIdx.x; l < SPARSE_CELLS; l += blockDim.x) {
-        const int u = sh.unknown[l];
-        if (u >= m || (u >= m_red) != (colour == 1)) continue;
+    const int parity = colour ^ sh.red_parity;
+    for (int k = threadIdx.x; k < SPARSE_CELLS / 2; k += blockDim.x) {
+        const int z = k >> 5, y = (k >> 2) & 7, l = (z << 6) | (y << 3) | ((k & 3) << 1) | ((y + z + parity) & 1);
+        if (sh.unknown[l] >= m) continue;
         const int p = bs_place(l);
         float s = sh.x[p - 1];
         s = s + sh.x[p + 1];
@@ -168,10 +187,10 @@ __device__ __forceinline__ void bs_pre(const float* __restrict__ b, const unsign
     const int* nbr27 = (const int*)ptrs[BT_NBR27];
     const int slots = (int)(ptrs[BT_CANDIDATES] >> 6), m_red = sizes[0], m = sizes[1];
     for (int slot = blockIdx.x; slot < slots; slot += gridDim.x) {
-        if (!bs_load(sh, slot, position0, nbr27, b, diag, nullptr, false, m)) continue;
+        if (!bs_load(sh, slot, position0, nbr27, b, diag, nullptr, false, m_red, m)) continue;
         for (int sweep = 0; sweep < BRICK_SWEEPS; ++sweep) {
-            bs_sweep(sh, 0, m_red, m);
-            bs_sweep(sh, 1, m_red, m);
+            bs_sweep(sh, 0, m);
+            bs_sweep(sh, 1, m);
         }
         for (int l = threadIdx.x; l < SPARSE_CELLS; l += blockDim.x) {
             const int u = sh.unknown[l];
@@ -201,10 +220,10 @@ __device__ __forceinline__ void bs_post(const float* __restrict__ x_in, const fl
     const int slots = (int)(ptrs[BT_CANDIDATES] >> 6), m_red = sizes[0], m = sizes[1];
     double rz = 0.0;
     for (int slot = blockIdx.x; slot < slots; slot += gridDim.x) {
-        if (!bs_load(sh, slot, position0, nbr27, b, diag, x_in, true, m)) continue;
+        if (!bs_load(sh, slot, position0, nbr27, b, diag, x_in, true, m_red, m)) continue;
         for (int sweep = 0; sweep < BRICK_SWEEPS; ++sweep) {
-            bs_sweep(sh, 1, m_red, m);
-            bs_sweep(sh, 0, m_red, m);
+            bs_sweep(sh, 1, m);
+            bs_sweep(sh, 0, m);
         }
         for (int l = threadIdx.x; l < SPARSE_CELLS; l += blockDim.x) {
             const int u = sh.unknown[l];
@@ -224,8 +243,19 @@ __device__ __forceinline__ void bs_post(const float* __restrict__ x_in, const fl
     __syncthreads();
     if (!last) return;
     const volatile double* all = block_rz;
+    const int n = gridDim.x;
     double v = 0.0;
-    for (int i = threadIdx.x; i < (int)gridDim.x; i += blockDim.x) v += all[i];
+    for (int i0 = threadIdx.x; i0 < n; i0 += BS_BATCH * 2 * blockDim.x) {  // 8 loads in flight, added in order
+        double a[BS_BATCH * 2];
+#pragma unroll
+        for (int k = 0; k < BS_BATCH * 2; ++k) {
+            const int i = i0 + k * blockDim.x;
+            a[k] = i < n ? all[i] : 0.0;
+        }
+#pragma unroll
+        for (int k = 0; k < BS_BATCH * 2; ++k)
+            if (i0 + k * (int)blockDim.x < n) v += a[k];
+    }
     __shared__ double warps_rz[32];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = (blockDim.x + 31) >> 5;
     v = warp_sum(v);
