@@ -175,6 +175,48 @@ NBR_WAYS = ("bricks", "table")
 NBR_KERNELS = ("mg_smooth_nb", "mg_smooth_first_nb", "mg_smooth_first2_nb", "mg_smooth_red_dot_nb",
                "mg_smooth_black_residual_nb", "mg_residual_nb", "apply_laplacian_nb", "cg_init_warm_nb")
 _BRICK_THREADS = 64  # a block of mg_restrict_bricks_shared: a thread a level-1 candidate of its brick
+# Level 0 smoothed brick by brick (sparse_multigrid_bricks.SMOOTHER "brick", issue 24, h19a;
+# cuda/flip_sparse_pressure_brick_smooth.cu): a block a brick (SMOOTH_THREADS threads, SMOOTH_GRID), the
+# post-smoothing's r·z summed by its last block into the reduction grid's first partial. The fused
+# V-cycle's level 0 then takes 5 launches (brick pre-smoothing, the residual over every unknown, the
+# restriction, the prolongation onto every unknown, brick post-smoothing with r·z) where the red-black
+# sweeps take 11.
+# Measured (H100 80GB HBM3, driver 580.159.04, 8M dam break, strides 1271869, 313800, …, 3,198 slots):
+# round 1 (512 threads on the reduction grid, one load after another; bench/flip_mg_bricks_call.sh) the
+# PCG loop 222.3 → 216.3 µs an iteration (pre 35 µs, post 40 by event pairs); round 2 (h19a2, loads
+# batched, a block a slot; bench/flip_mg_bricks_call2.sh, shapes in one process) rb 222.1, 128 threads
+# 217.8 (pre 28, post 48), 128x16 225.8, 256 227.5, 64 230.2, 512 259.9, 512 on the reduction grid
+# 237.7 (post 60 registers: 2 blocks an SM). The row (bench/flip_sparse.py --row 8m, separate
+# processes): 2 sweeps one CG iteration more in half the substeps (pressure 3.59 / 3.62 → 3.71 / 3.70
+# ms); 3 sweeps (sparse_multigrid_bricks.SWEEPS) the red-black counts but a slower loop (226.9 µs,
+# pressure 3.77). Not the default (bench/RESULTS.md, h19a2: what is left).
+SMOOTH_KERNELS = ("mg_brick_pre_smooth", "mg_brick_post_smooth", "mg_brick_pre_smooth_16", "mg_brick_post_smooth_16")
+# Threads a block of the brick smoothing (VOXFX_SPARSE_MG_BRICK_THREADS, read when a solver is built; a
+# value here overrides it): "128" (default: a thread 4 cells and 3 halo places, its loads issued
+# together), "64", "256", "512" (a thread a cell), or "128x16" (128 threads, the kernels' registers
+# bounded to 32 so 16 blocks fit an SM: the _16 entries; ptxas spills ~100 bytes a thread of the
+# post-smoothing). The same values in any case; the bricks in flight at once set the pace (each a
+# chain of ~3 dependent loads, a few µs: ~3,500 bricks at 8M).
+SMOOTH_THREADS = None
+SMOOTH_THREAD_WAYS = ("128", "64", "256", "512", "128x16")
+# The brick smoothing's grid (read when a solver is built; in the solver key): "slots" (default, level
+# 0's stride / SMOOTH_GRID_CELLS blocks: about a block a live brick; grid-stride past it) or "reduce"
+# (the reduction grid, red_blocks, the first round's shape: a block several bricks in turn).
+SMOOTH_GRID = "slots"
+SMOOTH_GRID_CELLS = 256
+_SMOOTH_GRID_MAX = 65535
+
+
+def smooth_grid():
+    """The brick smoothing's grid way and cells a block (``SMOOTH_GRID``, ``SMOOTH_GRID_CELLS``)."""
+    return SMOOTH_GRID, int(SMOOTH_GRID_CELLS)
+
+
+def smooth_threads(given=None) -> str:
+    """Threads a block of mg_brick_pre_smooth and mg_brick_post_smooth (``SMOOTH_THREADS``)."""
+    return env_choice("VOXFX_SPARSE_MG_BRICK_THREADS", SMOOTH_THREAD_WAYS, given or SMOOTH_THREADS, default="128")
+
+
 _BRICK_GRID = 8192
 # Keep the level 0 whose arrays the brick transfers read after a solve that keeps no tables
 # (a bench replaying the loop graph after the solve: bench/flip_sparse_pcg_loop.py); off, the
@@ -230,21 +272,40 @@ class VCycleLaunches(TailLaunches):
     brick_suffix = "_bricks"  # their kernels: a thread an item, or "_bricks_shared" (a block a brick)
     brick_ptrs = None  # their kernels' table of level 0's and 1's arrays (BT_*), rewritten with the tables
     nbr_bricks = False  # level 0's neighbours found from the bricks (NBR "bricks": the name_nb kernels)
+    brick_smooth = False  # level 0 smoothed brick by brick (sparse_multigrid_bricks.SMOOTHER "brick")
+    brick_x = None  # its x before the post-smoothing (a level-0 vector of the solver)
+    smooth_threads = 128  # threads a block of its kernels (SMOOTH_THREADS)
+    smooth_suffix = ""  # their entries: "" or "_16" (SMOOTH_THREADS "128x16")
+    smooth_blocks = 1  # their grid (SMOOTH_GRID)
+    brick_rz = brick_ticket = None  # the post-smoothing's partial r·z a block and its last-block ticket
     _brick_level = None  # the level 0 whose arrays brick_ptrs names
 
-    def _brick_setup(self, switch, kernels, nbr=False, nbr_kernels=None):
+    def _brick_setup(self, switch, kernels, nbr=False, nbr_kernels=None, smooth=False, smooth_kernels=None):
         """``brick_transfers`` from ``BRICK_TRANSFERS`` (*switch*) and ``nbr_bricks`` from
         *nbr* (``NBR`` "bricks"): for a workspace solver's V-cycle (level 0's arrays and level
         1's map from its set-up, ``Level0.brick_words``) of at least two levels, the
         restriction where level 0's is mg_restrict's (three levels on; with two
         mg_restrict_coarse_solve reads down[0]); their table and kernels (*kernels*,
-        *nbr_kernels*)."""
+        *nbr_kernels*); ``brick_smooth`` from *smooth* (SMOOTHER "brick", the solver's ``brick_x``
+        allocated) where level 0 is launched by itself (not in the tail's launch), its kernels
+        *smooth_kernels*."""
         if switch not in ("0", "1", "restrict", "prolong", "shared"):
             raise ValueError(f"VOXFX_SPARSE_MG_BRICK_TRANSFERS must be 0, 1, restrict, prolong or shared, "
                              f"not {switch!r}")
         if self.generation is None or self.preconditioner != "mg" or len(self.levels) < 2:
             return
         self.nbr_bricks = bool(nbr)
+        self.brick_smooth = bool(smooth) and self.brick_x is not None and self._level0_alone()
+        if self.brick_smooth:
+            smooth_kernels.load(*SMOOTH_KERNELS)
+            way = smooth_threads()
+            self.smooth_threads, self.smooth_suffix = (128, "_16") if way == "128x16" else (int(way), "")
+            if SMOOTH_GRID not in ("slots", "reduce"):
+                raise ValueError(f"sparse_pressure_vcycle.SMOOTH_GRID must be slots or reduce, not {SMOOTH_GRID!r}")
+            self.smooth_blocks = (self.red_blocks if SMOOTH_GRID == "reduce" else
+                                  max(1, min(_SMOOTH_GRID_MAX, self.levels[0].stride // SMOOTH_GRID_CELLS)))
+            self.brick_rz = self.cp.zeros(self.smooth_blocks, self.cp.float64)
+            self.brick_ticket = self.cp.zeros(1, self.cp.int32)  # 0 between launches (the last block resets it)
         if switch != "0":
             both = switch in ("1", "shared")
             self.brick_transfers = ((both or switch == "restrict") and len(self.levels) > 2,
@@ -254,12 +315,20 @@ class VCycleLaunches(TailLaunches):
                                                                          self.brick_transfers) if on))
         if self.nbr_bricks:
             nbr_kernels.load(*NBR_KERNELS)
-        if any(self.brick_transfers) or self.nbr_bricks:
+        if any(self.brick_transfers) or self.nbr_bricks or self.brick_smooth:
             self.brick_ptrs = self.cp.zeros(_BRICK_WORDS, self.cp.uint64)
+
+    def _level0_alone(self):
+        """Whether the fused V-cycle launches level 0 by itself (the tail's and the cluster's
+        launches start above it); the split one always does."""
+        if self.vcycle != "fused":
+            return True
+        last = len(self.levels) - 1
+        return (self.cluster_from or (self.tail[0] if self.tail else last)) > 0
 
     def _brick_load(self, level0):
         """The brick transfers' and neighbours' table for *level0* (its tables just filled in)."""
-        if any(self.brick_transfers) or self.nbr_bricks:
+        if any(self.brick_transfers) or self.nbr_bricks or self.brick_smooth:
             self.brick_ptrs.set(level0.brick_words())
             self._brick_level = level0
 
@@ -287,18 +356,19 @@ class VCycleLaunches(TailLaunches):
             self._launch("mg_restrict", C.stride, (L.r, L.down, np.int32(C.stride), self.sizes, np.int32(level + 1),
                                                    C.b, self.state))
 
-    def _prolong(self, level, L, C, n, all_unknowns):
-        """x of *level* += P x of level + 1 over *n* threads: mg_prolong_add (up), or onto level 0
-        mg_prolong_add_bricks."""
+    def _prolong(self, level, L, C, n, all_unknowns, target=None):
+        """x of *level* (or *target*) += P x of level + 1 over *n* threads: mg_prolong_add (up), or
+        onto level 0 mg_prolong_add_bricks."""
+        x = L.x if target is None else target
         if level == 0 and self.brick_transfers[1]:
-            args = (C.x, self.brick_ptrs, self.sizes, np.int32(all_unknowns), L.x, self.state)
+            args = (C.x, self.brick_ptrs, self.sizes, np.int32(all_unknowns), x, self.state)
             if self.brick_suffix == "_bricks":
                 self._launch("mg_prolong_add_bricks", n, args)
             else:
                 self._one("mg_prolong_add_bricks_shared", self._brick_blocks(C), (4 * _BRICK_THREADS,), args)
         else:
             self._launch("mg_prolong_add", n, (C.x, L.up, np.int32(L.stride), self.sizes, np.int32(level),
-                                               np.int32(all_unknowns), L.x, self.state))
+                                               np.int32(all_unknowns), x, self.state))
 
     def _first2_levels(self, bound):
         """Per level whether its pre-smoothing starts with mg_smooth_first2 (the first sweep
@@ -360,6 +430,23 @@ class VCycleLaunches(TailLaunches):
         """Threads of the fused V-cycle's one-colour launches (``colour_grid``)."""
         return stride // self.colour_grid + 1 if self.colour_grid > 1 else stride
 
+    def _brick_pre(self, L):
+        """Level 0's pre-smoothing brick by brick into ``brick_x`` (mg_brick_pre_smooth) and its
+        residual over every unknown into L.r."""
+        self._one("mg_brick_pre_smooth" + self.smooth_suffix, (self.smooth_blocks,), (self.smooth_threads,),
+                  (L.b, self.brick_ptrs, L.diag, self.sizes, self.brick_x, self.state))
+        self._launch(self._nbr_name("mg_residual", 0), L.stride,
+                     (self.brick_x, L.b, *self._level_args(0), np.int32(1), L.r, self.state))
+
+    def _brick_post(self, L, C, n):
+        """The prolongation onto every unknown of ``brick_x``, then level 0's post-smoothing brick by
+        brick into z (L.x) with r·z (mg_brick_post_smooth: its total in the first of the reduction
+        grid's partials, the others 0)."""
+        self._prolong(0, L, C, n, 1, self.brick_x)
+        self._one("mg_brick_post_smooth" + self.smooth_suffix, (self.smooth_blocks,), (self.smooth_threads,),
+                  (self.brick_x, L.b, self.brick_ptrs, L.diag, self.sizes, L.x, self.brick_rz, self.brick_ticket,
+                   self.partials[self.red_blocks:], np.int32(self.red_blocks), self.state))
+
     def _vcycle_fused(self):
         """z = V-cycle(r) and the partial sums of r·z, VCYCLE "fused": per level down
         2·MG_SWEEPS − 1 sweeps (the last with the black residuals), the red residuals,
@@ -372,6 +459,11 @@ class VCycleLaunches(TailLaunches):
         lead = self.cluster_from or first  # levels from here on: one launch
         for level in range(lead):
             L, C = levels[level], levels[level + 1]
+            if level == 0 and self.brick_smooth:
+                self._brick_pre(L)
+                if level + 1 < last:
+                    self._restrict(level, L, C)
+                continue
             two = self.first2[level]  # the first sweep and the second's red pass in one launch
             self._launch(self._nbr_name("mg_smooth_first2" if two else "mg_smooth_first", level), L.stride,
                          (L.x, L.b, *self._level_args(level), self.state))
@@ -395,6 +487,9 @@ class VCycleLaunches(TailLaunches):
             self._coarse_solve(last)
         for level in range(lead - 1, -1, -1):
             L, C = levels[level], levels[level + 1]
+            if level == 0 and self.brick_smooth:
+                self._brick_post(L, C, self._colour_n(L.stride))
+                continue
             # the red (all: MG_OMEGA ≠ 1 reads black)
             self._prolong(level, L, C, self._colour_n(L.stride), MG_OMEGA != 1)
             for sweep in range(MG_SWEEPS):
@@ -413,6 +508,10 @@ class VCycleLaunches(TailLaunches):
         last = len(levels) - 1
         for level in range(last):  # down: pre-smooth red, black; residual; restrict
             L, C = levels[level], levels[level + 1]
+            if level == 0 and self.brick_smooth:
+                self._brick_pre(L)
+                self._restrict(level, L, C)
+                continue
             for sweep in range(MG_SWEEPS):
                 self._smooth(level, 0, first=sweep == 0)
                 self._smooth(level, 1)
@@ -422,6 +521,9 @@ class VCycleLaunches(TailLaunches):
         self._coarse_solve(last)
         for level in range(last - 1, -1, -1):  # up: prolong-add; post-smooth black, red
             L, C = levels[level], levels[level + 1]
+            if level == 0 and self.brick_smooth:
+                self._brick_post(L, C, L.stride)
+                continue
             self._prolong(level, L, C, L.stride, 1)  # all unknowns
             for _ in range(MG_SWEEPS):
                 self._smooth(level, 1)

@@ -1,0 +1,104 @@
+"""Level 0's smoothing brick by brick (issue 24, helper h19a): the sparse V-cycle's level-0
+smoother as block Gauss-Seidel over the grid's 8³ bricks, one pass a smoothing on the device
+(``cuda/flip_sparse_pressure_brick_smooth.cu``: a block a brick, its cells in shared memory)
+where today's red-black sweeps take one launch a colour (~8-10 µs each, latency-bound: 9 of
+level 0's ~11 launches an iteration at 8M).
+
+The rule. An unknown's brick is its flat cell // 512 (``sparse_grid``: slot · 512 + the cell's
+place in the brick, x + 8y + 64z). Inside each brick the same over-relaxed red-black sweeps as
+``sparse_multigrid.sweep`` — x_c ← x_c + ω·((b_c + Σ_n v_n)/diag_c − x_c), Σ added −x, +x, −y,
++y, −z, +z — where a neighbour n in the same brick gives its current x and one in another brick
+(the halo) its value at the smoothing's start. Pre-smoothing starts from x = 0 (the halo is 0
+throughout: no read of another brick) and sweeps red, black ``MG_SWEEPS`` times; post-smoothing
+reads the halo once (x after the prolongation) and sweeps in the adjoint order (black, red). An
+affine smoothing x ← x + P (b − A x) with P = blockdiag(P_B) (P_B the brick's forward sweeps on
+its diagonal block A_BB) before the coarse correction and x ← x + Pᵀ (b − A x) after it: the
+V-cycle stays a symmetric positive definite preconditioner, as CG needs (tests: ⟨V a, c⟩ =
+⟨a, V c⟩; the forward order after it breaks that).
+
+Measured before building it (this 2-core CPU, ``bench/flip_mg_iterations.py``, the dam break's
+own systems, warm starts, MG_OMEGA 1.3, MG_DENSE 2): CG iterations 128³ (1M particles, substeps
+1, 4, 7, 10, 13) base [6, 9, 9, …] against the bricks' the same; 64³ (125k, substeps 1, 4, 7,
+10) 26 → 29 (+11.5%; 3 sweeps inside a brick: 26). Bigger grids have relatively fewer cells on a
+brick's face, so the 8M one should lose least.
+
+Measured on the device (H100 80GB HBM3, driver 580.159.04, 8M dam break; bench/RESULTS.md, h19a and
+h19a2): the solver's z the same as this reference's bit for bit for every block shape; the PCG loop
+222 → 216-218 µs an iteration (the two brick kernels ~28 and ~48 µs by event pairs), but with 2 sweeps
+one CG iteration more in half the substeps (11 → 12), so the row's pressure 3.59 → 3.71 ms; ``SWEEPS``
+3 keeps the red-black sweeps' CG counts on the 8M row ([10, 12, 12, 12, 11, 11, 11, 11]) but its loop
+is slower (226.9 µs), pressure 3.77 ms: not the default. The device applies it to workspace solvers
+(the brick table) whose level 0 is launched by itself; others keep the red-black sweeps.
+
+``SMOOTHER`` (``VOXFX_SPARSE_MG_SMOOTHER``, read when a V-cycle or a solver is built; a value
+here overrides it): "rb" (default, today's sweeps) or "brick".
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from ..settings import env_choice
+from .pressure import MG_SWEEPS
+
+SMOOTHERS = ("rb", "brick")
+SMOOTHER = None
+# Sweeps inside a brick before and after the coarse correction (VOXFX_SPARSE_MG_BRICK_SWEEPS, read at
+# import; the kernels compile it in as BRICK_SWEEPS): MG_SWEEPS by default. The passes run in shared
+# memory, so a third costs little on the device; on this CPU 3 gave the red-black sweeps' CG
+# iterations at 64³ (26, where 2 gave 29) and at 128³ (42 over substeps 1-13, as 2 did).
+SWEEPS = int(os.environ.get("VOXFX_SPARSE_MG_BRICK_SWEEPS", str(MG_SWEEPS)))
+if SWEEPS < 1:
+    raise ValueError(f"VOXFX_SPARSE_MG_BRICK_SWEEPS must be at least 1, not {SWEEPS}")
+BRICK_CELLS = 512  # sparse_mac.CELLS: a brick's cells, slot · 512 + place
+_F32 = np.float32
+
+
+def smoother(given=None) -> str:
+    """Level 0's smoother: *given*, else ``SMOOTHER``, else VOXFX_SPARSE_MG_SMOOTHER ("rb")."""
+    return env_choice("VOXFX_SPARSE_MG_SMOOTHER", SMOOTHERS, given or SMOOTHER, default="rb")
+
+
+def brick_inside(level, xp=np):
+    """(6, m) bool: whether unknown c's neighbour in direction d is an unknown of c's brick
+    (``level.cells``: the flat cells; the sentinel is in none)."""
+    m = level.m
+    brick = xp.concatenate([xp.asarray(level.cells) // BRICK_CELLS, xp.full(1, -1, xp.int64)])
+    nbr = level.nbr[:, :m]
+    return (brick[nbr] == brick[None, :m]) & (nbr < m)
+
+
+def brick_sweep(level, inside, x, halo, b, colour, omega, xp=np):
+    """One colour in place: x_c ← x_c + ω·((b_c + Σ_d v_d)/diag_c − x_c) (g itself where ω = 1),
+    v_d = x[n_d] where ``inside[d, c]``, else halo[n_d]."""
+    lo, hi = (0, level.m_red) if colour == 0 else (level.m_red, level.m)
+    if hi <= lo:
+        return
+    nbr, ins = level.nbr[:, lo:hi], inside[:, lo:hi]
+    s = xp.where(ins[0], x[nbr[0]], halo[nbr[0]])
+    for d in range(1, 6):
+        s = s + xp.where(ins[d], x[nbr[d]], halo[nbr[d]])
+    g = (b[lo:hi] + s) / level.diag[lo:hi]
+    x[lo:hi] = g if omega == 1.0 else x[lo:hi] + _F32(omega) * (g - x[lo:hi])
+
+
+def pre_smooth(level, inside, b, omega, sweeps, xp=np):
+    """x from 0: *sweeps* × (red, black) inside each brick, the halo 0."""
+    x = xp.zeros_like(b)
+    halo = x.copy()
+    for _ in range(sweeps):
+        brick_sweep(level, inside, x, halo, b, 0, omega, xp)
+        brick_sweep(level, inside, x, halo, b, 1, omega, xp)
+    return x
+
+
+def post_smooth(level, inside, x, b, omega, sweeps, colours=(1, 0), xp=np):
+    """*x* smoothed in place: *sweeps* × *colours* (the adjoint order: black, red) inside each
+    brick, the halo x as given."""
+    halo = x.copy()
+    for _ in range(sweeps):
+        for colour in colours:
+            brick_sweep(level, inside, x, halo, b, colour, omega, xp)
+    return x
