@@ -200,41 +200,13 @@ __device__ __forceinline__ void bs_pre(const float* __restrict__ b, const unsign
     }
 }
 
-// Post-smoothing: x_out = BRICK_SWEEPS × (black, red) inside each brick from x_in, the halo x_in;
-// r·z = Σ b·x_out (b the CG residual) into partials_rz[0], partials_rz[1..reduce_blocks) 0 (the
-// layout finish_beta sums). Any grid: each block's partial into block_rz[block]; the last block
-// to finish (ticket, 0 between launches) sums them in block order — the same total for the same
-// grid and block every run.
-__device__ __forceinline__ void bs_post(const float* __restrict__ x_in, const float* __restrict__ b,
-                                        const unsigned long long* __restrict__ ptrs, const float* __restrict__ diag,
-                                        const int* __restrict__ sizes, float* __restrict__ x_out,
-                                        double* __restrict__ block_rz, int* __restrict__ ticket,
-                                        double* __restrict__ partials_rz, int reduce_blocks,
-                                        const int* __restrict__ state)
+// The post-smoothing's r·z: each block's partial *rz* (its threads') into block_rz[block]; the last block
+// to finish (ticket, 0 between launches) sums them in block order into partials_rz[0], the rest of
+// partials_rz[0, reduce_blocks) 0 — the same total for the same grid and block every run.
+__device__ __forceinline__ void bs_finish_rz(double rz, double* __restrict__ block_rz, int* __restrict__ ticket,
+                                             double* __restrict__ partials_rz, int reduce_blocks)
 {
-    if (state[S_STOPPED]) return;
-    __shared__ BrickSmoothShared sh;
     __shared__ int last;
-    const int* position0 = (const int*)ptrs[BT_POSITION0];
-    const int* nbr27 = (const int*)ptrs[BT_NBR27];
-    const int slots = (int)(ptrs[BT_CANDIDATES] >> 6), m_red = sizes[0], m = sizes[1];
-    double rz = 0.0;
-    for (int slot = blockIdx.x; slot < slots; slot += gridDim.x) {
-        if (!bs_load(sh, slot, position0, nbr27, b, diag, x_in, true, m_red, m)) continue;
-        for (int sweep = 0; sweep < BRICK_SWEEPS; ++sweep) {
-            bs_sweep(sh, 1, m);
-            bs_sweep(sh, 0, m);
-        }
-        for (int l = threadIdx.x; l < SPARSE_CELLS; l += blockDim.x) {
-            const int u = sh.unknown[l];
-            if (u < m) {
-                const float xc = sh.x[bs_place(l)];
-                x_out[u] = xc;
-                rz += (double)sh.b[l] * xc;
-            }
-        }
-        __syncthreads();
-    }
     block_sum2(rz, 0.0, block_rz, nullptr);  // thread 0 writes block_rz[blockIdx.x]
     if (threadIdx.x == 0) {
         __threadfence();
@@ -269,6 +241,43 @@ __device__ __forceinline__ void bs_post(const float* __restrict__ x_in, const fl
     if (threadIdx.x == 0) *ticket = 0;
 }
 
+// Post-smoothing: x_out = BRICK_SWEEPS × (black, red) inside each brick from x_in, the halo x_in;
+// r·z = Σ b·x_out (b the CG residual) into partials_rz[0], partials_rz[1..reduce_blocks) 0 (the
+// layout finish_beta sums). Any grid: each block's partial into block_rz[block]; the last block
+// to finish (ticket, 0 between launches) sums them in block order — the same total for the same
+// grid and block every run.
+__device__ __forceinline__ void bs_post(const float* __restrict__ x_in, const float* __restrict__ b,
+                                        const unsigned long long* __restrict__ ptrs, const float* __restrict__ diag,
+                                        const int* __restrict__ sizes, float* __restrict__ x_out,
+                                        double* __restrict__ block_rz, int* __restrict__ ticket,
+                                        double* __restrict__ partials_rz, int reduce_blocks,
+                                        const int* __restrict__ state)
+{
+    if (state[S_STOPPED]) return;
+    __shared__ BrickSmoothShared sh;
+    const int* position0 = (const int*)ptrs[BT_POSITION0];
+    const int* nbr27 = (const int*)ptrs[BT_NBR27];
+    const int slots = (int)(ptrs[BT_CANDIDATES] >> 6), m_red = sizes[0], m = sizes[1];
+    double rz = 0.0;
+    for (int slot = blockIdx.x; slot < slots; slot += gridDim.x) {
+        if (!bs_load(sh, slot, position0, nbr27, b, diag, x_in, true, m_red, m)) continue;
+        for (int sweep = 0; sweep < BRICK_SWEEPS; ++sweep) {
+            bs_sweep(sh, 1, m);
+            bs_sweep(sh, 0, m);
+        }
+        for (int l = threadIdx.x; l < SPARSE_CELLS; l += blockDim.x) {
+            const int u = sh.unknown[l];
+            if (u < m) {
+                const float xc = sh.x[bs_place(l)];
+                x_out[u] = xc;
+                rz += (double)sh.b[l] * xc;
+            }
+        }
+        __syncthreads();
+    }
+    bs_finish_rz(rz, block_rz, ticket, partials_rz, reduce_blocks);
+}
+
 // The entries: any block of at most 512 threads (a multiple of 32); the _16 ones 128 threads, their
 // registers bounded so that 16 blocks fit an SM (32 a thread: sparse_pressure_vcycle.SMOOTH_THREADS
 // "128x16").
@@ -299,4 +308,272 @@ extern "C" __global__ void __launch_bounds__(BS_THREADS) mg_brick_post_smooth(BS
 extern "C" __global__ void __launch_bounds__(128, 16) mg_brick_post_smooth_16(BS_POST_ARGS)
 {
     bs_post(x_in, b, ptrs, diag, sizes, x_out, block_rz, ticket, partials_rz, reduce_blocks, state);
+}
+
+// ------------------------------------------------------------------------------------------------
+// The span loads (VOXFX_SPARSE_MG_BRICK_THREADS "span", issue 24, helper h20a): the same sweeps, the
+// same values bit for bit, without a per-cell lookup of the cell's unknown. Level 0 is numbered red
+// then black, each colour in flat-cell order (unk_order, sparse_pressure.Unknowns; flat = slot·512 +
+// l), so the unknowns of one parity class q = (x + y + z) & 1 of a brick are one contiguous run in
+// local order. A slot's record in the span table (BSS_WORDS ints, built once a set-up by
+// mg_brick_span_table from position0; sparse_multigrid_bricks.span_table the reference): mask[16]
+// (bit l & 31 of word l >> 5: cell l is an unknown), base[q][w] (the unknown of the first class-q
+// cell at or after word w: the class's first unknown plus its unknowns in words before w) and the
+// red parity. Cell l of class q has the unknown base[q][l >> 5] + popc(mask & class(q) & below(l)).
+// A thread holds BSS_CPT cells of each class (k = t + j·BSS_THREADS of the class's 256 in z, y, x
+// order: a warp's 32 cells are consecutive unknowns of the run, so b, diag and x come in whole
+// lines), their place, unknown, b and diag in registers through the sweeps; shared memory holds x.
+// The chains: record → b, diag, x (the own cells), nbr27 → the neighbour's record → x (the halo).
+#define BT_SPAN 6          // brick_ptrs' seventh word (span solvers): the span table
+#define BSS_WORDS 64       // a slot's record: mask [0, 16), base of class 0 [16, 32), class 1 [32, 48), red parity
+#define BSS_BASE 16
+#define BSS_RED 48
+#ifndef BSS_THREADS        // threads a block of the span kernels (the host harness: 1)
+#define BSS_THREADS 128
+#endif
+#define BSS_CPT (SPARSE_CELLS / 2 / BSS_THREADS)              // a thread's cells of one class
+#define BSS_FPT ((BS_FACES + BSS_THREADS - 1) / BSS_THREADS)  // a thread's halo places
+#define BSS_TABLE_SLOTS 8  // slots a block of mg_brick_span_table (a thread a mask word: 128 threads)
+
+// The class-q bits of mask word w (bit i: cell 32w + i, y = 4 (w & 1) + i / 8, z = w / 2).
+__device__ __forceinline__ unsigned bss_class_bits(int q, int w)
+{
+    return ((q ^ (w >> 1)) & 1) ? 0x55AA55AAu : 0xAA55AA55u;
+}
+
+// Cell k (0 … 255) of class q: z = k / 32, y = k / 4 % 8, x = 2 (k % 4) + the bit that makes x + y + z ≡ q.
+__device__ __forceinline__ int bss_cell(int q, int k)
+{
+    const int z = k >> 5, y = (k >> 2) & 7;
+    return (z << 6) | (y << 3) | ((k & 3) << 1) | ((y + z + q) & 1);
+}
+
+// The unknown of cell l (class q) from its slot's record *rec* (m where none); both words loaded at once.
+__device__ __forceinline__ int bss_unknown(const int* __restrict__ rec, int q, int l, int m)
+{
+    const int w = l >> 5;
+    const unsigned mask = (unsigned)rec[w], bit = 1u << (l & 31);
+    const int base = rec[BSS_BASE + 16 * q + w];
+    return (mask & bit) ? base + __popc(mask & bss_class_bits(q, w) & (bit - 1u)) : m;
+}
+
+// The span table from position0 (m where none): a thread a (slot, mask word), BSS_TABLE_SLOTS slots a
+// block in turn; a free slot (nbr27's centre −1) holds no unknown. Any grid and block.
+extern "C" __global__ void mg_brick_span_table(const unsigned long long* __restrict__ ptrs,
+                                               const int* __restrict__ sizes, int* __restrict__ span)
+{
+    __shared__ unsigned masks[BSS_TABLE_SLOTS][16];
+    __shared__ int counts[BSS_TABLE_SLOTS][2][16], firsts[BSS_TABLE_SLOTS][2][16], reds[BSS_TABLE_SLOTS][16];
+    const int* position0 = (const int*)ptrs[BT_POSITION0];
+    const int* nbr27 = (const int*)ptrs[BT_NBR27];
+    const int slots = (int)(ptrs[BT_CANDIDATES] >> 6), m_red = sizes[0], m = sizes[1];
+    for (int s0 = blockIdx.x * BSS_TABLE_SLOTS; s0 < slots; s0 += gridDim.x * BSS_TABLE_SLOTS) {
+        for (int i = threadIdx.x; i < BSS_TABLE_SLOTS * 16; i += blockDim.x) {
+            const int s = i >> 4, w = i & 15, slot = s0 + s;
+            unsigned mask = 0;
+            int count[2] = {0, 0}, first[2] = {m, m}, red = -1;
+            if (slot < slots && nbr27[27 * slot + 13] >= 0) {
+                const int* pos = position0 + (size_t)slot * SPARSE_CELLS + 32 * w;
+                int u[32];
+#pragma unroll
+                for (int c = 0; c < 32; ++c) u[c] = pos[c];
+#pragma unroll
+                for (int c = 0; c < 32; ++c) {
+                    if (u[c] < m) {
+                        const int q = bs_parity(32 * w + c);
+                        mask |= 1u << c;
+                        if (!count[q]) first[q] = u[c];
+                        ++count[q];
+                        red = q ^ (u[c] >= m_red);
+                    }
+                }
+            }
+            masks[s][w] = mask;
+            reds[s][w] = red;
+            for (int q = 0; q < 2; ++q) {
+                counts[s][q][w] = count[q];
+                firsts[s][q][w] = first[q];
+            }
+        }
+        __syncthreads();
+        for (int i = threadIdx.x; i < BSS_TABLE_SLOTS * 16; i += blockDim.x) {
+            const int s = i >> 4, w = i & 15, slot = s0 + s;
+            if (slot >= slots) continue;
+            int* rec = span + (size_t)slot * BSS_WORDS;
+            rec[w] = (int)masks[s][w];
+            for (int q = 0; q < 2; ++q) {
+                int first = m, before = 0;  // the class's first unknown in the slot; its unknowns before word w
+                for (int v = 15; v >= 0; --v)
+                    if (counts[s][q][v]) first = firsts[s][q][v];
+                for (int v = 0; v < w; ++v) before += counts[s][q][v];
+                rec[BSS_BASE + 16 * q + w] = first + before;
+            }
+            if (w == 0) {
+                int red = 0;
+                for (int v = 15; v >= 0; --v)
+                    if (reds[s][v] >= 0) red = reds[s][v];
+                rec[BSS_RED] = red;
+            }
+            if (w < BSS_WORDS - BSS_RED - 1) rec[BSS_RED + 1 + w] = 0;
+        }
+        __syncthreads();
+    }
+}
+
+// A thread's cells of its block's brick: per class q and j, cell bss_cell(q, t + j·BSS_THREADS).
+struct BssCells {
+    int place[2][BSS_CPT], unknown[2][BSS_CPT];
+    float b[2][BSS_CPT], diag[2][BSS_CPT];
+};
+
+// The brick at *slot*: the thread's cells (unknowns from the record, b, diag; x_in's x where given,
+// else 0, into shared *sx*) and its halo places (x_in's across each face where *halo*, else 0); the
+// record's red parity into *red*. Ends with a barrier; whether the brick holds an unknown.
+__device__ __forceinline__ bool bss_load(float* sx, BssCells& c, int slot, const int* __restrict__ span,
+                                         const int* __restrict__ nbr27, const float* __restrict__ b,
+                                         const float* __restrict__ diag, const float* __restrict__ x_in, bool halo,
+                                         int m, int& red)
+{
+    const int t = threadIdx.x;
+    const int* rec = span + (size_t)slot * BSS_WORDS;
+    red = rec[BSS_RED];
+    int s[BSS_FPT];
+#pragma unroll
+    for (int f = 0; f < BSS_FPT; ++f) {
+        const int i = t + f * BSS_THREADS;
+        s[f] = -1;
+        if (halo && i < BS_FACES) {
+            int place, dir, cell;
+            bs_face(i, place, dir, cell);
+            s[f] = nbr27[27 * slot + dir];
+        }
+    }
+    int any = 0;
+#pragma unroll
+    for (int q = 0; q < 2; ++q)
+#pragma unroll
+        for (int j = 0; j < BSS_CPT; ++j) {
+            const int l = bss_cell(q, t + j * BSS_THREADS);
+            c.place[q][j] = bs_place(l);
+            c.unknown[q][j] = bss_unknown(rec, q, l, m);
+        }
+    float xv[2][BSS_CPT];
+#pragma unroll
+    for (int q = 0; q < 2; ++q)
+#pragma unroll
+        for (int j = 0; j < BSS_CPT; ++j) {
+            const int u = c.unknown[q][j];
+            const bool on = u < m;
+            c.b[q][j] = on ? b[u] : 0.0f;
+            c.diag[q][j] = on ? diag[u] : 1.0f;
+            xv[q][j] = on && x_in ? x_in[u] : 0.0f;
+            any |= on;
+        }
+    int h[BSS_FPT];
+#pragma unroll
+    for (int f = 0; f < BSS_FPT; ++f) {
+        h[f] = m;
+        if (s[f] >= 0) {
+            int place, dir, cell;
+            bs_face(t + f * BSS_THREADS, place, dir, cell);
+            h[f] = bss_unknown(span + (size_t)s[f] * BSS_WORDS, bs_parity(cell), cell, m);
+        }
+    }
+    float hv[BSS_FPT];
+#pragma unroll
+    for (int f = 0; f < BSS_FPT; ++f) hv[f] = h[f] < m ? x_in[h[f]] : 0.0f;
+#pragma unroll
+    for (int q = 0; q < 2; ++q)
+#pragma unroll
+        for (int j = 0; j < BSS_CPT; ++j) sx[c.place[q][j]] = xv[q][j];
+#pragma unroll
+    for (int f = 0; f < BSS_FPT; ++f) {
+        const int i = t + f * BSS_THREADS;
+        if (i < BS_FACES) {
+            int place, dir, cell;
+            bs_face(i, place, dir, cell);
+            sx[place] = hv[f];
+        }
+    }
+    return __syncthreads_or(any);
+}
+
+// One class's cells of the thread (bs_sweep's rule and order of the six), then a barrier.
+template <int Q>
+__device__ __forceinline__ void bss_class_sweep(float* sx, const BssCells& c, int m)
+{
+#pragma unroll
+    for (int j = 0; j < BSS_CPT; ++j) {
+        if (c.unknown[Q][j] >= m) continue;
+        const int p = c.place[Q][j];
+        float s = sx[p - 1];
+        s = s + sx[p + 1];
+        s = s + sx[p - BS_PAD];
+        s = s + sx[p + BS_PAD];
+        s = s + sx[p - BS_PAD * BS_PAD];
+        s = s + sx[p + BS_PAD * BS_PAD];
+        const float g = (c.b[Q][j] + s) / c.diag[Q][j];
+        sx[p] = MG_OMEGA == 1.0f ? g : relaxed(sx[p], g);
+    }
+    __syncthreads();
+}
+
+// One colour (0 red, 1 black): the class colour ^ red (the same for the whole block).
+__device__ __forceinline__ void bss_sweep(float* sx, const BssCells& c, int colour, int red, int m)
+{
+    if ((colour ^ red) == 0) bss_class_sweep<0>(sx, c, m);
+    else bss_class_sweep<1>(sx, c, m);
+}
+
+extern "C" __global__ void __launch_bounds__(BSS_THREADS) mg_brick_pre_smooth_span(BS_PRE_ARGS)
+{
+    if (state[S_STOPPED]) return;
+    __shared__ float sx[BS_PAD * BS_PAD * BS_PAD];
+    const int* span = (const int*)ptrs[BT_SPAN];
+    const int slots = (int)(ptrs[BT_CANDIDATES] >> 6), m = sizes[1];
+    BssCells c;
+    for (int slot = blockIdx.x; slot < slots; slot += gridDim.x) {
+        int red;
+        if (!bss_load(sx, c, slot, span, nullptr, b, diag, nullptr, false, m, red)) continue;
+        for (int sweep = 0; sweep < BRICK_SWEEPS; ++sweep) {
+            bss_sweep(sx, c, 0, red, m);
+            bss_sweep(sx, c, 1, red, m);
+        }
+#pragma unroll
+        for (int q = 0; q < 2; ++q)
+#pragma unroll
+            for (int j = 0; j < BSS_CPT; ++j)
+                if (c.unknown[q][j] < m) x[c.unknown[q][j]] = sx[c.place[q][j]];
+        __syncthreads();
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(BSS_THREADS) mg_brick_post_smooth_span(BS_POST_ARGS)
+{
+    if (state[S_STOPPED]) return;
+    __shared__ float sx[BS_PAD * BS_PAD * BS_PAD];
+    const int* span = (const int*)ptrs[BT_SPAN];
+    const int* nbr27 = (const int*)ptrs[BT_NBR27];
+    const int slots = (int)(ptrs[BT_CANDIDATES] >> 6), m = sizes[1];
+    BssCells c;
+    double rz = 0.0;
+    for (int slot = blockIdx.x; slot < slots; slot += gridDim.x) {
+        int red;
+        if (!bss_load(sx, c, slot, span, nbr27, b, diag, x_in, true, m, red)) continue;
+        for (int sweep = 0; sweep < BRICK_SWEEPS; ++sweep) {
+            bss_sweep(sx, c, 1, red, m);
+            bss_sweep(sx, c, 0, red, m);
+        }
+#pragma unroll
+        for (int q = 0; q < 2; ++q)
+#pragma unroll
+            for (int j = 0; j < BSS_CPT; ++j)
+                if (c.unknown[q][j] < m) {
+                    const float xc = sx[c.place[q][j]];
+                    x_out[c.unknown[q][j]] = xc;
+                    rz += (double)c.b[q][j] * xc;
+                }
+        __syncthreads();
+    }
+    bs_finish_rz(rz, block_rz, ticket, partials_rz, reduce_blocks);
 }

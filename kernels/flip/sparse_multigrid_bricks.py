@@ -102,3 +102,63 @@ def post_smooth(level, inside, x, b, omega, sweeps, colours=(1, 0), xp=np):
         for colour in colours:
             brick_sweep(level, inside, x, halo, b, colour, omega, xp)
     return x
+
+
+# The span table (issue 24, helper h20a; the device's mg_brick_span_table and the "span" kernels,
+# sparse_pressure_vcycle.SMOOTH_THREADS "span"): level 0 is numbered red then black, each colour in
+# flat-cell order (``sparse_pressure.Unknowns``), so a brick's unknowns of one parity class
+# q = (x + y + z) & 1 are one contiguous run in the brick's local order. Per slot SPAN_WORDS int32:
+# mask[16] (bit l % 32 of word l // 32: cell l an unknown), base[q][w] (the class's first unknown
+# of the slot plus its unknowns in words before w) and the red parity: cell l of class q has the
+# unknown base[q][l // 32] + popcount(mask[l // 32] & the class's bits below l).
+SPAN_WORDS = 64
+_SPAN_BASE, _SPAN_RED = 16, 48
+
+
+def _class_bits(q, w):
+    """The class-q bits of mask word w (bss_class_bits)."""
+    return 0x55AA55AA if (q ^ (w >> 1)) & 1 else 0xAA55AA55
+
+
+def span_table(position, live, m_red, m):
+    """(slots, SPAN_WORDS) int32 from level 0's *position* (flat cell → unknown, m where none; slots ·
+    512 long) and *live* (a slot's brick active: nbr27's centre ≥ 0; other slots hold no unknown).
+    Raises ValueError where a slot's class is not one contiguous run in local order (another
+    numbering than ``sparse_pressure.Unknowns``'s)."""
+    position = np.asarray(position).reshape(-1, BRICK_CELLS)
+    slots = position.shape[0]
+    table = np.zeros((slots, SPAN_WORDS), np.int64)
+    local = np.arange(BRICK_CELLS)
+    parity = ((local & 7) + ((local >> 3) & 7) + (local >> 6)) & 1
+    for slot in range(slots):
+        u = position[slot] if live[slot] else np.full(BRICK_CELLS, m)
+        on = u < m
+        bits = on.reshape(16, 32).astype(np.int64) << np.arange(32)
+        table[slot, :16] = bits.sum(axis=1)
+        for q in (0, 1):
+            run = u[on & (parity == q)]
+            if run.size and not np.array_equal(run, run[0] + np.arange(run.size)):
+                raise ValueError(f"slot {slot}: level 0's class-{q} unknowns are not one run in local order")
+            counts = (on & (parity == q)).reshape(16, 32).sum(axis=1)
+            first = int(run[0]) if run.size else m
+            lo = _SPAN_BASE + 16 * q
+            table[slot, lo:lo + 16] = first + np.concatenate([[0], np.cumsum(counts)[:-1]])
+        if on.any():
+            c = int(np.flatnonzero(on)[0])
+            table[slot, _SPAN_RED] = parity[c] ^ int(u[c] >= m_red)
+    return table.astype(np.uint32).view(np.int32)
+
+
+def span_unknowns(table, m):
+    """Each slot's cells' unknowns (slots · 512, m where none) from *table* (``span_table``'s rule)."""
+    table = np.asarray(table).view(np.uint32).astype(np.int64)
+    out = np.full((table.shape[0], BRICK_CELLS), m, np.int64)
+    for cell in range(BRICK_CELLS):
+        w, i = cell >> 5, cell & 31
+        q = ((cell & 7) + ((cell >> 3) & 7) + (cell >> 6)) & 1
+        mask = table[:, w]
+        below = mask & _class_bits(q, w) & ((1 << i) - 1)
+        count = np.array([bin(int(v)).count("1") for v in below])
+        on = (mask >> i) & 1 == 1
+        out[on, cell] = table[on, _SPAN_BASE + 16 * q + w] + count[on]
+    return out.ravel()

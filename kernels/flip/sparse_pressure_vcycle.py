@@ -114,6 +114,7 @@ import numpy as np
 from ..settings import env_choice
 from .pressure import MG_SWEEPS
 from .sparse_multigrid import MG_OMEGA
+from .sparse_multigrid_bricks import SPAN_WORDS
 from .sparse_pressure_vcycle_tail import _TAIL_THREADS, TailLaunches
 
 # Blocks of mg_tail_cluster's cluster (issue 24, i24k1): "8" (default, the portable limit) or
@@ -190,15 +191,23 @@ _BRICK_THREADS = 64  # a block of mg_restrict_bricks_shared: a thread a level-1 
 # processes): 2 sweeps one CG iteration more in half the substeps (pressure 3.59 / 3.62 → 3.71 / 3.70
 # ms); 3 sweeps (sparse_multigrid_bricks.SWEEPS) the red-black counts but a slower loop (226.9 µs,
 # pressure 3.77). Not the default (bench/RESULTS.md, h19a2: what is left).
-SMOOTH_KERNELS = ("mg_brick_pre_smooth", "mg_brick_post_smooth", "mg_brick_pre_smooth_16", "mg_brick_post_smooth_16")
+SMOOTH_KERNELS = ("mg_brick_pre_smooth", "mg_brick_post_smooth", "mg_brick_pre_smooth_16", "mg_brick_post_smooth_16",
+                  "mg_brick_pre_smooth_span", "mg_brick_post_smooth_span", "mg_brick_span_table")
 # Threads a block of the brick smoothing (VOXFX_SPARSE_MG_BRICK_THREADS, read when a solver is built; a
 # value here overrides it): "128" (default: a thread 4 cells and 3 halo places, its loads issued
 # together), "64", "256", "512" (a thread a cell), or "128x16" (128 threads, the kernels' registers
 # bounded to 32 so 16 blocks fit an SM: the _16 entries; ptxas spills ~100 bytes a thread of the
 # post-smoothing). The same values in any case; the bricks in flight at once set the pace (each a
-# chain of ~3 dependent loads, a few µs: ~3,500 bricks at 8M).
+# chain of ~3 dependent loads, a few µs: ~3,500 bricks at 8M). "span" (issue 24, helper h20a): 128
+# threads, the _span entries — no per-cell lookup of a cell's unknown: level 0's red-then-black,
+# flat-order numbering makes a brick's unknowns of one parity class one contiguous run, so a
+# per-slot record (sparse_multigrid_bricks.span_table: a 512-bit mask, the runs' starts a mask
+# word, the red parity; 256 B a slot) built once a set-up by mg_brick_span_table gives each cell
+# its unknown by a popcount, and a warp's 32 cells of a class read 32 consecutive unknowns' b,
+# diag and x; b and diag stay in registers through the sweeps. The same values bit for bit.
 SMOOTH_THREADS = None
-SMOOTH_THREAD_WAYS = ("128", "64", "256", "512", "128x16")
+SMOOTH_THREAD_WAYS = ("128", "64", "256", "512", "128x16", "span")
+_SPAN_TABLE_SLOTS = 8  # slots a block of mg_brick_span_table (BSS_TABLE_SLOTS: 128 threads)
 # The brick smoothing's grid (read when a solver is built; in the solver key): "slots" (default, level
 # 0's stride / SMOOTH_GRID_CELLS blocks: about a block a live brick; grid-stride past it) or "reduce"
 # (the reduction grid, red_blocks, the first round's shape: a block several bricks in turn).
@@ -277,6 +286,7 @@ class VCycleLaunches(TailLaunches):
     smooth_threads = 128  # threads a block of its kernels (SMOOTH_THREADS)
     smooth_suffix = ""  # their entries: "" or "_16" (SMOOTH_THREADS "128x16")
     smooth_blocks = 1  # their grid (SMOOTH_GRID)
+    brick_span = None  # SMOOTH_THREADS "span": the span table (int32, SPAN_WORDS a slot), grown with the pool
     brick_rz = brick_ticket = None  # the post-smoothing's partial r·z a block and its last-block ticket
     _brick_level = None  # the level 0 whose arrays brick_ptrs names
 
@@ -299,7 +309,8 @@ class VCycleLaunches(TailLaunches):
         if self.brick_smooth:
             smooth_kernels.load(*SMOOTH_KERNELS)
             way = smooth_threads()
-            self.smooth_threads, self.smooth_suffix = (128, "_16") if way == "128x16" else (int(way), "")
+            self.smooth_threads, self.smooth_suffix = {"128x16": (128, "_16"), "span": (128, "_span")}.get(
+                way, (int(way) if way.isdigit() else 0, ""))
             if SMOOTH_GRID not in ("slots", "reduce"):
                 raise ValueError(f"sparse_pressure_vcycle.SMOOTH_GRID must be slots or reduce, not {SMOOTH_GRID!r}")
             self.smooth_blocks = (self.red_blocks if SMOOTH_GRID == "reduce" else
@@ -316,7 +327,8 @@ class VCycleLaunches(TailLaunches):
         if self.nbr_bricks:
             nbr_kernels.load(*NBR_KERNELS)
         if any(self.brick_transfers) or self.nbr_bricks or self.brick_smooth:
-            self.brick_ptrs = self.cp.zeros(_BRICK_WORDS, self.cp.uint64)
+            # the span kernels read their table's address from a seventh word (BT_SPAN)
+            self.brick_ptrs = self.cp.zeros(_BRICK_WORDS + (self.smooth_suffix == "_span"), self.cp.uint64)
 
     def _level0_alone(self):
         """Whether the fused V-cycle launches level 0 by itself (the tail's and the cluster's
@@ -329,8 +341,24 @@ class VCycleLaunches(TailLaunches):
     def _brick_load(self, level0):
         """The brick transfers' and neighbours' table for *level0* (its tables just filled in)."""
         if any(self.brick_transfers) or self.nbr_bricks or self.brick_smooth:
-            self.brick_ptrs.set(level0.brick_words())
+            words = level0.brick_words()
+            span = self.brick_smooth and self.smooth_suffix == "_span"
+            if span:  # the span table, grown to the pool's slots (its address through brick_ptrs: the
+                slots = int(words[-1]) // 64  # captured graph keeps its arguments)
+                if self.brick_span is None or self.brick_span.size < slots * SPAN_WORDS:
+                    self.brick_span = self.cp.zeros(max(1, slots + slots // 4) * SPAN_WORDS, self.cp.int32)
+                words = np.append(words, np.uint64(self.brick_span.data.ptr))
+            self.brick_ptrs.set(words)
+            self._span_due = slots if span else 0  # built by _brick_span_table once the sizes are set
             self._brick_level = level0
+
+    def _brick_span_table(self):
+        """The span table of the level 0 just loaded (mg_brick_span_table: after the solver's sizes
+        hold its m_red and m), where one is due."""
+        slots, self._span_due = getattr(self, "_span_due", 0), 0
+        if slots:
+            self._one("mg_brick_span_table", (max(1, min(_SMOOTH_GRID_MAX, -(-slots // _SPAN_TABLE_SLOTS))),),
+                      (128,), (self.brick_ptrs, self.sizes, self.brick_span))
 
     def _brick_release(self):
         if not HOLD_BRICK_LEVEL:
