@@ -20,9 +20,9 @@ neighbours: table or bricks, left out: the environment's; ``BLOCKS``, ``sparse_p
 the cluster tail's blocks, 8 or 16, left out: the environment's; ``FOLD``, ``sparse_pressure_vcycle.TAIL_FOLD``,
 the shared tails' first sweep in two passes, 0 or 1, left out: the environment's; ``SMOOTHER``,
 ``sparse_multigrid_bricks.SMOOTHER``, level 0's smoother: rb or brick, left out: the environment's;
-``THREADS``, ``sparse_pressure_vcycle.SMOOTH_THREADS``, the brick smoothing's block: 128, 64, 256, 512 or
-128x16, left out: the environment's; ``GRID``, ``sparse_pressure_vcycle.SMOOTH_GRID``, its grid: slots or
-reduce, left out: slots). Per substep, on its state
+``THREADS``, ``sparse_pressure_vcycle.SMOOTH_THREADS``, the brick smoothing's block: 128, 64, 256, 512,
+128x16, span or span12, left out: the environment's; ``GRID``, ``sparse_pressure_vcycle.SMOOTH_GRID``, its
+grid: slots or reduce, left out: slots). Per substep, on its state
 before the
 solve (the warm start's carried pressure put back before each solve, the tables built every
 solve as the profile bench does):

@@ -325,6 +325,7 @@ extern "C" __global__ void __launch_bounds__(128, 16) mg_brick_post_smooth_16(BS
 // lines), their place, unknown, b and diag in registers through the sweeps; shared memory holds x.
 // The chains: record → b, diag, x (the own cells), nbr27 → the neighbour's record → x (the halo).
 #define BT_SPAN 6          // brick_ptrs' seventh word (span solvers): the span table
+#define BT_SPAN_HALO 7     // its eighth ("spanh" solvers): the halo table (BS_FACES ints a slot), else 0
 #define BSS_WORDS 64       // a slot's record: mask [0, 16), base of class 0 [16, 32), class 1 [32, 48), red parity
 #define BSS_BASE 16
 #define BSS_RED 48
@@ -358,7 +359,8 @@ __device__ __forceinline__ int bss_unknown(const int* __restrict__ rec, int q, i
 }
 
 // The span table from position0 (m where none): a thread a (slot, mask word), BSS_TABLE_SLOTS slots a
-// block in turn; a free slot (nbr27's centre −1) holds no unknown. Any grid and block.
+// block in turn; a free slot (nbr27's centre −1) holds no unknown. Any grid and block. Where brick_ptrs
+// names a halo table (BT_SPAN_HALO), each slot's BS_FACES halo unknowns too (a thread a place).
 extern "C" __global__ void mg_brick_span_table(const unsigned long long* __restrict__ ptrs,
                                                const int* __restrict__ sizes, int* __restrict__ span)
 {
@@ -366,6 +368,7 @@ extern "C" __global__ void mg_brick_span_table(const unsigned long long* __restr
     __shared__ int counts[BSS_TABLE_SLOTS][2][16], firsts[BSS_TABLE_SLOTS][2][16], reds[BSS_TABLE_SLOTS][16];
     const int* position0 = (const int*)ptrs[BT_POSITION0];
     const int* nbr27 = (const int*)ptrs[BT_NBR27];
+    int* halo_table = (int*)ptrs[BT_SPAN_HALO];
     const int slots = (int)(ptrs[BT_CANDIDATES] >> 6), m_red = sizes[0], m = sizes[1];
     for (int s0 = blockIdx.x * BSS_TABLE_SLOTS; s0 < slots; s0 += gridDim.x * BSS_TABLE_SLOTS) {
         for (int i = threadIdx.x; i < BSS_TABLE_SLOTS * 16; i += blockDim.x) {
@@ -416,6 +419,18 @@ extern "C" __global__ void mg_brick_span_table(const unsigned long long* __restr
             }
             if (w < BSS_WORDS - BSS_RED - 1) rec[BSS_RED + 1 + w] = 0;
         }
+        if (halo_table)  // a live slot's halo places: the unknown across the face (bs_load's), m where none
+            for (int i = threadIdx.x; i < BSS_TABLE_SLOTS * BS_FACES; i += blockDim.x) {
+                const int slot = s0 + i / BS_FACES, f = i % BS_FACES;
+                if (slot >= slots) continue;
+                int place, dir, cell, h = m;
+                bs_face(f, place, dir, cell);
+                if (nbr27[27 * slot + 13] >= 0) {
+                    const int n = nbr27[27 * slot + dir];
+                    if (n >= 0) h = position0[(size_t)n * SPARSE_CELLS + cell];
+                }
+                halo_table[(size_t)slot * BS_FACES + f] = h;
+            }
         __syncthreads();
     }
 }
@@ -430,8 +445,8 @@ struct BssCells {
 // else 0, into shared *sx*) and its halo places (x_in's across each face where *halo*, else 0); the
 // record's red parity into *red*. Ends with a barrier; whether the brick holds an unknown.
 __device__ __forceinline__ bool bss_load(float* sx, BssCells& c, int slot, const int* __restrict__ span,
-                                         const int* __restrict__ nbr27, const float* __restrict__ b,
-                                         const float* __restrict__ diag, const float* __restrict__ x_in, bool halo,
+                                         const int* __restrict__ nbr27, const int* __restrict__ halo_table,
+                                         const float* __restrict__ b, const float* __restrict__ diag, const float* __restrict__ x_in, bool halo,
                                          int m, int& red)
 {
     const int t = threadIdx.x;
@@ -442,7 +457,9 @@ __device__ __forceinline__ bool bss_load(float* sx, BssCells& c, int slot, const
     for (int f = 0; f < BSS_FPT; ++f) {
         const int i = t + f * BSS_THREADS;
         s[f] = -1;
-        if (halo && i < BS_FACES) {
+        if (halo && halo_table && i < BS_FACES) {
+            s[f] = halo_table[(size_t)slot * BS_FACES + i];  // the unknown itself (m where none)
+        } else if (halo && i < BS_FACES) {
             int place, dir, cell;
             bs_face(i, place, dir, cell);
             s[f] = nbr27[27 * slot + dir];
@@ -473,7 +490,9 @@ __device__ __forceinline__ bool bss_load(float* sx, BssCells& c, int slot, const
 #pragma unroll
     for (int f = 0; f < BSS_FPT; ++f) {
         h[f] = m;
-        if (s[f] >= 0) {
+        if (halo_table) {
+            if (s[f] >= 0) h[f] = s[f];
+        } else if (s[f] >= 0) {
             int place, dir, cell;
             bs_face(t + f * BSS_THREADS, place, dir, cell);
             h[f] = bss_unknown(span + (size_t)s[f] * BSS_WORDS, bs_parity(cell), cell, m);
@@ -525,7 +544,8 @@ __device__ __forceinline__ void bss_sweep(float* sx, const BssCells& c, int colo
     else bss_class_sweep<1>(sx, c, m);
 }
 
-extern "C" __global__ void __launch_bounds__(BSS_THREADS) mg_brick_pre_smooth_span(BS_PRE_ARGS)
+// Pre-smoothing (bs_pre's) with the span loads.
+__device__ __forceinline__ void bss_pre(BS_PRE_ARGS)
 {
     if (state[S_STOPPED]) return;
     __shared__ float sx[BS_PAD * BS_PAD * BS_PAD];
@@ -534,7 +554,7 @@ extern "C" __global__ void __launch_bounds__(BSS_THREADS) mg_brick_pre_smooth_sp
     BssCells c;
     for (int slot = blockIdx.x; slot < slots; slot += gridDim.x) {
         int red;
-        if (!bss_load(sx, c, slot, span, nullptr, b, diag, nullptr, false, m, red)) continue;
+        if (!bss_load(sx, c, slot, span, nullptr, nullptr, b, diag, nullptr, false, m, red)) continue;
         for (int sweep = 0; sweep < BRICK_SWEEPS; ++sweep) {
             bss_sweep(sx, c, 0, red, m);
             bss_sweep(sx, c, 1, red, m);
@@ -548,18 +568,23 @@ extern "C" __global__ void __launch_bounds__(BSS_THREADS) mg_brick_pre_smooth_sp
     }
 }
 
-extern "C" __global__ void __launch_bounds__(BSS_THREADS) mg_brick_post_smooth_span(BS_POST_ARGS)
+// Post-smoothing (bs_post's) with the span loads: r·z a thread over its class-0 cells, then class 1.
+// HALO_TABLE: the halo places' unknowns from the halo table (BT_SPAN_HALO), one load, where they
+// are otherwise found through nbr27 and the neighbour's record (two dependent loads).
+template <bool HALO_TABLE>
+__device__ __forceinline__ void bss_post(BS_POST_ARGS)
 {
     if (state[S_STOPPED]) return;
     __shared__ float sx[BS_PAD * BS_PAD * BS_PAD];
     const int* span = (const int*)ptrs[BT_SPAN];
     const int* nbr27 = (const int*)ptrs[BT_NBR27];
+    const int* halo_table = HALO_TABLE ? (const int*)ptrs[BT_SPAN_HALO] : nullptr;
     const int slots = (int)(ptrs[BT_CANDIDATES] >> 6), m = sizes[1];
     BssCells c;
     double rz = 0.0;
     for (int slot = blockIdx.x; slot < slots; slot += gridDim.x) {
         int red;
-        if (!bss_load(sx, c, slot, span, nbr27, b, diag, x_in, true, m, red)) continue;
+        if (!bss_load(sx, c, slot, span, nbr27, halo_table, b, diag, x_in, true, m, red)) continue;
         for (int sweep = 0; sweep < BRICK_SWEEPS; ++sweep) {
             bss_sweep(sx, c, 1, red, m);
             bss_sweep(sx, c, 0, red, m);
@@ -576,4 +601,38 @@ extern "C" __global__ void __launch_bounds__(BSS_THREADS) mg_brick_post_smooth_s
         __syncthreads();
     }
     bs_finish_rz(rz, block_rz, ticket, partials_rz, reduce_blocks);
+}
+
+// The span entries: BSS_THREADS threads a block (ptxas sm_90: pre 48 registers, post 64: 10 and 8
+// blocks an SM); the _span12 ones bound to 40 registers so that 12 blocks fit an SM
+// (sparse_pressure_vcycle.SMOOTH_THREADS "span12"; no spill at 2 or 3 sweeps; at 32, ~90 B of spill).
+extern "C" __global__ void __launch_bounds__(BSS_THREADS) mg_brick_pre_smooth_span(BS_PRE_ARGS)
+{
+    bss_pre(b, ptrs, diag, sizes, x, state);
+}
+
+extern "C" __global__ void __launch_bounds__(BSS_THREADS, 12) mg_brick_pre_smooth_span12(BS_PRE_ARGS)
+{
+    bss_pre(b, ptrs, diag, sizes, x, state);
+}
+
+extern "C" __global__ void __launch_bounds__(BSS_THREADS) mg_brick_post_smooth_span(BS_POST_ARGS)
+{
+    bss_post<false>(x_in, b, ptrs, diag, sizes, x_out, block_rz, ticket, partials_rz, reduce_blocks, state);
+}
+
+extern "C" __global__ void __launch_bounds__(BSS_THREADS, 12) mg_brick_post_smooth_span12(BS_POST_ARGS)
+{
+    bss_post<false>(x_in, b, ptrs, diag, sizes, x_out, block_rz, ticket, partials_rz, reduce_blocks, state);
+}
+
+// "spanh" (sparse_pressure_vcycle.SMOOTH_THREADS): the post-smoothing's halo from the halo table.
+extern "C" __global__ void __launch_bounds__(BSS_THREADS) mg_brick_pre_smooth_spanh(BS_PRE_ARGS)
+{
+    bss_pre(b, ptrs, diag, sizes, x, state);
+}
+
+extern "C" __global__ void __launch_bounds__(BSS_THREADS, 8) mg_brick_post_smooth_spanh(BS_POST_ARGS)
+{
+    bss_post<true>(x_in, b, ptrs, diag, sizes, x_out, block_rz, ticket, partials_rz, reduce_blocks, state);
 }

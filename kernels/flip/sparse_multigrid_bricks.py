@@ -162,3 +162,34 @@ def span_unknowns(table, m):
         on = (mask >> i) & 1 == 1
         out[on, cell] = table[on, _SPAN_BASE + 16 * q + w] + count[on]
     return out.ravel()
+
+
+SPAN_HALO = 384  # a slot's halo places: 6 faces (−x, +x, −y, +y, −z, +z) of 64
+
+
+def halo_places():
+    """(dir, cell) of each of a brick's SPAN_HALO halo places (place i: face i // 64, its cell a + 8c,
+    a = i % 8, c = i // 8 % 8, in the face's two other axes): *dir* the nbr27 entry of the brick across
+    the face, *cell* the cell of that brick it mirrors (the coordinate across the face 0 ↔ 7)."""
+    i = np.arange(SPAN_HALO)
+    f, p = i >> 6, i & 63
+    axis, up, a, c = f >> 1, f & 1, p & 7, p >> 3
+    direction = 13 + np.where(up == 1, 1, -1) * np.array([1, 3, 9])[axis]
+    at = np.where(up == 1, 0, 7)
+    lx = np.where(axis == 0, at, a)
+    ly = np.where(axis == 1, at, np.where(axis == 0, a, c))
+    lz = np.where(axis == 2, at, c)
+    return direction, (lz << 6) | (ly << 3) | lx
+
+
+def span_halo(position, nbr27, m):
+    """(slots, SPAN_HALO) int32: each live slot's halo places' unknowns (the unknown of the mirrored cell
+    of the brick across the face, m where none or where the slot is free), as the post-smoothing reads
+    them (the device's mg_brick_span_table with a halo table)."""
+    position = np.asarray(position).reshape(-1, BRICK_CELLS)
+    nbr27 = np.asarray(nbr27).reshape(-1, 27)
+    direction, cell = halo_places()
+    across = nbr27[:, direction]  # (slots, SPAN_HALO)
+    out = np.where(across >= 0, position[np.maximum(across, 0), cell[None, :]], m)
+    out[nbr27[:, 13] < 0] = m
+    return out.astype(np.int32)

@@ -114,6 +114,7 @@ import numpy as np
 from ..settings import env_choice
 from .pressure import MG_SWEEPS
 from .sparse_multigrid import MG_OMEGA
+from .sparse_multigrid_bricks import SPAN_HALO as _SPAN_HALO
 from .sparse_multigrid_bricks import SPAN_WORDS
 from .sparse_pressure_vcycle_tail import _TAIL_THREADS, TailLaunches
 
@@ -192,7 +193,9 @@ _BRICK_THREADS = 64  # a block of mg_restrict_bricks_shared: a thread a level-1 
 # ms); 3 sweeps (sparse_multigrid_bricks.SWEEPS) the red-black counts but a slower loop (226.9 µs,
 # pressure 3.77). Not the default (bench/RESULTS.md, h19a2: what is left).
 SMOOTH_KERNELS = ("mg_brick_pre_smooth", "mg_brick_post_smooth", "mg_brick_pre_smooth_16", "mg_brick_post_smooth_16",
-                  "mg_brick_pre_smooth_span", "mg_brick_post_smooth_span", "mg_brick_span_table")
+                  "mg_brick_pre_smooth_span", "mg_brick_post_smooth_span", "mg_brick_pre_smooth_span12",
+                  "mg_brick_post_smooth_span12", "mg_brick_pre_smooth_spanh", "mg_brick_post_smooth_spanh",
+                  "mg_brick_span_table")
 # Threads a block of the brick smoothing (VOXFX_SPARSE_MG_BRICK_THREADS, read when a solver is built; a
 # value here overrides it): "128" (default: a thread 4 cells and 3 halo places, its loads issued
 # together), "64", "256", "512" (a thread a cell), or "128x16" (128 threads, the kernels' registers
@@ -204,9 +207,12 @@ SMOOTH_KERNELS = ("mg_brick_pre_smooth", "mg_brick_post_smooth", "mg_brick_pre_s
 # per-slot record (sparse_multigrid_bricks.span_table: a 512-bit mask, the runs' starts a mask
 # word, the red parity; 256 B a slot) built once a set-up by mg_brick_span_table gives each cell
 # its unknown by a popcount, and a warp's 32 cells of a class read 32 consecutive unknowns' b,
-# diag and x; b and diag stay in registers through the sweeps. The same values bit for bit.
+# diag and x; b and diag stay in registers through the sweeps. The same values bit for bit. "span12":
+# the same, registers bounded to 40 (12 blocks an SM where "span" fits 8 of the post-smoothing).
+# "spanh": "span" with the post-smoothing's halo unknowns from a halo table the same launch builds
+# (384 ints a slot: one load where nbr27 → the neighbour's record takes two).
 SMOOTH_THREADS = None
-SMOOTH_THREAD_WAYS = ("128", "64", "256", "512", "128x16", "span")
+SMOOTH_THREAD_WAYS = ("128", "64", "256", "512", "128x16", "span", "span12", "spanh")
 _SPAN_TABLE_SLOTS = 8  # slots a block of mg_brick_span_table (BSS_TABLE_SLOTS: 128 threads)
 # The brick smoothing's grid (read when a solver is built; in the solver key): "slots" (default, level
 # 0's stride / SMOOTH_GRID_CELLS blocks: about a block a live brick; grid-stride past it) or "reduce"
@@ -284,9 +290,10 @@ class VCycleLaunches(TailLaunches):
     brick_smooth = False  # level 0 smoothed brick by brick (sparse_multigrid_bricks.SMOOTHER "brick")
     brick_x = None  # its x before the post-smoothing (a level-0 vector of the solver)
     smooth_threads = 128  # threads a block of its kernels (SMOOTH_THREADS)
-    smooth_suffix = ""  # their entries: "" or "_16" (SMOOTH_THREADS "128x16")
+    smooth_suffix = ""  # their entries: "", "_16" (SMOOTH_THREADS "128x16"), "_span" or "_span12"
     smooth_blocks = 1  # their grid (SMOOTH_GRID)
-    brick_span = None  # SMOOTH_THREADS "span": the span table (int32, SPAN_WORDS a slot), grown with the pool
+    brick_span = None  # SMOOTH_THREADS "span…": the span table (int32, SPAN_WORDS a slot), grown with the pool
+    brick_span_halo = None  # "spanh": the halo table (int32, _SPAN_HALO a slot)
     brick_rz = brick_ticket = None  # the post-smoothing's partial r·z a block and its last-block ticket
     _brick_level = None  # the level 0 whose arrays brick_ptrs names
 
@@ -309,7 +316,8 @@ class VCycleLaunches(TailLaunches):
         if self.brick_smooth:
             smooth_kernels.load(*SMOOTH_KERNELS)
             way = smooth_threads()
-            self.smooth_threads, self.smooth_suffix = {"128x16": (128, "_16"), "span": (128, "_span")}.get(
+            self.smooth_threads, self.smooth_suffix = {"128x16": (128, "_16"), "span": (128, "_span"),
+                                                       "span12": (128, "_span12"), "spanh": (128, "_spanh")}.get(
                 way, (int(way) if way.isdigit() else 0, ""))
             if SMOOTH_GRID not in ("slots", "reduce"):
                 raise ValueError(f"sparse_pressure_vcycle.SMOOTH_GRID must be slots or reduce, not {SMOOTH_GRID!r}")
@@ -327,8 +335,8 @@ class VCycleLaunches(TailLaunches):
         if self.nbr_bricks:
             nbr_kernels.load(*NBR_KERNELS)
         if any(self.brick_transfers) or self.nbr_bricks or self.brick_smooth:
-            # the span kernels read their table's address from a seventh word (BT_SPAN)
-            self.brick_ptrs = self.cp.zeros(_BRICK_WORDS + (self.smooth_suffix == "_span"), self.cp.uint64)
+            # the span kernels read their tables' addresses from a seventh and an eighth word (BT_SPAN, BT_SPAN_HALO)
+            self.brick_ptrs = self.cp.zeros(_BRICK_WORDS + 2 * self.smooth_suffix.startswith("_span"), self.cp.uint64)
 
     def _level0_alone(self):
         """Whether the fused V-cycle launches level 0 by itself (the tail's and the cluster's
@@ -342,12 +350,17 @@ class VCycleLaunches(TailLaunches):
         """The brick transfers' and neighbours' table for *level0* (its tables just filled in)."""
         if any(self.brick_transfers) or self.nbr_bricks or self.brick_smooth:
             words = level0.brick_words()
-            span = self.brick_smooth and self.smooth_suffix == "_span"
+            span = self.brick_smooth and self.smooth_suffix.startswith("_span")
             if span:  # the span table, grown to the pool's slots (its address through brick_ptrs: the
                 slots = int(words[-1]) // 64  # captured graph keeps its arguments)
+                grown = max(1, slots + slots // 4)
                 if self.brick_span is None or self.brick_span.size < slots * SPAN_WORDS:
-                    self.brick_span = self.cp.zeros(max(1, slots + slots // 4) * SPAN_WORDS, self.cp.int32)
-                words = np.append(words, np.uint64(self.brick_span.data.ptr))
+                    self.brick_span = self.cp.zeros(grown * SPAN_WORDS, self.cp.int32)
+                halo = self.smooth_suffix == "_spanh"
+                if halo and (self.brick_span_halo is None or self.brick_span_halo.size < slots * _SPAN_HALO):
+                    self.brick_span_halo = self.cp.zeros(grown * _SPAN_HALO, self.cp.int32)
+                words = np.append(words, np.array([self.brick_span.data.ptr,
+                                                   self.brick_span_halo.data.ptr if halo else 0], np.uint64))
             self.brick_ptrs.set(words)
             self._span_due = slots if span else 0  # built by _brick_span_table once the sizes are set
             self._brick_level = level0

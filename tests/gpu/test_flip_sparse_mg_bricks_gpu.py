@@ -1,8 +1,9 @@
 """Level 0 smoothed brick by brick on the device (VOXFX_SPARSE_MG_SMOOTHER "brick";
 sparse_multigrid_bricks, cuda/flip_sparse_pressure_brick_smooth.cu; issue 24, h19a): the solver's
 z of one V-cycle (fused and split) against the NumPy brick reference's, the pressure against the
-CPU's, and a dam break's solves converging beside the red-black sweeps'. The host proof of the
-kernels: tests/unit/test_cuda_sparse_brick_smooth_host.py."""
+CPU's, and a dam break's solves converging beside the red-black sweeps'; the span loads' tables
+(h20a) against NumPy's. The host proof of the kernels: tests/unit/test_cuda_sparse_brick_smooth_host.py,
+tests/unit/test_cuda_sparse_brick_span_host.py."""
 
 import numpy as np
 import pytest
@@ -121,7 +122,8 @@ def test_gpu_brick_kernels_shapes_give_the_same_z_and_a_fixed_rz(monkeypatch, sc
     r = np.append(np.random.default_rng(4).normal(0, 1, level.m), 0).astype(np.float32)
     monkeypatch.setattr(sparse_multigrid_bricks, "SMOOTHER", "brick")  # read when the reference is built
     want = VCycle(g_np, kind, level)(r)
-    shapes = [(t, "slots") for t in sparse_pressure_vcycle.SMOOTH_THREAD_WAYS] + [("512", "reduce"), ("128", "reduce")]
+    shapes = [(t, "slots") for t in sparse_pressure_vcycle.SMOOTH_THREAD_WAYS] + [("512", "reduce"), ("128", "reduce"),
+                                                                                   ("span", "reduce")]
     for threads, grid in shapes:
         monkeypatch.setattr(sparse_pressure_vcycle, "SMOOTH_THREADS", threads)
         monkeypatch.setattr(sparse_pressure_vcycle, "SMOOTH_GRID", grid)
@@ -129,8 +131,8 @@ def test_gpu_brick_kernels_shapes_give_the_same_z_and_a_fixed_rz(monkeypatch, sc
         _, stats = sparse_pressure.solve_pressure(tank(cupy, pos, vel, spec, obstacle), 0.01, tolerance=1e-5)
         (solver,) = sparse_pressure_gpu._solvers.values()
         assert solver.brick_smooth and stats["converged"]
-        assert solver.smooth_threads == (128 if threads == "span" else int(threads[:3].rstrip("x")))
-        if threads == "span":  # the device's span table the NumPy one's (sparse_multigrid_bricks.span_table)
+        assert solver.smooth_threads == (128 if threads.startswith("span") else int(threads[:3].rstrip("x")))
+        if threads.startswith("span"):  # the device's span table the NumPy one's (sparse_multigrid_bricks.span_table)
             lvl = solver._brick_level
             slots = int(lvl.candidates) // 64
             nbr27 = cupy.asnumpy(lvl._prolong_args[1]).reshape(-1, 27)[:slots]
@@ -138,6 +140,10 @@ def test_gpu_brick_kernels_shapes_give_the_same_z_and_a_fixed_rz(monkeypatch, sc
                                                             nbr27[:, 13] >= 0, level.m_red, level.m)
             got_table = cupy.asnumpy(solver.brick_span[:slots * sparse_multigrid_bricks.SPAN_WORDS])
             assert np.array_equal(got_table.reshape(slots, -1), want_table)
+            if threads == "spanh":  # and its halo table
+                want_halo = sparse_multigrid_bricks.span_halo(cupy.asnumpy(lvl.position)[:slots * 512], nbr27, level.m)
+                got_halo = cupy.asnumpy(solver.brick_span_halo[:slots * sparse_multigrid_bricks.SPAN_HALO])
+                assert np.array_equal(got_halo.reshape(slots, -1), want_halo)
         runs = []
         for _ in range(2):
             z = _z_of_solver(solver, r)

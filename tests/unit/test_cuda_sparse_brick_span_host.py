@@ -22,8 +22,9 @@ from voxfx.kernels.flip.sparse_pressure_gpu import _BS
 
 W = sparse_multigrid_bricks.SPAN_WORDS
 # Input: size capacity blocks table_blocks, nbr27 (27 × capacity), m_red m, the size positions, diag,
-# b, x (m + 1 each, hex). Output: the span table (capacity × W ints), x by mg_brick_pre_smooth_span
-# (m + 1), x_out by mg_brick_post_smooth_span from x (m + 1), its partials_rz (G doubles), the ticket.
+# b, x (m + 1 each, hex). Output: the span table (capacity × W ints), the halo table (capacity × 384),
+# x by mg_brick_pre_smooth_span (m + 1), x_out by mg_brick_post_smooth_span from x (m + 1), its
+# partials_rz (G doubles), the ticket; the same three by mg_brick_post_smooth_spanh.
 HARNESS = PREAMBLE + r"""
 #define __syncthreads_or(flag) (flag)  // a block is one thread
 #define __threadfence() ((void)0)
@@ -35,7 +36,8 @@ static const int G = 7;  // the reduction grid: partials_rz's entries
 int main() {
     int size, cap, m_red, m, blocks, table_blocks;
     if (scanf("%d %d %d %d", &size, &cap, &blocks, &table_blocks) != 4) return 1;
-    std::vector<int> nbr27(27 * (size_t)cap), position(size), span((size_t)cap * BSS_WORDS, -7);
+    std::vector<int> nbr27(27 * (size_t)cap), position(size), span((size_t)cap * BSS_WORDS, -7),
+        halo((size_t)cap * BS_FACES, -7);
     for (auto& v : nbr27) scanf("%d", &v);
     scanf("%d %d", &m_red, &m);
     for (auto& v : position) scanf("%d", &v);
@@ -45,11 +47,13 @@ int main() {
     read_floats(b, s);
     read_floats(x0, s);
     int sizes[2] = {m_red, m}, state[4] = {0, 0, 0, 0};
-    unsigned long long ptrs[BT_SPAN + 1] = {(unsigned long long)(size_t)position.data(), 0,
-                                            (unsigned long long)(size_t)nbr27.data(), 0, 0,
-                                            (unsigned long long)cap * 64, (unsigned long long)(size_t)span.data()};
+    unsigned long long ptrs[BT_SPAN_HALO + 1] = {(unsigned long long)(size_t)position.data(), 0,
+                                                 (unsigned long long)(size_t)nbr27.data(), 0, 0,
+                                                 (unsigned long long)cap * 64, (unsigned long long)(size_t)span.data(),
+                                                 (unsigned long long)(size_t)halo.data()};
     LAUNCH(table_blocks, mg_brick_span_table(ptrs, sizes, span.data()));
     for (int v : span) printf("%d\n", v);
+    for (int v : halo) printf("%d\n", v);
     const float nan = __builtin_nanf("");
     std::vector<float> x(s, nan), out(s, nan);
     x[m] = 0.0f;
@@ -61,6 +65,13 @@ int main() {
                                              block_rz.data(), &ticket, p.data(), G, state));
     for (float v : out) printf("%a\n", v);
     for (double v : p) printf("%a\n", v);
+    printf("%d\n", ticket);
+    std::vector<float> out_h(s, nan);  // the halo table's post-smoothing (spanh)
+    std::vector<double> p_h(G, nan);
+    LAUNCH(blocks, mg_brick_post_smooth_spanh(x0.data(), b.data(), ptrs, diag.data(), sizes, out_h.data(),
+                                              block_rz.data(), &ticket, p_h.data(), G, state));
+    for (float v : out_h) printf("%a\n", v);
+    for (double v : p_h) printf("%a\n", v);
     printf("%d\n", ticket);
     return 0;
 }
@@ -131,11 +142,15 @@ def test_span_kernels_give_the_numpy_reference_bit_for_bit(smoother, name, block
     lines = [f"{g.size} {g.capacity} {blocks} 3", *map(str, nbr27.ravel()), f"{m_red} {m}",
              *map(str, level.position), *_hex(diag), *_hex(b), *_hex(x)]
     out = smoother.raw(lines, check=True).split()
-    s, G, T = m + 1, 7, g.capacity * W
-    assert len(out) == T + 2 * s + G + 1 and out[-1] == "0"  # the ticket ready for the next launch
+    s, G, T, H = m + 1, 7, g.capacity * W, g.capacity * sparse_multigrid_bricks.SPAN_HALO
+    assert len(out) == T + H + 3 * s + 2 * G + 2 and out[-1] == "0"  # the ticket ready for the next launch
     table = np.array(out[:T], np.int64).astype(np.int32).reshape(-1, W)
     live = nbr27[:, 13] >= 0
     assert np.array_equal(table, sparse_multigrid_bricks.span_table(level.position, live, m_red, m))
+    halo = np.array(out[T:T + H], np.int64).reshape(g.capacity, -1)
+    assert np.array_equal(halo, sparse_multigrid_bricks.span_halo(level.position, nbr27, m))
+    with_halo, out = out[T + H + 2 * s + G + 1:], out[:T] + out[T + H:T + H + 2 * s + G + 1]
+    assert with_halo[:s + G] == out[T + s:T + 2 * s + G] and with_halo[-1] == "0"  # spanh: the same bits
     pre = np.array([float.fromhex(w) for w in out[T:T + s]], np.float32)
     post = np.array([float.fromhex(w) for w in out[T + s:T + 2 * s]], np.float32)
     partials = np.array([float.fromhex(w) for w in out[T + 2 * s:-1]])
