@@ -290,7 +290,7 @@ class VCycleLaunches(TailLaunches):
     brick_smooth = False  # level 0 smoothed brick by brick (sparse_multigrid_bricks.SMOOTHER "brick")
     brick_x = None  # its x before the post-smoothing (a level-0 vector of the solver)
     smooth_threads = 128  # threads a block of its kernels (SMOOTH_THREADS)
-    smooth_suffix = ""  # their entries: "", "_16" (SMOOTH_THREADS "128x16"), "_span" or "_span12"
+    smooth_suffix = ""  # their entries: "", "_16" (SMOOTH_THREADS "128x16"), "_span", "_span12", "_spanh"
     smooth_blocks = 1  # their grid (SMOOTH_GRID)
     brick_span = None  # SMOOTH_THREADS "span…": the span table (int32, SPAN_WORDS a slot), grown with the pool
     brick_span_halo = None  # "spanh": the halo table (int32, _SPAN_HALO a slot)
@@ -349,21 +349,26 @@ class VCycleLaunches(TailLaunches):
     def _brick_load(self, level0):
         """The brick transfers' and neighbours' table for *level0* (its tables just filled in)."""
         if any(self.brick_transfers) or self.nbr_bricks or self.brick_smooth:
-            words = level0.brick_words()
-            span = self.brick_smooth and self.smooth_suffix.startswith("_span")
-            if span:  # the span table, grown to the pool's slots (its address through brick_ptrs: the
-                slots = int(words[-1]) // 64  # captured graph keeps its arguments)
-                grown = max(1, slots + slots // 4)
-                if self.brick_span is None or self.brick_span.size < slots * SPAN_WORDS:
-                    self.brick_span = self.cp.zeros(grown * SPAN_WORDS, self.cp.int32)
-                halo = self.smooth_suffix == "_spanh"
-                if halo and (self.brick_span_halo is None or self.brick_span_halo.size < slots * _SPAN_HALO):
-                    self.brick_span_halo = self.cp.zeros(grown * _SPAN_HALO, self.cp.int32)
-                words = np.append(words, np.array([self.brick_span.data.ptr,
-                                                   self.brick_span_halo.data.ptr if halo else 0], np.uint64))
-            self.brick_ptrs.set(words)
-            self._span_due = slots if span else 0  # built by _brick_span_table once the sizes are set
+            self.brick_ptrs[:_BRICK_WORDS].set(level0.brick_words())
+            self._span_due = self._span_tables(level0)  # built by _brick_span_table once the sizes are set
             self._brick_level = level0
+
+    def _span_tables(self, level0):
+        """SMOOTH_THREADS "span…": the span table (and the halo table) grown to *level0*'s pool slots, their
+        addresses in brick_ptrs' last two words where they moved (the captured graph keeps its
+        arguments); the slots, 0 for another solver."""
+        if not (self.brick_smooth and self.smooth_suffix.startswith("_span")):
+            return 0
+        slots = int(level0.candidates) // 64
+        grown, halo, moved = max(1, slots + slots // 4), self.smooth_suffix == "_spanh", False
+        if self.brick_span is None or self.brick_span.size < slots * SPAN_WORDS:
+            self.brick_span, moved = self.cp.zeros(grown * SPAN_WORDS, self.cp.int32), True
+        if halo and (self.brick_span_halo is None or self.brick_span_halo.size < slots * _SPAN_HALO):
+            self.brick_span_halo, moved = self.cp.zeros(grown * _SPAN_HALO, self.cp.int32), True
+        if moved:
+            self.brick_ptrs[_BRICK_WORDS:].set(np.array([self.brick_span.data.ptr,
+                                                         self.brick_span_halo.data.ptr if halo else 0], np.uint64))
+        return slots
 
     def _brick_span_table(self):
         """The span table of the level 0 just loaded (mg_brick_span_table: after the solver's sizes
