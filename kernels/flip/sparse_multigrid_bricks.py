@@ -9,8 +9,8 @@ place in the brick, x + 8y + 64z). Inside each brick the same over-relaxed red-b
 ``sparse_multigrid.sweep`` — x_c ← x_c + ω·((b_c + Σ_n v_n)/diag_c − x_c), Σ added −x, +x, −y,
 +y, −z, +z — where a neighbour n in the same brick gives its current x and one in another brick
 (the halo) its value at the smoothing's start. Pre-smoothing starts from x = 0 (the halo is 0
-throughout: no read of another brick) and sweeps red, black ``MG_SWEEPS`` times; post-smoothing
-reads the halo once (x after the prolongation) and sweeps in the adjoint order (black, red). An
+throughout: no read of another brick) and sweeps red, black ``SWEEPS`` times (3 by default);
+post-smoothing reads the halo once (x after the prolongation) and sweeps in the adjoint order (black, red). An
 affine smoothing x ← x + P (b − A x) with P = blockdiag(P_B) (P_B the brick's forward sweeps on
 its diagonal block A_BB) before the coarse correction and x ← x + Pᵀ (b − A x) after it: the
 V-cycle stays a symmetric positive definite preconditioner, as CG needs (tests: ⟨V a, c⟩ =
@@ -41,15 +41,16 @@ import os
 import numpy as np
 
 from ..settings import env_choice
-from .pressure import MG_SWEEPS
 
 SMOOTHERS = ("rb", "brick")
 SMOOTHER = None
 # Sweeps inside a brick before and after the coarse correction (VOXFX_SPARSE_MG_BRICK_SWEEPS, read at
-# import; the kernels compile it in as BRICK_SWEEPS): MG_SWEEPS by default. The passes run in shared
-# memory, so a third costs little on the device; on this CPU 3 gave the red-black sweeps' CG
-# iterations at 64³ (26, where 2 gave 29) and at 128³ (42 over substeps 1-13, as 2 did).
-SWEEPS = int(os.environ.get("VOXFX_SPARSE_MG_BRICK_SWEEPS", str(MG_SWEEPS)))
+# import; the kernels compile it in as BRICK_SWEEPS): 3 by default (h20a; MG_SWEEPS, 2, before). The
+# passes run in shared memory, so a third costs little on the device; on this CPU 3 gave the
+# red-black sweeps' CG iterations at 64³ (26, where 2 gave 29) and at 128³ (42 over substeps 1-13, as
+# 2 did); on the 8M row (H100) 3 keep the red-black counts [10, 12, 12, 12, 11, 11, 11, 11] where 2
+# take one more in half the substeps (h19a2, the coordinator's call 1 of session 20, h20a).
+SWEEPS = int(os.environ.get("VOXFX_SPARSE_MG_BRICK_SWEEPS", "3"))
 if SWEEPS < 1:
     raise ValueError(f"VOXFX_SPARSE_MG_BRICK_SWEEPS must be at least 1, not {SWEEPS}")
 BRICK_CELLS = 512  # sparse_mac.CELLS: a brick's cells, slot · 512 + place

@@ -212,7 +212,7 @@ SMOOTH_KERNELS = ("mg_brick_pre_smooth", "mg_brick_post_smooth", "mg_brick_pre_s
 # "spanh": "span" with the post-smoothing's halo unknowns from a halo table the same launch builds
 # (384 ints a slot: one load where nbr27 → the neighbour's record takes two).
 SMOOTH_THREADS = None
-SMOOTH_THREAD_WAYS = ("128", "64", "256", "512", "128x16", "span", "span12", "spanh")
+SMOOTH_THREAD_WAYS = ("span12", "span", "spanh", "128", "64", "256", "512", "128x16")
 _SPAN_TABLE_SLOTS = 8  # slots a block of mg_brick_span_table (BSS_TABLE_SLOTS: 128 threads)
 # The brick smoothing's grid (read when a solver is built; in the solver key): "slots" (default, level
 # 0's stride / SMOOTH_GRID_CELLS blocks: about a block a live brick; grid-stride past it) or "reduce"
@@ -229,7 +229,7 @@ def smooth_grid():
 
 def smooth_threads(given=None) -> str:
     """Threads a block of mg_brick_pre_smooth and mg_brick_post_smooth (``SMOOTH_THREADS``)."""
-    return env_choice("VOXFX_SPARSE_MG_BRICK_THREADS", SMOOTH_THREAD_WAYS, given or SMOOTH_THREADS, default="128")
+    return env_choice("VOXFX_SPARSE_MG_BRICK_THREADS", SMOOTH_THREAD_WAYS, given or SMOOTH_THREADS, default="span12")
 
 
 _BRICK_GRID = 8192

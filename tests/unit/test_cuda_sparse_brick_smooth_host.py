@@ -63,7 +63,7 @@ int main() {
 """
 
 
-@pytest.fixture(scope="module", params=[None, 3], ids=["sweeps-default", "sweeps-3"])
+@pytest.fixture(scope="module", params=[None, 2], ids=["sweeps-default", "sweeps-2"])
 def smoother(request, tmp_path_factory):
     """The harness with the module's BRICK_SWEEPS, or with *param* sweeps (VOXFX_SPARSE_MG_BRICK_SWEEPS);
     ``run.sweeps``: theirs."""

@@ -78,7 +78,7 @@ int main() {
 """
 
 
-@pytest.fixture(scope="module", params=[None, 3], ids=["sweeps-default", "sweeps-3"])
+@pytest.fixture(scope="module", params=[None, 2], ids=["sweeps-default", "sweeps-2"])
 def smoother(request, tmp_path_factory):
     """The harness (a block one thread) with the module's BRICK_SWEEPS, or *param* sweeps."""
     extra = ["#define BSS_THREADS 1"]

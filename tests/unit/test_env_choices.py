@@ -48,7 +48,7 @@ SWITCHES = [  # (the switch, its variable, its ways, its default)
      sparse_multigrid_kept.FROM_WAYS, "2"),
     (sparse_multigrid_bricks.smoother, "VOXFX_SPARSE_MG_SMOOTHER", sparse_multigrid_bricks.SMOOTHERS, "rb"),
     (sparse_pressure_vcycle.smooth_threads, "VOXFX_SPARSE_MG_BRICK_THREADS", sparse_pressure_vcycle.SMOOTH_THREAD_WAYS,
-     "128"),
+     "span12"),
 ]
 NO_GIVEN = {transfer.speed_max_mode, sparse_topology_gpu.topology_mode, sparse_topology_gpu.speed_max_mode,  # no
             sparse_topology_update.topology_update_mode, sparse_topology_tables.tables_mode,  # caller's way
