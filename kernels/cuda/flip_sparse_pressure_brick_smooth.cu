@@ -25,10 +25,10 @@
 // bench/RESULTS.md h19a and h19a2): round 1 (512 threads on the reduction grid, loads one after
 // another) pre 35 µs, post 40, the PCG loop 222.3 → 216.3 µs an iteration; round 2 (a block a
 // slot, loads batched) at 128 threads pre 28, post 48, the loop 222.1 → 217.8 (16 blocks an SM:
-// no better; 512 threads: worse). Not measured yet (after the call): the colour passes over the
-// colour's 256 cells (they walked all 512, half the lanes idle) and the last block's sum with 8
-// loads in flight (it took 39 dependent volatile loads a thread at 128 threads: post − pre was
-// 16-20 µs at every shape).
+// no better; 512 threads: worse); round 3 (the colour passes over the colour's 256 cells, the last
+// block's sum with 8 loads in flight; session 20's call 1 and h20a's call) at 128 threads pre 24-27,
+// post 35-37 at 2 and 3 sweeps. The span loads below (h20a, the default way) pre 20-21, post 28-31,
+// the loop at 3 sweeps 212.4 (these) → 203.1 µs an iteration (red-black 221.9).
 
 #include "voxfx_mg_bricks.cuh"  // BT_*: level 0's arrays
 #include "voxfx_mg_cell.cuh"    // relaxed
@@ -324,6 +324,18 @@ extern "C" __global__ void __launch_bounds__(128, 16) mg_brick_post_smooth_16(BS
 // order: a warp's 32 cells are consecutive unknowns of the run, so b, diag and x come in whole
 // lines), their place, unknown, b and diag in registers through the sweeps; shared memory holds x.
 // The chains: record → b, diag, x (the own cells), nbr27 → the neighbour's record → x (the halo).
+// Why no renumbering of level 0 (h20a's brief: level 0 brick by brick): the numbering already has a
+// brick's runs, so the record gives the same direct, contiguous loads, and level 0's other passes,
+// the set-up and the red-black default keep their tables and PTX.
+//
+// Measured (H100 80GB HBM3, driver 580.159.04, 8M dam break, 3,198 slots, 4,968 blocks; h20a's call,
+// bench/flip_mg_span_call.sh; event pairs of one iteration, the PCG loop's µs an iteration in one
+// process): at 3 sweeps red-black 221.9, the position kernels (128 threads) 212.4 (pre 27, post 37),
+// span 207.0 (25, 40), span12 203.1 (21, 31), spanh 204.3 (25, 34); at 2 sweeps red-black 221.4, 128
+// threads 205.5 (24, 35), span12 197.9 (20, 28). The 8M row at 3 sweeps (separate processes): pressure
+// 3.58 / 3.56 ms red-black, 3.40 / 3.33 span12, the same CG counts. Still about twice the ~10-15 µs a
+// kernel first hoped for: the chains stay two and three loads deep (a record is one load as position0
+// was), and the blocks of a wave load, then sweep, then store together.
 #define BT_SPAN 6          // brick_ptrs' seventh word (span solvers): the span table
 #define BT_SPAN_HALO 7     // its eighth ("spanh" solvers): the halo table (BS_FACES ints a slot), else 0
 #define BSS_WORDS 64       // a slot's record: mask [0, 16), base of class 0 [16, 32), class 1 [32, 48), red parity

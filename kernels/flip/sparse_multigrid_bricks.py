@@ -27,8 +27,12 @@ h19a2): the solver's z the same as this reference's bit for bit for every block 
 222 → 216-218 µs an iteration (the two brick kernels ~28 and ~48 µs by event pairs), but with 2 sweeps
 one CG iteration more in half the substeps (11 → 12), so the row's pressure 3.59 → 3.71 ms; ``SWEEPS``
 3 keeps the red-black sweeps' CG counts on the 8M row ([10, 12, 12, 12, 11, 11, 11, 11]) but its loop
-is slower (226.9 µs), pressure 3.77 ms: not the default. The device applies it to workspace solvers
-(the brick table) whose level 0 is launched by itself; others keep the red-black sweeps.
+is slower (226.9 µs), pressure 3.77 ms: not the default. h20a (the kernels' span loads, ``span_table``
+below; ``SWEEPS`` 3 by default): the loop 221.9 → 203.1 µs an iteration, the row's pressure 3.58 / 3.56
+→ 3.40 / 3.33 ms with the red-black CG counts (separate processes, alternating): ``SMOOTHER`` "brick" is
+the default candidate, still "rb" (bench/RESULTS.md, h20a: what a default change needs). The device
+applies it to workspace solvers (the brick table) whose level 0 is launched by itself; others keep
+the red-black sweeps.
 
 ``SMOOTHER`` (``VOXFX_SPARSE_MG_SMOOTHER``, read when a V-cycle or a solver is built; a value
 here overrides it): "rb" (default, today's sweeps) or "brick".

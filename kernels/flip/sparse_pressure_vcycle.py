@@ -197,7 +197,7 @@ SMOOTH_KERNELS = ("mg_brick_pre_smooth", "mg_brick_post_smooth", "mg_brick_pre_s
                   "mg_brick_post_smooth_span12", "mg_brick_pre_smooth_spanh", "mg_brick_post_smooth_spanh",
                   "mg_brick_span_table")
 # Threads a block of the brick smoothing (VOXFX_SPARSE_MG_BRICK_THREADS, read when a solver is built; a
-# value here overrides it): "128" (default: a thread 4 cells and 3 halo places, its loads issued
+# value here overrides it): "128" (h19a2's: a thread 4 cells and 3 halo places, its loads issued
 # together), "64", "256", "512" (a thread a cell), or "128x16" (128 threads, the kernels' registers
 # bounded to 32 so 16 blocks fit an SM: the _16 entries; ptxas spills ~100 bytes a thread of the
 # post-smoothing). The same values in any case; the bricks in flight at once set the pace (each a
@@ -210,7 +210,10 @@ SMOOTH_KERNELS = ("mg_brick_pre_smooth", "mg_brick_post_smooth", "mg_brick_pre_s
 # diag and x; b and diag stay in registers through the sweeps. The same values bit for bit. "span12":
 # the same, registers bounded to 40 (12 blocks an SM where "span" fits 8 of the post-smoothing).
 # "spanh": "span" with the post-smoothing's halo unknowns from a halo table the same launch builds
-# (384 ints a slot: one load where nbr27 → the neighbour's record takes two).
+# (384 ints a slot: one load where nbr27 → the neighbour's record takes two). Measured (H100 80GB HBM3,
+# driver 580.159.04, 8M, h20a's call; loop µs an iteration in one process, pre / post µs by event pairs):
+# 3 sweeps rb 221.9, 128 212.4 (27 / 37), span 207.0 (25 / 40), span12 203.1 (21 / 31), spanh 204.3
+# (25 / 34); 2 sweeps rb 221.4, 128 205.5 (24 / 35), span12 197.9 (20 / 28). "span12" the default way.
 SMOOTH_THREADS = None
 SMOOTH_THREAD_WAYS = ("span12", "span", "spanh", "128", "64", "256", "512", "128x16")
 _SPAN_TABLE_SLOTS = 8  # slots a block of mg_brick_span_table (BSS_TABLE_SLOTS: 128 threads)
