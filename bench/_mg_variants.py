@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from voxfx.kernels.flip.pressure import MG_COARSE_SWEEPS, MG_MIN_SIDE, MG_SWEEPS
+from voxfx.kernels.flip.sparse_multigrid_bricks import brick_inside, post_smooth, pre_smooth
 from voxfx.kernels.flip.sparse_multigrid import (MG_OMEGA, PROLONG_WEIGHTS, RESTRICT_WEIGHTS, VCycle, dense_solve,
                                                  gather_sum, sweep)
 
@@ -52,7 +53,12 @@ class MGOptions:
     ``keep_lag``, ``keep_every``, ``keep_from`` (issue 24, h19c; ``bench/_mg_kept.py``, read by
     ``bench/flip_mg_iterations.py`` alone): levels ≥ ``keep_from`` (1, 2 or 3) from the hierarchy of
     ``keep_lag`` substeps earlier, or of the last substep s with s % ``keep_every`` = 0 (rebuilt
-    every ``keep_every`` substeps, held in between); 0: built fresh."""
+    every ``keep_every`` substeps, held in between); 0: built fresh.
+
+    ``smoother``: "rb" (today's) or "brick" — level 0 smoothed brick by brick (the grid's 8³
+    bricks, h19a): inside a brick the same red-black sweeps, the neighbours in other bricks
+    held at their values at the smoothing's start (0 before the coarse correction); after it
+    in the adjoint order. ``brick_sweeps`` (0: ``sweeps``): the sweeps inside a brick."""
 
     omega: float = MG_OMEGA
     boundary_sweeps: int = 0
@@ -72,6 +78,8 @@ class MGOptions:
     keep_lag: int = 0
     keep_every: int = 0
     keep_from: int = 1
+    smoother: str = "rb"
+    brick_sweeps: int = 0
 
 
 DEFAULT_OPTIONS = MGOptions()
@@ -214,14 +222,22 @@ class VariantVCycle(VCycle):
         for _ in range(o.boundary_sweeps if red.shape[0] + black.shape[0] else 0):  # boundary: red, black
             sweep_some(L, x, b, red)
             sweep_some(L, x, b, black)
-        for _ in range(sweeps):
+        brick = o.smoother == "brick" and level == 0
+        if brick:
+            if getattr(self, "_variant_inside", None) is None:
+                self._variant_inside = brick_inside(L)
+            inside = self._variant_inside
+            x = pre_smooth(L, inside, b, o.omega, o.brick_sweeps or sweeps)
+        for _ in range(0 if brick else sweeps):
             sweep(L, x, b, 0, o.omega)
             sweep(L, x, b, 1, o.omega)
         r = b - L.apply(x)
         bc = _F32(0.5 * o.correction) * gather_sum(r, self.down[level], RESTRICT_WEIGHTS)
         xc = self._cycle(bc, level + 1)
         x = x + gather_sum(xc, self.up[level], PROLONG_WEIGHTS)
-        for _ in range(sweeps):
+        if brick:
+            post_smooth(L, inside, x, b, o.omega, o.brick_sweeps or sweeps)
+        for _ in range(0 if brick else sweeps):
             sweep(L, x, b, 1, o.omega)
             sweep(L, x, b, 0, o.omega)
         for _ in range(o.boundary_sweeps if red.shape[0] + black.shape[0] else 0):  # boundary: black, red

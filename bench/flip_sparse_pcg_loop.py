@@ -6,7 +6,8 @@ process, every variant on the same state in turn.
         [--repeats 5] [--replays 5] [--pace-rounds 1] [--substep-runs 4]
         [--variants plain:0:1 shared:1:1 shared-colour2:1:2 shared-launched:1:1:0]
 
-A variant is NAME:TAIL_SHARED:COLOUR_GRID[:CLUSTER_UNKNOWNS[:BRICK_TRANSFERS[:DENSE[:TAIL[:NBR[:BLOCKS[:FOLD]]]]]]]
+A variant is
+NAME:TAIL_SHARED:COLOUR_GRID[:CLUSTER_UNKNOWNS[:BRICK_TRANSFERS[:DENSE[:TAIL[:NBR[:BLOCKS[:FOLD[:SMOOTHER[:THREADS[:GRID]]]]]]]]]]
 (``sparse_pressure_gpu.TAIL_SHARED``, the one-block tail's vectors in shared memory;
 ``COLOUR_GRID``, the one-colour launches over stride / COLOUR_GRID threads; ``CLUSTER_UNKNOWNS``,
 the cluster tail's bound, 0: those levels launch by launch, "-" or left out: the module's value
@@ -17,7 +18,11 @@ coarsest's inverse, left out: the environment's; ``TAIL``, ``TAIL_UNKNOWNS``, th
 bound, left out: the module's value at start; ``NBR``, ``sparse_pressure_vcycle.NBR``, level 0's
 neighbours: table or bricks, left out: the environment's; ``BLOCKS``, ``sparse_pressure_vcycle.CLUSTER_BLOCKS``,
 the cluster tail's blocks, 8 or 16, left out: the environment's; ``FOLD``, ``sparse_pressure_vcycle.TAIL_FOLD``,
-the shared tails' first sweep in two passes, 0 or 1, left out: the environment's). Per substep, on its state
+the shared tails' first sweep in two passes, 0 or 1, left out: the environment's; ``SMOOTHER``,
+``sparse_multigrid_bricks.SMOOTHER``, level 0's smoother: rb or brick, left out: the environment's;
+``THREADS``, ``sparse_pressure_vcycle.SMOOTH_THREADS``, the brick smoothing's block: 128, 64, 256, 512,
+128x16, span or span12, left out: the environment's; ``GRID``, ``sparse_pressure_vcycle.SMOOTH_GRID``, its
+grid: slots or reduce, left out: slots). Per substep, on its state
 before the
 solve (the warm start's carried pressure put back before each solve, the tables built every
 solve as the profile bench does):
@@ -57,7 +62,8 @@ sys.path.insert(0, str(ROOT))
 from tools.package import load  # noqa: E402
 
 load()
-from voxfx.kernels.flip import sparse_multigrid, sparse_pressure, sparse_pressure_gpu, sparse_pressure_vcycle  # noqa: E402
+from voxfx.kernels.flip import (sparse_multigrid, sparse_multigrid_bricks, sparse_pressure,  # noqa: E402
+                                sparse_pressure_gpu, sparse_pressure_vcycle)
 from voxfx.kernels.flip.sparse_pressure_vcycle_tail import NON_PORTABLE_CLUSTER_ATTRIBUTE  # noqa: E402
 from voxfx.kernels.flip.grid import FlipSettings  # noqa: E402
 from voxfx.kernels.flip.sim import FlipSimulation  # noqa: E402
@@ -79,7 +85,7 @@ def use(variant):
     _, shared, colour, *rest = variant.split(":")
     sparse_pressure_gpu.TAIL_SHARED = shared != "0"
     sparse_pressure_gpu.COLOUR_GRID = int(colour)
-    cluster, bricks, dense, tail, nbr, blocks, fold = (rest + ["-"] * 7)[:7]
+    cluster, bricks, dense, tail, nbr, blocks, fold, smooth, threads, grid = (rest + ["-"] * 10)[:10]
     sparse_pressure_gpu.TAIL_UNKNOWNS = _TAIL if tail == "-" else int(tail)
     sparse_pressure_gpu.CLUSTER_UNKNOWNS = _CLUSTER if cluster == "-" else int(cluster)
     sparse_pressure_gpu.BRICK_TRANSFERS = _BRICKS if bricks == "-" else bricks
@@ -87,6 +93,9 @@ def use(variant):
     sparse_pressure_vcycle.NBR = None if nbr == "-" else nbr
     sparse_pressure_vcycle.CLUSTER_BLOCKS = None if blocks == "-" else int(blocks)
     sparse_pressure_vcycle.TAIL_FOLD = None if fold == "-" else fold != "0"
+    sparse_multigrid_bricks.SMOOTHER = None if smooth == "-" else smooth
+    sparse_pressure_vcycle.SMOOTH_THREADS = None if threads == "-" else threads
+    sparse_pressure_vcycle.SMOOTH_GRID = "slots" if grid == "-" else grid
 
 
 def carried(grid, keep=None):
@@ -248,6 +257,13 @@ def print_profile(variant, profile):
     print("    passes: " + "; ".join(f"{lv}:{kind} {us:.2f}" for lv, kind, _, us in rows))
 
 
+def print_brick_shape(solver):
+    """The pool's slots and the brick smoothing's grid (the last variant's solver, where it smooths so)."""
+    if solver.brick_smooth:
+        print(f"pool slots {int(solver.brick_ptrs.get()[5]) >> 6}; brick smoothing {solver.smooth_blocks} blocks of "
+              f"{solver.smooth_threads} threads")
+
+
 def print_kernels(kernels, profiles):
     print("\none iteration kernel by kernel (event pair a launch, first substep): kernel ms (launches)")
     for variant, k in kernels.items():
@@ -332,6 +348,7 @@ def main():
           f"cells; strides {solver.strides}, tail {solver.tail[0] if solver.tail else None}, cluster from "
           f"{solver.cluster_from} ({solver.cluster_blocks} blocks), tail shared {solver.tail_shared} B; sizes "
           f"{solver.sizes.get().tolist()}")
+    print_brick_shape(solver)
     print("\nvariant | solve ms (median) | loop ms an iteration (median, min) | CG iterations | max |dp| | same bits | "
           "loop ran | levels")
     for variant, r in rows.items():

@@ -25,10 +25,12 @@ Entries that are not unknowns point to the level's sentinel (last entry, always 
 every stencil is plain gathers. Smoother: red-black Gauss-Seidel, ``MG_SWEEPS`` red→black
 before and black→red after the coarse correction, ``MG_COARSE_SWEEPS`` each way on the
 coarsest level: a palindrome, so the V-cycle is symmetric positive definite and CG stays
-valid. ``MG_OMEGA`` (``VOXFX_SPARSE_MG_OMEGA``, default 1.3) over-relaxes every sweep above
-the coarsest level (issue 24, i24m: fewer CG iterations at no extra launch; the variants
-measured against it are ``bench/_mg_variants.py``, their counts
-``bench/flip_mg_iterations.py``). Levels ≥ 2 (or ≥ 3: ``VOXFX_SPARSE_MG_KEEP_FROM``) kept across
+valid. Level 0 can instead be smoothed brick by brick (``sparse_multigrid_bricks``,
+``VOXFX_SPARSE_MG_SMOOTHER`` "brick", read when a VCycle is built: block Gauss-Seidel over the
+grid's 8³ bricks, the post-smoothing its adjoint). ``MG_OMEGA`` (``VOXFX_SPARSE_MG_OMEGA``,
+default 1.3) over-relaxes every sweep above the coarsest level (issue 24, i24m: fewer CG
+iterations at no extra launch; the variants measured against it are ``bench/_mg_variants.py``,
+their counts ``bench/flip_mg_iterations.py``). Levels ≥ 2 (or ≥ 3: ``VOXFX_SPARSE_MG_KEEP_FROM``) kept across
 set-ups and rebuilt every k (``VOXFX_SPARSE_MG_KEEP``, off by default): ``sparse_multigrid_kept``.
 
 The coarsest level solved exactly (``MG_DENSE``, ``VOXFX_SPARSE_MG_DENSE``; issue 24, i24p4): a
@@ -52,6 +54,7 @@ import numpy as np
 from ..errors import InputError
 from ..settings import env_choice
 from .grid import AIR, FLUID
+from . import sparse_multigrid_bricks
 from .pressure import MG_COARSE_SWEEPS, MG_MIN_SIDE, MG_SWEEPS
 
 _F32 = np.float32
@@ -361,8 +364,14 @@ class VCycle:
     (``bench/_mg_variants.py``, NumPy only): ``TableBuilder``'s rule and the smallest
     span coarsened."""
 
+    # level 0's post-smoothing colours inside a brick (SMOOTHER "brick"): the adjoint order; a
+    # test's mutant sets the forward one
+    _brick_post = (1, 0)
+
     def __init__(self, grid, kind, level0, coarsen_fluid=9, min_side=MG_MIN_SIDE):
         xp = self.xp = grid.xp
+        self.smoother = sparse_multigrid_bricks.smoother()  # level 0's (sparse_multigrid_bricks)
+        self._inside = None
         self.levels = [level0]
         self.down, self.up = [], []  # restriction to level l + 1, prolongation to level l
         self.dense, self.dense_mode = None, 0  # MG_DENSE: G of the coarsest level (xp; the GPU solver builds its own)
@@ -455,14 +464,23 @@ class VCycle:
                 sweep(L, x, b, 1)
                 sweep(L, x, b, 0)
             return x
-        for _ in range(MG_SWEEPS):  # pre-smoothing: red, black
+        bricks = level == 0 and self.smoother == "brick"  # level 0 brick by brick (sparse_multigrid_bricks)
+        if bricks:
+            if self._inside is None:
+                self._inside = sparse_multigrid_bricks.brick_inside(L, self.xp)
+            x = sparse_multigrid_bricks.pre_smooth(L, self._inside, b, MG_OMEGA, sparse_multigrid_bricks.SWEEPS,
+                                                   self.xp)
+        for _ in range(0 if bricks else MG_SWEEPS):  # pre-smoothing: red, black
             sweep(L, x, b, 0, MG_OMEGA)
             sweep(L, x, b, 1, MG_OMEGA)
         r = b - L.apply(x)  # 0 on the sentinel
         bc = _F32(0.5) * gather_sum(r, self.down[level], RESTRICT_WEIGHTS)
         xc = self._cycle(bc, level + 1)
         x = x + gather_sum(xc, self.up[level], PROLONG_WEIGHTS)
-        for _ in range(MG_SWEEPS):  # post-smoothing: black, red (the adjoint order)
+        if bricks:
+            sparse_multigrid_bricks.post_smooth(L, self._inside, x, b, MG_OMEGA, sparse_multigrid_bricks.SWEEPS,
+                                                self._brick_post, self.xp)
+        for _ in range(0 if bricks else MG_SWEEPS):  # post-smoothing: black, red (the adjoint order)
             sweep(L, x, b, 1, MG_OMEGA)
             sweep(L, x, b, 0, MG_OMEGA)
         return x

@@ -260,6 +260,7 @@ class BufferLoads:
             else:
                 self.tables_skipped += 1
             self._set_state(levels, max_iterations)
+            self._brick_span_table()
             return
         tables = [(L.nbr, L.diag) + ((vcycle.up[level], vcycle.down[level])
                                      if vcycle is not None and level < len(levels) - 1 else ())

@@ -43,6 +43,7 @@ from ..grid.launch import THREADS, GraphLoop, Kernels, Repeat
 from ..settings import env_choice
 from .pressure import MG_COARSE_SWEEPS, MG_SWEEPS
 from .sparse_multigrid import KEY_BITS, MG_OMEGA
+from .sparse_multigrid_bricks import SWEEPS as BRICK_SWEEPS
 from .sparse_pressure_buffers import (BufferLoads, _Buffers, ahead_limits, carve, dense_scratch_bytes,
                                       solver_memory_bytes)
 # The solver cache and its release, reached here as before (sparse_pressure, the set-up workspace,
@@ -73,6 +74,8 @@ _MGT16 = Kernels("flip_sparse_pressure_vcycle_tail.cu", ("--fmad=false",), THREA
                  defines={**_DEFINES, "TAIL_CLUSTER": 16})
 _MGB = Kernels("flip_sparse_pressure_vcycle_bricks.cu", ("--fmad=false",), THREADS, defines=_DEFINES)  # *_bricks
 _NB = Kernels("flip_sparse_pressure_level0.cu", ("--fmad=false",), THREADS, defines=_DEFINES)  # *_nb (NBR)
+_BS = Kernels("flip_sparse_pressure_brick_smooth.cu", ("--fmad=false",), THREADS,  # mg_brick_* (SMOOTHER)
+              defines={**_DEFINES, "BRICK_SWEEPS": BRICK_SWEEPS})
 _LOOP_KERNELS = ("cg_init", "cg_init_warm", "finish_init_warm", "cg_warm_select",
                  "apply_laplacian", "update_solution", "dot_rz", "update_direction")
 _VCYCLE_KERNELS = ("mg_smooth", "mg_residual", "mg_restrict", "mg_prolong_add", "mg_coarse_solve", "mg_smooth_first",
@@ -171,7 +174,8 @@ def component_roots(links):
 
 def _module(name):
     """The kernels holding *name*."""
-    return (_NB if name.endswith("_nb") else _MGB if "_bricks" in name else _MGT if name.startswith("mg_tail")
+    return (_NB if name.endswith("_nb") else _BS if name.startswith("mg_brick_") else _MGB if "_bricks" in name
+            else _MGT if name.startswith("mg_tail")
             else _MG if name.startswith("mg_") else _K)
 
 
@@ -186,7 +190,7 @@ class SparsePressureSolverGPU(VCycleLaunches, BufferLoads):
     ``stopped`` flag, so iterations after convergence (or the iteration limit) are no-ops."""
 
     def __init__(self, strides, preconditioner="mg", check_every=10, use_graph=True, tables=None, generation=None,
-                 dense=0, nbr="bricks", nbr_table="skip", dense_rows=None):
+                 dense=0, nbr="bricks", nbr_table="skip", dense_rows=None, smoother="rb"):
         import cupy as cp
 
         self.cp = cp
@@ -214,6 +218,10 @@ class SparsePressureSolverGPU(VCycleLaunches, BufferLoads):
         lengths = [s0] * 6 + ([s0] if last else [])  # b, x, r, z, d, q; level 0's r
         for level, stride in enumerate(self.strides[1:], start=1):
             lengths += [stride, stride] + ([stride] if level < last else [])
+        # level 0 smoothed brick by brick (sparse_multigrid_bricks.SMOOTHER "brick"): its x before the
+        # post-smoothing, which writes z from it (_brick_setup decides whether it applies)
+        smooth = smoother == "brick" and preconditioner == "mg" and last > 0 and self.generation is not None
+        lengths += [s0] if smooth else []
         self.persist = PERSIST
         if self.persist:  # one arena of vectors, one of control values (PERSIST)
             self.vectors, views = carve(cp, lengths, cp.float32)
@@ -247,6 +255,7 @@ class SparsePressureSolverGPU(VCycleLaunches, BufferLoads):
                 up, down = tables[level][2:]
                 B.up = cp.zeros((8, B.stride), cp.int32) if up is None else up
                 B.down = cp.zeros((64, self.levels[level + 1].stride), cp.int32) if down is None else down
+        self.brick_x = next(views) if smooth else None
         self._filled = None  # a workspace solver: the level 0 whose tables it holds
         self._loaded = None  # PERSIST: the tables last copied in (kept alive: compared by identity)
         self.tables_skipped = 0  # PERSIST: solves whose tables were already loaded
@@ -258,7 +267,7 @@ class SparsePressureSolverGPU(VCycleLaunches, BufferLoads):
         self.tail_shared = self._tail_shared_bytes(TAIL_SHARED, limit)
         self.tail_fold = bool(self.tail_shared) and tail_fold()
         self.colour_grid = max(1, COLOUR_GRID)
-        self._brick_setup(BRICK_TRANSFERS, _MGB, nbr == "bricks", _NB)
+        self._brick_setup(BRICK_TRANSFERS, _MGB, nbr == "bricks", _NB, smooth, _BS)
         _K.load(*_LOOP_KERNELS)  # compile and load before any capture
         _MG.load(*_VCYCLE_KERNELS)
         if self.tail:  # above 48 KiB a kernel must ask for its dynamic shared memory

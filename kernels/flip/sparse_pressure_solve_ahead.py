@@ -209,6 +209,8 @@ class Ahead:
             cp.cuda.runtime.memcpyAsync(solver.brick_ptrs.data.ptr, words.ctypes.data, words.nbytes,
                                         cp.cuda.runtime.memcpyHostToDevice, stream.ptr)
             solver._brick_level = level
+            solver._span_due = solver._span_tables(level)  # the span smoother's tables (h20a), after
+            solver._brick_span_table()  # ahead_sizes wrote the sizes
         x0 = initial_guess(self.grid, None, None) if self.warm else None
         _K.launch("unknowns_gather", B.stride, (self.b, np.uint64(0) if x0 is None else x0, cells, solver.sizes,
                                                  solver.b, solver.x))
