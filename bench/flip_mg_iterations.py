@@ -73,6 +73,19 @@ every 2 / 3 +0.35 / +0.95, levels ≥ 2 every 2 / 3 / 4 +0.03 / +0.05 / +0.03; a
 +1 to +2. So at 8M only levels ≥ 3 keep (~0.1–0.14 ms of device a substep). The ``--every 2``
 and ``keep_lag`` runs, the cost estimate at 8M and what a device version needs: bench/RESULTS.md,
 section h19c.
+
+Initial guesses (issue 24, helper h20b; ``--guesses``, ``bench/_mg_guess.py``; each solved with the first
+variant's V-cycle, its start ‖b − A x₀‖/‖b‖ printed). Today's warm start (p_n) starts at 1.2–2.7 ‖b‖ once the
+dam break runs (64³ and 128³, Δt 1/72 and 1/120), so the loop falls back to x₀ = 0: warm = cold, 8.67 (1/72) and
+9.00 (1/120) iterations a substep at 128³ from substep 10. The residual sits on the cells that changed (new to
+the liquid, or next to one that left it). Predictors from the history — p_n + θ(p_n − p_{n−1}) (θ 0.5, 1), the
+last correction scaled, α p_n, the A-norm's best over span{p_n, p_{n−1}(, p_{n−2})}, the least ‖r‖₂ over
+span{p_n(, p_{n−1})}, new cells from their neighbours' mean — change no count at 128³ (±0.00; −0.31 for the
+least-‖r‖ fits at 64³). ``relaxl=k,w`` (k Jacobi sweeps on the changed unknowns and those within w of them;
+``sparse_pressure_warm.relax_guess``, ``VOXFX_PRESSURE_WARM_RELAX``): 128³ 2,1 −0.86 (1/72) / −1.00 (1/120) over
+5–9% of the unknowns, 8,3 −0.93 / −1.00; 1 sweep or w = 0 nothing (the start stays over ‖b‖). Level 0's
+smoother as a polynomial (``smoother=cheb|jacobi``): Chebyshev 3 / 4 +0.17 / −0.33 at 128³, Jacobi 2–4 +0 to
++1.9; each step gathers six neighbours for every unknown (two colour passes' bytes). bench/RESULTS.md, h20b.
 """
 
 from __future__ import annotations
