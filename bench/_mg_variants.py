@@ -49,7 +49,7 @@ class MGOptions:
     becomes ½·correction). ``sweeps``, ``min_side``: ``MG_SWEEPS``, ``MG_MIN_SIDE``;
     ``coarse_level_sweeps`` (0: ``sweeps``): the sweeps on levels ≥ ``coarse_from`` but the
     coarsest (at 8M levels ≥ 2 run in the one tail launch: extra passes there add no launch).
-    ``smoother`` (issue 24, h20b): "rb" (today's red-black Gauss-Seidel) or, on levels below
+    ``poly`` (issue 24, h20b): "" (today's red-black Gauss-Seidel) or, on levels below
     ``poly_levels``, a smoother of one pass over all unknowns a step (one launch, no colours):
     "jacobi", ``poly_degree`` damped Jacobi steps x ← x + ω D⁻¹(b − A x) (ω ``jacobi_omega``), or
     "cheb", the Chebyshev polynomial of degree ``poly_degree`` in D⁻¹A on [λ/``poly_ratio``, λ],
@@ -78,7 +78,7 @@ class MGOptions:
     keep_lag: int = 0
     keep_every: int = 0
     keep_from: int = 1
-    smoother: str = "rb"
+    poly: str = ""
     poly_degree: int = 2
     poly_ratio: float = 4.0
     jacobi_omega: float = 0.8
@@ -180,7 +180,7 @@ class VariantVCycle(VCycle):
                 self.levels[lv].diag = surface_diag(self.levels[lv], self.down[lv - 1], self.levels[lv - 1].m,
                                                     options.surface)
         self._variant_tables(options)
-        self.lam = [self._largest(L) if options.smoother == "cheb" and lv < options.poly_levels else 0.0
+        self.lam = [self._largest(L) if options.poly == "cheb" and lv < options.poly_levels else 0.0
                     for lv, L in enumerate(self.levels)]
 
     @staticmethod
@@ -201,7 +201,7 @@ class VariantVCycle(VCycle):
         o, L = self.options, self.levels[level]
         m = L.m
         inv = _F32(1) / L.diag
-        if o.smoother == "jacobi":
+        if o.poly == "jacobi":
             for _ in range(o.poly_degree):
                 r = b - L.apply(x)
                 x[:m] = (x + _F32(o.jacobi_omega) * inv * r)[:m]
@@ -265,7 +265,7 @@ class VariantVCycle(VCycle):
         for _ in range(o.boundary_sweeps if red.shape[0] + black.shape[0] else 0):  # boundary: red, black
             sweep_some(L, x, b, red)
             sweep_some(L, x, b, black)
-        poly = o.smoother != "rb" and level < o.poly_levels
+        poly = o.poly != "" and level < o.poly_levels
         if poly:
             self._poly(level, x, b)
         for _ in range(0 if poly else sweeps):

@@ -84,7 +84,7 @@ span{p_n(, p_{n−1})}, new cells from their neighbours' mean — change no coun
 least-‖r‖ fits at 64³). ``relaxl=k,w`` (k Jacobi sweeps on the changed unknowns and those within w of them;
 ``sparse_pressure_warm.relax_guess``, ``VOXFX_PRESSURE_WARM_RELAX``): 128³ 2,1 −0.86 (1/72) / −1.00 (1/120) over
 5–9% of the unknowns, 8,3 −0.93 / −1.00; 1 sweep or w = 0 nothing (the start stays over ‖b‖). Level 0's
-smoother as a polynomial (``smoother=cheb|jacobi``): Chebyshev 3 / 4 +0.17 / −0.33 at 128³, Jacobi 2–4 +0 to
+smoother as a polynomial (``poly=cheb|jacobi``): Chebyshev 3 / 4 +0.17 / −0.33 at 128³, Jacobi 2–4 +0 to
 +1.9; each step gathers six neighbours for every unknown (two colour passes' bytes). bench/RESULTS.md, h20b.
 """
 
