@@ -23,10 +23,13 @@ x_c ← (b_c + Σ x_n)/diag_c over those unknowns and the unknowns within w cell
 "1" is "2,1"), the others held; no launch an iteration, k + w + 1 launches a solve. Measured
 (``bench/flip_mg_iterations.py --guesses``, this 2-core CPU, the dam break at the 8M scene's
 particle density, CG iterations a substep from substep 10 on): 128³ at Δt 1/72 8.86 → 8.00 (2,1),
-7.93 (8,3); at 1/120 9.00 → 8.00; 64³ at 1/72 7.31 → 7.00 (2,1). The start's ‖b − A x₀‖/‖b‖ there
-was 1.2–2.7 (so the loop started cold: today's warm start gave the dam break nothing after its
-first substeps), 0.5–1.0 relaxed; predictors from the carried history (p_n + θ(p_n − p_{n−1}),
-Galerkin fits over p_n, p_{n−1}, p_{n−2}) changed no count (bench/RESULTS.md, h20b).
+7.93 (8,3); at 1/120 9.00 → 8.00; 64³ at 1/72 7.31 → 7.00 (2,1); 256³ (the 8M row's scene) at 1/120
+over substeps 4–15 11.42 → 11.00 (2,1), 10.92 (4,2). On the device (H100, the 8M row, substeps 2–9)
+[10, 12, 12, 12, 11, 11, 11, 11] → [10, 10, 10, 11, 11, 11, 11, 11], the relaxation ~+0.05 ms a solve.
+The start's ‖b − A x₀‖/‖b‖ there was 1.2–2.7 (so the loop started cold: today's warm start gave
+the dam break nothing after its first substeps), 0.5–1.0 relaxed; predictors from the carried
+history (p_n + θ(p_n − p_{n−1}), Galerkin fits over p_n, p_{n−1}, p_{n−2}) changed no count
+(bench/RESULTS.md, h20b).
 
 On CuPy with ``sparse_pressure_cells.around_kernels`` (``VOXFX_SPARSE_PRESSURE_AROUND``) x₀
 (new cells "zero") and the carry are one launch each (warm_guess, warm_carry), the same bits; a solve
