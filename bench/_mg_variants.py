@@ -50,6 +50,12 @@ class MGOptions:
     becomes ½·correction). ``sweeps``, ``min_side``: ``MG_SWEEPS``, ``MG_MIN_SIDE``;
     ``coarse_level_sweeps`` (0: ``sweeps``): the sweeps on levels ≥ ``coarse_from`` but the
     coarsest (at 8M levels ≥ 2 run in the one tail launch: extra passes there add no launch).
+    ``poly`` (issue 24, h20b): "" (today's red-black Gauss-Seidel) or, on levels below
+    ``poly_levels``, a smoother of one pass over all unknowns a step (one launch, no colours):
+    "jacobi", ``poly_degree`` damped Jacobi steps x ← x + ω D⁻¹(b − A x) (ω ``jacobi_omega``), or
+    "cheb", the Chebyshev polynomial of degree ``poly_degree`` in D⁻¹A on [λ/``poly_ratio``, λ],
+    λ 1.1 × the largest eigenvalue of D⁻¹A by 15 power iterations at the build (Adams, Brezina, Hu
+    & Tuminaro 2003); the same polynomial before and after (M stays symmetric).
     ``keep_lag``, ``keep_every``, ``keep_from`` (issue 24, h19c; ``bench/_mg_kept.py``, read by
     ``bench/flip_mg_iterations.py`` alone): levels ≥ ``keep_from`` (1, 2 or 3) from the hierarchy of
     ``keep_lag`` substeps earlier, or of the last substep s with s % ``keep_every`` = 0 (rebuilt
@@ -80,6 +86,11 @@ class MGOptions:
     keep_from: int = 1
     smoother: str = "rb"
     brick_sweeps: int = 0
+    poly: str = ""
+    poly_degree: int = 2
+    poly_ratio: float = 4.0
+    jacobi_omega: float = 0.8
+    poly_levels: int = 1
 
 
 DEFAULT_OPTIONS = MGOptions()
@@ -177,6 +188,46 @@ class VariantVCycle(VCycle):
                 self.levels[lv].diag = surface_diag(self.levels[lv], self.down[lv - 1], self.levels[lv - 1].m,
                                                     options.surface)
         self._variant_tables(options)
+        self.lam = [self._largest(L) if options.poly == "cheb" and lv < options.poly_levels else 0.0
+                    for lv, L in enumerate(self.levels)]
+
+    @staticmethod
+    def _largest(L, steps=15):
+        """1.1 × the largest eigenvalue of D⁻¹A on level *L* (power iterations from a fixed start)."""
+        v = np.random.default_rng(1).standard_normal(L.m + 1).astype(np.float32)
+        v[L.m] = 0
+        lam = 0.0
+        for _ in range(steps):
+            w = L.apply(v) / L.diag
+            w[L.m] = 0
+            lam = float(np.dot(v.astype(np.float64), w) / np.dot(v.astype(np.float64), v))
+            v = (w / np.sqrt(np.dot(w.astype(np.float64), w))).astype(np.float32)
+        return 1.1 * lam
+
+    def _poly(self, level, x, b):
+        """``poly_degree`` steps of the level's polynomial smoother (class notes) on x (in place)."""
+        o, L = self.options, self.levels[level]
+        m = L.m
+        inv = _F32(1) / L.diag
+        if o.poly == "jacobi":
+            for _ in range(o.poly_degree):
+                r = b - L.apply(x)
+                x[:m] = (x + _F32(o.jacobi_omega) * inv * r)[:m]
+            return
+        lam = self.lam[level]
+        lo = lam / o.poly_ratio
+        theta, delta = (lam + lo) / 2, (lam - lo) / 2
+        sigma = theta / delta
+        rho = 1 / sigma
+        r = b - L.apply(x)
+        d = (inv * r / _F32(theta)).astype(np.float32)
+        x[:m] = (x + d)[:m]
+        for _ in range(o.poly_degree - 1):
+            r = b - L.apply(x)
+            rho_new = 1 / (2 * sigma - rho)
+            d = (_F32(rho_new * rho) * d + _F32(2 * rho_new / delta) * inv * r).astype(np.float32)
+            x[:m] = (x + d)[:m]
+            rho = rho_new
 
     def _variant_tables(self, options):
         """The boundary unknowns per colour (boundary smoothing) and the coarsest level's
@@ -223,12 +274,15 @@ class VariantVCycle(VCycle):
             sweep_some(L, x, b, red)
             sweep_some(L, x, b, black)
         brick = o.smoother == "brick" and level == 0
+        poly = not brick and o.poly != "" and level < o.poly_levels
         if brick:
             if getattr(self, "_variant_inside", None) is None:
                 self._variant_inside = brick_inside(L)
             inside = self._variant_inside
             x = pre_smooth(L, inside, b, o.omega, o.brick_sweeps or sweeps)
-        for _ in range(0 if brick else sweeps):
+        elif poly:
+            self._poly(level, x, b)
+        for _ in range(0 if brick or poly else sweeps):
             sweep(L, x, b, 0, o.omega)
             sweep(L, x, b, 1, o.omega)
         r = b - L.apply(x)
@@ -237,7 +291,9 @@ class VariantVCycle(VCycle):
         x = x + gather_sum(xc, self.up[level], PROLONG_WEIGHTS)
         if brick:
             post_smooth(L, inside, x, b, o.omega, o.brick_sweeps or sweeps)
-        for _ in range(0 if brick else sweeps):
+        elif poly:
+            self._poly(level, x, b)
+        for _ in range(0 if brick or poly else sweeps):
             sweep(L, x, b, 1, o.omega)
             sweep(L, x, b, 0, o.omega)
         for _ in range(o.boundary_sweeps if red.shape[0] + black.shape[0] else 0):  # boundary: black, red

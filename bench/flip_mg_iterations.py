@@ -73,6 +73,19 @@ every 2 / 3 +0.35 / +0.95, levels ≥ 2 every 2 / 3 / 4 +0.03 / +0.05 / +0.03; a
 +1 to +2. So at 8M only levels ≥ 3 keep (~0.1–0.14 ms of device a substep). The ``--every 2``
 and ``keep_lag`` runs, the cost estimate at 8M and what a device version needs: bench/RESULTS.md,
 section h19c.
+
+Initial guesses (issue 24, helper h20b; ``--guesses``, ``bench/_mg_guess.py``; each solved with the first
+variant's V-cycle, its start ‖b − A x₀‖/‖b‖ printed). Today's warm start (p_n) starts at 1.2–2.7 ‖b‖ once the
+dam break runs (64³ and 128³, Δt 1/72 and 1/120), so the loop falls back to x₀ = 0: warm = cold, 8.67 (1/72) and
+9.00 (1/120) iterations a substep at 128³ from substep 10. The residual sits on the cells that changed (new to
+the liquid, or next to one that left it). Predictors from the history — p_n + θ(p_n − p_{n−1}) (θ 0.5, 1), the
+last correction scaled, α p_n, the A-norm's best over span{p_n, p_{n−1}(, p_{n−2})}, the least ‖r‖₂ over
+span{p_n(, p_{n−1})}, new cells from their neighbours' mean — change no count at 128³ (±0.00; −0.31 for the
+least-‖r‖ fits at 64³). ``relaxl=k,w`` (k Jacobi sweeps on the changed unknowns and those within w of them;
+``sparse_pressure_warm.relax_guess``, ``VOXFX_PRESSURE_WARM_RELAX``): 128³ 2,1 −0.86 (1/72) / −1.00 (1/120) over
+5–9% of the unknowns, 8,3 −0.93 / −1.00; 1 sweep or w = 0 nothing (the start stays over ‖b‖). Level 0's
+smoother as a polynomial (``poly=cheb|jacobi``): Chebyshev 3 / 4 +0.17 / −0.33 at 128³, Jacobi 2–4 +0 to
++1.9; each step gathers six neighbours for every unknown (two colour passes' bytes). bench/RESULTS.md, h20b.
 """
 
 from __future__ import annotations
@@ -89,7 +102,8 @@ sys.path.insert(0, str(ROOT))
 from tools.package import load  # noqa: E402
 
 load()
-import _mg_kept  # noqa: E402  (bench/, beside this script)
+import _mg_guess  # noqa: E402  (bench/, beside this script)
+import _mg_kept  # noqa: E402
 import _mg_variants as mgv  # noqa: E402
 from voxfx.kernels.flip import sparse_pressure  # noqa: E402
 from voxfx.kernels.flip.grid import FlipSettings  # noqa: E402
@@ -139,6 +153,10 @@ def main():
     ap.add_argument("--every", type=int, default=3, help="capture every k-th substep (from the second)")
     ap.add_argument("--variants", nargs="+", default=["base"])
     ap.add_argument("--cold", action="store_true", help="solve from 0 (default: the warm start)")
+    ap.add_argument("--guesses", nargs="+", default=[],
+                    help="initial guesses from the carried history, each solved with the first variant's "
+                         "V-cycle (bench/_mg_guess.py: warm cold mean extrap=θ corr=θ scaled span2 span3 mr1 mr2)")
+    ap.add_argument("--skip", type=int, default=0, help="leave out the first k captured substeps from the means")
     args = ap.parse_args()
     variants = [parse_variant(v) for v in args.variants]
     for n in args.n:
@@ -153,6 +171,10 @@ def run_size(n, args, variants):
     counts = {label: [] for label, _ in variants}
     ages = {label: [] for label, _ in variants}  # substeps since the kept hierarchy was built
     counts["solver"] = []
+    starts = {}  # per guess: ‖b − A x₀‖ / ‖b‖ at each captured substep
+    for name in args.guesses:
+        counts["guess " + name] = []
+        starts["guess " + name] = []
     keeping = [o for _, o in variants if o.keep_lag or o.keep_every]
     history = {}  # substep → _mg_kept.Snapshot, while a keeping variant may still ask for it
     stale = []  # per captured substep: the share of level 0's and level 1's sets changed since the last
@@ -172,6 +194,7 @@ def run_size(n, args, variants):
             for old in [t for t in history if t < oldest]:
                 del history[old]
         if args.every > 1 and s % args.every != 1:
+            _mg_guess.remember(grid, x0, args.guesses)
             return result
         start = None if args.cold else x0
         for label, options in variants:
@@ -183,12 +206,15 @@ def run_size(n, args, variants):
                 M = mgv.VariantVCycle(grid, kind, level, options)
             counts[label].append(solve(level, M, b, tolerance, max_iterations, start)[0])
         counts["solver"].append(result[1])  # sparse_pressure.pcg's own count (base's check)
+        solve_guesses(args.guesses, grid, kind, level, variants[0][1], (b, tolerance, max_iterations), start, counts,
+                      starts)
+        _mg_guess.remember(grid, x0, args.guesses)
         fractions.append([boundary_fraction(level, w) for w in (1, 2, 3)])
         if keeping and s - 1 in history:
             stale.append([_mg_kept.changed(history[s], history[s - 1], lv) for lv in (0, 1)])
         print(f"  n {n} substep {s}: unknowns {level.m:,}, levels {len(M.levels)} "
-              f"(m {[L.m for L in M.levels]}), " + ", ".join(f"{lab} {counts[lab][-1]}" for lab, _ in variants),
-              flush=True)
+              f"(m {[L.m for L in M.levels]}), " + ", ".join(f"{lab} {counts[lab][-1]}" for lab, _ in variants)
+              + "".join(f", {g} {counts['guess ' + g][-1]}" for g in args.guesses), flush=True)
         return result
 
     sparse_pressure.pcg = capture
@@ -219,11 +245,42 @@ def run_size(n, args, variants):
         cost = ITERATION_US + extra_cost_us(options, f[min(width, 3) - 1])
         print(f"{label:44s} | {c} | {sum(c)} | {sum(c) / base - 1:+.1%} | {np.mean(c):.2f}, "
               f"{np.mean(c) - first:+.2f} | {cost:.0f} | {cost * np.mean(c) / 1000:.2f}")
+    print_guesses(args.guesses, args.skip, counts, starts)
     for label, _ in variants:
         if ages[label]:
             print(f"{label}: kept hierarchy's age (substeps) per captured substep {ages[label]}")
             print(f"{label}: mean iterations vs first by age: " + by_age(ages[label], counts[label],
                                                                       counts[variants[0][0]]))
+
+
+def solve_guesses(names, grid, kind, level, options, system, start, counts, starts):
+    """Each initial guess of *names* (``_mg_guess``) solved with *options*' V-cycle on *system*
+    (b, tolerance, iteration limit): its iterations into *counts*, its ‖b − A x₀‖/‖b‖ into *starts*."""
+    if not names:
+        return
+    b, tolerance, max_iterations = system
+    M = mgv.VariantVCycle(grid, kind, level, options)
+    for name in names:
+        g = _mg_guess.guess(name, grid, kind, level, b, start)
+        counts["guess " + name].append(solve(level, M, b, tolerance, max_iterations, g)[0])
+        starts["guess " + name].append(_mg_guess.start_residual(level, b, g))
+
+
+def print_guesses(names, k, counts, starts):
+    """The guesses' iterations and start residuals, their means from the *k*-th captured substep."""
+    if not names:
+        return
+    ref = np.array(counts["guess " + names[0]][k:])
+    print(f"guesses (the first variant's V-cycle), captured substeps from the {k}-th: "
+          f"mean iterations, change against {names[0]}, substeps fewer / more, start ‖r‖/‖b‖")
+    for name in names:
+        c = np.array(counts["guess " + name][k:])
+        r0 = np.array(starts["guess " + name][k:])
+        print(f"  {name:12s} | {counts['guess ' + name]} | mean {c.mean():.2f} | {c.mean() - ref.mean():+.2f} | "
+              f"{int((c < ref).sum())} / {int((c > ref).sum())} | geometric mean "
+              f"{np.exp(np.log(np.maximum(r0, 1e-30)).mean()):.3g} "
+              f"({' '.join(f'{v:.2f}' for v in starts['guess ' + name])})"
+              + (f"; swept {np.mean(_mg_guess.SHARES[name]):.1%} of the unknowns" if name in _mg_guess.SHARES else ""))
 
 
 def by_age(ages, counts, first):

@@ -369,3 +369,73 @@ extern "C" __global__ void warm_carry(const unsigned char* __restrict__ cell, co
         carried[c] = cell[c] == CELL_FLUID ? p[c] : none;
     }
 }
+
+// The warm start's x₀ relaxed where the liquid changed (sparse_pressure_warm.relax_guess, issue 24,
+// h20b; its array code is the reference, operation by operation). CELL_SOLID as a -D option.
+// An unknown: a FLUID cell of kind with a non-SOLID neighbour (a missing one is AIR).
+__device__ __forceinline__ bool relax_unknown(const unsigned char* __restrict__ kind, const int* __restrict__ nbr,
+                                              int n, int c)
+{
+    if (kind[c] != CELL_FLUID) return false;
+    for (int d = 0; d < 6; ++d) {
+        const int o = nbr[(size_t)d * n + c];
+        if (o < 0 || kind[o] != CELL_SOLID) return true;
+    }
+    return false;
+}
+
+// warm_relax_mark: mark[c] = 1 where c is an unknown with no carried value (new to the liquid) or
+// next to a cell that had one and is not FLUID now (it left the liquid), else 0.
+extern "C" __global__ void warm_relax_mark(const float* __restrict__ carried, const unsigned char* __restrict__ kind,
+                                           const int* __restrict__ nbr, int n, unsigned char* __restrict__ mark)
+{
+    RANGE(c, 0, n)
+    {
+        bool on = !isfinite(carried[c]);
+        for (int d = 0; d < 6 && !on; ++d) {
+            const int o = nbr[(size_t)d * n + c];
+            on = o >= 0 && isfinite(carried[o]) && kind[o] != CELL_FLUID;
+        }
+        mark[c] = (on && relax_unknown(kind, nbr, n, c)) ? 1 : 0;
+    }
+}
+
+// warm_relax_grow: the marked unknowns and the unknowns next to one (one cell of width).
+extern "C" __global__ void warm_relax_grow(const unsigned char* __restrict__ mark, const unsigned char* __restrict__ kind,
+                                           const int* __restrict__ nbr, int n, unsigned char* __restrict__ out)
+{
+    RANGE(c, 0, n)
+    {
+        bool on = mark[c] != 0;
+        for (int d = 0; d < 6 && !on; ++d) {
+            const int o = nbr[(size_t)d * n + c];
+            on = o >= 0 && mark[o] != 0;
+        }
+        out[c] = (on && relax_unknown(kind, nbr, n, c)) ? 1 : 0;
+    }
+}
+
+// warm_relax_sweep: one Jacobi sweep, x_out[c] = (b[c] + Σ x_in[o])/diag_c on the marked unknowns
+// (the FLUID neighbours' values summed −x, +x, −y, +y, −z, +z, others 0; diag_c the non-SOLID
+// neighbours), x_in[c] elsewhere.
+extern "C" __global__ void warm_relax_sweep(const float* __restrict__ x_in, const float* __restrict__ b,
+                                            const unsigned char* __restrict__ kind, const int* __restrict__ nbr,
+                                            const unsigned char* __restrict__ mark, int n, float* __restrict__ x_out)
+{
+    RANGE(c, 0, n)
+    {
+        float v = x_in[c];
+        if (mark[c]) {
+            float s = 0.0f;
+            int count = 0;
+            for (int d = 0; d < 6; ++d) {
+                const int o = nbr[(size_t)d * n + c];
+                const float xo = (o >= 0 && kind[o] == CELL_FLUID) ? x_in[o] : 0.0f;
+                s = d == 0 ? xo : s + xo;
+                count += (o < 0 || kind[o] != CELL_SOLID) ? 1 : 0;
+            }
+            v = (b[c] + s) / (float)count;  // IEEE float32 (no contraction, --fmad=false)
+        }
+        x_out[c] = v;
+    }
+}

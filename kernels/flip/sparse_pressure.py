@@ -57,7 +57,8 @@ from . import density, sparse_multigrid
 from .grid import AIR, FLUID, SOLID
 from .sparse_multigrid import CompactLevel
 from .sparse_pressure_cells import around_kernels
-from .sparse_pressure_warm import CARRIED, carry, initial_guess, warm_start_on  # noqa: F401 (callers use them here)
+from .sparse_pressure_warm import (CARRIED, carry, initial_guess, relax_guess,  # noqa: F401 (callers use them here)
+                                   warm_start_on)
 from .sparse_transfer import solid_touch
 
 _F32 = np.float32
@@ -430,8 +431,8 @@ def solve_pressure(grid, dt, tolerance=1e-4, max_iterations=500, preconditioner=
     ahead = getattr(tables[0], "solve_ahead", None) if tables else None  # sparse_pressure_solve_ahead
     if warm and ahead is not None and ahead.guessed(enclosed, b):  # x₀ as the solve queued ahead took it
         x0 = ahead.x0
-    else:
-        x0 = initial_guess(grid, enclosed, labels) if warm else None
+    else:  # relaxed where the liquid changed where VOXFX_PRESSURE_WARM_RELAX asks (sparse_pressure_warm)
+        x0 = relax_guess(grid, kind, b, initial_guess(grid, enclosed, labels)) if warm else None
     # a warm solve without sealed regions carries p as scattered: both in one launch where the solver
     # scatters in one (sparse_pressure_cells.unknowns_scatter_carry, the same bits)
     fused = {"cell": grid["cell"]} if warm and enclosed is None and xp is not np else None

@@ -43,13 +43,13 @@ import numpy as np
 from ..grid.launch import THREADS, Kernels
 from ..settings import env_choice
 from . import density
-from .grid import AIR, FLUID
+from .grid import AIR, FLUID, SOLID
 
 _K = Kernels("flip_sparse_pressure_cells.cu", ("--fmad=false",), THREADS,
-             defines={"CELL_AIR": AIR, "CELL_FLUID": FLUID})
+             defines={"CELL_AIR": AIR, "CELL_FLUID": FLUID, "CELL_SOLID": SOLID})
 KERNELS = ("cells_rhs", "cells_hook", "cells_hook_bricks", "cells_hook_bricks_local", "cells_hook_faces",
            "cells_label", "cells_sealed", "project_faces", "warm_guess", "unknowns_scatter", "warm_carry",
-           "unknowns_scatter_carry")
+           "unknowns_scatter_carry", "warm_relax_mark", "warm_relax_grow", "warm_relax_sweep")
 # cells_rhs starts each FLUID cell's tree at its lowest FLUID neighbour below it ("1") or at
 # itself ("0"): the same labels (each component's lowest flat index) either way.
 LINK_INIT = os.environ.get("VOXFX_SPARSE_LABEL_LINK_INIT", "1") != "0"
@@ -100,6 +100,26 @@ def warm_guess(carried):
     out = cp.empty(n, cp.float32)
     _K.launch("warm_guess", n, (carried, np.int32(n), out))
     return out
+
+
+def warm_relax(carried, kind, nbr, b, x0, sweeps, width):
+    """``sparse_pressure_warm.relax_guess`` in 1 + *width* + *sweeps* launches (the same bits):
+    the changed unknowns marked, grown *width* cells, *sweeps* Jacobi sweeps from *x0*."""
+    import cupy as cp
+
+    n = int(x0.shape[0])
+    kind = cp.ascontiguousarray(kind, dtype=cp.uint8)
+    nbr = cp.ascontiguousarray(nbr, dtype=cp.int32)
+    mark, grown = cp.empty(n, cp.uint8), cp.empty(n, cp.uint8)
+    _K.launch("warm_relax_mark", n, (carried, kind, nbr, np.int32(n), mark))
+    for _ in range(width):
+        _K.launch("warm_relax_grow", n, (mark, kind, nbr, np.int32(n), grown))
+        mark, grown = grown, mark
+    x, out = x0, cp.empty(n, cp.float32)
+    for i in range(sweeps):
+        _K.launch("warm_relax_sweep", n, (x, b, kind, nbr, mark, np.int32(n), out))
+        x, out = out, (cp.empty(n, cp.float32) if i == 0 else x)  # x0 stays the caller's
+    return x
 
 
 def unknowns_scatter(position, x, m, size):

@@ -190,7 +190,7 @@ class Ahead:
     def _launch(self, solver, level, words, stream):
         """Module notes, 2–4, on *solver* for *level*."""
         from . import sparse_pressure_gpu
-        from .sparse_pressure_warm import initial_guess
+        from .sparse_pressure_warm import initial_guess, relax_guess
         from .sparse_pressure_workspace import fill_tables, workspace
 
         cp = level.xp
@@ -211,7 +211,9 @@ class Ahead:
             solver._brick_level = level
             solver._span_due = solver._span_tables(level)  # the span smoother's tables (h20a), after
             solver._brick_span_table()  # ahead_sizes wrote the sizes
-        x0 = initial_guess(self.grid, None, None) if self.warm else None
+        x0 = None  # no sealed region where taken: the solve's cell types are the grid's
+        if self.warm:
+            x0 = relax_guess(self.grid, self.grid["cell"], self.b, initial_guess(self.grid, None, None))
         _K.launch("unknowns_gather", B.stride, (self.b, np.uint64(0) if x0 is None else x0, cells, solver.sizes,
                                                  solver.b, solver.x))
         solver.start_graph(x0 is not None, self.tolerance).run()
