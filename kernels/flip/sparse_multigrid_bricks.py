@@ -46,7 +46,7 @@ import numpy as np
 
 from ..settings import env_choice
 
-SMOOTHERS = ("rb", "brick")
+SMOOTHERS = ("brick", "rb")  # the default first (h20d)
 SMOOTHER = None
 # Sweeps inside a brick before and after the coarse correction (VOXFX_SPARSE_MG_BRICK_SWEEPS, read at
 # import; the kernels compile it in as BRICK_SWEEPS): 3 by default (h20a; MG_SWEEPS, 2, before). The
@@ -62,8 +62,8 @@ _F32 = np.float32
 
 
 def smoother(given=None) -> str:
-    """Level 0's smoother: *given*, else ``SMOOTHER``, else VOXFX_SPARSE_MG_SMOOTHER ("rb")."""
-    return env_choice("VOXFX_SPARSE_MG_SMOOTHER", SMOOTHERS, given or SMOOTHER, default="rb")
+    """Level 0's smoother: *given*, else ``SMOOTHER``, else VOXFX_SPARSE_MG_SMOOTHER ("brick")."""
+    return env_choice("VOXFX_SPARSE_MG_SMOOTHER", SMOOTHERS, given or SMOOTHER, default="brick")
 
 
 def brick_inside(level, xp=np):
