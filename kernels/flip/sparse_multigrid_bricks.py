@@ -75,37 +75,51 @@ def brick_inside(level, xp=np):
     return (brick[nbr] == brick[None, :m]) & (nbr < m)
 
 
-def brick_sweep(level, inside, x, halo, b, colour, omega, xp=np):
+def brick_sweep(level, index, v, b, colour, omega):
     """One colour in place: x_c ← x_c + ω·((b_c + Σ_d v_d)/diag_c − x_c) (g itself where ω = 1),
-    v_d = x[n_d] where ``inside[d, c]``, else halo[n_d]."""
+    v_d = x[n_d] where n_d is in c's brick, else halo[n_d]: *v* holds x then the halo (x its first
+    n entries, a view), *index* (``_gather_index``) each neighbour's place in it."""
     lo, hi = (0, level.m_red) if colour == 0 else (level.m_red, level.m)
     if hi <= lo:
         return
-    nbr, ins = level.nbr[:, lo:hi], inside[:, lo:hi]
-    s = xp.where(ins[0], x[nbr[0]], halo[nbr[0]])
+    at = index[:, lo:hi]
+    s = v[at[0]]
     for d in range(1, 6):
-        s = s + xp.where(ins[d], x[nbr[d]], halo[nbr[d]])
+        s = s + v[at[d]]
     g = (b[lo:hi] + s) / level.diag[lo:hi]
-    x[lo:hi] = g if omega == 1.0 else x[lo:hi] + _F32(omega) * (g - x[lo:hi])
+    x = v[lo:hi]
+    v[lo:hi] = g if omega == 1.0 else x + _F32(omega) * (g - x)
+
+
+def _gather_index(level, inside, n, xp):
+    """(6, m): neighbour d of unknown c as a place in [x, halo] (x of *n* entries, the sentinel
+    last): n_d inside c's brick, else n + n_d. One gather a direction where the sweeps took two and
+    a choice (the CPU's brick smoothing ~40-50% slower than the red-black sweeps before: h20d)."""
+    nbr = level.nbr[:, :level.m]
+    return xp.where(inside, nbr, nbr + n)
 
 
 def pre_smooth(level, inside, b, omega, sweeps, xp=np):
     """x from 0: *sweeps* × (red, black) inside each brick, the halo 0."""
-    x = xp.zeros_like(b)
-    halo = x.copy()
+    n = b.shape[0]
+    v = xp.zeros(2 * n, b.dtype)  # x, then the halo (0)
+    index = _gather_index(level, inside, n, xp)
     for _ in range(sweeps):
-        brick_sweep(level, inside, x, halo, b, 0, omega, xp)
-        brick_sweep(level, inside, x, halo, b, 1, omega, xp)
-    return x
+        brick_sweep(level, index, v, b, 0, omega)
+        brick_sweep(level, index, v, b, 1, omega)
+    return v[:n].copy()
 
 
 def post_smooth(level, inside, x, b, omega, sweeps, colours=(1, 0), xp=np):
     """*x* smoothed in place: *sweeps* × *colours* (the adjoint order: black, red) inside each
     brick, the halo x as given."""
-    halo = x.copy()
+    n = x.shape[0]
+    v = xp.concatenate([x, x])  # x, then the halo (x as given)
+    index = _gather_index(level, inside, n, xp)
     for _ in range(sweeps):
         for colour in colours:
-            brick_sweep(level, inside, x, halo, b, colour, omega, xp)
+            brick_sweep(level, index, v, b, colour, omega)
+    x[...] = v[:n]
     return x
 
 
