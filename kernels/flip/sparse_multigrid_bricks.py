@@ -29,13 +29,18 @@ one CG iteration more in half the substeps (11 → 12), so the row's pressure 3.
 3 keeps the red-black sweeps' CG counts on the 8M row ([10, 12, 12, 12, 11, 11, 11, 11]) but its loop
 is slower (226.9 µs), pressure 3.77 ms: not the default. h20a (the kernels' span loads, ``span_table``
 below; ``SWEEPS`` 3 by default): the loop 221.9 → 203.1 µs an iteration, the row's pressure 3.58 / 3.56
-→ 3.40 / 3.33 ms with the red-black CG counts (separate processes, alternating): ``SMOOTHER`` "brick" is
-the default candidate, still "rb" (bench/RESULTS.md, h20a: what a default change needs). The device
-applies it to workspace solvers (the brick table) whose level 0 is launched by itself; others keep
-the red-black sweeps.
+→ 3.40 / 3.33 ms with the red-black CG counts (separate processes, alternating). h20d made "brick" the
+default: the GPU files of the pressure solve, the sparse FLIP, its accuracy and memory check passed with
+it (the tests that compare a solver without it against one with it, or check the red-black kernels,
+pin "rb"), the 8M Fast frames' pressure device time over frames 6-11 72.1 / 83.1 / 77.3 → 64.2 / 74.4 /
+76.8 ms in three alternating pairs with the same CG iterations frame by frame (±1); on this 2-core CPU
+the NumPy dam break's pressure +13-14% (64³, 96³; one gather a direction), its substep within the noise
+(bench/RESULTS.md, h20d). The device applies it to workspace solvers (the brick table) whose level 0 is
+launched by itself; others (the host set-up, ``PERSIST`` off, the sorted-key set-up, a tail from level 0)
+keep the red-black sweeps, as the dense solver does.
 
 ``SMOOTHER`` (``VOXFX_SPARSE_MG_SMOOTHER``, read when a V-cycle or a solver is built; a value
-here overrides it): "rb" (default, today's sweeps) or "brick".
+here overrides it): "brick" (the default since h20d) or "rb" (the red-black sweeps).
 """
 
 from __future__ import annotations
