@@ -35,9 +35,9 @@ from voxfx.kernels.flip.sparse_multigrid_kept import common_bases  # noqa: F401 
 from voxfx.kernels.flip.sparse_multigrid_kept import rebased as _rebased
 
 try:  # bench/ on the path (the bench scripts), else the checkout's root (the tests)
-    from _mg_variants import DEFAULT_OPTIONS, VariantVCycle
+    from _mg_variants import MGOptions, VariantVCycle
 except ImportError:
-    from bench._mg_variants import DEFAULT_OPTIONS, VariantVCycle
+    from bench._mg_variants import MGOptions, VariantVCycle
 
 KEPT_CELLS = 4  # levels 0 … 3: keep_from 1, 2 or 3
 
@@ -82,7 +82,7 @@ class KeptVCycle(VariantVCycle):
             raise ValueError(f"keep_from {keep_from} needs both hierarchies deeper "
                              f"({len(cur.levels)}, {len(old.levels)} levels)")
         self.xp = np
-        self.options = options = options or DEFAULT_OPTIONS
+        self.options = options = options or MGOptions()
         f = keep_from - 1
         fine_base, coarse_base = common_bases(current.cells[f].base, kept.cells[keep_from].base)
         fine, fine_keys = _rebased(current.cells[f], current.keys[f], fine_base)

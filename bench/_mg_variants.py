@@ -17,11 +17,12 @@ the coarse levels gave no fewer iterations, or more.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from voxfx.kernels.flip.pressure import MG_COARSE_SWEEPS, MG_MIN_SIDE, MG_SWEEPS
+from voxfx.kernels.flip import sparse_multigrid_bricks
 from voxfx.kernels.flip.sparse_multigrid_bricks import brick_inside, post_smooth, pre_smooth
 from voxfx.kernels.flip.sparse_multigrid import (MG_OMEGA, PROLONG_WEIGHTS, RESTRICT_WEIGHTS, VCycle, dense_solve,
                                                  gather_sum, sweep)
@@ -61,10 +62,12 @@ class MGOptions:
     ``keep_lag`` substeps earlier, or of the last substep s with s % ``keep_every`` = 0 (rebuilt
     every ``keep_every`` substeps, held in between); 0: built fresh.
 
-    ``smoother``: "rb" (today's) or "brick" — level 0 smoothed brick by brick (the grid's 8³
+    ``smoother``: "rb" or "brick" — level 0 smoothed brick by brick (the grid's 8³
     bricks, h19a): inside a brick the same red-black sweeps, the neighbours in other bricks
     held at their values at the smoothing's start (0 before the coarse correction); after it
-    in the adjoint order. ``brick_sweeps`` (0: ``sweeps``): the sweeps inside a brick."""
+    in the adjoint order; by default the product's (``sparse_multigrid_bricks.smoother()`` when
+    the options are made: "brick" since h20d). ``brick_sweeps`` (0: the product's,
+    ``sparse_multigrid_bricks.SWEEPS``, 3; before h20d 0 meant ``sweeps``): the sweeps inside a brick."""
 
     omega: float = MG_OMEGA
     boundary_sweeps: int = 0
@@ -84,16 +87,13 @@ class MGOptions:
     keep_lag: int = 0
     keep_every: int = 0
     keep_from: int = 1
-    smoother: str = "rb"
+    smoother: str = field(default_factory=lambda: sparse_multigrid_bricks.smoother())
     brick_sweeps: int = 0
     poly: str = ""
     poly_degree: int = 2
     poly_ratio: float = 4.0
     jacobi_omega: float = 0.8
     poly_levels: int = 1
-
-
-DEFAULT_OPTIONS = MGOptions()
 
 
 def sweep_some(level, x, b, cells):
@@ -179,7 +179,10 @@ class VariantVCycle(VCycle):
     def __init__(self, grid, kind, level0, options=None):
         if grid.xp is not np:
             raise ValueError("the multigrid variants run on NumPy only")
-        self.options = options = options or DEFAULT_OPTIONS
+        self.options = options = options or MGOptions()
+        if options.smoother == "brick" and options.boundary_sweeps and options.boundary_from == 0:
+            # the brick pre-smoothing starts from 0: level 0's boundary sweeps before it would be lost
+            raise ValueError("boundary smoothing on level 0 is a red-black variant: add smoother=rb")
         super().__init__(grid, kind, level0, options.coarsen_fluid, options.min_side)
         if level0.m == 0:
             return
@@ -279,7 +282,7 @@ class VariantVCycle(VCycle):
             if getattr(self, "_variant_inside", None) is None:
                 self._variant_inside = brick_inside(L)
             inside = self._variant_inside
-            x = pre_smooth(L, inside, b, o.omega, o.brick_sweeps or sweeps)
+            x = pre_smooth(L, inside, b, o.omega, o.brick_sweeps or sparse_multigrid_bricks.SWEEPS)
         elif poly:
             self._poly(level, x, b)
         for _ in range(0 if brick or poly else sweeps):
@@ -290,7 +293,7 @@ class VariantVCycle(VCycle):
         xc = self._cycle(bc, level + 1)
         x = x + gather_sum(xc, self.up[level], PROLONG_WEIGHTS)
         if brick:
-            post_smooth(L, inside, x, b, o.omega, o.brick_sweeps or sweeps)
+            post_smooth(L, inside, x, b, o.omega, o.brick_sweeps or sparse_multigrid_bricks.SWEEPS)
         elif poly:
             self._poly(level, x, b)
         for _ in range(0 if brick or poly else sweeps):

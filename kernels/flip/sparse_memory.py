@@ -190,6 +190,13 @@ NumPy path, dam breaks, a blob and a pool at 6k–50k particles) and rounded up:
   Measured (H100, the 8M row in separate processes, rows filled / not): the pool's total 945 →
   916 MiB, the estimate 2147 → 2119 MiB; ``tests/gpu/test_liquid_memory_check_gpu.py`` passed
   with it (every frame's peak covered, the check within 2×).
+  The rows were also measured with level 0's red-black sweeps. A workspace solver smoothing
+  level 0 brick by brick (``sparse_multigrid_bricks.SMOOTHER`` "brick", the default since issue
+  24's h20d; ``brick_smooth_held``) holds level 0's x before the post-smoothing (``brick_x``, 4 B
+  an entry of level 0's stride, 1.25× the unknowns + 64) with its r·z partials and the span table
+  (256 B a pool slot, grown to 1.25× the slots): ``BRICK_SMOOTH_LIQUID`` 6 B a liquid cell and
+  ``BRICK_SMOOTH_POOL`` 1 B a pool cell more in the state and the substep (the 8M row's pool peak
+  902 → 907 MiB, H100, bench/RESULTS.md h20a; counted here 6 + 1.6 MB).
 * the particle count control (Max Particles per Cell, ``particle_count``; *count_control*,
   ``particle_count.limit_of(settings) > 0``): its frame-end pass, a stage of its own beside
   the state (``FlipSimulation.step`` runs it after the frame's last substep has returned and
@@ -246,6 +253,9 @@ KEPT_P2G_CPU = 11  # the time-centred advection at the NumPy substep's peak, P2G
 WORKSPACE_CELL = 24  # B per pool cell the pressure set-up's workspace keeps on the GPU (module text)
 GRAPH_SCRATCH_CELL = 14  # B per pool cell more where the coarse levels' graph keeps their scratch (module text)
 LEVEL0_NBR = 30  # B a liquid cell: the solver's level-0 nbr rows, in the fitted rows, not held on the brick path
+# the brick smoother's (``sparse_multigrid_bricks.SMOOTHER`` "brick", the default; module text): B a liquid cell
+# (brick_x at level 0's stride, 1.25× the unknowns + 64, and its partials) and a pool cell (the span table)
+BRICK_SMOOTH_LIQUID, BRICK_SMOOTH_POOL = 6, 1
 CLOSED_IMAGES = 4  # a closed level set's particles with their mirrors (a tank's liquid touches 3–5 walls)
 
 
@@ -377,6 +387,14 @@ def level0_nbr_held(workspace: bool = True) -> bool:
     return not workspace or nbr_choice() != "bricks" or nbr_table_choice() != "skip"
 
 
+def brick_smooth_held(workspace: bool = True) -> bool:
+    """Whether the pressure solver holds the brick smoother's buffers (module text): a workspace
+    solver's, where ``sparse_multigrid_bricks.SMOOTHER`` is "brick" (the default)."""
+    from .sparse_multigrid_bricks import smoother
+
+    return bool(workspace) and smoother() == "brick"
+
+
 def memory_at(spec: GridSpec, bricks: int, particles: int, particles_per_cell: int = 8, apic: bool = False,
               closed: bool = True, parts: bool = False, xp=None, narrow_band: int = 0, time_centred: bool = False,
               workspace: bool | None = None, kept: int | None = None, count_control: bool = False, sort=None,
@@ -420,6 +438,8 @@ def memory_at(spec: GridSpec, bricks: int, particles: int, particles_per_cell: i
         held = (WORKSPACE_CELL + (graph_scratch_cell() if kept_scratch else 0)) * cells if on else 0
         # the fitted rows held the solver's level-0 nbr rows; a solver on the brick path holds none
         held -= 0 if level0_nbr_held(on) else int(LEVEL0_NBR * P / ppc)
+        # the fitted rows were measured with the red-black sweeps; the brick smoother holds brick_x and its table
+        held += int(BRICK_SMOOTH_LIQUID * P / ppc) + BRICK_SMOOTH_POOL * cells if brick_smooth_held(on) else 0
         state = GPU_STATE_CELL * cells + (GPU_STATE_PARTICLE + (36 if apic else 0)) * Pk + kept_faces + held + spare
         substep = GPU_CELL * cells + (GPU_PARTICLE + (GPU_APIC if apic else 0)) * Pk + held + spare
         r, _ = surface_radii(spec.voxel_size, ppc)

@@ -25,12 +25,13 @@ Entries that are not unknowns point to the level's sentinel (last entry, always 
 every stencil is plain gathers. Smoother: red-black Gauss-Seidel, ``MG_SWEEPS`` red→black
 before and black→red after the coarse correction, ``MG_COARSE_SWEEPS`` each way on the
 coarsest level: a palindrome, so the V-cycle is symmetric positive definite and CG stays
-valid. Level 0 can instead be smoothed brick by brick (``sparse_multigrid_bricks``,
-``VOXFX_SPARSE_MG_SMOOTHER`` "brick", read when a VCycle is built: block Gauss-Seidel over the
-grid's 8³ bricks, the post-smoothing its adjoint). ``MG_OMEGA`` (``VOXFX_SPARSE_MG_OMEGA``,
-default 1.3) over-relaxes every sweep above the coarsest level (issue 24, i24m: fewer CG
-iterations at no extra launch; the variants measured against it are ``bench/_mg_variants.py``,
-their counts ``bench/flip_mg_iterations.py``). Levels ≥ 2 (or ≥ 3: ``VOXFX_SPARSE_MG_KEEP_FROM``) kept across
+valid. Level 0 is smoothed brick by brick by default (``sparse_multigrid_bricks``,
+``VOXFX_SPARSE_MG_SMOOTHER`` "brick" since issue 24's h20d, "rb" the red-black sweeps; read when a
+VCycle is built: block Gauss-Seidel over the grid's 8³ bricks, the post-smoothing its adjoint).
+``MG_OMEGA`` (``VOXFX_SPARSE_MG_OMEGA``, default 1.3) over-relaxes every sweep above the coarsest
+level (issue 24, i24m: fewer CG iterations at no extra launch; the variants measured against it are
+``bench/_mg_variants.py``, their counts ``bench/flip_mg_iterations.py``). Levels ≥ 2 (or ≥ 3:
+``VOXFX_SPARSE_MG_KEEP_FROM``) kept across
 set-ups and rebuilt every k (``VOXFX_SPARSE_MG_KEEP``, off by default): ``sparse_multigrid_kept``.
 
 The coarsest level solved exactly (``MG_DENSE``, ``VOXFX_SPARSE_MG_DENSE``; issue 24, i24p4): a

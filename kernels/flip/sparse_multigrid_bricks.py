@@ -29,13 +29,18 @@ one CG iteration more in half the substeps (11 → 12), so the row's pressure 3.
 3 keeps the red-black sweeps' CG counts on the 8M row ([10, 12, 12, 12, 11, 11, 11, 11]) but its loop
 is slower (226.9 µs), pressure 3.77 ms: not the default. h20a (the kernels' span loads, ``span_table``
 below; ``SWEEPS`` 3 by default): the loop 221.9 → 203.1 µs an iteration, the row's pressure 3.58 / 3.56
-→ 3.40 / 3.33 ms with the red-black CG counts (separate processes, alternating): ``SMOOTHER`` "brick" is
-the default candidate, still "rb" (bench/RESULTS.md, h20a: what a default change needs). The device
-applies it to workspace solvers (the brick table) whose level 0 is launched by itself; others keep
-the red-black sweeps.
+→ 3.40 / 3.33 ms with the red-black CG counts (separate processes, alternating). h20d made "brick" the
+default: the GPU files of the pressure solve, the sparse FLIP, its accuracy and memory check passed with
+it (the tests that compare a solver without it against one with it, or check the red-black kernels,
+pin "rb"), the 8M Fast frames' pressure device time over frames 6-11 72.1 / 83.1 / 77.3 → 64.2 / 74.4 /
+76.8 ms in three alternating pairs with the same CG iterations frame by frame (±1); on this 2-core CPU
+the NumPy dam break's pressure +13-14% (64³, 96³; one gather a direction), its substep within the noise
+(bench/RESULTS.md, h20d). The device applies it to workspace solvers (the brick table) whose level 0 is
+launched by itself; others (the host set-up, ``PERSIST`` off, the sorted-key set-up, a tail from level 0)
+keep the red-black sweeps, as the dense solver does.
 
 ``SMOOTHER`` (``VOXFX_SPARSE_MG_SMOOTHER``, read when a V-cycle or a solver is built; a value
-here overrides it): "rb" (default, today's sweeps) or "brick".
+here overrides it): "brick" (the default since h20d) or "rb" (the red-black sweeps).
 """
 
 from __future__ import annotations
@@ -46,7 +51,7 @@ import numpy as np
 
 from ..settings import env_choice
 
-SMOOTHERS = ("rb", "brick")
+SMOOTHERS = ("brick", "rb")  # the default first (h20d)
 SMOOTHER = None
 # Sweeps inside a brick before and after the coarse correction (VOXFX_SPARSE_MG_BRICK_SWEEPS, read at
 # import; the kernels compile it in as BRICK_SWEEPS): 3 by default (h20a; MG_SWEEPS, 2, before). The
@@ -62,8 +67,8 @@ _F32 = np.float32
 
 
 def smoother(given=None) -> str:
-    """Level 0's smoother: *given*, else ``SMOOTHER``, else VOXFX_SPARSE_MG_SMOOTHER ("rb")."""
-    return env_choice("VOXFX_SPARSE_MG_SMOOTHER", SMOOTHERS, given or SMOOTHER, default="rb")
+    """Level 0's smoother: *given*, else ``SMOOTHER``, else VOXFX_SPARSE_MG_SMOOTHER ("brick")."""
+    return env_choice("VOXFX_SPARSE_MG_SMOOTHER", SMOOTHERS, given or SMOOTHER, default="brick")
 
 
 def brick_inside(level, xp=np):
@@ -75,37 +80,51 @@ def brick_inside(level, xp=np):
     return (brick[nbr] == brick[None, :m]) & (nbr < m)
 
 
-def brick_sweep(level, inside, x, halo, b, colour, omega, xp=np):
+def brick_sweep(level, index, v, b, colour, omega):
     """One colour in place: x_c ← x_c + ω·((b_c + Σ_d v_d)/diag_c − x_c) (g itself where ω = 1),
-    v_d = x[n_d] where ``inside[d, c]``, else halo[n_d]."""
+    v_d = x[n_d] where n_d is in c's brick, else halo[n_d]: *v* holds x then the halo (x its first
+    n entries, a view), *index* (``_gather_index``) each neighbour's place in it."""
     lo, hi = (0, level.m_red) if colour == 0 else (level.m_red, level.m)
     if hi <= lo:
         return
-    nbr, ins = level.nbr[:, lo:hi], inside[:, lo:hi]
-    s = xp.where(ins[0], x[nbr[0]], halo[nbr[0]])
+    at = index[:, lo:hi]
+    s = v[at[0]]
     for d in range(1, 6):
-        s = s + xp.where(ins[d], x[nbr[d]], halo[nbr[d]])
+        s = s + v[at[d]]
     g = (b[lo:hi] + s) / level.diag[lo:hi]
-    x[lo:hi] = g if omega == 1.0 else x[lo:hi] + _F32(omega) * (g - x[lo:hi])
+    x = v[lo:hi]
+    v[lo:hi] = g if omega == 1.0 else x + _F32(omega) * (g - x)
+
+
+def _gather_index(level, inside, n, xp):
+    """(6, m): neighbour d of unknown c as a place in [x, halo] (x of *n* entries, the sentinel
+    last): n_d inside c's brick, else n + n_d. One gather a direction where the sweeps took two and
+    a choice (the CPU's brick smoothing ~40-50% slower than the red-black sweeps before: h20d)."""
+    nbr = level.nbr[:, :level.m]
+    return xp.where(inside, nbr, nbr + n)
 
 
 def pre_smooth(level, inside, b, omega, sweeps, xp=np):
     """x from 0: *sweeps* × (red, black) inside each brick, the halo 0."""
-    x = xp.zeros_like(b)
-    halo = x.copy()
+    n = b.shape[0]
+    v = xp.zeros(2 * n, b.dtype)  # x, then the halo (0)
+    index = _gather_index(level, inside, n, xp)
     for _ in range(sweeps):
-        brick_sweep(level, inside, x, halo, b, 0, omega, xp)
-        brick_sweep(level, inside, x, halo, b, 1, omega, xp)
-    return x
+        brick_sweep(level, index, v, b, 0, omega)
+        brick_sweep(level, index, v, b, 1, omega)
+    return v[:n].copy()
 
 
 def post_smooth(level, inside, x, b, omega, sweeps, colours=(1, 0), xp=np):
     """*x* smoothed in place: *sweeps* × *colours* (the adjoint order: black, red) inside each
     brick, the halo x as given."""
-    halo = x.copy()
+    n = x.shape[0]
+    v = xp.concatenate([x, x])  # x, then the halo (x as given)
+    index = _gather_index(level, inside, n, xp)
     for _ in range(sweeps):
         for colour in colours:
-            brick_sweep(level, inside, x, halo, b, colour, omega, xp)
+            brick_sweep(level, index, v, b, colour, omega)
+    x[...] = v[:n]
     return x
 
 

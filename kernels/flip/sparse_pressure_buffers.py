@@ -187,13 +187,35 @@ def dense_bytes(stride, shared_limit=0, rows=None) -> int:
     return 4 * rows * s + (0 if scratch <= int(shared_limit) else scratch)
 
 
+def span_table_bytes(slots) -> int:
+    """Device bytes of the brick smoother's span table for a pool of *slots* slots
+    (``sparse_pressure_vcycle._span_tables``: ``SPAN_WORDS`` int32 a slot, grown to 1.25× the slots)."""
+    from .sparse_multigrid_bricks import SPAN_WORDS
+
+    slots = int(slots)
+    return 4 * SPAN_WORDS * max(1, slots + slots // 4) if slots > 0 else 0
+
+
+def brick_smooth_bytes(stride0, slots=0) -> int:
+    """Device bytes the brick smoother adds to a solver of level-0 stride *stride0*
+    (``sparse_multigrid_bricks.SMOOTHER`` "brick", the default; issue 24, h20d): ``brick_x`` (4 B a
+    level-0 entry), its r·z partials (8 B a block of ``SMOOTH_GRID_CELLS`` entries, a bound) and the
+    span table of *slots* pool slots (``span_table_bytes``: 0 where the pool is not known yet — the
+    table is grown where a level 0 is loaded, ``_span_tables``). At 8M (stride 1.27M, 3,198 slots):
+    5.1 MB + 1.0 MB, the pool peak's +5 MiB (902 → 907 MiB, H100, bench/RESULTS.md h20a)."""
+    s = int(stride0)
+    return 4 * s + 8 * (s // 256 + 1) + span_table_bytes(slots)
+
+
 def solver_memory_bytes(strides, preconditioner="mg", level0_nbr=True, dense=0, shared_limit=0,
-                        dense_rows=None) -> int:
+                        dense_rows=None, brick_smooth=False, slots=0) -> int:
     """Device bytes of a solver with these level strides: per level nbr (24 B; on level 0 only
     with *level0_nbr*: ``sparse_pressure_vcycle.NBR_TABLE``), diag (4 B), b, x, r (12 B), the
     tables up (32 B) and down (256 B per coarse entry); the CG's six vectors on level 0; with
     *dense* (the V-cycle's ``dense_mode``, "mg" of two levels on) the coarsest level's dense
-    inverse (``dense_bytes``, *shared_limit* the device's shared memory a block, its *dense_rows*)."""
+    inverse (``dense_bytes``, *shared_limit* the device's shared memory a block, its *dense_rows*);
+    with *brick_smooth* (level 0 smoothed brick by brick: a workspace solver's, "mg" of two levels
+    on) ``brick_smooth_bytes`` of level 0's stride and the pool's *slots*."""
     total = (6 * 4 * strides[0] if level0_nbr else 0) + 28 * strides[0]
     if preconditioner == "mg":
         total += 4 * strides[0]
@@ -201,6 +223,8 @@ def solver_memory_bytes(strides, preconditioner="mg", level0_nbr=True, dense=0, 
             total += s * (28 + 12 + 256) + 32 * strides[0]
         if dense and len(strides) > 1:
             total += dense_bytes(strides[-1], shared_limit, dense_rows)
+        if brick_smooth and len(strides) > 1:
+            total += brick_smooth_bytes(strides[0], slots)
     return int(total + 2 * 8 * _MAX_BLOCKS + 1024)
 
 

@@ -213,14 +213,14 @@ class SparsePressureSolverGPU(VCycleLaunches, BufferLoads):
         dense = dense if preconditioner == "mg" and last else 0  # the VCycle's dense_mode
         # the coarsest level's unknowns its dense inverse holds (sparse_pressure_buffers.DENSE_ROWS)
         self.dense_rows = self.strides[-1] if dense_rows is None else min(self.strides[-1], int(dense_rows))
-        backend.ensure_fits(solver_memory_bytes(self.strides, preconditioner, self.level0_nbr, dense, limit,
-                                                self.dense_rows), "the sparse FLIP pressure solve", cp)
-        lengths = [s0] * 6 + ([s0] if last else [])  # b, x, r, z, d, q; level 0's r
-        for level, stride in enumerate(self.strides[1:], start=1):
-            lengths += [stride, stride] + ([stride] if level < last else [])
         # level 0 smoothed brick by brick (sparse_multigrid_bricks.SMOOTHER "brick"): its x before the
         # post-smoothing, which writes z from it (_brick_setup decides whether it applies)
         smooth = smoother == "brick" and preconditioner == "mg" and last > 0 and self.generation is not None
+        backend.ensure_fits(solver_memory_bytes(self.strides, preconditioner, self.level0_nbr, dense, limit,
+                                                self.dense_rows, smooth), "the sparse FLIP pressure solve", cp)
+        lengths = [s0] * 6 + ([s0] if last else [])  # b, x, r, z, d, q; level 0's r
+        for level, stride in enumerate(self.strides[1:], start=1):
+            lengths += [stride, stride] + ([stride] if level < last else [])
         lengths += [s0] if smooth else []
         self.persist = PERSIST
         if self.persist:  # one arena of vectors, one of control values (PERSIST)

@@ -82,6 +82,34 @@ def test_gpu_brick_vcycle_is_the_numpy_references_and_its_pressure_the_cpus(monk
     assert np.abs(p["brick"] - p_cpu).max() <= 1e-3 * np.abs(p_cpu).max()
 
 
+def test_gpu_solver_memory_counts_the_brick_smoothers_buffers(monkeypatch, scene):
+    """What a brick solver holds beyond a red-black one's — brick_x, its r·z partials, the span
+    table grown to the pool's slots — is ``brick_smooth_bytes`` of its level-0 stride and the slots
+    (``solver_memory_bytes``' *brick_smooth*, h20d), a bound within 1 KiB; a red-black solver holds none."""
+    import cupy
+
+    from voxfx.kernels.flip.sparse_pressure_buffers import brick_smooth_bytes, solver_memory_bytes
+
+    monkeypatch.setenv("VOXFX_PRESSURE_WARM", "0")
+    monkeypatch.setattr(sparse_pressure_vcycle, "HOLD_BRICK_LEVEL", True)
+    spec, pos, vel, obstacle = scene
+    for way in ("rb", "brick"):
+        _way(monkeypatch, way)
+        _, stats = sparse_pressure.solve_pressure(tank(cupy, pos, vel, spec, obstacle), 0.01, tolerance=1e-5)
+        (solver,) = sparse_pressure_gpu._solvers.values()
+        assert stats["converged"] and solver.brick_smooth == (way == "brick")
+        if way == "rb":
+            assert solver.brick_x is None and solver.brick_span is None
+            continue
+        slots = int(solver._brick_level.candidates) // 64
+        held = solver.brick_x.nbytes + solver.brick_rz.nbytes + solver.brick_span.nbytes
+        counted = brick_smooth_bytes(solver.strides[0], slots)
+        assert held <= counted <= held + 1024, (held, counted)
+        base = solver_memory_bytes(solver.strides, "mg", solver.level0_nbr)
+        assert solver_memory_bytes(solver.strides, "mg", solver.level0_nbr, brick_smooth=True, slots=slots) - \
+            base == counted
+
+
 @pytest.mark.parametrize("warm", ["0", "1"])
 def test_gpu_brick_smoother_dam_break_converges(monkeypatch, warm):
     """A dam break's solves to 1e-4 with the brick smoother: converged, at most two iterations more

@@ -14,7 +14,7 @@ from tests.gpu.test_flip_sparse_pressure_gpu import random_scene, tank
 from tests.meshes import box
 from tests.pressure_solves import solves
 from voxfx.kernels import backend
-from voxfx.kernels.flip import sparse_pressure, sparse_pressure_gpu, sparse_pressure_workspace
+from voxfx.kernels.flip import sparse_multigrid_bricks, sparse_pressure, sparse_pressure_gpu, sparse_pressure_workspace
 from voxfx.kernels.flip.grid import FlipSettings
 from voxfx.kernels.flip.sim import FlipSimulation
 from voxfx.kernels.grid import GridSpec
@@ -25,6 +25,9 @@ TOLERANCE = 2.0 ** -20  # of max |p|: float32 rounding
 def _runs(monkeypatch, make, frames):
     import cupy
 
+    # level 0 smoothed by red-black sweeps both ways: without PERSIST a solver has no workspace (no
+    # brick table), so no brick smoother (sparse_multigrid_bricks.SMOOTHER "brick", the default)
+    monkeypatch.setattr(sparse_multigrid_bricks, "SMOOTHER", "rb")
     runs = {}
     for persist in (False, True):
         monkeypatch.setattr(sparse_pressure_gpu, "PERSIST", persist)
@@ -99,6 +102,9 @@ def test_gpu_reused_tables_are_not_copied_again_and_give_the_same_pressure(monke
 def test_gpu_solver_strides_grow_geometrically_and_never_shrink(monkeypatch, persist):
     import cupy
 
+    # the NumPy reference and the solver without PERSIST (no workspace, so no brick smoother:
+    # sparse_multigrid_bricks.SMOOTHER "brick", the default) both by red-black sweeps
+    monkeypatch.setattr(sparse_multigrid_bricks, "SMOOTHER", "rb")
     monkeypatch.setattr(sparse_pressure_gpu, "PERSIST", persist)
     monkeypatch.setattr(sparse_pressure, "REUSE_TABLES", False)
     sparse_pressure_gpu.release_gpu_solvers()

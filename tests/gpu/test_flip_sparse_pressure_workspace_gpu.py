@@ -12,7 +12,7 @@ from tests.gpu.test_flip_sparse_pressure_gpu import random_scene, tank
 from tests.pressure_solves import solves as _solves
 from tests.meshes import box
 from voxfx.kernels import backend
-from voxfx.kernels.flip import sparse_pressure, sparse_pressure_gpu, sparse_pressure_workspace
+from voxfx.kernels.flip import sparse_multigrid_bricks, sparse_pressure, sparse_pressure_gpu, sparse_pressure_workspace
 from voxfx.kernels.flip.grid import FlipSettings
 from voxfx.kernels.flip.sim import FlipSimulation
 from voxfx.kernels.flip.sparse_multigrid import VCycle
@@ -24,6 +24,13 @@ MODES = ("fresh", "workspace")
 def _mode(monkeypatch, mode):
     monkeypatch.setattr(sparse_pressure_workspace, "MODE", mode)
     sparse_pressure_gpu.release_gpu_solvers()
+
+
+def _red_black(monkeypatch):
+    """Level 0 smoothed by the red-black sweeps both ways: the fresh path's solver (no workspace,
+    no brick table) has no brick smoother (sparse_multigrid_bricks.SMOOTHER "brick", the default,
+    applies to workspace solvers alone), so these comparisons of the same bits pin "rb"."""
+    monkeypatch.setattr(sparse_multigrid_bricks, "SMOOTHER", "rb")
 
 
 def _same(old, new):
@@ -70,6 +77,7 @@ def test_gpu_workspace_tables_are_the_fresh_ones(monkeypatch):
 def test_gpu_workspace_gives_the_dam_breaks_iterations_and_pressure_bit_for_bit(monkeypatch):
     """A dam break (warm start and table reuse on, the defaults) frame by frame: its
     topology changes from substep to substep."""
+    _red_black(monkeypatch)  # the fresh path's solver smooths by red-black sweeps
     import cupy
 
     spec = GridSpec((0.0, 0.0, 0.0), 1 / 32, (32, 24, 24))
@@ -97,6 +105,7 @@ def test_gpu_workspace_over_a_hierarchy_that_gains_a_level_and_a_solver_that_gro
     buffers; the fourth builds one level more and needs more room): the same pressure bit
     for bit and iterations as the fresh path, the same level-0 strides (so the same
     reduction grids), and the events themselves."""
+    _red_black(monkeypatch)  # the fresh path's solver smooths by red-black sweeps
     import cupy
 
     monkeypatch.setattr(sparse_pressure, "REUSE_TABLES", False)
@@ -134,6 +143,7 @@ def test_gpu_workspace_reuses_tables_and_drops_ones_another_grid_made_stale(monk
     skips filling level 0 again), then grid B's set-up (which rebuilds the workspace), then A
     again: its kept tables are stale and rebuilt. Every pressure equal bit for bit to the
     fresh path's."""
+    _red_black(monkeypatch)  # the fresh path's solver smooths by red-black sweeps
     import cupy
 
     monkeypatch.setenv("VOXFX_PRESSURE_WARM", "0")
@@ -208,6 +218,7 @@ def test_gpu_a_new_level_counts_solver_starts_from_the_last_solves_iterations(mo
     it started from 0 and ran a block before its first check) and level 0's stride fresh (no
     more memory); the pressure and stats bit for bit as ``VOXFX_SPARSE_SETUP=fresh``'s
     (no workspace: no guess carried)."""
+    _red_black(monkeypatch)  # the fresh path's solver smooths by red-black sweeps
     import cupy
 
     from voxfx.kernels.flip import sparse_pressure_solvers

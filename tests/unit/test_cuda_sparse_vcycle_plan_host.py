@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from tests.unit.test_cuda_exact import _build, with_defines
-from tests.unit.test_cuda_sparse_pressure_host import PREAMBLE, _hex, _tank, dense_mode
+from tests.unit.test_cuda_sparse_pressure_host import PREAMBLE, _hex, _tank, dense_mode, red_black
 from voxfx.kernels.flip import sparse_multigrid, sparse_pressure
 from voxfx.kernels.flip.pressure import MG_SWEEPS
 from voxfx.kernels.flip.sparse_multigrid import VCycle
@@ -253,7 +253,7 @@ def _hierarchy(mode=0):
     g = _tank((40, 24, 36), 8)
     kind, _, _ = sparse_pressure.solver_cells(g)
     level = sparse_pressure.Unknowns(g, kind)
-    with dense_mode(mode):
+    with dense_mode(mode), red_black():  # the harness launches the red-black sweeps
         M = VCycle(g, kind, level)
     assert len(M.levels) == (3 if mode == 2 else 4) and (M.dense is not None) == bool(mode)
     strides = [L.m + 1 + 3 for L in M.levels]

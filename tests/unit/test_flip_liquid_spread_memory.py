@@ -127,6 +127,12 @@ WORKSPACE_MIB = [876.3, 879.5, 887.8, 896.3, 907.3, 922.9, 939.5, 957.6, 1017.0,
                  1398.7, 1398.6, 1398.6, 1398.6, 1398.6, 1398.6, 1398.6, 1398.6, 1398.6, 1398.6, 1398.6]
 
 
+def _brick_smooth(particles, cells):
+    """The brick smoother's bytes in the workspace's estimate (``BRICK_SMOOTH_LIQUID`` a liquid
+    cell, ``BRICK_SMOOTH_POOL`` a pool cell) where its solver holds them (the default)."""
+    return int(M.BRICK_SMOOTH_LIQUID * particles / 8) + M.BRICK_SMOOTH_POOL * cells if M.brick_smooth_held() else 0
+
+
 def _dam_8m():
     spec, v, _ = scene("dam 8M")
     top = (float(v[:, 2].max()) - spec.origin[2]) / spec.voxel_size
@@ -145,7 +151,8 @@ def test_the_estimate_counts_the_setup_workspace_where_it_is_on():
     assert peak <= on["total"] <= 1.5 * peak, on["total"] / peak
     cells = on["bricks"] * 512
     table = int(M.LEVEL0_NBR * particles / 8)  # the defaults: no level-0 nbr rows held
-    assert on["state"] - off["state"] == on["substep"] - off["substep"] == M.WORKSPACE_CELL * cells - table
+    added = M.WORKSPACE_CELL * cells - table + _brick_smooth(particles, cells)
+    assert on["state"] - off["state"] == on["substep"] - off["substep"] == added
     assert off["total"] <= 1.5 * max(FRESH_MIB) * 2 ** 20  # the fresh rows' fit, untouched
     assert M.sparse_flip_memory(spec, particles, xp=np, workspace=True) == M.sparse_flip_memory(spec, particles,
                                                                                                    xp=np)  # GPU only
@@ -210,12 +217,49 @@ def test_the_level0_nbr_rows_are_counted_where_the_solver_holds_them(monkeypatch
     on = M.sparse_flip_memory(spec, particles, xp=GPU, climb=climb, workspace=True, parts=True)
     off = M.sparse_flip_memory(spec, particles, xp=GPU, climb=climb, workspace=False, parts=True)
     table_bytes = 0 if held else int(M.LEVEL0_NBR * particles / 8)
-    assert on["state"] - off["state"] == M.WORKSPACE_CELL * on["bricks"] * 512 - table_bytes
+    cells = on["bricks"] * 512
+    assert on["state"] - off["state"] == M.WORKSPACE_CELL * cells - table_bytes + _brick_smooth(particles, cells)
     assert M.sparse_flip_memory(spec, particles, xp=np, workspace=True) == M.sparse_flip_memory(spec, particles,
                                                                                                    xp=np)
     strides = grown_strides([1_000_001, 125_001])
     rows = solver_memory_bytes(strides) - solver_memory_bytes(strides, level0_nbr=False)
     assert rows == 24 * strides[0] and M.LEVEL0_NBR * 1_000_000 == pytest.approx(rows, rel=1e-3)
+
+
+@pytest.mark.parametrize("way", ["brick", "rb"])
+def test_the_brick_smoothers_bytes_are_counted_where_its_solver_holds_them(monkeypatch, way):
+    """The brick smoother (``sparse_multigrid_bricks.SMOOTHER`` "brick", the default) holds brick_x,
+    its r·z partials and the span table (``solver_memory_bytes``' *brick_smooth*: ``brick_smooth_bytes``):
+    the workspace's estimate counts ``BRICK_SMOOTH_LIQUID`` a liquid cell and ``BRICK_SMOOTH_POOL`` a
+    pool cell for them, bounds of the solver's bytes at a million unknowns (level 0's stride
+    ``grown_strides``' 1.25× + 64) and a pool of 3,198 slots (the 8M row's); nothing with the
+    red-black sweeps, without the workspace (its solvers sweep red-black) or on the CPU."""
+    from voxfx.kernels.flip import sparse_multigrid_bricks
+    from voxfx.kernels.flip.sparse_pressure_buffers import (brick_smooth_bytes, grown_strides, solver_memory_bytes,
+                                                            span_table_bytes)
+
+    monkeypatch.setattr(sparse_multigrid_bricks, "SMOOTHER", way)
+    assert M.brick_smooth_held() == (way == "brick") and not M.brick_smooth_held(workspace=False)
+    spec, climb = _dam_8m()
+    particles = 8_000_033
+    on = M.sparse_flip_memory(spec, particles, xp=GPU, climb=climb, workspace=True, parts=True)
+    monkeypatch.setattr(sparse_multigrid_bricks, "SMOOTHER", "rb" if way == "brick" else "brick")
+    other = M.sparse_flip_memory(spec, particles, xp=GPU, climb=climb, workspace=True, parts=True)
+    cells = on["bricks"] * 512
+    brick = int(M.BRICK_SMOOTH_LIQUID * particles / 8) + M.BRICK_SMOOTH_POOL * cells
+    assert on["state"] - other["state"] == on["substep"] - other["substep"] == (brick if way == "brick" else -brick)
+    assert M.sparse_flip_memory(spec, particles, xp=np) == M.sparse_flip_memory(spec, particles, xp=np,
+                                                                                workspace=True)
+    strides = grown_strides([1_000_001, 125_001])
+    slots = 3198
+    held = solver_memory_bytes(strides, brick_smooth=True, slots=slots) - solver_memory_bytes(strides)
+    assert held == brick_smooth_bytes(strides[0], slots) == 4 * strides[0] + 8 * (strides[0] // 256 + 1) + \
+        span_table_bytes(slots)
+    assert span_table_bytes(slots) == 256 * (slots + slots // 4) and span_table_bytes(0) == 0
+    assert brick_smooth_bytes(strides[0]) <= M.BRICK_SMOOTH_LIQUID * 1_000_000
+    assert span_table_bytes(slots) <= M.BRICK_SMOOTH_POOL * slots * 512
+    assert solver_memory_bytes(strides[:1], brick_smooth=True) == solver_memory_bytes(strides[:1])  # one level
+    assert solver_memory_bytes(strides, "jacobi", brick_smooth=True) == solver_memory_bytes(strides, "jacobi")
 
 
 def test_the_workspace_term_covers_what_the_workspace_adds_at_the_runs_peak():

@@ -29,8 +29,8 @@ def test_default_variant_is_the_reference_vcycle_bit_for_bit(system):
 
 
 @pytest.mark.parametrize("options", [
-    MGOptions(omega=1.0), MGOptions(boundary_sweeps=2, boundary_width=2), MGOptions(boundary_sweeps=1,
-                                                                                   boundary_air=True),
+    MGOptions(omega=1.0), MGOptions(boundary_sweeps=2, boundary_width=2, smoother="rb"),  # red-black variants
+    MGOptions(boundary_sweeps=1, boundary_air=True, smoother="rb"),
     MGOptions(coarse_exact=True), MGOptions(coarsen_fluid=4), MGOptions(correction=1.2),
     MGOptions(coarse_level_sweeps=4, coarse_from=1), MGOptions(surface="layer")],
     ids=["omega", "boundary", "boundary-air", "coarse-exact", "coarsen-4", "correction", "coarse-sweeps", "surface"])
@@ -43,3 +43,12 @@ def test_every_variant_is_a_symmetric_positive_definite_operator_that_differs(sy
     assert float(u @ Mu) > 0 and float(v @ Mv) > 0
     if not options.coarse_exact:  # (this tank's few coarsest unknowns: the sweeps solve them exactly already)
         assert not np.array_equal(M(u), VCycle(g, kind, level)(u))
+
+
+def test_level0_boundary_smoothing_is_a_red_black_variant(system):
+    """The brick smoother (the default since h20d) pre-smooths from 0: boundary sweeps on level 0
+    before it are refused, not lost."""
+    g, kind, level, _, _ = system
+    with pytest.raises(ValueError, match="smoother=rb"):
+        VariantVCycle(g, kind, level, MGOptions(boundary_sweeps=1, smoother="brick"))
+    VariantVCycle(g, kind, level, MGOptions(boundary_sweeps=1, boundary_from=1, smoother="brick"))
