@@ -155,17 +155,12 @@ extern "C" __global__ void apply_laplacian(const float* __restrict__ d, float* _
     block_sum2(dq, 0.0, partials, nullptr);
 }
 
-// x += α d, r −= α q; partial ‖r‖²; Jacobi: z = r·(1/diag) and r·z; none: r·z = ‖r‖².
-extern "C" __global__ void update_solution(float* __restrict__ x, float* __restrict__ r, const float* __restrict__ d,
-                                           const float* __restrict__ q, float* __restrict__ z,
-                                           const float* __restrict__ diag, const int* __restrict__ sizes, int mode,
-                                           const double* __restrict__ scalars, double* __restrict__ partials,
-                                           const int* __restrict__ state)
+// x += α d, r −= α q; partial ‖r‖²; Jacobi: z = r·(1/diag) and r·z (into rz).
+__device__ __forceinline__ void update_solution_pass(float* __restrict__ x, float* __restrict__ r,
+                                                     const float* __restrict__ d, const float* __restrict__ q,
+                                                     float* __restrict__ z, const float* __restrict__ diag, int n,
+                                                     int mode, float alpha, double& rr, double& rz)
 {
-    if (state[S_STOPPED]) return;
-    const int n = sizes[1];
-    const float alpha = (float)scalars[D_ALPHA];
-    double rr = 0.0, rz = 0.0;
     RANGE(c, 0, n)
     {
         x[c] = x[c] + alpha * d[c];
@@ -178,8 +173,88 @@ extern "C" __global__ void update_solution(float* __restrict__ x, float* __restr
             rz += (double)rc * zc;
         }
     }
+}
+
+// x += α d, r −= α q; partial ‖r‖²; Jacobi: z = r·(1/diag) and r·z; none: r·z = ‖r‖².
+extern "C" __global__ void update_solution(float* __restrict__ x, float* __restrict__ r, const float* __restrict__ d,
+                                           const float* __restrict__ q, float* __restrict__ z,
+                                           const float* __restrict__ diag, const int* __restrict__ sizes, int mode,
+                                           const double* __restrict__ scalars, double* __restrict__ partials,
+                                           const int* __restrict__ state)
+{
+    if (state[S_STOPPED]) return;
+    double rr = 0.0, rz = 0.0;
+    update_solution_pass(x, r, d, q, z, diag, sizes[1], mode, (float)scalars[D_ALPHA], rr, rz);
     if (mode == PRE_NONE) rz = rr;
     block_sum2(rr, rz, partials, mode == PRE_MG ? nullptr : partials + gridDim.x);
+}
+
+// Σ partials[0, n) in block_total's order on FINISH_THREADS threads (finish_beta's one block,
+// sparse_pressure_gpu._finish), whatever this block's size: virtual thread t adds partials[t],
+// [t + FINISH_THREADS], … in turn; then each warp's 32 such sums by warp_sum's tree (lane l takes
+// l + 16, then l + 8, … 1), and the warps' sums by the same tree; the result in thread 0. Written
+// out in shared memory, not by shuffles, so that a one-thread host harness runs the very same
+// order (tests/unit/test_cuda_sparse_pcg_stop_host.py). Every thread of the block must call it.
+__device__ double finish_order_total(const volatile double* partials, int n)
+{
+    __shared__ double v[FINISH_THREADS];
+    for (int t = threadIdx.x; t < FINISH_THREADS; t += blockDim.x) {
+        double s = 0.0;
+        for (int i = t; i < n; i += FINISH_THREADS) s += partials[i];
+        v[t] = s;
+    }
+    __syncthreads();
+    for (int o = 16; o > 0; o >>= 1) {  // each warp: lane l += lane l + o (lanes l < o)
+        for (int t = threadIdx.x; t < FINISH_THREADS; t += blockDim.x)
+            if ((t & 31) < o) v[t] += v[t + o];
+        __syncthreads();
+    }
+    for (int o = 16; o > 0; o >>= 1) {  // the warps' sums (lane 0 of each): warp w += warp w + o
+        for (int w = threadIdx.x; w < o; w += blockDim.x) v[32 * w] += v[32 * (w + o)];
+        __syncthreads();
+    }
+    return v[0];
+}
+
+// update_solution (MG: ‖r‖² partials alone), then the stopping test ahead of the V-cycle
+// (VOXFX_SPARSE_PCG_EARLY_STOP, sparse_pressure_gpu.EARLY_STOP): the last block to finish (ticket,
+// 0 between launches) totals the ‖r‖² partials as finish_beta will (finish_order_total) and, where
+// finish_beta would stop the solve on this iteration — ‖r‖² not finite, ≤ tol²‖b‖², or the
+// iteration limit — does its writes now: scalars[D_RR], state[S_IT], S_CONVERGED, S_STOPPED. The
+// V-cycle's kernels, dot_rz, finish_beta and update_direction then return at their first line: x is
+// final here, and the converging iteration's z, r·z and β are never read. Otherwise it writes
+// nothing and finish_beta runs as before (the same total, the same writes): the same x, iterations,
+// residual and flag bit for bit.
+extern "C" __global__ void update_solution_stop(float* __restrict__ x, float* __restrict__ r,
+                                                const float* __restrict__ d, const float* __restrict__ q,
+                                                float* __restrict__ z, const float* __restrict__ diag,
+                                                const int* __restrict__ sizes, int mode, double* __restrict__ scalars,
+                                                double* __restrict__ partials, int* __restrict__ state,
+                                                int* __restrict__ ticket)
+{
+    if (state[S_STOPPED]) return;
+    double rr = 0.0, rz = 0.0;
+    update_solution_pass(x, r, d, q, z, diag, sizes[1], mode, (float)scalars[D_ALPHA], rr, rz);
+    if (mode == PRE_NONE) rz = rr;
+    block_sum2(rr, rz, partials, mode == PRE_MG ? nullptr : partials + gridDim.x);  // thread 0 writes
+    __shared__ int last;
+    if (threadIdx.x == 0) {
+        __threadfence();
+        last = atomicAdd(ticket, 1) == (int)gridDim.x - 1;
+    }
+    __syncthreads();
+    if (!last) return;
+    const double total = finish_order_total(partials, gridDim.x);
+    if (threadIdx.x != 0) return;
+    *ticket = 0;
+    const int it = state[S_IT] + 1;
+    const bool finite = isfinite(total), converged = finite && total <= scalars[D_THRESH];
+    if (!finite || converged || it >= state[S_MAXIT]) {  // finish_beta's three stops, in its order
+        scalars[D_RR] = total;
+        state[S_IT] = it;
+        if (converged) state[S_CONVERGED] = 1;
+        state[S_STOPPED] = 1;
+    }
 }
 
 // partial r·z (after the V-cycle).

@@ -53,14 +53,16 @@ from .sparse_pressure_solvers import (_outgrown, _solver, _solvers, drop_workspa
 from .sparse_pressure_vcycle import VCycleLaunches, cluster_blocks, nbr_bricks_apply, tail_fold
 from .sparse_pressure_vcycle_tail import NON_PORTABLE_CLUSTER_ATTRIBUTE, _TAIL_CLUSTER
 from .pressure_gpu import (_D_ALPHA, _D_BB, _D_BETA, _D_RR, _D_RZ, _D_THRESH, _MAX_BLOCKS, _S_CONVERGED, _S_IT,
-                           _S_STOPPED, run_blocks)
+                           _S_MAXIT, _S_STOPPED, run_blocks)
 from .pressure_gpu import _K as _DENSE  # finish_init, finish_alpha, finish_beta
 
 _CU = "flip_sparse_pressure.cu"
 _MODES = ("mg", "jacobi", "none")  # sparse_pressure.PRECONDITIONERS, in order
 _D_COLD = 6  # scalars[]: the warm start fell back to x₀ = 0 (finish_init_warm)
+_FINISH_THREADS = 1024  # the finish_* kernels' one block (_finish): update_solution_stop sums in its order
 _DEFINES = {
-    "S_IT": _S_IT, "S_STOPPED": _S_STOPPED, "S_CONVERGED": _S_CONVERGED, "D_BB": _D_BB, "D_THRESH": _D_THRESH,
+    "S_IT": _S_IT, "S_STOPPED": _S_STOPPED, "S_CONVERGED": _S_CONVERGED, "S_MAXIT": _S_MAXIT,
+    "FINISH_THREADS": _FINISH_THREADS, "D_BB": _D_BB, "D_THRESH": _D_THRESH,
     "D_RR": _D_RR, "D_RZ": _D_RZ, "D_ALPHA": _D_ALPHA, "D_BETA": _D_BETA, "D_COLD": _D_COLD,
     "MG_COARSE_SWEEPS": MG_COARSE_SWEEPS,
     "MG_SWEEPS": MG_SWEEPS, "KEY_BITS": KEY_BITS,
@@ -77,7 +79,7 @@ _NB = Kernels("flip_sparse_pressure_level0.cu", ("--fmad=false",), THREADS, defi
 _BS = Kernels("flip_sparse_pressure_brick_smooth.cu", ("--fmad=false",), THREADS,  # mg_brick_* (SMOOTHER)
               defines={**_DEFINES, "BRICK_SWEEPS": BRICK_SWEEPS})
 _LOOP_KERNELS = ("cg_init", "cg_init_warm", "finish_init_warm", "cg_warm_select",
-                 "apply_laplacian", "update_solution", "dot_rz", "update_direction")
+                 "apply_laplacian", "update_solution", "update_solution_stop", "dot_rz", "update_direction")
 _VCYCLE_KERNELS = ("mg_smooth", "mg_residual", "mg_restrict", "mg_prolong_add", "mg_coarse_solve", "mg_smooth_first",
                    "mg_smooth_red_dot", "mg_restrict_coarse_solve", "mg_smooth_black_residual", "mg_smooth_first2",
                    "mg_dense_inverse", "mg_coarse_dense", "mg_restrict_coarse_dense")  # mg_tail_*: below, with a tail
@@ -157,6 +159,23 @@ PERSIST = os.environ.get("VOXFX_SPARSE_PCG_PERSIST", "1") != "0"
 # no block); the memory check passes with it (session 15 call 3).
 BLOCK = "VOXFX_SPARSE_PCG_BLOCK"
 BLOCK_MODES = ("singles", "graph")
+# The stopping test ahead of the V-cycle (issue 24, h20b's audit of the loop; h20f): "1" — the
+# MG solve's update_solution is update_solution_stop, whose last block totals the ‖r‖² partials in
+# finish_beta's order and, where finish_beta would stop the solve on this iteration, latches the
+# stop then (scalars[D_RR], state[S_IT], S_CONVERGED, S_STOPPED), so the converging iteration's
+# V-cycle (~22 launches), dot_rz, finish_beta and update_direction return at their first line: x is
+# final after update_solution and the converging iteration's z, r·z and β are never read. "0": the
+# test in finish_beta after the V-cycle (every solve's last iteration ran its whole V-cycle for
+# nothing). The same x, iterations, residual and flag bit for bit (host harness
+# tests/unit/test_cuda_sparse_pcg_stop_host.py, GPU test test_flip_sparse_pcg_early_stop_gpu.py).
+# Read when a solver is built (part of the solver cache's key).
+EARLY_STOP = "VOXFX_SPARSE_PCG_EARLY_STOP"
+EARLY_STOPS = ("1", "0")
+
+
+def early_stop(given=None) -> str:
+    """``EARLY_STOP``'s way: *given*, else VOXFX_SPARSE_PCG_EARLY_STOP ("1")."""
+    return env_choice(EARLY_STOP, EARLY_STOPS, given, default="1")
 
 
 def component_roots(links):
@@ -190,7 +209,7 @@ class SparsePressureSolverGPU(VCycleLaunches, BufferLoads):
     ``stopped`` flag, so iterations after convergence (or the iteration limit) are no-ops."""
 
     def __init__(self, strides, preconditioner="mg", check_every=10, use_graph=True, tables=None, generation=None,
-                 dense=0, nbr="bricks", nbr_table="skip", dense_rows=None, smoother="rb"):
+                 dense=0, nbr="bricks", nbr_table="skip", dense_rows=None, smoother="rb", stop=None):
         import cupy as cp
 
         self.cp = cp
@@ -239,6 +258,9 @@ class SparsePressureSolverGPU(VCycleLaunches, BufferLoads):
         self.b, self.x, self.r, self.z, self.d, self.q = (next(views) for _ in range(6))
         self.red_blocks = min(_MAX_BLOCKS, (s0 + THREADS - 1) // THREADS)
         self.partials = cp.zeros(2 * self.red_blocks, cp.float64)
+        # EARLY_STOP (MG): update_solution_stop's last-block ticket, 0 between launches
+        self.early_stop = early_stop(stop) == "1" and preconditioner == "mg"
+        self.stop_ticket = cp.zeros(1, cp.int32) if self.early_stop else None
         # tables: per level (nbr, diag, up, down), a set-up workspace's buffers of these
         # strides or None (sparse_pressure_workspace; generation: theirs): the set-up builds
         # into them, no copies; level 0's own are filled in place (Level0.fill).
@@ -341,7 +363,7 @@ class SparsePressureSolverGPU(VCycleLaunches, BufferLoads):
         self._module(name).launch_grid(name, grid, block, args, shared_mem)
 
     def _finish(self, name, args):
-        _DENSE.launch_grid(name, (1,), (1024,), args)
+        _DENSE.launch_grid(name, (1,), (_FINISH_THREADS,), args)
 
     def _precondition_and_dot(self):
         """z = M r (MG) and the partial sums of r·z; for Jacobi / none, update_solution
@@ -362,8 +384,12 @@ class SparsePressureSolverGPU(VCycleLaunches, BufferLoads):
         self._reduce(self._nbr_name("apply_laplacian", 0), (self.d, self.q, *self._nbr_args(0), self.sizes,
                                                             self.partials, self.state))  # q = A d
         self._finish("finish_alpha", (self.partials, G, self.scalars, self.state))  # α = r·z / d·q
-        self._reduce("update_solution", (self.x, self.r, self.d, self.q, self.z, L0.diag, self.sizes, self.mode,
-                                         self.scalars, self.partials, self.state))
+        args = (self.x, self.r, self.d, self.q, self.z, L0.diag, self.sizes, self.mode, self.scalars, self.partials,
+                self.state)
+        if self.early_stop:  # and the ‖r‖² test: a stop latched here masks the rest of the iteration
+            self._reduce("update_solution_stop", (*args, self.stop_ticket))
+        else:
+            self._reduce("update_solution", args)
         self._precondition_and_dot()  # z = M r
         self._finish("finish_beta", (self.partials, G, self.scalars, self.state, np.int32(0)))  # β, ‖r‖² test
         self._reduce("update_direction", (self.d, self._z(), self.sizes, self.scalars, self.state))  # d = z + β d
@@ -387,7 +413,7 @@ class SparsePressureSolverGPU(VCycleLaunches, BufferLoads):
         else:  # r = b − A x₀, back to x = 0 where that is no better (‖r‖ > ‖b‖)
             self._reduce(self._nbr_name("cg_init_warm", 0), (self.b, self.x, self.r, self.d, *self._nbr_args(0),
                                                              self.sizes, self.partials))
-            _K.launch_grid("finish_init_warm", (1,), (1024,), (self.partials, G, self.scalars, self.state,
+            _K.launch_grid("finish_init_warm", (1,), (_FINISH_THREADS,), (self.partials, G, self.scalars, self.state,
                                                                 np.float64(tolerance)))
             self._reduce("cg_warm_select", (self.b, self.x, self.r, self.z, L0.diag, self.sizes, self.mode,
                                             self.scalars, self.partials[self.red_blocks:]))

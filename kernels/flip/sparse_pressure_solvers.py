@@ -77,11 +77,11 @@ def _solver(needs, preconditioner, check_every, levels=None, dense=0):
     from . import sparse_pressure_gpu as gpu  # its switches as they are now (benches and tests set them there)
 
     generation = getattr(levels[0], "ws_generation", None) if gpu.PERSIST and levels else None
-    nbr, nbr_table, smooth = nbr_choice(), nbr_table_choice(), smoother()
+    nbr, nbr_table, smooth, stop = nbr_choice(), nbr_table_choice(), smoother(), gpu.early_stop()
     key = (len(needs), preconditioner, int(check_every), gpu.VCYCLE, gpu.TAIL_UNKNOWNS, gpu.CLUSTER_UNKNOWNS,
            gpu.FIRST2_UNKNOWNS, gpu.TAIL_SHARED, gpu.COLOUR_GRID, gpu.BRICK_TRANSFERS, nbr, nbr_table, int(dense),
-           cluster_blocks(), tail_fold(), smooth, smooth_threads(), smooth_grid(), gpu.PERSIST, cp.cuda.Device().id,
-           generation)
+           cluster_blocks(), tail_fold(), smooth, smooth_threads(), smooth_grid(), stop, gpu.PERSIST,
+           cp.cuda.Device().id, generation)
     solver = _solvers.pop(key, None)
     if solver is None or not solver.fits(needs):
         old, guess = (None, 0) if solver is None else (solver.strides, solver.last_iterations)
@@ -107,7 +107,7 @@ def _solver(needs, preconditioner, check_every, levels=None, dense=0):
         if generation is None:
             strides = grown_strides(needs, old if gpu.PERSIST else None)
             solver = gpu.SparsePressureSolverGPU(strides, preconditioner, check_every, dense=dense, nbr=nbr,
-                                                 nbr_table=nbr_table, smoother=smooth,
+                                                 nbr_table=nbr_table, smoother=smooth, stop=stop,
                                                  dense_rows=sparse_pressure_buffers.dense_rows(needs[-1], strides[-1]))
         else:  # level 0's stride as above, the coarse levels' the workspace's capacities (≥ the needs)
             from .sparse_pressure_workspace import workspace
@@ -122,7 +122,7 @@ def _solver(needs, preconditioner, check_every, levels=None, dense=0):
             strides += list(ws.caps[1:len(needs)])
             solver = gpu.SparsePressureSolverGPU(strides, preconditioner, check_every,
                                                  tables=ws.solver_tables(len(needs)), generation=generation,
-                                                 dense=dense, nbr=nbr, nbr_table=nbr_table, smoother=smooth,
+                                                 dense=dense, nbr=nbr, nbr_table=nbr_table, smoother=smooth, stop=stop,
                                                  dense_rows=sparse_pressure_buffers.dense_rows(needs[-1], strides[-1]))
         solver.last_iterations = guess if gpu.PERSIST else 0
     _solvers[key] = solver
