@@ -7,7 +7,7 @@ process, every variant on the same state in turn.
         [--variants plain:0:1 shared:1:1 shared-colour2:1:2 shared-launched:1:1:0]
 
 A variant is
-NAME:TAIL_SHARED:COLOUR_GRID[:CLUSTER_UNKNOWNS[:BRICK_TRANSFERS[:DENSE[:TAIL[:NBR[:BLOCKS[:FOLD[:SMOOTHER[:THREADS[:GRID]]]]]]]]]]
+NAME:TAIL_SHARED:COLOUR_GRID[:CLUSTER_UNKNOWNS[:BRICK_TRANSFERS[:DENSE[:TAIL[:NBR[:BLOCKS[:FOLD[:SMOOTHER[:THREADS[:GRID[:EARLY]]]]]]]]]]]
 (``sparse_pressure_gpu.TAIL_SHARED``, the one-block tail's vectors in shared memory;
 ``COLOUR_GRID``, the one-colour launches over stride / COLOUR_GRID threads; ``CLUSTER_UNKNOWNS``,
 the cluster tail's bound, 0: those levels launch by launch, "-" or left out: the module's value
@@ -22,7 +22,9 @@ the shared tails' first sweep in two passes, 0 or 1, left out: the environment's
 ``sparse_multigrid_bricks.SMOOTHER``, level 0's smoother: rb or brick, left out: the environment's;
 ``THREADS``, ``sparse_pressure_vcycle.SMOOTH_THREADS``, the brick smoothing's block: 128, 64, 256, 512,
 128x16, span or span12, left out: the environment's; ``GRID``, ``sparse_pressure_vcycle.SMOOTH_GRID``, its
-grid: slots or reduce, left out: slots). Per substep, on its state
+grid: slots or reduce, left out: slots; ``EARLY``, ``sparse_pressure_gpu.EARLY_STOP``, the stopping test ahead of
+the V-cycle: 1 or 0, left out: the environment's at start — the loop's pace runs with the test
+off, so it shows the latch's cost an iteration, the ``solve`` column its saving). Per substep, on its state
 before the
 solve (the warm start's carried pressure put back before each solve, the tables built every
 solve as the profile bench does):
@@ -78,6 +80,7 @@ from flip_sparse_pressure import after_pressure, before_pressure  # noqa: E402
 _CLUSTER = sparse_pressure_gpu.CLUSTER_UNKNOWNS
 _BRICKS = sparse_pressure_gpu.BRICK_TRANSFERS
 _TAIL = sparse_pressure_gpu.TAIL_UNKNOWNS
+_EARLY = os.environ.get(sparse_pressure_gpu.EARLY_STOP)
 sparse_pressure_vcycle.HOLD_BRICK_LEVEL = True  # the loop graph is replayed after its solve
 
 
@@ -85,7 +88,7 @@ def use(variant):
     _, shared, colour, *rest = variant.split(":")
     sparse_pressure_gpu.TAIL_SHARED = shared != "0"
     sparse_pressure_gpu.COLOUR_GRID = int(colour)
-    cluster, bricks, dense, tail, nbr, blocks, fold, smooth, threads, grid = (rest + ["-"] * 10)[:10]
+    cluster, bricks, dense, tail, nbr, blocks, fold, smooth, threads, grid, early = (rest + ["-"] * 11)[:11]
     sparse_pressure_gpu.TAIL_UNKNOWNS = _TAIL if tail == "-" else int(tail)
     sparse_pressure_gpu.CLUSTER_UNKNOWNS = _CLUSTER if cluster == "-" else int(cluster)
     sparse_pressure_gpu.BRICK_TRANSFERS = _BRICKS if bricks == "-" else bricks
@@ -96,6 +99,11 @@ def use(variant):
     sparse_multigrid_bricks.SMOOTHER = None if smooth == "-" else smooth
     sparse_pressure_vcycle.SMOOTH_THREADS = None if threads == "-" else threads
     sparse_pressure_vcycle.SMOOTH_GRID = "slots" if grid == "-" else grid
+    early = _EARLY if early == "-" else early
+    if early is None:
+        os.environ.pop(sparse_pressure_gpu.EARLY_STOP, None)
+    else:
+        os.environ[sparse_pressure_gpu.EARLY_STOP] = early
 
 
 def carried(grid, keep=None):

@@ -239,7 +239,9 @@ extern "C" __global__ void update_solution_stop(float* __restrict__ x, float* __
     block_sum2(rr, rz, partials, mode == PRE_MG ? nullptr : partials + gridDim.x);  // thread 0 writes
     __shared__ int last;
     if (threadIdx.x == 0) {
+#ifdef __CUDA_ARCH__  // a host harness's blocks run one after another
         __threadfence();
+#endif
         last = atomicAdd(ticket, 1) == (int)gridDim.x - 1;
     }
     __syncthreads();

@@ -22,8 +22,7 @@ from voxfx.kernels.flip.sparse_pressure_gpu import _FINISH_THREADS, _K
 # G m it maxit stopped thresh alpha (the last two hex doubles), then x, r, d, q (m + 1 hex floats
 # each): prints update_solution's x, r, partials, then update_solution_stop's (from the same
 # inputs), its state[0..3], scalars[D_RR] (NaN unless written) and the ticket after it.
-HARNESS = PREAMBLE.replace('#include "flip_sparse_pressure.cu"',
-                           '#define __threadfence() ((void)0)\n#include "flip_sparse_pressure.cu"') + r"""
+HARNESS = PREAMBLE + r"""
 #define LAUNCH(n, call) do { h_dim.x = 1; h_thread.x = 0; h_grid.x = (unsigned)(n); \
     for (unsigned blk = 0; blk < (unsigned)(n); ++blk) { h_block.x = blk; call; } } while (0)
 static void print_f(const std::vector<float>& v) { for (float a : v) printf("%a\n", a); }

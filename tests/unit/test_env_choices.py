@@ -8,7 +8,8 @@ import pytest
 from voxfx.kernels import settings
 from voxfx.kernels.flip import (particle_sort, sparse_g2p_gpu, sparse_grid, sparse_gpu, sparse_multigrid_bricks,
                                 sparse_multigrid_kept, sparse_pressure_buffers,
-                                sparse_pressure_cells, sparse_pressure_setup, sparse_pressure_solve_ahead,
+                                sparse_pressure_cells, sparse_pressure_gpu, sparse_pressure_setup,
+                                sparse_pressure_solve_ahead,
                                 sparse_pressure_vcycle,
                                 sparse_pressure_workspace_levels, sparse_scatter, sparse_topology_gpu,
                                 sparse_topology_tables, sparse_topology_update, sparse_transfer, surface_gpu,
@@ -46,6 +47,7 @@ SWITCHES = [  # (the switch, its variable, its ways, its default)
      sparse_multigrid_kept.KEEP_WAYS, "0"),
     (lambda given=None: str(sparse_multigrid_kept.keep_from(given)), "VOXFX_SPARSE_MG_KEEP_FROM",
      sparse_multigrid_kept.FROM_WAYS, "2"),
+    (sparse_pressure_gpu.early_stop, "VOXFX_SPARSE_PCG_EARLY_STOP", sparse_pressure_gpu.EARLY_STOPS, "1"),
     (sparse_multigrid_bricks.smoother, "VOXFX_SPARSE_MG_SMOOTHER", sparse_multigrid_bricks.SMOOTHERS, "brick"),
     (sparse_pressure_vcycle.smooth_threads, "VOXFX_SPARSE_MG_BRICK_THREADS", sparse_pressure_vcycle.SMOOTH_THREAD_WAYS,
      "span12"),
