@@ -159,16 +159,19 @@ PERSIST = os.environ.get("VOXFX_SPARSE_PCG_PERSIST", "1") != "0"
 # no block); the memory check passes with it (session 15 call 3).
 BLOCK = "VOXFX_SPARSE_PCG_BLOCK"
 BLOCK_MODES = ("singles", "graph")
-# The stopping test ahead of the V-cycle (issue 24, h20b's audit of the loop; h20f): "1" — the
-# MG solve's update_solution is update_solution_stop, whose last block totals the ‖r‖² partials in
-# finish_beta's order and, where finish_beta would stop the solve on this iteration, latches the
-# stop then (scalars[D_RR], state[S_IT], S_CONVERGED, S_STOPPED), so the converging iteration's
-# V-cycle (~22 launches), dot_rz, finish_beta and update_direction return at their first line: x is
-# final after update_solution and the converging iteration's z, r·z and β are never read. "0": the
-# test in finish_beta after the V-cycle (every solve's last iteration ran its whole V-cycle for
-# nothing). The same x, iterations, residual and flag bit for bit (host harness
-# tests/unit/test_cuda_sparse_pcg_stop_host.py, GPU test test_flip_sparse_pcg_early_stop_gpu.py).
-# Read when a solver is built (part of the solver cache's key).
+# The stopping test ahead of the V-cycle (issue 24, h20b's audit; h20f): "1" — the MG solve's
+# update_solution is update_solution_stop, whose last block totals the ‖r‖² partials in finish_beta's
+# order and, where finish_beta would stop the solve on this iteration, latches the stop then, so the
+# converging iteration's V-cycle (~22 launches), dot_rz, finish_beta and update_direction return at
+# their first line (x is final; that iteration's z, r·z and β are never read). "0": the test in
+# finish_beta after the V-cycle. The same x, iterations, residual and flag bit for bit (host harness
+# test_cuda_sparse_pcg_stop_host.py, GPU test test_flip_sparse_pcg_early_stop_gpu.py). Read when a
+# solver is built (in the solver cache's key). Measured (H100 80GB HBM3, driver 580.159.04, h20f's call):
+# the latch costs every iteration — flip_sparse_pcg_loop's loop graph (the test off, variants in turn,
+# 3 rounds) 222.0 → 226.1 µs red-black, 202.0 → 207.5 brick (the blocks' fence and ticket, the last
+# block's sum) — against ~185 µs saved a solve; the 8M row (red-black, separate processes alternating,
+# two pairs, slow processes) pressure 4.04 / 4.21 → 4.00 / 4.00 ms, per substep −0.065 / −0.24 ms on
+# average, the same CG counts [10, 12, 12, 12, 11, 11, 11, 11]. Default "1".
 EARLY_STOP = "VOXFX_SPARSE_PCG_EARLY_STOP"
 EARLY_STOPS = ("1", "0")
 
