@@ -37,10 +37,17 @@ pin "rb"), the 8M Fast frames' pressure device time over frames 6-11 72.1 / 83.1
 the NumPy dam break's pressure +13-14% (64³, 96³; one gather a direction), its substep within the noise
 (bench/RESULTS.md, h20d). The device applies it to workspace solvers (the brick table) whose level 0 is
 launched by itself; others (the host set-up, ``PERSIST`` off, the sorted-key set-up, a tail from level 0)
-keep the red-black sweeps, as the dense solver does.
+keep the red-black sweeps, as the dense solver does. **Back to "rb" by default** after session 20's
+final call (H100 80GB HBM3, driver 580.159.04): on the 65M dam break (512³, Fast) frames 10 and 11 (the
+pool 75k → 120k–132k bricks, a solver built) took 22.3 / 34.1 s, 31.0 s for frame 10 in the call after it
+(`--stages`: 30.8 s of device in the topology stage, where the solve launched ahead of the next set-up
+runs), against 195 / 200 ms with "rb" (early stop on or off) — the brick path's fault, not found yet
+(the span kernels bound their slots by the brick table's candidates as the table's size is; the solve
+launched ahead is the suspect: it rewrites brick_ptrs and builds the span table on sizes written on the
+device). The 8M row and frames and every GPU test passed with "brick"; it stays an option.
 
 ``SMOOTHER`` (``VOXFX_SPARSE_MG_SMOOTHER``, read when a V-cycle or a solver is built; a value
-here overrides it): "brick" (the default since h20d) or "rb" (the red-black sweeps).
+here overrides it): "rb" (the red-black sweeps, the default) or "brick".
 """
 
 from __future__ import annotations
@@ -51,7 +58,7 @@ import numpy as np
 
 from ..settings import env_choice
 
-SMOOTHERS = ("brick", "rb")  # the default first (h20d)
+SMOOTHERS = ("rb", "brick")  # the default first ("brick" was the default from h20d until the 65M regression, session 20)
 SMOOTHER = None
 # Sweeps inside a brick before and after the coarse correction (VOXFX_SPARSE_MG_BRICK_SWEEPS, read at
 # import; the kernels compile it in as BRICK_SWEEPS): 3 by default (h20a; MG_SWEEPS, 2, before). The
@@ -67,8 +74,10 @@ _F32 = np.float32
 
 
 def smoother(given=None) -> str:
-    """Level 0's smoother: *given*, else ``SMOOTHER``, else VOXFX_SPARSE_MG_SMOOTHER ("brick")."""
-    return env_choice("VOXFX_SPARSE_MG_SMOOTHER", SMOOTHERS, given or SMOOTHER, default="brick")
+    """Level 0's smoother: *given*, else ``SMOOTHER``, else VOXFX_SPARSE_MG_SMOOTHER ("rb": the brick
+    smoother's 65M Fast frames 10–11 took 22–31 s on an H100 in session 20's final call, 195–200 ms with
+    "rb"; module notes)."""
+    return env_choice("VOXFX_SPARSE_MG_SMOOTHER", SMOOTHERS, given or SMOOTHER, default="rb")
 
 
 def brick_inside(level, xp=np):
