@@ -58,7 +58,7 @@ import numpy as np
 
 from ..settings import env_choice
 
-SMOOTHERS = ("rb", "brick")  # the default first ("brick" was the default from h20d until the 65M regression, session 20)
+SMOOTHERS = ("rb", "brick")  # the default first ("brick" from h20d until the 65M regression, session 20)
 SMOOTHER = None
 # Sweeps inside a brick before and after the coarse correction (VOXFX_SPARSE_MG_BRICK_SWEEPS, read at
 # import; the kernels compile it in as BRICK_SWEEPS): 3 by default (h20a; MG_SWEEPS, 2, before). The
