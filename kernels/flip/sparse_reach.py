@@ -10,8 +10,9 @@ bits a slot in place of ``brick_reach``'s masks of (2R + 1)³ bits (154 words a 
 the 64 cells they stop at). ``reach_classes`` ORs each row's class products into its slot's
 word, ``reach_compare_classes`` walks each slot's own (2q + 3)³ offsets (clipped to the box)
 into the index: the same kept marks, claimed entries and flags as ``brick_reach`` +
-``reach_compare_table``, at margins up to ``CLASS_MAX_MARGIN`` = 256 cells, with no mask
-memory and no global radius.
+``reach_compare_table``, at margins up to ``CLASS_MAX_MARGIN`` = 256 cells (any margin in a closed
+box whose brick index a walk at 256 covers: ``class_limit``), with no mask memory and no global
+radius.
 
 ``reach_slots`` (``launch_slots``, the merged pipeline of ``sparse_topology_gpu``'s module notes, the
 default) does the slots' margins (``slot_margins``') and both steps in one launch: the same words,
