@@ -14,7 +14,10 @@ stage's opening event to the last one's closing event against the step's wall cl
 the host before the first stage and the wait for the device at the step's end), the cyclic
 garbage collector's passes (``gc.callbacks``: count per generation and host ms) and the topology's
 reads (``sparse_topology_gpu.incremental_keys`` calls, a second one a substep being the pipeline
-run again with a larger learned margin, and ``full_keys``, the build from nothing)."""
+run again with a larger learned margin, and ``full_keys``, the build from nothing), the array path's
+builds (``SparseFlipGrid.topology_keys``: where the device pipeline does not serve the margin — helper
+h20g: the 65M Fast frames 10–11 with the brick smoother, spray ~300 cells a substep past the classes'
+256, spent 22–34 s there) and the largest margin asked of the topology in the frame."""
 
 from __future__ import annotations
 
@@ -57,7 +60,7 @@ class FrameStages:
         self.mallocs = [0, 0.0, 0]  # count, host ms, bytes
         self.solvers = 0
         self.gc = [0, 0, 0, 0.0]  # collections of generation 0, 1, 2, their host ms
-        self.topology = {"incremental_keys": 0, "full_keys": 0}
+        self.topology = {"incremental_keys": 0, "full_keys": 0, "array_keys": 0, "margin": 0}
         watch = self
 
         def collected(phase, info):
@@ -69,9 +72,22 @@ class FrameStages:
                 watch._gc_at = None
 
         gc.callbacks.append(collected)
-        for name in self.topology:
+        for name in ("incremental_keys", "full_keys"):
             owner, _ = _owner("voxfx.kernels.flip.sparse_topology_gpu", name)
             setattr(owner, name, self._counted(getattr(owner, name), name))
+        owner, _ = _owner("voxfx.kernels.flip.sparse_grid", "SparseFlipGrid.topology_keys")
+        owner.topology_keys = self._counted(owner.topology_keys, "array_keys")
+        owner, _ = _owner("voxfx.kernels.flip.sparse_grid", "SparseFlipGrid.update")
+        updated = owner.update
+
+        def update(grid, pos, margin, *args, **kwargs):  # the margin asked (or learned on the device)
+            try:
+                return updated(grid, pos, margin, *args, **kwargs)
+            finally:
+                asked = margin if margin is not None else getattr(grid, "last_margin", None)
+                watch.topology["margin"] = max(watch.topology["margin"], int(asked or 0))
+
+        owner.update = update
 
         class Hook(memory_hook.MemoryHook):
             name = "voxfx_frame_stages"
@@ -182,4 +198,5 @@ class FrameStages:
                 + ", ".join(f"{k} {v:.2f}" for k, v in between.items()) + f"); stages' span {span:.2f} of the "
                 f"step's {step_ms:.2f} ms (in stages {inside:.2f}); gc {self.gc[0]}/{self.gc[1]}/{self.gc[2]} "
                 f"passes (gen 0/1/2) {self.gc[3]:.2f} ms; topology reads: incremental_keys "
-                f"{self.topology['incremental_keys']}, full_keys {self.topology['full_keys']}"]
+                f"{self.topology['incremental_keys']}, full_keys {self.topology['full_keys']}; array path "
+                f"{self.topology['array_keys']}, largest margin {self.topology['margin']} cells"]

@@ -41,10 +41,21 @@ keep the red-black sweeps, as the dense solver does. **Back to "rb" by default**
 final call (H100 80GB HBM3, driver 580.159.04): on the 65M dam break (512³, Fast) frames 10 and 11 (the
 pool 75k → 120k–132k bricks, a solver built) took 22.3 / 34.1 s, 31.0 s for frame 10 in the call after it
 (`--stages`: 30.8 s of device in the topology stage, where the solve launched ahead of the next set-up
-runs), against 195 / 200 ms with "rb" (early stop on or off) — the brick path's fault, not found yet
-(the span kernels bound their slots by the brick table's candidates as the table's size is; the solve
-launched ahead is the suspect: it rewrites brick_ptrs and builds the span table on sizes written on the
-device). The 8M row and frames and every GPU test passed with "brick"; it stays an option.
+runs), against 195 / 200 ms with "rb" (early stop on or off). Not a fault of the brick path (helper h20g, from
+those calls' logs): the run is deterministic (frames 0–9 the same bricks and CFL counts in both calls) and
+its own trajectory — the brick V-cycle's pressure, within the same 1e-4 tolerance, differs from the red-black
+one's from frame 3 on (26,991 against 26,901 bricks), and Fast's 3 substeps where the CFL asks 72–179 amplify
+it — put spray at ~300 cells a substep in frames 10–11 (CFL asking 179 / 173 substeps: 5·179/3 ≈ 298 cells;
+frame 9's 92 ≈ 153, "rb"'s frames ≤ 77 ≈ 128), past the topology classes' ``CLASS_MAX_MARGIN`` of 256, so
+``incremental_keys`` returned None before its read (3 calls a frame, no second) and ``topology_keys`` built
+the bricks on the array path: the 30.8 s of "topology" (6 mallocs, 6,361 MiB), the CG counts normal (35 a
+frame), the pool 75k → 121k → 132k bricks. ``sparse_reach.class_limit`` now serves every margin in a closed
+box whose brick index a walk at 256 covers (the 512³ box's 66³ entries ≤ 67³), the same bricks (host
+harnesses past 256). The first device call must run the 65M Fast frames with "brick"
+(``VOXFX_SPARSE_MG_SMOOTHER=brick bench/flip_sparse.py --row 65m --frames 12 --timing fast --level-set --trim
+--stages``: frames 10–11 should show "array path 0", a largest margin ~300) and the brick and reach GPU files
+(tests/gpu/test_flip_sparse_mg_bricks_gpu.py, test_flip_sparse_reach_gpu.py) before "brick" is the default
+again. The 8M row and frames and every GPU test passed with "brick"; it stays an option.
 
 ``SMOOTHER`` (``VOXFX_SPARSE_MG_SMOOTHER``, read when a V-cycle or a solver is built; a value
 here overrides it): "rb" (the red-black sweeps, the default) or "brick".
@@ -76,7 +87,7 @@ _F32 = np.float32
 def smoother(given=None) -> str:
     """Level 0's smoother: *given*, else ``SMOOTHER``, else VOXFX_SPARSE_MG_SMOOTHER ("rb": the brick
     smoother's 65M Fast frames 10–11 took 22–31 s on an H100 in session 20's final call, 195–200 ms with
-    "rb"; module notes)."""
+    "rb" — its trajectory's spray past the topology classes' 256 cells, the array path; module notes)."""
     return env_choice("VOXFX_SPARSE_MG_SMOOTHER", SMOOTHERS, given or SMOOTHER, default="rb")
 
 

@@ -10,8 +10,9 @@ bits a slot in place of ``brick_reach``'s masks of (2R + 1)³ bits (154 words a 
 the 64 cells they stop at). ``reach_classes`` ORs each row's class products into its slot's
 word, ``reach_compare_classes`` walks each slot's own (2q + 3)³ offsets (clipped to the box)
 into the index: the same kept marks, claimed entries and flags as ``brick_reach`` +
-``reach_compare_table``, at margins up to ``CLASS_MAX_MARGIN`` = 256 cells, with no mask
-memory and no global radius.
+``reach_compare_table``, at margins up to ``CLASS_MAX_MARGIN`` = 256 cells (any margin in a closed
+box whose brick index a walk at 256 covers: ``class_limit``), with no mask memory and no global
+radius.
 
 ``reach_slots`` (``launch_slots``, the merged pipeline of ``sparse_topology_gpu``'s module notes, the
 default) does the slots' margins (``slot_margins``') and both steps in one launch: the same words,
@@ -41,6 +42,14 @@ from .sparse_gpu import _I32, _I64, _dims
 # cells: the classes serve per-brick margins up to this (a slot walks its own (2q + 3)³ offsets, q = m div 8: 67³ at
 # 256); past it the array path builds
 CLASS_MAX_MARGIN = 256
+# The classes past CLASS_MAX_MARGIN (issue 24, helper h20g): in a closed domain a slot's walk is clipped to the
+# box's brick index ([−1, n/8] a side), so where the index has at most the walk's (2·32 + 3)³ = 67³ entries at
+# CLASS_MAX_MARGIN (a box of up to ~520 cells a side: the 65M dam break's 512³) no margin walks more than 256
+# does, and ``class_limit`` serves every margin up to CLASS_ANY_MARGIN — below the 2^30 of a NaN or runaway
+# speed (voxfx_slot_margin.cuh), which still counts as beyond. Why (session 20): the 65M Fast frames 10–11
+# with the brick smoother asked 179 / 173 CFL substeps at a cap of 3 (spray ~300 cells a substep), past 256,
+# and the array path built their bricks: 30.8 s of the frame's topology stage (bench/RESULTS.md, h20g).
+CLASS_ANY_MARGIN = (1 << 30) - 1
 # --fmad=false: reach_slots' margins round as slot_margins' (flip_sparse_topology.cu's options); the other
 # kernels are integer work only
 REACH = Kernels("flip_sparse_reach.cu", ("--fmad=false",), THREADS)
@@ -53,10 +62,26 @@ def reach_mode() -> str:
     return env_choice("VOXFX_SPARSE_REACH", REACH_MODES)
 
 
-def by_classes(margin: int, table: bool) -> bool:
+def class_limit(shape, closed) -> int:
+    """The largest margin the classes serve on a grid of *shape* cells (*closed*: its box clips the
+    walks): ``CLASS_ANY_MARGIN`` where the closed box's brick index has no more entries than a walk
+    at ``CLASS_MAX_MARGIN`` takes, else ``CLASS_MAX_MARGIN`` (module notes)."""
+    side = 2 * (CLASS_MAX_MARGIN >> 3) + 3
+    entries = 1
+    for n in shape:
+        entries *= (int(n) >> 3) + 2
+    return CLASS_ANY_MARGIN if closed and entries <= side ** 3 else CLASS_MAX_MARGIN
+
+
+def grid_limit(grid) -> int:
+    """``class_limit`` of *grid* (its shape and whether it is closed)."""
+    return class_limit(grid.shape, bool(grid.closed))
+
+
+def by_classes(margin: int, table: bool, limit: int = CLASS_MAX_MARGIN) -> bool:
     """Whether the classes serve the largest margin *margin*: over a brick index (*table*),
-    up to ``CLASS_MAX_MARGIN``, unless the masks are asked for."""
-    return bool(table) and reach_mode() == "classes" and int(margin) <= CLASS_MAX_MARGIN
+    up to *limit* (``grid_limit``'s), unless the masks are asked for."""
+    return bool(table) and reach_mode() == "classes" and int(margin) <= int(limit)
 
 
 def launch(grid, occupied, used, coords, margins, index, claimed, flags, work=None, slices=None):
@@ -70,7 +95,7 @@ def launch(grid, occupied, used, coords, margins, index, claimed, flags, work=No
     cap = int(used.shape[0])
     f = slices or (None, flags[1:2], flags[2:3])
     words = work["mask"] if work else cp.zeros(cap, cp.uint32)
-    REACH.launch("reach_classes", 64 * cap, (occupied, used, _I64(cap), margins, _I32(CLASS_MAX_MARGIN), words,
+    REACH.launch("reach_classes", 64 * cap, (occupied, used, _I64(cap), margins, _I32(grid_limit(grid)), words,
                                             f[1]))
     kept = work["kept"] if work else cp.zeros(cap, cp.uint8)
     REACH.launch("reach_compare_classes", REACH_LANES * cap, (words, used, coords, _I64(cap), margins,
@@ -97,6 +122,6 @@ def launch_slots(grid, occupied, used, coords, nbr, margin, reach, speed2, index
     else:
         per_brick = (_I32(-1), np.float64(reach.dt), np.float64(reach.gdt), np.float64(reach.h), _I32(reach.base))
     REACH.launch("reach_slots", REACH_LANES * cap, (occupied, used, coords, _I64(cap), speed2, nbr, *per_brick,
-                                                  _I32(CLASS_MAX_MARGIN), _I32(grid.closed), *_dims(grid), *index,
+                                                  _I32(grid_limit(grid)), _I32(grid.closed), *_dims(grid), *index,
                                                   margins, words, kept, claimed, f[2], f[1], f[4]))
     return words, kept

@@ -432,7 +432,7 @@ def incremental_keys(grid, pos, margin, prebuilt: bool = False, reach=None):
         index = brick_index(grid)
         mode = topology_update_mode() if prebuilt else "array"
         table = mode in ("table", "fused") and int(index[4]) > 0
-        classes = device and sparse_reach.by_classes(margin, table)
+        classes = device and sparse_reach.by_classes(margin, table, sparse_reach.grid_limit(grid))
         if margin > limit and not classes:
             return None
         entries = int(index[4]) * int(index[5]) * int(index[6])

@@ -79,3 +79,14 @@ def test_past_the_masks_without_classes_the_array_path_builds_the_same(monkeypat
     served, margins = run(monkeypatch, closed, 40.0, steps=2, mode=mode)
     assert margins[1] > sparse_topology_gpu.MAX_MARGIN
     assert served == [True, False]
+
+
+@pytest.mark.parametrize("learn", [False, True], ids=["given", "learned"])
+def test_classes_serve_margins_past_256_in_a_small_closed_box(monkeypatch, learn):
+    """Past ``CLASS_MAX_MARGIN`` (h20g): the scene's closed 160×128×96 box (an index of 22×18×14 entries,
+    fewer than a walk at 256 takes) serves splash margins of ~300–330 cells by classes (``class_limit``),
+    the CPU's topology, no array fall-back — the 65M Fast frames 10–11 (~300 cells a substep) built on the
+    array path for 22–34 s a frame."""
+    served, margins = run(monkeypatch, True, 150.0, learn=learn)
+    assert max(margins[1:]) > sparse_reach.CLASS_MAX_MARGIN
+    assert all(served) and len(served) >= 4

@@ -216,3 +216,124 @@ def test_merged_reach_slots_is_the_separate_launches(merged_harness, fixed):
         assert margins.min() < 200
     else:
         assert most == 0 and (margins == fixed).all() and (beyond > 0) == (fixed > sparse_reach.CLASS_MAX_MARGIN)
+
+
+@pytest.fixture(scope="module")
+def any_harness(tmp_path_factory):
+    """The harness with ``class_limit``'s limit for a closed box whose index a walk at
+    ``CLASS_MAX_MARGIN`` covers (``CLASS_ANY_MARGIN``)."""
+    limit = sparse_reach.class_limit((300, 221, 157), True)
+    defines = [f"-DREACH_LANES={sparse_reach.REACH_LANES}", f"-DLIMIT={limit}"]
+    return build_ints(tmp_path_factory, HARNESS, defines, "sparse_reach_any")
+
+
+@pytest.mark.parametrize("top", [257, 300, 520, 4096, (1 << 30) - 1])
+def test_reach_by_classes_past_256_in_a_closed_box_is_the_brute_force(any_harness, top):
+    """Past ``CLASS_MAX_MARGIN`` (h20g: the 65M Fast frames' spray at ~300 cells a substep built on the
+    array path) the walks, clipped to the closed box's index, give the brute force's bricks exactly;
+    a margin of 2^30 (a NaN speed's) still counts as beyond and reaches nothing."""
+    rng = np.random.default_rng(int(np.random.default_rng().integers(1 << 30)) + top % 1000)
+    shape = (300, 221, 157)
+    limit = sparse_reach.class_limit(shape, True)
+    assert limit == sparse_reach.CLASS_ANY_MARGIN > top - 1
+    cap = 6
+    used = np.array([1, 1, 0, 1, 1, 1], np.uint8)
+    bricks = np.array([(0, 0, 0), (10, 7, 5), (1, 1, 1), (20, 12, 9), (37, 27, 19), (5, 26, 0)])
+    margins = np.array([top, rng.integers(200, 300), top, 1 << 30, rng.integers(0, 9), min(top, 260)])
+    occupied = (rng.random((cap, 512)) < 0.01).astype(np.uint8)
+    occupied[1] = 0
+    occupied[1, [0, 7, 63, 448, 511]] = 1
+    occupied[3, 5] = 1  # the beyond slot holds a row
+    d = [(n >> 3) + 2 for n in shape]
+    index = np.full(d[0] * d[1] * d[2], -1, np.int64)
+    for s in range(cap):
+        if used[s]:
+            b = bricks[s]
+            index[((b[2] + 1) * d[1] + b[1] + 1) * d[0] + b[0] + 1] = s
+    others = rng.choice(index.size, 300, replace=False)
+    index[others[index[others] < 0]] = cap - 2  # bricks of slot 4's (kept where reached)
+    lines = [f"{shape[0]} {shape[1]} {shape[2]} {cap}"]
+    lines += slot_lines(used, bricks, margins, occupied)
+    lines.append(" ".join(str(int(x)) for x in index))
+    out = any_harness(lines)
+    beyond, added = out[0], out[1]
+    kept = np.array(out[2:2 + cap], np.uint8)
+    claimed = np.array(out[2 + cap:], np.uint32)
+    assert beyond == occupied[3].reshape(64, 8).any(axis=1).sum()  # 2^30: past every limit
+    reached = brute_reached(shape, used, bricks, margins, occupied, limit)
+    want_kept = np.zeros(cap, np.uint8)
+    want_kept[np.unique(index[reached & (index >= 0)])] = 1
+    assert reached.mean() > 0.9  # slot 0's box covers most of the index
+    assert np.array_equal(claimed != 0, reached & (index < 0))
+    assert added == (reached & (index < 0)).sum()
+    assert np.array_equal(kept, want_kept)
+
+
+def test_class_limit_serves_any_margin_where_the_closed_index_is_no_larger_than_a_walk_at_256():
+    """``class_limit``: the 65M dam break's 512³ closed box (66³ index entries ≤ 67³) takes every margin
+    below 2^30 by classes — its Fast frames 10–11 asked ~300 cells a substep, which went to the array path
+    (30.8 s of topology on an H100, session 20); an open box, or a closed one whose index is larger
+    (1024³), keeps ``CLASS_MAX_MARGIN``."""
+    assert sparse_reach.class_limit((512, 512, 512), True) == sparse_reach.CLASS_ANY_MARGIN
+    assert sparse_reach.class_limit((520, 520, 520), True) == sparse_reach.CLASS_ANY_MARGIN
+    assert sparse_reach.class_limit((528, 528, 528), True) == sparse_reach.CLASS_MAX_MARGIN
+    assert sparse_reach.class_limit((512, 512, 512), False) == sparse_reach.CLASS_MAX_MARGIN
+    assert sparse_reach.class_limit((1024, 1024, 1024), True) == sparse_reach.CLASS_MAX_MARGIN
+    limit = sparse_reach.class_limit((512, 512, 512), True)
+    assert sparse_reach.by_classes(300, True, limit) and sparse_reach.by_classes(1 << 20, True, limit)
+    assert not sparse_reach.by_classes(1 << 30, True, limit) and not sparse_reach.by_classes(300, False, limit)
+    assert not sparse_reach.by_classes(300, True)  # the old bound
+
+
+@pytest.fixture(scope="module")
+def merged_any_harness(tmp_path_factory):
+    limit = sparse_reach.class_limit((300, 221, 157), True)
+    defines = [f"-DREACH_LANES={sparse_reach.REACH_LANES}", f"-DLIMIT={limit}"]
+    return build_ints(tmp_path_factory, MERGED_HARNESS, defines, "sparse_reach_merged_any")
+
+
+@pytest.mark.parametrize("fixed", [-1, 300, 1000], ids=lambda m: "per brick" if m < 0 else f"margin {m}")
+def test_merged_reach_slots_past_256_is_the_separate_launches(merged_any_harness, fixed):
+    """``reach_slots`` against the separate launches at ``class_limit``'s limit of a closed box whose
+    index a walk at 256 covers: per-brick margins up to ~650 cells (and one margin past 256) reach
+    bricks, only the NaN speed's 2^30 counts as beyond."""
+    rng = np.random.default_rng(int(np.random.default_rng().integers(1 << 30)) + fixed)
+    shape = (300, 221, 157)
+    cap = 8
+    used = np.array([1, 1, 0, 1, 1, 1, 1, 1], np.uint8)
+    d = [(n >> 3) + 2 for n in shape]
+    bricks = np.array([(0, 0, 0), (10, 7, 5), (1, 1, 1), (20, 12, 9), (-1, 2, 3), (37, 27, 19), (5, 26, 0),
+                       (30, 3, 18)])
+    occupied = (rng.random((cap, 512)) < 0.01).astype(np.uint8)
+    occupied[1, [0, 7, 63, 448, 511]] = 1
+    index = np.full(d[0] * d[1] * d[2], -1, np.int64)
+    for s in range(cap):
+        if used[s]:
+            b = bricks[s]
+            index[((b[2] + 1) * d[1] + b[1] + 1) * d[0] + b[0] + 1] = s
+    dt, gdt, h, base = 0.04, 9.81 * 0.04, 0.01, 1  # |v| 10 m/s → 42 cells
+    speeds = rng.uniform(60.0, 160.0, cap).astype(np.float32)  # ~240–650 cells
+    v2 = (speeds * speeds).astype(np.float32)
+    v2[2] = np.nan  # a free slot's NaN: its used neighbours' margins 2^30
+    nbr = rng.choice([-1, 0, 1, 3, 4, 5, 6, 7], (cap, 27))
+    nbr[:, 13] = np.arange(cap)
+    nbr[6, 0] = 2
+    lines = [f"{shape[0]} {shape[1]} {shape[2]} {cap} {fixed}"]
+    lines += slot_lines(used, bricks, np.zeros(cap, np.int64), occupied)
+    lines.append(" ".join(str(int(x)) for x in index))
+    lines.append(" ".join(str(int(x)) for x in v2.view(np.uint32)))
+    lines.append(" ".join(str(int(x)) for x in nbr.ravel()))
+    lines.append(f"{float(dt).hex()} {float(gdt).hex()} {float(h).hex()} {base}")
+    out = merged_any_harness(lines)
+    half = out.size // 2
+    separate, merged = out[:half], out[half:]
+    assert np.array_equal(merged, separate)
+    margins = separate[:cap]
+    added, beyond = separate[-2:]
+    kept = separate[2 * cap + 1:3 * cap + 1]
+    assert added > 0 and kept[[0, 1, 3, 4, 5, 7]].all()  # every live slot but 6 reaches itself (6 reached by others)
+    if fixed < 0:
+        assert margins[6] == 1 << 30 and beyond == occupied[6].reshape(64, 8).any(axis=1).sum()
+        assert margins[used.astype(bool)].max() == 1 << 30 and sorted(margins)[-3] > 256
+    else:
+        assert beyond == 0 and kept[6]
