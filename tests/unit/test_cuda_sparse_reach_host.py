@@ -158,6 +158,32 @@ int main() {
 """
 
 
+def run_merged(run, shape, fixed, used, bricks, occupied, v2, nbr, steps):
+    """The merged-launch harness *run* on the slots (*used*, *bricks*, *occupied*, *v2*, *nbr*) of a
+    *shape* box at margin *fixed* (< 0: per brick), *steps* (dt, g·dt, h, base): the separate launches'
+    outputs (asserted equal to the merged launch's) as (all, margins, added, beyond, kept)."""
+    cap = len(used)
+    dt, gdt, h, base = steps
+    d = [(n >> 3) + 2 for n in shape]
+    index = np.full(d[0] * d[1] * d[2], -1, np.int64)
+    for s in range(cap):
+        if used[s]:
+            b = bricks[s]
+            index[((b[2] + 1) * d[1] + b[1] + 1) * d[0] + b[0] + 1] = s
+    lines = [f"{shape[0]} {shape[1]} {shape[2]} {cap} {fixed}"]
+    lines += slot_lines(used, bricks, np.zeros(cap, np.int64), occupied)
+    lines.append(" ".join(str(int(x)) for x in index))
+    lines.append(" ".join(str(int(x)) for x in v2.view(np.uint32)))
+    lines.append(" ".join(str(int(x)) for x in nbr.ravel()))
+    lines.append(f"{float(dt).hex()} {float(gdt).hex()} {float(h).hex()} {base}")
+    out = run(lines)
+    half = out.size // 2
+    separate, merged = out[:half], out[half:]
+    assert np.array_equal(merged, separate)
+    added, beyond = separate[-2:]
+    return separate, separate[:cap], added, beyond, separate[2 * cap + 1:3 * cap + 1]
+
+
 @pytest.fixture(scope="module")
 def merged_harness(tmp_path_factory):
     defines = [f"-DREACH_LANES={sparse_reach.REACH_LANES}", f"-DLIMIT={sparse_reach.CLASS_MAX_MARGIN}"]
@@ -174,17 +200,11 @@ def test_merged_reach_slots_is_the_separate_launches(merged_harness, fixed):
     shape = (300, 221, 157)
     cap = 12
     used = np.array([1, 1, 0, 1, 1, 1, 1, 1, 1, 0, 1, 1], np.uint8)
-    d = [(n >> 3) + 2 for n in shape]
     bricks = np.array([(0, 0, 0), (10, 7, 5), (1, 1, 1), (20, 12, 9), (-1, 2, 3), (37, 27, 19), (5, 26, 0),
                        (30, 3, 18), (18, 13, 9), (2, 2, 2), (19, 12, 9), (36, 26, 18)])
     occupied = (rng.random((cap, 512)) < 0.01).astype(np.uint8)
     occupied[1] = 0
     occupied[1, [0, 7, 63, 448, 511]] = 1
-    index = np.full(d[0] * d[1] * d[2], -1, np.int64)
-    for s in range(cap):
-        if used[s]:
-            b = bricks[s]
-            index[((b[2] + 1) * d[1] + b[1] + 1) * d[0] + b[0] + 1] = s
     dt, gdt, h, base = 0.04, 9.81 * 0.04, 0.01, 1  # margin = base + ⌈(|v| + g·dt)·dt/h⌉: |v| 10 → 42 cells
     speeds = rng.uniform(0.0, 60.0, cap).astype(np.float32)  # up to ~242 cells
     speeds[5] = 80.0  # past the limit: its 27 neighbours' margins too
@@ -194,19 +214,9 @@ def test_merged_reach_slots_is_the_separate_launches(merged_harness, fixed):
     nbr[:, 13] = np.arange(cap)  # itself
     nbr[3, 0] = 5  # past the limit (slots 3 and 5)
     nbr[7, 26] = 9  # a NaN: 2^30 (slot 7)
-    lines = [f"{shape[0]} {shape[1]} {shape[2]} {cap} {fixed}"]
-    lines += slot_lines(used, bricks, np.zeros(cap, np.int64), occupied)
-    lines.append(" ".join(str(int(x)) for x in index))
-    lines.append(" ".join(str(int(x)) for x in v2.view(np.uint32)))
-    lines.append(" ".join(str(int(x)) for x in nbr.ravel()))
-    lines.append(f"{float(dt).hex()} {float(gdt).hex()} {float(h).hex()} {base}")
-    out = merged_harness(lines)
-    half = out.size // 2
-    separate, merged = out[:half], out[half:]
-    assert np.array_equal(merged, separate)
-    margins, most = separate[:cap], int(separate[cap])
-    added, beyond = separate[-2:]
-    kept = separate[2 * cap + 1:3 * cap + 1]
+    separate, margins, added, beyond, kept = run_merged(merged_harness, shape, fixed, used, bricks, occupied, v2,
+                                                        nbr, (dt, gdt, h, base))
+    most = int(separate[cap])
     assert kept.any() == (fixed <= sparse_reach.CLASS_MAX_MARGIN)  # each brick reaches itself
     assert (added > 0) == (fixed < 0 or 0 < fixed <= sparse_reach.CLASS_MAX_MARGIN)
     if fixed < 0:
@@ -301,16 +311,10 @@ def test_merged_reach_slots_past_256_is_the_separate_launches(merged_any_harness
     shape = (300, 221, 157)
     cap = 8
     used = np.array([1, 1, 0, 1, 1, 1, 1, 1], np.uint8)
-    d = [(n >> 3) + 2 for n in shape]
     bricks = np.array([(0, 0, 0), (10, 7, 5), (1, 1, 1), (20, 12, 9), (-1, 2, 3), (37, 27, 19), (5, 26, 0),
                        (30, 3, 18)])
     occupied = (rng.random((cap, 512)) < 0.01).astype(np.uint8)
     occupied[1, [0, 7, 63, 448, 511]] = 1
-    index = np.full(d[0] * d[1] * d[2], -1, np.int64)
-    for s in range(cap):
-        if used[s]:
-            b = bricks[s]
-            index[((b[2] + 1) * d[1] + b[1] + 1) * d[0] + b[0] + 1] = s
     dt, gdt, h, base = 0.04, 9.81 * 0.04, 0.01, 1  # |v| 10 m/s → 42 cells
     speeds = rng.uniform(60.0, 160.0, cap).astype(np.float32)  # ~240–650 cells
     v2 = (speeds * speeds).astype(np.float32)
@@ -318,19 +322,8 @@ def test_merged_reach_slots_past_256_is_the_separate_launches(merged_any_harness
     nbr = rng.choice([-1, 0, 1, 3, 4, 5, 6, 7], (cap, 27))
     nbr[:, 13] = np.arange(cap)
     nbr[6, 0] = 2
-    lines = [f"{shape[0]} {shape[1]} {shape[2]} {cap} {fixed}"]
-    lines += slot_lines(used, bricks, np.zeros(cap, np.int64), occupied)
-    lines.append(" ".join(str(int(x)) for x in index))
-    lines.append(" ".join(str(int(x)) for x in v2.view(np.uint32)))
-    lines.append(" ".join(str(int(x)) for x in nbr.ravel()))
-    lines.append(f"{float(dt).hex()} {float(gdt).hex()} {float(h).hex()} {base}")
-    out = merged_any_harness(lines)
-    half = out.size // 2
-    separate, merged = out[:half], out[half:]
-    assert np.array_equal(merged, separate)
-    margins = separate[:cap]
-    added, beyond = separate[-2:]
-    kept = separate[2 * cap + 1:3 * cap + 1]
+    separate, margins, added, beyond, kept = run_merged(merged_any_harness, shape, fixed, used, bricks, occupied, v2,
+                                                        nbr, (dt, gdt, h, base))
     assert added > 0 and kept[[0, 1, 3, 4, 5, 7]].all()  # every live slot but 6 reaches itself (6 reached by others)
     if fixed < 0:
         assert margins[6] == 1 << 30 and beyond == occupied[6].reshape(64, 8).any(axis=1).sum()
