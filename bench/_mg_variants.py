@@ -75,7 +75,10 @@ class MGOptions:
     2×2×2 slots of an aligned group of bricks), "block4rb" (the 4³ blocks in two block colours by the
     parity of the brick's coordinates: the red blocks, then the black ones reading the red ones' new
     values; after the correction black, then red) or "none" (no smoothing on level 1: the floor);
-    ``level1_sweeps`` red-black sweeps inside a block."""
+    ``level1_sweeps`` red-black sweeps inside a block. Measured (h20i, this 2-core CPU, bench/RESULTS.md):
+    up to 128³ block8 with 2 sweeps keeps the red-black CG counts, block4 needs 3-4 and loses 1-2%; on the 8M
+    scene (256³) every block variant takes +0.33-0.71 iterations a substep (block8 3 sweeps +0.33 / +0.43 at Δt
+    1/60 / 1/120) for 4 launches fewer an iteration (block4rb 2); "none" +26%."""
 
     omega: float = MG_OMEGA
     boundary_sweeps: int = 0

@@ -86,6 +86,11 @@ least-‖r‖ fits at 64³). ``relaxl=k,w`` (k Jacobi sweeps on the changed unkn
 5–9% of the unknowns, 8,3 −0.93 / −1.00; 1 sweep or w = 0 nothing (the start stays over ‖b‖). Level 0's
 smoother as a polynomial (``poly=cheb|jacobi``): Chebyshev 3 / 4 +0.17 / −0.33 at 128³, Jacobi 2–4 +0 to
 +1.9; each step gathers six neighbours for every unknown (two colour passes' bytes). bench/RESULTS.md, h20b.
+
+Level 1 smoothed block by block (issue 24, helper h20i; ``level1=block4|block8|block4rb|none``,
+``level1_sweeps=k``; the last column, launches an 8M iteration): block8 (the aligned 2×2×2 slots' 4³ blocks)
+with level 0 brick by brick keeps the red-black counts at 64³ and 128³ (k 2) and takes +0.43 a substep at 256³
+(substeps 1-13, k 2 or 3), +0.33 at Δt 1/60 (k 3), for 18 launches an iteration against 22. bench/RESULTS.md, h20i.
 """
 
 from __future__ import annotations
