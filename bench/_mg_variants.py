@@ -24,8 +24,8 @@ import numpy as np
 from voxfx.kernels.flip.pressure import MG_COARSE_SWEEPS, MG_MIN_SIDE, MG_SWEEPS
 from voxfx.kernels.flip import sparse_multigrid_bricks
 from voxfx.kernels.flip.sparse_multigrid_bricks import brick_inside, post_smooth, pre_smooth
-from voxfx.kernels.flip.sparse_multigrid import (MG_OMEGA, PROLONG_WEIGHTS, RESTRICT_WEIGHTS, VCycle, dense_solve,
-                                                 gather_sum, sweep)
+from voxfx.kernels.flip.sparse_multigrid import (MG_OMEGA, PROLONG_WEIGHTS, RESTRICT_WEIGHTS, TableBuilder, VCycle,
+                                                 _level0_cells, _unpack, dense_solve, gather_sum, sweep)
 
 _F32 = np.float32
 
@@ -67,7 +67,18 @@ class MGOptions:
     held at their values at the smoothing's start (0 before the coarse correction); after it
     in the adjoint order; by default the product's (``sparse_multigrid_bricks.smoother()`` when
     the options are made: "brick" since h20d). ``brick_sweeps`` (0: the product's,
-    ``sparse_multigrid_bricks.SWEEPS``, 3; before h20d 0 meant ``sweeps``): the sweeps inside a brick."""
+    ``sparse_multigrid_bricks.SWEEPS``, 3; before h20d 0 meant ``sweeps``): the sweeps inside a brick.
+
+    ``level1`` (issue 24, h20i: ``Level1Blocks``): level 1's smoother — "rb" (today's red-black
+    sweeps, ``sweeps`` of them), "block4" (block Gauss-Seidel over each pool slot's 4³ block of level 1,
+    the device's slot · 64 + place: the halo frozen, as level 0's bricks), "block8" (over 8³ blocks, the
+    2×2×2 slots of an aligned group of bricks), "block4rb" (the 4³ blocks in two block colours by the
+    parity of the brick's coordinates: the red blocks, then the black ones reading the red ones' new
+    values; after the correction black, then red) or "none" (no smoothing on level 1: the floor);
+    ``level1_sweeps`` red-black sweeps inside a block. Measured (h20i, this 2-core CPU, bench/RESULTS.md):
+    up to 128³ block8 with 2 sweeps keeps the red-black CG counts, block4 needs 3-4 and loses 1-2%; on the 8M
+    scene (256³) every block variant takes +0.33-0.71 iterations a substep (block8 3 sweeps +0.33 / +0.43 at Δt
+    1/60 / 1/120) for 4 launches fewer an iteration (block4rb 2); "none" +26%."""
 
     omega: float = MG_OMEGA
     boundary_sweeps: int = 0
@@ -94,6 +105,8 @@ class MGOptions:
     poly_ratio: float = 4.0
     jacobi_omega: float = 0.8
     poly_levels: int = 1
+    level1: str = "rb"
+    level1_sweeps: int = 2
 
 
 def sweep_some(level, x, b, cells):
@@ -173,6 +186,83 @@ def boundary_unknowns(level, width, air_only=False):
     return np.flatnonzero(near[:m])
 
 
+class Level1Blocks:
+    """Level 1 smoothed block by block (issue 24, h20i; ``MGOptions.level1``): block Gauss-Seidel over
+    blocks of level 1's unknowns, the same over-relaxed red-black sweeps inside a block as
+    ``sparse_multigrid_bricks`` runs in level 0's bricks, the halo (the neighbours in other blocks) held
+    at its value at the pass's start (0 for the pre-smoothing's first pass), the post-smoothing the
+    pre-smoothing's adjoint (blocks' passes in reverse order, black then red inside): the V-cycle stays
+    symmetric. Level 1's unknown at coarse cell (I, J, K) (absolute: I = i >> 1 of level 0's lattice,
+    whose bricks start at multiples of 8) lies in the pool slot of brick (I >> 2, J >> 2, K >> 2) — the
+    device's level-1 numbering slot · 64 + place in the slot's 4³ block — so "block4"'s blocks are the
+    slots' 4³ blocks and "block8"'s the aligned 2×2×2 groups of bricks (I >> 3, …): a partition, every
+    unknown in exactly one block. "block4rb": the 4³ blocks coloured by the parity of (I >> 2) + (J >> 2)
+    + (K >> 2) (face neighbours' blocks differ in it), two passes a smoothing."""
+
+    # the post-smoothing's colours inside a block and its passes' order (the adjoint's; a test's mutants:
+    # (0, 1), 1)
+    _post, _post_step = (1, 0), -1
+
+    def __init__(self, grid, kind, level0, level1, way, coarsen_fluid=9):
+        build = TableBuilder(np, coarsen_fluid)
+        coarse_cells = build.coarser(_level0_cells(grid, kind, level0, np))
+        again = build.level(coarse_cells)  # level 1 once more, its keys kept (VCycle drops them)
+        if again.m != level1.m or not np.array_equal(again.nbr, level1.nbr):
+            raise ValueError("level 1 rebuilt differs from the V-cycle's")
+        self.level = level1
+        m = level1.m
+        i, j, k = _unpack(again.keys, coarse_cells.base)
+        shift = 3 if way == "block8" else 2
+        bi, bj, bk = i >> shift, j >> shift, k >> shift
+        _, block = np.unique(np.stack([bi, bj, bk], axis=1), axis=0, return_inverse=True)
+        self.block = np.concatenate([block.ravel(), [-1]])  # the sentinel in none
+        nbr = level1.nbr[:, :m]
+        self.inside = (self.block[nbr] == self.block[None, :m]) & (nbr < m)
+        if way == "block4rb":
+            red_block = ((bi + bj + bk) & 1) == 0
+            self.passes = [np.flatnonzero(red_block), np.flatnonzero(~red_block)]
+        elif way in ("block4", "block8"):
+            self.passes = [np.arange(m)]
+        else:
+            raise ValueError(f"level1 must be rb, none, block4, block8 or block4rb, not {way!r}")
+        colour = np.arange(m) >= level1.m_red
+        self.cells = [(p[~colour[p]], p[colour[p]]) for p in self.passes]  # per pass: its red, its black
+        self.index = np.where(self.inside, nbr, nbr + m + 1)  # a neighbour's place in [x, halo]
+
+    def _pass(self, v, b, cells, omega, sweeps, colours):
+        L = self.level
+        for _ in range(sweeps):
+            for colour in colours:
+                c = cells[colour]
+                if c.size == 0:
+                    continue
+                at = self.index[:, c]
+                s = v[at[0]]
+                for d in range(1, 6):
+                    s = s + v[at[d]]
+                g = (b[c] + s) / L.diag[c]
+                v[c] = g if omega == 1.0 else v[c] + _F32(omega) * (g - v[c])
+
+    def pre(self, b, omega, sweeps):
+        """x from 0: each pass (block colour) in turn, its halo x at the pass's start, red, black inside."""
+        n = b.shape[0]
+        v = np.zeros(2 * n, b.dtype)
+        for cells in self.cells:
+            v[n:] = v[:n]
+            self._pass(v, b, cells, omega, sweeps, (0, 1))
+        return v[:n].copy()
+
+    def post(self, x, b, omega, sweeps):
+        """*x* in place: the passes in reverse order, black, red inside (the adjoint of ``pre``)."""
+        n = x.shape[0]
+        v = np.concatenate([x, x])
+        for cells in self.cells[::self._post_step]:
+            v[n:] = v[:n]
+            self._pass(v, b, cells, omega, sweeps, self._post)
+        x[...] = v[:n]
+        return x
+
+
 class VariantVCycle(VCycle):
     """``VCycle`` with *options* (``MGOptions``) on NumPy."""
 
@@ -191,6 +281,13 @@ class VariantVCycle(VCycle):
                 self.levels[lv].diag = surface_diag(self.levels[lv], self.down[lv - 1], self.levels[lv - 1].m,
                                                     options.surface)
         self._variant_tables(options)
+        self._level1 = None
+        if options.level1 not in ("rb", "none") and options.boundary_sweeps and options.boundary_from <= 1 \
+                and (options.boundary_levels < 0 or options.boundary_levels > 1):
+            raise ValueError("boundary smoothing on level 1 is a red-black variant: add level1=rb")
+        if options.level1 not in ("rb", "none") and len(self.levels) > 2:
+            self._level1 = Level1Blocks(grid, kind, level0, self.levels[1], options.level1,
+                                                   options.coarsen_fluid)
         self.lam = [self._largest(L) if options.poly == "cheb" and lv < options.poly_levels else 0.0
                     for lv, L in enumerate(self.levels)]
 
@@ -252,6 +349,29 @@ class VariantVCycle(VCycle):
                 A[np.flatnonzero(ok), at[ok]] -= 1.0
             self.coarse_inverse = np.linalg.pinv(A)
 
+    def _smooth(self, level, x, b, sweeps, after):
+        """*level*'s smoothing of x before the coarse correction (from x = 0) or *after* it (the
+        adjoint): level 1's blocks (``level1``), level 0's bricks (``smoother``), the polynomial
+        (``poly``) or *sweeps* red-black sweeps (0 on level 1 with ``level1`` "none")."""
+        o, L = self.options, self.levels[level]
+        blocks = getattr(self, "_level1", None)  # KeptVCycle (bench/_mg_kept.py) builds none
+        if level == 1 and blocks is not None:
+            return blocks.post(x, b, o.omega, o.level1_sweeps) if after else \
+                blocks.pre(b, o.omega, o.level1_sweeps)
+        if o.smoother == "brick" and level == 0:
+            if getattr(self, "_variant_inside", None) is None:
+                self._variant_inside = brick_inside(L)
+            k = o.brick_sweeps or sparse_multigrid_bricks.SWEEPS
+            return post_smooth(L, self._variant_inside, x, b, o.omega, k) if after else \
+                pre_smooth(L, self._variant_inside, b, o.omega, k)
+        if o.poly != "" and level < o.poly_levels:
+            self._poly(level, x, b)
+            return x
+        for _ in range(0 if level == 1 and o.level1 == "none" else sweeps):
+            for colour in ((1, 0) if after else (0, 1)):
+                sweep(L, x, b, colour, o.omega)
+        return x
+
     def _cycle(self, b, level):
         """``VCycle._cycle`` with ``self.options`` (``MGOptions``): the same passes, in the
         same palindromic order, plus the variant's."""
@@ -276,29 +396,12 @@ class VariantVCycle(VCycle):
         for _ in range(o.boundary_sweeps if red.shape[0] + black.shape[0] else 0):  # boundary: red, black
             sweep_some(L, x, b, red)
             sweep_some(L, x, b, black)
-        brick = o.smoother == "brick" and level == 0
-        poly = not brick and o.poly != "" and level < o.poly_levels
-        if brick:
-            if getattr(self, "_variant_inside", None) is None:
-                self._variant_inside = brick_inside(L)
-            inside = self._variant_inside
-            x = pre_smooth(L, inside, b, o.omega, o.brick_sweeps or sparse_multigrid_bricks.SWEEPS)
-        elif poly:
-            self._poly(level, x, b)
-        for _ in range(0 if brick or poly else sweeps):
-            sweep(L, x, b, 0, o.omega)
-            sweep(L, x, b, 1, o.omega)
+        x = self._smooth(level, x, b, sweeps, False)
         r = b - L.apply(x)
         bc = _F32(0.5 * o.correction) * gather_sum(r, self.down[level], RESTRICT_WEIGHTS)
         xc = self._cycle(bc, level + 1)
         x = x + gather_sum(xc, self.up[level], PROLONG_WEIGHTS)
-        if brick:
-            post_smooth(L, inside, x, b, o.omega, o.brick_sweeps or sparse_multigrid_bricks.SWEEPS)
-        elif poly:
-            self._poly(level, x, b)
-        for _ in range(0 if brick or poly else sweeps):
-            sweep(L, x, b, 1, o.omega)
-            sweep(L, x, b, 0, o.omega)
+        x = self._smooth(level, x, b, sweeps, True)
         for _ in range(o.boundary_sweeps if red.shape[0] + black.shape[0] else 0):  # boundary: black, red
             sweep_some(L, x, b, black)
             sweep_some(L, x, b, red)

@@ -86,6 +86,11 @@ least-‖r‖ fits at 64³). ``relaxl=k,w`` (k Jacobi sweeps on the changed unkn
 5–9% of the unknowns, 8,3 −0.93 / −1.00; 1 sweep or w = 0 nothing (the start stays over ‖b‖). Level 0's
 smoother as a polynomial (``poly=cheb|jacobi``): Chebyshev 3 / 4 +0.17 / −0.33 at 128³, Jacobi 2–4 +0 to
 +1.9; each step gathers six neighbours for every unknown (two colour passes' bytes). bench/RESULTS.md, h20b.
+
+Level 1 smoothed block by block (issue 24, helper h20i; ``level1=block4|block8|block4rb|none``,
+``level1_sweeps=k``; the last column, launches an 8M iteration): block8 (the aligned 2×2×2 slots' 4³ blocks)
+with level 0 brick by brick keeps the red-black counts at 64³ and 128³ (k 2) and takes +0.43 a substep at 256³
+(substeps 1-13, k 2 or 3), +0.33 at Δt 1/60 (k 3), for 18 launches an iteration against 22. bench/RESULTS.md, h20i.
 """
 
 from __future__ import annotations
@@ -127,6 +132,17 @@ def parse_variant(text):
         kind = type(getattr(mgv.MGOptions(), key))
         fields[key] = kind(value) if kind is not bool else value in ("1", "true", "True")
     return text, mgv.MGOptions(**fields)
+
+
+def launches(options):
+    """Launches of an 8M PCG iteration on the device with *options*' level-0 and level-1 smoothers (h20i;
+    counted from ``sparse_pressure_vcycle._vcycle_fused``, the CG vectors' launches included): red-black 27
+    (h19a's event pairs), level 0 brick by brick 22 (h20a, h20e); level 1 launched one by one today takes 9
+    (mg_smooth_first2, the last black sweep with the black residuals, the red residuals, the restriction into
+    level 2; the prolongation, 2 × 2 colour passes), by blocks 5 (pre-smoothing, residual, restriction;
+    prolongation, post-smoothing: level 0's brick pattern), "block4rb" 7 (two passes a smoothing), "none" 3."""
+    level1 = {"rb": 9, "block4": 5, "block8": 5, "block4rb": 7, "none": 3}[options.level1]
+    return (22 if options.smoother == "brick" else 27) - 9 + level1
 
 
 def extra_cost_us(options, fraction):
@@ -237,14 +253,14 @@ def run_size(n, args, variants):
     base = sum(counts[variants[0][0]])
     print(f"sparse_pressure.pcg (the default, check every 10): {counts['solver']}")
     print(f"{'variant':44s} | iterations per captured substep | sum | vs first | mean, vs first | "
-          f"est. µs/it | est. ms/solve")
+          f"est. µs/it | est. ms/solve | launches/it")
     first = np.mean(counts[variants[0][0]])
     for label, options in variants:
         c = counts[label]
         width = max(1, options.boundary_width)
         cost = ITERATION_US + extra_cost_us(options, f[min(width, 3) - 1])
         print(f"{label:44s} | {c} | {sum(c)} | {sum(c) / base - 1:+.1%} | {np.mean(c):.2f}, "
-              f"{np.mean(c) - first:+.2f} | {cost:.0f} | {cost * np.mean(c) / 1000:.2f}")
+              f"{np.mean(c) - first:+.2f} | {cost:.0f} | {cost * np.mean(c) / 1000:.2f} | {launches(options)}")
     print_guesses(args.guesses, args.skip, counts, starts)
     for label, _ in variants:
         if ages[label]:
