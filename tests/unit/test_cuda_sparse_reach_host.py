@@ -47,6 +47,27 @@ def harness(tmp_path_factory):
     return build_ints(tmp_path_factory, HARNESS, defines, "sparse_reach")
 
 
+def slots_index(shape, used, bricks):
+    """The closed box's brick index (lo = −1, n/8 + 2 a side): each used slot at its brick, −1 elsewhere."""
+    d = [(n >> 3) + 2 for n in shape]
+    index = np.full(d[0] * d[1] * d[2], -1, np.int64)
+    for s in range(len(used)):
+        if used[s]:
+            b = bricks[s]
+            index[((b[2] + 1) * d[1] + b[1] + 1) * d[0] + b[0] + 1] = s
+    return index
+
+
+def run_classes(run, shape, used, bricks, margins, occupied, index):
+    """The classes harness *run* on these slots and *index*: (beyond, added, kept, claimed)."""
+    cap = len(used)
+    lines = [f"{shape[0]} {shape[1]} {shape[2]} {cap}"]
+    lines += slot_lines(used, bricks, margins, occupied)
+    lines.append(" ".join(str(int(x)) for x in index))
+    out = run(lines)
+    return out[0], out[1], np.array(out[2:2 + cap], np.uint8), np.array(out[2 + cap:], np.uint32)
+
+
 def brute_reached(shape, used, coords, margins, occupied, limit):
     """The index entries (lo = −1) that some occupied cell's box reaches, by slicing a box per cell."""
     d = [(n >> 3) + 2 for n in shape]
@@ -80,22 +101,11 @@ def test_reach_by_classes_is_the_bricks_of_every_occupied_cells_box(harness, top
     occupied[1, [0, 7, 63, 448, 511]] = 1  # the corner cells: the runs' ends
     occupied[7] = 0
     occupied[7, 9 * 8 + 3] = 1  # one cell
-    d = [(n >> 3) + 2 for n in shape]
-    index = np.full(d[0] * d[1] * d[2], -1, np.int64)
-    entry = [((b[2] + 1) * d[1] + b[1] + 1) * d[0] + b[0] + 1 for b in bricks]
-    for s in range(cap):
-        if used[s]:
-            index[entry[s]] = s
+    index = slots_index(shape, used, bricks)
     others = rng.choice(index.size, 300, replace=False)  # bricks in use whose slots hold no particle
     index[others[index[others] < 0]] = cap  # slot cap: no kept byte (the harness's kept is cap long)
     index[index == cap] = -1 if top % 2 else cap - 3  # or slot 5's
-    lines = [f"{shape[0]} {shape[1]} {shape[2]} {cap}"]
-    lines += slot_lines(used, bricks, margins, occupied)
-    lines.append(" ".join(str(int(x)) for x in index))
-    out = harness(lines)
-    beyond, added = out[0], out[1]
-    kept = np.array(out[2:2 + cap], np.uint8)
-    claimed = np.array(out[2 + cap:], np.uint32)
+    beyond, added, kept, claimed = run_classes(harness, shape, used, bricks, margins, occupied, index)
     assert beyond == occupied[3].reshape(64, 8).any(axis=1).sum()  # slot 3's margin is past the limit: its rows
     reached = brute_reached(shape, used, bricks, margins, occupied, limit)
     want_claimed = reached & (index < 0)
@@ -164,12 +174,7 @@ def run_merged(run, shape, fixed, used, bricks, occupied, v2, nbr, steps):
     outputs (asserted equal to the merged launch's) as (all, margins, added, beyond, kept)."""
     cap = len(used)
     dt, gdt, h, base = steps
-    d = [(n >> 3) + 2 for n in shape]
-    index = np.full(d[0] * d[1] * d[2], -1, np.int64)
-    for s in range(cap):
-        if used[s]:
-            b = bricks[s]
-            index[((b[2] + 1) * d[1] + b[1] + 1) * d[0] + b[0] + 1] = s
+    index = slots_index(shape, used, bricks)
     lines = [f"{shape[0]} {shape[1]} {shape[2]} {cap} {fixed}"]
     lines += slot_lines(used, bricks, np.zeros(cap, np.int64), occupied)
     lines.append(" ".join(str(int(x)) for x in index))
@@ -254,21 +259,10 @@ def test_reach_by_classes_past_256_in_a_closed_box_is_the_brute_force(any_harnes
     occupied[1] = 0
     occupied[1, [0, 7, 63, 448, 511]] = 1
     occupied[3, 5] = 1  # the beyond slot holds a row
-    d = [(n >> 3) + 2 for n in shape]
-    index = np.full(d[0] * d[1] * d[2], -1, np.int64)
-    for s in range(cap):
-        if used[s]:
-            b = bricks[s]
-            index[((b[2] + 1) * d[1] + b[1] + 1) * d[0] + b[0] + 1] = s
+    index = slots_index(shape, used, bricks)
     others = rng.choice(index.size, 300, replace=False)
     index[others[index[others] < 0]] = cap - 2  # bricks of slot 4's (kept where reached)
-    lines = [f"{shape[0]} {shape[1]} {shape[2]} {cap}"]
-    lines += slot_lines(used, bricks, margins, occupied)
-    lines.append(" ".join(str(int(x)) for x in index))
-    out = any_harness(lines)
-    beyond, added = out[0], out[1]
-    kept = np.array(out[2:2 + cap], np.uint8)
-    claimed = np.array(out[2 + cap:], np.uint32)
+    beyond, added, kept, claimed = run_classes(any_harness, shape, used, bricks, margins, occupied, index)
     assert beyond == occupied[3].reshape(64, 8).any(axis=1).sum()  # 2^30: past every limit
     reached = brute_reached(shape, used, bricks, margins, occupied, limit)
     want_kept = np.zeros(cap, np.uint8)
