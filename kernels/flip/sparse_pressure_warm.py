@@ -43,7 +43,7 @@ import os
 
 import numpy as np
 
-from .grid import FLUID, SOLID
+from .grid import FLUID
 
 _F32 = np.float32
 CARRIED = "pressure_carried"  # the grid channel of the warm start (module notes)
@@ -121,12 +121,14 @@ def relax_guess(grid, kind, b, x0):
         from .sparse_pressure_cells import warm_relax
 
         return warm_relax(grid[CARRIED], kind, grid.nbr, b, x0, sweeps, width)
+    from .sparse_pressure import diagonal  # (sparse_pressure imports this module)
+
     nb = grid.nbr
     has = [nb[d] >= 0 for d in range(6)]
     at = [xp.maximum(nb[d], 0) for d in range(6)]
     fluid = kind == FLUID
-    count = sum(((~has[d]) | (kind[at[d]] != SOLID)).astype(xp.int32) for d in range(6))
-    unknown = fluid & (count > 0)  # sparse_pressure.diagonal > 0
+    count = diagonal(grid, kind)  # non-SOLID neighbours of a FLUID cell, else 0
+    unknown = count > 0
     known = xp.isfinite(grid[CARRIED])
     gone = known & ~fluid  # had a value, not an unknown now
     mark = ~known
@@ -138,7 +140,7 @@ def relax_guess(grid, kind, b, x0):
         for d in range(6):
             grown = grown | (has[d] & mark[at[d]])
         mark = grown & unknown
-    diag = xp.where(mark, count, 1).astype(xp.float32)
+    diag = xp.where(mark, count, _F32(1))
     x = x0
     for _ in range(sweeps):  # Jacobi: every sum from the last sweep's x; −x, +x, −y, +y, −z, +z in order
         s = xp.where(has[0] & fluid[at[0]], x[at[0]], _F32(0))
