@@ -394,8 +394,8 @@ def pcg(grid, kind, b, tolerance, max_iterations, preconditioner="mg", check_eve
             rr = xp.where(done, rr, _dot(xp, r, r))
             it = it + (~done).astype(xp.int64)
             done = done | ~xp.isfinite(rr) | (rr <= thresh) | (it >= max_iterations)
-            if bool(done):  # x is final: no M(r) for a β never used (sparse_pressure_gpu.EARLY_STOP)
-                continue
+            if bool(done):  # x is final: the block's later iterations would be masked no-ops, and no M(r)
+                break  # for a β never used (the device's masked launches return at once: EARLY_STOP)
             z = M(r)
             rz_new = _dot(xp, r, z)
             beta = xp.where(done | (rz == 0), 0.0, rz_new / xp.where(rz == 0, 1.0, rz))
