@@ -389,7 +389,7 @@ def level0_nbr_held(workspace: bool = True) -> bool:
 
 def brick_smooth_held(workspace: bool = True) -> bool:
     """Whether the pressure solver holds the brick smoother's buffers (module text): a workspace
-    solver's, where ``sparse_multigrid_bricks.SMOOTHER`` is "brick" (an option; "rb" the default)."""
+    solver's, where ``sparse_multigrid_bricks.SMOOTHER`` is "brick" (the default)."""
     from .sparse_multigrid_bricks import smoother
 
     return bool(workspace) and smoother() == "brick"

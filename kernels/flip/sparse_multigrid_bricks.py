@@ -37,7 +37,7 @@ pin "rb"), the 8M Fast frames' pressure device time over frames 6-11 72.1 / 83.1
 the NumPy dam break's pressure +13-14% (64³, 96³; one gather a direction), its substep within the noise
 (bench/RESULTS.md, h20d). The device applies it to workspace solvers (the brick table) whose level 0 is
 launched by itself; others (the host set-up, ``PERSIST`` off, the sorted-key set-up, a tail from level 0)
-keep the red-black sweeps, as the dense solver does. **Back to "rb" by default** after session 20's
+keep the red-black sweeps, as the dense solver does. It went back to "rb" by default after session 20's
 final call (H100 80GB HBM3, driver 580.159.04): on the 65M dam break (512³, Fast) frames 10 and 11 (the
 pool 75k → 120k–132k bricks, a solver built) took 22.3 / 34.1 s, 31.0 s for frame 10 in the call after it
 (`--stages`: 30.8 s of device in the topology stage, where the solve launched ahead of the next set-up
@@ -51,14 +51,14 @@ frame 9's 92 ≈ 153, "rb"'s frames ≤ 77 ≈ 128), past the topology classes' 
 the bricks on the array path: the 30.8 s of "topology" (6 mallocs, 6,361 MiB), the CG counts normal (35 a
 frame), the pool 75k → 121k → 132k bricks. ``sparse_reach.class_limit`` now serves every margin in a closed
 box whose brick index a walk at 256 covers (the 512³ box's 66³ entries ≤ 67³), the same bricks (host
-harnesses past 256). The first device call must run the 65M Fast frames with "brick"
-(``VOXFX_SPARSE_MG_SMOOTHER=brick bench/flip_sparse.py --row 65m --frames 12 --timing fast --level-set --trim
---stages``: frames 10–11 should show "array path 0", a largest margin ~300) and the brick and reach GPU files
-(tests/gpu/test_flip_sparse_mg_bricks_gpu.py, test_flip_sparse_reach_gpu.py) before "brick" is the default
-again. The 8M row and frames and every GPU test passed with "brick"; it stays an option.
+harnesses past 256). Session 21's first call (H100 80GB HBM3, driver 580.159.04; ``bench/flip_h20g_call.sh``): the reach,
+margins, device-margin and brick GPU files 28 + 11 passed; the 65M Fast frames with "brick" built no brick
+on the array path (frames 10–11: largest margins 302 / 292 cells, frames 225 / 244 ms; "rb" 199 / 204 ms with
+margins ≤ 131, its calmer trajectory), frames 1–8 115–178 ms against "rb"'s 130–177: **"brick" the default
+again**.
 
 ``SMOOTHER`` (``VOXFX_SPARSE_MG_SMOOTHER``, read when a V-cycle or a solver is built; a value
-here overrides it): "rb" (the red-black sweeps, the default) or "brick".
+here overrides it): "brick" (the default since h20d) or "rb" (the red-black sweeps).
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ import numpy as np
 
 from ..settings import env_choice
 
-SMOOTHERS = ("rb", "brick")  # the default first ("brick" from h20d until the 65M regression, session 20)
+SMOOTHERS = ("brick", "rb")  # the default first (h20d)
 SMOOTHER = None
 # Sweeps inside a brick before and after the coarse correction (VOXFX_SPARSE_MG_BRICK_SWEEPS, read at
 # import; the kernels compile it in as BRICK_SWEEPS): 3 by default (h20a; MG_SWEEPS, 2, before). The
@@ -85,10 +85,8 @@ _F32 = np.float32
 
 
 def smoother(given=None) -> str:
-    """Level 0's smoother: *given*, else ``SMOOTHER``, else VOXFX_SPARSE_MG_SMOOTHER ("rb": the brick
-    smoother's 65M Fast frames 10–11 took 22–31 s on an H100 in session 20's final call, 195–200 ms with
-    "rb" — its trajectory's spray past the topology classes' 256 cells, the array path; module notes)."""
-    return env_choice("VOXFX_SPARSE_MG_SMOOTHER", SMOOTHERS, given or SMOOTHER, default="rb")
+    """Level 0's smoother: *given*, else ``SMOOTHER``, else VOXFX_SPARSE_MG_SMOOTHER ("brick")."""
+    return env_choice("VOXFX_SPARSE_MG_SMOOTHER", SMOOTHERS, given or SMOOTHER, default="brick")
 
 
 def brick_inside(level, xp=np):

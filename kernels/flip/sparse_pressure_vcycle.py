@@ -217,7 +217,8 @@ SMOOTH_KERNELS = ("mg_brick_pre_smooth", "mg_brick_post_smooth", "mg_brick_pre_s
 # the brick smoothing itself (SMOOTHER "brick") the default from h20d (the 8M Fast frames' pressure device
 # 6-11 72.1 / 83.1 / 77.3 → 64.2 / 74.4 / 76.8 ms, H100, alternating; bench/RESULTS.md, h20d) until session
 # 20's final call: the 65M frames 10-11 22-34 s with it (sparse_multigrid_bricks' notes: its trajectory's spray
-# past the topology classes' 256 cells, built on the array path, not a fault here); "rb" the default again.
+# past the topology classes' 256 cells, built on the array path, not a fault here); "rb" the default
+# again; "brick" the default once more from session 21 (h20g's class limit: the 65M frames 10-11 225 / 244 ms).
 SMOOTH_THREADS = None
 SMOOTH_THREAD_WAYS = ("span12", "span", "spanh", "128", "64", "256", "512", "128x16")
 _SPAN_TABLE_SLOTS = 8  # slots a block of mg_brick_span_table (BSS_TABLE_SLOTS: 128 threads)

@@ -48,7 +48,7 @@ SWITCHES = [  # (the switch, its variable, its ways, its default)
     (lambda given=None: str(sparse_multigrid_kept.keep_from(given)), "VOXFX_SPARSE_MG_KEEP_FROM",
      sparse_multigrid_kept.FROM_WAYS, "2"),
     (sparse_pressure_gpu.early_stop, "VOXFX_SPARSE_PCG_EARLY_STOP", sparse_pressure_gpu.EARLY_STOPS, "1"),
-    (sparse_multigrid_bricks.smoother, "VOXFX_SPARSE_MG_SMOOTHER", sparse_multigrid_bricks.SMOOTHERS, "rb"),
+    (sparse_multigrid_bricks.smoother, "VOXFX_SPARSE_MG_SMOOTHER", sparse_multigrid_bricks.SMOOTHERS, "brick"),
     (sparse_pressure_vcycle.smooth_threads, "VOXFX_SPARSE_MG_BRICK_THREADS", sparse_pressure_vcycle.SMOOTH_THREAD_WAYS,
      "span12"),
 ]

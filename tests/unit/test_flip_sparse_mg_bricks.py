@@ -132,8 +132,8 @@ def test_brick_pressure_solves_converge(monkeypatch):
 def test_smoother_switch(monkeypatch):
     monkeypatch.setattr(sparse_multigrid_bricks, "SMOOTHER", None)
     monkeypatch.delenv("VOXFX_SPARSE_MG_SMOOTHER", raising=False)
-    assert sparse_multigrid_bricks.smoother() == "rb"  # the default (brick's 65M regression, session 20)
-    monkeypatch.setenv("VOXFX_SPARSE_MG_SMOOTHER", "brick")
-    assert sparse_multigrid_bricks.smoother() == "brick"
-    monkeypatch.setattr(sparse_multigrid_bricks, "SMOOTHER", "rb")  # the module's value first
+    assert sparse_multigrid_bricks.smoother() == "brick"  # the default since h20d
+    monkeypatch.setenv("VOXFX_SPARSE_MG_SMOOTHER", "rb")
     assert sparse_multigrid_bricks.smoother() == "rb"
+    monkeypatch.setattr(sparse_multigrid_bricks, "SMOOTHER", "brick")  # the module's value first
+    assert sparse_multigrid_bricks.smoother() == "brick"

@@ -46,7 +46,7 @@ def test_every_variant_is_a_symmetric_positive_definite_operator_that_differs(sy
 
 
 def test_level0_boundary_smoothing_is_a_red_black_variant(system):
-    """The brick smoother (VOXFX_SPARSE_MG_SMOOTHER=brick) pre-smooths from 0: boundary sweeps on level 0
+    """The brick smoother (the default since h20d) pre-smooths from 0: boundary sweeps on level 0
     before it are refused, not lost."""
     g, kind, level, _, _ = system
     with pytest.raises(ValueError, match="smoother=rb"):

@@ -39,7 +39,7 @@ def test_a_running_dam_break_takes_fewer_iterations_relaxed(monkeypatch):
     """14 frames at 72 fps (one substep each), 32 × 16 × 32: 74 → 66 iterations over frames
     3–13 measured (every relaxed solve 6 or fewer, today's 6–7); the same liquid within the
     tolerance's reach. Measured with the red-black level-0 sweeps (h20b), pinned to them: with the
-    brick smoother (VOXFX_SPARSE_MG_SMOOTHER=brick) this scene's frames 3–13 take 66 → 63."""
+    brick smoother (the default since h20d) this scene's frames 3–13 take 66 → 63."""
     monkeypatch.setenv("VOXFX_SPARSE_MG_SMOOTHER", "rb")  # read when each VCycle is built
     monkeypatch.delenv(RELAX, raising=False)
     off = dam_break()
