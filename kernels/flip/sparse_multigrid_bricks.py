@@ -51,10 +51,10 @@ frame 9's 92 ≈ 153, "rb"'s frames ≤ 77 ≈ 128), past the topology classes' 
 the bricks on the array path: the 30.8 s of "topology" (6 mallocs, 6,361 MiB), the CG counts normal (35 a
 frame), the pool 75k → 121k → 132k bricks. ``sparse_reach.class_limit`` now serves every margin in a closed
 box whose brick index a walk at 256 covers (the 512³ box's 66³ entries ≤ 67³), the same bricks (host
-harnesses past 256). Session 21's first call (H100 80GB HBM3, driver 580.159.04; ``bench/flip_h20g_call.sh``): the reach,
-margins, device-margin and brick GPU files 28 + 11 passed; the 65M Fast frames with "brick" built no brick
-on the array path (frames 10–11: largest margins 302 / 292 cells, frames 225 / 244 ms; "rb" 199 / 204 ms with
-margins ≤ 131, its calmer trajectory), frames 1–8 115–178 ms against "rb"'s 130–177: **"brick" the default
+harnesses past 256). Session 21's first call (H100 80GB HBM3, driver 580.159.04; ``bench/flip_h20g_call.sh``):
+the reach, margins, device-margin and brick GPU files 28 + 11 passed; the 65M Fast frames with "brick" built no
+brick on the array path (frames 10–11: largest margins 302 / 292 cells, frames 225 / 244 ms; "rb" 199 / 204 ms
+with margins ≤ 131, its calmer trajectory), frames 1–8 115–178 ms against "rb"'s 130–177: **"brick" the default
 again**.
 
 ``SMOOTHER`` (``VOXFX_SPARSE_MG_SMOOTHER``, read when a V-cycle or a solver is built; a value
