@@ -20,8 +20,8 @@ neighbours: table or bricks, left out: the environment's; ``BLOCKS``, ``sparse_p
 the cluster tail's blocks, 8 or 16, left out: the environment's; ``FOLD``, ``sparse_pressure_vcycle.TAIL_FOLD``,
 the shared tails' first sweep in two passes, 0 or 1, left out: the environment's; ``SMOOTHER``,
 ``sparse_multigrid_bricks.SMOOTHER``, level 0's smoother: rb or brick, left out: the environment's;
-``THREADS``, ``sparse_pressure_vcycle.SMOOTH_THREADS``, the brick smoothing's block: 128, 64, 256, 512,
-128x16, span or span12, left out: the environment's; ``GRID``, ``sparse_pressure_vcycle.SMOOTH_GRID``, its
+``THREADS``, ``sparse_pressure_brick_smooth.SMOOTH_THREADS``, the brick smoothing's block: 128, 64, 256, 512,
+128x16, span or span12, left out: the environment's; ``GRID``, ``sparse_pressure_brick_smooth.SMOOTH_GRID``, its
 grid: slots or reduce, left out: slots; ``EARLY``, ``sparse_pressure_gpu.EARLY_STOP``, the stopping test ahead of
 the V-cycle: 1 or 0, left out: the environment's at start — the loop's pace runs with the test
 off, so it shows the latch's cost an iteration, the ``solve`` column its saving). Per substep, on its state
@@ -65,7 +65,7 @@ from tools.package import load  # noqa: E402
 
 load()
 from voxfx.kernels.flip import (sparse_multigrid, sparse_multigrid_bricks, sparse_pressure,  # noqa: E402
-                                sparse_pressure_gpu, sparse_pressure_vcycle)
+                                sparse_pressure_brick_smooth, sparse_pressure_gpu, sparse_pressure_vcycle)
 from voxfx.kernels.flip.sparse_pressure_vcycle_tail import NON_PORTABLE_CLUSTER_ATTRIBUTE  # noqa: E402
 from voxfx.kernels.flip.grid import FlipSettings  # noqa: E402
 from voxfx.kernels.flip.sim import FlipSimulation  # noqa: E402
@@ -97,8 +97,8 @@ def use(variant):
     sparse_pressure_vcycle.CLUSTER_BLOCKS = None if blocks == "-" else int(blocks)
     sparse_pressure_vcycle.TAIL_FOLD = None if fold == "-" else fold != "0"
     sparse_multigrid_bricks.SMOOTHER = None if smooth == "-" else smooth
-    sparse_pressure_vcycle.SMOOTH_THREADS = None if threads == "-" else threads
-    sparse_pressure_vcycle.SMOOTH_GRID = "slots" if grid == "-" else grid
+    sparse_pressure_brick_smooth.SMOOTH_THREADS = None if threads == "-" else threads
+    sparse_pressure_brick_smooth.SMOOTH_GRID = "slots" if grid == "-" else grid
     early = _EARLY if early == "-" else early
     if early is None:
         os.environ.pop(sparse_pressure_gpu.EARLY_STOP, None)

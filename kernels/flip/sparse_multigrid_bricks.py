@@ -147,7 +147,7 @@ def post_smooth(level, inside, x, b, omega, sweeps, colours=(1, 0), xp=np):
 
 
 # The span table (issue 24, helper h20a; the device's mg_brick_span_table and the "span" kernels,
-# sparse_pressure_vcycle.SMOOTH_THREADS "span"): level 0 is numbered red then black, each colour in
+# sparse_pressure_brick_smooth.SMOOTH_THREADS "span"): level 0 is numbered red then black, each colour in
 # flat-cell order (``sparse_pressure.Unknowns``), so a brick's unknowns of one parity class
 # q = (x + y + z) & 1 are one contiguous run in the brick's local order. Per slot SPAN_WORDS int32:
 # mask[16] (bit l % 32 of word l // 32: cell l an unknown), base[q][w] (the class's first unknown

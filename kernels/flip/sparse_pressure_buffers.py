@@ -189,7 +189,7 @@ def dense_bytes(stride, shared_limit=0, rows=None) -> int:
 
 def span_table_bytes(slots) -> int:
     """Device bytes of the brick smoother's span table for a pool of *slots* slots
-    (``sparse_pressure_vcycle._span_tables``: ``SPAN_WORDS`` int32 a slot, grown to 1.25× the slots)."""
+    (``sparse_pressure_brick_smooth._span_tables``: ``SPAN_WORDS`` int32 a slot, grown to 1.25× the slots)."""
     from .sparse_multigrid_bricks import SPAN_WORDS
 
     slots = int(slots)

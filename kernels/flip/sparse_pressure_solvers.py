@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING
 from . import sparse_pressure_buffers
 from .sparse_multigrid_bricks import smoother
 from .sparse_pressure_buffers import grown_strides
-from .sparse_pressure_vcycle import cluster_blocks, nbr_choice, nbr_table_choice, smooth_grid, smooth_threads, tail_fold
+from .sparse_pressure_brick_smooth import smooth_grid, smooth_threads
+from .sparse_pressure_vcycle import cluster_blocks, nbr_choice, nbr_table_choice, tail_fold
 
 if TYPE_CHECKING:  # sparse_pressure_gpu imports this module: _solver reaches it at its call
     from .sparse_pressure_gpu import SparsePressureSolverGPU

@@ -21,11 +21,12 @@ One ``xp`` code path for NumPy and CuPy:
                        brick sampler (``SparseMacGrid.sample_faces``).
 
 CuPy runs each stage as one kernel of ``kernels/cuda/flip_sparse_transfer.cu``
-(``sparse_gpu.py``; P2G's scatter in ``flip_sparse_scatter.cu``, its gathers in
-``flip_sparse_gather.cu`` and ``flip_sparse_gather_staged.cu``, G2P in
-``flip_sparse_g2p.cu`` by ``sparse_g2p_gpu.py``): the same arithmetic, P2G over particles
-sorted by cell as 64-bit fixed-point sums (the default scatter) or float64 sums in another
-fixed order (the gathers): float32 rounding apart, the same bits every run.
+(``sparse_gpu.py``; classify, the boundaries and the extrapolation by ``sparse_cells_gpu.py``;
+P2G's scatter in ``flip_sparse_scatter.cu``, its gathers in ``flip_sparse_gather.cu`` and
+``flip_sparse_gather_staged.cu``, G2P in ``flip_sparse_g2p.cu`` by ``sparse_g2p_gpu.py``): the
+same arithmetic, P2G over particles sorted by cell as 64-bit fixed-point sums (the default
+scatter) or float64 sums in another fixed order (the gathers): float32 rounding apart, the same
+bits every run.
 
 In a closed domain the sampler clamps to the dense face lattices and the transfers skip
 the faces outside them, so sparse and dense runs of one scene do the same arithmetic up
@@ -40,7 +41,7 @@ from ..errors import InputError
 from ..grid.sample import face_lattice
 from ..settings import env_choice
 from .grid import AIR, FLUID, SOLID
-from . import pushout, sparse_g2p_gpu, sparse_gpu
+from . import pushout, sparse_cells_gpu, sparse_g2p_gpu, sparse_gpu
 
 _F = np.float32
 
@@ -159,7 +160,7 @@ def classify(grid, pos) -> None:
     """cell ← SOLID where ``solid``, FLUID where a particle lies and no solid, else AIR."""
     xp = grid.xp
     if sparse_gpu.available(grid, pos):
-        return sparse_gpu.classify(grid, pos)
+        return sparse_cells_gpu.classify(grid, pos)
     solid = grid["solid"] != 0
     cell = xp.where(solid, _u8(SOLID), _u8(AIR)).astype(xp.uint8)
     at = particle_cells(grid, pos)
@@ -186,7 +187,7 @@ def enforce_boundaries(grid, add=None) -> None:
     face first (one kernel on the GPU)."""
     xp = grid.xp
     if sparse_gpu.available(grid):
-        return sparse_gpu.enforce_boundaries(grid, add)
+        return sparse_cells_gpu.enforce_boundaries(grid, add)
     if add is not None:
         for name, a in zip(grid.FACES, add):
             grid[name] = grid[name] + np.float32(a)
@@ -197,7 +198,7 @@ def enforce_boundaries(grid, add=None) -> None:
 def fluid_faces(grid):
     """(u, v, w) uint8: faces with a FLUID cell on either side."""
     if sparse_gpu.available(grid):
-        return sparse_gpu.fluid_faces(grid)
+        return sparse_cells_gpu.fluid_faces(grid)
     fluid = grid["cell"] == FLUID
     return tuple((fluid | (grid.neighbour(fluid.astype(grid.xp.uint8), 2 * comp) != 0)).astype(grid.xp.uint8)
                  for comp in range(3))
@@ -251,8 +252,8 @@ def extrapolate_and_boundaries(grid, add=None, layers: int = 2, mode=None):
     live = sparse_gpu.p2g_live(grid) if grid.xp is not np else None  # particles_to_grid(ring=True)'s idle bricks
     tail = p2g_tail(mode)
     if sparse_gpu.available(grid) and int(layers) > done and tail != "apart":
-        grid.valid, old = sparse_gpu.extrapolate(grid, int(layers) - done, grid.valid, boundaries=True, add=add,
-                                                 live=live if tail == "live" else None)
+        grid.valid, old = sparse_cells_gpu.extrapolate(grid, int(layers) - done, grid.valid, boundaries=True,
+                                                       add=add, live=live if tail == "live" else None)
         return old
     extrapolate(grid, int(layers) - done)
     old = tuple(f.copy() for f in grid.faces())
@@ -265,7 +266,8 @@ def extrapolate(grid, layers: int = 2, valid=None):
     xp = grid.xp
     valid = grid.valid if valid is None else valid
     if sparse_gpu.available(grid) and int(layers) > 0:
-        grid.valid = sparse_gpu.extrapolate(grid, int(layers), valid, live=sparse_gpu.fluid_live(grid, valid))
+        live = sparse_cells_gpu.fluid_live(grid, valid)
+        grid.valid = sparse_cells_gpu.extrapolate(grid, int(layers), valid, live=live)
         return grid.valid
     out = []
     for comp, name in enumerate(grid.FACES):

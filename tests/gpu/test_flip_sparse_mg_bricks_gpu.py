@@ -12,7 +12,8 @@ from tests.gpu.test_flip_sparse_pressure_gpu import random_scene, tank
 from tests.meshes import box
 from tests.pressure_solves import solves
 from voxfx.kernels import backend
-from voxfx.kernels.flip import sparse_multigrid_bricks, sparse_pressure, sparse_pressure_gpu, sparse_pressure_vcycle
+from voxfx.kernels.flip import (sparse_multigrid_bricks, sparse_pressure, sparse_pressure_brick_smooth,
+                                sparse_pressure_gpu, sparse_pressure_vcycle)
 from voxfx.kernels.flip.grid import FlipSettings
 from voxfx.kernels.flip.sim import FlipSimulation
 from voxfx.kernels.flip.sparse_multigrid import VCycle
@@ -150,11 +151,12 @@ def test_gpu_brick_kernels_shapes_give_the_same_z_and_a_fixed_rz(monkeypatch, sc
     r = np.append(np.random.default_rng(4).normal(0, 1, level.m), 0).astype(np.float32)
     monkeypatch.setattr(sparse_multigrid_bricks, "SMOOTHER", "brick")  # read when the reference is built
     want = VCycle(g_np, kind, level)(r)
-    shapes = [(t, "slots") for t in sparse_pressure_vcycle.SMOOTH_THREAD_WAYS] + [("512", "reduce"), ("128", "reduce"),
-                                                                                   ("span", "reduce")]
+    shapes = [(t, "slots") for t in sparse_pressure_brick_smooth.SMOOTH_THREAD_WAYS] + [("512", "reduce"),
+                                                                                         ("128", "reduce"),
+                                                                                         ("span", "reduce")]
     for threads, grid in shapes:
-        monkeypatch.setattr(sparse_pressure_vcycle, "SMOOTH_THREADS", threads)
-        monkeypatch.setattr(sparse_pressure_vcycle, "SMOOTH_GRID", grid)
+        monkeypatch.setattr(sparse_pressure_brick_smooth, "SMOOTH_THREADS", threads)
+        monkeypatch.setattr(sparse_pressure_brick_smooth, "SMOOTH_GRID", grid)
         _way(monkeypatch, "brick")
         _, stats = sparse_pressure.solve_pressure(tank(cupy, pos, vel, spec, obstacle), 0.01, tolerance=1e-5)
         (solver,) = sparse_pressure_gpu._solvers.values()

@@ -8,9 +8,9 @@ import pytest
 from voxfx.kernels import settings
 from voxfx.kernels.flip import (particle_sort, sparse_g2p_gpu, sparse_grid, sparse_gpu, sparse_multigrid_bricks,
                                 sparse_multigrid_kept, sparse_pressure_buffers,
-                                sparse_pressure_cells, sparse_pressure_gpu, sparse_pressure_setup,
+                                sparse_pressure_brick_smooth, sparse_pressure_cells, sparse_pressure_gpu,
+                                sparse_pressure_setup,
                                 sparse_pressure_solve_ahead,
-                                sparse_pressure_vcycle,
                                 sparse_pressure_workspace_levels, sparse_scatter, sparse_topology_gpu,
                                 sparse_topology_tables, sparse_topology_update, sparse_transfer, surface_gpu,
                                 surface_host_copy, surface_place, transfer)
@@ -49,8 +49,8 @@ SWITCHES = [  # (the switch, its variable, its ways, its default)
      sparse_multigrid_kept.FROM_WAYS, "2"),
     (sparse_pressure_gpu.early_stop, "VOXFX_SPARSE_PCG_EARLY_STOP", sparse_pressure_gpu.EARLY_STOPS, "1"),
     (sparse_multigrid_bricks.smoother, "VOXFX_SPARSE_MG_SMOOTHER", sparse_multigrid_bricks.SMOOTHERS, "brick"),
-    (sparse_pressure_vcycle.smooth_threads, "VOXFX_SPARSE_MG_BRICK_THREADS", sparse_pressure_vcycle.SMOOTH_THREAD_WAYS,
-     "span12"),
+    (sparse_pressure_brick_smooth.smooth_threads, "VOXFX_SPARSE_MG_BRICK_THREADS",
+     sparse_pressure_brick_smooth.SMOOTH_THREAD_WAYS, "span12"),
 ]
 NO_GIVEN = {transfer.speed_max_mode, sparse_topology_gpu.topology_mode, sparse_topology_gpu.speed_max_mode,  # no
             sparse_topology_update.topology_update_mode, sparse_topology_tables.tables_mode,  # caller's way
