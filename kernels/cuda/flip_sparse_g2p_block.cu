@@ -79,6 +79,21 @@
 // 0.528 ms. So select stays the default but for APIC at the end of the substep
 // (sparse_g2p_gpu.block_corners).
 //
+// Launch shapes (helper h21d; sparse_g2p_gpu.G2P_BLOCK_SHAPES, VOXFX_SPARSE_G2P_BLOCK_SHAPE): BLOCK_MIN_BLOCKS ×
+// BLOCK_THREADS = 8 × 128, 16 × 64 or 32 × 32 instead of 4 × 256 — the same 64 registers and spills (ptxas, sm_90),
+// the same SASS but for the bounds, 1,024 threads an SM: H100 80GB HBM3, driver 580.159.04, the 8M dam break
+// after 4 substeps, the kernel alone, the shapes in turn (bench/flip_sparse_g2p_project.py, medians of 7), select:
+//
+//   case                     4×256   8×128   16×64   32×32
+//   end of substep           0.502   0.480   0.484   0.489
+//   time-centred             0.594   0.575   0.583   0.595
+//
+// (7 × 128, 72 registers: 0.498 / 0.574; 6 × 128 and 3 × 256, 80: 0.510 / 0.588 and 0.552 / 0.625; 5 × 256, 48
+// registers and 132 B of spills: 0.548 / 0.679.) What is left at 8 × 128 is the instruction count: ~1,450 issue
+// slots a particle (i24g3's ncu) — the corners' index arithmetic (~60–70 instructions a component-sample besides
+// its 8–16 loads and their addresses, ptxas rematerializing shifts at 64 registers), six lattice axes twice (~170)
+// and the two block tests (~135 each); the issue's 0.4 ms asks for ~20% fewer of them, not another shape.
+//
 // Layout and brick tables: flip_sparse_transfer.cu's notes. Constants from Python (-D):
 // AIR, FLUID, SOLID, PUSH_EPSILON.
 

@@ -11,6 +11,8 @@
 // flat index or −1 (a missing neighbour: its values read 0, its cell is AIR). Constants from
 // Python as -D options: CELL_AIR, CELL_FLUID.
 
+#include "voxfx_sparse.cuh"  // sparse_cell_step (project_faces_fluid)
+
 #define RANGE(c, lo, hi) \
     for (int c = (lo) + (int)(blockIdx.x * blockDim.x + threadIdx.x); c < (hi); c += (int)(gridDim.x * blockDim.x))
 
@@ -281,38 +283,73 @@ extern "C" __global__ void cells_sealed(const unsigned char* __restrict__ cell, 
     }
 }
 
-// The projection (seed 003 §8; sparse_pressure.project) in one pass over the flat cells: per
-// axis a, the face below cell c (between c and lo = nbr[2a]) takes u − (Δt/h)(p_c − p_lo)
-// where c or lo is FLUID (p_lo = 0 where lo is missing), then the solid's velocity where it
-// touches a SOLID cell or does not exist (boundary_face). The faces go to new arrays, as
-// the reference replaces the grid's channels; p is the solve's flat pressure.
-extern "C" __global__ void project_faces(const unsigned char* __restrict__ cell,
-                                         const unsigned char* __restrict__ solid, const float* __restrict__ u,
-                                         const float* __restrict__ v, const float* __restrict__ w,
-                                         const float* __restrict__ solid_u, const float* __restrict__ solid_v,
-                                         const float* __restrict__ solid_w, const unsigned char* __restrict__ exists_u,
-                                         const unsigned char* __restrict__ exists_v,
-                                         const unsigned char* __restrict__ exists_w, const int* __restrict__ nbr,
-                                         int n, const float* __restrict__ p, float dt_over_h, float* __restrict__ out_u,
+// One cell's three faces of the projection (seed 003 §8; sparse_pressure.project): per axis a,
+// the face below cell c (between c and lo, its neighbour along −a: nbr[2a·n + c], or with
+// BRICKS sparse_cell_step(nbr, c, 2a) on the brick table nbr27, the same entries) takes
+// u − (Δt/h)(p_c − p_lo) where c or lo is FLUID (p_lo = 0 where lo is missing), then the solid's
+// velocity where it touches a SOLID cell or does not exist (boundary_face); with valid, also
+// whether c or lo is FLUID (sparse_transfer.fluid_faces' mask of that face) into valid[a][c].
+template <bool BRICKS>
+__device__ __forceinline__ void project_cell(const unsigned char* __restrict__ cell,
+                                             const unsigned char* __restrict__ solid, const float* const f[3],
+                                             const float* const solid_f[3], const unsigned char* const exists[3],
+                                             const int* __restrict__ nbr, int n, int c, const float* __restrict__ p,
+                                             float dt_over_h, float* const out[3], unsigned char* const* valid)
+{
+    const bool fluid = cell[c] == CELL_FLUID;
+    const float pc = p[c];
+    for (int a = 0; a < 3; ++a) {
+        const int lo = BRICKS ? sparse_cell_step(nbr, c, 2 * a) : nbr[(size_t)(2 * a) * n + c];
+        float value = f[a][c];
+        const bool touched = fluid || (lo >= 0 && cell[lo] == CELL_FLUID);
+        if (touched)  // u* − (Δt/h)(p_hi − p_lo), rounded per operation
+            value = value - dt_over_h * (pc - (lo >= 0 ? p[lo] : 0.0f));
+        const bool solid_touch = solid[c] != 0 || (lo >= 0 && solid[lo] != 0) || exists[a][c] == 0;
+        out[a][c] = solid_touch ? solid_f[a][c] : value;  // as boundary_face
+        if (valid) valid[a][c] = touched;
+    }
+}
+
+#define PROJECT_PARAMS                                                                                           \
+    const unsigned char *__restrict__ cell, const unsigned char *__restrict__ solid, const float *__restrict__ u, \
+        const float *__restrict__ v, const float *__restrict__ w, const float *__restrict__ solid_u,             \
+        const float *__restrict__ solid_v, const float *__restrict__ solid_w,                                   \
+        const unsigned char *__restrict__ exists_u, const unsigned char *__restrict__ exists_v,                 \
+        const unsigned char *__restrict__ exists_w
+
+// The projection in one pass over the flat cells (project_cell). The faces go to new arrays,
+// as the reference replaces the grid's channels; p is the solve's flat pressure.
+extern "C" __global__ void project_faces(PROJECT_PARAMS, const int* __restrict__ nbr, int n,
+                                         const float* __restrict__ p, float dt_over_h, float* __restrict__ out_u,
                                          float* __restrict__ out_v, float* __restrict__ out_w)
 {
+    const float* const f[3] = {u, v, w};
+    const float* const solid_f[3] = {solid_u, solid_v, solid_w};
+    const unsigned char* const exists[3] = {exists_u, exists_v, exists_w};
+    float* const out[3] = {out_u, out_v, out_w};
     RANGE(c, 0, n)
-    {
-        const bool fluid = cell[c] == CELL_FLUID;
-        const float pc = p[c];
-        for (int a = 0; a < 3; ++a) {
-            const float* f = a == 0 ? u : (a == 1 ? v : w);
-            const float* solid_f = a == 0 ? solid_u : (a == 1 ? solid_v : solid_w);
-            const unsigned char* exists = a == 0 ? exists_u : (a == 1 ? exists_v : exists_w);
-            float* out = a == 0 ? out_u : (a == 1 ? out_v : out_w);
-            const int lo = nbr[(size_t)(2 * a) * n + c];
-            float value = f[c];
-            if (fluid || (lo >= 0 && cell[lo] == CELL_FLUID))  // u* − (Δt/h)(p_hi − p_lo), rounded per operation
-                value = value - dt_over_h * (pc - (lo >= 0 ? p[lo] : 0.0f));
-            const bool solid_touch = solid[c] != 0 || (lo >= 0 && solid[lo] != 0) || exists[c] == 0;
-            out[c] = solid_touch ? solid_f[c] : value;  // as boundary_face
-        }
-    }
+    project_cell<false>(cell, solid, f, solid_f, exists, nbr, n, c, p, dt_over_h, out, nullptr);
+}
+
+// project_faces with each face's lower neighbour from the brick table nbr27 (sparse_cell_step:
+// the entries grid.nbr holds on the device, sparse_mac._brick_tables' cell_neighbours) instead
+// of the 12 B a cell of the neighbour index, and the fluid faces' masks (fluid_faces_sparse's
+// cell[c] == FLUID || cell[lo] == FLUID, the projection's own test) written in the same pass:
+// sparse_pressure_cells.PROJECT_FLUID (issue 24, helper h21d); the same faces and masks.
+extern "C" __global__ void project_faces_fluid(PROJECT_PARAMS, const int* __restrict__ nbr27, int n,
+                                               const float* __restrict__ p, float dt_over_h,
+                                               float* __restrict__ out_u, float* __restrict__ out_v,
+                                               float* __restrict__ out_w, unsigned char* __restrict__ valid_u,
+                                               unsigned char* __restrict__ valid_v,
+                                               unsigned char* __restrict__ valid_w)
+{
+    const float* const f[3] = {u, v, w};
+    const float* const solid_f[3] = {solid_u, solid_v, solid_w};
+    const unsigned char* const exists[3] = {exists_u, exists_v, exists_w};
+    float* const out[3] = {out_u, out_v, out_w};
+    unsigned char* const valid[3] = {valid_u, valid_v, valid_w};
+    RANGE(c, 0, n)
+    project_cell<true>(cell, solid, f, solid_f, exists, nbr27, n, c, p, dt_over_h, out, valid);
 }
 
 // Around the solve (sparse_pressure_cells.WARM_KERNELS; issue 24: each replaces two to three

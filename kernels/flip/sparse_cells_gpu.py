@@ -63,8 +63,12 @@ def fluid_faces(grid):
     (``particles_to_grid(live=True)``), the masks are kept with its idle-brick flags for
     ``extrapolate`` (``fluid_live``)."""
     cp = grid.xp
-    out = tuple(cp.empty(grid.size, cp.uint8) for _ in range(3))
-    KERNELS.launch("fluid_faces_sparse", grid.size, (grid["cell"], grid.brick_nbr, _I64(grid.size), *out))
+    from .sparse_pressure_cells import projected_fluid
+
+    out = projected_fluid(grid)  # the projection's own masks (VOXFX_SPARSE_PROJECT_FLUID=1)
+    if out is None:
+        out = tuple(cp.empty(grid.size, cp.uint8) for _ in range(3))
+        KERNELS.launch("fluid_faces_sparse", grid.size, (grid["cell"], grid.brick_nbr, _I64(grid.size), *out))
     kept = getattr(grid, "_live_cells", None)
     _keep(grid, "_fluid_live", (out, kept[1]) if kept is not None and kept[0] is grid["cell"] else None)
     return out

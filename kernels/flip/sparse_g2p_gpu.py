@@ -27,7 +27,10 @@ time-centred, 1.439 → 1.056 with APIC (bricks → block; its notes and bench/R
 corners (``VOXFX_SPARSE_G2P_CORNERS``, helper i24g3): ``select`` picks each corner's brick,
 ``pairs`` loads a component's corners as two cells and their neighbours where the warp's samples
 cross no brick along y and z; the same bits; ``auto`` (the default) takes pairs with APIC at the
-end of the substep (1.055 → 1.002 ms), select elsewhere (no gain: ``block_corners``).
+end of the substep (1.055 → 1.002 ms), select elsewhere (no gain: ``block_corners``). Its launch
+shape (``VOXFX_SPARSE_G2P_BLOCK_SHAPE``, helper h21d; opt-in): 8 blocks of 128 instead of 4 of 256, the
+same registers and bits, 0.502 → 0.480 ms at the end of the substep and 0.594 → 0.575 time-centred
+(H100, 8M; ``G2P_BLOCK_SHAPES``' notes).
 """
 
 from __future__ import annotations
@@ -106,10 +109,33 @@ G2P_BLOCK_ENTRIES = {(False, False): "g2p_advect_block_end", (False, True): "g2p
                      (True, False): "g2p_advect_block_centred", (True, True): "g2p_advect_block_centred_apic"}
 
 
-def g2p_block_entry(centred: bool, apic: bool) -> tuple:
-    """(module, entry) of the block G2P kernel for the variant (its corners: ``block_corners``)."""
+# VOXFX_SPARSE_G2P_BLOCK_SHAPE (helper h21d; read at each G2P): the block kernel's (blocks an SM, threads) for its
+# __launch_bounds__ and its launch — "4x256" (the default: G2P_BLOCK_MIN_BLOCKS of G2P_BLOCK_THREADS, which the
+# benches set), "8x128", "16x64", "32x32": 1,024 threads an SM each way, 64 registers (sm_90, nvcc 13.0 ptxas: the
+# same spills, 0 / 0 / 8 / 36 B for end / end APIC / centred / centred APIC), the same code and bits; a block's
+# registers go back when its last warp ends, so smaller blocks wait less on the warps of a slow path. H100 80GB
+# HBM3 (driver 580.159.04), 8M after 4 substeps (3,258 bricks), the kernel alone, the shapes in turn
+# (bench/flip_sparse_g2p_project.py; two calls, medians of 9 and 7), end of substep / time-centred, ms:
+# 4x256 0.502 / 0.594, 8x128 **0.480 / 0.575**, 16x64 0.484 / 0.583, 32x32 0.489 / 0.595; 7x128 (72 registers)
+# 0.498 / 0.574, 6x128 (80) 0.510 / 0.588, 3x256 (80) 0.552 / 0.625, 5x256 (48, 132 B of spills) 0.548 / 0.679.
+# The 8M row (separate processes alternating, with VOXFX_SPARSE_PROJECT_FLUID=1): G2P + advection 0.53 / 0.53
+# (4x256) against 0.52 / 0.50 (8x128). Opt-in (the coordinator's call); ≤ 0.4 ms needs fewer instructions a
+# particle, not another shape (flip_sparse_g2p_block.cu's notes).
+G2P_BLOCK_SHAPES = ("4x256", "8x128", "16x64", "32x32")
+
+
+def g2p_block_shape(shape=None) -> str:
+    """The block kernel's launch shape: *shape*, else ``VOXFX_SPARSE_G2P_BLOCK_SHAPE``, else 4x256."""
+    return env_choice("VOXFX_SPARSE_G2P_BLOCK_SHAPE", G2P_BLOCK_SHAPES, shape)
+
+
+def g2p_block_entry(centred: bool, apic: bool, shape=None) -> tuple:
+    """(module, entry) of the block G2P kernel for the variant (its corners: ``block_corners``), built
+    for ``g2p_block_shape(shape)`` (4x256: ``G2P_BLOCK_MIN_BLOCKS`` and ``G2P_BLOCK_THREADS``)."""
     corners = block_corners(bool(centred), bool(apic))
-    return g2p_block_module(corners=corners), G2P_BLOCK_ENTRIES[(bool(centred), bool(apic))]
+    way = g2p_block_shape(shape)
+    blocks, threads = (None, None) if way == G2P_BLOCK_SHAPES[0] else map(int, way.split("x"))
+    return g2p_block_module(blocks, threads, corners), G2P_BLOCK_ENTRIES[(bool(centred), bool(apic))]
 
 def _dummy(grid):
     """A 1-element float32 device array for the kernels' unused pointers, kept on the grid (a

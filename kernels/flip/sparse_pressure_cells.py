@@ -21,7 +21,8 @@ and after the solve
 
   project_faces the projection's three face updates and the solid faces in one pass
                 (``sparse_pressure.project``: ~60 array operations, ~1.9 ms at 8M particles
-                on an H100, for a pass whose bandwidth floor is ~0.02 ms).
+                on an H100, for a pass whose bandwidth floor is ~0.02 ms); project_faces_fluid
+                the same from the brick table with the fluid faces' masks (``PROJECT_FLUID``).
 
 One host read (the count) decides (``stage`` has none: the solve reads the count with the
 unknowns' sizes, ``sparse_pressure_setup.staged_setup``): no sealed region (the usual
@@ -48,8 +49,8 @@ from .grid import AIR, FLUID, SOLID
 _K = Kernels("flip_sparse_pressure_cells.cu", ("--fmad=false",), THREADS,
              defines={"CELL_AIR": AIR, "CELL_FLUID": FLUID, "CELL_SOLID": SOLID})
 KERNELS = ("cells_rhs", "cells_hook", "cells_hook_bricks", "cells_hook_bricks_local", "cells_hook_faces",
-           "cells_label", "cells_sealed", "project_faces", "warm_guess", "unknowns_scatter", "warm_carry",
-           "unknowns_scatter_carry", "warm_relax_mark", "warm_relax_grow", "warm_relax_sweep")
+           "cells_label", "cells_sealed", "project_faces", "project_faces_fluid", "warm_guess", "unknowns_scatter",
+           "warm_carry", "unknowns_scatter_carry", "warm_relax_mark", "warm_relax_grow", "warm_relax_sweep")
 # cells_rhs starts each FLUID cell's tree at its lowest FLUID neighbour below it ("1") or at
 # itself ("0"): the same labels (each component's lowest flat index) either way.
 LINK_INIT = os.environ.get("VOXFX_SPARSE_LABEL_LINK_INIT", "1") != "0"
@@ -231,9 +232,31 @@ def stage(grid, dt, crowding=None):
     return b, kind.astype(grid["cell"].dtype, copy=False), label, reach, count
 
 
+# The projection's neighbours and the fluid faces (``VOXFX_SPARSE_PROJECT_FLUID``, read at each
+# projection; issue 24, helper h21d): "0" (the default) project_faces reads each face's lower
+# neighbour from the 24 B a cell neighbour index and sparse_transfer.fluid_faces makes the
+# masks in a launch of its own after it; "1" project_faces_fluid takes the neighbours from the
+# brick table (the same entries) and writes the fluid faces' masks in the same pass, kept on
+# the grid for the next ``sparse_gpu.fluid_faces`` of these cell types (``projected_fluid``):
+# one launch and one pass over the cells fewer. The same faces and masks (host harness; GPU
+# tests). H100 80GB HBM3 (driver 580.159.04), 8M after 4 substeps (3,258 bricks, 1.67M pool cells),
+# the stage from the same u* and p, the ways in turn (bench/flip_sparse_g2p_project.py, medians of 9
+# and 7, two calls): project 0.039 → 0.037 ms, fluid faces + 2 rings 0.092 → 0.083, the stage 0.131
+# → 0.120; the 8M row (separate processes alternating) not resolved: project stage 0.21 / 0.21 →
+# 0.21 / 0.20 ms — there the stage is paced by the host after the pressure's last read (its
+# sub-stages: project 0.082 / 0.083 → 0.099 / 0.093, the tail 0.123 / 0.124 → 0.114 / 0.106). Opt-in.
+PROJECT_FLUID = ("0", "1")
+
+
+def project_fluid(given=None) -> bool:
+    """Whether the projection writes the fluid faces' masks too (``PROJECT_FLUID``)."""
+    return env_choice("VOXFX_SPARSE_PROJECT_FLUID", PROJECT_FLUID, given) == "1"
+
+
 def project(grid, p, dt) -> bool:
     """``sparse_pressure.project(grid, p, dt)`` on CuPy by project_faces (the same values bit
-    for bit: no FMA contraction); False where the grid's tables are not the kernel's."""
+    for bit: no FMA contraction), or project_faces_fluid with the fluid faces' masks kept
+    (``PROJECT_FLUID``); False where the grid's tables are not the kernel's."""
     import cupy as cp
 
     n = grid.size
@@ -243,8 +266,30 @@ def project(grid, p, dt) -> bool:
     faces = [grid[name] for name in grid.FACES] + [grid["solid_" + name] for name in grid.FACES]
     out = [cp.empty(n, cp.float32) for _ in grid.FACES]
     c = np.float32(float(dt) / grid.h)  # as project: Δt/h rounded to float32 once
-    _K.launch("project_faces", n, (u8[0], u8[1], *faces, *u8[2:], cp.ascontiguousarray(grid.nbr), np.int32(n),
-                                   cp.ascontiguousarray(p), c, *out))
+    nbr27 = grid.brick_nbr
+    fused = project_fluid() and u8[0] is grid["cell"] and nbr27 is not None and nbr27.shape[0] * 512 >= n
+    if fused:
+        masks = tuple(cp.empty(n, cp.uint8) for _ in grid.FACES)
+        _K.launch("project_faces_fluid", n, (u8[0], u8[1], *faces, *u8[2:], nbr27, np.int32(n),
+                                             cp.ascontiguousarray(p), c, *out, *masks))
+    else:
+        _K.launch("project_faces", n, (u8[0], u8[1], *faces, *u8[2:], cp.ascontiguousarray(grid.nbr), np.int32(n),
+                                       cp.ascontiguousarray(p), c, *out))
     for name, f in zip(grid.FACES, out):
         grid[name] = f
+    try:
+        grid._projected_fluid = (grid["cell"], grid.brick_nbr, masks) if fused else None
+    except AttributeError:  # a grid that takes no attributes: fluid_faces makes the masks
+        pass
     return True
+
+
+def projected_fluid(grid):
+    """The fluid faces' masks project_faces_fluid wrote, where the grid's cell types and brick
+    table are still those it read, else None; taken once (the next call answers None)."""
+    kept = getattr(grid, "_projected_fluid", None)
+    if kept is None:
+        return None
+    grid._projected_fluid = None
+    cell, nbr27, masks = kept
+    return masks if cell is grid["cell"] and nbr27 is grid.brick_nbr and masks[0].shape[0] == grid.size else None

@@ -312,6 +312,57 @@ def test_gpu_project_kernel_gives_the_cpus_faces_bit_for_bit(monkeypatch):
             assert np.array_equal(a.view(np.uint32), b.view(np.uint32))
 
 
+def test_gpu_project_fluid_gives_the_cpus_faces_and_fluid_faces(monkeypatch):
+    """VOXFX_SPARSE_PROJECT_FLUID=1 (project_faces_fluid: the neighbours from the brick table,
+    the fluid faces' masks in the same pass): NumPy's projected faces bit for bit, and the next
+    sparse_transfer.fluid_faces answers with those masks (not a launch of its own), NumPy's masks;
+    once taken, or after the cell types are replaced, fluid_faces makes them again."""
+    import cupy
+
+    from voxfx.kernels.flip import sparse_pressure_cells
+
+    rng = np.random.default_rng()
+    spec, pos, vel, obstacle = random_scene(rng)
+    got = {}
+    for xp, fused in ((np, "0"), (cupy, "1"), (cupy, "0")):
+        monkeypatch.setenv("VOXFX_SPARSE_PROJECT_FLUID", fused)
+        g = tank(xp, pos, vel, spec, obstacle)
+        if not got:
+            noise, start = rng.normal(0.0, 40.0, g.size), [host(g[name]).copy() for name in g.FACES]
+        for name, f in zip(g.FACES, start):
+            g[name] = xp.asarray(f)
+        p = xp.where(g["cell"] == FLUID, xp.asarray(noise), 0.0).astype(xp.float32)
+        sparse_pressure.project(g, p, 0.0123)
+        kept = getattr(g, "_projected_fluid", None)
+        assert (kept is not None) == (fused == "1" and xp is cupy)
+        masks = sparse_transfer.fluid_faces(g)
+        got[(xp.__name__, fused)] = ([host(g[name]) for name in g.FACES], [host(m) for m in masks])
+        if kept is not None:
+            assert all(a is b for a, b in zip(masks, kept[2]))  # the projection's own masks
+            again = sparse_transfer.fluid_faces(g)  # taken once: made again, the same
+            assert not any(a is b for a, b in zip(again, masks))
+            assert all(np.array_equal(host(a), host(b)) for a, b in zip(again, masks))
+            sparse_pressure.project(g, p, 0.0)  # the masks kept, then new cell types: not used
+            g["cell"] = g["cell"].copy()
+            assert sparse_pressure_cells.projected_fluid(g) is None
+    (ref_faces, ref_masks), *others = got.values()
+    assert sum(int(m.sum()) for m in ref_masks) > 1000
+    for faces, masks in others:
+        for a, b in zip(faces, ref_faces):
+            assert np.array_equal(a.view(np.uint32), b.view(np.uint32))
+        for a, b in zip(masks, ref_masks):
+            assert np.array_equal(a, b)
+
+
+@pytest.mark.parametrize("apic", [False, True], ids=["flip", "apic"])
+def test_gpu_sparse_runs_give_the_same_particle_bits_with_the_projection_s_fluid_faces(monkeypatch, apic):
+    """VOXFX_SPARSE_PROJECT_FLUID 0 / 1: whole dam-break runs (12 substeps) give the same particle bits
+    (the masks of project_faces_fluid serve the extrapolation, u_n and the keep as fluid_faces' did)."""
+    from tests.gpu.sparse_runs import assert_runs_agree
+
+    assert_runs_agree(monkeypatch, apic, "VOXFX_SPARSE_PROJECT_FLUID", ("0", "1"), time_centred_advection=apic)
+
+
 @pytest.mark.parametrize("rows, n", [(1, 1), (1, 300), (2, 70001), (3, 1_800_001)])
 def test_gpu_scan_kernels_equal_cumsum(monkeypatch, rows, n):
     """sparse_pressure_setup.inclusive_scan (SCAN "kernel": two launches, 256-thread block

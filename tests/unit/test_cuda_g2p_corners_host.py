@@ -35,3 +35,21 @@ def test_auto_corners_are_pairs_only_with_apic_at_the_end_of_the_substep(monkeyp
         for centred, apic in want:
             assert sparse_g2p_gpu.block_corners(centred, apic) == way
             assert ("-DBLOCK_PAIRS=1" in sparse_g2p_gpu.g2p_block_entry(centred, apic)[0].options) == (way == "pairs")
+
+
+def test_block_shapes_build_the_kernel_for_their_blocks_and_threads(monkeypatch):
+    """VOXFX_SPARSE_G2P_BLOCK_SHAPE: each shape's module is built (__launch_bounds__) and launched with
+    its blocks an SM and threads; 4x256 is the module's G2P_BLOCK_MIN_BLOCKS and G2P_BLOCK_THREADS."""
+    monkeypatch.delenv("VOXFX_SPARSE_G2P_CORNERS", raising=False)
+    want = {"4x256": (sparse_g2p_gpu.G2P_BLOCK_MIN_BLOCKS, sparse_g2p_gpu.G2P_BLOCK_THREADS), "8x128": (8, 128),
+            "16x64": (16, 64), "32x32": (32, 32)}
+    assert tuple(want) == sparse_g2p_gpu.G2P_BLOCK_SHAPES and want["4x256"] == (4, 256)
+    for shape, (blocks, threads) in want.items():
+        monkeypatch.setenv("VOXFX_SPARSE_G2P_BLOCK_SHAPE", shape)
+        for centred in (False, True):
+            for apic in (False, True):
+                module, entry = sparse_g2p_gpu.g2p_block_entry(centred, apic)
+                assert f"-DBLOCK_MIN_BLOCKS={blocks}" in module.options
+                assert f"-DBLOCK_THREADS={threads}" in module.options and module.threads == threads
+                assert ("-DBLOCK_PAIRS=1" in module.options) == (apic and not centred)
+                assert entry == sparse_g2p_gpu.G2P_BLOCK_ENTRIES[(centred, apic)]

@@ -235,6 +235,71 @@ def test_project_kernel_equals_the_array_projection_bit_for_bit(project_device, 
         assert (~changed).sum() > 100  # and left the faces away from the liquid alone
 
 
+# Input: as PROJECT, then the capacity and nbr27 (27 × capacity). Output: u, v, w after
+# project_faces_fluid (n hex each), then its masks valid_u, valid_v, valid_w (n each).
+PROJECT_FLUID = HARNESS.split("int main() {")[0] + r"""
+int main() {
+    int n, cap;
+    if (scanf("%d", &n) != 1) return 1;
+    std::vector<unsigned char> cell(n), solid(n), eu(n), ev(n), ew(n), mu(n, 7), mv(n, 7), mw(n, 7);
+    std::vector<float> u(n), v(n), w(n), su(n), sv(n), sw(n), p(n), ou(n, -7.0f), ov(n, -7.0f), ow(n, -7.0f);
+    read_bytes(cell); read_bytes(solid);
+    for (auto* f : {&u, &v, &w, &su, &sv, &sw}) read_floats(*f);
+    read_bytes(eu); read_bytes(ev); read_bytes(ew);
+    read_floats(p);
+    float c;
+    scanf("%a %d", &c, &cap);
+    std::vector<int> nbr27(27 * (size_t)cap);
+    for (auto& x : nbr27) scanf("%d", &x);
+    ONE_PER_ITEM(n, project_faces_fluid(cell.data(), solid.data(), u.data(), v.data(), w.data(), su.data(),
+                                        sv.data(), sw.data(), eu.data(), ev.data(), ew.data(), nbr27.data(), n,
+                                        p.data(), c, ou.data(), ov.data(), ow.data(), mu.data(), mv.data(),
+                                        mw.data()));
+    for (auto* f : {&ou, &ov, &ow}) for (float x : *f) printf("%a\n", x);
+    for (auto* m : {&mu, &mv, &mw}) for (auto x : *m) printf("%d\n", (int)x);
+    return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def project_fluid_device(tmp_path_factory):
+    return _build(tmp_path_factory, with_defines(PROJECT_FLUID, sparse_pressure_cells._K))
+
+
+@pytest.mark.parametrize("sealed", [False, True])
+def test_project_fluid_kernel_gives_the_projection_and_the_fluid_faces(project_fluid_device, sealed):
+    """project_faces_fluid (VOXFX_SPARSE_PROJECT_FLUID=1): the neighbours from the brick table
+    give sparse_pressure.project's faces bit for bit, and its masks are sparse_transfer.fluid_faces'
+    (faces with a FLUID cell on either side) for the same cell types."""
+    from tests.unit.test_cuda_sparse_pressure_bricks_host import brick_tables
+
+    g = _tank(sealed, seed=13 + sealed)
+    dt = 1 / 71
+    rng = np.random.default_rng(9)
+    p = np.where(g["cell"] == FLUID, rng.normal(0.0, 50.0, g.size), 0.0).astype(np.float32)
+    n = g.size
+    assert n == 512 * g.capacity
+    _, nbr27 = brick_tables(g)
+    lines = [str(n)] + [str(int(x)) for name in ("cell", "solid") for x in g[name]]
+    for name in ("u", "v", "w", "solid_u", "solid_v", "solid_w"):
+        lines += [float(x).hex() for x in g[name]]
+    lines += [str(int(x)) for name in g.EXISTS for x in g[name]] + [float(x).hex() for x in p]
+    lines += [float(np.float32(dt / g.h)).hex(), str(g.capacity), *map(str, nbr27.ravel())]
+    words = project_fluid_device.raw(lines).split()
+    out = np.array([float.fromhex(x) for x in words[:3 * n]], np.float32).reshape(3, n)
+    masks = np.array([int(x) for x in words[3 * n:]], np.uint8).reshape(3, n)
+    want_masks = sparse_transfer.fluid_faces(g)
+    before = [g[name].copy() for name in g.FACES]
+    sparse_pressure.project(g, p, dt)  # NumPy: the array code
+    for got, name, old in zip(out, g.FACES, before):
+        assert np.array_equal(got.view(np.uint32), g[name].view(np.uint32))
+        assert (g[name] != old).sum() > 100 and (g[name] == old).sum() > 100
+    for got, want in zip(masks, want_masks):
+        assert np.array_equal(got, want)
+        assert 0 < int(got.sum()) < n  # some faces of either kind
+
+
 # Input: n way (1: cells_hook_bricks, 2: cells_hook_bricks_local), cell (n), nbr (6 × n),
 # parent (n). Output: parent after the one launch (a block a slot).
 BRICK_LINKS = HARNESS.split("int main() {")[0] + r"""

@@ -1,0 +1,160 @@
+"""The projection stage and the block G2P kernel's launch shapes at 8M (issue 24, helper h21d), on
+the GPU, in one process:
+
+    python3 bench/flip_sparse_g2p_project.py [--res 256] [--particles 8e6] [--substeps 4] [--repeat 9]
+                                             [--shapes 4x256 8x128 ...] [--no-g2p]
+
+The dam break of ``bench/flip.py`` runs *substeps* substeps of 1/120 s, then one substep up to its
+projection (topology, P2G, pressure: the pressure p and the faces u* kept), then:
+
+1. The projection stage as the row times it (``sparse_pressure.project``, then
+   ``sparse_transfer.extrapolate(valid=fluid_faces)``: the fluid faces' masks and two rings), each
+   way of ``VOXFX_SPARSE_PROJECT_FLUID`` (0: project_faces, then fluid_faces_sparse; 1:
+   project_faces_fluid, the masks in the projection's pass) in turn each round, from the same u*
+   and p, a spin kernel first (the device's time alone): the projection, the tail and the stage
+   (CUDA events, medians of *repeat*); the two ways' faces and masks compared bit for bit.
+2. G2P + advection alone (``sparse_g2p_gpu.g2p_advect``, the block kernel, select corners) at the
+   state after the projection stage, in the bins' order, built for each (blocks an SM, threads)
+   of *shapes* (``sparse_g2p_gpu.g2p_block_module``: the same code, its registers by
+   ``__launch_bounds__``), at the end of the substep and time-centred, the shapes in turn each
+   round on copies of the particles, a spin kernel first; every shape's positions and velocities
+   compared bit for bit with the first's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from tools.package import load  # noqa: E402
+
+load()
+from voxfx.kernels.flip import (sparse_g2p_gpu, sparse_grid as sparse_grid_module, sparse_pressure,  # noqa: E402
+                                sparse_transfer, transfer)
+
+sys.path.insert(0, str(ROOT / "bench"))
+from _sparse_scene import add_scene_arguments, stepped_dam_break  # noqa: E402
+from flip_sparse_p2g_stage import SPIN  # noqa: E402
+
+
+def state_before_project(sim, dt):
+    """One substep of *sim* up to its projection (as ``flip_sparse_g2p.state_before_g2p``): the old
+    faces and the pressure."""
+    g, s = sim.grid, sim.settings
+    margin = sparse_grid_module.substep_margin(float(transfer.max_speed(sim.vel)), dt,
+                                               sim.spec.voxel_size, float(np.linalg.norm(s.gravity)))
+    g.update(sim.pos, margin, sim.obstacle, sim.obstacle_velocity, bodies=sim.obstacle_bodies)
+    sparse_transfer.particles_to_grid(g, sim.pos, sim.vel, sim.c, ring=True)
+    sparse_transfer.classify(g, sim.pos)
+    old = sparse_transfer.extrapolate_and_boundaries(g, add=[np.float32(a * dt) for a in s.gravity])  # as the sim
+    p, _ = sparse_pressure.solve_pressure(g, dt, tolerance=s.pressure_tolerance,
+                                          max_iterations=s.pressure_max_iterations, preconditioner=sim.preconditioner)
+    return old, p
+
+
+def projection(cp, sim, dt, repeat, spin):
+    """Part 1: the projection stage each way from the same u* and p (module notes)."""
+    g = sim.grid
+    old, p = state_before_project(sim, dt)
+    start = [g[name].copy() for name in g.FACES]
+    ev = [cp.cuda.Event() for _ in range(3)]
+    ways = ("0", "1")
+    rows = {w: [] for w in ways}
+    outs = {}
+    for r in range(repeat + 1):
+        for w in ways if r % 2 == 0 else ways[::-1]:
+            os.environ["VOXFX_SPARSE_PROJECT_FLUID"] = w
+            for name, f in zip(g.FACES, start):
+                g[name] = f.copy()
+            cp.cuda.Device().synchronize()
+            spin((1,), (1,), (np.int64(4_000_000),))
+            ev[0].record()
+            sparse_pressure.project(g, p, dt)
+            ev[1].record()
+            masks = sparse_transfer.fluid_faces(g)
+            sparse_transfer.extrapolate(g, valid=masks)
+            ev[2].record()
+            ev[2].synchronize()
+            if r:  # the first round compiles
+                t = cp.cuda.get_elapsed_time
+                rows[w].append((t(ev[0], ev[1]), t(ev[1], ev[2]), t(ev[0], ev[2])))
+            outs[w] = [cp.asnumpy(a) for a in (*g.faces(), *masks, *g.valid)]
+    os.environ.pop("VOXFX_SPARSE_PROJECT_FLUID", None)
+    same = all(np.array_equal(a, b) for a, b in zip(outs["0"], outs["1"]))
+    print(f"projection stage: {g.brick_count()} bricks ({g.size:,} pool cells), medians of {repeat}, device alone")
+    print("VOXFX_SPARSE_PROJECT_FLUID | project ms | fluid faces + 2 rings ms | stage ms | same bits")
+    for w in ways:
+        med = np.median(np.array(rows[w]), axis=0)
+        print(f"{w} | {med[0]:.4f} | {med[1]:.4f} | {med[2]:.4f} | {same}", flush=True)
+    return old
+
+
+def g2p_shapes(cp, sim, dt, old, repeat, shapes, spin):
+    """Part 2: the block kernel built for each shape, the shapes in turn each round."""
+    g, s = sim.grid, sim.settings
+    bins = g.bins
+    f32 = np.float32
+    flip = f32(s.flip_ratio)
+    scalars = (flip, f32(1) - flip, f32(dt), f32(0.5) * f32(dt))
+    state = {}
+    before_faces = tuple(f.copy() for f in old)
+    ev = [cp.cuda.Event() for _ in range(2)]
+    saved = sparse_g2p_gpu.G2P_BLOCK_MIN_BLOCKS, sparse_g2p_gpu.G2P_BLOCK_THREADS
+    print(f"G2P + advection, block kernel (select corners): {len(sim.pos):,} particles, {g.brick_count()} bricks, "
+          f"bins' order, medians of {repeat}, device alone")
+    print("case | (blocks an SM, threads) | ms | same bits as the first")
+    for case, before in (("end of substep", None), ("time-centred", before_faces)):
+        rows = {sh: [] for sh in shapes}
+        outs = {}
+        for r in range(repeat + 1):
+            for sh in shapes if r % 2 == 0 else shapes[::-1]:
+                state["pos"], state["vel"] = sim.pos.copy(), sim.vel.copy()
+                g.bins = (state["pos"], *bins[1:])
+                cp.cuda.Device().synchronize()
+                sparse_g2p_gpu.G2P_BLOCK_MIN_BLOCKS, sparse_g2p_gpu.G2P_BLOCK_THREADS = sh
+                try:
+                    spin((1,), (1,), (np.int64(4_000_000),))
+                    ev[0].record()
+                    sparse_g2p_gpu.g2p_advect(g, old, state["pos"], state["vel"], *scalars, sim.c, order="cell",
+                                              kernel="block", before=before)
+                    ev[1].record()
+                    ev[1].synchronize()
+                finally:
+                    sparse_g2p_gpu.G2P_BLOCK_MIN_BLOCKS, sparse_g2p_gpu.G2P_BLOCK_THREADS = saved
+                if r:
+                    rows[sh].append(cp.cuda.get_elapsed_time(ev[0], ev[1]))
+                outs[sh] = (cp.asnumpy(state["pos"]), cp.asnumpy(state["vel"]))
+        first = outs[shapes[0]]
+        for sh in shapes:
+            same = all(np.array_equal(a.view(np.uint32), b.view(np.uint32)) for a, b in zip(outs[sh], first))
+            print(f"{case} | {sh[0]}x{sh[1]} | {np.median(rows[sh]):.4f} | {same}", flush=True)
+    g.bins = bins
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    add_scene_arguments(ap)
+    ap.add_argument("--repeat", type=int, default=9)
+    ap.add_argument("--shapes", nargs="+", default=["4x256", "8x128", "7x128", "6x128", "3x256", "5x256"],
+                    help="block G2P shapes, BLOCKSxTHREADS (the first the reference)")
+    ap.add_argument("--no-g2p", action="store_true", help="the projection stage only")
+    args = ap.parse_args()
+    import cupy as cp
+
+    os.environ.setdefault("VOXFX_SPARSE_G2P_CORNERS", "select")
+    _, sim, dt = stepped_dam_break(args)
+    spin = cp.RawKernel(SPIN, "spin")
+    old = projection(cp, sim, dt, args.repeat, spin)
+    if not args.no_g2p:
+        shapes = [tuple(int(x) for x in sh.split("x")) for sh in args.shapes]
+        g2p_shapes(cp, sim, dt, old, args.repeat, shapes, spin)
+
+
+if __name__ == "__main__":
+    main()
