@@ -15,7 +15,10 @@ start's ``initial_guess``, ``solver_tables``, the solver lookup, ``_load_persist
 checks (``read_control``: each a host read) and ``run_blocks``, the carry; the solve queued
 before the set-up's read (``sparse_pressure_solve_ahead``, ``VOXFX_SPARSE_SOLVE_AHEAD=1``). Per substep the
 marks in order: host ms and device ms since the stage's first mark, and per piece (mark to
-mark) host Δ and device Δ; then each piece's median over the substeps. ``--ab``: environment
+mark) host Δ and device Δ, and the RawKernel launches (``Kernels.launch`` / ``launch_grid``) and graph
+replays queued in it (CuPy's own array kernels are not counted); then each piece's median over the
+substeps. The printed substeps add the device's lag behind the host at each mark less its least
+(~0 where the device waited for the host). ``--ab``: environment
 settings the substeps alternate between (the same simulation; each module reads its switch
 at import, so only switches read at each solve, or listed in ``_RELOAD``, take effect).
 """
@@ -45,8 +48,9 @@ sys.path.insert(0, str(ROOT / "bench"))
 from flip import dam_break  # noqa: E402
 from flip_sparse import timed_sparse_substep  # noqa: E402
 
-_marks = []  # (label, host s, event) while on
+_marks = []  # (label, host s, event, launches so far, graph replays so far) while on
 _on = [False]
+_count = {"launches": 0, "graphs": 0}  # RawKernel launches (``Kernels``) and graph replays queued, outside captures
 
 
 def mark(label):
@@ -55,7 +59,31 @@ def mark(label):
     if _on[0] and not cp.cuda.get_current_stream().is_capturing():
         e = cp.cuda.Event()
         e.record()
-        _marks.append((label, time.perf_counter(), e))
+        _marks.append((label, time.perf_counter(), e, _count["launches"], _count["graphs"]))
+
+
+def count_launches():
+    """Count ``Kernels.launch`` / ``launch_grid`` calls and ``GraphLoop`` replays queued outside a
+    capture (CuPy's own array kernels — fills, casts, copies — are not counted)."""
+    import cupy as cp
+
+    from voxfx.kernels.grid import launch
+
+    def counted(plain, key):
+        def wrapped(*args, **kw):
+            if not cp.cuda.get_current_stream().is_capturing():
+                _count[key] += 1
+            return plain(*args, **kw)
+        return wrapped
+    launch.Kernels.launch = counted(launch.Kernels.launch, "launches")
+    launch.Kernels.launch_grid = counted(launch.Kernels.launch_grid, "launches")
+    plain_run = launch.GraphLoop.run
+
+    def run(self):
+        if self.capture() is not None and not cp.cuda.get_current_stream().is_capturing():
+            _count["graphs"] += 1
+        return plain_run(self)
+    launch.GraphLoop.run = run
 
 
 def _wrap(owner, name, label):
@@ -136,8 +164,8 @@ def substep(sim, dt, ev, sub):
     ms, its, _ = timed_sparse_substep(sim, dt, ev, sub)
     _on[0] = False
     cp.cuda.Device().synchronize()
-    label0, h0, e0 = _marks[0]
-    rows = [(label, (h - h0) * 1e3, cp.cuda.get_elapsed_time(e0, e)) for label, h, e in _marks]
+    label0, h0, e0, n0, g0 = _marks[0]
+    rows = [(label, (h - h0) * 1e3, cp.cuda.get_elapsed_time(e0, e), n - n0, g - g0) for label, h, e, n, g in _marks]
     return rows, ms, its
 
 
@@ -161,6 +189,7 @@ def main():
     ev = [cp.cuda.Event() for _ in range(6)]
     sub = [cp.cuda.Event() for _ in range(6)]
     instrument()
+    count_launches()
     if args.keys:
         watch_level1()
     plain_env = dict(os.environ)
@@ -180,25 +209,28 @@ def main():
             rows, ms, its = substep(sim, dt, ev, sub)
             stages[w].append((ms, its))
             if step < args.show:
+                lag0 = min(d - h for _, h, d, _, _ in rows)
                 print(f"\nway {w} {way}, substep {step}: stages {' '.join(f'{m:.2f}' for m in ms)} ms, {its} CG it; "
-                      "mark | host ms | device ms | device − host")
-                for label, h, d in rows:
-                    print(f"  {label:24s} | {h:7.3f} | {d:7.3f} | {d - h:+7.3f}")
+                      "mark | host ms | device ms | device − host | lag (− its least: ~0 where the device waits) "
+                      "| launches, graph replays so far")
+                for label, h, d, n, g in rows:
+                    print(f"  {label:24s} | {h:7.3f} | {d:7.3f} | {d - h:+7.3f} | {d - h - lag0:7.3f} | {n:3d} {g:3d}")
             seen = defaultdict(int)
-            for (a, ha, da), (b, hb, db) in zip(rows, rows[1:]):
+            for (a, ha, da, na, ga), (b, hb, db, nb, gb) in zip(rows, rows[1:]):
                 key = f"{a} .. {b}"
                 seen[key] += 1
                 key = key if seen[key] == 1 else f"{key} #{seen[key]}"
-                pieces[w][key].append((hb - ha, db - da))
-            pieces[w]["(whole: first to last mark)"].append((rows[-1][1], rows[-1][2]))
+                pieces[w][key].append((hb - ha, db - da, nb - na, gb - ga))
+            pieces[w]["(whole: first to last mark)"].append((rows[-1][1], rows[-1][2], rows[-1][3], rows[-1][4]))
     for w, way in enumerate(ways):
         med = np.median(np.array([m for m, _ in stages[w]]), axis=0)
         print(f"\nway {w} {way}: stage medians topology {med[0]:.2f} p2g {med[1]:.2f} pressure {med[2]:.2f} "
               f"project {med[3]:.2f} g2p {med[4]:.2f} substep {med.sum():.2f}; CG it {[i for _, i in stages[w]]}")
-        print("  piece (mark .. mark) | host Δ ms | device Δ ms (medians) | substeps")
+        print("  piece (mark .. mark) | host Δ ms | device Δ ms (medians) | launches, graph replays (medians) "
+              "| substeps")
         for key, vals in pieces[w].items():
             a = np.median(np.array(vals), axis=0)
-            print(f"  {key:52s} | {a[0]:7.3f} | {a[1]:7.3f} | {len(vals)}")
+            print(f"  {key:52s} | {a[0]:7.3f} | {a[1]:7.3f} | {a[2]:5.1f} {a[3]:4.1f} | {len(vals)}")
     print(f"solve ahead (launched, taken, missed): {sparse_pressure_solve_ahead.counts}")
     print(f"coarse levels' graphs: {sparse_pressure_workspace.workspace().graphs.counts}")
     report_level1_keys()

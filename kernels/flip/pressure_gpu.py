@@ -108,23 +108,30 @@ def release_gpu_solvers():
     _gpu_solvers.clear()
 
 
-def run_blocks(solver, max_iterations: int, progress=None, predicted: int = 0, single=None):
+def run_blocks(solver, max_iterations: int, progress=None, predicted: int = 0, single=None, before_check=None):
     """Alg. 2's loop on a set-up GPU solver (dense ``PressureSolverGPU`` or the sparse one):
     capture its block of ``check_every`` iterations, run blocks until the device's state
     says stopped or *max_iterations* are launched, reading the state once per block (the one
     host sync per check). With *single* (a ``GraphLoop`` of one iteration) and *predicted*
     > 0: that many single iterations before the first check, then up to two more one check
     each, then blocks (the sparse solver's guess from its last solve: fewer masked
-    iterations launched after convergence). (iterations, relative residual, converged)."""
+    iterations launched after convergence). *before_check* (a callable): queued before each
+    check read that follows launched iterations, so its last call follows the last iteration
+    (``sparse_pressure_scatter_ahead``: the work after the loop queued ahead of the read).
+    (iterations, relative residual, converged)."""
     solver.loop.capture()
     launched, singles = 0, 0
     if single is not None and predicted > 0:
         for _ in range(predicted):
             single.run()
         launched = predicted
+    pending = launched > 0  # iterations launched since before_check last ran
     read = getattr(solver, "read_control", None) if getattr(solver, "persist", False) else None
     scal = None
     while True:
+        if before_check is not None and pending:
+            before_check()
+            pending = False
         if read is not None:  # the state and the scalars in one read (sparse_pressure_gpu.PERSIST)
             host_state, scal = read()
         else:
@@ -139,6 +146,7 @@ def run_blocks(solver, max_iterations: int, progress=None, predicted: int = 0, s
         else:
             solver.loop.run()  # check_every iterations (the graph, or launch by launch)
             launched += solver.check_every
+        pending = True
     if scal is None:
         scal = solver.scalars.get()
     bb, rr = float(scal[_D_BB]), float(scal[_D_RR])

@@ -123,24 +123,26 @@ def warm_relax(carried, kind, nbr, b, x0, sweeps, width):
     return x
 
 
-def unknowns_scatter(position, x, m, size):
+def unknowns_scatter(position, x, m, size, out=None):
     """The flat pressure (*size* cells) from the compacted *x* of *m* unknowns: x at each
-    unknown (*position*: flat → unknown, m where none), 0 elsewhere, in one launch."""
+    unknown (*position*: flat → unknown, m where none), 0 elsewhere, in one launch (into *out*
+    where given: ``sparse_pressure_scatter_ahead`` launches it again)."""
     import cupy as cp
 
-    out = cp.empty(int(size), cp.float32)
+    out = cp.empty(int(size), cp.float32) if out is None else out
     _K.launch("unknowns_scatter", int(size), (position, x, np.int32(m), np.int32(size), out))
     return out
 
 
-def unknowns_scatter_carry(position, x, m, size, cell):
+def unknowns_scatter_carry(position, x, m, size, cell, out=(None, None)):
     """(``unknowns_scatter``'s p, ``warm_carry``'s carried pressure of it) in one launch: a warm
     solve without sealed regions (``sparse_pressure.solve_pressure``), the same bits. Two arrays, as
-    the two launches made: one of 2·size would keep p's half alive with the carry between substeps."""
+    the two launches made: one of 2·size would keep p's half alive with the carry between substeps.
+    *out*: (p, carried) to write into where not None (``sparse_pressure_scatter_ahead``)."""
     import cupy as cp
 
     n = int(size)
-    p, carried = cp.empty(n, cp.float32), cp.empty(n, cp.float32)  # apart: p is let go before the carry
+    p, carried = (cp.empty(n, cp.float32) if a is None else a for a in out)  # apart: p is let go before the carry
     _K.launch("unknowns_scatter_carry", n, (position, x, np.int32(m), np.int32(n), cell.astype(cp.uint8, copy=False),
                                             np.float32(np.nan), p, carried))
     return p, carried

@@ -445,21 +445,23 @@ class SparsePressureSolverGPU(VCycleLaunches, BufferLoads):
         else:
             self._filled = levels[0]
             predicted, single = ahead.predicted, ahead.queued(self.single)
-        iterations, residual, converged = run_blocks(self, max_iterations, progress, predicted, single)
+        from . import sparse_pressure_scatter_ahead as after
+        from .sparse_pressure_cells import around_kernels
+
+        position = getattr(levels[0], "position", None) if cells is not None else None
+        scatter = None  # p (and the carry in the same launch) by one kernel, queued ahead of the reads where on
+        if around_kernels() and position is not None and position.shape == (int(size),):
+            scatter = after.Scatter(position, self.x, m, size, carry)
+        iterations, residual, converged = run_blocks(self, max_iterations, progress, predicted, single,
+                                                     scatter if scatter is not None and after.enabled() else None)
         self.last_iterations = iterations
         if not keep:
             self._loaded = self._filled = None
             self._brick_release()
         if cells is None:
             return self.x[:m + 1].copy(), iterations, residual, converged
-        from .sparse_pressure_cells import around_kernels, unknowns_scatter, unknowns_scatter_carry
-
-        position = getattr(levels[0], "position", None)
-        if around_kernels() and position is not None and position.shape == (int(size),):  # one launch
-            if carry is not None:  # and the carry in it
-                p, carry["carried"] = unknowns_scatter_carry(position, self.x, m, size, carry["cell"])
-                return p, iterations, residual, converged
-            return unknowns_scatter(position, self.x, m, size), iterations, residual, converged
+        if scatter is not None:  # one launch (after the loop, or the last one queued before the read)
+            return scatter.result(), iterations, residual, converged
         out = cp.zeros(int(size), cp.float32)  # Unknowns.scatter
         out[cells] = self.x[:m]
         return out, iterations, residual, converged

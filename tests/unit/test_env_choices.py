@@ -9,8 +9,7 @@ from voxfx.kernels import settings
 from voxfx.kernels.flip import (particle_sort, sparse_g2p_gpu, sparse_grid, sparse_gpu, sparse_multigrid_bricks,
                                 sparse_multigrid_kept, sparse_pressure_buffers,
                                 sparse_pressure_brick_smooth, sparse_pressure_cells, sparse_pressure_gpu,
-                                sparse_pressure_setup,
-                                sparse_pressure_solve_ahead,
+                                sparse_pressure_scatter_ahead, sparse_pressure_setup, sparse_pressure_solve_ahead,
                                 sparse_pressure_workspace_levels, sparse_scatter, sparse_topology_gpu,
                                 sparse_topology_tables, sparse_topology_update, sparse_transfer, surface_gpu,
                                 surface_host_copy, surface_place, transfer)
@@ -33,6 +32,8 @@ SWITCHES = [  # (the switch, its variable, its ways, its default)
     (surface_gpu.level_set_sums, "VOXFX_LEVEL_SET_SUMS", surface_gpu.LEVEL_SET_SUMS, "fused"),
     (transfer.speed_max_mode, "VOXFX_MAX_SPEED", transfer.SPEED_MAXIMA, "blocks"),
     (sparse_pressure_solve_ahead.mode, "VOXFX_SPARSE_SOLVE_AHEAD", sparse_pressure_solve_ahead.MODES, "1"),
+    (sparse_pressure_scatter_ahead.mode, "VOXFX_SPARSE_PRESSURE_SCATTER_AHEAD", sparse_pressure_scatter_ahead.MODES,
+     "0"),
     (particle_sort.mode, "VOXFX_SPARSE_PARTICLE_SORT", particle_sort.SORTS, "off"),
     (particle_sort.path, "VOXFX_SPARSE_PARTICLE_SORT_PATH", particle_sort.PATHS, "argsort"),
     (sparse_topology_gpu.topology_mode, "VOXFX_SPARSE_TOPOLOGY", sparse_topology_gpu.TOPOLOGY_MODES, "device"),
