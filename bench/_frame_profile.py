@@ -2,8 +2,9 @@
 the host time of the frames A…B goes (issue 24: the 8M Fast frames after the splash, 31–36 ms
 against the ≤ 30 ms goal).
 
-``FrameProfile``: cProfile around those frames' ``step`` (not the level set), its functions
-ranked by their own host time (tottime) and by time inside them (cumtime), per frame. A host read
+``FrameProfile``: cProfile around those frames' ``step`` and (``call``) their level set, its functions
+ranked by their own host time (tottime) and by time inside them (cumtime), per frame; for the
+largest own times, their callers (h21h: which of the project's functions the CuPy calls serve). A host read
 (``ndarray.get``, ``Event.synchronize``, ``float`` of a device scalar) counts the wait for the device
 as its own time: those lines are the device's, the rest the host's Python, CuPy's launches and
 the driver's allocations. The profiler's own cost (~1 µs a Python call) is in every number.
@@ -31,11 +32,25 @@ def frame_range(text: str | None) -> range:
 
 
 class FrameProfile:
-    def __init__(self, frames: range, top: int = 30):
-        self.frames, self.top = frames, top
+    def __init__(self, frames: range, top: int = 40, callers: int = 14):
+        self.frames, self.top, self.callers = frames, top, callers
         self.profile = cProfile.Profile()
         self.profiled = 0
         self.wall = 0.0
+        self.level_set_wall = 0.0
+
+    def call(self, frame, fn, *args):
+        """``fn(*args)`` (the frame's level set), profiled into the same profile when *frame* is one of
+        the frames."""
+        if frame not in self.frames:
+            return fn(*args)
+        t0 = time.perf_counter()
+        self.profile.enable()
+        try:
+            return fn(*args)
+        finally:
+            self.profile.disable()
+            self.level_set_wall += (time.perf_counter() - t0) * 1e3
 
     def step(self, sim, frame, frame_dt):
         """``sim.step(frame_dt)``, profiled when *frame* is one of the frames."""
@@ -54,7 +69,8 @@ class FrameProfile:
         if not self.profiled:
             return []
         out = [f"profile of frames {self.frames.start}-{self.frames.stop - 1} ({self.profiled} frames, step "
-               f"{self.wall / self.profiled:.2f} ms a frame under the profiler): ms a frame"]
+               f"{self.wall / self.profiled:.2f} ms + level set {self.level_set_wall / self.profiled:.2f} ms a frame "
+               "under the profiler): ms a frame"]
         for key, title in (("tottime", "own time"), ("cumtime", "time inside")):
             stream = io.StringIO()
             stats = pstats.Stats(self.profile, stream=stream)
@@ -65,6 +81,15 @@ class FrameProfile:
                 where = "/".join(path.split("/")[-2:])
                 out.append(f"    {calls / self.profiled:8.1f} | {own * 1e3 / self.profiled:7.3f} | "
                            f"{inside * 1e3 / self.profiled:7.3f} | {where}:{line}({name})")
+        out.append("  callers of the largest own times: calls a frame | own ms | inside ms | caller")
+        stats = pstats.Stats(self.profile)
+        rows = sorted(stats.stats.items(), key=lambda kv: kv[1][2], reverse=True)
+        for (path, line, name), (_, _, own, _, callers) in rows[:self.callers]:
+            out.append(f"    {'/'.join(path.split('/')[-2:])}:{line}({name}) {own * 1e3 / self.profiled:.3f} ms:")
+            by = sorted(callers.items(), key=lambda kv: kv[1][2], reverse=True)
+            for (cpath, cline, cname), (_, ncalls, ctt, cct) in by[:6]:
+                out.append(f"      {ncalls / self.profiled:8.1f} | {ctt * 1e3 / self.profiled:7.3f} | "
+                           f"{cct * 1e3 / self.profiled:7.3f} | {'/'.join(cpath.split('/')[-2:])}:{cline}({cname})")
         return out
 
 

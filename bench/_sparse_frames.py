@@ -218,7 +218,7 @@ def run_frames(n, particles, frames, kind, time_cap, level_set=False, trace=None
                           f"encoded on the device {(d - c) * 1e3:.1f} ms ({len(encoded) / len(sim.pos):.1f} bytes a "
                           f"particle); the frame {(d - a) * 1e3:.0f} ms")
         elif level_set:
-            surface_text = _plain_level_set(sim, b, watch)
+            surface_text = profiler.call(frame, _plain_level_set, sim, b, watch)
         else:
             surface_text = "-"
         # the user's frame as the issue counts it: the step and the level set (several ways timed: none)

@@ -114,13 +114,13 @@ advection) grows with the grid.
 from __future__ import annotations
 
 import math
-import os
 from types import SimpleNamespace
 
 import numpy as np
 
 from ..errors import InputError
 from ..grid import mac
+from ..settings import env_value
 from .grid import AIR, FLUID, SOLID
 
 SWITCH = "VOXFX_AIR_BAND_PROJECTION"
@@ -134,7 +134,7 @@ SUBSTEP_CELLS = 4.0  # the sub-cycled advection's longest step, in cells (notes)
 
 def enabled() -> bool:
     """Whether ``VOXFX_AIR_BAND_PROJECTION`` is on ("1"; "0" or unset: off)."""
-    text = os.environ.get(SWITCH, "").strip()
+    text = env_value(SWITCH).strip()
     if text not in ("", "0", "1"):
         raise InputError(f"{SWITCH} must be 0 or 1, not {text}")
     return text == "1"
@@ -143,7 +143,7 @@ def enabled() -> bool:
 def wall_split() -> bool:
     """Whether ``VOXFX_AIR_BAND_WALL_PIECES`` is on ("1"; "0" or unset: off); it acts only
     with ``VOXFX_AIR_BAND_PROJECTION`` on."""
-    text = os.environ.get(WALL_SWITCH, "").strip()
+    text = env_value(WALL_SWITCH).strip()
     if text not in ("", "0", "1"):
         raise InputError(f"{WALL_SWITCH} must be 0 or 1, not {text}")
     return text == "1"

@@ -26,18 +26,18 @@ the substep's reach (−46.8%). Not built for the sparse solver or the GPU (refu
 from __future__ import annotations
 
 import math
-import os
 
 import numpy as np
 
 from ..errors import InputError
+from ..settings import env_value
 
 SWITCH = "VOXFX_DENSITY_POSITIONS"
 
 
 def stiffness() -> float:
     """β of ``VOXFX_DENSITY_POSITIONS`` (0: off), checked: a number in [0, 1]."""
-    text = os.environ.get(SWITCH, "").strip()
+    text = env_value(SWITCH).strip()
     if not text:
         return 0.0
     try:

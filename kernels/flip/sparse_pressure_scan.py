@@ -76,7 +76,7 @@ def lookback_state(cp):
     """scan_lookback's status words (zeroed once) and ctrl (epoch 1, ticket 0, done 0) for the
     current device and stream: kept, each launch leaves them ready for the next (the kernel's
     notes); launches on one stream run in turn, so they never share a ticket counter."""
-    key = (cp.cuda.Device().id, cp.cuda.get_current_stream().ptr)
+    key = (cp.cuda.runtime.getDevice(), cp.cuda.get_current_stream().ptr)  # no Device object a scan
     state = _lookback.get(key)
     if state is None:
         state = _lookback[key] = (cp.zeros(_LOOKBACK_WORDS, cp.uint64), cp.asarray(np.array([1, 0, 0], np.uint32)))

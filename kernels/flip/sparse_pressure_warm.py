@@ -43,6 +43,7 @@ import os
 
 import numpy as np
 
+from ..settings import env_value
 from .grid import FLUID
 
 _F32 = np.float32
@@ -55,7 +56,7 @@ RELAX = "VOXFX_PRESSURE_WARM_RELAX"  # module notes: "0" (default), "1" (= "2,1"
 def warm_start_on(setting) -> bool:
     """The warm start's switch: *setting* (``FlipSettings.warm_start_pressure``) unless
     ``VOXFX_PRESSURE_WARM`` is "0" or "1" (read at each solve)."""
-    forced = os.environ.get("VOXFX_PRESSURE_WARM", "")
+    forced = env_value("VOXFX_PRESSURE_WARM")
     return forced == "1" if forced in ("0", "1") else bool(setting)
 
 
@@ -94,7 +95,7 @@ def initial_guess(grid, enclosed, labels):
 
 def relax_setting():
     """(sweeps, width) of ``RELAX`` (module notes), None where off; read at each solve."""
-    value = os.environ.get(RELAX, "0").strip()
+    value = env_value(RELAX).strip()  # unset: "", off as "0"
     if value in ("", "0"):
         return None
     if value == "1":

@@ -99,7 +99,7 @@ def enabled() -> bool:
 def workspace():
     import cupy as cp
 
-    device = cp.cuda.Device().id
+    device = cp.cuda.runtime.getDevice()  # Device().id without the object
     ws = _workspaces.get(device)
     if ws is None:
         ws = _workspaces[device] = Workspace(cp)
@@ -285,6 +285,22 @@ class _Work(dict):
         return arrays
 
 
+def put_values(values, extra) -> None:
+    """``values[at:at + 1] = extra[at]`` for each of *extra* (device arrays of one value each): a
+    4-byte device-to-device copy in stream order where both are int32 and *values* contiguous (the
+    set-up's count and memo test, ``staged_setup``), CuPy's assignment (a copy kernel and a view)
+    otherwise. The same bytes; helper h21h: the copy's host cost is below the assignment's on the
+    set-up's stretch where a slow host makes the device wait."""
+    import cupy as cp
+
+    direct = values.dtype == cp.int32 and values.flags.c_contiguous
+    for at, value in enumerate(extra):
+        if direct and value.dtype == cp.int32 and value.size == 1:
+            (values.data + 4 * at).copy_from_device_async(value.data, 4)
+        else:
+            values[at:at + 1] = value
+
+
 def tables_bytes(caps) -> int:
     """Device bytes of ``Workspace.tables`` for capacities *caps*."""
     total = 0
@@ -337,8 +353,7 @@ def unknowns(grid, kind, extra, ahead=False, before_read=None):
         read = ws.read[:9 + len(extra)]
         read.set(np.array([0] * 3 + box_init, np.int32))
         sizes, box, values = read[:3], read[3:9], read[9:]
-    for at, value in enumerate(extra):
-        values[at:at + 1] = value
+    put_values(values, extra)
     setup.classify(grid, kind, size, diag8, flags, box)
     setup.inclusive_scan(flags, scans, ws.sums)
     setup._U.launch("unk_order", size, (flags, scans, np.int32(size), sizes, position, cells, in_set))

@@ -48,6 +48,7 @@ from ..errors import InputError
 from ..grid import GridSpec
 from ..grid.sparse_mac import CELLS
 from ..progress import report, scaled
+from ..settings import env_scope
 from . import bodies, density, density_positions, sparse_bodies, sparse_output, sparse_pressure, sparse_transfer
 from . import air_band, particle_sort, sparse_air_band, transfer
 from . import sparse_topology_gpu as topology_gpu
@@ -256,10 +257,12 @@ class SparseFlipSimulation(KeptBricks, FlipSimulation):
         ``VOXFX_SPARSE_PARTICLE_SORT`` asks for (``particle_sort``: off by default), before the
         frame's outputs and checkpoint read them. The V-cycle's levels ≥ 2 held across set-ups
         (``VOXFX_SPARSE_MG_KEEP``) are rebuilt at the frame's first set-up
-        (``sparse_multigrid_kept.frame_started``): a bake resumed at a frame goes on bit for bit."""
-        frame_started(self.grid)
-        stats = super().step(frame_dt, progress)
-        stats["sorted"] = particle_sort.after_frame(self)
+        (``sparse_multigrid_kept.frame_started``): a bake resumed at a frame goes on bit for bit.
+        The A/B switches are read once a frame (``settings.env_scope``)."""
+        with env_scope():
+            frame_started(self.grid)
+            stats = super().step(frame_dt, progress)
+            stats["sorted"] = particle_sort.after_frame(self)
         return stats
 
     def substep(self, dt: float, progress=None) -> dict:
@@ -330,17 +333,18 @@ class SparseFlipSimulation(KeptBricks, FlipSimulation):
         against the walls in a closed box (``FlipSimulation.level_set``), the particles'
         own in an open domain. A narrow band's deep cells count as cells full of
         particles (``NarrowBand.virtual_particles``), so the band meets the deep liquid
-        without a seam."""
+        without a seam. The A/B switches are read once (``settings.env_scope``)."""
         pos = self.pos
-        if self.band is not None and len(self.band.deep):
-            self.pos = self.xp.concatenate([pos, self.band.virtual_particles(self.spec,
-                                                                             self.settings.particles_per_cell)])
-        try:
-            if self.boundary == "closed" and sparse_output.box_outputs(self.spec):
-                return super().level_set(progress, on_device)
-            return sparse_output.level_set(self, progress, on_device)
-        finally:
-            self.pos = pos
+        with env_scope():
+            if self.band is not None and len(self.band.deep):
+                self.pos = self.xp.concatenate([pos, self.band.virtual_particles(self.spec,
+                                                                                 self.settings.particles_per_cell)])
+            try:
+                if self.boundary == "closed" and sparse_output.box_outputs(self.spec):
+                    return super().level_set(progress, on_device)
+                return sparse_output.level_set(self, progress, on_device)
+            finally:
+                self.pos = pos
 
     def cell_velocity(self, padding: int = 0):
         """Grid velocity at cell centres (nz, ny, nx, 3) float32 (NumPy), averaged from the

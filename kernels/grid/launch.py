@@ -76,9 +76,7 @@ class Kernels:
         """The compiled kernel *name* (compiled and cached at the first call). Kept per
         device: ``backend.get_kernel`` asks the module for a new function handle every time
         (~5 µs of host time a launch, which bounds substeps of many small launches)."""
-        import cupy as cp
-
-        key = (name, cp.cuda.runtime.getDevice())
+        key = (name, _device())
         function = self._functions.get(key)
         if function is None:
             function = self._functions[key] = backend.get_kernel(self.filename, name, self.options)
@@ -93,14 +91,27 @@ class Kernels:
         return blocks(n, self.threads)
 
     def launch(self, name: str, n, args) -> None:
-        """*name* over *n* items, one thread each (nothing to do for n = 0)."""
+        """*name* over *n* items, one thread each (nothing to do for n = 0). One look-up through
+        ``get`` a launch (tests count launches there)."""
         n = int(n)
         if n > 0:
-            self.get(name)(blocks(n, self.threads), (self.threads,), args)
+            threads = self.threads
+            self.get(name)(((n + threads - 1) // threads,), (threads,), args)
 
     def launch_grid(self, name: str, grid: tuple, block: tuple, args, shared_mem: int = 0) -> None:
         """*name* with an explicit grid and block (and *shared_mem* bytes of dynamic shared memory)."""
         self.get(name)(grid, block, args, shared_mem=int(shared_mem))
+
+
+def _device() -> int:
+    """The current CUDA device's id: ``cupy.cuda.runtime.getDevice``, bound here at the first call
+    (no import statement a launch; helper h21h: ~200 launches an 8M Fast frame, many of them on
+    stretches where the device waits for the host)."""
+    global _device
+    import cupy as cp
+
+    _device = cp.cuda.runtime.getDevice
+    return _device()
 
 
 # The modules that launch kernels (each creates its ``Kernels`` at import).

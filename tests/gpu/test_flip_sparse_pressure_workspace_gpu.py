@@ -308,3 +308,22 @@ def test_gpu_first_caps_grown_give_the_same_pressure_in_fewer_generations(monkey
     assert gens["grown"] == 1 < gens["fresh"], gens
     assert built["grown"] <= built["fresh"], built
 
+
+def test_gpu_put_values_writes_what_the_assignment_writes():
+    """``put_values`` (the set-up's extra values into its read row: a 4-byte device copy each where
+    both are int32) leaves the row as ``values[at:at + 1] = value`` does, neighbours untouched, in
+    stream order after a write queued before it; int64 values and a strided row take the assignment."""
+    import cupy
+
+    extra = [cupy.asarray(np.array([v], np.int32)) for v in (7, -3, 2 ** 31 - 1)]
+    for make in (lambda: cupy.arange(12, dtype=cupy.int32), lambda: cupy.arange(24, dtype=cupy.int32)[::2]):
+        want, got = make(), make()
+        for at, value in enumerate(extra):
+            want[4 + at:5 + at] = value
+        got[4:7].fill(-9)  # queued before: the copies land after it
+        sparse_pressure_workspace.put_values(got[4:7], extra)
+        assert (got.get() == want.get()).all()
+    row = cupy.zeros(3, cupy.int32)
+    wide, offset = cupy.asarray(np.array([5], np.int64)), (cupy.ones(2, cupy.int32) * 6)[1:]
+    sparse_pressure_workspace.put_values(row, [wide, offset])
+    assert row.get().tolist() == [5, 6, 0]

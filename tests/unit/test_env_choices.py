@@ -199,3 +199,93 @@ def test_tail_switches_read_their_variable_unless_the_module_names_them(monkeypa
     monkeypatch.setenv(variable, "2")
     with pytest.raises(ValueError, match=f"^{variable} must be one of 0, 1, not '2'$"):
         switch()
+
+
+def test_env_scope_reads_each_variable_once_and_keeps_nothing_after(monkeypatch):
+    """Inside ``settings.env_scope`` a variable is read from ``os.environ`` once: a change made inside
+    the scope is not seen before the outermost scope ends (nested scopes share the kept values), and
+    is the next call's way after it; a bad value kept inside is refused at every call; the caller's
+    way still wins; another thread reads its own."""
+    import os
+    import threading
+
+    ways = ("one", "two")
+    monkeypatch.setenv("VOXFX_TEST_SWITCH", "one")
+    with settings.env_scope():
+        assert settings.env_choice("VOXFX_TEST_SWITCH", ways) == "one"
+        os.environ["VOXFX_TEST_SWITCH"] = "two"
+        assert settings.env_choice("VOXFX_TEST_SWITCH", ways) == "one"  # kept
+        assert settings.env_choice("VOXFX_TEST_SWITCH", ways, "two") == "two"  # the caller's way
+        seen = []
+        thread = threading.Thread(target=lambda: seen.append(settings.env_choice("VOXFX_TEST_SWITCH", ways)))
+        thread.start()
+        thread.join()
+        assert seen == ["two"]  # another thread: no scope of its own, a plain read
+        with settings.env_scope():  # nested: the same kept value, and still kept after it ends
+            assert settings.env_choice("VOXFX_TEST_SWITCH", ways) == "one"
+        assert settings.env_choice("VOXFX_TEST_SWITCH", ways) == "one"
+    assert settings.env_choice("VOXFX_TEST_SWITCH", ways) == "two"  # the scope ended: read again
+    with settings.env_scope():
+        assert settings.env_choice("VOXFX_TEST_SWITCH", ways) == "two"  # nothing kept from the last scope
+        monkeypatch.setenv("VOXFX_TEST_SWITCH", "three")
+        assert settings.env_choice("VOXFX_TEST_SWITCH", ways) == "two"
+    monkeypatch.setenv("VOXFX_TEST_SWITCH", "three")
+    with pytest.raises(ValueError), settings.env_scope():
+        settings.env_choice("VOXFX_TEST_SWITCH", ways)
+    for _ in range(2):  # the scope that raised left nothing behind: a fresh read each call
+        monkeypatch.setenv("VOXFX_TEST_SWITCH", "two")
+        assert settings.env_choice("VOXFX_TEST_SWITCH", ways) == "two"
+        monkeypatch.delenv("VOXFX_TEST_SWITCH")
+        assert settings.env_choice("VOXFX_TEST_SWITCH", ways) == "one"
+    monkeypatch.setenv("VOXFX_TEST_SWITCH", "three")
+    with settings.env_scope():  # a bad value kept is refused at each call
+        for _ in range(2):
+            with pytest.raises(ValueError, match="^VOXFX_TEST_SWITCH must be one of one, two, not 'three'$"):
+                settings.env_choice("VOXFX_TEST_SWITCH", ways)
+
+
+class _CountingEnviron(dict):
+    """A stand-in for ``os.environ`` that counts the reads of each VOXFX variable."""
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.reads = {}
+
+    def get(self, key, default=None):
+        if key.startswith("VOXFX_"):
+            self.reads[key] = self.reads.get(key, 0) + 1
+        return super().get(key, default)
+
+
+def test_a_sparse_frame_reads_each_switch_once_and_sees_changes_between_frames(monkeypatch):
+    """``SparseFlipSimulation.step`` and ``level_set`` read each A/B switch once a call (their
+    ``env_scope``), however many substeps and calls read it; a switch changed between frames is the
+    next frame's way (a bad value there is refused by that frame), as before the scope."""
+    import os
+
+    import numpy as np
+
+    from tests.meshes import box
+    from voxfx.kernels.flip.grid import FlipSettings
+    from voxfx.kernels.flip.sim import FlipSimulation
+    from voxfx.kernels.grid import GridSpec
+
+    spec = GridSpec((0.0, 0.0, 0.0), 0.05, (16, 12, 16))
+    sim = FlipSimulation(spec, FlipSettings(cfl=1.0), *box((0.05, 0.05, 0.05), (0.4, 0.4, 0.4)), xp=np, sparse=True)
+    environ = _CountingEnviron(os.environ)
+    monkeypatch.setattr(os, "environ", environ)
+    stats = sim.step(1 / 24)
+    assert stats["substeps"] > 1  # several substeps read the same switches
+    assert environ.reads and max(environ.reads.values()) == 1, environ.reads
+    environ.reads.clear()
+    sim.level_set()
+    assert max(environ.reads.values(), default=1) == 1, environ.reads
+    environ.reads.clear()
+    sim.step(1 / 24)
+    assert max(environ.reads.values()) == 1
+    switch = "VOXFX_SPARSE_MARGIN"  # sparse_grid.margin_mode: read in every substep
+    environ[switch] = "sideways"
+    with pytest.raises(ValueError, match=f"^{switch} must be one of"):
+        sim.step(1 / 24)
+    del environ[switch]
+    sim.step(1 / 24)
