@@ -32,6 +32,8 @@ SWITCHES = [  # (the switch, its variable, its ways, its default)
     (surface_gpu.level_set_sums, "VOXFX_LEVEL_SET_SUMS", surface_gpu.LEVEL_SET_SUMS, "fused"),
     (transfer.speed_max_mode, "VOXFX_MAX_SPEED", transfer.SPEED_MAXIMA, "blocks"),
     (sparse_pressure_solve_ahead.mode, "VOXFX_SPARSE_SOLVE_AHEAD", sparse_pressure_solve_ahead.MODES, "1"),
+    (sparse_pressure_solve_ahead.zero, "VOXFX_SPARSE_AHEAD_ZERO", sparse_pressure_solve_ahead.ZEROS, "sentinels"),
+    (sparse_pressure_solve_ahead.guess, "VOXFX_SPARSE_AHEAD_GUESS", sparse_pressure_solve_ahead.GUESSES, "gather"),
     (sparse_pressure_scatter_ahead.mode, "VOXFX_SPARSE_PRESSURE_SCATTER_AHEAD", sparse_pressure_scatter_ahead.MODES,
      "0"),
     (particle_sort.mode, "VOXFX_SPARSE_PARTICLE_SORT", particle_sort.SORTS, "off"),
