@@ -80,14 +80,16 @@ DEFAULT = "1"
 # kernel on the host, tests/unit/test_cuda_sparse_pressure_solve_ahead_host.py). Read at each solve.
 ZERO = "VOXFX_SPARSE_AHEAD_ZERO"
 ZEROS = ("sentinels", "fill")
-# A warm solve launched ahead's x₀ (h21f): "gather" (default) — where the warm start would make it by
-# warm_guess alone (new cells "zero", no relaxation: ``sparse_pressure_warm.carried_guess``),
-# unknowns_gather reads the carried pressure and takes warm_guess's value of it (finite, else 0) at
-# each unknown: no pass over every flat cell, no flat x₀ (a ``Guess``, made flat only for a solve
-# that missed); "flat" — warm_guess's flat x₀ first, gathered as it is. A selection either way: the
-# same x₀ and pressure bit for bit (host harness; GPU test). Read at each solve.
-GUESS_SWITCH = "VOXFX_SPARSE_AHEAD_GUESS"
-GUESSES = ("gather", "flat")
+# What a solve launched ahead gathers (h21f): "folded" (default) — unknowns_gather writes level 0's
+# diag too (unk_diag_strided's values: that launch, and its read of the cells, dropped) and, where the
+# warm start would make x₀ by warm_guess alone (new cells "zero", no relaxation:
+# ``sparse_pressure_warm.carried_guess``), reads the carried pressure and takes warm_guess's value of
+# it (finite, else 0) at each unknown: no pass over every flat cell, no flat x₀ (a ``Guess``, made
+# flat only for a solve that missed); "apart" — unk_diag_strided, warm_guess's flat x₀, then the
+# gather as before. Selections and copies only: the same diag, x₀ and pressure bit for bit (host
+# harness; GPU test). Read at each solve.
+GATHER_SWITCH = "VOXFX_SPARSE_AHEAD_GATHER"
+GATHERS = ("folded", "apart")
 _K = Kernels("flip_sparse_pressure_ahead.cu", (), THREADS)
 _last = {}  # device id → (the last solve's solver (weakly), whether the last set-up had sealed regions)
 _pinned = {}  # device id → (read buffer int32, brick words uint64, event): pinned, reused each solve
@@ -95,14 +97,14 @@ _READ_WORDS = 256
 counts = {"launched": 0, "taken": 0, "missed": 0}  # in this process (tests, benches)
 
 
-def guess(given=None) -> str:
-    """``GUESS``'s way: *given*, else ``VOXFX_SPARSE_AHEAD_GUESS``, else "gather"."""
-    return env_choice(GUESS_SWITCH, GUESSES, given)
+def gather_mode(given=None) -> str:
+    """``GATHER_SWITCH``'s way: *given*, else ``VOXFX_SPARSE_AHEAD_GATHER``, else "folded"."""
+    return env_choice(GATHER_SWITCH, GATHERS, given)
 
 
 class Guess:
-    """x₀ of a warm solve launched ahead whose gather took it from the carried pressure (``GUESS``
-    "gather"): the flat array warm_guess makes of it (``flat``) only where a solve that missed needs
+    """x₀ of a warm solve launched ahead whose gather took it from the carried pressure
+    (``GATHER_SWITCH`` "folded"): the flat array warm_guess makes of it (``flat``) only where a solve that missed needs
     it (``flat_guess``); a taken solve compares it by identity, as the array before."""
 
     def __init__(self, carried):
@@ -257,8 +259,10 @@ class Ahead:
                                                    np.int32(self.count), np.int32(self.drop), np.int32(MG_MIN_SIDE),
                                                    np.int32(self.max_iterations), solver.ints, *sentinels))
         B = solver.levels[0]
-        cells = level._tables_args[0]
-        fill_tables(level._tables_args, solver.sizes, B.stride, B.nbr, B.diag, B.stride)  # nbr None: the diag alone
+        cells, diag8 = level._tables_args[0], level._tables_args[5]
+        folded = gather_mode() == "folded"
+        if not folded or B.nbr is not None:  # the diag (and nbr rows) by their own launch
+            fill_tables(level._tables_args, solver.sizes, B.stride, B.nbr, B.diag, B.stride)  # nbr None: the diag
         solver._filled = None  # level 0's tables are these now: loaded again unless taken
         if any(solver.brick_transfers):
             words[:] = level.brick_words()
@@ -268,14 +272,15 @@ class Ahead:
             solver._span_due = solver._span_tables(level)  # the span smoother's tables (h20a), after
             solver._brick_span_table()  # ahead_sizes wrote the sizes
         x0 = None  # no sealed region where taken: the solve's cell types are the grid's
-        carried = carried_guess(self.grid) if self.warm and guess() == "gather" else None
-        if carried is not None:  # x₀ = warm_guess(carried) taken at the unknowns by the gather (GUESS)
+        carried = carried_guess(self.grid) if self.warm and folded else None
+        if carried is not None:  # x₀ = warm_guess(carried) taken at the unknowns by the gather (GATHER_SWITCH)
             x0 = Guess(carried)
         elif self.warm:
             x0 = relax_guess(self.grid, self.grid["cell"], self.b, initial_guess(self.grid, None, None))
         flat = carried if carried is not None else (np.uint64(0) if x0 is None else x0)
+        diag = (diag8, B.diag) if folded and B.nbr is None else (np.uint64(0), np.uint64(0))  # level 0's diag here
         _K.launch("unknowns_gather", B.stride, (self.b, flat, cells, solver.sizes, solver.b, solver.x,
-                                                 np.int32(carried is not None)))
+                                                 np.int32(carried is not None), *diag))
         solver.start_graph(x0 is not None, self.tolerance).run()
         self.predicted = min(solver.last_iterations, self.max_iterations) if sparse_pressure_gpu.PREDICT else 0
         for _ in range(self.predicted):

@@ -96,7 +96,7 @@ def carried_guess(grid):
     """The carried pressure where ``initial_guess`` (no sealed region) would make x₀ of it by
     warm_guess alone and ``relax_guess`` leaves it so — CuPy, new cells "zero", the kernels on, no
     relaxation — else None: a solve launched ahead then gathers x₀ straight from it
-    (``sparse_pressure_solve_ahead.GUESS``)."""
+    (``sparse_pressure_solve_ahead.GATHER_SWITCH``)."""
     xp = grid.xp
     if xp is np or CARRIED not in grid.channels or NEW_CELLS != "zero" or relax_setting() is not None:
         return None

@@ -163,8 +163,9 @@ def test_gpu_solve_ahead_guesses_missed_are_solved_again_to_the_same_bits(monkey
 @pytest.mark.parametrize("smoother", ["brick", "rb"])
 def test_gpu_ahead_sentinels_and_gathered_guess_give_the_fills_bits_over_poisoned_vectors(monkeypatch, smoother):
     """h21f's defaults for a solve launched ahead — ``VOXFX_SPARSE_AHEAD_ZERO`` "sentinels" (ahead_sizes
-    writes each vector's sentinel 0) and ``VOXFX_SPARSE_AHEAD_GUESS`` "gather" (x₀ gathered from the
-    carried pressure) — against "fill" (the whole arena zeroed) and "flat" (warm_guess's flat x₀), a
+    writes each vector's sentinel 0) and ``VOXFX_SPARSE_AHEAD_GATHER`` "folded" (x₀ gathered from the
+    carried pressure, level 0's diag in the gather) — against "fill" (the whole arena zeroed) and
+    "apart" (unk_diag_strided, warm_guess's flat x₀), a
     warm dam break of four frames with the guessed solver's vectors poisoned with NaN before every
     launch ahead (so an entry below a level's m read before the start or the iteration writes it, or
     any entry past m, would spread a NaN): every solve the same bits and stats, some taken ahead."""
@@ -187,9 +188,9 @@ def test_gpu_ahead_sentinels_and_gathered_guess_give_the_fills_bits_over_poisone
     spec = GridSpec((0.0, 0.0, 0.0), 1 / 32, (32, 24, 24))
     v, t = box((0.0, 0.0, 0.0), (0.35, 0.55, 0.7))
     runs, counts, made = {}, {}, {}
-    for zero, guess in (("fill", "flat"), ("sentinels", "gather")):
+    for zero, gather in (("fill", "apart"), ("sentinels", "folded")):
         monkeypatch.setenv(sparse_pressure_solve_ahead.ZERO, zero)
-        monkeypatch.setenv(sparse_pressure_solve_ahead.GUESS_SWITCH, guess)
+        monkeypatch.setenv(sparse_pressure_solve_ahead.GATHER_SWITCH, gather)
         sparse_pressure_gpu.release_gpu_solvers()
         before, guesses[:] = _counts(), []
         settings = FlipSettings(seed=5, warm_start_pressure=True)
