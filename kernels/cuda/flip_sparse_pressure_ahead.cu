@@ -83,9 +83,10 @@ extern "C" __global__ void ahead_sizes(const int* __restrict__ cnt, const int* _
 // (the solver's fill, or ahead_sizes, left ub[m] and ux[m] 0), cupy.take's values. With guess,
 // x0 is the carried pressure and ux takes warm_guess's value of it (finite, else 0: a selection,
 // the same bits) — warm_guess's pass over every flat cell and its array folded into this gather
-// (sparse_pressure_solve_ahead.GATHER_SWITCH "folded", h21f). Where udiag is given (not null), level 0's
-// diag too, unk_diag_strided's values (diag8 at the cell, the sentinel 1 at m): that launch folded
-// into this one (the same cells read once). Grid-stride: launched over the solver's stride, not m.
+// (sparse_pressure_solve_ahead.GATHER_SWITCH "guess", h21f). Where udiag is given (not null),
+// level 0's diag too, unk_diag_strided's values (diag8 at the cell, the sentinel 1 at m): that
+// launch folded into this one, the same cells read once (GATHER_SWITCH "folded", the default).
+// Grid-stride: launched over the solver's stride, not m.
 extern "C" __global__ void unknowns_gather(const float* __restrict__ b, const float* __restrict__ x0,
                                            const long long* __restrict__ cells, const int* __restrict__ sizes,
                                            float* __restrict__ ub, float* __restrict__ ux, int guess,

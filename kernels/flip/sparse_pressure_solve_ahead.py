@@ -14,9 +14,11 @@ Here, ``SWITCH`` on, the solve goes before that read, on a guess:
    (``ahead_sizes``: all 0 where a level's count passes its stride — then nothing queued
    touches an entry past a sentinel, the start stops at once — or where the V-cycle the host
    will keep has another level count than the solver's: ``ahead_depth_reference``, below);
-3. level 0's tables (``unk_tables_strided``, or its diag alone: ``unk_diag_strided``), b and x₀
+3. level 0's tables (``unk_tables_strided``, or its diag alone: ``unk_diag_strided`` — or, by
+   default, that diag written by ``unknowns_gather``: ``GATHER_SWITCH``), b and x₀
    (``unknowns_gather``) over the stride, reading those sizes; the brick transfers' table from
-   pinned memory;
+   pinned memory; the last solve's values left in the vectors but the sentinels, which ahead_sizes
+   zeroes (``ZERO``);
 4. the start graph and as many single iterations as the last solve took (``PREDICT``);
 5. the read itself as a copy into pinned memory queued before all of it, waited for by an
    event: the host goes on while the device runs the solve.
@@ -77,19 +79,27 @@ DEFAULT = "1"
 # of level 0's 1.27M-entry stride and the coarse levels'). A guess that misses is solved the old
 # way, its load filling every vector as before. The same iterations and pressure bit for bit
 # (tests/gpu/test_flip_sparse_pressure_solve_ahead_gpu.py: "1" against "0", whose solves fill; the
-# kernel on the host, tests/unit/test_cuda_sparse_pressure_solve_ahead_host.py). Read at each solve.
+# kernel on the host, tests/unit/test_cuda_sparse_pressure_solve_ahead_host.py; the GPU test with every
+# vector poisoned with NaN before each launch ahead). Read at each solve. Measured with GATHER_SWITCH below
+# (h21f's call, H100 80GB HBM3): the launches before the start graph 0.077 → 0.046 ms of device.
 ZERO = "VOXFX_SPARSE_AHEAD_ZERO"
 ZEROS = ("sentinels", "fill")
 # What a solve launched ahead gathers (h21f): "folded" (default) — unknowns_gather writes level 0's
-# diag too (unk_diag_strided's values: that launch, and its read of the cells, dropped) and, where the
-# warm start would make x₀ by warm_guess alone (new cells "zero", no relaxation:
-# ``sparse_pressure_warm.carried_guess``), reads the carried pressure and takes warm_guess's value of
-# it (finite, else 0) at each unknown: no pass over every flat cell, no flat x₀ (a ``Guess``, made
-# flat only for a solve that missed); "apart" — unk_diag_strided, warm_guess's flat x₀, then the
-# gather as before. Selections and copies only: the same diag, x₀ and pressure bit for bit (host
-# harness; GPU test). Read at each solve.
+# diag too (unk_diag_strided's values: that launch, and its read of the cells, dropped); "guess" —
+# that, and where the warm start would make x₀ by warm_guess alone (new cells "zero", no relaxation:
+# ``sparse_pressure_warm.carried_guess``) the gather reads the carried pressure and takes warm_guess's
+# value of it (finite, else 0) at each unknown: no pass over every flat cell, no flat x₀ (a ``Guess``,
+# made flat only for a solve that missed); "apart" — unk_diag_strided, then the gather as before.
+# Selections and copies only: the same diag, x₀ and pressure bit for bit (host harness; GPU test).
+# Read at each solve. Measured (h21f's call, H100 80GB HBM3, 8M, "guess" with ZERO "sentinels"
+# against "apart" with "fill", alternating each substep in one process): the solve ahead's launches
+# before its start graph 0.077 → 0.046 ms of device, 0.146 → 0.099 ms of host, 5 → 3 launches. "guess"
+# is opt-in: its processes held pool peaks of 998–1060 MiB in 3 of 4 (with solver_tables' memo then
+# keeping the set-up's own kind, since reverted) against main's 907 in all — it changes which
+# allocations the pool holds when (no warm_guess array; the old carried array held to the solve's
+# end); not isolated. "folded" allocates as "apart" does.
 GATHER_SWITCH = "VOXFX_SPARSE_AHEAD_GATHER"
-GATHERS = ("folded", "apart")
+GATHERS = ("folded", "guess", "apart")
 _K = Kernels("flip_sparse_pressure_ahead.cu", (), THREADS)
 _last = {}  # device id → (the last solve's solver (weakly), whether the last set-up had sealed regions)
 _pinned = {}  # device id → (read buffer int32, brick words uint64, event): pinned, reused each solve
@@ -104,7 +114,7 @@ def gather_mode(given=None) -> str:
 
 class Guess:
     """x₀ of a warm solve launched ahead whose gather took it from the carried pressure
-    (``GATHER_SWITCH`` "folded"): the flat array warm_guess makes of it (``flat``) only where a solve that missed needs
+    (``GATHER_SWITCH`` "guess"): the flat array warm_guess makes of it (``flat``) only where a solve that missed needs
     it (``flat_guess``); a taken solve compares it by identity, as the array before."""
 
     def __init__(self, carried):
@@ -260,7 +270,8 @@ class Ahead:
                                                    np.int32(self.max_iterations), solver.ints, *sentinels))
         B = solver.levels[0]
         cells, diag8 = level._tables_args[0], level._tables_args[5]
-        folded = gather_mode() == "folded"
+        way = gather_mode()
+        folded = way != "apart"
         if not folded or B.nbr is not None:  # the diag (and nbr rows) by their own launch
             fill_tables(level._tables_args, solver.sizes, B.stride, B.nbr, B.diag, B.stride)  # nbr None: the diag
         solver._filled = None  # level 0's tables are these now: loaded again unless taken
@@ -272,7 +283,7 @@ class Ahead:
             solver._span_due = solver._span_tables(level)  # the span smoother's tables (h20a), after
             solver._brick_span_table()  # ahead_sizes wrote the sizes
         x0 = None  # no sealed region where taken: the solve's cell types are the grid's
-        carried = carried_guess(self.grid) if self.warm and folded else None
+        carried = carried_guess(self.grid) if self.warm and way == "guess" else None
         if carried is not None:  # x₀ = warm_guess(carried) taken at the unknowns by the gather (GATHER_SWITCH)
             x0 = Guess(carried)
         elif self.warm:

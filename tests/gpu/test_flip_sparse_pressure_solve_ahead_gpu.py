@@ -161,14 +161,16 @@ def test_gpu_solve_ahead_guesses_missed_are_solved_again_to_the_same_bits(monkey
 
 
 @pytest.mark.parametrize("smoother", ["brick", "rb"])
-def test_gpu_ahead_sentinels_and_gathered_guess_give_the_fills_bits_over_poisoned_vectors(monkeypatch, smoother):
-    """h21f's defaults for a solve launched ahead — ``VOXFX_SPARSE_AHEAD_ZERO`` "sentinels" (ahead_sizes
-    writes each vector's sentinel 0) and ``VOXFX_SPARSE_AHEAD_GATHER`` "folded" (x₀ gathered from the
-    carried pressure, level 0's diag in the gather) — against "fill" (the whole arena zeroed) and
-    "apart" (unk_diag_strided, warm_guess's flat x₀), a
-    warm dam break of four frames with the guessed solver's vectors poisoned with NaN before every
-    launch ahead (so an entry below a level's m read before the start or the iteration writes it, or
-    any entry past m, would spread a NaN): every solve the same bits and stats, some taken ahead."""
+@pytest.mark.parametrize("gather", ["folded", "guess"])
+def test_gpu_ahead_sentinels_and_folded_gather_give_the_fills_bits_over_poisoned_vectors(monkeypatch, smoother,
+                                                                                        gather):
+    """h21f's ways for a solve launched ahead — ``VOXFX_SPARSE_AHEAD_ZERO`` "sentinels" (ahead_sizes
+    writes each vector's sentinel 0) with ``VOXFX_SPARSE_AHEAD_GATHER`` "folded" (level 0's diag in
+    the gather) or "guess" (and x₀ gathered from the carried pressure) — against "fill" (the whole
+    arena zeroed) and "apart" (unk_diag_strided, warm_guess's flat x₀), a warm dam break of four
+    frames with the guessed solver's vectors poisoned with NaN before every launch ahead (so an
+    entry below a level's m read before the start or the iteration writes it, or any entry past m,
+    would spread a NaN): every solve the same bits and stats, some taken ahead."""
     import cupy
 
     from voxfx.kernels.flip import sparse_multigrid_bricks
@@ -188,9 +190,9 @@ def test_gpu_ahead_sentinels_and_gathered_guess_give_the_fills_bits_over_poisone
     spec = GridSpec((0.0, 0.0, 0.0), 1 / 32, (32, 24, 24))
     v, t = box((0.0, 0.0, 0.0), (0.35, 0.55, 0.7))
     runs, counts, made = {}, {}, {}
-    for zero, gather in (("fill", "apart"), ("sentinels", "folded")):
+    for zero, way in (("fill", "apart"), ("sentinels", gather)):
         monkeypatch.setenv(sparse_pressure_solve_ahead.ZERO, zero)
-        monkeypatch.setenv(sparse_pressure_solve_ahead.GATHER_SWITCH, gather)
+        monkeypatch.setenv(sparse_pressure_solve_ahead.GATHER_SWITCH, way)
         sparse_pressure_gpu.release_gpu_solvers()
         before, guesses[:] = _counts(), []
         settings = FlipSettings(seed=5, warm_start_pressure=True)
@@ -200,5 +202,5 @@ def test_gpu_ahead_sentinels_and_gathered_guess_give_the_fills_bits_over_poisone
     sparse_pressure_gpu.release_gpu_solvers()
     _same(runs["fill"], runs["sentinels"])
     assert counts["fill"] == counts["sentinels"] and counts["sentinels"][1] >= 1, counts
-    assert "Guess" in made["sentinels"] and "Guess" not in made["fill"], made  # the gather took x₀ ahead
+    assert ("Guess" in made["sentinels"]) == (gather == "guess") and "Guess" not in made["fill"], made
     assert all(s["converged"] for _, s in runs["sentinels"]) and max(s["iterations"] for _, s in runs["sentinels"]) >= 3

@@ -5,7 +5,7 @@ control ints, every size 0 where a level's count passes its stride or its red co
 range; in every case each of the solver's vectors 0 at its level's m just written (its sentinel,
 index 0 where the sizes are 0) and unchanged elsewhere (``ZERO`` "sentinels") — and
 unknowns_gather against Unknowns.gather (cupy.take's values, bit for bit, NaN and −0 among
-them) and, with guess (``GATHER_SWITCH`` "folded"), against warm_guess's x₀ gathered (the carried
+them) and, with guess (``GATHER_SWITCH`` "guess"), against warm_guess's x₀ gathered (the carried
 pressure finite, else 0; NaN, ±inf and −0 among it) and, with udiag, unk_diag_strided's diag
 (the sentinel 1 at m), writing nothing past m. The device run is
 tests/gpu/test_flip_sparse_pressure_solve_ahead_gpu.py."""
@@ -141,13 +141,13 @@ def test_ahead_kernels_equal_the_reference(ahead, seed):
                 assert np.all(ux == -7)
             else:
                 assert np.array_equal(_bits(ux[:m0]), _bits(x0[cells])) and np.all(ux[m0:] == -7)
-    carried = x0.copy()  # the carried pressure: NaN where none, ±inf, −0 (GATHER_SWITCH "folded": warm_guess's x₀)
+    carried = x0.copy()  # the carried pressure: NaN where none, ±inf, −0 (GATHER_SWITCH "guess": warm_guess's)
     carried[[4, 5, 6, 7]] = (np.nan, np.inf, -np.inf, -0.0)
     carried[rng.random(n) < 0.2] = np.nan
     cells[3:min(m0, 8)] = np.arange(3, min(m0, 8))
     want = np.where(np.isfinite(carried), carried, np.float32(0)).astype(np.float32)  # warm_guess
-    for guess in (False, True):
-        _, ub, ux = _run(ahead, cnt, strides, 37, b, carried, cells, stride, guess=guess, diag=guess)
+    for guess, diag in ((False, False), (False, True), (True, True)):  # "apart", "folded", "guess"
+        _, ub, ux = _run(ahead, cnt, strides, 37, b, carried, cells, stride, guess=guess, diag=diag)
         assert np.array_equal(_bits(ub[:m0]), _bits(b[cells])) and np.all(ub[m0:] == -7)
         assert np.array_equal(_bits(ux[:m0]), _bits((want if guess else carried)[cells])) and np.all(ux[m0:] == -7)
     for worse in cases[1:]:  # every size 0 where any level does not fit
