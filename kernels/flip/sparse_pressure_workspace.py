@@ -285,17 +285,6 @@ class _Work(dict):
         return arrays
 
 
-def put_int(values, at, value) -> None:
-    """values[at] = *value* (a device int32 array of one entry: the sealed count, the reuse test)
-    by one 4-byte device copy in stream order — ``values[at:at + 1] = value`` launched CuPy's copy
-    kernel (an elementwise launch and its host set-up, h21f); the same int either way."""
-    one = values[at:at + 1]
-    if value.dtype == one.dtype and value.size == 1 and value.flags.c_contiguous:
-        one.data.copy_from_device_async(value.data, one.nbytes)
-    else:
-        one[...] = value
-
-
 def tables_bytes(caps) -> int:
     """Device bytes of ``Workspace.tables`` for capacities *caps*."""
     total = 0
@@ -349,7 +338,7 @@ def unknowns(grid, kind, extra, ahead=False, before_read=None):
         read.set(np.array([0] * 3 + box_init, np.int32))
         sizes, box, values = read[:3], read[3:9], read[9:]
     for at, value in enumerate(extra):
-        put_int(values, at, value)
+        values[at:at + 1] = value
     setup.classify(grid, kind, size, diag8, flags, box)
     setup.inclusive_scan(flags, scans, ws.sums)
     setup._U.launch("unk_order", size, (flags, scans, np.int32(size), sizes, position, cells, in_set))
