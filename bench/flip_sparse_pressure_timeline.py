@@ -11,7 +11,8 @@ together.
 
 Marks: enter / exit of ``staged_setup``, ``sparse_pressure_cells.stage``, the workspace's
 ``unknowns`` and its coarse levels (``_launch_levels``: the host read follows), the warm
-start's ``initial_guess``, ``solver_tables``, the solver lookup, ``_load_persist``, the PCG's
+start's ``initial_guess``, ``solver_tables``, the solver lookup, ``_load_persist``, the start's
+graph asked for (``start_graph``: just before it is queued), the PCG's
 checks (``read_control``: each a host read) and ``run_blocks``, the carry; the solve queued
 before the set-up's read (``sparse_pressure_solve_ahead``, ``VOXFX_SPARSE_SOLVE_AHEAD=1``). Per substep the
 marks in order: host ms and device ms since the stage's first mark, and per piece (mark to
@@ -152,6 +153,7 @@ def instrument():
     _wrap(cls, "_load_persist", "load_persist")
     _wrap(cls, "read_control", "check read")
     _wrap(cls, "solve", "solver.solve")
+    _wrap(cls, "start_graph", "start graph")  # the host asks for the start's graph: the lag as it queues it
 
 
 def substep(sim, dt, ev, sub):
@@ -202,14 +204,18 @@ def main():
         use(ways[i % len(ways)])
         timed_sparse_substep(sim, dt, ev, sub)
     pieces = [defaultdict(list) for _ in ways]
+    lags = [defaultdict(list) for _ in ways]  # per mark (its first in a substep): the device's lag − its least
     stages = [[] for _ in ways]
     for step in range(args.substeps):
         for w, way in enumerate(ways):
             use(way)
             rows, ms, its = substep(sim, dt, ev, sub)
             stages[w].append((ms, its))
+            lag0 = min(d - h for _, h, d, _, _ in rows)
+            for label, h, d, _, _ in rows:
+                if len(lags[w][label]) <= step:
+                    lags[w][label].append(d - h - lag0)
             if step < args.show:
-                lag0 = min(d - h for _, h, d, _, _ in rows)
                 print(f"\nway {w} {way}, substep {step}: stages {' '.join(f'{m:.2f}' for m in ms)} ms, {its} CG it; "
                       "mark | host ms | device ms | device − host | lag (− its least: ~0 where the device waits) "
                       "| launches, graph replays so far")
@@ -231,6 +237,8 @@ def main():
         for key, vals in pieces[w].items():
             a = np.median(np.array(vals), axis=0)
             print(f"  {key:52s} | {a[0]:7.3f} | {a[1]:7.3f} | {a[2]:5.1f} {a[3]:4.1f} | {len(vals)}")
+        print("  the device's lag at each mark's first (− its least; ~0 where the device waited), medians: "
+              + ", ".join(f"{label} {np.median(v):.3f}" for label, v in lags[w].items() if "check read" not in label))
     print(f"solve ahead (launched, taken, missed): {sparse_pressure_solve_ahead.counts}")
     print(f"coarse levels' graphs: {sparse_pressure_workspace.workspace().graphs.counts}")
     report_level1_keys()

@@ -49,9 +49,17 @@ __device__ int ahead_depth(const int* __restrict__ cnt, int count, int drop, int
 // hierarchy gained or lost a level, another solver will solve) — every size 0, so that the
 // launches queued on them touch nothing past a level's first entry (its sentinel), the start
 // stops at once (b = 0: finish_init) and the host, once it has read the counts, solves again.
+// Then, for each of the solver's vector_count float vectors (vectors[v], of level vector_levels[v]),
+// its entry at that level's m just written — the sentinel every neighbour that is not an unknown
+// points to (index 0 where every size is 0) — set to 0: the solver's vectors.fill(0) folded into
+// this launch (sparse_pressure_solve_ahead.ZERO "sentinels", h21f). Every other entry below m is
+// written by the start or the iteration before it is read (the NumPy reference's fresh zeros are
+// never read there: each iteration reads only what it or the start wrote, the sentinels apart).
 // One thread.
 extern "C" __global__ void ahead_sizes(const int* __restrict__ cnt, const int* __restrict__ strides, int levels,
-                                       int count, int drop, int min_side, int max_iterations, int* __restrict__ ints)
+                                       int count, int drop, int min_side, int max_iterations, int* __restrict__ ints,
+                                       float* const* __restrict__ vectors, const int* __restrict__ vector_levels,
+                                       int vector_count)
 {
     if (blockIdx.x != 0 || threadIdx.x != 0) return;
     bool fits = count <= 0 || ahead_depth(cnt, count, drop, min_side) == levels;
@@ -67,21 +75,33 @@ extern "C" __global__ void ahead_sizes(const int* __restrict__ cnt, const int* _
         ints[4 + 2 * l] = fits ? cnt[4 * l + 1] : 0;
         ints[5 + 2 * l] = fits ? cnt[4 * l + 2] : 0;
     }
+    for (int v = 0; v < vector_count; ++v) vectors[v][ints[5 + 2 * vector_levels[v]]] = 0.0f;
 }
 
 // b and, where x0 is given (not null), x₀ at the m = sizes[1] unknowns from their flat arrays
 // (cells: unknown → flat cell) into a solver's vectors: Unknowns.gather without its sentinel
-// (the solver's fill left ub[m] and ux[m] 0), cupy.take's values. Grid-stride: launched over the
-// solver's stride, not m.
+// (the solver's fill, or ahead_sizes, left ub[m] and ux[m] 0), cupy.take's values. With guess,
+// x0 is the carried pressure and ux takes warm_guess's value of it (finite, else 0: a selection,
+// the same bits) — warm_guess's pass over every flat cell and its array folded into this gather
+// (sparse_pressure_solve_ahead.GATHER_SWITCH "guess", h21f). Where udiag is given (not null),
+// level 0's diag too, unk_diag_strided's values (diag8 at the cell, the sentinel 1 at m): that
+// launch folded into this one, the same cells read once (GATHER_SWITCH "folded", the default).
+// Grid-stride: launched over the solver's stride, not m.
 extern "C" __global__ void unknowns_gather(const float* __restrict__ b, const float* __restrict__ x0,
                                            const long long* __restrict__ cells, const int* __restrict__ sizes,
-                                           float* __restrict__ ub, float* __restrict__ ux)
+                                           float* __restrict__ ub, float* __restrict__ ux, int guess,
+                                           const unsigned char* __restrict__ diag8, float* __restrict__ udiag)
 {
     const int m = sizes[1];
+    if (udiag != nullptr && blockIdx.x == 0 && threadIdx.x == 0) udiag[m] = 1.0f;
     RANGE(u, 0, m)
     {
         const long long c = cells[u];
         ub[u] = b[c];
-        if (x0 != nullptr) ux[u] = x0[c];
+        if (x0 != nullptr) {
+            const float v = x0[c];
+            ux[u] = guess && !isfinite(v) ? 0.0f : v;
+        }
+        if (udiag != nullptr) udiag[u] = (float)diag8[c];
     }
 }

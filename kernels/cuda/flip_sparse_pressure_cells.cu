@@ -47,6 +47,8 @@ __device__ __forceinline__ float face_above(const float* __restrict__ f, const f
 // With crowd_on (the density correction, kernels/flip/density.py), a FLUID cell's b adds
 // src_scale·s, s = max(crowd[c]·inv_n0 − one_tau, 0)·alpha_dt from its particle count
 // (density.source then pressure_rhs's b + (h²/Δt)·s, the same float32 operations in order).
+// reach (n + 1 bytes) and count (one int) are zeroed here for cells_label and cells_sealed, which
+// run after it: the two cupy.zeros memsets (and their launches) folded into this pass (h21f).
 extern "C" __global__ void cells_rhs(const unsigned char* __restrict__ cell, const unsigned char* __restrict__ solid,
                                      const float* __restrict__ u, const float* __restrict__ v,
                                      const float* __restrict__ w, const float* __restrict__ solid_u,
@@ -57,10 +59,16 @@ extern "C" __global__ void cells_rhs(const unsigned char* __restrict__ cell, con
                                      float scale, int link_init, float* __restrict__ b,
                                      unsigned char* __restrict__ touch, int* __restrict__ parent,
                                      const int* __restrict__ crowd, int crowd_on, float inv_n0, float one_tau,
-                                     float alpha_dt, float src_scale)
+                                     float alpha_dt, float src_scale, unsigned char* __restrict__ reach,
+                                     int* __restrict__ count)
 {
+    if (blockIdx.x == 0 && threadIdx.x == 0) {  // cells_label's reach has n + 1 entries; cells_sealed counts from 0
+        reach[n] = 0;
+        *count = 0;
+    }
     RANGE(c, 0, n)
     {
+        reach[c] = 0;  // cupy.zeros' values, written here: no memset launch before cells_label
         const bool fluid = cell[c] == CELL_FLUID;
         bool air = false;
         int low = c;

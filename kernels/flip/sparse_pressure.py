@@ -300,7 +300,8 @@ def solver_tables(grid, kind, preconditioner, level=None, same=None):
     before, so liquid that changes every substep keeps nothing but a copy of the types.
     ``REUSE_TABLES`` (``VOXFX_SPARSE_PRESSURE_REUSE``, "1"): "0" builds them every solve.
     *level* (the unknowns) and *same* (the reuse test's answer), where
-    ``sparse_pressure_setup.staged_setup`` found them with its one read."""
+    ``sparse_pressure_setup.staged_setup`` found them with its one read. The memo's copy of the
+    types is one device-to-device copy on CuPy (``_copy``)."""
     xp = grid.xp
     key = tables_key(preconditioner, xp is np)
     memo = getattr(grid, "_pressure_memo", None)  # (nbr, kind, key, tables or None)
@@ -319,8 +320,24 @@ def solver_tables(grid, kind, preconditioner, level=None, same=None):
         M = VCycle(grid, kind, level) if preconditioner == "mg" else None
     level.level0_set = None  # read by VCycle's build alone (a whole-grid lattice: not to be kept)
     if REUSE_TABLES:
-        grid._pressure_memo = (grid.nbr, kind.copy(), key, (level, M) if same else None)
+        grid._pressure_memo = (grid.nbr, _copy(kind), key, (level, M) if same else None)
     return level, M
+
+
+def _copy(a):
+    """*a*.copy(); a C-contiguous CuPy array by one device-to-device copy into an array of its own
+    (the same allocation, at the same point): CuPy's copy launches its elementwise copy kernel, a
+    thread a byte for the memo's uint8 types — queued behind the solve's iterations, 0.012 ms of an
+    8M solve's device time, where keeping the set-up's own array instead took 0.001 (h21f's call,
+    H100 80GB HBM3, bench/flip_sparse_pressure_timeline.py). Not kept that way: those processes held
+    pool peaks of 998–1060 MiB in 3 of 4 against main's 907 (with the x₀ fold of
+    ``sparse_pressure_solve_ahead.GATHER_SWITCH`` "guess"; not isolated), so the copy stays, cheaper."""
+    if isinstance(a, np.ndarray) or not a.flags.c_contiguous:
+        return a.copy()
+    out = a.__class__(a.shape, a.dtype)  # cupy.ndarray: empty, as copy's own allocation
+    if a.nbytes:
+        out.data.copy_from_device_async(a.data, a.nbytes)
+    return out
 
 
 def tables_hold(tables) -> bool:
@@ -368,6 +385,9 @@ def pcg(grid, kind, b, tolerance, max_iterations, preconditioner="mg", check_eve
             return sparse_pressure_gpu.solve_flat(level, M, b, grid.size, tolerance, max_iterations, preconditioner,
                                                   check_every, progress, x0=x0, keep=keep, carry=carry)
 
+        from .sparse_pressure_solve_ahead import flat_guess
+
+        x0 = flat_guess(x0)  # (a solve ahead's Guess: PERSIST alone launches ahead)
         x, iterations, residual, converged = solve_unknowns(level, M, level.gather(b), tolerance, max_iterations,
                                                             preconditioner, check_every, progress,
                                                             x0=None if x0 is None else level.gather(x0))
@@ -432,7 +452,7 @@ def solve_pressure(grid, dt, tolerance=1e-4, max_iterations=500, preconditioner=
     b, kind, enclosed, labels, *tables = pressure_rhs(grid, dt, source) if staged is None else staged
     ahead = getattr(tables[0], "solve_ahead", None) if tables else None  # sparse_pressure_solve_ahead
     if warm and ahead is not None and ahead.guessed(enclosed, b):  # x₀ as the solve queued ahead took it
-        x0 = ahead.x0
+        x0 = ahead.x0  # (a sparse_pressure_solve_ahead.Guess where its gather took x₀ from the carried pressure)
     else:  # relaxed where the liquid changed where VOXFX_PRESSURE_WARM_RELAX asks (sparse_pressure_warm)
         x0 = relax_guess(grid, kind, b, initial_guess(grid, enclosed, labels)) if warm else None
     # a warm solve without sealed regions carries p as scattered: both in one launch where the solver

@@ -14,9 +14,11 @@ Here, ``SWITCH`` on, the solve goes before that read, on a guess:
    (``ahead_sizes``: all 0 where a level's count passes its stride — then nothing queued
    touches an entry past a sentinel, the start stops at once — or where the V-cycle the host
    will keep has another level count than the solver's: ``ahead_depth_reference``, below);
-3. level 0's tables (``unk_tables_strided``, or its diag alone: ``unk_diag_strided``), b and x₀
+3. level 0's tables (``unk_tables_strided``, or its diag alone: ``unk_diag_strided`` — or, by
+   default, that diag written by ``unknowns_gather``: ``GATHER_SWITCH``), b and x₀
    (``unknowns_gather``) over the stride, reading those sizes; the brick transfers' table from
-   pinned memory;
+   pinned memory; the last solve's values left in the vectors but the sentinels, which ahead_sizes
+   zeroes (``ZERO``);
 4. the start graph and as many single iterations as the last solve took (``PREDICT``);
 5. the read itself as a copy into pinned memory queued before all of it, waited for by an
    event: the host goes on while the device runs the solve.
@@ -68,11 +70,73 @@ from .pressure import MG_MIN_SIDE
 SWITCH = "VOXFX_SPARSE_SOLVE_AHEAD"
 MODES = ("0", "1")
 DEFAULT = "1"
+# How a solve launched ahead clears what the last solve left in the guessed solver's vectors (h21f):
+# "sentinels" (default) — ahead_sizes, once it has written the sizes, writes 0 at each vector's
+# level's m (the sentinel every neighbour that is not an unknown points to); every entry below m is
+# written by the start or the iteration before it is read (every iteration reads only what it or
+# the start wrote — the last iteration's values otherwise — so no entry but the sentinels reads the
+# fill's zeros); "fill" — ``vectors.fill(0)`` over the whole arena first (~41 MB at 8M: 8 vectors
+# of level 0's 1.27M-entry stride and the coarse levels'). A guess that misses is solved the old
+# way, its load filling every vector as before. The same iterations and pressure bit for bit
+# (tests/gpu/test_flip_sparse_pressure_solve_ahead_gpu.py: "1" against "0", whose solves fill; the
+# kernel on the host, tests/unit/test_cuda_sparse_pressure_solve_ahead_host.py; the GPU test with every
+# vector poisoned with NaN before each launch ahead). Read at each solve. Measured with GATHER_SWITCH below
+# (h21f's call, H100 80GB HBM3): the launches before the start graph 0.077 → 0.046 ms of device.
+ZERO = "VOXFX_SPARSE_AHEAD_ZERO"
+ZEROS = ("sentinels", "fill")
+# What a solve launched ahead gathers (h21f): "folded" (default) — unknowns_gather writes level 0's
+# diag too (unk_diag_strided's values: that launch, and its read of the cells, dropped); "guess" —
+# that, and where the warm start would make x₀ by warm_guess alone (new cells "zero", no relaxation:
+# ``sparse_pressure_warm.carried_guess``) the gather reads the carried pressure and takes warm_guess's
+# value of it (finite, else 0) at each unknown: no pass over every flat cell, no flat x₀ (a ``Guess``,
+# made flat only for a solve that missed); "apart" — unk_diag_strided, then the gather as before.
+# Selections and copies only: the same diag, x₀ and pressure bit for bit (host harness; GPU test).
+# Read at each solve. Measured (h21f's call, H100 80GB HBM3, 8M, "guess" with ZERO "sentinels"
+# against "apart" with "fill", alternating each substep in one process): the solve ahead's launches
+# before its start graph 0.077 → 0.046 ms of device, 0.146 → 0.099 ms of host, 5 → 3 launches. "guess"
+# is opt-in: its processes held pool peaks of 998–1060 MiB in 3 of 4 (with solver_tables' memo then
+# keeping the set-up's own kind, since reverted) against main's 907 in all — it changes which
+# allocations the pool holds when (no warm_guess array; the old carried array held to the solve's
+# end); not isolated. "folded" allocates as "apart" does.
+GATHER_SWITCH = "VOXFX_SPARSE_AHEAD_GATHER"
+GATHERS = ("folded", "guess", "apart")
 _K = Kernels("flip_sparse_pressure_ahead.cu", (), THREADS)
 _last = {}  # device id → (the last solve's solver (weakly), whether the last set-up had sealed regions)
 _pinned = {}  # device id → (read buffer int32, brick words uint64, event): pinned, reused each solve
 _READ_WORDS = 256
 counts = {"launched": 0, "taken": 0, "missed": 0}  # in this process (tests, benches)
+
+
+def gather_mode(given=None) -> str:
+    """``GATHER_SWITCH``'s way: *given*, else ``VOXFX_SPARSE_AHEAD_GATHER``, else "folded"."""
+    return env_choice(GATHER_SWITCH, GATHERS, given)
+
+
+class Guess:
+    """x₀ of a warm solve launched ahead whose gather took it from the carried pressure
+    (``GATHER_SWITCH`` "guess"): the flat array warm_guess makes of it (``flat``) only where a solve that missed needs
+    it (``flat_guess``); a taken solve compares it by identity, as the array before."""
+
+    def __init__(self, carried):
+        self.carried, self._flat = carried, None
+
+    def flat(self):
+        if self._flat is None:
+            from .sparse_pressure_cells import warm_guess
+
+            self._flat = warm_guess(self.carried)
+        return self._flat
+
+
+def flat_guess(x0):
+    """*x0* as a flat array: a ``Guess`` made into warm_guess's (a solve that missed, or no solve
+    ahead), anything else as it is."""
+    return x0.flat() if isinstance(x0, Guess) else x0
+
+
+def zero(given=None) -> str:
+    """``ZERO``'s way: *given*, else ``VOXFX_SPARSE_AHEAD_ZERO``, else "sentinels"."""
+    return env_choice(ZERO, ZEROS, given)
 
 
 def mode(given=None) -> str:
@@ -190,19 +254,26 @@ class Ahead:
     def _launch(self, solver, level, words, stream):
         """Module notes, 2–4, on *solver* for *level*."""
         from . import sparse_pressure_gpu
-        from .sparse_pressure_warm import initial_guess, relax_guess
+        from .sparse_pressure_warm import carried_guess, initial_guess, relax_guess
         from .sparse_pressure_workspace import fill_tables, workspace
 
         cp = level.xp
-        solver.vectors.fill(0)
+        if zero() == "sentinels":  # ahead_sizes writes each vector's sentinel 0 (ZERO)
+            sentinels = solver.sentinel_table()
+        else:
+            solver.vectors.fill(0)
+            sentinels = (np.uint64(0), np.uint64(0), np.int32(0))
         strides = solver.ahead_limits()  # its strides (and its dense inverse's rows + 1 on the coarsest)
         self.count, self.drop = len(workspace().caps), depth_drop()  # the level count's test (ahead_depth)
         _K.launch_grid("ahead_sizes", (1,), (1,), (workspace().sizes, strides, np.int32(len(solver.strides)),
                                                    np.int32(self.count), np.int32(self.drop), np.int32(MG_MIN_SIDE),
-                                                   np.int32(self.max_iterations), solver.ints))
+                                                   np.int32(self.max_iterations), solver.ints, *sentinels))
         B = solver.levels[0]
-        cells = level._tables_args[0]
-        fill_tables(level._tables_args, solver.sizes, B.stride, B.nbr, B.diag, B.stride)  # nbr None: the diag alone
+        cells, diag8 = level._tables_args[0], level._tables_args[5]
+        way = gather_mode()
+        folded = way != "apart"
+        if not folded or B.nbr is not None:  # the diag (and nbr rows) by their own launch
+            fill_tables(level._tables_args, solver.sizes, B.stride, B.nbr, B.diag, B.stride)  # nbr None: the diag
         solver._filled = None  # level 0's tables are these now: loaded again unless taken
         if any(solver.brick_transfers):
             words[:] = level.brick_words()
@@ -212,10 +283,15 @@ class Ahead:
             solver._span_due = solver._span_tables(level)  # the span smoother's tables (h20a), after
             solver._brick_span_table()  # ahead_sizes wrote the sizes
         x0 = None  # no sealed region where taken: the solve's cell types are the grid's
-        if self.warm:
+        carried = carried_guess(self.grid) if self.warm and way == "guess" else None
+        if carried is not None:  # x₀ = warm_guess(carried) taken at the unknowns by the gather (GATHER_SWITCH)
+            x0 = Guess(carried)
+        elif self.warm:
             x0 = relax_guess(self.grid, self.grid["cell"], self.b, initial_guess(self.grid, None, None))
-        _K.launch("unknowns_gather", B.stride, (self.b, np.uint64(0) if x0 is None else x0, cells, solver.sizes,
-                                                 solver.b, solver.x))
+        flat = carried if carried is not None else (np.uint64(0) if x0 is None else x0)
+        diag = (diag8, B.diag) if folded and B.nbr is None else (np.uint64(0), np.uint64(0))  # level 0's diag here
+        _K.launch("unknowns_gather", B.stride, (self.b, flat, cells, solver.sizes, solver.b, solver.x,
+                                                 np.int32(carried is not None), *diag))
         solver.start_graph(x0 is not None, self.tolerance).run()
         self.predicted = min(solver.last_iterations, self.max_iterations) if sparse_pressure_gpu.PREDICT else 0
         for _ in range(self.predicted):

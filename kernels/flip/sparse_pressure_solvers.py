@@ -156,6 +156,8 @@ def solve_flat(level0, vcycle, b, size, tolerance, max_iterations, preconditione
     from . import sparse_pressure_solve_ahead as ahead  # the solve queued before the set-up's read, where it was
 
     launched = ahead.taken(level0, solver, b, x0, tolerance, max_iterations)
+    if launched is None:  # solved the old way: x₀ flat (a solve ahead's gathered Guess made into warm_guess's)
+        x0 = ahead.flat_guess(x0)
     ahead.note(solver)
     return solver.solve(levels, vcycle, b, float(tolerance), int(max_iterations), progress, x0, cells=level0.cells,
                         size=size, keep=keep, ahead=launched, carry=carry)

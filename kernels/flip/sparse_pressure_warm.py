@@ -93,6 +93,18 @@ def initial_guess(grid, enclosed, labels):
     return x0
 
 
+def carried_guess(grid):
+    """The carried pressure where ``initial_guess`` (no sealed region) would make x₀ of it by
+    warm_guess alone and ``relax_guess`` leaves it so — CuPy, new cells "zero", the kernels on, no
+    relaxation — else None: a solve launched ahead then gathers x₀ straight from it
+    (``sparse_pressure_solve_ahead.GATHER_SWITCH``)."""
+    xp = grid.xp
+    if xp is np or CARRIED not in grid.channels or NEW_CELLS != "zero" or relax_setting() is not None:
+        return None
+    carried = grid[CARRIED]
+    return carried if _kernels(carried) else None
+
+
 def relax_setting():
     """(sweeps, width) of ``RELAX`` (module notes), None where off; read at each solve."""
     value = env_value(RELAX).strip()  # unset: "", off as "0"

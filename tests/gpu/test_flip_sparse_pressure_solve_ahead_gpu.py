@@ -158,3 +158,49 @@ def test_gpu_solve_ahead_guesses_missed_are_solved_again_to_the_same_bits(monkey
     levels, ints = small["deeper"]
     assert levels >= 2 and not ints[4:].any() and ints[3] > 0, (levels, ints)
     assert all(s["converged"] for _, s in runs[True]) and max(s["iterations"] for _, s in runs[True]) >= 3
+
+
+@pytest.mark.parametrize("smoother", ["brick", "rb"])
+@pytest.mark.parametrize("gather", ["folded", "guess"])
+def test_gpu_ahead_sentinels_and_folded_gather_give_the_fills_bits_over_poisoned_vectors(monkeypatch, smoother,
+                                                                                        gather):
+    """h21f's ways for a solve launched ahead — ``VOXFX_SPARSE_AHEAD_ZERO`` "sentinels" (ahead_sizes
+    writes each vector's sentinel 0) with ``VOXFX_SPARSE_AHEAD_GATHER`` "folded" (level 0's diag in
+    the gather) or "guess" (and x₀ gathered from the carried pressure) — against "fill" (the whole
+    arena zeroed) and "apart" (unk_diag_strided, warm_guess's flat x₀), a warm dam break of four
+    frames with the guessed solver's vectors poisoned with NaN before every launch ahead (so an
+    entry below a level's m read before the start or the iteration writes it, or any entry past m,
+    would spread a NaN): every solve the same bits and stats, some taken ahead."""
+    import cupy
+
+    from voxfx.kernels.flip import sparse_multigrid_bricks
+
+    monkeypatch.setenv(SWITCH, "1")
+    monkeypatch.setattr(sparse_multigrid_bricks, "SMOOTHER", smoother)
+    launch = sparse_pressure_solve_ahead.Ahead._launch
+    guesses = []
+
+    def poisoned(self, solver, *args):
+        solver.vectors.fill(cupy.float32(np.nan))
+        out = launch(self, solver, *args)
+        guesses.append(type(self.x0).__name__)
+        return out
+
+    monkeypatch.setattr(sparse_pressure_solve_ahead.Ahead, "_launch", poisoned)
+    spec = GridSpec((0.0, 0.0, 0.0), 1 / 32, (32, 24, 24))
+    v, t = box((0.0, 0.0, 0.0), (0.35, 0.55, 0.7))
+    runs, counts, made = {}, {}, {}
+    for zero, way in (("fill", "apart"), ("sentinels", gather)):
+        monkeypatch.setenv(sparse_pressure_solve_ahead.ZERO, zero)
+        monkeypatch.setenv(sparse_pressure_solve_ahead.GATHER_SWITCH, way)
+        sparse_pressure_gpu.release_gpu_solvers()
+        before, guesses[:] = _counts(), []
+        settings = FlipSettings(seed=5, warm_start_pressure=True)
+        runs[zero] = _solves(FlipSimulation(spec, settings, v, t, xp=cupy, sparse=True), 4)
+        counts[zero] = tuple(b - a for a, b in zip(before, _counts()))
+        made[zero] = list(guesses)
+    sparse_pressure_gpu.release_gpu_solvers()
+    _same(runs["fill"], runs["sentinels"])
+    assert counts["fill"] == counts["sentinels"] and counts["sentinels"][1] >= 1, counts
+    assert ("Guess" in made["sentinels"]) == (gather == "guess") and "Guess" not in made["fill"], made
+    assert all(s["converged"] for _, s in runs["sentinels"]) and max(s["iterations"] for _, s in runs["sentinels"]) >= 3

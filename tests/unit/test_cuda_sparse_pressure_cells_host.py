@@ -32,7 +32,7 @@ static void read_floats(std::vector<float>& v) { for (auto& x : v) scanf("%a", &
 int main() {
     int n;
     if (scanf("%d", &n) != 1) return 1;
-    std::vector<unsigned char> cell(n), solid(n), eu(n), ev(n), ew(n), touch(n, 7), reach(n + 1, 0), kind(n, 7);
+    std::vector<unsigned char> cell(n), solid(n), eu(n), ev(n), ew(n), touch(n, 7), reach(n + 1, 5), kind(n, 7);
     std::vector<float> u(n), v(n), w(n), su(n), sv(n), sw(n), b(n, -7.0f);
     read_bytes(cell); read_bytes(solid);
     for (auto* f : {&u, &v, &w, &su, &sv, &sw}) read_floats(*f);
@@ -49,11 +49,11 @@ int main() {
         crowd.resize(n);
         for (auto& x : crowd) scanf("%d", &x);
     }
-    int count = 0;
+    int count = -5;  // reach 5s and count −5: cells_rhs zeroes both (the stage allocates them uninitialised)
     ONE_PER_ITEM(n, cells_rhs(cell.data(), solid.data(), u.data(), v.data(), w.data(), su.data(), sv.data(), sw.data(),
                               eu.data(), ev.data(), ew.data(), nbr.data(), n, scale, link_init, b.data(),
                               touch.data(), parent.data(), crowd.data(), crowd_on, inv_n0, one_tau, alpha_dt,
-                              src_scale));
+                              src_scale, reach.data(), &count));
     if (hook) {  // sparse_pressure_cells.HOOK "bricks": a block a slot (its one thread walks the 512 cells)
         if (hook == 2)  // BRICK_LINKS "local"
             ONE_PER_ITEM(n / 512, cells_hook_bricks_local(cell.data(), nbr.data(), n, parent.data()));

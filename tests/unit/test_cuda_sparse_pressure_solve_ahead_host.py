@@ -2,8 +2,12 @@
 ahead_sizes, unknowns_gather; kernels/flip/sparse_pressure_solve_ahead.py) on the host without a
 GPU (nvcc builds them as host functions): ahead_sizes against its NumPy reference — the solver's
 control ints, every size 0 where a level's count passes its stride or its red count is out of
-range — and unknowns_gather against Unknowns.gather (cupy.take's values, bit for bit, NaN and −0
-among them), writing nothing past m. The device run is
+range; in every case each of the solver's vectors 0 at its level's m just written (its sentinel,
+index 0 where the sizes are 0) and unchanged elsewhere (``ZERO`` "sentinels") — and
+unknowns_gather against Unknowns.gather (cupy.take's values, bit for bit, NaN and −0 among
+them) and, with guess (``GATHER_SWITCH`` "guess"), against warm_guess's x₀ gathered (the carried
+pressure finite, else 0; NaN, ±inf and −0 among it) and, with udiag, unk_diag_strided's diag
+(the sentinel 1 at m), writing nothing past m. The device run is
 tests/gpu/test_flip_sparse_pressure_solve_ahead_gpu.py."""
 
 import numpy as np
@@ -15,8 +19,9 @@ from voxfx.kernels.flip import sparse_pressure_solve_ahead
 from voxfx.kernels.flip.sparse_pressure_solve_ahead import ahead_sizes_reference
 
 # Input: L, count, drop, min_side, cnt (4·L, or with count > 0 10·count: counts, then spans),
-# strides (L), max_iterations; n, m, stride, with_x0, b (n hex), x0 (n hex), cells (m). Output: the
-# ints (4 + 2·L), then ub and ux (stride each, hex; −7 where not written).
+# strides (L), max_iterations; n, m, stride, with_x0, guess, with_diag, b (n hex), x0 (n hex), cells (m). Output: the
+# ints (4 + 2·L), per vector (2 a level, one more of level 0) its level, the count of entries not 3 and
+# each one's index and value (hex), then ub, ux and udiag (stride each, hex; −7 where not written).
 HARNESS = PREAMBLE.replace('#include "flip_sparse_pressure.cu"', '#include "flip_sparse_pressure_ahead.cu"') + r"""
 int main() {
     int L, count, drop, min_side, max_it;
@@ -26,25 +31,46 @@ int main() {
     read_ints(strides, L);
     if (scanf("%d", &max_it) != 1) return 1;
     std::vector<int> ints(4 + 2 * L, -9);
+    // a solver's vectors: two a level (its stride long), then one more of level 0 (brick_x's), all 3
+    std::vector<std::vector<float>> vecs;
+    std::vector<int> vec_levels;
+    for (int l = 0; l < L; ++l)
+        for (int k = 0; k < 2; ++k) { vecs.emplace_back(strides[l], 3.0f); vec_levels.push_back(l); }
+    vecs.emplace_back(strides[0], 3.0f);
+    vec_levels.push_back(0);
+    std::vector<float*> ptrs;
+    for (auto& v : vecs) ptrs.push_back(v.data());
     h_dim.x = 1; h_thread.x = 0; h_grid.x = 1; h_block.x = 0;
-    ahead_sizes(cnt.data(), strides.data(), L, count, drop, min_side, max_it, ints.data());
+    ahead_sizes(cnt.data(), strides.data(), L, count, drop, min_side, max_it, ints.data(), ptrs.data(),
+                vec_levels.data(), (int)ptrs.size());
     for (int v : ints) printf("%d\n", v);
-    int n, m, stride, with_x0;
-    if (scanf("%d %d %d %d", &n, &m, &stride, &with_x0) != 4) return 1;
+    for (size_t k = 0; k < vecs.size(); ++k) {  // per vector: its level, then each entry no longer 3
+        int changed = 0;
+        for (float x : vecs[k]) changed += x != 3.0f;
+        printf("%d %d\n", vec_levels[k], changed);
+        for (size_t i = 0; i < vecs[k].size(); ++i)
+            if (vecs[k][i] != 3.0f) printf("%d %a\n", (int)i, vecs[k][i]);
+    }
+    int n, m, stride, with_x0, guess, with_diag;
+    if (scanf("%d %d %d %d %d %d", &n, &m, &stride, &with_x0, &guess, &with_diag) != 6) return 1;
     std::vector<float> b, x0;
     read_floats(b, n);
     read_floats(x0, n);
     std::vector<long long> cells(m);
     for (auto& c : cells) scanf("%lld", &c);
+    std::vector<unsigned char> diag8(n);
+    for (int i = 0; i < n; ++i) diag8[i] = (unsigned char)((i * 7 + 3) % 7);  // 0 … 6, as unk_classify's
     std::vector<int> sizes = {0, m};
-    std::vector<float> ub(stride, -7.0f), ux(stride, -7.0f);
+    std::vector<float> ub(stride, -7.0f), ux(stride, -7.0f), udiag(stride, -7.0f);
     h_grid.x = (unsigned)stride;
     for (unsigned blk = 0; blk < (unsigned)stride; ++blk) {
         h_block.x = blk;
-        unknowns_gather(b.data(), with_x0 ? x0.data() : nullptr, cells.data(), sizes.data(), ub.data(), ux.data());
+        unknowns_gather(b.data(), with_x0 ? x0.data() : nullptr, cells.data(), sizes.data(), ub.data(), ux.data(),
+                        guess, diag8.data(), with_diag ? udiag.data() : nullptr);
     }
     for (float v : ub) printf("%a\n", v);
     for (float v : ux) printf("%a\n", v);
+    for (float v : udiag) printf("%a\n", v);
     return 0;
 }
 """
@@ -59,18 +85,30 @@ def _bits(a):
     return np.asarray(a, np.float32).view(np.uint32)
 
 
-def _run(ahead, cnt, strides, max_it, b, x0, cells, stride, count=0, drop=-1, min_side=4):
+def _run(ahead, cnt, strides, max_it, b, x0, cells, stride, count=0, drop=-1, min_side=4, guess=False, diag=False):
     n, m = b.shape[0], cells.shape[0]
     lines = [f"{len(strides)} {count} {drop} {min_side}"] + [str(int(v)) for v in np.ravel(cnt)]
     lines += [str(int(s)) for s in strides]
-    lines += [str(max_it), f"{n} {m} {stride} {int(x0 is not None)}"]
+    lines += [str(max_it), f"{n} {m} {stride} {int(x0 is not None)} {int(guess)} {int(diag)}"]
     lines += [float(v).hex() for v in b] + [float(v).hex() for v in (b if x0 is None else x0)]
     lines += [str(int(c)) for c in cells]
     words = ahead.raw(lines, check=True).split()
     k = 4 + 2 * len(strides)
     ints = np.array([int(w) for w in words[:k]], np.int32)
+    for _ in range(2 * len(strides) + 1):  # each vector's entry at its level's m (just written) 0, no other
+        level, changed = int(words[k]), int(words[k + 1])
+        k += 2
+        assert changed == 1 and int(words[k]) == ints[5 + 2 * level] and float.fromhex(words[k + 1]) == 0.0
+        k += 2 * changed
     out = np.array([float.fromhex(w) for w in words[k:]], np.float32)
-    return ints, out[:stride], out[stride:]
+    ub, ux, udiag = out[:stride], out[stride:2 * stride], out[2 * stride:]
+    m = cells.shape[0]
+    if diag:  # unk_diag_strided's values (the harness's diag8: (7i + 3) mod 7), the sentinel 1, nothing past m
+        want = np.concatenate([((cells * 7 + 3) % 7).astype(np.float32), np.ones(1, np.float32)])
+        assert np.array_equal(_bits(udiag[:m + 1]), _bits(want)) and np.all(udiag[m + 1:] == -7)
+    else:
+        assert np.all(udiag == -7)
+    return ints, ub, ux
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -95,7 +133,7 @@ def test_ahead_kernels_equal_the_reference(ahead, seed):
     cells[:min(m0, 3)] = np.arange(min(m0, 3))
     for case in cases:
         for warm in (None, x0):
-            ints, ub, ux = _run(ahead, case, strides, 37, b, warm, cells, stride)
+            ints, ub, ux = _run(ahead, case, strides, 37, b, warm, cells, stride, diag=warm is None)
             ref = ahead_sizes_reference(case.reshape(-1), strides, 37)
             assert np.array_equal(ints, ref)
             assert np.array_equal(_bits(ub[:m0]), _bits(b[cells])) and np.all(ub[m0:] == -7)
@@ -103,6 +141,15 @@ def test_ahead_kernels_equal_the_reference(ahead, seed):
                 assert np.all(ux == -7)
             else:
                 assert np.array_equal(_bits(ux[:m0]), _bits(x0[cells])) and np.all(ux[m0:] == -7)
+    carried = x0.copy()  # the carried pressure: NaN where none, ±inf, −0 (GATHER_SWITCH "guess": warm_guess's)
+    carried[[4, 5, 6, 7]] = (np.nan, np.inf, -np.inf, -0.0)
+    carried[rng.random(n) < 0.2] = np.nan
+    cells[3:min(m0, 8)] = np.arange(3, min(m0, 8))
+    want = np.where(np.isfinite(carried), carried, np.float32(0)).astype(np.float32)  # warm_guess
+    for guess, diag in ((False, False), (False, True), (True, True)):  # "apart", "folded", "guess"
+        _, ub, ux = _run(ahead, cnt, strides, 37, b, carried, cells, stride, guess=guess, diag=diag)
+        assert np.array_equal(_bits(ub[:m0]), _bits(b[cells])) and np.all(ub[m0:] == -7)
+        assert np.array_equal(_bits(ux[:m0]), _bits((want if guess else carried)[cells])) and np.all(ux[m0:] == -7)
     for worse in cases[1:]:  # every size 0 where any level does not fit
         assert not ahead_sizes_reference(worse.reshape(-1), strides, 37)[4:].any()
     assert np.array_equal(ahead_sizes_reference(cnt.reshape(-1), strides, 37)[4:], cnt[:, 1:3].reshape(-1))
