@@ -109,6 +109,20 @@ def table_caps(needs, old=None, mode=None, first=None) -> tuple:
     return (0,) + tuple(max(f, int(c * _GROWTH)) for f, c in zip(grown_strides(needs), held))
 
 
+def vector_layout(strides, smooth) -> tuple:
+    """(lengths, levels) of ``PERSIST``'s vectors in the arena's order: level 0's b, x, r, z, d, q (and
+    its r for the restriction where levels past 0 exist), then each coarser level's x and b (and its r
+    below the coarsest), the brick smoother's x on level 0 where *smooth*; each vector's length is its
+    level's stride. The solve ahead's ahead_sizes writes each one's 0 at its level's m
+    (``sparse_pressure_solve_ahead.sentinel_table``)."""
+    last = len(strides) - 1
+    levels = [0] * (6 + (1 if last else 0))
+    for level in range(1, last + 1):
+        levels += [level] * (3 if level < last else 2)
+    levels += [0] if smooth else []
+    return [int(strides[level]) for level in levels], levels
+
+
 def carve(xp, lengths, dtype, align=_ALIGN):
     """(arena, views): one zeroed allocation holding arrays of *lengths* entries, each view
     starting *align* entries apart at least (``PERSIST``: one fill zeroes them all)."""

@@ -45,7 +45,7 @@ from .pressure import MG_COARSE_SWEEPS, MG_SWEEPS
 from .sparse_multigrid import KEY_BITS, MG_OMEGA
 from .sparse_multigrid_bricks import SWEEPS as BRICK_SWEEPS
 from .sparse_pressure_buffers import (BufferLoads, _Buffers, ahead_limits, carve, dense_scratch_bytes,
-                                      solver_memory_bytes)
+                                      solver_memory_bytes, vector_layout)
 # The solver cache and its release, reached here as before (sparse_pressure, the set-up workspace,
 # the solve ahead, tests and benches)
 from .sparse_pressure_solvers import (_outgrown, _solver, _solvers, drop_workspace_solvers,  # noqa: F401
@@ -240,16 +240,8 @@ class SparsePressureSolverGPU(VCycleLaunches, BufferLoads):
         smooth = smoother == "brick" and preconditioner == "mg" and last > 0 and self.generation is not None
         backend.ensure_fits(solver_memory_bytes(self.strides, preconditioner, self.level0_nbr, dense, limit,
                                                 self.dense_rows, smooth), "the sparse FLIP pressure solve", cp)
-        lengths = [s0] * 6 + ([s0] if last else [])  # b, x, r, z, d, q; level 0's r
-        for level, stride in enumerate(self.strides[1:], start=1):
-            lengths += [stride, stride] + ([stride] if level < last else [])
-        lengths += [s0] if smooth else []
-        # each vector's level (lengths' order): ahead_sizes zeroes its entry at that level's m
-        self.vector_levels = [0] * (6 + (1 if last else 0))
-        for level in range(1, last + 1):
-            self.vector_levels += [level] * (3 if level < last else 2)
-        self.vector_levels += [0] if smooth else []
-        self._sentinels = None  # (vector pointers, their levels) on the device (``sentinel_table``)
+        lengths, self.vector_levels = vector_layout(self.strides, smooth)  # ahead_sizes: 0 at each level's m
+        self._sentinels = None  # (vector pointers, their levels) on the device (solve ahead's sentinel_table)
         self.persist = PERSIST
         if self.persist:  # one arena of vectors, one of control values (PERSIST)
             self.vectors, views = carve(cp, lengths, cp.float32)
@@ -342,19 +334,6 @@ class SparsePressureSolverGPU(VCycleLaunches, BufferLoads):
         level's m the dense inverse's rows."""
         return (len(needs) == len(self.strides) and all(n <= s for n, s in zip(needs, self.strides))
                 and (self.dense is None or int(needs[-1]) - 1 <= self.dense_rows))
-
-    def sentinel_table(self):
-        """(pointers, levels, count) of ``PERSIST``'s vectors for ahead_sizes, which writes 0 at
-        each one's level's m (its sentinel) in place of ``vectors.fill(0)``
-        (``sparse_pressure_solve_ahead.ZERO``); made once a solver."""
-        if self._sentinels is None:
-            cp = self.cp
-            views = self.vector_views
-            assert len(views) == len(self.vector_levels)
-            ptrs = cp.asarray(np.array([v.data.ptr for v in views], np.uint64))
-            levels = cp.asarray(np.array(self.vector_levels, np.int32))
-            self._sentinels = (ptrs, levels, np.int32(len(views)))
-        return self._sentinels
 
     def ahead_limits(self):
         """``device_strides`` with the coarsest level's bound m + 1 ≤ its dense inverse's rows + 1:

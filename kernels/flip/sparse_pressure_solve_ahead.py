@@ -259,7 +259,7 @@ class Ahead:
 
         cp = level.xp
         if zero() == "sentinels":  # ahead_sizes writes each vector's sentinel 0 (ZERO)
-            sentinels = solver.sentinel_table()
+            sentinels = sentinel_table(solver)
         else:
             solver.vectors.fill(0)
             sentinels = (np.uint64(0), np.uint64(0), np.int32(0))
@@ -317,6 +317,20 @@ class Ahead:
         cp = self.grid.xp
         device = cp.cuda.Device().id
         _last[device] = (_last.get(device, (None, False))[0], self.sealed > 0)
+
+
+def sentinel_table(solver):
+    """(pointers, levels, count) of *solver*'s ``PERSIST`` vectors for ahead_sizes, which writes 0 at
+    each one's level's m (its sentinel) in place of ``vectors.fill(0)`` (``ZERO``); made once a
+    solver (its ``_sentinels``)."""
+    if solver._sentinels is None:
+        cp = solver.cp
+        views = solver.vector_views
+        assert len(views) == len(solver.vector_levels)
+        ptrs = cp.asarray(np.array([v.data.ptr for v in views], np.uint64))
+        levels = cp.asarray(np.array(solver.vector_levels, np.int32))
+        solver._sentinels = (ptrs, levels, np.int32(len(views)))
+    return solver._sentinels
 
 
 def _buffers(cp):

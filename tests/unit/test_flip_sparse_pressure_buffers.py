@@ -292,3 +292,17 @@ def test_dense_rows_bound_the_coarsest_levels_unknowns_not_its_stride():
     cnt[6] = 129
     assert list(ahead_sizes_reference(cnt, limits, 50)) == [0, 0, 0, 50, 0, 0, 0, 0]
     assert list(ahead_sizes_reference(cnt, ahead_limits((5000, 1599)), 50))[6:] == [60, 129]
+
+
+def test_vector_layout_gives_each_persisted_vector_its_level_and_that_levels_stride():
+    """The arena's order (sparse_pressure_buffers.vector_layout): level 0's six vectors and its r
+    where coarser levels exist, three a level below the coarsest, two on it, the brick smoother's x
+    last; each length its level's stride, so the solve ahead zeroes each vector at its own level's m."""
+    from voxfx.kernels.flip.sparse_pressure_buffers import vector_layout
+
+    assert vector_layout([100], False) == ([100] * 6, [0] * 6)
+    lengths, levels = vector_layout([100, 20, 7], True)
+    assert levels == [0] * 7 + [1, 1, 1] + [2, 2] + [0]
+    assert lengths == [100] * 7 + [20] * 3 + [7] * 2 + [100]
+    lengths, levels = vector_layout([64, 9], False)
+    assert levels == [0] * 7 + [1, 1] and lengths == [64] * 7 + [9] * 2
