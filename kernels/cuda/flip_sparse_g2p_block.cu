@@ -168,6 +168,130 @@ __device__ __noinline__ Corners block_corners_slow(Home H, int closed, int s0, i
     return C;
 }
 
+#ifndef BLOCK_MIN_BLOCKS  // blocks of BLOCK_THREADS an SM for __launch_bounds__ (sparse_g2p_gpu.G2P_BLOCK_MIN_BLOCKS)
+#define BLOCK_MIN_BLOCKS 1
+#endif
+#ifndef BLOCK_THREADS  // sparse_g2p_gpu.G2P_THREADS
+#define BLOCK_THREADS 512
+#endif
+
+#ifndef BLOCK_TABLE  // block_sample_table: the corners' bricks from the particle's table in shared memory (1;
+#define BLOCK_TABLE 0  // VOXFX_SPARSE_G2P_CORNERS=table, sparse_g2p_gpu.block_corners), else block_sample (0)
+#endif
+
+#if BLOCK_TABLE
+// The particle's brick table (helper h21g): the 2 × 2 × 2 bricks from hb + s, s_a = −1 where the home
+// cell ⌊g_a⌋ lies in the lower half of its brick (local coordinate < 4), else 0, so that every corner within
+// 3 cells of ⌊g⌋ lies in it (both samples' corners, the midpoint within ~2.5 cells of x: the same table for
+// both). Entry r (x | y << 1 | z << 2, nbr27's row at constant offsets) holds (slot_r − r) · SPARSE_CELLS, so a
+// corner's pool index is its entry + v, v = r · 512 + its cell in the brick (table_read); kept in shared
+// memory, a word a thread a brick, entry r of thread t at byte r · 512 + (t mod 128) · 4 + ⌊t / 128⌋ · 4096
+// (the lanes of a warp in 32 banks whatever their r): a corner's brick base is one load at v's bits 9–11
+// instead of 7 selects of 8 registers (pick8), and the 8 registers go.
+#define G2P_TABLE_WORDS (((BLOCK_THREADS + 127) / 128) * 1024)
+__shared__ int g2p_table[G2P_TABLE_WORDS];
+
+struct Table {
+    unsigned act;  // bit r: brick r active (0: no table, the home brick inactive or beyond the key range); bit
+                   // 8 + a: s_a = −1 (the table's first brick hb + s; fewer live registers than its cell)
+    unsigned tt;  // this thread's byte offset in g2p_table
+};
+
+// Entry (v's brick) + v: corner v's pool index.
+__device__ __forceinline__ int table_read(const Table& T, unsigned v)
+{
+    return *(const int*)((const char*)g2p_table + (T.tt | (v & 0xE00u))) + (int)v;
+}
+
+// Home H's table (H.slot ≥ 0; fl: ⌊g⌋) into g2p_table: 8 entries of nbr27's row.
+__device__ __forceinline__ Table table_load(const Home& H, const int fl[3])
+{
+    Table T;
+    const unsigned t = threadIdx.x;
+    T.tt = ((t >> 7) << 12) | ((t & 127u) << 2);
+    int s[3];
+    T.act = 0u;
+#pragma unroll
+    for (int a = 0; a < 3; ++a) {
+        s[a] = (fl[a] & 7) < 4 ? -1 : 0;
+        T.act |= (unsigned)(s[a] & 1) << (8 + a);
+    }
+    const int* __restrict__ row = H.nbr27 + 27 * H.slot + sparse_offset_index(s[0], s[1], s[2]);
+#pragma unroll
+    for (int r = 0; r < 8; ++r) {
+        const int slot = row[(r & 1) + 3 * ((r >> 1) & 1) + 9 * (r >> 2)];
+        T.act |= (unsigned)(slot >= 0) << r;
+        *(int*)((char*)g2p_table + T.tt + 512 * r) = (slot - r) * SPARSE_CELLS;  // an immediate offset
+    }
+    return T;
+}
+
+// block_sample with the corners' bricks from table T: where the sample's corners lie in T's bricks and the
+// block of them (block_sample's, its bounding bricks) is active, each corner's pool index is table_read of
+// v = Σ_d e_d (per axis its brick bit at 9 + d and its local coordinate at 3d: additions without carries);
+// else block_sample's slow path (g2p_advect_bricks' corners). The same cells as block_sample, hence the same
+// bits.
+template <int FIELDS>
+__device__ __forceinline__ void block_sample_table(const Home& H, const Table& T, int closed, const int n[3],
+                                                   const float g[3], const FaceSets& F, float out[3][3], float* grad)
+{
+    AxisCorners face[3], centre[3];
+    bool ok = (T.act & 0xFFu) != 0u;
+    unsigned lob = 0u, topb = 0u, e[3][4];  // e[d]: face lower, face upper, centre lower, centre upper
+#pragma unroll
+    for (int d = 0; d < 3; ++d) {
+        face[d] = axis_corners(g[d], closed, n[d] + 1);
+        centre[d] = axis_corners(g[d] - 0.5f, closed, n[d]);
+        const int cell = 8 * (H.hb[d] - (int)((T.act >> (8 + d)) & 1u));  // the table's first cell
+        const int fl = face[d].i0 - cell, cl = centre[d].i0 - cell;
+        const int k[4] = {fl, fl + face[d].up, cl, cl + centre[d].up};
+        const int lo = min(fl, cl), top = max(k[1], k[3]);
+        ok = ok && face[d].in && centre[d].in && (unsigned)(lo | top) < 16u;  // within the table's [0, 16)
+        lob |= (unsigned)(lo >> 3) << d;
+        topb |= (unsigned)(top >> 3) << d;
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+            e[d][j] = ((unsigned)(k[j] & 8) << (6 + d)) | ((unsigned)(k[j] & 7) << (3 * d));
+    }
+    // the bricks r with lob ⊆ r ⊆ topb (block_sample's block): the subsets of lob ^ topb (byte i of the
+    // constant: the subsets of i), moved by lob; every one active
+    const unsigned block = (unsigned)(0xFF5533110F050301ull >> (8u * ((lob ^ topb) & 7u))) << (lob & 7u);
+    if (ok && (block & ~T.act & 0xFFu) == 0u) {
+#pragma unroll
+        for (int a = 0; a < 3; ++a) {
+            float t[3];
+            int idx[8];
+#pragma unroll
+            for (int d = 0; d < 3; ++d) t[d] = a == d ? face[d].t : centre[d].t;
+#pragma unroll
+            for (int q = 0; q < 8; ++q)
+                idx[q] = table_read(T, e[0][(a == 0 ? 0 : 2) + (q & 1)] + e[1][(a == 1 ? 0 : 2) + ((q >> 1) & 1)] +
+                                           e[2][(a == 2 ? 0 : 2) + (q >> 2)]);
+#pragma unroll
+            for (int k = 0; k < FIELDS; ++k) {
+                const float* __restrict__ f = F.f[k][a];
+                float p[8];
+#pragma unroll
+                for (int q = 0; q < 8; ++q) p[q] = f[idx[q]];
+                out[k][a] = trilinear_blend(p, t[0], t[1], t[2], k == 0 && grad ? grad + 3 * a : nullptr);
+            }
+        }
+        return;
+    }
+#pragma unroll
+    for (int a = 0; a < 3; ++a) {  // g2p_advect_bricks' corners
+        const Corners C = block_corners_slow(H, closed, n[0] + (a == 0), n[1] + (a == 1), n[2] + (a == 2),
+                                             a == 0 ? g[0] : g[0] - 0.5f, a == 1 ? g[1] : g[1] - 0.5f,
+                                             a == 2 ? g[2] : g[2] - 0.5f);
+#pragma unroll
+        for (int k = 0; k < FIELDS; ++k)
+            out[k][a] = blend_corners(F.f[k][a], C.idx, C.t, k == 0 && grad ? grad + 3 * a : nullptr);
+    }
+}
+#else
+struct Table {};
+#endif
+
 // FIELDS sets of faces of F at g (cell units) into out[field], with grad (rows ∂u_a/∂(x, y,
 // z)) of field 0 unless null: sample_faces_fast (flip_sparse_g2p.cu) per field, the corners
 // found once for all fields (file notes).
@@ -363,10 +487,15 @@ __device__ __forceinline__ void block_particle(float* __restrict__ pos, float* _
                                                float* __restrict__ c, long long p, const FaceSets& F,
                                                const unsigned char* __restrict__ solid, const Home& H, int closed,
                                                const int dims[3], const float o[3], float h, float inv_h, float flip,
-                                               float pic, float dt, float half_dt, const float x0[3], const float g[3])
+                                               float pic, float dt, float half_dt, const float x0[3], const float g[3],
+                                               const Table& T)
 {
     float s1[3][3], grad[9];  // u_{n+1}, u_old (, u_n) at x
+#if BLOCK_TABLE
+    block_sample_table<CENTRED ? 3 : 2>(H, T, closed, dims, g, F, s1, APIC ? grad : nullptr);
+#else
     block_sample<CENTRED ? 3 : 2>(H, closed, dims, g, F, s1, APIC ? grad : nullptr);
+#endif
     g2p_velocity(vel, c, p, APIC, s1[0], s1[1], grad, flip, pic, inv_h);  // seed 003 Alg. 1
     // RK2: x_m = x + ½Δt·u(x), x' = x + Δt·u(x_m); centred (b = u_n): x_m = x + ½Δt·u_n(x),
     // x' = x + Δt·½(u_n + u_{n+1})(x_m)
@@ -382,7 +511,11 @@ __device__ __forceinline__ void block_particle(float* __restrict__ pos, float* _
         Fm.f[2][a] = nullptr;
     }
     float s2[3][3];
+#if BLOCK_TABLE
+    block_sample_table<CENTRED ? 2 : 1>(H, T, closed, dims, gm, Fm, s2, nullptr);  // the same table
+#else
     block_sample<CENTRED ? 2 : 1>(H, closed, dims, gm, Fm, s2, nullptr);
+#endif
     for (int a = 0; a < 3; ++a) {
         const float v2 = CENTRED ? 0.5f * (s2[0][a] + s2[1][a]) : s2[0][a];
         x1[a] = x0[a] + dt * v2;
@@ -390,13 +523,6 @@ __device__ __forceinline__ void block_particle(float* __restrict__ pos, float* _
     block_push_out(x1, x0, solid, H, closed, dims, o, h, inv_h);
     for (int a = 0; a < 3; ++a) pos[3 * p + a] = x1[a];
 }
-
-#ifndef BLOCK_MIN_BLOCKS  // blocks of BLOCK_THREADS an SM for __launch_bounds__ (sparse_g2p_gpu.G2P_BLOCK_MIN_BLOCKS)
-#define BLOCK_MIN_BLOCKS 1
-#endif
-#ifndef BLOCK_THREADS  // sparse_g2p_gpu.G2P_THREADS
-#define BLOCK_THREADS 512
-#endif
 
 // g2p_advect_bricks' arguments (flip_sparse_g2p.cu), every entry the same: one thread per
 // particle, thread t on particle order[t] where use_order, else t; the home brick from the
@@ -429,13 +555,24 @@ __device__ __forceinline__ void block_advect(G2P_BLOCK_PARAMS)
     // g2p_advect_bricks' home (sampler_at): ⌊g⌋ >> 3, a slot only where g is finite and every
     // ⌊g_a⌋ lies within the key range
     bool inside = isfinite(g[0]) && isfinite(g[1]) && isfinite(g[2]);
+#if BLOCK_TABLE
+    int fl[3] = {0, 0, 0};  // ⌊g⌋ (where inside): the table's bricks
+    if (inside)
+        for (int a = 0; a < 3; ++a) {
+            const float f = floorf(g[a]);
+            inside = inside && f >= -LATTICE_LIMIT && f < LATTICE_LIMIT;
+            fl[a] = inside ? (int)f : 0;
+            H.hb[a] = fl[a] >> 3;
+        }
+#else
     if (inside)
         for (int a = 0; a < 3; ++a) {
             const float f = floorf(g[a]);
             inside = inside && f >= -LATTICE_LIMIT && f < LATTICE_LIMIT;
             H.hb[a] = inside ? ((int)f) >> 3 : 0;
         }
-#if BLOCK_PAIRS
+#endif
+#if BLOCK_PAIRS || BLOCK_TABLE
     if (inside)
         H.slot = block_home_slot(index, index_lx, index_ly, index_lz, index_dx, index_dy, index_dz, keys, slots,
                                  n_keys, H.hb[0], H.hb[1], H.hb[2]);
@@ -444,8 +581,14 @@ __device__ __forceinline__ void block_advect(G2P_BLOCK_PARAMS)
 #endif
     else H.hb[0] = H.hb[1] = H.hb[2] = 0;
     const FaceSets F{{{u, v, w}, {old_u, old_v, old_w}, {b_u, b_v, b_w}}};
+#if BLOCK_TABLE
+    Table T{0u, 0u};  // act 0: every sample's slow path
+    if (H.slot >= 0) T = table_load(H, fl);
+#else
+    const Table T{};
+#endif
     block_particle<CENTRED, APIC>(pos, vel, c, p, F, solid, H, closed, dims, o, h, inv_h, flip, pic, dt, half_dt, x0,
-                                  g);
+                                  g, T);
 }
 
 #define G2P_BLOCK_ARGS                                                                                              \

@@ -67,7 +67,7 @@ G2P_BLOCK_THREADS = 256
 # pairs): end of substep 0.501 → 0.499 ms (ncu: 364.3M → 344.0M warp instructions, 598 → 577 µs at ncu's
 # clocks), time-centred 0.593 → 0.597, APIC 1.055 → 1.002; whole substeps alternating: G2P + advection
 # 0.543 → 0.554 and 0.522 → 0.528 ms (two processes): no gain where the 8M row runs (block_corners)
-G2P_CORNERS = ("auto", "pairs", "select")
+G2P_CORNERS = ("auto", "pairs", "select", "table")
 
 
 def g2p_corners(corners=None) -> str:
@@ -76,31 +76,34 @@ def g2p_corners(corners=None) -> str:
 
 
 def block_corners(centred: bool, apic: bool, corners=None) -> str:
-    """pairs or select for the block kernel's variant: ``g2p_corners(corners)``, auto being pairs
-    with APIC at the end of the substep (the one variant measured faster with them), else select."""
+    """The block kernel's corners for the variant: ``g2p_corners(corners)``, auto being table (helper h21g;
+    ``G2P_CORNERS``' notes) for every variant (*centred* and *apic* name the variant for a rule by variant,
+    as pairs was with APIC at the end of the substep before)."""
     way = g2p_corners(corners)
     if way == "auto":
-        way = "pairs" if apic and not centred else "select"
+        way = "table"
     return way
 
 
 def g2p_block_module(min_blocks=None, threads=None, corners=None) -> Kernels:
     """flip_sparse_g2p_block.cu built for *min_blocks* blocks of *threads* an SM (defaults
     ``G2P_BLOCK_MIN_BLOCKS``, ``G2P_BLOCK_THREADS``; the bench builds others to time them) with
-    the corners *corners* (pairs, else select)."""
+    the corners *corners* (pairs or table, else select)."""
     m = G2P_BLOCK_MIN_BLOCKS if min_blocks is None else int(min_blocks)
     t = G2P_BLOCK_THREADS if threads is None else int(threads)
-    pairs = int(corners == "pairs")
-    if (m, t, pairs) not in _G2P_BLOCK:
-        _G2P_BLOCK[(m, t, pairs)] = Kernels("flip_sparse_g2p_block.cu", ("--fmad=false",), t,
-                                            defines={**mac.CELL_TYPES, "PUSH_EPSILON": PUSH_EPSILON,
-                                                     "BLOCK_THREADS": t, "BLOCK_MIN_BLOCKS": m, "BLOCK_PAIRS": pairs})
-    return _G2P_BLOCK[(m, t, pairs)]
+    pairs, table = int(corners == "pairs"), int(corners == "table")
+    if (m, t, pairs, table) not in _G2P_BLOCK:
+        _G2P_BLOCK[(m, t, pairs, table)] = Kernels(
+            "flip_sparse_g2p_block.cu", ("--fmad=false",), t,
+            defines={**mac.CELL_TYPES, "PUSH_EPSILON": PUSH_EPSILON, "BLOCK_THREADS": t, "BLOCK_MIN_BLOCKS": m,
+                     "BLOCK_PAIRS": pairs, "BLOCK_TABLE": table})
+    return _G2P_BLOCK[(m, t, pairs, table)]
 
 
 _G2P_BLOCK: dict = {}
 G2P_BLOCK = g2p_block_module(corners="select")
 G2P_BLOCK_PAIRS = g2p_block_module(corners="pairs")
+G2P_BLOCK_TABLE = g2p_block_module(corners="table")
 # flip_sparse_g2p_block.cu's entries, one a variant (the same arguments), keyed by (time-centred, APIC): each compiled
 # for its own registers (sm_90, 4 blocks of 256: 64 registers with 0, 0, 8, 36 B of spills against one entry's 92 B).
 # H100, 8M, one call, one entry → per variant: 0.604 → 0.498 ms (end of substep), 0.716 → 0.591 (time-centred),
