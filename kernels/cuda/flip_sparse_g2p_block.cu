@@ -94,6 +94,30 @@
 // its 8–16 loads and their addresses, ptxas rematerializing shifts at 64 registers), six lattice axes twice (~170)
 // and the two block tests (~135 each); the issue's 0.4 ms asks for ~20% fewer of them, not another shape.
 //
+// The particle's brick table (BLOCK_TABLE = 1, helper h21g; VOXFX_SPARSE_G2P_CORNERS=table, auto's without APIC:
+// sparse_g2p_gpu.block_corners): the 2 × 2 × 2 bricks around the home cell (the lower neighbour along an axis where
+// ⌊g⌋ lies in its brick's lower half) read once a particle from nbr27's row at constant offsets and kept in shared
+// memory as (slot − r) · 512, a word a thread a brick (voxfx_g2p_block_table.cuh); both samples' corners lie in it
+// (every cell within 4 of ⌊g⌋: the midpoint where it moved < 2.5 cells; else g2p_advect_bricks' corners, as any
+// sample whose block has an inactive brick). A corner's pool index is v = e_x + e_y + e_z (per axis its brick bit at
+// 9 + d and its local coordinate at 3d, without carries) plus the entry at v's bits 9–11 (table_read: one shared
+// load), in place of the block test, its 8 row loads and pick8's 7 selects a corner and sample (and the 8 bases'
+// registers); the home brick's index entry in 32-bit integers (block_home_slot). The same cells, hence the same bits
+// (host harnesses tests/unit/test_cuda_g2p_table_host.py: the flip scenes, and fast faces whose midpoints leave the
+// table; GPU tests: every corners). SASS of g2p_advect_block_end (nvcc 13.0, sm_90, 8 × 128, a closed domain's fast
+// path, read here): ~1,500 → ~1,280 instructions a particle — entry 67, home slot 58, the table 83, sample 1's axes,
+// encodings and block test 162 and its corners, 48 loads and blends 357, the velocity, x_m and sample 2's axes 207,
+// its corners 237, push-out and stores 108; 64 registers, no spills (end; APIC 24 B, centred 24 B, centred APIC 40
+// B). H100 80GB HBM3, driver 580.159.04, one call, the 8M dam break after 4 substeps (3,258 bricks), the kernel
+// alone, the ways in turn (bench/flip_sparse_g2p_project.py, medians of 7; every way the first's bits), ms:
+//
+//   case                     select 4×256   table 4×256   select 8×128   table 8×128
+//   end of substep              0.502          0.451          0.479          0.432
+//   time-centred                0.595          0.551          0.576          0.537
+//
+// (−10% / −7%: fewer instructions, though each corner still costs an add, a mask, a shared load and an add
+// besides its loads' IMAD.WIDE; what is left for 0.4 ms at 8 × 128: ~7% — see bench/RESULTS.md "h21g".)
+//
 // Layout and brick tables: flip_sparse_transfer.cu's notes. Constants from Python (-D):
 // AIR, FLUID, SOLID, PUSH_EPSILON.
 
@@ -180,114 +204,7 @@ __device__ __noinline__ Corners block_corners_slow(Home H, int closed, int s0, i
 #endif
 
 #if BLOCK_TABLE
-// The particle's brick table (helper h21g): the 2 × 2 × 2 bricks from hb + s, s_a = −1 where the home
-// cell ⌊g_a⌋ lies in the lower half of its brick (local coordinate < 4), else 0, so that every corner within
-// 3 cells of ⌊g⌋ lies in it (both samples' corners, the midpoint within ~2.5 cells of x: the same table for
-// both). Entry r (x | y << 1 | z << 2, nbr27's row at constant offsets) holds (slot_r − r) · SPARSE_CELLS, so a
-// corner's pool index is its entry + v, v = r · 512 + its cell in the brick (table_read); kept in shared
-// memory, a word a thread a brick, entry r of thread t at byte r · 512 + (t mod 128) · 4 + ⌊t / 128⌋ · 4096
-// (the lanes of a warp in 32 banks whatever their r): a corner's brick base is one load at v's bits 9–11
-// instead of 7 selects of 8 registers (pick8), and the 8 registers go.
-#define G2P_TABLE_WORDS (((BLOCK_THREADS + 127) / 128) * 1024)
-__shared__ int g2p_table[G2P_TABLE_WORDS];
-
-struct Table {
-    unsigned act;  // bit r: brick r active (0: no table, the home brick inactive or beyond the key range); bit
-                   // 8 + a: s_a = −1 (the table's first brick hb + s; fewer live registers than its cell)
-    unsigned tt;  // this thread's byte offset in g2p_table
-};
-
-// Entry (v's brick) + v: corner v's pool index.
-__device__ __forceinline__ int table_read(const Table& T, unsigned v)
-{
-    return *(const int*)((const char*)g2p_table + (T.tt | (v & 0xE00u))) + (int)v;
-}
-
-// Home H's table (H.slot ≥ 0; fl: ⌊g⌋) into g2p_table: 8 entries of nbr27's row.
-__device__ __forceinline__ Table table_load(const Home& H, const int fl[3])
-{
-    Table T;
-    const unsigned t = threadIdx.x;
-    T.tt = ((t >> 7) << 12) | ((t & 127u) << 2);
-    int s[3];
-    T.act = 0u;
-#pragma unroll
-    for (int a = 0; a < 3; ++a) {
-        s[a] = (fl[a] & 7) < 4 ? -1 : 0;
-        T.act |= (unsigned)(s[a] & 1) << (8 + a);
-    }
-    const int* __restrict__ row = H.nbr27 + 27 * H.slot + sparse_offset_index(s[0], s[1], s[2]);
-#pragma unroll
-    for (int r = 0; r < 8; ++r) {
-        const int slot = row[(r & 1) + 3 * ((r >> 1) & 1) + 9 * (r >> 2)];
-        T.act |= (unsigned)(slot >= 0) << r;
-        *(int*)((char*)g2p_table + T.tt + 512 * r) = (slot - r) * SPARSE_CELLS;  // an immediate offset
-    }
-    return T;
-}
-
-// block_sample with the corners' bricks from table T: where the sample's corners lie in T's bricks and the
-// block of them (block_sample's, its bounding bricks) is active, each corner's pool index is table_read of
-// v = Σ_d e_d (per axis its brick bit at 9 + d and its local coordinate at 3d: additions without carries);
-// else block_sample's slow path (g2p_advect_bricks' corners). The same cells as block_sample, hence the same
-// bits.
-template <int FIELDS>
-__device__ __forceinline__ void block_sample_table(const Home& H, const Table& T, int closed, const int n[3],
-                                                   const float g[3], const FaceSets& F, float out[3][3], float* grad)
-{
-    AxisCorners face[3], centre[3];
-    bool ok = (T.act & 0xFFu) != 0u;
-    unsigned lob = 0u, topb = 0u, e[3][4];  // e[d]: face lower, face upper, centre lower, centre upper
-#pragma unroll
-    for (int d = 0; d < 3; ++d) {
-        face[d] = axis_corners(g[d], closed, n[d] + 1);
-        centre[d] = axis_corners(g[d] - 0.5f, closed, n[d]);
-        const int cell = 8 * (H.hb[d] - (int)((T.act >> (8 + d)) & 1u));  // the table's first cell
-        const int fl = face[d].i0 - cell, cl = centre[d].i0 - cell;
-        const int k[4] = {fl, fl + face[d].up, cl, cl + centre[d].up};
-        const int lo = min(fl, cl), top = max(k[1], k[3]);
-        ok = ok && face[d].in && centre[d].in && (unsigned)(lo | top) < 16u;  // within the table's [0, 16)
-        lob |= (unsigned)(lo >> 3) << d;
-        topb |= (unsigned)(top >> 3) << d;
-#pragma unroll
-        for (int j = 0; j < 4; ++j)
-            e[d][j] = ((unsigned)(k[j] & 8) << (6 + d)) | ((unsigned)(k[j] & 7) << (3 * d));
-    }
-    // the bricks r with lob ⊆ r ⊆ topb (block_sample's block): the subsets of lob ^ topb (byte i of the
-    // constant: the subsets of i), moved by lob; every one active
-    const unsigned block = (unsigned)(0xFF5533110F050301ull >> (8u * ((lob ^ topb) & 7u))) << (lob & 7u);
-    if (ok && (block & ~T.act & 0xFFu) == 0u) {
-#pragma unroll
-        for (int a = 0; a < 3; ++a) {
-            float t[3];
-            int idx[8];
-#pragma unroll
-            for (int d = 0; d < 3; ++d) t[d] = a == d ? face[d].t : centre[d].t;
-#pragma unroll
-            for (int q = 0; q < 8; ++q)
-                idx[q] = table_read(T, e[0][(a == 0 ? 0 : 2) + (q & 1)] + e[1][(a == 1 ? 0 : 2) + ((q >> 1) & 1)] +
-                                           e[2][(a == 2 ? 0 : 2) + (q >> 2)]);
-#pragma unroll
-            for (int k = 0; k < FIELDS; ++k) {
-                const float* __restrict__ f = F.f[k][a];
-                float p[8];
-#pragma unroll
-                for (int q = 0; q < 8; ++q) p[q] = f[idx[q]];
-                out[k][a] = trilinear_blend(p, t[0], t[1], t[2], k == 0 && grad ? grad + 3 * a : nullptr);
-            }
-        }
-        return;
-    }
-#pragma unroll
-    for (int a = 0; a < 3; ++a) {  // g2p_advect_bricks' corners
-        const Corners C = block_corners_slow(H, closed, n[0] + (a == 0), n[1] + (a == 1), n[2] + (a == 2),
-                                             a == 0 ? g[0] : g[0] - 0.5f, a == 1 ? g[1] : g[1] - 0.5f,
-                                             a == 2 ? g[2] : g[2] - 0.5f);
-#pragma unroll
-        for (int k = 0; k < FIELDS; ++k)
-            out[k][a] = blend_corners(F.f[k][a], C.idx, C.t, k == 0 && grad ? grad + 3 * a : nullptr);
-    }
-}
+#include "voxfx_g2p_block_table.cuh"  // Table, table_load, block_sample_table
 #else
 struct Table {};
 #endif
