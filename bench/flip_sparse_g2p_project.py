@@ -2,7 +2,7 @@
 the GPU, in one process:
 
     python3 bench/flip_sparse_g2p_project.py [--res 256] [--particles 8e6] [--substeps 4] [--repeat 9]
-                                             [--shapes 4x256 8x128 ...] [--no-g2p]
+                                             [--shapes 4x256 table:8x128 ...] [--no-g2p]
 
 The dam break of ``bench/flip.py`` runs *substeps* substeps of 1/120 s, then one substep up to its
 projection (topology, P2G, pressure: the pressure p and the faces u* kept), then:
@@ -18,7 +18,8 @@ projection (topology, P2G, pressure: the pressure p and the faces u* kept), then
    of *shapes* (``sparse_g2p_gpu.g2p_block_module``: the same code, its registers by
    ``__launch_bounds__``), at the end of the substep and time-centred, the shapes in turn each
    round on copies of the particles, a spin kernel first; every shape's positions and velocities
-   compared bit for bit with the first's.
+   compared bit for bit with the first's. A shape may name its corners, CORNERS:BLOCKSxTHREADS
+   (``sparse_g2p_gpu.G2P_CORNERS``; helper h21g: ``table:8x128``), else select.
 """
 
 from __future__ import annotations
@@ -106,9 +107,9 @@ def g2p_shapes(cp, sim, dt, old, repeat, shapes, spin):
     before_faces = tuple(f.copy() for f in old)
     ev = [cp.cuda.Event() for _ in range(2)]
     saved = sparse_g2p_gpu.G2P_BLOCK_MIN_BLOCKS, sparse_g2p_gpu.G2P_BLOCK_THREADS
-    print(f"G2P + advection, block kernel (select corners): {len(sim.pos):,} particles, {g.brick_count()} bricks, "
+    print(f"G2P + advection, block kernel: {len(sim.pos):,} particles, {g.brick_count()} bricks, "
           f"bins' order, medians of {repeat}, device alone")
-    print("case | (blocks an SM, threads) | ms | same bits as the first")
+    print("case | corners:(blocks an SM)x(threads) | ms | same bits as the first")
     for case, before in (("end of substep", None), ("time-centred", before_faces)):
         rows = {sh: [] for sh in shapes}
         outs = {}
@@ -117,7 +118,8 @@ def g2p_shapes(cp, sim, dt, old, repeat, shapes, spin):
                 state["pos"], state["vel"] = sim.pos.copy(), sim.vel.copy()
                 g.bins = (state["pos"], *bins[1:])
                 cp.cuda.Device().synchronize()
-                sparse_g2p_gpu.G2P_BLOCK_MIN_BLOCKS, sparse_g2p_gpu.G2P_BLOCK_THREADS = sh
+                sparse_g2p_gpu.G2P_BLOCK_MIN_BLOCKS, sparse_g2p_gpu.G2P_BLOCK_THREADS = sh[1:]
+                os.environ["VOXFX_SPARSE_G2P_CORNERS"] = sh[0]
                 try:
                     spin((1,), (1,), (np.int64(4_000_000),))
                     ev[0].record()
@@ -133,7 +135,8 @@ def g2p_shapes(cp, sim, dt, old, repeat, shapes, spin):
         first = outs[shapes[0]]
         for sh in shapes:
             same = all(np.array_equal(a.view(np.uint32), b.view(np.uint32)) for a, b in zip(outs[sh], first))
-            print(f"{case} | {sh[0]}x{sh[1]} | {np.median(rows[sh]):.4f} | {same}", flush=True)
+            print(f"{case} | {sh[0]}:{sh[1]}x{sh[2]} | {np.median(rows[sh]):.4f} | {same}", flush=True)
+    os.environ.pop("VOXFX_SPARSE_G2P_CORNERS", None)
     g.bins = bins
 
 
@@ -147,12 +150,12 @@ def main():
     args = ap.parse_args()
     import cupy as cp
 
-    os.environ.setdefault("VOXFX_SPARSE_G2P_CORNERS", "select")
     _, sim, dt = stepped_dam_break(args)
     spin = cp.RawKernel(SPIN, "spin")
     old = projection(cp, sim, dt, args.repeat, spin)
     if not args.no_g2p:
-        shapes = [tuple(int(x) for x in sh.split("x")) for sh in args.shapes]
+        shapes = [(sh.split(":")[0] if ":" in sh else "select", *(int(x) for x in sh.split(":")[-1].split("x")))
+                  for sh in args.shapes]
         g2p_shapes(cp, sim, dt, old, args.repeat, shapes, spin)
 
 

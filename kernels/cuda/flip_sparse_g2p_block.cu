@@ -94,6 +94,30 @@
 // its 8–16 loads and their addresses, ptxas rematerializing shifts at 64 registers), six lattice axes twice (~170)
 // and the two block tests (~135 each); the issue's 0.4 ms asks for ~20% fewer of them, not another shape.
 //
+// The particle's brick table (BLOCK_TABLE = 1, helper h21g; VOXFX_SPARSE_G2P_CORNERS=table, auto's without APIC:
+// sparse_g2p_gpu.block_corners): the 2 × 2 × 2 bricks around the home cell (the lower neighbour along an axis where
+// ⌊g⌋ lies in its brick's lower half) read once a particle from nbr27's row at constant offsets and kept in shared
+// memory as (slot − r) · 512, a word a thread a brick (voxfx_g2p_block_table.cuh); both samples' corners lie in it
+// (every cell within 4 of ⌊g⌋: the midpoint where it moved < 2.5 cells; else g2p_advect_bricks' corners, as any
+// sample whose block has an inactive brick). A corner's pool index is v = e_x + e_y + e_z (per axis its brick bit at
+// 9 + d and its local coordinate at 3d, without carries) plus the entry at v's bits 9–11 (table_read: one shared
+// load), in place of the block test, its 8 row loads and pick8's 7 selects a corner and sample (and the 8 bases'
+// registers); the home brick's index entry in 32-bit integers (block_home_slot). The same cells, hence the same bits
+// (host harnesses tests/unit/test_cuda_g2p_table_host.py: the flip scenes, and fast faces whose midpoints leave the
+// table; GPU tests: every corners). SASS of g2p_advect_block_end (nvcc 13.0, sm_90, 8 × 128, a closed domain's fast
+// path, read here): ~1,500 → ~1,280 instructions a particle — entry 67, home slot 58, the table 83, sample 1's axes,
+// encodings and block test 162 and its corners, 48 loads and blends 357, the velocity, x_m and sample 2's axes 207,
+// its corners 237, push-out and stores 108; 64 registers, no spills (end; APIC 24 B, centred 24 B, centred APIC 40
+// B). H100 80GB HBM3, driver 580.159.04, one call, the 8M dam break after 4 substeps (3,258 bricks), the kernel
+// alone, the ways in turn (bench/flip_sparse_g2p_project.py, medians of 7; every way the first's bits), ms:
+//
+//   case                     select 4×256   table 4×256   select 8×128   table 8×128
+//   end of substep              0.502          0.451          0.479          0.432
+//   time-centred                0.595          0.551          0.576          0.537
+//
+// (−10% / −7%: fewer instructions, though each corner still costs an add, a mask, a shared load and an add
+// besides its loads' IMAD.WIDE; what is left for 0.4 ms at 8 × 128: ~7% — see bench/RESULTS.md "h21g".)
+//
 // Layout and brick tables: flip_sparse_transfer.cu's notes. Constants from Python (-D):
 // AIR, FLUID, SOLID, PUSH_EPSILON.
 
@@ -167,6 +191,23 @@ __device__ __noinline__ Corners block_corners_slow(Home H, int closed, int s0, i
     corner_cells_fast(H, closed, s, at, C.idx, C.t);
     return C;
 }
+
+#ifndef BLOCK_MIN_BLOCKS  // blocks of BLOCK_THREADS an SM for __launch_bounds__ (sparse_g2p_gpu.G2P_BLOCK_MIN_BLOCKS)
+#define BLOCK_MIN_BLOCKS 1
+#endif
+#ifndef BLOCK_THREADS  // sparse_g2p_gpu.G2P_THREADS
+#define BLOCK_THREADS 512
+#endif
+
+#ifndef BLOCK_TABLE  // block_sample_table: the corners' bricks from the particle's table in shared memory (1;
+#define BLOCK_TABLE 0  // VOXFX_SPARSE_G2P_CORNERS=table, sparse_g2p_gpu.block_corners), else block_sample (0)
+#endif
+
+#if BLOCK_TABLE
+#include "voxfx_g2p_block_table.cuh"  // Table, table_load, block_sample_table
+#else
+struct Table {};
+#endif
 
 // FIELDS sets of faces of F at g (cell units) into out[field], with grad (rows ∂u_a/∂(x, y,
 // z)) of field 0 unless null: sample_faces_fast (flip_sparse_g2p.cu) per field, the corners
@@ -363,10 +404,15 @@ __device__ __forceinline__ void block_particle(float* __restrict__ pos, float* _
                                                float* __restrict__ c, long long p, const FaceSets& F,
                                                const unsigned char* __restrict__ solid, const Home& H, int closed,
                                                const int dims[3], const float o[3], float h, float inv_h, float flip,
-                                               float pic, float dt, float half_dt, const float x0[3], const float g[3])
+                                               float pic, float dt, float half_dt, const float x0[3], const float g[3],
+                                               const Table& T)
 {
     float s1[3][3], grad[9];  // u_{n+1}, u_old (, u_n) at x
+#if BLOCK_TABLE
+    block_sample_table<CENTRED ? 3 : 2>(H, T, closed, dims, g, F, s1, APIC ? grad : nullptr);
+#else
     block_sample<CENTRED ? 3 : 2>(H, closed, dims, g, F, s1, APIC ? grad : nullptr);
+#endif
     g2p_velocity(vel, c, p, APIC, s1[0], s1[1], grad, flip, pic, inv_h);  // seed 003 Alg. 1
     // RK2: x_m = x + ½Δt·u(x), x' = x + Δt·u(x_m); centred (b = u_n): x_m = x + ½Δt·u_n(x),
     // x' = x + Δt·½(u_n + u_{n+1})(x_m)
@@ -382,7 +428,11 @@ __device__ __forceinline__ void block_particle(float* __restrict__ pos, float* _
         Fm.f[2][a] = nullptr;
     }
     float s2[3][3];
+#if BLOCK_TABLE
+    block_sample_table<CENTRED ? 2 : 1>(H, T, closed, dims, gm, Fm, s2, nullptr);  // the same table
+#else
     block_sample<CENTRED ? 2 : 1>(H, closed, dims, gm, Fm, s2, nullptr);
+#endif
     for (int a = 0; a < 3; ++a) {
         const float v2 = CENTRED ? 0.5f * (s2[0][a] + s2[1][a]) : s2[0][a];
         x1[a] = x0[a] + dt * v2;
@@ -390,13 +440,6 @@ __device__ __forceinline__ void block_particle(float* __restrict__ pos, float* _
     block_push_out(x1, x0, solid, H, closed, dims, o, h, inv_h);
     for (int a = 0; a < 3; ++a) pos[3 * p + a] = x1[a];
 }
-
-#ifndef BLOCK_MIN_BLOCKS  // blocks of BLOCK_THREADS an SM for __launch_bounds__ (sparse_g2p_gpu.G2P_BLOCK_MIN_BLOCKS)
-#define BLOCK_MIN_BLOCKS 1
-#endif
-#ifndef BLOCK_THREADS  // sparse_g2p_gpu.G2P_THREADS
-#define BLOCK_THREADS 512
-#endif
 
 // g2p_advect_bricks' arguments (flip_sparse_g2p.cu), every entry the same: one thread per
 // particle, thread t on particle order[t] where use_order, else t; the home brick from the
@@ -429,13 +472,24 @@ __device__ __forceinline__ void block_advect(G2P_BLOCK_PARAMS)
     // g2p_advect_bricks' home (sampler_at): ⌊g⌋ >> 3, a slot only where g is finite and every
     // ⌊g_a⌋ lies within the key range
     bool inside = isfinite(g[0]) && isfinite(g[1]) && isfinite(g[2]);
+#if BLOCK_TABLE
+    int fl[3] = {0, 0, 0};  // ⌊g⌋ (where inside): the table's bricks
+    if (inside)
+        for (int a = 0; a < 3; ++a) {
+            const float f = floorf(g[a]);
+            inside = inside && f >= -LATTICE_LIMIT && f < LATTICE_LIMIT;
+            fl[a] = inside ? (int)f : 0;
+            H.hb[a] = fl[a] >> 3;
+        }
+#else
     if (inside)
         for (int a = 0; a < 3; ++a) {
             const float f = floorf(g[a]);
             inside = inside && f >= -LATTICE_LIMIT && f < LATTICE_LIMIT;
             H.hb[a] = inside ? ((int)f) >> 3 : 0;
         }
-#if BLOCK_PAIRS
+#endif
+#if BLOCK_PAIRS || BLOCK_TABLE
     if (inside)
         H.slot = block_home_slot(index, index_lx, index_ly, index_lz, index_dx, index_dy, index_dz, keys, slots,
                                  n_keys, H.hb[0], H.hb[1], H.hb[2]);
@@ -444,8 +498,14 @@ __device__ __forceinline__ void block_advect(G2P_BLOCK_PARAMS)
 #endif
     else H.hb[0] = H.hb[1] = H.hb[2] = 0;
     const FaceSets F{{{u, v, w}, {old_u, old_v, old_w}, {b_u, b_v, b_w}}};
+#if BLOCK_TABLE
+    Table T{0u, 0u};  // act 0: every sample's slow path
+    if (H.slot >= 0) T = table_load(H, fl);
+#else
+    const Table T{};
+#endif
     block_particle<CENTRED, APIC>(pos, vel, c, p, F, solid, H, closed, dims, o, h, inv_h, flip, pic, dt, half_dt, x0,
-                                  g);
+                                  g, T);
 }
 
 #define G2P_BLOCK_ARGS                                                                                              \

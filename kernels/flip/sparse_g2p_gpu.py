@@ -27,7 +27,10 @@ time-centred, 1.439 → 1.056 with APIC (bricks → block; its notes and bench/R
 corners (``VOXFX_SPARSE_G2P_CORNERS``, helper i24g3): ``select`` picks each corner's brick,
 ``pairs`` loads a component's corners as two cells and their neighbours where the warp's samples
 cross no brick along y and z; the same bits; ``auto`` (the default) takes pairs with APIC at the
-end of the substep (1.055 → 1.002 ms), select elsewhere (no gain: ``block_corners``). Its launch
+end of the substep (1.055 → 1.002 ms), select elsewhere (no gain: ``block_corners``); ``table`` (helper
+h21g) takes every corner's brick from the particle's 2 × 2 × 2 bricks kept in shared memory, read once a
+particle for both samples: auto's without APIC, 0.502 → 0.451 ms at the end of the substep and 0.595 → 0.551
+time-centred (H100, 8M, 4 × 256; 0.479 → 0.432 and 0.576 → 0.537 at 8 × 128). Its launch
 shape (``VOXFX_SPARSE_G2P_BLOCK_SHAPE``, helper h21d; opt-in): 8 blocks of 128 instead of 4 of 256, the
 same registers and bits, 0.502 → 0.480 ms at the end of the substep and 0.594 → 0.575 time-centred
 (H100, 8M; ``G2P_BLOCK_SHAPES``' notes).
@@ -66,8 +69,13 @@ G2P_BLOCK_THREADS = 256
 # with APIC at the end of the substep, select otherwise. H100, 8M after 4 substeps, kernel alone (select →
 # pairs): end of substep 0.501 → 0.499 ms (ncu: 364.3M → 344.0M warp instructions, 598 → 577 µs at ncu's
 # clocks), time-centred 0.593 → 0.597, APIC 1.055 → 1.002; whole substeps alternating: G2P + advection
-# 0.543 → 0.554 and 0.522 → 0.528 ms (two processes): no gain where the 8M row runs (block_corners)
-G2P_CORNERS = ("auto", "pairs", "select")
+# 0.543 → 0.554 and 0.522 → 0.528 ms (two processes): no gain where the 8M row runs (block_corners). "table"
+# (helper h21g): the 2 × 2 × 2 bricks around the particle's home cell kept in shared memory (a word a thread a
+# brick, read once for both samples), each corner's pool index one shared load and two adds (its notes); the same
+# bits; auto's without APIC (not measured with APIC). H100 80GB HBM3, 8M after 4 substeps, kernel alone, the ways
+# in turn, select → table: end of substep 0.502 → 0.451 ms (4x256), 0.479 → 0.432 (8x128); time-centred 0.595 →
+# 0.551, 0.576 → 0.537 (bench/flip_sparse_g2p_project.py; SASS ~1,500 → ~1,280 instructions a particle)
+G2P_CORNERS = ("auto", "pairs", "select", "table")
 
 
 def g2p_corners(corners=None) -> str:
@@ -76,31 +84,34 @@ def g2p_corners(corners=None) -> str:
 
 
 def block_corners(centred: bool, apic: bool, corners=None) -> str:
-    """pairs or select for the block kernel's variant: ``g2p_corners(corners)``, auto being pairs
-    with APIC at the end of the substep (the one variant measured faster with them), else select."""
+    """The block kernel's corners for the variant: ``g2p_corners(corners)``, auto being the fastest measured
+    (``G2P_CORNERS``' notes): table without APIC (helper h21g), with APIC pairs at the end of the substep and
+    select time-centred (the table not measured with APIC)."""
     way = g2p_corners(corners)
     if way == "auto":
-        way = "pairs" if apic and not centred else "select"
+        way = "table" if not apic else "pairs" if not centred else "select"
     return way
 
 
 def g2p_block_module(min_blocks=None, threads=None, corners=None) -> Kernels:
     """flip_sparse_g2p_block.cu built for *min_blocks* blocks of *threads* an SM (defaults
     ``G2P_BLOCK_MIN_BLOCKS``, ``G2P_BLOCK_THREADS``; the bench builds others to time them) with
-    the corners *corners* (pairs, else select)."""
+    the corners *corners* (pairs or table, else select)."""
     m = G2P_BLOCK_MIN_BLOCKS if min_blocks is None else int(min_blocks)
     t = G2P_BLOCK_THREADS if threads is None else int(threads)
-    pairs = int(corners == "pairs")
-    if (m, t, pairs) not in _G2P_BLOCK:
-        _G2P_BLOCK[(m, t, pairs)] = Kernels("flip_sparse_g2p_block.cu", ("--fmad=false",), t,
-                                            defines={**mac.CELL_TYPES, "PUSH_EPSILON": PUSH_EPSILON,
-                                                     "BLOCK_THREADS": t, "BLOCK_MIN_BLOCKS": m, "BLOCK_PAIRS": pairs})
-    return _G2P_BLOCK[(m, t, pairs)]
+    pairs, table = int(corners == "pairs"), int(corners == "table")
+    if (m, t, pairs, table) not in _G2P_BLOCK:
+        _G2P_BLOCK[(m, t, pairs, table)] = Kernels(
+            "flip_sparse_g2p_block.cu", ("--fmad=false",), t,
+            defines={**mac.CELL_TYPES, "PUSH_EPSILON": PUSH_EPSILON, "BLOCK_THREADS": t, "BLOCK_MIN_BLOCKS": m,
+                     "BLOCK_PAIRS": pairs, "BLOCK_TABLE": table})
+    return _G2P_BLOCK[(m, t, pairs, table)]
 
 
 _G2P_BLOCK: dict = {}
 G2P_BLOCK = g2p_block_module(corners="select")
 G2P_BLOCK_PAIRS = g2p_block_module(corners="pairs")
+G2P_BLOCK_TABLE = g2p_block_module(corners="table")
 # flip_sparse_g2p_block.cu's entries, one a variant (the same arguments), keyed by (time-centred, APIC): each compiled
 # for its own registers (sm_90, 4 blocks of 256: 64 registers with 0, 0, 8, 36 B of spills against one entry's 92 B).
 # H100, 8M, one call, one entry → per variant: 0.604 → 0.498 ms (end of substep), 0.716 → 0.591 (time-centred),

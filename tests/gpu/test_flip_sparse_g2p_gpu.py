@@ -1,8 +1,9 @@
 """Sparse G2P + advection on the GPU (kernels/cuda/flip_sparse_g2p.cu, issue 24): every
 kernel (``sparse_g2p_gpu.G2P_KERNELS``; the block kernel with each of its corners,
 ``G2P_CORNERS``: with pairs, in the bins' order its warps take the corner pairs, in the
-particles' own order mostly not) in both particle orders give the NumPy reference's
-positions, velocities and APIC matrices bit for bit, on whole topologies and on a
+particles' own order mostly not; with the table, samples beyond the particle's table take
+the slow path) in both particle orders give the NumPy reference's positions, velocities and
+APIC matrices bit for bit, on whole topologies and on a
 checkerboard of bricks (corners in missing bricks, and corners whose walk passes a missing
 brick), with samples that leave the home brick's 27 (fast faces) and particles inside an
 obstacle (the push-out)."""

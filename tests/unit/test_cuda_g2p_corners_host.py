@@ -3,7 +3,7 @@
 with the kernel file's own default (pairs: a "warp" of one lane takes the pairs wherever its
 sample crosses no brick along y and z, the corners picked one by one elsewhere); here the same
 checks with select (``BLOCK_PAIRS=0``, the kernel before the pairs), and which corners each
-variant launches with."""
+variant launches with (auto: the table without APIC, tests/unit/test_cuda_g2p_table_host.py)."""
 
 import pytest
 
@@ -22,19 +22,22 @@ def harness(tmp_path_factory):
 test_select_corners_match_the_numpy_reference = flip_host.test_sparse_flip_kernels_match_the_numpy_reference
 
 
-def test_auto_corners_are_pairs_only_with_apic_at_the_end_of_the_substep(monkeypatch):
+def test_auto_corners_are_the_table_without_apic_and_pairs_with_apic_at_the_end_of_the_substep(monkeypatch):
     monkeypatch.delenv("VOXFX_SPARSE_G2P_CORNERS", raising=False)
-    want = {(False, False): "select", (False, True): "pairs", (True, False): "select", (True, True): "select"}
+    want = {(False, False): "table", (False, True): "pairs", (True, False): "table", (True, True): "select"}
     for (centred, apic), way in want.items():
         assert sparse_g2p_gpu.block_corners(centred, apic) == way
         module, entry = sparse_g2p_gpu.g2p_block_entry(centred, apic)
         assert ("-DBLOCK_PAIRS=1" in module.options) == (way == "pairs")
+        assert ("-DBLOCK_TABLE=1" in module.options) == (way == "table")
         assert entry == sparse_g2p_gpu.G2P_BLOCK_ENTRIES[(centred, apic)]
-    for way in ("pairs", "select"):  # a way named wins for every variant
+    for way in ("pairs", "select", "table"):  # a way named wins for every variant
         monkeypatch.setenv("VOXFX_SPARSE_G2P_CORNERS", way)
         for centred, apic in want:
             assert sparse_g2p_gpu.block_corners(centred, apic) == way
-            assert ("-DBLOCK_PAIRS=1" in sparse_g2p_gpu.g2p_block_entry(centred, apic)[0].options) == (way == "pairs")
+            options = sparse_g2p_gpu.g2p_block_entry(centred, apic)[0].options
+            assert ("-DBLOCK_PAIRS=1" in options) == (way == "pairs")
+            assert ("-DBLOCK_TABLE=1" in options) == (way == "table")
 
 
 def test_block_shapes_build_the_kernel_for_their_blocks_and_threads(monkeypatch):
@@ -51,5 +54,6 @@ def test_block_shapes_build_the_kernel_for_their_blocks_and_threads(monkeypatch)
                 module, entry = sparse_g2p_gpu.g2p_block_entry(centred, apic)
                 assert f"-DBLOCK_MIN_BLOCKS={blocks}" in module.options
                 assert f"-DBLOCK_THREADS={threads}" in module.options and module.threads == threads
+                assert ("-DBLOCK_TABLE=1" in module.options) == (not apic)
                 assert ("-DBLOCK_PAIRS=1" in module.options) == (apic and not centred)
                 assert entry == sparse_g2p_gpu.G2P_BLOCK_ENTRIES[(centred, apic)]

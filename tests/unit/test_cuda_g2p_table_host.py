@@ -1,0 +1,130 @@
+"""The block G2P kernel with its corners from the particle's brick table (kernels/cuda/flip_sparse_g2p_block.cu
+``BLOCK_TABLE``, ``VOXFX_SPARSE_G2P_CORNERS=table``, helper h21g), on the host: the scenes and checks of
+tests/unit/test_cuda_sparse_flip_host.py (the NumPy reference's bits) with the kernel built that way; and a
+G2P-only harness on fast faces, whose midpoints leave the table (the samples' slow path: g2p_advect_bricks'
+corners), on whole bricks and a checkerboard of them (inactive bricks in the table), closed and open."""
+
+import numpy as np
+import pytest
+
+from tests.cuda_host import DRIVER, STUBS
+from tests.unit import test_cuda_sparse_flip_host as flip_host
+from tests.unit.test_cuda_exact import build_words, hex32 as _hex, kernel_defines
+from voxfx.kernels.flip import sparse_g2p_gpu, sparse_gpu, sparse_transfer
+from voxfx.kernels.grid.sparse import brick_coords
+
+TABLE = ["-DBLOCK_PAIRS=0", "-DBLOCK_TABLE=1"]
+
+
+@pytest.fixture(scope="module")
+def harness(tmp_path_factory):
+    return build_words(tmp_path_factory, flip_host.HARNESS, [*kernel_defines(sparse_gpu.KERNELS), *TABLE],
+                       "sparse_flip_table")
+
+
+# the same scenes and checks (NumPy reference bits), the block kernels built with the table
+test_table_corners_match_the_numpy_reference = flip_host.test_sparse_flip_kernels_match_the_numpy_reference
+
+# Input: closed nx ny nz apic; ox oy oz h inv_h flip pic dt half_dt (%a); n_keys cap, keys, slots; N, pos, vel
+# (, C); u v w old_u old_v old_w (%a), solid (int), per pool cell. Output: g2p_advect_block_end(_apic)'s
+# positions, velocities (, C), then g2p_advect_block_centred(_apic)'s with u_n = the faces halved.
+G2P_HARNESS = STUBS + r"""
+#include "sparse.cu"
+#include "flip_sparse_transfer.cu"
+#include "flip_sparse_g2p_block.cu"
+""" + DRIVER + r"""
+int main() {
+    int closed, nx, ny, nz, apic;
+    if (scanf("%d %d %d %d %d", &closed, &nx, &ny, &nz, &apic) != 5) return 1;
+    float ox = rf(), oy = rf(), oz = rf(), h = rf(), inv_h = rf(), flip = rf(), pic = rf(), dt = rf(), half_dt = rf();
+    ll nk, cap;
+    std::vector<ll> keys;
+    std::vector<int> slots;
+    read_bricks(nk, cap, keys, slots);
+    std::vector<float> pos, vel, c;
+    ll n = read_particles(apic, pos, vel, c);
+    const ll cells = cap * 512;
+    std::vector<float> u(cells), v(cells), w(cells), ou(cells), ov(cells), ow(cells);
+    for (auto* a : {&u, &v, &w, &ou, &ov, &ow}) for (auto& x : *a) x = rf();
+    std::vector<u8> solid(cells);
+    for (auto& x : solid) { int t; scanf("%d", &t); x = (u8)t; }
+    std::vector<int> coords(3 * cap, 0), nbr27(27 * cap, -1);
+    LAUNCH(27 * nk, brick_tables(keys.data(), slots.data(), nk, coords.data(), nbr27.data()));
+    const int idx_d[3] = {closed ? (nx >> 3) + 2 : 0, closed ? (ny >> 3) + 2 : 0, closed ? (nz >> 3) + 2 : 0};
+    std::vector<int> index(std::max(1, idx_d[0] * idx_d[1] * idx_d[2]), -1);
+    LAUNCH(nk, brick_index_fill(keys.data(), slots.data(), nk, index.data(), -1, -1, -1, idx_d[0], idx_d[1],
+                                idx_d[2]));
+    std::vector<float> bu = u, bv = v, bw = w;
+    for (auto* b : {&bu, &bv, &bw}) for (auto& x : *b) x *= 0.5f;
+    for (int centred : {0, 1}) {
+        std::vector<float> p = pos, q = vel, r = c;
+        auto* k = centred ? (apic ? g2p_advect_block_centred_apic : g2p_advect_block_centred)
+                          : (apic ? g2p_advect_block_end_apic : g2p_advect_block_end);
+        LAUNCH(n, k(p.data(), q.data(), r.data(), n, apic, u.data(), v.data(), w.data(), ou.data(), ov.data(),
+                    ow.data(), solid.data(), keys.data(), slots.data(), nk, nbr27.data(), index.data(), -1, -1, -1,
+                    idx_d[0], idx_d[1], idx_d[2], closed, nx, ny, nz, ox, oy, oz, h, inv_h, flip, pic, dt, half_dt,
+                    nullptr, 0, centred, bu.data(), bv.data(), bw.data()));
+        pf(p); pf(q);
+        if (apic) pf(r);
+    }
+    return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def g2p_harness(tmp_path_factory):
+    return build_words(tmp_path_factory, G2P_HARNESS, [*kernel_defines(sparse_gpu.KERNELS), *TABLE], "g2p_table")
+
+
+@pytest.mark.parametrize("holes", [False, True], ids=["bricks", "holes"])
+@pytest.mark.parametrize("closed", [True, False], ids=["closed", "open"])
+@pytest.mark.parametrize("apic", [False, True], ids=["flip", "apic"])
+def test_table_corners_match_the_reference_where_midpoints_leave_the_table(g2p_harness, closed, apic, holes):
+    """Faces of ~±6 cells a step (dt 0.01 s, h 0.05 m, |u| ~30 m/s): many midpoints lie more than 3 cells
+    from x (beyond the particle's table: the slow path), the rest in it; positions, velocities (and C) the
+    NumPy reference's bits at the end of the substep and time-centred (u_n the faces halved)."""
+    spec, grid, pos, vel, c = flip_host.scene(closed, apic, 31 + 2 * closed + apic)
+    if holes:
+        keys = grid.topology.keys
+        grid.retopologize(keys[brick_coords(keys).sum(axis=1) % 2 == 0])
+    rng = np.random.default_rng(5 + 2 * closed + apic)
+    for name in grid.FACES:
+        grid[name] = rng.normal(0.0, 30.0, grid.size).astype(np.float32)
+    old = tuple(rng.normal(0.0, 30.0, grid.size).astype(np.float32) for _ in grid.FACES)
+    dt = np.float32(0.01)
+    flip = np.float32(0.0 if apic else 0.5)
+    nx, ny, nz = spec.shape
+    t = grid.topology
+    lines = [f"{int(closed)} {nx} {ny} {nz} {int(apic)}",
+             _hex([*spec.origin, grid.h, 1.0 / grid.h, flip, np.float32(1) - flip, dt, np.float32(0.5) * dt]),
+             f"{t.count} {grid.capacity}", " ".join(str(int(k)) for k in t.keys),
+             " ".join(str(int(s)) for s in t.slots), str(len(pos)), _hex(pos), _hex(vel)]
+    if apic:
+        lines.append(_hex(c))
+    lines += [*(_hex(f) for f in (*grid.faces(), *old)), " ".join(str(int(x)) for x in grid["solid"])]
+    out = flip_host.Reader(g2p_harness(lines))
+    # the midpoints: x + ½Δt·u(x) (PIC alone: u(x) = the new velocity without APIC's C)
+    probe_pos, probe_vel = pos.copy(), vel.copy()
+    sparse_transfer.g2p_advect(grid, old, probe_pos, probe_vel, np.float32(0), dt)
+    far = (np.abs(np.float32(0.5) * dt * probe_vel) / grid.h > 3).any(axis=1)
+    assert 50 < far.sum() < len(pos) - 50  # both paths taken
+    half = tuple(f * np.float32(0.5) for f in grid.faces())
+    for before in (None, half):
+        want_pos, want_vel, want_c = pos.copy(), vel.copy(), None if c is None else c.copy()
+        sparse_transfer.g2p_advect(grid, old, want_pos, want_vel, flip, dt, want_c, before=before)
+        for want in (want_pos, want_vel, want_c) if apic else (want_pos, want_vel):
+            got = out.floats(want.size).reshape(want.shape)
+            assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
+    assert out.at == len(out.tokens)
+
+
+def test_table_corners_build_the_table_module(monkeypatch):
+    """VOXFX_SPARSE_G2P_CORNERS=table: every variant's module built with BLOCK_TABLE=1 (and no pairs)."""
+    monkeypatch.setenv("VOXFX_SPARSE_G2P_CORNERS", "table")
+    for centred in (False, True):
+        for apic in (False, True):
+            assert sparse_g2p_gpu.block_corners(centred, apic) == "table"
+            module, entry = sparse_g2p_gpu.g2p_block_entry(centred, apic)
+            assert "-DBLOCK_TABLE=1" in module.options and "-DBLOCK_PAIRS=0" in module.options
+            assert entry == sparse_g2p_gpu.G2P_BLOCK_ENTRIES[(centred, apic)]
