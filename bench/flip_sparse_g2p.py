@@ -82,9 +82,9 @@ class Spans:
         return dict(out)
 
 
-def state_before_g2p(sim, dt):
-    """One substep of *sim* up to its G2P (topology, P2G, pressure, projection): the old
-    faces and P2G's bins of the positions (``grid.bins``)."""
+def state_before_project(sim, dt):
+    """One substep of *sim* up to its projection (topology, P2G, cell types, extrapolation and
+    boundaries, pressure): the old faces and the pressure."""
     from voxfx.kernels.flip import sparse_pressure
 
     g, s = sim.grid, sim.settings
@@ -96,6 +96,16 @@ def state_before_g2p(sim, dt):
     old = sparse_transfer.extrapolate_and_boundaries(g, add=[np.float32(a * dt) for a in s.gravity])  # as the sim
     p, _ = sparse_pressure.solve_pressure(g, dt, tolerance=s.pressure_tolerance,
                                           max_iterations=s.pressure_max_iterations, preconditioner=sim.preconditioner)
+    return old, p
+
+
+def state_before_g2p(sim, dt):
+    """One substep of *sim* up to its G2P (``state_before_project``, the projection and the
+    extrapolation): the old faces and P2G's bins of the positions (``grid.bins``)."""
+    from voxfx.kernels.flip import sparse_pressure
+
+    g = sim.grid
+    old, p = state_before_project(sim, dt)
     sparse_pressure.project(g, p, dt)
     sparse_transfer.extrapolate(g, valid=sparse_transfer.fluid_faces(g))
     return old, g.bins

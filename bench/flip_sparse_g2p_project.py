@@ -36,27 +36,13 @@ sys.path.insert(0, str(ROOT))
 from tools.package import load  # noqa: E402
 
 load()
-from voxfx.kernels.flip import (sparse_g2p_gpu, sparse_grid as sparse_grid_module, sparse_pressure,  # noqa: E402
-                                sparse_transfer, transfer)
+from voxfx.kernels.flip import (sparse_g2p_gpu, sparse_pressure,  # noqa: E402
+                                sparse_transfer)
 
 sys.path.insert(0, str(ROOT / "bench"))
 from _sparse_scene import add_scene_arguments, stepped_dam_break  # noqa: E402
+from flip_sparse_g2p import state_before_project  # noqa: E402
 from flip_sparse_p2g_stage import SPIN  # noqa: E402
-
-
-def state_before_project(sim, dt):
-    """One substep of *sim* up to its projection (as ``flip_sparse_g2p.state_before_g2p``): the old
-    faces and the pressure."""
-    g, s = sim.grid, sim.settings
-    margin = sparse_grid_module.substep_margin(float(transfer.max_speed(sim.vel)), dt,
-                                               sim.spec.voxel_size, float(np.linalg.norm(s.gravity)))
-    g.update(sim.pos, margin, sim.obstacle, sim.obstacle_velocity, bodies=sim.obstacle_bodies)
-    sparse_transfer.particles_to_grid(g, sim.pos, sim.vel, sim.c, ring=True)
-    sparse_transfer.classify(g, sim.pos)
-    old = sparse_transfer.extrapolate_and_boundaries(g, add=[np.float32(a * dt) for a in s.gravity])  # as the sim
-    p, _ = sparse_pressure.solve_pressure(g, dt, tolerance=s.pressure_tolerance,
-                                          max_iterations=s.pressure_max_iterations, preconditioner=sim.preconditioner)
-    return old, p
 
 
 def projection(cp, sim, dt, repeat, spin):
