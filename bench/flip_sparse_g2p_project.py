@@ -2,7 +2,8 @@
 the GPU, in one process:
 
     python3 bench/flip_sparse_g2p_project.py [--res 256] [--particles 8e6] [--substeps 4] [--repeat 9]
-                                             [--shapes 4x256 table:8x128 ...] [--no-g2p]
+                                             [--shapes 4x256 table:8x128 ...] [--no-g2p] [--apic]
+                                             [--base DIR]
 
 The dam break of ``bench/flip.py`` runs *substeps* substeps of 1/120 s, then one substep up to its
 projection (topology, P2G, pressure: the pressure p and the faces u* kept), then:
@@ -19,13 +20,18 @@ projection (topology, P2G, pressure: the pressure p and the faces u* kept), then
    ``__launch_bounds__``), at the end of the substep and time-centred, the shapes in turn each
    round on copies of the particles, a spin kernel first; every shape's positions and velocities
    compared bit for bit with the first's. A shape may name its corners, CORNERS:BLOCKSxTHREADS
-   (``sparse_g2p_gpu.G2P_CORNERS``; helper h21g: ``table:8x128``), else select.
+   (``sparse_g2p_gpu.G2P_CORNERS``; helper h21g: ``table:8x128``), else select. ``--apic``: the
+   two cases again with APIC's C written (the FLIP blend kept; C compared too). ``--base DIR``
+   (helper h21i): the corners ``base-table`` are table built with DIR's brick-table header
+   (``kernels/cuda/include/voxfx_g2p_block_table.cuh``, e.g. main's from ``git archive``) in place
+   of this tree's, in this process (two encodings of one kernel timed side by side).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -36,6 +42,7 @@ sys.path.insert(0, str(ROOT))
 from tools.package import load  # noqa: E402
 
 load()
+from voxfx.kernels import backend  # noqa: E402
 from voxfx.kernels.flip import (sparse_g2p_gpu, sparse_pressure,  # noqa: E402
                                 sparse_transfer)
 
@@ -82,8 +89,51 @@ def projection(cp, sim, dt, repeat, spin):
     return old
 
 
-def g2p_shapes(cp, sim, dt, old, repeat, shapes, spin):
-    """Part 2: the block kernel built for each shape, the shapes in turn each round."""
+TABLE_INCLUDE = re.compile(r'^#include "voxfx_g2p_block_table\.cuh".*$', re.M)
+
+
+class BaseTable:
+    """A block kernel module (``sparse_g2p_gpu.g2p_block_module``'s, table corners) compiled with *header*'s text
+    (another tree's brick-table header) in place of this tree's ``#include`` (``--base``); launched as
+    ``Kernels``."""
+
+    def __init__(self, module, header: str):
+        self.filename, self.threads = module.filename, module.threads
+        self.options = module.options + ("-DG2P_BENCH_BASE_TABLE=1",)  # a kernel cache key of its own
+        self.header = header.replace("#pragma once", "")
+        self.module = None
+
+    def get(self, name):
+        if self.module is None:
+            import cupy as cp
+
+            backend.kernel_cache.current()  # the folder the other modules compile into
+            code, n = TABLE_INCLUDE.subn(lambda _: self.header, backend.cuda_source(self.filename))
+            assert n == 1, "flip_sparse_g2p_block.cu includes the table header once"
+            self.module = cp.RawModule(code=code, options=("--std=c++17", f"-I{backend.CUDA_INCLUDE}", *self.options))
+        return self.module.get_function(name)
+
+    def launch(self, name, n, args):
+        self.get(name)(((int(n) + self.threads - 1) // self.threads,), (self.threads,), args)
+
+
+def base_table_modules(header: str):
+    """``sparse_g2p_gpu.g2p_block_module`` with its table modules built from *header* (``BaseTable``)."""
+    real, built = sparse_g2p_gpu.g2p_block_module, {}
+
+    def module(min_blocks=None, threads=None, corners=None):
+        m = real(min_blocks, threads, corners)
+        assert corners == "table"
+        if m.options not in built:
+            built[m.options] = BaseTable(m, header)
+        return built[m.options]
+
+    return module
+
+
+def g2p_shapes(cp, sim, dt, old, repeat, shapes, spin, apic=False, base=None):
+    """Part 2: the block kernel built for each shape, the shapes in turn each round (*apic*: the APIC cases as
+    well; *base*: the base tree's folder, for the corners base-table)."""
     g, s = sim.grid, sim.settings
     bins = g.bins
     f32 = np.float32
@@ -93,10 +143,19 @@ def g2p_shapes(cp, sim, dt, old, repeat, shapes, spin):
     before_faces = tuple(f.copy() for f in old)
     ev = [cp.cuda.Event() for _ in range(2)]
     saved = sparse_g2p_gpu.G2P_BLOCK_MIN_BLOCKS, sparse_g2p_gpu.G2P_BLOCK_THREADS
+    real_module = sparse_g2p_gpu.g2p_block_module
+    base_module = None
+    if base is not None:
+        header = Path(base, "kernels", "cuda", "include", "voxfx_g2p_block_table.cuh").read_text(encoding="utf-8")
+        base_module = base_table_modules(header)
+    apic_c = cp.zeros((len(sim.pos), 3, 3), cp.float32) if apic else None
+    cases = [("end of substep", None, sim.c), ("time-centred", before_faces, sim.c)]
+    if apic:
+        cases += [("APIC end of substep", None, apic_c), ("APIC time-centred", before_faces, apic_c)]
     print(f"G2P + advection, block kernel: {len(sim.pos):,} particles, {g.brick_count()} bricks, "
           f"bins' order, medians of {repeat}, device alone")
     print("case | corners:(blocks an SM)x(threads) | ms | same bits as the first")
-    for case, before in (("end of substep", None), ("time-centred", before_faces)):
+    for case, before, c in cases:
         rows = {sh: [] for sh in shapes}
         outs = {}
         for r in range(repeat + 1):
@@ -104,20 +163,26 @@ def g2p_shapes(cp, sim, dt, old, repeat, shapes, spin):
                 state["pos"], state["vel"] = sim.pos.copy(), sim.vel.copy()
                 g.bins = (state["pos"], *bins[1:])
                 cp.cuda.Device().synchronize()
+                if c is not None and c is apic_c:
+                    c.fill(0)
                 sparse_g2p_gpu.G2P_BLOCK_MIN_BLOCKS, sparse_g2p_gpu.G2P_BLOCK_THREADS = sh[1:]
-                os.environ["VOXFX_SPARSE_G2P_CORNERS"] = sh[0]
+                os.environ["VOXFX_SPARSE_G2P_CORNERS"] = "table" if sh[0] == "base-table" else sh[0]
+                if sh[0] == "base-table":
+                    sparse_g2p_gpu.g2p_block_module = base_module
                 try:
                     spin((1,), (1,), (np.int64(4_000_000),))
                     ev[0].record()
-                    sparse_g2p_gpu.g2p_advect(g, old, state["pos"], state["vel"], *scalars, sim.c, order="cell",
+                    sparse_g2p_gpu.g2p_advect(g, old, state["pos"], state["vel"], *scalars, c, order="cell",
                                               kernel="block", before=before)
                     ev[1].record()
                     ev[1].synchronize()
                 finally:
                     sparse_g2p_gpu.G2P_BLOCK_MIN_BLOCKS, sparse_g2p_gpu.G2P_BLOCK_THREADS = saved
+                    sparse_g2p_gpu.g2p_block_module = real_module
                 if r:
                     rows[sh].append(cp.cuda.get_elapsed_time(ev[0], ev[1]))
-                outs[sh] = (cp.asnumpy(state["pos"]), cp.asnumpy(state["vel"]))
+                if r == repeat:  # the last round's particles (and C)
+                    outs[sh] = tuple(cp.asnumpy(a) for a in (state["pos"], state["vel"], *(() if c is None else (c,))))
         first = outs[shapes[0]]
         for sh in shapes:
             same = all(np.array_equal(a.view(np.uint32), b.view(np.uint32)) for a, b in zip(outs[sh], first))
@@ -133,6 +198,8 @@ def main():
     ap.add_argument("--shapes", nargs="+", default=["4x256", "8x128", "7x128", "6x128", "3x256", "5x256"],
                     help="block G2P shapes, BLOCKSxTHREADS (the first the reference)")
     ap.add_argument("--no-g2p", action="store_true", help="the projection stage only")
+    ap.add_argument("--apic", action="store_true", help="the APIC cases too (C written)")
+    ap.add_argument("--base", help="a base tree whose brick-table header the corners base-table take")
     args = ap.parse_args()
     import cupy as cp
 
@@ -142,7 +209,7 @@ def main():
     if not args.no_g2p:
         shapes = [(sh.split(":")[0] if ":" in sh else "select", *(int(x) for x in sh.split(":")[-1].split("x")))
                   for sh in args.shapes]
-        g2p_shapes(cp, sim, dt, old, args.repeat, shapes, spin)
+        g2p_shapes(cp, sim, dt, old, args.repeat, shapes, spin, apic=args.apic, base=args.base)
 
 
 if __name__ == "__main__":

@@ -2,14 +2,15 @@
 ``BLOCK_TABLE``, ``VOXFX_SPARSE_G2P_CORNERS=table``, helper h21g), on the host: the scenes and checks of
 tests/unit/test_cuda_sparse_flip_host.py (the NumPy reference's bits) with the kernel built that way; and a
 G2P-only harness on fast faces, whose midpoints leave the table (the samples' slow path: g2p_advect_bricks'
-corners), on whole bricks and a checkerboard of them (inactive bricks in the table), closed and open."""
+corners), on whole bricks and a checkerboard of them (inactive bricks in the table), closed and open; and the
+table's per-axis code of a corner (``table_axis_code``, helper h21i) for every coordinate it takes."""
 
 import numpy as np
 import pytest
 
 from tests.cuda_host import DRIVER, STUBS
 from tests.unit import test_cuda_sparse_flip_host as flip_host
-from tests.unit.test_cuda_exact import build_words, hex32 as _hex, kernel_defines
+from tests.unit.test_cuda_exact import build_ints, build_words, hex32 as _hex, kernel_defines
 from voxfx.kernels.flip import sparse_g2p_gpu, sparse_gpu, sparse_transfer
 from voxfx.kernels.grid.sparse import brick_coords
 
@@ -128,3 +129,38 @@ def test_table_corners_build_the_table_module(monkeypatch):
             module, entry = sparse_g2p_gpu.g2p_block_entry(centred, apic)
             assert "-DBLOCK_TABLE=1" in module.options and "-DBLOCK_PAIRS=0" in module.options
             assert entry == sparse_g2p_gpu.G2P_BLOCK_ENTRIES[(centred, apic)]
+
+
+# table_axis_code(k, d) for d in 0..2 and k in [0, 16), one a line (helper h21i)
+AXIS_CODE_HARNESS = STUBS + r"""
+#include "sparse.cu"
+#include "flip_sparse_transfer.cu"
+#include "flip_sparse_g2p_block.cu"
+""" + DRIVER + r"""
+int main() {
+    for (int d = 0; d < 3; ++d)
+        for (int k = 0; k < 16; ++k) printf("%u\n", table_axis_code(k, d));
+    return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def axis_code_harness(tmp_path_factory):
+    return build_ints(tmp_path_factory, AXIS_CODE_HARNESS, [*kernel_defines(sparse_gpu.KERNELS), *TABLE],
+                      "g2p_table_axis_code")
+
+
+def test_table_axis_code_is_the_brick_bit_and_the_local_coordinate(axis_code_harness):
+    """table_axis_code (k << 3d plus (k & 8) · (2^(6 + d) − 2^(3d)), helper h21i) against h21g's fields for every k
+    in [0, 16) and d in 0..2 (all 48): the brick bit k >> 3 at 9 + d, the local coordinate k & 7 at 3d; and the three
+    axes' codes disjoint, so that the kernel's v = Σ_d code_d is their OR (a brick r = v >> 9, a cell v & 511)."""
+    got = axis_code_harness([]).reshape(3, 16)
+    want = np.array([[((k & 8) << (6 + d)) | ((k & 7) << (3 * d)) for k in range(16)] for d in range(3)])
+    assert np.array_equal(got, want)
+    x, y, z = np.meshgrid(*got, indexing="ij")
+    assert np.array_equal(x + y + z, x | y | z)
+    k = np.arange(16)
+    kx, ky, kz = np.meshgrid(k, k, k, indexing="ij")
+    assert np.array_equal(x + y + z >> 9, kx >> 3 | (ky >> 3) << 1 | (kz >> 3) << 2)
+    assert np.array_equal(x + y + z & 511, kx & 7 | (ky & 7) << 3 | (kz & 7) << 6)
