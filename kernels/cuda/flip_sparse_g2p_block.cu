@@ -79,8 +79,9 @@
 // 0.528 ms. So select stays the default but for APIC at the end of the substep
 // (sparse_g2p_gpu.block_corners).
 //
-// Launch shapes (helper h21d; sparse_g2p_gpu.G2P_BLOCK_SHAPES, VOXFX_SPARSE_G2P_BLOCK_SHAPE): BLOCK_MIN_BLOCKS ×
-// BLOCK_THREADS = 8 × 128, 16 × 64 or 32 × 32 instead of 4 × 256 — the same 64 registers and spills (ptxas, sm_90),
+// Launch shapes (helper h21d; sparse_g2p_gpu.G2P_BLOCK_SHAPES, VOXFX_SPARSE_G2P_BLOCK_SHAPE; 8 × 128 the default
+// since helper h21i): BLOCK_MIN_BLOCKS × BLOCK_THREADS = 8 × 128, 16 × 64 or 32 × 32 instead of 4 × 256 — the
+// same 64 registers and spills (ptxas, sm_90),
 // the same SASS but for the bounds, 1,024 threads an SM: H100 80GB HBM3, driver 580.159.04, the 8M dam break
 // after 4 substeps, the kernel alone, the shapes in turn (bench/flip_sparse_g2p_project.py, medians of 7), select:
 //
@@ -94,8 +95,9 @@
 // its 8–16 loads and their addresses, ptxas rematerializing shifts at 64 registers), six lattice axes twice (~170)
 // and the two block tests (~135 each); the issue's 0.4 ms asks for ~20% fewer of them, not another shape.
 //
-// The particle's brick table (BLOCK_TABLE = 1, helper h21g; VOXFX_SPARSE_G2P_CORNERS=table, auto's without APIC:
-// sparse_g2p_gpu.block_corners): the 2 × 2 × 2 bricks around the home cell (the lower neighbour along an axis where
+// The particle's brick table (BLOCK_TABLE = 1, helper h21g; VOXFX_SPARSE_G2P_CORNERS=table, auto's but for
+// time-centred APIC since helper h21i: sparse_g2p_gpu.block_corners): the 2 × 2 × 2 bricks around the home cell
+// (the lower neighbour along an axis where
 // ⌊g⌋ lies in its brick's lower half) read once a particle from nbr27's row at constant offsets and kept in shared
 // memory as (slot − r) · 512, a word a thread a brick (voxfx_g2p_block_table.cuh); both samples' corners lie in it
 // (every cell within 4 of ⌊g⌋: the midpoint where it moved < 2.5 cells; else g2p_advect_bricks' corners, as any
@@ -117,6 +119,20 @@
 //
 // (−10% / −7%: fewer instructions, though each corner still costs an add, a mask, a shared load and an add
 // besides its loads' IMAD.WIDE; what is left for 0.4 ms at 8 × 128: ~7% — see bench/RESULTS.md "h21g".)
+//
+// Helper h21i: a corner's per-axis code in one shift and an IMAD (table_axis_code: SASS −63…−68 instructions an
+// entry, the same registers and spills); the table with APIC; 8 × 128 the default (sparse_g2p_gpu.G2P_BLOCK_SHAPES).
+// H100 80GB HBM3, driver 580.159.04, one call, the same state, all ways in turn in one process (main's table header
+// as "h21g"; bench/flip_sparse_g2p_project.py --apic --base, medians of 7; every way the first's bits), ms:
+//
+//   case                  h21g 4×256  h21i 4×256  h21g 8×128  h21i 8×128  select 4×256/8×128  pairs 4×256/8×128
+//   end of substep           0.450       0.443       0.431       0.425        0.502 / 0.479       0.500 / 0.501
+//   time-centred             0.552       0.555       0.537       0.540        0.595 / 0.576       0.599 / 0.603
+//   APIC, end                0.992       0.996       0.934       0.937        1.057 / 1.020       1.002 / 0.949
+//   APIC, time-centred       1.103       1.102       1.064       1.064        1.099 / 1.064       1.021 / 1.001
+//
+// (the code: −1.5% at the end of the substep, +0.6% time-centred, ±0.4% with APIC; auto: the table but for
+// time-centred APIC, pairs; at 8 × 128 auto's corners are 2–6% faster than at 4 × 256 in every variant.)
 //
 // Layout and brick tables: flip_sparse_transfer.cu's notes. Constants from Python (-D):
 // AIR, FLUID, SOLID, PUSH_EPSILON.

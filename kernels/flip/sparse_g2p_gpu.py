@@ -29,11 +29,11 @@ corners (``VOXFX_SPARSE_G2P_CORNERS``, helper i24g3): ``select`` picks each corn
 cross no brick along y and z; the same bits; ``auto`` (the default) takes pairs with APIC at the
 end of the substep (1.055 → 1.002 ms), select elsewhere (no gain: ``block_corners``); ``table`` (helper
 h21g) takes every corner's brick from the particle's 2 × 2 × 2 bricks kept in shared memory, read once a
-particle for both samples: auto's without APIC, 0.502 → 0.451 ms at the end of the substep and 0.595 → 0.551
-time-centred (H100, 8M, 4 × 256; 0.479 → 0.432 and 0.576 → 0.537 at 8 × 128). Its launch
-shape (``VOXFX_SPARSE_G2P_BLOCK_SHAPE``, helper h21d; opt-in): 8 blocks of 128 instead of 4 of 256, the
-same registers and bits, 0.502 → 0.480 ms at the end of the substep and 0.594 → 0.575 time-centred
-(H100, 8M; ``G2P_BLOCK_SHAPES``' notes).
+particle for both samples: 0.502 → 0.451 ms at the end of the substep and 0.595 → 0.551 time-centred (H100,
+8M, 4 × 256; 0.479 → 0.432 and 0.576 → 0.537 at 8 × 128); auto's but for time-centred APIC, which takes
+pairs (helper h21i, ``G2P_CORNERS``' notes). Its launch shape (``VOXFX_SPARSE_G2P_BLOCK_SHAPE``, helper h21d):
+8 blocks of 128 (the default since helper h21i) or 4 of 256, the same registers and bits; with auto's
+corners 8 × 128 is 2–6% faster in every variant (H100, 8M; ``G2P_BLOCK_SHAPES``' notes).
 """
 
 from __future__ import annotations
@@ -58,10 +58,11 @@ G2P_LEAN = Kernels("flip_sparse_g2p_lean.cu", ("--fmad=false",), G2P_THREADS,
                    defines={**mac.CELL_TYPES, "PUSH_EPSILON": PUSH_EPSILON, "LEAN_THREADS": G2P_THREADS,
                             "LEAN_MIN_BLOCKS": G2P_LEAN_MIN_BLOCKS})
 # flip_sparse_g2p_block.cu's __launch_bounds__: G2P_BLOCK_MIN_BLOCKS blocks of G2P_BLOCK_THREADS an SM. 4 of 256
-# (64 registers, 92 B of spills): 0.606 ms at 8M; 2 of 512: 0.651; 1 of 512 (96 registers, no spills): 0.961
-# (H100, one call, the same bits; its notes)
-G2P_BLOCK_MIN_BLOCKS = 4
-G2P_BLOCK_THREADS = 256
+# (64 registers, 92 B of spills, one entry then): 0.606 ms at 8M; 2 of 512: 0.651; 1 of 512 (96 registers, no
+# spills): 0.961 (H100, one call, the same bits; its notes). 8 of 128 (the same 64 registers and spills as 4 of
+# 256) since helper h21i: faster in every variant (G2P_BLOCK_SHAPES' notes)
+G2P_BLOCK_MIN_BLOCKS = 8
+G2P_BLOCK_THREADS = 128
 # VOXFX_SPARSE_G2P_CORNERS (the block kernel's corners, the same bits; helper i24g3): "pairs" where no lane
 # of a warp crosses a brick along y and z, each component's 8 corners as two cells and their neighbours at
 # constant offsets (2 brick picks and 2 addresses a field instead of 8), and the home brick's index entry in
@@ -72,9 +73,12 @@ G2P_BLOCK_THREADS = 256
 # 0.543 → 0.554 and 0.522 → 0.528 ms (two processes): no gain where the 8M row runs (block_corners). "table"
 # (helper h21g): the 2 × 2 × 2 bricks around the particle's home cell kept in shared memory (a word a thread a
 # brick, read once for both samples), each corner's pool index one shared load and two adds (its notes); the same
-# bits; auto's without APIC (not measured with APIC). H100 80GB HBM3, 8M after 4 substeps, kernel alone, the ways
-# in turn, select → table: end of substep 0.502 → 0.451 ms (4x256), 0.479 → 0.432 (8x128); time-centred 0.595 →
-# 0.551, 0.576 → 0.537 (bench/flip_sparse_g2p_project.py; SASS ~1,500 → ~1,280 instructions a particle)
+# bits. H100 80GB HBM3, 8M after 4 substeps, kernel alone, the ways in turn, select → table: end of substep 0.502 →
+# 0.451 ms (4x256), 0.479 → 0.432 (8x128); time-centred 0.595 → 0.551, 0.576 → 0.537
+# (bench/flip_sparse_g2p_project.py; SASS ~1,500 → ~1,280 instructions a particle). With APIC (helper h21i, the
+# same bench with --apic, one process, medians of 7, H100 80GB HBM3), select / pairs / table, ms, at 8x128 (4x256):
+# end of substep 1.020 / 0.949 / **0.937** (1.057 / 1.002 / **0.996**), time-centred 1.064 / **1.001** / 1.064
+# (1.099 / **1.021** / 1.102): auto is table but for time-centred APIC, which takes pairs.
 G2P_CORNERS = ("auto", "pairs", "select", "table")
 
 
@@ -85,11 +89,10 @@ def g2p_corners(corners=None) -> str:
 
 def block_corners(centred: bool, apic: bool, corners=None) -> str:
     """The block kernel's corners for the variant: ``g2p_corners(corners)``, auto being the fastest measured
-    (``G2P_CORNERS``' notes): table without APIC (helper h21g), with APIC pairs at the end of the substep and
-    select time-centred (the table not measured with APIC)."""
+    (``G2P_CORNERS``' notes): table (helpers h21g, h21i) but for time-centred APIC, which takes pairs."""
     way = g2p_corners(corners)
     if way == "auto":
-        way = "table" if not apic else "pairs" if not centred else "select"
+        way = "pairs" if apic and centred else "table"
     return way
 
 
@@ -121,28 +124,32 @@ G2P_BLOCK_ENTRIES = {(False, False): "g2p_advect_block_end", (False, True): "g2p
 
 
 # VOXFX_SPARSE_G2P_BLOCK_SHAPE (helper h21d; read at each G2P): the block kernel's (blocks an SM, threads) for its
-# __launch_bounds__ and its launch — "4x256" (the default: G2P_BLOCK_MIN_BLOCKS of G2P_BLOCK_THREADS, which the
-# benches set), "8x128", "16x64", "32x32": 1,024 threads an SM each way, 64 registers (sm_90, nvcc 13.0 ptxas: the
-# same spills, 0 / 0 / 8 / 36 B for end / end APIC / centred / centred APIC), the same code and bits; a block's
+# __launch_bounds__ and its launch — "8x128" (the default since helper h21i: G2P_BLOCK_MIN_BLOCKS of
+# G2P_BLOCK_THREADS, which the benches set), "4x256", "16x64", "32x32": 1,024 threads an SM each way, 64 registers
+# (sm_90, nvcc 13.0 ptxas: the same spills, 0 / 0 / 8 / 36 B for end / end APIC / centred / centred APIC), the
+# same code and bits; a block's
 # registers go back when its last warp ends, so smaller blocks wait less on the warps of a slow path. H100 80GB
 # HBM3 (driver 580.159.04), 8M after 4 substeps (3,258 bricks), the kernel alone, the shapes in turn
 # (bench/flip_sparse_g2p_project.py; two calls, medians of 9 and 7), end of substep / time-centred, ms:
 # 4x256 0.502 / 0.594, 8x128 **0.480 / 0.575**, 16x64 0.484 / 0.583, 32x32 0.489 / 0.595; 7x128 (72 registers)
 # 0.498 / 0.574, 6x128 (80) 0.510 / 0.588, 3x256 (80) 0.552 / 0.625, 5x256 (48, 132 B of spills) 0.548 / 0.679.
 # The 8M row (separate processes alternating, with VOXFX_SPARSE_PROJECT_FLUID=1): G2P + advection 0.53 / 0.53
-# (4x256) against 0.52 / 0.50 (8x128). Opt-in (the coordinator's call); ≤ 0.4 ms needs fewer instructions a
-# particle, not another shape (flip_sparse_g2p_block.cu's notes).
-G2P_BLOCK_SHAPES = ("4x256", "8x128", "16x64", "32x32")
+# (4x256) against 0.52 / 0.50 (8x128). ≤ 0.4 ms needs fewer instructions a particle, not another shape
+# (flip_sparse_g2p_block.cu's notes). With the table corners and APIC (helper h21i, one process, medians of 7, H100
+# 80GB HBM3), auto's corners, 4x256 → 8x128: end of substep 0.443 → 0.425 ms, time-centred 0.555 → 0.540, APIC
+# 0.996 → 0.937, time-centred APIC (pairs) 1.021 → 1.001; select and table faster at 8x128 in all four, pairs
+# with APIC (without it 0.500 → 0.501 and 0.599 → 0.603, not auto's there): 8x128 the default since.
+G2P_BLOCK_SHAPES = ("8x128", "4x256", "16x64", "32x32")
 
 
 def g2p_block_shape(shape=None) -> str:
-    """The block kernel's launch shape: *shape*, else ``VOXFX_SPARSE_G2P_BLOCK_SHAPE``, else 4x256."""
+    """The block kernel's launch shape: *shape*, else ``VOXFX_SPARSE_G2P_BLOCK_SHAPE``, else 8x128."""
     return env_choice("VOXFX_SPARSE_G2P_BLOCK_SHAPE", G2P_BLOCK_SHAPES, shape)
 
 
 def g2p_block_entry(centred: bool, apic: bool, shape=None) -> tuple:
     """(module, entry) of the block G2P kernel for the variant (its corners: ``block_corners``), built
-    for ``g2p_block_shape(shape)`` (4x256: ``G2P_BLOCK_MIN_BLOCKS`` and ``G2P_BLOCK_THREADS``)."""
+    for ``g2p_block_shape(shape)`` (the first, 8x128: ``G2P_BLOCK_MIN_BLOCKS`` and ``G2P_BLOCK_THREADS``)."""
     corners = block_corners(bool(centred), bool(apic))
     way = g2p_block_shape(shape)
     blocks, threads = (None, None) if way == G2P_BLOCK_SHAPES[0] else map(int, way.split("x"))

@@ -33,7 +33,7 @@ def test_gpu_sparse_runs_give_the_same_particle_bits_with_each_block_corners(mon
 def test_gpu_sparse_runs_give_the_same_particle_bits_with_each_block_shape(monkeypatch, apic, centred):
     """VOXFX_SPARSE_G2P_BLOCK_SHAPE (helper h21d): the block kernel built and launched for each
     (blocks an SM, threads) gives the default shape's particle bits."""
-    assert sparse_g2p_gpu.G2P_BLOCK_SHAPES == ("4x256", "8x128", "16x64", "32x32")
+    assert sparse_g2p_gpu.G2P_BLOCK_SHAPES == ("8x128", "4x256", "16x64", "32x32")
     monkeypatch.setenv("VOXFX_SPARSE_G2P_KERNEL", "block")
     assert_runs_agree(monkeypatch, apic, "VOXFX_SPARSE_G2P_BLOCK_SHAPE", sparse_g2p_gpu.G2P_BLOCK_SHAPES,
                       time_centred_advection=centred)

@@ -22,9 +22,9 @@ def harness(tmp_path_factory):
 test_select_corners_match_the_numpy_reference = flip_host.test_sparse_flip_kernels_match_the_numpy_reference
 
 
-def test_auto_corners_are_the_table_without_apic_and_pairs_with_apic_at_the_end_of_the_substep(monkeypatch):
+def test_auto_corners_are_the_table_but_pairs_for_time_centred_apic(monkeypatch):
     monkeypatch.delenv("VOXFX_SPARSE_G2P_CORNERS", raising=False)
-    want = {(False, False): "table", (False, True): "pairs", (True, False): "table", (True, True): "select"}
+    want = {(False, False): "table", (False, True): "table", (True, False): "table", (True, True): "pairs"}
     for (centred, apic), way in want.items():
         assert sparse_g2p_gpu.block_corners(centred, apic) == way
         module, entry = sparse_g2p_gpu.g2p_block_entry(centred, apic)
@@ -42,11 +42,11 @@ def test_auto_corners_are_the_table_without_apic_and_pairs_with_apic_at_the_end_
 
 def test_block_shapes_build_the_kernel_for_their_blocks_and_threads(monkeypatch):
     """VOXFX_SPARSE_G2P_BLOCK_SHAPE: each shape's module is built (__launch_bounds__) and launched with
-    its blocks an SM and threads; 4x256 is the module's G2P_BLOCK_MIN_BLOCKS and G2P_BLOCK_THREADS."""
+    its blocks an SM and threads; 8x128, the default, is the module's G2P_BLOCK_MIN_BLOCKS and G2P_BLOCK_THREADS."""
     monkeypatch.delenv("VOXFX_SPARSE_G2P_CORNERS", raising=False)
-    want = {"4x256": (sparse_g2p_gpu.G2P_BLOCK_MIN_BLOCKS, sparse_g2p_gpu.G2P_BLOCK_THREADS), "8x128": (8, 128),
+    want = {"8x128": (sparse_g2p_gpu.G2P_BLOCK_MIN_BLOCKS, sparse_g2p_gpu.G2P_BLOCK_THREADS), "4x256": (4, 256),
             "16x64": (16, 64), "32x32": (32, 32)}
-    assert tuple(want) == sparse_g2p_gpu.G2P_BLOCK_SHAPES and want["4x256"] == (4, 256)
+    assert tuple(want) == sparse_g2p_gpu.G2P_BLOCK_SHAPES and want["8x128"] == (8, 128)
     for shape, (blocks, threads) in want.items():
         monkeypatch.setenv("VOXFX_SPARSE_G2P_BLOCK_SHAPE", shape)
         for centred in (False, True):
@@ -54,6 +54,6 @@ def test_block_shapes_build_the_kernel_for_their_blocks_and_threads(monkeypatch)
                 module, entry = sparse_g2p_gpu.g2p_block_entry(centred, apic)
                 assert f"-DBLOCK_MIN_BLOCKS={blocks}" in module.options
                 assert f"-DBLOCK_THREADS={threads}" in module.options and module.threads == threads
-                assert ("-DBLOCK_TABLE=1" in module.options) == (not apic)
-                assert ("-DBLOCK_PAIRS=1" in module.options) == (apic and not centred)
+                assert ("-DBLOCK_TABLE=1" in module.options) == (not (apic and centred))
+                assert ("-DBLOCK_PAIRS=1" in module.options) == (apic and centred)
                 assert entry == sparse_g2p_gpu.G2P_BLOCK_ENTRIES[(centred, apic)]

@@ -21,7 +21,7 @@ SWITCHES = [  # (the switch, its variable, its ways, its default)
     (sparse_g2p_gpu.g2p_order, "VOXFX_SPARSE_G2P", sparse_g2p_gpu.G2P_ORDERS, "cell"),
     (sparse_g2p_gpu.g2p_kernel, "VOXFX_SPARSE_G2P_KERNEL", sparse_g2p_gpu.G2P_KERNELS, "auto"),
     (sparse_g2p_gpu.g2p_corners, "VOXFX_SPARSE_G2P_CORNERS", sparse_g2p_gpu.G2P_CORNERS, "auto"),
-    (sparse_g2p_gpu.g2p_block_shape, "VOXFX_SPARSE_G2P_BLOCK_SHAPE", sparse_g2p_gpu.G2P_BLOCK_SHAPES, "4x256"),
+    (sparse_g2p_gpu.g2p_block_shape, "VOXFX_SPARSE_G2P_BLOCK_SHAPE", sparse_g2p_gpu.G2P_BLOCK_SHAPES, "8x128"),
     (lambda given=None: sparse_pressure_cells.PROJECT_FLUID[sparse_pressure_cells.project_fluid(given)],
      "VOXFX_SPARSE_PROJECT_FLUID", sparse_pressure_cells.PROJECT_FLUID, "0"),
     (sparse_scatter.atomics_mode, "VOXFX_SPARSE_SCATTER_ATOMICS", sparse_scatter.ATOMICS, "paired"),
