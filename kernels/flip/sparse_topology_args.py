@@ -18,6 +18,14 @@ stores that scalar's value in its dtype, as CuPy's own conversion does at the la
 ``VOXFX_SPARSE_TOPOLOGY_ARGS`` (``args_mode``): ``kept`` (the default) or ``plain`` (the A/B
 baseline: NumPy scalars, CuPy converting them each launch). Where CuPy has no ``CScalar`` taking
 a NumPy scalar (NumPy, another version) both are ``plain``.
+
+Measured (NVIDIA H100 80GB HBM3, driver 580.159.04, CuPy 14.2, one call; bench/RESULTS.md, h21k):
+``bench/cupy_host_ops.py`` a launch of 25 arguments 10.4 µs, 5.9 with its scalars kept ``CScalar``s
+(one made 0.44 µs; ``MemoryPointer``s in place of the arrays no cheaper: 10.7);
+``bench/flip_sparse_topology_stage.py`` at 8M, kept and plain alternating in one simulation: the
+stage 0.631 → 0.601 and 1.173 → 1.137 ms in two processes, the launch calls' host 116 → 87 and
+222 → 165 µs a changed substep. The 8M row in separate processes (main against this) was not
+resolved (0.49 / 0.51 against 0.52 / 0.53 ms, the processes' spread).
 """
 
 from __future__ import annotations
