@@ -74,6 +74,15 @@ def main():
                 i64(4), a[2], i32(-1), i32(-1), i32(-1), i32(10), i32(10), i32(10), a[0], a[3], a[4], a[5], i32(2))
 
     with_arrays, with_pointers = arguments(arrays), arguments(pointers)
+    try:  # the scalars as CuPy's CScalar objects made once (sparse_topology_args, helper h21k)
+        from cupy._core._scalar import CScalar
+
+        with_kept = tuple(a if isinstance(a, (cp.ndarray, cp.cuda.MemoryPointer)) else CScalar(a) for a in with_arrays)
+    except Exception:  # no such class in this CuPy: the rows time the plain arguments
+        def CScalar(value):
+            return value
+
+        with_kept = with_arrays
     rows = [
         ("slice a[i:j]", lambda: buf[256:4096]),
         ("slice + view(uint32)", lambda: buf[256:4096].view(cp.uint32)),
@@ -91,6 +100,8 @@ def main():
         ("RawKernel launch, 25 args (arrays)", lambda: raw((1,), (32,), with_arrays)),
         ("Function launch, 25 args (arrays)", lambda: function((1,), (32,), with_arrays)),
         ("RawKernel launch, 25 args (MemoryPointers)", lambda: raw((1,), (32,), with_pointers)),
+        ("RawKernel launch, 25 args (arrays, scalars as kept CScalars)", lambda: raw((1,), (32,), with_kept)),
+        ("CScalar(np.int32) made", lambda: CScalar(i32(5))),
         ("flags.get() (5 uint64, a sync)", lambda: flags.get()),
         ("int(np.prod(count))", lambda: int(np.prod(5000))),
         ("os.environ.get", lambda: os.environ.get("VOXFX_SPARSE_TOPOLOGY", "")),

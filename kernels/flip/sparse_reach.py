@@ -36,6 +36,7 @@ import numpy as np
 
 from ..grid.launch import Kernels
 from ..settings import env_choice
+from . import sparse_topology_args as args
 from .particles import THREADS
 from .sparse_gpu import _I32, _I64, _dims
 
@@ -105,23 +106,28 @@ def launch(grid, occupied, used, coords, margins, index, claimed, flags, work=No
 
 
 def launch_slots(grid, occupied, used, coords, nbr, margin, reach, speed2, index, claimed, flags, work=None,
-                 slices=None):
+                 slices=None, made=None):
     """``sparse_topology_gpu._margins`` and ``launch`` in one launch (``reach_slots``, the merged
     pipeline, ``VOXFX_SPARSE_TOPOLOGY_PIPELINE``): each slot's margin (*margin* for every brick
     without *reach*, else per brick from *speed2* over its 27 neighbours *nbr*, the largest |v|²
     bits into flags[4]), its class word and its walk over the brick *index*: the same margins,
-    words, kept, claimed and flags. Returns (the class words, kept)."""
+    words, kept, claimed and flags. Returns (the class words, kept). *made*: (on, ``grid_args``) of
+    ``sparse_topology_args`` where the caller has them (with on, *index* its ``index_args``): the scalars
+    made once."""
     cp = grid.xp
     cap = int(used.shape[0])
     f = slices or (None, flags[1:2], flags[2:3], None, flags[4:5])
     words = work["mask"] if work else cp.zeros(cap, cp.uint32)
     kept = work["kept"] if work else cp.zeros(cap, cp.uint8)
     margins = work["margins"] if work else cp.empty(cap, cp.int32)
+    on, (_, dims, closed, limit) = made or (False, (None, _dims(grid), _I32(grid.closed), None))
     if reach is None:
-        per_brick = (_I32(margin), np.float64(0), np.float64(0), np.float64(1), _I32(0))
+        per_brick = (args.i32(margin, on), np.float64(0), np.float64(0), np.float64(1), args.i32(0, on))
     else:
-        per_brick = (_I32(-1), np.float64(reach.dt), np.float64(reach.gdt), np.float64(reach.h), _I32(reach.base))
-    REACH.launch("reach_slots", REACH_LANES * cap, (occupied, used, coords, _I64(cap), speed2, nbr, *per_brick,
-                                                  _I32(grid_limit(grid)), _I32(grid.closed), *_dims(grid), *index,
-                                                  margins, words, kept, claimed, f[2], f[1], f[4]))
+        per_brick = (args.i32(-1, on), np.float64(reach.dt), np.float64(reach.gdt), np.float64(reach.h),
+                     args.i32(reach.base, on))
+    limit = _I32(grid_limit(grid)) if limit is None else limit
+    REACH.launch("reach_slots", REACH_LANES * cap, (occupied, used, coords, args.i64(cap, on), speed2, nbr, *per_brick,
+                                                  limit, closed, *dims, *index, margins, words, kept, claimed, f[2],
+                                                  f[1], f[4]))
     return words, kept

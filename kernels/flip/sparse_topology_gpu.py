@@ -152,6 +152,11 @@ kernels' sum 258 → 239 µs (``topology_fused_place`` 22.8 → 11.4 µs: its ou
 ``retopologize``'s lean growth (the FLOW channels' zeroed allocation) with room; removed after it: the
 host after the read did not drop, and P2G and classify replace those channels, so the kept allocation
 held ~16 B a pool cell for nothing.
+
+The launches' scalars (``sparse_topology_args``, ``VOXFX_SPARSE_TOPOLOGY_ARGS=kept``, the default; h21k): made
+once as CuPy's ``CScalar``s (the grid's frame, dims, closed flag and class limit, the brick index's scalars, the
+counts), so CuPy does not convert ~80 NumPy scalars a changed substep; the same parameter bytes. Same H100, kept
+and plain alternating in one simulation: the stage 0.631 → 0.601 ms, the launch calls' host 116 → 87 µs.
 """
 
 from __future__ import annotations
@@ -163,6 +168,7 @@ import numpy as np
 from ..grid.sparse_mac import brick_tables, carve, carve_buffer
 from ..settings import env_choice
 from . import sparse_reach
+from . import sparse_topology_args as topology_args
 from .sparse_gpu import _I32, _I64, _NO_INDEX, CELLS, KERNELS, _dims, _frame, available, brick_index
 from .sparse_topology_update import (  # noqa: F401  (the update's names, re-exported: tests and benches use them here)
     FUSED, PIPELINES, ROOMS, SCRATCH_MODES, TOPOLOGY, TOPOLOGY_UPDATES, UPDATE_ITEMS, _reach_list, _reached,
@@ -285,7 +291,7 @@ def _flag_words(flags):
 
 
 def _reach(grid, pos, margin, keys, slots, used, coords, nbr, compare, index, claimed=None, reach=None, work=None,
-           classes=False, merged=False):
+           classes=False, merged=False, on=None):
     """The marking pipeline (module notes) on the bricks *keys* in *slots* (*used*,
     *coords*, *nbr*: per slot; *index*: their ``brick_index``): the reach masks per slot
     (``reach_radius(margin)``'s words each), the flags [missed, beyond, added, freed, the
@@ -300,25 +306,29 @@ def _reach(grid, pos, margin, keys, slots, used, coords, nbr, compare, index, cl
     word a slot in place of the masks (``sparse_reach.by_classes``): the same kept, claimed and flags.
     With *merged* too (``pipeline_mode()``): the margins, words and walks one launch
     (``sparse_reach.launch_slots``), and with *work* no ``count_unkept`` (``launch_fused_update``
-    counts the freed slots)."""
+    counts the freed slots). *on*: ``sparse_topology_args.kept()`` where the caller has read it (the
+    launches' scalars made once: that module's notes)."""
     cp = grid.xp
     n, cap = int(pos.shape[0]), int(used.shape[0])
     radius = reach_radius(margin)
     offsets, words = (2 * radius + 1) ** 3, -(-(2 * radius + 1) ** 3 // 32)
-    nk = _I64(keys.shape[0])
+    on = topology_args.kept() if on is None else on
+    made = (on, topology_args.grid_args(grid, on))
+    (ox, oy, oz, _, inv_h), dims, closed, _ = made[1]
+    index = topology_args.index_args(grid, index, on)
+    nk = topology_args.i64(keys.shape[0], on)
     w = work or {}
     occupied = w["occupied"] if work else cp.zeros(cap * CELLS, cp.uint8)
     flags = w["flags"] if work else cp.zeros(5, cp.uint64)
     f = _flag_words(flags)
     speed2 = w["speed2"] if work else cp.zeros(cap if reach is not None else 1, cp.uint32)
     vel = reach.vel if reach is not None else w["vel"] if work else cp.zeros(1, cp.float32)
-    ox, oy, oz, _, inv_h = _frame(grid)
-    TOPOLOGY.launch("mark_occupied", n, (pos, _I64(n), ox, oy, oz, inv_h, _I32(grid.closed), *_dims(grid), keys,
+    TOPOLOGY.launch("mark_occupied", n, (pos, topology_args.i64(n, on), ox, oy, oz, inv_h, closed, *dims, keys,
                                         slots, nk, *index, occupied, f[0], vel, speed2,
-                                        _I32(0 if reach is None else SPEED_CODES[speed_max_mode()])))
+                                        topology_args.i32(0 if reach is None else SPEED_CODES[speed_max_mode()], on)))
     if classes and merged:  # steps 1b, 2 and 4 in one launch; the fused update's counts make freed
         words, kept = sparse_reach.launch_slots(grid, occupied, used, coords, nbr, margin, reach, speed2, index,
-                                                claimed, flags, work, f)
+                                                claimed, flags, work, f, made)
         if work is None:
             TOPOLOGY.launch("count_unkept", cap, (used, kept, _I64(cap), f[3]))
         return (words, None), flags, kept
@@ -440,9 +450,10 @@ def incremental_keys(grid, pos, margin, prebuilt: bool = False, reach=None):
         work = _reach_work(grid, margin, reach, entries, classes, ways) if ways else None
         claimed = (work["claimed"] if work else grid.xp.zeros(entries, grid.xp.uint32)) if table else None
         merged = classes and pipeline_mode() == "merged"
+        on = topology_args.kept()  # the launches' scalars made once (read once a pipeline)
         mask, flags, kept = _reach(grid, pos, margin, t.keys, t.slots, grid.brick_slot, grid.slot_coords,
-                                   grid.brick_nbr, True, index, claimed, reach, work, classes, merged)
-        fused = launch_fused_update(grid, index, work, merged, ways) if work else None  # queued before the read
+                                   grid.brick_nbr, True, index, claimed, reach, work, classes, merged, on)
+        fused = launch_fused_update(grid, index, work, merged, ways, on) if work else None  # queued before the read
         read = flags.get(out=_flags_host(grid)) if merged else flags.get()  # the one host sync
         missed, beyond, added, freed, most = (int(f) for f in read)
         learned = _learned_margin(reach, most) if reach is not None and not missed else None

@@ -35,7 +35,8 @@ import numpy as np
 
 from ..grid.sparse_join import JOIN_CHANNELS, join_arguments
 from ..settings import env_choice
-from .sparse_gpu import _I32, _I64, _NO_INDEX, CELLS, _dims
+from .sparse_gpu import _NO_INDEX, CELLS
+from . import sparse_topology_args as topology_args
 from .sparse_topology_gpu import TOPOLOGY
 
 # VOXFX_SPARSE_TOPOLOGY_TABLES: after an update, the slot tables, neighbours and marks by fused_tables (two
@@ -45,6 +46,7 @@ TABLES = ("fused", "separate")
 # slots by topology_cell_tables from the update's refill marks, or by retopologize (the A/B baseline)
 FILLS = ("tables", "retopologize")
 _NO_FILL = (np.uint64(0), *join_arguments([]))  # topology_cell_tables' fill arguments: no refill, no channel
+_NO_FILL_MADE = []  # _NO_FILL's CScalars, made at the first use (sparse_topology_args)
 
 
 def tables_mode() -> str:
@@ -70,6 +72,15 @@ def fills_with_tables(grid, count: int, capacity: int) -> bool:
     return tables_mode() == "fused" and fill_mode() == "tables"
 
 
+def _no_fill(on: bool) -> tuple:
+    """``_NO_FILL``, with *on* its scalars made once (``sparse_topology_args``)."""
+    if not on:
+        return _NO_FILL
+    if not _NO_FILL_MADE:
+        _NO_FILL_MADE.append(topology_args.made(_NO_FILL))
+    return _NO_FILL_MADE[0]
+
+
 def fused_tables(grid, marks: bool) -> None:
     """``SparseMacGrid._brick_tables`` of the grid's topology (its ``brick_slot`` the used
     slots) in two launches, no fill (``flip_sparse_topology.cu``'s ``topology_slot_tables``,
@@ -87,11 +98,14 @@ def fused_tables(grid, marks: bool) -> None:
     ``topology_cell_tables`` writes them, and clears that."""
     cp, t = grid.xp, grid.topology
     cap = grid.capacity
+    on = topology_args.kept()  # the scalars made once (sparse_topology_args)
     cached = getattr(grid, "_brick_index", None)
     index = cached[1] if cached is not None and cached[0] is t else (cp.zeros(1, cp.int32), *_NO_INDEX)
     tables = {"coords": cp.empty((cap, 3), cp.int32), "nbr27": cp.empty((cap, 27), cp.int32)}
-    TOPOLOGY.launch("topology_slot_tables", 27 * (t.count + cap), (t.keys, t.slots, _I64(t.count), *index,
-                                                                   grid.brick_slot, _I64(cap), tables["coords"],
+    i64 = topology_args.i64
+    TOPOLOGY.launch("topology_slot_tables", 27 * (t.count + cap), (t.keys, t.slots, i64(t.count, on),
+                                                                   *topology_args.index_args(grid, index, on),
+                                                                   grid.brick_slot, i64(cap, on), tables["coords"],
                                                                    tables["nbr27"]))
     grid.slot_coords, grid.brick_nbr = tables["coords"], tables["nbr27"]
     cells = cap * CELLS
@@ -102,12 +116,13 @@ def fused_tables(grid, marks: bool) -> None:
     names = [*grid.EXISTS, "wall", "solid", *("solid_" + n for n in grid.FACES)]
     channels = [out[n] for n in names] if marks else [out["nbr"]] * 5 + [tables["coords"]] * 3  # unused
     pending = getattr(grid, "_table_fills", None)
-    fills = _NO_FILL
+    fills = _no_fill(on)
     if pending is not None and pending[0].shape[0] >= cap and all(a.shape[0] == cells for a, _ in pending[1]):
         grid._table_fills = None  # taken: retopologize fills nothing
         fills = (pending[0], *join_arguments(pending[1]))
-    TOPOLOGY.launch("topology_cell_tables", cells, (tables["nbr27"], grid.brick_slot, tables["coords"], _I64(cells),
-                                                    _I32(grid.closed), *_dims(grid), out["nbr"], _I32(marks),
+    _, dims, closed, _ = topology_args.grid_args(grid, on)
+    TOPOLOGY.launch("topology_cell_tables", cells, (tables["nbr27"], grid.brick_slot, tables["coords"], i64(cells, on),
+                                                    closed, *dims, out["nbr"], topology_args.i32(marks, on),
                                                     *channels, *fills))
     grid.nbr = out["nbr"]
     if marks:

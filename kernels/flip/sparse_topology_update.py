@@ -13,6 +13,7 @@ import numpy as np
 from ..grid.launch import Kernels
 from ..grid.sparse_mac import carve, carve_buffer, segment
 from ..settings import env_choice
+from . import sparse_topology_args as topology_args
 from .particles import THREADS
 from .sparse_gpu import _I32, _I64, brick_index
 
@@ -202,17 +203,18 @@ def update_topology_table(grid, claimed, kept, n_add: int, freed_count: int):
     return topo, fresh, freed
 
 
-def launch_fused_update(grid, index, work, count_freed: bool = False, ways=None):
+def launch_fused_update(grid, index, work, count_freed: bool = False, ways=None, on=None):
     """Queue the fused table update (module notes) of the current topology to the bricks
     ``_reach`` marked in *work* (``_reach_work``'s, *index* the grid's ``brick_index``), before
     the flags are read: returns its outputs, each sized for the most it can hold. *count_freed*
     (the merged pipeline, which launched no ``count_unkept``): ``topology_fused_counts`` adds
     the freed slots to the flags' freed count. *ways*: (``scratch_mode()``, ``room_mode()``) where
-    the caller has read them."""
+    the caller has read them; *on*: ``sparse_topology_args.kept()`` likewise (the scalars made once)."""
     cp = grid.xp
     t = grid.topology
     cap = grid.capacity
     entries = int(index[4]) * int(index[5]) * int(index[6])
+    on = topology_args.kept() if on is None else on
     tile = UPDATE_ITEMS * THREADS
     pool_tiles, entry_tiles = -(-cap // tile), -(-entries // tile)
     tiles = pool_tiles + entry_tiles
@@ -222,16 +224,18 @@ def launch_fused_update(grid, index, work, count_freed: bool = False, ways=None)
     else:
         out = carve(cp, _output_parts(tiles, entries, cap), zero=False, classed=scratch == "kept")
     flags, kept, claimed = work["flags"], work["kept"], work["claimed"]
+    i64 = topology_args.i64
+    n_cap, n_tiles, n_pool = i64(cap, on), i64(tiles, on), i64(pool_tiles, on)
     FUSED.launch_grid("topology_fused_counts", (tiles,), (THREADS,),
-                      (flags, grid.brick_slot, kept, _I64(cap), index[0], claimed, _I64(entries),
-                       _I64(pool_tiles), _I64(tiles), out["totals"], flags.data + 24 if count_freed else _NULL))
+                      (flags, grid.brick_slot, kept, n_cap, index[0], claimed, i64(entries, on), n_pool, n_tiles,
+                       out["totals"], flags.data + 24 if count_freed else _NULL))
     FUSED.launch_grid("topology_fused_pool", (max(pool_tiles, 1),), (THREADS,),
-                      (flags, grid.brick_slot, kept, _I64(cap), out["totals"], _I64(tiles), out["pool"],
-                       out["freed"], out["used"], out["refill"]))
-    FUSED.launch_grid("topology_fused_place", (max(entry_tiles, 1),), (THREADS,),
-                      (flags, *index, kept, claimed, _I64(cap), _I64(t.count), out["totals"], _I64(pool_tiles),
-                       _I64(tiles), out["pool"], out["keys"], out["slots"], out["fresh"], out["index"],
+                      (flags, grid.brick_slot, kept, n_cap, out["totals"], n_tiles, out["pool"], out["freed"],
                        out["used"], out["refill"]))
+    FUSED.launch_grid("topology_fused_place", (max(entry_tiles, 1),), (THREADS,),
+                      (flags, *topology_args.index_args(grid, index, on), kept, claimed, n_cap, i64(t.count, on),
+                       out["totals"], n_pool, n_tiles, out["pool"], out["keys"], out["slots"], out["fresh"],
+                       out["index"], out["used"], out["refill"]))
     return out
 
 
