@@ -153,10 +153,8 @@ kernels' sum 258 → 239 µs (``topology_fused_place`` 22.8 → 11.4 µs: its ou
 host after the read did not drop, and P2G and classify replace those channels, so the kept allocation
 held ~16 B a pool cell for nothing.
 
-The launches' scalars (``sparse_topology_args``, ``VOXFX_SPARSE_TOPOLOGY_ARGS=kept``, the default; h21k): made
-once as CuPy's ``CScalar``s (the grid's frame, dims, closed flag and class limit, the brick index's scalars, the
-counts), so CuPy does not convert ~80 NumPy scalars a changed substep; the same parameter bytes. Same H100, kept
-and plain alternating in one simulation: the stage 0.631 → 0.601 ms, the launch calls' host 116 → 87 µs.
+The launches' scalars are made once (``sparse_topology_args``, ``VOXFX_SPARSE_TOPOLOGY_ARGS=kept``, h21k; its
+notes hold the measures).
 """
 
 from __future__ import annotations
