@@ -32,7 +32,9 @@ them before its next read (one wasted ~0.011 ms kernel a round trip). A solve th
 its start (no iteration launched) scatters after the read, as before. The same kernel on the
 same final x: the same p and carried bits and iterations (tests/gpu/test_flip_sparse_pressure_scatter_ahead_gpu.py;
 ``run_blocks``' order on the host: tests/unit/test_flip_sparse_pressure_scatter_ahead.py).
-"0" (the default): the scatter after the loop, as before. Read at each solve (an A/B in one process).
+"0": the scatter after the loop, as before. Read at each solve (an A/B in one process). **"1" the default** from
+session 21's last call (its GPU files and the around test passed with "1" in call 3, 24 passed; the pressure,
+flip and accuracy files with it the default in call 5: bench/RESULTS.md).
 
 Measured (H100 80GB HBM3, driver 580.159.04; h21e's second call, bench/flip_h21e_scatter_ahead_call.sh):
 the timeline with "0" and "1" alternating each substep on one simulation (8 substeps each) — from the
@@ -54,8 +56,8 @@ from __future__ import annotations
 from ..settings import env_choice
 
 SWITCH = "VOXFX_SPARSE_PRESSURE_SCATTER_AHEAD"
-MODES = ("0", "1")
-DEFAULT = "0"
+MODES = ("1", "0")  # the default first (session 21's last call)
+DEFAULT = "1"
 
 
 def mode(given=None) -> str:

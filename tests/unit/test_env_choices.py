@@ -36,7 +36,7 @@ SWITCHES = [  # (the switch, its variable, its ways, its default)
     (sparse_pressure_solve_ahead.gather_mode, "VOXFX_SPARSE_AHEAD_GATHER", sparse_pressure_solve_ahead.GATHERS,
      "folded"),
     (sparse_pressure_scatter_ahead.mode, "VOXFX_SPARSE_PRESSURE_SCATTER_AHEAD", sparse_pressure_scatter_ahead.MODES,
-     "0"),
+     "1"),
     (particle_sort.mode, "VOXFX_SPARSE_PARTICLE_SORT", particle_sort.SORTS, "off"),
     (particle_sort.path, "VOXFX_SPARSE_PARTICLE_SORT_PATH", particle_sort.PATHS, "argsort"),
     (sparse_topology_gpu.topology_mode, "VOXFX_SPARSE_TOPOLOGY", sparse_topology_gpu.TOPOLOGY_MODES, "device"),

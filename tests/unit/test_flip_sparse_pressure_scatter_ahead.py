@@ -86,8 +86,10 @@ def test_a_solve_at_its_iteration_limit_gets_the_hook_after_its_last_iterations(
     assert log[last_it + 1:] == ["hook", "read"]
 
 
-def test_the_switch_is_off_by_default_and_read_at_each_call(monkeypatch):
+def test_the_switch_is_on_by_default_and_read_at_each_call(monkeypatch):
     monkeypatch.delenv(after.SWITCH, raising=False)
+    assert after.enabled()
+    monkeypatch.setenv(after.SWITCH, "0")
     assert not after.enabled()
     monkeypatch.setenv(after.SWITCH, "1")
     assert after.enabled()
