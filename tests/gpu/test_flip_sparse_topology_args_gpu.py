@@ -5,10 +5,8 @@ a kept ``CScalar`` passes a kernel the bytes its NumPy scalar does, and the stag
 import numpy as np
 import pytest
 
-from tests.gpu.test_flip_sparse_topology_gpu import assert_same_grids, drifted
+from tests.gpu.test_flip_sparse_topology_gpu import ways_in_turn
 from voxfx.kernels.flip import sparse_topology_args
-from voxfx.kernels.flip.sparse_grid import SparseFlipGrid
-from voxfx.kernels.grid import GridSpec
 
 SOURCE = r"""
 extern "C" __global__ void echo(int a, long long b, float c, double d, unsigned long long e, unsigned int f,
@@ -61,30 +59,8 @@ def test_kept_arguments_give_the_plain_topology(monkeypatch, margins):
     whose pool grows and whose fast particles make the pipeline run again with the learned radius:
     the same keys, slots, free list, capacity, tables, marks, channels and learned margin to the bit;
     the kept way's grid holds its made scalars, the plain one's none."""
-    import cupy
-
-    from voxfx.kernels.flip.sparse_grid import BrickReach
-
-    rng = np.random.default_rng(int(np.random.default_rng().integers(1 << 30)))
-    spec = GridSpec((0.0, 0.0, 0.0), 0.05, (64, 48, 40))
-    up = np.asarray(spec.upper)
-    spread = rng.normal(0, 1, (20000, 3))
-    grids = {way: SparseFlipGrid(spec, cupy, True) for way in sparse_topology_args.ARGS_MODES}
-    grew, changed = 0, 0
-    for step in range(10):
-        scale = [0.06, 0.08, 0.10, 0.12, 0.13, 0.12, 0.14, 0.11, 0.10, 0.09][step] * up
-        pos = cupy.asarray(drifted(0.4 * up, up, step, spread, scale))
-        vel = cupy.asarray(rng.normal(0, 2.0 + 18.0 * (step % 3 == 2), (20000, 3)).astype(np.float32))
-        reach = BrickReach(vel, 1 / 120, 9.81, spec.voxel_size) if margins == "per brick" else None
-        for way, g in grids.items():
-            monkeypatch.setenv("VOXFX_SPARSE_TOPOLOGY_ARGS", way)
-            capacity = g.capacity
-            added, freed = g.update(pos, None if reach is not None else 3 + step % 4, reach=reach, scratch=True)
-            if way == "kept":
-                grew += int(g.capacity > capacity)
-                changed += int(len(added) + len(freed) > 0)
-        a, b = grids["kept"], grids["plain"]
-        assert_same_grids(a, b, step, index=True)
+    grids, grew, changed = ways_in_turn(monkeypatch, "VOXFX_SPARSE_TOPOLOGY_ARGS", sparse_topology_args.ARGS_MODES,
+                                        "kept", "plain", margins, index=True)
     assert grew >= 2 and changed >= 6
     assert getattr(grids["kept"], "_topology_args", None) is not None
     assert getattr(grids["kept"], "_index_args", None) is not None

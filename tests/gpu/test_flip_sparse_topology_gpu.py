@@ -239,10 +239,8 @@ def test_merged_pipeline_gives_the_separate_topology(monkeypatch, margins):
     margins found on the device (fast particles: the radius learned, the pipeline run again) or one
     margin, over substeps whose bricks come and go and whose pool grows: the same keys, slots, free
     list, capacity, tables, marks, channels and learned margin to the bit, and the merged way taken."""
-    import cupy
 
     from voxfx.kernels.flip import sparse_reach
-    from voxfx.kernels.flip.sparse_grid import BrickReach
 
     merged_calls = []
     original = sparse_reach.launch_slots
@@ -252,27 +250,41 @@ def test_merged_pipeline_gives_the_separate_topology(monkeypatch, margins):
         return original(*args, **kwargs)
 
     monkeypatch.setattr(sparse_reach, "launch_slots", counted)
+    _, grew, changed = ways_in_turn(monkeypatch, "VOXFX_SPARSE_TOPOLOGY_PIPELINE", sparse_topology_gpu.PIPELINES,
+                                    "merged", "separate", margins)
+    assert len(merged_calls) >= 8 and grew >= 2 and changed >= 6
+
+
+def ways_in_turn(monkeypatch, variable, ways, way, other, margins, index=False):
+    """(grids, grew, changed): a grid a way of *variable* updated in turn (the variable set to its way)
+    over 10 substeps of a drifting blob whose bricks come and go and whose pool grows, its fast
+    particles' margins per brick found on the device (*margins* "per brick") or one margin; *way*'s
+    grid checked against *other*'s to the bit after every substep (``assert_same_grids``), *way*'s
+    growths and changed substeps counted."""
+    import cupy
+
+    from voxfx.kernels.flip.sparse_grid import BrickReach
+
     rng = np.random.default_rng(int(np.random.default_rng().integers(1 << 30)))
     spec = GridSpec((0.0, 0.0, 0.0), 0.05, (64, 48, 40))
     up = np.asarray(spec.upper)
     spread = rng.normal(0, 1, (20000, 3))
-    grids = {way: SparseFlipGrid(spec, cupy, True) for way in sparse_topology_gpu.PIPELINES}
+    grids = {w: SparseFlipGrid(spec, cupy, True) for w in ways}
     grew, changed = 0, 0
     for step in range(10):
         scale = [0.06, 0.08, 0.10, 0.12, 0.13, 0.12, 0.14, 0.11, 0.10, 0.09][step] * up
         pos = cupy.asarray(drifted(0.4 * up, up, step, spread, scale))
         vel = cupy.asarray(rng.normal(0, 2.0 + 18.0 * (step % 3 == 2), (20000, 3)).astype(np.float32))
         reach = BrickReach(vel, 1 / 120, 9.81, spec.voxel_size) if margins == "per brick" else None
-        for way, g in grids.items():
-            monkeypatch.setenv("VOXFX_SPARSE_TOPOLOGY_PIPELINE", way)
+        for w, g in grids.items():
+            monkeypatch.setenv(variable, w)
             capacity = g.capacity
             added, freed = g.update(pos, None if reach is not None else 3 + step % 4, reach=reach, scratch=True)
-            if way == "merged":
+            if w == way:
                 grew += int(g.capacity > capacity)
                 changed += int(len(added) + len(freed) > 0)
-        a, b = grids["merged"], grids["separate"]
-        assert_same_grids(a, b, step)
-    assert len(merged_calls) >= 8 and grew >= 2 and changed >= 6
+        assert_same_grids(grids[way], grids[other], step, index=index)
+    return grids, grew, changed
 
 
 def test_device_carve_and_segment_are_views_at_the_slices_addresses():
