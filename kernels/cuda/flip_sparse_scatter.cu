@@ -18,7 +18,9 @@
 //                      64-bit sum as two 32-bit words: scatter_add), then the block adds
 //                      its non-zero nodes into the global accumulators of the bricks that
 //                      own them (64-bit integer atomics; acc zeroed first).
-//   p2g_scatter_finish one thread per pool cell: value = Σw·q / Σw and valid = Σw > 0.
+//   p2g_scatter_finish one thread per pool cell: value = Σw·q / Σw and valid = Σw > 0; with
+//                      SCATTER_REZERO (sparse_scatter.rezero_mode "1", helper h21n) the sums it read
+//                      zeroed after the read, so acc is zero again for the next P2G (no zeroing launch).
 //
 // With SCATTER_SPLIT = T (sparse_scatter.split_mode, "on" by default since session 17; helper
 // h17d) the grid is (slots, K) and a brick of m particles takes min(K, ⌈m/T⌉) blocks, part j the particles
@@ -81,6 +83,14 @@
 #endif
 #ifndef SCATTER_PAIRED  // 1: scatter_add_pair (sparse_scatter.atomics_mode)
 #define SCATTER_PAIRED 0
+#endif
+#ifndef SCATTER_REZERO  // 1: the division zeroes the sums it read (sparse_scatter.rezero_mode; helper h21n)
+#define SCATTER_REZERO 0
+#endif
+#if SCATTER_REZERO  // the division's sums are written (zeroed) too
+#define SCATTER_SUMS unsigned long long
+#else
+#define SCATTER_SUMS const unsigned long long
 #endif
 #define SCATTER_NODES 900      // a component's nodes: 9 along its axis (0 … 8), 10 across (−1 … 8)
 #define SCATTER_WINDOW 18      // cells whose particles reach one face: 2 along its axis, 3 across
@@ -360,8 +370,11 @@ extern "C" __global__ void __launch_bounds__(SCATTER_THREADS, SCATTER_MIN_BLOCKS
 }
 
 // Pool cell t's faces from the fixed-point sums (module notes); Σw = 0 (no term, a free slot,
-// beyond a closed box's face lattice): 0 and invalid.
-__device__ __forceinline__ void scatter_finish_cell(const unsigned long long* __restrict__ acc, long long cells,
+// beyond a closed box's face lattice): 0 and invalid. With SCATTER_REZERO (helper h21n) a sum
+// read with Σw ≠ 0 is zeroed after its read (Σw = 0: no term, so Σw·q is 0 as well), so the
+// sums are zero again after the division and the next P2G needs no zeroing launch
+// (sparse_scatter.KeptSums: the buffer kept between P2Gs).
+__device__ __forceinline__ void scatter_finish_cell(SCATTER_SUMS* __restrict__ acc, long long cells,
                                                     const unsigned int* __restrict__ bounds, long long t,
                                                     float* __restrict__ u, float* __restrict__ v,
                                                     float* __restrict__ w, unsigned char* __restrict__ valid_u,
@@ -378,6 +391,16 @@ __device__ __forceinline__ void scatter_finish_cell(const unsigned long long* __
         const bool ok = den > 0;
         out[a][t] = ok ? (float)((double)num / (double)den * unscale) : 0.0f;
         valid[a][t] = ok;
+#if SCATTER_REZERO
+#ifndef SCATTER_REZERO_MUTANT  // the host harness's mutant: component 2's sums left (its test must fail)
+        if (den) {
+#else
+        if (den && a != 2) {
+#endif
+            acc[(a * cells + t) * 2] = 0ull;
+            acc[(a * cells + t) * 2 + 1] = 0ull;
+        }
+#endif
     }
 }
 
@@ -396,7 +419,7 @@ extern "C" __global__ void p2g_zero_live_sums(const unsigned char* __restrict__ 
 }
 
 // One thread per pool cell: scatter_finish_cell.
-extern "C" __global__ void p2g_scatter_finish(const unsigned long long* __restrict__ acc, long long cells,
+extern "C" __global__ void p2g_scatter_finish(SCATTER_SUMS* __restrict__ acc, long long cells,
                                               const unsigned int* __restrict__ bounds, float* __restrict__ u,
                                               float* __restrict__ v, float* __restrict__ w,
                                               unsigned char* __restrict__ valid_u,
@@ -412,7 +435,7 @@ extern "C" __global__ void p2g_scatter_finish(const unsigned long long* __restri
 // p2g_scatter_finish and flip_sparse_transfer.cu's classify_counts_sparse in one pass
 // (sparse_gpu.p2g_cells_mode "finish", helper i24p8): the faces, masks and the cell types
 // (sparse_cell_type, from the binning's count and solid), the same bytes as the two launches.
-extern "C" __global__ void p2g_scatter_finish_cells(const unsigned long long* __restrict__ acc, long long cells,
+extern "C" __global__ void p2g_scatter_finish_cells(SCATTER_SUMS* __restrict__ acc, long long cells,
                                                     const unsigned int* __restrict__ bounds, float* __restrict__ u,
                                                     float* __restrict__ v, float* __restrict__ w,
                                                     unsigned char* __restrict__ valid_u,
@@ -433,7 +456,7 @@ extern "C" __global__ void p2g_scatter_finish_cells(const unsigned long long* __
 // sparse_transfer.P2G_TAILS "live", helper h18f): an idle brick's faces 0 and invalid without its
 // sums being read (no particle reaches them: Σw = 0 there, what scatter_finish_cell writes), its
 // cell types as p2g_scatter_finish_cells'. The same bytes.
-extern "C" __global__ void p2g_scatter_finish_live(const unsigned long long* __restrict__ acc, long long cells,
+extern "C" __global__ void p2g_scatter_finish_live(SCATTER_SUMS* __restrict__ acc, long long cells,
                                                    const unsigned int* __restrict__ bounds, float* __restrict__ u,
                                                    float* __restrict__ v, float* __restrict__ w,
                                                    unsigned char* __restrict__ valid_u,

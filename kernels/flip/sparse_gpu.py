@@ -377,7 +377,9 @@ def particles_to_grid(grid, pos, vel, c, gather=None, ring=False, live=False):
         if live and size and p2g_cells_mode() == "finish":
             flags = brick_live(grid, count)
         head = (pos, vel, c if c is not None else count, _I32(c is not None), start, count, *_brick_args(grid))
-        sums = sparse_scatter.launch_sums(size, head, order=order, bounds=bounds, live=flags) if size else None
+        zeroed = sparse_scatter.kept_sums(grid, cp) if sparse_scatter.rezero_mode() == "1" else None  # h21n
+        sums = sparse_scatter.launch_sums(size, head, order=order, bounds=bounds, live=flags,
+                                          kept=zeroed) if size else None
         valid, faces = _outputs(size, cp)
         if size:
             cells = None

@@ -86,6 +86,22 @@ brick scatter alone 0.401 → 0.410 ms at frame 0, **1.195 → 0.903** after the
 frames 6–11 in separate processes (off, on, off, on): P2G device 29.7 / 24.5 / 30.5 / 24.2 ms, the
 user frames 200 / 184 / 210 / 181 ms; the same sums (GPU tests).
 
+The sums re-zeroed by their reader (``VOXFX_SPARSE_SCATTER_REZERO``, ``rezero_mode``; helper h21n,
+not yet run on a GPU): "1" builds the division (p2g_scatter_finish, _cells, _live; SCATTER_REZERO) to
+zero each sum it read with Σw ≠ 0, so the sums are all zero after it and ``sparse_gpu.particles_to_grid``
+keeps them on the grid between P2Gs (``KeptSums``): the zeroing launch (the memset, or
+p2g_zero_live_sums with the idle bricks' flags) goes. Why all zero: the brick scatter adds only to an
+occupied brick's faces and its one-face halo — live bricks, all of which every division reads (the
+live one skips only idle bricks, which no term reaches) —, and a sum with Σw = 0 had no term (w > 0
+adds ≥ 1), so Σw·q is 0 too. A new pool size (growth) takes a new buffer, zeroed once; a division that
+does not zero (the first ring's, which reads its neighbours' sums: p2g_scatter_finish_ring keeps its
+read-only sums) or a scatter never divided (an exception between the two) leaves the buffer marked
+dirty, and the next P2G zeroes it whole. The same faces, masks and types as "0" (host harness
+tests/unit/test_cuda_sparse_scatter_rezero_host.py, the GPU file test_flip_sparse_scatter_rezero_gpu.py).
+H100 8M (h21c's profile, bench/RESULTS.md "h21c"): the zeroing launch is 0.026–0.027 ms of a 0.81 ms
+stage; the division now writes 16 B a face with a term. The buffer stays allocated between P2Gs (48 B
+a pool cell, ~79 MB at 1.64M cells: the pool's peak may grow, as h21c's kept sums did, +33 MiB).
+
 ``launch`` is ``launch_sums`` (the sums zeroed, the bounds unless given, the brick scatter) then
 ``launch_finish`` (the division, with the cell types where asked: p2g_scatter_finish_cells);
 ``sparse_gpu.particles_to_grid`` allocates P2G's outputs between the two, while the scatter runs
@@ -121,6 +137,10 @@ BANK_MODES = ("flip", "flat")
 SPLIT_MODES = ("on", "off")
 SPLIT_PARTICLES = 4096  # the fewest particles a block of a split brick takes (frame 0 at 8M: ~2,500 a brick)
 SPLIT_BLOCKS = 16  # the most blocks a brick takes (the grid's second dimension)
+# VOXFX_SPARSE_SCATTER_REZERO (helper h21n, not yet run on a GPU): "0" (the default: the sums zeroed
+# before each scatter) or "1" (the division zeroes what it read, SCATTER_REZERO; the sums kept zero
+# between P2Gs, ``KeptSums``); the same faces, masks and types
+REZERO_MODES = ("0", "1")
 _BUILDS: dict = {}
 _I64, _I32 = np.int64, np.int32
 
@@ -146,13 +166,52 @@ def split_mode(mode=None) -> str:
     return env_choice("VOXFX_SPARSE_SCATTER_SPLIT", SPLIT_MODES, mode)
 
 
-def _build(min_blocks: int, paired: int, lean: int = 0, flip: int = 0, split: int = 0):
+def rezero_mode(mode=None) -> str:
+    """Whether the division re-zeroes the sums: *mode*, else ``VOXFX_SPARSE_SCATTER_REZERO``, else
+    ``REZERO_MODES[0]``."""
+    return env_choice("VOXFX_SPARSE_SCATTER_REZERO", REZERO_MODES, mode)
+
+
+class KeptSums:
+    """P2G's fixed-point sums kept between P2Gs (``rezero_mode`` "1"): ``take(size)`` gives a buffer of
+    6·*size* words that is all zero — the kept one where its size is *size* and the last division
+    re-zeroed it (``clean``), else the kept one zeroed (dirty) or a new zeroed one (another size: the
+    pool grew) — and marks it dirty until ``launch_finish`` divides with re-zeroing kernels."""
+
+    def __init__(self, xp):
+        self.xp, self.acc, self.clean = xp, None, False
+
+    def take(self, size: int):
+        if self.acc is None or self.acc.size != 6 * size:
+            self.acc = None  # the old buffer let go before the new one is allocated
+            self.acc = self.xp.zeros(6 * size, self.xp.uint64)
+        elif not self.clean:
+            self.acc.fill(0)
+        self.clean = False
+        return self.acc
+
+
+def kept_sums(holder, xp):
+    """*holder*'s ``KeptSums`` (``_p2g_sums``, made on first use); a new one each time where *holder*
+    takes no attributes (then every buffer is new and zeroed)."""
+    kept = getattr(holder, "_p2g_sums", None)
+    if kept is None or kept.xp is not xp:
+        kept = KeptSums(xp)
+        try:
+            holder._p2g_sums = kept
+        except AttributeError:
+            pass
+    return kept
+
+
+def _build(min_blocks: int, paired: int, lean: int = 0, flip: int = 0, split: int = 0, rezero: int = 0):
     """The scatter's kernels built for *min_blocks* blocks an SM and the *paired* atomics
     (flip_sparse_scatter.cu's SCATTER_MIN_BLOCKS, SCATTER_PAIRED), with *lean*
     (SCATTER_LEAN) the lean per-particle code, *flip* its slot order (SCATTER_FLIP,
-    ``banks_mode``) and *split* (0: off) a brick's particles over blocks of at least that many
-    (SCATTER_SPLIT, ``split_mode``), one ``Kernels`` each (compiled on first use)."""
-    key = (int(min_blocks), int(paired), int(lean), int(flip), int(split))
+    ``banks_mode``), *split* (0: off) a brick's particles over blocks of at least that many
+    (SCATTER_SPLIT, ``split_mode``) and *rezero* the division zeroing the sums it read
+    (SCATTER_REZERO, ``rezero_mode``), one ``Kernels`` each (compiled on first use)."""
+    key = (int(min_blocks), int(paired), int(lean), int(flip), int(split), int(rezero))
     if key[3] and not key[2]:
         raise ValueError("the scatter's flipped slot order (SCATTER_FLIP) is the lean code's")
     defines = {**mac.CELL_TYPES, "SCATTER_MIN_BLOCKS": key[0], "SCATTER_PAIRED": key[1]}
@@ -162,6 +221,8 @@ def _build(min_blocks: int, paired: int, lean: int = 0, flip: int = 0, split: in
         defines["SCATTER_FLIP"] = 1
     if key[4]:  # the fewest particles a block of a split brick takes
         defines["SCATTER_SPLIT"] = key[4]
+    if key[5]:
+        defines["SCATTER_REZERO"] = 1
     return _BUILDS.get(key) or _BUILDS.setdefault(key, Kernels(
         "flip_sparse_scatter.cu", ("--fmad=false",), THREADS, defines=defines))
 
@@ -172,6 +233,7 @@ _build(SCATTER_MIN_BLOCKS, 1)
 _build(SCATTER_MIN_BLOCKS, 1, 1)
 _build(SCATTER_MIN_BLOCKS, 1, 1, 1)
 _build(SCATTER_MIN_BLOCKS, 1, 1, 1, SPLIT_PARTICLES)
+_build(SCATTER_MIN_BLOCKS, 1, 1, 1, SPLIT_PARTICLES, 1)  # VOXFX_SPARSE_SCATTER_REZERO=1's
 
 
 def launch(size: int, args, spread=None, min_blocks=None, order=None, bounds=None, cells=None):
@@ -190,13 +252,15 @@ def launch(size: int, args, spread=None, min_blocks=None, order=None, bounds=Non
     return sums[0], sums[1]
 
 
-def launch_sums(size: int, head, spread=None, min_blocks=None, order=None, bounds=None, live=None) -> tuple:
+def launch_sums(size: int, head, spread=None, min_blocks=None, order=None, bounds=None, live=None,
+                kept=None) -> tuple:
     """``launch``'s first part: the sums zeroed, the bounds (unless given) and the brick scatter,
     from *head* (``launch``'s args before the outputs: 19). Returns (acc, bounds, kernels), for
     ``launch_finish`` (sparse_gpu allocates P2G's outputs between the two, while the scatter runs).
     *live* (``sparse_gpu.brick_live``'s flags, for ``launch_finish(live=)``): only the live bricks'
     sums zeroed (p2g_zero_live_sums; the scatter adds only there — an occupied brick's faces and
-    halo —, and the live division reads only there)."""
+    halo —, and the live division reads only there). *kept* (a ``KeptSums``, with ``rezero_mode``
+    "1"): the sums are its buffer, already zero, and the division re-zeroes them (no zeroing launch)."""
     spread = int(SCATTER_SPREAD if spread is None else spread)
     if spread < 1:
         raise ValueError(f"the scatter's spread must be at least 1, not {spread}")
@@ -209,9 +273,12 @@ def launch_sums(size: int, head, spread=None, min_blocks=None, order=None, bound
     paired = int(lean or atomics_mode() == "paired")
     flip = int(lean and banks_mode() == "flip")
     split = SPLIT_PARTICLES if split_mode() == "on" else 0
-    kernels = (SCATTER if min_blocks == 4 and not paired and not lean and not split  # SCATTER: (4, serial)
-               else _build(min_blocks, paired, lean, flip, split))
-    if live is None:
+    rezero = int(kept is not None and rezero_mode() == "1")
+    kernels = (SCATTER if min_blocks == 4 and not paired and not lean and not split and not rezero  # (4, serial)
+               else _build(min_blocks, paired, lean, flip, split, rezero))
+    if rezero:
+        acc = kept.take(size)  # zero: the last division re-zeroed it, or zeroed here
+    elif live is None:
         acc = cp.zeros(6 * size, cp.uint64)
     else:
         acc = cp.empty(6 * size, cp.uint64)
@@ -225,7 +292,7 @@ def launch_sums(size: int, head, spread=None, min_blocks=None, order=None, bound
     kernels.launch_grid("p2g_scatter_brick", (size // CELLS, SPLIT_BLOCKS) if split else (size // CELLS,),
                         (SCATTER_THREADS,),
                         (*head[:19], bounds, _I32(spread), order if use_order else count, _I32(use_order), acc))
-    return acc, bounds, kernels
+    return acc, bounds, kernels, kept if rezero else None
 
 
 def launch_finish(size: int, sums, outputs, cells=None, ring=False, live=None) -> None:
@@ -235,8 +302,10 @@ def launch_finish(size: int, sums, outputs, cells=None, ring=False, live=None) -
     then followed by exists_u, exists_v, exists_w and the brick table) the first ring of
     extrapolation too (p2g_scatter_finish_ring: ``sparse_transfer.P2G_TAILS``); with *live* (a
     byte per pool slot, ``sparse_gpu.brick_live``; *cells* given) the idle bricks' sums left
-    unread (p2g_scatter_finish_live: ``sparse_transfer.P2G_TAILS`` "live")."""
-    acc, bounds, kernels = sums
+    unread (p2g_scatter_finish_live: ``sparse_transfer.P2G_TAILS`` "live"). Where *sums* were a
+    ``KeptSums``' (``launch_sums(kept=)``) the division re-zeroes them and marks them clean, but for
+    *ring* (its pass reads the neighbours' sums: they stay, dirty, for the next P2G to zero)."""
+    acc, bounds, kernels, kept = sums
     if live is not None:
         kernels.launch("p2g_scatter_finish_live", size, (acc, _I64(size), bounds, *outputs, *cells, live))
     elif ring:
@@ -245,6 +314,8 @@ def launch_finish(size: int, sums, outputs, cells=None, ring=False, live=None) -
         kernels.launch("p2g_scatter_finish", size, (acc, _I64(size), bounds, *outputs))
     else:
         kernels.launch("p2g_scatter_finish_cells", size, (acc, _I64(size), bounds, *outputs, *cells))
+    if kept is not None and not ring:
+        kept.clean = True  # the division zeroes every sum the scatter can have added to (module notes)
 
 
 def scales(bounds) -> tuple:
