@@ -24,7 +24,9 @@ projection (topology, P2G, pressure: the pressure p and the faces u* kept), then
    two cases again with APIC's C written (the FLIP blend kept; C compared too). ``--base DIR``
    (helper h21i): the corners ``base-table`` are table built with DIR's brick-table header
    (``kernels/cuda/include/voxfx_g2p_block_table.cuh``, e.g. main's from ``git archive``) in place
-   of this tree's, in this process (two encodings of one kernel timed side by side).
+   of this tree's, in this process (two encodings of one kernel timed side by side); the corners
+   ``table-centred`` (helper h21n): table with ``VOXFX_SPARSE_G2P_TABLE_CODE=centred`` (h21g's per-axis
+   code in the time-centred entries).
 """
 
 from __future__ import annotations
@@ -89,6 +91,9 @@ def projection(cp, sim, dt, repeat, spin):
     return old
 
 
+# corners that are the table's with another build: main's header (--base), h21g's per-axis code in the
+# time-centred entries (VOXFX_SPARSE_G2P_TABLE_CODE=centred, helper h21n)
+TABLE_WAYS = ("base-table", "table-centred")
 TABLE_INCLUDE = re.compile(r'^#include "voxfx_g2p_block_table\.cuh".*$', re.M)
 
 
@@ -121,8 +126,8 @@ def base_table_modules(header: str):
     """``sparse_g2p_gpu.g2p_block_module`` with its table modules built from *header* (``BaseTable``)."""
     real, built = sparse_g2p_gpu.g2p_block_module, {}
 
-    def module(min_blocks=None, threads=None, corners=None):
-        m = real(min_blocks, threads, corners)
+    def module(min_blocks=None, threads=None, corners=None, table_or=0):
+        m = real(min_blocks, threads, corners, table_or)
         assert corners == "table"
         if m.options not in built:
             built[m.options] = BaseTable(m, header)
@@ -166,7 +171,8 @@ def g2p_shapes(cp, sim, dt, old, repeat, shapes, spin, apic=False, base=None):
                 if c is not None and c is apic_c:
                     c.fill(0)
                 sparse_g2p_gpu.G2P_BLOCK_MIN_BLOCKS, sparse_g2p_gpu.G2P_BLOCK_THREADS = sh[1:]
-                os.environ["VOXFX_SPARSE_G2P_CORNERS"] = "table" if sh[0] == "base-table" else sh[0]
+                os.environ["VOXFX_SPARSE_G2P_CORNERS"] = "table" if sh[0] in TABLE_WAYS else sh[0]
+                os.environ["VOXFX_SPARSE_G2P_TABLE_CODE"] = "centred" if sh[0] == "table-centred" else "shift"
                 if sh[0] == "base-table":
                     sparse_g2p_gpu.g2p_block_module = base_module
                 try:
@@ -188,6 +194,7 @@ def g2p_shapes(cp, sim, dt, old, repeat, shapes, spin, apic=False, base=None):
             same = all(np.array_equal(a.view(np.uint32), b.view(np.uint32)) for a, b in zip(outs[sh], first))
             print(f"{case} | {sh[0]}:{sh[1]}x{sh[2]} | {np.median(rows[sh]):.4f} | {same}", flush=True)
     os.environ.pop("VOXFX_SPARSE_G2P_CORNERS", None)
+    os.environ.pop("VOXFX_SPARSE_G2P_TABLE_CODE", None)
     g.bins = bins
 
 

@@ -219,6 +219,9 @@ __device__ __noinline__ Corners block_corners_slow(Home H, int closed, int s0, i
 #define BLOCK_TABLE 0  // VOXFX_SPARSE_G2P_CORNERS=table, sparse_g2p_gpu.block_corners), else block_sample (0)
 #endif
 
+#ifndef BLOCK_TABLE_OR  // the entries whose table corners take h21g's per-axis code (table_axis_code<true>; helper
+#define BLOCK_TABLE_OR 0  // h21n), a bit each: 1 end, 2 end APIC, 4 centred, 8 centred APIC (sparse_g2p_gpu's)
+#endif
 #if BLOCK_TABLE
 #include "voxfx_g2p_block_table.cuh"  // Table, table_load, block_sample_table
 #else
@@ -425,7 +428,8 @@ __device__ __forceinline__ void block_particle(float* __restrict__ pos, float* _
 {
     float s1[3][3], grad[9];  // u_{n+1}, u_old (, u_n) at x
 #if BLOCK_TABLE
-    block_sample_table<CENTRED ? 3 : 2>(H, T, closed, dims, g, F, s1, APIC ? grad : nullptr);
+    constexpr bool or_code = ((BLOCK_TABLE_OR >> (2 * CENTRED + APIC)) & 1) != 0;  // table_axis_code's form
+    block_sample_table<CENTRED ? 3 : 2, or_code>(H, T, closed, dims, g, F, s1, APIC ? grad : nullptr);
 #else
     block_sample<CENTRED ? 3 : 2>(H, closed, dims, g, F, s1, APIC ? grad : nullptr);
 #endif
@@ -445,7 +449,7 @@ __device__ __forceinline__ void block_particle(float* __restrict__ pos, float* _
     }
     float s2[3][3];
 #if BLOCK_TABLE
-    block_sample_table<CENTRED ? 2 : 1>(H, T, closed, dims, gm, Fm, s2, nullptr);  // the same table
+    block_sample_table<CENTRED ? 2 : 1, or_code>(H, T, closed, dims, gm, Fm, s2, nullptr);  // the same table
 #else
     block_sample<CENTRED ? 2 : 1>(H, closed, dims, gm, Fm, s2, nullptr);
 #endif

@@ -96,25 +96,47 @@ def block_corners(centred: bool, apic: bool, corners=None) -> str:
     return way
 
 
-def g2p_block_module(min_blocks=None, threads=None, corners=None) -> Kernels:
+# VOXFX_SPARSE_G2P_TABLE_CODE (helper h21n, not yet run on a GPU): the table corners' per-axis code
+# (voxfx_g2p_block_table.cuh's table_axis_code) — "shift" (the default: h21i's k << 3d + (k & 8)·c in every
+# entry) or "centred" (h21g's earlier ((k & 8) << (6 + d)) | ((k & 7) << 3d) in the time-centred entries,
+# FLIP and APIC: flip_sparse_g2p_block.cu's BLOCK_TABLE_OR bits 4 and 8). The same values (48 cases,
+# tests/unit/test_cuda_g2p_table_host.py), so the same bits. h21i, H100 80GB HBM3, the kernel alone, 8 × 128:
+# h21i's code 0.4314 → 0.4251 ms at the end of the substep but 0.5369 → 0.5399 time-centred (+0.6%),
+# 1.0644 → 1.0638 time-centred APIC: "centred" would keep h21i's gain where it was measured and h21g's form
+# where it was faster.
+G2P_TABLE_CODES = ("shift", "centred")
+G2P_TABLE_OR = {"shift": 0, "centred": 4 | 8}  # BLOCK_TABLE_OR: 1 end, 2 end APIC, 4 centred, 8 centred APIC
+
+
+def g2p_table_code(code=None) -> str:
+    """The table corners' per-axis code: *code*, else ``VOXFX_SPARSE_G2P_TABLE_CODE``, else "shift"."""
+    return env_choice("VOXFX_SPARSE_G2P_TABLE_CODE", G2P_TABLE_CODES, code)
+
+
+def g2p_block_module(min_blocks=None, threads=None, corners=None, table_or=0) -> Kernels:
     """flip_sparse_g2p_block.cu built for *min_blocks* blocks of *threads* an SM (defaults
     ``G2P_BLOCK_MIN_BLOCKS``, ``G2P_BLOCK_THREADS``; the bench builds others to time them) with
-    the corners *corners* (pairs or table, else select)."""
+    the corners *corners* (pairs or table, else select); with table corners *table_or* the entries
+    taking h21g's per-axis code (BLOCK_TABLE_OR, ``G2P_TABLE_OR``; 0: none, no define)."""
     m = G2P_BLOCK_MIN_BLOCKS if min_blocks is None else int(min_blocks)
     t = G2P_BLOCK_THREADS if threads is None else int(threads)
     pairs, table = int(corners == "pairs"), int(corners == "table")
-    if (m, t, pairs, table) not in _G2P_BLOCK:
-        _G2P_BLOCK[(m, t, pairs, table)] = Kernels(
-            "flip_sparse_g2p_block.cu", ("--fmad=false",), t,
-            defines={**mac.CELL_TYPES, "PUSH_EPSILON": PUSH_EPSILON, "BLOCK_THREADS": t, "BLOCK_MIN_BLOCKS": m,
-                     "BLOCK_PAIRS": pairs, "BLOCK_TABLE": table})
-    return _G2P_BLOCK[(m, t, pairs, table)]
+    table_or = int(table_or) if table else 0
+    key = (m, t, pairs, table, table_or)
+    if key not in _G2P_BLOCK:
+        defines = {**mac.CELL_TYPES, "PUSH_EPSILON": PUSH_EPSILON, "BLOCK_THREADS": t, "BLOCK_MIN_BLOCKS": m,
+                   "BLOCK_PAIRS": pairs, "BLOCK_TABLE": table}
+        if table_or:
+            defines["BLOCK_TABLE_OR"] = table_or
+        _G2P_BLOCK[key] = Kernels("flip_sparse_g2p_block.cu", ("--fmad=false",), t, defines=defines)
+    return _G2P_BLOCK[key]
 
 
 _G2P_BLOCK: dict = {}
 G2P_BLOCK = g2p_block_module(corners="select")
 G2P_BLOCK_PAIRS = g2p_block_module(corners="pairs")
 G2P_BLOCK_TABLE = g2p_block_module(corners="table")
+G2P_BLOCK_TABLE_CENTRED = g2p_block_module(corners="table", table_or=G2P_TABLE_OR["centred"])  # the opt-in's
 # flip_sparse_g2p_block.cu's entries, one a variant (the same arguments), keyed by (time-centred, APIC): each compiled
 # for its own registers (sm_90, 4 blocks of 256: 64 registers with 0, 0, 8, 36 B of spills against one entry's 92 B).
 # H100, 8M, one call, one entry → per variant: 0.604 → 0.498 ms (end of substep), 0.716 → 0.591 (time-centred),
@@ -153,7 +175,8 @@ def g2p_block_entry(centred: bool, apic: bool, shape=None) -> tuple:
     corners = block_corners(bool(centred), bool(apic))
     way = g2p_block_shape(shape)
     blocks, threads = (None, None) if way == G2P_BLOCK_SHAPES[0] else map(int, way.split("x"))
-    return g2p_block_module(blocks, threads, corners), G2P_BLOCK_ENTRIES[(bool(centred), bool(apic))]
+    table_or = G2P_TABLE_OR[g2p_table_code()] if corners == "table" else 0
+    return g2p_block_module(blocks, threads, corners, table_or), G2P_BLOCK_ENTRIES[(bool(centred), bool(apic))]
 
 def _dummy(grid):
     """A 1-element float32 device array for the kernels' unused pointers, kept on the grid (a

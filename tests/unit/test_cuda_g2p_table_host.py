@@ -73,9 +73,13 @@ int main() {
 """
 
 
-@pytest.fixture(scope="module")
-def g2p_harness(tmp_path_factory):
-    return build_words(tmp_path_factory, G2P_HARNESS, [*kernel_defines(sparse_gpu.KERNELS), *TABLE], "g2p_table")
+@pytest.fixture(scope="module", params=[0, 15], ids=["shift", "or"])
+def g2p_harness(tmp_path_factory, request):
+    """The entries with h21i's per-axis code (BLOCK_TABLE_OR 0, the default) or h21g's in all four (15; helper
+    h21n's VOXFX_SPARSE_G2P_TABLE_CODE takes it in the time-centred two): the same NumPy reference bits."""
+    return build_words(tmp_path_factory, G2P_HARNESS,
+                       [*kernel_defines(sparse_gpu.KERNELS), *TABLE, f"-DBLOCK_TABLE_OR={request.param}"],
+                       f"g2p_table_or{request.param}")
 
 
 @pytest.mark.parametrize("holes", [False, True], ids=["bricks", "holes"])
@@ -131,7 +135,7 @@ def test_table_corners_build_the_table_module(monkeypatch):
             assert entry == sparse_g2p_gpu.G2P_BLOCK_ENTRIES[(centred, apic)]
 
 
-# table_axis_code(k, d) for d in 0..2 and k in [0, 16), one a line (helper h21i)
+# table_axis_code<false>(k, d) for d in 0..2 and k in [0, 16), one a line (helper h21i), then table_axis_code<true>'s
 AXIS_CODE_HARNESS = STUBS + r"""
 #include "sparse.cu"
 #include "flip_sparse_transfer.cu"
@@ -139,7 +143,9 @@ AXIS_CODE_HARNESS = STUBS + r"""
 """ + DRIVER + r"""
 int main() {
     for (int d = 0; d < 3; ++d)
-        for (int k = 0; k < 16; ++k) printf("%u\n", table_axis_code(k, d));
+        for (int k = 0; k < 16; ++k) printf("%u\n", table_axis_code<false>(k, d));
+    for (int d = 0; d < 3; ++d)  // h21g's form (BLOCK_TABLE_OR's entries; helper h21n)
+        for (int k = 0; k < 16; ++k) printf("%u\n", table_axis_code<true>(k, d));
     return 0;
 }
 """
@@ -154,13 +160,41 @@ def axis_code_harness(tmp_path_factory):
 def test_table_axis_code_is_the_brick_bit_and_the_local_coordinate(axis_code_harness):
     """table_axis_code (k << 3d plus (k & 8) · (2^(6 + d) − 2^(3d)), helper h21i) against h21g's fields for every k
     in [0, 16) and d in 0..2 (all 48): the brick bit k >> 3 at 9 + d, the local coordinate k & 7 at 3d; and the three
-    axes' codes disjoint, so that the kernel's v = Σ_d code_d is their OR (a brick r = v >> 9, a cell v & 511)."""
-    got = axis_code_harness([]).reshape(3, 16)
+    axes' codes disjoint, so that the kernel's v = Σ_d code_d is their OR (a brick r = v >> 9, a cell v & 511).
+    table_axis_code<true> (h21g's form, BLOCK_TABLE_OR's entries, helper h21n) gives the same 48 values."""
+    both = axis_code_harness([]).reshape(2, 3, 16)
+    got = both[0]
     want = np.array([[((k & 8) << (6 + d)) | ((k & 7) << (3 * d)) for k in range(16)] for d in range(3)])
     assert np.array_equal(got, want)
+    assert np.array_equal(both[1], want)
     x, y, z = np.meshgrid(*got, indexing="ij")
     assert np.array_equal(x + y + z, x | y | z)
     k = np.arange(16)
     kx, ky, kz = np.meshgrid(k, k, k, indexing="ij")
     assert np.array_equal(x + y + z >> 9, kx >> 3 | (ky >> 3) << 1 | (kz >> 3) << 2)
     assert np.array_equal(x + y + z & 511, kx & 7 | (ky & 7) << 3 | (kz & 7) << 6)
+
+
+def test_table_code_centred_builds_h21g_code_into_the_time_centred_entries(monkeypatch):
+    """VOXFX_SPARSE_G2P_TABLE_CODE (helper h21n): "shift" (the default) builds no BLOCK_TABLE_OR (the default
+    module, its kernels main's); "centred" builds BLOCK_TABLE_OR=12 for every variant's table module (bits 4 and 8:
+    the time-centred entries take h21g's code, the end entries keep h21i's); pairs and select modules untouched."""
+    monkeypatch.setenv("VOXFX_SPARSE_G2P_CORNERS", "table")
+    monkeypatch.delenv("VOXFX_SPARSE_G2P_TABLE_CODE", raising=False)
+    assert sparse_g2p_gpu.g2p_table_code() == "shift"
+    module, _ = sparse_g2p_gpu.g2p_block_entry(True, False)
+    assert module is sparse_g2p_gpu.G2P_BLOCK_TABLE
+    assert not any("BLOCK_TABLE_OR" in o for o in module.options)
+    monkeypatch.setenv("VOXFX_SPARSE_G2P_TABLE_CODE", "centred")
+    for centred in (False, True):
+        for apic in (False, True):
+            module, entry = sparse_g2p_gpu.g2p_block_entry(centred, apic)
+            assert module is sparse_g2p_gpu.G2P_BLOCK_TABLE_CENTRED
+            assert "-DBLOCK_TABLE_OR=12" in module.options and "-DBLOCK_TABLE=1" in module.options
+            assert entry == sparse_g2p_gpu.G2P_BLOCK_ENTRIES[(centred, apic)]
+    monkeypatch.setenv("VOXFX_SPARSE_G2P_CORNERS", "pairs")
+    module, _ = sparse_g2p_gpu.g2p_block_entry(True, False)
+    assert module is sparse_g2p_gpu.G2P_BLOCK_PAIRS
+    monkeypatch.setenv("VOXFX_SPARSE_G2P_TABLE_CODE", "linear")
+    with pytest.raises(ValueError):
+        sparse_g2p_gpu.g2p_table_code()

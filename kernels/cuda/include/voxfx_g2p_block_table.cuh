@@ -56,9 +56,13 @@ __device__ __forceinline__ Table table_load(const Home& H, const int fl[3])
 // tests/unit/test_cuda_g2p_table_host.py checks all 48; SASS, nvcc 13.0 sm_90, 4 × 256 and 8 × 128
 // alike, whole entries: end 3,621 → 3,555 instructions, centred 4,173 → 4,110, APIC 3,763 → 3,699, centred APIC
 // 4,311 → 4,243; the same registers and spills). A sample's k lie in [0, 16) where its fast path takes them
-// (block_sample_table's test).
+// (block_sample_table's test). OR_CODE (BLOCK_TABLE_OR's bit for the entry, helper h21n): h21g's earlier form,
+// ((k & 8) << (6 + d)) | ((k & 7) << 3d), the same value (the same 48-case host test): h21i measured its own code
+// −1.5% at the end of the substep but +0.6% time-centred (H100, the kernel alone; bench/RESULTS.md "h21i").
+template <bool OR_CODE>
 __device__ __forceinline__ unsigned table_axis_code(int k, int d)
 {
+    if (OR_CODE) return ((unsigned)(k & 8) << (6 + d)) | ((unsigned)(k & 7) << (3 * d));
     return ((unsigned)k << (3 * d)) + (unsigned)(k & 8) * ((64u << d) - (1u << (3 * d)));
 }
 
@@ -66,8 +70,8 @@ __device__ __forceinline__ unsigned table_axis_code(int k, int d)
 // block of them (block_sample's, its bounding bricks) is active, each corner's pool index is table_read of
 // v = Σ_d e_d (per axis its brick bit at 9 + d and its local coordinate at 3d: additions without carries);
 // else block_sample's slow path (g2p_advect_bricks' corners). The same cells as block_sample, hence the same
-// bits.
-template <int FIELDS>
+// bits. OR_CODE: the per-axis code's form (table_axis_code).
+template <int FIELDS, bool OR_CODE>
 __device__ __forceinline__ void block_sample_table(const Home& H, const Table& T, int closed, const int n[3],
                                                    const float g[3], const FaceSets& F, float out[3][3], float* grad)
 {
@@ -86,7 +90,7 @@ __device__ __forceinline__ void block_sample_table(const Home& H, const Table& T
         lob |= (unsigned)(lo >> 3) << d;
         topb |= (unsigned)(top >> 3) << d;
 #pragma unroll
-        for (int j = 0; j < 4; ++j) e[d][j] = table_axis_code(k[j], d);
+        for (int j = 0; j < 4; ++j) e[d][j] = table_axis_code<OR_CODE>(k[j], d);
     }
     // the bricks r with lob ⊆ r ⊆ topb (block_sample's block): the subsets of lob ^ topb (byte i of the
     // constant: the subsets of i), moved by lob; every one active
