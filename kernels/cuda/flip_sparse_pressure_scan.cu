@@ -194,3 +194,102 @@ extern "C" __global__ void scan_lookback(const int* __restrict__ in, int n, int 
         }
     }
 }
+
+// ---- Two independent scans in one launch (sparse_pressure_scan.inclusive_scans,
+// VOXFX_SPARSE_SCAN_JOIN "1"): scan_lookback over the tiles of two sets of rows, A (rows_a
+// rows of n_a items, tiles_a tiles of tile_a) then B, their tickets one sequence — A's
+// rows_a · tiles_a tiles first — and B's status words after A's. A tile looks back only
+// within its own row of its own set, at tiles of lower tickets (blocks already running),
+// so each set's integers are its own launch's. scan_lookback's body from the ticket on (its
+// twin: scan_lookback itself is left as it is, so that the default path's PTX stays the
+// same; fold the two once this is the default). The coarse levels pair a level's red/black
+// flags (2 rows) with the next level's take (1 row): both are ready once the level's keys
+// are (sparse_pressure_workspace_levels), 7 → 5 scan launches at 8M.
+// scan_block_total with its own shared words: a shared variable of a function two kernels
+// call is emitted outside both entries, which would move scan_lookback's PTX (compare_ptx).
+__device__ __forceinline__ int scan_pair_total(int v)
+{
+    __shared__ int part[32];
+    const int lane = (int)(threadIdx.x & 31), warp = (int)(threadIdx.x >> 5), warps = (int)((blockDim.x + 31) >> 5);
+    v = warp_all_sum(v);
+    if (lane == 0) part[warp] = v;
+    __syncthreads();
+    int total = 0;
+    for (int k = 0; k < warps; ++k) total += part[k];
+    __syncthreads();  // part is written again by the next call
+    return total;
+}
+
+extern "C" __global__ void scan_lookback_pair(const int* __restrict__ in_a, int n_a, int tile_a, int tiles_a,
+                                              int rows_a, int* __restrict__ out_a, const int* __restrict__ in_b,
+                                              int n_b, int tile_b, int tiles_b, int* __restrict__ out_b,
+                                              unsigned long long* __restrict__ status, unsigned int* __restrict__ ctrl)
+{
+    __shared__ unsigned int s_epoch;
+    __shared__ int s_ticket, s_before;
+    if (threadIdx.x == 0) {
+        s_epoch = *(volatile unsigned int*)ctrl;  // before this block counts itself done: the launch's epoch
+        s_ticket = (int)atomicAdd(ctrl + 1, 1u);
+    }
+    __syncthreads();
+    const unsigned int epoch = s_epoch;
+    const bool in_first = s_ticket < rows_a * tiles_a;
+    const int ticket = in_first ? s_ticket : s_ticket - rows_a * tiles_a;
+    const int n = in_first ? n_a : n_b, tile = in_first ? tile_a : tile_b, tiles = in_first ? tiles_a : tiles_b;
+    const int row = ticket / tiles, t = ticket - row * tiles;
+    const int* a = (in_first ? in_a : in_b) + (size_t)row * n;
+    int* o = (in_first ? out_a : out_b) + (size_t)row * n;
+    unsigned long long* st = status + (in_first ? (size_t)0 : (size_t)rows_a * tiles_a) + (size_t)row * tiles;
+    const int lo = t * tile, hi = min(n, lo + tile);
+    int s = 0;
+    for (int i = lo + (int)threadIdx.x; i < hi; i += (int)blockDim.x) s += a[i];
+    const int total = scan_pair_total(s);
+    if (threadIdx.x == 0) {  // the aggregate (tile 0: its prefix) where the tiles after can see it
+        scan_publish(st + t, scan_word(epoch, t == 0, total));
+    }
+    if (threadIdx.x < 32) {
+        const int before = t == 0 ? 0 : scan_look_back(st, t, epoch);
+        if (threadIdx.x == 0) {
+            if (t > 0) scan_publish(st + t, scan_word(epoch, true, before + total));
+            s_before = before;
+        }
+    }
+    __syncthreads();
+    int carry = s_before;
+    const int chunk = SCAN_ITEMS * (int)blockDim.x;
+    for (int at = lo; at < hi; at += chunk) {  // SCAN_ITEMS consecutive items a thread
+        const int first = at + SCAN_ITEMS * (int)threadIdx.x;
+        int v[SCAN_ITEMS], mine = 0;
+#pragma unroll
+        for (int k = 0; k < SCAN_ITEMS; ++k) {
+            v[k] = first + k < hi ? a[first + k] : 0;
+            mine += v[k];
+        }
+        const int lane = (int)(threadIdx.x & 31), warp = (int)(threadIdx.x >> 5);
+        const int warps = (int)((blockDim.x + 31) >> 5);
+        __shared__ int part[32];
+        const int x = warp_inclusive_scan(mine);
+        if (lane == 31 || (int)threadIdx.x + 1 == (int)blockDim.x) part[warp] = x;
+        __syncthreads();
+        int run = carry + x - mine;  // the sum before this thread's first item
+        for (int k = 0; k < warps; ++k) {
+            if (k < warp) run += part[k];
+            carry += part[k];
+        }
+        __syncthreads();  // part is written again by the next chunk
+#pragma unroll
+        for (int k = 0; k < SCAN_ITEMS; ++k) {
+            run += v[k];
+            if (first + k < hi) o[first + k] = run;
+        }
+    }
+    if (threadIdx.x == 0) {  // the last block of the launch readies ctrl for the next one
+        scan_fence();
+        if (atomicAdd(ctrl + 2, 1u) == gridDim.x - 1) {
+            ctrl[1] = 0;
+            ctrl[2] = 0;
+            ctrl[0] = epoch == 0x7fffffffu ? 1u : epoch + 1u;
+            scan_fence();
+        }
+    }
+}

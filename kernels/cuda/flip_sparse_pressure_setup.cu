@@ -105,6 +105,23 @@ extern "C" __global__ void mgs_level_cells(const long long* __restrict__ keys, c
     mgs_level_cells_body(keys, fluid, cnt, bound, bx, by, bz, around, diag, cls, flags);
 }
 
+// mgs_level_cells of a level and the next level's mgs_coarsen over the same keys (the level's
+// bound both; nbound 0: no coarsen) in one launch (VOXFX_SPARSE_SCAN_JOIN "1",
+// sparse_pressure_workspace_levels): both read only the level's keys, fluid flags and cnt
+// (mgs_parents' or mgb_ranked's, launched before) and write disjoint arrays, so the next
+// level's take is ready with the level's flags and one scan_lookback_pair scans both.
+extern "C" __global__ void mgs_level_cells_coarsen(const long long* __restrict__ keys,
+                                                   const unsigned char* __restrict__ fluid,
+                                                   const int* __restrict__ cnt, int bound, int bx, int by, int bz,
+                                                   int* __restrict__ around, unsigned char* __restrict__ diag,
+                                                   unsigned char* __restrict__ cls, int* __restrict__ flags,
+                                                   int nbound, unsigned char* __restrict__ nflag,
+                                                   int* __restrict__ ntake)
+{
+    mgs_level_cells_body(keys, fluid, cnt, bound, bx, by, bz, around, diag, cls, flags);
+    mgs_coarsen_body(keys, fluid, cnt, nbound, bx, by, bz, nflag, ntake);
+}
+
 // The unknowns' order, red then black (scans: the row-wise inclusive scans of flags):
 // position[c] (m where not an unknown), order[u] = its cell; cnt[1] = m_red, cnt[2] = m.
 // Launched over max(bound, 1) items.

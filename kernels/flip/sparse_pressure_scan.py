@@ -3,7 +3,8 @@ re-exports these names; no behaviour change): ``inclusive_scan`` over one row or
 int32 flags — one launch of scan_lookback (a single pass with decoupled look-back) where its
 status words hold the tiles, else scan_tile_sums + scan_tiles, or ``cupy.cumsum`` — by
 ``sparse_pressure_setup.SCAN`` (read there at each call, so a test or bench that sets it there
-picks the way), and scan_lookback's tile floor (``VOXFX_SPARSE_SCAN_TILE``)."""
+picks the way), and scan_lookback's tile floor (``VOXFX_SPARSE_SCAN_TILE``); ``inclusive_scans``:
+two independent row sets in one launch (scan_lookback_pair, ``VOXFX_SPARSE_SCAN_JOIN``)."""
 
 from __future__ import annotations
 
@@ -70,6 +71,53 @@ def inclusive_scan(a, out=None, sums=None):
     _S.launch_grid("scan_tile_sums", grid, (THREADS,), (a, np.int32(n), np.int32(tile), sums))
     _S.launch_grid("scan_tiles", grid, (THREADS,), (a, np.int32(n), np.int32(tile), sums, out))
     return out
+
+
+# VOXFX_SPARSE_SCAN_JOIN (read at each set-up, ``scan_join``): "1" scans two independent row
+# sets in one launch (``inclusive_scans``: scan_lookback_pair) where the coarse levels have
+# them ready together — a level's red/black flags and the next level's take, both written by
+# one mgs_level_cells_coarsen launch (``sparse_pressure_workspace_levels``): at 8M (levels
+# 0 … 3 launched, the tail from 4) the seven scans 7 → 5 launches and level 2's mgs_coarsen
+# joined into level 1's mgs_level_cells, the coarse levels 25 → 22 launches. "0" (the default)
+# the launches as before. The same integers (host harness; GPU test
+# tests/gpu/test_flip_sparse_pressure_scan_join_gpu.py). Not yet run on a GPU (helper h21m):
+# i24u measured these scans at ~10 µs each, mostly launch latency.
+SCAN_JOIN = ("0", "1")
+
+
+def scan_join(given=None) -> str:
+    """Whether the coarse levels pair their independent scans into one launch (``SCAN_JOIN``)."""
+    return env_choice("VOXFX_SPARSE_SCAN_JOIN", SCAN_JOIN, given)
+
+
+def inclusive_scans(a, out_a, b, out_b, sums=None):
+    """``inclusive_scan(a, out_a, sums)`` and ``inclusive_scan(b, out_b, sums)`` — a of rows
+    (rows, n_a), b of one row (n_b,), C-contiguous int32 — in one launch of
+    scan_lookback_pair where ``SCAN`` is "lookback" and the status words hold both sets'
+    tiles, else the two calls: the same integers either way."""
+    import cupy as cp
+
+    from . import sparse_pressure_setup
+
+    n_a, n_b = int(a.shape[-1]), int(b.shape[-1])
+    rows_a = 1 if a.ndim == 1 else int(a.shape[0])
+    fits = (sparse_pressure_setup.SCAN == "lookback" and a.ndim in (1, 2) and b.ndim == 1
+            and all(x.dtype == cp.int32 and x.flags.c_contiguous for x in (a, b, out_a, out_b))
+            and n_a > 0 and n_b > 0 and rows_a > 0)
+    if fits:
+        floor = int(scan_tile_floor())
+        tile_a, tile_b = scan_tile(n_a, floor), scan_tile(n_b, floor)
+        tiles_a, tiles_b = -(-n_a // tile_a), -(-n_b // tile_b)
+        fits = tiles_a * rows_a + tiles_b <= _LOOKBACK_WORDS
+    if not fits:
+        inclusive_scan(a, out_a, sums)
+        inclusive_scan(b, out_b, sums)
+        return out_a, out_b
+    status, ctrl = lookback_state(cp)
+    _S.launch_grid("scan_lookback_pair", (tiles_a * rows_a + tiles_b,), (THREADS,),
+                   (a, np.int32(n_a), np.int32(tile_a), np.int32(tiles_a), np.int32(rows_a), out_a, b, np.int32(n_b),
+                    np.int32(tile_b), np.int32(tiles_b), out_b, status, ctrl))
+    return out_a, out_b
 
 
 def lookback_state(cp):

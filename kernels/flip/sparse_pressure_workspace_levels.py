@@ -10,7 +10,11 @@ integers as ``build``'s). ``sparse_pressure_workspace.unknowns`` (ahead of its h
 (``sparse_pressure_setup.RESTRICT`` "scatter", the default: no key searches, one launch fewer
 a level; "search": mgs_restrict_table's searches, as ``build``'s). ``fuse()``
 (``VOXFX_SPARSE_SETUP_FUSE``, "1" the default since session 17; "0") joins launches with no
-grid-wide dependency between them: 30 → 25 launches at 8M (``FUSE``).
+grid-wide dependency between them: 30 → 25 launches at 8M (``FUSE``). ``_pairing()``
+(``VOXFX_SPARSE_SCAN_JOIN`` "1", opt-in; ``sparse_pressure_scan.SCAN_JOIN``): a level whose
+next level is launched too writes that level's coarsen with its own cells
+(mgs_level_cells_coarsen) and scans both in one launch (``sparse_pressure_scan.inclusive_scans``):
+25 → 22 launches at 8M, the same integers.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from . import sparse_pressure_setup as setup
 from . import sparse_pressure_setup_graph as setup_graph
 from . import sparse_pressure_workspace_kept as held_levels
 from .sparse_multigrid import _CellSet
+from .sparse_pressure_scan import inclusive_scans, scan_join
 from .sparse_pressure_setup import _ints
 
 # VOXFX_SPARSE_SETUP_FUSE (read at each set-up): "1" joins launches that read nothing another
@@ -43,6 +48,12 @@ def fuse(given=None) -> str:
     return env_choice("VOXFX_SPARSE_SETUP_FUSE", FUSE, given)
 
 
+def _pairing() -> bool:
+    """``sparse_pressure_scan.scan_join()`` "1": a level and the next launched level's take
+    scanned in one launch (module notes)."""
+    return scan_join() == "1"
+
+
 def _launch_levels(grid, kind, ws, level0, base, bounds, most, keep=False):
     """The coarse levels' launches on level 0's key *base* (its set of host *bounds*; at most
     *most* level-0 unknowns: the span kernel's grid), sizes into ``ws.cnt`` and ``ws.span``;
@@ -56,15 +67,17 @@ def _launch_levels(grid, kind, ws, level0, base, bounds, most, keep=False):
         graph = not keep and len(bounds) > 2 and setup_graph.enabled()  # a graph of levels 2 …
         ws.scratch(keep=graph or getattr(level0, "mg_every", 0) > 0)  # held levels: level 2's keys stay
         try:
-            fine = _level1(grid, kind, base, ws, level0.position, (level0._tables_args[0], most) if joined else None)
+            first = _tail_start(bounds)  # build's test, on the host bounds
+            pair = _pairing() and 2 < (ws.held.first if keep else first)  # level 2 launched on its own too
+            fine = _level1(grid, kind, base, ws, level0.position, (level0._tables_args[0], most) if joined else None,
+                           ws.work[2] if pair else None)
             level0._prolong_args = (cnt[0], grid.brick_nbr, ws.map1, ws.levels[1]["position"], cnt[1])
             level0.candidates = int(grid.brick_slot.shape[0]) * 64  # map1's entries this set-up wrote
-            first = _tail_start(bounds)  # build's test, on the host bounds
             if keep:  # levels 2 … K − 1 built (on their own: ``held_levels.decide``), then level K's transfers
                 fine = _coarser_to(fine, ws, ws.held.first)
                 held_levels.launch(ws, fine)
             elif graph:
-                key = (ws.generation, int(ws.arena.data.ptr), fine[1], first, setup.SCAN, _scatter(), joined)
+                key = (ws.generation, int(ws.arena.data.ptr), fine[1], first, setup.SCAN, _scatter(), joined, pair)
                 ws.graphs.run(key, partial(_coarser, fine, ws, first), partial(_tail_record, first, fine, ws))
             else:
                 _coarser(fine, ws, first, *_tail_record(first, fine, ws, ws.rec))
@@ -83,9 +96,7 @@ def _tail_start(bounds) -> int:
 
 def _coarser(fine, ws, first, rec=None):
     """Levels 2 … launch by launch up to *first*, the tail from there (its record in *rec*)."""
-    joined = fuse() == "1" and _scatter()  # mgs_level_end: the next level's coarsen in this level's last launch
-    for level in range(2, first):
-        fine = _coarse_level(level, fine, ws, joined, coarsened=joined and level > 2, ahead=level + 1 < first)
+    fine = _coarser_to(fine, ws, first)
     if first < len(ws.caps):
         _tail(first, ws, rec)
 
@@ -93,19 +104,29 @@ def _coarser(fine, ws, first, rec=None):
 def _coarser_to(fine, ws, first):
     """Levels 2 … *first* − 1 launch by launch, as ``_coarser`` (none past them: the held levels
     from *first* on); (first − 1, its key base)."""
-    joined = fuse() == "1" and _scatter()
+    joined = fuse() == "1" and _scatter()  # mgs_level_end: the next level's coarsen in this level's last launch
+    pair = _pairing()  # level − 1 scanned this level's take with its flags (level 1: _launch_levels' same test)
     for level in range(2, first):
-        fine = _coarse_level(level, fine, ws, joined, coarsened=joined and level > 2, ahead=level + 1 < first)
+        fine = _coarse_level(level, fine, ws, joined, coarsened=joined and level > 2, ahead=level + 1 < first,
+                             paired=pair)
     return fine
 
 
-def _level_tables(t, base, cnt, k, sums, fcnt=None):
+def _level_tables(t, base, cnt, k, sums, fcnt=None, nxt=None):
     """``sparse_pressure_setup._level_tables`` on level buffers *t* with bound *k*; with
-    *fcnt* (the finer level's sizes: ``RESTRICT`` "scatter") down filled with its sentinel too."""
+    *fcnt* (the finer level's sizes: ``RESTRICT`` "scatter") down filled with its sentinel too;
+    with *nxt* (the next level's buffers: ``_pairing``) that level's coarsen and scan too
+    (mgs_level_cells_coarsen, one scan_lookback_pair)."""
     K = setup._K
-    K.launch("mgs_level_cells", k, (t["keys"], t["fluid"], cnt, np.int32(k), *_ints(base), t["around"], t["diag8"],
-                                    t["cls"], t["flags"]))
-    setup.inclusive_scan(t["flags"], t["scans"], sums)
+    if nxt is None:
+        K.launch("mgs_level_cells", k, (t["keys"], t["fluid"], cnt, np.int32(k), *_ints(base), t["around"],
+                                        t["diag8"], t["cls"], t["flags"]))
+        setup.inclusive_scan(t["flags"], t["scans"], sums)
+    else:  # the next level's take is k long: its fine level is this one
+        K.launch("mgs_level_cells_coarsen", k, (t["keys"], t["fluid"], cnt, np.int32(k), *_ints(base), t["around"],
+                                                t["diag8"], t["cls"], t["flags"], np.int32(k), nxt["flag"],
+                                                nxt["take"]))
+        inclusive_scans(t["flags"], t["scans"], nxt["take"], nxt["scan"], sums)
     K.launch("mgs_order", max(k, 1), (t["cls"], t["scans"], cnt, np.int32(k), t["position"], t["order"]))
     if fcnt is None:
         K.launch("mgs_level_tables", k + 1, (t["order"], cnt, np.int32(k), t["around"], t["position"], t["diag8"],
@@ -116,11 +137,12 @@ def _level_tables(t, base, cnt, k, sums, fcnt=None):
                                                   t["down"]))
 
 
-def _level1(grid, kind, base, ws, position0, span0=None):
+def _level1(grid, kind, base, ws, position0, span0=None, nxt=None):
     """Level 1 by brick look-ups and ranks (``sparse_pressure_setup._level1_by_bricks``;
     *position0*: level 0's flat cell → unknown): (1, its key base). *span0*: (level 0's
     unknowns' cells, its bound) where ``fuse()`` is "1": mgb_unknown_span launched within mgb_coarsen,
-    and level 1's mgs_key_span within mgb_restrict."""
+    and level 1's mgs_key_span within mgb_restrict. *nxt*: level 2's buffers, its coarsen and
+    scan with level 1's (``_pairing``)."""
     import cupy as cp
 
     B = setup._B
@@ -149,7 +171,7 @@ def _level1(grid, kind, base, ws, position0, span0=None):
     B.launch("mgb_ranked", max(16 * bricks, 1), (bkeys, bslots, np.int32(bricks), flag, seg, scan, grid.slot_coords,
                                                  *_ints(cbase), np.int32(k1), t["keys"], t["fluid"], t["scand"], map1,
                                                  cnt[1]))
-    _level_tables(t, cbase, cnt[1], k1, ws.sums)
+    _level_tables(t, cbase, cnt[1], k1, ws.sums, nxt=nxt)
     # up onto level 0 (mgb_prolong) is Level0.fill's, at the solver's stride
     if span0 is None:
         B.launch("mgb_restrict", k1 + 1, (t["scand"], t["order"], cnt[1], np.int32(c1), grid.brick_nbr, position0,
@@ -163,11 +185,14 @@ def _level1(grid, kind, base, ws, position0, span0=None):
     return 1, cbase
 
 
-def _coarse_level(level, fine, ws, joined=False, coarsened=False, ahead=False):
+def _coarse_level(level, fine, ws, joined=False, coarsened=False, ahead=False, paired=False):
     """One coarse level launch by launch (``build``'s loop body); (level, its key base).
     *joined* (``fuse()`` "1" with "scatter"): its last launches as one mgs_level_end, with the
     next level's mgs_coarsen where that level is launched too (*ahead*); *coarsened*: this
-    level's mgs_coarsen was the finer level's mgs_level_end."""
+    level's mgs_coarsen was the finer level's mgs_level_end. *paired* (``_pairing``): this
+    level's coarsen and scan were the finer level's (mgs_level_cells_coarsen and its paired
+    scan), and where *ahead* this level does the next one's the same way (no coarsen in its
+    mgs_level_end)."""
     K = setup._K
     f, fbase = fine
     tf, t = ws.work[f], ws.work[level]
@@ -175,16 +200,20 @@ def _coarse_level(level, fine, ws, joined=False, coarsened=False, ahead=False):
     fk, k = cf - 1, c - 1
     cbase = _CellSet(None, None, fbase).coarser_base()
     cnt, span = ws.cnt, ws.span
-    if not coarsened:
-        K.launch("mgs_coarsen", fk, (tf["keys"], tf["fluid"], cnt[f], np.int32(fk), *_ints(fbase), t["flag"],
-                                     t["take"]))
-    scan = setup.inclusive_scan(t["take"], t["scan"], ws.sums)
+    if paired:  # the finer level's mgs_level_cells_coarsen and scan_lookback_pair wrote take and scan
+        scan = t["scan"]
+    else:
+        if not coarsened:
+            K.launch("mgs_coarsen", fk, (tf["keys"], tf["fluid"], cnt[f], np.int32(fk), *_ints(fbase), t["flag"],
+                                         t["take"]))
+        scan = setup.inclusive_scan(t["take"], t["scan"], ws.sums)
     K.launch("mgs_parents", max(fk, 1), (tf["keys"], t["flag"], scan, cnt[f], np.int32(fk), *_ints(fbase),
                                          *_ints(cbase), np.int32(k), t["keys"], t["fluid"], cnt[level]))
+    nxt = ws.work[level + 1] if paired and ahead else None  # the next level's coarsen and scan with this one's
     if joined:  # prolong_restrict, the span and the next level's coarsen (none where that is the tail's)
-        _level_tables(t, cbase, cnt[level], k, ws.sums, fcnt=cnt[f])
-        n = ws.work[level + 1] if ahead else t
-        nbound = k if ahead else 0  # 0: t's flag and take stand in, not written
+        _level_tables(t, cbase, cnt[level], k, ws.sums, fcnt=cnt[f], nxt=nxt)
+        n = ws.work[level + 1] if ahead and nxt is None else t
+        nbound = k if ahead and nxt is None else 0  # 0: t's flag and take stand in, not written
         wide = _span_blocks(k)
         K.launch_grid("mgs_level_end", (max(setup.blocks(max(cf, k, 1))[0], wide),), (setup.THREADS,),
                       (tf["ukeys"], cnt[f], np.int32(cf), *_ints(fbase), t["keys"], cnt[level], t["position"],
@@ -192,11 +221,11 @@ def _coarse_level(level, fine, ws, joined=False, coarsened=False, ahead=False):
                        t["fluid"], np.int32(nbound), n["flag"], n["take"]))
         return level, cbase
     if _scatter():  # down as up's transpose: no searches, one launch fewer
-        _level_tables(t, cbase, cnt[level], k, ws.sums, fcnt=cnt[f])
+        _level_tables(t, cbase, cnt[level], k, ws.sums, fcnt=cnt[f], nxt=nxt)
         K.launch("mgs_prolong_restrict", cf, (tf["ukeys"], cnt[f], np.int32(cf), *_ints(fbase), t["keys"], cnt[level],
                                               t["position"], *_ints(cbase), t["up"], np.int32(c), t["down"]))
     else:
-        _level_tables(t, cbase, cnt[level], k, ws.sums)
+        _level_tables(t, cbase, cnt[level], k, ws.sums, nxt=nxt)
         K.launch("mgs_prolong_table", cf, (tf["ukeys"], cnt[f], np.int32(cf), *_ints(fbase), t["keys"], cnt[level],
                                            t["position"], *_ints(cbase), t["up"]))
         K.launch("mgs_restrict_table", c, (t["ukeys"], cnt[level], np.int32(c), *_ints(cbase), tf["keys"], cnt[f],
