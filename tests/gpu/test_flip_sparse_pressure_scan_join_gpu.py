@@ -11,11 +11,9 @@ levels too."""
 import numpy as np
 import pytest
 
-from tests.gpu.test_flip_sparse_pressure_ahead_gpu import _tables
-from tests.gpu.test_flip_sparse_pressure_gpu import random_scene, tank
+from tests.gpu.test_flip_sparse_pressure_fuse_gpu import assert_setups_agree
 from tests.pressure_solves import assert_dam_break_ways_agree
-from voxfx.kernels.flip import (sparse_pressure, sparse_pressure_gpu, sparse_pressure_scan, sparse_pressure_setup,
-                                sparse_pressure_workspace)
+from voxfx.kernels.flip import sparse_pressure_scan
 
 
 @pytest.mark.parametrize("rows_a, n_a, n_b", [(2, 5000, 5000), (2, 1, 1), (1, 70, 3000), (3, 2049, 17),
@@ -45,38 +43,8 @@ def test_gpu_paired_scan_is_each_sets_cumsum(monkeypatch, rows_a, n_a, n_b, floo
 def test_gpu_paired_scans_give_the_same_tables(monkeypatch, fuse, restrict, tail_bound, ahead):
     """Two set-ups of one grid (the second launched ahead where *ahead*) with each way: the
     workspace's cnt and span rows and every level's m, nbr, diag, up and down the same."""
-    import cupy
-
-    seed = int(np.random.default_rng().integers(1 << 30))
-    monkeypatch.setattr(sparse_pressure, "REUSE_TABLES", False)
-    monkeypatch.setattr(sparse_pressure_setup, "TAIL_BOUND", tail_bound)  # 0: every level launch by launch
-    monkeypatch.setattr(sparse_pressure_setup, "RESTRICT", restrict)
-    monkeypatch.setattr(sparse_pressure_workspace, "MODE", "workspace")
-    monkeypatch.setattr(sparse_pressure_workspace, "AHEAD", ahead)
     monkeypatch.setenv("VOXFX_SPARSE_SETUP_FUSE", fuse)
-    spec, pos, vel, obstacle = random_scene(np.random.default_rng(seed), shape=(48, 40, 44), n=150000)
-    got, sizes = {}, {}
-    for way in ("0", "1"):
-        monkeypatch.setenv("VOXFX_SPARSE_SCAN_JOIN", way)
-        sparse_pressure_gpu.release_gpu_solvers()
-        g = tank(cupy, pos, vel, spec, obstacle)
-        _, kind, _, _ = sparse_pressure.pressure_rhs(g, 0.01)
-        _tables(g, kind, sparse_pressure_setup.unknowns(g, kind, (), ahead=True))
-        level = sparse_pressure_setup.unknowns(g, kind, (), ahead=True)
-        assert (level.prebuilt is not None) == ahead
-        ws = sparse_pressure_workspace.workspace()
-        count = len(ws.caps)
-        sizes[way] = cupy.asnumpy(ws.sizes[:10 * count])
-        got[way] = _tables(g, kind, level)
-    sparse_pressure_gpu.release_gpu_solvers()
-    assert np.array_equal(sizes["0"], sizes["1"]), f"seed {seed}"
-    assert sizes["0"].size >= 40, f"seed {seed}"  # four levels or more: levels 1 and 2 pair their scans
-    (levels_a, up_a, down_a), (levels_b, up_b, down_b) = got["0"], got["1"]
-    assert len(levels_a) == len(levels_b) >= 3 and len(down_a) == len(down_b) >= 2, f"seed {seed}"
-    for a, b in zip(levels_a, levels_b):
-        assert a[:2] == b[:2] and np.array_equal(a[2], b[2]) and np.array_equal(a[3], b[3]), f"seed {seed}"
-    for a, b in zip(up_a + down_a, up_b + down_b):
-        assert a.shape == b.shape and np.array_equal(a, b), f"seed {seed}"
+    assert_setups_agree(monkeypatch, "VOXFX_SPARSE_SCAN_JOIN", restrict, tail_bound, ahead)
 
 
 @pytest.mark.parametrize("setting", [(), (("VOXFX_SPARSE_SETUP_GRAPH", "1"),), (("VOXFX_SPARSE_MG_KEEP", "3"),),
