@@ -163,20 +163,23 @@ def harness(tmp_path_factory, request):
     return harness_run(tmp_path_factory, request.param, build_defines)
 
 
+def harness_input(grid, pos, vel, c, spread):
+    """The scatter harnesses' input lines: the box, the frame, the topology, the particles (and C)."""
+    t = grid.topology
+    lines = [f"{int(grid.closed)} {' '.join(str(int(x)) for x in grid.shape)} {int(c is not None)} {spread}",
+             _hex([*grid.origin, grid.h, 1.0 / grid.h]), f"{t.count} {grid.capacity}",
+             " ".join(str(int(k)) for k in t.keys), " ".join(str(int(s)) for s in t.slots), str(len(pos)),
+             _hex(pos), _hex(vel)]
+    return lines + ([_hex(c)] if c is not None else [])
+
+
 def harness_run(tmp_path_factory, name, build_defines):
     """The harness built with *build_defines*: ``run(grid, pos, vel, c, spread)`` (``harness``)."""
     defines = kernel_defines(sparse_gpu.KERNELS) + build_defines
     build = _build(tmp_path_factory, HARNESS, defines, f"sparse_scatter_{name.replace(' ', '_')}")
 
     def run(grid, pos, vel, c, spread):
-        spec_shape, t = grid.shape, grid.topology
-        lines = [f"{int(grid.closed)} {' '.join(str(int(x)) for x in spec_shape)} {int(c is not None)} {spread}",
-                 _hex([*grid.origin, grid.h, 1.0 / grid.h]), f"{t.count} {grid.capacity}",
-                 " ".join(str(int(k)) for k in t.keys), " ".join(str(int(s)) for s in t.slots), str(len(pos)),
-                 _hex(pos), _hex(vel)]
-        if c is not None:
-            lines.append(_hex(c))
-        tokens = build.raw(lines, check=True).split()
+        tokens = build.raw(harness_input(grid, pos, vel, c, spread), check=True).split()
         cells = grid.size
 
         def faces_masks(at):

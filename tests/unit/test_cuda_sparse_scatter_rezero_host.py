@@ -17,7 +17,8 @@ import pytest
 
 from tests.cuda_host import DRIVER, STUBS
 from tests.unit.test_cuda_exact import _build, kernel_defines
-from tests.unit.test_cuda_sparse_gather_host import SCENE_AND_BRICK_GATHER, _hex, scene
+from tests.unit.test_cuda_sparse_gather_host import SCENE_AND_BRICK_GATHER, scene
+from tests.unit.test_cuda_sparse_scatter_host import harness_input
 from voxfx.kernels.flip import sparse_gpu, sparse_scatter, sparse_transfer
 
 RUNS = 6
@@ -97,14 +98,7 @@ def harness_run(tmp_path_factory, name, build_defines):
     build = _build(tmp_path_factory, HARNESS, defines, f"sparse_scatter_rezero_{name}")
 
     def run(grid, pos, vel, c):
-        t = grid.topology
-        lines = [f"{int(grid.closed)} {' '.join(str(int(x)) for x in grid.shape)} {int(c is not None)} 8",
-                 _hex([*grid.origin, grid.h, 1.0 / grid.h]), f"{t.count} {grid.capacity}",
-                 " ".join(str(int(k)) for k in t.keys), " ".join(str(int(s)) for s in t.slots), str(len(pos)),
-                 _hex(pos), _hex(vel)]
-        if c is not None:
-            lines.append(_hex(c))
-        tokens = build.raw(lines, check=True).split()
+        tokens = build.raw(harness_input(grid, pos, vel, c, 8), check=True).split()
         cells = grid.size
         at, runs = 6 * cells, []
         for _ in range(RUNS):
