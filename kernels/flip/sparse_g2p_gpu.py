@@ -96,21 +96,22 @@ def block_corners(centred: bool, apic: bool, corners=None) -> str:
     return way
 
 
-# VOXFX_SPARSE_G2P_TABLE_CODE (helper h21n, not yet run on a GPU): the table corners' per-axis code
-# (voxfx_g2p_block_table.cuh's table_axis_code) — "shift" (the default: h21i's k << 3d + (k & 8)·c in every
+# VOXFX_SPARSE_G2P_TABLE_CODE (helper h21n; "centred" the default since session 22): the table corners' per-axis
+# code (voxfx_g2p_block_table.cuh's table_axis_code) — "shift" (h21i's k << 3d + (k & 8)·c in every
 # entry) or "centred" (h21g's earlier ((k & 8) << (6 + d)) | ((k & 7) << 3d) in the time-centred entries,
 # FLIP and APIC: flip_sparse_g2p_block.cu's BLOCK_TABLE_OR bits 4 and 8). The same values (48 cases,
 # tests/unit/test_cuda_g2p_table_host.py), so the same bits. h21i, H100 80GB HBM3, the kernel alone, 8 × 128:
 # h21i's code 0.4314 → 0.4251 ms at the end of the substep but 0.5369 → 0.5399 time-centred (+0.6%),
 # 1.0644 → 1.0638 time-centred APIC: "centred" would keep h21i's gain where it was measured and h21g's form
-# where it was faster.
+# where it was faster. Session 22, H100 80GB HBM3, 8 × 128, the kernel alone (medians of 7), shift → centred: end
+# of substep 0.4267 → 0.4259 ms, time-centred 0.5408 → 0.5375, APIC end 0.9372 both, the same bits each.
 G2P_TABLE_CODES = ("shift", "centred")
 G2P_TABLE_OR = {"shift": 0, "centred": 4 | 8}  # BLOCK_TABLE_OR: 1 end, 2 end APIC, 4 centred, 8 centred APIC
 
 
 def g2p_table_code(code=None) -> str:
-    """The table corners' per-axis code: *code*, else ``VOXFX_SPARSE_G2P_TABLE_CODE``, else "shift"."""
-    return env_choice("VOXFX_SPARSE_G2P_TABLE_CODE", G2P_TABLE_CODES, code)
+    """The table corners' per-axis code: *code*, else ``VOXFX_SPARSE_G2P_TABLE_CODE``, else "centred"."""
+    return env_choice("VOXFX_SPARSE_G2P_TABLE_CODE", G2P_TABLE_CODES, code, default="centred")
 
 
 def g2p_block_module(min_blocks=None, threads=None, corners=None, table_or=0) -> Kernels:
@@ -136,7 +137,7 @@ _G2P_BLOCK: dict = {}
 G2P_BLOCK = g2p_block_module(corners="select")
 G2P_BLOCK_PAIRS = g2p_block_module(corners="pairs")
 G2P_BLOCK_TABLE = g2p_block_module(corners="table")
-G2P_BLOCK_TABLE_CENTRED = g2p_block_module(corners="table", table_or=G2P_TABLE_OR["centred"])  # the opt-in's
+G2P_BLOCK_TABLE_CENTRED = g2p_block_module(corners="table", table_or=G2P_TABLE_OR["centred"])  # the default's
 # flip_sparse_g2p_block.cu's entries, one a variant (the same arguments), keyed by (time-centred, APIC): each compiled
 # for its own registers (sm_90, 4 blocks of 256: 64 registers with 0, 0, 8, 36 B of spills against one entry's 92 B).
 # H100, 8M, one call, one entry → per variant: 0.604 → 0.498 ms (end of substep), 0.716 → 0.591 (time-centred),

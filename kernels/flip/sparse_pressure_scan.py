@@ -73,21 +73,23 @@ def inclusive_scan(a, out=None, sums=None):
     return out
 
 
-# VOXFX_SPARSE_SCAN_JOIN (read at each set-up, ``scan_join``): "1" scans two independent row
-# sets in one launch (``inclusive_scans``: scan_lookback_pair) where the coarse levels have
-# them ready together — a level's red/black flags and the next level's take, both written by
-# one mgs_level_cells_coarsen launch (``sparse_pressure_workspace_levels``): at 8M (levels
-# 0 … 3 launched, the tail from 4) the seven scans 7 → 5 launches and level 2's mgs_coarsen
-# joined into level 1's mgs_level_cells, the coarse levels 25 → 22 launches. "0" (the default)
-# the launches as before. The same integers (host harness; GPU test
-# tests/gpu/test_flip_sparse_pressure_scan_join_gpu.py). Not yet run on a GPU (helper h21m):
-# i24u measured these scans at ~10 µs each, mostly launch latency.
+# VOXFX_SPARSE_SCAN_JOIN (read at each set-up, ``scan_join``): "1" (the default since session 22)
+# scans two independent row sets in one launch (``inclusive_scans``: scan_lookback_pair) where the
+# coarse levels have them ready together — a level's red/black flags and the next level's take,
+# both written by one mgs_level_cells_coarsen launch (``sparse_pressure_workspace_levels``): at 8M
+# (levels 0 … 3 launched, the tail from 4) the seven scans 7 → 5 launches and level 2's mgs_coarsen
+# joined into level 1's mgs_level_cells, the coarse levels 25 → 22 launches. "0": the launches as
+# before. The same integers (host harness; tests/gpu/test_flip_sparse_pressure_scan_join_gpu.py).
+# H100 80GB HBM3 (session 22, bench/flip_sparse_setup_kernels.py): the coarse levels' kernels 0.413
+# → 0.396 ms of device a substep, the CuPy code between them 0.039 → 0.032; the 8M row in one
+# process, substeps alternating, pressure 3.416 → 3.278 ms (the second way of such an A/B reads
+# ~0.08 ms lower whatever it is: the same row's other A/Bs of that call).
 SCAN_JOIN = ("0", "1")
 
 
 def scan_join(given=None) -> str:
     """Whether the coarse levels pair their independent scans into one launch (``SCAN_JOIN``)."""
-    return env_choice("VOXFX_SPARSE_SCAN_JOIN", SCAN_JOIN, given)
+    return env_choice("VOXFX_SPARSE_SCAN_JOIN", SCAN_JOIN, given, default="1")
 
 
 def inclusive_scans(a, out_a, b, out_b, sums=None):

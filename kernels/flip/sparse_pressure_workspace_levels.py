@@ -11,7 +11,7 @@ integers as ``build``'s). ``sparse_pressure_workspace.unknowns`` (ahead of its h
 a level; "search": mgs_restrict_table's searches, as ``build``'s). ``fuse()``
 (``VOXFX_SPARSE_SETUP_FUSE``, "1" the default since session 17; "0") joins launches with no
 grid-wide dependency between them: 30 → 25 launches at 8M (``FUSE``). ``_pairing()``
-(``VOXFX_SPARSE_SCAN_JOIN`` "1", opt-in; ``sparse_pressure_scan.SCAN_JOIN``): a level whose
+(``VOXFX_SPARSE_SCAN_JOIN`` "1", the default since session 22; ``sparse_pressure_scan.SCAN_JOIN``): a level whose
 next level is launched too writes that level's coarsen with its own cells
 (mgs_level_cells_coarsen) and scans both in one launch (``sparse_pressure_scan.inclusive_scans``):
 25 → 22 launches at 8M, the same integers.

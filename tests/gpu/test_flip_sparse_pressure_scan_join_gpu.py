@@ -1,6 +1,6 @@
-"""The coarse levels' paired scans (``VOXFX_SPARSE_SCAN_JOIN`` "1": mgs_level_cells_coarsen and
-scan_lookback_pair, sparse_pressure_scan.inclusive_scans; helper h21m) against the launches
-they replace ("0", the default; both kernels against theirs on the host in
+"""The coarse levels' paired scans (``VOXFX_SPARSE_SCAN_JOIN`` "1", the default since session 22:
+mgs_level_cells_coarsen and scan_lookback_pair, sparse_pressure_scan.inclusive_scans; helper h21m)
+against the launches they replace ("0"; both kernels against theirs on the host in
 tests/unit/test_cuda_sparse_pressure_scan_join_host.py): the paired scan equals cupy.cumsum on
 each set (and falls back to two scans where it cannot take them); on fresh random scenes every
 level's sizes and unknown spans and every table the same, launch by launch and with the

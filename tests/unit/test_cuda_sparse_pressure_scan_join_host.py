@@ -248,12 +248,12 @@ def test_level_cells_with_the_next_coarsen_is_both_kernels_apart(joined_device, 
 
 
 def test_the_scan_join_switch_reads_the_environment(monkeypatch):
-    monkeypatch.delenv("VOXFX_SPARSE_SCAN_JOIN", raising=False)
-    assert sparse_pressure_scan.scan_join() == "0"
-    monkeypatch.setenv("VOXFX_SPARSE_SCAN_JOIN", "1")
-    assert sparse_pressure_scan.scan_join() == "1"
     from voxfx.kernels.flip import sparse_pressure_workspace_levels as levels
 
+    monkeypatch.delenv("VOXFX_SPARSE_SCAN_JOIN", raising=False)
+    assert sparse_pressure_scan.scan_join() == "1"  # the default since session 22
+    assert levels._pairing()
+    monkeypatch.setenv("VOXFX_SPARSE_SCAN_JOIN", "1")
     assert levels._pairing()
     monkeypatch.setenv("VOXFX_SPARSE_SCAN_JOIN", "0")
     assert not levels._pairing()
