@@ -67,7 +67,9 @@ __device__ __forceinline__ T brick_value(const T* __restrict__ global, const T* 
     return STAGED && (unsigned)(i - first) < SPARSE_CELLS ? kept[i - first] : global[i];
 }
 
-// boundary_face (voxfx_pressure_cells.cuh) with the brick's values from shared memory where STAGED.
+// boundary_face (voxfx_pressure_cells.cuh) with the brick's values from shared memory where STAGED,
+// its loads issued together (no load waits on another's test; f[c] read where the solid's value is
+// taken too): the same selection.
 template <bool STAGED>
 __device__ __forceinline__ float boundary_face_brick(const float* __restrict__ f, const float* kept_f,
                                                      const float* __restrict__ solid_f,
@@ -76,11 +78,19 @@ __device__ __forceinline__ float boundary_face_brick(const float* __restrict__ f
                                                      const unsigned char* __restrict__ solid,
                                                      const unsigned char* kept_solid, int first, int c, int lo)
 {
-    const bool touch = brick_value<STAGED>(solid, kept_solid, first, c) != 0 ||
-                       (lo >= 0 && brick_value<STAGED>(solid, kept_solid, first, lo) != 0) ||
-                       brick_value<STAGED>(exists, kept_exists, first, c) == 0;
-    return touch ? solid_f[c] : brick_value<STAGED>(f, kept_f, first, c);
+    const unsigned char solid_c = brick_value<STAGED>(solid, kept_solid, first, c);
+    const unsigned char solid_lo = lo >= 0 ? brick_value<STAGED>(solid, kept_solid, first, lo) : 0;
+    const unsigned char exists_c = brick_value<STAGED>(exists, kept_exists, first, c);
+    const float value = brick_value<STAGED>(f, kept_f, first, c);
+    const bool touch = solid_c != 0 || solid_lo != 0 || exists_c == 0;
+    return touch ? solid_f[c] : value;
 }
+
+// Bench builds (bench/flip_cells_brick_phases.py) leave phases out to time them: 1 b's face sums,
+// 2 the links inside the brick, 4 those across its faces. Their outputs are wrong; 0 here.
+#ifndef CELLS_BRICK_SKIP
+#define CELLS_BRICK_SKIP 0
+#endif
 
 #define CELLS_BRICK_PARAMS                                                                                          \
     const unsigned char *__restrict__ cell, const unsigned char *__restrict__ solid, const float *__restrict__ u,    \
@@ -90,10 +100,10 @@ __device__ __forceinline__ float boundary_face_brick(const float* __restrict__ f
         const unsigned char *__restrict__ exists_w, const int *__restrict__ nbr27, int n, float scale,             \
         float *__restrict__ b, unsigned char *__restrict__ touch, int *parent, const int *__restrict__ crowd,      \
         int crowd_on, float inv_n0, float one_tau, float alpha_dt, float src_scale,                                \
-        unsigned char *__restrict__ reach, int *__restrict__ count, int *tickets, int epoch
+        unsigned char *__restrict__ reach, int *__restrict__ count, int *tickets, int epoch, int join_faces
 #define CELLS_BRICK_ARGS                                                                                       \
     cell, solid, u, v, w, solid_u, solid_v, solid_w, exists_u, exists_v, exists_w, nbr27, n, scale, b, touch, \
-        parent, crowd, crowd_on, inv_n0, one_tau, alpha_dt, src_scale, reach, count, tickets, epoch
+        parent, crowd, crowd_on, inv_n0, one_tau, alpha_dt, src_scale, reach, count, tickets, epoch, join_faces
 
 // The kernels' body, a block a pool slot; STAGED: the brick's face velocities, solid and exists
 // flags copied into shared memory first (every load of the copy independent of the others), the
@@ -160,15 +170,16 @@ __device__ __forceinline__ void rhs_brick(CELLS_BRICK_PARAMS)
         if (active && fluid)
             while ((start & 7) != 0 && types[start - 1] == CELL_FLUID) --start;
         up[t] = start;
-        if (!fluid) {
+        if (!fluid || (CELLS_BRICK_SKIP & 1)) {
             b[c] = 0.0f;
             continue;
         }
         int o[6];  // grid.nbr[d][c]
         bool air = false, across[6];
-        for (int d = 0; d < 6; ++d) {
+        for (int d = 0; d < 6; ++d) {  // every neighbour's type read (no read waits on the one before)
             o[d] = brick_neighbour(nb, active, first, t, d, across[d]);
-            air = air || o[d] < 0 || (across[d] ? cell[o[d]] : types[o[d] - first]) == CELL_AIR;
+            const int k = o[d] < 0 ? CELL_AIR : across[d] ? cell[o[d]] : types[o[d] - first];
+            air = air | (k == CELL_AIR);
         }
         touch[c] = air ? 1 : 0;
         float diff[3];
@@ -192,15 +203,22 @@ __device__ __forceinline__ void rhs_brick(CELLS_BRICK_PARAMS)
         b[c] = rhs;
     }
     __syncthreads();
-    if (active)  // the y and z links inside the brick, in shared memory
+    // The y and z links inside the brick, in shared memory: a link (t, t + s) whose cells' x
+    // predecessors are FLUID and linked the same way joins trees already joined (each x run is one
+    // tree), so only the first link of each pair of runs is made (56 of 448 a full brick's axis).
+    if (active && !(CELLS_BRICK_SKIP & 2))
         for (int t = (int)threadIdx.x; t < SPARSE_CELLS; t += (int)blockDim.x) {
             if (types[t] != CELL_FLUID) continue;
-            if (((t >> 3) & 7) != 7 && types[t + 8] == CELL_FLUID) unite(up, t, t + 8);
-            if ((t >> 6) != 7 && types[t + 64] == CELL_FLUID) unite(up, t, t + 64);
+            const bool run = (t & 7) != 0 && types[t - 1] == CELL_FLUID;  // t continues an x run
+            if (((t >> 3) & 7) != 7 && types[t + 8] == CELL_FLUID && !(run && types[t + 7] == CELL_FLUID))
+                unite(up, t, t + 8);
+            if ((t >> 6) != 7 && types[t + 64] == CELL_FLUID && !(run && types[t + 63] == CELL_FLUID))
+                unite(up, t, t + 64);
         }
     __syncthreads();
     for (int t = (int)threadIdx.x; t < SPARSE_CELLS; t += (int)blockDim.x)
         if (types[t] == CELL_FLUID) parent[first + t] = first + find_root_halving(up, t);
+    if (!join_faces || (CELLS_BRICK_SKIP & 4)) return;  // "inner": cells_hook_faces joins them next
     __threadfence();  // the parents before this block's tickets
     __syncthreads();
     for (int d = (int)threadIdx.x; d < 6; d += (int)blockDim.x) {
@@ -222,7 +240,8 @@ __device__ __forceinline__ void rhs_brick(CELLS_BRICK_PARAMS)
 
 
 // One block a pool slot (n / 512 blocks, any width); tickets: 3 a slot, epoch: never a value any
-// earlier stage left there. The other arguments as cells_rhs's (flip_sparse_pressure_cells.cu).
+// earlier stage left there; join_faces 0: the links across faces left to cells_hook_faces
+// (CELLS_BRICK "inner"). The other arguments as cells_rhs's (flip_sparse_pressure_cells.cu).
 extern "C" __global__ void cells_rhs_brick(CELLS_BRICK_PARAMS) { rhs_brick<false>(CELLS_BRICK_ARGS); }
 
 // cells_rhs_brick with the brick's values staged in shared memory (sparse_pressure_cells.CELLS_BRICK

@@ -82,10 +82,11 @@ def brick_links(given=None) -> str:
 # neighbour table's rows), "fused" (cells_rhs_brick: a block a pool slot, the neighbours from the
 # brick table, the brick's links in shared memory and the links across each face joined by the
 # second of its two bricks to finish; ``cuda/flip_sparse_pressure_cells_brick.cu``) or "staged"
-# (cells_rhs_brick_staged: the same with the brick's face values copied into shared memory first).
-# Then cells_label and cells_sealed either way. The same b, labels, reach, count and kinds.
-CELLS_BRICK = ("apart", "fused", "staged")
-_BRICK_ENTRIES = {"fused": "cells_rhs_brick", "staged": "cells_rhs_brick_staged"}
+# (cells_rhs_brick_staged: the same with the brick's face values copied into shared memory first) or
+# "inner" (cells_rhs_brick joining the brick's inner links alone, then cells_hook_faces). Then
+# cells_label and cells_sealed either way. The same b, labels, reach, count and kinds.
+CELLS_BRICK = ("apart", "fused", "staged", "inner")
+_BRICK_ENTRIES = {"fused": "cells_rhs_brick", "staged": "cells_rhs_brick_staged", "inner": "cells_rhs_brick"}
 _FUSED_THREADS = 128  # cells_rhs_brick's block: 4 of a brick's 512 cells a thread
 _EPOCH = [0]  # the last stage's epoch (cells_rhs_brick's face tickets)
 
@@ -272,7 +273,9 @@ def stage(grid, dt, crowding=None):
         tickets, epoch = _face_tickets(grid, n // 512)
         _KB.launch_grid(_BRICK_ENTRIES[way], (n // 512,), (_FUSED_THREADS,),
                         (cell, solid, *faces, *exists, nbr27, np.int32(n), scale, b, touch, parent, *crowd, reach,
-                         count, tickets, epoch))
+                         count, tickets, epoch, np.int32(way != "inner")))
+        if way == "inner":
+            _K.launch("cells_hook_faces", (n // 512) * 192, (cell, cp.ascontiguousarray(grid.nbr), np.int32(n), parent))
     else:
         _apart(grid, n, cell, solid, faces, exists, scale, b, touch, parent, crowd, reach, count)
     _K.launch("cells_label", n, (cell, touch, np.int32(n), parent, label, reach))

@@ -1,6 +1,7 @@
 """The cells stage's first three launches in one (sparse_pressure_cells.CELLS_BRICK "fused":
 cells_rhs_brick, a block a pool slot, the links across brick faces joined by the second of the
-two bricks to finish; "staged": cells_rhs_brick_staged, the brick's values in shared memory)
+two bricks to finish; "staged": cells_rhs_brick_staged, the brick's values in shared memory;
+"inner": cells_rhs_brick's inner links, then cells_hook_faces)
 against the three launches ("apart": cells_rhs, cells_hook_bricks_local, cells_hook_faces) and
 the NumPy reference on the device's real concurrent blocks: the stage's b, kinds, labels, reach
 and sealed count bit for bit on fresh random liquids, the density source on, pools of thousands
@@ -29,7 +30,7 @@ def _agree(old, new, note):
         assert a.dtype == b.dtype and np.array_equal(a.view(np.uint8), b.view(np.uint8)), note
 
 
-FUSED = ("fused", "staged")
+FUSED = ("fused", "staged", "inner")
 
 
 @pytest.mark.parametrize("way", FUSED)
