@@ -1,8 +1,9 @@
 """Where cells_rhs_brick's time goes at 8M (issue 24, helper s22e): the dam break of
 ``bench/flip_sparse.py`` stepped a few substeps, then on its grid each launch of the cells stage
 alone (CUDA events around it, median of --repeat), in one process: the five launches of
-``VOXFX_SPARSE_CELLS_BRICK=apart``; cells_rhs_brick and its staged twin at 128, 256 and 512
-threads a block; and builds that leave phases out (``CELLS_BRICK_SKIP``: 1 b's face sums, 2 the
+``VOXFX_SPARSE_CELLS_BRICK=apart``; cells_rhs_brick ("fused", and "inner" with cells_hook_faces) at
+128, 256 and 512 threads a block (session 22's call 2 also timed a twin staging the brick's values in
+shared memory, since dropped); and builds that leave phases out (``CELLS_BRICK_SKIP``: 1 b's face sums, 2 the
 links inside the brick, 4 those across its faces; their outputs are wrong, their times are the
 phases' share).
 
@@ -103,7 +104,6 @@ def main():
     for threads in (128, 256, 512):
         rows.append((f"fused {threads}: cells_rhs_brick, label, sealed", [brick("cells_rhs_brick", threads),
                                                                           *label_sealed]))
-        rows.append((f"staged {threads}: cells_rhs_brick_staged", [brick("cells_rhs_brick_staged", threads)]))
         rows.append((f"inner {threads}: cells_rhs_brick (faces apart), hook_faces",
                      [brick("cells_rhs_brick", threads, join=0), faces_apart]))
     for threads in (128, 512):

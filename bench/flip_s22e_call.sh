@@ -3,6 +3,7 @@
 # file, and the one-read, hook, density and pressure files with a fused way set, beside the warm-up; then each
 # set-up kernel's device ms (the ways in turn each substep, one process; "staged" at 128 and 256 threads a
 # block) and the 8M row A/B in both orders. Run from this tree's root (the copy under .cache/s22e); ≤ 200 s.
+# A record of call 1: the "staged" way it measured was removed after call 2 (slower), so it no longer runs as is.
 OUT_DEFAULT=$OUT; . bench/_device_call.sh
 L=/tmp/s22e; mkdir -p $L
 PY="python3 -m pytest -q -p no:cacheprovider -rfE"

@@ -1,13 +1,18 @@
-// The cells stage's first three launches in one (sparse_pressure_cells.CELLS_BRICK "fused"; issue 24,
-// helper s22e): cells_rhs, cells_hook_bricks_local and cells_hook_faces of flip_sparse_pressure_cells.cu
-// as cells_rhs_brick, a block a pool slot. H100 at 8M (h21e's bench/flip_sparse_setup_kernels.py):
-// cells_rhs 0.079 ms (~1.3 TB/s; 24 of its ~51 B a cell are the neighbour table's six rows), the
-// brick hook 0.034, the face hook 0.024. Here the neighbours come from the brick table (nbr27: seven
-// words a block, sparse_cell_step's entries), the brick's cell types are read once into shared
+// The cells stage's first three launches in one (sparse_pressure_cells.CELLS_BRICK "fused", the
+// default; issue 24, helper s22e): cells_rhs, cells_hook_bricks_local and cells_hook_faces of
+// flip_sparse_pressure_cells.cu as cells_rhs_brick, a block a pool slot. The neighbours come from the
+// brick table (nbr27: seven words a block, sparse_cell_step's entries) instead of the neighbour
+// table's six rows (24 of cells_rhs's ~51 B a cell), the brick's cell types are read once into shared
 // memory, bricks with no FLUID cell write b = 0 and reach = 0 alone, the brick's inner links are
-// joined in shared memory (cells_hook_bricks_local's way), and the links across a brick face are
-// joined by whichever of its two bricks finishes second (below). Then cells_label and cells_sealed
-// as before: three launches.
+// joined in shared memory (cells_hook_bricks_local's way, one link per pair of x runs), and the links
+// across a brick face by whichever of its two bricks finishes second (below). Then cells_label and
+// cells_sealed as before: three launches.
+//
+// H100 80GB HBM3, the 8M dam break's grid (bench/flip_cells_brick_phases.py, each launch alone,
+// medians of 15): cells_rhs 0.083 + cells_hook_bricks_local 0.033 + cells_hook_faces 0.023 → this
+// kernel 0.078–0.085 ms at 128 threads (256 and 512: no faster). Its phases, by builds that leave
+// them out (CELLS_BRICK_SKIP): the cells, b = 0 and the parents alone 0.022, the face sums ~0.02, the
+// inner links ~0.015, the links across faces ~0.025 (as cells_hook_faces apart: "inner").
 //
 // The same values: b by the same float operations in the same order (boundary_face, the module
 // compiled without FMA contraction), touch on FLUID cells, and parents whose roots are each
@@ -27,7 +32,7 @@
 // bricks' tickets), so no block reads a parent not yet written.
 
 #include "voxfx_sparse.cuh"          // SPARSE_CELLS, sparse_cell_step
-#include "voxfx_pressure_cells.cuh"  // boundary_face, find_root_halving, unite
+#include "voxfx_pressure_cells.cuh"  // find_root_halving, unite
 
 // nbr27's entry of the brick across face d (−x, +x, −y, +y, −z, +z: SparseMacGrid.nbr's order),
 // and of the brick itself (13).
@@ -59,29 +64,16 @@ __device__ __forceinline__ int brick_neighbour(const int* nb, bool active, int f
     return nb[d] < 0 ? -1 : nb[d] * SPARSE_CELLS + l;
 }
 
-// A value of flat cell i: from the brick's copy in shared memory (STAGED, i inside the brick that
-// starts at first), else from global memory.
-template <bool STAGED, typename T>
-__device__ __forceinline__ T brick_value(const T* __restrict__ global, const T* kept, int first, int i)
-{
-    return STAGED && (unsigned)(i - first) < SPARSE_CELLS ? kept[i - first] : global[i];
-}
-
-// boundary_face (voxfx_pressure_cells.cuh) with the brick's values from shared memory where STAGED,
-// its loads issued together (no load waits on another's test; f[c] read where the solid's value is
-// taken too): the same selection.
-template <bool STAGED>
-__device__ __forceinline__ float boundary_face_brick(const float* __restrict__ f, const float* kept_f,
-                                                     const float* __restrict__ solid_f,
+// boundary_face (voxfx_pressure_cells.cuh) with its loads issued together (no load waits on another's
+// test; f[c] read where the solid's value is taken too): the same selection.
+__device__ __forceinline__ float boundary_face_loads(const float* __restrict__ f, const float* __restrict__ solid_f,
                                                      const unsigned char* __restrict__ exists,
-                                                     const unsigned char* kept_exists,
-                                                     const unsigned char* __restrict__ solid,
-                                                     const unsigned char* kept_solid, int first, int c, int lo)
+                                                     const unsigned char* __restrict__ solid, int c, int lo)
 {
-    const unsigned char solid_c = brick_value<STAGED>(solid, kept_solid, first, c);
-    const unsigned char solid_lo = lo >= 0 ? brick_value<STAGED>(solid, kept_solid, first, lo) : 0;
-    const unsigned char exists_c = brick_value<STAGED>(exists, kept_exists, first, c);
-    const float value = brick_value<STAGED>(f, kept_f, first, c);
+    const unsigned char solid_c = solid[c];
+    const unsigned char solid_lo = lo >= 0 ? solid[lo] : 0;
+    const unsigned char exists_c = exists[c];
+    const float value = f[c];
     const bool touch = solid_c != 0 || solid_lo != 0 || exists_c == 0;
     return touch ? solid_f[c] : value;
 }
@@ -92,30 +84,21 @@ __device__ __forceinline__ float boundary_face_brick(const float* __restrict__ f
 #define CELLS_BRICK_SKIP 0
 #endif
 
-#define CELLS_BRICK_PARAMS                                                                                          \
-    const unsigned char *__restrict__ cell, const unsigned char *__restrict__ solid, const float *__restrict__ u,    \
-        const float *__restrict__ v, const float *__restrict__ w, const float *__restrict__ solid_u,                \
-        const float *__restrict__ solid_v, const float *__restrict__ solid_w,                                      \
-        const unsigned char *__restrict__ exists_u, const unsigned char *__restrict__ exists_v,                    \
-        const unsigned char *__restrict__ exists_w, const int *__restrict__ nbr27, int n, float scale,             \
-        float *__restrict__ b, unsigned char *__restrict__ touch, int *parent, const int *__restrict__ crowd,      \
-        int crowd_on, float inv_n0, float one_tau, float alpha_dt, float src_scale,                                \
-        unsigned char *__restrict__ reach, int *__restrict__ count, int *tickets, int epoch, int join_faces
-#define CELLS_BRICK_ARGS                                                                                       \
-    cell, solid, u, v, w, solid_u, solid_v, solid_w, exists_u, exists_v, exists_w, nbr27, n, scale, b, touch, \
-        parent, crowd, crowd_on, inv_n0, one_tau, alpha_dt, src_scale, reach, count, tickets, epoch, join_faces
-
-// The kernels' body, a block a pool slot; STAGED: the brick's face velocities, solid and exists
-// flags copied into shared memory first (every load of the copy independent of the others), the
-// per-cell work reading them there; else straight from global memory (L1).
-template <bool STAGED>
-__device__ __forceinline__ void rhs_brick(CELLS_BRICK_PARAMS)
+// One block a pool slot (n / 512 blocks, any width); tickets: 3 a slot, epoch: never a value any
+// earlier stage left there; join_faces 0: the links across faces left to cells_hook_faces
+// (CELLS_BRICK "inner"). The other arguments as cells_rhs's (flip_sparse_pressure_cells.cu).
+extern "C" __global__ void cells_rhs_brick(
+    const unsigned char* __restrict__ cell, const unsigned char* __restrict__ solid, const float* __restrict__ u,
+    const float* __restrict__ v, const float* __restrict__ w, const float* __restrict__ solid_u,
+    const float* __restrict__ solid_v, const float* __restrict__ solid_w, const unsigned char* __restrict__ exists_u,
+    const unsigned char* __restrict__ exists_v, const unsigned char* __restrict__ exists_w,
+    const int* __restrict__ nbr27, int n, float scale, float* __restrict__ b, unsigned char* __restrict__ touch,
+    int* parent, const int* __restrict__ crowd, int crowd_on, float inv_n0, float one_tau, float alpha_dt,
+    float src_scale, unsigned char* __restrict__ reach, int* __restrict__ count, int* tickets, int epoch,
+    int join_faces)
 {
     __shared__ int up[SPARSE_CELLS];
     __shared__ unsigned char types[SPARSE_CELLS];  // the brick's cell types
-    __shared__ float kept_f[STAGED ? 3 : 1][STAGED ? SPARSE_CELLS : 1];
-    __shared__ unsigned char kept_exists[STAGED ? 3 : 1][STAGED ? SPARSE_CELLS : 1];
-    __shared__ unsigned char kept_solid[STAGED ? SPARSE_CELLS : 1];
     __shared__ int nb[7];                  // the six faces' slots (d order), then the brick's own entry
     __shared__ int on_face[6], second[6];  // a FLUID cell on face d; this block joins face d's links
     __shared__ int any;
@@ -150,17 +133,6 @@ __device__ __forceinline__ void rhs_brick(CELLS_BRICK_PARAMS)
         for (int t = (int)threadIdx.x; t < SPARSE_CELLS; t += (int)blockDim.x) b[first + t] = 0.0f;
         return;
     }
-    if (STAGED) {
-#pragma unroll 4
-        for (int t = (int)threadIdx.x; t < SPARSE_CELLS; t += (int)blockDim.x) {
-            for (int a = 0; a < 3; ++a) {
-                kept_f[a][t] = f[a][first + t];
-                kept_exists[a][t] = exists[a][first + t];
-            }
-            kept_solid[t] = solid[first + t];
-        }
-        __syncthreads();
-    }
     const bool active = nb[6] == slot;
     // b, touch and each cell's tree started at the first FLUID cell of its x run (cells_hook_bricks_local)
     for (int t = (int)threadIdx.x; t < SPARSE_CELLS; t += (int)blockDim.x) {
@@ -184,15 +156,12 @@ __device__ __forceinline__ void rhs_brick(CELLS_BRICK_PARAMS)
         touch[c] = air ? 1 : 0;
         float diff[3];
         for (int a = 0; a < 3; ++a) {  // the outgoing minus the incoming face (face_sum), as cells_rhs
-            const float below = boundary_face_brick<STAGED>(f[a], kept_f[0] + a * SPARSE_CELLS * STAGED, solid_f[a],
-                                                            exists[a], kept_exists[0] + a * SPARSE_CELLS * STAGED,
-                                                            solid, kept_solid, first, c, o[2 * a]);
+            const float below = boundary_face_loads(f[a], solid_f[a], exists[a], solid, c, o[2 * a]);
             const int hi = o[2 * a + 1];  // face_above: 0 where missing; hi's lower neighbour c inside the brick,
             float above = 0.0f;           // else from the brick table (sparse_cell_step, as grid.nbr[2a][hi])
             if (hi >= 0)
-                above = boundary_face_brick<STAGED>(f[a], kept_f[0] + a * SPARSE_CELLS * STAGED, solid_f[a], exists[a],
-                                                    kept_exists[0] + a * SPARSE_CELLS * STAGED, solid, kept_solid,
-                                                    first, hi, across[2 * a + 1] ? sparse_cell_step(nbr27, hi, 2 * a) : c);
+                above = boundary_face_loads(f[a], solid_f[a], exists[a], solid, hi,
+                                            across[2 * a + 1] ? sparse_cell_step(nbr27, hi, 2 * a) : c);
             diff[a] = above - below;
         }
         float rhs = ((diff[0] + diff[1]) + diff[2]) * scale;
@@ -237,13 +206,3 @@ __device__ __forceinline__ void rhs_brick(CELLS_BRICK_PARAMS)
         if (cell[o] == CELL_FLUID) unite(parent, first + t, o);
     }
 }
-
-
-// One block a pool slot (n / 512 blocks, any width); tickets: 3 a slot, epoch: never a value any
-// earlier stage left there; join_faces 0: the links across faces left to cells_hook_faces
-// (CELLS_BRICK "inner"). The other arguments as cells_rhs's (flip_sparse_pressure_cells.cu).
-extern "C" __global__ void cells_rhs_brick(CELLS_BRICK_PARAMS) { rhs_brick<false>(CELLS_BRICK_ARGS); }
-
-// cells_rhs_brick with the brick's values staged in shared memory (sparse_pressure_cells.CELLS_BRICK
-// "staged"): 8 KiB more shared memory a block, the same values.
-extern "C" __global__ void cells_rhs_brick_staged(CELLS_BRICK_PARAMS) { rhs_brick<true>(CELLS_BRICK_ARGS); }

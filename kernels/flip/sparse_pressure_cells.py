@@ -12,7 +12,8 @@ it the compaction and union-find of the labels), by the kernels of
                 cells (no compaction), roots the lowest flat index of their component
                 (``HOOK`` "bricks": cells_hook_bricks, the links inside each brick in
                 shared memory — or cells_hook_bricks_local, ``BRICK_LINKS`` — then
-                cells_hook_faces, those across brick faces);
+                cells_hook_faces, those across brick faces; ``CELLS_BRICK`` "fused", the
+                default: cells_rhs_brick, these and cells_rhs in one launch);
   cells_label   each FLUID cell's root, and reach[root] for cells that touch AIR;
   cells_sealed  the count of FLUID cells whose component reaches no AIR, and the solver's
                 cell types (each sealed region's pin AIR).
@@ -78,16 +79,18 @@ def brick_links(given=None) -> str:
     """cells_hook_bricks' way to a brick's inner links (``BRICK_LINKS``)."""
     return env_choice("VOXFX_SPARSE_LABEL_BRICK_LINKS", BRICK_LINKS, given)
 # The stage's first launches (``VOXFX_SPARSE_CELLS_BRICK``, read at each set-up; issue 24, helper
-# s22e): "apart" (cells_rhs, cells_hook_bricks_local, cells_hook_faces: three launches over the
-# neighbour table's rows), "fused" (cells_rhs_brick: a block a pool slot, the neighbours from the
-# brick table, the brick's links in shared memory and the links across each face joined by the
-# second of its two bricks to finish; ``cuda/flip_sparse_pressure_cells_brick.cu``) or "staged"
-# (cells_rhs_brick_staged: the same with the brick's face values copied into shared memory first) or
+# s22e): "fused" (the default: cells_rhs_brick, a block a pool slot, the neighbours from the brick
+# table, the brick's links in shared memory and the links across each face joined by the second of
+# its two bricks to finish; ``cuda/flip_sparse_pressure_cells_brick.cu``), "apart" (cells_rhs,
+# cells_hook_bricks_local, cells_hook_faces: three launches over the neighbour table's rows) or
 # "inner" (cells_rhs_brick joining the brick's inner links alone, then cells_hook_faces). Then
-# cells_label and cells_sealed either way. The same b, labels, reach, count and kinds.
-CELLS_BRICK = ("apart", "fused", "staged", "inner")
-_BRICK_ENTRIES = {"fused": "cells_rhs_brick", "staged": "cells_rhs_brick_staged", "inner": "cells_rhs_brick"}
-_FUSED_THREADS = 128  # cells_rhs_brick's block: 4 of a brick's 512 cells a thread
+# cells_label and cells_sealed either way: the same b, labels, reach, count and kinds (GPU tests).
+# H100 80GB HBM3, 8M dam break (bench/flip_sparse_setup_kernels.py, ways in turn each substep): the
+# cells stage 0.178 ms in 5 launches → 0.113–0.120 in 3 (cells_rhs_brick 0.080–0.086 against
+# cells_rhs + the two hooks 0.146; "inner" 0.127 in 4); the 8M row, both orders, pressure 3.40 →
+# 3.22–3.24 ms. Measured and dropped: the brick's values staged in shared memory first (0.093–0.104).
+CELLS_BRICK = ("fused", "apart", "inner")
+_FUSED_THREADS = 128  # cells_rhs_brick's block: 4 of a brick's 512 cells a thread (256, 512: no faster)
 _EPOCH = [0]  # the last stage's epoch (cells_rhs_brick's face tickets)
 
 
@@ -269,9 +272,9 @@ def stage(grid, dt, crowding=None):
     scale = np.float32(-grid.h / float(dt))  # as pressure_rhs: −(h/Δt) rounded to float32 once
     way = cells_brick()
     nbr27 = _brick_table(grid, n) if HOOK == "bricks" and n % 512 == 0 and way != "apart" else None
-    if nbr27 is not None:  # CELLS_BRICK "fused" or "staged": one launch for _apart's
+    if nbr27 is not None:  # CELLS_BRICK "fused" ("inner": and cells_hook_faces) for _apart's three launches
         tickets, epoch = _face_tickets(grid, n // 512)
-        _KB.launch_grid(_BRICK_ENTRIES[way], (n // 512,), (_FUSED_THREADS,),
+        _KB.launch_grid("cells_rhs_brick", (n // 512,), (_FUSED_THREADS,),
                         (cell, solid, *faces, *exists, nbr27, np.int32(n), scale, b, touch, parent, *crowd, reach,
                          count, tickets, epoch, np.int32(way != "inner")))
         if way == "inner":

@@ -1,7 +1,6 @@
 """The cells stage's first three launches in one (sparse_pressure_cells.CELLS_BRICK "fused":
 cells_rhs_brick, a block a pool slot, the links across brick faces joined by the second of the
-two bricks to finish; "staged": cells_rhs_brick_staged, the brick's values in shared memory;
-"inner": cells_rhs_brick's inner links, then cells_hook_faces)
+two bricks to finish; "inner": cells_rhs_brick's inner links, then cells_hook_faces)
 against the three launches ("apart": cells_rhs, cells_hook_bricks_local, cells_hook_faces) and
 the NumPy reference on the device's real concurrent blocks: the stage's b, kinds, labels, reach
 and sealed count bit for bit on fresh random liquids, the density source on, pools of thousands
@@ -30,7 +29,7 @@ def _agree(old, new, note):
         assert a.dtype == b.dtype and np.array_equal(a.view(np.uint8), b.view(np.uint8)), note
 
 
-FUSED = ("fused", "staged", "inner")
+FUSED = ("fused", "inner")
 
 
 @pytest.mark.parametrize("way", FUSED)
@@ -126,4 +125,4 @@ def test_gpu_fused_stage_gives_the_same_pressure_bit_for_bit(monkeypatch):
     for way in FUSED:
         for (p_a, s_a), (p_b, s_b) in zip(runs["apart"], runs[way]):
             assert s_a == s_b and np.array_equal(host(p_a).view(np.uint32), host(p_b).view(np.uint32)), way
-    assert max(s["iterations"] for _, s in runs["staged"]) >= 3
+    assert max(s["iterations"] for _, s in runs["fused"]) >= 3

@@ -19,8 +19,8 @@ from voxfx.kernels.flip import density, sparse_pressure, sparse_pressure_cells
 from voxfx.kernels.flip.grid import AIR, FLUID
 
 # Input: HARNESS's up to nbr, then scale, crowd_on (and its values and counts), the capacity, nbr27
-# (27 × capacity), way (0: the three launches, 1: cells_rhs_brick, 2: cells_rhs_brick_staged, 3:
-# cells_rhs_brick without the faces, then cells_hook_faces), runs R, the blocks' order
+# (27 × capacity), way (0: the three launches, 1: cells_rhs_brick, 2: cells_rhs_brick without the faces,
+# then cells_hook_faces), runs R, the blocks' order
 # (n / 512), the tickets (3 × capacity), the first epoch. Output per run: b (n hex), touch (n),
 # label (n), reach (n + 1), the sealed count, kind (n); then the tickets.
 FUSED = HARNESS.split("int main() {")[0].replace(
@@ -61,15 +61,14 @@ int main() {
         int count = -5;
         if (way >= 1) {
             h_dim.x = 1; h_thread.x = 0; h_grid.x = (unsigned)(n / 512);
-            auto* kernel = way == 2 ? cells_rhs_brick_staged : cells_rhs_brick;  // way 3: the faces apart
             for (int blk : order) {
                 h_block.x = (unsigned)blk;
-                kernel(cell.data(), solid.data(), u.data(), v.data(), w.data(), su.data(), sv.data(), sw.data(),
-                       eu.data(), ev.data(), ew.data(), nbr27.data(), n, scale, b.data(), touch.data(), parent.data(),
-                       crowd.data(), crowd_on, inv_n0, one_tau, alpha_dt, src_scale, reach.data(), &count,
-                       tickets.data(), epoch, way == 3 ? 0 : 1);
+                cells_rhs_brick(cell.data(), solid.data(), u.data(), v.data(), w.data(), su.data(), sv.data(),
+                                sw.data(), eu.data(), ev.data(), ew.data(), nbr27.data(), n, scale, b.data(),
+                                touch.data(), parent.data(), crowd.data(), crowd_on, inv_n0, one_tau, alpha_dt,
+                                src_scale, reach.data(), &count, tickets.data(), epoch, way == 2 ? 0 : 1);
             }
-            if (way == 3) ONE_PER_ITEM(n / 512 * 192, cells_hook_faces(cell.data(), nbr.data(), n, parent.data()));
+            if (way == 2) ONE_PER_ITEM(n / 512 * 192, cells_hook_faces(cell.data(), nbr.data(), n, parent.data()));
         } else {
             ONE_PER_ITEM(n, cells_rhs(cell.data(), solid.data(), u.data(), v.data(), w.data(), su.data(), sv.data(),
                                       sw.data(), eu.data(), ev.data(), ew.data(), nbr.data(), n, scale, 1, b.data(),
@@ -103,10 +102,9 @@ MUTANTS = {
     "first joins": ("tickets[3 * lower + (d >> 1)], epoch) == epoch", "tickets[3 * lower + (d >> 1)], epoch) != epoch"),
     "sum order": ("((diff[0] + diff[1]) + diff[2])", "(diff[0] + (diff[1] + diff[2]))"),
     "touch inside": ("across[d] ? cell[o[d]] : types[o[d] - first]", "across[d] ? 2 : types[o[d] - first]"),
-    "staged solid": ("kept_solid[t] = solid[first + t];", "kept_solid[t] = 0;"),
 }
-WAYS = (1, 2, 3)  # cells_rhs_brick, cells_rhs_brick_staged, cells_rhs_brick without the faces + cells_hook_faces
-MUTANT_WAYS = {"staged solid": (2,), "no face links": (1, 2), "first joins": (1, 2)}  # the ways each changes
+WAYS = (1, 2)  # "fused": cells_rhs_brick; "inner": cells_rhs_brick without the faces, then cells_hook_faces
+MUTANT_WAYS = {"no face links": (1,), "first joins": (1,)}  # the ways each changes (else both)
 _BRICK_FILE = "flip_sparse_pressure_cells_brick.cu"
 
 
@@ -217,7 +215,7 @@ def test_fused_brick_stage_gives_the_three_launches_values(fused_device, sealed,
     assert np.array_equal(new[1][fluid] != 0, ((nb < 0) | (g["cell"][np.maximum(nb, 0)] == AIR)).any(axis=0)[fluid])
 
 
-@pytest.mark.parametrize("way", WAYS[:2])
+@pytest.mark.parametrize("way", WAYS[:1])
 def test_face_tickets_keep_their_epochs_from_stage_to_stage(fused_device, way):
     """Three stages on one set of tickets (epochs 5, 6, 7), starting from stale values (older
     epochs, random): the same outputs each stage; afterwards every ticket is 0, stale or 7, and

@@ -49,7 +49,7 @@ SWITCHES = [  # (the switch, its variable, its ways, its default)
     (sparse_grid.margin_mode, "VOXFX_SPARSE_MARGIN", sparse_grid.MARGIN_MODES, "brick"),
     (sparse_transfer.p2g_tail, "VOXFX_SPARSE_P2G_TAIL", sparse_transfer.P2G_TAILS, "live"),
     (sparse_pressure_cells.brick_links, "VOXFX_SPARSE_LABEL_BRICK_LINKS", sparse_pressure_cells.BRICK_LINKS, "local"),
-    (sparse_pressure_cells.cells_brick, "VOXFX_SPARSE_CELLS_BRICK", sparse_pressure_cells.CELLS_BRICK, "apart"),
+    (sparse_pressure_cells.cells_brick, "VOXFX_SPARSE_CELLS_BRICK", sparse_pressure_cells.CELLS_BRICK, "fused"),
     (sparse_pressure_setup.scan_tile_floor, "VOXFX_SPARSE_SCAN_TILE", sparse_pressure_setup.SCAN_TILE_WIDTHS, "8"),
     (sparse_pressure_workspace_levels.fuse, "VOXFX_SPARSE_SETUP_FUSE", sparse_pressure_workspace_levels.FUSE, "1"),
     (sparse_pressure_scan.scan_join, "VOXFX_SPARSE_SCAN_JOIN", sparse_pressure_scan.SCAN_JOIN, "1"),
