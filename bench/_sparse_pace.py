@@ -85,17 +85,17 @@ def analyse(marks, end):
     return subs
 
 
-def summary(subs, top=8):
+def summary(subs, top=8, by=4):
     """Medians over the substeps of *subs* (``analyse``'s): (span, idle, busy, host) ms and the *top*
-    pieces by median idle [(piece, host Δ, device Δ, launches, idle)], a piece absent from a substep
-    counted 0 there."""
+    pieces by median idle (*by* 4; 2: by device Δ) [(piece, host Δ, device Δ, launches, idle)], a piece
+    absent from a substep counted 0 there."""
     med = {k: float(np.median([s[k] for s in subs])) for k in ("span", "idle", "busy", "host")}
     keys = {k for s in subs for k in s["pieces"]}
     rows = []
     for k in keys:
         vals = np.array([s["pieces"].get(k, [0.0, 0.0, 0, 0.0]) for s in subs], dtype=float)
         rows.append((k, *np.median(vals, axis=0)))
-    rows.sort(key=lambda r: -r[4])
+    rows.sort(key=lambda r: -r[by])
     return med, rows[:top]
 
 
@@ -204,19 +204,25 @@ def run_pace(n, particles, steps, warm, rounds, ways, timed_sparse_substep, stag
         _use(ways, w)
         for _ in range(warm):
             timed_sparse_substep(sim, dt, ev, sub)
-    out = {w: {"synced": [], "substep": [], "step": [], "substep marked": [], "step marked": []}
-           for w in range(len(ways))}
-    for r in range(rounds):
-        for w in (range(len(ways)) if r % 2 == 0 else reversed(range(len(ways)))):
+    kinds = ("synced", "substep", "step", "substep marked", "step marked")
+    out = {w: {k: [] for k in kinds} for w in range(len(ways))}
+    pairs = [(w, k) for k in kinds for w in range(len(ways))]
+    for r in range(rounds):  # the states move on (the bricks grow): each round the blocks' order turns by one
+        trend = []
+        for w, k in pairs[r % len(pairs):] + pairs[:r % len(pairs)]:
             _use(ways, w)
-            for _ in range(steps):
-                out[w]["synced"].append(timed_sparse_substep(sim, dt, ev, sub))
-            for speed in (False, True):
-                name = "step" if speed else "substep"
-                out[w][name] += pace.block(sim, dt, steps, speed, False)
-                out[w][name + " marked"] += pace.block(sim, dt, steps, speed, True)
+            if k == "synced":
+                rows = [timed_sparse_substep(sim, dt, ev, sub) for _ in range(steps)]
+                out[w][k] += rows
+                trend.append(f"{w}:{k} {np.median([sum(x[0]) for x in rows]):.2f}")
+            else:
+                subs = pace.block(sim, dt, steps, k.startswith("step"), k.endswith("marked"))
+                out[w][k] += subs
+                trend.append(f"{w}:{k} {summary(subs)[0]['span']:.2f}")
+        print(f"round {r}: {sim.grid.brick_count():,} bricks; block medians (ms a substep, device): "
+              + ", ".join(trend), flush=True)
     print(f"{n}³, {len(sim.pos):,} particles, {sim.grid.brick_count():,} bricks; {rounds} rounds of {steps}-substep "
-          "blocks a way (module notes of bench/_sparse_pace.py)")
+          "blocks a way and kind (module notes of bench/_sparse_pace.py)")
     for w, way in enumerate(ways):
         o = out[w]
         ms = np.median(np.array([r[0] for r in o["synced"]]), axis=0)
@@ -231,4 +237,6 @@ def run_pace(n, particles, steps, warm, rounds, ways, timed_sparse_substep, stag
             print(f"      lag (ms) at: {lag_line(o[name + ' marked'])}")
             print("      idle pieces (medians a substep: host Δ / device Δ / launches / idle): " + "; ".join(
                 f"{k} {h:.3f}/{d:.3f}/{n_:.0f}/{i:.3f}" for k, h, d, n_, i in rows if i > 0.001))
+            print("      longest pieces on the device (host Δ / device Δ / launches): " + "; ".join(
+                f"{k} {h:.3f}/{d:.3f}/{n_:.0f}" for k, h, d, n_, _ in summary(o[name + " marked"], 14, 2)[1]))
     return out

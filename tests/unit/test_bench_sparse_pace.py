@@ -84,6 +84,7 @@ def test_summary_takes_medians_and_counts_a_missing_piece_as_zero():
     rare = [r for r in rows if r[0] == "rare .. piece"][0]
     assert rare[4] == 0.0  # in one substep of three: the median is 0
     assert rows[0][0] == "after read > .. tables >"  # the largest idle first
+    assert pace.summary(subs, 3, by=2)[1][0][0] == "p2g > .. p2g <"  # by device Δ: P2G's 0.9 ms
 
 
 def test_marks_before_the_first_substep_are_left_out():
